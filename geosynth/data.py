@@ -1,0 +1,553 @@
+"""Validated confidential points -> counts per (cell, attribute combination) for the Poisson model.
+
+:func:`prepare` is the public boundary between a user's :class:`geopandas.GeoDataFrame` and the
+Bayesian Poisson/ICAR model of Paiva et al. (2014) as extended by Nunes (2018): it checks the data,
+locates every point in a :class:`geosynth.lattice.Grid`, and returns a :class:`CellCounts` holding
+
+* ``counts[i, b]`` -- the number of records with attribute combination ``b`` in cell ``i``
+  (:math:`c_i^{(b)}` in Nunes 2018, §2.1), and
+* with a continuous variable ``Z``, the per-(cell, combination) means Z̄_i^(b)
+  standardised within each combination (Nunes 2018, §2.2.1).
+
+Combinations and levels
+-----------------------
+The combinations ``b = 0 .. B-1`` are those *present* in the kept records (not the full product of
+levels), ordered lexicographically by their attribute codes. The levels of each attribute are the
+values present in the kept records, ordered by a stable rule:
+
+* a pandas ``Categorical`` column keeps its category order (restricted to observed categories), so
+  choose the baseline with ``gdf[a] = pd.Categorical(gdf[a], categories=[baseline, ...])``;
+* any other column uses ``sorted()`` of its unique values (so ``0 < 1``, ``"a" < "b"``).
+
+Code 0 of each attribute is its first level, the *baseline* whose effects α and φ the model fixes
+at 0.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+
+from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError
+
+if TYPE_CHECKING:
+    from geosynth.lattice import Grid
+
+__all__ = ["CellCounts", "prepare"]
+
+_SHOW_ROWS = 5
+_SD_RTOL = 1e-12  # an SD below this fraction of the largest |cell mean| is rounding noise
+
+
+@dataclass(frozen=True, eq=False)
+class CellCounts:
+    """Counts per (cell, attribute combination) and standardised cell means of a continuous Z.
+
+    Built by :func:`prepare`; every array is read-only. ``G`` is ``grid.n_cells``, ``B`` the number
+    of attribute combinations present in the data, ``K`` the number of attributes and ``n`` the
+    number of kept records.
+
+    Attributes
+    ----------
+    counts : numpy.ndarray of int64, shape (G, B)
+        ``counts[i, b]`` = number of records of combination ``b`` located in cell ``i``.
+    combos : pandas.DataFrame
+        ``B`` rows (index ``0..B-1``), lexicographically ordered by codes. For each attribute ``a``
+        a column ``a`` (the level) and ``a_code`` (int64 index into ``levels[a]``; 0 = baseline),
+        then ``n_records`` (int64).
+    record_cell : numpy.ndarray of int64, shape (n,)
+        Cell id of each kept record.
+    record_combo : numpy.ndarray of int64, shape (n,)
+        Combination index (row of ``combos``) of each kept record.
+    record_index : pandas.Index
+        Labels of the kept records in the input GeoDataFrame, in input order.
+    attributes : tuple of str
+        The attribute columns, in the order given to :func:`prepare`.
+    levels : dict of str to list
+        Levels of each attribute present in the kept records, code order (see module docstring).
+    continuous : str or None
+        Name of the continuous column, if any.
+    zbar : numpy.ndarray of float64, shape (G, B), or None
+        Standardised mean of Z per (cell, combination): for each ``b`` the raw cell means over the
+        non-empty cells minus ``zbar_mean[b]``, divided by ``zbar_sd[b]``; 0 where a pair is
+        empty.
+    zbar_mask : numpy.ndarray of bool, shape (G, B), or None
+        True where the (cell, combination) pair holds records (``counts > 0``).
+    zbar_mean : numpy.ndarray of float64, shape (B,), or None
+        Per combination, the mean of the raw cell means over its non-empty cells.
+    zbar_sd : numpy.ndarray of float64, shape (B,), or None
+        Per combination, the sample SD (``ddof=1``, as R's ``sd``) of the raw cell means over its
+        non-empty cells; 1.0 when it is undefined (fewer than two non-empty cells) or zero up to
+        rounding (at most 1e-12 times the largest absolute cell mean).
+        A raw cell mean is ``zbar * zbar_sd + zbar_mean``.
+    grid : geosynth.lattice.Grid
+        The lattice the records were located in.
+    """
+
+    counts: np.ndarray
+    combos: pd.DataFrame
+    record_cell: np.ndarray
+    record_combo: np.ndarray
+    record_index: pd.Index
+    attributes: tuple[str, ...]
+    levels: dict[str, list]
+    continuous: str | None
+    zbar: np.ndarray | None
+    zbar_mask: np.ndarray | None
+    zbar_mean: np.ndarray | None
+    zbar_sd: np.ndarray | None
+    grid: Grid
+
+    def __post_init__(self) -> None:
+        n = len(self.record_cell)
+        if self.counts.ndim != 2 or len(self.record_combo) != n or len(self.record_index) != n:
+            raise InputError(
+                "CellCounts arrays are inconsistent: counts must be (G, B) and record_cell, "
+                "record_combo, record_index must have equal lengths; build it with prepare()"
+            )
+        for name in (
+            "counts",
+            "record_cell",
+            "record_combo",
+            "zbar",
+            "zbar_mask",
+            "zbar_mean",
+            "zbar_sd",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+
+    @property
+    def n_cells(self) -> int:
+        """Number of grid cells ``G``."""
+        return int(self.counts.shape[0])
+
+    @property
+    def n_combos(self) -> int:
+        """Number of attribute combinations present, ``B``."""
+        return int(self.counts.shape[1])
+
+    @property
+    def n_records(self) -> int:
+        """Number of kept records ``n``."""
+        return int(self.record_cell.shape[0])
+
+    @property
+    def combo_codes(self) -> np.ndarray:
+        """Attribute codes of each combination, int64 array of shape (B, K)."""
+        columns = [f"{a}_code" for a in self.attributes]
+        return self.combos[columns].to_numpy(dtype=np.int64)
+
+    def summary(self) -> pd.DataFrame:
+        """Describe each combination.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per combination: the attribute levels, ``n_records``, ``n_nonempty_cells``
+            (cells holding at least one record of the combination), ``max_count`` (largest count
+            in a cell) and, with a continuous variable, ``zbar_mean`` and ``zbar_sd``.
+        """
+        out = self.combos[list(self.attributes) + ["n_records"]].copy()
+        out["n_nonempty_cells"] = (self.counts > 0).sum(axis=0).astype(np.int64)
+        out["max_count"] = self.counts.max(axis=0) if self.n_cells else 0
+        if self.continuous is not None:
+            out["zbar_mean"] = self.zbar_mean
+            out["zbar_sd"] = self.zbar_sd
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"CellCounts(n_records={self.n_records}, n_cells={self.n_cells}, "
+            f"n_combos={self.n_combos}, attributes={self.attributes!r}, "
+            f"continuous={self.continuous!r})"
+        )
+
+
+def prepare(
+    gdf: gpd.GeoDataFrame,
+    grid: Grid,
+    attributes: Sequence[str] | str,
+    continuous: str | None = None,
+    outside: str = "error",
+    max_bytes: int = 2**31,
+) -> CellCounts:
+    """Validate confidential points and count them per (grid cell, attribute combination).
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        One row per confidential record, with point geometries in a projected CRS (metres).
+    grid : geosynth.lattice.Grid
+        The lattice; points are located with ``grid.locate``.
+    attributes : sequence of str or str
+        Categorical attribute columns whose combinations stratify the counts (a single string is
+        one attribute). Levels and combinations follow the rules in the module docstring.
+    continuous : str, optional
+        A numeric column ``Z``; its mean per (cell, combination) is standardised within each
+        combination as in Nunes (2018), §2.2.1 (see :class:`CellCounts`). Nunes' back-transform
+        (eq. 2.27) multiplies by the *variance*; a standardised value is undone with the SD,
+        ``zbar * zbar_sd + zbar_mean``, which is what we store.
+    outside : {"error", "drop"}
+        What to do with points that ``grid.locate`` puts in no cell (outside the lattice or region,
+        or inside an excluded area): raise, or drop them with a
+        :class:`~geosynth.errors.DataWarning`.
+    max_bytes : int
+        Upper bound on the bytes of the (G, B) arrays: ``counts`` (8 bytes per pair) and, with
+        ``continuous``, ``zbar`` and ``zbar_mask`` (9 more).
+
+    Returns
+    -------
+    CellCounts
+
+    Raises
+    ------
+    InputError
+        ``gdf`` is not a GeoDataFrame or has no rows; missing, empty or non-point geometries;
+        attributes empty, duplicated or missing; ``continuous`` missing, non-numeric, NaN or
+        infinite; NaN in an attribute; points outside the grid with ``outside="error"``; a bad
+        ``outside`` or ``max_bytes``; more possible combinations (product of the numbers of levels)
+        than kept records.
+    CRSError
+        ``gdf`` has no CRS while the grid has one, the CRSs differ, or ``gdf`` is in degrees.
+    MemoryLimitError
+        The (G, B) arrays would exceed ``max_bytes``.
+
+    Warns
+    -----
+    DataWarning
+        An attribute has a single level among the kept records, or points were dropped.
+    """
+    _check_parameters(gdf, grid, outside, max_bytes)
+    attrs = _check_columns(gdf, attributes, continuous)
+    xy = _point_coordinates(gdf)
+    _check_crs(gdf, grid)
+    for a in attrs:
+        _check_no_nan(gdf, a, "attribute")
+    z_all = None if continuous is None else _continuous_values(gdf, continuous)
+
+    cell = np.asarray(grid.locate(xy), dtype=np.int64).reshape(-1)
+    keep = _handle_outside(gdf.index, cell, outside)
+    frame = gdf.loc[keep, list(attrs)]
+    levels, codes = _encode(frame)
+    combo_codes, first, record_combo, n_per_combo = np.unique(
+        codes, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    record_combo = record_combo.reshape(-1).astype(np.int64)
+    record_cell = cell[keep]
+    n_cells, n_combos = int(grid.n_cells), len(combo_codes)
+    _check_sizes(levels, len(record_cell), n_cells, n_combos, continuous, max_bytes)
+
+    flat = record_cell * n_combos + record_combo
+    counts = np.bincount(flat, minlength=n_cells * n_combos).reshape(n_cells, n_combos)
+    combos = _combos_frame(frame, attrs, combo_codes, first, n_per_combo)
+    zbar = mask = mean = sd = None
+    if z_all is not None:
+        sums = np.bincount(flat, weights=z_all[keep], minlength=n_cells * n_combos)
+        zbar, mask, mean, sd = _standardise(sums.reshape(n_cells, n_combos), counts)
+    return CellCounts(
+        counts=counts.astype(np.int64, copy=False),
+        combos=combos,
+        record_cell=record_cell,
+        record_combo=record_combo,
+        record_index=gdf.index[keep],
+        attributes=attrs,
+        levels=levels,
+        continuous=continuous,
+        zbar=zbar,
+        zbar_mask=mask,
+        zbar_mean=mean,
+        zbar_sd=sd,
+        grid=grid,
+    )
+
+
+# --------------------------------------------------------------------------- validation helpers
+
+
+def _rows(index: pd.Index, bad: np.ndarray) -> str:
+    """Describe the first few labels of ``index`` where ``bad`` is True."""
+    labels = index[np.asarray(bad, dtype=bool)]
+    shown = ", ".join(repr(label) for label in labels[:_SHOW_ROWS].tolist())
+    more = len(labels) - _SHOW_ROWS
+    return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")
+
+
+def _check_parameters(gdf: Any, grid: Any, outside: Any, max_bytes: Any) -> None:
+    if not isinstance(gdf, gpd.GeoDataFrame):
+        raise InputError(
+            f"gdf must be a geopandas.GeoDataFrame, got {type(gdf).__module__}."
+            f"{type(gdf).__name__}; build one with geopandas.GeoDataFrame(df, geometry=...) or "
+            "geopandas.points_from_xy(x, y, crs=...)"
+        )
+    if outside not in ("error", "drop"):
+        raise InputError(f'outside must be "error" or "drop", got {outside!r}')
+    if (
+        isinstance(max_bytes, bool)
+        or not isinstance(max_bytes, (int, np.integer))
+        or max_bytes <= 0
+    ):
+        raise InputError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
+    if not all(hasattr(grid, name) for name in ("locate", "n_cells", "crs")):
+        raise InputError(
+            f"grid must be a geosynth.lattice.Grid, got {type(grid).__name__}; build one with "
+            "Grid.regular(bounds, shape=..., crs=...) or Grid.from_points(gdf, ...)"
+        )
+    if len(gdf) == 0:
+        raise InputError("gdf has no rows; prepare needs at least one record")
+
+
+def _check_columns(
+    gdf: gpd.GeoDataFrame, attributes: Sequence[str] | str, continuous: str | None
+) -> tuple[str, ...]:
+    try:
+        geometry_name = gdf.geometry.name
+    except AttributeError as err:
+        raise InputError(
+            "gdf has no active geometry column; set one with gdf.set_geometry(column)"
+        ) from err
+    available = [c for c in gdf.columns if c != geometry_name]
+    attrs = (attributes,) if isinstance(attributes, str) else tuple(attributes)
+    if not attrs:
+        raise InputError(
+            f"attributes is empty; name at least one categorical column of gdf: {available}"
+        )
+    duplicated = sorted({a for a in attrs if attrs.count(a) > 1}, key=str)
+    if duplicated:
+        raise InputError(f"attributes lists {duplicated} more than once; name each column once")
+    for name, role in [(a, "attribute") for a in attrs] + [(continuous, "continuous column")]:
+        if name is not None and (name == geometry_name or name not in available):
+            raise InputError(
+                f"{role} {name!r} is not a column of gdf; available columns: {available}"
+            )
+    if continuous is not None and continuous in attrs:
+        raise InputError(
+            f"continuous column {continuous!r} is also listed in attributes; use it in one role"
+        )
+    generated = [f"{a}_code" for a in attrs] + ["n_records"]
+    clash = sorted(set(attrs) & set(generated), key=str)
+    if clash:
+        raise InputError(
+            f"attribute names {clash} clash with the combos columns '<attribute>_code' and "
+            "'n_records'; rename them with gdf.rename(columns=...)"
+        )
+    return attrs
+
+
+def _point_coordinates(gdf: gpd.GeoDataFrame) -> np.ndarray:
+    """Validate the geometries (present, non-empty, finite points) and return their (n, 2) xy."""
+    geoms = np.asarray(gdf.geometry.array, dtype=object)
+    type_id = shapely.get_type_id(geoms)
+    missing = (type_id == -1) | shapely.is_empty(geoms)
+    if missing.any():
+        raise InputError(
+            f"{int(missing.sum())} records have missing or empty geometries "
+            f"({_rows(gdf.index, missing)}); drop them, "
+            "e.g. gdf[~(gdf.geometry.isna() | gdf.geometry.is_empty)]"
+        )
+    not_point = type_id != 0
+    if not_point.any():
+        kinds = sorted(set(gdf.geometry.geom_type[not_point].tolist()))
+        raise InputError(
+            f"{int(not_point.sum())} geometries are not points ({kinds}; "
+            f"{_rows(gdf.index, not_point)}); prepare needs one Point per record: use "
+            "gdf.explode() for MultiPoints or gdf.representative_point() for polygons"
+        )
+    xy = np.column_stack([shapely.get_x(geoms), shapely.get_y(geoms)])
+    bad = ~np.isfinite(xy).all(axis=1)
+    if bad.any():
+        raise InputError(
+            f"{int(bad.sum())} points have NaN or infinite coordinates ({_rows(gdf.index, bad)}); "
+            "drop or fix them"
+        )
+    return xy
+
+
+def _check_crs(gdf: gpd.GeoDataFrame, grid: Any) -> None:
+    grid_crs = grid.crs
+    if gdf.crs is None:
+        if grid_crs is not None:
+            raise CRSError(
+                f"gdf has no CRS while the grid uses {grid_crs.to_string()}; if the coordinates "
+                "are already in that CRS use gdf.set_crs(grid.crs), otherwise set the true CRS "
+                "and reproject with gdf.to_crs(grid.crs)"
+            )
+        return
+    if gdf.crs.is_geographic:
+        raise CRSError(
+            f"gdf uses the geographic CRS {gdf.crs.to_string()} (degrees); cells and areas need a "
+            "projected CRS in metres: reproject with gdf.to_crs(gdf.estimate_utm_crs()) and build "
+            "the grid in that CRS"
+            + ("" if grid_crs is None else f", or use gdf.to_crs(grid.crs) ({grid_crs.name})")
+        )
+    if grid_crs is not None and not gdf.crs.equals(grid_crs, ignore_axis_order=True):
+        raise CRSError(
+            f"gdf CRS {gdf.crs.to_string()} differs from the grid CRS {grid_crs.to_string()}; "
+            "reproject with gdf.to_crs(grid.crs)"
+        )
+
+
+def _check_no_nan(gdf: gpd.GeoDataFrame, column: str, role: str) -> None:
+    bad = gdf[column].isna().to_numpy()
+    if bad.any():
+        raise InputError(
+            f"{role} {column!r} has {int(bad.sum())} missing (NaN) values "
+            f"({_rows(gdf.index, bad)}); drop those rows, "
+            f"e.g. gdf.dropna(subset=[{column!r}]), or fill them"
+            + (" with an explicit level" if role == "attribute" else "")
+        )
+
+
+def _continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
+    series = gdf[column]
+    dtype = series.dtype
+    if (
+        not pd.api.types.is_numeric_dtype(dtype)
+        or pd.api.types.is_bool_dtype(dtype)
+        or pd.api.types.is_complex_dtype(dtype)
+    ):
+        raise InputError(
+            f"continuous column {column!r} has non-numeric dtype {dtype}; convert it with "
+            f"pd.to_numeric(gdf[{column!r}]) or pass it in attributes if it is categorical"
+        )
+    _check_no_nan(gdf, column, "continuous column")
+    values = series.to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise InputError(
+            f"continuous column {column!r} has {int(bad.sum())} infinite values "
+            f"({_rows(gdf.index, bad)}); drop or replace them"
+        )
+    return values
+
+
+def _handle_outside(index: pd.Index, cell: np.ndarray, outside: str) -> np.ndarray:
+    if cell.shape != (len(index),):
+        raise InputError(
+            f"grid.locate returned {cell.shape[0]} cell ids for {len(index)} points; "
+            "grid must be a geosynth.lattice.Grid"
+        )
+    out = cell < 0
+    n_out = int(out.sum())
+    if n_out == 0:
+        return ~out
+    where = (
+        f"{n_out} of {len(index)} points fall in no grid cell (outside the lattice or region, or "
+        f"inside an excluded area): {_rows(index, out)}"
+    )
+    if outside == "error":
+        raise InputError(
+            f'{where}; pass outside="drop" to drop them, or build a grid that covers them'
+        )
+    if n_out == len(index):
+        raise InputError(f"{where}; no record is left: check the grid bounds, region and CRS")
+    warnings.warn(f"dropped {where}", DataWarning, stacklevel=3)
+    return ~out
+
+
+# --------------------------------------------------------------------------- encoding and counting
+
+
+def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
+    """Levels present in ``series`` in code order (category order, else ``sorted``) and codes."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        categories = series.cat.categories
+        raw = series.cat.codes.to_numpy()
+        observed = np.zeros(len(categories), dtype=bool)
+        observed[raw] = True
+        return categories[observed].tolist(), (np.cumsum(observed) - 1)[raw]
+    unique = series.drop_duplicates().tolist()
+    try:
+        levels = sorted(unique)
+    except TypeError as err:
+        kinds = sorted({type(v).__name__ for v in unique})
+        raise InputError(
+            f"attribute {series.name!r} mixes values of types {kinds} that cannot be sorted into "
+            f"levels; make them one type, e.g. gdf[{series.name!r}].astype(str)"
+        ) from err
+    return levels, pd.Categorical(series, categories=levels).codes
+
+
+def _encode(frame: pd.DataFrame) -> tuple[dict[str, list], np.ndarray]:
+    """Return levels per attribute and the (n, K) int64 code matrix; warn on single levels."""
+    levels: dict[str, list] = {}
+    codes = np.empty((len(frame), frame.shape[1]), dtype=np.int64)
+    for k, name in enumerate(frame.columns):
+        levels[name], codes[:, k] = _levels_and_codes(frame[name])
+        if len(levels[name]) == 1:
+            warnings.warn(
+                f"attribute {name!r} has a single level {levels[name][0]!r} among the "
+                f"{len(frame)} kept records, so its effect cannot be estimated; "
+                "consider removing it from attributes",
+                DataWarning,
+                stacklevel=4,
+            )
+    return levels, codes
+
+
+def _check_sizes(
+    levels: dict[str, list],
+    n_records: int,
+    n_cells: int,
+    n_combos: int,
+    continuous: str | None,
+    max_bytes: int,
+) -> None:
+    possible = math.prod(len(v) for v in levels.values())
+    if possible > n_records:
+        sizes = " x ".join(f"{len(v)} ({a})" for a, v in levels.items())
+        raise InputError(
+            f"attributes have {sizes} = {possible} possible combinations but only {n_records} "
+            "records; most combinations would be empty or hold single records: use fewer "
+            "attributes or merge levels"
+        )
+    per_pair = 8 + (9 if continuous is not None else 0)
+    needed = n_cells * n_combos * per_pair
+    if needed > max_bytes:
+        arrays = "counts, zbar and zbar_mask" if continuous is not None else "counts"
+        raise MemoryLimitError(
+            f"the {arrays} arrays for {n_cells} cells x {n_combos} combinations need "
+            f"{needed:,} bytes ({needed / 2**30:.2f} GiB), more than max_bytes={max_bytes:,}; "
+            "use a coarser grid, fewer attributes, or raise max_bytes"
+        )
+
+
+def _combos_frame(
+    frame: pd.DataFrame,
+    attrs: tuple[str, ...],
+    combo_codes: np.ndarray,
+    first: np.ndarray,
+    n_per_combo: np.ndarray,
+) -> pd.DataFrame:
+    columns: dict[Hashable, Any] = {}
+    for k, name in enumerate(attrs):
+        columns[name] = frame[name].iloc[first].reset_index(drop=True)
+        columns[f"{name}_code"] = combo_codes[:, k].astype(np.int64)
+    columns["n_records"] = n_per_combo.astype(np.int64)
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(first)))
+
+
+def _standardise(
+    sums: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Standardise raw cell means of Z within each combination (Nunes 2018, §2.2.1)."""
+    mask = counts > 0
+    raw = np.divide(sums, counts, out=np.zeros_like(sums), where=mask)
+    n_nonempty = mask.sum(axis=0)  # >= 1: every combination is present in some cell
+    mean = raw.sum(axis=0) / n_nonempty
+    centred = np.where(mask, raw - mean, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.sqrt((centred**2).sum(axis=0) / (n_nonempty - 1))
+    scale = np.abs(raw).max(axis=0)
+    degenerate = (n_nonempty < 2) | ~np.isfinite(sd) | (sd <= _SD_RTOL * scale)
+    sd = np.where(degenerate, 1.0, sd)
+    return centred / sd, mask, mean, sd

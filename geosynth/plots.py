@@ -1,0 +1,94 @@
+"""Matplotlib figures of lattice data (counts and intensities per attribute combination)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from geosynth.data import CellCounts
+    from geosynth.lattice import Grid
+
+__all__ = ["lattice_image", "combination_panels", "counts_figure"]
+
+
+def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
+    """Scatter per-cell ``values`` into an (nrows, ncols) image, masking dropped cells.
+
+    Row 0 of the returned image is the southernmost lattice row, so draw it with
+    ``imshow(..., origin="lower", extent=(xmin, xmax, ymin, ymax))``.
+    """
+    nrows, ncols = grid.shape
+    image = np.full(nrows * ncols, np.nan)
+    positions = grid.cell_row * ncols + grid.cell_col
+    image[positions] = values
+    return np.ma.masked_invalid(image.reshape(nrows, ncols))
+
+
+def combination_panels(
+    grid: Grid, values: np.ndarray, titles: list[str], suptitle: str = "", cmap: str = "viridis"
+) -> Figure:
+    """One panel per column of ``values`` (G, B): the lattice coloured by that column.
+
+    Parameters
+    ----------
+    grid : Grid
+        Lattice the rows of ``values`` refer to.
+    values : numpy.ndarray, shape (G, B)
+        Per-cell values for each of B attribute combinations.
+    titles : list of str
+        Panel titles, one per combination.
+    suptitle : str, optional
+        Figure title.
+    cmap : str, default "viridis"
+        Matplotlib colour map.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    n_panels = values.shape[1]
+    ncols = min(4, n_panels)
+    nrows = math.ceil(n_panels / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
+    xmin, ymin, xmax, ymax = grid.bounds
+    for b, ax in enumerate(axes.flat):
+        if b >= n_panels:
+            ax.set_axis_off()
+            continue
+        image = ax.imshow(
+            lattice_image(grid, values[:, b]),
+            origin="lower",
+            extent=(xmin, xmax, ymin, ymax),
+            cmap=cmap,
+        )
+        ax.set_title(titles[b], fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    if suptitle:
+        fig.suptitle(suptitle)
+    fig.tight_layout()
+    return fig
+
+
+def counts_figure(cell_counts: CellCounts) -> Figure:
+    """Plot counts per cell for each combination of a :class:`~geosynth.data.CellCounts`."""
+    titles = [_combination_label(cell_counts, b) for b in range(cell_counts.n_combos)]
+    return combination_panels(
+        cell_counts.grid, cell_counts.counts, titles, suptitle="Records per cell and combination"
+    )
+
+
+def _combination_label(cell_counts: CellCounts, b: int) -> str:
+    row = cell_counts.combos.iloc[b]
+    return ", ".join(f"{a}={row[a]}" for a in cell_counts.attributes)

@@ -1,0 +1,408 @@
+import numpy as np
+import pandas as pd
+import pytest
+from geopandas.testing import assert_geodataframe_equal
+from scipy import stats
+
+from geosynth.datasets import (
+    BERLIN_ACCOMMODATES_BANDS,
+    BERLIN_BEDROOMS_BANDS,
+    TABLE3,
+    berlin_listings,
+    paiva_scenario,
+)
+from geosynth.errors import CRSError, InputError
+from geosynth.lattice import Grid
+
+ALPHA = 0.001
+BIG_N = 20_000
+HUGE_N = 200_000  # attribute tests: 4 SE of the logistic / Z coefficients is then ~0.05-0.2
+
+
+@pytest.fixture(scope="module")
+def big():
+    return paiva_scenario(n=BIG_N, seed=20180101)
+
+
+@pytest.fixture(scope="module")
+def huge():
+    return paiva_scenario(n=HUGE_N, seed=2018, generating_shape=(10, 10))
+
+
+@pytest.fixture(scope="module")
+def berlin():
+    return berlin_listings()
+
+
+def design_y(df):
+    return np.column_stack(
+        [np.ones(len(df)), df.x1 == 2, df.x2 == 2, df.x2 == 3]
+    ).astype(float)
+
+
+def logistic_irls(X, y, iterations=50):
+    beta = np.zeros(X.shape[1])
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-X @ beta))
+        info = X.T @ (X * (p * (1 - p))[:, None])
+        step = np.linalg.solve(info, X.T @ (y - p))
+        beta += step
+        if np.abs(step).max() < 1e-12:
+            break
+    p = 1.0 / (1.0 + np.exp(-X @ beta))
+    cov = np.linalg.inv(X.T @ (X * (p * (1 - p))[:, None]))
+    return beta, np.sqrt(np.diag(cov))
+
+
+def generating_cells(scenario):
+    """Generating-grid row and column of every record, from its coordinates."""
+    nr, nc = scenario.generating_shape
+    xmin, ymin, xmax, ymax = scenario.bounds
+    x, y = scenario.data.geometry.x.to_numpy(), scenario.data.geometry.y.to_numpy()
+    col = np.floor((x - xmin) / (xmax - xmin) * nc).astype(int)
+    row = np.floor((y - ymin) / (ymax - ymin) * nr).astype(int)
+    return row, col
+
+
+def brute_force_mass(scenario, boxes):
+    """(k, 12) generating mass inside each box by per-axis overlaps with generating cells."""
+    nr, nc = scenario.generating_shape
+    xmin, ymin, xmax, ymax = scenario.bounds
+    gx = np.linspace(xmin, xmax, nc + 1)
+    gy = np.linspace(ymin, ymax, nr + 1)
+    fx = np.zeros((len(boxes), nc))
+    fy = np.zeros((len(boxes), nr))
+    for k, (x0, y0, x1, y1) in enumerate(boxes):
+        for j in range(nc):
+            fx[k, j] = max(0.0, min(x1, gx[j + 1]) - max(x0, gx[j])) / (gx[j + 1] - gx[j])
+        for i in range(nr):
+            fy[k, i] = max(0.0, min(y1, gy[i + 1]) - max(y0, gy[i])) / (gy[i + 1] - gy[i])
+    p = scenario.generating_probabilities.reshape(12, nr, nc)
+    return np.einsum("ki,bij,kj->kb", fy, p, fx)
+
+
+def bvn_pdf(xy, mean, cov):
+    d = xy - np.asarray(mean)
+    inv = np.linalg.inv(np.asarray(cov))
+    q = np.einsum("ni,ij,nj->n", d, inv, d)
+    return np.exp(-0.5 * q) / (2 * np.pi * np.sqrt(np.linalg.det(cov)))
+
+
+# ---------------------------------------------------------------- reproducibility / structure
+
+
+def test_same_seed_same_data_and_different_seed_differs():
+    a = paiva_scenario(n=300, seed=7)
+    b = paiva_scenario(n=300, seed=7)
+    c = paiva_scenario(n=300, seed=8)
+    assert_geodataframe_equal(a.data, b.data)
+    np.testing.assert_array_equal(a.generating_probabilities, b.generating_probabilities)
+    assert not np.array_equal(a.data.geometry.x.to_numpy(), c.data.geometry.x.to_numpy())
+    assert not np.array_equal(a.data.z.to_numpy(), c.data.z.to_numpy())
+
+
+def test_generator_seed_is_accepted():
+    a = paiva_scenario(n=50, seed=np.random.default_rng(3))
+    b = paiva_scenario(n=50, seed=3)
+    assert_geodataframe_equal(a.data, b.data)
+
+
+def test_columns_dtypes_index_and_crs():
+    s = paiva_scenario(n=200, seed=1)
+    assert list(s.data.columns) == ["y", "x1", "x2", "z", "geometry"]
+    for col in ("y", "x1", "x2"):
+        assert s.data[col].dtype == np.int64
+    assert s.data.z.dtype == np.float64
+    assert isinstance(s.data.index, pd.RangeIndex)
+    assert s.data.crs.to_epsg() == 31983
+    assert s.crs.to_epsg() == 31983
+    assert s.bounds == (605_000.0, 7_790_000.0, 615_000.0, 7_800_000.0)
+    assert set(s.data.y) <= {0, 1} and set(s.data.x1) <= {1, 2} and set(s.data.x2) <= {1, 2, 3}
+    assert s.generating_probabilities.shape == (12, 100 * 100)
+    np.testing.assert_allclose(s.generating_probabilities.sum(axis=1), 1.0)
+    assert s.components[["y", "x1", "x2"]].drop_duplicates().shape[0] == 12
+    assert s.components.n_records.sum() == 200
+
+
+def test_continuous_false_drops_z_but_keeps_everything_else():
+    with_z = paiva_scenario(n=150, seed=5)
+    without = paiva_scenario(n=150, seed=5, continuous=False)
+    assert "z" not in without.data.columns
+    assert_geodataframe_equal(without.data, with_z.data.drop(columns="z"))
+
+
+def test_origin_unit_and_crs_map_the_square():
+    s = paiva_scenario(n=100, seed=2, crs="EPSG:32633", origin=(0.0, 0.0), unit=1.0)
+    assert s.bounds == (0.0, 0.0, 10.0, 10.0)
+    assert s.crs.to_epsg() == 32633
+    x, y = s.data.geometry.x, s.data.geometry.y
+    assert x.between(0, 10).all() and y.between(0, 10).all()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n": 0}, "n must be a positive integer"),
+        ({"n": 2.5}, "n must be a positive integer"),
+        ({"generating_shape": (0, 10)}, "generating_shape"),
+        ({"generating_shape": (10,)}, "generating_shape"),
+        ({"generating_shape": (10.5, 10)}, "generating_shape"),
+        ({"generating_shape": 7}, "generating_shape"),
+        ({"unit": -1.0}, "unit must be a positive"),
+        ({"origin": (1.0, np.nan)}, "origin"),
+    ],
+)
+def test_invalid_arguments_raise_input_error(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        paiva_scenario(**kwargs)
+
+
+def test_geographic_crs_is_refused():
+    with pytest.raises(CRSError, match="is geographic"):
+        paiva_scenario(n=10, crs="EPSG:4326")
+
+
+# ---------------------------------------------------------------- attribute distributions
+
+
+def test_x1_follows_table1(huge):
+    k = int((huge.data.x1 == 1).sum())
+    assert stats.binomtest(k, HUGE_N, 0.6).pvalue > ALPHA
+
+
+@pytest.mark.parametrize(("x1", "probs"), [(1, [1 / 3, 1 / 3, 1 / 3]), (2, [0.6, 0.1, 0.3])])
+def test_x2_given_x1_follows_table2(huge, x1, probs):
+    x2 = huge.data.x2[huge.data.x1 == x1]
+    observed = np.bincount(x2, minlength=4)[1:]
+    expected = np.asarray(probs) * len(x2)
+    assert stats.chisquare(observed, expected).pvalue > ALPHA
+
+
+def test_y_logistic_coefficients_recovered(huge):
+    beta, se = logistic_irls(design_y(huge.data), huge.data.y.to_numpy(float))
+    truth = np.array([-1.0, 1.5, -0.5, 0.5])
+    assert np.all(np.abs(beta - truth) < 4 * se), (beta, se)
+
+
+def test_z_follows_eq_4_1(huge):
+    d = huge.data
+    mean = 50 - 3.5 * (d.y == 1) + 1.0 * (d.x1 == 2) - 1.5 * (d.x2 == 2) + 2.0 * (d.x2 == 3)
+    resid = d.z - mean
+    # Per-combination means within 4 standard errors of eq. (4.1).
+    groups = resid.groupby([d.y, d.x1, d.x2])
+    z_scores = groups.mean() / (10.0 / np.sqrt(groups.size()))
+    assert len(z_scores) == 12
+    assert np.all(np.abs(z_scores) < 4), z_scores
+    # SD 10: sample variance within 4 SE (SE of s^2 = sigma^2 sqrt(2/(n-1))).
+    assert abs(resid.var() - 100.0) < 4 * 100.0 * np.sqrt(2 / (HUGE_N - 1))
+    assert stats.kstest(resid / 10.0, "norm").pvalue > ALPHA
+
+
+def test_z_regression_coefficients_recovered(huge):
+    d = huge.data
+    X = np.column_stack([np.ones(len(d)), d.y == 1, d.x1 == 2, d.x2 == 2, d.x2 == 3]).astype(float)
+    beta, *_ = np.linalg.lstsq(X, d.z.to_numpy(), rcond=None)
+    se = 10.0 * np.sqrt(np.diag(np.linalg.inv(X.T @ X)))
+    truth = np.array([50.0, -3.5, 1.0, -1.5, 2.0])
+    assert np.all(np.abs(beta - truth) < 4 * se), (beta, se)
+
+
+# ---------------------------------------------------------------- locations
+
+
+def test_locations_inside_the_square(big):
+    xmin, ymin, xmax, ymax = big.bounds
+    x, y = big.data.geometry.x, big.data.geometry.y
+    assert x.between(xmin, xmax).all() and y.between(ymin, ymax).all()
+
+
+@pytest.mark.parametrize(
+    ("b", "mean", "cov"),
+    [
+        (0, None, None),  # mixture, checked below
+        (7, (5.0, 5.0), [[1.5, 0.9 * np.sqrt(1.5 * 2)], [0.9 * np.sqrt(1.5 * 2), 2.0]]),
+        (10, (5.0, 5.0), [[1.5, -0.9 * np.sqrt(1.5 * 1.5)], [-0.9 * np.sqrt(1.5 * 1.5), 2.0]]),
+        (11, (5.0, 7.5), [[2.5, 0.0], [0.0, 0.7]]),
+    ],
+)
+def test_generating_probabilities_are_table3_density_at_cell_centres(b, mean, cov):
+    s = paiva_scenario(n=10, seed=0, generating_shape=(20, 25))
+    cx = (np.arange(25) + 0.5) * 10 / 25
+    cy = (np.arange(20) + 0.5) * 10 / 20
+    yy, xx = np.meshgrid(cy, cx, indexing="ij")
+    xy = np.column_stack([xx.ravel(), yy.ravel()])
+    if mean is None:  # (y=0, x1=1, x2=1): N2[(3,7); I] & N2[(7,3); I]
+        dens = bvn_pdf(xy, (3, 7), np.eye(2)) + bvn_pdf(xy, (7, 3), np.eye(2))
+    else:
+        dens = bvn_pdf(xy, mean, cov)
+    np.testing.assert_allclose(s.generating_probabilities[b], dens / dens.sum(), rtol=1e-10)
+    assert tuple(s.components.loc[b, ["y", "x1", "x2"]]) == TABLE3[b][:3]
+
+
+@pytest.mark.parametrize("b", range(12))
+def test_cell_counts_match_generating_probabilities(big, b):
+    nr, nc = big.generating_shape
+    row, col = generating_cells(big)
+    combo = big.data.y * 6 + (big.data.x1 - 1) * 3 + (big.data.x2 - 1)
+    mask = (combo == b).to_numpy()
+    n_b = int(mask.sum())
+    assert n_b == big.components.n_records[b] and n_b > 100
+    counts = np.zeros((nr, nc))
+    np.add.at(counts, (row[mask], col[mask]), 1)
+    # Coarsen 100x100 -> 10x10 by summing 10x10 blocks.
+    observed = counts.reshape(10, 10, 10, 10).sum(axis=(1, 3)).ravel()
+    expected = n_b * big.generating_probabilities[b].reshape(10, 10, 10, 10).sum(axis=(1, 3))
+    expected = expected.ravel()
+    # Pool the cells with expected count < 5 into one bin.
+    small = expected < 5
+    obs = np.append(observed[~small], observed[small].sum())
+    exp = np.append(expected[~small], expected[small].sum())
+    assert stats.chisquare(obs, exp).pvalue > ALPHA
+
+
+def test_points_uniform_within_generating_cells(big):
+    nr, nc = big.generating_shape
+    xmin, ymin, xmax, ymax = big.bounds
+    x = (big.data.geometry.x.to_numpy() - xmin) / (xmax - xmin) * nc
+    frac = x - np.floor(x)
+    assert stats.kstest(frac, "uniform").pvalue > ALPHA
+
+
+# ---------------------------------------------------------------- true intensity
+
+
+def grid_for(scenario, shape, bounds=None):
+    return Grid.regular(bounds or scenario.bounds, shape=shape, crs=scenario.crs)
+
+
+def test_true_intensity_sums_to_n_b_on_a_covering_grid(big):
+    lam = big.true_intensity(grid_for(big, (10, 10)))
+    assert lam.shape == (100, 12)
+    assert (lam >= 0).all()
+    np.testing.assert_allclose(lam.sum(axis=0), big.n_records, rtol=1e-10)
+
+
+def test_true_intensity_nested_grid_equals_block_sums(big):
+    grid = grid_for(big, (10, 10))
+    lam = big.true_intensity(grid)
+    blocks = big.generating_probabilities.reshape(12, 10, 10, 10, 10).sum(axis=(2, 4))
+    expected = (blocks.reshape(12, 100) * big.n_records[:, None]).T  # cell id = row*10 + col
+    order = grid.cell_row * 10 + grid.cell_col
+    np.testing.assert_allclose(lam, expected[order], rtol=1e-9, atol=1e-12)
+
+
+def test_true_intensity_non_nested_grid_matches_overlap_areas():
+    s = paiva_scenario(n=2_000, seed=11, generating_shape=(30, 40))
+    grid = grid_for(s, (7, 7))
+    lam = s.true_intensity(grid)
+    np.testing.assert_allclose(lam.sum(axis=0), s.n_records, rtol=1e-10)
+    boxes = grid.cell_bounds(np.arange(grid.n_cells))
+    expected = brute_force_mass(s, boxes) * s.n_records[None, :]
+    np.testing.assert_allclose(lam, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_true_intensity_partial_cover_and_outside():
+    s = paiva_scenario(n=1_000, seed=4, generating_shape=(25, 25))
+    xmin, ymin, xmax, ymax = s.bounds
+    shifted = (xmin + 3_333.0, ymin - 2_500.0, xmax + 3_333.0, ymax - 2_500.0)
+    grid = grid_for(s, (6, 9), bounds=shifted)
+    lam = s.true_intensity(grid)
+    boxes = grid.cell_bounds(np.arange(grid.n_cells))
+    np.testing.assert_allclose(
+        lam, brute_force_mass(s, boxes) * s.n_records[None, :], rtol=1e-9, atol=1e-9
+    )
+    assert np.all(lam.sum(axis=0) < s.n_records)
+    outside = boxes[:, 0] >= xmax
+    assert outside.any() and np.all(lam[outside] == 0)
+
+
+def test_true_intensity_agrees_with_observed_counts(big):
+    grid = grid_for(big, (7, 7))
+    lam = big.true_intensity(grid)
+    cell = grid.locate(big.data)
+    combo = (big.data.y * 6 + (big.data.x1 - 1) * 3 + (big.data.x2 - 1)).to_numpy()
+    assert (cell >= 0).all()
+    observed = np.zeros_like(lam)
+    np.add.at(observed, (cell, combo), 1)
+    keep = lam >= 5
+    # chi-square over the (cell, combo) bins with expected >= 5, plus one pooled bin per combo
+    obs = np.concatenate([observed[keep], (observed * ~keep).sum(axis=0)])
+    exp = np.concatenate([lam[keep], (lam * ~keep).sum(axis=0)])
+    use = exp > 0
+    # counts per combo are fixed (n_b), so 12 degrees of freedom are lost
+    statistic = ((obs[use] - exp[use]) ** 2 / exp[use]).sum()
+    dof = use.sum() - 12
+    assert stats.chi2.sf(statistic, dof) > ALPHA
+
+
+def test_align_and_combos_argument_reorder_columns(big):
+    grid = grid_for(big, (5, 5))
+    full = big.true_intensity(grid)
+    combos = pd.DataFrame({"y": [1, 0, 1], "x1": [2, 1, 1], "x2": [3, 1, 2], "y_code": [1, 0, 1]})
+    idx = big.align(combos)
+    np.testing.assert_array_equal(idx, [11, 0, 7])
+    np.testing.assert_array_equal(big.true_intensity(grid, combos=combos), full[:, [11, 0, 7]])
+    pd.testing.assert_frame_equal(
+        big.combo_order.iloc[idx].reset_index(drop=True), combos[["y", "x1", "x2"]]
+    )
+
+
+def test_align_rejects_bad_tables(big):
+    with pytest.raises(InputError, match="missing column"):
+        big.align(pd.DataFrame({"y": [0], "x1": [1]}))
+    with pytest.raises(InputError, match="'x2' has values outside"):
+        big.align(pd.DataFrame({"y": [0], "x1": [1], "x2": [4]}))
+
+
+def test_true_intensity_refuses_other_crs(big):
+    grid = Grid.regular((0.0, 0.0, 10.0, 10.0), shape=(2, 2), crs="EPSG:32633")
+    with pytest.raises(CRSError, match="differs from the scenario CRS"):
+        big.true_intensity(grid)
+
+
+# ---------------------------------------------------------------- Berlin listings
+
+
+def test_berlin_points_and_region(berlin):
+    points, region = berlin
+    assert len(points) == 2203  # the shipped file has no rows to drop
+    assert points.crs.to_epsg() == 25833 and region.crs.to_epsg() == 25833
+    assert points.crs.is_projected and points.crs.axis_info[0].unit_name == "metre"
+    assert points.geom_type.eq("Point").all()
+    assert isinstance(points.index, pd.RangeIndex)
+    assert len(region) == 1
+    assert points.within(region.union_all()).all()
+    # Prenzlauer Berg is ~11 km^2; a Web-Mercator area would be ~2.7x larger.
+    assert 9e6 < region.area.iloc[0] < 13e6
+
+
+def test_berlin_attributes(berlin):
+    points = berlin.points
+    assert points.price.dtype == np.float64
+    assert points.price.notna().all() and (points.price > 0).all()
+    assert set(points.accommodates_band) == set(BERLIN_ACCOMMODATES_BANDS)
+    assert set(points.bedrooms_band) == set(BERLIN_BEDROOMS_BANDS)
+    assert sorted(BERLIN_ACCOMMODATES_BANDS) == ["1", "2", "3-4", "5+"]
+    assert sorted(BERLIN_BEDROOMS_BANDS) == ["0-1", "2", "3+"]
+    acc = points.accommodates
+    np.testing.assert_array_equal(
+        points.accommodates_band,
+        np.where(acc == 1, "1", np.where(acc == 2, "2", np.where(acc <= 4, "3-4", "5+"))),
+    )
+    bed = points.bedrooms
+    np.testing.assert_array_equal(
+        points.bedrooms_band, np.where(bed <= 1, "0-1", np.where(bed == 2, "2", "3+"))
+    )
+    assert {"X", "Y", "accommodat"}.isdisjoint(points.columns)
+
+
+def test_true_intensity_on_a_clipped_grid_uses_the_kept_cells(big):
+    from shapely.geometry import box
+
+    xmin, ymin, xmax, ymax = big.bounds
+    west_half = box(xmin, ymin, (xmin + xmax) / 2, ymax)
+    full = grid_for(big, (10, 10))
+    clipped = Grid.regular(big.bounds, shape=(10, 10), crs=big.crs, region=west_half)
+    assert clipped.n_cells == 50
+    kept = full.lattice_to_cell[clipped.cell_row * 10 + clipped.cell_col]
+    np.testing.assert_allclose(big.true_intensity(clipped), big.true_intensity(full)[kept])
