@@ -1,0 +1,128 @@
+"""Counter-free random streams for numba kernels: xoshiro256** with explicit state.
+
+numba's built-in ``np.random`` inside ``@njit`` code keeps one hidden state per thread, is not
+seeded by NumPy's generators, and cannot give each chain or parallel work item its own
+reproducible stream. As pynndescent and umap do, we pass the generator state explicitly: a
+``uint64[4]`` array per stream, advanced in place by the kernels below.
+
+The generator is xoshiro256** (Blackman & Vigna 2018, https://prng.di.unimi.it/), period
+2^256 − 1, which passes BigCrush. Streams are seeded from :class:`numpy.random.SeedSequence`
+(``spawn`` gives statistically independent children), so the public ``seed`` reproduces the same
+draws and different chains never share a stream.
+
+All arithmetic on the state is done with explicit ``np.uint64`` constants: in numba, mixing a
+``uint64`` with a plain Python ``int`` promotes to ``float64`` and silently breaks the generator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "make_streams",
+    "next_uint64",
+    "uniform",
+    "standard_normal",
+    "standard_exponential",
+    "gamma",
+]
+
+_ONE = np.uint64(1)
+_SHIFT_MANTISSA = np.uint64(11)
+_TWO_POW_MINUS_53 = 1.0 / 9007199254740992.0
+
+
+def make_streams(seed, n_streams: int) -> np.ndarray:
+    """Return ``n_streams`` independent xoshiro256** states derived from ``seed``.
+
+    Parameters
+    ----------
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        Public seed. ``None`` uses fresh OS entropy. A Generator contributes 128 bits drawn from it.
+    n_streams : int
+        Number of streams (one per chain, or per parallel work item).
+
+    Returns
+    -------
+    numpy.ndarray of uint64, shape (n_streams, 4)
+        One state per row; pass a row to the kernels, which advance it in place.
+    """
+    if isinstance(seed, np.random.Generator):
+        seed = np.random.SeedSequence(seed.integers(0, 2**63, size=2).tolist())
+    elif not isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed)
+    children = seed.spawn(n_streams)
+    states = np.empty((n_streams, 4), dtype=np.uint64)
+    for k, child in enumerate(children):
+        state = child.generate_state(4, dtype=np.uint64)
+        if not state.any():  # the all-zero state is the one fixed point of xoshiro
+            state[0] = _ONE
+        states[k] = state
+    return states
+
+
+@njit(cache=True, inline="always")
+def _rotl(x, k):
+    return (x << k) | (x >> (np.uint64(64) - k))
+
+
+@njit(cache=True)
+def next_uint64(state):
+    """Advance ``state`` (uint64[4]) and return the next 64-bit output."""
+    result = _rotl(state[1] * np.uint64(5), np.uint64(7)) * np.uint64(9)
+    t = state[1] << np.uint64(17)
+    state[2] ^= state[0]
+    state[3] ^= state[1]
+    state[1] ^= state[2]
+    state[0] ^= state[3]
+    state[2] ^= t
+    state[3] = _rotl(state[3], np.uint64(45))
+    return result
+
+
+@njit(cache=True)
+def uniform(state):
+    """Uniform draw on the open interval (0, 1) with 53 random bits."""
+    return ((next_uint64(state) >> _SHIFT_MANTISSA) + 0.5) * _TWO_POW_MINUS_53
+
+
+@njit(cache=True)
+def standard_exponential(state):
+    """Exponential(1) draw by inversion (never returns 0 or inf)."""
+    return -math.log(uniform(state))
+
+
+@njit(cache=True)
+def standard_normal(state):
+    """Draw a standard normal value (Marsaglia polar method, one value per call)."""
+    while True:
+        u = 2.0 * uniform(state) - 1.0
+        v = 2.0 * uniform(state) - 1.0
+        s = u * u + v * v
+        if 0.0 < s < 1.0:
+            return u * math.sqrt(-2.0 * math.log(s) / s)
+
+
+@njit(cache=True)
+def gamma(state, shape, rate):
+    """Gamma(shape, rate) draw (Marsaglia & Tsang 2000; boosted by U^(1/shape) for shape < 1)."""
+    boost = 1.0
+    if shape < 1.0:
+        boost = uniform(state) ** (1.0 / shape)
+        shape = shape + 1.0
+    d = shape - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        x = standard_normal(state)
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u = uniform(state)
+        if u < 1.0 - 0.0331 * x * x * x * x or math.log(u) < 0.5 * x * x + d * (
+            1.0 - v + math.log(v)
+        ):
+            return boost * d * v / rate

@@ -1,0 +1,140 @@
+"""Statistical tests of the ARS and slice samplers against exact CDFs and UNU.RAN."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+from scipy.stats import sampling
+
+from geosynth.errors import InputError, SamplerError
+from geosynth.samplers import log_density, make_streams, sample_conditional
+from geosynth.samplers.family import find_mode
+
+N_DRAWS = 20_000
+P_MIN = 0.001
+
+_rng = np.random.default_rng(20260101)
+CASES = {
+    # name: (a, w, z, m, q)
+    "zero_counts": (0.0, [2.0], [1.0], 0.0, 1.0),
+    "huge_counts": (1e4, [5000.0, 3000.0], [1.0, 1.0], 0.0, 0.01),
+    "vague_prior": (7.0, [2.0, 1.0, 0.5], [1.0, 1.0, 1.0], 0.0, 1e-6),
+    "tight_prior": (3.0, [1.0], [1.0], 0.5, 1e4),
+    "many_terms": (40.0, list(_rng.uniform(0.01, 2.0, 48)), [1.0] * 48, -0.2, 0.5),
+    "mixed_sign_z": (
+        2.5, list(_rng.uniform(0.1, 3.0, 12)), list(_rng.normal(0, 1.2, 12)), 0.0, 0.01
+    ),
+    "mode_far_from_m": (500.0, [0.01], [1.0], -3.0, 2.0),
+    "improper_prior_two_tails": (0.0, [1.0, 1.0], [1.0, -1.0], 0.0, 0.0),
+    "epsilon_like_tiny_weight": (0.0, [1e-8], [1.0], 0.0, 1.0),
+    "single_count_icar": (1.0, [1e-3, 2e-3], [1.0, 1.0], 0.3, 0.1),
+}
+
+
+def exact_cdf(a, w, z, m, q):
+    """CDF of the normalised density by numerical integration around the mode."""
+    w = np.asarray(w, float)
+    z = np.asarray(z, float)
+    mode, curvature, status = find_mode(m if q > 0 else 0.0, a, w, z, m, q)
+    assert status == 0
+    scale = 1.0 / math.sqrt(curvature)
+    h_mode = log_density(mode, a, w, z, m, q)
+
+    def density(x):
+        return math.exp(log_density(x, a, w, z, m, q) - h_mode)
+
+    lo, hi = mode - 40 * scale, mode + 40 * scale
+    grid = np.linspace(lo, hi, 40_001)
+    dens = np.array([density(x) for x in grid])
+    cdf = integrate.cumulative_simpson(dens, x=grid, initial=0.0)
+    total = cdf[-1]
+    # Cross-check the normalising constant with adaptive quadrature.
+    quad_total, _ = integrate.quad(density, lo, hi, points=[mode], limit=200)
+    assert abs(total - quad_total) < 1e-6 * quad_total
+    cdf = cdf / total
+    return lambda x: np.interp(x, grid, cdf), density, mode, scale
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("method", ["ars", "slice"])
+def test_draws_match_exact_cdf(name, method):
+    a, w, z, m, q = CASES[name]
+    cdf, _, _, _ = exact_cdf(a, w, z, m, q)
+    draws = sample_conditional(a, w, z, m, q, size=N_DRAWS, method=method, seed=11)
+    assert draws.shape == (N_DRAWS,)
+    assert np.all(np.isfinite(draws))
+    result = stats.kstest(draws, cdf)
+    assert result.pvalue > P_MIN, f"{method} on {name}: KS p = {result.pvalue:.2e}"
+
+
+class _Density:
+    def __init__(self, a, w, z, m, q):
+        self.args = (a, np.asarray(w, float), np.asarray(z, float), m, q)
+        _, _, self.mode, _ = exact_cdf(a, w, z, m, q)
+        self.h_mode = log_density(self.mode, *self.args)
+
+    def pdf(self, x):
+        return math.exp(log_density(x, *self.args) - self.h_mode)
+
+
+@pytest.mark.parametrize("name", ["zero_counts", "huge_counts", "many_terms", "mixed_sign_z",
+                                  "mode_far_from_m"])
+@pytest.mark.parametrize("method", ["ars", "slice"])
+def test_agrees_with_unuran(name, method):
+    """Two-sample KS against scipy.stats.sampling (UNU.RAN's PINV numerical inversion)."""
+    a, w, z, m, q = CASES[name]
+    density = _Density(a, w, z, m, q)
+    reference = sampling.NumericalInversePolynomial(
+        density, center=density.mode, random_state=np.random.default_rng(5)
+    ).rvs(N_DRAWS)
+    draws = sample_conditional(a, w, z, m, q, size=N_DRAWS, method=method, seed=23)
+    assert stats.ks_2samp(draws, reference).pvalue > P_MIN
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0.0, [0.0, 0.0], [1.0, 1.0], 0.0, 0.0), "improper"),
+        ((0.0, [], [], 0.0, 0.0), "improper"),
+        ((5.0, [1.0], [-1.0], 0.0, 0.0), "improper"),  # right tail: a > 0, no positive z
+        ((math.nan, [1.0], [1.0], 0.0, 1.0), "finite"),
+        ((1.0, [math.inf], [1.0], 0.0, 1.0), "finite"),
+        ((1.0, [1.0], [math.nan], 0.0, 1.0), "finite"),
+        ((1.0, [-1.0], [1.0], 0.0, 1.0), ">= 0"),
+        ((1.0, [1.0], [1.0], 0.0, -1.0), "q >= 0"),
+        ((1.0, [1.0], [1.0], math.inf, 1.0), "finite"),
+    ],
+)
+@pytest.mark.parametrize("method", ["ars", "slice"])
+def test_pathological_input_raises(args, match, method):
+    with pytest.raises(SamplerError, match=match):
+        sample_conditional(*args, size=10, method=method, seed=1)
+
+
+def test_bad_arguments_raise_input_error():
+    with pytest.raises(InputError, match="method must be"):
+        sample_conditional(1.0, [1.0], 1.0, 0.0, 1.0, method="gibbs")
+    with pytest.raises(InputError, match="same length"):
+        sample_conditional(1.0, [1.0, 2.0], [1.0], 0.0, 1.0)
+    with pytest.raises(InputError, match="thin"):
+        sample_conditional(1.0, [1.0], 1.0, 0.0, 1.0, method="slice", thin=0)
+
+
+@pytest.mark.parametrize("method", ["ars", "slice"])
+def test_same_seed_same_draws(method):
+    args = CASES["mixed_sign_z"]
+    first = sample_conditional(*args, size=500, method=method, seed=42)
+    second = sample_conditional(*args, size=500, method=method, seed=42)
+    other = sample_conditional(*args, size=500, method=method, seed=43)
+    np.testing.assert_array_equal(first, second)
+    assert not np.array_equal(first, other)
+
+
+def test_streams_are_distinct_and_reproducible():
+    streams = make_streams(7, 4)
+    assert streams.dtype == np.uint64 and streams.shape == (4, 4)
+    assert len({tuple(s) for s in streams}) == 4
+    np.testing.assert_array_equal(streams, make_streams(7, 4))
+    generator_streams = make_streams(np.random.default_rng(3), 2)
+    np.testing.assert_array_equal(generator_streams, make_streams(np.random.default_rng(3), 2))
