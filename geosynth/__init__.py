@@ -1,18 +1,22 @@
 """geosynth: synthetic locations for confidential point data.
 
-Data flow one way: GeoDataFrame → :func:`prepare` (validated counts on a :class:`Grid`) → model
-fit → releases → evaluation / export.
+Data flow one way: GeoDataFrame → :func:`prepare` (validated counts on a :class:`Grid`) →
+:class:`PaivaModel` ``.fit`` → :class:`PaivaFit` → releases → evaluation / export.
 """
 
 from geosynth import datasets, errors, samplers
 from geosynth.data import CellCounts, prepare
 from geosynth.lattice import Grid
+from geosynth.model import PaivaFit, PaivaModel, Priors
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CellCounts",
     "Grid",
+    "PaivaFit",
+    "PaivaModel",
+    "Priors",
     "datasets",
     "errors",
     "prepare",

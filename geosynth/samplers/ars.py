@@ -25,6 +25,9 @@ import numpy as np
 from numba import njit
 
 from geosynth.samplers.family import (
+    MODE_TOLERANCE,
+    STATUS_IMPROPER,
+    STATUS_INVALID,
     STATUS_MODE_FAILED,
     STATUS_OK,
     STATUS_TOO_MANY_REJECTIONS,
@@ -34,7 +37,14 @@ from geosynth.samplers.family import (
 )
 from geosynth.samplers.rng import standard_exponential, uniform
 
-__all__ = ["MAX_ABSCISSAE", "MAX_REJECTIONS", "new_workspace", "ars_draw", "ars_sample"]
+__all__ = [
+    "MAX_ABSCISSAE",
+    "MAX_REJECTIONS",
+    "new_workspace",
+    "ars_draw",
+    "ars_draw_single",
+    "ars_sample",
+]
 
 MAX_ABSCISSAE = 24  # the last column of the mass row holds the hull reference
 MAX_REJECTIONS = 10_000
@@ -47,7 +57,7 @@ def new_workspace() -> np.ndarray:
     return np.empty((5, MAX_ABSCISSAE), dtype=np.float64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def _segment_mass(peak, slope, left, right):
     """∫_left^right exp(u(x) − ref) dx for the linear u of one hull segment.
 
@@ -62,7 +72,7 @@ def _segment_mass(peak, slope, left, right):
     return math.exp(peak) * (-math.expm1(-abs(slope) * length)) / abs(slope)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def _sample_segment(state, slope, left, right):
     """Inverse-CDF draw from density ∝ exp(slope·x) on [left, right]."""
     u = uniform(state)
@@ -81,7 +91,7 @@ def _sample_segment(state, slope, left, right):
 _X, _H, _DH, _Z, _MASS = 0, 1, 2, 3, 4
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _insert(work, k, x, h, dh):
     """Insert (x, h, h') into the first k sorted abscissae; return the new count."""
     pos = k
@@ -96,7 +106,7 @@ def _insert(work, k, x, h, dh):
     return k + 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _build_hull(work, k):
     """Fill tangent intersections and segment masses; return the hull's total mass.
 
@@ -140,7 +150,7 @@ def _build_hull(work, k):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def _outer_abscissa(mode, spread, sign, a, w, z, m, q):
     """Abscissa mode + sign·spread, widened until the slope points back to the mode."""
     for _ in range(60):
@@ -152,7 +162,7 @@ def _outer_abscissa(mode, spread, sign, a, w, z, m, q):
     return x, h, dh, False
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _initial_abscissae(x0, a, w, z, m, q, work):
     """Fill three abscissae around the mode; return (count, status)."""
     mode, h, dh, curvature, status = find_mode_full(x0, a, w, z, m, q)
@@ -169,7 +179,7 @@ def _initial_abscissae(x0, a, w, z, m, q, work):
     return 3, STATUS_OK
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ars_draw(x0, a, w, z, m, q, state, work):
     """Draw one value from the family by adaptive rejection sampling.
 
@@ -205,7 +215,7 @@ def ars_draw(x0, a, w, z, m, q, state, work):
     return x, status
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _draw_from_hull(a, w, z, m, q, state, work, k, total):
     """Rejection loop on an initialised hull; return (x, status, k, total) with the grown hull."""
     for _ in range(MAX_REJECTIONS):
@@ -243,7 +253,7 @@ def _draw_from_hull(a, w, z, m, q, state, work, k, total):
     return math.nan, STATUS_TOO_MANY_REJECTIONS, k, total
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def ars_sample(size, a, w, z, m, q, state):
     """Draw ``size`` independent values from one density, reusing (and refining) its hull.
 
@@ -265,3 +275,102 @@ def ars_sample(size, a, w, z, m, q, state):
             return out[:i], status
         out[i] = x
     return out, STATUS_OK
+
+
+@njit(cache=True, error_model="numpy")
+def _single_term(x, a, weight, m, q):
+    """h, h', h'' of the one-term family ``a·x − weight·e^x − q(x − m)²/2``."""
+    e = weight * math.exp(x)
+    d = x - m
+    return a * x - e - 0.5 * q * d * d, a - e - q * d, -e - q
+
+
+@njit(cache=True, error_model="numpy")
+def _intersection(x_left, h_left, d_left, x_right, h_right, d_right):
+    if d_left - d_right > _SLOPE_TOLERANCE * (1.0 + abs(d_left) + abs(d_right)):
+        z = (h_right - h_left - x_right * d_right + x_left * d_left) / (d_left - d_right)
+        return min(max(z, x_left), x_right)
+    return 0.5 * (x_left + x_right)
+
+
+@njit(cache=True, error_model="numpy")
+def ars_draw_single(x0, a, weight, m, q, state, work, w1, ones):
+    """:func:`ars_draw` specialised to one exponential term, ``a·x − weight·e^x − q(x − m)²/2``.
+
+    Every conditional of the model but β's has this form once its terms are collapsed into one
+    weight (z_j = 1). The common path — Newton to the mode, three abscissae, a three-segment
+    hull, one squeeze or density test — runs on scalars with no array traffic, about twice as
+    fast as the general kernel. A rejection (about 12% of draws) or any numerical trouble hands
+    over to the general kernel, with the abscissae found so far; the draws have the same
+    distribution either way (tested against the exact CDF).
+
+    ``w1`` (length 1) and ``ones`` (``[1.0]``) are scratch arrays for the general fallback.
+    """
+    if not (math.isfinite(a) and math.isfinite(weight) and math.isfinite(m) and math.isfinite(q)):
+        return math.nan, STATUS_INVALID
+    if q < 0.0 or weight < 0.0:
+        return math.nan, STATUS_INVALID
+    if not (q > 0.0 or (weight > 0.0 and a > 0.0)):
+        return math.nan, STATUS_IMPROPER
+    w1[0] = weight
+    x = x0
+    h, dh, d2h = _single_term(x, a, weight, m, q)
+    converged = False
+    for _ in range(30):
+        if not (math.isfinite(dh) and d2h < 0.0):
+            break
+        step = -dh / d2h
+        if abs(step) * math.sqrt(-d2h) <= MODE_TOLERANCE:
+            converged = True
+            break
+        x += step
+        h, dh, d2h = _single_term(x, a, weight, m, q)
+    if not converged or not math.isfinite(h):
+        return ars_draw(x0, a, w1, ones, m, q, state, work)
+    spread = _INITIAL_SPREAD / math.sqrt(-d2h)
+    x_lo = x - spread
+    h_lo, dh_lo, _ = _single_term(x_lo, a, weight, m, q)
+    x_hi = x + spread
+    h_hi, dh_hi, _ = _single_term(x_hi, a, weight, m, q)
+    if not (dh_lo > 0.0 > dh_hi and math.isfinite(h_lo) and math.isfinite(h_hi)):
+        return ars_draw(x0, a, w1, ones, m, q, state, work)
+    z0 = _intersection(x_lo, h_lo, dh_lo, x, h, dh)
+    z1 = _intersection(x, h, dh, x_hi, h_hi, dh_hi)
+    peak0 = h_lo + dh_lo * (z0 - x_lo)
+    peak1 = h + dh * ((z1 if dh > 0.0 else z0) - x)
+    peak2 = h_hi + dh_hi * (z1 - x_hi)
+    ref = max(peak0, max(peak1, peak2))
+    mass0 = _segment_mass(peak0 - ref, dh_lo, -math.inf, z0)
+    mass1 = _segment_mass(peak1 - ref, dh, z0, z1)
+    mass2 = _segment_mass(peak2 - ref, dh_hi, z1, math.inf)
+    target = uniform(state) * (mass0 + mass1 + mass2)
+    if target < mass0:
+        y = _sample_segment(state, dh_lo, -math.inf, z0)
+        upper = h_lo + dh_lo * (y - x_lo)
+    elif target < mass0 + mass1:
+        y = _sample_segment(state, dh, z0, z1)
+        upper = h + dh * (y - x)
+    else:
+        y = _sample_segment(state, dh_hi, z1, math.inf)
+        upper = h_hi + dh_hi * (y - x_hi)
+    log_u = -standard_exponential(state)
+    if x_lo <= y <= x:
+        lower = ((x - y) * h_lo + (y - x_lo) * h) / (x - x_lo)
+    elif x < y <= x_hi:
+        lower = ((x_hi - y) * h + (y - x) * h_hi) / (x_hi - x)
+    else:
+        lower = -math.inf
+    if math.isfinite(y) and log_u <= lower - upper:
+        return y, STATUS_OK
+    h_y, dh_y, _ = _single_term(y, a, weight, m, q)
+    if math.isfinite(y) and log_u <= h_y - upper:
+        return y, STATUS_OK
+    # Rejected: continue with the general hull, refined by the rejected point.
+    work[_X, 0], work[_H, 0], work[_DH, 0] = x_lo, h_lo, dh_lo
+    work[_X, 1], work[_H, 1], work[_DH, 1] = x, h, dh
+    work[_X, 2], work[_H, 2], work[_DH, 2] = x_hi, h_hi, dh_hi
+    k = 3
+    if math.isfinite(y) and math.isfinite(h_y) and math.isfinite(dh_y):
+        k = _insert(work, k, y, h_y, dh_y)
+    y, status, _, _ = _draw_from_hull(a, w1, ones, m, q, state, work, k, _build_hull(work, k))
+    return y, status

@@ -64,12 +64,12 @@ def make_streams(seed, n_streams: int) -> np.ndarray:
     return states
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _rotl(x, k):
     return (x << k) | (x >> (np.uint64(64) - k))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def next_uint64(state):
     """Advance ``state`` (uint64[4]) and return the next 64-bit output."""
     result = _rotl(state[1] * np.uint64(5), np.uint64(7)) * np.uint64(9)
@@ -83,19 +83,19 @@ def next_uint64(state):
     return result
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def uniform(state):
     """Uniform draw on the open interval (0, 1) with 53 random bits."""
     return ((next_uint64(state) >> _SHIFT_MANTISSA) + 0.5) * _TWO_POW_MINUS_53
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def standard_exponential(state):
     """Exponential(1) draw by inversion (never returns 0 or inf)."""
     return -math.log(uniform(state))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def standard_normal(state):
     """Draw a standard normal value (Marsaglia polar method, one value per call)."""
     while True:
@@ -106,7 +106,7 @@ def standard_normal(state):
             return u * math.sqrt(-2.0 * math.log(s) / s)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def gamma(state, shape, rate):
     """Gamma(shape, rate) draw (Marsaglia & Tsang 2000; boosted by U^(1/shape) for shape < 1)."""
     boost = 1.0

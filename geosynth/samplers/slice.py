@@ -43,7 +43,7 @@ MAX_SHRINK = 200
 BURN_IN = 20
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def slice_step(x0, a, w, z, m, q, state):
     """One slice-sampling transition from ``x0``.
 
@@ -86,7 +86,7 @@ def slice_step(x0, a, w, z, m, q, state):
     return x0, STATUS_SLICE_BUDGET
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def slice_sample(size, a, w, z, m, q, state, thin):
     """Run a slice-sampling chain from the mode and keep every ``thin``-th state.
 

@@ -4,11 +4,13 @@ import math
 
 import numpy as np
 import pytest
+from numba import njit
 from scipy import integrate, stats
 from scipy.stats import sampling
 
 from geosynth.errors import InputError, SamplerError
 from geosynth.samplers import log_density, make_streams, sample_conditional
+from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw_single, new_workspace
 from geosynth.samplers.family import find_mode
 
 N_DRAWS = 20_000
@@ -138,3 +140,42 @@ def test_streams_are_distinct_and_reproducible():
     np.testing.assert_array_equal(streams, make_streams(7, 4))
     generator_streams = make_streams(np.random.default_rng(3), 2)
     np.testing.assert_array_equal(generator_streams, make_streams(np.random.default_rng(3), 2))
+
+
+ONE_TERM_CASES = [name for name, (_, _, z, _, _) in CASES.items() if np.all(np.asarray(z) == 1.0)]
+
+
+@njit
+def _single_draws(size, a, weight, m, q, state, start):
+    work = np.empty((5, MAX_ABSCISSAE))
+    w1 = np.zeros(1)
+    ones = np.ones(1)
+    out = np.empty(size)
+    x = start
+    for i in range(size):
+        # Warm start from the previous draw, as inside a Gibbs sweep.
+        x, status = ars_draw_single(x, a, weight, m, q, state, work, w1, ones)
+        if status != 0:
+            return out[:i]
+        out[i] = x
+    return out
+
+
+@pytest.mark.parametrize("name", ONE_TERM_CASES)
+def test_one_term_ars_matches_exact_cdf(name):
+    a, w, z, m, q = CASES[name]
+    cdf, _, mode, scale = exact_cdf(a, w, z, m, q)
+    state = make_streams(3, 1)[0]
+    draws = _single_draws(N_DRAWS, a, float(np.sum(w)), m, q, state, mode + 3 * scale)
+    assert draws.shape == (N_DRAWS,)
+    assert stats.kstest(draws, cdf).pvalue > P_MIN
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [((0.0, 0.0, 0.0, 0.0), 2), ((math.nan, 1.0, 0.0, 1.0), 1), ((1.0, -1.0, 0.0, 1.0), 1)],
+)
+def test_one_term_ars_reports_bad_densities(args, status):
+    state = make_streams(1, 1)[0]
+    x, code = ars_draw_single(0.0, *args, state, new_workspace(), np.zeros(1), np.ones(1))
+    assert code == status and math.isnan(x)

@@ -1,0 +1,6 @@
+"""The Paiva et al. (2014) intensity model: priors, numba Gibbs kernels and the fit API."""
+
+from geosynth.model.fit import PaivaFit, PaivaModel
+from geosynth.model.priors import Priors
+
+__all__ = ["PaivaModel", "PaivaFit", "Priors"]

@@ -1,0 +1,501 @@
+"""Fit API of the Paiva et al. (2014) model: :class:`PaivaModel` and :class:`PaivaFit`.
+
+The Python layer validates, allocates, runs the numba kernels of :mod:`.kernels` in chunks (so a
+progress bar moves and Ctrl-C returns the draws made so far) and wraps the draws for arviz.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pandas as pd
+
+from geosynth.errors import DataWarning, GeosynthWarning, InputError, MemoryLimitError, SamplerError
+from geosynth.model.kernels import (
+    BETA_ICAR,
+    BETA_NONE,
+    BETA_NORMAL,
+    BLOCK_NAMES,
+    SAMPLER_ARS,
+    SAMPLER_SLICE,
+    GibbsState,
+    ModelData,
+    run_chunk,
+)
+from geosynth.model.priors import Priors
+from geosynth.samplers.ars import new_workspace
+from geosynth.samplers.family import STATUS_MESSAGES
+from geosynth.samplers.rng import make_streams
+
+if TYPE_CHECKING:
+    import arviz
+    from matplotlib.figure import Figure
+
+    from geosynth.data import CellCounts
+
+__all__ = ["PaivaModel", "PaivaFit", "build_model_data"]
+
+CHUNK_SWEEPS = 50  # fixed, so the same seed gives the same draws with or without progress bars
+DEFAULT_MAX_BYTES = 4 * 2**30
+
+_BETA_PRIORS = {None: BETA_NONE, "normal": BETA_NORMAL, "icar": BETA_ICAR}
+_BETA_SAMPLERS = {"ars": SAMPLER_ARS, "slice": SAMPLER_SLICE}
+
+
+class PaivaModel:
+    """Bayesian Poisson/ICAR model of cell counts per attribute combination.
+
+    ``log λ_ib = μ + Σ_k α_k + θ_i + Σ_k φ_ik + β_i·Z̄_ib + ε_ib`` (Paiva et al. 2014; Nunes 2018
+    eqs. 2.1–2.9 and, with ``beta_prior``, 2.19–2.21), fitted by a numba Gibbs sampler.
+
+    Parameters
+    ----------
+    beta_prior : {None, "normal", "icar"}, default None
+        Prior of the per-cell effect β_i of the standardised continuous covariate Z̄_ib. ``None``
+        leaves β out of the model.
+    priors : Priors, optional
+        Hyperparameters; defaults are vague and proper.
+    beta_sampler : {"slice", "ars"}, default "slice"
+        Sampler of the β conditional (log-concave, so ARS is valid too).
+    effects : {"attribute", "combination"}, default "attribute"
+        ``"attribute"`` is the model of the thesis: one α_kj and one ICAR field φ_·kj per
+        non-baseline level of each attribute, so the log intensity of a combination is *additive*
+        in its attributes. ``"combination"`` treats the attribute combination itself as the one
+        attribute: an α_b and an ICAR field φ_·b for every combination but the first. Use it
+        when each combination has its own spatial pattern: on the Nunes (2018) scenario, whose 12
+        patterns (Table 3) are not additive, it raises the Spearman correlation between posterior
+        mean and true intensity from about 0.61 to about 0.83 at n = 500 (see
+        ``tests/model/test_recovery.py``).
+
+    Examples
+    --------
+    >>> import geosynth
+    >>> scenario = geosynth.datasets.paiva_scenario(n=200, seed=1)
+    >>> grid = geosynth.Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
+    >>> counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1"])
+    >>> fit = geosynth.PaivaModel().fit(counts, n_iter=200, burn_in=100, seed=1, progress=False)
+    >>> fit.posterior_mean_lambda().shape
+    (25, 4)
+    """
+
+    def __init__(
+        self,
+        beta_prior: Literal["normal", "icar"] | None = None,
+        priors: Priors | None = None,
+        beta_sampler: Literal["slice", "ars"] = "slice",
+        effects: Literal["attribute", "combination"] = "attribute",
+    ) -> None:
+        if beta_prior not in _BETA_PRIORS:
+            raise InputError(f"beta_prior must be None, 'normal' or 'icar', got {beta_prior!r}")
+        if beta_sampler not in _BETA_SAMPLERS:
+            raise InputError(f"beta_sampler must be 'slice' or 'ars', got {beta_sampler!r}")
+        if effects not in ("attribute", "combination"):
+            raise InputError(f"effects must be 'attribute' or 'combination', got {effects!r}")
+        if priors is not None and not isinstance(priors, Priors):
+            raise InputError(f"priors must be a geosynth.Priors, got {type(priors).__name__}")
+        self.beta_prior = beta_prior
+        self.priors = priors or Priors()
+        self.beta_sampler = beta_sampler
+        self.effects = effects
+
+    def __repr__(self) -> str:
+        return (f"PaivaModel(beta_prior={self.beta_prior!r}, beta_sampler={self.beta_sampler!r}, "
+                f"effects={self.effects!r})")
+
+    def fit(
+        self,
+        counts: CellCounts,
+        n_iter: int = 8000,
+        burn_in: int = 2000,
+        thin: int = 6,
+        chains: int = 2,
+        seed=None,
+        progress: bool = True,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        n_jobs: int | None = None,
+    ) -> PaivaFit:
+        """Run ``chains`` Gibbs chains and return their thinned draws.
+
+        Parameters
+        ----------
+        counts : CellCounts
+            Output of :func:`geosynth.prepare`; needs ``continuous`` when ``beta_prior`` is set.
+        n_iter : int, default 8000
+            Sweeps per chain, burn-in included. The defaults keep 1,000 draws per chain and give
+            R-hat < 1.05 on the thesis scenario with either ``effects``, the weakest link being
+            the precision of a sparsely observed combination's field.
+        burn_in : int, default 2000
+            Sweeps discarded at the start of each chain (where the scale moves tune).
+        thin : int, default 6
+            Keep every ``thin``-th sweep after burn-in.
+        chains : int, default 2
+            Independent chains, each with its own random stream derived from ``seed``.
+        seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+            The same seed gives the same draws.
+        progress : bool, default True
+            Show a tqdm progress bar per chain (on stderr).
+        max_bytes : int, default 4 GiB
+            Refuse (before allocating) to store draws larger than this.
+        n_jobs : int, optional
+            Chains run at once in threads (numba releases the GIL); default: one per core.
+
+        Returns
+        -------
+        PaivaFit
+
+        Raises
+        ------
+        InputError
+            For invalid arguments.
+        MemoryLimitError
+            If the stored draws would exceed ``max_bytes``.
+        SamplerError
+            If a full conditional cannot be sampled (names the parameter block).
+        """
+        _check_run_arguments(n_iter, burn_in, thin, chains)
+        data, names = build_model_data(counts, self)
+        n_keep = (n_iter - burn_in) // thin
+        G, B = data.counts.shape
+        estimate = chains * n_keep * (4 * G * B + 8 * G + 8 * len(names))
+        if estimate > max_bytes:
+            raise MemoryLimitError(
+                f"storing {chains} chains x {n_keep} draws of the linear predictor ({G} cells x "
+                f"{B} combinations) needs {estimate / 2**20:,.0f} MiB, above max_bytes = "
+                f"{max_bytes / 2**20:,.0f} MiB; raise thin, lower n_iter, use a coarser grid, or "
+                "raise max_bytes"
+            )
+        streams = make_streams(seed, chains)
+        runner = _ChainRunner(data, names, n_iter, burn_in, thin, n_keep, progress)
+        draws = runner.run_all(streams, n_jobs)
+        return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
+                        burn_in=burn_in, **draws)
+
+
+def _check_run_arguments(n_iter, burn_in, thin, chains) -> None:
+    for name, value, minimum in (("n_iter", n_iter, 1), ("burn_in", burn_in, 0),
+                                 ("thin", thin, 1), ("chains", chains, 1)):
+        if not isinstance(value, (int, np.integer)) or value < minimum:
+            raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if n_iter - burn_in < thin:
+        raise InputError(
+            f"n_iter ({n_iter}) - burn_in ({burn_in}) leaves no draw at thin = {thin}; "
+            "raise n_iter or lower burn_in"
+        )
+
+
+def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, list[str]]:
+    """Flatten a :class:`~geosynth.data.CellCounts` into the arrays the kernels take.
+
+    Returns the :class:`ModelData` and the names of the recorded scalar parameters.
+    """
+    from geosynth.data import CellCounts
+
+    if not isinstance(counts, CellCounts):
+        raise InputError(
+            f"counts must be the CellCounts returned by geosynth.prepare, got "
+            f"{type(counts).__name__}"
+        )
+    if counts.n_records == 0:
+        warnings.warn("counts has no records: the posterior is the prior", DataWarning,
+                      stacklevel=3)
+    beta_prior = _BETA_PRIORS[model.beta_prior]
+    if beta_prior != BETA_NONE and counts.zbar is None:
+        raise InputError(
+            f"beta_prior={model.beta_prior!r} needs a continuous variable: call "
+            "geosynth.prepare(..., continuous='column')"
+        )
+    grid = counts.grid
+    c = counts.counts.astype(np.float64)
+    G, B = c.shape
+    if model.effects == "combination":
+        combo_levels, level_names = _combination_parameters(counts)
+    else:
+        combo_levels, level_names = _level_parameters(counts)
+    P = len(level_names)
+    membership = np.zeros((B, P), dtype=bool)
+    for k in range(combo_levels.shape[1]):
+        has = combo_levels[:, k] >= 0
+        membership[np.flatnonzero(has), combo_levels[has, k]] = True
+    level_combos_ptr = np.concatenate([[0], np.cumsum(membership.sum(axis=0))]).astype(np.int64)
+    level_combos = np.concatenate(
+        [np.flatnonzero(membership[:, p]) for p in range(P)] or [np.empty(0, np.int64)]
+    ).astype(np.int64)
+    use_zbar = counts.zbar is not None and beta_prior != BETA_NONE
+    zbar = counts.zbar if use_zbar else np.zeros((G, B))
+    data = ModelData(
+        counts=c,
+        cell_counts=c.sum(axis=1),
+        level_counts=(c @ membership).sum(axis=0).astype(np.float64),
+        cell_level_counts=(c @ membership).astype(np.float64),
+        combo_levels=combo_levels,
+        level_combos_ptr=level_combos_ptr,
+        level_combos=level_combos,
+        indptr=np.ascontiguousarray(grid.indptr, dtype=np.int64),
+        indices=np.ascontiguousarray(grid.indices, dtype=np.int64),
+        component=np.ascontiguousarray(grid.component, dtype=np.int64),
+        component_size=np.bincount(grid.component, minlength=grid.n_components).astype(float),
+        zbar=np.ascontiguousarray(zbar, dtype=np.float64),
+        cell_czbar=(c * zbar).sum(axis=1),
+        priors=model.priors.to_array(),
+        beta_prior=beta_prior,
+        beta_sampler=_BETA_SAMPLERS[model.beta_sampler],
+    )
+    names = (["mu"] + [f"alpha[{n}]" for n in level_names] + ["tau_theta"]
+             + [f"tau_phi[{n}]" for n in level_names] + ["tau_eps", "tau_beta"])
+    return data, names
+
+
+def _level_parameters(counts: CellCounts) -> tuple[np.ndarray, list[str]]:
+    """Map each combination's non-baseline levels to parameter indices p."""
+    codes = counts.combo_codes
+    combo_levels = np.full(codes.shape, -1, dtype=np.int64)
+    names: list[str] = []
+    offset = 0
+    for k, attribute in enumerate(counts.attributes):
+        levels = counts.levels[attribute]
+        nonbase = codes[:, k] > 0
+        combo_levels[nonbase, k] = offset + codes[nonbase, k] - 1
+        names += [f"{attribute}={level}" for level in levels[1:]]
+        offset += len(levels) - 1
+    return combo_levels, names
+
+
+def _combination_parameters(counts: CellCounts) -> tuple[np.ndarray, list[str]]:
+    """One parameter per combination but the first (the baseline)."""
+    B = counts.n_combos
+    combo_levels = (np.arange(B, dtype=np.int64) - 1).reshape(B, 1)
+    names = []
+    for b in range(1, B):
+        row = counts.combos.iloc[b]
+        names.append("combination=" + ",".join(f"{a}={row[a]}" for a in counts.attributes))
+    return combo_levels, names
+
+
+def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsState:
+    """Over-dispersed starting values (so R-hat can detect non-convergence)."""
+    G, B = data.counts.shape
+    rng = np.random.default_rng(stream[:2].astype(np.int64) & 0x7FFFFFFFFFFFFFFF)
+    mean_count = max(data.counts.sum(), 1.0) / (G * B)
+    return GibbsState(
+        mu=np.array([np.log(mean_count) + rng.normal(0, 0.5)]),
+        alpha=rng.normal(0, 0.5, n_levels),
+        theta=rng.normal(0, 0.2, G),
+        phi=rng.normal(0, 0.2, (G, n_levels)),
+        beta=np.zeros(G) if data.beta_prior == BETA_NONE else rng.normal(0, 0.2, G),
+        eps=np.zeros((G, B)),
+        tau_theta=np.array([rng.gamma(2.0, 1.0)]),
+        tau_phi=rng.gamma(2.0, 1.0, n_levels),
+        tau_eps=np.array([rng.gamma(2.0, 5.0)]),
+        tau_beta=np.array([rng.gamma(2.0, 1.0)]),
+        eta=np.zeros((G, B)),
+        rng=stream.copy(),
+        work=new_workspace(),
+        wbuf=np.zeros(max(B, 1)),
+        zbuf=np.zeros(max(B, 1)),
+        ones=np.ones(1),
+        w1=np.zeros(1),
+        scale_log_sd=np.full(n_levels + 3, np.log(0.1)),
+    )
+
+
+class _ChainRunner:
+    """Runs chains in threads, in fixed-size chunks, with progress bars and clean Ctrl-C."""
+
+    def __init__(self, data, names, n_iter, burn_in, thin, n_keep, progress):
+        self.data, self.names = data, names
+        self.n_iter, self.burn_in, self.thin, self.n_keep = n_iter, burn_in, thin, n_keep
+        self.progress = progress
+        self.stop = threading.Event()
+
+    def run_all(self, streams: np.ndarray, n_jobs: int | None) -> dict[str, np.ndarray]:
+        chains = streams.shape[0]
+        G, B = self.data.counts.shape
+        S = len(self.names)
+        out = {
+            "scalars": np.zeros((chains, self.n_keep, S)),
+            "theta": np.zeros((chains, self.n_keep, G), dtype=np.float32),
+            "beta": np.zeros((chains, self.n_keep, G), dtype=np.float32),
+            "eta": np.zeros((chains, self.n_keep, G, B), dtype=np.float32),
+        }
+        kept = np.zeros(chains, dtype=np.int64)
+        workers = max(1, min(chains, n_jobs or os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(self.run_chain, c, streams[c], out, kept) for c in range(chains)]
+            try:
+                for future in futures:
+                    future.result()
+            except KeyboardInterrupt:
+                self.stop.set()
+                for future in futures:
+                    future.result()
+                warnings.warn(
+                    f"interrupted: keeping the {kept.min()} draws per chain made so far",
+                    GeosynthWarning, stacklevel=3,
+                )
+        n = int(kept.min())
+        if self.data.beta_prior == BETA_NONE:
+            out["beta"] = None
+        return {k: (None if v is None else v[:, :n]) for k, v in out.items()}
+
+    def run_chain(self, chain: int, stream: np.ndarray, out: dict, kept: np.ndarray) -> None:
+        state = _initial_state(self.data, stream, len(self.data.level_counts))
+        bar = _progress_bar(self.n_iter, chain, self.progress)
+        # Sampling chunks hold whole thinning periods, so draws land on sweeps burn_in + thin·j.
+        sampling_chunk = self.thin * max(1, CHUNK_SWEEPS // self.thin)
+        try:
+            for n, keep in _chunks(self.burn_in, CHUNK_SWEEPS, False) + _chunks(
+                self.n_iter - self.burn_in, sampling_chunk, True
+            ):
+                if self.stop.is_set():
+                    break
+                kept[chain] += self._run(state, n, out, chain, int(kept[chain]), keep)
+                bar.update(n)
+        finally:
+            bar.close()
+
+    def _run(self, state, n, out, chain, row, keep) -> int:
+        status, written = run_chunk(
+            self.data, state, n, self.thin, out["scalars"][chain], out["theta"][chain],
+            out["beta"][chain], out["eta"][chain], row, keep,
+        )
+        if status:
+            block, code = divmod(status, 16)
+            raise SamplerError(
+                f"chain {chain}: the {BLOCK_NAMES[block]} update failed: {STATUS_MESSAGES[code]}"
+            )
+        return written
+
+
+def _chunks(total: int, size: int, keep: bool) -> list[tuple[int, bool]]:
+    return [(min(size, total - start), keep) for start in range(0, total, size)]
+
+
+def _progress_bar(total: int, chain: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"chain {chain}", position=chain, leave=False,
+                disable=not enabled, unit="sweep")
+
+
+@dataclass
+class PaivaFit:
+    """Posterior draws of a fitted :class:`PaivaModel`.
+
+    Attributes
+    ----------
+    scalars : numpy.ndarray, shape (chains, draws, S)
+        μ, α, τ_θ, τ_φ, τ_ε, τ_β per draw (names in ``scalar_names``). μ and α are reported with
+        the means of θ and φ absorbed (the sum-to-zero parametrisation of the thesis).
+    theta : numpy.ndarray of float32, shape (chains, draws, G)
+        θ centred to mean zero.
+    beta : numpy.ndarray of float32, shape (chains, draws, G), or None
+    eta : numpy.ndarray of float32, shape (chains, draws, G, B)
+        Linear predictor log λ.
+    """
+
+    model: PaivaModel
+    counts: CellCounts
+    scalar_names: list[str]
+    scalars: np.ndarray
+    theta: np.ndarray
+    beta: np.ndarray | None
+    eta: np.ndarray
+    thin: int = 1
+    burn_in: int = 0
+    _mean_lambda: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def n_chains(self) -> int:
+        """Number of chains."""
+        return self.eta.shape[0]
+
+    @property
+    def n_draws(self) -> int:
+        """Retained draws per chain."""
+        return self.eta.shape[1]
+
+    @property
+    def grid(self):
+        """The lattice of the fitted counts."""
+        return self.counts.grid
+
+    def __repr__(self) -> str:
+        G, B = self.eta.shape[2:]
+        return (f"PaivaFit({self.model!r}, chains={self.n_chains}, draws={self.n_draws}, "
+                f"cells={G}, combinations={B})")
+
+    def posterior_mean_lambda(self) -> np.ndarray:
+        """Posterior mean intensity E[λ_ib | data], shape (G, B), float64."""
+        if self._mean_lambda is None:
+            total = np.zeros(self.eta.shape[2:])
+            for chain in self.eta:
+                for draw in chain:
+                    total += np.exp(draw, dtype=np.float64)
+            self._mean_lambda = total / (self.n_chains * self.n_draws)
+        return self._mean_lambda
+
+    def lambda_draw(self, index: int) -> np.ndarray:
+        """Intensity λ (G, B) of retained draw ``index`` (chains concatenated, 0-based)."""
+        total = self.n_chains * self.n_draws
+        if not -total <= index < total:
+            raise InputError(f"index must be in [0, {total}), got {index}")
+        chain, draw = divmod(index % total, self.n_draws)
+        return np.exp(self.eta[chain, draw].astype(np.float64))
+
+    def scalar(self, name: str) -> np.ndarray:
+        """Draws (chains, draws) of the scalar parameter ``name``."""
+        if name not in self.scalar_names:
+            raise InputError(f"unknown parameter {name!r}; available: {self.scalar_names}")
+        return self.scalars[:, :, self.scalar_names.index(name)]
+
+    def to_arviz(self) -> arviz.InferenceData:
+        """Draws as :class:`arviz.InferenceData` (scalars, θ and, if fitted, β)."""
+        import arviz as az
+
+        posterior = {name: self.scalars[:, :, k] for k, name in enumerate(self.scalar_names)
+                     if not (name == "tau_beta" and self.model.beta_prior != "icar")}
+        posterior["theta"] = self.theta
+        dims = {"theta": ["cell"]}
+        if self.beta is not None:
+            posterior["beta"] = self.beta
+            dims["beta"] = ["cell"]
+        return az.from_dict(posterior=posterior, dims=dims,
+                            coords={"cell": np.arange(self.theta.shape[2])})
+
+    def summary(self) -> pd.DataFrame:
+        """Arviz summary (mean, sd, HDI, ``r_hat``, ``ess_bulk``, ``ess_tail``) of the scalars."""
+        import arviz as az
+
+        idata = self.to_arviz()
+        names = [n for n in self.scalar_names if n in idata.posterior]
+        return az.summary(idata, var_names=names, filter_vars=None)
+
+    def trace_plot(self) -> Figure:
+        """Trace and density of μ, α and the precisions (Nunes 2018, Figure 2)."""
+        import arviz as az
+        import matplotlib.pyplot as plt
+
+        idata = self.to_arviz()
+        names = [n for n in self.scalar_names if n in idata.posterior]
+        axes = az.plot_trace(idata, var_names=names, compact=False)
+        return np.asarray(axes).flat[0].figure if axes is not None else plt.gcf()
+
+    def intensity_plot(self, combination: int) -> Figure:
+        """Observed counts next to the posterior mean λ of one combination (Nunes 2018, Fig. 3)."""
+        from geosynth.plots import combination_panels
+
+        B = self.eta.shape[3]
+        if not 0 <= combination < B:
+            raise InputError(f"combination must be in [0, {B}), got {combination}")
+        values = np.column_stack([self.counts.counts[:, combination],
+                                  self.posterior_mean_lambda()[:, combination]])
+        label = ", ".join(f"{a}={self.counts.combos.iloc[combination][a]}"
+                          for a in self.counts.attributes)
+        return combination_panels(self.grid, values, ["observed counts", "posterior mean λ"],
+                                  suptitle=label)

@@ -1,0 +1,645 @@
+"""Numba Gibbs kernels of the Paiva et al. (2014) intensity model with the β extension.
+
+Model (Nunes 2018, eqs. 2.1–2.9 and 2.19–2.21, ``../shared/seeds/003_940684ccd9213f93.txt``)::
+
+    c_ib ~ Poisson(λ_ib)
+    log λ_ib = η_ib = μ + Σ_k α_k[x_k(b)] + θ_i + Σ_k φ_ik[x_k(b)] + β_i·Z̄_ib + ε_ib
+
+Attribute levels other than each attribute's baseline are numbered p = 0..P-1, so α is a vector
+of length P and φ a (G, P) array; ``combo_levels[b]`` lists the p's of combination b (-1 pads).
+
+Every scalar update uses the family ``a·x − Σ_j w_j·e^{z_j x} − q(x − m)²/2`` of
+:mod:`geosynth.samplers.family`; with z_j = 1 the exponential terms collapse into one weight
+``W = Σ exp(η − x)``, computed from the current linear predictor η, which every update keeps
+current by adding its change to the (i, b) entries it touches (eqs. 2.10–2.14, 2.22–2.23).
+Precisions are drawn from their Gamma conjugates (eqs. 2.15–2.17, 2.24) with the ICAR shape
+``a + (G − C)/2``, the rank of ``D_W − W`` for C connected components. Nunes (2018) prints
+``G/2``, which is right only for an improper-free rank-G precision; the ICAR precision matrix has
+one zero eigenvalue per component.
+
+Identifiability and exact re-centring. The ICAR density is flat along per-component constants.
+Each ICAR field gets a proper Normal prior (variance ``level_var``) on its mean within every
+component, and after each field's sweep one exact Gibbs move along the direction that adds k to
+μ (or α_p) and subtracts k from the whole field: the likelihood is unchanged along it, and k is
+drawn from its Gaussian conditional given the two priors. Summaries report the centred field and
+the intercept that absorbs its mean, as the sum-to-zero constraint of the thesis does.
+
+Kernels are plain ``@njit(cache=True, nogil=True)`` functions over arrays (NumPy error model: no
+zero-division checks in the hot loops); no Python objects.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from geosynth.samplers.ars import ars_draw, ars_draw_single
+from geosynth.samplers.family import STATUS_OK
+from geosynth.samplers.rng import gamma, standard_normal, uniform
+from geosynth.samplers.slice import slice_step
+
+__all__ = [
+    "ModelData",
+    "GibbsState",
+    "BLOCK_NAMES",
+    "BETA_NONE",
+    "BETA_NORMAL",
+    "BETA_ICAR",
+    "compute_eta",
+    "sweep",
+    "run_chunk",
+]
+
+BETA_NONE, BETA_NORMAL, BETA_ICAR = 0, 1, 2
+SAMPLER_ARS, SAMPLER_SLICE = 0, 1
+
+# Indices into the prior vector of Priors.to_array().
+_MU_VAR, _ALPHA_VAR, _LEVEL_VAR, _BETA_VAR = 0, 1, 2, 3
+_THETA_A, _THETA_B, _PHI_A, _PHI_B, _EPS_A, _EPS_B, _BETA_A, _BETA_B = 4, 5, 6, 7, 8, 9, 10, 11
+
+# Block codes, reported in the failure status (status = 16 * block + sampler status).
+BLOCK_NAMES = ("mu", "alpha", "theta", "phi", "beta", "epsilon")
+_B_MU, _B_ALPHA, _B_THETA, _B_PHI, _B_BETA, _B_EPS = 0, 1, 2, 3, 4, 5
+
+
+class ModelData(NamedTuple):
+    """Read-only arrays of one fit (shapes: G cells, B combinations, P non-baseline levels)."""
+
+    counts: np.ndarray  # float64 (G, B)
+    cell_counts: np.ndarray  # float64 (G,)   Σ_b c_ib
+    level_counts: np.ndarray  # float64 (P,)  Σ_i Σ_{b∋p} c_ib
+    cell_level_counts: np.ndarray  # float64 (G, P)
+    combo_levels: np.ndarray  # int64 (B, K), p per attribute or -1 at the baseline
+    level_combos_ptr: np.ndarray  # int64 (P + 1,) CSR: combinations having level p
+    level_combos: np.ndarray  # int64
+    indptr: np.ndarray  # int64 (G + 1,) adjacency CSR
+    indices: np.ndarray  # int64
+    component: np.ndarray  # int64 (G,)
+    component_size: np.ndarray  # float64 (C,)
+    zbar: np.ndarray  # float64 (G, B); zeros without a continuous variable
+    cell_czbar: np.ndarray  # float64 (G,)  Σ_b c_ib Z̄_ib
+    priors: np.ndarray  # float64 (12,) Priors.to_array()
+    beta_prior: int  # BETA_NONE / BETA_NORMAL / BETA_ICAR
+    beta_sampler: int  # SAMPLER_ARS / SAMPLER_SLICE
+
+
+class GibbsState(NamedTuple):
+    """Mutable state of one chain; kernels update the arrays in place."""
+
+    mu: np.ndarray  # (1,)
+    alpha: np.ndarray  # (P,)
+    theta: np.ndarray  # (G,)
+    phi: np.ndarray  # (G, P)
+    beta: np.ndarray  # (G,)
+    eps: np.ndarray  # (G, B)
+    tau_theta: np.ndarray  # (1,)
+    tau_phi: np.ndarray  # (P,)
+    tau_eps: np.ndarray  # (1,)
+    tau_beta: np.ndarray  # (1,)
+    eta: np.ndarray  # (G, B) linear predictor
+    rng: np.ndarray  # uint64 (4,) xoshiro256** stream
+    work: np.ndarray  # float64 (5, MAX_ABSCISSAE) ARS scratch
+    wbuf: np.ndarray  # float64 (max(B, 1),) weights scratch
+    zbuf: np.ndarray  # float64 (max(B, 1),) exponents scratch
+    ones: np.ndarray  # float64 (1,) = [1.0]
+    w1: np.ndarray  # float64 (1,) weight scratch of the one-term ARS
+    scale_log_sd: np.ndarray  # float64 (P + 3,) log-sd of the scale-move proposals: θ, φ_p, β, ε
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def compute_eta(data, s):
+    """Recompute η from the parameters (removes drift of the incremental updates)."""
+    G, B = data.counts.shape
+    K = data.combo_levels.shape[1]
+    for i in range(G):
+        base = s.mu[0] + s.theta[i]
+        for b in range(B):
+            v = base + s.eps[i, b]
+            for k in range(K):
+                p = data.combo_levels[b, k]
+                if p >= 0:
+                    v += s.alpha[p] + s.phi[i, p]
+            if data.beta_prior != BETA_NONE:
+                v += s.beta[i] * data.zbar[i, b]
+            s.eta[i, b] = v
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _draw1(x0, a, weight, m, q, s):
+    """ARS draw with one collapsed exponential term W·e^x."""
+    return ars_draw_single(x0, a, weight, m, q, s.rng, s.work, s.w1, s.ones)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_mu(data, s):
+    G, B = data.counts.shape
+    x = s.mu[0]
+    total = 0.0
+    for i in range(G):
+        for b in range(B):
+            total += math.exp(s.eta[i, b] - x)
+    new, status = _draw1(x, data.cell_counts.sum(), total, 0.0, 1.0 / data.priors[_MU_VAR], s)
+    if status != STATUS_OK:
+        return status
+    delta = new - x
+    s.mu[0] = new
+    for i in range(G):
+        for b in range(B):
+            s.eta[i, b] += delta
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_alpha(data, s):
+    G = data.counts.shape[0]
+    for p in range(s.alpha.shape[0]):
+        x = s.alpha[p]
+        lo, hi = data.level_combos_ptr[p], data.level_combos_ptr[p + 1]
+        total = 0.0
+        for i in range(G):
+            for t in range(lo, hi):
+                total += math.exp(s.eta[i, data.level_combos[t]] - x)
+        new, status = _draw1(x, data.level_counts[p], total, 0.0, 1.0 / data.priors[_ALPHA_VAR], s)
+        if status != STATUS_OK:
+            return status
+        delta = new - x
+        s.alpha[p] = new
+        for i in range(G):
+            for t in range(lo, hi):
+                s.eta[i, data.level_combos[t]] += delta
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _icar_prior(field, i, tau, level_var, comp_sum, data):
+    """Mean and precision of the ICAR conditional of field[i], with the component-mean prior.
+
+    ICAR: precision n_i·τ about the neighbour mean. The N(0, level_var) prior on the component
+    mean S_c / n_c contributes precision 1/(level_var·n_c²) about −(S_c − field[i]).
+    """
+    lo, hi = data.indptr[i], data.indptr[i + 1]
+    n_i = hi - lo
+    neighbour_sum = 0.0
+    for t in range(lo, hi):
+        neighbour_sum += field[data.indices[t]]
+    c = data.component[i]
+    n_c = data.component_size[c]
+    q_level = 1.0 / (level_var * n_c * n_c)
+    m_level = -(comp_sum[c] - field[i])
+    q_icar = n_i * tau
+    q = q_icar + q_level
+    m = (neighbour_sum * tau + q_level * m_level) / q  # n_i·τ·(neighbour mean) = τ·Σ neighbours
+    return m, q
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _component_sums(field, data, out):
+    out[:] = 0.0
+    for i in range(field.shape[0]):
+        out[data.component[i]] += field[i]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_theta(data, s, comp_sum):
+    G, B = data.counts.shape
+    _component_sums(s.theta, data, comp_sum)
+    level_var = data.priors[_LEVEL_VAR]
+    for i in range(G):
+        x = s.theta[i]
+        total = 0.0
+        for b in range(B):
+            total += math.exp(s.eta[i, b] - x)
+        m, q = _icar_prior(s.theta, i, s.tau_theta[0], level_var, comp_sum, data)
+        new, status = _draw1(x, data.cell_counts[i], total, m, q, s)
+        if status != STATUS_OK:
+            return status
+        delta = new - x
+        s.theta[i] = new
+        comp_sum[data.component[i]] += delta
+        for b in range(B):
+            s.eta[i, b] += delta
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_phi(data, s, comp_sum, column):
+    G = data.counts.shape[0]
+    P = s.alpha.shape[0]
+    level_var = data.priors[_LEVEL_VAR]
+    for p in range(P):
+        lo, hi = data.level_combos_ptr[p], data.level_combos_ptr[p + 1]
+        for i in range(G):
+            column[i] = s.phi[i, p]
+        _component_sums(column, data, comp_sum)
+        for i in range(G):
+            x = column[i]
+            total = 0.0
+            for t in range(lo, hi):
+                total += math.exp(s.eta[i, data.level_combos[t]] - x)
+            m, q = _icar_prior(column, i, s.tau_phi[p], level_var, comp_sum, data)
+            new, status = _draw1(x, data.cell_level_counts[i, p], total, m, q, s)
+            if status != STATUS_OK:
+                return status
+            delta = new - x
+            column[i] = new
+            s.phi[i, p] = new
+            comp_sum[data.component[i]] += delta
+            for t in range(lo, hi):
+                s.eta[i, data.level_combos[t]] += delta
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_beta(data, s, comp_sum):
+    G, B = data.counts.shape
+    icar = data.beta_prior == BETA_ICAR
+    if icar:
+        _component_sums(s.beta, data, comp_sum)
+    for i in range(G):
+        x = s.beta[i]
+        for b in range(B):
+            s.zbuf[b] = data.zbar[i, b]
+            s.wbuf[b] = math.exp(s.eta[i, b] - x * data.zbar[i, b])
+        if icar:
+            m, q = _icar_prior(s.beta, i, s.tau_beta[0], data.priors[_BETA_VAR], comp_sum, data)
+        else:
+            m, q = 0.0, 1.0 / data.priors[_BETA_VAR]
+        w = s.wbuf[:B]
+        z = s.zbuf[:B]
+        if data.beta_sampler == SAMPLER_SLICE:
+            new, status = slice_step(x, data.cell_czbar[i], w, z, m, q, s.rng)
+        else:
+            new, status = ars_draw(x, data.cell_czbar[i], w, z, m, q, s.rng, s.work)
+        if status != STATUS_OK:
+            return status
+        delta = new - x
+        s.beta[i] = new
+        if icar:
+            comp_sum[data.component[i]] += delta
+        for b in range(B):
+            s.eta[i, b] += delta * data.zbar[i, b]
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_eps(data, s):
+    G, B = data.counts.shape
+    q = s.tau_eps[0]
+    for i in range(G):
+        for b in range(B):
+            x = s.eps[i, b]
+            new, status = _draw1(x, data.counts[i, b], math.exp(s.eta[i, b] - x), 0.0, q, s)
+            if status != STATUS_OK:
+                return status
+            s.eps[i, b] = new
+            s.eta[i, b] += new - x
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _shift_move(field, data, intercept_var, level_var, intercept, comp_sum, rng):
+    """Exact Gibbs move along (intercept + k, field − k); return k.
+
+    The likelihood is constant along this direction; the conditional of k is Gaussian from the
+    N(0, intercept_var) prior on the intercept and the N(0, level_var) priors on the component
+    means of the field.
+    """
+    _component_sums(field, data, comp_sum)
+    n_comp = data.component_size.shape[0]
+    precision = 1.0 / intercept_var + n_comp / level_var
+    weighted = -intercept / intercept_var
+    for c in range(n_comp):
+        weighted += comp_sum[c] / data.component_size[c] / level_var
+    k = weighted / precision + standard_normal(rng) / math.sqrt(precision)
+    for i in range(field.shape[0]):
+        field[i] -= k
+    return k
+
+
+SCALE_TARGET_ACCEPTANCE = 0.44
+SCALE_ADAPT_GAIN = 0.05
+_KIND_THETA, _KIND_PHI, _KIND_BETA = 0, 1, 2
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt):
+    """Metropolis move (f − f̄_c, τ) → (e^u (f − f̄_c), e^{−2u} τ), u ~ N(0, sd²); return τ.
+
+    The ICAR quadratic form and the component means are unchanged, so the log acceptance
+    ratio is the change in log likelihood plus ``−2·shape·u − rate·τ·(e^{−2u} − 1)`` (the
+    Gamma prior, the ICAR normalising constant τ^{(G−C)/2} and the Jacobian e^{(G−C)u − 2u}
+    combine to this). The move is exact; it breaks the strong posterior dependence between an
+    ICAR field and its precision, which single-site Gibbs updates cannot (the "funnel").
+    During burn-in (``adapt``) the proposal sd is tuned towards 44% acceptance.
+    """
+    G, B = data.counts.shape
+    _component_sums(field, data, comp_sum)
+    for c in range(comp_sum.shape[0]):
+        comp_sum[c] /= data.component_size[c]
+    u = math.exp(s.scale_log_sd[slot]) * standard_normal(s.rng)
+    factor = math.expm1(u)
+    delta_loglik = 0.0
+    for i in range(G):
+        d = (field[i] - comp_sum[data.component[i]]) * factor
+        if kind == _KIND_PHI:
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                b = data.level_combos[t]
+                delta_loglik += data.counts[i, b] * d - math.exp(s.eta[i, b]) * math.expm1(d)
+        else:
+            for b in range(B):
+                dz = d if kind == _KIND_THETA else d * data.zbar[i, b]
+                delta_loglik += data.counts[i, b] * dz - math.exp(s.eta[i, b]) * math.expm1(dz)
+    new_tau = tau * math.exp(-2.0 * u)
+    log_ratio = delta_loglik - 2.0 * shape * u - rate * (new_tau - tau)
+    accept = math.log(uniform(s.rng)) < log_ratio
+    if adapt:
+        hit = 1.0 if accept else 0.0
+        s.scale_log_sd[slot] += SCALE_ADAPT_GAIN * (hit - SCALE_TARGET_ACCEPTANCE)
+    if not accept:
+        return tau
+    for i in range(G):
+        d = (field[i] - comp_sum[data.component[i]]) * factor
+        field[i] += d
+        if kind == _KIND_PHI:
+            s.phi[i, p] = field[i]
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                s.eta[i, data.level_combos[t]] += d
+        else:
+            for b in range(B):
+                s.eta[i, b] += d if kind == _KIND_THETA else d * data.zbar[i, b]
+    return new_tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _shift_cells_eps(data, s, comp_sum, column, p):
+    """Exact per-cell Gibbs moves along (θ_i + k, ε_ib − k) — or (φ_ip + k, ε_ib − k), b ∋ p.
+
+    ``p = -1`` moves θ, otherwise the field φ_·p (``column`` holds a copy of it). The
+    likelihood is unchanged and k is Gaussian given the ICAR conditional of the field and the
+    N(0, 1/τ_ε) priors of the errors: this removes the strong posterior coupling between a
+    cell's spatial effect and its errors (the classic slow mixing of BYM-type models).
+    """
+    G, B = data.counts.shape
+    tau_eps = s.tau_eps[0]
+    if p < 0:
+        field = s.theta
+        tau = s.tau_theta[0]
+    else:
+        field = column
+        tau = s.tau_phi[p]
+        for i in range(G):
+            field[i] = s.phi[i, p]
+    _component_sums(field, data, comp_sum)
+    level_var = data.priors[_LEVEL_VAR]
+    for i in range(G):
+        m, q = _icar_prior(field, i, tau, level_var, comp_sum, data)
+        eps_sum = 0.0
+        n = 0
+        if p < 0:
+            for b in range(B):
+                eps_sum += s.eps[i, b]
+            n = B
+        else:
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                eps_sum += s.eps[i, data.level_combos[t]]
+                n += 1
+        precision = q + n * tau_eps
+        k = (q * (m - field[i]) + tau_eps * eps_sum) / precision
+        k += standard_normal(s.rng) / math.sqrt(precision)
+        field[i] += k
+        comp_sum[data.component[i]] += k
+        if p < 0:
+            for b in range(B):
+                s.eps[i, b] -= k
+        else:
+            s.phi[i, p] = field[i]
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                s.eps[i, data.level_combos[t]] -= k
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _shift_eps(data, s, p, intercept_var, intercept):
+    """Exact Gibbs move along (intercept + k, ε_ib − k) for the combinations b of level p.
+
+    ``p = -1`` shifts every ε_ib against μ. The likelihood is unchanged; k is Gaussian given
+    the N(0, intercept_var) prior and the N(0, 1/τ_ε) priors of the shifted errors. This lets
+    a sparsely observed combination's level move with its errors instead of against them.
+    Returns k.
+    """
+    G, B = data.counts.shape
+    tau = s.tau_eps[0]
+    total = 0.0
+    n = 0
+    if p < 0:
+        for i in range(G):
+            for b in range(B):
+                total += s.eps[i, b]
+        n = G * B
+    else:
+        for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+            for i in range(G):
+                total += s.eps[i, data.level_combos[t]]
+            n += G
+    precision = 1.0 / intercept_var + n * tau
+    k = (tau * total - intercept / intercept_var) / precision
+    k += standard_normal(s.rng) / math.sqrt(precision)
+    if p < 0:
+        for i in range(G):
+            for b in range(B):
+                s.eps[i, b] -= k
+    else:
+        for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+            for i in range(G):
+                s.eps[i, data.level_combos[t]] -= k
+    return k
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _icar_quadratic(field, data):
+    """θᵀ(D_W − W)θ = Σ over edges i~j (each once) of (θ_i − θ_j)²."""
+    total = 0.0
+    for i in range(field.shape[0]):
+        for t in range(data.indptr[i], data.indptr[i + 1]):
+            j = data.indices[t]
+            if j > i:
+                d = field[i] - field[j]
+                total += d * d
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_precisions(data, s, column):
+    G, B = data.counts.shape
+    rank = G - data.component_size.shape[0]
+    pr = data.priors
+    s.tau_theta[0] = gamma(
+        s.rng, pr[_THETA_A] + 0.5 * rank, pr[_THETA_B] + 0.5 * _icar_quadratic(s.theta, data)
+    )
+    for p in range(s.alpha.shape[0]):
+        for i in range(G):
+            column[i] = s.phi[i, p]
+        s.tau_phi[p] = gamma(
+            s.rng, pr[_PHI_A] + 0.5 * rank, pr[_PHI_B] + 0.5 * _icar_quadratic(column, data)
+        )
+    sq = 0.0
+    for i in range(G):
+        for b in range(B):
+            sq += s.eps[i, b] * s.eps[i, b]
+    s.tau_eps[0] = gamma(s.rng, pr[_EPS_A] + 0.5 * G * B, pr[_EPS_B] + 0.5 * sq)
+    if data.beta_prior == BETA_ICAR:
+        s.tau_beta[0] = gamma(
+            s.rng, pr[_BETA_A] + 0.5 * rank, pr[_BETA_B] + 0.5 * _icar_quadratic(s.beta, data)
+        )
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_move_eps(data, s, slot, adapt):
+    """Apply the scale move of :func:`_scale_move` to the iid errors ε and τ_ε (no centring).
+
+    ε ~ N(0, 1/τ_ε) iid on G·B entries: the normalising constant τ^{GB/2}, the Jacobian
+    e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``.
+    """
+    G, B = data.counts.shape
+    u = math.exp(s.scale_log_sd[slot]) * standard_normal(s.rng)
+    factor = math.expm1(u)
+    delta_loglik = 0.0
+    for i in range(G):
+        for b in range(B):
+            d = s.eps[i, b] * factor
+            delta_loglik += data.counts[i, b] * d - math.exp(s.eta[i, b]) * math.expm1(d)
+    tau = s.tau_eps[0]
+    new_tau = tau * math.exp(-2.0 * u)
+    log_ratio = delta_loglik - 2.0 * data.priors[_EPS_A] * u - data.priors[_EPS_B] * (new_tau - tau)
+    accept = math.log(uniform(s.rng)) < log_ratio
+    if adapt:
+        hit = 1.0 if accept else 0.0
+        s.scale_log_sd[slot] += SCALE_ADAPT_GAIN * (hit - SCALE_TARGET_ACCEPTANCE)
+    if accept:
+        s.tau_eps[0] = new_tau
+        for i in range(G):
+            for b in range(B):
+                d = s.eps[i, b] * factor
+                s.eps[i, b] += d
+                s.eta[i, b] += d
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_moves(data, s, comp_sum, column, adapt):
+    """Scale moves of every ICAR field with its precision (see :func:`_scale_move`)."""
+    pr = data.priors
+    s.tau_theta[0] = _scale_move(s.theta, s.tau_theta[0], pr[_THETA_A], pr[_THETA_B],
+                                 _KIND_THETA, 0, data, s, comp_sum, 0, adapt)
+    G = data.counts.shape[0]
+    for p in range(s.alpha.shape[0]):
+        for i in range(G):
+            column[i] = s.phi[i, p]
+        s.tau_phi[p] = _scale_move(column, s.tau_phi[p], pr[_PHI_A], pr[_PHI_B],
+                                   _KIND_PHI, p, data, s, comp_sum, 1 + p, adapt)
+    if data.beta_prior == BETA_ICAR:
+        s.tau_beta[0] = _scale_move(s.beta, s.tau_beta[0], pr[_BETA_A], pr[_BETA_B],
+                                    _KIND_BETA, 0, data, s, comp_sum, 1 + s.alpha.shape[0],
+                                    adapt)
+    _scale_move_eps(data, s, 2 + s.alpha.shape[0], adapt)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sweep(data, s, comp_sum, column, adapt=False):
+    """One sweep over every parameter; return 0 or 16·block + sampler status.
+
+    Gibbs updates (ARS, slice, Gamma and Gaussian draws) in the order μ, α, θ, shift(μ, θ), φ,
+    shift(α, φ), β, ε, per-cell shift(θ_i, ε_i·) and shift(φ_ip, ε_ib), shift(μ, ε),
+    shift(α, ε), precisions, followed by the scale moves of the ICAR fields and of ε. Every
+    shift is an exact Gibbs draw along a direction of constant likelihood.
+    """
+    status = _update_mu(data, s)
+    if status != STATUS_OK:
+        return 16 * _B_MU + status
+    status = _update_alpha(data, s)
+    if status != STATUS_OK:
+        return 16 * _B_ALPHA + status
+    status = _update_theta(data, s, comp_sum)
+    if status != STATUS_OK:
+        return 16 * _B_THETA + status
+    s.mu[0] += _shift_move(
+        s.theta, data, data.priors[_MU_VAR], data.priors[_LEVEL_VAR], s.mu[0], comp_sum, s.rng
+    )
+    status = _update_phi(data, s, comp_sum, column)
+    if status != STATUS_OK:
+        return 16 * _B_PHI + status
+    G = data.counts.shape[0]
+    for p in range(s.alpha.shape[0]):
+        for i in range(G):
+            column[i] = s.phi[i, p]
+        s.alpha[p] += _shift_move(
+            column, data, data.priors[_ALPHA_VAR], data.priors[_LEVEL_VAR], s.alpha[p],
+            comp_sum, s.rng,
+        )
+        for i in range(G):
+            s.phi[i, p] = column[i]
+    if data.beta_prior != BETA_NONE:
+        status = _update_beta(data, s, comp_sum)
+        if status != STATUS_OK:
+            return 16 * _B_BETA + status
+    status = _update_eps(data, s)
+    if status != STATUS_OK:
+        return 16 * _B_EPS + status
+    _shift_cells_eps(data, s, comp_sum, column, -1)
+    for p in range(s.alpha.shape[0]):
+        _shift_cells_eps(data, s, comp_sum, column, p)
+    s.mu[0] += _shift_eps(data, s, -1, data.priors[_MU_VAR], s.mu[0])
+    for p in range(s.alpha.shape[0]):
+        s.alpha[p] += _shift_eps(data, s, p, data.priors[_ALPHA_VAR], s.alpha[p])
+    _update_precisions(data, s, column)
+    _scale_moves(data, s, comp_sum, column, adapt)
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _record(data, s, out_scalars, out_theta, out_beta, out_eta, row):
+    """Write the identified summaries of the current state into row ``row`` of the outputs.
+
+    Scalars: [μ + mean θ, α_p + mean φ_p (P), τ_θ, τ_φ (P), τ_ε, τ_β].
+    """
+    G = s.theta.shape[0]
+    P = s.alpha.shape[0]
+    theta_mean = s.theta.mean()
+    out_scalars[row, 0] = s.mu[0] + theta_mean
+    for p in range(P):
+        phi_mean = 0.0
+        for i in range(G):
+            phi_mean += s.phi[i, p]
+        out_scalars[row, 1 + p] = s.alpha[p] + phi_mean / G
+        out_scalars[row, 2 + P + p] = s.tau_phi[p]
+    out_scalars[row, 1 + P] = s.tau_theta[0]
+    out_scalars[row, 2 + 2 * P] = s.tau_eps[0]
+    out_scalars[row, 3 + 2 * P] = s.tau_beta[0]
+    for i in range(G):
+        out_theta[row, i] = s.theta[i] - theta_mean
+        out_beta[row, i] = s.beta[i]
+    out_eta[row] = s.eta.astype(np.float32)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta, row, keep):
+    """Run ``n_sweeps`` sweeps; after sweep t record if ``keep`` and (t + 1) % thin == 0.
+
+    Chunks that do not keep draws are burn-in: there the scale moves tune their proposals.
+
+    Returns ``(status, rows_written)``; ``status`` is 0 or 16·block + sampler status.
+    """
+    G = data.counts.shape[0]
+    comp_sum = np.zeros(data.component_size.shape[0])
+    column = np.empty(G)
+    compute_eta(data, s)
+    written = 0
+    for t in range(n_sweeps):
+        status = sweep(data, s, comp_sum, column, not keep)
+        if status != STATUS_OK:
+            return status, written
+        if keep and (t + 1) % thin == 0:
+            _record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
+            written += 1
+    return STATUS_OK, written

@@ -1,0 +1,215 @@
+"""Recovery, the β extension, reproducibility and the PaivaFit API of the Gibbs engine."""
+
+import geopandas as gpd
+import matplotlib
+import numpy as np
+import pytest
+from scipy import stats
+
+from geosynth import Grid, PaivaModel, Priors, prepare
+from geosynth.datasets import paiva_scenario
+from geosynth.errors import DataWarning, InputError, MemoryLimitError
+
+matplotlib.use("Agg")
+
+ATTRIBUTES = ["y", "x1", "x2"]
+
+
+def scenario_counts(n, seed=1, shape=(10, 10)):
+    scenario = paiva_scenario(n=n, seed=seed)
+    grid = Grid.regular(scenario.bounds, shape=shape, crs=scenario.crs)
+    counts = prepare(scenario.data, grid, attributes=ATTRIBUTES, continuous="z")
+    return scenario, grid, counts
+
+
+def spearman_with_truth(fit, scenario, grid, counts):
+    truth = scenario.true_intensity(grid, combos=counts.combos)
+    return stats.spearmanr(fit.posterior_mean_lambda().ravel(), truth.ravel()).statistic
+
+
+def converged_names(fit):
+    return [n for n in fit.scalar_names if n != "tau_beta"]
+
+
+@pytest.fixture(scope="module")
+def small_fit():
+    _, _, counts = scenario_counts(300, shape=(5, 5))
+    return PaivaModel().fit(counts, n_iter=600, burn_in=200, thin=2, seed=7, progress=False)
+
+
+@pytest.mark.slow
+def test_recovery_on_thesis_scenario():
+    """Nunes (2018) §3.1 scenario, 10x10 lattice, default run, 2 chains."""
+    scenario, grid, counts = scenario_counts(500)
+    fits = {effects: PaivaModel(effects=effects).fit(counts, seed=3, progress=False)
+            for effects in ("attribute", "combination")}
+    for effects, fit in fits.items():
+        summary = fit.summary()
+        r_hat = summary.loc[converged_names(fit), "r_hat"]
+        assert (r_hat < 1.05).all(), f"{effects}: R-hat too high\n{r_hat[r_hat >= 1.05]}"
+    rho = {e: spearman_with_truth(f, scenario, grid, counts) for e, f in fits.items()}
+    # The thesis' additive model cannot represent Table 3's twelve unrelated patterns; the
+    # combination-level ICAR fields can.
+    assert rho["combination"] > 0.8
+    assert rho["attribute"] > 0.5
+    assert rho["combination"] > rho["attribute"]
+
+    big_scenario, big_grid, big_counts = scenario_counts(20_000)
+    big_fit = PaivaModel(effects="combination").fit(big_counts, seed=3, progress=False)
+    rho_big = spearman_with_truth(big_fit, big_scenario, big_grid, big_counts)
+    assert rho_big > 0.9
+    assert rho_big > rho["combination"]
+
+
+def beta_data(beta, seed, n_per_pair=40.0):
+    """Records whose cell-and-combination mean of z drives the counts through beta (per cell)."""
+    rng = np.random.default_rng(seed)
+    grid = Grid.regular((0.0, 0.0, 6.0, 6.0), shape=(6, 6), crs="EPSG:32723")
+    levels = [(a, b) for a in "pq" for b in "uvw"]
+    rows = []
+    for a_level, b_level in levels:
+        zc = rng.normal(0.0, 1.0, grid.n_cells)  # cell-level covariate of this combination
+        lam = n_per_pair * np.exp(beta * zc - 0.5 * beta**2)
+        counts = rng.poisson(lam)
+        for i in np.flatnonzero(counts):
+            x0, y0, x1, y1 = grid.cell_bounds([i])[0]
+            k = counts[i]
+            rows.append(gpd.GeoDataFrame({
+                "a": [a_level] * k, "b": [b_level] * k,
+                "z": zc[i] + rng.normal(0.0, 0.05, k),
+            }, geometry=gpd.points_from_xy(rng.uniform(x0, x1, k), rng.uniform(y0, y1, k)),
+                crs=grid.crs))
+    data = gpd.GeoDataFrame(np.concatenate([r.values for r in rows]),
+                            columns=rows[0].columns, geometry="geometry", crs=grid.crs)
+    data["z"] = data["z"].astype(float)
+    return grid, prepare(data, grid, attributes=["a", "b"], continuous="z")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beta_prior", ["normal", "icar"])
+def test_beta_recovers_sign_pattern(beta_prior):
+    grid = Grid.regular((0.0, 0.0, 6.0, 6.0), shape=(6, 6))
+    west = grid.cell_col < 3
+    beta = np.where(west, 0.8, -0.8)
+    _, counts = beta_data(beta, seed=11)
+    fit = PaivaModel(beta_prior=beta_prior).fit(counts, n_iter=2000, burn_in=500, seed=5,
+                                                progress=False)
+    posterior_mean = fit.beta.reshape(-1, grid.n_cells).mean(axis=0)
+    # Z̄ is standardised per combination, so the recovered effects are on that scale; the sign
+    # pattern must survive.
+    assert np.mean(np.sign(posterior_mean) == np.sign(beta)) >= 0.9
+    assert posterior_mean[west].mean() > 0.3 > -0.3 > posterior_mean[~west].mean()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beta_prior", ["normal", "icar"])
+def test_beta_covers_zero_when_z_is_unrelated(beta_prior):
+    _, counts = beta_data(np.zeros(36), seed=12)
+    fit = PaivaModel(beta_prior=beta_prior).fit(counts, n_iter=2000, burn_in=500, seed=6,
+                                                progress=False)
+    draws = fit.beta.reshape(-1, counts.n_cells)
+    lower, upper = np.quantile(draws, [0.025, 0.975], axis=0)
+    covered = (lower < 0) & (upper > 0)
+    assert covered.mean() >= 0.85
+
+
+def test_same_seed_same_draws():
+    _, _, counts = scenario_counts(200, shape=(4, 4))
+    model = PaivaModel(beta_prior="icar")
+    first = model.fit(counts, n_iter=120, burn_in=20, thin=1, seed=99, progress=False)
+    second = model.fit(counts, n_iter=120, burn_in=20, thin=1, seed=99, progress=True)
+    other = model.fit(counts, n_iter=120, burn_in=20, thin=1, seed=100, progress=False)
+    np.testing.assert_array_equal(first.eta, second.eta)
+    np.testing.assert_array_equal(first.scalars, second.scalars)
+    np.testing.assert_array_equal(first.beta, second.beta)
+    assert not np.array_equal(first.eta, other.eta)
+    # Chains have independent streams.
+    assert not np.array_equal(first.eta[0], first.eta[1])
+
+
+def test_fit_api(small_fit):
+    fit = small_fit
+    G, B = fit.counts.counts.shape
+    assert fit.eta.shape == (2, 200, G, B) and fit.eta.dtype == np.float32
+    assert fit.theta.shape == (2, 200, G)
+    np.testing.assert_allclose(fit.theta.mean(axis=2), 0.0, atol=1e-5)  # centred
+    mean_lambda = fit.posterior_mean_lambda()
+    by_hand = np.mean([fit.lambda_draw(k) for k in range(400)], axis=0)
+    np.testing.assert_allclose(mean_lambda, by_hand, rtol=1e-6)
+    # Posterior predictive totals match the data per combination (Poisson means).
+    totals = mean_lambda.sum(axis=0)
+    observed = fit.counts.counts.sum(axis=0)
+    assert np.all(np.abs(totals - observed) < 4 * np.sqrt(observed) + 3)
+    summary = fit.summary()
+    assert {"r_hat", "ess_bulk", "ess_tail", "mean", "sd"} <= set(summary.columns)
+    assert "mu" in summary.index and "tau_beta" not in summary.index
+    idata = fit.to_arviz()
+    assert idata.posterior["theta"].dims == ("chain", "draw", "cell")
+    assert fit.trace_plot() is not None
+    figure = fit.intensity_plot(1)
+    assert len(figure.axes) >= 2
+    with pytest.raises(InputError, match="index must be in"):
+        fit.lambda_draw(400)
+    with pytest.raises(InputError, match="combination must be in"):
+        fit.intensity_plot(B)
+    with pytest.raises(InputError, match="unknown parameter"):
+        fit.scalar("nope")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"beta_prior": "gaussian"}, "beta_prior must be"),
+        ({"beta_sampler": "gibbs"}, "beta_sampler must be"),
+        ({"effects": "both"}, "effects must be"),
+        ({"priors": {"mu_var": 1}}, "priors must be"),
+    ],
+)
+def test_model_arguments_validated(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        PaivaModel(**kwargs)
+
+
+def test_priors_validated():
+    with pytest.raises(InputError, match="Priors.theta_rate must be a finite positive"):
+        Priors(theta_rate=0.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_iter": 0}, "n_iter must be an integer >= 1"),
+        ({"burn_in": -1}, "burn_in must be"),
+        ({"thin": 0}, "thin must be"),
+        ({"chains": 0}, "chains must be"),
+        ({"n_iter": 10, "burn_in": 10}, "leaves no draw"),
+    ],
+)
+def test_run_arguments_validated(kwargs, match):
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    with pytest.raises(InputError, match=match):
+        PaivaModel().fit(counts, progress=False, **kwargs)
+
+
+def test_errors_before_work():
+    _, grid, _ = scenario_counts(100, shape=(3, 3))
+    scenario = paiva_scenario(n=100, seed=1)
+    no_z = prepare(scenario.data, grid, attributes=["y"])
+    with pytest.raises(InputError, match="needs a continuous variable"):
+        PaivaModel(beta_prior="normal").fit(no_z, progress=False)
+    with pytest.raises(MemoryLimitError, match="max_bytes"):
+        PaivaModel().fit(no_z, n_iter=100_000, burn_in=0, thin=1, max_bytes=10**6,
+                         progress=False)
+    with pytest.raises(InputError, match="CellCounts"):
+        PaivaModel().fit(np.zeros((3, 2)), progress=False)
+
+
+def test_empty_counts_warn_and_return_prior():
+    from tests.model.test_sbc import cell_counts
+
+    grid = Grid.regular((0.0, 0.0, 3.0, 3.0), shape=(3, 3))
+    with pytest.warns(DataWarning, match="no records"):
+        fit = PaivaModel().fit(cell_counts(grid, np.zeros((9, 2), dtype=int)), n_iter=400,
+                               burn_in=100, seed=1, progress=False)
+    # Posterior = prior: the intercept's prior variance is mu_var + level_var = 200.
+    assert 8 < fit.scalar("mu").std() < 20
