@@ -2,7 +2,8 @@
 
 Data: the Nunes (2018) scenario with 5 records per cell on sqrt(G) x sqrt(G) lattices over the
 study square, B = 12 attribute combinations, the thesis' attribute-effects model. One chain on
-one core (``n_jobs=1``), after a compile run. The per-sweep cost should grow linearly in G·B:
+one core (``n_jobs=1``), after a compile run; wall time of the whole ``fit`` call (best of 3
+for G ≤ 400). The per-sweep cost should grow linearly in G·B:
 the column "µs per sweep per (G·B)" should stay flat.
 
 Run: ``python -m bench gibbs``.
@@ -45,10 +46,12 @@ def run() -> str:
     for side in SIDES:
         counts = _counts(side)
         n_iter = _sweeps_for(side)
-        start = time.perf_counter()
-        fit = model.fit(counts, n_iter=n_iter, burn_in=n_iter // 4, thin=1, chains=1,
-                        n_jobs=1, seed=1, progress=False)
-        seconds = time.perf_counter() - start
+        seconds = float("inf")
+        for _ in range(3 if side <= 20 else 1):  # best of 3 where it is cheap: the VM is noisy
+            start = time.perf_counter()
+            fit = model.fit(counts, n_iter=n_iter, burn_in=n_iter // 4, thin=1, chains=1,
+                            n_jobs=1, seed=1, progress=False)
+            seconds = min(seconds, time.perf_counter() - start)
         G, B = counts.counts.shape
         ess = {n: float(az.ess(fit.scalar(n), method="bulk")) for n in fit.scalar_names
                if n != "tau_beta"}

@@ -202,8 +202,10 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
             f"{type(counts).__name__}"
         )
     if counts.n_records == 0:
-        warnings.warn("counts has no records: the posterior is the prior", DataWarning,
-                      stacklevel=3)
+        warnings.warn(
+            "counts has no records: the posterior only says that every intensity is small",
+            DataWarning, stacklevel=3,
+        )
     beta_prior = _BETA_PRIORS[model.beta_prior]
     if beta_prior != BETA_NONE and counts.zbar is None:
         raise InputError(

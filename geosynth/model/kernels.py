@@ -128,20 +128,22 @@ def compute_eta(data, s):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _draw1(x0, a, weight, m, q, s):
-    """ARS draw with one collapsed exponential term W·e^x."""
-    return ars_draw_single(x0, a, weight, m, q, s.rng, s.work, s.w1, s.ones)
+def _draw1(x0, a, weight, m, q, rng, work, w1, ones):
+    """ARS draw with one collapsed exponential term W·e^x (arrays passed as locals: faster)."""
+    return ars_draw_single(x0, a, weight, m, q, rng, work, w1, ones)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_mu(data, s):
+    rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
     G, B = data.counts.shape
     x = s.mu[0]
     total = 0.0
     for i in range(G):
         for b in range(B):
             total += math.exp(s.eta[i, b] - x)
-    new, status = _draw1(x, data.cell_counts.sum(), total, 0.0, 1.0 / data.priors[_MU_VAR], s)
+    new, status = _draw1(x, data.cell_counts.sum(), total, 0.0, 1.0 / data.priors[_MU_VAR],
+                         rng, work, w1, ones)
     if status != STATUS_OK:
         return status
     delta = new - x
@@ -154,6 +156,7 @@ def _update_mu(data, s):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_alpha(data, s):
+    rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
     G = data.counts.shape[0]
     for p in range(s.alpha.shape[0]):
         x = s.alpha[p]
@@ -162,7 +165,8 @@ def _update_alpha(data, s):
         for i in range(G):
             for t in range(lo, hi):
                 total += math.exp(s.eta[i, data.level_combos[t]] - x)
-        new, status = _draw1(x, data.level_counts[p], total, 0.0, 1.0 / data.priors[_ALPHA_VAR], s)
+        new, status = _draw1(x, data.level_counts[p], total, 0.0, 1.0 / data.priors[_ALPHA_VAR],
+                             rng, work, w1, ones)
         if status != STATUS_OK:
             return status
         delta = new - x
@@ -204,6 +208,7 @@ def _component_sums(field, data, out):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_theta(data, s, comp_sum):
+    rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
     G, B = data.counts.shape
     _component_sums(s.theta, data, comp_sum)
     level_var = data.priors[_LEVEL_VAR]
@@ -213,7 +218,7 @@ def _update_theta(data, s, comp_sum):
         for b in range(B):
             total += math.exp(s.eta[i, b] - x)
         m, q = _icar_prior(s.theta, i, s.tau_theta[0], level_var, comp_sum, data)
-        new, status = _draw1(x, data.cell_counts[i], total, m, q, s)
+        new, status = _draw1(x, data.cell_counts[i], total, m, q, rng, work, w1, ones)
         if status != STATUS_OK:
             return status
         delta = new - x
@@ -226,6 +231,7 @@ def _update_theta(data, s, comp_sum):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_phi(data, s, comp_sum, column):
+    rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
     G = data.counts.shape[0]
     P = s.alpha.shape[0]
     level_var = data.priors[_LEVEL_VAR]
@@ -240,7 +246,8 @@ def _update_phi(data, s, comp_sum, column):
             for t in range(lo, hi):
                 total += math.exp(s.eta[i, data.level_combos[t]] - x)
             m, q = _icar_prior(column, i, s.tau_phi[p], level_var, comp_sum, data)
-            new, status = _draw1(x, data.cell_level_counts[i, p], total, m, q, s)
+            new, status = _draw1(x, data.cell_level_counts[i, p], total, m, q,
+                                 rng, work, w1, ones)
             if status != STATUS_OK:
                 return status
             delta = new - x
@@ -288,14 +295,17 @@ def _update_beta(data, s, comp_sum):
 def _update_eps(data, s):
     G, B = data.counts.shape
     q = s.tau_eps[0]
+    eps, eta, counts = s.eps, s.eta, data.counts
+    rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
     for i in range(G):
         for b in range(B):
-            x = s.eps[i, b]
-            new, status = _draw1(x, data.counts[i, b], math.exp(s.eta[i, b] - x), 0.0, q, s)
+            x = eps[i, b]
+            weight = math.exp(eta[i, b] - x)
+            new, status = ars_draw_single(x, counts[i, b], weight, 0.0, q, rng, work, w1, ones)
             if status != STATUS_OK:
                 return status
-            s.eps[i, b] = new
-            s.eta[i, b] += new - x
+            eps[i, b] = new
+            eta[i, b] += new - x
     return STATUS_OK
 
 
@@ -344,14 +354,24 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
     delta_loglik = 0.0
     for i in range(G):
         d = (field[i] - comp_sum[data.component[i]]) * factor
+        if kind == _KIND_BETA:
+            for b in range(B):
+                dz = d * data.zbar[i, b]
+                delta_loglik += data.counts[i, b] * dz - math.exp(s.eta[i, b]) * math.expm1(dz)
+            continue
+        # θ and φ shift every touched η_i· by the same d: Σ c·d − (e^d − 1)·Σ e^η.
+        count_sum = 0.0
+        exp_sum = 0.0
         if kind == _KIND_PHI:
             for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
                 b = data.level_combos[t]
-                delta_loglik += data.counts[i, b] * d - math.exp(s.eta[i, b]) * math.expm1(d)
+                count_sum += data.counts[i, b]
+                exp_sum += math.exp(s.eta[i, b])
         else:
             for b in range(B):
-                dz = d if kind == _KIND_THETA else d * data.zbar[i, b]
-                delta_loglik += data.counts[i, b] * dz - math.exp(s.eta[i, b]) * math.expm1(dz)
+                count_sum += data.counts[i, b]
+                exp_sum += math.exp(s.eta[i, b])
+        delta_loglik += count_sum * d - exp_sum * math.expm1(d)
     new_tau = tau * math.exp(-2.0 * u)
     log_ratio = delta_loglik - 2.0 * shape * u - rate * (new_tau - tau)
     accept = math.log(uniform(s.rng)) < log_ratio
@@ -616,10 +636,12 @@ def _record(data, s, out_scalars, out_theta, out_beta, out_eta, row):
     out_scalars[row, 1 + P] = s.tau_theta[0]
     out_scalars[row, 2 + 2 * P] = s.tau_eps[0]
     out_scalars[row, 3 + 2 * P] = s.tau_beta[0]
+    B = s.eta.shape[1]
     for i in range(G):
         out_theta[row, i] = s.theta[i] - theta_mean
         out_beta[row, i] = s.beta[i]
-    out_eta[row] = s.eta.astype(np.float32)
+        for b in range(B):
+            out_eta[row, i, b] = s.eta[i, b]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
