@@ -41,7 +41,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PaivaModel", "PaivaFit", "build_model_data"]
 
-CHUNK_SWEEPS = 50  # fixed, so the same seed gives the same draws with or without progress bars
+# Sweeps per kernel call: about CHUNK_WORK cell-combination updates, so the progress bar moves a
+# few times a second whatever the lattice. It depends on the data's shape only, so the same seed
+# gives the same draws with or without progress bars (η is recomputed at each chunk start).
+CHUNK_WORK = 250_000
+MAX_CHUNK_SWEEPS = 500
 DEFAULT_MAX_BYTES = 4 * 2**30
 
 _BETA_PRIORS = {None: BETA_NONE, "normal": BETA_NORMAL, "icar": BETA_ICAR}
@@ -296,6 +300,7 @@ def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsS
         tau_eps=np.array([rng.gamma(2.0, 5.0)]),
         tau_beta=np.array([rng.gamma(2.0, 1.0)]),
         eta=np.zeros((G, B)),
+        expeta=np.ones((G, B)),
         rng=stream.copy(),
         work=new_workspace(),
         wbuf=np.zeros(max(B, 1)),
@@ -349,9 +354,11 @@ class _ChainRunner:
         state = _initial_state(self.data, stream, len(self.data.level_counts))
         bar = _progress_bar(self.n_iter, chain, self.progress)
         # Sampling chunks hold whole thinning periods, so draws land on sweeps burn_in + thin·j.
-        sampling_chunk = self.thin * max(1, CHUNK_SWEEPS // self.thin)
+        G, B = self.data.counts.shape
+        chunk = max(1, min(MAX_CHUNK_SWEEPS, CHUNK_WORK // (G * B)))
+        sampling_chunk = self.thin * max(1, chunk // self.thin)
         try:
-            for n, keep in _chunks(self.burn_in, CHUNK_SWEEPS, False) + _chunks(
+            for n, keep in _chunks(self.burn_in, chunk, False) + _chunks(
                 self.n_iter - self.burn_in, sampling_chunk, True
             ):
                 if self.stop.is_set():

@@ -100,6 +100,7 @@ class GibbsState(NamedTuple):
     tau_eps: np.ndarray  # (1,)
     tau_beta: np.ndarray  # (1,)
     eta: np.ndarray  # (G, B) linear predictor
+    expeta: np.ndarray  # (G, B) exp(eta), kept in step so conditionals need no exp per term
     rng: np.ndarray  # uint64 (4,) xoshiro256** stream
     work: np.ndarray  # float64 (5, MAX_ABSCISSAE) ARS scratch
     wbuf: np.ndarray  # float64 (max(B, 1),) weights scratch
@@ -111,7 +112,7 @@ class GibbsState(NamedTuple):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def compute_eta(data, s):
-    """Recompute η from the parameters (removes drift of the incremental updates)."""
+    """Recompute η and exp(η) from the parameters (removes drift of the incremental updates)."""
     G, B = data.counts.shape
     K = data.combo_levels.shape[1]
     for i in range(G):
@@ -125,6 +126,7 @@ def compute_eta(data, s):
             if data.beta_prior != BETA_NONE:
                 v += s.beta[i] * data.zbar[i, b]
             s.eta[i, b] = v
+            s.expeta[i, b] = math.exp(v)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -141,16 +143,19 @@ def _update_mu(data, s):
     total = 0.0
     for i in range(G):
         for b in range(B):
-            total += math.exp(s.eta[i, b] - x)
+            total += s.expeta[i, b]
+    total *= math.exp(-x)
     new, status = _draw1(x, data.cell_counts.sum(), total, 0.0, 1.0 / data.priors[_MU_VAR],
                          rng, work, w1, ones)
     if status != STATUS_OK:
         return status
     delta = new - x
+    factor = math.exp(delta)
     s.mu[0] = new
     for i in range(G):
         for b in range(B):
             s.eta[i, b] += delta
+            s.expeta[i, b] *= factor
     return STATUS_OK
 
 
@@ -164,16 +169,19 @@ def _update_alpha(data, s):
         total = 0.0
         for i in range(G):
             for t in range(lo, hi):
-                total += math.exp(s.eta[i, data.level_combos[t]] - x)
+                total += s.expeta[i, data.level_combos[t]]
+        total *= math.exp(-x)
         new, status = _draw1(x, data.level_counts[p], total, 0.0, 1.0 / data.priors[_ALPHA_VAR],
                              rng, work, w1, ones)
         if status != STATUS_OK:
             return status
         delta = new - x
+        factor = math.exp(delta)
         s.alpha[p] = new
         for i in range(G):
             for t in range(lo, hi):
                 s.eta[i, data.level_combos[t]] += delta
+                s.expeta[i, data.level_combos[t]] *= factor
     return STATUS_OK
 
 
@@ -216,7 +224,8 @@ def _update_theta(data, s, comp_sum):
         x = s.theta[i]
         total = 0.0
         for b in range(B):
-            total += math.exp(s.eta[i, b] - x)
+            total += s.expeta[i, b]
+        total *= math.exp(-x)
         m, q = _icar_prior(s.theta, i, s.tau_theta[0], level_var, comp_sum, data)
         new, status = _draw1(x, data.cell_counts[i], total, m, q, rng, work, w1, ones)
         if status != STATUS_OK:
@@ -224,8 +233,10 @@ def _update_theta(data, s, comp_sum):
         delta = new - x
         s.theta[i] = new
         comp_sum[data.component[i]] += delta
+        factor = math.exp(delta)
         for b in range(B):
             s.eta[i, b] += delta
+            s.expeta[i, b] *= factor
     return STATUS_OK
 
 
@@ -244,7 +255,8 @@ def _update_phi(data, s, comp_sum, column):
             x = column[i]
             total = 0.0
             for t in range(lo, hi):
-                total += math.exp(s.eta[i, data.level_combos[t]] - x)
+                total += s.expeta[i, data.level_combos[t]]
+            total *= math.exp(-x)
             m, q = _icar_prior(column, i, s.tau_phi[p], level_var, comp_sum, data)
             new, status = _draw1(x, data.cell_level_counts[i, p], total, m, q,
                                  rng, work, w1, ones)
@@ -254,8 +266,10 @@ def _update_phi(data, s, comp_sum, column):
             column[i] = new
             s.phi[i, p] = new
             comp_sum[data.component[i]] += delta
+            factor = math.exp(delta)
             for t in range(lo, hi):
                 s.eta[i, data.level_combos[t]] += delta
+                s.expeta[i, data.level_combos[t]] *= factor
     return STATUS_OK
 
 
@@ -288,6 +302,7 @@ def _update_beta(data, s, comp_sum):
             comp_sum[data.component[i]] += delta
         for b in range(B):
             s.eta[i, b] += delta * data.zbar[i, b]
+            s.expeta[i, b] = math.exp(s.eta[i, b])
     return STATUS_OK
 
 
@@ -295,17 +310,18 @@ def _update_beta(data, s, comp_sum):
 def _update_eps(data, s):
     G, B = data.counts.shape
     q = s.tau_eps[0]
-    eps, eta, counts = s.eps, s.eta, data.counts
+    eps, eta, expeta, counts = s.eps, s.eta, s.expeta, data.counts
     rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
     for i in range(G):
         for b in range(B):
             x = eps[i, b]
-            weight = math.exp(eta[i, b] - x)
+            weight = expeta[i, b] * math.exp(-x)
             new, status = ars_draw_single(x, counts[i, b], weight, 0.0, q, rng, work, w1, ones)
             if status != STATUS_OK:
                 return status
             eps[i, b] = new
             eta[i, b] += new - x
+            expeta[i, b] = math.exp(eta[i, b])
     return STATUS_OK
 
 
@@ -357,7 +373,7 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
         if kind == _KIND_BETA:
             for b in range(B):
                 dz = d * data.zbar[i, b]
-                delta_loglik += data.counts[i, b] * dz - math.exp(s.eta[i, b]) * math.expm1(dz)
+                delta_loglik += data.counts[i, b] * dz - s.expeta[i, b] * math.expm1(dz)
             continue
         # θ and φ shift every touched η_i· by the same d: Σ c·d − (e^d − 1)·Σ e^η.
         count_sum = 0.0
@@ -366,11 +382,11 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
             for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
                 b = data.level_combos[t]
                 count_sum += data.counts[i, b]
-                exp_sum += math.exp(s.eta[i, b])
+                exp_sum += s.expeta[i, b]
         else:
             for b in range(B):
                 count_sum += data.counts[i, b]
-                exp_sum += math.exp(s.eta[i, b])
+                exp_sum += s.expeta[i, b]
         delta_loglik += count_sum * d - exp_sum * math.expm1(d)
     new_tau = tau * math.exp(-2.0 * u)
     log_ratio = delta_loglik - 2.0 * shape * u - rate * (new_tau - tau)
@@ -385,11 +401,19 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
         field[i] += d
         if kind == _KIND_PHI:
             s.phi[i, p] = field[i]
+            scale = math.exp(d)
             for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
                 s.eta[i, data.level_combos[t]] += d
+                s.expeta[i, data.level_combos[t]] *= scale
+        elif kind == _KIND_THETA:
+            scale = math.exp(d)
+            for b in range(B):
+                s.eta[i, b] += d
+                s.expeta[i, b] *= scale
         else:
             for b in range(B):
-                s.eta[i, b] += d if kind == _KIND_THETA else d * data.zbar[i, b]
+                s.eta[i, b] += d * data.zbar[i, b]
+                s.expeta[i, b] = math.exp(s.eta[i, b])
     return new_tau
 
 
@@ -529,7 +553,7 @@ def _scale_move_eps(data, s, slot, adapt):
     for i in range(G):
         for b in range(B):
             d = s.eps[i, b] * factor
-            delta_loglik += data.counts[i, b] * d - math.exp(s.eta[i, b]) * math.expm1(d)
+            delta_loglik += data.counts[i, b] * d - s.expeta[i, b] * math.expm1(d)
     tau = s.tau_eps[0]
     new_tau = tau * math.exp(-2.0 * u)
     log_ratio = delta_loglik - 2.0 * data.priors[_EPS_A] * u - data.priors[_EPS_B] * (new_tau - tau)
@@ -544,6 +568,7 @@ def _scale_move_eps(data, s, slot, adapt):
                 d = s.eps[i, b] * factor
                 s.eps[i, b] += d
                 s.eta[i, b] += d
+                s.expeta[i, b] = math.exp(s.eta[i, b])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
