@@ -62,7 +62,10 @@ class PaivaModel:
     ----------
     beta_prior : {None, "normal", "icar"}, default None
         Prior of the per-cell effect β_i of the standardised continuous covariate Z̄_ib. ``None``
-        leaves β out of the model.
+        leaves β out of the model. Under ``"icar"`` the mean of β within each connected
+        component gets a N(0, ``priors.beta_var``) prior instead of the thesis' constraint
+        Σβ_i = 0: no other parameter can absorb a common slope, so forcing the sum to zero
+        would force some cells' slopes to the wrong sign when Z̄ drives intensity everywhere.
     priors : Priors, optional
         Hyperparameters; defaults are vague and proper.
     beta_sampler : {"slice", "ars"}, default "slice"

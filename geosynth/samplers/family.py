@@ -166,8 +166,6 @@ def find_mode_bracketed(x0, a, w, z, m, q):
     Returns
     -------
     mode : float
-    h, dh : float
-        Log density and its derivative at ``mode`` (saves the caller an evaluation).
     curvature : float
         ``-h''(mode) > 0``.
     status : int
