@@ -4,7 +4,7 @@ Data flow one way: GeoDataFrame → :func:`prepare` (validated counts on a :clas
 :class:`PaivaModel` ``.fit`` → :class:`PaivaFit` → releases → evaluation / export.
 """
 
-from geosynth import datasets, errors, samplers
+from geosynth import datasets, errors, samplers, sdc
 from geosynth.data import CellCounts, prepare
 from geosynth.lattice import Grid
 from geosynth.model import PaivaFit, PaivaModel, Priors
@@ -21,5 +21,6 @@ __all__ = [
     "errors",
     "prepare",
     "samplers",
+    "sdc",
     "__version__",
 ]

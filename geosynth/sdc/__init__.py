@@ -1,0 +1,10 @@
+"""Statistical disclosure control baselines: neighbourhood resampling (Matloff & Tendick).
+
+:func:`neighbour_resample` releases every selected record with each variable drawn from a
+random original record within ``eps`` of it (``002_4702e23fcdf6e839.txt``, §2).
+"""
+
+from geosynth.sdc.doca import Doca
+from geosynth.sdc.neighbours import neighbour_resample
+
+__all__ = ["neighbour_resample", "Doca"]

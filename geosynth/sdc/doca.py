@@ -1,0 +1,1198 @@
+"""DOCA: differentially private publication of a numeric data stream by online microaggregation.
+
+:class:`Doca` implements DOCA (*Differential Privacy Online Clustering and Anonymization*) of Leal,
+Vidal & Machado (2018, ``004_94a55910f8b6fa08.txt``): every record of a stream joins an online
+cluster (Algorithm 2, *BestSelection*); when a record reaches the delay constraint its whole
+cluster is published as the cluster's centroid plus *one* Laplace draw of scale
+``Δc/ε = Δf/(|C|·ε)`` shared by all its members (§3.2, after Soria-Comas & Domingo-Ferrer 2017),
+and the cluster is removed from memory.
+
+The algorithm, as implemented
+-----------------------------
+Records arrive at times ``t = 0, 1, 2, ...`` (one record is one time unit, §3.2). For each record
+``r`` (Algorithm 1):
+
+1. the global range ``[min_t, max_t]`` of every attribute is updated with ``r`` (line 3);
+2. *BestSelection* (Algorithm 2) picks a cluster among those in memory ``C``: the clusters whose
+   *enlargement* (increase of the information loss when ``r`` joins) is minimal form ``C_min``;
+   those of ``C_min`` whose information loss *with* ``r`` is strictly below ``τ`` form ``C_best``.
+   If ``C_best`` is not empty the smallest cluster of ``C_best`` is chosen; otherwise a new
+   cluster is created if fewer than ``β`` (``max_clusters``) are in memory, else the smallest
+   cluster of ``C_min`` is chosen. Ties in size go to the cluster created first;
+3. ``r`` joins the chosen cluster (line 5);
+4. the record that arrived at ``t − δ`` (``δ`` = ``delay``), if it is still in memory, expires
+   (lines 6–8): its cluster ``c_e`` is published. Its information loss (with the global range of
+   step 1) is appended to ``I`` and ``τ`` becomes the mean of the last ``m`` (``tau_window``)
+   values of ``I`` (lines 9–11). Then (§3.2) every member is released as ``χ + η`` with ``χ``
+   the centroid (mean) of the cluster and ``η ~ Laplace(0, Δf/(|c_e|·ε))`` drawn once, and the
+   cluster and its records are removed.
+
+The information loss of a cluster is its range divided by the global range seen so far,
+``IL(c) = (max(c) − min(c)) / (max_t − min_t)``; for ``d`` attributes it is the mean of that
+ratio over the attributes (an attribute whose global range is still 0 contributes 0, as in the
+authors' code). The enlargement is ``IL(c ∪ {r}) − IL(c)``.
+
+Every record is therefore published at most ``δ`` arrivals after its own, at most ``β`` clusters
+and at most ``δ`` pending records (plus the arriving one) are ever held, and memory is
+``O(δ + β·d)`` whatever the length of the stream.
+
+Ambiguities in the paper and our choices
+----------------------------------------
+* **When a record expires.** The paper only says that a tuple "reached the delay constraint" and
+  that never more than ``δ`` tuples are in processing. As in CASTLE (Cao et al. 2011), which
+  DOCA varies, and in the authors' published code (``offset == t − delta``), the record that
+  arrived at ``t − δ`` expires while the record of time ``t`` is processed (after that record
+  joined its cluster). A record is thus published at most ``δ`` arrivals after its own, and
+  with ``delay=1`` records can still pair up with their successor.
+* **τ before ``m`` clusters are published.** ``τ = 0`` until the first publication (line 1), then
+  the mean of all information losses so far until there are ``m`` of them, then the mean of the
+  last ``m``. Because the test is strict (``IL < τ``, Algorithm 2 line 10), while ``τ = 0`` no
+  cluster qualifies, so the first ``β`` records (all distinct in a generic stream) open ``β``
+  clusters. The authors' code tests ``<=`` instead; we follow the paper (see the test with a
+  constant stream, where the two differ).
+* **Enlargement in floating point.** We compute ``Σ_j (range_j(c ∪ r) − range_j(c)) /
+  (d·G_j)``, mathematically equal to ``IL(c ∪ r) − IL(c)`` and exactly 0 when ``r`` lies inside
+  the cluster's box; ``C_min`` is the set of clusters whose value equals the minimum exactly.
+* **Order of the expiry and the insertion.** As in Algorithm 1, the arriving record joins a
+  cluster *before* the expiring cluster is published, so it may be published at once with it.
+* **End of the stream.** The paper's stream is unbounded; :meth:`Doca.flush` publishes the
+  clusters still in memory one by one in the order in which their oldest records would expire
+  (the authors' code uses creation order), each with its own noise draw, updating ``τ`` too.
+
+Multivariate records (the paper's future work (i))
+--------------------------------------------------
+Records may be tuples of ``d`` numeric attributes (an ``(n, d)`` array, e.g. ``x`` and ``y``).
+Ranges, information loss and enlargement are taken per attribute and averaged; the centroid is
+the mean per attribute and each attribute gets its own Laplace draw (all members share the
+``d`` draws) of scale ``d·Δf_j/(|C|·ε)``: the budget ``ε`` is split evenly across the ``d``
+attributes so that the ``d`` releases compose to ``ε`` (sequential composition, since one person
+changes all attributes of their record). For ``d = 1`` this is the paper's scale ``Δf/(|C|·ε)``.
+Pass ``epsilon = d·ε`` to spend ``ε`` per attribute instead.
+
+What guarantee holds
+--------------------
+Read this before relying on DOCA:
+
+* ``Δc = Δf/|C|`` is the sensitivity of a cluster's centroid **if the clusters (their members and
+  sizes) do not depend on the data**, so that replacing one record changes one member of one
+  cluster. Soria-Comas & Domingo-Ferrer (2017) obtain that with an *insensitive*
+  microaggregation. DOCA's clustering depends on the values (enlargement, ``τ``, the global
+  range), so one changed record can change which clusters form, their sizes and when they are
+  published; the released cluster sizes (members share one value) and the noise scales depend
+  on the data too. The ε-DP claim of the paper therefore holds only *conditionally on the
+  clustering*; the release as a whole is **not** proven ε-differentially private.
+* ``sensitivity`` must bound how much one record's value can change (the width of the public
+  domain of the attribute). Values outside that domain are not clamped. The paper's choice
+  ``Δf = 1.5·(max − min)`` of the data itself is data-dependent and leaks the range; fix the
+  domain from public knowledge instead.
+* Noise is drawn in floating point (difference of two exponentials from xoshiro256** uniforms):
+  it is **not hardened against Mironov's (2012) floating-point attack**, which can reveal the
+  exact centroid from the low-order bits of a release. Other parts of geosynth use OpenDP's
+  hardened samplers for releases that need that protection.
+* Noise comes from fresh OS entropy by default. A ``seed`` makes the noise reproducible (hence
+  predictable) and is accepted only for tests; it issues
+  :class:`~geosynth.errors.PrivacyLeakWarning`. The diagnostics of
+  :meth:`Doca.fit_transform` expose the noise (hence the exact centroids) and warn likewise.
+
+Evaluation (§4, Table 1)
+------------------------
+:func:`mse`, :func:`histogram_intersection` (100 bins), :func:`naive_laplace` (the per-record
+Laplace(Δf/ε) baseline) and :func:`simulate_skewed_stream` (a stand-in for the BackBlaze
+``smart_9_raw`` stream, not available offline) reproduce the paper's evaluation;
+:func:`doca_report` writes ``docs/results_doca.md``::
+
+    .venv/bin/python -m geosynth.sdc.doca --output docs/results_doca.md
+
+(``runpy`` prints a harmless RuntimeWarning there because ``geosynth.sdc`` imports this module
+before running it as ``__main__``; the ``__main__`` block delegates to the imported module.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+from geosynth._random import SeedLike, as_generator
+from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
+from geosynth.samplers.rng import make_streams, standard_exponential
+
+__all__ = [
+    "Doca",
+    "DocaDiagnostics",
+    "mse",
+    "histogram_intersection",
+    "naive_laplace",
+    "simulate_skewed_stream",
+    "doca_report",
+    "main",
+    "MAX_STATE_BYTES",
+]
+
+#: Largest memory (bytes) :class:`Doca` allocates for its state (ring buffer of ``delay + 1``
+#: pending records and ``max_clusters`` clusters); larger requests raise
+#: :class:`~geosynth.errors.MemoryLimitError` before allocating.
+MAX_STATE_BYTES = 2**30
+
+# Slots of the int64 counter array of the kernel state.
+_T = 0  # arrival index of the next record
+_N_ACTIVE = 1  # clusters in memory
+_MAX_USED = 2  # most clusters ever in memory at once
+_N_PUBLISHED = 3  # published clusters = Laplace draws (one d-vector each)
+_N_IL = 4  # information losses appended to I
+_N_PENDING = 5  # records in memory
+_N_COUNTERS = 6
+
+_DEFAULT_CHUNK = 65_536
+
+# The paper's evaluation (§4, Table 1, Figure 2).
+_PAPER = {
+    "n": 1_989_462,
+    "distinct": 42_762,
+    "min": 1.0,
+    "max": 66_413.0,
+    "skewness": 0.7365,
+    "sensitivity": 99_618.0,
+    "mse_naive": 20_297_943_835.9597,
+    "mse_doca": 143_064_439.6199,
+    "mse_reduction": 99.2952,
+    "intersection_mean": 85.98,
+    "intersection_one_run": 86.01,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# numba kernels
+# --------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, error_model="numpy")
+def _best_selection(x, i, n_active, beta, tau, c_min, c_max, c_size, c_order, inv_g):
+    """Algorithm 2: the chosen cluster slot, or -1 when a new cluster must be created.
+
+    ``inv_g[j]`` is ``1 / (d · G_j)`` (0 when the global range ``G_j`` is 0), so that sums over
+    attributes are means of per-attribute ratios.
+    """
+    d = x.shape[1]
+    e_min = math.inf
+    k_min = -1  # smallest cluster of C_min (first created on ties)
+    k_best = -1  # smallest cluster of C_best
+    for idx in range(n_active):
+        k = c_order[idx]
+        enlargement = 0.0
+        il_test = 0.0
+        for j in range(d):
+            v = x[i, j]
+            lo = c_min[k, j]
+            hi = c_max[k, j]
+            new_lo = v if v < lo else lo
+            new_hi = v if v > hi else hi
+            w = inv_g[j]
+            il_test += (new_hi - new_lo) * w
+            enlargement += ((new_hi - new_lo) - (hi - lo)) * w
+        ok = il_test < tau
+        if enlargement < e_min:
+            e_min = enlargement
+            k_min = k
+            k_best = k if ok else -1
+        elif enlargement == e_min:
+            if c_size[k] < c_size[k_min]:
+                k_min = k
+            if ok and (k_best < 0 or c_size[k] < c_size[k_best]):
+                k_best = k
+    if k_best >= 0:
+        return k_best
+    if n_active < beta:
+        return -1
+    if k_min < 0:  # only reachable with non-finite enlargements (overflowing ranges)
+        return c_order[0]
+    return k_min
+
+
+@njit(cache=True, error_model="numpy")
+def _publish(k, t_pub, scale, counters, fstate, inv_g, c_min, c_max, c_sum, c_size, c_head,
+             c_order, r_index, r_cluster, r_next, il_hist, rng_state, out_index, out_value,
+             out_time, out_cluster, n_out, cl_size, cl_noise, n_cl):
+    """Publish cluster slot ``k`` (Algorithm 1 lines 9–11 and §3.2); return ``(n_out, n_cl)``."""
+    d = c_min.shape[1]
+    size = c_size[k]
+    # Lines 9-11: information loss of c_e with the current global range; tau = mean of last m.
+    il = 0.0
+    for j in range(d):
+        il += (c_max[k, j] - c_min[k, j]) * inv_g[j]
+    m = il_hist.shape[0]
+    n_il = counters[_N_IL]
+    il_hist[n_il % m] = il
+    n_il += 1
+    counters[_N_IL] = n_il
+    count = n_il if n_il < m else m
+    total = 0.0
+    for q in range(count):
+        total += il_hist[q]
+    fstate[0] = total / count
+    # Section 3.2: one Laplace(0, scale_j / |C|) draw per attribute, shared by all members.
+    for j in range(d):
+        laplace = standard_exponential(rng_state) - standard_exponential(rng_state)
+        cl_noise[n_cl, j] = scale[j] / size * laplace
+    cl_size[n_cl] = size
+    serial = counters[_N_PUBLISHED]
+    pos = c_head[k]
+    while pos >= 0:
+        out_index[n_out] = r_index[pos]
+        for j in range(d):
+            out_value[n_out, j] = c_sum[k, j] / size + cl_noise[n_cl, j]
+        out_time[n_out] = t_pub
+        out_cluster[n_out] = serial
+        r_cluster[pos] = -1
+        n_out += 1
+        pos = r_next[pos]
+    counters[_N_PUBLISHED] = serial + 1
+    counters[_N_PENDING] -= size
+    # Remove the cluster, keeping the others in creation order.
+    n_active = counters[_N_ACTIVE]
+    found = False
+    for idx in range(n_active):
+        if found:
+            c_order[idx - 1] = c_order[idx]
+        elif c_order[idx] == k:
+            found = True
+    counters[_N_ACTIVE] = n_active - 1
+    c_size[k] = 0
+    c_head[k] = -1
+    return n_out, n_cl + 1
+
+
+@njit(cache=True, error_model="numpy")
+def _doca_kernel(x, delay, beta, scale, counters, fstate, g_min, g_max, inv_g, c_min, c_max,
+                 c_sum, c_size, c_head, c_tail, c_order, r_index, r_cluster, r_next, il_hist,
+                 rng_state, out_index, out_value, out_time, out_cluster, cl_size, cl_noise):
+    """Run Algorithm 1 over the records ``x`` (n, d); return ``(n_out, n_cl)`` written."""
+    n, d = x.shape
+    ring = r_index.shape[0]
+    n_out = 0
+    n_cl = 0
+    for i in range(n):
+        t = counters[_T]
+        # Line 3: global range.
+        for j in range(d):
+            v = x[i, j]
+            if v < g_min[j]:
+                g_min[j] = v
+            if v > g_max[j]:
+                g_max[j] = v
+        for j in range(d):
+            g = g_max[j] - g_min[j]
+            inv_g[j] = 1.0 / (g * d) if g > 0.0 else 0.0
+        # Line 4: BestSelection.
+        n_active = counters[_N_ACTIVE]
+        k = _best_selection(x, i, n_active, beta, fstate[0], c_min, c_max, c_size, c_order,
+                            inv_g)
+        if k < 0:  # Algorithm 2 lines 12-14: a new cluster.
+            k = 0
+            while c_size[k] > 0:
+                k += 1
+            c_order[n_active] = k
+            counters[_N_ACTIVE] = n_active + 1
+            if n_active + 1 > counters[_MAX_USED]:
+                counters[_MAX_USED] = n_active + 1
+            for j in range(d):
+                c_min[k, j] = x[i, j]
+                c_max[k, j] = x[i, j]
+                c_sum[k, j] = 0.0
+        # Line 5: add r to the cluster.
+        pos = t % ring
+        r_index[pos] = t
+        r_cluster[pos] = k
+        r_next[pos] = -1
+        if c_size[k] == 0:
+            c_head[k] = pos
+        else:
+            r_next[c_tail[k]] = pos
+        c_tail[k] = pos
+        c_size[k] += 1
+        for j in range(d):
+            v = x[i, j]
+            if v < c_min[k, j]:
+                c_min[k, j] = v
+            if v > c_max[k, j]:
+                c_max[k, j] = v
+            c_sum[k, j] += v
+        counters[_N_PENDING] += 1
+        counters[_T] = t + 1
+        # Lines 6-11 and step 2: the record of time t - delay expires.
+        expiring = t - delay
+        if expiring >= 0:
+            epos = expiring % ring
+            if r_cluster[epos] >= 0 and r_index[epos] == expiring:
+                n_out, n_cl = _publish(r_cluster[epos], t, scale, counters, fstate, inv_g,
+                                       c_min, c_max, c_sum, c_size, c_head, c_order, r_index,
+                                       r_cluster, r_next, il_hist, rng_state, out_index,
+                                       out_value, out_time, out_cluster, n_out, cl_size,
+                                       cl_noise, n_cl)
+    return n_out, n_cl
+
+
+@njit(cache=True, error_model="numpy")
+def _doca_flush(scale, counters, fstate, inv_g, c_min, c_max, c_sum, c_size, c_head, c_order,
+                r_index, r_cluster, r_next, il_hist, rng_state, out_index, out_value, out_time,
+                out_cluster, cl_size, cl_noise):
+    """Publish every cluster in memory, oldest pending record first; return ``(n_out, n_cl)``."""
+    n_records = counters[_T]
+    ring = r_index.shape[0]
+    n_out = 0
+    n_cl = 0
+    start = n_records - ring if n_records > ring else 0
+    for a in range(start, n_records):
+        pos = a % ring
+        if r_cluster[pos] >= 0 and r_index[pos] == a:
+            n_out, n_cl = _publish(r_cluster[pos], n_records - 1, scale, counters, fstate,
+                                   inv_g, c_min, c_max, c_sum, c_size, c_head, c_order,
+                                   r_index, r_cluster, r_next, il_hist, rng_state, out_index,
+                                   out_value, out_time, out_cluster, n_out, cl_size, cl_noise,
+                                   n_cl)
+    return n_out, n_cl
+
+
+# --------------------------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _check_int(name: str, value: object, minimum: int, meaning: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum} ({meaning}), got {value!r}")
+    return int(value)
+
+
+def _check_epsilon(epsilon: object) -> float:
+    try:
+        value = float(epsilon)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = math.nan
+    if isinstance(epsilon, bool) or not math.isfinite(value) or value <= 0.0:
+        raise InputError(
+            f"epsilon must be a finite number > 0, got {epsilon!r}; pass the privacy budget, "
+            "e.g. epsilon=1.0"
+        )
+    return value
+
+
+def _check_sensitivity(sensitivity: object) -> np.ndarray:
+    try:
+        values = np.asarray(sensitivity, dtype=float)
+    except (TypeError, ValueError):
+        values = np.array([math.nan])
+    if values.ndim > 1 or values.size == 0 or isinstance(sensitivity, bool):
+        raise InputError(
+            f"sensitivity must be a number or a 1-D sequence with one number per attribute, got "
+            f"{sensitivity!r}"
+        )
+    if not np.all(np.isfinite(values)) or np.any(values <= 0.0):
+        raise InputError(
+            f"sensitivity must be finite and > 0 (the largest change of one record's value, e.g. "
+            f"the width of the attribute's public domain), got {sensitivity!r}"
+        )
+    return values
+
+
+def _as_records(data: object, what: str, first_index: int) -> np.ndarray:
+    """Return ``data`` as a float64 (n, d) array (1-D: d = 1); refuse NaN/inf and wrong dims."""
+    try:
+        array = np.asarray(data, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise InputError(
+            f"{what} must hold numbers: scalars, or sequences of the same length d (one value "
+            f"per attribute); conversion to float failed ({err})"
+        ) from None
+    if array.ndim == 1:
+        array = array[:, None]
+    elif array.ndim != 2:
+        raise InputError(
+            f"{what} must be 1-D (n records of one attribute) or 2-D (n records x d attributes), "
+            f"got an array of shape {array.shape}"
+        )
+    finite = np.isfinite(array)
+    if not finite.all():
+        bad = np.flatnonzero(~finite.all(axis=1))
+        rows = ", ".join(str(first_index + b) for b in bad[:5])
+        more = f" and {bad.size - 5} more" if bad.size > 5 else ""
+        raise InputError(
+            f"{what} holds NaN or infinite values at record index {rows}{more}; drop or impute "
+            "them before publishing (nothing of this chunk was processed)"
+        )
+    return np.ascontiguousarray(array)
+
+
+# --------------------------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocaDiagnostics:
+    """Per-record and per-cluster details of one :meth:`Doca.fit_transform` run.
+
+    **Never release these**: ``cluster_noise`` together with the released values gives the exact
+    centroids (it undoes the noise). They exist to test and study the algorithm.
+
+    Attributes
+    ----------
+    publication_time : numpy.ndarray of int64, shape (n,)
+        Arrival index of the record whose processing published record ``i``
+        (``publication_time[i] - i`` is its delay, between 0 and ``delay``). Records published by
+        the final flush get the last arrival index, ``n - 1``.
+    cluster : numpy.ndarray of int64, shape (n,)
+        Serial number (publication order, from 0) of the cluster record ``i`` was published in.
+    cluster_sizes : numpy.ndarray of int64, shape (k,)
+        Size of each published cluster.
+    cluster_noise : numpy.ndarray of float64, shape (k, d)
+        The Laplace draw of each published cluster (one per attribute, shared by its members).
+    max_clusters_used : int
+        Most clusters held in memory at once (never above ``max_clusters``).
+    n_noise_draws : int
+        Noise draws made (one ``d``-vector per published cluster), ``== k``.
+    """
+
+    publication_time: np.ndarray
+    cluster: np.ndarray
+    cluster_sizes: np.ndarray
+    cluster_noise: np.ndarray
+    max_clusters_used: int
+    n_noise_draws: int
+
+
+class Doca:
+    """Publish a numeric stream with DOCA (Leal, Vidal & Machado 2018, Algorithms 1–2).
+
+    See the module documentation for the algorithm, the choices where the paper is ambiguous,
+    and — importantly — what privacy guarantee does and does not hold.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy budget ``ε > 0`` of each release (split evenly across ``d`` attributes).
+    sensitivity : float or array-like of float, shape (d,)
+        Global sensitivity ``Δf`` (per attribute for multivariate records): the largest change of
+        one record's value, e.g. the width of the attribute's public domain. A scalar applies to
+        every attribute.
+    delay : int, default 1000
+        Delay constraint ``δ``: a record is published at most ``delay`` arrivals after its own.
+    max_clusters : int, default 50
+        ``β``, the most clusters held in memory.
+    tau_window : int, default 100
+        ``m``, the number of last published clusters whose mean information loss is ``τ``.
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        ``None`` (default) draws the noise from fresh OS entropy, as a release must. Anything else
+        makes the noise reproducible — for tests only — and issues
+        :class:`~geosynth.errors.PrivacyLeakWarning`.
+
+    Raises
+    ------
+    InputError
+        If a parameter is out of range (it names the parameter and the fix).
+    MemoryLimitError
+        If the state for ``delay`` and ``max_clusters`` would exceed :data:`MAX_STATE_BYTES`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geosynth.sdc import Doca
+    >>> doca = Doca(epsilon=1.0, sensitivity=150.0, delay=100, max_clusters=10)
+    >>> released = doca.fit_transform(np.linspace(0.0, 100.0, 1_000))
+    >>> released.shape
+    (1000,)
+
+    Streaming, with ``O(delay)`` memory::
+
+        doca = Doca(epsilon=1.0, sensitivity=150.0)
+        for index, value in doca.process(stream):   # any iterable of numbers or tuples
+            send(index, value)
+        for index, value in doca.flush():           # at the end of the stream
+            send(index, value)
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        sensitivity: float | np.ndarray | Iterable[float],
+        delay: int = 1000,
+        max_clusters: int = 50,
+        tau_window: int = 100,
+        seed: SeedLike = None,
+    ) -> None:
+        self.epsilon = _check_epsilon(epsilon)
+        self.sensitivity = _check_sensitivity(sensitivity)
+        self.delay = _check_int("delay", delay, 1, "the delay constraint δ, in arrivals")
+        self.max_clusters = _check_int(
+            "max_clusters", max_clusters, 1, "β, the most clusters held in memory"
+        )
+        self.tau_window = _check_int(
+            "tau_window", tau_window, 1, "m, the published clusters averaged into τ"
+        )
+        d_hint = 1 if self.sensitivity.ndim == 0 else self.sensitivity.size
+        estimate = (self.delay + 1) * 24 + self.max_clusters * (3 * 8 * d_hint + 24)
+        if estimate > MAX_STATE_BYTES:
+            raise MemoryLimitError(
+                f"delay={self.delay} and max_clusters={self.max_clusters} need about "
+                f"{estimate / 2**20:,.0f} MiB of state, above geosynth.sdc.doca.MAX_STATE_BYTES = "
+                f"{MAX_STATE_BYTES / 2**20:,.0f} MiB; lower delay, or raise MAX_STATE_BYTES "
+                "deliberately"
+            )
+        if seed is not None:
+            warnings.warn(
+                PrivacyLeakWarning(
+                    "Doca(seed=...) makes the Laplace noise reproducible, hence predictable by "
+                    "anyone who knows the seed: use it for tests only and leave seed=None (fresh "
+                    "OS entropy) for a release"
+                ),
+                stacklevel=2,
+            )
+        self._rng_state = make_streams(seed, 1)[0]
+        self._state: tuple[np.ndarray, ...] | None = None
+        self._d: int | None = None
+        self._scalar_records = False
+
+    # ---------------------------------------------------------------- state
+
+    def __repr__(self) -> str:
+        sens = float(self.sensitivity) if self.sensitivity.ndim == 0 else self.sensitivity.tolist()
+        return (
+            f"Doca(epsilon={self.epsilon!r}, sensitivity={sens!r}, delay={self.delay}, "
+            f"max_clusters={self.max_clusters}, tau_window={self.tau_window})"
+        )
+
+    def _new_state(self, d: int) -> None:
+        if self.sensitivity.ndim == 1 and self.sensitivity.size != d:
+            raise InputError(
+                f"records have d={d} attributes but sensitivity has {self.sensitivity.size} "
+                "values; pass one sensitivity per attribute (or a scalar for all)"
+            )
+        beta = self.max_clusters
+        ring = self.delay + 1
+        scale = np.broadcast_to(self.sensitivity, (d,)).astype(float) * d / self.epsilon
+        self._d = d
+        self._state = (
+            scale,
+            np.zeros(_N_COUNTERS, dtype=np.int64),  # counters
+            np.zeros(1),  # fstate: tau
+            np.full(d, np.inf),  # g_min
+            np.full(d, -np.inf),  # g_max
+            np.zeros(d),  # inv_g
+            np.zeros((beta, d)),  # c_min
+            np.zeros((beta, d)),  # c_max
+            np.zeros((beta, d)),  # c_sum
+            np.zeros(beta, dtype=np.int64),  # c_size
+            np.full(beta, -1, dtype=np.int64),  # c_head
+            np.full(beta, -1, dtype=np.int64),  # c_tail
+            np.zeros(beta, dtype=np.int64),  # c_order
+            np.full(ring, -1, dtype=np.int64),  # r_index
+            np.full(ring, -1, dtype=np.int64),  # r_cluster
+            np.full(ring, -1, dtype=np.int64),  # r_next
+            np.zeros(self.tau_window),  # il_hist
+        )
+
+    def _counter(self, slot: int) -> int:
+        return 0 if self._state is None else int(self._state[1][slot])
+
+    @property
+    def n_records(self) -> int:
+        """Records received so far (the arrival index of the next record)."""
+        return self._counter(_T)
+
+    @property
+    def n_pending(self) -> int:
+        """Records received but not yet published (at most ``delay``)."""
+        return self._counter(_N_PENDING)
+
+    @property
+    def n_clusters(self) -> int:
+        """Clusters currently in memory (at most ``max_clusters``)."""
+        return self._counter(_N_ACTIVE)
+
+    @property
+    def max_clusters_used(self) -> int:
+        """Most clusters held in memory at once so far (never above ``max_clusters``)."""
+        return self._counter(_MAX_USED)
+
+    @property
+    def n_noise_draws(self) -> int:
+        """Laplace draws so far: one (per attribute) for each published cluster."""
+        return self._counter(_N_PUBLISHED)
+
+    @property
+    def tau(self) -> float:
+        """Current threshold ``τ`` (0 until the first cluster is published)."""
+        return 0.0 if self._state is None else float(self._state[2][0])
+
+    # ---------------------------------------------------------------- kernels
+
+    def _run(self, records: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Feed ``records`` (n, d) to the kernel; return the published slices."""
+        if self._state is None:
+            self._new_state(records.shape[1])
+        elif records.shape[1] != self._d:
+            raise InputError(
+                f"records have d={records.shape[1]} attributes but this stream started with "
+                f"d={self._d}; every record must have the same number of attributes"
+            )
+        (scale, counters, fstate, g_min, g_max, inv_g, c_min, c_max, c_sum, c_size, c_head,
+         c_tail, c_order, r_index, r_cluster, r_next, il_hist) = self._state
+        capacity = records.shape[0] + int(counters[_N_PENDING])
+        out = _out_buffers(capacity, self._d)
+        n_out, n_cl = _doca_kernel(records, self.delay, self.max_clusters, scale, counters,
+                                   fstate, g_min, g_max, inv_g, c_min, c_max, c_sum, c_size,
+                                   c_head, c_tail, c_order, r_index, r_cluster, r_next, il_hist,
+                                   self._rng_state, *out)
+        return _trim(out, n_out, n_cl)
+
+    def _run_flush(self) -> tuple[np.ndarray, ...]:
+        if self._state is None:
+            return _trim(_out_buffers(0, 1), 0, 0)
+        (scale, counters, fstate, g_min, g_max, inv_g, c_min, c_max, c_sum, c_size, c_head,
+         c_tail, c_order, r_index, r_cluster, r_next, il_hist) = self._state
+        out = _out_buffers(int(counters[_N_PENDING]), self._d)
+        n_out, n_cl = _doca_flush(scale, counters, fstate, inv_g, c_min, c_max, c_sum, c_size,
+                                  c_head, c_order, r_index, r_cluster, r_next, il_hist,
+                                  self._rng_state, *out)
+        return _trim(out, n_out, n_cl)
+
+    def _pairs(self, index: np.ndarray, value: np.ndarray) -> Iterator[tuple[int, object]]:
+        if self._scalar_records:
+            yield from zip(index.tolist(), value[:, 0].tolist(), strict=True)
+        else:
+            for i in range(index.shape[0]):
+                yield int(index[i]), value[i].copy()
+
+    # ---------------------------------------------------------------- public
+
+    def process(
+        self,
+        stream: Iterable[float] | Iterable[Iterable[float]] | np.ndarray,
+        *,
+        chunk_size: int = 4096,
+        flush: bool = False,
+    ) -> Iterator[tuple[int, float | np.ndarray]]:
+        """Feed records and yield ``(index, value)`` for every record as its cluster is published.
+
+        ``index`` is the record's arrival index in the stream (0 for the first record ever fed to
+        this object, continuing across calls); ``value`` is the released value: a float for
+        records given as scalars (or a 1-D array), an array of shape ``(d,)`` for tuples or rows.
+        Records are handed to the numba kernel ``chunk_size`` at a time, so releases come out
+        after each chunk (the algorithm's decisions do not depend on ``chunk_size``; use
+        ``chunk_size=1`` for the lowest latency on a slow live stream). Memory is
+        ``O(delay + chunk_size)``; the iterable is consumed lazily.
+
+        Parameters
+        ----------
+        stream : iterable of numbers, iterable of equal-length sequences, or numpy.ndarray
+            The records in arrival order. A 1-D array is ``n`` scalar records, a 2-D array ``n``
+            records of ``d`` attributes.
+        chunk_size : int, default 4096
+            Records per kernel call.
+        flush : bool, default False
+            Also publish what remains when ``stream`` is exhausted (as :meth:`flush`). Leave
+            False when more of the stream will follow in another call.
+
+        Yields
+        ------
+        tuple of (int, float or numpy.ndarray)
+            Published records, cluster by cluster, in publication order.
+
+        Raises
+        ------
+        InputError
+            On NaN/infinite values (naming the record index), non-numeric records, or records
+            whose number of attributes differs from the stream's (or the sensitivity's).
+        """
+        chunk_size = _check_int("chunk_size", chunk_size, 1, "records per kernel call")
+        if isinstance(stream, np.ndarray):
+            if stream.ndim not in (1, 2):
+                raise InputError(
+                    f"stream must be 1-D (scalar records) or 2-D (records x attributes), got "
+                    f"shape {stream.shape}"
+                )
+            chunks: Iterator[object] = (
+                stream[s:s + chunk_size] for s in range(0, stream.shape[0], chunk_size)
+            )
+        else:
+            iterator = iter(stream)
+            chunks = iter(lambda: list(islice(iterator, chunk_size)), [])
+        for chunk in chunks:
+            records = _as_records(chunk, "stream", self.n_records)
+            if self._state is None:
+                self._new_state(records.shape[1])
+                self._scalar_records = np.ndim(chunk) == 1
+            index, value, *_ = self._run(records)
+            yield from self._pairs(index, value)
+        if flush:
+            yield from self.flush()
+
+    def flush(self) -> list[tuple[int, float | np.ndarray]]:
+        """Publish every cluster still in memory (at the end of the stream).
+
+        Clusters are published in the order in which their oldest records would expire, each with
+        its own noise draw. The object stays usable: records fed afterwards continue the stream
+        (arrival indices continue, ``τ`` and the global range are kept).
+
+        Returns
+        -------
+        list of tuple of (int, float or numpy.ndarray)
+            ``(index, value)`` of the records published now (at most ``delay``).
+        """
+        index, value, *_ = self._run_flush()
+        return list(self._pairs(index, value))
+
+    def fit_transform(
+        self, data: np.ndarray | Iterable[float], *, return_diagnostics: bool = False
+    ) -> np.ndarray | tuple[np.ndarray, DocaDiagnostics]:
+        """Publish a whole array as one stream (then flushed); return releases in input order.
+
+        Starts a new stream (arrival index 0, ``τ = 0``, empty clusters and global range); the
+        noise stream continues, so a second call draws new noise.
+
+        Parameters
+        ----------
+        data : array-like, shape (n,) or (n, d)
+            Records in arrival order.
+        return_diagnostics : bool, default False
+            Also return a :class:`DocaDiagnostics` (publication times, clusters, noise draws).
+            It exposes the exact centroids, so it issues
+            :class:`~geosynth.errors.PrivacyLeakWarning`.
+
+        Returns
+        -------
+        numpy.ndarray of float64, same shape as ``data``
+            The released value of every record.
+        DocaDiagnostics
+            Only with ``return_diagnostics=True``.
+
+        Raises
+        ------
+        InputError
+            On NaN/infinite or non-numeric values, wrong dimensions, or if records fed by
+            :meth:`process` are still pending (call :meth:`flush` first).
+        """
+        if self.n_pending:
+            raise InputError(
+                f"{self.n_pending} records fed by process() are not published yet; call flush() "
+                "before fit_transform(), which starts a new stream"
+            )
+        records = _as_records(data, "data", 0)
+        shape = np.shape(data)
+        if return_diagnostics:
+            warnings.warn(
+                PrivacyLeakWarning(
+                    "DocaDiagnostics holds the noise draws, which reveal the exact cluster "
+                    "centroids; never release them"
+                ),
+                stacklevel=2,
+            )
+        n, d = records.shape
+        self._state = None
+        self._new_state(d)
+        self._scalar_records = len(shape) == 1
+        released = np.empty((n, d))
+        pub_time = np.empty(n, dtype=np.int64)
+        cluster = np.empty(n, dtype=np.int64)
+        sizes: list[np.ndarray] = []
+        noises: list[np.ndarray] = []
+
+        def published() -> Iterator[tuple[np.ndarray, ...]]:
+            for start in range(0, n, _DEFAULT_CHUNK):
+                yield self._run(records[start:start + _DEFAULT_CHUNK])
+            yield self._run_flush()
+
+        for index, value, time_, serial, size, noise in published():
+            released[index] = value
+            if return_diagnostics:
+                pub_time[index] = time_
+                cluster[index] = serial
+                sizes.append(size.copy())
+                noises.append(noise.copy())
+        released = released.reshape(shape)
+        if not return_diagnostics:
+            return released
+        diagnostics = DocaDiagnostics(
+            publication_time=pub_time,
+            cluster=cluster,
+            cluster_sizes=np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64),
+            cluster_noise=np.concatenate(noises) if noises else np.zeros((0, d)),
+            max_clusters_used=self.max_clusters_used,
+            n_noise_draws=self.n_noise_draws,
+        )
+        return released, diagnostics
+
+
+def _out_buffers(capacity: int, d: int) -> tuple[np.ndarray, ...]:
+    return (
+        np.empty(capacity, dtype=np.int64),  # out_index
+        np.empty((capacity, d)),  # out_value
+        np.empty(capacity, dtype=np.int64),  # out_time
+        np.empty(capacity, dtype=np.int64),  # out_cluster
+        np.empty(capacity, dtype=np.int64),  # cl_size
+        np.empty((capacity, d)),  # cl_noise
+    )
+
+
+def _trim(out: tuple[np.ndarray, ...], n_out: int, n_cl: int) -> tuple[np.ndarray, ...]:
+    index, value, time_, serial, size, noise = out
+    return index[:n_out], value[:n_out], time_[:n_out], serial[:n_out], size[:n_cl], noise[:n_cl]
+
+
+# --------------------------------------------------------------------------------------------
+# evaluation (section 4)
+# --------------------------------------------------------------------------------------------
+
+
+def mse(original: np.ndarray, released: np.ndarray) -> float:
+    """Mean squared error between original and released values (the paper's EQM, §4).
+
+    Parameters
+    ----------
+    original, released : array-like of float, same shape
+        For multivariate records the mean runs over records and attributes.
+
+    Returns
+    -------
+    float
+    """
+    a = np.asarray(original, dtype=float)
+    b = np.asarray(released, dtype=float)
+    if a.shape != b.shape:
+        raise InputError(
+            f"original has shape {a.shape} but released has shape {b.shape}; pass the released "
+            "values in input order (as fit_transform returns them)"
+        )
+    if a.size == 0:
+        raise InputError("mse of empty arrays is undefined; pass at least one record")
+    return float(np.mean((a - b) ** 2))
+
+
+def histogram_intersection(a: np.ndarray, b: np.ndarray, bins: int | np.ndarray = 100) -> float:
+    """Share of the distribution of ``a`` that the distribution of ``b`` covers (§4, Figure 2).
+
+    Both samples are binned on the same edges — ``bins`` equal-width bins over the range of
+    ``a`` (the original data), or explicit edges — and ``Σ_k min(p_k, q_k)`` is returned, where
+    ``p_k`` and ``q_k`` are the fractions of *all* values of ``a`` and ``b`` in bin ``k``. Values
+    of ``b`` outside the edges (noise pushes releases past the original range) therefore count
+    as not overlapping. The paper does not say how its 100 bins were placed; this is our choice.
+
+    Parameters
+    ----------
+    a : array-like of float, 1-D
+        Original values (they define the bin range).
+    b : array-like of float, 1-D
+        Released values.
+    bins : int or array-like of float, default 100
+        Number of bins over ``[min(a), max(a)]``, or the bin edges.
+
+    Returns
+    -------
+    float
+        Between 0 (disjoint) and 1 (identical histograms).
+    """
+    x = np.asarray(a, dtype=float)
+    y = np.asarray(b, dtype=float)
+    if x.ndim != 1 or y.ndim != 1 or x.size == 0 or y.size == 0:
+        raise InputError(
+            f"histogram_intersection takes two non-empty 1-D arrays (one attribute), got shapes "
+            f"{x.shape} and {y.shape}; compare attributes one at a time"
+        )
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise InputError("histogram_intersection: a and b must not hold NaN or infinite values")
+    edges = np.histogram_bin_edges(x, bins=bins)
+    p = np.histogram(x, bins=edges)[0] / x.size
+    q = np.histogram(y, bins=edges)[0] / y.size
+    return float(np.minimum(p, q).sum())
+
+
+def naive_laplace(
+    data: np.ndarray,
+    epsilon: float,
+    sensitivity: float | np.ndarray,
+    seed: SeedLike = None,
+) -> np.ndarray:
+    """Add an independent Laplace(0, Δf/ε) draw to every record: the paper's baseline (§4).
+
+    For ``(n, d)`` records each attribute gets ``Laplace(0, d·Δf_j/ε)`` (budget split evenly, as
+    in :class:`Doca`). Uses numpy's floating-point sampler (not hardened against Mironov's
+    attack).
+
+    Parameters
+    ----------
+    data : array-like, shape (n,) or (n, d)
+    epsilon : float
+    sensitivity : float or array-like of float, shape (d,)
+    seed : None or seed-like, optional
+        ``None`` (default) uses fresh OS entropy; a seed issues
+        :class:`~geosynth.errors.PrivacyLeakWarning`.
+
+    Returns
+    -------
+    numpy.ndarray, same shape as ``data``
+    """
+    eps = _check_epsilon(epsilon)
+    sens = _check_sensitivity(sensitivity)
+    records = _as_records(data, "data", 0)
+    d = records.shape[1]
+    if sens.ndim == 1 and sens.size != d:
+        raise InputError(
+            f"data have d={d} attributes but sensitivity has {sens.size} values; pass one per "
+            "attribute (or a scalar)"
+        )
+    if seed is not None:
+        warnings.warn(
+            PrivacyLeakWarning("naive_laplace(seed=...) makes the noise predictable; tests only"),
+            stacklevel=2,
+        )
+    rng = as_generator(seed)
+    scale = np.broadcast_to(sens, (d,)) * d / eps
+    noisy = records + rng.laplace(0.0, 1.0, size=records.shape) * scale
+    return noisy.reshape(np.shape(data))
+
+
+def _beta_for_skewness(a: float, skewness: float) -> float:
+    from scipy import optimize
+
+    def skew(b: float) -> float:
+        return 2.0 * (b - a) * math.sqrt(a + b + 1.0) / ((a + b + 2.0) * math.sqrt(a * b))
+
+    if skewness <= 0.0:
+        raise InputError(f"skewness must be > 0 (right-skewed stream), got {skewness!r}")
+    return optimize.brentq(lambda b: skew(b) - skewness, a * (1 + 1e-12), 1e6)
+
+
+def simulate_skewed_stream(
+    n: int = 2_000_000,
+    seed: SeedLike = None,
+    *,
+    low: float = 1.0,
+    high: float = 66_413.0,
+    skewness: float = 0.7365,
+    a: float = 2.0,
+) -> np.ndarray:
+    """Integer-valued, right-skewed stream shaped like the paper's BackBlaze ``smart_9_raw``.
+
+    The paper's data (§4: 1,989,462 records, min 1, max 66,413, skewness 0.7365) are not
+    available offline. We draw ``Beta(a, b)`` with ``b`` solved so that the Beta's skewness is
+    ``skewness``, rescale the sample affinely so that its minimum is ``low`` and its maximum is
+    ``high`` exactly (skewness is invariant under that), and round to integers (power-on hours).
+    With the defaults the mean is about 15,500 and the sample skewness is within a few
+    thousandths of 0.7365 for two million records. The records are i.i.d., hence already in a
+    random order (the paper shuffles its stream).
+
+    Parameters
+    ----------
+    n : int, default 2,000,000
+    seed : None or seed-like, optional
+    low, high : float
+        Exact minimum and maximum of the sample.
+    skewness : float, default 0.7365
+        Target skewness ``(1/(n·s³)) Σ (x − x̄)³`` (the paper's definition).
+    a : float, default 2.0
+        First Beta shape (sets how heavy the left part is).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n,)
+    """
+    n = _check_int("n", n, 2, "records in the stream")
+    if not (math.isfinite(low) and math.isfinite(high) and high > low):
+        raise InputError(f"need finite low < high, got low={low!r}, high={high!r}")
+    if not (math.isfinite(a) and a > 0):
+        raise InputError(f"a must be a finite number > 0, got {a!r}")
+    b = _beta_for_skewness(a, skewness)
+    draws = as_generator(seed).beta(a, b, size=n)
+    lo, hi = draws.min(), draws.max()
+    return np.rint(low + (draws - lo) / (hi - lo) * (high - low))
+
+
+def _skewness(x: np.ndarray) -> float:
+    centred = x - x.mean()
+    return float(np.mean(centred**3) / np.mean(centred**2) ** 1.5)
+
+
+def doca_report(
+    n: int = 2_000_000,
+    runs: int = 5,
+    seed: int = 2018,
+    output: str | Path | None = "docs/results_doca.md",
+    command: str = "python -m geosynth.sdc.doca",
+) -> str:
+    """Re-run the paper's evaluation (§4, Table 1) on :func:`simulate_skewed_stream`.
+
+    One stream of ``n`` records is simulated; each of the ``runs`` runs shuffles its order, then
+    publishes it with DOCA (``Δf = 1.5·(max − min)``, ``ε = 1``, ``δ = 1000``, ``β = 50``,
+    ``m = 100``) and with the naive per-record Laplace(Δf/ε), as the paper does (five runs,
+    averaged). The noise is seeded so that the report is reproducible; that is fine for an
+    evaluation and wrong for a release (the PrivacyLeakWarnings are silenced here on purpose).
+
+    Parameters
+    ----------
+    n : int, default 2,000,000
+    runs : int, default 5
+    seed : int, default 2018
+    output : str or Path, optional
+        Where to write the Markdown; ``None`` writes nothing.
+    command : str
+        The command line recorded in the report.
+
+    Returns
+    -------
+    str
+        The Markdown report.
+    """
+    runs = _check_int("runs", runs, 1, "repetitions of the evaluation")
+    root = np.random.SeedSequence(seed)
+    data_seed, *run_seeds = root.spawn(1 + runs)
+    x = simulate_skewed_stream(n, seed=data_seed)
+    sensitivity = 1.5 * (x.max() - x.min())
+    with warnings.catch_warnings():  # compile / load the kernels before timing
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        Doca(1.0, sensitivity, seed=0).fit_transform(x[:2000])
+    rows = []
+    for run_seed in run_seeds:
+        order_seed, doca_seed, naive_seed = run_seed.spawn(3)
+        stream = x[as_generator(order_seed).permutation(n)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            doca = Doca(1.0, sensitivity, delay=1000, max_clusters=50, tau_window=100,
+                        seed=doca_seed)
+            start = time.perf_counter()
+            released = doca.fit_transform(stream)
+            elapsed = time.perf_counter() - start
+            naive = naive_laplace(stream, 1.0, sensitivity, seed=naive_seed)
+        mse_doca = mse(stream, released)
+        mse_naive = mse(stream, naive)
+        rows.append({
+            "mse_naive": mse_naive,
+            "mse_doca": mse_doca,
+            "reduction": 100.0 * (1.0 - mse_doca / mse_naive),
+            "intersection": 100.0 * histogram_intersection(stream, released, bins=100),
+            "intersection_naive": 100.0 * histogram_intersection(stream, naive, bins=100),
+            "intersection_union": 100.0 * histogram_intersection(
+                stream, released, bins=np.linspace(min(stream.min(), released.min()),
+                                                   max(stream.max(), released.max()), 101)),
+            "outside": 100.0 * np.mean((released < stream.min()) | (released > stream.max())),
+            "clusters": doca.n_noise_draws,
+            "seconds": elapsed,
+        })
+    mean = {key: float(np.mean([row[key] for row in rows])) for key in rows[0]}
+    theory = 2.0 * sensitivity**2
+    b_shape = _beta_for_skewness(2.0, _PAPER["skewness"])
+    lines = [
+        "# DOCA on a simulated skewed stream (Leal, Vidal & Machado 2018, §4 / Table 1)",
+        "",
+        f"Produced by `{command}` (geosynth.sdc.doca.doca_report, n = {n:,}, runs = {runs}, "
+        f"seed = {seed}).",
+        "",
+        "The paper's BackBlaze `smart_9_raw` stream is not available offline; "
+        f"`simulate_skewed_stream` draws a rescaled Beta(2, {b_shape:.2f}) rounded to integers "
+        "with the paper's minimum, maximum and skewness. Parameters as in the paper: "
+        "Δf = 1.5·(max − min), ε = 1, δ = 1000, β = 50, m = 100; each run shuffles the "
+        "stream, as the paper does, and results are means over the runs. Histogram "
+        "intersection: 100 equal-width bins over the original range, releases outside it count "
+        "as non-overlapping (the paper does not say how it binned).",
+        "",
+        "## Data",
+        "",
+        "| | paper (BackBlaze) | simulated |",
+        "| --- | ---: | ---: |",
+        f"| records | {_PAPER['n']:,} | {n:,} |",
+        f"| distinct values | {_PAPER['distinct']:,} | {np.unique(x).size:,} |",
+        f"| min | {_PAPER['min']:,.0f} | {x.min():,.0f} |",
+        f"| max | {_PAPER['max']:,.0f} | {x.max():,.0f} |",
+        f"| skewness | {_PAPER['skewness']:.4f} | {_skewness(x):.4f} |",
+        f"| Δf = 1.5·(max − min) | {_PAPER['sensitivity']:,.1f} | {sensitivity:,.1f} |",
+        "",
+        "## Results",
+        "",
+        "| measure | paper (Table 1, Fig. 2) | geosynth (mean of runs) |",
+        "| --- | ---: | ---: |",
+        f"| MSE, naive Laplace(Δf/ε) | {_PAPER['mse_naive']:,.1f} | {mean['mse_naive']:,.1f} |",
+        f"| MSE, DOCA | {_PAPER['mse_doca']:,.1f} | {mean['mse_doca']:,.1f} |",
+        f"| MSE reduction | {_PAPER['mse_reduction']:.2f}% | {mean['reduction']:.2f}% |",
+        f"| histogram intersection, DOCA (100 bins) | {_PAPER['intersection_mean']:.2f}% | "
+        f"{mean['intersection']:.2f}% |",
+        f"| histogram intersection, DOCA, 100 bins over the union of both ranges | — | "
+        f"{mean['intersection_union']:.2f}% |",
+        f"| histogram intersection, naive (100 bins) | — | {mean['intersection_naive']:.2f}% |",
+        f"| DOCA releases outside the original range | — | {mean['outside']:.2f}% |",
+        f"| published clusters (mean size) | — | {mean['clusters']:,.0f} "
+        f"({n / mean['clusters']:.1f}) |",
+        "",
+        f"The expected naive MSE is 2·(Δf/ε)² = {theory:,.1f}; the paper's naive MSE is "
+        f"{100 * (_PAPER['mse_naive'] / (2 * _PAPER['sensitivity'] ** 2) - 1):+.1f}% off its own "
+        f"expectation. Moving the 100 bins changes the intersection by "
+        f"{abs(mean['intersection_union'] - mean['intersection']):.1f} points (two placements "
+        "above); the rest of the gap to the paper's 86% is more likely the data: the simulated "
+        "Beta is smooth and unimodal, so replacing values by cluster means changes its histogram "
+        "less than it may change the real, lumpier power-on-hours distribution (a hypothesis: the "
+        "BackBlaze data were not available to check it).",
+        "",
+        "### Runs",
+        "",
+        "| run | MSE naive | MSE DOCA | reduction | intersection | clusters | DOCA seconds |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for k, row in enumerate(rows, start=1):
+        lines.append(
+            f"| {k} | {row['mse_naive']:,.1f} | {row['mse_doca']:,.1f} | "
+            f"{row['reduction']:.3f}% | {row['intersection']:.2f}% | {row['clusters']:,} | "
+            f"{row['seconds']:.2f} |"
+        )
+    lines += [
+        "",
+        "Caveat (see the `geosynth.sdc.doca` docstring): Δc = Δf/|C| is the centroid's "
+        "sensitivity only for a data-independent clustering; DOCA's clustering depends on the "
+        "data, so these utilities come without a proven end-to-end ε-DP guarantee. Δf here is "
+        "computed from the data, as in the paper.",
+        "",
+    ]
+    text = "\n".join(lines)
+    if output is not None:
+        path = Path(output)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line: ``python -m geosynth.sdc.doca [--n N] [--runs R] [--seed S] [--output P]``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments (default: ``sys.argv[1:]``).
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m geosynth.sdc.doca",
+        description="Re-run the DOCA evaluation (Leal et al. 2018, Table 1) on a simulated stream",
+    )
+    parser.add_argument("--n", type=int, default=2_000_000, help="records (default 2,000,000)")
+    parser.add_argument("--runs", type=int, default=5, help="repetitions (default 5)")
+    parser.add_argument("--seed", type=int, default=2018, help="seed (default 2018)")
+    parser.add_argument("--output", default="docs/results_doca.md",
+                        help="Markdown file to write (default docs/results_doca.md)")
+    args = parser.parse_args(argv)
+    words = ["python -m geosynth.sdc.doca"] + (sys.argv[1:] if argv is None else list(argv))
+    text = doca_report(n=args.n, runs=args.runs, seed=args.seed, output=args.output,
+                       command=" ".join(words))
+    print(text)
+
+
+if __name__ == "__main__":
+    # ``python -m`` runs a second copy of this file as __main__; delegate to the imported module
+    # so that the numba kernels are compiled (and cached) once.
+    from geosynth.sdc import doca as _doca
+
+    _doca.main()

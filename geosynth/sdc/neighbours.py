@@ -1,0 +1,847 @@
+"""Neighbourhood resampling of Matloff & Tendick: release each value from a nearby record.
+
+:func:`neighbour_resample` implements the statistical disclosure limitation method of Matloff &
+Tendick (``002_4702e23fcdf6e839.txt``, §2 and §4) as their R function ``nbrs(z, eps, modprop,
+wts)`` (``Neighbors.R`` in github.com/matloff/statdb) does it: every variable is scaled to mean 0
+and standard deviation 1 (R's ``scale``: sample SD, ``ddof=1``) and multiplied by its weight; the
+neighbours of record ``i`` are the *other* original records at Euclidean distance strictly less
+than ``eps`` from it in that space; and each selected record gets every variable from a neighbour
+drawn uniformly and independently per variable (sampling with replacement). As ``eps`` shrinks
+the released joint distribution tends to the original one (the paper's theorem, §3), although
+the variables of one released record are drawn independently.
+
+Where we differ from the R code
+-------------------------------
+* Categorical variables (object, string, category and bool columns, and any listed in
+  ``categorical=``) enter the distance as full one-hot dummies, each scaled like a numeric
+  variable and multiplied by the variable's weight, exactly as R's ``nbrs`` would treat dummies
+  coded by hand. But the *value* of a categorical variable is drawn whole from one neighbour, so
+  a released record always holds exactly one level; in R two dummies of one factor are drawn from
+  different neighbours and can both come out 1 (or all 0).
+* Records are selected either as the paper states (each with probability ``modprop``,
+  ``selection="bernoulli"``) or as the R code does (a simple random sample of
+  ``floor(n * modprop)`` records, ``selection="exact"``).
+* A selected record without neighbours is either released unchanged (``no_neighbours="keep"``)
+  or dropped (``"suppress"``); R sets it to ``NA``. Both warn with the count.
+* A constant variable (SD 0) contributes nothing to the distance; R's ``scale`` would make it NaN.
+* ``weights`` maps column names to factors (R: ``wts = c(columns, factors)``).
+* Neighbours are found with :class:`scipy.spatial.cKDTree`, not an ``n x n`` distance matrix.
+  Records with identical values (after scaling) are collapsed to one point carrying their
+  multiplicity, and records are split into blocks by their combination of categorical levels
+  (within a block the categorical part of the distance is 0, between two blocks it is a
+  constant), so the trees only hold the numeric variables. Every candidate pair is then checked
+  against the strict bound ``d^2 < eps^2`` with one formula, whichever search found it.
+
+Spatial variables
+-----------------
+With ``include_coordinates=True`` on a :class:`geopandas.GeoDataFrame` of points, the ``x`` and
+``y`` coordinates become two more variables: they count in the distance (scaled like the others;
+``weights={<geometry column>: w}`` weights both) and each is drawn from its own neighbour, so a
+released point is ``(x_a, y_b)`` for two neighbours ``a`` and ``b`` of the record it replaces. It
+is therefore within ``eps`` of the replaced record *along each scaled axis* and within
+``sqrt(2) * eps`` in the scaled ``(x, y)`` plane, and it rarely coincides with a real location.
+Without it the geometry is carried over unchanged, like every column not listed in ``columns``:
+such columns neither count in the distance nor are resampled, so a released record still shows
+its true location next to resampled attributes.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, overload
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+from scipy import sparse
+from scipy.spatial import cKDTree
+
+from geosynth._random import SeedLike, as_generator
+from geosynth.errors import DataWarning, InputError, MemoryLimitError
+
+__all__ = ["NeighbourResampleInfo", "neighbour_resample", "MAX_NEIGHBOUR_PAIRS"]
+
+#: Largest estimated number of neighbour pairs (between distinct scaled value vectors) that
+#: :func:`neighbour_resample` will materialise (each costs about 50 bytes at peak). Larger
+#: requests raise :class:`~geosynth.errors.MemoryLimitError` before the search; lower ``eps`` or
+#: raise this deliberately.
+MAX_NEIGHBOUR_PAIRS = 50_000_000
+
+# Blocks by categorical combination are used while there are at most this many combinations and
+# this many pairs of combinations within eps; otherwise one tree holds the one-hot dummies too.
+_MAX_GROUPS = 2048
+_MAX_CROSS_BLOCKS = 20_000
+# Query radii are inflated by this factor; the strict test d^2 < eps^2 is applied afterwards.
+_INFLATE = 1.0 + 1e-9
+# Pairs per chunk of the exact distance check (bounds temporary memory).
+_FILTER_CHUNK = 1 << 22
+# Blocks whose pair count could exceed this are sampled to estimate their pair count.
+_ESTIMATE_ABOVE = 1_000_000
+_ESTIMATE_SAMPLE = 256
+_SHOW_ROWS = 5
+
+
+@dataclass(frozen=True, eq=False)
+class NeighbourResampleInfo:
+    """What :func:`neighbour_resample` did; returned with ``return_info=True``.
+
+    Attributes
+    ----------
+    n_records : int
+        Number of input records.
+    n_selected : int
+        Number of records selected for resampling (``modprop``, ``selection``).
+    n_without_neighbours : int
+        Selected records with no other record within ``eps``: released unchanged
+        (``no_neighbours="keep"``) or dropped (``"suppress"``).
+    n_suppressed : int
+        Records dropped from the release (``n_without_neighbours`` with ``"suppress"``, else 0).
+    mean_neighbours : float
+        Mean number of neighbours over *all* input records, selected or not (describes
+        ``eps``).
+    selected : numpy.ndarray of bool, shape (n_records,)
+        True for the selected records, in input row order (read-only).
+    n_neighbours : numpy.ndarray of int64, shape (n_records,)
+        Number of neighbours of every input record, in input row order (read-only). Records with
+        0 would be released unchanged if selected with ``no_neighbours="keep"``.
+    """
+
+    n_records: int
+    n_selected: int
+    n_without_neighbours: int
+    n_suppressed: int
+    mean_neighbours: float
+    selected: np.ndarray
+    n_neighbours: np.ndarray
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+
+def _rows(index: pd.Index, bad: np.ndarray) -> str:
+    """Describe the first few labels of ``index`` where ``bad`` is True."""
+    labels = index[np.asarray(bad, dtype=bool)]
+    shown = ", ".join(repr(label) for label in labels[:_SHOW_ROWS].tolist())
+    more = len(labels) - _SHOW_ROWS
+    return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_categorical_dtype(dtype: Any) -> bool:
+    return (
+        isinstance(dtype, pd.CategoricalDtype)
+        or pd.api.types.is_bool_dtype(dtype)
+        or pd.api.types.is_object_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+    )
+
+
+def _is_numeric_dtype(dtype: Any) -> bool:
+    return (
+        pd.api.types.is_numeric_dtype(dtype)
+        and not pd.api.types.is_bool_dtype(dtype)
+        and not pd.api.types.is_complex_dtype(dtype)
+    )
+
+
+def _as_name_list(value: Any, name: str) -> list[Hashable]:
+    if isinstance(value, (list, tuple, pd.Index, np.ndarray)):
+        return list(value)
+    if isinstance(value, Hashable):
+        return [value]
+    raise InputError(f"{name} must be a column name or a list of column names, got {value!r}")
+
+
+def _check_scalars(
+    df: Any,
+    eps: Any,
+    modprop: Any,
+    no_neighbours: Any,
+    selection: Any,
+    include_coordinates: Any,
+) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise InputError(
+            f"df must be a pandas DataFrame or geopandas GeoDataFrame, got "
+            f"{type(df).__module__}.{type(df).__name__}; build one with pandas.DataFrame(...)"
+        )
+    if len(df) == 0:
+        raise InputError("df has no rows; neighbour_resample needs at least one record")
+    if not df.columns.is_unique:
+        dup = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
+        raise InputError(f"df has duplicated column names {dup}; rename them so each is unique")
+    if not _is_real(eps) or not math.isfinite(eps) or eps <= 0:
+        raise InputError(
+            f"eps must be a finite number > 0 (the neighbourhood radius in scaled units, e.g. "
+            f"0.3), got {eps!r}"
+        )
+    if not _is_real(modprop) or not (0.0 <= modprop <= 1.0):
+        raise InputError(
+            f"modprop must be a number in [0, 1] (the proportion of records to resample), "
+            f"got {modprop!r}"
+        )
+    if no_neighbours not in ("keep", "suppress"):
+        raise InputError(f'no_neighbours must be "keep" or "suppress", got {no_neighbours!r}')
+    if selection not in ("bernoulli", "exact"):
+        raise InputError(f'selection must be "bernoulli" or "exact", got {selection!r}')
+    if not isinstance(include_coordinates, (bool, np.bool_)):
+        raise InputError(f"include_coordinates must be True or False, got {include_coordinates!r}")
+
+
+def _geometry_name(df: pd.DataFrame) -> Hashable | None:
+    if not isinstance(df, gpd.GeoDataFrame):
+        return None
+    try:
+        return df.geometry.name
+    except AttributeError:  # GeoDataFrame without an active geometry column
+        return None
+
+
+def _check_columns(
+    df: pd.DataFrame,
+    columns: Any,
+    categorical: Any,
+    include_coordinates: bool,
+    geometry_name: Hashable | None,
+) -> tuple[list[Hashable], set[Hashable]]:
+    """Return the variable columns and the subset treated as categorical."""
+    if include_coordinates and geometry_name is None:
+        raise InputError(
+            "include_coordinates=True needs a geopandas GeoDataFrame with an active point "
+            "geometry column; build one with geopandas.GeoDataFrame(df, geometry=...)"
+        )
+    available = [c for c in df.columns if c != geometry_name]
+    if columns is None:
+        cols = available
+    else:
+        cols = _as_name_list(columns, "columns")
+        duplicated = sorted({str(c) for c in cols if cols.count(c) > 1})
+        if duplicated:
+            raise InputError(f"columns lists {duplicated} more than once; name each column once")
+        for c in cols:
+            if geometry_name is not None and c == geometry_name:
+                raise InputError(
+                    f"columns lists the geometry column {c!r}; resample point coordinates with "
+                    "include_coordinates=True instead"
+                )
+            if c not in df.columns:
+                raise InputError(f"column {c!r} is not in df; available columns: {available}")
+    if not cols and not include_coordinates:
+        raise InputError(
+            "no variables to resample: df has no columns besides the geometry; name columns= "
+            "or pass include_coordinates=True"
+        )
+    explicit = [] if categorical is None else _as_name_list(categorical, "categorical")
+    for c in explicit:
+        if c not in cols:
+            raise InputError(
+                f"categorical column {c!r} is not among the resampled columns {cols}; add it to "
+                "columns= or drop it from categorical="
+            )
+    cats = set(explicit)
+    for c in cols:
+        dtype = df[c].dtype
+        if _is_categorical_dtype(dtype):
+            cats.add(c)
+        elif c not in cats and not _is_numeric_dtype(dtype):
+            raise InputError(
+                f"column {c!r} has dtype {dtype}, which is neither numeric nor categorical; "
+                f"convert it (e.g. df[{c!r}].astype('category')) or leave it out of columns="
+            )
+    for c in cols:
+        bad = df[c].isna().to_numpy(dtype=bool)
+        if bad.any():
+            raise InputError(
+                f"column {c!r} has {int(bad.sum())} missing (NaN) values "
+                f"({_rows(df.index, bad)}); drop those rows, e.g. df.dropna(subset=[{c!r}]), "
+                "or fill them"
+            )
+        if c not in cats:
+            values = df[c].to_numpy(dtype=np.float64)
+            bad = ~np.isfinite(values)
+            if bad.any():
+                raise InputError(
+                    f"column {c!r} has {int(bad.sum())} infinite values "
+                    f"({_rows(df.index, bad)}); drop or replace them"
+                )
+    return cols, cats
+
+
+def _check_weights(weights: Any, variables: list[Hashable]) -> dict[Hashable, float]:
+    if weights is None:
+        return {}
+    if not isinstance(weights, Mapping):
+        raise InputError(
+            f"weights must be a dict mapping column names to positive factors, e.g. "
+            f"{{'sex': 0.5}}, got {type(weights).__name__}"
+        )
+    out: dict[Hashable, float] = {}
+    for key, value in weights.items():
+        if key not in variables:
+            raise InputError(
+                f"weights names {key!r}, which is not a resampled variable; weights may name "
+                f"{variables}"
+            )
+        if not _is_real(value) or not math.isfinite(value) or value <= 0:
+            raise InputError(
+                f"weight of {key!r} must be a finite number > 0, got {value!r}; to leave a "
+                "column out of the distance and the resampling, drop it from columns="
+            )
+        out[key] = float(value)
+    return out
+
+
+def _point_xy(df: gpd.GeoDataFrame) -> np.ndarray:
+    geoms = df.geometry.to_numpy()
+    missing = shapely.is_missing(geoms) | shapely.is_empty(geoms)
+    if missing.any():
+        raise InputError(
+            f"{int(missing.sum())} records have missing or empty geometries "
+            f"({_rows(df.index, missing)}); drop them before resampling coordinates"
+        )
+    not_point = shapely.get_type_id(geoms) != 0
+    if not_point.any():
+        raise InputError(
+            f"{int(not_point.sum())} geometries are not points ({_rows(df.index, not_point)}); "
+            "include_coordinates needs one Point per record: use gdf.representative_point()"
+        )
+    has_z = shapely.has_z(geoms)
+    if has_z.any():
+        raise InputError(
+            f"{int(has_z.sum())} points have a z coordinate ({_rows(df.index, has_z)}); "
+            "include_coordinates resamples 2-D points: drop z with shapely.force_2d"
+        )
+    xy = shapely.get_coordinates(geoms)
+    bad = ~np.isfinite(xy).all(axis=1)
+    if bad.any():
+        raise InputError(
+            f"{int(bad.sum())} points have NaN or infinite coordinates ({_rows(df.index, bad)}); "
+            "drop or fix them"
+        )
+    return xy
+
+
+# --------------------------------------------------------------------------------------------
+# Scaled representation
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Scaled:
+    """Numeric part (n, dc) and categorical codes (n, kc) of the scaled, weighted variables."""
+
+    numeric: np.ndarray  # float64 (n, dc), C-contiguous
+    codes: np.ndarray  # int64 (n, kc)
+    cat_w2: np.ndarray  # float64 (kc,) squared weights
+    cat_inv_s2: list[np.ndarray]  # per categorical: 1 / SD^2 of each level's dummy (0 if SD 0)
+    cat_mean: list[np.ndarray]  # per categorical: mean of each level's dummy
+    cat_sd: list[np.ndarray]  # per categorical: SD of each level's dummy
+
+
+def _scale(values: np.ndarray, weight: float) -> np.ndarray:
+    """Centre, divide by the sample SD (``ddof=1``) and multiply by ``weight``; SD 0 -> zeros."""
+    n = values.shape[0]
+    mean = values.mean()
+    sd = values.std(ddof=1) if n > 1 else 0.0
+    if not np.isfinite(sd) or sd == 0.0:
+        return np.zeros(n)
+    return (values - mean) / sd * weight
+
+
+def _scaled_variables(
+    df: pd.DataFrame,
+    numeric_vars: list[tuple[np.ndarray, float]],
+    cat_vars: list[Hashable],
+    weights: dict[Hashable, float],
+) -> _Scaled:
+    """Scale ``(values, weight)`` numeric variables and code the categorical columns."""
+    n = len(df)
+    numeric = np.empty((n, len(numeric_vars)), dtype=np.float64)
+    for k, (values, weight) in enumerate(numeric_vars):
+        numeric[:, k] = _scale(values, weight)
+    codes = np.empty((n, len(cat_vars)), dtype=np.int64)
+    w2 = np.empty(len(cat_vars))
+    inv_s2, means, sds = [], [], []
+    for k, name in enumerate(cat_vars):
+        code, _ = pd.factorize(df[name], sort=False)
+        codes[:, k] = code
+        counts = np.bincount(code).astype(np.float64)
+        p = counts / n
+        sd = np.sqrt(p * (1.0 - p) * n / (n - 1)) if n > 1 else np.zeros_like(p)
+        with np.errstate(divide="ignore"):
+            inv = np.where(sd > 0, 1.0 / np.where(sd > 0, sd, 1.0) ** 2, 0.0)
+        w2[k] = weights.get(name, 1.0) ** 2
+        inv_s2.append(inv)
+        means.append(p)
+        sds.append(sd)
+    return _Scaled(np.ascontiguousarray(numeric), codes, w2, inv_s2, means, sds)
+
+
+def _categorical_sq(scaled: _Scaled, ci: np.ndarray, cj: np.ndarray) -> np.ndarray:
+    """Squared one-hot distance between code rows ``ci`` and ``cj`` (broadcasting, (..., kc)).
+
+    For one categorical with levels ``a != b`` the scaled, weighted one-hot dummies differ in two
+    coordinates: ``w^2 (1/s_a^2 + 1/s_b^2)``; equal levels contribute 0.
+    """
+    shape = np.broadcast_shapes(ci.shape[:-1], cj.shape[:-1])
+    out = np.zeros(shape)
+    for k in range(ci.shape[-1]):
+        a, b = ci[..., k], cj[..., k]
+        inv = scaled.cat_inv_s2[k]
+        out += np.where(a != b, scaled.cat_w2[k] * (inv[a] + inv[b]), 0.0)
+    return out
+
+
+def _one_hot(scaled: _Scaled, codes: np.ndarray) -> np.ndarray:
+    """Scaled, weighted one-hot dummies of ``codes`` (m, kc) for the single-tree search."""
+    blocks = []
+    for k in range(codes.shape[1]):
+        sd, mean = scaled.cat_sd[k], scaled.cat_mean[k]
+        keep = np.flatnonzero(sd > 0)
+        if keep.size == 0:
+            continue
+        dummy = (codes[:, k, None] == keep[None, :]).astype(np.float64)
+        blocks.append((dummy - mean[keep]) / sd[keep] * math.sqrt(scaled.cat_w2[k]))
+    return np.hstack(blocks) if blocks else np.zeros((codes.shape[0], 0))
+
+
+# --------------------------------------------------------------------------------------------
+# Neighbour graph on distinct points
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Graph:
+    """Neighbours between distinct scaled points, as CSR with record multiplicities as weights."""
+
+    inverse: np.ndarray  # (n,) distinct point of each record
+    representative: np.ndarray  # (U,) a record of each distinct point
+    indptr: np.ndarray  # (U + 1,)
+    indices: np.ndarray  # (nnz,) neighbouring distinct points
+    cum_weight: np.ndarray | None  # (nnz,) running record count; None if all points are single
+    start_weight: np.ndarray | None  # (U,) running record count before each row
+    degree: np.ndarray  # (U,) int64 number of neighbouring records of a record at each point
+
+
+def _distinct(scaled: _Scaled) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Collapse equal records: (inverse, representative, multiplicity, group start offsets).
+
+    Distinct points come out sorted so that points sharing their categorical codes are
+    contiguous; ``group_starts`` holds the first point of each categorical combination.
+    """
+    n = scaled.numeric.shape[0]
+    key = np.hstack([scaled.codes.view(np.uint64), scaled.numeric.view(np.uint64)])
+    if key.shape[1] == 0:
+        key = np.zeros((n, 1), dtype=np.uint64)
+    order = np.lexsort(key.T[::-1])  # first column most significant: codes group together
+    ordered = key[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    new[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    starts = np.flatnonzero(new)
+    uid = np.cumsum(new) - 1
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = uid
+    representative = order[starts]
+    multiplicity = np.diff(np.append(starts, n))
+    kc = scaled.codes.shape[1]
+    ucodes = ordered[starts, :kc]
+    gnew = np.ones(len(starts), dtype=bool)
+    if len(starts) > 1:
+        gnew[1:] = np.any(ucodes[1:] != ucodes[:-1], axis=1) if kc else False
+    return inverse, representative, multiplicity, np.flatnonzero(gnew)
+
+
+def _close(
+    ux: np.ndarray, i: np.ndarray, j: np.ndarray, csq: float | np.ndarray, eps2: float
+) -> np.ndarray:
+    """Mask of candidate pairs with ``d^2 = csq + |ux[i] - ux[j]|^2 < eps^2``.
+
+    The one formula of every search path, so both paths find exactly the same pairs; ``csq`` is
+    the categorical part (:func:`_categorical_sq`), a scalar for a block or one value per pair.
+    """
+    keep = np.empty(i.size, dtype=bool)
+    for s in range(0, i.size, _FILTER_CHUNK):
+        diff = ux[i[s : s + _FILTER_CHUNK]] - ux[j[s : s + _FILTER_CHUNK]]
+        diff *= diff
+        part = csq if np.ndim(csq) == 0 else csq[s : s + _FILTER_CHUNK]
+        keep[s : s + _FILTER_CHUNK] = part + diff.sum(axis=1) < eps2
+    return keep
+
+
+def _estimate(tree: cKDTree, points: np.ndarray, r: float, bound: float, self_join: bool) -> float:
+    """Pairs a block will yield: ``bound`` if small, else a fixed-seed sample estimate."""
+    if bound <= _ESTIMATE_ABOVE:
+        return bound
+    rng = np.random.default_rng(0)  # internal: must not consume the caller's stream
+    m = points.shape[0]
+    sample = points[rng.choice(m, size=min(m, _ESTIMATE_SAMPLE), replace=False)]
+    counts = np.asarray(tree.query_ball_point(sample, r, return_length=True), dtype=float)
+    if self_join:
+        return m * max(counts.mean() - 1.0, 0.0) / 2.0
+    return m * counts.mean()
+
+
+def _check_estimate(total: float, eps: float) -> None:
+    if total > MAX_NEIGHBOUR_PAIRS:
+        raise MemoryLimitError(
+            f"eps={eps!r} gives about {total:,.0f} neighbour pairs, more than "
+            f"geosynth.sdc.neighbours.MAX_NEIGHBOUR_PAIRS = {MAX_NEIGHBOUR_PAIRS:,}; nothing was "
+            "allocated. Use a smaller eps (or smaller weights on the coarse variables), or raise "
+            "MAX_NEIGHBOUR_PAIRS deliberately if the memory (about 50 bytes a pair) is available"
+        )
+
+
+def _pairs_blocked(
+    scaled: _Scaled, ux: np.ndarray, uc: np.ndarray, gstart: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Pairs (i < j or cross-block) of distinct points within eps, one tree per combination.
+
+    Returns None when there are too many combinations (or close pairs of them) for blocks.
+    """
+    n_groups = gstart.size
+    if n_groups > _MAX_GROUPS:
+        return None
+    eps2 = eps * eps
+    bounds = np.append(gstart, ux.shape[0])
+    combos = uc[gstart]
+    csq = _categorical_sq(scaled, combos[:, None, :], combos[None, :, :])  # (G, G)
+    gi, gj = np.nonzero(np.triu(csq < eps2, k=1))
+    dc = ux.shape[1]
+    if dc == 0:  # every combination is one distinct point
+        return gstart[gi], gstart[gj]
+    if gi.size > _MAX_CROSS_BLOCKS:
+        return None
+    sizes = np.diff(bounds)
+    trees = [cKDTree(ux[bounds[g] : bounds[g + 1]]) for g in range(n_groups)]
+    r_in = eps * _INFLATE
+    radii = np.sqrt(np.maximum(eps2 - csq[gi, gj], 0.0)) * _INFLATE
+    total = sum(
+        _estimate(trees[g], trees[g].data, r_in, sizes[g] * (sizes[g] - 1) / 2, True)
+        for g in range(n_groups)
+        if sizes[g] > 1
+    )
+    total += sum(
+        _estimate(trees[h], trees[g].data, r, float(sizes[g]) * sizes[h], False)
+        for g, h, r in zip(gi.tolist(), gj.tolist(), radii.tolist(), strict=True)
+    )
+    _check_estimate(total, eps)
+    parts_i, parts_j = [np.empty(0, np.int64)], [np.empty(0, np.int64)]
+
+    def add(i: np.ndarray, j: np.ndarray, csq_block: float) -> None:
+        keep = _close(ux, i, j, csq_block, eps2)
+        parts_i.append(i[keep])
+        parts_j.append(j[keep])
+
+    for g in range(n_groups):
+        if sizes[g] > 1:
+            p = trees[g].query_pairs(r_in, output_type="ndarray")
+            add(p[:, 0] + bounds[g], p[:, 1] + bounds[g], 0.0)
+    for g, h, r in zip(gi.tolist(), gj.tolist(), radii.tolist(), strict=True):
+        m = trees[g].sparse_distance_matrix(trees[h], r, output_type="ndarray")
+        add(m["i"] + bounds[g], m["j"] + bounds[h], csq[g, h])
+    return np.concatenate(parts_i), np.concatenate(parts_j)
+
+
+def _pairs_single_tree(
+    scaled: _Scaled, ux: np.ndarray, uc: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs i < j of distinct points within eps from one tree over numeric + one-hot columns."""
+    embedded = np.hstack([ux, _one_hot(scaled, uc)])
+    if embedded.shape[1] == 0:  # every variable constant: a single distinct point
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    tree = cKDTree(embedded)
+    r = eps * _INFLATE
+    m = embedded.shape[0]
+    _check_estimate(_estimate(tree, embedded, r, m * (m - 1) / 2, True), eps)
+    p = tree.query_pairs(r, output_type="ndarray")
+    i, j = p[:, 0].astype(np.int64), p[:, 1].astype(np.int64)
+    keep = np.empty(i.size, dtype=bool)
+    for s in range(0, i.size, _FILTER_CHUNK):
+        a, b = i[s : s + _FILTER_CHUNK], j[s : s + _FILTER_CHUNK]
+        csq = _categorical_sq(scaled, uc[a], uc[b])
+        keep[s : s + _FILTER_CHUNK] = _close(ux, a, b, csq, eps * eps)
+    return i[keep], j[keep]
+
+
+def _neighbour_graph(scaled: _Scaled, eps: float, blocked: bool = True) -> _Graph:
+    """Neighbour graph of the records: distinct points, their pairs within eps, as CSR."""
+    inverse, representative, multiplicity, gstart = _distinct(scaled)
+    ux = scaled.numeric[representative]
+    uc = scaled.codes[representative]
+    pairs = _pairs_blocked(scaled, ux, uc, gstart, eps) if blocked else None
+    if pairs is None:
+        pairs = _pairs_single_tree(scaled, ux, uc, eps)
+    n_points = representative.size
+    index_dtype = np.int32 if n_points < np.iinfo(np.int32).max else np.int64
+    i, j = (p.astype(index_dtype, copy=False) for p in pairs)
+    dup = np.flatnonzero(multiplicity > 1).astype(index_dtype)  # same-point records are neighbours
+    rows = np.concatenate([i, j, dup])
+    cols = np.concatenate([j, i, dup])
+    del i, j
+    if dup.size:  # entries carry the number of records behind them (minus the record itself)
+        count = multiplicity.astype(np.int32 if inverse.size < 2**31 else np.int64)
+        data = np.concatenate([count[cols[: rows.size - dup.size]], count[dup] - 1])
+    else:
+        data = np.ones(rows.size, dtype=np.int8)
+    coo = sparse.coo_array((data, (rows, cols)), shape=(n_points, n_points))
+    del rows, cols, data
+    coo.has_canonical_format = True  # no duplicate entries by construction: skip summing them
+    csr = coo.tocsr()
+    del coo
+    indptr = csr.indptr.astype(np.int64, copy=False)
+    if not dup.size:
+        return _Graph(inverse, representative, indptr, csr.indices, None, None, np.diff(indptr))
+    cum = np.cumsum(csr.data, dtype=np.int64)
+    padded = np.concatenate([[0], cum])
+    start = padded[indptr[:-1]]
+    degree = padded[indptr[1:]] - start
+    return _Graph(inverse, representative, indptr, csr.indices, cum, start, degree)
+
+
+def _draw_sources(
+    graph: _Graph, records: np.ndarray, n_variables: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Source record (n_records_selected, n_variables) of each variable of each record.
+
+    Each entry is a uniform draw, independently per variable, from the records within eps of
+    the record (records with no neighbour must be excluded by the caller).
+    """
+    point = graph.inverse[records]
+    degree = graph.degree[point]
+    u = rng.random((records.size, n_variables))
+    offset = np.minimum(np.floor(u * degree[:, None]).astype(np.int64), degree[:, None] - 1)
+    # Where every neighbouring point holds one record the offset is the entry itself; elsewhere
+    # find the entry whose running record count passes the offset.
+    first = graph.indptr[point]
+    entry = first[:, None] + offset
+    weighted = np.flatnonzero(graph.indptr[point + 1] - first != degree)
+    if weighted.size:
+        start = graph.start_weight[point[weighted]]
+        entry[weighted] = np.searchsorted(
+            graph.cum_weight, start[:, None] + offset[weighted], side="right"
+        )
+    return graph.representative[graph.indices[entry]]
+
+
+# --------------------------------------------------------------------------------------------
+# Public function
+# --------------------------------------------------------------------------------------------
+
+
+@overload
+def neighbour_resample(
+    df: pd.DataFrame,
+    eps: float,
+    modprop: float = ...,
+    weights: Mapping[Hashable, float] | None = ...,
+    columns: Sequence[Hashable] | None = ...,
+    categorical: Sequence[Hashable] | None = ...,
+    no_neighbours: Literal["keep", "suppress"] = ...,
+    selection: Literal["bernoulli", "exact"] = ...,
+    include_coordinates: bool = ...,
+    seed: SeedLike = ...,
+    return_info: Literal[False] = ...,
+) -> pd.DataFrame: ...
+
+
+@overload
+def neighbour_resample(
+    df: pd.DataFrame,
+    eps: float,
+    modprop: float = ...,
+    weights: Mapping[Hashable, float] | None = ...,
+    columns: Sequence[Hashable] | None = ...,
+    categorical: Sequence[Hashable] | None = ...,
+    no_neighbours: Literal["keep", "suppress"] = ...,
+    selection: Literal["bernoulli", "exact"] = ...,
+    include_coordinates: bool = ...,
+    seed: SeedLike = ...,
+    *,
+    return_info: Literal[True],
+) -> tuple[pd.DataFrame, NeighbourResampleInfo]: ...
+
+
+def neighbour_resample(
+    df: pd.DataFrame,
+    eps: float,
+    modprop: float = 1.0,
+    weights: Mapping[Hashable, float] | None = None,
+    columns: Sequence[Hashable] | None = None,
+    categorical: Sequence[Hashable] | None = None,
+    no_neighbours: Literal["keep", "suppress"] = "keep",
+    selection: Literal["bernoulli", "exact"] = "bernoulli",
+    include_coordinates: bool = False,
+    seed: SeedLike = None,
+    return_info: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, NeighbourResampleInfo]:
+    """Release each selected record with every variable drawn from a random neighbour.
+
+    Matloff & Tendick (§2): scale every variable to mean 0 and SD 1 (``ddof=1``), multiply it by
+    its weight, and for each selected record draw each variable independently from a record
+    chosen uniformly among the *other* original records at distance ``< eps`` (see the module
+    docstring for categorical variables, coordinates and the differences from the R code).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame or geopandas.GeoDataFrame
+        The confidential records; not modified.
+    eps : float
+        Neighbourhood radius (> 0) in the scaled, weighted space. Two records differing only in
+        one unweighted numeric variable are neighbours when they differ by less than ``eps``
+        standard deviations of it. Smaller ``eps`` keeps the joint distribution closer to the
+        original but leaves more records without neighbours.
+    modprop : float, default 1.0
+        Proportion ``q`` of records to resample, in [0, 1]. ``0`` returns a copy of ``df``.
+    weights : dict, optional
+        Factor (> 0) multiplying each named scaled variable (every dummy of a categorical; with
+        ``include_coordinates``, the geometry column's name weights both ``x`` and ``y``).
+        Unnamed variables have weight 1. Factors below 1 stop coarse variables (dummies, small
+        integers) from dominating the distance, as in the paper's ``wts``.
+    columns : list of column names, optional
+        The variables: they define the distance and are resampled. Default: every column except
+        the geometry. Other columns are copied unchanged (they do not count in the distance).
+    categorical : list of column names, optional
+        Columns of ``columns`` to treat as categorical although numeric (e.g. integer codes).
+        Object, string, category and bool columns are always categorical.
+    no_neighbours : {"keep", "suppress"}, default "keep"
+        What happens to a selected record with no other record within ``eps``: released
+        unchanged (a disclosure risk) or dropped from the release. Either way a
+        :class:`~geosynth.errors.DataWarning` gives the count.
+    selection : {"bernoulli", "exact"}, default "bernoulli"
+        Select each record independently with probability ``modprop`` (the paper) or a simple
+        random sample of exactly ``floor(n * modprop)`` records (the R code).
+    include_coordinates : bool, default False
+        Make the ``x`` and ``y`` of a GeoDataFrame's point geometries two more variables: they
+        count in the distance, are resampled independently, and the released geometry is rebuilt
+        from the new coordinates (CRS kept). Otherwise the geometry is copied unchanged.
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random stream (:func:`geosynth._random.as_generator`).
+    return_info : bool, default False
+        Also return a :class:`NeighbourResampleInfo`.
+
+    Returns
+    -------
+    pandas.DataFrame or geopandas.GeoDataFrame
+        Same type, columns, dtypes (categoricals keep their categories) and index as ``df``, in
+        the same row order; with ``no_neighbours="suppress"`` the selected records without
+        neighbours are missing.
+    NeighbourResampleInfo
+        Only with ``return_info=True``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Bad parameter, missing column, unsupported dtype, NaN or infinite values in a variable,
+        no rows, or (with ``include_coordinates``) missing, empty, non-point or 3-D geometries.
+    geosynth.errors.MemoryLimitError
+        ``eps`` would give more than :data:`MAX_NEIGHBOUR_PAIRS` neighbour pairs.
+
+    Warns
+    -----
+    geosynth.errors.DataWarning
+        Some selected records had no neighbour within ``eps``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from geosynth.sdc import neighbour_resample
+    >>> df = pd.DataFrame({"age": [30, 31, 32, 50, 51], "sex": ["f", "f", "f", "m", "m"]})
+    >>> out = neighbour_resample(df, eps=1.0, seed=1)
+    >>> bool(out["sex"].eq(df["sex"]).all())  # "f" and "m" are never within eps
+    True
+    """
+    _check_scalars(df, eps, modprop, no_neighbours, selection, include_coordinates)
+    geometry_name = _geometry_name(df)
+    cols, cats = _check_columns(df, columns, categorical, bool(include_coordinates), geometry_name)
+    variables = list(cols) + ([geometry_name] if include_coordinates else [])
+    weights_ = _check_weights(weights, variables)
+    xy = _point_xy(df) if include_coordinates else None
+    rng = as_generator(seed)
+    n = len(df)
+
+    if selection == "exact":
+        selected = np.zeros(n, dtype=bool)
+        selected[rng.choice(n, size=math.floor(n * modprop), replace=False)] = True
+    else:
+        selected = rng.random(n) < modprop
+
+    if not selected.any() and not return_info:
+        return df.copy()
+
+    numeric_cols = [c for c in cols if c not in cats]
+    cat_cols = [c for c in cols if c in cats]
+    numeric_vars = [(df[c].to_numpy(dtype=np.float64), weights_.get(c, 1.0)) for c in numeric_cols]
+    if xy is not None:
+        w_xy = weights_.get(geometry_name, 1.0)
+        numeric_vars += [(xy[:, 0].copy(), w_xy), (xy[:, 1].copy(), w_xy)]
+    scaled = _scaled_variables(df, numeric_vars, cat_cols, weights_)
+    graph = _neighbour_graph(scaled, float(eps))
+    n_neighbours = graph.degree[graph.inverse]
+
+    chosen = np.flatnonzero(selected)
+    lonely_mask = selected & (n_neighbours == 0)
+    lonely = np.flatnonzero(lonely_mask)
+    movers = chosen[n_neighbours[chosen] > 0]
+    # One source record per (record, variable): the columns in order, then x and y.
+    n_variables = len(cols) + (2 if xy is not None else 0)
+    sources = _draw_sources(graph, movers, n_variables, rng)
+
+    out = df.copy()
+    for k, name in enumerate(cols if movers.size else []):
+        source = np.arange(n)
+        source[movers] = sources[:, k]
+        # positional take keeps the dtype exactly (object stays object, categories are kept)
+        out[name] = df[name].iloc[source].set_axis(df.index)
+    if xy is not None and movers.size:
+        new_xy = xy.copy()
+        new_xy[movers, 0] = xy[sources[:, -2], 0]
+        new_xy[movers, 1] = xy[sources[:, -1], 1]
+        out[geometry_name] = gpd.GeoSeries(
+            gpd.points_from_xy(new_xy[:, 0], new_xy[:, 1]), index=df.index, crs=df.crs
+        )
+
+    if lonely.size:
+        action = (
+            "dropped from the release (no_neighbours='suppress')"
+            if no_neighbours == "suppress"
+            else "released unchanged (no_neighbours='keep'), a disclosure risk"
+        )
+        warnings.warn(
+            f"{lonely.size} of {chosen.size} selected records have no other record within "
+            f"eps={eps!r} ({_rows(df.index, lonely_mask)}); they were "
+            f"{action}. Increase eps or lower the weights of coarse variables"
+            + ("" if no_neighbours == "suppress" else ", or pass no_neighbours='suppress'"),
+            DataWarning,
+            stacklevel=2,
+        )
+    n_suppressed = 0
+    if no_neighbours == "suppress" and lonely.size:
+        out = out.iloc[~lonely_mask]
+        n_suppressed = int(lonely.size)
+
+    if not return_info:
+        return out
+    selected.setflags(write=False)
+    n_neighbours = np.asarray(n_neighbours, dtype=np.int64)
+    n_neighbours.setflags(write=False)
+    info = NeighbourResampleInfo(
+        n_records=n,
+        n_selected=int(chosen.size),
+        n_without_neighbours=int(lonely.size),
+        n_suppressed=n_suppressed,
+        mean_neighbours=float(n_neighbours.mean()),
+        selected=selected,
+        n_neighbours=n_neighbours,
+    )
+    return out, info

@@ -1,0 +1,480 @@
+"""DOCA (Leal, Vidal & Machado 2018): Algorithms 1-2, the streaming API, noise and evaluation."""
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth.sdc import Doca
+from geosynth.sdc.doca import (
+    DocaDiagnostics,
+    doca_report,
+    histogram_intersection,
+    mse,
+    naive_laplace,
+    simulate_skewed_stream,
+)
+
+
+def _run(x, seed=0, **kwargs):
+    """fit_transform with diagnostics, silencing the (expected) seed/diagnostics warnings."""
+    params = {"epsilon": 1.0, "sensitivity": 100.0} | kwargs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        doca = Doca(seed=seed, **params)
+        released, diag = doca.fit_transform(x, return_diagnostics=True)
+    return doca, released, diag
+
+
+def _reference(x, delay, beta, m):
+    """Algorithms 1-2 transcribed with Python lists, independently of the numba kernel.
+
+    Returns the published clusters in publication order as (sorted members, publication time).
+    Sums over attributes use the same formula and order as the kernel (see the module docs), and
+    the window of tau is summed in storage order, so that float comparisons agree exactly.
+    """
+    x = np.asarray(x, dtype=float)
+    x = x.reshape(x.shape[0], -1)
+    n, d = x.shape
+    gmin = [math.inf] * d
+    gmax = [-math.inf] * d
+    clusters = []  # in creation order; each {"members", "lo", "hi"}
+    owner = {}
+    window = [0.0] * m
+    n_losses = 0
+    tau = 0.0
+    published = []
+
+    def weights():
+        return [1.0 / ((gmax[j] - gmin[j]) * d) if gmax[j] > gmin[j] else 0.0 for j in range(d)]
+
+    def publish(cluster, t_pub, w):
+        nonlocal n_losses, tau
+        loss = 0.0
+        for j in range(d):
+            loss += (cluster["hi"][j] - cluster["lo"][j]) * w[j]
+        window[n_losses % m] = loss
+        n_losses += 1
+        count = min(n_losses, m)
+        total = 0.0
+        for q in range(count):
+            total += window[q]
+        tau = total / count
+        published.append((sorted(cluster["members"]), t_pub))
+        for member in cluster["members"]:
+            del owner[member]
+        clusters.remove(cluster)
+
+    w = [0.0] * d
+    for t in range(n):
+        r = [float(v) for v in x[t]]
+        for j in range(d):
+            gmin[j] = min(gmin[j], r[j])
+            gmax[j] = max(gmax[j], r[j])
+        w = weights()
+        # Algorithm 2.
+        enlargements, tests = [], []
+        for c in clusters:
+            e = 0.0
+            il_test = 0.0
+            for j in range(d):
+                new_range = max(c["hi"][j], r[j]) - min(c["lo"][j], r[j])
+                il_test += new_range * w[j]
+                e += (new_range - (c["hi"][j] - c["lo"][j])) * w[j]
+            enlargements.append(e)
+            tests.append(il_test)
+        e_min = min(enlargements, default=math.inf)
+        c_min = [c for c, e in zip(clusters, enlargements, strict=True) if e == e_min]
+        c_best = [
+            c for c, e, il in zip(clusters, enlargements, tests, strict=True)
+            if e == e_min and il < tau
+        ]
+        if c_best:
+            chosen = min(c_best, key=lambda c: len(c["members"]))
+        elif len(clusters) < beta:
+            chosen = {"members": [], "lo": list(r), "hi": list(r)}
+            clusters.append(chosen)
+        else:
+            chosen = min(c_min, key=lambda c: len(c["members"]))
+        # Algorithm 1 line 5.
+        chosen["members"].append(t)
+        chosen["lo"] = [min(a, b) for a, b in zip(chosen["lo"], r, strict=True)]
+        chosen["hi"] = [max(a, b) for a, b in zip(chosen["hi"], r, strict=True)]
+        owner[t] = chosen
+        # Lines 6-11: the record of time t - delay expires.
+        if t - delay in owner:
+            publish(owner[t - delay], t, w)
+    for a in range(n):  # flush, oldest pending record first
+        if a in owner:
+            publish(owner[a], n - 1, w)
+    return published
+
+
+def _clusters_from(diag: DocaDiagnostics):
+    out = []
+    for serial in range(diag.n_noise_draws):
+        members = np.flatnonzero(diag.cluster == serial)
+        times = np.unique(diag.publication_time[members])
+        assert times.size == 1
+        out.append((members.tolist(), int(times[0])))
+    return out
+
+
+# ----------------------------------------------------------------- Algorithms 1-2
+
+
+def test_hand_worked_example():
+    # delay 3, beta 2. t=0,1: tau = 0, so no cluster qualifies -> A={0}, B={10}. t=2: beta
+    # reached, 1 joins the minimum-enlargement cluster A. t=3: 9 joins B; record 0 expires -> A
+    # published (IL 1/10, tau = 0.1). t=4: 5 fits nowhere under tau -> D={5}; record 1 expires
+    # -> B published. t=5: range grows to 20; 20 -> E. t=6: 21 joins E (IL 1/21 < 0.1). t=7: 4
+    # joins D; record 4 expires -> D={5,4} published at once. Flush: E.
+    x = np.array([0.0, 10.0, 1.0, 9.0, 5.0, 20.0, 21.0, 4.0])
+    doca, released, diag = _run(x, delay=3, max_clusters=2)
+    assert diag.cluster.tolist() == [0, 1, 0, 1, 2, 3, 3, 2]
+    assert diag.publication_time.tolist() == [3, 4, 3, 4, 7, 7, 7, 7]
+    assert diag.cluster_sizes.tolist() == [2, 2, 2, 2]
+    centroids = np.array([0.5, 9.5, 4.5, 20.5])
+    noise = diag.cluster_noise[diag.cluster, 0]
+    np.testing.assert_allclose(released, centroids[diag.cluster] + noise)
+    assert doca.tau == pytest.approx((0.1 + 0.1 + 1 / 21 + 1 / 21) / 4)
+    assert diag.max_clusters_used == 2
+
+
+def test_tau_test_is_strict_as_in_the_paper():
+    # Constant stream: every information loss is 0 and tau stays 0, so "IL < tau" never holds:
+    # beta clusters are opened, then records go round-robin to the smallest. (The authors' code
+    # tests "<=" and would put everything in one cluster.)
+    _, released, diag = _run(np.full(10, 5.0), delay=100, max_clusters=3)
+    assert diag.cluster.tolist() == [i % 3 for i in range(10)]
+    assert diag.cluster_sizes.tolist() == [4, 3, 3]
+
+
+@pytest.mark.parametrize(
+    ("kind", "n", "delay", "beta", "m"),
+    [
+        ("uniform", 3000, 50, 5, 7),
+        ("integers", 3000, 30, 4, 5),  # many ties in enlargement and size
+        ("bivariate", 2000, 40, 6, 10),
+        ("skewed", 4000, 100, 10, 20),
+        ("uniform", 500, 1, 1, 1),
+        ("uniform", 500, 1, 3, 2),
+        ("integers", 600, 200, 1, 3),
+    ],
+)
+def test_kernel_matches_a_transcription_of_algorithms_1_and_2(kind, n, delay, beta, m):
+    rng = np.random.default_rng(n + delay + beta)
+    if kind == "uniform":
+        x = rng.uniform(0, 100, n)
+    elif kind == "integers":
+        x = rng.integers(0, 20, n).astype(float)
+    elif kind == "bivariate":
+        x = np.column_stack([rng.gamma(2.0, 10.0, n), rng.uniform(-5, 5, n)])
+    else:
+        x = simulate_skewed_stream(n, seed=5)
+    _, released, diag = _run(x, delay=delay, max_clusters=beta, tau_window=m)
+    assert _clusters_from(diag) == _reference(x, delay, beta, m)
+
+
+def test_every_record_is_published_once_within_delay_arrivals():
+    x = simulate_skewed_stream(50_000, seed=11)
+    _, released, diag = _run(x, sensitivity=99_618.0, delay=1000, max_clusters=50)
+    lag = diag.publication_time - np.arange(x.size)
+    assert lag.min() >= 0
+    assert lag.max() <= 1000
+    assert lag.max() == 1000  # the bound is reached: records do wait up to the delay
+    assert diag.cluster_sizes.sum() == x.size
+    assert np.bincount(diag.cluster).tolist() == diag.cluster_sizes.tolist()
+
+
+@pytest.mark.parametrize("beta", [1, 3, 50])
+def test_never_more_than_beta_clusters_in_memory(beta):
+    x = simulate_skewed_stream(20_000, seed=12)
+    doca, _, diag = _run(x, delay=500, max_clusters=beta)
+    assert diag.max_clusters_used == beta  # reached, never exceeded
+    # and while streaming, chunk by chunk
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        doca = Doca(1.0, 100.0, delay=500, max_clusters=beta, seed=1)
+    seen = []
+    for _ in doca.process(x, chunk_size=997):
+        seen.append(doca.n_clusters)
+        assert doca.n_pending <= 500
+    assert max(seen) <= beta
+    assert doca.max_clusters_used == beta
+
+
+def test_one_noise_draw_per_published_cluster_shared_by_its_members():
+    x = simulate_skewed_stream(30_000, seed=13)
+    doca, released, diag = _run(x, sensitivity=99_618.0, delay=300, max_clusters=20)
+    k = diag.cluster_sizes.size
+    assert diag.n_noise_draws == k == doca.n_noise_draws == np.unique(diag.cluster).size
+    assert diag.cluster_noise.shape == (k, 1)
+    # every member carries the same released value: centroid + the cluster's single draw
+    centroids = np.bincount(diag.cluster, weights=x) / diag.cluster_sizes
+    noise = diag.cluster_noise[diag.cluster, 0]
+    np.testing.assert_allclose(released, centroids[diag.cluster] + noise, rtol=0, atol=1e-6)
+    for serial in range(0, k, max(1, k // 50)):
+        assert np.unique(released[diag.cluster == serial]).size == 1
+    # distinct clusters get distinct draws
+    assert np.unique(diag.cluster_noise).size == k
+
+
+def test_noise_is_laplace_with_scale_delta_f_over_cluster_size_epsilon():
+    x = simulate_skewed_stream(200_000, seed=14)
+    sensitivity, epsilon = 99_618.0, 0.7
+    _, _, diag = _run(x, epsilon=epsilon, sensitivity=sensitivity, seed=15)
+    assert diag.n_noise_draws > 5_000
+    standardised = diag.cluster_noise[:, 0] * diag.cluster_sizes * epsilon / sensitivity
+    assert stats.kstest(standardised, stats.laplace().cdf).pvalue > 0.01
+    # the test has power: ignoring the cluster size (scale Δf/ε) is rejected
+    unscaled = diag.cluster_noise[:, 0] * epsilon / sensitivity
+    assert stats.kstest(unscaled, stats.laplace().cdf).pvalue < 1e-6
+
+
+def test_bivariate_noise_per_attribute_with_its_own_sensitivity():
+    rng = np.random.default_rng(16)
+    xy = np.column_stack([rng.gamma(2.0, 1_000.0, 100_000), rng.uniform(0.0, 10.0, 100_000)])
+    sens = np.array([20_000.0, 15.0])
+    _, released, diag = _run(xy, epsilon=1.0, sensitivity=sens, delay=200, max_clusters=10)
+    assert released.shape == xy.shape
+    assert diag.cluster_noise.shape == (diag.n_noise_draws, 2)
+    for j in range(2):  # budget split over d = 2 attributes: scale 2·Δf_j/(|C|·ε)
+        z = diag.cluster_noise[:, j] * diag.cluster_sizes / (2 * sens[j])
+        assert stats.kstest(z, stats.laplace().cdf).pvalue > 0.01
+    # the two attributes' draws are independent
+    assert abs(stats.spearmanr(diag.cluster_noise[:, 0], diag.cluster_noise[:, 1])[0]) < 0.05
+
+
+def test_mse_reduction_at_the_paper_parameters():
+    x = simulate_skewed_stream(200_000, seed=17)
+    sensitivity = 1.5 * (x.max() - x.min())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        released = Doca(1.0, sensitivity, delay=1000, max_clusters=50, tau_window=100,
+                        seed=18).fit_transform(x)
+        naive = naive_laplace(x, 1.0, sensitivity, seed=19)
+    reduction = 1.0 - mse(x, released) / mse(x, naive)
+    assert reduction >= 0.95
+    assert mse(x, naive) == pytest.approx(2 * sensitivity**2, rel=0.02)
+    assert histogram_intersection(x, released) > 0.75
+    assert histogram_intersection(x, naive) < 0.3
+
+
+# ----------------------------------------------------------------- seeds
+
+
+def test_seed_warns_and_reproduces():
+    x = simulate_skewed_stream(5_000, seed=20)
+    with pytest.warns(PrivacyLeakWarning, match="seed=None"):
+        a = Doca(1.0, 100.0, delay=50, max_clusters=5, seed=7).fit_transform(x)
+    with pytest.warns(PrivacyLeakWarning):
+        b = Doca(1.0, 100.0, delay=50, max_clusters=5, seed=7).fit_transform(x)
+    with pytest.warns(PrivacyLeakWarning):
+        c = Doca(1.0, 100.0, delay=50, max_clusters=5, seed=8).fit_transform(x)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_no_seed_uses_fresh_entropy_without_warning():
+    x = simulate_skewed_stream(5_000, seed=21)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        a = Doca(1.0, 100.0, delay=50, max_clusters=5).fit_transform(x)
+        b = Doca(1.0, 100.0, delay=50, max_clusters=5).fit_transform(x)
+    assert np.all(a != b)
+
+
+def test_diagnostics_warn():
+    with pytest.warns(PrivacyLeakWarning, match="never release"):
+        Doca(1.0, 1.0).fit_transform([1.0, 2.0], return_diagnostics=True)
+
+
+# ----------------------------------------------------------------- streaming API
+
+
+def _seeded(**kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        return Doca(**({"epsilon": 1.0, "sensitivity": 100.0, "seed": 3} | kwargs))
+
+
+def test_process_and_flush_match_fit_transform():
+    x = simulate_skewed_stream(10_000, seed=22)
+    expected = _seeded(delay=100, max_clusters=8).fit_transform(x)
+    for chunk_size in (1, 37, 4096, 100_000):
+        doca = _seeded(delay=100, max_clusters=8)
+        pairs = list(doca.process(x.tolist(), chunk_size=chunk_size))
+        assert doca.n_pending > 0
+        pairs += doca.flush()
+        assert doca.n_pending == 0
+        index = np.array([i for i, _ in pairs])
+        assert sorted(index.tolist()) == list(range(x.size))
+        assert all(isinstance(v, float) for _, v in pairs[:10])
+        got = np.empty(x.size)
+        got[index] = [v for _, v in pairs]
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_process_is_lazy_on_an_unbounded_stream():
+    doca = Doca(1.0, 1.0, delay=10, max_clusters=3)
+    stream = (math.sin(t) for t in itertools.count())
+    first = list(itertools.islice(doca.process(stream, chunk_size=16), 1000))
+    assert len(first) == 1000
+    assert doca.n_records < 1100
+    assert doca.n_pending <= 10
+
+
+def test_process_tuples_yields_arrays_and_flush_option():
+    rng = np.random.default_rng(23)
+    records = [(float(a), float(b)) for a, b in rng.uniform(0, 10, (500, 2))]
+    doca = _seeded(sensitivity=[15.0, 15.0], delay=20, max_clusters=4)
+    pairs = list(doca.process(iter(records), chunk_size=64, flush=True))
+    assert len(pairs) == 500 and doca.n_pending == 0
+    assert all(isinstance(v, np.ndarray) and v.shape == (2,) for _, v in pairs)
+    expected = _seeded(sensitivity=[15.0, 15.0], delay=20, max_clusters=4).fit_transform(
+        np.array(records))
+    got = np.empty((500, 2))
+    for i, v in pairs:
+        got[i] = v
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_stream_continues_across_calls_and_after_flush():
+    doca = _seeded(delay=5, max_clusters=2)
+    first = list(doca.process([1.0, 2.0, 3.0]))
+    first += doca.flush()
+    second = list(doca.process([4.0, 5.0, 6.0], flush=True))
+    assert sorted(i for i, _ in first) == [0, 1, 2]
+    assert sorted(i for i, _ in second) == [3, 4, 5]
+
+
+def test_fit_transform_refuses_pending_stream_and_keeps_shape():
+    doca = _seeded(delay=50)
+    list(doca.process([1.0, 2.0, 3.0]))
+    with pytest.raises(InputError, match="call flush"):
+        doca.fit_transform([1.0, 2.0])
+    doca.flush()
+    assert doca.fit_transform(np.ones((7, 1))).shape == (7, 1)
+    assert doca.fit_transform(np.array([])).shape == (0,)
+
+
+# ----------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"epsilon": 0.0}, "epsilon must be a finite number > 0"),
+        ({"epsilon": -1.0}, "epsilon must be a finite number > 0"),
+        ({"epsilon": math.nan}, "epsilon must be a finite number > 0"),
+        ({"epsilon": math.inf}, "epsilon must be a finite number > 0"),
+        ({"epsilon": "one"}, "epsilon must be a finite number > 0"),
+        ({"sensitivity": 0.0}, "sensitivity must be finite and > 0"),
+        ({"sensitivity": -5.0}, "sensitivity must be finite and > 0"),
+        ({"sensitivity": [1.0, 0.0]}, "sensitivity must be finite and > 0"),
+        ({"sensitivity": math.nan}, "sensitivity must be finite and > 0"),
+        ({"sensitivity": [[1.0]]}, "sensitivity must be a number or a 1-D"),
+        ({"delay": 0}, "delay must be an integer >= 1"),
+        ({"delay": 2.5}, "delay must be an integer >= 1"),
+        ({"delay": True}, "delay must be an integer >= 1"),
+        ({"max_clusters": 0}, "max_clusters must be an integer >= 1"),
+        ({"tau_window": 0}, "tau_window must be an integer >= 1"),
+    ],
+)
+def test_parameters_are_validated(kwargs, match):
+    params = {"epsilon": 1.0, "sensitivity": 1.0} | kwargs
+    with pytest.raises(InputError, match=match):
+        Doca(**params)
+
+
+def test_huge_delay_is_refused_before_allocating():
+    from geosynth.errors import MemoryLimitError
+
+    with pytest.raises(MemoryLimitError, match="lower delay"):
+        Doca(1.0, 1.0, delay=10**12)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_records_are_refused(bad):
+    x = np.arange(10.0)
+    x[6] = bad
+    with pytest.raises(InputError, match="NaN or infinite values at record index 6"):
+        Doca(1.0, 1.0).fit_transform(x)
+    doca = Doca(1.0, 1.0, delay=3)
+    stream = doca.process([0.0, 1.0, 2.0, 3.0, bad, 5.0], chunk_size=2)
+    with pytest.raises(InputError, match="record index 4"):
+        list(stream)
+    assert doca.n_records == 4  # the bad chunk was not processed
+
+
+@pytest.mark.parametrize(
+    ("data", "sensitivity", "match"),
+    [
+        (np.zeros((4, 2, 2)), 1.0, "must be 1-D .* or 2-D"),
+        (np.zeros((4, 3)), [1.0, 1.0], "d=3 attributes but sensitivity has 2"),
+        (np.zeros(4), [1.0, 1.0], "d=1 attributes but sensitivity has 2"),
+        ([(1.0, 2.0), (1.0,)], 1.0, "must hold numbers"),
+        (["a", "b"], 1.0, "must hold numbers"),
+    ],
+)
+def test_wrong_dimensions_are_refused(data, sensitivity, match):
+    with pytest.raises(InputError, match=match):
+        Doca(1.0, sensitivity).fit_transform(data)
+
+
+def test_records_must_keep_their_dimension_mid_stream():
+    doca = Doca(1.0, 1.0, delay=5)
+    list(doca.process([(1.0, 2.0), (3.0, 4.0)]))
+    with pytest.raises(InputError, match="stream started with d=2"):
+        list(doca.process([(1.0, 2.0, 3.0)]))
+    with pytest.raises(InputError, match="must be 1-D"):
+        list(doca.process(np.zeros((2, 2, 2))))
+    with pytest.raises(InputError, match="chunk_size must be an integer >= 1"):
+        list(doca.process([1.0], chunk_size=0))
+
+
+# ----------------------------------------------------------------- evaluation helpers
+
+
+def test_simulated_stream_has_the_papers_shape():
+    x = simulate_skewed_stream(2_000_000, seed=24)
+    assert x.min() == 1.0 and x.max() == 66_413.0
+    assert np.all(x == np.rint(x))
+    assert stats.skew(x) == pytest.approx(0.7365, abs=0.01)
+    np.testing.assert_array_equal(x[:100], simulate_skewed_stream(2_000_000, seed=24)[:100])
+    assert not np.array_equal(x[:100], simulate_skewed_stream(2_000_000, seed=25)[:100])
+
+
+def test_mse_and_histogram_intersection_known_values():
+    assert mse([0.0, 1.0, 2.0], [1.0, 1.0, 0.0]) == pytest.approx(5 / 3)
+    a = np.array([0.0, 0.0, 1.0, 1.0])
+    assert histogram_intersection(a, a, bins=2) == 1.0
+    assert histogram_intersection(a, np.array([0.0, 1.0, 1.0, 1.0]), bins=2) == 0.75
+    # releases outside the original range count as non-overlapping
+    assert histogram_intersection(a, np.array([0.0, 5.0, 5.0, 1.0]), bins=2) == 0.5
+    assert histogram_intersection(a, a + 10.0, bins=2) == 0.0
+    with pytest.raises(InputError, match="shape"):
+        mse([1.0, 2.0], [1.0])
+    with pytest.raises(InputError, match="1-D"):
+        histogram_intersection(np.zeros((2, 2)), np.zeros(4))
+
+
+def test_naive_laplace_scale_and_warning():
+    x = np.zeros(20_000)
+    with pytest.warns(PrivacyLeakWarning):
+        noisy = naive_laplace(x, 2.0, 10.0, seed=26)
+    assert stats.kstest(noisy / 5.0, stats.laplace().cdf).pvalue > 0.01
+
+
+def test_report_writes_markdown(tmp_path):
+    out = tmp_path / "results_doca.md"
+    text = doca_report(n=20_000, runs=2, seed=1, output=out, command="test")
+    assert out.read_text() == text
+    assert "| MSE reduction | 99.30% |" in text
+    assert "`test`" in text
+    assert text.count("\n| 1 |") == 1 and text.count("\n| 2 |") == 1

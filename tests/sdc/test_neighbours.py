@@ -1,0 +1,607 @@
+"""Tests of geosynth.sdc.neighbour_resample (Matloff & Tendick neighbourhood resampling).
+
+Correctness is checked against an independent brute-force implementation of the paper's metric
+(pandas scaling with ddof=1, pandas.get_dummies one-hot, scipy cdist), never against the module's
+own helpers.
+"""
+
+import math
+import warnings
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.spatial.distance import cdist
+from scipy.stats import binom
+from shapely.geometry import LineString, Point
+
+import geosynth.sdc.neighbours as nbmod
+import geosynth.sdc.reports as reports
+from geosynth.datasets import berlin_listings
+from geosynth.errors import DataWarning, InputError, MemoryLimitError
+from geosynth.sdc import neighbour_resample
+from geosynth.sdc.neighbours import NeighbourResampleInfo
+from geosynth.sdc.reports import berlin_rare_record_table, berlin_regression_table, ols
+
+CRS = "EPSG:31983"
+WEIGHTS = {"sex": 0.2, "region": 0.3, "owner": 0.5}
+NUMERIC = ["age", "income", "rooms"]
+CATEGORICAL = ["sex", "region", "owner", "kind"]
+
+
+def mixed_frame(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "age": rng.normal(40, 10, n).round(1),
+            "income": np.exp(rng.normal(10, 0.5, n)).round(-2),
+            "rooms": rng.integers(1, 4, n),
+            "sex": rng.choice(["f", "m"], n),
+            "region": pd.Categorical(
+                rng.choice(["n", "s", "e"], n), categories=["n", "s", "e", "w"]
+            ),
+            "owner": rng.random(n) < 0.3,
+            "kind": rng.choice(["a", "b"], n, p=[0.9, 0.1]),
+        },
+        index=[f"r{i}" for i in range(n)],
+    )
+    df["kind"] = df["kind"].astype(object)  # one plain object column besides the "str" one
+    return df
+
+
+def mixed_gdf(n=300, seed=0, geometry="location"):
+    df = mixed_frame(n, seed)
+    rng = np.random.default_rng(seed + 100)
+    xy = rng.normal([500_000.0, 7_800_000.0], [2_000.0, 1_000.0], size=(n, 2)).round(0)
+    return (
+        gpd.GeoDataFrame(df, geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS)
+        .rename(columns={"geometry": geometry})
+        .set_geometry(geometry)
+    )
+
+
+def brute_force(df, eps, columns, categorical, weights=None, coordinates=False):
+    """Independent reference: (n, n) distances in the paper's scaled, weighted space."""
+    weights = weights or {}
+    parts = []
+    for c in columns:
+        w = weights.get(c, 1.0)
+        if c in categorical:
+            dummies = pd.get_dummies(df[c].astype(object).astype(str)).astype(float)
+            for level in dummies.columns:
+                d = dummies[level]
+                if d.std(ddof=1) > 0:
+                    parts.append(((d - d.mean()) / d.std(ddof=1) * w).to_numpy())
+        else:
+            v = df[c].astype(float)
+            if v.std(ddof=1) > 0:
+                parts.append(((v - v.mean()) / v.std(ddof=1) * w).to_numpy())
+    if coordinates:
+        w = weights.get(df.geometry.name, 1.0)
+        for v in (pd.Series(df.geometry.x), pd.Series(df.geometry.y)):
+            parts.append(((v - v.mean()) / v.std(ddof=1) * w).to_numpy())
+    z = np.column_stack(parts)
+    dist = cdist(z, z)
+    neighbours = (dist < eps) & ~np.eye(len(df), dtype=bool)
+    return dist, neighbours, z
+
+
+def comes_from_neighbour(original, released, neighbours, rows):
+    """True for each row in ``rows`` whose released value equals some neighbour's value."""
+    orig = np.asarray(original, dtype=object)
+    rel = np.asarray(released, dtype=object)
+    match = rel[rows, None] == orig[None, :]
+    return (match & neighbours[rows]).any(axis=1)
+
+
+def resample(df, eps, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        return neighbour_resample(df, eps, return_info=True, **kwargs)
+
+
+@pytest.fixture(params=["blocked", "single_tree"])
+def search_path(request, monkeypatch):
+    """Run a test through both neighbour searches (blocks per combination, one big tree)."""
+    if request.param == "single_tree":
+        monkeypatch.setattr(nbmod, "_MAX_GROUPS", 0)
+    return request.param
+
+
+# --------------------------------------------------------------------------------------------
+# Correctness against brute force
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [0.8, 1.5])
+def test_released_values_come_from_neighbours_within_eps(search_path, eps):
+    df = mixed_frame()
+    dist, neighbours, _ = brute_force(df, eps, list(df.columns), CATEGORICAL, WEIGHTS)
+    off_diagonal = ~np.eye(len(df), dtype=bool)
+    assert np.abs(dist[off_diagonal] - eps).min() > 1e-9  # no tie at the boundary
+    out, info = resample(df, eps, weights=WEIGHTS, seed=3)
+
+    np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(axis=1))
+    movers = np.flatnonzero(info.selected & (info.n_neighbours > 0))
+    assert movers.size > 100
+    for c in df.columns:
+        ok = comes_from_neighbour(df[c], out[c], neighbours, movers)
+        assert ok.all(), f"{c}: rows {movers[~ok][:5]} not from a neighbour"
+    # the draws are not trivially the record itself
+    changed = (out[NUMERIC].to_numpy() != df[NUMERIC].to_numpy()).any(axis=1)
+    assert changed[movers].mean() > 0.8
+    # records without neighbours are released unchanged (keep)
+    lonely = np.flatnonzero(info.n_neighbours == 0)
+    pd.testing.assert_frame_equal(out.iloc[lonely], df.iloc[lonely])
+
+
+def test_neighbour_counts_match_brute_force_with_duplicates_and_weights(search_path):
+    # small integers give many exact duplicates (collapsed to one point internally)
+    rng = np.random.default_rng(7)
+    n = 400
+    df = pd.DataFrame(
+        {
+            "a": rng.integers(0, 4, n),
+            "b": rng.integers(0, 3, n),
+            "c": rng.choice(["x", "y", "z"], n),
+            "d": rng.integers(0, 2, n),
+        }
+    )
+    weights = {"a": 0.5, "c": 0.25}
+    for eps in (0.3, 0.9, 1.6, 2.5):
+        dist, neighbours, _ = brute_force(df, eps, ["a", "b", "c", "d"], ["c", "d"], weights)
+        assert np.abs(dist[~np.eye(n, dtype=bool)] - eps).min() > 1e-9
+        _, info = resample(df, eps, weights=weights, categorical=["d"], seed=0)
+        np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(axis=1))
+        assert info.mean_neighbours == pytest.approx(neighbours.sum(axis=1).mean())
+
+
+def test_bound_is_strict():
+    df = pd.DataFrame({"x": [0.0, 1.0]})
+    scaled = (df["x"] - df["x"].mean()) / df["x"].std(ddof=1)
+    gap = float(scaled.iloc[1] - scaled.iloc[0])
+    _, at = resample(df, gap, seed=0)
+    _, above = resample(df, float(np.nextafter(gap, np.inf)), seed=0)
+    assert at.n_neighbours.tolist() == [0, 0]
+    assert above.n_neighbours.tolist() == [1, 1]
+
+
+def test_identical_records_are_neighbours_and_self_is_excluded():
+    df = pd.DataFrame({"x": [5.0, 5.0, 5.0, 9.0], "s": ["a", "a", "a", "b"]})
+    out, info = resample(df, 0.5, seed=0)
+    assert info.n_neighbours.tolist() == [2, 2, 2, 0]
+    pd.testing.assert_frame_equal(out, df)
+
+
+def test_draws_are_uniform_over_neighbouring_records():
+    # 1000 clusters far apart: a target at c, three identical records at c + 1, one at c - 1.
+    # The target's neighbours are 4 records, so each variable is c + 1 with probability 3/4.
+    k = 1000
+    centres = np.arange(k) * 1000.0
+    x = np.concatenate([centres, centres + 1, centres + 1, centres + 1, centres - 1])
+    df = pd.DataFrame({"x": x, "y": x})
+    sd = df["x"].std(ddof=1)
+    scaled_step = 1 / sd * np.sqrt(2)  # both variables move by 1
+    out, info = resample(df, 1.5 * scaled_step, seed=11)
+    assert info.n_neighbours[:k].tolist() == [4] * k
+    for c in ("x", "y"):
+        up = int((out[c].to_numpy()[:k] == centres + 1).sum())
+        down = int((out[c].to_numpy()[:k] == centres - 1).sum())
+        assert up + down == k
+        assert binom.ppf(0.0005, k, 0.75) <= up <= binom.ppf(0.9995, k, 0.75)
+    # variables are drawn independently: both up in about (3/4)^2 of the targets
+    both = int(((out["x"].to_numpy()[:k] > centres) & (out["y"].to_numpy()[:k] > centres)).sum())
+    assert binom.ppf(0.0005, k, 0.5625) <= both <= binom.ppf(0.9995, k, 0.5625)
+
+
+def test_small_eps_preserves_dependence_large_eps_destroys_it():
+    # the paper's theorem: as eps -> 0 the joint law is kept although draws are independent
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=5000)
+    df = pd.DataFrame({"x": x, "y": x + 0.3 * rng.normal(size=5000)})
+    r0 = np.corrcoef(df["x"], df["y"])[0, 1]
+    small, _ = resample(df, 0.1, seed=1)
+    large, info = resample(df, 100.0, seed=1)
+    assert info.mean_neighbours == 4999  # everyone is everyone's neighbour
+    assert abs(np.corrcoef(small["x"], small["y"])[0, 1] - r0) < 0.02
+    assert abs(np.corrcoef(large["x"], large["y"])[0, 1]) < 0.05
+
+
+# --------------------------------------------------------------------------------------------
+# Categorical variables and dtypes
+# --------------------------------------------------------------------------------------------
+
+
+def test_categorical_values_are_drawn_whole_and_keep_their_dtype():
+    df = mixed_frame(n=400, seed=2)
+    df["region"] = df["region"].cat.as_ordered()
+    eps = 1.5
+    _, neighbours, _ = brute_force(df, eps, list(df.columns), CATEGORICAL, WEIGHTS)
+    out, info = resample(df, eps, weights=WEIGHTS, seed=4)
+    pd.testing.assert_series_equal(out.dtypes, df.dtypes)
+    assert list(out["region"].cat.categories) == ["n", "s", "e", "w"]
+    assert out["region"].cat.ordered
+    assert out["kind"].dtype == object
+    movers = np.flatnonzero(info.n_neighbours > 0)
+    for c in CATEGORICAL:
+        # exactly one level per released record, and it is the level of one neighbour
+        one_hot = pd.get_dummies(out[c].astype(str))
+        assert (one_hot.sum(axis=1) == 1).all()
+        assert comes_from_neighbour(df[c], out[c], neighbours, movers).all()
+    # with small weights some neighbours differ in a categorical, so levels do move
+    assert (out["sex"] != df["sex"]).any()
+
+
+def test_numeric_column_listed_as_categorical_enters_as_dummies():
+    # codes 1, 2, 30: as numbers 30 is far away; as categories every level is equally far
+    df = pd.DataFrame({"code": [1, 1, 2, 2, 30, 30] * 5, "v": np.arange(30) % 2})
+    eps = 2.0
+    _, num = brute_force(df, eps, ["code", "v"], [])[:2]
+    _, cat = brute_force(df, eps, ["code", "v"], ["code"])[:2]
+    assert not np.array_equal(num.sum(1), cat.sum(1))
+    _, info_num = resample(df, eps, seed=0)
+    _, info_cat = resample(df, eps, categorical=["code"], seed=0)
+    np.testing.assert_array_equal(info_num.n_neighbours, num.sum(1))
+    np.testing.assert_array_equal(info_cat.n_neighbours, cat.sum(1))
+
+
+def test_columns_not_listed_are_carried_unchanged():
+    df = mixed_frame()
+    out, info = resample(df, 1.5, columns=["age", "income"], seed=0)
+    for c in ("rooms", "sex", "region", "owner", "kind"):
+        pd.testing.assert_series_equal(out[c], df[c])
+    _, neighbours, _ = brute_force(df, 1.5, ["age", "income"], [])
+    np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
+
+
+# --------------------------------------------------------------------------------------------
+# modprop, seeds and selection
+# --------------------------------------------------------------------------------------------
+
+
+def test_modprop_zero_returns_input_unchanged():
+    df = mixed_frame()
+    out = neighbour_resample(df, 1.0, modprop=0.0, seed=1)
+    assert out is not df
+    pd.testing.assert_frame_equal(out, df)
+    gdf = mixed_gdf()
+    out_g, info = neighbour_resample(
+        gdf, 1.0, modprop=0, include_coordinates=True, seed=1, return_info=True
+    )
+    assert isinstance(out_g, gpd.GeoDataFrame)
+    pd.testing.assert_frame_equal(out_g, gdf)
+    assert info.n_selected == 0 and not info.selected.any()
+
+
+def test_same_seed_same_output_different_seed_differs():
+    df = mixed_frame()
+    a, _ = resample(df, 1.5, weights=WEIGHTS, seed=42)
+    b, _ = resample(df, 1.5, weights=WEIGHTS, seed=42)
+    c, _ = resample(df, 1.5, weights=WEIGHTS, seed=43)
+    pd.testing.assert_frame_equal(a, b)
+    assert not a.equals(c)
+    # a Generator is used as given (threading one stream through calls)
+    rng = np.random.default_rng(42)
+    d, _ = resample(df, 1.5, weights=WEIGHTS, seed=rng)
+    pd.testing.assert_frame_equal(a, d)
+
+
+@pytest.mark.parametrize("modprop", [0.0, 0.013, 0.25, 0.5, 1.0])
+def test_exact_selection_resamples_floor_n_modprop_records(modprop):
+    df = mixed_frame()
+    out, info = resample(df, 1.5, modprop=modprop, selection="exact", weights=WEIGHTS, seed=9)
+    assert info.n_selected == math.floor(len(df) * modprop) == int(info.selected.sum())
+    unselected = ~info.selected
+    pd.testing.assert_frame_equal(out[unselected], df[unselected])
+
+
+def test_bernoulli_selection_size_is_binomial():
+    df = mixed_frame(n=2000, seed=1)
+    q = 0.3
+    lo, hi = binom.ppf(0.0005, 2000, q), binom.ppf(0.9995, 2000, q)
+    sizes = []
+    for seed in range(5):
+        out, info = resample(df, 1.0, modprop=q, weights=WEIGHTS, seed=seed)
+        sizes.append(info.n_selected)
+        assert lo <= info.n_selected <= hi
+        pd.testing.assert_frame_equal(out[~info.selected], df[~info.selected])
+    assert len(set(sizes)) > 1  # the size is random, unlike selection="exact"
+    _, full = resample(df, 1.0, modprop=1.0, weights=WEIGHTS, seed=0)
+    assert full.n_selected == 2000
+
+
+# --------------------------------------------------------------------------------------------
+# Records without neighbours
+# --------------------------------------------------------------------------------------------
+
+
+def test_no_neighbours_keep_warns_and_releases_unchanged():
+    df = mixed_frame()
+    with pytest.warns(DataWarning, match=r"selected records have no other record within eps=0\.8"):
+        out, info = neighbour_resample(df, 0.8, weights=WEIGHTS, seed=0, return_info=True)
+    assert info.n_without_neighbours == int((info.n_neighbours == 0).sum()) > 0
+    assert info.n_suppressed == 0
+    assert len(out) == len(df)
+    assert out.index.equals(df.index)
+
+
+def test_no_neighbours_suppress_drops_and_warns_with_count():
+    df = mixed_frame()
+    _, info_keep = resample(df, 0.8, weights=WEIGHTS, seed=0)
+    n_lonely = info_keep.n_without_neighbours
+    with pytest.warns(DataWarning, match=rf"{n_lonely} of 300 selected .* dropped"):
+        out, info = neighbour_resample(
+            df, 0.8, weights=WEIGHTS, no_neighbours="suppress", seed=0, return_info=True
+        )
+    assert info.n_suppressed == n_lonely == len(df) - len(out)
+    expected_index = df.index[info.n_neighbours > 0]
+    assert out.index.equals(expected_index)
+    # unselected lonely records are not dropped
+    out_half, info_half = resample(
+        df, 0.8, weights=WEIGHTS, no_neighbours="suppress", modprop=0.5, selection="exact", seed=0
+    )
+    lonely = info_half.n_neighbours == 0
+    assert len(out_half) == len(df) - int((lonely & info_half.selected).sum())
+    assert set(df.index[lonely & ~info_half.selected]) <= set(out_half.index)
+
+
+def test_no_warning_when_every_selected_record_has_neighbours():
+    df = mixed_frame()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        neighbour_resample(df, 100.0, seed=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Coordinates
+# --------------------------------------------------------------------------------------------
+
+
+def test_include_coordinates_points_within_eps_of_replaced_record(search_path):
+    gdf = mixed_gdf()
+    eps = 1.5
+    weights = {**WEIGHTS, "location": 0.8}
+    dist, neighbours, z = brute_force(
+        gdf, eps, list(gdf.columns.drop("location")), CATEGORICAL, weights, coordinates=True
+    )
+    assert np.abs(dist[~np.eye(len(gdf), dtype=bool)] - eps).min() > 1e-9
+    out, info = resample(gdf, eps, weights=weights, include_coordinates=True, seed=2)
+    assert isinstance(out, gpd.GeoDataFrame)
+    assert out.geometry.name == "location" and out.crs == gdf.crs
+    assert out.index.equals(gdf.index)
+    np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
+    movers = np.flatnonzero(info.n_neighbours > 0)
+    x0, y0 = gdf.geometry.x.to_numpy(), gdf.geometry.y.to_numpy()
+    x1, y1 = out.geometry.x.to_numpy(), out.geometry.y.to_numpy()
+    assert comes_from_neighbour(x0, x1, neighbours, movers).all()
+    assert comes_from_neighbour(y0, y1, neighbours, movers).all()
+    # in the scaled, weighted space: within eps along each axis, sqrt(2) eps in the plane
+    sx, sy = x0.std(ddof=1) / 0.8, y0.std(ddof=1) / 0.8
+    dx, dy = (x1 - x0) / sx, (y1 - y0) / sy
+    assert np.all(np.abs(dx) < eps) and np.all(np.abs(dy) < eps)
+    assert np.all(np.hypot(dx, dy) < math.sqrt(2) * eps)
+    assert (np.hypot(dx, dy)[movers] > 0).mean() > 0.8  # points do move
+    # x and y come from independently drawn neighbours, so most released points (of records
+    # with several neighbours) are not a real location; drawing (x, y) jointly would make all
+    # of them real
+    real = {(a, b) for a, b in zip(x0, y0, strict=True)}
+    several = np.flatnonzero(info.n_neighbours >= 5)
+    is_real = np.array([(x1[i], y1[i]) in real for i in several])
+    assert several.size > 100 and is_real.mean() < 0.5
+    # attributes still come from neighbours in the joint space
+    for c in ("age", "sex", "region"):
+        assert comes_from_neighbour(gdf[c], out[c], neighbours, movers).all()
+
+
+def test_geometry_is_carried_unchanged_without_include_coordinates():
+    gdf = mixed_gdf()
+    out, info = resample(gdf, 1.5, weights=WEIGHTS, seed=0)
+    assert isinstance(out, gpd.GeoDataFrame) and out.crs == gdf.crs
+    assert out.geometry.equals(gdf.geometry)
+    columns = list(gdf.columns.drop("location"))
+    _, neighbours, _ = brute_force(gdf, 1.5, columns, CATEGORICAL, WEIGHTS)
+    np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
+
+
+def test_coordinates_only():
+    gdf = mixed_gdf()[["location"]]
+    out, info = resample(gdf, 0.3, include_coordinates=True, seed=0)
+    _, neighbours, _ = brute_force(gdf, 0.3, [], [], coordinates=True)
+    np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
+    assert out.crs == gdf.crs
+
+
+# --------------------------------------------------------------------------------------------
+# Info, memory guard
+# --------------------------------------------------------------------------------------------
+
+
+def test_info_fields():
+    df = mixed_frame()
+    out, info = resample(df, 1.0, modprop=0.5, selection="exact", weights=WEIGHTS, seed=0)
+    assert isinstance(info, NeighbourResampleInfo)
+    assert info.n_records == 300 and info.n_selected == 150
+    assert info.n_without_neighbours == int((info.selected & (info.n_neighbours == 0)).sum())
+    assert info.mean_neighbours == pytest.approx(info.n_neighbours.mean())
+    assert info.n_neighbours.dtype == np.int64
+    with pytest.raises(ValueError, match="read-only"):
+        info.selected[0] = True
+
+
+def test_memory_guard(monkeypatch):
+    monkeypatch.setattr(nbmod, "MAX_NEIGHBOUR_PAIRS", 1000)
+    df = mixed_frame()
+    with pytest.raises(MemoryLimitError, match=r"eps=50\.0 gives about .* MAX_NEIGHBOUR_PAIRS"):
+        neighbour_resample(df, 50.0, seed=0)
+    with pytest.raises(MemoryError):
+        neighbour_resample(df[["age", "income"]], 50.0, seed=0)
+
+
+def test_constant_column_does_not_count_in_distance():
+    df = pd.DataFrame({"x": [0.0, 0.1, 5.0], "c": [7, 7, 7], "s": ["a", "a", "a"]})
+    _, info = resample(df, 0.5, seed=0)
+    _, neighbours, _ = brute_force(df, 0.5, ["x"], [])
+    np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf"), True, "0.3", None])
+def test_bad_eps(eps):
+    with pytest.raises(InputError, match=r"eps must be a finite number > 0"):
+        neighbour_resample(mixed_frame(), eps)
+
+
+@pytest.mark.parametrize("modprop", [-0.1, 1.5, float("nan"), "all", None])
+def test_bad_modprop(modprop):
+    with pytest.raises(InputError, match=r"modprop must be a number in \[0, 1\]"):
+        neighbour_resample(mixed_frame(), 1.0, modprop=modprop)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"selection": "random"}, r'selection must be "bernoulli" or "exact", got \'random\''),
+        ({"no_neighbours": "drop"}, r'no_neighbours must be "keep" or "suppress"'),
+        ({"include_coordinates": "yes"}, r"include_coordinates must be True or False"),
+        ({"weights": {"height": 0.5}}, r"weights names 'height', which is not a resampled"),
+        ({"weights": {"age": 0}}, r"weight of 'age' must be a finite number > 0"),
+        ({"weights": {"age": -1.0}}, r"weight of 'age' must be a finite number > 0"),
+        ({"weights": [("age", 0.5)]}, r"weights must be a dict"),
+        ({"columns": ["age", "height"]}, r"column 'height' is not in df; available columns"),
+        ({"columns": ["age", "age"]}, r"columns lists \['age'\] more than once"),
+        ({"columns": []}, r"no variables to resample"),
+        ({"categorical": ["sex", "height"]}, r"categorical column 'height' is not among"),
+        ({"columns": ["age"], "categorical": ["sex"]}, r"categorical column 'sex' is not among"),
+        ({"include_coordinates": True}, r"include_coordinates=True needs a geopandas"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        neighbour_resample(mixed_frame(), 1.0, **kwargs)
+
+
+def test_bad_seed_type():
+    with pytest.raises(TypeError, match="seed must be None, an int"):
+        neighbour_resample(mixed_frame(), 1.0, seed="abc")
+
+
+def test_not_a_dataframe():
+    with pytest.raises(InputError, match=r"df must be a pandas DataFrame .* got numpy\.ndarray"):
+        neighbour_resample(np.zeros((3, 2)), 1.0)
+
+
+def test_empty_frame():
+    with pytest.raises(InputError, match="df has no rows"):
+        neighbour_resample(mixed_frame().iloc[:0], 1.0)
+
+
+def test_nan_names_column_and_rows():
+    df = mixed_frame()
+    df.loc[["r3", "r7"], "income"] = np.nan
+    match = r"column 'income' has 2 missing \(NaN\) values \(rows \['r3', 'r7'\]\)"
+    with pytest.raises(InputError, match=match):
+        neighbour_resample(df, 1.0)
+    df = mixed_frame()
+    df["kind"] = df["kind"].where(df.index != "r5", None)
+    with pytest.raises(InputError, match=r"column 'kind' has 1 missing .*'r5'"):
+        neighbour_resample(df, 1.0)
+    # NaN outside the resampled columns is fine
+    neighbour_resample(df, 100.0, columns=["age"], seed=0)
+
+
+def test_infinite_values():
+    df = mixed_frame()
+    df.loc["r1", "age"] = np.inf
+    with pytest.raises(InputError, match=r"column 'age' has 1 infinite values \(rows \['r1'\]\)"):
+        neighbour_resample(df, 1.0)
+
+
+def test_unsupported_dtype():
+    df = mixed_frame()
+    df["when"] = pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(300), unit="D")
+    match = r"column 'when' has dtype datetime64.*leave it out of columns="
+    with pytest.raises(InputError, match=match):
+        neighbour_resample(df, 1.0)
+    neighbour_resample(df, 100.0, columns=["age", "sex"], seed=0)
+
+
+def test_geometry_column_in_columns():
+    match = r"columns lists the geometry column 'location'.*include_coordinates=True"
+    with pytest.raises(InputError, match=match):
+        neighbour_resample(mixed_gdf(), 1.0, columns=["age", "location"])
+
+
+def test_coordinates_need_points():
+    gdf = mixed_gdf(n=20)
+    gdf.loc["r2", "location"] = LineString([(0, 0), (1, 1)])
+    with pytest.raises(InputError, match=r"1 geometries are not points \(rows \['r2'\]\)"):
+        neighbour_resample(gdf, 1.0, include_coordinates=True)
+    gdf = mixed_gdf(n=20)
+    gdf.loc["r4", "location"] = Point()
+    match = r"1 records have missing or empty geometries \(rows \['r4'\]\)"
+    with pytest.raises(InputError, match=match):
+        neighbour_resample(gdf, 1.0, include_coordinates=True)
+    gdf = mixed_gdf(n=20)
+    gdf.loc["r4", "location"] = Point(1, 2, 3)
+    with pytest.raises(InputError, match=r"1 points have a z coordinate"):
+        neighbour_resample(gdf, 1.0, include_coordinates=True)
+    # without include_coordinates the geometry is not inspected
+    neighbour_resample(gdf, 100.0, seed=0)
+
+
+def test_duplicated_column_names():
+    df = pd.DataFrame([[1.0, 2.0], [3.0, 4.0]], columns=["a", "a"])
+    with pytest.raises(InputError, match=r"duplicated column names \['a'\]"):
+        neighbour_resample(df, 1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Berlin experiment (geosynth.sdc.reports)
+# --------------------------------------------------------------------------------------------
+
+
+def test_ols_recovers_exact_linear_relation():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=50), "b": rng.normal(size=50)})
+    df["y"] = 2.0 + 3.0 * df["a"] - 0.5 * df["b"]
+    fit = ols(df, "y", ["a", "b"])
+    np.testing.assert_allclose(fit[["intercept", "a", "b"]], [2.0, 3.0, -0.5], atol=1e-10)
+    assert fit["r2"] == pytest.approx(1.0)
+
+
+def test_berlin_regression_table_small_eps_keep_is_close_and_counts_add_up():
+    table = berlin_regression_table(eps_values=(0.5,), seed=0)
+    assert table["no_neighbours"].tolist() == ["original", "keep", "suppress"]
+    original, keep, suppress = (table.iloc[k] for k in range(3))
+    pd.testing.assert_series_equal(
+        original[ols(berlin_listings().points).index].astype(float),
+        ols(berlin_listings().points),
+        check_names=False,
+    )
+    assert suppress["n_released"] == 2203 - suppress["n_unchanged"] < 2203
+    for c in ("accommodates", "bedrooms", "bathrooms"):
+        assert keep[c] == pytest.approx(original[c], rel=0.1)
+
+
+def test_berlin_rare_listing_exposed_by_keep_hidden_by_suppress():
+    listing, table = berlin_rare_record_table(eps_values=(0.5, 6.0), seed=0)
+    assert listing.name == 364 and listing["nn_distance"] > 5
+    rows = {(r.eps, r.no_neighbours): r for r in table.itertuples()}
+    assert rows[(0.5, "keep")].released_unchanged and rows[(0.5, "keep")].query_matches == 1
+    assert rows[(0.5, "suppress")].identical_records == 0
+    assert rows[(0.5, "suppress")].query_matches == 0
+    assert rows[(6.0, "keep")].its_neighbours > 0 and not rows[(6.0, "keep")].released_unchanged
+
+
+def test_reports_main_writes_markdown(tmp_path, monkeypatch):
+    monkeypatch.setattr(reports, "neighbours_report", lambda seed: f"report seed {seed}\n")
+    out = tmp_path / "sub" / "results.md"
+    reports.main(["neighbours", "--out", str(out), "--seed", "3"])
+    assert out.read_text() == "report seed 3\n"
+    with pytest.raises(SystemExit):
+        reports.main(["unknown"])
