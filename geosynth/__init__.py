@@ -4,10 +4,11 @@ Data flow one way: GeoDataFrame → :func:`prepare` (validated counts on a :clas
 :class:`PaivaModel` ``.fit`` → :class:`PaivaFit` → releases → evaluation / export.
 """
 
-from geosynth import datasets, errors, samplers, sdc
+from geosynth import datasets, errors, samplers, sdc, synth
 from geosynth.data import CellCounts, prepare
 from geosynth.lattice import Grid
 from geosynth.model import PaivaFit, PaivaModel, Priors
+from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
 
 __version__ = "0.1.0"
 
@@ -22,5 +23,10 @@ __all__ = [
     "prepare",
     "samplers",
     "sdc",
+    "synth",
+    "synthesize",
+    "naive_synthesize",
+    "donut_mask",
+    "to_public",
     "__version__",
 ]

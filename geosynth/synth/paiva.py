@@ -1,0 +1,364 @@
+"""Synthetic releases from a fitted Paiva et al. (2014) model (Nunes 2018, §2.1.2 and §2.2.2).
+
+Release ``l`` of ``m`` takes one posterior draw of the intensities λ and, for every confidential
+record of attribute combination ``b``, draws a cell with probability (eq. 2.18)::
+
+    p_i^(lb) = λ_i^(lb) / Σ_{i'=1..G} λ_i'^(lb)
+
+independently of the other records, then a point inside that cell (see
+:mod:`geosynth.synth.placement`). With a continuous variable Z the record also gets a synthetic
+value drawn around the standardised cell mean of its synthetic cell and combination (§2.2.2).
+The attributes of each record are kept, so a release is *partially* synthetic:
+``D̃^(l) = (S̃^(l), X, Z̃^(l))``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from scipy import sparse
+
+from geosynth._random import SeedLike, as_generator
+from geosynth.data import CellCounts
+from geosynth.errors import InputError, SamplerError
+from geosynth.model.fit import PaivaFit
+from geosynth.synth.placement import PixelTable, WeightsLike, place
+from geosynth.synth.release import check_geodataframe, check_m, make_release
+
+__all__ = ["synthesize", "release_draws", "synthetic_zbar"]
+
+_SHOW = 5
+
+
+def synthesize(
+    fit: PaivaFit,
+    gdf: gpd.GeoDataFrame,
+    m: int = 5,
+    seed: SeedLike = None,
+    weights: WeightsLike = None,
+) -> list[gpd.GeoDataFrame]:
+    """Generate ``m`` partially synthetic releases from a fitted model (Nunes 2018, §2.1.2).
+
+    Parameters
+    ----------
+    fit : geosynth.model.PaivaFit
+        The fitted model; ``fit.counts`` must have been prepared from ``gdf``.
+    gdf : geopandas.GeoDataFrame
+        The confidential records given to :func:`geosynth.prepare`. Records that ``prepare``
+        dropped (``outside="drop"``: outside the grid, region, or inside an excluded area) are
+        not released; every other row must be unchanged (same index label, attributes and cell).
+    m : int, default 5
+        Number of releases.
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        Randomness; the same seed (and inputs) gives the same releases.
+    weights : str, os.PathLike or rasterio dataset, optional
+        Raster of non-negative weights (e.g. population density) in the grid CRS, used to place
+        points within their synthetic cell; see :func:`geosynth.synth.place_in_cells`. It changes
+        where in a cell a point goes, never which cell.
+
+    Returns
+    -------
+    list of geopandas.GeoDataFrame
+        ``m`` releases. Each has one row per kept record, in input order and with the input's
+        index labels (so evaluation can pair records; publish only ``to_public(release)``), the
+        attribute columns (original values), the continuous column (synthetic values) if the fit
+        has one, and the synthetic points as geometry (same geometry column name and CRS as
+        ``gdf``). Other columns of ``gdf`` are not carried over. ``release.attrs["geosynth"]``
+        records the method, the release number and the posterior draw used.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``fit`` is not a PaivaFit; ``gdf`` is not a GeoDataFrame or is not the frame ``fit`` was
+        prepared from (labels, attributes or cells differ); ``m`` is not an int >= 1 or exceeds
+        the number of retained draws; invalid ``weights``.
+    geosynth.errors.CRSError
+        ``gdf`` or ``weights`` is not in the grid CRS.
+    geosynth.errors.SamplerError
+        A posterior draw of λ is not finite and positive for some combination.
+
+    Notes
+    -----
+    *Posterior draws.* With ``T = fit.n_chains * fit.n_draws`` retained draws (chains
+    concatenated, as in :meth:`PaivaFit.lambda_draw`), release ``l = 0 .. m-1`` uses draw
+    ``floor((l + 1/2) * T / m)`` (:func:`release_draws`): equally spaced draws, each the middle
+    of one of ``m`` equal blocks, so ``m`` releases use ``m`` distinct draws spread over all
+    chains (thinned draws are close to independent, §2.1.2 asks for an independent draw per
+    release).
+
+    *Cell probabilities.* ``p_i ∝ λ_ib`` and nothing else. λ_ib is already the expected count
+    of the habitable part of cell ``i``: the modelled counts are the records located in that
+    habitable geometry and the model has no area offset, so weighting ``p_i`` by the habitable
+    fraction would count the restriction twice. (The public R implementation of Paiva et al.
+    applies restricted-area weights at this step in a way that cancels out of the normalised
+    ``p_i``; we do not reproduce that code path.) The habitable geometry enters only where in
+    the chosen cell the point is placed.
+
+    *Continuous variable* (§2.2.2). A record of combination ``b`` whose synthetic cell is ``i``
+    gets ``Z* ~ Normal(Z̄_ib, 1)`` where ``Z̄_ib`` is the standardised cell mean
+    (``fit.counts.zbar``), then ``Z̃ = Z* · sd_b + mean_b`` with ``mean_b, sd_b`` the mean and
+    standard deviation of the raw cell means of combination ``b`` (``fit.counts.zbar_mean``,
+    ``zbar_sd``). Eq. 2.27 writes ``Z* × Var(Z̄) + E(Z̄)``; multiplying by the variance is a typo,
+    since the standardisation divided by the SD. Where ``(i, b)`` held no original record,
+    ``Z̄_ib`` is the mean of ``Z̄_jb`` over the neighbours ``j`` of ``i`` that held records of ``b``,
+    and 0 (the combination mean) if none did (:func:`synthetic_zbar`).
+
+    Examples
+    --------
+    >>> import geosynth
+    >>> from geosynth.synth import synthesize, to_public
+    >>> scenario = geosynth.datasets.paiva_scenario(n=200, seed=1)
+    >>> grid = geosynth.Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
+    >>> counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1"], continuous="z")
+    >>> fit = geosynth.PaivaModel().fit(counts, n_iter=200, burn_in=100, chains=1, seed=1,
+    ...                                 progress=False)
+    >>> releases = synthesize(fit, scenario.data, m=2, seed=3)
+    >>> [len(r) for r in releases], list(releases[0].columns)
+    ([200, 200], ['y', 'x1', 'z', 'geometry'])
+    >>> public = to_public(releases[0], seed=4)
+    """
+    rng = as_generator(seed)
+    if not isinstance(fit, PaivaFit):
+        raise InputError(
+            f"fit must be a geosynth.PaivaFit, got {type(fit).__name__}; fit one with "
+            "geosynth.PaivaModel().fit(counts)"
+        )
+    m = check_m(m)
+    counts = fit.counts
+    grid = counts.grid
+    rows = aligned_rows(gdf, counts)
+    draws = release_draws(fit, m)
+    table = None if weights is None else PixelTable.from_raster(weights, grid)
+    columns = list(counts.attributes)
+    zbar = None
+    if counts.continuous is not None:
+        columns.append(counts.continuous)
+        zbar = synthetic_zbar(counts)
+    data = pd.DataFrame(rows[columns]).copy()
+    combo = np.asarray(counts.record_combo, dtype=np.int64)
+    releases = []
+    for release, draw in enumerate(draws.tolist()):
+        lam = fit.lambda_draw(draw)
+        cells = draw_cells(lam, combo, rng, draw)
+        xy = place(grid, cells, rng, table)
+        if zbar is not None:
+            data[counts.continuous] = continuous_values(counts, zbar, cells, combo, rng)
+        releases.append(
+            make_release(
+                data,
+                xy,
+                rows.geometry.name,
+                gdf.crs,
+                "paiva",
+                release,
+                posterior_draw=draw,
+                weighted=table is not None,
+            )
+        )
+    return releases
+
+
+def release_draws(fit: PaivaFit, m: int) -> np.ndarray:
+    """Index of the retained posterior draw used by each of ``m`` releases.
+
+    Parameters
+    ----------
+    fit : geosynth.model.PaivaFit
+        The fit; ``T = fit.n_chains * fit.n_draws`` draws, chains concatenated.
+    m : int
+        Number of releases, ``1 <= m <= T``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (m,)
+        ``floor((l + 1/2) * T / m)`` for ``l = 0 .. m-1``: distinct and equally spaced.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``m`` is not an int >= 1 or exceeds ``T``.
+    """
+    m = check_m(m)
+    total = int(fit.n_chains * fit.n_draws)
+    if m > total:
+        raise InputError(
+            f"m={m} releases need {m} distinct posterior draws but the fit retained only {total} "
+            f"({fit.n_chains} chain(s) x {fit.n_draws} draws); ask for fewer releases or refit "
+            "with more iterations or a smaller thin"
+        )
+    return ((2 * np.arange(m, dtype=np.int64) + 1) * total) // (2 * m)
+
+
+def synthetic_zbar(counts: CellCounts) -> np.ndarray:
+    """Standardised cell means Z̄_ib used to draw synthetic Z, with empty pairs filled.
+
+    Parameters
+    ----------
+    counts : geosynth.data.CellCounts
+        Prepared data with a continuous variable.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (G, B)
+        ``counts.zbar`` where ``counts.zbar_mask`` is True. Elsewhere the mean of ``zbar[j, b]``
+        over the neighbours ``j`` of cell ``i`` (``grid.indptr/indices``) with
+        ``zbar_mask[j, b]``; 0 (the standardised combination mean) when no neighbour has records
+        of ``b``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``counts`` has no continuous variable.
+    """
+    if counts.continuous is None or counts.zbar is None or counts.zbar_mask is None:
+        raise InputError("counts has no continuous variable; prepare(..., continuous=column) first")
+    grid = counts.grid
+    n = grid.n_cells
+    indices = np.asarray(grid.indices)
+    adjacency = sparse.csr_matrix(
+        (np.ones(indices.size), indices, np.asarray(grid.indptr)), shape=(n, n)
+    )
+    mask = np.asarray(counts.zbar_mask, dtype=np.float64)
+    zbar = np.asarray(counts.zbar, dtype=np.float64)
+    total = adjacency @ (zbar * mask)
+    n_with = adjacency @ mask
+    fill = np.divide(total, n_with, out=np.zeros_like(total), where=n_with > 0)
+    return np.where(counts.zbar_mask, zbar, fill)
+
+
+# ---------------------------------------------------------------------- internals
+def aligned_rows(gdf: Any, counts: CellCounts) -> gpd.GeoDataFrame:
+    """Rows of ``gdf`` for the kept records of ``counts``, in record order, after checking them."""
+    check_geodataframe(gdf)
+    needed = list(counts.attributes) + ([] if counts.continuous is None else [counts.continuous])
+    missing = [c for c in needed if c not in gdf.columns]
+    if missing:
+        raise InputError(
+            f"gdf lacks the columns {missing} the fit was prepared with; pass the GeoDataFrame "
+            "given to prepare()"
+        )
+    index = counts.record_index
+    if gdf.index.equals(index):
+        rows = gdf
+    elif gdf.index.is_unique:
+        absent = ~index.isin(gdf.index)
+        if absent.any():
+            raise InputError(
+                f"{int(absent.sum())} records of the fit are not in gdf (index labels "
+                f"{index[absent][:_SHOW].tolist()}); pass the GeoDataFrame given to prepare()"
+            )
+        rows = gdf.loc[index]
+        _check_dropped(gdf[~gdf.index.isin(index)], counts)
+    else:
+        raise InputError(
+            "gdf has duplicate index labels and is not row-for-row the data the fit was "
+            "prepared from, so records cannot be matched; pass exactly the GeoDataFrame given "
+            "to prepare() (or reset_index(drop=True) before prepare and synthesize)"
+        )
+    _check_same_records(rows, counts)
+    return rows
+
+
+def _check_dropped(extra: gpd.GeoDataFrame, counts: CellCounts) -> None:
+    """Rows of gdf missing from the fit must be the ones prepare dropped (in no cell)."""
+    if len(extra) == 0:
+        return
+    located = counts.grid.locate(extra.geometry) >= 0
+    if located.any():
+        raise InputError(
+            f"{int(located.sum())} rows of gdf lie in grid cells but are not in the fit (index "
+            f"labels {extra.index[located][:_SHOW].tolist()}); pass the GeoDataFrame given to "
+            "prepare(), unchanged"
+        )
+
+
+def _check_same_records(rows: gpd.GeoDataFrame, counts: CellCounts) -> None:
+    """Attributes and cells of ``rows`` must be those the fit counted."""
+    combo = np.asarray(counts.record_combo)
+    for a in counts.attributes:
+        expected = counts.combos[a].to_numpy()[combo]
+        differs = rows[a].to_numpy() != expected
+        if differs.any():
+            raise InputError(
+                f"attribute {a!r} of gdf differs from the data the fit was prepared from for "
+                f"{int(differs.sum())} records (index labels "
+                f"{rows.index[differs][:_SHOW].tolist()}); pass the GeoDataFrame given to "
+                "prepare(), unchanged"
+            )
+    cells = counts.grid.locate(rows.geometry)
+    moved = cells != np.asarray(counts.record_cell)
+    if moved.any():
+        raise InputError(
+            f"{int(moved.sum())} records of gdf lie in other cells than when the fit was "
+            f"prepared (index labels {rows.index[moved][:_SHOW].tolist()}); pass the "
+            "GeoDataFrame given to prepare(), unchanged"
+        )
+
+
+def draw_cells(
+    lam: np.ndarray, combo: np.ndarray, rng: np.random.Generator, draw: int | None = None
+) -> np.ndarray:
+    """Draw a cell for each record, with probability ``λ_ib / Σ_i λ_ib`` (eq. 2.18).
+
+    Parameters
+    ----------
+    lam : numpy.ndarray of float64, shape (G, B)
+        Intensities of one posterior draw.
+    combo : numpy.ndarray of int64, shape (n,)
+        Combination of each record.
+    rng : numpy.random.Generator
+        Randomness; one uniform per record, in record order.
+    draw : int, optional
+        Draw index, for error messages.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+        Cell ids, by inverse CDF (``searchsorted`` on the cumulative sums of each column); a cell
+        with ``λ_ib = 0`` is never drawn.
+    """
+    lam = np.asarray(lam, dtype=np.float64)
+    cumulative = np.cumsum(lam, axis=0)
+    total = cumulative[-1]
+    bad = ~(np.isfinite(total) & (total > 0)) | ~np.isfinite(lam).all(axis=0) | (lam < 0).any(0)
+    used = np.zeros(lam.shape[1], dtype=bool)
+    used[combo] = True
+    bad &= used
+    if bad.any():
+        which = "" if draw is None else f" of posterior draw {draw}"
+        raise SamplerError(
+            f"the intensities λ{which} are not finite, non-negative and positive in sum for "
+            f"combinations {np.flatnonzero(bad)[:_SHOW].tolist()}; the fit diverged: check the "
+            "trace plots and refit (longer burn-in, other priors)"
+        )
+    u = rng.random(combo.size)
+    cells = np.empty(combo.size, dtype=np.int64)
+    order = np.argsort(combo, kind="stable")
+    bounds = np.searchsorted(combo[order], np.arange(lam.shape[1] + 1))
+    for b in np.flatnonzero(used):
+        members = order[bounds[b] : bounds[b + 1]]
+        target = u[members] * total[b]
+        cells[members] = np.searchsorted(cumulative[:, b], target, side="right")
+    # u * total < total, but rounding can reach it; the last cell of positive λ is the answer.
+    return _last_positive_clip(cells, combo, lam)
+
+
+def _last_positive_clip(cells: np.ndarray, combo: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    positive = lam > 0
+    last = lam.shape[0] - 1 - np.argmax(positive[::-1], axis=0)
+    return np.minimum(cells, last[combo])
+
+
+def continuous_values(
+    counts: CellCounts,
+    zbar: np.ndarray,
+    cells: np.ndarray,
+    combo: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Synthetic Z: ``Normal(zbar[cell, b], 1) * sd_b + mean_b`` (eq. 2.27 with the SD)."""
+    z_star = rng.normal(zbar[cells, combo], 1.0)
+    return z_star * np.asarray(counts.zbar_sd)[combo] + np.asarray(counts.zbar_mean)[combo]

@@ -1,0 +1,427 @@
+"""Points inside grid cells: uniform over the habitable geometry, or weighted by a raster.
+
+Every synthesizer in :mod:`geosynth.synth` first decides *which cell* a record goes to and then
+calls :func:`place_in_cells` for *where in the cell*. Nunes (2018, §2.1.2) draws the point
+uniformly inside the chosen cell; on a clipped :class:`~geosynth.lattice.Grid` "inside the cell"
+means inside its habitable geometry ``box ∩ region − exclusions``, so no synthetic record is put
+in a lake or outside the study region.
+
+How points are drawn (all vectorised over points; the only Python loops are over rejection
+rounds):
+
+* Fully habitable cells (``grid.fully_habitable``): uniform in the box from
+  ``grid.cell_bounds``.
+* Partially habitable cells: rejection sampling. Candidates are uniform in the bounding box of the
+  habitable geometry (clipped to the cell box) and accepted where
+  :func:`shapely.contains_xy` holds. Each round draws, for every point still pending, a batch of
+  candidates sized from the acceptance rate ``area / bbox area`` (doubling every round the point
+  stays pending) and keeps the *first* accepted candidate of each batch, which is exactly uniform
+  over the habitable geometry.
+* With a weights raster (e.g. population density): a pixel is chosen within the cell with
+  probability proportional to its weight among the pixels whose *centre* lies in the cell's
+  habitable geometry, then the point is uniform in ``pixel ∩ cell box ∩ habitable geometry``
+  (rejection as above). A cell none of whose pixel centres carries positive weight falls back to
+  uniform placement, with a :class:`~geosynth.errors.DataWarning`.
+
+Points are drawn in half-open boxes ``[x0, x1) x [y0, y1)``, the convention of
+:meth:`Grid.locate <geosynth.lattice.Grid.locate>`, so ``grid.locate`` of a placed point returns
+the cell it was placed in.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyproj
+import shapely
+
+from geosynth._random import SeedLike, as_generator
+from geosynth.errors import CRSError, DataWarning, InputError, SamplerError
+from geosynth.lattice import Grid
+
+__all__ = ["place_in_cells"]
+
+WeightsLike = Any  # str | os.PathLike | rasterio dataset opened for reading
+
+# Candidate points per pending point and round are capped at _MAX_BATCH and, over all pending
+# points of a round, at about _MAX_CANDIDATES (memory ~ 40 bytes per candidate).
+_MAX_BATCH = 2**16
+_MAX_CANDIDATES = 2**21
+# A point not placed after this many rounds (> 6e7 candidates at full batch) raises SamplerError.
+_MAX_ROUNDS = 1000
+_SHOW = 10
+
+
+def place_in_cells(
+    grid: Grid,
+    cells: np.ndarray | list[int],
+    seed: SeedLike = None,
+    weights: WeightsLike = None,
+) -> np.ndarray:
+    """Draw one point inside the habitable geometry of each given cell.
+
+    Parameters
+    ----------
+    grid : geosynth.lattice.Grid
+        The lattice the cell ids refer to.
+    cells : array-like of int, shape (n,)
+        Cell id of each point to draw, in ``0 .. grid.n_cells - 1`` (repeats allowed).
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        Randomness; the same seed gives the same points.
+    weights : str, os.PathLike or rasterio dataset, optional
+        A single-band raster of non-negative weights (e.g. population density) in the CRS of
+        ``grid``. Within its cell a point falls in a pixel with probability proportional to the
+        pixel's weight among the pixels whose centre lies in the cell's habitable geometry, then
+        uniformly in ``pixel ∩ habitable geometry``. Nodata and NaN pixels weigh 0. Without it,
+        points are uniform over the habitable geometry.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, 2)
+        ``x, y`` of each point, in the grid CRS; ``grid.locate`` returns ``cells`` for them.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``grid`` is not a Grid, ``cells`` are not valid cell ids, or ``weights`` is not a readable
+        raster (rotated, negative or infinite weights, no overlap with the grid).
+    geosynth.errors.CRSError
+        The raster CRS differs from the grid CRS, or only one of them has a CRS.
+    geosynth.errors.SamplerError
+        A habitable geometry is too thin to be hit by rejection sampling.
+
+    Warns
+    -----
+    DataWarning
+        With ``weights``: some requested cells contain no pixel centre of positive weight, so
+        their points are placed uniformly.
+
+    Examples
+    --------
+    >>> from geosynth.lattice import Grid
+    >>> grid = Grid.regular((0, 0, 10, 10), shape=(2, 2))
+    >>> xy = place_in_cells(grid, [0, 3, 3], seed=1)
+    >>> grid.locate(xy).tolist()
+    [0, 3, 3]
+    """
+    check_grid(grid)
+    cell_ids = _check_cells(cells, grid)
+    rng = as_generator(seed)
+    table = None if weights is None else PixelTable.from_raster(weights, grid)
+    return place(grid, cell_ids, rng, table)
+
+
+# ---------------------------------------------------------------------- internal API
+def check_grid(grid: Any, name: str = "grid") -> None:
+    """Raise InputError unless ``grid`` is a :class:`~geosynth.lattice.Grid`."""
+    if not isinstance(grid, Grid):
+        raise InputError(
+            f"{name} must be a geosynth.lattice.Grid, got {type(grid).__name__}; build one with "
+            "geosynth.Grid.regular(bounds, shape=..., crs=...)"
+        )
+
+
+def place(
+    grid: Grid, cells: np.ndarray, rng: np.random.Generator, table: PixelTable | None
+) -> np.ndarray:
+    """Points for validated int64 ``cells``; see :func:`place_in_cells`. Returns (n, 2)."""
+    xy = np.empty((cells.size, 2))
+    uniform = np.ones(cells.size, dtype=bool)
+    if table is not None:
+        weighted = table.total[cells] > 0
+        uniform = ~weighted
+        if uniform.any():
+            empty = np.unique(cells[uniform])
+            warnings.warn(
+                f"{empty.size} cell(s) hold no pixel centre of positive weight in the weights "
+                f"raster (cell ids {empty[:_SHOW].tolist()}"
+                f"{' ...' if empty.size > _SHOW else ''}); their {int(uniform.sum())} point(s) "
+                "are placed uniformly over the cell's habitable geometry",
+                DataWarning,
+                stacklevel=3,
+            )
+        idx = np.flatnonzero(weighted)
+        xy[idx] = _weighted_points(grid, cells[idx], rng, table)
+    idx = np.flatnonzero(uniform)
+    xy[idx] = _uniform_points(grid, cells[idx], rng)
+    return xy
+
+
+def _check_cells(cells: Any, grid: Grid) -> np.ndarray:
+    arr = np.asarray(cells)
+    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
+        raise InputError(
+            f"cells must be a 1-d array of integer cell ids, got dtype {arr.dtype} and shape "
+            f"{arr.shape}"
+        )
+    bad = np.flatnonzero((arr < 0) | (arr >= grid.n_cells))
+    if bad.size:
+        raise InputError(
+            f"cells must lie in 0..{grid.n_cells - 1}; got {arr[bad[:_SHOW]].tolist()} at "
+            f"positions {bad[:_SHOW].tolist()}"
+        )
+    return arr.astype(np.int64, copy=False)
+
+
+# ---------------------------------------------------------------------- uniform placement
+def _uniform_points(grid: Grid, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Uniform points over the habitable geometry of each cell, shape (n, 2)."""
+    xy = np.empty((cells.size, 2))
+    if cells.size == 0:
+        return xy
+    fully = np.asarray(grid.fully_habitable)[cells]
+    full = np.flatnonzero(fully)
+    xy[full] = _uniform_in_boxes(rng, grid.cell_bounds(cells[full]))
+    part = np.flatnonzero(~fully)
+    if part.size:
+        unique, inverse = np.unique(cells[part], return_inverse=True)
+        geoms = np.asarray(grid.habitable_geometry)[unique]
+        shapely.prepare(geoms)
+        boxes = _clip_boxes(shapely.bounds(geoms), grid.cell_bounds(unique))
+        box_area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+        acceptance = np.clip(shapely.area(geoms) / box_area, 1e-300, 1.0)
+        batch = np.clip(np.ceil(1.5 / acceptance), 1, _MAX_BATCH).astype(np.int64)
+        inverse = inverse.reshape(-1)
+        xy[part] = _rejection(rng, boxes[inverse], geoms[inverse], batch[inverse], cells[part])
+    return xy
+
+
+def _clip_boxes(inner: np.ndarray, outer: np.ndarray) -> np.ndarray:
+    """Intersection of (n, 4) boxes ``inner`` and ``outer``."""
+    return np.column_stack(
+        [
+            np.maximum(inner[:, 0], outer[:, 0]),
+            np.maximum(inner[:, 1], outer[:, 1]),
+            np.minimum(inner[:, 2], outer[:, 2]),
+            np.minimum(inner[:, 3], outer[:, 3]),
+        ]
+    )
+
+
+def _uniform_in_boxes(rng: np.random.Generator, boxes: np.ndarray) -> np.ndarray:
+    """Uniform points in half-open boxes ``[x0, x1) x [y0, y1)`` given as (n, 4)."""
+    n = boxes.shape[0]
+    x0, y0, x1, y1 = boxes.T
+    x = x0 + rng.random(n) * (x1 - x0)
+    y = y0 + rng.random(n) * (y1 - y0)
+    # u < 1 can still round up to the upper edge, which belongs to the next cell.
+    np.minimum(x, np.nextafter(x1, -np.inf), out=x)
+    np.minimum(y, np.nextafter(y1, -np.inf), out=y)
+    return np.column_stack([x, y])
+
+
+def _rejection(
+    rng: np.random.Generator,
+    boxes: np.ndarray,
+    geoms: np.ndarray,
+    batch: np.ndarray,
+    cells: np.ndarray,
+) -> np.ndarray:
+    """Uniform points in ``geoms[k] ∩ boxes[k]`` by rejection from the boxes.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Randomness.
+    boxes : numpy.ndarray of float64, shape (n, 4)
+        Proposal boxes; ``geoms[k] ∩ boxes[k]`` must have positive area.
+    geoms : numpy.ndarray of object, shape (n,)
+        Shapely geometries (prepared for speed).
+    batch : numpy.ndarray of int64, shape (n,)
+        Candidates drawn per point in the first round; doubled each round the point stays
+        pending, up to ``_MAX_BATCH``.
+    cells : numpy.ndarray of int64, shape (n,)
+        Cell ids, for the error message.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, 2)
+        Each point is the first accepted candidate of its own iid sequence, so it is exactly
+        uniform over ``geoms[k] ∩ boxes[k]``.
+    """
+    n = boxes.shape[0]
+    xy = np.empty((n, 2))
+    batch = batch.astype(np.int64, copy=True)
+    pending = np.arange(n)
+    for _ in range(_MAX_ROUNDS):
+        if pending.size == 0:
+            return xy
+        k = np.minimum(batch[pending], max(1, _MAX_CANDIDATES // pending.size))
+        owner = np.repeat(pending, k)
+        candidates = _uniform_in_boxes(rng, boxes[owner])
+        hit = np.flatnonzero(shapely.contains_xy(geoms[owner], candidates[:, 0], candidates[:, 1]))
+        # ``owner`` is sorted, so the first hit of each owner is its first accepted candidate.
+        placed, first = np.unique(owner[hit], return_index=True)
+        xy[placed] = candidates[hit[first]]
+        pending = pending[~np.isin(pending, placed, assume_unique=True)]
+        batch[pending] = np.minimum(batch[pending] * 2, _MAX_BATCH)
+    stuck = np.unique(cells[pending])
+    raise SamplerError(
+        f"could not draw points inside the habitable geometry of cells "
+        f"{stuck[:_SHOW].tolist()} after {_MAX_ROUNDS} rejection rounds: their habitable part "
+        "is a sliver too thin to hit; build the grid with a region/exclude that does not leave "
+        "slivers (e.g. snap or buffer the polygons) or use a different cell size"
+    )
+
+
+# ---------------------------------------------------------------------- raster weights
+@dataclass(frozen=True)
+class PixelTable:
+    """Positive-weight raster pixels grouped by the cell holding their centre.
+
+    Attributes
+    ----------
+    boxes : numpy.ndarray of float64, shape (P, 4)
+        ``pixel ∩ cell box`` of each pixel, sorted by cell.
+    cumulative : numpy.ndarray of float64, shape (P + 1,)
+        ``0`` followed by the running sum of the pixel weights in that order.
+    start : numpy.ndarray of int64, shape (G + 1,)
+        Pixels of cell ``i`` are ``start[i] .. start[i + 1] - 1``.
+    total : numpy.ndarray of float64, shape (G,)
+        Total weight of each cell (0 where no pixel centre of positive weight).
+    """
+
+    boxes: np.ndarray
+    cumulative: np.ndarray
+    start: np.ndarray
+    total: np.ndarray
+
+    @classmethod
+    def from_raster(cls, weights: WeightsLike, grid: Grid) -> PixelTable:
+        """Read band 1 of ``weights`` over the grid bounds and group its pixels by cell."""
+        if isinstance(weights, str | os.PathLike):
+            import rasterio
+
+            try:
+                dataset = rasterio.open(weights)
+            except rasterio.errors.RasterioIOError as err:
+                raise InputError(
+                    f"weights {os.fspath(weights)!r} cannot be opened as a raster ({err}); pass "
+                    "the path of a GeoTIFF (or another GDAL raster) or an open rasterio dataset"
+                ) from err
+            with dataset:
+                return cls._from_dataset(dataset, grid)
+        if not all(hasattr(weights, a) for a in ("read", "transform", "crs", "width", "height")):
+            raise InputError(
+                f"weights must be a raster path or an open rasterio dataset, got "
+                f"{type(weights).__name__}"
+            )
+        if getattr(weights, "closed", False):
+            raise InputError("weights is a closed rasterio dataset; pass an open one or a path")
+        return cls._from_dataset(weights, grid)
+
+    @classmethod
+    def _from_dataset(cls, dataset: Any, grid: Grid) -> PixelTable:
+        _check_raster_crs(dataset.crs, grid.crs)
+        t = dataset.transform
+        if t.b != 0 or t.d != 0:
+            raise InputError(
+                "weights raster has a rotated or sheared geotransform; warp it to a north-up "
+                "grid first (e.g. rasterio.warp.reproject or `rio warp`)"
+            )
+        col0, row0, col1, row1 = _window(t, dataset.width, dataset.height, grid.bounds)
+        if col1 <= col0 or row1 <= row0:
+            raise InputError(
+                f"weights raster (bounds {tuple(dataset.bounds)}) does not overlap the grid "
+                f"bounds {grid.bounds}; check that both use the same CRS"
+            )
+        from rasterio.windows import Window
+
+        band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
+        values = np.ma.filled(band.astype(np.float64), 0.0)
+        values[np.isnan(values)] = 0.0
+        if np.isinf(values).any() or (values < 0).any():
+            n_bad = int((np.isinf(values) | (values < 0)).sum())
+            raise InputError(
+                f"weights raster has {n_bad} negative or infinite pixel values over the grid; "
+                "weights must be finite and >= 0 (set nodata for pixels without data)"
+            )
+        rows, cols = np.nonzero(values > 0)
+        w = values[rows, cols]
+        rows, cols = rows + row0, cols + col0
+        xa, xb = t.c + cols * t.a, t.c + (cols + 1) * t.a
+        ya, yb = t.f + rows * t.e, t.f + (rows + 1) * t.e
+        centre = np.column_stack([(xa + xb) / 2, (ya + yb) / 2])
+        cell = grid.locate(centre) if centre.size else np.empty(0, dtype=np.int64)
+        inside = cell >= 0
+        order = np.argsort(cell[inside], kind="stable")
+        cell = cell[inside][order]
+        pixel = np.column_stack(
+            [np.minimum(xa, xb), np.minimum(ya, yb), np.maximum(xa, xb), np.maximum(ya, yb)]
+        )[inside][order]
+        boxes = _clip_boxes(pixel, grid.cell_bounds(cell))
+        cumulative = np.concatenate([[0.0], np.cumsum(w[inside][order])])
+        start = np.searchsorted(cell, np.arange(grid.n_cells + 1), side="left")
+        total = cumulative[start[1:]] - cumulative[start[:-1]]
+        return cls(boxes=boxes, cumulative=cumulative, start=start, total=total)
+
+    def choose(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Pixel (row of ``boxes``) for each cell, with probability ∝ weight within the cell."""
+        lo, hi = self.start[cells], self.start[cells + 1]
+        target = self.cumulative[lo] + rng.random(cells.size) * self.total[cells]
+        pixel = np.searchsorted(self.cumulative, target, side="right") - 1
+        return np.clip(pixel, lo, hi - 1)
+
+
+def _check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
+    if raster_crs is None and grid_crs is None:
+        return
+    if raster_crs is None:
+        raise CRSError(
+            f"weights raster has no CRS while the grid uses {grid_crs.to_string()}; set it "
+            "(e.g. `rio edit-info --crs` or dataset.crs = ...) if the raster is in that CRS"
+        )
+    if grid_crs is None:
+        raise CRSError(
+            f"weights raster has CRS {raster_crs.to_string()} but the grid has none; build the "
+            "grid with that crs"
+        )
+    crs = pyproj.CRS.from_wkt(raster_crs.to_wkt())
+    if not crs.equals(grid_crs, ignore_axis_order=True):
+        raise CRSError(
+            f"weights raster CRS {crs.to_string()} differs from the grid CRS "
+            f"{grid_crs.to_string()}; reproject the raster to the grid CRS first (e.g. "
+            "`rio warp --dst-crs` or rasterio.warp.reproject)"
+        )
+
+
+def _window(
+    transform: Any, width: int, height: int, bounds: tuple[float, ...]
+) -> tuple[int, int, int, int]:
+    """``(col0, row0, col1, row1)`` of the pixels meeting ``bounds``, clipped to the raster.
+
+    ``transform`` is north-up (no rotation), so pixel columns and rows are affine in x and y.
+    """
+    xmin, ymin, xmax, ymax = bounds
+    cols = [(x - transform.c) / transform.a for x in (xmin, xmax)]
+    rows = [(y - transform.f) / transform.e for y in (ymin, ymax)]
+    col0 = max(0, math.floor(min(cols)))
+    row0 = max(0, math.floor(min(rows)))
+    col1 = min(width, math.ceil(max(cols)))
+    row1 = min(height, math.ceil(max(rows)))
+    return col0, row0, col1, row1
+
+
+def _weighted_points(
+    grid: Grid, cells: np.ndarray, rng: np.random.Generator, table: PixelTable
+) -> np.ndarray:
+    """Points in a weight-proportional pixel of each cell (cells with positive total weight)."""
+    xy = np.empty((cells.size, 2))
+    if cells.size == 0:
+        return xy
+    boxes = table.boxes[table.choose(cells, rng)]
+    fully = np.asarray(grid.fully_habitable)[cells]
+    full = np.flatnonzero(fully)
+    xy[full] = _uniform_in_boxes(rng, boxes[full])
+    part = np.flatnonzero(~fully)
+    if part.size:
+        geoms = np.asarray(grid.habitable_geometry)[cells[part]]
+        shapely.prepare(geoms)
+        batch = np.full(part.size, 2, dtype=np.int64)
+        xy[part] = _rejection(rng, boxes[part], geoms, batch, cells[part])
+    return xy

@@ -1,0 +1,221 @@
+"""Baselines: the Naive method (Nunes 2018, §3.2) and donut geomasking."""
+
+import math
+import warnings
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from scipy import stats
+from shapely.geometry import Point, box
+
+from geosynth import Grid
+from geosynth.errors import CRSError, InputError, IsolatedCellWarning
+from geosynth.synth import donut_mask, naive_synthesize
+from tests.synth.helpers import CRS, from_origin, make_points, write_raster
+
+ALPHA = 1e-3
+
+
+def clipped_grid():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        return Grid.regular(
+            (0, 0, 120, 90),
+            shape=(6, 8),
+            crs=CRS,
+            region=Point(60, 45).buffer(50),
+            exclude=[Point(40, 40).buffer(12), box(80, 0, 95, 50)],
+        )
+
+
+def xy_of(gdf):
+    return shapely.get_coordinates(gdf.geometry.array)
+
+
+# ---------------------------------------------------------------------- naive
+@pytest.mark.parametrize("clipped", [False, True])
+def test_naive_keeps_every_record_in_its_cell(clipped):
+    grid = clipped_grid() if clipped else Grid.regular((0, 0, 120, 90), shape=(6, 8), crs=CRS)
+    gdf = make_points(3000, seed=3)
+    gdf = gdf[grid.locate(gdf.geometry) >= 0]
+    original = grid.locate(gdf.geometry)
+    releases = naive_synthesize(gdf, grid, m=3, seed=1)
+    assert len(releases) == 3
+    for release in releases:
+        cells = grid.locate(release.geometry)
+        np.testing.assert_array_equal(cells, original)
+        x, y = release.geometry.x.to_numpy(), release.geometry.y.to_numpy()
+        assert shapely.contains_xy(np.asarray(grid.habitable_geometry)[cells], x, y).all()
+        assert release.index.equals(gdf.index)
+        assert list(release.columns) == list(gdf.columns)
+        pd.testing.assert_frame_equal(
+            pd.DataFrame(release.drop(columns="geometry")),
+            pd.DataFrame(gdf.drop(columns="geometry")),
+        )
+        assert release.crs == gdf.crs
+        assert release.attrs["geosynth"]["method"] == "naive"
+        assert set(map(tuple, xy_of(release))).isdisjoint(map(tuple, xy_of(gdf)))
+
+
+def test_naive_is_uniform_in_the_cell():
+    grid = Grid.regular((0, 0, 100, 100), shape=(2, 2), crs=CRS)
+    gdf = gpd.GeoDataFrame(
+        geometry=gpd.points_from_xy(np.full(4000, 60.0), np.full(4000, 80.0)), crs=CRS
+    )
+    (release,) = naive_synthesize(gdf, grid, m=1, seed=2)
+    xy = xy_of(release)
+    assert stats.kstest(xy[:, 0], stats.uniform(50, 50).cdf).pvalue > ALPHA
+    assert stats.kstest(xy[:, 1], stats.uniform(50, 50).cdf).pvalue > ALPHA
+
+
+def test_naive_reproducible_and_columns():
+    grid = Grid.regular((0, 0, 120, 90), shape=(3, 4), crs=CRS)
+    gdf = make_points(200, seed=1)
+    a = naive_synthesize(gdf, grid, m=2, seed=7, columns=["a", "z"])
+    b = naive_synthesize(gdf, grid, m=2, seed=7, columns=["a", "z"])
+    c = naive_synthesize(gdf, grid, m=2, seed=8, columns=["a", "z"])
+    assert list(a[0].columns) == ["a", "z", "geometry"]
+    for ra, rb, rc in zip(a, b, c, strict=True):
+        assert ra.geometry.geom_equals_exact(rb.geometry, 0).all()
+        assert not rc.geometry.geom_equals_exact(ra.geometry, 0).all()
+    assert not a[0].geometry.geom_equals_exact(a[1].geometry, 0).all()
+
+
+def test_naive_with_weights(tmp_path):
+    grid = Grid.regular((0, 0, 100, 100), shape=(2, 2), crs=CRS)
+    values = np.zeros((4, 4))
+    values[::2, ::2] = 1.0  # the north-west pixel of each cell
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 25, 25))
+    gdf = make_points(500, bounds=(0, 0, 100, 100), seed=2)
+    (release,) = naive_synthesize(gdf, grid, m=1, seed=1, weights=path)
+    np.testing.assert_array_equal(grid.locate(release.geometry), grid.locate(gdf.geometry))
+    xy = xy_of(release)
+    assert ((xy[:, 0] % 50 < 25) & (xy[:, 1] % 50 >= 25)).all()
+
+
+def test_naive_refuses_points_outside_the_grid():
+    grid = clipped_grid()
+    gdf = make_points(300, seed=3)
+    with pytest.raises(InputError, match="points fall in no grid cell"):
+        naive_synthesize(gdf, grid, m=1)
+
+
+def test_naive_validation():
+    grid = Grid.regular((0, 0, 120, 90), shape=(3, 4), crs=CRS)
+    gdf = make_points(50, seed=1)
+    with pytest.raises(CRSError, match="differs from the grid CRS"):
+        naive_synthesize(gdf.to_crs("EPSG:32723"), grid)
+    with pytest.raises(CRSError, match="geographic"):
+        naive_synthesize(gdf.to_crs("EPSG:4326"), grid)
+    with pytest.raises(InputError, match="grid must be a geosynth.lattice.Grid"):
+        naive_synthesize(gdf, "grid")
+    with pytest.raises(InputError, match="gdf must be a geopandas.GeoDataFrame"):
+        naive_synthesize(pd.DataFrame(gdf), grid)
+    with pytest.raises(InputError, match=r"columns \['nope'\]"):
+        naive_synthesize(gdf, grid, columns=["a", "nope"])
+    with pytest.raises(InputError, match="m \\(number of releases\\)"):
+        naive_synthesize(gdf, grid, m=0)
+    empty = gdf.copy()
+    empty.loc[3, "geometry"] = None
+    with pytest.raises(InputError, match="missing or empty geometries"):
+        naive_synthesize(empty, grid)
+
+
+# ---------------------------------------------------------------------- donut
+def donut_input(n=4000, crs=CRS):
+    rng = np.random.default_rng(5)
+    x, y = rng.uniform(0, 1000, n), rng.uniform(0, 1000, n)
+    return gpd.GeoDataFrame(
+        {"a": rng.integers(0, 3, n)},
+        geometry=gpd.points_from_xy(x, y),
+        crs=crs,
+        index=pd.Index(rng.permutation(n) + 100),
+    )
+
+
+@pytest.mark.parametrize(("r_min", "r_max"), [(50.0, 250.0), (0.0, 10.0)])
+def test_donut_distances_uniform_in_area(r_min, r_max):
+    gdf = donut_input()
+    releases = donut_mask(gdf, r_min, r_max, m=2, seed=3)
+    d2_all = []
+    for release in releases:
+        delta = xy_of(release) - xy_of(gdf)
+        r = np.hypot(delta[:, 0], delta[:, 1])
+        assert ((r >= r_min - 1e-9) & (r <= r_max + 1e-9)).all()
+        d2 = r**2
+        d2_all.append(d2)
+        uniform_area = stats.uniform(r_min**2, r_max**2 - r_min**2)
+        assert stats.kstest(d2, uniform_area.cdf).pvalue > ALPHA
+        # Uniform in *radius* is a different law, and the test tells them apart.
+        assert stats.kstest(r, stats.uniform(r_min, r_max - r_min).cdf).pvalue < ALPHA
+        angle = np.mod(np.arctan2(delta[:, 1], delta[:, 0]), 2 * math.pi)
+        assert stats.kstest(angle, stats.uniform(0, 2 * math.pi).cdf).pvalue > ALPHA
+    assert not np.allclose(d2_all[0], d2_all[1])
+
+
+def test_donut_keeps_columns_index_and_crs():
+    gdf = donut_input(100)
+    (release,) = donut_mask(gdf, 1, 2, m=1, seed=1)
+    assert release.index.equals(gdf.index)
+    assert list(release.columns) == ["a", "geometry"]
+    assert release.crs == gdf.crs
+    assert release.attrs["geosynth"] == {
+        "method": "donut",
+        "release": 0,
+        "r_min": 1.0,
+        "r_max": 2.0,
+    }
+    (only_geometry,) = donut_mask(gdf, 1, 2, m=1, seed=1, columns=[])
+    assert list(only_geometry.columns) == ["geometry"]
+
+
+def test_donut_reproducible_by_seed():
+    gdf = donut_input(100)
+    a = donut_mask(gdf, 5, 10, m=2, seed=9)
+    b = donut_mask(gdf, 5, 10, m=2, seed=9)
+    c = donut_mask(gdf, 5, 10, m=2, seed=10)
+    for ra, rb, rc in zip(a, b, c, strict=True):
+        np.testing.assert_array_equal(xy_of(ra), xy_of(rb))
+        assert not np.array_equal(xy_of(ra), xy_of(rc))
+
+
+def test_donut_without_crs_is_accepted():
+    gdf = donut_input(10, crs=None)
+    (release,) = donut_mask(gdf, 1, 2, m=1, seed=0)
+    assert release.crs is None
+
+
+@pytest.mark.parametrize(
+    ("r_min", "r_max", "match"),
+    [
+        (-1, 5, "0 <= r_min < r_max"),
+        (5, 5, "0 <= r_min < r_max"),
+        (6, 5, "0 <= r_min < r_max"),
+        (0, math.inf, "r_max must be a finite number"),
+        (math.nan, 5, "r_min must be a finite number"),
+        ("1", 5, "r_min must be a finite number"),
+        (True, 5, "r_min must be a finite number"),
+    ],
+)
+def test_donut_radii_validation(r_min, r_max, match):
+    with pytest.raises(InputError, match=match):
+        donut_mask(donut_input(10), r_min, r_max)
+
+
+def test_donut_refuses_geographic_crs():
+    gdf = donut_input(10).to_crs("EPSG:4326")
+    with pytest.raises(CRSError, match="geographic CRS"):
+        donut_mask(gdf, 10, 100)
+
+
+def test_donut_validation_of_inputs():
+    with pytest.raises(InputError, match="gdf must be a geopandas.GeoDataFrame"):
+        donut_mask([Point(0, 0)], 1, 2)
+    lines = gpd.GeoDataFrame(geometry=[shapely.LineString([(0, 0), (1, 1)])], crs=CRS)
+    with pytest.raises(InputError, match="not points"):
+        donut_mask(lines, 1, 2)
+    with pytest.raises(InputError, match="m \\(number of releases\\)"):
+        donut_mask(donut_input(10), 1, 2, m=-2)

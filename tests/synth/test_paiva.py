@@ -1,0 +1,385 @@
+"""synthesize: cell probabilities (eq. 2.18), posterior draws, continuous Z (§2.2.2), checks."""
+
+import warnings
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from scipy import stats
+from shapely.geometry import Point, box
+
+import geosynth
+from geosynth import Grid, PaivaModel, prepare
+from geosynth.errors import CRSError, DataWarning, InputError, IsolatedCellWarning, SamplerError
+from geosynth.synth import release_draws, synthesize, synthetic_zbar, to_public
+from tests.synth.helpers import (
+    CRS,
+    frame_with_index,
+    from_origin,
+    make_points,
+    random_lambda,
+    stub_fit,
+    write_raster,
+)
+
+ALPHA = 1e-3
+
+
+def cells_of(grid, release):
+    return grid.locate(release.geometry)
+
+
+# ---------------------------------------------------------------------- cell choice (eq. 2.18)
+def test_cell_frequencies_match_p_of_the_used_draw(regular_data):
+    gdf, grid, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=2, draws=10, seed=3))
+    releases = synthesize(fit, gdf, m=2, seed=21)
+    for release in releases:
+        draw = release.attrs["geosynth"]["posterior_draw"]
+        lam = fit.lambda_draw(draw)
+        cells = cells_of(grid, release)
+        assert (cells >= 0).all()
+        for b in range(counts.n_combos):
+            members = counts.record_combo == b
+            n_b = int(members.sum())
+            observed = np.bincount(cells[members], minlength=grid.n_cells)
+            p = lam[:, b] / lam[:, b].sum()
+            assert stats.chisquare(observed, n_b * p).pvalue > ALPHA
+            # The test has power: the original cell frequencies are a different target.
+            original = counts.counts[:, b] / n_b
+            assert stats.chisquare(observed, n_b * original).pvalue < ALPHA
+
+
+def test_zero_intensity_cells_are_never_drawn(regular_data):
+    gdf, grid, counts = regular_data
+    lam = random_lambda(counts, chains=1, draws=4, seed=1)
+    lam[..., ::2, :] = 0.0  # even cells impossible for every combination
+    releases = synthesize(stub_fit(counts, lam), gdf, m=4, seed=2)
+    for release in releases:
+        assert (cells_of(grid, release) % 2 == 1).all()
+
+
+def test_habitable_fraction_is_not_a_weight():
+    # Cell 0 is 90% excluded; with equal λ it must still get half of the records.
+    grid = Grid.regular((0, 0, 20, 10), shape=(1, 2), crs=CRS, exclude=box(0, 0, 9, 10))
+    gdf = make_points(4000, bounds=(9.5, 0, 20, 10), seed=4)
+    counts = prepare(gdf, grid, attributes=["a"])
+    lam = np.ones((1, 3, grid.n_cells, counts.n_combos))
+    (release,) = synthesize(stub_fit(counts, lam), gdf, m=1, seed=5)
+    observed = np.bincount(cells_of(grid, release), minlength=2)
+    assert stats.chisquare(observed).pvalue > ALPHA
+    x = release.geometry.x.to_numpy()
+    assert (x[cells_of(grid, release) == 0] >= 9).all()
+
+
+def test_diverged_draw_raises_sampler_error(regular_data):
+    gdf, _, counts = regular_data
+    lam = random_lambda(counts, chains=1, draws=2, seed=1)
+    lam[0, 1, :, 2] = 0.0
+    fit = stub_fit(counts, lam)
+    with pytest.raises(SamplerError, match=r"posterior draw 1 .*combinations \[2\]"):
+        synthesize(fit, gdf, m=2, seed=1)
+    lam[0, 1, 3, 2] = np.inf
+    with pytest.raises(SamplerError, match="not finite"):
+        synthesize(stub_fit(counts, lam), gdf, m=2, seed=1)
+
+
+# ---------------------------------------------------------------------- posterior draws
+def concentrated_fit(counts, chains, draws):
+    """Draw d puts all the mass of every combination in cell d % G."""
+    lam = np.full((chains, draws, counts.n_cells, counts.n_combos), 0.0)
+    for d in range(chains * draws):
+        lam[d // draws, d % draws, d % counts.n_cells, :] = 1.0
+    return stub_fit(counts, lam)
+
+
+def test_releases_use_equally_spaced_distinct_draws(regular_data):
+    gdf, grid, counts = regular_data
+    fit = concentrated_fit(counts, chains=2, draws=10)
+    releases = synthesize(fit, gdf, m=4, seed=1)
+    expected = [2, 7, 12, 17]  # floor((l + 1/2) * 20 / 4)
+    assert [r.attrs["geosynth"]["posterior_draw"] for r in releases] == expected
+    for release, draw in zip(releases, expected, strict=True):
+        assert (cells_of(grid, release) == draw % grid.n_cells).all()
+
+
+def test_release_draws_formula(regular_data):
+    _, _, counts = regular_data
+    fit = concentrated_fit(counts, chains=3, draws=5)
+    np.testing.assert_array_equal(release_draws(fit, 15), np.arange(15))
+    np.testing.assert_array_equal(release_draws(fit, 1), [7])
+    np.testing.assert_array_equal(release_draws(fit, 3), [2, 7, 12])  # one per chain
+    draws = release_draws(fit, 7)
+    assert np.unique(draws).size == 7 and draws.dtype == np.int64
+    with pytest.raises(InputError, match="m=16 releases need 16 distinct posterior draws"):
+        release_draws(fit, 16)
+
+
+# ---------------------------------------------------------------------- placement and content
+def test_points_lie_in_habitable_geometry_of_drawn_cells():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        grid = Grid.regular(
+            (0, 0, 120, 90),
+            shape=(6, 8),
+            crs=CRS,
+            region=Point(60, 45).buffer(50),
+            exclude=[Point(40, 40).buffer(12), box(80, 0, 95, 50)],
+        )
+    gdf = make_points(6000, seed=2)
+    gdf = gdf[grid.locate(gdf.geometry) >= 0]
+    counts = prepare(gdf, grid, attributes=["a", "c"], continuous="z")
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=3, seed=2))
+    for release in synthesize(fit, gdf, m=3, seed=8):
+        cells = cells_of(grid, release)
+        assert (cells >= 0).all()
+        x, y = release.geometry.x.to_numpy(), release.geometry.y.to_numpy()
+        assert shapely.contains_xy(np.asarray(grid.habitable_geometry)[cells], x, y).all()
+
+
+def test_release_columns_index_crs_and_attributes(regular_data):
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=5, seed=0))
+    releases = synthesize(fit, gdf, m=2, seed=4)
+    assert len(releases) == 2
+    for release in releases:
+        assert isinstance(release, gpd.GeoDataFrame)
+        assert list(release.columns) == ["a", "c", "z", "geometry"]  # "other" is not carried
+        assert release.crs == gdf.crs
+        assert release.index.equals(gdf.index)
+        pd.testing.assert_frame_equal(
+            pd.DataFrame(release[["a", "c"]]), pd.DataFrame(gdf[["a", "c"]])
+        )
+        assert not np.allclose(release["z"].to_numpy(), gdf["z"].to_numpy())
+        assert release.geometry.geom_type.eq("Point").all()
+        # Leak check: no synthetic point equals an original one.
+        original = set(map(tuple, shapely.get_coordinates(gdf.geometry.array)))
+        synthetic = set(map(tuple, shapely.get_coordinates(release.geometry.array)))
+        assert original.isdisjoint(synthetic)
+
+
+def test_records_dropped_by_prepare_are_not_released():
+    grid = Grid.regular((0, 0, 100, 100), shape=(4, 4), crs=CRS)
+    gdf = frame_with_index(
+        make_points(800, bounds=(-10, 0, 100, 100), seed=3), [f"r{i}" for i in range(800)]
+    )
+    with pytest.warns(DataWarning, match="dropped"):
+        counts = prepare(gdf, grid, attributes=["a"], outside="drop")
+    assert counts.n_records < 800
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    (release,) = synthesize(fit, gdf, m=1, seed=0)
+    assert release.index.equals(counts.record_index)
+    assert list(release.columns) == ["a", "geometry"]
+
+
+def test_reordered_frame_with_unique_index_is_accepted(regular_data):
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    shuffled = gdf.sample(frac=1.0, random_state=0)
+    a = synthesize(fit, gdf, m=1, seed=6)[0]
+    b = synthesize(fit, shuffled, m=1, seed=6)[0]
+    assert b.index.equals(gdf.index)  # record order of the fit
+    assert a.geometry.geom_equals_exact(b.geometry, 0).all()
+
+
+def test_seeds_reproduce_and_differ(regular_data):
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=2, draws=3))
+    a = synthesize(fit, gdf, m=2, seed=10)
+    b = synthesize(fit, gdf, m=2, seed=10)
+    c = synthesize(fit, gdf, m=2, seed=11)
+    for ra, rb, rc in zip(a, b, c, strict=True):
+        pd.testing.assert_frame_equal(pd.DataFrame(ra), pd.DataFrame(rb))
+        assert not ra.geometry.geom_equals_exact(rc.geometry, 0).all()
+        assert not np.array_equal(ra["z"], rc["z"])
+    assert not a[0].geometry.geom_equals_exact(a[1].geometry, 0).all()
+
+
+def test_weights_move_points_within_cells_not_between(tmp_path, regular_data):
+    gdf, grid, counts = regular_data
+    values = np.zeros((9, 12))
+    values[1::3, 1::3] = 1.0  # the centre pixel of each 30 m cell (10 m pixels)
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 90, 10, 10))
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    (plain,) = synthesize(fit, gdf, m=1, seed=3)
+    (weighted,) = synthesize(fit, gdf, m=1, seed=3, weights=path)
+    np.testing.assert_array_equal(cells_of(grid, plain), cells_of(grid, weighted))
+    assert weighted.attrs["geosynth"]["weighted"] is True
+    xy = shapely.get_coordinates(weighted.geometry.array)
+    assert ((xy % 30 >= 10) & (xy % 30 < 20)).all()
+
+
+# ---------------------------------------------------------------------- continuous Z (§2.2.2)
+def test_continuous_back_transform_uses_the_sd(regular_data):
+    gdf, grid, counts = regular_data
+    # Every draw puts all mass of every combination in cell 5, which holds records of all.
+    lam = np.zeros((1, 2, grid.n_cells, counts.n_combos))
+    lam[..., 5, :] = 1.0
+    fit = stub_fit(counts, lam)
+    releases = synthesize(fit, gdf, m=2, seed=12)
+    z = np.concatenate([r["z"].to_numpy() for r in releases])
+    combo = np.tile(counts.record_combo, 2)
+    for b in range(counts.n_combos):
+        sd, mean = counts.zbar_sd[b], counts.zbar_mean[b]
+        raw_cell_mean = counts.zbar[5, b] * sd + mean
+        members = gdf.loc[(counts.record_cell == 5) & (counts.record_combo == b), "z"]
+        assert raw_cell_mean == pytest.approx(members.mean())
+        target = stats.norm(raw_cell_mean, sd)
+        assert stats.kstest(z[combo == b], target.cdf).pvalue > ALPHA
+        # Eq. 2.27 as printed (× variance) is a different distribution, and the test sees it.
+        misprint = stats.norm(counts.zbar[5, b] * sd**2 + mean, sd**2)
+        assert stats.kstest(z[combo == b], misprint.cdf).pvalue < ALPHA
+
+
+def line_counts(zbar_cells):
+    """1 x 5 lattice; combination (a=0) has records in ``zbar_cells`` with given mean z."""
+    grid = Grid.regular((0, 0, 50, 10), shape=(1, 5), crs=CRS)
+    rows = []
+    for cell, z in zbar_cells.items():
+        for offset in (-1.0, 1.0):
+            rows.append({"a": 0, "z": z + offset, "x": 10 * cell + 5, "y": 5})
+    frame = pd.DataFrame(rows)
+    gdf = gpd.GeoDataFrame(
+        frame[["a", "z"]], geometry=gpd.points_from_xy(frame.x, frame.y), crs=CRS
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)  # single-level attribute
+        counts = prepare(gdf, grid, attributes=["a"], continuous="z")
+    return gdf, grid, counts
+
+
+def test_neighbour_fallback_exact():
+    # Records in cells 0, 1 and 4 with cell means 10, 20, 60 (raw mean 30, sd 26.46).
+    _, _, counts = line_counts({0: 10.0, 1: 20.0, 4: 60.0})
+    z = counts.zbar[:, 0]
+    filled = synthetic_zbar(counts)[:, 0]
+    assert filled[[0, 1, 4]] == pytest.approx(z[[0, 1, 4]])
+    assert filled[2] == pytest.approx(z[1])  # neighbours 1 (records) and 3 (none)
+    assert filled[3] == pytest.approx(z[4])  # neighbours 2 (none) and 4 (records)
+    assert filled[2] != pytest.approx(0.0) and filled[3] != pytest.approx(0.0)
+
+
+def test_combination_mean_fallback_exact():
+    _, _, counts = line_counts({0: 10.0, 1: 40.0})
+    filled = synthetic_zbar(counts)[:, 0]
+    assert filled[2] == pytest.approx(counts.zbar[1, 0])
+    assert filled[3] == 0.0 and filled[4] == 0.0  # no neighbour with records
+
+
+@pytest.mark.parametrize(
+    ("cell_means", "cell", "expected", "alternative"),
+    [
+        ({0: 10.0, 1: 20.0, 4: 60.0}, 3, 60.0, 30.0),  # neighbours 2 (none) and 4
+        ({0: 10.0, 1: 20.0, 4: 60.0}, 2, 20.0, 30.0),  # neighbours 1 and 3 (none)
+        ({0: 10.0, 1: 40.0}, 4, 25.0, 40.0),  # no neighbour with records: combination mean
+    ],
+)
+def test_fallbacks_in_releases(cell_means, cell, expected, alternative):
+    gdf, grid, _ = line_counts(cell_means)
+    gdf = gpd.GeoDataFrame(pd.concat([gdf] * 150, ignore_index=True), geometry="geometry", crs=CRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        counts = prepare(gdf, grid, attributes=["a"], continuous="z")
+    lam = np.zeros((1, 1, grid.n_cells, 1))
+    lam[..., cell, 0] = 1.0
+    (release,) = synthesize(stub_fit(counts, lam), gdf, m=1, seed=cell)
+    assert (cells_of(grid, release) == cell).all()
+    assert not counts.zbar_mask[cell, 0]
+    sd = counts.zbar_sd[0]
+    assert stats.kstest(release["z"], stats.norm(expected, sd).cdf).pvalue > ALPHA
+    assert stats.kstest(release["z"], stats.norm(alternative, sd).cdf).pvalue < ALPHA
+
+
+def test_synthetic_zbar_needs_a_continuous_variable(regular_data):
+    gdf, grid, _ = regular_data
+    counts = prepare(gdf, grid, attributes=["a"])
+    with pytest.raises(InputError, match="no continuous variable"):
+        synthetic_zbar(counts)
+
+
+# ---------------------------------------------------------------------- validation
+def test_fit_must_be_a_paiva_fit(regular_data):
+    gdf, _, counts = regular_data
+    with pytest.raises(InputError, match="fit must be a geosynth.PaivaFit"):
+        synthesize(counts, gdf)
+
+
+@pytest.mark.parametrize("m", [0, -1, 1.5, True, "2"])
+def test_m_must_be_a_positive_int(regular_data, m):
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=5))
+    with pytest.raises(InputError, match="m \\(number of releases\\) must be an int >= 1"):
+        synthesize(fit, gdf, m=m)
+
+
+def test_m_larger_than_the_draws(regular_data):
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=3))
+    with pytest.raises(InputError, match="only 3"):
+        synthesize(fit, gdf, m=4)
+
+
+def test_gdf_must_be_the_prepared_frame(regular_data):
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    with pytest.raises(InputError, match="gdf must be a geopandas.GeoDataFrame"):
+        synthesize(fit, pd.DataFrame(gdf), m=1)
+    with pytest.raises(InputError, match=r"lacks the columns \['z'\]"):
+        synthesize(fit, gdf.drop(columns="z"), m=1)
+    changed = gdf.copy()
+    changed.loc[changed.index[[3, 9]], "a"] = 1 - changed.loc[changed.index[[3, 9]], "a"]
+    with pytest.raises(InputError, match=r"attribute 'a' .* for 2 records \(index labels \[3, 9\]"):
+        synthesize(fit, changed, m=1)
+    moved = gdf.copy()
+    moved.loc[0, "geometry"] = Point(119.0, 89.0)
+    with pytest.raises(InputError, match=r"1 records of gdf lie in other cells .*\[0\]"):
+        synthesize(fit, moved, m=1)
+    with pytest.raises(InputError, match=r"1 records of the fit are not in gdf .*\[7\]"):
+        synthesize(fit, gdf.drop(index=7), m=1)
+    extra = pd.concat([gdf, gdf.iloc[[0]].set_axis([10**6])])
+    with pytest.raises(InputError, match=r"1 rows of gdf lie in grid cells .*\[1000000\]"):
+        synthesize(fit, extra, m=1)
+    duplicated = pd.concat([gdf, gdf.iloc[[0]]])
+    with pytest.raises(InputError, match="duplicate index labels"):
+        synthesize(fit, duplicated, m=1)
+    with pytest.raises(CRSError):
+        synthesize(fit, gdf.to_crs("EPSG:32723"), m=1)
+
+
+def test_duplicate_labels_are_fine_for_the_same_frame():
+    grid = Grid.regular((0, 0, 120, 90), shape=(3, 4), crs=CRS)
+    gdf = frame_with_index(make_points(500, seed=9), [0, 1] * 250)
+    counts = prepare(gdf, grid, attributes=["a"])
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    (release,) = synthesize(fit, gdf, m=1, seed=1)
+    assert release.index.equals(gdf.index)
+
+
+def test_bad_seed_type(regular_data):
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    with pytest.raises(TypeError, match="seed must be"):
+        synthesize(fit, gdf, m=1, seed="1")
+
+
+# ---------------------------------------------------------------------- a real (tiny) fit
+def test_tiny_real_fit_end_to_end():
+    scenario = geosynth.datasets.paiva_scenario(n=200, seed=1)
+    grid = Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
+    counts = prepare(scenario.data, grid, attributes=["y", "x1"], continuous="z")
+    fit = PaivaModel().fit(
+        counts, n_iter=200, burn_in=100, thin=1, chains=1, seed=2, progress=False
+    )
+    assert fit.n_chains * fit.n_draws == 100
+    releases = synthesize(fit, scenario.data, m=3, seed=5)
+    assert [r.attrs["geosynth"]["posterior_draw"] for r in releases] == [16, 50, 83]
+    for release in releases:
+        assert (cells_of(grid, release) >= 0).all()
+        pd.testing.assert_series_equal(
+            release.groupby(["y", "x1"]).size(), scenario.data.groupby(["y", "x1"]).size()
+        )
+        assert np.isfinite(release["z"]).all()
+        public = to_public(release, seed=1)
+        assert isinstance(public.index, pd.RangeIndex)

@@ -1,0 +1,338 @@
+"""Points inside cells: habitable geometry, uniformity, raster weights and validation."""
+
+import warnings
+
+import numpy as np
+import pytest
+import shapely
+from affine import Affine
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from shapely.geometry import Point, Polygon, box
+
+from geosynth import Grid
+from geosynth.errors import (
+    CRSError,
+    DataWarning,
+    GridError,
+    InputError,
+    IsolatedCellWarning,
+)
+from geosynth.synth import place_in_cells
+from tests.synth.helpers import CRS, from_origin, write_raster
+
+ALPHA = 1e-3
+
+
+def quiet_grid(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        return Grid.regular(*args, **kwargs)
+
+
+def assert_in_cells(grid, cells, xy):
+    x, y = xy[:, 0], xy[:, 1]
+    np.testing.assert_array_equal(grid.locate(xy), cells)
+    assert shapely.contains_xy(np.asarray(grid.habitable_geometry)[cells], x, y).all()
+    bounds = grid.cell_bounds(cells)
+    assert ((x >= bounds[:, 0]) & (x < bounds[:, 2])).all()
+    assert ((y >= bounds[:, 1]) & (y < bounds[:, 3])).all()
+
+
+# ---------------------------------------------------------------------- geometry (property tests)
+@settings(max_examples=40, deadline=None)
+@given(
+    xmin=st.floats(-1e6, 1e6),
+    ymin=st.floats(-1e6, 1e6),
+    width=st.floats(1e-2, 1e5),
+    height=st.floats(1e-2, 1e5),
+    nrows=st.integers(1, 7),
+    ncols=st.integers(1, 7),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_regular_grid_points_lie_in_their_cells(xmin, ymin, width, height, nrows, ncols, seed):
+    grid = quiet_grid((xmin, ymin, xmin + width, ymin + height), shape=(nrows, ncols))
+    cells = np.random.default_rng(seed).integers(0, grid.n_cells, 300)
+    xy = place_in_cells(grid, cells, seed=seed)
+    assert_in_cells(grid, cells, xy)
+
+
+# Coordinates on a 1e-6 lattice: GEOS overlays lose robustness with vertices near 1e-200 (a
+# box ∩ region result can then differ from the true intersection), which is not what we test.
+coordinate = st.floats(-2, 12).map(lambda v: round(v, 6))
+polygon_points = st.lists(st.tuples(coordinate, coordinate), min_size=3, max_size=7)
+circles = st.lists(st.tuples(st.floats(0, 10), st.floats(0, 10), st.floats(0.2, 3.0)), max_size=3)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(
+    region_points=polygon_points,
+    holes=circles,
+    nrows=st.integers(1, 6),
+    ncols=st.integers(1, 6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_clipped_grid_points_lie_in_habitable_geometry(region_points, holes, nrows, ncols, seed):
+    region = shapely.convex_hull(shapely.multipoints(region_points))
+    assume(region.geom_type == "Polygon" and region.area > 1.0)
+    exclude = [Point(x, y).buffer(r) for x, y, r in holes] or None
+    try:
+        grid = quiet_grid((0, 0, 10, 10), shape=(nrows, ncols), region=region, exclude=exclude)
+    except GridError:
+        assume(False)
+    cells = np.random.default_rng(seed).integers(0, grid.n_cells, 400)
+    xy = place_in_cells(grid, cells, seed=seed)
+    assert_in_cells(grid, cells, xy)
+    # Checked against the polygons themselves, not only the grid's clipped geometry.
+    assert shapely.intersects_xy(region, xy[:, 0], xy[:, 1]).all()
+    if exclude is not None:
+        holes_union = shapely.union_all(exclude)
+        assert not shapely.contains_xy(holes_union, xy[:, 0], xy[:, 1]).any()
+
+
+def test_thin_diagonal_sliver_is_sampled_inside():
+    # A band of width ~0.01 along the diagonal of a 10 x 10 cell: ~0.1% of its bounding box.
+    band = Polygon([(0, 0), (0.01, 0), (10, 9.99), (10, 10), (9.99, 10), (0, 0.01)])
+    grid = quiet_grid((0, 0, 10, 10), shape=(1, 1), region=band)
+    assert grid.habitable_fraction[0] < 0.002
+    cells = np.zeros(2000, dtype=np.int64)
+    xy = place_in_cells(grid, cells, seed=4)
+    assert_in_cells(grid, cells, xy)
+    assert shapely.contains_xy(band, xy[:, 0], xy[:, 1]).all()
+    # Spread along the whole band, not stuck at one end.
+    assert stats.kstest(xy[:, 0], stats.uniform(0, 10).cdf).pvalue > ALPHA
+
+
+# ---------------------------------------------------------------------- uniformity
+def test_uniform_in_box_cell_ks():
+    grid = Grid.regular((2, 3, 12, 23), shape=(2, 2))
+    cell = 3  # box (7, 13, 12, 23)
+    np.testing.assert_array_equal(grid.cell_bounds(cell), [[7, 13, 12, 23]])
+    xy = place_in_cells(grid, np.full(5000, cell), seed=11)
+    assert stats.kstest(xy[:, 0], stats.uniform(7, 5).cdf).pvalue > ALPHA
+    assert stats.kstest(xy[:, 1], stats.uniform(13, 10).cdf).pvalue > ALPHA
+    # The test has power: the same points are far from uniform on a shifted interval.
+    assert stats.kstest(xy[:, 0], stats.uniform(7.5, 5).cdf).pvalue < ALPHA
+
+
+def test_uniform_over_partial_cell_chi_square():
+    grid = quiet_grid((0, 0, 4, 4), shape=(1, 1), exclude=box(0, 0, 2, 2))  # an L of area 12
+    assert not grid.fully_habitable[0]
+    xy = place_in_cells(grid, np.zeros(12_000, dtype=np.int64), seed=5)
+    unit = np.floor(xy[:, 0]).astype(int) * 4 + np.floor(xy[:, 1]).astype(int)
+    counts = np.bincount(unit, minlength=16).reshape(4, 4)  # [x square, y square]
+    assert counts[:2, :2].sum() == 0
+    observed = np.concatenate([counts[2:, :].ravel(), counts[:2, 2:].ravel()])
+    assert stats.chisquare(observed).pvalue > ALPHA
+
+
+def test_mixed_cells_keep_input_order():
+    grid = Grid.regular((0, 0, 30, 10), shape=(1, 3), exclude=box(12, 2, 18, 8))
+    cells = np.array([1, 0, 2, 1, 1, 0])
+    xy = place_in_cells(grid, cells, seed=0)
+    assert_in_cells(grid, cells, xy)
+
+
+def test_reproducible_by_seed():
+    grid = Grid.regular((0, 0, 10, 10), shape=(3, 3), exclude=Point(5, 5).buffer(2))
+    cells = np.arange(9).repeat(20)
+    a = place_in_cells(grid, cells, seed=3)
+    np.testing.assert_array_equal(a, place_in_cells(grid, cells, seed=3))
+    assert not np.array_equal(a, place_in_cells(grid, cells, seed=4))
+    rng = np.random.default_rng(3)
+    np.testing.assert_array_equal(a, place_in_cells(grid, cells, seed=rng))
+
+
+def test_empty_cells_give_empty_array():
+    grid = Grid.regular((0, 0, 10, 10), shape=(2, 2))
+    assert place_in_cells(grid, np.array([], dtype=np.int64), seed=1).shape == (0, 2)
+
+
+@pytest.mark.parametrize(
+    ("cells", "match"),
+    [
+        ([0.5, 1.0], "integer cell ids"),
+        ([[0, 1]], "1-d array"),
+        ([0, 4], r"0\.\.3"),
+        ([-1], r"0\.\.3"),
+    ],
+)
+def test_bad_cells_are_refused(cells, match):
+    grid = Grid.regular((0, 0, 10, 10), shape=(2, 2))
+    with pytest.raises(InputError, match=match):
+        place_in_cells(grid, cells)
+
+
+def test_grid_must_be_a_grid():
+    with pytest.raises(InputError, match="grid must be a geosynth.lattice.Grid"):
+        place_in_cells("grid", [0])
+
+
+# ---------------------------------------------------------------------- raster weights
+def unit_grid(**kwargs):
+    return quiet_grid((0, 0, 100, 100), crs=CRS, **kwargs)
+
+
+def test_all_weight_in_one_quadrant_puts_all_points_there(tmp_path):
+    values = np.zeros((10, 10))
+    values[:5, 5:] = 1.0  # rows count from the north: the north-east quadrant
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 10, 10))
+    grid = unit_grid(shape=(1, 1))
+    xy = place_in_cells(grid, np.zeros(3000, dtype=np.int64), seed=2, weights=path)
+    assert (xy[:, 0] >= 50).all() and (xy[:, 1] >= 50).all()
+    assert stats.kstest(xy[:, 0], stats.uniform(50, 50).cdf).pvalue > ALPHA
+    assert stats.kstest(xy[:, 1], stats.uniform(50, 50).cdf).pvalue > ALPHA
+
+
+def pixel_of(xy, size=25.0, top=100.0):
+    col = np.floor(xy[:, 0] / size).astype(int)
+    row = np.floor((top - xy[:, 1]) / size).astype(int)
+    return row, col
+
+
+def test_pixel_proportions_follow_weights_chi_square(tmp_path):
+    rng = np.random.default_rng(8)
+    values = rng.integers(0, 5, (4, 4)).astype(float)
+    values[3, 0] = 0.0  # one zero pixel in cell 0 (south-west)
+    values[2, 0] = 3.0
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 25, 25))
+    grid = unit_grid(shape=(2, 2))
+    for cell, rows, cols in [(0, [2, 3], [0, 1]), (3, [0, 1], [2, 3])]:
+        n = 20_000
+        xy = place_in_cells(grid, np.full(n, cell), seed=cell, weights=path)
+        row, col = pixel_of(xy)
+        observed = np.zeros((4, 4), dtype=int)
+        np.add.at(observed, (row, col), 1)
+        block = np.ix_(rows, cols)
+        assert observed.sum() == observed[block].sum() == n
+        weights = values[block].ravel()
+        counts = observed[block].ravel()
+        assert (counts[weights == 0] == 0).all()
+        positive = weights > 0
+        expected = n * weights[positive] / weights[positive].sum()
+        assert stats.chisquare(counts[positive], expected).pvalue > ALPHA
+        if positive.sum() > 1 and np.ptp(weights[positive]) > 0:
+            uniform = np.full(positive.sum(), n / positive.sum())
+            assert stats.chisquare(counts[positive], uniform).pvalue < ALPHA
+
+
+def test_pixel_centre_rule_and_partial_cells(tmp_path):
+    # Excluding x < 45 keeps the pixel column [40, 50) (its centre x = 45 is on the boundary,
+    # which counts as habitable); its points fall in [45, 50). Columns 4..9 are equally likely.
+    path = write_raster(tmp_path / "w.tif", np.ones((10, 10)), from_origin(0, 100, 10, 10))
+    grid = unit_grid(shape=(1, 1), exclude=box(-1, -1, 45, 101))
+    n = 12_000
+    xy = place_in_cells(grid, np.zeros(n, dtype=np.int64), seed=6, weights=path)
+    assert_in_cells(grid, np.zeros(n, dtype=np.int64), xy)
+    assert (xy[:, 0] >= 45).all()
+    col = np.floor(xy[:, 0] / 10).astype(int)
+    counts = np.bincount(col, minlength=10)
+    assert counts[:4].sum() == 0
+    assert stats.chisquare(counts[4:]).pvalue > ALPHA
+    # Uniform within the habitable half of column 4.
+    in4 = xy[col == 4, 0]
+    assert stats.kstest(in4, stats.uniform(45, 5).cdf).pvalue > ALPHA
+
+
+def test_nodata_pixels_get_no_points(tmp_path):
+    values = np.ones((4, 4))
+    values[2:, :2] = -9999.0  # nodata over most of cell 0
+    values[3, 1] = 1.0
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 25, 25), nodata=-9999.0)
+    grid = unit_grid(shape=(2, 2))
+    xy = place_in_cells(grid, np.zeros(500, dtype=np.int64), seed=1, weights=path)
+    row, col = pixel_of(xy)
+    assert ((row == 3) & (col == 1)).all()
+
+
+def test_dataset_and_path_give_the_same_points(tmp_path):
+    import rasterio
+
+    rng = np.random.default_rng(0)
+    path = write_raster(tmp_path / "w.tif", rng.random((8, 8)), from_origin(0, 100, 12.5, 12.5))
+    grid = unit_grid(shape=(2, 2))
+    cells = np.arange(4).repeat(50)
+    from_path = place_in_cells(grid, cells, seed=9, weights=path)
+    with rasterio.open(path) as dataset:
+        from_dataset = place_in_cells(grid, cells, seed=9, weights=dataset)
+        assert not dataset.closed
+    np.testing.assert_array_equal(from_path, from_dataset)
+    assert_in_cells(grid, cells, from_path)
+
+
+def test_raster_larger_than_grid_and_offset(tmp_path):
+    # Pixels of 7 m not aligned with the cells; the raster extends beyond the grid.
+    values = np.zeros((30, 30))
+    values[:, 10] = 1.0  # a single pixel column x in [-30 + 70, -30 + 77) = [40, 47)
+    path = write_raster(tmp_path / "w.tif", values, from_origin(-30, 130, 7, 7))
+    grid = unit_grid(shape=(2, 2))
+    cells = np.array([0, 2] * 200)
+    xy = place_in_cells(grid, cells, seed=2, weights=path)
+    assert_in_cells(grid, cells, xy)
+    assert ((xy[:, 0] >= 40) & (xy[:, 0] < 47)).all()
+
+
+def test_cells_without_weight_fall_back_to_uniform(tmp_path):
+    values = np.zeros((4, 4))
+    values[3, 0] = 1.0  # only cell 0 has weight
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 25, 25))
+    grid = unit_grid(shape=(2, 2))
+    cells = np.array([0] * 10 + [3] * 2000)
+    with pytest.warns(DataWarning, match=r"1 cell\(s\) hold no pixel centre.*\[3\]"):
+        xy = place_in_cells(grid, cells, seed=2, weights=path)
+    assert_in_cells(grid, cells, xy)
+    assert (xy[:10] < 25).all()
+    assert stats.kstest(xy[10:, 0], stats.uniform(50, 50).cdf).pvalue > ALPHA
+
+
+def test_raster_crs_must_match(tmp_path):
+    path = write_raster(
+        tmp_path / "w.tif", np.ones((2, 2)), from_origin(0, 100, 50, 50), crs="EPSG:32723"
+    )
+    with pytest.raises(CRSError, match="differs from the grid CRS"):
+        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=path)
+    no_crs = write_raster(
+        tmp_path / "n.tif", np.ones((2, 2)), from_origin(0, 100, 50, 50), crs=None
+    )
+    with pytest.raises(CRSError, match="has no CRS"):
+        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=no_crs)
+    grid_without_crs = quiet_grid((0, 0, 100, 100), shape=(1, 1))
+    with pytest.raises(CRSError, match="the grid has none"):
+        place_in_cells(grid_without_crs, [0], weights=path)
+    # Neither has a CRS: accepted.
+    assert place_in_cells(grid_without_crs, [0], weights=no_crs, seed=0).shape == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("values", "transform", "match"),
+    [
+        (np.ones((2, 2)), Affine(50, 5, 0, 0, -50, 100), "rotated"),
+        (-np.ones((2, 2)), from_origin(0, 100, 50, 50), "negative or infinite"),
+        (np.full((2, 2), np.inf), from_origin(0, 100, 50, 50), "negative or infinite"),
+        (np.ones((2, 2)), from_origin(1000, 2000, 50, 50), "does not overlap"),
+    ],
+)
+def test_bad_rasters_are_refused(tmp_path, values, transform, match):
+    path = write_raster(tmp_path / "w.tif", values, transform)
+    with pytest.raises(InputError, match=match):
+        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=path)
+
+
+def test_weights_must_be_a_raster(tmp_path):
+    not_raster = tmp_path / "w.txt"
+    not_raster.write_text("hello")
+    with pytest.raises(InputError, match="cannot be opened as a raster"):
+        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=not_raster)
+    with pytest.raises(InputError, match="raster path or an open rasterio dataset"):
+        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=np.ones((2, 2)))
+
+
+def test_nan_pixels_weigh_zero(tmp_path):
+    values = np.full((2, 2), np.nan)
+    values[0, 1] = 2.0  # north-east
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 50, 50))
+    xy = place_in_cells(
+        unit_grid(shape=(1, 1)), np.zeros(200, dtype=np.int64), seed=1, weights=path
+    )
+    assert (xy >= 50).all()
