@@ -12,26 +12,17 @@ Run: ``python -m bench doca``.
 
 from __future__ import annotations
 
-import math
-import time
 import warnings
 
 import numpy as np
 
+from bench._timing import best_of
 from geosynth.errors import PrivacyLeakWarning
 from geosynth.sdc import Doca
 from geosynth.sdc.doca import simulate_skewed_stream
 
 TARGET = 1_000_000  # records/s on one core (issue)
 
-
-def _best_of(fn, repeats=3):
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _doca(sensitivity):
@@ -56,9 +47,9 @@ def run(n: int = 2_000_000) -> str:
     rows = []
     for label, data, sens in (("univariate", x, sens_x), ("bivariate (x, y)", xy, sens_xy)):
         doca = _doca(sens)
-        seconds = _best_of(lambda: doca.fit_transform(data))  # noqa: B023
+        seconds = best_of(lambda: doca.fit_transform(data))[0]  # noqa: B023
         rows.append((f"fit_transform, {label}", n / seconds, doca.n_noise_draws, True))
-    seconds = _best_of(lambda: consume(_doca(sens_x), x), repeats=1)
+    seconds = best_of(lambda: consume(_doca(sens_x), x), repeats=1)[0]
     rows.append(("process() generator, univariate, incl. Python yield", n / seconds, None, False))
     lines = [
         f"Stream: {n:,} records (simulated BackBlaze shape), δ = 1000, β = 50, m = 100, ε = 1.",

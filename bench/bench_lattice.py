@@ -10,9 +10,7 @@ Run: ``python -m bench lattice`` (records to RESULTS.md), ``python -m bench.benc
 
 from __future__ import annotations
 
-import math
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +19,7 @@ import shapely
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._timing import best_of
 from geosynth.lattice import Grid  # noqa: E402
 
 SIDE = 1000
@@ -29,14 +28,6 @@ BUILD_TARGET = 10.0
 LOCATE_TARGET = 5.0
 BOUNDS = (0.0, 0.0, 1000.0, 1000.0)
 
-
-def _best_of(fn, repeats: int = 3) -> tuple[float, object]:
-    best, result = math.inf, None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def _build_regular(side: int) -> Grid:
@@ -56,11 +47,11 @@ def run(side: int = SIDE, n_points: int = N_POINTS) -> str:
     rng = np.random.default_rng(20140101)
     xy = rng.uniform(0.0, 1000.0, size=(n_points, 2))
 
-    build_s, grid = _best_of(lambda: _build_regular(side))
-    locate_s, cells = _best_of(lambda: grid.locate(xy))
+    build_s, grid = best_of(lambda: _build_regular(side))
+    locate_s, cells = best_of(lambda: grid.locate(xy))
     assert np.all(cells >= 0)
-    clip_build_s, clipped = _best_of(lambda: _build_clipped(side), repeats=1)
-    clip_locate_s, clip_cells = _best_of(lambda: clipped.locate(xy))
+    clip_build_s, clipped = best_of(lambda: _build_clipped(side), repeats=1)
+    clip_locate_s, clip_cells = best_of(lambda: clipped.locate(xy))
     inside = float(np.mean(clip_cells >= 0))
 
     size = f"{side} x {side}"

@@ -11,12 +11,12 @@ Run: ``python -m bench samplers``.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 from numba import njit
 from scipy.stats import sampling
 
+from bench._timing import best_of
 from geosynth.samplers import make_streams
 from geosynth.samplers.ars import ars_draw, new_workspace
 from geosynth.samplers.slice import slice_step
@@ -66,14 +66,6 @@ class _TDRDensity:
         return slope * self.pdf(x)
 
 
-def _best_of(fn, repeats=3):
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
 
 def run(n_numba: int = 200_000, n_scipy: int = 2_000) -> str:
     """Time the three samplers; return a Markdown table."""
@@ -83,8 +75,8 @@ def run(n_numba: int = 200_000, n_scipy: int = 2_000) -> str:
     work = new_workspace()
     _ars_loop(a[:10], w[:10], z, m[:10], q[:10], state, work)  # compile
     _slice_loop(a[:10], w[:10], z, m[:10], q[:10], state)
-    ars_rate = n_numba / _best_of(lambda: _ars_loop(a, w, z, m, q, state, work))
-    slice_rate = n_numba / _best_of(lambda: _slice_loop(a, w, z, m, q, state))
+    ars_rate = n_numba / best_of(lambda: _ars_loop(a, w, z, m, q, state, work))[0]
+    slice_rate = n_numba / best_of(lambda: _slice_loop(a, w, z, m, q, state))[0]
 
     rng = np.random.default_rng(2)
 
@@ -94,7 +86,7 @@ def run(n_numba: int = 200_000, n_scipy: int = 2_000) -> str:
             sampling.TransformedDensityRejection(dist, mode=None, center=m[i],
                                                  random_state=rng).rvs(1)
 
-    scipy_rate = n_scipy / _best_of(scipy_loop, repeats=1)
+    scipy_rate = n_scipy / best_of(scipy_loop, repeats=1)[0]
     rows = [
         ("geosynth ARS (numba)", ars_rate),
         ("geosynth slice step (numba)", slice_rate),
