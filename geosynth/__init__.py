@@ -4,7 +4,7 @@ Data flow one way: GeoDataFrame → :func:`prepare` (validated counts on a :clas
 :class:`PaivaModel` ``.fit`` → :class:`PaivaFit` → releases → evaluation / export.
 """
 
-from geosynth import datasets, errors, samplers, sdc, synth
+from geosynth import datasets, errors, metrics, samplers, sdc, synth
 from geosynth.data import CellCounts, prepare
 from geosynth.lattice import Grid
 from geosynth.model import PaivaFit, PaivaModel, Priors
@@ -20,6 +20,7 @@ __all__ = [
     "Priors",
     "datasets",
     "errors",
+    "metrics",
     "prepare",
     "samplers",
     "sdc",

@@ -1,0 +1,685 @@
+"""Disclosure-risk measures for synthetic locations.
+
+Three families, from the least to the most informed intruder:
+
+* **Unlinked distances** (:func:`distance_risk`): Nunes (2018, §3.3, Algorithm 1, Tables 4–6).
+  Within each attribute combination, original and synthetic points are paired greedily by
+  distance (:func:`geosynth.metrics.greedy_match`) and the minimum and mean matched distance are
+  reported; small distances mean synthetic points sit close to real people.
+* **Linked records** (:func:`displacement`, :func:`spatial_k_anonymity`,
+  :func:`k_anonymity_summary`): when a release keeps the records (partially synthetic data,
+  rows aligned by index), each synthetic point can be compared with its own original location,
+  as geomasking evaluations do (MaskMyPy).
+* **Identification** (:func:`identification_risk`): the Reiter & Mitra (2009) measures for an
+  intruder who knows a target's attributes and true grid cell and matches them against the m
+  releases.
+
+All functions take the original points and the releases as GeoDataFrames of points in one
+projected CRS; ``releases`` is a GeoDataFrame or a list of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from scipy.spatial import cKDTree
+
+from geosynth.errors import CRSError, InputError
+from geosynth.metrics.matching import (
+    as_columns,
+    as_releases,
+    check_columns,
+    check_frames,
+    frame_xy,
+    greedy_match_distances,
+    pair_distance,
+)
+
+if TYPE_CHECKING:
+    from geosynth.lattice import Grid
+
+__all__ = [
+    "IdentificationRisk",
+    "distance_risk",
+    "displacement",
+    "spatial_k_anonymity",
+    "k_anonymity_summary",
+    "identification_risk",
+]
+
+_SHOW = 5
+# Spatial k-anonymity counts points on the circle; the radius is widened by this relative amount
+# so that rounding never drops the record's own original point (at exactly the displacement).
+_BALL_RTOL = 1e-9
+# Match probabilities within this relative distance of the maximum count as tied (they are sums
+# of at most m fractions 1/F, exact up to rounding).
+_TIE_RTOL = 1e-10
+
+
+# --------------------------------------------------------------------------- distance risk
+
+
+def distance_risk(
+    original: gpd.GeoDataFrame,
+    releases: gpd.GeoDataFrame | Sequence[gpd.GeoDataFrame],
+    by: str | Sequence[str],
+    mean_row: bool = True,
+) -> pd.DataFrame:
+    """Minimum and mean greedy-matched distance per attribute combination (Nunes 2018, Tables 4–6).
+
+    For each combination of the ``by`` columns and each release, the original and synthetic
+    points of that combination are matched by Algorithm 1 (:func:`greedy_match_distances`), and
+    the minimum and the mean of the ``min(n_orig, n_synth)`` matched distances are taken. Both are
+    then averaged over the releases.
+
+    Parameters
+    ----------
+    original : GeoDataFrame
+        Confidential points with the ``by`` columns.
+    releases : GeoDataFrame or sequence of GeoDataFrame
+        The m synthetic releases, with the ``by`` columns, in the CRS of ``original``.
+    by : str or sequence of str
+        Attribute columns defining the combinations (the thesis' ``b``).
+    mean_row : bool, default True
+        Append a row labelled ``"mean"`` (``("mean", "", ...)`` for several ``by`` columns) with
+        the unweighted mean of each column over the combinations, as the "Média" row of the
+        thesis tables.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per combination present in ``original`` (sorted; indexed by the ``by`` values,
+        a MultiIndex for several columns) with columns
+
+        * ``n_original`` -- original points of the combination;
+        * ``n_synthetic`` -- synthetic points, averaged over releases;
+        * ``min_distance``, ``mean_distance`` -- minimum and mean matched distance, averaged over
+          the releases in which the combination has at least one synthetic point (NaN if none).
+
+        Combinations present only in releases are ignored. With ``mean_row`` every column is
+        float (the mean row averages the counts too).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Inputs are not GeoDataFrames of valid points, or a ``by`` column is missing or has
+        missing values.
+    geosynth.errors.CRSError
+        CRSs differ, or the CRS is geographic.
+
+    Notes
+    -----
+    Nunes' "Média" row is the plain mean of the combination rows (e.g. Table 4, Paiva method:
+    the mean of the twelve minima 0.0343, ..., 0.0462 is 0.1318), which is what ``mean_row``
+    reproduces. Averaging per-release minima and means over releases is our reading of the
+    thesis, which reports one number per combination for m = 5 releases.
+    """
+    releases = as_releases(releases)
+    check_frames(original, releases)
+    cols = as_columns(by, "by")
+    frames = [original, *releases]
+    names = ["original"] + [f"releases[{k}]" for k in range(len(releases))]
+    for frame, name in zip(frames, names, strict=True):
+        check_columns(frame, cols, name, "by column")
+    xys = [frame_xy(frame, name) for frame, name in zip(frames, names, strict=True)]
+    codes, keys = _combination_codes(frames, cols)
+    present = np.unique(codes[0])
+    groups = [_split(c, len(keys)) for c in codes]
+    m = len(releases)
+    n_syn = np.zeros((present.size, m))
+    minima = np.full((present.size, m), np.nan)
+    means = np.full((present.size, m), np.nan)
+    for row, combo in enumerate(present):
+        orig = xys[0][groups[0][combo]]
+        for ell in range(m):
+            synth = xys[ell + 1][groups[ell + 1][combo]]
+            n_syn[row, ell] = synth.shape[0]
+            if synth.shape[0]:
+                d = greedy_match_distances(orig, synth)
+                minima[row, ell] = d[0]  # matched in non-decreasing order
+                means[row, ell] = d.mean()
+    table = pd.DataFrame(
+        {
+            "n_original": np.array([groups[0][c].size for c in present], dtype=np.int64),
+            "n_synthetic": n_syn.mean(axis=1),
+            "min_distance": nanmean_rows(minima),
+            "mean_distance": nanmean_rows(means),
+        },
+        index=keys[present],
+    )
+    return _with_mean_row(table) if mean_row else table
+
+
+# --------------------------------------------------------------------------- linked records
+
+
+def displacement(original: gpd.GeoDataFrame, release: gpd.GeoDataFrame) -> pd.Series:
+    """Distance from each record's original location to its synthetic location.
+
+    Records are linked by index label (the worst case for partially synthetic releases, where
+    rows are the original records).
+
+    Parameters
+    ----------
+    original : GeoDataFrame
+        Confidential points with a unique index.
+    release : GeoDataFrame
+        One synthetic release holding exactly the index labels of ``original`` (in any order),
+        in the same CRS.
+
+    Returns
+    -------
+    pandas.Series of float64
+        Named ``"displacement"``, indexed like ``original``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid points, duplicated index labels, or index labels present on one side only.
+    geosynth.errors.CRSError
+        CRSs differ, or the CRS is geographic.
+
+    Examples
+    --------
+    >>> import geopandas as gpd
+    >>> o = gpd.GeoDataFrame(geometry=gpd.points_from_xy([0, 10], [0, 0]), index=["a", "b"])
+    >>> s = gpd.GeoDataFrame(geometry=gpd.points_from_xy([13, 3], [4, 4]), index=["b", "a"])
+    >>> displacement(o, s).tolist()
+    [5.0, 5.0]
+    """
+    releases = as_releases(release)
+    check_frames(original, releases)
+    xy0 = frame_xy(original, "original")
+    xy1 = _aligned_xy(original, releases[0], "release")
+    return pd.Series(pair_distance(xy0, xy1), index=original.index, name="displacement")
+
+
+def spatial_k_anonymity(
+    original: gpd.GeoDataFrame,
+    release: gpd.GeoDataFrame,
+    population: gpd.GeoDataFrame | gpd.GeoSeries | None = None,
+) -> pd.Series:
+    """Spatial k-anonymity of each synthetic point, as MaskMyPy computes it from address points.
+
+    ``k`` is the number of population points inside the circle centred on the synthetic point
+    with radius equal to the record's displacement (:func:`displacement`): an intruder who knows
+    how far points moved cannot tell the true location from the other ``k - 1`` candidates.
+
+    Parameters
+    ----------
+    original : GeoDataFrame
+        Confidential points with a unique index.
+    release : GeoDataFrame
+        One release with the same index labels (records linked by index), same CRS.
+    population : GeoDataFrame or GeoSeries, optional
+        Candidate locations (e.g. address points). Default: the original points themselves.
+
+    Returns
+    -------
+    pandas.Series of int64
+        Named ``"k_anonymity"``, indexed like ``original``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid points or index labels (see :func:`displacement`).
+    geosynth.errors.CRSError
+        CRSs differ, or the CRS is geographic.
+
+    Notes
+    -----
+    Points on the circle count (MaskMyPy joins address points that *intersect* the buffer), so
+    with the default population the record's own original point always counts and ``k >= 1``;
+    to make that robust to rounding the radius is widened by a relative ``1e-9``. A record whose
+    synthetic point equals its original point gets ``k`` = the number of population points at
+    that exact location.
+
+    Examples
+    --------
+    Three originals on a line; the record at 0 is released at 1 (displacement 1), so the circle
+    of radius 1 around 1 holds the originals at 0 and 2 but not 5:
+
+    >>> import geopandas as gpd
+    >>> o = gpd.GeoDataFrame(geometry=gpd.points_from_xy([0, 2, 5], [0, 0, 0]))
+    >>> s = gpd.GeoDataFrame(geometry=gpd.points_from_xy([1, 2, 5], [0, 0, 0]))
+    >>> spatial_k_anonymity(o, s).tolist()
+    [2, 1, 1]
+    """
+    d = displacement(original, release).to_numpy()
+    xy1 = _aligned_xy(original, release, "release")
+    if population is None:
+        pop = frame_xy(original, "original")
+    else:
+        if not isinstance(population, gpd.GeoDataFrame | gpd.GeoSeries):
+            raise InputError(
+                f"population must be a GeoDataFrame or GeoSeries of points, got "
+                f"{type(population).__name__}"
+            )
+        _check_same_crs(original, population, "population")
+        pop = frame_xy(population, "population")
+    if pop.shape[0] == 0 or xy1.shape[0] == 0:
+        k = np.zeros(xy1.shape[0], dtype=np.int64)
+    else:
+        k = cKDTree(pop).query_ball_point(
+            xy1, r=d * (1.0 + _BALL_RTOL), return_length=True, workers=-1
+        )
+    return pd.Series(np.asarray(k, dtype=np.int64), index=original.index, name="k_anonymity")
+
+
+def k_anonymity_summary(
+    k: pd.Series | np.ndarray, thresholds: Sequence[int] = (5, 25)
+) -> pd.Series:
+    """Summarise spatial k-anonymity: share of records below each threshold, and k's spread.
+
+    Parameters
+    ----------
+    k : Series or array-like of int
+        Output of :func:`spatial_k_anonymity`.
+    thresholds : sequence of int, default (5, 25)
+        Values of k to report the share below.
+
+    Returns
+    -------
+    pandas.Series
+        ``n``, ``k_min``, ``k_median``, ``k_mean`` and ``share_below_<t>`` (share of records with
+        ``k < t``, i.e. ``1 -`` MaskMyPy's ``k_satisfaction(t)``) for each threshold.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``k`` is empty, not numeric or has missing values, or a threshold is not a positive
+        integer.
+
+    Examples
+    --------
+    >>> float(k_anonymity_summary([1, 4, 5, 30])["share_below_5"])
+    0.5
+    """
+    values = np.asarray(k)
+    if values.ndim != 1 or values.size == 0 or not np.issubdtype(values.dtype, np.number):
+        raise InputError(
+            f"k must be a non-empty 1-d array of k-anonymity values (spatial_k_anonymity output), "
+            f"got shape {values.shape} and dtype {values.dtype}"
+        )
+    if np.isnan(values.astype(float)).any():
+        raise InputError("k has missing values; pass the output of spatial_k_anonymity")
+    out = {
+        "n": float(values.size),
+        "k_min": float(values.min()),
+        "k_median": float(np.median(values)),
+        "k_mean": float(values.mean()),
+    }
+    for t in thresholds:
+        if isinstance(t, bool) or not isinstance(t, int | np.integer) or t < 1:
+            raise InputError(f"thresholds must be positive integers, got {t!r}")
+        out[f"share_below_{int(t)}"] = float(np.mean(values < t))
+    return pd.Series(out, name="k_anonymity")
+
+
+# --------------------------------------------------------------------------- identification
+
+
+@dataclass(frozen=True)
+class IdentificationRisk:
+    """Identification-disclosure measures of Reiter & Mitra (2009).
+
+    Attributes
+    ----------
+    expected_match_risk : float
+        ``Σ_j T_j / c_j``: the expected number of targets the intruder identifies correctly
+        when picking at random among the ``c_j`` records tied at the highest match probability.
+    true_match_rate : float
+        ``Σ_j [c_j T_j = 1] / N``: share of targets matched uniquely and correctly.
+    false_match_rate : float
+        ``Σ_j [c_j (1 - T_j) = 1] / s``: share of the ``s`` unique matches that are wrong (NaN
+        when ``s = 0``).
+    n_records : int
+        N, the number of records (every record is a target).
+    n_unique_matches : int
+        s, the number of targets with ``c_j = 1``.
+    n_true_unique_matches : int
+        ``Σ_j [c_j T_j = 1]``.
+    n_unique_attributes : int
+        Records whose attribute combination is unique in the original data; they are always
+        true unique matches (see :func:`identification_risk`).
+    records : pandas.DataFrame
+        One row per record (index of ``original``): ``cell`` (true cell), ``n_candidates``
+        (records sharing its attributes), ``max_probability``, ``c``, ``true_match`` (T),
+        ``unique_match`` (``c == 1``), ``unique_attributes``.
+    """
+
+    expected_match_risk: float
+    true_match_rate: float
+    false_match_rate: float
+    n_records: int
+    n_unique_matches: int
+    n_true_unique_matches: int
+    n_unique_attributes: int
+    records: pd.DataFrame
+
+    def summary(self) -> pd.Series:
+        """Return the scalar measures as a Series.
+
+        Returns
+        -------
+        pandas.Series
+        """
+        return pd.Series(
+            {
+                "expected_match_risk": self.expected_match_risk,
+                "true_match_rate": self.true_match_rate,
+                "false_match_rate": self.false_match_rate,
+                "n_records": self.n_records,
+                "n_unique_matches": self.n_unique_matches,
+                "n_true_unique_matches": self.n_true_unique_matches,
+                "n_unique_attributes": self.n_unique_attributes,
+            },
+            name="identification_risk",
+        )
+
+
+def identification_risk(
+    original: gpd.GeoDataFrame,
+    releases: gpd.GeoDataFrame | Sequence[gpd.GeoDataFrame],
+    attributes: str | Sequence[str],
+    grid: Grid,
+    weighting: str = "reiter_mitra",
+) -> IdentificationRisk:
+    """Reiter & Mitra (2009) identification risk for an intruder who knows attributes and cell.
+
+    The intruder knows, for each target record j, its attributes and the grid cell of its true
+    location, and can link records across the m releases (worst case: records aligned by index,
+    as in partially synthetic data where only locations are synthesised). A record r *matches*
+    target j in release l if r has j's attributes and r's synthetic point in release l falls in
+    j's true cell. The match probability of record r for target j is
+
+    * ``weighting="reiter_mitra"`` (default): ``(1/m) Σ_l [r matches j in l] / F_jl``, where
+      ``F_jl`` is the number of records matching j in release l (Reiter & Mitra 2009: in each
+      release the intruder picks uniformly among the matching records);
+    * ``weighting="share"``: ``(1/m) Σ_l [r matches j in l]``, the share of releases in which r
+      matches.
+
+    ``c_j`` is the number of records with j's attributes tied at the highest probability and
+    ``T_j = 1`` if j is one of them. If no record ever falls in j's cell, every record with j's
+    attributes ties at probability 0, so ``c_j`` is their number and ``T_j = 1``.
+
+    Parameters
+    ----------
+    original : GeoDataFrame
+        Confidential points with the attribute columns and a unique index.
+    releases : GeoDataFrame or sequence of GeoDataFrame
+        The m releases, each holding exactly the index labels of ``original``. Attribute columns
+        may be omitted; if present they must equal the original values (only locations are
+        synthesised).
+    attributes : str or sequence of str
+        Attribute columns the intruder knows.
+    grid : geosynth.lattice.Grid
+        The lattice whose cells the intruder knows; points are located with ``grid.locate``.
+        Synthetic points outside the grid match no target.
+    weighting : {"reiter_mitra", "share"}, default "reiter_mitra"
+        How releases are combined into a match probability (see above).
+
+    Returns
+    -------
+    IdentificationRisk
+        Expected match risk, true match rate, false match rate and per-record details.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid points, attributes or index labels, an original point outside the grid, a
+        release whose attributes differ from the original's, or a bad ``weighting``.
+    geosynth.errors.CRSError
+        CRSs differ between the inputs or from the grid.
+
+    Notes
+    -----
+    Definitions (Reiter & Mitra 2009; also Drechsler & Reiter 2008): with N records,
+    expected match risk ``= Σ_j T_j / c_j``; true match rate ``= Σ_j K_j / N`` with
+    ``K_j = [c_j T_j = 1]``; false match rate ``= Σ_j F_j / s`` with ``F_j = [c_j (1 - T_j) = 1]``
+    and ``s`` the number of targets with ``c_j = 1``. Probabilities within a relative ``1e-10``
+    of the maximum count as tied (they are sums of fractions ``1/F`` and can differ in the last
+    bits).
+
+    **Synthesising locations alone does not protect records with a unique attribute
+    combination**: such a record is the only candidate for itself, so ``c_j = 1`` and
+    ``T_j = 1`` whatever its synthetic locations are. ``n_unique_attributes`` counts them; they
+    need attribute coarsening or suppression.
+    """
+    if weighting not in ("reiter_mitra", "share"):
+        raise InputError(f'weighting must be "reiter_mitra" or "share", got {weighting!r}')
+    releases = as_releases(releases)
+    check_frames(original, releases, projected=False)
+    _check_grid(grid, original)
+    cols = as_columns(attributes, "attributes")
+    check_columns(original, cols, "original", "attribute")
+    _check_index(original, "original")
+    xy0 = frame_xy(original, "original")
+    n, m = xy0.shape[0], len(releases)
+    if n == 0:
+        raise InputError("original has no rows; identification risk needs at least one record")
+    cell0 = np.asarray(grid.locate(xy0), dtype=np.int64)
+    outside = cell0 < 0
+    if outside.any():
+        raise InputError(
+            f"{int(outside.sum())} original points are in no grid cell "
+            f"({_rows(original.index, outside)}); the intruder's knowledge is a cell, so use a "
+            "grid covering every original point (e.g. Grid.from_points(original, ...))"
+        )
+    cells = np.empty((n, m), dtype=np.int64)
+    for ell, release in enumerate(releases):
+        name = f"releases[{ell}]"
+        xy = _aligned_xy(original, release, name)
+        _check_same_attributes(original, release, cols, name)
+        cells[:, ell] = grid.locate(xy)
+    combo = original[cols].groupby(cols, sort=True, observed=True).ngroup().to_numpy()
+    n_candidates = np.bincount(combo)[combo]
+    n_cells = int(grid.n_cells)
+
+    # One entry per (record, release) whose synthetic point is in a cell; key = (combo, cell).
+    rec = np.repeat(np.arange(n, dtype=np.int64), m)
+    rel = np.tile(np.arange(m, dtype=np.int64), n)
+    cell = cells.ravel()
+    inside = cell >= 0
+    entries = pd.DataFrame(
+        {
+            "key": combo[rec[inside]] * n_cells + cell[inside],
+            "release": rel[inside],
+            "r": rec[inside],
+        }
+    )
+    if weighting == "reiter_mitra":
+        f = entries.groupby(["release", "key"], sort=False)["r"].transform("size").to_numpy()
+        entries["w"] = 1.0 / f
+    else:
+        entries["w"] = 1.0
+    scores = entries.groupby(["key", "r"], sort=True)["w"].sum() / m
+    best = scores.groupby(level="key").transform("max")
+    tied = scores >= best * (1.0 - _TIE_RTOL)
+    c_key = tied.groupby(level="key").sum()
+    best_key = best.groupby(level="key").first()
+
+    target_key = combo * n_cells + cell0
+    has = np.isin(target_key, c_key.index.to_numpy())
+    c = n_candidates.astype(np.int64).copy()
+    c[has] = c_key.reindex(target_key[has]).to_numpy()
+    max_prob = np.zeros(n)
+    max_prob[has] = best_key.reindex(target_key[has]).to_numpy()
+    true_match = np.ones(n, dtype=bool)
+    pairs = pd.MultiIndex.from_arrays([target_key[has], np.flatnonzero(has)])
+    true_match[has] = tied.reindex(pairs, fill_value=False).to_numpy()
+
+    unique = c == 1
+    s = int(unique.sum())
+    true_unique = int((unique & true_match).sum())
+    false_unique = int((unique & ~true_match).sum())
+    records = pd.DataFrame(
+        {
+            "cell": cell0,
+            "n_candidates": n_candidates.astype(np.int64),
+            "max_probability": max_prob,
+            "c": c,
+            "true_match": true_match,
+            "unique_match": unique,
+            "unique_attributes": n_candidates == 1,
+        },
+        index=original.index,
+    )
+    return IdentificationRisk(
+        expected_match_risk=float(np.sum(true_match / c)),
+        true_match_rate=true_unique / n,
+        false_match_rate=false_unique / s if s else float("nan"),
+        n_records=n,
+        n_unique_matches=s,
+        n_true_unique_matches=true_unique,
+        n_unique_attributes=int((n_candidates == 1).sum()),
+        records=records,
+    )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _combination_codes(
+    frames: list[pd.DataFrame], cols: list[str]
+) -> tuple[list[np.ndarray], pd.Index]:
+    """Joint combination codes of ``cols`` over several frames, and the sorted combinations."""
+    stacked = pd.concat([f[cols] for f in frames], ignore_index=True)
+    try:
+        grouped = stacked.groupby(cols, sort=True, observed=True)
+        codes = grouped.ngroup().to_numpy()
+        keys = grouped.size().index
+    except TypeError as err:
+        raise InputError(
+            f"the values of {cols} cannot be compared across original and releases ({err}); "
+            "give the columns the same dtype in every frame"
+        ) from err
+    bounds = np.cumsum([0] + [len(f) for f in frames])
+    return [codes[bounds[k] : bounds[k + 1]] for k in range(len(frames))], keys
+
+
+def nanmean_rows(values: np.ndarray) -> np.ndarray:
+    """Mean of each row over its non-NaN entries; NaN (without a warning) for all-NaN rows.
+
+    Parameters
+    ----------
+    values : numpy.ndarray, shape (k, m)
+
+    Returns
+    -------
+    numpy.ndarray, shape (k,)
+    """
+    ok = ~np.isnan(values)
+    count = ok.sum(axis=1)
+    total = np.where(ok, values, 0.0).sum(axis=1)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _split(codes: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """Row positions of each code 0..n_groups-1 (stable)."""
+    order = np.argsort(codes, kind="stable")
+    edges = np.searchsorted(codes[order], np.arange(n_groups + 1))
+    return [order[edges[g] : edges[g + 1]] for g in range(n_groups)]
+
+
+def _with_mean_row(table: pd.DataFrame) -> pd.DataFrame:
+    """Append the unweighted column means as a row labelled "mean"."""
+    means = table.mean(axis=0, skipna=True).to_frame().T
+    if isinstance(table.index, pd.MultiIndex):
+        label = ("mean",) + ("",) * (table.index.nlevels - 1)
+        means.index = pd.MultiIndex.from_tuples([label], names=table.index.names)
+    else:
+        means.index = pd.Index(["mean"], name=table.index.name)
+    out = pd.concat([table.astype({c: float for c in table.columns}), means])
+    return out
+
+
+def _check_index(frame: pd.DataFrame, name: str) -> None:
+    dup = frame.index.duplicated()
+    if dup.any():
+        raise InputError(
+            f"{name} has {int(dup.sum())} duplicated index labels ({_rows(frame.index, dup)}); "
+            "records are linked by index, so give every record a unique label "
+            f"({name}.reset_index(drop=True) if the order is the link)"
+        )
+
+
+def _aligned_xy(original: pd.DataFrame, release: gpd.GeoDataFrame, name: str) -> np.ndarray:
+    """Coordinates of ``release`` reordered to the index of ``original`` (same label set)."""
+    _check_index(original, "original")
+    _check_index(release, name)
+    missing = original.index.difference(release.index, sort=False)
+    extra = release.index.difference(original.index, sort=False)
+    if len(missing) or len(extra):
+        parts = []
+        if len(missing):
+            parts.append(
+                f"{len(missing)} original labels missing from {name} "
+                f"(e.g. {missing[:_SHOW].tolist()})"
+            )
+        if len(extra):
+            parts.append(
+                f"{len(extra)} labels of {name} not in original (e.g. {extra[:_SHOW].tolist()})"
+            )
+        raise InputError(
+            f"records are linked by index, but {' and '.join(parts)}; give each release the "
+            "index of the original records"
+        )
+    xy = frame_xy(release, name)
+    return xy[release.index.get_indexer(original.index)]
+
+
+def _check_same_attributes(
+    original: pd.DataFrame, release: pd.DataFrame, cols: list[str], name: str
+) -> None:
+    present = [c for c in cols if c in release.columns]
+    if not present:
+        return
+    aligned = release.loc[original.index, present]
+    for column in present:
+        differ = ~(aligned[column].to_numpy() == original[column].to_numpy())
+        if differ.any():
+            raise InputError(
+                f"attribute {column!r} of {name} differs from the original in "
+                f"{int(differ.sum())} records ({_rows(original.index, differ)}); "
+                "identification_risk assumes only locations are synthesised: drop the column "
+                "from the release or pass the original attribute values"
+            )
+
+
+def _check_grid(grid: Any, original: gpd.GeoDataFrame) -> None:
+    if not all(hasattr(grid, a) for a in ("locate", "n_cells", "crs")):
+        raise InputError(
+            f"grid must be a geosynth.lattice.Grid, got {type(grid).__name__}; build one with "
+            "Grid.regular(bounds, shape=..., crs=...) or Grid.from_points(original, ...)"
+        )
+    if (
+        grid.crs is not None
+        and original.crs is not None
+        and not original.crs.equals(grid.crs, ignore_axis_order=True)
+    ):
+        raise CRSError(
+            f"original has CRS {original.crs.to_string()} but the grid has "
+            f"{grid.crs.to_string()}; reproject with original.to_crs(grid.crs)"
+        )
+
+
+def _check_same_crs(original: gpd.GeoDataFrame, other: Any, name: str) -> None:
+    a, b = original.crs, other.crs
+    if (a is None) != (b is None) or (a is not None and not a.equals(b, ignore_axis_order=True)):
+        raise CRSError(
+            f"{name} has CRS {None if b is None else b.to_string()} but original has "
+            f"{None if a is None else a.to_string()}; reproject with {name}.to_crs(original.crs)"
+        )
+
+
+def _rows(index: pd.Index, bad: np.ndarray) -> str:
+    labels = index[np.asarray(bad, dtype=bool)]
+    shown = ", ".join(repr(label) for label in labels[:_SHOW].tolist())
+    more = len(labels) - _SHOW
+    return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")

@@ -1,0 +1,914 @@
+"""Utility measures: combining rules, interval overlap, quadrant coverage and Ripley's K.
+
+* :func:`combine_partially_synthetic` and :func:`combine_fully_synthetic` -- inference from m
+  synthetic data sets (Reiter 2003; Raghunathan, Reiter & Rubin 2003; Reiter 2002). The thesis
+  (Nunes 2018, eqs. 3.3–3.5) uses the partially synthetic rules for its proportions.
+* :func:`interval_overlap` -- how much two confidence intervals agree: the thesis' geometric
+  mean of the two covered proportions, or Karr et al. (2006)'s average.
+* :func:`quadrant_coverage` -- Nunes (2018, §3.3): random rectangles not aligned with the cells,
+  the proportion of ``outcome == 1`` inside them estimated on the original (Wald interval) and on
+  the releases (combining rules), and the mean overlap of the two intervals over rectangles
+  (the thesis' "taxa de cobertura", 0.665–0.746 in §4).
+* :func:`ripley_k` and :func:`ripley_distance` -- spatial-pattern utility: Ripley's K and
+  L functions with edge correction for a rectangular window, and the largest gap between the
+  original and synthetic L functions per attribute combination.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+from scipy import stats
+from scipy.spatial import cKDTree
+
+from geosynth._random import SeedLike, as_generator
+from geosynth.errors import InputError
+from geosynth.metrics.matching import (
+    as_columns,
+    as_releases,
+    as_xy,
+    check_columns,
+    check_frames,
+    frame_xy,
+)
+from geosynth.metrics.risk import _combination_codes, _split, _with_mean_row, nanmean_rows
+
+__all__ = [
+    "CombinedEstimate",
+    "combine_partially_synthetic",
+    "combine_fully_synthetic",
+    "interval_overlap",
+    "QuadrantCoverage",
+    "quadrant_coverage",
+    "RipleyK",
+    "ripley_k",
+    "ripley_distance",
+]
+
+# Elements per boolean (rectangles x points) block in quadrant_coverage.
+_BLOCK = 2**22
+# Pairs per chunk when enumerating point pairs for Ripley's K.
+_PAIR_CHUNK = 2**22
+# Rectangles drawn per accepted rectangle before quadrant_coverage gives up.
+_MAX_DRAWS_PER_QUADRANT = 200
+
+
+# --------------------------------------------------------------------------- combining rules
+
+
+class CombinedEstimate(NamedTuple):
+    """Point estimate, variance, degrees of freedom and interval from m synthetic data sets.
+
+    Floats for one estimand; arrays for a batch (``q`` of shape ``(m, ...)``).
+
+    Attributes
+    ----------
+    estimate : float or numpy.ndarray
+        ``q̄_m``, the mean of the per-release estimates.
+    variance : float or numpy.ndarray
+        Total variance ``T`` of ``q̄_m``.
+    df : float or numpy.ndarray
+        Degrees of freedom of the t reference distribution (``inf``: normal).
+    lower, upper : float or numpy.ndarray
+        Interval ``q̄_m ∓ t_{df, (1+level)/2} sqrt(T)``.
+    """
+
+    estimate: Any
+    variance: Any
+    df: Any
+    lower: Any
+    upper: Any
+
+
+def combine_partially_synthetic(q: Any, u: Any, level: float = 0.95) -> CombinedEstimate:
+    """Combine estimates from m partially synthetic data sets (Reiter 2003).
+
+    With ``q̄_m = Σ q_l / m``, ``b_m = Σ (q_l - q̄_m)² / (m - 1)`` and ``ū_m = Σ u_l / m``, the
+    variance of ``q̄_m`` is ``T_p = b_m / m + ū_m`` and ``(Q - q̄_m) / sqrt(T_p)`` has a t
+    distribution with ``ν_p = (m - 1) (1 + m ū_m / b_m)²`` degrees of freedom (Nunes 2018,
+    eqs. 3.3–3.5).
+
+    Parameters
+    ----------
+    q : array-like, shape (m,) or (m, ...)
+        Point estimate from each release (axis 0 runs over releases; further axes are a batch of
+        estimands).
+    u : array-like, same shape as ``q``
+        Estimated variance of each ``q``.
+    level : float, default 0.95
+        Confidence level of the interval.
+
+    Returns
+    -------
+    CombinedEstimate
+        ``(estimate, variance, df, lower, upper)``; floats when ``q`` is 1-d.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Fewer than 2 releases, shapes differ, non-finite values, negative variances or a level
+        outside (0, 1).
+
+    Notes
+    -----
+    When ``b_m = 0`` the degrees of freedom are infinite (the limit of ``ν_p``) and the interval
+    is normal; with ``b_m = ū_m = 0`` the interval is the single point ``q̄_m``.
+
+    Examples
+    --------
+    q = (1, 2, 3), u = (1, 1, 1): q̄ = 2, b = 1, ū = 1, T = 1/3 + 1 = 4/3,
+    ν = 2 (1 + 3)² = 32.
+
+    >>> r = combine_partially_synthetic([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
+    >>> r.estimate, round(r.variance, 12), r.df
+    (2.0, 1.333333333333, 32.0)
+    """
+    qa, ua, level = _check_qu(q, u, level)
+    est, var, df = _partial(qa, ua)
+    return _finish(est, var, df, level, scalar=qa.ndim == 1)
+
+
+def combine_fully_synthetic(
+    q: Any,
+    u: Any,
+    level: float = 0.95,
+    n_synthetic: int | None = None,
+    n_original: int | None = None,
+) -> CombinedEstimate:
+    """Combine estimates from m fully synthetic data sets (Raghunathan, Reiter & Rubin 2003).
+
+    ``T_f = (1 + 1/m) b_m - ū_m`` with ``ν_f = (m - 1) (1 - m ū_m / ((m + 1) b_m))²`` degrees of
+    freedom. ``T_f`` can be negative; then Reiter's (2002) non-negative adjustment
+    ``T_f* = (n_syn / n) ū_m`` is used (see Notes).
+
+    Parameters
+    ----------
+    q : array-like, shape (m,) or (m, ...)
+        Point estimate from each release (axis 0 runs over releases).
+    u : array-like, same shape as ``q``
+        Estimated variance of each ``q``.
+    level : float, default 0.95
+        Confidence level.
+    n_synthetic, n_original : int, optional
+        Sizes of each synthetic data set and of the original data, for the adjustment; give both
+        or neither (default ratio 1).
+
+    Returns
+    -------
+    CombinedEstimate
+        ``(estimate, variance, df, lower, upper)``; floats when ``q`` is 1-d.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        As :func:`combine_partially_synthetic`, or only one of ``n_synthetic``/``n_original``,
+        or a non-positive size.
+
+    Notes
+    -----
+    Reiter (2002, "Satisfying disclosure restrictions with synthetic data sets") proposes
+    ``T_f* = max(0, T_f) + δ (n_syn / n) ū_m`` with ``δ = 1`` when ``T_f < 0``. We also apply
+    the adjustment when ``T_f = 0`` (a zero variance would give a zero-width interval), i.e.
+    ``T = (n_syn / n) ū_m`` whenever ``T_f <= 0``. ``ν_f`` is derived for ``T_f > 0`` and is
+    meaningless after the adjustment, so adjusted intervals use the normal reference
+    (``df = inf``): the adjusted variance is the within-release variance of one data set of
+    size n, treated as known. That choice is ours.
+
+    Examples
+    --------
+    q = (1, 2, 3), u = (0.5, 0.5, 0.5): b = 1, ū = 0.5, T_f = (4/3)·1 - 0.5 = 5/6,
+    ν_f = 2 (1 - 3·0.5 / (4·1))² = 2 (5/8)² = 0.78125.
+
+    >>> r = combine_fully_synthetic([1.0, 2.0, 3.0], [0.5, 0.5, 0.5])
+    >>> round(r.variance, 12), r.df
+    (0.833333333333, 0.78125)
+    """
+    qa, ua, level = _check_qu(q, u, level)
+    if (n_synthetic is None) != (n_original is None):
+        raise InputError(
+            "give both n_synthetic and n_original (sizes of each synthetic data set and of the "
+            "original data) or neither"
+        )
+    ratio = 1.0
+    if n_synthetic is not None:
+        for name, value in (("n_synthetic", n_synthetic), ("n_original", n_original)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise InputError(f"{name} must be a positive integer, got {value!r}")
+        ratio = n_synthetic / n_original  # type: ignore[operator]
+    m = qa.shape[0]
+    est = qa.mean(axis=0)
+    b = qa.var(axis=0, ddof=1)
+    ubar = ua.mean(axis=0)
+    t_f = (1.0 + 1.0 / m) * b - ubar
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (m - 1) * (1.0 - m * ubar / ((m + 1) * b)) ** 2
+    adjust = t_f <= 0
+    var = np.where(adjust, ratio * ubar, t_f)
+    df = np.where(adjust, np.inf, df)
+    return _finish(est, var, df, level, scalar=qa.ndim == 1)
+
+
+def _check_qu(q: Any, u: Any, level: Any) -> tuple[np.ndarray, np.ndarray, float]:
+    try:
+        qa = np.asarray(q, dtype=np.float64)
+        ua = np.asarray(u, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise InputError(f"q and u must be numeric arrays ({err})") from err
+    if qa.shape != ua.shape:
+        raise InputError(f"q and u must have the same shape, got {qa.shape} and {ua.shape}")
+    if qa.ndim == 0 or qa.shape[0] < 2:
+        raise InputError(
+            f"q must hold one estimate per release along axis 0 with at least 2 releases, got "
+            f"shape {qa.shape}; the between-release variance b_m needs m >= 2"
+        )
+    if not (np.isfinite(qa).all() and np.isfinite(ua).all()):
+        raise InputError("q and u must be finite; drop releases where the estimate is undefined")
+    if (ua < 0).any():
+        raise InputError("u holds variances and must be >= 0")
+    return qa, ua, _check_level(level)
+
+
+def _check_level(level: Any) -> float:
+    if isinstance(level, bool) or not isinstance(level, int | float | np.floating):
+        raise InputError(f"level must be a number in (0, 1), e.g. 0.95, got {level!r}")
+    if not 0 < float(level) < 1:
+        raise InputError(f"level must be in (0, 1), e.g. 0.95, got {level!r}")
+    return float(level)
+
+
+def _partial(qa: np.ndarray, ua: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reiter (2003) rules along axis 0; NaN inputs propagate."""
+    m = qa.shape[0]
+    est = qa.mean(axis=0)
+    b = qa.var(axis=0, ddof=1)
+    ubar = ua.mean(axis=0)
+    var = b / m + ubar
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (m - 1) * (1.0 + m * ubar / b) ** 2
+    df = np.where(b == 0, np.inf, df)  # the limit b -> 0 (also when ubar = 0)
+    return est, var, df
+
+
+def _finish(
+    est: np.ndarray, var: np.ndarray, df: np.ndarray, level: float, scalar: bool
+) -> CombinedEstimate:
+    quantile = stats.t.ppf(0.5 + level / 2, df)
+    half = quantile * np.sqrt(var)
+    half = np.where(var == 0, 0.0, half)  # a point interval, whatever the quantile
+    out = (est, var, df, est - half, est + half)
+    if scalar:
+        return CombinedEstimate(*(float(v) for v in out))
+    return CombinedEstimate(*(np.asarray(v, dtype=np.float64) for v in out))
+
+
+# --------------------------------------------------------------------------- interval overlap
+
+
+def interval_overlap(a: Any, b: Any, kind: str = "geometric") -> Any:
+    """Agreement of two intervals, 1 for identical intervals and <= 0 for disjoint ones.
+
+    Let ``o = min(U_a, U_b) - max(L_a, L_b)`` be the signed overlap length (negative for
+    disjoint intervals) and ``p_a = o / (U_a - L_a)``, ``p_b = o / (U_b - L_b)`` the proportions
+    of each interval covered by the other.
+
+    * ``kind="geometric"`` (Nunes 2018, §3.3): ``sqrt(max(p_a, 0) · max(p_b, 0))``, the geometric
+      mean of the two covered proportions; in [0, 1], 0 for disjoint or touching intervals.
+    * ``kind="karr"`` (Karr et al. 2006): ``(p_a + p_b) / 2``, i.e.
+      ``o / (2 (U_a - L_a)) + o / (2 (U_b - L_b))``; negative for disjoint intervals, the more
+      negative the farther apart.
+
+    Parameters
+    ----------
+    a, b : array-like, shape (2,) or (..., 2)
+        Intervals as ``(lower, upper)`` pairs; batches broadcast against each other.
+    kind : {"geometric", "karr"}, default "geometric"
+        The measure.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        A float for two single intervals, otherwise an array of the broadcast batch shape.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Not ``(lower, upper)`` pairs, NaN bounds, ``lower > upper``, or an unknown ``kind``.
+
+    Notes
+    -----
+    A zero-length interval ``[c, c]`` counts as covered (proportion 1) if ``c`` lies in the other
+    (closed) interval and not at all (proportion 0) otherwise, in both kinds; so two equal points
+    give 1 and, for ``"karr"``, a point outside the other interval gives a non-positive value
+    instead of minus infinity.
+
+    Examples
+    --------
+    ``[0, 2]`` and ``[1, 4]`` overlap on ``[1, 2]``: half of the first and a third of the second
+    are covered, so the geometric mean is sqrt(1/6) and Karr's measure (1/2 + 1/3)/2 = 5/12.
+
+    >>> a, b = (0, 2), (1, 4)
+    >>> round(interval_overlap(a, b), 6), round(interval_overlap(a, b, "karr"), 6)
+    (0.408248, 0.416667)
+    >>> interval_overlap((0, 1), (0, 1)), interval_overlap((0, 1), (2, 3), "karr")
+    (1.0, -1.0)
+    """
+    if kind not in ("geometric", "karr"):
+        raise InputError(f'kind must be "geometric" or "karr", got {kind!r}')
+    la, ua = _bounds(a, "a")
+    lb, ub = _bounds(b, "b")
+    over = np.minimum(ua, ub) - np.maximum(la, lb)
+    pa = _covered(over, la, ua, lb, ub)
+    pb = _covered(over, lb, ub, la, ua)
+    if kind == "geometric":
+        value = np.sqrt(np.maximum(pa, 0.0) * np.maximum(pb, 0.0))
+    else:
+        value = (pa + pb) / 2
+    if np.ndim(value) == 0:
+        return float(value)
+    return value
+
+
+def _bounds(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise InputError(f"{name} must be (lower, upper) pairs of numbers ({err})") from err
+    if arr.ndim == 0 or arr.shape[-1] != 2:
+        raise InputError(
+            f"{name} must be a (lower, upper) pair or an array of shape (..., 2), got shape "
+            f"{arr.shape}"
+        )
+    lower, upper = arr[..., 0], arr[..., 1]
+    if np.isnan(arr).any():
+        raise InputError(f"{name} has NaN bounds; drop undefined intervals first")
+    if (lower > upper).any():
+        raise InputError(f"{name} has intervals with lower > upper; pass (lower, upper) pairs")
+    return lower, upper
+
+
+def _covered(
+    over: np.ndarray, lo: np.ndarray, hi: np.ndarray, lo2: np.ndarray, hi2: np.ndarray
+) -> np.ndarray:
+    """Signed proportion of [lo, hi] covered by [lo2, hi2] (point intervals: 1 inside, 0 not)."""
+    length = hi - lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = over / length
+    point = length == 0
+    return np.where(point, ((lo >= lo2) & (lo <= hi2)).astype(float), p)
+
+
+# --------------------------------------------------------------------------- quadrant coverage
+
+
+@dataclass(frozen=True)
+class QuadrantCoverage:
+    """Result of :func:`quadrant_coverage`.
+
+    Attributes
+    ----------
+    mean_overlap : float
+        Mean interval overlap over the rectangles where it is defined (the thesis' coverage
+        rate).
+    n_quadrants : int
+        Number of rectangles drawn (all hold at least ``min_points`` original points).
+    n_undefined : int
+        Rectangles without a combined interval because some release has no point inside;
+        excluded from ``mean_overlap``.
+    kind : str
+        The overlap measure (see :func:`interval_overlap`).
+    level : float
+        Confidence level of the intervals.
+    quadrants : pandas.DataFrame
+        One row per rectangle: ``x0, y0, x1, y1``; ``n_original, p_original, lower_original,
+        upper_original`` (Wald); ``n_synthetic`` (mean over releases), ``p_synthetic,
+        variance_synthetic, df_synthetic, lower_synthetic, upper_synthetic`` (combining rules);
+        ``overlap``.
+    """
+
+    mean_overlap: float
+    n_quadrants: int
+    n_undefined: int
+    kind: str
+    level: float
+    quadrants: pd.DataFrame
+
+
+def quadrant_coverage(
+    original: gpd.GeoDataFrame,
+    releases: gpd.GeoDataFrame | Sequence[gpd.GeoDataFrame],
+    outcome: str,
+    n_quadrants: int = 1000,
+    seed: SeedLike = None,
+    min_points: int = 20,
+    bounds: Any = None,
+    level: float = 0.95,
+    kind: str = "geometric",
+) -> QuadrantCoverage:
+    """Interval overlap of a proportion over random rectangles (Nunes 2018, §3.3).
+
+    Each rectangle has corners drawn uniformly within ``bounds`` (two uniform x's and two uniform
+    y's, sorted), so rectangles are not aligned with grid cells; rectangles holding fewer than
+    ``min_points`` original points are redrawn. In each rectangle (closed, boundary included):
+
+    * original data: ``p̂ = (# outcome == 1) / n`` with the Wald interval
+      ``p̂ ∓ z sqrt(p̂ (1 - p̂) / n)``;
+    * releases: ``q_l`` and ``u_l = q_l (1 - q_l) / n_l`` per release, combined with
+      :func:`combine_partially_synthetic` (thesis eqs. 3.3–3.5);
+
+    and the overlap of the two intervals is measured with :func:`interval_overlap`. The result's
+    ``mean_overlap`` is the thesis' coverage rate.
+
+    Parameters
+    ----------
+    original : GeoDataFrame
+        Confidential points with the ``outcome`` column.
+    releases : GeoDataFrame or sequence of GeoDataFrame
+        The m >= 2 releases with the ``outcome`` column, in the CRS of ``original``.
+    outcome : str
+        Binary column (0/1 or bool).
+    n_quadrants : int, default 1000
+        Number of rectangles (the thesis uses 1000).
+    seed : None, int, SeedSequence or Generator
+        Randomness of the rectangles (see :func:`geosynth._random.as_generator`).
+    min_points : int, default 20
+        Minimum number of original points in a rectangle, so the Wald interval is not
+        degenerate too often.
+    bounds : tuple of 4 floats or Grid, optional
+        ``(xmin, ymin, xmax, ymax)`` of the region to draw corners in, or a Grid (its bounds).
+        Default: the bounds of the original points.
+    level : float, default 0.95
+        Confidence level.
+    kind : {"geometric", "karr"}, default "geometric"
+        Overlap measure; the thesis uses the geometric mean.
+
+    Returns
+    -------
+    QuadrantCoverage
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid frames, a missing or non-binary ``outcome``, fewer than 2 releases, bad
+        parameters, or too few rectangles reach ``min_points`` (after 200 draws per requested
+        rectangle).
+    geosynth.errors.CRSError
+        CRSs differ.
+
+    Notes
+    -----
+    The Wald interval is not clipped to [0, 1]. When ``p̂`` is 0 or 1 the interval is a point;
+    :func:`interval_overlap` then scores 1 if the other interval contains it. A rectangle in
+    which some release has no point has no combined interval: its overlap is NaN and it is left
+    out of ``mean_overlap`` (counted in ``n_undefined``). Releases identical to the original give
+    ``b_m = 0``, a normal interval equal to the Wald interval, and overlap exactly 1.
+    """
+    releases = as_releases(releases)
+    check_frames(original, releases, projected=False)
+    if len(releases) < 2:
+        raise InputError(
+            "quadrant_coverage needs at least 2 releases (the combining rules use the "
+            "between-release variance); pass the list of m synthetic GeoDataFrames"
+        )
+    n_quadrants = _positive_int(n_quadrants, "n_quadrants")
+    min_points = _positive_int(min_points, "min_points")
+    level = _check_level(level)
+    if kind not in ("geometric", "karr"):
+        raise InputError(f'kind must be "geometric" or "karr", got {kind!r}')
+    xy0 = frame_xy(original, "original")
+    y0 = _binary(original, outcome, "original")
+    synth = []
+    for k, release in enumerate(releases):
+        name = f"releases[{k}]"
+        synth.append((frame_xy(release, name), _binary(release, outcome, name)))
+    box = _as_bounds(bounds, xy0, "bounds")
+    rng = as_generator(seed)
+
+    rects, n0, s0 = _draw_rectangles(rng, box, xy0, y0, n_quadrants, min_points)
+    m = len(releases)
+    n_syn = np.empty((m, n_quadrants))
+    q = np.empty((m, n_quadrants))
+    for ell, (xy, y) in enumerate(synth):
+        n_l, s_l = _rect_counts(xy, y, rects)
+        n_syn[ell] = n_l
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q[ell] = np.where(n_l > 0, s_l / n_l, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = q * (1 - q) / n_syn
+    est, var, df = _partial(q, u)
+    syn = _finish(est, var, df, level, scalar=False)
+
+    p0 = s0 / n0
+    z = stats.norm.ppf(0.5 + level / 2)
+    half0 = z * np.sqrt(p0 * (1 - p0) / n0)
+    defined = np.isfinite(syn.lower)
+    overlap = np.full(n_quadrants, np.nan)
+    if defined.any():
+        overlap[defined] = interval_overlap(
+            np.column_stack([p0 - half0, p0 + half0])[defined],
+            np.column_stack([syn.lower, syn.upper])[defined],
+            kind,
+        )
+    table = pd.DataFrame(
+        {
+            "x0": rects[:, 0],
+            "y0": rects[:, 1],
+            "x1": rects[:, 2],
+            "y1": rects[:, 3],
+            "n_original": n0,
+            "p_original": p0,
+            "lower_original": p0 - half0,
+            "upper_original": p0 + half0,
+            "n_synthetic": n_syn.mean(axis=0),
+            "p_synthetic": syn.estimate,
+            "variance_synthetic": syn.variance,
+            "df_synthetic": syn.df,
+            "lower_synthetic": syn.lower,
+            "upper_synthetic": syn.upper,
+            "overlap": overlap,
+        }
+    )
+    return QuadrantCoverage(
+        mean_overlap=float(overlap[defined].mean()) if defined.any() else float("nan"),
+        n_quadrants=n_quadrants,
+        n_undefined=int((~defined).sum()),
+        kind=kind,
+        level=level,
+        quadrants=table,
+    )
+
+
+def _draw_rectangles(
+    rng: np.random.Generator,
+    box: tuple[float, float, float, float],
+    xy: np.ndarray,
+    y: np.ndarray,
+    n_quadrants: int,
+    min_points: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw rectangles until n_quadrants hold >= min_points points; return them and counts."""
+    xmin, ymin, xmax, ymax = box
+    kept_rects, kept_n, kept_s = [], [], []
+    n_kept = n_drawn = 0
+    batch = max(2 * n_quadrants, 64)
+    while n_kept < n_quadrants:
+        if n_drawn >= _MAX_DRAWS_PER_QUADRANT * n_quadrants:
+            raise InputError(
+                f"only {n_kept} of {n_drawn} random rectangles hold at least min_points="
+                f"{min_points} original points; lower min_points, or request fewer quadrants"
+            )
+        xs = np.sort(rng.uniform(xmin, xmax, size=(batch, 2)), axis=1)
+        ys = np.sort(rng.uniform(ymin, ymax, size=(batch, 2)), axis=1)
+        rects = np.column_stack([xs[:, 0], ys[:, 0], xs[:, 1], ys[:, 1]])
+        n, s = _rect_counts(xy, y, rects)
+        ok = n >= min_points
+        kept_rects.append(rects[ok])
+        kept_n.append(n[ok])
+        kept_s.append(s[ok])
+        n_kept += int(ok.sum())
+        n_drawn += batch
+    rects = np.concatenate(kept_rects)[:n_quadrants]
+    return rects, np.concatenate(kept_n)[:n_quadrants], np.concatenate(kept_s)[:n_quadrants]
+
+
+def _rect_counts(
+    xy: np.ndarray, success: np.ndarray, rects: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Points and successes in each closed rectangle ``(x0, y0, x1, y1)``, in blocks.
+
+    Points are sorted by x once, so each rectangle only tests the points of its x-range slice
+    (found by binary search); rectangles are processed in blocks of at most ``_BLOCK``
+    (rectangle, point) tests over the union of their slices.
+    """
+    order = np.argsort(xy[:, 0], kind="stable")
+    xs = xy[order, 0]
+    ys = xy[order, 1]
+    ss = success[order]
+    start = np.searchsorted(xs, rects[:, 0], side="left")
+    stop = np.searchsorted(xs, rects[:, 2], side="right")
+    counts = np.zeros(rects.shape[0], dtype=np.int64)
+    hits = np.zeros(rects.shape[0], dtype=np.int64)
+    k = 0
+    while k < rects.shape[0]:
+        lo, hi = start[k], stop[k]
+        j = k + 1
+        while j < rects.shape[0]:  # grow the block while the tests fit
+            lo2, hi2 = min(lo, start[j]), max(hi, stop[j])
+            if (j + 1 - k) * (hi2 - lo2) > _BLOCK:
+                break
+            lo, hi = lo2, hi2
+            j += 1
+        block = rects[k:j]
+        xb, yb, sb = xs[lo:hi], ys[lo:hi], ss[lo:hi]
+        inside = (xb >= block[:, 0:1]) & (xb <= block[:, 2:3])
+        inside &= (yb >= block[:, 1:2]) & (yb <= block[:, 3:4])
+        counts[k:j] = np.count_nonzero(inside, axis=1)
+        hits[k:j] = np.count_nonzero(inside & sb, axis=1)
+        k = j
+    return counts, hits
+
+
+def _binary(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
+    check_columns(frame, [column], name, "outcome column")
+    values = frame[column].to_numpy()
+    if values.dtype == bool:
+        return values
+    ok = pd.api.types.is_numeric_dtype(frame[column].dtype) and np.isin(values, (0, 1)).all()
+    if not ok:
+        bad = sorted(set(pd.unique(values[~np.isin(values, (0, 1))]).tolist()), key=str)[:5]
+        raise InputError(
+            f"outcome column {column!r} of {name} must be binary (0/1 or bool), found values "
+            f"{bad}; recode it, e.g. (gdf[{column!r}] == level).astype(int)"
+        )
+    return values.astype(bool)
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise InputError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _as_bounds(bounds: Any, xy: np.ndarray, name: str) -> tuple[float, float, float, float]:
+    """Rectangle ``(xmin, ymin, xmax, ymax)`` from a 4-tuple, a Grid, or the points' extent."""
+    if bounds is None:
+        if xy.shape[0] == 0:
+            raise InputError(f"{name} cannot be derived from zero points; pass it explicitly")
+        values = (*xy.min(axis=0), *xy.max(axis=0))
+    elif hasattr(bounds, "bounds") and hasattr(bounds, "locate"):
+        values = tuple(bounds.bounds)
+    else:
+        try:
+            values = tuple(float(v) for v in bounds)
+        except (TypeError, ValueError):
+            values = ()
+    if len(values) != 4 or not all(math.isfinite(float(v)) for v in values):
+        raise InputError(
+            f"{name} must be four finite numbers (xmin, ymin, xmax, ymax) or a Grid, got {bounds!r}"
+        )
+    xmin, ymin, xmax, ymax = (float(v) for v in values)
+    if not (xmin < xmax and ymin < ymax):
+        hint = (
+            "; the points span zero width or height, pass it explicitly" if bounds is None else ""
+        )
+        raise InputError(
+            f"{name} must satisfy xmin < xmax and ymin < ymax, got {(xmin, ymin, xmax, ymax)}{hint}"
+        )
+    return xmin, ymin, xmax, ymax
+
+
+# --------------------------------------------------------------------------- Ripley's K
+
+
+class RipleyK(NamedTuple):
+    """Ripley's K and L functions on a set of radii.
+
+    Attributes
+    ----------
+    r : numpy.ndarray
+        Radii.
+    k : numpy.ndarray
+        Edge-corrected ``K(r)`` (``πr²`` for a homogeneous Poisson process); NaN for fewer
+        than 2 points.
+    l : numpy.ndarray
+        ``L(r) = sqrt(K(r) / π)`` (``r`` under complete spatial randomness).
+    """
+
+    r: np.ndarray
+    k: np.ndarray
+    l: np.ndarray  # noqa: E741 - the standard name of the function
+
+
+def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "isotropic") -> RipleyK:
+    """Ripley's K function with edge correction for a rectangular window.
+
+    ``K̂(r) = |W| / (n (n - 1)) Σ_{i ≠ j} w_ij [d_ij <= r]`` with the edge-correction weights
+
+    * ``"isotropic"`` (Ripley 1976): ``w_ij = 1 / e(x_i, d_ij)``, where ``e(x, d)`` is the
+      fraction of the circle of radius d centred at x that lies inside the window;
+    * ``"translation"`` (Ohser & Stoyan 1981): ``w_ij = |W| / ((a - |dx_ij|)(b - |dy_ij|))`` for
+      an ``a × b`` window, the inverse share of the window that the translated window overlaps;
+    * ``"none"``: ``w_ij = 1`` (biased low near the edges; for comparison only).
+
+    Pairs within the largest radius come from :class:`scipy.spatial.cKDTree`, in chunks.
+
+    Parameters
+    ----------
+    points : array-like (n, 2), GeoSeries or GeoDataFrame
+        Points, all inside the window.
+    window : tuple of 4 floats or Grid
+        The rectangular observation window ``(xmin, ymin, xmax, ymax)`` (a Grid gives its
+        bounds; a clipped region's shape is not used).
+    radii : array-like, optional
+        Increasing radii in ``[0, min(a, b) / 2]``. Default: 51 radii from 0 to ``min(a, b) / 4``
+        (Ripley's rule of thumb).
+    correction : {"isotropic", "translation", "none"}, default "isotropic"
+        Edge correction.
+
+    Returns
+    -------
+    RipleyK
+        ``(r, k, l)``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid points, window, radii or correction, or points outside the window.
+
+    Notes
+    -----
+    ``|W| / (n (n - 1))`` estimates ``1 / λ²`` without the bias of ``|W|² / n²`` (as spatstat's
+    default). Isotropic weights: for a point at distances ``d_e`` from the four edges, the arc
+    of the circle outside edge e subtends ``2 α_e`` with ``α_e = arccos(min(d_e / r, 1))``, and
+    the arcs of two adjacent edges overlap by ``max(0, α_e + α_f - π/2)`` (positive exactly when
+    the corner is inside the circle); arcs of opposite edges never overlap, so
+    ``e = 1 - (Σ 2α_e - Σ_corners overlap) / (2π)`` by inclusion–exclusion. For radii up to half
+    the shorter side, ``e >= 1/4``.
+
+    Examples
+    --------
+    Four points on the corners of a unit square, inside a 2 × 2 window, without edge
+    correction: at r = 1 each point has two neighbours (the diagonal √2 is beyond r), i.e. 8
+    ordered pairs, so K̂(1) = |W| / (n (n - 1)) · 8 = 4 / 12 · 8 = 8/3.
+
+    >>> pts = [[0.5, 0.5], [1.5, 0.5], [0.5, 1.5], [1.5, 1.5]]
+    >>> ripley_k(pts, (0, 0, 2, 2), radii=[0.0, 1.0], correction="none").k.tolist()
+    [0.0, 2.6666666666666665]
+    """
+    xy = as_xy(points, "points")
+    box = _as_bounds(window, xy, "window")
+    xmin, ymin, xmax, ymax = box
+    a, b = xmax - xmin, ymax - ymin
+    r = _radii(radii, min(a, b))
+    if correction not in ("isotropic", "translation", "none"):
+        raise InputError(
+            f'correction must be "isotropic", "translation" or "none", got {correction!r}'
+        )
+    outside = ~((xy[:, 0] >= xmin) & (xy[:, 0] <= xmax) & (xy[:, 1] >= ymin) & (xy[:, 1] <= ymax))
+    if outside.any():
+        raise InputError(
+            f"{int(outside.sum())} points lie outside the window {box} (positions "
+            f"{np.flatnonzero(outside)[:5].tolist()}); pass a window that contains every point "
+            "or drop the points outside it"
+        )
+    n = xy.shape[0]
+    if n < 2:
+        k = np.full(r.size, np.nan)
+        return RipleyK(r, k, k.copy())
+    sums = np.zeros(r.size)
+    rmax = float(r[-1])
+    tree = cKDTree(xy)
+    per_point = 1.0 + n * math.pi * rmax * rmax / (a * b)  # expected neighbours within rmax
+    chunk = max(1, int(_PAIR_CHUNK / per_point))
+    for start in range(0, n, chunk):
+        idx = np.arange(start, min(n, start + chunk))
+        pairs = cKDTree(xy[idx]).sparse_distance_matrix(tree, rmax, output_type="ndarray")
+        i = idx[pairs["i"]]
+        j = pairs["j"]
+        keep = i != j
+        i, j = i[keep], j[keep]
+        dx = xy[j, 0] - xy[i, 0]
+        dy = xy[j, 1] - xy[i, 1]
+        d = np.sqrt(dx * dx + dy * dy)
+        keep = d <= rmax
+        i, dx, dy, d = i[keep], dx[keep], dy[keep], d[keep]
+        if correction == "isotropic":
+            w = 1.0 / _inside_fraction(xy[i, 0], xy[i, 1], d, box)
+        elif correction == "translation":
+            w = (a * b) / ((a - np.abs(dx)) * (b - np.abs(dy)))
+        else:
+            w = np.ones(d.size)
+        sums += np.bincount(np.searchsorted(r, d, side="left"), weights=w, minlength=r.size + 1)[
+            : r.size
+        ]
+    k = (a * b) / (n * (n - 1)) * np.cumsum(sums)
+    return RipleyK(r, k, np.sqrt(k / math.pi))
+
+
+def _inside_fraction(
+    px: np.ndarray, py: np.ndarray, d: np.ndarray, box: tuple[float, float, float, float]
+) -> np.ndarray:
+    """Fraction of the circle (centre (px, py), radius d) inside the rectangle ``box``."""
+    xmin, ymin, xmax, ymax = box
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alphas = [
+            np.where(d > 0, np.arccos(np.minimum(dist / d, 1.0)), 0.0)
+            for dist in (px - xmin, xmax - px, py - ymin, ymax - py)
+        ]
+    left, right, bottom, top = alphas
+    half_pi = math.pi / 2
+    outside = 2.0 * (left + right + bottom + top)
+    for e, f in ((left, bottom), (left, top), (right, bottom), (right, top)):
+        outside -= np.maximum(0.0, e + f - half_pi)
+    return 1.0 - outside / (2.0 * math.pi)
+
+
+def _radii(radii: Any, short_side: float) -> np.ndarray:
+    if radii is None:
+        return np.linspace(0.0, short_side / 4, 51)
+    try:
+        r = np.asarray(radii, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise InputError(f"radii must be a 1-d array of numbers ({err})") from err
+    if r.ndim != 1 or r.size == 0 or not np.isfinite(r).all():
+        raise InputError(f"radii must be a non-empty 1-d array of finite numbers, got {radii!r}")
+    if (r < 0).any() or (np.diff(r) <= 0).any():
+        raise InputError("radii must be non-negative and strictly increasing")
+    if r[-1] > short_side / 2:
+        raise InputError(
+            f"radii must not exceed half the shorter window side ({short_side / 2:g}); edge "
+            f"corrections are unreliable beyond it (got max radius {r[-1]:g})"
+        )
+    return r
+
+
+def ripley_distance(
+    original: gpd.GeoDataFrame,
+    releases: gpd.GeoDataFrame | Sequence[gpd.GeoDataFrame],
+    by: str | Sequence[str] | None = None,
+    window: Any = None,
+    radii: Any = None,
+    correction: str = "isotropic",
+    mean_row: bool = True,
+) -> pd.DataFrame:
+    """Largest gap between original and synthetic Ripley's L functions, per combination.
+
+    For each combination of the ``by`` columns (or all points), ``sup_r |L_orig(r) - L_l(r)|``
+    over ``radii`` is computed for each release l (:func:`ripley_k`) and averaged over releases.
+    0 means the synthetic points reproduce the original clustering at every scale; the value is
+    in distance units (L is a distance).
+
+    Parameters
+    ----------
+    original : GeoDataFrame
+        Confidential points (with the ``by`` columns).
+    releases : GeoDataFrame or sequence of GeoDataFrame
+        The m releases, in the CRS of ``original``.
+    by : str or sequence of str, optional
+        Attribute columns; default: one row for all points, labelled ``"all"``.
+    window : tuple of 4 floats or Grid, optional
+        Rectangular window shared by all the K functions. Default: the bounding box of all
+        points of ``original`` and ``releases``.
+    radii : array-like, optional
+        Radii (see :func:`ripley_k`); default 51 radii up to a quarter of the shorter side.
+    correction : {"isotropic", "translation", "none"}, default "isotropic"
+        Edge correction.
+    mean_row : bool, default True
+        Append the unweighted mean over combinations as a row labelled ``"mean"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``n_original``, ``n_synthetic`` (mean over releases) and ``sup_l_difference``
+        (mean over the releases with at least 2 points of the combination; NaN if none, or if
+        the original has fewer than 2).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid frames, columns, window, radii or correction, or points outside the window.
+    geosynth.errors.CRSError
+        CRSs differ or are geographic.
+    """
+    releases = as_releases(releases)
+    check_frames(original, releases)
+    frames = [original, *releases]
+    names = ["original"] + [f"releases[{k}]" for k in range(len(releases))]
+    xys = [frame_xy(f, name) for f, name in zip(frames, names, strict=True)]
+    if window is None:
+        window = _as_bounds(None, np.concatenate(xys), "window")
+    if by is None:
+        codes = [np.zeros(len(f), dtype=np.int64) for f in frames]
+        keys = pd.Index(["all"])
+    else:
+        cols = as_columns(by, "by")
+        for f, name in zip(frames, names, strict=True):
+            check_columns(f, cols, name, "by column")
+        codes, keys = _combination_codes(frames, cols)
+    groups = [_split(c, len(keys)) for c in codes]
+    present = np.unique(codes[0])
+    m = len(releases)
+    gaps = np.full((present.size, m), np.nan)
+    n_syn = np.zeros((present.size, m))
+    for row, combo in enumerate(present):
+        base = ripley_k(xys[0][groups[0][combo]], window, radii, correction)
+        for ell in range(m):
+            pts = xys[ell + 1][groups[ell + 1][combo]]
+            n_syn[row, ell] = pts.shape[0]
+            if pts.shape[0] >= 2 and not np.isnan(base.l).any():
+                other = ripley_k(pts, window, radii, correction)
+                gaps[row, ell] = np.max(np.abs(base.l - other.l))
+    table = pd.DataFrame(
+        {
+            "n_original": np.array([groups[0][c].size for c in present], dtype=np.int64),
+            "n_synthetic": n_syn.mean(axis=1),
+            "sup_l_difference": nanmean_rows(gaps),
+        },
+        index=keys[present],
+    )
+    return _with_mean_row(table) if mean_row else table

@@ -1,0 +1,234 @@
+"""Risk measures: distance tables, linked-record measures and Reiter & Mitra identification risk."""
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+
+from geosynth import Grid
+from geosynth.errors import CRSError, InputError
+from geosynth.metrics import (
+    displacement,
+    distance_risk,
+    identification_risk,
+    k_anonymity_summary,
+    spatial_k_anonymity,
+)
+
+CRS = "EPSG:31983"
+
+
+def frame(xy, index=None, crs=CRS, **columns):
+    xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+    return gpd.GeoDataFrame(
+        columns, geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), index=index, crs=crs
+    )
+
+
+# --------------------------------------------------------------------------- distance_risk
+
+
+def test_distance_risk_by_hand():
+    original = frame([[0, 0], [10, 0], [5, 5]], b=["A", "A", "B"])
+    # Release 1: A at (0,3), (10,4) -> matched distances 3 and 4 (min 3, mean 3.5);
+    #            B at (5,7), (5,6) -> one match, the closer point at distance 1;
+    #            C exists only in the release and is ignored.
+    release1 = frame([[0, 3], [10, 4], [5, 7], [5, 6], [0, 0]], b=["A", "A", "B", "B", "C"])
+    # Release 2: A at (0,1) -> one match at distance 1 (to the original at (0,0)); no B at all.
+    release2 = frame([[0, 1]], b=["A"])
+    table = distance_risk(original, [release1, release2], by="b")
+    # A: min (3 + 1)/2 = 2, mean (3.5 + 1)/2 = 2.25, n_synthetic (2 + 1)/2 = 1.5.
+    # B: only release 1 has B points, so min = mean = 1; n_synthetic (2 + 0)/2 = 1.
+    # Mean row: plain means of the two rows.
+    expected = pd.DataFrame(
+        {
+            "n_original": [2.0, 1.0, 1.5],
+            "n_synthetic": [1.5, 1.0, 1.25],
+            "min_distance": [2.0, 1.0, 1.5],
+            "mean_distance": [2.25, 1.0, 1.625],
+        },
+        index=pd.Index(["A", "B", "mean"], name="b"),
+    )
+    pd.testing.assert_frame_equal(table, expected)
+    bare = distance_risk(original, [release1, release2], by="b", mean_row=False)
+    assert bare.index.tolist() == ["A", "B"]
+    assert bare["n_original"].dtype == np.int64
+
+
+def test_distance_risk_several_by_columns_and_single_release():
+    original = frame([[0, 0], [1, 0], [2, 0]], sex=["F", "F", "M"], age=[1, 2, 1])
+    release = frame([[0, 2], [1, 1], [2, 4]], sex=["F", "F", "M"], age=[1, 2, 1])
+    table = distance_risk(original, release, by=["sex", "age"])
+    assert table.index.tolist() == [("F", 1), ("F", 2), ("M", 1), ("mean", "")]
+    # Each combination has one original and one synthetic point: distances 2, 1, 4.
+    assert table["min_distance"].tolist() == [2.0, 1.0, 4.0, 7.0 / 3.0]
+
+
+def test_distance_risk_refuses_bad_inputs():
+    original = frame([[0, 0]], b=["A"])
+    with pytest.raises(InputError, match="'c' is not a column of original"):
+        distance_risk(original, frame([[0, 0]], b=["A"]), by="c")
+    with pytest.raises(InputError, match="missing values"):
+        distance_risk(original, frame([[0, 0]], b=[None]), by="b")
+    with pytest.raises(CRSError, match=r"releases\[0\]"):
+        distance_risk(original, frame([[0, 0]], crs="EPSG:3857", b=["A"]), by="b")
+    degrees = frame([[0, 0]], crs="EPSG:4326", b=["A"])
+    with pytest.raises(CRSError, match="geographic"):
+        distance_risk(degrees, degrees.copy(), by="b")
+    with pytest.raises(InputError, match="releases is empty"):
+        distance_risk(original, [], by="b")
+
+
+# --------------------------------------------------------------------------- linked records
+
+
+def test_displacement_links_by_index():
+    original = frame([[0, 0], [10, 0]], index=["a", "b"])
+    release = frame([[13, 4], [3, 4]], index=["b", "a"])  # shuffled rows
+    d = displacement(original, release)
+    # a: (0,0) -> (3,4) and b: (10,0) -> (13,4): both 3-4-5 triangles.
+    assert d.index.tolist() == ["a", "b"]
+    assert d.tolist() == [5.0, 5.0]
+
+
+def test_displacement_refuses_unlinked_records():
+    original = frame([[0, 0], [1, 1]], index=[0, 1])
+    with pytest.raises(InputError, match="missing from release"):
+        displacement(original, frame([[0, 0]], index=[0]))
+    with pytest.raises(InputError, match="duplicated index"):
+        displacement(original, frame([[0, 0], [1, 1]], index=[0, 0]))
+
+
+def test_spatial_k_anonymity_by_hand():
+    original = frame([[0, 0], [1, 0], [3, 0], [10, 0]])
+    release = frame([[2, 0], [1, 0], [3, 5], [6, 0]])
+    k = spatial_k_anonymity(original, release)
+    # Record 0 moved to (2,0), displacement 2: originals at distance 2 (itself, on the circle),
+    #   1 and 1 count, (10,0) at 8 does not -> k = 3.
+    # Record 1 did not move: radius 0 holds only itself -> k = 1.
+    # Record 2 moved to (3,5), displacement 5: (3,0) at 5 counts; (1,0) at sqrt(29) and (0,0) at
+    #   sqrt(34) do not -> k = 1.
+    # Record 3 moved to (6,0), displacement 4: (3,0) at 3 and itself at 4 -> k = 2.
+    assert k.tolist() == [3, 1, 1, 2]
+    summary = k_anonymity_summary(k, thresholds=(2, 5))
+    assert summary["share_below_2"] == 0.5  # records 1 and 2
+    assert summary["share_below_5"] == 1.0
+    assert summary["k_min"] == 1.0 and summary["k_median"] == 1.5 and summary["k_mean"] == 1.75
+
+
+def test_spatial_k_anonymity_with_address_population():
+    original = frame([[0, 0]])
+    release = frame([[0, 2]])
+    # Circle of radius 2 around (0,2): addresses at (0,1), (1,2) inside, (0,0) on it, (5,5) out.
+    addresses = frame([[0, 1], [1, 2], [0, 0], [5, 5]])
+    assert spatial_k_anonymity(original, release, addresses).tolist() == [3]
+    with pytest.raises(CRSError, match="population"):
+        spatial_k_anonymity(original, release, addresses.to_crs("EPSG:3857"))
+
+
+def test_k_anonymity_summary_refuses_bad_input():
+    with pytest.raises(InputError, match="non-empty"):
+        k_anonymity_summary([])
+    with pytest.raises(InputError, match="positive integers"):
+        k_anonymity_summary([1, 2], thresholds=(0,))
+
+
+# --------------------------------------------------------------------------- identification
+
+
+def two_cell_grid():
+    # Cell 0 is x in [0, 1), cell 1 is x in [1, 2]; y in [0, 1].
+    return Grid.regular((0, 0, 2, 1), shape=(1, 2), crs=CRS)
+
+
+def at_cells(cells):
+    """Points at the centres of the given cells of two_cell_grid."""
+    return [[c + 0.5, 0.5] for c in cells]
+
+
+def test_identification_risk_by_hand():
+    grid = two_cell_grid()
+    original = frame(at_cells([0, 0, 1, 1]), sex=["F", "F", "F", "M"])
+    release1 = frame(at_cells([0, 1, 1, 0]))
+    release2 = frame(at_cells([0, 0, 0, 1]))
+    risk = identification_risk(original, [release1, release2], "sex", grid)
+    # Targets r0 and r1 (F, cell 0). Release 1: F records in cell 0 = {r0}, F = 1 -> r0 gets 1.
+    #   Release 2: {r0, r1, r2}, F = 3 -> 1/3 each. Probabilities (1/m = 1/2):
+    #   r0 (1 + 1/3)/2 = 2/3, r1 1/6, r2 1/6 -> c = 1 at r0: r0 is a true unique match, r1 a
+    #   false one.
+    # Target r2 (F, cell 1). Release 1: {r1, r2}, F = 2 -> 1/2 each; release 2: none.
+    #   r1 = r2 = 1/4 -> c = 2, T = 1: contributes 1/2.
+    # Target r3 (M, cell 1): the only M record; in cell 1 in release 2 (F = 1) -> 1/2, c = 1.
+    # Expected match risk = 1 + 0 + 1/2 + 1 = 2.5; unique matches s = 3 (r0, r1, r3), of which
+    # r0 and r3 are true: true match rate 2/4, false match rate 1/3.
+    assert risk.expected_match_risk == pytest.approx(2.5)
+    assert risk.true_match_rate == pytest.approx(0.5)
+    assert risk.false_match_rate == pytest.approx(1 / 3)
+    assert risk.n_unique_matches == 3
+    assert risk.n_true_unique_matches == 2
+    assert risk.n_unique_attributes == 1
+    rec = risk.records
+    assert rec["c"].tolist() == [1, 1, 2, 1]
+    assert rec["true_match"].tolist() == [True, False, True, True]
+    np.testing.assert_allclose(rec["max_probability"], [2 / 3, 2 / 3, 1 / 4, 1 / 2])
+    assert rec["unique_attributes"].tolist() == [False, False, False, True]
+    assert risk.summary()["expected_match_risk"] == pytest.approx(2.5)
+
+
+def test_identification_risk_weightings_differ_by_hand():
+    grid = two_cell_grid()
+    original = frame(at_cells([0, 1, 1]), sex=["F", "F", "F"])
+    release1 = frame(at_cells([0, 0, 1]))
+    release2 = frame(at_cells([1, 1, 0]))
+    # Target r0 (F, cell 0). Release 1: cell 0 holds {r0, r1} (1/2 each); release 2: {r2} (1).
+    #   Reiter & Mitra: r0 = r1 = 1/4, r2 = 1/2 -> c = 1 at r2, a false unique match.
+    #   Share of releases: r0 = r1 = r2 = 1/2 -> c = 3, T = 1, contributes 1/3.
+    rm = identification_risk(original, [release1, release2], ["sex"], grid)
+    share = identification_risk(original, [release1, release2], ["sex"], grid, weighting="share")
+    assert rm.records.loc[0, "c"] == 1 and not rm.records.loc[0, "true_match"]
+    assert rm.records.loc[0, "max_probability"] == pytest.approx(0.5)
+    assert share.records.loc[0, "c"] == 3 and share.records.loc[0, "true_match"]
+    # Targets r1, r2 (F, cell 1). Release 1: {r2} (1); release 2: {r0, r1} (1/2 each).
+    #   Reiter & Mitra: r2 = 1/2, r0 = r1 = 1/4 -> c = 1 at r2: false for r1, true for r2.
+    #   Share: all 1/2 -> c = 3, T = 1 for both.
+    assert rm.records["c"].tolist() == [1, 1, 1]
+    assert rm.records["true_match"].tolist() == [False, False, True]
+    assert rm.expected_match_risk == pytest.approx(1.0)
+    assert rm.false_match_rate == pytest.approx(2 / 3)
+    assert share.expected_match_risk == pytest.approx(1.0)  # 3 x 1/3
+    assert share.n_unique_matches == 0 and np.isnan(share.false_match_rate)
+
+
+def test_identification_risk_target_cell_never_hit():
+    grid = two_cell_grid()
+    original = frame(at_cells([0, 0]), sex=["F", "F"])
+    release = frame(at_cells([1, 1]))
+    # Nobody is ever released in cell 0: both F records tie at probability 0, c = 2, T = 1.
+    risk = identification_risk(original, [release, release.copy()], "sex", grid)
+    assert risk.records["c"].tolist() == [2, 2]
+    assert risk.expected_match_risk == pytest.approx(1.0)
+    assert risk.true_match_rate == 0.0 and np.isnan(risk.false_match_rate)
+
+
+def test_identification_risk_unique_attributes_are_always_matched():
+    # Ten records, each with its own attribute value; releases scatter them anywhere.
+    grid = Grid.regular((0, 0, 10, 10), shape=(10, 10), crs=CRS)
+    rng = np.random.default_rng(0)
+    original = frame(rng.uniform(0, 10, (10, 2)), id=np.arange(10))
+    releases = [frame(rng.uniform(0, 10, (10, 2))) for _ in range(3)]
+    risk = identification_risk(original, releases, "id", grid)
+    assert risk.true_match_rate == 1.0 and risk.expected_match_risk == 10.0
+
+
+def test_identification_risk_refuses_bad_inputs():
+    grid = two_cell_grid()
+    original = frame(at_cells([0, 1]), sex=["F", "M"])
+    with pytest.raises(InputError, match="differs from the original"):
+        identification_risk(original, frame(at_cells([0, 1]), sex=["M", "M"]), "sex", grid)
+    outside = frame([[5, 5], [0.5, 0.5]], sex=["F", "M"])
+    with pytest.raises(InputError, match="in no grid cell"):
+        identification_risk(outside, frame(at_cells([0, 1])), "sex", grid)
+    with pytest.raises(InputError, match="weighting"):
+        identification_risk(original, frame(at_cells([0, 1])), "sex", grid, weighting="x")
+    with pytest.raises(InputError, match="Grid"):
+        identification_risk(original, frame(at_cells([0, 1])), "sex", grid=None)

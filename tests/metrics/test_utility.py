@@ -1,0 +1,325 @@
+"""Utility measures: combining rules, interval overlap, quadrant coverage, Ripley's K."""
+
+import doctest
+import math
+
+import geopandas as gpd
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import geosynth.metrics.matching
+import geosynth.metrics.risk
+import geosynth.metrics.utility
+from geosynth.errors import InputError
+from geosynth.metrics import (
+    combine_fully_synthetic,
+    combine_partially_synthetic,
+    interval_overlap,
+    quadrant_coverage,
+    ripley_distance,
+    ripley_k,
+)
+from geosynth.metrics.utility import _inside_fraction, _rect_counts
+
+CRS = "EPSG:31983"
+
+
+def frame(xy, crs=CRS, **columns):
+    xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+    return gpd.GeoDataFrame(columns, geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=crs)
+
+
+@pytest.mark.parametrize(
+    "module", [geosynth.metrics.matching, geosynth.metrics.risk, geosynth.metrics.utility]
+)
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
+
+
+# --------------------------------------------------------------------------- combining rules
+
+
+def test_partially_synthetic_by_hand():
+    # q = (0.2, 0.4), u = (0.01, 0.03), m = 2: q̄ = 0.3, b = (0.1² + 0.1²)/1 = 0.02, ū = 0.02,
+    # T = b/m + ū = 0.01 + 0.02 = 0.03, ν = (m - 1)(1 + m ū / b)² = (1 + 2)² = 9.
+    r = combine_partially_synthetic([0.2, 0.4], [0.01, 0.03])
+    assert r.estimate == pytest.approx(0.3)
+    assert r.variance == pytest.approx(0.03)
+    assert r.df == pytest.approx(9.0)
+    half = stats.t.ppf(0.975, 9) * math.sqrt(0.03)
+    assert (r.lower, r.upper) == pytest.approx((0.3 - half, 0.3 + half))
+    # q = (1, 2, 3), u = 1: q̄ = 2, b = 1, ū = 1, T = 1/3 + 1 = 4/3, ν = 2 (1 + 3)² = 32; 90%.
+    r = combine_partially_synthetic([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], level=0.9)
+    assert (r.estimate, r.variance, r.df) == pytest.approx((2.0, 4 / 3, 32.0))
+    assert r.upper - r.estimate == pytest.approx(stats.t.ppf(0.95, 32) * math.sqrt(4 / 3))
+
+
+def test_partially_synthetic_identical_releases_give_normal_interval():
+    # b = 0: T = ū = 4 and ν -> infinity, so the interval is 1 ∓ z_0.975 · 2.
+    r = combine_partially_synthetic([1.0, 1.0, 1.0], [4.0, 4.0, 4.0])
+    assert r.variance == 4.0 and r.df == math.inf
+    assert r.upper == pytest.approx(1 + stats.norm.ppf(0.975) * 2)
+
+
+def test_partially_synthetic_batches_match_scalars():
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(5, 7))
+    u = rng.uniform(0.1, 1, size=(5, 7))
+    batch = combine_partially_synthetic(q, u)
+    for k in range(7):
+        one = combine_partially_synthetic(q[:, k], u[:, k])
+        for field in ("estimate", "variance", "df", "lower", "upper"):
+            assert getattr(batch, field)[k] == pytest.approx(getattr(one, field))
+
+
+def test_fully_synthetic_by_hand():
+    # q = (1, 2, 3), u = 0.5: b = 1, ū = 0.5, T_f = (1 + 1/3)·1 - 0.5 = 5/6,
+    # ν_f = 2 (1 - 3·0.5 / (4·1))² = 2 (5/8)² = 0.78125.
+    r = combine_fully_synthetic([1.0, 2.0, 3.0], [0.5, 0.5, 0.5])
+    assert (r.estimate, r.variance, r.df) == pytest.approx((2.0, 5 / 6, 0.78125))
+    assert r.upper - r.estimate == pytest.approx(stats.t.ppf(0.975, 0.78125) * math.sqrt(5 / 6))
+
+
+def test_fully_synthetic_negative_variance_adjustment():
+    # q = (1, 1.1), u = 1: b = 0.005, T_f = 1.5·0.005 - 1 < 0 -> T* = (n_syn/n) ū.
+    r = combine_fully_synthetic([1.0, 1.1], [1.0, 1.0])
+    assert r.variance == pytest.approx(1.0) and r.df == math.inf
+    r = combine_fully_synthetic([1.0, 1.1], [1.0, 1.0], n_synthetic=50, n_original=100)
+    assert r.variance == pytest.approx(0.5)
+    # T_f = 0 exactly: q = (0, 2) gives b = 2 and (1 + 1/2)·2 = 3 = ū; adjusted to ū as well.
+    r = combine_fully_synthetic([0.0, 2.0], [3.0, 3.0])
+    assert r.variance == pytest.approx(3.0) and r.df == math.inf
+
+
+@pytest.mark.parametrize(
+    "q, u, kwargs, message",
+    [
+        ([1.0], [1.0], {}, "at least 2 releases"),
+        ([1.0, 2.0], [1.0], {}, "same shape"),
+        ([1.0, 2.0], [1.0, -1.0], {}, ">= 0"),
+        ([1.0, np.nan], [1.0, 1.0], {}, "finite"),
+        ([1.0, 2.0], [1.0, 1.0], {"level": 95}, r"\(0, 1\)"),
+    ],
+)
+def test_combining_rules_refuse_bad_input(q, u, kwargs, message):
+    with pytest.raises(InputError, match=message):
+        combine_partially_synthetic(q, u, **kwargs)
+    with pytest.raises(InputError, match=message):
+        combine_fully_synthetic(q, u, **kwargs)
+
+
+def test_fully_synthetic_needs_both_sizes():
+    with pytest.raises(InputError, match="both"):
+        combine_fully_synthetic([1.0, 2.0], [1.0, 1.0], n_synthetic=10)
+
+
+# --------------------------------------------------------------------------- interval overlap
+
+
+def test_interval_overlap_by_hand():
+    # [0, 4] and [1, 2]: overlap 1, covers 1/4 of the first and all of the second.
+    assert interval_overlap((0, 4), (1, 2)) == pytest.approx(math.sqrt(1 / 4))
+    assert interval_overlap((0, 4), (1, 2), kind="karr") == pytest.approx((1 / 4 + 1) / 2)
+    # [0, 1] and [3, 5]: signed overlap -2 -> Karr (-2/1 - 2/2)/2 = -1.5; geometric 0.
+    assert interval_overlap((0, 1), (3, 5), kind="karr") == pytest.approx(-1.5)
+    assert interval_overlap((0, 1), (3, 5)) == 0.0
+    # Touching intervals share no length.
+    assert interval_overlap((0, 1), (1, 2)) == 0.0
+    assert interval_overlap((0, 1), (1, 2), kind="karr") == 0.0
+
+
+def test_interval_overlap_point_intervals():
+    assert interval_overlap((1, 1), (1, 1)) == 1.0
+    # A point inside [0, 4] is fully covered but covers none of it: geometric 0, Karr 1/2.
+    assert interval_overlap((2, 2), (0, 4)) == 0.0
+    assert interval_overlap((2, 2), (0, 4), kind="karr") == 0.5
+    assert interval_overlap((5, 5), (0, 4), kind="karr") == pytest.approx((0 + -1 / 4) / 2)
+
+
+intervals = st.tuples(
+    st.floats(-100, 100, allow_nan=False), st.floats(0.001, 50, allow_nan=False)
+).map(lambda t: (t[0], t[0] + t[1]))
+
+
+@settings(deadline=None, max_examples=200)
+@given(a=intervals, b=intervals, kind=st.sampled_from(["geometric", "karr"]))
+def test_interval_overlap_properties(a, b, kind):
+    assert interval_overlap(a, a, kind) == pytest.approx(1.0)
+    value = interval_overlap(a, b, kind)
+    assert value == pytest.approx(interval_overlap(b, a, kind))
+    assert value <= 1.0 + 1e-12
+    if a[1] < b[0] or b[1] < a[0]:  # disjoint
+        assert value <= 0.0
+    if kind == "geometric":
+        assert value >= 0.0
+
+
+def test_interval_overlap_batches_and_errors():
+    a = np.array([[0, 1], [0, 4], [0, 1]])
+    b = np.array([[0, 1], [1, 2], [2, 3]])
+    np.testing.assert_allclose(interval_overlap(a, b), [1.0, 0.5, 0.0])
+    with pytest.raises(InputError, match="lower > upper"):
+        interval_overlap((1, 0), (0, 1))
+    with pytest.raises(InputError, match="kind"):
+        interval_overlap((0, 1), (0, 1), kind="jaccard")
+
+
+# --------------------------------------------------------------------------- quadrant coverage
+
+
+def scenario(n, seed):
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(0, 100, (n, 2))
+    # Outcome more likely in the east, so proportions vary between rectangles.
+    y = (rng.random(n) < 0.2 + 0.6 * xy[:, 0] / 100).astype(int)
+    return frame(xy, y=y), xy, y
+
+
+def test_quadrant_coverage_identical_releases_is_one():
+    original, _, _ = scenario(2000, 0)
+    releases = [original.copy() for _ in range(5)]
+    result = quadrant_coverage(original, releases, "y", n_quadrants=300, seed=1)
+    # Identical releases: b_m = 0, T = ū = the Wald variance, ν = ∞: the same interval.
+    assert result.n_undefined == 0
+    assert result.mean_overlap == pytest.approx(1.0, abs=1e-9)
+    table = result.quadrants
+    assert len(table) == 300 and (table["n_original"] >= 20).all()
+    np.testing.assert_allclose(table["lower_synthetic"], table["lower_original"], atol=1e-12)
+    assert (table["x0"] < table["x1"]).all() and (table["y0"] < table["y1"]).all()
+
+
+def test_quadrant_coverage_detects_useless_releases():
+    original, xy, y = scenario(2000, 0)
+    rng = np.random.default_rng(3)
+    # Locations kept, outcomes shuffled: proportions become flat, intervals move away.
+    releases = [frame(xy, y=rng.permutation(y)) for _ in range(5)]
+    result = quadrant_coverage(original, releases, "y", n_quadrants=300, seed=1)
+    assert result.mean_overlap < 0.8
+    again = quadrant_coverage(original, releases, "y", n_quadrants=300, seed=1)
+    assert again.mean_overlap == result.mean_overlap  # seeded
+
+
+def test_quadrant_coverage_counts_match_a_direct_count():
+    original, xy, y = scenario(500, 4)
+    result = quadrant_coverage(original, [original, original], "y", n_quadrants=50, seed=2)
+    for row in result.quadrants.itertuples():
+        in_x = (xy[:, 0] >= row.x0) & (xy[:, 0] <= row.x1)
+        inside = in_x & (xy[:, 1] >= row.y0) & (xy[:, 1] <= row.y1)
+        assert row.n_original == inside.sum()
+        assert row.p_original == pytest.approx(y[inside].mean())
+
+
+def test_rect_counts_boundaries_and_blocks(monkeypatch):
+    # Points on a 0..9 integer lattice; closed rectangles include their edges.
+    g = np.arange(10.0)
+    xy = np.array([(a, b) for a in g for b in g])
+    success = (xy[:, 0] + xy[:, 1]) % 2 == 0
+    rects = np.array([[0, 0, 9, 9], [2, 3, 4, 3], [2.5, 2.5, 2.9, 9], [1, 1, 2, 2]])
+    # 100 points; row y=3 with x in 2..4 -> 3 points, 1 with even x+y (x=3); no integer x in
+    # [2.5, 2.9]; the 2x2 block {1,2}^2 -> 4 points, 2 even.
+    expected_n = [100, 3, 0, 4]
+    expected_s = [50, 1, 0, 2]
+    n, s = _rect_counts(xy, success, rects)
+    assert n.tolist() == expected_n and s.tolist() == expected_s
+    monkeypatch.setattr(geosynth.metrics.utility, "_BLOCK", 7)  # one rectangle per block
+    n, s = _rect_counts(xy, success, rects)
+    assert n.tolist() == expected_n and s.tolist() == expected_s
+
+
+def test_quadrant_coverage_refuses_bad_input():
+    original, _, _ = scenario(100, 0)
+    with pytest.raises(InputError, match="at least 2 releases"):
+        quadrant_coverage(original, [original], "y")
+    bad = original.assign(y=original["y"] + 1)
+    with pytest.raises(InputError, match="binary"):
+        quadrant_coverage(original, [bad, bad], "y")
+    with pytest.raises(InputError, match="lower min_points"):
+        quadrant_coverage(original, [original, original], "y", n_quadrants=5, min_points=101)
+
+
+# --------------------------------------------------------------------------- Ripley's K
+
+
+def test_ripley_k_hand_example():
+    # Four points on the corners of a unit square in a 2 x 2 window; without edge correction
+    # K(1) = |W| / (n (n - 1)) · (8 ordered pairs at distance 1) = 4/12 · 8 = 8/3.
+    pts = [[0.5, 0.5], [1.5, 0.5], [0.5, 1.5], [1.5, 1.5]]
+    result = ripley_k(pts, (0, 0, 2, 2), radii=[0.0, 0.5, 1.0], correction="none")
+    np.testing.assert_allclose(result.k, [0.0, 0.0, 8 / 3])
+    np.testing.assert_allclose(result.l, np.sqrt(result.k / np.pi))
+    # Translation weight of a horizontal or vertical unit offset in a 2 x 2 window:
+    # |W| / ((2 - 1)(2 - 0)) = 2, so K(1) = 4/12 · 8 · 2 = 16/3.
+    trans = ripley_k(pts, (0, 0, 2, 2), radii=[1.0], correction="translation")
+    np.testing.assert_allclose(trans.k, [16 / 3])
+
+
+def test_isotropic_inside_fraction_by_hand():
+    box = (0.0, 0.0, 10.0, 10.0)
+    px = np.array([5.0, 0.0, 0.0, 5.0, 1.0])
+    py = np.array([5.0, 5.0, 0.0, 0.0, 1.0])
+    d = np.array([2.0, 2.0, 2.0, 0.0, 2.0])
+    # Centre: whole circle inside. On an edge: half. At a corner: a quarter. Radius 0: 1.
+    # At (1, 1) with r = 2: the arcs beyond the left and bottom edges each subtend
+    # 2·arccos(1/2) = 2π/3 and overlap by 2·π/3 - π/2 = π/6 (the corner is inside the circle),
+    # so the outside fraction is (4π/3 - π/6)/(2π) = 7/12.
+    np.testing.assert_allclose(
+        _inside_fraction(px, py, d, box), [1.0, 0.5, 0.25, 1.0, 5 / 12], rtol=1e-12
+    )
+
+
+@pytest.mark.parametrize("correction", ["isotropic", "translation"])
+def test_ripley_k_is_pi_r_squared_under_csr(correction):
+    # Homogeneous Poisson (binomial) process, n = 2000 in the unit square. For a pair count
+    # P ≈ n² π r² / 2 the relative SD of K̂ is about sqrt(2/π) / (n r) (0.8% at r = 0.05) plus a
+    # shared-point term (≈ 0.7% at r = 0.25 for n = 1000, less for n = 2000), so 5% is > 5 SD at
+    # every radius. Without edge correction K̂(0.25) is ~20% low (see the next test).
+    rng = np.random.default_rng(42)
+    xy = rng.random((2000, 2))
+    r = np.array([0.05, 0.1, 0.15, 0.2, 0.25])
+    result = ripley_k(xy, (0, 0, 1, 1), r, correction)
+    np.testing.assert_allclose(result.k, np.pi * r**2, rtol=0.05)
+    np.testing.assert_allclose(result.l, r, rtol=0.03)
+
+
+def test_ripley_k_without_correction_is_biased_low():
+    rng = np.random.default_rng(42)
+    xy = rng.random((2000, 2))
+    result = ripley_k(xy, (0, 0, 1, 1), [0.25], "none")
+    # Edge effects: a point within r of an edge loses part of its circle; on average about
+    # 20% of the area at r = 0.25 for the unit square.
+    assert result.k[0] < 0.9 * np.pi * 0.25**2
+
+
+def test_ripley_k_refuses_bad_input():
+    with pytest.raises(InputError, match="outside the window"):
+        ripley_k([[0.5, 0.5], [2.0, 0.5]], (0, 0, 1, 1))
+    with pytest.raises(InputError, match="half the shorter"):
+        ripley_k([[0.5, 0.5], [0.2, 0.5]], (0, 0, 1, 1), radii=[0.1, 0.6])
+    with pytest.raises(InputError, match="strictly increasing"):
+        ripley_k([[0.5, 0.5], [0.2, 0.5]], (0, 0, 1, 1), radii=[0.2, 0.1])
+    with pytest.raises(InputError, match="correction"):
+        ripley_k([[0.5, 0.5], [0.2, 0.5]], (0, 0, 1, 1), correction="border")
+    assert np.isnan(ripley_k([[0.5, 0.5]], (0, 0, 1, 1)).k).all()
+
+
+def test_ripley_distance_zero_for_identical_and_positive_for_clustered():
+    rng = np.random.default_rng(1)
+    xy = rng.uniform(0, 100, (600, 2))
+    original = frame(xy, b=np.repeat(["a", "b"], 300))
+    same = ripley_distance(
+        original, [original.copy(), original.copy()], by="b", window=(0, 0, 100, 100)
+    )
+    assert same.loc[["a", "b", "mean"], "sup_l_difference"].tolist() == [0.0, 0.0, 0.0]
+    # Clustered release: points drawn tightly around 10 centres.
+    centres = rng.uniform(10, 90, (10, 2))
+    clustered = centres[rng.integers(0, 10, 600)] + rng.normal(0, 2, (600, 2))
+    release = frame(np.clip(clustered, 0, 100), b=np.repeat(["a", "b"], 300))
+    table = ripley_distance(original, release, by="b", window=(0, 0, 100, 100))
+    # Under CSR L(r) ≈ r; clusters of SD 2 inflate L at small r by several units.
+    assert (table.loc[["a", "b"], "sup_l_difference"] > 3).all()
+    overall = ripley_distance(original, release, window=(0, 0, 100, 100), mean_row=False)
+    assert overall.index.tolist() == ["all"] and overall["n_original"].tolist() == [600]
