@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from geosynth._messages import describe_rows as _rows
 from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CellCounts", "prepare"]
 
-_SHOW_ROWS = 5
 _SD_RTOL = 1e-12  # an SD below this fraction of the largest |cell mean| is rounding noise
 
 
@@ -273,13 +273,6 @@ def prepare(
 
 # --------------------------------------------------------------------------- validation helpers
 
-
-def _rows(index: pd.Index, bad: np.ndarray) -> str:
-    """Describe the first few labels of ``index`` where ``bad`` is True."""
-    labels = index[np.asarray(bad, dtype=bool)]
-    shown = ", ".join(repr(label) for label in labels[:_SHOW_ROWS].tolist())
-    more = len(labels) - _SHOW_ROWS
-    return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")
 
 
 def _check_parameters(gdf: Any, grid: Any, outside: Any, max_bytes: Any) -> None:

@@ -50,6 +50,7 @@ import pandas as pd
 import shapely
 from numba import njit
 
+from geosynth._messages import describe_rows as _rows
 from geosynth.errors import CRSError, InputError
 
 __all__ = ["GreedyMatch", "greedy_match", "greedy_match_distances"]
@@ -714,9 +715,3 @@ def check_columns(frame: pd.DataFrame, columns: list[str], frame_name: str, role
                 f"({_rows(frame.index, bad)}); drop those rows or fill them with an explicit level"
             )
 
-
-def _rows(index: pd.Index, bad: np.ndarray) -> str:
-    labels = index[np.asarray(bad, dtype=bool)]
-    shown = ", ".join(repr(label) for label in labels[:_SHOW_ROWS].tolist())
-    more = len(labels) - _SHOW_ROWS
-    return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")

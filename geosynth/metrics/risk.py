@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
+from geosynth._messages import describe_rows as _rows
 from geosynth.errors import CRSError, InputError
 from geosynth.metrics.matching import (
     as_columns,
@@ -677,9 +678,3 @@ def _check_same_crs(original: gpd.GeoDataFrame, other: Any, name: str) -> None:
             f"{None if a is None else a.to_string()}; reproject with {name}.to_crs(original.crs)"
         )
 
-
-def _rows(index: pd.Index, bad: np.ndarray) -> str:
-    labels = index[np.asarray(bad, dtype=bool)]
-    shown = ", ".join(repr(label) for label in labels[:_SHOW].tolist())
-    more = len(labels) - _SHOW
-    return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")

@@ -61,6 +61,7 @@ import shapely
 from scipy import sparse
 from scipy.spatial import cKDTree
 
+from geosynth._messages import describe_rows as _rows
 from geosynth._random import SeedLike, as_generator
 from geosynth.errors import DataWarning, InputError, MemoryLimitError
 
@@ -83,7 +84,6 @@ _FILTER_CHUNK = 1 << 22
 # Blocks whose pair count could exceed this are sampled to estimate their pair count.
 _ESTIMATE_ABOVE = 1_000_000
 _ESTIMATE_SAMPLE = 256
-_SHOW_ROWS = 5
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,13 +124,6 @@ class NeighbourResampleInfo:
 # Validation
 # --------------------------------------------------------------------------------------------
 
-
-def _rows(index: pd.Index, bad: np.ndarray) -> str:
-    """Describe the first few labels of ``index`` where ``bad`` is True."""
-    labels = index[np.asarray(bad, dtype=bool)]
-    shown = ", ".join(repr(label) for label in labels[:_SHOW_ROWS].tolist())
-    more = len(labels) - _SHOW_ROWS
-    return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")
 
 
 def _is_real(value: Any) -> bool:

@@ -350,7 +350,8 @@ def test_no_warning_when_every_selected_record_has_neighbours():
     df = mixed_frame()
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataWarning)
-        neighbour_resample(df, 100.0, seed=0)
+        _, info = neighbour_resample(df, 100.0, seed=0, return_info=True)
+    assert info.n_without_neighbours == 0
 
 
 # --------------------------------------------------------------------------------------------

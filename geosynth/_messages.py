@@ -1,0 +1,21 @@
+"""Pieces of the error messages shared by the validating modules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["describe_rows"]
+
+SHOW_ROWS = 5
+
+
+def describe_rows(index: pd.Index, bad: np.ndarray, limit: int = SHOW_ROWS) -> str:
+    """Describe the first ``limit`` labels of ``index`` where ``bad`` is True.
+
+    Returns text such as ``"rows [3, 17, 'a'] and 12 more"`` for error messages.
+    """
+    labels = index[np.asarray(bad, dtype=bool)]
+    shown = ", ".join(repr(label) for label in labels[:limit].tolist())
+    more = len(labels) - limit
+    return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")
