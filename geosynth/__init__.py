@@ -6,6 +6,7 @@ Data flow one way: GeoDataFrame → :func:`prepare` (validated counts on a :clas
 
 from geosynth import datasets, errors, metrics, samplers, sdc, synth
 from geosynth.data import CellCounts, prepare
+from geosynth.evaluation import Evaluation, evaluate
 from geosynth.lattice import Grid
 from geosynth.model import PaivaFit, PaivaModel, Priors
 from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
@@ -14,12 +15,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CellCounts",
+    "Evaluation",
     "Grid",
     "PaivaFit",
     "PaivaModel",
     "Priors",
     "datasets",
     "errors",
+    "evaluate",
     "metrics",
     "prepare",
     "samplers",
