@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-import shapely
 
 from geosynth._messages import describe_rows as _rows
+from geosynth._points import point_coordinates
 from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError
 
 if TYPE_CHECKING:
@@ -338,31 +338,7 @@ def _check_columns(
 
 def _point_coordinates(gdf: gpd.GeoDataFrame) -> np.ndarray:
     """Validate the geometries (present, non-empty, finite points) and return their (n, 2) xy."""
-    geoms = np.asarray(gdf.geometry.array, dtype=object)
-    type_id = shapely.get_type_id(geoms)
-    missing = (type_id == -1) | shapely.is_empty(geoms)
-    if missing.any():
-        raise InputError(
-            f"{int(missing.sum())} records have missing or empty geometries "
-            f"({_rows(gdf.index, missing)}); drop them, "
-            "e.g. gdf[~(gdf.geometry.isna() | gdf.geometry.is_empty)]"
-        )
-    not_point = type_id != 0
-    if not_point.any():
-        kinds = sorted(set(gdf.geometry.geom_type[not_point].tolist()))
-        raise InputError(
-            f"{int(not_point.sum())} geometries are not points ({kinds}; "
-            f"{_rows(gdf.index, not_point)}); prepare needs one Point per record: use "
-            "gdf.explode() for MultiPoints or gdf.representative_point() for polygons"
-        )
-    xy = np.column_stack([shapely.get_x(geoms), shapely.get_y(geoms)])
-    bad = ~np.isfinite(xy).all(axis=1)
-    if bad.any():
-        raise InputError(
-            f"{int(bad.sum())} points have NaN or infinite coordinates ({_rows(gdf.index, bad)}); "
-            "drop or fix them"
-        )
-    return xy
+    return point_coordinates(gdf, "gdf")
 
 
 def _check_crs(gdf: gpd.GeoDataFrame, grid: Any) -> None:

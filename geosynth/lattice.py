@@ -458,6 +458,29 @@ class Grid:
         return self._cache["cells"]
 
     # ------------------------------------------------------------------ methods
+    def check_cell_ids(self, cell_ids: Any, name: str = "cell_ids") -> np.ndarray:
+        """Return ``cell_ids`` as int64 after checking they are 1-d integer ids of this grid.
+
+        Raises
+        ------
+        geosynth.errors.InputError
+            Not a 1-d integer array, or an id outside ``0 .. n_cells - 1`` (``name`` is the
+            parameter named in the message).
+        """
+        ids = np.asarray(cell_ids)
+        if ids.ndim != 1 or not (ids.size == 0 or np.issubdtype(ids.dtype, np.integer)):
+            raise InputError(
+                f"{name} must be a 1-d array of integer cell ids, got dtype {ids.dtype} and "
+                f"shape {ids.shape}"
+            )
+        bad = np.flatnonzero((ids < 0) | (ids >= self.n_cells))
+        if bad.size:
+            raise InputError(
+                f"{name} must lie in 0..{self.n_cells - 1}; got {ids[bad[:_N_NAMED]].tolist()} "
+                f"at positions {bad[:_N_NAMED].tolist()}"
+            )
+        return ids.astype(np.int64, copy=False)
+
     def cell_bounds(self, cell_ids: int | Sequence[int] | np.ndarray) -> np.ndarray:
         """Boxes of the given cells.
 
@@ -476,18 +499,7 @@ class Grid:
         geosynth.errors.InputError
             An id is not an integer in ``0 .. n_cells - 1``.
         """
-        ids = np.atleast_1d(np.asarray(cell_ids))
-        if ids.ndim != 1 or not (ids.size == 0 or np.issubdtype(ids.dtype, np.integer)):
-            raise InputError(
-                f"cell_ids must be a 1-d array of integer cell ids, got dtype {ids.dtype} and "
-                f"shape {ids.shape}"
-            )
-        bad = np.flatnonzero((ids < 0) | (ids >= self.n_cells))
-        if bad.size:
-            raise InputError(
-                f"cell_ids must lie in 0..{self.n_cells - 1}; got {ids[bad[:_N_NAMED]].tolist()} "
-                f"at positions {bad[:_N_NAMED].tolist()}"
-            )
+        ids = self.check_cell_ids(np.atleast_1d(np.asarray(cell_ids)))
         r, c = self._cell_row[ids], self._cell_col[ids]
         xe, ye = self._xedges, self._yedges
         return np.column_stack([xe[c], ye[r], xe[c + 1], ye[r + 1]])

@@ -47,10 +47,10 @@ from typing import Any, NamedTuple
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-import shapely
 from numba import njit
 
 from geosynth._messages import describe_rows as _rows
+from geosynth._points import point_coordinates
 from geosynth.errors import CRSError, InputError
 
 __all__ = ["GreedyMatch", "greedy_match", "greedy_match_distances"]
@@ -544,36 +544,7 @@ def frame_xy(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str) -> np.ndarray:
     geosynth.errors.InputError
         Missing, empty or non-point geometries, or non-finite coordinates.
     """
-    try:
-        geoms = np.asarray(frame.geometry.array, dtype=object)
-    except AttributeError as err:
-        raise InputError(
-            f"{name} has no active geometry column; set one with {name}.set_geometry(column)"
-        ) from err
-    index = frame.index
-    type_id = shapely.get_type_id(geoms)
-    missing = (type_id == -1) | shapely.is_empty(geoms)
-    if missing.any():
-        raise InputError(
-            f"{name} has {int(missing.sum())} missing or empty geometries "
-            f"({_rows(index, missing)}); drop them, e.g. "
-            f"{name}[~({name}.geometry.isna() | {name}.geometry.is_empty)]"
-        )
-    not_point = type_id != 0
-    if not_point.any():
-        raise InputError(
-            f"{name} has {int(not_point.sum())} non-point geometries ({_rows(index, not_point)}); "
-            "pass one Point per record (gdf.explode() for MultiPoints, "
-            "gdf.representative_point() for polygons)"
-        )
-    xy = np.column_stack([shapely.get_x(geoms), shapely.get_y(geoms)])
-    bad = ~np.isfinite(xy).all(axis=1)
-    if bad.any():
-        raise InputError(
-            f"{name} has {int(bad.sum())} points with NaN or infinite coordinates "
-            f"({_rows(index, bad)}); drop or fix them"
-        )
-    return xy
+    return point_coordinates(frame, name)
 
 
 def as_releases(releases: Any) -> list[gpd.GeoDataFrame]:

@@ -110,7 +110,7 @@ def place_in_cells(
     [0, 3, 3]
     """
     check_grid(grid)
-    cell_ids = _check_cells(cells, grid)
+    cell_ids = grid.check_cell_ids(cells, "cells")
     rng = as_generator(seed)
     table = None if weights is None else PixelTable.from_raster(weights, grid)
     return place(grid, cell_ids, rng, table)
@@ -151,21 +151,6 @@ def place(
     xy[idx] = _uniform_points(grid, cells[idx], rng)
     return xy
 
-
-def _check_cells(cells: Any, grid: Grid) -> np.ndarray:
-    arr = np.asarray(cells)
-    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
-        raise InputError(
-            f"cells must be a 1-d array of integer cell ids, got dtype {arr.dtype} and shape "
-            f"{arr.shape}"
-        )
-    bad = np.flatnonzero((arr < 0) | (arr >= grid.n_cells))
-    if bad.size:
-        raise InputError(
-            f"cells must lie in 0..{grid.n_cells - 1}; got {arr[bad[:_SHOW]].tolist()} at "
-            f"positions {bad[:_SHOW].tolist()}"
-        )
-    return arr.astype(np.int64, copy=False)
 
 
 # ---------------------------------------------------------------------- uniform placement

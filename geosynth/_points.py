@@ -1,0 +1,53 @@
+"""Validated coordinates of point geometries, shared by every public entry point."""
+
+from __future__ import annotations
+
+import geopandas as gpd
+import numpy as np
+import shapely
+
+from geosynth._messages import describe_rows
+from geosynth.errors import InputError
+
+__all__ = ["point_coordinates"]
+
+
+def point_coordinates(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str = "gdf") -> np.ndarray:
+    """Return the float64 ``(n, 2)`` coordinates of present, non-empty, finite points.
+
+    Raises :class:`~geosynth.errors.InputError` naming ``name``, the offending rows and the fix
+    for a missing geometry column, missing/empty or non-point geometries, and NaN or infinite
+    coordinates.
+    """
+    try:
+        geoms = np.asarray(frame.geometry.array, dtype=object)
+    except AttributeError as err:
+        raise InputError(
+            f"{name} has no active geometry column; set one with {name}.set_geometry(column)"
+        ) from err
+    index = frame.index
+    type_id = shapely.get_type_id(geoms)
+    missing = (type_id == -1) | shapely.is_empty(geoms)
+    if missing.any():
+        raise InputError(
+            f"{name}: {int(missing.sum())} records have missing or empty geometries "
+            f"({describe_rows(index, missing)}); drop them, e.g. "
+            f"{name}[~({name}.geometry.isna() | {name}.geometry.is_empty)]"
+        )
+    not_point = type_id != 0
+    if not_point.any():
+        kinds = sorted(set(shapely.get_type_id(geoms[not_point]).tolist()))
+        names = sorted({shapely.geometry.base.GEOMETRY_TYPES[k] for k in kinds})
+        raise InputError(
+            f"{name} has {int(not_point.sum())} non-point geometries, which are not points "
+            f"({names}; {describe_rows(index, not_point)}); pass one Point per record: use "
+            "gdf.explode() for MultiPoints or gdf.representative_point() for polygons"
+        )
+    xy = np.column_stack([shapely.get_x(geoms), shapely.get_y(geoms)])
+    bad = ~np.isfinite(xy).all(axis=1)
+    if bad.any():
+        raise InputError(
+            f"{name} has {int(bad.sum())} points with NaN or infinite coordinates "
+            f"({describe_rows(index, bad)}); drop or fix them"
+        )
+    return xy
