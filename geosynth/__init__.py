@@ -4,7 +4,7 @@ Data flow one way: GeoDataFrame → :func:`prepare` (validated counts on a :clas
 :class:`PaivaModel` ``.fit`` → :class:`PaivaFit` → releases → evaluation / export.
 """
 
-from geosynth import datasets, errors, metrics, samplers, sdc, synth
+from geosynth import datasets, dp, errors, metrics, samplers, sdc, synth
 from geosynth.data import CellCounts, prepare
 from geosynth.evaluation import Evaluation, evaluate
 from geosynth.lattice import Grid
@@ -21,6 +21,7 @@ __all__ = [
     "PaivaModel",
     "Priors",
     "datasets",
+    "dp",
     "errors",
     "evaluate",
     "metrics",

@@ -33,6 +33,7 @@ __all__ = [
     "TABLE3",
     "BERLIN_ACCOMMODATES_BANDS",
     "BERLIN_BEDROOMS_BANDS",
+    "susep_collisions",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -534,3 +535,54 @@ def berlin_listings() -> BerlinListings:
     points["bedrooms_band"] = _band(points["bedrooms"], BERLIN_BEDROOMS_BANDS)
     points = points[[c for c in points.columns if c != "geometry"] + ["geometry"]]
     return BerlinListings(points.to_crs(_BERLIN_CRS), region.to_crs(_BERLIN_CRS))
+
+
+# --------------------------------------------------------------------------------------------
+# SUSEP collisions (Marcolin 2018, Table 4.1)
+# --------------------------------------------------------------------------------------------
+
+
+def susep_collisions() -> pd.DataFrame:
+    """Load the SUSEP Ford Fusion collisions by driver sex and age band (Marcolin 2018).
+
+    The 107 collisions of insured Ford Fusion cars in the Belo Horizonte metropolitan area and
+    Zona da Mata (Minas Gerais) from 1 January to 31 December 2015, from SUSEP's AutoSeg system
+    (Superintendência de Seguros Privados), as tabulated in Marcolin (2018), Table 4.1: the data
+    the thesis synthesizes with the Dirichlet-Multinomial synthesizer in ch. 4 (8 categories).
+    The 18-25 band, with no collisions in AutoSeg (thesis Figure 4.1), is not part of Table 4.1.
+    Totals: 85 men, 22 women.
+
+    Read from ``data/susep_collisions.csv`` at the top of the geosynth source tree (available in
+    an editable install).
+
+    Returns
+    -------
+    pandas.DataFrame
+        8 rows (RangeIndex) with columns ``age_band`` (str: ``"26-35"``, ``"36-45"``,
+        ``"46-55"``, ``"55+"``, as printed), ``sex`` (str: ``"male"``, ``"female"``) and
+        ``collisions`` (int64).
+
+    Raises
+    ------
+    InputError
+        The CSV file is missing (geosynth installed without its source tree).
+
+    Examples
+    --------
+    >>> table = susep_collisions()
+    >>> int(table["collisions"].sum())
+    107
+    >>> counts = table.set_index(["age_band", "sex"])["collisions"]  # for a synthesizer
+    """
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "susep_collisions.csv"
+    if not path.is_file():
+        raise InputError(
+            f"susep_collisions: {path} not found; the SUSEP table ships in the data/ folder of "
+            "the geosynth source tree, so install geosynth in editable mode from a checkout "
+            "(pip install -e .)"
+        )
+    table = pd.read_csv(path, comment="#", dtype={"age_band": str, "sex": str})
+    table["collisions"] = table["collisions"].astype(np.int64)
+    return table

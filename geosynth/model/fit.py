@@ -26,7 +26,9 @@ from geosynth.model.kernels import (
     SAMPLER_SLICE,
     GibbsState,
     ModelData,
+    compute_eta,
     run_chunk,
+    update_latent_counts,
 )
 from geosynth.model.priors import Priors
 from geosynth.samplers.ars import new_workspace
@@ -126,6 +128,7 @@ class PaivaModel:
         progress: bool = True,
         max_bytes: int = DEFAULT_MAX_BYTES,
         n_jobs: int | None = None,
+        noise: float | None = None,
     ) -> PaivaFit:
         """Run ``chains`` Gibbs chains and return their thinned draws.
 
@@ -151,6 +154,15 @@ class PaivaModel:
             Refuse (before allocating) to store draws larger than this.
         n_jobs : int, optional
             Chains run at once in threads (numba releases the GIL); default: one per core.
+        noise : float, optional
+            Noise-aware fit: the scale ``b`` of the discrete Laplace (two-sided geometric) noise
+            that was added to every count, P(c̃ − c = k) ∝ exp(−|k|/b). The true counts are then
+            latent and each sweep draws them from Poisson(c; λ) × DiscreteLaplace(c̃ − c) over
+            c ≥ 0 (exact enumeration, see :func:`geosynth.model.kernels.draw_latent_count`), in
+            the spirit of Charest's (2011) noise-aware inference. Defaults to
+            ``counts.noise_scale`` when ``counts`` is the :class:`~geosynth.dp.NoisyCounts` of
+            :func:`geosynth.dp.dp_counts`; refused for the exact counts of
+            :func:`geosynth.prepare`.
 
         Returns
         -------
@@ -166,6 +178,7 @@ class PaivaModel:
             If a full conditional cannot be sampled (names the parameter block).
         """
         _check_run_arguments(n_iter, burn_in, thin, chains)
+        noise = _check_noise(counts, noise)
         data, names = build_model_data(counts, self)
         n_keep = (n_iter - burn_in) // thin
         G, B = data.counts.shape
@@ -178,10 +191,33 @@ class PaivaModel:
                 "raise max_bytes"
             )
         streams = make_streams(seed, chains)
-        runner = _ChainRunner(data, names, n_iter, burn_in, thin, n_keep, progress)
+        released = None if noise is None else (noise, np.asarray(counts.counts, dtype=np.float64))
+        runner = _ChainRunner(data, names, n_iter, burn_in, thin, n_keep, progress, released)
         draws = runner.run_all(streams, n_jobs)
         return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
-                        burn_in=burn_in, **draws)
+                        burn_in=burn_in, noise_scale=noise, **draws)
+
+
+def _check_noise(counts, noise) -> float | None:
+    """Validate the noise scale of a noise-aware fit (None for an exact fit)."""
+    from geosynth.data import CellCounts
+
+    own = getattr(counts, "noise_scale", None)
+    if noise is None:
+        return own
+    if isinstance(counts, CellCounts):
+        raise InputError(
+            "noise= is for released noisy counts; counts from geosynth.prepare are exact. "
+            "Add noise with geosynth.dp.dp_counts(counts, epsilon) and fit its result"
+        )
+    if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(noise) or noise <= 0:
+        raise InputError(f"noise must be a finite scale b > 0 of the discrete Laplace noise, "
+                         f"got {noise!r}")
+    if own is not None and not np.isclose(noise, own):
+        raise InputError(f"noise={noise} contradicts the scale {own} recorded in counts; "
+                         "omit noise= to use the recorded one")
+    return float(noise)
 
 
 def _check_run_arguments(n_iter, burn_in, thin, chains) -> None:
@@ -203,10 +239,12 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
     """
     from geosynth.data import CellCounts
 
-    if not isinstance(counts, CellCounts):
+    # Noisy counts (geosynth.dp.NoisyCounts) are recognised by their noise scale, so the model
+    # does not import the DP layer built on top of it.
+    if not isinstance(counts, CellCounts) and getattr(counts, "noise_scale", None) is None:
         raise InputError(
-            f"counts must be the CellCounts returned by geosynth.prepare, got "
-            f"{type(counts).__name__}"
+            f"counts must be the CellCounts returned by geosynth.prepare (or the NoisyCounts of "
+            f"geosynth.dp.dp_counts), got {type(counts).__name__}"
         )
     if counts.n_records == 0:
         warnings.warn(
@@ -220,7 +258,8 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
             "geosynth.prepare(..., continuous='column')"
         )
     grid = counts.grid
-    c = counts.counts.astype(np.float64)
+    # Noisy counts may be negative; they start the latent counts at max(c̃, 0).
+    c = np.maximum(counts.counts, 0).astype(np.float64)
     G, B = c.shape
     if model.effects == "combination":
         combo_levels, level_names = _combination_parameters(counts)
@@ -311,14 +350,18 @@ def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsS
         ones=np.ones(1),
         w1=np.zeros(1),
         scale_log_sd=np.full(n_levels + 3, np.log(0.1)),
+        marginal_log_sd=np.full(n_levels + 3, np.log(0.3)),
     )
 
 
 class _ChainRunner:
     """Runs chains in threads, in fixed-size chunks, with progress bars and clean Ctrl-C."""
 
-    def __init__(self, data, names, n_iter, burn_in, thin, n_keep, progress):
+    def __init__(self, data, names, n_iter, burn_in, thin, n_keep, progress, noise=None):
         self.data, self.names = data, names
+        # Noise-aware fits: the released counts c̃ and 1/b (0 switches the latent step off).
+        self.noisy = noise[1] if noise else data.counts
+        self.inv_scale = 1.0 / noise[0] if noise else 0.0
         self.n_iter, self.burn_in, self.thin, self.n_keep = n_iter, burn_in, thin, n_keep
         self.progress = progress
         self.stop = threading.Event()
@@ -332,6 +375,7 @@ class _ChainRunner:
             "theta": np.zeros((chains, self.n_keep, G), dtype=np.float32),
             "beta": np.zeros((chains, self.n_keep, G), dtype=np.float32),
             "eta": np.zeros((chains, self.n_keep, G, B), dtype=np.float32),
+            "latent_totals": np.zeros((chains, self.n_keep if self.inv_scale else 0, B)),
         }
         kept = np.zeros(chains, dtype=np.int64)
         workers = max(1, min(chains, n_jobs or os.cpu_count() or 1))
@@ -351,10 +395,16 @@ class _ChainRunner:
         n = int(kept.min())
         if self.data.beta_prior == BETA_NONE:
             out["beta"] = None
+        if not self.inv_scale:
+            out["latent_totals"] = None
         return {k: (None if v is None else v[:, :n]) for k, v in out.items()}
 
     def run_chain(self, chain: int, stream: np.ndarray, out: dict, kept: np.ndarray) -> None:
-        state = _initial_state(self.data, stream, len(self.data.level_counts))
+        data = self.data if not self.inv_scale else _private_counts(self.data)
+        state = _initial_state(data, stream, len(data.level_counts))
+        if self.inv_scale:
+            compute_eta(data, state)
+            update_latent_counts(data, state, self.noisy, self.inv_scale)
         bar = _progress_bar(self.n_iter, chain, self.progress)
         # Sampling chunks hold whole thinning periods, so draws land on sweeps burn_in + thin·j.
         G, B = self.data.counts.shape
@@ -366,15 +416,17 @@ class _ChainRunner:
             ):
                 if self.stop.is_set():
                     break
-                kept[chain] += self._run(state, n, out, chain, int(kept[chain]), keep)
+                kept[chain] += self._run(data, state, n, out, chain, int(kept[chain]), keep)
                 bar.update(n)
         finally:
             bar.close()
 
-    def _run(self, state, n, out, chain, row, keep) -> int:
+    def _run(self, data, state, n, out, chain, row, keep) -> int:
         status, written = run_chunk(
-            self.data, state, n, self.thin, out["scalars"][chain], out["theta"][chain],
+            data, state, n, self.thin, out["scalars"][chain], out["theta"][chain],
             out["beta"][chain], out["eta"][chain], row, keep,
+            self.noisy, self.inv_scale,
+            out["latent_totals"][chain],
         )
         if status:
             block, code = divmod(status, 16)
@@ -382,6 +434,15 @@ class _ChainRunner:
                 f"chain {chain}: the {BLOCK_NAMES[block]} update failed: {STATUS_MESSAGES[code]}"
             )
         return written
+
+
+def _private_counts(data: ModelData) -> ModelData:
+    """Copy ``data``'s count arrays, which a noise-aware chain overwrites."""
+    return data._replace(
+        counts=data.counts.copy(), cell_counts=data.cell_counts.copy(),
+        level_counts=data.level_counts.copy(), cell_level_counts=data.cell_level_counts.copy(),
+        cell_czbar=data.cell_czbar.copy(),
+    )
 
 
 def _chunks(total: int, size: int, keep: bool) -> list[tuple[int, bool]]:
@@ -409,6 +470,10 @@ class PaivaFit:
     beta : numpy.ndarray of float32, shape (chains, draws, G), or None
     eta : numpy.ndarray of float32, shape (chains, draws, G, B)
         Linear predictor log λ.
+    noise_scale : float or None
+        Scale of the discrete Laplace noise of a noise-aware fit (None: exact counts).
+    latent_totals : numpy.ndarray, shape (chains, draws, B), or None
+        Noise-aware fits: per draw, the total of the latent true counts of each combination.
     """
 
     model: PaivaModel
@@ -420,6 +485,8 @@ class PaivaFit:
     eta: np.ndarray
     thin: int = 1
     burn_in: int = 0
+    noise_scale: float | None = None
+    latent_totals: np.ndarray | None = None
     _mean_lambda: np.ndarray | None = field(default=None, repr=False)
 
     @property

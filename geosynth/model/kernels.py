@@ -51,6 +51,10 @@ __all__ = [
     "compute_eta",
     "sweep",
     "run_chunk",
+    "update_latent_counts",
+    "draw_latent_count",
+    "latent_log_marginal",
+    "marginal_moves",
 ]
 
 BETA_NONE, BETA_NORMAL, BETA_ICAR = 0, 1, 2
@@ -108,6 +112,7 @@ class GibbsState(NamedTuple):
     ones: np.ndarray  # float64 (1,) = [1.0]
     w1: np.ndarray  # float64 (1,) weight scratch of the one-term ARS
     scale_log_sd: np.ndarray  # float64 (P + 3,) log-sd of the scale-move proposals: θ, φ_p, β, ε
+    marginal_log_sd: np.ndarray  # float64 (P + 3,) noise-aware moves: μ, α_p, θ_i, ε_ib
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -669,24 +674,316 @@ def _record(data, s, out_scalars, out_theta, out_beta, out_eta, row):
             out_eta[row, i, b] = s.eta[i, b]
 
 
+LATENT_TAIL = 37.0  # stop enumerating where p(c) < e^-37·p(mode) (≈ 1e-16 relative mass)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta, row, keep):
+def _latent_increment(c, eta, noisy, inv_scale):
+    """Return log p(c + 1) − log p(c), p(c) ∝ Poisson(c; e^η)·exp(−|c̃ − c|·inv_scale)."""
+    if c + 1.0 <= noisy:
+        return eta - math.log(c + 1.0) + inv_scale
+    return eta - math.log(c + 1.0) - inv_scale
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _latent_mode(eta, noisy, inv_scale):
+    """Mode of the (discrete log-concave) latent-count conditional: the first c with inc(c) ≤ 0."""
+    cap = 1e12
+    low = math.ceil(min(math.exp(min(eta + inv_scale, 27.0)) - 1.0, cap))
+    if noisy >= 1.0 and low <= noisy - 1.0:
+        c = max(0.0, low)
+    else:
+        c = max(max(noisy, 0.0), math.ceil(min(math.exp(min(eta - inv_scale, 27.0)) - 1.0, cap)))
+    # Guard against rounding at the region boundaries: walk to the exact first non-positive step.
+    while c > 0.0 and _latent_increment(c - 1.0, eta, noisy, inv_scale) <= 0.0:
+        c -= 1.0
+    while _latent_increment(c, eta, noisy, inv_scale) > 0.0:
+        c += 1.0
+    return c
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _latent_mass(eta, noisy, inv_scale, mode):
+    """Mass of the latent-count conditional relative to the mode, and the first c above it."""
+    total = 1.0
+    lp = 0.0
+    c = mode
+    while True:
+        lp += _latent_increment(c, eta, noisy, inv_scale)
+        c += 1.0
+        if lp < -LATENT_TAIL:
+            break
+        total += math.exp(lp)
+    hi = c
+    lp = 0.0
+    c = mode
+    while c > 0.0:
+        lp -= _latent_increment(c - 1.0, eta, noisy, inv_scale)
+        c -= 1.0
+        if lp < -LATENT_TAIL:
+            break
+        total += math.exp(lp)
+    return total, hi
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def latent_log_marginal(eta, noisy, inv_scale):
+    """Return log Σ_c Poisson(c; e^η)·exp(−|c̃ − c|/b), the likelihood of c̃ given η.
+
+    Up to the constant normaliser of the noise distribution; same enumeration as
+    :func:`draw_latent_count`.
+    """
+    mode = _latent_mode(eta, noisy, inv_scale)
+    total, _ = _latent_mass(eta, noisy, inv_scale, mode)
+    log_mode = mode * eta - math.exp(eta) - math.lgamma(mode + 1.0) \
+        - inv_scale * abs(noisy - mode)
+    return log_mode + math.log(total)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_latent_count(eta, noisy, inv_scale, rng):
+    """Draw c ≥ 0 from p(c) ∝ Poisson(c; e^η) · exp(−|c̃ − c| / b) by exact enumeration.
+
+    The discrete Laplace (two-sided geometric) mechanism releases c̃ = c + noise with
+    P(noise = k) ∝ e^{−|k|/b}; this is the full conditional of the true count c given the
+    intensity and the released c̃. Both factors are log-concave in c, so p is unimodal: the
+    kernel finds the mode in closed form and enumerates outwards until the relative mass drops
+    below e^{−37} on each side (the window adapts to √λ and to b), then inverts the CDF.
+    """
+    if not abs(eta) <= ETA_LIMIT + 5.0:  # also catches NaN: a diverged chain must not hang
+        eta = min(max(eta, -ETA_LIMIT - 5.0), ETA_LIMIT + 5.0) if eta == eta else 0.0
+    mode = _latent_mode(eta, noisy, inv_scale)
+    total, hi = _latent_mass(eta, noisy, inv_scale, mode)
+    # Invert the CDF in the order of _latent_mass: mode, upwards, then downwards.
+    u = uniform(rng) * total
+    acc = 1.0
+    if u < acc:
+        return mode
+    lp = 0.0
+    c = mode
+    while c + 1.0 < hi:
+        lp += _latent_increment(c, eta, noisy, inv_scale)
+        c += 1.0
+        acc += math.exp(lp)
+        if u < acc:
+            return c
+    lp = 0.0
+    c = mode
+    while c > 0.0:
+        lp -= _latent_increment(c - 1.0, eta, noisy, inv_scale)
+        c -= 1.0
+        acc += math.exp(lp)
+        if u < acc:
+            return c
+    return mode  # u landed in the rounding slack of ``total``
+
+
+MARGINAL_TARGET_ACCEPTANCE = 0.44
+_M_MU, _M_THETA, _M_EPS = 0, 1, 2  # slots of marginal_log_sd; α_p uses slot 3 + p
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _marginal_shift(data, s, noisy, inv_scale, delta, p, i):
+    """Change in Σ log m(η_ib) when η_ib += delta over the (i, b) touched by one parameter.
+
+    ``p = -1, i = -1``: every (i, b) (μ); ``p >= 0``: the combinations of level p (α_p);
+    ``i >= 0``: the combinations of cell i (θ_i).
+    """
+    G, B = data.counts.shape
+    total = 0.0
+    rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
+    for r in range(rows_lo, rows_hi):
+        if p < 0:
+            for b in range(B):
+                e = s.eta[r, b]
+                if abs(e + delta) > ETA_LIMIT:
+                    return -math.inf
+                total += latent_log_marginal(e + delta, noisy[r, b], inv_scale) \
+                    - latent_log_marginal(e, noisy[r, b], inv_scale)
+        else:
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                b = data.level_combos[t]
+                e = s.eta[r, b]
+                if abs(e + delta) > ETA_LIMIT:
+                    return -math.inf
+                total += latent_log_marginal(e + delta, noisy[r, b], inv_scale) \
+                    - latent_log_marginal(e, noisy[r, b], inv_scale)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _apply_shift(data, s, delta, p, i):
+    """Add ``delta`` to η (and rescale exp η) over the (i, b) of :func:`_marginal_shift`."""
+    G, B = data.counts.shape
+    factor = math.exp(delta)
+    rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
+    for r in range(rows_lo, rows_hi):
+        if p < 0:
+            for b in range(B):
+                s.eta[r, b] += delta
+                s.expeta[r, b] *= factor
+        else:
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                b = data.level_combos[t]
+                s.eta[r, b] += delta
+                s.expeta[r, b] *= factor
+
+
+MARGINAL_LOG_SD_RANGE = (math.log(1e-3), math.log(2.0))
+ETA_LIMIT = 25.0  # |η| beyond which a noise-aware proposal is refused (λ outside e^±25)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _adapt(s, slot, rate, adapt):
+    """Robbins–Monro step of a proposal log-sd, kept in MARGINAL_LOG_SD_RANGE.
+
+    Where the released counts say little (e.g. negative c̃ far from any λ), the marginal
+    likelihood is flat, every proposal is accepted, and an unbounded scale would grow without
+    limit; the cap keeps the random walk on the scale of the ICAR and error variances.
+    """
+    if adapt:
+        v = s.marginal_log_sd[slot] + SCALE_ADAPT_GAIN * (rate - MARGINAL_TARGET_ACCEPTANCE)
+        s.marginal_log_sd[slot] = min(max(v, MARGINAL_LOG_SD_RANGE[0]), MARGINAL_LOG_SD_RANGE[1])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt):
+    """Random-walk Metropolis moves of μ, α, θ and ε with the true counts integrated out.
+
+    Alternating "draw c | λ" and "draw λ | c" mixes slowly when the noise is large: the counts
+    follow λ and λ follows the counts, so the level of a combination random-walks. These moves
+    target the posterior of the parameters given the *released* counts, whose likelihood
+    ``m(η) = Σ_c Poisson(c; e^η)·DL(c̃ − c)`` is computed by enumeration
+    (:func:`latent_log_marginal`); the caller redraws c | λ right after them, so the pair of
+    steps leaves the joint posterior invariant (a partially collapsed Gibbs scheme). Proposal
+    scales are tuned towards 44% acceptance during burn-in.
+    """
+    G, B = data.counts.shape
+    pr = data.priors
+    # μ and α_p: N(0, var) priors.
+    sd = math.exp(s.marginal_log_sd[_M_MU])
+    delta = sd * standard_normal(s.rng)
+    x = s.mu[0]
+    log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, -1, -1) \
+        - ((x + delta) ** 2 - x * x) / (2.0 * pr[_MU_VAR])
+    hit = math.log(uniform(s.rng)) < log_ratio
+    if hit:
+        s.mu[0] = x + delta
+        _apply_shift(data, s, delta, -1, -1)
+    _adapt(s, _M_MU, 1.0 if hit else 0.0, adapt)
+    for p in range(s.alpha.shape[0]):
+        sd = math.exp(s.marginal_log_sd[3 + p])
+        delta = sd * standard_normal(s.rng)
+        x = s.alpha[p]
+        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, p, -1) \
+            - ((x + delta) ** 2 - x * x) / (2.0 * pr[_ALPHA_VAR])
+        hit = math.log(uniform(s.rng)) < log_ratio
+        if hit:
+            s.alpha[p] = x + delta
+            _apply_shift(data, s, delta, p, -1)
+        _adapt(s, 3 + p, 1.0 if hit else 0.0, adapt)
+    # θ_i: ICAR conditional prior.
+    _component_sums(s.theta, data, comp_sum)
+    sd = math.exp(s.marginal_log_sd[_M_THETA])
+    accepted = 0.0
+    for i in range(G):
+        x = s.theta[i]
+        m, q = _icar_prior(s.theta, i, s.tau_theta[0], pr[_LEVEL_VAR], comp_sum, data)
+        delta = sd * standard_normal(s.rng)
+        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, -1, i) \
+            - 0.5 * q * ((x + delta - m) ** 2 - (x - m) ** 2)
+        if math.log(uniform(s.rng)) < log_ratio:
+            s.theta[i] = x + delta
+            comp_sum[data.component[i]] += delta
+            _apply_shift(data, s, delta, -1, i)
+            accepted += 1.0
+    _adapt(s, _M_THETA, accepted / G, adapt)
+    # ε_ib: N(0, 1/τ_ε) priors.
+    sd = math.exp(s.marginal_log_sd[_M_EPS])
+    tau = s.tau_eps[0]
+    accepted = 0.0
+    for i in range(G):
+        for b in range(B):
+            x = s.eps[i, b]
+            delta = sd * standard_normal(s.rng)
+            e = s.eta[i, b]
+            if abs(e + delta) > ETA_LIMIT:
+                continue
+            log_ratio = latent_log_marginal(e + delta, noisy[i, b], inv_scale) \
+                - latent_log_marginal(e, noisy[i, b], inv_scale) \
+                - 0.5 * tau * ((x + delta) ** 2 - x * x)
+            if math.log(uniform(s.rng)) < log_ratio:
+                s.eps[i, b] = x + delta
+                s.eta[i, b] = e + delta
+                s.expeta[i, b] = math.exp(e + delta)
+                accepted += 1.0
+    _adapt(s, _M_EPS, accepted / (G * B), adapt)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_latent_counts(data, s, noisy, inv_scale):
+    """Gibbs step of the true counts given the noisy release (noise-aware fit).
+
+    Overwrites ``data.counts`` (the chain's private copy) with draws of
+    :func:`draw_latent_count` and refreshes the sufficient statistics derived from it.
+    """
+    G, B = data.counts.shape
+    P = data.level_counts.shape[0]
+    for i in range(G):
+        total = 0.0
+        czbar = 0.0
+        for b in range(B):
+            c = draw_latent_count(s.eta[i, b], noisy[i, b], inv_scale, s.rng)
+            data.counts[i, b] = c
+            total += c
+            czbar += c * data.zbar[i, b]
+        data.cell_counts[i] = total
+        data.cell_czbar[i] = czbar
+    data.level_counts[:] = 0.0
+    for p in range(P):
+        for i in range(G):
+            v = 0.0
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                v += data.counts[i, data.level_combos[t]]
+            data.cell_level_counts[i, p] = v
+            data.level_counts[p] += v
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta, row, keep,
+              noisy, inv_scale, out_totals):
     """Run ``n_sweeps`` sweeps; after sweep t record if ``keep`` and (t + 1) % thin == 0.
 
     Chunks that do not keep draws are burn-in: there the scale moves tune their proposals.
+    With ``inv_scale > 0`` (noise-aware fit) each sweep is followed by :func:`marginal_moves`
+    and a redraw of the latent true counts from ``noisy`` (:func:`update_latent_counts`; the
+    caller draws them once before the first chunk), and their per-combination totals are
+    recorded in ``out_totals``; otherwise ``noisy`` and ``out_totals`` are ignored.
 
     Returns ``(status, rows_written)``; ``status`` is 0 or 16·block + sampler status.
     """
-    G = data.counts.shape[0]
+    G, B = data.counts.shape
     comp_sum = np.zeros(data.component_size.shape[0])
     column = np.empty(G)
     compute_eta(data, s)
     written = 0
+    latent = inv_scale > 0.0
     for t in range(n_sweeps):
         status = sweep(data, s, comp_sum, column, not keep)
         if status != STATUS_OK:
             return status, written
+        if latent:
+            # Parameters with c integrated out, then c | λ: c is fresh for the next sweep and
+            # for the recorded totals.
+            marginal_moves(data, s, noisy, inv_scale, comp_sum, not keep)
+            update_latent_counts(data, s, noisy, inv_scale)
         if keep and (t + 1) % thin == 0:
             _record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
+            if latent:
+                for b in range(B):
+                    v = 0.0
+                    for i in range(G):
+                        v += data.counts[i, b]
+                    out_totals[row + written, b] = v
             written += 1
     return STATUS_OK, written

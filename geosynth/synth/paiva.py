@@ -34,11 +34,14 @@ _SHOW = 5
 
 
 def synthesize(
-    fit: PaivaFit,
-    gdf: gpd.GeoDataFrame,
+    fit: PaivaFit | CellCounts,
+    gdf: gpd.GeoDataFrame | None = None,
     m: int = 5,
     seed: SeedLike = None,
     weights: WeightsLike = None,
+    *,
+    epsilon: float | None = None,
+    **dp_options: Any,
 ) -> list[gpd.GeoDataFrame]:
     """Generate ``m`` partially synthetic releases from a fitted model (Nunes 2018, §2.1.2).
 
@@ -58,6 +61,16 @@ def synthesize(
         Raster of non-negative weights (e.g. population density) in the grid CRS, used to place
         points within their synthetic cell; see :func:`geosynth.synth.place_in_cells`. It changes
         where in a cell a point goes, never which cell.
+    epsilon : float, optional
+        Make an ε-differentially private release instead: pass the prepared
+        :class:`~geosynth.data.CellCounts` as the first argument and no ``gdf``;
+        :func:`geosynth.dp.dp_release` adds geometric noise to the counts, fits the model
+        noise-aware and draws records (attributes included) from the posterior. ``seed`` is then
+        for tests only (it triggers a :class:`~geosynth.errors.PrivacyLeakWarning`). The
+        ledger is in each release's ``attrs["geosynth"]``.
+    **dp_options
+        With ``epsilon``: ``levels``, ``neighbours``, ``accountant``, ``model``, ``n_iter``,
+        ``burn_in``, ``thin``, ``chains``, ``progress`` of :func:`geosynth.dp.dp_release`.
 
     Returns
     -------
@@ -120,6 +133,9 @@ def synthesize(
     ([200, 200], ['y', 'x1', 'z', 'geometry'])
     >>> public = to_public(releases[0], seed=4)
     """
+    if epsilon is not None or dp_options or (isinstance(fit, PaivaFit)
+                                             and fit.noise_scale is not None):
+        return _dp_synthesize(fit, gdf, m, seed, weights, epsilon, dp_options)
     rng = as_generator(seed)
     if not isinstance(fit, PaivaFit):
         raise InputError(
@@ -159,6 +175,32 @@ def synthesize(
             )
         )
     return releases
+
+
+def _dp_synthesize(fit, gdf, m, seed, weights, epsilon, dp_options) -> list[gpd.GeoDataFrame]:
+    """Run the ε-DP branch of :func:`synthesize`."""
+    from geosynth.dp.locations import dp_release, dp_synthesize
+
+    if gdf is not None:
+        raise InputError(
+            "a differentially private release does not reuse the confidential records: call "
+            "synthesize(counts, m=..., epsilon=...) without gdf"
+        )
+    if isinstance(fit, PaivaFit):
+        if epsilon is not None or dp_options:
+            raise InputError(
+                "epsilon/DP options go with the prepared CellCounts, not with a fit: "
+                "synthesize(counts, epsilon=...); a noise-aware fit is synthesized as it is"
+            )
+        return dp_synthesize(fit, m, weights=weights, seed=seed)
+    if epsilon is None:
+        raise InputError(f"DP options {sorted(dp_options)} need epsilon=")
+    if not isinstance(fit, CellCounts):
+        raise InputError(
+            f"with epsilon, the first argument must be the CellCounts of geosynth.prepare, got "
+            f"{type(fit).__name__}"
+        )
+    return dp_release(fit, epsilon, m, weights=weights, seed=seed, **dp_options).releases
 
 
 def release_draws(fit: PaivaFit, m: int) -> np.ndarray:

@@ -1,0 +1,74 @@
+"""Randomness for differentially private releases.
+
+A known seed lets an intruder replay the noise of a release and subtract it, so every random draw
+that touches confidential data in DP mode comes from fresh OS entropy. A ``seed`` is accepted only
+so tests can be reproducible; it triggers a :class:`~geosynth.errors.PrivacyLeakWarning` and must
+never be used for a published release (nor written into one).
+"""
+
+from __future__ import annotations
+
+import secrets
+import warnings
+
+import numpy as np
+
+from geosynth._random import SeedLike, as_generator
+from geosynth.errors import PrivacyLeakWarning
+
+__all__ = ["private_generator", "private_seed", "warn_seeded"]
+
+
+def warn_seeded(where: str, stacklevel: int = 3) -> None:
+    """Issue the :class:`PrivacyLeakWarning` for a seeded DP computation in ``where``."""
+    warnings.warn(
+        f"{where}: a seed was given, so the privacy noise is reproducible and the output is NOT "
+        "differentially private (anyone who knows the seed can replay and remove the noise). "
+        "Use seeds only in tests; omit seed for a release.",
+        PrivacyLeakWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def private_generator(seed: SeedLike = None, *, where: str = "DP release") -> np.random.Generator:
+    """Return a NumPy generator fed by fresh OS entropy, or by ``seed`` with a warning.
+
+    Parameters
+    ----------
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        ``None`` (the only choice for a release): a generator seeded from ``secrets``/OS entropy.
+        Anything else: that generator, after a :class:`PrivacyLeakWarning`.
+    where : str
+        Name of the calling function, for the warning.
+
+    Returns
+    -------
+    numpy.random.Generator
+    """
+    if seed is None:
+        return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128)))
+    warn_seeded(where)
+    return as_generator(seed)
+
+
+def private_seed(seed: int | None = None, *, where: str = "DP release") -> int:
+    """Return an integer seed for a numba kernel: fresh OS entropy, or ``seed`` with a warning.
+
+    Parameters
+    ----------
+    seed : int or None
+        ``None`` draws 63 random bits from the OS; an int is returned after a
+        :class:`PrivacyLeakWarning`.
+    where : str
+        Name of the calling function, for the warning.
+
+    Returns
+    -------
+    int
+    """
+    if seed is None:
+        return secrets.randbits(63)
+    warn_seeded(where)
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(0, 2**63 - 1))
+    return int(seed)

@@ -1,0 +1,591 @@
+"""A privacy-budget accountant: sequential and parallel composition with a ledger.
+
+Composition rules for pure ε-DP and (ε, δ)-DP ([DR14]_ Thm. 3.16; [McS09]_):
+
+- **Sequential**: mechanisms run on the *same* data compose by summing, a release made of
+  (ε_i, δ_i)-DP parts is (Σ ε_i, Σ δ_i)-DP. This is the default: every :meth:`Accountant.spend`
+  outside a block adds to the total.
+- **Parallel**: mechanisms run on *disjoint* partitions of the data (each individual in at most
+  one partition, partitions chosen without looking at the data) compose by the maximum,
+  (max ε_i, max δ_i)-DP. Spends inside an :meth:`Accountant.parallel` block are combined that
+  way and the block is charged once to the enclosing budget.
+- **Post-processing** is free: any function of a DP release (rounding, clipping negative counts
+  to zero, fitting a model to noisy counts, plotting) is as private as the release and costs
+  nothing, so there is nothing to spend for it.
+
+Blocks nest: inside a parallel block each spend is its own partition; a
+:meth:`Accountant.sequential` sub-block inside a parallel block is one partition whose spends
+add up (e.g. a count and a mean per region); a parallel block inside a parallel block is one
+partition that is itself split further.
+
+The accountant follows diffprivlib's check → spend → compute order: mechanisms in
+:mod:`geosynth.dp.mechanisms` call :meth:`Accountant.spend` before drawing noise, and a spend
+that would exceed the budget raises :class:`~geosynth.errors.BudgetExceededError` and records
+nothing, so no noise is drawn for it.
+
+References
+----------
+.. [DR14] C. Dwork and A. Roth, "The Algorithmic Foundations of Differential Privacy",
+   Foundations and Trends in Theoretical Computer Science 9(3-4), 2014.
+.. [McS09] F. McSherry, "Privacy Integrated Queries", SIGMOD 2009 (parallel composition).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from geosynth.errors import BudgetExceededError, InputError
+
+__all__ = ["Accountant"]
+
+#: Relative slack allowed when comparing a total with the budget, so that e.g. ten spends of
+#: 0.1 fit a budget of 1.0 despite floating-point rounding.
+RELATIVE_TOLERANCE = 1e-12
+
+Composition = Literal["sequential", "parallel"]
+
+LEDGER_COLUMNS = [
+    "label",
+    "epsilon",
+    "delta",
+    "composition",
+    "group",
+    "cumulative_epsilon",
+    "cumulative_delta",
+]
+BLOCK_COLUMNS = ["id", "label", "composition", "parent", "epsilon", "delta"]
+
+_FORMAT = "geosynth.dp.Accountant"
+_FORMAT_VERSION = 1
+
+
+@dataclass
+class _Block:
+    """An open composition block: the combined cost of its finished children."""
+
+    id: int | None  # None for the accountant's top level
+    label: str | None
+    composition: Composition
+    parent: int | None
+    epsilon: float = 0.0
+    delta: float = 0.0
+
+
+def _combine(
+    composition: Composition, first: tuple[float, float], second: tuple[float, float]
+) -> tuple[float, float]:
+    if composition == "parallel":
+        return max(first[0], second[0]), max(first[1], second[1])
+    return first[0] + second[0], first[1] + second[1]
+
+
+def _fits(total: float, budget: float) -> bool:
+    return total <= budget * (1.0 + RELATIVE_TOLERANCE)
+
+
+def _check_real(value: Any, name: str) -> float:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def _check_spend_epsilon(epsilon: Any) -> float:
+    value = _check_real(epsilon, "epsilon")
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(
+            f"epsilon must be a finite number > 0, got {value!r}; pass the privacy loss of "
+            "the mechanism, e.g. epsilon=0.5"
+        )
+    return value
+
+
+def _check_delta(delta: Any, what: str) -> float:
+    value = _check_real(delta, "delta")
+    if not 0.0 <= value < 1.0:
+        raise InputError(
+            f"delta must lie in [0, 1), got {value!r}; use delta=0 for pure epsilon-DP {what}"
+        )
+    return value
+
+
+def _check_label(label: Any) -> str | None:
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"label must be a str or None, got {type(label).__name__}")
+    return label
+
+
+def _frame(rows: list[dict[str, Any]], dtypes: dict[str, Any]) -> pd.DataFrame:
+    """Build a DataFrame column by column, keeping ``None`` labels and nullable integer ids."""
+    return pd.DataFrame(
+        {
+            column: pd.Series([row[column] for row in rows], dtype=dtype)
+            for column, dtype in dtypes.items()
+        }
+    )
+
+
+def _to_json_number(value: float) -> float | str:
+    return value if math.isfinite(value) else "inf"
+
+
+def _from_json_number(value: Any, name: str) -> float:
+    if value == "inf":
+        return math.inf
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"{name} must be a number or 'inf' in an accountant dict, got {value!r}")
+    return float(value)
+
+
+class Accountant:
+    r"""Track the privacy budget of a release under sequential and parallel composition.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total ε budget, > 0. ``float("inf")`` is accepted only when passed explicitly and
+        means *no cap*: every spend is allowed and recorded in the ledger (useful to measure
+        what a pipeline costs), but the release then has no privacy guarantee from this
+        accountant.
+    delta : float, default 0.0
+        Total δ budget in [0, 1). With the default 0, only pure ε-DP mechanisms can be charged.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The budget.
+    spent_epsilon, spent_delta : float
+        Charged so far (parallel blocks count by their maximum).
+    remaining_epsilon, remaining_delta : float
+        Budget left, never negative.
+
+    Raises
+    ------
+    TypeError
+        If a budget is not a real number.
+    geosynth.errors.InputError
+        If ``epsilon`` is NaN or ≤ 0, or ``delta`` is outside [0, 1).
+
+    See Also
+    --------
+    geosynth.dp.mechanisms.laplace : a mechanism that takes ``accountant=``.
+
+    Notes
+    -----
+    A spend is accepted when the new total satisfies
+    ``total <= budget * (1 + 1e-12)`` for both ε and δ (a relative tolerance for floating-point
+    rounding); otherwise :class:`~geosynth.errors.BudgetExceededError` is raised and nothing is
+    recorded. Inside a :meth:`parallel` block the budget is checked at *every* spend: a spend is
+    refused if raising the block's maximum to it would exceed the budget, before any noise is
+    drawn, so a block can never be left half-charged.
+
+    Composition is the basic (not advanced) theorem, which is tight for pure ε-DP.
+
+    Examples
+    --------
+    >>> from geosynth.dp.accountant import Accountant
+    >>> accountant = Accountant(1.0)
+    >>> accountant.spend(0.3, label="total count")
+    >>> with accountant.parallel(label="counts per region"):
+    ...     for region in ["north", "south", "east"]:
+    ...         accountant.spend(0.5, label=region)  # disjoint regions: charged once
+    >>> accountant.spent_epsilon
+    0.8
+    >>> accountant.ledger["cumulative_epsilon"].tolist()
+    [0.3, 0.8, 0.8, 0.8]
+    """
+
+    def __init__(self, epsilon: float, delta: float = 0.0) -> None:
+        budget = _check_real(epsilon, "epsilon")
+        if math.isnan(budget) or budget <= 0:
+            raise InputError(
+                f"epsilon must be > 0, got {budget!r}; pass the total privacy budget of the "
+                "release, e.g. Accountant(1.0) (float('inf') for an uncapped ledger)"
+            )
+        self._epsilon = budget
+        self._delta = _check_delta(delta, "budgets")
+        self._stack: list[_Block] = [_Block(None, None, "sequential", None)]
+        self._rows: list[dict[str, Any]] = []
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._next_id = 1
+        self._spent = (0.0, 0.0)
+
+    # ----------------------------------------------------------------------------------------
+    # Budget
+    # ----------------------------------------------------------------------------------------
+
+    @property
+    def epsilon(self) -> float:
+        """Total ε budget."""
+        return self._epsilon
+
+    @property
+    def delta(self) -> float:
+        """Total δ budget."""
+        return self._delta
+
+    @property
+    def spent_epsilon(self) -> float:
+        """ε charged so far."""
+        return self._spent[0]
+
+    @property
+    def spent_delta(self) -> float:
+        """δ charged so far."""
+        return self._spent[1]
+
+    @property
+    def remaining_epsilon(self) -> float:
+        """ε left (``inf`` for an uncapped accountant), never negative."""
+        return max(self._epsilon - self._spent[0], 0.0)
+
+    @property
+    def remaining_delta(self) -> float:
+        """δ left, never negative."""
+        return max(self._delta - self._spent[1], 0.0)
+
+    @property
+    def remaining(self) -> tuple[float, float]:
+        """``(remaining_epsilon, remaining_delta)``."""
+        return self.remaining_epsilon, self.remaining_delta
+
+    def __repr__(self) -> str:
+        return (
+            f"Accountant(epsilon={self._epsilon!r}, delta={self._delta!r}, "
+            f"spent_epsilon={self.spent_epsilon!r}, spent_delta={self.spent_delta!r})"
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # Spending
+    # ----------------------------------------------------------------------------------------
+
+    def _total(self, leaf: tuple[float, float] | None = None) -> tuple[float, float]:
+        """Return the top-level total, with ``leaf`` added to the innermost block if given."""
+        child = leaf
+        for block in reversed(self._stack):
+            own = (block.epsilon, block.delta)
+            child = own if child is None else _combine(block.composition, own, child)
+        assert child is not None
+        return child
+
+    def _where(self) -> str:
+        block = self._stack[-1]
+        if block.id is None:
+            return ""
+        name = f" {block.label!r}" if block.label is not None else ""
+        return f" inside {block.composition} block{name} (id {block.id})"
+
+    def _refuse_if_over(
+        self, epsilon: float, delta: float, label: str | None
+    ) -> tuple[float, float]:
+        total = self._total((epsilon, delta))
+        if _fits(total[0], self._epsilon) and _fits(total[1], self._delta):
+            return total
+        what = f" for {label!r}" if label is not None else ""
+        raise BudgetExceededError(
+            f"spending epsilon={epsilon!r}, delta={delta!r}{what}{self._where()} would raise "
+            f"the total to epsilon={total[0]!r}, delta={total[1]!r}, above the budget "
+            f"epsilon={self._epsilon!r}, delta={self._delta!r} (spent epsilon="
+            f"{self.spent_epsilon!r}, delta={self.spent_delta!r}; remaining epsilon="
+            f"{self.remaining_epsilon!r}, delta={self.remaining_delta!r}). Nothing was spent "
+            "and no noise was drawn; lower epsilon/delta or raise the budget."
+        )
+
+    def check(self, epsilon: float, delta: float = 0.0) -> None:
+        """Raise if spending ``(epsilon, delta)`` now would exceed the budget; spend nothing.
+
+        Parameters
+        ----------
+        epsilon : float
+            ε of the planned mechanism, finite and > 0.
+        delta : float, default 0.0
+            δ of the planned mechanism, in [0, 1).
+
+        Raises
+        ------
+        geosynth.errors.BudgetExceededError
+            If the spend would not fit (same message as :meth:`spend`).
+        geosynth.errors.InputError
+            If ``epsilon`` or ``delta`` is out of range.
+        """
+        self._refuse_if_over(_check_spend_epsilon(epsilon), _check_delta(delta, "spends"), None)
+
+    def spend(self, epsilon: float, delta: float = 0.0, label: str | None = None) -> None:
+        """Check that ``(epsilon, delta)`` fits the budget, then record it.
+
+        Outside a block the spend adds to the total (sequential composition). Inside a
+        :meth:`parallel` block it is one partition: the block is charged its maximum.
+
+        Parameters
+        ----------
+        epsilon : float
+            ε of the mechanism about to run, finite and > 0.
+        delta : float, default 0.0
+            δ of the mechanism, in [0, 1).
+        label : str, optional
+            What is being released, for the ledger.
+
+        Raises
+        ------
+        geosynth.errors.BudgetExceededError
+            If the spend would exceed the budget; nothing is recorded.
+        geosynth.errors.InputError
+            If ``epsilon`` or ``delta`` is out of range.
+        TypeError
+            If an argument has the wrong type.
+        """
+        epsilon = _check_spend_epsilon(epsilon)
+        delta = _check_delta(delta, "spends")
+        label = _check_label(label)
+        total = self._refuse_if_over(epsilon, delta, label)
+        block = self._stack[-1]
+        block.epsilon, block.delta = _combine(
+            block.composition, (block.epsilon, block.delta), (epsilon, delta)
+        )
+        self._spent = total
+        self._rows.append(
+            {
+                "label": label,
+                "epsilon": epsilon,
+                "delta": delta,
+                "composition": block.composition,
+                "group": block.id,
+                "cumulative_epsilon": total[0],
+                "cumulative_delta": total[1],
+            }
+        )
+
+    # ----------------------------------------------------------------------------------------
+    # Blocks
+    # ----------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _block(self, composition: Composition, label: str | None) -> Iterator[Accountant]:
+        label = _check_label(label)
+        parent = self._stack[-1].id
+        block = _Block(self._next_id, label, composition, parent)
+        self._next_id += 1
+        self._blocks[block.id] = {
+            "id": block.id,
+            "label": label,
+            "composition": composition,
+            "parent": parent,
+            "epsilon": 0.0,
+            "delta": 0.0,
+        }
+        self._stack.append(block)
+        try:
+            yield self
+        finally:
+            if self._stack[-1] is not block:  # pragma: no cover - contextmanager keeps order
+                raise RuntimeError("composition blocks must be closed in reverse order")
+            self._stack.pop()
+            outer = self._stack[-1]
+            outer.epsilon, outer.delta = _combine(
+                outer.composition, (outer.epsilon, outer.delta), (block.epsilon, block.delta)
+            )
+            self._blocks[block.id].update(epsilon=block.epsilon, delta=block.delta)
+
+    def parallel(self, label: str | None = None) -> AbstractContextManager[Accountant]:
+        """Open a block of spends on *disjoint* partitions, combined by their maximum.
+
+        Each :meth:`spend` made while the block is open is one partition (or use a nested
+        :meth:`sequential` block for a partition with several releases). The block costs the
+        enclosing budget ``(max ε_i, max δ_i)`` (parallel composition), charged as the maximum
+        grows; each spend is checked against the budget when it is made.
+
+        The caller is responsible for the partitions being disjoint and chosen without looking
+        at the confidential data (e.g. grid cells, or levels of a public attribute); otherwise
+        sequential composition applies.
+
+        Parameters
+        ----------
+        label : str, optional
+            Name of the block, for :attr:`blocks`.
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+            A context manager yielding this accountant.
+
+        Examples
+        --------
+        >>> from geosynth.dp.accountant import Accountant
+        >>> accountant = Accountant(1.0)
+        >>> with accountant.parallel(label="cells") as block:
+        ...     block.spend(1.0, label="cell 0")
+        ...     block.spend(1.0, label="cell 1")
+        >>> accountant.spent_epsilon
+        1.0
+        """
+        return self._block("parallel", label)
+
+    def sequential(self, label: str | None = None) -> AbstractContextManager[Accountant]:
+        """Open a block of spends that add up (sequential composition).
+
+        At the top level this only groups ledger rows; inside a :meth:`parallel` block it makes
+        one partition out of several releases on the same part of the data.
+
+        Parameters
+        ----------
+        label : str, optional
+            Name of the block, for :attr:`blocks`.
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+            A context manager yielding this accountant.
+
+        Examples
+        --------
+        >>> from geosynth.dp.accountant import Accountant
+        >>> accountant = Accountant(1.0)
+        >>> with accountant.parallel(label="regions"):
+        ...     for region in ["north", "south"]:
+        ...         with accountant.sequential(label=region):
+        ...             accountant.spend(0.25, label=f"{region} count")
+        ...             accountant.spend(0.5, label=f"{region} mean")
+        >>> accountant.spent_epsilon
+        0.75
+        """
+        return self._block("sequential", label)
+
+    # ----------------------------------------------------------------------------------------
+    # Records
+    # ----------------------------------------------------------------------------------------
+
+    @property
+    def ledger(self) -> pd.DataFrame:
+        """One row per spend, in order.
+
+        Columns: ``label``; ``epsilon`` and ``delta`` requested by the spend; ``composition``
+        (``"sequential"`` or ``"parallel"``, how the spend combines with its siblings);
+        ``group`` (id of the innermost block, see :attr:`blocks`, or NA at the top level);
+        ``cumulative_epsilon`` and ``cumulative_delta``, the total charged to the budget after
+        the spend (unchanged by a parallel spend that does not raise its block's maximum).
+        """
+        return _frame(
+            self._rows,
+            {
+                "label": object,
+                "epsilon": float,
+                "delta": float,
+                "composition": None,
+                "group": "Int64",
+                "cumulative_epsilon": float,
+                "cumulative_delta": float,
+            },
+        )
+
+    @property
+    def blocks(self) -> pd.DataFrame:
+        """One row per block: ``id``, ``label``, ``composition``, ``parent`` id, and its cost.
+
+        ``epsilon`` and ``delta`` are what the block contributes to its parent (the max of its
+        spends for a parallel block, the sum for a sequential one); for a block still open they
+        are filled in when it closes.
+        """
+        return _frame(
+            list(self._blocks.values()),
+            {
+                "id": "Int64",
+                "label": object,
+                "composition": None,
+                "parent": "Int64",
+                "epsilon": float,
+                "delta": float,
+            },
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the budget, the spent totals and the ledger as a JSON-serialisable dict.
+
+        Meant for release metadata (it contains no data and no seed). An infinite budget is
+        written as the string ``"inf"``. Open blocks are written with the cost charged so far;
+        :meth:`from_dict` restores them as closed.
+
+        Returns
+        -------
+        dict
+            Keys ``format``, ``version``, ``budget``, ``spent``, ``remaining`` (each a dict with
+            ``epsilon`` and ``delta``), ``ledger`` (list of row dicts with the
+            :attr:`ledger` columns, ``group`` ``None`` at the top level) and ``blocks``.
+        """
+        blocks = [dict(record) for record in self._blocks.values()]
+        for block in self._stack[1:]:  # open blocks: their cost so far
+            blocks[[b["id"] for b in blocks].index(block.id)].update(
+                epsilon=block.epsilon, delta=block.delta
+            )
+        return {
+            "format": _FORMAT,
+            "version": _FORMAT_VERSION,
+            "budget": {"epsilon": _to_json_number(self._epsilon), "delta": self._delta},
+            "spent": {"epsilon": self.spent_epsilon, "delta": self.spent_delta},
+            "remaining": {
+                "epsilon": _to_json_number(self.remaining_epsilon),
+                "delta": self.remaining_delta,
+            },
+            "ledger": [dict(row) for row in self._rows],
+            "blocks": blocks,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Accountant:
+        """Rebuild an accountant from :meth:`to_dict` output, e.g. to continue a release.
+
+        Parameters
+        ----------
+        data : Mapping
+            A dict produced by :meth:`to_dict` (possibly through ``json``).
+
+        Returns
+        -------
+        Accountant
+            With the same budget, spent totals, ledger and blocks; no block is open.
+
+        Raises
+        ------
+        geosynth.errors.InputError
+            If ``data`` is not such a dict, or its spent totals exceed its budget.
+        """
+        if not isinstance(data, Mapping) or data.get("format") != _FORMAT:
+            raise InputError(
+                f"data must be a dict made by Accountant.to_dict() (format {_FORMAT!r})"
+            )
+        try:
+            budget, spent = data["budget"], data["spent"]
+            accountant = cls(
+                _from_json_number(budget["epsilon"], "budget epsilon"),
+                _from_json_number(budget["delta"], "budget delta"),
+            )
+            totals = (
+                _from_json_number(spent["epsilon"], "spent epsilon"),
+                _from_json_number(spent["delta"], "spent delta"),
+            )
+            rows = [{column: row[column] for column in LEDGER_COLUMNS} for row in data["ledger"]]
+            blocks = [{column: b[column] for column in BLOCK_COLUMNS} for b in data["blocks"]]
+        except (KeyError, TypeError) as error:
+            raise InputError(
+                f"data is not a complete Accountant.to_dict() record: missing or malformed {error}"
+            ) from error
+        if not (_fits(totals[0], accountant.epsilon) and _fits(totals[1], accountant.delta)):
+            raise InputError(
+                f"the record's spent totals epsilon={totals[0]!r}, delta={totals[1]!r} exceed "
+                f"its budget epsilon={accountant.epsilon!r}, delta={accountant.delta!r}"
+            )
+        if any(value < 0 for value in totals):
+            raise InputError(f"the record's spent totals must be >= 0, got {totals!r}")
+        root = accountant._stack[0]
+        root.epsilon, root.delta = totals
+        accountant._spent = totals
+        accountant._rows = rows
+        accountant._blocks = {int(b["id"]): b for b in blocks}
+        accountant._next_id = max(accountant._blocks, default=0) + 1
+        return accountant

@@ -1,0 +1,619 @@
+"""The OnTheMap synthesizer of locations (Machanavajjhala et al. 2008), pure ε-DP.
+
+For every attribute combination ``b`` the confidential counts over the ``G`` cells of a public
+lattice, ``x_b = (x_1b, ..., x_Gb)``, are replaced by a Dirichlet-Multinomial draw
+(:mod:`geosynth.dp.synthesizers`)::
+
+    p̃_b ~ Dirichlet(α_b + x_b),   x̃_b ~ Multinomial(ñ_b, p̃_b),
+
+and each synthetic record is then placed uniformly inside its synthetic cell (its habitable part,
+:func:`geosynth.synth.place_in_cells`). The steps and their privacy cost:
+
+1. **Totals** (``ε_totals``). The combination totals ``n_b = Σ_i x_ib`` are confidential when the
+   number of records is (add/remove-one neighbours change one ``n_b`` by one: L1 sensitivity 1).
+   They are released with the two-sided geometric mechanism (the discrete Laplace,
+   :func:`geosynth.dp.mechanisms.geometric`), clamped at 0, and used as ``ñ_b``.
+2. **Cells** (``ε_cells``). Given the public ``ñ_b``, the Dirichlet-Multinomial draw of
+   combination ``b`` is ``ε_cells / m``-DP per synthetic dataset when every
+   ``α_ib >= ñ_b / (e^(ε_cells/m) − 1)`` (the bound holds for add/remove-one neighbours with
+   ``ñ_b`` fixed; derivation in :mod:`geosynth.dp.synthesizers`). A record belongs to exactly one
+   combination, so by parallel composition the cell step costs ``ε_cells / m`` per dataset
+   whatever the number of combinations, and ``ε_cells`` for the ``m`` datasets.
+3. **Placement** inside cells is post-processing of the synthetic counts.
+
+Total: ``ε = ε_totals + ε_cells`` for add/remove-one neighbours (``totals_share`` of ε goes to
+the totals, 0.1 by default, or pass ``epsilon_totals``). Under replace-one neighbours a record can
+change combination, touching two totals and two combinations: the loss is at most ``2ε``.
+
+Prior surface. ``α_ib = α_min,b · w_i / min_i w_i`` with ``α_min,b = ñ_b / (e^(ε_cells/m) − 1)``
+and a *public* weight ``w_i > 0`` per cell (e.g. population from a census raster), so the
+smallest ``α_ib`` is exactly the privacy bound and the synthetic records lean towards cells with
+more weight where the data are thin. Without a prior every ``α_ib = α_min,b``. The prior must not
+be derived from the confidential data.
+
+What must be public: the lattice (build it from the study region, e.g. :meth:`Grid.regular`,
+not from the points), the attribute domain (pass ``levels``; the levels seen in the data
+disclose which occur) and the prior.
+
+Differences from Machanavajjhala et al. (2008). OnTheMap treats the totals of each destination
+block as public and, because the bound makes ``α`` enormous on large sparse domains, relaxes ε-DP
+to (ε, δ)-probabilistic DP and shrinks the domain. Here the totals are noised and the guarantee is
+pure ε-DP; expect the prior (``Σ_i α_ib`` against ``n_b``) to dominate the synthetic counts when
+``ñ_b / (e^ε − 1)`` times the number of cells is large compared with ``n_b``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+
+from geosynth._random import SeedLike
+from geosynth.data import CellCounts
+from geosynth.dp._randomness import private_generator
+from geosynth.dp.locations import _full_table
+from geosynth.dp.mechanisms import geometric
+from geosynth.dp.synthesizers import (
+    check_counts,
+    check_epsilon,
+    check_positive_int,
+    draw_dirichlet_multinomial,
+)
+from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth.lattice import Grid
+from geosynth.synth.placement import (
+    PixelTable,
+    WeightsLike,
+    _check_raster_crs,
+    _window,
+    check_grid,
+    place,
+)
+from geosynth.synth.release import make_release
+
+__all__ = ["OnTheMapSynthesizer", "onthemap_alpha", "cell_prior"]
+
+
+# ---------------------------------------------------------------------- alpha and the prior
+def onthemap_alpha(n_synth: Any, epsilon: float, prior_weights: Any) -> np.ndarray:
+    """Dirichlet prior of every (cell, combination) for one ε-DP synthetic dataset.
+
+    Parameters
+    ----------
+    n_synth : array-like of int, shape (B,)
+        Public number of synthetic records ``ñ_b`` of each combination (``>= 0``).
+    epsilon : float
+        Privacy loss of the cell step of one synthetic dataset.
+    prior_weights : array-like of float, shape (G,)
+        Positive public weight of each cell; ``np.ones(G)`` for a flat prior.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (G, B)
+        ``α_ib = ñ_b / (e^ε − 1) · w_i / min w``; the minimum over cells of column ``b`` is the
+        bound ``ñ_b / (e^ε − 1)``.
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` is not a number.
+    geosynth.errors.InputError
+        Invalid ``n_synth``, ``epsilon`` or weights (not positive and finite).
+
+    Examples
+    --------
+    >>> onthemap_alpha([10, 0], 1.0, [1.0, 2.0]).round(3).tolist()
+    [[5.82, 0.0], [11.64, 0.0]]
+    """
+    n = check_counts(n_synth, "n_synth")
+    epsilon = check_epsilon(epsilon)
+    w = np.asarray(prior_weights, dtype=np.float64)
+    if w.ndim != 1 or w.size == 0 or not np.isfinite(w).all() or (w <= 0).any():
+        raise InputError("prior_weights must be a non-empty 1-D array of positive finite weights")
+    return np.outer(w / w.min(), n / np.expm1(epsilon))
+
+
+def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:
+    """Average a public raster (e.g. population density) over every cell of a grid.
+
+    A cell's weight is the mean of the valid pixels whose *centre* lies in the cell's habitable
+    geometry (``grid.locate`` of the pixel centre). A cell holding no pixel centre (raster
+    coarser than the grid) takes the pixel under the centre of its box. Nodata and NaN pixels are
+    not valid. The mean, not the sum, is used: to weigh clipped cells by their habitable area,
+    multiply the result by ``grid.habitable_fraction``. Cells whose weight is not positive (only
+    zero or invalid pixels) get no floor here; :class:`OnTheMapSynthesizer` raises them to the
+    smallest positive weight.
+
+    Parameters
+    ----------
+    raster : str, os.PathLike or rasterio dataset
+        Single-band raster in the CRS of ``grid``, north-up, non-negative finite values.
+    grid : geosynth.lattice.Grid
+        The lattice.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (G,)
+        Mean weight per cell; 0 where the cell has no valid pixel.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        The raster cannot be opened, is rotated, does not overlap the grid, or has negative or
+        infinite values over it.
+    geosynth.errors.CRSError
+        The raster CRS differs from the grid CRS.
+    """
+    check_grid(grid)
+    if isinstance(raster, str | os.PathLike):
+        import rasterio
+
+        try:
+            dataset = rasterio.open(raster)
+        except rasterio.errors.RasterioIOError as err:
+            raise InputError(
+                f"prior {os.fspath(raster)!r} cannot be opened as a raster ({err}); pass a GeoTIFF "
+                "path, an open rasterio dataset or an array of one weight per cell"
+            ) from err
+        with dataset:
+            return _cell_means(dataset, grid)
+    if not all(hasattr(raster, a) for a in ("read", "transform", "crs", "width", "height")):
+        raise InputError(
+            f"prior must be an array of weights, a raster path or an open rasterio dataset, got "
+            f"{type(raster).__name__}"
+        )
+    if getattr(raster, "closed", False):
+        raise InputError("prior is a closed rasterio dataset; pass an open one or a path")
+    return _cell_means(raster, grid)
+
+
+def _cell_means(dataset: Any, grid: Grid) -> np.ndarray:
+    from rasterio.windows import Window
+
+    _check_raster_crs(dataset.crs, grid.crs)
+    t = dataset.transform
+    if t.b != 0 or t.d != 0:
+        raise InputError(
+            "prior raster has a rotated or sheared geotransform; warp it to a north-up grid first"
+        )
+    col0, row0, col1, row1 = _window(t, dataset.width, dataset.height, grid.bounds)
+    if col1 <= col0 or row1 <= row0:
+        raise InputError(
+            f"prior raster (bounds {tuple(dataset.bounds)}) does not overlap the grid bounds "
+            f"{grid.bounds}; check that both use the same CRS"
+        )
+    band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
+    values = np.ma.filled(band.astype(np.float64), np.nan)
+    valid = ~np.isnan(values)
+    if (np.isinf(values) | (values < 0)).any():
+        n_bad = int((np.isinf(values) | (values < 0)).sum())
+        raise InputError(
+            f"prior raster has {n_bad} negative or infinite pixel values over the grid; weights "
+            "must be finite and >= 0 (set nodata for pixels without data)"
+        )
+    rows, cols = np.nonzero(valid)
+    xc = t.c + (cols + col0 + 0.5) * t.a
+    yc = t.f + (rows + row0 + 0.5) * t.e
+    cell = grid.locate(np.column_stack([xc, yc])) if rows.size else np.empty(0, dtype=np.int64)
+    inside = cell >= 0
+    n_cells = grid.n_cells
+    total = np.bincount(cell[inside], weights=values[rows, cols][inside], minlength=n_cells)
+    count = np.bincount(cell[inside], minlength=n_cells)
+    means = np.divide(total, count, out=np.zeros(n_cells), where=count > 0)
+    empty = np.flatnonzero(count == 0)
+    if empty.size:  # raster coarser than the grid: the pixel under the cell-box centre
+        box = grid.cell_bounds(empty).reshape(-1, 4)
+        px = np.floor(((box[:, 0] + box[:, 2]) / 2 - t.c) / t.a).astype(np.int64) - col0
+        py = np.floor(((box[:, 1] + box[:, 3]) / 2 - t.f) / t.e).astype(np.int64) - row0
+        ok = (px >= 0) & (px < values.shape[1]) & (py >= 0) & (py < values.shape[0])
+        centre = np.full(empty.size, np.nan)
+        centre[ok] = values[py[ok], px[ok]]
+        means[empty] = np.where(np.isfinite(centre), centre, 0.0)
+    return means
+
+
+def _prior_weights(prior: Any, n_cells: int, grid: Grid | None) -> tuple[np.ndarray, str | None]:
+    """Weights (G,) scaled to min 1 with non-positive cells floored, and the kind of prior."""
+    if prior is None:
+        return np.ones(n_cells), None
+    is_dataset = all(hasattr(prior, a) for a in ("read", "transform", "crs"))
+    if isinstance(prior, str | os.PathLike) or is_dataset:
+        if grid is None:
+            raise InputError(
+                "a raster prior needs the grid: fit on the CellCounts of geosynth.prepare, or "
+                "pass an array with one weight per cell"
+            )
+        w, kind = cell_prior(prior, grid), "raster"
+    else:
+        if isinstance(prior, bool):
+            raise TypeError("prior must be an array of weights or a raster, got bool")
+        try:
+            w = np.asarray(prior, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise TypeError(
+                f"prior must be an array of weights or a raster, got {type(prior).__name__}"
+            ) from err
+        kind = "array"
+        if w.shape != (n_cells,):
+            raise InputError(
+                f"prior must have one weight per cell, shape ({n_cells},), got shape {w.shape}"
+            )
+        if not np.isfinite(w).all() or (w < 0).any():
+            raise InputError(
+                "prior weights must be finite and >= 0; cells with weight 0 get the smallest "
+                "positive weight"
+            )
+    positive = w > 0
+    if not positive.any():
+        raise InputError(f"the {kind} prior has no positive weight in any cell of the grid")
+    w = np.where(positive, w, w[positive].min())
+    return w / w.min(), kind
+
+
+# ---------------------------------------------------------------------- the totals mechanism
+def _noisy_totals(totals: np.ndarray, epsilon: float, seed: SeedLike) -> np.ndarray:
+    """Two-sided geometric noise on the totals (L1 sensitivity 1), clamped at 0."""
+    with warnings.catch_warnings():
+        # A seeded caller has already warned once.
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        noisy = geometric(totals, sensitivity=1, epsilon=epsilon, seed=seed)
+    return np.maximum(np.asarray(noisy, dtype=np.int64).reshape(totals.shape), 0)
+
+
+# ---------------------------------------------------------------------- the synthesizer
+class OnTheMapSynthesizer:
+    """ε-DP synthetic locations by cell-level Dirichlet-Multinomial draws (OnTheMap).
+
+    Parameters
+    ----------
+    epsilon : float
+        Total privacy loss of one call of :meth:`sample` or :meth:`synthesize` (totals and all
+        ``m`` synthetic datasets), for add/remove-one neighbours.
+    prior : array-like of float, str, os.PathLike or rasterio dataset, optional
+        Public prior surface: one non-negative weight per cell, or a raster averaged over each
+        cell with :func:`cell_prior`. Cells with weight 0 get the smallest positive weight.
+        Default flat.
+    totals_share : float, default 0.1
+        Fraction of ``epsilon`` spent on the noisy combination totals, in (0, 1).
+    epsilon_totals : float, optional
+        Explicit ε of the totals (overrides ``totals_share``), ``0 < epsilon_totals < epsilon``.
+    m : int, default 1
+        Number of synthetic datasets per release; the cell step of each gets ``ε_cells / m``.
+        All share one set of noisy totals.
+    accountant : object, optional
+        Budget accountant (e.g. :class:`geosynth.dp.Accountant`): ``spend`` is called for the
+        totals and the cells (inside ``accountant.parallel()``, one spend per combination, when
+        it has one) before anything is drawn; ``accountant.check(epsilon)`` first if it exists.
+
+    Attributes
+    ----------
+    epsilon, epsilon_totals, epsilon_cells : float
+        Total ε and its split, ``epsilon = epsilon_totals + epsilon_cells``.
+    epsilon_cells_per_release : float
+        ``epsilon_cells / m``.
+    m : int
+        Number of synthetic datasets.
+    prior_weights : numpy.ndarray of float64, shape (G,)
+        The prior after fitting, floored and scaled so that its minimum is 1.
+    prior_kind : {"array", "raster"} or None
+        The kind of prior given.
+    combos : pandas.DataFrame or None
+        The public combinations (attribute and ``<attribute>_code`` columns) when fitted on a
+        CellCounts.
+    attributes : tuple of str
+        Attribute columns (empty when fitted on an array).
+    grid : geosynth.lattice.Grid or None
+        The lattice, when fitted on a CellCounts.
+
+    Raises
+    ------
+    TypeError
+        A parameter has the wrong type.
+    geosynth.errors.InputError
+        A parameter value is invalid.
+
+    Notes
+    -----
+    The guarantee, the split of ε and what must be public are explained in
+    :mod:`geosynth.dp.onthemap`.
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        *,
+        prior: Any = None,
+        totals_share: float = 0.1,
+        epsilon_totals: float | None = None,
+        m: int = 1,
+        accountant: Any = None,
+    ) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        if epsilon_totals is None:
+            share = check_epsilon(totals_share, "totals_share")
+            if share >= 1:
+                raise InputError(f"totals_share must be in (0, 1), got {totals_share!r}")
+            self.epsilon_totals = share * self.epsilon
+        else:
+            self.epsilon_totals = check_epsilon(epsilon_totals, "epsilon_totals")
+            if self.epsilon_totals >= self.epsilon:
+                raise InputError(
+                    f"epsilon_totals={epsilon_totals!r} must be smaller than epsilon={epsilon!r}, "
+                    "which also pays for the cells"
+                )
+        self.epsilon_cells = self.epsilon - self.epsilon_totals
+        self.m = check_positive_int(m, "m")
+        self.epsilon_cells_per_release = self.epsilon_cells / self.m
+        if accountant is not None and not callable(getattr(accountant, "spend", None)):
+            raise TypeError(
+                f"accountant must have a spend(epsilon, delta, label=...) method, got "
+                f"{type(accountant).__name__}"
+            )
+        self.prior = prior
+        self.accountant = accountant
+        self._counts: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ fitting
+    def fit(
+        self, counts: CellCounts | Any, *, levels: dict[str, list] | None = None
+    ) -> OnTheMapSynthesizer:
+        """Store the confidential counts and the prior.
+
+        Parameters
+        ----------
+        counts : geosynth.CellCounts or array-like of int, shape (G, B)
+            Counts per (cell, combination) from :func:`geosynth.prepare` (a continuous variable
+            is ignored), or a plain non-negative integer array (then :meth:`synthesize` is not
+            available and a raster prior cannot be used).
+        levels : dict of str to list, optional
+            With a CellCounts: the public levels of each attribute. Every combination of them is
+            synthesized, also those absent from the data. Default: the levels seen in the data,
+            with a :class:`~geosynth.errors.PrivacyLeakWarning` (they disclose which occur).
+
+        Returns
+        -------
+        OnTheMapSynthesizer
+            ``self``.
+
+        Raises
+        ------
+        TypeError
+            ``counts`` or ``prior`` has the wrong type.
+        geosynth.errors.InputError
+            Invalid counts (not 2-D, negative, fractional, NaN), ``levels`` not covering the data,
+            or an invalid prior.
+
+        Warns
+        -----
+        PrivacyLeakWarning
+            A CellCounts without ``levels``.
+        """
+        if isinstance(counts, CellCounts):
+            domain = self._domain(counts, levels)
+            table, combos = _full_table(counts, domain)
+            self.grid: Grid | None = counts.grid
+            self.attributes: tuple[str, ...] = tuple(counts.attributes)
+            self.combos: pd.DataFrame | None = combos
+            self.levels: dict[str, list] | None = domain
+        else:
+            if levels is not None:
+                raise InputError("levels only applies to the CellCounts of geosynth.prepare")
+            table = check_counts(counts, "counts", ndim=2)
+            self.grid, self.attributes, self.combos, self.levels = None, (), None, None
+        self.prior_weights, self.prior_kind = _prior_weights(self.prior, table.shape[0], self.grid)
+        self._counts = np.asarray(table, dtype=np.int64)
+        return self
+
+    @staticmethod
+    def _domain(counts: CellCounts, levels: dict[str, list] | None) -> dict[str, list]:
+        if levels is None:
+            warnings.warn(
+                "OnTheMapSynthesizer: the attribute levels are taken from the confidential data, "
+                "which discloses which levels occur; pass levels={attribute: [...]} with the "
+                "public domain",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+            return {a: list(counts.levels[a]) for a in counts.attributes}
+        if not isinstance(levels, dict):
+            raise InputError(
+                f"levels must be a dict attribute -> list of levels, got {type(levels).__name__}"
+            )
+        domain = {}
+        for a in counts.attributes:
+            if a not in levels:
+                raise InputError(f"levels has no entry for attribute {a!r}; give its public levels")
+            declared = list(levels[a])
+            missing = [v for v in counts.levels[a] if v not in declared]
+            if missing:
+                raise InputError(
+                    f"attribute {a!r} has levels {missing[:5]} in the data that are not in "
+                    f"levels[{a!r}] = {declared[:10]}; declare the full domain"
+                )
+            domain[a] = declared
+        return domain
+
+    @property
+    def n_cells(self) -> int:
+        """Number of cells ``G``."""
+        self._check_fitted()
+        return int(self._counts.shape[0])
+
+    @property
+    def n_combos(self) -> int:
+        """Number of combinations ``B`` (of the public domain)."""
+        self._check_fitted()
+        return int(self._counts.shape[1])
+
+    def alpha_for(self, n_synth: Any) -> np.ndarray:
+        """Prior ``α`` (G, B) of one synthetic dataset given the public totals ``ñ`` (B,).
+
+        Parameters
+        ----------
+        n_synth : array-like of int, shape (B,)
+            Released number of records per combination.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (G, B)
+            :func:`onthemap_alpha` at ``epsilon_cells_per_release`` with :attr:`prior_weights`.
+        """
+        self._check_fitted()
+        n = check_counts(n_synth, "n_synth")
+        if n.shape != (self.n_combos,):
+            raise InputError(f"n_synth must have shape ({self.n_combos},), got {n.shape}")
+        return onthemap_alpha(n, self.epsilon_cells_per_release, self.prior_weights)
+
+    def _check_fitted(self) -> None:
+        if self._counts is None:
+            raise InputError("OnTheMapSynthesizer is not fitted; call fit(counts) first")
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self, seed: SeedLike = None) -> np.ndarray:
+        """Release ``m`` synthetic count tables; spends :attr:`epsilon`.
+
+        Parameters
+        ----------
+        seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+            ``None`` (the only choice for a release) uses fresh OS entropy. A seed is for tests
+            only: it issues a :class:`~geosynth.errors.PrivacyLeakWarning`.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (m, G, B)
+            Synthetic counts; ``sample.sum(axis=1)`` is the same noisy totals ``ñ_b`` in every
+            dataset.
+
+        Raises
+        ------
+        geosynth.errors.InputError
+            Not fitted.
+        geosynth.errors.BudgetExceededError
+            From the accountant, before anything is drawn.
+        """
+        self._check_fitted()
+        self._spend()
+        rng = private_generator(seed, where="OnTheMapSynthesizer.sample")
+        return self._draw(rng, seed)
+
+    def synthesize(
+        self, seed: SeedLike = None, weights: WeightsLike = None, geometry: str = "geometry"
+    ) -> list[gpd.GeoDataFrame]:
+        """Release ``m`` synthetic point datasets; spends :attr:`epsilon`.
+
+        Parameters
+        ----------
+        seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+            ``None`` for a release; a seed for tests only (warns). The same seed gives the counts
+            of :meth:`sample` with that seed.
+        weights : str, os.PathLike or rasterio dataset, optional
+            Public raster to place points within their cell in proportion to (see
+            :func:`geosynth.synth.place_in_cells`); default uniform over the habitable part.
+        geometry : str, default "geometry"
+            Name of the geometry column.
+
+        Returns
+        -------
+        list of geopandas.GeoDataFrame
+            ``m`` datasets with the attribute columns and synthetic points in the grid CRS, rows
+            in random order with a fresh RangeIndex. Nothing of the input is carried over (no
+            coordinates, cell ids or index). ``attrs["geosynth"]`` holds ``method="onthemap"``,
+            ``release``, ``epsilon``, ``epsilon_totals``, ``epsilon_cells``, ``m``,
+            ``neighbours``, ``prior``, ``weighted`` and ``ledger`` (``accountant.to_dict()``
+            after the spend, or None), and never a seed.
+
+        Raises
+        ------
+        geosynth.errors.InputError
+            Not fitted, or fitted on a plain array (no grid or attributes).
+        geosynth.errors.BudgetExceededError
+            From the accountant, before anything is drawn.
+        """
+        self._check_fitted()
+        if self.grid is None or self.combos is None:
+            raise InputError(
+                "synthesize needs a fit on the CellCounts of geosynth.prepare (grid and "
+                "attributes); with a plain array use sample()"
+            )
+        table = None if weights is None else PixelTable.from_raster(weights, self.grid)
+        self._spend()
+        rng = private_generator(seed, where="OnTheMapSynthesizer.synthesize")
+        tables = self._draw(rng, seed)
+        n_combos = self.n_combos
+        attributes = self.combos[list(self.attributes)]
+        to_dict = getattr(self.accountant, "to_dict", None)
+        ledger = to_dict() if callable(to_dict) else None
+        releases = []
+        for release, counts in enumerate(tables):
+            flat = np.repeat(np.arange(counts.size), counts.ravel())
+            flat = flat[rng.permutation(flat.size)]
+            cells, combo = np.divmod(flat, n_combos)
+            xy = place(self.grid, cells, rng, table)
+            data = attributes.iloc[combo].reset_index(drop=True)
+            releases.append(
+                make_release(
+                    data,
+                    xy,
+                    geometry,
+                    self.grid.crs,
+                    "onthemap",
+                    release,
+                    epsilon=self.epsilon,
+                    epsilon_totals=self.epsilon_totals,
+                    epsilon_cells=self.epsilon_cells,
+                    m=self.m,
+                    neighbours="add-remove",
+                    prior=self.prior_kind,
+                    weighted=table is not None,
+                    ledger=ledger,
+                )
+            )
+        return releases
+
+    def _spend(self) -> None:
+        """Charge the accountant for the totals and the cell step, before any draw.
+
+        The totals are one sequential spend of ``epsilon_totals``; the cells one spend of
+        ``epsilon_cells`` per combination inside ``accountant.parallel()`` (disjoint records),
+        or a single spend when the accountant has no parallel blocks. With ``accountant.check``
+        the whole ``epsilon`` is checked first, so a refused release charges nothing.
+        """
+        accountant = self.accountant
+        if accountant is None:
+            return
+        check = getattr(accountant, "check", None)
+        if callable(check):
+            check(self.epsilon, 0.0)
+        accountant.spend(self.epsilon_totals, 0.0, label="onthemap totals")
+        parallel = getattr(accountant, "parallel", None)
+        if callable(parallel):
+            with parallel(label="onthemap cells"):
+                for b in range(self.n_combos):
+                    accountant.spend(
+                        self.epsilon_cells, 0.0, label=f"onthemap cells, combination {b}"
+                    )
+        else:
+            accountant.spend(self.epsilon_cells, 0.0, label="onthemap cells")
+
+    def _draw(self, rng: np.random.Generator, seed: SeedLike) -> np.ndarray:
+        """Noisy totals, then m Dirichlet-Multinomial tables per combination: (m, G, B)."""
+        x = self._counts
+        totals_seed = None if seed is None else int(rng.integers(2**63 - 1))
+        n_synth = _noisy_totals(x.sum(axis=0), self.epsilon_totals, totals_seed)
+        alpha = onthemap_alpha(n_synth, self.epsilon_cells_per_release, self.prior_weights)
+        out = np.zeros((self.m, *x.shape), dtype=np.int64)
+        for b in range(x.shape[1]):
+            out[:, :, b] = draw_dirichlet_multinomial(
+                rng, alpha[:, b], x[:, b], int(n_synth[b]), self.m
+            )
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"OnTheMapSynthesizer(epsilon={self.epsilon:g}, epsilon_totals="
+            f"{self.epsilon_totals:g}, m={self.m})"
+        )

@@ -1,0 +1,356 @@
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from geosynth.dp.accountant import LEDGER_COLUMNS, Accountant
+from geosynth.errors import BudgetExceededError, InputError
+
+# ----------------------------------------------------------------------------------------------
+# Sequential composition
+# ----------------------------------------------------------------------------------------------
+
+
+def test_sequential_spends_add_up():
+    accountant = Accountant(1.0)
+    accountant.spend(0.2, label="a")
+    accountant.spend(0.3, label="b")
+    assert accountant.spent_epsilon == pytest.approx(0.5)
+    assert accountant.remaining_epsilon == pytest.approx(0.5)
+    assert accountant.remaining == (accountant.remaining_epsilon, accountant.remaining_delta)
+    assert (accountant.epsilon, accountant.delta) == (1.0, 0.0)
+    assert accountant.ledger["cumulative_epsilon"].tolist() == pytest.approx([0.2, 0.5])
+
+
+def test_float_rounding_does_not_refuse_an_exact_fit():
+    accountant = Accountant(1.0)
+    for _ in range(10):
+        accountant.spend(0.1)  # sums to 0.9999999999999999
+    with pytest.raises(BudgetExceededError):
+        accountant.spend(1e-9)  # far above the 1e-12 relative tolerance
+    assert accountant.remaining_epsilon >= 0.0
+
+
+def test_a_refused_spend_records_nothing_and_says_why():
+    accountant = Accountant(1.0)
+    accountant.spend(0.7, label="first")
+    before = accountant.to_dict()
+    message = (
+        r"epsilon=0.5, delta=0.0 for 'second' .* budget epsilon=1.0.*spent epsilon=0.7.*"
+        r"remaining epsilon=0.3.*Nothing was spent"
+    )
+    with pytest.raises(BudgetExceededError, match=message):
+        accountant.spend(0.5, label="second")
+    assert accountant.to_dict() == before
+    assert accountant.ledger["label"].tolist() == ["first"]
+    accountant.spend(0.3, label="exact fit")
+    assert accountant.remaining_epsilon == pytest.approx(0.0)
+
+
+def test_check_raises_like_spend_but_spends_nothing():
+    accountant = Accountant(1.0, delta=1e-6)
+    assert accountant.check(1.0, 1e-6) is None
+    assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
+    with pytest.raises(BudgetExceededError, match="remaining epsilon=1.0"):
+        accountant.check(1.5)
+    with pytest.raises(BudgetExceededError, match="delta"):
+        accountant.check(0.5, 2e-6)
+    assert accountant.ledger.empty
+
+
+# ----------------------------------------------------------------------------------------------
+# Parallel composition
+# ----------------------------------------------------------------------------------------------
+
+
+def test_parallel_spends_are_combined_by_their_maximum():
+    accountant = Accountant(1.0)
+    with accountant.parallel(label="regions") as block:
+        assert block is accountant
+        block.spend(0.3, label="north")
+        block.spend(0.5, label="south")
+        block.spend(0.2, label="east")
+    assert accountant.spent_epsilon == pytest.approx(0.5)
+    ledger = accountant.ledger
+    assert ledger["cumulative_epsilon"].tolist() == pytest.approx([0.3, 0.5, 0.5])
+    assert ledger["composition"].tolist() == ["parallel"] * 3
+    assert ledger["group"].tolist() == [1, 1, 1]
+    blocks = accountant.blocks
+    assert blocks.loc[0, "label"] == "regions" and blocks.loc[0, "epsilon"] == 0.5
+
+
+def test_parallel_inside_sequential():
+    accountant = Accountant(2.0)
+    accountant.spend(0.2, label="total")
+    with accountant.parallel(label="cells"):
+        for cell in range(5):
+            accountant.spend(0.4, label=f"cell {cell}")
+    accountant.spend(0.1, label="after")
+    assert accountant.spent_epsilon == pytest.approx(0.7)
+    ledger = accountant.ledger
+    assert ledger["composition"].tolist() == ["sequential"] + ["parallel"] * 5 + ["sequential"]
+    assert ledger["group"].isna().tolist() == [True] + [False] * 5 + [True]
+    assert ledger["cumulative_epsilon"].iloc[-1] == pytest.approx(0.7)
+
+
+def test_a_parallel_block_is_checked_at_every_spend():
+    accountant = Accountant(1.0)
+    accountant.spend(0.6)
+    with pytest.raises(BudgetExceededError, match="inside parallel block 'cells'"):
+        with accountant.parallel(label="cells"):
+            accountant.spend(0.3)
+            accountant.spend(0.4)  # raises the block's max to 0.4: total 1.0, fits
+            accountant.spend(0.1)  # below the max: free
+            accountant.spend(0.5)  # max would be 0.5: total 1.1, refused
+    assert accountant.spent_epsilon == pytest.approx(1.0)
+    assert len(accountant.ledger) == 4
+    # The block is closed by the exception: later spends are sequential again.
+    with pytest.raises(BudgetExceededError):
+        accountant.spend(0.1)
+    assert accountant.ledger["group"].notna().sum() == 3
+
+
+def test_an_empty_parallel_block_costs_nothing():
+    accountant = Accountant(1.0)
+    with accountant.parallel():
+        pass
+    assert accountant.spent_epsilon == 0.0
+    assert accountant.blocks["epsilon"].tolist() == [0.0]
+
+
+def test_sequential_partitions_inside_a_parallel_block():
+    accountant = Accountant(1.0)
+    with accountant.parallel(label="regions"):
+        for region, (count_eps, mean_eps) in {"north": (0.2, 0.5), "south": (0.4, 0.4)}.items():
+            with accountant.sequential(label=region):
+                accountant.spend(count_eps, label=f"{region} count")
+                accountant.spend(mean_eps, label=f"{region} mean")
+    assert accountant.spent_epsilon == pytest.approx(0.8)  # max(0.7, 0.8)
+    blocks = accountant.blocks.set_index("label")
+    assert blocks.loc["north", "epsilon"] == pytest.approx(0.7)
+    assert blocks.loc["south", "epsilon"] == pytest.approx(0.8)
+    assert blocks.loc["north", "parent"] == blocks.loc["regions", "id"]
+    assert blocks.loc["regions", "epsilon"] == pytest.approx(0.8)
+    ledger = accountant.ledger
+    assert ledger["composition"].tolist() == ["sequential"] * 4
+    assert ledger["group"].tolist() == [2, 2, 3, 3]
+    assert ledger["cumulative_epsilon"].tolist() == pytest.approx([0.2, 0.7, 0.7, 0.8])
+
+
+def test_a_sequential_partition_is_checked_at_every_spend():
+    accountant = Accountant(1.0)
+    with accountant.parallel():
+        with accountant.sequential():
+            accountant.spend(0.6)
+        with accountant.sequential():
+            accountant.spend(0.5)
+            with pytest.raises(BudgetExceededError):
+                accountant.spend(0.6)  # this partition would cost 1.1
+            accountant.spend(0.5)  # 1.0 fits
+    assert accountant.spent_epsilon == pytest.approx(1.0)
+
+
+def test_nested_parallel_blocks_take_the_overall_maximum():
+    accountant = Accountant(1.0)
+    with accountant.parallel(label="regions"):
+        accountant.spend(0.3)
+        with accountant.parallel(label="cells of the last region"):
+            accountant.spend(0.6)
+            accountant.spend(0.2)
+    assert accountant.spent_epsilon == pytest.approx(0.6)
+    blocks = accountant.blocks
+    assert blocks["parent"].isna().tolist() == [True, False]
+
+
+# ----------------------------------------------------------------------------------------------
+# Delta
+# ----------------------------------------------------------------------------------------------
+
+
+def test_delta_composes_like_epsilon():
+    accountant = Accountant(2.0, delta=1e-5)
+    accountant.spend(0.5, 4e-6)
+    with accountant.parallel():
+        accountant.spend(0.5, 3e-6)
+        accountant.spend(0.1, 5e-6)
+    assert accountant.spent_delta == pytest.approx(9e-6)
+    assert accountant.spent_epsilon == pytest.approx(1.0)
+    with pytest.raises(BudgetExceededError, match="delta"):
+        accountant.spend(0.1, 2e-6)
+    accountant.spend(0.1, 1e-6)
+    assert accountant.remaining_delta == pytest.approx(0.0, abs=1e-18)
+    assert accountant.ledger["cumulative_delta"].tolist() == pytest.approx([4e-6, 7e-6, 9e-6, 1e-5])
+
+
+def test_a_pure_budget_refuses_any_delta():
+    accountant = Accountant(1.0)
+    with pytest.raises(BudgetExceededError, match="delta=1e-09"):
+        accountant.spend(0.1, 1e-9)
+    assert accountant.ledger.empty
+
+
+# ----------------------------------------------------------------------------------------------
+# Ledger and serialisation
+# ----------------------------------------------------------------------------------------------
+
+
+def test_ledger_columns_and_types():
+    accountant = Accountant(1.0, delta=1e-6)
+    empty = accountant.ledger
+    assert list(empty.columns) == LEDGER_COLUMNS and empty.empty
+    accountant.spend(0.1, label="count")
+    with accountant.parallel():
+        accountant.spend(0.2, 1e-7)
+    accountant.spend(0.1)
+    ledger = accountant.ledger
+    assert list(ledger.columns) == [
+        "label",
+        "epsilon",
+        "delta",
+        "composition",
+        "group",
+        "cumulative_epsilon",
+        "cumulative_delta",
+    ]
+    assert ledger["label"].tolist() == ["count", None, None]
+    assert str(ledger["group"].dtype) == "Int64"
+    assert ledger["group"].isna().tolist() == [True, False, True]
+    assert ledger["epsilon"].dtype == float and ledger["cumulative_delta"].dtype == float
+    assert set(ledger["composition"]) == {"sequential", "parallel"}
+    ledger.loc[0, "epsilon"] = 99.0  # a copy: the accountant is unaffected
+    assert accountant.ledger.loc[0, "epsilon"] == 0.1
+
+
+def make_history():
+    accountant = Accountant(3.0, delta=1e-5)
+    accountant.spend(0.5, label="total")
+    with accountant.parallel(label="cells"):
+        for cell in range(3):
+            accountant.spend(0.25 * (cell + 1), 1e-6, label=f"cell {cell}")
+        with accountant.sequential(label="cell 3"):
+            accountant.spend(0.1)
+            accountant.spend(0.2)
+    accountant.spend(0.25)
+    return accountant
+
+
+def test_to_dict_is_json_serialisable_and_round_trips():
+    accountant = make_history()
+    record = accountant.to_dict()
+    text = json.dumps(record, allow_nan=False)
+    assert record["budget"] == {"epsilon": 3.0, "delta": 1e-5}
+    assert record["spent"]["epsilon"] == pytest.approx(1.5)
+    assert record["spent"]["delta"] == pytest.approx(1e-6)
+    assert len(record["ledger"]) == 7 and set(record["ledger"][0]) == set(LEDGER_COLUMNS)
+    restored = Accountant.from_dict(json.loads(text))
+    assert restored.to_dict() == record
+    pd.testing.assert_frame_equal(restored.ledger, accountant.ledger)
+    pd.testing.assert_frame_equal(restored.blocks, accountant.blocks)
+    assert restored.remaining == pytest.approx(accountant.remaining)
+    # The restored budget keeps working, with fresh block ids.
+    with restored.parallel(label="more"):
+        restored.spend(1.5)
+    assert restored.spent_epsilon == pytest.approx(3.0)
+    assert restored.ledger["group"].iloc[-1] == 3  # ids 1 and 2 were taken
+    with pytest.raises(BudgetExceededError):
+        restored.spend(0.01)
+
+
+def test_to_dict_inside_an_open_block_charges_what_was_spent():
+    accountant = Accountant(1.0)
+    with accountant.parallel(label="open"):
+        accountant.spend(0.4)
+        record = accountant.to_dict()
+    assert record["blocks"][0]["epsilon"] == 0.4
+    restored = Accountant.from_dict(record)
+    assert restored.spent_epsilon == 0.4
+
+
+def test_an_infinite_budget_is_allowed_explicitly_and_serialised_as_inf():
+    accountant = Accountant(math.inf)
+    accountant.spend(1e6, label="uncapped")
+    assert accountant.remaining_epsilon == math.inf
+    record = accountant.to_dict()
+    assert record["budget"]["epsilon"] == "inf" and record["remaining"]["epsilon"] == "inf"
+    json.dumps(record, allow_nan=False)
+    assert Accountant.from_dict(record).epsilon == math.inf
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {},
+        [],
+        {"format": "something else"},
+        {"format": "geosynth.dp.Accountant", "budget": {"epsilon": 1.0}},
+        {
+            "format": "geosynth.dp.Accountant",
+            "budget": {"epsilon": 1.0, "delta": 0.0},
+            "spent": {"epsilon": 2.0, "delta": 0.0},
+            "ledger": [],
+            "blocks": [],
+        },
+        {
+            "format": "geosynth.dp.Accountant",
+            "budget": {"epsilon": "lots", "delta": 0.0},
+            "spent": {"epsilon": 0.0, "delta": 0.0},
+            "ledger": [],
+            "blocks": [],
+        },
+    ],
+)
+def test_from_dict_refuses_a_malformed_record(record):
+    with pytest.raises(InputError):
+        Accountant.from_dict(record)
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        ((0.0,), InputError, "epsilon must be > 0"),
+        ((-1.0,), InputError, "epsilon"),
+        ((math.nan,), InputError, "epsilon"),
+        (("1",), TypeError, "epsilon must be a real number"),
+        ((None,), TypeError, "epsilon"),
+        ((1.0, 1.0), InputError, r"delta must lie in \[0, 1\)"),
+        ((1.0, -1e-9), InputError, "delta"),
+        ((1.0, math.inf), InputError, "delta"),
+        ((1.0, "0"), TypeError, "delta"),
+    ],
+)
+def test_invalid_budgets_are_refused(args, error, match):
+    with pytest.raises(error, match=match):
+        Accountant(*args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"epsilon": 0.0}, InputError, "epsilon must be a finite number > 0"),
+        ({"epsilon": math.inf}, InputError, "epsilon"),
+        ({"epsilon": math.nan}, InputError, "epsilon"),
+        ({"epsilon": "0.1"}, TypeError, "epsilon"),
+        ({"epsilon": 0.1, "delta": -0.1}, InputError, "delta"),
+        ({"epsilon": 0.1, "delta": 1.0}, InputError, "delta"),
+        ({"epsilon": 0.1, "label": 7}, TypeError, "label"),
+    ],
+)
+def test_invalid_spends_are_refused_and_not_recorded(kwargs, error, match):
+    accountant = Accountant(1.0, delta=0.5)
+    with pytest.raises(error, match=match):
+        accountant.spend(**kwargs)
+    assert accountant.ledger.empty and accountant.spent_epsilon == 0.0
+
+
+def test_repr_shows_budget_and_spend():
+    accountant = Accountant(1.0)
+    accountant.spend(0.25)
+    assert repr(accountant) == (
+        "Accountant(epsilon=1.0, delta=0.0, spent_epsilon=0.25, spent_delta=0.0)"
+    )

@@ -1,0 +1,173 @@
+"""ε-DP synthetic locations: latent-count kernel, noisy counts, noise-aware fit, DP releases."""
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import geosynth
+from geosynth.dp.accountant import Accountant
+from geosynth.dp.locations import NoisyCounts, dp_counts, dp_release, dp_synthesize
+from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning
+from geosynth.model.kernels import draw_latent_count
+from geosynth.samplers.rng import make_streams
+
+LEVELS = {"y": [0, 1], "x1": [1, 2]}
+
+
+def exact_latent_pmf(eta, noisy, b, upper=400):
+    c = np.arange(upper)
+    logp = c * eta - np.array([math.lgamma(k + 1) for k in c]) - np.abs(noisy - c) / b
+    p = np.exp(logp - logp.max())
+    return p / p.sum()
+
+
+@pytest.mark.parametrize(
+    "eta, noisy, b",
+    [(0.0, 3.0, 0.5), (np.log(0.2), -4.0, 1.0), (np.log(40.0), 20.0, 2.0),
+     (np.log(3.0), 0.0, 8.0), (np.log(150.0), 151.0, 0.25), (-3.0, 12.0, 1.0)],
+)
+def test_latent_count_draws_follow_the_exact_conditional(eta, noisy, b):
+    """Chi-square of 20,000 kernel draws against the enumerated Poisson × discrete Laplace pmf."""
+    rng = make_streams(11, 1)[0]
+    draws = np.array([draw_latent_count(eta, noisy, 1.0 / b, rng) for _ in range(20_000)])
+    assert np.all(draws >= 0) and np.all(draws == np.floor(draws))
+    pmf = exact_latent_pmf(eta, noisy, b)
+    expected = pmf * draws.size
+    observed = np.bincount(draws.astype(int), minlength=pmf.size)[: pmf.size]
+    keep = expected >= 5
+    obs = np.append(observed[keep], draws.size - observed[keep].sum())
+    exp = np.append(expected[keep], draws.size - expected[keep].sum())
+    mask = exp > 0
+    chi2 = ((obs[mask] - exp[mask]) ** 2 / exp[mask]).sum()
+    assert stats.chi2.sf(chi2, mask.sum() - 1) > 1e-3
+
+
+@pytest.fixture(scope="module")
+def scenario_counts():
+    # Sparse on purpose: about 2.3 records per cell and combination.
+    scenario = geosynth.datasets.paiva_scenario(n=600, seed=5)
+    grid = geosynth.Grid.regular(scenario.bounds, shape=(8, 8), crs=scenario.crs)
+    return scenario, geosynth.prepare(scenario.data, grid, attributes=["y", "x1"])
+
+
+def test_dp_counts_covers_the_public_domain_and_charges_the_accountant(scenario_counts):
+    _, counts = scenario_counts
+    accountant = Accountant(3.0)
+    with pytest.warns(PrivacyLeakWarning):
+        noisy = dp_counts(counts, 1.0, accountant, levels={"y": [0, 1, 2], "x1": [1, 2]}, seed=1)
+    assert isinstance(noisy, NoisyCounts)
+    assert noisy.counts.shape == (counts.n_cells, 6)
+    assert noisy.noise_scale == 1.0 and noisy.sensitivity == 1
+    assert accountant.spent_epsilon == pytest.approx(1.0)
+    assert noisy.ledger is not None
+    # Unobserved level y=2: its counts are pure noise around 0.
+    absent = noisy.combos.index[noisy.combos["y"] == 2]
+    assert abs(noisy.counts[:, absent].mean()) < 1.0
+    # The noise is the discrete Laplace of scale 1: its variance is 2e^{-1}/(1-e^{-1})^2.
+    present = noisy.combos.index[noisy.combos["y"] != 2]
+    noise = noisy.counts[:, present] - counts.counts
+    assert noise.var() == pytest.approx(2 * math.exp(-1) / (1 - math.exp(-1)) ** 2, rel=0.35)
+
+
+def test_dp_counts_replace_neighbours_double_the_scale(scenario_counts):
+    _, counts = scenario_counts
+    with pytest.warns(PrivacyLeakWarning):
+        noisy = dp_counts(counts, 2.0, levels=LEVELS, neighbours="replace", seed=2)
+    assert noisy.noise_scale == pytest.approx(1.0)
+
+
+def test_dp_counts_validation(scenario_counts):
+    scenario, counts = scenario_counts
+    with pytest.raises(InputError, match="levels"):
+        dp_counts(counts, 1.0, levels={"y": [0], "x1": [1, 2]})
+    with pytest.raises(InputError, match="neighbours"):
+        dp_counts(counts, 1.0, levels=LEVELS, neighbours="swap")
+    with_z = geosynth.prepare(scenario.data, counts.grid, attributes=["y"], continuous="z")
+    with pytest.raises(InputError, match="continuous"):
+        dp_counts(with_z, 1.0, levels={"y": [0, 1]})
+    with pytest.raises(BudgetExceededError):
+        dp_counts(counts, 2.0, Accountant(1.0), levels=LEVELS)
+    with pytest.warns(PrivacyLeakWarning, match="levels"):
+        dp_counts(counts, 1.0)
+
+
+def test_fit_refuses_noise_for_exact_counts(scenario_counts):
+    _, counts = scenario_counts
+    with pytest.raises(InputError, match="dp_counts"):
+        geosynth.PaivaModel().fit(counts, n_iter=20, burn_in=10, thin=1, noise=1.0)
+
+
+@pytest.fixture(scope="module")
+def low_epsilon_release(scenario_counts):
+    _, counts = scenario_counts
+    with pytest.warns(PrivacyLeakWarning):
+        return dp_release(counts, 0.5, m=3, levels=LEVELS, n_iter=1500, burn_in=500, thin=2,
+                          chains=2, progress=False, seed=3)
+
+
+def test_noise_aware_totals_cover_the_truth(scenario_counts, low_epsilon_release):
+    """The posterior of each combination total covers the true total (calibration in general:
+    tests/model/test_sbc_noise_aware.py)."""
+    _, counts = scenario_counts
+    result = low_epsilon_release
+    truth = counts.counts.sum(axis=0)
+    totals = result.fit.latent_totals.reshape(-1, 4)
+    mean, sd = totals.mean(axis=0), totals.std(axis=0)
+    assert np.all(np.abs(mean - truth) < 4 * sd + 1), (mean, truth, sd)
+    # The released sizes are posterior draws of the total, not the noisy or true total.
+    sizes = np.array([len(r) for r in result.releases])
+    assert np.all(np.abs(sizes - totals.sum(axis=1).mean()) < 5 * totals.sum(axis=1).std() + 1)
+
+
+def test_dp_release_is_well_formed_and_carries_no_seed(scenario_counts, low_epsilon_release):
+    scenario, counts = scenario_counts
+    result = low_epsilon_release
+    assert result.epsilon == pytest.approx(0.5)
+    assert len(result.releases) == 3
+    original = set(map(tuple, np.round(np.column_stack([scenario.data.geometry.x,
+                                                        scenario.data.geometry.y]), 6)))
+    for release in result.releases:
+        assert list(release.columns) == ["y", "x1", "geometry"]
+        assert release.crs == counts.grid.crs
+        assert release.index.equals(pd.RangeIndex(len(release)))
+        xy = np.round(np.column_stack([release.geometry.x, release.geometry.y]), 6)
+        assert not original & set(map(tuple, xy))
+        meta = release.attrs["geosynth"]
+        assert meta["method"] == "paiva-dp" and meta["epsilon"] == 0.5
+        assert "seed" not in repr(meta).lower()
+        cells = counts.grid.locate(xy)
+        assert np.all(cells >= 0)
+
+
+def test_release_follows_the_intensity(scenario_counts):
+    """At a large ε the synthetic cell counts track the original ones."""
+    _, counts = scenario_counts
+    with pytest.warns(PrivacyLeakWarning):
+        result = dp_release(counts, 8.0, m=1, levels=LEVELS, n_iter=1200, burn_in=400,
+                            thin=2, chains=1, progress=False, seed=4)
+    release = result.releases[0]
+    xy = np.column_stack([release.geometry.x, release.geometry.y])
+    synthetic = np.bincount(counts.grid.locate(xy), minlength=counts.n_cells)
+    original = counts.counts.sum(axis=1)
+    assert stats.spearmanr(synthetic, original).statistic > 0.8
+
+
+def test_dp_synthesize_refuses_exact_fits(scenario_counts):
+    _, counts = scenario_counts
+    fit = geosynth.PaivaModel().fit(counts, n_iter=40, burn_in=20, thin=2, chains=1,
+                                    progress=False, seed=1)
+    with pytest.raises(InputError, match="noise-aware"):
+        dp_synthesize(fit, 1)
+
+
+def test_unseeded_release_does_not_warn(scenario_counts):
+    _, counts = scenario_counts
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        result = dp_release(counts, 1.0, m=1, levels=LEVELS, n_iter=60, burn_in=20, thin=2,
+                            chains=1, progress=False)
+    assert len(result.releases) == 1

@@ -1,0 +1,610 @@
+"""Tests of the DP mechanisms: exact distributions, empirical privacy, seeding, validation.
+
+Seeded draws (NumPy, reproducible) carry the large-sample tests; the unseeded OpenDP path cannot
+be seeded, so its tests use moderate samples and a per-test false-alarm rate of about 1e-5
+(``P_MIN`` for goodness of fit, ``ALPHA`` for the empirical privacy bound).
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from geosynth.dp.accountant import Accountant
+from geosynth.dp.mechanisms import (
+    analytic_gaussian_sigma,
+    classic_gaussian_sigma,
+    exponential,
+    gaussian,
+    geometric,
+    laplace,
+)
+from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning
+
+P_MIN = 1e-5  # goodness-of-fit tests pass when p > P_MIN
+ALPHA = 1e-5  # family-wise error of one empirical privacy test (Bonferroni over outcomes)
+PATHS = ["seeded", "opendp"]
+
+
+def draw(path, mechanism, *args, seed=0, **kwargs):
+    """Run ``mechanism`` on the seeded path (asserting the warning) or on the OpenDP path."""
+    if path == "seeded":
+        with pytest.warns(PrivacyLeakWarning, match="seed"):
+            return mechanism(*args, seed=seed, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        return mechanism(*args, **kwargs)
+
+
+def draw_choices(path, n, candidates, scores, **kwargs):
+    """``n`` independent exponential-mechanism choices."""
+    if path == "seeded":
+        rng = np.random.default_rng(kwargs.pop("seed", 0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            return np.array([exponential(candidates, scores, seed=rng, **kwargs) for _ in range(n)])
+    return np.array([exponential(candidates, scores, **kwargs) for _ in range(n)])
+
+
+def discrete_laplace_pmf(k, epsilon, sensitivity):
+    """P(k) = (1 - a) / (1 + a) a^|k|, a = exp(-epsilon / sensitivity)."""
+    a = math.exp(-epsilon / sensitivity)
+    return (1 - a) / (1 + a) * a ** np.abs(k)
+
+
+def softmax(logits):
+    weights = np.exp(logits - np.max(logits))
+    return weights / weights.sum()
+
+
+def privacy_excess(counts_a, counts_b, n_a, n_b, min_count=100):
+    """Empirical log-ratio of outcome probabilities of two runs, with its uncertainty.
+
+    For each outcome (bin) with at least ``min_count`` hits in both runs, the estimate
+    ``L = log(p_a / p_b)`` has standard error ``se = sqrt(1/c_a - 1/n_a + 1/c_b - 1/n_b)``
+    (delta method on two binomial proportions). With ``z`` the two-sided Bonferroni quantile at
+    ``ALPHA`` over the kept outcomes, returns ``(max |L| - z se, max |L| + z se)``: a lower and
+    an upper confidence bound of the largest privacy loss over these outcomes. An ε-DP
+    mechanism has ``max |L| <= ε`` for every outcome, so its lower bound must stay <= ε.
+    """
+    counts_a = np.asarray(counts_a, dtype=float)
+    counts_b = np.asarray(counts_b, dtype=float)
+    keep = (counts_a >= min_count) & (counts_b >= min_count)
+    assert keep.sum() >= 2, "too few outcomes with enough mass to test"
+    ca, cb = counts_a[keep], counts_b[keep]
+    loss = np.abs(np.log(ca / n_a) - np.log(cb / n_b))
+    se = np.sqrt(1 / ca - 1 / n_a + 1 / cb - 1 / n_b)
+    z = stats.norm.isf(ALPHA / (2 * keep.sum()))
+    return float(np.max(loss - z * se)), float(np.max(loss + z * se))
+
+
+# ----------------------------------------------------------------------------------------------
+# Exact distributions
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "n"), [("seeded", 200_000), ("opendp", 20_000)])
+def test_laplace_noise_is_laplace_with_scale_sensitivity_over_epsilon(path, n):
+    x = np.full(n, 3.0)
+    noisy = draw(path, laplace, x, sensitivity=2.0, epsilon=0.5)
+    assert noisy.shape == (n,) and noisy.dtype == np.float64
+    noise = noisy - 3.0
+    assert stats.kstest(noise, stats.laplace(scale=4.0).cdf).pvalue > P_MIN
+    # The test has power: a 20 % wrong scale is rejected.
+    assert stats.kstest(noise, stats.laplace(scale=4.8).cdf).pvalue < P_MIN
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("sensitivity", [1, 3])
+def test_geometric_noise_is_the_exact_discrete_laplace(path, sensitivity):
+    n, epsilon = (200_000 if path == "seeded" else 20_000), 1.0
+    noisy = draw(path, geometric, np.full(n, 7), sensitivity=sensitivity, epsilon=epsilon)
+    assert noisy.dtype == np.int64
+    noise = noisy - 7
+    # Cells k = -K..K with >= 20 expected hits, and the two tails lumped.
+    pmf = discrete_laplace_pmf(np.arange(-60, 61), epsilon, sensitivity)
+    assert np.allclose(pmf, stats.dlaplace(epsilon / sensitivity).pmf(np.arange(-60, 61)))
+    big = int(
+        np.max(np.flatnonzero(n * discrete_laplace_pmf(np.arange(60), epsilon, sensitivity) >= 20))
+    )
+    values = np.arange(-big, big + 1)
+    a = math.exp(-epsilon / sensitivity)
+    tail = a ** (big + 1) / (1 + a)  # P(K > big) = P(K < -big)
+    expected = n * np.concatenate(
+        [[tail], discrete_laplace_pmf(values, epsilon, sensitivity), [tail]]
+    )
+    observed = np.concatenate(
+        [[np.sum(noise < -big)], [np.sum(noise == v) for v in values], [np.sum(noise > big)]]
+    )
+    assert expected.sum() == pytest.approx(n)
+    assert stats.chisquare(observed, expected).pvalue > P_MIN
+    # Power: the pmf of a 15 % larger epsilon is rejected.
+    wrong = n * np.concatenate(
+        [[0], discrete_laplace_pmf(values, 1.15 * epsilon, sensitivity), [0]]
+    )
+    wrong[0] = wrong[-1] = (n - wrong.sum()) / 2
+    assert stats.chisquare(observed, wrong).pvalue < P_MIN
+
+
+@pytest.mark.parametrize(("path", "n"), [("seeded", 200_000), ("opendp", 10_000)])
+def test_gaussian_noise_has_the_analytic_sigma(path, n):
+    epsilon, delta, sensitivity = 0.5, 1e-5, 2.0
+    sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
+    noisy = draw(path, gaussian, np.zeros(n), sensitivity=sensitivity, epsilon=epsilon, delta=delta)
+    assert stats.kstest(noisy, stats.norm(scale=sigma).cdf).pvalue > P_MIN
+    # Power: the classic sigma (38 % larger here) is rejected.
+    classic = classic_gaussian_sigma(sensitivity, epsilon, delta)
+    assert classic > 1.3 * sigma
+    assert stats.kstest(noisy, stats.norm(scale=classic).cdf).pvalue < P_MIN
+
+
+@pytest.mark.parametrize(("path", "n"), [("seeded", 40_000), ("opendp", 3_000)])
+def test_exponential_selects_with_softmax_of_epsilon_q_over_two_delta(path, n):
+    scores = np.array([0.0, 1.0, 2.0, 4.0, 4.5])
+    sensitivity, epsilon = 1.5, 2.0
+    chosen = draw_choices(path, n, list("abcde"), scores, sensitivity=sensitivity, epsilon=epsilon)
+    observed = np.array([np.sum(chosen == c) for c in "abcde"])
+    probabilities = softmax(epsilon * scores / (2 * sensitivity))
+    assert stats.chisquare(observed, n * probabilities).pvalue > P_MIN
+    # Power: OpenDP's other report-noisy-max convention, exp(eps q / Delta), is rejected.
+    assert stats.chisquare(observed, n * softmax(epsilon * scores / sensitivity)).pvalue < P_MIN
+
+
+def test_exponential_returns_the_candidate_object():
+    candidates = [("north", 1), ("south", 2)]
+    with pytest.warns(PrivacyLeakWarning):
+        choice = exponential(candidates, [0.0, 1e6], sensitivity=1, epsilon=1.0, seed=1)
+    assert choice == ("south", 2)
+    assert exponential(candidates, [1e6, 0.0], sensitivity=1, epsilon=1.0) == ("north", 1)
+    assert exponential(np.array([10, 20, 30]), [0, 0, 5e6], sensitivity=1, epsilon=1) == 30
+
+
+# ----------------------------------------------------------------------------------------------
+# Analytic Gaussian calibration
+# ----------------------------------------------------------------------------------------------
+
+
+def gaussian_delta(sigma, sensitivity, epsilon):
+    """Balle & Wang's exact delta, straight from the normal cdf (fine for moderate values)."""
+    a = sensitivity / (2 * sigma)
+    b = epsilon * sigma / sensitivity
+    return stats.norm.cdf(a - b) - math.exp(epsilon) * stats.norm.cdf(-a - b)
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.3, 0.99, 1.0, 3.0, 10.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-6, 1e-9])
+def test_analytic_sigma_satisfies_the_exact_condition_tightly(epsilon, delta):
+    sigma = analytic_gaussian_sigma(2.0, epsilon, delta)
+    assert gaussian_delta(sigma, 2.0, epsilon) <= delta * (1 + 1e-9)
+    assert gaussian_delta(sigma * (1 - 1e-7), 2.0, epsilon) > delta
+    assert analytic_gaussian_sigma(1.0, epsilon, delta) == pytest.approx(sigma / 2, rel=1e-12)
+    if epsilon < 1:
+        assert sigma <= classic_gaussian_sigma(2.0, epsilon, delta)
+
+
+def test_analytic_sigma_matches_the_hockey_stick_divergence_by_integration():
+    # delta(eps) = integral of max(0, p_{N(1, s)} - e^eps p_{N(0, s)}), independent of the cdf form.
+    epsilon, delta = 1.0, 1e-5
+    sigma = analytic_gaussian_sigma(1.0, epsilon, delta)
+    threshold = epsilon * sigma**2 + 0.5  # where the densities' log-ratio equals epsilon
+    integral, _ = integrate.quad(
+        lambda y: stats.norm.pdf(y, 1.0, sigma) - math.exp(epsilon) * stats.norm.pdf(y, 0.0, sigma),
+        threshold,
+        np.inf,
+        epsabs=1e-14,
+        epsrel=1e-10,
+    )
+    assert integral == pytest.approx(delta, rel=1e-6)
+    assert sigma == pytest.approx(3.7306, abs=1e-4)
+
+
+def test_analytic_sigma_is_stable_at_extreme_parameters():
+    assert math.isfinite(analytic_gaussian_sigma(1.0, 500.0, 1e-300))
+    assert math.isfinite(analytic_gaussian_sigma(1.0, 1e-4, 0.999))
+    small, large = analytic_gaussian_sigma(1, 1.0, 1e-12), analytic_gaussian_sigma(1, 1.0, 1e-2)
+    assert small > large
+
+
+def test_classic_sigma_refuses_epsilon_at_least_one():
+    assert classic_gaussian_sigma(1.0, 0.5, 1e-5) == pytest.approx(
+        2 * math.sqrt(2 * math.log(1.25e5))
+    )
+    with pytest.raises(InputError, match="epsilon must be < 1"):
+        classic_gaussian_sigma(1.0, 1.0, 1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# Empirical privacy on neighbouring inputs (after diffprivlib's tests)
+# ----------------------------------------------------------------------------------------------
+
+
+def laplace_excess(path, n, epsilon, run_epsilon, seed):
+    """Bin the outputs of laplace on x = 0 and on its neighbour x' = Delta = 1."""
+    a = draw(path, laplace, np.zeros(n), sensitivity=1.0, epsilon=run_epsilon, seed=seed)
+    b = draw(path, laplace, np.ones(n), sensitivity=1.0, epsilon=run_epsilon, seed=seed + 1)
+    edges = np.arange(-8.0, 9.5, 0.5)
+    return privacy_excess(np.histogram(a, edges)[0], np.histogram(b, edges)[0], n, n)
+
+
+@pytest.mark.parametrize(("path", "n"), [("seeded", 400_000), ("opendp", 20_000)])
+def test_laplace_log_ratio_on_neighbours_stays_below_epsilon(path, n):
+    lower, upper = laplace_excess(path, n, 1.0, 1.0, seed=10)
+    assert lower <= 1.0
+    assert upper >= 1.0  # the bins reach the worst case (the log-ratio is exactly eps in tails)
+
+
+def test_laplace_privacy_test_has_power():
+    lower, _ = laplace_excess("seeded", 400_000, 1.0, 3.0, seed=20)
+    assert lower > 1.0  # run at 3 eps, the empirical loss is caught exceeding eps
+
+
+def geometric_excess(path, n, epsilon, run_epsilon, seed, sensitivity=2):
+    a = draw(
+        path,
+        geometric,
+        np.zeros(n, dtype=int),
+        sensitivity=sensitivity,
+        epsilon=run_epsilon,
+        seed=seed,
+    )
+    b = draw(
+        path,
+        geometric,
+        np.full(n, sensitivity),
+        sensitivity=sensitivity,
+        epsilon=run_epsilon,
+        seed=seed + 1,
+    )
+    values = np.arange(-40, 41)
+    counts = [np.array([np.sum(run == v) for v in values]) for run in (a, b)]
+    return privacy_excess(*counts, n, n)
+
+
+@pytest.mark.parametrize(("path", "n"), [("seeded", 400_000), ("opendp", 20_000)])
+def test_geometric_log_ratio_on_neighbours_stays_below_epsilon(path, n):
+    lower, upper = geometric_excess(path, n, 1.0, 1.0, seed=30)
+    assert lower <= 1.0
+    assert upper >= 1.0
+
+
+def test_geometric_privacy_test_has_power():
+    lower, _ = geometric_excess("seeded", 400_000, 1.0, 3.0, seed=40)
+    assert lower > 1.0
+
+
+def gaussian_hockey_stick(n, epsilon, delta, run_epsilon, seed):
+    """Lower confidence bound of max_S P(M(x') in S) - e^eps P(M(x) in S) over half-lines S.
+
+    (epsilon, delta)-DP bounds this by delta for every S; the log-ratio itself is unbounded in
+    the tails, so the pure-DP log-ratio test does not apply. The optimal S is a half-line.
+    """
+    run_sigma = analytic_gaussian_sigma(1.0, run_epsilon, delta)
+    a = draw(
+        "seeded",
+        gaussian,
+        np.zeros(n),
+        sensitivity=1.0,
+        epsilon=run_epsilon,
+        delta=delta,
+        seed=seed,
+    )
+    b = draw(
+        "seeded",
+        gaussian,
+        np.ones(n),
+        sensitivity=1.0,
+        epsilon=run_epsilon,
+        delta=delta,
+        seed=seed + 1,
+    )
+    a, b = np.sort(a), np.sort(b)
+    thresholds = np.linspace(-3 * run_sigma, 6 * run_sigma, 91)
+    p_a = 1 - np.searchsorted(a, thresholds) / n  # P(M(x) > t)
+    p_b = 1 - np.searchsorted(b, thresholds) / n  # P(M(x') > t)
+    excess = p_b - math.exp(epsilon) * p_a
+    se = np.sqrt((p_b * (1 - p_b) + math.exp(2 * epsilon) * p_a * (1 - p_a)) / n)
+    z = stats.norm.isf(ALPHA / thresholds.size)
+    return float(np.max(excess - z * se))
+
+
+# delta = 0.01 rather than a realistic 1e-6: the binomial error of the estimated probabilities
+# (~1e-4 here) must be small next to delta for the test to detect a mis-calibrated sigma.
+def test_gaussian_satisfies_epsilon_delta_on_neighbours():
+    assert gaussian_hockey_stick(400_000, 1.0, 0.01, 1.0, seed=50) <= 0.01
+
+
+def test_gaussian_privacy_test_has_power():
+    assert gaussian_hockey_stick(400_000, 1.0, 0.01, 1.5, seed=60) > 0.01
+
+
+def exponential_excess(n, run_epsilon, seed):
+    """Ten candidates with equal scores vs. candidate 0 down by Delta and the others up by Delta.
+
+    The neighbour moves every score by at most Delta = 1; candidate 0's log-ratio is
+    0.935 eps at eps = 1, close to the bound.
+    """
+    scores = np.zeros(10)
+    neighbour = np.ones(10)
+    neighbour[0] = -1.0
+    kwargs = {"sensitivity": 1.0, "epsilon": run_epsilon}
+    a = draw_choices("seeded", n, np.arange(10), scores, seed=seed, **kwargs)
+    b = draw_choices("seeded", n, np.arange(10), neighbour, seed=seed + 1, **kwargs)
+    return privacy_excess(np.bincount(a, minlength=10), np.bincount(b, minlength=10), n, n)
+
+
+def test_exponential_selection_ratio_on_neighbours_stays_below_epsilon():
+    lower, upper = exponential_excess(30_000, 1.0, seed=70)
+    assert lower <= 1.0
+    assert upper >= 0.9
+
+
+def test_exponential_privacy_test_has_power():
+    lower, _ = exponential_excess(30_000, 3.0, seed=80)
+    assert lower > 1.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes, seeding and warnings
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_scalars_in_scalars_out_and_arrays_keep_their_shape(path):
+    assert isinstance(draw(path, laplace, 2.0, sensitivity=1, epsilon=1), float)
+    assert isinstance(draw(path, laplace, 2, sensitivity=1, epsilon=1), float)
+    assert isinstance(draw(path, gaussian, 2.0, sensitivity=1, epsilon=1, delta=1e-6), float)
+    count = draw(path, geometric, 5, sensitivity=1, epsilon=1)
+    assert isinstance(count, int) and not isinstance(count, bool)
+    assert isinstance(draw(path, geometric, np.int32(5), sensitivity=1, epsilon=1), int)
+    grid = np.arange(12.0).reshape(3, 4)
+    assert draw(path, laplace, grid, sensitivity=1, epsilon=1).shape == (3, 4)
+    assert draw(path, gaussian, grid, sensitivity=1, epsilon=1, delta=1e-6).shape == (3, 4)
+    counts = draw(path, geometric, grid.astype(int), sensitivity=1, epsilon=1)
+    assert counts.shape == (3, 4) and counts.dtype == np.int64
+    assert draw(path, geometric, [2.0, 3.0], sensitivity=1, epsilon=1).dtype == np.int64
+    assert draw(path, laplace, np.zeros(0), sensitivity=1, epsilon=1).shape == (0,)
+
+
+def test_noise_is_centred_on_the_input():
+    values = np.array([-1e6, 0.0, 12.5, 1e9])
+    noisy = laplace(values, sensitivity=1.0, epsilon=10.0)
+    assert np.all(np.abs(noisy - values) < 10)
+    counts = geometric(np.array([0, 5, 10**12]), sensitivity=1, epsilon=10.0)
+    assert np.all(np.abs(counts - np.array([0, 5, 10**12])) < 10)
+
+
+def seeded_calls():
+    return [
+        lambda seed: laplace(np.zeros(5), sensitivity=1, epsilon=1, seed=seed),
+        lambda seed: geometric(np.zeros(5, dtype=int), sensitivity=1, epsilon=1, seed=seed),
+        lambda seed: gaussian(np.zeros(5), sensitivity=1, epsilon=1, delta=1e-5, seed=seed),
+        lambda seed: np.array(
+            [
+                exponential(range(50), np.zeros(50), sensitivity=1, epsilon=1, seed=seed + i)
+                for i in range(5)
+            ]
+        ),
+    ]
+
+
+@pytest.mark.parametrize("call", seeded_calls(), ids=["laplace", "geometric", "gaussian", "exp"])
+def test_seeded_calls_are_reproducible_and_warn(call):
+    with pytest.warns(PrivacyLeakWarning, match="NOT differentially private"):
+        first = call(42)
+    with pytest.warns(PrivacyLeakWarning):
+        again = call(42)
+    with pytest.warns(PrivacyLeakWarning):
+        other = call(43)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+
+
+def test_unseeded_calls_differ_and_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning (PrivacyLeakWarning included) fails
+        outputs = [
+            (
+                laplace(np.zeros(5), sensitivity=1, epsilon=1),
+                laplace(np.zeros(5), sensitivity=1, epsilon=1),
+            ),
+            (
+                geometric(np.zeros(20, dtype=int), sensitivity=1, epsilon=1),
+                geometric(np.zeros(20, dtype=int), sensitivity=1, epsilon=1),
+            ),
+            (
+                gaussian(np.zeros(5), sensitivity=1, epsilon=1, delta=1e-5),
+                gaussian(np.zeros(5), sensitivity=1, epsilon=1, delta=1e-5),
+            ),
+            (
+                [
+                    exponential(range(100), np.zeros(100), sensitivity=1, epsilon=1)
+                    for _ in range(5)
+                ],
+                [
+                    exponential(range(100), np.zeros(100), sensitivity=1, epsilon=1)
+                    for _ in range(5)
+                ],
+            ),
+        ]
+    for first, second in outputs:
+        assert not np.array_equal(first, second)
+
+
+# ----------------------------------------------------------------------------------------------
+# Accountant integration
+# ----------------------------------------------------------------------------------------------
+
+
+MECHANISM_CALLS = {
+    "laplace": (lambda **kw: laplace(np.zeros(3), sensitivity=1, epsilon=0.5, **kw), 0.5, 0.0),
+    "geometric": (lambda **kw: geometric([1, 2], sensitivity=1, epsilon=0.5, **kw), 0.5, 0.0),
+    "gaussian": (
+        lambda **kw: gaussian(1.0, sensitivity=1, epsilon=0.5, delta=1e-6, **kw),
+        0.5,
+        1e-6,
+    ),
+    "exponential": (
+        lambda **kw: exponential(["a", "b"], [0, 1], sensitivity=1, epsilon=0.5, **kw),
+        0.5,
+        0.0,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MECHANISM_CALLS))
+def test_mechanisms_charge_the_accountant(name):
+    call, epsilon, delta = MECHANISM_CALLS[name]
+    accountant = Accountant(1.0, delta=1e-5)
+    call(accountant=accountant)
+    call(accountant=accountant, label="second")
+    ledger = accountant.ledger
+    assert ledger["label"].tolist() == [name, "second"]
+    assert ledger["epsilon"].tolist() == [epsilon, epsilon]
+    assert ledger["delta"].tolist() == [delta, delta]
+    assert accountant.spent_epsilon == pytest.approx(2 * epsilon)
+
+
+@pytest.mark.parametrize("name", list(MECHANISM_CALLS))
+def test_a_refused_spend_draws_no_noise(name, monkeypatch):
+    call, _, _ = MECHANISM_CALLS[name]
+    accountant = Accountant(0.4, delta=1e-5)
+    accountant.spend(0.1, label="earlier")
+    before = accountant.to_dict()
+    # Seeded path: the generator is untouched and no seed warning is even issued.
+    rng = np.random.default_rng(5)
+    state = rng.bit_generator.state
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        with pytest.raises(BudgetExceededError, match="Nothing was spent"):
+            call(accountant=accountant, seed=rng)
+    assert rng.bit_generator.state == state
+    # OpenDP path: the measurement is built but never invoked.
+    import geosynth.dp.mechanisms as mechanisms
+
+    invoked = []
+    calibrate = mechanisms._calibrate
+
+    def spy(*args, **kwargs):
+        measurement = calibrate(*args, **kwargs)
+
+        def run(value):
+            invoked.append(value)
+            return measurement(value)
+
+        return run
+
+    monkeypatch.setattr(mechanisms, "_calibrate", spy)
+    with pytest.raises(BudgetExceededError):
+        call(accountant=accountant)
+    assert invoked == []
+    assert accountant.to_dict() == before
+    assert accountant.ledger["label"].tolist() == ["earlier"]
+    call(accountant=Accountant(1.0, delta=1e-5))  # the spy does run when the spend fits
+    assert len(invoked) == 1
+
+
+def test_mechanisms_inside_a_parallel_block_are_charged_once():
+    accountant = Accountant(1.0)
+    with accountant.parallel(label="cells"):
+        for cell in range(4):
+            geometric(
+                [cell], sensitivity=1, epsilon=0.8, accountant=accountant, label=f"cell {cell}"
+            )
+    assert accountant.spent_epsilon == pytest.approx(0.8)
+    assert accountant.ledger["composition"].tolist() == ["parallel"] * 4
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation
+# ----------------------------------------------------------------------------------------------
+
+
+def lap(**overrides):
+    kwargs = {"sensitivity": 1.0, "epsilon": 1.0} | overrides
+    x = kwargs.pop("x", [1.0, 2.0])
+    return laplace(x, **kwargs)
+
+
+def gau(**overrides):
+    kwargs = {"sensitivity": 1.0, "epsilon": 1.0, "delta": 1e-6} | overrides
+    x = kwargs.pop("x", 1.0)
+    return gaussian(x, **kwargs)
+
+
+def geo(**overrides):
+    kwargs = {"sensitivity": 1, "epsilon": 1.0} | overrides
+    x = kwargs.pop("x", [1, 2])
+    return geometric(x, **kwargs)
+
+
+def expo(**overrides):
+    kwargs = {"sensitivity": 1.0, "epsilon": 1.0} | overrides
+    candidates = kwargs.pop("candidates", ["a", "b"])
+    scores = kwargs.pop("scores", [0.0, 1.0])
+    return exponential(candidates, scores, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: lap(epsilon=0), InputError, "epsilon must be a finite number > 0"),
+        (lambda: lap(epsilon=-1), InputError, "epsilon"),
+        (lambda: lap(epsilon=math.inf), InputError, "epsilon"),
+        (lambda: lap(epsilon=math.nan), InputError, "epsilon"),
+        (lambda: lap(epsilon="1"), TypeError, "epsilon must be a real number, got str"),
+        (lambda: lap(epsilon=True), TypeError, "epsilon"),
+        (lambda: lap(sensitivity=0), InputError, "sensitivity must be a finite number > 0"),
+        (lambda: lap(sensitivity=math.inf), InputError, "sensitivity"),
+        (lambda: lap(sensitivity=None), TypeError, "sensitivity"),
+        (lambda: lap(x=[1.0, math.nan]), InputError, r"x has 1 non-finite .* positions \[1\]"),
+        (lambda: lap(x=math.inf), InputError, "x has 1 non-finite"),
+        (lambda: lap(x="3"), TypeError, "x must be a real number"),
+        (lambda: lap(x=[1, "a"]), TypeError, "x must be a real number"),
+        (lambda: lap(x=[True, False]), TypeError, "x must be a real number"),
+        (lambda: lap(x=1 + 2j), TypeError, "x must be a real number"),
+        (lambda: lap(label=3), TypeError, "label"),
+        (lambda: lap(accountant=object()), TypeError, "accountant"),
+        (lambda: gau(delta=0), InputError, "delta must lie strictly between 0 and 1"),
+        (lambda: gau(delta=1), InputError, "delta"),
+        (lambda: gau(delta=-1e-6), InputError, "delta"),
+        (lambda: gau(delta="small"), TypeError, "delta"),
+        (lambda: gau(sensitivity=-2), InputError, "sensitivity"),
+        (lambda: gau(epsilon=0), InputError, "epsilon"),
+        (lambda: geo(x=[1, 2.5]), InputError, r"x_int must hold integers .* positions \[1\]"),
+        (lambda: geo(x=[1.0, math.nan]), InputError, "x_int must hold integers"),
+        (lambda: geo(x=["1"]), TypeError, "x_int must be an integer"),
+        (lambda: geo(x=np.array([2**63], dtype=np.uint64)), InputError, "int64 range"),
+        (lambda: geo(sensitivity=1.5), InputError, "sensitivity must be a positive integer"),
+        (lambda: geo(sensitivity=0), InputError, "sensitivity"),
+        (lambda: geo(epsilon=-0.1), InputError, "epsilon"),
+        (lambda: expo(scores=[0.0]), InputError, "same length, got 2 candidates and 1 scores"),
+        (lambda: expo(scores=[0.0, math.nan]), InputError, r"scores has 1 NaN .* positions \[1\]"),
+        (lambda: expo(scores=[0.0, math.inf]), InputError, "scores"),
+        (lambda: expo(scores=["x", "y"]), TypeError, "scores must be an array of real numbers"),
+        (lambda: expo(scores=[[0.0, 1.0]]), InputError, "one-dimensional"),
+        (lambda: expo(candidates=[], scores=[]), InputError, "candidates is empty"),
+        (lambda: expo(candidates="ab"), TypeError, "candidates must be a sequence"),
+        (lambda: expo(candidates=5), TypeError, "candidates must be a sequence"),
+        (lambda: expo(sensitivity=0), InputError, "sensitivity"),
+        (lambda: expo(epsilon=math.inf), InputError, "epsilon"),
+    ],
+)
+def test_invalid_arguments_are_refused_with_the_parameter_named(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_privacy_parameters_are_keyword_only():
+    with pytest.raises(TypeError):
+        laplace(1.0, 1.0, 1.0)
+    with pytest.raises(TypeError):
+        exponential(["a"], [0.0], 1.0, 1.0)
+
+
+def test_validation_happens_before_any_spend():
+    accountant = Accountant(1.0)
+    with pytest.raises(InputError):
+        laplace([math.nan], sensitivity=1, epsilon=0.5, accountant=accountant)
+    assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty

@@ -1,0 +1,372 @@
+import math
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import rasterio
+from affine import Affine
+from scipy.special import gammaln
+
+from geosynth import Grid, prepare
+from geosynth.datasets import paiva_scenario
+from geosynth.dp.accountant import Accountant
+from geosynth.dp.onthemap import OnTheMapSynthesizer, cell_prior, onthemap_alpha
+from geosynth.dp.synthesizers import dirichlet_alpha, draw_dirichlet_multinomial
+from geosynth.errors import BudgetExceededError, CRSError, InputError, PrivacyLeakWarning
+
+pytestmark = pytest.mark.filterwarnings("ignore::geosynth.errors.PrivacyLeakWarning")
+
+CRS = "EPSG:31983"
+LEVELS = {"y": [0, 1], "x1": [1, 2]}
+
+
+@pytest.fixture(scope="module")
+def scenario_counts():
+    scenario = paiva_scenario(n=300, seed=4)
+    grid = Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
+    return scenario, grid, prepare(scenario.data, grid, attributes=["y", "x1"])
+
+
+def dm_logpmf(x_synth, alpha, x):
+    x_synth, alpha, x = (np.asarray(v, dtype=float) for v in (x_synth, alpha, x))
+    n_synth, a_total, n = x_synth.sum(), alpha.sum(), x.sum()
+    return (
+        gammaln(n_synth + 1)
+        - gammaln(x_synth + 1).sum()
+        + gammaln(a_total + n)
+        - gammaln(a_total + n + n_synth)
+        + (gammaln(alpha + x + x_synth) - gammaln(alpha + x)).sum()
+    )
+
+
+def compositions(total, k):
+    if k == 1:
+        yield (total,)
+        return
+    for first in range(total + 1):
+        for rest in compositions(total - first, k - 1):
+            yield (first, *rest)
+
+
+# ---------------------------------------------------------------------- alpha and prior
+def test_alpha_meets_the_bound_in_every_combination():
+    weights = np.array([1.0, 3.0, 2.0, 0.5])
+    alpha = onthemap_alpha([10, 0, 250], 0.7, weights)
+    assert alpha.shape == (4, 3)
+    np.testing.assert_allclose(
+        alpha.min(axis=0), [dirichlet_alpha(0.7, 10), 0.0, dirichlet_alpha(0.7, 250)]
+    )
+    # Shaped by the prior: alpha_ib / alpha_jb = w_i / w_j, smallest where w is smallest.
+    np.testing.assert_allclose(alpha[:, 0] / alpha[3, 0], weights / 0.5)
+    assert alpha[:, 2].argmin() == 3
+
+
+def test_synthesizer_alpha_uses_epsilon_cells_per_release(scenario_counts):
+    _, _, counts = scenario_counts
+    synth = OnTheMapSynthesizer(2.0, totals_share=0.25, m=3).fit(counts, levels=LEVELS)
+    assert synth.epsilon_totals == pytest.approx(0.5)
+    assert synth.epsilon_cells == pytest.approx(1.5)
+    assert synth.epsilon_cells_per_release == pytest.approx(0.5)
+    alpha = synth.alpha_for([40, 0, 100, 7])
+    np.testing.assert_allclose(alpha.min(axis=0), np.array([40, 0, 100, 7]) / math.expm1(0.5))
+    np.testing.assert_allclose(alpha.max(axis=0), alpha.min(axis=0))  # flat prior
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"epsilon": 0.0}, InputError, "epsilon must be positive"),
+        ({"epsilon": 1.0, "totals_share": 1.0}, InputError, "totals_share"),
+        ({"epsilon": 1.0, "totals_share": 0.0}, InputError, "totals_share"),
+        ({"epsilon": 1.0, "epsilon_totals": 1.0}, InputError, "smaller than epsilon"),
+        ({"epsilon": 1.0, "m": 0}, InputError, "m must be >= 1"),
+        ({"epsilon": 1.0, "accountant": "budget"}, TypeError, "spend"),
+    ],
+)
+def test_constructor_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        OnTheMapSynthesizer(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "counts, prior, error, match",
+    [
+        ([[1, -2], [3, 4]], None, InputError, "negative"),
+        ([1, 2, 3], None, InputError, "2-D"),
+        ([[1.5, 2], [3, 4]], None, InputError, "non-integer"),
+        ([[1, 2], [3, 4]], [1.0, 2.0, 3.0], InputError, r"shape \(2,\)"),
+        ([[1, 2], [3, 4]], [1.0, -1.0], InputError, ">= 0"),
+        ([[1, 2], [3, 4]], [0.0, 0.0], InputError, "no positive weight"),
+        ([[1, 2], [3, 4]], "prior.tif", InputError, "needs the grid"),
+        ([[1, 2], [3, 4]], {"a": 1}, TypeError, "prior must be"),
+    ],
+)
+def test_fit_errors(counts, prior, error, match):
+    with pytest.raises(error, match=match):
+        OnTheMapSynthesizer(1.0, prior=prior).fit(counts)
+
+
+def test_levels(scenario_counts):
+    _, _, counts = scenario_counts
+    with pytest.warns(PrivacyLeakWarning, match="levels"):
+        OnTheMapSynthesizer(1.0).fit(counts)
+    with pytest.raises(InputError, match=r"levels \[2\] in the data"):
+        OnTheMapSynthesizer(1.0).fit(counts, levels={"y": [0, 1], "x1": [1]})
+    with pytest.raises(InputError, match="no entry for attribute 'x1'"):
+        OnTheMapSynthesizer(1.0).fit(counts, levels={"y": [0, 1]})
+    synth = OnTheMapSynthesizer(1.0).fit(counts, levels={"y": [0, 1, 2], "x1": [1, 2]})
+    assert synth.n_combos == 6 and synth.n_cells == 9
+    assert synth.combos[["y", "x1"]].values.tolist() == [
+        [0, 1],
+        [0, 2],
+        [1, 1],
+        [1, 2],
+        [2, 1],
+        [2, 2],
+    ]
+    with pytest.raises(InputError, match="only applies"):
+        OnTheMapSynthesizer(1.0).fit(np.ones((2, 2), dtype=int), levels=LEVELS)
+
+
+def test_not_fitted():
+    with pytest.raises(InputError, match="not fitted"):
+        OnTheMapSynthesizer(1.0).sample()
+
+
+# ---------------------------------------------------------------------- totals
+def test_totals_match_truth_for_large_epsilon(scenario_counts):
+    _, _, counts = scenario_counts
+    synth = OnTheMapSynthesizer(80.0, totals_share=0.5, m=3).fit(counts, levels=LEVELS)
+    with pytest.warns(PrivacyLeakWarning):
+        tables = synth.sample(seed=1)
+    assert tables.shape == (3, 9, 4) and tables.dtype == np.int64
+    truth = counts.counts.sum(axis=0)
+    np.testing.assert_array_equal(tables.sum(axis=1), np.tile(truth, (3, 1)))
+
+
+def test_totals_noise_has_the_geometric_variance():
+    x = np.array([[60, 150], [40, 50]])
+    synth = OnTheMapSynthesizer(5.0, totals_share=0.1).fit(x)  # epsilon_totals = 0.5
+    rng = np.random.default_rng(3)
+    noise = np.array([synth.sample(seed=rng)[0].sum(axis=0) - [100, 200] for _ in range(1500)])
+    a = math.exp(-0.5)
+    var = 2 * a / (1 - a) ** 2
+    assert abs(noise.mean()) < 5 * math.sqrt(var / noise.size)
+    assert noise.var() / var == pytest.approx(1.0, abs=5 * math.sqrt(5 / noise.size))
+
+
+# ---------------------------------------------------------------------- the prior surface
+def test_prior_shapes_the_cells_without_data():
+    # All 20 records in cell 0; cells 1-3 are empty and get alpha in proportion 1 : 2 : 4.
+    x = np.array([[20], [0], [0], [0]])
+    synth = OnTheMapSynthesizer(4.0, epsilon_totals=1.0, prior=[1.0, 1.0, 2.0, 4.0], m=3)
+    synth.fit(x)  # epsilon 1 per synthetic dataset for the cells
+    rng = np.random.default_rng(9)
+    draws = np.concatenate([synth.sample(seed=rng)[:, :, 0] for _ in range(1000)])
+    for cell, weight in [(2, 2), (3, 4)]:
+        d = draws[:, cell] - weight * draws[:, 1]  # expectation 0 given any noisy total
+        assert abs(d.mean()) < 5 * d.std() / math.sqrt(d.size)
+    assert draws[:, 0].mean() > draws[:, 1].mean() + 1  # the data still count
+    # Exact conditional mean given the released total, with the alpha at epsilon_cells / m.
+    n_synth = draws.sum(axis=1)
+    alpha = np.stack([synth.alpha_for([n])[:, 0] for n in n_synth])
+    conc = alpha + x[:, 0]
+    expected = n_synth[:, None] * conc / conc.sum(axis=1, keepdims=True)
+    resid = draws - expected
+    assert np.all(np.abs(resid.mean(axis=0)) < 5 * resid.std(axis=0) / math.sqrt(len(resid)))
+    # A flat prior would leave cells 1 and 3 equal: the shaping is visible.
+    assert draws[:, 3].mean() > 3 * draws[:, 1].mean()
+
+
+def test_prior_weights_are_floored_and_scaled():
+    synth = OnTheMapSynthesizer(1.0, prior=[0.0, 2.0, 4.0, 0.0]).fit(np.ones((4, 1), dtype=int))
+    np.testing.assert_allclose(synth.prior_weights, [1.0, 1.0, 2.0, 1.0])
+    assert synth.prior_kind == "array"
+    series = pd.Series([0.0, 2.0, 4.0, 0.0])  # has .transform, but is not a raster
+    synth = OnTheMapSynthesizer(1.0, prior=series).fit(np.ones((4, 1), dtype=int))
+    np.testing.assert_allclose(synth.prior_weights, [1.0, 1.0, 2.0, 1.0])
+
+
+def from_origin(west, north, xsize, ysize):
+    return Affine(xsize, 0.0, west, 0.0, -ysize, north)
+
+
+def write_raster(path, values, transform, crs=CRS, nodata=None):
+    with rasterio.open(
+        path,
+        "w",
+        driver="GTiff",
+        height=values.shape[0],
+        width=values.shape[1],
+        count=1,
+        dtype="float64",
+        crs=crs,
+        transform=transform,
+        nodata=nodata,
+    ) as dst:
+        dst.write(values.astype(np.float64), 1)
+    return path
+
+
+def test_raster_prior_is_averaged_over_cells(tmp_path):
+    grid = Grid.regular((0, 0, 4, 4), shape=(2, 2), crs=CRS)
+    values = np.array(  # raster row 0 is the north; grid row 0 is the south
+        [[1, 3, 0, 0], [5, 7, 0, 0], [2, 2, 9, -1], [2, 2, 9, 9]], dtype=float
+    )
+    path = write_raster(tmp_path / "prior.tif", values, from_origin(0, 4, 1, 1), nodata=-1)
+    # cells: 0 = SW, 1 = SE (nodata pixel left out of the mean), 2 = NW, 3 = NE (all zero)
+    np.testing.assert_allclose(cell_prior(path, grid), [2.0, 9.0, 4.0, 0.0])
+    with rasterio.open(path) as dataset:
+        np.testing.assert_allclose(cell_prior(dataset, grid), [2.0, 9.0, 4.0, 0.0])
+    gdf = gpd.GeoDataFrame(
+        {"x1": [1, 2, 1]}, geometry=gpd.points_from_xy([0.5, 3.5, 1.5], [0.5, 3.5, 2.5]), crs=CRS
+    )
+    counts = prepare(gdf, grid, attributes=["x1"])
+    synth = OnTheMapSynthesizer(1.0, prior=str(path)).fit(counts, levels={"x1": [1, 2]})
+    assert synth.prior_kind == "raster"
+    np.testing.assert_allclose(synth.prior_weights, [1.0, 4.5, 2.0, 1.0])  # NE floored to 2
+
+
+def test_coarse_raster_prior_samples_cell_centres(tmp_path):
+    grid = Grid.regular((0, 0, 4, 4), shape=(4, 4), crs=CRS)
+    values = np.array([[1.0, 2.0], [3.0, 4.0]])
+    path = write_raster(tmp_path / "coarse.tif", values, from_origin(0, 4, 2, 2))
+    expected = np.kron(values[::-1], np.ones((2, 2))).ravel()  # south row first
+    np.testing.assert_allclose(cell_prior(path, grid), expected)
+
+
+def test_raster_prior_errors(tmp_path):
+    grid = Grid.regular((0, 0, 4, 4), shape=(2, 2), crs=CRS)
+    other = write_raster(
+        tmp_path / "utm22.tif", np.ones((4, 4)), from_origin(0, 4, 1, 1), crs="EPSG:31982"
+    )
+    with pytest.raises(CRSError, match="differs from the grid CRS"):
+        cell_prior(other, grid)
+    far = write_raster(tmp_path / "far.tif", np.ones((4, 4)), from_origin(100, 104, 1, 1))
+    with pytest.raises(InputError, match="does not overlap"):
+        cell_prior(far, grid)
+    negative = write_raster(tmp_path / "neg.tif", -np.ones((4, 4)), from_origin(0, 4, 1, 1))
+    with pytest.raises(InputError, match="negative or infinite"):
+        cell_prior(negative, grid)
+    with pytest.raises(InputError, match="cannot be opened"):
+        cell_prior(tmp_path / "missing.tif", grid)
+
+
+# ---------------------------------------------------------------------- releases
+def test_release_schema(scenario_counts):
+    scenario, grid, counts = scenario_counts
+    synth = OnTheMapSynthesizer(3.0, m=3).fit(counts, levels=LEVELS)
+    with pytest.warns(PrivacyLeakWarning):
+        releases = synth.synthesize(seed=7)
+    with pytest.warns(PrivacyLeakWarning):
+        tables = synth.sample(seed=7)
+    original = {(p.x, p.y) for p in scenario.data.geometry}
+    assert len(releases) == 3
+    for r, gdf in enumerate(releases):
+        assert list(gdf.columns) == ["y", "x1", "geometry"]
+        assert gdf.index.equals(pd.RangeIndex(len(gdf)))
+        assert gdf.crs == grid.crs
+        assert gdf["y"].dtype == np.int64 and gdf["x1"].dtype == np.int64
+        meta = gdf.attrs["geosynth"]
+        assert meta["method"] == "onthemap" and meta["release"] == r
+        assert meta["epsilon"] == 3.0 and meta["m"] == 3
+        assert meta["epsilon_totals"] + meta["epsilon_cells"] == pytest.approx(3.0)
+        assert not any("seed" in str(key).lower() for key in meta)
+        assert 7 not in meta.values()
+        synthetic = set(zip(gdf.geometry.x, gdf.geometry.y, strict=True))
+        assert not synthetic & original
+        # The points sit in the synthetic cells of sample() with the same seed.
+        again = prepare(gdf, grid, attributes=["y", "x1"])
+        table = np.zeros((9, 4), dtype=np.int64)
+        position = again.combos["y"].to_numpy() * 2 + again.combos["x1"].to_numpy() - 1
+        table[:, position] = again.counts
+        np.testing.assert_array_equal(table, tables[r])
+    # All m datasets share the noisy totals.
+    np.testing.assert_array_equal(tables.sum(axis=1), np.tile(tables[0].sum(axis=0), (3, 1)))
+
+
+def test_synthesize_needs_cell_counts():
+    synth = OnTheMapSynthesizer(1.0).fit(np.ones((4, 2), dtype=int))
+    with pytest.raises(InputError, match="CellCounts"):
+        synth.synthesize()
+
+
+@pytest.mark.filterwarnings("error::geosynth.errors.PrivacyLeakWarning")
+def test_unseeded_release_is_silent(scenario_counts):
+    _, _, counts = scenario_counts
+    releases = OnTheMapSynthesizer(1.0, m=2).fit(counts, levels=LEVELS).synthesize()
+    assert len(releases) == 2
+
+
+def test_accountant_ledger_and_atomic_refusal(scenario_counts):
+    _, _, counts = scenario_counts
+    accountant = Accountant(1.5)
+    synth = OnTheMapSynthesizer(1.0, m=2, accountant=accountant).fit(counts, levels=LEVELS)
+    releases = synth.synthesize(seed=1)
+    assert accountant.spent_epsilon == pytest.approx(1.0)
+    ledger = accountant.ledger
+    assert ledger["label"].tolist() == ["onthemap totals"] + [
+        f"onthemap cells, combination {b}" for b in range(4)
+    ]
+    assert ledger["composition"].tolist() == ["sequential"] + ["parallel"] * 4
+    assert releases[0].attrs["geosynth"]["ledger"]["spent"]["epsilon"] == pytest.approx(1.0)
+    with pytest.raises(BudgetExceededError):
+        synth.sample(seed=2)
+    assert accountant.spent_epsilon == pytest.approx(1.0)  # nothing charged, not even totals
+    assert len(accountant.ledger) == 5
+
+
+# ---------------------------------------------------------------------- privacy of the cells
+@pytest.mark.parametrize("relation", ["replace", "add-remove"])
+def test_exact_privacy_of_the_cell_step_with_a_prior(relation):
+    # Given public totals, one combination on a 3-cell lattice with prior weights 1 : 2 : 4.
+    epsilon, n, n_synth, k = 0.8, 2, 3, 3
+    synth = OnTheMapSynthesizer(epsilon + 1.0, epsilon_totals=1.0, prior=[1.0, 2.0, 4.0])
+    synth.fit(np.ones((k, 1), dtype=int))
+    alpha = synth.alpha_for([n_synth])[:, 0]
+    worst = 0.0
+    for x in map(np.array, compositions(n, k)):
+        for j in range(k):
+            ys = (
+                [x + np.eye(k, dtype=int)[j]]
+                if relation == "add-remove"
+                else [
+                    x + np.eye(k, dtype=int)[j] - np.eye(k, dtype=int)[i]
+                    for i in range(k)
+                    if i != j and x[i] > 0
+                ]
+            )
+            for y in ys:
+                for o in compositions(n_synth, k):
+                    worst = max(worst, abs(dm_logpmf(o, alpha, x) - dm_logpmf(o, alpha, y)))
+    assert worst <= epsilon + 1e-9
+    if relation == "replace":
+        assert worst == pytest.approx(epsilon, abs=1e-9)  # attained at the smallest-prior cell
+
+
+def test_empirical_privacy_of_the_cell_step():
+    epsilon, n_synth, draws = 1.0, 2, 200_000
+    alpha = onthemap_alpha([n_synth], epsilon, [1.0, 2.0, 4.0])[:, 0]
+    rng = np.random.default_rng(12)
+
+    def freq(x, a):
+        tables = draw_dirichlet_multinomial(rng, a, np.array(x), n_synth, draws)
+        return pd.Series([tuple(t) for t in tables]).value_counts()
+
+    def worst_ratio(a):
+        fx, fy = freq([1, 0, 0], a), freq([0, 1, 0], a)  # one record moves cell 0 -> 1
+        worst, tol = 0.0, 0.0
+        for key in set(fx.index) & set(fy.index):
+            if min(fx[key], fy[key]) < 500:
+                continue
+            ratio = abs(math.log(fx[key] / fy[key]))
+            if ratio > worst:
+                worst = ratio
+                tol = 4 * math.sqrt(1 / fx[key] + 1 / fy[key])
+        return worst, tol
+
+    worst, tol = worst_ratio(alpha)
+    assert epsilon - tol < worst <= epsilon + tol
+    worst, tol = worst_ratio(alpha / 2)  # below the bound: the check fails
+    assert worst > epsilon + tol
