@@ -142,6 +142,7 @@ def epsilon_sweep(
     thin: int = 6,
     n_quadrants: int = 1000,
     seed: int = 2018,
+    dp_seed: int | None = None,
 ) -> pd.DataFrame:
     """Risk and utility of ε-DP location releases against the non-DP fit and the Naive baseline.
 
@@ -155,7 +156,8 @@ def epsilon_sweep(
     Each row: release size, the L1 error of the synthetic cell totals relative to n (utility of
     the spatial distribution), the Algorithm 1 min/mean matched distance (km), quadrant coverage
     of the proportion of y (§3.3), the Ripley's L gap (m) and, for the linkable non-DP releases,
-    the Reiter–Mitra expected match risk.
+    the Reiter–Mitra expected match risk. ``dp_seed`` (tests only) makes the DP runs
+    reproducible, with a :class:`~geosynth.errors.PrivacyLeakWarning`.
     """
     from geosynth.dp.locations import dp_release
 
@@ -175,8 +177,9 @@ def epsilon_sweep(
     levels = {"y": [0, 1], "x1": [1, 2], "x2": [1, 2, 3]}  # the scenario's public domain
     for epsilon in epsilons:
         runs = []
-        for _ in range(repeats):
-            result = dp_release(counts, epsilon, m, levels=levels, **fit_args)
+        for repeat in range(repeats):
+            run_seed = None if dp_seed is None else dp_seed + repeat + int(100 * epsilon)
+            result = dp_release(counts, epsilon, m, levels=levels, seed=run_seed, **fit_args)
             runs.append(_dp_row("paiva-dp", epsilon, data, result.releases, grid, counts,
                                 n_quadrants, seed, linked=False))
         rows.append(pd.DataFrame(runs).mean(numeric_only=True).to_dict()

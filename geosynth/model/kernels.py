@@ -783,11 +783,13 @@ _M_MU, _M_THETA, _M_EPS = 0, 1, 2  # slots of marginal_log_sd; α_p uses slot 3 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _marginal_shift(data, s, noisy, inv_scale, delta, p, i):
+def _marginal_shift(data, s, noisy, inv_scale, delta, p, i, lm, lm_new):
     """Change in Σ log m(η_ib) when η_ib += delta over the (i, b) touched by one parameter.
 
     ``p = -1, i = -1``: every (i, b) (μ); ``p >= 0``: the combinations of level p (α_p);
-    ``i >= 0``: the combinations of cell i (θ_i).
+    ``i >= 0``: the combinations of cell i (θ_i). ``lm`` caches log m at the current η; the
+    proposed values are written to ``lm_new`` (same (i, b) positions) for the caller to keep
+    on acceptance.
     """
     G, B = data.counts.shape
     total = 0.0
@@ -798,22 +800,24 @@ def _marginal_shift(data, s, noisy, inv_scale, delta, p, i):
                 e = s.eta[r, b]
                 if abs(e + delta) > ETA_LIMIT:
                     return -math.inf
-                total += latent_log_marginal(e + delta, noisy[r, b], inv_scale) \
-                    - latent_log_marginal(e, noisy[r, b], inv_scale)
+                v = latent_log_marginal(e + delta, noisy[r, b], inv_scale)
+                lm_new[r, b] = v
+                total += v - lm[r, b]
         else:
             for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
                 b = data.level_combos[t]
                 e = s.eta[r, b]
                 if abs(e + delta) > ETA_LIMIT:
                     return -math.inf
-                total += latent_log_marginal(e + delta, noisy[r, b], inv_scale) \
-                    - latent_log_marginal(e, noisy[r, b], inv_scale)
+                v = latent_log_marginal(e + delta, noisy[r, b], inv_scale)
+                lm_new[r, b] = v
+                total += v - lm[r, b]
     return total
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _apply_shift(data, s, delta, p, i):
-    """Add ``delta`` to η (and rescale exp η) over the (i, b) of :func:`_marginal_shift`."""
+def _apply_shift(data, s, delta, p, i, lm, lm_new):
+    """Add ``delta`` to η (rescale exp η, keep log m) over the (i, b) of _marginal_shift."""
     G, B = data.counts.shape
     factor = math.exp(delta)
     rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
@@ -822,11 +826,13 @@ def _apply_shift(data, s, delta, p, i):
             for b in range(B):
                 s.eta[r, b] += delta
                 s.expeta[r, b] *= factor
+                lm[r, b] = lm_new[r, b]
         else:
             for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
                 b = data.level_combos[t]
                 s.eta[r, b] += delta
                 s.expeta[r, b] *= factor
+                lm[r, b] = lm_new[r, b]
 
 
 MARGINAL_LOG_SD_RANGE = (math.log(1e-3), math.log(2.0))
@@ -847,7 +853,7 @@ def _adapt(s, slot, rate, adapt):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt):
+def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
     """Random-walk Metropolis moves of μ, α, θ and ε with the true counts integrated out.
 
     Alternating "draw c | λ" and "draw λ | c" mixes slowly when the noise is large: the counts
@@ -856,31 +862,35 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt):
     ``m(η) = Σ_c Poisson(c; e^η)·DL(c̃ − c)`` is computed by enumeration
     (:func:`latent_log_marginal`); the caller redraws c | λ right after them, so the pair of
     steps leaves the joint posterior invariant (a partially collapsed Gibbs scheme). Proposal
-    scales are tuned towards 44% acceptance during burn-in.
+    scales are tuned towards 44% acceptance during burn-in. ``lm`` and ``lm_new`` are (G, B)
+    scratch arrays (log m at the current and at the proposed η).
     """
     G, B = data.counts.shape
     pr = data.priors
+    for i in range(G):
+        for b in range(B):
+            lm[i, b] = latent_log_marginal(s.eta[i, b], noisy[i, b], inv_scale)
     # μ and α_p: N(0, var) priors.
     sd = math.exp(s.marginal_log_sd[_M_MU])
     delta = sd * standard_normal(s.rng)
     x = s.mu[0]
-    log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, -1, -1) \
+    log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, -1, -1, lm, lm_new) \
         - ((x + delta) ** 2 - x * x) / (2.0 * pr[_MU_VAR])
     hit = math.log(uniform(s.rng)) < log_ratio
     if hit:
         s.mu[0] = x + delta
-        _apply_shift(data, s, delta, -1, -1)
+        _apply_shift(data, s, delta, -1, -1, lm, lm_new)
     _adapt(s, _M_MU, 1.0 if hit else 0.0, adapt)
     for p in range(s.alpha.shape[0]):
         sd = math.exp(s.marginal_log_sd[3 + p])
         delta = sd * standard_normal(s.rng)
         x = s.alpha[p]
-        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, p, -1) \
+        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, p, -1, lm, lm_new) \
             - ((x + delta) ** 2 - x * x) / (2.0 * pr[_ALPHA_VAR])
         hit = math.log(uniform(s.rng)) < log_ratio
         if hit:
             s.alpha[p] = x + delta
-            _apply_shift(data, s, delta, p, -1)
+            _apply_shift(data, s, delta, p, -1, lm, lm_new)
         _adapt(s, 3 + p, 1.0 if hit else 0.0, adapt)
     # θ_i: ICAR conditional prior.
     _component_sums(s.theta, data, comp_sum)
@@ -890,12 +900,12 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt):
         x = s.theta[i]
         m, q = _icar_prior(s.theta, i, s.tau_theta[0], pr[_LEVEL_VAR], comp_sum, data)
         delta = sd * standard_normal(s.rng)
-        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, -1, i) \
+        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, -1, i, lm, lm_new) \
             - 0.5 * q * ((x + delta - m) ** 2 - (x - m) ** 2)
         if math.log(uniform(s.rng)) < log_ratio:
             s.theta[i] = x + delta
             comp_sum[data.component[i]] += delta
-            _apply_shift(data, s, delta, -1, i)
+            _apply_shift(data, s, delta, -1, i, lm, lm_new)
             accepted += 1.0
     _adapt(s, _M_THETA, accepted / G, adapt)
     # ε_ib: N(0, 1/τ_ε) priors.
@@ -909,13 +919,13 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt):
             e = s.eta[i, b]
             if abs(e + delta) > ETA_LIMIT:
                 continue
-            log_ratio = latent_log_marginal(e + delta, noisy[i, b], inv_scale) \
-                - latent_log_marginal(e, noisy[i, b], inv_scale) \
-                - 0.5 * tau * ((x + delta) ** 2 - x * x)
+            proposed = latent_log_marginal(e + delta, noisy[i, b], inv_scale)
+            log_ratio = proposed - lm[i, b] - 0.5 * tau * ((x + delta) ** 2 - x * x)
             if math.log(uniform(s.rng)) < log_ratio:
                 s.eps[i, b] = x + delta
                 s.eta[i, b] = e + delta
                 s.expeta[i, b] = math.exp(e + delta)
+                lm[i, b] = proposed
                 accepted += 1.0
     _adapt(s, _M_EPS, accepted / (G * B), adapt)
 
@@ -968,6 +978,8 @@ def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta
     compute_eta(data, s)
     written = 0
     latent = inv_scale > 0.0
+    lm = np.empty((G, B) if latent else (0, 0))
+    lm_new = np.empty((G, B) if latent else (0, 0))
     for t in range(n_sweeps):
         status = sweep(data, s, comp_sum, column, not keep)
         if status != STATUS_OK:
@@ -975,7 +987,7 @@ def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta
         if latent:
             # Parameters with c integrated out, then c | λ: c is fresh for the next sweep and
             # for the recorded totals.
-            marginal_moves(data, s, noisy, inv_scale, comp_sum, not keep)
+            marginal_moves(data, s, noisy, inv_scale, comp_sum, not keep, lm, lm_new)
             update_latent_counts(data, s, noisy, inv_scale)
         if keep and (t + 1) % thin == 0:
             _record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)

@@ -171,3 +171,26 @@ def test_unseeded_release_does_not_warn(scenario_counts):
         result = dp_release(counts, 1.0, m=1, levels=LEVELS, n_iter=60, burn_in=20, thin=2,
                             chains=1, progress=False)
     assert len(result.releases) == 1
+
+
+def test_synthesize_dispatches_to_the_dp_pipeline(scenario_counts):
+    scenario, counts = scenario_counts
+    with pytest.warns(PrivacyLeakWarning):
+        releases = geosynth.synthesize(counts, m=2, epsilon=2.0, levels=LEVELS, n_iter=80,
+                                       burn_in=40, thin=2, chains=1, progress=False, seed=9)
+    assert len(releases) == 2 and releases[1].attrs["geosynth"]["method"] == "paiva-dp"
+    assert releases[0].attrs["geosynth"]["ledger"]["spent"]["epsilon"] == pytest.approx(2.0)
+    # A noise-aware fit is synthesized as a DP release; a fit of exact counts refuses epsilon.
+    with pytest.warns(PrivacyLeakWarning):
+        noisy = dp_counts(counts, 2.0, levels=LEVELS, seed=1)
+    fit = geosynth.PaivaModel().fit(noisy, n_iter=60, burn_in=20, thin=2, chains=1,
+                                    progress=False, seed=1)
+    assert len(geosynth.synthesize(fit, m=1)[0].columns) == 3
+    exact = geosynth.PaivaModel().fit(counts, n_iter=60, burn_in=20, thin=2, chains=1,
+                                      progress=False, seed=1)
+    with pytest.raises(InputError, match="CellCounts"):
+        geosynth.synthesize(exact, m=1, epsilon=1.0)
+    with pytest.raises(InputError, match="without gdf"):
+        geosynth.synthesize(counts, scenario.data, m=1, epsilon=1.0)
+    with pytest.raises(InputError, match="need epsilon"):
+        geosynth.synthesize(counts, m=1, levels=LEVELS)
