@@ -47,8 +47,36 @@ __all__ = ["CellCounts", "prepare"]
 _SD_RTOL = 1e-12  # an SD below this fraction of the largest |cell mean| is rounding noise
 
 
+class CountTable:
+    """Shape accessors shared by exact (:class:`CellCounts`) and noisy count tables.
+
+    Subclasses hold ``counts`` (G, B), ``combos`` (with ``<attribute>_code`` columns) and
+    ``attributes``.
+    """
+
+    counts: np.ndarray
+    combos: pd.DataFrame
+    attributes: tuple[str, ...]
+
+    @property
+    def n_cells(self) -> int:
+        """Number of grid cells ``G``."""
+        return int(self.counts.shape[0])
+
+    @property
+    def n_combos(self) -> int:
+        """Number of attribute combinations ``B``."""
+        return int(self.counts.shape[1])
+
+    @property
+    def combo_codes(self) -> np.ndarray:
+        """Attribute codes of each combination, int64 array of shape (B, K)."""
+        columns = [f"{a}_code" for a in self.attributes]
+        return self.combos[columns].to_numpy(dtype=np.int64)
+
+
 @dataclass(frozen=True, eq=False)
-class CellCounts:
+class CellCounts(CountTable):
     """Counts per (cell, attribute combination) and standardised cell means of a continuous Z.
 
     Built by :func:`prepare`; every array is read-only. ``G`` is ``grid.n_cells``, ``B`` the number
@@ -127,25 +155,9 @@ class CellCounts:
                 value.setflags(write=False)
 
     @property
-    def n_cells(self) -> int:
-        """Number of grid cells ``G``."""
-        return int(self.counts.shape[0])
-
-    @property
-    def n_combos(self) -> int:
-        """Number of attribute combinations present, ``B``."""
-        return int(self.counts.shape[1])
-
-    @property
     def n_records(self) -> int:
         """Number of kept records ``n``."""
         return int(self.record_cell.shape[0])
-
-    @property
-    def combo_codes(self) -> np.ndarray:
-        """Attribute codes of each combination, int64 array of shape (B, K)."""
-        columns = [f"{a}_code" for a in self.attributes]
-        return self.combos[columns].to_numpy(dtype=np.int64)
 
     def summary(self) -> pd.DataFrame:
         """Describe each combination.

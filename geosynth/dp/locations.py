@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
-from geosynth.data import CellCounts
+from geosynth.data import CellCounts, CountTable
 from geosynth.dp._randomness import private_generator, private_seed
 from geosynth.dp.accountant import Accountant
 from geosynth.dp.mechanisms import geometric
@@ -53,7 +53,7 @@ _NEIGHBOURS = {"add-remove": 1, "replace": 2}
 
 
 @dataclass(frozen=True, eq=False)
-class NoisyCounts:
+class NoisyCounts(CountTable):
     """ε-DP counts per (cell, attribute combination), from :func:`dp_counts`.
 
     Holds only released quantities: no record, cell id of a record, index or exact count.
@@ -100,24 +100,9 @@ class NoisyCounts:
         return self.sensitivity / self.epsilon
 
     @property
-    def n_cells(self) -> int:
-        """Number of grid cells ``G``."""
-        return int(self.counts.shape[0])
-
-    @property
-    def n_combos(self) -> int:
-        """Number of combinations of the public domain, ``B``."""
-        return int(self.counts.shape[1])
-
-    @property
     def n_records(self) -> int:
         """Noisy total of the records, clipped at 0 (a released quantity)."""
         return max(int(self.counts.sum()), 0)
-
-    @property
-    def combo_codes(self) -> np.ndarray:
-        """Attribute codes of each combination, int64 array of shape (B, K)."""
-        return self.combos[[f"{a}_code" for a in self.attributes]].to_numpy(dtype=np.int64)
 
     def __repr__(self) -> str:
         return (f"NoisyCounts(epsilon={self.epsilon:g}, neighbours={self.neighbours!r}, "
