@@ -13,6 +13,17 @@ from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
 
 __version__ = "0.1.0"
 
+_LAZY_MODULES = ("io", "maps")  # import folium / pyogrio writers only when used
+
+
+def __getattr__(name: str):
+    """Import :mod:`geosynth.io` and :mod:`geosynth.maps` on first access."""
+    if name in _LAZY_MODULES:
+        import importlib
+
+        return importlib.import_module(f"geosynth.{name}")
+    raise AttributeError(f"module 'geosynth' has no attribute {name!r}")
+
 __all__ = [
     "CellCounts",
     "Evaluation",
@@ -23,6 +34,8 @@ __all__ = [
     "datasets",
     "dp",
     "errors",
+    "io",
+    "maps",
     "evaluate",
     "metrics",
     "prepare",

@@ -36,6 +36,8 @@ from geosynth.samplers.family import STATUS_MESSAGES
 from geosynth.samplers.rng import make_streams
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import arviz
     from matplotlib.figure import Figure
 
@@ -564,6 +566,35 @@ class PaivaFit:
         names = [n for n in self.scalar_names if n in idata.posterior]
         axes = az.plot_trace(idata, var_names=names, compact=False)
         return np.asarray(axes).flat[0].figure if axes is not None else plt.gcf()
+
+    def to_geotiff(self, path: str | os.PathLike, overwrite: bool = False) -> Path:
+        """Write the posterior mean intensity as a north-up GeoTIFF, one band per combination.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The GeoTIFF to write (atomically).
+        overwrite : bool, default False
+            Replace an existing file.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        InputError
+            The lattice is not regular, or ``path`` exists and ``overwrite`` is False.
+
+        See Also
+        --------
+        geosynth.io.write_intensity_geotiff : The function this method calls (band layout,
+            nodata and georeferencing).
+        """
+        from geosynth.io import write_intensity_geotiff
+
+        return write_intensity_geotiff(self, path, overwrite=overwrite)
 
     def intensity_plot(self, combination: int) -> Figure:
         """Observed counts next to the posterior mean λ of one combination (Nunes 2018, Fig. 3)."""

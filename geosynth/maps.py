@@ -1,0 +1,515 @@
+"""Interactive review maps of synthetic releases (standalone Leaflet HTML via folium).
+
+:func:`review_map` draws, on one :class:`folium.Map` with a layer control,
+
+* ``"Original (internal)"`` -- the confidential points (internal review only);
+* ``"Release 1"`` .. ``"Release m"`` -- the synthetic points of each release;
+* ``"Posterior mean λ: <combination>"`` -- a choropleth of the fitted intensity of one attribute
+  combination over the lattice cells, with a colour legend (when a fit is given);
+* ``"Displacement"`` -- a line from each original point to each of its synthetic points,
+  coloured by length (internal review of releases that keep the original index);
+* ``"Grid"`` -- the lattice cell outlines (when a grid but no fit is given).
+
+Points carry their attribute columns as tooltips. Every layer is drawn with
+:meth:`geopandas.GeoDataFrame.explore`, which reprojects to EPSG:4326. :func:`save_map` writes
+the map as one standalone HTML file, atomically.
+
+A *public* map (``public=True``) is one that may leave the analyst's machine: it has neither the
+original points nor the displacement lines, and its releases are drawn in their public form
+(:func:`geosynth.to_public` columns, no index, rows ordered by coordinates, so the order of the
+confidential file is not in the HTML).
+
+Offline use
+-----------
+The HTML loads only the JavaScript and CSS that folium takes from public CDNs, all published
+npm packages: ``leaflet@1.9.3``, ``jquery@3.7.1``, ``bootstrap@5.2.2``,
+``@fortawesome/fontawesome-free@6.2.0``, ``leaflet.awesome-markers`` (2.0.2 on cdnjs; the same
+files as npm 2.0.4/2.0.5) and, for the colour legends, ``d3@3.5.5``. No basemap tiles are
+requested unless ``tiles`` is given (a tile server learns which area is being reviewed). Two
+stylesheets folium adds by default are dropped because these maps use neither: Bootstrap 3
+glyphicons (``glyphicons_css``, from netdna.bootstrapcdn.com) and folium's rotated-marker CSS
+(``awesome_rotate_css``, from folium's GitHub tree). Neither is an npm package, so keeping them
+would stop the map from being reviewed offline (e.g. on an agency laptop) with a vendored copy
+of the asset list above.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+
+from geosynth._atomic import atomic_path
+from geosynth._points import point_coordinates
+from geosynth.errors import CRSError, InputError
+from geosynth.synth.release import INTERNAL_PREFIX, check_geodataframe
+
+if TYPE_CHECKING:
+    import folium
+
+    from geosynth.lattice import Grid
+    from geosynth.model import PaivaFit
+
+__all__ = [
+    "review_map",
+    "save_map",
+    "release_layer_name",
+    "intensity_layer_name",
+    "ORIGINAL_LAYER",
+    "DISPLACEMENT_LAYER",
+    "GRID_LAYER",
+    "UNUSED_DEFAULT_CSS",
+]
+
+#: Name of the layer of the confidential points (internal maps only).
+ORIGINAL_LAYER = "Original (internal)"
+#: Name of the layer of lines from original to synthetic points (internal, linked releases).
+DISPLACEMENT_LAYER = "Displacement"
+#: Name of the layer of cell outlines (a grid without a fit).
+GRID_LAYER = "Grid"
+#: Names of folium's default stylesheets that review maps drop (see the module docstring).
+UNUSED_DEFAULT_CSS = ("glyphicons_css", "awesome_rotate_css")
+
+_ORIGINAL_COLOR = "#000000"
+# matplotlib's tab10 without black-like grey, so releases stay distinct from the original.
+_RELEASE_COLORS = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#bcbd22", "#17becf",
+)
+_SUBSAMPLE_SEED = 0  # max_points keeps the same rows on every call
+
+
+def release_layer_name(number: int) -> str:
+    """Name of the layer of release ``number`` (1-based): ``"Release 1"``, ``"Release 2"``, ..."""
+    return f"Release {number}"
+
+
+def intensity_layer_name(label: str) -> str:
+    """Name of the posterior-mean-λ layer of a combination label such as ``"y=0, x1=1"``."""
+    return f"Posterior mean λ: {label}"
+
+
+def review_map(
+    original: gpd.GeoDataFrame | None,
+    releases: gpd.GeoDataFrame | Sequence[gpd.GeoDataFrame],
+    fit: PaivaFit | None = None,
+    grid: Grid | None = None,
+    public: bool = False,
+    combination: int = 0,
+    max_points: int | None = None,
+    *,
+    linked: bool | None = None,
+    tiles: Any = None,
+) -> folium.Map:
+    """Draw the original points, the releases and the fitted intensity on one Leaflet map.
+
+    Parameters
+    ----------
+    original : geopandas.GeoDataFrame or None
+        The confidential points (any CRS). May be None only when ``public=True``.
+    releases : GeoDataFrame or sequence of GeoDataFrame
+        The synthetic releases, in the CRS of ``original``; one layer each,
+        ``"Release 1"`` .. ``"Release m"``.
+    fit : geosynth.PaivaFit, optional
+        Fitted model: adds the layer ``"Posterior mean λ: <label>"``, a choropleth of
+        ``fit.posterior_mean_lambda()[:, combination]`` over the cells, with a legend. The label
+        names the combination's levels, e.g. ``"y=0, x1=1"``.
+    grid : geosynth.Grid, optional
+        Lattice of the choropleth (default ``fit.grid``; must have as many cells). Without a fit,
+        its cell outlines are drawn as the layer ``"Grid"``.
+    public : bool, default False
+        Draw a map that may be published: no original points, no displacement, releases in
+        their public form (no index, internal columns dropped, rows ordered by coordinates) and
+        no per-cell record counts in the choropleth tooltips. The choropleth of ``fit`` is
+        still drawn: pass a fit only if the posterior mean intensity may be published.
+    combination : int, default 0
+        Row of ``fit.counts.combos`` whose intensity is drawn.
+    max_points : int, optional
+        Draw at most this many points per layer (a fixed random subset, the same on every call;
+        layer names are unchanged). Default: all.
+    linked : bool, optional
+        Whether each release row is the synthetic version of the original row with the same
+        index label, which the ``"Displacement"`` layer needs. Default: True for internal maps
+        whose releases come straight from :func:`geosynth.synthesize` or the baselines (their
+        ``attrs["geosynth"]`` is set, without an ε) and hold only labels of ``original``; False
+        otherwise (e.g. :func:`geosynth.to_public` or differentially private releases).
+    tiles : str or xyzservices.TileProvider, optional
+        Basemap, e.g. ``"OpenStreetMap"``. Default: none, so the map makes no request beyond
+        the folium JavaScript/CSS assets (a tile server would learn the reviewed area).
+
+    Returns
+    -------
+    folium.Map
+        With a (expanded) layer control; every layer is a :class:`folium.GeoJson` whose
+        ``layer_name`` is one of the names above.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A frame is not a GeoDataFrame of valid points, ``releases`` is empty, ``fit`` is not a
+        PaivaFit, ``grid`` does not match the fit, ``combination`` is out of range,
+        ``max_points`` is not a positive int, or ``linked=True`` with a public map or with
+        labels not in ``original``.
+    geosynth.errors.CRSError
+        A frame or the grid has no CRS, or the CRSs differ.
+
+    Examples
+    --------
+    >>> import geosynth
+    >>> from geosynth.maps import review_map
+    >>> scenario = geosynth.datasets.paiva_scenario(n=50, seed=1)
+    >>> grid = geosynth.Grid.regular(scenario.bounds, shape=(4, 4), crs=scenario.crs)
+    >>> counts = geosynth.prepare(scenario.data, grid, attributes=["y"])
+    >>> fit = geosynth.PaivaModel().fit(counts, n_iter=40, burn_in=20, thin=2, chains=1,
+    ...                                 seed=1, progress=False)
+    >>> releases = geosynth.synthesize(fit, scenario.data, m=2, seed=2)
+    >>> m = review_map(scenario.data, releases, fit=fit)
+    >>> [layer.layer_name for layer in m._children.values() if hasattr(layer, "layer_name")
+    ...  and layer.control]
+    ['Posterior mean λ: y=0', 'Original (internal)', 'Release 1', 'Release 2', 'Displacement']
+    """
+    import folium
+
+    public = _check_bool(public, "public")
+    releases = _check_releases(releases)
+    if original is None and not public:
+        raise InputError("original is None; pass the confidential points, or public=True for a "
+                         "map without them")
+    if original is not None:
+        _check_points(original, "original")
+    crs = _common_crs(original, releases)
+    fit, grid, lam, label = _check_fit(fit, grid, combination, crs)
+    max_points = _check_max_points(max_points)
+    linked = _check_linked(linked, public, original, releases)
+
+    if public:
+        releases = [_public_form(release) for release in releases]
+    shown = [_subsample(release, max_points) for release in releases]
+    extents = [release.total_bounds for release in releases]
+    if not public:
+        extents.append(original.total_bounds)
+    if grid is not None:
+        extents.append(np.asarray(grid.bounds, dtype=float))
+
+    m = folium.Map(location=(0.0, 0.0), zoom_start=2, tiles=tiles, control_scale=True)
+    # Instance attribute: folium's class-level list stays as it is for other maps.
+    m.default_css = [(name, url) for name, url in m.default_css if name not in UNUSED_DEFAULT_CSS]
+    if lam is not None:
+        _add_intensity(m, grid, lam, label, None if public else fit.counts.counts[:, combination])
+    elif grid is not None:
+        cells = grid.cells[["cell_id", "geometry"]]
+        folium.GeoJson(_geojson(cells), name=GRID_LAYER, tooltip=_tooltip(cells),
+                       style_function=lambda feature: {"color": "#555555", "weight": 1,
+                                                       "fill": False}).add_to(m)
+    if not public:
+        _add_points(m, _subsample(original, max_points), ORIGINAL_LAYER, _ORIGINAL_COLOR)
+    for number, release in enumerate(shown, start=1):
+        color = _RELEASE_COLORS[(number - 1) % len(_RELEASE_COLORS)]
+        _add_points(m, release, release_layer_name(number), color)
+    if linked:
+        _add_displacement(m, original, shown, crs)
+    folium.LayerControl(collapsed=False).add_to(m)
+    xmin, ymin, xmax, ymax = _bounds_4326(np.vstack(extents), crs)
+    m.location = [(ymin + ymax) / 2, (xmin + xmax) / 2]
+    m.fit_bounds([[ymin, xmin], [ymax, xmax]])
+    return m
+
+
+def save_map(m: folium.Map, path: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Write ``m`` as one standalone HTML file, atomically.
+
+    Parameters
+    ----------
+    m : folium.Map
+        A map, e.g. from :func:`review_map`.
+    path : str or os.PathLike
+        Destination (``.html``); its directory is created if needed.
+    overwrite : bool, default False
+        Replace an existing file.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``m`` is not a folium.Map, or ``path`` exists and ``overwrite`` is False.
+    """
+    import folium
+
+    if not isinstance(m, folium.Map):
+        raise InputError(f"m must be a folium.Map (e.g. from review_map), got "
+                         f"{type(m).__module__}.{type(m).__name__}")
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"path {target} is a directory; pass a file name such as "
+                         f"{target / 'review.html'}")
+    try:
+        with atomic_path(target, overwrite=overwrite) as tmp:
+            m.save(tmp)
+    except FileExistsError as err:
+        raise InputError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace "
+                         "it") from err
+    return target
+
+
+# ---------------------------------------------------------------------- validation
+def _check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _check_points(frame: Any, name: str) -> None:
+    check_geodataframe(frame, name)
+    point_coordinates(frame, name)
+
+
+def _check_releases(releases: Any) -> list[gpd.GeoDataFrame]:
+    if isinstance(releases, gpd.GeoDataFrame):
+        releases = [releases]
+    elif isinstance(releases, (str, bytes, pd.DataFrame)) or not isinstance(releases, Sequence):
+        raise InputError(f"releases must be a GeoDataFrame or a list of them, got "
+                         f"{type(releases).__name__}")
+    releases = list(releases)
+    if not releases:
+        raise InputError("releases is empty; pass the synthetic releases to draw")
+    for number, release in enumerate(releases):
+        _check_points(release, f"releases[{number}]")
+    return releases
+
+
+def _common_crs(original: gpd.GeoDataFrame | None, releases: list[gpd.GeoDataFrame]):
+    frames = ([("original", original)] if original is not None else []) + [
+        (f"releases[{number}]", release) for number, release in enumerate(releases)
+    ]
+    for name, frame in frames:
+        if frame.crs is None:
+            raise CRSError(f"{name} has no CRS; set it with {name}.set_crs(...) so the points "
+                           "can be placed on the map")
+    name0, frame0 = frames[0]
+    for name, frame in frames[1:]:
+        if not frame.crs.equals(frame0.crs):
+            raise CRSError(f"{name} is in {frame.crs.to_string()} but {name0} is in "
+                           f"{frame0.crs.to_string()}; reproject with {name}.to_crs({name0}.crs)")
+    return frame0.crs
+
+
+def _check_fit(fit: Any, grid: Any, combination: Any, crs: Any):
+    """Validate fit, grid and combination; return (fit, grid, λ column or None, label)."""
+    from geosynth.lattice import Grid
+    from geosynth.model import PaivaFit
+
+    if fit is not None and not isinstance(fit, PaivaFit):
+        raise InputError(f"fit must be a geosynth.PaivaFit (from PaivaModel().fit), got "
+                         f"{type(fit).__name__}")
+    if grid is not None and not isinstance(grid, Grid):
+        raise InputError(f"grid must be a geosynth.Grid, got {type(grid).__name__}")
+    if isinstance(combination, bool) or not isinstance(combination, numbers.Integral):
+        raise InputError(f"combination must be an int (a row of fit.counts.combos), got "
+                         f"{combination!r}")
+    if grid is None and fit is not None:
+        grid = fit.grid
+    if grid is not None and (grid.crs is None or not grid.crs.equals(crs)):
+        raise CRSError(f"grid is in {grid.crs} but the points are in {crs.to_string()}; build "
+                       "the grid in the CRS of the data")
+    if fit is None:
+        return None, grid, None, None
+    lam = fit.posterior_mean_lambda()
+    n_cells, n_combos = lam.shape
+    if grid.n_cells != n_cells:
+        raise InputError(f"grid has {grid.n_cells} cells but fit has {n_cells}; pass the grid the "
+                         "fit was prepared on (or omit grid to use fit.grid)")
+    if not 0 <= combination < n_combos:
+        raise InputError(f"combination must be in [0, {n_combos}) (rows of fit.counts.combos), "
+                         f"got {combination}")
+    from geosynth.plots import _combination_label
+
+    return fit, grid, lam[:, int(combination)], _combination_label(fit.counts, int(combination))
+
+
+def _check_max_points(max_points: Any) -> int | None:
+    if max_points is None:
+        return None
+    if isinstance(max_points, bool) or not isinstance(max_points, numbers.Integral) \
+            or max_points < 1:
+        raise InputError(f"max_points must be None or an int >= 1, got {max_points!r}")
+    return int(max_points)
+
+
+def _check_linked(linked: Any, public: bool, original: Any,
+                  releases: list[gpd.GeoDataFrame]) -> bool:
+    if linked is not None:
+        linked = _check_bool(linked, "linked")
+    if public:
+        if linked:
+            raise InputError("linked=True contradicts public=True: a public map never links "
+                             "synthetic records to the original ones")
+        return False
+    if linked is False:
+        return False
+    if not original.index.is_unique:
+        if linked:
+            raise InputError("linked=True but original has duplicated index labels, so records "
+                             "cannot be paired; pass linked=False or give each record a label")
+        return False
+    for number, release in enumerate(releases):
+        labels_ok = release.index.is_unique and release.index.isin(original.index).all()
+        if linked is None:
+            meta = release.attrs.get("geosynth")
+            if not (labels_ok and isinstance(meta, dict) and "epsilon" not in meta):
+                return False
+        elif not labels_ok:
+            raise InputError(f"linked=True but releases[{number}] holds index labels that are "
+                             "duplicated or not in original; pass linked=False")
+    return True
+
+
+# ---------------------------------------------------------------------- layers
+def _public_form(release: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
+    """Release without index, internal or extra geometry columns, rows ordered by content."""
+    geometry = release.geometry.name
+    keep = [c for c in release.columns if c == geometry or not (
+        isinstance(release[c].dtype, gpd.array.GeometryDtype)
+        or (isinstance(c, str) and c.startswith(INTERNAL_PREFIX)))]
+    frame = release[keep]
+    xy = point_coordinates(frame, "release")
+    attributes = [c for c in keep if c != geometry]
+    tie_break = (frame[attributes].astype(str).agg("\x1f".join, axis=1).to_numpy()
+                 if attributes else np.zeros(len(frame)))
+    order = np.lexsort((tie_break, xy[:, 1], xy[:, 0]))
+    public = gpd.GeoDataFrame(frame.iloc[order].reset_index(drop=True), geometry=geometry,
+                              crs=release.crs)
+    public.attrs = {}
+    return public
+
+
+def _subsample(frame: gpd.GeoDataFrame, max_points: int | None) -> gpd.GeoDataFrame:
+    if max_points is None or len(frame) <= max_points:
+        return frame
+    rng = np.random.default_rng(_SUBSAMPLE_SEED)
+    return frame.iloc[np.sort(rng.choice(len(frame), size=max_points, replace=False))]
+
+
+def _geojson(frame: gpd.GeoDataFrame) -> dict:
+    """FeatureCollection in EPSG:4326 without the index (feature ids are row positions)."""
+    geometry = frame.geometry.name
+    keep = [c for c in frame.columns
+            if c == geometry or not isinstance(frame[c].dtype, gpd.array.GeometryDtype)]
+    data = json.loads(frame[keep].to_json(drop_id=True, to_wgs84=True))
+    for number, feature in enumerate(data["features"]):
+        feature["id"] = number
+    return data
+
+
+def _tooltip(frame: gpd.GeoDataFrame, aliases: list[str] | None = None):
+    import folium
+
+    fields = [str(c) for c in frame.columns if c != frame.geometry.name
+              and not isinstance(frame[c].dtype, gpd.array.GeometryDtype)]
+    if not fields:
+        return None
+    return folium.GeoJsonTooltip(fields, aliases=aliases, localize=True)
+
+
+def _add_points(m: folium.Map, frame: gpd.GeoDataFrame, name: str, color: str) -> None:
+    import folium
+
+    style = {"color": color, "fillColor": color, "weight": 1, "fillOpacity": 0.7}
+    folium.GeoJson(
+        _geojson(frame), name=name, marker=folium.CircleMarker(radius=3, fill=True),
+        style_function=lambda feature: style, tooltip=_tooltip(frame),
+    ).add_to(m)
+
+
+def _linear_colormap(name: str, values: np.ndarray, caption: str):
+    import branca.colormap as bcm
+
+    vmin, vmax = float(np.min(values)), float(np.max(values))
+    if not vmax > vmin:  # constant values: a degenerate scale would divide by zero
+        vmax = vmin + 1.0
+    colormap = getattr(bcm.linear, name).scale(vmin, vmax)
+    colormap.caption = caption
+    colormap.width = 320  # two legends side by side fit a laptop screen
+    colormap.tick_labels = [float(f"{tick:.3g}") for tick in np.linspace(vmin, vmax, 5)]
+    return colormap
+
+
+def _add_intensity(m: folium.Map, grid: Grid, lam: np.ndarray, label: str,
+                   records: np.ndarray | None) -> None:
+    import folium
+
+    cells = grid.cells[["cell_id", "geometry"]].copy()
+    cells["lambda"] = lam
+    aliases = ["cell", "posterior mean λ"]
+    if records is not None:
+        cells["records"] = np.asarray(records, dtype=np.int64)
+        aliases.append("records (original)")
+    colormap = _linear_colormap("YlOrRd_09", lam, "Posterior mean λ per cell")
+
+    def style(feature: dict) -> dict:
+        return {"fillColor": colormap(feature["properties"]["lambda"]), "color": "#666666",
+                "weight": 0.5, "fillOpacity": 0.6}
+
+    folium.GeoJson(_geojson(cells), name=intensity_layer_name(label), style_function=style,
+                   tooltip=_tooltip(cells, aliases)).add_to(m)
+    colormap.add_to(m)
+
+
+def _add_displacement(m: folium.Map, original: gpd.GeoDataFrame,
+                      releases: list[gpd.GeoDataFrame], crs: Any) -> None:
+    import folium
+
+    frames = []
+    for number, release in enumerate(releases, start=1):
+        start = point_coordinates(original.loc[release.index], "original")
+        end = point_coordinates(release, f"releases[{number - 1}]")
+        frames.append(pd.DataFrame({
+            "release": number,
+            "displacement": _distances(start, end, crs),
+            "geometry": shapely.linestrings(np.stack([start, end], axis=1)),
+        }))
+    lines = gpd.GeoDataFrame(pd.concat(frames, ignore_index=True), geometry="geometry", crs=crs)
+    unit = "metre" if crs.is_geographic else crs.axis_info[0].unit_name
+    unit = {"metre": "m", "foot": "ft", "US survey foot": "US ft"}.get(unit, unit)
+    colormap = _linear_colormap("plasma", lines["displacement"].to_numpy(),
+                                f"Displacement ({unit})")
+
+    def style(feature: dict) -> dict:
+        return {"color": colormap(feature["properties"]["displacement"]), "weight": 1.5,
+                "opacity": 0.8}
+
+    folium.GeoJson(_geojson(lines), name=DISPLACEMENT_LAYER, style_function=style, show=False,
+                   tooltip=_tooltip(lines, ["release", f"displacement ({unit})"])).add_to(m)
+    colormap.add_to(m)
+
+
+def _distances(start: np.ndarray, end: np.ndarray, crs: Any) -> np.ndarray:
+    """Euclidean distance in CRS units; geodesic metres for a geographic CRS."""
+    if not crs.is_geographic:
+        return np.hypot(*(end - start).T)
+    from pyproj import Geod
+
+    geod = Geod(ellps="WGS84")
+    _, _, dist = geod.inv(start[:, 0], start[:, 1], end[:, 0], end[:, 1])
+    return np.asarray(dist, dtype=float)
+
+
+def _bounds_4326(extents: np.ndarray, crs: Any) -> tuple[float, float, float, float]:
+    """(lon min, lat min, lon max, lat max) of stacked (xmin, ymin, xmax, ymax) rows."""
+    from pyproj import Transformer
+
+    xmin, ymin = extents[:, 0].min(), extents[:, 1].min()
+    xmax, ymax = extents[:, 2].max(), extents[:, 3].max()
+    transformer = Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
+    return transformer.transform_bounds(xmin, ymin, xmax, ymax, densify_pts=21)
