@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/geosynth demo --out $(OUT)
+	$(BIN)/geosynth demo --out $(OUT) --maps maps --overwrite
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

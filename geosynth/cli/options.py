@@ -1,10 +1,92 @@
-"""Options shared by several ``geosynth`` subcommands."""
+"""Options and parameter types shared by several ``geosynth`` subcommands.
+
+Each option is defined once here and applied by the command modules as a decorator, so the same
+option reads and behaves the same in every command (as in rasterio's ``rio``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 
-__all__ = ["out_dir_option", "seed_option"]
+__all__ = [
+    "GridSpec",
+    "CommaList",
+    "parse_grid_spec",
+    "out_dir_option",
+    "seed_option",
+    "overwrite_option",
+    "attributes_option",
+    "outcome_option",
+    "report_option",
+    "points_options",
+    "grid_option",
+    "cell_size_option",
+]
+
+
+def parse_grid_spec(spec: str) -> tuple[int, int]:
+    """Parse ``"ROWSxCOLS"`` (e.g. ``"20x20"``) into a shape tuple.
+
+    Parameters
+    ----------
+    spec : str
+        Two positive integers separated by ``x`` (case-insensitive), rows first.
+
+    Returns
+    -------
+    tuple of int
+        ``(nrows, ncols)``.
+
+    Raises
+    ------
+    click.BadParameter
+        ``spec`` is not of that form.
+    """
+    parts = str(spec).lower().split("x")
+    if len(parts) != 2 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise click.BadParameter(
+            f"expected ROWSxCOLS with positive integers such as 20x20, got {spec!r}",
+            param_hint="--grid",
+        )
+    return int(parts[0]), int(parts[1])
+
+
+class GridSpec(click.ParamType):
+    """A lattice shape written ``ROWSxCOLS`` (e.g. ``20x20``), converted to ``(rows, cols)``."""
+
+    name = "ROWSxCOLS"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        """Return ``value`` as a ``(rows, cols)`` tuple, or fail with the expected form."""
+        if isinstance(value, tuple):
+            return value
+        try:
+            return parse_grid_spec(value)
+        except click.BadParameter as err:
+            self.fail(err.message, param, ctx)
+
+
+class CommaList(click.ParamType):
+    """A comma-separated list of names such as ``y,x1,x2``, converted to a list of str."""
+
+    name = "NAME[,NAME...]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        """Split ``value`` at commas; refuse empty names and repeated names."""
+        if isinstance(value, list):
+            return value
+        names = [part.strip() for part in str(value).split(",")]
+        if not names or any(not name for name in names):
+            self.fail(f"expected comma-separated column names such as y,x1,x2, got {value!r}",
+                      param, ctx)
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            self.fail(f"{repeated} listed more than once in {value!r}", param, ctx)
+        return names
+
 
 out_dir_option = click.option(
     "--out",
@@ -15,9 +97,87 @@ out_dir_option = click.option(
     help="Directory for the files the command writes.",
 )
 
-seed_option = click.option(
-    "--seed",
-    type=int,
+
+
+def seed_option(help_text: str | None = None) -> Callable:
+    """``--seed S``: an int seed for reproducible runs (default: fresh entropy)."""
+    return click.option(
+        "--seed",
+        type=click.IntRange(min=0),
+        default=None,
+        help=help_text or "Seed for reproducible runs. Seeds go to the private audit file "
+        "beside a release (<release>.audit.json), never into the release.",
+    )
+
+
+overwrite_option = click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace output files that exist (without it the command refuses, before doing any "
+    "work).",
+)
+
+outcome_option = click.option(
+    "--outcome",
     default=None,
-    help="Seed for reproducible runs (never written into a release).",
+    metavar="COLUMN",
+    help="Binary column (0/1) whose proportion over random rectangles gives the coverage "
+    "table of the evaluation.",
+)
+
+report_option = click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the evaluation tables to this Markdown file (internal: it describes the "
+    "confidential data).",
+)
+
+
+def attributes_option(required: bool = True, help_text: str | None = None) -> Callable:
+    """``--attributes a,b,c``: the categorical columns whose combinations are modelled."""
+    return click.option(
+        "--attributes",
+        type=CommaList(),
+        required=required,
+        default=None,
+        help=help_text or "Comma-separated categorical attribute columns, e.g. y,x1,x2.",
+    )
+
+
+def points_options(f: Callable) -> Callable:
+    """``--layer``, ``--x``, ``--y``, ``--crs``: how to read a point file (see io.read_points)."""
+    options = [
+        click.option("--layer", default=None,
+                     help="GeoPackage layer of the points (when the file has several)."),
+        click.option("--x", "x_column", default=None, metavar="COLUMN",
+                     help="CSV only: column of the x coordinates (easting)."),
+        click.option("--y", "y_column", default=None, metavar="COLUMN",
+                     help="CSV only: column of the y coordinates (northing)."),
+        click.option("--crs", default=None, metavar="CRS",
+                     help="CRS of the coordinates, e.g. EPSG:31983 (required for CSV; for other "
+                     "formats only when the file has none)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+grid_option = click.option(
+    "--grid",
+    "grid_shape",
+    type=GridSpec(),
+    metavar=GridSpec.name,
+    default=None,
+    help="Lattice as ROWSxCOLS cells over the study bounds, e.g. 20x20.",
+)
+
+cell_size_option = click.option(
+    "--cell-size",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="METRES",
+    help="Lattice of square cells of this side (CRS units, metres); the lattice extends the "
+    "study bounds up and right to whole cells.",
 )

@@ -28,6 +28,7 @@ from geosynth.model.kernels import (
     ModelData,
     compute_eta,
     run_chunk,
+    run_chunk_noise_aware,
     update_latent_counts,
 )
 from geosynth.model.priors import Priors
@@ -290,7 +291,8 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
         indices=np.ascontiguousarray(grid.indices, dtype=np.int64),
         component=np.ascontiguousarray(grid.component, dtype=np.int64),
         component_size=np.bincount(grid.component, minlength=grid.n_components).astype(float),
-        zbar=np.ascontiguousarray(zbar, dtype=np.float64),
+        # A writable copy: a read-only array is another numba type (a second compilation).
+        zbar=np.array(zbar, dtype=np.float64, order="C"),
         cell_czbar=(c * zbar).sum(axis=1),
         priors=model.priors.to_array(),
         beta_prior=beta_prior,
@@ -424,12 +426,13 @@ class _ChainRunner:
             bar.close()
 
     def _run(self, data, state, n, out, chain, row, keep) -> int:
-        status, written = run_chunk(
-            data, state, n, self.thin, out["scalars"][chain], out["theta"][chain],
-            out["beta"][chain], out["eta"][chain], row, keep,
-            self.noisy, self.inv_scale,
-            out["latent_totals"][chain],
-        )
+        args = (data, state, n, self.thin, out["scalars"][chain], out["theta"][chain],
+                out["beta"][chain], out["eta"][chain], row, keep)
+        if self.inv_scale:
+            status, written = run_chunk_noise_aware(
+                *args, self.noisy, self.inv_scale, out["latent_totals"][chain])
+        else:
+            status, written = run_chunk(*args)
         if status:
             block, code = divmod(status, 16)
             raise SamplerError(

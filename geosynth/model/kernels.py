@@ -51,6 +51,7 @@ __all__ = [
     "compute_eta",
     "sweep",
     "run_chunk",
+    "run_chunk_noise_aware",
     "update_latent_counts",
     "draw_latent_count",
     "latent_log_marginal",
@@ -960,42 +961,58 @@ def update_latent_counts(data, s, noisy, inv_scale):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta, row, keep,
-              noisy, inv_scale, out_totals):
+def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta, row, keep):
     """Run ``n_sweeps`` sweeps; after sweep t record if ``keep`` and (t + 1) % thin == 0.
 
     Chunks that do not keep draws are burn-in: there the scale moves tune their proposals.
-    With ``inv_scale > 0`` (noise-aware fit) each sweep is followed by :func:`marginal_moves`
-    and a redraw of the latent true counts from ``noisy`` (:func:`update_latent_counts`; the
-    caller draws them once before the first chunk), and their per-combination totals are
-    recorded in ``out_totals``; otherwise ``noisy`` and ``out_totals`` are ignored.
 
     Returns ``(status, rows_written)``; ``status`` is 0 or 16·block + sampler status.
     """
-    G, B = data.counts.shape
+    G = data.counts.shape[0]
     comp_sum = np.zeros(data.component_size.shape[0])
     column = np.empty(G)
     compute_eta(data, s)
     written = 0
-    latent = inv_scale > 0.0
-    lm = np.empty((G, B) if latent else (0, 0))
-    lm_new = np.empty((G, B) if latent else (0, 0))
     for t in range(n_sweeps):
         status = sweep(data, s, comp_sum, column, not keep)
         if status != STATUS_OK:
             return status, written
-        if latent:
-            # Parameters with c integrated out, then c | λ: c is fresh for the next sweep and
-            # for the recorded totals.
-            marginal_moves(data, s, noisy, inv_scale, comp_sum, not keep, lm, lm_new)
-            update_latent_counts(data, s, noisy, inv_scale)
         if keep and (t + 1) % thin == 0:
             _record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
-            if latent:
-                for b in range(B):
-                    v = 0.0
-                    for i in range(G):
-                        v += data.counts[i, b]
-                    out_totals[row + written, b] = v
+            written += 1
+    return STATUS_OK, written
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def run_chunk_noise_aware(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta,
+                          row, keep, noisy, inv_scale, out_totals):
+    """Run :func:`run_chunk` for a noise-aware fit of the released counts ``noisy``.
+
+    Each sweep is followed by :func:`marginal_moves` and a redraw of the latent true counts
+    (:func:`update_latent_counts`; the caller draws them once before the first chunk), and the
+    per-combination totals of the latent counts are recorded in ``out_totals``. A separate
+    kernel so that exact fits do not compile the latent-count code.
+    """
+    G, B = data.counts.shape
+    comp_sum = np.zeros(data.component_size.shape[0])
+    column = np.empty(G)
+    lm = np.empty((G, B))
+    lm_new = np.empty((G, B))
+    compute_eta(data, s)
+    written = 0
+    for t in range(n_sweeps):
+        status = sweep(data, s, comp_sum, column, not keep)
+        if status != STATUS_OK:
+            return status, written
+        # Parameters with c integrated out, then c | λ: fresh for the next sweep and the record.
+        marginal_moves(data, s, noisy, inv_scale, comp_sum, not keep, lm, lm_new)
+        update_latent_counts(data, s, noisy, inv_scale)
+        if keep and (t + 1) % thin == 0:
+            _record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
+            for b in range(B):
+                v = 0.0
+                for i in range(G):
+                    v += data.counts[i, b]
+                out_totals[row + written, b] = v
             written += 1
     return STATUS_OK, written

@@ -1,21 +1,83 @@
-from click.testing import CliRunner
+import json
+import re
+
+import pandas as pd
 from PIL import Image
 
-from geosynth.cli import cli
+from geosynth import io
+from geosynth.cli.demo import FIGURES, side_by_side
+from tests.cli.helpers import assert_refused, run
+
+TINY = ["--n", 150, "--grid", "4x4", "--iterations", 40]
 
 
-def test_demo_prints_summary_and_writes_png(tmp_path):
-    result = CliRunner().invoke(cli, ["demo", "--out", str(tmp_path), "--seed", "3", "--n", "300"])
+def test_demo_writes_release_report_figures_and_map(tmp_path):
+    out, maps = tmp_path / "demo", tmp_path / "maps"
+    result = run("demo", "--out", out, "--maps", maps, *TINY)
     assert result.exit_code == 0, result.output
-    assert "300 records" in result.output
-    assert "n_records" in result.output
-    png = tmp_path / "counts.png"
-    with Image.open(png) as image:
-        assert image.size[0] > 400 and image.size[1] > 300
+    for expected in ("Scenario: 150 records", "seed 2014", "Lattice: 4x4 cells", "R-hat max:",
+                     "Distance risk, mean over combinations", "Paiva", "Naive",
+                     str(out / "release.gpkg"), str(maps / "review.html")):
+        assert expected in result.output
+
+    written = io.read_release(out / "release.gpkg")
+    assert written.m == 5 and written.metadata["model"]["chains"] == 2
+    assert written.metadata["model"]["beta_prior"] == "normal"
+    seeds = json.loads(io.audit_path(out / "release.gpkg").read_text())["seeds"]
+    assert seeds["seed"] == 2014
+
+    report = (out / "report.md").read_text()
+    links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", report)
+    assert sorted(links) == sorted(f"figures/{name}.png" for name in FIGURES)
+    for link in links:
+        with Image.open(out / link) as image:
+            assert image.size[0] > 300
+    for section in ("### distance risk", "### identification risk", "### coverage"):
+        assert section in report
+    distance = report.split("### distance risk")[1].split("###")[0]
+    assert "Paiva" in distance and "Naive" in distance  # side by side
+    html = (maps / "review.html").read_text()
+    assert "Release 5" in html and "Original (internal)" in html
+
+    # Existing outputs: refused before any work, nothing changed.
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    again = run("demo", "--out", out, "--maps", maps, *TINY)
+    assert_refused(again, "--overwrite")
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == before
+
+    # --overwrite with the same seed reproduces the releases.
+    again = run("demo", "--out", out, "--maps", maps, *TINY, "--overwrite")
+    assert again.exit_code == 0, again.output
+    rewritten = io.read_release(out / "release.gpkg")
+    for a, b in zip(written.releases, rewritten.releases, strict=True):
+        pd.testing.assert_frame_equal(pd.DataFrame(a), pd.DataFrame(b))
+
+
+def test_demo_map_defaults_to_out_maps(tmp_path):
+    result = run("demo", "--out", tmp_path, "--seed", 3, *TINY)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "maps" / "review.html").exists()
 
 
 def test_demo_bad_grid_spec_exits_2(tmp_path):
-    result = CliRunner().invoke(cli, ["demo", "--out", str(tmp_path), "--grid", "10by10"])
-    assert result.exit_code == 2
-    assert "ROWSxCOLS" in result.output
-    assert "Traceback" not in result.output
+    result = run("demo", "--out", tmp_path, "--grid", "10by10")
+    assert_refused(result, "ROWSxCOLS")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_demo_help_documents_reproducibility_and_hides_iterations():
+    result = run("demo", "--help")
+    assert result.exit_code == 0
+    assert "2014" in result.output and "reproducible" in result.output
+    assert "--iterations" not in result.output
+
+
+def test_side_by_side_shares_equal_columns_and_stacks_wide_tables():
+    a = pd.DataFrame({"n": [1, 2], "d": [0.5, 0.7]}, index=["p", "q"])
+    b = pd.DataFrame({"n": [1, 2], "d": [0.1, 0.2]}, index=["p", "q"])
+    table = side_by_side({"Paiva": a, "Naive": b})
+    assert list(table.columns) == [("", "n"), ("Paiva", "d"), ("Naive", "d")]
+    wide = {name: pd.DataFrame({f"c{k}": [k + j] for k in range(5)})
+            for j, name in enumerate(("A", "B"))}
+    stacked = side_by_side(wide)
+    assert stacked.index.names[0] == "method" and len(stacked) == 2

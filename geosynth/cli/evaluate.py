@@ -1,0 +1,125 @@
+"""``geosynth evaluate``: disclosure risk and utility of a written release."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from geosynth.cli.helpers import check_columns, check_outputs, write_text
+from geosynth.cli.options import (
+    attributes_option,
+    outcome_option,
+    overwrite_option,
+    points_options,
+    report_option,
+    seed_option,
+)
+from geosynth.errors import CRSError
+
+__all__ = ["evaluate"]
+
+_EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+
+
+@click.command(short_help="Risk and utility of a release against the confidential points.")
+@click.argument("original_path", metavar="ORIGINAL", type=_EXISTING_FILE)
+@click.argument("release_path", metavar="RELEASE", type=_EXISTING_FILE)
+@points_options
+@attributes_option(
+    required=False,
+    help_text="Comma-separated attribute columns that define the combinations (default: the "
+    "attributes recorded in the release metadata).",
+)
+@outcome_option
+@seed_option(help_text="Seed of the random rectangles of the coverage table.")
+@report_option
+@overwrite_option
+def evaluate(
+    original_path: str,
+    release_path: str,
+    layer: str | None,
+    x_column: str | None,
+    y_column: str | None,
+    crs: str | None,
+    attributes: list[str] | None,
+    outcome: str | None,
+    seed: int | None,
+    report_path: str | None,
+    overwrite: bool,
+) -> None:
+    """Compare the releases in RELEASE (a geosynth GeoPackage) with the ORIGINAL points.
+
+    ORIGINAL is read like the INPUT of 'geosynth release' (--layer, --x, --y, --crs). The
+    published releases are shuffled and carry no record index, so only the measures that need
+    no record linkage are computed: distance risk (greedy-matched distances per combination,
+    Nunes 2018 Tables 4-6), the Ripley's L pattern distance and, with --outcome, the coverage
+    of the outcome's proportion over random rectangles (--seed fixes the rectangles).
+    """
+    import geosynth
+    from geosynth import io
+
+    check_outputs({"--report": report_path}, overwrite,
+                  inputs={"ORIGINAL": original_path, "RELEASE": release_path})
+    original = io.read_points(original_path, x=x_column, y=y_column, crs=crs, layer=layer)
+    release_file = io.read_release(release_path)
+    attributes = _attributes(attributes, release_file.metadata, release_path)
+    releases = release_file.releases
+    original = _same_crs(original, releases[0], original_path)
+    needed = {"--attributes": attributes, "--outcome": outcome}
+    check_columns(original, Path(original_path).name, needed)
+    for number, frame in enumerate(releases, start=1):
+        check_columns(frame, f"{Path(release_path).name} (release {number})", needed)
+
+    # The grid only serves the record-linkage measures, which public releases do not allow.
+    evaluation = geosynth.evaluate(original, releases, None, attributes, outcome=outcome,
+                                   seed=seed, linked=False)
+    click.echo(f"{len(original)} original records; {len(releases)} releases of "
+               f"{', '.join(str(len(r)) for r in releases)} records")
+    for name, table in evaluation.tables.items():
+        click.echo(f"\n{name.replace('_', ' ')}:")
+        click.echo(table.to_string(float_format="{:,.3f}".format))
+    if report_path is not None:
+        text = "\n".join([
+            "# geosynth evaluation",
+            "",
+            "Internal document: it describes the confidential data; do not publish it.",
+            "",
+            f"- Original: `{original_path}`, {len(original)} records",
+            f"- Release: `{release_path}`, {len(releases)} releases "
+            f"(method {release_file.metadata.get('method')!s})",
+            f"- Attributes: {', '.join(attributes)}"
+            + ("" if outcome is None else f"; outcome `{outcome}`"),
+            "",
+            evaluation.to_markdown(),
+        ])
+        write_text(report_path, text, overwrite=overwrite)
+        click.echo(f"\nWrote {report_path}")
+
+
+def _attributes(attributes: list[str] | None, metadata: dict, release_path: str) -> list[str]:
+    if attributes is not None:
+        return attributes
+    model = metadata.get("model")
+    recorded = model.get("attributes") if isinstance(model, dict) else None
+    if not recorded:
+        raise click.UsageError(
+            f"{Path(release_path).name} does not record its attributes; pass --attributes"
+        )
+    return [str(a) for a in recorded]
+
+
+def _same_crs(original, release, original_path: str):
+    """``original`` in the CRS of the releases (reprojected if it has another one)."""
+    if release.crs is None or original.crs is None:
+        if release.crs is not None or original.crs is not None:
+            raise CRSError(
+                f"{Path(original_path).name} and the release do not both have a CRS; pass --crs "
+                "for the original points"
+            )
+        return original
+    if original.crs.equals(release.crs):
+        return original
+    click.echo(f"Reprojecting {Path(original_path).name} from {original.crs.to_string()} to "
+               f"the release CRS {release.crs.to_string()}", err=True)
+    return original.to_crs(release.crs)

@@ -1,0 +1,339 @@
+"""``geosynth release``: fit the model to a confidential point file and write a release."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from geosynth.cli.helpers import (
+    RHAT_LIMIT,
+    build_grid,
+    check_columns,
+    check_outputs,
+    check_projected,
+    derive_seeds,
+    describe_lattice,
+    fit_diagnostics,
+    read_polygons,
+    show_progress,
+    text_block,
+    write_text,
+)
+from geosynth.cli.options import (
+    attributes_option,
+    cell_size_option,
+    grid_option,
+    outcome_option,
+    overwrite_option,
+    points_options,
+    seed_option,
+)
+from geosynth.errors import InputError
+
+__all__ = ["release"]
+
+_EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+
+
+@click.command(short_help="Fit the model to confidential points and write a release.")
+@click.argument("input_path", metavar="INPUT", type=_EXISTING_FILE)
+@points_options
+@attributes_option(required=True)
+@click.option("--continuous", default=None, metavar="COLUMN",
+              help="Numeric column released with synthetic values (Nunes 2018, §2.2).")
+@grid_option
+@cell_size_option
+@click.option("--region", "region_path", type=_EXISTING_FILE, default=None,
+              help="Polygon layer of the study region: cells are clipped to its union and the "
+              "lattice covers its bounds. Required with --epsilon.")
+@click.option("--exclude", "exclude_path", type=_EXISTING_FILE, default=None,
+              help="Polygon layer of no-go areas (lakes, parks) removed from the cells.")
+@click.option("--drop-outside", is_flag=True,
+              help="Drop (with a warning) records outside the lattice/region or inside excluded "
+              "areas instead of refusing the input.")
+@click.option("--m", "m", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Number of synthetic releases.")
+@click.option("--iterations", type=click.IntRange(min=1), default=8000, show_default=True,
+              help="MCMC sweeps per chain, burn-in included.")
+@click.option("--burn-in", type=click.IntRange(min=0), default=2000, show_default=True,
+              help="Sweeps discarded at the start of each chain.")
+@click.option("--thin", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Keep every THIN-th sweep after burn-in.")
+@click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Independent MCMC chains (R-hat needs at least 2).")
+@click.option("--beta-prior", type=click.Choice(["normal", "icar"]), default=None,
+              help="Prior of the per-cell effect of the --continuous column on the intensity "
+              "(default: no such effect).")
+@click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Make an epsilon-differentially private release (noisy counts, noise-aware "
+              "fit). Needs --region; no --continuous.")
+@click.option("--levels-file", type=_EXISTING_FILE, default=None,
+              help="With --epsilon: JSON object {attribute: [levels...]} of the public domain "
+              "of each attribute (default: the levels in the data, which discloses them).")
+@seed_option()
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True,
+              help="Release GeoPackage to write (public: layers synthetic_1..m, grid, "
+              "metadata). Seeds go to <out>.audit.json beside it (private).")
+@click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
+              help="Write an interactive review map (HTML; internal: shows the original points).")
+@click.option("--map-max-points", type=click.IntRange(min=0), default=10_000, show_default=True,
+              help="Draw at most this many points per map layer (a fixed random subset); 0 "
+              "draws all.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a Markdown report: fit diagnostics and risk/utility tables "
+              "(internal).")
+@outcome_option
+@click.option("--include-intensity", is_flag=True,
+              help="Add the posterior mean intensity of each combination to the grid layer.")
+@overwrite_option
+@click.pass_context
+def release(
+    ctx: click.Context,
+    input_path: str,
+    layer: str | None,
+    x_column: str | None,
+    y_column: str | None,
+    crs: str | None,
+    attributes: list[str],
+    continuous: str | None,
+    grid_shape: tuple[int, int] | None,
+    cell_size: float | None,
+    region_path: str | None,
+    exclude_path: str | None,
+    drop_outside: bool,
+    m: int,
+    iterations: int,
+    burn_in: int,
+    thin: int,
+    chains: int,
+    beta_prior: str | None,
+    epsilon: float | None,
+    levels_file: str | None,
+    seed: int | None,
+    out_path: str,
+    map_path: str | None,
+    map_max_points: int,
+    report_path: str | None,
+    outcome: str | None,
+    include_intensity: bool,
+    overwrite: bool,
+) -> None:
+    """Fit the Paiva et al. (2014) model to INPUT and write m synthetic releases.
+
+    INPUT is a point file: GeoPackage, GeoParquet, shapefile, or CSV (with --x, --y and --crs),
+    in a projected CRS (metres). The lattice is --grid ROWSxCOLS or --cell-size METRES (give
+    exactly one) over the study bounds: the bounds of --region if given, else the total bounds
+    of the points. Bounds taken from the points depend on the confidential data (the extreme
+    records), so a differentially private release (--epsilon) requires a public --region.
+
+    Every output is checked before any work starts: files that exist are refused unless
+    --overwrite is given. Without --seed a seed is drawn and written, with the derived seeds of
+    each step, to the private audit file <out>.audit.json, so the owner of the data can
+    reproduce the release; the release itself never holds a seed. With --epsilon the noise
+    comes from fresh OS entropy and --seed (tests only) weakens the guarantee.
+
+    \b
+    Example:
+      geosynth release cases.gpkg --attributes sex,age_group --grid 20x20 \\
+          --region city.gpkg --out release.gpkg --map review.html --report report.md
+    """  # noqa: D301 (click's \b keeps the example as written)
+    import geosynth
+    from geosynth import io
+
+    _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
+                   levels_file)
+    outputs = check_outputs(
+        {"--out": out_path, "audit file of --out": io.audit_path(out_path), "--map": map_path,
+         "--report": report_path},
+        overwrite,
+        inputs={"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
+                "--levels-file": levels_file},
+    )
+    levels = None if levels_file is None else _read_levels(levels_file)
+    progress = show_progress(ctx)
+
+    points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer)
+    name = Path(input_path).name
+    check_columns(points, name, {"--attributes": attributes, "--continuous": continuous,
+                                 "--outcome": outcome})
+    check_projected(points, name)
+    region = None if region_path is None else read_polygons(region_path, "--region")
+    exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
+    grid = build_grid(points, grid_shape, cell_size, region, exclude)
+    counts = _prepare(points, grid, attributes, continuous, drop_outside)
+    original = points.loc[counts.record_index]
+    click.echo(f"Read {counts.n_records} records from {input_path} "
+               f"({points.crs.to_string()})")
+    click.echo(f"Lattice: {describe_lattice(grid)}")
+
+    run = dict(n_iter=iterations, burn_in=burn_in, thin=thin, chains=chains)
+    if epsilon is None:
+        result = _paiva_release(counts, original, beta_prior, m, seed, run, progress)
+    else:
+        result = _dp_release(counts, epsilon, levels, m, seed, run, progress)
+    summary, r_hat = fit_diagnostics(result["fit"])
+    _echo_convergence(r_hat)
+
+    # Everything that can fail runs before the first file is written.
+    review = None
+    if map_path is not None:
+        from geosynth import maps
+
+        review = maps.review_map(original, result["internal"], fit=result["fit"],
+                                 max_points=map_max_points or None)
+    report = None
+    if report_path is not None:
+        evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
+                                       outcome=outcome, seed=result["evaluate_seed"],
+                                       linked=epsilon is None)
+        report = _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m,
+                         epsilon)
+
+    io.write_release(outputs["--out"], result["public"], fit=result["fit"],
+                     include_intensity=include_intensity, metadata=result["metadata"],
+                     seeds=result["seeds"], overwrite=overwrite, original_index=points.index)
+    click.echo(f"Wrote {out_path} ({m} releases, grid, metadata)")
+    if result["seeds"] is not None:
+        click.echo(f"Seeds: {io.audit_path(out_path)} (private, do not publish)")
+    if review is not None:
+        maps.save_map(review, map_path, overwrite=overwrite)
+        click.echo(f"Wrote {map_path} (internal review map: shows the original points)")
+    if report is not None:
+        write_text(report_path, report, overwrite=overwrite)
+        click.echo(f"Wrote {report_path} (internal report)")
+
+
+# ---------------------------------------------------------------------- steps
+def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
+                   levels_file) -> None:
+    if (grid_shape is None) == (cell_size is None):
+        raise click.UsageError(
+            "give exactly one of --grid ROWSxCOLS and --cell-size METRES to define the lattice"
+        )
+    if epsilon is None:
+        if levels_file is not None:
+            raise click.UsageError("--levels-file applies to differentially private releases "
+                                   "only; add --epsilon or drop --levels-file")
+        return
+    if region_path is None:
+        raise click.UsageError(
+            "--epsilon needs --region: without it the lattice bounds are the bounds of the "
+            "confidential points, which the release would disclose outside the privacy "
+            "guarantee; pass a public study region (e.g. the city boundary)"
+        )
+    if continuous is not None:
+        raise click.UsageError(
+            f"--epsilon cannot release the continuous column {continuous!r}: a DP release of "
+            "continuous values is not supported yet; drop --continuous"
+        )
+    if beta_prior is not None:
+        raise click.UsageError("--beta-prior models a --continuous column, which --epsilon "
+                               "does not support; drop --beta-prior")
+
+
+def _prepare(points, grid, attributes, continuous, drop_outside):
+    import geosynth
+
+    try:
+        return geosynth.prepare(points, grid, attributes=attributes, continuous=continuous,
+                                outside="drop" if drop_outside else "error")
+    except InputError as err:
+        if 'outside="drop"' not in str(err):
+            raise
+        raise InputError(str(err).replace('outside="drop"', "--drop-outside")) from err
+
+
+def _read_levels(path: str) -> dict[str, list]:
+    try:
+        levels = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"cannot read --levels-file {path}: {err}") from err
+    if not isinstance(levels, dict) or not all(
+        isinstance(values, list) and values for values in levels.values()
+    ):
+        raise InputError(
+            f"--levels-file {path} must hold a JSON object mapping each attribute to the list of "
+            'its public levels, e.g. {"sex": ["f", "m"], "age_group": [1, 2, 3]}'
+        )
+    return levels
+
+
+def _paiva_release(counts, original, beta_prior, m, seed, run, progress) -> dict[str, Any]:
+    import geosynth
+    from geosynth._random import as_generator
+
+    _, seeds = derive_seeds(seed, ["fit", "synthesize", "public", "evaluate"])
+    model = geosynth.PaivaModel(beta_prior=beta_prior)
+    click.echo(f"Fitting {model!r}: {run['chains']} chain(s) x {run['n_iter']} sweeps",
+               err=True)
+    fit = model.fit(counts, seed=seeds["fit"], progress=progress, **run)
+    internal = geosynth.synthesize(fit, original, m=m, seed=seeds["synthesize"])
+    shuffle = as_generator(seeds["public"])
+    public = [geosynth.to_public(r, seed=shuffle) for r in internal]
+    return {"fit": fit, "internal": internal, "public": public, "seeds": seeds,
+            "metadata": {"method": "paiva"}, "evaluate_seed": seeds["evaluate"], "ledger": None}
+
+
+def _dp_release(counts, epsilon, levels, m, seed, run, progress) -> dict[str, Any]:
+    from geosynth.dp import dp_release
+
+    if levels is None:
+        click.echo("Warning: no --levels-file: the attribute levels are taken from the "
+                   "confidential data, which discloses which levels occur; give the public "
+                   "domain of each attribute with --levels-file", err=True)
+        levels = {a: list(counts.levels[a]) for a in counts.attributes}
+    click.echo(f"Differentially private release, epsilon = {epsilon:g}: {run['chains']} "
+               f"chain(s) x {run['n_iter']} sweeps", err=True)
+    result = dp_release(counts, epsilon, m, levels=levels, progress=progress, seed=seed, **run)
+    ledger = result.accountant.to_dict()
+    return {"fit": result.fit, "internal": result.releases, "public": result.releases,
+            "seeds": None if seed is None else {"seed": seed},
+            "metadata": {"method": "paiva-dp", "epsilon": float(epsilon), "ledger": ledger},
+            "evaluate_seed": None, "ledger": ledger}
+
+
+def _echo_convergence(r_hat: float) -> None:
+    click.echo(f"R-hat max: {r_hat:.3f}")
+    if r_hat > RHAT_LIMIT:
+        click.echo(f"Warning: R-hat max {r_hat:.3f} > {RHAT_LIMIT}: the chains have not "
+                   "converged; raise --iterations and --burn-in", err=True)
+
+
+def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m,
+            epsilon) -> str:
+    fit = result["fit"]
+    lines = [
+        "# geosynth release report",
+        "",
+        "Internal document: it describes the confidential data; do not publish it.",
+        "",
+        f"- Input: `{input_path}`, {counts.n_records} records, attributes "
+        f"{', '.join(counts.attributes)}"
+        + ("" if counts.continuous is None else f", continuous `{counts.continuous}`"),
+        f"- Lattice: {describe_lattice(grid)}",
+        f"- Model: `{fit.model!r}`, {fit.n_chains} chain(s) x {run['n_iter']} sweeps (burn-in "
+        f"{run['burn_in']}, thin {run['thin']}), {fit.n_draws} draws per chain",
+        f"- Releases: {m}",
+        f"- R-hat max: {r_hat:.3f}"
+        + ("" if not r_hat > RHAT_LIMIT else f" (above {RHAT_LIMIT}: not converged)"),
+    ]
+    if epsilon is not None:
+        lines += [
+            f"- Differential privacy: epsilon = {epsilon:g}",
+            "",
+            "## Privacy ledger",
+            "",
+            "```json",
+            json.dumps(result["ledger"], indent=2, default=str),
+            "```",
+        ]
+    lines += ["", "## Fit summary", "", text_block(summary),
+              "## Risk and utility", ""]
+    if epsilon is not None:
+        lines += ["Differentially private records are not linked to the original records, so "
+                  "only the unlinked measures apply.", ""]
+    lines.append(evaluation.to_markdown())
+    return "\n".join(lines)

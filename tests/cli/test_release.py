@@ -1,0 +1,206 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import geopandas as gpd
+import pandas as pd
+import pytest
+import shapely
+from click.testing import CliRunner
+
+from geosynth import io
+from geosynth.cli import cli
+from tests.cli.helpers import FAST, assert_refused, run
+
+GPKG_ARGS = ["--attributes", "y,x1,x2", "--grid", "4x4"]
+
+
+def test_release_from_geopackage_writes_release_map_and_report(inputs, tmp_path):
+    out = tmp_path / "release.gpkg"
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--continuous", "z",
+                 "--beta-prior", "normal", "--seed", 7, *FAST, "--out", out,
+                 "--map", tmp_path / "review.html", "--report", tmp_path / "report.md",
+                 "--outcome", "y", "--include-intensity")
+    assert result.exit_code == 0, result.output
+    assert "120 records" in result.output and "4x4 cells" in result.output
+
+    written = io.read_release(out)
+    assert written.m == 2
+    assert [len(r) for r in written.releases] == [120, 120]
+    assert {"y", "x1", "x2", "z"} <= set(written.releases[0].columns)
+    assert written.metadata["method"] == "paiva"
+    assert written.metadata["model"]["beta_prior"] == "normal"
+    assert any(c.startswith("lambda_") for c in written.grid.columns)
+    audit = json.loads(io.audit_path(out).read_text())
+    assert audit["seeds"]["seed"] == 7 and {"fit", "synthesize"} <= set(audit["seeds"])
+    assert "seed" not in json.dumps(written.metadata).lower()
+
+    html = (tmp_path / "review.html").read_text()
+    assert "Release 1" in html and "Original (internal)" in html
+    report = (tmp_path / "report.md").read_text()
+    for section in ("## Fit summary", "r_hat", "### distance risk", "### coverage",
+                    "### identification risk"):
+        assert section in report
+
+
+def test_release_from_csv_with_cell_size_is_reproducible_from_the_audit_seed(inputs, tmp_path):
+    args = ["release", inputs["csv"], "--x", "east", "--y", "north", "--crs", "EPSG:31983",
+            "--attributes", "y,x1", "--cell-size", 2500, *FAST]
+    first = run(*args, "--out", tmp_path / "a.gpkg")
+    assert first.exit_code == 0, first.output
+    assert "4x4 cells of 2,500 x 2,500 m" in first.output
+    seed = json.loads(io.audit_path(tmp_path / "a.gpkg").read_text())["seeds"]["seed"]
+
+    again = run(*args, "--seed", seed, "--out", tmp_path / "b.gpkg")
+    assert again.exit_code == 0, again.output
+    a, b = io.read_release(tmp_path / "a.gpkg"), io.read_release(tmp_path / "b.gpkg")
+    for ra, rb in zip(a.releases, b.releases, strict=True):
+        pd.testing.assert_frame_equal(pd.DataFrame(ra), pd.DataFrame(rb))
+
+
+def test_dp_release_records_the_ledger(inputs, tmp_path):
+    out = tmp_path / "dp.gpkg"
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--region", inputs["region"],
+                 "--epsilon", 1.5, "--levels-file", inputs["levels"], "--seed", 3, *FAST,
+                 "--out", out, "--report", tmp_path / "dp.md")
+    assert result.exit_code == 0, result.output
+    assert "NOT differentially private" in result.output  # a seed weakens the guarantee
+    assert "levels are taken from the confidential data" not in result.output
+    metadata = io.read_release(out).metadata
+    assert metadata["epsilon"] == 1.5
+    assert metadata["ledger"]["spent"]["epsilon"] == pytest.approx(1.5)
+    assert metadata["lattice"]["is_clipped"] is True
+    assert "Privacy ledger" in (tmp_path / "dp.md").read_text()
+
+
+def test_dp_release_without_levels_file_warns(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3",
+                 "--region", inputs["region"], "--epsilon", 1, *FAST,
+                 "--out", tmp_path / "dp.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "Warning: no --levels-file" in result.output
+    assert not io.audit_path(tmp_path / "dp.gpkg").exists()  # no seed: OS entropy
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["missing.gpkg", *GPKG_ARGS], ["missing.gpkg", "does not exist"]),
+        (["{gpkg}", "--attributes", "y,income", "--grid", "4x4"],
+         ["--attributes", "income", "its columns are"]),
+        (["{gpkg}", "--attributes", "y", "--grid", "4by4"], ["--grid", "ROWSxCOLS"]),
+        (["{gpkg}", "--attributes", "y", "--grid", "0x4"], ["ROWSxCOLS"]),
+        (["{gpkg}", "--attributes", "y", "--grid", "4x4", "--cell-size", 500],
+         ["exactly one of --grid"]),
+        (["{gpkg}", "--attributes", "y"], ["exactly one of --grid"]),
+        (["{gpkg}", "--attributes", "y,,x1", "--grid", "4x4"], ["--attributes"]),
+        (["{wgs84}", *GPKG_ARGS], ["geographic CRS EPSG:4326", "reproject"]),
+        (["{csv}", *GPKG_ARGS], ["--x, --y, --crs"]),
+        (["{gpkg}", *GPKG_ARGS, "--continuous", "z", "--region", "{region}", "--epsilon", 1],
+         ["--epsilon", "--continuous"]),
+        (["{gpkg}", *GPKG_ARGS, "--epsilon", 1], ["--epsilon needs --region"]),
+        (["{gpkg}", *GPKG_ARGS, "--levels-file", "{levels}"], ["--levels-file", "--epsilon"]),
+        (["{gpkg}", *GPKG_ARGS, "--region", "{gpkg}"], ["--region", "polygon"]),
+        (["{gpkg}", *GPKG_ARGS, "--region", "{region}", "--epsilon", 1,
+          "--levels-file", "{csv}"], ["--levels-file"]),
+    ],
+    ids=["missing-file", "missing-column", "bad-grid", "zero-grid", "grid-and-cell-size",
+         "no-lattice", "empty-attribute", "geographic-crs", "csv-without-xy",
+         "epsilon-with-continuous", "epsilon-without-region", "levels-without-epsilon",
+         "point-region", "bad-levels-file"],
+)
+def test_bad_input_exits_2_with_a_message(inputs, tmp_path, args, fragments):
+    args = [str(a).format(**inputs) for a in args]
+    result = run("release", *args, *FAST, "--out", tmp_path / "out.gpkg")
+    assert_refused(result, *fragments)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_existing_outputs_are_refused_before_any_work(inputs, tmp_path):
+    out, report = tmp_path / "release.gpkg", tmp_path / "report.md"
+    out.write_bytes(b"an earlier release")
+    before = out.stat().st_mtime_ns
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--out", out,
+                 "--report", report)
+    assert_refused(result, "release.gpkg (--out)", "--overwrite")
+    assert out.read_bytes() == b"an earlier release" and out.stat().st_mtime_ns == before
+    assert not report.exists() and not io.audit_path(out).exists()
+
+    (tmp_path / "map.html").write_text("old map")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--out", tmp_path / "new.gpkg",
+                 "--map", tmp_path / "map.html")
+    assert_refused(result, "map.html (--map)")
+    assert not (tmp_path / "new.gpkg").exists()
+    assert (tmp_path / "map.html").read_text() == "old map"
+
+
+def test_overwrite_replaces_existing_outputs(inputs, tmp_path):
+    out = tmp_path / "release.gpkg"
+    out.write_bytes(b"an earlier release")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--out", out, "--overwrite")
+    assert result.exit_code == 0, result.output
+    assert io.read_release(out).m == 2
+
+
+def test_same_file_for_two_outputs_is_refused(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--out", tmp_path / "x.gpkg",
+                 "--report", tmp_path / "x.gpkg")
+    assert_refused(result, "--out and --report name the same file")
+
+
+def test_console_script_prints_no_traceback_unless_verbose(inputs, tmp_path):
+    script = Path(sys.executable).with_name("geosynth")
+    args = ["release", str(inputs["gpkg"]), "--attributes", "nope", "--grid", "4x4",
+            "--out", str(tmp_path / "o.gpkg")]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    quiet = subprocess.run([str(script), *args], capture_output=True, text=True, env=env)
+    assert quiet.returncode == 2
+    assert quiet.stderr.startswith("Error: --attributes") and "Traceback" not in quiet.stderr
+    verbose = subprocess.run([str(script), "-v", *args], capture_output=True, text=True, env=env)
+    assert verbose.returncode == 2 and "Traceback" in verbose.stderr
+
+
+def test_help_explains_bounds_and_dp_region():
+    result = run("release", "--help")
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "depend on the confidential data" in text
+    assert "requires a public --region" in text
+
+
+def test_progress_bars_go_to_stderr_and_quiet_hides_them(inputs, tmp_path):
+    args = ["release", str(inputs["gpkg"]), *GPKG_ARGS, *map(str, FAST)]
+    loud = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "a.gpkg")])
+    assert loud.exit_code == 0, loud.output
+    assert "chain 0" in loud.stderr and "chain 0" not in loud.stdout
+    quiet = CliRunner().invoke(cli, ["-q", *args, "--out", str(tmp_path / "b.gpkg")])
+    assert quiet.exit_code == 0, quiet.output
+    assert "chain 0" not in quiet.stderr
+
+
+def test_points_in_excluded_areas_are_refused_or_dropped(inputs, tmp_path):
+    lake = tmp_path / "lake.gpkg"
+    points = gpd.read_file(inputs["gpkg"])
+    xmin, ymin, xmax, ymax = points.total_bounds
+    centre = shapely.box(xmin + (xmax - xmin) / 3, ymin + (ymax - ymin) / 3,
+                         xmax - (xmax - xmin) / 3, ymax - (ymax - ymin) / 3)
+    gpd.GeoDataFrame(geometry=[centre], crs=points.crs).to_file(lake, engine="pyogrio")
+    args = ["release", inputs["gpkg"], *GPKG_ARGS, "--exclude", lake, *FAST]
+    assert_refused(run(*args, "--out", tmp_path / "a.gpkg"), "--drop-outside")
+
+    result = run(*args, "--drop-outside", "--out", tmp_path / "a.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "Warning: dropped" in result.output
+    kept = int(result.output.split("Read ")[1].split()[0])
+    assert 0 < kept < len(points)
+    assert io.read_release(tmp_path / "a.gpkg").metadata["n_records"] == [kept, kept]
+
+
+def test_an_output_never_replaces_an_input(inputs, tmp_path):
+    copy = tmp_path / "points.gpkg"
+    copy.write_bytes(inputs["gpkg"].read_bytes())
+    result = run("release", copy, *GPKG_ARGS, "--out", copy, "--overwrite")
+    assert_refused(result, "INPUT and --out name the same file")
+    assert copy.read_bytes() == inputs["gpkg"].read_bytes()
