@@ -197,7 +197,7 @@ def prepare(
 
     Parameters
     ----------
-    gdf : geopandas.GeoDataFrame
+    gdf : geopandas.GeoDataFrame or dask_geopandas.GeoDataFrame
         One row per confidential record, with point geometries in a projected CRS (metres).
     grid : geosynth.lattice.Grid
         The lattice; points are located with ``grid.locate``.
@@ -238,7 +238,17 @@ def prepare(
     -----
     DataWarning
         An attribute has a single level among the kept records, or points were dropped.
+
+    Notes
+    -----
+    ``gdf`` may also be a :class:`dask_geopandas.GeoDataFrame` (the ``dask`` extra): the points
+    are then located and counted partition by partition, so they need not fit in memory; see
+    :func:`geosynth.distributed.prepare_dask`.
     """
+    if _is_dask_frame(gdf):
+        from geosynth.distributed import prepare_dask
+
+        return prepare_dask(gdf, grid, attributes, continuous, outside, max_bytes)
     _check_parameters(gdf, grid, outside, max_bytes)
     attrs = _check_columns(gdf, attributes, continuous)
     xy = _point_coordinates(gdf)
@@ -284,6 +294,11 @@ def prepare(
 
 
 # --------------------------------------------------------------------------- validation helpers
+
+
+def _is_dask_frame(gdf: Any) -> bool:
+    """Tell whether ``gdf`` is a Dask (geo)dataframe, without importing dask."""
+    return type(gdf).__module__.split(".")[0] in ("dask_geopandas", "dask")
 
 
 

@@ -132,6 +132,7 @@ class PaivaModel:
         max_bytes: int = DEFAULT_MAX_BYTES,
         n_jobs: int | None = None,
         noise: float | None = None,
+        parallel: bool = False,
     ) -> PaivaFit:
         """Run ``chains`` Gibbs chains and return their thinned draws.
 
@@ -166,6 +167,14 @@ class PaivaModel:
             ``counts.noise_scale`` when ``counts`` is the :class:`~geosynth.dp.NoisyCounts` of
             :func:`geosynth.dp.dp_counts`; refused for the exact counts of
             :func:`geosynth.prepare`.
+        parallel : bool, default False
+            Chromatic Gibbs: within each chain, update the cells of one colour of a proper
+            colouring of the lattice at once on all numba threads (``numba.set_num_threads``),
+            see :mod:`geosynth.model.parallel`. Same posterior as the serial sampler, different
+            draws; for a given ``seed`` the draws do not depend on the number of threads.
+            Worth it from a few thousand cells. Chains then run one after another unless
+            ``n_jobs`` says otherwise. Not available for noise-aware fits. A run option rather
+            than a model option: it changes how, not what, is sampled.
 
         Returns
         -------
@@ -182,6 +191,11 @@ class PaivaModel:
         """
         _check_run_arguments(n_iter, burn_in, thin, chains)
         noise = _check_noise(counts, noise)
+        if not isinstance(parallel, (bool, np.bool_)):
+            raise InputError(f"parallel must be True or False, got {parallel!r}")
+        if parallel and noise is not None:
+            raise InputError("parallel=True is not available for noise-aware fits (noise=...); "
+                             "use parallel=False")
         data, names = build_model_data(counts, self)
         n_keep = (n_iter - burn_in) // thin
         G, B = data.counts.shape
@@ -195,7 +209,10 @@ class PaivaModel:
             )
         streams = make_streams(seed, chains)
         released = None if noise is None else (noise, np.asarray(counts.counts, dtype=np.float64))
-        runner = _ChainRunner(data, names, n_iter, burn_in, thin, n_keep, progress, released)
+        runner = _ChainRunner(data, names, n_iter, burn_in, thin, n_keep, progress, released,
+                              parallel=bool(parallel))
+        if parallel and n_jobs is None:
+            n_jobs = 1  # each chain already uses every numba thread
         draws = runner.run_all(streams, n_jobs)
         return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
                         burn_in=burn_in, noise_scale=noise, **draws)
@@ -361,8 +378,14 @@ def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsS
 class _ChainRunner:
     """Runs chains in threads, in fixed-size chunks, with progress bars and clean Ctrl-C."""
 
-    def __init__(self, data, names, n_iter, burn_in, thin, n_keep, progress, noise=None):
+    def __init__(self, data, names, n_iter, burn_in, thin, n_keep, progress, noise=None,
+                 parallel=False):
         self.data, self.names = data, names
+        self.colours = None
+        if parallel:  # chromatic Gibbs: colour classes of the lattice, shared by the chains
+            from geosynth.model.parallel import colour_classes, greedy_colouring
+
+            self.colours = colour_classes(greedy_colouring(data.indptr, data.indices))
         # Noise-aware fits: the released counts c̃ and 1/b (0 switches the latent step off).
         self.noisy = noise[1] if noise else data.counts
         self.inv_scale = 1.0 / noise[0] if noise else 0.0
@@ -406,6 +429,11 @@ class _ChainRunner:
     def run_chain(self, chain: int, stream: np.ndarray, out: dict, kept: np.ndarray) -> None:
         data = self.data if not self.inv_scale else _private_counts(self.data)
         state = _initial_state(data, stream, len(data.level_counts))
+        cell_streams = None
+        if self.colours is not None:
+            from geosynth.model.parallel import cell_streams_for
+
+            cell_streams = cell_streams_for(stream, data.counts.shape[0])
         if self.inv_scale:
             compute_eta(data, state)
             update_latent_counts(data, state, self.noisy, self.inv_scale)
@@ -420,17 +448,22 @@ class _ChainRunner:
             ):
                 if self.stop.is_set():
                     break
-                kept[chain] += self._run(data, state, n, out, chain, int(kept[chain]), keep)
+                kept[chain] += self._run(data, state, n, out, chain, int(kept[chain]), keep,
+                                         cell_streams)
                 bar.update(n)
         finally:
             bar.close()
 
-    def _run(self, data, state, n, out, chain, row, keep) -> int:
+    def _run(self, data, state, n, out, chain, row, keep, cell_streams=None) -> int:
         args = (data, state, n, self.thin, out["scalars"][chain], out["theta"][chain],
                 out["beta"][chain], out["eta"][chain], row, keep)
         if self.inv_scale:
             status, written = run_chunk_noise_aware(
                 *args, self.noisy, self.inv_scale, out["latent_totals"][chain])
+        elif cell_streams is not None:
+            from geosynth.model.parallel import run_chunk_parallel
+
+            status, written = run_chunk_parallel(*args, *self.colours, cell_streams)
         else:
             status, written = run_chunk(*args)
         if status:

@@ -14,6 +14,7 @@ from geosynth.dp.accountant import Accountant
 from geosynth.dp.onthemap import OnTheMapSynthesizer, cell_prior, onthemap_alpha
 from geosynth.dp.synthesizers import dirichlet_alpha, draw_dirichlet_multinomial
 from geosynth.errors import BudgetExceededError, CRSError, InputError, PrivacyLeakWarning
+from tests.synth.helpers import write_raster
 
 pytestmark = pytest.mark.filterwarnings("ignore::geosynth.errors.PrivacyLeakWarning")
 
@@ -190,23 +191,6 @@ def test_prior_weights_are_floored_and_scaled():
 
 def from_origin(west, north, xsize, ysize):
     return Affine(xsize, 0.0, west, 0.0, -ysize, north)
-
-
-def write_raster(path, values, transform, crs=CRS, nodata=None):
-    with rasterio.open(
-        path,
-        "w",
-        driver="GTiff",
-        height=values.shape[0],
-        width=values.shape[1],
-        count=1,
-        dtype="float64",
-        crs=crs,
-        transform=transform,
-        nodata=nodata,
-    ) as dst:
-        dst.write(values.astype(np.float64), 1)
-    return path
 
 
 def test_raster_prior_is_averaged_over_cells(tmp_path):

@@ -1,0 +1,223 @@
+"""Dask execution (geosynth.distributed) equals the in-memory functions, on a LocalCluster."""
+
+import warnings
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+
+import geosynth
+from geosynth import Grid, PaivaModel, prepare
+from geosynth.errors import DataWarning, InputError
+from geosynth.samplers.rng import make_streams
+
+distributed = pytest.importorskip(
+    "distributed", reason="the dask extra (dask[distributed], dask-geopandas) is not installed")
+dask_geopandas = pytest.importorskip(
+    "dask_geopandas", reason="the dask extra (dask[distributed], dask-geopandas) is not installed")
+
+from geosynth import distributed as gd  # noqa: E402
+
+CRS = "EPSG:31983"
+RUN = {"n_iter": 60, "burn_in": 20, "thin": 2}
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        gd.warm_up(c)
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def points():
+    """Points with an int, a str and a categorical attribute (categories in non-sorted order)."""
+    rng = np.random.default_rng(3)
+    n = 600
+    x, y = rng.uniform(0, 100, n), rng.uniform(0, 80, n)
+    a = rng.integers(0, 2, n)
+    c = np.where(rng.random(n) < 0.4, "u", "v")
+    k = pd.Categorical(rng.choice(["lo", "hi", "mid"], n), categories=["mid", "hi", "lo", "x"])
+    z = 5.0 + a + 0.05 * x + rng.normal(0, 1, n)
+    return gpd.GeoDataFrame({"a": a, "c": c, "k": k, "z": z},
+                            geometry=gpd.points_from_xy(x, y), crs=CRS,
+                            index=pd.Index(rng.permutation(n) * 3 + 7))
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return Grid.regular((0, 0, 100, 80), shape=(4, 5), crs=CRS)
+
+
+@pytest.fixture(scope="module")
+def fitted(points, grid):
+    counts = prepare(points, grid, attributes=["a", "c"], continuous="z")
+    return counts, PaivaModel().fit(counts, chains=2, seed=11, progress=False, **RUN)
+
+
+def assert_counts_equal(got, want):
+    np.testing.assert_array_equal(got.counts, want.counts)
+    pd.testing.assert_frame_equal(got.combos, want.combos)
+    np.testing.assert_array_equal(got.record_cell, want.record_cell)
+    np.testing.assert_array_equal(got.record_combo, want.record_combo)
+    pd.testing.assert_index_equal(got.record_index, want.record_index)
+    assert got.attributes == want.attributes and got.levels == want.levels
+    assert got.continuous == want.continuous
+    for name in ("zbar", "zbar_mean", "zbar_sd"):
+        if getattr(want, name) is None:
+            assert getattr(got, name) is None
+        else:
+            np.testing.assert_allclose(getattr(got, name), getattr(want, name), rtol=1e-12,
+                                       atol=1e-12)
+    if want.zbar_mask is not None:
+        np.testing.assert_array_equal(got.zbar_mask, want.zbar_mask)
+
+
+# --------------------------------------------------------------------------- seeds (no cluster)
+@pytest.mark.parametrize("seed", [5, np.random.SeedSequence(9), "generator"])
+def test_chain_seeds_reproduce_the_chain_streams_of_fit(seed):
+    if seed == "generator":
+        seeds = gd.chain_seeds(np.random.default_rng(1), 3)
+        want = make_streams(np.random.default_rng(1), 3)
+    elif isinstance(seed, np.random.SeedSequence):
+        seeds = gd.chain_seeds(np.random.SeedSequence(9), 3)
+        want = make_streams(np.random.SeedSequence(9), 3)
+    else:
+        seeds, want = gd.chain_seeds(seed, 3), make_streams(seed, 3)
+    got = np.vstack([make_streams(s, 1) for s in seeds])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_release_seeds_are_distinct_and_reproducible():
+    a, b = gd.release_seeds(4, 3), gd.release_seeds(4, 3)
+    states = [s.generate_state(4).tolist() for s in a]
+    assert states == [s.generate_state(4).tolist() for s in b]
+    assert len({tuple(s) for s in states}) == 3
+
+
+# --------------------------------------------------------------------------- cluster
+def test_warm_up_compiles_once_per_worker(client):
+    again = gd.warm_up(client)
+    assert set(again) == set(client.scheduler_info(n_workers=-1)["workers"])
+    assert not any(again.values())  # the fixture warmed every worker already
+
+
+def test_fit_dask_equals_in_memory_fit(client, fitted):
+    counts, want = fitted
+    got = gd.fit_dask(PaivaModel(), counts, client=client, chains=2, seed=11, **RUN)
+    for name in ("scalars", "theta", "eta"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    assert got.scalar_names == want.scalar_names and got.beta is None
+    assert (got.thin, got.burn_in, got.counts) == (want.thin, want.burn_in, counts)
+
+
+def test_fit_dask_beta_and_noise_aware_fits_equal_in_memory(client, fitted):
+    counts, _ = fitted
+    model = PaivaModel(beta_prior="normal")
+    kw = dict(chains=3, seed=np.random.SeedSequence(2), **RUN)
+    want = model.fit(counts, progress=False, **kw)
+    got = gd.fit_dask(model, counts, **dict(kw, seed=np.random.SeedSequence(2)))  # current client
+    np.testing.assert_array_equal(got.beta, want.beta)
+    np.testing.assert_array_equal(got.eta, want.eta)
+
+    noisy = geosynth.dp.dp_counts(counts, 2.0, seed=1)
+    want = PaivaModel().fit(noisy, chains=2, seed=4, progress=False, **RUN)
+    got = gd.fit_dask(PaivaModel(), noisy, client=client, chains=2, seed=4, **RUN)
+    assert got.noise_scale == want.noise_scale
+    np.testing.assert_array_equal(got.latent_totals, want.latent_totals)
+    np.testing.assert_array_equal(got.eta, want.eta)
+
+
+def test_fit_dask_rejects_bad_arguments(client, fitted):
+    counts, _ = fitted
+    with pytest.raises(InputError, match="chains"):
+        gd.fit_dask(PaivaModel(), counts, client=client, chains=0)
+    with pytest.raises(InputError, match="n_jobs"):
+        gd.fit_dask(PaivaModel(), counts, client=client, n_jobs=2, **RUN)
+    with pytest.raises(InputError, match="PaivaModel"):
+        gd.fit_dask("model", counts, client=client)
+
+
+def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fitted, monkeypatch):
+    counts, fit = fitted
+    m, seed = 4, 21
+    got = gd.synthesize_dask(fit, points, m=m, seed=seed, client=client)
+    assert len(got) == m
+    seeds = gd.release_seeds(seed, m)
+    draws = geosynth.synth.release_draws(fit, m)
+    # Release 0: in-memory synthesize on release 0's generator is the same computation.
+    first = geosynth.synthesize(fit, points, m=m, seed=np.random.default_rng(seeds[0]))[0]
+    pd.testing.assert_frame_equal(got[0], first)
+    assert got[0].attrs == first.attrs
+    # Release l: in-memory synthesize of one release from draw l on release l's generator.
+    import geosynth.synth.paiva as paiva
+
+    for release in range(1, m):
+        monkeypatch.setattr(paiva, "release_draws", lambda fit, m, d=draws[release]: np.array([d]))
+        [want] = geosynth.synthesize(fit, points, m=1, seed=np.random.default_rng(seeds[release]))
+        pd.testing.assert_frame_equal(got[release], want)
+        assert got[release].attrs["geosynth"] == dict(want.attrs["geosynth"], release=release)
+    monkeypatch.undo()
+    again = gd.synthesize_dask(fit, points, m=m, seed=seed, client=client)
+    for a, b in zip(got, again, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+    other = gd.synthesize_dask(fit, points, m=1, seed=seed + 1, client=client)[0]
+    assert not other.geometry.geom_equals(got[0].geometry).all()
+
+
+def test_synthesize_dask_rejects_foreign_data(client, points, fitted):
+    _, fit = fitted
+    with pytest.raises(InputError, match="not in gdf"):
+        gd.synthesize_dask(fit, points.iloc[10:], m=2, seed=1, client=client)
+
+
+@pytest.mark.parametrize("npartitions", [1, 4])
+def test_prepare_dask_equals_prepare(client, points, grid, npartitions):
+    ddf = dask_geopandas.from_geopandas(points, npartitions=npartitions)
+    for attributes, continuous in ((["a", "c", "k"], "z"), ("k", None)):
+        want = prepare(points, grid, attributes=attributes, continuous=continuous)
+        got = prepare(ddf, grid, attributes=attributes, continuous=continuous)
+        assert_counts_equal(got, want)
+
+
+def test_prepare_dask_outside_points(client, points, grid):
+    small = Grid.regular((0, 0, 100, 40), shape=(2, 5), crs=CRS)
+    ddf = dask_geopandas.from_geopandas(points, npartitions=3)
+    with pytest.raises(InputError, match=r"of 600 points fall in no grid cell"):
+        prepare(ddf, small, attributes=["a"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        want = prepare(points, small, attributes=["a", "k"], continuous="z", outside="drop")
+        got = prepare(ddf, small, attributes=["a", "k"], continuous="z", outside="drop")
+    dropped = [str(w.message).split(":")[0] for w in caught if w.category is DataWarning]
+    assert len(dropped) == 2 and dropped[0] == dropped[1]
+    assert_counts_equal(got, want)
+
+
+def test_prepare_dask_checks_metadata_and_partitions(client, points, grid):
+    ddf = dask_geopandas.from_geopandas(points, npartitions=2)
+    with pytest.raises(InputError, match="not a column"):
+        prepare(ddf, grid, attributes=["nope"])
+    with pytest.raises(geosynth.errors.CRSError):
+        prepare(ddf.to_crs("EPSG:4326"), grid, attributes=["a"])
+    with pytest.raises(InputError, match="non-numeric"):
+        prepare(ddf, grid, attributes=["a"], continuous="c")
+    bad = points.copy()
+    bad.loc[bad.index[5], "a"] = np.nan
+    with pytest.raises(InputError, match="missing"):
+        prepare(dask_geopandas.from_geopandas(bad, npartitions=2), grid, attributes=["a"])
+    unknown = ddf.assign(u=ddf["c"].astype("category").cat.as_unknown())
+    with pytest.raises(InputError, match="categorize"):
+        prepare(unknown, grid, attributes=["u"])
+
+
+def test_dask_prepared_counts_fit_and_synthesize(client, points, grid):
+    ddf = dask_geopandas.from_geopandas(points, npartitions=3)
+    counts = prepare(ddf, grid, attributes=["a", "c"], continuous="z")
+    fit = gd.fit_dask(PaivaModel(), counts, client=client, chains=1, seed=3, **RUN)
+    [release] = gd.synthesize_dask(fit, ddf.compute(), m=1, seed=3, client=client)
+    assert release.index.equals(points.index) and len(release) == len(points)
