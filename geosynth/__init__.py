@@ -13,11 +13,11 @@ from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
 
 __version__ = "0.1.0"
 
-_LAZY_MODULES = ("io", "maps")  # import folium / pyogrio writers only when used
+_LAZY_MODULES = ("io", "maps", "distributed")  # folium, pyogrio, dask only when used
 
 
 def __getattr__(name: str):
-    """Import :mod:`geosynth.io` and :mod:`geosynth.maps` on first access."""
+    """Import :mod:`geosynth.io`, :mod:`geosynth.maps` and :mod:`geosynth.distributed` lazily."""
     if name in _LAZY_MODULES:
         import importlib
 
@@ -34,6 +34,7 @@ __all__ = [
     "datasets",
     "dp",
     "errors",
+    "distributed",
     "io",
     "maps",
     "evaluate",

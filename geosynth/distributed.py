@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from geosynth._random import spawn_seeds
 from geosynth.errors import DataWarning, InputError, SamplerError
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "chain_seeds",
     "fit_dask",
+    "linked_records_dask",
     "prepare_dask",
     "release_seeds",
     "synthesize_dask",
@@ -79,9 +81,10 @@ def _get_client(client: distributed.Client | None) -> distributed.Client:
 
 
 def _compile_kernels() -> None:
-    """Run a tiny fit, exact and noise-aware, so numba compiles or loads every sampling kernel."""
+    """Run tiny fits (exact, noise-aware) and metrics so numba compiles or loads their kernels."""
     import geosynth
     from geosynth.dp import dp_counts
+    from geosynth.evaluation import _linked_records
 
     scenario = geosynth.datasets.paiva_scenario(n=60, seed=0)
     grid = geosynth.Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
@@ -94,6 +97,7 @@ def _compile_kernels() -> None:
         noisy = dp_counts(counts, 1.0, seed=0)
         model.fit(noisy, n_iter=2, burn_in=0, thin=1, chains=1, seed=0, progress=False,
                   n_jobs=1)
+        _linked_records(scenario.data, [scenario.data])  # the matching kernels of the metrics
 
 
 def _warm_here() -> bool:
@@ -135,7 +139,7 @@ def warm_up(client: distributed.Client | None = None) -> dict[str, bool]:
     """
     client = _get_client(client)
     done = {}
-    for address in sorted(client.scheduler_info(n_workers=-1)["workers"]):
+    for address in sorted(client.nthreads()):
         done.update(client.run(_warm_here, workers=[address]))
     return done
 
@@ -170,12 +174,14 @@ def chain_seeds(seed, chains: int) -> list[np.random.SeedSequence]:
     list of numpy.random.SeedSequence
         ``chains`` seeds; the only child of seed ``c`` is child ``c`` of ``seed``.
     """
-    children = _root_seed(seed).spawn(chains)
-    return [
-        np.random.SeedSequence(child.entropy, spawn_key=child.spawn_key[:-1],
-                               pool_size=child.pool_size, n_children_spawned=child.spawn_key[-1])
-        for child in children
-    ]
+    return [_parent_of(child) for child in _root_seed(seed).spawn(chains)]
+
+
+def _parent_of(child: np.random.SeedSequence) -> np.random.SeedSequence:
+    """Return a SeedSequence whose next (first) spawned child is ``child``."""
+    return np.random.SeedSequence(child.entropy, spawn_key=child.spawn_key[:-1],
+                                  pool_size=child.pool_size,
+                                  n_children_spawned=child.spawn_key[-1])
 
 
 def _run_chain(model, counts, seed, chain, options) -> dict[str, Any]:
@@ -294,30 +300,11 @@ def _check_draw_bytes(counts, names, n_iter, burn_in, thin, chains, max_bytes) -
 
 # --------------------------------------------------------------------------- releases
 def release_seeds(seed, m: int) -> list[np.random.SeedSequence]:
-    """One independent seed per release, derived from ``seed``.
+    """Seed of each of ``m`` releases, as :func:`geosynth.synthesize` derives them.
 
-    Parameters
-    ----------
-    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
-        The ``seed`` given to :func:`synthesize_dask` (a Generator is advanced).
-    m : int
-        Number of releases.
-
-    Returns
-    -------
-    list of numpy.random.SeedSequence
-        Release ``l`` draws with ``numpy.random.default_rng(release_seeds(seed, m)[l])``.
+    See :func:`geosynth._random.spawn_seeds`.
     """
-    if isinstance(seed, np.random.Generator):
-        seed = np.random.SeedSequence(seed.integers(0, 2**63, size=2).tolist())
-    elif not isinstance(seed, np.random.SeedSequence):
-        if seed is not None and not isinstance(seed, (int, np.integer)):
-            raise TypeError(
-                f"seed must be None, an int, a numpy SeedSequence or a numpy Generator, "
-                f"got {type(seed).__name__}"
-            )
-        seed = np.random.SeedSequence(seed)
-    return seed.spawn(m)
+    return spawn_seeds(seed, m)
 
 
 def _one_draw_fit(fit: PaivaFit, chain: int, draw: int) -> dict[str, Any]:
@@ -331,10 +318,17 @@ def _one_draw_fit(fit: PaivaFit, chain: int, draw: int) -> dict[str, Any]:
 
 def _release_task(template, counts, gdf, arrays, seed, release, draw, weights):
     """Dask task: release ``release`` from posterior draw ``draw`` with its own generator."""
-    from geosynth.synth.paiva import synthesize
+    from geosynth.synth import paiva
 
     fit = dataclasses.replace(template, counts=counts, **arrays)
-    [out] = synthesize(fit, gdf, m=1, seed=np.random.default_rng(seed), weights=weights)
+    # A synthesize that derives its release streams with release_seeds (PER_RELEASE_STREAMS)
+    # gets the seed whose only child is this release's; the one-generator synthesize gets the
+    # release's generator itself. Either way the release draws from default_rng(seed).
+    if getattr(paiva, "PER_RELEASE_STREAMS", False):
+        stream = _parent_of(seed)
+    else:
+        stream = np.random.default_rng(seed)
+    [out] = paiva.synthesize(fit, gdf, m=1, seed=stream, weights=weights)
     out.attrs["geosynth"].update(release=release, posterior_draw=draw)
     return out
 
@@ -352,10 +346,11 @@ def synthesize_dask(
 
     Release ``l`` uses posterior draw ``release_draws(fit, m)[l]``, as in memory, and its own
     generator ``numpy.random.default_rng(release_seeds(seed, m)[l])``, so releases do not depend
-    on one another and any subset can be recomputed. (In-memory ``synthesize`` runs the releases
-    in turn on one generator, so for the same seed its releases differ from these ones but have
-    the same distribution; release 0 of ``synthesize(..., seed=default_rng(
-    release_seeds(seed, m)[0]))`` is release 0 here.)
+    on one another and any subset can be recomputed. When in-memory ``synthesize`` draws its
+    releases the same way (``geosynth.synth.paiva.PER_RELEASE_STREAMS``), the releases equal its
+    releases for the same seed. (A ``synthesize`` that runs the releases in turn on one
+    generator gives other releases with the same distribution; release 0 of ``synthesize(...,
+    seed=default_rng(release_seeds(seed, m)[0]))`` is then release 0 here.)
 
     Parameters
     ----------
@@ -405,6 +400,59 @@ def synthesize_dask(
             release, draw, weights, pure=False,
             key=f"geosynth-release-{release}-{os.urandom(4).hex()}"))
     return client.gather(futures)
+
+
+def _linked_task(original, release, number):
+    from geosynth.evaluation import _linked_records
+
+    _warm_in_task()
+    table = _linked_records(original, [release])
+    table.index = pd.Index([number], name=table.index.name)
+    return table
+
+
+def linked_records_dask(
+    original: gpd.GeoDataFrame,
+    releases: Sequence[gpd.GeoDataFrame],
+    *,
+    client: distributed.Client | None = None,
+) -> pd.DataFrame:
+    """Compute the ``linked_records`` table of :func:`geosynth.evaluate`, a task per release.
+
+    Displacement and spatial k-anonymity are measured release by release, so this equals
+    ``geosynth.evaluate(original, releases, ...).tables["linked_records"]``. (The other tables
+    of :func:`~geosynth.evaluate` combine the releases and are computed in memory.)
+
+    Parameters
+    ----------
+    original : geopandas.GeoDataFrame
+        The confidential points; sent to the workers once.
+    releases : sequence of geopandas.GeoDataFrame
+        Releases that keep the original index (as :func:`synthesize_dask` returns them).
+    client : distributed.Client, optional
+        Default: the current client.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per release (index ``release``, from 1): median and mean displacement and the
+        spatial k-anonymity summary.
+    """
+    releases = list(releases)
+    if not releases:
+        raise InputError("releases is empty; pass the m synthetic data sets to evaluate")
+    for number, release in enumerate(releases):
+        if not release.index.equals(original.index):
+            raise InputError(
+                f"releases[{number}] does not keep the original index, so its records cannot "
+                "be linked"
+            )
+    client = _get_client(client)
+    [original_f] = client.scatter([original], broadcast=True, hash=False)
+    futures = [client.submit(_linked_task, original_f, release, number, pure=False,
+                             key=f"geosynth-linked-{number}-{os.urandom(4).hex()}")
+               for number, release in enumerate(releases, start=1)]
+    return pd.concat(client.gather(futures))
 
 
 # --------------------------------------------------------------------------- prepare

@@ -59,9 +59,18 @@ def fitted(points, grid):
     return counts, PaivaModel().fit(counts, chains=2, seed=11, progress=False, **RUN)
 
 
+def to_dask(gdf, npartitions):
+    """Partition ``gdf`` keeping its row order (from_geopandas sorts by index by default)."""
+    return dask_geopandas.from_geopandas(gdf, npartitions=npartitions, sort=False)
+
+
 def assert_counts_equal(got, want):
     np.testing.assert_array_equal(got.counts, want.counts)
-    pd.testing.assert_frame_equal(got.combos, want.combos)
+    # dask stores str columns as pandas' NA-backed string dtype: the values are the same.
+    pd.testing.assert_frame_equal(got.combos, want.combos, check_dtype=False)
+    for a in want.attributes:
+        if not pd.api.types.is_string_dtype(want.combos[a].dtype):
+            assert got.combos[a].dtype == want.combos[a].dtype
     np.testing.assert_array_equal(got.record_cell, want.record_cell)
     np.testing.assert_array_equal(got.record_combo, want.record_combo)
     pd.testing.assert_index_equal(got.record_index, want.record_index)
@@ -102,7 +111,7 @@ def test_release_seeds_are_distinct_and_reproducible():
 # --------------------------------------------------------------------------- cluster
 def test_warm_up_compiles_once_per_worker(client):
     again = gd.warm_up(client)
-    assert set(again) == set(client.scheduler_info(n_workers=-1)["workers"])
+    assert set(again) == set(client.nthreads()) and len(again) == 2
     assert not any(again.values())  # the fixture warmed every worker already
 
 
@@ -115,7 +124,7 @@ def test_fit_dask_equals_in_memory_fit(client, fitted):
     assert (got.thin, got.burn_in, got.counts) == (want.thin, want.burn_in, counts)
 
 
-def test_fit_dask_beta_and_noise_aware_fits_equal_in_memory(client, fitted):
+def test_fit_dask_beta_and_noise_aware_fits_equal_in_memory(client, points, grid, fitted):
     counts, _ = fitted
     model = PaivaModel(beta_prior="normal")
     kw = dict(chains=3, seed=np.random.SeedSequence(2), **RUN)
@@ -124,7 +133,10 @@ def test_fit_dask_beta_and_noise_aware_fits_equal_in_memory(client, fitted):
     np.testing.assert_array_equal(got.beta, want.beta)
     np.testing.assert_array_equal(got.eta, want.eta)
 
-    noisy = geosynth.dp.dp_counts(counts, 2.0, seed=1)
+    exact = prepare(points, grid, attributes=["a", "c"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the seed= of a DP release is for tests only
+        noisy = geosynth.dp.dp_counts(exact, 2.0, seed=1)
     want = PaivaModel().fit(noisy, chains=2, seed=4, progress=False, **RUN)
     got = gd.fit_dask(PaivaModel(), noisy, client=client, chains=2, seed=4, **RUN)
     assert got.noise_scale == want.noise_scale
@@ -147,6 +159,14 @@ def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fit
     m, seed = 4, 21
     got = gd.synthesize_dask(fit, points, m=m, seed=seed, client=client)
     assert len(got) == m
+    import geosynth.synth.paiva as paiva
+
+    if getattr(paiva, "PER_RELEASE_STREAMS", False):  # in-memory releases on their own streams
+        for want, release in zip(geosynth.synthesize(fit, points, m=m, seed=seed), got,
+                                 strict=True):
+            pd.testing.assert_frame_equal(release, want)
+            assert release.attrs == want.attrs
+        return
     seeds = gd.release_seeds(seed, m)
     draws = geosynth.synth.release_draws(fit, m)
     # Release 0: in-memory synthesize on release 0's generator is the same computation.
@@ -154,14 +174,17 @@ def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fit
     pd.testing.assert_frame_equal(got[0], first)
     assert got[0].attrs == first.attrs
     # Release l: in-memory synthesize of one release from draw l on release l's generator.
-    import geosynth.synth.paiva as paiva
-
     for release in range(1, m):
         monkeypatch.setattr(paiva, "release_draws", lambda fit, m, d=draws[release]: np.array([d]))
         [want] = geosynth.synthesize(fit, points, m=1, seed=np.random.default_rng(seeds[release]))
         pd.testing.assert_frame_equal(got[release], want)
         assert got[release].attrs["geosynth"] == dict(want.attrs["geosynth"], release=release)
-    monkeypatch.undo()
+
+
+def test_synthesize_dask_is_reproducible(client, points, fitted):
+    _, fit = fitted
+    m, seed = 3, 21
+    got = gd.synthesize_dask(fit, points, m=m, seed=seed, client=client)
     again = gd.synthesize_dask(fit, points, m=m, seed=seed, client=client)
     for a, b in zip(got, again, strict=True):
         pd.testing.assert_frame_equal(a, b)
@@ -177,16 +200,18 @@ def test_synthesize_dask_rejects_foreign_data(client, points, fitted):
 
 @pytest.mark.parametrize("npartitions", [1, 4])
 def test_prepare_dask_equals_prepare(client, points, grid, npartitions):
-    ddf = dask_geopandas.from_geopandas(points, npartitions=npartitions)
+    ddf = to_dask(points, npartitions)
     for attributes, continuous in ((["a", "c", "k"], "z"), ("k", None)):
         want = prepare(points, grid, attributes=attributes, continuous=continuous)
         got = prepare(ddf, grid, attributes=attributes, continuous=continuous)
         assert_counts_equal(got, want)
+        same = prepare(ddf.compute(), grid, attributes=attributes, continuous=continuous)
+        pd.testing.assert_frame_equal(got.combos, same.combos)  # dtypes too
 
 
 def test_prepare_dask_outside_points(client, points, grid):
     small = Grid.regular((0, 0, 100, 40), shape=(2, 5), crs=CRS)
-    ddf = dask_geopandas.from_geopandas(points, npartitions=3)
+    ddf = to_dask(points, 3)
     with pytest.raises(InputError, match=r"of 600 points fall in no grid cell"):
         prepare(ddf, small, attributes=["a"])
     with warnings.catch_warnings(record=True) as caught:
@@ -199,7 +224,7 @@ def test_prepare_dask_outside_points(client, points, grid):
 
 
 def test_prepare_dask_checks_metadata_and_partitions(client, points, grid):
-    ddf = dask_geopandas.from_geopandas(points, npartitions=2)
+    ddf = to_dask(points, 2)
     with pytest.raises(InputError, match="not a column"):
         prepare(ddf, grid, attributes=["nope"])
     with pytest.raises(geosynth.errors.CRSError):
@@ -209,15 +234,25 @@ def test_prepare_dask_checks_metadata_and_partitions(client, points, grid):
     bad = points.copy()
     bad.loc[bad.index[5], "a"] = np.nan
     with pytest.raises(InputError, match="missing"):
-        prepare(dask_geopandas.from_geopandas(bad, npartitions=2), grid, attributes=["a"])
+        prepare(to_dask(bad, 2), grid, attributes=["a"])
     unknown = ddf.assign(u=ddf["c"].astype("category").cat.as_unknown())
     with pytest.raises(InputError, match="categorize"):
         prepare(unknown, grid, attributes=["u"])
 
 
 def test_dask_prepared_counts_fit_and_synthesize(client, points, grid):
-    ddf = dask_geopandas.from_geopandas(points, npartitions=3)
+    ddf = to_dask(points, 3)
     counts = prepare(ddf, grid, attributes=["a", "c"], continuous="z")
     fit = gd.fit_dask(PaivaModel(), counts, client=client, chains=1, seed=3, **RUN)
     [release] = gd.synthesize_dask(fit, ddf.compute(), m=1, seed=3, client=client)
     assert release.index.equals(points.index) and len(release) == len(points)
+
+
+def test_linked_records_dask_equals_evaluate(client, points, grid, fitted):
+    _, fit = fitted
+    releases = geosynth.synthesize(fit, points, m=3, seed=5)
+    want = geosynth.evaluate(points, releases, grid, ["a", "c"]).tables["linked_records"]
+    got = gd.linked_records_dask(points, releases, client=client)
+    pd.testing.assert_frame_equal(got, want)
+    with pytest.raises(InputError, match="original index"):
+        gd.linked_records_dask(points, [geosynth.to_public(releases[0], seed=1)], client=client)

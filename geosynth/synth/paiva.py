@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from geosynth._random import SeedLike, as_generator
+from geosynth._random import SeedLike, spawn_seeds
 from geosynth.data import CellCounts
 from geosynth.errors import InputError, SamplerError
 from geosynth.model.fit import PaivaFit
@@ -31,6 +31,9 @@ from geosynth.synth.release import check_geodataframe, check_m, make_release
 __all__ = ["synthesize", "release_draws", "synthetic_zbar"]
 
 _SHOW = 5
+#: synthesize draws release l from default_rng(spawn_seeds(seed, m)[l]): releases can be made
+#: in any order or on any worker (geosynth.distributed) with the same result.
+PER_RELEASE_STREAMS = True
 
 
 def synthesize(
@@ -136,7 +139,6 @@ def synthesize(
     if epsilon is not None or dp_options or (isinstance(fit, PaivaFit)
                                              and fit.noise_scale is not None):
         return _dp_synthesize(fit, gdf, m, seed, weights, epsilon, dp_options)
-    rng = as_generator(seed)
     if not isinstance(fit, PaivaFit):
         raise InputError(
             f"fit must be a geosynth.PaivaFit, got {type(fit).__name__}; fit one with "
@@ -156,7 +158,9 @@ def synthesize(
     data = pd.DataFrame(rows[columns]).copy()
     combo = np.asarray(counts.record_combo, dtype=np.int64)
     releases = []
+    rngs = [np.random.default_rng(s) for s in spawn_seeds(seed, m)]
     for release, draw in enumerate(draws.tolist()):
+        rng = rngs[release]
         lam = fit.lambda_draw(draw)
         cells = draw_cells(lam, combo, rng, draw)
         xy = place(grid, cells, rng, table)
