@@ -124,6 +124,14 @@ def test_fit_dask_equals_in_memory_fit(client, fitted):
     assert (got.thin, got.burn_in, got.counts) == (want.thin, want.burn_in, counts)
 
 
+def test_fit_scheduler_dask_is_fit_dask(client, fitted):
+    counts, want = fitted
+    got = PaivaModel().fit(counts, chains=2, seed=11, scheduler="dask", client=client, **RUN)
+    np.testing.assert_array_equal(got.eta, want.eta)
+    with pytest.raises(InputError, match="scheduler"):
+        PaivaModel().fit(counts, chains=2, seed=11, scheduler="processes", **RUN)
+
+
 def test_fit_dask_beta_and_noise_aware_fits_equal_in_memory(client, points, grid, fitted):
     counts, _ = fitted
     model = PaivaModel(beta_prior="normal")

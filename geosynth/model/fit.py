@@ -133,6 +133,8 @@ class PaivaModel:
         n_jobs: int | None = None,
         noise: float | None = None,
         parallel: bool = False,
+        scheduler: Literal["threads", "dask"] = "threads",
+        client=None,
     ) -> PaivaFit:
         """Run ``chains`` Gibbs chains and return their thinned draws.
 
@@ -175,6 +177,11 @@ class PaivaModel:
             Worth it from a few thousand cells. Chains then run one after another unless
             ``n_jobs`` says otherwise. Not available for noise-aware fits. A run option rather
             than a model option: it changes how, not what, is sampled.
+        scheduler : {"threads", "dask"}, default "threads"
+            ``"dask"`` runs each chain as a Dask task (:func:`geosynth.distributed.fit_dask`)
+            on ``client`` (default: the current Dask client); the draws equal the threaded fit's.
+        client : distributed.Client, optional
+            The Dask client of ``scheduler="dask"``.
 
         Returns
         -------
@@ -190,6 +197,15 @@ class PaivaModel:
             If a full conditional cannot be sampled (names the parameter block).
         """
         _check_run_arguments(n_iter, burn_in, thin, chains)
+        if scheduler == "dask":
+            from geosynth.distributed import fit_dask
+
+            return fit_dask(self, counts, client=client, n_iter=n_iter, burn_in=burn_in,
+                            thin=thin, chains=chains, seed=seed, max_bytes=max_bytes, noise=noise,
+                            parallel=parallel)
+        if scheduler != "threads" or client is not None:
+            raise InputError(f"scheduler must be 'threads' or 'dask' (client= goes with 'dask'), "
+                             f"got scheduler={scheduler!r}")
         noise = _check_noise(counts, noise)
         if not isinstance(parallel, (bool, np.bool_)):
             raise InputError(f"parallel must be True or False, got {parallel!r}")

@@ -67,7 +67,7 @@ from geosynth.model.kernels import (
 )
 from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw, ars_draw_single
 from geosynth.samplers.family import STATUS_OK
-from geosynth.samplers.rng import make_streams, uniform
+from geosynth.samplers.rng import uniform
 from geosynth.samplers.slice import slice_step
 
 __all__ = [
@@ -131,9 +131,16 @@ def colour_classes(colour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cell_streams_for(stream: np.ndarray, n_cells: int) -> np.ndarray:
-    """Per-cell xoshiro256** states (n_cells, 4) uint64 derived from a chain's stream (4,)."""
+    """Per-cell xoshiro256** states (n_cells, 4) uint64 derived from a chain's stream (4,).
+
+    One :meth:`numpy.random.SeedSequence.generate_state` call seeded by the chain's state (the
+    hashed output of SeedSequence, as :func:`geosynth.samplers.rng.make_streams` uses per
+    child, but without spawning G children in Python: 0.4 s at G = 6,400).
+    """
     seed = np.random.SeedSequence([int(v) for v in np.asarray(stream, dtype=np.uint64)])
-    return make_streams(seed, n_cells)
+    states = seed.generate_state(4 * n_cells, dtype=np.uint64).reshape(n_cells, 4)
+    states[~states.any(axis=1), 0] = np.uint64(1)  # the all-zero state is xoshiro's fixed point
+    return states
 
 
 @njit(nogil=True, error_model="numpy")
@@ -154,51 +161,61 @@ def _draw_class(data, s, kind, p, field, cells, tau, level_var, comp_sum, cell_s
     """Draw every cell of one colour class of ``field`` (θ, φ_·p or β) in parallel.
 
     ``field`` is a contiguous (G,) view or copy of the field (for φ a column copy; the caller
-    writes it back into ``s.phi``). Old values go to ``old``; per-cell statuses to ``status``.
+    writes it back into ``s.phi``). Old values go to ``old``; per-cell statuses to ``status``
+    (indexed by position in ``cells``). The loop body is a function call (see
+    :func:`_update_eps_parallel`).
     """
-    G, B = data.counts.shape
     n = cells.shape[0]
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
-        work = np.empty((5, MAX_ABSCISSAE))
-        w1 = np.empty(1)
-        ones = np.ones(1)
-        wbuf = np.empty(max(B, 1))
-        zbuf = np.empty(max(B, 1))
-        for j in range(blk * BLOCK, min(n, (blk + 1) * BLOCK)):
-            i = cells[j]
-            rng = cell_streams[i]
-            x = field[i]
-            old[i] = x
-            m, q = _local_prior(field, i, tau, level_var, comp_sum, data)
-            if kind == _FIELD_BETA:
-                for b in range(B):
-                    zbuf[b] = data.zbar[i, b]
-                    wbuf[b] = math.exp(s.eta[i, b] - x * data.zbar[i, b])
-                if data.beta_prior != BETA_ICAR:
-                    m, q = 0.0, 1.0 / data.priors[_BETA_VAR]
-                if data.beta_sampler == SAMPLER_SLICE:
-                    new, st = slice_step(x, data.cell_czbar[i], wbuf[:B], zbuf[:B], m, q, rng)
-                else:
-                    new, st = ars_draw(x, data.cell_czbar[i], wbuf[:B], zbuf[:B], m, q, rng,
-                                       work)
+        _draw_block(data, s, kind, p, field, cells, blk * BLOCK, min(n, (blk + 1) * BLOCK), tau,
+                    level_var, comp_sum, cell_streams, old, status)
+
+
+@njit(nogil=True, error_model="numpy")
+def _draw_block(data, s, kind, p, field, cells, lo, hi, tau, level_var, comp_sum, cell_streams,
+                old, status):
+    """Draw the cells ``cells[lo:hi]`` of one colour class (one parallel work item)."""
+    B = data.counts.shape[1]
+    work = np.empty((5, MAX_ABSCISSAE))
+    w1 = np.empty(1)
+    ones = np.ones(1)
+    wbuf = np.empty(max(B, 1))
+    zbuf = np.empty(max(B, 1))
+    for j in range(lo, hi):
+        i = cells[j]
+        rng = cell_streams[i]
+        x = field[i]
+        old[i] = x
+        m, q = _local_prior(field, i, tau, level_var, comp_sum, data)
+        if kind == _FIELD_BETA:
+            for b in range(B):
+                zbuf[b] = data.zbar[i, b]
+                wbuf[b] = math.exp(s.eta[i, b] - x * data.zbar[i, b])
+            if data.beta_prior != BETA_ICAR:
+                m, q = 0.0, 1.0 / data.priors[_BETA_VAR]
+            if data.beta_sampler == SAMPLER_SLICE:
+                new, st = slice_step(x, data.cell_czbar[i], wbuf[:B], zbuf[:B], m, q, rng)
             else:
-                total = 0.0
-                if kind == _FIELD_THETA:
-                    for b in range(B):
-                        total += s.expeta[i, b]
-                    a = data.cell_counts[i]
-                else:
-                    for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-                        total += s.expeta[i, data.level_combos[t]]
-                    a = data.cell_level_counts[i, p]
-                total *= math.exp(-x)
-                new, st = ars_draw_single(x, a, total, m, q, rng, work, w1, ones)
-            status[j] = st
-            if st != STATUS_OK:
-                continue
-            field[i] = new
-            _shift_row(data, s, kind, p, i, new - x)
+                new, st = ars_draw(x, data.cell_czbar[i], wbuf[:B], zbuf[:B], m, q, rng,
+                                   work)
+        else:
+            total = 0.0
+            if kind == _FIELD_THETA:
+                for b in range(B):
+                    total += s.expeta[i, b]
+                a = data.cell_counts[i]
+            else:
+                for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                    total += s.expeta[i, data.level_combos[t]]
+                a = data.cell_level_counts[i, p]
+            total *= math.exp(-x)
+            new, st = ars_draw_single(x, a, total, m, q, rng, work, w1, ones)
+        status[j] = st
+        if st != STATUS_OK:
+            continue
+        field[i] = new
+        _shift_row(data, s, kind, p, i, new - x)
 
 
 @njit(nogil=True, error_model="numpy")
@@ -223,12 +240,15 @@ def _shift_row(data, s, kind, p, i, delta):
 
 
 @njit(nogil=True, error_model="numpy")
-def _update_field_chromatic(data, s, kind, p, field, tau, level_var, use_level, colour_ptr,
-                            colour_cells, cell_streams, comp_sum, comp_delta, old, status):
+def _update_field_chromatic(data, s, kind, p, field, tau, level_var, colour_ptr, colour_cells,
+                            cell_streams, comp_sum, comp_delta, old, status):
     """Colour-by-colour update of one field with the per-component MH correction.
 
-    ``use_level``: the field has the component-mean prior (θ, φ, ICAR β). Returns a status.
+    ``kind`` and ``p`` must reach this function as run-time integers (not literals), or numba
+    compiles one specialisation per call site (the parallel ones take seconds each). Returns a
+    sampler status.
     """
+    use_level = kind != _FIELD_BETA or data.beta_prior == BETA_ICAR  # component-mean prior
     n_colours = colour_ptr.shape[0] - 1
     n_comp = data.component_size.shape[0]
     for k in range(n_colours):
@@ -265,30 +285,41 @@ def _update_field_chromatic(data, s, kind, p, field, tau, level_var, use_level, 
     return STATUS_OK
 
 
+@njit(nogil=True, error_model="numpy")
+def _eps_block(data, s, cell_streams, status, lo, hi):
+    """Draw ε_ib for the cells lo..hi − 1 (one parallel work item), each from its own stream."""
+    B = data.counts.shape[1]
+    q = s.tau_eps[0]
+    eps, eta, expeta, counts = s.eps, s.eta, s.expeta, data.counts
+    work = np.empty((5, MAX_ABSCISSAE))
+    w1 = np.empty(1)
+    ones = np.ones(1)
+    for i in range(lo, hi):
+        rng = cell_streams[i]
+        status[i] = STATUS_OK
+        for b in range(B):
+            x = eps[i, b]
+            weight = expeta[i, b] * math.exp(-x)
+            new, st = ars_draw_single(x, counts[i, b], weight, 0.0, q, rng, work, w1, ones)
+            if st != STATUS_OK:
+                status[i] = st
+                break
+            eps[i, b] = new
+            eta[i, b] += new - x
+            expeta[i, b] = math.exp(eta[i, b])
+
+
 @njit(nogil=True, error_model="numpy", parallel=True)
 def _update_eps_parallel(data, s, cell_streams, status):
-    """ε_ib | η are independent across (i, b): one work item per block of cells."""
-    G, B = data.counts.shape
-    q = s.tau_eps[0]
+    """ε_ib | η are independent across (i, b): one work item per block of cells.
+
+    The loop body is a function call: written inline, numba 0.65's parfor lowering dropped the
+    stores into the state's arrays (``s.eps[i, b] = …``); the call keeps them.
+    """
+    G = data.counts.shape[0]
     n_blocks = (G + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
-        work = np.empty((5, MAX_ABSCISSAE))
-        w1 = np.empty(1)
-        ones = np.ones(1)
-        for i in range(blk * BLOCK, min(G, (blk + 1) * BLOCK)):
-            rng = cell_streams[i]
-            status[i] = STATUS_OK
-            for b in range(B):
-                x = s.eps[i, b]
-                weight = s.expeta[i, b] * math.exp(-x)
-                new, st = ars_draw_single(x, data.counts[i, b], weight, 0.0, q, rng, work, w1,
-                                          ones)
-                if st != STATUS_OK:
-                    status[i] = st
-                    break
-                s.eps[i, b] = new
-                s.eta[i, b] += new - x
-                s.expeta[i, b] = math.exp(s.eta[i, b])
+        _eps_block(data, s, cell_streams, status, blk * BLOCK, min(G, (blk + 1) * BLOCK))
 
 
 @njit(nogil=True, error_model="numpy")
@@ -306,14 +337,19 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, colour_ptr, colour_cells, 
     old = np.empty(G)
     status = np.zeros(G, dtype=np.int64)
     pr = data.priors
+    # Field codes as run-time integers: literal arguments would compile a parallel kernel per
+    # call site (see _update_field_chromatic).
+    code = np.arange(3)
+    theta_kind, phi_kind, beta_kind, zero = code[_FIELD_THETA], code[_FIELD_PHI], \
+        code[_FIELD_BETA], code[0]
     st = _update_mu(data, s)
     if st != STATUS_OK:
         return 16 * _B_MU + st
     st = _update_alpha(data, s)
     if st != STATUS_OK:
         return 16 * _B_ALPHA + st
-    st = _update_field_chromatic(data, s, _FIELD_THETA, 0, s.theta, s.tau_theta[0],
-                                 pr[_LEVEL_VAR], True, colour_ptr, colour_cells, cell_streams,
+    st = _update_field_chromatic(data, s, theta_kind, zero, s.theta, s.tau_theta[0],
+                                 pr[_LEVEL_VAR], colour_ptr, colour_cells, cell_streams,
                                  comp_sum, comp_delta, old, status)
     if st != STATUS_OK:
         return 16 * _B_THETA + st
@@ -321,9 +357,9 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, colour_ptr, colour_cells, 
     for p in range(s.alpha.shape[0]):
         for i in range(G):
             column[i] = s.phi[i, p]
-        st = _update_field_chromatic(data, s, _FIELD_PHI, p, column, s.tau_phi[p],
-                                     pr[_LEVEL_VAR], True, colour_ptr, colour_cells,
-                                     cell_streams, comp_sum, comp_delta, old, status)
+        st = _update_field_chromatic(data, s, phi_kind, p, column, s.tau_phi[p],
+                                     pr[_LEVEL_VAR], colour_ptr, colour_cells, cell_streams,
+                                     comp_sum, comp_delta, old, status)
         for i in range(G):
             s.phi[i, p] = column[i]
         if st != STATUS_OK:
@@ -336,9 +372,8 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, colour_ptr, colour_cells, 
         for i in range(G):
             s.phi[i, p] = column[i]
     if data.beta_prior != BETA_NONE:
-        icar = data.beta_prior == BETA_ICAR
-        st = _update_field_chromatic(data, s, _FIELD_BETA, 0, s.beta, s.tau_beta[0],
-                                     pr[_BETA_VAR], icar, colour_ptr, colour_cells, cell_streams,
+        st = _update_field_chromatic(data, s, beta_kind, zero, s.beta, s.tau_beta[0],
+                                     pr[_BETA_VAR], colour_ptr, colour_cells, cell_streams,
                                      comp_sum, comp_delta, old, status)
         if st != STATUS_OK:
             return 16 * _B_BETA + st

@@ -1,0 +1,201 @@
+"""Scaling of the Gibbs engine in G cells x B combinations: seconds per sweep, peak RSS, floor.
+
+Sizes: G in {100, 400, 1,600, 6,400, 25,600, 102,400} (square lattices) x B in {12, 48}.
+B = 12: the Nunes (2018) scenario, 5 records per cell, attributes y, x1, x2 (P = 4
+non-baseline levels). B = 48: the same plus an attribute ``x4`` with 4 equiprobable levels
+drawn independently at random (seed 48), P = 7.
+
+Each size runs in its own subprocess (one chain, ``n_jobs=1``, one core): it builds the data,
+warms the numba cache on a tiny fit, resets the peak-RSS counter (``echo 5 >
+/proc/self/clear_refs``), times one ``fit`` of ``n_iter`` sweeps (half burn-in, one draw kept)
+and reads VmHWM. "peak RSS fit" is the high-water mark during the fit (the reset sets it to
+the current RSS, so it includes the ~345 MiB the interpreter, numba, geopandas and the data
+already hold); "peak RSS all" is the peak of the whole process, data generation included.
+
+Floor. Counting, in :func:`geosynth.model.kernels.sweep`, the passes over the (i, b) elements
+of η/exp(η)/ε per sweep, with K̄ = mean number of non-baseline levels per combination
+(Σ_b #{k: level_k(b) ≠ baseline} / B; 5/3 for B = 12, 29/12 for B = 48):
+
+- once each (8): μ update, θ updates, ε updates, per-cell shift (θ_i, ε_i·), shift (μ, ε),
+  τ_ε Gamma draw (Σ ε²), scale move of (θ, τ_θ), scale move of (ε, τ_ε);
+- K̄ times each (5): α_p updates, φ_·p updates, per-cell shifts (φ_ip, ε_ib), shift (α_p, ε),
+  scale moves of (φ_·p, τ_φp);
+- not counted (touch G or P values only): the shift moves (μ, θ) and (α_p, φ_·p), the τ_θ and
+  τ_φ Gamma draws, and the recorded draw (thinned away here).
+
+P = 8 + 5·K̄ (16.3 for B = 12, 20.1 for B = 48). The floor is the time of one numba pass
+computing exp over P·G·B doubles (``round(P)`` passes over a G·B array); "floor fraction" =
+floor / seconds per sweep. Most of these passes do less than an exp per element (μ, α and the
+shifts add), and the ARS draws of ε, θ and φ do much more, so the floor is a yardstick, not a
+bound.
+
+Synthesis rows: points per second of :func:`geosynth.synthesize` (m = 1 release) on the
+B = 12 data from a short fit, at the largest lattices.
+
+Run: ``python -m bench scaling`` (about 3 minutes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+SIDES = tuple(int(s) for s in os.environ.get("BENCH_SCALING_SIDES",
+                                             "10,20,40,80,160,320").split(","))
+COMBOS = (12, 48)
+SYNTH_SIDES = (80, 320)
+WORK_PER_FIT = 2e7  # target (i, b) element-sweeps per timed fit
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _data(side: int, B: int):
+    from geosynth import Grid, prepare
+    from geosynth.datasets import paiva_scenario
+
+    scenario = paiva_scenario(n=5 * side * side, seed=2014)
+    gdf = scenario.data
+    attributes = ["y", "x1", "x2"]
+    if B == 48:
+        gdf = gdf.copy()
+        gdf["x4"] = np.random.default_rng(48).integers(1, 5, len(gdf))
+        attributes.append("x4")
+    grid = Grid.regular(scenario.bounds, shape=(side, side), crs=scenario.crs)
+    return gdf, prepare(gdf, grid, attributes=attributes)
+
+
+@njit(cache=True)
+def _exp_passes(x, passes):
+    total = 0.0
+    for _ in range(passes):
+        for j in range(x.shape[0]):
+            total += math.exp(x[j])
+    return total
+
+
+def _vm_hwm_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return -1
+
+
+def _reset_hwm() -> bool:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def _child(side: int, B: int) -> dict:
+    from geosynth import PaivaModel
+    from geosynth.model.fit import build_model_data
+
+    warnings.filterwarnings("ignore")
+    model = PaivaModel()
+    _, tiny = _data(4, B)
+    model.fit(tiny, n_iter=20, burn_in=10, chains=1, n_jobs=1, seed=0, progress=False)
+    gdf, counts = _data(side, B)
+    data, _ = build_model_data(counts, model)
+    G, B_real = data.counts.shape
+    k_bar = float((data.combo_levels >= 0).sum()) / B_real
+    p_blocks = 8.0 + 5.0 * k_bar
+    n_iter = int(min(2000, max(10, WORK_PER_FIT / (G * B_real))))
+    burn = n_iter // 2
+    peak_all = _vm_hwm_kib()
+    reset = _reset_hwm()
+    start = time.perf_counter()
+    model.fit(counts, n_iter=n_iter, burn_in=burn, thin=n_iter - burn, chains=1, n_jobs=1,
+              seed=1, progress=False)
+    seconds = time.perf_counter() - start
+    peak_fit = _vm_hwm_kib() if reset else -1
+    peak_all = max(peak_all, _vm_hwm_kib())
+    x = np.random.default_rng(0).normal(-1.0, 1.0, G * B_real)
+    passes = max(1, round(p_blocks))
+    _exp_passes(x[:10], 1)
+    floor = min(_timed(lambda: _exp_passes(x, passes)) for _ in range(3))
+    return {"G": G, "B": B_real, "n_iter": n_iter, "sweep": seconds / n_iter, "P": p_blocks,
+            "floor": floor, "peak_fit_mib": peak_fit / 1024, "peak_all_mib": peak_all / 1024}
+
+
+def _synth_child(side: int) -> dict:
+    import geosynth
+    from geosynth import PaivaModel
+
+    warnings.filterwarnings("ignore")
+    gdf, counts = _data(side, 12)
+    fit = PaivaModel().fit(counts, n_iter=40, burn_in=20, thin=20, chains=1, n_jobs=1, seed=1,
+                           progress=False)
+    small_gdf, small = _data(4, 12)
+    small_fit = PaivaModel().fit(small, n_iter=20, burn_in=10, thin=10, chains=1, seed=0,
+                                 progress=False)
+    geosynth.synthesize(small_fit, small_gdf, m=1, seed=0)  # warm-up
+    seconds = min(_timed(lambda: geosynth.synthesize(fit, gdf, m=1, seed=2)) for _ in range(2))
+    return {"G": side * side, "n": len(gdf), "seconds": seconds}
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _spawn(args: list[str], timeout: float = 600) -> dict | None:
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bench.bench_scaling", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=timeout, check=True)
+    except (subprocess.TimeoutExpired, subprocess.CalledProcessError) as error:
+        print(f"bench_scaling {args}: {type(error).__name__}", file=sys.stderr, flush=True)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run() -> str:
+    """Run every size in a subprocess; return Markdown tables."""
+    lines = [
+        "| G | B | P | sweeps timed | ms per sweep | ns per sweep per (G·B) | floor ms "
+        "(exp over P·G·B) | floor fraction | peak RSS fit (MiB) | peak RSS all (MiB) |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for B in COMBOS:
+        for side in SIDES:
+            r = _spawn(["--child", str(side), str(B)])
+            if r is None:
+                lines.append(f"| {side * side:,} | {B} | – | failed or timed out | | | | | | |")
+                continue
+            lines.append(
+                f"| {r['G']:,} | {r['B']} | {r['P']:.1f} | {r['n_iter']:,} | "
+                f"{r['sweep'] * 1e3:,.2f} | {r['sweep'] / (r['G'] * r['B']) * 1e9:.1f} | "
+                f"{r['floor'] * 1e3:,.2f} | {r['floor'] / r['sweep']:.3f} | "
+                f"{r['peak_fit_mib']:,.0f} | {r['peak_all_mib']:,.0f} |"
+            )
+            print(lines[-1], flush=True)
+    lines += ["", "| G | records n | synthesize seconds (m = 1) | points/s |",
+              "| ---: | ---: | ---: | ---: |"]
+    for side in SYNTH_SIDES:
+        r = _spawn(["--synth", str(side)])
+        if r is None:
+            lines.append(f"| {side * side:,} | | failed or timed out | |")
+            continue
+        lines.append(f"| {r['G']:,} | {r['n']:,} | {r['seconds']:.2f} | "
+                     f"{r['n'] / r['seconds']:,.0f} |")
+        print(lines[-1], flush=True)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        print(json.dumps(_child(int(sys.argv[2]), int(sys.argv[3]))))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--synth":
+        print(json.dumps(_synth_child(int(sys.argv[2]))))
+    else:
+        print(run())
