@@ -72,6 +72,7 @@ from geosynth.synth.placement import (
     _window,
     check_grid,
     place,
+    read_raster,
 )
 from geosynth.synth.release import make_release
 
@@ -149,26 +150,12 @@ def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:
         The raster CRS differs from the grid CRS.
     """
     check_grid(grid)
-    if isinstance(raster, str | os.PathLike):
-        import rasterio
-
-        try:
-            dataset = rasterio.open(raster)
-        except rasterio.errors.RasterioIOError as err:
-            raise InputError(
-                f"prior {os.fspath(raster)!r} cannot be opened as a raster ({err}); pass a GeoTIFF "
-                "path, an open rasterio dataset or an array of one weight per cell"
-            ) from err
-        with dataset:
-            return _cell_means(dataset, grid)
-    if not all(hasattr(raster, a) for a in ("read", "transform", "crs", "width", "height")):
-        raise InputError(
-            f"prior must be an array of weights, a raster path or an open rasterio dataset, got "
-            f"{type(raster).__name__}"
-        )
-    if getattr(raster, "closed", False):
-        raise InputError("prior is a closed rasterio dataset; pass an open one or a path")
-    return _cell_means(raster, grid)
+    return read_raster(
+        raster, "prior", lambda dataset: _cell_means(dataset, grid),
+        open_hint="pass a GeoTIFF path, an open rasterio dataset or an array of one weight per "
+                  "cell",
+        expected="an array of weights, a raster path or an open rasterio dataset",
+    )
 
 
 def _cell_means(dataset: Any, grid: Grid) -> np.ndarray:

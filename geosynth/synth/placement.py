@@ -126,6 +126,30 @@ def check_grid(grid: Any, name: str = "grid") -> None:
         )
 
 
+def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str) -> Any:
+    """Return ``read(dataset)`` for a raster path (opened and closed here) or an open dataset.
+
+    ``name`` names the parameter in errors; ``open_hint`` says what to pass when a path cannot
+    be opened and ``expected`` what the parameter may be.
+    """
+    if isinstance(source, str | os.PathLike):
+        import rasterio
+
+        try:
+            dataset = rasterio.open(source)
+        except rasterio.errors.RasterioIOError as err:
+            raise InputError(
+                f"{name} {os.fspath(source)!r} cannot be opened as a raster ({err}); {open_hint}"
+            ) from err
+        with dataset:
+            return read(dataset)
+    if not all(hasattr(source, a) for a in ("read", "transform", "crs", "width", "height")):
+        raise InputError(f"{name} must be {expected}, got {type(source).__name__}")
+    if getattr(source, "closed", False):
+        raise InputError(f"{name} is a closed rasterio dataset; pass an open one or a path")
+    return read(source)
+
+
 def place(
     grid: Grid, cells: np.ndarray, rng: np.random.Generator, table: PixelTable | None
 ) -> np.ndarray:
@@ -279,26 +303,12 @@ class PixelTable:
     @classmethod
     def from_raster(cls, weights: WeightsLike, grid: Grid) -> PixelTable:
         """Read band 1 of ``weights`` over the grid bounds and group its pixels by cell."""
-        if isinstance(weights, str | os.PathLike):
-            import rasterio
-
-            try:
-                dataset = rasterio.open(weights)
-            except rasterio.errors.RasterioIOError as err:
-                raise InputError(
-                    f"weights {os.fspath(weights)!r} cannot be opened as a raster ({err}); pass "
-                    "the path of a GeoTIFF (or another GDAL raster) or an open rasterio dataset"
-                ) from err
-            with dataset:
-                return cls._from_dataset(dataset, grid)
-        if not all(hasattr(weights, a) for a in ("read", "transform", "crs", "width", "height")):
-            raise InputError(
-                f"weights must be a raster path or an open rasterio dataset, got "
-                f"{type(weights).__name__}"
-            )
-        if getattr(weights, "closed", False):
-            raise InputError("weights is a closed rasterio dataset; pass an open one or a path")
-        return cls._from_dataset(weights, grid)
+        return read_raster(
+            weights, "weights", lambda dataset: cls._from_dataset(dataset, grid),
+            open_hint="pass the path of a GeoTIFF (or another GDAL raster) or an open rasterio "
+                      "dataset",
+            expected="a raster path or an open rasterio dataset",
+        )
 
     @classmethod
     def _from_dataset(cls, dataset: Any, grid: Grid) -> PixelTable:
