@@ -26,16 +26,55 @@ does. ε_ib = z_ib / sqrt(τ_ε), z ~ N(0, 1) (non-centred: the counts are ~0.4 
 Gamma priors Gamma(shape, rate) on τ_θ, τ_φp, τ_ε as in Priors.
 
 Columns: wall seconds of sampling; min bulk ESS over μ, τ_θ, every θ_i and every λ_ib divided
-by those seconds; the ratio geosynth/PyMC of min ESS/s; agreement checks — the correlation of
-the two posterior-mean λ (G·B values) and |Δμ| over the Monte Carlo se of the difference.
+by those seconds (the worst group and its ESS in brackets); the ratio geosynth/PyMC of min
+ESS/s; the agreement checks and their verdict (``pass`` / ``FAIL``):
 
-Run: ``python -m bench pymc`` (needs the ``bench`` extra: ``pip install "pymc>=5.10"``).
+* corr(mean λ) > 0.99 — the correlation of the two posterior means of λ over the G·B cells
+  (issue 9's bound). The cells' posterior means differ far more than their Monte Carlo error,
+  so the two samplers gave 0.9997–0.9998 at G = 100, 400 and 1,600; a wrong ICAR scale, prior
+  or linear predictor in either moves whole regions and drops it. Correlation is blind to a
+  common shift or scale, which is what the μ check is for.
+* |Δμ| / MC se < 3 — Δμ is the difference of the two posterior means of μ = μ + mean θ and
+  se = sqrt(mcse_geosynth² + mcse_PyMC²), each mcse from its own chains' bulk ESS (arviz).
+  The two estimates are independent, so if both samplers target the same posterior Δμ/se is
+  approximately N(0, 1) (a t with tens of degrees of freedom, since the mcse is itself
+  estimated from a few hundred draws): |Δμ| > 3 se then happens with probability ≈ 0.3–0.5 %
+  per lattice, < 2 % for the three lattices together. With μ's ESS ~500–1,000 (geosynth) and a
+  few hundred (PyMC), se ≈ 0.07 posterior sd, so the check flags a disagreement in μ of
+  ~0.2 posterior sd or more.
+
+PyMC run length (``PYMC_DRAWS``): NUTS's default 1:1 tune:draws ratio, 500 + 500 per chain at
+every G, all of it inside ``sampling_time`` (geosynth's time likewise includes its burn-in).
+Shorter runs do not give a usable minimum: a 200 + 200 probe at G = 1,600 left min bulk ESS 30
+(θ; 165 from 500 + 500), and the earlier 100 + 100 there is shorter still. Even from 2 × 500
+draws the minimum over thousands of parameters is a low, noisy extreme, so the ratios are good
+to tens of per cent, not to the digit. Costs measured with the 2 cores shared by 4–8 other
+jobs (pessimistic): 358 s of sampling at G = 100 (NUTS tree depth ~8), 128 s at G = 400 (a
+lighter moment) and 399 s at G = 1,600 (tree depth ~6: ~140 leapfrog steps per iteration while
+tuning, ~60 after, at several ms each); the pymc section took ~7, ~3 and ~11.5 min for one
+lattice each there, so ~20–25 min loaded for all three and roughly half that on an idle machine.
+
+The PyMC peer lives in its own virtualenv: pymc pins pytensor, and pytensor pins numba ≤ 0.65.1,
+while geosynth is benchmarked on its own numba (0.68 at the time of writing), so the two cannot
+share an environment and pymc is deliberately not an extra of this package. ``make bench``
+creates ``.venv-pymc`` (``python3 -m venv`` + ``pip install "pymc>=5.10,<6"``; arviz and numpy
+come with it, and the worker imports nothing else — not geosynth) behind a stamp file and
+passes its interpreter as ``BENCH_PYMC_PYTHON``. Without that variable the worker runs under
+``sys.executable`` when pymc imports there, else under ``.venv-pymc/bin/python`` when it exists;
+with no peer at all the table says so in every PyMC column and its note says how to get one.
+pytensor's "could not link to a BLAS installation" warning (pip wheels) is harmless here: the
+only dense products are (G × 4)(4 × 12) and smaller, and go through NumPy's own BLAS.
+
+Run: ``make bench`` (all benchmarks), or ``make .venv-pymc/.installed-stamp`` once and then
+``python -m bench pymc``; ``BENCH_PYMC_SIDES=10,20`` limits the lattice sides.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,15 +85,33 @@ from pathlib import Path
 import numpy as np
 
 SIDES = tuple(int(s) for s in os.environ.get("BENCH_PYMC_SIDES", "10,20,40").split(","))
-# (draws, tune) per chain of PyMC NUTS. One logp+gradient costs ~0.24 ms at G = 100 and
-# ~0.6 ms at G = 400 on one core, and NUTS needs ~250 of them per draw on this posterior (mean
-# tree depth 8 at G = 100, 400+400 draws), more while tuning; so the runs are kept short and
-# G = 1600 is capped by PYMC_TIMEOUT.
-PYMC_DRAWS = {10: (300, 300), 20: (150, 150), 40: (100, 100)}
-PYMC_TIMEOUT = 900  # seconds per lattice before the PyMC row is reported as capped
+# (draws, tune) per chain of PyMC NUTS: see "PyMC run length" in the module docstring.
+PYMC_DRAWS = {10: (500, 500), 20: (500, 500), 40: (500, 500)}
+# Seconds per lattice before the PyMC row is reported as capped: ~3x the sampling time measured
+# with the 2 cores shared by 4-8 other jobs (~6-7 min at every G, compilation included).
+PYMC_TIMEOUT = 1200
+CORR_MIN = 0.99  # agreement: corr(mean λ) must exceed this
+DMU_MAX = 3.0  # agreement: |Δμ| / MC se must stay below this (justified in the docstring)
 GIBBS = {"n_iter": 8000, "burn_in": 2000, "thin": 6}  # the fit() defaults: 1,000 draws/chain
 SINGLE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+PEER_ENV = "BENCH_PYMC_PYTHON"
+PEER_HINT = (
+    "run `make bench` (it creates .venv-pymc with `pip install \"pymc>=5.10,<6\"`), or "
+    "`make .venv-pymc/.installed-stamp` and rerun, or set BENCH_PYMC_PYTHON to a Python that "
+    "has pymc (not the geosynth venv: pymc's pytensor pins numba <= 0.65.1)"
+)
+_PROBE = (
+    "import importlib.metadata as m, json, arviz, pymc\n"
+    "v = {}\n"
+    "for n in ('pymc', 'pytensor', 'arviz', 'numpy', 'numba'):\n"
+    "    try:\n"
+    "        v[n] = m.version(n)\n"
+    "    except m.PackageNotFoundError:\n"
+    "        pass\n"
+    "print(json.dumps(v))\n"
+)
 ROOT = Path(__file__).resolve().parent.parent
+PEER_VENV_PYTHON = ROOT / ".venv-pymc" / "bin" / "python"
 
 
 def _counts(side: int):
@@ -176,7 +233,41 @@ def _pymc_inputs(counts, model):
     return data.counts, W, membership
 
 
-def _run_pymc(side: int, counts, model) -> dict | None:
+def find_peer() -> tuple[str | None, dict | str]:
+    """The interpreter to run the PyMC worker under, and its package versions (or why none).
+
+    ``BENCH_PYMC_PYTHON`` when set (and then only it), else ``sys.executable`` when pymc is
+    importable there, else ``.venv-pymc/bin/python`` when it exists. Each candidate is probed
+    by importing pymc and arviz in it.
+    """
+    explicit = os.environ.get(PEER_ENV)
+    if explicit:
+        candidates = [os.path.abspath(explicit)]  # abspath: a venv's python is a symlink
+    else:
+        candidates = [str(PEER_VENV_PYTHON)]
+        if importlib.util.find_spec("pymc") is not None:
+            candidates.insert(0, sys.executable)
+    problems = []
+    for python in candidates:
+        if not os.access(python, os.X_OK):
+            problems.append(f"{python} does not exist")
+            continue
+        try:
+            proc = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True,
+                                  timeout=600, cwd=ROOT, env={**os.environ, **SINGLE_THREAD})
+        except subprocess.TimeoutExpired:
+            problems.append(f"{python} did not import pymc within 600 s")
+            continue
+        if proc.returncode == 0:
+            return python, json.loads(proc.stdout.strip().splitlines()[-1])
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        problems.append(f"{python} cannot import pymc ({tail})")
+    if not explicit and len(candidates) == 1:
+        problems.insert(0, f"pymc is not importable in {sys.executable}")
+    return None, "; ".join(problems)
+
+
+def _run_pymc(python: str, side: int, counts, model) -> dict:
     c, W, membership = _pymc_inputs(counts, model)
     draws, tune = PYMC_DRAWS[side]
     with tempfile.TemporaryDirectory() as tmp:
@@ -184,15 +275,27 @@ def _run_pymc(side: int, counts, model) -> dict | None:
         np.savez(inp, counts=c, W=W, membership=membership, draws=draws, tune=tune,
                  priors=json.dumps(model.priors.to_dict()))
         env = {**os.environ, **SINGLE_THREAD}
+        # Own session, so that a timeout ends the worker's chain processes with it.
+        proc = subprocess.Popen([python, "-m", "bench.bench_pymc", "--worker", inp, out],
+                                env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
-            subprocess.run([sys.executable, "-m", "bench.bench_pymc", "--worker", inp, out],
-                           env=env, cwd=ROOT, check=True, timeout=PYMC_TIMEOUT,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _, stderr = proc.communicate(timeout=PYMC_TIMEOUT)
         except subprocess.TimeoutExpired:
-            return None
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return {"status": "capped", "draws": draws, "tune": tune}
+        except BaseException:  # e.g. Ctrl-C: the worker's own session does not get the SIGINT
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        if proc.returncode != 0:
+            tail = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+            print(f"PyMC worker failed at G = {c.shape[0]:,}:\n{stderr}", file=sys.stderr)
+            return {"status": "failed", "error": tail.replace("|", "\\|"), "draws": draws,
+                    "tune": tune}
         result = dict(np.load(out))
     result["ess"] = json.loads(str(result["ess"]))
-    result["draws"], result["tune"] = draws, tune
+    result.update(status="ok", draws=draws, tune=tune)
     return result
 
 
@@ -213,54 +316,122 @@ def _worst(ess: dict) -> tuple[str, float]:
     return name, ess[name]
 
 
+def agreement(corr: float, dmu: float) -> str:
+    """Verdict of the two agreement checks: ``pass`` or ``FAIL`` naming the failed checks."""
+    failed = []
+    if not corr > CORR_MIN:  # `not >` so that a NaN fails
+        failed.append(f"corr ≤ {CORR_MIN}")
+    if not dmu < DMU_MAX:
+        failed.append(f"\\|Δμ\\| ≥ {DMU_MAX:g} se")
+    return "pass" if not failed else "**FAIL**: " + ", ".join(failed)
+
+
+HEADER = [
+    "| G | B | geosynth s (sweeps) | PyMC s (tune+draws) | geosynth min ESS/s (worst: ESS) | "
+    "PyMC min ESS/s (worst: ESS) | ratio geosynth/PyMC | corr(mean λ) | μ geosynth / PyMC | "
+    "\\|Δμ\\| / MC se | agreement | τ_θ geosynth / PyMC | PyMC divergences |",
+    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+]
+
+
 def run() -> str:
     """Fit each lattice with both samplers; return a Markdown table."""
     from geosynth import PaivaModel
 
     warnings.filterwarnings("ignore", category=FutureWarning)
+    python, peer = find_peer()
+    if python is None:
+        print(f"PyMC peer NOT available, the PyMC columns will be empty: {peer}. To get it: "
+              f"{PEER_HINT}.", flush=True)
+    else:
+        print(f"PyMC peer: {python} ({_versions(peer)})", flush=True)
     model = PaivaModel()
     model.fit(_counts(10), n_iter=20, burn_in=10, chains=1, seed=0, progress=False)  # compile
-    lines = [
-        "| G | B | geosynth s (sweeps) | PyMC s (draws+tune) | geosynth min ESS/s (worst) | "
-        "PyMC min ESS/s (worst) | ratio geosynth/PyMC | corr(mean λ) | μ geosynth / PyMC | "
-        "\\|Δμ\\| / MC se | τ_θ geosynth / PyMC | PyMC divergences |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
+    lines = list(HEADER)
+    verdicts = {}
     for side in SIDES:
         counts = _counts(side)
         G, B = counts.counts.shape
         gs = _run_geosynth(counts, model)
-        pm_res = _run_pymc(side, counts, model)
         g_name, g_ess = _worst(gs["ess"])
         g_rate = g_ess / gs["seconds"]
         head = (f"| {G:,} | {B} | {gs['seconds']:.1f} ({GIBBS['n_iter']:,}) | ")
-        if pm_res is None:
-            draws, tune = PYMC_DRAWS[side]
-            lines.append(head + f"> {PYMC_TIMEOUT} ({draws}+{tune}, capped: not finished) | "
-                         f"{g_rate:.1f} ({g_name}) | – | – | – | {gs['mu_mean']:.3f} / – | – | "
+        g_cols = f"{g_rate:.1f} ({g_name}: {g_ess:.0f})"
+        draws, tune = PYMC_DRAWS[side]
+        pm_res = {"status": "no peer"} if python is None else _run_pymc(python, side, counts, model)
+        if pm_res["status"] != "ok":
+            why = {"no peer": "not run: no PyMC peer (see note)",
+                   "capped": f"> {PYMC_TIMEOUT} ({tune}+{draws}): capped, not finished",
+                   "failed": f"failed ({tune}+{draws}): {pm_res.get('error', '')}"}
+            verdicts[G] = "not checked"
+            lines.append(head + f"{why[pm_res['status']]} | {g_cols} | – | – | – | "
+                         f"{gs['mu_mean']:.3f} / – | – | not checked | "
                          f"{gs['tau_theta_mean']:.2f} / – | – |")
+            print(lines[-1], flush=True)
             continue
         p_name, p_ess = _worst(pm_res["ess"])
         p_rate = p_ess / float(pm_res["seconds"])
         corr = np.corrcoef(gs["mean_lambda"].ravel(), pm_res["mean_lambda"].ravel())[0, 1]
         se = np.hypot(gs["mu_mcse"], float(pm_res["mu_mcse"]))
         dmu = abs(gs["mu_mean"] - float(pm_res["mu_mean"])) / se
+        verdicts[G] = agreement(corr, dmu)
         lines.append(
-            head + f"{float(pm_res['seconds']):.1f} ({pm_res['draws']}+{pm_res['tune']}) | "
-            f"{g_rate:.1f} ({g_name}) | {p_rate:.2f} ({p_name}) | {g_rate / p_rate:.1f} | "
+            head + f"{float(pm_res['seconds']):.1f} ({pm_res['tune']}+{pm_res['draws']}) | "
+            f"{g_cols} | {p_rate:.2f} ({p_name}: {p_ess:.0f}) | {g_rate / p_rate:.1f} | "
             f"{corr:.4f} | {gs['mu_mean']:.3f} / {float(pm_res['mu_mean']):.3f} | {dmu:.2f} | "
+            f"{verdicts[G]} | "
             f"{gs['tau_theta_mean']:.2f} / {float(pm_res['tau_theta_mean']):.2f} | "
             f"{int(pm_res['divergences'])} |"
         )
         print(lines[-1], flush=True)
-    lines += [
-        "",
-        "Both: 2 chains on 2 cores. geosynth: fit() defaults (8,000 sweeps, 2,000 burn-in, "
-        "thin 6: 1,000 draws/chain), wall time of fit(). PyMC: default NUTS, sampling_time "
-        "(compilation excluded). min ESS over μ (= μ + mean θ), τ_θ, every centred θ_i and every "
-        "λ_ib. See the module docstring for how the ICAR mean priors were matched.",
-    ]
+    lines += ["", _summary(verdicts, python, peer), "", _note(python, peer)]
     return "\n".join(lines)
+
+
+def _short(python: str) -> str:
+    path = Path(python)
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else python
+
+
+def _versions(peer: dict) -> str:
+    return ", ".join(f"{name} {version}" for name, version in peer.items())
+
+
+def _summary(verdicts: dict, python: str | None, peer) -> str:
+    failed = [G for G, v in verdicts.items() if v.startswith("**FAIL")]
+    unchecked = [G for G, v in verdicts.items() if v == "not checked"]
+    if python is None:
+        return (f"**Agreement checks: NOT RUN — no PyMC peer** ({peer}). To get it: "
+                f"{PEER_HINT}.")
+    parts = []
+    if failed:
+        parts.append("**FAILED** at G = " + ", ".join(f"{G:,}" for G in failed))
+    if unchecked:
+        parts.append("not checked at G = " + ", ".join(f"{G:,}" for G in unchecked)
+                     + " (PyMC did not finish)")
+    if not parts:
+        parts.append(f"pass at every G (corr(mean λ) > {CORR_MIN} and \\|Δμ\\| < {DMU_MAX:g} "
+                     "MC se)")
+    return "**Agreement checks:** " + "; ".join(parts) + "."
+
+
+def _note(python: str | None, peer) -> str:
+    runs = ", ".join(f"G = {s * s:,}: {t}+{d}" for s, (d, t) in PYMC_DRAWS.items()
+                     if s in SIDES)
+    peer_text = (f"PyMC peer {_versions(peer)} under {_short(python)}" if python
+                 else "PyMC peer not available")
+    return (
+        "Both: 2 chains on 2 cores, same data, model and priors. geosynth: fit() defaults "
+        "(8,000 sweeps, 2,000 burn-in, thin 6: 1,000 draws/chain), wall time of fit(). PyMC: "
+        f"default NUTS (jitter+adapt_diag, target_accept 0.8), tune+draws per chain {runs}, "
+        "sampling_time including tuning, compilation excluded, BLAS pinned to one thread; "
+        f"{peer_text}. min bulk ESS over μ (= μ + mean θ), τ_θ, every centred θ_i and every "
+        "λ_ib; the minimum over thousands of λ from 2 chains of those draws is a noisy low "
+        "extreme, so the ratios are good to tens of per cent, not to the digit. Agreement: "
+        f"corr(mean λ) over the G·B cells > {CORR_MIN} and \\|Δμ\\| / sqrt(mcse² + mcse²) < "
+        f"{DMU_MAX:g} (why: module docstring, which also says how the ICAR mean priors were "
+        "matched)."
+    )
 
 
 if __name__ == "__main__":
