@@ -32,7 +32,20 @@ bound.
 Synthesis rows: points per second of :func:`geosynth.synthesize` (m = 1 release) on the
 B = 12 data from a short fit, at the largest lattices.
 
-Run: ``python -m bench scaling`` (about 3 minutes).
+Memory at the default fit (issue 9 target: G = 102,400 cells, B = 12 combinations under 8 GB).
+The defaults (8,000 sweeps, 2,000 burn-in, thin 6, 2 chains, ``max_bytes`` 4 GiB) keep 1,000
+draws per chain; η of every draw would take 9.2 GiB, so ``eta_draws="auto"`` stores η for
+fewer, evenly spaced draws (:func:`geosynth.model.fit.plan_storage`; the table prints the
+plan). 6,000 sweeps at ~0.5 s each are too long for a benchmark, so the child process runs the
+fit's own chain runner with that storage plan for ``MEMORY_SWEEPS`` sweeps per chain (2 chains
+in 2 threads: a real allocation and real sweeps, writing 2 draws a chain), each chain first
+writing every row of the storage arrays the runner allocated for it, as 1,000 draws would
+(zero-filled pages are not resident until written), so the storage is resident while the
+chains sweep. "peak RSS all" is the process high-water mark (VmHWM), data generation included;
+"peak RSS fit" is measured from a reset after the data are built (so it includes them too).
+
+Run: ``python -m bench scaling`` (about 4 minutes); ``python -m bench.bench_scaling --memory``
+runs only the memory row (about a minute).
 """
 
 from __future__ import annotations
@@ -53,6 +66,9 @@ SIDES = tuple(int(s) for s in os.environ.get("BENCH_SCALING_SIDES",
                                              "10,20,40,80,160,320").split(","))
 COMBOS = (12, 48)
 SYNTH_SIDES = (80, 320)
+MEMORY_SIDE = 320  # G = 102,400
+MEMORY_SWEEPS = 12  # per chain: 2 draws at thin 6
+MEMORY_TARGET = 8e9  # bytes (issue 9: "stays under 8 GB")
 WORK_PER_FIT = 2e7  # target (i, b) element-sweeps per timed fit
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -143,6 +159,78 @@ def _synth_child(side: int) -> dict:
     return {"G": side * side, "n": len(gdf), "seconds": seconds}
 
 
+def _memory_child(side: int) -> dict:
+    """Default-plan storage of a 2-chain fit at ``side``², a few real sweeps, peak RSS."""
+    from geosynth import PaivaModel
+    from geosynth.model.fit import (
+        DEFAULT_MAX_BYTES,
+        _ChainRunner,
+        build_model_data,
+        plan_storage,
+    )
+    from geosynth.model.kernels import BETA_NONE
+    from geosynth.samplers.rng import make_streams
+
+    class FilledRunner(_ChainRunner):
+        """Writes every row of its chain's storage first, as a chain of 1,000 draws would."""
+
+        written = 0
+
+        def run_chain(self, chain, stream, out, kept):
+            for name in ("scalars", "theta", "beta", "eta", "latent_totals"):
+                out[name][chain].fill(1)
+                FilledRunner.written += out[name][chain].nbytes
+            super().run_chain(chain, stream, out, kept)
+
+    warnings.filterwarnings("ignore")
+    model = PaivaModel()
+    _, tiny = _data(4, 12)
+    model.fit(tiny, n_iter=20, burn_in=10, chains=1, n_jobs=1, seed=0, progress=False)
+    _, counts = _data(side, 12)
+    data, names = build_model_data(counts, model)
+    G, B = data.counts.shape
+    chains, n_iter, burn_in, thin = 2, 8000, 2000, 6  # the fit defaults
+    plan = plan_storage(n_iter=n_iter, burn_in=burn_in, thin=thin, chains=chains, n_cells=G,
+                        n_combos=B, n_scalars=len(names), beta=data.beta_prior != BETA_NONE,
+                        noise=False, eta_draws="auto", max_bytes=DEFAULT_MAX_BYTES)
+    peak_all = _vm_hwm_kib()
+    reset = _reset_hwm()
+    start = time.perf_counter()
+    runner = FilledRunner(data, names, MEMORY_SWEEPS, 0, thin, plan, progress=False)
+    draws = runner.run_all(make_streams(1, chains), n_jobs=chains)
+    seconds = time.perf_counter() - start
+    assert draws["scalars"].shape[:2] == (chains, MEMORY_SWEEPS // thin)
+    peak_fit = _vm_hwm_kib() if reset else -1
+    peak_all = max(peak_all, _vm_hwm_kib())
+    return {"G": G, "B": B, "chains": chains, "n_keep": plan.n_keep,
+            "eta_draws": int(plan.eta_index.size), "plan_gib": plan.n_bytes / 2**30,
+            "written_gib": FilledRunner.written / 2**30,
+            "every_gib": 4 * chains * plan.n_keep * G * B / 2**30, "sweeps": MEMORY_SWEEPS,
+            "seconds": seconds, "peak_fit_gib": peak_fit / 2**20,
+            "peak_all_gib": peak_all / 2**20}
+
+
+def memory_table() -> list[str]:
+    """The memory row at G = 102,400, B = 12 (a subprocess), as Markdown lines."""
+    lines = [
+        "| G | B | chains x draws kept | η of every draw (GiB) | η draws stored per chain "
+        "(eta_draws='auto', max_bytes 4 GiB) | planned storage (GiB) | storage written (GiB) "
+        "| peak RSS fit (GB) | peak RSS all (GB) | under 8 GB |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :---: |",
+    ]
+    r = _spawn(["--memory", str(MEMORY_SIDE)], timeout=900)
+    if r is None:
+        return lines + [f"| {MEMORY_SIDE ** 2:,} | 12 | | failed or timed out | | | | | | |"]
+    peak = r["peak_all_gib"] * 2**30
+    lines.append(
+        f"| {r['G']:,} | {r['B']} | {r['chains']} x {r['n_keep']:,} | {r['every_gib']:.1f} | "
+        f"{r['eta_draws']:,} | {r['plan_gib']:.2f} | {r['written_gib']:.2f} | "
+        f"{r['peak_fit_gib'] * 2**30 / 1e9:.2f} | {peak / 1e9:.2f} | "
+        f"{'yes' if peak < MEMORY_TARGET else 'NO'} |"
+    )
+    return lines
+
+
 def _timed(fn) -> float:
     start = time.perf_counter()
     fn()
@@ -189,6 +277,8 @@ def run() -> str:
         lines.append(f"| {r['G']:,} | {r['n']:,} | {r['seconds']:.2f} | "
                      f"{r['n'] / r['seconds']:,.0f} |")
         print(lines[-1], flush=True)
+    lines += ["", *memory_table()]
+    print(lines[-1], flush=True)
     return "\n".join(lines)
 
 
@@ -197,5 +287,9 @@ if __name__ == "__main__":
         print(json.dumps(_child(int(sys.argv[2]), int(sys.argv[3]))))
     elif len(sys.argv) == 3 and sys.argv[1] == "--synth":
         print(json.dumps(_synth_child(int(sys.argv[2]))))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--memory":
+        print(json.dumps(_memory_child(int(sys.argv[2]))))
+    elif len(sys.argv) == 2 and sys.argv[1] == "--memory":
+        print("\n".join(memory_table()))
     else:
         print(run())

@@ -9,6 +9,8 @@ current one (:func:`distributed.get_client`), so the same code runs on a
   :meth:`PaivaModel.fit <geosynth.PaivaModel.fit>` with the same ``seed``.
 * :func:`synthesize_dask` -- one task per release, each with its own random stream
   (:func:`release_seeds`).
+* :func:`evaluate_dask` -- :func:`geosynth.evaluate` with one task per release for the
+  per-release measures, combined in the client; the tables equal the in-memory ones.
 * :func:`prepare_dask` -- what :func:`geosynth.prepare` does with a
   :class:`dask_geopandas.GeoDataFrame`: points are located and counted partition by partition
   (map, then sum), so the point set need not fit in memory.
@@ -39,11 +41,13 @@ if TYPE_CHECKING:
     import geopandas as gpd
 
     from geosynth.data import CellCounts
+    from geosynth.evaluation import Evaluation
     from geosynth.lattice import Grid
     from geosynth.model.fit import PaivaFit, PaivaModel
 
 __all__ = [
     "chain_seeds",
+    "evaluate_dask",
     "fit_dask",
     "linked_records_dask",
     "prepare_dask",
@@ -84,7 +88,7 @@ def _compile_kernels() -> None:
     """Run tiny fits (exact, noise-aware) and metrics so numba compiles or loads their kernels."""
     import geosynth
     from geosynth.dp import dp_counts
-    from geosynth.evaluation import _linked_records
+    from geosynth.evaluation import _measure_release, _plan_evaluation
 
     scenario = geosynth.datasets.paiva_scenario(n=60, seed=0)
     grid = geosynth.Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
@@ -97,7 +101,9 @@ def _compile_kernels() -> None:
         noisy = dp_counts(counts, 1.0, seed=0)
         model.fit(noisy, n_iter=2, burn_in=0, thin=1, chains=1, seed=0, progress=False,
                   n_jobs=1)
-        _linked_records(scenario.data, [scenario.data])  # the matching kernels of the metrics
+        # The numba kernels of the metrics (greedy matching, linked-record distances).
+        [release], plan = _plan_evaluation(scenario.data, [scenario.data], ["y"], linked=True)
+        _measure_release(scenario.data, release, plan)
 
 
 def _warm_here() -> bool:
@@ -192,7 +198,8 @@ def _run_chain(model, counts, seed, chain, options) -> dict[str, Any]:
     except SamplerError as err:
         raise SamplerError(str(err).replace("chain 0:", f"chain {chain}:", 1)) from err
     return {name: getattr(fit, name) for name in
-            ("scalar_names", "scalars", "theta", "beta", "eta", "latent_totals", "noise_scale")}
+            ("scalar_names", "scalars", "theta", "beta", "eta", "latent_totals", "noise_scale",
+             "eta_draw_index", "lambda_chain_means")}
 
 
 def fit_dask(
@@ -207,6 +214,7 @@ def fit_dask(
     seed=None,
     max_bytes: int | None = None,
     noise: float | None = None,
+    eta_draws: int | str = "auto",
     **fit_options: Any,
 ) -> PaivaFit:
     """Fit ``model`` with one Dask task per chain; the draws equal ``model.fit``'s.
@@ -225,6 +233,10 @@ def fit_dask(
         so the result equals the in-memory fit draw for draw.
     max_bytes : int, optional
         Bound on the draws of *all* chains, gathered on the client (default: ``fit``'s 4 GiB).
+    eta_draws : int, "all" or "auto", default "auto"
+        As for :meth:`PaivaModel.fit <geosynth.PaivaModel.fit>`, over all chains: the client
+        plans the storage (and warns) as ``model.fit`` would, and every task stores η for the
+        same retained draws.
     **fit_options
         Other keyword arguments of ``model.fit`` (each task runs with ``chains=1``,
         ``progress=False`` and ``n_jobs=1``).
@@ -242,12 +254,18 @@ def fit_dask(
         The draws of all chains would exceed ``max_bytes``.
     SamplerError
         A chain failed (names the chain and the parameter block).
+
+    Warns
+    -----
+    geosynth.errors.GeosynthWarning
+        ``eta_draws="auto"`` keeps η for fewer than all retained draws.
     """
     from geosynth.model.fit import (
         DEFAULT_MAX_BYTES,
         PaivaFit,
         PaivaModel,
         _check_run_arguments,
+        _check_storage_arguments,
         build_model_data,
     )
 
@@ -258,44 +276,52 @@ def fit_dask(
     if reserved:
         raise InputError(f"fit_dask sets {sorted(reserved)} itself; leave them out")
     max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
-    _, names = build_model_data(counts, model)  # validates counts against the model
-    _check_draw_bytes(counts, names, n_iter, burn_in, thin, chains, max_bytes)
+    _check_storage_arguments(eta_draws, max_bytes)
+    data, names = build_model_data(counts, model)  # validates counts against the model
+    noisy = noise is not None or getattr(counts, "noise_scale", None) is not None
+    n_eta = _check_draw_bytes(data, names, n_iter, burn_in, thin, chains, max_bytes, noisy,
+                              eta_draws)
     client = _get_client(client)
     seeds = chain_seeds(seed, chains)
     [model_f, counts_f] = client.scatter([model, counts], broadcast=True, hash=False)
+    # Each task stores η for the n_eta draws planned for all chains (within its 1-chain bound).
     options = dict(fit_options, n_iter=n_iter, burn_in=burn_in, thin=thin, noise=noise,
-                   max_bytes=max_bytes)
+                   max_bytes=max_bytes, eta_draws=n_eta)
     futures = [
         client.submit(_run_chain, model_f, counts_f, s, c, options, pure=False,
                       key=f"geosynth-chain-{c}-{os.urandom(4).hex()}")
         for c, s in enumerate(seeds)
     ]
     parts = client.gather(futures)
-    n = min(p["eta"].shape[1] for p in parts)
+    n = min(p["scalars"].shape[1] for p in parts)
+    n_stored = min(p["eta"].shape[1] for p in parts)
 
-    def stack(name):
+    def stack(name, rows=n):
         if parts[0][name] is None:
             return None
-        return np.concatenate([p[name][:, :n] for p in parts], axis=0)
+        return np.concatenate([p[name][:, :rows] for p in parts], axis=0)
 
+    means = None if any(p["lambda_chain_means"] is None for p in parts) else np.concatenate(
+        [p["lambda_chain_means"] for p in parts], axis=0)
     return PaivaFit(model=model, counts=counts, scalar_names=parts[0]["scalar_names"],
                     scalars=stack("scalars"), theta=stack("theta"), beta=stack("beta"),
-                    eta=stack("eta"), thin=thin, burn_in=burn_in,
-                    noise_scale=parts[0]["noise_scale"], latent_totals=stack("latent_totals"))
+                    eta=stack("eta", n_stored), thin=thin, burn_in=burn_in,
+                    noise_scale=parts[0]["noise_scale"], latent_totals=stack("latent_totals"),
+                    eta_draw_index=parts[0]["eta_draw_index"][:n_stored],
+                    lambda_chain_means=means)
 
 
-def _check_draw_bytes(counts, names, n_iter, burn_in, thin, chains, max_bytes) -> None:
-    from geosynth.errors import MemoryLimitError
+def _check_draw_bytes(data, names, n_iter, burn_in, thin, chains, max_bytes, noisy,
+                      eta_draws) -> int:
+    """Plan the storage of all chains as ``model.fit`` would; return η draws per chain."""
+    from geosynth.model.fit import plan_storage
+    from geosynth.model.kernels import BETA_NONE
 
-    n_keep = (n_iter - burn_in) // thin
-    G, B = np.shape(counts.counts)
-    estimate = chains * n_keep * (4 * G * B + 8 * G + 8 * len(names))
-    if estimate > max_bytes:
-        raise MemoryLimitError(
-            f"gathering {chains} chains x {n_keep} draws ({G} cells x {B} combinations) needs "
-            f"{estimate / 2**20:,.0f} MiB, above max_bytes = {max_bytes / 2**20:,.0f} MiB; "
-            "raise thin, lower n_iter, use a coarser grid, or raise max_bytes"
-        )
+    G, B = data.counts.shape
+    plan = plan_storage(n_iter=n_iter, burn_in=burn_in, thin=thin, chains=chains, n_cells=G,
+                        n_combos=B, n_scalars=len(names), beta=data.beta_prior != BETA_NONE,
+                        noise=noisy, eta_draws=eta_draws, max_bytes=max_bytes, stacklevel=4)
+    return int(plan.eta_index.size)
 
 
 # --------------------------------------------------------------------------- releases
@@ -307,13 +333,17 @@ def release_seeds(seed, m: int) -> list[np.random.SeedSequence]:
     return spawn_seeds(seed, m)
 
 
-def _one_draw_fit(fit: PaivaFit, chain: int, draw: int) -> dict[str, Any]:
-    """Return one retained draw's arrays, shaped as a 1-chain 1-draw fit."""
-    def pick(a):
+def _one_draw_fit(fit: PaivaFit, index: int) -> dict[str, Any]:
+    """Return stored η draw ``index``'s arrays, shaped as a 1-chain 1-draw fit."""
+    chain, retained = fit.draw_position(index)
+    stored = index - chain * fit.n_eta_draws
+
+    def pick(a, draw=retained):
         return None if a is None else a[chain, draw][None, None]
 
     return {"scalars": pick(fit.scalars), "theta": pick(fit.theta), "beta": pick(fit.beta),
-            "eta": pick(fit.eta), "latent_totals": None, "_mean_lambda": None}
+            "eta": pick(fit.eta, stored), "latent_totals": None, "eta_draw_index": None,
+            "lambda_chain_means": None, "_mean_lambda": None}
 
 
 def _release_task(template, counts, gdf, arrays, seed, release, draw, weights):
@@ -390,13 +420,13 @@ def synthesize_dask(
     client = _get_client(client)
     seeds = release_seeds(seed, m)
     template = dataclasses.replace(fit, counts=None, scalars=None, theta=None, beta=None,
-                                   eta=None, latent_totals=None, _mean_lambda=None)
+                                   eta=None, latent_totals=None, eta_draw_index=None,
+                                   lambda_chain_means=None, _mean_lambda=None)
     [counts_f, gdf_f] = client.scatter([fit.counts, gdf], broadcast=True, hash=False)
     futures = []
     for release, (draw, s) in enumerate(zip(draws, seeds, strict=True)):
-        chain, within = divmod(draw, fit.n_draws)
         futures.append(client.submit(
-            _release_task, template, counts_f, gdf_f, _one_draw_fit(fit, chain, within), s,
+            _release_task, template, counts_f, gdf_f, _one_draw_fit(fit, draw), s,
             release, draw, weights, pure=False,
             key=f"geosynth-release-{release}-{os.urandom(4).hex()}"))
     return client.gather(futures)
@@ -420,8 +450,8 @@ def linked_records_dask(
     """Compute the ``linked_records`` table of :func:`geosynth.evaluate`, a task per release.
 
     Displacement and spatial k-anonymity are measured release by release, so this equals
-    ``geosynth.evaluate(original, releases, ...).tables["linked_records"]``. (The other tables
-    of :func:`~geosynth.evaluate` combine the releases and are computed in memory.)
+    ``geosynth.evaluate(original, releases, ...).tables["linked_records"]``. (:func:`evaluate_dask`
+    computes all the tables of :func:`~geosynth.evaluate`, with a task per release.)
 
     Parameters
     ----------
@@ -453,6 +483,84 @@ def linked_records_dask(
                              key=f"geosynth-linked-{number}-{os.urandom(4).hex()}")
                for number, release in enumerate(releases, start=1)]
     return pd.concat(client.gather(futures))
+
+
+def _measure_task(original, release, plan):
+    from geosynth.evaluation import _measure_release
+
+    _warm_in_task()
+    return _measure_release(original, release, plan)
+
+
+def evaluate_dask(
+    original: gpd.GeoDataFrame,
+    releases: Sequence[gpd.GeoDataFrame],
+    grid: Grid,
+    attributes: Sequence[str] | str,
+    outcome: str | None = None,
+    n_quadrants: int = 1000,
+    seed=None,
+    linked: bool = True,
+    *,
+    client: distributed.Client | None = None,
+) -> Evaluation:
+    """Run :func:`geosynth.evaluate` with one Dask task per release.
+
+    The inputs are checked in the client first (every error names the release at fault, as
+    in memory). Then the original is sent to every worker once, the releases are spread over
+    the workers, and each release is measured against the original in its own task, where it
+    lies: greedy matched distances and Ripley's L gap per combination
+    (in the window of all points, fixed in the client), displacement and spatial k-anonymity.
+    While the tasks run, the client computes the measures that need all releases at once: the
+    Reiter–Mitra identification risk (match probabilities summed over releases record by
+    record) and the quadrant coverage (intervals from the combining rules). Last, the
+    per-release results are combined in the client -- averaged over releases, mean rows added
+    -- by the same code as in memory, so the tables equal those of
+    ``geosynth.evaluate(original, releases, ...)`` bit for bit (each release's measures are
+    computed by the same functions on the same data, and combined in release order).
+
+    ``geosynth.evaluate(..., scheduler="dask", client=client)`` calls this.
+
+    Parameters
+    ----------
+    original : geopandas.GeoDataFrame
+        The confidential points, in memory; sent to the workers once.
+    releases : sequence of geopandas.GeoDataFrame
+        The m releases, in memory (as :func:`synthesize_dask` returns them); each is sent to
+        the worker that measures it.
+    grid, attributes, outcome, n_quadrants, seed, linked
+        As for :func:`geosynth.evaluate`.
+    client : distributed.Client, optional
+        Default: the current client.
+
+    Returns
+    -------
+    geosynth.Evaluation
+        As :func:`geosynth.evaluate`.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        No Dask client, or any error of :func:`geosynth.evaluate`.
+    geosynth.errors.CRSError
+        As :func:`geosynth.evaluate`.
+    """
+    from geosynth.evaluation import _run_evaluation
+
+    client = _get_client(client)
+
+    def start(original, releases, plan):
+        [original_f] = client.scatter([original], broadcast=True, hash=False)
+        # Releases are scattered over the workers (not put in the task graph); each task then
+        # runs where its release is.
+        release_fs = client.scatter(releases, hash=False)
+        futures = [client.submit(_measure_task, original_f, release_f, plan, pure=False,
+                                 key=f"geosynth-evaluate-{number}-{os.urandom(4).hex()}")
+                   for number, release_f in enumerate(release_fs, start=1)]
+        return lambda: client.gather(futures)
+
+    return _run_evaluation(original, releases, grid, attributes, outcome, n_quadrants, seed,
+                           linked, start=start)
 
 
 # --------------------------------------------------------------------------- prepare

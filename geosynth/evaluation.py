@@ -4,13 +4,26 @@
 confidential GeoDataFrame into tables an agency can put in a report, and draws the thesis'
 figures (original vs synthetic points per combination, Figures 5–6; quadrant intervals,
 Figures 7–8).
+
+An evaluation runs in three steps, so that the per-release work can be spread over a Dask
+cluster (:func:`geosynth.distributed.evaluate_dask`, ``evaluate(..., scheduler="dask")``) with
+the same code and the same result:
+
+1. :func:`_plan_evaluation` checks every input and fixes what the releases share (the window
+   of the Ripley's K functions);
+2. :func:`_measure_release` measures one release against the original (greedy matched
+   distances and Ripley's L gap per combination, displacement, spatial k-anonymity), in this
+   process or in one task per release;
+3. :func:`_combine_measures` averages the per-release results over releases and adds the mean
+   rows; the identification risk and the quadrant coverage, which need all releases at once,
+   are computed from all of them by :func:`_run_evaluation`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import geopandas as gpd
 import numpy as np
@@ -28,6 +41,9 @@ from geosynth.metrics import (
     ripley_distance,
     spatial_k_anonymity,
 )
+from geosynth.metrics.matching import as_columns, as_releases, check_columns, check_frames, frame_xy
+from geosynth.metrics.risk import _with_mean_row, nanmean_rows
+from geosynth.metrics.utility import _as_bounds
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -122,8 +138,20 @@ def evaluate(
     n_quadrants: int = 1000,
     seed: SeedLike = None,
     linked: bool = True,
+    *,
+    scheduler: Literal["serial", "dask"] = "serial",
+    client=None,
 ) -> Evaluation:
     """Measure the disclosure risk and the utility of m releases of ``original``.
+
+    The work splits in two. The measures of one release against the original (its greedy
+    matched distances and Ripley's L gap per combination, its displacement and spatial
+    k-anonymity) are computed release by release; the combining steps then run once on these
+    per-release results (averages over releases, the "mean" rows), together with the measures
+    that need all releases at once (the Reiter–Mitra identification risk, whose match
+    probabilities sum over releases record by record, and the quadrant coverage, whose intervals
+    come from the combining rules). With ``scheduler="dask"`` each release is measured by its own
+    Dask task; the tables are the same as in memory, to the last bit.
 
     Parameters
     ----------
@@ -133,7 +161,8 @@ def evaluate(
         The m releases, as returned by :func:`geosynth.synthesize` or the baselines (they keep
         the original index, which the linked-record measures need).
     grid : Grid
-        Lattice of the intruder's knowledge for the identification risk.
+        Lattice of the intruder's knowledge for the identification risk (unused, may be None,
+        with ``linked=False``).
     attributes : sequence of str
         Attribute columns that define the combinations.
     outcome : str, optional
@@ -146,19 +175,129 @@ def evaluate(
         The releases keep the original index, record by record (as :func:`geosynth.synthesize`
         and the baselines return them), so record-level measures apply. Pass False for
         :func:`geosynth.to_public` releases, whose rows are shuffled.
+    scheduler : {"serial", "dask"}, default "serial"
+        ``"serial"`` measures the releases one after another in this process; ``"dask"``
+        measures each release in a Dask task (:func:`geosynth.distributed.evaluate_dask`) on
+        ``client`` while this process computes the identification risk and the coverage.
+    client : distributed.Client, optional
+        The Dask client of ``scheduler="dask"`` (default: the current client).
 
     Returns
     -------
     Evaluation
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``releases`` is empty or holds something else than GeoDataFrames; a frame lacks an
+        attribute column, has missing values in it, or has invalid points; with ``linked``, a
+        release does not keep the original index; a bad ``scheduler``; or an error of the
+        measures in :mod:`geosynth.metrics`.
+    geosynth.errors.CRSError
+        The CRSs differ, or the CRS is geographic.
     """
-    attributes = [attributes] if isinstance(attributes, str) else list(attributes)
-    releases = list(releases)
+    if scheduler == "dask":
+        from geosynth.distributed import evaluate_dask
+
+        return evaluate_dask(original, releases, grid, attributes, outcome=outcome,
+                             n_quadrants=n_quadrants, seed=seed, linked=linked, client=client)
+    if scheduler != "serial" or client is not None:
+        raise InputError(f"scheduler must be 'serial' or 'dask' (client= goes with 'dask'), got "
+                         f"scheduler={scheduler!r}")
+    return _run_evaluation(original, releases, grid, attributes, outcome, n_quadrants, seed,
+                           linked, start=_measure_in_process)
+
+
+# --------------------------------------------------------------------------- per release, combine
+@dataclass(frozen=True)
+class _ReleasePlan:
+    """What the measures of one release need besides the original and the release.
+
+    Decided once for all releases (:func:`_plan_evaluation`), so that each release can be
+    measured on its own -- in this process or in a Dask task -- with the same result.
+
+    Attributes
+    ----------
+    attributes : tuple of str
+        Attribute columns that define the combinations.
+    window : tuple of 4 floats
+        ``(xmin, ymin, xmax, ymax)``: the bounding box of the original and all releases, the
+        window shared by every Ripley's K function (:func:`geosynth.metrics.ripley_distance`).
+    linked : bool
+        Measure the displacement and spatial k-anonymity of the linked records.
+    """
+
+    attributes: tuple[str, ...]
+    window: tuple[float, float, float, float]
+    linked: bool
+
+
+class _ReleaseMeasures(NamedTuple):
+    """The measures of one release against the original (:func:`_measure_release`).
+
+    Attributes
+    ----------
+    distance_risk : pandas.DataFrame
+        :func:`geosynth.metrics.distance_risk` of this release alone, without the mean row.
+    pattern : pandas.DataFrame
+        :func:`geosynth.metrics.ripley_distance` of this release alone in the shared window,
+        without the mean row.
+    linked_records : dict or None
+        Median and mean displacement and the spatial k-anonymity summary (None when the
+        records are not linked).
+    """
+
+    distance_risk: pd.DataFrame
+    pattern: pd.DataFrame
+    linked_records: dict | None
+
+
+def _plan_evaluation(
+    original: gpd.GeoDataFrame,
+    releases: Sequence[gpd.GeoDataFrame],
+    attributes: str | Sequence[str],
+    linked: bool,
+) -> tuple[list[gpd.GeoDataFrame], _ReleasePlan]:
+    """Check the inputs of :func:`evaluate` and fix what the per-release measures share.
+
+    Every check that names a frame (``releases[k]``) is done here, over all releases, so that a
+    release measured on its own never reports a wrong position.
+
+    Parameters
+    ----------
+    original : GeoDataFrame
+        The confidential points.
+    releases : sequence of GeoDataFrame
+        The m releases.
+    attributes : str or sequence of str
+        Attribute columns that define the combinations.
+    linked : bool
+        Whether the releases must keep the original index.
+
+    Returns
+    -------
+    releases : list of GeoDataFrame
+    plan : _ReleasePlan
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        See :func:`evaluate`.
+    geosynth.errors.CRSError
+        See :func:`evaluate`.
+    """
+    releases = [releases] if isinstance(releases, gpd.GeoDataFrame) else list(releases)
     if not releases:
         raise InputError("releases is empty; pass the m synthetic data sets to evaluate")
-    tables = {
-        "distance_risk": distance_risk(original, releases, by=attributes),
-        "pattern": ripley_distance(original, releases, by=attributes),
-    }
+    releases = as_releases(releases)
+    check_frames(original, releases)
+    cols = as_columns(attributes, "attributes")
+    names = ["original"] + [f"releases[{k}]" for k in range(len(releases))]
+    frames = [original, *releases]
+    xys = []
+    for frame, name in zip(frames, names, strict=True):
+        check_columns(frame, cols, name, "attribute column")
+        xys.append(frame_xy(frame, name))
     if linked:
         for number, release in enumerate(releases):
             if not release.index.equals(original.index):
@@ -166,13 +305,116 @@ def evaluate(
                     f"releases[{number}] does not keep the original index, so its records "
                     "cannot be linked; pass linked=False (e.g. for to_public releases)"
                 )
-        tables["identification_risk"] = identification_risk(
-            original, releases, attributes, grid).summary().to_frame("value")
-        tables["linked_records"] = _linked_records(original, releases)
-    quadrants = None
+    window = _as_bounds(None, np.concatenate(xys), "window")
+    return releases, _ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked))
+
+
+def _measure_release(
+    original: gpd.GeoDataFrame, release: gpd.GeoDataFrame, plan: _ReleasePlan
+) -> _ReleaseMeasures:
+    """Measure one release against the original: the per-release part of :func:`evaluate`.
+
+    Parameters
+    ----------
+    original : GeoDataFrame
+        The confidential points.
+    release : GeoDataFrame
+        One release, checked by :func:`_plan_evaluation`.
+    plan : _ReleasePlan
+        The shared settings.
+
+    Returns
+    -------
+    _ReleaseMeasures
+    """
+    attributes = list(plan.attributes)
+    linked = _linked_row(original, release) if plan.linked else None
+    return _ReleaseMeasures(
+        distance_risk=distance_risk(original, release, by=attributes, mean_row=False),
+        pattern=ripley_distance(original, release, by=attributes, window=plan.window,
+                                mean_row=False),
+        linked_records=linked,
+    )
+
+
+def _combine_measures(measures: Sequence[_ReleaseMeasures]) -> dict[str, pd.DataFrame]:
+    """Combine the per-release measures of m releases into the tables of :func:`evaluate`.
+
+    ``n_synthetic`` is averaged over the releases and the distances and L gaps over the
+    releases where they are defined, then the mean row is appended: the same arithmetic, in the
+    same order, as :func:`~geosynth.metrics.distance_risk` and
+    :func:`~geosynth.metrics.ripley_distance` called with all releases, so the tables are equal
+    to theirs bit for bit.
+
+    Parameters
+    ----------
+    measures : sequence of _ReleaseMeasures
+        One per release, in release order.
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        ``distance_risk``, ``pattern`` and, when the records are linked, ``linked_records``.
+    """
+    tables = {
+        "distance_risk": _average_over_releases([m.distance_risk for m in measures]),
+        "pattern": _average_over_releases([m.pattern for m in measures]),
+    }
+    if measures[0].linked_records is not None:
+        tables["linked_records"] = _linked_table([m.linked_records for m in measures])
+    return tables
+
+
+def _run_evaluation(
+    original: gpd.GeoDataFrame,
+    releases: Sequence[gpd.GeoDataFrame],
+    grid: Grid,
+    attributes: str | Sequence[str],
+    outcome: str | None,
+    n_quadrants: int,
+    seed: SeedLike,
+    linked: bool,
+    *,
+    start: Callable[[gpd.GeoDataFrame, list[gpd.GeoDataFrame], _ReleasePlan],
+                    Callable[[], list[_ReleaseMeasures]]],
+) -> Evaluation:
+    """Run :func:`evaluate` with the per-release measures started by ``start``.
+
+    ``start(original, releases, plan)`` starts measuring each release
+    (:func:`_measure_release`) and returns a function that waits for the
+    :class:`_ReleaseMeasures`, in release order. Meanwhile this process computes the measures
+    that need all releases at once; then :func:`_combine_measures` runs. In memory ``start``
+    returns the loop itself; :func:`geosynth.distributed.evaluate_dask` submits one Dask task
+    per release.
+
+    Parameters
+    ----------
+    original, releases, grid, attributes, outcome, n_quadrants, seed, linked
+        As for :func:`evaluate`.
+    start : callable
+        See above.
+
+    Returns
+    -------
+    Evaluation
+    """
+    releases, plan = _plan_evaluation(original, releases, attributes, linked)
+    attributes = list(plan.attributes)
+    collect = start(original, releases, plan)
+    identification = None
+    if linked:
+        identification = identification_risk(original, releases, attributes, grid)
+    coverage = None
     if outcome is not None:
         coverage = quadrant_coverage(original, releases, outcome, n_quadrants=n_quadrants,
                                      seed=seed)
+    per_release = _combine_measures(collect())
+    tables = {"distance_risk": per_release["distance_risk"], "pattern": per_release["pattern"]}
+    if identification is not None:
+        tables["identification_risk"] = identification.summary().to_frame("value")
+        tables["linked_records"] = per_release["linked_records"]
+    quadrants = None
+    if coverage is not None:
         quadrants = coverage.quadrants
         tables["coverage"] = pd.DataFrame({
             "mean_overlap": [coverage.mean_overlap],
@@ -183,11 +425,43 @@ def evaluate(
                       attributes=attributes, quadrants=quadrants)
 
 
+def _measure_in_process(
+    original: gpd.GeoDataFrame, releases: list[gpd.GeoDataFrame], plan: _ReleasePlan
+) -> Callable[[], list[_ReleaseMeasures]]:
+    """Measure the releases in memory, one by one, when asked (``start`` of the in-memory run)."""
+    return lambda: [_measure_release(original, release, plan) for release in releases]
+
+
+def _average_over_releases(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Average single-release metric tables (same rows) over releases and add the mean row.
+
+    ``n_original`` is the same in every table; ``n_synthetic`` is a plain mean, the other
+    columns a mean over the releases where they are defined (NaN if none), as the metrics do.
+    """
+    first = tables[0]
+    columns = {}
+    for name in first.columns:
+        if name == "n_original":
+            columns[name] = first[name].to_numpy()
+            continue
+        values = np.column_stack([table[name].to_numpy(dtype=np.float64) for table in tables])
+        columns[name] = values.mean(axis=1) if name == "n_synthetic" else nanmean_rows(values)
+    return _with_mean_row(pd.DataFrame(columns, index=first.index))
+
+
+def _linked_row(original: gpd.GeoDataFrame, release: gpd.GeoDataFrame) -> dict:
+    """Displacement and spatial k-anonymity summary of one linked release."""
+    moved = displacement(original, release)
+    summary = k_anonymity_summary(spatial_k_anonymity(original, release))
+    return {"median_displacement": float(moved.median()),
+            "mean_displacement": float(moved.mean()), **summary.to_dict()}
+
+
+def _linked_table(rows: Sequence[dict]) -> pd.DataFrame:
+    """Build the ``linked_records`` table: one row per release, indexed from 1."""
+    return pd.DataFrame([{"release": number, **row} for number, row in enumerate(rows, start=1)]
+                        ).set_index("release")
+
+
 def _linked_records(original: gpd.GeoDataFrame, releases: list[gpd.GeoDataFrame]) -> pd.DataFrame:
-    rows = []
-    for number, release in enumerate(releases, start=1):
-        moved = displacement(original, release)
-        summary = k_anonymity_summary(spatial_k_anonymity(original, release))
-        rows.append({"release": number, "median_displacement": float(moved.median()),
-                     "mean_displacement": float(moved.mean()), **summary.to_dict()})
-    return pd.DataFrame(rows).set_index("release")
+    return _linked_table([_linked_row(original, release) for release in releases])

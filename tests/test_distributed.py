@@ -264,3 +264,77 @@ def test_linked_records_dask_equals_evaluate(client, points, grid, fitted):
     pd.testing.assert_frame_equal(got, want)
     with pytest.raises(InputError, match="original index"):
         gd.linked_records_dask(points, [geosynth.to_public(releases[0], seed=1)], client=client)
+
+
+# --------------------------------------------------------------------------- evaluate
+@pytest.fixture(scope="module")
+def thread_client():
+    """Two single-thread workers in this process (the README's LocalCluster)."""
+    # The scheduler serves its HTTP routes even without a dashboard, by default on port 8787,
+    # which the module's other cluster holds: any free port will do.
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       dashboard_address=None,
+                                       scheduler_kwargs={"dashboard_address": ":0"})
+    with distributed.Client(cluster, set_as_default=False) as c:
+        gd.warm_up(c)
+        yield c
+    cluster.close()
+
+
+def assert_evaluations_equal(got, want):
+    """Same tables, in the same order, to the last bit (same functions on the same data)."""
+    assert list(got.tables) == list(want.tables)
+    for name, table in want.tables.items():
+        pd.testing.assert_frame_equal(got.tables[name], table, check_exact=True)
+    if want.quadrants is None:
+        assert got.quadrants is None
+    else:
+        pd.testing.assert_frame_equal(got.quadrants, want.quadrants, check_exact=True)
+    assert got.attributes == want.attributes and len(got.releases) == len(want.releases)
+
+
+def test_evaluate_dask_equals_evaluate(thread_client, points, grid, fitted):
+    _, fit = fitted
+    releases = geosynth.synthesize(fit, points, m=3, seed=5)
+    kw = dict(outcome="a", n_quadrants=50, seed=2)
+    want = geosynth.evaluate(points, releases, grid, ["a", "c"], **kw)
+    with distributed.get_task_stream(client=thread_client) as stream:
+        got = gd.evaluate_dask(points, releases, grid, ["a", "c"], client=thread_client, **kw)
+    tasks = [t["key"] for t in stream.data if str(t["key"]).startswith("geosynth-evaluate-")]
+    assert len(tasks) == 3  # one task per release
+    assert set(got.tables) == {"distance_risk", "pattern", "identification_risk",
+                               "linked_records", "coverage"}
+    assert_evaluations_equal(got, want)
+    # Public (shuffled) releases: no linked-record tables, the same on both paths.
+    public = [geosynth.to_public(r, seed=k) for k, r in enumerate(releases)]
+    want = geosynth.evaluate(points, public, grid, "c", linked=False)
+    got = gd.evaluate_dask(points, public, grid, "c", linked=False, client=thread_client)
+    assert set(got.tables) == {"distance_risk", "pattern"}
+    assert_evaluations_equal(got, want)
+
+
+def test_evaluate_scheduler_dask_in_worker_processes(client, points, grid, fitted):
+    _, fit = fitted
+    releases = geosynth.synthesize(fit, points, m=2, seed=8)
+    want = geosynth.evaluate(points, releases, grid, ["c", "a"], outcome="a", n_quadrants=40,
+                             seed=1)
+    got = geosynth.evaluate(points, releases, grid, ["c", "a"], outcome="a", n_quadrants=40,
+                            seed=1, scheduler="dask", client=client)
+    assert_evaluations_equal(got, want)
+    with pytest.raises(InputError, match="scheduler must be 'serial' or 'dask'"):
+        geosynth.evaluate(points, releases, grid, ["a"], scheduler="processes")
+    with pytest.raises(InputError, match="client= goes with 'dask'"):
+        geosynth.evaluate(points, releases, grid, ["a"], client=client)
+
+
+def test_evaluate_dask_checks_every_release_in_the_client(thread_client, points, grid, fitted):
+    _, fit = fitted
+    releases = geosynth.synthesize(fit, points, m=3, seed=5)
+    missing = [releases[0], releases[1].drop(columns="c"), releases[2]]
+    with pytest.raises(InputError, match=r"'c' is not a column of releases\[1\]"):
+        gd.evaluate_dask(points, missing, grid, ["a", "c"], client=thread_client)
+    shuffled = [releases[0], releases[1], releases[2].iloc[::-1]]
+    with pytest.raises(InputError, match=r"releases\[2\] does not keep the original index"):
+        gd.evaluate_dask(points, shuffled, grid, ["a"], client=thread_client)
+    with pytest.raises(InputError, match="releases is empty"):
+        gd.evaluate_dask(points, [], grid, ["a"], client=thread_client)

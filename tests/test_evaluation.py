@@ -1,10 +1,12 @@
 import matplotlib
 import numpy as np
+import pandas as pd
 import pytest
 
 import geosynth
 from geosynth.errors import InputError
 from geosynth.evaluation import evaluate
+from geosynth.metrics import distance_risk, ripley_distance
 
 matplotlib.use("Agg")
 ATTRIBUTES = ["y", "x1", "x2"]
@@ -57,3 +59,32 @@ def test_empty_releases_refused(scenario):
     data, grid = scenario
     with pytest.raises(InputError, match="releases is empty"):
         evaluate(data.data, [], grid, ATTRIBUTES)
+
+
+def test_tables_combined_per_release_equal_the_metrics_on_all_releases(scenario):
+    # evaluate measures each release alone and combines afterwards (the split that lets
+    # geosynth.distributed run a task per release); the metrics combine inside. Same arithmetic
+    # in the same order, so the tables agree to the last bit.
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=3, seed=4)
+    gone = (releases[1]["y"] == 1) & (releases[1]["x1"] == 2) & (releases[1]["x2"] == 3)
+    releases[1] = releases[1][~gone]  # a combination missing from one release: NaN skipped
+    result = evaluate(data.data, releases, grid, ATTRIBUTES, linked=False)
+    pd.testing.assert_frame_equal(result.tables["distance_risk"],
+                                  distance_risk(data.data, releases, by=ATTRIBUTES),
+                                  check_exact=True)
+    pd.testing.assert_frame_equal(result.tables["pattern"],
+                                  ripley_distance(data.data, releases, by=ATTRIBUTES),
+                                  check_exact=True)
+    row = result.tables["distance_risk"].loc[(1, 2, 3)]
+    assert row["n_synthetic"] == pytest.approx(2 / 3 * row["n_original"])  # 0 in release 1
+    assert np.isfinite(row["min_distance"])  # averaged over the releases that have points
+
+
+def test_errors_name_the_release_and_the_scheduler(scenario):
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=2)
+    with pytest.raises(InputError, match=r"'x2' is not a column of releases\[1\]"):
+        evaluate(data.data, [releases[0], releases[1].drop(columns="x2")], grid, ATTRIBUTES)
+    with pytest.raises(InputError, match="scheduler must be 'serial' or 'dask'"):
+        evaluate(data.data, releases, grid, ATTRIBUTES, scheduler="threads")

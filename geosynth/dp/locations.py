@@ -293,11 +293,12 @@ def dp_synthesize(
         )
     rng = private_generator(seed, where="dp_synthesize")
     draws = release_draws(fit, m)
-    totals = fit.latent_totals.reshape(-1, fit.latent_totals.shape[-1])
     table = None if weights is None else PixelTable.from_raster(weights, noisy.grid)
     releases = []
     for release, draw in enumerate(draws.tolist()):
-        cells, combo = _draw_records(fit.lambda_draw(draw), totals[draw], rng)
+        # λ of stored draw ``draw`` and the latent totals of the same retained draw.
+        totals = fit.latent_totals[fit.draw_position(draw)]
+        cells, combo = _draw_records(fit.lambda_draw(draw), totals, rng)
         xy = place(noisy.grid, cells, rng, table)
         data = noisy.combos.loc[combo, list(noisy.attributes)].reset_index(drop=True)
         releases.append(make_release(

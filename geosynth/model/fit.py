@@ -11,7 +11,7 @@ import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from geosynth.data import CellCounts
 
-__all__ = ["PaivaModel", "PaivaFit", "build_model_data"]
+__all__ = ["PaivaModel", "PaivaFit", "StoragePlan", "build_model_data", "plan_storage"]
 
 # Sweeps per kernel call: about CHUNK_WORK cell-combination updates, so the progress bar moves a
 # few times a second whatever the lattice. It depends on the data's shape only, so the same seed
@@ -135,6 +135,7 @@ class PaivaModel:
         parallel: bool = False,
         scheduler: Literal["threads", "dask"] = "threads",
         client=None,
+        eta_draws: int | Literal["all", "auto"] = "auto",
     ) -> PaivaFit:
         """Run ``chains`` Gibbs chains and return their thinned draws.
 
@@ -157,7 +158,8 @@ class PaivaModel:
         progress : bool, default True
             Show a tqdm progress bar per chain (on stderr).
         max_bytes : int, default 4 GiB
-            Refuse (before allocating) to store draws larger than this.
+            Bound on the stored draws of all chains plus the per-chain buffers of η (see
+            :func:`plan_storage`): the fit refuses before allocating rather than exceed it.
         n_jobs : int, optional
             Chains run at once in threads (numba releases the GIL); default: one per core.
         noise : float, optional
@@ -182,6 +184,27 @@ class PaivaModel:
             on ``client`` (default: the current Dask client); the draws equal the threaded fit's.
         client : distributed.Client, optional
             The Dask client of ``scheduler="dask"``.
+        eta_draws : int, "all" or "auto", default "auto"
+            How many retained draws per chain keep the linear predictor η = log λ (float32,
+            G × B values a draw: 4.9 MB at G = 102,400 cells and B = 12 combinations, so
+            1,000 draws of 2 chains would take 9.8 GB). The scalars, θ and β are stored for
+            every retained draw whatever this says, and :meth:`PaivaFit.posterior_mean_lambda`
+            is the exact mean over every retained draw (a running sum of exp η kept during
+            the fit). Stored η draws are what :meth:`PaivaFit.lambda_draw` and
+            :func:`geosynth.synthesize` use: one per release.
+
+            * ``"all"``: every retained draw; refused with :class:`MemoryLimitError` if that
+              exceeds ``max_bytes``.
+            * an int ``k >= 1``: ``k`` evenly spaced retained draws per chain (retained draw
+              ``floor((j + 1/2)·n/k)`` for ``j = 0 .. k-1`` of the ``n`` retained draws; all of
+              them when ``k >= n``).
+            * ``"auto"``: every retained draw if that fits in ``max_bytes``, otherwise the
+              largest ``k`` that fits, with a :class:`~geosynth.errors.GeosynthWarning` saying
+              how many were kept.
+
+            With ``eta_draws="all"`` (or whenever every draw fits) the draws are those of a
+            fit without this option; with ``k`` draws, they are exactly the corresponding draws
+            of that fit.
 
         Returns
         -------
@@ -192,17 +215,24 @@ class PaivaModel:
         InputError
             For invalid arguments.
         MemoryLimitError
-            If the stored draws would exceed ``max_bytes``.
+            If the stored draws would exceed ``max_bytes`` (with ``eta_draws="auto"``: even
+            with a single stored draw of η per chain). Nothing large has been allocated then.
         SamplerError
             If a full conditional cannot be sampled (names the parameter block).
+
+        Warns
+        -----
+        GeosynthWarning
+            With ``eta_draws="auto"``, when η is kept for fewer than all retained draws.
         """
         _check_run_arguments(n_iter, burn_in, thin, chains)
+        _check_storage_arguments(eta_draws, max_bytes)
         if scheduler == "dask":
             from geosynth.distributed import fit_dask
 
             return fit_dask(self, counts, client=client, n_iter=n_iter, burn_in=burn_in,
                             thin=thin, chains=chains, seed=seed, max_bytes=max_bytes, noise=noise,
-                            parallel=parallel)
+                            parallel=parallel, eta_draws=eta_draws)
         if scheduler != "threads" or client is not None:
             raise InputError(f"scheduler must be 'threads' or 'dask' (client= goes with 'dask'), "
                              f"got scheduler={scheduler!r}")
@@ -213,19 +243,15 @@ class PaivaModel:
             raise InputError("parallel=True is not available for noise-aware fits (noise=...); "
                              "use parallel=False")
         data, names = build_model_data(counts, self)
-        n_keep = (n_iter - burn_in) // thin
         G, B = data.counts.shape
-        estimate = chains * n_keep * (4 * G * B + 8 * G + 8 * len(names))
-        if estimate > max_bytes:
-            raise MemoryLimitError(
-                f"storing {chains} chains x {n_keep} draws of the linear predictor ({G} cells x "
-                f"{B} combinations) needs {estimate / 2**20:,.0f} MiB, above max_bytes = "
-                f"{max_bytes / 2**20:,.0f} MiB; raise thin, lower n_iter, use a coarser grid, or "
-                "raise max_bytes"
-            )
+        plan = plan_storage(
+            n_iter=n_iter, burn_in=burn_in, thin=thin, chains=chains, n_cells=G, n_combos=B,
+            n_scalars=len(names), beta=data.beta_prior != BETA_NONE, noise=noise is not None,
+            eta_draws=eta_draws, max_bytes=max_bytes, stacklevel=3,
+        )
         streams = make_streams(seed, chains)
         released = None if noise is None else (noise, np.asarray(counts.counts, dtype=np.float64))
-        runner = _ChainRunner(data, names, n_iter, burn_in, thin, n_keep, progress, released,
+        runner = _ChainRunner(data, names, n_iter, burn_in, thin, plan, progress, released,
                               parallel=bool(parallel))
         if parallel and n_jobs is None:
             n_jobs = 1  # each chain already uses every numba thread
@@ -266,6 +292,167 @@ def _check_run_arguments(n_iter, burn_in, thin, chains) -> None:
             f"n_iter ({n_iter}) - burn_in ({burn_in}) leaves no draw at thin = {thin}; "
             "raise n_iter or lower burn_in"
         )
+
+
+def _check_storage_arguments(eta_draws, max_bytes) -> None:
+    if not (eta_draws in ("all", "auto") if isinstance(eta_draws, str) else
+            isinstance(eta_draws, (int, np.integer)) and not isinstance(eta_draws, bool)
+            and eta_draws >= 1):
+        raise InputError(
+            f"eta_draws must be 'all', 'auto' or an integer >= 1 (draws of η stored per chain), "
+            f"got {eta_draws!r}"
+        )
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) \
+            or max_bytes <= 0:
+        raise InputError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
+
+
+def _chunk_sweeps(n_cells: int, n_combos: int, thin: int) -> tuple[int, int]:
+    """Sweeps per burn-in chunk and per sampling chunk (whole thinning periods)."""
+    chunk = max(1, min(MAX_CHUNK_SWEEPS, CHUNK_WORK // (n_cells * n_combos)))
+    return chunk, thin * max(1, chunk // thin)
+
+
+def evenly_spaced_draws(n_keep: int, k: int) -> np.ndarray:
+    """Retained draws ``floor((j + 1/2)·n_keep/k)``, ``j = 0 .. k-1`` (all of them if k >= n_keep).
+
+    The middle draw of each of ``k`` equal blocks: distinct, increasing, and ``arange(n_keep)``
+    for ``k = n_keep``.
+    """
+    k = min(int(k), int(n_keep))
+    return ((2 * np.arange(k, dtype=np.int64) + 1) * n_keep) // (2 * k)
+
+
+class StoragePlan(NamedTuple):
+    """What a fit stores, from :func:`plan_storage`.
+
+    Attributes
+    ----------
+    n_keep : int
+        Retained draws per chain (scalars, θ, β and latent totals are stored for each).
+    eta_index : numpy.ndarray of int64, shape (k,)
+        The retained draws (0-based, per chain) whose η is stored; increasing.
+    draws_per_chunk : int
+        Retained draws per sampling chunk: rows of the per-chain η scratch buffer.
+    n_bytes : int
+        Estimated bytes of the stored draws of all chains plus the per-chain η buffers.
+    """
+
+    n_keep: int
+    eta_index: np.ndarray
+    draws_per_chunk: int
+    n_bytes: int
+
+
+def plan_storage(
+    *,
+    n_iter: int,
+    burn_in: int,
+    thin: int,
+    chains: int,
+    n_cells: int,
+    n_combos: int,
+    n_scalars: int,
+    beta: bool,
+    noise: bool,
+    eta_draws: int | Literal["all", "auto"],
+    max_bytes: int,
+    stacklevel: int = 2,
+) -> StoragePlan:
+    """Decide how many draws of η a fit stores, or refuse before anything large is allocated.
+
+    Counted, over all chains: float64 scalars (``8·S`` bytes a retained draw), float32 θ and β
+    (``4·G`` each; β only if fitted), float64 latent totals of a noise-aware fit (``8·B``),
+    float32 η of the stored draws (``4·G·B`` each); and per chain the float64 running sum of
+    exp η and its scratch term (``16·G·B``) and the float32 η of one sampling chunk
+    (``4·G·B`` per draw of the chunk, plus ``4·G`` for a discarded β when β is not fitted).
+    Not counted: the sampler state and the data (a few (G, B) float64 arrays per chain).
+
+    Parameters
+    ----------
+    n_iter, burn_in, thin, chains, eta_draws, max_bytes
+        As for :meth:`PaivaModel.fit` (validated there).
+    n_cells, n_combos, n_scalars : int
+        G, B and the number of scalar parameters S.
+    beta, noise : bool
+        Whether β is fitted; whether the fit is noise-aware.
+    stacklevel : int, default 2
+        Of the warning, as for :func:`warnings.warn`.
+
+    Returns
+    -------
+    StoragePlan
+
+    Raises
+    ------
+    MemoryLimitError
+        ``eta_draws`` asks for more than ``max_bytes`` allows, or (``"auto"``) not even one
+        draw of η per chain fits next to the draws of the scalars, θ and β.
+
+    Warns
+    -----
+    GeosynthWarning
+        ``eta_draws="auto"`` keeps η for fewer than all retained draws.
+    """
+    n_keep = (n_iter - burn_in) // thin
+    G, B, S = int(n_cells), int(n_combos), int(n_scalars)
+    per_draw = 8 * S + 4 * G * (2 if beta else 1) + (8 * B if noise else 0)
+    per_eta = 4 * G * B
+    rows = _chunk_sweeps(G, B, thin)[1] // thin
+    buffers = 16 * G * B + rows * (per_eta + (0 if beta else 4 * G))
+    fixed = chains * (n_keep * per_draw + buffers)
+    need = fixed + chains * n_keep * per_eta
+    fits = max(0, (max_bytes - fixed) // (chains * per_eta))
+    what = (f"{chains} chain(s) x {n_keep} retained draws of η ({G:,} cells x {B} combinations, "
+            f"{_format_bytes(per_eta)} a draw)")
+    limit = f"max_bytes = {_format_bytes(max_bytes)}"
+    parameters = "scalars, θ and β" if beta else "scalars and θ"
+    if fits < 1:
+        raise MemoryLimitError(
+            f"the draws of the {parameters} of {chains} chain(s) x {n_keep} retained draws "
+            f"({G:,} cells) and the η buffers take {_format_bytes(fixed)}, leaving no room "
+            f"under {limit} for even one stored draw of η ({_format_bytes(chains * per_eta)} "
+            "for all chains); raise thin, lower n_iter or chains, use a coarser grid, or raise "
+            "max_bytes"
+        )
+    if eta_draws == "all":
+        k = n_keep
+        if need > max_bytes:
+            raise MemoryLimitError(
+                f"storing {what} needs {_format_bytes(need)}, above {limit}; pass "
+                f"eta_draws='auto' or eta_draws={min(fits, n_keep)} (store η for fewer draws; "
+                "the posterior mean of λ still uses them all), raise thin, use a coarser grid, "
+                "or raise max_bytes"
+            )
+    elif eta_draws == "auto":
+        k = min(n_keep, int(fits))
+        if k < n_keep:
+            warnings.warn(
+                f"eta_draws='auto': storing {what} would need {_format_bytes(need)}, above "
+                f"{limit}, so η is kept for {k} evenly spaced draws per chain ({chains * k} in "
+                f"all, so at most {chains * k} synthetic releases). The posterior mean of λ "
+                f"still averages all {n_keep} draws per chain, and the {parameters} keep "
+                "every draw. To choose, pass eta_draws=<int> (or 'all') and raise max_bytes",
+                GeosynthWarning, stacklevel=stacklevel,
+            )
+    else:
+        k = min(n_keep, int(eta_draws))
+        if k > fits:
+            raise MemoryLimitError(
+                f"storing η for eta_draws={k} of {what} needs "
+                f"{_format_bytes(fixed + chains * k * per_eta)}, above {limit}; pass "
+                f"eta_draws={int(fits)} or less (or 'auto'), raise thin, or raise max_bytes"
+            )
+    return StoragePlan(n_keep=n_keep, eta_index=evenly_spaced_draws(n_keep, k),
+                       draws_per_chunk=rows, n_bytes=int(fixed + chains * k * per_eta))
+
+
+def _format_bytes(n: int) -> str:
+    """``n`` bytes in the largest binary unit that keeps it >= 1 (``"4.0 GiB"``)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{int(n)} bytes"
 
 
 def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, list[str]]:
@@ -392,9 +579,17 @@ def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsS
 
 
 class _ChainRunner:
-    """Runs chains in threads, in fixed-size chunks, with progress bars and clean Ctrl-C."""
+    """Runs chains in threads, in fixed-size chunks, with progress bars and clean Ctrl-C.
 
-    def __init__(self, data, names, n_iter, burn_in, thin, n_keep, progress, noise=None,
+    Each sampling chunk writes its draws of η into a per-chain float32 scratch buffer (the
+    kernels write draw ``r`` of a call into row ``row + r`` of every output; the scalars, θ, β
+    and latent totals get views that start at the chain's current row, η the scratch with
+    ``row = 0``). After the chunk, exp η of each draw is added to a float64 running sum, and the
+    draws the :class:`StoragePlan` keeps are copied out. Views of C-contiguous rows are
+    C-contiguous, so the kernels see the same numba types as with whole arrays.
+    """
+
+    def __init__(self, data, names, n_iter, burn_in, thin, plan, progress, noise=None,
                  parallel=False):
         self.data, self.names = data, names
         self.colours = None
@@ -405,7 +600,8 @@ class _ChainRunner:
         # Noise-aware fits: the released counts c̃ and 1/b (0 switches the latent step off).
         self.noisy = noise[1] if noise else data.counts
         self.inv_scale = 1.0 / noise[0] if noise else 0.0
-        self.n_iter, self.burn_in, self.thin, self.n_keep = n_iter, burn_in, thin, n_keep
+        self.n_iter, self.burn_in, self.thin = n_iter, burn_in, thin
+        self.plan = plan
         self.progress = progress
         self.stop = threading.Event()
 
@@ -413,12 +609,15 @@ class _ChainRunner:
         chains = streams.shape[0]
         G, B = self.data.counts.shape
         S = len(self.names)
+        n_keep, eta_index = self.plan.n_keep, self.plan.eta_index
+        has_beta = self.data.beta_prior != BETA_NONE
         out = {
-            "scalars": np.zeros((chains, self.n_keep, S)),
-            "theta": np.zeros((chains, self.n_keep, G), dtype=np.float32),
-            "beta": np.zeros((chains, self.n_keep, G), dtype=np.float32),
-            "eta": np.zeros((chains, self.n_keep, G, B), dtype=np.float32),
-            "latent_totals": np.zeros((chains, self.n_keep if self.inv_scale else 0, B)),
+            "scalars": np.zeros((chains, n_keep, S)),
+            "theta": np.zeros((chains, n_keep, G), dtype=np.float32),
+            "beta": np.zeros((chains, n_keep if has_beta else 0, G), dtype=np.float32),
+            "eta": np.zeros((chains, eta_index.size, G, B), dtype=np.float32),
+            "latent_totals": np.zeros((chains, n_keep if self.inv_scale else 0, B)),
+            "lambda_sum": np.zeros((chains, G, B)),
         }
         kept = np.zeros(chains, dtype=np.int64)
         workers = max(1, min(chains, n_jobs or os.cpu_count() or 1))
@@ -432,15 +631,23 @@ class _ChainRunner:
                 for future in futures:
                     future.result()
                 warnings.warn(
-                    f"interrupted: keeping the {kept.min()} draws per chain made so far",
+                    f"interrupted: keeping the {kept.min()} draws per chain made so far (the "
+                    "posterior mean of λ averages all the draws each chain made)",
                     GeosynthWarning, stacklevel=3,
                 )
         n = int(kept.min())
-        if self.data.beta_prior == BETA_NONE:
+        n_eta = int(np.searchsorted(eta_index, n))  # stored draws among the first n
+        means = out.pop("lambda_sum")
+        means /= np.maximum(kept, 1)[:, None, None]
+        if not has_beta:
             out["beta"] = None
         if not self.inv_scale:
             out["latent_totals"] = None
-        return {k: (None if v is None else v[:, :n]) for k, v in out.items()}
+        draws = {k: (None if v is None else v[:, :n]) for k, v in out.items()}
+        draws["eta"] = out["eta"][:, :n_eta]
+        draws["eta_draw_index"] = eta_index[:n_eta].copy()
+        draws["lambda_chain_means"] = means if n > 0 else None
+        return draws
 
     def run_chain(self, chain: int, stream: np.ndarray, out: dict, kept: np.ndarray) -> None:
         data = self.data if not self.inv_scale else _private_counts(self.data)
@@ -456,26 +663,35 @@ class _ChainRunner:
         bar = _progress_bar(self.n_iter, chain, self.progress)
         # Sampling chunks hold whole thinning periods, so draws land on sweeps burn_in + thin·j.
         G, B = self.data.counts.shape
-        chunk = max(1, min(MAX_CHUNK_SWEEPS, CHUNK_WORK // (G * B)))
-        sampling_chunk = self.thin * max(1, chunk // self.thin)
+        chunk, sampling_chunk = _chunk_sweeps(G, B, self.thin)
+        rows = self.plan.draws_per_chunk
+        scratch = _ChunkBuffers(
+            eta=np.zeros((rows, G, B), dtype=np.float32),
+            beta=None if out["beta"].shape[1] else np.zeros((rows, G), dtype=np.float32),
+            term=np.empty((G, B)),
+        )
         try:
             for n, keep in _chunks(self.burn_in, chunk, False) + _chunks(
                 self.n_iter - self.burn_in, sampling_chunk, True
             ):
                 if self.stop.is_set():
                     break
-                kept[chain] += self._run(data, state, n, out, chain, int(kept[chain]), keep,
-                                         cell_streams)
+                row = int(kept[chain])
+                written = self._run(data, state, n, out, chain, row, keep, scratch, cell_streams)
+                if written:
+                    self._collect(out, chain, row, written, scratch)
+                kept[chain] += written
                 bar.update(n)
         finally:
             bar.close()
 
-    def _run(self, data, state, n, out, chain, row, keep, cell_streams=None) -> int:
-        args = (data, state, n, self.thin, out["scalars"][chain], out["theta"][chain],
-                out["beta"][chain], out["eta"][chain], row, keep)
+    def _run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None) -> int:
+        beta = out["beta"][chain][row:] if scratch.beta is None else scratch.beta
+        args = (data, state, n, self.thin, out["scalars"][chain][row:],
+                out["theta"][chain][row:], beta, scratch.eta, 0, keep)
         if self.inv_scale:
             status, written = run_chunk_noise_aware(
-                *args, self.noisy, self.inv_scale, out["latent_totals"][chain])
+                *args, self.noisy, self.inv_scale, out["latent_totals"][chain][row:])
         elif cell_streams is not None:
             from geosynth.model.parallel import run_chunk_parallel
 
@@ -488,6 +704,24 @@ class _ChainRunner:
                 f"chain {chain}: the {BLOCK_NAMES[block]} update failed: {STATUS_MESSAGES[code]}"
             )
         return written
+
+    def _collect(self, out, chain, row, written, scratch) -> None:
+        """Add exp η of retained draws ``row .. row + written - 1`` and store the planned ones."""
+        total, term = out["lambda_sum"][chain], scratch.term
+        for r in range(written):
+            np.exp(scratch.eta[r], dtype=np.float64, out=term)
+            total += term
+        index = self.plan.eta_index
+        for j in range(np.searchsorted(index, row), np.searchsorted(index, row + written)):
+            out["eta"][chain, j] = scratch.eta[index[j] - row]
+
+
+class _ChunkBuffers(NamedTuple):
+    """Per-chain scratch: η of one chunk's draws, discarded β (if not fitted), one exp η term."""
+
+    eta: np.ndarray
+    beta: np.ndarray | None
+    term: np.ndarray
 
 
 def _private_counts(data: ModelData) -> ModelData:
@@ -514,6 +748,9 @@ def _progress_bar(total: int, chain: int, enabled: bool):
 class PaivaFit:
     """Posterior draws of a fitted :class:`PaivaModel`.
 
+    ``draws`` below is :attr:`n_draws`, the retained draws per chain; η may be stored for only
+    :attr:`n_eta_draws` of them (``eta_draws`` of :meth:`PaivaModel.fit`).
+
     Attributes
     ----------
     scalars : numpy.ndarray, shape (chains, draws, S)
@@ -522,12 +759,20 @@ class PaivaFit:
     theta : numpy.ndarray of float32, shape (chains, draws, G)
         θ centred to mean zero.
     beta : numpy.ndarray of float32, shape (chains, draws, G), or None
-    eta : numpy.ndarray of float32, shape (chains, draws, G, B)
-        Linear predictor log λ.
+    eta : numpy.ndarray of float32, shape (chains, n_eta_draws, G, B)
+        Linear predictor log λ of the stored draws: ``eta[c, j]`` is retained draw
+        ``eta_draw_index[j]`` of chain ``c``.
     noise_scale : float or None
         Scale of the discrete Laplace noise of a noise-aware fit (None: exact counts).
     latent_totals : numpy.ndarray, shape (chains, draws, B), or None
         Noise-aware fits: per draw, the total of the latent true counts of each combination.
+    eta_draw_index : numpy.ndarray of int64, shape (n_eta_draws,)
+        The retained draws (per chain, 0-based, increasing) whose η is stored; defaults to all
+        of them, ``arange(eta.shape[1])``.
+    lambda_chain_means : numpy.ndarray of float64, shape (chains, G, B), or None
+        Per chain, the mean of λ = exp η over *every* retained draw of that chain, summed during
+        the fit (so exact whatever ``eta_draws`` kept; after an interrupted fit, over all the
+        draws that chain made). None: :meth:`posterior_mean_lambda` averages the stored ``eta``.
     """
 
     model: PaivaModel
@@ -541,7 +786,13 @@ class PaivaFit:
     burn_in: int = 0
     noise_scale: float | None = None
     latent_totals: np.ndarray | None = None
+    eta_draw_index: np.ndarray | None = field(default=None, repr=False)
+    lambda_chain_means: np.ndarray | None = field(default=None, repr=False)
     _mean_lambda: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.eta_draw_index is None and self.eta is not None:
+            self.eta_draw_index = np.arange(self.eta.shape[1], dtype=np.int64)
 
     @property
     def n_chains(self) -> int:
@@ -550,7 +801,12 @@ class PaivaFit:
 
     @property
     def n_draws(self) -> int:
-        """Retained draws per chain."""
+        """Retained draws per chain (of the scalars, θ and β)."""
+        return self.scalars.shape[1]
+
+    @property
+    def n_eta_draws(self) -> int:
+        """Draws per chain whose η (so λ) is stored: what :meth:`lambda_draw` can return."""
         return self.eta.shape[1]
 
     @property
@@ -560,26 +816,57 @@ class PaivaFit:
 
     def __repr__(self) -> str:
         G, B = self.eta.shape[2:]
-        return (f"PaivaFit({self.model!r}, chains={self.n_chains}, draws={self.n_draws}, "
-                f"cells={G}, combinations={B})")
+        stored = "" if self.n_eta_draws == self.n_draws else f", eta_draws={self.n_eta_draws}"
+        return (f"PaivaFit({self.model!r}, chains={self.n_chains}, draws={self.n_draws}"
+                f"{stored}, cells={G}, combinations={B})")
 
     def posterior_mean_lambda(self) -> np.ndarray:
-        """Posterior mean intensity E[λ_ib | data], shape (G, B), float64."""
+        """Posterior mean intensity E[λ_ib | data], shape (G, B), float64.
+
+        The mean over every retained draw of every chain, also when η was stored for fewer
+        draws (``lambda_chain_means``, summed during the fit).
+        """
         if self._mean_lambda is None:
-            total = np.zeros(self.eta.shape[2:])
-            for chain in self.eta:
-                for draw in chain:
-                    total += np.exp(draw, dtype=np.float64)
-            self._mean_lambda = total / (self.n_chains * self.n_draws)
+            if self.lambda_chain_means is not None:
+                self._mean_lambda = np.asarray(self.lambda_chain_means, np.float64).mean(axis=0)
+            else:
+                total = np.zeros(self.eta.shape[2:])
+                for chain in self.eta:
+                    for draw in chain:
+                        total += np.exp(draw, dtype=np.float64)
+                self._mean_lambda = total / (self.n_chains * self.n_eta_draws)
         return self._mean_lambda
 
     def lambda_draw(self, index: int) -> np.ndarray:
-        """Intensity λ (G, B) of retained draw ``index`` (chains concatenated, 0-based)."""
-        total = self.n_chains * self.n_draws
+        """Intensity λ (G, B) of stored draw ``index`` of η (chains concatenated, 0-based).
+
+        ``index`` runs over the ``n_chains * n_eta_draws`` stored draws; :meth:`draw_position`
+        says which chain and retained draw it is.
+        """
+        chain, draw = self._stored(index)
+        return np.exp(self.eta[chain, draw].astype(np.float64))
+
+    def draw_position(self, index: int) -> tuple[int, int]:
+        """Chain and retained draw (row of ``scalars``, ``theta``, ...) of stored η draw ``index``.
+
+        Parameters
+        ----------
+        index : int
+            As for :meth:`lambda_draw`.
+
+        Returns
+        -------
+        tuple of int
+            ``(chain, retained_draw)``.
+        """
+        chain, draw = self._stored(index)
+        return chain, int(self.eta_draw_index[draw])
+
+    def _stored(self, index: int) -> tuple[int, int]:
+        total = self.n_chains * self.n_eta_draws
         if not -total <= index < total:
             raise InputError(f"index must be in [0, {total}), got {index}")
-        chain, draw = divmod(index % total, self.n_draws)
-        return np.exp(self.eta[chain, draw].astype(np.float64))
+        return divmod(index % total, self.n_eta_draws)
 
     def scalar(self, name: str) -> np.ndarray:
         """Draws (chains, draws) of the scalar parameter ``name``."""

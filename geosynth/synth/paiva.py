@@ -90,7 +90,7 @@ def synthesize(
     geosynth.errors.InputError
         ``fit`` is not a PaivaFit; ``gdf`` is not a GeoDataFrame or is not the frame ``fit`` was
         prepared from (labels, attributes or cells differ); ``m`` is not an int >= 1 or exceeds
-        the number of retained draws; invalid ``weights``.
+        the number of stored posterior draws of λ; invalid ``weights``.
     geosynth.errors.CRSError
         ``gdf`` or ``weights`` is not in the grid CRS.
     geosynth.errors.SamplerError
@@ -98,12 +98,12 @@ def synthesize(
 
     Notes
     -----
-    *Posterior draws.* With ``T = fit.n_chains * fit.n_draws`` retained draws (chains
-    concatenated, as in :meth:`PaivaFit.lambda_draw`), release ``l = 0 .. m-1`` uses draw
-    ``floor((l + 1/2) * T / m)`` (:func:`release_draws`): equally spaced draws, each the middle
-    of one of ``m`` equal blocks, so ``m`` releases use ``m`` distinct draws spread over all
-    chains (thinned draws are close to independent, §2.1.2 asks for an independent draw per
-    release).
+    *Posterior draws.* With ``T = fit.n_chains * fit.n_eta_draws`` stored draws of λ (chains
+    concatenated, as in :meth:`PaivaFit.lambda_draw`; every retained draw unless the fit's
+    ``eta_draws`` kept fewer), release ``l = 0 .. m-1`` uses draw ``floor((l + 1/2) * T / m)``
+    (:func:`release_draws`): equally spaced draws, each the middle of one of ``m`` equal
+    blocks, so ``m`` releases use ``m`` distinct draws spread over all chains (thinned draws are
+    close to independent, §2.1.2 asks for an independent draw per release).
 
     *Cell probabilities.* ``p_i ∝ λ_ib`` and nothing else. λ_ib is already the expected count
     of the habitable part of cell ``i``: the modelled counts are the records located in that
@@ -208,12 +208,14 @@ def _dp_synthesize(fit, gdf, m, seed, weights, epsilon, dp_options) -> list[gpd.
 
 
 def release_draws(fit: PaivaFit, m: int) -> np.ndarray:
-    """Index of the retained posterior draw used by each of ``m`` releases.
+    """Index of the stored posterior draw of λ used by each of ``m`` releases.
 
     Parameters
     ----------
     fit : geosynth.model.PaivaFit
-        The fit; ``T = fit.n_chains * fit.n_draws`` draws, chains concatenated.
+        The fit; ``T = fit.n_chains * fit.n_eta_draws`` stored draws of η (all retained draws
+        unless ``eta_draws`` of the fit kept fewer), chains concatenated, as
+        :meth:`PaivaFit.lambda_draw` indexes them.
     m : int
         Number of releases, ``1 <= m <= T``.
 
@@ -228,7 +230,14 @@ def release_draws(fit: PaivaFit, m: int) -> np.ndarray:
         ``m`` is not an int >= 1 or exceeds ``T``.
     """
     m = check_m(m)
-    total = int(fit.n_chains * fit.n_draws)
+    total = int(fit.n_chains * fit.n_eta_draws)
+    if m > total and fit.n_eta_draws < fit.n_draws:
+        raise InputError(
+            f"m={m} releases need {m} distinct posterior draws of λ but the fit stored η for "
+            f"only {total} ({fit.n_chains} chain(s) x {fit.n_eta_draws} of its {fit.n_draws} "
+            f"retained draws); ask for fewer releases or refit with a larger eta_draws (e.g. "
+            f"eta_draws={-(-m // fit.n_chains)}, raising max_bytes if needed)"
+        )
     if m > total:
         raise InputError(
             f"m={m} releases need {m} distinct posterior draws but the fit retained only {total} "

@@ -131,6 +131,9 @@ def test_fit_api(small_fit):
     fit = small_fit
     G, B = fit.counts.counts.shape
     assert fit.eta.shape == (2, 200, G, B) and fit.eta.dtype == np.float32
+    # Small fits store η for every retained draw (eta_draws="auto" within max_bytes).
+    assert fit.n_draws == fit.n_eta_draws == 200
+    np.testing.assert_array_equal(fit.eta_draw_index, np.arange(200))
     assert fit.theta.shape == (2, 200, G)
     np.testing.assert_allclose(fit.theta.mean(axis=2), 0.0, atol=1e-5)  # centred
     mean_lambda = fit.posterior_mean_lambda()
