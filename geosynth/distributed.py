@@ -58,6 +58,7 @@ __all__ = [
 
 _LOCK_NAME = "geosynth-numba-compile"
 _WARM = threading.Event()  # set in a worker process once its kernels are compiled or loaded
+_WARM_PARALLEL = threading.Event()  # likewise for the chromatic (parallel=True) kernels
 _WARM_LOCK = threading.Lock()
 _CELL, _N, _Z = "__geosynth_cell", "__geosynth_n", "__geosynth_z"
 _SHOW = 5
@@ -116,14 +117,37 @@ def _warm_here() -> bool:
         return True
 
 
-def _warm_in_task() -> None:
-    """From inside a task: warm this worker up under a cluster-wide lock (no-op when warm)."""
-    if _WARM.is_set():
+def _warm_in_task(parallel: bool = False) -> None:
+    """From inside a task: warm this worker up under a cluster-wide lock (no-op when warm).
+
+    ``parallel``: also compile or load the chromatic kernels (cached too, and ~2 minutes of
+    CPU to compile, so only for tasks that run ``parallel=True`` fits).
+    """
+    if _WARM.is_set() and (_WARM_PARALLEL.is_set() or not parallel):
         return
     from distributed import Lock
 
     with Lock(_LOCK_NAME):
         _warm_here()
+        if parallel:
+            _warm_parallel_here()
+
+
+def _warm_parallel_here() -> None:
+    """Run a tiny chromatic fit once in this process so numba compiles or loads its kernels."""
+    with _WARM_LOCK:
+        if _WARM_PARALLEL.is_set():
+            return
+        import geosynth
+
+        scenario = geosynth.datasets.paiva_scenario(n=60, seed=0)
+        grid = geosynth.Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
+        counts = geosynth.prepare(scenario.data, grid, attributes=["y"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            geosynth.PaivaModel().fit(counts, n_iter=2, burn_in=0, thin=1, chains=1, seed=0,
+                                      progress=False, n_jobs=1, parallel=True)
+        _WARM_PARALLEL.set()
 
 
 def warm_up(client: distributed.Client | None = None) -> dict[str, bool]:
@@ -192,7 +216,7 @@ def _parent_of(child: np.random.SeedSequence) -> np.random.SeedSequence:
 
 def _run_chain(model, counts, seed, chain, options) -> dict[str, Any]:
     """Dask task: one chain; returns its draws (not the counts, which the client holds)."""
-    _warm_in_task()
+    _warm_in_task(parallel=bool(options.get("parallel")))
     try:
         fit = model.fit(counts, chains=1, seed=seed, progress=False, n_jobs=1, **options)
     except SamplerError as err:

@@ -621,20 +621,28 @@ class _ChainRunner:
         }
         kept = np.zeros(chains, dtype=np.int64)
         workers = max(1, min(chains, n_jobs or os.cpu_count() or 1))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(self.run_chain, c, streams[c], out, kept) for c in range(chains)]
+        if workers == 1 and self.colours is not None:
+            # Chromatic chains one after another in the calling thread: numba's OpenMP layer
+            # keeps one thread team per calling thread, and a second team's idle workers spin
+            # on the cores the running team needs (a fit from a fresh worker thread after
+            # parallel work in this one ran ~25× slower on 2 cores).
             try:
-                for future in futures:
-                    future.result()
+                for c in range(chains):
+                    self.run_chain(c, streams[c], out, kept)
             except KeyboardInterrupt:
-                self.stop.set()
-                for future in futures:
-                    future.result()
-                warnings.warn(
-                    f"interrupted: keeping the {kept.min()} draws per chain made so far (the "
-                    "posterior mean of λ averages all the draws each chain made)",
-                    GeosynthWarning, stacklevel=3,
-                )
+                self._warn_interrupted(kept)
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = [pool.submit(self.run_chain, c, streams[c], out, kept)
+                           for c in range(chains)]
+                try:
+                    for future in futures:
+                        future.result()
+                except KeyboardInterrupt:
+                    self.stop.set()
+                    for future in futures:
+                        future.result()
+                    self._warn_interrupted(kept)
         n = int(kept.min())
         n_eta = int(np.searchsorted(eta_index, n))  # stored draws among the first n
         means = out.pop("lambda_sum")
@@ -648,6 +656,14 @@ class _ChainRunner:
         draws["eta_draw_index"] = eta_index[:n_eta].copy()
         draws["lambda_chain_means"] = means if n > 0 else None
         return draws
+
+    @staticmethod
+    def _warn_interrupted(kept: np.ndarray) -> None:
+        warnings.warn(
+            f"interrupted: keeping the {kept.min()} draws per chain made so far (the "
+            "posterior mean of λ averages all the draws each chain made)",
+            GeosynthWarning, stacklevel=4,
+        )
 
     def run_chain(self, chain: int, stream: np.ndarray, out: dict, kept: np.ndarray) -> None:
         data = self.data if not self.inv_scale else _private_counts(self.data)

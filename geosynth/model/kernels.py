@@ -357,6 +357,30 @@ _KIND_THETA, _KIND_PHI, _KIND_BETA = 0, 1, 2
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _scale_proposal(s, slot):
+    """Draw the log scale u ~ N(0, sd²) of a scale move; return ``(u, e^u − 1)``."""
+    u = math.exp(s.scale_log_sd[slot]) * standard_normal(s.rng)
+    return u, math.expm1(u)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate):
+    """Metropolis test of a scale move given its log-likelihood change; ``(accept, new τ)``.
+
+    The log acceptance ratio is ``Δ log L − 2·shape·u − rate·(τ' − τ)`` with τ' = τ·e^{−2u}
+    (see :func:`_scale_move`). During burn-in (``adapt``) the proposal log-sd of ``slot``
+    moves towards :data:`SCALE_TARGET_ACCEPTANCE`.
+    """
+    new_tau = tau * math.exp(-2.0 * u)
+    log_ratio = delta_loglik - 2.0 * shape * u - rate * (new_tau - tau)
+    accept = math.log(uniform(s.rng)) < log_ratio
+    if adapt:
+        hit = 1.0 if accept else 0.0
+        s.scale_log_sd[slot] += SCALE_ADAPT_GAIN * (hit - SCALE_TARGET_ACCEPTANCE)
+    return accept, new_tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt):
     """Metropolis move (f − f̄_c, τ) → (e^u (f − f̄_c), e^{−2u} τ), u ~ N(0, sd²); return τ.
 
@@ -371,8 +395,7 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
     _component_sums(field, data, comp_sum)
     for c in range(comp_sum.shape[0]):
         comp_sum[c] /= data.component_size[c]
-    u = math.exp(s.scale_log_sd[slot]) * standard_normal(s.rng)
-    factor = math.expm1(u)
+    u, factor = _scale_proposal(s, slot)
     delta_loglik = 0.0
     for i in range(G):
         d = (field[i] - comp_sum[data.component[i]]) * factor
@@ -394,12 +417,7 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
                 count_sum += data.counts[i, b]
                 exp_sum += s.expeta[i, b]
         delta_loglik += count_sum * d - exp_sum * math.expm1(d)
-    new_tau = tau * math.exp(-2.0 * u)
-    log_ratio = delta_loglik - 2.0 * shape * u - rate * (new_tau - tau)
-    accept = math.log(uniform(s.rng)) < log_ratio
-    if adapt:
-        hit = 1.0 if accept else 0.0
-        s.scale_log_sd[slot] += SCALE_ADAPT_GAIN * (hit - SCALE_TARGET_ACCEPTANCE)
+    accept, new_tau = _scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
     if not accept:
         return tau
     for i in range(G):
@@ -471,6 +489,14 @@ def _shift_cells_eps(data, s, comp_sum, column, p):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _shift_eps_draw(eps_total, n, tau_eps, intercept_var, intercept, rng):
+    """Draw k of the move (intercept + k, ε − k) given Σε over its ``n`` errors (see below)."""
+    precision = 1.0 / intercept_var + n * tau_eps
+    k = (tau_eps * eps_total - intercept / intercept_var) / precision
+    return k + standard_normal(rng) / math.sqrt(precision)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _shift_eps(data, s, p, intercept_var, intercept):
     """Exact Gibbs move along (intercept + k, ε_ib − k) for the combinations b of level p.
 
@@ -493,9 +519,7 @@ def _shift_eps(data, s, p, intercept_var, intercept):
             for i in range(G):
                 total += s.eps[i, data.level_combos[t]]
             n += G
-    precision = 1.0 / intercept_var + n * tau
-    k = (tau * total - intercept / intercept_var) / precision
-    k += standard_normal(s.rng) / math.sqrt(precision)
+    k = _shift_eps_draw(total, n, tau, intercept_var, intercept, s.rng)
     if p < 0:
         for i in range(G):
             for b in range(B):
@@ -553,20 +577,14 @@ def _scale_move_eps(data, s, slot, adapt):
     e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``.
     """
     G, B = data.counts.shape
-    u = math.exp(s.scale_log_sd[slot]) * standard_normal(s.rng)
-    factor = math.expm1(u)
+    u, factor = _scale_proposal(s, slot)
     delta_loglik = 0.0
     for i in range(G):
         for b in range(B):
             d = s.eps[i, b] * factor
             delta_loglik += data.counts[i, b] * d - s.expeta[i, b] * math.expm1(d)
-    tau = s.tau_eps[0]
-    new_tau = tau * math.exp(-2.0 * u)
-    log_ratio = delta_loglik - 2.0 * data.priors[_EPS_A] * u - data.priors[_EPS_B] * (new_tau - tau)
-    accept = math.log(uniform(s.rng)) < log_ratio
-    if adapt:
-        hit = 1.0 if accept else 0.0
-        s.scale_log_sd[slot] += SCALE_ADAPT_GAIN * (hit - SCALE_TARGET_ACCEPTANCE)
+    accept, new_tau = _scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
+                                    data.priors[_EPS_A], data.priors[_EPS_B])
     if accept:
         s.tau_eps[0] = new_tau
         for i in range(G):

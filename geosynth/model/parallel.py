@@ -22,19 +22,39 @@ singleton component the level term involves the one cell only; it stays in the c
 conditional (an exact Gibbs draw, no correction). The component-mean direction itself is
 still moved by the exact shift moves of :func:`geosynth.model.kernels.sweep`.
 
+The same correction covers the per-cell moves (θ_i + k, ε_i· − k) and (φ_ip + k, ε_ib − k),
+which are drawn colour by colour in the same way.
+
+Everything else is parallel too. The sweep's passes over the whole lattice — μ and α, the
+shifts (μ, ε) and (α_p, ε), the precision sums and the scale moves — are reductions and maps
+over cells; μ and every α_p are drawn from *one* pass of the totals Σ_i exp η_ib (an earlier
+draw of μ or α_p' by δ just multiplies the totals of its combinations by e^δ) and their
+shifts applied to η in one more pass, and likewise for the shifts against ε with Σ_i ε_ib.
+What stays serial is O(G) (component sums, the accept/reject tests) or O(1) per sweep.
+
 Reproducibility. Each cell owns a xoshiro256** stream (row i of ``cell_streams``, (G, 4)
 uint64, derived from the chain's stream by :func:`cell_streams_for`) used only for its own
-draws, and all reductions run serially after the parallel loops, so the draws do not depend
-on the number of threads or their scheduling. ARS / slice scratch is allocated per block of
-:data:`BLOCK` cells inside the parallel loop (its contents never carry over between draws).
+draws. Work is split into blocks whose boundaries depend on the number of cells only, and
+per-block partial sums are added in block order after each parallel loop, so the draws do
+not depend on the number of threads or their scheduling (tested bitwise).
 
-The parallel kernels are compiled with ``parallel=True`` and are not cached (numba cannot
-cache them reliably); the serial sampler is :func:`geosynth.model.kernels.run_chunk`.
+Layout. One parallel loop, :func:`_for_blocks`, runs every operation (a run-time code) over
+blocks of cells, and the per-cell loops take plain arrays: passing the model's NamedTuples
+into the parallel region cost ~20 µs per loop and ~0.5 µs per block (their ~36 arrays are
+flattened into every call), which made the one-thread chromatic sweep 40% slower than the
+serial one. The kernels are cached like the serial ones (numba caches ``parallel=True``
+functions; a cold compile takes ~2 minutes of CPU, so paying it once per checkout matters).
+
+Speed. On the 2-core benchmark machine the chromatic sweep on 2 threads is 1.4–1.6× the
+serial sweep at G = 6,400–25,600, B = 12 (``python -m bench parallel``). One thread of it
+costs 10–20% more than the serial sweep (colour-by-colour passes, ~60 parallel loops per
+sweep), and the second thread gives 1.7–1.8× on the parallel part.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -47,42 +67,45 @@ from geosynth.model.kernels import (
     _B_MU,
     _B_PHI,
     _B_THETA,
+    _BETA_A,
+    _BETA_B,
     _BETA_VAR,
+    _EPS_A,
+    _EPS_B,
     _LEVEL_VAR,
     _MU_VAR,
+    _PHI_A,
+    _PHI_B,
+    _THETA_A,
+    _THETA_B,
     BETA_ICAR,
     BETA_NONE,
     SAMPLER_SLICE,
     _component_sums,
-    _icar_prior,
     _record,
-    _scale_moves,
-    _shift_cells_eps,
-    _shift_eps,
+    _scale_accept,
+    _scale_proposal,
+    _shift_eps_draw,
     _shift_move,
-    _update_alpha,
-    _update_mu,
-    _update_precisions,
     compute_eta,
 )
 from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw, ars_draw_single
 from geosynth.samplers.family import STATUS_OK
-from geosynth.samplers.rng import uniform
+from geosynth.samplers.rng import gamma, standard_normal, uniform
 from geosynth.samplers.slice import slice_step
 
 __all__ = [
     "BLOCK",
+    "ChromaticWork",
     "greedy_colouring",
     "colour_classes",
     "cell_streams_for",
+    "new_chromatic_work",
     "sweep_chromatic",
     "run_chunk_parallel",
 ]
 
 BLOCK = 32  # cells per parallel work item (scratch is allocated once per block)
-
-_FIELD_THETA, _FIELD_PHI, _FIELD_BETA = 0, 1, 2
-
 
 @njit(cache=True, nogil=True)
 def greedy_colouring(indptr, indices):
@@ -143,256 +166,742 @@ def cell_streams_for(stream: np.ndarray, n_cells: int) -> np.ndarray:
     return states
 
 
-@njit(nogil=True, error_model="numpy")
-def _local_prior(field, i, tau, level_var, comp_sum, data):
-    """Prior part of cell i's proposal: ICAR only, plus the level term in a singleton component."""
-    if data.component_size[data.component[i]] <= 1.0:
-        return _icar_prior(field, i, tau, level_var, comp_sum, data)
-    lo, hi = data.indptr[i], data.indptr[i + 1]
+# Operations of :func:`_for_blocks`. Colour-class draws (``cells``: one colour class):
+_OP_DRAW_FIELD = 0  # θ or φ_·p: one-term ARS per cell (params: τ, level_var)
+_OP_DRAW_BETA = 1  # β_i: multi-term ARS or slice (params: τ_β, β variance, ICAR?, slice?)
+_OP_SHIFT_FIELD = 2  # Gaussian move (f_i + k, ε_ib − k), b in combos (params: τ, level_var, τ_ε)
+# Passes over every cell (``cells`` = 0..G−1):
+_OP_DRAW_EPS = 3  # ε_ib, every b (params: τ_ε)
+_OP_EXP_TOTALS = 4  # partial[block, b] = Σ_i exp η_ib
+_OP_EPS_TOTALS = 5  # partial[block, b] = Σ_i ε_ib
+_OP_ADD_ETA = 6  # η_ib += aux[b] (exp η rescaled)
+_OP_SUB_EPS = 7  # ε_ib −= aux[b]
+_OP_PRECISION_SUMS = 8  # partial[block, :] = ICAR quadratics of θ, φ_·p, β (obs) and Σ ε²
+_OP_SCALE_LOGLIK = 9  # Δ log-likelihood of scaling θ or φ_·p about its component means (aux)
+_OP_SCALE_APPLY = 10
+_OP_SCALE_LOGLIK_BETA = 11
+_OP_SCALE_APPLY_BETA = 12
+_OP_SCALE_LOGLIK_EPS = 13
+_OP_SCALE_APPLY_EPS = 14
+_N_OPS = 15
+MAX_BLOCKS = 64  # work items per parallel loop at most (per-item cost ~0.1–0.5 µs)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _conditional_prior(field, i, tau, level_var, indptr, indices, component, component_size):
+    """Mean and precision of cell i's chromatic proposal prior (no data/state tuples: hot loop).
+
+    The ICAR conditional ``N(neighbour mean, 1/(n_i τ))``. In a singleton component the cell
+    is its component, so its level prior N(0, level_var) stays in and the draw is an exact
+    Gibbs draw (:func:`geosynth.model.kernels._icar_prior` with S_c − f_i = 0, n_i = 0).
+    """
+    lo, hi = indptr[i], indptr[i + 1]
+    if component_size[component[i]] <= 1.0:
+        return 0.0, 1.0 / level_var
     neighbour_sum = 0.0
     for t in range(lo, hi):
-        neighbour_sum += field[data.indices[t]]
+        neighbour_sum += field[indices[t]]
     return neighbour_sum / (hi - lo), (hi - lo) * tau
 
 
-@njit(nogil=True, error_model="numpy", parallel=True)
-def _draw_class(data, s, kind, p, field, cells, tau, level_var, comp_sum, cell_streams, old,
-                status):
-    """Draw every cell of one colour class of ``field`` (θ, φ_·p or β) in parallel.
-
-    ``field`` is a contiguous (G,) view or copy of the field (for φ a column copy; the caller
-    writes it back into ``s.phi``). Old values go to ``old``; per-cell statuses to ``status``
-    (indexed by position in ``cells``). The loop body is a function call (see
-    :func:`_update_eps_parallel`).
-    """
-    n = cells.shape[0]
-    n_blocks = (n + BLOCK - 1) // BLOCK
-    for blk in prange(n_blocks):
-        _draw_block(data, s, kind, p, field, cells, blk * BLOCK, min(n, (blk + 1) * BLOCK), tau,
-                    level_var, comp_sum, cell_streams, old, status)
-
-
-@njit(nogil=True, error_model="numpy")
-def _draw_block(data, s, kind, p, field, cells, lo, hi, tau, level_var, comp_sum, cell_streams,
-                old, status):
-    """Draw the cells ``cells[lo:hi]`` of one colour class (one parallel work item)."""
-    B = data.counts.shape[1]
+@njit(cache=True, nogil=True, error_model="numpy")
+def _draw_field_cells(cells, lo, hi, field, combos, obs, eta, expeta, tau, level_var, indptr,
+                      indices, component, component_size, streams, old, status):
+    """θ_i or φ_ip for cells[lo:hi]: ``a = obs[i]``, one collapsed weight over ``combos``."""
     work = np.empty((5, MAX_ABSCISSAE))
     w1 = np.empty(1)
     ones = np.ones(1)
-    wbuf = np.empty(max(B, 1))
-    zbuf = np.empty(max(B, 1))
     for j in range(lo, hi):
         i = cells[j]
-        rng = cell_streams[i]
         x = field[i]
         old[i] = x
-        m, q = _local_prior(field, i, tau, level_var, comp_sum, data)
-        if kind == _FIELD_BETA:
-            for b in range(B):
-                zbuf[b] = data.zbar[i, b]
-                wbuf[b] = math.exp(s.eta[i, b] - x * data.zbar[i, b])
-            if data.beta_prior != BETA_ICAR:
-                m, q = 0.0, 1.0 / data.priors[_BETA_VAR]
-            if data.beta_sampler == SAMPLER_SLICE:
-                new, st = slice_step(x, data.cell_czbar[i], wbuf[:B], zbuf[:B], m, q, rng)
-            else:
-                new, st = ars_draw(x, data.cell_czbar[i], wbuf[:B], zbuf[:B], m, q, rng,
-                                   work)
-        else:
-            total = 0.0
-            if kind == _FIELD_THETA:
-                for b in range(B):
-                    total += s.expeta[i, b]
-                a = data.cell_counts[i]
-            else:
-                for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-                    total += s.expeta[i, data.level_combos[t]]
-                a = data.cell_level_counts[i, p]
-            total *= math.exp(-x)
-            new, st = ars_draw_single(x, a, total, m, q, rng, work, w1, ones)
+        m, q = _conditional_prior(field, i, tau, level_var, indptr, indices, component,
+                                  component_size)
+        total = 0.0
+        for t in range(combos.shape[0]):
+            total += expeta[i, combos[t]]
+        new, st = ars_draw_single(x, obs[i], total * math.exp(-x), m, q, streams[i], work, w1,
+                                  ones)
         status[j] = st
         if st != STATUS_OK:
             continue
         field[i] = new
-        _shift_row(data, s, kind, p, i, new - x)
+        _shift_cell_eta(eta, expeta, combos, i, new - x)
 
 
-@njit(nogil=True, error_model="numpy")
-def _shift_row(data, s, kind, p, i, delta):
-    """Add field change ``delta`` of cell i to its η entries (and keep exp η in step)."""
-    B = data.counts.shape[1]
-    if kind == _FIELD_THETA:
-        factor = math.exp(delta)
+@njit(cache=True, nogil=True, error_model="numpy")
+def _shift_cell_eta(eta, expeta, combos, i, delta):
+    """η_ib += delta for b in ``combos`` (exp η rescaled)."""
+    factor = math.exp(delta)
+    for t in range(combos.shape[0]):
+        b = combos[t]
+        eta[i, b] += delta
+        expeta[i, b] *= factor
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _draw_beta_cells(cells, lo, hi, beta, zbar, czbar, eta, expeta, tau, prior_var, icar,
+                     slice_sampler, indptr, indices, component, component_size, streams, old,
+                     status):
+    """β_i for cells[lo:hi] (ICAR or N(0, prior_var) prior; slice or ARS)."""
+    B = eta.shape[1]
+    work = np.empty((5, MAX_ABSCISSAE))
+    wbuf = np.empty(max(B, 1))
+    zbuf = np.empty(max(B, 1))
+    for j in range(lo, hi):
+        i = cells[j]
+        x = beta[i]
+        old[i] = x
         for b in range(B):
-            s.eta[i, b] += delta
-            s.expeta[i, b] *= factor
-    elif kind == _FIELD_PHI:
-        factor = math.exp(delta)
-        for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-            b = data.level_combos[t]
-            s.eta[i, b] += delta
-            s.expeta[i, b] *= factor
-    else:
-        for b in range(B):
-            s.eta[i, b] += delta * data.zbar[i, b]
-            s.expeta[i, b] = math.exp(s.eta[i, b])
-
-
-@njit(nogil=True, error_model="numpy")
-def _update_field_chromatic(data, s, kind, p, field, tau, level_var, colour_ptr, colour_cells,
-                            cell_streams, comp_sum, comp_delta, old, status):
-    """Colour-by-colour update of one field with the per-component MH correction.
-
-    ``kind`` and ``p`` must reach this function as run-time integers (not literals), or numba
-    compiles one specialisation per call site (the parallel ones take seconds each). Returns a
-    sampler status.
-    """
-    use_level = kind != _FIELD_BETA or data.beta_prior == BETA_ICAR  # component-mean prior
-    n_colours = colour_ptr.shape[0] - 1
-    n_comp = data.component_size.shape[0]
-    for k in range(n_colours):
-        cells = colour_cells[colour_ptr[k]:colour_ptr[k + 1]]
-        if use_level:
-            _component_sums(field, data, comp_sum)
-        _draw_class(data, s, kind, p, field, cells, tau, level_var, comp_sum, cell_streams, old,
-                    status)
-        for j in range(cells.shape[0]):
-            if status[j] != STATUS_OK:
-                return status[j]
-        if not use_level:
+            zbuf[b] = zbar[i, b]
+            wbuf[b] = math.exp(eta[i, b] - x * zbar[i, b])
+        if icar:
+            m, q = _conditional_prior(beta, i, tau, prior_var, indptr, indices, component,
+                                      component_size)
+        else:
+            m, q = 0.0, 1.0 / prior_var
+        if slice_sampler:
+            new, st = slice_step(x, czbar[i], wbuf[:B], zbuf[:B], m, q, streams[i])
+        else:
+            new, st = ars_draw(x, czbar[i], wbuf[:B], zbuf[:B], m, q, streams[i], work)
+        status[j] = st
+        if st != STATUS_OK:
             continue
-        comp_delta[:] = 0.0
-        for j in range(cells.shape[0]):
-            i = cells[j]
-            comp_delta[data.component[i]] += field[i] - old[i]
-        for c in range(n_comp):
-            n_c = data.component_size[c]
-            if n_c <= 1.0 or comp_delta[c] == 0.0:
-                continue
-            before = comp_sum[c]
-            after = before + comp_delta[c]
-            log_ratio = -(after * after - before * before) / (2.0 * level_var * n_c * n_c)
-            if log_ratio >= 0.0 or math.log(uniform(s.rng)) < log_ratio:
-                continue
-            comp_delta[c] = math.nan  # rejected: revert this component's cells below
-        for j in range(cells.shape[0]):
-            i = cells[j]
-            if math.isnan(comp_delta[data.component[i]]):
-                delta = old[i] - field[i]
-                field[i] = old[i]
-                _shift_row(data, s, kind, p, i, delta)
-    return STATUS_OK
+        beta[i] = new
+        _shift_cell_eta_z(eta, expeta, zbar, i, new - x)
 
 
-@njit(nogil=True, error_model="numpy")
-def _eps_block(data, s, cell_streams, status, lo, hi):
-    """Draw ε_ib for the cells lo..hi − 1 (one parallel work item), each from its own stream."""
-    B = data.counts.shape[1]
-    q = s.tau_eps[0]
-    eps, eta, expeta, counts = s.eps, s.eta, s.expeta, data.counts
+@njit(cache=True, nogil=True, error_model="numpy")
+def _shift_cell_eta_z(eta, expeta, zbar, i, delta):
+    """η_ib += delta·Z̄_ib for every b (exp η recomputed)."""
+    for b in range(eta.shape[1]):
+        eta[i, b] += delta * zbar[i, b]
+        expeta[i, b] = math.exp(eta[i, b])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _shift_field_cells(cells, lo, hi, field, combos, eps, tau, level_var, tau_eps, indptr,
+                       indices, component, component_size, streams, old, status):
+    """Per-cell move (f_i + k, ε_ib − k) of :func:`geosynth.model.kernels._shift_cells_eps`."""
+    for j in range(lo, hi):
+        i = cells[j]
+        x = field[i]
+        old[i] = x
+        m, q = _conditional_prior(field, i, tau, level_var, indptr, indices, component,
+                                  component_size)
+        eps_sum = 0.0
+        for t in range(combos.shape[0]):
+            eps_sum += eps[i, combos[t]]
+        precision = q + combos.shape[0] * tau_eps
+        k = (q * (m - x) + tau_eps * eps_sum) / precision
+        k += standard_normal(streams[i]) / math.sqrt(precision)
+        field[i] = x + k
+        for t in range(combos.shape[0]):
+            eps[i, combos[t]] -= k
+        status[j] = STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _draw_eps_cells(cells, lo, hi, eps, eta, expeta, counts, q, streams, status):
+    """ε_ib for every b of cells[lo:hi], each cell from its own stream."""
     work = np.empty((5, MAX_ABSCISSAE))
     w1 = np.empty(1)
     ones = np.ones(1)
-    for i in range(lo, hi):
-        rng = cell_streams[i]
-        status[i] = STATUS_OK
-        for b in range(B):
+    for j in range(lo, hi):
+        i = cells[j]
+        rng = streams[i]
+        status[j] = STATUS_OK
+        for b in range(eps.shape[1]):
             x = eps[i, b]
-            weight = expeta[i, b] * math.exp(-x)
-            new, st = ars_draw_single(x, counts[i, b], weight, 0.0, q, rng, work, w1, ones)
+            new, st = ars_draw_single(x, counts[i, b], expeta[i, b] * math.exp(-x), 0.0, q, rng,
+                                      work, w1, ones)
             if st != STATUS_OK:
-                status[i] = st
+                status[j] = st
                 break
             eps[i, b] = new
             eta[i, b] += new - x
             expeta[i, b] = math.exp(eta[i, b])
 
 
-@njit(nogil=True, error_model="numpy", parallel=True)
-def _update_eps_parallel(data, s, cell_streams, status):
-    """ε_ib | η are independent across (i, b): one work item per block of cells.
+@njit(cache=True, nogil=True, error_model="numpy")
+def _column_totals_cells(cells, lo, hi, values, out):
+    """out[b] = Σ over cells[lo:hi] of values[i, b]."""
+    out[:] = 0.0
+    for j in range(lo, hi):
+        i = cells[j]
+        for b in range(values.shape[1]):
+            out[b] += values[i, b]
 
-    The loop body is a function call: written inline, numba 0.65's parfor lowering dropped the
-    stores into the state's arrays (``s.eps[i, b] = …``); the call keeps them.
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _add_per_combination_cells(cells, lo, hi, values, delta, expeta, sign):
+    """values[i, b] += sign·delta[b] for cells[lo:hi] (and exp η rescaled when given one)."""
+    B = values.shape[1]
+    rescale = expeta.shape[0] > 0
+    factor = np.empty(B)
+    for b in range(B):
+        factor[b] = math.exp(delta[b])
+    for j in range(lo, hi):
+        i = cells[j]
+        for b in range(B):
+            if delta[b] != 0.0:
+                values[i, b] += sign * delta[b]
+                if rescale:
+                    expeta[i, b] *= factor[b]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _icar_quadratic_cell(field, i, indptr, indices):
+    """Σ over the neighbours j > i of cell i of (f_i − f_j)²."""
+    total = 0.0
+    for t in range(indptr[i], indptr[i + 1]):
+        j = indices[t]
+        if j > i:
+            d = field[i] - field[j]
+            total += d * d
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, eps, indptr, indices,
+                          out):
+    """Sum ICAR quadratics and Σ ε² over cells[lo:hi] into ``out`` (θ, φ_·0…φ_·P−1, β, ε)."""
+    P = phi.shape[1]
+    out[:] = 0.0
+    for j in range(lo, hi):
+        i = cells[j]
+        out[0] += _icar_quadratic_cell(theta, i, indptr, indices)
+        for p in range(P):
+            for t in range(indptr[i], indptr[i + 1]):
+                k = indices[t]
+                if k > i:
+                    d = phi[i, p] - phi[k, p]
+                    out[1 + p] += d * d
+        if with_beta:
+            out[1 + P] += _icar_quadratic_cell(beta, i, indptr, indices)
+        for b in range(eps.shape[1]):
+            out[2 + P] += eps[i, b] * eps[i, b]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_field_cells(cells, lo, hi, field, comp_mean, component, factor, combos, obs, eta,
+                       expeta, apply):
+    """Scale move of θ or φ_·p (:func:`geosynth.model.kernels._scale_move`) on cells[lo:hi].
+
+    ``apply`` False: return the log-likelihood change Σ obs_i·d_i − (e^{d_i} − 1)·Σ_b e^η_ib,
+    ``d_i = (f_i − mean of its component)·factor``; True: make the move.
     """
-    G = data.counts.shape[0]
-    n_blocks = (G + BLOCK - 1) // BLOCK
+    total = 0.0
+    for j in range(lo, hi):
+        i = cells[j]
+        d = (field[i] - comp_mean[component[i]]) * factor
+        if apply:
+            field[i] += d
+            _shift_cell_eta(eta, expeta, combos, i, d)
+            continue
+        exp_sum = 0.0
+        for t in range(combos.shape[0]):
+            exp_sum += expeta[i, combos[t]]
+        total += obs[i] * d - exp_sum * math.expm1(d)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_beta_cells(cells, lo, hi, beta, comp_mean, component, factor, zbar, counts, eta,
+                      expeta, apply):
+    """Scale move of an ICAR β on cells[lo:hi] (log-likelihood change, or the move)."""
+    total = 0.0
+    for j in range(lo, hi):
+        i = cells[j]
+        d = (beta[i] - comp_mean[component[i]]) * factor
+        if apply:
+            beta[i] += d
+            _shift_cell_eta_z(eta, expeta, zbar, i, d)
+            continue
+        for b in range(eta.shape[1]):
+            dz = d * zbar[i, b]
+            total += counts[i, b] * dz - expeta[i, b] * math.expm1(dz)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_eps_cells(cells, lo, hi, eps, factor, counts, eta, expeta, apply):
+    """Scale move of ε on cells[lo:hi] (log-likelihood change, or the move)."""
+    total = 0.0
+    for j in range(lo, hi):
+        i = cells[j]
+        for b in range(eps.shape[1]):
+            d = eps[i, b] * factor
+            if apply:
+                eps[i, b] += d
+                eta[i, b] += d
+                expeta[i, b] = math.exp(eta[i, b])
+            else:
+                total += counts[i, b] * d - expeta[i, b] * math.expm1(d)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams, old, status,
+           eta, expeta, eps, counts, zbar, czbar, indptr, indices, component, component_size):
+    """Run operation ``op`` on cells[lo:hi] (one parallel work item); return its partial sum.
+
+    Plain arrays only: passing the model's NamedTuples into the parallel loop cost ~20 µs per
+    loop and ~0.5 µs per work item (their ~36 arrays are flattened into every call). Multi-
+    valued partial sums go to ``row`` (this block's row of the partial-sum matrix).
+    """
+    if op == _OP_DRAW_FIELD:
+        _draw_field_cells(cells, lo, hi, field, combos, obs, eta, expeta, params[0], params[1],
+                          indptr, indices, component, component_size, streams, old, status)
+    elif op == _OP_DRAW_BETA:
+        _draw_beta_cells(cells, lo, hi, field, zbar, czbar, eta, expeta, params[0], params[1],
+                         params[2] > 0.0, params[3] > 0.0, indptr, indices, component,
+                         component_size, streams, old, status)
+    elif op == _OP_SHIFT_FIELD:
+        _shift_field_cells(cells, lo, hi, field, combos, eps, params[0], params[1], params[2],
+                           indptr, indices, component, component_size, streams, old, status)
+    elif op == _OP_DRAW_EPS:
+        _draw_eps_cells(cells, lo, hi, eps, eta, expeta, counts, params[0], streams, status)
+    elif op == _OP_EXP_TOTALS:
+        _column_totals_cells(cells, lo, hi, expeta, row)
+        return row[0]
+    elif op == _OP_EPS_TOTALS:
+        _column_totals_cells(cells, lo, hi, eps, row)
+        return row[0]
+    elif op == _OP_ADD_ETA:
+        _add_per_combination_cells(cells, lo, hi, eta, aux, expeta, 1.0)
+    elif op == _OP_SUB_EPS:
+        _add_per_combination_cells(cells, lo, hi, eps, aux, eta[:0], -1.0)
+    elif op == _OP_PRECISION_SUMS:
+        _precision_sums_cells(cells, lo, hi, field, phi, obs, params[0] > 0.0, eps, indptr,
+                              indices, row)
+        return row[0]
+    elif op == _OP_SCALE_LOGLIK or op == _OP_SCALE_APPLY:
+        return _scale_field_cells(cells, lo, hi, field, aux, component, params[0], combos, obs,
+                                  eta, expeta, op == _OP_SCALE_APPLY)
+    elif op == _OP_SCALE_LOGLIK_BETA or op == _OP_SCALE_APPLY_BETA:
+        return _scale_beta_cells(cells, lo, hi, field, aux, component, params[0], zbar, counts,
+                                 eta, expeta, op == _OP_SCALE_APPLY_BETA)
+    elif op == _OP_SCALE_LOGLIK_EPS or op == _OP_SCALE_APPLY_EPS:
+        return _scale_eps_cells(cells, lo, hi, eps, params[0], counts, eta, expeta,
+                                op == _OP_SCALE_APPLY_EPS)
+    return 0.0
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def _for_blocks(op, cells, field, phi, combos, obs, aux, params, streams, old, status, partial,
+                eta, expeta, eps, counts, zbar, czbar, indptr, indices, component,
+                component_size):
+    """Run ``op`` over ``cells`` in at most :data:`MAX_BLOCKS` blocks on all numba threads.
+
+    Block boundaries depend on ``len(cells)`` only, and the blocks' partial sums (row k of
+    ``partial``, (MAX_BLOCKS, width) float64) are added in block order after the parallel
+    loop, so results do not depend on the number of threads. Returns the sum of column 0.
+    ``op`` must be a run-time integer (a literal compiles one specialisation per call site).
+    The loop body is a function call (written inline, numba 0.65's parfor lowering dropped
+    stores into the state's arrays).
+    """
+    n = cells.shape[0]
+    size = max(BLOCK, (n + MAX_BLOCKS - 1) // MAX_BLOCKS)
+    n_blocks = (n + size - 1) // size
     for blk in prange(n_blocks):
-        _eps_block(data, s, cell_streams, status, blk * BLOCK, min(G, (blk + 1) * BLOCK))
+        partial[blk, 0] = _block(op, cells, blk * size, min(n, (blk + 1) * size), partial[blk],
+                                 field, phi, combos, obs, aux, params, streams, old, status,
+                                 eta, expeta, eps, counts, zbar, czbar, indptr, indices,
+                                 component, component_size)
+    for blk in range(n_blocks, MAX_BLOCKS):
+        partial[blk, :] = 0.0
+    total = 0.0
+    for blk in range(n_blocks):
+        total += partial[blk, 0]
+    return total
 
 
-@njit(nogil=True, error_model="numpy")
-def sweep_chromatic(data, s, comp_sum, column, adapt, colour_ptr, colour_cells, cell_streams):
-    """:func:`geosynth.model.kernels.sweep` with chromatic parallel θ, φ, β and ε updates.
+class ChromaticWork(NamedTuple):
+    """Scratch arrays and index sets of the chromatic sweep (allocated once per chunk)."""
 
-    Same order of blocks and the same serial moves (μ, α, shifts, precisions, scale moves) as
-    the serial sweep; θ, φ_·p and β are updated colour by colour (:func:`_draw_class`, with
-    the MH correction of the module docstring), ε over cells in parallel. Returns 0 or
-    16·block + sampler status.
+    ops: np.ndarray  # int64 (_N_OPS,) run-time operation codes
+    all_cells: np.ndarray  # int64 (G,) 0..G−1
+    all_combos: np.ndarray  # int64 (B,) 0..B−1
+    colour_ptr: np.ndarray  # int64 (n_colours + 1,)
+    colour_cells: np.ndarray  # int64 (G,)
+    streams: np.ndarray  # uint64 (G, 4) per-cell xoshiro256** states
+    obs: np.ndarray  # float64 (G,) observed totals of the field being updated
+    old: np.ndarray  # float64 (G,) values before a colour's draws
+    status: np.ndarray  # int64 (G,) per-position sampler status
+    partial: np.ndarray  # float64 (MAX_BLOCKS, max(B, P + 3)) per-block partial sums
+    params: np.ndarray  # float64 (4,) scalar parameters of an operation
+    comp_delta: np.ndarray  # float64 (C,) per-component change of a field's sum
+    totals: np.ndarray  # float64 (max(B, P + 3),) column totals of ``partial``
+    delta: np.ndarray  # float64 (B,) per-combination shift of η or ε
+
+
+@njit(cache=True, nogil=True)
+def new_chromatic_work(G, B, P, n_components, colour_ptr, colour_cells, streams):
+    """Allocate the :class:`ChromaticWork` of a fit with G cells, B combinations, P levels."""
+    width = max(B, P + 3)
+    return ChromaticWork(
+        ops=np.arange(_N_OPS, dtype=np.int64),
+        all_cells=np.arange(G, dtype=np.int64),
+        all_combos=np.arange(B, dtype=np.int64),
+        colour_ptr=colour_ptr,
+        colour_cells=colour_cells,
+        streams=streams,
+        obs=np.zeros(G),
+        old=np.zeros(G),
+        status=np.zeros(G, dtype=np.int64),
+        partial=np.zeros((MAX_BLOCKS, width)),
+        params=np.zeros(4),
+        comp_delta=np.zeros(n_components),
+        totals=np.zeros(width),
+        delta=np.zeros(B),
+    )
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _launch(op, data, s, w, cells, field, combos, obs, aux):
+    """:func:`_for_blocks` of operation ``op`` over ``cells``, arrays taken from the tuples."""
+    return _for_blocks(w.ops[op], cells, field, s.phi, combos, obs, aux, w.params, w.streams,
+                       w.old, w.status, w.partial, s.eta, s.expeta, s.eps, data.counts,
+                       data.zbar, data.cell_czbar, data.indptr, data.indices, data.component,
+                       data.component_size)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _run_all(op, data, s, w, field, combos, obs, aux):
+    """:func:`_launch` over every cell."""
+    return _launch(op, data, s, w, w.all_cells, field, combos, obs, aux)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _column_totals(w, width):
+    """w.totals[:width] = the column sums of the blocks' partial sums, in block order."""
+    for k in range(width):
+        total = 0.0
+        for blk in range(MAX_BLOCKS):
+            total += w.partial[blk, k]
+        w.totals[k] = total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_by_colour(op, data, s, w, field, combos, level_var, use_level, comp_sum):
+    """Colour-by-colour update of one field with the per-component MH correction.
+
+    ``op`` is :data:`_OP_DRAW_FIELD`, :data:`_OP_DRAW_BETA` or :data:`_OP_SHIFT_FIELD`
+    (``w.params`` and ``w.obs`` already set). ``use_level``: the field has the component-mean
+    prior, whose change is accepted or rejected per (colour, component) block (module
+    docstring). Returns a sampler status.
     """
-    G = data.counts.shape[0]
-    n_comp = data.component_size.shape[0]
-    comp_delta = np.empty(n_comp)
-    old = np.empty(G)
-    status = np.zeros(G, dtype=np.int64)
-    pr = data.priors
-    # Field codes as run-time integers: literal arguments would compile a parallel kernel per
-    # call site (see _update_field_chromatic).
-    code = np.arange(3)
-    theta_kind, phi_kind, beta_kind, zero = code[_FIELD_THETA], code[_FIELD_PHI], \
-        code[_FIELD_BETA], code[0]
-    st = _update_mu(data, s)
-    if st != STATUS_OK:
-        return 16 * _B_MU + st
-    st = _update_alpha(data, s)
-    if st != STATUS_OK:
-        return 16 * _B_ALPHA + st
-    st = _update_field_chromatic(data, s, theta_kind, zero, s.theta, s.tau_theta[0],
-                                 pr[_LEVEL_VAR], colour_ptr, colour_cells, cell_streams,
-                                 comp_sum, comp_delta, old, status)
-    if st != STATUS_OK:
-        return 16 * _B_THETA + st
-    s.mu[0] += _shift_move(s.theta, data, pr[_MU_VAR], pr[_LEVEL_VAR], s.mu[0], comp_sum, s.rng)
-    for p in range(s.alpha.shape[0]):
-        for i in range(G):
-            column[i] = s.phi[i, p]
-        st = _update_field_chromatic(data, s, phi_kind, p, column, s.tau_phi[p],
-                                     pr[_LEVEL_VAR], colour_ptr, colour_cells, cell_streams,
-                                     comp_sum, comp_delta, old, status)
-        for i in range(G):
-            s.phi[i, p] = column[i]
-        if st != STATUS_OK:
-            return 16 * _B_PHI + st
-    for p in range(s.alpha.shape[0]):
-        for i in range(G):
-            column[i] = s.phi[i, p]
-        s.alpha[p] += _shift_move(column, data, pr[_ALPHA_VAR], pr[_LEVEL_VAR], s.alpha[p],
-                                  comp_sum, s.rng)
-        for i in range(G):
-            s.phi[i, p] = column[i]
-    if data.beta_prior != BETA_NONE:
-        st = _update_field_chromatic(data, s, beta_kind, zero, s.beta, s.tau_beta[0],
-                                     pr[_BETA_VAR], colour_ptr, colour_cells, cell_streams,
-                                     comp_sum, comp_delta, old, status)
-        if st != STATUS_OK:
-            return 16 * _B_BETA + st
-    _update_eps_parallel(data, s, cell_streams, status)
-    for i in range(G):
-        if status[i] != STATUS_OK:
-            return 16 * _B_EPS + status[i]
-    _shift_cells_eps(data, s, comp_sum, column, -1)
-    for p in range(s.alpha.shape[0]):
-        _shift_cells_eps(data, s, comp_sum, column, p)
-    s.mu[0] += _shift_eps(data, s, -1, pr[_MU_VAR], s.mu[0])
-    for p in range(s.alpha.shape[0]):
-        s.alpha[p] += _shift_eps(data, s, p, pr[_ALPHA_VAR], s.alpha[p])
-    _update_precisions(data, s, column)
-    _scale_moves(data, s, comp_sum, column, adapt)
+    n_colours = w.colour_ptr.shape[0] - 1
+    if use_level:
+        _component_sums(field, data, comp_sum)
+    for k in range(n_colours):
+        cells = w.colour_cells[w.colour_ptr[k]:w.colour_ptr[k + 1]]
+        _launch(op, data, s, w, cells, field, combos, w.obs, comp_sum)
+        for j in range(cells.shape[0]):
+            if w.status[j] != STATUS_OK:
+                return w.status[j]
+        if not use_level:
+            continue
+        if _reject_components(data, s, cells, field, level_var, comp_sum, w):
+            for j in range(cells.shape[0]):
+                i = cells[j]
+                if math.isnan(w.comp_delta[data.component[i]]):
+                    _revert_cell(op, data, s, field, combos, i, w.old[i])
+        for c in range(comp_sum.shape[0]):  # the sums after this colour, for the next test
+            if not math.isnan(w.comp_delta[c]):
+                comp_sum[c] += w.comp_delta[c]
     return STATUS_OK
 
 
-@njit(nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
+def _reject_components(data, s, cells, field, level_var, comp_sum, w):
+    """MH test of each component's change of sum; mark rejected ones NaN in ``w.comp_delta``.
+
+    Returns True if any component was rejected.
+    """
+    w.comp_delta[:] = 0.0
+    for j in range(cells.shape[0]):
+        i = cells[j]
+        w.comp_delta[data.component[i]] += field[i] - w.old[i]
+    rejected = False
+    for c in range(w.comp_delta.shape[0]):
+        n_c = data.component_size[c]
+        if n_c <= 1.0 or w.comp_delta[c] == 0.0:
+            continue
+        before = comp_sum[c]
+        after = before + w.comp_delta[c]
+        log_ratio = -(after * after - before * before) / (2.0 * level_var * n_c * n_c)
+        if log_ratio >= 0.0 or math.log(uniform(s.rng)) < log_ratio:
+            continue
+        w.comp_delta[c] = math.nan
+        rejected = True
+    return rejected
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _revert_cell(op, data, s, field, combos, i, old):
+    """Undo cell i's move of a rejected block (η and exp η, or ε, back in step)."""
+    delta = field[i] - old
+    field[i] = old
+    if op == _OP_DRAW_FIELD:
+        _shift_cell_eta(s.eta, s.expeta, combos, i, -delta)
+    elif op == _OP_DRAW_BETA:
+        _shift_cell_eta_z(s.eta, s.expeta, data.zbar, i, -delta)
+    else:
+        for t in range(combos.shape[0]):
+            s.eps[i, combos[t]] += delta
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _level_combos(data, p):
+    """Return the combinations having non-baseline level p (a view)."""
+    return data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _copy_column(source, p, out):
+    for i in range(out.shape[0]):
+        out[i] = source[i, p]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _store_column(column, p, target):
+    for i in range(column.shape[0]):
+        target[i, p] = column[i]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_intercepts_parallel(data, s, w):
+    """μ, then each α_p (one-term ARS), from one parallel pass of the totals Σ_i exp η_ib.
+
+    The conditional of α_p needs ``Σ_{b∋p} Σ_i exp η_ib`` after the earlier draws; an earlier
+    draw of μ or α_p' by δ multiplies the totals of its combinations by e^δ, so the totals are
+    kept in step without another pass, and η takes the summed shift of each combination in
+    one final pass. Returns 0 or 16·block + sampler status.
+    """
+    B = data.counts.shape[1]
+    pr = data.priors
+    _run_all(_OP_EXP_TOTALS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
+    _column_totals(w, B)
+    totals = w.totals[:B]
+    x = s.mu[0]
+    new, st = ars_draw_single(x, data.cell_counts.sum(), totals.sum() * math.exp(-x), 0.0,
+                              1.0 / pr[_MU_VAR], s.rng, s.work, s.w1, s.ones)
+    if st != STATUS_OK:
+        return 16 * _B_MU + st
+    s.mu[0] = new
+    w.delta[:] = new - x
+    totals *= math.exp(new - x)
+    for p in range(s.alpha.shape[0]):
+        combos = _level_combos(data, p)
+        total = 0.0
+        for t in range(combos.shape[0]):
+            total += totals[combos[t]]
+        x = s.alpha[p]
+        new, st = ars_draw_single(x, data.level_counts[p], total * math.exp(-x), 0.0,
+                                  1.0 / pr[_ALPHA_VAR], s.rng, s.work, s.w1, s.ones)
+        if st != STATUS_OK:
+            return 16 * _B_ALPHA + st
+        s.alpha[p] = new
+        factor = math.exp(new - x)
+        for t in range(combos.shape[0]):
+            w.delta[combos[t]] += new - x
+            totals[combos[t]] *= factor
+    _run_all(_OP_ADD_ETA, data, s, w, s.theta, w.all_combos, w.obs, w.delta)
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_fields_parallel(data, s, w, comp_sum, column):
+    """θ, shift(μ, θ), φ_·p, shift(α, φ), β colour by colour; returns 0 or 16·block + status."""
+    pr = data.priors
+    level_var = pr[_LEVEL_VAR]
+    w.params[0], w.params[1] = s.tau_theta[0], level_var
+    w.obs[:] = data.cell_counts
+    st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, s.theta, w.all_combos, level_var, True,
+                           comp_sum)
+    if st != STATUS_OK:
+        return 16 * _B_THETA + st
+    s.mu[0] += _shift_move(s.theta, data, pr[_MU_VAR], level_var, s.mu[0], comp_sum, s.rng)
+    for p in range(s.alpha.shape[0]):
+        _copy_column(s.phi, p, column)
+        _copy_column(data.cell_level_counts, p, w.obs)
+        w.params[0], w.params[1] = s.tau_phi[p], level_var
+        st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, column, _level_combos(data, p),
+                               level_var, True, comp_sum)
+        _store_column(column, p, s.phi)
+        if st != STATUS_OK:
+            return 16 * _B_PHI + st
+    for p in range(s.alpha.shape[0]):
+        _copy_column(s.phi, p, column)
+        s.alpha[p] += _shift_move(column, data, pr[_ALPHA_VAR], level_var, s.alpha[p],
+                                  comp_sum, s.rng)
+        _store_column(column, p, s.phi)
+    if data.beta_prior != BETA_NONE:
+        icar = data.beta_prior == BETA_ICAR
+        w.params[0], w.params[1] = s.tau_beta[0], pr[_BETA_VAR]
+        w.params[2] = 1.0 if icar else 0.0
+        w.params[3] = 1.0 if data.beta_sampler == SAMPLER_SLICE else 0.0
+        st = _update_by_colour(_OP_DRAW_BETA, data, s, w, s.beta, w.all_combos, pr[_BETA_VAR],
+                               icar, comp_sum)
+        if st != STATUS_OK:
+            return 16 * _B_BETA + st
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_eps_and_shifts_parallel(data, s, w, comp_sum, column):
+    """ε, the per-cell shifts (θ_i, ε_i·) and (φ_ip, ε_ib), then shift(μ, ε), shift(α_p, ε)."""
+    pr = data.priors
+    level_var = pr[_LEVEL_VAR]
+    w.params[0] = s.tau_eps[0]
+    _run_all(_OP_DRAW_EPS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
+    for i in range(w.status.shape[0]):
+        if w.status[i] != STATUS_OK:
+            return 16 * _B_EPS + w.status[i]
+    w.params[0], w.params[1], w.params[2] = s.tau_theta[0], level_var, s.tau_eps[0]
+    _update_by_colour(_OP_SHIFT_FIELD, data, s, w, s.theta, w.all_combos, level_var, True,
+                      comp_sum)
+    for p in range(s.alpha.shape[0]):
+        _copy_column(s.phi, p, column)
+        w.params[0], w.params[1], w.params[2] = s.tau_phi[p], level_var, s.tau_eps[0]
+        _update_by_colour(_OP_SHIFT_FIELD, data, s, w, column, _level_combos(data, p),
+                          level_var, True, comp_sum)
+        _store_column(column, p, s.phi)
+    _shift_intercepts_eps(data, s, w)
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _shift_intercepts_eps(data, s, w):
+    """shift(μ, ε) then each shift(α_p, ε) from one pass of the totals Σ_i ε_ib.
+
+    A shift by k subtracts k from each of the G errors of its combinations, so their totals
+    drop by G·k; the summed shift of each combination is applied to ε in one final pass.
+    """
+    G, B = data.counts.shape
+    pr = data.priors
+    _run_all(_OP_EPS_TOTALS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
+    _column_totals(w, B)
+    totals = w.totals[:B]
+    k = _shift_eps_draw(totals.sum(), G * B, s.tau_eps[0], pr[_MU_VAR], s.mu[0], s.rng)
+    s.mu[0] += k
+    w.delta[:] = k
+    totals -= G * k
+    for p in range(s.alpha.shape[0]):
+        combos = _level_combos(data, p)
+        total = 0.0
+        for t in range(combos.shape[0]):
+            total += totals[combos[t]]
+        k = _shift_eps_draw(total, G * combos.shape[0], s.tau_eps[0], pr[_ALPHA_VAR],
+                            s.alpha[p], s.rng)
+        s.alpha[p] += k
+        for t in range(combos.shape[0]):
+            w.delta[combos[t]] += k
+            totals[combos[t]] -= G * k
+    _run_all(_OP_SUB_EPS, data, s, w, s.theta, w.all_combos, w.obs, w.delta)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _update_precisions_parallel(data, s, w):
+    """Gamma draws of τ_θ, τ_φ, τ_ε (and τ_β) as in the serial sweep, from one parallel pass."""
+    G, B = data.counts.shape
+    P = s.alpha.shape[0]
+    rank = G - data.component_size.shape[0]
+    pr = data.priors
+    icar_beta = data.beta_prior == BETA_ICAR
+    w.params[0] = 1.0 if icar_beta else 0.0
+    _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, w.all_combos, s.beta, w.obs)
+    _column_totals(w, P + 3)
+    s.tau_theta[0] = gamma(s.rng, pr[_THETA_A] + 0.5 * rank, pr[_THETA_B] + 0.5 * w.totals[0])
+    for p in range(P):
+        s.tau_phi[p] = gamma(s.rng, pr[_PHI_A] + 0.5 * rank,
+                             pr[_PHI_B] + 0.5 * w.totals[1 + p])
+    s.tau_eps[0] = gamma(s.rng, pr[_EPS_A] + 0.5 * G * B, pr[_EPS_B] + 0.5 * w.totals[2 + P])
+    if icar_beta:
+        s.tau_beta[0] = gamma(s.rng, pr[_BETA_A] + 0.5 * rank,
+                              pr[_BETA_B] + 0.5 * w.totals[1 + P])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, adapt,
+                         comp_sum):
+    """Make a scale move (:func:`geosynth.model.kernels._scale_move`) in parallel; return τ.
+
+    ``op`` is the log-likelihood operation; ``op + 1`` applies the move. ``w.obs`` holds the
+    field's observed totals (θ, φ).
+    """
+    _component_sums(field, data, comp_sum)
+    for c in range(comp_sum.shape[0]):
+        comp_sum[c] /= data.component_size[c]
+    u, factor = _scale_proposal(s, slot)
+    w.params[0] = factor
+    delta_loglik = _run_all(op, data, s, w, field, combos, w.obs, comp_sum)
+    accept, new_tau = _scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
+    if not accept:
+        return tau
+    _run_all(op + 1, data, s, w, field, combos, w.obs, comp_sum)
+    return new_tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
+    """Scale moves of θ, φ_·p, an ICAR β and ε, in the serial sweep's order and slots."""
+    pr = data.priors
+    P = s.alpha.shape[0]
+    w.obs[:] = data.cell_counts
+    s.tau_theta[0] = _scale_move_parallel(_OP_SCALE_LOGLIK, data, s, w, s.theta, w.all_combos,
+                                          s.tau_theta[0], pr[_THETA_A], pr[_THETA_B], 0, adapt,
+                                          comp_sum)
+    for p in range(P):
+        _copy_column(s.phi, p, column)
+        _copy_column(data.cell_level_counts, p, w.obs)
+        s.tau_phi[p] = _scale_move_parallel(_OP_SCALE_LOGLIK, data, s, w, column,
+                                            _level_combos(data, p), s.tau_phi[p], pr[_PHI_A],
+                                            pr[_PHI_B], 1 + p, adapt, comp_sum)
+        _store_column(column, p, s.phi)
+    if data.beta_prior == BETA_ICAR:
+        s.tau_beta[0] = _scale_move_parallel(_OP_SCALE_LOGLIK_BETA, data, s, w, s.beta,
+                                             w.all_combos, s.tau_beta[0], pr[_BETA_A],
+                                             pr[_BETA_B], 1 + P, adapt, comp_sum)
+    # ε: no component means (comp_sum is ignored by the ε operations).
+    u, factor = _scale_proposal(s, 2 + P)
+    w.params[0] = factor
+    delta_loglik = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, w.all_combos, w.obs,
+                            w.obs)
+    accept, new_tau = _scale_accept(s, 2 + P, adapt, delta_loglik, u, s.tau_eps[0],
+                                    pr[_EPS_A], pr[_EPS_B])
+    if accept:
+        s.tau_eps[0] = new_tau
+        _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sweep_chromatic(data, s, comp_sum, column, adapt, w):
+    """:func:`geosynth.model.kernels.sweep` with every per-cell block in parallel.
+
+    Same blocks in the same order as the serial sweep: μ, α (parallel sums over the lattice),
+    θ, shift(μ, θ), φ, shift(α, φ), β colour by colour (with the MH correction of the module
+    docstring), ε over all cells, the per-cell shifts (θ_i, ε_i·) and (φ_ip, ε_ib) colour by
+    colour, shift(μ, ε), shift(α, ε), the precisions and the scale moves (parallel sums).
+    ``w`` is the chain's :class:`ChromaticWork`. Returns 0 or 16·block + sampler status.
+    """
+    st = _update_intercepts_parallel(data, s, w)
+    if st != STATUS_OK:
+        return st
+    st = _update_fields_parallel(data, s, w, comp_sum, column)
+    if st != STATUS_OK:
+        return st
+    st = _update_eps_and_shifts_parallel(data, s, w, comp_sum, column)
+    if st != STATUS_OK:
+        return st
+    _update_precisions_parallel(data, s, w)
+    _scale_moves_parallel(data, s, w, comp_sum, column, adapt)
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def run_chunk_parallel(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta, row,
                        keep, colour_ptr, colour_cells, cell_streams):
     """:func:`geosynth.model.kernels.run_chunk` with :func:`sweep_chromatic` sweeps.
@@ -401,14 +910,15 @@ def run_chunk_parallel(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta
     ``cell_streams``: (G, 4) uint64 per-cell streams, advanced in place. Returns
     ``(status, rows_written)``.
     """
-    G = data.counts.shape[0]
+    G, B = data.counts.shape
     comp_sum = np.zeros(data.component_size.shape[0])
     column = np.empty(G)
+    w = new_chromatic_work(G, B, s.alpha.shape[0], data.component_size.shape[0], colour_ptr,
+                           colour_cells, cell_streams)
     compute_eta(data, s)
     written = 0
     for t in range(n_sweeps):
-        status = sweep_chromatic(data, s, comp_sum, column, not keep, colour_ptr, colour_cells,
-                                 cell_streams)
+        status = sweep_chromatic(data, s, comp_sum, column, not keep, w)
         if status != STATUS_OK:
             return status, written
         if keep and (t + 1) % thin == 0:
