@@ -205,6 +205,25 @@ def _conditional_prior(field, i, tau, level_var, indptr, indices, component, com
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _cell_start(cells, j, field, old, values, combos, tau, level_var, indptr, indices,
+                component, component_size):
+    """Cell ``i = cells[j]`` of a colour-class loop: save its value, return its prior and row sum.
+
+    Returns ``(i, x, m, q, Σ_{b in combos} values[i, b])`` with ``x = field[i]`` (also written
+    to ``old[i]``) and ``(m, q)`` from :func:`_conditional_prior`.
+    """
+    i = cells[j]
+    x = field[i]
+    old[i] = x
+    m, q = _conditional_prior(field, i, tau, level_var, indptr, indices, component,
+                              component_size)
+    total = 0.0
+    for t in range(combos.shape[0]):
+        total += values[i, combos[t]]
+    return i, x, m, q, total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _draw_field_cells(cells, lo, hi, field, combos, obs, eta, expeta, tau, level_var, indptr,
                       indices, component, component_size, streams, old, status):
     """θ_i or φ_ip for cells[lo:hi]: ``a = obs[i]``, one collapsed weight over ``combos``."""
@@ -212,14 +231,8 @@ def _draw_field_cells(cells, lo, hi, field, combos, obs, eta, expeta, tau, level
     w1 = np.empty(1)
     ones = np.ones(1)
     for j in range(lo, hi):
-        i = cells[j]
-        x = field[i]
-        old[i] = x
-        m, q = _conditional_prior(field, i, tau, level_var, indptr, indices, component,
-                                  component_size)
-        total = 0.0
-        for t in range(combos.shape[0]):
-            total += expeta[i, combos[t]]
+        i, x, m, q, total = _cell_start(cells, j, field, old, expeta, combos, tau, level_var,
+                                        indptr, indices, component, component_size)
         new, st = ars_draw_single(x, obs[i], total * math.exp(-x), m, q, streams[i], work, w1,
                                   ones)
         status[j] = st
@@ -284,14 +297,8 @@ def _shift_field_cells(cells, lo, hi, field, combos, eps, tau, level_var, tau_ep
                        indices, component, component_size, streams, old, status):
     """Per-cell move (f_i + k, ε_ib − k) of :func:`geosynth.model.kernels._shift_cells_eps`."""
     for j in range(lo, hi):
-        i = cells[j]
-        x = field[i]
-        old[i] = x
-        m, q = _conditional_prior(field, i, tau, level_var, indptr, indices, component,
-                                  component_size)
-        eps_sum = 0.0
-        for t in range(combos.shape[0]):
-            eps_sum += eps[i, combos[t]]
+        i, x, m, q, eps_sum = _cell_start(cells, j, field, old, eps, combos, tau, level_var,
+                                          indptr, indices, component, component_size)
         precision = q + combos.shape[0] * tau_eps
         k = (q * (m - x) + tau_eps * eps_sum) / precision
         k += standard_normal(streams[i]) / math.sqrt(precision)
