@@ -45,10 +45,12 @@ flattened into every call), which made the one-thread chromatic sweep 40% slower
 serial one. The kernels are cached like the serial ones (numba caches ``parallel=True``
 functions; a cold compile takes ~2 minutes of CPU, so paying it once per checkout matters).
 
-Speed. On the 2-core benchmark machine the chromatic sweep on 2 threads is 1.4–1.6× the
-serial sweep at G = 6,400–25,600, B = 12 (``python -m bench parallel``). One thread of it
-costs 10–20% more than the serial sweep (colour-by-colour passes, ~60 parallel loops per
-sweep), and the second thread gives 1.7–1.8× on the parallel part.
+Speed. On the 2-core benchmark machine (a VM whose timings vary by ±15% between runs) the
+chromatic sweep on 2 threads is 1.4× the serial sweep at G = 6,400 and 1.4–1.8× at
+G = 25,600, B = 12, and slower than serial at G = 1,600 (``python -m bench parallel``;
+``bench/RESULTS.md``). One thread of it costs 10–20% more than the serial sweep (colour-by-
+colour passes over strided cells, ~60 parallel loops per sweep and their serial bookkeeping);
+the second thread speeds the parallel part up 1.6–1.8×. A parallel loop itself costs ~4 µs.
 """
 
 from __future__ import annotations
