@@ -166,9 +166,8 @@ def _memory_child(side: int) -> dict:
         DEFAULT_MAX_BYTES,
         _ChainRunner,
         build_model_data,
-        plan_storage,
+        plan_model_storage,
     )
-    from geosynth.model.kernels import BETA_NONE
     from geosynth.samplers.rng import make_streams
 
     class FilledRunner(_ChainRunner):
@@ -190,9 +189,9 @@ def _memory_child(side: int) -> dict:
     data, names = build_model_data(counts, model)
     G, B = data.counts.shape
     chains, n_iter, burn_in, thin = 2, 8000, 2000, 6  # the fit defaults
-    plan = plan_storage(n_iter=n_iter, burn_in=burn_in, thin=thin, chains=chains, n_cells=G,
-                        n_combos=B, n_scalars=len(names), beta=data.beta_prior != BETA_NONE,
-                        noise=False, eta_draws="auto", max_bytes=DEFAULT_MAX_BYTES)
+    plan = plan_model_storage(data, names, n_iter=n_iter, burn_in=burn_in, thin=thin,
+                              chains=chains, noise=False, eta_draws="auto",
+                              max_bytes=DEFAULT_MAX_BYTES)
     peak_all = _vm_hwm_kib()
     reset = _reset_hwm()
     start = time.perf_counter()

@@ -85,15 +85,22 @@ def _get_client(client: distributed.Client | None) -> distributed.Client:
         ) from err
 
 
+def _tiny_scenario():
+    """Return the warm-up fits' data: a 60-point scenario and its counts on a 3 x 3 lattice."""
+    import geosynth
+
+    scenario = geosynth.datasets.paiva_scenario(n=60, seed=0)
+    grid = geosynth.Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
+    return scenario, geosynth.prepare(scenario.data, grid, attributes=["y"])
+
+
 def _compile_kernels() -> None:
     """Run tiny fits (exact, noise-aware) and metrics so numba compiles or loads their kernels."""
     import geosynth
     from geosynth.dp import dp_counts
     from geosynth.evaluation import _measure_release, _plan_evaluation
 
-    scenario = geosynth.datasets.paiva_scenario(n=60, seed=0)
-    grid = geosynth.Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
-    counts = geosynth.prepare(scenario.data, grid, attributes=["y"])
+    scenario, counts = _tiny_scenario()
     model = geosynth.PaivaModel()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -140,9 +147,7 @@ def _warm_parallel_here() -> None:
             return
         import geosynth
 
-        scenario = geosynth.datasets.paiva_scenario(n=60, seed=0)
-        grid = geosynth.Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
-        counts = geosynth.prepare(scenario.data, grid, attributes=["y"])
+        _, counts = _tiny_scenario()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             geosynth.PaivaModel().fit(counts, n_iter=2, burn_in=0, thin=1, chains=1, seed=0,
@@ -303,8 +308,8 @@ def fit_dask(
     _check_storage_arguments(eta_draws, max_bytes)
     data, names = build_model_data(counts, model)  # validates counts against the model
     noisy = noise is not None or getattr(counts, "noise_scale", None) is not None
-    n_eta = _check_draw_bytes(data, names, n_iter, burn_in, thin, chains, max_bytes, noisy,
-                              eta_draws)
+    n_eta = _planned_eta_draws(data, names, n_iter, burn_in, thin, chains, max_bytes, noisy,
+                               eta_draws)
     client = _get_client(client)
     seeds = chain_seeds(seed, chains)
     [model_f, counts_f] = client.scatter([model, counts], broadcast=True, hash=False)
@@ -335,16 +340,14 @@ def fit_dask(
                     lambda_chain_means=means)
 
 
-def _check_draw_bytes(data, names, n_iter, burn_in, thin, chains, max_bytes, noisy,
-                      eta_draws) -> int:
+def _planned_eta_draws(data, names, n_iter, burn_in, thin, chains, max_bytes, noisy,
+                       eta_draws) -> int:
     """Plan the storage of all chains as ``model.fit`` would; return η draws per chain."""
-    from geosynth.model.fit import plan_storage
-    from geosynth.model.kernels import BETA_NONE
+    from geosynth.model.fit import plan_model_storage
 
-    G, B = data.counts.shape
-    plan = plan_storage(n_iter=n_iter, burn_in=burn_in, thin=thin, chains=chains, n_cells=G,
-                        n_combos=B, n_scalars=len(names), beta=data.beta_prior != BETA_NONE,
-                        noise=noisy, eta_draws=eta_draws, max_bytes=max_bytes, stacklevel=4)
+    plan = plan_model_storage(data, names, n_iter=n_iter, burn_in=burn_in, thin=thin,
+                              chains=chains, noise=noisy, eta_draws=eta_draws,
+                              max_bytes=max_bytes, stacklevel=4)
     return int(plan.eta_index.size)
 
 

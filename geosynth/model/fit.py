@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 
     from geosynth.data import CellCounts
 
-__all__ = ["PaivaModel", "PaivaFit", "StoragePlan", "build_model_data", "plan_storage"]
+__all__ = ["PaivaModel", "PaivaFit", "StoragePlan", "build_model_data", "plan_model_storage",
+           "plan_storage"]
 
 # Sweeps per kernel call: about CHUNK_WORK cell-combination updates, so the progress bar moves a
 # few times a second whatever the lattice. It depends on the data's shape only, so the same seed
@@ -244,11 +245,9 @@ class PaivaModel:
                              "use parallel=False")
         data, names = build_model_data(counts, self)
         G, B = data.counts.shape
-        plan = plan_storage(
-            n_iter=n_iter, burn_in=burn_in, thin=thin, chains=chains, n_cells=G, n_combos=B,
-            n_scalars=len(names), beta=data.beta_prior != BETA_NONE, noise=noise is not None,
-            eta_draws=eta_draws, max_bytes=max_bytes, stacklevel=3,
-        )
+        plan = plan_model_storage(data, names, n_iter=n_iter, burn_in=burn_in, thin=thin,
+                                  chains=chains, noise=noise is not None, eta_draws=eta_draws,
+                                  max_bytes=max_bytes, stacklevel=3)
         streams = make_streams(seed, chains)
         released = None if noise is None else (noise, np.asarray(counts.counts, dtype=np.float64))
         runner = _ChainRunner(data, names, n_iter, burn_in, thin, plan, progress, released,
@@ -445,6 +444,18 @@ def plan_storage(
             )
     return StoragePlan(n_keep=n_keep, eta_index=evenly_spaced_draws(n_keep, k),
                        draws_per_chunk=rows, n_bytes=int(fixed + chains * k * per_eta))
+
+
+def plan_model_storage(data: ModelData, names: list[str], *, noise: bool, stacklevel: int = 2,
+                       **run) -> StoragePlan:
+    """:func:`plan_storage` for the arrays of :func:`build_model_data` (G, B, S and β from them).
+
+    ``run``: ``n_iter``, ``burn_in``, ``thin``, ``chains``, ``eta_draws`` and ``max_bytes``.
+    """
+    G, B = data.counts.shape
+    return plan_storage(n_cells=G, n_combos=B, n_scalars=len(names),
+                        beta=data.beta_prior != BETA_NONE, noise=noise,
+                        stacklevel=stacklevel + 1, **run)
 
 
 def _format_bytes(n: int) -> str:

@@ -24,7 +24,7 @@ from scipy import sparse
 from geosynth._random import SeedLike, spawn_seeds
 from geosynth.data import CellCounts
 from geosynth.errors import InputError, SamplerError
-from geosynth.model.fit import PaivaFit
+from geosynth.model.fit import PaivaFit, evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
 from geosynth.synth.release import check_geodataframe, check_m, make_release
 
@@ -244,7 +244,7 @@ def release_draws(fit: PaivaFit, m: int) -> np.ndarray:
             f"({fit.n_chains} chain(s) x {fit.n_draws} draws); ask for fewer releases or refit "
             "with more iterations or a smaller thin"
         )
-    return ((2 * np.arange(m, dtype=np.int64) + 1) * total) // (2 * m)
+    return evenly_spaced_draws(total, m)
 
 
 def synthetic_zbar(counts: CellCounts) -> np.ndarray:
