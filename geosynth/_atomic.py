@@ -1,51 +1,301 @@
-"""Atomic file writes: write to a temporary file beside the target, then rename over it."""
+"""All-or-nothing writes of one or several files.
+
+Every output is first written into a private staging folder beside its target (mode 0700, so a
+file inside it is unreadable by other users whatever mode its writer gave it), and only moved into
+place when every output of the run has been written. A run that fails, is interrupted
+(Ctrl-C) or is killed therefore never leaves a partial output and never replaces an existing
+one; a staging folder left behind by a killed process is removed by the next write of the same
+output.
+
+* :func:`atomic_path` -- one file, as a context manager.
+* :class:`AtomicOutputs` -- several files committed together (the release, its audit file,
+  the review map and the report of one ``geosynth release`` run).
+
+Replacing versus creating. Without ``overwrite`` the final step is :func:`os.link` (which fails
+if the target appeared meanwhile, e.g. a second run writing the same file) followed by removing
+the staged name, so two concurrent runs cannot both create the same output: the second one
+fails at its last step and leaves nothing. With ``overwrite`` the final step is
+:func:`os.replace`. Private outputs (``private=True``) are ``chmod``-ed to 0600 while still
+inside the 0700 staging folder, so they are never readable by others at any moment.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["atomic_path"]
+__all__ = ["AtomicOutputs", "atomic_path", "private_file_mode", "remove_stale_staging", "STAGING_MARK"]
+
+#: Part of the name of every staging folder: ``.<target name>.<STAGING_MARK>-<pid>-<random>``.
+STAGING_MARK = "geosynth-staging"
+_PRIVATE_MODE = 0o600
+
+
+def private_file_mode() -> int:
+    """Return the mode of internal files (seeds, review maps, reports): 0600."""
+    return _PRIVATE_MODE
+
+
+@dataclass
+class _Staged:
+    target: Path
+    folder: Path
+    path: Path
+    private: bool
+
+
+class AtomicOutputs:
+    """Stage several output files and move them into place together.
+
+    Use as a context manager: files are staged with :meth:`add` (which returns the path to
+    write), and moved into place when the block ends without an exception (or by an explicit
+    :meth:`commit`). If the block raises -- including :class:`KeyboardInterrupt` -- every staged
+    file is removed and no target is touched.
+
+    Parameters
+    ----------
+    overwrite : bool, default False
+        Whether existing targets may be replaced. Without it an existing target is refused when
+        it is added (before any work) and again at commit (a file created meanwhile by another
+        process is never replaced).
+
+    Examples
+    --------
+    >>> with AtomicOutputs() as outputs:                              # doctest: +SKIP
+    ...     outputs.add("report.md", private=True).write_text("...")
+    ...     outputs.add("release.gpkg")  # ... written by a driver
+    """
+
+    def __init__(self, overwrite: bool = False) -> None:
+        self.overwrite = bool(overwrite)
+        self._staged: list[_Staged] = []
+        self._done = False
+
+    # ------------------------------------------------------------------ staging
+    def add(self, path: str | os.PathLike, *, private: bool = False) -> Path:
+        """Reserve a staged path for ``path`` and return it (the file does not exist yet).
+
+        The staging folder is created at once, so an output folder that cannot be written
+        fails here, before any expensive work. Stale staging folders of the same target left
+        by dead processes are removed.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The final destination. Its parent folder is created if needed.
+        private : bool, default False
+            Internal file (seeds, original points, confidential summaries): mode 0600.
+
+        Returns
+        -------
+        pathlib.Path
+            Where to write the file: same name and suffix as ``path`` (drivers such as GDAL pick
+            the format from the suffix), inside a private staging folder.
+
+        Raises
+        ------
+        FileExistsError
+            ``path`` exists and ``overwrite`` is False.
+        IsADirectoryError
+            ``path`` is a directory.
+        ValueError
+            ``path`` was already added, or the outputs were committed or discarded.
+        OSError
+            The folder of ``path`` cannot be created or written.
+        """
+        if self._done:
+            raise ValueError("these outputs were already committed or discarded")
+        target = Path(path)
+        if any(_same_path(target, staged.target) for staged in self._staged):
+            raise ValueError(f"{target} was already added to these outputs")
+        _check_replaceable(target, self.overwrite)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(target)
+        folder = Path(
+            tempfile.mkdtemp(prefix=f".{target.name}.{STAGING_MARK}-{os.getpid()}-",
+                             dir=target.parent)
+        )
+        staged = _Staged(target=target, folder=folder, path=folder / target.name,
+                         private=private)
+        self._staged.append(staged)
+        return staged.path
+
+    @property
+    def targets(self) -> list[Path]:
+        """The final destinations, in the order they were added (and will be committed)."""
+        return [staged.target for staged in self._staged]
+
+    # ------------------------------------------------------------------ ending
+    def commit(self) -> list[Path]:
+        """Move every staged file into place, in the order they were added.
+
+        A staged path that was never written is skipped (its target is left as it was).
+
+        Returns
+        -------
+        list of pathlib.Path
+            The targets written.
+
+        Raises
+        ------
+        FileExistsError
+            Without ``overwrite``, a target was created by someone else after it was added;
+            targets already moved by this commit are removed again and nothing else is written.
+        """
+        if self._done:
+            raise ValueError("these outputs were already committed or discarded")
+        written: list[Path] = []
+        try:
+            for staged in self._staged:
+                if not staged.path.exists():
+                    continue
+                if staged.private:
+                    os.chmod(staged.path, _PRIVATE_MODE)
+                _move(staged.path, staged.target, self.overwrite)
+                written.append(staged.target)
+        except BaseException:
+            if not self.overwrite:  # what this commit created is ours to take back
+                for target in written:
+                    with contextlib.suppress(OSError):
+                        target.unlink()
+            self.discard()
+            raise
+        self._cleanup()
+        return written
+
+    def discard(self) -> None:
+        """Remove every staged file; no target is touched."""
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        self._done = True
+        for staged in self._staged:
+            shutil.rmtree(staged.folder, ignore_errors=True)
+
+    def __enter__(self) -> AtomicOutputs:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if self._done:
+            return
+        if kind is None:
+            self.commit()
+        else:
+            self.discard()
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, overwrite: bool = True) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success rename it to ``path``.
+def atomic_path(
+    path: str | os.PathLike, overwrite: bool = True, *, private: bool = False
+) -> Iterator[Path]:
+    """Yield a staged path for ``path``; on success move it to ``path``.
 
-    If the block raises, the temporary file is removed and ``path`` is left untouched, so a
-    failed write never leaves a half-written release behind.
+    If the block raises, the staged file is removed and ``path`` is left untouched, so a
+    failed write never leaves a half-written file behind.
 
     Parameters
     ----------
     path : str or os.PathLike
         Final destination. Its parent directory is created if needed.
     overwrite : bool, default True
-        If False and ``path`` exists, raise :class:`FileExistsError` before writing anything.
+        If False and ``path`` exists, raise :class:`FileExistsError` before writing anything
+        (and again if it appears before the move: the move never replaces it).
+    private : bool, default False
+        Internal file: mode 0600 (readable by no one else at any moment).
 
     Yields
     ------
     pathlib.Path
-        Temporary path with the same suffix as ``path`` (drivers such as GDAL pick the format
-        from the suffix).
+        Staged path with the same name and suffix as ``path`` (drivers such as GDAL pick the
+        format from the suffix).
     """
-    target = Path(path)
+    with AtomicOutputs(overwrite=overwrite) as outputs:
+        yield outputs.add(path, private=private)
+
+
+def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
+    """Remove staging folders of ``target`` left behind by processes that no longer run.
+
+    Parameters
+    ----------
+    target : str or os.PathLike
+        An output path.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The folders removed.
+    """
+    target = Path(target)
+    removed = []
+    if not target.parent.is_dir():
+        return removed
+    prefix = f".{target.name}.{STAGING_MARK}-"
+    for entry in target.parent.iterdir():
+        if not entry.name.startswith(prefix) or not entry.is_dir():
+            continue
+        pid_text = entry.name[len(prefix):].split("-", 1)[0]
+        if pid_text.isdigit() and _process_alive(int(pid_text)):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _check_replaceable(target: Path, overwrite: bool) -> None:
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory; give a file name", str(target))
     if target.exists() and not overwrite:
         raise FileExistsError(
-            f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it"
+            errno.EEXIST, "exists; pass overwrite=True (CLI: --overwrite) to replace it",
+            str(target),
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{target.stem}-", suffix=target.suffix, dir=target.parent
-    )
-    os.close(fd)
-    tmp = Path(tmp_name)
-    tmp.unlink()  # let the writer create it (some drivers refuse an existing empty file)
+
+
+def _move(staged: Path, target: Path, overwrite: bool) -> None:
+    if overwrite:
+        os.replace(staged, target)
+        return
     try:
-        yield tmp
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        os.link(staged, target)  # fails if the target exists: never replaces
+    except FileExistsError:
+        raise FileExistsError(
+            errno.EEXIST, "was created by another process while this one ran; nothing was "
+            "replaced (pass overwrite=True, CLI: --overwrite, to replace it)", str(target),
+        ) from None
+    except OSError as err:  # file systems without hard links: an exclusive reservation
+        if err.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        _reserve_then_replace(staged, target)
+        return
+    staged.unlink()
+
+
+def _reserve_then_replace(staged: Path, target: Path) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    fd = os.open(target, flags, stat.S_IMODE(os.stat(staged).st_mode))
+    os.close(fd)
+    os.replace(staged, target)
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)

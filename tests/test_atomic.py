@@ -1,13 +1,22 @@
+import os
+import stat
+import subprocess
+import sys
+
 import pytest
 
-from geosynth._atomic import atomic_path
+from geosynth._atomic import STAGING_MARK, AtomicOutputs, atomic_path, remove_stale_staging
+
+
+def _names(folder):
+    return sorted(p.name for p in folder.iterdir())
 
 
 def test_atomic_write_replaces_only_on_success(tmp_path):
     target = tmp_path / "sub" / "file.txt"
     with atomic_path(target) as tmp:
-        assert tmp.suffix == ".txt"
-        assert tmp.parent == target.parent
+        assert tmp.suffix == ".txt" and tmp.name == "file.txt"
+        assert tmp.parent.parent == target.parent
         tmp.write_text("new")
     assert target.read_text() == "new"
 
@@ -15,7 +24,7 @@ def test_atomic_write_replaces_only_on_success(tmp_path):
         tmp.write_text("half")
         raise RuntimeError("fail")
     assert target.read_text() == "new"
-    assert sorted(p.name for p in target.parent.iterdir()) == ["file.txt"]
+    assert _names(target.parent) == ["file.txt"]
 
 
 def test_atomic_refuses_to_overwrite(tmp_path):
@@ -24,3 +33,98 @@ def test_atomic_refuses_to_overwrite(tmp_path):
     with pytest.raises(FileExistsError, match="overwrite"), atomic_path(target, overwrite=False):
         pass
     assert target.read_text() == "old"
+    assert _names(tmp_path) == ["file.txt"]
+
+
+def test_staging_folder_is_private_and_private_files_are_0600(tmp_path):
+    target = tmp_path / "report.md"
+    with atomic_path(target, private=True) as tmp:
+        assert stat.S_IMODE(os.stat(tmp.parent).st_mode) == 0o700
+        tmp.write_text("confidential")
+        os.chmod(tmp, 0o644)  # a writer that ignores the umask
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+
+
+def test_outputs_commit_together_or_not_at_all(tmp_path):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    with pytest.raises(KeyboardInterrupt), AtomicOutputs() as outputs:
+        outputs.add(first).write_text("a")
+        outputs.add(second).write_text("b")
+        raise KeyboardInterrupt
+    assert _names(tmp_path) == []
+    with AtomicOutputs() as outputs:
+        outputs.add(first).write_text("a")
+        outputs.add(second).write_text("b")
+    assert first.read_text() == "a" and second.read_text() == "b"
+    assert _names(tmp_path) == ["a.txt", "b.txt"]
+
+
+def test_second_writer_without_overwrite_fails_at_commit_and_takes_back_its_files(tmp_path):
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    one, two = AtomicOutputs(), AtomicOutputs()
+    for outputs, text in ((one, "one"), (two, "two")):  # both reserve before either commits
+        outputs.add(first).write_text(text)
+        outputs.add(second).write_text(text)
+    second.write_text("someone else")  # appears after two checked it, before it commits
+    assert one.targets == [first, second]
+    with pytest.raises(FileExistsError, match="another process"):
+        one.commit()
+    assert not first.exists()  # taken back: the run wrote nothing
+    assert second.read_text() == "someone else"
+    two_written = None
+    with pytest.raises(FileExistsError):
+        two_written = two.commit()
+    assert two_written is None and _names(tmp_path) == ["b.txt"]
+
+
+def test_unwritten_staged_path_is_skipped(tmp_path):
+    with AtomicOutputs() as outputs:
+        outputs.add(tmp_path / "never.txt")
+        outputs.add(tmp_path / "written.txt").write_text("x")
+    assert _names(tmp_path) == ["written.txt"]
+
+
+def test_add_refuses_directories_duplicates_and_reuse(tmp_path):
+    outputs = AtomicOutputs(overwrite=True)
+    with pytest.raises(IsADirectoryError):
+        outputs.add(tmp_path)
+    outputs.add(tmp_path / "x.txt")
+    with pytest.raises(ValueError, match="already added"):
+        outputs.add(tmp_path / "." / "x.txt")
+    outputs.discard()
+    with pytest.raises(ValueError, match="already committed or discarded"):
+        outputs.add(tmp_path / "y.txt")
+
+
+def test_unwritable_folder_fails_when_added(tmp_path):
+    if os.geteuid() == 0:
+        # root ignores directory modes: use a folder under a regular file instead
+        blocker = tmp_path / "file"
+        blocker.write_text("")
+        with pytest.raises(OSError):
+            AtomicOutputs().add(blocker / "out.txt")
+        return
+    folder = tmp_path / "ro"
+    folder.mkdir(mode=0o500)
+    with pytest.raises(PermissionError):
+        AtomicOutputs().add(folder / "out.txt")
+
+
+def test_stale_staging_of_a_killed_process_is_removed(tmp_path):
+    target = tmp_path / "release.gpkg"
+    code = (
+        "import os, sys\n"
+        "from geosynth._atomic import AtomicOutputs\n"
+        "out = AtomicOutputs()\n"
+        "out.add(sys.argv[1]).write_bytes(b'x' * 1000)\n"
+        "os._exit(9)  # killed before the commit\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(target)], check=False)
+    leftovers = [p for p in tmp_path.iterdir() if STAGING_MARK in p.name]
+    assert len(leftovers) == 1 and not target.exists()
+    live = AtomicOutputs()
+    live.add(target)  # a write of the same output cleans up after the dead process
+    assert [p for p in tmp_path.iterdir() if STAGING_MARK in p.name] != leftovers
+    assert remove_stale_staging(target) == []  # our own live staging folder stays
+    live.discard()
+    assert _names(tmp_path) == []

@@ -1,13 +1,9 @@
-"""Files in and out: confidential points, GeoPackage releases and intensity GeoTIFFs.
+"""Release GeoPackages: write and read the public releases, lattice and metadata of a run.
 
-* :func:`read_points` -- the confidential records from a GeoPackage, GeoParquet, shapefile or
-  CSV file, as a point GeoDataFrame.
-* :func:`write_release` / :func:`read_release` -- a release as one GeoPackage: layers
-  ``synthetic_1`` .. ``synthetic_m`` (the synthetic records), ``grid`` (the lattice cells,
-  optionally with the posterior mean intensity) and ``metadata`` (a non-spatial ``key, value``
-  table of JSON values). Seeds go to a private audit file ``<path>.audit.json`` beside it.
-* :func:`write_intensity_geotiff` -- the posterior mean intensity of a fit as a north-up GeoTIFF,
-  one band per attribute combination (also :meth:`geosynth.PaivaFit.to_geotiff`).
+A release is one GeoPackage: layers ``synthetic_1`` .. ``synthetic_m`` (the synthetic
+records), ``grid`` (the lattice cells, optionally with the posterior mean intensity) and
+``metadata`` (a non-spatial ``key, value`` table of JSON values). Seeds go to a private audit
+file ``<path>.audit.json`` beside it.
 
 What a release file may hold. Everything in the GeoPackage is meant to be published, so it never
 holds original coordinates, the cells of the original records, the index of the confidential
@@ -43,6 +39,7 @@ import shapely
 from geosynth._atomic import atomic_path
 from geosynth._messages import describe_rows
 from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
+from geosynth.io._files import POINT_TYPE, check_target, existing_file
 from geosynth.lattice import Grid
 
 if TYPE_CHECKING:
@@ -51,10 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ReleaseFile",
-    "read_points",
     "write_release",
     "read_release",
-    "write_intensity_geotiff",
     "audit_path",
     "combination_labels",
     "RELEASE_LAYER",
@@ -107,244 +102,8 @@ _FORMAT = "geosynth-release"
 _FORMAT_VERSION = 1
 _AUDIT_SUFFIX = ".audit.json"
 _RELEASE_LAYER_RE = re.compile(r"^synthetic_(\d+)$")
-_PARQUET = (".parquet", ".geoparquet")
-_FORMATS = {
-    ".gpkg": "GeoPackage",
-    ".parquet": "GeoParquet",
-    ".geoparquet": "GeoParquet",
-    ".shp": "shapefile",
-    ".csv": "CSV",
-}
-_POINT_TYPE = 0
-# Cell edges may differ from xmin + k * dx by float rounding (the last edge of a lattice built
-# from a shape is set to xmax exactly); anything beyond this fraction of a cell is not regular.
-_REGULAR_RTOL = 1e-6
 
 
-# ---------------------------------------------------------------------- reading points
-def read_points(
-    path: str | os.PathLike,
-    *,
-    x: str | None = None,
-    y: str | None = None,
-    crs: Any = None,
-    layer: str | None = None,
-) -> gpd.GeoDataFrame:
-    """Read confidential point records from a GeoPackage, GeoParquet, shapefile or CSV file.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        ``.gpkg``, ``.parquet`` (or ``.geoparquet``), ``.shp`` or ``.csv`` file (the format is
-        chosen by the extension).
-    x, y : str, optional
-        CSV only: names of the columns holding the coordinates. They become the point geometry
-        and are not kept as attribute columns.
-    crs : pyproj.CRS or str or int, optional
-        CSV: the CRS of the coordinates (required). Other formats: the CRS of a file that has
-        none; it must agree with the file's own CRS if the file has one.
-    layer : str, optional
-        GeoPackage only: the layer to read. May be omitted when the file has one layer, or one
-        point layer.
-
-    Returns
-    -------
-    geopandas.GeoDataFrame
-        One row per record, attribute columns as in the file, point geometry. Missing or empty
-        geometries are passed through (:func:`geosynth.prepare` reports them with their rows).
-
-    Raises
-    ------
-    geosynth.errors.InputError
-        The file does not exist or cannot be read, the extension is not one of the above, a CSV
-        is read without ``x``, ``y`` and ``crs``, an ``x``/``y`` column is missing or holds
-        non-numeric or missing values, ``x``/``y``/``layer`` are given for a format they do not
-        apply to, the layer is missing or ambiguous, or a geometry is not a Point.
-    geosynth.errors.CRSError
-        ``crs`` is not a valid CRS or contradicts the file's CRS.
-    ImportError
-        A GeoParquet file is read without the optional package ``pyarrow``.
-
-    Examples
-    --------
-    >>> points = read_points("listings.csv", x="lon", y="lat", crs="EPSG:4326")  # doctest: +SKIP
-    """
-    source = _existing_file(path)
-    suffix = source.suffix.lower()
-    if suffix not in _FORMATS:
-        raise InputError(
-            f"cannot read {source.name}: unknown extension {source.suffix!r}; geosynth reads "
-            f"points from {', '.join(sorted(set(_FORMATS)))} files (the format is chosen by "
-            "the extension)"
-        )
-    kind = _FORMATS[suffix]
-    if layer is not None and kind != "GeoPackage":
-        raise InputError(
-            f"layer={layer!r} applies to GeoPackage files only, but {source.name} is a {kind} "
-            "file; omit layer"
-        )
-    if kind == "CSV":
-        gdf = _read_csv(source, x, y, crs)
-    else:
-        if x is not None or y is not None:
-            raise InputError(
-                f"x and y name the coordinate columns of a CSV file, but {source.name} is a "
-                f"{kind} file with its own geometry; omit x and y (CLI: --x/--y)"
-            )
-        gdf = _read_parquet(source) if kind == "GeoParquet" else _read_ogr(source, layer)
-        if not isinstance(gdf, gpd.GeoDataFrame):
-            raise InputError(
-                f"{source.name} has no geometry column; save the records as points, or as a "
-                "CSV file read with x=, y= and crs="
-            )
-        gdf = _assign_crs(gdf, crs, source)
-    _check_point_types(gdf, source)
-    return gdf
-
-
-def _existing_file(path: Any, name: str = "path") -> Path:
-    if not isinstance(path, str | os.PathLike):
-        raise InputError(f"{name} must be a file path, got {type(path).__name__}")
-    source = Path(path)
-    if not source.exists():
-        raise InputError(f"{name} {str(source)!r} does not exist; check the file name")
-    if source.is_dir():
-        raise InputError(f"{name} {str(source)!r} is a directory; pass a file")
-    return source
-
-
-def _read_csv(source: Path, x: str | None, y: str | None, crs: Any) -> gpd.GeoDataFrame:
-    missing = [name for name, value in (("x", x), ("y", y), ("crs", crs)) if value is None]
-    if missing:
-        raise InputError(
-            f"reading the CSV file {source.name} needs the names of its coordinate columns and "
-            f"their CRS: pass x=, y= and crs= (CLI: --x, --y, --crs); missing: "
-            f"{', '.join(missing)}"
-        )
-    if x == y:
-        raise InputError(f"x and y must name two different columns, got {x!r} for both")
-    crs_obj = _as_crs(crs)
-    try:
-        frame = pd.read_csv(source)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read the CSV file {source.name}: {err}") from err
-    coordinates = {}
-    for name, column in (("x", x), ("y", y)):
-        if column not in frame.columns:
-            raise InputError(
-                f"{name}={column!r}: {source.name} has no column {column!r}; its columns are "
-                f"{frame.columns.tolist()}"
-            )
-        raw = frame[column]
-        values = pd.to_numeric(raw, errors="coerce")
-        not_numeric = (values.isna() & raw.notna()).to_numpy()
-        if not_numeric.any():
-            rows = describe_rows(frame.index, not_numeric)
-            raise InputError(
-                f"{name}={column!r}: column {column!r} of {source.name} has "
-                f"{int(not_numeric.sum())} non-numeric values ({rows}); coordinates must be "
-                "numbers"
-            )
-        absent = values.isna().to_numpy()
-        if absent.any():
-            raise InputError(
-                f"{name}={column!r}: column {column!r} of {source.name} has {int(absent.sum())} "
-                f"missing values ({describe_rows(frame.index, absent)}); drop those records or "
-                "fill in their coordinates"
-            )
-        coordinates[name] = values.to_numpy(dtype=np.float64)
-    attributes = frame.drop(columns=[x, y])
-    return gpd.GeoDataFrame(
-        attributes,
-        geometry=gpd.points_from_xy(coordinates["x"], coordinates["y"]),
-        crs=crs_obj,
-    )
-
-
-def _read_parquet(source: Path) -> gpd.GeoDataFrame:
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        if "Parquet" in pyogrio.list_drivers(read=True):
-            return _read_ogr(source, None)
-        raise ImportError(
-            f"reading the GeoParquet file {source.name} needs the optional package pyarrow "
-            "(pip install pyarrow); or convert the file to a GeoPackage, e.g. "
-            f"ogr2ogr {source.stem}.gpkg {source.name}"
-        ) from None
-    try:
-        return gpd.read_parquet(source)
-    except (ValueError, OSError) as err:
-        raise InputError(f"cannot read the GeoParquet file {source.name}: {err}") from err
-
-
-def _read_ogr(source: Path, layer: str | None) -> gpd.GeoDataFrame | pd.DataFrame:
-    try:
-        layers = pyogrio.list_layers(source)
-        if source.suffix.lower() == ".gpkg":
-            layer = _choose_layer(source, layers, layer)
-        return pyogrio.read_dataframe(source, layer=layer)
-    except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
-        raise InputError(f"cannot read {source.name}: {err}") from err
-
-
-def _choose_layer(source: Path, layers: np.ndarray, layer: str | None) -> str:
-    names = [str(name) for name in layers[:, 0]]
-    if layer is not None:
-        if layer not in names:
-            raise InputError(
-                f"layer={layer!r}: {source.name} has no such layer; its layers are {names}"
-            )
-        return layer
-    points = [str(n) for n, kind in layers if kind is not None and "point" in str(kind).lower()]
-    if len(names) == 1:
-        return names[0]
-    if len(points) == 1:
-        return points[0]
-    raise InputError(
-        f"{source.name} has {len(names)} layers ({names}) and {len(points)} of them hold "
-        "points; pass layer= to choose one"
-    )
-
-
-def _assign_crs(gdf: gpd.GeoDataFrame, crs: Any, source: Path) -> gpd.GeoDataFrame:
-    if crs is None:
-        return gdf
-    crs_obj = _as_crs(crs)
-    if gdf.crs is None:
-        return gdf.set_crs(crs_obj)
-    if not gdf.crs.equals(crs_obj, ignore_axis_order=True):
-        raise CRSError(
-            f"crs={crs!r} contradicts the CRS of {source.name} ({gdf.crs.to_string()}); omit "
-            "crs to use the file's CRS, or reproject the file first"
-        )
-    return gdf
-
-
-def _as_crs(crs: Any) -> pyproj.CRS:
-    try:
-        return pyproj.CRS.from_user_input(crs)
-    except pyproj.exceptions.CRSError as err:
-        raise CRSError(
-            f"crs={crs!r} is not a valid CRS ({err}); pass e.g. 'EPSG:31983' (CLI: --crs)"
-        ) from err
-
-
-def _check_point_types(gdf: gpd.GeoDataFrame, source: Path) -> None:
-    geoms = np.asarray(gdf.geometry.array, dtype=object)
-    type_id = shapely.get_type_id(geoms)
-    wrong = (type_id != _POINT_TYPE) & (type_id != -1)
-    if wrong.any():
-        kinds = sorted({shapely.geometry.base.GEOMETRY_TYPES[k] for k in type_id[wrong].tolist()})
-        raise InputError(
-            f"{source.name} has {int(wrong.sum())} non-point geometries ({kinds}; "
-            f"{describe_rows(gdf.index, wrong)}); geosynth needs one Point per record: split "
-            "MultiPoints with gdf.explode() or replace polygons by gdf.representative_point(), "
-            "and save the file again"
-        )
-
-
-# ---------------------------------------------------------------------- writing releases
 @dataclass
 class ReleaseFile:
     """The contents of a release GeoPackage, as read by :func:`read_release`.
@@ -465,9 +224,9 @@ def write_release(
     lattice, fit = _check_grid_and_fit(grid, fit, include_intensity)
     crs = _common_crs(frames, lattice)
     audit = audit_path(target)
-    _check_target(target, overwrite)
+    check_target(target, overwrite)
     if seeds is not None:
-        _check_target(audit, overwrite)
+        check_target(audit, overwrite)
     table = _metadata_table(releases, frames, lattice, fit, include_intensity, metadata, crs)
     audit_record = None if seeds is None else _audit_record(target, seeds)
     cells = None if lattice is None else _grid_layer(lattice, fit if include_intensity else None)
@@ -497,13 +256,6 @@ def _write_layer(frame: pd.DataFrame, path: Path, layer: str) -> None:
     pyogrio.write_dataframe(frame, path, layer=layer, driver="GPKG", **options)
 
 
-def _check_target(target: Path, overwrite: bool) -> None:
-    if target.is_dir():
-        raise InputError(
-            f"path {str(target)!r} is a directory; pass a file name such as release.gpkg"
-        )
-    if target.exists() and not overwrite:
-        raise InputError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it")
 
 
 def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame]:
@@ -533,7 +285,7 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
         _check_release_index(release, name, original)
         geoms = np.asarray(release.geometry.array, dtype=object)
         type_id = shapely.get_type_id(geoms)
-        wrong = type_id != _POINT_TYPE
+        wrong = type_id != POINT_TYPE
         if wrong.any():
             raise InputError(
                 f"{name} has {int(wrong.sum())} missing or non-point geometries "
@@ -919,7 +671,7 @@ def read_release(path: str | os.PathLike) -> ReleaseFile:
         The file does not exist, cannot be read, has no ``synthetic_<k>`` layer, or has a
         metadata value that is not JSON.
     """
-    source = _existing_file(path)
+    source = existing_file(path)
     try:
         listed = pyogrio.list_layers(source)
         layers = [str(name) for name in listed[:, 0]]
@@ -955,110 +707,3 @@ def read_release(path: str | os.PathLike) -> ReleaseFile:
     return ReleaseFile(releases=releases, grid=grid, metadata=metadata, layers=layers)
 
 
-# ---------------------------------------------------------------------- GeoTIFF
-def write_intensity_geotiff(
-    fit: PaivaFit, path: str | os.PathLike, *, overwrite: bool = False
-) -> Path:
-    """Write the posterior mean intensity of a fit as a north-up float32 GeoTIFF.
-
-    Parameters
-    ----------
-    fit : geosynth.PaivaFit
-        Fitted model on a regular lattice (:class:`geosynth.Grid`).
-    path : str or os.PathLike
-        The GeoTIFF to write.
-    overwrite : bool, default False
-        Replace an existing file.
-
-    Returns
-    -------
-    pathlib.Path
-        ``path``.
-
-    Raises
-    ------
-    geosynth.errors.InputError
-        ``fit`` is not a PaivaFit, its lattice is not a regular :class:`~geosynth.Grid`, or
-        ``path`` exists and ``overwrite`` is False.
-
-    Notes
-    -----
-    One band per attribute combination ``b`` (band ``b + 1``) holds
-    ``fit.posterior_mean_lambda()[:, b]``, the expected number of records per cell; the band
-    description is the combination label (``"y=1,x1=2,x2=3"``, see :func:`combination_labels`)
-    and the band tags hold each attribute's level. Pixels are the lattice cells: raster row
-    ``r`` is lattice row ``nrows - 1 - r`` (the lattice counts rows from the south, a GeoTIFF
-    from the north), the transform is ``from_origin(xmin, ymax, dx, dy)`` and the CRS is the
-    grid's. Cells dropped by clipping to a region are NaN, the nodata value.
-    """
-    import rasterio
-
-    from geosynth.model.fit import PaivaFit
-
-    if not isinstance(fit, PaivaFit):
-        raise InputError(
-            f"fit must be the geosynth.PaivaFit of PaivaModel().fit, got {type(fit).__name__}"
-        )
-    grid = fit.grid
-    _check_regular(grid)
-    target = Path(path)
-    _check_target(target, overwrite)
-    lam = np.asarray(fit.posterior_mean_lambda())
-    labels = combination_labels(fit.counts)
-    nrows, ncols = grid.shape
-    bands = np.full((lam.shape[1], nrows, ncols), np.nan, dtype=np.float32)
-    bands[:, nrows - 1 - np.asarray(grid.cell_row), np.asarray(grid.cell_col)] = lam.T
-    xmin, _, _, ymax = grid.bounds
-    dx, dy = grid.cell_size
-    crs = None if grid.crs is None else rasterio.crs.CRS.from_wkt(grid.crs.to_wkt())
-    profile = {
-        "driver": "GTiff",
-        "width": ncols,
-        "height": nrows,
-        "count": lam.shape[1],
-        "dtype": "float32",
-        "crs": crs,
-        "transform": rasterio.transform.Affine(dx, 0.0, xmin, 0.0, -dy, ymax),
-        "nodata": np.nan,
-        "compress": "deflate",
-    }
-    import geosynth
-
-    with atomic_path(target, overwrite=True) as tmp:
-        with rasterio.open(tmp, "w", **profile) as dst:
-            dst.write(bands)
-            dst.update_tags(
-                geosynth_version=geosynth.__version__,
-                quantity="posterior mean intensity (expected records per cell)",
-                attributes=",".join(fit.counts.attributes),
-            )
-            combos = fit.counts.combos
-            for b, label in enumerate(labels):
-                dst.set_band_description(b + 1, label)
-                dst.update_tags(
-                    b + 1, **{str(a): str(combos[a].iloc[b]) for a in fit.counts.attributes}
-                )
-    return target
-
-
-def _check_regular(grid: Any) -> None:
-    """Raise InputError unless ``grid`` is a Grid whose cells lie on regular spacing."""
-    if not isinstance(grid, Grid):
-        raise InputError(
-            f"the fit's lattice is a {type(grid).__name__}, not a regular geosynth.Grid; a "
-            "GeoTIFF needs a regular lattice (export the grid layer with write_release instead)"
-        )
-    xmin, ymin, _, _ = grid.bounds
-    dx, dy = grid.cell_size
-    col = np.asarray(grid.cell_col, dtype=np.float64)
-    row = np.asarray(grid.cell_row, dtype=np.float64)
-    boxes = grid.cell_bounds(np.arange(grid.n_cells))
-    expected = np.column_stack(
-        [xmin + col * dx, ymin + row * dy, xmin + (col + 1) * dx, ymin + (row + 1) * dy]
-    )
-    tolerance = _REGULAR_RTOL * min(dx, dy)
-    if not np.allclose(boxes, expected, rtol=0, atol=tolerance):
-        raise InputError(
-            "the fit's lattice is not regular (its cell edges are not equally spaced); a "
-            "GeoTIFF needs a regular lattice (export the grid layer with write_release instead)"
-        )

@@ -1,0 +1,244 @@
+"""Reading confidential point records: GeoPackage, GeoParquet, shapefile or CSV files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pyogrio
+import pyproj
+import shapely
+
+from geosynth._messages import describe_rows
+from geosynth.errors import CRSError, InputError
+from geosynth.io._files import POINT_TYPE, existing_file
+
+__all__ = ["read_points"]
+
+_FORMATS = {
+    ".gpkg": "GeoPackage",
+    ".parquet": "GeoParquet",
+    ".geoparquet": "GeoParquet",
+    ".shp": "shapefile",
+    ".csv": "CSV",
+}
+
+
+def read_points(
+    path: str | os.PathLike,
+    *,
+    x: str | None = None,
+    y: str | None = None,
+    crs: Any = None,
+    layer: str | None = None,
+) -> gpd.GeoDataFrame:
+    """Read confidential point records from a GeoPackage, GeoParquet, shapefile or CSV file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``.gpkg``, ``.parquet`` (or ``.geoparquet``), ``.shp`` or ``.csv`` file (the format is
+        chosen by the extension).
+    x, y : str, optional
+        CSV only: names of the columns holding the coordinates. They become the point geometry
+        and are not kept as attribute columns.
+    crs : pyproj.CRS or str or int, optional
+        CSV: the CRS of the coordinates (required). Other formats: the CRS of a file that has
+        none; it must agree with the file's own CRS if the file has one.
+    layer : str, optional
+        GeoPackage only: the layer to read. May be omitted when the file has one layer, or one
+        point layer.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        One row per record, attribute columns as in the file, point geometry. Missing or empty
+        geometries are passed through (:func:`geosynth.prepare` reports them with their rows).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        The file does not exist or cannot be read, the extension is not one of the above, a CSV
+        is read without ``x``, ``y`` and ``crs``, an ``x``/``y`` column is missing or holds
+        non-numeric or missing values, ``x``/``y``/``layer`` are given for a format they do not
+        apply to, the layer is missing or ambiguous, or a geometry is not a Point.
+    geosynth.errors.CRSError
+        ``crs`` is not a valid CRS or contradicts the file's CRS.
+    ImportError
+        A GeoParquet file is read without the optional package ``pyarrow``.
+
+    Examples
+    --------
+    >>> points = read_points("listings.csv", x="lon", y="lat", crs="EPSG:4326")  # doctest: +SKIP
+    """
+    source = existing_file(path)
+    suffix = source.suffix.lower()
+    if suffix not in _FORMATS:
+        raise InputError(
+            f"cannot read {source.name}: unknown extension {source.suffix!r}; geosynth reads "
+            f"points from {', '.join(sorted(set(_FORMATS)))} files (the format is chosen by "
+            "the extension)"
+        )
+    kind = _FORMATS[suffix]
+    if layer is not None and kind != "GeoPackage":
+        raise InputError(
+            f"layer={layer!r} applies to GeoPackage files only, but {source.name} is a {kind} "
+            "file; omit layer"
+        )
+    if kind == "CSV":
+        gdf = _read_csv(source, x, y, crs)
+    else:
+        if x is not None or y is not None:
+            raise InputError(
+                f"x and y name the coordinate columns of a CSV file, but {source.name} is a "
+                f"{kind} file with its own geometry; omit x and y (CLI: --x/--y)"
+            )
+        gdf = _read_parquet(source) if kind == "GeoParquet" else _read_ogr(source, layer)
+        if not isinstance(gdf, gpd.GeoDataFrame):
+            raise InputError(
+                f"{source.name} has no geometry column; save the records as points, or as a "
+                "CSV file read with x=, y= and crs="
+            )
+        gdf = _assign_crs(gdf, crs, source)
+    _check_point_types(gdf, source)
+    return gdf
+
+
+
+
+def _read_csv(source: Path, x: str | None, y: str | None, crs: Any) -> gpd.GeoDataFrame:
+    missing = [name for name, value in (("x", x), ("y", y), ("crs", crs)) if value is None]
+    if missing:
+        raise InputError(
+            f"reading the CSV file {source.name} needs the names of its coordinate columns and "
+            f"their CRS: pass x=, y= and crs= (CLI: --x, --y, --crs); missing: "
+            f"{', '.join(missing)}"
+        )
+    if x == y:
+        raise InputError(f"x and y must name two different columns, got {x!r} for both")
+    crs_obj = _as_crs(crs)
+    try:
+        frame = pd.read_csv(source)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read the CSV file {source.name}: {err}") from err
+    coordinates = {}
+    for name, column in (("x", x), ("y", y)):
+        if column not in frame.columns:
+            raise InputError(
+                f"{name}={column!r}: {source.name} has no column {column!r}; its columns are "
+                f"{frame.columns.tolist()}"
+            )
+        raw = frame[column]
+        values = pd.to_numeric(raw, errors="coerce")
+        not_numeric = (values.isna() & raw.notna()).to_numpy()
+        if not_numeric.any():
+            rows = describe_rows(frame.index, not_numeric)
+            raise InputError(
+                f"{name}={column!r}: column {column!r} of {source.name} has "
+                f"{int(not_numeric.sum())} non-numeric values ({rows}); coordinates must be "
+                "numbers"
+            )
+        absent = values.isna().to_numpy()
+        if absent.any():
+            raise InputError(
+                f"{name}={column!r}: column {column!r} of {source.name} has {int(absent.sum())} "
+                f"missing values ({describe_rows(frame.index, absent)}); drop those records or "
+                "fill in their coordinates"
+            )
+        coordinates[name] = values.to_numpy(dtype=np.float64)
+    attributes = frame.drop(columns=[x, y])
+    return gpd.GeoDataFrame(
+        attributes,
+        geometry=gpd.points_from_xy(coordinates["x"], coordinates["y"]),
+        crs=crs_obj,
+    )
+
+
+def _read_parquet(source: Path) -> gpd.GeoDataFrame:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        if "Parquet" in pyogrio.list_drivers(read=True):
+            return _read_ogr(source, None)
+        raise ImportError(
+            f"reading the GeoParquet file {source.name} needs the optional package pyarrow "
+            "(pip install pyarrow); or convert the file to a GeoPackage, e.g. "
+            f"ogr2ogr {source.stem}.gpkg {source.name}"
+        ) from None
+    try:
+        return gpd.read_parquet(source)
+    except (ValueError, OSError) as err:
+        raise InputError(f"cannot read the GeoParquet file {source.name}: {err}") from err
+
+
+def _read_ogr(source: Path, layer: str | None) -> gpd.GeoDataFrame | pd.DataFrame:
+    try:
+        layers = pyogrio.list_layers(source)
+        if source.suffix.lower() == ".gpkg":
+            layer = _choose_layer(source, layers, layer)
+        return pyogrio.read_dataframe(source, layer=layer)
+    except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
+        raise InputError(f"cannot read {source.name}: {err}") from err
+
+
+def _choose_layer(source: Path, layers: np.ndarray, layer: str | None) -> str:
+    names = [str(name) for name in layers[:, 0]]
+    if layer is not None:
+        if layer not in names:
+            raise InputError(
+                f"layer={layer!r}: {source.name} has no such layer; its layers are {names}"
+            )
+        return layer
+    points = [str(n) for n, kind in layers if kind is not None and "point" in str(kind).lower()]
+    if len(names) == 1:
+        return names[0]
+    if len(points) == 1:
+        return points[0]
+    raise InputError(
+        f"{source.name} has {len(names)} layers ({names}) and {len(points)} of them hold "
+        "points; pass layer= to choose one"
+    )
+
+
+def _assign_crs(gdf: gpd.GeoDataFrame, crs: Any, source: Path) -> gpd.GeoDataFrame:
+    if crs is None:
+        return gdf
+    crs_obj = _as_crs(crs)
+    if gdf.crs is None:
+        return gdf.set_crs(crs_obj)
+    if not gdf.crs.equals(crs_obj, ignore_axis_order=True):
+        raise CRSError(
+            f"crs={crs!r} contradicts the CRS of {source.name} ({gdf.crs.to_string()}); omit "
+            "crs to use the file's CRS, or reproject the file first"
+        )
+    return gdf
+
+
+def _as_crs(crs: Any) -> pyproj.CRS:
+    try:
+        return pyproj.CRS.from_user_input(crs)
+    except pyproj.exceptions.CRSError as err:
+        raise CRSError(
+            f"crs={crs!r} is not a valid CRS ({err}); pass e.g. 'EPSG:31983' (CLI: --crs)"
+        ) from err
+
+
+def _check_point_types(gdf: gpd.GeoDataFrame, source: Path) -> None:
+    geoms = np.asarray(gdf.geometry.array, dtype=object)
+    type_id = shapely.get_type_id(geoms)
+    wrong = (type_id != POINT_TYPE) & (type_id != -1)
+    if wrong.any():
+        kinds = sorted({shapely.geometry.base.GEOMETRY_TYPES[k] for k in type_id[wrong].tolist()})
+        raise InputError(
+            f"{source.name} has {int(wrong.sum())} non-point geometries ({kinds}; "
+            f"{describe_rows(gdf.index, wrong)}); geosynth needs one Point per record: split "
+            "MultiPoints with gdf.explode() or replace polygons by gdf.representative_point(), "
+            "and save the file again"
+        )
+
+
+# ---------------------------------------------------------------------- writing releases

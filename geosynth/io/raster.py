@@ -1,0 +1,132 @@
+"""The posterior mean intensity of a fit as a north-up GeoTIFF, one band per combination."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from geosynth._atomic import atomic_path
+from geosynth.errors import InputError
+from geosynth.io._files import check_target
+from geosynth.io.release import combination_labels
+from geosynth.lattice import Grid
+
+if TYPE_CHECKING:
+    from geosynth.model.fit import PaivaFit
+
+__all__ = ["write_intensity_geotiff"]
+
+# Cell edges may differ from xmin + k * dx by float rounding (the last edge of a lattice built
+# from a shape is set to xmax exactly); anything beyond this fraction of a cell is not regular.
+_REGULAR_RTOL = 1e-6
+
+
+def write_intensity_geotiff(
+    fit: PaivaFit, path: str | os.PathLike, *, overwrite: bool = False
+) -> Path:
+    """Write the posterior mean intensity of a fit as a north-up float32 GeoTIFF.
+
+    Parameters
+    ----------
+    fit : geosynth.PaivaFit
+        Fitted model on a regular lattice (:class:`geosynth.Grid`).
+    path : str or os.PathLike
+        The GeoTIFF to write.
+    overwrite : bool, default False
+        Replace an existing file.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``fit`` is not a PaivaFit, its lattice is not a regular :class:`~geosynth.Grid`, or
+        ``path`` exists and ``overwrite`` is False.
+
+    Notes
+    -----
+    One band per attribute combination ``b`` (band ``b + 1``) holds
+    ``fit.posterior_mean_lambda()[:, b]``, the expected number of records per cell; the band
+    description is the combination label (``"y=1,x1=2,x2=3"``, see :func:`combination_labels`)
+    and the band tags hold each attribute's level. Pixels are the lattice cells: raster row
+    ``r`` is lattice row ``nrows - 1 - r`` (the lattice counts rows from the south, a GeoTIFF
+    from the north), the transform is ``from_origin(xmin, ymax, dx, dy)`` and the CRS is the
+    grid's. Cells dropped by clipping to a region are NaN, the nodata value.
+    """
+    import rasterio
+
+    from geosynth.model.fit import PaivaFit
+
+    if not isinstance(fit, PaivaFit):
+        raise InputError(
+            f"fit must be the geosynth.PaivaFit of PaivaModel().fit, got {type(fit).__name__}"
+        )
+    grid = fit.grid
+    _check_regular(grid)
+    target = Path(path)
+    check_target(target, overwrite)
+    lam = np.asarray(fit.posterior_mean_lambda())
+    labels = combination_labels(fit.counts)
+    nrows, ncols = grid.shape
+    bands = np.full((lam.shape[1], nrows, ncols), np.nan, dtype=np.float32)
+    bands[:, nrows - 1 - np.asarray(grid.cell_row), np.asarray(grid.cell_col)] = lam.T
+    xmin, _, _, ymax = grid.bounds
+    dx, dy = grid.cell_size
+    crs = None if grid.crs is None else rasterio.crs.CRS.from_wkt(grid.crs.to_wkt())
+    profile = {
+        "driver": "GTiff",
+        "width": ncols,
+        "height": nrows,
+        "count": lam.shape[1],
+        "dtype": "float32",
+        "crs": crs,
+        "transform": rasterio.transform.Affine(dx, 0.0, xmin, 0.0, -dy, ymax),
+        "nodata": np.nan,
+        "compress": "deflate",
+    }
+    import geosynth
+
+    with atomic_path(target, overwrite=True) as tmp:
+        with rasterio.open(tmp, "w", **profile) as dst:
+            dst.write(bands)
+            dst.update_tags(
+                geosynth_version=geosynth.__version__,
+                quantity="posterior mean intensity (expected records per cell)",
+                attributes=",".join(fit.counts.attributes),
+            )
+            combos = fit.counts.combos
+            for b, label in enumerate(labels):
+                dst.set_band_description(b + 1, label)
+                dst.update_tags(
+                    b + 1, **{str(a): str(combos[a].iloc[b]) for a in fit.counts.attributes}
+                )
+    return target
+
+
+def _check_regular(grid: Any) -> None:
+    """Raise InputError unless ``grid`` is a Grid whose cells lie on regular spacing."""
+    if not isinstance(grid, Grid):
+        raise InputError(
+            f"the fit's lattice is a {type(grid).__name__}, not a regular geosynth.Grid; a "
+            "GeoTIFF needs a regular lattice (export the grid layer with write_release instead)"
+        )
+    xmin, ymin, _, _ = grid.bounds
+    dx, dy = grid.cell_size
+    col = np.asarray(grid.cell_col, dtype=np.float64)
+    row = np.asarray(grid.cell_row, dtype=np.float64)
+    boxes = grid.cell_bounds(np.arange(grid.n_cells))
+    expected = np.column_stack(
+        [xmin + col * dx, ymin + row * dy, xmin + (col + 1) * dx, ymin + (row + 1) * dy]
+    )
+    tolerance = _REGULAR_RTOL * min(dx, dy)
+    if not np.allclose(boxes, expected, rtol=0, atol=tolerance):
+        raise InputError(
+            "the fit's lattice is not regular (its cell edges are not equally spaced); a "
+            "GeoTIFF needs a regular lattice (export the grid layer with write_release instead)"
+        )
