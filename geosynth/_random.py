@@ -1,35 +1,120 @@
-"""Normalise the ``seed`` argument accepted by every random function."""
+"""Normalise the ``seed`` argument accepted by every random function.
+
+Every public function that draws random numbers takes ``seed`` and passes it through
+:func:`check_seed` (directly, or via :func:`as_generator`, :func:`spawn_seeds` or
+:func:`geosynth.samplers.rng.make_streams`), so a bad seed is refused with one message naming
+the parameter, wherever it is given.
+"""
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-__all__ = ["as_generator", "spawn_seeds", "SeedLike"]
+from geosynth.errors import InputError
+
+__all__ = ["as_generator", "check_seed", "root_seed_sequence", "spawn_seeds", "SeedLike"]
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
+_ALLOWED = "None, an int >= 0, a numpy SeedSequence or a numpy Generator"
 
-def as_generator(seed: SeedLike = None) -> np.random.Generator:
+
+def check_seed(seed: object, name: str = "seed") -> SeedLike:
+    """Return ``seed`` unchanged after checking that it is a valid seed.
+
+    Parameters
+    ----------
+    seed : object
+        The value given for the parameter.
+    name : str, default "seed"
+        Name of the parameter, used in the error messages.
+
+    Returns
+    -------
+    None, int, numpy.random.SeedSequence or numpy.random.Generator
+        ``seed`` itself (never converted, so valid seeds give exactly the same streams).
+
+    Raises
+    ------
+    TypeError
+        ``seed`` is a bool, a float, a string or any other type (the message names ``name``).
+    geosynth.errors.InputError
+        ``seed`` is a negative integer.
+    """
+    if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
+        return seed
+    if isinstance(seed, bool | np.bool_) or not isinstance(seed, numbers.Integral):
+        kind = type(seed).__name__
+        hint = ""
+        if isinstance(seed, numbers.Real) and not isinstance(seed, bool | np.bool_):
+            whole = float(seed).is_integer() and seed >= 0
+            hint = f"; pass an int, e.g. {name}={int(seed) if whole else 42}"
+        elif isinstance(seed, str) and seed.strip().isdigit():
+            hint = f"; pass the number itself, {name}={int(seed.strip())}"
+        raise TypeError(f"{name} must be {_ALLOWED}, got {kind} {seed!r}{hint}")
+    if seed < 0:
+        raise InputError(
+            f"{name} must be {_ALLOWED}; got the negative int {int(seed)}: pass a non-negative "
+            f"int such as {name}={abs(int(seed))}, or omit it for a fresh random seed"
+        )
+    return seed
+
+
+def as_generator(seed: SeedLike = None, name: str = "seed") -> np.random.Generator:
     """Return a :class:`numpy.random.Generator` for ``seed``.
 
     Parameters
     ----------
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
-        ``None`` draws fresh OS entropy; an int or SeedSequence seeds a new PCG64 generator; a
-        Generator is returned unchanged (so callers can thread one stream through several calls).
+        ``None`` draws fresh OS entropy; an int >= 0 or SeedSequence seeds a new PCG64 generator;
+        a Generator is returned unchanged (so callers can thread one stream through several
+        calls).
+    name : str, default "seed"
+        Name of the parameter in error messages.
 
     Returns
     -------
     numpy.random.Generator
+
+    Raises
+    ------
+    TypeError, geosynth.errors.InputError
+        As :func:`check_seed`.
     """
+    seed = check_seed(seed, name)
     if isinstance(seed, np.random.Generator):
         return seed
-    if seed is None or isinstance(seed, (int, np.integer, np.random.SeedSequence)):
-        return np.random.default_rng(seed)
-    raise TypeError(
-        f"seed must be None, an int, a numpy SeedSequence or a numpy Generator, "
-        f"got {type(seed).__name__}"
-    )
+    return np.random.default_rng(seed)
+
+
+def root_seed_sequence(seed: SeedLike, name: str = "seed") -> np.random.SeedSequence:
+    """Return the :class:`numpy.random.SeedSequence` that work items are spawned from.
+
+    Parameters
+    ----------
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        ``None`` uses fresh OS entropy; a SeedSequence is returned unchanged; a Generator is
+        advanced to draw 128 bits of entropy (two int64 draws).
+    name : str, default "seed"
+        Name of the parameter in error messages.
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+
+    Raises
+    ------
+    TypeError, geosynth.errors.InputError
+        As :func:`check_seed`.
+    """
+    seed = check_seed(seed, name)
+    if isinstance(seed, np.random.Generator):
+        return np.random.SeedSequence(seed.integers(0, 2**63, size=2).tolist())
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    return np.random.SeedSequence(seed)
 
 
 def spawn_seeds(seed: SeedLike, n: int) -> list[np.random.SeedSequence]:
@@ -48,14 +133,10 @@ def spawn_seeds(seed: SeedLike, n: int) -> list[np.random.SeedSequence]:
     Returns
     -------
     list of numpy.random.SeedSequence
+
+    Raises
+    ------
+    TypeError, geosynth.errors.InputError
+        As :func:`check_seed`.
     """
-    if isinstance(seed, np.random.Generator):
-        seed = np.random.SeedSequence(seed.integers(0, 2**63, size=2).tolist())
-    elif not isinstance(seed, np.random.SeedSequence):
-        if seed is not None and not isinstance(seed, (int, np.integer)):
-            raise TypeError(
-                f"seed must be None, an int, a numpy SeedSequence or a numpy Generator, "
-                f"got {type(seed).__name__}"
-            )
-        seed = np.random.SeedSequence(seed)
-    return seed.spawn(n)
+    return root_seed_sequence(seed).spawn(n)

@@ -21,6 +21,26 @@ values present in the kept records, ordered by a stable rule:
 
 Code 0 of each attribute is its first level, the *baseline* whose effects α and φ the model fixes
 at 0.
+
+Record-identifying attributes
+-----------------------------
+A synthetic release keeps every record's attribute values and moves only its location, so an
+attribute whose levels single out records (an ID, a timestamp, an exact amount, age in years in a
+small sample) would be published verbatim, one level per person. :func:`prepare` therefore
+refuses, among the kept records (``n`` of them), an attribute that is
+
+* *nearly unique*: more distinct levels than half the records (on average fewer than two
+  records per level), when ``n >= IDENTIFYING_MIN_RECORDS`` (20); or
+* *rich in sample uniques*: at least ``IDENTIFYING_MIN_SINGLETONS`` (5) levels held by a single
+  record, and those records more than ``IDENTIFYING_SINGLETON_SHARE`` (5%) of all records, so
+  more than one record in twenty is unique on that column alone.
+
+The absolute minimums keep a handful of rare levels in tiny data from tripping the check; a
+rare category in large data (a few singletons among thousands) passes. Pass
+``allow_identifying=True`` only for a column whose levels are public and cannot be linked to a
+person; otherwise drop the column or coarsen it into groups. Combinations of several attributes
+are not checked here (each attribute alone is); the model needs fewer possible combinations than
+records anyway.
 """
 
 from __future__ import annotations
@@ -38,13 +58,30 @@ import pandas as pd
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates
 from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError
+from geosynth.lattice import require_projected_crs
 
 if TYPE_CHECKING:
     from geosynth.lattice import Grid
 
-__all__ = ["CellCounts", "prepare"]
+__all__ = [
+    "CellCounts",
+    "prepare",
+    "IDENTIFYING_LEVEL_SHARE",
+    "IDENTIFYING_MIN_RECORDS",
+    "IDENTIFYING_MIN_SINGLETONS",
+    "IDENTIFYING_SINGLETON_SHARE",
+]
 
 _SD_RTOL = 1e-12  # an SD below this fraction of the largest |cell mean| is rounding noise
+
+#: An attribute with more distinct levels than this share of the records is nearly unique.
+IDENTIFYING_LEVEL_SHARE = 0.5
+#: ... checked from this many kept records on.
+IDENTIFYING_MIN_RECORDS = 20
+#: An attribute with at least this many single-record levels ...
+IDENTIFYING_MIN_SINGLETONS = 5
+#: ... holding more than this share of the records has too many sample uniques.
+IDENTIFYING_SINGLETON_SHARE = 0.05
 
 
 class CountTable:
@@ -192,6 +229,8 @@ def prepare(
     continuous: str | None = None,
     outside: str = "error",
     max_bytes: int = 2**31,
+    *,
+    allow_identifying: bool = False,
 ) -> CellCounts:
     """Validate confidential points and count them per (grid cell, attribute combination).
 
@@ -216,6 +255,11 @@ def prepare(
     max_bytes : int
         Upper bound on the bytes of the (G, B) arrays: ``counts`` (8 bytes per pair) and, with
         ``continuous``, ``zbar`` and ``zbar_mask`` (9 more).
+    allow_identifying : bool, default False
+        Keep an attribute whose levels (nearly) identify records (see "Record-identifying
+        attributes" in the module docstring) instead of refusing it; a
+        :class:`~geosynth.errors.DataWarning` still names it. Only for levels that are public and
+        not linkable to a person. CLI: ``--allow-identifying``.
 
     Returns
     -------
@@ -228,7 +272,9 @@ def prepare(
         attributes empty, duplicated or missing; ``continuous`` missing, non-numeric, NaN or
         infinite; NaN in an attribute; points outside the grid with ``outside="error"``; a bad
         ``outside`` or ``max_bytes``; more possible combinations (product of the numbers of levels)
-        than kept records.
+        than kept records; an attribute whose levels identify records (unless
+        ``allow_identifying``); no point in any cell (the message reports the bounds of the
+        points and of the grid and suspects a mislabelled CRS).
     CRSError
         ``gdf`` has no CRS while the grid has one, the CRSs differ, or ``gdf`` is in degrees.
     MemoryLimitError
@@ -237,18 +283,31 @@ def prepare(
     Warns
     -----
     DataWarning
-        An attribute has a single level among the kept records, or points were dropped.
+        An attribute has a single level among the kept records, points were dropped, or an
+        identifying attribute was kept with ``allow_identifying=True``.
 
     Notes
     -----
     ``gdf`` may also be a :class:`dask_geopandas.GeoDataFrame` (the ``dask`` extra): the points
     are then located and counted partition by partition, so they need not fit in memory; see
-    :func:`geosynth.distributed.prepare_dask`.
+    :func:`geosynth.distributed.prepare_dask`. The identifying-attribute check then runs on the
+    counted table (records per level), after the counting pass.
     """
+    _check_allow_identifying(allow_identifying)
     if _is_dask_frame(gdf):
         from geosynth.distributed import prepare_dask
 
-        return prepare_dask(gdf, grid, attributes, continuous, outside, max_bytes)
+        counts = prepare_dask(gdf, grid, attributes, continuous, outside, max_bytes)
+        sizes = {
+            a: np.bincount(
+                counts.combos[f"{a}_code"].to_numpy(dtype=np.int64),
+                weights=counts.combos["n_records"].to_numpy(dtype=np.float64),
+                minlength=len(counts.levels[a]),
+            ).astype(np.int64)
+            for a in counts.attributes
+        }
+        _check_identifying(sizes, counts.n_records, allow_identifying)
+        return counts
     _check_parameters(gdf, grid, outside, max_bytes)
     attrs = _check_columns(gdf, attributes, continuous)
     xy = _point_coordinates(gdf)
@@ -258,9 +317,13 @@ def prepare(
     z_all = None if continuous is None else _continuous_values(gdf, continuous)
 
     cell = np.asarray(grid.locate(xy), dtype=np.int64).reshape(-1)
-    keep = _handle_outside(gdf.index, cell, outside)
+    keep = _handle_outside(gdf.index, cell, outside, xy, grid, gdf.crs)
     frame = gdf.loc[keep, list(attrs)]
     levels, codes = _encode(frame)
+    sizes = {
+        a: np.bincount(codes[:, k], minlength=len(levels[a])) for k, a in enumerate(attrs)
+    }
+    _check_identifying(sizes, len(frame), allow_identifying)
     combo_codes, first, record_combo, n_per_combo = np.unique(
         codes, axis=0, return_index=True, return_inverse=True, return_counts=True
     )
@@ -378,13 +441,11 @@ def _check_crs(gdf: gpd.GeoDataFrame, grid: Any) -> None:
                 "and reproject with gdf.to_crs(grid.crs)"
             )
         return
-    if gdf.crs.is_geographic:
-        raise CRSError(
-            f"gdf uses the geographic CRS {gdf.crs.to_string()} (degrees); cells and areas need a "
-            "projected CRS in metres: reproject with gdf.to_crs(gdf.estimate_utm_crs()) and build "
-            "the grid in that CRS"
-            + ("" if grid_crs is None else f", or use gdf.to_crs(grid.crs) ({grid_crs.name})")
-        )
+    require_projected_crs(
+        gdf.crs,
+        "gdf",
+        "" if grid_crs is None else f", or use gdf.to_crs(grid.crs) ({grid_crs.name})",
+    )
     if grid_crs is not None and not gdf.crs.equals(grid_crs, ignore_axis_order=True):
         raise CRSError(
             f"gdf CRS {gdf.crs.to_string()} differs from the grid CRS {grid_crs.to_string()}; "
@@ -426,7 +487,14 @@ def _continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
     return values
 
 
-def _handle_outside(index: pd.Index, cell: np.ndarray, outside: str) -> np.ndarray:
+def _handle_outside(
+    index: pd.Index,
+    cell: np.ndarray,
+    outside: str,
+    xy: np.ndarray | None = None,
+    grid: Any = None,
+    crs: Any = None,
+) -> np.ndarray:
     if cell.shape != (len(index),):
         raise InputError(
             f"grid.locate returned {cell.shape[0]} cell ids for {len(index)} points; "
@@ -436,6 +504,8 @@ def _handle_outside(index: pd.Index, cell: np.ndarray, outside: str) -> np.ndarr
     n_out = int(out.sum())
     if n_out == 0:
         return ~out
+    if n_out == len(index):
+        raise InputError(_no_overlap_message(len(index), xy, grid, crs))
     where = (
         f"{n_out} of {len(index)} points fall in no grid cell (outside the lattice or region, or "
         f"inside an excluded area): {_rows(index, out)}"
@@ -444,10 +514,88 @@ def _handle_outside(index: pd.Index, cell: np.ndarray, outside: str) -> np.ndarr
         raise InputError(
             f'{where}; pass outside="drop" to drop them, or build a grid that covers them'
         )
-    if n_out == len(index):
-        raise InputError(f"{where}; no record is left: check the grid bounds, region and CRS")
     warnings.warn(f"dropped {where}", DataWarning, stacklevel=3)
     return ~out
+
+
+def _coarse(value: float) -> str:
+    """``value`` to 3 significant digits, e.g. ``7,810,000``: enough to tell a CRS mix-up."""
+    return format(float(f"{value:.3g}"), ",.15g")
+
+
+def _describe_bounds(bounds: Sequence[float]) -> str:
+    return "(" + ", ".join(_coarse(v) for v in bounds) + ")"
+
+
+def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
+    return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
+
+
+def _grid_extent(grid: Any) -> tuple[float, float, float, float] | None:
+    """Bounds of the kept cells of ``grid`` (the region's extent when clipped), if available."""
+    try:
+        boxes = grid.cell_bounds(np.arange(grid.n_cells))
+        return (
+            float(boxes[:, 0].min()),
+            float(boxes[:, 1].min()),
+            float(boxes[:, 2].max()),
+            float(boxes[:, 3].max()),
+        )
+    except (AttributeError, TypeError, ValueError):
+        bounds = getattr(grid, "bounds", None)
+        return None if bounds is None else tuple(float(v) for v in bounds)  # type: ignore
+
+
+def _no_overlap_message(n: int, xy: np.ndarray | None, grid: Any, crs: Any) -> str:
+    """Explain why none of the ``n`` points falls in a cell, suspecting a CRS mix-up."""
+    head = f"none of the {n} points falls in a grid cell, so no record is left"
+    extent = _grid_extent(grid) if grid is not None else None
+    if xy is None or extent is None or len(xy) == 0:
+        return f"{head}: check the grid bounds, region and CRS"
+    points = (
+        float(xy[:, 0].min()),
+        float(xy[:, 1].min()),
+        float(xy[:, 0].max()),
+        float(xy[:, 1].max()),
+    )
+    crs_name = "no CRS" if crs is None else f"CRS {crs.to_string()}"
+    grid_crs = getattr(grid, "crs", None)
+    unit = "CRS units"
+    if grid_crs is not None and grid_crs.axis_info:
+        name = grid_crs.axis_info[0].unit_name
+        unit = f"{name}s" if name in ("metre", "meter") else f"CRS units ({name})"
+    target = "region" if getattr(grid, "is_clipped", False) else "grid"
+    described = (
+        f"the points (bounds about {_describe_bounds(points)}, {crs_name}) and the {target} "
+        f"(cells within bounds {_describe_bounds(extent)})"
+    )
+    if _overlap(points, extent):
+        return (
+            f"{head}: {described} overlap, but every point lies outside the region or inside an "
+            "excluded area: check the region and exclude polygons (and their CRS)"
+        )
+    hints = []
+    if (np.abs(xy[:, 0]) <= 180).all() and (np.abs(xy[:, 1]) <= 90).all():
+        hints.append(
+            "the coordinates look like degrees (longitude, latitude) although they are labelled "
+            f"with {crs_name}: the CRS is probably mislabelled; give the true CRS of the "
+            "coordinates and reproject (gdf.set_crs('EPSG:4326', allow_override=True)"
+            ".to_crs(grid.crs), CLI: --crs)"
+        )
+    swapped = (points[1], points[0], points[3], points[2])
+    if _overlap(swapped, extent):
+        hints.append(
+            "with x and y swapped the points would overlap it: check which column is the "
+            "easting (x) and which the northing (y) (CLI: --x, --y), or the axis order of the CRS"
+        )
+    if not hints:
+        gap_x = max(0.0, extent[0] - points[2], points[0] - extent[2])
+        gap_y = max(0.0, extent[1] - points[3], points[1] - extent[3])
+        hints.append(
+            f"they are about {_coarse(math.hypot(gap_x, gap_y))} {unit} apart: check that the "
+            f"points and the {target} use the same CRS and that the points' CRS label is right"
+        )
+    return f"{head}: {described} do not overlap; " + "; ".join(hints)
 
 
 # --------------------------------------------------------------------------- encoding and counting
@@ -488,6 +636,59 @@ def _encode(frame: pd.DataFrame) -> tuple[dict[str, list], np.ndarray]:
                 stacklevel=4,
             )
     return levels, codes
+
+
+def _check_allow_identifying(allow_identifying: Any) -> None:
+    if not isinstance(allow_identifying, bool | np.bool_):
+        raise InputError(
+            f"allow_identifying must be True or False, got {allow_identifying!r}"
+        )
+
+
+def _is_identifying(sizes: np.ndarray, n_records: int) -> bool:
+    """Tell whether an attribute with ``sizes`` records per level (nearly) identifies records."""
+    n_levels = int(np.count_nonzero(sizes))
+    n_singletons = int(np.count_nonzero(sizes == 1))
+    nearly_unique = (
+        n_records >= IDENTIFYING_MIN_RECORDS and n_levels > IDENTIFYING_LEVEL_SHARE * n_records
+    )
+    many_singletons = (
+        n_singletons >= IDENTIFYING_MIN_SINGLETONS
+        and n_singletons > IDENTIFYING_SINGLETON_SHARE * n_records
+    )
+    return nearly_unique or many_singletons
+
+
+def _check_identifying(
+    sizes: dict[str, np.ndarray], n_records: int, allow_identifying: bool
+) -> None:
+    """Refuse (or, when allowed, warn about) attributes whose levels identify records."""
+    flagged = [a for a, per_level in sizes.items() if _is_identifying(per_level, n_records)]
+    if not flagged:
+        return
+    described = "; ".join(
+        f"attribute {a!r} has {int(np.count_nonzero(sizes[a])):,} distinct levels among "
+        f"{n_records:,} records, {int(np.count_nonzero(sizes[a] == 1)):,} of them held by a "
+        "single record"
+        for a in flagged
+    )
+    names = ", ".join(repr(a) for a in flagged)
+    if allow_identifying:
+        warnings.warn(
+            f"{described}: kept because allow_identifying=True, so its levels are published "
+            "verbatim with the synthetic records",
+            DataWarning,
+            stacklevel=3,
+        )
+        return
+    raise InputError(
+        f"{described}; such levels (nearly) identify records (more levels than "
+        f"{IDENTIFYING_LEVEL_SHARE:.0%} of the records, or over "
+        f"{IDENTIFYING_SINGLETON_SHARE:.0%} of the records alone in their level), and a release "
+        f"would publish them verbatim. Drop the column {names}, or coarsen it into groups "
+        "(e.g. pd.cut for numbers, a prefix for codes); pass allow_identifying=True "
+        "(CLI: --allow-identifying) only if its levels are public and not linkable"
+    )
 
 
 def _check_sizes(

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from geosynth._random import spawn_seeds
+from geosynth._random import root_seed_sequence, spawn_seeds
 from geosynth.errors import DataWarning, InputError, SamplerError
 
 if TYPE_CHECKING:
@@ -180,13 +180,7 @@ def warm_up(client: distributed.Client | None = None) -> dict[str, bool]:
 
 
 # --------------------------------------------------------------------------- chains
-def _root_seed(seed) -> np.random.SeedSequence:
-    """Return the SeedSequence :func:`geosynth.samplers.rng.make_streams` derives from ``seed``."""
-    if isinstance(seed, np.random.Generator):
-        return np.random.SeedSequence(seed.integers(0, 2**63, size=2).tolist())
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    return np.random.SeedSequence(seed)
+
 
 
 def chain_seeds(seed, chains: int) -> list[np.random.SeedSequence]:
@@ -209,7 +203,7 @@ def chain_seeds(seed, chains: int) -> list[np.random.SeedSequence]:
     list of numpy.random.SeedSequence
         ``chains`` seeds; the only child of seed ``c`` is child ``c`` of ``seed``.
     """
-    return [_parent_of(child) for child in _root_seed(seed).spawn(chains)]
+    return [_parent_of(child) for child in root_seed_sequence(seed).spawn(chains)]
 
 
 def _parent_of(child: np.random.SeedSequence) -> np.random.SeedSequence:

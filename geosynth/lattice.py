@@ -27,12 +27,13 @@ import shapely
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
+from geosynth._points import point_coordinates
 from geosynth.errors import CRSError, GridError, InputError, IsolatedCellWarning
 
 if TYPE_CHECKING:
     import libpysal
 
-__all__ = ["Grid"]
+__all__ = ["Grid", "require_projected_crs"]
 
 #: Largest lattice (``nrows * ncols``) a :class:`Grid` may span. Raise it deliberately if needed.
 MAX_CELLS = 25_000_000
@@ -50,6 +51,9 @@ _STEPS = {
 }
 _POLYGON_TYPES = (3, 6)  # shapely type ids of Polygon and MultiPolygon
 _POINT_TYPE = 0
+# Mantissas of the "nice" snapping units of Grid.from_points(shape=...): 1, 2, 2.5, 5 x 10^k, so a
+# unit is always more than half the cell size it stands for.
+_NICE_MANTISSAS = (5.0, 2.5, 2.0, 1.0)
 
 Bounds = tuple[float, float, float, float]
 PolygonsLike = Any  # GeoDataFrame | GeoSeries | shapely.Geometry | Sequence[shapely.Geometry]
@@ -59,7 +63,9 @@ class Grid:
     """A regular lattice of cells, optionally clipped to a region with excluded areas.
 
     Build one with :meth:`Grid.regular` (explicit bounds) or :meth:`Grid.from_points` (bounds of
-    the data); ``Grid(...)`` takes the same arguments as :meth:`Grid.regular`.
+    the data, snapped outward so that they do not reveal its extremes); ``Grid(...)`` takes the
+    same arguments as :meth:`Grid.regular`. The CRS must be projected (metres); geographic CRSs
+    (degrees) are refused.
 
     Parameters
     ----------
@@ -72,8 +78,8 @@ class Grid:
         to the right to a whole number of cells: ``ncols = ceil((xmax - xmin) / dx)`` (a width
         within ``1e-9`` cells of an integer is rounded to it, so float noise adds no column).
     crs : pyproj.CRS or str or int, optional
-        Coordinate reference system of the lattice (anything :meth:`pyproj.CRS.from_user_input`
-        accepts).
+        Projected coordinate reference system of the lattice (anything
+        :meth:`pyproj.CRS.from_user_input` accepts); a geographic CRS is refused.
     contiguity : {"queen", "rook"}, default "queen"
         Rook neighbours share an edge; queen neighbours share an edge or a corner.
     region : GeoDataFrame, GeoSeries, shapely geometry or sequence of polygons, optional
@@ -134,6 +140,7 @@ class Grid:
         region_geom = _polygon_union(region, "region", self._crs)
         exclude_geom = _polygon_union(exclude, "exclude", self._crs)
         self._is_clipped = region is not None or exclude is not None
+        self._snap_unit: tuple[float, float] | None = None
         self._cache: dict[str, Any] = {}
         if self._is_clipped:
             self._build_clipped(region_geom, exclude_geom)
@@ -168,7 +175,7 @@ class Grid:
         cell_size : float or tuple of float, optional
             ``dx`` or ``(dx, dy)``; the lattice extends ``bounds`` up/right to whole cells.
         crs : pyproj.CRS or str or int, optional
-            CRS of ``bounds``.
+            CRS of ``bounds``; must be projected (a geographic CRS, in degrees, is refused).
         contiguity : {"queen", "rook"}, default "queen"
             Neighbourhood definition.
         region : GeoDataFrame, GeoSeries, shapely geometry or sequence of polygons, optional
@@ -185,7 +192,8 @@ class Grid:
         geosynth.errors.GridError
             Invalid bounds, shape, cell size, contiguity or polygons, or no habitable cell left.
         geosynth.errors.CRSError
-            ``crs`` is not understood, or polygons carry a CRS while the grid has none.
+            ``crs`` is not understood or is geographic, or polygons carry a CRS while the grid
+            has none.
         """
         return cls(bounds, shape, cell_size, crs, contiguity, region, exclude)
 
@@ -200,19 +208,44 @@ class Grid:
         exclude: PolygonsLike = None,
         contiguity: str = "queen",
     ) -> Grid:
-        """Build a lattice over the bounds of a point layer.
+        """Build a lattice over a point layer, with bounds that do not reveal its extremes.
+
+        With ``region``, the lattice spans the bounds of the region (plus ``pad``), which are
+        public, and the points only supply the CRS (points outside the region fall in no cell).
+
+        Without ``region``, the bounds are derived from the confidential points, so they are
+        **snapped outward** to a coarse value first: no exact extreme x or y of a record appears
+        in :attr:`bounds`, in the vertices of :attr:`cells` or in anything derived from them
+        (the metadata and ``grid`` layer of a release). Every point lies strictly inside the
+        lattice. The lattice semantics are:
+
+        * ``cell_size=(dx, dy)``: cells of exactly ``dx`` by ``dy``; the lattice edges are whole
+          multiples of the cell size (``xmin = i * dx``), the first one strictly below the
+          smallest x of the points (minus ``pad``) and the last one strictly above the largest
+          x (plus ``pad``); likewise in y. The snapping unit is ``(dx, dy)``.
+        * ``shape=(nrows, ncols)``: exactly ``nrows x ncols`` cells. The snapping unit ``ux``
+          is the largest "nice" number (1, 2, 2.5 or 5 times a power of 10) at most
+          ``(x extent + 2 * pad) / ncols``, i.e. between half the nominal cell width and the
+          nominal cell width; the bounds are the multiples of ``ux`` just outside the points'
+          extremes (strictly) and the cells divide them evenly, so ``dx = (xmax - xmin) /
+          ncols`` is slightly larger than the nominal width. Likewise in y.
+
+        What snapped bounds still reveal: each extreme x (y) of the points to within one snapping
+        unit :attr:`snap_unit` (about one cell); and if the coordinates themselves are rounded
+        to multiples of the unit (coarse geocoding), possibly the exact extreme. Pass the study
+        ``region`` (CLI: ``--region``) to publish nothing about the extremes at all.
 
         Parameters
         ----------
         gdf : GeoDataFrame or GeoSeries
-            Points; the grid takes their CRS and ``total_bounds`` (joined with the bounds of
-            ``region`` if given).
+            The points; the grid takes their CRS (which must be projected, in metres).
         shape : tuple of int, optional
             ``(nrows, ncols)``; give exactly one of ``shape`` and ``cell_size``.
         cell_size : float or tuple of float, optional
             ``dx`` or ``(dx, dy)``.
         pad : float, default 0.0
-            Margin added on every side of the bounds, in CRS units.
+            Margin added on every side of the bounds (of the points, or of ``region``) before
+            snapping, in CRS units.
         region, exclude : GeoDataFrame, GeoSeries, shapely geometry or sequence of polygons
             As in :meth:`regular`.
         contiguity : {"queen", "rook"}, default "queen"
@@ -221,13 +254,26 @@ class Grid:
         Returns
         -------
         Grid
+            With :attr:`snap_unit` set when the bounds were derived from the points.
 
         Raises
         ------
         geosynth.errors.InputError
-            ``gdf`` is not a GeoDataFrame/GeoSeries.
+            ``gdf`` is not a GeoDataFrame/GeoSeries; without ``region``, it has missing, empty or
+            non-point geometries or non-finite coordinates (the rows are named).
+        geosynth.errors.CRSError
+            ``gdf`` is in a geographic CRS (degrees).
         geosynth.errors.GridError
-            ``gdf`` has no located geometry, ``pad`` is negative, or the bounds are degenerate.
+            Without ``region``: ``gdf`` has no records, or its points have zero width or height
+            (one record, identical or collinear points) and ``pad`` is 0; ``pad`` is negative.
+
+        Examples
+        --------
+        >>> import geopandas as gpd
+        >>> points = gpd.GeoSeries.from_xy([1003.7, 1961.2], [2040.5, 2512.9], crs=3857)
+        >>> grid = Grid.from_points(points, cell_size=250)
+        >>> grid.bounds, grid.shape, grid.snap_unit
+        ((1000.0, 2000.0, 2000.0, 2750.0), (3, 4), (250.0, 250.0))
         """
         if not isinstance(gdf, gpd.GeoDataFrame | gpd.GeoSeries):
             raise InputError(
@@ -236,24 +282,38 @@ class Grid:
             )
         if not (isinstance(pad, int | float | np.number) and math.isfinite(pad) and pad >= 0):
             raise GridError(f"pad must be a finite number >= 0, got {pad!r}")
-        xmin, ymin, xmax, ymax = (float(v) for v in gdf.total_bounds)
-        if not all(math.isfinite(v) for v in (xmin, ymin, xmax, ymax)):
-            raise GridError(
-                "gdf has no non-empty geometry, so the grid bounds cannot be derived from it; "
-                "pass bounds explicitly with Grid.regular(bounds, ...)"
-            )
-        crs = gdf.crs
-        region_geom = _polygon_union(region, "region", _as_crs(crs))
+        crs = _as_crs(gdf.crs, "gdf")
+        region_geom = _polygon_union(region, "region", crs)
         if region_geom is not None:
-            rx0, ry0, rx1, ry1 = shapely.bounds(region_geom)
-            xmin, ymin, xmax, ymax = min(xmin, rx0), min(ymin, ry0), max(xmax, rx1), max(ymax, ry1)
-        bounds = (xmin - pad, ymin - pad, xmax + pad, ymax + pad)
-        if bounds[0] >= bounds[2] or bounds[1] >= bounds[3]:
-            raise GridError(
-                f"the points span zero width or height (bounds {bounds}); pass pad > 0 to give "
-                "the lattice an extent"
+            rx0, ry0, rx1, ry1 = (float(v) for v in shapely.bounds(region_geom))
+            bounds = (rx0 - pad, ry0 - pad, rx1 + pad, ry1 + pad)
+            return cls(bounds, shape, cell_size, crs, contiguity, region_geom, exclude)
+        xy = point_coordinates(gdf, "gdf")
+        _check_extent(xy, pad)
+        lower = xy.min(axis=0) - pad
+        upper = xy.max(axis=0) + pad
+        if (shape is None) == (cell_size is None):
+            _lattice_shape((0.0, 0.0, 1.0, 1.0), shape, cell_size)  # raises the usual message
+        if shape is not None:
+            nrows, ncols = _check_shape(shape)
+            units = (
+                _nice_floor((upper[0] - lower[0]) / ncols),
+                _nice_floor((upper[1] - lower[1]) / nrows),
             )
-        return cls(bounds, shape, cell_size, crs, contiguity, region_geom, exclude)
+            (x0, x1), (y0, y1) = (
+                _snap_outward(lower[k], upper[k], units[k], None) for k in (0, 1)
+            )
+        else:
+            units = _check_cell_size(cell_size)
+            # A max bound half a cell short of the last edge: Grid extends it to whole cells,
+            # which gives exactly the snapped number of cells whatever the rounding.
+            (x0, x1), (y0, y1) = (
+                _snap_outward(lower[k], upper[k], units[k], units[k]) for k in (0, 1)
+            )
+            x1, y1 = x1 - units[0] / 2, y1 - units[1] / 2
+        grid = cls((x0, y0, x1, y1), shape, cell_size, crs, contiguity, None, exclude)
+        grid._snap_unit = (float(units[0]), float(units[1]))
+        return grid
 
     # ------------------------------------------------------------------ construction helpers
     def _build_clipped(self, region: shapely.Geometry | None, exclude: shapely.Geometry | None):
@@ -342,6 +402,18 @@ class Grid:
         """``(xmin, ymin, xmax, ymax)`` of the lattice (extended to whole cells)."""
         xe, ye = self._xedges, self._yedges
         return (float(xe[0]), float(ye[0]), float(xe[-1]), float(ye[-1]))
+
+    @property
+    def snap_unit(self) -> tuple[float, float] | None:
+        """How precisely :attr:`bounds` reveal the extremes of confidential points, or None.
+
+        None when the bounds are public: given to :meth:`regular` or taken from a ``region``.
+        ``(ux, uy)`` when :meth:`from_points` derived them from the points: each bound is then
+        a multiple of the unit strictly beyond the points, so it reveals the smallest and largest
+        x (y) of the points to within ``ux`` (``uy``). Pass a public ``region`` (CLI:
+        ``--region``) to avoid that.
+        """
+        return getattr(self, "_snap_unit", None)  # grids pickled before issue 14 lack it
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -589,15 +661,55 @@ def _check_contiguity(contiguity: object) -> str:
     return str(contiguity)
 
 
-def _as_crs(crs: Any) -> pyproj.CRS | None:
+def _as_crs(crs: Any, name: str = "crs") -> pyproj.CRS | None:
+    """Parse ``crs`` and refuse geographic ones (``name`` is what the message calls it)."""
     if crs is None:
         return None
     try:
-        return pyproj.CRS.from_user_input(crs)
+        parsed = pyproj.CRS.from_user_input(crs)
     except pyproj.exceptions.CRSError as err:
         raise CRSError(
             f"crs {crs!r} is not a valid CRS ({err}); pass e.g. 'EPSG:31983' or a pyproj.CRS"
         ) from err
+    require_projected_crs(parsed, name)
+    return parsed
+
+
+def require_projected_crs(crs: Any, name: str = "crs", alternative: str = "") -> None:
+    """Refuse a geographic CRS (degrees): lattice cells, areas and distances need metres.
+
+    The one check behind :class:`Grid` (its ``crs``, or the CRS of the points of
+    :meth:`Grid.from_points`) and :func:`geosynth.prepare`.
+
+    Parameters
+    ----------
+    crs : pyproj.CRS or anything pyproj.CRS.from_user_input accepts, or None
+        The CRS to check; None (no CRS) passes.
+    name : str, default "crs"
+        What the message calls the CRS owner: ``"crs"`` (a parameter) or a frame such as
+        ``"gdf"``.
+    alternative : str, optional
+        Extra fix appended to the message (e.g. ``", or use gdf.to_crs(grid.crs)"``).
+
+    Raises
+    ------
+    geosynth.errors.CRSError
+        ``crs`` is geographic; the message names ``name`` and how to reproject.
+    """
+    if crs is None:
+        return
+    parsed = crs if isinstance(crs, pyproj.CRS) else pyproj.CRS.from_user_input(crs)
+    if not parsed.is_geographic:
+        return
+    subject = f"crs {parsed.to_string()} is" if name == "crs" else (
+        f"{name} uses the CRS {parsed.to_string()}, which is"
+    )
+    frame = "gdf" if name == "crs" else name
+    raise CRSError(
+        f"{subject} geographic (degrees); cells, areas and distances need a projected CRS in "
+        f"metres: reproject the points with {frame}.to_crs({frame}.estimate_utm_crs()) and "
+        f"build the grid in that CRS{alternative}"
+    )
 
 
 def _check_bounds(bounds: Sequence[float]) -> Bounds:
@@ -684,6 +796,87 @@ def _edges(vmin: float, vmax: float, n: int, step: float, exact_max: bool) -> np
             "use a larger cell_size or a smaller shape"
         )
     return edges
+
+
+def _check_extent(xy: np.ndarray, pad: float) -> None:
+    """Refuse points whose bounds cannot carry a lattice (none, or zero width or height)."""
+    n = len(xy)
+    fix = (
+        "give the study region (Grid.from_points(..., region=...), CLI: --region) or explicit "
+        "public bounds with Grid.regular(bounds, ...)"
+    )
+    if n == 0:
+        raise GridError(
+            f"gdf has no records, so the lattice bounds cannot be derived from it; {fix}"
+        )
+    if pad > 0:
+        return
+    flat = [axis for k, axis in enumerate(("x", "y")) if xy[:, k].min() == xy[:, k].max()]
+    if not flat:
+        return
+    if n == 1:
+        what = "gdf has a single record (zero width and height)"
+    elif len(flat) == 2:
+        what = f"the {n} records of gdf all lie at one point (zero width and height)"
+    else:
+        side, line = ("width", "vertical") if flat[0] == "x" else ("height", "horizontal")
+        what = (
+            f"the {n} records of gdf lie on one {line} line (zero {side}: they all share one "
+            f"{flat[0]} coordinate)"
+        )
+    raise GridError(
+        f"{what}: the lattice bounds cannot be derived from the points; {fix}, or use more "
+        "records (in Python, pad > 0 also gives the lattice an extent)"
+    )
+
+
+def _nice_floor(value: float) -> float:
+    """Largest ``m * 10**k`` not above ``value``, with ``m`` in 1, 2, 2.5, 5."""
+    exponent = math.floor(math.log10(value))
+    for mantissa in _NICE_MANTISSAS:
+        unit = mantissa * 10.0**exponent
+        if unit <= value:
+            return unit
+    return 10.0 ** (exponent - 1) * _NICE_MANTISSAS[0]  # log10 rounded up; 5 x 10^(k-1) fits
+
+
+def _snap_outward(
+    vmin: float, vmax: float, unit: float, step: float | None
+) -> tuple[float, float]:
+    """Multiples of ``unit`` strictly below ``vmin`` and strictly above ``vmax``.
+
+    With ``step`` (the cell size), the upper multiple is checked as :func:`_edges` will compute
+    the last edge, ``lower + n * step``, so rounding cannot put it on or below ``vmax``.
+    """
+    vmin, vmax = float(vmin), float(vmax)
+    if unit <= 4 * math.ulp(max(abs(vmin), abs(vmax))):
+        raise GridError(
+            f"cells of size {unit} are too small to be told apart at coordinates near {vmin:.3g}; "
+            "use a larger cell_size or a smaller shape"
+        )
+    i0 = math.ceil(vmin / unit) - 1
+    i1 = math.floor(vmax / unit) + 1
+    # Rounding of vmin / unit can leave a multiple on the extreme: step once more (the unit is
+    # above the float resolution, so one step suffices; the bounded loops only guard that).
+    for _ in range(8):
+        if i0 * unit >= vmin:
+            i0 -= 1
+        elif i1 * unit <= vmax:
+            i1 += 1
+        else:
+            break
+    lower = i0 * unit
+    if step is None:
+        return lower, i1 * unit
+    n = i1 - i0
+    for _ in range(8):
+        if lower + n * step > vmax:
+            return lower, lower + n * step
+        n += 1
+    raise GridError(  # pragma: no cover - guarded by the resolution check above
+        f"cannot snap the lattice bounds to multiples of {unit} near {vmin:.3g}; use a larger "
+        "cell_size or a smaller shape"
+    )
 
 
 def _polygon_union(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> shapely.Geometry | None:

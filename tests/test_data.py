@@ -269,8 +269,13 @@ def test_single_level_attribute_warns_but_works(gdf, grid):
 def test_more_combinations_than_records(grid):
     df = make_gdf(n=5, seed=1)
     df["id"] = np.arange(5)
-    with pytest.raises(InputError, match=r"= \d+ possible combinations but only 5 records"):
+    with pytest.raises(InputError, match="attribute 'id' has 5 distinct levels"):
         prepare(df, grid, ["id", "sex"])
+    with (
+        pytest.warns(DataWarning, match="allow_identifying=True"),
+        pytest.raises(InputError, match=r"= \d+ possible combinations but only 5 records"),
+    ):
+        prepare(df, grid, ["id", "sex"], allow_identifying=True)
 
 
 def test_memory_limit(gdf, grid):
@@ -497,3 +502,133 @@ def test_properties_against_pandas(df):
     np.testing.assert_allclose(cc.zbar_mean, mean, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(cc.zbar_sd, sd, rtol=1e-9)
     np.testing.assert_array_equal(cc.zbar_mask, expected > 0)
+
+
+# --------------------------------------------------------------------------- issue 14
+
+
+def big_gdf(n=3000, seed=5):
+    """``n`` records with a stop ID, a string ID, exact amounts and ordinary attributes."""
+    rng = np.random.default_rng(seed)
+    return gpd.GeoDataFrame(
+        {
+            "idNum": rng.permutation(n) + 100_000,
+            "code": [f"A{i:05d}" for i in rng.permutation(n)],
+            "amount": rng.lognormal(3.0, 1.0, n),
+            "sex": rng.choice(["m", "f"], n),
+            "age": rng.integers(18, 90, n),
+            "district": rng.choice([f"d{k}" for k in range(40)], n),
+        },
+        geometry=gpd.points_from_xy(rng.uniform(0, 10, n), rng.uniform(0, 10, n)),
+        crs=CRS,
+    )
+
+
+@pytest.mark.parametrize("column", ["idNum", "code", "amount"])
+def test_record_identifying_attribute_is_refused(grid, column):
+    df = big_gdf()
+    with pytest.raises(
+        InputError,
+        match=rf"attribute '{column}' has 3,000 distinct levels among 3,000 records, 3,000 of "
+        rf"them held by a single record.*Drop the column '{column}', or coarsen it into groups"
+        r".*allow_identifying=True \(CLI: --allow-identifying\) only if its levels are public",
+    ):
+        prepare(df, grid, ["sex", column])
+    with pytest.warns(DataWarning, match=rf"'{column}' has 3,000 distinct levels.*kept because"):
+        counts = prepare(df, grid, [column], allow_identifying=True)
+    assert len(counts.levels[column]) == 3000
+
+
+def test_ordinary_attributes_pass_the_identifying_check(grid):
+    df = big_gdf()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        counts = prepare(df, grid, ["sex", "age"])
+        assert prepare(df, grid, ["district"]).n_combos == 40
+    assert counts.n_records == 3000 and len(counts.levels["age"]) == 72
+
+
+def test_nearly_unique_and_singleton_rich_attributes_are_refused(grid):
+    df = big_gdf(n=200)
+    # 120 levels for 200 records (more than half): nearly unique, although 80 levels are pairs
+    df["pairs"] = np.r_[np.arange(80).repeat(2), np.arange(80, 120)]
+    with pytest.raises(InputError, match=r"'pairs' has 120 distinct levels among 200 records, "
+                                         r"40 of them held by a single record"):
+        prepare(df, grid, ["pairs"])
+    # few levels, but 11 records (5.5%) alone in theirs
+    df["rare"] = np.r_[np.zeros(189, dtype=int), np.arange(1, 12)]
+    with pytest.raises(InputError, match=r"'rare' has 12 distinct levels.*11 of them held by"):
+        prepare(df, grid, ["rare"])
+    # 10 singletons (5% exactly) and 4 singletons in small data are not enough
+    df["rare"] = np.r_[np.zeros(190, dtype=int), np.arange(1, 11)]
+    assert prepare(df, grid, ["rare"]).levels["rare"][-1] == 10
+    tiny = make_gdf(n=8, seed=2)
+    tiny["id"] = np.r_[0, 0, 0, 0, 1, 2, 3, 4]
+    assert prepare(tiny, grid, ["id"]).n_combos == 5
+
+
+def test_identifying_check_counts_kept_records_only():
+    df = big_gdf(n=40)
+    df["id"] = np.arange(40)
+    df.loc[df.index[:36], "id"] = 0  # 4 singletons among the located records, 5 with the last
+    df.loc[df.index[-1], "geometry"] = Point(50, 50)  # outside the grid
+    grid = Grid.regular((0, 0, 10, 10), shape=(2, 2), crs=CRS)
+    with pytest.warns(DataWarning, match="dropped 1 of 40"):
+        counts = prepare(df, grid, ["id"], outside="drop")
+    assert counts.n_records == 39 and len(counts.levels["id"]) == 4
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_allow_identifying_must_be_bool(gdf, grid, value):
+    with pytest.raises(InputError, match="allow_identifying must be True or False"):
+        prepare(gdf, grid, ["sex"], allow_identifying=value)
+
+
+def test_identifying_check_on_dask_frames(grid):
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    df = big_gdf(n=300)
+    ddf = dask_geopandas.from_geopandas(df, npartitions=2, sort=False)
+    with pytest.raises(InputError, match=r"'idNum' has 300 distinct levels among 300 records"):
+        prepare(ddf, grid, ["idNum"])
+    assert prepare(ddf, grid, ["sex", "district"]).n_records == 300
+
+
+def test_points_that_miss_the_region_say_so_and_suspect_the_crs():
+    grid = Grid.regular((600_000, 7_800_000, 610_000, 7_810_000), shape=(5, 5), crs=CRS,
+                        region=box(600_000, 7_800_000, 610_000, 7_810_000))
+    rng = np.random.default_rng(3)
+    degrees = gpd.GeoDataFrame(
+        {"sex": rng.choice(["m", "f"], 30)},
+        geometry=gpd.points_from_xy(rng.uniform(-44, -43.9, 30), rng.uniform(-20, -19.9, 30)),
+        crs=CRS,
+    )
+    for outside in ("error", "drop"):
+        with pytest.raises(InputError) as err:
+            prepare(degrees, grid, ["sex"], outside=outside)
+        message = str(err.value)
+        assert "none of the 30 points falls in a grid cell" in message
+        assert "and the region (cells within bounds (600,000, 7,800,000, 610,000, 7,810,000))"\
+            in message
+        assert "do not overlap" in message and "look like degrees" in message
+        assert "set_crs('EPSG:4326'" in message and 'outside="drop"' not in message
+    # swapped axes
+    swapped = degrees.set_geometry(gpd.points_from_xy(rng.uniform(7.8e6, 7.81e6, 30),
+                                                      rng.uniform(6.0e5, 6.1e5, 30)), crs=CRS)
+    with pytest.raises(InputError, match=r"do not overlap; with x and y swapped the points would"):
+        prepare(swapped, grid, ["sex"])
+    # far away (another UTM zone mislabelled): bounds of both and the distance
+    far = degrees.set_geometry(gpd.points_from_xy(rng.uniform(3.0e5, 3.1e5, 30),
+                                                  rng.uniform(7.8e6, 7.81e6, 30)), crs=CRS)
+    with pytest.raises(InputError, match=r"points \(bounds about \(3\d\d,000, 7,8\d0,000, "
+                                         r"3\d\d,000, 7,8\d0,000\), CRS EPSG:31983\).*about "
+                                         r"29\d,000 metres apart.*same CRS"):
+        prepare(far, grid, ["sex"])
+
+
+def test_points_inside_the_lattice_but_all_excluded_name_the_region():
+    grid = Grid.regular((0, 0, 10, 10), shape=(2, 2), crs=CRS, exclude=box(0, 0, 5, 5))
+    df = make_gdf(n=10, seed=4)
+    df["geometry"] = gpd.points_from_xy(np.linspace(1, 4, 10), np.linspace(1, 4, 10), crs=CRS)
+    with pytest.raises(InputError, match=r"none of the 10 points.*overlap, but every point lies "
+                                         r"outside the region or inside an excluded area"):
+        prepare(df, grid, ["sex"])

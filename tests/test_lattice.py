@@ -329,13 +329,19 @@ def test_public_arrays_are_read_only():
 def test_from_points_bounds_pad_and_crs():
     pts = gpd.GeoDataFrame(geometry=[Point(1, 2), Point(9, 6)], crs=3857)
     grid = Grid.from_points(pts, shape=(4, 5), pad=1.0)
-    assert grid.bounds == (0.0, 1.0, 10.0, 7.0)
+    # padded extremes (0, 1, 10, 7); units: nice_floor(10 / 5) = 2, nice_floor(6 / 4) = 1;
+    # the bounds are the multiples of the units strictly outside the padded extremes
+    assert grid.bounds == (-2.0, 0.0, 12.0, 8.0)
+    assert grid.shape == (4, 5) and grid.cell_size == pytest.approx((2.8, 2.0))
+    assert grid.snap_unit == (2.0, 1.0)
     assert grid.crs.to_epsg() == 3857
-    assert grid.locate(pts).tolist() == [0, 3 * 5 + 4]  # dx = 2, dy = 1.5
+    assert grid.locate(pts).tolist() == [1 * 5 + 1, 3 * 5 + 3]
+    # with a region the lattice spans the (public) region: the points give only the CRS
     region = gpd.GeoSeries([box(-10, 0, 5, 5)], crs=3857)
     grid = Grid.from_points(pts, cell_size=1.0, region=region)
-    assert grid.bounds == (-10.0, 0.0, 9.0, 6.0)
+    assert grid.bounds == (-10.0, 0.0, 5.0, 5.0) and grid.snap_unit is None
     assert grid.is_clipped and grid.n_cells == 15 * 5
+    assert grid.locate(pts).tolist() == [2 * 15 + 11, -1]
 
 
 # ---------------------------------------------------------------------- locate
@@ -639,11 +645,12 @@ def test_invalid_crs():
 def test_from_points_errors():
     with pytest.raises(InputError, match="gdf must be a GeoDataFrame or GeoSeries"):
         Grid.from_points(np.zeros((3, 2)), shape=(2, 2))
-    with pytest.raises(GridError, match="no non-empty geometry"):
+    with pytest.raises(GridError, match=r"gdf has no records.*region=.*--region"):
         Grid.from_points(gpd.GeoSeries([], crs=3857), shape=(2, 2))
     one = gpd.GeoSeries([Point(1, 1), Point(1, 1)], crs=3857)
-    with pytest.raises(GridError, match=r"zero width or height .*pad > 0"):
+    with pytest.raises(GridError, match=r"all lie at one point \(zero width and height\)"):
         Grid.from_points(one, shape=(2, 2))
     with pytest.raises(GridError, match="pad must be a finite number >= 0"):
         Grid.from_points(one, shape=(2, 2), pad=-1)
-    assert Grid.from_points(one, shape=(2, 2), pad=1).bounds == (0.0, 0.0, 2.0, 2.0)
+    # padded extremes (0, 0, 2, 2), unit nice_floor(2 / 2) = 1, snapped strictly outward
+    assert Grid.from_points(one, shape=(2, 2), pad=1).bounds == (-1.0, -1.0, 3.0, 3.0)

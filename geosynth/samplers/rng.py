@@ -21,6 +21,8 @@ import math
 import numpy as np
 from numba import njit
 
+from geosynth._random import root_seed_sequence
+
 __all__ = [
     "make_streams",
     "next_uint64",
@@ -42,6 +44,7 @@ def make_streams(seed, n_streams: int) -> np.ndarray:
     ----------
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Public seed. ``None`` uses fresh OS entropy. A Generator contributes 128 bits drawn from it.
+        An int must be >= 0.
     n_streams : int
         Number of streams (one per chain, or per parallel work item).
 
@@ -49,12 +52,15 @@ def make_streams(seed, n_streams: int) -> np.ndarray:
     -------
     numpy.ndarray of uint64, shape (n_streams, 4)
         One state per row; pass a row to the kernels, which advance it in place.
+
+    Raises
+    ------
+    TypeError
+        ``seed`` is a bool, float, string or other type (the message names ``seed``).
+    geosynth.errors.InputError
+        ``seed`` is a negative int.
     """
-    if isinstance(seed, np.random.Generator):
-        seed = np.random.SeedSequence(seed.integers(0, 2**63, size=2).tolist())
-    elif not isinstance(seed, np.random.SeedSequence):
-        seed = np.random.SeedSequence(seed)
-    children = seed.spawn(n_streams)
+    children = root_seed_sequence(seed).spawn(n_streams)
     states = np.empty((n_streams, 4), dtype=np.uint64)
     for k, child in enumerate(children):
         state = child.generate_state(4, dtype=np.uint64)

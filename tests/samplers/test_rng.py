@@ -68,3 +68,85 @@ def test_distributions(kind, shape, rate, reference):
     state = rng.make_streams(99, 1)[0]
     draws = _many(kind, state, 50_000, shape, rate)
     assert stats.kstest(draws, reference.cdf).pvalue > 0.001
+
+
+# ---------------------------------------------------------------------- seeds (issue 14, item 13)
+BAD_TYPES = [
+    (True, r"got bool True"),
+    (np.bool_(False), r"got bool"),
+    (1.5, r"got float 1\.5; pass an int, e\.g\. seed=42"),
+    (7.0, r"got float 7\.0; pass an int, e\.g\. seed=7"),
+    ("42", r"got str '42'; pass the number itself, seed=42"),
+    ("abc", r"got str 'abc'"),
+    ([1, 2], r"got list"),
+]
+
+
+def _seed_users():
+    """Every normalisation point of a public seed."""
+    from geosynth._random import as_generator, root_seed_sequence, spawn_seeds
+
+    return {
+        "make_streams": lambda seed: rng.make_streams(seed, 2),
+        "as_generator": as_generator,
+        "spawn_seeds": lambda seed: spawn_seeds(seed, 3),
+        "root_seed_sequence": root_seed_sequence,
+    }
+
+
+@pytest.mark.parametrize("user", ["make_streams", "as_generator", "spawn_seeds",
+                                  "root_seed_sequence"])
+@pytest.mark.parametrize("seed", [-1, np.int64(-5), -(2**70)])
+def test_negative_seeds_are_refused_naming_seed(user, seed):
+    from geosynth.errors import InputError
+
+    with pytest.raises(InputError, match=r"seed must be None, an int >= 0.*got the negative int"):
+        _seed_users()[user](seed)
+
+
+@pytest.mark.parametrize("user", ["make_streams", "as_generator", "spawn_seeds"])
+@pytest.mark.parametrize(("seed", "match"), BAD_TYPES)
+def test_seeds_of_other_types_are_refused_naming_seed(user, seed, match):
+    with pytest.raises(TypeError, match=r"seed must be None, an int >= 0, a numpy SeedSequence "
+                                        r"or a numpy Generator, " + match):
+        _seed_users()[user](seed)
+
+
+def test_valid_seeds_give_the_same_streams_as_before():
+    # make_streams(seed) spawns children of SeedSequence(seed); a Generator gives 128 bits.
+    def reference(root, n):
+        return np.array([child.generate_state(4, dtype=np.uint64) for child in root.spawn(n)])
+
+    for seed in (0, 7, np.int64(7), np.uint32(7), 2**80):
+        np.testing.assert_array_equal(rng.make_streams(seed, 3),
+                                      reference(np.random.SeedSequence(int(seed)), 3))
+    sequence = np.random.SeedSequence(11)
+    np.testing.assert_array_equal(rng.make_streams(sequence, 2),
+                                  reference(np.random.SeedSequence(11), 2))
+    generator, twin = np.random.default_rng(3), np.random.default_rng(3)
+    root = np.random.SeedSequence(twin.integers(0, 2**63, size=2).tolist())
+    np.testing.assert_array_equal(rng.make_streams(generator, 2), reference(root, 2))
+    assert rng.make_streams(None, 1).shape == (1, 4)
+
+    from geosynth._random import as_generator
+
+    assert as_generator(5).random() == np.random.default_rng(5).random()
+    assert as_generator(generator) is generator
+
+
+def test_fit_and_other_public_functions_name_seed():
+    import geosynth
+    from geosynth.errors import InputError
+
+    scenario = geosynth.datasets.paiva_scenario(n=60, seed=1)
+    grid = geosynth.Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
+    counts = geosynth.prepare(scenario.data, grid, attributes=["y"])
+    with pytest.raises(InputError, match=r"seed must be None, an int >= 0.*got the negative "
+                                         r"int -1: pass a non-negative int such as seed=1"):
+        geosynth.PaivaModel().fit(counts, n_iter=20, burn_in=0, seed=-1, progress=False)
+    with pytest.raises(TypeError, match=r"seed must be .*got bool True"):
+        geosynth.PaivaModel().fit(counts, n_iter=20, burn_in=0, seed=True, progress=False)
+    with pytest.raises(InputError, match="got the negative int -3"):
+        geosynth.datasets.paiva_scenario(n=10, seed=-3)
+    with pytest.raises(InputError, match="got the negative int -2"):
+        geosynth.samplers.sample_conditional(a=1.0, w=[1.0], z=1.0, m=0.0, q=1.0, seed=-2)

@@ -1,0 +1,197 @@
+"""Issue 14, items 1 and 13: lattices built from confidential points publish no exact extreme.
+
+``Grid.from_points`` without ``region`` snaps the bounds outward to multiples of a coarse unit
+(the cell size with ``cell_size=``, a "nice" unit near the cell size with ``shape=``), so no
+extreme x or y of a record appears in the bounds, in the cell polygons or in anything derived
+from them; its errors say what is wrong with the points and how to give a lattice an extent.
+"""
+
+import math
+
+import geopandas as gpd
+import numpy as np
+import pytest
+import shapely
+from shapely.geometry import Point, box
+
+from geosynth.cli.helpers import build_grid
+from geosynth.errors import CRSError, GridError, InputError
+from geosynth.lattice import Grid, require_projected_crs
+
+CRS = "EPSG:31983"
+
+pytestmark = pytest.mark.filterwarnings("ignore::geosynth.errors.IsolatedCellWarning")
+
+
+def random_points(seed, n=None):
+    """Points at UTM scale with a random extent (metres to tens of kilometres)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 300)) if n is None else n
+    scale = 10.0 ** rng.uniform(1, 4.5)
+    x = 600_000 + rng.uniform(0, 1, n) * scale * rng.uniform(0.2, 1)
+    y = 7_800_000 + rng.uniform(0, 1, n) * scale * rng.uniform(0.2, 1)
+    return gpd.GeoSeries.from_xy(x, y, crs=CRS)
+
+
+def extremes(points):
+    return [float(v) for v in points.total_bounds]  # xmin, ymin, xmax, ymax
+
+
+def published_values(grid):
+    """Every coordinate a release derives from the lattice: bounds and cell vertices."""
+    vertices = shapely.get_coordinates(grid.cells.geometry.array).ravel()
+    return set(vertices.tolist()) | set(grid.bounds)
+
+
+def assert_no_extreme_published(grid, points):
+    xmin, ymin, xmax, ymax = extremes(points)
+    assert not ({xmin, ymin, xmax, ymax} & published_values(grid))
+    # every point is strictly inside the lattice, none on its outer edge
+    bx0, by0, bx1, by1 = grid.bounds
+    assert bx0 < xmin and by0 < ymin and bx1 > xmax and by1 > ymax
+    assert (grid.locate(points) >= 0).all()
+
+
+def is_multiple(value, unit):
+    return math.isclose(value / unit, round(value / unit), rel_tol=0, abs_tol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_cell_size_lattice_hides_the_extremes(seed):
+    points = random_points(seed)
+    rng = np.random.default_rng(1000 + seed)
+    xmin, ymin, xmax, ymax = extremes(points)
+    dx = float(rng.choice([1.0, 7.5, 100.0, 250.0, 333.3]))
+    while max(xmax - xmin, ymax - ymin) / dx > 200:  # keep the lattice small
+        dx *= 10
+    dy = dx if seed % 2 else dx * 2
+    pad = 0.0 if seed % 3 else float(rng.uniform(0, 50))
+    grid = Grid.from_points(points, cell_size=(dx, dy), pad=pad)
+    assert_no_extreme_published(grid, points)
+    # semantics: cells of exactly (dx, dy); edges on whole multiples of the cell size, the
+    # first strictly below the (padded) minimum and the last within one cell above the maximum
+    assert grid.cell_size == (dx, dy) and grid.snap_unit == (dx, dy)
+    bx0, by0, bx1, by1 = grid.bounds
+    assert is_multiple(bx0, dx) and is_multiple(by0, dy)
+    assert 0 < (xmin - pad) - bx0 <= dx and 0 < (ymin - pad) - by0 <= dy
+    assert 0 < bx1 - (xmax + pad) <= dx * (1 + 1e-9) and 0 < by1 - (ymax + pad) <= dy * (1 + 1e-9)
+    assert grid.shape == (round((by1 - by0) / dy), round((bx1 - bx0) / dx))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_shape_lattice_hides_the_extremes(seed):
+    points = random_points(seed)
+    rng = np.random.default_rng(2000 + seed)
+    shape = (int(rng.integers(1, 12)), int(rng.integers(1, 12)))
+    pad = 0.0 if seed % 3 else float(rng.uniform(0, 50))
+    grid = Grid.from_points(points, shape=shape, pad=pad)
+    assert_no_extreme_published(grid, points)
+    # semantics: exactly nrows x ncols cells; bounds on multiples of a nice unit between half
+    # the nominal cell size and the nominal cell size; cells divide the bounds evenly
+    assert grid.shape == shape
+    xmin, ymin, xmax, ymax = extremes(points)
+    ux, uy = grid.snap_unit
+    for unit, width, n in ((ux, xmax - xmin + 2 * pad, shape[1]), (uy, ymax - ymin + 2 * pad,
+                                                                     shape[0])):
+        mantissa = unit / 10.0 ** math.floor(math.log10(unit))
+        assert any(math.isclose(mantissa, m) for m in (1.0, 2.0, 2.5, 5.0))
+        assert width / n / 2 < unit <= width / n
+    bx0, by0, bx1, by1 = grid.bounds
+    assert all(is_multiple(v, u) for v, u in ((bx0, ux), (bx1, ux), (by0, uy), (by1, uy)))
+    assert grid.cell_size == pytest.approx(((bx1 - bx0) / shape[1], (by1 - by0) / shape[0]))
+
+
+def test_extremes_on_the_snapping_multiples_are_still_strictly_inside():
+    # integer coordinates and a cell size of 1: the extremes sit on multiples of the unit, so the
+    # bounds must step one unit further out instead of publishing them
+    points = gpd.GeoSeries.from_xy([3, 7, 5], [10, 12, 14], crs=CRS)
+    grid = Grid.from_points(points, cell_size=1)
+    assert grid.bounds == (2.0, 9.0, 8.0, 15.0)
+    grid = Grid.from_points(points, shape=(2, 2))  # units 4 / 2 = 2: 10 is a multiple too
+    assert grid.bounds == (2.0, 8.0, 8.0, 16.0) and grid.snap_unit == (2.0, 2.0)
+    assert (grid.locate(points) >= 0).all()
+
+
+def test_snapped_unit_example():
+    points = gpd.GeoSeries.from_xy([1003.7, 1961.2], [2040.5, 2512.9], crs=3857)
+    grid = Grid.from_points(points, cell_size=250)
+    assert grid.bounds == (1000.0, 2000.0, 2000.0, 2750.0) and grid.shape == (3, 4)
+
+
+def test_region_bounds_are_public_and_ignore_the_points():
+    points = gpd.GeoSeries.from_xy([1.3, 4.2, 17.9], [2.2, 3.1, 9.7], crs=CRS)  # 17.9 outside
+    region = box(0, 0, 10, 10)
+    grid = Grid.from_points(points, cell_size=2.5, region=region)
+    assert grid.bounds == (0.0, 0.0, 10.0, 10.0) and grid.snap_unit is None
+    assert not (set(extremes(points)) & published_values(grid))
+    assert grid.locate(points).tolist()[2] == -1
+    assert Grid.regular((0, 0, 1, 1), shape=(1, 1)).snap_unit is None
+
+
+def test_cli_build_grid_uses_snapped_bounds():
+    points = gpd.GeoDataFrame(geometry=random_points(7))
+    grid = build_grid(points, shape=(4, 4), cell_size=None)
+    assert grid.snap_unit is not None and grid.shape == (4, 4)
+    assert_no_extreme_published(grid, points.geometry)
+    grid = build_grid(points, shape=None, cell_size=250.0)
+    assert grid.snap_unit == (250.0, 250.0)
+    assert_no_extreme_published(grid, points.geometry)
+    region = gpd.GeoDataFrame(geometry=[box(*points.total_bounds).buffer(1000)], crs=CRS)
+    assert build_grid(points, shape=(4, 4), cell_size=None, region=region).snap_unit is None
+
+
+# ---------------------------------------------------------------------- messages (item 13)
+@pytest.mark.parametrize(
+    ("xy", "match"),
+    [
+        ([], r"gdf has no records, so the lattice bounds cannot be derived"),
+        ([(3.0, 4.0)], r"gdf has a single record \(zero width and height\)"),
+        ([(3.0, 4.0)] * 4, r"the 4 records of gdf all lie at one point"),
+        ([(3.0, 4.0), (3.0, 9.0), (3.0, 5.0)],
+         r"the 3 records of gdf lie on one vertical line \(zero width: they all share one x "),
+        ([(3.0, 4.0), (8.0, 4.0)],
+         r"the 2 records of gdf lie on one horizontal line \(zero height: .* one y coordinate"),
+    ],
+)
+def test_points_without_extent_say_what_is_wrong_and_the_fix(xy, match):
+    points = gpd.GeoSeries([Point(p) for p in xy], crs=CRS)
+    for kwargs in ({"shape": (2, 2)}, {"cell_size": 1.0}):
+        with pytest.raises(GridError, match=match) as err:
+            Grid.from_points(points, **kwargs)
+        message = str(err.value)
+        assert "region=" in message and "CLI: --region" in message
+        assert "non-empty geometry" not in message and "pass pad > 0" not in message
+
+
+def test_bad_geometries_are_named_with_their_rows():
+    points = gpd.GeoSeries([Point(1, 1), Point(np.inf, 2), Point(3, 3)], crs=CRS)
+    with pytest.raises(InputError, match=r"NaN or infinite coordinates \(rows \[1\]\)"):
+        Grid.from_points(points, shape=(2, 2))
+    points = gpd.GeoSeries([Point(1, 1), None, Point(), Point(3, 3)], crs=CRS)
+    with pytest.raises(InputError, match=r"2 records have missing or empty .*rows \[1, 2\]"):
+        Grid.from_points(points, shape=(2, 2))
+    only_empty = gpd.GeoSeries([None, Point()], crs=CRS)
+    with pytest.raises(InputError, match="missing or empty geometries"):
+        Grid.from_points(only_empty, shape=(2, 2))
+
+
+@pytest.mark.parametrize("crs", ["EPSG:4326", 4326, "OGC:CRS84", "EPSG:4674", "EPSG:4269"])
+def test_geographic_crs_is_refused_by_every_constructor(crs):
+    with pytest.raises(CRSError, match=r"is geographic \(degrees\).*projected CRS in metres"):
+        Grid.regular((0, 0, 1, 1), shape=(2, 2), crs=crs)
+    with pytest.raises(CRSError, match=r"is geographic.*estimate_utm_crs"):
+        Grid((0, 0, 1, 1), shape=(2, 2), crs=crs)
+    points = gpd.GeoSeries.from_xy([-43.9, -43.8], [-19.9, -19.8], crs=crs)
+    with pytest.raises(CRSError, match=r"gdf uses the CRS .*, which is geographic"):
+        Grid.from_points(points, shape=(2, 2))
+    with pytest.raises(CRSError, match="geographic"):
+        require_projected_crs(crs)
+    require_projected_crs(None)
+    require_projected_crs(CRS)
+
+
+def test_units_below_the_float_resolution_are_refused():
+    points = gpd.GeoSeries.from_xy([7e6, 7e6 + 1e-9], [7e6, 7e6 + 1e-9], crs=CRS)
+    for kwargs in ({"shape": (3, 3)}, {"cell_size": 1e-12}):
+        with pytest.raises(GridError, match="too small to be told apart"):
+            Grid.from_points(points, **kwargs)
