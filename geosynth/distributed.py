@@ -182,7 +182,6 @@ def warm_up(client: distributed.Client | None = None) -> dict[str, bool]:
 # --------------------------------------------------------------------------- chains
 
 
-
 def chain_seeds(seed, chains: int) -> list[np.random.SeedSequence]:
     """Seeds that make one-chain fits reproduce the chains of a ``chains``-chain fit.
 
