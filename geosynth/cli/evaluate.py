@@ -15,7 +15,7 @@ from geosynth.cli.options import (
     report_option,
     seed_option,
 )
-from geosynth.errors import CRSError
+from geosynth.errors import CRSError, InputError
 
 __all__ = ["evaluate"]
 
@@ -55,9 +55,14 @@ def evaluate(
     no record linkage are computed: distance risk (greedy-matched distances per combination,
     Nunes 2018 Tables 4-6), the Ripley's L pattern distance and, with --outcome, the coverage
     of the outcome's proportion over random rectangles (--seed fixes the rectangles).
+
+    RELEASE is checked against the release schema first (like 'geosynth inspect'): a file that
+    is not a complete geosynth release, or whose audit file belongs to another release, is
+    refused.
     """
     import geosynth
     from geosynth import io
+    from geosynth.io import printable
 
     check_outputs({"--report": report_path}, overwrite,
                   inputs={"ORIGINAL": original_path, "RELEASE": release_path})
@@ -65,6 +70,13 @@ def evaluate(
     release_file = io.read_release(release_path)
     attributes = _attributes(attributes, release_file.metadata, release_path)
     releases = release_file.releases
+    empty = [io.RELEASE_LAYER.format(k) for k, r in enumerate(releases, start=1) if len(r) == 0]
+    if empty:
+        raise InputError(
+            f"{printable(Path(release_path).name)}: {', '.join(empty)} "
+            f"{'has' if len(empty) == 1 else 'have'} no records, so there is nothing to compare "
+            "with the original points; evaluate a release whose layers all hold records"
+        )
     original = _same_crs(original, releases[0], original_path)
     needed = {"--attributes": attributes, "--outcome": outcome}
     check_columns(original, Path(original_path).name, needed)
@@ -78,7 +90,9 @@ def evaluate(
                f"{', '.join(str(len(r)) for r in releases)} records")
     for name, table in evaluation.tables.items():
         click.echo(f"\n{name.replace('_', ' ')}:")
-        click.echo(table.to_string(float_format="{:,.3f}".format))
+        # Attribute levels and column names come from the files: no control characters.
+        text = table.to_string(float_format="{:,.3f}".format)
+        click.echo("\n".join(printable(line) for line in text.splitlines()))
     if report_path is not None:
         text = "\n".join([
             "# geosynth evaluation",
@@ -103,8 +117,11 @@ def _attributes(attributes: list[str] | None, metadata: dict, release_path: str)
     model = metadata.get("model")
     recorded = model.get("attributes") if isinstance(model, dict) else None
     if not recorded:
+        from geosynth.io import printable
+
         raise click.UsageError(
-            f"{Path(release_path).name} does not record its attributes; pass --attributes"
+            f"{printable(Path(release_path).name)} does not record its attributes; pass "
+            "--attributes"
         )
     return [str(a) for a in recorded]
 
@@ -120,6 +137,9 @@ def _same_crs(original, release, original_path: str):
         return original
     if original.crs.equals(release.crs):
         return original
-    click.echo(f"Reprojecting {Path(original_path).name} from {original.crs.to_string()} to "
-               f"the release CRS {release.crs.to_string()}", err=True)
+    from geosynth.io import printable
+
+    click.echo(printable(f"Reprojecting {Path(original_path).name} from "
+                         f"{original.crs.to_string()} to the release CRS "
+                         f"{release.crs.to_string()}"), err=True)
     return original.to_crs(release.crs)

@@ -18,40 +18,60 @@ _SHORT = 60  # characters of JSON printed on the key's line
 def inspect(release_path: str) -> None:
     """Print the layers of RELEASE with their row counts and geometry types, and its metadata.
 
-    Also says whether the private audit file (<RELEASE>.audit.json, which holds the seeds) lies
-    beside it; its contents are never printed.
+    RELEASE is first checked against the release schema: a file that is not a complete
+    geosynth release (damaged, interrupted, edited) is refused with what is wrong. Also says
+    whether the private audit file (<RELEASE>.audit.json, which holds the seeds) lies beside it
+    and whether it belongs to this release (its SHA-256); its contents are never printed. An
+    audit file that belongs to another version of the release is an error (exit status 2).
     """
     import pyogrio
 
     from geosynth import io
+    from geosynth.io import printable
 
-    release_file = io.read_release(release_path)  # validates the file
+    release_file = io.read_release(release_path, check_audit=False)  # validates the file
     listed = pyogrio.list_layers(release_path)
-    click.echo(f"Release file: {release_path}")
+    click.echo(f"Release file: {printable(release_path)}")
     click.echo("Layers:")
-    width = max(len(str(name)) for name in listed[:, 0])
+    width = max(len(printable(name)) for name in listed[:, 0])
     for name, geometry_type in listed:
         rows = pyogrio.read_info(release_path, layer=name)["features"]
-        kind = geometry_type if geometry_type is not None else "table"
-        click.echo(f"{_INDENT}{name:<{width}}  {kind:<12} {rows:>8} rows")
+        kind = printable(geometry_type) if geometry_type is not None else "table"
+        click.echo(f"{_INDENT}{printable(name):<{width}}  {kind:<12} {rows:>8} rows")
+    for number, release in enumerate(release_file.releases, start=1):
+        if len(release) == 0:
+            click.echo(f"Note: {io.RELEASE_LAYER.format(number)} has no records")
     click.echo("Metadata:")
     for line in _pretty_lines(release_file.metadata, 1):
         click.echo(line)
     audit = io.audit_path(release_path)
-    if audit.exists():
-        click.echo(f"Audit file: {audit} exists (private: it holds the seeds; do not publish it)")
-    else:
+    try:
+        record = io.verify_audit(release_path)  # InputError: it belongs to another release
+    except OSError as err:
+        click.echo(f"Audit file: {printable(audit)} exists but cannot be read "
+                   f"({printable(err.strerror)}); not checked against the release")
+        return
+    if record is None:
         click.echo("Audit file: none beside the release")
+        return
+    seeds = "it holds the seeds" if record.get("seeds") is not None else "it records no seeds"
+    click.echo(f"Audit file: {printable(audit)} exists and its SHA-256 matches this release "
+               f"(private: {seeds}; do not publish it)")
 
 
 def _pretty_lines(value: dict[str, Any], depth: int) -> list[str]:
-    """``key: value`` lines; short values as compact JSON, nested dicts indented below."""
+    """``key: value`` lines; short values as compact JSON, nested dicts indented below.
+
+    Keys and values come from the file: control characters are replaced (:func:`printable`).
+    """
+    from geosynth.io import printable
+
     lines = []
     for key, item in value.items():
         text = json.dumps(item, ensure_ascii=False)
         if isinstance(item, dict) and item and len(text) > _SHORT:
-            lines.append(f"{_INDENT * depth}{key}:")
+            lines.append(printable(f"{_INDENT * depth}{key}:"))
             lines.extend(_pretty_lines(item, depth + 1))
         else:
-            lines.append(f"{_INDENT * depth}{key}: {text}")
+            lines.append(printable(f"{_INDENT * depth}{key}: {text}"))
     return lines

@@ -5,24 +5,39 @@
 * :func:`write_release` / :func:`read_release` -- a release as one GeoPackage: layers
   ``synthetic_1`` .. ``synthetic_m`` (the synthetic records), ``grid`` (the lattice cells,
   optionally with the posterior mean intensity) and ``metadata`` (a non-spatial ``key, value``
-  table of JSON values). Seeds go to a private audit file ``<path>.audit.json`` beside it.
+  table of JSON values following geosynth's schema, whose last row ``complete`` marks a
+  completely written file). Seeds go to a private audit file ``<path>.audit.json`` beside it
+  (mode 0600 from its creation), with the SHA-256 of the GeoPackage; :func:`verify_audit`
+  checks that an audit file belongs to its release.
 * :func:`write_intensity_geotiff` -- the posterior mean intensity of a fit as a north-up GeoTIFF,
   one band per attribute combination (also :meth:`geosynth.PaivaFit.to_geotiff`).
+* :func:`printable` -- text read from a file, safe to print on a terminal.
 
 What a release file may hold. Everything in the GeoPackage is meant to be published, so it never
 holds original coordinates, the cells of the original records, the index of the confidential
 input, or a seed: pass releases through :func:`geosynth.to_public` first. :func:`write_release`
-also never writes the index, refuses columns named like record or cell identifiers
-(:data:`ID_COLUMNS`) and, given ``original_index=``, columns whose values are labels of the
-confidential input. Every file is written to a temporary file beside the target and renamed
-over it, so a failed write leaves no partial file and keeps an existing one.
+refuses the internal output of the synthesizers (row ``k`` is confidential record ``k``), never
+writes the index, refuses columns named like record or cell identifiers (:data:`ID_COLUMNS`)
+and, given ``original_index=``, columns whose values are labels of the confidential input.
+Metadata keys are restricted to :data:`METADATA_KEYS`; free text goes to ``notes=``; both are
+scanned for seeds.
+
+All or nothing. Every file is staged in a private folder beside its target and moved into place
+only when complete (the release, then its audit file), so a failed, interrupted or killed write
+leaves no partial file under the final name, never replaces a file created meanwhile without
+``overwrite``, and its leftovers are removed by the next write of the same output.
+:func:`read_release` (and ``geosynth inspect`` / ``evaluate``) refuse files that are not
+complete geosynth releases, with one message saying what is wrong.
 """
 
+from geosynth.io._files import printable
 from geosynth.io.points import read_points
 from geosynth.io.raster import write_intensity_geotiff
 from geosynth.io.release import (
+    COMPLETE_KEY,
     GRID_LAYER,
     ID_COLUMNS,
+    METADATA_KEYS,
     METADATA_LAYER,
     RELEASE_LAYER,
     RESERVED_KEYS,
@@ -30,6 +45,7 @@ from geosynth.io.release import (
     audit_path,
     combination_labels,
     read_release,
+    verify_audit,
     write_release,
 )
 
@@ -38,12 +54,16 @@ __all__ = [
     "read_points",
     "write_release",
     "read_release",
+    "verify_audit",
     "write_intensity_geotiff",
     "audit_path",
     "combination_labels",
+    "printable",
     "RELEASE_LAYER",
     "GRID_LAYER",
     "METADATA_LAYER",
+    "COMPLETE_KEY",
     "ID_COLUMNS",
+    "METADATA_KEYS",
     "RESERVED_KEYS",
 ]

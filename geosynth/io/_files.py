@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 import os
+import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
+from geosynth._atomic import remove_stale_staging
 from geosynth.errors import InputError
 
-__all__ = ["POINT_TYPE", "existing_file", "check_target"]
+__all__ = [
+    "POINT_TYPE",
+    "existing_file",
+    "check_target",
+    "printable",
+    "geopackage_problem",
+    "not_a_geopackage",
+    "remove_stale_temporaries",
+]
 
 #: shapely type id of a Point.
 POINT_TYPE = 0
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+# C0 controls (ESC included), DEL and C1 controls: a terminal may act on any of them.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def existing_file(path: Any, name: str = "path") -> Path:
@@ -44,5 +59,127 @@ def check_target(target: Path, overwrite: bool) -> None:
         raise InputError(
             f"path {str(target)!r} is a directory; pass a file name such as release.gpkg"
         )
-    if target.exists() and not overwrite:
+    if os.path.lexists(target) and not overwrite:
         raise InputError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+
+
+def printable(text: Any) -> str:
+    r"""Return ``str(text)`` with every control character replaced by ``"?"``.
+
+    Text read from a file (layer names, metadata keys and values, attribute levels) may hold
+    terminal escape sequences; printed raw they could rewrite the screen or hide lines. C0
+    controls (including newline, tab and ESC), DEL, C1 controls and Unicode format characters
+    (such as right-to-left overrides) are replaced.
+
+    Parameters
+    ----------
+    text : Any
+        A string or anything with ``str()``.
+
+    Returns
+    -------
+    str
+        One line of plain printable text.
+
+    Examples
+    --------
+    >>> printable("synthetic_1\x1b[2J")
+    'synthetic_1?[2J'
+    """
+    text = _CONTROL.sub("?", str(text))
+    if text.isascii():
+        return text
+    return "".join("?" if unicodedata.category(char) == "Cf" else char for char in text)
+
+
+def geopackage_problem(source: Path) -> str | None:
+    """Say why ``source`` cannot be a GeoPackage from its first bytes, or None if it may be one.
+
+    Parameters
+    ----------
+    source : pathlib.Path
+        An existing file.
+
+    Returns
+    -------
+    str or None
+        ``"it is empty (0 bytes)"``, ``"it is not an SQLite database"``, ... or None.
+    """
+    try:
+        with open(source, "rb") as handle:
+            head = handle.read(100)
+    except OSError as err:
+        return f"it cannot be opened ({err.strerror})"
+    if not head:
+        return "it is empty (0 bytes)"
+    if not head.startswith(_SQLITE_HEADER):
+        return "it is not an SQLite database, which every GeoPackage is"
+    if len(head) < 100:
+        return "it is cut short (its SQLite header is incomplete)"
+    return None  # GDAL decides (some writers leave the GeoPackage application id unset)
+
+
+def not_a_geopackage(source: Path, reason: str | BaseException | None = None) -> InputError:
+    """Return the error for a file that is not a readable GeoPackage.
+
+    Parameters
+    ----------
+    source : pathlib.Path
+        The file.
+    reason : str or Exception, optional
+        What is wrong; an exception of GDAL/SQLite is summarised (its raw SQL is not repeated).
+
+    Returns
+    -------
+    geosynth.errors.InputError
+        ``"<name> is not a GeoPackage (or is damaged): <reason>; ..."``.
+    """
+    if isinstance(reason, BaseException):
+        text = str(reason)
+        if "malformed" in text or "disk image" in text or "file is not a database" in text:
+            reason = "its database is damaged (truncated or corrupt)"
+        elif "not recognized as being in a supported file format" in text:
+            reason = "GDAL does not recognise its format"
+        else:
+            reason = f"GDAL cannot read it ({printable(text.split(';')[0])[:200]})"
+    detail = f": {reason}" if reason else ""
+    return InputError(
+        f"{printable(source.name)} is not a GeoPackage (or is damaged){detail}; check that the "
+        "file was copied completely, or export it again as a GeoPackage (e.g. from QGIS)"
+    )
+
+
+def remove_stale_temporaries(target: str | os.PathLike) -> list[Path]:
+    """Remove temporary files of ``target`` left behind by killed writers.
+
+    Two kinds: staging folders of :mod:`geosynth._atomic` whose process no longer runs, and
+    ``.<stem>-XXXXXXXX<suffix>`` files (with their SQLite ``-journal``, ``-wal`` and ``-shm``
+    companions) of the single-file writer of geosynth 0.1, which a kill left beside the target.
+
+    Parameters
+    ----------
+    target : str or os.PathLike
+        An output path.
+
+    Returns
+    -------
+    list of pathlib.Path
+        What was removed.
+    """
+    target = Path(target)
+    removed = remove_stale_staging(target)
+    if not target.parent.is_dir():
+        return removed
+    # tempfile.mkstemp(prefix=f".{stem}-", suffix=suffix): eight characters of [a-z0-9_].
+    pattern = re.compile(
+        rf"^\.{re.escape(target.stem)}-[a-z0-9_]{{8}}{re.escape(target.suffix)}"
+        r"(-journal|-wal|-shm)?$"
+    )
+    for entry in target.parent.iterdir():
+        if pattern.match(entry.name) and entry.is_file() and not entry.is_symlink():
+            try:
+                entry.unlink()
+            except OSError:
+                continue
+            removed.append(entry)
+    return removed

@@ -15,10 +15,23 @@ import shapely
 
 from geosynth._messages import describe_rows
 from geosynth.errors import CRSError, InputError
-from geosynth.io._files import POINT_TYPE, existing_file
+from geosynth.io._files import (
+    POINT_TYPE,
+    existing_file,
+    geopackage_problem,
+    not_a_geopackage,
+    printable,
+)
 
 __all__ = ["read_points"]
 
+# What the row numbers of messages mean, per format (read_points returns a RangeIndex).
+_ROW_MEANING = {
+    "CSV": "counted from 0: row i is line i + 2 of the file",
+    "GeoPackage": "counted from 0 in file order; they are not GeoPackage fids",
+    "shapefile": "counted from 0 in file order",
+    "GeoParquet": "counted from 0 in file order",
+}
 _FORMATS = {
     ".gpkg": "GeoPackage",
     ".parquet": "GeoParquet",
@@ -56,16 +69,21 @@ def read_points(
     Returns
     -------
     geopandas.GeoDataFrame
-        One row per record, attribute columns as in the file, point geometry. Missing or empty
-        geometries are passed through (:func:`geosynth.prepare` reports them with their rows).
+        One row per record, attribute columns as in the file, point geometry, and a
+        ``RangeIndex``: row ``i`` is the ``i``-th record of the file counted from 0 (for a CSV
+        file, line ``i + 2``; for a GeoPackage, in file order, which is not its ``fid``). Missing
+        or empty geometries are passed through (:func:`geosynth.prepare` reports them with their
+        rows).
 
     Raises
     ------
     geosynth.errors.InputError
-        The file does not exist or cannot be read, the extension is not one of the above, a CSV
-        is read without ``x``, ``y`` and ``crs``, an ``x``/``y`` column is missing or holds
-        non-numeric or missing values, ``x``/``y``/``layer`` are given for a format they do not
-        apply to, the layer is missing or ambiguous, or a geometry is not a Point.
+        The file does not exist or cannot be read, a ``.gpkg`` file is not a GeoPackage or is
+        damaged, the extension is not one of the above, the file has no records (e.g. a CSV
+        file with only its header), a CSV file has two columns of the same name, a CSV is read
+        without ``x``, ``y`` and ``crs``, an ``x``/``y`` column is missing or holds non-numeric
+        or missing values, ``x``/``y``/``layer`` are given for a format they do not apply to,
+        the layer is missing or ambiguous, or a geometry is not a Point.
     geosynth.errors.CRSError
         ``crs`` is not a valid CRS or contradicts the file's CRS.
     ImportError
@@ -104,7 +122,15 @@ def read_points(
                 "CSV file read with x=, y= and crs="
             )
         gdf = _assign_crs(gdf, crs, source)
-    _check_point_types(gdf, source)
+    if len(gdf) == 0:
+        where = f" (layer {printable(layer)!r})" if layer is not None else ""
+        raise InputError(
+            f"{printable(source.name)}{where} has no records"
+            + (" (only a header line)" if kind == "CSV" else "")
+            + "; geosynth needs the confidential points: check that this is the right file"
+            + (" and layer (CLI: --layer)" if kind == "GeoPackage" else "")
+        )
+    _check_point_types(gdf, source, kind)
     return gdf
 
 
@@ -122,9 +148,23 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any) -> gpd.GeoDa
         raise InputError(f"x and y must name two different columns, got {x!r} for both")
     crs_obj = _as_crs(crs)
     try:
+        header = pd.read_csv(source, header=None, nrows=1, dtype=str, keep_default_na=False)
         frame = pd.read_csv(source)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read the CSV file {source.name}: {err}") from err
+    except pd.errors.EmptyDataError:
+        raise InputError(
+            f"the CSV file {printable(source.name)} is empty: no header line and no records"
+        ) from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read the CSV file {printable(source.name)}: {err}") from err
+    names = header.iloc[0].tolist() if len(header) else []
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputError(
+            f"the CSV file {printable(source.name)} has several columns named "
+            f"{', '.join(repr(printable(name)) for name in repeated)} (pandas would silently "
+            f"rename the copies, e.g. to {printable(repeated[0]) + '.1'!r}); give every column "
+            "its own name in the header line"
+        )
     coordinates = {}
     for name, column in (("x", x), ("y", y)):
         if column not in frame.columns:
@@ -136,7 +176,7 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any) -> gpd.GeoDa
         values = pd.to_numeric(raw, errors="coerce")
         not_numeric = (values.isna() & raw.notna()).to_numpy()
         if not_numeric.any():
-            rows = describe_rows(frame.index, not_numeric)
+            rows = _csv_rows(frame.index, not_numeric)
             raise InputError(
                 f"{name}={column!r}: column {column!r} of {source.name} has "
                 f"{int(not_numeric.sum())} non-numeric values ({rows}); coordinates must be "
@@ -146,7 +186,7 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any) -> gpd.GeoDa
         if absent.any():
             raise InputError(
                 f"{name}={column!r}: column {column!r} of {source.name} has {int(absent.sum())} "
-                f"missing values ({describe_rows(frame.index, absent)}); drop those records or "
+                f"missing values ({_csv_rows(frame.index, absent)}); drop those records or "
                 "fill in their coordinates"
             )
         coordinates[name] = values.to_numpy(dtype=np.float64)
@@ -176,13 +216,20 @@ def _read_parquet(source: Path) -> gpd.GeoDataFrame:
 
 
 def _read_ogr(source: Path, layer: str | None) -> gpd.GeoDataFrame | pd.DataFrame:
+    geopackage = source.suffix.lower() == ".gpkg"
+    if geopackage:
+        problem = geopackage_problem(source)
+        if problem is not None:
+            raise not_a_geopackage(source, problem)
     try:
         layers = pyogrio.list_layers(source)
-        if source.suffix.lower() == ".gpkg":
+        if geopackage:
             layer = _choose_layer(source, layers, layer)
         return pyogrio.read_dataframe(source, layer=layer)
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
-        raise InputError(f"cannot read {source.name}: {err}") from err
+        if geopackage:
+            raise not_a_geopackage(source, err) from None
+        raise InputError(f"cannot read {printable(source.name)}: {err}") from err
 
 
 def _choose_layer(source: Path, layers: np.ndarray, layer: str | None) -> str:
@@ -190,7 +237,8 @@ def _choose_layer(source: Path, layers: np.ndarray, layer: str | None) -> str:
     if layer is not None:
         if layer not in names:
             raise InputError(
-                f"layer={layer!r}: {source.name} has no such layer; its layers are {names}"
+                f"layer={printable(layer)!r} (CLI: --layer): {printable(source.name)} has no such "
+                f"layer; its layers are {[printable(name) for name in names]}"
             )
         return layer
     points = [str(n) for n, kind in layers if kind is not None and "point" in str(kind).lower()]
@@ -199,8 +247,9 @@ def _choose_layer(source: Path, layers: np.ndarray, layer: str | None) -> str:
     if len(points) == 1:
         return points[0]
     raise InputError(
-        f"{source.name} has {len(names)} layers ({names}) and {len(points)} of them hold "
-        "points; pass layer= to choose one"
+        f"{printable(source.name)} has {len(names)} layers "
+        f"({[printable(name) for name in names]}) and {len(points)} of them hold points; pass "
+        "layer= (CLI: --layer) to choose one"
     )
 
 
@@ -227,18 +276,22 @@ def _as_crs(crs: Any) -> pyproj.CRS:
         ) from err
 
 
-def _check_point_types(gdf: gpd.GeoDataFrame, source: Path) -> None:
+def _csv_rows(index: pd.Index, bad: np.ndarray) -> str:
+    """``describe_rows`` for a CSV file, saying how rows map to lines of the file."""
+    return f"{describe_rows(index, bad)}; {_ROW_MEANING['CSV']}"
+
+
+def _check_point_types(gdf: gpd.GeoDataFrame, source: Path, kind: str) -> None:
     geoms = np.asarray(gdf.geometry.array, dtype=object)
     type_id = shapely.get_type_id(geoms)
     wrong = (type_id != POINT_TYPE) & (type_id != -1)
     if wrong.any():
         kinds = sorted({shapely.geometry.base.GEOMETRY_TYPES[k] for k in type_id[wrong].tolist()})
         raise InputError(
-            f"{source.name} has {int(wrong.sum())} non-point geometries ({kinds}; "
-            f"{describe_rows(gdf.index, wrong)}); geosynth needs one Point per record: split "
-            "MultiPoints with gdf.explode() or replace polygons by gdf.representative_point(), "
-            "and save the file again"
+            f"{printable(source.name)} has {int(wrong.sum())} non-point geometries ({kinds}; "
+            f"{describe_rows(gdf.index, wrong)}; {_ROW_MEANING[kind]}); geosynth needs one "
+            "Point per record: split MultiPoints with gdf.explode() or replace polygons by "
+            "gdf.representative_point(), and save the file again"
         )
 
 
-# ---------------------------------------------------------------------- writing releases

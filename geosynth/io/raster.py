@@ -10,7 +10,7 @@ import numpy as np
 
 from geosynth._atomic import atomic_path
 from geosynth.errors import InputError
-from geosynth.io._files import check_target
+from geosynth.io._files import check_target, remove_stale_temporaries
 from geosynth.io.release import combination_labels
 from geosynth.lattice import Grid
 
@@ -90,23 +90,36 @@ def write_intensity_geotiff(
         "nodata": np.nan,
         "compress": "deflate",
     }
+    remove_stale_temporaries(target)
+    try:
+        with atomic_path(target, overwrite=overwrite) as tmp:
+            _write_bands(tmp, profile, bands, fit, labels)
+    except FileExistsError as err:  # created by another process during the write
+        raise InputError(f"{err.filename} {err.strerror}") from None
+    return target
+
+
+def _write_bands(
+    tmp: Path, profile: dict[str, Any], bands: np.ndarray, fit: PaivaFit, labels: list[str]
+) -> None:
+    """Write the bands, tags and band descriptions of the GeoTIFF at ``tmp``."""
+    import rasterio
+
     import geosynth
 
-    with atomic_path(target, overwrite=True) as tmp:
-        with rasterio.open(tmp, "w", **profile) as dst:
-            dst.write(bands)
+    with rasterio.open(tmp, "w", **profile) as dst:
+        dst.write(bands)
+        dst.update_tags(
+            geosynth_version=geosynth.__version__,
+            quantity="posterior mean intensity (expected records per cell)",
+            attributes=",".join(fit.counts.attributes),
+        )
+        combos = fit.counts.combos
+        for b, label in enumerate(labels):
+            dst.set_band_description(b + 1, label)
             dst.update_tags(
-                geosynth_version=geosynth.__version__,
-                quantity="posterior mean intensity (expected records per cell)",
-                attributes=",".join(fit.counts.attributes),
+                b + 1, **{str(a): str(combos[a].iloc[b]) for a in fit.counts.attributes}
             )
-            combos = fit.counts.combos
-            for b, label in enumerate(labels):
-                dst.set_band_description(b + 1, label)
-                dst.update_tags(
-                    b + 1, **{str(a): str(combos[a].iloc[b]) for a in fit.counts.attributes}
-                )
-    return target
 
 
 def _check_regular(grid: Any) -> None:

@@ -2,16 +2,31 @@
 
 A release is one GeoPackage: layers ``synthetic_1`` .. ``synthetic_m`` (the synthetic
 records), ``grid`` (the lattice cells, optionally with the posterior mean intensity) and
-``metadata`` (a non-spatial ``key, value`` table of JSON values). Seeds go to a private audit
-file ``<path>.audit.json`` beside it.
+``metadata`` (a non-spatial ``key, value`` table of JSON values, written last; its last row,
+``complete``, lists every layer of the file and marks the release as completely written). Seeds
+go to a private audit file ``<path>.audit.json`` beside it, with the SHA-256 of the GeoPackage.
 
 What a release file may hold. Everything in the GeoPackage is meant to be published, so it never
 holds original coordinates, the cells of the original records, the index of the confidential
 input, or a seed: pass releases through :func:`geosynth.to_public` first. :func:`write_release`
-also never writes the index, refuses columns named like record or cell identifiers
-(:data:`ID_COLUMNS`) and, given ``original_index=``, columns whose values are labels of the
-confidential input. Every file is written to a temporary file beside the target and renamed
-over it, so a failed write leaves no partial file and keeps an existing one.
+refuses the internal (row-aligned) output of the synthesizers, never writes the index, refuses
+columns named like record or cell identifiers (:data:`ID_COLUMNS`) and, given
+``original_index=``, columns whose values are labels of the confidential input. The metadata
+follows one schema owned by geosynth: callers may set only :data:`METADATA_KEYS`, free text
+goes to ``notes``, and both are scanned for seeds.
+
+All or nothing. The GeoPackage and its audit file are written into a private staging folder and
+moved into place together (:class:`geosynth._atomic.AtomicOutputs`): a failed, interrupted or
+killed write leaves no partial file under the final name and keeps an existing one; leftovers of
+killed writes are removed by the next write of the same output. The release is moved first and
+its audit file second, so a kill between the two leaves the new release beside the old audit
+file (or none): :func:`read_release` and ``geosynth inspect`` check the SHA-256 recorded in the
+audit file and report an audit file that does not belong to its release.
+
+Reading. :func:`read_release` validates a file against the schema (layers, their types and row
+counts, every metadata field and its type, the ``complete`` entry) and says what is wrong in one
+:class:`~geosynth.errors.InputError`; files that are not GeoPackages, damaged, incomplete or
+edited are refused.
 """
 
 from __future__ import annotations
@@ -23,7 +38,6 @@ import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,11 +50,20 @@ import pyogrio
 import pyproj
 import shapely
 
-from geosynth._atomic import atomic_path
+from geosynth._atomic import AtomicOutputs
 from geosynth._messages import describe_rows
 from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
-from geosynth.io._files import POINT_TYPE, check_target, existing_file
+from geosynth.io._files import (
+    POINT_TYPE,
+    check_target,
+    existing_file,
+    geopackage_problem,
+    not_a_geopackage,
+    printable,
+    remove_stale_temporaries,
+)
 from geosynth.lattice import Grid
+from geosynth.synth.release import PUBLIC_ATTR, UNLINKED_METHODS, is_linked, is_public
 
 if TYPE_CHECKING:
     from geosynth.data import CellCounts
@@ -50,12 +73,15 @@ __all__ = [
     "ReleaseFile",
     "write_release",
     "read_release",
+    "verify_audit",
     "audit_path",
     "combination_labels",
     "RELEASE_LAYER",
     "GRID_LAYER",
     "METADATA_LAYER",
+    "COMPLETE_KEY",
     "ID_COLUMNS",
+    "METADATA_KEYS",
     "RESERVED_KEYS",
 ]
 
@@ -65,6 +91,9 @@ RELEASE_LAYER = "synthetic_{}"
 GRID_LAYER = "grid"
 #: Non-spatial layer of ``key, value`` rows, the values JSON.
 METADATA_LAYER = "metadata"
+#: Key of the last metadata row: ``{"layers": [every layer of the file], "n_layers": k}``. A file
+#: without it (or whose layers disagree with it) is incomplete or not a geosynth release.
+COMPLETE_KEY = "complete"
 #: Column names (compared case-insensitively) that identify records or their cells; a release
 #: column with one of these names is refused.
 ID_COLUMNS = frozenset(
@@ -80,9 +109,18 @@ ID_COLUMNS = frozenset(
         "original_index",
     }
 )
+#: Metadata keys a caller may set through ``metadata=`` (each type-checked): ``method`` (str),
+#: ``epsilon`` (a number > 0), ``ledger`` (the ε ledger, e.g. ``Accountant.to_dict()``),
+#: ``size`` (how the size of an ε-DP release was set, a dict such as
+#: ``{"rule": "n_public", "n_public": N}``; default: the releases' ``attrs["geosynth"]["size"]``),
+#: ``data`` (a public description of the data, str) and ``n_public`` (a published record total,
+#: int >= 0). Free text goes to ``notes=``.
+METADATA_KEYS = frozenset({"method", "epsilon", "ledger", "size", "data", "n_public"})
 #: Metadata keys :func:`write_release` computes itself; ``metadata=`` cannot set them.
 RESERVED_KEYS = frozenset(
     {
+        "complete",
+        "notes",
         "format",
         "format_version",
         "geosynth_version",
@@ -99,14 +137,37 @@ RESERVED_KEYS = frozenset(
 )
 
 _FORMAT = "geosynth-release"
-_FORMAT_VERSION = 1
+# 2: the metadata ends with the ``complete`` entry, user text is in ``notes``.
+_FORMAT_VERSION = 2
 _AUDIT_SUFFIX = ".audit.json"
 _RELEASE_LAYER_RE = re.compile(r"^synthetic_(\d+)$")
+# Limits of what read_release decodes: rows of the metadata table, characters of one value,
+# nesting depth of a value, bytes of an audit file.
+_MAX_METADATA_ROWS = 1_000
+_MAX_VALUE_CHARS = 16_000_000
+_MAX_DEPTH = 32
+_MAX_AUDIT_BYTES = 1 << 20
+# Integers at least this large that equal a seed are refused wherever they appear in metadata;
+# smaller seeds (7, 42) are too common as numbers to search for and are caught by their words.
+_LONG_SEED = 100_000
+# Key names of generator state, anywhere in the metadata.
+_SEED_KEY = re.compile(
+    r"seed|rng|random_?state|^state$|entropy|spawn_?key|bit_?generator|^generator$", re.IGNORECASE
+)
+# Text such as "seed=42", "rng 7", "entropy 1234", "seeds [1, 2]", "state: 7" (a bare "state"
+# only before "=" or ":", so that "United States 2019" passes).
+_SEED_TEXT = re.compile(
+    r"(?<![a-z])(?:(?:seed|rng[ _-]?state|rng|random[ _-]?state|entropy|spawn[ _-]?key"
+    r"|bit[ _-]?generator)"
+    r"s?(?![a-z])[\s:=#'\"(\[{,_-]{0,4}|state\s*[:=]\s*[\"'(\[{]?\s*)[+-]?\d",
+    re.IGNORECASE,
+)
+_DIGITS = re.compile(r"\d{6,}")
 
 
 @dataclass
 class ReleaseFile:
-    """The contents of a release GeoPackage, as read by :func:`read_release`.
+    """The contents of a release GeoPackage, as read and validated by :func:`read_release`.
 
     Attributes
     ----------
@@ -115,15 +176,19 @@ class ReleaseFile:
     grid : geopandas.GeoDataFrame or None
         The ``grid`` layer (cell polygons, ``lambda_*`` columns if written with the intensity).
     metadata : dict
-        The ``metadata`` layer, each value decoded from JSON (empty if the layer is absent).
+        The ``metadata`` layer, each value decoded from JSON and checked against the schema.
     layers : list of str
         Every layer of the file, in file order.
+    audit : pathlib.Path or None
+        The private audit file beside the release, when it was present, readable and its
+        SHA-256 matched the GeoPackage (None otherwise, or when not checked).
     """
 
     releases: list[gpd.GeoDataFrame]
     grid: gpd.GeoDataFrame | None
     metadata: dict[str, Any]
     layers: list[str] = field(default_factory=list)
+    audit: Path | None = None
 
     @property
     def m(self) -> int:
@@ -144,9 +209,11 @@ def write_release(
     fit: PaivaFit | None = None,
     include_intensity: bool = False,
     metadata: Mapping[str, Any] | None = None,
+    notes: str | None = None,
     seeds: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     original_index: pd.Index | Sequence | None = None,
+    outputs: AtomicOutputs | None = None,
 ) -> Path:
     """Write ``m`` public releases, the lattice and the metadata to one GeoPackage.
 
@@ -169,20 +236,32 @@ def write_release(
         ``lambda_y=1,x1=2``) per attribute combination with the posterior mean intensity
         (expected records per cell). Needs ``fit``.
     metadata : Mapping, optional
-        Extra JSON-serialisable metadata; may set ``method``, ``epsilon`` and ``ledger`` (the
-        ε ledger, e.g. ``Accountant.to_dict()``) and any new key, not the keys the writer
-        computes (:data:`RESERVED_KEYS`) nor any key naming a seed.
+        Values of the caller-settable keys of the schema, :data:`METADATA_KEYS`: ``method``,
+        ``epsilon``, ``ledger``, ``data``, ``n_public``. Other keys are refused (the writer
+        computes :data:`RESERVED_KEYS` itself; free text goes to ``notes``). Every value is
+        scanned for seeds (see Notes).
+    notes : str, optional
+        Free text published in the metadata entry ``notes``; scanned for seeds like
+        ``metadata``.
     seeds : Mapping, optional
         Seeds used to make the releases (name -> int, SeedSequence, list, ...). They are written
-        to the private audit file ``<path>.audit.json`` (:func:`audit_path`, mode 0600) together
-        with the SHA-256 of the GeoPackage, never into the GeoPackage.
+        to the private audit file ``<path>.audit.json`` (:func:`audit_path`, created mode 0600)
+        together with the SHA-256 of the GeoPackage, never into the GeoPackage.
     overwrite : bool, default False
-        Replace an existing file (and audit file). When replacing a release without ``seeds``, a
-        stale audit file of the old release is removed.
+        Replace an existing file and its audit file. When a release is replaced without
+        ``seeds``, its audit file is replaced by one that records no seeds (and the new SHA-256),
+        in the same transaction, so no audit file describes a release that is gone.
     original_index : pandas.Index or sequence, optional
         Index of the confidential input. If given, a release column whose values are distinct
-        labels of this index (or which bears its name), and a release whose non-default index
-        consists of these labels, are refused.
+        labels of this index (or which bears its name), a release whose non-default index
+        consists of these labels, and a release that has as many rows as the input with a
+        default index but did not come from :func:`geosynth.to_public` (its row ``k`` may be
+        confidential record ``k``) are refused.
+    outputs : geosynth._atomic.AtomicOutputs, optional
+        A transaction of the caller (e.g. the CLI, which also writes a review map and a report).
+        The GeoPackage and then its audit file are staged into it (``outputs.add``) and moved
+        into place by the caller's commit; whether they may replace existing files is
+        ``outputs.overwrite``. Without it, ``write_release`` commits its own transaction.
 
     Returns
     -------
@@ -192,11 +271,15 @@ def write_release(
     Raises
     ------
     geosynth.errors.InputError
-        ``path`` exists and ``overwrite`` is False; ``releases`` is empty or not a sequence of
-        point GeoDataFrames; a release has an identifier column (:data:`ID_COLUMNS`, an internal
+        ``path`` (or its audit file) exists and ``overwrite`` is False, or was created by
+        another process during the write; ``releases`` is empty or not a sequence of point
+        GeoDataFrames; a release is the internal output of a synthesizer or may be row-aligned
+        with the input; a release has an identifier column (:data:`ID_COLUMNS`, an internal
         ``_`` column, an extra geometry column, or labels of ``original_index``); releases or
         grid disagree on the CRS; ``grid``/``fit`` have the wrong type or disagree;
-        ``include_intensity`` without ``fit``; invalid ``metadata`` or ``seeds``.
+        ``include_intensity`` without ``fit``; ``metadata`` has a key outside
+        :data:`METADATA_KEYS` or a value of the wrong type; ``metadata`` or ``notes`` hold a
+        seed; invalid ``seeds``; ``overwrite=True`` with ``outputs`` that may not overwrite.
 
     Warns
     -----
@@ -209,10 +292,24 @@ def write_release(
     The ``metadata`` layer holds ``format``, ``format_version``, ``geosynth_version``,
     ``created_utc`` (ISO 8601), ``crs`` (authority string such as ``"EPSG:31983"``, else WKT),
     ``m``, ``layers``, ``n_records`` (per release), ``method``, ``lattice`` (shape, cell size,
-    bounds, contiguity, number of cells and components, whether clipped), ``model`` and
-    ``priors`` (with ``fit``), ``epsilon`` and ``ledger`` (from ``metadata`` or, for
-    differentially private releases, ``attrs["geosynth"]``), ``intensity``, and the extra keys
-    of ``metadata``. Each value is a JSON text (``null`` when unknown).
+    bounds, contiguity, number of cells and components, whether clipped, and
+    ``bounds_snap_unit``: None for public bounds, else how precisely bounds derived from the
+    points reveal their extremes), ``model`` and ``priors`` (with ``fit``), ``epsilon``,
+    ``ledger`` and ``size`` (from ``metadata`` or, for differentially private releases,
+    ``attrs["geosynth"]``), ``intensity``, ``notes``, ``data`` and ``n_public`` (when given)
+    and, as its last row, ``complete`` (every layer of the file and their number). Each value
+    is a JSON text (``null`` when unknown).
+
+    Seeds are never published. Refused in ``metadata`` and ``notes``: keys naming generator
+    state at any depth (``seed``, ``rng_state``, ``state``, ``entropy``, ``spawn_key``,
+    ``bit_generator``), text where such a word is followed by a number (``"seed=42"``,
+    ``"rng state 7"``, ``"entropy: 12"``; a bare ``"state"`` only before ``=`` or ``:``), and
+    any integer of at least six digits (as a number or inside text) that equals a value of
+    ``seeds`` (smaller seeds are too common as numbers to search for).
+
+    Order of the files. The GeoPackage is moved into place first, then its audit file: a kill
+    between the two leaves the new release with the previous audit file (or none), which
+    :func:`read_release` and ``geosynth inspect`` detect by its SHA-256.
 
     Examples
     --------
@@ -220,32 +317,104 @@ def write_release(
     >>> write_release("release.gpkg", public, fit=fit, seeds={"synthesize": 3})  # doctest: +SKIP
     """
     target = Path(path)
+    replace = _check_outputs(outputs, overwrite)
     frames = _check_releases(releases, original_index)
     lattice, fit = _check_grid_and_fit(grid, fit, include_intensity)
     crs = _common_crs(frames, lattice)
     audit = audit_path(target)
-    check_target(target, overwrite)
-    if seeds is not None:
-        check_target(audit, overwrite)
-    table = _metadata_table(releases, frames, lattice, fit, include_intensity, metadata, crs)
-    audit_record = None if seeds is None else _audit_record(target, seeds)
+    check_target(target, replace)
+    # The audit file is part of the release: written with seeds, and replaced (by a record
+    # without seeds) when an old one would otherwise describe a release that is gone.
+    with_audit = seeds is not None or os.path.lexists(audit)
+    if with_audit:
+        check_target(audit, replace)
+    seed_values = _seed_integers(seeds)
+    table = _metadata_table(releases, frames, lattice, fit, include_intensity, metadata, notes,
+                            crs, seed_values)
+    audit_record = _audit_record(target, seeds) if with_audit else None
     cells = None if lattice is None else _grid_layer(lattice, fit if include_intensity else None)
 
-    with ExitStack() as stack:
-        tmp = stack.enter_context(atomic_path(target, overwrite=True))
+    transaction = AtomicOutputs(overwrite=replace) if outputs is None else outputs
+    staged: list[Path] = []
+    try:
+        remove_stale_temporaries(target)
+        staged.append(_stage(transaction, target, private=False))
+        if audit_record is not None:
+            remove_stale_temporaries(audit)
+            staged.append(_stage(transaction, audit, private=True))
+        tmp = staged[0]
         for k, frame in enumerate(frames, start=1):
             _write_layer(frame, tmp, RELEASE_LAYER.format(k))
         if cells is not None:
             _write_layer(cells, tmp, GRID_LAYER)
-        _write_layer(table, tmp, METADATA_LAYER)
+        _write_layer(table, tmp, METADATA_LAYER)  # last: its last row marks the file complete
         if audit_record is not None:
             audit_record["sha256"] = _sha256(tmp)
-            tmp_audit = stack.enter_context(atomic_path(audit, overwrite=True))
-            tmp_audit.write_text(json.dumps(audit_record, indent=2) + "\n", encoding="utf-8")
-            os.chmod(tmp_audit, 0o600)
-    if audit_record is None and audit.exists():
-        audit.unlink()  # it described the release just replaced
+            _write_private_text(staged[1], json.dumps(audit_record, indent=2) + "\n")
+        if outputs is None:
+            transaction.commit()
+    except FileExistsError as err:
+        _drop(transaction, outputs, staged)
+        raise InputError(f"{err.filename} {err.strerror}") from None
+    except BaseException:
+        _drop(transaction, outputs, staged)
+        raise
     return target
+
+
+def _check_outputs(outputs: Any, overwrite: Any) -> bool:
+    """Validate ``outputs``/``overwrite``; return whether existing files may be replaced."""
+    if not isinstance(overwrite, bool | np.bool_):
+        raise InputError(f"overwrite must be True or False, got {overwrite!r}")
+    if outputs is None:
+        return bool(overwrite)
+    if not isinstance(outputs, AtomicOutputs):
+        raise InputError(
+            f"outputs must be a geosynth._atomic.AtomicOutputs, got {type(outputs).__name__}"
+        )
+    if overwrite and not outputs.overwrite:
+        raise InputError(
+            "overwrite=True but outputs=AtomicOutputs(overwrite=False): the outputs decide "
+            "whether files are replaced; create them with overwrite=True"
+        )
+    return outputs.overwrite
+
+
+def _stage(transaction: AtomicOutputs, target: Path, private: bool) -> Path:
+    """``transaction.add(target)``, its errors as InputError naming the path and the fix."""
+    try:
+        return transaction.add(target, private=private)
+    except FileExistsError:
+        raise InputError(
+            f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it"
+        ) from None
+    except IsADirectoryError:
+        raise InputError(
+            f"path {str(target)!r} is a directory; pass a file name such as release.gpkg"
+        ) from None
+    except ValueError as err:
+        raise InputError(f"{target}: {err}") from None
+
+
+def _drop(transaction: AtomicOutputs, outputs: AtomicOutputs | None, staged: list[Path]) -> None:
+    """Undo a failed write: discard our own transaction, or remove our staged files.
+
+    In the caller's transaction a staged path that does not exist is skipped by its commit.
+    """
+    if outputs is None:
+        transaction.discard()
+        return
+    for path in staged:
+        for leftover in (path, *(Path(f"{path}{end}") for end in ("-journal", "-wal", "-shm"))):
+            if os.path.lexists(leftover):
+                leftover.unlink()
+
+
+def _write_private_text(path: Path, text: str) -> None:
+    """Create ``path`` with mode 0600 from the start (never readable by others) and write it."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _write_layer(frame: pd.DataFrame, path: Path, layer: str) -> None:
@@ -254,7 +423,6 @@ def _write_layer(frame: pd.DataFrame, path: Path, layer: str) -> None:
     if isinstance(frame, gpd.GeoDataFrame) and len(frame) == 0:
         options["geometry_type"] = "Point" if layer != GRID_LAYER else "Polygon"
     pyogrio.write_dataframe(frame, path, layer=layer, driver="GPKG", **options)
-
 
 
 
@@ -282,6 +450,13 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
                 f"{name} has no active geometry column; pass the releases of geosynth.to_public"
             ) from err
         _check_release_columns(release, geometry, name, original)
+        if is_linked(release):
+            raise InputError(
+                f"{name} is the internal output of geosynth.synthesize (or of a baseline): its "
+                "row k and index belong to confidential record k, so publishing it would link "
+                "synthetic to confidential records; pass geosynth.to_public(release), which "
+                "shuffles the rows and drops the index"
+            )
         _check_release_index(release, name, original)
         geoms = np.asarray(release.geometry.array, dtype=object)
         type_id = shapely.get_type_id(geoms)
@@ -333,6 +508,19 @@ def _check_release_columns(
 def _check_release_index(release: gpd.GeoDataFrame, name: str, original: pd.Index | None) -> None:
     index = release.index
     if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        if (
+            original is not None
+            and len(release) == len(original)
+            and len(release) > 1
+            and not is_public(release)
+            and not _drawn_from_noisy_counts(release)
+        ):
+            raise InputError(
+                f"{name} has as many rows ({len(release)}) as the confidential input "
+                "(original_index) and a default 0..n-1 index, and it is not the output of "
+                "geosynth.to_public: its row k may still be confidential record k (rows in the "
+                "input's order); pass geosynth.to_public(release), which shuffles the rows"
+            )
         return
     if original is not None and len(index) > 0 and index.isin(original).all():
         raise InputError(
@@ -346,6 +534,15 @@ def _check_release_index(release: gpd.GeoDataFrame, name: str, original: pd.Inde
         PrivacyLeakWarning,
         stacklevel=4,
     )
+
+
+def _drawn_from_noisy_counts(release: gpd.GeoDataFrame) -> bool:
+    """Tell whether ``release`` is a differentially private release of geosynth.
+
+    Its records are drawn from noisy counts: no row belongs to a confidential record.
+    """
+    info = release.attrs.get("geosynth") if isinstance(release.attrs, dict) else None
+    return isinstance(info, Mapping) and info.get("method") in UNLINKED_METHODS
 
 
 def _check_grid_and_fit(
@@ -455,8 +652,16 @@ def _lattice_description(grid: Grid) -> dict[str, Any]:
         "n_cells": grid.n_cells,
         "n_components": grid.n_components,
         "is_clipped": grid.is_clipped,
+        # None: public bounds (given, or of a region); else the bounds were derived from the
+        # points and reveal their extremes to within this unit (Grid.snap_unit).
+        "bounds_snap_unit": _snap_unit(grid),
         "row_order": "row 0 is the southernmost row; cell ids are row-major",
     }
+
+
+def _snap_unit(grid: Grid) -> list[float] | None:
+    unit = getattr(grid, "snap_unit", None)
+    return None if unit is None else [float(v) for v in unit]
 
 
 def _model_description(fit: PaivaFit) -> dict[str, Any]:
@@ -494,11 +699,15 @@ def _metadata_table(
     fit: PaivaFit | None,
     include_intensity: bool,
     metadata: Mapping[str, Any] | None,
+    notes: Any,
     crs: pyproj.CRS | None,
+    seed_values: set[int],
 ) -> pd.DataFrame:
     import geosynth
 
     extra = _check_metadata(metadata)
+    if notes is not None and not isinstance(notes, str):
+        raise InputError(f"notes must be a str (free text), got {type(notes).__name__}")
     # A noise-aware fit's counts are the NoisyCounts of geosynth.dp, which carry ε and ledger.
     noisy = None if fit is None else fit.counts
     ledger = (
@@ -513,9 +722,23 @@ def _metadata_table(
     )
     if epsilon is None and isinstance(ledger, Mapping):
         epsilon = (ledger.get("spent") or {}).get("epsilon")
+    size = extra.pop("size", None) or _release_attrs(releases, "size")
     method = extra.pop("method", None) or _release_attrs(releases, "method")
     if method is None and fit is not None:
         method = "paiva" if fit.noise_scale is None else "paiva-dp"
+    # Everything that did not come from the library itself is scanned for seeds.
+    given = {"method": method, "epsilon": epsilon, "ledger": ledger, "size": size,
+             "notes": notes, **extra}
+    for key, value in given.items():
+        where = "notes" if key == "notes" else f"metadata[{key!r}]"
+        problem = _seed_problem(_jsonable(value, where), where, seed_values)
+        if problem is not None:
+            raise InputError(
+                f"{problem}; seeds and generator state must not be published: pass seeds as "
+                "seeds= (they go to the private audit file) and remove them from metadata= and "
+                "notes="
+            )
+    layers = [RELEASE_LAYER.format(k) for k in range(1, len(frames) + 1)]
     values: dict[str, Any] = {
         "format": _FORMAT,
         "format_version": _FORMAT_VERSION,
@@ -523,7 +746,7 @@ def _metadata_table(
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "crs": _crs_label(crs),
         "m": len(frames),
-        "layers": [RELEASE_LAYER.format(k) for k in range(1, len(frames) + 1)],
+        "layers": layers,
         "n_records": [len(frame) for frame in frames],
         "method": method,
         "lattice": None if grid is None else _lattice_description(grid),
@@ -531,13 +754,17 @@ def _metadata_table(
         "priors": None if fit is None else fit.model.priors.to_dict(),
         "epsilon": epsilon,
         "ledger": ledger,
+        "size": size,
         "intensity": (
             "grid columns lambda_<combination>: posterior mean expected records per cell"
             if include_intensity
             else None
         ),
+        "notes": notes,
     }
     values.update(extra)
+    every_layer = [*layers, *([GRID_LAYER] if grid is not None else []), METADATA_LAYER]
+    values[COMPLETE_KEY] = {"layers": every_layer, "n_layers": len(every_layer)}  # the last row
     rows = []
     for key, value in values.items():
         try:
@@ -549,41 +776,106 @@ def _metadata_table(
 
 
 def _check_metadata(metadata: Any) -> dict[str, Any]:
+    """Return the caller's ``metadata``, restricted to :data:`METADATA_KEYS` and type-checked."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
         raise InputError(f"metadata must be a dict of str keys, got {type(metadata).__name__}")
+    allowed = ", ".join(sorted(METADATA_KEYS))
     extra = {}
     for key, value in metadata.items():
         if not isinstance(key, str):
-            raise InputError(f"metadata keys must be str, got {key!r}")
+            raise InputError(f"metadata keys must be str, got {key!r}; allowed keys: {allowed}")
         if key in RESERVED_KEYS:
             raise InputError(
-                f"metadata[{key!r}] is computed by write_release and cannot be set; use another key"
+                f"metadata[{key!r}] is computed by write_release and cannot be set"
+                + ("; pass free text as notes=" if key == "notes" else "")
             )
-        seed_key = _find_seed_key(key, value)
-        if seed_key is not None:
+        if key not in METADATA_KEYS:
             raise InputError(
-                f"metadata has a seed ({seed_key!r}); seeds must not be published: pass them as "
-                "seeds=, which go to the private audit file"
+                f"metadata[{key!r}]: the release metadata follows geosynth's schema and has no "
+                f"key {key!r}; allowed keys: {allowed}; put free text in notes="
             )
+        if value is not None:
+            _check_metadata_value(key, value)
         extra[key] = value
     return extra
 
 
-def _find_seed_key(key: str, value: Any) -> str | None:
-    if "seed" in key.lower():
-        return key
-    if isinstance(value, Mapping):
-        for inner_key, inner in value.items():
-            found = _find_seed_key(str(inner_key), inner)
-            if found is not None:
-                return found
-    elif isinstance(value, list | tuple):
-        for inner in value:
-            found = _find_seed_key("", inner)
-            if found is not None:
-                return found
+def _check_metadata_value(key: str, value: Any) -> None:
+    number = isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+        value, bool | np.bool_
+    )
+    if key in ("method", "data") and not isinstance(value, str):
+        raise InputError(f"metadata[{key!r}] must be a str, got {type(value).__name__}")
+    if key == "epsilon" and not (number and float(value) > 0):
+        raise InputError(f"metadata['epsilon'] must be a number > 0, got {value!r}")
+    if key == "ledger" and not isinstance(value, Mapping):
+        raise InputError(
+            f"metadata['ledger'] must be a dict such as Accountant.to_dict(), got "
+            f"{type(value).__name__}"
+        )
+    if key == "size" and not isinstance(value, Mapping):
+        raise InputError(
+            f"metadata['size'] must be a dict such as {{'rule': 'n_public', 'n_public': 500}}, "
+            f"got {type(value).__name__}"
+        )
+    if key == "n_public" and not (
+        isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+        and value >= 0
+    ):
+        raise InputError(f"metadata['n_public'] must be an int >= 0, got {value!r}")
+
+
+def _seed_integers(seeds: Any) -> set[int]:
+    """Every integer in ``seeds`` (ints, lists, SeedSequence entropy and spawn keys)."""
+    if seeds is None:
+        return set()
+    if not isinstance(seeds, Mapping):
+        raise InputError(
+            f"seeds must be a dict of name -> seed (e.g. {{'synthesize': 3}}), got "
+            f"{type(seeds).__name__}"
+        )
+    found: set[int] = set()
+    stack = [_jsonable(dict(seeds), "seeds")]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            found.add(item)
+        elif isinstance(item, str) and item.lstrip("+-").isdigit():
+            found.add(int(item))
+    return found
+
+
+def _seed_problem(value: Any, where: str, seed_values: set[int]) -> str | None:
+    """Describe a seed or generator state in the JSON value ``value``, or return None."""
+    long_seeds = {abs(s) for s in seed_values if abs(s) >= _LONG_SEED}
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, place = stack.pop()
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if _SEED_KEY.search(str(key)):
+                    return (f"{place} has the key {str(key)!r}, which names a seed or "
+                            "generator state")
+                stack.append((inner, f"{place}[{str(key)!r}]"))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{place}[{i}]") for i, inner in enumerate(item))
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int | float):
+            if float(item).is_integer() and abs(int(item)) in long_seeds:
+                return f"{place} holds one of the seeds given in seeds="
+        elif isinstance(item, str):
+            match = _SEED_TEXT.search(item)
+            if match:
+                return f"{place} contains {printable(match.group(0))!r}, which looks like a seed"
+            if any(int(digits) in long_seeds for digits in _DIGITS.findall(item)):
+                return f"{place} contains one of the seeds given in seeds="
     return None
 
 
@@ -626,19 +918,21 @@ def _jsonable(value: Any, name: str) -> Any:
 def _audit_record(target: Path, seeds: Any) -> dict[str, Any]:
     import geosynth
 
-    if not isinstance(seeds, Mapping):
-        raise InputError(
-            f"seeds must be a dict of name -> seed (e.g. {{'synthesize': 3}}), got "
-            f"{type(seeds).__name__}"
-        )
-    return {
+    record: dict[str, Any] = {
         "note": "PRIVATE: these seeds with the confidential data reproduce the release; "
         "do not publish this file",
         "release": target.name,
         "geosynth_version": geosynth.__version__,
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "seeds": _jsonable(dict(seeds), "seeds"),
+        "seeds": None if seeds is None else _jsonable(dict(seeds), "seeds"),
     }
+    if seeds is None:
+        record["note"] = (
+            "PRIVATE: no seeds were recorded for this release (e.g. differentially private "
+            "noise from fresh OS entropy); this file replaced the audit file of the release it "
+            "overwrote"
+        )
+    return record
 
 
 def _sha256(path: Path) -> str:
@@ -650,60 +944,422 @@ def _sha256(path: Path) -> str:
 
 
 # ---------------------------------------------------------------------- reading releases
-def read_release(path: str | os.PathLike) -> ReleaseFile:
-    """Read a release GeoPackage written by :func:`write_release`.
+# The schema of format version 2: key -> type. A type is "str", "int", "number", "bool",
+# "dict" (any JSON object), ("optional", type), ("list", type, length or None),
+# ("mapping", type of every value) or a dict of required fields.
+_LATTICE_SCHEMA = {
+    "shape": ("list", "int", 2),
+    "cell_size": ("list", "number", 2),
+    "bounds": ("list", "number", 4),
+    "contiguity": "str",
+    "n_cells": "int",
+    "n_components": "int",
+    "is_clipped": "bool",
+    "bounds_snap_unit": ("optional", ("list", "number", 2)),
+    "row_order": "str",
+}
+_MODEL_SCHEMA = {
+    "name": "str",
+    "beta_prior": ("optional", "str"),
+    "beta_sampler": ("optional", "str"),
+    "effects": "str",
+    "chains": "int",
+    "draws_per_chain": "int",
+    "burn_in": "int",
+    "thin": "int",
+    "noise_scale": ("optional", "number"),
+    "attributes": ("list", "str", None),
+    "continuous": ("optional", "str"),
+    "combinations": ("list", "str", None),
+}
+_SCHEMA: dict[str, Any] = {
+    "format": "str",
+    "format_version": "int",
+    "geosynth_version": "str",
+    "created_utc": "str",
+    "crs": ("optional", "str"),
+    "m": "int",
+    "layers": ("list", "str", None),
+    "n_records": ("list", "int", None),
+    "method": ("optional", "str"),
+    "lattice": ("optional", _LATTICE_SCHEMA),
+    "model": ("optional", _MODEL_SCHEMA),
+    "priors": ("optional", ("mapping", "number")),
+    "epsilon": ("optional", "epsilon"),
+    "ledger": ("optional", "dict"),
+    "size": ("optional", "dict"),
+    "intensity": ("optional", "str"),
+    "notes": ("optional", "str"),
+    "data": ("optional", "str"),
+    "n_public": ("optional", "int"),
+    COMPLETE_KEY: {"layers": ("list", "str", None), "n_layers": "int"},
+}
+#: Keys the writer writes only when given.
+_OPTIONAL_KEYS = frozenset({"data", "n_public"})
+_GDAL_ERRORS = (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError, RuntimeError)
+
+
+def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> ReleaseFile:
+    """Read a release GeoPackage written by :func:`write_release`, checking it against its schema.
 
     Parameters
     ----------
     path : str or os.PathLike
         The GeoPackage.
+    check_audit : bool, default True
+        If the private audit file ``<path>.audit.json`` lies beside the release (and can be
+        read), check that the SHA-256 it records is the GeoPackage's.
 
     Returns
     -------
     ReleaseFile
         The releases (``synthetic_1`` .. ``synthetic_m`` in numeric order), the grid layer (or
-        None), the decoded metadata (empty if the file has no metadata layer) and the layer
-        names. The private audit file is not read.
+        None), the decoded metadata, the layer names and the verified audit file (or None).
+        The audit file's seeds are not read into the result.
 
     Raises
     ------
     geosynth.errors.InputError
-        The file does not exist, cannot be read, has no ``synthetic_<k>`` layer, or has a
-        metadata value that is not JSON.
+        One message saying what is wrong: the file does not exist, is not a GeoPackage or is
+        damaged; it is not a geosynth release (no metadata, another ``format``); it is
+        incomplete (no ``complete`` entry as the last metadata row, a layer it lists is missing,
+        a release layer has fewer rows than its metadata records) or edited (extra layers such
+        as ``synthetic_01``, duplicate or unknown metadata keys, a metadata table without its
+        ``key``/``value`` columns, a value that is not JSON, nested too deeply or of the wrong
+        type, a release layer that is not a point layer or in another CRS); or the audit file
+        beside it does not belong to it (:func:`verify_audit`).
+
+    Notes
+    -----
+    A release layer with 0 rows is accepted when its metadata records 0 records (an ε-DP
+    release may be empty); ``geosynth evaluate`` refuses it.
     """
     source = existing_file(path)
+    name = printable(source.name)
+    problem = geopackage_problem(source)
+    if problem is not None:
+        raise not_a_geopackage(source, problem)
     try:
         listed = pyogrio.list_layers(source)
-        layers = [str(name) for name in listed[:, 0]]
-        numbered = sorted(
-            (int(match.group(1)), name)
-            for name in layers
-            if (match := _RELEASE_LAYER_RE.match(name))
-        )
-        if not numbered:
+    except _GDAL_ERRORS as err:
+        raise not_a_geopackage(source, err) from None
+    layers = [str(layer) for layer in listed[:, 0]]
+    kinds = {str(layer): (None if kind is None else str(kind)) for layer, kind in listed}
+    if METADATA_LAYER not in layers:
+        if not any(_RELEASE_LAYER_RE.match(layer) for layer in layers):
             raise InputError(
-                f"{source.name} is not a geosynth release: it has no synthetic_<k> layer "
-                f"(layers: {layers})"
+                f"{name} is not a geosynth release: it has no metadata table and no "
+                f"synthetic_<k> layer (layers: {_shown(layers)})"
             )
-        releases = [pyogrio.read_dataframe(source, layer=name) for _, name in numbered]
-        grid = pyogrio.read_dataframe(source, layer=GRID_LAYER) if GRID_LAYER in layers else None
-        table = (
-            pyogrio.read_dataframe(source, layer=METADATA_LAYER)
-            if METADATA_LAYER in layers
-            else None
+        raise _incomplete(name, "it has no metadata table")
+    if kinds[METADATA_LAYER] is not None:
+        raise _incomplete(name, f"its {METADATA_LAYER!r} layer is spatial, not a key/value table")
+    table = _read_layer(source, METADATA_LAYER)
+    metadata = _decode_metadata(table, name)
+    _check_schema(metadata, name)
+    releases = _read_releases(source, name, metadata, layers, kinds)
+    lattice = metadata["lattice"]
+    grid = None
+    if lattice is not None:
+        grid = _read_layer(source, GRID_LAYER)
+        if not isinstance(grid, gpd.GeoDataFrame) or len(grid) != lattice["n_cells"]:
+            rows = len(grid) if isinstance(grid, pd.DataFrame) else 0
+            raise _incomplete(
+                name, f"its grid layer has {rows} cells but its metadata records "
+                f"{lattice['n_cells']}"
+            )
+    audit = None
+    if check_audit:
+        try:
+            audit = audit_path(source) if verify_audit(source) is not None else None
+        except OSError:  # e.g. another user's 0600 audit file: nothing to check against
+            audit = None
+    return ReleaseFile(releases=releases, grid=grid, metadata=metadata, layers=layers,
+                       audit=audit)
+
+
+def verify_audit(path: str | os.PathLike) -> dict[str, Any] | None:
+    """Check that the private audit file beside the release ``path`` belongs to it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The release GeoPackage.
+
+    Returns
+    -------
+    dict or None
+        The audit record (it holds the seeds: never print or publish it), or None when there
+        is no audit file beside the release.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        The audit file is damaged or not a geosynth audit file, or the SHA-256 it records is
+        not the GeoPackage's: it belongs to another version of the release (e.g. the one a
+        later write replaced, or a write killed between the release and its audit file).
+    OSError
+        The audit file exists but cannot be read (e.g. it belongs to another user).
+    """
+    source = Path(path)
+    audit = audit_path(source)
+    if not os.path.lexists(audit):
+        return None
+    label = printable(audit.name)
+    damaged = (
+        f"the audit file {label} is damaged or not a geosynth audit file; keep it apart from "
+        f"the release and write the release again to record its seeds"
+    )
+    if audit.stat().st_size > _MAX_AUDIT_BYTES:
+        raise InputError(f"{damaged} (it is larger than {_MAX_AUDIT_BYTES} bytes)")
+    with open(audit, "rb") as handle:
+        raw = handle.read()
+    try:
+        record = _json_value(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise InputError(f"{damaged} ({printable(err)})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
+        raise InputError(f"{damaged} (it records no sha256)")
+    if record["sha256"] != _sha256(source):
+        raise InputError(
+            f"the audit file {label} does not belong to this release: the SHA-256 it records is "
+            f"not that of {printable(source.name)} (it describes another version of the file, "
+            "e.g. one this file replaced, or a write was killed between the release and its "
+            "audit file); its seeds do not reproduce this release: move it away, and write the "
+            "release again to record the seeds"
         )
-    except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
-        raise InputError(f"cannot read {source.name} as a GeoPackage: {err}") from err
+    return record
+
+
+def _incomplete(name: str, what: str) -> InputError:
+    return InputError(
+        f"{name} is incomplete or not a geosynth release: {what}; write the release again with "
+        "geosynth (an interrupted write leaves no file under its final name: this may be a "
+        "leftover temporary file, or the file was edited)"
+    )
+
+
+def _shown(names: Sequence[str]) -> str:
+    """Return ``['a', 'b']`` with control characters replaced (names come from the file)."""
+    return "[" + ", ".join(repr(printable(name)) for name in names) + "]"
+
+
+def _read_layer(source: Path, layer: str) -> pd.DataFrame:
+    try:
+        return pyogrio.read_dataframe(source, layer=layer)
+    except _GDAL_ERRORS as err:
+        raise not_a_geopackage(source, err) from None
+
+
+def _json_value(text: str) -> Any:
+    """``json.loads`` limited in size and depth, refusing NaN/Infinity; ValueError otherwise."""
+    if len(text) > _MAX_VALUE_CHARS:
+        raise ValueError(f"it is longer than {_MAX_VALUE_CHARS} characters")
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not a JSON number")
+
+    try:
+        value = json.loads(text, parse_constant=refuse)
+    except RecursionError:
+        raise ValueError(f"it is nested more than {_MAX_DEPTH} levels deep") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not JSON: {err.msg} at character {err.pos}") from None
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            raise ValueError(f"it is nested more than {_MAX_DEPTH} levels deep")
+        if isinstance(item, dict):
+            stack.extend((inner, depth + 1) for inner in item.values())
+        elif isinstance(item, list):
+            stack.extend((inner, depth + 1) for inner in item)
+    return value
+
+
+def _decode_metadata(table: pd.DataFrame, name: str) -> dict[str, Any]:
+    """Return the ``key -> value`` dict of the metadata table, checked row by row."""
+    columns = [str(column) for column in table.columns]
+    if sorted(columns) != ["key", "value"]:
+        raise _incomplete(
+            name, f"its metadata table has columns {_shown(columns)} instead of key, value"
+        )
+    if len(table) > _MAX_METADATA_ROWS:
+        raise _incomplete(name, f"its metadata table has {len(table)} rows")
     metadata: dict[str, Any] = {}
-    if table is not None:
-        for key, text in zip(table["key"], table["value"], strict=True):
-            try:
-                metadata[str(key)] = json.loads(text)
-            except (TypeError, json.JSONDecodeError) as err:
-                raise InputError(
-                    f"{source.name}: metadata value of {key!r} is not JSON ({err}); the file "
-                    "was not written by geosynth or was edited"
-                ) from err
-    return ReleaseFile(releases=releases, grid=grid, metadata=metadata, layers=layers)
+    keys = table["key"].tolist()
+    for row, (key, text) in enumerate(zip(keys, table["value"].tolist(), strict=True)):
+        if not isinstance(key, str):
+            raise _incomplete(name, f"metadata row {row} has the key {printable(key)!r}, not text")
+        shown = printable(key)
+        if key in metadata:
+            raise _incomplete(name, f"the metadata key {shown!r} appears {keys.count(key)} times")
+        if not isinstance(text, str):
+            raise _incomplete(name, f"the metadata value of {shown!r} is not text")
+        try:
+            metadata[key] = _json_value(text)
+        except ValueError as err:
+            raise InputError(
+                f"{name}: the metadata value of {shown!r} is not valid ({printable(err)}); the "
+                "file was not written by geosynth or was edited"
+            ) from None
+    return metadata
 
 
+def _check_schema(metadata: dict[str, Any], name: str) -> None:
+    """Check format, version, the ``complete`` entry and the type of every field."""
+    if metadata.get("format") != _FORMAT:
+        raise InputError(
+            f"{name} is not a geosynth release: its metadata format is "
+            f"{printable(json.dumps(metadata.get('format')))[:80]}, not {_FORMAT!r}"
+        )
+    version = metadata.get("format_version")
+    if version != _FORMAT_VERSION:
+        if isinstance(version, int) and not isinstance(version, bool) and version > 1:
+            raise InputError(
+                f"{name} has release format version {version}; this geosynth reads version "
+                f"{_FORMAT_VERSION}: upgrade geosynth"
+            )
+        raise _incomplete(
+            name, f"its format version is {printable(json.dumps(version))[:40]}, not "
+            f"{_FORMAT_VERSION} (releases of geosynth 0.1 carry no mark of completeness)"
+        )
+    keys = list(metadata)
+    if COMPLETE_KEY not in metadata:
+        raise _incomplete(name, f"its metadata has no {COMPLETE_KEY!r} entry")
+    if keys[-1] != COMPLETE_KEY:
+        raise _incomplete(name, f"the {COMPLETE_KEY!r} entry is not the last row of its metadata")
+    unknown = [key for key in keys if key not in _SCHEMA]
+    if unknown:
+        raise _incomplete(name, f"its metadata has keys that are not in the schema: "
+                                f"{_shown(unknown)}")
+    missing = [key for key in _SCHEMA if key not in metadata and key not in _OPTIONAL_KEYS]
+    if missing:
+        raise _incomplete(name, f"its metadata has no {_shown(missing)} entries")
+    for key, value in metadata.items():
+        problem = _type_problem(value, _SCHEMA[key], key)
+        if problem is not None:
+            raise InputError(
+                f"{name}: metadata {problem}; the file was not written by geosynth or was edited"
+            )
+    m = metadata["m"]
+    expected = [RELEASE_LAYER.format(k) for k in range(1, m + 1)] if m >= 1 else []
+    if m < 1 or metadata["layers"] != expected or len(metadata["n_records"]) != m:
+        raise _incomplete(
+            name, f"its metadata says m = {m} but lists the release layers "
+            f"{_shown(metadata['layers'])} with {len(metadata['n_records'])} record counts"
+        )
+    complete = metadata[COMPLETE_KEY]
+    if complete["n_layers"] != len(complete["layers"]):
+        raise _incomplete(name, f"its {COMPLETE_KEY!r} entry counts {complete['n_layers']} "
+                                f"layers but lists {len(complete['layers'])}")
+    grid = [GRID_LAYER] if metadata["lattice"] is not None else []
+    if complete["layers"] != [*expected, *grid, METADATA_LAYER]:
+        raise _incomplete(name, f"its {COMPLETE_KEY!r} entry lists the layers "
+                                f"{_shown(complete['layers'])}, not those of its metadata")
+
+
+def _type_problem(value: Any, spec: Any, where: str) -> str | None:
+    """Describe how ``value`` does not match the schema type ``spec``, or return None."""
+    if isinstance(spec, tuple) and spec[0] == "optional":
+        return None if value is None else _type_problem(value, spec[1], where)
+    if isinstance(spec, dict):
+        if not isinstance(value, dict):
+            return f"{where!r} must be an object, got {_json_type(value)}"
+        missing = [key for key in spec if key not in value]
+        extra = [key for key in value if key not in spec]
+        if missing or extra:
+            return (f"{where!r} has missing fields {_shown(missing)} / unknown fields "
+                    f"{_shown(extra)}")
+        for key, inner in spec.items():
+            problem = _type_problem(value[key], inner, f"{where}.{key}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(spec, tuple) and spec[0] == "list":
+        _, item, length = spec
+        if not isinstance(value, list):
+            return f"{where!r} must be a list, got {_json_type(value)}"
+        if length is not None and len(value) != length:
+            return f"{where!r} must have {length} items, got {len(value)}"
+        for i, inner in enumerate(value):
+            problem = _type_problem(inner, item, f"{where}[{i}]")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(spec, tuple) and spec[0] == "mapping":
+        if not isinstance(value, dict):
+            return f"{where!r} must be an object, got {_json_type(value)}"
+        for key, inner in value.items():
+            problem = _type_problem(inner, spec[1], f"{where}.{key}")
+            if problem is not None:
+                return problem
+        return None
+    checks = {
+        "str": lambda v: isinstance(v, str),
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "bool": lambda v: isinstance(v, bool),
+        "dict": lambda v: isinstance(v, dict),
+        "epsilon": lambda v: (isinstance(v, int | float) and not isinstance(v, bool) and v > 0)
+        or v == "inf",
+    }
+    if checks[spec](value):
+        return None
+    wanted = {"str": "text", "int": "an integer >= 0", "number": "a number",
+              "bool": "true or false", "dict": "an object", "epsilon": "a number > 0"}[spec]
+    return f"{printable(where)!r} must be {wanted}, got {_json_type(value)}"
+
+
+def _json_type(value: Any) -> str:
+    kind = {dict: "an object", list: "a list", str: "text", bool: "true/false", int: "a number",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+    return f"{kind} {printable(json.dumps(value))[:40]}" if kind != "an object" else kind
+
+
+def _read_releases(
+    source: Path, name: str, metadata: dict[str, Any], layers: list[str],
+    kinds: dict[str, str | None],
+) -> list[gpd.GeoDataFrame]:
+    """Check the file's layers against the ``complete`` entry and read the release layers."""
+    listed = metadata[COMPLETE_KEY]["layers"]
+    missing = [layer for layer in listed if layer not in layers]
+    if missing:
+        raise _incomplete(name, f"its metadata lists {len(listed)} layers and "
+                                f"{_shown(missing)} are missing")
+    extra = [layer for layer in layers if layer not in listed]
+    if extra:
+        raise _incomplete(
+            name, f"it has layers that the release does not list: {_shown(extra)} (a release "
+            f"has exactly the layers {_shown(listed)}; only synthetic_1 .. synthetic_"
+            f"{metadata['m']} are releases)"
+        )
+    crs = metadata["crs"]
+    try:
+        expected_crs = None if crs is None else pyproj.CRS.from_user_input(crs)
+    except pyproj.exceptions.CRSError:
+        raise InputError(f"{name}: metadata 'crs' is not a valid CRS ({printable(crs)[:80]})") \
+            from None
+    releases = []
+    for layer, count in zip(metadata["layers"], metadata["n_records"], strict=True):
+        kind = kinds.get(layer)
+        if kind is None or "point" not in kind.lower():
+            raise _incomplete(name, f"its layer {layer!r} is {'a table' if kind is None else kind}"
+                                    ", not a point layer")
+        frame = _read_layer(source, layer)
+        if not isinstance(frame, gpd.GeoDataFrame):
+            raise _incomplete(name, f"its layer {layer!r} has no geometry")
+        if len(frame) != count:
+            raise _incomplete(name, f"its layer {layer!r} has {len(frame)} rows but its "
+                                    f"metadata records {count}")
+        types = shapely.get_type_id(np.asarray(frame.geometry.array, dtype=object))
+        if np.any(types != POINT_TYPE):
+            raise _incomplete(name, f"its layer {layer!r} has "
+                                    f"{int(np.sum(types != POINT_TYPE))} missing or non-point "
+                                    "geometries")
+        if not _crs_equal(frame.crs, expected_crs):
+            raise _incomplete(name, f"its layer {layer!r} is in {_crs_label(frame.crs)}, but its "
+                                    f"metadata records {printable(crs)[:80]}")
+        frame.attrs = {PUBLIC_ATTR: True}  # a published file: its rows are not linked
+        releases.append(frame)
+    return releases

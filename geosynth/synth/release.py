@@ -5,6 +5,15 @@ or :func:`~geosynth.synth.donut_mask` keeps the index of the confidential input,
 code (disclosure risk, utility) can pair each synthetic record with its original in memory. That
 index, and the row order, are themselves information about the confidential file: anything that
 leaves the analyst's machine goes through :func:`to_public` first.
+
+Markers in ``GeoDataFrame.attrs`` (pandas carries them through selections, copies and
+re-orderings) let :func:`geosynth.io.write_release` tell the two forms apart even when the
+confidential input had a default ``0 .. n-1`` index, so that the internal index looks like a
+fresh one:
+
+* :data:`LINKED_ATTR` -- set by the synthesizers whose row ``k`` is made from confidential record
+  ``k`` (``synthesize``, ``naive_synthesize``, ``donut_mask``); such a frame is never written.
+* :data:`PUBLIC_ATTR` -- set by :func:`to_public` (shuffled rows, fresh index).
 """
 
 from __future__ import annotations
@@ -19,11 +28,27 @@ import pandas as pd
 from geosynth._random import SeedLike, as_generator
 from geosynth.errors import InputError
 
-__all__ = ["to_public", "INTERNAL_PREFIX"]
+__all__ = [
+    "to_public",
+    "is_linked",
+    "is_public",
+    "INTERNAL_PREFIX",
+    "LINKED_ATTR",
+    "PUBLIC_ATTR",
+    "UNLINKED_METHODS",
+]
 
 #: Columns whose name starts with this prefix are bookkeeping (e.g. pandas' ``_merge``) and are
 #: dropped by :func:`to_public`.
 INTERNAL_PREFIX = "_"
+#: ``attrs`` key (value True) of a release whose rows are aligned with the confidential input:
+#: row ``k`` was made from confidential record ``k`` (the internal output of the synthesizers).
+LINKED_ATTR = "geosynth_linked"
+#: ``attrs`` key (value True) of the output of :func:`to_public`: rows shuffled, fresh index.
+PUBLIC_ATTR = "geosynth_public"
+#: Methods of :func:`make_release` whose records are drawn from noisy counts, not one per
+#: confidential record (ε-DP locations, OnTheMap): their rows are not aligned with the input.
+UNLINKED_METHODS = frozenset({"paiva-dp", "onthemap"})
 
 
 def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFrame:
@@ -42,7 +67,9 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
         The rows in a random order with a fresh ``RangeIndex`` (the input order and index labels
         could link synthetic records to confidential ones), the active geometry, and the other
         columns except geometry columns other than the active one and internal columns (names
-        starting with ``"_"``). ``attrs`` metadata is dropped. CRS and column order are kept.
+        starting with ``"_"``). ``attrs`` metadata is dropped, except the marker
+        ``attrs[PUBLIC_ATTR] = True`` by which :func:`geosynth.io.write_release` knows the rows
+        were shuffled. CRS and column order are kept.
 
     Raises
     ------
@@ -74,8 +101,43 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     order = rng.permutation(len(release))
     public = release[keep].iloc[order].reset_index(drop=True)
     public = gpd.GeoDataFrame(public, geometry=geometry, crs=release.crs)
-    public.attrs = {}
+    public.attrs = {PUBLIC_ATTR: True}
     return public
+
+
+def is_linked(frame: Any) -> bool:
+    """Whether ``frame`` is marked as the internal, row-aligned output of a synthesizer.
+
+    Parameters
+    ----------
+    frame : Any
+        A release (anything without ``attrs`` is not marked).
+
+    Returns
+    -------
+    bool
+        True if ``frame.attrs[LINKED_ATTR]`` is set and ``frame`` is not the output of
+        :func:`to_public`: its row ``k`` (and index label) belongs to confidential record ``k``.
+    """
+    attrs = getattr(frame, "attrs", None)
+    return isinstance(attrs, dict) and bool(attrs.get(LINKED_ATTR)) and not is_public(frame)
+
+
+def is_public(frame: Any) -> bool:
+    """Whether ``frame`` is marked as the output of :func:`to_public` (shuffled, fresh index).
+
+    Parameters
+    ----------
+    frame : Any
+        A release.
+
+    Returns
+    -------
+    bool
+        True if ``frame.attrs[PUBLIC_ATTR]`` is set.
+    """
+    attrs = getattr(frame, "attrs", None)
+    return isinstance(attrs, dict) and bool(attrs.get(PUBLIC_ATTR))
 
 
 # ---------------------------------------------------------------------- shared helpers
@@ -108,16 +170,25 @@ def make_release(
     crs: Any,
     method: str,
     release: int,
+    *,
+    linked: bool | None = None,
     **attrs: Any,
 ) -> gpd.GeoDataFrame:
     """GeoDataFrame of the non-geometry columns ``data`` with synthetic points ``xy``.
 
     ``attrs`` (plus ``method`` and ``release``) go to ``GeoDataFrame.attrs["geosynth"]``.
+    ``linked`` says whether row ``k`` was made from confidential record ``k`` (default: True
+    unless ``method`` is one of :data:`UNLINKED_METHODS`); a linked release carries
+    ``attrs[LINKED_ATTR] = True`` and is refused by :func:`geosynth.io.write_release`.
     """
     frame = data.copy()
     frame[geometry] = gpd.points_from_xy(xy[:, 0], xy[:, 1])
     out = gpd.GeoDataFrame(frame, geometry=geometry, crs=crs)
     out.attrs = {"geosynth": {"method": method, "release": release, **attrs}}
+    if linked is None:
+        linked = method not in UNLINKED_METHODS
+    if linked:
+        out.attrs[LINKED_ATTR] = True
     return out
 
 

@@ -1,4 +1,11 @@
+import geopandas as gpd
+import numpy as np
+import pyogrio
+import pytest
+
+from geosynth import io
 from tests.cli.helpers import assert_refused, run
+from tests.io.helpers import CRS, XMIN, YMIN, metadata_value, public_like, set_metadata, sql
 
 
 def test_evaluate_prints_tables_and_writes_report(inputs, written_release, tmp_path):
@@ -61,3 +68,74 @@ def test_evaluate_refuses_existing_report(inputs, written_release, tmp_path):
     result = run("evaluate", inputs["gpkg"], written_release, "--report", report, "--overwrite")
     assert result.exit_code == 0, result.output
     assert "distance risk" in report.read_text()
+
+
+# ---------------------------------------------------------------------- release files that are
+# incomplete, edited or foreign (checked by io.read_release before any measure)
+@pytest.fixture
+def small_pair(tmp_path):
+    """An original of 40 points with a text attribute and a release of the same square."""
+    rng = np.random.default_rng(3)
+    xy = rng.uniform([XMIN, YMIN], [XMIN + 2000, YMIN + 2000], size=(40, 2))
+    levels = np.array(["a\x1b[2J", "b\x9b1m"])[np.arange(40) % 2]
+    original = gpd.GeoDataFrame({"kind": levels},
+                                geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS)
+    original_path = tmp_path / "original.gpkg"
+    original.to_file(original_path, engine="pyogrio")
+    releases = []
+    for _ in range(2):
+        moved = xy + rng.normal(0, 50, size=xy.shape)
+        releases.append(gpd.GeoDataFrame(
+            {"kind": levels[rng.permutation(40)]},
+            geometry=gpd.points_from_xy(moved[:, 0], moved[:, 1]), crs=CRS))
+    release_path = tmp_path / "release.gpkg"
+    io.write_release(release_path, releases, seeds={"synthesize": 5})
+    return original_path, release_path
+
+
+def test_evaluate_prints_no_control_characters(small_pair):
+    original, release = small_pair
+    result = run("evaluate", original, release, "--attributes", "kind")
+    assert result.exit_code == 0, result.output
+    assert "distance risk" in result.output
+    assert "a?[2J" in result.output and not set("\x1b\x9b") & set(result.output)
+
+
+def test_evaluate_refuses_an_incomplete_release(small_pair):
+    original, release = small_pair
+    sql(release, "DELETE FROM metadata WHERE key = 'complete'")
+    assert_refused(run("evaluate", original, release, "--attributes", "kind"),
+                   "is incomplete or not a geosynth release", "no 'complete' entry")
+
+
+def test_evaluate_refuses_a_stray_release_layer(small_pair):
+    original, release = small_pair
+    pyogrio.write_dataframe(public_like(3), release, layer="synthetic_01")
+    assert_refused(run("evaluate", original, release, "--attributes", "kind"),
+                   "['synthetic_01']", "only synthetic_1 .. synthetic_2 are releases")
+
+
+def test_evaluate_refuses_attributes_recorded_as_text(inputs, written_release, tmp_path):
+    copy = tmp_path / "copy.gpkg"
+    copy.write_bytes(written_release.read_bytes())
+    model = metadata_value(copy, "model")
+    set_metadata(copy, "model", {**model, "attributes": "yx1"})
+    assert_refused(run("evaluate", inputs["gpkg"], copy),
+                   "'model.attributes' must be a list, got text")
+
+
+def test_evaluate_refuses_an_audit_file_of_another_release(small_pair, tmp_path):
+    original, release = small_pair
+    other = tmp_path / "other.gpkg"
+    io.write_release(other, [public_like(5)], seeds={"synthesize": 6})
+    io.audit_path(release).write_bytes(io.audit_path(other).read_bytes())
+    assert_refused(run("evaluate", original, release, "--attributes", "kind"),
+                   "does not belong to this release")
+
+
+def test_evaluate_refuses_an_empty_release(small_pair, tmp_path):
+    original, _ = small_pair
+    empty = tmp_path / "empty.gpkg"
+    io.write_release(empty, [public_like(5, kind=["a"] * 5), public_like(0, kind=[])])
+    assert_refused(run("evaluate", original, empty, "--attributes", "kind"),
+                   "synthetic_2 has no records, so there is nothing to compare")

@@ -1,7 +1,12 @@
 import json
 
+import pandas as pd
+import pyogrio
+import pytest
+
 from geosynth import io
 from tests.cli.helpers import assert_refused, run
+from tests.io.helpers import drop_layer, public_like, set_metadata, sql
 
 
 def test_inspect_lists_layers_metadata_and_audit_without_seeds(written_release):
@@ -36,3 +41,98 @@ def test_inspect_refuses_a_file_that_is_not_a_release(inputs):
 
 def test_inspect_missing_file(tmp_path):
     assert_refused(run("inspect", tmp_path / "none.gpkg"), "does not exist")
+
+
+# ---------------------------------------------------------------------- files that are not what
+# they claim: one message, exit status 2, no traceback, nothing printed raw from the file
+def _release(path, n=(4, 5, 6), **kwargs):
+    io.write_release(path, [public_like(k) for k in n], **kwargs)
+    return path
+
+
+def test_inspect_refuses_a_partial_file(tmp_path):
+    """A leftover of a killed write: 8 release layers of a planned 20, no metadata."""
+    partial = tmp_path / ".release-k3x_9q2a.gpkg"
+    for k in range(1, 9):
+        pyogrio.write_dataframe(public_like(3), partial, layer=f"synthetic_{k}")
+    assert_refused(run("inspect", partial),
+                   "is incomplete or not a geosynth release: it has no metadata table")
+
+
+@pytest.mark.parametrize(
+    ("tamper", "fragment"),
+    [
+        (lambda p: sql(p, "ALTER TABLE metadata RENAME COLUMN key TO name"),
+         "has columns ['name', 'value'] instead of key, value"),
+        (lambda p: sql(p, ("UPDATE metadata SET value = ? WHERE key = 'notes'",
+                           ("[" * 200_000 + "]" * 200_000,))), "nested more than 32 levels"),
+        (lambda p: sql(p, "INSERT INTO metadata (key, value) VALUES ('m', '2')"),
+         "the metadata key 'm' appears 2 times"),
+        (lambda p: drop_layer(p, "synthetic_3"), "['synthetic_3'] are missing"),
+        (lambda p: pyogrio.write_dataframe(public_like(2), p, layer="synthetic_01"),
+         "layers that the release does not list: ['synthetic_01']"),
+        (lambda p: sql(p, "DELETE FROM synthetic_2"), "'synthetic_2' has 0 rows but its metadata "
+                                                      "records 5"),
+        (lambda p: set_metadata(p, "layers", "synthetic_1"), "'layers' must be a list, got text"),
+    ],
+)
+def test_inspect_refuses_tampered_files(tmp_path, tamper, fragment):
+    path = _release(tmp_path / "release.gpkg")
+    tamper(path)
+    result = run("inspect", path)
+    assert_refused(result, fragment)
+    assert "Layers:" not in result.output  # refused before anything from the file is printed
+
+
+def test_inspect_refuses_a_non_spatial_release_layer(tmp_path):
+    path = _release(tmp_path / "release.gpkg")
+    drop_layer(path, "synthetic_2")
+    pyogrio.write_dataframe(pd.DataFrame({"y": [0, 1, 0, 1, 0]}), path, layer="synthetic_2")
+    assert_refused(run("inspect", path), "'synthetic_2' is a table, not a point layer")
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage that is no database", None])
+def test_inspect_refuses_empty_garbage_or_truncated_files(tmp_path, content):
+    path = tmp_path / "release.gpkg"
+    if content is None:  # a copy cut short
+        whole = _release(tmp_path / "whole.gpkg", n=(3000,))
+        path.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    else:
+        path.write_bytes(content)
+    result = run("inspect", path)
+    assert_refused(result, "release.gpkg is not a GeoPackage (or is damaged)")
+    assert "<DRIVER>" not in result.output and "sqlite3_prepare" not in result.output
+
+
+def test_inspect_replaces_control_characters(tmp_path):
+    path = _release(tmp_path / "release.gpkg", notes="note \x9b31m\u202ecode\x1b]0;title\x07",
+                    metadata={"data": "stops\x9b2J"})
+    result = run("inspect", path)
+    assert result.exit_code == 0, result.output
+    assert not set("\x1b\x9b\x07\u202e") & set(result.output)
+    assert "stops?2J" in result.output
+    pyogrio.write_dataframe(public_like(2), path, layer="x\x1b[2Jy")
+    result = run("inspect", path)
+    assert_refused(result, "'x?[2Jy'")
+    assert "\x1b" not in result.output
+
+
+def test_inspect_reports_an_audit_file_of_another_release(tmp_path):
+    first = _release(tmp_path / "a.gpkg", seeds={"synthesize": 1})
+    second = _release(tmp_path / "b.gpkg", n=(7,), seeds={"synthesize": 2})
+    result = run("inspect", second)
+    assert result.exit_code == 0, result.output
+    assert "SHA-256 matches this release" in result.output
+    io.audit_path(second).write_bytes(io.audit_path(first).read_bytes())
+    result = run("inspect", second)
+    assert_refused(result, "the audit file b.gpkg.audit.json does not belong to this release")
+    assert "synthetic_1" in result.output  # the layers were listed before the error
+
+
+def test_inspect_notes_empty_releases_and_audit_without_seeds(tmp_path):
+    path = _release(tmp_path / "release.gpkg", n=(3, 0), seeds={"synthesize": 1})
+    _release(path, n=(3, 0), overwrite=True)  # replaced without seeds
+    result = run("inspect", path)
+    assert result.exit_code == 0, result.output
+    assert "Note: synthetic_2 has no records" in result.output
+    assert "it records no seeds" in result.output

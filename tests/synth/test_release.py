@@ -7,7 +7,14 @@ import pytest
 import shapely
 
 from geosynth.errors import InputError
-from geosynth.synth import naive_synthesize, synthesize, to_public
+from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
+from geosynth.synth.release import (
+    LINKED_ATTR,
+    PUBLIC_ATTR,
+    is_linked,
+    is_public,
+    make_release,
+)
 from tests.synth.helpers import random_lambda, stub_fit
 
 
@@ -31,8 +38,8 @@ def test_public_release_has_no_index_and_a_shuffled_order(release, regular_data)
     assert isinstance(public.index, pd.RangeIndex) and public.index.start == 0
     assert list(public.columns) == list(release.columns)
     assert public.crs == release.crs
-    assert public.attrs == {}
-    assert release.attrs  # the input is not modified
+    assert public.attrs == {PUBLIC_ATTR: True}  # the marker of shuffled rows, nothing else
+    assert release.attrs[LINKED_ATTR] is True  # the input is not modified
     # Same rows, other order.
     pd.testing.assert_frame_equal(sorted_rows(public), sorted_rows(release))
     assert not public.geometry.geom_equals_exact(release.geometry.reset_index(drop=True), 0).all()
@@ -76,3 +83,29 @@ def test_to_public_validation():
     no_geometry = gpd.GeoDataFrame({"a": [1]})
     with pytest.raises(InputError, match="no active geometry column"):
         to_public(no_geometry)
+
+
+def test_internal_releases_are_marked_linked_and_public_ones_not(release, regular_data):
+    gdf, grid, _ = regular_data
+    (naive,) = naive_synthesize(gdf, grid, m=1, seed=1)
+    (donut,) = donut_mask(gdf, 1, 2, m=1, seed=1)
+    for internal in (release, naive, donut):
+        assert is_linked(internal) and not is_public(internal)
+        # pandas carries the marker through selections, copies and re-orderings
+        shuffled = internal[["geometry"]].sample(frac=1, random_state=1).reset_index(drop=True)
+        assert is_linked(shuffled)
+        public = to_public(internal, seed=2)
+        assert is_public(public) and not is_linked(public)
+    assert not is_linked(gdf) and not is_linked(pd.DataFrame()) and not is_linked(None)
+
+
+@pytest.mark.parametrize(("method", "linked"), [("paiva", True), ("naive", True),
+                                                ("paiva-dp", False), ("onthemap", False)])
+def test_make_release_marks_row_aligned_methods(method, linked):
+    data = pd.DataFrame({"a": [1, 2]})
+    xy = np.array([[0.0, 0.0], [1.0, 1.0]])
+    out = make_release(data, xy, "geometry", "EPSG:31983", method, 0, epsilon=1.0)
+    assert is_linked(out) is linked
+    assert out.attrs["geosynth"] == {"method": method, "release": 0, "epsilon": 1.0}
+    forced = make_release(data, xy, "geometry", "EPSG:31983", method, 0, linked=False)
+    assert not is_linked(forced)

@@ -1,0 +1,112 @@
+"""Constants and builders shared by the tests of geosynth.io."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import geopandas as gpd
+import numpy as np
+import pyogrio
+import pyproj
+import shapely
+
+CRS = "EPSG:31983"
+# Distinctive seeds, so their decimal strings cannot occur in a GeoPackage by chance.
+FIT_SEED = 604_817_339
+SYNTH_SEED = 918_273_645
+PUBLIC_SEEDS = [731_950_482, 731_950_483]
+# The scenario square: 10 km in EPSG:31983 starting at (605000, 7790000); 8 x 8 cells of 1250 m.
+XMIN, YMIN, XMAX, YMAX = 605_000.0, 7_790_000.0, 615_000.0, 7_800_000.0
+
+
+def public_like(n=4, **columns):
+    """A small public-looking release (fresh index, as from to_public)."""
+    frame = gpd.GeoDataFrame(
+        {"y": np.arange(n) % 2, **columns},
+        geometry=gpd.points_from_xy(XMIN + 10.0 * np.arange(n), np.full(n, YMIN + 5.0)),
+        crs=CRS,
+    )
+    return frame
+
+
+def assert_same_points(got, expected):
+    assert isinstance(got, gpd.GeoDataFrame)
+    assert got.crs is not None and got.crs.equals(pyproj.CRS(CRS))
+    np.testing.assert_array_equal(
+        shapely.get_coordinates(got.geometry.values), shapely.get_coordinates(expected.geometry)
+    )
+    for column in ["y", "x1", "z"]:
+        assert got[column].tolist() == expected[column].tolist()
+
+
+def all_layers(path):
+    return {
+        name: pyogrio.read_dataframe(path, layer=name) for name in pyogrio.list_layers(path)[:, 0]
+    }
+
+
+def names(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+# ---------------------------------------------------------------------- tampering with sqlite3
+def sql(path, *statements):
+    """Run SQL statements ``(text, parameters)`` or ``text`` on the GeoPackage at ``path``."""
+    with sqlite3.connect(path) as connection:
+        for statement in statements:
+            text, parameters = (statement, ()) if isinstance(statement, str) else statement
+            connection.execute(text, parameters)
+    connection.close()
+
+
+def set_metadata(path, key, value):
+    """Replace the JSON value of metadata ``key``."""
+    sql(path, ("UPDATE metadata SET value = ? WHERE key = ?", (json.dumps(value), key)))
+
+
+def metadata_value(path, key):
+    with sqlite3.connect(path) as connection:
+        (text,) = connection.execute("SELECT value FROM metadata WHERE key = ?", (key,)).fetchone()
+    connection.close()
+    return json.loads(text)
+
+
+def drop_layer(path, layer):
+    """Remove a layer and its GeoPackage bookkeeping, as a crash or an editor might."""
+    with sqlite3.connect(path) as connection:
+        for table in ("gpkg_contents", "gpkg_geometry_columns", "gpkg_extensions"):
+            connection.execute(f"DELETE FROM {table} WHERE table_name = ?", (layer,))
+        connection.execute(f'DROP TABLE IF EXISTS "rtree_{layer}_geom"')
+        connection.execute(f'DROP TABLE "{layer}"')
+    connection.close()
+
+
+# ---------------------------------------------------------------------- killed processes
+def run_killed(script, cwd, umask=None):
+    """Run ``SUBPROCESS_PRELUDE`` and ``script`` in a fresh interpreter that ends by os._exit(9)."""
+    prelude = "import os\n" + (f"os.umask({umask:#o})\n" if umask is not None else "")
+    result = subprocess.run(
+        [sys.executable, "-c", prelude + SUBPROCESS_PRELUDE + textwrap.dedent(script)],
+        cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert result.returncode == 9, result.stderr
+    return result
+
+
+#: Python source that defines ``public_like`` and the constants in a subprocess.
+SUBPROCESS_PRELUDE = """
+import geopandas as gpd
+import numpy as np
+
+import geosynth
+from geosynth.io import write_release
+
+def public_like(n=4):
+    return gpd.GeoDataFrame(
+        {"y": np.arange(n) % 2},
+        geometry=gpd.points_from_xy(605_000.0 + 10.0 * np.arange(n), np.full(n, 7_790_005.0)),
+        crs="EPSG:31983",
+    )
+"""

@@ -1,0 +1,235 @@
+"""read_points: GeoPackage, GeoParquet, shapefile and CSV files, and what is refused."""
+
+import sys
+
+import geopandas as gpd
+import pandas as pd
+import pyogrio
+import pytest
+import shapely
+
+from geosynth.errors import CRSError, InputError
+from geosynth.io import read_points
+from tests.io.helpers import CRS, XMAX, XMIN, YMAX, YMIN, assert_same_points
+
+
+def test_read_points_geopackage(tmp_path, points):
+    path = tmp_path / "points.gpkg"
+    points.to_file(path, layer="records", engine="pyogrio")
+    assert_same_points(read_points(path), points)
+
+
+def test_read_points_geopackage_layers(tmp_path, points):
+    path = tmp_path / "points.gpkg"
+    points.to_file(path, layer="records", engine="pyogrio")
+    points.to_file(path, layer="more_records", engine="pyogrio")
+    with pytest.raises(InputError, match=r"2 layers .* pass layer="):
+        read_points(path)
+    assert_same_points(read_points(path, layer="records"), points)
+    with pytest.raises(InputError, match=r"layer='nope'.*no such layer.*records"):
+        read_points(path, layer="nope")
+
+
+def test_read_points_geopackage_picks_the_only_point_layer(tmp_path, points):
+    path = tmp_path / "points.gpkg"
+    points.to_file(path, layer="records", engine="pyogrio")
+    region = gpd.GeoDataFrame(geometry=[shapely.box(XMIN, YMIN, XMAX, YMAX)], crs=CRS)
+    region.to_file(path, layer="region", engine="pyogrio")
+    assert_same_points(read_points(path), points)
+
+
+def test_read_points_shapefile(tmp_path, points):
+    path = tmp_path / "points.shp"
+    points.to_file(path, engine="pyogrio")
+    assert_same_points(read_points(path), points)
+
+
+@pytest.mark.filterwarnings("ignore:'crs' was not provided:UserWarning")
+def test_read_points_shapefile_without_crs_takes_crs(tmp_path, points):
+    path = tmp_path / "points.shp"
+    points.set_crs(None, allow_override=True).to_file(path, engine="pyogrio")
+    assert read_points(path).crs is None
+    assert_same_points(read_points(path, crs=CRS), points)
+
+
+def test_read_points_geoparquet(tmp_path, points):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "points.parquet"
+    points.to_parquet(path)
+    assert_same_points(read_points(path), points)
+
+
+def test_read_points_geoparquet_without_pyarrow(tmp_path, monkeypatch):
+    path = tmp_path / "points.parquet"
+    path.write_bytes(b"PAR1 not really")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow -> ImportError
+    monkeypatch.setattr(pyogrio, "list_drivers", lambda **kwargs: {})
+    with pytest.raises(ImportError, match=r"pip install pyarrow.*ogr2ogr points.gpkg"):
+        read_points(path)
+
+
+def test_read_points_csv(tmp_path, points):
+    path = tmp_path / "points.csv"
+    xy = shapely.get_coordinates(points.geometry)
+    frame = pd.DataFrame({"east": xy[:, 0], "y": points["y"], "x1": points["x1"]})
+    frame["north"] = xy[:, 1]
+    frame["z"] = points["z"]
+    frame.to_csv(path, index=False)
+    got = read_points(path, x="east", y="north", crs=CRS)
+    assert_same_points(got, points)
+    assert "east" not in got.columns and "north" not in got.columns
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "missing"),
+    [({}, "x, y, crs"), ({"x": "east", "y": "north"}, "crs"), ({"crs": CRS, "y": "n"}, "x")],
+)
+def test_read_points_csv_needs_x_y_crs(tmp_path, kwargs, missing):
+    path = tmp_path / "points.csv"
+    path.write_text("east,north\n1,2\n")
+    with pytest.raises(InputError, match=rf"--x, --y, --crs\); missing: {missing}$"):
+        read_points(path, **kwargs)
+
+
+def test_read_points_csv_bad_columns(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("east,north,y\n1,2,0\nabc,3,1\n4,,1\n")
+    with pytest.raises(InputError, match=r"x='lon'.*no column 'lon'.*\['east', 'north', 'y'\]"):
+        read_points(path, x="lon", y="north", crs=CRS)
+    with pytest.raises(InputError,
+                       match=r"x='east'.*1 non-numeric values \(rows \[1\]; counted from 0"):
+        read_points(path, x="east", y="north", crs=CRS)
+    path.write_text("east,north,y\n1,2,0\n3,,1\n")
+    with pytest.raises(InputError,
+                       match=r"y='north'.*1 missing values \(rows \[1\]; counted from 0"):
+        read_points(path, x="east", y="north", crs=CRS)
+    with pytest.raises(InputError, match="two different columns"):
+        read_points(path, x="east", y="east", crs=CRS)
+    with pytest.raises(CRSError, match="not a valid CRS"):
+        read_points(path, x="east", y="north", crs="EPSG:nonsense")
+
+
+def test_read_points_bad_files(tmp_path, points):
+    with pytest.raises(InputError, match="does not exist"):
+        read_points(tmp_path / "absent.gpkg")
+    text = tmp_path / "points.txt"
+    text.write_text("x")
+    with pytest.raises(InputError, match=r"unknown extension '.txt'.*\.csv.*\.gpkg"):
+        read_points(text)
+    broken = tmp_path / "broken.gpkg"
+    broken.write_bytes(b"not a geopackage")
+    with pytest.raises(InputError, match=r"broken.gpkg is not a GeoPackage \(or is damaged\)"):
+        read_points(broken)
+    with pytest.raises(InputError, match="is a directory"):
+        read_points(tmp_path)
+
+
+def test_read_points_bad_arguments(tmp_path, points):
+    gpkg = tmp_path / "points.gpkg"
+    points.to_file(gpkg, layer="records", engine="pyogrio")
+    with pytest.raises(InputError, match=r"x and y name the coordinate columns of a CSV"):
+        read_points(gpkg, x="east", y="north")
+    csv = tmp_path / "points.csv"
+    csv.write_text("east,north\n1,2\n")
+    with pytest.raises(InputError, match="layer='records' applies to GeoPackage files only"):
+        read_points(csv, x="east", y="north", crs=CRS, layer="records")
+    with pytest.raises(CRSError, match=r"crs='EPSG:4326' contradicts the CRS.*EPSG:31983"):
+        read_points(gpkg, crs="EPSG:4326")
+    assert_same_points(read_points(gpkg, crs=CRS), points)
+
+
+def test_read_points_refuses_non_points(tmp_path, points):
+    path = tmp_path / "polygons.gpkg"
+    polygons = points.copy()
+    polygons.geometry = points.buffer(5.0)
+    polygons.to_file(path, engine="pyogrio")
+    with pytest.raises(InputError, match=r"3 non-point geometries \(\['Polygon'\].*explode"):
+        read_points(path)
+    table = tmp_path / "table.gpkg"
+    pyogrio.write_dataframe(pd.DataFrame({"a": [1]}), table, layer="t")
+    with pytest.raises(InputError, match="has no geometry column"):
+        read_points(table)
+
+
+
+
+# ---------------------------------------------------------------------- misleading messages (#13)
+def test_read_points_csv_with_only_a_header_has_no_records(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("east,north,y\n")
+    with pytest.raises(InputError, match=r"points.csv has no records \(only a header line\)"):
+        read_points(path, x="east", y="north", crs=CRS)
+    path.write_text("")
+    with pytest.raises(InputError, match="points.csv is empty: no header line and no records"):
+        read_points(path, x="east", y="north", crs=CRS)
+
+
+def test_read_points_geopackage_without_records(tmp_path, points):
+    path = tmp_path / "points.gpkg"
+    points.iloc[:0].to_file(path, layer="records", engine="pyogrio")
+    with pytest.raises(InputError, match=r"points.gpkg has no records.*layer \(CLI: --layer\)"):
+        read_points(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"", "it is empty \\(0 bytes\\)"),
+        (b"id,x,y\n1,2,3\n", "it is not an SQLite database"),
+        (b"SQLite format 3\x00" + bytes(40), "it is cut short"),
+    ],
+)
+def test_read_points_empty_or_garbage_geopackage(tmp_path, content, reason):
+    path = tmp_path / "points.gpkg"
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=rf"points.gpkg is not a GeoPackage \(or is damaged\): "
+                                         rf"{reason}") as caught:
+        read_points(path)
+    assert "<DRIVER>" not in str(caught.value)
+
+
+def test_read_points_truncated_geopackage(tmp_path, points):
+    whole = tmp_path / "whole.gpkg"
+    many = gpd.GeoDataFrame(
+        {"y": range(3000)}, geometry=gpd.points_from_xy(range(3000), range(3000)), crs=CRS
+    )
+    many.to_file(whole, layer="records", engine="pyogrio")
+    data = whole.read_bytes()
+    path = tmp_path / "cut.gpkg"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match=r"cut.gpkg is not a GeoPackage \(or is damaged\): its "
+                                         r"database is damaged \(truncated or corrupt\)") as caught:
+        read_points(path)
+    assert "sqlite" not in str(caught.value).lower() and "SELECT" not in str(caught.value)
+
+
+def test_read_points_csv_with_duplicate_column_names(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("east,north,gender,age,gender\n1,2,f,30,m\n")
+    with pytest.raises(InputError, match=r"several columns named 'gender' \(pandas would silently "
+                                         r"rename the copies, e.g. to 'gender.1'\)"):
+        read_points(path, x="east", y="north", crs=CRS)
+
+
+def test_row_numbers_say_what_they_count(tmp_path, points):
+    path = tmp_path / "points.csv"
+    path.write_text("east,north\n1,2\n3,x\n")
+    with pytest.raises(InputError, match=r"rows \[1\]; counted from 0: row i is line i \+ 2"):
+        read_points(path, x="east", y="north", crs=CRS)
+    gpkg = tmp_path / "mixed.gpkg"
+    mixed = points.copy()
+    mixed.geometry = [points.geometry[0], points.geometry[1].buffer(1.0), points.geometry[2]]
+    mixed.to_file(gpkg, engine="pyogrio")
+    with pytest.raises(InputError, match=r"rows \[1\]; counted from 0 in file order; they are not "
+                                         r"GeoPackage fids"):
+        read_points(gpkg)
+
+
+def test_layer_messages_name_the_cli_option(tmp_path, points):
+    path = tmp_path / "points.gpkg"
+    points.to_file(path, layer="records", engine="pyogrio")
+    points.to_file(path, layer="more", engine="pyogrio")
+    with pytest.raises(InputError, match=r"pass layer= \(CLI: --layer\) to choose one"):
+        read_points(path)
+    with pytest.raises(InputError, match=r"layer='nope' \(CLI: --layer\)"):
+        read_points(path, layer="nope")

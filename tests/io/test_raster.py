@@ -1,0 +1,149 @@
+"""write_intensity_geotiff: the posterior mean intensity as a north-up GeoTIFF."""
+
+import copy
+import dataclasses
+import warnings
+
+import numpy as np
+import pyproj
+import pytest
+import rasterio
+import shapely
+from rasterio.transform import Affine
+
+from geosynth import Grid, PaivaFit, PaivaModel, prepare
+from geosynth.errors import DataWarning, InputError
+from geosynth.io import combination_labels, write_intensity_geotiff
+from tests.io.helpers import CRS, XMAX, XMIN, YMAX, YMIN, names
+
+
+def test_geotiff_round_trip(tmp_path, fitted):
+    fit, _, _ = fitted
+    path = tmp_path / "intensity.tif"
+    assert fit.to_geotiff(path) == path
+    lam = fit.posterior_mean_lambda()
+    labels = combination_labels(fit.counts)
+    with rasterio.open(path) as src:
+        assert src.count == lam.shape[1] == 12
+        assert src.descriptions == tuple(labels)
+        assert src.tags(1) == {"y": "0", "x1": "1", "x2": "1"}
+        assert pyproj.CRS.from_wkt(src.crs.to_wkt()).equals(pyproj.CRS(CRS))
+        assert src.transform == Affine(1250.0, 0.0, XMIN, 0.0, -1250.0, YMAX)
+        assert (src.width, src.height) == (8, 8)
+        assert src.dtypes == ("float32",) * 12
+        assert np.isnan(src.nodata)
+        bands = src.read()
+    # cell 0 is lattice row 0 (south), column 0: the last raster row; cell 56 (row 7) the first
+    grid = fit.grid
+    assert (grid.cell_row[0], grid.cell_col[0]) == (0, 0)
+    assert (grid.cell_row[56], grid.cell_col[56]) == (7, 0)
+    assert not np.allclose(lam[0], lam[56])  # so a missing flip would be caught
+    np.testing.assert_array_equal(bands[:, 7, 0], lam[0].astype(np.float32))
+    np.testing.assert_array_equal(bands[:, 0, 0], lam[56].astype(np.float32))
+    np.testing.assert_array_equal(
+        bands[:, 7 - grid.cell_row, grid.cell_col], lam.T.astype(np.float32)
+    )
+
+
+def _fake_fit(counts, values):
+    """A PaivaFit with one draw whose intensity is ``values`` (G, B)."""
+    eta = np.log(values).astype(np.float32)[None, None]
+    G = values.shape[0]
+    return PaivaFit(
+        model=PaivaModel(),
+        counts=counts,
+        scalar_names=[],
+        scalars=np.zeros((1, 1, 0)),
+        theta=np.zeros((1, 1, G), np.float32),
+        beta=None,
+        eta=eta,
+    )
+
+
+def test_geotiff_of_a_clipped_grid_has_nan_outside(tmp_path, confidential):
+    region = shapely.Polygon([(XMIN, YMIN), (XMAX, YMIN), (XMIN, YMAX)])  # south-west triangle
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(4, 5), crs=CRS, region=region)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        counts = prepare(confidential, grid, attributes=["y"], outside="drop")
+    values = np.column_stack([np.arange(1.0, grid.n_cells + 1), 100 + np.arange(grid.n_cells)])
+    fit = _fake_fit(counts, values)
+    path = write_intensity_geotiff(fit, tmp_path / "clipped.tif")
+    with rasterio.open(path) as src:
+        assert src.descriptions == ("y=0", "y=1")
+        assert src.transform == Affine(2000.0, 0.0, XMIN, 0.0, -2500.0, YMAX)
+        bands = src.read()
+    assert bands.shape == (2, 4, 5)
+    kept = np.zeros((4, 5), dtype=bool)
+    kept[3 - grid.cell_row, grid.cell_col] = True
+    assert 0 < kept.sum() == grid.n_cells < 20
+    assert np.isnan(bands[:, ~kept]).all() and np.isfinite(bands[:, kept]).all()
+    assert np.isnan(bands[:, 0, 4]).all()  # north-east corner, outside the triangle
+    lam = fit.posterior_mean_lambda()
+    np.testing.assert_allclose(bands[:, 3 - grid.cell_row, grid.cell_col], lam.T, rtol=1e-6)
+    np.testing.assert_allclose(bands[0, 3, 0], 1.0, rtol=1e-6)  # cell 0, south-west
+
+
+def test_geotiff_refuses_non_regular_lattices(tmp_path, fitted):
+    fit, _, _ = fitted
+    path = tmp_path / "intensity.tif"
+    not_a_grid = dataclasses.replace(fit, counts=dataclasses.replace(fit.counts, grid=object()))
+    with pytest.raises(InputError, match="lattice is a object, not a regular geosynth.Grid"):
+        write_intensity_geotiff(not_a_grid, path)
+    uneven = copy.copy(fit.grid)
+    edges = np.array(fit.grid.bounds[0] + 1250.0 * np.arange(9))
+    edges[3] += 400.0
+    uneven._xedges = edges
+    irregular = dataclasses.replace(fit, counts=dataclasses.replace(fit.counts, grid=uneven))
+    with pytest.raises(InputError, match="is not regular"):
+        write_intensity_geotiff(irregular, path)
+    with pytest.raises(InputError, match="fit must be the geosynth.PaivaFit"):
+        write_intensity_geotiff(fit.counts, path)
+    assert not path.exists()
+
+
+def test_geotiff_refuses_to_overwrite_and_is_atomic(tmp_path, fitted, monkeypatch):
+    fit, _, _ = fitted
+    path = tmp_path / "intensity.tif"
+    path.write_bytes(b"old")
+    with pytest.raises(InputError, match=r"intensity.tif exists.*--overwrite"):
+        fit.to_geotiff(path)
+    assert path.read_bytes() == b"old"
+
+    real_open = rasterio.open
+    created = []
+
+    def broken_open(target, mode="r", **kwargs):
+        dataset = real_open(target, mode, **kwargs)  # the temporary file now exists
+        dataset.close()
+        created.append(target)
+        raise rasterio.errors.RasterioIOError("no space left")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(rasterio, "open", broken_open)
+        with pytest.raises(rasterio.errors.RasterioIOError, match="no space"):
+            fit.to_geotiff(path, overwrite=True)
+    assert len(created) == 1 and created[0].parent.parent == tmp_path
+    assert not created[0].exists()
+    assert path.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["intensity.tif"]
+    fit.to_geotiff(path, overwrite=True)
+    with rasterio.open(path) as src:
+        assert src.count == 12
+
+
+def test_geotiff_created_meanwhile_is_not_replaced(tmp_path, fitted, monkeypatch):
+    fit, _, _ = fitted
+    path = tmp_path / "intensity.tif"
+    real_open = rasterio.open
+
+    def another_run_finishes_first(target, mode="r", **kwargs):
+        if mode == "w" and not path.exists():
+            path.write_bytes(b"the other run's raster")
+        return real_open(target, mode, **kwargs)
+
+    monkeypatch.setattr(rasterio, "open", another_run_finishes_first)
+    with pytest.raises(InputError, match=r"intensity.tif was created by another process"):
+        fit.to_geotiff(path)
+    assert path.read_bytes() == b"the other run's raster"
+    assert names(tmp_path) == ["intensity.tif"]

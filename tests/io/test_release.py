@@ -1,0 +1,732 @@
+"""write_release / read_release: what a release file holds, how it is written, what is refused."""
+
+import hashlib
+import json
+import os
+import stat
+import struct
+from datetime import datetime
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pyogrio
+import pyproj
+import pytest
+import shapely
+
+import geosynth
+from geosynth import Grid, PaivaModel, Priors, naive_synthesize, prepare, synthesize, to_public
+from geosynth._atomic import AtomicOutputs
+from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
+from geosynth.io import (
+    ID_COLUMNS,
+    audit_path,
+    combination_labels,
+    printable,
+    read_release,
+    verify_audit,
+    write_release,
+)
+from geosynth.synth.release import LINKED_ATTR, PUBLIC_ATTR
+from tests.io.helpers import (
+    CRS,
+    FIT_SEED,
+    PUBLIC_SEEDS,
+    SYNTH_SEED,
+    XMAX,
+    XMIN,
+    YMAX,
+    YMIN,
+    all_layers,
+    drop_layer,
+    names,
+    public_like,
+    run_killed,
+    set_metadata,
+    sql,
+)
+
+
+# ---------------------------------------------------------------------- write/read release
+def test_release_round_trip(tmp_path, fitted):
+    fit, _, public = fitted
+    path = tmp_path / "release.gpkg"
+    seeds = {"fit": FIT_SEED, "synthesize": SYNTH_SEED, "to_public": PUBLIC_SEEDS}
+    before = datetime.now().astimezone()
+    assert write_release(path, public, fit=fit, include_intensity=True, seeds=seeds) == path
+
+    layers = pyogrio.list_layers(path)
+    assert layers[:, 0].tolist() == ["synthetic_1", "synthetic_2", "grid", "metadata"]
+    assert layers[:, 1].tolist() == ["Point", "Point", "Polygon", None]
+
+    got = read_release(path)
+    assert got.layers == ["synthetic_1", "synthetic_2", "grid", "metadata"]
+    assert got.m == 2
+    for release, expected in zip(got.releases, public, strict=True):
+        assert release.crs.equals(pyproj.CRS(CRS))
+        assert len(release) == len(expected) == 300
+        assert list(release.columns) == ["y", "x1", "x2", "z", "geometry"]
+        assert isinstance(release.index, pd.RangeIndex)
+        np.testing.assert_array_equal(
+            shapely.get_coordinates(release.geometry.values),
+            shapely.get_coordinates(expected.geometry.values),
+        )
+        for column in ["y", "x1", "x2"]:
+            assert release[column].tolist() == expected[column].tolist()
+        np.testing.assert_allclose(release["z"], expected["z"], rtol=0, atol=0)
+
+    labels = combination_labels(fit.counts)
+    assert labels[0] == "y=0,x1=1,x2=1" and labels[-1] == "y=1,x1=2,x2=3"
+    grid = got.grid
+    assert grid.crs.equals(pyproj.CRS(CRS)) and len(grid) == 64
+    assert grid["cell_id"].tolist() == list(range(64))
+    lam = fit.posterior_mean_lambda()
+    for b, label in enumerate(labels):
+        np.testing.assert_allclose(grid[f"lambda_{label}"], lam[:, b], rtol=1e-12)
+
+    meta = got.metadata
+    assert meta["format"] == "geosynth-release" and meta["format_version"] == 2
+    assert meta["geosynth_version"] == geosynth.__version__
+    created = datetime.fromisoformat(meta["created_utc"])
+    assert created.utcoffset().total_seconds() == 0
+    assert (created - before).total_seconds() > -2
+    assert meta["crs"] == "EPSG:31983"
+    assert meta["m"] == 2 and meta["layers"] == ["synthetic_1", "synthetic_2"]
+    assert meta["n_records"] == [300, 300]
+    assert meta["method"] == "paiva"
+    assert meta["lattice"]["shape"] == [8, 8]
+    assert meta["lattice"]["cell_size"] == [1250.0, 1250.0]
+    assert meta["lattice"]["bounds"] == [XMIN, YMIN, XMAX, YMAX]
+    assert meta["lattice"]["contiguity"] == "queen" and meta["lattice"]["n_cells"] == 64
+    assert meta["lattice"]["bounds_snap_unit"] is None  # public bounds given to Grid.regular
+    assert meta["model"]["name"] == "PaivaModel" and meta["model"]["effects"] == "attribute"
+    assert meta["model"]["attributes"] == ["y", "x1", "x2"]
+    assert meta["model"]["continuous"] == "z" and meta["model"]["combinations"] == labels
+    assert meta["model"]["draws_per_chain"] == 20 and meta["model"]["thin"] == 2
+    assert meta["priors"] == Priors().to_dict()
+    assert meta["epsilon"] is None and meta["ledger"] is None
+    assert meta["intensity"].startswith("grid columns lambda_")
+    assert meta["notes"] is None and meta["size"] is None
+    # the last row marks the file complete and lists every layer
+    assert list(meta)[-1] == "complete"
+    assert meta["complete"] == {"layers": got.layers, "n_layers": 4}
+    assert got.audit == audit_path(path)  # present and verified
+
+    # the metadata layer is key/value text, each value a JSON document
+    table = pyogrio.read_dataframe(path, layer="metadata")
+    assert list(table.columns) == ["key", "value"]
+    assert table["key"].tolist() == list(meta)
+    assert all(
+        json.loads(text) == meta[key]
+        for key, text in zip(table["key"], table["value"], strict=True)
+    )
+
+    # seeds: in the private audit file, nowhere in the GeoPackage
+    audit = audit_path(path)
+    assert audit.name == "release.gpkg.audit.json"
+    record = json.loads(audit.read_text())
+    assert record["seeds"] == seeds and record["release"] == "release.gpkg"
+    assert record["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert stat.S_IMODE(os.stat(audit).st_mode) == 0o600
+    raw = path.read_bytes()
+    for seed in [FIT_SEED, SYNTH_SEED, *PUBLIC_SEEDS]:
+        assert str(seed).encode() not in raw
+        assert struct.pack("<q", seed) not in raw and struct.pack("<d", float(seed)) not in raw
+    assert "seed" not in json.dumps(meta).lower()
+
+
+def test_release_file_does_not_leak_the_confidential_data(tmp_path, confidential, fitted):
+    fit, _, public = fitted
+    path = tmp_path / "release.gpkg"
+    write_release(path, public, fit=fit, include_intensity=True)
+
+    original_xy = shapely.get_coordinates(confidential.geometry.values)
+    original_pairs = {tuple(p) for p in original_xy.tolist()}
+    original_values = set(original_xy.ravel().tolist())
+    original_labels = set(confidential.index)
+    layers = all_layers(path)
+    assert set(layers) == {"synthetic_1", "synthetic_2", "grid", "metadata"}
+    for name, frame in layers.items():
+        if isinstance(frame, gpd.GeoDataFrame):
+            xy = shapely.get_coordinates(frame.geometry.values)
+            assert not original_pairs & {tuple(p) for p in xy.tolist()}, name
+            assert not original_values & set(xy.ravel().tolist()), name
+        for column in frame.columns:
+            values = frame[column]
+            if column != "geometry" and pd.api.types.is_numeric_dtype(values):
+                assert not original_values & set(values.tolist()), (name, column)
+            if pd.api.types.is_object_dtype(values) and column != "geometry":
+                text = " ".join(map(str, values.tolist()))
+                assert "rec-" not in text, (name, column)
+                assert not any(label in text for label in original_labels)
+        if name.startswith("synthetic_"):
+            assert not {str(c).lower() for c in frame.columns} & ID_COLUMNS
+    # nothing in the raw bytes either: no index label, no original coordinate as a double
+    raw = path.read_bytes()
+    assert b"rec-" not in raw and b"record_id" not in raw
+    for value in original_values:
+        assert struct.pack("<d", value) not in raw
+        assert struct.pack(">d", value) not in raw
+
+
+def test_writer_refuses_the_internal_output_of_synthesize(tmp_path, confidential, fitted):
+    _, internal, _ = fitted
+    assert internal[0].index.equals(confidential.index)  # the fixture is really internal
+    path = tmp_path / "internal.gpkg"
+    for original_index in (None, confidential.index):
+        with pytest.raises(InputError, match=r"internal output of geosynth.synthesize.*"
+                                             r"geosynth.to_public\(release\)"):
+            write_release(path, internal, original_index=original_index)
+    assert names(tmp_path) == []
+
+
+def test_writer_drops_a_non_default_index_with_a_warning(tmp_path):
+    release = public_like()
+    release.index = ["rec-a", "rec-b", "rec-c", "rec-d"]
+    path = tmp_path / "release.gpkg"
+    with pytest.warns(PrivacyLeakWarning, match="non-default index.*to_public"):
+        write_release(path, [release])
+    assert b"rec-" not in path.read_bytes()
+    assert read_release(path).releases[0].index.equals(pd.RangeIndex(4))
+
+    refused = tmp_path / "refused.gpkg"
+    with pytest.raises(InputError, match=r"indexed by labels of the original index"):
+        write_release(refused, [release], original_index=release.index)
+    assert not refused.exists()
+
+
+@pytest.mark.parametrize("column", ["cell", "cell_id", "record_cell", "index", "level_0", "CELL"])
+def test_writer_refuses_identifier_columns(tmp_path, column):
+    path = tmp_path / "release.gpkg"
+    release = public_like(**{column: [3, 1, 2, 0]})
+    with pytest.raises(InputError, match=rf"release 1 \(synthetic_1\) has a column '{column}'"):
+        write_release(path, [release])
+    assert not path.exists()
+
+
+def test_writer_refuses_reset_index_and_internal_columns(tmp_path, fitted):
+    _, internal, _ = fitted
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match="has a column 'record_id', the name of the original"):
+        write_release(path, [internal[0].reset_index()], original_index=internal[0].index)
+    with pytest.raises(InputError, match="has a column 'index'"):
+        write_release(path, [internal[0].reset_index(drop=True).reset_index()])
+    with pytest.raises(InputError, match="internal column '_merge'"):
+        write_release(path, [public_like(_merge=["both"] * 4)])
+    second = public_like()
+    second["other"] = second.geometry.buffer(1.0)
+    with pytest.raises(InputError, match="second geometry column 'other'"):
+        write_release(path, [second])
+    assert not path.exists()
+
+
+def test_writer_refuses_columns_of_original_labels(tmp_path, confidential, fitted):
+    _, _, public = fitted
+    path = tmp_path / "release.gpkg"
+    leaky = public[0].copy()
+    leaky["ref"] = np.random.default_rng(0).permutation(confidential.index.to_numpy())
+    with pytest.raises(InputError, match="column 'ref' are distinct labels of the original"):
+        write_release(path, [public[1], leaky], original_index=confidential.index)
+    assert not path.exists()
+    # the ordinary public releases pass the same check
+    write_release(path, public, original_index=confidential.index)
+    assert read_release(path).m == 2
+
+
+def test_writer_validates_its_arguments(tmp_path, fitted):
+    fit, _, public = fitted
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match=r"list of GeoDataFrames.*\[release\]"):
+        write_release(path, public[0])
+    with pytest.raises(InputError, match="releases is empty"):
+        write_release(path, [])
+    with pytest.raises(InputError, match=r"release 2 \(synthetic_2\) must be a geopandas"):
+        write_release(path, [public[0], pd.DataFrame(public[1])])
+    with pytest.raises(CRSError, match="release 2 has CRS EPSG:3857"):
+        write_release(path, [public[0], public[1].to_crs("EPSG:3857")])
+    other_grid = Grid.regular((0, 0, 10, 10), shape=(2, 2), crs="EPSG:3857")
+    with pytest.raises(CRSError, match="the grid has CRS EPSG:3857"):
+        write_release(path, public, grid=other_grid)
+    with pytest.raises(InputError, match="is not the lattice of fit"):
+        write_release(path, public, fit=fit, grid=Grid.regular((0, 0, 8, 8), (8, 8), crs=CRS))
+    with pytest.raises(InputError, match="include_intensity=True needs fit="):
+        write_release(path, public, include_intensity=True)
+    with pytest.raises(InputError, match="fit must be the geosynth.PaivaFit"):
+        write_release(path, public, fit="fit")
+    with pytest.raises(InputError, match=r"metadata\['m'\] is computed by write_release"):
+        write_release(path, public, metadata={"m": 3})
+    with pytest.raises(InputError, match=r"metadata\['ledger'\] has the key 'seed'.*seeds="):
+        write_release(path, public, metadata={"ledger": {"seed": SYNTH_SEED}})
+    with pytest.raises(InputError, match=r"metadata\['ledger'\]\['when'\] of type object cannot"):
+        write_release(path, public, metadata={"ledger": {"when": object()}})
+    with pytest.raises(InputError, match="seeds must be a dict"):
+        write_release(path, public, seeds=SYNTH_SEED)
+    with pytest.raises(InputError, match=r"seeds\['synthesize'\] is a numpy Generator"):
+        write_release(path, public, seeds={"synthesize": np.random.default_rng(1)})
+    assert not path.exists() and not audit_path(path).exists()
+
+
+def test_metadata_records_epsilon_and_ledger(tmp_path):
+    ledger = {"budget": {"epsilon": 2.0, "delta": 0.0}, "spent": {"epsilon": 1.5, "delta": 0.0}}
+    dp_release = public_like()
+    dp_release.attrs = {"geosynth": {"method": "paiva-dp", "epsilon": 1.5, "ledger": ledger}}
+    path = tmp_path / "dp.gpkg"
+    write_release(path, [dp_release])
+    meta = read_release(path).metadata
+    assert meta["method"] == "paiva-dp" and meta["epsilon"] == 1.5 and meta["ledger"] == ledger
+    assert (
+        meta["lattice"] is None
+        and meta["model"] is None
+        and "grid" not in read_release(path).layers
+    )
+
+    given = {"ledger": {**ledger, "extra": ("a", np.int64(2), np.float64(np.inf))}}
+    write_release(path, [public_like()], metadata=given, notes="a test", overwrite=True)
+    meta = read_release(path).metadata
+    assert meta["ledger"]["spent"] == ledger["spent"] and meta["epsilon"] == 1.5
+    assert meta["ledger"]["extra"] == ["a", 2, "inf"] and meta["method"] is None
+    assert meta["notes"] == "a test"
+
+
+def test_writer_refuses_to_overwrite(tmp_path):
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like()], seeds={"synthesize": 1})
+    before = path.read_bytes()
+    audit_before = audit_path(path).read_bytes()
+    with pytest.raises(InputError, match=r"release.gpkg exists; .*\(CLI: --overwrite\)"):
+        write_release(path, [public_like(6)], seeds={"synthesize": 2})
+    assert path.read_bytes() == before and audit_path(path).read_bytes() == audit_before
+
+    write_release(path, [public_like(6)], overwrite=True)
+    got = read_release(path)
+    assert len(got.releases[0]) == 6
+    # the audit file of the replaced release was replaced in the same transaction by one that
+    # records no seeds and the SHA-256 of the new release
+    record = json.loads(audit_path(path).read_text())
+    assert record["seeds"] is None and got.audit == audit_path(path)
+    assert record["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert stat.S_IMODE(os.stat(audit_path(path)).st_mode) == 0o600
+
+    lone = tmp_path / "lone.gpkg"
+    audit_path(lone).write_text("{}")
+    for seeds in ({"synthesize": 1}, None):  # an audit file is never silently removed
+        with pytest.raises(InputError, match=r"lone.gpkg.audit.json exists.*--overwrite"):
+            write_release(lone, [public_like()], seeds=seeds)
+    assert not lone.exists() and audit_path(lone).read_text() == "{}"
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch, existing):
+    path = tmp_path / "release.gpkg"
+    if existing:
+        write_release(path, [public_like()], seeds={"synthesize": 1})
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    contents = {name: (tmp_path / name).read_bytes() for name in listing}
+
+    real = pyogrio.write_dataframe
+    calls = []
+
+    def fail_on_third_layer(frame, target, **kwargs):
+        calls.append(kwargs["layer"])
+        if len(calls) == 3:
+            raise RuntimeError("disk full")
+        real(frame, target, **kwargs)
+
+    monkeypatch.setattr(pyogrio, "write_dataframe", fail_on_third_layer)
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_release(
+            path, [public_like(5), public_like(5)], seeds={"synthesize": 2}, overwrite=True
+        )
+    assert calls == ["synthetic_1", "synthetic_2", "metadata"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing
+    assert {name: (tmp_path / name).read_bytes() for name in listing} == contents
+
+
+def test_read_release_errors(tmp_path, points):
+    with pytest.raises(InputError, match="does not exist"):
+        read_release(tmp_path / "absent.gpkg")
+    other = tmp_path / "other.gpkg"
+    points.to_file(other, layer="records", engine="pyogrio")
+    with pytest.raises(InputError, match=r"not a geosynth release.*\['records'\]"):
+        read_release(other)
+    broken = tmp_path / "broken.gpkg"
+    broken.write_bytes(b"garbage")
+    with pytest.raises(InputError, match=r"broken.gpkg is not a GeoPackage \(or is damaged\)"):
+        read_release(broken)
+    edited = tmp_path / "edited.gpkg"
+    points.to_file(edited, layer="synthetic_1", engine="pyogrio")
+    pyogrio.write_dataframe(
+        pd.DataFrame({"key": ["m"], "value": ["two"]}), edited, layer="metadata"
+    )
+    with pytest.raises(InputError, match="metadata value of 'm' is not valid .*not JSON"):
+        read_release(edited)
+
+
+def test_read_release_orders_layers_numerically(tmp_path):
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like(n) for n in range(2, 13)])
+    got = read_release(path)
+    assert [len(r) for r in got.releases] == list(range(2, 13))
+    assert got.layers[:11] == [f"synthetic_{k}" for k in range(1, 12)]
+    assert got.metadata["complete"]["n_layers"] == 12
+
+
+
+
+# ---------------------------------------------------------------------- linkable output (#3)
+def test_synthesize_output_of_a_default_index_input_is_refused(tmp_path):
+    """Row k of the internal output is record k; with a 0..n-1 input index it looks fresh."""
+    data = geosynth.datasets.paiva_scenario(n=80, seed=4).data.reset_index(drop=True)
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(4, 4), crs=CRS)
+    counts = prepare(data, grid, attributes=["y"])
+    fit = PaivaModel().fit(counts, n_iter=40, burn_in=10, chains=1, seed=1, progress=False)
+    (internal,) = synthesize(fit, data, m=1, seed=2)
+    assert internal.index.equals(pd.RangeIndex(80))  # indistinguishable from a fresh index
+    assert (internal["y"].to_numpy() == data["y"].to_numpy()).all()  # row k is record k
+    (naive,) = naive_synthesize(data, grid, m=1, seed=3, columns=["y"])
+    path = tmp_path / "release.gpkg"
+    for release in (internal, internal.reset_index(drop=True)[["y", "geometry"]], naive):
+        for original_index in (None, data.index):
+            with pytest.raises(InputError, match=r"internal output of geosynth.synthesize"):
+                write_release(path, [release], original_index=original_index)
+    # a frame rebuilt without the marker, same length and order as the input: still refused
+    rebuilt = gpd.GeoDataFrame(pd.DataFrame(internal), geometry="geometry", crs=internal.crs)
+    rebuilt.attrs = {}
+    with pytest.raises(InputError, match=r"as many rows \(80\) as the confidential input.*"
+                                         r"geosynth.to_public"):
+        write_release(path, [rebuilt], original_index=data.index)
+    assert names(tmp_path) == []
+    # the public form passes, and so does a DP release of the same size (drawn from noise)
+    write_release(path, [to_public(internal, seed=5)], original_index=data.index)
+    dp_like = public_like(80)
+    dp_like.attrs = {"geosynth": {"method": "paiva-dp", "epsilon": 1.0}}
+    write_release(tmp_path / "dp.gpkg", [dp_like], original_index=data.index)
+    assert read_release(path).m == 1
+
+
+def test_to_public_marks_its_output_and_read_release_too(tmp_path, fitted):
+    _, internal, public = fitted
+    assert internal[0].attrs[LINKED_ATTR] is True
+    assert public[0].attrs == {PUBLIC_ATTR: True}
+    path = tmp_path / "release.gpkg"
+    write_release(path, public)
+    again = read_release(path).releases  # a published file can be written again
+    write_release(tmp_path / "copy.gpkg", again, original_index=pd.RangeIndex(300))
+
+
+# ---------------------------------------------------------------------- seeds in metadata (#4)
+def test_metadata_with_generator_state_and_seed_notes_is_refused(tmp_path):
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match=r"metadata\['rng_state'\]: the release metadata "
+                                         r"follows geosynth's schema.*allowed keys: data, "
+                                         r"epsilon, ledger, method, n_public, size; put free "
+                                         r"text in notes="):
+        write_release(path, [public_like()], metadata={"rng_state": 123456789, "notes": "seed=42"})
+    with pytest.raises(InputError, match=r"metadata\['notes'\] is computed.*pass free text as "
+                                         r"notes="):
+        write_release(path, [public_like()], metadata={"notes": "seed=42"})
+    with pytest.raises(InputError, match=r"notes contains 'seed=4', which looks like a seed"):
+        write_release(path, [public_like()], notes="seed=42")
+    assert names(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"notes": "made with rng state: 7"}, r"notes contains 'rng state: 7'"),
+        ({"notes": "run state=7"}, r"notes contains 'state=7'"),
+        ({"notes": "Random_State=3"}, r"notes contains 'Random_State=3'"),
+        ({"notes": "entropy 99"}, r"notes contains 'entropy 9'"),
+        ({"notes": f"run {SYNTH_SEED} of the study"}, r"notes contains one of the seeds given"),
+        ({"metadata": {"data": f"sample {SYNTH_SEED}"}}, r"metadata\['data'\] contains one of"),
+        ({"metadata": {"ledger": {"budget": {"epsilon": SYNTH_SEED}}}},
+         r"metadata\['ledger'\]\['budget'\]\['epsilon'\] holds one of the seeds"),
+        ({"metadata": {"ledger": {"rows": [{"spawn_key": [1]}]}}},
+         r"metadata\['ledger'\]\['rows'\]\[0\] has the key 'spawn_key'"),
+        ({"metadata": {"ledger": {"bit_generator": "PCG64"}}}, r"has the key 'bit_generator'"),
+        ({"metadata": {"method": "paiva seed 5"}}, r"metadata\['method'\] contains 'seed 5'"),
+    ],
+)
+def test_seeds_are_found_in_values_not_only_in_key_names(tmp_path, kwargs, message):
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match=message + r".*must not be published.*seeds="):
+        write_release(path, [public_like()], seeds={"synthesize": SYNTH_SEED}, **kwargs)
+    assert names(tmp_path) == []
+
+
+def test_metadata_values_are_type_checked_and_ordinary_notes_pass(tmp_path):
+    path = tmp_path / "release.gpkg"
+    for metadata, message in [
+        ({"epsilon": "1"}, r"metadata\['epsilon'\] must be a number > 0"),
+        ({"epsilon": -1.0}, r"metadata\['epsilon'\] must be a number > 0"),
+        ({"method": 3}, r"metadata\['method'\] must be a str"),
+        ({"ledger": [1]}, r"metadata\['ledger'\] must be a dict"),
+        ({"n_public": 2.5}, r"metadata\['n_public'\] must be an int >= 0"),
+        ({3: "x"}, r"metadata keys must be str"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            write_release(path, [public_like()], metadata=metadata)
+    with pytest.raises(InputError, match=r"notes must be a str"):
+        write_release(path, [public_like()], notes=["x"])
+    notes = "Stops of 2019 in district 4 (United States 2019); 12 of 300 states were dropped."
+    write_release(path, [public_like()], notes=notes, seeds={"synthesize": 7},
+                  metadata={"data": "police stops, 2019", "n_public": 4})
+    meta = read_release(path).metadata
+    assert meta["notes"] == notes and meta["data"] == "police stops, 2019"
+    assert meta["n_public"] == 4
+
+
+# ---------------------------------------------------------------------- audit file mode (#5)
+def test_audit_file_is_created_0600_even_when_killed_before_the_commit(tmp_path):
+    """A kill after the audit file is written but before the commit leaves it 0600 in 0700."""
+    run_killed("""
+    from geosynth._atomic import AtomicOutputs
+    AtomicOutputs.commit = lambda self: os._exit(9)
+    write_release("release.gpkg", [public_like()], seeds={"synthesize": 918273645})
+    """, cwd=tmp_path, umask=0)
+    [folder] = [p for p in tmp_path.iterdir() if p.name.startswith(".release.gpkg.audit.json.")]
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    staged = folder / "release.gpkg.audit.json"
+    assert json.loads(staged.read_text())["seeds"] == {"synthesize": 918273645}
+    assert stat.S_IMODE(staged.stat().st_mode) == 0o600
+    assert not (tmp_path / "release.gpkg").exists()
+
+
+# ---------------------------------------------------------------------- leftovers (#10)
+def test_a_killed_write_leaves_nothing_usable_and_the_next_write_cleans_up(tmp_path):
+    run_killed("""
+    import pyogrio
+    real = pyogrio.write_dataframe
+    def die_before_metadata(frame, path, layer, **kwargs):
+        if layer == "metadata":
+            os._exit(9)
+        real(frame, path, layer=layer, **kwargs)
+    pyogrio.write_dataframe = die_before_metadata
+    write_release("release.gpkg", [public_like(5), public_like(6)], seeds={"synthesize": 3})
+    """, cwd=tmp_path)
+    assert not (tmp_path / "release.gpkg").exists()
+    assert not audit_path(tmp_path / "release.gpkg").exists()
+    leftovers = [p for p in tmp_path.iterdir() if "geosynth-staging" in p.name]
+    assert leftovers
+    [partial] = [p for p in tmp_path.rglob("release.gpkg") if p.stat().st_size > 0]
+    assert pyogrio.list_layers(partial)[:, 0].tolist() == ["synthetic_1", "synthetic_2"]
+    # the partial file, even under the old-style temporary name, is refused
+    old_style = tmp_path / ".release-k3x_9q2a.gpkg"
+    old_style.write_bytes(partial.read_bytes())
+    (tmp_path / ".release-k3x_9q2a.gpkg-journal").write_bytes(b"")
+    with pytest.raises(InputError, match=r"\.release-k3x_9q2a.gpkg is incomplete or not a "
+                                         r"geosynth release: it has no metadata table"):
+        read_release(old_style)
+    unrelated = tmp_path / ".other-k3x_9q2a.gpkg"
+    unrelated.write_bytes(b"keep")
+
+    write_release(tmp_path / "release.gpkg", [public_like()], seeds={"synthesize": 3})
+    assert names(tmp_path) == [".other-k3x_9q2a.gpkg", "release.gpkg", "release.gpkg.audit.json"]
+    assert read_release(tmp_path / "release.gpkg").m == 1
+
+
+def test_a_file_without_the_complete_entry_is_refused(tmp_path):
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like(), public_like()])
+    sql(path, "DELETE FROM metadata WHERE key = 'complete'")
+    with pytest.raises(InputError, match=r"release.gpkg is incomplete or not a geosynth release: "
+                                         r"its metadata has no 'complete' entry"):
+        read_release(path)
+    write_release(path, [public_like()], overwrite=True)
+    sql(path, ("INSERT INTO metadata (key, value) VALUES (?, ?)", ("data", '"late"')))
+    with pytest.raises(InputError, match=r"the 'complete' entry is not the last row"):
+        read_release(path)
+    write_release(path, [public_like()], overwrite=True)
+    set_metadata(path, "format_version", 1)  # geosynth 0.1 wrote no mark of completeness
+    with pytest.raises(InputError, match=r"its format version is 1, not 2 \(releases of "
+                                         r"geosynth 0.1"):
+        read_release(path)
+    set_metadata(path, "format_version", 3)
+    with pytest.raises(InputError, match=r"format version 3.*upgrade geosynth"):
+        read_release(path)
+
+
+def test_a_release_file_created_meanwhile_is_not_replaced(tmp_path, monkeypatch):
+    """The final step refuses a target that appeared during the write (no --overwrite)."""
+    path = tmp_path / "release.gpkg"
+    real = pyogrio.write_dataframe
+
+    def another_run_finishes_first(frame, target, layer, **kwargs):
+        real(frame, target, layer=layer, **kwargs)
+        if layer == "metadata" and not path.exists():
+            path.write_bytes(b"the other run's release")
+
+    monkeypatch.setattr(pyogrio, "write_dataframe", another_run_finishes_first)
+    with pytest.raises(InputError, match=r"release.gpkg was created by another process"):
+        write_release(path, [public_like()], seeds={"synthesize": 3})
+    assert path.read_bytes() == b"the other run's release"
+    assert names(tmp_path) == ["release.gpkg"]
+
+
+# ---------------------------------------------------------------------- audit and release (#11)
+def test_kill_between_release_and_audit_is_detected(tmp_path):
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like(4)], seeds={"synthesize": 1})
+    old_audit = audit_path(path).read_bytes()
+    run_killed("""
+    real = os.replace
+    def die_before_the_audit(source, target):
+        if str(target).endswith(".audit.json"):
+            os._exit(9)
+        real(source, target)
+    os.replace = die_before_the_audit
+    write_release("release.gpkg", [public_like(7)], seeds={"synthesize": 2}, overwrite=True)
+    """, cwd=tmp_path)
+    # the release was moved first: the new release stands beside the old audit file
+    assert audit_path(path).read_bytes() == old_audit
+    assert len(read_release(path, check_audit=False).releases[0]) == 7
+    with pytest.raises(InputError, match=r"the audit file release.gpkg.audit.json does not belong "
+                                         r"to this release"):
+        read_release(path)
+    with pytest.raises(InputError, match="does not belong to this release"):
+        verify_audit(path)
+
+
+def test_audit_file_of_another_release_is_detected(tmp_path):
+    first, second = tmp_path / "a.gpkg", tmp_path / "b.gpkg"
+    write_release(first, [public_like(4)], seeds={"synthesize": 1})
+    write_release(second, [public_like(5)], seeds={"synthesize": 2})
+    assert verify_audit(first)["seeds"] == {"synthesize": 1}
+    audit_path(second).write_bytes(audit_path(first).read_bytes())
+    with pytest.raises(InputError, match=r"b.gpkg.audit.json does not belong to this release"):
+        read_release(second)
+    audit_path(second).write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError, match=r"b.gpkg.audit.json is damaged or not a geosynth audit"):
+        read_release(second)
+    audit_path(second).unlink()
+    assert read_release(second).audit is None and verify_audit(second) is None
+
+
+def test_write_release_into_the_callers_transaction(tmp_path):
+    """outputs=: staged (release first, then audit), moved by the caller's commit."""
+    path, report = tmp_path / "release.gpkg", tmp_path / "report.md"
+    with AtomicOutputs() as outputs:
+        outputs.add(report, private=True).write_text("internal")
+        write_release(path, [public_like()], seeds={"synthesize": 3}, outputs=outputs)
+        assert outputs.targets == [report, path, audit_path(path)]
+        assert not path.exists()  # nothing is in place before the caller commits
+    assert read_release(path).audit == audit_path(path)
+    assert stat.S_IMODE(audit_path(path).stat().st_mode) == 0o600
+
+    other = tmp_path / "other.gpkg"
+    with pytest.raises(KeyboardInterrupt), AtomicOutputs() as outputs:
+        write_release(other, [public_like()], seeds={"synthesize": 3}, outputs=outputs)
+        raise KeyboardInterrupt  # e.g. the caller's next output fails or Ctrl-C
+    assert names(tmp_path) == ["release.gpkg", "release.gpkg.audit.json", "report.md"]
+
+    with AtomicOutputs() as outputs:  # a failed write_release leaves nothing to commit
+        with pytest.raises(InputError, match="internal column"):
+            write_release(other, [public_like(_x=[1, 2, 3, 4])], outputs=outputs)
+    with AtomicOutputs() as outputs, pytest.raises(InputError, match="--overwrite"):
+        write_release(path, [public_like()], outputs=outputs)
+    with AtomicOutputs() as outputs, pytest.raises(InputError, match="the outputs decide"):
+        write_release(other, [public_like()], overwrite=True, outputs=outputs)
+    assert names(tmp_path) == ["release.gpkg", "release.gpkg.audit.json", "report.md"]
+
+
+# ---------------------------------------------------------------------- tampered files (#12)
+@pytest.fixture
+def release_of_three(tmp_path):
+    path = tmp_path / "release.gpkg"
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(5, 5), crs=CRS)
+    write_release(path, [public_like(4), public_like(5), public_like(6)], grid=grid,
+                  metadata={"method": "paiva"})
+    assert read_release(path).m == 3
+    return path
+
+
+def _rename_key_column(path):
+    sql(path, "ALTER TABLE metadata RENAME COLUMN key TO name")
+
+
+def _nest_deeply(path):
+    sql(path, ("UPDATE metadata SET value = ? WHERE key = 'notes'",
+               ("[" * 200_000 + "]" * 200_000,)))
+
+
+def _non_spatial_second_release(path):
+    drop_layer(path, "synthetic_2")
+    pyogrio.write_dataframe(pd.DataFrame({"y": [0, 1, 0, 1, 0]}), path, layer="synthetic_2")
+
+
+def _duplicate_key(path):
+    sql(path, "INSERT INTO metadata (key, value) VALUES ('m', '2')")
+
+
+def _empty_release(path):
+    sql(path, "DELETE FROM synthetic_2")
+
+
+def _stray_layer(path):
+    pyogrio.write_dataframe(public_like(3), path, layer="synthetic_01")
+
+
+def _attributes_as_text(path):
+    set_metadata(path, "model", {
+        "name": "PaivaModel", "beta_prior": None, "beta_sampler": "slice",
+        "effects": "attribute", "chains": 1, "draws_per_chain": 10, "burn_in": 5, "thin": 1,
+        "noise_scale": None, "attributes": "y", "continuous": None, "combinations": ["y=0"],
+    })
+
+
+def _wrong_type(path):
+    set_metadata(path, "n_records", [4, "5", 6])
+
+
+def _no_grid_rows(path):
+    sql(path, "DELETE FROM grid")
+
+
+@pytest.mark.parametrize(
+    ("tamper", "message"),
+    [
+        (_rename_key_column, r"its metadata table has columns \['name', 'value'\] instead of "
+                             r"key, value"),
+        (_nest_deeply, r"metadata value of 'notes' is not valid \(it is nested more than 32"),
+        (_non_spatial_second_release, r"its layer 'synthetic_2' is a table, not a point layer"),
+        (lambda path: drop_layer(path, "metadata"), r"incomplete.*it has no metadata table"),
+        (lambda path: drop_layer(path, "synthetic_3"),
+         r"its metadata lists 5 layers and \['synthetic_3'\] are missing"),
+        (_duplicate_key, r"the metadata key 'm' appears 2 times"),
+        (_empty_release, r"its layer 'synthetic_2' has 0 rows but its metadata records 5"),
+        (_stray_layer, r"it has layers that the release does not list: \['synthetic_01'\].*only "
+                       r"synthetic_1 .. synthetic_3 are releases"),
+        (_attributes_as_text, r"metadata 'model.attributes' must be a list, got text \"y\""),
+        (_wrong_type, r"metadata 'n_records\[1\]' must be an integer >= 0, got text \"5\""),
+        (lambda path: set_metadata(path, "format", "other"), r"is not a geosynth release: its "
+                                                             r"metadata format is \"other\""),
+        (lambda path: set_metadata(path, "m", 2), r"its metadata says m = 2"),
+        (lambda path: set_metadata(path, "crs", "EPSG:4326"),
+         r"its layer 'synthetic_1' is in EPSG:31983, but its metadata records EPSG:4326"),
+        (_no_grid_rows, r"its grid layer has 0 cells but its metadata records 25"),
+        (lambda path: sql(path, "INSERT INTO metadata (key, value) VALUES ('extra', '1')"),
+         r"the 'complete' entry is not the last row"),
+    ],
+)
+def test_tampered_release_files_are_refused_with_one_message(release_of_three, tamper, message):
+    tamper(release_of_three)
+    with pytest.raises(InputError, match=message) as caught:
+        read_release(release_of_three)
+    assert "\n" not in str(caught.value)
+
+
+def test_control_characters_from_the_file_are_not_echoed(release_of_three):
+    pyogrio.write_dataframe(public_like(2), release_of_three, layer="evil\x1b[2J\x9b1m")
+    with pytest.raises(InputError, match=r"'evil\?\[2J\?1m'") as caught:
+        read_release(release_of_three)
+    assert not set("\x1b\x9b") & set(str(caught.value))
+    assert printable("a\x1b[31mb\x07c\x7fd\u202ee\n") == "a?[31mb?c?d?e?"
+
+
+def test_an_empty_release_layer_recorded_as_empty_is_read(tmp_path):
+    """An ε-DP release may hold no records; the metadata says so and the file is consistent."""
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like(3), public_like(0)])
+    got = read_release(path)
+    assert [len(r) for r in got.releases] == [3, 0] and got.metadata["n_records"] == [3, 0]
