@@ -13,6 +13,11 @@
 
 Randomness: DP noise and every draw that touches confidential data come from fresh OS entropy;
 a ``seed`` is for tests only and triggers a :class:`~geosynth.errors.PrivacyLeakWarning`.
+
+Small ε: every mechanism refuses a noise scale its output type cannot carry, and
+:func:`dp_release` refuses, before spending anything, an ε whose releases or noise-aware fit this
+table cannot afford, naming the smallest ε that works. A DP release's size is either a public
+total (``n_public``) or a DP estimate capped as documented in :mod:`.locations`.
 """
 
 from geosynth.dp.accountant import Accountant

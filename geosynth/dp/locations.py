@@ -21,8 +21,50 @@ Under *replace-one* neighbours a record can leave one count and enter another: s
 
 What must be public. The lattice (build it from the study region, not from the points, e.g. not
 :meth:`Grid.from_points`), the attribute domain (pass ``levels``) and the model settings. The
-number of records is *not* assumed public: the releases' sizes come from the posterior of the
-latent totals.
+number of records is public only if you say so (``n_public``, below).
+
+Size of a release. One of two rules, recorded in every release's ``attrs["geosynth"]["size"]``
+(and in :attr:`DPRelease.size`; never a seed):
+
+* ``n_public=N`` (CLI ``--public-total N``), when the number of records is *already published*
+  (an official statistic, a press release): every release has exactly ``N`` records. The split
+  over attribute combinations is a multinomial draw with the probabilities of the posterior
+  draw's latent combination totals (of λ's combination sums where those are all 0), the cells
+  follow λ. ``N`` is used as it is and is not protected by ε: pass it only when it is public
+  already, never the confidential count of a file nobody has published.
+* otherwise (``"dp-estimate"``) a release has the posterior draw's latent total number of records,
+  a post-processed estimate of the true total, clipped to ``[0, cap]`` with
+  ``cap = ceil(max(T̃, 0) + 5σ)``, where ``T̃`` is the noisy total of the table and
+  ``σ = √K · sd`` the standard deviation of its noise (``K`` counts, each with the discrete
+  Laplace sd ``√(2α) / (1 − α)``, ``α = e^{−1/b}``): the true total exceeds the cap with
+  probability below 0.1% (about 3e-7 for tables of many counts); ``max_records=`` lowers the
+  cap. A draw above the cap is thinned to it (combinations in proportion to their totals). See
+  :meth:`NoisyCounts.total_upper_bound`.
+
+Small ε. The noise scale ``b = Δ/ε`` grows without bound as ε shrinks, and with it what a
+release costs: the posterior lets every count's intensity λ roam over ~``b`` (the released counts
+cannot tell 0 from ``b``), the fit enumerates each latent count over ~``17·√λ`` values, several
+times per (cell, combination) and sweep, and a release holds on the order of ``K·b`` records
+(``ε = 1e-300`` once ended in a 10.9 TiB allocation, ``1e-6`` in releases of 1.4 million and 0
+records from 3,000). :func:`dp_release` therefore refuses, *before any budget is spent* and
+from public quantities only (lattice, domain, ``m``, ``n_iter``, ``chains``, ``n_public``,
+``max_records``), an ε whose
+
+* noise scale exceeds :data:`~geosynth.dp.mechanisms.MAX_INTEGER_NOISE_SCALE` (int64 counts);
+* releases could need more than ``max_bytes`` (default 4 GiB, at
+  :data:`RELEASE_BYTES_PER_RECORD` bytes per record and ``m`` releases held at once; without
+  ``n_public`` or ``max_records`` the noise part ``5σ`` of the cap alone counts);
+* noise-aware fit would spend more than :data:`MAX_NOISE_SECONDS` (1 hour) enumerating the
+  latent counts on top of what noise of scale 1 costs, and more than 10 times it (an upper
+  estimate: every λ at ``b``, timings of the 2-core benchmark machine).
+
+The message names ``epsilon``, the scale, the memory and time it would need, and the smallest ε
+that would work for this table and run. After the noise is drawn (post-processing of the DP
+table), the full cap is checked against ``max_bytes`` again before the fit. Separately,
+:func:`dp_counts` warns (:class:`~geosynth.errors.DataWarning`) when ``b`` exceeds the records
+of a typical lattice cell, ``max(T̃ − 2σ, 0) / G`` (a lower confidence bound of the mean count
+per cell, from the noisy table): the release will then be mostly noise. On the thesis scenario
+(500 records, 10 x 10 lattice, 12 combinations) that is ε below about 0.4.
 """
 
 from __future__ import annotations
@@ -42,14 +84,44 @@ from geosynth._random import SeedLike
 from geosynth.data import CellCounts, CountTable
 from geosynth.dp._randomness import private_generator, private_seed
 from geosynth.dp.accountant import Accountant
-from geosynth.dp.mechanisms import geometric
-from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
+from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 from geosynth.synth.placement import PixelTable, WeightsLike, place
 
-__all__ = ["NoisyCounts", "DPRelease", "dp_counts", "dp_synthesize", "dp_release"]
+__all__ = [
+    "NoisyCounts",
+    "DPRelease",
+    "dp_counts",
+    "dp_synthesize",
+    "dp_release",
+    "DEFAULT_MAX_BYTES",
+    "MAX_NOISE_SECONDS",
+    "RELEASE_BYTES_PER_RECORD",
+    "TOTAL_CAP_SDS",
+]
 
 _NEIGHBOURS = {"add-remove": 1, "replace": 2}
+
+#: Default bound on the memory of the ``m`` releases held at once (and of the fit's draws).
+DEFAULT_MAX_BYTES = 4 * 2**30
+#: Memory of one released record (a shapely point, its attribute values and index; measured
+#: about 250 bytes kept and 300 at peak on a two-attribute release).
+RELEASE_BYTES_PER_RECORD = 256
+#: The DP-estimate cap of a release's size is the noisy total plus this many noise SDs.
+TOTAL_CAP_SDS = 5.0
+#: Refuse an ε whose latent-count enumeration would add more than this many seconds to the fit
+#: (and more than ``_NOISE_SLOWDOWN`` times the fit's own enumeration time).
+MAX_NOISE_SECONDS = 3600.0
+_NOISE_SLOWDOWN = 10.0
+# The mostly-noise warning compares b with max(T̃ − 2σ, 0) / G, a ~97.7% lower bound.
+_MOSTLY_NOISE_SDS = 2.0
+# Cost of one enumeration of a latent count (latent_log_marginal / draw_latent_count) on the
+# 2-core benchmark machine: about 0.5 µs plus 0.4 µs per unit of sqrt(λ) (measured for λ from 1
+# to 7e10). Calls per sweep: about (5 + number of attributes) per (cell, combination).
+_SECONDS_PER_ENUMERATION = 5e-7
+_SECONDS_PER_SQRT_LAMBDA = 4e-7
+_LATENT_CALLS_BASE = 5
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,6 +176,31 @@ class NoisyCounts(CountTable):
         """Noisy total of the records, clipped at 0 (a released quantity)."""
         return max(int(self.counts.sum()), 0)
 
+    @property
+    def noise_sd(self) -> float:
+        """Standard deviation √(2α)/(1 − α), α = e^{−1/b}, of the noise of one count."""
+        return _discrete_laplace_sd(self.noise_scale)
+
+    def total_upper_bound(self, max_records: int | None = None) -> int:
+        """Cap of a release's size under the ``"dp-estimate"`` rule (see the module docstring).
+
+        ``ceil(max(T̃, 0) + 5σ)`` with ``T̃`` the noisy total and ``σ = √K · noise_sd`` the
+        standard deviation of the summed noise of the ``K`` counts; the true total exceeds it
+        with probability below 0.1%. A function of the noisy table only (post-processing).
+
+        Parameters
+        ----------
+        max_records : int, optional
+            A lower cap to apply.
+
+        Returns
+        -------
+        int
+        """
+        sd = math.sqrt(self.counts.size) * self.noise_sd
+        cap = math.ceil(self.n_records + TOTAL_CAP_SDS * sd)
+        return cap if max_records is None else min(cap, int(max_records))
+
     def __repr__(self) -> str:
         return (f"NoisyCounts(epsilon={self.epsilon:g}, neighbours={self.neighbours!r}, "
                 f"n_cells={self.n_cells}, n_combos={self.n_combos}, "
@@ -146,10 +243,17 @@ def dp_counts(
     Raises
     ------
     geosynth.errors.InputError
-        Invalid arguments, a continuous variable (not supported under DP), or data levels outside
-        the declared domain.
+        Invalid arguments, a continuous variable (not supported under DP), data levels outside
+        the declared domain, or an ε whose noise scale overflows int64 counts
+        (:func:`~geosynth.dp.mechanisms.geometric`; nothing is spent).
     geosynth.errors.BudgetExceededError
         The accountant's budget cannot pay ε (nothing is drawn).
+
+    Warns
+    -----
+    geosynth.errors.DataWarning
+        The noise scale exceeds the records of a typical lattice cell (a lower bound of the
+        mean from the noisy total): the release will be mostly noise.
     """
     if not isinstance(counts, CellCounts):
         raise InputError(f"counts must be the CellCounts of geosynth.prepare, got "
@@ -169,10 +273,37 @@ def dp_counts(
                       accountant=accountant, label="dp_counts")
     noisy = np.asarray(noisy, dtype=np.int64).reshape(table.shape)
     combos["n_records"] = noisy.sum(axis=0)
-    return NoisyCounts(
+    result = NoisyCounts(
         counts=noisy, combos=combos, attributes=tuple(counts.attributes), levels=domain,
         grid=counts.grid, epsilon=float(epsilon), sensitivity=sensitivity, neighbours=neighbours,
         ledger=None if accountant is None else accountant.to_dict(),
+    )
+    _warn_if_mostly_noise(result)
+    return result
+
+
+def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:
+    """DataWarning when b exceeds the records of a lattice cell (post-processing only).
+
+    The typical cell count is a lower confidence bound of the mean records per cell,
+    ``max(T̃ − 2σ, 0) / G`` (``σ`` the SD of the summed noise): the noisy total alone would
+    hide the problem whenever a large positive noise draw inflates it.
+    """
+    scale = noisy.noise_scale
+    sd = math.sqrt(noisy.counts.size) * noisy.noise_sd
+    total = int(noisy.counts.sum())
+    typical = max(total - _MOSTLY_NOISE_SDS * sd, 0.0) / noisy.n_cells
+    if scale <= typical:
+        return
+    larger = (f"a larger epsilon (above {noisy.sensitivity / typical:.2g} for this table)"
+              if typical > 0 else "a much larger epsilon")
+    warnings.warn(
+        f"dp_counts: epsilon={noisy.epsilon:g} (sensitivity {noisy.sensitivity}) adds noise of "
+        f"scale {scale:.3g} to every count, more than the {typical:.3g} records a lattice cell "
+        f"surely holds on average (a 97.7% lower bound from the noisy total {total} over "
+        f"{noisy.n_cells} cells): the counts, and every release drawn from them, will be mostly "
+        f"noise. Use {larger}, a coarser lattice or fewer attributes",
+        DataWarning, stacklevel=3,
     )
 
 
@@ -230,12 +361,17 @@ class DPRelease:
     noisy : NoisyCounts
     accountant : geosynth.dp.Accountant
         The budget and its ledger.
+    size : dict
+        How the releases' sizes were set (also in each release's ``attrs["geosynth"]["size"]``):
+        ``{"rule": "n_public", "n_public": N}`` or ``{"rule": "dp-estimate", "cap": C,
+        "cap_from": "noisy total + 5 sd" | "max_records", "noisy_total": T̃}``.
     """
 
     releases: list[gpd.GeoDataFrame]
     fit: Any
     noisy: NoisyCounts
     accountant: Accountant = field(repr=False)
+    size: dict = field(default_factory=dict)
 
     @property
     def epsilon(self) -> float:
@@ -247,6 +383,9 @@ def dp_synthesize(
     fit: Any,
     m: int = 5,
     *,
+    n_public: int | None = None,
+    max_records: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
     crs: Any = None,
     geometry: str = "geometry",
     weights: WeightsLike = None,
@@ -255,10 +394,14 @@ def dp_synthesize(
     """Draw ``m`` synthetic releases from a noise-aware fit (post-processing: still ε-DP).
 
     Release ``l`` uses retained posterior draw ``d = floor((l + ½)·T/m)``
-    (:func:`geosynth.synth.release_draws`). Combination ``b`` gets ``N_b`` records, the draw's
-    latent total of that combination, and each record a cell ``i`` with probability
-    ``λ_ib / Σ_i' λ_i'b``, then a point in the cell. The records' attribute values are those of
-    their combination; rows are shuffled and indexed 0..n−1.
+    (:func:`geosynth.synth.release_draws`). Its size follows one of the rules of the module
+    docstring ("Size of a release"): exactly ``n_public`` records, split over the combinations
+    in proportion to the draw's latent combination totals; or ``N_b`` records of combination
+    ``b``, the draw's latent total of ``b``, thinned to the cap
+    :meth:`NoisyCounts.total_upper_bound` (or ``max_records``) when their sum exceeds it. Each
+    record gets a cell ``i`` with probability ``λ_ib / Σ_i' λ_i'b``, then a point in the cell.
+    The records' attribute values are those of their combination; rows are shuffled and
+    indexed 0..n−1.
 
     Parameters
     ----------
@@ -266,6 +409,15 @@ def dp_synthesize(
         A noise-aware fit (``PaivaModel().fit(dp_counts(...))``).
     m : int, default 5
         Number of releases.
+    n_public : int, optional
+        The number of records, when it is *already published*: every release then has exactly
+        this many. Not protected by ε (see the module docstring). CLI ``--public-total``.
+    max_records : int, optional
+        Upper bound on a release's size under the DP-estimate rule (lowers the default cap).
+        Not allowed together with ``n_public``.
+    max_bytes : int, default 4 GiB
+        Refuse (before drawing) when ``m`` releases of the largest allowed size would need more,
+        at :data:`RELEASE_BYTES_PER_RECORD` bytes per record.
     crs : optional
         CRS of the output (default: the grid's).
     geometry : str, default "geometry"
@@ -280,10 +432,18 @@ def dp_synthesize(
     -------
     list of geopandas.GeoDataFrame
         Attribute columns and synthetic points; ``attrs["geosynth"]`` holds the method, release
-        number, ε, neighbour relation and ledger, and never a seed.
+        number, ε, neighbour relation, ledger and the size rule (``"size"``), never a seed.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``fit`` is not a noise-aware fit, or ``m``, ``n_public``, ``max_records`` or
+        ``max_bytes`` is invalid.
+    geosynth.errors.MemoryLimitError
+        The releases could need more than ``max_bytes``; nothing was drawn.
     """
     from geosynth.synth.paiva import release_draws
-    from geosynth.synth.release import make_release
+    from geosynth.synth.release import check_m
 
     noisy = getattr(fit, "counts", None)
     if not isinstance(noisy, NoisyCounts) or fit.latent_totals is None:
@@ -291,26 +451,51 @@ def dp_synthesize(
             "dp_synthesize needs a noise-aware fit of dp_counts(...) output; a fit of exact "
             "counts is not differentially private"
         )
+    m = check_m(m)
+    n_public, max_records, max_bytes = _check_size_options(n_public, max_records, max_bytes)
+    size = _size_rule(noisy, m, n_public, max_records, max_bytes)
     rng = private_generator(seed, where="dp_synthesize")
     draws = release_draws(fit, m)
     table = None if weights is None else PixelTable.from_raster(weights, noisy.grid)
-    releases = []
-    for release, draw in enumerate(draws.tolist()):
-        # λ of stored draw ``draw`` and the latent totals of the same retained draw.
-        totals = fit.latent_totals[fit.draw_position(draw)]
-        cells, combo = _draw_records(fit.lambda_draw(draw), totals, rng)
-        xy = place(noisy.grid, cells, rng, table)
-        data = noisy.combos.loc[combo, list(noisy.attributes)].reset_index(drop=True)
-        releases.append(make_release(
-            data, xy, geometry, noisy.grid.crs if crs is None else crs, "paiva-dp", release,
-            epsilon=noisy.epsilon, neighbours=noisy.neighbours, ledger=noisy.ledger,
-        ))
-    return releases
+    return [
+        _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry)
+        for release, draw in enumerate(draws.tolist())
+    ]
 
 
-def _draw_records(lam: np.ndarray, totals: np.ndarray, rng: np.random.Generator):
+def _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry) -> gpd.GeoDataFrame:
+    """Release number ``release`` from stored draw ``draw`` (λ and the same draw's totals)."""
+    from geosynth.synth.release import make_release
+
+    lam = fit.lambda_draw(draw)
+    totals = fit.latent_totals[fit.draw_position(draw)]
+    n_b = _combination_sizes(lam, totals, size, rng)
+    cells, combo = _draw_records(lam, n_b, rng)
+    xy = place(noisy.grid, cells, rng, table)
+    data = noisy.combos.loc[combo, list(noisy.attributes)].reset_index(drop=True)
+    return make_release(
+        data, xy, geometry, noisy.grid.crs if crs is None else crs, "paiva-dp", release,
+        epsilon=noisy.epsilon, neighbours=noisy.neighbours, ledger=noisy.ledger,
+        size=dict(size),
+    )
+
+
+def _combination_sizes(lam: np.ndarray, totals: np.ndarray, size: dict,
+                       rng: np.random.Generator) -> np.ndarray:
+    """Return the records per combination of one release under the size rule ``size``."""
+    n_b = np.rint(np.clip(np.asarray(totals, dtype=np.float64), 0.0, None)).astype(np.int64)
+    if size["rule"] == "n_public":
+        target = int(size["n_public"])
+    elif int(n_b.sum()) > int(size["cap"]):
+        target = int(size["cap"])
+    else:
+        return n_b
+    weights = n_b.astype(np.float64) if n_b.sum() > 0 else lam.sum(axis=0)
+    return rng.multinomial(target, weights / weights.sum()).astype(np.int64)
+
+
+def _draw_records(lam: np.ndarray, n_b: np.ndarray, rng: np.random.Generator):
     """Cells and combinations of one release: N_b records of b, cells ~ λ_·b; shuffled."""
-    n_b = np.rint(totals).astype(np.int64)
     combo = np.repeat(np.arange(lam.shape[1]), n_b)
     cells = np.empty(combo.size, dtype=np.int64)
     start = 0
@@ -323,6 +508,207 @@ def _draw_records(lam: np.ndarray, totals: np.ndarray, rng: np.random.Generator)
     return cells[order], combo[order]
 
 
+# --------------------------------------------------------------------------------------------
+# Size rule and resource checks
+# --------------------------------------------------------------------------------------------
+
+
+def _discrete_laplace_sd(scale: float) -> float:
+    """SD √(2α)/(1 − α) of the discrete Laplace noise P(k) ∝ α^|k|, α = e^{−1/scale}."""
+    alpha = math.exp(-1.0 / scale)
+    return math.sqrt(2.0 * alpha) / -math.expm1(-1.0 / scale)
+
+
+def _check_count(value: Any, name: str, fix: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral) \
+            or value < 1:
+        raise InputError(f"{name} must be an int >= 1 or None, got {value!r}; {fix}")
+    return int(value)
+
+
+def _check_size_options(n_public: Any, max_records: Any,
+                        max_bytes: Any) -> tuple[int | None, int | None, int]:
+    n_public = _check_count(n_public, "n_public",
+                            "pass the published number of records, or omit it")
+    max_records = _check_count(max_records, "max_records",
+                               "pass the largest size a release may have, or omit it")
+    if n_public is not None and max_records is not None:
+        raise InputError(
+            f"n_public={n_public} fixes every release's size, so max_records={max_records} has "
+            "no effect; pass only one of them"
+        )
+    if isinstance(max_bytes, bool | np.bool_) or not isinstance(max_bytes, numbers.Integral) \
+            or max_bytes <= 0:
+        raise InputError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
+    return n_public, max_records, int(max_bytes)
+
+
+def _size_rule(noisy: NoisyCounts, m: int, n_public: int | None, max_records: int | None,
+               max_bytes: int) -> dict:
+    """Return the size rule; MemoryLimitError if ``m`` releases may exceed ``max_bytes``."""
+    if n_public is not None:
+        size: dict[str, Any] = {"rule": "n_public", "n_public": n_public}
+        largest = n_public
+    else:
+        cap = noisy.total_upper_bound()
+        cap_from = "noisy total + 5 sd"
+        if max_records is not None and max_records < cap:
+            cap, cap_from = max_records, "max_records"
+        size = {"rule": "dp-estimate", "cap": cap, "cap_from": cap_from,
+                "noisy_total": int(noisy.counts.sum())}
+        largest = cap
+    need = m * largest * RELEASE_BYTES_PER_RECORD
+    if need > max_bytes:
+        if n_public is not None:
+            why = f"n_public={n_public} records each"
+            fix = f"make fewer releases (m={m}) (in Python, or raise max_bytes)"
+        else:
+            why = (f"up to {largest:,} records each (the noisy total "
+                   f"{int(noisy.counts.sum()):,} plus 5 sd of its noise at "
+                   f"epsilon={noisy.epsilon:g}, noise scale {noisy.noise_scale:.3g})"
+                   if size["cap_from"] != "max_records" else
+                   f"up to max_records={largest:,} records each")
+            fix = ("pass n_public= if the number of records is already published, or use a "
+                   "larger epsilon (in Python, max_records= also caps each release and "
+                   "max_bytes raises the limit)")
+        raise MemoryLimitError(
+            f"{m} release(s) of {why} could need {_format_bytes(need)} (at "
+            f"{RELEASE_BYTES_PER_RECORD} bytes per record), over max_bytes = "
+            f"{_format_bytes(max_bytes)}; {fix}"
+        )
+    return size
+
+
+def _format_bytes(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            if unit == "bytes":
+                return f"{n:,.0f} {unit}"
+            return f"{n:,.1f} {unit}" if n < 1e6 else f"{n:.3g} {unit}"
+        n /= 1024.0
+    return f"{n:.3g} EiB"  # pragma: no cover - loop returns
+
+
+def _format_count(n: float) -> str:
+    return f"{n:,.0f}" if n < 1e12 else f"{n:.3g}"
+
+
+def _format_seconds(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:,.0f} days"
+
+
+def _domain_size(counts: CellCounts, levels: Any) -> int:
+    """Return the number of combinations of the public domain (dp_counts validates it)."""
+    size = 1
+    for a in counts.attributes:
+        declared = levels.get(a) if isinstance(levels, dict) else None
+        try:
+            size *= len(declared) if declared is not None else len(counts.levels[a])
+        except TypeError:
+            size *= len(counts.levels[a])
+    return size
+
+
+def _check_run(n_iter: Any, chains: Any) -> tuple[int, int]:
+    for name, value in (("n_iter", n_iter), ("chains", chains)):
+        if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral) \
+                or value < 1:
+            raise InputError(f"{name} must be an int >= 1, got {value!r}")
+    return int(n_iter), int(chains)
+
+
+def _check_small_epsilon(
+    *, epsilon: float, sensitivity: int, n_cells: int, n_combos: int, n_attributes: int,
+    m: int, n_iter: int, chains: int, n_public: int | None, max_records: int | None,
+    max_bytes: int,
+) -> None:
+    """Refuse, before any budget is spent, an ε this table and run cannot afford.
+
+    Uses public quantities only (the lattice size, the domain, the run settings), never the
+    confidential counts: a refusal that depended on them would itself disclose something.
+    """
+    from geosynth.model.kernels import ETA_LIMIT
+
+    scale = sensitivity / epsilon
+    problems = []
+    largest_scale = [MAX_INTEGER_NOISE_SCALE]
+    if scale > MAX_INTEGER_NOISE_SCALE:
+        problems.append(
+            f"the noise would overflow int64 counts (scale above {MAX_INTEGER_NOISE_SCALE:.3g})"
+        )
+    # Memory of the m releases held at once.
+    n_counts = n_cells * n_combos
+    if n_public is not None or max_records is not None:
+        records = n_public if n_public is not None else max_records
+        name = "n_public" if n_public is not None else "max_records"
+        need = m * records * RELEASE_BYTES_PER_RECORD
+        if need > max_bytes:  # not a matter of epsilon
+            raise MemoryLimitError(
+                f"{m} release(s) of {name}={records:,} records each could need "
+                f"{_format_bytes(need)} (at {RELEASE_BYTES_PER_RECORD} bytes per record), over "
+                f"max_bytes = {_format_bytes(max_bytes)}; make fewer releases (m={m}) (in "
+                "Python, or raise max_bytes). Nothing was spent"
+            )
+    else:
+        sd_total = math.sqrt(n_counts) * _discrete_laplace_sd(min(scale, 1e300))
+        records = TOTAL_CAP_SDS * sd_total
+        per_release = (f"up to {_format_count(records)} records each (5 sd of the noisy "
+                       "total: without n_public a release's size is a DP estimate)")
+        # sd <= sqrt(2)·scale, so this scale keeps 5·sd_total within max_bytes.
+        largest_scale.append(max_bytes / (m * RELEASE_BYTES_PER_RECORD * TOTAL_CAP_SDS
+                                          * math.sqrt(2.0 * n_counts)))
+        need = m * records * RELEASE_BYTES_PER_RECORD
+        if need > max_bytes:
+            problems.append(
+                f"{m} release(s) of {per_release} could need {_format_bytes(need)}, over "
+                f"max_bytes = {_format_bytes(max_bytes)}"
+            )
+    # Time of the latent-count enumeration of the noise-aware fit.
+    calls = float(n_iter) * chains * (_LATENT_CALLS_BASE + n_attributes) * n_counts
+    base = calls * (_SECONDS_PER_ENUMERATION + _SECONDS_PER_SQRT_LAMBDA)
+    allowed = max(MAX_NOISE_SECONDS, _NOISE_SLOWDOWN * base)
+    reach = min(scale, math.exp(ETA_LIMIT))
+    extra = calls * _SECONDS_PER_SQRT_LAMBDA * (math.sqrt(reach) - 1.0)
+    if calls * _SECONDS_PER_SQRT_LAMBDA * (math.exp(ETA_LIMIT / 2) - 1.0) > allowed:
+        largest_scale.append((1.0 + allowed / (calls * _SECONDS_PER_SQRT_LAMBDA)) ** 2)
+    if extra > allowed:
+        problems.append(
+            f"the noise-aware fit would enumerate latent counts up to ~{reach:.3g} per cell "
+            f"({chains} chain(s) x {n_iter} sweeps x {n_counts:,} counts): up to about "
+            f"{_format_seconds(extra)} of extra sampling, over the {_format_seconds(allowed)} "
+            "allowed"
+        )
+    if not problems:
+        return
+    smallest = sensitivity / min(largest_scale)
+    options = ("pass n_public= if the number of records is already published (in Python, "
+               "max_records= also caps each release); or "
+               if n_public is None and max_records is None else "")
+    raise InputError(
+        f"epsilon={epsilon!r} is too small for this table: with sensitivity {sensitivity} the "
+        f"noise scale is {scale:.3g} on each of {n_counts:,} counts ({n_cells:,} cells x "
+        f"{n_combos} combinations), so " + "; ".join(problems) + ". The smallest epsilon that "
+        f"works here is about {_round_up(smallest)}; otherwise {options}use fewer sweeps "
+        f"(n_iter={n_iter}), chains (chains={chains}) or releases (m={m}), a coarser lattice or "
+        "fewer attributes. Nothing was spent"
+    )
+
+
+def _round_up(value: float, digits: int = 2) -> str:
+    """Format ``value`` with ``digits`` significant digits, rounded up (never below it)."""
+    exponent = math.floor(math.log10(value)) - digits + 1
+    rounded = math.ceil(value / 10.0**exponent) * 10.0**exponent
+    return f"{rounded:.{digits}g}"
+
+
 def dp_release(
     counts: CellCounts,
     epsilon: float,
@@ -331,12 +717,15 @@ def dp_release(
     levels: dict[str, list] | None = None,
     neighbours: str = "add-remove",
     accountant: Accountant | None = None,
+    n_public: int | None = None,
+    max_records: int | None = None,
     model: Any = None,
     n_iter: int = 3000,
     burn_in: int = 1000,
     thin: int = 4,
     chains: int = 2,
     progress: bool = True,
+    max_bytes: int = DEFAULT_MAX_BYTES,
     weights: WeightsLike = None,
     geometry: str = "geometry",
     seed: int | None = None,
@@ -355,6 +744,14 @@ def dp_release(
         See :func:`dp_counts`.
     accountant : geosynth.dp.Accountant, optional
         Budget to charge; default a fresh ``Accountant(epsilon)``.
+    n_public : int, optional
+        The number of records, *only when it is already published* (CLI ``--public-total``):
+        every release then has exactly ``n_public`` records. It is used as given and is not
+        protected by ε. Without it a release's size is a DP estimate, at most
+        :meth:`NoisyCounts.total_upper_bound` (see "Size of a release" in the module
+        docstring).
+    max_records : int, optional
+        Lower cap on a release's size under the DP-estimate rule (not with ``n_public``).
     model : geosynth.PaivaModel, optional
         Default ``PaivaModel(effects="combination")``: every combination has its own level and
         ICAR field, so its total is learnt from its own noisy counts. (Under the additive
@@ -362,6 +759,9 @@ def dp_release(
         small ε pulls it towards the additive fit.)
     n_iter, burn_in, thin, chains, progress
         Passed to :meth:`PaivaModel.fit`.
+    max_bytes : int, default 4 GiB
+        Bound on the memory of the ``m`` releases (at :data:`RELEASE_BYTES_PER_RECORD` bytes
+        a record) and, separately, on the fit's stored draws (``PaivaModel.fit(max_bytes=)``).
     weights : optional
         Public placement raster (see :func:`dp_synthesize`).
     geometry : str
@@ -372,6 +772,27 @@ def dp_release(
     Returns
     -------
     DPRelease
+        With :attr:`DPRelease.size` recording the size rule used.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid arguments, or an ε too small for this table and run (see "Small ε" in the
+        module docstring): the noise would overflow int64, the releases could exceed
+        ``max_bytes`` or the latent-count enumeration would take hours. The message names
+        ``epsilon``, the noise scale, the memory and time, and the smallest ε that works.
+        Raised before anything is spent or drawn.
+    geosynth.errors.MemoryLimitError
+        After the noise: the DP-estimate cap of the releases' size (the noisy total plus 5 sd)
+        exceeds ``max_bytes``. Raised before the fit; the budget is spent, nothing is released.
+    geosynth.errors.BudgetExceededError
+        The accountant cannot pay ε (nothing is drawn).
+
+    Warns
+    -----
+    geosynth.errors.DataWarning
+        From :func:`dp_counts`: the noise scale exceeds the records of a typical lattice cell
+        (mostly noise).
 
     Notes
     -----
@@ -380,25 +801,46 @@ def dp_release(
     zero (λ → 0 explains the released counts about as well as the truth does); releases then
     hold fewer records of those combinations than the original. ``docs/results.md`` shows the
     effect over ε. Clipping the noisy counts at zero instead would bias every sparse cell
-    upwards.
+    upwards. ``n_public`` fixes the total but not this split.
     """
     from geosynth.model import PaivaModel
+    from geosynth.synth.release import check_m
 
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
             or not math.isfinite(epsilon) or epsilon <= 0:
         raise InputError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    if not isinstance(counts, CellCounts):
+        raise InputError(f"counts must be the CellCounts of geosynth.prepare, got "
+                         f"{type(counts).__name__}")
+    if neighbours not in _NEIGHBOURS:
+        raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")
+    m = check_m(m)
+    n_public, max_records, max_bytes = _check_size_options(n_public, max_records, max_bytes)
+    n_iter_checked, chains_checked = _check_run(n_iter, chains)
+    _check_small_epsilon(
+        epsilon=float(epsilon), sensitivity=_NEIGHBOURS[neighbours], n_cells=counts.n_cells,
+        n_combos=_domain_size(counts, levels), n_attributes=len(counts.attributes), m=m,
+        n_iter=n_iter_checked, chains=chains_checked, n_public=n_public,
+        max_records=max_records, max_bytes=max_bytes,
+    )
     accountant = Accountant(float(epsilon)) if accountant is None else accountant
     noisy = dp_counts(counts, epsilon, accountant, levels=levels, neighbours=neighbours,
                       seed=seed)
+    try:  # before the long fit; the cap is a function of the noisy table
+        size = _size_rule(noisy, m, n_public, max_records, max_bytes)
+    except MemoryLimitError as err:
+        raise MemoryLimitError(f"{err}. The noisy counts have cost epsilon={epsilon:g}; "
+                               "nothing was released") from None
     with warnings.catch_warnings():
         # One warning for a seeded run is enough (dp_counts issued it).
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         fit_seed = private_seed(seed, where="dp_release")
     model = PaivaModel(effects="combination") if model is None else model
     fit = model.fit(noisy, n_iter=n_iter, burn_in=burn_in, thin=thin, chains=chains,
-                    seed=fit_seed, progress=progress)
+                    seed=fit_seed, progress=progress, max_bytes=max_bytes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        releases = dp_synthesize(fit, m, geometry=geometry, weights=weights,
+        releases = dp_synthesize(fit, m, n_public=n_public, max_records=max_records,
+                                 max_bytes=max_bytes, geometry=geometry, weights=weights,
                                  seed=None if seed is None else fit_seed + 1)
-    return DPRelease(releases=releases, fit=fit, noisy=noisy, accountant=accountant)
+    return DPRelease(releases=releases, fit=fit, noisy=noisy, accountant=accountant, size=size)

@@ -18,6 +18,19 @@ same distribution and issues a :class:`~geosynth.errors.PrivacyLeakWarning`, bec
 who knows the seed can replay and subtract the noise (and NumPy's floating-point samplers are
 the kind [Mir12]_ attacks). Never pass a seed for a published release.
 
+Noise that does not fit the output type
+---------------------------------------
+A small ε makes a large scale ``sensitivity / epsilon``. The integer mechanism
+(:func:`geometric`) refuses a scale above :data:`MAX_INTEGER_NOISE_SCALE` (about 1.6e14): beyond
+it the noise exceeds 2**52 with probability above 2**-39 per value and int64 outputs would
+saturate, silently (``geometric(3, sensitivity=1, epsilon=1e-300)`` used to return
+9223372036854775807); it also refuses counts beyond ±2**62, which leave no room for the noise.
+The float mechanisms refuse a scale (or σ) above :data:`MAX_FLOAT_NOISE_SCALE` (float max / 2**12)
+and values beyond float max / 4, so ``x + noise`` stays finite, and refuse a non-finite output.
+Every refusal happens before the accountant is charged and names ``epsilon``, ``sensitivity``,
+the scale and the smallest ε that works. Noise of such scale leaves nothing of the statistic
+anyway.
+
 Budget accounting
 -----------------
 Every mechanism takes optional ``accountant`` and ``label`` keywords. With an accountant (see
@@ -37,6 +50,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -48,9 +62,11 @@ from scipy import special
 
 from geosynth._random import SeedLike
 from geosynth.dp._randomness import private_generator
-from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth.errors import InputError, PrivacyLeakWarning, SamplerError
 
 __all__ = [
+    "MAX_FLOAT_NOISE_SCALE",
+    "MAX_INTEGER_NOISE_SCALE",
     "laplace",
     "geometric",
     "gaussian",
@@ -62,6 +78,21 @@ __all__ = [
 #: OpenDP's noise granularity 2**k for floats: 2**-1074 is the spacing of subnormal doubles, so
 #: every float input is already on the grid and is not rounded (no sensitivity inflation).
 _FLOAT_GRANULARITY_K = -1074
+
+#: Largest noise scale ``sensitivity / epsilon`` of :func:`geometric`: at this scale the noise
+#: exceeds 2**52 in absolute value with probability at most 2 exp(-2**52 / scale) = 2**-39 per
+#: value, leaving int64 (2**63) a margin of 2**11 for the count itself.
+MAX_INTEGER_NOISE_SCALE = 2.0**52 / (40.0 * math.log(2.0))
+
+#: Largest |count| :func:`geometric` accepts: room for 2**62 of noise above it in int64.
+_MAX_INTEGER_VALUE = 2**62
+
+#: Largest noise scale (Laplace ``b``, Gaussian σ, exponential-mechanism Gumbel scale) of the
+#: float mechanisms: noise beyond 2**10 scales (float max / 4) has probability below e**-1024.
+MAX_FLOAT_NOISE_SCALE = sys.float_info.max / 2.0**12
+
+#: Largest |x| the float mechanisms accept, so that x + noise stays below float max.
+_MAX_FLOAT_VALUE = sys.float_info.max / 4.0
 
 _C = TypeVar("_C")
 
@@ -134,6 +165,63 @@ def _check_accountant(accountant: Any) -> None:
         )
 
 
+def _check_noise_scale(
+    scale: float, limit: float, *, where: str, sensitivity: float, epsilon: float,
+    what: str = "noise scale sensitivity/epsilon", smallest: float | None = None,
+    reason: str,
+) -> None:
+    """Refuse a noise scale that is not finite or exceeds ``limit`` (nothing is spent yet).
+
+    ``smallest`` is the smallest epsilon that works for this sensitivity, when it has a closed
+    form (scale = sensitivity / epsilon); otherwise the message asks for a larger epsilon.
+    """
+    if math.isfinite(scale) and 0.0 < scale <= limit:
+        return
+    shown = f"{scale:.3g}" if math.isfinite(scale) else str(scale)
+    fix = (f"use epsilon >= {_round_up(smallest)} for sensitivity={sensitivity:g}"
+           if smallest is not None and math.isfinite(smallest) and smallest > 0
+           else "use a larger epsilon (or a smaller sensitivity)")
+    if scale == 0.0:
+        raise InputError(
+            f"{where}: epsilon={epsilon!r} with sensitivity={sensitivity!r} gives a {what} of 0 "
+            "(the quotient underflows); use a smaller epsilon or a larger sensitivity"
+        )
+    raise InputError(
+        f"{where}: epsilon={epsilon!r} with sensitivity={sensitivity!r} gives a {what} of "
+        f"{shown}, above the {limit:.3g} that {reason}; noise that large leaves nothing of the "
+        f"statistic. {fix[0].upper()}{fix[1:]} (a larger epsilon is less private), or release a "
+        "coarser statistic"
+    )
+
+
+def _round_up(value: float | None, digits: int = 2) -> str:
+    """Format ``value`` with ``digits`` significant digits, rounded up (never below it)."""
+    if value is None or not math.isfinite(value) or value <= 0:
+        return repr(value)
+    exponent = math.floor(math.log10(value)) - digits + 1
+    rounded = math.ceil(value / 10.0**exponent) * 10.0**exponent
+    if rounded < value:  # float error of the power of ten
+        rounded = math.nextafter(rounded, math.inf)
+    return f"{rounded:.{digits}g}"
+
+
+def _check_float_values(values: NDArray[np.float64], name: str, where: str) -> None:
+    big = np.abs(values) > _MAX_FLOAT_VALUE
+    if big.any():
+        raise InputError(
+            f"{where}: {name} has {int(big.sum())} values beyond ±{_MAX_FLOAT_VALUE:.3g} at "
+            f"{_describe_positions(big.ravel())}; x + noise would overflow to infinity. "
+            "Rescale the statistic (e.g. report it in thousands)"
+        )
+
+
+def _check_finite_output(noisy: NDArray[np.float64], where: str) -> None:
+    if not np.all(np.isfinite(noisy)):  # pragma: no cover - excluded by the scale limits
+        raise SamplerError(
+            f"{where}: the noisy output is not finite; use a larger epsilon (smaller noise)"
+        )
+
+
 def _describe_positions(bad: NDArray[np.bool_], limit: int = 5) -> str:
     positions = np.flatnonzero(bad)
     shown = ", ".join(str(int(i)) for i in positions[:limit])
@@ -186,7 +274,15 @@ def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
             f"{name} has values outside the int64 range at "
             f"{_describe_positions(np.asarray(too_big).ravel())}"
         )
-    return array.astype(np.int64), array.ndim == 0
+    array = array.astype(np.int64)
+    huge = (array > _MAX_INTEGER_VALUE) | (array < -_MAX_INTEGER_VALUE)
+    if np.any(huge):
+        raise InputError(
+            f"{name} has values beyond ±2**62 at {_describe_positions(np.asarray(huge).ravel())}, "
+            "which leave no room in int64 for the noise; counts that large are not counts of "
+            "people: check the input"
+        )
+    return array, array.ndim == 0
 
 
 def _float_at_most(value: Fraction) -> float:
@@ -300,7 +396,10 @@ def laplace(
     TypeError
         If ``x`` is not real-valued or a parameter has the wrong type.
     geosynth.errors.InputError
-        If ``x`` has NaN/inf, or ``epsilon`` / ``sensitivity`` is not finite and > 0.
+        If ``x`` has NaN/inf or values beyond float max / 4, ``epsilon`` / ``sensitivity`` is
+        not finite and > 0, or the scale ``sensitivity / epsilon`` exceeds
+        :data:`MAX_FLOAT_NOISE_SCALE` (the message gives the smallest ε that works). Nothing is
+        charged then.
     geosynth.errors.BudgetExceededError
         From ``accountant``, before any noise is drawn.
 
@@ -331,7 +430,12 @@ def laplace(
     epsilon = _check_epsilon(epsilon)
     _check_label(label)
     _check_accountant(accountant)
+    _check_float_values(values, "x", "laplace")
     scale = sensitivity / epsilon
+    _check_noise_scale(
+        scale, MAX_FLOAT_NOISE_SCALE, where="laplace", sensitivity=sensitivity, epsilon=epsilon,
+        smallest=sensitivity / MAX_FLOAT_NOISE_SCALE, reason="float64 noise can carry",
+    )
 
     if seed is None:
         dp = _opendp()
@@ -349,6 +453,7 @@ def laplace(
         _spend(accountant, epsilon, 0.0, label, "laplace")
         rng = private_generator(seed, where="laplace")
         noisy = values + rng.laplace(0.0, scale, size=values.shape)
+    _check_finite_output(noisy, "laplace")
     return float(noisy) if scalar else noisy
 
 
@@ -401,16 +506,20 @@ def geometric(
     TypeError
         If ``x_int`` is not numeric or a parameter has the wrong type.
     geosynth.errors.InputError
-        If ``x_int`` has non-integer values, ``sensitivity`` is not a positive integer, or
-        ``epsilon`` is not finite and > 0.
+        If ``x_int`` has non-integer values or values beyond ±2**62, ``sensitivity`` is not a
+        positive integer, ``epsilon`` is not finite and > 0, or the scale
+        ``sensitivity / epsilon`` exceeds :data:`MAX_INTEGER_NOISE_SCALE` (about 1.6e14: the
+        int64 output would saturate; the message gives the smallest ε that works). Nothing is
+        charged then.
     geosynth.errors.BudgetExceededError
         From ``accountant``, before any noise is drawn.
 
     Notes
     -----
     OpenDP's ``make_laplace`` on ``i64`` vectors samples this distribution exactly (Canonne,
-    Kamath and Steinke's discrete Laplace sampler); sums that would overflow int64 saturate at
-    its limits (post-processing).
+    Kamath and Steinke's discrete Laplace sampler). Sums that would overflow int64 would
+    saturate at its limits, which is why the scale is capped at :data:`MAX_INTEGER_NOISE_SCALE`
+    and counts at ±2**62: within them, saturation has probability below 2**-39 per value.
 
     References
     ----------
@@ -435,6 +544,12 @@ def geometric(
     _check_label(label)
     _check_accountant(accountant)
     scale = delta_1 / epsilon
+    _check_noise_scale(
+        scale, MAX_INTEGER_NOISE_SCALE, where="geometric", sensitivity=int(delta_1),
+        epsilon=epsilon, smallest=delta_1 / MAX_INTEGER_NOISE_SCALE,
+        reason="int64 counts can carry (the noise would exceed 2**52 with probability above "
+        "2**-39 and the output would saturate)",
+    )
 
     if seed is None:
         dp = _opendp()
@@ -640,7 +755,8 @@ def gaussian(
     TypeError
         If ``x`` is not real-valued or a parameter has the wrong type.
     geosynth.errors.InputError
-        If ``x`` has NaN/inf or a parameter is out of range.
+        If ``x`` has NaN/inf or values beyond float max / 4, a parameter is out of range, or
+        σ exceeds :data:`MAX_FLOAT_NOISE_SCALE`. Nothing is charged then.
     geosynth.errors.BudgetExceededError
         From ``accountant``, before any noise is drawn.
 
@@ -673,7 +789,13 @@ def gaussian(
     delta = _check_delta(delta)
     _check_label(label)
     _check_accountant(accountant)
+    _check_float_values(values, "x", "gaussian")
     sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
+    _check_noise_scale(
+        sigma, MAX_FLOAT_NOISE_SCALE, where="gaussian", sensitivity=sensitivity, epsilon=epsilon,
+        what=f"noise standard deviation sigma (delta={delta!r})",
+        reason="float64 noise can carry",
+    )
 
     if seed is None:
         dp = _opendp()
@@ -692,6 +814,7 @@ def gaussian(
         _spend(accountant, epsilon, delta, label, "gaussian")
         rng = private_generator(seed, where="gaussian")
         noisy = values + rng.normal(0.0, sigma, size=values.shape)
+    _check_finite_output(noisy, "gaussian")
     return float(noisy) if scalar else noisy
 
 
@@ -752,7 +875,8 @@ def exponential(
         wrong type.
     geosynth.errors.InputError
         If there are no candidates, ``candidates`` and ``scores`` differ in length, a score is
-        NaN/inf, or ``epsilon`` / ``sensitivity`` is not finite and > 0.
+        NaN/inf, ``epsilon`` / ``sensitivity`` is not finite and > 0, or the Gumbel scale
+        ``2 * sensitivity / epsilon`` is 0 or exceeds :data:`MAX_FLOAT_NOISE_SCALE`.
     geosynth.errors.BudgetExceededError
         From ``accountant``, before anything is drawn.
 
@@ -819,6 +943,11 @@ def exponential(
     _check_label(label)
     _check_accountant(accountant)
     scale = 2.0 * sensitivity / epsilon
+    _check_noise_scale(
+        scale, MAX_FLOAT_NOISE_SCALE, where="exponential", sensitivity=sensitivity,
+        epsilon=epsilon, what="Gumbel scale 2*sensitivity/epsilon",
+        smallest=2.0 * sensitivity / MAX_FLOAT_NOISE_SCALE, reason="float64 scores can carry",
+    )
 
     if seed is None:
         dp = _opendp()

@@ -14,6 +14,8 @@ from scipy import integrate, stats
 
 from geosynth.dp.accountant import Accountant
 from geosynth.dp.mechanisms import (
+    MAX_FLOAT_NOISE_SCALE,
+    MAX_INTEGER_NOISE_SCALE,
     analytic_gaussian_sigma,
     classic_gaussian_sigma,
     exponential,
@@ -608,3 +610,83 @@ def test_validation_happens_before_any_spend():
     with pytest.raises(InputError):
         laplace([math.nan], sensitivity=1, epsilon=0.5, accountant=accountant)
     assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
+
+
+# ----------------------------------------------------------------------------------------------
+# Noise scales that overflow the output type (issue 14, item 6)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_geometric_refuses_a_scale_that_overflows_int64(path):
+    """geometric(3, epsilon=1e-300) used to return 9223372036854775807 (or 3) silently."""
+    accountant = Accountant(1.0)
+    kwargs = {"seed": 1} if path == "seeded" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # refused before the seed warning
+        with pytest.raises(
+            InputError,
+            match=r"geometric: epsilon=1e-300 with sensitivity=1 gives a noise scale "
+            r"sensitivity/epsilon of 1e\+300, above the 1.62e\+14 that int64 counts can carry"
+            r".*Use epsilon >= 6.2e-15 for sensitivity=1",
+        ):
+            geometric(3, sensitivity=1, epsilon=1e-300, accountant=accountant, **kwargs)
+    assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
+    with pytest.raises(InputError, match=r"epsilon >= 1.3e-14 for sensitivity=2"):
+        geometric([0, 1], sensitivity=2, epsilon=1e-14)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_geometric_at_the_largest_scale_stays_far_inside_int64(path):
+    epsilon = 1.0001 / MAX_INTEGER_NOISE_SCALE
+    noisy = draw(path, geometric, np.full(2000, 3), sensitivity=1, epsilon=epsilon)
+    assert noisy.dtype == np.int64
+    assert np.all(np.abs(noisy - 3) < 2**52)
+    # ... and the noise really has that scale (mean |K| ~ b), it is not saturated or zero.
+    assert 0.5 * MAX_INTEGER_NOISE_SCALE < np.abs(noisy - 3).mean() < 2 * MAX_INTEGER_NOISE_SCALE
+
+
+def test_geometric_refuses_counts_without_room_for_noise():
+    with pytest.raises(InputError, match=r"x_int has values beyond ±2\*\*62 at positions \[1\]"):
+        geometric([1, 2**62 + 1], sensitivity=1, epsilon=1.0)
+    with warnings.catch_warnings():  # the bound itself is accepted
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        assert geometric([2**62, -(2**62)], sensitivity=1, epsilon=1.0, seed=0).dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda **kw: laplace(1.0, sensitivity=1e10, epsilon=1e-300, **kw),
+         r"laplace: epsilon=1e-300 with sensitivity=10000000000.0 gives a noise scale "
+         r"sensitivity/epsilon of inf, above the 4.39e\+304 that float64 noise can carry"),
+        (lambda **kw: laplace([1.0, 1e308], sensitivity=1, epsilon=1.0, **kw),
+         r"laplace: x has 1 values beyond ±4.49e\+307 at positions \[1\]"),
+        (lambda **kw: gaussian(1.0, sensitivity=1e306, epsilon=1.0, delta=1e-6, **kw),
+         r"gaussian: epsilon=1.0 with sensitivity=1e\+306 gives a noise standard deviation "
+         r"sigma \(delta=1e-06\) of .*above the 4.39e\+304"),
+        (lambda **kw: exponential(["a", "b"], [0, 1], sensitivity=1e300, epsilon=1e-300, **kw),
+         r"exponential: epsilon=1e-300 with sensitivity=1e\+300 gives a Gumbel scale "
+         r"2\*sensitivity/epsilon of inf"),
+        (lambda **kw: exponential(["a", "b"], [0, 1], sensitivity=1e-300, epsilon=1e300, **kw),
+         r"exponential: .*Gumbel scale 2\*sensitivity/epsilon of 0 \(the quotient underflows\)"),
+    ],
+    ids=["laplace-inf-scale", "laplace-huge-x", "gaussian-huge-sigma", "exponential-inf-scale",
+         "exponential-zero-scale"],
+)
+@pytest.mark.parametrize("path", PATHS)
+def test_float_mechanisms_refuse_scales_that_overflow(call, match, path):
+    accountant = Accountant(1e301, delta=0.5)
+    kwargs = {"seed": 1} if path == "seeded" else {}
+    with pytest.raises(InputError, match=match):
+        call(accountant=accountant, **kwargs)
+    assert accountant.spent_epsilon == 0.0
+
+
+def test_float_mechanisms_accept_huge_but_finite_scales():
+    """A scale of 1e300 is absurd but representable: the output is finite, not refused."""
+    assert MAX_FLOAT_NOISE_SCALE > 1e300
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        noisy = laplace(np.zeros(50), sensitivity=1.0, epsilon=1e-300, seed=2)
+    assert np.all(np.isfinite(noisy)) and np.abs(noisy).max() > 1e298

@@ -1,0 +1,251 @@
+"""ε-DP releases at small ε: refusals before spending, release sizes, the mostly-noise warning.
+
+Issue 14, item 6: ``--epsilon 1e-300`` ran 8 minutes and ended in a 10.9 TiB allocation, 1e-8
+grew past 8 GiB, 1e-6 gave releases of 1,430,459 and 0 records from 3,000 inputs.
+"""
+
+import re
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import geosynth
+import geosynth.dp.locations as locations
+from geosynth.dp.accountant import Accountant
+from geosynth.dp.locations import (
+    RELEASE_BYTES_PER_RECORD,
+    dp_counts,
+    dp_release,
+    dp_synthesize,
+)
+from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
+from geosynth.synth import release_draws
+
+LEVELS = {"y": [0, 1], "x1": [1, 2]}
+FAST = {"n_iter": 200, "burn_in": 100, "thin": 2, "chains": 1, "progress": False}
+
+
+@pytest.fixture(scope="module")
+def small_counts():
+    """300 records on a 5 x 5 lattice, 4 combinations: 100 counts."""
+    scenario = geosynth.datasets.paiva_scenario(n=300, seed=5)
+    grid = geosynth.Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
+    return geosynth.prepare(scenario.data, grid, attributes=["y", "x1"])
+
+
+class ReachedTheNoise(Exception):
+    """Raised by the stand-in of dp_counts: the pre-checks let this epsilon through."""
+
+
+@pytest.fixture
+def no_noise(monkeypatch):
+    """Replace dp_counts so that a call only tells that the pre-checks passed."""
+
+    def stand_in(*args, **kwargs):
+        raise ReachedTheNoise
+
+    monkeypatch.setattr(locations, "dp_counts", stand_in)
+
+
+def smallest_epsilon(message: str) -> float:
+    found = re.search(r"smallest epsilon that works here is about ([0-9.e+-]+);", message)
+    assert found, message
+    return float(found.group(1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Refusals before anything is spent
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [1e-300, 5e-324])
+def test_absurd_epsilon_is_refused_at_once_and_spends_nothing(small_counts, epsilon):
+    accountant = Accountant(1.0)
+    start = time.perf_counter()
+    with pytest.raises(InputError) as info:
+        dp_release(small_counts, epsilon, levels=LEVELS, accountant=accountant, progress=False)
+    assert time.perf_counter() - start < 5.0
+    message = str(info.value)
+    assert message.startswith(f"epsilon={epsilon!r} is too small for this table")
+    assert "noise would overflow int64 counts" in message
+    assert "100 counts (25 cells x 4 combinations)" in message
+    assert "PiB, over max_bytes = 4.0 GiB" in message and "days of extra sampling" in message
+    assert "pass n_public= if the number of records is already published" in message
+    assert "fewer sweeps (n_iter=3000), chains (chains=2) or releases (m=5)" in message
+    assert "Nothing was spent" in message
+    assert smallest_epsilon(message) == pytest.approx(2.2e-05)
+    assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
+
+
+def test_small_epsilon_names_memory_time_and_the_smallest_epsilon(small_counts, no_noise):
+    accountant = Accountant(1.0)
+    with pytest.raises(InputError) as info:
+        dp_release(small_counts, 1e-8, levels=LEVELS, accountant=accountant)
+    message = str(info.value)
+    assert "noise scale is 1e+08" in message
+    # 5 releases of up to 5 sd of the noisy total: 5 * 7.07e9 records * 256 bytes.
+    assert "5 release(s) of up to 7,071,067,812 records each" in message
+    assert "8.2 TiB, over max_bytes = 4.0 GiB" in message
+    assert "up to about 4.7 h of extra sampling" in message
+    assert accountant.spent_epsilon == 0.0
+    # The smallest epsilon given works for this table and run; half of it does not.
+    smallest = smallest_epsilon(message)
+    with pytest.raises(ReachedTheNoise):
+        dp_release(small_counts, smallest, levels=LEVELS)
+    with pytest.raises(InputError, match="too small for this table"):
+        dp_release(small_counts, smallest / 2, levels=LEVELS)
+
+
+def test_the_time_bound_depends_on_the_run_and_applies_with_a_public_total(small_counts,
+                                                                          no_noise):
+    """With n_public the memory is bounded, but 1e-9 would still enumerate for hours."""
+    with pytest.raises(InputError, match=r"up to about 14.8 h of extra sampling") as info:
+        dp_release(small_counts, 1e-9, levels=LEVELS, n_public=300)
+    assert "release(s) of" not in str(info.value)  # the memory is not the problem here
+    long_run = smallest_epsilon(str(info.value))
+    with pytest.raises(InputError) as info:
+        dp_release(small_counts, 1e-9, levels=LEVELS, n_public=300, n_iter=30_000, chains=4)
+    assert smallest_epsilon(str(info.value)) > 10 * long_run  # 20x the sweeps
+    with pytest.raises(ReachedTheNoise):
+        dp_release(small_counts, long_run, levels=LEVELS, n_public=300)
+
+
+def test_a_public_total_too_large_for_memory_is_refused_before_spending(small_counts):
+    accountant = Accountant(1.0)
+    with pytest.raises(MemoryLimitError, match=r"5 release\(s\) of n_public=1,000,000,000 "
+                       r"records each could need 1.2 TiB .* make fewer releases \(m=5\)"):
+        dp_release(small_counts, 1.0, levels=LEVELS, n_public=10**9, accountant=accountant)
+    assert accountant.spent_epsilon == 0.0
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"n_public": 0}, "n_public must be an int >= 1"),
+        ({"n_public": 2.5}, "n_public must be an int >= 1"),
+        ({"n_public": True}, "n_public must be an int >= 1"),
+        ({"max_records": -3}, "max_records must be an int >= 1"),
+        ({"n_public": 300, "max_records": 50}, "pass only one of them"),
+        ({"max_bytes": 0}, "max_bytes must be a positive int"),
+        ({"n_iter": 0}, "n_iter must be an int >= 1"),
+    ],
+)
+def test_size_options_are_validated_before_spending(small_counts, options, match):
+    accountant = Accountant(1.0)
+    with pytest.raises(InputError, match=match):
+        dp_release(small_counts, 1.0, levels=LEVELS, accountant=accountant, **options)
+    assert accountant.spent_epsilon == 0.0
+
+
+def test_the_noisy_cap_is_checked_after_the_noise_and_before_the_fit(small_counts,
+                                                                     monkeypatch):
+    """At ε = 1 the noise part of the cap (~70 records) fits, the noisy total (~300) does not."""
+    def no_fit(*args, **kwargs):  # pragma: no cover - must not be reached
+        raise AssertionError("the fit ran")
+
+    monkeypatch.setattr(geosynth.PaivaModel, "fit", no_fit)
+    accountant = Accountant(1.0)
+    with pytest.warns(PrivacyLeakWarning):
+        with pytest.raises(MemoryLimitError, match=r"1 release\(s\) of up to \d+ records each "
+                           r"\(the noisy total \d+ plus 5 sd .*cost epsilon=1; nothing was "
+                           r"released"):
+            dp_release(small_counts, 1.0, m=1, levels=LEVELS, accountant=accountant,
+                       max_bytes=150 * RELEASE_BYTES_PER_RECORD, seed=1, **FAST)
+    assert accountant.spent_epsilon == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Release size
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [1e-4, 1.0])
+def test_a_public_total_fixes_every_release_size(small_counts, epsilon):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        with pytest.warns(PrivacyLeakWarning):
+            result = dp_release(small_counts, epsilon, m=3, levels=LEVELS, n_public=300, seed=2,
+                                **FAST)
+    assert [len(r) for r in result.releases] == [300, 300, 300]
+    assert result.size == {"rule": "n_public", "n_public": 300}
+    for release in result.releases:
+        meta = release.attrs["geosynth"]
+        assert meta["size"] == {"rule": "n_public", "n_public": 300}
+        assert "seed" not in repr(meta).lower()
+        assert set(release["y"]) <= {0, 1} and set(release["x1"]) <= {1, 2}
+        assert np.all(small_counts.grid.locate(np.column_stack(
+            [release.geometry.x, release.geometry.y])) >= 0)
+
+
+def test_without_a_public_total_the_size_stays_within_the_stated_cap(small_counts):
+    """At ε = 1e-4 the draws' latent totals range from 0 to thousands (from 300 records)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        with pytest.warns(PrivacyLeakWarning):
+            capped = dp_release(small_counts, 1e-4, m=10, levels=LEVELS, max_records=100,
+                                seed=6, **FAST)
+            free = dp_release(small_counts, 1e-4, m=4, levels=LEVELS, seed=3, **FAST)
+    # Each release has its draw's latent total, clipped to the cap.
+    fit = capped.fit
+    totals = [int(np.rint(fit.latent_totals[fit.draw_position(d)]).sum())
+              for d in release_draws(fit, 10)]
+    sizes = [len(r) for r in capped.releases]
+    assert sizes == [min(t, 100) for t in totals]
+    assert max(totals) > 100 and min(totals) < 100  # both cases occur
+    assert capped.size == {"rule": "dp-estimate", "cap": 100, "cap_from": "max_records",
+                           "noisy_total": int(capped.noisy.counts.sum())}
+    cap = free.noisy.total_upper_bound()
+    assert free.size["cap"] == cap and free.size["cap_from"] == "noisy total + 5 sd"
+    # The default cap: max(noisy total, 0) + 5 sd of the summed noise of 100 counts.
+    sd = 10 * free.noisy.noise_sd
+    assert cap == int(np.ceil(max(free.noisy.counts.sum(), 0) + 5 * sd))
+    assert all(0 <= len(r) <= cap for r in free.releases)
+    assert all(r.attrs["geosynth"]["size"]["rule"] == "dp-estimate" for r in free.releases)
+
+
+def test_dp_synthesize_applies_the_size_rule_to_an_existing_fit(small_counts):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        with pytest.warns(PrivacyLeakWarning):
+            noisy = dp_counts(small_counts, 1e-3, levels=LEVELS, seed=4)
+        fit = geosynth.PaivaModel(effects="combination").fit(noisy, seed=4, **FAST)
+    with pytest.warns(PrivacyLeakWarning):
+        releases = dp_synthesize(fit, 2, n_public=123, seed=5)
+    assert [len(r) for r in releases] == [123, 123]
+    with pytest.raises(MemoryLimitError, match="max_records=1,000 records each"):
+        dp_synthesize(fit, 2, max_records=1000, max_bytes=1000)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mostly noise
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def thesis_counts():
+    """The thesis scenario of docs/results.md: n = 500, 10 x 10 lattice, y, x1, x2."""
+    scenario = geosynth.datasets.paiva_scenario(n=500, seed=2018)
+    grid = geosynth.Grid.regular(scenario.bounds, shape=(10, 10), crs=scenario.crs)
+    return geosynth.prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
+
+
+THESIS_LEVELS = {"y": [0, 1], "x1": [1, 2], "x2": [1, 2, 3]}
+
+
+def test_no_mostly_noise_warning_at_epsilon_one_on_the_thesis_lattice(thesis_counts):
+    for seed in range(5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DataWarning)
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            dp_counts(thesis_counts, 1.0, levels=THESIS_LEVELS, seed=seed)
+
+
+def test_small_epsilon_warns_that_the_release_is_mostly_noise(thesis_counts):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.warns(DataWarning, match=r"epsilon=0.05 \(sensitivity 1\) adds noise of "
+                          r"scale 20 to every count, more than the .* records a lattice cell "
+                          r"surely holds on average .* over 100 cells\).*mostly noise"):
+            dp_counts(thesis_counts, 0.05, levels=THESIS_LEVELS, seed=1)
