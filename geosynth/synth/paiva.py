@@ -73,7 +73,8 @@ def synthesize(
         ledger is in each release's ``attrs["geosynth"]``.
     **dp_options
         With ``epsilon``: ``levels``, ``neighbours``, ``accountant``, ``model``, ``n_iter``,
-        ``burn_in``, ``thin``, ``chains``, ``progress`` of :func:`geosynth.dp.dp_release`.
+        ``burn_in``, ``thin``, ``chains``, ``progress``, ``n_public``, ``max_records``,
+        ``max_bytes`` of :func:`geosynth.dp.dp_release`.
 
     Returns
     -------
