@@ -12,7 +12,8 @@
 
 Points carry their attribute columns as tooltips. Every layer is drawn with
 :meth:`geopandas.GeoDataFrame.explore`, which reprojects to EPSG:4326. :func:`save_map` writes
-the map as one standalone HTML file, atomically.
+the map as one standalone HTML file, atomically, created with mode 0600 (owner only) unless the
+map is declared public (``private=False``).
 
 A *public* map (``public=True``) is one that may leave the analyst's machine: it has neither the
 original points nor the displacement lines, and its releases are drawn in their public form
@@ -47,7 +48,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from geosynth._atomic import atomic_path
+from geosynth._atomic import AtomicOutputs
 from geosynth._points import point_coordinates
 from geosynth.errors import CRSError, InputError
 from geosynth.synth.release import INTERNAL_PREFIX, check_geodataframe
@@ -223,7 +224,14 @@ def review_map(
     return m
 
 
-def save_map(m: folium.Map, path: str | os.PathLike, overwrite: bool = False) -> Path:
+def save_map(
+    m: folium.Map,
+    path: str | os.PathLike,
+    overwrite: bool = False,
+    *,
+    private: bool = True,
+    outputs: AtomicOutputs | None = None,
+) -> Path:
     """Write ``m`` as one standalone HTML file, atomically.
 
     Parameters
@@ -233,33 +241,63 @@ def save_map(m: folium.Map, path: str | os.PathLike, overwrite: bool = False) ->
     path : str or os.PathLike
         Destination (``.html``); its directory is created if needed.
     overwrite : bool, default False
-        Replace an existing file.
+        Replace an existing file. With ``outputs``, whether files may be replaced is
+        ``outputs.overwrite`` (``overwrite=True`` is then refused unless it agrees).
+    private : bool, default True
+        Internal map (the default of :func:`review_map` shows the original points): the file is
+        created with mode 0600, readable by its owner only, from its first byte. Pass False
+        for a map made with ``public=True`` that others may read (0666 less the umask).
+    outputs : geosynth._atomic.AtomicOutputs, optional
+        A transaction of the caller (e.g. the command line, which also writes a release and a
+        report): the map is staged into it and moved into place by the caller's commit, together
+        with the other files. Without it, the map is moved into place at once.
 
     Returns
     -------
     pathlib.Path
-        ``path``.
+        ``path`` (with ``outputs``: where the map will be once committed).
 
     Raises
     ------
     geosynth.errors.InputError
-        ``m`` is not a folium.Map, or ``path`` exists and ``overwrite`` is False.
+        ``m`` is not a folium.Map, ``path`` is a directory, ``path`` exists and files may not
+        be replaced, or ``overwrite=True`` with ``outputs`` that may not overwrite.
     """
     import folium
 
     if not isinstance(m, folium.Map):
         raise InputError(f"m must be a folium.Map (e.g. from review_map), got "
                          f"{type(m).__module__}.{type(m).__name__}")
+    private = _check_bool(private, "private")
+    if outputs is not None and not isinstance(outputs, AtomicOutputs):
+        raise InputError(f"outputs must be a geosynth._atomic.AtomicOutputs, got "
+                         f"{type(outputs).__name__}")
+    if outputs is not None and overwrite and not outputs.overwrite:
+        raise InputError("overwrite=True but outputs=AtomicOutputs(overwrite=False): the "
+                         "outputs decide whether files are replaced")
     target = Path(path)
     if target.is_dir():
         raise InputError(f"path {target} is a directory; pass a file name such as "
                          f"{target / 'review.html'}")
+    transaction = AtomicOutputs(overwrite=overwrite) if outputs is None else outputs
     try:
-        with atomic_path(target, overwrite=overwrite) as tmp:
-            m.save(tmp)
+        staged = transaction.add(target, private=private)
     except FileExistsError as err:
         raise InputError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace "
                          "it") from err
+    try:
+        descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                             0o600 if private else 0o666)
+        with os.fdopen(descriptor, "wb") as stream:
+            m.save(stream, close_file=False)
+    except BaseException:
+        if outputs is None:
+            transaction.discard()
+        elif staged.exists():
+            staged.unlink()  # the caller's commit skips a staged path that was never written
+        raise
+    if outputs is None:
+        transaction.commit()
     return target
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 
 import branca.colormap
 import folium
@@ -13,6 +15,7 @@ import pytest
 import shapely
 
 import geosynth
+from geosynth._atomic import AtomicOutputs
 from geosynth.errors import CRSError, InputError
 from geosynth.maps import (
     DISPLACEMENT_LAYER,
@@ -295,9 +298,8 @@ def test_save_map_is_atomic(data, tmp_path, monkeypatch):
     path = tmp_path / "review.html"
     path.write_text("previous")
 
-    def broken_save(target, **kwargs):
-        with open(target, "w") as stream:
-            stream.write("<html>half")
+    def broken_save(stream, **kwargs):
+        stream.write(b"<html>half")
         raise OSError("disk full")
 
     monkeypatch.setattr(m, "save", broken_save)
@@ -305,6 +307,50 @@ def test_save_map_is_atomic(data, tmp_path, monkeypatch):
         save_map(m, path, overwrite=True)
     assert path.read_text() == "previous"
     assert [p.name for p in tmp_path.iterdir()] == ["review.html"]
+
+
+def test_save_map_creates_internal_maps_0600_from_the_first_byte(data, tmp_path, monkeypatch):
+    original, releases, _, _ = data
+    m = review_map(original, releases)  # internal: shows the original points
+    modes = []
+    real_save = m.save
+
+    def save(stream, **kwargs):
+        modes.append(os.fstat(stream.fileno()).st_mode & 0o777)  # before anything is written
+        real_save(stream, **kwargs)
+
+    monkeypatch.setattr(m, "save", save)
+    old_umask = os.umask(0o022)
+    try:
+        path = save_map(m, tmp_path / "review.html")
+        public = save_map(review_map(None, releases, public=True), tmp_path / "public.html",
+                          private=False)
+    finally:
+        os.umask(old_umask)
+    assert modes == [0o600]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert ORIGINAL_LAYER in path.read_text(encoding="utf-8")
+    assert stat.S_IMODE(public.stat().st_mode) == 0o644
+
+
+def test_save_map_stages_into_the_callers_outputs(data, tmp_path):
+    _, releases, _, _ = data
+    path = tmp_path / "maps" / "review.html"
+    with AtomicOutputs() as outputs:
+        assert save_map(review_map(None, releases, public=True), path, outputs=outputs) == path
+        assert not path.exists()  # moved into place by the caller's commit only
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in path.parent.iterdir()) == ["review.html"]
+
+    discarded = AtomicOutputs()
+    save_map(review_map(None, releases, public=True), tmp_path / "gone.html", outputs=discarded)
+    discarded.discard()
+    assert not (tmp_path / "gone.html").exists()
+    with pytest.raises(InputError, match="outputs decide"):
+        save_map(review_map(None, releases, public=True), path, overwrite=True,
+                 outputs=AtomicOutputs(overwrite=False))
+    with pytest.raises(InputError, match="outputs must be"):
+        save_map(review_map(None, releases, public=True), path, outputs="transaction")
 
 
 def test_save_map_checks_its_arguments(data, tmp_path):

@@ -5,8 +5,15 @@ utility of a written release against the confidential file), ``inspect`` (layers
 a release file) and ``demo`` (the whole pipeline on the simulated scenario of Nunes 2018).
 
 Errors of geosynth (bad input files, columns, CRSs, existing outputs) print one message and exit
-with status 2; ``geosynth --verbose`` adds the traceback. geosynth warnings are printed as one
-``Warning: ...`` line each on stderr, like the progress bars (``geosynth -q`` hides the bars).
+with status 2; ``geosynth --verbose`` adds the traceback. Messages name the command-line options,
+not the parameters of the Python API (:mod:`geosynth.cli.messages`). geosynth warnings are printed
+as one ``Warning: ...`` line each on stderr, like the progress bars (``geosynth -q`` hides the
+bars).
+
+Ctrl-C anywhere in a command (imports, reading, fitting, writing) prints one line,
+``Interrupted: nothing was written``, and exits with status 130: the commands stage every output
+and move them into place only at the very end (:class:`geosynth.cli.helpers.RunOutputs`), so an
+interrupted run leaves no file behind and replaces none, even with ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -18,34 +25,62 @@ import warnings
 import click
 
 from geosynth import __version__
+from geosynth.cli.helpers import INTERRUPTED, InterruptWatch
+from geosynth.cli.messages import cli_message
 from geosynth.errors import GeosynthError, GeosynthWarning
 
-__all__ = ["main", "cli"]
+__all__ = ["main", "cli", "GeosynthGroup"]
 
 
 class GeosynthGroup(click.Group):
-    """Click group that turns geosynth errors into one clear message and exit code 2."""
+    """Click group that turns geosynth errors into one clear message and exit code 2.
+
+    It also turns Ctrl-C into one line and exit code 130 (see :class:`InterruptWatch`).
+    """
 
     def invoke(self, ctx: click.Context):  # noqa: D102
+        obj = ctx.ensure_object(dict)
+        watch = InterruptWatch()
+        obj["interrupts"] = watch
         try:
-            with warnings.catch_warnings():
-                warnings.showwarning = _warning_printer(warnings.showwarning)
+            with watch, warnings.catch_warnings():
+                warnings.showwarning = _warning_printer(warnings.showwarning, watch, obj)
                 return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _interrupted(ctx)
         except (GeosynthError, OSError) as err:
             if isinstance(err, BrokenPipeError):
                 raise  # click exits quietly when the reader of stdout went away (| head)
-            if ctx.obj and ctx.obj.get("verbose"):
+            if watch.interrupted:  # an error caused by Ctrl-C (e.g. a fit left without draws)
+                _interrupted(ctx)
+            if obj.get("verbose"):
                 traceback.print_exc()
-            click.echo(f"Error: {err}", err=True)
+            click.echo(f"Error: {cli_message(str(err), obj.get('names'))}", err=True)
             ctx.exit(2)
 
 
-def _warning_printer(show_other):
-    """Return a ``warnings.showwarning`` printing geosynth warnings as ``Warning: ...`` lines."""
+def _interrupted(ctx: click.Context) -> None:
+    """Print the one line of an interrupted run and exit with status 130."""
+    written = (ctx.obj or {}).get("written") or []
+    if written:
+        click.echo(f"Interrupted after the outputs were written: "
+                   f"{', '.join(map(str, written))}", err=True)
+    else:
+        click.echo("Interrupted: nothing was written", err=True)
+    ctx.exit(INTERRUPTED)
+
+
+def _warning_printer(show_other, watch: InterruptWatch, obj: dict):
+    """Return a ``warnings.showwarning`` printing geosynth warnings as ``Warning: ...`` lines.
+
+    After Ctrl-C no warning is printed: they would describe the partial work being discarded.
+    """
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if watch.interrupted:
+            return
         if issubclass(category, GeosynthWarning):
-            click.echo(f"Warning: {message}", err=True)
+            click.echo(f"Warning: {cli_message(str(message), obj.get('names'))}", err=True)
         else:
             show_other(message, category, filename, lineno, file, line)
 
@@ -77,5 +112,15 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``geosynth`` console script."""
-    cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="geosynth")
+    """Entry point of the ``geosynth`` console script.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+    """
+    try:
+        cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="geosynth")
+    except KeyboardInterrupt:  # outside a command, e.g. while click parses the arguments
+        click.echo("Interrupted: nothing was written", err=True)
+        sys.exit(INTERRUPTED)

@@ -8,12 +8,15 @@ import click
 
 from geosynth.cli.helpers import (
     RHAT_LIMIT,
+    RunOutputs,
     check_outputs,
     derive_seeds,
     describe_lattice,
     fit_diagnostics,
     save_figure,
     show_progress,
+    stop_if_interrupted,
+    summary_block,
     text_block,
     write_text,
 )
@@ -81,7 +84,9 @@ def demo(
       MAPS/review.html      interactive review map (default MAPS = OUT/maps)
 
     and prints a short summary. The demo is reproducible: the default --seed is 2014. Existing
-    files are refused unless --overwrite is given.
+    files are refused unless --overwrite is given. All files are written together at the end
+    (the audit file, report, figures and map readable by their owner only): an interrupted
+    (Ctrl-C) or failed run writes nothing.
     """  # noqa: D301 (click's \b keeps the file list as written)
     from geosynth import io
 
@@ -89,29 +94,34 @@ def demo(
     maps_path = (out / "maps" if maps_dir is None else Path(maps_dir)) / "review.html"
     release_path = out / "release.gpkg"
     figure_paths = {name: out / "figures" / f"{name}.png" for name in FIGURES}
-    outputs = {"release": release_path, "audit file": io.audit_path(release_path),
-               "report": out / "report.md", "map": maps_path,
-               **{f"figure {name}": path for name, path in figure_paths.items()}}
+    outputs = {"--out": release_path, "audit file of --out": io.audit_path(release_path),
+               "report of --out": out / "report.md", "--maps": maps_path,
+               **{f"figure {name} of --out": path for name, path in figure_paths.items()}}
     check_outputs(outputs, overwrite)
 
-    result = _run(seed, n_records, grid_shape, iterations, show_progress(ctx))
-    # Everything that can fail runs before the first file is written.
-    review = _review_map(result)
-    figures = _figures(result)
-    report = out / "report.md"
-    text = _report(result, figure_paths, report.parent)
+    with RunOutputs(overwrite) as staged:
+        for name, path in outputs.items():  # every folder is checked before the fit
+            staged.check_folder(name, path)
+        result = _run(seed, n_records, grid_shape, iterations, show_progress(ctx))
+        review = _review_map(result)
+        figures = _figures(result)
+        report = out / "report.md"
+        text = _report(result, figure_paths, report.parent)
 
-    io.write_release(release_path, result["public"], fit=result["fit"],
-                     metadata={"data": "simulated: geosynth.datasets.paiva_scenario "
-                               f"(Nunes 2018, section 3.1), n = {n_records}"},
-                     seeds=result["seeds"], overwrite=overwrite,
-                     original_index=result["data"].index)
-    from geosynth import maps
+        from geosynth import maps
 
-    maps.save_map(review, maps_path, overwrite=overwrite)
-    for name, figure in figures.items():
-        save_figure(figure, figure_paths[name], overwrite)
-    write_text(report, text, overwrite=overwrite)
+        maps.save_map(review, maps_path, outputs=staged.outputs, private=True)
+        for name, figure in figures.items():
+            save_figure(figure, figure_paths[name], outputs=staged,
+                        option=f"figure {name} of --out", private=True)
+        write_text(report, text, outputs=staged, option="report of --out", private=True)
+        # Last: the release and its audit file are moved into place after the internal files.
+        io.write_release(release_path, result["public"], fit=result["fit"],
+                         metadata={"data": "simulated: geosynth.datasets.paiva_scenario "
+                                   f"(Nunes 2018, section 3.1), n = {n_records}"},
+                         seeds=result["seeds"], original_index=result["data"].index,
+                         outputs=staged.outputs)
+        staged.commit()
     _echo_summary(result, release_path, report, maps_path)
 
 
@@ -131,6 +141,7 @@ def _run(seed: int, n_records: int, shape: tuple[int, int], iterations: int,
     run = {"n_iter": iterations, "burn_in": iterations // 4, "thin": THIN, "chains": CHAINS}
     click.echo(f"Fitting {model!r}: {CHAINS} chains x {iterations} sweeps", err=True)
     fit = model.fit(counts, seed=seeds["fit"], progress=progress, **run)
+    stop_if_interrupted(fit)
     releases = {
         "paiva": geosynth.synthesize(fit, data, m=M, seed=seeds["synthesize"]),
         "naive": geosynth.naive_synthesize(data, grid, m=M, seed=seeds["naive"]),
@@ -224,7 +235,7 @@ def _report(result: dict, figures: dict[str, Path], base: Path) -> str:
         "",
         image("intensity", "Observed counts and posterior mean intensity"),
         "",
-        text_block(result["summary"]),
+        summary_block(result["summary"]),
         "## Risk and utility: Paiva vs Naive",
         "",
         "Distances in metres. Smaller matched distances mean higher disclosure risk; the "

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+import signal
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from geosynth._atomic import AtomicOutputs
 from geosynth.errors import InputError
 
 if TYPE_CHECKING:
@@ -22,6 +27,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RHAT_LIMIT",
+    "INTERRUPTED",
+    "InterruptWatch",
+    "RunOutputs",
+    "stop_if_interrupted",
     "check_outputs",
     "check_columns",
     "check_projected",
@@ -32,12 +41,267 @@ __all__ = [
     "write_text",
     "save_figure",
     "text_block",
+    "summary_block",
     "describe_lattice",
     "fit_diagnostics",
 ]
 
 #: R-hat above this value is reported as a convergence problem.
 RHAT_LIMIT = 1.05
+#: Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
+
+class InterruptWatch:
+    """Notice every Ctrl-C of a command run, even one that a library step caught and survived.
+
+    A fit stopped by Ctrl-C may keep its partial draws and return normally; the command must
+    still abort. Used as a context manager around a command (by the ``geosynth`` group), the
+    watch installs a SIGINT handler that records the interrupt and raises
+    :class:`KeyboardInterrupt` as Python's default handler does, so :attr:`interrupted` stays
+    True whoever catches the exception. :meth:`deferred` holds Ctrl-C back while the outputs are
+    moved into place, so that a run ends either with all of its files or with none of them.
+
+    Outside the main thread (where signal handlers cannot be set) or when SIGINT is ignored (a
+    background job), the watch only records what it is told through :meth:`note`.
+    """
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._previous: Any = None
+        self._installed = False
+        self._deferring = False
+        self._pending = False
+
+    def __enter__(self) -> InterruptWatch:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)
+            if previous is not signal.SIG_IGN:
+                self._previous = previous
+                signal.signal(signal.SIGINT, self._handle)
+                self._installed = True
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if isinstance(value, KeyboardInterrupt):
+            self.interrupted = True
+        if self._installed:
+            previous = signal.default_int_handler if self._previous is None else self._previous
+            signal.signal(signal.SIGINT, previous)
+            self._installed = False
+
+    def _handle(self, signum, frame) -> None:
+        self.interrupted = True
+        if self._deferring:
+            self._pending = True
+            return
+        raise KeyboardInterrupt
+
+    def note(self) -> None:
+        """Record an interrupt that was reported otherwise (e.g. by a fit's ``interrupted``)."""
+        self.interrupted = True
+
+    def check(self) -> None:
+        """Raise :class:`KeyboardInterrupt` if Ctrl-C was pressed during the run."""
+        if self.interrupted:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Hold Ctrl-C back during the block; raise it (if pressed) when the block ends."""
+        self._deferring, self._pending = True, False
+        try:
+            yield
+        finally:
+            self._deferring = False
+        if self._pending:
+            raise KeyboardInterrupt
+
+
+def _watch(ctx: click.Context | None = None) -> InterruptWatch | None:
+    """Return the :class:`InterruptWatch` of the running command (None outside the group)."""
+    ctx = ctx or click.get_current_context(silent=True)
+    if ctx is None or not isinstance(ctx.obj, dict):
+        return None
+    watch = ctx.obj.get("interrupts")
+    return watch if isinstance(watch, InterruptWatch) else None
+
+
+def stop_if_interrupted(fit: Any = None) -> None:
+    """Abort the command (:class:`KeyboardInterrupt`) if Ctrl-C was pressed during the run.
+
+    Parameters
+    ----------
+    fit : geosynth.PaivaFit, optional
+        A fit that reports an interrupt through ``fit.interrupted`` (a fit stopped by Ctrl-C
+        keeps the draws made so far; the command line writes nothing from them).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Ctrl-C was pressed, or ``fit.interrupted`` is True.
+    """
+    watch = _watch()
+    if getattr(fit, "interrupted", False) is True:
+        if watch is not None:
+            watch.note()
+        raise KeyboardInterrupt
+    if watch is not None:
+        watch.check()
+
+
+class RunOutputs:
+    """Every file of one command run: staged at the start, moved into place together at the end.
+
+    A thin command-line layer over :class:`geosynth._atomic.AtomicOutputs`. Each output is added
+    as soon as the command starts (:meth:`stage`), which creates its private staging folder: a
+    folder that cannot be written fails at once, before reading or fitting, with a message
+    naming the option. Files staged by a library writer later on (the release GeoPackage and its
+    audit file, through ``io.write_release(outputs=...)``) get their folder checked at the start
+    by :meth:`check_folder`. :meth:`commit` moves everything into place (Ctrl-C held back
+    meanwhile); any error or interrupt before it leaves nothing behind, and never replaces an
+    existing file.
+
+    Parameters
+    ----------
+    overwrite : bool
+        Whether ``--overwrite`` was given.
+    """
+
+    def __init__(self, overwrite: bool) -> None:
+        self.outputs = AtomicOutputs(overwrite=overwrite)
+        self._options: dict[str, str] = {}
+        self._new_folders: list[Path] = []  # created for the outputs; removed if nothing is written
+        self._committed = False
+
+    def __enter__(self) -> RunOutputs:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if not self._committed:  # failed, interrupted, or never committed: nothing is written
+            self.discard()
+
+    def name(self, option: str, path: str | os.PathLike) -> None:
+        """Call ``path`` by ``option`` (e.g. ``"--out"``) in messages."""
+        self._options[os.path.abspath(path)] = option
+
+    def stage(self, option: str, path: str | os.PathLike, *, private: bool) -> Path:
+        """Reserve ``path`` (named by ``option``) and return the staged path to write.
+
+        Parameters
+        ----------
+        option : str
+            How the user named the file, e.g. ``"--report"``.
+        path : str or os.PathLike
+            The final destination.
+        private : bool
+            Internal file (original points, confidential summaries, seeds): mode 0600.
+
+        Returns
+        -------
+        pathlib.Path
+            Where to write the file now; it is moved to ``path`` by :meth:`commit`.
+
+        Raises
+        ------
+        geosynth.errors.InputError
+            The folder of ``path`` cannot be created or written, or ``path`` exists without
+            ``--overwrite``; the message names ``option`` and the folder.
+        """
+        self.name(option, path)
+        self._note_new_folders(Path(path))
+        try:
+            return self.outputs.add(path, private=private)
+        except OSError as err:
+            raise _output_error(option, Path(path), err) from err
+
+    def check_folder(self, option: str, path: str | os.PathLike) -> None:
+        """Check now that ``path`` can be staged later (by a writer given :attr:`outputs`).
+
+        Raises
+        ------
+        geosynth.errors.InputError
+            As :meth:`stage`.
+        """
+        self.name(option, path)
+        self._note_new_folders(Path(path))
+        probe = AtomicOutputs(overwrite=self.outputs.overwrite)
+        try:
+            probe.add(path)
+        except OSError as err:
+            raise _output_error(option, Path(path), err) from err
+        finally:
+            probe.discard()
+
+    def commit(self) -> list[Path]:
+        """Move every staged file into place, unless the run was interrupted.
+
+        Ctrl-C pressed while the files are moved takes effect once they all are.
+
+        Returns
+        -------
+        list of pathlib.Path
+            The files written (also recorded for the interrupt message of the group).
+
+        Raises
+        ------
+        KeyboardInterrupt
+            Ctrl-C was pressed during the run: nothing is written.
+        geosynth.errors.InputError
+            Without ``--overwrite``, another process created one of the files while this run
+            worked; nothing of this run is left and the other file is kept.
+        """
+        stop_if_interrupted()
+        watch = _watch()
+        hold = watch.deferred() if watch is not None else contextlib.nullcontext()
+        ctx = click.get_current_context(silent=True)
+        with hold:
+            try:
+                written = self.outputs.commit()
+            except FileExistsError as err:
+                path = Path(err.filename) if err.filename else None
+                option = self._options.get(os.path.abspath(path), "an output") if path else \
+                    "an output"
+                raise InputError(
+                    f"{option} {path} was created by another process while this run worked; "
+                    "it was kept and nothing was written: choose another file name, or pass "
+                    "--overwrite to replace it"
+                ) from None
+            self._committed = True
+            if ctx is not None and isinstance(ctx.obj, dict):
+                ctx.obj.setdefault("written", []).extend(written)
+        return written
+
+    def discard(self) -> None:
+        """Remove every staged file and the folders created for them; nothing is written."""
+        self.outputs.discard()
+        for folder in sorted(set(self._new_folders), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only if empty: never a file of someone else
+
+    def _note_new_folders(self, path: Path) -> None:
+        """Remember the folders above ``path`` that do not exist yet (created by staging)."""
+        folder = path.absolute().parent
+        while not folder.exists() and folder != folder.parent:
+            self._new_folders.append(folder)
+            folder = folder.parent
+
+
+def _output_error(option: str, path: Path, err: OSError) -> InputError:
+    """Build the message of an output that cannot be staged: option, folder and fix."""
+    if isinstance(err, FileExistsError) and err.filename == str(path):
+        return InputError(f"{option} {path} already exists; pass --overwrite to replace it, or "
+                          "choose another file name (nothing was written)")
+    if isinstance(err, IsADirectoryError) and err.filename == str(path):
+        return InputError(f"{option} {path} is a directory; give a file name")
+    folder = path.parent if str(path.parent) else Path(".")
+    reason = err.strerror or str(err)
+    if err.errno in (errno.EEXIST, errno.ENOTDIR):
+        reason = "a part of that path is a file, not a folder"
+    return InputError(
+        f"{option} {path}: cannot write in the folder {folder} ({reason}); choose a folder you "
+        "can write to (checked before any work: nothing was written)"
+    )
 
 
 def check_outputs(
@@ -214,32 +478,121 @@ def build_grid(
                         crs=points.crs, region=region, exclude=exclude)
 
 
-def write_text(path: str | os.PathLike, text: str, overwrite: bool) -> Path:
-    """Write ``text`` to ``path`` atomically (UTF-8)."""
-    from geosynth._atomic import atomic_path
+def write_text(
+    path: str | os.PathLike,
+    text: str,
+    overwrite: bool = False,
+    *,
+    outputs: RunOutputs | None = None,
+    option: str = "--report",
+    private: bool = True,
+) -> Path:
+    """Write ``text`` (UTF-8) to ``path``, created with mode 0600 unless ``private`` is False.
 
-    with atomic_path(path, overwrite=overwrite) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Destination.
+    text : str
+        Contents.
+    overwrite : bool, default False
+        Replace an existing file (without ``outputs``).
+    outputs : RunOutputs, optional
+        Stage the file into this run's outputs (moved into place by its commit) instead of
+        writing it at once.
+    option : str, default "--report"
+        How messages name the file.
+    private : bool, default True
+        Internal file (reports describe confidential data): mode 0600 from its creation.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    with _staged_file(path, overwrite, outputs, option, private) as staged:
+        with _create(staged, private, binary=False) as stream:
+            stream.write(text)
     return Path(path)
 
 
-def save_figure(figure: Figure, path: str | os.PathLike, overwrite: bool, dpi: int = 100) -> Path:
-    """Save a matplotlib figure as PNG atomically and close it."""
+def save_figure(
+    figure: Figure,
+    path: str | os.PathLike,
+    overwrite: bool = False,
+    dpi: int = 100,
+    *,
+    outputs: RunOutputs | None = None,
+    option: str = "figure",
+    private: bool = True,
+) -> Path:
+    """Save a matplotlib figure as PNG (mode 0600 unless ``private`` is False) and close it.
+
+    Parameters are those of :func:`write_text`, plus ``figure`` and its resolution ``dpi``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
     import matplotlib.pyplot as plt
 
-    from geosynth._atomic import atomic_path
-
     try:
-        with atomic_path(path, overwrite=overwrite) as tmp:
-            figure.savefig(tmp, dpi=dpi, format="png")
+        with _staged_file(path, overwrite, outputs, option, private) as staged:
+            with _create(staged, private, binary=True) as stream:
+                figure.savefig(stream, dpi=dpi, format="png")
     finally:
         plt.close(figure)
     return Path(path)
 
 
+@contextlib.contextmanager
+def _staged_file(path, overwrite, outputs, option, private) -> Iterator[Path]:
+    """Yield the staged path of ``path``: in ``outputs``, else in a transaction of its own."""
+    if outputs is not None:
+        yield outputs.stage(option, path, private=private)
+        return
+    with RunOutputs(overwrite) as own:
+        yield own.stage(option, path, private=private)
+        own.outputs.commit()
+
+
+def _create(path: Path, private: bool, binary: bool):
+    """Open a new file for writing, mode 0600 (``private``) or 0666 & ~umask from creation."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
+    if binary:
+        return os.fdopen(descriptor, "wb")
+    return os.fdopen(descriptor, "w", encoding="utf-8")
+
+
 def text_block(table: pd.DataFrame | pd.Series, float_format: str = "{:,.3f}") -> str:
     """Format a table as a fenced fixed-width Markdown block."""
     text = table.to_string(float_format=float_format.format)
+    return f"```\n{text}\n```\n"
+
+
+def summary_block(summary: pd.DataFrame) -> str:
+    """Format a fit summary (arviz columns) as a fenced block: ESS as integers, others 3 decimals.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        E.g. :meth:`geosynth.PaivaFit.summary` (``mean``, ``sd``, ..., ``ess_bulk``,
+        ``ess_tail``, ``r_hat``).
+
+    Returns
+    -------
+    str
+        A fenced fixed-width Markdown block.
+    """
+    import math
+
+    def count(value: float) -> str:
+        return "NaN" if not math.isfinite(value) else f"{round(value):,d}"
+
+    formatters = {column: count for column in summary.columns
+                  if str(column).startswith("ess")}
+    text = summary.to_string(formatters=formatters, float_format="{:,.3f}".format)
     return f"```\n{text}\n```\n"
 
 

@@ -113,8 +113,8 @@ def seed_option(help_text: str | None = None) -> Callable:
 overwrite_option = click.option(
     "--overwrite",
     is_flag=True,
-    help="Replace output files that exist (without it the command refuses, before doing any "
-    "work).",
+    help="Replace output files that exist. Without it the command refuses them before doing "
+    "any work, and never replaces a file that another run creates meanwhile.",
 )
 
 outcome_option = click.option(
@@ -131,7 +131,7 @@ report_option = click.option(
     type=click.Path(dir_okay=False),
     default=None,
     help="Write the evaluation tables to this Markdown file (internal: it describes the "
-    "confidential data).",
+    "confidential data; readable by you only).",
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import click
 
 from geosynth.cli.helpers import (
     RHAT_LIMIT,
+    RunOutputs,
     build_grid,
     check_columns,
     check_outputs,
@@ -19,7 +21,8 @@ from geosynth.cli.helpers import (
     fit_diagnostics,
     read_polygons,
     show_progress,
-    text_block,
+    stop_if_interrupted,
+    summary_block,
     write_text,
 )
 from geosynth.cli.options import (
@@ -73,18 +76,29 @@ _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
 @click.option("--levels-file", type=_EXISTING_FILE, default=None,
               help="With --epsilon: JSON object {attribute: [levels...]} of the public domain "
               "of each attribute (default: the levels in the data, which discloses them).")
+@click.option("--public-total", "public_total", type=click.IntRange(min=0), default=None,
+              metavar="N",
+              help="With --epsilon: the number of records, only when it is already published "
+              "(e.g. in an official statistic); the release then has exactly N records. Without "
+              "it the size of the release is a differentially private estimate.")
+@click.option("--allow-identifying", is_flag=True,
+              help="Accept --attributes whose levels (nearly) identify records (e.g. a record ID, "
+              "or many levels held by a single record). They are refused by default because "
+              "the release publishes every level verbatim; use only for public, non-linkable "
+              "levels.")
 @seed_option()
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True,
               help="Release GeoPackage to write (public: layers synthetic_1..m, grid, "
               "metadata). Seeds go to <out>.audit.json beside it (private).")
 @click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
-              help="Write an interactive review map (HTML; internal: shows the original points).")
+              help="Write an interactive review map (HTML; internal: shows the original points; "
+              "readable by you only).")
 @click.option("--map-max-points", type=click.IntRange(min=0), default=10_000, show_default=True,
               help="Draw at most this many points per map layer (a fixed random subset); 0 "
               "draws all.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
               help="Write a Markdown report: fit diagnostics and risk/utility tables "
-              "(internal).")
+              "(internal; readable by you only).")
 @outcome_option
 @click.option("--include-intensity", is_flag=True,
               help="Add the posterior mean intensity of each combination to the grid layer.")
@@ -112,6 +126,8 @@ def release(
     beta_prior: str | None,
     epsilon: float | None,
     levels_file: str | None,
+    public_total: int | None,
+    allow_identifying: bool,
     seed: int | None,
     out_path: str,
     map_path: str | None,
@@ -129,10 +145,17 @@ def release(
     of the points. Bounds taken from the points depend on the confidential data (the extreme
     records), so a differentially private release (--epsilon) requires a public --region.
 
+    Without --region the lattice bounds are derived from the points after snapping them
+    outward to a coarse value, so they still reveal the extent of the points to within about a
+    cell: pass --region when that extent is confidential.
+
     Every output is checked before any work starts: files that exist are refused unless
-    --overwrite is given. Without --seed a seed is drawn and written, with the derived seeds of
-    each step, to the private audit file <out>.audit.json, so the owner of the data can
-    reproduce the release; the release itself never holds a seed. With --epsilon the noise
+    --overwrite is given, and every output folder must be writable. All files are written
+    together at the end: a run that fails or is interrupted (Ctrl-C, exit status 130) writes
+    nothing and replaces nothing, and a file that another run created meanwhile is never
+    replaced without --overwrite. Without --seed a seed is drawn and written, with the derived
+    seeds of each step, to the private audit file <out>.audit.json, so the owner of the data
+    can reproduce the release; the release itself never holds a seed. With --epsilon the noise
     comes from fresh OS entropy and --seed (tests only) weakens the guarantee.
 
     \b
@@ -144,79 +167,103 @@ def release(
     from geosynth import io
 
     _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
-                   levels_file)
-    outputs = check_outputs(
+                   levels_file, public_total, m, iterations, burn_in, thin, chains)
+    given = check_outputs(
         {"--out": out_path, "audit file of --out": io.audit_path(out_path), "--map": map_path,
          "--report": report_path},
         overwrite,
         inputs={"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
                 "--levels-file": levels_file},
     )
-    levels = None if levels_file is None else _read_levels(levels_file)
-    progress = show_progress(ctx)
-
-    points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer)
     name = Path(input_path).name
-    check_columns(points, name, {"--attributes": attributes, "--continuous": continuous,
-                                 "--outcome": outcome})
-    check_projected(points, name)
-    region = None if region_path is None else read_polygons(region_path, "--region")
-    exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
-    grid = build_grid(points, grid_shape, cell_size, region, exclude)
-    counts = _prepare(points, grid, attributes, continuous, drop_outside)
-    original = points.loc[counts.record_index]
-    click.echo(f"Read {counts.n_records} records from {input_path} "
-               f"({points.crs.to_string()})")
-    click.echo(f"Lattice: {describe_lattice(grid)}")
+    ctx.ensure_object(dict).setdefault("names", {})["gdf"] = name
+    with RunOutputs(overwrite) as outputs:
+        # Every output folder is checked now, before the data are read and the model fitted.
+        for option, path in given.items():
+            outputs.check_folder(option, path)
+        levels = None if levels_file is None else _read_levels(levels_file, attributes)
+        progress = show_progress(ctx)
 
-    run = dict(n_iter=iterations, burn_in=burn_in, thin=thin, chains=chains)
-    if epsilon is None:
-        result = _paiva_release(counts, original, beta_prior, m, seed, run, progress)
-    else:
-        result = _dp_release(counts, epsilon, levels, m, seed, run, progress)
-    summary, r_hat = fit_diagnostics(result["fit"])
-    _echo_convergence(r_hat)
+        points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer)
+        if len(points) == 0:
+            raise InputError(f"{name} has no records (only a header or an empty layer); there "
+                             "is nothing to release")
+        check_columns(points, name, {"--attributes": attributes, "--continuous": continuous,
+                                     "--outcome": outcome})
+        check_projected(points, name)
+        region = None if region_path is None else read_polygons(region_path, "--region")
+        exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
+        grid = build_grid(points, grid_shape, cell_size, region, exclude)
+        counts = _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying)
+        original = points.loc[counts.record_index]
+        click.echo(f"Read {counts.n_records} records from {input_path} "
+                   f"({points.crs.to_string()})")
+        click.echo(f"Lattice: {describe_lattice(grid)}")
+        if region is None:
+            _echo_region_advice(grid)
 
-    # Everything that can fail runs before the first file is written.
-    review = None
-    if map_path is not None:
-        from geosynth import maps
+        run = dict(n_iter=iterations, burn_in=burn_in, thin=thin, chains=chains)
+        if epsilon is None:
+            result = _paiva_release(counts, original, beta_prior, m, seed, run, progress)
+        else:
+            result = _dp_release(counts, epsilon, levels, public_total, m, seed, run, progress)
+        stop_if_interrupted(result["fit"])
+        summary, r_hat = fit_diagnostics(result["fit"])
+        _echo_convergence(r_hat)
 
-        review = maps.review_map(original, result["internal"], fit=result["fit"],
-                                 max_points=map_max_points or None)
-    report = None
-    if report_path is not None:
-        evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
-                                       outcome=outcome, seed=result["evaluate_seed"],
-                                       linked=epsilon is None)
-        report = _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m,
-                         epsilon)
+        if map_path is not None:
+            from geosynth import maps
 
-    io.write_release(outputs["--out"], result["public"], fit=result["fit"],
-                     include_intensity=include_intensity, metadata=result["metadata"],
-                     seeds=result["seeds"], overwrite=overwrite, original_index=points.index)
+            review = maps.review_map(original, result["internal"], fit=result["fit"],
+                                     max_points=map_max_points or None)
+            maps.save_map(review, map_path, outputs=outputs.outputs, private=True)
+        if report_path is not None:
+            evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
+                                           outcome=outcome, seed=result["evaluate_seed"],
+                                           linked=epsilon is None)
+            report = _report(input_path, counts, grid, result, summary, r_hat, evaluation, run,
+                             m, epsilon)
+            write_text(report_path, report, outputs=outputs, option="--report", private=True)
+        # Last: the release and its audit file are moved into place after the internal files.
+        io.write_release(given["--out"], result["public"], fit=result["fit"],
+                         include_intensity=include_intensity, metadata=result["metadata"],
+                         seeds=result["seeds"], original_index=points.index,
+                         outputs=outputs.outputs)
+        outputs.commit()
+
     click.echo(f"Wrote {out_path} ({m} releases, grid, metadata)")
     if result["seeds"] is not None:
         click.echo(f"Seeds: {io.audit_path(out_path)} (private, do not publish)")
-    if review is not None:
-        maps.save_map(review, map_path, overwrite=overwrite)
+    if map_path is not None:
         click.echo(f"Wrote {map_path} (internal review map: shows the original points)")
-    if report is not None:
-        write_text(report_path, report, overwrite=overwrite)
+    if report_path is not None:
         click.echo(f"Wrote {report_path} (internal report)")
 
 
 # ---------------------------------------------------------------------- steps
 def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
-                   levels_file) -> None:
+                   levels_file, public_total, m, iterations, burn_in, thin, chains) -> None:
     if (grid_shape is None) == (cell_size is None):
         raise click.UsageError(
             "give exactly one of --grid ROWSxCOLS and --cell-size METRES to define the lattice"
         )
+    per_chain = (iterations - burn_in) // thin if iterations > burn_in else 0
+    if per_chain == 0:
+        raise click.UsageError(
+            f"--iterations {iterations} with --burn-in {burn_in} and --thin {thin} keeps no "
+            "draw: raise --iterations or lower --burn-in"
+        )
+    if per_chain * chains < m:
+        raise click.UsageError(
+            f"--m {m} releases need {m} distinct posterior draws, but --chains {chains} x "
+            f"(--iterations {iterations} - --burn-in {burn_in}) / --thin {thin} keeps only "
+            f"{per_chain * chains}: raise --iterations or lower --thin or --m"
+        )
     if epsilon is None:
-        if levels_file is not None:
-            raise click.UsageError("--levels-file applies to differentially private releases "
-                                   "only; add --epsilon or drop --levels-file")
+        for option, value in (("--levels-file", levels_file), ("--public-total", public_total)):
+            if value is not None:
+                raise click.UsageError(f"{option} applies to differentially private releases "
+                                       f"only; add --epsilon or drop {option}")
         return
     if region_path is None:
         raise click.UsageError(
@@ -234,31 +281,72 @@ def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta
                                "does not support; drop --beta-prior")
 
 
-def _prepare(points, grid, attributes, continuous, drop_outside):
+def _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying):
+    """geosynth.prepare; its messages reach the user through cli.messages (option names)."""
     import geosynth
 
-    try:
-        return geosynth.prepare(points, grid, attributes=attributes, continuous=continuous,
-                                outside="drop" if drop_outside else "error")
-    except InputError as err:
-        if 'outside="drop"' not in str(err):
-            raise
-        raise InputError(str(err).replace('outside="drop"', "--drop-outside")) from err
+    options: dict[str, Any] = {}
+    if allow_identifying:
+        _require_keyword(geosynth.prepare, "allow_identifying", "--allow-identifying")
+        options["allow_identifying"] = True
+    return geosynth.prepare(points, grid, attributes=attributes, continuous=continuous,
+                            outside="drop" if drop_outside else "error", **options)
 
 
-def _read_levels(path: str) -> dict[str, list]:
+def _require_keyword(function, keyword: str, option: str) -> None:
+    """Refuse ``option`` when the installed geosynth's ``function`` lacks ``keyword``."""
+    if keyword not in inspect.signature(function).parameters:
+        raise InputError(f"{option} is not supported by this installation of geosynth "
+                         f"({function.__module__}.{function.__name__} has no {keyword}); "
+                         "update geosynth or drop the option")
+
+
+_LEVELS_EXAMPLE = '{"sex": ["f", "m"], "age_group": [1, 2, 3]}'
+
+
+def _read_levels(path: str, attributes: list[str]) -> dict[str, list]:
+    source = Path(path)
     try:
-        levels = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"cannot read --levels-file {path}: {err}") from err
+        text = source.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"--levels-file {source.name} is not a JSON text file (it is not "
+                         f"UTF-8 text); give a JSON object such as {_LEVELS_EXAMPLE}") from None
+    except OSError as err:
+        raise InputError(f"cannot read --levels-file {path}: {err.strerror or err}") from err
+    try:
+        levels = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as err:
+        where = (f" (line {err.lineno}, column {err.colno}: {err.msg})"
+                 if isinstance(err, json.JSONDecodeError) else "")
+        raise InputError(
+            f"--levels-file {source.name} is not valid JSON{where}; give a JSON object mapping "
+            f"each attribute to the list of its public levels, e.g. {_LEVELS_EXAMPLE}"
+        ) from None
     if not isinstance(levels, dict) or not all(
         isinstance(values, list) and values for values in levels.values()
     ):
         raise InputError(
-            f"--levels-file {path} must hold a JSON object mapping each attribute to the list of "
-            'its public levels, e.g. {"sex": ["f", "m"], "age_group": [1, 2, 3]}'
+            f"--levels-file {source.name} must hold a JSON object mapping each attribute to the "
+            f"list of its public levels, e.g. {_LEVELS_EXAMPLE}"
         )
+    missing = [a for a in attributes if a not in levels]
+    if missing:
+        raise InputError(f"--levels-file {source.name} has no levels for the --attributes "
+                         f"{missing}; give the public levels of every attribute")
     return levels
+
+
+def _echo_region_advice(grid) -> None:
+    """Say what lattice bounds derived from the points reveal, and recommend --region."""
+    unit = getattr(grid, "snap_unit", None)
+    precision = ("to within about one cell" if unit is None else
+                 f"to within {unit[0]:,.0f} m in x and {unit[1]:,.0f} m in y")
+    click.echo(
+        "Warning: no --region: the lattice bounds are derived from the confidential points "
+        "(snapped outward), so the release reveals the extent of the points "
+        f"{precision}; pass --region with a public study region (e.g. the city boundary) to "
+        "reveal nothing about it", err=True,
+    )
 
 
 def _paiva_release(counts, original, beta_prior, m, seed, run, progress) -> dict[str, Any]:
@@ -277,7 +365,8 @@ def _paiva_release(counts, original, beta_prior, m, seed, run, progress) -> dict
             "metadata": {"method": "paiva"}, "evaluate_seed": seeds["evaluate"], "ledger": None}
 
 
-def _dp_release(counts, epsilon, levels, m, seed, run, progress) -> dict[str, Any]:
+def _dp_release(counts, epsilon, levels, public_total, m, seed, run,
+                progress) -> dict[str, Any]:
     from geosynth.dp import dp_release
 
     if levels is None:
@@ -287,11 +376,18 @@ def _dp_release(counts, epsilon, levels, m, seed, run, progress) -> dict[str, An
         levels = {a: list(counts.levels[a]) for a in counts.attributes}
     click.echo(f"Differentially private release, epsilon = {epsilon:g}: {run['chains']} "
                f"chain(s) x {run['n_iter']} sweeps", err=True)
-    result = dp_release(counts, epsilon, m, levels=levels, progress=progress, seed=seed, **run)
+    options: dict[str, Any] = {}
+    metadata: dict[str, Any] = {"method": "paiva-dp", "epsilon": float(epsilon)}
+    if public_total is not None:
+        _require_keyword(dp_release, "n_public", "--public-total")
+        options["n_public"] = public_total
+        metadata["n_public"] = public_total
+    result = dp_release(counts, epsilon, m, levels=levels, progress=progress, seed=seed,
+                        **options, **run)
     ledger = result.accountant.to_dict()
+    metadata["ledger"] = ledger
     return {"fit": result.fit, "internal": result.releases, "public": result.releases,
-            "seeds": None if seed is None else {"seed": seed},
-            "metadata": {"method": "paiva-dp", "epsilon": float(epsilon), "ledger": ledger},
+            "seeds": None if seed is None else {"seed": seed}, "metadata": metadata,
             "evaluate_seed": None, "ledger": ledger}
 
 
@@ -330,7 +426,7 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
             json.dumps(result["ledger"], indent=2, default=str),
             "```",
         ]
-    lines += ["", "## Fit summary", "", text_block(summary),
+    lines += ["", "## Fit summary", "", summary_block(summary),
               "## Risk and utility", ""]
     if epsilon is not None:
         lines += ["Differentially private records are not linked to the original records, so "

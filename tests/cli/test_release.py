@@ -97,7 +97,7 @@ def test_dp_release_without_levels_file_warns(inputs, tmp_path):
         (["{gpkg}", "--attributes", "y"], ["exactly one of --grid"]),
         (["{gpkg}", "--attributes", "y,,x1", "--grid", "4x4"], ["--attributes"]),
         (["{wgs84}", *GPKG_ARGS], ["geographic CRS EPSG:4326", "reproject"]),
-        (["{csv}", *GPKG_ARGS], ["--x, --y, --crs"]),
+        (["{csv}", *GPKG_ARGS], ["--x", "--y", "--crs"]),
         (["{gpkg}", *GPKG_ARGS, "--continuous", "z", "--region", "{region}", "--epsilon", 1],
          ["--epsilon", "--continuous"]),
         (["{gpkg}", *GPKG_ARGS, "--epsilon", 1], ["--epsilon needs --region"]),

@@ -1,0 +1,211 @@
+"""Command-line wording of geosynth's error messages: the one place that maps API to CLI names.
+
+The library's messages name the parameters of the Python API (``layer=``, ``n_iter``,
+``cell_size=``, ``outside="drop"``) and often add the option in a note (``(CLI: --layer)``). On the
+command line only the options exist, so :func:`cli_message` rewrites every message the ``geosynth``
+group prints (see :class:`geosynth.cli.GeosynthGroup`):
+
+* parameters become their options (:data:`OPTION_OF_PARAMETER`, :data:`FLAG_OF_SETTING`):
+  ``layer='x'`` -> ``--layer 'x'``, ``raise n_iter`` -> ``raise --iterations``,
+  ``outside="drop"`` -> ``--drop-outside``;
+* ``(CLI: --opt)`` notes are dropped when the option is already named, otherwise they replace
+  the Python spelling they annotate (``(Grid.from_points(..., region=...), CLI: --region)`` ->
+  ``(--region)``);
+* advice that only applies in Python is removed: ``(in Python, ...)`` notes, anything about
+  ``pad`` (the command line has no such option), ``or ... Grid.regular(bounds, ...)``
+  alternatives;
+* ``gdf`` (the API's name for the points) becomes the name of the input file;
+* GDAL's and SQLite's raw texts for files that are not (intact) GeoPackages become one sentence
+  that says what to give instead.
+
+Adding an option to a command? Add its parameter here, so that messages name it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+__all__ = ["OPTION_OF_PARAMETER", "FLAG_OF_SETTING", "cli_message"]
+
+#: Parameter of the Python API -> the option of ``geosynth release`` that sets it.
+OPTION_OF_PARAMETER: dict[str, str] = {
+    "layer": "--layer",
+    "x": "--x",
+    "y": "--y",
+    "crs": "--crs",
+    "attributes": "--attributes",
+    "continuous": "--continuous",
+    "shape": "--grid",
+    "cell_size": "--cell-size",
+    "region": "--region",
+    "exclude": "--exclude",
+    "n_iter": "--iterations",
+    "burn_in": "--burn-in",
+    "thin": "--thin",
+    "chains": "--chains",
+    "m": "--m",
+    "beta_prior": "--beta-prior",
+    "seed": "--seed",
+    "epsilon": "--epsilon",
+    "levels": "--levels-file",
+    "n_public": "--public-total",
+    "allow_identifying": "--allow-identifying",
+    "overwrite": "--overwrite",
+    "include_intensity": "--include-intensity",
+    "max_points": "--map-max-points",
+    "outcome": "--outcome",
+}
+
+#: Python settings (``parameter=value``, any quotes) -> the flag that makes them.
+FLAG_OF_SETTING: dict[str, str] = {
+    'outside="drop"': "--drop-outside",
+    "overwrite=True": "--overwrite",
+    "allow_identifying=True": "--allow-identifying",
+    "include_intensity=True": "--include-intensity",
+}
+
+# Parameters whose bare name (no "=") is never an English word, so it can be rewritten anywhere.
+_UNAMBIGUOUS = sorted((p for p in OPTION_OF_PARAMETER if "_" in p), key=len, reverse=True)
+_NAME = r"(?<![\w.\-])({names})"
+_SETTING = re.compile(
+    "|".join(
+        re.escape(setting).replace('\\"', "[\"']").replace("=", r"\s?=\s?")
+        for setting in FLAG_OF_SETTING
+    )
+)
+_ASSIGNMENT = re.compile(
+    _NAME.format(names="|".join(sorted(OPTION_OF_PARAMETER, key=len, reverse=True)))
+    + r"\s?=(?!=)\s?(?=(['\"\w(\[+-])?)"
+)
+_BARE = re.compile(_NAME.format(names="|".join(_UNAMBIGUOUS)) + r"(?![\w=])")
+_OPTION = re.compile(r"--[a-z][\w-]*")
+# "(CLI: --opt)" after the spelling it annotates, and ", CLI: --opt" inside a parenthesis.
+_NOTE = re.compile(r"\s*\(CLI:?\s+([^()]*)\)")
+_INNER_NOTE = re.compile(r",\s*CLI:?\s+(--[^,()]*?)\s*(,|(?=\)))")
+_CALL = re.compile(r"[\w.]\(")
+_IN_PYTHON = re.compile(r"\s*\(in Python\b[^()]*\)")
+_PAD_NOTE = re.compile(r"\s*\([^()]*\bpad\b[^()]*\)")
+_PAD_CLAUSE = re.compile(r",?\s+or\s+[^;,()]*\bpad\b[^;,()]*")
+_PYTHON_ALTERNATIVE = re.compile(
+    r",?\s+or\s+[^;()]*?\b[A-Z]\w*\.\w+\((?:[^()]|\([^()]*\))*\)"
+)
+_GDAL_DRIVER_ADVICE = re.compile(
+    r"\.?;?\s*It might help to specify the correct driver explicitly by prefixing the file path "
+    r"with '<DRIVER>:', e\.g\. 'CSV:path'\.?"
+)
+_SQLITE = re.compile(r"sqlite3_\w+\((?:[^()]|\([^()]*\))*\) failed: ([^;]+)(?:;\s*\1)?")
+
+
+def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
+    """Rewrite a geosynth error message for the command line.
+
+    Parameters
+    ----------
+    message : str
+        The message of a geosynth error (its Python-API wording).
+    names : mapping of str to str, optional
+        What the API calls a thing -> what the command line calls it, e.g.
+        ``{"gdf": "cases.csv"}`` for the points read from INPUT.
+
+    Returns
+    -------
+    str
+        The message with options instead of parameters and without advice the command line
+        cannot follow.
+
+    Examples
+    --------
+    >>> cli_message("n_iter (40) - burn_in (40) leaves no draw at thin = 2; raise n_iter")
+    '--iterations (40) - --burn-in (40) leaves no draw at --thin 2; raise --iterations'
+    >>> cli_message("layer='roads' (CLI: --layer): cases.gpkg has no such layer")
+    "--layer 'roads': cases.gpkg has no such layer"
+    """
+    text = str(message)
+    text = _inner_notes(text)
+    text = _NOTE.sub(_note, text)
+    text = _IN_PYTHON.sub("", text)
+    text = _PAD_NOTE.sub("", text)
+    text = _PAD_CLAUSE.sub("", text)
+    text = "; ".join(part for k, part in enumerate(text.split("; "))
+                     if k == 0 or not re.search(r"\bpad\b", part))
+    text = _PYTHON_ALTERNATIVE.sub("", text)
+    text = _SETTING.sub(lambda match: _flag(match.group(0)), text)
+    text = _ASSIGNMENT.sub(_assignment, text)
+    text = _BARE.sub(lambda match: OPTION_OF_PARAMETER[match.group(1)], text)
+    text = _GDAL_DRIVER_ADVICE.sub(
+        " (give a GeoPackage, GeoParquet, shapefile or CSV file)", text
+    )
+    text = _SQLITE.sub(r"the file is damaged or truncated (\1)", text)
+    for api_name, cli_name in (names or {}).items():
+        text = re.sub(rf"(?<![\w.]){re.escape(api_name)}(?![\w.(])", cli_name, text)
+    text = re.sub(r"\(\s*\)", "", text)
+    text = re.sub(r"[ \t]{2,}", " ", text)
+    return re.sub(r"\s+([;,.])(?=\s|$)", r"\1", text).strip()
+
+
+def _flag(setting: str) -> str:
+    return FLAG_OF_SETTING[_flag_key(setting)]
+
+
+def _assignment(match: re.Match) -> str:
+    option = OPTION_OF_PARAMETER[match.group(1)]
+    return option + (" " if match.group(2) else "")
+
+
+def _parameters_in(text: str) -> set[str]:
+    """Return the options that ``text`` names in API spelling (``name=``, unambiguous names)."""
+    found = {OPTION_OF_PARAMETER[m.group(1)] for m in _ASSIGNMENT.finditer(text)}
+    found |= {OPTION_OF_PARAMETER[m.group(1)] for m in _BARE.finditer(text)}
+    found |= {FLAG_OF_SETTING[_flag_key(m.group(0))] for m in _SETTING.finditer(text)}
+    return found | set(_OPTION.findall(text))
+
+
+def _flag_key(setting: str) -> str:
+    return re.sub(r"\s", "", setting).replace("'", '"')
+
+
+def _note(match: re.Match) -> str:
+    """``TEXT (CLI: --opt)``: drop the note when TEXT names --opt in API terms, else keep it."""
+    note = match.group(1).strip()
+    options = _OPTION.findall(note)
+    clause = match.string[: match.start()].rsplit(";", 1)[-1]
+    only_options = not re.sub(r"--[\w-]+|[,/\s]|\band\b|\bor\b", "", note)
+    if options and only_options and set(options) <= _parameters_in(clause):
+        return ""
+    return f" ({note})"
+
+
+def _inner_notes(text: str) -> str:
+    """Resolve ``(API, CLI: --opt, ...)`` notes inside parentheses.
+
+    The API text stays (rewritten later) when it names --opt; otherwise --opt replaces it:
+    ``(Grid.from_points(..., region=...), CLI: --region)`` -> ``(--region)``.
+    """
+    start = 0
+    while match := _INNER_NOTE.search(text, start):
+        opening = _opening_parenthesis(text, match.start())
+        inside = text[opening + 1: match.start()]
+        options = set(_OPTION.findall(match.group(1)))
+        tail = " " if match.group(2) == "," else ""
+        if options and options <= _parameters_in(inside) and not _CALL.search(inside):
+            text = text[: match.start()] + tail + text[match.end():]
+            start = match.start()
+        else:
+            replacement = match.group(1).strip() + ("," + tail if tail else "")
+            text = text[: opening + 1] + replacement + text[match.end():]
+            start = opening + 1 + len(replacement)
+    return text
+
+
+def _opening_parenthesis(text: str, end: int) -> int:
+    """Index of the unmatched ``(`` before ``end`` (-1 when there is none)."""
+    depth = 0
+    for index in range(end - 1, -1, -1):
+        if text[index] == ")":
+            depth += 1
+        elif text[index] == "(":
+            if depth == 0:
+                return index
+            depth -= 1
+    return -1

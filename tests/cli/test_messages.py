@@ -1,0 +1,263 @@
+"""Command-line wording: options instead of API parameters, clear refusals, what a user sees."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+
+from geosynth import io
+from geosynth.cli.helpers import summary_block
+from geosynth.cli.messages import OPTION_OF_PARAMETER, cli_message
+from tests.cli.helpers import FAST, assert_refused, run
+
+ARGS = ["--attributes", "y,x1", "--grid", "4x4", *FAST]
+CSV = ["--x", "east", "--y", "north", "--crs", "EPSG:31983"]
+#: Python spellings that must never reach a command-line user.
+API_SPELLINGS = re.compile(r"\b(?:pad|gdf|n_iter|burn_in|cell_size|allow_identifying|n_public)\b"
+                           r"|\b\w+=|Grid\.\w+\(|\(CLI:|in Python")
+
+
+def assert_cli_wording(text):
+    assert not API_SPELLINGS.search(text), text
+
+
+# ---------------------------------------------------------------------- cli_message
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("n_iter (10) - burn_in (10) leaves no draw at thin = 2; raise n_iter or lower burn_in",
+         "--iterations (10) - --burn-in (10) leaves no draw at --thin 2; raise --iterations or "
+         "lower --burn-in"),
+        ("layer='roads' (CLI: --layer): cases.gpkg has no such layer; its layers are ['a']",
+         "--layer 'roads': cases.gpkg has no such layer; its layers are ['a']"),
+        ("a.gpkg has 2 layers; pass layer= (CLI: --layer) to choose one",
+         "a.gpkg has 2 layers; pass --layer to choose one"),
+        ("reading a.csv needs them: pass x=, y= and crs= (CLI: --x, --y, --crs); missing: x",
+         "reading a.csv needs them: pass --x, --y and --crs; missing: x"),
+        ("out.gpkg exists; pass overwrite=True (CLI: --overwrite) to replace it",
+         "out.gpkg exists; pass --overwrite to replace it"),
+        ("x.gpkg was created meanwhile (pass overwrite=True, CLI: --overwrite, to replace it)",
+         "x.gpkg was created meanwhile (pass --overwrite to replace it)"),
+        ('12 of 120 points fall in no grid cell; pass outside="drop" to drop them',
+         "12 of 120 points fall in no grid cell; pass --drop-outside to drop them"),
+        ("column 'id' is unique; pass allow_identifying=True (CLI: --allow-identifying) only if "
+         "public", "column 'id' is unique; pass --allow-identifying only if public"),
+        ("gdf has no records, so the lattice bounds cannot be derived from it; give the study "
+         "region (Grid.from_points(..., region=...), CLI: --region) or explicit public bounds "
+         "with Grid.regular(bounds, ...)",
+         "cases.csv has no records, so the lattice bounds cannot be derived from it; give the "
+         "study region (--region)"),
+        ("gdf has a single record (zero width and height): no bounds; give the study region "
+         "(Grid.from_points(..., region=...), CLI: --region), or use more records (in Python, "
+         "pad > 0 also gives the lattice an extent)",
+         "cases.csv has a single record (zero width and height): no bounds; give the study "
+         "region (--region), or use more records"),
+        ("the points span zero width or height (bounds (0, 0, 0, 1)); pass pad > 0 to give the "
+         "lattice an extent", "the points span zero width or height (bounds (0, 0, 0, 1))"),
+        ("pass exactly one of shape=(nrows, ncols) or cell_size=(dx, dy), got both",
+         "pass exactly one of --grid (nrows, ncols) or --cell-size (dx, dy), got both"),
+        ("m=5 releases need 5 distinct posterior draws; ask for fewer releases",
+         "--m 5 releases need 5 distinct posterior draws; ask for fewer releases"),
+        ("epsilon=1e-300 is so small that the noise overflows; raise epsilon",
+         "--epsilon 1e-300 is so small that the noise overflows; raise epsilon"),
+        ("cannot read z.gpkg: 'z.gpkg' not recognized as being in a supported file format.; It "
+         "might help to specify the correct driver explicitly by prefixing the file path with "
+         "'<DRIVER>:', e.g. 'CSV:path'.",
+         "cannot read z.gpkg: 'z.gpkg' not recognized as being in a supported file format (give "
+         "a GeoPackage, GeoParquet, shapefile or CSV file)"),
+        ("cannot read t.gpkg: sqlite3_prepare_v2(SELECT COUNT(*) FROM t WHERE a IN ('b')) "
+         "failed: database disk image is malformed; database disk image is malformed",
+         "cannot read t.gpkg: the file is damaged or truncated (database disk image is "
+         "malformed)"),
+        ("the region is 3 km away; the points and the region do not overlap",
+         "the region is 3 km away; the points and the region do not overlap"),
+    ],
+    ids=["iterations", "layer", "bare-layer", "csv-columns", "overwrite", "inner-note",
+         "drop-outside", "allow-identifying", "no-records", "single-record-pad", "pad-only",
+         "shape-cell-size", "m", "epsilon", "gdal-advice", "sqlite", "untouched"],
+)
+def test_cli_message_names_options_not_parameters(message, expected):
+    assert cli_message(message, {"gdf": "cases.csv"}) == expected
+
+
+def test_every_parameter_maps_to_an_option_of_release():
+    result = run("release", "--help")
+    options = set(re.findall(r"--[a-z][\w-]*", result.output))
+    assert set(OPTION_OF_PARAMETER.values()) <= options
+
+
+# ---------------------------------------------------------------------- CLI refusals
+@pytest.fixture(scope="module")
+def csv_files(inputs, tmp_path_factory):
+    """CSV files a hostile tester would try: header only, one record, identical points."""
+    folder = tmp_path_factory.mktemp("csv")
+    table = pd.read_csv(inputs["csv"])
+    paths = {"header": folder / "header.csv", "one": folder / "one.csv",
+             "same": folder / "same.csv"}
+    table.iloc[:0].to_csv(paths["header"], index=False)
+    table.iloc[:1].to_csv(paths["one"], index=False)
+    pd.concat([table.iloc[:1]] * 5).to_csv(paths["same"], index=False)
+    return paths
+
+
+@pytest.mark.parametrize(
+    ("name", "fragments"),
+    [("header", ["header.csv", "no records"]),
+     ("one", ["single record", "--region"]),
+     ("same", ["one point", "--region"])],
+)
+def test_degenerate_inputs_name_the_cli_fix(csv_files, tmp_path, name, fragments):
+    result = run("release", csv_files[name], *CSV, *ARGS, "--out", tmp_path / "o.gpkg")
+    assert_refused(result, *fragments)
+    assert_cli_wording(result.output.split("Error:", 1)[1])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_layer_names_the_option(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], *ARGS, "--layer", "roads", "--out",
+                 tmp_path / "o.gpkg")
+    assert_refused(result, "--layer 'roads'")
+    assert_cli_wording(result.output.split("Error:", 1)[1])
+
+
+def test_points_outside_the_region_say_they_do_not_overlap(inputs, tmp_path):
+    far = tmp_path / "far.gpkg"
+    gpd.GeoDataFrame(geometry=[shapely.box(0, 0, 1000, 1000)], crs="EPSG:31983").to_file(far)
+    result = run("release", inputs["gpkg"], *ARGS, "--region", far, "--out",
+                 tmp_path / "o.gpkg")
+    assert_refused(result, "do not overlap", "CRS")
+    assert_cli_wording(result.output.split("Error:", 1)[1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["far.gpkg"]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragments"),
+    [("{not json", ["--levels-file", "is not valid JSON", "line 1", '{"sex"']),
+     (b"\xff\xfe\x00binary", ["--levels-file", "not a JSON text file"]),
+     ('["y", "x1"]', ["--levels-file", "must hold a JSON object"]),
+     ('{"y": [0, 1]}', ["--levels-file", "no levels for the --attributes", "x1"])],
+    ids=["not-json", "binary", "list", "missing-attribute"],
+)
+def test_bad_levels_file_is_refused_before_any_work(inputs, tmp_path, content, fragments):
+    levels = tmp_path / "levels.json"
+    if isinstance(content, bytes):
+        levels.write_bytes(content)
+    else:
+        levels.write_text(content)
+    result = run("release", inputs["gpkg"], *ARGS, "--region", inputs["region"], "--epsilon", 1,
+                 "--levels-file", levels, "--out", tmp_path / "o.gpkg")
+    assert_refused(result, *fragments)
+    assert "Fitting" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["levels.json"]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [(["--iterations", 10, "--burn-in", 10], ["--iterations 10", "--burn-in 10", "no draw"]),
+     (["--iterations", 40, "--burn-in", 10, "--thin", 20, "--m", 5],
+      ["--m 5", "keeps only 2", "--thin"]),
+     (["--public-total", 100], ["--public-total", "--epsilon"])],
+    ids=["no-draw", "too-few-draws", "public-total-without-epsilon"],
+)
+def test_run_options_are_checked_before_reading(inputs, tmp_path, args, fragments):
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "4x4", *args,
+                 "--out", tmp_path / "o.gpkg")
+    assert_refused(result, *fragments)
+    assert "Read " not in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------- what a release says
+def test_lattice_from_the_points_recommends_region(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], *ARGS, "--out", tmp_path / "a.gpkg")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "Warning: no --region" in text and "pass --region" in text
+    assert "reveals the extent of the points to within" in text
+
+    result = run("release", inputs["gpkg"], *ARGS, "--region", inputs["region"],
+                 "--out", tmp_path / "b.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "no --region" not in result.output
+
+
+@pytest.fixture(scope="module")
+def with_ids(inputs, tmp_path_factory):
+    """The points with an ID column: 10 records with their own ID, the others sharing one."""
+    path = tmp_path_factory.mktemp("ids") / "ids.gpkg"
+    points = gpd.read_file(inputs["gpkg"])
+    points["stop_id"] = [f"S{k:05d}" if k < 10 else "other" for k in range(len(points))]
+    points.to_file(path)
+    return path
+
+
+def test_identifying_attribute_needs_allow_identifying(with_ids, tmp_path):
+    result = run("release", with_ids, "--attributes", "y,stop_id", "--grid", "4x4", *FAST,
+                 "--out", tmp_path / "o.gpkg")
+    assert_refused(result, "stop_id", "--allow-identifying")
+    assert "allow_identifying" not in result.output
+    assert list(tmp_path.iterdir()) == []
+
+    result = run("release", with_ids, "--attributes", "y,stop_id", "--grid", "4x4", *FAST,
+                 "--allow-identifying", "--out", tmp_path / "o.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "--allow-identifying" in result.output  # the warning says what was kept
+    assert "stop_id" in io.read_release(tmp_path / "o.gpkg").releases[0].columns
+
+
+def test_public_total_fixes_the_size_of_a_dp_release(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3",
+                 "--region", inputs["region"], "--epsilon", 1, "--levels-file",
+                 inputs["levels"], "--public-total", 100, *FAST, "--out", tmp_path / "dp.gpkg")
+    assert result.exit_code == 0, result.output
+    written = io.read_release(tmp_path / "dp.gpkg")
+    assert written.metadata["n_records"] == [100, 100]
+    assert written.metadata["n_public"] == 100
+
+
+def test_report_prints_ess_as_integers_and_r_hat_with_3_decimals(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], *ARGS, "--out", tmp_path / "o.gpkg",
+                 "--report", tmp_path / "report.md")
+    assert result.exit_code == 0, result.output
+    block = (tmp_path / "report.md").read_text().split("## Fit summary")[1].split("```")[1]
+    header, *rows = block.strip().splitlines()
+    columns = header.split()
+    assert columns[-3:] == ["ess_bulk", "ess_tail", "r_hat"]
+    for row in rows:
+        *_, ess_bulk, ess_tail, r_hat = row.split()
+        assert re.fullmatch(r"[\d,]+|NaN", ess_bulk) and re.fullmatch(r"[\d,]+|NaN", ess_tail)
+        assert re.fullmatch(r"\d+\.\d{3}|NaN", r_hat), row
+
+
+def test_summary_block_formats():
+    summary = pd.DataFrame({"mean": [0.12345, 2.0], "ess_bulk": [301.0, np.nan],
+                            "ess_tail": [1234.4, 5.6], "r_hat": [1.0049, np.nan]},
+                           index=["mu", "tau_eps"])
+    lines = summary_block(summary).splitlines()
+    assert lines[0] == lines[-1] == "```"
+    assert lines[2].split() == ["mu", "0.123", "301", "1,234", "1.005"]
+    assert lines[3].split() == ["tau_eps", "2.000", "NaN", "6", "NaN"]
+
+
+def test_console_script_prints_no_arviz_future_warning(inputs, tmp_path):
+    """arviz warns once a day per cache folder: a fresh cache folder is a fresh machine."""
+    script = Path(sys.executable).with_name("geosynth")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONWARNINGS"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    result = subprocess.run(
+        [str(script), "-q", "release", str(inputs["gpkg"]), *map(str, ARGS),
+         "--out", str(tmp_path / "o.gpkg"), "--report", str(tmp_path / "r.md")],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "cache" / "arviz").exists()  # arviz was imported with a fresh stamp
+    assert "FutureWarning" not in result.stderr and "ArviZ" not in result.stderr
+    assert json.loads(io.audit_path(tmp_path / "o.gpkg").read_text())["seeds"]

@@ -1,0 +1,334 @@
+"""One transaction per run: file modes, all or nothing, Ctrl-C, and two runs to one --out."""
+
+import os
+import select
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import geosynth
+from geosynth import io
+from geosynth._atomic import STAGING_MARK, AtomicOutputs
+from geosynth.errors import InputError
+from tests.cli.helpers import FAST, assert_refused, run
+
+ARGS = ["--attributes", "y,x1", "--grid", "4x4", *FAST]
+
+
+def release_args(inputs, folder, *extra):
+    return ["release", inputs["gpkg"], *ARGS, "--seed", 5, "--out", folder / "release.gpkg",
+            "--map", folder / "review.html", "--report", folder / "report.md", *extra]
+
+
+def files(folder):
+    return sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*"))
+
+
+def no_staging(folder):
+    return not any(STAGING_MARK in p.name for p in Path(folder).rglob("*"))
+
+
+def mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+@pytest.fixture
+def older_release(inputs, tmp_path):
+    """A release, audit, map and report written by an earlier run, and their bytes."""
+    result = run(*release_args(inputs, tmp_path))
+    assert result.exit_code == 0, result.output
+    return {p: p.read_bytes() for p in tmp_path.iterdir()}
+
+
+# ---------------------------------------------------------------------- item 5: file modes
+def test_release_run_creates_internal_files_0600(inputs, tmp_path, umask_022):
+    result = run(*release_args(inputs, tmp_path))
+    assert result.exit_code == 0, result.output
+    assert files(tmp_path) == ["release.gpkg", "release.gpkg.audit.json", "report.md",
+                               "review.html"]
+    assert mode(tmp_path / "release.gpkg") == 0o644  # public
+    for private in ("release.gpkg.audit.json", "review.html", "report.md"):
+        assert mode(tmp_path / private) == 0o600, private
+
+
+def test_internal_files_are_0600_from_their_creation(inputs, tmp_path, monkeypatch, umask_022):
+    """A kill at any moment leaves no world-readable copy: the staged files are 0600 too."""
+    created = {}
+    real_open = os.open
+
+    def spy(path, flags, mode=0o777, *args, **kwargs):
+        descriptor = real_open(path, flags, mode, *args, **kwargs)
+        if flags & os.O_CREAT and Path(path).name in ("review.html", "report.md"):
+            created[Path(path).name] = stat.S_IMODE(os.fstat(descriptor).st_mode)
+        return descriptor
+
+    monkeypatch.setattr(os, "open", spy)
+    result = run(*release_args(inputs, tmp_path))
+    assert result.exit_code == 0, result.output
+    assert created == {"review.html": 0o600, "report.md": 0o600}
+
+
+def test_demo_writes_internal_files_0600(tmp_path, umask_022):
+    out, maps = tmp_path / "out", tmp_path / "maps"
+    result = run("demo", "--out", out, "--maps", maps, "--n", 150, "--grid", "4x4",
+                 "--iterations", 40)
+    assert result.exit_code == 0, result.output
+    assert mode(out / "release.gpkg") == 0o644
+    private = [out / "release.gpkg.audit.json", out / "report.md", maps / "review.html",
+               *sorted((out / "figures").iterdir())]
+    assert len(private) == 3 + 6
+    assert {p.name: mode(p) for p in private} == {p.name: 0o600 for p in private}
+    assert no_staging(tmp_path)
+
+
+# ---------------------------------------------------------------------- item 8: all or nothing
+def test_unwritable_report_folder_fails_before_the_fit(inputs, tmp_path, monkeypatch):
+    def no_fit(*args, **kwargs):
+        raise AssertionError("the output folders must be checked before the fit")
+
+    monkeypatch.setattr(geosynth.PaivaModel, "fit", no_fit)
+    (tmp_path / "afile").write_text("a file, not a folder")
+    result = run("release", inputs["gpkg"], *ARGS, "--out", tmp_path / "release.gpkg",
+                 "--map", tmp_path / "maps" / "review.html",
+                 "--report", tmp_path / "afile" / "report.md")
+    assert_refused(result, "--report", "afile", "cannot write in the folder",
+                   "nothing was written")
+    assert files(tmp_path) == ["afile"]  # no release, audit, map, nor the maps/ folder
+
+
+def test_unwritable_report_folder_is_refused_by_permissions_too(inputs, tmp_path, monkeypatch):
+    """As root directory modes do not stop writes: make staging in report/ fail instead."""
+    real_add = AtomicOutputs.add
+    locked = tmp_path / "locked"
+
+    def add(self, path, **kwargs):
+        if Path(path).parent == locked:
+            raise PermissionError(13, "Permission denied", str(locked))
+        return real_add(self, path, **kwargs)
+
+    monkeypatch.setattr(AtomicOutputs, "add", add)
+    result = run("release", inputs["gpkg"], *ARGS, "--out", tmp_path / "release.gpkg",
+                 "--report", locked / "report.md")
+    assert_refused(result, "--report", str(locked), "Permission denied")
+    assert files(tmp_path) == []
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["new", "overwrite"])
+def test_failure_while_writing_leaves_nothing(inputs, tmp_path, monkeypatch, overwrite,
+                                              request):
+    """The map and report are staged, then the release fails: none of them is written."""
+    before = request.getfixturevalue("older_release") if overwrite else {}
+    real_write = io.write_release
+
+    def write_then_fail(*args, **kwargs):
+        real_write(*args, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(io, "write_release", write_then_fail)
+    result = run(*release_args(inputs, tmp_path, *(["--overwrite"] if overwrite else [])))
+    assert_refused(result, "No space left on device")
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert no_staging(tmp_path)
+
+
+def test_demo_failure_writes_nothing(tmp_path, monkeypatch):
+    from geosynth.cli import demo
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(demo, "write_text", broken)  # after the map and figures were staged
+    result = run("demo", "--out", tmp_path / "out", "--n", 150, "--grid", "4x4",
+                 "--iterations", 40)
+    assert_refused(result, "No space left on device")
+    assert files(tmp_path) == []
+
+
+# ---------------------------------------------------------------------- item 9: two runs
+def test_second_run_to_the_same_out_fails_at_commit(inputs, tmp_path, monkeypatch):
+    """Two runs without --overwrite: the one that commits last fails and leaves nothing."""
+    out = tmp_path / "release.gpkg"
+    real_commit = AtomicOutputs.commit
+    other = {}
+
+    def commit_after_another_run(self):
+        if not other and any(t == out for t in self.targets):
+            other["started"] = True
+            other["result"] = run("release", inputs["gpkg"], *ARGS, "--seed", 9, "--out", out)
+            other["bytes"] = out.read_bytes()
+        return real_commit(self)
+
+    monkeypatch.setattr(AtomicOutputs, "commit", commit_after_another_run)
+    result = run(*release_args(inputs, tmp_path))
+    assert other["result"].exit_code == 0, other["result"].output
+    assert_refused(result, "--out", str(out), "created by another process",
+                   "nothing was written", "--overwrite")
+    assert out.read_bytes() == other["bytes"]  # the other run's release is intact
+    assert io.read_release(out).m == 2
+    assert files(tmp_path) == ["release.gpkg", "release.gpkg.audit.json"]  # no map, no report
+    assert no_staging(tmp_path)
+
+
+# ---------------------------------------------------------------------- item 7: Ctrl-C
+def interrupted(result):
+    assert result.exit_code == 130, result.output
+    assert result.output.count("Interrupted: nothing was written") == 1, result.output
+    assert "Traceback" not in result.output and "Error" not in result.output
+    assert "Warning: interrupted" not in result.output
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["new", "overwrite"])
+def test_ctrl_c_during_the_fit_writes_nothing(inputs, tmp_path, monkeypatch, overwrite,
+                                              request):
+    before = request.getfixturevalue("older_release") if overwrite else {}
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(geosynth.PaivaModel, "fit", interrupt)
+    interrupted(run(*release_args(inputs, tmp_path, *(["--overwrite"] if overwrite else []))))
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert no_staging(tmp_path)
+
+
+def test_ctrl_c_caught_by_the_fit_still_aborts(inputs, tmp_path, monkeypatch):
+    """A fit that keeps its partial draws (and returns) must not become a release."""
+    real_fit = geosynth.PaivaModel.fit
+
+    def fit_that_survives_ctrl_c(self, *args, **kwargs):
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(geosynth.PaivaModel, "fit", fit_that_survives_ctrl_c)
+    interrupted(run(*release_args(inputs, tmp_path)))
+    assert files(tmp_path) == []
+
+
+def test_error_caused_by_ctrl_c_is_reported_as_the_interrupt(inputs, tmp_path, monkeypatch):
+    """Ctrl-C in the burn-in left no draw: the error that follows is not the user's problem."""
+
+    def fit_without_draws(self, *args, **kwargs):
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass
+        raise InputError("m=2 releases need 2 distinct posterior draws but the fit kept 0")
+
+    monkeypatch.setattr(geosynth.PaivaModel, "fit", fit_without_draws)
+    interrupted(run(*release_args(inputs, tmp_path)))
+    assert files(tmp_path) == []
+
+
+def test_main_turns_ctrl_c_outside_a_command_into_exit_130(monkeypatch, capsys):
+    from geosynth import cli as package
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(package.cli, "main", interrupt)
+    with pytest.raises(SystemExit) as stopped:
+        package.main(["release", "--help"])
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == "Interrupted: nothing was written\n"
+
+
+def test_fit_marked_interrupted_aborts(inputs, tmp_path, monkeypatch):
+    real_fit = geosynth.PaivaModel.fit
+
+    def partial_fit(self, *args, **kwargs):
+        fit = real_fit(self, *args, **kwargs)
+        fit.interrupted = True
+        return fit
+
+    monkeypatch.setattr(geosynth.PaivaModel, "fit", partial_fit)
+    interrupted(run(*release_args(inputs, tmp_path)))
+    assert files(tmp_path) == []
+
+
+def test_ctrl_c_while_reading_or_importing(inputs, tmp_path, monkeypatch):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(io, "read_points", interrupt)
+    interrupted(run(*release_args(inputs, tmp_path)))
+    assert files(tmp_path) == []
+
+
+def test_ctrl_c_during_the_commit_is_held_back(inputs, tmp_path, monkeypatch):
+    """Ctrl-C while the files are moved: all of them are written, and the run says so."""
+    real_commit = AtomicOutputs.commit
+
+    def commit(self):
+        signal.raise_signal(signal.SIGINT)
+        return real_commit(self)
+
+    monkeypatch.setattr(AtomicOutputs, "commit", commit)
+    result = run(*release_args(inputs, tmp_path))
+    assert result.exit_code == 130, result.output
+    assert "Interrupted after the outputs were written" in result.output
+    assert files(tmp_path) == ["release.gpkg", "release.gpkg.audit.json", "report.md",
+                               "review.html"]
+    assert io.read_release(tmp_path / "release.gpkg").m == 2
+
+
+def test_sigint_to_the_console_script(inputs, tmp_path):
+    """A real Ctrl-C (SIGINT) during the fit: exit 130, one line, nothing on disk."""
+    script = Path(sys.executable).with_name("geosynth")
+    out = tmp_path / "out"
+    args = [str(script), "-q", "release", str(inputs["gpkg"]), "--attributes", "y,x1",
+            "--grid", "4x4", "--iterations", "2000000", "--burn-in", "10", "--thin", "1000",
+            "--out",
+            str(out / "release.gpkg"), "--map", str(out / "review.html"), "--report",
+            str(out / "report.md")]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=env, preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                         signal.SIG_DFL))
+    try:
+        deadline, seen = time.monotonic() + 120, b""
+        while b"Fitting" not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([process.stderr], [], [], 1.0)
+            if ready:
+                seen += os.read(process.stderr.fileno(), 4096)
+        assert b"Fitting" in seen, seen
+        time.sleep(1.0)  # in the sampler (or still compiling it)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    stderr = (seen + stderr).decode()
+    assert process.returncode == 130, stderr
+    assert stderr.rstrip().endswith("Interrupted: nothing was written"), stderr
+    assert stderr.count("Interrupted") == 1 and "Traceback" not in stderr, stderr
+    assert not out.exists() or files(out) == []
+
+
+# ---------------------------------------------------------------------- RunOutputs
+def test_run_outputs_name_the_option_of_a_file_created_meanwhile(tmp_path):
+    from geosynth.cli.helpers import RunOutputs
+
+    target = tmp_path / "report.md"
+    with pytest.raises(InputError, match=r"--report .*report\.md was created by another"):
+        with RunOutputs(overwrite=False) as outputs:
+            outputs.stage("--report", target, private=True).write_text("ours")
+            target.write_text("theirs")
+            outputs.commit()
+    assert target.read_text() == "theirs"
+    assert files(tmp_path) == ["report.md"]
