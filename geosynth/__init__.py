@@ -2,27 +2,64 @@
 
 Data flow one way: GeoDataFrame → :func:`prepare` (validated counts on a :class:`Grid`) →
 :class:`PaivaModel` ``.fit`` → :class:`PaivaFit` → releases → evaluation / export.
+
+Every public name is imported on first use (PEP 562), so ``import geosynth`` is instant: the
+``geosynth`` command can then catch a Ctrl-C while numpy, numba and geopandas load, and
+:mod:`geosynth.io`, :mod:`geosynth.maps` and :mod:`geosynth.distributed` (pyogrio, folium, dask)
+are loaded only when used.
 """
 
-from geosynth import datasets, dp, errors, metrics, samplers, sdc, synth
-from geosynth.data import CellCounts, prepare
-from geosynth.evaluation import Evaluation, evaluate
-from geosynth.lattice import Grid
-from geosynth.model import PaivaFit, PaivaModel, Priors
-from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_LAZY_MODULES = ("io", "maps", "distributed")  # folium, pyogrio, dask only when used
+#: Public name -> (module, attribute); attribute None: the name is the module itself.
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "CellCounts": ("geosynth.data", "CellCounts"),
+    "prepare": ("geosynth.data", "prepare"),
+    "Evaluation": ("geosynth.evaluation", "Evaluation"),
+    "evaluate": ("geosynth.evaluation", "evaluate"),
+    "Grid": ("geosynth.lattice", "Grid"),
+    "PaivaFit": ("geosynth.model", "PaivaFit"),
+    "PaivaModel": ("geosynth.model", "PaivaModel"),
+    "Priors": ("geosynth.model", "Priors"),
+    "synthesize": ("geosynth.synth", "synthesize"),
+    "naive_synthesize": ("geosynth.synth", "naive_synthesize"),
+    "donut_mask": ("geosynth.synth", "donut_mask"),
+    "to_public": ("geosynth.synth", "to_public"),
+    **{name: (f"geosynth.{name}", None) for name in (
+        "datasets", "distributed", "dp", "errors", "io", "maps", "metrics", "samplers", "sdc",
+        "synth",
+    )},
+}
+
+if TYPE_CHECKING:  # what static tools and IDEs see
+    from geosynth import datasets, distributed, dp, errors, io, maps, metrics, samplers, sdc, synth
+    from geosynth.data import CellCounts, prepare
+    from geosynth.evaluation import Evaluation, evaluate
+    from geosynth.lattice import Grid
+    from geosynth.model import PaivaFit, PaivaModel, Priors
+    from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
 
 
-def __getattr__(name: str):
-    """Import :mod:`geosynth.io`, :mod:`geosynth.maps` and :mod:`geosynth.distributed` lazily."""
-    if name in _LAZY_MODULES:
-        import importlib
+def __getattr__(name: str) -> Any:
+    """Import a public name of geosynth on first use."""
+    try:
+        module_name, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'geosynth' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
-        return importlib.import_module(f"geosynth.{name}")
-    raise AttributeError(f"module 'geosynth' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "CellCounts",
@@ -32,20 +69,20 @@ __all__ = [
     "PaivaModel",
     "Priors",
     "datasets",
+    "distributed",
+    "donut_mask",
     "dp",
     "errors",
-    "distributed",
+    "evaluate",
     "io",
     "maps",
-    "evaluate",
     "metrics",
+    "naive_synthesize",
     "prepare",
     "samplers",
     "sdc",
     "synth",
     "synthesize",
-    "naive_synthesize",
-    "donut_mask",
     "to_public",
     "__version__",
 ]

@@ -30,8 +30,16 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-__all__ = ["AtomicOutputs", "atomic_path", "private_file_mode", "remove_stale_staging", "STAGING_MARK"]
+__all__ = [
+    "AtomicOutputs",
+    "atomic_path",
+    "create_new",
+    "private_file_mode",
+    "remove_stale_staging",
+    "STAGING_MARK",
+]
 
 #: Part of the name of every staging folder: ``.<target name>.<STAGING_MARK>-<pid>-<random>``.
 STAGING_MARK = "geosynth-staging"
@@ -218,6 +226,37 @@ def atomic_path(
     """
     with AtomicOutputs(overwrite=overwrite) as outputs:
         yield outputs.add(path, private=private)
+
+
+def create_new(path: str | os.PathLike, *, private: bool, binary: bool = False) -> IO:
+    """Open a new file for writing, mode 0600 (``private``) or 0666 & ~umask from its creation.
+
+    Unlike a ``chmod`` after writing, an internal file is never readable by others, even for an
+    instant or after a kill.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to create; it must not exist (usually a staged path of :class:`AtomicOutputs`).
+    private : bool
+        Internal file (seeds, original points, confidential summaries): mode 0600.
+    binary : bool, default False
+        Open in binary mode; else text, UTF-8.
+
+    Returns
+    -------
+    file object
+        Open for writing; close it (``with create_new(...) as stream``).
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists.
+    """
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
+    if binary:
+        return os.fdopen(descriptor, "wb")
+    return os.fdopen(descriptor, "w", encoding="utf-8")
 
 
 def remove_stale_staging(target: str | os.PathLike) -> list[Path]:

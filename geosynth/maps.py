@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from geosynth._atomic import AtomicOutputs
+from geosynth._atomic import AtomicOutputs, create_new
 from geosynth._points import point_coordinates
 from geosynth.errors import CRSError, InputError
 from geosynth.synth.release import INTERNAL_PREFIX, check_geodataframe
@@ -286,9 +286,7 @@ def save_map(
         raise InputError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace "
                          "it") from err
     try:
-        descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                             0o600 if private else 0o666)
-        with os.fdopen(descriptor, "wb") as stream:
+        with create_new(staged, private=private, binary=True) as stream:
             m.save(stream, close_file=False)
     except BaseException:
         if outputs is None:

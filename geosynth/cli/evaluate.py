@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from geosynth.cli.helpers import check_columns, check_outputs, write_text
+from geosynth.cli.helpers import RunOutputs, check_columns, check_outputs, write_text
 from geosynth.cli.options import (
     attributes_option,
     outcome_option,
@@ -66,49 +66,55 @@ def evaluate(
 
     check_outputs({"--report": report_path}, overwrite,
                   inputs={"ORIGINAL": original_path, "RELEASE": release_path})
-    original = io.read_points(original_path, x=x_column, y=y_column, crs=crs, layer=layer)
-    release_file = io.read_release(release_path)
-    attributes = _attributes(attributes, release_file.metadata, release_path)
-    releases = release_file.releases
-    empty = [io.RELEASE_LAYER.format(k) for k, r in enumerate(releases, start=1) if len(r) == 0]
-    if empty:
-        raise InputError(
-            f"{printable(Path(release_path).name)}: {', '.join(empty)} "
-            f"{'has' if len(empty) == 1 else 'have'} no records, so there is nothing to compare "
-            "with the original points; evaluate a release whose layers all hold records"
-        )
-    original = _same_crs(original, releases[0], original_path)
-    needed = {"--attributes": attributes, "--outcome": outcome}
-    check_columns(original, Path(original_path).name, needed)
-    for number, frame in enumerate(releases, start=1):
-        check_columns(frame, f"{Path(release_path).name} (release {number})", needed)
+    with RunOutputs(overwrite) as outputs:
+        if report_path is not None:
+            outputs.check_folder("--report", report_path)
+        original = io.read_points(original_path, x=x_column, y=y_column, crs=crs, layer=layer)
+        release_file = io.read_release(release_path)
+        attributes = _attributes(attributes, release_file.metadata, release_path)
+        releases = release_file.releases
+        empty = [io.RELEASE_LAYER.format(k) for k, r in enumerate(releases, start=1) if len(r) == 0]
+        if empty:
+            raise InputError(
+                f"{printable(Path(release_path).name)}: {', '.join(empty)} "
+                f"{'has' if len(empty) == 1 else 'have'} no records, so there is nothing to "
+                "compare with the original points; evaluate a release whose layers all hold "
+                "records"
+            )
+        original = _same_crs(original, releases[0], original_path)
+        needed = {"--attributes": attributes, "--outcome": outcome}
+        check_columns(original, Path(original_path).name, needed)
+        for number, frame in enumerate(releases, start=1):
+            check_columns(frame, f"{Path(release_path).name} (release {number})", needed)
 
-    # The grid only serves the record-linkage measures, which public releases do not allow.
-    evaluation = geosynth.evaluate(original, releases, None, attributes, outcome=outcome,
-                                   seed=seed, linked=False)
-    click.echo(f"{len(original)} original records; {len(releases)} releases of "
-               f"{', '.join(str(len(r)) for r in releases)} records")
-    for name, table in evaluation.tables.items():
-        click.echo(f"\n{name.replace('_', ' ')}:")
-        # Attribute levels and column names come from the files: no control characters.
-        text = table.to_string(float_format="{:,.3f}".format)
-        click.echo("\n".join(printable(line) for line in text.splitlines()))
+        # The grid only serves the record-linkage measures, which public releases do not allow.
+        evaluation = geosynth.evaluate(original, releases, None, attributes, outcome=outcome,
+                                       seed=seed, linked=False)
+        click.echo(f"{len(original)} original records; {len(releases)} releases of "
+                   f"{', '.join(str(len(r)) for r in releases)} records")
+        for name, table in evaluation.tables.items():
+            click.echo(f"\n{name.replace('_', ' ')}:")
+            # Attribute levels and column names come from the files: no control characters.
+            text = table.to_string(float_format="{:,.3f}".format)
+            click.echo("\n".join(printable(line) for line in text.splitlines()))
+        if report_path is not None:
+            text = "\n".join([
+                "# geosynth evaluation",
+                "",
+                "Internal document: it describes the confidential data; do not publish it.",
+                "",
+                f"- Original: `{original_path}`, {len(original)} records",
+                f"- Release: `{release_path}`, {len(releases)} releases "
+                f"(method {release_file.metadata.get('method')!s})",
+                f"- Attributes: {', '.join(attributes)}"
+                + ("" if outcome is None else f"; outcome `{outcome}`"),
+                "",
+                evaluation.to_markdown(),
+            ])
+            write_text(report_path, text, outputs=outputs, option="--report", private=True)
+        outputs.commit()
     if report_path is not None:
-        text = "\n".join([
-            "# geosynth evaluation",
-            "",
-            "Internal document: it describes the confidential data; do not publish it.",
-            "",
-            f"- Original: `{original_path}`, {len(original)} records",
-            f"- Release: `{release_path}`, {len(releases)} releases "
-            f"(method {release_file.metadata.get('method')!s})",
-            f"- Attributes: {', '.join(attributes)}"
-            + ("" if outcome is None else f"; outcome `{outcome}`"),
-            "",
-            evaluation.to_markdown(),
-        ])
-        write_text(report_path, text, overwrite=overwrite)
-        click.echo(f"\nWrote {report_path}")
+        click.echo(f"\nWrote {report_path} (internal report)")
 
 
 def _attributes(attributes: list[str] | None, metadata: dict, release_path: str) -> list[str]:

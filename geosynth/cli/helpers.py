@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from geosynth._atomic import AtomicOutputs
+from geosynth._atomic import AtomicOutputs, create_new
 from geosynth.errors import InputError
 
 if TYPE_CHECKING:
@@ -511,7 +511,7 @@ def write_text(
         ``path``.
     """
     with _staged_file(path, overwrite, outputs, option, private) as staged:
-        with _create(staged, private, binary=False) as stream:
+        with create_new(staged, private=private) as stream:
             stream.write(text)
     return Path(path)
 
@@ -539,7 +539,7 @@ def save_figure(
 
     try:
         with _staged_file(path, overwrite, outputs, option, private) as staged:
-            with _create(staged, private, binary=True) as stream:
+            with create_new(staged, private=private, binary=True) as stream:
                 figure.savefig(stream, dpi=dpi, format="png")
     finally:
         plt.close(figure)
@@ -555,14 +555,6 @@ def _staged_file(path, overwrite, outputs, option, private) -> Iterator[Path]:
     with RunOutputs(overwrite) as own:
         yield own.stage(option, path, private=private)
         own.outputs.commit()
-
-
-def _create(path: Path, private: bool, binary: bool):
-    """Open a new file for writing, mode 0600 (``private``) or 0666 & ~umask from creation."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
-    if binary:
-        return os.fdopen(descriptor, "wb")
-    return os.fdopen(descriptor, "w", encoding="utf-8")
 
 
 def text_block(table: pd.DataFrame | pd.Series, float_format: str = "{:,.3f}") -> str:

@@ -76,7 +76,7 @@ _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
 @click.option("--levels-file", type=_EXISTING_FILE, default=None,
               help="With --epsilon: JSON object {attribute: [levels...]} of the public domain "
               "of each attribute (default: the levels in the data, which discloses them).")
-@click.option("--public-total", "public_total", type=click.IntRange(min=0), default=None,
+@click.option("--public-total", "public_total", type=click.IntRange(min=1), default=None,
               metavar="N",
               help="With --epsilon: the number of records, only when it is already published "
               "(e.g. in an official statistic); the release then has exactly N records. Without "

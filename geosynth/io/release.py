@@ -50,7 +50,7 @@ import pyogrio
 import pyproj
 import shapely
 
-from geosynth._atomic import AtomicOutputs
+from geosynth._atomic import AtomicOutputs, create_new
 from geosynth._messages import describe_rows
 from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
 from geosynth.io._files import (
@@ -350,7 +350,8 @@ def write_release(
         _write_layer(table, tmp, METADATA_LAYER)  # last: its last row marks the file complete
         if audit_record is not None:
             audit_record["sha256"] = _sha256(tmp)
-            _write_private_text(staged[1], json.dumps(audit_record, indent=2) + "\n")
+            with create_new(staged[1], private=True) as handle:
+                handle.write(json.dumps(audit_record, indent=2) + "\n")
         if outputs is None:
             transaction.commit()
     except FileExistsError as err:
@@ -408,13 +409,6 @@ def _drop(transaction: AtomicOutputs, outputs: AtomicOutputs | None, staged: lis
         for leftover in (path, *(Path(f"{path}{end}") for end in ("-journal", "-wal", "-shm"))):
             if os.path.lexists(leftover):
                 leftover.unlink()
-
-
-def _write_private_text(path: Path, text: str) -> None:
-    """Create ``path`` with mode 0600 from the start (never readable by others) and write it."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
 
 
 def _write_layer(frame: pd.DataFrame, path: Path, layer: str) -> None:

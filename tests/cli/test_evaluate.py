@@ -1,3 +1,6 @@
+import os
+import stat
+
 import geopandas as gpd
 import numpy as np
 import pyogrio
@@ -19,6 +22,17 @@ def test_evaluate_prints_tables_and_writes_report(inputs, written_release, tmp_p
     assert "identification risk" not in result.output  # public releases are not linkable
     text = report.read_text()
     assert "### distance risk" in text and "y, x1; outcome `y`" in text
+    assert stat.S_IMODE(os.stat(report).st_mode) == 0o600  # internal: confidential summaries
+
+
+def test_evaluate_report_in_an_unwritable_folder_fails_before_reading(inputs, written_release,
+                                                                      tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = run("evaluate", inputs["gpkg"], written_release, "--attributes", "y",
+                 "--report", blocker / "evaluation.md")
+    assert result.exit_code == 2
+    assert "--report" in result.output and "original records" not in result.output
 
 
 def test_evaluate_takes_attributes_from_the_release_metadata(inputs, written_release):

@@ -1,0 +1,24 @@
+import subprocess
+import sys
+
+import geosynth
+
+
+def test_import_is_lazy_so_the_cli_can_catch_ctrl_c_while_libraries_load():
+    code = (
+        "import sys, geosynth, geosynth.cli\n"
+        "heavy = [m for m in ('numpy', 'numba', 'geopandas', 'pyogrio', 'folium') "
+        "if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == ""
+
+
+def test_every_public_name_resolves_and_all_is_complete():
+    for name in geosynth.__all__:
+        assert getattr(geosynth, name) is not None
+    assert set(dir(geosynth)) >= set(geosynth.__all__)
+    assert geosynth.Grid is geosynth.lattice.Grid
+    assert geosynth.synthesize is geosynth.synth.synthesize
