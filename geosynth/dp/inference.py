@@ -316,8 +316,9 @@ class CharestPosterior:
 
     def ess(self) -> np.ndarray:
         """Effective sample size of each ``p_i`` (arviz rank-normalised bulk ESS), shape (k,)."""
-        import arviz
+        from geosynth._compat import import_arviz
 
+        arviz = import_arviz()
         by_chain = self.chain_draws()
         return np.array(
             [

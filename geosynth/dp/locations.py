@@ -838,6 +838,8 @@ def dp_release(
     model = PaivaModel(effects="combination") if model is None else model
     fit = model.fit(noisy, n_iter=n_iter, burn_in=burn_in, thin=thin, chains=chains,
                     seed=fit_seed, progress=progress, max_bytes=max_bytes)
+    if fit.interrupted:  # Ctrl-C: no release from a fit stopped early (the budget is spent)
+        raise KeyboardInterrupt
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         releases = dp_synthesize(fit, m, n_public=n_public, max_records=max_records,

@@ -1,21 +1,26 @@
 """Fit API of the Paiva et al. (2014) model: :class:`PaivaModel` and :class:`PaivaFit`.
 
 The Python layer validates, allocates, runs the numba kernels of :mod:`.kernels` in chunks (so a
-progress bar moves and Ctrl-C returns the draws made so far) and wraps the draws for arviz.
+progress bar moves and Ctrl-C returns the draws made so far, flagged by
+:attr:`PaivaFit.interrupted`) and wraps the draws for arviz.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from geosynth._compat import import_arviz
 from geosynth.errors import DataWarning, GeosynthWarning, InputError, MemoryLimitError, SamplerError
 from geosynth.model.kernels import (
     BETA_ICAR,
@@ -37,15 +42,13 @@ from geosynth.samplers.family import STATUS_MESSAGES
 from geosynth.samplers.rng import make_streams
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import arviz
     from matplotlib.figure import Figure
 
     from geosynth.data import CellCounts
 
-__all__ = ["PaivaModel", "PaivaFit", "StoragePlan", "build_model_data", "plan_model_storage",
-           "plan_storage"]
+__all__ = ["PaivaModel", "PaivaFit", "StoragePlan", "build_model_data",
+           "kernels_need_compiling", "plan_model_storage", "plan_storage"]
 
 # Sweeps per kernel call: about CHUNK_WORK cell-combination updates, so the progress bar moves a
 # few times a second whatever the lattice. It depends on the data's shape only, so the same seed
@@ -56,6 +59,10 @@ DEFAULT_MAX_BYTES = 4 * 2**30
 
 _BETA_PRIORS = {None: BETA_NONE, "normal": BETA_NORMAL, "icar": BETA_ICAR}
 _BETA_SAMPLERS = {"ars": SAMPLER_ARS, "slice": SAMPLER_SLICE}
+
+# Seconds a cold compilation of each sampler's kernels took on the 2-core benchmark machine
+# (a fresh NUMBA_CACHE_DIR, the first fit in a new process): what the "compiling" notice quotes.
+COMPILE_SECONDS = {"serial": 40, "noise-aware": 70, "chromatic": 120}
 
 
 class PaivaModel:
@@ -157,7 +164,11 @@ class PaivaModel:
         seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
             The same seed gives the same draws.
         progress : bool, default True
-            Show a tqdm progress bar per chain (on stderr).
+            Show a tqdm progress bar per chain (on stderr). When the sampler's numba kernels
+            are not compiled yet (the first fit after installing geosynth or changing its
+            kernels; later processes load them from numba's cache), first say
+            ``compiling the sampler (first run only, ~N s)`` on stderr, compile them, and say
+            how long it took, so the bars start afterwards with a true ETA.
         max_bytes : int, default 4 GiB
             Bound on the stored draws of all chains plus the per-chain buffers of η (see
             :func:`plan_storage`): the fit refuses before allocating rather than exceed it.
@@ -210,6 +221,10 @@ class PaivaModel:
         Returns
         -------
         PaivaFit
+            After Ctrl-C (``KeyboardInterrupt``) once every chain has kept a draw: the draws
+            made so far (as many per chain as the shortest chain kept), with
+            :attr:`PaivaFit.interrupted` True and a warning. Such a fit is for inspection
+            only: callers that publish from it (the command line) must check the flag and stop.
 
         Raises
         ------
@@ -220,11 +235,15 @@ class PaivaModel:
             with a single stored draw of η per chain). Nothing large has been allocated then.
         SamplerError
             If a full conditional cannot be sampled (names the parameter block).
+        KeyboardInterrupt
+            Ctrl-C before some chain kept a draw (during compilation or burn-in): there is
+            no fit to return.
 
         Warns
         -----
         GeosynthWarning
-            With ``eta_draws="auto"``, when η is kept for fewer than all retained draws.
+            With ``eta_draws="auto"``, when η is kept for fewer than all retained draws; after
+            Ctrl-C, saying how many draws per chain were kept.
         """
         _check_run_arguments(n_iter, burn_in, thin, chains)
         _check_storage_arguments(eta_draws, max_bytes)
@@ -257,6 +276,35 @@ class PaivaModel:
         draws = runner.run_all(streams, n_jobs)
         return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
                         burn_in=burn_in, noise_scale=noise, **draws)
+
+
+def kernels_need_compiling(kernel) -> bool:
+    """Whether the first call of the numba ``kernel`` will compile it rather than load it.
+
+    True when ``kernel`` has no compiled signature in this process and numba's cache holds no
+    index for it (``kernel.stats.cache_path``): a fresh clone or install. A cache index left
+    by an older version of the kernel also counts as compiled here; the fit then reports the
+    compilation only once it is done.
+
+    Parameters
+    ----------
+    kernel : numba.core.registry.CPUDispatcher
+        An ``@njit(cache=True)`` function.
+
+    Returns
+    -------
+    bool
+        False also for a plain Python function (``NUMBA_DISABLE_JIT=1``).
+    """
+    if getattr(kernel, "signatures", True):
+        return False
+    cache_path = getattr(kernel.stats, "cache_path", None)
+    if not cache_path:
+        return True
+    function = kernel.py_func
+    stem = Path(function.__code__.co_filename).stem
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}"
+    return not any(Path(cache_path).glob(f"{stem}.{function.__qualname__}-*.{tag}*.nbi"))
 
 
 def _check_noise(counts, noise) -> float | None:
@@ -451,6 +499,8 @@ def plan_model_storage(data: ModelData, names: list[str], *, noise: bool, stackl
     """:func:`plan_storage` for the arrays of :func:`build_model_data` (G, B, S and β from them).
 
     ``run``: ``n_iter``, ``burn_in``, ``thin``, ``chains``, ``eta_draws`` and ``max_bytes``.
+    S is ``len(names)``, the scalars the fit returns (the kernels' τ_β column, recorded also
+    when it is not reported, is dropped at the end of the fit: 8 bytes a draw, not counted).
     """
     G, B = data.counts.shape
     return plan_storage(n_cells=G, n_combos=B, n_scalars=len(names),
@@ -469,7 +519,11 @@ def _format_bytes(n: int) -> str:
 def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, list[str]]:
     """Flatten a :class:`~geosynth.data.CellCounts` into the arrays the kernels take.
 
-    Returns the :class:`ModelData` and the names of the recorded scalar parameters.
+    Returns the :class:`ModelData` and the names of the reported scalar parameters: μ, α,
+    τ_θ, τ_φ, τ_ε and, only under ``beta_prior="icar"``, τ_β. The kernels record τ_β in
+    every case (:func:`_recorded_scalars` columns), but without an ICAR prior on β nothing
+    updates it: a constant by construction, which would show as a parameter with an ESS of
+    2 and an undefined R-hat, so it is not reported.
     """
     from geosynth.data import CellCounts
 
@@ -530,8 +584,14 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
         beta_sampler=_BETA_SAMPLERS[model.beta_sampler],
     )
     names = (["mu"] + [f"alpha[{n}]" for n in level_names] + ["tau_theta"]
-             + [f"tau_phi[{n}]" for n in level_names] + ["tau_eps", "tau_beta"])
+             + [f"tau_phi[{n}]" for n in level_names] + ["tau_eps"]
+             + (["tau_beta"] if beta_prior == BETA_ICAR else []))
     return data, names
+
+
+def _recorded_scalars(data: ModelData) -> int:
+    """Columns of the kernels' scalar record: μ, α (P), τ_θ, τ_φ (P), τ_ε, τ_β."""
+    return 2 * len(data.level_counts) + 4
 
 
 def _level_parameters(counts: CellCounts) -> tuple[np.ndarray, list[str]]:
@@ -598,6 +658,9 @@ class _ChainRunner:
     ``row = 0``). After the chunk, exp η of each draw is added to a float64 running sum, and the
     draws the :class:`StoragePlan` keeps are copied out. Views of C-contiguous rows are
     C-contiguous, so the kernels see the same numba types as with whole arrays.
+
+    Ctrl-C: the chains stop at their next chunk; the draws every chain kept are returned with
+    ``interrupted=True``, or the ``KeyboardInterrupt`` is raised again if some chain kept none.
     """
 
     def __init__(self, data, names, n_iter, burn_in, thin, plan, progress, noise=None,
@@ -611,7 +674,8 @@ class _ChainRunner:
         # Noise-aware fits: the released counts c̃ and 1/b (0 switches the latent step off).
         self.noisy = noise[1] if noise else data.counts
         self.inv_scale = 1.0 / noise[0] if noise else 0.0
-        self.n_iter, self.burn_in, self.thin = n_iter, burn_in, thin
+        # Python ints: a NumPy int32 would be another numba type (a second compilation).
+        self.n_iter, self.burn_in, self.thin = int(n_iter), int(burn_in), int(thin)
         self.plan = plan
         self.progress = progress
         self.stop = threading.Event()
@@ -619,11 +683,10 @@ class _ChainRunner:
     def run_all(self, streams: np.ndarray, n_jobs: int | None) -> dict[str, np.ndarray]:
         chains = streams.shape[0]
         G, B = self.data.counts.shape
-        S = len(self.names)
         n_keep, eta_index = self.plan.n_keep, self.plan.eta_index
         has_beta = self.data.beta_prior != BETA_NONE
         out = {
-            "scalars": np.zeros((chains, n_keep, S)),
+            "scalars": np.zeros((chains, n_keep, _recorded_scalars(self.data))),
             "theta": np.zeros((chains, n_keep, G), dtype=np.float32),
             "beta": np.zeros((chains, n_keep if has_beta else 0, G), dtype=np.float32),
             "eta": np.zeros((chains, eta_index.size, G, B), dtype=np.float32),
@@ -631,7 +694,10 @@ class _ChainRunner:
             "lambda_sum": np.zeros((chains, G, B)),
         }
         kept = np.zeros(chains, dtype=np.int64)
+        if self.progress:
+            self.compile_kernels(streams[0], out)  # before the bars, so their ETA is right
         workers = max(1, min(chains, n_jobs or os.cpu_count() or 1))
+        interrupt = None
         if workers == 1 and self.colours is not None:
             # Chromatic chains one after another in the calling thread: numba's OpenMP layer
             # keeps one thread team per calling thread, and a second team's idle workers spin
@@ -640,8 +706,8 @@ class _ChainRunner:
             try:
                 for c in range(chains):
                     self.run_chain(c, streams[c], out, kept)
-            except KeyboardInterrupt:
-                self._warn_interrupted(kept)
+            except KeyboardInterrupt as error:
+                interrupt = error
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = [pool.submit(self.run_chain, c, streams[c], out, kept)
@@ -649,12 +715,22 @@ class _ChainRunner:
                 try:
                     for future in futures:
                         future.result()
-                except KeyboardInterrupt:
+                except KeyboardInterrupt as error:
+                    interrupt = error
                     self.stop.set()
+                    wait(futures)  # each chain stops at its next chunk; a 2nd Ctrl-C propagates
                     for future in futures:
-                        future.result()
-                    self._warn_interrupted(kept)
+                        failure = future.exception()
+                        if failure is not None and not isinstance(failure, KeyboardInterrupt):
+                            raise failure from error
+                except BaseException:
+                    self.stop.set()  # a failed chain stops the others at their next chunk
+                    raise
         n = int(kept.min())
+        if interrupt is not None:
+            if n == 0:
+                raise interrupt  # nothing to return: not an empty fit that fails later
+            self._warn_interrupted(kept)
         n_eta = int(np.searchsorted(eta_index, n))  # stored draws among the first n
         means = out.pop("lambda_sum")
         means /= np.maximum(kept, 1)[:, None, None]
@@ -662,18 +738,75 @@ class _ChainRunner:
             out["beta"] = None
         if not self.inv_scale:
             out["latent_totals"] = None
+        # The kernels also record τ_β when nothing updates it; report the named scalars only.
+        scalars = out.pop("scalars")
         draws = {k: (None if v is None else v[:, :n]) for k, v in out.items()}
+        draws["scalars"] = np.ascontiguousarray(scalars[:, :n, :len(self.names)])
         draws["eta"] = out["eta"][:, :n_eta]
         draws["eta_draw_index"] = eta_index[:n_eta].copy()
         draws["lambda_chain_means"] = means if n > 0 else None
+        draws["interrupted"] = interrupt is not None
         return draws
 
     @staticmethod
     def _warn_interrupted(kept: np.ndarray) -> None:
         warnings.warn(
             f"interrupted: keeping the {kept.min()} draws per chain made so far (the "
-            "posterior mean of λ averages all the draws each chain made)",
+            "posterior mean of λ averages all the draws each chain made); fit.interrupted "
+            "is True: inspect these draws, do not publish from them",
             GeosynthWarning, stacklevel=4,
+        )
+
+    def kernel(self):
+        """Return the numba kernel that runs this fit's chunks and its kind (for the notice)."""
+        if self.inv_scale:
+            return run_chunk_noise_aware, "noise-aware"
+        if self.colours is not None:
+            from geosynth.model.parallel import run_chunk_parallel
+
+            return run_chunk_parallel, "chromatic"
+        return run_chunk, "serial"
+
+    def compile_kernels(self, stream: np.ndarray, out: dict) -> None:
+        """Compile (or load from numba's cache) the kernels of this fit, saying so on stderr.
+
+        Nothing happens when they are compiled in this process already. Otherwise a
+        zero-sweep chunk on a scratch state (the chains' states and streams are untouched)
+        compiles every kernel the chains call, with the argument types they will have. The
+        notice comes first when :func:`kernels_need_compiling` (no cache: a fresh clone), and
+        the time it took after any compilation; loading from numba's cache is silent.
+        """
+        kernel, kind = self.kernel()
+        pending = kernels_need_compiling(kernel)
+        if not pending and getattr(kernel, "signatures", True):
+            return  # compiled in this process, or not a numba dispatcher (NUMBA_DISABLE_JIT)
+        if pending:
+            print(f"compiling the sampler (first run only, ~{COMPILE_SECONDS[kind]} s)",
+                  file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        data = self.data if not self.inv_scale else _private_counts(self.data)
+        state = _initial_state(data, stream.copy(), len(data.level_counts))
+        cell_streams = None
+        if self.colours is not None:
+            from geosynth.model.parallel import cell_streams_for
+
+            cell_streams = cell_streams_for(stream.copy(), data.counts.shape[0])
+        if self.inv_scale:
+            compute_eta(data, state)
+            update_latent_counts(data, state, self.noisy, self.inv_scale)
+        self._run(data, state, 0, out, 0, 0, False, self._buffers(out), cell_streams)
+        if pending or sum(kernel.stats.cache_misses.values()):
+            print(f"compiled the sampler in {time.perf_counter() - start:.0f} s",
+                  file=sys.stderr, flush=True)
+
+    def _buffers(self, out: dict) -> _ChunkBuffers:
+        """Per-chain scratch of one sampling chunk (see :class:`_ChunkBuffers`)."""
+        G, B = self.data.counts.shape
+        rows = self.plan.draws_per_chunk
+        return _ChunkBuffers(
+            eta=np.zeros((rows, G, B), dtype=np.float32),
+            beta=None if out["beta"].shape[1] else np.zeros((rows, G), dtype=np.float32),
+            term=np.empty((G, B)),
         )
 
     def run_chain(self, chain: int, stream: np.ndarray, out: dict, kept: np.ndarray) -> None:
@@ -691,12 +824,7 @@ class _ChainRunner:
         # Sampling chunks hold whole thinning periods, so draws land on sweeps burn_in + thin·j.
         G, B = self.data.counts.shape
         chunk, sampling_chunk = _chunk_sweeps(G, B, self.thin)
-        rows = self.plan.draws_per_chunk
-        scratch = _ChunkBuffers(
-            eta=np.zeros((rows, G, B), dtype=np.float32),
-            beta=None if out["beta"].shape[1] else np.zeros((rows, G), dtype=np.float32),
-            term=np.empty((G, B)),
-        )
+        scratch = self._buffers(out)
         try:
             for n, keep in _chunks(self.burn_in, chunk, False) + _chunks(
                 self.n_iter - self.burn_in, sampling_chunk, True
@@ -781,8 +909,9 @@ class PaivaFit:
     Attributes
     ----------
     scalars : numpy.ndarray, shape (chains, draws, S)
-        μ, α, τ_θ, τ_φ, τ_ε, τ_β per draw (names in ``scalar_names``). μ and α are reported with
-        the means of θ and φ absorbed (the sum-to-zero parametrisation of the thesis).
+        μ, α, τ_θ, τ_φ, τ_ε and (under ``beta_prior="icar"`` only, the one prior that samples
+        it) τ_β per draw (names in ``scalar_names``). μ and α are reported with the means of θ
+        and φ absorbed (the sum-to-zero parametrisation of the thesis).
     theta : numpy.ndarray of float32, shape (chains, draws, G)
         θ centred to mean zero.
     beta : numpy.ndarray of float32, shape (chains, draws, G), or None
@@ -800,6 +929,10 @@ class PaivaFit:
         Per chain, the mean of λ = exp η over *every* retained draw of that chain, summed during
         the fit (so exact whatever ``eta_draws`` kept; after an interrupted fit, over all the
         draws that chain made). None: :meth:`posterior_mean_lambda` averages the stored ``eta``.
+    interrupted : bool
+        True when Ctrl-C (``KeyboardInterrupt``) stopped the sampler early: the draws are those
+        every chain had kept by then, fewer than planned and perhaps not converged. Fine to
+        inspect; a caller that publishes from a fit (the command line) must stop instead.
     """
 
     model: PaivaModel
@@ -815,6 +948,7 @@ class PaivaFit:
     latent_totals: np.ndarray | None = None
     eta_draw_index: np.ndarray | None = field(default=None, repr=False)
     lambda_chain_means: np.ndarray | None = field(default=None, repr=False)
+    interrupted: bool = False
     _mean_lambda: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -844,8 +978,9 @@ class PaivaFit:
     def __repr__(self) -> str:
         G, B = self.eta.shape[2:]
         stored = "" if self.n_eta_draws == self.n_draws else f", eta_draws={self.n_eta_draws}"
+        stopped = ", interrupted=True" if self.interrupted else ""
         return (f"PaivaFit({self.model!r}, chains={self.n_chains}, draws={self.n_draws}"
-                f"{stored}, cells={G}, combinations={B})")
+                f"{stored}, cells={G}, combinations={B}{stopped})")
 
     def posterior_mean_lambda(self) -> np.ndarray:
         """Posterior mean intensity E[λ_ib | data], shape (G, B), float64.
@@ -903,10 +1038,8 @@ class PaivaFit:
 
     def to_arviz(self) -> arviz.InferenceData:
         """Draws as :class:`arviz.InferenceData` (scalars, θ and, if fitted, β)."""
-        import arviz as az
-
-        posterior = {name: self.scalars[:, :, k] for k, name in enumerate(self.scalar_names)
-                     if not (name == "tau_beta" and self.model.beta_prior != "icar")}
+        az = import_arviz()
+        posterior = {name: self.scalars[:, :, k] for k, name in enumerate(self.scalar_names)}
         posterior["theta"] = self.theta
         dims = {"theta": ["cell"]}
         if self.beta is not None:
@@ -917,16 +1050,16 @@ class PaivaFit:
 
     def summary(self) -> pd.DataFrame:
         """Arviz summary (mean, sd, HDI, ``r_hat``, ``ess_bulk``, ``ess_tail``) of the scalars."""
-        import arviz as az
-
+        az = import_arviz()
         idata = self.to_arviz()
         names = [n for n in self.scalar_names if n in idata.posterior]
         return az.summary(idata, var_names=names, filter_vars=None)
 
     def trace_plot(self) -> Figure:
         """Trace and density of μ, α and the precisions (Nunes 2018, Figure 2)."""
-        import arviz as az
         import matplotlib.pyplot as plt
+
+        az = import_arviz()
 
         idata = self.to_arviz()
         names = [n for n in self.scalar_names if n in idata.posterior]

@@ -146,6 +146,7 @@ def test_fit_api(small_fit):
     summary = fit.summary()
     assert {"r_hat", "ess_bulk", "ess_tail", "mean", "sd"} <= set(summary.columns)
     assert "mu" in summary.index and "tau_beta" not in summary.index
+    assert fit.interrupted is False
     idata = fit.to_arviz()
     assert idata.posterior["theta"].dims == ("chain", "draw", "cell")
     assert fit.trace_plot() is not None
@@ -157,6 +158,25 @@ def test_fit_api(small_fit):
         fit.intensity_plot(B)
     with pytest.raises(InputError, match="unknown parameter"):
         fit.scalar("nope")
+
+
+@pytest.mark.parametrize("beta_prior", [None, "normal", "icar"])
+def test_tau_beta_reported_only_where_it_is_sampled(beta_prior):
+    """Without an ICAR prior on β nothing updates τ_β: no constant 'parameter' (ESS 2)."""
+    _, _, counts = scenario_counts(200, shape=(4, 4))
+    fit = PaivaModel(beta_prior=beta_prior).fit(counts, n_iter=200, burn_in=100, thin=2,
+                                                seed=2, progress=False)
+    sampled = beta_prior == "icar"
+    assert ("tau_beta" in fit.scalar_names) is sampled
+    assert fit.scalars.shape == (2, 50, len(fit.scalar_names))
+    assert fit.scalar_names[-1] == ("tau_beta" if sampled else "tau_eps")
+    assert ("tau_beta" in fit.summary().index) is sampled
+    assert ("tau_beta" in fit.to_arviz().posterior) is sampled
+    # Every reported scalar is sampled: none is constant by construction.
+    assert np.all(fit.scalars.std(axis=(0, 1)) > 0)
+    if not sampled:
+        with pytest.raises(InputError, match="unknown parameter 'tau_beta'"):
+            fit.scalar("tau_beta")
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,8 @@ def all_fit(counts):
 
 def budget(counts, k, chains=2, beta=True, extra=0):
     """max_bytes that holds exactly k draws of η per chain (the estimate of plan_storage)."""
-    G, B, S = counts.n_cells, counts.n_combos, 12
+    # S: μ, 4 α, τ_θ, 4 τ_φ, τ_ε (no τ_β: neither beta_prior=None nor "normal" samples it).
+    G, B, S = counts.n_cells, counts.n_combos, 11
     rows = 500 // 2  # a sampling chunk at G·B = 300 holds 500 sweeps: 250 draws at thin 2
     fixed = chains * (N_KEEP * (8 * S + 4 * G * (2 if beta else 1)) + 16 * G * B
                       + rows * (4 * G * B + (0 if beta else 4 * G)))

@@ -1,0 +1,119 @@
+"""Ctrl-C during a fit: partial draws flagged ``interrupted``, or KeyboardInterrupt again.
+
+Ctrl-C is simulated as it happens: SIGINT, whose default handler raises KeyboardInterrupt in
+the main thread (where ``fit`` waits for its chain threads, or runs a chromatic chain itself).
+The chain runner's chunk call is wrapped so that SIGINT is sent when the chosen chains reach
+the chosen sweep; a chain thread that sent or saw it waits until the fit tells the chains to
+stop, as a chain does that is busy with a chunk when the user presses Ctrl-C. Small chunks
+(``MAX_CHUNK_SWEEPS``) make the stopping point, so the kept draws, exact.
+"""
+
+import signal
+import threading
+
+import numpy as np
+import pytest
+
+from geosynth import Grid, PaivaModel, prepare
+from geosynth.datasets import paiva_scenario
+from geosynth.errors import GeosynthWarning
+from geosynth.model import fit as fit_module
+
+CHUNK = 10  # sweeps per kernel call in these tests
+RUN = {"n_iter": 200, "burn_in": 100, "thin": 1, "seed": 5, "progress": False}
+
+
+@pytest.fixture(scope="module")
+def counts():
+    scenario = paiva_scenario(n=150, seed=4)
+    grid = Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
+    return prepare(scenario.data, grid, attributes=["y", "x1"])
+
+
+def ctrl_c():
+    """Send SIGINT to the main thread, as the terminal does on Ctrl-C."""
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+
+def interrupt_at(monkeypatch, sweep, chains):
+    """Send SIGINT once every chain in ``chains`` starts a chunk at or after ``sweep``."""
+    monkeypatch.setattr(fit_module, "MAX_CHUNK_SWEEPS", CHUNK)
+    original = fit_module._ChainRunner._run
+    done, arrived, lock = {}, set(), threading.Lock()
+
+    def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
+        with lock:
+            before = done.get(chain, 0)
+            done[chain] = before + n
+            fire = before >= sweep and chain in chains and chain not in arrived
+            if fire:
+                arrived.add(chain)
+                last = arrived == set(chains)
+        if fire:
+            if last:
+                ctrl_c()  # raises here when this is the main thread
+            if threading.current_thread() is not threading.main_thread():
+                assert self.stop.wait(10), "the fit did not stop its chains after Ctrl-C"
+        return original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
+
+    monkeypatch.setattr(fit_module._ChainRunner, "_run", run)
+
+
+# (fit options, chains that reach the sweep, draws per chain kept after Ctrl-C at sweep 150)
+PATHS = {
+    # One chain in a worker thread: it finishes the chunk it is in (sweeps 150-159).
+    "serial": ({"chains": 1}, {0}, 60),
+    # Two chains in two threads, both in the chunk at sweep 150.
+    "threads": ({"chains": 2, "n_jobs": 2}, {0, 1}, 60),
+    # Chromatic chains run one after another in the calling thread: chain 0 completes,
+    # Ctrl-C reaches chain 1 before its chunk at sweep 150 (50 draws).
+    "chromatic": ({"chains": 2, "parallel": True}, {1}, 50),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_ctrl_c_while_sampling_returns_flagged_partial_draws(counts, monkeypatch, path):
+    options, chains, kept = PATHS[path]
+    interrupt_at(monkeypatch, 150, chains)
+    with pytest.warns(GeosynthWarning, match=rf"interrupted: keeping the {kept} draws per "
+                      r"chain .*fit.interrupted is True"):
+        fit = PaivaModel().fit(counts, **RUN, **options)
+    assert fit.interrupted is True
+    assert "interrupted=True" in repr(fit)
+    assert fit.n_draws == fit.n_eta_draws == kept
+    assert fit.scalars.shape == (options["chains"], kept, len(fit.scalar_names))
+    assert np.isfinite(fit.posterior_mean_lambda()).all()
+    # The kept draws are the first draws of the uninterrupted fit with the same seed.
+    monkeypatch.undo()
+    monkeypatch.setattr(fit_module, "MAX_CHUNK_SWEEPS", CHUNK)  # same chunks, same draws
+    full = PaivaModel().fit(counts, **RUN, **options)
+    assert full.interrupted is False and full.n_draws == 100
+    np.testing.assert_array_equal(fit.scalars, full.scalars[:, :kept])
+    np.testing.assert_array_equal(fit.eta, full.eta[:, :kept])
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_ctrl_c_during_burn_in_raises_keyboard_interrupt(counts, monkeypatch, path):
+    """No draw kept: KeyboardInterrupt again, not an empty fit that fails later."""
+    options, chains, _ = PATHS[path]
+    interrupt_at(monkeypatch, 50, chains)
+    with pytest.raises(KeyboardInterrupt):
+        PaivaModel().fit(counts, **RUN, **options)
+
+
+def test_chain_stopped_in_burn_in_while_others_sample_raises(counts, monkeypatch):
+    """The fit keeps as many draws as the shortest chain: none if one is still in burn-in."""
+    monkeypatch.setattr(fit_module, "MAX_CHUNK_SWEEPS", CHUNK)
+    original = fit_module._ChainRunner._run
+    done = {}
+
+    def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
+        done[chain] = done.get(chain, 0) + n
+        if chain == 1 and done[chain] > 50:  # chain 1 still in burn-in
+            ctrl_c()
+            assert self.stop.wait(10)
+        return original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
+
+    monkeypatch.setattr(fit_module._ChainRunner, "_run", run)
+    with pytest.raises(KeyboardInterrupt):
+        PaivaModel().fit(counts, chains=2, n_jobs=2, **RUN)
