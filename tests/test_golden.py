@@ -1,0 +1,35 @@
+"""Bit-for-bit behaviour of fit, synthesize, evaluate and a DP release, pinned before refactors.
+
+The outputs were recorded by ``python -m tests.golden.scenario`` (see its docstring); a
+structural change of the code must reproduce every array exactly.
+"""
+
+import numpy as np
+import pytest
+
+from tests.golden.scenario import OUTPUTS, compute
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    return compute()
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    with np.load(OUTPUTS, allow_pickle=False) as stored:
+        return {name: stored[name] for name in stored.files}
+
+
+def test_same_outputs_as_recorded(outputs, recorded):
+    assert sorted(outputs) == sorted(recorded)
+
+
+@pytest.mark.parametrize("group", ["counts", "fit_plain", "fit_beta", "release_plain",
+                                   "public_plain", "release_beta", "public_beta",
+                                   "evaluate_plain", "evaluate_beta", "dp_release"])
+def test_bitwise_identical(outputs, recorded, group):
+    names = [n for n in recorded if n.split("/")[0].startswith(group)]
+    assert names, f"no recorded output of {group}"
+    for name in names:
+        np.testing.assert_array_equal(outputs[name], recorded[name], err_msg=name, strict=True)
