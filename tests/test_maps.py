@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import stat
+import warnings
+from importlib import resources
+from pathlib import Path
 
 import branca.colormap
 import folium
@@ -16,12 +20,13 @@ import shapely
 
 import geosynth
 from geosynth._atomic import AtomicOutputs
-from geosynth.errors import CRSError, InputError
+from geosynth._vendor import ASSETS, InlineAssets
+from geosynth.errors import CRSError, GeosynthWarning, InputError
 from geosynth.maps import (
     DISPLACEMENT_LAYER,
     GRID_LAYER,
     ORIGINAL_LAYER,
-    UNUSED_DEFAULT_CSS,
+    USED_DEFAULT_ASSETS,
     intensity_layer_name,
     release_layer_name,
     review_map,
@@ -29,15 +34,9 @@ from geosynth.maps import (
 )
 
 LABELS = ["y=0, x1=1", "y=0, x1=2", "y=1, x1=1", "y=1, x1=2"]  # combinations of the scenario
-FOLIUM_ASSETS = {
+LEAFLET_ASSETS = {
     "https://cdn.jsdelivr.net/npm/leaflet@1.9.3/dist/leaflet.js",
     "https://cdn.jsdelivr.net/npm/leaflet@1.9.3/dist/leaflet.css",
-    "https://code.jquery.com/jquery-3.7.1.min.js",
-    "https://cdn.jsdelivr.net/npm/bootstrap@5.2.2/dist/js/bootstrap.bundle.min.js",
-    "https://cdn.jsdelivr.net/npm/bootstrap@5.2.2/dist/css/bootstrap.min.css",
-    "https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@6.2.0/css/all.min.css",
-    "https://cdnjs.cloudflare.com/ajax/libs/Leaflet.awesome-markers/2.0.2/leaflet.awesome-markers.js",
-    "https://cdnjs.cloudflare.com/ajax/libs/Leaflet.awesome-markers/2.0.2/leaflet.awesome-markers.css",
 }
 LEGEND_ASSET = "https://cdnjs.cloudflare.com/ajax/libs/d3/3.5.5/d3.min.js"
 
@@ -209,20 +208,137 @@ def test_public_releases_lose_input_order_and_internal_columns(data):
     assert '"r1' not in json.dumps(internal.data)  # index labels are never written
 
 
-def test_html_loads_only_npm_published_assets(data):
+def test_cdn_html_loads_only_leaflet_and_d3(data):
     original, releases, fit, _ = data
-    html = review_map(original, releases, fit=fit).get_root().render()
-    assert asset_urls(html) == FOLIUM_ASSETS | {LEGEND_ASSET}
-    html = review_map(None, releases, public=True).get_root().render()
-    assert asset_urls(html) == FOLIUM_ASSETS
+    html = review_map(original, releases, fit=fit, offline=False).get_root().render()
+    assert asset_urls(html) == LEAFLET_ASSETS | {LEGEND_ASSET}
+    html = review_map(None, releases, public=True, offline=False).get_root().render()
+    assert asset_urls(html) == LEAFLET_ASSETS  # d3 only for legends
     assert not re.search(r"tile\.openstreetmap|L\.tileLayer", html)
-    assert {name for name, _ in folium.Map.default_css} >= set(UNUSED_DEFAULT_CSS)  # untouched
+    assert len(folium.Map.default_js) > 1 and len(folium.Map.default_css) > 1  # untouched
+    assert {name for name, _ in folium.Map.default_js + folium.Map.default_css} > set(
+        USED_DEFAULT_ASSETS)
 
 
-def test_tiles_are_opt_in(data):
+def test_tiles_are_opt_in_and_need_cdn_mode(data):
     _, releases, _, _ = data
-    html = review_map(None, releases, public=True, tiles="OpenStreetMap").get_root().render()
+    html = review_map(None, releases, public=True, tiles="OpenStreetMap",
+                      offline=False).get_root().render()
     assert "tile.openstreetmap.org" in html
+    with pytest.raises(InputError, match="pass offline=False for a basemap"):
+        review_map(None, releases, public=True, tiles="OpenStreetMap")
+
+
+def vendored(path: str) -> str:
+    return (resources.files("geosynth._vendor") / path).read_text(encoding="utf-8")
+
+
+LEAFLET_LICENCE = "Copyright (c) 2010-2022, Vladimir Agafonkin"
+D3_LICENCE = "Copyright (c) 2010-2015, Michael Bostock"
+DISCLAIMER = "THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS"
+
+
+def test_offline_html_is_self_contained(data):
+    original, releases, fit, _ = data
+    html = review_map(original, releases, fit=fit).get_root().render()  # offline by default
+    assert asset_urls(html) == set()
+    assert not re.search(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=", html)
+    assert set(re.findall(r"url\(\W?(\w+)", html)) == {"data", "default"}  # '#default#VML'
+    assert "sourceMappingURL" not in html  # dev tools would fetch leaflet.js.map beside the page
+    assert "\r" not in html  # leaflet.css has CRLF line ends
+    for code in (vendored("leaflet/leaflet.js").split("//# sourceMappingURL")[0],
+                 vendored("d3/d3.min.js")):
+        assert code in html  # unmodified copies
+    assert html.count("<script>/*! leaflet 1.9.3") == 1 and html.count("<style>/*! leaflet") == 1
+    assert html.index("<script>/*! leaflet") < html.index("<script>/*! d3 3.5.5")
+    # The licence texts (notice, conditions, disclaimer) precede the code, once per package.
+    assert html.count(LEAFLET_LICENCE) == 1 and html.count(D3_LICENCE) == 1
+    assert html.count(DISCLAIMER) == 2 and "Michael Bostock may not be used" in html
+    assert html.index(LEAFLET_LICENCE) < html.index("Leaflet 1.9.3, a JS library")
+
+    no_legend = review_map(None, releases, public=True).get_root().render()
+    assert D3_LICENCE not in no_legend and "d3.scale" not in no_legend
+    assert LEAFLET_LICENCE in no_legend and no_legend.count(DISCLAIMER) == 1
+    assert asset_urls(no_legend) == set()
+
+
+def test_offline_html_is_the_cdn_html_with_inline_assets(data):
+    original, releases, fit, _ = data
+    offline = review_map(original, releases, fit=fit)
+    cdn = review_map(original, releases, fit=fit, offline=False)
+    offline_html, cdn_html = offline.get_root().render(), cdn.get_root().render()
+    assert asset_urls(offline.get_root().render()) == set()  # rendered again: still inline
+    notebook = offline._repr_html_()  # the page as an escaped iframe srcdoc
+    assert "Leaflet 1.9.3, a JS library" in notebook and "cdn.jsdelivr" not in notebook
+    strip = re.compile(r"<script>/\*! .*?</script>|<style>/\*! .*?</style>|"
+                       r"<script src=\S+</script>|<link rel=\"stylesheet\" \S+/>", re.DOTALL)
+    ids = re.compile(r"_[0-9a-f]{32}(?![0-9a-f])")
+    assert ids.sub("", strip.sub("", offline_html)) == ids.sub("", strip.sub("", cdn_html))
+    assert 300_000 < len(offline_html) - len(cdn_html) < 350_000  # Leaflet, d3, licences
+
+
+def test_vendored_files_match_their_checksums_and_licences():
+    """geosynth/_vendor holds exactly the files README.md lists, unchanged."""
+    folder = resources.files("geosynth._vendor")
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    listed = dict((path, digest) for digest, path in
+                  re.findall(r"^([0-9a-f]{64})  (\S+)$", readme, re.MULTILINE))
+    files = {str(path.relative_to(Path(str(folder)))) for path in Path(str(folder)).rglob("*")
+             if path.is_file() and "__pycache__" not in path.parts
+             and path.name not in ("__init__.py", "README.md")}
+    assert set(listed) == files
+    for path, digest in listed.items():
+        assert hashlib.sha256((folder / path).read_bytes()).hexdigest() == digest, path
+    for asset in ASSETS.values():
+        assert asset.path in files and asset.licence_file in files
+        assert f"| {asset.version} | {asset.licence} |" in readme
+    assert "BSD 2-Clause License" in vendored("leaflet/LICENSE")
+    assert "Neither" not in vendored("leaflet/LICENSE")  # 2-clause: no endorsement clause
+    assert "may not be used to endorse" in vendored("d3/LICENSE")  # 3-clause
+
+
+def test_vendored_versions_are_those_folium_and_branca_load():
+    """Fails when folium or branca move to other versions: then update geosynth/_vendor."""
+    folium_urls = dict(folium.Map.default_js + folium.Map.default_css)
+    assert folium_urls["leaflet"] == ASSETS["leaflet"].cdn_url
+    assert folium_urls["leaflet_css"] == ASSETS["leaflet_css"].cdn_url
+    figure = branca.element.Figure()
+    branca.colormap.linear.YlOrRd_09.scale(0, 1).add_to(figure)
+    figure.render()
+    assert figure.header._children["d3"].url == ASSETS["d3"].cdn_url
+    assert set(ASSETS) == set(USED_DEFAULT_ASSETS) | {"d3"}
+
+
+def test_offline_map_refuses_assets_geosynth_does_not_ship(data, tmp_path):
+    from folium.plugins import MarkerCluster
+
+    _, releases, _, _ = data
+    m = review_map(None, releases, public=True)
+    MarkerCluster().add_to(m)  # loads leaflet.markercluster from a CDN
+    path = tmp_path / "review.html"
+    with pytest.raises(InputError, match=r"loads https://\S+markercluster\S+ .*offline=False"):
+        save_map(m, path)
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    m = review_map(None, releases, public=True, offline=False)
+    MarkerCluster().add_to(m)
+    assert "markercluster" in save_map(m, path).read_text(encoding="utf-8")
+
+
+def test_offline_map_inlines_its_copy_when_folium_asks_for_another_version(data):
+    _, releases, _, _ = data
+    m = review_map(None, releases, public=True)
+    m.default_js = [("leaflet", "https://cdn.jsdelivr.net/npm/leaflet@1.9.9/dist/leaflet.js")]
+    with pytest.warns(GeosynthWarning, match=r"leaflet@1\.9\.9.*leaflet 1\.9\.3 instead"):
+        html = m.get_root().render()
+    assert asset_urls(html) == set() and "Leaflet 1.9.3, a JS library" in html
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        review_map(None, releases, public=True).get_root().render()  # no warning normally
+
+
+def test_inline_assets_must_be_in_a_figure():
+    with pytest.raises(TypeError, match="child of a branca Figure"):
+        InlineAssets().render()
 
 
 # ---------------------------------------------------------------------- validation
@@ -248,6 +364,7 @@ def test_tiles_are_opt_in(data):
         (dict(public="yes"), InputError, "public must be True or False"),
         (dict(public=True, linked=True), InputError, "linked=True contradicts public=True"),
         (dict(linked=1), InputError, "linked must be True or False"),
+        (dict(offline="yes"), InputError, "offline must be True or False"),
     ],
 )
 def test_bad_inputs_name_the_parameter(data, change, error, match):

@@ -1,8 +1,14 @@
-"""Review maps in a real headless Chromium, offline: every CDN asset comes from npm copies."""
+"""Review maps in a real headless Chromium without internet.
+
+Offline maps (the default) are opened with every request but the page itself blocked; CDN maps
+(``offline=False``) have their CDN assets served from npm copies.
+"""
 
 from __future__ import annotations
 
+import io
 import re
+import shutil
 from pathlib import Path
 
 import folium
@@ -18,7 +24,13 @@ from geosynth.maps import (
     save_map,
 )
 from tests.browser.assets import asset_urls, ensure_npm, install_assets, npm_packages
-from tests.browser.chromium import CHROMIUM, LAUNCH_ARGS, OfflineRoutes, ensure_chromium
+from tests.browser.chromium import (
+    CHROMIUM,
+    LAUNCH_ARGS,
+    BlockedNetwork,
+    OfflineRoutes,
+    ensure_chromium,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -60,29 +72,41 @@ def browser():
 
 @pytest.fixture
 def open_map(browser):
-    """Open a saved map offline; return (page, routes, errors)."""
-    pages = []
+    """Open a saved map without internet; return (page, routes, errors).
+
+    An offline map (no ``<script src>``/``<link href>``) gets a :class:`BlockedNetwork`: every
+    request but the page itself is refused. A CDN map gets :class:`OfflineRoutes` serving its
+    assets from npm copies.
+    """
+    contexts = []
 
     def _open(path: Path, map_name: str):
         urls = asset_urls(path.read_text(encoding="utf-8"))
-        reason = ensure_npm()
-        if reason:
-            pytest.skip(reason)
-        routes = OfflineRoutes(install_assets(npm_packages(urls)))
-        page = browser.new_page(viewport={"width": 1200, "height": 800})
-        pages.append(page)
+        if urls:
+            reason = ensure_npm()
+            if reason:
+                pytest.skip(reason)
+            routes = OfflineRoutes(install_assets(npm_packages(urls)))
+        else:
+            routes = BlockedNetwork(path.as_uri())
+        context = browser.new_context(viewport={"width": 1200, "height": 800})
+        contexts.append(context)
+        if isinstance(routes, BlockedNetwork):
+            routes.install(context)
+        else:
+            context.route("**/*", routes)
+        page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(f"pageerror: {error}"))
         page.on("console", lambda message: errors.append(f"console: {message.text}")
                 if message.type == "error" else None)
-        page.route("**/*", routes)
         page.goto(path.as_uri(), wait_until="load")
         page.wait_for_function("name => window[name] !== undefined", arg=map_name)
         return page, routes, errors
 
     yield _open
-    for page in pages:
-        page.close()
+    for context in contexts:
+        context.close()
 
 
 def layer_variables(m: folium.Map) -> dict[str, str]:
@@ -102,17 +126,24 @@ def checkbox(page, name: str):
     return label.locator("input[type=checkbox]")
 
 
-def assert_offline_and_clean(routes: OfflineRoutes, errors: list[str]) -> None:
-    assert routes.unserved == [], "requests no local npm copy could serve"
+def assert_offline_and_clean(routes: BlockedNetwork | OfflineRoutes, errors: list[str]) -> None:
+    """No request left the page (offline) or none was unserved (CDN); no JavaScript error."""
+    if isinstance(routes, BlockedNetwork):
+        assert routes.refused == [] and routes.outside == [], "requests beyond the page"
+        assert routes.requests == [routes.page_url]  # the recorder saw the page itself
+    else:
+        assert routes.unserved == [], "requests no local npm copy could serve"
+        served = " ".join(routes.served)
+        assert "leaflet.js" in served and "leaflet.css" in served  # the routes were really used
     assert errors == [], "JavaScript errors in the page"
-    served = " ".join(routes.served)
-    assert "leaflet.js" in served and "leaflet.css" in served  # the routes were really used
 
 
-def test_internal_review_map(review_data, open_map, tmp_path):
+@pytest.mark.parametrize("offline", [True, False], ids=["offline", "cdn"])
+def test_internal_review_map(review_data, open_map, tmp_path, offline):
     original, releases, fit = review_data
-    m = review_map(original, releases, fit=fit, combination=COMBINATION)
+    m = review_map(original, releases, fit=fit, combination=COMBINATION, offline=offline)
     path = save_map(m, tmp_path / "maps" / "review.html")
+    assert (asset_urls(path.read_text(encoding="utf-8")) == []) == offline
     variables = layer_variables(m)
     page, routes, errors = open_map(path, m.get_name())
 
@@ -147,9 +178,11 @@ def test_internal_review_map(review_data, open_map, tmp_path):
     assert_offline_and_clean(routes, errors)
 
 
-def test_public_review_map(review_data, open_map, tmp_path):
+@pytest.mark.parametrize("offline", [True, False], ids=["offline", "cdn"])
+def test_public_review_map(review_data, open_map, tmp_path, offline):
     original, releases, fit = review_data
-    m = review_map(original, releases, fit=fit, public=True, combination=COMBINATION)
+    m = review_map(original, releases, fit=fit, public=True, combination=COMBINATION,
+                   offline=offline)
     path = save_map(m, tmp_path / "public.html")
     variables = layer_variables(m)
     page, routes, errors = open_map(path, m.get_name())
@@ -158,7 +191,91 @@ def test_public_review_map(review_data, open_map, tmp_path):
                                     release_layer_name(2)]
     assert page.evaluate(RENDERED, variables[release_layer_name(2)]) == len(releases[1])
     assert page.locator(".leaflet-tile").count() == 0  # no basemap requested
+    assert page.locator(".legend svg rect").count() == 500  # the legend was drawn by d3
     assert_offline_and_clean(routes, errors)
+
+
+def test_offline_map_opens_from_a_copied_folder(review_data, open_map, tmp_path):
+    """The file needs nothing beside it: a copy elsewhere, under another name, still works."""
+    original, releases, fit = review_data
+    m = review_map(original, releases, fit=fit, combination=COMBINATION)
+    path = save_map(m, tmp_path / "maps" / "review.html")
+    copy = tmp_path / "elsewhere" / "deeper" / "copied review.html"
+    copy.parent.mkdir(parents=True)
+    shutil.copyfile(path, copy)
+    shutil.rmtree(path.parent)  # nothing of the original folder is left to fall back on
+    variables = layer_variables(m)
+    page, routes, errors = open_map(copy, m.get_name())
+
+    assert len(control_labels(page)) == 5
+    assert page.evaluate(RENDERED, variables[ORIGINAL_LAYER]) == len(original)
+    checkbox(page, DISPLACEMENT_LAYER).click()
+    assert page.evaluate(RENDERED, variables[DISPLACEMENT_LAYER]) == 2 * len(original)
+    assert routes.page_url == copy.as_uri()
+    assert_offline_and_clean(routes, errors)
+
+
+def test_offline_map_has_leaflet_images_inline(review_data, open_map, tmp_path):
+    """The layer-control icon and Leaflet's default marker (added by a user) need no file."""
+    _, releases, _ = review_data
+    m = review_map(None, releases, public=True)
+    folium.Marker(m.location).add_to(m)  # Leaflet's default icon, which review maps do not use
+    path = save_map(m, tmp_path / "marker.html", private=False)
+    page, routes, errors = open_map(path, m.get_name())
+
+    page.wait_for_function("() => [...document.querySelectorAll('.leaflet-marker-pane img, "
+                           ".leaflet-shadow-pane img')].every(img => img.complete)")
+    images = page.evaluate("""() => [...document.querySelectorAll(
+        '.leaflet-marker-pane img, .leaflet-shadow-pane img')]
+        .map(img => [img.src.slice(0, 22), img.naturalWidth, img.naturalHeight])""")
+    assert sorted(images) == [["data:image/png;base64,", 25, 41],  # marker-icon.png
+                              ["data:image/png;base64,", 41, 41]]  # marker-shadow.png
+    toggle = page.evaluate("""async () => {
+        const link = document.querySelector('.leaflet-control-layers-toggle');
+        const url = getComputedStyle(link).backgroundImage.slice(5, -2);
+        const image = new Image();
+        image.src = url;
+        await image.decode();
+        return [url.slice(0, 22), image.naturalWidth, image.naturalHeight];
+    }""")
+    assert toggle in (["data:image/png;base64,", 26, 26], ["data:image/png;base64,", 52, 52])
+    assert_offline_and_clean(routes, errors)
+
+
+def test_offline_and_cdn_maps_look_the_same(review_data, open_map, tmp_path):
+    """Inlining changes no pixel: the offline page renders as the CDN page."""
+    np = pytest.importorskip("numpy")
+    image = pytest.importorskip("PIL.Image")
+    original, releases, fit = review_data
+    shots = {}
+    for offline in (True, False):
+        m = review_map(original, releases, fit=fit, combination=COMBINATION, offline=offline)
+        path = save_map(m, tmp_path / f"offline={offline}.html")
+        page, routes, errors = open_map(path, m.get_name())
+        shots[offline] = np.asarray(image.open(io.BytesIO(page.screenshot())).convert("RGB"))
+        assert_offline_and_clean(routes, errors)
+    assert shots[True].shape == (800, 1200, 3)
+    assert (shots[True] != shots[False]).any(axis=2).sum() == 0
+
+
+def test_blocked_network_refuses_a_cdn_page(review_data, browser, tmp_path):
+    """The offline tests would notice a request: the same blocker fails a CDN page."""
+    _, releases, _ = review_data
+    m = review_map(None, releases, public=True, offline=False)
+    path = save_map(m, tmp_path / "cdn.html", private=False)
+    context = browser.new_context()
+    try:
+        routes = BlockedNetwork(path.as_uri())
+        routes.install(context)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(path.as_uri(), wait_until="load")
+        assert sorted(routes.refused) == sorted(asset_urls(path.read_text(encoding="utf-8")))
+        assert sorted(routes.outside) == sorted(routes.refused)
+        assert any("L is not defined" in error for error in errors)
+    finally:
+        context.close()
 
 
 def test_demo_maps_if_present(open_map):
@@ -170,6 +287,6 @@ def test_demo_maps_if_present(open_map):
     for path in paths:
         match = re.search(r"var (map_[0-9a-f]+) = L\.map\(", path.read_text(encoding="utf-8"))
         assert match, f"{path} is not a folium map"
-        page, routes, errors = open_map(path, match[1])
+        page, routes, errors = open_map(path, match[1])  # blocked network if offline
         assert control_labels(page), f"{path} has no layer control"
         assert_offline_and_clean(routes, errors)

@@ -164,7 +164,7 @@ def _review_map(result: dict):
     from geosynth import maps
 
     return maps.review_map(result["data"], result["releases"]["paiva"], fit=result["fit"],
-                           combination=_largest_combination(result["counts"]))
+                           combination=_largest_combination(result["counts"]), offline=True)
 
 
 def _largest_combination(counts) -> int:

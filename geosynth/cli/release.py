@@ -91,7 +91,8 @@ _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
               help="Release GeoPackage to write (public: layers synthetic_1..m, grid, "
               "metadata). Seeds go to <out>.audit.json beside it (private).")
 @click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
-              help="Write an interactive review map (HTML; internal: shows the original points; "
+              help="Write an interactive review map: one self-contained HTML file that opens "
+              "without internet and requests nothing (internal: shows the original points; "
               "readable by you only).")
 @click.option("--map-max-points", type=click.IntRange(min=0), default=10_000, show_default=True,
               help="Draw at most this many points per map layer (a fixed random subset); 0 "
@@ -215,7 +216,7 @@ def release(
             from geosynth import maps
 
             review = maps.review_map(original, result["internal"], fit=result["fit"],
-                                     max_points=map_max_points or None)
+                                     max_points=map_max_points or None, offline=True)
             maps.save_map(review, map_path, outputs=outputs.outputs, private=True)
         if report_path is not None:
             evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,

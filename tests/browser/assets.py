@@ -1,13 +1,14 @@
 """Local copies of the CDN assets of folium maps, installed from npm, for offline browser tests.
 
-A folium map loads its JavaScript and CSS from public CDNs (jsdelivr, cdnjs, code.jquery.com).
-The test machine only reaches package registries, so :func:`install_assets` installs the npm
-packages behind those URLs into a cache directory (keyed by the package list, outside the repo)
-and :func:`resolve` maps a CDN URL (including the images and fonts the stylesheets reference) to
-the file in ``node_modules``.
+A CDN review map (``review_map(..., offline=False)``; offline maps inline geosynth's vendored
+copies and need none of this) loads its JavaScript and CSS from public CDNs (jsdelivr, cdnjs;
+folium's other defaults also from code.jquery.com). The test machine only reaches package
+registries, so :func:`install_assets` installs the npm packages behind those URLs into a cache
+directory (keyed by the package list, outside the repo) and :func:`resolve` maps a CDN URL
+(including the images and fonts the stylesheets reference) to the file in ``node_modules``.
 
-Run ``python -m tests.browser.assets MAP.html ...`` to install the assets of saved maps and
-print the directory (e.g. to vendor them for review on a machine without internet).
+Run ``python -m tests.browser.assets MAP.html ...`` to install the assets of saved CDN maps
+and print the directory.
 """
 
 from __future__ import annotations

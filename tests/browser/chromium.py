@@ -1,9 +1,10 @@
-"""Headless Debian Chromium driven by Playwright, with every CDN request served from npm copies.
+"""Headless Debian Chromium driven by Playwright, with the network blocked or served from npm.
 
 The machine running the tests reaches package registries only, and Playwright's own browser
 download is blocked, so the tests use Debian's ``chromium`` package (installed by
-:func:`ensure_chromium` when absent and running as root) and :class:`OfflineRoutes` answers the
-page's requests from ``node_modules`` (see :mod:`tests.browser.assets`).
+:func:`ensure_chromium` when absent and running as root). :class:`BlockedNetwork` refuses every
+request but the page itself (offline maps must need nothing else); :class:`OfflineRoutes`
+answers a CDN page's requests from ``node_modules`` (see :mod:`tests.browser.assets`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from tests.browser.assets import local_file
 
-__all__ = ["CHROMIUM", "LAUNCH_ARGS", "OfflineRoutes", "ensure_chromium"]
+__all__ = ["BlockedNetwork", "CHROMIUM", "LAUNCH_ARGS", "OfflineRoutes", "ensure_chromium"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -94,3 +95,39 @@ class OfflineRoutes:
                         or mimetypes.guess_type(path.name)[0] or "application/octet-stream")
         route.fulfill(path=path, content_type=content_type,
                       headers={"Access-Control-Allow-Origin": "*"})
+
+
+class BlockedNetwork:
+    """Record every request of a browser context and let only the page itself through.
+
+    Install with :meth:`install` on a fresh context. The page's own ``file:`` URL and ``data:``
+    URLs (inline images) are allowed; any other request -- to a host, to another file (a
+    relative reference), ``blob:`` or ``ws:`` -- is aborted and recorded in :attr:`refused`,
+    which tests assert empty. :attr:`requests` lists every request the context saw, allowed or
+    not (Chromium routes some schemes past ``route``, but not past the ``request`` event).
+    """
+
+    def __init__(self, page_url: str) -> None:
+        self.page_url = page_url
+        self.requests: list[str] = []
+        self.refused: list[str] = []
+
+    def allowed(self, url: str) -> bool:
+        return url == self.page_url or url.startswith("data:")
+
+    def install(self, context) -> None:
+        context.on("request", lambda request: self.requests.append(request.url))
+        context.route("**/*", self)
+
+    def __call__(self, route) -> None:
+        url = route.request.url
+        if self.allowed(url):
+            route.continue_()
+            return
+        self.refused.append(url)
+        route.abort("blockedbyclient")
+
+    @property
+    def outside(self) -> list[str]:
+        """Requests other than the page and ``data:`` URLs (refused or not)."""
+        return [url for url in self.requests if not self.allowed(url)]

@@ -124,6 +124,8 @@ def test_no_arviz_banner_on_a_fresh_user_cache(tmp_path):
 def test_license_is_an_spdx_string_for_setuptools_77():
     """A table ``license = {text = ...}`` is deprecated (pip install warns); SPDX needs >= 77."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert project["project"]["license"] == "MIT"
+    assert project["project"]["license"] == "MIT AND BSD-2-Clause AND BSD-3-Clause"
+    for pattern in project["project"]["license-files"]:
+        assert list(ROOT.glob(pattern)), pattern  # every licence file it names exists
     requires = project["build-system"]["requires"]
     assert "setuptools>=77" in requires
