@@ -12,9 +12,9 @@ Run from the repository root::
 
     python -m studies.doca_table1 --output docs/results_doca.md
 
-Runtime: about 30 s with the defaults (n = 2,000,000, five runs; each DOCA pass takes about
-1 s, simulating the stream and the naive release take the rest), plus the one-off numba
-compilation of the DOCA kernels.
+Runtime: about 15 s with the defaults (n = 2,000,000, five runs of about 1 s of DOCA each;
+simulating the stream and the naive releases take the rest) on a 2-core machine, plus the
+one-off numba compilation of the DOCA kernels.
 """
 
 from __future__ import annotations

@@ -12,10 +12,11 @@ Run from the repository root::
 
     python -m studies.epsilon_sweep [--quick] [--output FILE]
 
-Runtime: ten minutes or so with the defaults (one exact and fifteen noise-aware fits of 8,000
-sweeps, two chains each); ``--quick`` (ε ∈ {1, 8}, one repeat, 400 sweeps) takes under a
-minute after the one-off numba compilation. The DP noise comes from fresh OS entropy, so the
-digits change from run to run.
+Runtime: 10-15 minutes on a 2-core machine with the defaults (one exact and fifteen
+noise-aware fits of 8,000 sweeps, two chains each, at about a minute per ε-DP release);
+``--quick`` (ε ∈ {1, 8}, one repeat, 400 sweeps) takes under half a minute after the one-off
+numba compilation. The DP noise comes from fresh OS entropy, so the digits change from run to
+run.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ Run from the repository root::
 
     python -m studies.neighbour_reports            # writes docs/results_neighbours.md
 
-Runtime: about a minute (some 300 releases of the 2,203 listings). Deterministic for a seed.
+Runtime: one to two minutes on a 2-core machine (some 300 releases of the 2,203 listings).
+Deterministic for a seed.
 
 The tables come from :func:`berlin_regression_table` and :func:`berlin_rare_record_table`, which
 can also be called directly.

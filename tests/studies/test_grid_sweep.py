@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 
+from studies import grid_sweep as grid_sweep_module
 from studies.grid_sweep import THESIS_FIGURES, grid_sweep, sweep_markdown
 
 
@@ -22,3 +23,19 @@ def test_grid_sweep_rows_and_orderings():
     text = sweep_markdown(table, "cmd", "run")
     assert "thesis_coverage" in text and "0.746" in text
     assert isinstance(THESIS_FIGURES, pd.DataFrame)
+
+
+def test_main_quick_writes_and_prints_the_section(tmp_path, monkeypatch, capsys):
+    calls = []
+
+    def fake_sweep(**kwargs):
+        calls.append(kwargs)
+        return THESIS_FIGURES[["lattice", "beta_prior"]].assign(method="paiva")
+
+    monkeypatch.setattr(grid_sweep_module, "grid_sweep", fake_sweep)
+    out = tmp_path / "grid.md"
+    grid_sweep_module.main(["--quick", "--output", str(out)])
+    assert calls == [{"n_iter": 400, "burn_in": 200, "thin": 2, "n_quadrants": 100}]
+    text = out.read_text()
+    assert "Produced by `python -m studies.grid_sweep --quick`" in text
+    assert capsys.readouterr().out == text + "\n"
