@@ -38,7 +38,7 @@ bench: $(STAMP) $(PYMC_STAMP)
 	BENCH_PYMC_PYTHON=$(abspath $(PYMC_VENV))/bin/python $(BIN)/python -m bench
 
 lint: $(STAMP)
-	$(BIN)/ruff check geosynth tests bench
+	$(BIN)/ruff check geosynth tests bench studies
 
 clean:
 	rm -rf $(OUT) .pytest_cache

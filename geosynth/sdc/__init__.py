@@ -1,7 +1,9 @@
-"""Statistical disclosure control baselines: neighbourhood resampling (Matloff & Tendick).
+"""Statistical disclosure control baselines: neighbourhood resampling (Matloff & Tendick), DOCA.
 
 :func:`neighbour_resample` releases every selected record with each variable drawn from a
-random original record within ``eps`` of it (``002_4702e23fcdf6e839.txt``, §2).
+random original record within ``eps`` of it (Matloff & Tendick, §2); :class:`Doca` publishes a
+numeric stream by differentially private online microaggregation (Leal, Vidal & Machado 2018,
+Algorithms 1–2).
 """
 
 from geosynth.sdc.doca import Doca

@@ -1,7 +1,7 @@
 """DOCA: differentially private publication of a numeric data stream by online microaggregation.
 
 :class:`Doca` implements DOCA (*Differential Privacy Online Clustering and Anonymization*) of Leal,
-Vidal & Machado (2018, ``004_94a55910f8b6fa08.txt``): every record of a stream joins an online
+Vidal & Machado (2018): every record of a stream joins an online
 cluster (Algorithm 2, *BestSelection*); when a record reaches the delay constraint its whole
 cluster is published as the cluster's centroid plus *one* Laplace draw of scale
 ``Δc/ε = Δf/(|C|·ε)`` shared by all its members (§3.2, after Soria-Comas & Domingo-Ferrer 2017),
@@ -98,26 +98,18 @@ Evaluation (§4, Table 1)
 ------------------------
 :func:`mse`, :func:`histogram_intersection` (100 bins), :func:`naive_laplace` (the per-record
 Laplace(Δf/ε) baseline) and :func:`simulate_skewed_stream` (a stand-in for the BackBlaze
-``smart_9_raw`` stream, not available offline) reproduce the paper's evaluation;
-:func:`doca_report` writes ``docs/results_doca.md``::
-
-    .venv/bin/python -m geosynth.sdc.doca --output docs/results_doca.md
-
-(``runpy`` prints a harmless RuntimeWarning there because ``geosynth.sdc`` imports this module
-before running it as ``__main__``; the ``__main__`` block delegates to the imported module.)
+``smart_9_raw`` stream, not available offline) are the measures and data of the paper's
+evaluation. The reproduction of its Table 1 (``docs/results_doca.md``) is a study outside the
+package: ``python -m studies.doca_table1`` from the repository root.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
-import time
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
-from pathlib import Path
 
 import numpy as np
 from numba import njit
@@ -133,8 +125,7 @@ __all__ = [
     "histogram_intersection",
     "naive_laplace",
     "simulate_skewed_stream",
-    "doca_report",
-    "main",
+    "beta_shape_for_skewness",
     "MAX_STATE_BYTES",
 ]
 
@@ -153,22 +144,6 @@ _N_PENDING = 5  # records in memory
 _N_COUNTERS = 6
 
 _DEFAULT_CHUNK = 65_536
-
-# The paper's evaluation (§4, Table 1, Figure 2).
-_PAPER = {
-    "n": 1_989_462,
-    "distinct": 42_762,
-    "min": 1.0,
-    "max": 66_413.0,
-    "skewness": 0.7365,
-    "sensitivity": 99_618.0,
-    "mse_naive": 20_297_943_835.9597,
-    "mse_doca": 143_064_439.6199,
-    "mse_reduction": 99.2952,
-    "intersection_mean": 85.98,
-    "intersection_one_run": 86.01,
-}
-
 
 # --------------------------------------------------------------------------------------------
 # numba kernels
@@ -960,7 +935,29 @@ def naive_laplace(
     return noisy.reshape(np.shape(data))
 
 
-def _beta_for_skewness(a: float, skewness: float) -> float:
+def beta_shape_for_skewness(a: float, skewness: float) -> float:
+    """Second shape ``b`` of the ``Beta(a, b)`` distribution whose skewness is ``skewness``.
+
+    Solves ``2 (b − a) √(a + b + 1) / ((a + b + 2) √(a b)) = skewness`` for ``b > a`` (a
+    right-skewed Beta) by Brent's method; :func:`simulate_skewed_stream` draws from that Beta.
+
+    Parameters
+    ----------
+    a : float
+        First shape (> 0).
+    skewness : float
+        Target skewness (> 0).
+
+    Returns
+    -------
+    float
+        The second shape ``b``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``skewness`` is not positive.
+    """
     from scipy import optimize
 
     def skew(b: float) -> float:
@@ -1010,189 +1007,7 @@ def simulate_skewed_stream(
         raise InputError(f"need finite low < high, got low={low!r}, high={high!r}")
     if not (math.isfinite(a) and a > 0):
         raise InputError(f"a must be a finite number > 0, got {a!r}")
-    b = _beta_for_skewness(a, skewness)
+    b = beta_shape_for_skewness(a, skewness)
     draws = as_generator(seed).beta(a, b, size=n)
     lo, hi = draws.min(), draws.max()
     return np.rint(low + (draws - lo) / (hi - lo) * (high - low))
-
-
-def _skewness(x: np.ndarray) -> float:
-    centred = x - x.mean()
-    return float(np.mean(centred**3) / np.mean(centred**2) ** 1.5)
-
-
-def doca_report(
-    n: int = 2_000_000,
-    runs: int = 5,
-    seed: int = 2018,
-    output: str | Path | None = "docs/results_doca.md",
-    command: str = "python -m geosynth.sdc.doca",
-) -> str:
-    """Re-run the paper's evaluation (§4, Table 1) on :func:`simulate_skewed_stream`.
-
-    One stream of ``n`` records is simulated; each of the ``runs`` runs shuffles its order, then
-    publishes it with DOCA (``Δf = 1.5·(max − min)``, ``ε = 1``, ``δ = 1000``, ``β = 50``,
-    ``m = 100``) and with the naive per-record Laplace(Δf/ε), as the paper does (five runs,
-    averaged). The noise is seeded so that the report is reproducible; that is fine for an
-    evaluation and wrong for a release (the PrivacyLeakWarnings are silenced here on purpose).
-
-    Parameters
-    ----------
-    n : int, default 2,000,000
-    runs : int, default 5
-    seed : int, default 2018
-    output : str or Path, optional
-        Where to write the Markdown; ``None`` writes nothing.
-    command : str
-        The command line recorded in the report.
-
-    Returns
-    -------
-    str
-        The Markdown report.
-    """
-    runs = _check_int("runs", runs, 1, "repetitions of the evaluation")
-    root = np.random.SeedSequence(seed)
-    data_seed, *run_seeds = root.spawn(1 + runs)
-    x = simulate_skewed_stream(n, seed=data_seed)
-    sensitivity = 1.5 * (x.max() - x.min())
-    with warnings.catch_warnings():  # compile / load the kernels before timing
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
-        Doca(1.0, sensitivity, seed=0).fit_transform(x[:2000])
-    rows = []
-    for run_seed in run_seeds:
-        order_seed, doca_seed, naive_seed = run_seed.spawn(3)
-        stream = x[as_generator(order_seed).permutation(n)]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PrivacyLeakWarning)
-            doca = Doca(1.0, sensitivity, delay=1000, max_clusters=50, tau_window=100,
-                        seed=doca_seed)
-            start = time.perf_counter()
-            released = doca.fit_transform(stream)
-            elapsed = time.perf_counter() - start
-            naive = naive_laplace(stream, 1.0, sensitivity, seed=naive_seed)
-        mse_doca = mse(stream, released)
-        mse_naive = mse(stream, naive)
-        rows.append({
-            "mse_naive": mse_naive,
-            "mse_doca": mse_doca,
-            "reduction": 100.0 * (1.0 - mse_doca / mse_naive),
-            "intersection": 100.0 * histogram_intersection(stream, released, bins=100),
-            "intersection_naive": 100.0 * histogram_intersection(stream, naive, bins=100),
-            "intersection_union": 100.0 * histogram_intersection(
-                stream, released, bins=np.linspace(min(stream.min(), released.min()),
-                                                   max(stream.max(), released.max()), 101)),
-            "outside": 100.0 * np.mean((released < stream.min()) | (released > stream.max())),
-            "clusters": doca.n_noise_draws,
-            "seconds": elapsed,
-        })
-    mean = {key: float(np.mean([row[key] for row in rows])) for key in rows[0]}
-    theory = 2.0 * sensitivity**2
-    b_shape = _beta_for_skewness(2.0, _PAPER["skewness"])
-    lines = [
-        "# DOCA on a simulated skewed stream (Leal, Vidal & Machado 2018, §4 / Table 1)",
-        "",
-        f"Produced by `{command}` (geosynth.sdc.doca.doca_report, n = {n:,}, runs = {runs}, "
-        f"seed = {seed}).",
-        "",
-        "The paper's BackBlaze `smart_9_raw` stream is not available offline; "
-        f"`simulate_skewed_stream` draws a rescaled Beta(2, {b_shape:.2f}) rounded to integers "
-        "with the paper's minimum, maximum and skewness. Parameters as in the paper: "
-        "Δf = 1.5·(max − min), ε = 1, δ = 1000, β = 50, m = 100; each run shuffles the "
-        "stream, as the paper does, and results are means over the runs. Histogram "
-        "intersection: 100 equal-width bins over the original range, releases outside it count "
-        "as non-overlapping (the paper does not say how it binned).",
-        "",
-        "## Data",
-        "",
-        "| | paper (BackBlaze) | simulated |",
-        "| --- | ---: | ---: |",
-        f"| records | {_PAPER['n']:,} | {n:,} |",
-        f"| distinct values | {_PAPER['distinct']:,} | {np.unique(x).size:,} |",
-        f"| min | {_PAPER['min']:,.0f} | {x.min():,.0f} |",
-        f"| max | {_PAPER['max']:,.0f} | {x.max():,.0f} |",
-        f"| skewness | {_PAPER['skewness']:.4f} | {_skewness(x):.4f} |",
-        f"| Δf = 1.5·(max − min) | {_PAPER['sensitivity']:,.1f} | {sensitivity:,.1f} |",
-        "",
-        "## Results",
-        "",
-        "| measure | paper (Table 1, Fig. 2) | geosynth (mean of runs) |",
-        "| --- | ---: | ---: |",
-        f"| MSE, naive Laplace(Δf/ε) | {_PAPER['mse_naive']:,.1f} | {mean['mse_naive']:,.1f} |",
-        f"| MSE, DOCA | {_PAPER['mse_doca']:,.1f} | {mean['mse_doca']:,.1f} |",
-        f"| MSE reduction | {_PAPER['mse_reduction']:.2f}% | {mean['reduction']:.2f}% |",
-        f"| histogram intersection, DOCA (100 bins) | {_PAPER['intersection_mean']:.2f}% | "
-        f"{mean['intersection']:.2f}% |",
-        f"| histogram intersection, DOCA, 100 bins over the union of both ranges | — | "
-        f"{mean['intersection_union']:.2f}% |",
-        f"| histogram intersection, naive (100 bins) | — | {mean['intersection_naive']:.2f}% |",
-        f"| DOCA releases outside the original range | — | {mean['outside']:.2f}% |",
-        f"| published clusters (mean size) | — | {mean['clusters']:,.0f} "
-        f"({n / mean['clusters']:.1f}) |",
-        "",
-        f"The expected naive MSE is 2·(Δf/ε)² = {theory:,.1f}; the paper's naive MSE is "
-        f"{100 * (_PAPER['mse_naive'] / (2 * _PAPER['sensitivity'] ** 2) - 1):+.1f}% off its own "
-        f"expectation. Moving the 100 bins changes the intersection by "
-        f"{abs(mean['intersection_union'] - mean['intersection']):.1f} points (two placements "
-        "above); the rest of the gap to the paper's 86% is more likely the data: the simulated "
-        "Beta is smooth and unimodal, so replacing values by cluster means changes its histogram "
-        "less than it may change the real, lumpier power-on-hours distribution (a hypothesis: the "
-        "BackBlaze data were not available to check it).",
-        "",
-        "### Runs",
-        "",
-        "| run | MSE naive | MSE DOCA | reduction | intersection | clusters | DOCA seconds |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for k, row in enumerate(rows, start=1):
-        lines.append(
-            f"| {k} | {row['mse_naive']:,.1f} | {row['mse_doca']:,.1f} | "
-            f"{row['reduction']:.3f}% | {row['intersection']:.2f}% | {row['clusters']:,} | "
-            f"{row['seconds']:.2f} |"
-        )
-    lines += [
-        "",
-        "Caveat (see the `geosynth.sdc.doca` docstring): Δc = Δf/|C| is the centroid's "
-        "sensitivity only for a data-independent clustering; DOCA's clustering depends on the "
-        "data, so these utilities come without a proven end-to-end ε-DP guarantee. Δf here is "
-        "computed from the data, as in the paper.",
-        "",
-    ]
-    text = "\n".join(lines)
-    if output is not None:
-        path = Path(output)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return text
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Command line: ``python -m geosynth.sdc.doca [--n N] [--runs R] [--seed S] [--output P]``.
-
-    Parameters
-    ----------
-    argv : list of str, optional
-        Arguments (default: ``sys.argv[1:]``).
-    """
-    parser = argparse.ArgumentParser(
-        prog="python -m geosynth.sdc.doca",
-        description="Re-run the DOCA evaluation (Leal et al. 2018, Table 1) on a simulated stream",
-    )
-    parser.add_argument("--n", type=int, default=2_000_000, help="records (default 2,000,000)")
-    parser.add_argument("--runs", type=int, default=5, help="repetitions (default 5)")
-    parser.add_argument("--seed", type=int, default=2018, help="seed (default 2018)")
-    parser.add_argument("--output", default="docs/results_doca.md",
-                        help="Markdown file to write (default docs/results_doca.md)")
-    args = parser.parse_args(argv)
-    words = ["python -m geosynth.sdc.doca"] + (sys.argv[1:] if argv is None else list(argv))
-    text = doca_report(n=args.n, runs=args.runs, seed=args.seed, output=args.output,
-                       command=" ".join(words))
-    print(text)
-
-
-if __name__ == "__main__":
-    # ``python -m`` runs a second copy of this file as __main__; delegate to the imported module
-    # so that the numba kernels are compiled (and cached) once.
-    from geosynth.sdc import doca as _doca
-
-    _doca.main()

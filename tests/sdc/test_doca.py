@@ -12,7 +12,7 @@ from geosynth.errors import InputError, PrivacyLeakWarning
 from geosynth.sdc import Doca
 from geosynth.sdc.doca import (
     DocaDiagnostics,
-    doca_report,
+    beta_shape_for_skewness,
     histogram_intersection,
     mse,
     naive_laplace,
@@ -471,10 +471,8 @@ def test_naive_laplace_scale_and_warning():
     assert stats.kstest(noisy / 5.0, stats.laplace().cdf).pvalue > 0.01
 
 
-def test_report_writes_markdown(tmp_path):
-    out = tmp_path / "results_doca.md"
-    text = doca_report(n=20_000, runs=2, seed=1, output=out, command="test")
-    assert out.read_text() == text
-    assert "| MSE reduction | 99.30% |" in text
-    assert "`test`" in text
-    assert text.count("\n| 1 |") == 1 and text.count("\n| 2 |") == 1
+def test_beta_shape_for_skewness_matches_scipy_and_refuses_left_skew():
+    b = beta_shape_for_skewness(2.0, 0.7365)
+    assert float(stats.beta(2.0, b).stats(moments="s")) == pytest.approx(0.7365, abs=1e-9)
+    with pytest.raises(InputError, match="skewness must be > 0"):
+        beta_shape_for_skewness(2.0, -0.5)
