@@ -16,7 +16,8 @@ Utility (:mod:`geosynth.metrics.utility`):
 * :func:`combine_partially_synthetic`, :func:`combine_fully_synthetic` -- combining rules;
 * :func:`interval_overlap` -- geometric (Nunes 2018) or Karr et al. (2006) interval overlap;
 * :func:`quadrant_coverage` -- Nunes (2018) §3.3 random-rectangle coverage;
-* :func:`ripley_k`, :func:`ripley_distance` -- Ripley's K/L with edge correction;
+* :func:`ripley_k`, :func:`ripley_distance` -- Ripley's K/L with isotropic or translation edge
+  correction (hand-written: PySAL's pointpats 2.5 has none; it is the tests' oracle);
 * :func:`gp_regression`, :func:`stacked_intervals` -- Bayesian spatial regression (eq. 3.2) on
   the original and the stacked releases (Zhou & Reiter 2010), with interval overlap.
 """
