@@ -95,6 +95,8 @@ __all__ = [
     "dp_counts",
     "dp_synthesize",
     "dp_release",
+    "full_table",
+    "public_domain",
     "DEFAULT_MAX_BYTES",
     "MAX_NOISE_SECONDS",
     "RELEASE_BYTES_PER_RECORD",
@@ -266,8 +268,8 @@ def dp_counts(
         )
     if neighbours not in _NEIGHBOURS:
         raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")
-    domain = _public_domain(counts, levels)
-    table, combos = _full_table(counts, domain)
+    domain = public_domain(counts, levels)
+    table, combos = full_table(counts, domain)
     sensitivity = _NEIGHBOURS[neighbours]
     noisy = geometric(table, sensitivity=sensitivity, epsilon=epsilon, seed=seed,
                       accountant=accountant, label="dp_counts")
@@ -307,10 +309,35 @@ def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:
     )
 
 
-def _public_domain(counts: CellCounts, levels: dict[str, list] | None) -> dict[str, list]:
+def public_domain(
+    counts: CellCounts, levels: dict[str, list] | None, where: str = "dp_counts"
+) -> dict[str, list]:
+    """Return the public attribute domain of a DP release: the declared ``levels``, checked.
+
+    Parameters
+    ----------
+    counts : CellCounts
+        Exact counts from :func:`geosynth.prepare`.
+    levels : dict of str to list, or None
+        The public levels of each attribute of ``counts``. None: the levels seen in the data,
+        with a :class:`~geosynth.errors.PrivacyLeakWarning` (they disclose which occur).
+    where : str, default "dp_counts"
+        The caller named at the start of the warning (e.g. ``"OnTheMapSynthesizer"``); the
+        warning points at the caller's caller.
+
+    Returns
+    -------
+    dict of str to list
+        The levels of every attribute, in code order.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``levels`` is not a dict, lacks an attribute or misses a level present in the data.
+    """
     if levels is None:
         warnings.warn(
-            "dp_counts: the attribute levels are taken from the confidential data, which "
+            f"{where}: the attribute levels are taken from the confidential data, which "
             "discloses which levels occur; pass levels={attribute: [...]} with the public domain",
             PrivacyLeakWarning, stacklevel=3,
         )
@@ -331,8 +358,24 @@ def _public_domain(counts: CellCounts, levels: dict[str, list] | None) -> dict[s
     return domain
 
 
-def _full_table(counts: CellCounts, domain: dict[str, list]) -> tuple[np.ndarray, pd.DataFrame]:
-    """Return the counts of every combination of ``domain`` (G, B_full) and its combos."""
+def full_table(counts: CellCounts, domain: dict[str, list]) -> tuple[np.ndarray, pd.DataFrame]:
+    """Count every combination of a public domain, also those absent from the data.
+
+    Parameters
+    ----------
+    counts : CellCounts
+        Exact counts from :func:`geosynth.prepare`.
+    domain : dict of str to list
+        The public levels of every attribute (:func:`public_domain`).
+
+    Returns
+    -------
+    table : numpy.ndarray of int64, shape (G, B_full)
+        Counts per (cell, combination of ``domain``), combinations in lexicographic order of
+        the level codes (the last attribute fastest); 0 for combinations absent from the data.
+    combos : pandas.DataFrame
+        ``B_full`` rows: a column per attribute (its level) and ``<attribute>_code``.
+    """
     attributes = list(counts.attributes)
     product = list(itertools.product(*(range(len(domain[a])) for a in attributes)))
     combos = pd.DataFrame({a: [domain[a][c[k]] for c in product] for k, a in enumerate(attributes)})

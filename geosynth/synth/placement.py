@@ -44,7 +44,16 @@ from geosynth._random import SeedLike, as_generator
 from geosynth.errors import CRSError, DataWarning, InputError, SamplerError
 from geosynth.lattice import Grid
 
-__all__ = ["place_in_cells"]
+__all__ = [
+    "place_in_cells",
+    "PixelTable",
+    "WeightsLike",
+    "check_grid",
+    "check_raster_crs",
+    "place",
+    "raster_window",
+    "read_raster",
+]
 
 WeightsLike = Any  # str | os.PathLike | rasterio dataset opened for reading
 
@@ -312,14 +321,14 @@ class PixelTable:
 
     @classmethod
     def _from_dataset(cls, dataset: Any, grid: Grid) -> PixelTable:
-        _check_raster_crs(dataset.crs, grid.crs)
+        check_raster_crs(dataset.crs, grid.crs)
         t = dataset.transform
         if t.b != 0 or t.d != 0:
             raise InputError(
                 "weights raster has a rotated or sheared geotransform; warp it to a north-up "
                 "grid first (e.g. rasterio.warp.reproject or `rio warp`)"
             )
-        col0, row0, col1, row1 = _window(t, dataset.width, dataset.height, grid.bounds)
+        col0, row0, col1, row1 = raster_window(t, dataset.width, dataset.height, grid.bounds)
         if col1 <= col0 or row1 <= row0:
             raise InputError(
                 f"weights raster (bounds {tuple(dataset.bounds)}) does not overlap the grid "
@@ -363,7 +372,22 @@ class PixelTable:
         return np.clip(pixel, lo, hi - 1)
 
 
-def _check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
+def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
+    """Refuse a raster whose CRS is not the grid's (or only one of them has a CRS).
+
+    Parameters
+    ----------
+    raster_crs : rasterio.crs.CRS or None
+        ``dataset.crs`` of the raster.
+    grid_crs : pyproj.CRS or None
+        ``grid.crs``.
+
+    Raises
+    ------
+    geosynth.errors.CRSError
+        The CRSs differ (axis order aside), or one of them is missing; the message says how to
+        reproject or set the CRS.
+    """
     if raster_crs is None and grid_crs is None:
         return
     if raster_crs is None:
@@ -385,12 +409,26 @@ def _check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
         )
 
 
-def _window(
+def raster_window(
     transform: Any, width: int, height: int, bounds: tuple[float, ...]
 ) -> tuple[int, int, int, int]:
     """``(col0, row0, col1, row1)`` of the pixels meeting ``bounds``, clipped to the raster.
 
-    ``transform`` is north-up (no rotation), so pixel columns and rows are affine in x and y.
+    Parameters
+    ----------
+    transform : affine.Affine
+        North-up geotransform of the raster (no rotation), so pixel columns and rows are
+        affine in x and y.
+    width, height : int
+        Size of the raster in pixels.
+    bounds : tuple of float
+        ``(xmin, ymin, xmax, ymax)`` to cover, e.g. ``grid.bounds``.
+
+    Returns
+    -------
+    tuple of int
+        Columns ``col0 .. col1 - 1`` and rows ``row0 .. row1 - 1``; empty (``col1 <= col0`` or
+        ``row1 <= row0``) when the raster does not meet ``bounds``.
     """
     xmin, ymin, xmax, ymax = bounds
     cols = [(x - transform.c) / transform.a for x in (xmin, xmax)]
