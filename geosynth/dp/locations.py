@@ -74,7 +74,7 @@ import math
 import numbers
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import geopandas as gpd
 import numpy as np
@@ -87,10 +87,13 @@ from geosynth.dp.accountant import Accountant
 from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
 from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.lattice import Grid
+from geosynth.synth.paiva import PosteriorDraws, release_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
+from geosynth.synth.release import check_m, make_release
 
 __all__ = [
     "NoisyCounts",
+    "NoiseAwareDraws",
     "DPRelease",
     "dp_counts",
     "dp_synthesize",
@@ -391,6 +394,27 @@ def full_table(counts: CellCounts, domain: dict[str, list]) -> tuple[np.ndarray,
     return table, combos
 
 
+class NoiseAwareDraws(PosteriorDraws, Protocol):
+    """What :func:`dp_synthesize` reads of a noise-aware fit: λ draws and latent totals.
+
+    A :class:`geosynth.PaivaFit` of :class:`NoisyCounts` has it: the posterior draws of λ and,
+    with each, the latent total of every combination.
+
+    Attributes
+    ----------
+    counts : NoisyCounts
+        The noisy counts the model was fitted to.
+    latent_totals : numpy.ndarray of float64, shape (chains, draws, B)
+        Latent total of every combination at each retained draw.
+    """
+
+    counts: Any
+    latent_totals: np.ndarray | None
+
+    def draw_position(self, index: int) -> tuple[int, int]:
+        """``(chain, retained draw)`` of stored draw ``index``."""
+
+
 @dataclass
 class DPRelease:
     """Result of :func:`dp_release`: everything here is ε-DP and may be published.
@@ -423,7 +447,7 @@ class DPRelease:
 
 
 def dp_synthesize(
-    fit: Any,
+    fit: NoiseAwareDraws,
     m: int = 5,
     *,
     n_public: int | None = None,
@@ -448,7 +472,7 @@ def dp_synthesize(
 
     Parameters
     ----------
-    fit : geosynth.PaivaFit
+    fit : NoiseAwareDraws
         A noise-aware fit (``PaivaModel().fit(dp_counts(...))``).
     m : int, default 5
         Number of releases.
@@ -485,9 +509,6 @@ def dp_synthesize(
     geosynth.errors.MemoryLimitError
         The releases could need more than ``max_bytes``; nothing was drawn.
     """
-    from geosynth.synth.paiva import release_draws
-    from geosynth.synth.release import check_m
-
     noisy = getattr(fit, "counts", None)
     if not isinstance(noisy, NoisyCounts) or fit.latent_totals is None:
         raise InputError(
@@ -508,8 +529,6 @@ def dp_synthesize(
 
 def _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry) -> gpd.GeoDataFrame:
     """Release number ``release`` from stored draw ``draw`` (λ and the same draw's totals)."""
-    from geosynth.synth.release import make_release
-
     lam = fit.lambda_draw(draw)
     totals = fit.latent_totals[fit.draw_position(draw)]
     n_b = _combination_sizes(lam, totals, size, rng)
@@ -847,7 +866,6 @@ def dp_release(
     upwards. ``n_public`` fixes the total but not this split.
     """
     from geosynth.model import PaivaModel
-    from geosynth.synth.release import check_m
 
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
             or not math.isfinite(epsilon) or epsilon <= 0:

@@ -1,7 +1,9 @@
 """Synthetic releases: the Paiva et al. (2014) synthesizer, baselines and the public form.
 
 * :func:`synthesize` -- ``m`` partially synthetic releases from a :class:`~geosynth.PaivaFit`
-  (Nunes 2018, §2.1.2 and, with a continuous variable, §2.2.2).
+  (Nunes 2018, §2.1.2 and, with a continuous variable, §2.2.2), or from any fit with the
+  attributes of :class:`PosteriorDraws`. ε-DP releases are made by :mod:`geosynth.dp`
+  (``geosynth.synthesize(counts, epsilon=...)`` dispatches there).
 * :func:`naive_synthesize` -- the Naive baseline of Nunes (2018, §3.2): a uniform point in each
   record's own cell.
 * :func:`donut_mask` -- donut geomasking, the health-agency standard.
@@ -14,11 +16,12 @@ export ``to_public(release)``.
 """
 
 from geosynth.synth.baselines import donut_mask, naive_synthesize
-from geosynth.synth.paiva import release_draws, synthesize, synthetic_zbar
+from geosynth.synth.paiva import PosteriorDraws, release_draws, synthesize, synthetic_zbar
 from geosynth.synth.placement import place_in_cells
 from geosynth.synth.release import to_public
 
 __all__ = [
+    "PosteriorDraws",
     "donut_mask",
     "naive_synthesize",
     "place_in_cells",
