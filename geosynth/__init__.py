@@ -28,6 +28,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "PaivaFit": ("geosynth.model", "PaivaFit"),
     "PaivaModel": ("geosynth.model", "PaivaModel"),
     "Priors": ("geosynth.model", "Priors"),
+    "ReleaseInfo": ("geosynth.synth", "ReleaseInfo"),
     "synthesize": ("geosynth._shortcuts", "synthesize"),
     "naive_synthesize": ("geosynth.synth", "naive_synthesize"),
     "donut_mask": ("geosynth.synth", "donut_mask"),
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # what static tools and IDEs see
     from geosynth.evaluation import Evaluation, evaluate
     from geosynth.lattice import Grid
     from geosynth.model import PaivaFit, PaivaModel, Priors
-    from geosynth.synth import donut_mask, naive_synthesize, to_public
+    from geosynth.synth import ReleaseInfo, donut_mask, naive_synthesize, to_public
 
 
 def __getattr__(name: str) -> Any:
@@ -71,6 +72,7 @@ __all__ = [
     "PaivaFit",
     "PaivaModel",
     "Priors",
+    "ReleaseInfo",
     "datasets",
     "distributed",
     "donut_mask",

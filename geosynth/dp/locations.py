@@ -12,6 +12,9 @@ The pipeline, every step after the first being post-processing of a DP output:
    records (their attribute values, order, index) are never used, so the release is ε-DP.
 
 :func:`dp_release` runs the three steps; ``geosynth.synthesize(counts, epsilon=...)`` calls it.
+Every release records how it was made in ``attrs["geosynth"]``
+(:class:`~geosynth.synth.release.ReleaseInfo`: method ``"paiva-dp"``, ε, neighbour relation,
+ledger and size rule), and :attr:`DPRelease.info` is the record of the whole run.
 
 Neighbouring datasets. ε is stated for *add/remove-one-record* neighbours (unbounded DP): adding
 or removing a record changes exactly one count by one, so the sensitivity of the whole table is 1
@@ -89,7 +92,7 @@ from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLe
 from geosynth.lattice import Grid
 from geosynth.synth.paiva import PosteriorDraws, release_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
-from geosynth.synth.release import check_m, make_release
+from geosynth.synth.release import ReleaseInfo, check_m, make_release
 
 __all__ = [
     "NoisyCounts",
@@ -205,6 +208,17 @@ class NoisyCounts(CountTable):
         sd = math.sqrt(self.counts.size) * self.noise_sd
         cap = math.ceil(self.n_records + TOTAL_CAP_SDS * sd)
         return cap if max_records is None else min(cap, int(max_records))
+
+    def release_info(self) -> ReleaseInfo:
+        """Return what a release drawn from these counts records about its privacy.
+
+        Returns
+        -------
+        geosynth.synth.release.ReleaseInfo
+            Method ``"paiva-dp"``, ``epsilon``, ``neighbours`` and ``ledger``.
+        """
+        return ReleaseInfo(method="paiva-dp", epsilon=self.epsilon, neighbours=self.neighbours,
+                           ledger=self.ledger)
 
     def __repr__(self) -> str:
         return (f"NoisyCounts(epsilon={self.epsilon:g}, neighbours={self.neighbours!r}, "
@@ -445,6 +459,19 @@ class DPRelease:
         """Total privacy loss spent."""
         return self.accountant.spent_epsilon
 
+    @property
+    def info(self) -> ReleaseInfo:
+        """How the releases were made, as :func:`geosynth.io.write_release` records it.
+
+        Method ``"paiva-dp"``, ε and neighbour relation of the noisy counts, the ledger of the
+        accountant now, the size rule and, under the ``"n_public"`` rule, the published total.
+        Pass it as ``write_release(..., metadata=result.info)``.
+        """
+        return self.noisy.release_info().replace(
+            ledger=self.accountant.to_dict(), size=dict(self.size),
+            n_public=self.size.get("n_public") if self.size.get("rule") == "n_public" else None,
+        )
+
 
 def dp_synthesize(
     fit: NoiseAwareDraws,
@@ -499,7 +526,8 @@ def dp_synthesize(
     -------
     list of geopandas.GeoDataFrame
         Attribute columns and synthetic points; ``attrs["geosynth"]`` holds the method, release
-        number, ε, neighbour relation, ledger and the size rule (``"size"``), never a seed.
+        number, ε, neighbour relation, ledger and the size rule (``"size"``), never a seed
+        (:meth:`NoisyCounts.release_info`).
 
     Raises
     ------
@@ -535,11 +563,8 @@ def _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry) -> 
     cells, combo = _draw_records(lam, n_b, rng)
     xy = place(noisy.grid, cells, rng, table)
     data = noisy.combos.loc[combo, list(noisy.attributes)].reset_index(drop=True)
-    return make_release(
-        data, xy, geometry, noisy.grid.crs if crs is None else crs, "paiva-dp", release,
-        epsilon=noisy.epsilon, neighbours=noisy.neighbours, ledger=noisy.ledger,
-        size=dict(size),
-    )
+    info = noisy.release_info().replace(release=release, size=dict(size))
+    return make_release(data, xy, geometry, noisy.grid.crs if crs is None else crs, info)
 
 
 def _combination_sizes(lam: np.ndarray, totals: np.ndarray, size: dict,

@@ -74,7 +74,7 @@ from geosynth.synth.placement import (
     raster_window,
     read_raster,
 )
-from geosynth.synth.release import make_release
+from geosynth.synth.release import ReleaseInfo, make_release
 
 __all__ = ["OnTheMapSynthesizer", "onthemap_alpha", "cell_prior"]
 
@@ -512,24 +512,18 @@ class OnTheMapSynthesizer:
             cells, combo = np.divmod(flat, n_combos)
             xy = place(self.grid, cells, rng, table)
             data = attributes.iloc[combo].reset_index(drop=True)
-            releases.append(
-                make_release(
-                    data,
-                    xy,
-                    geometry,
-                    self.grid.crs,
-                    "onthemap",
-                    release,
-                    epsilon=self.epsilon,
-                    epsilon_totals=self.epsilon_totals,
-                    epsilon_cells=self.epsilon_cells,
-                    m=self.m,
-                    neighbours="add-remove",
-                    prior=self.prior_kind,
-                    weighted=table is not None,
-                    ledger=ledger,
-                )
+            info = ReleaseInfo(
+                method="onthemap",
+                release=release,
+                weighted=table is not None,
+                epsilon=self.epsilon,
+                neighbours="add-remove",
+                ledger=ledger,
+                parameters={"epsilon_totals": self.epsilon_totals,
+                            "epsilon_cells": self.epsilon_cells, "prior": self.prior_kind},
+                m=self.m,
             )
+            releases.append(make_release(data, xy, geometry, self.grid.crs, info))
         return releases
 
     def _spend(self) -> None:

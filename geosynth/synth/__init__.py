@@ -10,6 +10,9 @@
 * :func:`place_in_cells` -- points inside the habitable geometry of given cells, uniform or in
   proportion to a weights raster.
 * :func:`to_public` -- what may be published: shuffled rows, no index, no internal columns.
+* :class:`ReleaseInfo` -- how a release was made, kept in its ``attrs["geosynth"]``
+  (:func:`release_info`) and written as the metadata of a release file by
+  :func:`geosynth.io.write_release`.
 
 Releases keep the confidential input's index so evaluation can pair records in memory; always
 export ``to_public(release)``.
@@ -18,14 +21,16 @@ export ``to_public(release)``.
 from geosynth.synth.baselines import donut_mask, naive_synthesize
 from geosynth.synth.paiva import PosteriorDraws, release_draws, synthesize, synthetic_zbar
 from geosynth.synth.placement import place_in_cells
-from geosynth.synth.release import to_public
+from geosynth.synth.release import ReleaseInfo, release_info, to_public
 
 __all__ = [
     "PosteriorDraws",
+    "ReleaseInfo",
     "donut_mask",
     "naive_synthesize",
     "place_in_cells",
     "release_draws",
+    "release_info",
     "synthesize",
     "synthetic_zbar",
     "to_public",

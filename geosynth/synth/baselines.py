@@ -29,7 +29,13 @@ from geosynth.data import _check_crs
 from geosynth.errors import CRSError, InputError
 from geosynth.lattice import Grid
 from geosynth.synth.placement import PixelTable, WeightsLike, check_grid, place
-from geosynth.synth.release import check_geodataframe, check_m, make_release, plain_columns
+from geosynth.synth.release import (
+    ReleaseInfo,
+    check_geodataframe,
+    check_m,
+    make_release,
+    plain_columns,
+)
 
 __all__ = ["naive_synthesize", "donut_mask"]
 
@@ -105,9 +111,7 @@ def naive_synthesize(
             place(grid, cells, rng, table),
             geometry,
             gdf.crs,
-            "naive",
-            release,
-            weighted=table is not None,
+            ReleaseInfo(method="naive", release=release, weighted=table is not None),
         )
         for release in range(m)
     ]
@@ -188,9 +192,9 @@ def donut_mask(
         angle = rng.uniform(0.0, 2.0 * math.pi, n)
         radius = np.sqrt(rng.uniform(r_min**2, r_max**2, n))
         moved = xy + radius[:, None] * np.column_stack([np.cos(angle), np.sin(angle)])
-        releases.append(
-            make_release(data, moved, geometry, gdf.crs, "donut", release, r_min=r_min, r_max=r_max)
-        )
+        info = ReleaseInfo(method="donut", release=release,
+                           parameters={"r_min": r_min, "r_max": r_max})
+        releases.append(make_release(data, moved, geometry, gdf.crs, info))
     return releases
 
 

@@ -31,7 +31,7 @@ from geosynth.data import CellCounts
 from geosynth.errors import InputError, SamplerError
 from geosynth.model.fit import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
-from geosynth.synth.release import check_geodataframe, check_m, make_release
+from geosynth.synth.release import ReleaseInfo, check_geodataframe, check_m, make_release
 
 __all__ = ["PosteriorDraws", "synthesize", "release_draws", "synthetic_zbar"]
 
@@ -126,7 +126,8 @@ def synthesize(
         attribute columns (original values), the continuous column (synthetic values) if the fit
         has one, and the synthetic points as geometry (same geometry column name and CRS as
         ``gdf``). Other columns of ``gdf`` are not carried over. ``release.attrs["geosynth"]``
-        records the method, the release number and the posterior draw used.
+        records the method, the release number, the posterior draw used and whether a weights
+        raster placed the points (:class:`~geosynth.synth.release.ReleaseInfo`).
 
     Raises
     ------
@@ -203,18 +204,9 @@ def synthesize(
         xy = place(grid, cells, rng, table)
         if zbar is not None:
             data[counts.continuous] = continuous_values(counts, zbar, cells, combo, rng)
-        releases.append(
-            make_release(
-                data,
-                xy,
-                rows.geometry.name,
-                gdf.crs,
-                "paiva",
-                release,
-                posterior_draw=draw,
-                weighted=table is not None,
-            )
-        )
+        info = ReleaseInfo(method="paiva", release=release, posterior_draw=draw,
+                           weighted=table is not None)
+        releases.append(make_release(data, xy, rows.geometry.name, gdf.crs, info))
     return releases
 
 
