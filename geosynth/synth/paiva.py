@@ -311,7 +311,26 @@ def synthetic_zbar(counts: CellCounts) -> np.ndarray:
 
 # ---------------------------------------------------------------------- internals
 def aligned_rows(gdf: Any, counts: CellCounts) -> gpd.GeoDataFrame:
-    """Rows of ``gdf`` for the kept records of ``counts``, in record order, after checking them."""
+    """Rows of ``gdf`` for the kept records of ``counts``, in record order, after checking them.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The confidential records given to :func:`geosynth.prepare`.
+    counts : geosynth.data.CellCounts
+        What ``prepare`` made of them.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        One row per kept record, in the order of ``counts.record_index``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``gdf`` is not a GeoDataFrame, lacks a column of ``counts``, or is not the frame
+        ``counts`` was prepared from (labels, attributes or cells differ).
+    """
     check_geodataframe(gdf)
     needed = list(counts.attributes) + ([] if counts.continuous is None else [counts.continuous])
     missing = [c for c in needed if c not in gdf.columns]
@@ -439,6 +458,24 @@ def continuous_values(
     combo: np.ndarray,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Synthetic Z: ``Normal(zbar[cell, b], 1) * sd_b + mean_b`` (eq. 2.27 with the SD)."""
+    """Synthetic Z: ``Normal(zbar[cell, b], 1) * sd_b + mean_b`` (Nunes 2018, eq. 2.27, SD).
+
+    Parameters
+    ----------
+    counts : geosynth.data.CellCounts
+        Prepared data with a continuous variable (``zbar_mean``, ``zbar_sd`` per combination).
+    zbar : numpy.ndarray of float64, shape (G, B)
+        Standardised cell means, empty pairs filled (:func:`synthetic_zbar`).
+    cells : numpy.ndarray of int64, shape (n,)
+        Synthetic cell of each record.
+    combo : numpy.ndarray of int64, shape (n,)
+        Combination of each record.
+    rng : numpy.random.Generator
+        Randomness; one normal per record, in record order.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n,)
+    """
     z_star = rng.normal(zbar[cells, combo], 1.0)
     return z_star * np.asarray(counts.zbar_sd)[combo] + np.asarray(counts.zbar_mean)[combo]

@@ -368,7 +368,20 @@ def is_public(frame: Any) -> bool:
 
 # ---------------------------------------------------------------------- shared helpers
 def check_geodataframe(gdf: Any, name: str = "gdf") -> None:
-    """Raise InputError unless ``gdf`` is a GeoDataFrame with an active geometry column."""
+    """Raise InputError unless ``gdf`` is a GeoDataFrame with an active geometry column.
+
+    Parameters
+    ----------
+    gdf : Any
+        The object to check.
+    name : str, default "gdf"
+        What the message calls it.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``gdf`` is not a GeoDataFrame or has no active geometry column.
+    """
     if not isinstance(gdf, gpd.GeoDataFrame):
         raise InputError(
             f"{name} must be a geopandas.GeoDataFrame, got {type(gdf).__module__}."
