@@ -2,6 +2,8 @@
 
 Data flow one way: GeoDataFrame → :func:`prepare` (validated counts on a :class:`Grid`) →
 :class:`PaivaModel` ``.fit`` → :class:`PaivaFit` → releases → evaluation / export.
+:func:`synthesize` is the one-call shortcut: releases of a fit through :mod:`geosynth.synth`,
+ε-differentially private releases (``epsilon=``) through :mod:`geosynth.dp`.
 
 Every public name is imported on first use (PEP 562), so ``import geosynth`` is instant: the
 ``geosynth`` command can then catch a Ctrl-C while numpy, numba and geopandas load, and
@@ -26,7 +28,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "PaivaFit": ("geosynth.model", "PaivaFit"),
     "PaivaModel": ("geosynth.model", "PaivaModel"),
     "Priors": ("geosynth.model", "Priors"),
-    "synthesize": ("geosynth.synth", "synthesize"),
+    "ReleaseInfo": ("geosynth.synth", "ReleaseInfo"),
+    "synthesize": ("geosynth._shortcuts", "synthesize"),
     "naive_synthesize": ("geosynth.synth", "naive_synthesize"),
     "donut_mask": ("geosynth.synth", "donut_mask"),
     "to_public": ("geosynth.synth", "to_public"),
@@ -38,11 +41,12 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
 
 if TYPE_CHECKING:  # what static tools and IDEs see
     from geosynth import datasets, distributed, dp, errors, io, maps, metrics, samplers, sdc, synth
+    from geosynth._shortcuts import synthesize
     from geosynth.data import CellCounts, prepare
     from geosynth.evaluation import Evaluation, evaluate
     from geosynth.lattice import Grid
     from geosynth.model import PaivaFit, PaivaModel, Priors
-    from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
+    from geosynth.synth import ReleaseInfo, donut_mask, naive_synthesize, to_public
 
 
 def __getattr__(name: str) -> Any:
@@ -68,6 +72,7 @@ __all__ = [
     "PaivaFit",
     "PaivaModel",
     "Priors",
+    "ReleaseInfo",
     "datasets",
     "distributed",
     "donut_mask",

@@ -21,4 +21,5 @@ def test_every_public_name_resolves_and_all_is_complete():
         assert getattr(geosynth, name) is not None
     assert set(dir(geosynth)) >= set(geosynth.__all__)
     assert geosynth.Grid is geosynth.lattice.Grid
-    assert geosynth.synthesize is geosynth.synth.synthesize
+    # The one-call shortcut dispatches to the core (geosynth.synth) or to geosynth.dp.
+    assert geosynth.synthesize is geosynth._shortcuts.synthesize

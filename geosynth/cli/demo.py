@@ -88,6 +88,7 @@ def demo(
     (the audit file, report, figures and map readable by their owner only): an interrupted
     (Ctrl-C) or failed run writes nothing.
     """  # noqa: D301 (click's \b keeps the file list as written)
+    import geosynth
     from geosynth import io
 
     out = Path(out_dir)
@@ -116,9 +117,9 @@ def demo(
                         option=f"figure {name} of --out", private=True)
         write_text(report, text, outputs=staged, option="report of --out", private=True)
         # Last: the release and its audit file are moved into place after the internal files.
-        io.write_release(release_path, result["public"], fit=result["fit"],
-                         metadata={"data": "simulated: geosynth.datasets.paiva_scenario "
-                                   f"(Nunes 2018, section 3.1), n = {n_records}"},
+        info = geosynth.ReleaseInfo(data="simulated: geosynth.datasets.paiva_scenario "
+                                    f"(Nunes 2018, section 3.1), n = {n_records}")
+        io.write_release(release_path, result["public"], fit=result["fit"], metadata=info,
                          seeds=result["seeds"], original_index=result["data"].index,
                          outputs=staged.outputs)
         staged.commit()

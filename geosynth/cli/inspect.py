@@ -42,7 +42,9 @@ def inspect(release_path: str) -> None:
         if len(release) == 0:
             click.echo(f"Note: {io.RELEASE_LAYER.format(number)} has no records")
     click.echo("Metadata:")
-    for line in _pretty_lines(release_file.metadata, 1):
+    # Read back through the schema: the record that was written, as the file holds it.
+    metadata = io.metadata_from_info(release_file.info)
+    for line in _pretty_lines(metadata, 1):
         click.echo(line)
     audit = io.audit_path(release_path)
     try:

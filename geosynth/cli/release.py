@@ -363,7 +363,8 @@ def _paiva_release(counts, original, beta_prior, m, seed, run, progress) -> dict
     shuffle = as_generator(seeds["public"])
     public = [geosynth.to_public(r, seed=shuffle) for r in internal]
     return {"fit": fit, "internal": internal, "public": public, "seeds": seeds,
-            "metadata": {"method": "paiva"}, "evaluate_seed": seeds["evaluate"], "ledger": None}
+            "metadata": geosynth.ReleaseInfo(method="paiva"), "evaluate_seed": seeds["evaluate"],
+            "ledger": None}
 
 
 def _dp_release(counts, epsilon, levels, public_total, m, seed, run,
@@ -378,18 +379,15 @@ def _dp_release(counts, epsilon, levels, public_total, m, seed, run,
     click.echo(f"Differentially private release, epsilon = {epsilon:g}: {run['chains']} "
                f"chain(s) x {run['n_iter']} sweeps", err=True)
     options: dict[str, Any] = {}
-    metadata: dict[str, Any] = {"method": "paiva-dp", "epsilon": float(epsilon)}
     if public_total is not None:
         _require_keyword(dp_release, "n_public", "--public-total")
         options["n_public"] = public_total
-        metadata["n_public"] = public_total
     result = dp_release(counts, epsilon, m, levels=levels, progress=progress, seed=seed,
                         **options, **run)
-    ledger = result.accountant.to_dict()
-    metadata["ledger"] = ledger
+    info = result.info  # method, epsilon, the ledger, the size rule and n_public
     return {"fit": result.fit, "internal": result.releases, "public": result.releases,
-            "seeds": None if seed is None else {"seed": seed}, "metadata": metadata,
-            "evaluate_seed": None, "ledger": ledger}
+            "seeds": None if seed is None else {"seed": seed}, "metadata": info,
+            "evaluate_seed": None, "ledger": info.ledger}
 
 
 def _echo_convergence(r_hat: float) -> None:

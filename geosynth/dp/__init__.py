@@ -1,7 +1,8 @@
 """Differential privacy layers on top of the geographic generator.
 
 - :mod:`.mechanisms`: Laplace, geometric (discrete Laplace), analytic Gaussian and exponential
-  mechanisms, drawing noise with OpenDP's exact samplers (Machado 2019 slides, seed 001).
+  mechanisms, drawing noise with OpenDP's exact samplers (Machado 2019, lecture slides on DP
+  mechanisms).
 - :mod:`.accountant`: :class:`Accountant`, sequential and parallel composition with a ledger.
 - :mod:`.synthesizers`: Beta-Binomial and Dirichlet-Multinomial ε-DP synthesizers of categorical
   counts (Abowd & Vilhuber 2008; Machanavajjhala et al. 2008; Marcolin 2018, §2.5).

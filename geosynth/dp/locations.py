@@ -12,6 +12,9 @@ The pipeline, every step after the first being post-processing of a DP output:
    records (their attribute values, order, index) are never used, so the release is ε-DP.
 
 :func:`dp_release` runs the three steps; ``geosynth.synthesize(counts, epsilon=...)`` calls it.
+Every release records how it was made in ``attrs["geosynth"]``
+(:class:`~geosynth.synth.release.ReleaseInfo`: method ``"paiva-dp"``, ε, neighbour relation,
+ledger and size rule), and :attr:`DPRelease.info` is the record of the whole run.
 
 Neighbouring datasets. ε is stated for *add/remove-one-record* neighbours (unbounded DP): adding
 or removing a record changes exactly one count by one, so the sensitivity of the whole table is 1
@@ -74,7 +77,7 @@ import math
 import numbers
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import geopandas as gpd
 import numpy as np
@@ -87,14 +90,19 @@ from geosynth.dp.accountant import Accountant
 from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
 from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.lattice import Grid
+from geosynth.synth.paiva import PosteriorDraws, release_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
+from geosynth.synth.release import ReleaseInfo, check_m, make_release
 
 __all__ = [
     "NoisyCounts",
+    "NoiseAwareDraws",
     "DPRelease",
     "dp_counts",
     "dp_synthesize",
     "dp_release",
+    "full_table",
+    "public_domain",
     "DEFAULT_MAX_BYTES",
     "MAX_NOISE_SECONDS",
     "RELEASE_BYTES_PER_RECORD",
@@ -201,6 +209,17 @@ class NoisyCounts(CountTable):
         cap = math.ceil(self.n_records + TOTAL_CAP_SDS * sd)
         return cap if max_records is None else min(cap, int(max_records))
 
+    def release_info(self) -> ReleaseInfo:
+        """Return what a release drawn from these counts records about its privacy.
+
+        Returns
+        -------
+        geosynth.synth.release.ReleaseInfo
+            Method ``"paiva-dp"``, ``epsilon``, ``neighbours`` and ``ledger``.
+        """
+        return ReleaseInfo(method="paiva-dp", epsilon=self.epsilon, neighbours=self.neighbours,
+                           ledger=self.ledger)
+
     def __repr__(self) -> str:
         return (f"NoisyCounts(epsilon={self.epsilon:g}, neighbours={self.neighbours!r}, "
                 f"n_cells={self.n_cells}, n_combos={self.n_combos}, "
@@ -266,8 +285,8 @@ def dp_counts(
         )
     if neighbours not in _NEIGHBOURS:
         raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")
-    domain = _public_domain(counts, levels)
-    table, combos = _full_table(counts, domain)
+    domain = public_domain(counts, levels)
+    table, combos = full_table(counts, domain)
     sensitivity = _NEIGHBOURS[neighbours]
     noisy = geometric(table, sensitivity=sensitivity, epsilon=epsilon, seed=seed,
                       accountant=accountant, label="dp_counts")
@@ -307,10 +326,35 @@ def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:
     )
 
 
-def _public_domain(counts: CellCounts, levels: dict[str, list] | None) -> dict[str, list]:
+def public_domain(
+    counts: CellCounts, levels: dict[str, list] | None, where: str = "dp_counts"
+) -> dict[str, list]:
+    """Return the public attribute domain of a DP release: the declared ``levels``, checked.
+
+    Parameters
+    ----------
+    counts : CellCounts
+        Exact counts from :func:`geosynth.prepare`.
+    levels : dict of str to list, or None
+        The public levels of each attribute of ``counts``. None: the levels seen in the data,
+        with a :class:`~geosynth.errors.PrivacyLeakWarning` (they disclose which occur).
+    where : str, default "dp_counts"
+        The caller named at the start of the warning (e.g. ``"OnTheMapSynthesizer"``); the
+        warning points at the caller's caller.
+
+    Returns
+    -------
+    dict of str to list
+        The levels of every attribute, in code order.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``levels`` is not a dict, lacks an attribute or misses a level present in the data.
+    """
     if levels is None:
         warnings.warn(
-            "dp_counts: the attribute levels are taken from the confidential data, which "
+            f"{where}: the attribute levels are taken from the confidential data, which "
             "discloses which levels occur; pass levels={attribute: [...]} with the public domain",
             PrivacyLeakWarning, stacklevel=3,
         )
@@ -331,8 +375,24 @@ def _public_domain(counts: CellCounts, levels: dict[str, list] | None) -> dict[s
     return domain
 
 
-def _full_table(counts: CellCounts, domain: dict[str, list]) -> tuple[np.ndarray, pd.DataFrame]:
-    """Return the counts of every combination of ``domain`` (G, B_full) and its combos."""
+def full_table(counts: CellCounts, domain: dict[str, list]) -> tuple[np.ndarray, pd.DataFrame]:
+    """Count every combination of a public domain, also those absent from the data.
+
+    Parameters
+    ----------
+    counts : CellCounts
+        Exact counts from :func:`geosynth.prepare`.
+    domain : dict of str to list
+        The public levels of every attribute (:func:`public_domain`).
+
+    Returns
+    -------
+    table : numpy.ndarray of int64, shape (G, B_full)
+        Counts per (cell, combination of ``domain``), combinations in lexicographic order of
+        the level codes (the last attribute fastest); 0 for combinations absent from the data.
+    combos : pandas.DataFrame
+        ``B_full`` rows: a column per attribute (its level) and ``<attribute>_code``.
+    """
     attributes = list(counts.attributes)
     product = list(itertools.product(*(range(len(domain[a])) for a in attributes)))
     combos = pd.DataFrame({a: [domain[a][c[k]] for c in product] for k, a in enumerate(attributes)})
@@ -346,6 +406,27 @@ def _full_table(counts: CellCounts, domain: dict[str, list]) -> tuple[np.ndarray
     table = np.zeros((counts.n_cells, len(product)), dtype=np.int64)
     table[:, position] = counts.counts
     return table, combos
+
+
+class NoiseAwareDraws(PosteriorDraws, Protocol):
+    """What :func:`dp_synthesize` reads of a noise-aware fit: λ draws and latent totals.
+
+    A :class:`geosynth.PaivaFit` of :class:`NoisyCounts` has it: the posterior draws of λ and,
+    with each, the latent total of every combination.
+
+    Attributes
+    ----------
+    counts : NoisyCounts
+        The noisy counts the model was fitted to.
+    latent_totals : numpy.ndarray of float64, shape (chains, draws, B)
+        Latent total of every combination at each retained draw.
+    """
+
+    counts: Any
+    latent_totals: np.ndarray | None
+
+    def draw_position(self, index: int) -> tuple[int, int]:
+        """``(chain, retained draw)`` of stored draw ``index``."""
 
 
 @dataclass
@@ -378,9 +459,22 @@ class DPRelease:
         """Total privacy loss spent."""
         return self.accountant.spent_epsilon
 
+    @property
+    def info(self) -> ReleaseInfo:
+        """How the releases were made, as :func:`geosynth.io.write_release` records it.
+
+        Method ``"paiva-dp"``, ε and neighbour relation of the noisy counts, the ledger of the
+        accountant now, the size rule and, under the ``"n_public"`` rule, the published total.
+        Pass it as ``write_release(..., metadata=result.info)``.
+        """
+        return self.noisy.release_info().replace(
+            ledger=self.accountant.to_dict(), size=dict(self.size),
+            n_public=self.size.get("n_public") if self.size.get("rule") == "n_public" else None,
+        )
+
 
 def dp_synthesize(
-    fit: Any,
+    fit: NoiseAwareDraws,
     m: int = 5,
     *,
     n_public: int | None = None,
@@ -405,7 +499,7 @@ def dp_synthesize(
 
     Parameters
     ----------
-    fit : geosynth.PaivaFit
+    fit : NoiseAwareDraws
         A noise-aware fit (``PaivaModel().fit(dp_counts(...))``).
     m : int, default 5
         Number of releases.
@@ -432,7 +526,8 @@ def dp_synthesize(
     -------
     list of geopandas.GeoDataFrame
         Attribute columns and synthetic points; ``attrs["geosynth"]`` holds the method, release
-        number, ε, neighbour relation, ledger and the size rule (``"size"``), never a seed.
+        number, ε, neighbour relation, ledger and the size rule (``"size"``), never a seed
+        (:meth:`NoisyCounts.release_info`).
 
     Raises
     ------
@@ -442,9 +537,6 @@ def dp_synthesize(
     geosynth.errors.MemoryLimitError
         The releases could need more than ``max_bytes``; nothing was drawn.
     """
-    from geosynth.synth.paiva import release_draws
-    from geosynth.synth.release import check_m
-
     noisy = getattr(fit, "counts", None)
     if not isinstance(noisy, NoisyCounts) or fit.latent_totals is None:
         raise InputError(
@@ -465,19 +557,14 @@ def dp_synthesize(
 
 def _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry) -> gpd.GeoDataFrame:
     """Release number ``release`` from stored draw ``draw`` (λ and the same draw's totals)."""
-    from geosynth.synth.release import make_release
-
     lam = fit.lambda_draw(draw)
     totals = fit.latent_totals[fit.draw_position(draw)]
     n_b = _combination_sizes(lam, totals, size, rng)
     cells, combo = _draw_records(lam, n_b, rng)
     xy = place(noisy.grid, cells, rng, table)
     data = noisy.combos.loc[combo, list(noisy.attributes)].reset_index(drop=True)
-    return make_release(
-        data, xy, geometry, noisy.grid.crs if crs is None else crs, "paiva-dp", release,
-        epsilon=noisy.epsilon, neighbours=noisy.neighbours, ledger=noisy.ledger,
-        size=dict(size),
-    )
+    info = noisy.release_info().replace(release=release, size=dict(size))
+    return make_release(data, xy, geometry, noisy.grid.crs if crs is None else crs, info)
 
 
 def _combination_sizes(lam: np.ndarray, totals: np.ndarray, size: dict,
@@ -804,7 +891,6 @@ def dp_release(
     upwards. ``n_public`` fixes the total but not this split.
     """
     from geosynth.model import PaivaModel
-    from geosynth.synth.release import check_m
 
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
             or not math.isfinite(epsilon) or epsilon <= 0:

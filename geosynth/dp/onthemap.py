@@ -55,7 +55,7 @@ import pandas as pd
 from geosynth._random import SeedLike
 from geosynth.data import CellCounts
 from geosynth.dp._randomness import private_generator
-from geosynth.dp.locations import _full_table
+from geosynth.dp.locations import full_table, public_domain
 from geosynth.dp.mechanisms import geometric
 from geosynth.dp.synthesizers import (
     check_counts,
@@ -68,13 +68,13 @@ from geosynth.lattice import Grid
 from geosynth.synth.placement import (
     PixelTable,
     WeightsLike,
-    _check_raster_crs,
-    _window,
     check_grid,
+    check_raster_crs,
     place,
+    raster_window,
     read_raster,
 )
-from geosynth.synth.release import make_release
+from geosynth.synth.release import ReleaseInfo, make_release
 
 __all__ = ["OnTheMapSynthesizer", "onthemap_alpha", "cell_prior"]
 
@@ -161,13 +161,13 @@ def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:
 def _cell_means(dataset: Any, grid: Grid) -> np.ndarray:
     from rasterio.windows import Window
 
-    _check_raster_crs(dataset.crs, grid.crs)
+    check_raster_crs(dataset.crs, grid.crs)
     t = dataset.transform
     if t.b != 0 or t.d != 0:
         raise InputError(
             "prior raster has a rotated or sheared geotransform; warp it to a north-up grid first"
         )
-    col0, row0, col1, row1 = _window(t, dataset.width, dataset.height, grid.bounds)
+    col0, row0, col1, row1 = raster_window(t, dataset.width, dataset.height, grid.bounds)
     if col1 <= col0 or row1 <= row0:
         raise InputError(
             f"prior raster (bounds {tuple(dataset.bounds)}) does not overlap the grid bounds "
@@ -380,8 +380,8 @@ class OnTheMapSynthesizer:
             A CellCounts without ``levels``.
         """
         if isinstance(counts, CellCounts):
-            domain = self._domain(counts, levels)
-            table, combos = _full_table(counts, domain)
+            domain = public_domain(counts, levels, where="OnTheMapSynthesizer")
+            table, combos = full_table(counts, domain)
             self.grid: Grid | None = counts.grid
             self.attributes: tuple[str, ...] = tuple(counts.attributes)
             self.combos: pd.DataFrame | None = combos
@@ -394,35 +394,6 @@ class OnTheMapSynthesizer:
         self.prior_weights, self.prior_kind = _prior_weights(self.prior, table.shape[0], self.grid)
         self._counts = np.asarray(table, dtype=np.int64)
         return self
-
-    @staticmethod
-    def _domain(counts: CellCounts, levels: dict[str, list] | None) -> dict[str, list]:
-        if levels is None:
-            warnings.warn(
-                "OnTheMapSynthesizer: the attribute levels are taken from the confidential data, "
-                "which discloses which levels occur; pass levels={attribute: [...]} with the "
-                "public domain",
-                PrivacyLeakWarning,
-                stacklevel=3,
-            )
-            return {a: list(counts.levels[a]) for a in counts.attributes}
-        if not isinstance(levels, dict):
-            raise InputError(
-                f"levels must be a dict attribute -> list of levels, got {type(levels).__name__}"
-            )
-        domain = {}
-        for a in counts.attributes:
-            if a not in levels:
-                raise InputError(f"levels has no entry for attribute {a!r}; give its public levels")
-            declared = list(levels[a])
-            missing = [v for v in counts.levels[a] if v not in declared]
-            if missing:
-                raise InputError(
-                    f"attribute {a!r} has levels {missing[:5]} in the data that are not in "
-                    f"levels[{a!r}] = {declared[:10]}; declare the full domain"
-                )
-            domain[a] = declared
-        return domain
 
     @property
     def n_cells(self) -> int:
@@ -541,24 +512,18 @@ class OnTheMapSynthesizer:
             cells, combo = np.divmod(flat, n_combos)
             xy = place(self.grid, cells, rng, table)
             data = attributes.iloc[combo].reset_index(drop=True)
-            releases.append(
-                make_release(
-                    data,
-                    xy,
-                    geometry,
-                    self.grid.crs,
-                    "onthemap",
-                    release,
-                    epsilon=self.epsilon,
-                    epsilon_totals=self.epsilon_totals,
-                    epsilon_cells=self.epsilon_cells,
-                    m=self.m,
-                    neighbours="add-remove",
-                    prior=self.prior_kind,
-                    weighted=table is not None,
-                    ledger=ledger,
-                )
+            info = ReleaseInfo(
+                method="onthemap",
+                release=release,
+                weighted=table is not None,
+                epsilon=self.epsilon,
+                neighbours="add-remove",
+                ledger=ledger,
+                parameters={"epsilon_totals": self.epsilon_totals,
+                            "epsilon_cells": self.epsilon_cells, "prior": self.prior_kind},
+                m=self.m,
             )
+            releases.append(make_release(data, xy, geometry, self.grid.crs, info))
         return releases
 
     def _spend(self) -> None:

@@ -8,7 +8,9 @@
   table of JSON values following geosynth's schema, whose last row ``complete`` marks a
   completely written file). Seeds go to a private audit file ``<path>.audit.json`` beside it
   (mode 0600 from its creation), with the SHA-256 of the GeoPackage; :func:`verify_audit`
-  checks that an audit file belongs to its release.
+  checks that an audit file belongs to its release. The metadata is one record,
+  :class:`~geosynth.synth.release.ReleaseInfo` (``ReleaseFile.info``); :func:`metadata_from_info`
+  and :func:`info_from_metadata` convert it to and from the file's table.
 * :func:`write_intensity_geotiff` -- the posterior mean intensity of a fit as a north-up GeoTIFF,
   one band per attribute combination (also :meth:`geosynth.PaivaFit.to_geotiff`).
 * :func:`printable` -- text read from a file, safe to print on a terminal.
@@ -44,6 +46,8 @@ from geosynth.io.release import (
     ReleaseFile,
     audit_path,
     combination_labels,
+    info_from_metadata,
+    metadata_from_info,
     read_release,
     verify_audit,
     write_release,
@@ -58,6 +62,8 @@ __all__ = [
     "write_intensity_geotiff",
     "audit_path",
     "combination_labels",
+    "info_from_metadata",
+    "metadata_from_info",
     "printable",
     "RELEASE_LAYER",
     "GRID_LAYER",

@@ -15,6 +15,12 @@ columns named like record or cell identifiers (:data:`ID_COLUMNS`) and, given
 follows one schema owned by geosynth: callers may set only :data:`METADATA_KEYS`, free text
 goes to ``notes``, and both are scanned for seeds.
 
+The metadata is one record, :class:`~geosynth.synth.release.ReleaseInfo`, which the
+synthesizers attach to every release and :func:`write_release` completes with what describes
+the file. This module is the one place where its keys, their order and their types in the file
+exist: :func:`metadata_from_info` writes a record as the ``key, value`` table,
+:func:`info_from_metadata` (``ReleaseFile.info``) reads it back.
+
 All or nothing. The GeoPackage and its audit file are written into a private staging folder and
 moved into place together (:class:`geosynth._atomic.AtomicOutputs`): a failed, interrupted or
 killed write leaves no partial file under the final name and keeps an existing one; leftovers of
@@ -63,7 +69,15 @@ from geosynth.io._files import (
     remove_stale_temporaries,
 )
 from geosynth.lattice import Grid
-from geosynth.synth.release import PUBLIC_ATTR, UNLINKED_METHODS, is_linked, is_public
+from geosynth.synth.release import (
+    PUBLIC_ATTR,
+    UNLINKED_METHODS,
+    ReleaseInfo,
+    ReleaseInfoSource,
+    is_linked,
+    is_public,
+    release_info,
+)
 
 if TYPE_CHECKING:
     from geosynth.data import CellCounts
@@ -76,6 +90,8 @@ __all__ = [
     "verify_audit",
     "audit_path",
     "combination_labels",
+    "info_from_metadata",
+    "metadata_from_info",
     "RELEASE_LAYER",
     "GRID_LAYER",
     "METADATA_LAYER",
@@ -195,6 +211,11 @@ class ReleaseFile:
         """Number of releases."""
         return len(self.releases)
 
+    @property
+    def info(self) -> ReleaseInfo:
+        """The metadata as the record that was written (:func:`info_from_metadata`)."""
+        return info_from_metadata(self.metadata)
+
 
 def audit_path(path: str | os.PathLike) -> Path:
     """Return the private audit file ``<path>.audit.json`` of the release at ``path``."""
@@ -235,11 +256,13 @@ def write_release(
         Add to the ``grid`` layer one column ``lambda_<combination>`` (e.g.
         ``lambda_y=1,x1=2``) per attribute combination with the posterior mean intensity
         (expected records per cell). Needs ``fit``.
-    metadata : Mapping, optional
+    metadata : Mapping or geosynth.synth.release.ReleaseInfo, optional
         Values of the caller-settable keys of the schema, :data:`METADATA_KEYS`: ``method``,
-        ``epsilon``, ``ledger``, ``data``, ``n_public``. Other keys are refused (the writer
-        computes :data:`RESERVED_KEYS` itself; free text goes to ``notes``). Every value is
-        scanned for seeds (see Notes).
+        ``epsilon``, ``ledger``, ``size``, ``data``, ``n_public``. Other keys are refused (the
+        writer computes :data:`RESERVED_KEYS` itself; free text goes to ``notes``). A
+        :class:`~geosynth.synth.release.ReleaseInfo` (e.g. :attr:`geosynth.dp.DPRelease.info`)
+        gives those fields and its ``notes`` (unless ``notes`` is given); the writer computes
+        the others. Every value is scanned for seeds (see Notes).
     notes : str, optional
         Free text published in the metadata entry ``notes``; scanned for seeds like
         ``metadata``.
@@ -329,8 +352,9 @@ def write_release(
     if with_audit:
         check_target(audit, replace)
     seed_values = _seed_integers(seeds)
-    table = _metadata_table(releases, frames, lattice, fit, include_intensity, metadata, notes,
-                            crs, seed_values)
+    info = _file_info(releases, frames, lattice, fit, include_intensity, metadata, notes, crs,
+                      seed_values)
+    table = _metadata_table(info)
     audit_record = _audit_record(target, seeds) if with_audit else None
     cells = None if lattice is None else _grid_layer(lattice, fit if include_intensity else None)
 
@@ -535,8 +559,8 @@ def _drawn_from_noisy_counts(release: gpd.GeoDataFrame) -> bool:
 
     Its records are drawn from noisy counts: no row belongs to a confidential record.
     """
-    info = release.attrs.get("geosynth") if isinstance(release.attrs, dict) else None
-    return isinstance(info, Mapping) and info.get("method") in UNLINKED_METHODS
+    info = release_info(release)
+    return info is not None and info.method in UNLINKED_METHODS
 
 
 def _check_grid_and_fit(
@@ -676,105 +700,170 @@ def _model_description(fit: PaivaFit) -> dict[str, Any]:
     }
 
 
-def _release_attrs(releases: Sequence[gpd.GeoDataFrame], key: str) -> Any:
-    """Return ``attrs["geosynth"][key]`` of the releases (the last one set; None if absent)."""
-    values = []
-    for release in releases:
-        info = release.attrs.get("geosynth") if isinstance(release.attrs, dict) else None
-        if isinstance(info, Mapping) and info.get(key) is not None:
-            values.append(info[key])
-    return values[-1] if values else None
+def _fit_info(fit: PaivaFit | None) -> ReleaseInfo:
+    """Return what a fit says about its releases: the method, and ε and ledger if noise-aware.
+
+    A noise-aware fit's counts (:class:`geosynth.dp.NoisyCounts`) are a
+    :class:`~geosynth.synth.release.ReleaseInfoSource` that records them.
+    """
+    if fit is None:
+        return ReleaseInfo()
+    if fit.noise_scale is None:
+        return ReleaseInfo(method="paiva")
+    if isinstance(fit.counts, ReleaseInfoSource):
+        return fit.counts.release_info()
+    return ReleaseInfo(method="paiva-dp")
 
 
-def _metadata_table(
+def _file_info(
     releases: Sequence[gpd.GeoDataFrame],
     frames: list[gpd.GeoDataFrame],
     grid: Grid | None,
     fit: PaivaFit | None,
     include_intensity: bool,
-    metadata: Mapping[str, Any] | None,
+    metadata: Any,
     notes: Any,
     crs: pyproj.CRS | None,
     seed_values: set[int],
-) -> pd.DataFrame:
+) -> ReleaseInfo:
+    """Build the record of the file: the caller's values, else the releases', else the fit's."""
     import geosynth
 
-    extra = _check_metadata(metadata)
+    given = _check_metadata(metadata)
+    if notes is None:
+        notes = given.notes
     if notes is not None and not isinstance(notes, str):
         raise InputError(f"notes must be a str (free text), got {type(notes).__name__}")
-    # A noise-aware fit's counts are the NoisyCounts of geosynth.dp, which carry ε and ledger.
-    noisy = None if fit is None else fit.counts
-    ledger = (
-        extra.pop("ledger", None)
-        or _release_attrs(releases, "ledger")
-        or getattr(noisy, "ledger", None)
-    )
-    epsilon = (
-        extra.pop("epsilon", None)
-        or _release_attrs(releases, "epsilon")
-        or getattr(noisy, "epsilon", None)
-    )
+    found = ReleaseInfo.of_set(releases)
+    from_fit = _fit_info(fit)
+    ledger = given.ledger or found.ledger or from_fit.ledger
+    epsilon = given.epsilon or found.epsilon or from_fit.epsilon
     if epsilon is None and isinstance(ledger, Mapping):
         epsilon = (ledger.get("spent") or {}).get("epsilon")
-    size = extra.pop("size", None) or _release_attrs(releases, "size")
-    method = extra.pop("method", None) or _release_attrs(releases, "method")
-    if method is None and fit is not None:
-        method = "paiva" if fit.noise_scale is None else "paiva-dp"
+    info = given.replace(
+        method=given.method or found.method or from_fit.method,
+        epsilon=epsilon,
+        ledger=ledger,
+        size=given.size or found.size,
+        notes=notes,
+    )
     # Everything that did not come from the library itself is scanned for seeds.
-    given = {"method": method, "epsilon": epsilon, "ledger": ledger, "size": size,
-             "notes": notes, **extra}
-    for key, value in given.items():
+    for key in ("method", "epsilon", "ledger", "size", "notes", "data", "n_public"):
         where = "notes" if key == "notes" else f"metadata[{key!r}]"
-        problem = _seed_problem(_jsonable(value, where), where, seed_values)
+        problem = _seed_problem(_jsonable(getattr(info, key), where), where, seed_values)
         if problem is not None:
             raise InputError(
                 f"{problem}; seeds and generator state must not be published: pass seeds as "
                 "seeds= (they go to the private audit file) and remove them from metadata= and "
                 "notes="
             )
-    layers = [RELEASE_LAYER.format(k) for k in range(1, len(frames) + 1)]
-    values: dict[str, Any] = {
-        "format": _FORMAT,
-        "format_version": _FORMAT_VERSION,
-        "geosynth_version": geosynth.__version__,
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "crs": _crs_label(crs),
-        "m": len(frames),
-        "layers": layers,
-        "n_records": [len(frame) for frame in frames],
-        "method": method,
-        "lattice": None if grid is None else _lattice_description(grid),
-        "model": None if fit is None else _model_description(fit),
-        "priors": None if fit is None else fit.model.priors.to_dict(),
-        "epsilon": epsilon,
-        "ledger": ledger,
-        "size": size,
-        "intensity": (
+    return info.replace(
+        geosynth_version=geosynth.__version__,
+        created_utc=datetime.now(UTC).isoformat(timespec="seconds"),
+        crs=_crs_label(crs),
+        m=len(frames),
+        n_records=tuple(len(frame) for frame in frames),
+        lattice=None if grid is None else _lattice_description(grid),
+        model=None if fit is None else _model_description(fit),
+        priors=None if fit is None else fit.model.priors.to_dict(),
+        intensity=(
             "grid columns lambda_<combination>: posterior mean expected records per cell"
             if include_intensity
             else None
         ),
-        "notes": notes,
-    }
-    values.update(extra)
-    every_layer = [*layers, *([GRID_LAYER] if grid is not None else []), METADATA_LAYER]
-    values[COMPLETE_KEY] = {"layers": every_layer, "n_layers": len(every_layer)}  # the last row
+    )
+
+
+def _metadata_table(info: ReleaseInfo) -> pd.DataFrame:
+    """Return the ``key, value`` table of ``info``, each value a JSON text."""
     rows = []
-    for key, value in values.items():
+    for key, value in metadata_from_info(info).items():
         try:
-            text = json.dumps(_jsonable(value, f"metadata[{key!r}]"), allow_nan=False)
+            text = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as err:
             raise InputError(f"metadata[{key!r}] is not JSON-serialisable: {err}") from err
         rows.append((key, text))
     return pd.DataFrame(rows, columns=["key", "value"])
 
 
-def _check_metadata(metadata: Any) -> dict[str, Any]:
+def metadata_from_info(info: ReleaseInfo) -> dict[str, Any]:
+    """Return the metadata table of a release file of ``info``, as JSON values in file order.
+
+    Parameters
+    ----------
+    info : geosynth.synth.release.ReleaseInfo
+        The record of the file; ``m`` and ``n_records`` must be set.
+
+    Returns
+    -------
+    dict
+        ``format``, ``format_version``, ``geosynth_version``, ``created_utc``, ``crs``, ``m``,
+        ``layers``, ``n_records``, ``method``, ``lattice``, ``model``, ``priors``,
+        ``epsilon``, ``ledger``, ``size``, ``intensity``, ``notes``, ``data`` and
+        ``n_public`` (these two only when set) and, last, ``complete`` (every layer of the
+        file: the releases, ``grid`` when a lattice is described, ``metadata``). Values are
+        plain JSON (``null`` when unknown; an infinite ε is ``"inf"``).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``m`` or ``n_records`` is not set, or a value cannot be written as JSON.
+    """
+    if not isinstance(info, ReleaseInfo):
+        raise InputError(f"info must be a geosynth ReleaseInfo, got {type(info).__name__}")
+    if info.m is None or info.n_records is None:
+        raise InputError("a release file's record needs m and n_records (write_release sets "
+                         "them)")
+    layers = [RELEASE_LAYER.format(k) for k in range(1, info.m + 1)]
+    values: dict[str, Any] = {"format": _FORMAT, "format_version": _FORMAT_VERSION}
+    for key in _INFO_KEYS:
+        if key == "layers":
+            values[key] = layers
+            continue
+        value = getattr(info, key)
+        if key not in _OPTIONAL_KEYS or value is not None:
+            values[key] = _jsonable(value, f"metadata[{key!r}]")
+    every_layer = [*layers, *([GRID_LAYER] if info.lattice is not None else []), METADATA_LAYER]
+    values[COMPLETE_KEY] = {"layers": every_layer, "n_layers": len(every_layer)}  # the last row
+    return values
+
+
+def info_from_metadata(metadata: Mapping[str, Any]) -> ReleaseInfo:
+    """Return the record a release file's metadata holds (as :func:`read_release` decoded it).
+
+    Parameters
+    ----------
+    metadata : Mapping
+        ``ReleaseFile.metadata``, checked against the schema by :func:`read_release`.
+
+    Returns
+    -------
+    geosynth.synth.release.ReleaseInfo
+        Every field the file records (per-release fields such as ``release`` are None);
+        ``n_records`` as a tuple, an ε of ``"inf"`` as ``math.inf``.
+        ``metadata_from_info(info_from_metadata(metadata))`` gives the table back.
+    """
+    values = {key: metadata.get(key) for key in _INFO_KEYS if key != "layers"}
+    if values["n_records"] is not None:
+        values["n_records"] = tuple(values["n_records"])
+    if values["epsilon"] == "inf":
+        values["epsilon"] = math.inf
+    return ReleaseInfo(**values)
+
+
+def _check_metadata(metadata: Any) -> ReleaseInfo:
     """Return the caller's ``metadata``, restricted to :data:`METADATA_KEYS` and type-checked."""
     if metadata is None:
-        return {}
+        return ReleaseInfo()
+    if isinstance(metadata, ReleaseInfo):
+        given = {key: getattr(metadata, key) for key in sorted(METADATA_KEYS)}
+        for key, value in given.items():
+            if value is not None:
+                _check_metadata_value(key, value)
+        return ReleaseInfo(**given, notes=metadata.notes)
     if not isinstance(metadata, Mapping):
-        raise InputError(f"metadata must be a dict of str keys, got {type(metadata).__name__}")
+        raise InputError(f"metadata must be a dict of str keys or a ReleaseInfo, got "
+                         f"{type(metadata).__name__}")
     allowed = ", ".join(sorted(METADATA_KEYS))
     extra = {}
     for key, value in metadata.items():
@@ -793,7 +882,7 @@ def _check_metadata(metadata: Any) -> dict[str, Any]:
         if value is not None:
             _check_metadata_value(key, value)
         extra[key] = value
-    return extra
+    return ReleaseInfo(**extra)
 
 
 def _check_metadata_value(key: str, value: Any) -> None:
@@ -990,6 +1079,10 @@ _SCHEMA: dict[str, Any] = {
 }
 #: Keys the writer writes only when given.
 _OPTIONAL_KEYS = frozenset({"data", "n_public"})
+#: Keys of the table between ``format_version`` and ``complete``, in file order: each holds the
+#: ReleaseInfo field of its name, except ``layers`` (the release layers, from ``m``).
+_INFO_KEYS = tuple(key for key in _SCHEMA if key not in {"format", "format_version",
+                                                          COMPLETE_KEY})
 _GDAL_ERRORS = (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError, RuntimeError)
 
 

@@ -22,12 +22,20 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from geosynth._messages import describe_rows
+from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, as_generator
-from geosynth.data import _check_crs, _point_coordinates, _rows
+from geosynth.data import _check_crs
 from geosynth.errors import CRSError, InputError
 from geosynth.lattice import Grid
 from geosynth.synth.placement import PixelTable, WeightsLike, check_grid, place
-from geosynth.synth.release import check_geodataframe, check_m, make_release, plain_columns
+from geosynth.synth.release import (
+    ReleaseInfo,
+    check_geodataframe,
+    check_m,
+    make_release,
+    plain_columns,
+)
 
 __all__ = ["naive_synthesize", "donut_mask"]
 
@@ -84,15 +92,15 @@ def naive_synthesize(
     check_grid(grid)
     m = check_m(m)
     keep = _check_columns(gdf, columns)
-    xy = _point_coordinates(gdf)
+    xy = point_coordinates(gdf, "gdf")
     _check_crs(gdf, grid)
     cells = grid.locate(xy)
     outside = cells < 0
     if outside.any():
         raise InputError(
             f"{int(outside.sum())} of {len(gdf)} points fall in no grid cell (outside the lattice "
-            f"or region, or inside an excluded area): {_rows(gdf.index, outside)}; drop them "
-            "(e.g. gdf[grid.locate(gdf.geometry) >= 0]) or build a grid that covers them"
+            f"or region, or inside an excluded area): {describe_rows(gdf.index, outside)}; drop "
+            "them (e.g. gdf[grid.locate(gdf.geometry) >= 0]) or build a grid that covers them"
         )
     table = None if weights is None else PixelTable.from_raster(weights, grid)
     data = pd.DataFrame(gdf[keep]).copy()
@@ -103,9 +111,7 @@ def naive_synthesize(
             place(grid, cells, rng, table),
             geometry,
             gdf.crs,
-            "naive",
-            release,
-            weighted=table is not None,
+            ReleaseInfo(method="naive", release=release, weighted=table is not None),
         )
         for release in range(m)
     ]
@@ -171,7 +177,7 @@ def donut_mask(
     m = check_m(m)
     r_min, r_max = _check_radii(r_min, r_max)
     keep = _check_columns(gdf, columns)
-    xy = _point_coordinates(gdf)
+    xy = point_coordinates(gdf, "gdf")
     if gdf.crs is not None and gdf.crs.is_geographic:
         raise CRSError(
             f"gdf uses the geographic CRS {gdf.crs.to_string()} (degrees), where r_min and r_max "
@@ -186,9 +192,9 @@ def donut_mask(
         angle = rng.uniform(0.0, 2.0 * math.pi, n)
         radius = np.sqrt(rng.uniform(r_min**2, r_max**2, n))
         moved = xy + radius[:, None] * np.column_stack([np.cos(angle), np.sin(angle)])
-        releases.append(
-            make_release(data, moved, geometry, gdf.crs, "donut", release, r_min=r_min, r_max=r_max)
-        )
+        info = ReleaseInfo(method="donut", release=release,
+                           parameters={"r_min": r_min, "r_max": r_max})
+        releases.append(make_release(data, moved, geometry, gdf.crs, info))
     return releases
 
 

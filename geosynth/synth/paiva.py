@@ -10,11 +10,16 @@ independently of the other records, then a point inside that cell (see
 value drawn around the standardised cell mean of its synthetic cell and combination (§2.2.2).
 The attributes of each record are kept, so a release is *partially* synthetic:
 ``D̃^(l) = (S̃^(l), X, Z̃^(l))``.
+
+:func:`synthesize` takes any fit that has what it reads, :class:`PosteriorDraws` (a
+:class:`~geosynth.PaivaFit` has it). ε-differentially private releases are made by
+:func:`geosynth.dp.dp_release` (or the one-call :func:`geosynth.synthesize` with ``epsilon=``);
+this module never imports :mod:`geosynth.dp`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import geopandas as gpd
 import numpy as np
@@ -24,11 +29,11 @@ from scipy import sparse
 from geosynth._random import SeedLike, spawn_seeds
 from geosynth.data import CellCounts
 from geosynth.errors import InputError, SamplerError
-from geosynth.model.fit import PaivaFit, evenly_spaced_draws
+from geosynth.model.fit import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
-from geosynth.synth.release import check_geodataframe, check_m, make_release
+from geosynth.synth.release import ReleaseInfo, check_geodataframe, check_m, make_release
 
-__all__ = ["synthesize", "release_draws", "synthetic_zbar"]
+__all__ = ["PosteriorDraws", "synthesize", "release_draws", "synthetic_zbar"]
 
 _SHOW = 5
 #: synthesize draws release l from default_rng(spawn_seeds(seed, m)[l]): releases can be made
@@ -36,22 +41,65 @@ _SHOW = 5
 PER_RELEASE_STREAMS = True
 
 
+@runtime_checkable
+class PosteriorDraws(Protocol):
+    """What :func:`synthesize` reads of a fit: stored posterior draws of λ and the prepared data.
+
+    :class:`geosynth.PaivaFit` has all of it; any object with these attributes can be
+    synthesized from.
+
+    Attributes
+    ----------
+    counts : geosynth.data.CellCounts
+        The prepared data the model was fitted to: lattice (``counts.grid``), attributes,
+        record cells and combinations, and the standardised cell means of a continuous variable.
+    noise_scale : float or None
+        None for a fit of exact counts; the noise scale of a noise-aware fit of ε-DP counts
+        (which :func:`geosynth.dp.dp_synthesize` draws from instead).
+    n_chains : int
+        Number of chains.
+    n_draws : int
+        Retained draws per chain.
+    n_eta_draws : int
+        Stored draws of η (so of λ) per chain, at most ``n_draws``.
+    """
+
+    counts: CellCounts
+    noise_scale: float | None
+
+    @property
+    def n_chains(self) -> int:
+        """Number of chains."""
+
+    @property
+    def n_draws(self) -> int:
+        """Retained draws per chain."""
+
+    @property
+    def n_eta_draws(self) -> int:
+        """Stored draws of λ per chain."""
+
+    def lambda_draw(self, index: int) -> np.ndarray:
+        """Intensities λ (G, B) of stored draw ``index``, chains concatenated."""
+
+
 def synthesize(
-    fit: PaivaFit | CellCounts,
+    fit: PosteriorDraws,
     gdf: gpd.GeoDataFrame | None = None,
     m: int = 5,
     seed: SeedLike = None,
     weights: WeightsLike = None,
     *,
-    epsilon: float | None = None,
+    epsilon: None = None,
     **dp_options: Any,
 ) -> list[gpd.GeoDataFrame]:
     """Generate ``m`` partially synthetic releases from a fitted model (Nunes 2018, §2.1.2).
 
     Parameters
     ----------
-    fit : geosynth.model.PaivaFit
-        The fitted model; ``fit.counts`` must have been prepared from ``gdf``.
+    fit : PosteriorDraws
+        The fitted model (a :class:`geosynth.PaivaFit`, or anything with the attributes of
+        :class:`PosteriorDraws`); ``fit.counts`` must have been prepared from ``gdf``.
     gdf : geopandas.GeoDataFrame
         The confidential records given to :func:`geosynth.prepare`. Records that ``prepare``
         dropped (``outside="drop"``: outside the grid, region, or inside an excluded area) are
@@ -64,17 +112,11 @@ def synthesize(
         Raster of non-negative weights (e.g. population density) in the grid CRS, used to place
         points within their synthetic cell; see :func:`geosynth.synth.place_in_cells`. It changes
         where in a cell a point goes, never which cell.
-    epsilon : float, optional
-        Make an ε-differentially private release instead: pass the prepared
-        :class:`~geosynth.data.CellCounts` as the first argument and no ``gdf``;
-        :func:`geosynth.dp.dp_release` adds geometric noise to the counts, fits the model
-        noise-aware and draws records (attributes included) from the posterior. ``seed`` is then
-        for tests only (it triggers a :class:`~geosynth.errors.PrivacyLeakWarning`). The
-        ledger is in each release's ``attrs["geosynth"]``.
+    epsilon : None
+        Not accepted here: an ε-differentially private release is made by
+        :func:`geosynth.dp.dp_release` (or ``geosynth.synthesize(counts, m, epsilon=...)``).
     **dp_options
-        With ``epsilon``: ``levels``, ``neighbours``, ``accountant``, ``model``, ``n_iter``,
-        ``burn_in``, ``thin``, ``chains``, ``progress``, ``n_public``, ``max_records``,
-        ``max_bytes`` of :func:`geosynth.dp.dp_release`.
+        Not accepted either (the options of :func:`geosynth.dp.dp_release`).
 
     Returns
     -------
@@ -84,12 +126,14 @@ def synthesize(
         attribute columns (original values), the continuous column (synthetic values) if the fit
         has one, and the synthetic points as geometry (same geometry column name and CRS as
         ``gdf``). Other columns of ``gdf`` are not carried over. ``release.attrs["geosynth"]``
-        records the method, the release number and the posterior draw used.
+        records the method, the release number, the posterior draw used and whether a weights
+        raster placed the points (:class:`~geosynth.synth.release.ReleaseInfo`).
 
     Raises
     ------
     geosynth.errors.InputError
-        ``fit`` is not a PaivaFit; ``gdf`` is not a GeoDataFrame or is not the frame ``fit`` was
+        ``fit`` is not a fit (:class:`PosteriorDraws`), or is a noise-aware fit; ``epsilon`` or
+        DP options are given; ``gdf`` is not a GeoDataFrame or is not the frame ``fit`` was
         prepared from (labels, attributes or cells differ); ``m`` is not an int >= 1 or exceeds
         the number of stored posterior draws of λ; invalid ``weights``.
     geosynth.errors.CRSError
@@ -137,14 +181,7 @@ def synthesize(
     ([200, 200], ['y', 'x1', 'z', 'geometry'])
     >>> public = to_public(releases[0], seed=4)
     """
-    if epsilon is not None or dp_options or (isinstance(fit, PaivaFit)
-                                             and fit.noise_scale is not None):
-        return _dp_synthesize(fit, gdf, m, seed, weights, epsilon, dp_options)
-    if not isinstance(fit, PaivaFit):
-        raise InputError(
-            f"fit must be a geosynth.PaivaFit, got {type(fit).__name__}; fit one with "
-            "geosynth.PaivaModel().fit(counts)"
-        )
+    _refuse_dp(fit, epsilon, dp_options)
     m = check_m(m)
     counts = fit.counts
     grid = counts.grid
@@ -167,53 +204,40 @@ def synthesize(
         xy = place(grid, cells, rng, table)
         if zbar is not None:
             data[counts.continuous] = continuous_values(counts, zbar, cells, combo, rng)
-        releases.append(
-            make_release(
-                data,
-                xy,
-                rows.geometry.name,
-                gdf.crs,
-                "paiva",
-                release,
-                posterior_draw=draw,
-                weighted=table is not None,
-            )
-        )
+        info = ReleaseInfo(method="paiva", release=release, posterior_draw=draw,
+                           weighted=table is not None)
+        releases.append(make_release(data, xy, rows.geometry.name, gdf.crs, info))
     return releases
 
 
-def _dp_synthesize(fit, gdf, m, seed, weights, epsilon, dp_options) -> list[gpd.GeoDataFrame]:
-    """Run the ε-DP branch of :func:`synthesize`."""
-    from geosynth.dp.locations import dp_release, dp_synthesize
-
-    if gdf is not None:
+def _refuse_dp(fit: Any, epsilon: Any, dp_options: dict[str, Any]) -> None:
+    """Refuse what only :mod:`geosynth.dp` synthesizes, and anything that is not a fit."""
+    if epsilon is not None or dp_options:
+        given = ", ".join(["epsilon"] * (epsilon is not None) + sorted(dp_options))
         raise InputError(
-            "a differentially private release does not reuse the confidential records: call "
-            "synthesize(counts, m=..., epsilon=...) without gdf"
+            f"geosynth.synth.synthesize makes releases of exact fits and takes no {given}: "
+            "make an ε-differentially private release with geosynth.dp.dp_release(counts, "
+            "epsilon, m, ...) or geosynth.synthesize(counts, m=..., epsilon=...)"
         )
-    if isinstance(fit, PaivaFit):
-        if epsilon is not None or dp_options:
-            raise InputError(
-                "epsilon/DP options go with the prepared CellCounts, not with a fit: "
-                "synthesize(counts, epsilon=...); a noise-aware fit is synthesized as it is"
-            )
-        return dp_synthesize(fit, m, weights=weights, seed=seed)
-    if epsilon is None:
-        raise InputError(f"DP options {sorted(dp_options)} need epsilon=")
-    if not isinstance(fit, CellCounts):
+    if not isinstance(fit, PosteriorDraws):
         raise InputError(
-            f"with epsilon, the first argument must be the CellCounts of geosynth.prepare, got "
-            f"{type(fit).__name__}"
+            f"fit must be a geosynth.PaivaFit (stored posterior draws of λ), got "
+            f"{type(fit).__name__}; fit one with geosynth.PaivaModel().fit(counts)"
         )
-    return dp_release(fit, epsilon, m, weights=weights, seed=seed, **dp_options).releases
+    if fit.noise_scale is not None:
+        raise InputError(
+            "fit is a noise-aware fit of differentially private counts, which holds no "
+            "confidential records to synthesize: draw its releases with "
+            "geosynth.dp.dp_synthesize(fit, m) (or geosynth.synthesize(fit, m=...))"
+        )
 
 
-def release_draws(fit: PaivaFit, m: int) -> np.ndarray:
+def release_draws(fit: PosteriorDraws, m: int) -> np.ndarray:
     """Index of the stored posterior draw of λ used by each of ``m`` releases.
 
     Parameters
     ----------
-    fit : geosynth.model.PaivaFit
+    fit : PosteriorDraws
         The fit; ``T = fit.n_chains * fit.n_eta_draws`` stored draws of η (all retained draws
         unless ``eta_draws`` of the fit kept fewer), chains concatenated, as
         :meth:`PaivaFit.lambda_draw` indexes them.
@@ -287,7 +311,26 @@ def synthetic_zbar(counts: CellCounts) -> np.ndarray:
 
 # ---------------------------------------------------------------------- internals
 def aligned_rows(gdf: Any, counts: CellCounts) -> gpd.GeoDataFrame:
-    """Rows of ``gdf`` for the kept records of ``counts``, in record order, after checking them."""
+    """Rows of ``gdf`` for the kept records of ``counts``, in record order, after checking them.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The confidential records given to :func:`geosynth.prepare`.
+    counts : geosynth.data.CellCounts
+        What ``prepare`` made of them.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        One row per kept record, in the order of ``counts.record_index``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``gdf`` is not a GeoDataFrame, lacks a column of ``counts``, or is not the frame
+        ``counts`` was prepared from (labels, attributes or cells differ).
+    """
     check_geodataframe(gdf)
     needed = list(counts.attributes) + ([] if counts.continuous is None else [counts.continuous])
     missing = [c for c in needed if c not in gdf.columns]
@@ -415,6 +458,24 @@ def continuous_values(
     combo: np.ndarray,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Synthetic Z: ``Normal(zbar[cell, b], 1) * sd_b + mean_b`` (eq. 2.27 with the SD)."""
+    """Synthetic Z: ``Normal(zbar[cell, b], 1) * sd_b + mean_b`` (Nunes 2018, eq. 2.27, SD).
+
+    Parameters
+    ----------
+    counts : geosynth.data.CellCounts
+        Prepared data with a continuous variable (``zbar_mean``, ``zbar_sd`` per combination).
+    zbar : numpy.ndarray of float64, shape (G, B)
+        Standardised cell means, empty pairs filled (:func:`synthetic_zbar`).
+    cells : numpy.ndarray of int64, shape (n,)
+        Synthetic cell of each record.
+    combo : numpy.ndarray of int64, shape (n,)
+        Combination of each record.
+    rng : numpy.random.Generator
+        Randomness; one normal per record, in record order.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n,)
+    """
     z_star = rng.normal(zbar[cells, combo], 1.0)
     return z_star * np.asarray(counts.zbar_sd)[combo] + np.asarray(counts.zbar_mean)[combo]

@@ -44,7 +44,16 @@ from geosynth._random import SeedLike, as_generator
 from geosynth.errors import CRSError, DataWarning, InputError, SamplerError
 from geosynth.lattice import Grid
 
-__all__ = ["place_in_cells"]
+__all__ = [
+    "place_in_cells",
+    "PixelTable",
+    "WeightsLike",
+    "check_grid",
+    "check_raster_crs",
+    "place",
+    "raster_window",
+    "read_raster",
+]
 
 WeightsLike = Any  # str | os.PathLike | rasterio dataset opened for reading
 
@@ -118,7 +127,20 @@ def place_in_cells(
 
 # ---------------------------------------------------------------------- internal API
 def check_grid(grid: Any, name: str = "grid") -> None:
-    """Raise InputError unless ``grid`` is a :class:`~geosynth.lattice.Grid`."""
+    """Raise InputError unless ``grid`` is a :class:`~geosynth.lattice.Grid`.
+
+    Parameters
+    ----------
+    grid : Any
+        The object to check.
+    name : str, default "grid"
+        What the message calls it.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``grid`` is not a Grid.
+    """
     if not isinstance(grid, Grid):
         raise InputError(
             f"{name} must be a geosynth.lattice.Grid, got {type(grid).__name__}; build one with "
@@ -129,8 +151,28 @@ def check_grid(grid: Any, name: str = "grid") -> None:
 def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str) -> Any:
     """Return ``read(dataset)`` for a raster path (opened and closed here) or an open dataset.
 
-    ``name`` names the parameter in errors; ``open_hint`` says what to pass when a path cannot
-    be opened and ``expected`` what the parameter may be.
+    Parameters
+    ----------
+    source : str, os.PathLike or rasterio dataset
+        The raster.
+    name : str
+        The parameter ``source`` was given as, for errors.
+    read : callable
+        ``read(dataset)`` computes the result from the open dataset.
+    open_hint : str
+        What to pass instead when a path cannot be opened.
+    expected : str
+        What the parameter may be, for the error on another type.
+
+    Returns
+    -------
+    Any
+        ``read(dataset)``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A path that is not a readable raster, a closed dataset or another type.
     """
     if isinstance(source, str | os.PathLike):
         import rasterio
@@ -153,7 +195,23 @@ def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str
 def place(
     grid: Grid, cells: np.ndarray, rng: np.random.Generator, table: PixelTable | None
 ) -> np.ndarray:
-    """Points for validated int64 ``cells``; see :func:`place_in_cells`. Returns (n, 2)."""
+    """Points for validated cell ids; see :func:`place_in_cells`.
+
+    Parameters
+    ----------
+    grid : geosynth.lattice.Grid
+        The lattice.
+    cells : numpy.ndarray of int64, shape (n,)
+        Valid cell ids.
+    rng : numpy.random.Generator
+        Randomness.
+    table : PixelTable or None
+        Pixels of a weights raster grouped by cell; None for uniform placement.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, 2)
+    """
     xy = np.empty((cells.size, 2))
     uniform = np.ones(cells.size, dtype=bool)
     if table is not None:
@@ -302,7 +360,27 @@ class PixelTable:
 
     @classmethod
     def from_raster(cls, weights: WeightsLike, grid: Grid) -> PixelTable:
-        """Read band 1 of ``weights`` over the grid bounds and group its pixels by cell."""
+        """Read band 1 of ``weights`` over the grid bounds and group its pixels by cell.
+
+        Parameters
+        ----------
+        weights : str, os.PathLike or rasterio dataset
+            Single-band raster of non-negative weights in the grid CRS, north-up.
+        grid : geosynth.lattice.Grid
+            The lattice.
+
+        Returns
+        -------
+        PixelTable
+
+        Raises
+        ------
+        geosynth.errors.InputError
+            The raster cannot be read, is rotated, does not overlap the grid or has negative
+            or infinite weights.
+        geosynth.errors.CRSError
+            The raster CRS is not the grid's.
+        """
         return read_raster(
             weights, "weights", lambda dataset: cls._from_dataset(dataset, grid),
             open_hint="pass the path of a GeoTIFF (or another GDAL raster) or an open rasterio "
@@ -312,14 +390,14 @@ class PixelTable:
 
     @classmethod
     def _from_dataset(cls, dataset: Any, grid: Grid) -> PixelTable:
-        _check_raster_crs(dataset.crs, grid.crs)
+        check_raster_crs(dataset.crs, grid.crs)
         t = dataset.transform
         if t.b != 0 or t.d != 0:
             raise InputError(
                 "weights raster has a rotated or sheared geotransform; warp it to a north-up "
                 "grid first (e.g. rasterio.warp.reproject or `rio warp`)"
             )
-        col0, row0, col1, row1 = _window(t, dataset.width, dataset.height, grid.bounds)
+        col0, row0, col1, row1 = raster_window(t, dataset.width, dataset.height, grid.bounds)
         if col1 <= col0 or row1 <= row0:
             raise InputError(
                 f"weights raster (bounds {tuple(dataset.bounds)}) does not overlap the grid "
@@ -356,14 +434,41 @@ class PixelTable:
         return cls(boxes=boxes, cumulative=cumulative, start=start, total=total)
 
     def choose(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Pixel (row of ``boxes``) for each cell, with probability ∝ weight within the cell."""
+        """Pixel (row of ``boxes``) for each cell, with probability ∝ weight within the cell.
+
+        Parameters
+        ----------
+        cells : numpy.ndarray of int64, shape (n,)
+            Cells with positive total weight.
+        rng : numpy.random.Generator
+            Randomness; one uniform per cell.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n,)
+        """
         lo, hi = self.start[cells], self.start[cells + 1]
         target = self.cumulative[lo] + rng.random(cells.size) * self.total[cells]
         pixel = np.searchsorted(self.cumulative, target, side="right") - 1
         return np.clip(pixel, lo, hi - 1)
 
 
-def _check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
+def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
+    """Refuse a raster whose CRS is not the grid's (or only one of them has a CRS).
+
+    Parameters
+    ----------
+    raster_crs : rasterio.crs.CRS or None
+        ``dataset.crs`` of the raster.
+    grid_crs : pyproj.CRS or None
+        ``grid.crs``.
+
+    Raises
+    ------
+    geosynth.errors.CRSError
+        The CRSs differ (axis order aside), or one of them is missing; the message says how to
+        reproject or set the CRS.
+    """
     if raster_crs is None and grid_crs is None:
         return
     if raster_crs is None:
@@ -385,12 +490,26 @@ def _check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
         )
 
 
-def _window(
+def raster_window(
     transform: Any, width: int, height: int, bounds: tuple[float, ...]
 ) -> tuple[int, int, int, int]:
     """``(col0, row0, col1, row1)`` of the pixels meeting ``bounds``, clipped to the raster.
 
-    ``transform`` is north-up (no rotation), so pixel columns and rows are affine in x and y.
+    Parameters
+    ----------
+    transform : affine.Affine
+        North-up geotransform of the raster (no rotation), so pixel columns and rows are
+        affine in x and y.
+    width, height : int
+        Size of the raster in pixels.
+    bounds : tuple of float
+        ``(xmin, ymin, xmax, ymax)`` to cover, e.g. ``grid.bounds``.
+
+    Returns
+    -------
+    tuple of int
+        Columns ``col0 .. col1 - 1`` and rows ``row0 .. row1 - 1``; empty (``col1 <= col0`` or
+        ``row1 <= row0``) when the raster does not meet ``bounds``.
     """
     xmin, ymin, xmax, ymax = bounds
     cols = [(x - transform.c) / transform.a for x in (xmin, xmax)]

@@ -14,12 +14,23 @@ fresh one:
 * :data:`LINKED_ATTR` -- set by the synthesizers whose row ``k`` is made from confidential record
   ``k`` (``synthesize``, ``naive_synthesize``, ``donut_mask``); such a frame is never written.
 * :data:`PUBLIC_ATTR` -- set by :func:`to_public` (shuffled rows, fresh index).
+
+How a release was made is one record, :class:`ReleaseInfo`, built by the synthesizers (and by
+:mod:`geosynth.dp`) and kept in ``attrs["geosynth"]`` as a plain JSON-able dict
+(:meth:`ReleaseInfo.to_attrs`; a dict because ``attrs`` travel with the frame into GeoParquet
+files and across processes). :func:`geosynth.io.write_release` writes it as the release file's
+metadata and :func:`geosynth.io.read_release` reads it back (``ReleaseFile.info``); the keys of
+that file and their schema live in :mod:`geosynth.io.release` only.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import numbers
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 import geopandas as gpd
 import numpy as np
@@ -29,9 +40,14 @@ from geosynth._random import SeedLike, as_generator
 from geosynth.errors import InputError
 
 __all__ = [
+    "ReleaseInfo",
+    "ReleaseInfoSource",
+    "release_info",
+    "set_release_info",
     "to_public",
     "is_linked",
     "is_public",
+    "INFO_ATTR",
     "INTERNAL_PREFIX",
     "LINKED_ATTR",
     "PUBLIC_ATTR",
@@ -41,6 +57,8 @@ __all__ = [
 #: Columns whose name starts with this prefix are bookkeeping (e.g. pandas' ``_merge``) and are
 #: dropped by :func:`to_public`.
 INTERNAL_PREFIX = "_"
+#: ``attrs`` key of the :class:`ReleaseInfo` record of a release (a plain dict).
+INFO_ATTR = "geosynth"
 #: ``attrs`` key (value True) of a release whose rows are aligned with the confidential input:
 #: row ``k`` was made from confidential record ``k`` (the internal output of the synthesizers).
 LINKED_ATTR = "geosynth_linked"
@@ -49,6 +67,214 @@ PUBLIC_ATTR = "geosynth_public"
 #: Methods of :func:`make_release` whose records are drawn from noisy counts, not one per
 #: confidential record (ε-DP locations, OnTheMap): their rows are not aligned with the input.
 UNLINKED_METHODS = frozenset({"paiva-dp", "onthemap"})
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """How a release, or a set of releases, was made: the one record of a release's provenance.
+
+    Built by the synthesizers for every release (kept in ``attrs["geosynth"]``, see
+    :func:`release_info`), completed by :func:`geosynth.io.write_release` with what describes the
+    file (``m``, ``n_records``, ``crs``, lattice, model, priors, version, time) and read back from
+    a file by :func:`geosynth.io.read_release` (``ReleaseFile.info``). Every field is optional
+    (None: not recorded); values are plain Python (str, int, float, bool, dicts and lists), so
+    the record is what gets published: it never holds a seed.
+
+    Attributes
+    ----------
+    method : str or None
+        ``"paiva"``, ``"paiva-dp"``, ``"naive"``, ``"donut"`` or ``"onthemap"`` (or a caller's
+        label, in a file).
+    release : int or None
+        Number of the release within its set, from 0 (one release only).
+    posterior_draw : int or None
+        Stored posterior draw of λ the release was drawn from (Paiva releases only).
+    weighted : bool or None
+        Whether points were placed within cells by a weights raster.
+    epsilon : float or None
+        Privacy loss of a differentially private release (all ``m`` releases together).
+    neighbours : str or None
+        Neighbouring-dataset relation ε refers to (``"add-remove"`` or ``"replace"``).
+    ledger : dict or None
+        The ε ledger, ``Accountant.to_dict()`` after the spend.
+    size : dict or None
+        How the size of an ε-DP release was set (see :mod:`geosynth.dp.locations`).
+    n_public : int or None
+        A published total of records the release was sized to.
+    parameters : dict
+        Settings of the method (the donut radii ``r_min``, ``r_max``; OnTheMap's
+        ``epsilon_totals``, ``epsilon_cells`` and ``prior``).
+    m : int or None
+        Number of releases in the set.
+    n_records : tuple of int or None
+        Records of each release (a file).
+    crs : str or None
+        Authority string (``"EPSG:31983"``) or WKT of the releases' CRS (a file).
+    lattice, model, priors : dict or None
+        Descriptions of the lattice, the fitted model and its priors (a file).
+    intensity : str or None
+        What the grid layer's intensity columns hold, when written (a file).
+    data : str or None
+        A public description of the data.
+    notes : str or None
+        Free text.
+    geosynth_version : str or None
+        Version of geosynth that wrote the file.
+    created_utc : str or None
+        ISO 8601 time the file was written.
+
+    Examples
+    --------
+    >>> info = ReleaseInfo(method="donut", release=0, parameters={"r_min": 1.0, "r_max": 2.0})
+    >>> info.to_attrs()
+    {'method': 'donut', 'release': 0, 'r_min': 1.0, 'r_max': 2.0}
+    >>> ReleaseInfo.from_attrs({"geosynth": info.to_attrs()}) == info
+    True
+    """
+
+    method: str | None = None
+    release: int | None = None
+    posterior_draw: int | None = None
+    weighted: bool | None = None
+    epsilon: float | None = None
+    neighbours: str | None = None
+    ledger: Mapping[str, Any] | None = None
+    size: Mapping[str, Any] | None = None
+    n_public: int | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    m: int | None = None
+    n_records: tuple[int, ...] | None = None
+    crs: str | None = None
+    lattice: Mapping[str, Any] | None = None
+    model: Mapping[str, Any] | None = None
+    priors: Mapping[str, Any] | None = None
+    intensity: str | None = None
+    data: str | None = None
+    notes: str | None = None
+    geosynth_version: str | None = None
+    created_utc: str | None = None
+
+    def replace(self, **changes: Any) -> ReleaseInfo:
+        """Return a copy with ``changes`` (field name -> value) applied.
+
+        Parameters
+        ----------
+        **changes
+            New values of fields.
+
+        Returns
+        -------
+        ReleaseInfo
+        """
+        return dataclasses.replace(self, **changes)
+
+    def to_attrs(self) -> dict[str, Any]:
+        """Return the plain dict kept in ``attrs["geosynth"]`` of a release.
+
+        Returns
+        -------
+        dict
+            Every recorded field (not None) in field order, the :attr:`parameters` in place of
+            that field, and ``ledger`` whenever ``epsilon`` is recorded (None: no accountant
+            charged it). Containers are copies.
+        """
+        record: dict[str, Any] = {}
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if item.name == "parameters":
+                record.update(copy.deepcopy(dict(value)))
+            elif item.name == "n_records" and value is not None:
+                record[item.name] = list(value)
+            elif value is not None or (item.name == "ledger" and self.epsilon is not None):
+                record[item.name] = copy.deepcopy(value)
+        return record
+
+    @classmethod
+    def from_attrs(cls, attrs: Mapping[str, Any]) -> ReleaseInfo | None:
+        """Read the record of a release's ``attrs`` (:meth:`to_attrs` written there).
+
+        Parameters
+        ----------
+        attrs : Mapping
+            ``release.attrs``.
+
+        Returns
+        -------
+        ReleaseInfo or None
+            None when ``attrs`` holds no record. Keys that are not fields go to
+            :attr:`parameters`.
+        """
+        record = attrs.get(INFO_ATTR) if isinstance(attrs, Mapping) else None
+        if not isinstance(record, Mapping):
+            return None
+        names = {item.name for item in dataclasses.fields(cls)} - {"parameters"}
+        values = {k: v for k, v in record.items() if k in names}
+        if values.get("n_records") is not None:
+            values["n_records"] = tuple(values["n_records"])
+        parameters = {k: v for k, v in record.items() if k not in names}
+        return cls(**copy.deepcopy(values), parameters=copy.deepcopy(parameters))
+
+    @classmethod
+    def of_set(cls, releases: Iterable[Any]) -> ReleaseInfo:
+        """Return what a set of releases records about itself.
+
+        Parameters
+        ----------
+        releases : iterable of geopandas.GeoDataFrame
+            Releases (those without a record are skipped).
+
+        Returns
+        -------
+        ReleaseInfo
+            ``method``, ``epsilon``, ``ledger`` and ``size``, each the value of the last
+            release that records one.
+        """
+        infos = [info for info in map(release_info, releases) if info is not None]
+        values = {}
+        for name in ("method", "epsilon", "ledger", "size"):
+            recorded = [getattr(info, name) for info in infos if getattr(info, name) is not None]
+            values[name] = recorded[-1] if recorded else None
+        return cls(**values)
+
+
+@runtime_checkable
+class ReleaseInfoSource(Protocol):
+    """Data that say what every release drawn from them records (e.g. ε-DP noisy counts).
+
+    :class:`geosynth.dp.NoisyCounts` is one: :func:`geosynth.io.write_release` takes the ε and
+    ledger of a noise-aware fit's releases from its counts, without knowing :mod:`geosynth.dp`.
+    """
+
+    def release_info(self) -> ReleaseInfo:
+        """Return the record every release drawn from this object starts from."""
+
+
+def release_info(frame: Any) -> ReleaseInfo | None:
+    """Return the :class:`ReleaseInfo` recorded in ``frame.attrs`` (None if there is none).
+
+    Parameters
+    ----------
+    frame : Any
+        A release (anything without ``attrs`` has no record).
+
+    Returns
+    -------
+    ReleaseInfo or None
+    """
+    return ReleaseInfo.from_attrs(getattr(frame, "attrs", None))
+
+
+def set_release_info(frame: Any, info: ReleaseInfo) -> None:
+    """Record ``info`` in ``frame.attrs["geosynth"]`` (replacing a previous record).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame or geopandas.GeoDataFrame
+        A release; its other ``attrs`` (the linked/public markers) are kept.
+    info : ReleaseInfo
+        The record.
+    """
+    frame.attrs[INFO_ATTR] = info.to_attrs()
 
 
 def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFrame:
@@ -142,7 +368,20 @@ def is_public(frame: Any) -> bool:
 
 # ---------------------------------------------------------------------- shared helpers
 def check_geodataframe(gdf: Any, name: str = "gdf") -> None:
-    """Raise InputError unless ``gdf`` is a GeoDataFrame with an active geometry column."""
+    """Raise InputError unless ``gdf`` is a GeoDataFrame with an active geometry column.
+
+    Parameters
+    ----------
+    gdf : Any
+        The object to check.
+    name : str, default "gdf"
+        What the message calls it.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``gdf`` is not a GeoDataFrame or has no active geometry column.
+    """
     if not isinstance(gdf, gpd.GeoDataFrame):
         raise InputError(
             f"{name} must be a geopandas.GeoDataFrame, got {type(gdf).__module__}."
@@ -168,25 +407,40 @@ def make_release(
     xy: np.ndarray,
     geometry: str,
     crs: Any,
-    method: str,
-    release: int,
+    info: ReleaseInfo,
     *,
     linked: bool | None = None,
-    **attrs: Any,
 ) -> gpd.GeoDataFrame:
     """GeoDataFrame of the non-geometry columns ``data`` with synthetic points ``xy``.
 
-    ``attrs`` (plus ``method`` and ``release``) go to ``GeoDataFrame.attrs["geosynth"]``.
-    ``linked`` says whether row ``k`` was made from confidential record ``k`` (default: True
-    unless ``method`` is one of :data:`UNLINKED_METHODS`); a linked release carries
-    ``attrs[LINKED_ATTR] = True`` and is refused by :func:`geosynth.io.write_release`.
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The non-geometry columns, one row per record.
+    xy : numpy.ndarray of float64, shape (n, 2)
+        The synthetic points.
+    geometry : str
+        Name of the geometry column.
+    crs : Any
+        CRS of the points.
+    info : ReleaseInfo
+        How the release was made; recorded in ``attrs["geosynth"]`` (:func:`set_release_info`).
+    linked : bool, optional
+        Whether row ``k`` was made from confidential record ``k`` (default: True unless
+        ``info.method`` is one of :data:`UNLINKED_METHODS`); a linked release carries
+        ``attrs[LINKED_ATTR] = True`` and is refused by :func:`geosynth.io.write_release`.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
     """
     frame = data.copy()
     frame[geometry] = gpd.points_from_xy(xy[:, 0], xy[:, 1])
     out = gpd.GeoDataFrame(frame, geometry=geometry, crs=crs)
-    out.attrs = {"geosynth": {"method": method, "release": release, **attrs}}
+    out.attrs = {}
+    set_release_info(out, info)
     if linked is None:
-        linked = method not in UNLINKED_METHODS
+        linked = info.method not in UNLINKED_METHODS
     if linked:
         out.attrs[LINKED_ATTR] = True
     return out

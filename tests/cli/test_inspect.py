@@ -21,6 +21,11 @@ def test_inspect_lists_layers_metadata_and_audit_without_seeds(written_release):
     assert '    method: "paiva"' in lines
     assert "        shape: [4, 4]" in lines  # nested metadata is indented under its key
     assert "Audit file:" in result.output and "exists" in result.output
+    # Every key of the file's metadata, in file order, read back through ReleaseInfo.
+    metadata = lines[lines.index("Metadata:") + 1:]
+    keys = [line.split(":")[0].strip() for line in metadata
+            if line.startswith("    ") and not line.startswith("     ")]
+    assert keys == list(io.read_release(written_release).metadata)
 
     seeds = json.loads(io.audit_path(written_release).read_text())["seeds"]
     derived = [value for name, value in seeds.items() if name != "seed"]  # long numbers

@@ -10,10 +10,11 @@ from scipy import stats
 
 import geosynth
 from geosynth.dp.accountant import Accountant
-from geosynth.dp.locations import NoisyCounts, dp_counts, dp_release, dp_synthesize
+from geosynth.dp.locations import DPRelease, NoisyCounts, dp_counts, dp_release, dp_synthesize
 from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning
 from geosynth.model.kernels import draw_latent_count
 from geosynth.samplers.rng import make_streams
+from geosynth.synth.release import ReleaseInfo, release_info
 
 LEVELS = {"y": [0, 1], "x1": [1, 2]}
 
@@ -141,6 +142,13 @@ def test_dp_release_is_well_formed_and_carries_no_seed(scenario_counts, low_epsi
         assert "seed" not in repr(meta).lower()
         cells = counts.grid.locate(xy)
         assert np.all(cells >= 0)
+    # The record of the run: what write_release(metadata=result.info) publishes.
+    info = result.info
+    assert info == ReleaseInfo(method="paiva-dp", epsilon=0.5, neighbours="add-remove",
+                               ledger=result.accountant.to_dict(), size=result.size)
+    assert [release_info(r) for r in result.releases] == [
+        info.replace(release=k, ledger=result.noisy.ledger) for k in range(3)
+    ]
 
 
 def test_release_follows_the_intensity(scenario_counts):
@@ -194,3 +202,18 @@ def test_synthesize_dispatches_to_the_dp_pipeline(scenario_counts):
         geosynth.synthesize(counts, scenario.data, m=1, epsilon=1.0)
     with pytest.raises(InputError, match="need epsilon"):
         geosynth.synthesize(counts, m=1, levels=LEVELS)
+
+
+def test_release_info_of_a_published_total(scenario_counts):
+    _, counts = scenario_counts
+    accountant = Accountant(1.0)
+    with pytest.warns(PrivacyLeakWarning):
+        noisy = dp_counts(counts, 1.0, accountant, levels=LEVELS, neighbours="replace", seed=1)
+    assert noisy.release_info() == ReleaseInfo(method="paiva-dp", epsilon=1.0,
+                                               neighbours="replace", ledger=noisy.ledger)
+    size = {"rule": "n_public", "n_public": 300}
+    result = DPRelease(releases=[], fit=None, noisy=noisy, accountant=accountant, size=size)
+    assert result.info.n_public == 300 and result.info.size == size
+    result = DPRelease(releases=[], fit=None, noisy=noisy, accountant=accountant,
+                       size={"rule": "dp-estimate", "cap": 9})
+    assert result.info.n_public is None

@@ -16,13 +16,26 @@ import pytest
 import shapely
 
 import geosynth
-from geosynth import Grid, PaivaModel, Priors, naive_synthesize, prepare, synthesize, to_public
+from geosynth import (
+    Grid,
+    PaivaFit,
+    PaivaModel,
+    Priors,
+    ReleaseInfo,
+    naive_synthesize,
+    prepare,
+    synthesize,
+    to_public,
+)
 from geosynth._atomic import AtomicOutputs
+from geosynth.dp import Accountant, dp_counts
 from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
 from geosynth.io import (
     ID_COLUMNS,
     audit_path,
     combination_labels,
+    info_from_metadata,
+    metadata_from_info,
     printable,
     read_release,
     verify_audit,
@@ -112,6 +125,15 @@ def test_release_round_trip(tmp_path, fitted):
     assert list(meta)[-1] == "complete"
     assert meta["complete"] == {"layers": got.layers, "n_layers": 4}
     assert got.audit == audit_path(path)  # present and verified
+
+    # the metadata is one record: it reads back as a ReleaseInfo that gives the table again
+    info = got.info
+    assert info.method == "paiva" and info.m == 2 and info.n_records == (300, 300)
+    assert info.crs == "EPSG:31983" and info.lattice == meta["lattice"]
+    assert info.model == meta["model"] and info.priors == Priors().to_dict()
+    assert info.epsilon is None and info.release is None
+    assert metadata_from_info(info) == meta
+    assert info_from_metadata(meta) == info
 
     # the metadata layer is key/value text, each value a JSON document
     table = pyogrio.read_dataframe(path, layer="metadata")
@@ -287,6 +309,58 @@ def test_metadata_records_epsilon_and_ledger(tmp_path):
     assert meta["ledger"]["spent"] == ledger["spent"] and meta["epsilon"] == 1.5
     assert meta["ledger"]["extra"] == ["a", 2, "inf"] and meta["method"] is None
     assert meta["notes"] == "a test"
+
+
+def test_metadata_given_as_a_release_info_writes_the_same_table(tmp_path):
+    ledger = {"spent": {"epsilon": 1.5, "delta": 0.0}}
+    given = {"method": "paiva-dp", "epsilon": 1.5, "n_public": 4, "ledger": ledger}
+    as_dict, as_info = tmp_path / "dict.gpkg", tmp_path / "info.gpkg"
+    write_release(as_dict, [public_like()], metadata=given, notes="n")
+    info = ReleaseInfo(**given, notes="n", release=3, neighbours="replace", m=7, crs="x")
+    write_release(as_info, [public_like()], metadata=info)
+    tables = [pyogrio.read_dataframe(path, layer="metadata") for path in (as_dict, as_info)]
+    for table in tables:
+        table.loc[table["key"] == "created_utc", "value"] = "when"
+    pd.testing.assert_frame_equal(*tables)  # the fields the writer computes are its own
+    assert read_release(as_info).info.n_public == 4
+    with pytest.raises(InputError, match=r"metadata\['epsilon'\] must be a number > 0"):
+        write_release(tmp_path / "bad.gpkg", [public_like()], metadata=ReleaseInfo(epsilon=-1.0))
+    with pytest.raises(InputError, match="metadata must be a dict of str keys or a ReleaseInfo"):
+        write_release(tmp_path / "bad.gpkg", [public_like()], metadata=[("method", "x")])
+
+
+@pytest.mark.filterwarnings("ignore::geosynth.errors.DataWarning")  # 8 records: mostly noise
+def test_a_noise_aware_fit_gives_its_epsilon_and_ledger(tmp_path):
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS)
+    counts = prepare(public_like(8), grid, attributes=["y"])
+    accountant = Accountant(1.0)
+    with pytest.warns(PrivacyLeakWarning):
+        noisy = dp_counts(counts, 1.0, accountant, levels={"y": [0, 1]}, seed=3)
+    eta = np.zeros((1, 2, 4, 2), dtype=np.float32)
+    fit = PaivaFit(model=PaivaModel(), counts=noisy, scalar_names=[],
+                   scalars=np.zeros((1, 2, 0)), theta=np.zeros((1, 2, 4), dtype=np.float32),
+                   beta=None, eta=eta, noise_scale=noisy.noise_scale)
+    path = tmp_path / "dp.gpkg"
+    write_release(path, [public_like()], fit=fit)  # to_public dropped the releases' records
+    info = read_release(path).info
+    assert info.method == "paiva-dp" and info.epsilon == 1.0
+    assert info.ledger == accountant.to_dict()
+    assert info.model["noise_scale"] == 1.0
+
+
+def test_an_infinite_epsilon_reads_back(tmp_path):
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like()], metadata={"epsilon": float("inf")})
+    got = read_release(path)
+    assert got.metadata["epsilon"] == "inf" and got.info.epsilon == float("inf")
+    assert metadata_from_info(got.info) == got.metadata
+
+
+def test_metadata_from_info_needs_the_file_fields():
+    with pytest.raises(InputError, match="needs m and n_records"):
+        metadata_from_info(ReleaseInfo(method="paiva"))
+    with pytest.raises(InputError, match="must be a geosynth ReleaseInfo"):
+        metadata_from_info({"method": "paiva"})
 
 
 def test_writer_refuses_to_overwrite(tmp_path):

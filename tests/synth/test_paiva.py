@@ -1,5 +1,8 @@
 """synthesize: cell probabilities (eq. 2.18), posterior draws, continuous Z (§2.2.2), checks."""
 
+import dataclasses
+import subprocess
+import sys
 import warnings
 
 import geopandas as gpd
@@ -13,7 +16,13 @@ from shapely.geometry import Point, box
 import geosynth
 from geosynth import Grid, PaivaModel, prepare
 from geosynth.errors import CRSError, DataWarning, InputError, IsolatedCellWarning, SamplerError
-from geosynth.synth import release_draws, synthesize, synthetic_zbar, to_public
+from geosynth.synth import (
+    PosteriorDraws,
+    release_draws,
+    synthesize,
+    synthetic_zbar,
+    to_public,
+)
 from tests.synth.helpers import (
     CRS,
     frame_with_index,
@@ -304,6 +313,53 @@ def test_fit_must_be_a_paiva_fit(regular_data):
     gdf, _, counts = regular_data
     with pytest.raises(InputError, match="fit must be a geosynth.PaivaFit"):
         synthesize(counts, gdf)
+
+
+class DrawsOnly:
+    """Not a PaivaFit: only what synthesize reads (the PosteriorDraws protocol)."""
+
+    def __init__(self, fit):
+        self.counts, self.noise_scale = fit.counts, fit.noise_scale
+        self.n_chains, self.n_draws, self.n_eta_draws = fit.n_chains, fit.n_draws, fit.n_eta_draws
+        self.lambda_draw = fit.lambda_draw
+
+
+def test_any_fit_with_the_posterior_draw_protocol_is_synthesized(regular_data):
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=2, draws=4, seed=2))
+    assert isinstance(fit, PosteriorDraws) and isinstance(DrawsOnly(fit), PosteriorDraws)
+    want = synthesize(fit, gdf, m=3, seed=4)
+    got = synthesize(DrawsOnly(fit), gdf, m=3, seed=4)
+    for a, b in zip(want, got, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+        assert a.attrs == b.attrs
+
+
+@pytest.mark.parametrize("options", [{"epsilon": 1.0}, {"levels": {"a": [0, 1]}},
+                                     {"epsilon": 1.0, "n_public": 10}])
+def test_the_core_refuses_dp_and_points_to_geosynth_dp(regular_data, options):
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    for first, frame in ((fit, gdf), (counts, None)):
+        with pytest.raises(InputError, match=r"takes no .*geosynth\.dp\.dp_release.*"
+                                             r"geosynth\.synthesize\(counts"):
+            synthesize(first, frame, m=1, **options)
+
+
+def test_the_core_refuses_a_noise_aware_fit(regular_data):
+    gdf, _, counts = regular_data
+    fit = dataclasses.replace(stub_fit(counts, random_lambda(counts, chains=1, draws=2)),
+                              noise_scale=1.0)
+    with pytest.raises(InputError, match=r"noise-aware fit .*geosynth\.dp\.dp_synthesize"):
+        synthesize(fit, gdf, m=1)
+
+
+def test_the_core_never_loads_geosynth_dp():
+    code = ("import sys, geosynth.synth\n"
+            "print(sorted(m for m in sys.modules if m.startswith('geosynth.dp')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("m", [0, -1, 1.5, True, "2"])

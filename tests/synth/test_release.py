@@ -1,5 +1,7 @@
 """to_public: no index, shuffled rows, no internal columns, no original coordinates."""
 
+import json
+
 import geopandas as gpd
 import numpy as np
 import pandas as pd
@@ -11,9 +13,12 @@ from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
 from geosynth.synth.release import (
     LINKED_ATTR,
     PUBLIC_ATTR,
+    ReleaseInfo,
     is_linked,
     is_public,
     make_release,
+    release_info,
+    set_release_info,
 )
 from tests.synth.helpers import random_lambda, stub_fit
 
@@ -104,8 +109,44 @@ def test_internal_releases_are_marked_linked_and_public_ones_not(release, regula
 def test_make_release_marks_row_aligned_methods(method, linked):
     data = pd.DataFrame({"a": [1, 2]})
     xy = np.array([[0.0, 0.0], [1.0, 1.0]])
-    out = make_release(data, xy, "geometry", "EPSG:31983", method, 0, epsilon=1.0)
+    info = ReleaseInfo(method=method, release=0, epsilon=1.0)
+    out = make_release(data, xy, "geometry", "EPSG:31983", info)
     assert is_linked(out) is linked
-    assert out.attrs["geosynth"] == {"method": method, "release": 0, "epsilon": 1.0}
-    forced = make_release(data, xy, "geometry", "EPSG:31983", method, 0, linked=False)
+    # A release with an ε records its ledger, None when no accountant charged it.
+    assert out.attrs["geosynth"] == {"method": method, "release": 0, "epsilon": 1.0,
+                                     "ledger": None}
+    assert release_info(out) == info
+    forced = make_release(data, xy, "geometry", "EPSG:31983", info, linked=False)
     assert not is_linked(forced)
+
+
+def test_release_info_is_a_plain_dict_in_attrs_and_reads_back():
+    info = ReleaseInfo(method="onthemap", release=1, weighted=False, epsilon=2.0,
+                       neighbours="add-remove", ledger={"spent": {"epsilon": 2.0}},
+                       parameters={"epsilon_totals": 0.2, "prior": None}, m=3)
+    record = info.to_attrs()
+    assert record == {"method": "onthemap", "release": 1, "weighted": False, "epsilon": 2.0,
+                      "neighbours": "add-remove", "ledger": {"spent": {"epsilon": 2.0}},
+                      "epsilon_totals": 0.2, "prior": None, "m": 3}
+    json.dumps(record)  # travels into GeoParquet files and across processes
+    frame = gpd.GeoDataFrame({"a": [1]}, geometry=gpd.points_from_xy([0.0], [0.0]))
+    assert release_info(frame) is None
+    set_release_info(frame, info)
+    assert frame.attrs["geosynth"] == record
+    assert release_info(frame.iloc[:1].copy()) == info  # pandas carries attrs along
+    record["ledger"]["spent"]["epsilon"] = 9.0  # the record is a copy
+    assert info.ledger == {"spent": {"epsilon": 2.0}}
+    assert release_info(pd.DataFrame()) is None and release_info(object()) is None
+
+
+def test_of_set_takes_the_last_recorded_value():
+    frames = []
+    for k, info in enumerate([ReleaseInfo(method="paiva", epsilon=1.0, size={"rule": "a"}),
+                              ReleaseInfo(method="naive"), None]):
+        frame = gpd.GeoDataFrame({"a": [k]}, geometry=gpd.points_from_xy([0.0], [0.0]))
+        if info is not None:
+            set_release_info(frame, info)
+        frames.append(frame)
+    assert ReleaseInfo.of_set(frames) == ReleaseInfo(method="naive", epsilon=1.0,
+                                                     size={"rule": "a"})
+    assert ReleaseInfo.of_set([]) == ReleaseInfo()
