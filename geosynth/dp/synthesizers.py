@@ -81,14 +81,15 @@ ch. 4.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
+from geosynth._validation import check_epsilon, check_int
 from geosynth.dp._randomness import private_generator
+from geosynth.dp.accountant import check_accountant
 from geosynth.errors import InputError
 
 __all__ = [
@@ -133,7 +134,7 @@ def dirichlet_alpha(epsilon: float, n_synth: int) -> float:
     16.75
     """
     epsilon = check_epsilon(epsilon)
-    n_synth = check_positive_int(n_synth, "n_synth")
+    n_synth = check_int(n_synth, "n_synth")
     return n_synth / math.expm1(epsilon)
 
 
@@ -167,30 +168,11 @@ def dirichlet_epsilon(alpha: float | np.ndarray, n_synth: int) -> float:
     1.313
     """
     a = check_alpha(alpha)
-    n_synth = check_positive_int(n_synth, "n_synth")
+    n_synth = check_int(n_synth, "n_synth")
     return math.log1p(n_synth / float(a.min()))
 
 
 # ---------------------------------------------------------------------- validation helpers
-def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
-    """Return ``epsilon`` as a float; TypeError for non-numbers, InputError unless in (0, inf)."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(epsilon).__name__}")
-    value = float(epsilon)
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"{name} must be positive and finite, got {epsilon!r}")
-    return value
-
-
-def check_positive_int(value: Any, name: str) -> int:
-    """Return ``value`` as an int; TypeError for non-integers, InputError if ``< 1``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise InputError(f"{name} must be >= 1, got {value!r}")
-    return int(value)
-
-
 def check_alpha(alpha: Any, name: str = "alpha") -> np.ndarray:
     """Return ``alpha`` as a 1-D float64 array of positive finite values."""
     if isinstance(alpha, bool):
@@ -386,13 +368,9 @@ class DirichletMultinomialSynthesizer:
             )
         self._epsilon_requested = None if epsilon is None else check_epsilon(epsilon)
         self._alpha_given = None if alpha is None else check_alpha(alpha)
-        self._n_synth_given = None if n_synth is None else check_positive_int(n_synth, "n_synth")
-        self.m = check_positive_int(m, "m")
-        if accountant is not None and not callable(getattr(accountant, "spend", None)):
-            raise TypeError(
-                f"accountant must have a spend(epsilon, delta, label=...) method, got "
-                f"{type(accountant).__name__}"
-            )
+        self._n_synth_given = None if n_synth is None else check_int(n_synth, "n_synth")
+        self.m = check_int(m, "m", what="synthetic tables")
+        check_accountant(accountant)
         self.accountant = accountant
         self._counts: np.ndarray | None = None
 
@@ -597,8 +575,7 @@ class BetaBinomialSynthesizer(DirichletMultinomialSynthesizer):
         """
         if n is None:
             return super().fit(counts)
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-            raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
+        n = check_int(n, "n", 0)
         x = check_counts(np.atleast_1d(np.asarray(counts)), "x")
         if x.size != 1:
             raise InputError(f"with n given, counts must be one number of successes, got {x}")
