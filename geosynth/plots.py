@@ -83,12 +83,7 @@ def combination_panels(
 
 def counts_figure(cell_counts: CellCounts) -> Figure:
     """Plot counts per cell for each combination of a :class:`~geosynth.data.CellCounts`."""
-    titles = [_combination_label(cell_counts, b) for b in range(cell_counts.n_combos)]
+    titles = cell_counts.combination_labels(sep=", ")
     return combination_panels(
         cell_counts.grid, cell_counts.counts, titles, suptitle="Records per cell and combination"
     )
-
-
-def _combination_label(cell_counts: CellCounts, b: int) -> str:
-    row = cell_counts.combos.iloc[b]
-    return ", ".join(f"{a}={row[a]}" for a in cell_counts.attributes)
