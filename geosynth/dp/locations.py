@@ -81,7 +81,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
-from geosynth._validation import check_epsilon
+from geosynth._validation import check_epsilon, check_m
 from geosynth.data import CellCounts, CountTable
 from geosynth.dp._randomness import private_generator, private_seed
 from geosynth.dp.accountant import Accountant
@@ -444,7 +444,6 @@ def dp_synthesize(
         The releases could need more than ``max_bytes``; nothing was drawn.
     """
     from geosynth.synth.paiva import release_draws
-    from geosynth.synth.release import check_m
 
     noisy = getattr(fit, "counts", None)
     if not isinstance(noisy, NoisyCounts) or fit.latent_totals is None:
@@ -807,7 +806,6 @@ def dp_release(
     upwards. ``n_public`` fixes the total but not this split.
     """
     from geosynth.model import PaivaModel
-    from geosynth.synth.release import check_m
 
     epsilon = check_epsilon(epsilon)
     if not isinstance(counts, CellCounts):
