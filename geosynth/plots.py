@@ -21,6 +21,18 @@ def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
 
     Row 0 of the returned image is the southernmost lattice row, so draw it with
     ``imshow(..., origin="lower", extent=(xmin, xmax, ymin, ymax))``.
+
+    Parameters
+    ----------
+    grid : Grid
+        Lattice the values refer to.
+    values : numpy.ndarray, shape (G,)
+        One value per kept cell, in cell-id order.
+
+    Returns
+    -------
+    numpy.ma.MaskedArray of float64, shape (nrows, ncols)
+        Cells dropped by clipping (and NaN values) are masked.
     """
     nrows, ncols = grid.shape
     image = np.full(nrows * ncols, np.nan)

@@ -97,6 +97,9 @@ __all__ = [
     "dirichlet_epsilon",
     "DirichletMultinomialSynthesizer",
     "BetaBinomialSynthesizer",
+    "check_alpha",
+    "check_counts",
+    "draw_dirichlet_multinomial",
 ]
 
 # Relative slack when comparing an explicit alpha with the bound an epsilon implies, so that
@@ -174,7 +177,26 @@ def dirichlet_epsilon(alpha: float | np.ndarray, n_synth: int) -> float:
 
 # ---------------------------------------------------------------------- validation helpers
 def check_alpha(alpha: Any, name: str = "alpha") -> np.ndarray:
-    """Return ``alpha`` as a 1-D float64 array of positive finite values."""
+    """Return a Dirichlet prior ``alpha`` as a 1-D float64 array of positive finite values.
+
+    Parameters
+    ----------
+    alpha : float or array-like of float
+        A scalar (one category) or one value per category.
+    name : str, default "alpha"
+        Name of the parameter, used in the messages.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (k,)
+
+    Raises
+    ------
+    TypeError
+        ``alpha`` is a bool or not numeric.
+    geosynth.errors.InputError
+        ``alpha`` is ragged, empty, not 1-D, or holds values that are not positive and finite.
+    """
     if isinstance(alpha, bool):
         raise TypeError(f"{name} must be a number or an array of numbers, got bool")
     try:
@@ -198,9 +220,28 @@ def check_alpha(alpha: Any, name: str = "alpha") -> np.ndarray:
 def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray:
     """Return ``counts`` as an int64 array of non-negative integers with ``ndim`` dimensions.
 
-    Floats are accepted when they are whole numbers (``3.0``). Raises TypeError for booleans and
-    non-numeric data, InputError for NaN, infinite, fractional or negative values, a wrong number
-    of dimensions, or no entries.
+    Floats are accepted when they are whole numbers (``3.0``).
+
+    Parameters
+    ----------
+    counts : array-like, pandas.Series or pandas.DataFrame
+        The counts given.
+    name : str, default "counts"
+        Name of the parameter, used in the messages.
+    ndim : int, default 1
+        Number of dimensions the array must have.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Raises
+    ------
+    TypeError
+        Booleans or non-numeric data.
+    geosynth.errors.InputError
+        NaN, infinite, fractional or negative values, a wrong number of dimensions, or no
+        entries.
     """
     values = counts.to_numpy() if isinstance(counts, pd.Series | pd.DataFrame) else counts
     try:

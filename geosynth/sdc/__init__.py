@@ -1,7 +1,7 @@
 """Statistical disclosure control baselines: neighbourhood resampling (Matloff & Tendick).
 
 :func:`neighbour_resample` releases every selected record with each variable drawn from a
-random original record within ``eps`` of it (``002_4702e23fcdf6e839.txt``, §2).
+random original record within ``eps`` of it (Matloff & Tendick, undated manuscript, §2).
 """
 
 from geosynth.sdc.doca import Doca

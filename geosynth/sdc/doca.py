@@ -1,7 +1,7 @@
 """DOCA: differentially private publication of a numeric data stream by online microaggregation.
 
 :class:`Doca` implements DOCA (*Differential Privacy Online Clustering and Anonymization*) of Leal,
-Vidal & Machado (2018, ``004_94a55910f8b6fa08.txt``): every record of a stream joins an online
+Vidal & Machado (2018, §3, Algorithms 1–2): every record of a stream joins an online
 cluster (Algorithm 2, *BestSelection*); when a record reaches the delay constraint its whole
 cluster is published as the cluster's centroid plus *one* Laplace draw of scale
 ``Δc/ε = Δf/(|C|·ε)`` shared by all its members (§3.2, after Soria-Comas & Domingo-Ferrer 2017),

@@ -1,8 +1,9 @@
 """Neighbourhood resampling of Matloff & Tendick: release each value from a nearby record.
 
 :func:`neighbour_resample` implements the statistical disclosure limitation method of Matloff &
-Tendick (``002_4702e23fcdf6e839.txt``, §2 and §4) as their R function ``nbrs(z, eps, modprop,
-wts)`` (``Neighbors.R`` in github.com/matloff/statdb) does it: every variable is scaled to mean 0
+Tendick ("A Method for Avoiding Data Disclosure While Automatically Preserving Multivariate
+Relations", undated manuscript, §2 and §4) as their R function ``nbrs(z, eps, modprop, wts)``
+(``Neighbors.R`` in github.com/matloff/statdb) does it: every variable is scaled to mean 0
 and standard deviation 1 (R's ``scale``: sample SD, ``ddof=1``) and multiplied by its weight; the
 neighbours of record ``i`` are the *other* original records at Euclidean distance strictly less
 than ``eps`` from it in that space; and each selected record gets every variable from a neighbour
