@@ -111,6 +111,30 @@ class CountTable:
         columns = [f"{a}_code" for a in self.attributes]
         return self.combos[columns].to_numpy(dtype=np.int64)
 
+    def combination_labels(self, sep: str = ",") -> list[str]:
+        """Label each attribute combination by its levels, e.g. ``"y=1,x1=2"``.
+
+        The one builder of combination labels: GeoPackage columns (``lambda_<label>``), GeoTIFF
+        band descriptions, release metadata, model parameter names, plot titles and map layers.
+
+        Parameters
+        ----------
+        sep : str, default ","
+            Text between the ``attribute=level`` parts; files use ``","``, figures and maps
+            ``", "``.
+
+        Returns
+        -------
+        list of str
+            One label per combination ``b`` (row ``b`` of ``combos``), attributes in the order
+            of ``attributes``.
+        """
+        combos = self.combos
+        return [
+            sep.join(f"{attribute}={combos[attribute].iloc[b]}" for attribute in self.attributes)
+            for b in range(len(combos))
+        ]
+
 
 @dataclass(frozen=True, eq=False)
 class CellCounts(CountTable):

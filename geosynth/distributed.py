@@ -422,9 +422,9 @@ def synthesize_dask(
     list of geopandas.GeoDataFrame
         As :func:`geosynth.synthesize`, in release order.
     """
+    from geosynth._validation import check_m
     from geosynth.model.fit import PaivaFit
     from geosynth.synth.paiva import aligned_rows, release_draws
-    from geosynth.synth.release import check_m
 
     if not isinstance(fit, PaivaFit):
         raise InputError(f"fit must be a geosynth.PaivaFit, got {type(fit).__name__}")

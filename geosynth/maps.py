@@ -401,9 +401,8 @@ def _check_fit(fit: Any, grid: Any, combination: Any, crs: Any):
     if not 0 <= combination < n_combos:
         raise InputError(f"combination must be in [0, {n_combos}) (rows of fit.counts.combos), "
                          f"got {combination}")
-    from geosynth.plots import _combination_label
-
-    return fit, grid, lam[:, int(combination)], _combination_label(fit.counts, int(combination))
+    label = fit.counts.combination_labels(sep=", ")[int(combination)]
+    return fit, grid, lam[:, int(combination)], label
 
 
 def _check_max_points(max_points: Any) -> int | None:

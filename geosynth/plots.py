@@ -21,6 +21,18 @@ def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
 
     Row 0 of the returned image is the southernmost lattice row, so draw it with
     ``imshow(..., origin="lower", extent=(xmin, xmax, ymin, ymax))``.
+
+    Parameters
+    ----------
+    grid : Grid
+        Lattice the values refer to.
+    values : numpy.ndarray, shape (G,)
+        One value per kept cell, in cell-id order.
+
+    Returns
+    -------
+    numpy.ma.MaskedArray of float64, shape (nrows, ncols)
+        Cells dropped by clipping (and NaN values) are masked.
     """
     nrows, ncols = grid.shape
     image = np.full(nrows * ncols, np.nan)
@@ -83,12 +95,7 @@ def combination_panels(
 
 def counts_figure(cell_counts: CellCounts) -> Figure:
     """Plot counts per cell for each combination of a :class:`~geosynth.data.CellCounts`."""
-    titles = [_combination_label(cell_counts, b) for b in range(cell_counts.n_combos)]
+    titles = cell_counts.combination_labels(sep=", ")
     return combination_panels(
         cell_counts.grid, cell_counts.counts, titles, suptitle="Records per cell and combination"
     )
-
-
-def _combination_label(cell_counts: CellCounts, b: int) -> str:
-    row = cell_counts.combos.iloc[b]
-    return ", ".join(f"{a}={row[a]}" for a in cell_counts.attributes)

@@ -13,14 +13,22 @@ import warnings
 
 import numpy as np
 
-from geosynth._random import SeedLike, as_generator
+from geosynth._random import SeedLike, as_generator, check_seed
 from geosynth.errors import PrivacyLeakWarning
 
 __all__ = ["private_generator", "private_seed", "warn_seeded"]
 
 
 def warn_seeded(where: str, stacklevel: int = 3) -> None:
-    """Issue the :class:`PrivacyLeakWarning` for a seeded DP computation in ``where``."""
+    """Issue the :class:`PrivacyLeakWarning` for a seeded DP computation in ``where``.
+
+    Parameters
+    ----------
+    where : str
+        Name of the calling function, first in the message.
+    stacklevel : int, default 3
+        Passed to :func:`warnings.warn`: 3 points at the caller of the function that seeds.
+    """
     warnings.warn(
         f"{where}: a seed was given, so the privacy noise is reproducible and the output is NOT "
         "differentially private (anyone who knows the seed can replay and remove the noise). "
@@ -47,28 +55,37 @@ def private_generator(seed: SeedLike = None, *, where: str = "DP release") -> np
     """
     if seed is None:
         return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128)))
+    seed = check_seed(seed)
     warn_seeded(where)
     return as_generator(seed)
 
 
-def private_seed(seed: int | None = None, *, where: str = "DP release") -> int:
+def private_seed(seed: SeedLike = None, *, where: str = "DP release") -> int:
     """Return an integer seed for a numba kernel: fresh OS entropy, or ``seed`` with a warning.
 
     Parameters
     ----------
-    seed : int or None
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         ``None`` draws 63 random bits from the OS; an int is returned after a
-        :class:`PrivacyLeakWarning`.
+        :class:`PrivacyLeakWarning`; a Generator or SeedSequence gives 63 bits drawn from it.
     where : str
         Name of the calling function, for the warning.
 
     Returns
     -------
     int
+
+    Raises
+    ------
+    TypeError, geosynth.errors.InputError
+        As :func:`geosynth._random.check_seed` (a bool, a float, a string, a negative int).
     """
     if seed is None:
         return secrets.randbits(63)
+    seed = check_seed(seed)
     warn_seeded(where)
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(0, 2**63 - 1))
+    if isinstance(seed, np.random.SeedSequence):
+        return int(seed.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
     return int(seed)

@@ -39,12 +39,12 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 
+from geosynth._validation import check_epsilon, check_optional_str, check_probability
 from geosynth.errors import BudgetExceededError, InputError
 
-__all__ = ["Accountant"]
+__all__ = ["Accountant", "check_accountant"]
 
 #: Relative slack allowed when comparing a total with the budget, so that e.g. ten spends of
 #: 0.1 fit a budget of 1.0 despite floating-point rounding.
@@ -91,35 +91,36 @@ def _fits(total: float, budget: float) -> bool:
     return total <= budget * (1.0 + RELATIVE_TOLERANCE)
 
 
-def _check_real(value: Any, name: str) -> float:
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    return float(value)
+def check_accountant(accountant: Any) -> None:
+    """Refuse an ``accountant`` argument that is neither None nor able to pay for a spend.
+
+    Mechanisms and synthesizers take any object with the ``spend(epsilon, delta, label=...)``
+    method of :class:`Accountant` (duck typing), so that callers can wrap or replace it.
+
+    Parameters
+    ----------
+    accountant : object
+        The value given for the ``accountant`` parameter.
+
+    Raises
+    ------
+    TypeError
+        ``accountant`` is not None and has no callable ``spend``.
+    """
+    if accountant is not None and not callable(getattr(accountant, "spend", None)):
+        raise TypeError(
+            "accountant must be a geosynth.dp.accountant.Accountant (or have a "
+            f"spend(epsilon, delta, label=...) method), got {type(accountant).__name__}"
+        )
 
 
 def _check_spend_epsilon(epsilon: Any) -> float:
-    value = _check_real(epsilon, "epsilon")
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(
-            f"epsilon must be a finite number > 0, got {value!r}; pass the privacy loss of "
-            "the mechanism, e.g. epsilon=0.5"
-        )
-    return value
+    return check_epsilon(epsilon, hint="pass the privacy loss of the mechanism, e.g. epsilon=0.5")
 
 
 def _check_delta(delta: Any, what: str) -> float:
-    value = _check_real(delta, "delta")
-    if not 0.0 <= value < 1.0:
-        raise InputError(
-            f"delta must lie in [0, 1), got {value!r}; use delta=0 for pure epsilon-DP {what}"
-        )
-    return value
-
-
-def _check_label(label: Any) -> str | None:
-    if label is not None and not isinstance(label, str):
-        raise TypeError(f"label must be a str or None, got {type(label).__name__}")
-    return label
+    return check_probability(delta, "delta", zero=True,
+                             hint=f"use delta=0 for pure epsilon-DP {what}")
 
 
 def _frame(rows: list[dict[str, Any]], dtypes: dict[str, Any]) -> pd.DataFrame:
@@ -203,13 +204,10 @@ class Accountant:
     """
 
     def __init__(self, epsilon: float, delta: float = 0.0) -> None:
-        budget = _check_real(epsilon, "epsilon")
-        if math.isnan(budget) or budget <= 0:
-            raise InputError(
-                f"epsilon must be > 0, got {budget!r}; pass the total privacy budget of the "
-                "release, e.g. Accountant(1.0) (float('inf') for an uncapped ledger)"
-            )
-        self._epsilon = budget
+        self._epsilon = check_epsilon(
+            epsilon, allow_infinity=True, hint="pass the total privacy budget of the release, "
+            "e.g. Accountant(1.0) (float('inf') for an uncapped ledger)",
+        )
         self._delta = _check_delta(delta, "budgets")
         self._stack: list[_Block] = [_Block(None, None, "sequential", None)]
         self._rows: list[dict[str, Any]] = []
@@ -343,7 +341,7 @@ class Accountant:
         """
         epsilon = _check_spend_epsilon(epsilon)
         delta = _check_delta(delta, "spends")
-        label = _check_label(label)
+        label = check_optional_str(label, "label")
         total = self._refuse_if_over(epsilon, delta, label)
         block = self._stack[-1]
         block.epsilon, block.delta = _combine(
@@ -368,7 +366,7 @@ class Accountant:
 
     @contextmanager
     def _block(self, composition: Composition, label: str | None) -> Iterator[Accountant]:
-        label = _check_label(label)
+        label = check_optional_str(label, "label")
         parent = self._stack[-1].id
         block = _Block(self._next_id, label, composition, parent)
         self._next_id += 1

@@ -143,15 +143,16 @@ Monte Carlo algorithms. *Journal of Applied Probability* 44(2), 458-475.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from geosynth._random import check_seed
+from geosynth._validation import check_int, check_probability
 from geosynth.dp import _inference_kernels as kernels
-from geosynth.dp.synthesizers import check_alpha, check_counts, check_positive_int
+from geosynth.dp.synthesizers import check_alpha, check_counts
 from geosynth.errors import InputError
 from geosynth.samplers.rng import make_streams
 
@@ -302,10 +303,7 @@ class CharestPosterior:
         geosynth.errors.InputError
             ``level`` is not in (0, 1).
         """
-        if isinstance(level, bool) or not isinstance(level, numbers.Real):
-            raise TypeError(f"level must be a number in (0, 1), got {type(level).__name__}")
-        if not 0.0 < float(level) < 1.0:
-            raise InputError(f"level must be in (0, 1), e.g. 0.95; got {level!r}")
+        level = check_probability(level, "level", hint="e.g. level=0.95")
         ordered = np.sort(self.draws, axis=0)
         size = ordered.shape[0]
         inside = min(max(math.ceil(float(level) * size), 1), size)
@@ -394,8 +392,8 @@ def _per_category(values: Any, k: int, name: str) -> np.ndarray:
 
 
 def _validate(synthetic_counts: Any, n: Any, n_synth: Any, alpha: Any, prior: Any) -> _Problem:
-    n = check_positive_int(n, "n")
-    n_synth = check_positive_int(n_synth, "n_synth")
+    n = check_int(n, "n")
+    n_synth = check_int(n_synth, "n_synth")
     categories: tuple | None = None
     values = synthetic_counts
     if isinstance(synthetic_counts, pd.DataFrame):
@@ -452,27 +450,6 @@ def _validate(synthetic_counts: Any, n: Any, n_synth: Any, alpha: Any, prior: An
         prior=_per_category(prior, k, "prior"),
         categories=categories,
         binary_input=binary_input,
-    )
-
-
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise InputError(f"{name} must be >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_seed(seed: Any) -> None:
-    if seed is None or isinstance(
-        seed, (numbers.Integral, np.random.SeedSequence, np.random.Generator)
-    ):
-        if isinstance(seed, bool):
-            raise TypeError("seed must be None, an int, a SeedSequence or a Generator, got bool")
-        return
-    raise TypeError(
-        f"seed must be None, an int, a numpy SeedSequence or a numpy Generator, "
-        f"got {type(seed).__name__}"
     )
 
 
@@ -635,17 +612,17 @@ def charest_posterior(
     0.31
     """
     problem = _validate(synthetic_counts, n, n_synth, alpha, prior)
-    n_iter = _check_int(n_iter, "n_iter", 1)
-    burn_in = _check_int(burn_in, "burn_in", 0)
-    thin = _check_int(thin, "thin", 1)
-    chains = _check_int(chains, "chains", 1)
+    n_iter = check_int(n_iter, "n_iter")
+    burn_in = check_int(burn_in, "burn_in", 0)
+    thin = check_int(thin, "thin")
+    chains = check_int(chains, "chains")
     if burn_in >= n_iter:
         raise InputError(
             f"burn_in={burn_in} must be smaller than n_iter={n_iter} (n_iter counts the burn-in)"
         )
     if step is not None:
-        step = _check_int(step, "step", 1)
-    _check_seed(seed)
+        step = check_int(step, "step")
+    check_seed(seed)
     k = problem.tables.shape[1]
     method = _resolve_method(method, k, problem.n)
     n_keep = len(range(burn_in, n_iter, thin))

@@ -84,6 +84,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
+from geosynth._validation import check_epsilon, check_m
 from geosynth.data import CellCounts, CountTable
 from geosynth.dp._randomness import private_generator, private_seed
 from geosynth.dp.accountant import Accountant
@@ -92,7 +93,7 @@ from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLe
 from geosynth.lattice import Grid
 from geosynth.synth.paiva import PosteriorDraws, release_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
-from geosynth.synth.release import ReleaseInfo, check_m, make_release
+from geosynth.synth.release import ReleaseInfo, make_release
 
 __all__ = [
     "NoisyCounts",
@@ -863,6 +864,8 @@ def dp_release(
 
     Raises
     ------
+    TypeError
+        ``epsilon`` is not a real number (a bool or a string such as ``"1.0"`` included).
     geosynth.errors.InputError
         Invalid arguments, or an ε too small for this table and run (see "Small ε" in the
         module docstring): the noise would overflow int64, the releases could exceed
@@ -892,9 +895,7 @@ def dp_release(
     """
     from geosynth.model import PaivaModel
 
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
-            or not math.isfinite(epsilon) or epsilon <= 0:
-        raise InputError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    epsilon = check_epsilon(epsilon)
     if not isinstance(counts, CellCounts):
         raise InputError(f"counts must be the CellCounts of geosynth.prepare, got "
                          f"{type(counts).__name__}")

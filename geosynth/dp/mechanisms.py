@@ -61,7 +61,14 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from geosynth._random import SeedLike
+from geosynth._validation import (
+    check_epsilon,
+    check_optional_str,
+    check_positive,
+    check_probability,
+)
 from geosynth.dp._randomness import private_generator
+from geosynth.dp.accountant import check_accountant
 from geosynth.errors import InputError, PrivacyLeakWarning, SamplerError
 
 __all__ = [
@@ -112,57 +119,20 @@ class _Spender(Protocol):
 # --------------------------------------------------------------------------------------------
 
 
-def _check_real(value: Any, name: str) -> float:
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    return float(value)
-
-
-def _check_positive(value: Any, name: str, fix: str) -> float:
-    number = _check_real(value, name)
-    if not math.isfinite(number) or number <= 0:
-        raise InputError(f"{name} must be a finite number > 0, got {number!r}; {fix}")
-    return number
-
-
-def _check_epsilon(epsilon: Any) -> float:
-    return _check_positive(
-        epsilon,
-        "epsilon",
-        "pass the privacy-loss budget of this release, e.g. epsilon=1.0 (smaller is more private)",
-    )
-
-
 def _check_sensitivity(sensitivity: Any, norm: str) -> float:
-    return _check_positive(
+    return check_positive(
         sensitivity,
         "sensitivity",
-        f"pass the largest {norm} change one individual can make to the statistic "
+        hint=f"pass the largest {norm} change one individual can make to the statistic "
         "(e.g. sensitivity=1 for a count)",
     )
 
 
 def _check_delta(delta: Any) -> float:
-    number = _check_real(delta, "delta")
-    if not 0.0 < number < 1.0:
-        raise InputError(
-            f"delta must lie strictly between 0 and 1, got {number!r}; choose it much smaller "
-            "than 1/(number of individuals), e.g. delta=1e-6"
-        )
-    return number
-
-
-def _check_label(label: Any) -> None:
-    if label is not None and not isinstance(label, str):
-        raise TypeError(f"label must be a str or None, got {type(label).__name__}")
-
-
-def _check_accountant(accountant: Any) -> None:
-    if accountant is not None and not callable(getattr(accountant, "spend", None)):
-        raise TypeError(
-            "accountant must be a geosynth.dp.accountant.Accountant (or have a spend method), "
-            f"got {type(accountant).__name__}"
-        )
+    return check_probability(
+        delta, "delta", hint="choose it much smaller than 1/(number of individuals), e.g. "
+        "delta=1e-6",
+    )
 
 
 def _check_noise_scale(
@@ -427,9 +397,9 @@ def laplace(
     """
     values, scalar = _as_real_array(x, "x")
     sensitivity = _check_sensitivity(sensitivity, "L1")
-    epsilon = _check_epsilon(epsilon)
-    _check_label(label)
-    _check_accountant(accountant)
+    epsilon = check_epsilon(epsilon)
+    check_optional_str(label, "label")
+    check_accountant(accountant)
     _check_float_values(values, "x", "laplace")
     scale = sensitivity / epsilon
     _check_noise_scale(
@@ -540,9 +510,9 @@ def geometric(
                 "integer counts change by whole numbers, so round the bound down"
             )
     delta_1 = _check_sensitivity(sensitivity, "L1")
-    epsilon = _check_epsilon(epsilon)
-    _check_label(label)
-    _check_accountant(accountant)
+    epsilon = check_epsilon(epsilon)
+    check_optional_str(label, "label")
+    check_accountant(accountant)
     scale = delta_1 / epsilon
     _check_noise_scale(
         scale, MAX_INTEGER_NOISE_SCALE, where="geometric", sensitivity=int(delta_1),
@@ -647,7 +617,7 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     3.731
     """
     sensitivity = _check_sensitivity(sensitivity, "L2")
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     delta = _check_delta(delta)
     lo = hi = 1.0  # bracket of sigma / sensitivity: delta(lo) > target >= delta(hi)
     while _gaussian_delta(hi, epsilon) > delta:
@@ -699,7 +669,7 @@ def classic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> 
        2014, Appendix A.
     """
     sensitivity = _check_sensitivity(sensitivity, "L2")
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     delta = _check_delta(delta)
     if epsilon >= 1.0:
         raise InputError(
@@ -785,10 +755,10 @@ def gaussian(
     """
     values, scalar = _as_real_array(x, "x")
     sensitivity = _check_sensitivity(sensitivity, "L2")
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     delta = _check_delta(delta)
-    _check_label(label)
-    _check_accountant(accountant)
+    check_optional_str(label, "label")
+    check_accountant(accountant)
     _check_float_values(values, "x", "gaussian")
     sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
     _check_noise_scale(
@@ -939,9 +909,9 @@ def exponential(
             f"{_describe_positions(bad)}; give every candidate a finite score"
         )
     sensitivity = _check_sensitivity(sensitivity, "absolute")
-    epsilon = _check_epsilon(epsilon)
-    _check_label(label)
-    _check_accountant(accountant)
+    epsilon = check_epsilon(epsilon)
+    check_optional_str(label, "label")
+    check_accountant(accountant)
     scale = 2.0 * sensitivity / epsilon
     _check_noise_scale(
         scale, MAX_FLOAT_NOISE_SCALE, where="exponential", sensitivity=sensitivity,

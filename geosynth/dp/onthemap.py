@@ -53,16 +53,13 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
+from geosynth._validation import check_epsilon, check_int, check_probability
 from geosynth.data import CellCounts
 from geosynth.dp._randomness import private_generator
+from geosynth.dp.accountant import check_accountant
 from geosynth.dp.locations import full_table, public_domain
 from geosynth.dp.mechanisms import geometric
-from geosynth.dp.synthesizers import (
-    check_counts,
-    check_epsilon,
-    check_positive_int,
-    draw_dirichlet_multinomial,
-)
+from geosynth.dp.synthesizers import check_counts, draw_dirichlet_multinomial
 from geosynth.errors import InputError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 from geosynth.synth.placement import (
@@ -321,9 +318,7 @@ class OnTheMapSynthesizer:
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
         if epsilon_totals is None:
-            share = check_epsilon(totals_share, "totals_share")
-            if share >= 1:
-                raise InputError(f"totals_share must be in (0, 1), got {totals_share!r}")
+            share = check_probability(totals_share, "totals_share")
             self.epsilon_totals = share * self.epsilon
         else:
             self.epsilon_totals = check_epsilon(epsilon_totals, "epsilon_totals")
@@ -333,13 +328,9 @@ class OnTheMapSynthesizer:
                     "which also pays for the cells"
                 )
         self.epsilon_cells = self.epsilon - self.epsilon_totals
-        self.m = check_positive_int(m, "m")
+        self.m = check_int(m, "m", what="synthetic datasets")
         self.epsilon_cells_per_release = self.epsilon_cells / self.m
-        if accountant is not None and not callable(getattr(accountant, "spend", None)):
-            raise TypeError(
-                f"accountant must have a spend(epsilon, delta, label=...) method, got "
-                f"{type(accountant).__name__}"
-            )
+        check_accountant(accountant)
         self.prior = prior
         self.accountant = accountant
         self._counts: np.ndarray | None = None

@@ -81,14 +81,15 @@ ch. 4.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
+from geosynth._validation import check_epsilon, check_int
 from geosynth.dp._randomness import private_generator
+from geosynth.dp.accountant import check_accountant
 from geosynth.errors import InputError
 
 __all__ = [
@@ -96,6 +97,9 @@ __all__ = [
     "dirichlet_epsilon",
     "DirichletMultinomialSynthesizer",
     "BetaBinomialSynthesizer",
+    "check_alpha",
+    "check_counts",
+    "draw_dirichlet_multinomial",
 ]
 
 # Relative slack when comparing an explicit alpha with the bound an epsilon implies, so that
@@ -133,7 +137,7 @@ def dirichlet_alpha(epsilon: float, n_synth: int) -> float:
     16.75
     """
     epsilon = check_epsilon(epsilon)
-    n_synth = check_positive_int(n_synth, "n_synth")
+    n_synth = check_int(n_synth, "n_synth")
     return n_synth / math.expm1(epsilon)
 
 
@@ -167,32 +171,32 @@ def dirichlet_epsilon(alpha: float | np.ndarray, n_synth: int) -> float:
     1.313
     """
     a = check_alpha(alpha)
-    n_synth = check_positive_int(n_synth, "n_synth")
+    n_synth = check_int(n_synth, "n_synth")
     return math.log1p(n_synth / float(a.min()))
 
 
 # ---------------------------------------------------------------------- validation helpers
-def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
-    """Return ``epsilon`` as a float; TypeError for non-numbers, InputError unless in (0, inf)."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(epsilon).__name__}")
-    value = float(epsilon)
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"{name} must be positive and finite, got {epsilon!r}")
-    return value
-
-
-def check_positive_int(value: Any, name: str) -> int:
-    """Return ``value`` as an int; TypeError for non-integers, InputError if ``< 1``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise InputError(f"{name} must be >= 1, got {value!r}")
-    return int(value)
-
-
 def check_alpha(alpha: Any, name: str = "alpha") -> np.ndarray:
-    """Return ``alpha`` as a 1-D float64 array of positive finite values."""
+    """Return a Dirichlet prior ``alpha`` as a 1-D float64 array of positive finite values.
+
+    Parameters
+    ----------
+    alpha : float or array-like of float
+        A scalar (one category) or one value per category.
+    name : str, default "alpha"
+        Name of the parameter, used in the messages.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (k,)
+
+    Raises
+    ------
+    TypeError
+        ``alpha`` is a bool or not numeric.
+    geosynth.errors.InputError
+        ``alpha`` is ragged, empty, not 1-D, or holds values that are not positive and finite.
+    """
     if isinstance(alpha, bool):
         raise TypeError(f"{name} must be a number or an array of numbers, got bool")
     try:
@@ -216,9 +220,28 @@ def check_alpha(alpha: Any, name: str = "alpha") -> np.ndarray:
 def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray:
     """Return ``counts`` as an int64 array of non-negative integers with ``ndim`` dimensions.
 
-    Floats are accepted when they are whole numbers (``3.0``). Raises TypeError for booleans and
-    non-numeric data, InputError for NaN, infinite, fractional or negative values, a wrong number
-    of dimensions, or no entries.
+    Floats are accepted when they are whole numbers (``3.0``).
+
+    Parameters
+    ----------
+    counts : array-like, pandas.Series or pandas.DataFrame
+        The counts given.
+    name : str, default "counts"
+        Name of the parameter, used in the messages.
+    ndim : int, default 1
+        Number of dimensions the array must have.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Raises
+    ------
+    TypeError
+        Booleans or non-numeric data.
+    geosynth.errors.InputError
+        NaN, infinite, fractional or negative values, a wrong number of dimensions, or no
+        entries.
     """
     values = counts.to_numpy() if isinstance(counts, pd.Series | pd.DataFrame) else counts
     try:
@@ -386,13 +409,9 @@ class DirichletMultinomialSynthesizer:
             )
         self._epsilon_requested = None if epsilon is None else check_epsilon(epsilon)
         self._alpha_given = None if alpha is None else check_alpha(alpha)
-        self._n_synth_given = None if n_synth is None else check_positive_int(n_synth, "n_synth")
-        self.m = check_positive_int(m, "m")
-        if accountant is not None and not callable(getattr(accountant, "spend", None)):
-            raise TypeError(
-                f"accountant must have a spend(epsilon, delta, label=...) method, got "
-                f"{type(accountant).__name__}"
-            )
+        self._n_synth_given = None if n_synth is None else check_int(n_synth, "n_synth")
+        self.m = check_int(m, "m", what="synthetic tables")
+        check_accountant(accountant)
         self.accountant = accountant
         self._counts: np.ndarray | None = None
 
@@ -597,8 +616,7 @@ class BetaBinomialSynthesizer(DirichletMultinomialSynthesizer):
         """
         if n is None:
             return super().fit(counts)
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-            raise TypeError(f"n must be an int, got {type(n).__name__} {n!r}")
+        n = check_int(n, "n", 0)
         x = check_counts(np.atleast_1d(np.asarray(counts)), "x")
         if x.size != 1:
             raise InputError(f"with n given, counts must be one number of successes, got {x}")

@@ -11,7 +11,6 @@ import numpy as np
 from geosynth._atomic import atomic_path
 from geosynth.errors import InputError
 from geosynth.io._files import check_target, remove_stale_temporaries
-from geosynth.io.release import combination_labels
 from geosynth.lattice import Grid
 
 if TYPE_CHECKING:
@@ -53,7 +52,7 @@ def write_intensity_geotiff(
     -----
     One band per attribute combination ``b`` (band ``b + 1``) holds
     ``fit.posterior_mean_lambda()[:, b]``, the expected number of records per cell; the band
-    description is the combination label (``"y=1,x1=2,x2=3"``, see :func:`combination_labels`)
+    description is the combination label (``fit.counts.combination_labels()``, "y=1,x1=2,x2=3")
     and the band tags hold each attribute's level. Pixels are the lattice cells: raster row
     ``r`` is lattice row ``nrows - 1 - r`` (the lattice counts rows from the south, a GeoTIFF
     from the north), the transform is ``from_origin(xmin, ymax, dx, dy)`` and the CRS is the
@@ -72,7 +71,7 @@ def write_intensity_geotiff(
     target = Path(path)
     check_target(target, overwrite)
     lam = np.asarray(fit.posterior_mean_lambda())
-    labels = combination_labels(fit.counts)
+    labels = fit.counts.combination_labels()
     nrows, ncols = grid.shape
     bands = np.full((lam.shape[1], nrows, ncols), np.nan, dtype=np.float32)
     bands[:, nrows - 1 - np.asarray(grid.cell_row), np.asarray(grid.cell_col)] = lam.T

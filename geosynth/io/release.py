@@ -80,7 +80,6 @@ from geosynth.synth.release import (
 )
 
 if TYPE_CHECKING:
-    from geosynth.data import CellCounts
     from geosynth.model.fit import PaivaFit
 
 __all__ = [
@@ -89,7 +88,6 @@ __all__ = [
     "read_release",
     "verify_audit",
     "audit_path",
-    "combination_labels",
     "info_from_metadata",
     "metadata_from_info",
     "RELEASE_LAYER",
@@ -632,31 +630,11 @@ def _crs_label(crs: pyproj.CRS | None) -> str | None:
     return ":".join(authority) if authority else crs.to_wkt()
 
 
-def combination_labels(counts: CellCounts) -> list[str]:
-    """Labels ``"y=1,x1=2"`` of the attribute combinations of ``counts``, in column order.
-
-    Parameters
-    ----------
-    counts : geosynth.data.CellCounts
-        Prepared counts (``fit.counts``).
-
-    Returns
-    -------
-    list of str
-        One label per combination ``b`` (row of ``counts.combos``).
-    """
-    combos = counts.combos
-    return [
-        ",".join(f"{attribute}={combos[attribute].iloc[b]}" for attribute in counts.attributes)
-        for b in range(len(combos))
-    ]
-
-
 def _grid_layer(grid: Grid, fit: PaivaFit | None) -> gpd.GeoDataFrame:
     cells = grid.cells.copy()
     if fit is not None:
         lam = fit.posterior_mean_lambda()
-        for b, label in enumerate(combination_labels(fit.counts)):
+        for b, label in enumerate(fit.counts.combination_labels()):
             cells[f"lambda_{label}"] = lam[:, b]
     return cells
 
@@ -696,7 +674,7 @@ def _model_description(fit: PaivaFit) -> dict[str, Any]:
         "noise_scale": fit.noise_scale,
         "attributes": list(fit.counts.attributes),
         "continuous": fit.counts.continuous,
-        "combinations": combination_labels(fit.counts),
+        "combinations": fit.counts.combination_labels(),
     }
 
 

@@ -29,6 +29,7 @@ from scipy import linalg
 from scipy.spatial.distance import pdist, squareform
 
 from geosynth._random import SeedLike, as_generator
+from geosynth._validation import check_probability
 from geosynth.errors import InputError
 
 __all__ = ["GPPosterior", "gp_regression", "stacked_intervals"]
@@ -170,8 +171,7 @@ def stacked_intervals(
 
 
 def _intervals(draws: pd.DataFrame, level: float) -> pd.DataFrame:
-    if not 0 < level < 1:
-        raise InputError(f"level must be in (0, 1), got {level}")
+    level = check_probability(level, "level", hint="e.g. level=0.95")
     tail = (1 - level) / 2
     return pd.DataFrame({
         "mean": draws.mean(),

@@ -28,6 +28,7 @@ from scipy import stats
 from scipy.spatial import cKDTree
 
 from geosynth._random import SeedLike, as_generator
+from geosynth._validation import check_int, check_probability
 from geosynth.errors import InputError
 from geosynth.metrics.matching import (
     as_columns,
@@ -111,6 +112,8 @@ def combine_partially_synthetic(q: Any, u: Any, level: float = 0.95) -> Combined
 
     Raises
     ------
+    TypeError
+        ``level`` is not a real number.
     geosynth.errors.InputError
         Fewer than 2 releases, shapes differ, non-finite values, negative variances or a level
         outside (0, 1).
@@ -166,9 +169,11 @@ def combine_fully_synthetic(
 
     Raises
     ------
+    TypeError
+        As :func:`combine_partially_synthetic`, or a size that is not an int.
     geosynth.errors.InputError
         As :func:`combine_partially_synthetic`, or only one of ``n_synthetic``/``n_original``,
-        or a non-positive size.
+        or a size < 1.
 
     Notes
     -----
@@ -197,10 +202,7 @@ def combine_fully_synthetic(
         )
     ratio = 1.0
     if n_synthetic is not None:
-        for name, value in (("n_synthetic", n_synthetic), ("n_original", n_original)):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise InputError(f"{name} must be a positive integer, got {value!r}")
-        ratio = n_synthetic / n_original  # type: ignore[operator]
+        ratio = check_int(n_synthetic, "n_synthetic") / check_int(n_original, "n_original")
     m = qa.shape[0]
     est = qa.mean(axis=0)
     b = qa.var(axis=0, ddof=1)
@@ -231,15 +233,7 @@ def _check_qu(q: Any, u: Any, level: Any) -> tuple[np.ndarray, np.ndarray, float
         raise InputError("q and u must be finite; drop releases where the estimate is undefined")
     if (ua < 0).any():
         raise InputError("u holds variances and must be >= 0")
-    return qa, ua, _check_level(level)
-
-
-def _check_level(level: Any) -> float:
-    if isinstance(level, bool) or not isinstance(level, int | float | np.floating):
-        raise InputError(f"level must be a number in (0, 1), e.g. 0.95, got {level!r}")
-    if not 0 < float(level) < 1:
-        raise InputError(f"level must be in (0, 1), e.g. 0.95, got {level!r}")
-    return float(level)
+    return qa, ua, check_probability(level, "level", hint="e.g. level=0.95")
 
 
 def _partial(qa: np.ndarray, ua: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -453,6 +447,8 @@ def quadrant_coverage(
 
     Raises
     ------
+    TypeError
+        ``n_quadrants`` or ``min_points`` is not an int, or ``level`` not a real number.
     geosynth.errors.InputError
         Invalid frames, a missing or non-binary ``outcome``, fewer than 2 releases, bad
         parameters, or too few rectangles reach ``min_points`` (after 200 draws per requested
@@ -475,9 +471,9 @@ def quadrant_coverage(
             "quadrant_coverage needs at least 2 releases (the combining rules use the "
             "between-release variance); pass the list of m synthetic GeoDataFrames"
         )
-    n_quadrants = _positive_int(n_quadrants, "n_quadrants")
-    min_points = _positive_int(min_points, "min_points")
-    level = _check_level(level)
+    n_quadrants = check_int(n_quadrants, "n_quadrants")
+    min_points = check_int(min_points, "min_points")
+    level = check_probability(level, "level", hint="e.g. level=0.95")
     if kind not in ("geometric", "karr"):
         raise InputError(f'kind must be "geometric" or "karr", got {kind!r}')
     xy0 = frame_xy(original, "original")
@@ -626,12 +622,6 @@ def _binary(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
             f"{bad}; recode it, e.g. (gdf[{column!r}] == level).astype(int)"
         )
     return values.astype(bool)
-
-
-def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InputError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _as_bounds(bounds: Any, xy: np.ndarray, name: str) -> tuple[float, float, float, float]:

@@ -613,10 +613,7 @@ def _combination_parameters(counts: CellCounts) -> tuple[np.ndarray, list[str]]:
     """One parameter per combination but the first (the baseline)."""
     B = counts.n_combos
     combo_levels = (np.arange(B, dtype=np.int64) - 1).reshape(B, 1)
-    names = []
-    for b in range(1, B):
-        row = counts.combos.iloc[b]
-        names.append("combination=" + ",".join(f"{a}={row[a]}" for a in counts.attributes))
+    names = ["combination=" + label for label in counts.combination_labels()[1:]]
     return combo_levels, names
 
 
@@ -1104,7 +1101,6 @@ class PaivaFit:
             raise InputError(f"combination must be in [0, {B}), got {combination}")
         values = np.column_stack([self.counts.counts[:, combination],
                                   self.posterior_mean_lambda()[:, combination]])
-        label = ", ".join(f"{a}={self.counts.combos.iloc[combination][a]}"
-                          for a in self.counts.attributes)
+        label = self.counts.combination_labels(sep=", ")[combination]
         return combination_panels(self.grid, values, ["observed counts", "posterior mean λ"],
                                   suptitle=label)

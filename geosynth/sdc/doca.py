@@ -1,7 +1,7 @@
 """DOCA: differentially private publication of a numeric data stream by online microaggregation.
 
 :class:`Doca` implements DOCA (*Differential Privacy Online Clustering and Anonymization*) of Leal,
-Vidal & Machado (2018): every record of a stream joins an online
+Vidal & Machado (2018, §3, Algorithms 1–2): every record of a stream joins an online
 cluster (Algorithm 2, *BestSelection*); when a record reaches the delay constraint its whole
 cluster is published as the cluster's centroid plus *one* Laplace draw of scale
 ``Δc/ε = Δf/(|C|·ε)`` shared by all its members (§3.2, after Soria-Comas & Domingo-Ferrer 2017),
@@ -115,6 +115,7 @@ import numpy as np
 from numba import njit
 
 from geosynth._random import SeedLike, as_generator
+from geosynth._validation import check_epsilon, check_int
 from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.samplers.rng import make_streams, standard_exponential
 
@@ -342,25 +343,6 @@ def _doca_flush(scale, counters, fstate, inv_g, c_min, c_max, c_sum, c_size, c_h
 # --------------------------------------------------------------------------------------------
 
 
-def _check_int(name: str, value: object, minimum: int, meaning: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum} ({meaning}), got {value!r}")
-    return int(value)
-
-
-def _check_epsilon(epsilon: object) -> float:
-    try:
-        value = float(epsilon)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        value = math.nan
-    if isinstance(epsilon, bool) or not math.isfinite(value) or value <= 0.0:
-        raise InputError(
-            f"epsilon must be a finite number > 0, got {epsilon!r}; pass the privacy budget, "
-            "e.g. epsilon=1.0"
-        )
-    return value
-
-
 def _check_sensitivity(sensitivity: object) -> np.ndarray:
     try:
         values = np.asarray(sensitivity, dtype=float)
@@ -472,6 +454,9 @@ class Doca:
 
     Raises
     ------
+    TypeError
+        If ``epsilon`` is not a real number (a bool or a string such as ``"1.0"`` included) or
+        ``delay``, ``max_clusters`` or ``tau_window`` is not an int.
     InputError
         If a parameter is out of range (it names the parameter and the fix).
     MemoryLimitError
@@ -504,14 +489,14 @@ class Doca:
         tau_window: int = 100,
         seed: SeedLike = None,
     ) -> None:
-        self.epsilon = _check_epsilon(epsilon)
+        self.epsilon = check_epsilon(epsilon)
         self.sensitivity = _check_sensitivity(sensitivity)
-        self.delay = _check_int("delay", delay, 1, "the delay constraint δ, in arrivals")
-        self.max_clusters = _check_int(
-            "max_clusters", max_clusters, 1, "β, the most clusters held in memory"
+        self.delay = check_int(delay, "delay", what="the delay constraint δ, in arrivals")
+        self.max_clusters = check_int(
+            max_clusters, "max_clusters", what="β, the most clusters held in memory"
         )
-        self.tau_window = _check_int(
-            "tau_window", tau_window, 1, "m, the published clusters averaged into τ"
+        self.tau_window = check_int(
+            tau_window, "tau_window", what="m, the published clusters averaged into τ"
         )
         d_hint = 1 if self.sensitivity.ndim == 0 else self.sensitivity.size
         estimate = (self.delay + 1) * 24 + self.max_clusters * (3 * 8 * d_hint + 24)
@@ -688,7 +673,7 @@ class Doca:
             On NaN/infinite values (naming the record index), non-numeric records, or records
             whose number of attributes differs from the stream's (or the sensitivity's).
         """
-        chunk_size = _check_int("chunk_size", chunk_size, 1, "records per kernel call")
+        chunk_size = check_int(chunk_size, "chunk_size", what="records per kernel call")
         if isinstance(stream, np.ndarray):
             if stream.ndim not in (1, 2):
                 raise InputError(
@@ -915,7 +900,7 @@ def naive_laplace(
     -------
     numpy.ndarray, same shape as ``data``
     """
-    eps = _check_epsilon(epsilon)
+    eps = check_epsilon(epsilon)
     sens = _check_sensitivity(sensitivity)
     records = _as_records(data, "data", 0)
     d = records.shape[1]
@@ -1002,7 +987,7 @@ def simulate_skewed_stream(
     -------
     numpy.ndarray of float64, shape (n,)
     """
-    n = _check_int("n", n, 2, "records in the stream")
+    n = check_int(n, "n", 2, what="records in the stream")
     if not (math.isfinite(low) and math.isfinite(high) and high > low):
         raise InputError(f"need finite low < high, got low={low!r}, high={high!r}")
     if not (math.isfinite(a) and a > 0):

@@ -1,8 +1,9 @@
 """Neighbourhood resampling of Matloff & Tendick: release each value from a nearby record.
 
 :func:`neighbour_resample` implements the statistical disclosure limitation method of Matloff &
-Tendick (``002_4702e23fcdf6e839.txt``, §2 and §4) as their R function ``nbrs(z, eps, modprop,
-wts)`` (``Neighbors.R`` in github.com/matloff/statdb) does it: every variable is scaled to mean 0
+Tendick ("A Method for Avoiding Data Disclosure While Automatically Preserving Multivariate
+Relations", undated manuscript, §2 and §4) as their R function ``nbrs(z, eps, modprop, wts)``
+(``Neighbors.R`` in github.com/matloff/statdb) does it: every variable is scaled to mean 0
 and standard deviation 1 (R's ``scale``: sample SD, ``ddof=1``) and multiplied by its weight; the
 neighbours of record ``i`` are the *other* original records at Euclidean distance strictly less
 than ``eps`` from it in that space; and each selected record gets every variable from a neighbour
@@ -48,7 +49,6 @@ its true location next to resampled attributes.
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,6 +63,7 @@ from scipy.spatial import cKDTree
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._random import SeedLike, as_generator
+from geosynth._validation import check_positive, check_probability
 from geosynth.errors import DataWarning, InputError, MemoryLimitError
 
 __all__ = ["NeighbourResampleInfo", "neighbour_resample", "MAX_NEIGHBOUR_PAIRS"]
@@ -126,10 +127,6 @@ class NeighbourResampleInfo:
 
 
 
-def _is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-
-
 def _is_categorical_dtype(dtype: Any) -> bool:
     return (
         isinstance(dtype, pd.CategoricalDtype)
@@ -173,16 +170,9 @@ def _check_scalars(
     if not df.columns.is_unique:
         dup = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
         raise InputError(f"df has duplicated column names {dup}; rename them so each is unique")
-    if not _is_real(eps) or not math.isfinite(eps) or eps <= 0:
-        raise InputError(
-            f"eps must be a finite number > 0 (the neighbourhood radius in scaled units, e.g. "
-            f"0.3), got {eps!r}"
-        )
-    if not _is_real(modprop) or not (0.0 <= modprop <= 1.0):
-        raise InputError(
-            f"modprop must be a number in [0, 1] (the proportion of records to resample), "
-            f"got {modprop!r}"
-        )
+    check_positive(eps, "eps", hint="pass the neighbourhood radius in scaled units, e.g. eps=0.3")
+    check_probability(modprop, "modprop", zero=True, one=True,
+                      hint="pass the proportion of records to resample, e.g. modprop=0.2")
     if no_neighbours not in ("keep", "suppress"):
         raise InputError(f'no_neighbours must be "keep" or "suppress", got {no_neighbours!r}')
     if selection not in ("bernoulli", "exact"):
@@ -285,12 +275,8 @@ def _check_weights(weights: Any, variables: list[Hashable]) -> dict[Hashable, fl
                 f"weights names {key!r}, which is not a resampled variable; weights may name "
                 f"{variables}"
             )
-        if not _is_real(value) or not math.isfinite(value) or value <= 0:
-            raise InputError(
-                f"weight of {key!r} must be a finite number > 0, got {value!r}; to leave a "
-                "column out of the distance and the resampling, drop it from columns="
-            )
-        out[key] = float(value)
+        out[key] = check_positive(value, f"weight of {key!r}", hint="to leave a column out "
+                                  "of the distance and the resampling, drop it from columns=")
     return out
 
 

@@ -25,17 +25,12 @@ import pandas as pd
 from geosynth._messages import describe_rows
 from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, as_generator
+from geosynth._validation import check_m
 from geosynth.data import _check_crs
 from geosynth.errors import CRSError, InputError
 from geosynth.lattice import Grid
 from geosynth.synth.placement import PixelTable, WeightsLike, check_grid, place
-from geosynth.synth.release import (
-    ReleaseInfo,
-    check_geodataframe,
-    check_m,
-    make_release,
-    plain_columns,
-)
+from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release, plain_columns
 
 __all__ = ["naive_synthesize", "donut_mask"]
 

@@ -27,11 +27,12 @@ import pandas as pd
 from scipy import sparse
 
 from geosynth._random import SeedLike, spawn_seeds
+from geosynth._validation import check_m
 from geosynth.data import CellCounts
 from geosynth.errors import InputError, SamplerError
 from geosynth.model.fit import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
-from geosynth.synth.release import ReleaseInfo, check_geodataframe, check_m, make_release
+from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release
 
 __all__ = ["PosteriorDraws", "synthesize", "release_draws", "synthetic_zbar"]
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -393,13 +392,6 @@ def check_geodataframe(gdf: Any, name: str = "gdf") -> None:
         raise InputError(
             f"{name} has no active geometry column; set one with {name}.set_geometry(column)"
         ) from err
-
-
-def check_m(m: Any) -> int:
-    """Validate the number of releases ``m`` (an int >= 1)."""
-    if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1:
-        raise InputError(f"m (number of releases) must be an int >= 1, got {m!r}")
-    return int(m)
 
 
 def make_release(

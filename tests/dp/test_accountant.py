@@ -313,7 +313,7 @@ def test_from_dict_refuses_a_malformed_record(record):
 @pytest.mark.parametrize(
     ("args", "error", "match"),
     [
-        ((0.0,), InputError, "epsilon must be > 0"),
+        ((0.0,), InputError, r"epsilon must be a number > 0 \(or inf\)"),
         ((-1.0,), InputError, "epsilon"),
         ((math.nan,), InputError, "epsilon"),
         (("1",), TypeError, "epsilon must be a real number"),

@@ -536,20 +536,20 @@ def test_variance_matches_exact_moments():
         (dict(synthetic_counts=[[10]]), InputError, "k >= 2"),
         (dict(synthetic_counts=np.zeros((1, 2, 2), int)), InputError, "1-D array of binary"),
         (dict(synthetic_counts=[True]), TypeError, "booleans"),
-        (dict(n=0), InputError, "n must be >= 1"),
+        (dict(n=0), InputError, "n must be an int >= 1"),
         (dict(n=10.0), TypeError, "n must be an int"),
-        (dict(n_synth=0), InputError, "n_synth must be >= 1"),
+        (dict(n_synth=0), InputError, "n_synth must be an int >= 1"),
         (dict(alpha=0.0), InputError, "alpha must be positive"),
         (dict(alpha=[1.0, 2.0, 3.0]), InputError, "alpha has 3 values"),
         (dict(prior=-1.0), InputError, "prior must be positive"),
         (dict(prior=[1.0, 1.0, 1.0]), InputError, "prior has 3 values"),
         (dict(method="jags"), InputError, "method must be one of"),
-        (dict(n_iter=0), InputError, "n_iter must be >= 1"),
+        (dict(n_iter=0), InputError, "n_iter must be an int >= 1"),
         (dict(n_iter=100, burn_in=100), InputError, "burn_in=100 must be smaller"),
-        (dict(burn_in=-1), InputError, "burn_in must be >= 0"),
-        (dict(thin=0), InputError, "thin must be >= 1"),
-        (dict(chains=0), InputError, "chains must be >= 1"),
-        (dict(step=0), InputError, "step must be >= 1"),
+        (dict(burn_in=-1), InputError, "burn_in must be an int >= 0"),
+        (dict(thin=0), InputError, "thin must be an int >= 1"),
+        (dict(chains=0), InputError, "chains must be an int >= 1"),
+        (dict(step=0), InputError, "step must be an int >= 1"),
         (dict(seed="abc"), TypeError, "seed must be"),
         (dict(n_iter=2.5), TypeError, "n_iter must be an int"),
     ],
@@ -570,7 +570,7 @@ def test_binary_methods_refuse_categorical_tables():
 
 def test_hpd_level_validation():
     post = charest_posterior([3], 10, 10, 1.0, n_iter=10, burn_in=0, seed=1)
-    with pytest.raises(InputError, match=r"level must be in \(0, 1\)"):
+    with pytest.raises(InputError, match=r"level must lie in \(0, 1\)"):
         post.hpd(1.5)
     with pytest.raises(TypeError, match="level"):
         post.hpd("0.9")

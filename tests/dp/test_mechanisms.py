@@ -568,7 +568,7 @@ def expo(**overrides):
         (lambda: lap(x=1 + 2j), TypeError, "x must be a real number"),
         (lambda: lap(label=3), TypeError, "label"),
         (lambda: lap(accountant=object()), TypeError, "accountant"),
-        (lambda: gau(delta=0), InputError, "delta must lie strictly between 0 and 1"),
+        (lambda: gau(delta=0), InputError, r"delta must lie in \(0, 1\)"),
         (lambda: gau(delta=1), InputError, "delta"),
         (lambda: gau(delta=-1e-6), InputError, "delta"),
         (lambda: gau(delta="small"), TypeError, "delta"),

@@ -77,11 +77,11 @@ def test_synthesizer_alpha_uses_epsilon_cells_per_release(scenario_counts):
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"epsilon": 0.0}, InputError, "epsilon must be positive"),
+        ({"epsilon": 0.0}, InputError, "epsilon must be a finite number > 0"),
         ({"epsilon": 1.0, "totals_share": 1.0}, InputError, "totals_share"),
         ({"epsilon": 1.0, "totals_share": 0.0}, InputError, "totals_share"),
         ({"epsilon": 1.0, "epsilon_totals": 1.0}, InputError, "smaller than epsilon"),
-        ({"epsilon": 1.0, "m": 0}, InputError, "m must be >= 1"),
+        ({"epsilon": 1.0, "m": 0}, InputError, r"m \(synthetic datasets\) must be an int >= 1"),
         ({"epsilon": 1.0, "accountant": "budget"}, TypeError, "spend"),
     ],
 )

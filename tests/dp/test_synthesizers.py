@@ -76,7 +76,7 @@ def test_epsilon_uses_the_smallest_alpha():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: dirichlet_alpha(0.0, 10), InputError, "positive"),
+        (lambda: dirichlet_alpha(0.0, 10), InputError, "epsilon must be a finite number > 0"),
         (lambda: dirichlet_alpha(math.inf, 10), InputError, "finite"),
         (lambda: dirichlet_alpha("1", 10), TypeError, "real number"),
         (lambda: dirichlet_alpha(True, 10), TypeError, "real number"),
@@ -143,10 +143,10 @@ def test_alpha_length_must_match():
     "kwargs, error, match",
     [
         ({}, InputError, "give epsilon"),
-        ({"epsilon": -1.0}, InputError, "positive"),
+        ({"epsilon": -1.0}, InputError, "epsilon must be a finite number > 0"),
         ({"epsilon": "2"}, TypeError, "real number"),
-        ({"epsilon": 1.0, "m": 0}, InputError, "m must be >= 1"),
-        ({"epsilon": 1.0, "m": 2.0}, TypeError, "m must be an int"),
+        ({"epsilon": 1.0, "m": 0}, InputError, r"m \(synthetic tables\) must be an int >= 1"),
+        ({"epsilon": 1.0, "m": 2.0}, TypeError, r"m \(synthetic tables\) must be an int"),
         ({"epsilon": 1.0, "n_synth": 0}, InputError, "n_synth"),
         ({"epsilon": 1.0, "alpha": -2.0}, InputError, "positive"),
         ({"epsilon": 1.0, "accountant": object()}, TypeError, "spend"),

@@ -13,7 +13,7 @@ from rasterio.transform import Affine
 
 from geosynth import Grid, PaivaFit, PaivaModel, prepare
 from geosynth.errors import DataWarning, InputError
-from geosynth.io import combination_labels, write_intensity_geotiff
+from geosynth.io import write_intensity_geotiff
 from tests.io.helpers import CRS, XMAX, XMIN, YMAX, YMIN, names
 
 
@@ -22,7 +22,7 @@ def test_geotiff_round_trip(tmp_path, fitted):
     path = tmp_path / "intensity.tif"
     assert fit.to_geotiff(path) == path
     lam = fit.posterior_mean_lambda()
-    labels = combination_labels(fit.counts)
+    labels = fit.counts.combination_labels()
     with rasterio.open(path) as src:
         assert src.count == lam.shape[1] == 12
         assert src.descriptions == tuple(labels)

@@ -33,7 +33,6 @@ from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
 from geosynth.io import (
     ID_COLUMNS,
     audit_path,
-    combination_labels,
     info_from_metadata,
     metadata_from_info,
     printable,
@@ -89,7 +88,7 @@ def test_release_round_trip(tmp_path, fitted):
             assert release[column].tolist() == expected[column].tolist()
         np.testing.assert_allclose(release["z"], expected["z"], rtol=0, atol=0)
 
-    labels = combination_labels(fit.counts)
+    labels = fit.counts.combination_labels()
     assert labels[0] == "y=0,x1=1,x2=1" and labels[-1] == "y=1,x1=2,x2=3"
     grid = got.grid
     assert grid.crs.equals(pyproj.CRS(CRS)) and len(grid) == 64

@@ -64,6 +64,10 @@ def test_stacked_intervals_of_identical_releases_equal_original():
     np.testing.assert_allclose(table["original_upper"], table["synthetic_upper"], rtol=1e-9)
     np.testing.assert_allclose(table["overlap"], 1.0)
     assert set(table.index) >= {"beta[x0]", "beta[x1]", "sigma2", "tau2", "phi"}
+    with pytest.raises(InputError, match=r"level must lie in \(0, 1\), got 1\.5"):
+        stacked_intervals(post, [post, post], level=1.5)
+    with pytest.raises(TypeError, match="level must be a real number"):
+        post.intervals(level=None)
 
 
 @pytest.mark.parametrize(

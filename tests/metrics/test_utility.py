@@ -323,3 +323,25 @@ def test_ripley_distance_zero_for_identical_and_positive_for_clustered():
     assert (table.loc[["a", "b"], "sup_l_difference"] > 3).all()
     overall = ripley_distance(original, release, window=(0, 0, 100, 100), mean_row=False)
     assert overall.index.tolist() == ["all"] and overall["n_original"].tolist() == [600]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    (dict(level=1.0), InputError, r"level must lie in \(0, 1\), got 1\.0; e\.g\. level=0\.95"),
+    (dict(level="0.9"), TypeError, "level must be a real number, got str"),
+    (dict(n_synthetic=0, n_original=10), InputError, "n_synthetic must be an int >= 1"),
+    (dict(n_synthetic=10, n_original=2.5), TypeError, "n_original must be an int, got float"),
+])
+def test_combining_rules_check_their_parameters(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        combine_fully_synthetic([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], **kwargs)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    (dict(level=0.0), InputError, r"level must lie in \(0, 1\)"),
+    (dict(n_quadrants=0), InputError, "n_quadrants must be an int >= 1"),
+    (dict(min_points=True), TypeError, "min_points must be an int, got bool"),
+])
+def test_quadrant_coverage_checks_its_parameters(kwargs, error, match):
+    original, _, _ = scenario(50, 0)
+    with pytest.raises(error, match=match):
+        quadrant_coverage(original, [original, original], "y", seed=1, **kwargs)

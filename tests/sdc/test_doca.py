@@ -367,28 +367,31 @@ def test_fit_transform_refuses_pending_stream_and_keeps_shape():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"),
+    ("kwargs", "error", "match"),
     [
-        ({"epsilon": 0.0}, "epsilon must be a finite number > 0"),
-        ({"epsilon": -1.0}, "epsilon must be a finite number > 0"),
-        ({"epsilon": math.nan}, "epsilon must be a finite number > 0"),
-        ({"epsilon": math.inf}, "epsilon must be a finite number > 0"),
-        ({"epsilon": "one"}, "epsilon must be a finite number > 0"),
-        ({"sensitivity": 0.0}, "sensitivity must be finite and > 0"),
-        ({"sensitivity": -5.0}, "sensitivity must be finite and > 0"),
-        ({"sensitivity": [1.0, 0.0]}, "sensitivity must be finite and > 0"),
-        ({"sensitivity": math.nan}, "sensitivity must be finite and > 0"),
-        ({"sensitivity": [[1.0]]}, "sensitivity must be a number or a 1-D"),
-        ({"delay": 0}, "delay must be an integer >= 1"),
-        ({"delay": 2.5}, "delay must be an integer >= 1"),
-        ({"delay": True}, "delay must be an integer >= 1"),
-        ({"max_clusters": 0}, "max_clusters must be an integer >= 1"),
-        ({"tau_window": 0}, "tau_window must be an integer >= 1"),
+        ({"epsilon": 0.0}, InputError, "epsilon must be a finite number > 0"),
+        ({"epsilon": -1.0}, InputError, "epsilon must be a finite number > 0"),
+        ({"epsilon": math.nan}, InputError, "epsilon must be a finite number > 0"),
+        ({"epsilon": math.inf}, InputError, "epsilon must be a finite number > 0"),
+        ({"epsilon": "one"}, TypeError, "epsilon must be a real number"),
+        ({"epsilon": "1.0"}, TypeError, "epsilon must be a real number"),
+        ({"epsilon": True}, TypeError, "epsilon must be a real number"),
+        ({"sensitivity": 0.0}, InputError, "sensitivity must be finite and > 0"),
+        ({"sensitivity": -5.0}, InputError, "sensitivity must be finite and > 0"),
+        ({"sensitivity": [1.0, 0.0]}, InputError, "sensitivity must be finite and > 0"),
+        ({"sensitivity": math.nan}, InputError, "sensitivity must be finite and > 0"),
+        ({"sensitivity": [[1.0]]}, InputError, "sensitivity must be a number or a 1-D"),
+        ({"delay": 0}, InputError, r"delay \(the delay constraint δ, in arrivals\) must be an "
+                                   "int >= 1"),
+        ({"delay": 2.5}, TypeError, r"delay \(.*\) must be an int, got float"),
+        ({"delay": True}, TypeError, r"delay \(.*\) must be an int, got bool"),
+        ({"max_clusters": 0}, InputError, r"max_clusters \(.*\) must be an int >= 1"),
+        ({"tau_window": 0}, InputError, r"tau_window \(.*\) must be an int >= 1"),
     ],
 )
-def test_parameters_are_validated(kwargs, match):
+def test_parameters_are_validated(kwargs, error, match):
     params = {"epsilon": 1.0, "sensitivity": 1.0} | kwargs
-    with pytest.raises(InputError, match=match):
+    with pytest.raises(error, match=match):
         Doca(**params)
 
 
@@ -434,7 +437,7 @@ def test_records_must_keep_their_dimension_mid_stream():
         list(doca.process([(1.0, 2.0, 3.0)]))
     with pytest.raises(InputError, match="must be 1-D"):
         list(doca.process(np.zeros((2, 2, 2))))
-    with pytest.raises(InputError, match="chunk_size must be an integer >= 1"):
+    with pytest.raises(InputError, match=r"chunk_size \(records per kernel call\) must be an int"):
         list(doca.process([1.0], chunk_size=0))
 
 

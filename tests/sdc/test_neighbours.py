@@ -448,15 +448,27 @@ def test_constant_column_does_not_count_in_distance():
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf"), True, "0.3", None])
+@pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf")])
 def test_bad_eps(eps):
     with pytest.raises(InputError, match=r"eps must be a finite number > 0"):
         neighbour_resample(mixed_frame(), eps)
 
 
-@pytest.mark.parametrize("modprop", [-0.1, 1.5, float("nan"), "all", None])
+@pytest.mark.parametrize("eps", [True, "0.3", None])
+def test_eps_of_the_wrong_type(eps):
+    with pytest.raises(TypeError, match=r"eps must be a real number"):
+        neighbour_resample(mixed_frame(), eps)
+
+
+@pytest.mark.parametrize("modprop", [-0.1, 1.5, float("nan")])
 def test_bad_modprop(modprop):
-    with pytest.raises(InputError, match=r"modprop must be a number in \[0, 1\]"):
+    with pytest.raises(InputError, match=r"modprop must lie in \[0, 1\]"):
+        neighbour_resample(mixed_frame(), 1.0, modprop=modprop)
+
+
+@pytest.mark.parametrize("modprop", ["all", None, True])
+def test_modprop_of_the_wrong_type(modprop):
+    with pytest.raises(TypeError, match=r"modprop must be a real number"):
         neighbour_resample(mixed_frame(), 1.0, modprop=modprop)
 
 

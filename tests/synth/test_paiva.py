@@ -362,11 +362,17 @@ def test_the_core_never_loads_geosynth_dp():
     assert result.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("m", [0, -1, 1.5, True, "2"])
-def test_m_must_be_a_positive_int(regular_data, m):
+@pytest.mark.parametrize(("m", "error", "match"), [
+    (0, InputError, "m \\(number of releases\\) must be an int >= 1"),
+    (-1, InputError, "m \\(number of releases\\) must be an int >= 1"),
+    (1.5, TypeError, "m \\(number of releases\\) must be an int, got float"),
+    (True, TypeError, "m \\(number of releases\\) must be an int, got bool"),
+    ("2", TypeError, "m \\(number of releases\\) must be an int, got str"),
+])
+def test_m_must_be_a_positive_int(regular_data, m, error, match):
     gdf, _, counts = regular_data
     fit = stub_fit(counts, random_lambda(counts, chains=1, draws=5))
-    with pytest.raises(InputError, match="m \\(number of releases\\) must be an int >= 1"):
+    with pytest.raises(error, match=match):
         synthesize(fit, gdf, m=m)
 
 

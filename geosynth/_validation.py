@@ -1,0 +1,291 @@
+"""One check per kind of scalar parameter that several modules validate.
+
+ε (``epsilon``), δ and other probabilities, positive numbers, integer counts, the number of
+releases ``m`` and optional string labels are checked here, so that a parameter is refused the
+same way wherever it is given. The checks follow diffprivlib's convention:
+
+* a value of the wrong *type* raises :class:`TypeError`: a ``bool`` (Python counts ``True`` as
+  the int 1, so ``epsilon=True`` would silently mean ε = 1), a string (also ``"1.0"``: pass the
+  number itself), ``None`` where a number is required, an array;
+* a value of the right type outside its range raises :class:`geosynth.errors.InputError` (a
+  :class:`ValueError`): NaN, infinity, zero or negative numbers, probabilities outside their
+  interval, integers below their minimum.
+
+Messages name the parameter as the caller knows it and say how to fix the value. Seeds are
+checked by :func:`geosynth._random.check_seed`, next to the code that turns them into streams.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from geosynth.errors import InputError
+
+__all__ = [
+    "check_real",
+    "check_positive",
+    "check_epsilon",
+    "check_probability",
+    "check_int",
+    "check_m",
+    "check_optional_str",
+]
+
+_SHOW_CHARS = 60  # longest repr of a refused value shown in a message
+
+
+def check_real(value: Any, name: str) -> float:
+    """Return ``value`` as a float after checking that it is a real number (any value).
+
+    Parameters
+    ----------
+    value : object
+        The value given for the parameter.
+    name : str
+        Name of the parameter, used in the message.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a real number: a bool, a string, None, an array, ...
+    """
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {_describe(value)}"
+                        f"{_string_hint(value, name)}")
+    return float(value)
+
+
+def check_positive(
+    value: Any, name: str, *, hint: str | None = None, allow_infinity: bool = False
+) -> float:
+    """Return ``value`` as a float after checking that it is a finite real number > 0.
+
+    Parameters
+    ----------
+    value : object
+        The value given for the parameter.
+    name : str
+        Name of the parameter, used in the messages.
+    hint : str, optional
+        How to fix a refused value, appended to the value error's message.
+    allow_infinity : bool, default False
+        Accept ``inf`` too (e.g. an uncapped privacy budget).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a real number (:func:`check_real`).
+    geosynth.errors.InputError
+        ``value`` is NaN, <= 0, or infinite (unless ``allow_infinity``).
+    """
+    number = check_real(value, name)
+    if math.isnan(number) or number <= 0 or (math.isinf(number) and not allow_infinity):
+        wanted = "a number > 0 (or inf)" if allow_infinity else "a finite number > 0"
+        raise InputError(f"{name} must be {wanted}, got {_number(value)}{_suffix(hint)}")
+    return number
+
+
+def check_epsilon(
+    epsilon: Any, name: str = "epsilon", *, hint: str | None = None, allow_infinity: bool = False
+) -> float:
+    """Return the privacy-loss parameter ε as a float: a finite real number > 0.
+
+    Parameters
+    ----------
+    epsilon : object
+        The value given for ε.
+    name : str, default "epsilon"
+        Name of the parameter, used in the messages (e.g. ``"epsilon_totals"``).
+    hint : str, optional
+        How to fix a refused value; by default "pass the privacy-loss budget, e.g.
+        ``<name>=1.0`` (smaller is more private)".
+    allow_infinity : bool, default False
+        Accept ``inf`` (an accountant's uncapped budget); never for a mechanism's ε.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        ``epsilon`` is not a real number: a bool, a string such as ``"1.0"``, None, ...
+    geosynth.errors.InputError
+        ``epsilon`` is NaN, <= 0 or infinite (unless ``allow_infinity``).
+    """
+    if hint is None:
+        hint = f"pass the privacy-loss budget, e.g. {name}=1.0 (smaller is more private)"
+    return check_positive(epsilon, name, hint=hint, allow_infinity=allow_infinity)
+
+
+def check_probability(
+    value: Any, name: str, *, zero: bool = False, one: bool = False, hint: str | None = None
+) -> float:
+    """Return ``value`` as a float after checking that it lies in the unit interval.
+
+    Parameters
+    ----------
+    value : object
+        The value given for the parameter (δ, a credibility level, a proportion, ...).
+    name : str
+        Name of the parameter, used in the messages.
+    zero : bool, default False
+        Accept 0 (the interval is closed at 0).
+    one : bool, default False
+        Accept 1 (the interval is closed at 1).
+    hint : str, optional
+        How to fix a refused value, appended to the value error's message.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a real number (:func:`check_real`).
+    geosynth.errors.InputError
+        ``value`` is NaN or outside the interval (e.g. ``(0, 1)``, ``[0, 1)``, ``[0, 1]``).
+    """
+    number = check_real(value, name)
+    above_zero = number >= 0.0 if zero else number > 0.0
+    below_one = number <= 1.0 if one else number < 1.0
+    if not (above_zero and below_one):  # NaN fails both
+        interval = f"{'[' if zero else '('}0, 1{']' if one else ')'}"
+        raise InputError(f"{name} must lie in {interval}, got {_number(value)}{_suffix(hint)}")
+    return number
+
+
+def check_int(
+    value: Any, name: str, minimum: int = 1, *, what: str | None = None, hint: str | None = None
+) -> int:
+    """Return ``value`` as an int after checking that it is an integer >= ``minimum``.
+
+    Parameters
+    ----------
+    value : object
+        The value given for the parameter (Python or NumPy integer).
+    name : str
+        Name of the parameter, used in the messages.
+    minimum : int, default 1
+        Smallest accepted value.
+    what : str, optional
+        What the parameter counts, shown after its name (``"m (number of releases)"``).
+    hint : str, optional
+        How to fix a refused value, appended to the value error's message.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not an integer: a bool, a float (also ``3.0``), a string, None, ...
+    geosynth.errors.InputError
+        ``value < minimum``.
+    """
+    label = f"{name} ({what})" if what else name
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        fix = ""
+        if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+            whole = math.isfinite(value) and float(value).is_integer() and value >= minimum
+            fix = f"; pass an int, e.g. {name}={int(value) if whole else max(minimum, 1)}"
+        raise TypeError(f"{label} must be an int, got {_describe(value)}"
+                        f"{fix or _string_hint(value, name, integer=True)}")
+    if value < minimum:
+        raise InputError(f"{label} must be an int >= {minimum}, got {int(value)}{_suffix(hint)}")
+    return int(value)
+
+
+def check_m(m: Any) -> int:
+    """Return the number of releases ``m`` as an int >= 1.
+
+    Parameters
+    ----------
+    m : object
+        The value given for ``m``.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        ``m`` is not an integer (:func:`check_int`).
+    geosynth.errors.InputError
+        ``m < 1``.
+    """
+    return check_int(m, "m", 1, what="number of releases")
+
+
+def check_optional_str(value: Any, name: str) -> str | None:
+    """Return ``value`` after checking that it is a str or None (e.g. a ledger label).
+
+    Parameters
+    ----------
+    value : object
+        The value given for the parameter.
+    name : str
+        Name of the parameter, used in the message.
+
+    Returns
+    -------
+    str or None
+
+    Raises
+    ------
+    TypeError
+        ``value`` is neither a str nor None.
+    """
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{name} must be a str or None, got {_describe(value)}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Pieces of the messages
+# --------------------------------------------------------------------------------------------
+
+
+def _describe(value: Any) -> str:
+    """``"<type> <repr>"`` of a refused value, the repr cut to a readable length."""
+    shown = repr(value)
+    if len(shown) > _SHOW_CHARS:
+        shown = shown[: _SHOW_CHARS - 3] + "..."
+    return f"{type(value).__name__} {shown}"
+
+
+def _number(value: Any) -> str:
+    """Write a refused number as Python does (``-1``, ``0.0``, ``nan``), without NumPy's wrapper."""
+    return repr(int(value)) if isinstance(value, numbers.Integral) else repr(float(value))
+
+
+def _string_hint(value: Any, name: str, integer: bool = False) -> str:
+    """For a string that holds a number, the call that passes the number itself."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return ""
+    if not math.isfinite(number) or (integer and not number.is_integer()):
+        return ""
+    return f"; pass the number itself, {name}={int(number) if integer else f'{number:g}'}"
+
+
+def _suffix(hint: str | None) -> str:
+    return f"; {hint}" if hint else ""
