@@ -22,8 +22,10 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from geosynth._messages import describe_rows as _rows
+from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, as_generator
-from geosynth.data import _check_crs, _point_coordinates, _rows
+from geosynth.data import check_crs
 from geosynth.errors import CRSError, InputError
 from geosynth.lattice import Grid
 from geosynth.synth.placement import PixelTable, WeightsLike, check_grid, place
@@ -84,8 +86,8 @@ def naive_synthesize(
     check_grid(grid)
     m = check_m(m)
     keep = _check_columns(gdf, columns)
-    xy = _point_coordinates(gdf)
-    _check_crs(gdf, grid)
+    xy = point_coordinates(gdf, "gdf")
+    check_crs(gdf, grid)
     cells = grid.locate(xy)
     outside = cells < 0
     if outside.any():
@@ -171,7 +173,7 @@ def donut_mask(
     m = check_m(m)
     r_min, r_max = _check_radii(r_min, r_max)
     keep = _check_columns(gdf, columns)
-    xy = _point_coordinates(gdf)
+    xy = point_coordinates(gdf, "gdf")
     if gdf.crs is not None and gdf.crs.is_geographic:
         raise CRSError(
             f"gdf uses the geographic CRS {gdf.crs.to_string()} (degrees), where r_min and r_max "
