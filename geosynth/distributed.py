@@ -377,7 +377,20 @@ def fit_dask(
 def release_seeds(seed, m: int) -> list[np.random.SeedSequence]:
     """Seed of each of ``m`` releases, as :func:`geosynth.synthesize` derives them.
 
-    See :func:`geosynth._random.spawn_seeds`.
+    Release ``l`` draws with ``numpy.random.default_rng(release_seeds(seed, m)[l])``, so it
+    does not depend on the other releases or on where it runs.
+
+    Parameters
+    ----------
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        The ``seed`` of :func:`geosynth.synthesize` (a Generator is advanced).
+    m : int
+        Number of releases.
+
+    Returns
+    -------
+    list of numpy.random.SeedSequence
+        ``m`` independent children of ``seed``.
     """
     return spawn_seeds(seed, m)
 
