@@ -22,6 +22,20 @@ values present in the kept records, ordered by a stable rule:
 Code 0 of each attribute is its first level, the *baseline* whose effects α and φ the model fixes
 at 0.
 
+How the counting runs
+---------------------
+:func:`prepare` runs three public steps, which :func:`geosynth.distributed.prepare_dask` runs
+partition by partition on a :class:`dask_geopandas.GeoDataFrame` (the core never imports dask):
+
+1. :func:`locate_records` validates the rows of a frame and locates each record: one row per
+   record of a *count table* (the attribute columns, :data:`CELL_COLUMN`, :data:`COUNT_COLUMN`
+   = 1 and :data:`Z_SUM_COLUMN`);
+2. :func:`count_table` sums a count table per (cell, attribute values): the map step on each
+   partition and the combine step over the partitions' tables (in memory the records are
+   their own rows, so this step is skipped);
+3. :func:`counts_from_table` turns a count table into :class:`CellCounts`: levels,
+   combinations, the identifying-attribute check, ``counts`` and ``zbar``.
+
 Record-identifying attributes
 -----------------------------
 A synthetic release keeps every record's attribute values and moves only its location, so an
@@ -47,7 +61,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +79,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CellCounts",
+    "CountTable",
     "prepare",
+    "check_columns",
+    "check_crs",
+    "check_outside",
+    "check_prepare_options",
+    "count_table",
+    "counts_from_table",
+    "locate_records",
+    "CELL_COLUMN",
+    "COUNT_COLUMN",
+    "Z_SUM_COLUMN",
     "IDENTIFYING_LEVEL_SHARE",
     "IDENTIFYING_MIN_RECORDS",
     "IDENTIFYING_MIN_SINGLETONS",
@@ -82,6 +107,13 @@ IDENTIFYING_MIN_RECORDS = 20
 IDENTIFYING_MIN_SINGLETONS = 5
 #: ... holding more than this share of the records has too many sample uniques.
 IDENTIFYING_SINGLETON_SHARE = 0.05
+
+#: Columns of a count table (:func:`locate_records`, :func:`count_table`) besides the
+#: attributes: the cell id (-1: in no cell), the number of records and the sum of the
+#: continuous column (0 without one). Named so that they cannot clash with a user's column.
+CELL_COLUMN = "__geosynth_cell"
+COUNT_COLUMN = "__geosynth_n"
+Z_SUM_COLUMN = "__geosynth_z"
 
 
 class CountTable:
@@ -260,7 +292,7 @@ def prepare(
 
     Parameters
     ----------
-    gdf : geopandas.GeoDataFrame or dask_geopandas.GeoDataFrame
+    gdf : geopandas.GeoDataFrame
         One row per confidential record, with point geometries in a projected CRS (metres).
     grid : geosynth.lattice.Grid
         The lattice; points are located with ``grid.locate``.
@@ -292,7 +324,8 @@ def prepare(
     Raises
     ------
     InputError
-        ``gdf`` is not a GeoDataFrame or has no rows; missing, empty or non-point geometries;
+        ``gdf`` is not a GeoDataFrame (a Dask frame: see Notes) or has no rows; missing,
+        empty or non-point geometries;
         attributes empty, duplicated or missing; ``continuous`` missing, non-numeric, NaN or
         infinite; NaN in an attribute; points outside the grid with ``outside="error"``; a bad
         ``outside`` or ``max_bytes``; more possible combinations (product of the numbers of levels)
@@ -312,72 +345,35 @@ def prepare(
 
     Notes
     -----
-    ``gdf`` may also be a :class:`dask_geopandas.GeoDataFrame` (the ``dask`` extra): the points
-    are then located and counted partition by partition, so they need not fit in memory; see
-    :func:`geosynth.distributed.prepare_dask`. The identifying-attribute check then runs on the
-    counted table (records per level), after the counting pass.
+    A :class:`dask_geopandas.GeoDataFrame` is refused with a message pointing to
+    :func:`geosynth.distributed.prepare_dask`, which counts its points partition by partition
+    through the same steps (:func:`locate_records`, :func:`count_table`,
+    :func:`counts_from_table`), so they need not fit in memory. (The core does not import dask:
+    the frame is recognised by the module of its type.)
     """
-    _check_allow_identifying(allow_identifying)
     if _is_dask_frame(gdf):
-        from geosynth.distributed import prepare_dask
-
-        counts = prepare_dask(gdf, grid, attributes, continuous, outside, max_bytes)
-        sizes = {
-            a: np.bincount(
-                counts.combos[f"{a}_code"].to_numpy(dtype=np.int64),
-                weights=counts.combos["n_records"].to_numpy(dtype=np.float64),
-                minlength=len(counts.levels[a]),
-            ).astype(np.int64)
-            for a in counts.attributes
-        }
-        _check_identifying(sizes, counts.n_records, allow_identifying)
-        return counts
-    _check_parameters(gdf, grid, outside, max_bytes)
-    attrs = _check_columns(gdf, attributes, continuous)
-    xy = _point_coordinates(gdf)
-    _check_crs(gdf, grid)
-    for a in attrs:
-        _check_no_nan(gdf, a, "attribute")
-    z_all = None if continuous is None else _continuous_values(gdf, continuous)
-
-    cell = np.asarray(grid.locate(xy), dtype=np.int64).reshape(-1)
-    keep = _handle_outside(gdf.index, cell, outside, xy, grid, gdf.crs)
-    frame = gdf.loc[keep, list(attrs)]
-    levels, codes = _encode(frame)
-    sizes = {
-        a: np.bincount(codes[:, k], minlength=len(levels[a])) for k, a in enumerate(attrs)
-    }
-    _check_identifying(sizes, len(frame), allow_identifying)
-    combo_codes, first, record_combo, n_per_combo = np.unique(
-        codes, axis=0, return_index=True, return_inverse=True, return_counts=True
-    )
-    record_combo = record_combo.reshape(-1).astype(np.int64)
-    record_cell = cell[keep]
-    n_cells, n_combos = int(grid.n_cells), len(combo_codes)
-    _check_sizes(levels, len(record_cell), n_cells, n_combos, continuous, max_bytes)
-
-    flat = record_cell * n_combos + record_combo
-    counts = np.bincount(flat, minlength=n_cells * n_combos).reshape(n_cells, n_combos)
-    combos = _combos_frame(frame, attrs, combo_codes, first, n_per_combo)
-    zbar = mask = mean = sd = None
-    if z_all is not None:
-        sums = np.bincount(flat, weights=z_all[keep], minlength=n_cells * n_combos)
-        zbar, mask, mean, sd = _standardise(sums.reshape(n_cells, n_combos), counts)
-    return CellCounts(
-        counts=counts.astype(np.int64, copy=False),
-        combos=combos,
-        record_cell=record_cell,
-        record_combo=record_combo,
-        record_index=gdf.index[keep],
-        attributes=attrs,
-        levels=levels,
-        continuous=continuous,
-        zbar=zbar,
-        zbar_mask=mask,
-        zbar_mean=mean,
-        zbar_sd=sd,
-        grid=grid,
-    )
+        raise InputError(
+            f"gdf is a {type(gdf).__module__.split('.')[0]}.{type(gdf).__name__}; prepare takes "
+            "a geopandas.GeoDataFrame in memory. Count a Dask frame partition by partition with "
+            "geosynth.distributed.prepare_dask(gdf, grid, ...) (same arguments; the dask extra), "
+            "or load it with gdf.compute() if it fits in memory"
+        )
+    _check_parameters(gdf, grid, outside, max_bytes, allow_identifying)
+    attrs = check_columns(gdf, attributes, continuous)
+    check_crs(gdf, grid)
+    records = locate_records(gdf, grid, attrs, continuous)
+    out = records[CELL_COLUMN].to_numpy() < 0
+    n_out = int(out.sum())
+    if n_out:
+        none_left = None
+        if n_out == len(gdf):
+            none_left = _no_overlap_message(len(gdf), point_coordinates(gdf, "gdf"), grid,
+                                            gdf.crs)
+        check_outside(n_out, len(gdf), _rows(gdf.index, out), outside, none_left=none_left,
+                      stacklevel=2)
+        records = records[~out]
+    return counts_from_table(records, grid, attrs, continuous, max_bytes=max_bytes,
+                             allow_identifying=allow_identifying)
 
 
 # --------------------------------------------------------------------------- validation helpers
@@ -388,14 +384,42 @@ def _is_dask_frame(gdf: Any) -> bool:
     return type(gdf).__module__.split(".")[0] in ("dask_geopandas", "dask")
 
 
-
-def _check_parameters(gdf: Any, grid: Any, outside: Any, max_bytes: Any) -> None:
+def _check_parameters(
+    gdf: Any, grid: Any, outside: Any, max_bytes: Any, allow_identifying: Any
+) -> None:
     if not isinstance(gdf, gpd.GeoDataFrame):
         raise InputError(
             f"gdf must be a geopandas.GeoDataFrame, got {type(gdf).__module__}."
             f"{type(gdf).__name__}; build one with geopandas.GeoDataFrame(df, geometry=...) or "
             "geopandas.points_from_xy(x, y, crs=...)"
         )
+    check_prepare_options(grid, outside, max_bytes, allow_identifying)
+    if len(gdf) == 0:
+        raise InputError("gdf has no rows; prepare needs at least one record")
+
+
+def check_prepare_options(
+    grid: Any, outside: Any, max_bytes: Any, allow_identifying: Any = False
+) -> None:
+    """Check the arguments of :func:`prepare` other than the frame and its columns.
+
+    Parameters
+    ----------
+    grid : geosynth.lattice.Grid
+        Must have ``locate``, ``n_cells`` and ``crs``.
+    outside : {"error", "drop"}
+        As for :func:`prepare`.
+    max_bytes : int
+        A positive int.
+    allow_identifying : bool, default False
+        True or False.
+
+    Raises
+    ------
+    InputError
+        Any of them is invalid (the message says what was given).
+    """
+    _check_allow_identifying(allow_identifying)
     if outside not in ("error", "drop"):
         raise InputError(f'outside must be "error" or "drop", got {outside!r}')
     if (
@@ -409,13 +433,36 @@ def _check_parameters(gdf: Any, grid: Any, outside: Any, max_bytes: Any) -> None
             f"grid must be a geosynth.lattice.Grid, got {type(grid).__name__}; build one with "
             "Grid.regular(bounds, shape=..., crs=...) or Grid.from_points(gdf, ...)"
         )
-    if len(gdf) == 0:
-        raise InputError("gdf has no rows; prepare needs at least one record")
 
 
-def _check_columns(
-    gdf: gpd.GeoDataFrame, attributes: Sequence[str] | str, continuous: str | None
+def check_columns(
+    gdf: gpd.GeoDataFrame, attributes: Sequence[str] | str, continuous: str | None = None
 ) -> tuple[str, ...]:
+    """Check the attribute and continuous columns of ``gdf`` for :func:`prepare`.
+
+    Only the columns and dtypes are read, so this also checks the empty metadata frame
+    (``_meta``) of a Dask frame.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The confidential points (or an empty frame with their columns and dtypes).
+    attributes : sequence of str or str
+        As for :func:`prepare`.
+    continuous : str, optional
+        As for :func:`prepare`; its dtype must be numeric (not bool or complex).
+
+    Returns
+    -------
+    tuple of str
+        The attribute columns, in the order given.
+
+    Raises
+    ------
+    InputError
+        No active geometry column; attributes empty, duplicated, missing or clashing with the
+        ``combos`` columns; ``continuous`` missing, also an attribute, or not numeric.
+    """
     try:
         geometry_name = gdf.geometry.name
     except AttributeError as err:
@@ -447,15 +494,26 @@ def _check_columns(
             f"attribute names {clash} clash with the combos columns '<attribute>_code' and "
             "'n_records'; rename them with gdf.rename(columns=...)"
         )
+    if continuous is not None:
+        _check_numeric(gdf[continuous])
     return attrs
 
 
-def _point_coordinates(gdf: gpd.GeoDataFrame) -> np.ndarray:
-    """Validate the geometries (present, non-empty, finite points) and return their (n, 2) xy."""
-    return point_coordinates(gdf, "gdf")
+def check_crs(gdf: gpd.GeoDataFrame, grid: Any) -> None:
+    """Check that ``gdf`` is in the grid's CRS, and in a projected one.
 
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The points (anything with a ``crs``: a Dask frame too).
+    grid : geosynth.lattice.Grid
+        The lattice (its ``crs`` may be None).
 
-def _check_crs(gdf: gpd.GeoDataFrame, grid: Any) -> None:
+    Raises
+    ------
+    CRSError
+        ``gdf`` has no CRS while the grid has one, the CRSs differ, or ``gdf`` is in degrees.
+    """
     grid_crs = grid.crs
     if gdf.crs is None:
         if grid_crs is not None:
@@ -488,8 +546,8 @@ def _check_no_nan(gdf: gpd.GeoDataFrame, column: str, role: str) -> None:
         )
 
 
-def _continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
-    series = gdf[column]
+def _check_numeric(series: pd.Series) -> None:
+    """Refuse a continuous column whose dtype is not a real number."""
     dtype = series.dtype
     if (
         not pd.api.types.is_numeric_dtype(dtype)
@@ -497,11 +555,15 @@ def _continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
         or pd.api.types.is_complex_dtype(dtype)
     ):
         raise InputError(
-            f"continuous column {column!r} has non-numeric dtype {dtype}; convert it with "
-            f"pd.to_numeric(gdf[{column!r}]) or pass it in attributes if it is categorical"
+            f"continuous column {series.name!r} has non-numeric dtype {dtype}; convert it with "
+            f"pd.to_numeric(gdf[{series.name!r}]) or pass it in attributes if it is categorical"
         )
+
+
+def _continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
+    """Return the float64 values of the (numeric) continuous column; refuse NaN and infinity."""
     _check_no_nan(gdf, column, "continuous column")
-    values = series.to_numpy(dtype=np.float64)
+    values = gdf[column].to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values)
     if bad.any():
         raise InputError(
@@ -511,35 +573,54 @@ def _continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
     return values
 
 
-def _handle_outside(
-    index: pd.Index,
-    cell: np.ndarray,
+def check_outside(
+    n_out: int,
+    n_total: int,
+    rows: str,
     outside: str,
-    xy: np.ndarray | None = None,
-    grid: Any = None,
-    crs: Any = None,
-) -> np.ndarray:
-    if cell.shape != (len(index),):
-        raise InputError(
-            f"grid.locate returned {cell.shape[0]} cell ids for {len(index)} points; "
-            "grid must be a geosynth.lattice.Grid"
-        )
-    out = cell < 0
-    n_out = int(out.sum())
-    if n_out == 0:
-        return ~out
-    if n_out == len(index):
-        raise InputError(_no_overlap_message(len(index), xy, grid, crs))
+    *,
+    none_left: str | None = None,
+    stacklevel: int = 2,
+) -> None:
+    """Refuse, or warn about, the points that fall in no grid cell.
+
+    Parameters
+    ----------
+    n_out : int
+        Points in no cell (outside the lattice or region, or inside an excluded area); >= 1.
+    n_total : int
+        All points.
+    rows : str
+        A few of the ``n_out`` points, e.g. ``"rows [3, 17] and 12 more"``
+        (:func:`geosynth._messages.describe_rows`).
+    outside : {"error", "drop"}
+        As for :func:`prepare`.
+    none_left : str, optional
+        The message when no point is in a cell (default: a generic one).
+    stacklevel : int, default 2
+        Of the warning, as for :func:`warnings.warn`.
+
+    Raises
+    ------
+    InputError
+        Every point is outside (``none_left``), or ``outside="error"``.
+
+    Warns
+    -----
+    DataWarning
+        ``outside="drop"``: how many points are dropped, and which.
+    """
+    if n_out == n_total:
+        raise InputError(none_left or _no_overlap_message(n_total, None, None, None))
     where = (
-        f"{n_out} of {len(index)} points fall in no grid cell (outside the lattice or region, or "
-        f"inside an excluded area): {_rows(index, out)}"
+        f"{n_out} of {n_total} points fall in no grid cell (outside the lattice or region, or "
+        f"inside an excluded area): {rows}"
     )
     if outside == "error":
         raise InputError(
             f'{where}; pass outside="drop" to drop them, or build a grid that covers them'
         )
-    warnings.warn(f"dropped {where}", DataWarning, stacklevel=3)
-    return ~out
+    warnings.warn(f"dropped {where}", DataWarning, stacklevel=stacklevel + 1)
 
 
 def _coarse(value: float) -> str:
@@ -645,21 +726,216 @@ def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
     return levels, pd.Categorical(series, categories=levels).codes
 
 
-def _encode(frame: pd.DataFrame) -> tuple[dict[str, list], np.ndarray]:
-    """Return levels per attribute and the (n, K) int64 code matrix; warn on single levels."""
+def locate_records(
+    gdf: gpd.GeoDataFrame,
+    grid: Grid,
+    attributes: Sequence[str],
+    continuous: str | None = None,
+) -> pd.DataFrame:
+    """Validate the rows of ``gdf`` and locate each record: one row per record of a count table.
+
+    The first step of :func:`prepare`, which also runs on each partition of a Dask frame
+    (:func:`geosynth.distributed.prepare_dask`). The columns and the CRS are checked by the
+    caller (:func:`check_columns`, :func:`check_crs`).
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The points (all records, or one partition).
+    grid : geosynth.lattice.Grid
+        The lattice; points are located with ``grid.locate``.
+    attributes : sequence of str
+        The attribute columns (checked).
+    continuous : str, optional
+        The continuous column (checked).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``gdf.index``; the attribute columns (dtypes kept), :data:`CELL_COLUMN` (int64
+        cell id, -1 for a point in no cell), :data:`COUNT_COLUMN` (int64, 1) and
+        :data:`Z_SUM_COLUMN` (float64 value of ``continuous``, 0 without one).
+
+    Raises
+    ------
+    InputError
+        Missing, empty or non-point geometries; NaN in an attribute; NaN or infinite values of
+        ``continuous``; ``grid.locate`` returned the wrong number of cells.
+    """
+    xy = point_coordinates(gdf, "gdf")
+    for a in attributes:
+        _check_no_nan(gdf, a, "attribute")
+    z = np.zeros(len(gdf)) if continuous is None else _continuous_values(gdf, continuous)
+    cell = np.asarray(grid.locate(xy), dtype=np.int64).reshape(-1)
+    if cell.shape != (len(gdf),):
+        raise InputError(
+            f"grid.locate returned {cell.shape[0]} cell ids for {len(gdf)} points; "
+            "grid must be a geosynth.lattice.Grid"
+        )
+    records = pd.DataFrame({a: gdf[a].array for a in attributes}, index=gdf.index)
+    records[CELL_COLUMN] = cell
+    records[COUNT_COLUMN] = np.ones(len(gdf), dtype=np.int64)
+    records[Z_SUM_COLUMN] = z
+    return records
+
+
+def count_table(table: pd.DataFrame, attributes: Sequence[str]) -> pd.DataFrame:
+    """Sum a count table per (cell, attribute values): one row per group that holds records.
+
+    The map step of a partitioned count (on the records of one partition, from
+    :func:`locate_records`) and its combine step (on the concatenated tables of all
+    partitions): sums of counts and of Z are associative, so the order of the partitions only
+    changes the last bits of the Z sums.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A count table: the attribute columns, :data:`CELL_COLUMN`, :data:`COUNT_COLUMN` and
+        :data:`Z_SUM_COLUMN`.
+    attributes : sequence of str
+        The attribute columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A count table with a ``RangeIndex``: columns :data:`CELL_COLUMN`, the attributes,
+        :data:`COUNT_COLUMN` and :data:`Z_SUM_COLUMN`, groups in order of first appearance.
+    """
+    keys = [CELL_COLUMN, *attributes]
+    grouped = table.groupby(keys, sort=False, observed=True, dropna=False)
+    return grouped[[COUNT_COLUMN, Z_SUM_COLUMN]].sum().reset_index()
+
+
+def counts_from_table(
+    table: pd.DataFrame,
+    grid: Grid,
+    attributes: Sequence[str],
+    continuous: str | None = None,
+    *,
+    max_bytes: int = 2**31,
+    allow_identifying: bool = False,
+    records: Callable[[dict[str, list], np.ndarray], pd.DataFrame] | None = None,
+) -> CellCounts:
+    """Build :class:`CellCounts` from a count table of the kept records: the last step of prepare.
+
+    Levels and combinations come from the rows that hold records (see the module docstring);
+    a single-level attribute is warned about and a record-identifying one refused (counted
+    with the rows' weights :data:`COUNT_COLUMN`), the sizes are checked, then ``counts`` and
+    ``zbar`` are summed from the rows.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A count table (:func:`locate_records` or :func:`count_table`) without the points in no
+        cell: every :data:`CELL_COLUMN` value is a cell of ``grid``. Attribute columns keep the
+        dtype of the input (a categorical's category order sets the level order).
+    grid : geosynth.lattice.Grid
+        The lattice the records were located in.
+    attributes : sequence of str
+        The attribute columns (checked by :func:`check_columns`).
+    continuous : str, optional
+        The continuous column, whose sums per row are in :data:`Z_SUM_COLUMN`.
+    max_bytes : int, default 2**31
+        As for :func:`prepare`.
+    allow_identifying : bool, default False
+        As for :func:`prepare`.
+    records : callable, optional
+        Where each record lies, for a table whose rows count several records (from
+        :func:`count_table`): called as ``records(levels, combo_codes)`` with the levels per
+        attribute and the (B, K) attribute codes of the combinations, it returns a DataFrame
+        with int64 columns ``cell`` and ``combo`` (row of ``combos``), one row per kept record
+        in input order, indexed by the records' labels. None (default): the rows of ``table``
+        are the records themselves (each counts 1), and its index holds their labels.
+
+    Returns
+    -------
+    CellCounts
+
+    Raises
+    ------
+    InputError
+        More possible combinations than records; an identifying attribute (unless
+        ``allow_identifying``); a row counts several records while ``records`` is None;
+        ``records`` returned another number of records than the table counts.
+    MemoryLimitError
+        The (G, B) arrays would exceed ``max_bytes``.
+
+    Warns
+    -----
+    DataWarning
+        An attribute has a single level; an identifying attribute was kept with
+        ``allow_identifying=True``.
+    """
+    attrs = tuple(attributes)
+    weights = table[COUNT_COLUMN].to_numpy(dtype=np.int64)
+    n_kept = int(weights.sum())
+    if records is None and len(weights) != n_kept:
+        raise InputError(
+            "table has rows that count several records; pass records= to say where each "
+            "record lies"
+        )
     levels: dict[str, list] = {}
-    codes = np.empty((len(frame), frame.shape[1]), dtype=np.int64)
-    for k, name in enumerate(frame.columns):
-        levels[name], codes[:, k] = _levels_and_codes(frame[name])
+    codes = np.empty((len(table), len(attrs)), dtype=np.int64)
+    for k, name in enumerate(attrs):
+        levels[name], codes[:, k] = _levels_and_codes(table[name])
         if len(levels[name]) == 1:
             warnings.warn(
                 f"attribute {name!r} has a single level {levels[name][0]!r} among the "
-                f"{len(frame)} kept records, so its effect cannot be estimated; "
+                f"{n_kept} kept records, so its effect cannot be estimated; "
                 "consider removing it from attributes",
                 DataWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
-    return levels, codes
+    sizes = {
+        a: np.bincount(codes[:, k], weights=weights, minlength=len(levels[a])).astype(np.int64)
+        for k, a in enumerate(attrs)
+    }
+    _check_identifying(sizes, n_kept, allow_identifying)
+    combo_codes, first, row_combo = np.unique(
+        codes, axis=0, return_index=True, return_inverse=True
+    )
+    row_combo = row_combo.reshape(-1).astype(np.int64)
+    n_cells, n_combos = int(grid.n_cells), len(combo_codes)
+    _check_sizes(levels, n_kept, n_cells, n_combos, continuous, max_bytes)
+
+    row_cell = table[CELL_COLUMN].to_numpy(dtype=np.int64)
+    flat = row_cell * n_combos + row_combo
+    counts = np.bincount(flat, weights=weights, minlength=n_cells * n_combos)
+    counts = counts.astype(np.int64).reshape(n_cells, n_combos)
+    n_per_combo = np.bincount(row_combo, weights=weights, minlength=n_combos).astype(np.int64)
+    combos = _combos_frame(table, attrs, combo_codes, first, n_per_combo)
+    zbar = mask = mean = sd = None
+    if continuous is not None:
+        sums = np.bincount(flat, weights=table[Z_SUM_COLUMN].to_numpy(dtype=np.float64),
+                           minlength=n_cells * n_combos)
+        zbar, mask, mean, sd = _standardise(sums.reshape(n_cells, n_combos), counts)
+    if records is None:
+        record_cell, record_combo, record_index = row_cell.copy(), row_combo, table.index
+    else:
+        located = records(levels, combo_codes)
+        if len(located) != n_kept:
+            raise InputError(
+                f"records returned {len(located)} records, but the table counts {n_kept}; if "
+                "the data is partitioned, persist it so that every pass sees the same records"
+            )
+        record_cell = located["cell"].to_numpy(dtype=np.int64)
+        record_combo = located["combo"].to_numpy(dtype=np.int64)
+        record_index = located.index
+    return CellCounts(
+        counts=counts,
+        combos=combos,
+        record_cell=record_cell,
+        record_combo=record_combo,
+        record_index=record_index,
+        attributes=attrs,
+        levels=levels,
+        continuous=continuous,
+        zbar=zbar,
+        zbar_mask=mask,
+        zbar_mean=mean,
+        zbar_sd=sd,
+        grid=grid,
+    )
 
 
 def _check_allow_identifying(allow_identifying: Any) -> None:
@@ -702,7 +978,7 @@ def _check_identifying(
             f"{described}: kept because allow_identifying=True, so its levels are published "
             "verbatim with the synthetic records",
             DataWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of prepare (through counts_from_table)
         )
         return
     raise InputError(

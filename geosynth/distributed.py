@@ -5,45 +5,79 @@ Needs the ``dask`` extra (``pip install "geosynth[dask]"``: ``dask[distributed]`
 current one (:func:`distributed.get_client`), so the same code runs on a
 :class:`distributed.LocalCluster` or, with ``Client("tcp://scheduler:8786")``, on a real cluster.
 
-* :func:`fit_dask` -- one Dask task per Gibbs chain; the draws equal those of
-  :meth:`PaivaModel.fit <geosynth.PaivaModel.fit>` with the same ``seed``.
+The core of geosynth never imports Dask: :meth:`PaivaModel.fit <geosynth.PaivaModel.fit>` and
+:func:`geosynth.evaluate` take any :class:`concurrent.futures.Executor` (``executor=``; a Dask
+client gives one with ``client.get_executor()``), and :func:`geosynth.prepare`'s steps are
+public (:func:`geosynth.data.locate_records`, :func:`~geosynth.data.count_table`,
+:func:`~geosynth.data.counts_from_table`). This module adds only what Dask alone needs, through
+those public names:
+
+* :func:`fit_dask` -- ``model.fit(..., executor=...)`` with one Dask task per Gibbs chain; the
+  draws equal those of the in-process fit with the same ``seed``.
 * :func:`synthesize_dask` -- one task per release, each with its own random stream
   (:func:`release_seeds`).
-* :func:`evaluate_dask` -- :func:`geosynth.evaluate` with one task per release for the
-  per-release measures, combined in the client; the tables equal the in-memory ones.
-* :func:`prepare_dask` -- what :func:`geosynth.prepare` does with a
-  :class:`dask_geopandas.GeoDataFrame`: points are located and counted partition by partition
-  (map, then sum), so the point set need not fit in memory.
+* :func:`evaluate_dask` -- ``geosynth.evaluate(..., executor=...)`` with one task per release
+  for the per-release measures, combined in the client; the tables equal the in-memory ones.
+  :func:`linked_records_dask` likewise for the linked-record table alone.
+* :func:`prepare_dask` -- :func:`geosynth.prepare` for a :class:`dask_geopandas.GeoDataFrame`:
+  points are located and counted partition by partition (map, then sum), so the point set need
+  not fit in memory.
 * :func:`warm_up` -- compile (or load from numba's cache) the sampling kernels on each worker,
-  one worker at a time: concurrent writes can corrupt numba's on-disk cache. The tasks of
-  :func:`fit_dask` also do it, under a cluster-wide :class:`distributed.Lock`, on a worker that
-  was not warmed up.
+  one worker at a time: concurrent writes can corrupt numba's on-disk cache. The tasks of the
+  functions above also do it, under a cluster-wide :class:`distributed.Lock`, on a worker that
+  was not warmed up. (A plain ``client.get_executor()`` does not: call :func:`warm_up` first.)
+
+The tasks of these functions send a large argument to the workers once, not in every task:
+the model's arrays of a fit and the original points of an evaluation go to every worker, each
+release to one worker (its task then runs there).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from geosynth._messages import describe_rows
 from geosynth._random import root_seed_sequence, spawn_seeds
-from geosynth.errors import DataWarning, InputError, SamplerError
+from geosynth._validation import check_m
+from geosynth.data import (
+    CELL_COLUMN,
+    COUNT_COLUMN,
+    CellCounts,
+    check_columns,
+    check_crs,
+    check_outside,
+    check_prepare_options,
+    count_table,
+    counts_from_table,
+    locate_records,
+)
+from geosynth.errors import InputError
+from geosynth.evaluation import (
+    Evaluation,
+    evaluate,
+    linked_records,
+    measure_release,
+    plan_evaluation,
+)
+from geosynth.model.fit import DEFAULT_MAX_BYTES, PaivaFit, PaivaModel
+from geosynth.synth.release import release_info, set_release_info
 
 if TYPE_CHECKING:
     import dask_geopandas
     import distributed
     import geopandas as gpd
 
-    from geosynth.data import CellCounts
-    from geosynth.evaluation import Evaluation
     from geosynth.lattice import Grid
-    from geosynth.model.fit import PaivaFit, PaivaModel
 
 __all__ = [
     "chain_seeds",
@@ -60,8 +94,9 @@ _LOCK_NAME = "geosynth-numba-compile"
 _WARM = threading.Event()  # set in a worker process once its kernels are compiled or loaded
 _WARM_PARALLEL = threading.Event()  # likewise for the chromatic (parallel=True) kernels
 _WARM_LOCK = threading.Lock()
-_CELL, _N, _Z = "__geosynth_cell", "__geosynth_n", "__geosynth_z"
 _SHOW = 5
+# An argument of a task larger than this is scattered to the workers once, not put in the graph.
+_GRAPH_BYTES = 2**20
 
 
 # --------------------------------------------------------------------------- client and warm-up
@@ -98,7 +133,6 @@ def _compile_kernels() -> None:
     """Run tiny fits (exact, noise-aware) and metrics so numba compiles or loads their kernels."""
     import geosynth
     from geosynth.dp import dp_counts
-    from geosynth.evaluation import _measure_release, _plan_evaluation
 
     scenario, counts = _tiny_scenario()
     model = geosynth.PaivaModel()
@@ -110,8 +144,8 @@ def _compile_kernels() -> None:
         model.fit(noisy, n_iter=2, burn_in=0, thin=1, chains=1, seed=0, progress=False,
                   n_jobs=1)
         # The numba kernels of the metrics (greedy matching, linked-record distances).
-        [release], plan = _plan_evaluation(scenario.data, [scenario.data], ["y"], linked=True)
-        _measure_release(scenario.data, release, plan)
+        [release], plan = plan_evaluation(scenario.data, [scenario.data], ["y"], linked=True)
+        measure_release(scenario.data, release, plan)
 
 
 def _warm_here() -> bool:
@@ -179,6 +213,57 @@ def warm_up(client: distributed.Client | None = None) -> dict[str, bool]:
     return done
 
 
+class _TaskExecutor(Executor):
+    """``client.get_executor()`` for geosynth's tasks: warm-up first, large arguments sent once.
+
+    Each task first warms its worker up (:func:`_warm_in_task`) and has a key
+    ``geosynth-<name>-<number>-<random>``. An argument of more than ``_GRAPH_BYTES`` (by
+    :func:`dask.sizeof.sizeof`) is scattered once and passed to every task that gets the same
+    object: to every worker (broadcast), or to one worker only when it is one of ``spread`` (a
+    per-task argument, such as a release; its task then runs where it lies).
+    """
+
+    def __init__(self, client: distributed.Client, name: str, *, parallel: bool = False,
+                 spread: Sequence[Any] = ()) -> None:
+        self._client = client
+        self._executor = client.get_executor(pure=False)
+        self._name = name
+        self._parallel = parallel
+        self._spread = {id(obj) for obj in spread}
+        self._sent: dict[int, tuple[Any, Any]] = {}  # id -> (object, its Dask future)
+        self._numbers = itertools.count()
+        self._keep = list(spread)  # the ids of ``spread`` stay theirs while this lives
+
+    def _send(self, arg: Any) -> Any:
+        from dask.sizeof import sizeof
+
+        if id(arg) in self._sent:
+            return self._sent[id(arg)][1]
+        spread = id(arg) in self._spread
+        if not spread and sizeof(arg) <= _GRAPH_BYTES:
+            return arg
+        [future] = self._client.scatter([arg], broadcast=not spread, hash=False)
+        self._sent[id(arg)] = (arg, future)
+        return future
+
+    def submit(self, fn: Callable, /, *args: Any, **kwargs: Any) -> Future:
+        """Submit ``fn(*args, **kwargs)`` as a task (after the worker's warm-up)."""
+        sent = [self._send(arg) for arg in args]
+        key = f"geosynth-{self._name}-{next(self._numbers)}-{os.urandom(4).hex()}"
+        return self._executor.submit(_call_warm, fn, self._parallel, *sent, key=key, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Release the scattered arguments (the client stays open)."""
+        self._executor.shutdown(wait=wait and not cancel_futures)
+        self._sent.clear()
+
+
+def _call_warm(fn: Callable, parallel: bool, *args: Any, **kwargs: Any) -> Any:
+    """Task body of :class:`_TaskExecutor`: warm this worker up, then run ``fn``."""
+    _warm_in_task(parallel=parallel)
+    return fn(*args, **kwargs)
+
+
 # --------------------------------------------------------------------------- chains
 
 
@@ -212,18 +297,6 @@ def _parent_of(child: np.random.SeedSequence) -> np.random.SeedSequence:
                                   n_children_spawned=child.spawn_key[-1])
 
 
-def _run_chain(model, counts, seed, chain, options) -> dict[str, Any]:
-    """Dask task: one chain; returns its draws (not the counts, which the client holds)."""
-    _warm_in_task(parallel=bool(options.get("parallel")))
-    try:
-        fit = model.fit(counts, chains=1, seed=seed, progress=False, n_jobs=1, **options)
-    except SamplerError as err:
-        raise SamplerError(str(err).replace("chain 0:", f"chain {chain}:", 1)) from err
-    return {name: getattr(fit, name) for name in
-            ("scalar_names", "scalars", "theta", "beta", "eta", "latent_totals", "noise_scale",
-             "eta_draw_index", "lambda_chain_means")}
-
-
 def fit_dask(
     model: PaivaModel,
     counts: CellCounts,
@@ -241,27 +314,31 @@ def fit_dask(
 ) -> PaivaFit:
     """Fit ``model`` with one Dask task per chain; the draws equal ``model.fit``'s.
 
+    ``model.fit(counts, ..., executor=...)`` on an executor of ``client`` whose tasks warm
+    their worker up first and get the model's arrays once per worker (not in every task).
+
     Parameters
     ----------
     model : geosynth.PaivaModel
         The model to fit.
     counts : CellCounts or geosynth.dp.NoisyCounts
-        As for :meth:`PaivaModel.fit <geosynth.PaivaModel.fit>`; sent to the workers once.
+        As for :meth:`PaivaModel.fit <geosynth.PaivaModel.fit>`; its arrays for the model are
+        sent to the workers once.
     client : distributed.Client, optional
         Default: the current client.
     n_iter, burn_in, thin, chains, seed, noise
         As for :meth:`PaivaModel.fit <geosynth.PaivaModel.fit>`. Chain ``c`` uses the random
-        stream it has in ``model.fit(counts, chains=chains, seed=seed)`` (:func:`chain_seeds`),
-        so the result equals the in-memory fit draw for draw.
+        stream it has in ``model.fit(counts, chains=chains, seed=seed)``, so the result equals
+        the in-memory fit draw for draw.
     max_bytes : int, optional
         Bound on the draws of *all* chains, gathered on the client (default: ``fit``'s 4 GiB).
     eta_draws : int, "all" or "auto", default "auto"
         As for :meth:`PaivaModel.fit <geosynth.PaivaModel.fit>`, over all chains: the client
-        plans the storage (and warns) as ``model.fit`` would, and every task stores η for the
+        plans the storage (and warns) as ``model.fit`` does, and every task stores η for the
         same retained draws.
     **fit_options
-        Other keyword arguments of ``model.fit`` (each task runs with ``chains=1``,
-        ``progress=False`` and ``n_jobs=1``).
+        Other keyword arguments of ``model.fit`` (``parallel``; not ``progress``, ``n_jobs``
+        or ``executor``, which this function sets).
 
     Returns
     -------
@@ -282,73 +359,40 @@ def fit_dask(
     geosynth.errors.GeosynthWarning
         ``eta_draws="auto"`` keeps η for fewer than all retained draws.
     """
-    from geosynth.model.fit import (
-        DEFAULT_MAX_BYTES,
-        PaivaFit,
-        PaivaModel,
-        _check_run_arguments,
-        _check_storage_arguments,
-        build_model_data,
-    )
-
     if not isinstance(model, PaivaModel):
         raise InputError(f"model must be a geosynth.PaivaModel, got {type(model).__name__}")
-    _check_run_arguments(n_iter, burn_in, thin, chains)
-    reserved = {"chains", "progress", "n_jobs"} & set(fit_options)
+    reserved = {"progress", "n_jobs", "executor"} & set(fit_options)
     if reserved:
         raise InputError(f"fit_dask sets {sorted(reserved)} itself; leave them out")
-    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
-    _check_storage_arguments(eta_draws, max_bytes)
-    data, names = build_model_data(counts, model)  # validates counts against the model
-    noisy = noise is not None or getattr(counts, "noise_scale", None) is not None
-    n_eta = _planned_eta_draws(data, names, n_iter, burn_in, thin, chains, max_bytes, noisy,
-                               eta_draws)
     client = _get_client(client)
-    seeds = chain_seeds(seed, chains)
-    [model_f, counts_f] = client.scatter([model, counts], broadcast=True, hash=False)
-    # Each task stores η for the n_eta draws planned for all chains (within its 1-chain bound).
-    options = dict(fit_options, n_iter=n_iter, burn_in=burn_in, thin=thin, noise=noise,
-                   max_bytes=max_bytes, eta_draws=n_eta)
-    futures = [
-        client.submit(_run_chain, model_f, counts_f, s, c, options, pure=False,
-                      key=f"geosynth-chain-{c}-{os.urandom(4).hex()}")
-        for c, s in enumerate(seeds)
-    ]
-    parts = client.gather(futures)
-    n = min(p["scalars"].shape[1] for p in parts)
-    n_stored = min(p["eta"].shape[1] for p in parts)
-
-    def stack(name, rows=n):
-        if parts[0][name] is None:
-            return None
-        return np.concatenate([p[name][:, :rows] for p in parts], axis=0)
-
-    means = None if any(p["lambda_chain_means"] is None for p in parts) else np.concatenate(
-        [p["lambda_chain_means"] for p in parts], axis=0)
-    return PaivaFit(model=model, counts=counts, scalar_names=parts[0]["scalar_names"],
-                    scalars=stack("scalars"), theta=stack("theta"), beta=stack("beta"),
-                    eta=stack("eta", n_stored), thin=thin, burn_in=burn_in,
-                    noise_scale=parts[0]["noise_scale"], latent_totals=stack("latent_totals"),
-                    eta_draw_index=parts[0]["eta_draw_index"][:n_stored],
-                    lambda_chain_means=means)
-
-
-def _planned_eta_draws(data, names, n_iter, burn_in, thin, chains, max_bytes, noisy,
-                       eta_draws) -> int:
-    """Plan the storage of all chains as ``model.fit`` would; return η draws per chain."""
-    from geosynth.model.fit import plan_model_storage
-
-    plan = plan_model_storage(data, names, n_iter=n_iter, burn_in=burn_in, thin=thin,
-                              chains=chains, noise=noisy, eta_draws=eta_draws,
-                              max_bytes=max_bytes, stacklevel=4)
-    return int(plan.eta_index.size)
+    executor = _TaskExecutor(client, "chain", parallel=bool(fit_options.get("parallel")))
+    try:
+        return model.fit(counts, n_iter=n_iter, burn_in=burn_in, thin=thin, chains=chains,
+                         seed=seed, progress=False,
+                         max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+                         noise=noise, eta_draws=eta_draws, executor=executor, **fit_options)
+    finally:
+        executor.shutdown(wait=False)
 
 
 # --------------------------------------------------------------------------- releases
 def release_seeds(seed, m: int) -> list[np.random.SeedSequence]:
     """Seed of each of ``m`` releases, as :func:`geosynth.synthesize` derives them.
 
-    See :func:`geosynth._random.spawn_seeds`.
+    Release ``l`` draws with ``numpy.random.default_rng(release_seeds(seed, m)[l])``, so it
+    does not depend on the other releases or on where it runs.
+
+    Parameters
+    ----------
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        The ``seed`` of :func:`geosynth.synthesize` (a Generator is advanced).
+    m : int
+        Number of releases.
+
+    Returns
+    -------
+    list of numpy.random.SeedSequence
+        ``m`` independent children of ``seed``.
     """
     return spawn_seeds(seed, m)
 
@@ -363,7 +407,7 @@ def _one_draw_fit(fit: PaivaFit, index: int) -> dict[str, Any]:
 
     return {"scalars": pick(fit.scalars), "theta": pick(fit.theta), "beta": pick(fit.beta),
             "eta": pick(fit.eta, stored), "latent_totals": None, "eta_draw_index": None,
-            "lambda_chain_means": None, "_mean_lambda": None}
+            "lambda_chain_means": None}
 
 
 def _release_task(template, counts, gdf, arrays, seed, release, draw, weights):
@@ -379,7 +423,7 @@ def _release_task(template, counts, gdf, arrays, seed, release, draw, weights):
     else:
         stream = np.random.default_rng(seed)
     [out] = paiva.synthesize(fit, gdf, m=1, seed=stream, weights=weights)
-    out.attrs["geosynth"].update(release=release, posterior_draw=draw)
+    set_release_info(out, release_info(out).replace(release=release, posterior_draw=draw))
     return out
 
 
@@ -422,8 +466,6 @@ def synthesize_dask(
     list of geopandas.GeoDataFrame
         As :func:`geosynth.synthesize`, in release order.
     """
-    from geosynth._validation import check_m
-    from geosynth.model.fit import PaivaFit
     from geosynth.synth.paiva import aligned_rows, release_draws
 
     if not isinstance(fit, PaivaFit):
@@ -441,7 +483,7 @@ def synthesize_dask(
     seeds = release_seeds(seed, m)
     template = dataclasses.replace(fit, counts=None, scalars=None, theta=None, beta=None,
                                    eta=None, latent_totals=None, eta_draw_index=None,
-                                   lambda_chain_means=None, _mean_lambda=None)
+                                   lambda_chain_means=None)
     [counts_f, gdf_f] = client.scatter([fit.counts, gdf], broadcast=True, hash=False)
     futures = []
     for release, (draw, s) in enumerate(zip(draws, seeds, strict=True)):
@@ -452,15 +494,6 @@ def synthesize_dask(
     return client.gather(futures)
 
 
-def _linked_task(original, release, number):
-    from geosynth.evaluation import _linked_records
-
-    _warm_in_task()
-    table = _linked_records(original, [release])
-    table.index = pd.Index([number], name=table.index.name)
-    return table
-
-
 def linked_records_dask(
     original: gpd.GeoDataFrame,
     releases: Sequence[gpd.GeoDataFrame],
@@ -469,16 +502,19 @@ def linked_records_dask(
 ) -> pd.DataFrame:
     """Compute the ``linked_records`` table of :func:`geosynth.evaluate`, a task per release.
 
-    Displacement and spatial k-anonymity are measured release by release, so this equals
-    ``geosynth.evaluate(original, releases, ...).tables["linked_records"]``. (:func:`evaluate_dask`
-    computes all the tables of :func:`~geosynth.evaluate`, with a task per release.)
+    :func:`geosynth.evaluation.linked_records` with a task per release: displacement and
+    spatial k-anonymity are measured release by release, so this equals
+    ``geosynth.evaluate(original, releases, ...).tables["linked_records"]``.
+    (:func:`evaluate_dask` computes all the tables of :func:`~geosynth.evaluate`, with a task
+    per release.)
 
     Parameters
     ----------
     original : geopandas.GeoDataFrame
         The confidential points; sent to the workers once.
     releases : sequence of geopandas.GeoDataFrame
-        Releases that keep the original index (as :func:`synthesize_dask` returns them).
+        Releases that keep the original index (as :func:`synthesize_dask` returns them); each
+        is sent to the worker that measures it.
     client : distributed.Client, optional
         Default: the current client.
 
@@ -487,29 +523,19 @@ def linked_records_dask(
     pandas.DataFrame
         One row per release (index ``release``, from 1): median and mean displacement and the
         spatial k-anonymity summary.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        No Dask client, ``releases`` is empty, or a release does not keep the original index.
     """
-    releases = list(releases)
-    if not releases:
-        raise InputError("releases is empty; pass the m synthetic data sets to evaluate")
-    for number, release in enumerate(releases):
-        if not release.index.equals(original.index):
-            raise InputError(
-                f"releases[{number}] does not keep the original index, so its records cannot "
-                "be linked"
-            )
     client = _get_client(client)
-    [original_f] = client.scatter([original], broadcast=True, hash=False)
-    futures = [client.submit(_linked_task, original_f, release, number, pure=False,
-                             key=f"geosynth-linked-{number}-{os.urandom(4).hex()}")
-               for number, release in enumerate(releases, start=1)]
-    return pd.concat(client.gather(futures))
-
-
-def _measure_task(original, release, plan):
-    from geosynth.evaluation import _measure_release
-
-    _warm_in_task()
-    return _measure_release(original, release, plan)
+    releases = list(releases)
+    executor = _TaskExecutor(client, "linked", spread=releases)
+    try:
+        return linked_records(original, releases, executor=executor)
+    finally:
+        executor.shutdown(wait=False)
 
 
 def evaluate_dask(
@@ -539,7 +565,9 @@ def evaluate_dask(
     ``geosynth.evaluate(original, releases, ...)`` bit for bit (each release's measures are
     computed by the same functions on the same data, and combined in release order).
 
-    ``geosynth.evaluate(..., scheduler="dask", client=client)`` calls this.
+    This is ``geosynth.evaluate(..., executor=...)`` on an executor of ``client`` whose tasks
+    warm their worker up first, and which sends the original to every worker once and each
+    release to one worker (``client.get_executor()`` would put them in every task's graph).
 
     Parameters
     ----------
@@ -565,22 +593,14 @@ def evaluate_dask(
     geosynth.errors.CRSError
         As :func:`geosynth.evaluate`.
     """
-    from geosynth.evaluation import _run_evaluation
-
     client = _get_client(client)
-
-    def start(original, releases, plan):
-        [original_f] = client.scatter([original], broadcast=True, hash=False)
-        # Releases are scattered over the workers (not put in the task graph); each task then
-        # runs where its release is.
-        release_fs = client.scatter(releases, hash=False)
-        futures = [client.submit(_measure_task, original_f, release_f, plan, pure=False,
-                                 key=f"geosynth-evaluate-{number}-{os.urandom(4).hex()}")
-                   for number, release_f in enumerate(release_fs, start=1)]
-        return lambda: client.gather(futures)
-
-    return _run_evaluation(original, releases, grid, attributes, outcome, n_quadrants, seed,
-                           linked, start=start)
+    releases = [releases] if isinstance(releases, pd.DataFrame) else list(releases)
+    executor = _TaskExecutor(client, "evaluate", spread=releases)
+    try:
+        return evaluate(original, releases, grid, attributes, outcome=outcome,
+                        n_quadrants=n_quadrants, seed=seed, linked=linked, executor=executor)
+    finally:
+        executor.shutdown(wait=False)
 
 
 # --------------------------------------------------------------------------- prepare
@@ -592,35 +612,15 @@ def _is_dask_geodataframe(gdf: Any) -> bool:
     return isinstance(gdf, dask_geopandas.GeoDataFrame)
 
 
-def _partition_counts(part, grid, attrs, continuous) -> pd.DataFrame:
-    """Map step: validate one partition and count its points per (cell, attribute values)."""
-    from geosynth._points import point_coordinates
-    from geosynth.data import _check_no_nan, _continuous_values
-
-    xy = point_coordinates(part, "gdf")
-    for a in attrs:
-        _check_no_nan(part, a, "attribute")
-    z = np.zeros(len(part)) if continuous is None else _continuous_values(part, continuous)
-    cell = np.asarray(grid.locate(xy), dtype=np.int64).reshape(-1)
-    if cell.shape != (len(part),):
-        raise InputError(
-            f"grid.locate returned {cell.shape[0]} cell ids for {len(part)} points; "
-            "grid must be a geosynth.lattice.Grid"
-        )
-    frame = pd.DataFrame({a: part[a] for a in attrs}).reset_index(drop=True)
-    frame[_CELL] = cell
-    frame[_N] = np.ones(len(part), dtype=np.int64)
-    frame[_Z] = z
-    keys = [_CELL, *attrs]
-    out = frame.groupby(keys, sort=False, observed=True, dropna=False)[[_N, _Z]].sum()
-    return out.reset_index()
+def _partition_table(part, grid, attrs, continuous) -> pd.DataFrame:
+    """Map step: validate one partition's rows and count its points per (cell, attributes)."""
+    return count_table(locate_records(part, grid, attrs, continuous), attrs)
 
 
 def _partition_records(part, grid, attrs, levels, combo_keys, radix) -> pd.DataFrame:
     """Cell and combination of each kept record of one partition, indexed by its label."""
-    from geosynth._points import point_coordinates
-
-    cell = np.asarray(grid.locate(point_coordinates(part, "gdf")), dtype=np.int64).reshape(-1)
+    located = locate_records(part, grid, attrs)
+    cell = located[CELL_COLUMN].to_numpy()
     keep = cell >= 0
     key = np.zeros(int(keep.sum()), dtype=np.int64)
     for a, r in zip(attrs, radix, strict=True):
@@ -630,28 +630,11 @@ def _partition_records(part, grid, attrs, levels, combo_keys, radix) -> pd.DataF
                         index=part.index[keep])
 
 
-def _partition_outside(part, grid) -> pd.Series:
+def _partition_outside(part, grid, attrs) -> pd.Series:
     """Labels of (at most _SHOW + 1) points of one partition that fall in no cell."""
-    from geosynth._points import point_coordinates
-
-    cell = np.asarray(grid.locate(point_coordinates(part, "gdf")), dtype=np.int64).reshape(-1)
+    cell = locate_records(part, grid, attrs)[CELL_COLUMN].to_numpy()
     labels = part.index[cell < 0][: _SHOW + 1]
     return pd.Series(labels.to_numpy(dtype=object), dtype=object)
-
-
-def _check_dask_parameters(ddf, grid, outside, max_bytes) -> None:
-    if not _is_dask_geodataframe(ddf):
-        raise InputError(f"gdf must be a dask_geopandas.GeoDataFrame, got {type(ddf).__name__}")
-    if outside not in ("error", "drop"):
-        raise InputError(f'outside must be "error" or "drop", got {outside!r}')
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) \
-            or max_bytes <= 0:
-        raise InputError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
-    if not all(hasattr(grid, name) for name in ("locate", "n_cells", "crs")):
-        raise InputError(
-            f"grid must be a geosynth.lattice.Grid, got {type(grid).__name__}; build one with "
-            "Grid.regular(bounds, shape=..., crs=...) or Grid.from_points(gdf, ...)"
-        )
 
 
 def _check_known_categories(ddf, attrs) -> None:
@@ -674,139 +657,94 @@ def prepare_dask(
     continuous: str | None = None,
     outside: str = "error",
     max_bytes: int = 2**31,
+    *,
+    allow_identifying: bool = False,
 ) -> CellCounts:
-    """:func:`geosynth.prepare` for a :class:`dask_geopandas.GeoDataFrame` (which it calls).
+    """:func:`geosynth.prepare` for a :class:`dask_geopandas.GeoDataFrame`, partition by partition.
 
     Columns, dtypes and CRS are checked on the frame's metadata. Then one pass over the
     partitions validates the points and counts them per (cell, attribute values, plus the sum
-    of the continuous column), and the per-partition tables are summed; levels, combinations,
-    ``counts`` and ``zbar`` come from that small table. A second pass gathers the per-record
-    cell and combination (``record_cell``, ``record_combo``, ``record_index``: about 16 bytes
-    per record plus its index label, which :func:`geosynth.synthesize` needs); geometries and
-    attributes never leave the workers.
+    of the continuous column): :func:`geosynth.data.locate_records` and
+    :func:`~geosynth.data.count_table` on each partition, and ``count_table`` again over the
+    partitions' tables. :func:`~geosynth.data.counts_from_table` then makes the
+    :class:`~geosynth.data.CellCounts` from that small table -- levels, combinations, the
+    identifying-attribute check, ``counts`` and ``zbar`` -- as :func:`geosynth.prepare` does
+    from its records. A second pass gathers the per-record cell and combination
+    (``record_cell``, ``record_combo``, ``record_index``: about 16 bytes per record plus its
+    index label, which :func:`geosynth.synthesize` needs); geometries and attributes never
+    leave the workers.
 
     The result equals ``prepare(ddf.compute(), ...)``, except that ``zbar`` may differ in the
     last bits (sums in another order). Error messages about bad rows name the rows of the first
-    failing partition.
+    failing partition. The data is read twice (three times when points fall in no cell):
+    ``ddf.persist()`` first if computing it is costly.
 
     Parameters
     ----------
     ddf : dask_geopandas.GeoDataFrame
         The confidential points. A categorical attribute needs known categories
         (``ddf.categorize(columns=[...])``).
-    grid, attributes, continuous, outside, max_bytes
+    grid, attributes, continuous, outside, max_bytes, allow_identifying
         As for :func:`geosynth.prepare`.
 
     Returns
     -------
     CellCounts
-    """
-    from geosynth.data import (
-        CellCounts,
-        _check_columns,
-        _check_crs,
-        _check_sizes,
-        _combos_frame,
-        _continuous_values,
-        _levels_and_codes,
-        _standardise,
-    )
 
-    _check_dask_parameters(ddf, grid, outside, max_bytes)
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``ddf`` is not a dask_geopandas.GeoDataFrame, a categorical attribute has unknown
+        categories, or any error of :func:`geosynth.prepare`.
+    geosynth.errors.CRSError
+        As :func:`geosynth.prepare`.
+    geosynth.errors.MemoryLimitError
+        As :func:`geosynth.prepare`.
+
+    Warns
+    -----
+    geosynth.errors.DataWarning
+        As :func:`geosynth.prepare`.
+    """
+    if not _is_dask_geodataframe(ddf):
+        raise InputError(f"gdf must be a dask_geopandas.GeoDataFrame, got {type(ddf).__name__}")
+    check_prepare_options(grid, outside, max_bytes, allow_identifying)
     meta = ddf._meta
-    attrs = _check_columns(meta, attributes, continuous)
-    _check_crs(ddf, grid)
-    if continuous is not None:
-        _continuous_values(meta, continuous)  # dtype check on the empty metadata
+    attrs = check_columns(meta, attributes, continuous)
+    check_crs(ddf, grid)
     _check_known_categories(ddf, attrs)
 
-    table_meta = _partition_counts(meta, grid, attrs, continuous)
-    mapped = ddf.map_partitions(_partition_counts, grid, attrs, continuous, meta=table_meta)
-    table = mapped.compute()
-    table = (table.groupby([_CELL, *attrs], sort=False, observed=True, dropna=False)[[_N, _Z]]
-             .sum().reset_index())
-    n_total = int(table[_N].sum())
+    table_meta = _partition_table(meta, grid, attrs, continuous)
+    mapped = ddf.map_partitions(_partition_table, grid, attrs, continuous, meta=table_meta)
+    table = count_table(mapped.compute(), attrs)
+    n_total = int(table[COUNT_COLUMN].sum())
     if n_total == 0:
         raise InputError("gdf has no rows; prepare needs at least one record")
-    out = table[_CELL].to_numpy() < 0
-    n_out = int(table.loc[out, _N].sum())
+    out = table[CELL_COLUMN].to_numpy() < 0
+    n_out = int(table.loc[out, COUNT_COLUMN].sum())
     if n_out:
-        _outside(ddf, grid, outside, n_out, n_total)
-    table = table.loc[~out].reset_index(drop=True)
-    n_kept = n_total - n_out
+        labels = ddf.map_partitions(_partition_outside, grid, attrs,
+                                    meta=pd.Series([], dtype=object)).compute()
+        shown = pd.Index(labels.to_numpy(dtype=object)[:_SHOW])
+        rows = describe_rows(shown, np.ones(len(shown), dtype=bool))
+        more = n_out - len(shown)
+        if more > 0:
+            rows += f" and {more} more"
+        check_outside(n_out, n_total, rows, outside, stacklevel=2)
+        table = table.loc[~out].reset_index(drop=True)
+    for a in attrs:  # the partitions' dtypes: a categorical keeps its category order
+        table[a] = table[a].astype(meta[a].dtype)
 
-    levels: dict[str, list] = {}
-    codes = np.empty((len(table), len(attrs)), dtype=np.int64)
-    for k, a in enumerate(attrs):
-        series = table[a]
-        if isinstance(meta[a].dtype, pd.CategoricalDtype):
-            series = series.astype(meta[a].dtype)
-        levels[a], codes[:, k] = _levels_and_codes(series)
-        if len(levels[a]) == 1:
-            warnings.warn(
-                f"attribute {a!r} has a single level {levels[a][0]!r} among the {n_kept} kept "
-                "records, so its effect cannot be estimated; consider removing it from "
-                "attributes", DataWarning, stacklevel=3)
-    combo_codes, first, row_combo = np.unique(codes, axis=0, return_index=True,
-                                              return_inverse=True)
-    row_combo = row_combo.reshape(-1)
-    n_cells, n_combos = int(grid.n_cells), len(combo_codes)
-    _check_sizes(levels, n_kept, n_cells, n_combos, continuous, max_bytes)
-    weights = table[_N].to_numpy(dtype=np.int64)
-    n_per_combo = np.bincount(row_combo, weights=weights, minlength=n_combos).astype(np.int64)
-    flat = table[_CELL].to_numpy(dtype=np.int64) * n_combos + row_combo
-    counts = np.bincount(flat, weights=weights, minlength=n_cells * n_combos)
-    counts = counts.astype(np.int64).reshape(n_cells, n_combos)
-    frame = table[list(attrs)].copy()
-    for a in attrs:
-        frame[a] = frame[a].astype(meta[a].dtype)
-    combos = _combos_frame(frame, attrs, combo_codes, first, n_per_combo)
-    zbar = mask = mean = sd = None
-    if continuous is not None:
-        sums = np.bincount(flat, weights=table[_Z].to_numpy(), minlength=n_cells * n_combos)
-        zbar, mask, mean, sd = _standardise(sums.reshape(n_cells, n_combos), counts)
+    def records(levels: dict[str, list], combo_codes: np.ndarray) -> pd.DataFrame:
+        """Second pass: the cell and combination of every kept record, in input order."""
+        radix = [len(levels[a]) for a in attrs]
+        combo_keys = np.zeros(len(combo_codes), dtype=np.int64)
+        for k, r in enumerate(radix):
+            combo_keys = combo_keys * r + combo_codes[:, k]
+        records_meta = pd.DataFrame(
+            {"cell": np.zeros(0, np.int64), "combo": np.zeros(0, np.int64)}, index=meta.index)
+        return ddf.map_partitions(_partition_records, grid, attrs, levels, combo_keys, radix,
+                                  meta=records_meta).compute()
 
-    radix = [len(levels[a]) for a in attrs]
-    combo_keys = np.zeros(n_combos, dtype=np.int64)
-    for k, r in enumerate(radix):
-        combo_keys = combo_keys * r + combo_codes[:, k]
-    records_meta = pd.DataFrame({"cell": np.zeros(0, np.int64), "combo": np.zeros(0, np.int64)},
-                                index=meta.index)
-    records = ddf.map_partitions(_partition_records, grid, attrs, levels, combo_keys, radix,
-                                 meta=records_meta).compute()
-    if len(records) != n_kept:  # pragma: no cover - both passes locate the same points
-        raise InputError(f"the partitions changed between passes ({len(records)} kept records "
-                         f"against {n_kept}); persist the frame before prepare")
-    return CellCounts(
-        counts=counts,
-        combos=combos,
-        record_cell=records["cell"].to_numpy(dtype=np.int64),
-        record_combo=records["combo"].to_numpy(dtype=np.int64),
-        record_index=records.index,
-        attributes=attrs,
-        levels=levels,
-        continuous=continuous,
-        zbar=zbar,
-        zbar_mask=mask,
-        zbar_mean=mean,
-        zbar_sd=sd,
-        grid=grid,
-    )
-
-
-def _outside(ddf, grid, outside, n_out, n_total) -> None:
-    """Raise or warn about the ``n_out`` points in no cell, naming a few of them."""
-    labels = ddf.map_partitions(_partition_outside, grid,
-                                meta=pd.Series([], dtype=object)).compute()
-    shown = ", ".join(repr(label) for label in labels.iloc[:_SHOW].tolist())
-    more = n_out - min(_SHOW, n_out)
-    rows = f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")
-    where = (f"{n_out} of {n_total} points fall in no grid cell (outside the lattice or region, "
-             f"or inside an excluded area): {rows}")
-    if outside == "error":
-        raise InputError(
-            f'{where}; pass outside="drop" to drop them, or build a grid that covers them')
-    if n_out == n_total:
-        raise InputError(f"{where}; no record is left: check the grid bounds, region and CRS")
-    warnings.warn(f"dropped {where}", DataWarning, stacklevel=4)
-
+    return counts_from_table(table, grid, attrs, continuous, max_bytes=max_bytes,
+                             allow_identifying=allow_identifying, records=records)

@@ -5,25 +5,27 @@ confidential GeoDataFrame into tables an agency can put in a report, and draws t
 figures (original vs synthetic points per combination, Figures 5–6; quadrant intervals,
 Figures 7–8).
 
-An evaluation runs in three steps, so that the per-release work can be spread over a Dask
-cluster (:func:`geosynth.distributed.evaluate_dask`, ``evaluate(..., scheduler="dask")``) with
-the same code and the same result:
+An evaluation runs in three public steps, so that the per-release work can run as tasks of a
+:class:`concurrent.futures.Executor` (``evaluate(..., executor=...)``: a thread pool, or a Dask
+cluster's ``client.get_executor()``; :func:`geosynth.distributed.evaluate_dask` adds the Dask
+specifics) with the same code and the same result:
 
-1. :func:`_plan_evaluation` checks every input and fixes what the releases share (the window
+1. :func:`plan_evaluation` checks every input and fixes what the releases share (the window
    of the Ripley's K functions);
-2. :func:`_measure_release` measures one release against the original (greedy matched
+2. :func:`measure_release` measures one release against the original (greedy matched
    distances and Ripley's L gap per combination, displacement, spatial k-anonymity), in this
    process or in one task per release;
-3. :func:`_combine_measures` averages the per-release results over releases and adds the mean
+3. :func:`combine_measures` averages the per-release results over releases and adds the mean
    rows; the identification risk and the quadrant coverage, which need all releases at once,
-   are computed from all of them by :func:`_run_evaluation`.
+   are computed from all of them by :func:`evaluate` meanwhile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import geopandas as gpd
 import numpy as np
@@ -42,13 +44,22 @@ from geosynth.metrics import (
     spatial_k_anonymity,
 )
 from geosynth.metrics.matching import as_columns, as_releases, check_columns, check_frames, frame_xy
-from geosynth.metrics.risk import _with_mean_row, nanmean_rows
-from geosynth.metrics.utility import _as_bounds
+from geosynth.metrics.risk import nanmean_rows, with_mean_row
+from geosynth.metrics.utility import as_bounds
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Evaluation", "evaluate"]
+__all__ = [
+    "Evaluation",
+    "ReleaseMeasures",
+    "ReleasePlan",
+    "combine_measures",
+    "evaluate",
+    "linked_records",
+    "measure_release",
+    "plan_evaluation",
+]
 
 
 @dataclass
@@ -139,8 +150,7 @@ def evaluate(
     seed: SeedLike = None,
     linked: bool = True,
     *,
-    scheduler: Literal["serial", "dask"] = "serial",
-    client=None,
+    executor: Executor | None = None,
 ) -> Evaluation:
     """Measure the disclosure risk and the utility of m releases of ``original``.
 
@@ -150,8 +160,9 @@ def evaluate(
     per-release results (averages over releases, the "mean" rows), together with the measures
     that need all releases at once (the Reiter–Mitra identification risk, whose match
     probabilities sum over releases record by record, and the quadrant coverage, whose intervals
-    come from the combining rules). With ``scheduler="dask"`` each release is measured by its own
-    Dask task; the tables are the same as in memory, to the last bit.
+    come from the combining rules). With an ``executor`` each release is measured by its own
+    task while this process computes the rest; the tables are the same as in memory, to the
+    last bit.
 
     Parameters
     ----------
@@ -175,12 +186,13 @@ def evaluate(
         The releases keep the original index, record by record (as :func:`geosynth.synthesize`
         and the baselines return them), so record-level measures apply. Pass False for
         :func:`geosynth.to_public` releases, whose rows are shuffled.
-    scheduler : {"serial", "dask"}, default "serial"
-        ``"serial"`` measures the releases one after another in this process; ``"dask"``
-        measures each release in a Dask task (:func:`geosynth.distributed.evaluate_dask`) on
-        ``client`` while this process computes the identification risk and the coverage.
-    client : distributed.Client, optional
-        The Dask client of ``scheduler="dask"`` (default: the current client).
+    executor : concurrent.futures.Executor, optional
+        Measure each release (:func:`measure_release`) as a task of this executor, e.g. a
+        :class:`~concurrent.futures.ThreadPoolExecutor` or a Dask client's
+        ``client.get_executor()``, while this process computes the identification risk and
+        the coverage. The original is an argument of every task (on a Dask cluster,
+        :func:`geosynth.distributed.evaluate_dask` sends it to each worker once). None
+        (default): one release after another in this process.
 
     Returns
     -------
@@ -191,30 +203,93 @@ def evaluate(
     geosynth.errors.InputError
         ``releases`` is empty or holds something else than GeoDataFrames; a frame lacks an
         attribute column, has missing values in it, or has invalid points; with ``linked``, a
-        release does not keep the original index; a bad ``scheduler``; or an error of the
-        measures in :mod:`geosynth.metrics`.
+        release does not keep the original index; ``executor`` has no ``submit``; or an error
+        of the measures in :mod:`geosynth.metrics`.
     geosynth.errors.CRSError
         The CRSs differ, or the CRS is geographic.
     """
-    if scheduler == "dask":
-        from geosynth.distributed import evaluate_dask
+    _check_executor(executor)
+    releases, plan = plan_evaluation(original, releases, attributes, linked)
+    attributes = list(plan.attributes)
+    collect = _start(measure_release, [(original, release, plan) for release in releases],
+                     executor)
+    identification = None
+    if linked:
+        identification = identification_risk(original, releases, attributes, grid)
+    coverage = None
+    if outcome is not None:
+        coverage = quadrant_coverage(original, releases, outcome, n_quadrants=n_quadrants,
+                                     seed=seed)
+    per_release = combine_measures(collect())
+    tables = {"distance_risk": per_release["distance_risk"], "pattern": per_release["pattern"]}
+    if identification is not None:
+        tables["identification_risk"] = identification.summary().to_frame("value")
+        tables["linked_records"] = per_release["linked_records"]
+    quadrants = None
+    if coverage is not None:
+        quadrants = coverage.quadrants
+        tables["coverage"] = pd.DataFrame({
+            "mean_overlap": [coverage.mean_overlap],
+            "n_quadrants": [coverage.n_quadrants],
+            "n_undefined": [coverage.n_undefined],
+        })
+    return Evaluation(tables=tables, original=original, releases=releases,
+                      attributes=attributes, quadrants=quadrants)
 
-        return evaluate_dask(original, releases, grid, attributes, outcome=outcome,
-                             n_quadrants=n_quadrants, seed=seed, linked=linked, client=client)
-    if scheduler != "serial" or client is not None:
-        raise InputError(f"scheduler must be 'serial' or 'dask' (client= goes with 'dask'), got "
-                         f"scheduler={scheduler!r}")
-    return _run_evaluation(original, releases, grid, attributes, outcome, n_quadrants, seed,
-                           linked, start=_measure_in_process)
+
+def linked_records(
+    original: gpd.GeoDataFrame,
+    releases: Sequence[gpd.GeoDataFrame],
+    *,
+    executor: Executor | None = None,
+) -> pd.DataFrame:
+    """Displacement and spatial k-anonymity of each release: the ``linked_records`` table alone.
+
+    Equal to ``evaluate(original, releases, ...).tables["linked_records"]`` (the measures are
+    taken release by release), without the other measures.
+
+    Parameters
+    ----------
+    original : GeoDataFrame
+        The confidential points.
+    releases : sequence of GeoDataFrame
+        Releases that keep the original index (as :func:`geosynth.synthesize` returns them).
+    executor : concurrent.futures.Executor, optional
+        Measure each release as a task of this executor (see :func:`evaluate`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per release (index ``release``, from 1): median and mean displacement and the
+        spatial k-anonymity summary (:func:`geosynth.metrics.k_anonymity_summary`).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``releases`` is empty, or a release does not keep the original index.
+    """
+    _check_executor(executor)
+    releases = list(releases)
+    if not releases:
+        raise InputError("releases is empty; pass the m synthetic data sets to evaluate")
+    for number, release in enumerate(releases):
+        if not release.index.equals(original.index):
+            raise InputError(
+                f"releases[{number}] does not keep the original index, so its records cannot "
+                "be linked"
+            )
+    rows = _start(_linked_row, [(original, release) for release in releases], executor)
+    return _linked_table(rows())
 
 
 # --------------------------------------------------------------------------- per release, combine
 @dataclass(frozen=True)
-class _ReleasePlan:
+class ReleasePlan:
     """What the measures of one release need besides the original and the release.
 
-    Decided once for all releases (:func:`_plan_evaluation`), so that each release can be
-    measured on its own -- in this process or in a Dask task -- with the same result.
+    Decided once for all releases (:func:`plan_evaluation`), so that each release can be
+    measured on its own -- in this process or in a task of an executor -- with the same
+    result.
 
     Attributes
     ----------
@@ -232,8 +307,8 @@ class _ReleasePlan:
     linked: bool
 
 
-class _ReleaseMeasures(NamedTuple):
-    """The measures of one release against the original (:func:`_measure_release`).
+class ReleaseMeasures(NamedTuple):
+    """The measures of one release against the original (:func:`measure_release`).
 
     Attributes
     ----------
@@ -252,12 +327,12 @@ class _ReleaseMeasures(NamedTuple):
     linked_records: dict | None
 
 
-def _plan_evaluation(
+def plan_evaluation(
     original: gpd.GeoDataFrame,
     releases: Sequence[gpd.GeoDataFrame],
     attributes: str | Sequence[str],
     linked: bool,
-) -> tuple[list[gpd.GeoDataFrame], _ReleasePlan]:
+) -> tuple[list[gpd.GeoDataFrame], ReleasePlan]:
     """Check the inputs of :func:`evaluate` and fix what the per-release measures share.
 
     Every check that names a frame (``releases[k]``) is done here, over all releases, so that a
@@ -277,7 +352,7 @@ def _plan_evaluation(
     Returns
     -------
     releases : list of GeoDataFrame
-    plan : _ReleasePlan
+    plan : ReleasePlan
 
     Raises
     ------
@@ -305,13 +380,13 @@ def _plan_evaluation(
                     f"releases[{number}] does not keep the original index, so its records "
                     "cannot be linked; pass linked=False (e.g. for to_public releases)"
                 )
-    window = _as_bounds(None, np.concatenate(xys), "window")
-    return releases, _ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked))
+    window = as_bounds(None, np.concatenate(xys), "window")
+    return releases, ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked))
 
 
-def _measure_release(
-    original: gpd.GeoDataFrame, release: gpd.GeoDataFrame, plan: _ReleasePlan
-) -> _ReleaseMeasures:
+def measure_release(
+    original: gpd.GeoDataFrame, release: gpd.GeoDataFrame, plan: ReleasePlan
+) -> ReleaseMeasures:
     """Measure one release against the original: the per-release part of :func:`evaluate`.
 
     Parameters
@@ -319,17 +394,17 @@ def _measure_release(
     original : GeoDataFrame
         The confidential points.
     release : GeoDataFrame
-        One release, checked by :func:`_plan_evaluation`.
-    plan : _ReleasePlan
+        One release, checked by :func:`plan_evaluation`.
+    plan : ReleasePlan
         The shared settings.
 
     Returns
     -------
-    _ReleaseMeasures
+    ReleaseMeasures
     """
     attributes = list(plan.attributes)
     linked = _linked_row(original, release) if plan.linked else None
-    return _ReleaseMeasures(
+    return ReleaseMeasures(
         distance_risk=distance_risk(original, release, by=attributes, mean_row=False),
         pattern=ripley_distance(original, release, by=attributes, window=plan.window,
                                 mean_row=False),
@@ -337,7 +412,7 @@ def _measure_release(
     )
 
 
-def _combine_measures(measures: Sequence[_ReleaseMeasures]) -> dict[str, pd.DataFrame]:
+def combine_measures(measures: Sequence[ReleaseMeasures]) -> dict[str, pd.DataFrame]:
     """Combine the per-release measures of m releases into the tables of :func:`evaluate`.
 
     ``n_synthetic`` is averaged over the releases and the distances and L gaps over the
@@ -348,7 +423,7 @@ def _combine_measures(measures: Sequence[_ReleaseMeasures]) -> dict[str, pd.Data
 
     Parameters
     ----------
-    measures : sequence of _ReleaseMeasures
+    measures : sequence of ReleaseMeasures
         One per release, in release order.
 
     Returns
@@ -365,71 +440,33 @@ def _combine_measures(measures: Sequence[_ReleaseMeasures]) -> dict[str, pd.Data
     return tables
 
 
-def _run_evaluation(
-    original: gpd.GeoDataFrame,
-    releases: Sequence[gpd.GeoDataFrame],
-    grid: Grid,
-    attributes: str | Sequence[str],
-    outcome: str | None,
-    n_quadrants: int,
-    seed: SeedLike,
-    linked: bool,
-    *,
-    start: Callable[[gpd.GeoDataFrame, list[gpd.GeoDataFrame], _ReleasePlan],
-                    Callable[[], list[_ReleaseMeasures]]],
-) -> Evaluation:
-    """Run :func:`evaluate` with the per-release measures started by ``start``.
+def _check_executor(executor: object) -> None:
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise InputError(
+            "executor must be a concurrent.futures.Executor (e.g. ThreadPoolExecutor(), or "
+            f"client.get_executor() of a Dask client), got {type(executor).__name__}"
+        )
 
-    ``start(original, releases, plan)`` starts measuring each release
-    (:func:`_measure_release`) and returns a function that waits for the
-    :class:`_ReleaseMeasures`, in release order. Meanwhile this process computes the measures
-    that need all releases at once; then :func:`_combine_measures` runs. In memory ``start``
-    returns the loop itself; :func:`geosynth.distributed.evaluate_dask` submits one Dask task
-    per release.
 
-    Parameters
-    ----------
-    original, releases, grid, attributes, outcome, n_quadrants, seed, linked
-        As for :func:`evaluate`.
-    start : callable
-        See above.
+def _start(function, calls: list[tuple], executor: Executor | None):
+    """Start ``function(*args)`` for each ``args`` of ``calls``; return a function that waits.
 
-    Returns
-    -------
-    Evaluation
+    With an executor each call is a task, submitted now; without, the calls run one after
+    another when the results are asked for. Results come back in the order of ``calls``.
     """
-    releases, plan = _plan_evaluation(original, releases, attributes, linked)
-    attributes = list(plan.attributes)
-    collect = start(original, releases, plan)
-    identification = None
-    if linked:
-        identification = identification_risk(original, releases, attributes, grid)
-    coverage = None
-    if outcome is not None:
-        coverage = quadrant_coverage(original, releases, outcome, n_quadrants=n_quadrants,
-                                     seed=seed)
-    per_release = _combine_measures(collect())
-    tables = {"distance_risk": per_release["distance_risk"], "pattern": per_release["pattern"]}
-    if identification is not None:
-        tables["identification_risk"] = identification.summary().to_frame("value")
-        tables["linked_records"] = per_release["linked_records"]
-    quadrants = None
-    if coverage is not None:
-        quadrants = coverage.quadrants
-        tables["coverage"] = pd.DataFrame({
-            "mean_overlap": [coverage.mean_overlap],
-            "n_quadrants": [coverage.n_quadrants],
-            "n_undefined": [coverage.n_undefined],
-        })
-    return Evaluation(tables=tables, original=original, releases=releases,
-                      attributes=attributes, quadrants=quadrants)
+    if executor is None:
+        return lambda: [function(*args) for args in calls]
+    futures = [executor.submit(function, *args) for args in calls]
 
+    def collect() -> list:
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:  # a failed task (or Ctrl-C) stops the tasks not started
+                future.cancel()
+            raise
 
-def _measure_in_process(
-    original: gpd.GeoDataFrame, releases: list[gpd.GeoDataFrame], plan: _ReleasePlan
-) -> Callable[[], list[_ReleaseMeasures]]:
-    """Measure the releases in memory, one by one, when asked (``start`` of the in-memory run)."""
-    return lambda: [_measure_release(original, release, plan) for release in releases]
+    return collect
 
 
 def _average_over_releases(tables: list[pd.DataFrame]) -> pd.DataFrame:
@@ -446,7 +483,7 @@ def _average_over_releases(tables: list[pd.DataFrame]) -> pd.DataFrame:
             continue
         values = np.column_stack([table[name].to_numpy(dtype=np.float64) for table in tables])
         columns[name] = values.mean(axis=1) if name == "n_synthetic" else nanmean_rows(values)
-    return _with_mean_row(pd.DataFrame(columns, index=first.index))
+    return with_mean_row(pd.DataFrame(columns, index=first.index))
 
 
 def _linked_row(original: gpd.GeoDataFrame, release: gpd.GeoDataFrame) -> dict:
@@ -461,7 +498,3 @@ def _linked_table(rows: Sequence[dict]) -> pd.DataFrame:
     """Build the ``linked_records`` table: one row per release, indexed from 1."""
     return pd.DataFrame([{"release": number, **row} for number, row in enumerate(rows, start=1)]
                         ).set_index("release")
-
-
-def _linked_records(original: gpd.GeoDataFrame, releases: list[gpd.GeoDataFrame]) -> pd.DataFrame:
-    return _linked_table([_linked_row(original, release) for release in releases])

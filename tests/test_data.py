@@ -9,7 +9,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shapely.geometry import LineString, Point, Polygon, box
 
-from geosynth.data import CellCounts, prepare
+from geosynth.data import (
+    CELL_COLUMN,
+    COUNT_COLUMN,
+    Z_SUM_COLUMN,
+    CellCounts,
+    count_table,
+    counts_from_table,
+    locate_records,
+    prepare,
+)
 from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError
 from geosynth.lattice import Grid
 
@@ -584,13 +593,80 @@ def test_allow_identifying_must_be_bool(gdf, grid, value):
         prepare(gdf, grid, ["sex"], allow_identifying=value)
 
 
-def test_identifying_check_on_dask_frames(grid):
+def test_dask_frames_are_sent_to_prepare_dask(grid):
     dask_geopandas = pytest.importorskip("dask_geopandas")
     df = big_gdf(n=300)
     ddf = dask_geopandas.from_geopandas(df, npartitions=2, sort=False)
+    with pytest.raises(InputError, match=r"gdf is a dask_geopandas.GeoDataFrame; .* "
+                                         r"geosynth.distributed.prepare_dask\(gdf, grid, ...\)"):
+        prepare(ddf, grid, ["sex"])
+
+
+def test_identifying_check_on_dask_frames(grid):
+    pytest.importorskip("dask_geopandas")
+    import dask_geopandas
+
+    from geosynth.distributed import prepare_dask
+
+    df = big_gdf(n=300)
+    ddf = dask_geopandas.from_geopandas(df, npartitions=2, sort=False)
     with pytest.raises(InputError, match=r"'idNum' has 300 distinct levels among 300 records"):
-        prepare(ddf, grid, ["idNum"])
-    assert prepare(ddf, grid, ["sex", "district"]).n_records == 300
+        prepare_dask(ddf, grid, ["idNum"])
+    assert prepare_dask(ddf, grid, ["sex", "district"]).n_records == 300
+    with pytest.warns(DataWarning, match="kept because allow_identifying=True"):
+        prepare_dask(ddf, grid, ["idNum"], allow_identifying=True)
+
+
+# --------------------------------------------------------------------------- the counting steps
+
+
+def test_locate_records_is_a_count_table_of_the_records(gdf, grid):
+    records = locate_records(gdf, grid, ("sex", "age"), "z")
+    pd.testing.assert_index_equal(records.index, gdf.index)
+    assert list(records.columns) == ["sex", "age", CELL_COLUMN, COUNT_COLUMN, Z_SUM_COLUMN]
+    np.testing.assert_array_equal(records[CELL_COLUMN], grid.locate(gdf))
+    assert (records[COUNT_COLUMN] == 1).all()
+    np.testing.assert_array_equal(records[Z_SUM_COLUMN], gdf["z"])
+    bad = gdf.copy()
+    bad.loc["r3", "sex"] = None
+    with pytest.raises(InputError, match=r"attribute 'sex' has 1 missing \(NaN\) values"):
+        locate_records(bad, grid, ("sex",))
+
+
+def test_counting_by_partition_through_the_public_steps_equals_prepare(grid):
+    """What geosynth.distributed.prepare_dask does, without dask: map, combine, finish."""
+    df = make_gdf(n=200, seed=8)
+    df["age"] = pd.Categorical(df["age"], categories=[2, 3, 1])
+    df.loc[df.index[:5], "geometry"] = Point(50, 50)  # in no cell
+    attributes = ("sex", "age")
+    with pytest.warns(DataWarning, match="dropped 5 of 200"):
+        want = prepare(df, grid, list(attributes), continuous="z", outside="drop")
+    parts = [df.iloc[:70], df.iloc[70:150], df.iloc[150:]]
+    tables = [count_table(locate_records(part, grid, attributes, "z"), attributes)
+              for part in parts]
+    table = count_table(pd.concat(tables), attributes)
+    assert table[COUNT_COLUMN].sum() == 200 and len(table) < 200
+    table = table[table[CELL_COLUMN] >= 0].reset_index(drop=True)
+    asked = []
+
+    def records(levels, combo_codes):
+        asked.append((levels, combo_codes))
+        return pd.DataFrame({"cell": want.record_cell, "combo": want.record_combo},
+                            index=want.record_index)
+
+    got = counts_from_table(table, grid, attributes, "z", records=records)
+    assert asked[0][0] == want.levels == {"sex": ["f", "m"], "age": [2, 3, 1]}
+    np.testing.assert_array_equal(asked[0][1], want.combo_codes)
+    np.testing.assert_array_equal(got.counts, want.counts)
+    pd.testing.assert_frame_equal(got.combos, want.combos)
+    np.testing.assert_allclose(got.zbar, want.zbar, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got.zbar_mask, want.zbar_mask)
+    # A grouped table cannot say where its records are.
+    with pytest.raises(InputError, match="pass records="):
+        counts_from_table(table, grid, attributes, "z")
+    with pytest.raises(InputError, match="records returned 3 records, but the table counts 195"):
+        counts_from_table(table, grid, attributes, "z",
+                          records=lambda levels, codes: records(levels, codes).iloc[:3])
 
 
 def test_points_that_miss_the_region_say_so_and_suspect_the_crs():

@@ -124,12 +124,28 @@ def test_fit_dask_equals_in_memory_fit(client, fitted):
     assert (got.thin, got.burn_in, got.counts) == (want.thin, want.burn_in, counts)
 
 
-def test_fit_scheduler_dask_is_fit_dask(client, fitted):
+def test_fit_on_the_client_executor_equals_in_memory_fit(client, fitted):
+    # The core knows the Executor protocol only; a Dask client gives one (workers warm).
     counts, want = fitted
-    got = PaivaModel().fit(counts, chains=2, seed=11, scheduler="dask", client=client, **RUN)
+    got = PaivaModel().fit(counts, chains=2, seed=11, progress=False,
+                           executor=client.get_executor(), **RUN)
     np.testing.assert_array_equal(got.eta, want.eta)
-    with pytest.raises(InputError, match="scheduler"):
-        PaivaModel().fit(counts, chains=2, seed=11, scheduler="processes", **RUN)
+    np.testing.assert_array_equal(got.scalars, want.scalars)
+
+
+def test_large_arguments_are_scattered_once(client, points, grid, fitted, monkeypatch):
+    # Lower the graph limit so that the model's arrays, the original and the releases of
+    # this small data are scattered (as large data would be) rather than put in every task.
+    monkeypatch.setattr(gd, "_GRAPH_BYTES", 1000)
+    counts, want = fitted
+    got = gd.fit_dask(PaivaModel(), counts, client=client, chains=2, seed=11, **RUN)
+    np.testing.assert_array_equal(got.eta, want.eta)
+    releases = geosynth.synthesize(want, points, m=2, seed=5)
+    expected = geosynth.evaluate(points, releases, grid, ["a", "c"])
+    assert_evaluations_equal(gd.evaluate_dask(points, releases, grid, ["a", "c"],
+                                              client=client), expected)
+    pd.testing.assert_frame_equal(gd.linked_records_dask(points, releases, client=client),
+                                  expected.tables["linked_records"])
 
 
 def test_fit_dask_beta_and_noise_aware_fits_equal_in_memory(client, points, grid, fitted):
@@ -158,6 +174,8 @@ def test_fit_dask_rejects_bad_arguments(client, fitted):
         gd.fit_dask(PaivaModel(), counts, client=client, chains=0)
     with pytest.raises(InputError, match="n_jobs"):
         gd.fit_dask(PaivaModel(), counts, client=client, n_jobs=2, **RUN)
+    with pytest.raises(InputError, match="executor"):
+        gd.fit_dask(PaivaModel(), counts, client=client, executor=client.get_executor(), **RUN)
     with pytest.raises(InputError, match="PaivaModel"):
         gd.fit_dask("model", counts, client=client)
 
@@ -211,7 +229,7 @@ def test_prepare_dask_equals_prepare(client, points, grid, npartitions):
     ddf = to_dask(points, npartitions)
     for attributes, continuous in ((["a", "c", "k"], "z"), ("k", None)):
         want = prepare(points, grid, attributes=attributes, continuous=continuous)
-        got = prepare(ddf, grid, attributes=attributes, continuous=continuous)
+        got = gd.prepare_dask(ddf, grid, attributes=attributes, continuous=continuous)
         assert_counts_equal(got, want)
         same = prepare(ddf.compute(), grid, attributes=attributes, continuous=continuous)
         pd.testing.assert_frame_equal(got.combos, same.combos)  # dtypes too
@@ -221,36 +239,48 @@ def test_prepare_dask_outside_points(client, points, grid):
     small = Grid.regular((0, 0, 100, 40), shape=(2, 5), crs=CRS)
     ddf = to_dask(points, 3)
     with pytest.raises(InputError, match=r"of 600 points fall in no grid cell"):
-        prepare(ddf, small, attributes=["a"])
+        gd.prepare_dask(ddf, small, attributes=["a"])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         want = prepare(points, small, attributes=["a", "k"], continuous="z", outside="drop")
-        got = prepare(ddf, small, attributes=["a", "k"], continuous="z", outside="drop")
+        got = gd.prepare_dask(ddf, small, attributes=["a", "k"], continuous="z",
+                              outside="drop")
     dropped = [str(w.message).split(":")[0] for w in caught if w.category is DataWarning]
     assert len(dropped) == 2 and dropped[0] == dropped[1]
+    assert all(w.filename == __file__ for w in caught if w.category is DataWarning)
     assert_counts_equal(got, want)
+    nowhere = Grid.regular((1000, 1000, 1100, 1080), shape=(2, 2), crs=CRS)
+    with pytest.raises(InputError, match="none of the 600 points falls in a grid cell"):
+        gd.prepare_dask(ddf, nowhere, attributes=["a"], outside="drop")
 
 
 def test_prepare_dask_checks_metadata_and_partitions(client, points, grid):
     ddf = to_dask(points, 2)
     with pytest.raises(InputError, match="not a column"):
-        prepare(ddf, grid, attributes=["nope"])
+        gd.prepare_dask(ddf, grid, attributes=["nope"])
     with pytest.raises(geosynth.errors.CRSError):
-        prepare(ddf.to_crs("EPSG:4326"), grid, attributes=["a"])
+        gd.prepare_dask(ddf.to_crs("EPSG:4326"), grid, attributes=["a"])
     with pytest.raises(InputError, match="non-numeric"):
-        prepare(ddf, grid, attributes=["a"], continuous="c")
+        gd.prepare_dask(ddf, grid, attributes=["a"], continuous="c")
     bad = points.copy()
     bad.loc[bad.index[5], "a"] = np.nan
     with pytest.raises(InputError, match="missing"):
-        prepare(to_dask(bad, 2), grid, attributes=["a"])
+        gd.prepare_dask(to_dask(bad, 2), grid, attributes=["a"])
     unknown = ddf.assign(u=ddf["c"].astype("category").cat.as_unknown())
     with pytest.raises(InputError, match="categorize"):
-        prepare(unknown, grid, attributes=["u"])
+        gd.prepare_dask(unknown, grid, attributes=["u"])
+    with pytest.raises(InputError, match='outside must be "error" or "drop"'):
+        gd.prepare_dask(ddf, grid, attributes=["a"], outside="keep")
+    with pytest.raises(InputError, match="must be a dask_geopandas.GeoDataFrame"):
+        gd.prepare_dask(points, grid, attributes=["a"])
+    # The core does not import dask: it sends a Dask frame here.
+    with pytest.raises(InputError, match="geosynth.distributed.prepare_dask"):
+        prepare(ddf, grid, attributes=["a"])
 
 
 def test_dask_prepared_counts_fit_and_synthesize(client, points, grid):
     ddf = to_dask(points, 3)
-    counts = prepare(ddf, grid, attributes=["a", "c"], continuous="z")
+    counts = gd.prepare_dask(ddf, grid, attributes=["a", "c"], continuous="z")
     fit = gd.fit_dask(PaivaModel(), counts, client=client, chains=1, seed=3, **RUN)
     [release] = gd.synthesize_dask(fit, ddf.compute(), m=1, seed=3, client=client)
     assert release.index.equals(points.index) and len(release) == len(points)
@@ -313,18 +343,17 @@ def test_evaluate_dask_equals_evaluate(thread_client, points, grid, fitted):
     assert_evaluations_equal(got, want)
 
 
-def test_evaluate_scheduler_dask_in_worker_processes(client, points, grid, fitted):
+def test_evaluate_on_the_client_executor_in_worker_processes(client, points, grid, fitted):
     _, fit = fitted
     releases = geosynth.synthesize(fit, points, m=2, seed=8)
     want = geosynth.evaluate(points, releases, grid, ["c", "a"], outcome="a", n_quadrants=40,
                              seed=1)
     got = geosynth.evaluate(points, releases, grid, ["c", "a"], outcome="a", n_quadrants=40,
-                            seed=1, scheduler="dask", client=client)
+                            seed=1, executor=client.get_executor())
     assert_evaluations_equal(got, want)
-    with pytest.raises(InputError, match="scheduler must be 'serial' or 'dask'"):
-        geosynth.evaluate(points, releases, grid, ["a"], scheduler="processes")
-    with pytest.raises(InputError, match="client= goes with 'dask'"):
-        geosynth.evaluate(points, releases, grid, ["a"], client=client)
+    got = gd.evaluate_dask(points, releases, grid, ["c", "a"], outcome="a", n_quadrants=40,
+                           seed=1, client=client)
+    assert_evaluations_equal(got, want)
 
 
 def test_evaluate_dask_checks_every_release_in_the_client(thread_client, points, grid, fitted):

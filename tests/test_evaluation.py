@@ -1,3 +1,5 @@
+from concurrent.futures import ThreadPoolExecutor
+
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -5,7 +7,13 @@ import pytest
 
 import geosynth
 from geosynth.errors import InputError
-from geosynth.evaluation import evaluate
+from geosynth.evaluation import (
+    combine_measures,
+    evaluate,
+    linked_records,
+    measure_release,
+    plan_evaluation,
+)
 from geosynth.metrics import distance_risk, ripley_distance
 
 matplotlib.use("Agg")
@@ -81,10 +89,71 @@ def test_tables_combined_per_release_equal_the_metrics_on_all_releases(scenario)
     assert np.isfinite(row["min_distance"])  # averaged over the releases that have points
 
 
-def test_errors_name_the_release_and_the_scheduler(scenario):
+def test_errors_name_the_release_and_the_executor(scenario):
     data, grid = scenario
     releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=2)
     with pytest.raises(InputError, match=r"'x2' is not a column of releases\[1\]"):
         evaluate(data.data, [releases[0], releases[1].drop(columns="x2")], grid, ATTRIBUTES)
-    with pytest.raises(InputError, match="scheduler must be 'serial' or 'dask'"):
-        evaluate(data.data, releases, grid, ATTRIBUTES, scheduler="threads")
+    with pytest.raises(InputError, match="executor must be a concurrent.futures.Executor"):
+        evaluate(data.data, releases, grid, ATTRIBUTES, executor="threads")
+    with pytest.raises(InputError, match="executor must be a concurrent.futures.Executor"):
+        linked_records(data.data, releases, executor=2)
+
+
+def assert_evaluations_equal(got, want):
+    """Same tables, in the same order, to the last bit."""
+    assert list(got.tables) == list(want.tables)
+    for name, table in want.tables.items():
+        pd.testing.assert_frame_equal(got.tables[name], table, check_exact=True)
+    pd.testing.assert_frame_equal(got.quadrants, want.quadrants, check_exact=True)
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    """A thread pool that records the functions it was given."""
+
+    def __init__(self):
+        super().__init__(max_workers=2)
+        self.submitted = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.submitted.append(fn.__name__)
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_executor_measures_each_release_in_a_task_with_the_same_tables(scenario):
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=3, seed=5)
+    kw = dict(outcome="y", n_quadrants=60, seed=2)
+    want = evaluate(data.data, releases, grid, ATTRIBUTES, **kw)
+    with CountingExecutor() as executor:
+        got = evaluate(data.data, releases, grid, ATTRIBUTES, executor=executor, **kw)
+    assert executor.submitted == ["measure_release"] * 3
+    assert set(got.tables) == {"distance_risk", "identification_risk", "pattern",
+                               "linked_records", "coverage"}
+    assert_evaluations_equal(got, want)
+
+
+def test_plan_measure_combine_are_the_steps_of_evaluate(scenario):
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=6)
+    checked, plan = plan_evaluation(data.data, releases, ATTRIBUTES, linked=True)
+    assert plan.attributes == tuple(ATTRIBUTES) and plan.linked
+    tables = combine_measures([measure_release(data.data, r, plan) for r in checked])
+    want = evaluate(data.data, releases, grid, ATTRIBUTES).tables
+    for name in ("distance_risk", "pattern", "linked_records"):
+        pd.testing.assert_frame_equal(tables[name], want[name], check_exact=True)
+
+
+def test_linked_records_alone_equal_the_table_of_evaluate(scenario):
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=3, seed=7)
+    want = evaluate(data.data, releases, grid, ATTRIBUTES).tables["linked_records"]
+    pd.testing.assert_frame_equal(linked_records(data.data, releases), want)
+    with CountingExecutor() as executor:
+        got = linked_records(data.data, releases, executor=executor)
+    assert len(executor.submitted) == 3
+    pd.testing.assert_frame_equal(got, want)
+    with pytest.raises(InputError, match=r"releases\[1\] does not keep the original index"):
+        linked_records(data.data, [releases[0], releases[1].iloc[::-1]])
+    with pytest.raises(InputError, match="releases is empty"):
+        linked_records(data.data, [])

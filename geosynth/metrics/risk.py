@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IdentificationRisk",
+    "with_mean_row",
     "distance_risk",
     "displacement",
     "spatial_k_anonymity",
@@ -153,7 +154,7 @@ def distance_risk(
         },
         index=keys[present],
     )
-    return _with_mean_row(table) if mean_row else table
+    return with_mean_row(table) if mean_row else table
 
 
 # --------------------------------------------------------------------------- linked records
@@ -588,8 +589,23 @@ def _split(codes: np.ndarray, n_groups: int) -> list[np.ndarray]:
     return [order[edges[g] : edges[g + 1]] for g in range(n_groups)]
 
 
-def _with_mean_row(table: pd.DataFrame) -> pd.DataFrame:
-    """Append the unweighted column means as a row labelled "mean"."""
+def with_mean_row(table: pd.DataFrame) -> pd.DataFrame:
+    """Append the unweighted column means (NaN skipped) as a row labelled "mean".
+
+    The "mean" row of the per-combination tables of :func:`distance_risk` and
+    :func:`geosynth.metrics.ripley_distance` (and of :func:`geosynth.evaluate`, which combines
+    per-release tables). With a MultiIndex the label is ``("mean", "", ...)``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Numeric columns; the result has them as float64.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``table`` with one more row.
+    """
     means = table.mean(axis=0, skipna=True).to_frame().T
     if isinstance(table.index, pd.MultiIndex):
         label = ("mean",) + ("",) * (table.index.nlevels - 1)

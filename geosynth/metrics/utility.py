@@ -38,9 +38,10 @@ from geosynth.metrics.matching import (
     check_frames,
     frame_xy,
 )
-from geosynth.metrics.risk import _combination_codes, _split, _with_mean_row, nanmean_rows
+from geosynth.metrics.risk import _combination_codes, _split, nanmean_rows, with_mean_row
 
 __all__ = [
+    "as_bounds",
     "CombinedEstimate",
     "combine_partially_synthetic",
     "combine_fully_synthetic",
@@ -482,7 +483,7 @@ def quadrant_coverage(
     for k, release in enumerate(releases):
         name = f"releases[{k}]"
         synth.append((frame_xy(release, name), _binary(release, outcome, name)))
-    box = _as_bounds(bounds, xy0, "bounds")
+    box = as_bounds(bounds, xy0, "bounds")
     rng = as_generator(seed)
 
     rects, n0, s0 = _draw_rectangles(rng, box, xy0, y0, n_quadrants, min_points)
@@ -624,8 +625,27 @@ def _binary(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
     return values.astype(bool)
 
 
-def _as_bounds(bounds: Any, xy: np.ndarray, name: str) -> tuple[float, float, float, float]:
-    """Rectangle ``(xmin, ymin, xmax, ymax)`` from a 4-tuple, a Grid, or the points' extent."""
+def as_bounds(bounds: Any, xy: np.ndarray, name: str) -> tuple[float, float, float, float]:
+    """Rectangle ``(xmin, ymin, xmax, ymax)`` from a 4-tuple, a Grid, or the points' extent.
+
+    Parameters
+    ----------
+    bounds : None, sequence of 4 floats or Grid
+        The rectangle; None: the bounding box of ``xy``.
+    xy : numpy.ndarray, shape (n, 2)
+        The points (used only when ``bounds`` is None).
+    name : str
+        The parameter's name in error messages.
+
+    Returns
+    -------
+    tuple of 4 floats
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Not four finite numbers, an empty or degenerate rectangle, or no points to derive it.
+    """
     if bounds is None:
         if xy.shape[0] == 0:
             raise InputError(f"{name} cannot be derived from zero points; pass it explicitly")
@@ -745,7 +765,7 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
     [0.0, 2.6666666666666665]
     """
     xy = as_xy(points, "points")
-    box = _as_bounds(window, xy, "window")
+    box = as_bounds(window, xy, "window")
     xmin, ymin, xmax, ymax = box
     a, b = xmax - xmin, ymax - ymin
     r = _radii(radii, min(a, b))
@@ -885,7 +905,7 @@ def ripley_distance(
     names = ["original"] + [f"releases[{k}]" for k in range(len(releases))]
     xys = [frame_xy(f, name) for f, name in zip(frames, names, strict=True)]
     if window is None:
-        window = _as_bounds(None, np.concatenate(xys), "window")
+        window = as_bounds(None, np.concatenate(xys), "window")
     if by is None:
         codes = [np.zeros(len(f), dtype=np.int64) for f in frames]
         keys = pd.Index(["all"])
@@ -915,4 +935,4 @@ def ripley_distance(
         },
         index=keys[present],
     )
-    return _with_mean_row(table) if mean_row else table
+    return with_mean_row(table) if mean_row else table

@@ -3,6 +3,11 @@
 The Python layer validates, allocates, runs the numba kernels of :mod:`.kernels` in chunks (so a
 progress bar moves and Ctrl-C returns the draws made so far, flagged by
 :attr:`PaivaFit.interrupted`) and wraps the draws for arviz.
+
+Chains run in threads of this process, or as tasks of any :class:`concurrent.futures.Executor`
+(``fit(..., executor=...)``: a Dask cluster's ``client.get_executor()``, or
+:func:`geosynth.distributed.fit_dask`); either way chain ``c`` draws from the same random stream,
+so the draws are the same.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import sys
 import threading
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
@@ -141,9 +146,9 @@ class PaivaModel:
         n_jobs: int | None = None,
         noise: float | None = None,
         parallel: bool = False,
-        scheduler: Literal["threads", "dask"] = "threads",
-        client=None,
         eta_draws: int | Literal["all", "auto"] = "auto",
+        *,
+        executor: Executor | None = None,
     ) -> PaivaFit:
         """Run ``chains`` Gibbs chains and return their thinned draws.
 
@@ -168,12 +173,14 @@ class PaivaModel:
             are not compiled yet (the first fit after installing geosynth or changing its
             kernels; later processes load them from numba's cache), first say
             ``compiling the sampler (first run only, ~N s)`` on stderr, compile them, and say
-            how long it took, so the bars start afterwards with a true ETA.
+            how long it took, so the bars start afterwards with a true ETA. Chains run by an
+            ``executor`` show no bars.
         max_bytes : int, default 4 GiB
             Bound on the stored draws of all chains plus the per-chain buffers of η (see
             :func:`plan_storage`): the fit refuses before allocating rather than exceed it.
         n_jobs : int, optional
             Chains run at once in threads (numba releases the GIL); default: one per core.
+            Not with an ``executor``, which decides itself.
         noise : float, optional
             Noise-aware fit: the scale ``b`` of the discrete Laplace (two-sided geometric) noise
             that was added to every count, P(c̃ − c = k) ∝ exp(−|k|/b). The true counts are then
@@ -191,11 +198,6 @@ class PaivaModel:
             Worth it from a few thousand cells. Chains then run one after another unless
             ``n_jobs`` says otherwise. Not available for noise-aware fits. A run option rather
             than a model option: it changes how, not what, is sampled.
-        scheduler : {"threads", "dask"}, default "threads"
-            ``"dask"`` runs each chain as a Dask task (:func:`geosynth.distributed.fit_dask`)
-            on ``client`` (default: the current Dask client); the draws equal the threaded fit's.
-        client : distributed.Client, optional
-            The Dask client of ``scheduler="dask"``.
         eta_draws : int, "all" or "auto", default "auto"
             How many retained draws per chain keep the linear predictor η = log λ (float32,
             G × B values a draw: 4.9 MB at G = 102,400 cells and B = 12 combinations, so
@@ -217,6 +219,14 @@ class PaivaModel:
             With ``eta_draws="all"`` (or whenever every draw fits) the draws are those of a
             fit without this option; with ``k`` draws, they are exactly the corresponding draws
             of that fit.
+        executor : concurrent.futures.Executor, optional
+            Run each chain as a task of this executor instead of in threads of this process:
+            e.g. ``client.get_executor()`` of a Dask client (or
+            :func:`geosynth.distributed.fit_dask`, which also sends the data to each worker
+            once and compiles the kernels worker by worker). Chain ``c`` draws from the same
+            random stream as in threads, so the draws are equal. The storage is planned (and
+            warned about) here for all chains; each task gets the model's arrays (not
+            ``counts``) and returns its chain's draws. After Ctrl-C nothing is returned.
 
         Returns
         -------
@@ -229,7 +239,8 @@ class PaivaModel:
         Raises
         ------
         InputError
-            For invalid arguments.
+            For invalid arguments (also: ``executor`` has no ``submit``, or comes with
+            ``n_jobs``).
         MemoryLimitError
             If the stored draws would exceed ``max_bytes`` (with ``eta_draws="auto"``: even
             with a single stored draw of η per chain). Nothing large has been allocated then.
@@ -247,15 +258,7 @@ class PaivaModel:
         """
         _check_run_arguments(n_iter, burn_in, thin, chains)
         _check_storage_arguments(eta_draws, max_bytes)
-        if scheduler == "dask":
-            from geosynth.distributed import fit_dask
-
-            return fit_dask(self, counts, client=client, n_iter=n_iter, burn_in=burn_in,
-                            thin=thin, chains=chains, seed=seed, max_bytes=max_bytes, noise=noise,
-                            parallel=parallel, eta_draws=eta_draws)
-        if scheduler != "threads" or client is not None:
-            raise InputError(f"scheduler must be 'threads' or 'dask' (client= goes with 'dask'), "
-                             f"got scheduler={scheduler!r}")
+        _check_executor(executor, n_jobs)
         noise = _check_noise(counts, noise)
         if not isinstance(parallel, (bool, np.bool_)):
             raise InputError(f"parallel must be True or False, got {parallel!r}")
@@ -269,13 +272,80 @@ class PaivaModel:
                                   max_bytes=max_bytes, stacklevel=3)
         streams = make_streams(seed, chains)
         released = None if noise is None else (noise, np.asarray(counts.counts, dtype=np.float64))
-        runner = _ChainRunner(data, names, n_iter, burn_in, thin, plan, progress, released,
-                              parallel=bool(parallel))
-        if parallel and n_jobs is None:
-            n_jobs = 1  # each chain already uses every numba thread
-        draws = runner.run_all(streams, n_jobs)
+        if executor is not None:
+            settings = _ChainSettings(names=names, n_iter=int(n_iter), burn_in=int(burn_in),
+                                      thin=int(thin), plan=plan, noise=released,
+                                      parallel=bool(parallel))
+            draws = _run_on_executor(executor, data, settings, streams)
+        else:
+            runner = _ChainRunner(data, names, n_iter, burn_in, thin, plan, progress, released,
+                                  parallel=bool(parallel))
+            if parallel and n_jobs is None:
+                n_jobs = 1  # each chain already uses every numba thread
+            draws = runner.run_all(streams, n_jobs)
         return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
                         burn_in=burn_in, noise_scale=noise, **draws)
+
+
+class _ChainSettings(NamedTuple):
+    """What a chain task needs besides the model's arrays and its stream (small, picklable)."""
+
+    names: list[str]
+    n_iter: int
+    burn_in: int
+    thin: int
+    plan: StoragePlan
+    noise: tuple[float, np.ndarray] | None
+    parallel: bool
+
+
+def _run_on_executor(executor: Executor, data: ModelData, settings: _ChainSettings,
+                     streams: np.ndarray) -> dict:
+    """Run chain ``c`` from ``streams[c]`` as a task of ``executor``; concatenate the draws.
+
+    Every task gets the same ``data`` and ``settings`` objects (an executor may send each to a
+    worker once) and returns its chain's draws, as :meth:`_ChainRunner.run_all` does for one
+    chain; they are concatenated in chain order.
+    """
+    futures = [executor.submit(_run_chain_task, data, settings, streams[c], c)
+               for c in range(streams.shape[0])]
+    try:
+        parts = [future.result() for future in futures]
+    except BaseException:
+        for future in futures:  # a failed chain (or Ctrl-C) stops the chains not started
+            future.cancel()
+        raise
+    draws = {}
+    for name in ("scalars", "theta", "beta", "eta", "latent_totals", "lambda_chain_means"):
+        pieces = [part[name] for part in parts]
+        draws[name] = None if pieces[0] is None else np.concatenate(pieces, axis=0)
+    draws["eta_draw_index"] = parts[0]["eta_draw_index"]
+    draws["interrupted"] = False
+    return draws
+
+
+def _run_chain_task(data: ModelData, settings: _ChainSettings, stream: np.ndarray,
+                    chain: int) -> dict:
+    """Task of ``fit(executor=...)``: chain ``chain`` from its stream, with no progress bar."""
+    runner = _ChainRunner(data, settings.names, settings.n_iter, settings.burn_in,
+                          settings.thin, settings.plan, False, settings.noise,
+                          parallel=settings.parallel, first_chain=chain)
+    return runner.run_all(stream[None, :], 1)
+
+
+def _check_executor(executor: object, n_jobs: int | None) -> None:
+    if executor is None:
+        return
+    if not callable(getattr(executor, "submit", None)):
+        raise InputError(
+            "executor must be a concurrent.futures.Executor (e.g. client.get_executor() of a "
+            f"Dask client), got {type(executor).__name__}"
+        )
+    if n_jobs is not None:
+        raise InputError(
+            "n_jobs sets the threads of chains run in this process; with executor= the "
+            "executor decides how many chains run at once: leave n_jobs out"
+        )
 
 
 def kernels_need_compiling(kernel) -> bool:
@@ -661,8 +731,9 @@ class _ChainRunner:
     """
 
     def __init__(self, data, names, n_iter, burn_in, thin, plan, progress, noise=None,
-                 parallel=False):
+                 parallel=False, first_chain=0):
         self.data, self.names = data, names
+        self.first_chain = first_chain  # number of chain 0 in messages (a task runs one chain)
         self.colours = None
         if parallel:  # chromatic Gibbs: colour classes of the lattice, shared by the chains
             from geosynth.model.parallel import colour_classes, greedy_colouring
@@ -853,7 +924,8 @@ class _ChainRunner:
         if status:
             block, code = divmod(status, 16)
             raise SamplerError(
-                f"chain {chain}: the {BLOCK_NAMES[block]} update failed: {STATUS_MESSAGES[code]}"
+                f"chain {self.first_chain + chain}: the {BLOCK_NAMES[block]} update failed: "
+                f"{STATUS_MESSAGES[code]}"
             )
         return written
 
@@ -946,7 +1018,8 @@ class PaivaFit:
     eta_draw_index: np.ndarray | None = field(default=None, repr=False)
     lambda_chain_means: np.ndarray | None = field(default=None, repr=False)
     interrupted: bool = False
-    _mean_lambda: np.ndarray | None = field(default=None, repr=False)
+    _mean_lambda: np.ndarray | None = field(default=None, init=False, repr=False,
+                                            compare=False)
 
     def __post_init__(self) -> None:
         if self.eta_draw_index is None and self.eta is not None:

@@ -26,7 +26,7 @@ from geosynth._messages import describe_rows
 from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_m
-from geosynth.data import _check_crs
+from geosynth.data import check_crs
 from geosynth.errors import CRSError, InputError
 from geosynth.lattice import Grid
 from geosynth.synth.placement import PixelTable, WeightsLike, check_grid, place
@@ -88,7 +88,7 @@ def naive_synthesize(
     m = check_m(m)
     keep = _check_columns(gdf, columns)
     xy = point_coordinates(gdf, "gdf")
-    _check_crs(gdf, grid)
+    check_crs(gdf, grid)
     cells = grid.locate(xy)
     outside = cells < 0
     if outside.any():

@@ -1,5 +1,8 @@
 """Recovery, the β extension, reproducibility and the PaivaFit API of the Gibbs engine."""
 
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+
 import geopandas as gpd
 import matplotlib
 import numpy as np
@@ -125,6 +128,58 @@ def test_same_seed_same_draws():
     assert not np.array_equal(first.eta, other.eta)
     # Chains have independent streams.
     assert not np.array_equal(first.eta[0], first.eta[1])
+
+
+class RecordingExecutor(ThreadPoolExecutor):
+    """A thread pool that records what each task was given (as a cluster would receive it)."""
+
+    def __init__(self):
+        super().__init__(max_workers=2)
+        self.tasks = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.tasks.append(args)
+        return super().submit(fn, *args, **kwargs)
+
+
+@pytest.mark.parametrize("case", ["exact", "beta", "noise-aware"])
+def test_chains_as_executor_tasks_equal_chains_in_threads(case):
+    import geosynth
+
+    scenario, grid, counts = scenario_counts(200, shape=(4, 4))
+    model = PaivaModel(beta_prior="normal" if case == "beta" else None)
+    if case == "noise-aware":
+        exact = prepare(scenario.data, grid, attributes=["y", "x1"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the seed= of a DP release is for tests only
+            counts = geosynth.dp.dp_counts(exact, 2.0, seed=1)
+    run = dict(n_iter=80, burn_in=20, thin=2, chains=3, eta_draws=7, progress=False)
+    want = model.fit(counts, seed=np.random.SeedSequence(5), **run)
+    with RecordingExecutor() as executor:
+        got = model.fit(counts, seed=np.random.SeedSequence(5), executor=executor, **run)
+    assert len(executor.tasks) == 3  # one task per chain
+    data = executor.tasks[0][0]
+    assert all(task[0] is data for task in executor.tasks)  # the same arrays for every chain
+    assert not any(task_arg is counts for task in executor.tasks for task_arg in task)
+    for name in ("scalars", "theta", "beta", "eta", "latent_totals", "eta_draw_index",
+                 "lambda_chain_means"):
+        if getattr(want, name) is None:
+            assert getattr(got, name) is None, name
+        else:
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name),
+                                          err_msg=name)
+    assert (got.scalar_names, got.thin, got.burn_in, got.noise_scale, got.interrupted) == (
+        want.scalar_names, want.thin, want.burn_in, want.noise_scale, False)
+    np.testing.assert_array_equal(got.posterior_mean_lambda(), want.posterior_mean_lambda())
+
+
+def test_executor_argument_validated(small_fit):
+    counts = small_fit.counts
+    with pytest.raises(InputError, match="executor must be a concurrent.futures.Executor"):
+        PaivaModel().fit(counts, n_iter=20, burn_in=10, progress=False, executor="dask")
+    with ThreadPoolExecutor() as executor, pytest.raises(InputError, match="leave n_jobs out"):
+        PaivaModel().fit(counts, n_iter=20, burn_in=10, progress=False, executor=executor,
+                         n_jobs=2)
 
 
 def test_fit_api(small_fit):
