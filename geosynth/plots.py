@@ -7,13 +7,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from geosynth.errors import InputError
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from geosynth.data import CellCounts
     from geosynth.lattice import Grid
+    from geosynth.model import PaivaFit
 
-__all__ = ["lattice_image", "combination_panels", "counts_figure"]
+__all__ = ["lattice_image", "combination_panels", "counts_figure", "intensity_figure"]
 
 
 def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
@@ -99,3 +102,34 @@ def counts_figure(cell_counts: CellCounts) -> Figure:
     return combination_panels(
         cell_counts.grid, cell_counts.counts, titles, suptitle="Records per cell and combination"
     )
+
+
+def intensity_figure(fit: PaivaFit, combination: int) -> Figure:
+    """Observed counts next to the posterior mean λ of one combination (Nunes 2018, Fig. 3).
+
+    Parameters
+    ----------
+    fit : geosynth.PaivaFit
+        The fitted model.
+    combination : int
+        Column of the combination (``fit.counts.combination_labels()`` gives their order).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two lattice panels titled by the combination's label.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``combination`` is not in ``[0, B)``.
+    """
+    B = fit.counts.counts.shape[1]
+    if isinstance(combination, bool) or not isinstance(combination, int | np.integer) \
+            or not 0 <= combination < B:
+        raise InputError(f"combination must be an int in [0, {B}), got {combination!r}")
+    values = np.column_stack([fit.counts.counts[:, combination],
+                              fit.posterior_mean_lambda()[:, combination]])
+    label = fit.counts.combination_labels(sep=", ")[combination]
+    return combination_panels(fit.grid, values, ["observed counts", "posterior mean λ"],
+                              suptitle=label)

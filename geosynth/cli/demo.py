@@ -174,9 +174,11 @@ def _largest_combination(counts) -> int:
 
 def _figures(result: dict) -> dict:
     """Draw the report's figures, by name (see :data:`FIGURES`)."""
+    from geosynth.plots import intensity_figure
+
     fit = result["fit"]
     figures = {"trace": fit.trace_plot(),
-               "intensity": fit.intensity_plot(_largest_combination(result["counts"]))}
+               "intensity": intensity_figure(fit, _largest_combination(result["counts"]))}
     for method, evaluation in result["evaluations"].items():
         points, intervals = evaluation.plots()
         figures[f"{method}_points"] = points

@@ -12,7 +12,7 @@
   :class:`~geosynth.synth.release.ReleaseInfo` (``ReleaseFile.info``); :func:`metadata_from_info`
   and :func:`info_from_metadata` convert it to and from the file's table.
 * :func:`write_intensity_geotiff` -- the posterior mean intensity of a fit as a north-up GeoTIFF,
-  one band per attribute combination (also :meth:`geosynth.PaivaFit.to_geotiff`).
+  one band per attribute combination.
 * :func:`printable` -- text read from a file, safe to print on a terminal.
 
 What a release file may hold. Everything in the GeoPackage is meant to be published, so it never

@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IdentificationRisk",
+    "combination_codes",
+    "split_by_code",
+    "nanmean_rows",
     "with_mean_row",
     "distance_risk",
     "displacement",
@@ -129,9 +132,9 @@ def distance_risk(
     for frame, name in zip(frames, names, strict=True):
         check_columns(frame, cols, name, "by column")
     xys = [frame_xy(frame, name) for frame, name in zip(frames, names, strict=True)]
-    codes, keys = _combination_codes(frames, cols)
+    codes, keys = combination_codes(frames, cols)
     present = np.unique(codes[0])
-    groups = [_split(c, len(keys)) for c in codes]
+    groups = [split_by_code(c, len(keys)) for c in codes]
     m = len(releases)
     n_syn = np.zeros((present.size, m))
     minima = np.full((present.size, m), np.nan)
@@ -547,10 +550,30 @@ def identification_risk(
 # --------------------------------------------------------------------------- helpers
 
 
-def _combination_codes(
+def combination_codes(
     frames: list[pd.DataFrame], cols: list[str]
 ) -> tuple[list[np.ndarray], pd.Index]:
-    """Joint combination codes of ``cols`` over several frames, and the sorted combinations."""
+    """Joint combination codes of ``cols`` over several frames, and the sorted combinations.
+
+    Parameters
+    ----------
+    frames : list of pandas.DataFrame
+        The original and the releases.
+    cols : list of str
+        The attribute columns.
+
+    Returns
+    -------
+    codes : list of numpy.ndarray
+        One int array per frame: the code 0..K-1 of each row's combination.
+    keys : pandas.Index
+        The K combinations in sorted order (code k is ``keys[k]``).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        The columns' values cannot be compared across the frames (mixed dtypes).
+    """
     stacked = pd.concat([f[cols] for f in frames], ignore_index=True)
     try:
         grouped = stacked.groupby(cols, sort=True, observed=True)
@@ -582,8 +605,21 @@ def nanmean_rows(values: np.ndarray) -> np.ndarray:
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
-def _split(codes: np.ndarray, n_groups: int) -> list[np.ndarray]:
-    """Row positions of each code 0..n_groups-1 (stable)."""
+def split_by_code(codes: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """Row positions of each code 0..n_groups-1 (stable).
+
+    Parameters
+    ----------
+    codes : numpy.ndarray of int
+        One code per row, in ``[0, n_groups)``.
+    n_groups : int
+        Number of codes.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``n_groups`` arrays of row positions, each in increasing order.
+    """
     order = np.argsort(codes, kind="stable")
     edges = np.searchsorted(codes[order], np.arange(n_groups + 1))
     return [order[edges[g] : edges[g + 1]] for g in range(n_groups)]

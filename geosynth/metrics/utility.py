@@ -38,7 +38,7 @@ from geosynth.metrics.matching import (
     check_frames,
     frame_xy,
 )
-from geosynth.metrics.risk import _combination_codes, _split, nanmean_rows, with_mean_row
+from geosynth.metrics.risk import combination_codes, nanmean_rows, split_by_code, with_mean_row
 
 __all__ = [
     "as_bounds",
@@ -913,8 +913,8 @@ def ripley_distance(
         cols = as_columns(by, "by")
         for f, name in zip(frames, names, strict=True):
             check_columns(f, cols, name, "by column")
-        codes, keys = _combination_codes(frames, cols)
-    groups = [_split(c, len(keys)) for c in codes]
+        codes, keys = combination_codes(frames, cols)
+    groups = [split_by_code(c, len(keys)) for c in codes]
     present = np.unique(codes[0])
     m = len(releases)
     gaps = np.full((present.size, m), np.nan)

@@ -20,7 +20,7 @@ from tests.io.helpers import CRS, XMAX, XMIN, YMAX, YMIN, names
 def test_geotiff_round_trip(tmp_path, fitted):
     fit, _, _ = fitted
     path = tmp_path / "intensity.tif"
-    assert fit.to_geotiff(path) == path
+    assert write_intensity_geotiff(fit, path) == path
     lam = fit.posterior_mean_lambda()
     labels = fit.counts.combination_labels()
     with rasterio.open(path) as src:
@@ -107,7 +107,7 @@ def test_geotiff_refuses_to_overwrite_and_is_atomic(tmp_path, fitted, monkeypatc
     path = tmp_path / "intensity.tif"
     path.write_bytes(b"old")
     with pytest.raises(InputError, match=r"intensity.tif exists.*--overwrite"):
-        fit.to_geotiff(path)
+        write_intensity_geotiff(fit, path)
     assert path.read_bytes() == b"old"
 
     real_open = rasterio.open
@@ -122,12 +122,12 @@ def test_geotiff_refuses_to_overwrite_and_is_atomic(tmp_path, fitted, monkeypatc
     with monkeypatch.context() as patch:
         patch.setattr(rasterio, "open", broken_open)
         with pytest.raises(rasterio.errors.RasterioIOError, match="no space"):
-            fit.to_geotiff(path, overwrite=True)
+            write_intensity_geotiff(fit, path, overwrite=True)
     assert len(created) == 1 and created[0].parent.parent == tmp_path
     assert not created[0].exists()
     assert path.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["intensity.tif"]
-    fit.to_geotiff(path, overwrite=True)
+    write_intensity_geotiff(fit, path, overwrite=True)
     with rasterio.open(path) as src:
         assert src.count == 12
 
@@ -144,6 +144,6 @@ def test_geotiff_created_meanwhile_is_not_replaced(tmp_path, fitted, monkeypatch
 
     monkeypatch.setattr(rasterio, "open", another_run_finishes_first)
     with pytest.raises(InputError, match=r"intensity.tif was created by another process"):
-        fit.to_geotiff(path)
+        write_intensity_geotiff(fit, path)
     assert path.read_bytes() == b"the other run's raster"
     assert names(tmp_path) == ["intensity.tif"]

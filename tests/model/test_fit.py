@@ -12,6 +12,7 @@ from scipy import stats
 from geosynth import Grid, PaivaModel, Priors, prepare
 from geosynth.datasets import paiva_scenario
 from geosynth.errors import DataWarning, InputError, MemoryLimitError
+from geosynth.plots import intensity_figure
 
 matplotlib.use("Agg")
 
@@ -205,12 +206,12 @@ def test_fit_api(small_fit):
     idata = fit.to_arviz()
     assert idata.posterior["theta"].dims == ("chain", "draw", "cell")
     assert fit.trace_plot() is not None
-    figure = fit.intensity_plot(1)
+    figure = intensity_figure(fit, 1)
     assert len(figure.axes) >= 2
     with pytest.raises(InputError, match="index must be in"):
         fit.lambda_draw(400)
-    with pytest.raises(InputError, match="combination must be in"):
-        fit.intensity_plot(B)
+    with pytest.raises(InputError, match="combination must be an int in"):
+        intensity_figure(fit, B)
     with pytest.raises(InputError, match="unknown parameter"):
         fit.scalar("nope")
 
