@@ -435,6 +435,18 @@ def evenly_spaced_draws(n_keep: int, k: int) -> np.ndarray:
 
     The middle draw of each of ``k`` equal blocks: distinct, increasing, and ``arange(n_keep)``
     for ``k = n_keep``.
+
+    Parameters
+    ----------
+    n_keep : int
+        Retained draws per chain.
+    k : int
+        How many to pick.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (min(k, n_keep),)
+        The indices of the picked draws.
     """
     k = min(int(k), int(n_keep))
     return ((2 * np.arange(k, dtype=np.int64) + 1) * n_keep) // (2 * k)
@@ -568,9 +580,26 @@ def plan_model_storage(data: ModelData, names: list[str], *, noise: bool, stackl
                        **run) -> StoragePlan:
     """:func:`plan_storage` for the arrays of :func:`build_model_data` (G, B, S and β from them).
 
-    ``run``: ``n_iter``, ``burn_in``, ``thin``, ``chains``, ``eta_draws`` and ``max_bytes``.
     S is ``len(names)``, the scalars the fit returns (the kernels' τ_β column, recorded also
     when it is not reported, is dropped at the end of the fit: 8 bytes a draw, not counted).
+
+    Parameters
+    ----------
+    data : ModelData
+        The kernels' arrays of :func:`build_model_data`.
+    names : list of str
+        The reported scalar parameters.
+    noise : bool
+        Whether the fit is noise-aware (it stores latent totals).
+    stacklevel : int, default 2
+        Stack level of the warning issued when only some η draws fit.
+    **run
+        ``n_iter``, ``burn_in``, ``thin``, ``chains``, ``eta_draws`` and ``max_bytes``, as
+        :func:`plan_storage` takes them.
+
+    Returns
+    -------
+    StoragePlan
     """
     G, B = data.counts.shape
     return plan_storage(n_cells=G, n_combos=B, n_scalars=len(names),
@@ -589,11 +618,24 @@ def _format_bytes(n: int) -> str:
 def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, list[str]]:
     """Flatten a :class:`~geosynth.data.CellCounts` into the arrays the kernels take.
 
-    Returns the :class:`ModelData` and the names of the reported scalar parameters: μ, α,
-    τ_θ, τ_φ, τ_ε and, only under ``beta_prior="icar"``, τ_β. The kernels record τ_β in
-    every case (:func:`_recorded_scalars` columns), but without an ICAR prior on β nothing
-    updates it: a constant by construction, which would show as a parameter with an ESS of
-    2 and an undefined R-hat, so it is not reported.
+    The kernels record τ_β in every case (the recorded scalar columns), but without an ICAR
+    prior on β nothing updates it: a constant by construction, which would show as a parameter
+    with an ESS of 2 and an undefined R-hat, so it is not reported.
+
+    Parameters
+    ----------
+    counts : geosynth.data.CellCounts
+        Prepared counts (or the noisy counts of :func:`geosynth.dp.dp_counts`).
+    model : PaivaModel
+        The model: its priors, effects and β prior choose the arrays.
+
+    Returns
+    -------
+    data : ModelData
+        Read-only arrays of the kernels.
+    names : list of str
+        The reported scalar parameters: μ, α, τ_θ, τ_φ, τ_ε and, only under
+        ``beta_prior="icar"``, τ_β.
     """
     from geosynth.data import CellCounts
 
