@@ -114,7 +114,22 @@ def standard_normal(state):
 
 @njit(cache=True, error_model="numpy")
 def gamma(state, shape, rate):
-    """Gamma(shape, rate) draw (Marsaglia & Tsang 2000; boosted by U^(1/shape) for shape < 1)."""
+    """Gamma(shape, rate) draw (Marsaglia & Tsang 2000; boosted by U^(1/shape) for shape < 1).
+
+    Parameters
+    ----------
+    state : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+    shape : float
+        Shape parameter (> 0).
+    rate : float
+        Rate parameter (> 0); the mean is ``shape / rate``.
+
+    Returns
+    -------
+    float
+        The draw.
+    """
     boost = 1.0
     if shape < 1.0:
         boost = uniform(state) ** (1.0 / shape)
