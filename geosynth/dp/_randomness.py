@@ -20,7 +20,15 @@ __all__ = ["private_generator", "private_seed", "warn_seeded"]
 
 
 def warn_seeded(where: str, stacklevel: int = 3) -> None:
-    """Issue the :class:`PrivacyLeakWarning` for a seeded DP computation in ``where``."""
+    """Issue the :class:`PrivacyLeakWarning` for a seeded DP computation in ``where``.
+
+    Parameters
+    ----------
+    where : str
+        Name of the calling function, for the warning.
+    stacklevel : int, default 3
+        Passed to :func:`warnings.warn`: 3 points at the caller of the function that calls this.
+    """
     warnings.warn(
         f"{where}: a seed was given, so the privacy noise is reproducible and the output is NOT "
         "differentially private (anyone who knows the seed can replay and remove the noise). "
