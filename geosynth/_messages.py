@@ -13,7 +13,19 @@ SHOW_ROWS = 5
 def describe_rows(index: pd.Index, bad: np.ndarray, limit: int = SHOW_ROWS) -> str:
     """Describe the first ``limit`` labels of ``index`` where ``bad`` is True.
 
-    Returns text such as ``"rows [3, 17, 'a'] and 12 more"`` for error messages.
+    Parameters
+    ----------
+    index : pandas.Index
+        Row labels of the checked table.
+    bad : numpy.ndarray of bool, shape (len(index),)
+        True at the offending rows.
+    limit : int, default 5
+        Number of labels shown.
+
+    Returns
+    -------
+    str
+        Text such as ``"rows [3, 17, 'a'] and 12 more"`` for error messages.
     """
     labels = index[np.asarray(bad, dtype=bool)]
     shown = ", ".join(repr(label) for label in labels[:limit].tolist())

@@ -15,9 +15,23 @@ __all__ = ["point_coordinates"]
 def point_coordinates(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str = "gdf") -> np.ndarray:
     """Return the float64 ``(n, 2)`` coordinates of present, non-empty, finite points.
 
-    Raises :class:`~geosynth.errors.InputError` naming ``name``, the offending rows and the fix
-    for a missing geometry column, missing/empty or non-point geometries, and NaN or infinite
-    coordinates.
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame or geopandas.GeoSeries
+        Records with one Point geometry each.
+    name : str, default "gdf"
+        How the caller's argument is called, for the error messages.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, 2)
+        x and y of every record, in ``frame``'s order.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Naming ``name``, the offending rows and the fix, for a missing geometry column,
+        missing/empty or non-point geometries, and NaN or infinite coordinates.
     """
     try:
         geoms = np.asarray(frame.geometry.array, dtype=object)

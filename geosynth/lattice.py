@@ -533,6 +533,18 @@ class Grid:
     def check_cell_ids(self, cell_ids: Any, name: str = "cell_ids") -> np.ndarray:
         """Return ``cell_ids`` as int64 after checking they are 1-d integer ids of this grid.
 
+        Parameters
+        ----------
+        cell_ids : array-like of int, shape (n,)
+            Ids of habitable cells, ``0 .. n_cells - 1``.
+        name : str, default "cell_ids"
+            How the caller's argument is called, for the error messages.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n,)
+            The ids (not copied when already int64).
+
         Raises
         ------
         geosynth.errors.InputError

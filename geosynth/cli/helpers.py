@@ -182,7 +182,15 @@ class RunOutputs:
             self.discard()
 
     def name(self, option: str, path: str | os.PathLike) -> None:
-        """Call ``path`` by ``option`` (e.g. ``"--out"``) in messages."""
+        """Call ``path`` by ``option`` (e.g. ``"--out"``) in messages.
+
+        Parameters
+        ----------
+        option : str
+            How the user named the file, e.g. ``"--out"``.
+        path : str or os.PathLike
+            The file.
+        """
         self._options[os.path.abspath(path)] = option
 
     def stage(self, option: str, path: str | os.PathLike, *, private: bool) -> Path:
@@ -217,6 +225,13 @@ class RunOutputs:
 
     def check_folder(self, option: str, path: str | os.PathLike) -> None:
         """Check now that ``path`` can be staged later (by a writer given :attr:`outputs`).
+
+        Parameters
+        ----------
+        option : str
+            How the user named the file, e.g. ``"--out"``.
+        path : str or os.PathLike
+            The final destination.
 
         Raises
         ------
@@ -381,6 +396,13 @@ def check_columns(frame: gpd.GeoDataFrame, name: str,
 def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
     """Refuse points without a CRS or in a geographic CRS (degrees).
 
+    Parameters
+    ----------
+    points : geopandas.GeoDataFrame
+        The points read from the input file.
+    name : str
+        The input file's name, for the messages.
+
     Raises
     ------
     geosynth.errors.CRSError
@@ -438,6 +460,18 @@ def derive_seeds(seed: int | None, names: Sequence[str]) -> tuple[int, dict[str,
 def read_polygons(path: str | os.PathLike, option: str) -> gpd.GeoDataFrame:
     """Read a polygon layer (study region or excluded areas) named by ``option``.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (any format GDAL reads).
+    option : str
+        The command-line option that named it, e.g. ``"--region"``, for the messages.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Its Polygon and MultiPolygon records.
+
     Raises
     ------
     geosynth.errors.InputError
@@ -467,7 +501,26 @@ def build_grid(
     region: gpd.GeoDataFrame | None = None,
     exclude: gpd.GeoDataFrame | None = None,
 ) -> Grid:
-    """Build the lattice over the region (if given) or over the bounds of the points."""
+    """Build the lattice over the region (if given) or over the bounds of the points.
+
+    Parameters
+    ----------
+    points : geopandas.GeoDataFrame
+        The points, in a projected CRS (the lattice's CRS).
+    shape : tuple of (int, int) or None
+        ``(nrows, ncols)``; give this or ``cell_size``.
+    cell_size : float or None
+        Cell side in metres; give this or ``shape``.
+    region : geopandas.GeoDataFrame, optional
+        Study region: the lattice covers its bounds and is clipped to it (reprojected to the
+        points' CRS first if needed).
+    exclude : geopandas.GeoDataFrame, optional
+        Areas without habitable space (no-go areas), removed from the cells.
+
+    Returns
+    -------
+    geosynth.lattice.Grid
+    """
     from geosynth.lattice import Grid
 
     if region is None:
@@ -558,7 +611,20 @@ def _staged_file(path, overwrite, outputs, option, private) -> Iterator[Path]:
 
 
 def text_block(table: pd.DataFrame | pd.Series, float_format: str = "{:,.3f}") -> str:
-    """Format a table as a fenced fixed-width Markdown block."""
+    """Format a table as a fenced fixed-width Markdown block.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or pandas.Series
+        The table to print.
+    float_format : str, default "{:,.3f}"
+        :meth:`str.format` pattern of the floating-point cells.
+
+    Returns
+    -------
+    str
+        The table as a fenced Markdown code block, ending with a newline.
+    """
     text = table.to_string(float_format=float_format.format)
     return f"```\n{text}\n```\n"
 

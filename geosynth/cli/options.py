@@ -60,7 +60,22 @@ class GridSpec(click.ParamType):
     name = "ROWSxCOLS"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
-        """Return ``value`` as a ``(rows, cols)`` tuple, or fail with the expected form."""
+        """Return ``value`` as a ``(rows, cols)`` tuple, or fail with the expected form.
+
+        Parameters
+        ----------
+        value : str or tuple of (int, int)
+            ``"ROWSxCOLS"`` from the command line, or an already converted tuple (a default).
+        param : click.Parameter or None
+            The option being converted, for the error message.
+        ctx : click.Context or None
+            The command's context, for the error message.
+
+        Returns
+        -------
+        tuple of (int, int)
+            ``(nrows, ncols)``.
+        """
         if isinstance(value, tuple):
             return value
         try:
@@ -75,7 +90,22 @@ class CommaList(click.ParamType):
     name = "NAME[,NAME...]"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
-        """Split ``value`` at commas; refuse empty names and repeated names."""
+        """Split ``value`` at commas; refuse empty names and repeated names.
+
+        Parameters
+        ----------
+        value : str or list of str
+            ``"y,x1,x2"`` from the command line, or an already converted list (a default).
+        param : click.Parameter or None
+            The option being converted, for the error message.
+        ctx : click.Context or None
+            The command's context, for the error message.
+
+        Returns
+        -------
+        list of str
+            The names, stripped of surrounding spaces, in the order given.
+        """
         if isinstance(value, list):
             return value
         names = [part.strip() for part in str(value).split(",")]
@@ -136,7 +166,20 @@ report_option = click.option(
 
 
 def attributes_option(required: bool = True, help_text: str | None = None) -> Callable:
-    """``--attributes a,b,c``: the categorical columns whose combinations are modelled."""
+    """``--attributes a,b,c``: the categorical columns whose combinations are modelled.
+
+    Parameters
+    ----------
+    required : bool, default True
+        Whether the command needs the option.
+    help_text : str, optional
+        The option's help, when the command describes it differently.
+
+    Returns
+    -------
+    Callable
+        The click decorator of the option.
+    """
     return click.option(
         "--attributes",
         type=CommaList(),

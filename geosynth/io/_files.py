@@ -32,6 +32,17 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def existing_file(path: Any, name: str = "path") -> Path:
     """Return ``path`` as a Path after checking that it names an existing file.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to read.
+    name : str, default "path"
+        How the caller's argument is called, for the error messages.
+
+    Returns
+    -------
+    pathlib.Path
+
     Raises
     ------
     geosynth.errors.InputError
@@ -49,6 +60,13 @@ def existing_file(path: Any, name: str = "path") -> Path:
 
 def check_target(target: Path, overwrite: bool) -> None:
     """Refuse an output ``target`` that is a directory, or exists while ``overwrite`` is False.
+
+    Parameters
+    ----------
+    target : pathlib.Path
+        The output file.
+    overwrite : bool
+        Whether an existing file may be replaced.
 
     Raises
     ------

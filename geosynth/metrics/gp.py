@@ -17,10 +17,33 @@ so draws are independent and exact (no Markov chain to converge). One eigendecom
 R_φ per φ serves every α (``V⁻¹ = Q diag(1/(λ + α)) Q'``), which keeps n = 2,000 within
 seconds per grid value. The thesis fitted the same model by MCMC in R (spBayes); the collapsed
 sampler targets the same posterior up to the discretisation of (φ, α), which is reported.
+
+Default grids. Effective ranges ``3/φ`` (where the correlation falls to e^{−3} ≈ 0.05) from 2%
+to 300% of the largest distance between the points, 16 values on a log scale: from about the
+spacing of a few hundred points (shorter ranges look like a nugget) to a field whose two
+farthest points still correlate at e^{−1} ≈ 0.37. Uniform priors on φ are often bounded at an
+effective range of about the largest distance, which cuts off fields that vary smoothly across
+the whole region; geoR's ``krige.bayes``, whose discrete prior we follow, reaches a range
+parameter 1/φ of twice the largest distance (an effective range of six times it) by default.
+An earlier default stopped at 70%: data simulated with an effective range of 74% (n = 400,
+unit square) piled 74% of φ's posterior on that end of the grid. Nugget-to-sill ratios
+``α = τ²/σ²`` from 0.01 (no nugget to speak of) to 10 (a weak spatial signal in strong noise),
+12 values on a log scale; the cost is one eigendecomposition per φ, so α comes almost free.
+
+The posterior of φ need not vanish at long ranges: only ``σ²φ`` is consistently estimable
+(Zhang 2004), and as φ → 0 the exponential covariance tends to a linear variogram plus a
+constant the flat prior on the intercept absorbs, so data that do not bound the range from
+above leave mass at the grid's longest range however wide it is. :func:`gp_regression`
+therefore warns (:class:`~geosynth.errors.DataWarning`) when more than
+:data:`GRID_END_SHARE` of the mass of φ or α lies on an end of its grid: the interval of that
+parameter is then cut off by the grid, not by the data. The smallest nugget ratio is exempt
+when it is at most :data:`NEGLIGIBLE_NUGGET_RATIO`: mass there says the data are consistent
+with no nugget, and the interval of τ² starts near 0 either way.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,11 +53,21 @@ from scipy.spatial.distance import pdist, squareform
 
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_probability
-from geosynth.errors import InputError
+from geosynth.errors import DataWarning, InputError
 
-__all__ = ["GPPosterior", "gp_regression", "stacked_intervals"]
+__all__ = ["DEFAULT_RANGE_SHARES", "DEFAULT_NUGGET_RATIOS", "GRID_END_SHARE",
+           "NEGLIGIBLE_NUGGET_RATIO", "GPPosterior", "gp_regression", "stacked_intervals"]
 
 PARAMETERS = ("sigma2", "tau2", "phi")
+
+#: Default effective ranges 3/φ as shares of the largest distance (module docstring).
+DEFAULT_RANGE_SHARES = np.geomspace(0.02, 3.0, 16)
+#: Default nugget-to-sill ratios α = τ²/σ².
+DEFAULT_NUGGET_RATIOS = np.geomspace(0.01, 10.0, 12)
+#: Posterior mass on an end value of the φ or α grid above which gp_regression warns.
+GRID_END_SHARE = 0.05
+#: A smallest nugget ratio at most this large is not warned about (module docstring).
+NEGLIGIBLE_NUGGET_RATIO = 0.01
 
 
 @dataclass(frozen=True)
@@ -96,10 +129,10 @@ def gp_regression(
     names : list of str, optional
         Names of the columns of ``X``.
     phi_grid : numpy.ndarray, optional
-        Decay values φ. Default: effective ranges 3/φ from 2% to 70% of the largest distance,
-        12 values on a log scale.
+        Decay values φ. Default: effective ranges 3/φ from 2% to 300% of the largest distance,
+        16 values on a log scale (see the module docstring for the choice).
     nugget_grid : numpy.ndarray, optional
-        Nugget-to-sill ratios α = τ²/σ². Default: 8 values from 0.05 to 5 on a log scale.
+        Nugget-to-sill ratios α = τ²/σ². Default: 12 values from 0.01 to 10 on a log scale.
     n_draws : int, default 2000
         Independent posterior draws.
     seed : None, int or numpy.random.Generator
@@ -108,6 +141,14 @@ def gp_regression(
     Returns
     -------
     GPPosterior
+
+    Warns
+    -----
+    geosynth.errors.DataWarning
+        More than :data:`GRID_END_SHARE` of the posterior mass of φ or α lies on an end value of
+        its grid (the smallest nugget ratio excepted when at most
+        :data:`NEGLIGIBLE_NUGGET_RATIO`); the message names the grid to widen and in which
+        direction.
     """
     coords, y, X = _check_inputs(coords, y, X)
     n, p = X.shape
@@ -116,7 +157,7 @@ def gp_regression(
         raise InputError(f"names has {len(names)} entries but X has {p} columns")
     distances = squareform(pdist(coords))
     phi_grid = _default_phi_grid(distances) if phi_grid is None else np.asarray(phi_grid, float)
-    nugget_grid = (np.geomspace(0.05, 5.0, 8) if nugget_grid is None
+    nugget_grid = (DEFAULT_NUGGET_RATIOS.copy() if nugget_grid is None
                    else np.asarray(nugget_grid, float))
     if np.any(phi_grid <= 0) or np.any(nugget_grid <= 0):
         raise InputError("phi_grid and nugget_grid must hold positive values")
@@ -124,6 +165,7 @@ def gp_regression(
     log_post = np.array([[f["log_post"] for f in row] for row in fits])
     mass = np.exp(log_post - log_post.max())
     mass /= mass.sum()
+    _warn_grid_ends(mass, phi_grid, nugget_grid)
     rng = as_generator(seed)
     picks = rng.choice(mass.size, size=n_draws, p=mass.ravel())
     beta = np.empty((n_draws, p))
@@ -154,6 +196,27 @@ def stacked_intervals(
     each release and pools the posterior draws; the combining rules of multiple imputation do
     not apply. Returns, per parameter, ``original_lower/upper``, ``synthetic_lower/upper`` and
     their geometric ``overlap`` (Nunes 2018, §3.3; :func:`~geosynth.metrics.interval_overlap`).
+
+    Parameters
+    ----------
+    original : GPPosterior
+        The fit to the original data.
+    releases : list of GPPosterior
+        The fits to each release, with the same columns of ``X`` (their draws are pooled).
+    level : float, default 0.95
+        Credibility of the equal-tailed intervals, in (0, 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per parameter (``beta[name]``, ``sigma2``, ``tau2``, ``phi``); columns
+        ``original_mean``, ``original_lower``, ``original_upper``, the same with
+        ``synthetic_``, and ``overlap``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``releases`` is empty, or ``level`` is not in (0, 1).
     """
     from geosynth.metrics.utility import interval_overlap
 
@@ -208,7 +271,35 @@ def _default_phi_grid(distances: np.ndarray) -> np.ndarray:
     max_distance = distances.max()
     if max_distance <= 0:
         raise InputError("all coordinates coincide; a spatial regression needs distinct points")
-    return 3.0 / (np.geomspace(0.02, 0.7, 12) * max_distance)
+    return 3.0 / (DEFAULT_RANGE_SHARES * max_distance)
+
+
+def _warn_grid_ends(mass: np.ndarray, phi_grid: np.ndarray, nugget_grid: np.ndarray) -> None:
+    """Warn when an end of the φ or α grid holds more than GRID_END_SHARE of the mass."""
+    ends = []
+    phi_mass = mass.sum(axis=1)
+    if np.unique(phi_grid).size > 1:
+        ends += [(phi_mass[np.argmin(phi_grid)], "phi", "smallest", "phi_grid",
+                  "smaller phi (longer effective ranges 3/phi); if the mass stays on the "
+                  "longest range however far the grid reaches, the data do not bound the "
+                  "range, and phi's interval is limited by the grid"),
+                 (phi_mass[np.argmax(phi_grid)], "phi", "largest", "phi_grid",
+                  "larger phi (shorter effective ranges)")]
+    nugget_mass = mass.sum(axis=0)
+    if np.unique(nugget_grid).size > 1:
+        if nugget_grid.min() > NEGLIGIBLE_NUGGET_RATIO:
+            ends.append((nugget_mass[np.argmin(nugget_grid)], "the nugget ratio tau2/sigma2",
+                         "smallest", "nugget_grid", "smaller ratios"))
+        ends.append((nugget_mass[np.argmax(nugget_grid)], "the nugget ratio tau2/sigma2",
+                     "largest", "nugget_grid", "larger ratios"))
+    for share, what, end, grid, direction in ends:
+        if share > GRID_END_SHARE:
+            warnings.warn(
+                f"gp_regression: {share:.0%} of the posterior mass of {what} lies on the {end} "
+                f"value of {grid}, so its credible interval is cut off by the grid; widen "
+                f"{grid} towards {direction}",
+                DataWarning, stacklevel=3,
+            )
 
 
 def _check_inputs(coords, y, X):

@@ -1,6 +1,6 @@
 """Numba Gibbs kernels of the Paiva et al. (2014) intensity model with the β extension.
 
-Model (Nunes 2018, eqs. 2.1–2.9 and 2.19–2.21, ``../shared/seeds/003_940684ccd9213f93.txt``)::
+Model (Nunes 2018, §2.1, eqs. 2.1–2.9, and §2.2, eqs. 2.19–2.21)::
 
     c_ib ~ Poisson(λ_ib)
     log λ_ib = η_ib = μ + Σ_k α_k[x_k(b)] + θ_i + Σ_k φ_ik[x_k(b)] + β_i·Z̄_ib + ε_ib
@@ -48,6 +48,26 @@ __all__ = [
     "BETA_NONE",
     "BETA_NORMAL",
     "BETA_ICAR",
+    "SAMPLER_ARS",
+    "SAMPLER_SLICE",
+    "MU_VAR",
+    "ALPHA_VAR",
+    "LEVEL_VAR",
+    "BETA_VAR",
+    "THETA_A",
+    "THETA_B",
+    "PHI_A",
+    "PHI_B",
+    "EPS_A",
+    "EPS_B",
+    "BETA_A",
+    "BETA_B",
+    "B_MU",
+    "B_ALPHA",
+    "B_THETA",
+    "B_PHI",
+    "B_BETA",
+    "B_EPS",
     "compute_eta",
     "sweep",
     "run_chunk",
@@ -56,18 +76,27 @@ __all__ = [
     "draw_latent_count",
     "latent_log_marginal",
     "marginal_moves",
+    "component_sums",
+    "shift_move",
+    "shift_eps_draw",
+    "scale_proposal",
+    "scale_accept",
+    "record",
 ]
 
 BETA_NONE, BETA_NORMAL, BETA_ICAR = 0, 1, 2
 SAMPLER_ARS, SAMPLER_SLICE = 0, 1
 
-# Indices into the prior vector of Priors.to_array().
-_MU_VAR, _ALPHA_VAR, _LEVEL_VAR, _BETA_VAR = 0, 1, 2, 3
-_THETA_A, _THETA_B, _PHI_A, _PHI_B, _EPS_A, _EPS_B, _BETA_A, _BETA_B = 4, 5, 6, 7, 8, 9, 10, 11
+# Indices into ModelData.priors (Priors.to_array(), float64 (12,)): the Normal prior variances
+# of μ, α, the ICAR fields' component means and β, then the Gamma (shape A, rate B) priors of
+# τ_θ, τ_φ, τ_ε and τ_β.
+MU_VAR, ALPHA_VAR, LEVEL_VAR, BETA_VAR = 0, 1, 2, 3
+THETA_A, THETA_B, PHI_A, PHI_B, EPS_A, EPS_B, BETA_A, BETA_B = 4, 5, 6, 7, 8, 9, 10, 11
 
-# Block codes, reported in the failure status (status = 16 * block + sampler status).
+# Block codes B_*, indices into BLOCK_NAMES, reported in a sweep's failure status
+# (status = 16 * block + sampler status).
 BLOCK_NAMES = ("mu", "alpha", "theta", "phi", "beta", "epsilon")
-_B_MU, _B_ALPHA, _B_THETA, _B_PHI, _B_BETA, _B_EPS = 0, 1, 2, 3, 4, 5
+B_MU, B_ALPHA, B_THETA, B_PHI, B_BETA, B_EPS = 0, 1, 2, 3, 4, 5
 
 
 class ModelData(NamedTuple):
@@ -118,7 +147,16 @@ class GibbsState(NamedTuple):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def compute_eta(data, s):
-    """Recompute η and exp(η) from the parameters (removes drift of the incremental updates)."""
+    """Recompute η and exp(η) from the parameters (removes drift of the incremental updates).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state; ``s.eta`` and ``s.expeta`` (float64 (G, B)) are overwritten from
+        μ, α, θ, φ, β (with ``data.zbar``) and ε.
+    """
     G, B = data.counts.shape
     K = data.combo_levels.shape[1]
     for i in range(G):
@@ -151,7 +189,7 @@ def _update_mu(data, s):
         for b in range(B):
             total += s.expeta[i, b]
     total *= math.exp(-x)
-    new, status = _draw1(x, data.cell_counts.sum(), total, 0.0, 1.0 / data.priors[_MU_VAR],
+    new, status = _draw1(x, data.cell_counts.sum(), total, 0.0, 1.0 / data.priors[MU_VAR],
                          rng, work, w1, ones)
     if status != STATUS_OK:
         return status
@@ -177,7 +215,7 @@ def _update_alpha(data, s):
             for t in range(lo, hi):
                 total += s.expeta[i, data.level_combos[t]]
         total *= math.exp(-x)
-        new, status = _draw1(x, data.level_counts[p], total, 0.0, 1.0 / data.priors[_ALPHA_VAR],
+        new, status = _draw1(x, data.level_counts[p], total, 0.0, 1.0 / data.priors[ALPHA_VAR],
                              rng, work, w1, ones)
         if status != STATUS_OK:
             return status
@@ -214,7 +252,18 @@ def _icar_prior(field, i, tau, level_var, comp_sum, data):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _component_sums(field, data, out):
+def component_sums(field, data, out):
+    """Write the sum of ``field`` over each connected component into ``out``.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        One value per cell (θ, a column of φ, or β).
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    out : numpy.ndarray of float64, shape (C,)
+        Overwritten with Σ_{i in c} field[i] for every component c (``data.component``).
+    """
     out[:] = 0.0
     for i in range(field.shape[0]):
         out[data.component[i]] += field[i]
@@ -224,8 +273,8 @@ def _component_sums(field, data, out):
 def _update_theta(data, s, comp_sum):
     rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
     G, B = data.counts.shape
-    _component_sums(s.theta, data, comp_sum)
-    level_var = data.priors[_LEVEL_VAR]
+    component_sums(s.theta, data, comp_sum)
+    level_var = data.priors[LEVEL_VAR]
     for i in range(G):
         x = s.theta[i]
         total = 0.0
@@ -251,12 +300,12 @@ def _update_phi(data, s, comp_sum, column):
     rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
     G = data.counts.shape[0]
     P = s.alpha.shape[0]
-    level_var = data.priors[_LEVEL_VAR]
+    level_var = data.priors[LEVEL_VAR]
     for p in range(P):
         lo, hi = data.level_combos_ptr[p], data.level_combos_ptr[p + 1]
         for i in range(G):
             column[i] = s.phi[i, p]
-        _component_sums(column, data, comp_sum)
+        component_sums(column, data, comp_sum)
         for i in range(G):
             x = column[i]
             total = 0.0
@@ -284,16 +333,16 @@ def _update_beta(data, s, comp_sum):
     G, B = data.counts.shape
     icar = data.beta_prior == BETA_ICAR
     if icar:
-        _component_sums(s.beta, data, comp_sum)
+        component_sums(s.beta, data, comp_sum)
     for i in range(G):
         x = s.beta[i]
         for b in range(B):
             s.zbuf[b] = data.zbar[i, b]
             s.wbuf[b] = math.exp(s.eta[i, b] - x * data.zbar[i, b])
         if icar:
-            m, q = _icar_prior(s.beta, i, s.tau_beta[0], data.priors[_BETA_VAR], comp_sum, data)
+            m, q = _icar_prior(s.beta, i, s.tau_beta[0], data.priors[BETA_VAR], comp_sum, data)
         else:
-            m, q = 0.0, 1.0 / data.priors[_BETA_VAR]
+            m, q = 0.0, 1.0 / data.priors[BETA_VAR]
         w = s.wbuf[:B]
         z = s.zbuf[:B]
         if data.beta_sampler == SAMPLER_SLICE:
@@ -332,14 +381,36 @@ def _update_eps(data, s):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _shift_move(field, data, intercept_var, level_var, intercept, comp_sum, rng):
+def shift_move(field, data, intercept_var, level_var, intercept, comp_sum, rng):
     """Exact Gibbs move along (intercept + k, field − k); return k.
 
     The likelihood is constant along this direction; the conditional of k is Gaussian from the
     N(0, intercept_var) prior on the intercept and the N(0, level_var) priors on the component
     means of the field.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        The ICAR field (θ or a copy of a column of φ); k is subtracted from it in place.
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    intercept_var : float
+        Prior variance of the intercept (``MU_VAR`` or ``ALPHA_VAR`` of ``data.priors``).
+    level_var : float
+        Prior variance of the field's mean within each component (``LEVEL_VAR``).
+    intercept : float
+        Current value of the intercept (μ or α_p); the caller adds k to it.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch, overwritten with the field's component sums before the move.
+    rng : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+
+    Returns
+    -------
+    float
+        The shift k.
     """
-    _component_sums(field, data, comp_sum)
+    component_sums(field, data, comp_sum)
     n_comp = data.component_size.shape[0]
     precision = 1.0 / intercept_var + n_comp / level_var
     weighted = -intercept / intercept_var
@@ -357,19 +428,60 @@ _KIND_THETA, _KIND_PHI, _KIND_BETA = 0, 1, 2
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _scale_proposal(s, slot):
-    """Draw the log scale u ~ N(0, sd²) of a scale move; return ``(u, e^u − 1)``."""
+def scale_proposal(s, slot):
+    """Draw the log scale u ~ N(0, sd²) of a scale move; return ``(u, e^u − 1)``.
+
+    Parameters
+    ----------
+    s : GibbsState
+        The chain's state: ``s.scale_log_sd`` (float64 (P + 3,)) gives log sd, ``s.rng``
+        (uint64 (4,)) is advanced.
+    slot : int
+        Index into ``s.scale_log_sd``: 0 for θ, 1 + p for φ_·p, 1 + P for β, 2 + P for ε.
+
+    Returns
+    -------
+    u : float
+        The log scale.
+    factor : float
+        ``e^u − 1`` (``expm1``), the relative change of the scaled values.
+    """
     u = math.exp(s.scale_log_sd[slot]) * standard_normal(s.rng)
     return u, math.expm1(u)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate):
+def scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate):
     """Metropolis test of a scale move given its log-likelihood change; ``(accept, new τ)``.
 
     The log acceptance ratio is ``Δ log L − 2·shape·u − rate·(τ' − τ)`` with τ' = τ·e^{−2u}
     (see :func:`_scale_move`). During burn-in (``adapt``) the proposal log-sd of ``slot``
     moves towards :data:`SCALE_TARGET_ACCEPTANCE`.
+
+    Parameters
+    ----------
+    s : GibbsState
+        The chain's state: ``s.rng`` (uint64 (4,)) is advanced, and ``s.scale_log_sd``
+        (float64 (P + 3,)) adapted when ``adapt``.
+    slot : int
+        Index into ``s.scale_log_sd`` (see :func:`scale_proposal`).
+    adapt : bool
+        Burn-in: tune the proposal scale of ``slot``.
+    delta_loglik : float
+        Change of the log likelihood under the proposed move.
+    u : float
+        The proposal's log scale, from :func:`scale_proposal`.
+    tau : float
+        Current precision of the scaled field.
+    shape, rate : float
+        Gamma(shape, rate) prior of the precision.
+
+    Returns
+    -------
+    accept : bool
+        Whether the move is accepted.
+    new_tau : float
+        The proposed precision τ·e^{−2u} (the caller keeps it only if ``accept``).
     """
     new_tau = tau * math.exp(-2.0 * u)
     log_ratio = delta_loglik - 2.0 * shape * u - rate * (new_tau - tau)
@@ -392,10 +504,10 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
     During burn-in (``adapt``) the proposal sd is tuned towards 44% acceptance.
     """
     G, B = data.counts.shape
-    _component_sums(field, data, comp_sum)
+    component_sums(field, data, comp_sum)
     for c in range(comp_sum.shape[0]):
         comp_sum[c] /= data.component_size[c]
-    u, factor = _scale_proposal(s, slot)
+    u, factor = scale_proposal(s, slot)
     delta_loglik = 0.0
     for i in range(G):
         d = (field[i] - comp_sum[data.component[i]]) * factor
@@ -417,7 +529,7 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
                 count_sum += data.counts[i, b]
                 exp_sum += s.expeta[i, b]
         delta_loglik += count_sum * d - exp_sum * math.expm1(d)
-    accept, new_tau = _scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
+    accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
     if not accept:
         return tau
     for i in range(G):
@@ -460,8 +572,8 @@ def _shift_cells_eps(data, s, comp_sum, column, p):
         tau = s.tau_phi[p]
         for i in range(G):
             field[i] = s.phi[i, p]
-    _component_sums(field, data, comp_sum)
-    level_var = data.priors[_LEVEL_VAR]
+    component_sums(field, data, comp_sum)
+    level_var = data.priors[LEVEL_VAR]
     for i in range(G):
         m, q = _icar_prior(field, i, tau, level_var, comp_sum, data)
         eps_sum = 0.0
@@ -489,8 +601,29 @@ def _shift_cells_eps(data, s, comp_sum, column, p):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _shift_eps_draw(eps_total, n, tau_eps, intercept_var, intercept, rng):
-    """Draw k of the move (intercept + k, ε − k) given Σε over its ``n`` errors (see below)."""
+def shift_eps_draw(eps_total, n, tau_eps, intercept_var, intercept, rng):
+    """Draw k of the move (intercept + k, ε − k) given Σε over its ``n`` errors (see below).
+
+    Parameters
+    ----------
+    eps_total : float
+        Σ ε_ib over the errors the move shifts.
+    n : int
+        Number of those errors.
+    tau_eps : float
+        Precision τ_ε of the errors' N(0, 1/τ_ε) priors.
+    intercept_var : float
+        Prior variance of the intercept (μ or α_p).
+    intercept : float
+        Current value of the intercept.
+    rng : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+
+    Returns
+    -------
+    float
+        The shift k, drawn from its Gaussian conditional.
+    """
     precision = 1.0 / intercept_var + n * tau_eps
     k = (tau_eps * eps_total - intercept / intercept_var) / precision
     return k + standard_normal(rng) / math.sqrt(precision)
@@ -519,7 +652,7 @@ def _shift_eps(data, s, p, intercept_var, intercept):
             for i in range(G):
                 total += s.eps[i, data.level_combos[t]]
             n += G
-    k = _shift_eps_draw(total, n, tau, intercept_var, intercept, s.rng)
+    k = shift_eps_draw(total, n, tau, intercept_var, intercept, s.rng)
     if p < 0:
         for i in range(G):
             for b in range(B):
@@ -550,22 +683,22 @@ def _update_precisions(data, s, column):
     rank = G - data.component_size.shape[0]
     pr = data.priors
     s.tau_theta[0] = gamma(
-        s.rng, pr[_THETA_A] + 0.5 * rank, pr[_THETA_B] + 0.5 * _icar_quadratic(s.theta, data)
+        s.rng, pr[THETA_A] + 0.5 * rank, pr[THETA_B] + 0.5 * _icar_quadratic(s.theta, data)
     )
     for p in range(s.alpha.shape[0]):
         for i in range(G):
             column[i] = s.phi[i, p]
         s.tau_phi[p] = gamma(
-            s.rng, pr[_PHI_A] + 0.5 * rank, pr[_PHI_B] + 0.5 * _icar_quadratic(column, data)
+            s.rng, pr[PHI_A] + 0.5 * rank, pr[PHI_B] + 0.5 * _icar_quadratic(column, data)
         )
     sq = 0.0
     for i in range(G):
         for b in range(B):
             sq += s.eps[i, b] * s.eps[i, b]
-    s.tau_eps[0] = gamma(s.rng, pr[_EPS_A] + 0.5 * G * B, pr[_EPS_B] + 0.5 * sq)
+    s.tau_eps[0] = gamma(s.rng, pr[EPS_A] + 0.5 * G * B, pr[EPS_B] + 0.5 * sq)
     if data.beta_prior == BETA_ICAR:
         s.tau_beta[0] = gamma(
-            s.rng, pr[_BETA_A] + 0.5 * rank, pr[_BETA_B] + 0.5 * _icar_quadratic(s.beta, data)
+            s.rng, pr[BETA_A] + 0.5 * rank, pr[BETA_B] + 0.5 * _icar_quadratic(s.beta, data)
         )
 
 
@@ -577,14 +710,14 @@ def _scale_move_eps(data, s, slot, adapt):
     e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``.
     """
     G, B = data.counts.shape
-    u, factor = _scale_proposal(s, slot)
+    u, factor = scale_proposal(s, slot)
     delta_loglik = 0.0
     for i in range(G):
         for b in range(B):
             d = s.eps[i, b] * factor
             delta_loglik += data.counts[i, b] * d - s.expeta[i, b] * math.expm1(d)
-    accept, new_tau = _scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
-                                    data.priors[_EPS_A], data.priors[_EPS_B])
+    accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
+                                    data.priors[EPS_A], data.priors[EPS_B])
     if accept:
         s.tau_eps[0] = new_tau
         for i in range(G):
@@ -599,16 +732,16 @@ def _scale_move_eps(data, s, slot, adapt):
 def _scale_moves(data, s, comp_sum, column, adapt):
     """Scale moves of every ICAR field with its precision (see :func:`_scale_move`)."""
     pr = data.priors
-    s.tau_theta[0] = _scale_move(s.theta, s.tau_theta[0], pr[_THETA_A], pr[_THETA_B],
+    s.tau_theta[0] = _scale_move(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
                                  _KIND_THETA, 0, data, s, comp_sum, 0, adapt)
     G = data.counts.shape[0]
     for p in range(s.alpha.shape[0]):
         for i in range(G):
             column[i] = s.phi[i, p]
-        s.tau_phi[p] = _scale_move(column, s.tau_phi[p], pr[_PHI_A], pr[_PHI_B],
+        s.tau_phi[p] = _scale_move(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B],
                                    _KIND_PHI, p, data, s, comp_sum, 1 + p, adapt)
     if data.beta_prior == BETA_ICAR:
-        s.tau_beta[0] = _scale_move(s.beta, s.tau_beta[0], pr[_BETA_A], pr[_BETA_B],
+        s.tau_beta[0] = _scale_move(s.beta, s.tau_beta[0], pr[BETA_A], pr[BETA_B],
                                     _KIND_BETA, 0, data, s, comp_sum, 1 + s.alpha.shape[0],
                                     adapt)
     _scale_move_eps(data, s, 2 + s.alpha.shape[0], adapt)
@@ -621,29 +754,51 @@ def sweep(data, s, comp_sum, column, adapt=False):
     Gibbs updates (ARS, slice, Gamma and Gaussian draws) in the order μ, α, θ, shift(μ, θ), φ,
     shift(α, φ), β, ε, per-cell shift(θ_i, ε_i·) and shift(φ_ip, ε_ib), shift(μ, ε),
     shift(α, ε), precisions, followed by the scale moves of the ICAR fields and of ε. Every
-    shift is an exact Gibbs draw along a direction of constant likelihood.
+    shift is an exact Gibbs draw along a direction of constant likelihood. The full
+    conditionals are those of Nunes (2018), §2.1.1, eqs. 2.10–2.17, and §2.2.1, eqs. 2.22–2.24
+    (with the ICAR rank correction of the module docstring).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state, updated in place.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch for per-component sums.
+    column : numpy.ndarray of float64, shape (G,)
+        Scratch for one column of φ.
+    adapt : bool, default False
+        Burn-in: tune the proposal scales of the scale moves.
+
+    Returns
+    -------
+    int
+        ``STATUS_OK`` (0), or ``16 * block + status`` with ``block`` a ``B_*`` code (index into
+        :data:`BLOCK_NAMES`) and ``status`` a ``STATUS_*`` code of
+        :mod:`geosynth.samplers.family`; the state is then partly updated.
     """
     status = _update_mu(data, s)
     if status != STATUS_OK:
-        return 16 * _B_MU + status
+        return 16 * B_MU + status
     status = _update_alpha(data, s)
     if status != STATUS_OK:
-        return 16 * _B_ALPHA + status
+        return 16 * B_ALPHA + status
     status = _update_theta(data, s, comp_sum)
     if status != STATUS_OK:
-        return 16 * _B_THETA + status
-    s.mu[0] += _shift_move(
-        s.theta, data, data.priors[_MU_VAR], data.priors[_LEVEL_VAR], s.mu[0], comp_sum, s.rng
+        return 16 * B_THETA + status
+    s.mu[0] += shift_move(
+        s.theta, data, data.priors[MU_VAR], data.priors[LEVEL_VAR], s.mu[0], comp_sum, s.rng
     )
     status = _update_phi(data, s, comp_sum, column)
     if status != STATUS_OK:
-        return 16 * _B_PHI + status
+        return 16 * B_PHI + status
     G = data.counts.shape[0]
     for p in range(s.alpha.shape[0]):
         for i in range(G):
             column[i] = s.phi[i, p]
-        s.alpha[p] += _shift_move(
-            column, data, data.priors[_ALPHA_VAR], data.priors[_LEVEL_VAR], s.alpha[p],
+        s.alpha[p] += shift_move(
+            column, data, data.priors[ALPHA_VAR], data.priors[LEVEL_VAR], s.alpha[p],
             comp_sum, s.rng,
         )
         for i in range(G):
@@ -651,26 +806,43 @@ def sweep(data, s, comp_sum, column, adapt=False):
     if data.beta_prior != BETA_NONE:
         status = _update_beta(data, s, comp_sum)
         if status != STATUS_OK:
-            return 16 * _B_BETA + status
+            return 16 * B_BETA + status
     status = _update_eps(data, s)
     if status != STATUS_OK:
-        return 16 * _B_EPS + status
+        return 16 * B_EPS + status
     _shift_cells_eps(data, s, comp_sum, column, -1)
     for p in range(s.alpha.shape[0]):
         _shift_cells_eps(data, s, comp_sum, column, p)
-    s.mu[0] += _shift_eps(data, s, -1, data.priors[_MU_VAR], s.mu[0])
+    s.mu[0] += _shift_eps(data, s, -1, data.priors[MU_VAR], s.mu[0])
     for p in range(s.alpha.shape[0]):
-        s.alpha[p] += _shift_eps(data, s, p, data.priors[_ALPHA_VAR], s.alpha[p])
+        s.alpha[p] += _shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
     _update_precisions(data, s, column)
     _scale_moves(data, s, comp_sum, column, adapt)
     return STATUS_OK
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _record(data, s, out_scalars, out_theta, out_beta, out_eta, row):
+def record(data, s, out_scalars, out_theta, out_beta, out_eta, row):
     """Write the identified summaries of the current state into row ``row`` of the outputs.
 
     Scalars: [μ + mean θ, α_p + mean φ_p (P), τ_θ, τ_φ (P), τ_ε, τ_β].
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state (read only).
+    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 4)
+        Row ``row`` receives the scalars above.
+    out_theta : numpy.ndarray of float32 or float64, shape (rows, G)
+        Row ``row`` receives θ − mean θ.
+    out_beta : numpy.ndarray of float32 or float64, shape (rows, G)
+        Row ``row`` receives β.
+    out_eta : numpy.ndarray of float32 or float64, shape (rows, G, B)
+        Row ``row`` receives η.
+    row : int
+        Output row to write.
     """
     G = s.theta.shape[0]
     P = s.alpha.shape[0]
@@ -751,6 +923,20 @@ def latent_log_marginal(eta, noisy, inv_scale):
 
     Up to the constant normaliser of the noise distribution; same enumeration as
     :func:`draw_latent_count`.
+
+    Parameters
+    ----------
+    eta : float
+        Log intensity η of the cell and combination.
+    noisy : float
+        The released count c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+
+    Returns
+    -------
+    float
+        The log marginal likelihood of c̃.
     """
     mode = _latent_mode(eta, noisy, inv_scale)
     total, _ = _latent_mass(eta, noisy, inv_scale, mode)
@@ -768,6 +954,22 @@ def draw_latent_count(eta, noisy, inv_scale, rng):
     intensity and the released c̃. Both factors are log-concave in c, so p is unimodal: the
     kernel finds the mode in closed form and enumerates outwards until the relative mass drops
     below e^{−37} on each side (the window adapts to √λ and to b), then inverts the CDF.
+
+    Parameters
+    ----------
+    eta : float
+        Log intensity η (clamped to ±(ETA_LIMIT + 5); NaN counts as 0).
+    noisy : float
+        The released count c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+    rng : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+
+    Returns
+    -------
+    float
+        The drawn count c (a whole number ≥ 0, as float64).
     """
     if not abs(eta) <= ETA_LIMIT + 5.0:  # also catches NaN: a diverged chain must not hang
         eta = min(max(eta, -ETA_LIMIT - 5.0), ETA_LIMIT + 5.0) if eta == eta else 0.0
@@ -883,6 +1085,24 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
     steps leaves the joint posterior invariant (a partially collapsed Gibbs scheme). Proposal
     scales are tuned towards 44% acceptance during burn-in. ``lm`` and ``lm_new`` are (G, B)
     scratch arrays (log m at the current and at the proposed η).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state; μ, α, θ, ε, η, exp η and ``s.marginal_log_sd`` (float64 (P + 3,))
+        are updated in place.
+    noisy : numpy.ndarray of float64, shape (G, B)
+        The released counts c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch for θ's component sums.
+    adapt : bool
+        Burn-in: tune the proposal scales.
+    lm, lm_new : numpy.ndarray of float64, shape (G, B)
+        Scratch: log m at the current and at the proposed η.
     """
     G, B = data.counts.shape
     pr = data.priors
@@ -894,7 +1114,7 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
     delta = sd * standard_normal(s.rng)
     x = s.mu[0]
     log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, -1, -1, lm, lm_new) \
-        - ((x + delta) ** 2 - x * x) / (2.0 * pr[_MU_VAR])
+        - ((x + delta) ** 2 - x * x) / (2.0 * pr[MU_VAR])
     hit = math.log(uniform(s.rng)) < log_ratio
     if hit:
         s.mu[0] = x + delta
@@ -905,19 +1125,19 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
         delta = sd * standard_normal(s.rng)
         x = s.alpha[p]
         log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, p, -1, lm, lm_new) \
-            - ((x + delta) ** 2 - x * x) / (2.0 * pr[_ALPHA_VAR])
+            - ((x + delta) ** 2 - x * x) / (2.0 * pr[ALPHA_VAR])
         hit = math.log(uniform(s.rng)) < log_ratio
         if hit:
             s.alpha[p] = x + delta
             _apply_shift(data, s, delta, p, -1, lm, lm_new)
         _adapt(s, 3 + p, 1.0 if hit else 0.0, adapt)
     # θ_i: ICAR conditional prior.
-    _component_sums(s.theta, data, comp_sum)
+    component_sums(s.theta, data, comp_sum)
     sd = math.exp(s.marginal_log_sd[_M_THETA])
     accepted = 0.0
     for i in range(G):
         x = s.theta[i]
-        m, q = _icar_prior(s.theta, i, s.tau_theta[0], pr[_LEVEL_VAR], comp_sum, data)
+        m, q = _icar_prior(s.theta, i, s.tau_theta[0], pr[LEVEL_VAR], comp_sum, data)
         delta = sd * standard_normal(s.rng)
         log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, -1, i, lm, lm_new) \
             - 0.5 * q * ((x + delta - m) ** 2 - (x - m) ** 2)
@@ -955,6 +1175,19 @@ def update_latent_counts(data, s, noisy, inv_scale):
 
     Overwrites ``data.counts`` (the chain's private copy) with draws of
     :func:`draw_latent_count` and refreshes the sufficient statistics derived from it.
+
+    Parameters
+    ----------
+    data : ModelData
+        The chain's private copy: ``counts`` (float64 (G, B)), ``cell_counts`` (G,),
+        ``cell_czbar`` (G,), ``level_counts`` (P,) and ``cell_level_counts`` (G, P) are
+        overwritten.
+    s : GibbsState
+        The chain's state: η (float64 (G, B)) is read, ``s.rng`` advanced.
+    noisy : numpy.ndarray of float64, shape (G, B)
+        The released counts c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
     """
     G, B = data.counts.shape
     P = data.level_counts.shape[0]
@@ -984,7 +1217,33 @@ def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta
 
     Chunks that do not keep draws are burn-in: there the scale moves tune their proposals.
 
-    Returns ``(status, rows_written)``; ``status`` is 0 or 16·block + sampler status.
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state, updated in place.
+    n_sweeps : int
+        Number of sweeps of this chunk.
+    thin : int
+        Record every ``thin``-th sweep.
+    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 4)
+        Recorded scalars, one row per kept draw (see :func:`record`).
+    out_theta, out_beta : numpy.ndarray of float32, shape (rows, G)
+        Recorded centred θ and β.
+    out_eta : numpy.ndarray of float32, shape (rows, G, B)
+        Recorded η.
+    row : int
+        First output row this chunk writes.
+    keep : bool
+        Record draws; False marks a burn-in chunk, whose sweeps tune the proposal scales.
+
+    Returns
+    -------
+    status : int
+        0, or 16·block + sampler status (see :func:`sweep`).
+    rows_written : int
+        Number of rows recorded from ``row`` on.
     """
     G = data.counts.shape[0]
     comp_sum = np.zeros(data.component_size.shape[0])
@@ -996,7 +1255,7 @@ def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta
         if status != STATUS_OK:
             return status, written
         if keep and (t + 1) % thin == 0:
-            _record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
+            record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
             written += 1
     return STATUS_OK, written
 
@@ -1010,6 +1269,41 @@ def run_chunk_noise_aware(data, s, n_sweeps, thin, out_scalars, out_theta, out_b
     (:func:`update_latent_counts`; the caller draws them once before the first chunk), and the
     per-combination totals of the latent counts are recorded in ``out_totals``. A separate
     kernel so that exact fits do not compile the latent-count code.
+
+    Parameters
+    ----------
+    data : ModelData
+        The chain's private copy of the fit's arrays: its count arrays hold the current latent
+        counts and are overwritten.
+    s : GibbsState
+        The chain's state, updated in place.
+    n_sweeps : int
+        Number of sweeps of this chunk.
+    thin : int
+        Record every ``thin``-th sweep.
+    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 4)
+        Recorded scalars, one row per kept draw (see :func:`record`).
+    out_theta, out_beta : numpy.ndarray of float32, shape (rows, G)
+        Recorded centred θ and β.
+    out_eta : numpy.ndarray of float32, shape (rows, G, B)
+        Recorded η.
+    row : int
+        First output row this chunk writes.
+    keep : bool
+        Record draws; False marks a burn-in chunk, whose sweeps tune the proposal scales.
+    noisy : numpy.ndarray of float64, shape (G, B)
+        The released (noisy) counts c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+    out_totals : numpy.ndarray of float64, shape (rows, B)
+        Per-combination totals of the latent counts, one row per kept draw.
+
+    Returns
+    -------
+    status : int
+        0, or 16·block + sampler status (see :func:`sweep`).
+    rows_written : int
+        Number of rows recorded from ``row`` on.
     """
     G, B = data.counts.shape
     comp_sum = np.zeros(data.component_size.shape[0])
@@ -1026,7 +1320,7 @@ def run_chunk_noise_aware(data, s, n_sweeps, thin, out_scalars, out_theta, out_b
         marginal_moves(data, s, noisy, inv_scale, comp_sum, not keep, lm, lm_new)
         update_latent_counts(data, s, noisy, inv_scale)
         if keep and (t + 1) % thin == 0:
-            _record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
+            record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
             for b in range(B):
                 v = 0.0
                 for i in range(G):

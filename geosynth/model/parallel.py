@@ -62,34 +62,34 @@ import numpy as np
 from numba import njit, prange
 
 from geosynth.model.kernels import (
-    _ALPHA_VAR,
-    _B_ALPHA,
-    _B_BETA,
-    _B_EPS,
-    _B_MU,
-    _B_PHI,
-    _B_THETA,
-    _BETA_A,
-    _BETA_B,
-    _BETA_VAR,
-    _EPS_A,
-    _EPS_B,
-    _LEVEL_VAR,
-    _MU_VAR,
-    _PHI_A,
-    _PHI_B,
-    _THETA_A,
-    _THETA_B,
+    ALPHA_VAR,
+    B_ALPHA,
+    B_BETA,
+    B_EPS,
+    B_MU,
+    B_PHI,
+    B_THETA,
+    BETA_A,
+    BETA_B,
     BETA_ICAR,
     BETA_NONE,
+    BETA_VAR,
+    EPS_A,
+    EPS_B,
+    LEVEL_VAR,
+    MU_VAR,
+    PHI_A,
+    PHI_B,
     SAMPLER_SLICE,
-    _component_sums,
-    _record,
-    _scale_accept,
-    _scale_proposal,
-    _shift_eps_draw,
-    _shift_move,
+    THETA_A,
+    THETA_B,
+    component_sums,
     compute_eta,
+    record,
+    scale_accept,
+    scale_proposal,
+    shift_eps_draw,
+    shift_move,
 )
 from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw, ars_draw_single
 from geosynth.samplers.family import STATUS_OK
@@ -161,6 +161,18 @@ def cell_streams_for(stream: np.ndarray, n_cells: int) -> np.ndarray:
     One :meth:`numpy.random.SeedSequence.generate_state` call seeded by the chain's state (the
     hashed output of SeedSequence, as :func:`geosynth.samplers.rng.make_streams` uses per
     child, but without spawning G children in Python: 0.4 s at G = 6,400).
+
+    Parameters
+    ----------
+    stream : numpy.ndarray of uint64, shape (4,)
+        The chain's xoshiro256** state (read, not advanced).
+    n_cells : int
+        Number of cells G.
+
+    Returns
+    -------
+    numpy.ndarray of uint64, shape (n_cells, 4)
+        One xoshiro256** state per cell, none all-zero.
     """
     seed = np.random.SeedSequence([int(v) for v in np.asarray(stream, dtype=np.uint64)])
     states = seed.generate_state(4 * n_cells, dtype=np.uint64).reshape(n_cells, 4)
@@ -547,7 +559,26 @@ class ChromaticWork(NamedTuple):
 
 @njit(cache=True, nogil=True)
 def new_chromatic_work(G, B, P, n_components, colour_ptr, colour_cells, streams):
-    """Allocate the :class:`ChromaticWork` of a fit with G cells, B combinations, P levels."""
+    """Allocate the :class:`ChromaticWork` of a fit with G cells, B combinations, P levels.
+
+    Parameters
+    ----------
+    G, B, P : int
+        Numbers of cells, combinations and non-baseline levels.
+    n_components : int
+        Number C of connected components of the lattice.
+    colour_ptr : numpy.ndarray of int64, shape (n_colours + 1,)
+        CSR pointers of the colour classes (:func:`colour_classes`); kept, not copied.
+    colour_cells : numpy.ndarray of int64, shape (G,)
+        Cells grouped by colour (:func:`colour_classes`); kept, not copied.
+    streams : numpy.ndarray of uint64, shape (G, 4)
+        Per-cell xoshiro256** states (:func:`cell_streams_for`); kept and advanced in place.
+
+    Returns
+    -------
+    ChromaticWork
+        Scratch arrays and index sets; see the field comments of :class:`ChromaticWork`.
+    """
     width = max(B, P + 3)
     return ChromaticWork(
         ops=np.arange(_N_OPS, dtype=np.int64),
@@ -603,7 +634,7 @@ def _update_by_colour(op, data, s, w, field, combos, level_var, use_level, comp_
     """
     n_colours = w.colour_ptr.shape[0] - 1
     if use_level:
-        _component_sums(field, data, comp_sum)
+        component_sums(field, data, comp_sum)
     for k in range(n_colours):
         cells = w.colour_cells[w.colour_ptr[k]:w.colour_ptr[k + 1]]
         _launch(op, data, s, w, cells, field, combos, w.obs, comp_sum)
@@ -696,9 +727,9 @@ def _update_intercepts_parallel(data, s, w):
     totals = w.totals[:B]
     x = s.mu[0]
     new, st = ars_draw_single(x, data.cell_counts.sum(), totals.sum() * math.exp(-x), 0.0,
-                              1.0 / pr[_MU_VAR], s.rng, s.work, s.w1, s.ones)
+                              1.0 / pr[MU_VAR], s.rng, s.work, s.w1, s.ones)
     if st != STATUS_OK:
-        return 16 * _B_MU + st
+        return 16 * B_MU + st
     s.mu[0] = new
     w.delta[:] = new - x
     totals *= math.exp(new - x)
@@ -709,9 +740,9 @@ def _update_intercepts_parallel(data, s, w):
             total += totals[combos[t]]
         x = s.alpha[p]
         new, st = ars_draw_single(x, data.level_counts[p], total * math.exp(-x), 0.0,
-                                  1.0 / pr[_ALPHA_VAR], s.rng, s.work, s.w1, s.ones)
+                                  1.0 / pr[ALPHA_VAR], s.rng, s.work, s.w1, s.ones)
         if st != STATUS_OK:
-            return 16 * _B_ALPHA + st
+            return 16 * B_ALPHA + st
         s.alpha[p] = new
         factor = math.exp(new - x)
         for t in range(combos.shape[0]):
@@ -725,14 +756,14 @@ def _update_intercepts_parallel(data, s, w):
 def _update_fields_parallel(data, s, w, comp_sum, column):
     """θ, shift(μ, θ), φ_·p, shift(α, φ), β colour by colour; returns 0 or 16·block + status."""
     pr = data.priors
-    level_var = pr[_LEVEL_VAR]
+    level_var = pr[LEVEL_VAR]
     w.params[0], w.params[1] = s.tau_theta[0], level_var
     w.obs[:] = data.cell_counts
     st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, s.theta, w.all_combos, level_var, True,
                            comp_sum)
     if st != STATUS_OK:
-        return 16 * _B_THETA + st
-    s.mu[0] += _shift_move(s.theta, data, pr[_MU_VAR], level_var, s.mu[0], comp_sum, s.rng)
+        return 16 * B_THETA + st
+    s.mu[0] += shift_move(s.theta, data, pr[MU_VAR], level_var, s.mu[0], comp_sum, s.rng)
     for p in range(s.alpha.shape[0]):
         _copy_column(s.phi, p, column)
         _copy_column(data.cell_level_counts, p, w.obs)
@@ -741,21 +772,21 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
                                level_var, True, comp_sum)
         _store_column(column, p, s.phi)
         if st != STATUS_OK:
-            return 16 * _B_PHI + st
+            return 16 * B_PHI + st
     for p in range(s.alpha.shape[0]):
         _copy_column(s.phi, p, column)
-        s.alpha[p] += _shift_move(column, data, pr[_ALPHA_VAR], level_var, s.alpha[p],
+        s.alpha[p] += shift_move(column, data, pr[ALPHA_VAR], level_var, s.alpha[p],
                                   comp_sum, s.rng)
         _store_column(column, p, s.phi)
     if data.beta_prior != BETA_NONE:
         icar = data.beta_prior == BETA_ICAR
-        w.params[0], w.params[1] = s.tau_beta[0], pr[_BETA_VAR]
+        w.params[0], w.params[1] = s.tau_beta[0], pr[BETA_VAR]
         w.params[2] = 1.0 if icar else 0.0
         w.params[3] = 1.0 if data.beta_sampler == SAMPLER_SLICE else 0.0
-        st = _update_by_colour(_OP_DRAW_BETA, data, s, w, s.beta, w.all_combos, pr[_BETA_VAR],
+        st = _update_by_colour(_OP_DRAW_BETA, data, s, w, s.beta, w.all_combos, pr[BETA_VAR],
                                icar, comp_sum)
         if st != STATUS_OK:
-            return 16 * _B_BETA + st
+            return 16 * B_BETA + st
     return STATUS_OK
 
 
@@ -763,12 +794,12 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
 def _update_eps_and_shifts_parallel(data, s, w, comp_sum, column):
     """ε, the per-cell shifts (θ_i, ε_i·) and (φ_ip, ε_ib), then shift(μ, ε), shift(α_p, ε)."""
     pr = data.priors
-    level_var = pr[_LEVEL_VAR]
+    level_var = pr[LEVEL_VAR]
     w.params[0] = s.tau_eps[0]
     _run_all(_OP_DRAW_EPS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
     for i in range(w.status.shape[0]):
         if w.status[i] != STATUS_OK:
-            return 16 * _B_EPS + w.status[i]
+            return 16 * B_EPS + w.status[i]
     w.params[0], w.params[1], w.params[2] = s.tau_theta[0], level_var, s.tau_eps[0]
     _update_by_colour(_OP_SHIFT_FIELD, data, s, w, s.theta, w.all_combos, level_var, True,
                       comp_sum)
@@ -794,7 +825,7 @@ def _shift_intercepts_eps(data, s, w):
     _run_all(_OP_EPS_TOTALS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
     _column_totals(w, B)
     totals = w.totals[:B]
-    k = _shift_eps_draw(totals.sum(), G * B, s.tau_eps[0], pr[_MU_VAR], s.mu[0], s.rng)
+    k = shift_eps_draw(totals.sum(), G * B, s.tau_eps[0], pr[MU_VAR], s.mu[0], s.rng)
     s.mu[0] += k
     w.delta[:] = k
     totals -= G * k
@@ -803,7 +834,7 @@ def _shift_intercepts_eps(data, s, w):
         total = 0.0
         for t in range(combos.shape[0]):
             total += totals[combos[t]]
-        k = _shift_eps_draw(total, G * combos.shape[0], s.tau_eps[0], pr[_ALPHA_VAR],
+        k = shift_eps_draw(total, G * combos.shape[0], s.tau_eps[0], pr[ALPHA_VAR],
                             s.alpha[p], s.rng)
         s.alpha[p] += k
         for t in range(combos.shape[0]):
@@ -823,14 +854,14 @@ def _update_precisions_parallel(data, s, w):
     w.params[0] = 1.0 if icar_beta else 0.0
     _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, w.all_combos, s.beta, w.obs)
     _column_totals(w, P + 3)
-    s.tau_theta[0] = gamma(s.rng, pr[_THETA_A] + 0.5 * rank, pr[_THETA_B] + 0.5 * w.totals[0])
+    s.tau_theta[0] = gamma(s.rng, pr[THETA_A] + 0.5 * rank, pr[THETA_B] + 0.5 * w.totals[0])
     for p in range(P):
-        s.tau_phi[p] = gamma(s.rng, pr[_PHI_A] + 0.5 * rank,
-                             pr[_PHI_B] + 0.5 * w.totals[1 + p])
-    s.tau_eps[0] = gamma(s.rng, pr[_EPS_A] + 0.5 * G * B, pr[_EPS_B] + 0.5 * w.totals[2 + P])
+        s.tau_phi[p] = gamma(s.rng, pr[PHI_A] + 0.5 * rank,
+                             pr[PHI_B] + 0.5 * w.totals[1 + p])
+    s.tau_eps[0] = gamma(s.rng, pr[EPS_A] + 0.5 * G * B, pr[EPS_B] + 0.5 * w.totals[2 + P])
     if icar_beta:
-        s.tau_beta[0] = gamma(s.rng, pr[_BETA_A] + 0.5 * rank,
-                              pr[_BETA_B] + 0.5 * w.totals[1 + P])
+        s.tau_beta[0] = gamma(s.rng, pr[BETA_A] + 0.5 * rank,
+                              pr[BETA_B] + 0.5 * w.totals[1 + P])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -841,13 +872,13 @@ def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, 
     ``op`` is the log-likelihood operation; ``op + 1`` applies the move. ``w.obs`` holds the
     field's observed totals (θ, φ).
     """
-    _component_sums(field, data, comp_sum)
+    component_sums(field, data, comp_sum)
     for c in range(comp_sum.shape[0]):
         comp_sum[c] /= data.component_size[c]
-    u, factor = _scale_proposal(s, slot)
+    u, factor = scale_proposal(s, slot)
     w.params[0] = factor
     delta_loglik = _run_all(op, data, s, w, field, combos, w.obs, comp_sum)
-    accept, new_tau = _scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
+    accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
     if not accept:
         return tau
     _run_all(op + 1, data, s, w, field, combos, w.obs, comp_sum)
@@ -861,26 +892,26 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
     P = s.alpha.shape[0]
     w.obs[:] = data.cell_counts
     s.tau_theta[0] = _scale_move_parallel(_OP_SCALE_LOGLIK, data, s, w, s.theta, w.all_combos,
-                                          s.tau_theta[0], pr[_THETA_A], pr[_THETA_B], 0, adapt,
+                                          s.tau_theta[0], pr[THETA_A], pr[THETA_B], 0, adapt,
                                           comp_sum)
     for p in range(P):
         _copy_column(s.phi, p, column)
         _copy_column(data.cell_level_counts, p, w.obs)
         s.tau_phi[p] = _scale_move_parallel(_OP_SCALE_LOGLIK, data, s, w, column,
-                                            _level_combos(data, p), s.tau_phi[p], pr[_PHI_A],
-                                            pr[_PHI_B], 1 + p, adapt, comp_sum)
+                                            _level_combos(data, p), s.tau_phi[p], pr[PHI_A],
+                                            pr[PHI_B], 1 + p, adapt, comp_sum)
         _store_column(column, p, s.phi)
     if data.beta_prior == BETA_ICAR:
         s.tau_beta[0] = _scale_move_parallel(_OP_SCALE_LOGLIK_BETA, data, s, w, s.beta,
-                                             w.all_combos, s.tau_beta[0], pr[_BETA_A],
-                                             pr[_BETA_B], 1 + P, adapt, comp_sum)
+                                             w.all_combos, s.tau_beta[0], pr[BETA_A],
+                                             pr[BETA_B], 1 + P, adapt, comp_sum)
     # ε: no component means (comp_sum is ignored by the ε operations).
-    u, factor = _scale_proposal(s, 2 + P)
+    u, factor = scale_proposal(s, 2 + P)
     w.params[0] = factor
     delta_loglik = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, w.all_combos, w.obs,
                             w.obs)
-    accept, new_tau = _scale_accept(s, 2 + P, adapt, delta_loglik, u, s.tau_eps[0],
-                                    pr[_EPS_A], pr[_EPS_B])
+    accept, new_tau = scale_accept(s, 2 + P, adapt, delta_loglik, u, s.tau_eps[0],
+                                    pr[EPS_A], pr[EPS_B])
     if accept:
         s.tau_eps[0] = new_tau
         _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
@@ -895,6 +926,27 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
     docstring), ε over all cells, the per-cell shifts (θ_i, ε_i·) and (φ_ip, ε_ib) colour by
     colour, shift(μ, ε), shift(α, ε), the precisions and the scale moves (parallel sums).
     ``w`` is the chain's :class:`ChromaticWork`. Returns 0 or 16·block + sampler status.
+
+    Parameters
+    ----------
+    data : geosynth.model.kernels.ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C
+        components).
+    s : geosynth.model.kernels.GibbsState
+        The chain's state, updated in place (its ``rng`` drives the serial draws).
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch for per-component sums.
+    column : numpy.ndarray of float64, shape (G,)
+        Scratch for one column of φ.
+    adapt : bool
+        Burn-in: tune the proposal scales of the scale moves.
+    w : ChromaticWork
+        The chain's scratch, colour classes and per-cell streams (advanced in place).
+
+    Returns
+    -------
+    int
+        0, or 16·block + sampler status as :func:`geosynth.model.kernels.sweep` returns.
     """
     st = _update_intercepts_parallel(data, s, w)
     if st != STATUS_OK:
@@ -918,6 +970,40 @@ def run_chunk_parallel(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta
     ``colour_ptr``, ``colour_cells``: :func:`colour_classes` of a proper colouring (int64);
     ``cell_streams``: (G, 4) uint64 per-cell streams, advanced in place. Returns
     ``(status, rows_written)``.
+
+    Parameters
+    ----------
+    data : geosynth.model.kernels.ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels).
+    s : geosynth.model.kernels.GibbsState
+        The chain's state, updated in place.
+    n_sweeps : int
+        Number of sweeps of this chunk.
+    thin : int
+        Record every ``thin``-th sweep.
+    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 4)
+        Recorded scalars, one row per kept draw (see :func:`geosynth.model.kernels.record`).
+    out_theta, out_beta : numpy.ndarray of float32, shape (rows, G)
+        Recorded centred θ and β.
+    out_eta : numpy.ndarray of float32, shape (rows, G, B)
+        Recorded η.
+    row : int
+        First output row this chunk writes.
+    keep : bool
+        Record draws; False marks a burn-in chunk, whose sweeps tune the proposal scales.
+    colour_ptr : numpy.ndarray of int64, shape (n_colours + 1,)
+        CSR pointers of the colour classes.
+    colour_cells : numpy.ndarray of int64, shape (G,)
+        Cells grouped by colour.
+    cell_streams : numpy.ndarray of uint64, shape (G, 4)
+        Per-cell xoshiro256** states, advanced in place.
+
+    Returns
+    -------
+    status : int
+        0, or 16·block + sampler status.
+    rows_written : int
+        Number of rows recorded from ``row`` on.
     """
     G, B = data.counts.shape
     comp_sum = np.zeros(data.component_size.shape[0])
@@ -931,6 +1017,6 @@ def run_chunk_parallel(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta
         if status != STATUS_OK:
             return status, written
         if keep and (t + 1) % thin == 0:
-            _record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
+            record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
             written += 1
     return STATUS_OK, written

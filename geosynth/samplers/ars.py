@@ -260,6 +260,22 @@ def ars_sample(size, a, w, z, m, q, state):
     """Draw ``size`` independent values from one density, reusing (and refining) its hull.
 
     Returns ``(draws, status)``; on failure ``draws`` holds the values drawn before it.
+
+    Parameters
+    ----------
+    size : int
+        Number of draws.
+    a, w, z, m, q
+        Family parameters, as in :func:`ars_draw` (``w``, ``z``: float64 (J,)).
+    state : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+
+    Returns
+    -------
+    draws : numpy.ndarray of float64, shape (size,)
+        Independent draws (shorter when ``status`` is not STATUS_OK).
+    status : int
+        A ``STATUS_*`` code of :mod:`geosynth.samplers.family`.
     """
     out = np.empty(size, dtype=np.float64)
     status = check_family(a, w, z, m, q)
@@ -332,6 +348,32 @@ def ars_draw_single(x0, a, weight, m, q, state, work, w1, ones):
     distribution either way (tested against the exact CDF).
 
     ``w1`` (length 1) and ``ones`` (``[1.0]``) are scratch arrays for the general fallback.
+
+    Parameters
+    ----------
+    x0 : float
+        Warm start of the mode search (the current value in a Gibbs sweep).
+    a : float
+        Linear coefficient (a count, or a sum of counts).
+    weight : float
+        The collapsed weight ``W ≥ 0`` of the one exponential term.
+    m, q : float
+        Prior mean and precision (``q >= 0``).
+    state : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+    work : numpy.ndarray of float64, shape (5, MAX_ABSCISSAE)
+        Scratch space from :func:`new_workspace`.
+    w1 : numpy.ndarray of float64, shape (1,)
+        Scratch: the weight as an array for :func:`ars_draw`.
+    ones : numpy.ndarray of float64, shape (1,)
+        ``[1.0]``: the exponent of :func:`ars_draw`'s one term.
+
+    Returns
+    -------
+    x : float
+        The draw (NaN when ``status`` is not STATUS_OK).
+    status : int
+        A ``STATUS_*`` code of :mod:`geosynth.samplers.family`.
     """
     if not (math.isfinite(a) and math.isfinite(weight) and math.isfinite(m) and math.isfinite(q)):
         return math.nan, STATUS_INVALID

@@ -7,8 +7,8 @@ r"""The log-concave family shared by every scalar full conditional of the Paiva 
 with ``a`` the sum of counts (times Z̄ for β), ``w_j ≥ 0`` the exponentiated rest of the linear
 predictor, ``z_j`` = 1 (or Z̄_ib for β) and ``q ≥ 0`` the prior precision about ``m`` (n_i·τ about
 the ICAR neighbour mean, 1/v for a Normal prior, τ_ε for ε). Every term is concave in ``x`` for
-any real ``z_j`` (``e^{z x}`` is convex), so ``f`` is log-concave; see Nunes (2018) eqs. 2.10–2.14
-and 2.22–2.23 (``../shared/seeds/003_940684ccd9213f93.txt``).
+any real ``z_j`` (``e^{z x}`` is convex), so ``f`` is log-concave; see Nunes (2018), §2.1.1,
+eqs. 2.10–2.14, and §2.2.1, eqs. 2.22–2.23.
 
 Kernels take plain float64 arrays and scalars, return status codes instead of raising (numba
 cannot raise rich exceptions), and never allocate.
@@ -62,7 +62,27 @@ MODE_TOLERANCE = 0.1  # posterior sd: ARS only needs abscissae on both sides of 
 
 @njit(cache=True, inline="always", error_model="numpy")
 def check_family(a, w, z, m, q):
-    """Return STATUS_OK if (a, w, z, m, q) define a proper log-concave density, else a status."""
+    """Return STATUS_OK if (a, w, z, m, q) define a proper log-concave density, else a status.
+
+    Parameters
+    ----------
+    a : float
+        Linear coefficient (sum of counts, or of counts × Z̄).
+    w : numpy.ndarray of float64, shape (J,)
+        Weights ``w_j`` of the exponential terms.
+    z : numpy.ndarray of float64, shape (J,)
+        Exponents ``z_j`` of the exponential terms.
+    m : float
+        Prior mean.
+    q : float
+        Prior precision.
+
+    Returns
+    -------
+    int
+        STATUS_OK; STATUS_INVALID for a non-finite value, ``q < 0`` or some ``w_j < 0``;
+        STATUS_IMPROPER when ``q = 0`` and the density does not vanish in both tails.
+    """
     if not (math.isfinite(a) and math.isfinite(m) and math.isfinite(q)) or q < 0.0:
         return STATUS_INVALID
     right_vanishes = a < 0.0
@@ -82,7 +102,28 @@ def check_family(a, w, z, m, q):
 
 @njit(cache=True, error_model="numpy")
 def log_density(x, a, w, z, m, q):
-    """Unnormalised log density at ``x`` (``-inf`` where a term overflows)."""
+    """Unnormalised log density at ``x`` (``-inf`` where a term overflows).
+
+    Parameters
+    ----------
+    x : float
+        Where to evaluate.
+    a : float
+        Linear coefficient (sum of counts, or of counts × Z̄).
+    w : numpy.ndarray of float64, shape (J,)
+        Weights ``w_j`` of the exponential terms.
+    z : numpy.ndarray of float64, shape (J,)
+        Exponents ``z_j`` of the exponential terms.
+    m : float
+        Prior mean.
+    q : float
+        Prior precision.
+
+    Returns
+    -------
+    float
+        ``a·x − Σ_j w_j e^{z_j x} − q(x − m)²/2`` (terms with ``w_j = 0`` skipped).
+    """
     d = x - m
     h = a * x - 0.5 * q * d * d
     for j in range(w.shape[0]):
@@ -93,7 +134,29 @@ def log_density(x, a, w, z, m, q):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def log_density_derivatives(x, a, w, z, m, q):
-    """Return ``(h, h', h'')`` at ``x``: log density and its first two derivatives."""
+    """Return ``(h, h', h'')`` at ``x``: log density and its first two derivatives.
+
+    Parameters
+    ----------
+    x : float
+        Where to evaluate.
+    a : float
+        Linear coefficient (sum of counts, or of counts × Z̄).
+    w : numpy.ndarray of float64, shape (J,)
+        Weights ``w_j`` of the exponential terms.
+    z : numpy.ndarray of float64, shape (J,)
+        Exponents ``z_j`` of the exponential terms.
+    m : float
+        Prior mean.
+    q : float
+        Prior precision.
+
+    Returns
+    -------
+    h, dh, d2h : float
+        The unnormalised log density (as :func:`log_density`) and its first and second
+        derivatives in ``x``.
+    """
     d = x - m
     h = a * x - 0.5 * q * d * d
     dh = a - q * d
@@ -109,7 +172,31 @@ def log_density_derivatives(x, a, w, z, m, q):
 
 @njit(cache=True, error_model="numpy")
 def find_mode(x0, a, w, z, m, q):
-    """Locate the mode; return ``(mode, -h''(mode), status)`` (see :func:`find_mode_full`)."""
+    """Locate the mode; return ``(mode, -h''(mode), status)`` (see :func:`find_mode_full`).
+
+    Parameters
+    ----------
+    x0 : float
+        Warm start of the search.
+    a : float
+        Linear coefficient (sum of counts, or of counts × Z̄).
+    w : numpy.ndarray of float64, shape (J,)
+        Weights ``w_j`` of the exponential terms.
+    z : numpy.ndarray of float64, shape (J,)
+        Exponents ``z_j`` of the exponential terms.
+    m : float
+        Prior mean.
+    q : float
+        Prior precision.
+
+    Returns
+    -------
+    mode : float
+    curvature : float
+        ``-h''(mode) > 0``.
+    status : int
+        STATUS_OK or STATUS_MODE_FAILED.
+    """
     x, _, _, curvature, status = find_mode_full(x0, a, w, z, m, q)
     return x, curvature, status
 
@@ -122,6 +209,21 @@ def find_mode_full(x0, a, w, z, m, q):
     or three steps for this family; it stops once the step is below ``MODE_TOLERANCE`` posterior
     standard deviations, which is all ARS and slice sampling need. If Newton fails (non-finite
     values or no convergence), :func:`find_mode_bracketed` grows a bracket and bisects.
+
+    Parameters
+    ----------
+    x0 : float
+        Warm start of the Newton steps.
+    a : float
+        Linear coefficient (sum of counts, or of counts × Z̄).
+    w : numpy.ndarray of float64, shape (J,)
+        Weights ``w_j`` of the exponential terms.
+    z : numpy.ndarray of float64, shape (J,)
+        Exponents ``z_j`` of the exponential terms.
+    m : float
+        Prior mean.
+    q : float
+        Prior precision.
 
     Returns
     -------
@@ -162,6 +264,21 @@ def find_mode_bracketed(x0, a, w, z, m, q):
 
     A bracket ``[lo, hi]`` with ``h'(lo) > 0 > h'(hi)`` is grown geometrically from ``x0``;
     Newton steps that leave the bracket (or are not finite) are replaced by bisection.
+
+    Parameters
+    ----------
+    x0 : float
+        Where the bracket starts.
+    a : float
+        Linear coefficient (sum of counts, or of counts × Z̄).
+    w : numpy.ndarray of float64, shape (J,)
+        Weights ``w_j`` of the exponential terms.
+    z : numpy.ndarray of float64, shape (J,)
+        Exponents ``z_j`` of the exponential terms.
+    m : float
+        Prior mean.
+    q : float
+        Prior precision.
 
     Returns
     -------

@@ -119,15 +119,16 @@ def gamma(state, shape, rate):
     Parameters
     ----------
     state : numpy.ndarray of uint64, shape (4,)
-        xoshiro256** state, advanced in place.
+        xoshiro256** stream, advanced in place.
     shape : float
-        Shape > 0.
+        Shape parameter (> 0).
     rate : float
-        Rate > 0 (the mean is ``shape / rate``).
+        Rate parameter (> 0); the mean is ``shape / rate``.
 
     Returns
     -------
     float
+        The draw.
     """
     boost = 1.0
     if shape < 1.0:

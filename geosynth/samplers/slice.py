@@ -94,7 +94,24 @@ def slice_sample(size, a, w, z, m, q, state, thin):
     separate the returned values. The chain starts at the mode (in the bulk of a log-concave
     density) and discards :data:`BURN_IN` transitions before the first kept value.
 
-    Returns ``(draws, status)``.
+    Parameters
+    ----------
+    size : int
+        Number of values to keep.
+    a, w, z, m, q
+        Family parameters, as in :func:`geosynth.samplers.ars.ars_draw` (``w``, ``z``:
+        float64 (J,)).
+    state : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+    thin : int
+        Transitions between kept values (>= 1).
+
+    Returns
+    -------
+    draws : numpy.ndarray of float64, shape (size,)
+        The kept states (shorter when ``status`` is not STATUS_OK).
+    status : int
+        A ``STATUS_*`` code of :mod:`geosynth.samplers.family`.
     """
     out = np.empty(size, dtype=np.float64)
     status = check_family(a, w, z, m, q)

@@ -1,21 +1,23 @@
 """The exact collapsed sampler of the exponential-covariance GP regression (thesis eq. 3.2)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
 from scipy.spatial.distance import pdist, squareform
 
-from geosynth.errors import InputError
-from geosynth.metrics.gp import gp_regression, stacked_intervals
+from geosynth.errors import DataWarning, InputError
+from geosynth.metrics.gp import GRID_END_SHARE, gp_regression, stacked_intervals
 
 BETA = np.array([2.0, -1.5])
 SIGMA2, TAU2, PHI = 1.0, 0.25, 3.0
 
 
-def simulate(n, seed):
+def simulate(n, seed, phi=PHI):
     rng = np.random.default_rng(seed)
     coords = rng.uniform(0, 1, (n, 2))
-    cov = SIGMA2 * np.exp(-PHI * squareform(pdist(coords))) + TAU2 * np.eye(n)
+    cov = SIGMA2 * np.exp(-phi * squareform(pdist(coords))) + TAU2 * np.eye(n)
     X = np.column_stack([np.ones(n), rng.normal(size=n)])
     y = X @ BETA + np.linalg.cholesky(cov) @ rng.standard_normal(n)
     return coords, y, X
@@ -43,6 +45,7 @@ def test_posterior_matches_brute_force_at_fixed_covariance():
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::geosynth.errors.DataWarning")  # φ's long-range end
 def test_recovers_known_parameters():
     coverage = []
     for seed in range(8):
@@ -56,6 +59,7 @@ def test_recovers_known_parameters():
     assert np.sum(coverage) >= 13
 
 
+@pytest.mark.filterwarnings("ignore::geosynth.errors.DataWarning")  # 60 points bound little
 def test_stacked_intervals_of_identical_releases_equal_original():
     coords, y, X = simulate(60, seed=3)
     post = gp_regression(coords, y, X, n_draws=3000, seed=4)
@@ -86,3 +90,54 @@ def test_bad_input(kwargs, match):
     args.update(kwargs)
     with pytest.raises(InputError, match=match):
         gp_regression(args["coords"], args["y"], args["X"])
+
+
+def _end_shares(post, column):
+    mass = post.grid_mass.groupby(column)["posterior_mass"].sum().sort_index()
+    return mass.iloc[0], mass.iloc[-1]
+
+
+def test_default_grid_reaches_effective_ranges_beyond_the_region():
+    """An effective range of 74% of the largest distance (true φ = 3 on the unit square).
+
+    The old default (ranges up to 70%) put 74% of φ's mass on its end and its interval
+    excluded the true φ; the default now reaches 3 times the largest distance. The posterior
+    still leans on the longest range (these data do not bound it), which the warning says.
+    """
+    coords, y, X = simulate(400, seed=5)
+    with pytest.warns(DataWarning, match=r"phi_grid towards smaller phi .*do not bound"):
+        post = gp_regression(coords, y, X, n_draws=4000, seed=1)
+    largest = pdist(coords).max()
+    ranges = 3.0 / post.grid_mass["phi"].unique()
+    np.testing.assert_allclose([ranges.min(), ranges.max()], [0.02 * largest, 3.0 * largest])
+    interval = post.intervals().loc["phi"]
+    assert interval["lower"] < PHI < interval["upper"]
+    assert _end_shares(post, "phi")[0] < 0.5
+
+
+def test_warns_when_the_posterior_piles_on_a_grid_end():
+    coords, y, X = simulate(150, seed=7)
+    largest = pdist(coords).max()
+    short_ranges = 3.0 / (np.geomspace(0.02, 0.1, 5) * largest)  # all far below the true 74%
+    with pytest.warns(DataWarning) as caught:
+        post = gp_regression(coords, y, X, phi_grid=short_ranges, nugget_grid=[2.0, 5.0, 10.0],
+                             n_draws=500, seed=1)
+    messages = " ".join(str(w.message) for w in caught)
+    assert "phi lies on the smallest value of phi_grid" in messages
+    assert "widen phi_grid towards smaller phi" in messages
+    assert "nugget ratio tau2/sigma2 lies on the smallest value of nugget_grid" in messages
+    assert "widen nugget_grid towards smaller ratios" in messages
+    assert _end_shares(post, "phi")[0] > GRID_END_SHARE
+    assert _end_shares(post, "nugget_ratio")[0] > GRID_END_SHARE
+
+
+def test_no_warning_when_the_grid_holds_the_posterior():
+    """Effective range 3/15 = 20% of the region's side, 300 points: the data bound φ."""
+    coords, y, X = simulate(300, seed=0, phi=15.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        post = gp_regression(coords, y, X, n_draws=500, seed=1)
+    assert max(_end_shares(post, "phi")) < GRID_END_SHARE
+    assert _end_shares(post, "nugget_ratio")[1] < GRID_END_SHARE
+    interval = post.intervals().loc["phi"]
+    assert interval["lower"] < 15.0 < interval["upper"]
