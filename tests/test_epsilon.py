@@ -36,10 +36,8 @@ WRONG_VALUES = [0, 0.0, -1.0, math.nan, math.inf, -math.inf]
 
 
 @pytest.fixture(scope="module")
-def counts():
-    scenario = geosynth.datasets.paiva_scenario(n=60, seed=0)
-    grid = geosynth.Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
-    return geosynth.prepare(scenario.data, grid, attributes=["y"])
+def counts(make_scenario_counts):
+    return make_scenario_counts(n=60, seed=0, shape=(3, 3), attributes=["y"]).counts
 
 
 # (name, call with a given epsilon, parameter named in the messages)

@@ -21,9 +21,8 @@ ATTRIBUTES = ["y", "x1", "x2"]
 
 
 @pytest.fixture(scope="module")
-def scenario():
-    data = geosynth.datasets.paiva_scenario(n=300, seed=1)
-    grid = geosynth.Grid.regular(data.bounds, shape=(6, 6), crs=data.crs)
+def scenario(make_scenario_counts):
+    data, grid, _ = make_scenario_counts(n=300, seed=1, shape=(6, 6), attributes=ATTRIBUTES)
     return data, grid
 
 

@@ -47,10 +47,8 @@ PATHS = "() => document.querySelectorAll('.leaflet-overlay-pane path').length"
 
 
 @pytest.fixture(scope="module")
-def review_data():
-    scenario = geosynth.datasets.paiva_scenario(n=200, seed=11)
-    grid = geosynth.Grid.regular(scenario.bounds, shape=(8, 8), crs=scenario.crs)
-    counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1"])
+def review_data(make_scenario_counts):
+    scenario, _, counts = make_scenario_counts(n=200, seed=11, shape=(8, 8), attributes=["y", "x1"])
     fit = geosynth.PaivaModel().fit(counts, n_iter=200, burn_in=100, thin=2, chains=1, seed=3,
                                     progress=False)
     releases = geosynth.synthesize(fit, scenario.data, m=2, seed=4)

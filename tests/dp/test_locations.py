@@ -48,11 +48,10 @@ def test_latent_count_draws_follow_the_exact_conditional(eta, noisy, b):
 
 
 @pytest.fixture(scope="module")
-def scenario_counts():
+def scenario_counts(make_scenario_counts):
     # Sparse on purpose: about 2.3 records per cell and combination.
-    scenario = geosynth.datasets.paiva_scenario(n=600, seed=5)
-    grid = geosynth.Grid.regular(scenario.bounds, shape=(8, 8), crs=scenario.crs)
-    return scenario, geosynth.prepare(scenario.data, grid, attributes=["y", "x1"])
+    scenario, _, counts = make_scenario_counts(n=600, seed=5, shape=(8, 8), attributes=["y", "x1"])
+    return scenario, counts
 
 
 def test_dp_counts_covers_the_public_domain_and_charges_the_accountant(scenario_counts):

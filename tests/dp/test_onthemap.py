@@ -9,7 +9,6 @@ from affine import Affine
 from scipy.special import gammaln
 
 from geosynth import Grid, prepare
-from geosynth.datasets import paiva_scenario
 from geosynth.dp.accountant import Accountant
 from geosynth.dp.onthemap import OnTheMapSynthesizer, cell_prior, onthemap_alpha
 from geosynth.dp.synthesizers import dirichlet_alpha, draw_dirichlet_multinomial
@@ -23,10 +22,8 @@ LEVELS = {"y": [0, 1], "x1": [1, 2]}
 
 
 @pytest.fixture(scope="module")
-def scenario_counts():
-    scenario = paiva_scenario(n=300, seed=4)
-    grid = Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
-    return scenario, grid, prepare(scenario.data, grid, attributes=["y", "x1"])
+def scenario_counts(make_scenario_counts):
+    return make_scenario_counts(n=300, seed=4, shape=(3, 3), attributes=["y", "x1"])
 
 
 def dm_logpmf(x_synth, alpha, x):

@@ -28,11 +28,9 @@ FAST = {"n_iter": 200, "burn_in": 100, "thin": 2, "chains": 1, "progress": False
 
 
 @pytest.fixture(scope="module")
-def small_counts():
+def small_counts(make_scenario_counts):
     """300 records on a 5 x 5 lattice, 4 combinations: 100 counts."""
-    scenario = geosynth.datasets.paiva_scenario(n=300, seed=5)
-    grid = geosynth.Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
-    return geosynth.prepare(scenario.data, grid, attributes=["y", "x1"])
+    return make_scenario_counts(n=300, seed=5, shape=(5, 5), attributes=["y", "x1"]).counts
 
 
 class ReachedTheNoise(Exception):
@@ -224,11 +222,10 @@ def test_dp_synthesize_applies_the_size_rule_to_an_existing_fit(small_counts):
 
 
 @pytest.fixture(scope="module")
-def thesis_counts():
+def thesis_counts(make_scenario_counts):
     """The thesis scenario of docs/results.md: n = 500, 10 x 10 lattice, y, x1, x2."""
-    scenario = geosynth.datasets.paiva_scenario(n=500, seed=2018)
-    grid = geosynth.Grid.regular(scenario.bounds, shape=(10, 10), crs=scenario.crs)
-    return geosynth.prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
+    return make_scenario_counts(n=500, seed=2018, shape=(10, 10),
+                                attributes=["y", "x1", "x2"]).counts
 
 
 THESIS_LEVELS = {"y": [0, 1], "x1": [1, 2], "x2": [1, 2, 3]}

@@ -448,11 +448,10 @@ def test_read_release_orders_layers_numerically(tmp_path):
 
 
 # ---------------------------------------------------------------------- linkable output (#3)
-def test_synthesize_output_of_a_default_index_input_is_refused(tmp_path):
+def test_synthesize_output_of_a_default_index_input_is_refused(tmp_path, make_scenario_counts):
     """Row k of the internal output is record k; with a 0..n-1 input index it looks fresh."""
-    data = geosynth.datasets.paiva_scenario(n=80, seed=4).data.reset_index(drop=True)
-    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(4, 4), crs=CRS)
-    counts = prepare(data, grid, attributes=["y"])
+    scenario, grid, counts = make_scenario_counts(n=80, seed=4, shape=(4, 4), attributes=["y"])
+    data = scenario.data  # the scenario's records carry the default index 0..n-1
     fit = PaivaModel().fit(counts, n_iter=40, burn_in=10, chains=1, seed=1, progress=False)
     (internal,) = synthesize(fit, data, m=1, seed=2)
     assert internal.index.equals(pd.RangeIndex(80))  # indistinguishable from a fresh index

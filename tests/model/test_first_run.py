@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from geosynth import Grid, PaivaModel, prepare
-from geosynth.datasets import paiva_scenario
+from geosynth import Grid, PaivaModel
 from geosynth.model import fit as fit_module
 from geosynth.model.kernels import run_chunk
 
@@ -22,10 +21,8 @@ RUN = {"n_iter": 200, "burn_in": 100, "seed": 3}
 
 
 @pytest.fixture(scope="module")
-def counts():
-    scenario = paiva_scenario(n=150, seed=4)
-    grid = Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
-    return prepare(scenario.data, grid, attributes=["y", "x1"])
+def counts(make_scenario_counts):
+    return make_scenario_counts(n=150, seed=4, shape=(5, 5), attributes=["y", "x1"]).counts
 
 
 def test_compile_notice_before_the_progress_bars(counts, monkeypatch, capsys):

@@ -1,5 +1,6 @@
 """Recovery, the β extension, reproducibility and the PaivaFit API of the Gibbs engine."""
 
+import functools
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -10,7 +11,6 @@ import pytest
 from scipy import stats
 
 from geosynth import Grid, PaivaModel, Priors, prepare
-from geosynth.datasets import paiva_scenario
 from geosynth.errors import DataWarning, InputError, MemoryLimitError
 from geosynth.plots import intensity_figure
 
@@ -19,11 +19,11 @@ matplotlib.use("Agg")
 ATTRIBUTES = ["y", "x1", "x2"]
 
 
-def scenario_counts(n, seed=1, shape=(10, 10)):
-    scenario = paiva_scenario(n=n, seed=seed)
-    grid = Grid.regular(scenario.bounds, shape=shape, crs=scenario.crs)
-    counts = prepare(scenario.data, grid, attributes=ATTRIBUTES, continuous="z")
-    return scenario, grid, counts
+@pytest.fixture(scope="module")
+def scenario_counts(make_scenario_counts):
+    """The shared recipe with this file's defaults: seed 1, 10 x 10 cells, y, x1, x2 and z."""
+    return functools.partial(make_scenario_counts, seed=1, shape=(10, 10),
+                             attributes=ATTRIBUTES, continuous="z")
 
 
 def spearman_with_truth(fit, scenario, grid, counts):
@@ -36,13 +36,13 @@ def converged_names(fit):
 
 
 @pytest.fixture(scope="module")
-def small_fit():
+def small_fit(scenario_counts):
     _, _, counts = scenario_counts(300, shape=(5, 5))
     return PaivaModel().fit(counts, n_iter=600, burn_in=200, thin=2, seed=7, progress=False)
 
 
 @pytest.mark.slow
-def test_recovery_on_thesis_scenario():
+def test_recovery_on_thesis_scenario(scenario_counts):
     """Nunes (2018) §3.1 scenario, 10x10 lattice, default run, 2 chains."""
     scenario, grid, counts = scenario_counts(500)
     fits = {effects: PaivaModel(effects=effects).fit(counts, seed=3, progress=False)
@@ -117,7 +117,7 @@ def test_beta_covers_zero_when_z_is_unrelated(beta_prior):
     assert covered.mean() >= 0.85
 
 
-def test_same_seed_same_draws():
+def test_same_seed_same_draws(scenario_counts):
     _, _, counts = scenario_counts(200, shape=(4, 4))
     model = PaivaModel(beta_prior="icar")
     first = model.fit(counts, n_iter=120, burn_in=20, thin=1, seed=99, progress=False)
@@ -144,13 +144,13 @@ class RecordingExecutor(ThreadPoolExecutor):
 
 
 @pytest.mark.parametrize("case", ["exact", "beta", "noise-aware"])
-def test_chains_as_executor_tasks_equal_chains_in_threads(case):
+def test_chains_as_executor_tasks_equal_chains_in_threads(case, scenario_counts):
     import geosynth
 
-    scenario, grid, counts = scenario_counts(200, shape=(4, 4))
+    _, _, counts = scenario_counts(200, shape=(4, 4))
     model = PaivaModel(beta_prior="normal" if case == "beta" else None)
     if case == "noise-aware":
-        exact = prepare(scenario.data, grid, attributes=["y", "x1"])
+        exact = scenario_counts(200, shape=(4, 4), attributes=["y", "x1"], continuous=None).counts
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the seed= of a DP release is for tests only
             counts = geosynth.dp.dp_counts(exact, 2.0, seed=1)
@@ -217,7 +217,7 @@ def test_fit_api(small_fit):
 
 
 @pytest.mark.parametrize("beta_prior", [None, "normal", "icar"])
-def test_tau_beta_reported_only_where_it_is_sampled(beta_prior):
+def test_tau_beta_reported_only_where_it_is_sampled(beta_prior, scenario_counts):
     """Without an ICAR prior on β nothing updates τ_β: no constant 'parameter' (ESS 2)."""
     _, _, counts = scenario_counts(200, shape=(4, 4))
     fit = PaivaModel(beta_prior=beta_prior).fit(counts, n_iter=200, burn_in=100, thin=2,
@@ -264,16 +264,14 @@ def test_priors_validated():
         ({"n_iter": 10, "burn_in": 10}, "leaves no draw"),
     ],
 )
-def test_run_arguments_validated(kwargs, match):
+def test_run_arguments_validated(kwargs, match, scenario_counts):
     _, _, counts = scenario_counts(100, shape=(3, 3))
     with pytest.raises(InputError, match=match):
         PaivaModel().fit(counts, progress=False, **kwargs)
 
 
-def test_errors_before_work():
-    _, grid, _ = scenario_counts(100, shape=(3, 3))
-    scenario = paiva_scenario(n=100, seed=1)
-    no_z = prepare(scenario.data, grid, attributes=["y"])
+def test_errors_before_work(scenario_counts):
+    no_z = scenario_counts(100, shape=(3, 3), attributes=["y"], continuous=None).counts
     with pytest.raises(InputError, match="needs a continuous variable"):
         PaivaModel(beta_prior="normal").fit(no_z, progress=False)
     with pytest.raises(MemoryLimitError, match="max_bytes"):

@@ -14,8 +14,7 @@ import threading
 import numpy as np
 import pytest
 
-from geosynth import Grid, PaivaModel, prepare
-from geosynth.datasets import paiva_scenario
+from geosynth import PaivaModel
 from geosynth.errors import GeosynthWarning
 from geosynth.model import fit as fit_module
 
@@ -24,10 +23,8 @@ RUN = {"n_iter": 200, "burn_in": 100, "thin": 1, "seed": 5, "progress": False}
 
 
 @pytest.fixture(scope="module")
-def counts():
-    scenario = paiva_scenario(n=150, seed=4)
-    grid = Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
-    return prepare(scenario.data, grid, attributes=["y", "x1"])
+def counts(make_scenario_counts):
+    return make_scenario_counts(n=150, seed=4, shape=(5, 5), attributes=["y", "x1"]).counts
 
 
 def ctrl_c():

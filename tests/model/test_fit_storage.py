@@ -6,8 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from geosynth import Grid, PaivaModel, prepare
-from geosynth.datasets import paiva_scenario
+from geosynth import PaivaModel
 from geosynth.errors import GeosynthWarning, InputError, MemoryLimitError
 from geosynth.model.fit import DEFAULT_MAX_BYTES, evenly_spaced_draws, plan_storage
 
@@ -16,10 +15,9 @@ N_KEEP = 100
 
 
 @pytest.fixture(scope="module")
-def counts():
-    scenario = paiva_scenario(n=300, seed=1)
-    grid = Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
-    return prepare(scenario.data, grid, attributes=["y", "x1", "x2"], continuous="z")
+def counts(make_scenario_counts):
+    return make_scenario_counts(n=300, seed=1, shape=(5, 5), attributes=["y", "x1", "x2"],
+                                continuous="z").counts
 
 
 @pytest.fixture(scope="module")

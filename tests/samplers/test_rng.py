@@ -134,13 +134,11 @@ def test_valid_seeds_give_the_same_streams_as_before():
     assert as_generator(generator) is generator
 
 
-def test_fit_and_other_public_functions_name_seed():
+def test_fit_and_other_public_functions_name_seed(make_scenario_counts):
     import geosynth
     from geosynth.errors import InputError
 
-    scenario = geosynth.datasets.paiva_scenario(n=60, seed=1)
-    grid = geosynth.Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
-    counts = geosynth.prepare(scenario.data, grid, attributes=["y"])
+    counts = make_scenario_counts(n=60, seed=1, shape=(5, 5), attributes=["y"]).counts
     with pytest.raises(InputError, match=r"seed must be None, an int >= 0.*got the negative "
                                          r"int -1: pass a non-negative int such as seed=1"):
         geosynth.PaivaModel().fit(counts, n_iter=20, burn_in=0, seed=-1, progress=False)

@@ -13,7 +13,6 @@ import shapely
 from scipy import stats
 from shapely.geometry import Point, box
 
-import geosynth
 from geosynth import Grid, PaivaModel, prepare
 from geosynth.errors import CRSError, DataWarning, InputError, IsolatedCellWarning, SamplerError
 from geosynth.synth import (
@@ -427,10 +426,9 @@ def test_bad_seed_type(regular_data):
 
 
 # ---------------------------------------------------------------------- a real (tiny) fit
-def test_tiny_real_fit_end_to_end():
-    scenario = geosynth.datasets.paiva_scenario(n=200, seed=1)
-    grid = Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
-    counts = prepare(scenario.data, grid, attributes=["y", "x1"], continuous="z")
+def test_tiny_real_fit_end_to_end(make_scenario_counts):
+    scenario, grid, counts = make_scenario_counts(n=200, seed=1, shape=(5, 5),
+                                                  attributes=["y", "x1"], continuous="z")
     fit = PaivaModel().fit(
         counts, n_iter=200, burn_in=100, thin=1, chains=1, seed=2, progress=False
     )
