@@ -21,7 +21,6 @@ run.
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from collections.abc import Sequence
 
@@ -35,7 +34,7 @@ from geosynth.evaluation import evaluate
 from geosynth.lattice import Grid
 from geosynth.model import PaivaModel
 from geosynth.synth import naive_synthesize, synthesize
-from studies.common import write_text
+from studies.common import QUICK_FIT, markdown_table, sweep_main
 
 __all__ = ["EPSILONS", "DP_ATTRIBUTES", "epsilon_sweep", "epsilon_markdown", "main"]
 
@@ -189,10 +188,7 @@ def epsilon_markdown(table: pd.DataFrame, command: str, run: str) -> str:
         "random rectangles (§3.3); `expected_match_risk` needs linkable records, which a DP "
         "release does not have. ε = inf marks the non-DP references.",
         "",
-        "```",
-        table.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
-        "```",
-        "",
+        *markdown_table(table),
     ]
     return "\n".join(lines)
 
@@ -207,22 +203,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv : sequence of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    parser = argparse.ArgumentParser(
-        prog=COMMAND, description="ε-DP synthetic locations of the thesis scenario versus ε")
-    parser.add_argument("--output", help="write the Markdown section to this file")
-    parser.add_argument("--quick", action="store_true", help="short runs (for smoke tests)")
-    args = parser.parse_args(argv)
-    kwargs = {}
-    if args.quick:
-        kwargs = {"n_iter": 400, "burn_in": 200, "thin": 2, "n_quadrants": 100,
-                  "epsilons": (1.0, 8.0), "repeats": 1, "m": 2}
-    command = COMMAND + (" --quick" if args.quick else "")
-    run = ("400 sweeps, 200 burn-in, thin 2 (quick)" if args.quick
-           else "8,000 sweeps, 2,000 burn-in, thin 6 (the defaults)")
-    text = epsilon_markdown(epsilon_sweep(**kwargs), command, run)
-    if args.output:
-        write_text(args.output, text)
-    print(text)
+    quick_fit = {**QUICK_FIT, "epsilons": (1.0, 8.0), "repeats": 1, "m": 2}
+    sweep_main(argv, COMMAND, "ε-DP synthetic locations of the thesis scenario versus ε",
+               lambda quick, command, run: epsilon_markdown(
+                   epsilon_sweep(**(quick_fit if quick else {})), command, run))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ two chains each, then the evaluation of 24 sets of five releases); ``--quick`` (
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from collections.abc import Sequence
 
@@ -32,7 +31,7 @@ from geosynth.evaluation import evaluate
 from geosynth.lattice import Grid
 from geosynth.model import PaivaModel
 from geosynth.synth import donut_mask, naive_synthesize, synthesize
-from studies.common import write_text
+from studies.common import QUICK_FIT, markdown_table, sweep_main
 
 __all__ = ["ATTRIBUTES", "THESIS_FIGURES", "grid_sweep", "sweep_markdown", "main"]
 
@@ -171,10 +170,7 @@ def sweep_markdown(table: pd.DataFrame, command: str, run: str) -> str:
         "The thesis columns are its Tables 5-6 mean rows and §4 coverages (its data set is "
         "another draw of the same scenario, so agreement is in magnitude, not digits).",
         "",
-        "```",
-        merged.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
-        "```",
-        "",
+        *markdown_table(merged),
     ]
     return "\n".join(lines)
 
@@ -189,19 +185,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv : sequence of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    parser = argparse.ArgumentParser(
-        prog=COMMAND, description="Lattice size x beta prior x method (Nunes 2018, ch. 4)")
-    parser.add_argument("--output", help="write the Markdown section to this file")
-    parser.add_argument("--quick", action="store_true", help="short runs (for smoke tests)")
-    args = parser.parse_args(argv)
-    kwargs = {"n_iter": 400, "burn_in": 200, "thin": 2, "n_quadrants": 100} if args.quick else {}
-    command = COMMAND + (" --quick" if args.quick else "")
-    run = ("400 sweeps, 200 burn-in, thin 2 (quick)" if args.quick
-           else "8,000 sweeps, 2,000 burn-in, thin 6 (the defaults)")
-    text = sweep_markdown(grid_sweep(**kwargs), command, run)
-    if args.output:
-        write_text(args.output, text)
-    print(text)
+    sweep_main(argv, COMMAND, "Lattice size x beta prior x method (Nunes 2018, ch. 4)",
+               lambda quick, command, run: sweep_markdown(
+                   grid_sweep(**(QUICK_FIT if quick else {})), command, run))
 
 
 if __name__ == "__main__":
