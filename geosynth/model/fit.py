@@ -309,12 +309,12 @@ class PaivaModel:
         """
         started = time.monotonic()
         auto = isinstance(n_iter, str) and n_iter == "auto"
+        check_auto_arguments(target_ess, max_rhat, max_seconds, auto=auto)
         if auto:
             _check_auto_run(burn_in, thin, chains, executor)
         else:
             burn_in = DEFAULT_BURN_IN if burn_in is None else burn_in
             _check_run_arguments(n_iter, burn_in, thin, chains)
-        check_auto_arguments(target_ess, max_rhat, max_seconds, auto=auto)
         _check_storage_arguments(eta_draws, max_bytes)
         _check_executor(executor, n_jobs)
         noise = _check_noise(counts, noise)
@@ -489,6 +489,11 @@ def _check_auto_run(burn_in, thin, chains, executor) -> None:
     for name, value in (("thin", thin), ("chains", chains)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+    if executor is not None:
+        raise InputError(
+            "n_iter='auto' runs its chains in threads of this process (they meet at every "
+            "convergence check), not on an executor; drop executor= or give a fixed n_iter"
+        )
     if chains < 2:
         raise InputError(
             f"n_iter='auto' needs chains >= 2: it stops when R-hat, which compares chains, is "
@@ -498,11 +503,6 @@ def _check_auto_run(burn_in, thin, chains, executor) -> None:
         raise InputError(
             "n_iter='auto' discards the first half of the sweeps as burn-in, so it takes no "
             f"burn_in (got burn_in={burn_in!r}); drop burn_in, or give a fixed n_iter"
-        )
-    if executor is not None:
-        raise InputError(
-            "n_iter='auto' runs its chains in threads of this process (they meet at every "
-            "convergence check), not on an executor; drop executor= or give a fixed n_iter"
         )
 
 
@@ -1413,9 +1413,9 @@ class _AutoRunner(_ChainRunner):
         if reason == "max_seconds":
             warnings.warn(
                 f"n_iter='auto' {stopping.describe()}. Not converged: "
-                f"{stopping.not_converged_text()}. The draws are returned (fit.stopping "
-                "records this); raise max_seconds, or lower target_ess or raise max_rhat, "
-                "before publishing from them",
+                f"{stopping.not_converged_text()}. The draws of the last window are returned "
+                "(in Python, fit.stopping records how the fit stopped); raise max_seconds, "
+                "lower target_ess or raise max_rhat before publishing from them",
                 GeosynthWarning, stacklevel=4,
             )
         out = self.out

@@ -369,13 +369,13 @@ class StoppingInfo:
         -------
         str
         """
-        how = {"converged": "converged", "max_seconds": f"stopped at max_seconds="
-               f"{self.max_seconds:g} before converging",
+        how = {"converged": "converged",
+               "max_seconds": f"stopped at max_seconds={self.max_seconds} before converging",
                "interrupted": "interrupted (Ctrl-C)"}[self.reason]
         return (f"{how} after {self.sweeps:,} sweeps per chain ({self.burn_in:,} burn-in, "
                 f"{self.draws:,} draws at thin {self.thin}): minimum bulk ESS "
                 f"{self.min_ess:.0f} ({self.worst_ess}; target {self.target_ess:g}), maximum "
-                f"R-hat {self.max_r_hat:.3f} ({self.worst_r_hat}; limit {self.max_rhat:g})")
+                f"R-hat {self.max_r_hat:.3f} ({self.worst_r_hat}; limit {self.max_rhat})")
 
     def not_converged_text(self) -> str:
         """List the parameters that missed the rule, for a warning (empty when none did).
