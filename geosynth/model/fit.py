@@ -188,8 +188,10 @@ class PaivaModel:
             sweeps have grown by a factor 1.5 or 4/3 and stop at the first group of parameters
             that fails (λ is screened on 2,048 pairs first), so their cost stays a small part
             of the fit's. The first half of the sweeps is discarded as burn-in, and ``thin``
-            doubles (thinning the stored draws by 2) whenever the retained draws would exceed
-            ``4·target_ess/chains`` per chain or what ``max_bytes`` holds. The result's
+            doubles (thinning the stored draws by 2) whenever the retained draws per chain
+            would exceed the larger of ``4·target_ess/chains`` and ``16/(max_rhat − 1)``
+            (1,600 for the defaults: enough for the noise of R-hat over thousands of λ's to
+            stay below ``max_rhat``), or what ``max_bytes`` holds. The result's
             :attr:`PaivaFit.stopping` says how it stopped. Needs ``chains >= 2`` (R-hat
             compares chains) and runs in threads of this process (not on an ``executor``).
             Without ``max_seconds`` a fit that never converges runs until Ctrl-C (which
