@@ -14,6 +14,8 @@ import click
 __all__ = [
     "GridSpec",
     "CommaList",
+    "Iterations",
+    "stopping_options",
     "parse_grid_spec",
     "out_dir_option",
     "seed_option",
@@ -116,6 +118,44 @@ class CommaList(click.ParamType):
         if repeated:
             self.fail(f"{repeated} listed more than once in {value!r}", param, ctx)
         return names
+
+
+class Iterations(click.ParamType):
+    """MCMC sweeps per chain: a positive integer, or ``auto`` (run until converged)."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        """Return ``"auto"`` or ``value`` as an int >= 1, or fail naming both forms."""
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+        text = str(value).strip().lower()
+        if text == "auto":
+            return "auto"
+        if text.isdigit() and int(text) >= 1:
+            return int(text)
+        self.fail(f"expected a number of sweeps >= 1 or 'auto' (run until converged), got "
+                  f"{value!r}", param, ctx)
+
+
+def stopping_options(f: Callable) -> Callable:
+    """``--target-ess``, ``--max-rhat``, ``--max-seconds``: when ``--iterations auto`` stops."""
+    options = [
+        click.option("--target-ess", type=click.FloatRange(min=1), default=400,
+                     show_default=True,
+                     help="With --iterations auto: the bulk effective sample size (all chains "
+                     "together) that every parameter must reach."),
+        click.option("--max-rhat", type=click.FloatRange(min=1, min_open=True), default=1.01,
+                     show_default=True,
+                     help="With --iterations auto: every parameter's R-hat must be below it."),
+        click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True),
+                     default=None, metavar="SECONDS",
+                     help="With --iterations auto: stop after this many seconds even if not "
+                     "converged (with a warning naming what has not; default: no limit)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
 
 
 out_dir_option = click.option(

@@ -26,6 +26,7 @@ from geosynth.cli.helpers import (
     write_text,
 )
 from geosynth.cli.options import (
+    Iterations,
     attributes_option,
     cell_size_option,
     grid_option,
@@ -33,12 +34,18 @@ from geosynth.cli.options import (
     overwrite_option,
     points_options,
     seed_option,
+    stopping_options,
 )
 from geosynth.errors import InputError
 
 __all__ = ["release"]
 
 _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+
+
+def _fixed_burn_in(iterations: int, burn_in: int | None) -> int:
+    """Burn-in of ``--iterations N``: ``--burn-in``, else a quarter of N (2,000 of 8,000)."""
+    return iterations // 4 if burn_in is None else burn_in
 
 
 @click.command(short_help="Fit the model to confidential points and write a release.")
@@ -59,12 +66,17 @@ _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
               "areas instead of refusing the input.")
 @click.option("--m", "m", type=click.IntRange(min=1), default=5, show_default=True,
               help="Number of synthetic releases.")
-@click.option("--iterations", type=click.IntRange(min=1), default=8000, show_default=True,
-              help="MCMC sweeps per chain, burn-in included.")
-@click.option("--burn-in", type=click.IntRange(min=0), default=2000, show_default=True,
-              help="Sweeps discarded at the start of each chain.")
+@click.option("--iterations", type=Iterations(), default="auto", show_default=True,
+              help="MCMC sweeps per chain, burn-in included; 'auto' runs until every parameter "
+              "has a bulk ESS >= --target-ess and an R-hat < --max-rhat (or --max-seconds "
+              "pass), discarding the first half of the sweeps as burn-in.")
+@click.option("--burn-in", type=click.IntRange(min=0), default=None,
+              help="With --iterations N: sweeps discarded at the start of each chain "
+              "[default: N/4]. Not with --iterations auto.")
 @click.option("--thin", type=click.IntRange(min=1), default=6, show_default=True,
-              help="Keep every THIN-th sweep after burn-in.")
+              help="Keep every THIN-th sweep after burn-in (with --iterations auto: at first; "
+              "doubled as a long run grows).")
+@stopping_options
 @click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
               help="Independent MCMC chains (R-hat needs at least 2).")
 @click.option("--beta-prior", type=click.Choice(["normal", "icar"]), default=None,
@@ -120,9 +132,12 @@ def release(
     exclude_path: str | None,
     drop_outside: bool,
     m: int,
-    iterations: int,
-    burn_in: int,
+    iterations: int | str,
+    burn_in: int | None,
     thin: int,
+    target_ess: float,
+    max_rhat: float,
+    max_seconds: float | None,
     chains: int,
     beta_prior: str | None,
     epsilon: float | None,
@@ -169,6 +184,8 @@ def release(
 
     _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains)
+    run = _run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
+                        max_seconds)
     given = check_outputs(
         {"--out": out_path, "audit file of --out": io.audit_path(out_path), "--map": map_path,
          "--report": report_path},
@@ -203,14 +220,13 @@ def release(
         if region is None:
             _echo_region_advice(grid)
 
-        run = dict(n_iter=iterations, burn_in=burn_in, thin=thin, chains=chains)
         if epsilon is None:
             result = _paiva_release(counts, original, beta_prior, m, seed, run, progress)
         else:
             result = _dp_release(counts, epsilon, levels, public_total, m, seed, run, progress)
         stop_if_interrupted(result["fit"])
         summary, r_hat = fit_diagnostics(result["fit"])
-        _echo_convergence(r_hat)
+        _echo_convergence(r_hat, result["fit"])
 
         if map_path is not None:
             from geosynth import maps
@@ -248,6 +264,28 @@ def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta
         raise click.UsageError(
             "give exactly one of --grid ROWSxCOLS and --cell-size METRES to define the lattice"
         )
+    if iterations == "auto":
+        _check_auto_options(burn_in, chains)
+    else:
+        _check_fixed_options(iterations, _fixed_burn_in(iterations, burn_in), thin, chains, m)
+    _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
+                      public_total)
+
+
+def _check_auto_options(burn_in, chains) -> None:
+    if burn_in is not None:
+        raise click.UsageError(
+            "--iterations auto discards the first half of the sweeps as burn-in: drop "
+            "--burn-in, or give a number of sweeps with --iterations N"
+        )
+    if chains < 2:
+        raise click.UsageError(
+            f"--iterations auto stops when R-hat, which compares chains, is below --max-rhat: "
+            f"it needs --chains 2 or more (got --chains {chains}), or --iterations N"
+        )
+
+
+def _check_fixed_options(iterations, burn_in, thin, chains, m) -> None:
     per_chain = (iterations - burn_in) // thin if iterations > burn_in else 0
     if per_chain == 0:
         raise click.UsageError(
@@ -260,6 +298,10 @@ def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta
             f"(--iterations {iterations} - --burn-in {burn_in}) / --thin {thin} keeps only "
             f"{per_chain * chains}: raise --iterations or lower --thin or --m"
         )
+
+
+def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
+                      public_total) -> None:
     if epsilon is None:
         for option, value in (("--levels-file", levels_file), ("--public-total", public_total)):
             if value is not None:
@@ -280,6 +322,30 @@ def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta
     if beta_prior is not None:
         raise click.UsageError("--beta-prior models a --continuous column, which --epsilon "
                                "does not support; drop --beta-prior")
+
+
+def _run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
+                  max_seconds) -> dict[str, Any]:
+    """Keyword arguments of the fit; the stopping options only with --iterations auto."""
+    if iterations == "auto":
+        return dict(n_iter="auto", thin=thin, chains=chains, target_ess=target_ess,
+                    max_rhat=max_rhat, max_seconds=max_seconds)
+    given = [f"--{name.replace('_', '-')}" for name in ("target_ess", "max_rhat", "max_seconds")
+             if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} apply to --iterations auto only; drop "
+                               f"them, or use --iterations auto")
+    return dict(n_iter=iterations, burn_in=_fixed_burn_in(iterations, burn_in), thin=thin,
+                chains=chains)
+
+
+def _describe_run(run: dict[str, Any]) -> str:
+    """``2 chain(s) x 8000 sweeps`` or ``2 chain(s) until converged (...)``."""
+    if run["n_iter"] != "auto":
+        return f"{run['chains']} chain(s) x {run['n_iter']} sweeps"
+    limit = "" if run["max_seconds"] is None else f", at most {run['max_seconds']:g} s"
+    return (f"{run['chains']} chain(s) until converged (bulk ESS >= {run['target_ess']:g}, "
+            f"R-hat < {run['max_rhat']:g}{limit})")
 
 
 def _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying):
@@ -356,8 +422,7 @@ def _paiva_release(counts, original, beta_prior, m, seed, run, progress) -> dict
 
     _, seeds = derive_seeds(seed, ["fit", "synthesize", "public", "evaluate"])
     model = geosynth.PaivaModel(beta_prior=beta_prior)
-    click.echo(f"Fitting {model!r}: {run['chains']} chain(s) x {run['n_iter']} sweeps",
-               err=True)
+    click.echo(f"Fitting {model!r}: {_describe_run(run)}", err=True)
     fit = model.fit(counts, seed=seeds["fit"], progress=progress, **run)
     internal = geosynth.synthesize(fit, original, m=m, seed=seeds["synthesize"])
     shuffle = as_generator(seeds["public"])
@@ -376,8 +441,8 @@ def _dp_release(counts, epsilon, levels, public_total, m, seed, run,
                    "confidential data, which discloses which levels occur; give the public "
                    "domain of each attribute with --levels-file", err=True)
         levels = {a: list(counts.levels[a]) for a in counts.attributes}
-    click.echo(f"Differentially private release, epsilon = {epsilon:g}: {run['chains']} "
-               f"chain(s) x {run['n_iter']} sweeps", err=True)
+    click.echo(f"Differentially private release, epsilon = {epsilon:g}: {_describe_run(run)}",
+               err=True)
     options: dict[str, Any] = {}
     if public_total is not None:
         _require_keyword(dp_release, "n_public", "--public-total")
@@ -390,11 +455,27 @@ def _dp_release(counts, epsilon, levels, public_total, m, seed, run,
             "evaluate_seed": None, "ledger": info.ledger}
 
 
-def _echo_convergence(r_hat: float) -> None:
+def _echo_convergence(r_hat: float, fit) -> None:
+    stopping = fit.stopping
+    if stopping is not None:
+        click.echo(f"Sampler {stopping.describe()}")
+        return  # a fit stopped at --max-seconds has warned, naming what has not converged
     click.echo(f"R-hat max: {r_hat:.3f}")
     if r_hat > RHAT_LIMIT:
         click.echo(f"Warning: R-hat max {r_hat:.3f} > {RHAT_LIMIT}: the chains have not "
-                   "converged; raise --iterations and --burn-in", err=True)
+                   "converged; raise --iterations and --burn-in, or use --iterations auto",
+                   err=True)
+
+
+def _describe_fit(fit, run: dict[str, Any]) -> str:
+    """Chains, sweeps, burn-in, thin and draws of the fit, for the report."""
+    stopping = fit.stopping
+    if stopping is None:
+        return (f"{fit.n_chains} chain(s) x {run['n_iter']} sweeps (burn-in {run['burn_in']}, "
+                f"thin {run['thin']}), {fit.n_draws} draws per chain")
+    return (f"{fit.n_chains} chain(s), --iterations auto: {stopping.describe()}; "
+            f"{stopping.checks} convergence checks took {stopping.check_seconds:.1f} s of "
+            f"{stopping.seconds:.1f} s")
 
 
 def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m,
@@ -409,8 +490,7 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
         f"{', '.join(counts.attributes)}"
         + ("" if counts.continuous is None else f", continuous `{counts.continuous}`"),
         f"- Lattice: {describe_lattice(grid)}",
-        f"- Model: `{fit.model!r}`, {fit.n_chains} chain(s) x {run['n_iter']} sweeps (burn-in "
-        f"{run['burn_in']}, thin {run['thin']}), {fit.n_draws} draws per chain",
+        f"- Model: `{fit.model!r}`, {_describe_fit(fit, run)}",
         f"- Releases: {m}",
         f"- R-hat max: {r_hat:.3f}"
         + ("" if not r_hat > RHAT_LIMIT else f" (above {RHAT_LIMIT}: not converged)"),

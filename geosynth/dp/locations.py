@@ -706,11 +706,20 @@ def _domain_size(counts: CellCounts, levels: Any) -> int:
 
 
 def _check_run(n_iter: Any, chains: Any) -> tuple[int, int]:
+    """Sweeps (for the small-ε check: :data:`AUTO_SWEEPS` for ``"auto"``) and chains."""
+    if isinstance(n_iter, str) and n_iter == "auto":
+        n_iter = AUTO_SWEEPS
     for name, value in (("n_iter", n_iter), ("chains", chains)):
         if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral) \
                 or value < 1:
-            raise InputError(f"{name} must be an int >= 1, got {value!r}")
+            raise InputError(f"{name} must be an int >= 1 or 'auto', got {value!r}")
     return int(n_iter), int(chains)
+
+
+#: Sweeps per chain that the small-ε check assumes for ``n_iter="auto"``, whose length is not
+#: known in advance: the fixed default of ``PaivaModel.fit`` (and of the command line before
+#: ``--iterations auto``).
+AUTO_SWEEPS = 8000
 
 
 def _check_small_epsilon(
@@ -808,8 +817,8 @@ def dp_release(
     n_public: int | None = None,
     max_records: int | None = None,
     model: Any = None,
-    n_iter: int = 3000,
-    burn_in: int = 1000,
+    n_iter: int | str = 3000,
+    burn_in: int | None = None,
     thin: int = 4,
     chains: int = 2,
     progress: bool = True,
@@ -817,6 +826,9 @@ def dp_release(
     weights: WeightsLike = None,
     geometry: str = "geometry",
     seed: int | None = None,
+    target_ess: float = 400,
+    max_rhat: float = 1.01,
+    max_seconds: float | None = None,
 ) -> DPRelease:
     """ε-DP synthetic locations: noisy counts → noise-aware fit → ``m`` releases.
 
@@ -845,8 +857,11 @@ def dp_release(
         ICAR field, so its total is learnt from its own noisy counts. (Under the additive
         attribute model a combination's total is partly predicted from the others, which at
         small ε pulls it towards the additive fit.)
-    n_iter, burn_in, thin, chains, progress
-        Passed to :meth:`PaivaModel.fit`.
+    n_iter, burn_in, thin, chains, progress, target_ess, max_rhat, max_seconds
+        Passed to :meth:`PaivaModel.fit`; ``burn_in`` defaults to 1000 for a fixed ``n_iter``.
+        With ``n_iter="auto"`` (run until converged, the command line's default) the fit
+        discards the first half of the sweeps and takes no ``burn_in``, and the small-ε check
+        assumes :data:`AUTO_SWEEPS` sweeps per chain.
     max_bytes : int, default 4 GiB
         Bound on the memory of the ``m`` releases (at :data:`RELEASE_BYTES_PER_RECORD` bytes
         a record) and, separately, on the fit's stored draws (``PaivaModel.fit(max_bytes=)``).
@@ -923,8 +938,12 @@ def dp_release(
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         fit_seed = private_seed(seed, where="dp_release")
     model = PaivaModel(effects="combination") if model is None else model
-    fit = model.fit(noisy, n_iter=n_iter, burn_in=burn_in, thin=thin, chains=chains,
-                    seed=fit_seed, progress=progress, max_bytes=max_bytes)
+    run: dict[str, Any] = {"n_iter": n_iter, "burn_in": 1000 if burn_in is None else burn_in}
+    if isinstance(n_iter, str) and n_iter == "auto":
+        run = {"n_iter": "auto", "burn_in": burn_in, "target_ess": target_ess,
+               "max_rhat": max_rhat, "max_seconds": max_seconds}
+    fit = model.fit(noisy, thin=thin, chains=chains, seed=fit_seed, progress=progress,
+                    max_bytes=max_bytes, **run)
     if fit.interrupted:  # Ctrl-C: no release from a fit stopped early (the budget is spent)
         raise KeyboardInterrupt
     with warnings.catch_warnings():

@@ -2,5 +2,6 @@
 
 from geosynth.model.fit import PaivaFit, PaivaModel
 from geosynth.model.priors import Priors
+from geosynth.model.stopping import StoppingInfo
 
-__all__ = ["PaivaModel", "PaivaFit", "Priors"]
+__all__ = ["PaivaModel", "PaivaFit", "Priors", "StoppingInfo"]

@@ -12,6 +12,7 @@ so the draws are the same.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -42,6 +43,15 @@ from geosynth.model.kernels import (
     update_latent_counts,
 )
 from geosynth.model.priors import Priors
+from geosynth.model.stopping import (
+    LAMBDA_SCREEN,
+    AutoSchedule,
+    ConvergenceCheck,
+    ParameterGroup,
+    StoppingInfo,
+    assess_convergence,
+    check_auto_arguments,
+)
 from geosynth.samplers.ars import new_workspace
 from geosynth.samplers.family import STATUS_MESSAGES
 from geosynth.samplers.rng import make_streams
@@ -61,6 +71,10 @@ __all__ = ["PaivaModel", "PaivaFit", "StoragePlan", "build_model_data",
 CHUNK_WORK = 250_000
 MAX_CHUNK_SWEEPS = 500
 DEFAULT_MAX_BYTES = 4 * 2**30
+DEFAULT_BURN_IN = 2000
+# n_iter="auto": max_seconds stops a chain only once it holds this many draws (arviz's minimum
+# for ESS and R-hat), so that even a fit stopped at once reports its diagnostics.
+MIN_DRAWS_AT_DEADLINE = 4
 
 _BETA_PRIORS = {None: BETA_NONE, "normal": BETA_NORMAL, "icar": BETA_ICAR}
 _BETA_SAMPLERS = {"ars": SAMPLER_ARS, "slice": SAMPLER_SLICE}
@@ -136,8 +150,8 @@ class PaivaModel:
     def fit(
         self,
         counts: CellCounts,
-        n_iter: int = 8000,
-        burn_in: int = 2000,
+        n_iter: int | Literal["auto"] = 8000,
+        burn_in: int | None = None,
         thin: int = 6,
         chains: int = 2,
         seed=None,
@@ -149,6 +163,9 @@ class PaivaModel:
         eta_draws: int | Literal["all", "auto"] = "auto",
         *,
         executor: Executor | None = None,
+        target_ess: float = 400,
+        max_rhat: float = 1.01,
+        max_seconds: float | None = None,
     ) -> PaivaFit:
         """Run ``chains`` Gibbs chains and return their thinned draws.
 
@@ -156,14 +173,34 @@ class PaivaModel:
         ----------
         counts : CellCounts
             Output of :func:`geosynth.prepare`; needs ``continuous`` when ``beta_prior`` is set.
-        n_iter : int, default 8000
+        n_iter : int or "auto", default 8000
             Sweeps per chain, burn-in included. The defaults keep 1,000 draws per chain and give
             R-hat < 1.05 on the thesis scenario with either ``effects``, the weakest link being
             the precision of a sparsely observed combination's field.
-        burn_in : int, default 2000
-            Sweeps discarded at the start of each chain (where the scale moves tune).
+
+            ``"auto"``: run until converged (see :mod:`geosynth.model.stopping`): the chains
+            run in segments, and between segments the minimum bulk ESS over μ, every α, every
+            τ, every θ_i, every β_i (if fitted) and every λ_ib (through the stored η = log λ
+            of every retained draw; ranks, so the same as λ's) is compared with
+            ``target_ess``, and the maximum rank-normalised split R-hat with ``max_rhat``
+            (arviz's definitions, computed for all parameters at once by
+            :func:`geosynth.model.diagnostics.convergence_diagnostics`). Checks come when the
+            sweeps have grown by a factor 1.5 or 4/3 and stop at the first group of parameters
+            that fails (λ is screened on 2,048 pairs first), so their cost stays a small part
+            of the fit's. The first half of the sweeps is discarded as burn-in, and ``thin``
+            doubles (thinning the stored draws by 2) whenever the retained draws per chain
+            would exceed the larger of ``4·target_ess/chains`` and ``16/(max_rhat − 1)``
+            (1,600 for the defaults: enough for the noise of R-hat over thousands of λ's to
+            stay below ``max_rhat``), or what ``max_bytes`` holds. The result's
+            :attr:`PaivaFit.stopping` says how it stopped. Needs ``chains >= 2`` (R-hat
+            compares chains) and runs in threads of this process (not on an ``executor``).
+            Without ``max_seconds`` a fit that never converges runs until Ctrl-C (which
+            returns the draws of the current window, as for a fixed ``n_iter``).
+        burn_in : int, optional
+            Sweeps discarded at the start of each chain (where the scale moves tune); default
+            2,000. Not with ``n_iter="auto"``, which discards the first half of the sweeps.
         thin : int, default 6
-            Keep every ``thin``-th sweep after burn-in.
+            Keep every ``thin``-th sweep after burn-in (with ``n_iter="auto"``: at first).
         chains : int, default 2
             Independent chains, each with its own random stream derived from ``seed``.
         seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
@@ -226,11 +263,24 @@ class PaivaModel:
             once and compiles the kernels worker by worker). Chain ``c`` draws from the same
             random stream as in threads, so the draws are equal. The storage is planned (and
             warned about) here for all chains; each task gets the model's arrays (not
-            ``counts``) and returns its chain's draws. After Ctrl-C nothing is returned.
+            ``counts``) and returns its chain's draws. After Ctrl-C nothing is returned. Not
+            with ``n_iter="auto"``, whose chains meet at every convergence check.
+        target_ess : float, default 400
+            With ``n_iter="auto"``: the bulk effective sample size (over all chains) that
+            every parameter must reach.
+        max_rhat : float, default 1.01
+            With ``n_iter="auto"``: every parameter's R-hat must be below it.
+        max_seconds : float, optional
+            With ``n_iter="auto"``: stop at the next chunk of sweeps after this many seconds of
+            wall-clock time since the call (compilation included; the warm-up always
+            completes), returning the draws of the current window with a warning that names
+            what has not converged. Without it the same seed gives the same sweeps and draws.
 
         Returns
         -------
         PaivaFit
+            With ``n_iter="auto"``, :attr:`PaivaFit.stopping` records how the fit stopped;
+            :attr:`PaivaFit.thin` and :attr:`PaivaFit.burn_in` are those of the returned draws.
             After Ctrl-C (``KeyboardInterrupt``) once every chain has kept a draw: the draws
             made so far (as many per chain as the shortest chain kept), with
             :attr:`PaivaFit.interrupted` True and a warning. Such a fit is for inspection
@@ -243,7 +293,8 @@ class PaivaModel:
             ``n_jobs``).
         MemoryLimitError
             If the stored draws would exceed ``max_bytes`` (with ``eta_draws="auto"``: even
-            with a single stored draw of η per chain). Nothing large has been allocated then.
+            with a single stored draw of η per chain; with ``n_iter="auto"``: when fewer than
+            ``2·target_ess/chains`` draws per chain fit). Nothing large has been allocated then.
         SamplerError
             If a full conditional cannot be sampled (names the parameter block).
         KeyboardInterrupt
@@ -254,9 +305,18 @@ class PaivaModel:
         -----
         GeosynthWarning
             With ``eta_draws="auto"``, when η is kept for fewer than all retained draws; after
-            Ctrl-C, saying how many draws per chain were kept.
+            Ctrl-C, saying how many draws per chain were kept; with ``n_iter="auto"``, when
+            ``max_seconds`` stopped the fit before it converged (naming the parameters that
+            missed ``target_ess`` or ``max_rhat``, with their ESS and R-hat).
         """
-        _check_run_arguments(n_iter, burn_in, thin, chains)
+        started = time.monotonic()
+        auto = isinstance(n_iter, str) and n_iter == "auto"
+        check_auto_arguments(target_ess, max_rhat, max_seconds, auto=auto)
+        if auto:
+            _check_auto_run(burn_in, thin, chains, executor)
+        else:
+            burn_in = DEFAULT_BURN_IN if burn_in is None else burn_in
+            _check_run_arguments(n_iter, burn_in, thin, chains)
         _check_storage_arguments(eta_draws, max_bytes)
         _check_executor(executor, n_jobs)
         noise = _check_noise(counts, noise)
@@ -266,12 +326,26 @@ class PaivaModel:
             raise InputError("parallel=True is not available for noise-aware fits (noise=...); "
                              "use parallel=False")
         data, names = build_model_data(counts, self)
-        G, B = data.counts.shape
+        streams = make_streams(seed, chains)
+        released = None if noise is None else (noise, np.asarray(counts.counts, dtype=np.float64))
+        if parallel and n_jobs is None:
+            n_jobs = 1  # each chain already uses every numba thread
+        if auto:
+            plan, schedule = _plan_auto_storage(data, names, thin=int(thin), chains=int(chains),
+                                                noise=noise is not None,
+                                                target_ess=float(target_ess),
+                                                max_rhat=float(max_rhat),
+                                                max_bytes=int(max_bytes))
+            runner = _AutoRunner(data, names, thin, plan, progress, released,
+                                 parallel=bool(parallel), schedule=schedule,
+                                 rule=(float(target_ess), float(max_rhat), max_seconds),
+                                 started=started, eta_draws=eta_draws)
+            draws = runner.run_all(streams, n_jobs)
+            return PaivaFit(model=self, counts=counts, scalar_names=names, noise_scale=noise,
+                            **draws)
         plan = plan_model_storage(data, names, n_iter=n_iter, burn_in=burn_in, thin=thin,
                                   chains=chains, noise=noise is not None, eta_draws=eta_draws,
                                   max_bytes=max_bytes, stacklevel=3)
-        streams = make_streams(seed, chains)
-        released = None if noise is None else (noise, np.asarray(counts.counts, dtype=np.float64))
         if executor is not None:
             settings = _ChainSettings(names=names, n_iter=int(n_iter), burn_in=int(burn_in),
                                       thin=int(thin), plan=plan, noise=released,
@@ -280,8 +354,6 @@ class PaivaModel:
         else:
             runner = _ChainRunner(data, names, n_iter, burn_in, thin, plan, progress, released,
                                   parallel=bool(parallel))
-            if parallel and n_jobs is None:
-                n_jobs = 1  # each chain already uses every numba thread
             draws = runner.run_all(streams, n_jobs)
         return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
                         burn_in=burn_in, noise_scale=noise, **draws)
@@ -400,14 +472,39 @@ def _check_noise(counts, noise) -> float | None:
 
 
 def _check_run_arguments(n_iter, burn_in, thin, chains) -> None:
-    for name, value, minimum in (("n_iter", n_iter, 1), ("burn_in", burn_in, 0),
-                                 ("thin", thin, 1), ("chains", chains, 1)):
+    if not isinstance(n_iter, (int, np.integer)) or isinstance(n_iter, bool) or n_iter < 1:
+        raise InputError(f"n_iter must be an integer >= 1 (sweeps per chain) or 'auto' (run "
+                         f"until converged), got {n_iter!r}")
+    for name, value, minimum in (("burn_in", burn_in, 0), ("thin", thin, 1),
+                                 ("chains", chains, 1)):
         if not isinstance(value, (int, np.integer)) or value < minimum:
             raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
     if n_iter - burn_in < thin:
         raise InputError(
             f"n_iter ({n_iter}) - burn_in ({burn_in}) leaves no draw at thin = {thin}; "
             "raise n_iter or lower burn_in"
+        )
+
+
+def _check_auto_run(burn_in, thin, chains, executor) -> None:
+    """Refuse what ``n_iter="auto"`` cannot do, naming the alternative."""
+    for name, value in (("thin", thin), ("chains", chains)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+    if executor is not None:
+        raise InputError(
+            "n_iter='auto' runs its chains in threads of this process (they meet at every "
+            "convergence check), not on an executor; drop executor= or give a fixed n_iter"
+        )
+    if chains < 2:
+        raise InputError(
+            f"n_iter='auto' needs chains >= 2: it stops when R-hat, which compares chains, is "
+            f"below max_rhat; got chains={chains}. Pass chains=2 or more, or a fixed n_iter"
+        )
+    if burn_in is not None:
+        raise InputError(
+            "n_iter='auto' discards the first half of the sweeps as burn-in, so it takes no "
+            f"burn_in (got burn_in={burn_in!r}); drop burn_in, or give a fixed n_iter"
         )
 
 
@@ -919,7 +1016,8 @@ class _ChainRunner:
             term=np.empty((G, B)),
         )
 
-    def run_chain(self, chain: int, stream: np.ndarray, out: dict, kept: np.ndarray) -> None:
+    def start_chain(self, stream: np.ndarray) -> tuple[ModelData, GibbsState, np.ndarray | None]:
+        """Return a chain's data (private for a noise-aware fit), initial state, cell streams."""
         data = self.data if not self.inv_scale else _private_counts(self.data)
         state = _initial_state(data, stream, len(data.level_counts))
         cell_streams = None
@@ -930,6 +1028,10 @@ class _ChainRunner:
         if self.inv_scale:
             compute_eta(data, state)
             update_latent_counts(data, state, self.noisy, self.inv_scale)
+        return data, state, cell_streams
+
+    def run_chain(self, chain: int, stream: np.ndarray, out: dict, kept: np.ndarray) -> None:
+        data, state, cell_streams = self.start_chain(stream)
         bar = _progress_bar(self.n_iter, chain, self.progress)
         # Sampling chunks hold whole thinning periods, so draws land on sweeps burn_in + thin·j.
         G, B = self.data.counts.shape
@@ -952,8 +1054,9 @@ class _ChainRunner:
 
     def _run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None) -> int:
         beta = out["beta"][chain][row:] if scratch.beta is None else scratch.beta
+        eta = out["eta"][chain][row:] if scratch.eta is None else scratch.eta
         args = (data, state, n, self.thin, out["scalars"][chain][row:],
-                out["theta"][chain][row:], beta, scratch.eta, 0, keep)
+                out["theta"][chain][row:], beta, eta, 0, keep)
         if self.inv_scale:
             status, written = run_chunk_noise_aware(
                 *args, self.noisy, self.inv_scale, out["latent_totals"][chain][row:])
@@ -983,11 +1086,361 @@ class _ChainRunner:
 
 
 class _ChunkBuffers(NamedTuple):
-    """Per-chain scratch: η of one chunk's draws, discarded β (if not fitted), one exp η term."""
+    """Per-chain scratch: η of one chunk's draws, discarded β (if not fitted), one exp η term.
 
-    eta: np.ndarray
+    ``eta`` is None for an ``n_iter="auto"`` fit, whose kernels write η straight into the
+    stored draws (it keeps η for every retained draw).
+    """
+
+    eta: np.ndarray | None
     beta: np.ndarray | None
     term: np.ndarray
+
+
+def _plan_auto_storage(data: ModelData, names: list[str], *, thin: int, chains: int,
+                       noise: bool, target_ess: float, max_rhat: float,
+                       max_bytes: int) -> tuple[StoragePlan, AutoSchedule]:
+    """Rows of the stored window of an ``n_iter="auto"`` fit, and its schedule.
+
+    Every retained draw keeps its η (the λ check and the releases use them), so a draw costs
+    ``8·S + 4·G`` (θ) ``+ 4·G`` (β, if fitted) ``+ 8·B`` (latent totals, if noise-aware)
+    ``+ 4·G·B`` (η) bytes, and a chain's buffers ``24·G·B`` (two float64 sums of exp η, one per
+    segment of the window, and a scratch term) plus a chunk's discarded β. The draws per chain
+    that fit in ``max_bytes`` bound the window (:class:`~geosynth.model.stopping.AutoSchedule`).
+
+    Raises
+    ------
+    MemoryLimitError
+        Fewer than ``max(8, 2·target_ess/chains)`` draws per chain fit: the thinning rule
+        keeps at least half the window, and the target would be out of reach.
+
+    Warns
+    -----
+    GeosynthWarning
+        Fewer draws per chain fit than the schedule's ``wanted_draws``: R-hat may then stay
+        above ``max_rhat`` by its own noise.
+    """
+    G, B = data.counts.shape
+    beta = data.beta_prior != BETA_NONE
+    per_draw = (8 * _recorded_scalars(data) + 4 * G * (2 if beta else 1)
+                + (8 * B if noise else 0) + 4 * G * B)
+    rows = _chunk_sweeps(G, B, thin)[1] // thin
+    buffers = 24 * G * B + (0 if beta else 4 * G * rows)
+    capacity = max(0, (max_bytes - chains * buffers) // (chains * per_draw))
+    need = max(8, 2 * math.ceil(target_ess / chains))
+    if capacity < need:
+        raise MemoryLimitError(
+            f"n_iter='auto' with target_ess={target_ess:g} over {chains} chains keeps up to "
+            f"{need} draws per chain, each with its η ({G:,} cells x {B} combinations, "
+            f"{_format_bytes(per_draw)} a draw), but max_bytes = {_format_bytes(max_bytes)} "
+            f"holds {capacity}; raise max_bytes, lower target_ess, or use a coarser grid"
+        )
+    schedule = AutoSchedule(thin, chains, target_ess, max_rhat, capacity)
+    window = schedule.max_draws
+    if window < schedule.wanted_draws:
+        warnings.warn(
+            f"n_iter='auto': max_bytes = {_format_bytes(max_bytes)} holds {window} draws per "
+            f"chain with their η ({G:,} cells x {B} combinations), fewer than the "
+            f"{schedule.wanted_draws} that keep the noise of R-hat itself well below "
+            f"max_rhat={max_rhat:g} over every parameter: the fit may run long or stop at "
+            "max_seconds unconverged; raise max_bytes, raise max_rhat, or use a coarser grid",
+            GeosynthWarning, stacklevel=4,
+        )
+    plan = StoragePlan(n_keep=window, eta_index=np.arange(window, dtype=np.int64),
+                       draws_per_chunk=rows, n_bytes=int(chains * (window * per_draw + buffers)))
+    return plan, schedule
+
+
+class _AutoChain:
+    """One chain of an ``n_iter="auto"`` fit between segments: its state and its window.
+
+    ``sums[s]`` and ``counts[s]`` hold the running sum of exp η and the number of draws of the
+    window's segment in slot ``s`` (segment j uses slot ``j % 2``); ``segment_rows`` the stored
+    draws of the window's older and newer segment.
+    """
+
+    def __init__(self, data, state, cell_streams, scratch, shape, bar):
+        self.data, self.state, self.cell_streams, self.scratch = data, state, cell_streams, scratch
+        self.sums = np.zeros((2, *shape))
+        self.counts = np.zeros(2, dtype=np.int64)
+        self.rows = 0
+        self.segment_rows = [0, 0]
+        self.sweeps = 0
+        self.bar = bar
+
+
+class _AutoRunner(_ChainRunner):
+    """Runs ``n_iter="auto"`` chains segment by segment until converged (:mod:`.stopping`).
+
+    All chains run a segment (in threads, as :class:`_ChainRunner` runs whole chains), then
+    the calling thread checks the window's draws, drops the draws before the next window,
+    thins them when the schedule says so, and starts the next segment. Draws are stored
+    straight into ``out`` (η of every retained draw), and the kernels record every ``thin``
+    sweeps from segment starts that are multiples of ``thin``, so the retained draws are the
+    sweeps ``s`` with ``(s + 1) % thin == 0`` in the window.
+    """
+
+    def __init__(self, data, names, thin, plan, progress, noise, *, parallel, schedule, rule,
+                 started, eta_draws):
+        super().__init__(data, names, 0, 0, thin, plan, progress, noise, parallel=parallel)
+        self.schedule = schedule
+        self.target_ess, self.max_rhat, self.max_seconds = rule
+        self.started = started
+        self.deadline = None if rule[2] is None else started + float(rule[2])
+        self.timed_out = threading.Event()
+        self.eta_draws = eta_draws
+        G, B = data.counts.shape
+        self.screen = evenly_spaced_draws(G * B, LAMBDA_SCREEN)
+        self.checks = 0
+        self.check_seconds = 0.0
+        self.last_check: ConvergenceCheck | None = None
+        self.segment = 0
+        self.consistent = True  # False while rows of the window move (see run_all)
+
+    def _buffers(self, out: dict) -> _ChunkBuffers:
+        G, B = self.data.counts.shape
+        rows = self.plan.draws_per_chunk
+        return _ChunkBuffers(
+            eta=None,
+            beta=None if out["beta"].shape[1] else np.zeros((rows, G), dtype=np.float32),
+            term=np.empty((G, B)),
+        )
+
+    def run_all(self, streams: np.ndarray, n_jobs: int | None) -> dict:
+        n_chains = streams.shape[0]
+        G, B = self.data.counts.shape
+        rows = self.plan.n_keep
+        has_beta = self.data.beta_prior != BETA_NONE
+        out = {
+            "scalars": np.zeros((n_chains, rows, _recorded_scalars(self.data))),
+            "theta": np.zeros((n_chains, rows, G), dtype=np.float32),
+            "beta": np.zeros((n_chains, rows if has_beta else 0, G), dtype=np.float32),
+            "eta": np.zeros((n_chains, rows, G, B), dtype=np.float32),
+            "latent_totals": np.zeros((n_chains, rows if self.inv_scale else 0, B)),
+        }
+        self.out = out
+        if self.progress:
+            self.compile_kernels(streams[0], out)  # before the bars, so their ETA is right
+        first_check = self.schedule.boundary(2)
+        self.chains = []
+        for c in range(n_chains):
+            data, state, cell_streams = self.start_chain(streams[c])
+            self.chains.append(_AutoChain(data, state, cell_streams, self._buffers(out), (G, B),
+                                          _progress_bar(first_check, c, self.progress)))
+        workers = max(1, min(n_chains, n_jobs or os.cpu_count() or 1))
+        pool = None
+        if not (workers == 1 and self.colours is not None):  # see _ChainRunner.run_all
+            pool = ThreadPoolExecutor(max_workers=workers)
+        interrupt = None
+        try:
+            reason = self._run_segments(pool)
+        except KeyboardInterrupt as error:
+            if not self.consistent:
+                raise  # Ctrl-C while the window's rows were being moved: no fit to return
+            interrupt, reason = error, "interrupted"
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+            for chain in self.chains:
+                chain.bar.close()
+        return self._result(reason, interrupt)
+
+    def _each_chain(self, pool, *args) -> None:
+        """Run :meth:`_segment` ``(c, *args)`` for every chain, in the pool or in turn."""
+        if pool is None:
+            for c in range(len(self.chains)):
+                self._segment(c, *args)
+            return
+        futures = [pool.submit(self._segment, c, *args) for c in range(len(self.chains))]
+        try:
+            for future in futures:
+                future.result()
+        except KeyboardInterrupt:
+            self.stop.set()
+            wait(futures)  # each chain stops at its next chunk; a 2nd Ctrl-C propagates
+            for future in futures:
+                failure = future.exception()
+                if failure is not None and not isinstance(failure, KeyboardInterrupt):
+                    raise failure from None
+            raise
+        except BaseException:
+            self.stop.set()  # a failed chain stops the others at their next chunk
+            raise
+
+    def _run_segments(self, pool) -> str:
+        """Warm up, then run segments and check until converged or out of time."""
+        schedule = self.schedule
+        self._each_chain(pool, schedule.boundary(0), False, 0)
+        self.segment = 0
+        while True:
+            j = self.segment
+            self.consistent = False
+            for _ in range(schedule.doublings(j, self.thin)):
+                self._halve()
+            self.consistent = True
+            start, end = schedule.boundary(j), schedule.boundary(j + 1)
+            if start % self.thin or end % self.thin:  # the schedule's invariant
+                raise RuntimeError(f"segment [{start}, {end}) is not a multiple of thin "
+                                   f"{self.thin}")
+            self._each_chain(pool, end - start, True, j % 2)
+            if self.timed_out.is_set():
+                return "max_seconds"
+            if j >= 1:
+                if self._check(complete=False).converged:
+                    return "converged"
+                self.consistent = False
+                self._drop_older(j - 1)
+                self.consistent = True
+            self.segment += 1
+
+    def _segment(self, c: int, length: int, keep: bool, slot: int) -> None:
+        """Run ``length`` sweeps of chain ``c``; store their draws in the window's ``slot``."""
+        chain = self.chains[c]
+        G, B = self.data.counts.shape
+        burn, sampling = _chunk_sweeps(G, B, self.thin)
+        if keep:
+            chain.sums[slot] = 0.0
+            chain.counts[slot] = 0
+            chain.segment_rows = [chain.rows, 0]
+        term = chain.scratch.term
+        for n, _ in _chunks(length, sampling if keep else burn, keep):
+            if self.stop.is_set():
+                return
+            if keep and self.deadline is not None and chain.rows >= MIN_DRAWS_AT_DEADLINE \
+                    and time.monotonic() >= self.deadline:
+                self.timed_out.set()
+                return
+            row = chain.rows
+            written = self._run(chain.data, chain.state, n, self.out, c, row, keep,
+                                chain.scratch, chain.cell_streams)
+            for r in range(row, row + written):
+                np.exp(self.out["eta"][c, r], dtype=np.float64, out=term)
+                chain.sums[slot] += term
+            chain.counts[slot] += written
+            chain.rows += written
+            chain.segment_rows[1] += written
+            chain.sweeps += n
+            chain.bar.update(n)
+
+    def _move_rows(self, c: int, sources) -> None:
+        """Store rows ``sources[r]`` of chain ``c`` in rows ``r`` (each source >= its row)."""
+        for r, source in enumerate(sources):
+            if r != source:
+                for array in self.out.values():
+                    if array.shape[1]:
+                        array[c, r] = array[c, source]
+
+    def _halve(self) -> None:
+        """Keep every other stored draw (those on multiples of twice ``thin``); double thin."""
+        for c, chain in enumerate(self.chains):
+            kept = chain.rows // 2
+            self._move_rows(c, range(1, 2 * kept, 2))
+            chain.rows = kept
+            chain.segment_rows = [kept, 0]
+        self.thin *= 2
+
+    def _drop_older(self, j: int) -> None:
+        """Drop the draws (and the exp η sum) of segment ``j``, the window's older segment."""
+        for c, chain in enumerate(self.chains):
+            older, newer = chain.segment_rows
+            self._move_rows(c, range(older, older + newer))
+            chain.rows = newer
+            chain.segment_rows = [newer, 0]
+            chain.sums[j % 2] = 0.0
+            chain.counts[j % 2] = 0
+
+    def _groups(self, n: int) -> list[ParameterGroup]:
+        """Group the window's first ``n`` draws of every chain in the order of the check."""
+        out = self.out
+        G, B = self.data.counts.shape
+        names = self.names
+        eta = out["eta"].reshape(out["eta"].shape[0], out["eta"].shape[1], G * B)[:, :n]
+        screen = self.screen
+
+        def cell_combination(k: int) -> str:
+            return "lambda[{},{}]".format(*divmod(int(k), B))
+
+        groups = [
+            ParameterGroup("scalars", out["scalars"][:, :n, :len(names)], names.__getitem__),
+            ParameterGroup("theta", out["theta"][:, :n], lambda i: f"theta[{i}]"),
+        ]
+        if out["beta"].shape[1]:
+            groups.append(ParameterGroup("beta", out["beta"][:, :n], lambda i: f"beta[{i}]"))
+        if screen.size < G * B:
+            groups.append(ParameterGroup("lambda (screen)", eta[:, :, screen],
+                                         lambda k: cell_combination(screen[k]), screen=True))
+        groups.append(ParameterGroup("lambda", eta, cell_combination))
+        return groups
+
+    def _check(self, complete: bool) -> ConvergenceCheck:
+        n = min(chain.rows for chain in self.chains)
+        check = assess_convergence(self._groups(n), self.target_ess, self.max_rhat,
+                                   complete=complete, workers=os.cpu_count() or 1)
+        self.checks += 1
+        self.check_seconds += check.seconds
+        self.last_check = check
+        postfix = (f"ESS {check.min_ess:.0f}/{self.target_ess:g}, "
+                   f"R-hat {check.max_r_hat:.3f}/{self.max_rhat:g}")
+        following = self.schedule.boundary(self.segment + 2)  # the end of the next window
+        for chain in self.chains:
+            chain.bar.total = following
+            chain.bar.set_postfix_str(postfix, refresh=True)
+        return check
+
+    def _result(self, reason: str, interrupt: KeyboardInterrupt | None) -> dict:
+        chains = self.chains
+        n = min(chain.rows for chain in chains)
+        if interrupt is not None and n == 0:
+            raise interrupt  # nothing to return: not an empty fit that fails later
+        check = self.last_check
+        if reason == "max_seconds":
+            check = self._check(complete=True)
+        elif interrupt is not None:
+            self._warn_interrupted(np.array([chain.rows for chain in chains]))
+        sweeps = min(chain.sweeps for chain in chains)
+        # Every chain's window starts at the same sweep: sweeps made minus the stored draws'.
+        burn_in = chains[0].sweeps - self.thin * chains[0].rows
+        stopping = StoppingInfo(
+            reason=reason, sweeps=sweeps, burn_in=burn_in, thin=self.thin, draws=n,
+            min_ess=math.nan if check is None else check.min_ess,
+            max_r_hat=math.nan if check is None else check.max_r_hat,
+            worst_ess="" if check is None else check.worst_ess,
+            worst_r_hat="" if check is None else check.worst_r_hat,
+            target_ess=self.target_ess, max_rhat=self.max_rhat, max_seconds=self.max_seconds,
+            not_converged=() if check is None else check.not_converged,
+            n_not_converged=0 if check is None else check.n_not_converged,
+            checks=self.checks, check_seconds=self.check_seconds,
+            seconds=time.monotonic() - self.started,
+        )
+        if reason == "max_seconds":
+            warnings.warn(
+                f"n_iter='auto' {stopping.describe()}. Not converged: "
+                f"{stopping.not_converged_text()}. The draws of the last window are returned "
+                "(in Python, fit.stopping records how the fit stopped); raise max_seconds, "
+                "lower target_ess or raise max_rhat before publishing from them",
+                GeosynthWarning, stacklevel=4,
+            )
+        out = self.out
+        counts = np.array([chain.counts.sum() for chain in chains])
+        means = np.stack([chain.sums.sum(axis=0) for chain in chains])
+        means /= np.maximum(counts, 1)[:, None, None]
+        eta_index = np.arange(n, dtype=np.int64)
+        if isinstance(self.eta_draws, (int, np.integer)) and self.eta_draws < n:
+            eta_index = evenly_spaced_draws(n, int(self.eta_draws))
+        draws = {
+            "scalars": np.ascontiguousarray(out["scalars"][:, :n, :len(self.names)]),
+            "theta": out["theta"][:, :n],
+            "beta": out["beta"][:, :n] if out["beta"].shape[1] else None,
+            "eta": out["eta"][:, :n] if eta_index.size == n else out["eta"][:, eta_index],
+            "latent_totals": out["latent_totals"][:, :n] if self.inv_scale else None,
+            "eta_draw_index": eta_index,
+            "lambda_chain_means": means if n > 0 else None,
+            "interrupted": interrupt is not None,
+            "thin": self.thin,
+            "burn_in": burn_in,
+            "stopping": stopping,
+        }
+        return draws
 
 
 def _private_counts(data: ModelData) -> ModelData:
@@ -1044,6 +1497,11 @@ class PaivaFit:
         True when Ctrl-C (``KeyboardInterrupt``) stopped the sampler early: the draws are those
         every chain had kept by then, fewer than planned and perhaps not converged. Fine to
         inspect; a caller that publishes from a fit (the command line) must stop instead.
+    stopping : geosynth.model.stopping.StoppingInfo or None
+        How an ``n_iter="auto"`` fit stopped: ``reason`` ("converged", "max_seconds" or
+        "interrupted"), sweeps per chain, burn-in, final thin, minimum bulk ESS and maximum
+        R-hat with the parameters where they occur, the parameters that missed the rule, and
+        the time the convergence checks took. None for a fixed ``n_iter``.
     """
 
     model: PaivaModel
@@ -1060,6 +1518,7 @@ class PaivaFit:
     eta_draw_index: np.ndarray | None = field(default=None, repr=False)
     lambda_chain_means: np.ndarray | None = field(default=None, repr=False)
     interrupted: bool = False
+    stopping: StoppingInfo | None = field(default=None, repr=False)
     _mean_lambda: np.ndarray | None = field(default=None, init=False, repr=False,
                                             compare=False)
 
@@ -1091,6 +1550,8 @@ class PaivaFit:
         G, B = self.eta.shape[2:]
         stored = "" if self.n_eta_draws == self.n_draws else f", eta_draws={self.n_eta_draws}"
         stopped = ", interrupted=True" if self.interrupted else ""
+        if self.stopping is not None and not self.interrupted:
+            stopped = f", sweeps={self.stopping.sweeps} ({self.stopping.reason})"
         return (f"PaivaFit({self.model!r}, chains={self.n_chains}, draws={self.n_draws}"
                 f"{stored}, cells={G}, combinations={B}{stopped})")
 

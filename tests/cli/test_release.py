@@ -204,3 +204,62 @@ def test_an_output_never_replaces_an_input(inputs, tmp_path):
     result = run("release", copy, *GPKG_ARGS, "--out", copy, "--overwrite")
     assert_refused(result, "INPUT and --out name the same file")
     assert copy.read_bytes() == inputs["gpkg"].read_bytes()
+
+
+# A quick stopping rule for the 120-record test points (the default asks ESS 400, R-hat 1.01).
+QUICK_AUTO = ["--thin", "1", "--target-ess", "50", "--max-rhat", "1.1", "--m", "2"]
+
+
+def test_iterations_auto_is_the_default_and_says_how_the_fit_stopped(inputs, tmp_path):
+    help_text = " ".join(run("release", "--help").output.split())
+    assert "--iterations N|AUTO" in help_text and "[default: auto]" in help_text
+    out, report = tmp_path / "auto.gpkg", tmp_path / "auto.md"
+    result = run("release", inputs["gpkg"], "--attributes", "y,x1", "--grid", "4x4",
+                 *QUICK_AUTO, "--seed", 3, "--out", out, "--report", report)
+    assert result.exit_code == 0, result.output
+    assert "until converged (bulk ESS >= 50, R-hat < 1.1)" in result.output
+    assert "Sampler converged after" in result.output and "R-hat max" not in result.output
+    assert io.read_release(out).m == 2
+    assert "--iterations auto: converged after" in report.read_text()
+
+
+def test_iterations_number_keeps_the_fixed_run(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], "--attributes", "y,x1", "--grid", "4x4",
+                 "--iterations", 300, "--m", 2, "--out", tmp_path / "fixed.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "2 chain(s) x 300 sweeps" in result.output and "R-hat max:" in result.output
+
+
+def test_max_seconds_warns_and_still_writes(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3", "--thin", 1,
+                 "--target-ess", 100000, "--max-seconds", 0.01, "--m", 2,
+                 "--out", tmp_path / "o.gpkg")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "Warning: --iterations 'auto' stopped at --max-seconds 0.01 before converging" \
+        in text
+    assert "Not converged: " in text and "fit.stopping" not in text
+    assert "raise --max-seconds, lower --target-ess or raise --max-rhat" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [(["--burn-in", 100], ["--iterations auto discards the first half", "--burn-in"]),
+     (["--chains", 1], ["--chains 2 or more", "--chains 1"]),
+     (["--iterations", 300, "--max-seconds", 5], ["--max-seconds apply to --iterations auto"]),
+     (["--iterations", 300, "--target-ess", 100, "--max-rhat", 1.05],
+      ["--target-ess, --max-rhat apply to --iterations auto"]),
+     (["--iterations", "many"], ["expected a number of sweeps >= 1 or 'auto'"]),
+     (["--iterations", 0], ["expected a number of sweeps >= 1 or 'auto'"]),
+     (["--target-ess", 0], ["--target-ess"]),
+     (["--max-rhat", 1], ["--max-rhat"]),
+     (["--max-seconds", 0], ["--max-seconds"])],
+    ids=["burn-in", "one-chain", "max-seconds-fixed", "target-fixed", "word", "zero",
+         "target", "rhat", "seconds"],
+)
+def test_stopping_options_are_checked_before_reading(inputs, tmp_path, args, fragments):
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "4x4", *args,
+                 "--out", tmp_path / "o.gpkg")
+    assert_refused(result, *fragments)
+    assert "Read " not in result.output
+    assert list(tmp_path.iterdir()) == []

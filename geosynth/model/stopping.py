@@ -1,0 +1,394 @@
+"""Fits that stop when converged: the schedule, the convergence check and the stopping record.
+
+:meth:`PaivaModel.fit` with ``n_iter="auto"`` runs every chain through the same sequence of
+*segments* of sweeps and checks convergence between them:
+
+* **Warm-up and burn-in.** The first ``2u`` sweeps are warm-up (the scale moves tune, as in a
+  fixed fit's burn-in). Then segments end at the sweeps ``b_0 = 2u, 3u, 4u, 6u, 8u, 12u, …``
+  (``2^k·u`` and ``3·2^k·u``: each boundary is 1.5 or 4/3 times the previous one), and after
+  the segment that ends at ``b_j`` (``j >= 2``) the draws of the last two segments,
+  ``[b_j/2, b_j)``, are checked. So at any check, and when the fit stops, the *first half of
+  the sweeps is discarded* as burn-in (the classic rule of Gelman & Rubin 1992 and Gelman et
+  al., *BDA3* §11.4), and the draws before the next check's window are dropped at once.
+* **Unit.** ``u = thin·2^a`` with the smallest ``2^(a+1) >= target_ess/chains`` (at least 64,
+  at most 512): the first window holds at least as many draws per chain as the target asks for
+  (``target_ess=400`` over 2 chains at ``thin=6``: ``u = 768``, first check after 3,072 sweeps).
+* **Thinning.** Draws are kept every ``thin`` sweeps. Before each segment, while the next
+  window would hold more draws per chain than :attr:`AutoSchedule.max_draws`, the stored draws
+  are thinned by 2 (every other one dropped) and ``thin`` doubles. ``max_draws`` is the
+  smaller of what ``max_bytes`` allows (every stored draw keeps η) and the largest of 64,
+  ``4·target_ess/chains`` and ``16/(max_rhat − 1)`` (1,600 draws per chain for the
+  defaults). A window that held ``4·target_ess/chains`` draws per chain without reaching the
+  target has an autocorrelation time above 4 draws, so dropping every other draw costs little
+  ESS while it halves the memory and the cost of the next check. The R-hat term keeps enough
+  draws for the noise of R-hat itself to stay below the limit: with ``n`` independent draws
+  in each of 4 split chains, ``R-hat − 1`` of a converged parameter is about ``(F − 1)/(2n)``
+  with ``F`` the ratio of between- to within-chain variance, roughly χ²₃/3, and the largest of
+  the bulk and folded R-hats of 10⁴–10⁶ parameters has ``F`` near 8–11. Measured: 2 chains
+  of 800 independent draws give a largest R-hat of 1.011 over 19,200 parameters, so R-hat <
+  1.01 over every λ of a lattice needs about twice that. Memory stays bounded, and since
+  ``u/thin`` is a power of 2 every boundary stays a multiple of ``thin``.
+* **The check** (:func:`assess_convergence`), vectorised by
+  :func:`geosynth.model.diagnostics.convergence_diagnostics` (arviz's bulk ESS and rank R-hat),
+  goes through the groups μ, α and the precisions → θ → β (if fitted) → λ, and stops at the
+  first group that fails: early checks, which the precisions usually fail, cost little. λ is
+  checked through η = log λ of every stored draw (bulk ESS and rank R-hat depend on ranks only,
+  and exp is increasing, so they are those of λ): first on at most 2,048 evenly spaced (cell,
+  combination) pairs, then, once those pass, on all ``G·B``. The fit stops when every
+  parameter has bulk ESS >= ``target_ess`` and R-hat < ``max_rhat``.
+
+With the same seed a fit without ``max_seconds`` makes the same sweeps and draws (the checks
+depend on the draws only, never on timing or the number of threads). ``max_seconds`` stops
+the chains at their next chunk after that wall-clock time (measured from the call of ``fit``,
+compilation included; the warm-up always completes), and the fit returns the draws of the
+current window with a :class:`~geosynth.errors.GeosynthWarning` naming what has not converged.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from geosynth.errors import InputError
+from geosynth.model.diagnostics import convergence_diagnostics
+
+__all__ = [
+    "AutoSchedule",
+    "ConvergenceCheck",
+    "ParameterGroup",
+    "StoppingInfo",
+    "assess_convergence",
+    "check_auto_arguments",
+]
+
+#: Draws per chain in the first window: at least this many ...
+FIRST_WINDOW_MIN = 64
+#: ... and at most this many (a higher target is then met in later windows).
+FIRST_WINDOW_MAX = 512
+#: Draws per chain a window may hold when memory allows: at least this many, and
+#: ``WINDOW_PER_TARGET`` times ``target_ess / chains``, and ``WINDOW_RHAT / (max_rhat − 1)``.
+WINDOW_MIN = 64
+WINDOW_PER_TARGET = 4
+WINDOW_RHAT = 16.0
+#: (cell, combination) pairs of the λ screening check.
+LAMBDA_SCREEN = 2048
+#: Not-converged parameters a warning or :class:`StoppingInfo` lists by name.
+LISTED = 10
+
+
+def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> None:
+    """Validate the stopping rule of :meth:`PaivaModel.fit` (``auto``: ``n_iter="auto"``).
+
+    Parameters
+    ----------
+    target_ess, max_rhat, max_seconds
+        As for :meth:`PaivaModel.fit`.
+    auto : bool
+        Whether ``n_iter="auto"``; ``max_seconds`` is refused otherwise.
+
+    Raises
+    ------
+    InputError
+        A value of the wrong type or out of range, or ``max_seconds`` with a fixed ``n_iter``.
+    """
+    def real(value) -> bool:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_) \
+            and math.isfinite(value)
+
+    if not real(target_ess) or target_ess < 1:
+        raise InputError(
+            f"target_ess must be a number >= 1 (the bulk effective sample size every parameter "
+            f"must reach, over all chains), got {target_ess!r}"
+        )
+    if not real(max_rhat) or max_rhat <= 1:
+        raise InputError(
+            f"max_rhat must be a number > 1 (R-hat tends to 1 from above as chains converge, "
+            f"so a limit <= 1 is never met; 1.01 is the usual choice), got {max_rhat!r}"
+        )
+    if max_seconds is not None and (not real(max_seconds) or max_seconds <= 0):
+        raise InputError(f"max_seconds must be None or a number of seconds > 0, got "
+                         f"{max_seconds!r}")
+    if max_seconds is not None and not auto:
+        raise InputError(
+            "max_seconds applies to n_iter='auto' (stop when converged or at max_seconds); "
+            "with a fixed n_iter the fit runs all its sweeps: drop max_seconds or pass "
+            "n_iter='auto'"
+        )
+
+
+class AutoSchedule:
+    """Segment boundaries and thinning of an ``n_iter="auto"`` fit (see the module docstring).
+
+    Parameters
+    ----------
+    thin : int
+        The initial thinning (``fit(thin=)``).
+    chains : int
+        Number of chains.
+    target_ess : float
+        The ESS every parameter must reach over all chains.
+    max_rhat : float
+        The R-hat every parameter must stay below.
+    capacity : int
+        Draws per chain that the storage plan allows (every one with its η).
+
+    Attributes
+    ----------
+    unit : int
+        ``u`` in sweeps; the warm-up is ``2u`` sweeps.
+    wanted_draws : int
+        Draws per chain a window may grow to when memory allows (see the module docstring).
+    max_draws : int
+        Most draws per chain a window holds (the thinning rule keeps it there): the smaller
+        of ``wanted_draws`` and ``capacity``.
+    """
+
+    def __init__(self, thin: int, chains: int, target_ess: float, max_rhat: float,
+                 capacity: int) -> None:
+        per_chain = math.ceil(target_ess / chains)
+        first = 1 << max(0, per_chain - 1).bit_length()  # next power of 2 >= per_chain
+        first = min(max(first, FIRST_WINDOW_MIN), FIRST_WINDOW_MAX)
+        self.initial_thin = int(thin)
+        self.unit = int(thin) * first // 2
+        self.wanted_draws = int(max(WINDOW_MIN, WINDOW_PER_TARGET * per_chain,
+                                    math.ceil(WINDOW_RHAT / (max_rhat - 1.0))))
+        self.max_draws = int(min(capacity, self.wanted_draws))
+
+    def boundary(self, j: int) -> int:
+        """Sweep at which segment ``j`` starts (``j = 0``: the end of the warm-up, ``2u``)."""
+        k, odd = divmod(j, 2)
+        return (3 << k) * self.unit if odd else (2 << k) * self.unit
+
+    def window_start(self, j: int) -> int:
+        """First sweep of the window checked after segment ``j`` (also before it runs)."""
+        return self.boundary(max(j - 1, 0))
+
+    def doublings(self, j: int, thin: int) -> int:
+        """How often ``thin`` doubles before segment ``j``, so the window fits ``max_draws``.
+
+        The window checked after segment ``j`` spans ``window_start(j)`` sweeps (it is the second
+        half of ``[0, boundary(j + 1))``, and ``[0, 4u)`` for ``j <= 1``).
+        """
+        span = self.window_start(j) if j >= 1 else self.boundary(2) - self.boundary(0)
+        count = 0
+        while span // (thin << count) > self.max_draws:
+            count += 1
+        return count
+
+
+class ParameterGroup(NamedTuple):
+    """Draws of a group of parameters for :func:`assess_convergence`.
+
+    Attributes
+    ----------
+    name : str
+        Group name ("scalars", "theta", "beta", "lambda").
+    draws : numpy.ndarray, shape (chains, draws, P) (or more trailing axes, flattened)
+        The window's draws.
+    label : callable
+        Flat parameter index -> its name (``"theta[3]"``).
+    screen : bool
+        A screening subset of a later group: skipped by a complete check.
+    """
+
+    name: str
+    draws: np.ndarray
+    label: Callable[[int], str]
+    screen: bool = False
+
+
+class ConvergenceCheck(NamedTuple):
+    """Outcome of one :func:`assess_convergence`.
+
+    Attributes
+    ----------
+    converged : bool
+        Every parameter of every group reached the target (a complete pass).
+    min_ess, max_r_hat : float
+        Over the groups checked (NaN if some parameter has none: too few draws).
+    worst_ess, worst_r_hat : str
+        The parameters where they occur.
+    not_converged : tuple of (str, float, float)
+        Up to :data:`LISTED` failing parameters, worst first: name, bulk ESS, R-hat.
+    n_not_converged : int
+        All failing parameters of the groups checked.
+    checked : tuple of str
+        The groups evaluated (a partial check stops at the first failing group).
+    seconds : float
+        Wall-clock time of the check.
+    """
+
+    converged: bool
+    min_ess: float
+    max_r_hat: float
+    worst_ess: str
+    worst_r_hat: str
+    not_converged: tuple
+    n_not_converged: int
+    checked: tuple
+    seconds: float
+
+
+def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_rhat: float,
+                       *, complete: bool = False, workers: int = 1) -> ConvergenceCheck:
+    """Bulk ESS and rank R-hat of the groups in order, stopping at the first that fails.
+
+    A parameter passes when its bulk ESS is >= ``target_ess`` and its R-hat is < ``max_rhat``
+    (a parameter constant over every draw, whose R-hat is undefined, passes on its ESS).
+
+    Parameters
+    ----------
+    groups : sequence of ParameterGroup
+        In the order to check them.
+    target_ess, max_rhat : float
+        The stopping rule.
+    complete : bool, default False
+        Evaluate every group (skipping screening subsets) even after one fails: for the
+        report of a fit stopped by ``max_seconds``.
+    workers : int, default 1
+        Threads of :func:`~geosynth.model.diagnostics.convergence_diagnostics`.
+
+    Returns
+    -------
+    ConvergenceCheck
+    """
+    start = time.perf_counter()
+    min_ess, max_r_hat = math.inf, -math.inf
+    worst_ess = worst_r_hat = ""
+    failing: list[tuple[float, str, float, float]] = []
+    n_failing = 0
+    checked = []
+    passed = True
+    for group in groups:
+        if complete and group.screen:
+            continue
+        chains, n_draws = group.draws.shape[:2]
+        ess, r_hat = convergence_diagnostics(group.draws, workers=workers)
+        checked.append(group.name)
+        if ess.size == 0:
+            continue
+        constant = np.isnan(r_hat) & (ess == 2 * chains * (n_draws // 2))
+        r_hat = np.where(constant, 1.0, r_hat)
+        bad = ~((ess >= target_ess) & (r_hat < max_rhat))
+        low = int(np.argmin(np.nan_to_num(ess, nan=-np.inf)))  # a NaN is the worst
+        high = int(np.argmax(np.nan_to_num(r_hat, nan=np.inf)))
+        if not math.isnan(min_ess) and not ess[low] >= min_ess:
+            min_ess, worst_ess = float(ess[low]), group.label(low)
+        if not math.isnan(max_r_hat) and not r_hat[high] <= max_r_hat:
+            max_r_hat, worst_r_hat = float(r_hat[high]), group.label(high)
+        if bad.any():
+            passed = False
+            n_failing += int(bad.sum())
+            with np.errstate(divide="ignore", invalid="ignore"):
+                severity = np.maximum(target_ess / ess, (r_hat - 1.0) / (max_rhat - 1.0))
+            severity = np.nan_to_num(severity, nan=np.inf)
+            index = np.flatnonzero(bad)
+            for i in index[np.argsort(-severity[index], kind="stable")][:LISTED]:
+                failing.append((float(severity[i]), group.label(int(i)), float(ess[i]),
+                                float(r_hat[i])))
+            if not complete:
+                break
+    failing.sort(key=lambda item: -item[0])
+    listed = tuple((name, ess, r_hat) for _, name, ess, r_hat in failing[:LISTED])
+    return ConvergenceCheck(
+        converged=passed and bool(checked),
+        min_ess=math.nan if min_ess == math.inf else min_ess,
+        max_r_hat=math.nan if max_r_hat == -math.inf else max_r_hat,
+        worst_ess=worst_ess, worst_r_hat=worst_r_hat, not_converged=listed,
+        n_not_converged=n_failing, checked=tuple(checked),
+        seconds=time.perf_counter() - start,
+    )
+
+
+@dataclass(frozen=True)
+class StoppingInfo:
+    """How an ``n_iter="auto"`` fit stopped (:attr:`PaivaFit.stopping`).
+
+    Attributes
+    ----------
+    reason : {"converged", "max_seconds", "interrupted"}
+        Every parameter reached the target; or the wall-clock limit came first; or Ctrl-C.
+    sweeps : int
+        Sweeps per chain, burn-in included (the fewest of any chain, when stopped early).
+    burn_in : int
+        Sweeps discarded at the start of each chain: half of ``sweeps`` at a check.
+    thin : int
+        Thinning of the returned draws (the initial ``thin`` doubled as often as memory and
+        the window's size required).
+    draws : int
+        Retained draws per chain.
+    min_ess, max_r_hat : float
+        Smallest bulk ESS and largest rank R-hat over the parameters of the last check (all
+        of them unless a Ctrl-C came first; NaN with too few draws).
+    worst_ess, worst_r_hat : str
+        Where they occur: ``"mu"``, ``"alpha[...]"``, ``"tau_phi[...]"``, ``"theta[i]"``,
+        ``"beta[i]"``, ``"lambda[i,b]"`` (cell i, combination b).
+    target_ess, max_rhat : float
+        The stopping rule.
+    max_seconds : float or None
+        The wall-clock limit.
+    not_converged : tuple of (str, float, float)
+        Up to 10 parameters that missed the rule, worst first: name, bulk ESS, R-hat (empty
+        when converged).
+    n_not_converged : int
+        How many parameters missed it.
+    checks : int
+        Convergence checks made.
+    check_seconds : float
+        Wall-clock time those checks took (the overhead of stopping when converged).
+    seconds : float
+        Wall-clock time of the whole fit.
+    """
+
+    reason: Literal["converged", "max_seconds", "interrupted"]
+    sweeps: int
+    burn_in: int
+    thin: int
+    draws: int
+    min_ess: float
+    max_r_hat: float
+    worst_ess: str
+    worst_r_hat: str
+    target_ess: float
+    max_rhat: float
+    max_seconds: float | None = None
+    not_converged: tuple = field(default=())
+    n_not_converged: int = 0
+    checks: int = 0
+    check_seconds: float = 0.0
+    seconds: float = 0.0
+
+    def describe(self) -> str:
+        """One line: how the fit stopped, after how many sweeps, with its worst ESS and R-hat.
+
+        Returns
+        -------
+        str
+        """
+        how = {"converged": "converged",
+               "max_seconds": f"stopped at max_seconds={self.max_seconds} before converging",
+               "interrupted": "interrupted (Ctrl-C)"}[self.reason]
+        return (f"{how} after {self.sweeps:,} sweeps per chain ({self.burn_in:,} burn-in, "
+                f"{self.draws:,} draws at thin {self.thin}): minimum bulk ESS "
+                f"{self.min_ess:.0f} ({self.worst_ess}; target {self.target_ess:g}), maximum "
+                f"R-hat {self.max_r_hat:.3f} ({self.worst_r_hat}; limit {self.max_rhat})")
+
+    def not_converged_text(self) -> str:
+        """List the parameters that missed the rule, for a warning (empty when none did).
+
+        Returns
+        -------
+        str
+        """
+        if not self.n_not_converged:
+            return ""
+        listed = ", ".join(f"{name} (ESS {ess:.0f}, R-hat {r_hat:.3f})"
+                           for name, ess, r_hat in self.not_converged)
+        more = self.n_not_converged - len(self.not_converged)
+        return listed + (f" and {more:,} more" if more > 0 else "")

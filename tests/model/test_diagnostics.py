@@ -1,0 +1,101 @@
+"""The vectorised bulk ESS and rank R-hat equal arviz's, parameter by parameter."""
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from geosynth._compat import import_arviz
+from geosynth.model.diagnostics import convergence_diagnostics
+
+
+def ar1_draws(chains, n, params, dtype=np.float64, seed=1):
+    """AR(1) chains with autocorrelations from -0.9 to 0.99, ties, a constant and a stuck chain."""
+    rng = np.random.default_rng(seed)
+    phi = np.linspace(-0.9, 0.99, params)
+    x = np.zeros((chains, n, params))
+    noise = rng.normal(size=(chains, n, params))
+    x[:, 0] = noise[:, 0]
+    for t in range(1, n):
+        x[:, t] = phi * x[:, t - 1] + noise[:, t]
+    if params >= 3:
+        x[..., 0] = np.round(x[..., 0])  # many ties
+        x[..., 1] = 3.0  # constant
+        x[0, :, 2] += 2.0  # one chain elsewhere: R-hat far above 1
+    return x.astype(dtype)
+
+
+def arviz_diagnostics(draws):
+    az = import_arviz()
+    dataset = az.convert_to_dataset({"x": draws})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # arviz's 0/0 for the constant
+        ess = az.ess(dataset, method="bulk")["x"].values
+        rhat = az.rhat(dataset, method="rank")["x"].values
+    return ess, rhat
+
+
+@pytest.mark.parametrize(
+    ("chains", "n", "dtype"),
+    [(2, 4, np.float64), (2, 5, np.float64), (2, 9, np.float64), (2, 10, np.float64),
+     (2, 13, np.float64), (3, 101, np.float64), (4, 64, np.float64), (2, 1000, np.float64),
+     (2, 1000, np.float32), (2, 333, np.float32)],
+)
+def test_equals_arviz(chains, n, dtype):
+    draws = ar1_draws(chains, n, 24, dtype)
+    ours = convergence_diagnostics(draws)
+    ess, rhat = arviz_diagnostics(draws)
+    np.testing.assert_allclose(ours.ess_bulk, ess, rtol=1e-10, equal_nan=True)
+    np.testing.assert_allclose(ours.r_hat, rhat, rtol=1e-10, equal_nan=True)
+    assert np.isnan(ours.r_hat[1]) and ours.ess_bulk[1] == 2 * chains * (n // 2)
+    assert ours.r_hat[2] > 1.1 or n < 50
+
+
+def test_one_chain_has_ess_but_no_rhat():
+    draws = ar1_draws(1, 200, 5)
+    ours = convergence_diagnostics(draws)
+    ess, _ = arviz_diagnostics(draws)
+    np.testing.assert_allclose(ours.ess_bulk, ess, rtol=1e-10, equal_nan=True)
+    assert np.isnan(ours.r_hat).all()
+
+
+def test_too_few_draws_and_nan_draws_give_nan():
+    assert np.isnan(convergence_diagnostics(np.zeros((2, 3, 4)))).all()
+    draws = ar1_draws(2, 50, 4)
+    draws[1, 7, 3] = np.nan
+    ours = convergence_diagnostics(draws)
+    assert np.isnan(ours.ess_bulk[3]) and np.isnan(ours.r_hat[3])
+    assert np.isfinite(ours.ess_bulk[:3]).all()
+
+
+def test_shapes_batches_and_threads_give_the_same_numbers(monkeypatch):
+    from geosynth.model import diagnostics
+
+    draws = ar1_draws(2, 120, 30).reshape(2, 120, 5, 6)
+    whole = convergence_diagnostics(draws)
+    assert whole.ess_bulk.shape == (30,)
+    monkeypatch.setattr(diagnostics, "BATCH_VALUES", 2 * 120 * 7)  # batches of 7 parameters
+    for workers in (1, 3):
+        batched = convergence_diagnostics(draws, workers=workers)
+        np.testing.assert_array_equal(batched.ess_bulk, whole.ess_bulk)
+        np.testing.assert_array_equal(batched.r_hat, whole.r_hat)
+    scalar = convergence_diagnostics(draws[:, :, 2, 3])
+    assert scalar.ess_bulk.shape == (1,) and scalar.ess_bulk[0] == whole.ess_bulk[15]
+
+
+def test_bad_shape_refused():
+    with pytest.raises(ValueError, match=r"shape \(chains, draws, ...\)"):
+        convergence_diagnostics(np.zeros(10))
+
+
+def test_much_faster_than_arviz_per_parameter():
+    """What makes checking every λ affordable (arviz loops over parameters in Python)."""
+    draws = ar1_draws(2, 400, 400)
+    start = time.perf_counter()
+    convergence_diagnostics(draws)
+    ours = time.perf_counter() - start
+    start = time.perf_counter()
+    arviz_diagnostics(draws)
+    theirs = time.perf_counter() - start
+    assert ours < theirs / 5

@@ -1,0 +1,209 @@
+"""fit(n_iter="auto"): stops at the target (checked by arviz), at max_seconds with a warning,
+reproducibly, with bounded memory, and refuses bad stopping rules with clear messages."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from geosynth import Grid, PaivaModel, prepare
+from geosynth._compat import import_arviz
+from geosynth.datasets import paiva_scenario
+from geosynth.errors import GeosynthWarning, InputError, MemoryLimitError
+from geosynth.model import StoppingInfo
+from geosynth.model import fit as fit_module
+from geosynth.model.stopping import AutoSchedule
+
+# A 4x4 lattice and 2 combinations: an auto fit to ESS 100 takes a second or two.
+AUTO = {"n_iter": "auto", "thin": 1, "target_ess": 100, "progress": False}
+
+
+@pytest.fixture(scope="module")
+def counts():
+    scenario = paiva_scenario(n=300, seed=1)
+    grid = Grid.regular(scenario.bounds, shape=(4, 4), crs=scenario.crs)
+    return prepare(scenario.data, grid, attributes=["y"])
+
+
+@pytest.fixture(scope="module")
+def auto_fit(counts):
+    return PaivaModel().fit(counts, seed=7, **AUTO)
+
+
+def arviz_ess_rhat(fit):
+    """Bulk ESS and rank R-hat of every scalar, θ_i and λ_ib, by arviz on the returned draws."""
+    az = import_arviz()
+    posterior = fit.to_arviz().posterior
+    names = [n for n in fit.scalar_names] + ["theta"]
+    lam = az.convert_to_dataset({"eta": fit.eta.reshape(*fit.eta.shape[:2], -1)})
+    ess = [az.ess(posterior, var_names=names, method="bulk"), az.ess(lam, method="bulk")]
+    rhat = [az.rhat(posterior, var_names=names, method="rank"), az.rhat(lam, method="rank")]
+    low = min(float(d[v].min()) for d in ess for v in d.data_vars)
+    high = max(float(d[v].max()) for d in rhat for v in d.data_vars)
+    return low, high
+
+
+def test_stops_at_the_target_as_arviz_measures_it(auto_fit):
+    stopping = auto_fit.stopping
+    assert isinstance(stopping, StoppingInfo) and stopping.reason == "converged"
+    low, high = arviz_ess_rhat(auto_fit)
+    assert low >= 100 and high < 1.01
+    assert stopping.min_ess == pytest.approx(low, rel=1e-9)
+    assert stopping.max_r_hat == pytest.approx(high, rel=1e-9)
+    assert stopping.not_converged == () and stopping.n_not_converged == 0
+    # The first half of the sweeps is burn-in; the draws are the rest at the final thin.
+    assert stopping.burn_in == stopping.sweeps // 2
+    assert auto_fit.n_draws == stopping.draws == (stopping.sweeps - stopping.burn_in) // \
+        stopping.thin
+    assert (auto_fit.thin, auto_fit.burn_in) == (stopping.thin, stopping.burn_in)
+    assert auto_fit.n_eta_draws == auto_fit.n_draws  # η of every retained draw
+    assert stopping.checks >= 1 and 0 < stopping.check_seconds < stopping.seconds
+    assert "converged after" in stopping.describe()
+    assert f"sweeps={stopping.sweeps} (converged)" in repr(auto_fit)
+    assert auto_fit.posterior_mean_lambda().shape == (16, 2)
+
+
+def test_same_seed_same_sweeps_and_draws_whatever_the_threads(counts, auto_fit):
+    again = PaivaModel().fit(counts, seed=7, n_jobs=1, **AUTO)
+    assert again.stopping.sweeps == auto_fit.stopping.sweeps
+    for name in ("scalars", "theta", "eta", "lambda_chain_means"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(auto_fit, name))
+    other = PaivaModel().fit(counts, seed=8, **AUTO)
+    assert not np.array_equal(other.theta[:, :10], auto_fit.theta[:, :10])
+
+
+def test_max_seconds_stops_with_a_warning_naming_what_has_not_converged(counts):
+    with pytest.warns(GeosynthWarning) as record:
+        fit = PaivaModel().fit(counts, seed=7, **{**AUTO, "target_ess": 1e6},
+                               max_seconds=0.01)
+    message = next(str(w.message) for w in record if "max_seconds" in str(w.message))
+    assert "stopped at max_seconds=0.01 before converging" in message
+    assert "Not converged: " in message and "(ESS " in message and "R-hat " in message
+    stopping = fit.stopping
+    assert stopping.reason == "max_seconds" and stopping.n_not_converged > 0
+    assert stopping.not_converged[0][0] in message
+    assert fit.n_draws >= 4 and fit.n_draws == stopping.draws
+    assert not fit.interrupted
+
+
+def test_noise_aware_and_chromatic_fits_stop_too(counts):
+    from geosynth.dp import dp_counts
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a seeded DP draw warns
+        noisy = dp_counts(counts, 2.0, seed=3)
+    fit = PaivaModel(effects="combination").fit(noisy, seed=1, **{**AUTO, "target_ess": 50})
+    assert fit.stopping.reason == "converged"
+    assert fit.latent_totals.shape == (2, fit.n_draws, 2)
+    # A chromatic sweep of 16 cells costs milliseconds of thread synchronisation: a short run.
+    chromatic = PaivaModel().fit(counts, seed=1, parallel=True, max_rhat=1.1,
+                                 **{**AUTO, "target_ess": 20})
+    assert chromatic.stopping.reason == "converged" and chromatic.stopping.min_ess >= 20
+
+
+def test_schedule_keeps_boundaries_on_multiples_of_thin():
+    for thin in (1, 3, 6):
+        for capacity in (8, 9, 50, 10**6):
+            schedule = AutoSchedule(thin, 2, 16, 1.01, capacity)
+            assert schedule.boundary(0) == 2 * schedule.unit
+            assert [schedule.boundary(j) // schedule.unit for j in range(6)] == \
+                [2, 3, 4, 6, 8, 12]
+            current = thin
+            for j in range(40):
+                current <<= schedule.doublings(j, current)
+                start = schedule.window_start(j)
+                assert start % current == 0 and schedule.boundary(j + 1) % current == 0
+                span = start if j >= 1 else 2 * schedule.unit
+                assert span // current <= schedule.max_draws
+
+
+def test_stored_draws_are_the_window_at_the_final_thin(counts, monkeypatch):
+    """Tag each draw with its sweep: after halvings and drops the window is regular."""
+    original = fit_module._ChainRunner._run
+    swept = {}
+
+    def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
+        written = original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
+        start = swept.get(chain, 0) if n else 0
+        if n:
+            swept[chain] = start + n
+        for r in range(written):  # τ_β's column: recorded, never checked or returned
+            out["scalars"][chain, row + r, -1] = start + (r + 1) * self.thin - 1
+        return written
+
+    runners = []
+    original_result = fit_module._AutoRunner._result
+
+    def result(self, *args):
+        runners.append(self)
+        return original_result(self, *args)
+
+    monkeypatch.setattr(fit_module._ChainRunner, "_run", run)
+    monkeypatch.setattr(fit_module._AutoRunner, "_result", result)
+    # Room for 40 draws per chain (of 240 bytes, besides 32 KiB of buffers per chain): the
+    # window is thinned again and again.
+    with pytest.warns(GeosynthWarning, match=r"holds 40 draws per chain"):
+        fit = PaivaModel().fit(counts, seed=2, max_bytes=85_000, max_rhat=1.3,
+                               **{**AUTO, "target_ess": 20})
+    stopping = fit.stopping
+    assert stopping.thin > 1 and fit.n_draws <= runners[0].plan.n_keep
+    tags = runners[0].out["scalars"][:, :fit.n_draws, -1]
+    expected = stopping.burn_in + stopping.thin * np.arange(1, fit.n_draws + 1) - 1
+    np.testing.assert_array_equal(tags, np.broadcast_to(expected, tags.shape))
+    assert stopping.sweeps == stopping.burn_in + stopping.thin * fit.n_draws
+
+
+def test_ctrl_c_during_a_check_returns_the_window_flagged_interrupted(counts, monkeypatch):
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt  # as SIGINT's handler raises it in the checking main thread
+
+    monkeypatch.setattr(fit_module, "assess_convergence", ctrl_c)
+    # ESS 100 over 2 chains: unit 32 sweeps, warm-up 64, first check after 128 sweeps.
+    with pytest.warns(GeosynthWarning, match="interrupted: keeping the 64 draws per chain"):
+        fit = PaivaModel().fit(counts, seed=3, **AUTO)
+    assert fit.interrupted and fit.stopping.reason == "interrupted"
+    assert fit.n_draws == 64 and fit.stopping.sweeps == 128 and fit.stopping.burn_in == 64
+
+
+def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
+    with pytest.raises(MemoryLimitError, match=r"target_ess=400 over 2 chains keeps up to 400 "
+                       r"draws per chain.*raise max_bytes, lower target_ess"):
+        PaivaModel().fit(counts, n_iter="auto", max_bytes=100_000, progress=False)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"target_ess": 0}, "target_ess must be a number >= 1"),
+     ({"target_ess": "400"}, "target_ess must be a number >= 1"),
+     ({"target_ess": float("nan")}, "target_ess must be a number >= 1"),
+     ({"target_ess": True}, "target_ess must be a number >= 1"),
+     ({"max_rhat": 1.0}, r"max_rhat must be a number > 1 .*never met"),
+     ({"max_rhat": 0.99}, r"max_rhat must be a number > 1"),
+     ({"max_rhat": "1.01"}, r"max_rhat must be a number > 1"),
+     ({"max_rhat": float("inf")}, r"max_rhat must be a number > 1"),
+     ({"max_seconds": 0}, r"max_seconds must be None or a number of seconds > 0"),
+     ({"max_seconds": -5}, r"max_seconds must be None or a number of seconds > 0"),
+     ({"max_seconds": "60"}, r"max_seconds must be None or a number of seconds > 0"),
+     ({"n_iter": 500, "max_seconds": 60}, r"max_seconds applies to n_iter='auto'"),
+     ({"chains": 1}, r"n_iter='auto' needs chains >= 2: .*R-hat"),
+     ({"burn_in": 100}, r"n_iter='auto' discards the first half .* takes no burn_in"),
+     ({"n_iter": "forever"}, r"n_iter must be an integer >= 1 .* or 'auto'"),
+     ({"n_iter": 0}, r"n_iter must be an integer >= 1"),
+     ({"n_iter": True}, r"n_iter must be an integer >= 1")],
+)
+def test_bad_stopping_rules_refused(counts, kwargs, match):
+    with pytest.raises(InputError, match=match):
+        PaivaModel().fit(counts, **{"n_iter": "auto", "progress": False, **kwargs})
+
+
+def test_auto_refused_on_an_executor(counts):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool, pytest.raises(InputError, match="not on an executor"):
+        PaivaModel().fit(counts, n_iter="auto", executor=pool, progress=False)
+
+
+def test_progress_bar_shows_ess_and_rhat(counts, capsys):
+    PaivaModel().fit(counts, seed=7, **{**AUTO, "progress": True})
+    err = capsys.readouterr().err
+    assert "ESS " in err and "/100" in err and "R-hat " in err and "/1.01" in err
