@@ -147,7 +147,8 @@ def test_the_graph_sees_imports_inside_functions():
         for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inside += [(module, node.lineno) for node in ast.walk(function)
-                           if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("geosynth")]
+                           if isinstance(node, ast.ImportFrom)
+                           and (node.module or "").startswith("geosynth")]
     assert len(inside) > 10
     for module, line in inside:
         assert line in {found_line for _, _, found_line in _imports(module)}, (module, line)

@@ -47,7 +47,6 @@ current window with a :class:`~geosynth.errors.GeosynthWarning` naming what has 
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from geosynth._validation import check_positive, check_real
 from geosynth.errors import InputError
 from geosynth.model.diagnostics import convergence_diagnostics
 
@@ -94,26 +94,25 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
 
     Raises
     ------
+    TypeError
+        A value that is not a real number (a string, a bool, None for the first two).
     InputError
-        A value of the wrong type or out of range, or ``max_seconds`` with a fixed ``n_iter``.
+        A value out of range, or ``max_seconds`` with a fixed ``n_iter``.
     """
-    def real(value) -> bool:
-        return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_) \
-            and math.isfinite(value)
-
-    if not real(target_ess) or target_ess < 1:
+    target = check_real(target_ess, "target_ess")
+    if not math.isfinite(target) or target < 1:
         raise InputError(
             f"target_ess must be a number >= 1 (the bulk effective sample size every parameter "
             f"must reach, over all chains), got {target_ess!r}"
         )
-    if not real(max_rhat) or max_rhat <= 1:
+    rhat = check_real(max_rhat, "max_rhat")
+    if not math.isfinite(rhat) or rhat <= 1:
         raise InputError(
             f"max_rhat must be a number > 1 (R-hat tends to 1 from above as chains converge, "
             f"so a limit <= 1 is never met; 1.01 is the usual choice), got {max_rhat!r}"
         )
-    if max_seconds is not None and (not real(max_seconds) or max_seconds <= 0):
-        raise InputError(f"max_seconds must be None or a number of seconds > 0, got "
-                         f"{max_seconds!r}")
+    if max_seconds is not None:
+        check_positive(max_seconds, "max_seconds", hint="None runs until converged")
     if max_seconds is not None and not auto:
         raise InputError(
             "max_seconds applies to n_iter='auto' (stop when converged or at max_seconds); "
