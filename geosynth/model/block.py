@@ -175,7 +175,7 @@ def build_block_structure(data) -> BlockStructure:
 
 
 def block_settings(data) -> tuple:
-    """The block sampler's extra arguments of :func:`run_chunk_block` for a fit's ``data``.
+    """Return the block sampler's extra arguments of :func:`run_chunk_block` for ``data``.
 
     Parameters
     ----------
@@ -223,9 +223,11 @@ def new_block_work(data, st):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _likelihood_terms(kind, x, w, grad, curv):
-    """Log likelihood of field ``x`` (permuted) given the rest; gradient and curvature into
-    ``grad``/``curv``. θ, φ: Σ c_k x_k − W_k e^{x_k}; β: Σ_b c z x − V e^{z x};
-    KIND_GAUSSIAN (tests): Σ c_k x_k − W_k x_k²/2 (a Gaussian likelihood)."""
+    """Log likelihood of field ``x`` (permuted) given the rest; gradient, curvature into arrays.
+
+    θ, φ: Σ c_k x_k − W_k e^{x_k}; β: Σ_b c z x − V e^{z x}; KIND_GAUSSIAN (tests):
+    Σ c_k x_k − W_k x_k²/2 (a Gaussian likelihood).
+    """
     n = x.shape[0]
     total = 0.0
     if kind == KIND_BETA:
@@ -349,7 +351,7 @@ def gaussian_approximation(data, st, w, kind, tau, level_var, q_sqrt, start, n_s
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _approximation_log_density(st, w, tau, q_sqrt, x):
-    """log N(x; w.mean, H⁻¹) up to the constant −(G/2)·log 2π (H of the last approximation)."""
+    """Log N(x; w.mean, H⁻¹) up to the constant −(G/2)·log 2π (H of the last approximation)."""
     n = x.shape[0]
     comp = st.component
     pattern = st.pattern

@@ -82,7 +82,7 @@ _BETA_SAMPLERS = {"ars": SAMPLER_ARS, "slice": SAMPLER_SLICE}
 # Seconds a cold compilation of each sampler's kernels took on the 2-core benchmark machine
 # (a fresh NUMBA_CACHE_DIR, the first fit in a new process): what the "compiling" notice quotes.
 COMPILE_SECONDS = {"serial": 40, "noise-aware": 70, "chromatic": 120, "block": 60}
-_SAMPLERS = ("auto", "block", "gibbs")
+_SAMPLERS = ("gibbs", "block")
 
 
 class PaivaModel:
@@ -112,6 +112,15 @@ class PaivaModel:
         patterns (Table 3) are not additive, it raises the Spearman correlation between posterior
         mean and true intensity from about 0.61 to about 0.83 at n = 500 (see
         ``tests/model/test_recovery.py``).
+    sampler : {"gibbs", "block"}, default "gibbs"
+        ``"gibbs"``: single-site updates of every parameter, with exact shift moves and scale
+        moves of each field with its precision (:mod:`geosynth.model.kernels`). ``"block"``:
+        each sweep adds, for θ, every φ_·p and (under ``beta_prior="icar"``) β, a joint
+        Metropolis–Hastings update of the whole field with its precision from a GMRF
+        approximation of its full conditional (Knorr-Held & Rue 2002;
+        :mod:`geosynth.model.block`). Same posterior; on the Nunes (2018) scenario the block
+        sampler is slower per effective draw (see ``bench/RESULTS.md``), hence not the
+        default. Not with ``noise`` or ``parallel=True``.
 
     Examples
     --------
@@ -130,7 +139,7 @@ class PaivaModel:
         priors: Priors | None = None,
         beta_sampler: Literal["slice", "ars"] = "slice",
         effects: Literal["attribute", "combination"] = "attribute",
-        sampler: Literal["auto", "block", "gibbs"] = "gibbs",
+        sampler: Literal["gibbs", "block"] = "gibbs",
     ) -> None:
         if beta_prior not in _BETA_PRIORS:
             raise InputError(f"beta_prior must be None, 'normal' or 'icar', got {beta_prior!r}")
@@ -139,7 +148,7 @@ class PaivaModel:
         if effects not in ("attribute", "combination"):
             raise InputError(f"effects must be 'attribute' or 'combination', got {effects!r}")
         if sampler not in _SAMPLERS:
-            raise InputError(f"sampler must be 'auto', 'block' or 'gibbs', got {sampler!r}")
+            raise InputError(f"sampler must be 'gibbs' or 'block', got {sampler!r}")
         if priors is not None and not isinstance(priors, Priors):
             raise InputError(f"priors must be a geosynth.Priors, got {type(priors).__name__}")
         self.beta_prior = beta_prior
@@ -374,11 +383,9 @@ class PaivaModel:
         """Whether this fit runs the block sampler (:mod:`geosynth.model.block`)."""
         if self.sampler == "gibbs":
             return False
-        if self.sampler == "auto":
-            return not (noise or parallel)
         if noise:
             raise InputError("sampler='block' is not available for noise-aware fits (noise=...) "
-                             "yet; use sampler='gibbs' (or 'auto', which picks it)")
+                             "yet; use sampler='gibbs'")
         if parallel:
             raise InputError("parallel=True runs the chromatic single-site sampler; with "
                              "sampler='block' use parallel=False")

@@ -9,25 +9,38 @@ symbolic analysis (elimination tree, column counts of L) are computed once per f
 (:func:`build_pattern`), and only the numeric factorisation runs per proposal, inside the numba
 sweep, with no Python object and no GIL.
 
-Why our own factorisation rather than a library. Measured on the 2-core machine
-(``python -m bench.bench_samplers solvers``; figures in ``bench/RESULTS.md``), factor + solve of
-``τQ + diag`` on queen lattices of 1,600 to 102,400 cells:
+Why our own factorisation rather than a library. Measured on the 2-core machine (best of 3,
+factor + one solve of ``τQ + diag`` on n × n queen lattices, the machine shared with other
+jobs; the script is ``bench/bench_samplers.py``'s ``solvers``):
 
-* ``scipy.sparse.linalg.splu`` (SuperLU, ``permc_spec="MMD_AT_PLUS_A"``, symmetric mode) is an
-  LU with pivoting bookkeeping, repeats the ordering at every call and holds the GIL for the
-  Python call; its log-determinant is available (diagonal of U).
-* ``qdldl`` (wheel; AMD ordering, ``update`` reuses the symbolic factorisation) is the closest
-  to what we need, but its Python interface exposes only ``solve``: no factor, hence neither
-  ``L^{-T}z`` draws nor the log-determinant the joint (τ, field) move needs.
-* ``cholespy`` (wheel, CHOLMOD inside) likewise exposes only ``solve``.
+=========================  =======  =======  ========  =========
+G                            1,600    6,400    25,600    102,400
+=========================  =======  =======  ========  =========
+this module (MMD order)     2.0 ms    21 ms    139 ms    1.14 s
+splu, MMD_AT_PLUS_A         5.6 ms    45 ms    222 ms    1.20 s
+splu, COLAMD                 12 ms    63 ms    342 ms    2.24 s
+qdldl, update + solve       1.8 ms    14 ms     90 ms    0.81 s
+cholespy, new + solve       6.4 ms    56 ms    286 ms    1.97 s
+=========================  =======  =======  ========  =========
+
+(nnz(L) with the minimum-degree order: 33k, 183k, 0.92M, 4.5M.)
+
+* ``scipy.sparse.linalg.splu`` (SuperLU, symmetric mode) repeats the ordering at every call
+  and holds the GIL in its Python call; its log-determinant is available (diagonal of U).
+* ``qdldl`` (wheel; AMD ordering, ``update`` reuses the symbolic factorisation) is 1.3–1.5×
+  faster than this module (AMD fills less than SuperLU's minimum degree), but its Python
+  interface exposes only ``solve``: no factor, hence neither ``L^{-T}z`` draws nor the
+  log-determinant that the joint (τ, field) move needs, and every call crosses into Python.
+* ``cholespy`` (wheel, CHOLMOD inside) likewise exposes only ``solve`` (no log-determinant).
 * scikit-sparse/CHOLMOD needs Debian's ``libsuitesparse-dev``: excluded (``make demo`` /
   ``make test`` must remain the whole setup).
 
-The up-looking LDLᵀ below (Davis 2005, "Algorithm 849: a concise sparse Cholesky
-factorization package", ACM TOMS 31; the algorithm of LDL and QDLDL) over SuperLU's minimum
-degree ordering of ``Q + I`` (``MMD_AT_PLUS_A``, taken once from ``splu``) was the fastest of
-these at every size, gives the factor itself (draws and log-determinant) and runs inside the
-numba kernels. It needs nothing beyond NumPy, SciPy and numba.
+So the factorisation is the up-looking LDLᵀ of Davis (2005), "Algorithm 849: a concise sparse
+Cholesky factorization package", ACM TOMS 31 (the algorithm of LDL and QDLDL), over SuperLU's
+minimum degree ordering of ``Q + I`` (``MMD_AT_PLUS_A``, taken once from ``splu``): it gives
+the factor itself (draws and log-determinant), runs inside the numba sweep without the GIL,
+and needs nothing beyond NumPy, SciPy and numba. A better ordering (AMD or nested dissection)
+would bring it to qdldl's speed.
 
 All kernels are ``@njit(cache=True, nogil=True)`` over flat arrays; matrices are in the
 permuted order: position ``k`` holds cell ``perm[k]``.
@@ -269,7 +282,7 @@ def ldl_solve(pattern, l_idx, l_val, d, x):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def ldl_draw(pattern, l_idx, l_val, d, x):
-    """Turn iid N(0, 1) values ``x`` into a draw of N(0, (L D Lᵀ)⁻¹), in place: L^{-T} D^{-1/2} z."""
+    """Turn iid N(0, 1) values ``x`` into a draw of N(0, (L D Lᵀ)⁻¹) in place: L^{-T}D^{-1/2}z."""
     n = d.shape[0]
     l_ptr = pattern.l_ptr
     for j in range(n):

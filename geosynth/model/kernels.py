@@ -1405,7 +1405,7 @@ def update_beta_single_site(data, s, comp_sum):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def update_errors(data, s, comp_sum, column, adapt):
-    """The error part of :func:`sweep`: ε, its shifts, τ_ε and its scale move; a status.
+    """Run the error part of :func:`sweep`: ε, its shifts, τ_ε and its scale move.
 
     Single-site draws of every ε_ib, the per-cell shifts (θ_i, ε_i·) and (φ_ip, ε_ib), the
     shifts (μ, ε) and (α_p, ε), the Gamma draw of τ_ε and the scale move of (ε, τ_ε), in the
