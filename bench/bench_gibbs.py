@@ -6,6 +6,12 @@ one core (``n_jobs=1``), after a compile run; wall time of the whole ``fit`` cal
 for G ≤ 400). The per-sweep cost should grow linearly in G·B:
 the column "µs per sweep per (G·B)" should stay flat.
 
+The samplers table compares ``PaivaModel(sampler="gibbs")`` (single site) with
+``sampler="block"`` (GMRF block updates of each field jointly with its precision,
+:mod:`geosynth.model.block`): two chains, min bulk ESS over μ, α, every τ, every θ_i and every
+λ_ib per second of the fit, and the cost of one sweep in passes of ``exp`` over G·B, the floor
+measured in the same run (a numba loop of ``math.exp`` over G·B values).
+
 The second table times the noise-aware fit of ε-DP counts (geosynth.dp.dp_counts, the latent
 true counts redrawn every sweep by exact enumeration) against the exact fit of the same data.
 
@@ -14,10 +20,13 @@ Run: ``python -m bench gibbs``.
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
 import arviz as az
+import numpy as np
+from numba import njit
 
 from geosynth import Grid, PaivaModel, prepare
 from geosynth.datasets import paiva_scenario
@@ -66,7 +75,76 @@ def run() -> str:
         )
     lines.append("")
     lines.append(f"Target: ≥ {TARGET_SWEEPS_G100:,} sweeps/s at G = 100, B = 12 on one core.")
-    lines += ["", _noise_aware_table(model)]
+    lines += ["", samplers_table(), "", _noise_aware_table(model)]
+    return "\n".join(lines)
+
+
+@njit(cache=True)
+def _exp_pass(values, out):
+    for k in range(values.shape[0]):
+        out[k] = math.exp(values[k])
+
+
+def exp_pass_seconds(n: int) -> float:
+    """Best-of-20 seconds of one numba pass of ``exp`` over ``n`` values (the floor)."""
+    values = np.random.default_rng(0).normal(size=n)
+    out = np.empty(n)
+    _exp_pass(values, out)
+    best = float("inf")
+    for _ in range(20):
+        start = time.perf_counter()
+        _exp_pass(values, out)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _min_ess(fit) -> tuple[float, str]:
+    """Min bulk ESS over μ, α, every τ, every θ_i and every λ_ib (η's ranks = λ's)."""
+    candidates = {n: float(az.ess(fit.scalar(n), method="bulk")) for n in fit.scalar_names}
+    theta = az.ess(az.convert_to_dataset(fit.theta), method="bulk")["x"].values
+    candidates["theta[min]"] = float(theta.min())
+    eta = fit.eta.reshape(fit.eta.shape[0], fit.eta.shape[1], -1)
+    lam = az.ess(az.convert_to_dataset(eta), method="bulk")["x"].values
+    candidates["lambda[min]"] = float(lam.min())
+    worst = min(candidates, key=candidates.get)
+    return candidates[worst], worst
+
+
+def samplers_table(sides=(20, 40), cost_only=(80,), n_iter=2000) -> str:
+    """ESS/s of sampler="gibbs" vs "block" (2 chains), and a sweep's cost in exp passes."""
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    lines = [
+        "| G | sampler | sweeps | seconds | min bulk ESS (parameter) | min ESS/s | "
+        "ms per sweep (1 chain) | exp passes over G·B per sweep |",
+        "| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for side in sides + cost_only:
+        counts = _counts(side)
+        G, B = counts.counts.shape
+        floor = exp_pass_seconds(G * B)
+        for sampler in ("gibbs", "block"):
+            model = PaivaModel(sampler=sampler)
+            model.fit(_counts(10), n_iter=20, burn_in=10, chains=1, seed=0, progress=False)
+            sweeps = 40 if side in cost_only else 200
+            start = time.perf_counter()
+            model.fit(counts, n_iter=sweeps + 1, burn_in=sweeps, thin=1, chains=1, n_jobs=1,
+                      seed=1, progress=False)
+            per_sweep = (time.perf_counter() - start) / sweeps
+            if side in cost_only:
+                lines.append(f"| {G:,} | {sampler} | {sweeps} | | | | {per_sweep * 1e3:.1f} | "
+                             f"{per_sweep / floor:.0f} |")
+                continue
+            start = time.perf_counter()
+            fit = model.fit(counts, n_iter=n_iter, burn_in=n_iter // 4, thin=1, chains=2,
+                            seed=1, progress=False)
+            seconds = time.perf_counter() - start
+            ess, worst = _min_ess(fit)
+            lines.append(f"| {G:,} | {sampler} | {n_iter:,} | {seconds:.1f} | {ess:.0f} "
+                         f"({worst}) | {ess / seconds:.2f} | {per_sweep * 1e3:.1f} | "
+                         f"{per_sweep / floor:.0f} |")
+    lines.append("")
+    lines.append(f"exp floor measured in this run: one pass over G·B = {floor * 1e6:.0f} µs "
+                 f"at G = {G:,}, B = {B}.")
     return "\n".join(lines)
 
 

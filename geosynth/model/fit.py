@@ -81,7 +81,8 @@ _BETA_SAMPLERS = {"ars": SAMPLER_ARS, "slice": SAMPLER_SLICE}
 
 # Seconds a cold compilation of each sampler's kernels took on the 2-core benchmark machine
 # (a fresh NUMBA_CACHE_DIR, the first fit in a new process): what the "compiling" notice quotes.
-COMPILE_SECONDS = {"serial": 40, "noise-aware": 70, "chromatic": 120}
+COMPILE_SECONDS = {"serial": 40, "noise-aware": 70, "chromatic": 120, "block": 60}
+_SAMPLERS = ("gibbs", "block")
 
 
 class PaivaModel:
@@ -111,6 +112,15 @@ class PaivaModel:
         patterns (Table 3) are not additive, it raises the Spearman correlation between posterior
         mean and true intensity from about 0.61 to about 0.83 at n = 500 (see
         ``tests/model/test_recovery.py``).
+    sampler : {"gibbs", "block"}, default "gibbs"
+        ``"gibbs"``: single-site updates of every parameter, with exact shift moves and scale
+        moves of each field with its precision (:mod:`geosynth.model.kernels`). ``"block"``:
+        each sweep adds, for θ, every φ_·p and (under ``beta_prior="icar"``) β, a joint
+        Metropolis–Hastings update of the whole field with its precision from a GMRF
+        approximation of its full conditional (Knorr-Held & Rue 2002;
+        :mod:`geosynth.model.block`). Same posterior; on the Nunes (2018) scenario the block
+        sampler is slower per effective draw (see ``bench/RESULTS.md``), hence not the
+        default. Not with ``noise`` or ``parallel=True``.
 
     Examples
     --------
@@ -129,6 +139,7 @@ class PaivaModel:
         priors: Priors | None = None,
         beta_sampler: Literal["slice", "ars"] = "slice",
         effects: Literal["attribute", "combination"] = "attribute",
+        sampler: Literal["gibbs", "block"] = "gibbs",
     ) -> None:
         if beta_prior not in _BETA_PRIORS:
             raise InputError(f"beta_prior must be None, 'normal' or 'icar', got {beta_prior!r}")
@@ -136,16 +147,19 @@ class PaivaModel:
             raise InputError(f"beta_sampler must be 'slice' or 'ars', got {beta_sampler!r}")
         if effects not in ("attribute", "combination"):
             raise InputError(f"effects must be 'attribute' or 'combination', got {effects!r}")
+        if sampler not in _SAMPLERS:
+            raise InputError(f"sampler must be 'gibbs' or 'block', got {sampler!r}")
         if priors is not None and not isinstance(priors, Priors):
             raise InputError(f"priors must be a geosynth.Priors, got {type(priors).__name__}")
         self.beta_prior = beta_prior
         self.priors = priors or Priors()
         self.beta_sampler = beta_sampler
         self.effects = effects
+        self.sampler = sampler
 
     def __repr__(self) -> str:
         return (f"PaivaModel(beta_prior={self.beta_prior!r}, beta_sampler={self.beta_sampler!r}, "
-                f"effects={self.effects!r})")
+                f"effects={self.effects!r}, sampler={self.sampler!r})")
 
     def fit(
         self,
@@ -325,7 +339,14 @@ class PaivaModel:
         if parallel and noise is not None:
             raise InputError("parallel=True is not available for noise-aware fits (noise=...); "
                              "use parallel=False")
+        block = self._block_sampler(noise is not None, bool(parallel))
         data, names = build_model_data(counts, self)
+        if block:
+            from geosynth.model.block import block_settings
+
+            block = block_settings(data)
+        else:
+            block = None
         streams = make_streams(seed, chains)
         released = None if noise is None else (noise, np.asarray(counts.counts, dtype=np.float64))
         if parallel and n_jobs is None:
@@ -337,7 +358,7 @@ class PaivaModel:
                                                 max_rhat=float(max_rhat),
                                                 max_bytes=int(max_bytes))
             runner = _AutoRunner(data, names, thin, plan, progress, released,
-                                 parallel=bool(parallel), schedule=schedule,
+                                 parallel=bool(parallel), block=block, schedule=schedule,
                                  rule=(float(target_ess), float(max_rhat), max_seconds),
                                  started=started, eta_draws=eta_draws)
             draws = runner.run_all(streams, n_jobs)
@@ -349,14 +370,26 @@ class PaivaModel:
         if executor is not None:
             settings = _ChainSettings(names=names, n_iter=int(n_iter), burn_in=int(burn_in),
                                       thin=int(thin), plan=plan, noise=released,
-                                      parallel=bool(parallel))
+                                      parallel=bool(parallel), block=block)
             draws = _run_on_executor(executor, data, settings, streams)
         else:
             runner = _ChainRunner(data, names, n_iter, burn_in, thin, plan, progress, released,
-                                  parallel=bool(parallel))
+                                  parallel=bool(parallel), block=block)
             draws = runner.run_all(streams, n_jobs)
         return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
                         burn_in=burn_in, noise_scale=noise, **draws)
+
+    def _block_sampler(self, noise: bool, parallel: bool) -> bool:
+        """Whether this fit runs the block sampler (:mod:`geosynth.model.block`)."""
+        if self.sampler == "gibbs":
+            return False
+        if noise:
+            raise InputError("sampler='block' is not available for noise-aware fits (noise=...) "
+                             "yet; use sampler='gibbs'")
+        if parallel:
+            raise InputError("parallel=True runs the chromatic single-site sampler; with "
+                             "sampler='block' use parallel=False")
+        return True
 
 
 class _ChainSettings(NamedTuple):
@@ -369,6 +402,7 @@ class _ChainSettings(NamedTuple):
     plan: StoragePlan
     noise: tuple[float, np.ndarray] | None
     parallel: bool
+    block: tuple | None = None
 
 
 def _run_on_executor(executor: Executor, data: ModelData, settings: _ChainSettings,
@@ -401,7 +435,8 @@ def _run_chain_task(data: ModelData, settings: _ChainSettings, stream: np.ndarra
     """Task of ``fit(executor=...)``: chain ``chain`` from its stream, with no progress bar."""
     runner = _ChainRunner(data, settings.names, settings.n_iter, settings.burn_in,
                           settings.thin, settings.plan, False, settings.noise,
-                          parallel=settings.parallel, first_chain=chain)
+                          parallel=settings.parallel, block=settings.block,
+                          first_chain=chain)
     return runner.run_all(stream[None, :], 1)
 
 
@@ -870,8 +905,9 @@ class _ChainRunner:
     """
 
     def __init__(self, data, names, n_iter, burn_in, thin, plan, progress, noise=None,
-                 parallel=False, first_chain=0):
+                 parallel=False, first_chain=0, block=None):
         self.data, self.names = data, names
+        self.block = block  # block sampler: the extra arguments of run_chunk_block
         self.first_chain = first_chain  # number of chain 0 in messages (a task runs one chain)
         self.colours = None
         if parallel:  # chromatic Gibbs: colour classes of the lattice, shared by the chains
@@ -972,6 +1008,10 @@ class _ChainRunner:
             from geosynth.model.parallel import run_chunk_parallel
 
             return run_chunk_parallel, "chromatic"
+        if self.block is not None:
+            from geosynth.model.block import run_chunk_block
+
+            return run_chunk_block, "block"
         return run_chunk, "serial"
 
     def compile_kernels(self, stream: np.ndarray, out: dict) -> None:
@@ -1064,6 +1104,10 @@ class _ChainRunner:
             from geosynth.model.parallel import run_chunk_parallel
 
             status, written = run_chunk_parallel(*args, *self.colours, cell_streams)
+        elif self.block is not None:
+            from geosynth.model.block import run_chunk_block
+
+            status, written = run_chunk_block(*args, *self.block)
         else:
             status, written = run_chunk(*args)
         if status:
@@ -1181,8 +1225,9 @@ class _AutoRunner(_ChainRunner):
     """
 
     def __init__(self, data, names, thin, plan, progress, noise, *, parallel, schedule, rule,
-                 started, eta_draws):
-        super().__init__(data, names, 0, 0, thin, plan, progress, noise, parallel=parallel)
+                 started, eta_draws, block=None):
+        super().__init__(data, names, 0, 0, thin, plan, progress, noise, parallel=parallel,
+                         block=block)
         self.schedule = schedule
         self.target_ess, self.max_rhat, self.max_seconds = rule
         self.started = started

@@ -82,6 +82,10 @@ __all__ = [
     "scale_proposal",
     "scale_accept",
     "record",
+    "update_tau_eps",
+    "update_intercepts",
+    "update_beta_single_site",
+    "update_errors",
 ]
 
 BETA_NONE, BETA_NORMAL, BETA_ICAR = 0, 1, 2
@@ -691,15 +695,31 @@ def _update_precisions(data, s, column):
         s.tau_phi[p] = gamma(
             s.rng, pr[PHI_A] + 0.5 * rank, pr[PHI_B] + 0.5 * _icar_quadratic(column, data)
         )
+    update_tau_eps(data, s)
+    if data.beta_prior == BETA_ICAR:
+        s.tau_beta[0] = gamma(
+            s.rng, pr[BETA_A] + 0.5 * rank, pr[BETA_B] + 0.5 * _icar_quadratic(s.beta, data)
+        )
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_tau_eps(data, s):
+    """Draw τ_ε from its Gamma conditional (Nunes 2018, eq. 2.17).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state: ``s.tau_eps`` is overwritten, ``s.rng`` advanced.
+    """
+    G, B = data.counts.shape
+    pr = data.priors
     sq = 0.0
     for i in range(G):
         for b in range(B):
             sq += s.eps[i, b] * s.eps[i, b]
     s.tau_eps[0] = gamma(s.rng, pr[EPS_A] + 0.5 * G * B, pr[EPS_B] + 0.5 * sq)
-    if data.beta_prior == BETA_ICAR:
-        s.tau_beta[0] = gamma(
-            s.rng, pr[BETA_A] + 0.5 * rank, pr[BETA_B] + 0.5 * _icar_quadratic(s.beta, data)
-        )
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -1328,3 +1348,96 @@ def run_chunk_noise_aware(data, s, n_sweeps, thin, out_scalars, out_theta, out_b
                 out_totals[row + written, b] = v
             written += 1
     return STATUS_OK, written
+
+
+# Entry points of the block sampler (geosynth.model.block), which replaces the single-site
+# updates of the ICAR fields and keeps these; same conditionals, same kernels, one home each.
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_intercepts(data, s):
+    """Single-site draws of μ, then of every α_p (as in :func:`sweep`); return a status.
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state, updated in place.
+
+    Returns
+    -------
+    int
+        0, or ``16 * block + status`` (see :func:`sweep`).
+    """
+    status = _update_mu(data, s)
+    if status != STATUS_OK:
+        return 16 * B_MU + status
+    status = _update_alpha(data, s)
+    if status != STATUS_OK:
+        return 16 * B_ALPHA + status
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_beta_single_site(data, s, comp_sum):
+    """Single-site draws of every β_i (as in :func:`sweep`); return a status.
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state, updated in place.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch for per-component sums.
+
+    Returns
+    -------
+    int
+        0, or ``16 * B_BETA + status`` (see :func:`sweep`).
+    """
+    status = _update_beta(data, s, comp_sum)
+    if status != STATUS_OK:
+        return 16 * B_BETA + status
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_errors(data, s, comp_sum, column, adapt):
+    """Run the error part of :func:`sweep`: ε, its shifts, τ_ε and its scale move.
+
+    Single-site draws of every ε_ib, the per-cell shifts (θ_i, ε_i·) and (φ_ip, ε_ib), the
+    shifts (μ, ε) and (α_p, ε), the Gamma draw of τ_ε and the scale move of (ε, τ_ε), in the
+    order of :func:`sweep`.
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state, updated in place.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch for per-component sums.
+    column : numpy.ndarray of float64, shape (G,)
+        Scratch for one column of φ.
+    adapt : bool
+        Burn-in: tune the proposal scale of the scale move.
+
+    Returns
+    -------
+    int
+        0, or ``16 * B_EPS + status`` (see :func:`sweep`).
+    """
+    status = _update_eps(data, s)
+    if status != STATUS_OK:
+        return 16 * B_EPS + status
+    _shift_cells_eps(data, s, comp_sum, column, -1)
+    for p in range(s.alpha.shape[0]):
+        _shift_cells_eps(data, s, comp_sum, column, p)
+    s.mu[0] += _shift_eps(data, s, -1, data.priors[MU_VAR], s.mu[0])
+    for p in range(s.alpha.shape[0]):
+        s.alpha[p] += _shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
+    update_tau_eps(data, s)
+    _scale_move_eps(data, s, 2 + s.alpha.shape[0], adapt)
+    return STATUS_OK
