@@ -225,6 +225,34 @@ def test_releases_carry_synthetic_values_of_each_covariate():
     assert not np.array_equal(releases[0]["z1"], releases[1]["z1"])
 
 
+def test_each_covariate_is_standardised_on_its_own(opposite):
+    data, _, counts = opposite
+    assert counts.covariates == ("z1", "z2") and counts.zbar_mean.shape == (2, 6)
+    for k, name in enumerate(counts.covariates):
+        alone = prepare(data, GRID, ["a", "b"], continuous=name)
+        np.testing.assert_array_equal(counts.zbar[k], alone.zbar)
+        np.testing.assert_array_equal(counts.zbar_mean[k], alone.zbar_mean)
+        np.testing.assert_array_equal(counts.zbar_sd[k], alone.zbar_sd)
+        np.testing.assert_array_equal(counts.zbar_mask, alone.zbar_mask)
+        for mine, theirs in zip(counts.covariate(name), alone.covariate(name), strict=True):
+            np.testing.assert_array_equal(mine, theirs)
+        summary = counts.summary()
+        np.testing.assert_array_equal(summary[f"zbar_sd[{name}]"], alone.summary()["zbar_sd"])
+    with pytest.raises(InputError, match=r"'z3' is not a continuous covariate.*\['z1', 'z2'\]"):
+        counts.covariate("z3")
+
+
+def test_memory_bound_counts_each_covariate(opposite):
+    from geosynth.errors import MemoryLimitError
+
+    data = opposite[0]
+    pairs = GRID.n_cells * 6
+    prepare(data, GRID, ["a", "b"], continuous=["z1", "z2"], max_bytes=pairs * (8 + 1 + 16))
+    with pytest.raises(MemoryLimitError, match=rf"need {pairs * 25:,} bytes"):
+        prepare(data, GRID, ["a", "b"], continuous=["z1", "z2"],
+                max_bytes=pairs * 25 - 1)
+
+
 @pytest.mark.parametrize(("continuous", "message"), [
     (["z1", "z1"], r"continuous lists \['z1'\] more than once; name each column once"),
     (["z1", "a"], r"continuous column 'a' is also listed in attributes; use it in one role"),
