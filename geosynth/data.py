@@ -7,7 +7,9 @@ locates every point in a :class:`geosynth.lattice.Grid`, and returns a :class:`C
 * ``counts[i, b]`` -- the number of records with attribute combination ``b`` in cell ``i``
   (:math:`c_i^{(b)}` in Nunes 2018, §2.1), and
 * with a continuous variable ``Z``, the per-(cell, combination) means Z̄_i^(b)
-  standardised within each combination (Nunes 2018, §2.2.1).
+  standardised within each combination (Nunes 2018, §2.2.1) -- one array of them per
+  continuous covariate when several are given (``continuous=["z1", "z2"]``; Nunes 2018, §5:
+  the β extension generalises to K covariates).
 
 Combinations and levels
 -----------------------
@@ -86,11 +88,13 @@ __all__ = [
     "check_outside",
     "check_prepare_options",
     "count_table",
+    "covariate_names",
     "counts_from_table",
     "locate_records",
     "CELL_COLUMN",
     "COUNT_COLUMN",
     "Z_SUM_COLUMN",
+    "z_sum_columns",
     "IDENTIFYING_LEVEL_SHARE",
     "IDENTIFYING_MIN_RECORDS",
     "IDENTIFYING_MIN_SINGLETONS",
@@ -110,10 +114,74 @@ IDENTIFYING_SINGLETON_SHARE = 0.05
 
 #: Columns of a count table (:func:`locate_records`, :func:`count_table`) besides the
 #: attributes: the cell id (-1: in no cell), the number of records and the sum of the
-#: continuous column (0 without one). Named so that they cannot clash with a user's column.
+#: continuous column (0 without one; one column per covariate, :func:`z_sum_columns`). Named so
+#: that they cannot clash with a user's column.
 CELL_COLUMN = "__geosynth_cell"
 COUNT_COLUMN = "__geosynth_n"
 Z_SUM_COLUMN = "__geosynth_z"
+
+
+def covariate_names(continuous: Sequence[str] | str | None) -> tuple[str, ...]:
+    """Return the continuous covariates named by ``continuous=`` as a tuple (empty for None).
+
+    The one reader of the ``continuous`` argument of :func:`prepare` and its steps: a str is
+    one covariate, a list or tuple of str several (in the order given).
+
+    Parameters
+    ----------
+    continuous : str, sequence of str or None
+        As for :func:`prepare`.
+
+    Returns
+    -------
+    tuple of str
+
+    Raises
+    ------
+    InputError
+        ``continuous`` is an empty sequence, holds something other than str, names a column
+        more than once, or is neither None, a str nor a list/tuple.
+    """
+    if continuous is None:
+        return ()
+    if isinstance(continuous, str):
+        return (continuous,)
+    if not isinstance(continuous, (list, tuple)):
+        raise InputError(
+            f"continuous must be a column name, a list of column names or None, got "
+            f"{type(continuous).__name__}; e.g. continuous=['z1', 'z2']"
+        )
+    names = tuple(continuous)
+    if not names:
+        raise InputError("continuous is an empty list; name at least one numeric column, or "
+                         "pass continuous=None for no covariate")
+    wrong = [n for n in names if not isinstance(n, str)]
+    if wrong:
+        raise InputError(f"continuous must list column names (str), got {wrong!r}; e.g. "
+                         "continuous=['z1', 'z2']")
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise InputError(f"continuous lists {duplicated} more than once; name each column once")
+    return names
+
+
+def z_sum_columns(n_covariates: int) -> list[str]:
+    """Columns of a count table holding the sums of the ``n_covariates`` continuous covariates.
+
+    :data:`Z_SUM_COLUMN` for the first (all zeros without a covariate), then
+    ``Z_SUM_COLUMN + "_k"`` for covariate ``k >= 1``.
+
+    Parameters
+    ----------
+    n_covariates : int
+        Number K of covariates (0 or more).
+
+    Returns
+    -------
+    list of str
+        ``max(K, 1)`` column names.
+    """
+    return [Z_SUM_COLUMN] + [f"{Z_SUM_COLUMN}_{k}" for k in range(1, n_covariates)]
 
 
 class CountTable:
@@ -194,20 +262,23 @@ class CellCounts(CountTable):
         The attribute columns, in the order given to :func:`prepare`.
     levels : dict of str to list
         Levels of each attribute present in the kept records, code order (see module docstring).
-    continuous : str or None
-        Name of the continuous column, if any.
-    zbar : numpy.ndarray of float64, shape (G, B), or None
+    continuous : str, tuple of str, or None
+        The continuous column as given to :func:`prepare` (a str), or the continuous covariates
+        (a tuple, for a list given); None without one. :attr:`covariates` is always a tuple.
+    zbar : numpy.ndarray of float64, shape (G, B) or (K, G, B), or None
         Standardised mean of Z per (cell, combination): for each ``b`` the raw cell means over the
         non-empty cells minus ``zbar_mean[b]``, divided by ``zbar_sd[b]``; 0 where a pair is
-        empty.
+        empty. With a tuple of K covariates, one such (G, B) array per covariate, standardised
+        on its own (``zbar[k]`` is covariate ``covariates[k]``).
     zbar_mask : numpy.ndarray of bool, shape (G, B), or None
-        True where the (cell, combination) pair holds records (``counts > 0``).
-    zbar_mean : numpy.ndarray of float64, shape (B,), or None
-        Per combination, the mean of the raw cell means over its non-empty cells.
-    zbar_sd : numpy.ndarray of float64, shape (B,), or None
-        Per combination, the sample SD (``ddof=1``, as R's ``sd``) of the raw cell means over its
-        non-empty cells; 1.0 when it is undefined (fewer than two non-empty cells) or zero up to
-        rounding (at most 1e-12 times the largest absolute cell mean).
+        True where the (cell, combination) pair holds records (``counts > 0``); the same for
+        every covariate.
+    zbar_mean : numpy.ndarray of float64, shape (B,) or (K, B), or None
+        Per combination (and covariate), the mean of the raw cell means over its non-empty cells.
+    zbar_sd : numpy.ndarray of float64, shape (B,) or (K, B), or None
+        Per combination (and covariate), the sample SD (``ddof=1``, as R's ``sd``) of the raw
+        cell means over its non-empty cells; 1.0 when it is undefined (fewer than two non-empty
+        cells) or zero up to rounding (at most 1e-12 times the largest absolute cell mean).
         A raw cell mean is ``zbar * zbar_sd + zbar_mean``.
     grid : geosynth.lattice.Grid
         The lattice the records were located in.
@@ -220,7 +291,7 @@ class CellCounts(CountTable):
     record_index: pd.Index
     attributes: tuple[str, ...]
     levels: dict[str, list]
-    continuous: str | None
+    continuous: str | tuple[str, ...] | None
     zbar: np.ndarray | None
     zbar_mask: np.ndarray | None
     zbar_mean: np.ndarray | None
@@ -252,6 +323,39 @@ class CellCounts(CountTable):
         """Number of kept records ``n``."""
         return int(self.record_cell.shape[0])
 
+    @property
+    def covariates(self) -> tuple[str, ...]:
+        """The continuous covariates, in order (empty without one; one for a str ``continuous``)."""
+        return covariate_names(self.continuous)
+
+    def covariate(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Standardised cell means of one continuous covariate, whatever form ``continuous`` has.
+
+        Parameters
+        ----------
+        name : str
+            One of :attr:`covariates`.
+
+        Returns
+        -------
+        zbar : numpy.ndarray of float64, shape (G, B)
+        zbar_mean, zbar_sd : numpy.ndarray of float64, shape (B,)
+            As the attributes of the same names describe them, for this covariate.
+
+        Raises
+        ------
+        InputError
+            ``name`` is not a covariate of these counts.
+        """
+        names = self.covariates
+        if name not in names:
+            raise InputError(f"{name!r} is not a continuous covariate of these counts; they "
+                             f"have {list(names)}")
+        if isinstance(self.continuous, str):
+            return self.zbar, self.zbar_mean, self.zbar_sd
+        k = names.index(name)
+        return self.zbar[k], self.zbar_mean[k], self.zbar_sd[k]
+
     def summary(self) -> pd.DataFrame:
         """Describe each combination.
 
@@ -260,14 +364,17 @@ class CellCounts(CountTable):
         pandas.DataFrame
             One row per combination: the attribute levels, ``n_records``, ``n_nonempty_cells``
             (cells holding at least one record of the combination), ``max_count`` (largest count
-            in a cell) and, with a continuous variable, ``zbar_mean`` and ``zbar_sd``.
+            in a cell) and, with a continuous variable, ``zbar_mean`` and ``zbar_sd`` (with a
+            list of covariates, ``zbar_mean[<name>]`` and ``zbar_sd[<name>]`` for each).
         """
         out = self.combos[list(self.attributes) + ["n_records"]].copy()
         out["n_nonempty_cells"] = (self.counts > 0).sum(axis=0).astype(np.int64)
         out["max_count"] = self.counts.max(axis=0) if self.n_cells else 0
-        if self.continuous is not None:
-            out["zbar_mean"] = self.zbar_mean
-            out["zbar_sd"] = self.zbar_sd
+        for name in self.covariates:
+            _, mean, sd = self.covariate(name)
+            suffix = "" if isinstance(self.continuous, str) else f"[{name}]"
+            out["zbar_mean" + suffix] = mean
+            out["zbar_sd" + suffix] = sd
         return out
 
     def __repr__(self) -> str:
@@ -282,7 +389,7 @@ def prepare(
     gdf: gpd.GeoDataFrame,
     grid: Grid,
     attributes: Sequence[str] | str,
-    continuous: str | None = None,
+    continuous: Sequence[str] | str | None = None,
     outside: str = "error",
     max_bytes: int = 2**31,
     *,
@@ -299,18 +406,20 @@ def prepare(
     attributes : sequence of str or str
         Categorical attribute columns whose combinations stratify the counts (a single string is
         one attribute). Levels and combinations follow the rules in the module docstring.
-    continuous : str, optional
+    continuous : str or sequence of str, optional
         A numeric column ``Z``; its mean per (cell, combination) is standardised within each
         combination as in Nunes (2018), §2.2.1 (see :class:`CellCounts`). Nunes' back-transform
         (eq. 2.27) multiplies by the *variance*; a standardised value is undone with the SD,
-        ``zbar * zbar_sd + zbar_mean``, which is what we store.
+        ``zbar * zbar_sd + zbar_mean``, which is what we store. A list of K numeric columns
+        (``["z1", "z2"]``) gives K covariates, each standardised on its own (Nunes 2018, §5),
+        and ``zbar`` of shape (K, G, B).
     outside : {"error", "drop"}
         What to do with points that ``grid.locate`` puts in no cell (outside the lattice or region,
         or inside an excluded area): raise, or drop them with a
         :class:`~geosynth.errors.DataWarning`.
     max_bytes : int
         Upper bound on the bytes of the (G, B) arrays: ``counts`` (8 bytes per pair) and, with
-        ``continuous``, ``zbar`` and ``zbar_mask`` (9 more).
+        ``continuous``, ``zbar_mask`` (1 more) and ``zbar`` (8 more per covariate).
     allow_identifying : bool, default False
         Keep an attribute whose levels (nearly) identify records (see "Record-identifying
         attributes" in the module docstring) instead of refusing it; a
@@ -326,12 +435,13 @@ def prepare(
     InputError
         ``gdf`` is not a GeoDataFrame (a Dask frame: see Notes) or has no rows; missing,
         empty or non-point geometries;
-        attributes empty, duplicated or missing; ``continuous`` missing, non-numeric, NaN or
-        infinite; NaN in an attribute; points outside the grid with ``outside="error"``; a bad
-        ``outside`` or ``max_bytes``; more possible combinations (product of the numbers of levels)
-        than kept records; an attribute whose levels identify records (unless
-        ``allow_identifying``); no point in any cell (the message reports the bounds of the
-        points and of the grid and suspects a mislabelled CRS).
+        attributes empty, duplicated or missing; a ``continuous`` column missing, listed twice,
+        also an attribute, non-numeric, NaN or infinite; NaN in an attribute; points outside
+        the grid with ``outside="error"``; a bad ``outside`` or ``max_bytes``; more possible
+        combinations (product of the numbers of levels) than kept records; an attribute whose
+        levels identify records (unless ``allow_identifying``); no point in any cell (the
+        message reports the bounds of the points and of the grid and suspects a mislabelled
+        CRS).
     CRSError
         ``gdf`` has no CRS while the grid has one, the CRSs differ, or ``gdf`` is in degrees.
     MemoryLimitError
@@ -436,7 +546,9 @@ def check_prepare_options(
 
 
 def check_columns(
-    gdf: gpd.GeoDataFrame, attributes: Sequence[str] | str, continuous: str | None = None
+    gdf: gpd.GeoDataFrame,
+    attributes: Sequence[str] | str,
+    continuous: Sequence[str] | str | None = None,
 ) -> tuple[str, ...]:
     """Check the attribute and continuous columns of ``gdf`` for :func:`prepare`.
 
@@ -449,8 +561,9 @@ def check_columns(
         The confidential points (or an empty frame with their columns and dtypes).
     attributes : sequence of str or str
         As for :func:`prepare`.
-    continuous : str, optional
-        As for :func:`prepare`; its dtype must be numeric (not bool or complex).
+    continuous : str or sequence of str, optional
+        As for :func:`prepare`; every such column's dtype must be numeric (not bool or
+        complex).
 
     Returns
     -------
@@ -461,7 +574,8 @@ def check_columns(
     ------
     InputError
         No active geometry column; attributes empty, duplicated, missing or clashing with the
-        ``combos`` columns; ``continuous`` missing, also an attribute, or not numeric.
+        ``combos`` columns; a ``continuous`` column missing, listed twice, also an attribute,
+        or not numeric.
     """
     try:
         geometry_name = gdf.geometry.name
@@ -478,15 +592,18 @@ def check_columns(
     duplicated = sorted({a for a in attrs if attrs.count(a) > 1}, key=str)
     if duplicated:
         raise InputError(f"attributes lists {duplicated} more than once; name each column once")
-    for name, role in [(a, "attribute") for a in attrs] + [(continuous, "continuous column")]:
-        if name is not None and (name == geometry_name or name not in available):
+    covariates = covariate_names(continuous)
+    for name, role in [(a, "attribute") for a in attrs] + [(z, "continuous column")
+                                                           for z in covariates]:
+        if name == geometry_name or name not in available:
             raise InputError(
                 f"{role} {name!r} is not a column of gdf; available columns: {available}"
             )
-    if continuous is not None and continuous in attrs:
-        raise InputError(
-            f"continuous column {continuous!r} is also listed in attributes; use it in one role"
-        )
+    for name in covariates:
+        if name in attrs:
+            raise InputError(
+                f"continuous column {name!r} is also listed in attributes; use it in one role"
+            )
     generated = [f"{a}_code" for a in attrs] + ["n_records"]
     clash = sorted(set(attrs) & set(generated), key=str)
     if clash:
@@ -494,8 +611,8 @@ def check_columns(
             f"attribute names {clash} clash with the combos columns '<attribute>_code' and "
             "'n_records'; rename them with gdf.rename(columns=...)"
         )
-    if continuous is not None:
-        _check_numeric(gdf[continuous])
+    for name in covariates:
+        _check_numeric(gdf[name])
     return attrs
 
 
@@ -730,7 +847,7 @@ def locate_records(
     gdf: gpd.GeoDataFrame,
     grid: Grid,
     attributes: Sequence[str],
-    continuous: str | None = None,
+    continuous: Sequence[str] | str | None = None,
 ) -> pd.DataFrame:
     """Validate the rows of ``gdf`` and locate each record: one row per record of a count table.
 
@@ -746,15 +863,16 @@ def locate_records(
         The lattice; points are located with ``grid.locate``.
     attributes : sequence of str
         The attribute columns (checked).
-    continuous : str, optional
-        The continuous column (checked).
+    continuous : str or sequence of str, optional
+        The continuous column(s) (checked).
 
     Returns
     -------
     pandas.DataFrame
         Index ``gdf.index``; the attribute columns (dtypes kept), :data:`CELL_COLUMN` (int64
-        cell id, -1 for a point in no cell), :data:`COUNT_COLUMN` (int64, 1) and
-        :data:`Z_SUM_COLUMN` (float64 value of ``continuous``, 0 without one).
+        cell id, -1 for a point in no cell), :data:`COUNT_COLUMN` (int64, 1) and the columns of
+        :func:`z_sum_columns` (float64 value of each continuous covariate; one column of 0
+        without one).
 
     Raises
     ------
@@ -765,7 +883,8 @@ def locate_records(
     xy = point_coordinates(gdf, "gdf")
     for a in attributes:
         _check_no_nan(gdf, a, "attribute")
-    z = np.zeros(len(gdf)) if continuous is None else _continuous_values(gdf, continuous)
+    covariates = covariate_names(continuous)
+    z = [_continuous_values(gdf, name) for name in covariates] or [np.zeros(len(gdf))]
     cell = np.asarray(grid.locate(xy), dtype=np.int64).reshape(-1)
     if cell.shape != (len(gdf),):
         raise InputError(
@@ -775,7 +894,8 @@ def locate_records(
     records = pd.DataFrame({a: gdf[a].array for a in attributes}, index=gdf.index)
     records[CELL_COLUMN] = cell
     records[COUNT_COLUMN] = np.ones(len(gdf), dtype=np.int64)
-    records[Z_SUM_COLUMN] = z
+    for column, values in zip(z_sum_columns(len(covariates)), z, strict=True):
+        records[column] = values
     return records
 
 
@@ -791,7 +911,7 @@ def count_table(table: pd.DataFrame, attributes: Sequence[str]) -> pd.DataFrame:
     ----------
     table : pandas.DataFrame
         A count table: the attribute columns, :data:`CELL_COLUMN`, :data:`COUNT_COLUMN` and
-        :data:`Z_SUM_COLUMN`.
+        the Z sums (:func:`z_sum_columns`).
     attributes : sequence of str
         The attribute columns.
 
@@ -799,18 +919,19 @@ def count_table(table: pd.DataFrame, attributes: Sequence[str]) -> pd.DataFrame:
     -------
     pandas.DataFrame
         A count table with a ``RangeIndex``: columns :data:`CELL_COLUMN`, the attributes,
-        :data:`COUNT_COLUMN` and :data:`Z_SUM_COLUMN`, groups in order of first appearance.
+        :data:`COUNT_COLUMN` and the Z sums, groups in order of first appearance.
     """
     keys = [CELL_COLUMN, *attributes]
     grouped = table.groupby(keys, sort=False, observed=True, dropna=False)
-    return grouped[[COUNT_COLUMN, Z_SUM_COLUMN]].sum().reset_index()
+    sums = [COUNT_COLUMN] + [c for c in table.columns if str(c).startswith(Z_SUM_COLUMN)]
+    return grouped[sums].sum().reset_index()
 
 
 def counts_from_table(
     table: pd.DataFrame,
     grid: Grid,
     attributes: Sequence[str],
-    continuous: str | None = None,
+    continuous: Sequence[str] | str | None = None,
     *,
     max_bytes: int = 2**31,
     allow_identifying: bool = False,
@@ -833,8 +954,9 @@ def counts_from_table(
         The lattice the records were located in.
     attributes : sequence of str
         The attribute columns (checked by :func:`check_columns`).
-    continuous : str, optional
-        The continuous column, whose sums per row are in :data:`Z_SUM_COLUMN`.
+    continuous : str or sequence of str, optional
+        The continuous column(s), whose sums per row are in the columns of
+        :func:`z_sum_columns`.
     max_bytes : int, default 2**31
         As for :func:`prepare`.
     allow_identifying : bool, default False
@@ -896,7 +1018,8 @@ def counts_from_table(
     )
     row_combo = row_combo.reshape(-1).astype(np.int64)
     n_cells, n_combos = int(grid.n_cells), len(combo_codes)
-    _check_sizes(levels, n_kept, n_cells, n_combos, continuous, max_bytes)
+    covariates = covariate_names(continuous)
+    _check_sizes(levels, n_kept, n_cells, n_combos, len(covariates), max_bytes)
 
     row_cell = table[CELL_COLUMN].to_numpy(dtype=np.int64)
     flat = row_cell * n_combos + row_combo
@@ -905,10 +1028,18 @@ def counts_from_table(
     n_per_combo = np.bincount(row_combo, weights=weights, minlength=n_combos).astype(np.int64)
     combos = _combos_frame(table, attrs, combo_codes, first, n_per_combo)
     zbar = mask = mean = sd = None
-    if continuous is not None:
-        sums = np.bincount(flat, weights=table[Z_SUM_COLUMN].to_numpy(dtype=np.float64),
-                           minlength=n_cells * n_combos)
-        zbar, mask, mean, sd = _standardise(sums.reshape(n_cells, n_combos), counts)
+    if covariates:
+        parts = []
+        for column in z_sum_columns(len(covariates)):
+            sums = np.bincount(flat, weights=table[column].to_numpy(dtype=np.float64),
+                               minlength=n_cells * n_combos)
+            parts.append(_standardise(sums.reshape(n_cells, n_combos), counts))
+        mask = parts[0][1]
+        if isinstance(continuous, str):
+            zbar, _, mean, sd = parts[0]
+        else:  # one standardisation per covariate, stacked on a leading axis
+            zbar, mean, sd = (np.stack([part[j] for part in parts]) for j in (0, 2, 3))
+        continuous = continuous if isinstance(continuous, str) else covariates
     if records is None:
         record_cell, record_combo, record_index = row_cell.copy(), row_combo, table.index
     else:
@@ -996,7 +1127,7 @@ def _check_sizes(
     n_records: int,
     n_cells: int,
     n_combos: int,
-    continuous: str | None,
+    n_covariates: int,
     max_bytes: int,
 ) -> None:
     possible = math.prod(len(v) for v in levels.values())
@@ -1007,10 +1138,10 @@ def _check_sizes(
             "records; most combinations would be empty or hold single records: use fewer "
             "attributes or merge levels"
         )
-    per_pair = 8 + (9 if continuous is not None else 0)
+    per_pair = 8 + (1 + 8 * n_covariates if n_covariates else 0)
     needed = n_cells * n_combos * per_pair
     if needed > max_bytes:
-        arrays = "counts, zbar and zbar_mask" if continuous is not None else "counts"
+        arrays = "counts, zbar and zbar_mask" if n_covariates else "counts"
         raise MemoryLimitError(
             f"the {arrays} arrays for {n_cells} cells x {n_combos} combinations need "
             f"{needed:,} bytes ({needed / 2**30:.2f} GiB), more than max_bytes={max_bytes:,}; "

@@ -654,7 +654,7 @@ def prepare_dask(
     ddf: dask_geopandas.GeoDataFrame,
     grid: Grid,
     attributes: Sequence[str] | str,
-    continuous: str | None = None,
+    continuous: Sequence[str] | str | None = None,
     outside: str = "error",
     max_bytes: int = 2**31,
     *,
@@ -664,7 +664,7 @@ def prepare_dask(
 
     Columns, dtypes and CRS are checked on the frame's metadata. Then one pass over the
     partitions validates the points and counts them per (cell, attribute values, plus the sum
-    of the continuous column): :func:`geosynth.data.locate_records` and
+    of each continuous column): :func:`geosynth.data.locate_records` and
     :func:`~geosynth.data.count_table` on each partition, and ``count_table`` again over the
     partitions' tables. :func:`~geosynth.data.counts_from_table` then makes the
     :class:`~geosynth.data.CellCounts` from that small table -- levels, combinations, the

@@ -235,6 +235,14 @@ def test_prepare_dask_equals_prepare(client, points, grid, npartitions):
         pd.testing.assert_frame_equal(got.combos, same.combos)  # dtypes too
 
 
+def test_prepare_dask_passes_several_covariates(client, points, grid):
+    data = points.assign(w=(np.arange(len(points)) % 7) * 1.5)
+    want = prepare(data, grid, attributes=["a"], continuous=["z", "w"])
+    got = gd.prepare_dask(to_dask(data, 3), grid, attributes=["a"], continuous=["z", "w"])
+    assert got.continuous == ("z", "w") and got.zbar.shape == (2, grid.n_cells, got.n_combos)
+    assert_counts_equal(got, want)
+
+
 def test_prepare_dask_outside_points(client, points, grid):
     small = Grid.regular((0, 0, 100, 40), shape=(2, 5), crs=CRS)
     ddf = to_dask(points, 3)

@@ -14,6 +14,7 @@ import click
 __all__ = [
     "GridSpec",
     "CommaList",
+    "PriorList",
     "Iterations",
     "stopping_options",
     "parse_grid_spec",
@@ -118,6 +119,41 @@ class CommaList(click.ParamType):
         if repeated:
             self.fail(f"{repeated} listed more than once in {value!r}", param, ctx)
         return names
+
+
+class PriorList(click.ParamType):
+    """A comma-separated list of choices such as ``normal,icar`` (repeats allowed), as a list."""
+
+    def __init__(self, choices: tuple[str, ...]) -> None:
+        self.choices = tuple(choices)
+        self.name = "[" + "|".join(self.choices) + "][,...]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        """Split ``value`` at commas and refuse anything but the choices.
+
+        Parameters
+        ----------
+        value : str or list of str
+            ``"normal,icar"`` from the command line, or an already converted list.
+        param : click.Parameter or None
+            The option being converted, for the error message.
+        ctx : click.Context or None
+            The command's context, for the error message.
+
+        Returns
+        -------
+        list of str
+            One choice per comma-separated part, in the order given.
+        """
+        if isinstance(value, list):
+            return value
+        parts = [part.strip().lower() for part in str(value).split(",")]
+        wrong = [part for part in parts if part not in self.choices]
+        if wrong:
+            self.fail(f"expected {' or '.join(self.choices)}, or one of them per --continuous "
+                      f"column separated by commas (e.g. {','.join(self.choices)}), got "
+                      f"{value!r}", param, ctx)
+        return parts
 
 
 class Iterations(click.ParamType):

@@ -26,7 +26,9 @@ from geosynth.cli.helpers import (
     write_text,
 )
 from geosynth.cli.options import (
+    CommaList,
     Iterations,
+    PriorList,
     attributes_option,
     cell_size_option,
     grid_option,
@@ -52,8 +54,9 @@ def _fixed_burn_in(iterations: int, burn_in: int | None) -> int:
 @click.argument("input_path", metavar="INPUT", type=_EXISTING_FILE)
 @points_options
 @attributes_option(required=True)
-@click.option("--continuous", default=None, metavar="COLUMN",
-              help="Numeric column released with synthetic values (Nunes 2018, §2.2).")
+@click.option("--continuous", type=CommaList(), default=None, metavar="COLUMN[,COLUMN...]",
+              help="Numeric column(s) released with synthetic values (Nunes 2018, §2.2; "
+              "comma-separated for several covariates, e.g. z1,z2).")
 @grid_option
 @cell_size_option
 @click.option("--region", "region_path", type=_EXISTING_FILE, default=None,
@@ -79,8 +82,9 @@ def _fixed_burn_in(iterations: int, burn_in: int | None) -> int:
 @stopping_options
 @click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
               help="Independent MCMC chains (R-hat needs at least 2).")
-@click.option("--beta-prior", type=click.Choice(["normal", "icar"]), default=None,
-              help="Prior of the per-cell effect of the --continuous column on the intensity "
+@click.option("--beta-prior", type=PriorList(("normal", "icar")), default=None,
+              help="Prior of the per-cell effect of the --continuous column(s) on the intensity: "
+              "normal or icar, or one per column, comma-separated (e.g. normal,icar) "
               "(default: no such effect).")
 @click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Make an epsilon-differentially private release (noisy counts, noise-aware "
@@ -125,7 +129,7 @@ def release(
     y_column: str | None,
     crs: str | None,
     attributes: list[str],
-    continuous: str | None,
+    continuous: list[str] | None,
     grid_shape: tuple[int, int] | None,
     cell_size: float | None,
     region_path: str | None,
@@ -139,7 +143,7 @@ def release(
     max_rhat: float,
     max_seconds: float | None,
     chains: int,
-    beta_prior: str | None,
+    beta_prior: list[str] | None,
     epsilon: float | None,
     levels_file: str | None,
     public_total: int | None,
@@ -182,6 +186,8 @@ def release(
     import geosynth
     from geosynth import io
 
+    # One name is the single-covariate form (str) of the Python API; several are a list.
+    continuous, beta_prior = _one_or_list(continuous), _one_or_list(beta_prior)
     _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains)
     run = _run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
@@ -258,6 +264,11 @@ def release(
 
 
 # ---------------------------------------------------------------------- steps
+def _one_or_list(names: list[str] | None) -> str | list[str] | None:
+    """``["z"]`` -> ``"z"`` (the API's one-covariate form); several names stay a list."""
+    return names[0] if names is not None and len(names) == 1 else names
+
+
 def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains) -> None:
     if (grid_shape is None) == (cell_size is None):
@@ -315,8 +326,9 @@ def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
             "guarantee; pass a public study region (e.g. the city boundary)"
         )
     if continuous is not None:
+        named = continuous if isinstance(continuous, str) else ",".join(continuous)
         raise click.UsageError(
-            f"--epsilon cannot release the continuous column {continuous!r}: a DP release of "
+            f"--epsilon cannot release the continuous column(s) {named!r}: a DP release of "
             "continuous values is not supported yet; drop --continuous"
         )
     if beta_prior is not None:
@@ -488,7 +500,7 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
         "",
         f"- Input: `{input_path}`, {counts.n_records} records, attributes "
         f"{', '.join(counts.attributes)}"
-        + ("" if counts.continuous is None else f", continuous `{counts.continuous}`"),
+        + ("" if not counts.covariates else f", continuous `{', '.join(counts.covariates)}`"),
         f"- Lattice: {describe_lattice(grid)}",
         f"- Model: `{fit.model!r}`, {_describe_fit(fit, run)}",
         f"- Releases: {m}",

@@ -278,11 +278,11 @@ def dp_counts(
     if not isinstance(counts, CellCounts):
         raise InputError(f"counts must be the CellCounts of geosynth.prepare, got "
                          f"{type(counts).__name__}")
-    if counts.continuous is not None:
+    if counts.covariates:
         raise InputError(
-            f"continuous variable {counts.continuous!r}: a DP release of continuous values needs "
-            "clamping bounds and its own noisy sums, which geosynth does not provide yet; "
-            "prepare the counts without continuous= for a DP release"
+            f"continuous variable(s) {', '.join(map(repr, counts.covariates))}: a DP release of "
+            "continuous values needs clamping bounds and its own noisy sums, which geosynth "
+            "does not provide yet; prepare the counts without continuous= for a DP release"
         )
     if neighbours not in _NEIGHBOURS:
         raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")

@@ -664,7 +664,7 @@ def _model_description(fit: PaivaFit) -> dict[str, Any]:
     model = fit.model
     return {
         "name": type(model).__name__,
-        "beta_prior": model.beta_prior,
+        "beta_prior": _as_json(model.beta_prior),
         "beta_sampler": model.beta_sampler,
         "effects": model.effects,
         "chains": fit.n_chains,
@@ -673,9 +673,15 @@ def _model_description(fit: PaivaFit) -> dict[str, Any]:
         "thin": fit.thin,
         "noise_scale": fit.noise_scale,
         "attributes": list(fit.counts.attributes),
-        "continuous": fit.counts.continuous,
+        # One column name (continuous="z"), or the list of covariates (continuous=["z1", "z2"]).
+        "continuous": _as_json(fit.counts.continuous),
         "combinations": fit.counts.combination_labels(),
     }
+
+
+def _as_json(value: Any) -> Any:
+    """Return a tuple of names (covariates, their priors) as a JSON list; else ``value``."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _fit_info(fit: PaivaFit | None) -> ReleaseInfo:
@@ -1007,7 +1013,9 @@ def _sha256(path: Path) -> str:
 # ---------------------------------------------------------------------- reading releases
 # The schema of format version 2: key -> type. A type is "str", "int", "number", "bool",
 # "dict" (any JSON object), ("optional", type), ("list", type, length or None),
-# ("mapping", type of every value) or a dict of required fields.
+# ("mapping", type of every value), ("either", type, type) or a dict of required fields.
+# One name or several (continuous covariates and their β priors; files with one str still read).
+_NAMES = ("either", "str", ("list", "str", None))
 _LATTICE_SCHEMA = {
     "shape": ("list", "int", 2),
     "cell_size": ("list", "number", 2),
@@ -1021,7 +1029,7 @@ _LATTICE_SCHEMA = {
 }
 _MODEL_SCHEMA = {
     "name": "str",
-    "beta_prior": ("optional", "str"),
+    "beta_prior": ("optional", _NAMES),
     "beta_sampler": ("optional", "str"),
     "effects": "str",
     "chains": "int",
@@ -1030,7 +1038,7 @@ _MODEL_SCHEMA = {
     "thin": "int",
     "noise_scale": ("optional", "number"),
     "attributes": ("list", "str", None),
-    "continuous": ("optional", "str"),
+    "continuous": ("optional", _NAMES),
     "combinations": ("list", "str", None),
 }
 _SCHEMA: dict[str, Any] = {
@@ -1328,6 +1336,12 @@ def _type_problem(value: Any, spec: Any, where: str) -> str | None:
     """Describe how ``value`` does not match the schema type ``spec``, or return None."""
     if isinstance(spec, tuple) and spec[0] == "optional":
         return None if value is None else _type_problem(value, spec[1], where)
+    if isinstance(spec, tuple) and spec[0] == "either":
+        problems = [_type_problem(value, option, where) for option in spec[1:]]
+        if None in problems:
+            return None
+        # The problem of the option a value of this JSON type was meant for.
+        return problems[-1] if isinstance(value, list) else problems[0]
     if isinstance(spec, dict):
         if not isinstance(value, dict):
             return f"{where!r} must be an object, got {_json_type(value)}"

@@ -72,7 +72,6 @@ from geosynth.model.kernels import (
     BETA_A,
     BETA_B,
     BETA_ICAR,
-    BETA_NONE,
     BETA_VAR,
     LEVEL_VAR,
     MU_VAR,
@@ -219,7 +218,7 @@ def new_block_work(data, st):
     C = data.component_size.shape[0]
     nnz_l = st.pattern.l_ptr[G]
     nnz_a = st.pattern.a_row.shape[0]
-    gb = (G, B) if data.beta_prior == BETA_ICAR else (0, 0)
+    gb = (G, B) if np.any(data.beta_priors == BETA_ICAR) else (0, 0)
     return BlockWork(
         np.zeros(nnz_a), np.zeros(nnz_l, dtype=np.int64), np.zeros(nnz_l), np.ones(G),
         np.zeros(G), np.zeros(G, dtype=np.int64), np.zeros(G, dtype=np.int64),
@@ -519,7 +518,7 @@ def _adapt_log_f(s, slot, accepted, adapt):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _field_block(data, st, w, s, kind, p, q_sqrt, adapt, n_steps, sign):
-    """Set up and run :func:`block_update` for θ (p = −1), φ_·p or β; apply an acceptance."""
+    """Run :func:`block_update` for θ (p = −1), φ_·p or β of covariate p; apply an acceptance."""
     G, B = data.counts.shape
     perm = st.pattern.perm
     pr = data.priors
@@ -530,10 +529,11 @@ def _field_block(data, st, w, s, kind, p, q_sqrt, adapt, n_steps, sign):
         tau, shape, rate, level_var, slot = s.tau_phi[p], pr[PHI_A], pr[PHI_B], \
             pr[LEVEL_VAR], 1 + p
     else:
-        tau, shape, rate, level_var, slot = s.tau_beta[0], pr[BETA_A], pr[BETA_B], \
-            pr[BETA_VAR], 1 + s.alpha.shape[0]
+        tau, shape, rate, level_var, slot = s.tau_beta[p], pr[BETA_A], pr[BETA_B], \
+            pr[BETA_VAR], 1 + s.alpha.shape[0] + p
     _level_precisions(data, level_var, q_sqrt)
-    lo, hi = (data.level_combos_ptr[p], data.level_combos_ptr[p + 1]) if p >= 0 else (0, 0)
+    lo, hi = (data.level_combos_ptr[p], data.level_combos_ptr[p + 1]) \
+        if kind == KIND_PHI else (0, 0)
     for k in range(G):
         i = perm[k]
         if kind == KIND_THETA:
@@ -551,9 +551,9 @@ def _field_block(data, st, w, s, kind, p, q_sqrt, adapt, n_steps, sign):
             w.counts[k] = data.cell_level_counts[i, p]
             w.weight[k] = total * math.exp(-x)
         else:
-            x = s.beta[i]
+            x = s.beta[p, i]
             for b in range(B):
-                z = data.zbar[i, b]
+                z = data.zbar[p, i, b]
                 w.zperm[k, b] = z
                 w.cbuf[k, b] = data.counts[i, b]
                 w.vbuf[k, b] = math.exp(s.eta[i, b] - z * x)
@@ -581,16 +581,16 @@ def _field_block(data, st, w, s, kind, p, q_sqrt, adapt, n_steps, sign):
                 s.eta[i, b] += delta
                 s.expeta[i, b] *= factor
         else:
-            s.beta[i] = w.proposal[k]
+            s.beta[p, i] = w.proposal[k]
             for b in range(B):
-                s.eta[i, b] += delta * data.zbar[i, b]
+                s.eta[i, b] += delta * data.zbar[p, i, b]
                 s.expeta[i, b] = math.exp(s.eta[i, b])
     if kind == KIND_THETA:
         s.tau_theta[0] = tau_new
     elif kind == KIND_PHI:
         s.tau_phi[p] = tau_new
     else:
-        s.tau_beta[0] = tau_new
+        s.tau_beta[p] = tau_new
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -651,12 +651,13 @@ def block_sweep(data, st, w, s, comp_sum, column, q_sqrt, adapt, n_steps, sign, 
         s.alpha[p] += delta
         for i in range(G):
             s.phi[i, p] = column[i]
-    if data.beta_prior == BETA_ICAR:
-        _field_block(data, st, w, s, KIND_BETA, -1, q_sqrt, adapt, n_steps, sign)
-    elif data.beta_prior != BETA_NONE and not hybrid:
-        status = update_beta_single_site(data, s, comp_sum)
-        if status != STATUS_OK:
-            return status
+    for c in range(data.beta_priors.shape[0]):
+        if data.beta_priors[c] == BETA_ICAR:
+            _field_block(data, st, w, s, KIND_BETA, c, q_sqrt, adapt, n_steps, sign)
+        elif not hybrid:
+            status = update_beta_single_site(data, s, comp_sum, c)
+            if status != STATUS_OK:
+                return status
     if hybrid:
         return STATUS_OK
     return update_errors(data, s, comp_sum, column, adapt)

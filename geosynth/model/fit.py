@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._compat import import_arviz
+from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, GeosynthWarning, InputError, MemoryLimitError, SamplerError
 from geosynth.model.kernels import (
     BETA_ICAR,
@@ -88,17 +90,23 @@ _SAMPLERS = ("gibbs", "block")
 class PaivaModel:
     """Bayesian Poisson/ICAR model of cell counts per attribute combination.
 
-    ``log λ_ib = μ + Σ_k α_k + θ_i + Σ_k φ_ik + β_i·Z̄_ib + ε_ib`` (Paiva et al. 2014; Nunes 2018
-    eqs. 2.1–2.9 and, with ``beta_prior``, 2.19–2.21), fitted by a numba Gibbs sampler.
+    ``log λ_ib = μ + Σ_k α_k + θ_i + Σ_k φ_ik + Σ_c β_ci·Z̄_cib + ε_ib`` (Paiva et al. 2014;
+    Nunes 2018 eqs. 2.1–2.9 and, with ``beta_prior``, 2.19–2.21, over the K continuous
+    covariates c of ``prepare(..., continuous=...)`` as §5 generalises it), fitted by a numba
+    Gibbs sampler.
 
     Parameters
     ----------
-    beta_prior : {None, "normal", "icar"}, default None
-        Prior of the per-cell effect β_i of the standardised continuous covariate Z̄_ib. ``None``
-        leaves β out of the model. Under ``"icar"`` the mean of β within each connected
-        component gets a N(0, ``priors.beta_var``) prior instead of the thesis' constraint
-        Σβ_i = 0: no other parameter can absorb a common slope, so forcing the sum to zero
-        would force some cells' slopes to the wrong sign when Z̄ drives intensity everywhere.
+    beta_prior : {None, "normal", "icar"} or sequence of them, default None
+        Prior of the per-cell effect β_ci of each standardised continuous covariate Z̄_cib.
+        ``None`` leaves β out of the model. One str applies to every covariate; a list gives one
+        prior per covariate, in the order of ``continuous`` (``["normal", "icar"]``). Each
+        ICAR field has its own precision τ_β,c (reported as ``tau_beta``, or
+        ``tau_beta[<column>]`` when ``continuous`` was a list). Under ``"icar"`` the mean of β
+        within each connected component gets a N(0, ``priors.beta_var``) prior instead of the
+        thesis' constraint Σβ_i = 0: no other parameter can absorb a common slope, so forcing
+        the sum to zero would force some cells' slopes to the wrong sign when Z̄ drives
+        intensity everywhere.
     priors : Priors, optional
         Hyperparameters; defaults are vague and proper.
     beta_sampler : {"slice", "ars"}, default "slice"
@@ -135,14 +143,13 @@ class PaivaModel:
 
     def __init__(
         self,
-        beta_prior: Literal["normal", "icar"] | None = None,
+        beta_prior: Literal["normal", "icar"] | Sequence[str] | None = None,
         priors: Priors | None = None,
         beta_sampler: Literal["slice", "ars"] = "slice",
         effects: Literal["attribute", "combination"] = "attribute",
         sampler: Literal["gibbs", "block"] = "gibbs",
     ) -> None:
-        if beta_prior not in _BETA_PRIORS:
-            raise InputError(f"beta_prior must be None, 'normal' or 'icar', got {beta_prior!r}")
+        beta_prior = _check_beta_prior(beta_prior)
         if beta_sampler not in _BETA_SAMPLERS:
             raise InputError(f"beta_sampler must be 'slice' or 'ars', got {beta_sampler!r}")
         if effects not in ("attribute", "combination"):
@@ -160,6 +167,18 @@ class PaivaModel:
     def __repr__(self) -> str:
         return (f"PaivaModel(beta_prior={self.beta_prior!r}, beta_sampler={self.beta_sampler!r}, "
                 f"effects={self.effects!r}, sampler={self.sampler!r})")
+
+    def _block_sampler(self, noise: bool, parallel: bool) -> bool:
+        """Whether this fit runs the block sampler (:mod:`geosynth.model.block`)."""
+        if self.sampler == "gibbs":
+            return False
+        if noise:
+            raise InputError("sampler='block' is not available for noise-aware fits (noise=...) "
+                             "yet; use sampler='gibbs'")
+        if parallel:
+            raise InputError("parallel=True runs the chromatic single-site sampler; with "
+                             "sampler='block' use parallel=False")
+        return True
 
     def fit(
         self,
@@ -186,7 +205,8 @@ class PaivaModel:
         Parameters
         ----------
         counts : CellCounts
-            Output of :func:`geosynth.prepare`; needs ``continuous`` when ``beta_prior`` is set.
+            Output of :func:`geosynth.prepare`; needs ``continuous`` when ``beta_prior`` is set
+            (and as many covariates as ``beta_prior`` lists priors).
         n_iter : int or "auto", default 8000
             Sweeps per chain, burn-in included. The defaults keep 1,000 draws per chain and give
             R-hat < 1.05 on the thesis scenario with either ``effects``, the weakest link being
@@ -347,6 +367,7 @@ class PaivaModel:
             block = block_settings(data)
         else:
             block = None
+        labels = _beta_labels(counts, data)
         streams = make_streams(seed, chains)
         released = None if noise is None else (noise, np.asarray(counts.counts, dtype=np.float64))
         if parallel and n_jobs is None:
@@ -360,8 +381,8 @@ class PaivaModel:
             runner = _AutoRunner(data, names, thin, plan, progress, released,
                                  parallel=bool(parallel), block=block, schedule=schedule,
                                  rule=(float(target_ess), float(max_rhat), max_seconds),
-                                 started=started, eta_draws=eta_draws)
-            draws = runner.run_all(streams, n_jobs)
+                                 started=started, eta_draws=eta_draws, beta_labels=labels)
+            draws = _shape_beta(runner.run_all(streams, n_jobs), counts)
             return PaivaFit(model=self, counts=counts, scalar_names=names, noise_scale=noise,
                             **draws)
         plan = plan_model_storage(data, names, n_iter=n_iter, burn_in=burn_in, thin=thin,
@@ -377,19 +398,42 @@ class PaivaModel:
                                   parallel=bool(parallel), block=block)
             draws = runner.run_all(streams, n_jobs)
         return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
-                        burn_in=burn_in, noise_scale=noise, **draws)
+                        burn_in=burn_in, noise_scale=noise, **_shape_beta(draws, counts))
 
-    def _block_sampler(self, noise: bool, parallel: bool) -> bool:
-        """Whether this fit runs the block sampler (:mod:`geosynth.model.block`)."""
-        if self.sampler == "gibbs":
-            return False
-        if noise:
-            raise InputError("sampler='block' is not available for noise-aware fits (noise=...) "
-                             "yet; use sampler='gibbs'")
-        if parallel:
-            raise InputError("parallel=True runs the chromatic single-site sampler; with "
-                             "sampler='block' use parallel=False")
-        return True
+
+def _check_beta_prior(beta_prior) -> str | tuple[str, ...] | None:
+    """Return ``beta_prior`` (a sequence as a tuple) after checking each prior's name."""
+    if beta_prior is None or isinstance(beta_prior, str):
+        priors = [beta_prior]
+    elif isinstance(beta_prior, (list, tuple)) and beta_prior:
+        priors = list(beta_prior)
+        beta_prior = tuple(beta_prior)
+    else:
+        priors = [beta_prior]
+    wrong = [p for p in priors if p not in ("normal", "icar")
+             and not (p is None and len(priors) == 1)]
+    if wrong:
+        raise InputError(
+            f"beta_prior must be None, 'normal', 'icar' or a list of 'normal'/'icar' (one per "
+            f"continuous covariate), got {beta_prior!r}"
+        )
+    return beta_prior
+
+
+def _beta_labels(counts: CellCounts, data: ModelData) -> list[str]:
+    """How the fitted β fields are named: ``beta`` for a str ``continuous``, else ``beta[<z>]``."""
+    if not len(data.beta_priors):
+        return []
+    if isinstance(counts.continuous, str):
+        return ["beta"]
+    return [f"beta[{name}]" for name in counts.covariates]
+
+
+def _shape_beta(draws: dict, counts: CellCounts) -> dict:
+    """Shape β draws (chains, draws, K, G) as ``continuous``: (chains, draws, G) for a str."""
+    if draws["beta"] is not None and isinstance(counts.continuous, str):
+        draws["beta"] = draws["beta"][:, :, 0]
+    return draws
 
 
 class _ChainSettings(NamedTuple):
@@ -614,7 +658,7 @@ def plan_storage(
     n_cells: int,
     n_combos: int,
     n_scalars: int,
-    beta: bool,
+    beta: int | bool,
     noise: bool,
     eta_draws: int | Literal["all", "auto"],
     max_bytes: int,
@@ -623,7 +667,8 @@ def plan_storage(
     """Decide how many draws of η a fit stores, or refuse before anything large is allocated.
 
     Counted, over all chains: float64 scalars (``8·S`` bytes a retained draw), float32 θ and β
-    (``4·G`` each; β only if fitted), float64 latent totals of a noise-aware fit (``8·B``),
+    (``4·G`` each, β once per fitted covariate), float64 latent totals of a noise-aware fit
+    (``8·B``),
     float32 η of the stored draws (``4·G·B`` each); and per chain the float64 running sum of
     exp η and its scratch term (``16·G·B``) and the float32 η of one sampling chunk
     (``4·G·B`` per draw of the chunk, plus ``4·G`` for a discarded β when β is not fitted).
@@ -635,8 +680,10 @@ def plan_storage(
         As for :meth:`PaivaModel.fit` (validated there).
     n_cells, n_combos, n_scalars : int
         G, B and the number of scalar parameters S.
-    beta, noise : bool
-        Whether β is fitted; whether the fit is noise-aware.
+    beta : int or bool
+        Number K of fitted β fields, one per continuous covariate (True: one, False: none).
+    noise : bool
+        Whether the fit is noise-aware.
     stacklevel : int, default 2
         Of the warning, as for :func:`warnings.warn`.
 
@@ -657,7 +704,7 @@ def plan_storage(
     """
     n_keep = (n_iter - burn_in) // thin
     G, B, S = int(n_cells), int(n_combos), int(n_scalars)
-    per_draw = 8 * S + 4 * G * (2 if beta else 1) + (8 * B if noise else 0)
+    per_draw = 8 * S + 4 * G * (1 + int(beta)) + (8 * B if noise else 0)
     per_eta = 4 * G * B
     rows = _chunk_sweeps(G, B, thin)[1] // thin
     buffers = 16 * G * B + rows * (per_eta + (0 if beta else 4 * G))
@@ -735,7 +782,7 @@ def plan_model_storage(data: ModelData, names: list[str], *, noise: bool, stackl
     """
     G, B = data.counts.shape
     return plan_storage(n_cells=G, n_combos=B, n_scalars=len(names),
-                        beta=data.beta_prior != BETA_NONE, noise=noise,
+                        beta=len(data.beta_priors), noise=noise,
                         stacklevel=stacklevel + 1, **run)
 
 
@@ -750,9 +797,10 @@ def _format_bytes(n: int) -> str:
 def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, list[str]]:
     """Flatten a :class:`~geosynth.data.CellCounts` into the arrays the kernels take.
 
-    The kernels record τ_β in every case (the recorded scalar columns), but without an ICAR
-    prior on β nothing updates it: a constant by construction, which would show as a parameter
-    with an ESS of 2 and an undefined R-hat, so it is not reported.
+    The kernels record τ_β in every case (the recorded scalar columns, one per covariate), but
+    without an ICAR prior on a covariate's β nothing updates its τ_β: a constant by
+    construction, which would show as a parameter with an ESS of 2 and an undefined R-hat, so
+    it is not reported (:func:`_scalar_columns`).
 
     Parameters
     ----------
@@ -766,8 +814,14 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
     data : ModelData
         Read-only arrays of the kernels.
     names : list of str
-        The reported scalar parameters: μ, α, τ_θ, τ_φ, τ_ε and, only under
-        ``beta_prior="icar"``, τ_β.
+        The reported scalar parameters: μ, α, τ_θ, τ_φ, τ_ε and, for each covariate under an
+        ICAR prior, τ_β (``tau_beta`` for a str ``continuous``, else ``tau_beta[<column>]``).
+
+    Raises
+    ------
+    InputError
+        ``beta_prior`` is set but ``counts`` has no continuous covariate, or it lists another
+        number of priors than ``counts`` has covariates.
     """
     from geosynth.data import CellCounts
 
@@ -783,12 +837,23 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
             "counts has no records: the posterior only says that every intensity is small",
             DataWarning, stacklevel=3,
         )
-    beta_prior = _BETA_PRIORS[model.beta_prior]
-    if beta_prior != BETA_NONE and counts.zbar is None:
+    covariates = covariate_names(getattr(counts, "continuous", None))
+    if model.beta_prior is not None and (not covariates or counts.zbar is None):
         raise InputError(
             f"beta_prior={model.beta_prior!r} needs a continuous variable: call "
             "geosynth.prepare(..., continuous='column')"
         )
+    if model.beta_prior is None:
+        covariates = ()  # the covariates stay out of the model (β is not fitted)
+    priors = ([model.beta_prior] * len(covariates) if isinstance(model.beta_prior, str)
+              else list(model.beta_prior or ()))
+    if len(priors) != len(covariates):
+        raise InputError(
+            f"beta_prior lists {len(priors)} priors {list(priors)} but the counts have "
+            f"{len(covariates)} continuous covariates {list(covariates)}; give one prior per "
+            "covariate, or one str for all of them"
+        )
+    beta_priors = np.array([_BETA_PRIORS[p] for p in priors], dtype=np.int64)
     grid = counts.grid
     # Noisy counts may be negative; they start the latent counts at max(c̃, 0).
     c = np.maximum(counts.counts, 0).astype(np.float64)
@@ -806,8 +871,8 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
     level_combos = np.concatenate(
         [np.flatnonzero(membership[:, p]) for p in range(P)] or [np.empty(0, np.int64)]
     ).astype(np.int64)
-    use_zbar = counts.zbar is not None and beta_prior != BETA_NONE
-    zbar = counts.zbar if use_zbar else np.zeros((G, B))
+    # One (G, B) slice per covariate; one slice of zeros without β (the kernels' layout).
+    zbar = np.stack([counts.covariate(name)[0] for name in covariates] or [np.zeros((G, B))])
     data = ModelData(
         counts=c,
         cell_counts=c.sum(axis=1),
@@ -822,20 +887,30 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
         component_size=np.bincount(grid.component, minlength=grid.n_components).astype(float),
         # A writable copy: a read-only array is another numba type (a second compilation).
         zbar=np.array(zbar, dtype=np.float64, order="C"),
-        cell_czbar=(c * zbar).sum(axis=1),
+        cell_czbar=np.stack([(c * z).sum(axis=1) for z in zbar]),
         priors=model.priors.to_array(),
-        beta_prior=beta_prior,
+        beta_priors=beta_priors,
         beta_sampler=_BETA_SAMPLERS[model.beta_sampler],
     )
+    single = isinstance(counts.continuous, str)
     names = (["mu"] + [f"alpha[{n}]" for n in level_names] + ["tau_theta"]
              + [f"tau_phi[{n}]" for n in level_names] + ["tau_eps"]
-             + (["tau_beta"] if beta_prior == BETA_ICAR else []))
+             + ["tau_beta" if single else f"tau_beta[{name}]"
+                for name, prior in zip(covariates, beta_priors, strict=True)
+                if prior == BETA_ICAR])
     return data, names
 
 
+def _scalar_columns(data: ModelData) -> np.ndarray:
+    """Columns of the kernels' scalar record that the fit reports (see build_model_data)."""
+    P = len(data.level_counts)
+    icar = np.flatnonzero(data.beta_priors == BETA_ICAR)
+    return np.concatenate([np.arange(2 * P + 3), 2 * P + 3 + icar]).astype(np.int64)
+
+
 def _recorded_scalars(data: ModelData) -> int:
-    """Columns of the kernels' scalar record: μ, α (P), τ_θ, τ_φ (P), τ_ε, τ_β."""
-    return 2 * len(data.level_counts) + 4
+    """Columns of the kernels' scalar record: μ, α (P), τ_θ, τ_φ (P), τ_ε, τ_β (max(K, 1))."""
+    return 2 * len(data.level_counts) + 3 + data.zbar.shape[0]
 
 
 def _level_parameters(counts: CellCounts) -> tuple[np.ndarray, list[str]]:
@@ -864,6 +939,7 @@ def _combination_parameters(counts: CellCounts) -> tuple[np.ndarray, list[str]]:
 def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsState:
     """Over-dispersed starting values (so R-hat can detect non-convergence)."""
     G, B = data.counts.shape
+    K, fields = len(data.beta_priors), data.zbar.shape[0]
     rng = np.random.default_rng(stream[:2].astype(np.int64) & 0x7FFFFFFFFFFFFFFF)
     mean_count = max(data.counts.sum(), 1.0) / (G * B)
     return GibbsState(
@@ -871,12 +947,12 @@ def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsS
         alpha=rng.normal(0, 0.5, n_levels),
         theta=rng.normal(0, 0.2, G),
         phi=rng.normal(0, 0.2, (G, n_levels)),
-        beta=np.zeros(G) if data.beta_prior == BETA_NONE else rng.normal(0, 0.2, G),
+        beta=np.zeros((fields, G)) if K == 0 else rng.normal(0, 0.2, (K, G)),
         eps=np.zeros((G, B)),
         tau_theta=np.array([rng.gamma(2.0, 1.0)]),
         tau_phi=rng.gamma(2.0, 1.0, n_levels),
         tau_eps=np.array([rng.gamma(2.0, 5.0)]),
-        tau_beta=np.array([rng.gamma(2.0, 1.0)]),
+        tau_beta=rng.gamma(2.0, 1.0, fields),
         eta=np.zeros((G, B)),
         expeta=np.ones((G, B)),
         rng=stream.copy(),
@@ -885,7 +961,7 @@ def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsS
         zbuf=np.zeros(max(B, 1)),
         ones=np.ones(1),
         w1=np.zeros(1),
-        scale_log_sd=np.full(n_levels + 3, np.log(0.1)),
+        scale_log_sd=np.full(n_levels + 2 + fields, np.log(0.1)),
         marginal_log_sd=np.full(n_levels + 3, np.log(0.3)),
     )
 
@@ -927,11 +1003,12 @@ class _ChainRunner:
         chains = streams.shape[0]
         G, B = self.data.counts.shape
         n_keep, eta_index = self.plan.n_keep, self.plan.eta_index
-        has_beta = self.data.beta_prior != BETA_NONE
+        has_beta = len(self.data.beta_priors) > 0
+        fields = self.data.zbar.shape[0]
         out = {
             "scalars": np.zeros((chains, n_keep, _recorded_scalars(self.data))),
             "theta": np.zeros((chains, n_keep, G), dtype=np.float32),
-            "beta": np.zeros((chains, n_keep if has_beta else 0, G), dtype=np.float32),
+            "beta": np.zeros((chains, n_keep if has_beta else 0, fields, G), dtype=np.float32),
             "eta": np.zeros((chains, eta_index.size, G, B), dtype=np.float32),
             "latent_totals": np.zeros((chains, n_keep if self.inv_scale else 0, B)),
             "lambda_sum": np.zeros((chains, G, B)),
@@ -984,7 +1061,7 @@ class _ChainRunner:
         # The kernels also record τ_β when nothing updates it; report the named scalars only.
         scalars = out.pop("scalars")
         draws = {k: (None if v is None else v[:, :n]) for k, v in out.items()}
-        draws["scalars"] = np.ascontiguousarray(scalars[:, :n, :len(self.names)])
+        draws["scalars"] = np.ascontiguousarray(scalars[:, :n][..., _scalar_columns(self.data)])
         draws["eta"] = out["eta"][:, :n_eta]
         draws["eta_draw_index"] = eta_index[:n_eta].copy()
         draws["lambda_chain_means"] = means if n > 0 else None
@@ -1052,7 +1129,7 @@ class _ChainRunner:
         rows = self.plan.draws_per_chunk
         return _ChunkBuffers(
             eta=np.zeros((rows, G, B), dtype=np.float32),
-            beta=None if out["beta"].shape[1] else np.zeros((rows, G), dtype=np.float32),
+            beta=None if out["beta"].shape[1] else np.zeros((rows, 1, G), dtype=np.float32),
             term=np.empty((G, B)),
         )
 
@@ -1165,8 +1242,8 @@ def _plan_auto_storage(data: ModelData, names: list[str], *, thin: int, chains: 
         above ``max_rhat`` by its own noise.
     """
     G, B = data.counts.shape
-    beta = data.beta_prior != BETA_NONE
-    per_draw = (8 * _recorded_scalars(data) + 4 * G * (2 if beta else 1)
+    beta = len(data.beta_priors)
+    per_draw = (8 * _recorded_scalars(data) + 4 * G * (1 + beta)
                 + (8 * B if noise else 0) + 4 * G * B)
     rows = _chunk_sweeps(G, B, thin)[1] // thin
     buffers = 24 * G * B + (0 if beta else 4 * G * rows)
@@ -1225,9 +1302,10 @@ class _AutoRunner(_ChainRunner):
     """
 
     def __init__(self, data, names, thin, plan, progress, noise, *, parallel, schedule, rule,
-                 started, eta_draws, block=None):
+                 started, eta_draws, block=None, beta_labels=()):
         super().__init__(data, names, 0, 0, thin, plan, progress, noise, parallel=parallel,
                          block=block)
+        self.beta_labels = list(beta_labels)  # name of each covariate's β field
         self.schedule = schedule
         self.target_ess, self.max_rhat, self.max_seconds = rule
         self.started = started
@@ -1247,7 +1325,7 @@ class _AutoRunner(_ChainRunner):
         rows = self.plan.draws_per_chunk
         return _ChunkBuffers(
             eta=None,
-            beta=None if out["beta"].shape[1] else np.zeros((rows, G), dtype=np.float32),
+            beta=None if out["beta"].shape[1] else np.zeros((rows, 1, G), dtype=np.float32),
             term=np.empty((G, B)),
         )
 
@@ -1255,11 +1333,12 @@ class _AutoRunner(_ChainRunner):
         n_chains = streams.shape[0]
         G, B = self.data.counts.shape
         rows = self.plan.n_keep
-        has_beta = self.data.beta_prior != BETA_NONE
+        has_beta = len(self.data.beta_priors) > 0
+        fields = self.data.zbar.shape[0]
         out = {
             "scalars": np.zeros((n_chains, rows, _recorded_scalars(self.data))),
             "theta": np.zeros((n_chains, rows, G), dtype=np.float32),
-            "beta": np.zeros((n_chains, rows if has_beta else 0, G), dtype=np.float32),
+            "beta": np.zeros((n_chains, rows if has_beta else 0, fields, G), dtype=np.float32),
             "eta": np.zeros((n_chains, rows, G, B), dtype=np.float32),
             "latent_totals": np.zeros((n_chains, rows if self.inv_scale else 0, B)),
         }
@@ -1405,12 +1484,19 @@ class _AutoRunner(_ChainRunner):
         def cell_combination(k: int) -> str:
             return "lambda[{},{}]".format(*divmod(int(k), B))
 
+        scalars = out["scalars"][:, :n][..., _scalar_columns(self.data)]
         groups = [
-            ParameterGroup("scalars", out["scalars"][:, :n, :len(names)], names.__getitem__),
+            ParameterGroup("scalars", scalars, names.__getitem__),
             ParameterGroup("theta", out["theta"][:, :n], lambda i: f"theta[{i}]"),
         ]
         if out["beta"].shape[1]:
-            groups.append(ParameterGroup("beta", out["beta"][:, :n], lambda i: f"beta[{i}]"))
+            beta = out["beta"][:, :n]
+            labels = self.beta_labels or ["beta"] * beta.shape[2]
+
+            def beta_name(k: int) -> str:
+                return f"{labels[k // G]}[{k % G}]"
+
+            groups.append(ParameterGroup("beta", beta.reshape(*beta.shape[:2], -1), beta_name))
         if screen.size < G * B:
             groups.append(ParameterGroup("lambda (screen)", eta[:, :, screen],
                                          lambda k: cell_combination(screen[k]), screen=True))
@@ -1473,7 +1559,7 @@ class _AutoRunner(_ChainRunner):
         if isinstance(self.eta_draws, (int, np.integer)) and self.eta_draws < n:
             eta_index = evenly_spaced_draws(n, int(self.eta_draws))
         draws = {
-            "scalars": np.ascontiguousarray(out["scalars"][:, :n, :len(self.names)]),
+            "scalars": np.ascontiguousarray(out["scalars"][:, :n][..., _scalar_columns(self.data)]),
             "theta": out["theta"][:, :n],
             "beta": out["beta"][:, :n] if out["beta"].shape[1] else None,
             "eta": out["eta"][:, :n] if eta_index.size == n else out["eta"][:, eta_index],
@@ -1518,12 +1604,15 @@ class PaivaFit:
     Attributes
     ----------
     scalars : numpy.ndarray, shape (chains, draws, S)
-        μ, α, τ_θ, τ_φ, τ_ε and (under ``beta_prior="icar"`` only, the one prior that samples
-        it) τ_β per draw (names in ``scalar_names``). μ and α are reported with the means of θ
-        and φ absorbed (the sum-to-zero parametrisation of the thesis).
+        μ, α, τ_θ, τ_φ, τ_ε and (for each covariate under ``beta_prior="icar"`` only, the one
+        prior that samples it) τ_β per draw (names in ``scalar_names``). μ and α are reported
+        with the means of θ and φ absorbed (the sum-to-zero parametrisation of the thesis).
     theta : numpy.ndarray of float32, shape (chains, draws, G)
         θ centred to mean zero.
-    beta : numpy.ndarray of float32, shape (chains, draws, G), or None
+    beta : numpy.ndarray of float32, shape (chains, draws, G) or (chains, draws, K, G), or None
+        The per-cell effects of the continuous covariate(s): (chains, draws, G) when
+        ``continuous`` was one column name (a str), (chains, draws, K, G) when it was a list of
+        K columns (``beta[:, :, k]`` is covariate ``counts.covariates[k]``); None without β.
     eta : numpy.ndarray of float32, shape (chains, n_eta_draws, G, B)
         Linear predictor log λ of the stored draws: ``eta[c, j]`` is retained draw
         ``eta_draw_index[j]`` of chain ``c``.
@@ -1655,14 +1744,22 @@ class PaivaFit:
         return self.scalars[:, :, self.scalar_names.index(name)]
 
     def to_arviz(self) -> arviz.InferenceData:
-        """Draws as :class:`arviz.InferenceData` (scalars, θ and, if fitted, β)."""
+        """Draws as :class:`arviz.InferenceData` (scalars, θ and, if fitted, β).
+
+        β is one variable ``beta`` (a str ``continuous``), or one ``beta[<column>]`` per
+        covariate (a list), each with dimension ``cell``.
+        """
         az = import_arviz()
         posterior = {name: self.scalars[:, :, k] for k, name in enumerate(self.scalar_names)}
         posterior["theta"] = self.theta
         dims = {"theta": ["cell"]}
-        if self.beta is not None:
+        if self.beta is not None and self.beta.ndim == 3:
             posterior["beta"] = self.beta
             dims["beta"] = ["cell"]
+        elif self.beta is not None:
+            for k, name in enumerate(self.counts.covariates):
+                posterior[f"beta[{name}]"] = self.beta[:, :, k]
+                dims[f"beta[{name}]"] = ["cell"]
         return az.from_dict(posterior=posterior, dims=dims,
                             coords={"cell": np.arange(self.theta.shape[2])})
 

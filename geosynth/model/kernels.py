@@ -3,10 +3,16 @@
 Model (Nunes 2018, §2.1, eqs. 2.1–2.9, and §2.2, eqs. 2.19–2.21)::
 
     c_ib ~ Poisson(λ_ib)
-    log λ_ib = η_ib = μ + Σ_k α_k[x_k(b)] + θ_i + Σ_k φ_ik[x_k(b)] + β_i·Z̄_ib + ε_ib
+    log λ_ib = η_ib = μ + Σ_k α_k[x_k(b)] + θ_i + Σ_k φ_ik[x_k(b)] + Σ_c β_ci·Z̄_cib + ε_ib
 
 Attribute levels other than each attribute's baseline are numbered p = 0..P-1, so α is a vector
 of length P and φ a (G, P) array; ``combo_levels[b]`` lists the p's of combination b (-1 pads).
+The continuous covariates c = 0..K-1 (Nunes 2018, §5: the β extension generalises to several)
+each have a field β_c· (row c of the (K, G) array β) with its own prior, Normal or ICAR
+(``ModelData.beta_priors[c]``), and under ICAR its own precision τ_β,c; every β update,
+precision draw and scale move takes the covariate c as an explicit loop index or argument.
+Without a covariate (K = 0) the state keeps one β row of zeros, the Z̄ one (G, B) slice of zeros,
+and nothing updates them.
 
 Every scalar update uses the family ``a·x − Σ_j w_j·e^{z_j x} − q(x − m)²/2`` of
 :mod:`geosynth.samplers.family`; with z_j = 1 the exponential terms collapse into one weight
@@ -117,10 +123,10 @@ class ModelData(NamedTuple):
     indices: np.ndarray  # int64
     component: np.ndarray  # int64 (G,)
     component_size: np.ndarray  # float64 (C,)
-    zbar: np.ndarray  # float64 (G, B); zeros without a continuous variable
-    cell_czbar: np.ndarray  # float64 (G,)  Σ_b c_ib Z̄_ib
+    zbar: np.ndarray  # float64 (max(K, 1), G, B) per covariate; zeros without one (K = 0)
+    cell_czbar: np.ndarray  # float64 (max(K, 1), G)  Σ_b c_ib Z̄_cib
     priors: np.ndarray  # float64 (12,) Priors.to_array()
-    beta_prior: int  # BETA_NONE / BETA_NORMAL / BETA_ICAR
+    beta_priors: np.ndarray  # int64 (K,) BETA_NORMAL / BETA_ICAR per covariate; (0,) without β
     beta_sampler: int  # SAMPLER_ARS / SAMPLER_SLICE
 
 
@@ -131,12 +137,12 @@ class GibbsState(NamedTuple):
     alpha: np.ndarray  # (P,)
     theta: np.ndarray  # (G,)
     phi: np.ndarray  # (G, P)
-    beta: np.ndarray  # (G,)
+    beta: np.ndarray  # (max(K, 1), G): row c is covariate c's field
     eps: np.ndarray  # (G, B)
     tau_theta: np.ndarray  # (1,)
     tau_phi: np.ndarray  # (P,)
     tau_eps: np.ndarray  # (1,)
-    tau_beta: np.ndarray  # (1,)
+    tau_beta: np.ndarray  # (max(K, 1),) one per covariate (updated under its ICAR prior only)
     eta: np.ndarray  # (G, B) linear predictor
     expeta: np.ndarray  # (G, B) exp(eta), kept in step so conditionals need no exp per term
     rng: np.ndarray  # uint64 (4,) xoshiro256** stream
@@ -145,7 +151,7 @@ class GibbsState(NamedTuple):
     zbuf: np.ndarray  # float64 (max(B, 1),) exponents scratch
     ones: np.ndarray  # float64 (1,) = [1.0]
     w1: np.ndarray  # float64 (1,) weight scratch of the one-term ARS
-    scale_log_sd: np.ndarray  # float64 (P + 3,) log-sd of the scale-move proposals: θ, φ_p, β, ε
+    scale_log_sd: np.ndarray  # float64 (P + 2 + max(K, 1),) scale moves: θ, φ_p, β_c, ε
     marginal_log_sd: np.ndarray  # float64 (P + 3,) noise-aware moves: μ, α_p, θ_i, ε_ib
 
 
@@ -159,10 +165,11 @@ def compute_eta(data, s):
         The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
     s : GibbsState
         The chain's state; ``s.eta`` and ``s.expeta`` (float64 (G, B)) are overwritten from
-        μ, α, θ, φ, β (with ``data.zbar``) and ε.
+        μ, α, θ, φ, β (with ``data.zbar``, covariate by covariate) and ε.
     """
     G, B = data.counts.shape
     K = data.combo_levels.shape[1]
+    n_covariates = data.beta_priors.shape[0]
     for i in range(G):
         base = s.mu[0] + s.theta[i]
         for b in range(B):
@@ -171,8 +178,8 @@ def compute_eta(data, s):
                 p = data.combo_levels[b, k]
                 if p >= 0:
                     v += s.alpha[p] + s.phi[i, p]
-            if data.beta_prior != BETA_NONE:
-                v += s.beta[i] * data.zbar[i, b]
+            for c in range(n_covariates):
+                v += s.beta[c, i] * data.zbar[c, i, b]
             s.eta[i, b] = v
             s.expeta[i, b] = math.exp(v)
 
@@ -333,34 +340,36 @@ def _update_phi(data, s, comp_sum, column):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _update_beta(data, s, comp_sum):
+def _update_beta(data, s, comp_sum, c):
+    """β_c·, the field of covariate ``c``, cell by cell (Nunes 2018, eqs. 2.22–2.23)."""
     G, B = data.counts.shape
-    icar = data.beta_prior == BETA_ICAR
+    beta, zbar, czbar = s.beta[c], data.zbar[c], data.cell_czbar[c]
+    icar = data.beta_priors[c] == BETA_ICAR
     if icar:
-        component_sums(s.beta, data, comp_sum)
+        component_sums(beta, data, comp_sum)
     for i in range(G):
-        x = s.beta[i]
+        x = beta[i]
         for b in range(B):
-            s.zbuf[b] = data.zbar[i, b]
-            s.wbuf[b] = math.exp(s.eta[i, b] - x * data.zbar[i, b])
+            s.zbuf[b] = zbar[i, b]
+            s.wbuf[b] = math.exp(s.eta[i, b] - x * zbar[i, b])
         if icar:
-            m, q = _icar_prior(s.beta, i, s.tau_beta[0], data.priors[BETA_VAR], comp_sum, data)
+            m, q = _icar_prior(beta, i, s.tau_beta[c], data.priors[BETA_VAR], comp_sum, data)
         else:
             m, q = 0.0, 1.0 / data.priors[BETA_VAR]
         w = s.wbuf[:B]
         z = s.zbuf[:B]
         if data.beta_sampler == SAMPLER_SLICE:
-            new, status = slice_step(x, data.cell_czbar[i], w, z, m, q, s.rng)
+            new, status = slice_step(x, czbar[i], w, z, m, q, s.rng)
         else:
-            new, status = ars_draw(x, data.cell_czbar[i], w, z, m, q, s.rng, s.work)
+            new, status = ars_draw(x, czbar[i], w, z, m, q, s.rng, s.work)
         if status != STATUS_OK:
             return status
         delta = new - x
-        s.beta[i] = new
+        beta[i] = new
         if icar:
             comp_sum[data.component[i]] += delta
         for b in range(B):
-            s.eta[i, b] += delta * data.zbar[i, b]
+            s.eta[i, b] += delta * zbar[i, b]
             s.expeta[i, b] = math.exp(s.eta[i, b])
     return STATUS_OK
 
@@ -438,10 +447,11 @@ def scale_proposal(s, slot):
     Parameters
     ----------
     s : GibbsState
-        The chain's state: ``s.scale_log_sd`` (float64 (P + 3,)) gives log sd, ``s.rng``
-        (uint64 (4,)) is advanced.
+        The chain's state: ``s.scale_log_sd`` (float64 (P + 2 + max(K, 1),)) gives log sd,
+        ``s.rng`` (uint64 (4,)) is advanced.
     slot : int
-        Index into ``s.scale_log_sd``: 0 for θ, 1 + p for φ_·p, 1 + P for β, 2 + P for ε.
+        Index into ``s.scale_log_sd``: 0 for θ, 1 + p for φ_·p, 1 + P + c for β_c·, and
+        1 + P + max(K, 1) for ε.
 
     Returns
     -------
@@ -466,7 +476,7 @@ def scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate):
     ----------
     s : GibbsState
         The chain's state: ``s.rng`` (uint64 (4,)) is advanced, and ``s.scale_log_sd``
-        (float64 (P + 3,)) adapted when ``adapt``.
+        (float64 (P + 2 + max(K, 1),)) adapted when ``adapt``.
     slot : int
         Index into ``s.scale_log_sd`` (see :func:`scale_proposal`).
     adapt : bool
@@ -505,7 +515,8 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
     Gamma prior, the ICAR normalising constant τ^{(G−C)/2} and the Jacobian e^{(G−C)u − 2u}
     combine to this). The move is exact; it breaks the strong posterior dependence between an
     ICAR field and its precision, which single-site Gibbs updates cannot (the "funnel").
-    During burn-in (``adapt``) the proposal sd is tuned towards 44% acceptance.
+    During burn-in (``adapt``) the proposal sd is tuned towards 44% acceptance. ``p`` is the
+    level of φ_·p, or for β (``kind`` :data:`_KIND_BETA`) the covariate c of the field β_c·.
     """
     G, B = data.counts.shape
     component_sums(field, data, comp_sum)
@@ -517,7 +528,7 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
         d = (field[i] - comp_sum[data.component[i]]) * factor
         if kind == _KIND_BETA:
             for b in range(B):
-                dz = d * data.zbar[i, b]
+                dz = d * data.zbar[p, i, b]
                 delta_loglik += data.counts[i, b] * dz - s.expeta[i, b] * math.expm1(dz)
             continue
         # θ and φ shift every touched η_i· by the same d: Σ c·d − (e^d − 1)·Σ e^η.
@@ -552,7 +563,7 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
                 s.expeta[i, b] *= scale
         else:
             for b in range(B):
-                s.eta[i, b] += d * data.zbar[i, b]
+                s.eta[i, b] += d * data.zbar[p, i, b]
                 s.expeta[i, b] = math.exp(s.eta[i, b])
     return new_tau
 
@@ -696,10 +707,12 @@ def _update_precisions(data, s, column):
             s.rng, pr[PHI_A] + 0.5 * rank, pr[PHI_B] + 0.5 * _icar_quadratic(column, data)
         )
     update_tau_eps(data, s)
-    if data.beta_prior == BETA_ICAR:
-        s.tau_beta[0] = gamma(
-            s.rng, pr[BETA_A] + 0.5 * rank, pr[BETA_B] + 0.5 * _icar_quadratic(s.beta, data)
-        )
+    for c in range(data.beta_priors.shape[0]):
+        if data.beta_priors[c] == BETA_ICAR:
+            s.tau_beta[c] = gamma(
+                s.rng, pr[BETA_A] + 0.5 * rank,
+                pr[BETA_B] + 0.5 * _icar_quadratic(s.beta[c], data),
+            )
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -760,11 +773,12 @@ def _scale_moves(data, s, comp_sum, column, adapt):
             column[i] = s.phi[i, p]
         s.tau_phi[p] = _scale_move(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B],
                                    _KIND_PHI, p, data, s, comp_sum, 1 + p, adapt)
-    if data.beta_prior == BETA_ICAR:
-        s.tau_beta[0] = _scale_move(s.beta, s.tau_beta[0], pr[BETA_A], pr[BETA_B],
-                                    _KIND_BETA, 0, data, s, comp_sum, 1 + s.alpha.shape[0],
-                                    adapt)
-    _scale_move_eps(data, s, 2 + s.alpha.shape[0], adapt)
+    P = s.alpha.shape[0]
+    for c in range(data.beta_priors.shape[0]):
+        if data.beta_priors[c] == BETA_ICAR:
+            s.tau_beta[c] = _scale_move(s.beta[c], s.tau_beta[c], pr[BETA_A], pr[BETA_B],
+                                        _KIND_BETA, c, data, s, comp_sum, 1 + P + c, adapt)
+    _scale_move_eps(data, s, 1 + P + s.beta.shape[0], adapt)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -772,11 +786,11 @@ def sweep(data, s, comp_sum, column, adapt=False):
     """One sweep over every parameter; return 0 or 16·block + sampler status.
 
     Gibbs updates (ARS, slice, Gamma and Gaussian draws) in the order μ, α, θ, shift(μ, θ), φ,
-    shift(α, φ), β, ε, per-cell shift(θ_i, ε_i·) and shift(φ_ip, ε_ib), shift(μ, ε),
-    shift(α, ε), precisions, followed by the scale moves of the ICAR fields and of ε. Every
-    shift is an exact Gibbs draw along a direction of constant likelihood. The full
-    conditionals are those of Nunes (2018), §2.1.1, eqs. 2.10–2.17, and §2.2.1, eqs. 2.22–2.24
-    (with the ICAR rank correction of the module docstring).
+    shift(α, φ), β (each covariate's field in turn), ε, per-cell shift(θ_i, ε_i·) and
+    shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), precisions, followed by the scale moves of
+    the ICAR fields and of ε. Every shift is an exact Gibbs draw along a direction of constant
+    likelihood. The full conditionals are those of Nunes (2018), §2.1.1, eqs. 2.10–2.17, and
+    §2.2.1, eqs. 2.22–2.24 (with the ICAR rank correction of the module docstring).
 
     Parameters
     ----------
@@ -823,8 +837,8 @@ def sweep(data, s, comp_sum, column, adapt=False):
         )
         for i in range(G):
             s.phi[i, p] = column[i]
-    if data.beta_prior != BETA_NONE:
-        status = _update_beta(data, s, comp_sum)
+    for c in range(data.beta_priors.shape[0]):
+        status = _update_beta(data, s, comp_sum, c)
         if status != STATUS_OK:
             return 16 * B_BETA + status
     status = _update_eps(data, s)
@@ -845,7 +859,7 @@ def sweep(data, s, comp_sum, column, adapt=False):
 def record(data, s, out_scalars, out_theta, out_beta, out_eta, row):
     """Write the identified summaries of the current state into row ``row`` of the outputs.
 
-    Scalars: [μ + mean θ, α_p + mean φ_p (P), τ_θ, τ_φ (P), τ_ε, τ_β].
+    Scalars: [μ + mean θ, α_p + mean φ_p (P), τ_θ, τ_φ (P), τ_ε, τ_β (max(K, 1))].
 
     Parameters
     ----------
@@ -853,12 +867,12 @@ def record(data, s, out_scalars, out_theta, out_beta, out_eta, row):
         The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
     s : GibbsState
         The chain's state (read only).
-    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 4)
+    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 3 + max(K, 1))
         Row ``row`` receives the scalars above.
     out_theta : numpy.ndarray of float32 or float64, shape (rows, G)
         Row ``row`` receives θ − mean θ.
-    out_beta : numpy.ndarray of float32 or float64, shape (rows, G)
-        Row ``row`` receives β.
+    out_beta : numpy.ndarray of float32 or float64, shape (rows, max(K, 1), G)
+        Row ``row`` receives β, one field per covariate.
     out_eta : numpy.ndarray of float32 or float64, shape (rows, G, B)
         Row ``row`` receives η.
     row : int
@@ -876,11 +890,13 @@ def record(data, s, out_scalars, out_theta, out_beta, out_eta, row):
         out_scalars[row, 2 + P + p] = s.tau_phi[p]
     out_scalars[row, 1 + P] = s.tau_theta[0]
     out_scalars[row, 2 + 2 * P] = s.tau_eps[0]
-    out_scalars[row, 3 + 2 * P] = s.tau_beta[0]
+    for c in range(s.tau_beta.shape[0]):
+        out_scalars[row, 3 + 2 * P + c] = s.tau_beta[c]
     B = s.eta.shape[1]
     for i in range(G):
         out_theta[row, i] = s.theta[i] - theta_mean
-        out_beta[row, i] = s.beta[i]
+        for c in range(s.beta.shape[0]):
+            out_beta[row, c, i] = s.beta[c, i]
         for b in range(B):
             out_eta[row, i, b] = s.eta[i, b]
 
@@ -1200,8 +1216,8 @@ def update_latent_counts(data, s, noisy, inv_scale):
     ----------
     data : ModelData
         The chain's private copy: ``counts`` (float64 (G, B)), ``cell_counts`` (G,),
-        ``cell_czbar`` (G,), ``level_counts`` (P,) and ``cell_level_counts`` (G, P) are
-        overwritten.
+        ``cell_czbar`` (max(K, 1), G), ``level_counts`` (P,) and ``cell_level_counts`` (G, P)
+        are overwritten.
     s : GibbsState
         The chain's state: η (float64 (G, B)) is read, ``s.rng`` advanced.
     noisy : numpy.ndarray of float64, shape (G, B)
@@ -1211,16 +1227,19 @@ def update_latent_counts(data, s, noisy, inv_scale):
     """
     G, B = data.counts.shape
     P = data.level_counts.shape[0]
+    n_covariates = data.zbar.shape[0]
     for i in range(G):
         total = 0.0
-        czbar = 0.0
         for b in range(B):
             c = draw_latent_count(s.eta[i, b], noisy[i, b], inv_scale, s.rng)
             data.counts[i, b] = c
             total += c
-            czbar += c * data.zbar[i, b]
         data.cell_counts[i] = total
-        data.cell_czbar[i] = czbar
+        for k in range(n_covariates):
+            czbar = 0.0
+            for b in range(B):
+                czbar += data.counts[i, b] * data.zbar[k, i, b]
+            data.cell_czbar[k, i] = czbar
     data.level_counts[:] = 0.0
     for p in range(P):
         for i in range(G):
@@ -1247,10 +1266,12 @@ def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta
         Number of sweeps of this chunk.
     thin : int
         Record every ``thin``-th sweep.
-    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 4)
+    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 3 + max(K, 1))
         Recorded scalars, one row per kept draw (see :func:`record`).
-    out_theta, out_beta : numpy.ndarray of float32, shape (rows, G)
-        Recorded centred θ and β.
+    out_theta : numpy.ndarray of float32, shape (rows, G)
+        Recorded centred θ.
+    out_beta : numpy.ndarray of float32, shape (rows, max(K, 1), G)
+        Recorded β, one field per covariate.
     out_eta : numpy.ndarray of float32, shape (rows, G, B)
         Recorded η.
     row : int
@@ -1301,10 +1322,12 @@ def run_chunk_noise_aware(data, s, n_sweeps, thin, out_scalars, out_theta, out_b
         Number of sweeps of this chunk.
     thin : int
         Record every ``thin``-th sweep.
-    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 4)
+    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 3 + max(K, 1))
         Recorded scalars, one row per kept draw (see :func:`record`).
-    out_theta, out_beta : numpy.ndarray of float32, shape (rows, G)
-        Recorded centred θ and β.
+    out_theta : numpy.ndarray of float32, shape (rows, G)
+        Recorded centred θ.
+    out_beta : numpy.ndarray of float32, shape (rows, max(K, 1), G)
+        Recorded β, one field per covariate.
     out_eta : numpy.ndarray of float32, shape (rows, G, B)
         Recorded η.
     row : int
@@ -1380,8 +1403,8 @@ def update_intercepts(data, s):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def update_beta_single_site(data, s, comp_sum):
-    """Single-site draws of every β_i (as in :func:`sweep`); return a status.
+def update_beta_single_site(data, s, comp_sum, c):
+    """Single-site draws of every β_ic of covariate ``c`` (as in :func:`sweep`); return a status.
 
     Parameters
     ----------
@@ -1391,13 +1414,15 @@ def update_beta_single_site(data, s, comp_sum):
         The chain's state, updated in place.
     comp_sum : numpy.ndarray of float64, shape (C,)
         Scratch for per-component sums.
+    c : int
+        The covariate.
 
     Returns
     -------
     int
         0, or ``16 * B_BETA + status`` (see :func:`sweep`).
     """
-    status = _update_beta(data, s, comp_sum)
+    status = _update_beta(data, s, comp_sum, c)
     if status != STATUS_OK:
         return 16 * B_BETA + status
     return STATUS_OK
@@ -1439,5 +1464,5 @@ def update_errors(data, s, comp_sum, column, adapt):
     for p in range(s.alpha.shape[0]):
         s.alpha[p] += _shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
     update_tau_eps(data, s)
-    _scale_move_eps(data, s, 2 + s.alpha.shape[0], adapt)
+    _scale_move_eps(data, s, 1 + s.alpha.shape[0] + s.beta.shape[0], adapt)
     return STATUS_OK

@@ -72,7 +72,6 @@ from geosynth.model.kernels import (
     BETA_A,
     BETA_B,
     BETA_ICAR,
-    BETA_NONE,
     BETA_VAR,
     EPS_A,
     EPS_B,
@@ -182,7 +181,7 @@ def cell_streams_for(stream: np.ndarray, n_cells: int) -> np.ndarray:
 
 # Operations of :func:`_for_blocks`. Colour-class draws (``cells``: one colour class):
 _OP_DRAW_FIELD = 0  # θ or φ_·p: one-term ARS per cell (params: τ, level_var)
-_OP_DRAW_BETA = 1  # β_i: multi-term ARS or slice (params: τ_β, β variance, ICAR?, slice?)
+_OP_DRAW_BETA = 1  # β_ci: multi-term ARS or slice (params: τ_β,c, β variance, ICAR?, slice?)
 _OP_SHIFT_FIELD = 2  # Gaussian move (f_i + k, ε_ib − k), b in combos (params: τ, level_var, τ_ε)
 # Passes over every cell (``cells`` = 0..G−1):
 _OP_DRAW_EPS = 3  # ε_ib, every b (params: τ_ε)
@@ -190,7 +189,7 @@ _OP_EXP_TOTALS = 4  # partial[block, b] = Σ_i exp η_ib
 _OP_EPS_TOTALS = 5  # partial[block, b] = Σ_i ε_ib
 _OP_ADD_ETA = 6  # η_ib += aux[b] (exp η rescaled)
 _OP_SUB_EPS = 7  # ε_ib −= aux[b]
-_OP_PRECISION_SUMS = 8  # partial[block, :] = ICAR quadratics of θ, φ_·p, β (obs) and Σ ε²
+_OP_PRECISION_SUMS = 8  # partial[block, :] = ICAR quadratics of θ, φ_·p, β_c· (obs) and Σ ε²
 _OP_SCALE_LOGLIK = 9  # Δ log-likelihood of scaling θ or φ_·p about its component means (aux)
 _OP_SCALE_APPLY = 10
 _OP_SCALE_LOGLIK_BETA = 11
@@ -384,9 +383,13 @@ def _icar_quadratic_cell(field, i, indptr, indices):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, eps, indptr, indices,
-                          out):
-    """Sum ICAR quadratics and Σ ε² over cells[lo:hi] into ``out`` (θ, φ_·0…φ_·P−1, β, ε)."""
+def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, with_eps, eps, indptr,
+                          indices, out):
+    """Sum ICAR quadratics and Σ ε² over cells[lo:hi] into ``out`` (θ, φ_·0…φ_·P−1, β, ε).
+
+    ``beta`` is one covariate's field; ``with_eps`` False leaves the ε column at 0 (the pass
+    of a second ICAR β field, whose other columns the caller ignores).
+    """
     P = phi.shape[1]
     out[:] = 0.0
     for j in range(lo, hi):
@@ -400,8 +403,9 @@ def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, eps, indpt
                     out[1 + p] += d * d
         if with_beta:
             out[1 + P] += _icar_quadratic_cell(beta, i, indptr, indices)
-        for b in range(eps.shape[1]):
-            out[2 + P] += eps[i, b] * eps[i, b]
+        if with_eps:
+            for b in range(eps.shape[1]):
+                out[2 + P] += eps[i, b] * eps[i, b]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -494,8 +498,8 @@ def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams
     elif op == _OP_SUB_EPS:
         _add_per_combination_cells(cells, lo, hi, eps, aux, eta[:0], -1.0)
     elif op == _OP_PRECISION_SUMS:
-        _precision_sums_cells(cells, lo, hi, field, phi, obs, params[0] > 0.0, eps, indptr,
-                              indices, row)
+        _precision_sums_cells(cells, lo, hi, field, phi, obs, params[0] > 0.0,
+                              params[1] > 0.0, eps, indptr, indices, row)
         return row[0]
     elif op == _OP_SCALE_LOGLIK or op == _OP_SCALE_APPLY:
         return _scale_field_cells(cells, lo, hi, field, aux, component, params[0], combos, obs,
@@ -555,6 +559,7 @@ class ChromaticWork(NamedTuple):
     comp_delta: np.ndarray  # float64 (C,) per-component change of a field's sum
     totals: np.ndarray  # float64 (max(B, P + 3),) column totals of ``partial``
     delta: np.ndarray  # float64 (B,) per-combination shift of η or ε
+    covariate: np.ndarray  # int64 (1,) the covariate c whose Z̄ the β operations use
 
 
 @njit(cache=True, nogil=True)
@@ -595,16 +600,21 @@ def new_chromatic_work(G, B, P, n_components, colour_ptr, colour_cells, streams)
         comp_delta=np.zeros(n_components),
         totals=np.zeros(width),
         delta=np.zeros(B),
+        covariate=np.zeros(1, dtype=np.int64),
     )
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _launch(op, data, s, w, cells, field, combos, obs, aux):
-    """:func:`_for_blocks` of operation ``op`` over ``cells``, arrays taken from the tuples."""
+    """:func:`_for_blocks` of operation ``op`` over ``cells``, arrays taken from the tuples.
+
+    The β operations see the Z̄ and Σ_b c·Z̄ of covariate ``w.covariate[0]``.
+    """
+    c = w.covariate[0]
     return _for_blocks(w.ops[op], cells, field, s.phi, combos, obs, aux, w.params, w.streams,
                        w.old, w.status, w.partial, s.eta, s.expeta, s.eps, data.counts,
-                       data.zbar, data.cell_czbar, data.indptr, data.indices, data.component,
-                       data.component_size)
+                       data.zbar[c], data.cell_czbar[c], data.indptr, data.indices,
+                       data.component, data.component_size)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -647,7 +657,7 @@ def _update_by_colour(op, data, s, w, field, combos, level_var, use_level, comp_
             for j in range(cells.shape[0]):
                 i = cells[j]
                 if math.isnan(w.comp_delta[data.component[i]]):
-                    _revert_cell(op, data, s, field, combos, i, w.old[i])
+                    _revert_cell(op, data, s, field, combos, i, w.old[i], w.covariate[0])
         for c in range(comp_sum.shape[0]):  # the sums after this colour, for the next test
             if not math.isnan(w.comp_delta[c]):
                 comp_sum[c] += w.comp_delta[c]
@@ -680,14 +690,17 @@ def _reject_components(data, s, cells, field, level_var, comp_sum, w):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _revert_cell(op, data, s, field, combos, i, old):
-    """Undo cell i's move of a rejected block (η and exp η, or ε, back in step)."""
+def _revert_cell(op, data, s, field, combos, i, old, w_covariate):
+    """Undo cell i's move of a rejected block (η and exp η, or ε, back in step).
+
+    ``w_covariate``: the covariate of a β field (``ChromaticWork.covariate[0]``).
+    """
     delta = field[i] - old
     field[i] = old
     if op == _OP_DRAW_FIELD:
         _shift_cell_eta(s.eta, s.expeta, combos, i, -delta)
     elif op == _OP_DRAW_BETA:
-        _shift_cell_eta_z(s.eta, s.expeta, data.zbar, i, -delta)
+        _shift_cell_eta_z(s.eta, s.expeta, data.zbar[w_covariate], i, -delta)
     else:
         for t in range(combos.shape[0]):
             s.eps[i, combos[t]] += delta
@@ -754,7 +767,7 @@ def _update_intercepts_parallel(data, s, w):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_fields_parallel(data, s, w, comp_sum, column):
-    """θ, shift(μ, θ), φ_·p, shift(α, φ), β colour by colour; returns 0 or 16·block + status."""
+    """θ, shift(μ, θ), φ_·p, shift(α, φ), each β_c· colour by colour; 0 or 16·block + status."""
     pr = data.priors
     level_var = pr[LEVEL_VAR]
     w.params[0], w.params[1] = s.tau_theta[0], level_var
@@ -778,13 +791,14 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
         s.alpha[p] += shift_move(column, data, pr[ALPHA_VAR], level_var, s.alpha[p],
                                   comp_sum, s.rng)
         _store_column(column, p, s.phi)
-    if data.beta_prior != BETA_NONE:
-        icar = data.beta_prior == BETA_ICAR
-        w.params[0], w.params[1] = s.tau_beta[0], pr[BETA_VAR]
+    for c in range(data.beta_priors.shape[0]):
+        icar = data.beta_priors[c] == BETA_ICAR
+        w.covariate[0] = c
+        w.params[0], w.params[1] = s.tau_beta[c], pr[BETA_VAR]
         w.params[2] = 1.0 if icar else 0.0
         w.params[3] = 1.0 if data.beta_sampler == SAMPLER_SLICE else 0.0
-        st = _update_by_colour(_OP_DRAW_BETA, data, s, w, s.beta, w.all_combos, pr[BETA_VAR],
-                               icar, comp_sum)
+        st = _update_by_colour(_OP_DRAW_BETA, data, s, w, s.beta[c], w.all_combos,
+                               pr[BETA_VAR], icar, comp_sum)
         if st != STATUS_OK:
             return 16 * B_BETA + st
     return STATUS_OK
@@ -845,23 +859,42 @@ def _shift_intercepts_eps(data, s, w):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_precisions_parallel(data, s, w):
-    """Gamma draws of τ_θ, τ_φ, τ_ε (and τ_β) as in the serial sweep, from one parallel pass."""
+    """Gamma draws of τ_θ, τ_φ, τ_ε (and each ICAR τ_β,c) as in the serial sweep.
+
+    One parallel pass sums the ICAR quadratics of θ, φ and the first ICAR β field and Σ ε²;
+    each further ICAR β field takes one more pass (its quadratic only).
+    """
     G, B = data.counts.shape
     P = s.alpha.shape[0]
     rank = G - data.component_size.shape[0]
     pr = data.priors
-    icar_beta = data.beta_prior == BETA_ICAR
-    w.params[0] = 1.0 if icar_beta else 0.0
-    _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, w.all_combos, s.beta, w.obs)
+    n_covariates = data.beta_priors.shape[0]
+    first = -1  # the first covariate under an ICAR prior: its quadratic joins the main pass
+    for c in range(n_covariates):
+        if first < 0 and data.beta_priors[c] == BETA_ICAR:
+            first = c
+    w.params[0] = 1.0 if first >= 0 else 0.0
+    w.params[1] = 1.0
+    _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, w.all_combos, s.beta[max(first, 0)],
+             w.obs)
     _column_totals(w, P + 3)
     s.tau_theta[0] = gamma(s.rng, pr[THETA_A] + 0.5 * rank, pr[THETA_B] + 0.5 * w.totals[0])
     for p in range(P):
         s.tau_phi[p] = gamma(s.rng, pr[PHI_A] + 0.5 * rank,
                              pr[PHI_B] + 0.5 * w.totals[1 + p])
     s.tau_eps[0] = gamma(s.rng, pr[EPS_A] + 0.5 * G * B, pr[EPS_B] + 0.5 * w.totals[2 + P])
-    if icar_beta:
-        s.tau_beta[0] = gamma(s.rng, pr[BETA_A] + 0.5 * rank,
-                              pr[BETA_B] + 0.5 * w.totals[1 + P])
+    if first < 0:
+        return
+    quadratic = w.totals[1 + P]
+    for c in range(first, n_covariates):
+        if data.beta_priors[c] != BETA_ICAR:
+            continue
+        if c != first:
+            w.params[0], w.params[1] = 1.0, 0.0
+            _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, w.all_combos, s.beta[c], w.obs)
+            _column_totals(w, P + 3)
+            quadratic = w.totals[1 + P]
+        s.tau_beta[c] = gamma(s.rng, pr[BETA_A] + 0.5 * rank, pr[BETA_B] + 0.5 * quadratic)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -887,7 +920,7 @@ def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
-    """Scale moves of θ, φ_·p, an ICAR β and ε, in the serial sweep's order and slots."""
+    """Scale moves of θ, φ_·p, each ICAR β_c· and ε, in the serial sweep's order and slots."""
     pr = data.priors
     P = s.alpha.shape[0]
     w.obs[:] = data.cell_counts
@@ -901,16 +934,20 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
                                             _level_combos(data, p), s.tau_phi[p], pr[PHI_A],
                                             pr[PHI_B], 1 + p, adapt, comp_sum)
         _store_column(column, p, s.phi)
-    if data.beta_prior == BETA_ICAR:
-        s.tau_beta[0] = _scale_move_parallel(_OP_SCALE_LOGLIK_BETA, data, s, w, s.beta,
-                                             w.all_combos, s.tau_beta[0], pr[BETA_A],
-                                             pr[BETA_B], 1 + P, adapt, comp_sum)
+    for c in range(data.beta_priors.shape[0]):
+        if data.beta_priors[c] != BETA_ICAR:
+            continue
+        w.covariate[0] = c
+        s.tau_beta[c] = _scale_move_parallel(_OP_SCALE_LOGLIK_BETA, data, s, w, s.beta[c],
+                                             w.all_combos, s.tau_beta[c], pr[BETA_A],
+                                             pr[BETA_B], 1 + P + c, adapt, comp_sum)
     # ε: no component means (comp_sum is ignored by the ε operations).
-    u, factor = scale_proposal(s, 2 + P)
+    slot = 1 + P + s.beta.shape[0]
+    u, factor = scale_proposal(s, slot)
     w.params[0] = factor
     delta_loglik = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, w.all_combos, w.obs,
                             w.obs)
-    accept, new_tau = scale_accept(s, 2 + P, adapt, delta_loglik, u, s.tau_eps[0],
+    accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
                                     pr[EPS_A], pr[EPS_B])
     if accept:
         s.tau_eps[0] = new_tau
@@ -922,7 +959,7 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
     """:func:`geosynth.model.kernels.sweep` with every per-cell block in parallel.
 
     Same blocks in the same order as the serial sweep: μ, α (parallel sums over the lattice),
-    θ, shift(μ, θ), φ, shift(α, φ), β colour by colour (with the MH correction of the module
+    θ, shift(μ, θ), φ, shift(α, φ), each β_c· colour by colour (with the MH correction of the module
     docstring), ε over all cells, the per-cell shifts (θ_i, ε_i·) and (φ_ip, ε_ib) colour by
     colour, shift(μ, ε), shift(α, ε), the precisions and the scale moves (parallel sums).
     ``w`` is the chain's :class:`ChromaticWork`. Returns 0 or 16·block + sampler status.
@@ -981,10 +1018,12 @@ def run_chunk_parallel(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta
         Number of sweeps of this chunk.
     thin : int
         Record every ``thin``-th sweep.
-    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 4)
+    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 3 + max(K, 1))
         Recorded scalars, one row per kept draw (see :func:`geosynth.model.kernels.record`).
-    out_theta, out_beta : numpy.ndarray of float32, shape (rows, G)
-        Recorded centred θ and β.
+    out_theta : numpy.ndarray of float32, shape (rows, G)
+        Recorded centred θ.
+    out_beta : numpy.ndarray of float32, shape (rows, max(K, 1), G)
+        Recorded β, one field per covariate.
     out_eta : numpy.ndarray of float32, shape (rows, G, B)
         Recorded η.
     row : int

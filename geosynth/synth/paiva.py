@@ -7,7 +7,9 @@ record of attribute combination ``b``, draws a cell with probability (eq. 2.18):
 
 independently of the other records, then a point inside that cell (see
 :mod:`geosynth.synth.placement`). With a continuous variable Z the record also gets a synthetic
-value drawn around the standardised cell mean of its synthetic cell and combination (§2.2.2).
+value drawn around the standardised cell mean of its synthetic cell and combination (§2.2.2);
+with several continuous covariates (Nunes 2018, §5) one such value per covariate, each column
+drawn the same way from its own cell means.
 The attributes of each record are kept, so a release is *partially* synthetic:
 ``D̃^(l) = (S̃^(l), X, Z̃^(l))``.
 
@@ -124,8 +126,8 @@ def synthesize(
     list of geopandas.GeoDataFrame
         ``m`` releases. Each has one row per kept record, in input order and with the input's
         index labels (so evaluation can pair records; publish only ``to_public(release)``), the
-        attribute columns (original values), the continuous column (synthetic values) if the fit
-        has one, and the synthetic points as geometry (same geometry column name and CRS as
+        attribute columns (original values), the continuous column(s) (synthetic values) if the
+        fit has any, and the synthetic points as geometry (same geometry column name and CRS as
         ``gdf``). Other columns of ``gdf`` are not carried over. ``release.attrs["geosynth"]``
         records the method, the release number, the posterior draw used and whether a weights
         raster placed the points (:class:`~geosynth.synth.release.ReleaseInfo`).
@@ -166,7 +168,9 @@ def synthesize(
     ``zbar_sd``). Eq. 2.27 writes ``Z* × Var(Z̄) + E(Z̄)``; multiplying by the variance is a typo,
     since the standardisation divided by the SD. Where ``(i, b)`` held no original record,
     ``Z̄_ib`` is the mean of ``Z̄_jb`` over the neighbours ``j`` of ``i`` that held records of ``b``,
-    and 0 (the combination mean) if none did (:func:`synthetic_zbar`).
+    and 0 (the combination mean) if none did (:func:`synthetic_zbar`). With several continuous
+    covariates each column is drawn so, from its own ``Z̄``, mean and SD, one normal per record
+    and covariate in the order of ``counts.covariates``.
 
     Examples
     --------
@@ -189,11 +193,9 @@ def synthesize(
     rows = aligned_rows(gdf, counts)
     draws = release_draws(fit, m)
     table = None if weights is None else PixelTable.from_raster(weights, grid)
-    columns = list(counts.attributes)
-    zbar = None
-    if counts.continuous is not None:
-        columns.append(counts.continuous)
-        zbar = synthetic_zbar(counts)
+    covariates = counts.covariates
+    columns = list(counts.attributes) + list(covariates)
+    filled = {name: synthetic_zbar(counts, name) for name in covariates}
     data = pd.DataFrame(rows[columns]).copy()
     combo = np.asarray(counts.record_combo, dtype=np.int64)
     releases = []
@@ -203,8 +205,8 @@ def synthesize(
         lam = fit.lambda_draw(draw)
         cells = draw_cells(lam, combo, rng, draw)
         xy = place(grid, cells, rng, table)
-        if zbar is not None:
-            data[counts.continuous] = continuous_values(counts, zbar, cells, combo, rng)
+        for name in covariates:
+            data[name] = continuous_values(counts, filled[name], cells, combo, rng, name)
         info = ReleaseInfo(method="paiva", release=release, posterior_draw=draw,
                            weighted=table is not None)
         releases.append(make_release(data, xy, rows.geometry.name, gdf.crs, info))
@@ -273,18 +275,21 @@ def release_draws(fit: PosteriorDraws, m: int) -> np.ndarray:
     return evenly_spaced_draws(total, m)
 
 
-def synthetic_zbar(counts: CellCounts) -> np.ndarray:
+def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarray:
     """Standardised cell means Z̄_ib used to draw synthetic Z, with empty pairs filled.
 
     Parameters
     ----------
     counts : geosynth.data.CellCounts
         Prepared data with a continuous variable.
+    covariate : str, optional
+        One of ``counts.covariates``: its (G, B) means. None: those of every covariate, shaped
+        as ``counts.zbar`` ((G, B) for a str ``continuous``, (K, G, B) for a list).
 
     Returns
     -------
-    numpy.ndarray of float64, shape (G, B)
-        ``counts.zbar`` where ``counts.zbar_mask`` is True. Elsewhere the mean of ``zbar[j, b]``
+    numpy.ndarray of float64, shape (G, B) or (K, G, B)
+        ``zbar`` where ``counts.zbar_mask`` is True. Elsewhere the mean of ``zbar[j, b]``
         over the neighbours ``j`` of cell ``i`` (``grid.indptr/indices``) with
         ``zbar_mask[j, b]``; 0 (the standardised combination mean) when no neighbour has records
         of ``b``.
@@ -292,10 +297,13 @@ def synthetic_zbar(counts: CellCounts) -> np.ndarray:
     Raises
     ------
     geosynth.errors.InputError
-        ``counts`` has no continuous variable.
+        ``counts`` has no continuous variable, or ``covariate`` is not one of its covariates.
     """
-    if counts.continuous is None or counts.zbar is None or counts.zbar_mask is None:
+    if not counts.covariates or counts.zbar is None or counts.zbar_mask is None:
         raise InputError("counts has no continuous variable; prepare(..., continuous=column) first")
+    if covariate is None and not isinstance(counts.continuous, str):
+        return np.stack([synthetic_zbar(counts, name) for name in counts.covariates])
+    zbar = counts.covariate(counts.covariates[0] if covariate is None else covariate)[0]
     grid = counts.grid
     n = grid.n_cells
     indices = np.asarray(grid.indices)
@@ -303,7 +311,7 @@ def synthetic_zbar(counts: CellCounts) -> np.ndarray:
         (np.ones(indices.size), indices, np.asarray(grid.indptr)), shape=(n, n)
     )
     mask = np.asarray(counts.zbar_mask, dtype=np.float64)
-    zbar = np.asarray(counts.zbar, dtype=np.float64)
+    zbar = np.asarray(zbar, dtype=np.float64)
     total = adjacency @ (zbar * mask)
     n_with = adjacency @ mask
     fill = np.divide(total, n_with, out=np.zeros_like(total), where=n_with > 0)
@@ -333,7 +341,7 @@ def aligned_rows(gdf: Any, counts: CellCounts) -> gpd.GeoDataFrame:
         ``counts`` was prepared from (labels, attributes or cells differ).
     """
     check_geodataframe(gdf)
-    needed = list(counts.attributes) + ([] if counts.continuous is None else [counts.continuous])
+    needed = list(counts.attributes) + list(counts.covariates)
     missing = [c for c in needed if c not in gdf.columns]
     if missing:
         raise InputError(
@@ -458,6 +466,7 @@ def continuous_values(
     cells: np.ndarray,
     combo: np.ndarray,
     rng: np.random.Generator,
+    covariate: str | None = None,
 ) -> np.ndarray:
     """Synthetic Z: ``Normal(zbar[cell, b], 1) * sd_b + mean_b`` (Nunes 2018, eq. 2.27, SD).
 
@@ -466,17 +475,20 @@ def continuous_values(
     counts : geosynth.data.CellCounts
         Prepared data with a continuous variable (``zbar_mean``, ``zbar_sd`` per combination).
     zbar : numpy.ndarray of float64, shape (G, B)
-        Standardised cell means, empty pairs filled (:func:`synthetic_zbar`).
+        Standardised cell means of ``covariate``, empty pairs filled (:func:`synthetic_zbar`).
     cells : numpy.ndarray of int64, shape (n,)
         Synthetic cell of each record.
     combo : numpy.ndarray of int64, shape (n,)
         Combination of each record.
     rng : numpy.random.Generator
         Randomness; one normal per record, in record order.
+    covariate : str, optional
+        Which of ``counts.covariates`` (its mean and SD per combination); None: the first.
 
     Returns
     -------
     numpy.ndarray of float64, shape (n,)
     """
+    _, mean, sd = counts.covariate(counts.covariates[0] if covariate is None else covariate)
     z_star = rng.normal(zbar[cells, combo], 1.0)
-    return z_star * np.asarray(counts.zbar_sd)[combo] + np.asarray(counts.zbar_mean)[combo]
+    return z_star * np.asarray(sd)[combo] + np.asarray(mean)[combo]

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import geopandas as gpd
+import numpy as np
 import pandas as pd
 import pytest
 import shapely
@@ -263,3 +264,52 @@ def test_stopping_options_are_checked_before_reading(inputs, tmp_path, args, fra
     assert_refused(result, *fragments)
     assert "Read " not in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def two_covariates(inputs, tmp_path_factory):
+    """The GeoPackage points with a second numeric column ``z2``."""
+    points = gpd.read_file(inputs["gpkg"])
+    points["z2"] = 1000.0 + 10.0 * points["z"] + np.arange(len(points))
+    path = tmp_path_factory.mktemp("covariates") / "points.gpkg"
+    points.to_file(path, engine="pyogrio")
+    return path
+
+
+def test_release_with_two_continuous_columns(two_covariates, tmp_path):
+    out = tmp_path / "release.gpkg"
+    result = run("release", two_covariates, *GPKG_ARGS, "--continuous", "z,z2",
+                 "--beta-prior", "normal,icar", "--seed", 3, *FAST, "--out", out,
+                 "--report", tmp_path / "report.md")
+    assert result.exit_code == 0, result.output
+    written = io.read_release(out)
+    assert written.metadata["model"]["continuous"] == ["z", "z2"]
+    assert written.metadata["model"]["beta_prior"] == ["normal", "icar"]
+    for release in written.releases:
+        assert {"z", "z2"} <= set(release.columns)
+        assert release["z2"].between(900, 3000).all()  # its own scale, not z's
+    assert "continuous `z, z2`" in (tmp_path / "report.md").read_text()
+    # One name is the single-covariate form, as before.
+    one = tmp_path / "one.gpkg"
+    result = run("release", two_covariates, *GPKG_ARGS, "--continuous", "z2",
+                 "--beta-prior", "icar", "--seed", 3, *FAST, "--out", one)
+    assert result.exit_code == 0, result.output
+    assert io.read_release(one).metadata["model"]["continuous"] == "z2"
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--continuous", "z,z"], ["--continuous", "listed more than once"]),
+        (["--continuous", "z,y"], ["continuous column 'y' is also listed in attributes"]),
+        (["--continuous", "z,z2", "--beta-prior", "normal,gamma"],
+         ["--beta-prior", "normal or icar"]),
+        (["--continuous", "z,z2", "--beta-prior", "normal,icar,icar"],
+         ["--beta-prior lists 3 priors", "2 continuous covariates"]),
+    ],
+    ids=["repeated", "also-attribute", "bad-prior", "prior-count"],
+)
+def test_bad_continuous_columns_exit_2(two_covariates, tmp_path, args, fragments):
+    result = run("release", two_covariates, *GPKG_ARGS, *args, *FAST,
+                 "--out", tmp_path / "out.gpkg")
+    assert_refused(result, *fragments)

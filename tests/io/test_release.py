@@ -747,6 +747,24 @@ def _attributes_as_text(path):
     })
 
 
+def _model(**changes):
+    """A model description of the schema, with ``changes``."""
+    return {
+        "name": "PaivaModel", "beta_prior": None, "beta_sampler": "slice",
+        "effects": "attribute", "chains": 1, "draws_per_chain": 10, "burn_in": 5, "thin": 1,
+        "noise_scale": None, "attributes": ["y"], "continuous": None, "combinations": ["y=0"],
+        **changes,
+    }
+
+
+def _covariate_not_a_name(path):
+    set_metadata(path, "model", _model(continuous=["z1", 2], beta_prior=["normal", "icar"]))
+
+
+def _covariates_as_number(path):
+    set_metadata(path, "model", _model(continuous=3))
+
+
 def _wrong_type(path):
     set_metadata(path, "n_records", [4, "5", 6])
 
@@ -771,6 +789,8 @@ def _no_grid_rows(path):
                        r"synthetic_1 .. synthetic_3 are releases"),
         (_attributes_as_text, r"metadata 'model.attributes' must be a list, got text \"y\""),
         (_wrong_type, r"metadata 'n_records\[1\]' must be an integer >= 0, got text \"5\""),
+        (_covariate_not_a_name, r"metadata 'model.continuous\[1\]' must be text, got a number 2"),
+        (_covariates_as_number, r"metadata 'model.continuous' must be text, got a number 3"),
         (lambda path: set_metadata(path, "format", "other"), r"is not a geosynth release: its "
                                                              r"metadata format is \"other\""),
         (lambda path: set_metadata(path, "m", 2), r"its metadata says m = 2"),
@@ -802,3 +822,12 @@ def test_an_empty_release_layer_recorded_as_empty_is_read(tmp_path):
     write_release(path, [public_like(3), public_like(0)])
     got = read_release(path)
     assert [len(r) for r in got.releases] == [3, 0] and got.metadata["n_records"] == [3, 0]
+
+
+@pytest.mark.parametrize(("continuous", "beta_prior"),
+                         [("z", "icar"), (["z1", "z2"], ["normal", "icar"]), (None, None)])
+def test_model_metadata_holds_one_covariate_or_a_list(release_of_three, continuous, beta_prior):
+    """Files of one continuous column (a str, as before) and of several (a list) both read."""
+    set_metadata(release_of_three, "model", _model(continuous=continuous, beta_prior=beta_prior))
+    model = read_release(release_of_three).metadata["model"]
+    assert model["continuous"] == continuous and model["beta_prior"] == beta_prior
