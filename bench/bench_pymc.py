@@ -637,6 +637,7 @@ def comparison_table(options: Options, samplers: tuple[str, ...], python, verdic
                      ratios: dict) -> list[str]:
     """Rows of the comparison at each G of ``options.sizes`` (fills ``verdicts``, ``ratios``)."""
     lines = list(HEADER)
+    print("\n".join(HEADER), flush=True)
     for G in options.sizes:
         counts = _counts(G)
         results = {}
@@ -683,6 +684,7 @@ def auto_table(options: Options, samplers: tuple[str, ...]) -> list[str]:
     lines = [f"| G | sampler | stopped | sweeps per chain (thin) | seconds | min bulk ESS (where) "
              f"| max R-hat (where) | ESS ≥ 400 and R-hat < 1.01 within {options.max_seconds:g} s |",
              "| ---: | --- | --- | ---: | ---: | --- | --- | --- |"]
+    print("\n".join(lines), flush=True)
     for G in options.auto_sizes:
         counts = _counts(G)
         for sampler in samplers:
