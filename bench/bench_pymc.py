@@ -75,8 +75,9 @@ geosynth sampler against the first), with their verdict (``pass`` / ``FAIL``):
 
 **Large lattices, geosynth alone** (``--auto-sizes``, default G = 25,600 and 102,400; skipped
 by ``--quick``): ``fit(n_iter="auto", target_ess=400, max_rhat=1.01, max_seconds=...)`` with
-each sampler (:mod:`geosynth.model.stopping`), reporting how it stopped, its sweeps, seconds,
-min bulk ESS and max R-hat. ``max_seconds`` (``--max-seconds``, default 600: the issue's
+the default sampler of :class:`geosynth.PaivaModel` (``--auto-samplers`` adds others;
+:mod:`geosynth.model.stopping`), reporting how it stopped, its sweeps, seconds, min bulk ESS
+and max R-hat. ``max_seconds`` (``--max-seconds``, default 600: the issue's
 10-minute target at G = 25,600) bounds each fit; the warm-up of an auto fit always completes
 (1,536 sweeps at the defaults: ~12 min per chain for the single-site sampler at 102,400).
 
@@ -92,7 +93,7 @@ peer row and its note says how to get one.
 Run: ``make bench`` (all benchmarks); ``python -m bench pymc`` (options in the environment
 variable ``BENCH_PYMC_ARGS``, e.g. ``BENCH_PYMC_ARGS="--quick --sizes 400,1600"``); or
 ``python -m bench.bench_pymc [--quick] [--sizes ...] [--auto-sizes ...] [--samplers ...]
-[--peers ...] [--max-seconds ...]`` (prints the table only).
+[--auto-samplers ...] [--peers ...] [--max-seconds ...]`` (prints the table only).
 """
 
 from __future__ import annotations
@@ -160,6 +161,7 @@ class Options:
     sizes: tuple[int, ...] = SIZES
     auto_sizes: tuple[int, ...] = AUTO_SIZES
     samplers: tuple[str, ...] | None = None  # None: every sampler PaivaModel accepts
+    auto_samplers: tuple[str, ...] | None = None  # None: PaivaModel's default sampler
     peers: tuple[str, ...] = PEERS
     max_seconds: float = MAX_SECONDS
 
@@ -195,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--samplers", type=_name_list, default=None,
                         help="geosynth samplers, e.g. gibbs,block (default: every sampler "
                              "PaivaModel accepts)")
+    parser.add_argument("--auto-samplers", type=_name_list, default=None,
+                        help="geosynth samplers of the n_iter='auto' rows (default: the one "
+                             "PaivaModel uses by default)")
     parser.add_argument("--peers", type=_name_list, default=PEERS,
                         help="peers among pymc,nutpie (default both; '' for none)")
     parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
@@ -221,7 +226,8 @@ def parse_options(argv: list[str] | None = None) -> Options:
     if unknown:
         build_parser().error(f"--peers: unknown {unknown}; choose among {', '.join(PEERS)}")
     return Options(sizes=args.sizes, auto_sizes=() if args.quick else args.auto_sizes,
-                   samplers=args.samplers, peers=args.peers, max_seconds=args.max_seconds)
+                   samplers=args.samplers, auto_samplers=args.auto_samplers, peers=args.peers,
+                   max_seconds=args.max_seconds)
 
 
 # ------------------------------------------------------------------------------------------
@@ -714,7 +720,8 @@ def run(options: Options | None = None) -> str:
     warnings.filterwarnings("ignore", category=FutureWarning)
     offered = available_samplers()
     samplers = options.samplers or offered
-    missing = [s for s in samplers if s not in offered]
+    auto_samplers = options.auto_samplers or offered[:1]
+    missing = [s for s in samplers + auto_samplers if s not in offered]
     if missing:
         raise SystemExit(f"--samplers: {missing} not offered by this geosynth "
                          f"(PaivaModel accepts {', '.join(offered)})")
@@ -724,7 +731,7 @@ def run(options: Options | None = None) -> str:
               f"{PEER_HINT}.", flush=True)
     elif python is not None:
         print(f"PyMC peer: {python} ({_versions(peer)})", flush=True)
-    for sampler in samplers:
+    for sampler in dict.fromkeys(samplers + auto_samplers):
         _warm_up(make_model(sampler))
     verdicts, ratios = {}, {}
     lines, seconds = [], {}
@@ -736,7 +743,7 @@ def run(options: Options | None = None) -> str:
         mark = time.perf_counter()
         lines += ["", f"geosynth alone, `fit(n_iter=\"auto\", target_ess=400, max_rhat=1.01, "
                       f"max_seconds={options.max_seconds:g})`, 2 chains:", ""]
-        lines += auto_table(options, samplers)
+        lines += auto_table(options, auto_samplers)
         seconds["auto"] = time.perf_counter() - mark
     seconds["total"] = time.perf_counter() - started
     lines += ["", _note(python, peer, samplers, seconds)]

@@ -46,8 +46,11 @@ def test_options_from_arguments_and_environment(monkeypatch):
     default = bench_pymc.parse_options([])
     assert default.sizes == (400, 1600, 6400) and default.auto_sizes == (25_600, 102_400)
     assert default.peers == ("pymc", "nutpie") and default.samplers is None
-    quick = bench_pymc.parse_options(["--quick", "--sizes", "400,1600", "--samplers", "gibbs"])
+    assert default.auto_samplers is None  # the default sampler of PaivaModel
+    quick = bench_pymc.parse_options(["--quick", "--sizes", "400,1600", "--samplers", "gibbs",
+                                      "--auto-samplers", "gibbs,block"])
     assert quick.auto_sizes == () and quick.sizes == (400, 1600) and quick.samplers == ("gibbs",)
+    assert quick.auto_samplers == ("gibbs", "block")
     monkeypatch.setenv(bench_pymc.ARGS_ENV, "--peers nutpie --max-seconds 30 --auto-sizes 2500")
     env = bench_pymc.parse_options()
     assert env.peers == ("nutpie",) and env.max_seconds == 30 and env.auto_sizes == (2500,)
