@@ -16,13 +16,14 @@ Kinds: ``exact`` (the default sampler of ``PaivaModel()``), ``noise-aware`` (the
 ε-DP counts: latent counts redrawn each sweep) and ``chromatic`` (``parallel=True``). The total
 is "seconds to the first sweep". The target of issue 16 is ≤ 15 s cold for an exact fit.
 
-A second table lists the numba dispatchers of geosynth compiled by those three fits (in one
-warm process): signatures per dispatcher (a function compiled for several argument types is
-compiled several times), whether it is cached (``cache=True``), and the compile seconds numba
-records per signature (``get_metadata()["timers"]``: the whole compilation of that entry,
-callees inlined into it included, so nested entries overlap and the column does not add up).
+A second table lists the numba dispatchers of geosynth compiled by cold fits of those kinds
+(in one process, empty cache): signatures per dispatcher (a function compiled for several
+argument types is compiled several times), whether it is cached (``cache=True``), and the
+compile seconds numba records per signature (``get_metadata()["timers"]``: the whole
+compilation of that entry, callees included, so nested entries overlap and do not add up).
 
-Run: ``python -m bench cold`` (``BENCH_COLD_KINDS=exact,noise-aware`` picks kinds).
+Run: ``python -m bench cold`` (``BENCH_COLD_KINDS=exact,noise-aware`` picks kinds;
+``python -m bench.bench_cold --dispatchers`` prints the second table only).
 """
 
 from __future__ import annotations
@@ -61,8 +62,8 @@ fit = geosynth.PaivaModel().fit(counts, n_iter=1, burn_in=0, thin=1, chains=2, s
                                 progress=True, parallel=(kind == "chromatic"))
 t_fit = time.perf_counter() - t0
 out = {"import": t_import, "data": t_data - t_import, "fit": t_fit - t_data, "total": t_fit}
-if len(sys.argv) > 2:  # the dispatchers compiled so far (run all kinds first)
-    for other in ("noise-aware", "chromatic"):
+if len(sys.argv) > 2:  # fit the other kinds named, then list the compiled dispatchers
+    for other in sys.argv[2].split(","):
         if other != kind:
             from geosynth.dp import dp_counts
             with warnings.catch_warnings():
@@ -90,7 +91,7 @@ print("JSON" + json.dumps(out))
 """
 
 
-def measure(kind: str, cache_dir: str, dispatchers: bool = False) -> dict:
+def measure(kind: str, cache_dir: str, dispatchers: tuple[str, ...] = ()) -> dict:
     """Run :data:`PROBE` for ``kind`` in a new process with ``NUMBA_CACHE_DIR=cache_dir``.
 
     Parameters
@@ -99,8 +100,8 @@ def measure(kind: str, cache_dir: str, dispatchers: bool = False) -> dict:
         Which fit.
     cache_dir : str
         numba's cache directory for that process (empty: a cold start).
-    dispatchers : bool, default False
-        Also fit the other kinds and list geosynth's compiled numba dispatchers.
+    dispatchers : tuple of str, optional
+        Then also fit these kinds and list geosynth's compiled numba dispatchers.
 
     Returns
     -------
@@ -109,7 +110,7 @@ def measure(kind: str, cache_dir: str, dispatchers: bool = False) -> dict:
         fit said so on stderr); ``dispatchers`` when asked for.
     """
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT)}
-    args = [sys.executable, "-c", PROBE, kind] + (["dispatchers"] if dispatchers else [])
+    args = [sys.executable, "-c", PROBE, kind] + ([",".join(dispatchers)] if dispatchers else [])
     proc = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=1800)
     if proc.returncode != 0:
@@ -138,14 +139,11 @@ def timing_table(kinds=KINDS) -> tuple[str, dict]:
     return "\n".join(rows), totals
 
 
-def dispatcher_table() -> str:
-    """geosynth's numba dispatchers after an exact, a noise-aware and a chromatic fit."""
+def dispatcher_table(kinds=KINDS) -> str:
+    """geosynth's numba dispatchers after a cold fit of each kind in one process."""
     with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
-        measure("exact", cache, dispatchers=False)  # fill the cache first
-        rows = measure("exact", cache, dispatchers=True)["dispatchers"]
-    with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
-        cold = measure("exact", cache, dispatchers=True)["dispatchers"]
-    seconds = {r["name"]: r["seconds"] for r in cold}
+        rows = measure(kinds[0], cache, dispatchers=kinds)["dispatchers"]
+    seconds = {r["name"]: r["seconds"] for r in rows}
     lines = ["| dispatcher | signatures | cached | compile s per signature (cold) |",
              "| --- | ---: | --- | --- |"]
     for r in sorted(rows, key=lambda r: (-len(r["signatures"]), r["name"])):
@@ -170,10 +168,10 @@ def run() -> str:
     dispatchers = dispatcher_table()
     return (f"Each row a new process; cold = empty NUMBA_CACHE_DIR, warm = the one the cold run "
             f"filled. 10 x 10 lattice, B = 12, 2 chains, 1 sweep.\n\n{table}{verdict}\n\n"
-            f"numba dispatchers of geosynth after an exact, a noise-aware and a chromatic fit "
-            f"(module-level only):\n\n{dispatchers}\n\nThis run took "
+            f"numba dispatchers of geosynth after cold fits of kinds {', '.join(KINDS)} in one "
+            f"process (module-level only):\n\n{dispatchers}\n\nThis run took "
             f"{(time.perf_counter() - started) / 60:.1f} min.")
 
 
 if __name__ == "__main__":
-    print(run())
+    print(dispatcher_table() if sys.argv[1:] == ["--dispatchers"] else run())
