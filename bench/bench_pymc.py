@@ -794,6 +794,7 @@ def _summary(verdicts: dict, ratios: dict, options: Options, samplers, python, p
 
 def _note(python: str | None, peer, samplers, seconds: dict) -> str:
     peer_text = (f"peer {_versions(peer)} under {_short(python)}" if python
+                 else "no peer requested" if peer == "no peer requested"
                  else "PyMC peer not available")
     took = ", ".join(f"{k} {v / 60:.1f} min" for k, v in seconds.items())
     return (
