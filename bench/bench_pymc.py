@@ -77,7 +77,8 @@ geosynth sampler against the first), with their verdict (``pass`` / ``FAIL``):
 by ``--quick``): ``fit(n_iter="auto", target_ess=400, max_rhat=1.01, max_seconds=...)`` with
 the default sampler of :class:`geosynth.PaivaModel` (``--auto-samplers`` adds others;
 :mod:`geosynth.model.stopping`), reporting how it stopped, its sweeps, seconds, min bulk ESS
-and max R-hat. ``max_seconds`` (``--max-seconds``, default 600: the issue's
+and max R-hat, with ``max_bytes`` = 8 GiB (the default 4 GiB is refused at 102,400 cells: it
+holds 397 draws of η per chain, fewer than ``target_ess``). ``max_seconds`` (``--max-seconds``, default 600: the issue's
 10-minute target at G = 25,600) bounds each fit; the warm-up of an auto fit always completes
 (1,536 sweeps at the defaults: ~12 min per chain for the single-site sampler at 102,400).
 
@@ -122,6 +123,9 @@ AUTO_SIZES = (25_600, 102_400)  # geosynth alone, n_iter="auto"
 PEERS = ("pymc", "nutpie")
 PEER_LABELS = {"pymc": "PyMC NUTS", "nutpie": "nutpie"}
 MAX_SECONDS = 600.0
+# max_bytes of the n_iter="auto" fits: the default 4 GiB holds 397 draws of η per chain at
+# G = 102,400 x B = 12, and an auto fit refuses with fewer than target_ess = 400 per chain.
+AUTO_MAX_BYTES = 8 * 2**30
 TUNE, DRAWS = 500, 500  # per chain, both peers: see "Run lengths" in the module docstring
 # Seconds of one peer run (compilation included) before it is reported as capped.
 PEER_TIMEOUT = 2400
@@ -569,7 +573,7 @@ def _run_auto(counts, model, max_seconds: float) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = model.fit(counts, n_iter="auto", chains=2, seed=SEED, progress=False,
-                        max_seconds=max_seconds)
+                        max_seconds=max_seconds, max_bytes=AUTO_MAX_BYTES)
     return {"stopping": fit.stopping}
 
 
