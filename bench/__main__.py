@@ -9,10 +9,12 @@ Usage::
 
 Each ``bench/bench_*.py`` module exposes ``run() -> str`` returning a Markdown table.
 
-The PyMC peer of ``bench_pymc`` is not installed in geosynth's venv: pymc pins pytensor, which
-pins numba <= 0.65.1, while geosynth is benchmarked on its own numba. ``make bench`` creates a
-separate virtualenv, ``.venv-pymc`` (``pip install "pymc>=5.10,<6"``), and passes its
-interpreter as ``BENCH_PYMC_PYTHON``; see :data:`PEER_HELP`.
+The peers of ``bench_pymc`` (PyMC 6 with its default NUTS, and nutpie) are not installed in
+geosynth's venv: pymc pins its own pytensor and numba, while geosynth is benchmarked on its own
+numba, and PyMC >= 6 needs Python >= 3.12. ``make bench`` creates a separate virtualenv,
+``.venv-pymc``, from the first Python >= 3.12 it finds (``PYMC_PYTHON``), installs the newest
+``pymc``, ``nutpie`` and ``arviz`` there, and passes its interpreter as ``BENCH_PYMC_PYTHON``;
+see :data:`PEER_HELP`.
 """
 
 from __future__ import annotations
@@ -27,17 +29,21 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PEER_HELP = """\
-PyMC peer (benchmark `pymc`): PyMC runs in its own virtualenv, because pymc pins pytensor, which
-pins numba <= 0.65.1, while geosynth is benchmarked on its own numba. `make bench` creates it
-(.venv-pymc: python3 -m venv + pip install "pymc>=5.10,<6", reinstalled when the Makefile
-changes) and passes its interpreter as BENCH_PYMC_PYTHON. By hand:
+PyMC peer (benchmark `pymc`): PyMC 6 (default NUTS) and nutpie run in their own virtualenv,
+because pymc pins its own pytensor and numba while geosynth is benchmarked on its own numba, and
+PyMC >= 6 needs Python >= 3.12. `make bench` creates it (.venv-pymc: PYMC_PYTHON -m venv +
+pip install --upgrade "pymc>=6.4" "nutpie>=0.16" arviz, redone when the Makefile changes;
+PYMC_PYTHON defaults to the first of python3.13, python3.12 that runs) and passes its
+interpreter as BENCH_PYMC_PYTHON. By hand:
 
     make .venv-pymc/.installed-stamp
     BENCH_PYMC_PYTHON=.venv-pymc/bin/python python -m bench pymc
 
 Without BENCH_PYMC_PYTHON the worker runs under this Python if pymc imports here, else under
 .venv-pymc/bin/python if it exists; with no peer the pymc table says so and how to get it.
-BENCH_PYMC_SIDES=10,20 limits the lattice sides (default 10,20,40: G = 100, 400, 1,600).
+BENCH_PYMC_ARGS passes options to it, e.g. BENCH_PYMC_ARGS="--quick --sizes 400,1600"
+(`python -m bench.bench_pymc --help` lists them: --sizes, --auto-sizes, --quick, --samplers,
+--peers, --max-seconds). `python -m bench cold` measures the cold start (fresh numba cache).
 """
 
 

@@ -1,14 +1,45 @@
-"""Same model, same data, same priors: geosynth's Gibbs sampler against PyMC (pm.ICAR, NUTS).
+"""Same model, same data, same priors: geosynth's samplers against PyMC 6 (default NUTS, nutpie).
 
 Data: the Nunes (2018) scenario with 5 records per cell on sqrt(G) x sqrt(G) lattices over the
 study square, attributes y, x1, x2 (B = 12 combinations, P = 4 non-baseline levels), the
 default :class:`geosynth.PaivaModel` (attribute effects, no β) and :class:`geosynth.Priors`.
-Both samplers run 2 chains on the 2 cores; times exclude compilation (numba: a warm-up fit;
-PyMC: ``sampling_time`` of the trace, after the pytensor functions are built). PyMC runs in a
-subprocess with OPENBLAS/OMP/MKL_NUM_THREADS=1, or its two chain processes stall on the BLAS
-thread pools.
+Every tool runs 2 chains on the 2 cores, one after another in the same run, on the same counts.
 
-The PyMC model (see :func:`_pymc_model`) is geosynth's model written on its identified
+**Tools.** geosynth with every sampler the installed :class:`geosynth.PaivaModel` accepts
+(:func:`available_samplers`: the values of its ``sampler`` argument, or the one single-site
+Gibbs sampler, called ``gibbs`` here, when it has none; ``--samplers`` picks some), and two
+peers, each in a subprocess of its own virtualenv (``.venv-pymc``):
+
+* ``pymc``: PyMC's own NUTS (``pm.sample(nuts_sampler="pymc")``: jitter+adapt_diag init,
+  target_accept 0.8, 2 chains in 2 processes), with pytensor's default numba backend. PyMC 6.4
+  itself picks nutpie when ``nuts_sampler`` is not given and nutpie is installed (as in our
+  ``.venv-pymc``), so the worker always names the sampler.
+* ``nutpie``: ``pm.sample(nuts_sampler="nutpie")`` (Rust NUTS with its own mass-matrix
+  adaptation, the model compiled through numba by ``nutpie.compile_pymc_model``, 2 chains in 2
+  threads).
+
+**Times exclude compilation.** geosynth: wall time of ``fit()`` after a warm-up fit of the same
+sampler on a small lattice (numba compiled; the block sampler's sparse set-up is per fit and
+counted). PyMC and nutpie: ``sampling_time`` of the trace (tuning included, the pytensor/numba
+functions built before), in a worker process with OPENBLAS/OMP/MKL_NUM_THREADS=1 (PyMC's two
+chain processes otherwise stall on the BLAS thread pools). The worker's compile + set-up time
+is the rest of its wall time and reported beside it.
+
+**Run lengths.** geosynth: a fixed number of sweeps, the ``fit()`` defaults at every G (8,000
+sweeps, 2,000 burn-in, thin 6: 1,000 draws per chain), so ESS/s is a rate over a fixed run,
+as for the peers. PyMC and nutpie: 500 tuning steps + 500 draws per chain (NUTS's default
+1:1 ratio; nutpie's default 300 tuning steps would be shorter). Shorter runs do not give a
+usable minimum: from 2 × 200 draws the minimum over thousands of λ's is mostly noise.
+
+**ESS.** One function for every tool: bulk ESS and rank R-hat of every parameter from
+:func:`geosynth.model.diagnostics.convergence_diagnostics` (arviz's definitions, vectorised;
+the peers' draws are shipped back as float32 arrays), over μ (= μ + mean θ), every α
+(= α + mean φ), every τ (τ_θ, every τ_φ, τ_ε), every centred θ_i and every λ_ib (through
+η = log λ: ranks, so the same ESS). The table gives min bulk ESS/s, the worst parameter and its
+ESS, the minimum of each group, and the largest R-hat (a minimum over ~10⁵ parameters from 2
+chains of 500–1,000 draws is a low, noisy extreme: ratios are good to tens of per cent).
+
+**The PyMC model** (:func:`_pymc_model`) is geosynth's model written on its identified
 coordinates. geosynth puts on each ICAR field f (θ and every φ_·p) the ICAR density with
 precision τ times a N(0, ``level_var``) prior on the field's mean. With one connected component
 (a regular lattice) that prior factorises exactly into f = f_c + m·1 with the centred field
@@ -18,16 +49,16 @@ non-identified split gives the identified intercept μ* = μ + mean θ ~ N(0, mu
 and level effects α*_p = α_p + mean φ_p ~ N(0, alpha_var + level_var): exactly the quantities
 geosynth records as ``mu`` and ``alpha[...]``. In PyMC the centred fields are
 ``pm.ICAR(W=dense adjacency, sigma=1)`` divided by sqrt(τ) (non-centred). pm.ICAR's own
-``sigma`` is left at 1 because its logp omits the −(G−1)·log σ normaliser, so a free sigma
-would put the wrong prior on τ; its soft sum-to-zero term (``zero_sum_stdev`` = 0.001, i.e.
-mean of the field ~ N(0, 0.001²)) stands in for the hard constraint. The remaining mean of
-θ (≤ 0.001/sqrt(τ_θ)) is added back: μ is reported as μ* + mean θ and θ centred, as geosynth
-does. ε_ib = z_ib / sqrt(τ_ε), z ~ N(0, 1) (non-centred: the counts are ~0.4 per (i, b)).
-Gamma priors Gamma(shape, rate) on τ_θ, τ_φp, τ_ε as in Priors.
+``sigma`` is left at 1 because its logp omits the −(G−1)·log σ normaliser (still so in PyMC
+6.4), so a free sigma would put the wrong prior on τ; its soft sum-to-zero term
+(``zero_sum_stdev`` = 0.001: sum of the field ~ N(0, (0.001·G)²), i.e. its mean ~ N(0, 0.001²))
+stands in for the hard constraint. The remaining mean of θ (≤ 0.001/sqrt(τ_θ)) is added back:
+μ is reported as μ* + mean θ and θ centred, as geosynth does; likewise α. ε_ib = z_ib /
+sqrt(τ_ε), z ~ N(0, 1) (non-centred: the counts are ~0.4 per (i, b)). Gamma priors
+Gamma(shape, rate) on τ_θ, τ_φp, τ_ε as in Priors.
 
-Columns: wall seconds of sampling; min bulk ESS over μ, τ_θ, every θ_i and every λ_ib divided
-by those seconds (the worst group and its ESS in brackets); the ratio geosynth/PyMC of min
-ESS/s; the agreement checks and their verdict (``pass`` / ``FAIL``):
+**Agreement checks**, for each peer against each geosynth sampler (and for each further
+geosynth sampler against the first), with their verdict (``pass`` / ``FAIL``):
 
 * corr(mean λ) > 0.99 — the correlation of the two posterior means of λ over the G·B cells
   (issue 9's bound). The cells' posterior means differ far more than their Monte Carlo error,
@@ -35,75 +66,88 @@ ESS/s; the agreement checks and their verdict (``pass`` / ``FAIL``):
   or linear predictor in either moves whole regions and drops it. Correlation is blind to a
   common shift or scale, which is what the μ check is for.
 * |Δμ| / MC se < 3 — Δμ is the difference of the two posterior means of μ = μ + mean θ and
-  se = sqrt(mcse_geosynth² + mcse_PyMC²), each mcse from its own chains' bulk ESS (arviz).
-  The two estimates are independent, so if both samplers target the same posterior Δμ/se is
+  se = sqrt(mcse_1² + mcse_2²), each mcse from its own chains' bulk ESS (arviz). The two
+  estimates are independent, so if both samplers target the same posterior Δμ/se is
   approximately N(0, 1) (a t with tens of degrees of freedom, since the mcse is itself
   estimated from a few hundred draws): |Δμ| > 3 se then happens with probability ≈ 0.3–0.5 %
-  per lattice, < 2 % for the three lattices together. With μ's ESS ~500–1,000 (geosynth) and a
-  few hundred (PyMC), se ≈ 0.07 posterior sd, so the check flags a disagreement in μ of
-  ~0.2 posterior sd or more.
+  per comparison. With μ's ESS of a few hundred, se ≈ 0.07 posterior sd, so the check flags a
+  disagreement in μ of ~0.2 posterior sd or more.
 
-PyMC run length (``PYMC_DRAWS``): NUTS's default 1:1 tune:draws ratio, 500 + 500 per chain at
-every G, all of it inside ``sampling_time`` (geosynth's time likewise includes its burn-in).
-Shorter runs do not give a usable minimum: a 200 + 200 probe at G = 1,600 left min bulk ESS 30
-(θ; 165 from 500 + 500), and the earlier 100 + 100 there is shorter still. Even from 2 × 500
-draws the minimum over thousands of parameters is a low, noisy extreme, so the ratios are good
-to tens of per cent, not to the digit. Costs measured with the 2 cores shared by 4–8 other
-jobs (pessimistic): 358 s of sampling at G = 100 (NUTS tree depth ~8), 128 s at G = 400 (a
-lighter moment) and 399 s at G = 1,600 (tree depth ~6: ~140 leapfrog steps per iteration while
-tuning, ~60 after, at several ms each); the pymc section took ~7, ~3 and ~11.5 min for one
-lattice each there, so ~20–25 min loaded for all three and roughly half that on an idle machine.
+**Large lattices, geosynth alone** (``--auto-sizes``, default G = 25,600 and 102,400; skipped
+by ``--quick``): ``fit(n_iter="auto", target_ess=400, max_rhat=1.01, max_seconds=...)`` with
+the default sampler of :class:`geosynth.PaivaModel` (``--auto-samplers`` adds others;
+:mod:`geosynth.model.stopping`), reporting how it stopped, its sweeps, seconds, min bulk ESS
+and max R-hat, with ``max_bytes`` = 8 GiB (the default 4 GiB is refused at 102,400 cells: it
+holds 397 draws of η per chain, fewer than ``target_ess``). ``max_seconds``
+(``--max-seconds``, default 600: the issue's 10-minute target at G = 25,600) bounds each fit;
+the warm-up of an auto fit always completes (1,536 sweeps at the defaults: ~12 min per chain
+for the single-site sampler at 102,400).
 
-The PyMC peer lives in its own virtualenv: pymc pins pytensor, and pytensor pins numba ≤ 0.65.1,
-while geosynth is benchmarked on its own numba (0.68 at the time of writing), so the two cannot
-share an environment and pymc is deliberately not an extra of this package. ``make bench``
-creates ``.venv-pymc`` (``python3 -m venv`` + ``pip install "pymc>=5.10,<6"``; arviz and numpy
-come with it, and the worker imports nothing else — not geosynth) behind a stamp file and
-passes its interpreter as ``BENCH_PYMC_PYTHON``. Without that variable the worker runs under
-``sys.executable`` when pymc imports there, else under ``.venv-pymc/bin/python`` when it exists;
-with no peer at all the table says so in every PyMC column and its note says how to get one.
-pytensor's "could not link to a BLAS installation" warning (pip wheels) is harmless here: the
-only dense products are (G × 4)(4 × 12) and smaller, and go through NumPy's own BLAS.
+**The peer's virtualenv.** pymc pins its own numba/pytensor, while geosynth is benchmarked on
+its own numba, and PyMC ≥ 6 needs Python ≥ 3.12, so the peer lives in ``.venv-pymc``, built by
+``make bench`` from ``PYMC_PYTHON`` (the first Python ≥ 3.12 the Makefile finds) with
+``pip install "pymc>=6.4" "nutpie>=0.16" arviz`` (the newest releases; nothing older may be
+benchmarked). The worker imports numpy, pymc and nutpie only — not geosynth. Without
+``BENCH_PYMC_PYTHON`` the worker runs under ``sys.executable`` when pymc ≥ 6 imports there,
+else under ``.venv-pymc/bin/python`` when it exists; with no peer the table says so in every
+peer row and its note says how to get one.
 
-Run: ``make bench`` (all benchmarks), or ``make .venv-pymc/.installed-stamp`` once and then
-``python -m bench pymc``; ``BENCH_PYMC_SIDES=10,20`` limits the lattice sides.
+Run: ``make bench`` (all benchmarks); ``python -m bench pymc`` (options in the environment
+variable ``BENCH_PYMC_ARGS``, e.g. ``BENCH_PYMC_ARGS="--quick --sizes 400,1600"``); or
+``python -m bench.bench_pymc [--quick] [--sizes ...] [--auto-sizes ...] [--samplers ...]
+[--auto-samplers ...] [--peers ...] [--max-seconds ...]`` (prints the table only).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
+import inspect
 import json
+import math
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-SIDES = tuple(int(s) for s in os.environ.get("BENCH_PYMC_SIDES", "10,20,40").split(","))
-# (draws, tune) per chain of PyMC NUTS: see "PyMC run length" in the module docstring.
-PYMC_DRAWS = {10: (500, 500), 20: (500, 500), 40: (500, 500)}
-# Seconds per lattice before the PyMC row is reported as capped: ~3x the sampling time measured
-# with the 2 cores shared by 4-8 other jobs (~6-7 min at every G, compilation included).
-PYMC_TIMEOUT = 1200
+SIZES = (400, 1600, 6400)  # compared with the peers
+AUTO_SIZES = (25_600, 102_400)  # geosynth alone, n_iter="auto"
+PEERS = ("pymc", "nutpie")
+PEER_LABELS = {"pymc": "PyMC NUTS", "nutpie": "nutpie"}
+MAX_SECONDS = 600.0
+# max_bytes of the n_iter="auto" fits: the default 4 GiB holds 397 draws of η per chain at
+# G = 102,400 x B = 12, and an auto fit refuses with fewer than target_ess = 400 per chain.
+AUTO_MAX_BYTES = 8 * 2**30
+TUNE, DRAWS = 500, 500  # per chain, both peers: see "Run lengths" in the module docstring
+# Seconds of one peer run (compilation included) before it is reported as capped.
+PEER_TIMEOUT = 2400
 CORR_MIN = 0.99  # agreement: corr(mean λ) must exceed this
 DMU_MAX = 3.0  # agreement: |Δμ| / MC se must stay below this (justified in the docstring)
 GIBBS = {"n_iter": 8000, "burn_in": 2000, "thin": 6}  # the fit() defaults: 1,000 draws/chain
+SEED = 2014
 SINGLE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 PEER_ENV = "BENCH_PYMC_PYTHON"
+ARGS_ENV = "BENCH_PYMC_ARGS"
 PEER_HINT = (
-    "run `make bench` (it creates .venv-pymc with `pip install \"pymc>=5.10,<6\"`), or "
-    "`make .venv-pymc/.installed-stamp` and rerun, or set BENCH_PYMC_PYTHON to a Python that "
-    "has pymc (not the geosynth venv: pymc's pytensor pins numba <= 0.65.1)"
+    "run `make bench` (it creates .venv-pymc from a Python >= 3.12 with `pip install "
+    "\"pymc>=6.4\" \"nutpie>=0.16\" arviz`), or `make .venv-pymc/.installed-stamp` and rerun, "
+    "or set BENCH_PYMC_PYTHON to a Python that has pymc >= 6 and nutpie (not the geosynth "
+    "venv: pymc pins its own numba and pytensor)"
 )
 _PROBE = (
-    "import importlib.metadata as m, json, arviz, pymc\n"
-    "v = {}\n"
-    "for n in ('pymc', 'pytensor', 'arviz', 'numpy', 'numba'):\n"
+    "import importlib.metadata as m, json, platform, pymc\n"
+    "assert int(pymc.__version__.split('.')[0]) >= 6, 'pymc ' + pymc.__version__ + ' < 6'\n"
+    "v = {'python': platform.python_version()}\n"
+    "for n in ('pymc', 'pytensor', 'nutpie', 'numba', 'numpy', 'arviz'):\n"
     "    try:\n"
     "        v[n] = m.version(n)\n"
     "    except m.PackageNotFoundError:\n"
@@ -112,37 +156,222 @@ _PROBE = (
 )
 ROOT = Path(__file__).resolve().parent.parent
 PEER_VENV_PYTHON = ROOT / ".venv-pymc" / "bin" / "python"
+GROUPS = ("mu", "alpha", "tau", "theta", "lambda")
 
 
-def _counts(side: int):
+@dataclass(frozen=True)
+class Options:
+    """What one run of the benchmark covers (see :func:`parse_options`)."""
+
+    sizes: tuple[int, ...] = SIZES
+    auto_sizes: tuple[int, ...] = AUTO_SIZES
+    samplers: tuple[str, ...] | None = None  # None: every sampler PaivaModel accepts
+    auto_samplers: tuple[str, ...] | None = None  # None: PaivaModel's default sampler
+    peers: tuple[str, ...] = PEERS
+    max_seconds: float = MAX_SECONDS
+
+
+def _size_list(text: str) -> tuple[int, ...]:
+    sizes = tuple(int(s.replace("_", "").replace(",", "")) for s in text.split(",") if s)
+    for G in sizes:
+        side = math.isqrt(G)
+        if side * side != G or G < 4:
+            raise argparse.ArgumentTypeError(
+                f"lattice sizes are squares of a side >= 2 (e.g. 400 = 20 x 20), got {G}")
+    return sizes
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in text.split(",") if s.strip())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m bench.bench_pymc`` (also read from ``BENCH_PYMC_ARGS``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.bench_pymc",
+        description="geosynth's samplers against PyMC 6 (default NUTS and nutpie): min bulk "
+                    "ESS/s and agreement on the same model, data and priors.")
+    parser.add_argument("--sizes", type=_size_list, default=SIZES,
+                        help="lattice sizes G compared with the peers (squares; default "
+                             "400,1600,6400)")
+    parser.add_argument("--auto-sizes", type=_size_list, default=AUTO_SIZES,
+                        help="lattice sizes fitted by geosynth alone with n_iter='auto' "
+                             "(default 25600,102400; '' for none)")
+    parser.add_argument("--quick", action="store_true",
+                        help="skip the geosynth-alone rows (same as --auto-sizes '')")
+    parser.add_argument("--samplers", type=_name_list, default=None,
+                        help="geosynth samplers, e.g. gibbs,block (default: every sampler "
+                             "PaivaModel accepts)")
+    parser.add_argument("--auto-samplers", type=_name_list, default=None,
+                        help="geosynth samplers of the n_iter='auto' rows (default: the one "
+                             "PaivaModel uses by default)")
+    parser.add_argument("--peers", type=_name_list, default=PEERS,
+                        help="peers among pymc,nutpie (default both; '' for none)")
+    parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
+                        help="max_seconds of each n_iter='auto' fit (default 600)")
+    return parser
+
+
+def parse_options(argv: list[str] | None = None) -> Options:
+    """Options from ``argv`` (default: the ``BENCH_PYMC_ARGS`` environment variable).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments; None reads ``shlex.split(os.environ["BENCH_PYMC_ARGS"])``.
+
+    Returns
+    -------
+    Options
+    """
+    if argv is None:
+        argv = shlex.split(os.environ.get(ARGS_ENV, ""))
+    args = build_parser().parse_args(argv)
+    unknown = [p for p in args.peers if p not in PEERS]
+    if unknown:
+        build_parser().error(f"--peers: unknown {unknown}; choose among {', '.join(PEERS)}")
+    return Options(sizes=args.sizes, auto_sizes=() if args.quick else args.auto_sizes,
+                   samplers=args.samplers, auto_samplers=args.auto_samplers, peers=args.peers,
+                   max_seconds=args.max_seconds)
+
+
+# ------------------------------------------------------------------------------------------
+# geosynth's samplers
+# ------------------------------------------------------------------------------------------
+
+
+def available_samplers(model_class=None) -> tuple[str, ...]:
+    """Names of the samplers ``PaivaModel(sampler=...)`` accepts, default first.
+
+    Read from the ``sampler`` parameter of ``model_class`` (default
+    :class:`geosynth.PaivaModel`): the quoted values of its annotation (a ``Literal``) and its
+    default, each kept when constructing the model with it succeeds. A model without that
+    parameter has the single-site Gibbs sampler only, reported as ``("gibbs",)``.
+
+    Parameters
+    ----------
+    model_class : type, optional
+        A class with the signature of :class:`geosynth.PaivaModel`.
+
+    Returns
+    -------
+    tuple of str
+    """
+    if model_class is None:
+        from geosynth import PaivaModel as model_class
+    parameter = inspect.signature(model_class).parameters.get("sampler")
+    if parameter is None:
+        return ("gibbs",)
+    annotation = parameter.annotation
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    candidates = [a or b for a, b in re.findall(r"\"([^\"]+)\"|'([^']+)'", text)]
+    default = parameter.default
+    if isinstance(default, str):
+        candidates.insert(0, default)
+    if not candidates:
+        candidates = ["gibbs", "block"]
+    accepted = []
+    for name in dict.fromkeys(candidates):
+        try:
+            model_class(sampler=name)
+        except (ValueError, TypeError):
+            continue
+        accepted.append(name)
+    return tuple(accepted)
+
+
+def make_model(sampler: str, model_class=None):
+    """``PaivaModel(sampler=sampler)``, or ``PaivaModel()`` for "gibbs" when it has no sampler.
+
+    Parameters
+    ----------
+    sampler : str
+        One of :func:`available_samplers`.
+    model_class : type, optional
+        Default :class:`geosynth.PaivaModel`.
+
+    Returns
+    -------
+    PaivaModel
+    """
+    if model_class is None:
+        from geosynth import PaivaModel as model_class
+    if "sampler" in inspect.signature(model_class).parameters:
+        return model_class(sampler=sampler)
+    if sampler != "gibbs":
+        raise ValueError(f"this geosynth has no sampler={sampler!r} (only 'gibbs')")
+    return model_class()
+
+
+def _counts(G: int):
     from geosynth import Grid, prepare
     from geosynth.datasets import paiva_scenario
 
-    scenario = paiva_scenario(n=5 * side * side, seed=2014)
+    side = math.isqrt(G)
+    scenario = paiva_scenario(n=5 * side * side, seed=SEED)
     grid = Grid.regular(scenario.bounds, shape=(side, side), crs=scenario.crs)
     return prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
 
 
-def min_bulk_ess(groups: dict[str, np.ndarray]) -> dict[str, float]:
-    """Minimum bulk ESS of each group of draws, arrays shaped (chains, draws, ...)."""
-    import arviz as az
+# ------------------------------------------------------------------------------------------
+# Diagnostics, the same for every tool
+# ------------------------------------------------------------------------------------------
 
-    out = {}
-    for name, draws in groups.items():
-        flat = draws.reshape(draws.shape[0], draws.shape[1], -1).astype(np.float64)
-        ess = az.ess(az.convert_to_dataset({"x": flat}), method="bulk")["x"].values
-        out[name] = float(np.nanmin(ess))
+
+def ess_table(draws: dict[str, np.ndarray], names: dict[str, list[str]] | None = None) -> dict:
+    """Bulk ESS and R-hat of every parameter of each group, through one function for all tools.
+
+    Parameters
+    ----------
+    draws : dict of str to numpy.ndarray
+        Group name (``mu``, ``alpha``, ``tau``, ``theta``, ``lambda``) to draws shaped
+        (chains, draws, ...).
+    names : dict of str to list of str, optional
+        Names of a group's parameters (flattened order); default ``group[k]``.
+
+    Returns
+    -------
+    dict
+        ``min_ess`` per group, and over all of them: ``worst`` (name), ``worst_ess``,
+        ``max_rhat`` and ``worst_rhat`` (name).
+    """
+    from geosynth.model.diagnostics import convergence_diagnostics
+
+    names = names or {}
+    out = {"min_ess": {}, "worst": "", "worst_ess": math.inf, "max_rhat": -math.inf,
+           "worst_rhat": ""}
+    for group, values in draws.items():
+        result = convergence_diagnostics(np.asarray(values), workers=2)
+        ess, rhat = result.ess_bulk, result.r_hat
+        k = int(np.nanargmin(ess))
+        j = int(np.nanargmax(rhat))
+        label = names.get(group)
+        out["min_ess"][group] = float(ess[k])
+        if ess[k] < out["worst_ess"]:
+            out["worst_ess"] = float(ess[k])
+            out["worst"] = label[k] if label else _param_name(group, k, values.shape[2:])
+        if rhat[j] > out["max_rhat"]:
+            out["max_rhat"] = float(rhat[j])
+            out["worst_rhat"] = label[j] if label else _param_name(group, j, values.shape[2:])
     return out
+
+
+def _param_name(group: str, k: int, shape: tuple) -> str:
+    if not shape:
+        return group
+    index = ",".join(str(int(i)) for i in np.unravel_index(k, shape))
+    return f"{group}[{index}]"
 
 
 def _mcse_mean(draws: np.ndarray) -> float:
     import arviz as az
 
-    return float(az.mcse(az.convert_to_dataset({"x": draws}), method="mean")["x"].values)
+    return float(az.mcse(az.convert_to_dataset({"x": np.asarray(draws, np.float64)}),
+                         method="mean")["x"].values)
 
 
 # ------------------------------------------------------------------------------------------
-# PyMC worker (subprocess with single-threaded BLAS)
+# PyMC worker (subprocess of the peer's venv, single-threaded BLAS; imports no geosynth)
 # ------------------------------------------------------------------------------------------
 
 
@@ -155,8 +384,9 @@ def _pymc_model(counts, W, membership, priors):
     P = membership.shape[1]
     pr = priors
     with pm.Model() as model:
-        mu = pm.Normal("mu_star", 0.0, np.sqrt(pr["mu_var"] + pr["level_var"]))
-        alpha = pm.Normal("alpha_star", 0.0, np.sqrt(pr["alpha_var"] + pr["level_var"]), shape=P)
+        pm.Normal("mu_star", 0.0, np.sqrt(pr["mu_var"] + pr["level_var"]))
+        alpha = pm.Normal("alpha_star", 0.0, np.sqrt(pr["alpha_var"] + pr["level_var"]),
+                          shape=P)
         tau_theta = pm.Gamma("tau_theta", alpha=pr["theta_shape"], beta=pr["theta_rate"])
         tau_phi = pm.Gamma("tau_phi", alpha=pr["phi_shape"], beta=pr["phi_rate"], shape=P)
         tau_eps = pm.Gamma("tau_eps", alpha=pr["eps_shape"], beta=pr["eps_rate"])
@@ -168,7 +398,7 @@ def _pymc_model(counts, W, membership, priors):
             phi_cols.append(raw / pt.sqrt(tau_phi[p]))
         phi = pt.stack(phi_cols, axis=1)  # (G, P)
         z = pm.Normal("z_eps", 0.0, 1.0, shape=(G, B))
-        eta = (mu + pt.dot(membership, alpha)[None, :] + theta[:, None]
+        eta = (model["mu_star"] + pt.dot(membership, alpha)[None, :] + theta[:, None]
                + pt.dot(phi, membership.T) + z / pt.sqrt(tau_eps))
         pm.Poisson("c", mu=pt.exp(eta), observed=counts)
     return model
@@ -180,35 +410,44 @@ def _pymc_worker(in_path: str, out_path: str) -> None:
     inp = np.load(in_path)
     counts, W, membership = inp["counts"], inp["W"], inp["membership"]
     priors = json.loads(str(inp["priors"]))
-    draws, tune = int(inp["draws"]), int(inp["tune"])
-    model = _pymc_model(counts, W, membership, priors)
+    draws, tune, sampler = int(inp["draws"]), int(inp["tune"]), str(inp["sampler"])
     start = time.perf_counter()
+    model = _pymc_model(counts, W, membership, priors)
     with model:
-        idata = pm.sample(draws=draws, tune=tune, chains=2, cores=2, random_seed=2014,
-                          progressbar=False, compute_convergence_checks=False)
+        idata = pm.sample(draws=draws, tune=tune, chains=2, cores=2, random_seed=SEED,
+                          nuts_sampler=sampler, progressbar=False,
+                          compute_convergence_checks=False)
     total = time.perf_counter() - start
     post = idata.posterior
+    P = membership.shape[1]
     tau_theta = post["tau_theta"].values
     theta = post["theta_raw"].values / np.sqrt(tau_theta)[..., None]
     theta_mean = theta.mean(axis=-1)
-    mu = post["mu_star"].values + theta_mean
-    theta_c = theta - theta_mean[..., None]
-    alpha = post["alpha_star"].values
     tau_phi = post["tau_phi"].values
-    P = membership.shape[1]
     phi = np.stack([post[f"phi_raw_{p}"].values / np.sqrt(tau_phi[..., p])[..., None]
                     for p in range(P)], axis=-1)  # (c, d, G, P)
-    eta = (post["mu_star"].values[..., None, None] + (alpha @ membership.T)[..., None, :]
-           + theta[..., None] + phi @ membership.T
-           + post["z_eps"].values / np.sqrt(post["tau_eps"].values)[..., None, None])
-    lam = np.exp(eta)
-    ess = min_bulk_ess({"mu": mu, "tau_theta": tau_theta, "theta": theta_c, "lambda": lam})
+    alpha = post["alpha_star"].values
+    mu_star, tau_eps = post["mu_star"].values, post["tau_eps"].values
+    z = post["z_eps"].values
+    chains, n = mu_star.shape
+    eta = np.empty((chains, n, *counts.shape), dtype=np.float32)
+    mean_lambda = np.zeros(counts.shape)
+    for c in range(chains):  # chain by chain: the float64 η of all draws would be 2x larger
+        e = (mu_star[c][:, None, None] + (alpha[c] @ membership.T)[:, None, :]
+             + theta[c][..., None] + phi[c] @ membership.T
+             + z[c] / np.sqrt(tau_eps[c])[:, None, None])
+        mean_lambda += np.exp(e).sum(axis=0)
+        eta[c] = e
+    stats = idata.sample_stats
     np.savez(
         out_path,
-        seconds=float(post.attrs.get("sampling_time", total)), total_seconds=total,
-        ess=json.dumps(ess), mu_mean=mu.mean(), mu_mcse=_mcse_mean(mu),
-        tau_theta_mean=tau_theta.mean(), mean_lambda=lam.mean(axis=(0, 1)),
-        divergences=int(idata.sample_stats["diverging"].values.sum()),
+        seconds=float(post.attrs["sampling_time"]), total_seconds=total,
+        mu=mu_star + theta_mean, alpha=alpha + phi.mean(axis=2),
+        tau=np.concatenate([tau_theta[..., None], tau_phi, tau_eps[..., None]], axis=-1),
+        theta=(theta - theta_mean[..., None]).astype(np.float32), eta=eta,
+        mean_lambda=mean_lambda / (chains * n),
+        divergences=int(stats["diverging"].values.sum()),
+        n_steps=float(stats["n_steps"].values.mean()),
     )
 
 
@@ -220,17 +459,16 @@ def _pymc_worker(in_path: str, out_path: str) -> None:
 def _pymc_inputs(counts, model):
     from geosynth.model.fit import build_model_data
 
-    data, _ = build_model_data(counts, model)
-    G, B = data.counts.shape
-    W = np.zeros((G, G))
-    for i in range(G):
-        W[i, data.indices[data.indptr[i]:data.indptr[i + 1]]] = 1.0
+    data, names = build_model_data(counts, model)
+    G = data.counts.shape[0]
+    W = np.asarray(counts.grid.adjacency.todense() != 0, dtype=np.int8)
+    W[np.arange(G), np.arange(G)] = 0
     P = int(data.level_combos_ptr.shape[0] - 1)
-    membership = np.zeros((B, P))
+    membership = np.zeros((data.counts.shape[1], P))
     for k in range(data.combo_levels.shape[1]):
         has = data.combo_levels[:, k] >= 0
         membership[np.flatnonzero(has), data.combo_levels[has, k]] = 1.0
-    return data.counts, W, membership
+    return np.asarray(data.counts), W, membership, names
 
 
 def find_peer() -> tuple[str | None, dict | str]:
@@ -238,7 +476,7 @@ def find_peer() -> tuple[str | None, dict | str]:
 
     ``BENCH_PYMC_PYTHON`` when set (and then only it), else ``sys.executable`` when pymc is
     importable there, else ``.venv-pymc/bin/python`` when it exists. Each candidate is probed
-    by importing pymc and arviz in it.
+    by importing pymc (≥ 6) in it.
     """
     explicit = os.environ.get(PEER_ENV)
     if explicit:
@@ -261,63 +499,99 @@ def find_peer() -> tuple[str | None, dict | str]:
         if proc.returncode == 0:
             return python, json.loads(proc.stdout.strip().splitlines()[-1])
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        problems.append(f"{python} cannot import pymc ({tail})")
+        problems.append(f"{python} cannot run the peer ({tail})")
     if not explicit and len(candidates) == 1:
         problems.insert(0, f"pymc is not importable in {sys.executable}")
     return None, "; ".join(problems)
 
 
-def _run_pymc(python: str, side: int, counts, model) -> dict:
-    c, W, membership = _pymc_inputs(counts, model)
-    draws, tune = PYMC_DRAWS[side]
+def _run_peer(python: str, peer: str, counts, model) -> dict:
+    c, W, membership, names = _pymc_inputs(counts, model)
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
-        np.savez(inp, counts=c, W=W, membership=membership, draws=draws, tune=tune,
-                 priors=json.dumps(model.priors.to_dict()))
+        np.savez(inp, counts=c, W=W, membership=membership, draws=DRAWS, tune=TUNE,
+                 sampler=peer, priors=json.dumps(model.priors.to_dict()))
         env = {**os.environ, **SINGLE_THREAD}
+        start = time.perf_counter()
         # Own session, so that a timeout ends the worker's chain processes with it.
         proc = subprocess.Popen([python, "-m", "bench.bench_pymc", "--worker", inp, out],
                                 env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
-            _, stderr = proc.communicate(timeout=PYMC_TIMEOUT)
+            _, stderr = proc.communicate(timeout=PEER_TIMEOUT)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            return {"status": "capped", "draws": draws, "tune": tune}
+            return {"status": "capped"}
         except BaseException:  # e.g. Ctrl-C: the worker's own session does not get the SIGINT
             os.killpg(proc.pid, signal.SIGKILL)
             raise
+        wall = time.perf_counter() - start
         if proc.returncode != 0:
             tail = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-            print(f"PyMC worker failed at G = {c.shape[0]:,}:\n{stderr}", file=sys.stderr)
-            return {"status": "failed", "error": tail.replace("|", "\\|"), "draws": draws,
-                    "tune": tune}
-        result = dict(np.load(out))
-    result["ess"] = json.loads(str(result["ess"]))
-    result.update(status="ok", draws=draws, tune=tune)
-    return result
+            print(f"{peer} worker failed at G = {c.shape[0]:,}:\n{stderr}", file=sys.stderr)
+            return {"status": "failed", "error": tail.replace("|", "\\|")}
+        res = dict(np.load(out))
+    P = membership.shape[1]
+    diag = ess_table({"mu": res["mu"], "alpha": res["alpha"], "tau": res["tau"],
+                      "theta": res["theta"], "lambda": res["eta"]},
+                     {"alpha": names[1:1 + P], "tau": names[1 + P:]})
+    return {"status": "ok", "seconds": float(res["seconds"]), "wall": wall,
+            "setup": wall - float(res["seconds"]), "diag": diag, "mu_mean": float(res["mu"].mean()),
+            "mu_mcse": _mcse_mean(res["mu"]), "mean_lambda": res["mean_lambda"],
+            "divergences": int(res["divergences"]), "n_steps": float(res["n_steps"]),
+            "run": f"{TUNE}+{DRAWS}"}
+
+
+def _fit_draws(fit) -> tuple[dict, dict]:
+    names = fit.scalar_names
+    alpha = [n for n in names if n.startswith("alpha")]
+    tau = [n for n in names if n.startswith("tau")]
+    draws = {"mu": fit.scalar("mu"),
+             "alpha": np.stack([fit.scalar(n) for n in alpha], axis=-1),
+             "tau": np.stack([fit.scalar(n) for n in tau], axis=-1),
+             "theta": fit.theta, "lambda": fit.eta}
+    return draws, {"alpha": alpha, "tau": tau}
+
+
+def _warm_up(model) -> None:
+    """Compile (or load) the sampler's kernels on a small lattice, outside every timing."""
+    model.fit(_counts(100), n_iter=20, burn_in=10, thin=1, chains=2, seed=0, progress=False)
 
 
 def _run_geosynth(counts, model) -> dict:
     start = time.perf_counter()
-    fit = model.fit(counts, chains=2, n_jobs=2, seed=2014, progress=False, **GIBBS)
+    fit = model.fit(counts, chains=2, n_jobs=2, seed=SEED, progress=False, **GIBBS)
     seconds = time.perf_counter() - start
-    mu = fit.scalar("mu")
-    ess = min_bulk_ess({"mu": mu, "tau_theta": fit.scalar("tau_theta"), "theta": fit.theta,
-                        "lambda": np.exp(fit.eta.astype(np.float64))})
-    return {"seconds": seconds, "ess": ess, "mu_mean": float(mu.mean()),
-            "mu_mcse": _mcse_mean(mu), "tau_theta_mean": float(fit.scalar("tau_theta").mean()),
-            "mean_lambda": fit.posterior_mean_lambda()}
+    draws, names = _fit_draws(fit)
+    mu = draws["mu"]
+    return {"status": "ok", "seconds": seconds, "diag": ess_table(draws, names),
+            "mu_mean": float(mu.mean()), "mu_mcse": _mcse_mean(mu),
+            "mean_lambda": fit.posterior_mean_lambda(), "run": f"{GIBBS['n_iter']:,} sweeps"}
 
 
-def _worst(ess: dict) -> tuple[str, float]:
-    name = min(ess, key=ess.get)
-    return name, ess[name]
+def _run_auto(counts, model, max_seconds: float) -> dict:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = model.fit(counts, n_iter="auto", chains=2, seed=SEED, progress=False,
+                        max_seconds=max_seconds, max_bytes=AUTO_MAX_BYTES)
+    return {"stopping": fit.stopping}
 
 
 def agreement(corr: float, dmu: float) -> str:
-    """Verdict of the two agreement checks: ``pass`` or ``FAIL`` naming the failed checks."""
+    """Verdict of the two agreement checks: ``pass`` or ``FAIL`` naming the failed checks.
+
+    Parameters
+    ----------
+    corr : float
+        corr(mean λ) of the two tools over the G·B cells.
+    dmu : float
+        |Δμ| / sqrt(mcse_1² + mcse_2²).
+
+    Returns
+    -------
+    str
+    """
     failed = []
     if not corr > CORR_MIN:  # `not >` so that a NaN fails
         failed.append(f"corr ≤ {CORR_MIN}")
@@ -326,65 +600,158 @@ def agreement(corr: float, dmu: float) -> str:
     return "pass" if not failed else "**FAIL**: " + ", ".join(failed)
 
 
+def compare(a: dict, b: dict) -> tuple[float, float, str]:
+    """corr(mean λ), |Δμ|/se and the verdict of two tools' results.
+
+    Parameters
+    ----------
+    a, b : dict
+        Results with ``mean_lambda``, ``mu_mean`` and ``mu_mcse``.
+
+    Returns
+    -------
+    tuple of (float, float, str)
+    """
+    corr = float(np.corrcoef(np.ravel(a["mean_lambda"]), np.ravel(b["mean_lambda"]))[0, 1])
+    se = math.hypot(a["mu_mcse"], b["mu_mcse"])
+    dmu = abs(a["mu_mean"] - b["mu_mean"]) / se
+    return corr, dmu, agreement(corr, dmu)
+
+
+def rate(result: dict) -> float:
+    """Min bulk ESS per second of sampling of one tool's result."""
+    return result["diag"]["worst_ess"] / result["seconds"]
+
+
 HEADER = [
-    "| G | B | geosynth s (sweeps) | PyMC s (tune+draws) | geosynth min ESS/s (worst: ESS) | "
-    "PyMC min ESS/s (worst: ESS) | ratio geosynth/PyMC | corr(mean λ) | μ geosynth / PyMC | "
-    "\\|Δμ\\| / MC se | agreement | τ_θ geosynth / PyMC | PyMC divergences |",
-    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+    "| G | tool | run (per chain) | sampling s | min ESS/s | worst: ESS | group minima μ / α / "
+    "τ / θ / λ | max R-hat (where) | geosynth ÷ this (min ESS/s) | agreement with geosynth: "
+    "corr(mean λ), \\|Δμ\\|/se | notes |",
+    "| ---: | --- | --- | ---: | ---: | --- | --- | --- | --- | --- | --- |",
 ]
 
 
-def run() -> str:
-    """Fit each lattice with both samplers; return a Markdown table."""
-    from geosynth import PaivaModel
+def _row(G: int, label: str, res: dict, ratio: str, agree: str, notes: str) -> str:
+    if res["status"] != "ok":
+        why = {"no peer": "not run: no PyMC peer (see note)",
+               "capped": f"> {PEER_TIMEOUT} s (compile + run): capped, not finished",
+               "failed": f"failed: {res.get('error', '')}"}[res["status"]]
+        return f"| {G:,} | {label} | {TUNE}+{DRAWS} | {why} | – | – | – | – | – | – | – |"
+    d = res["diag"]
+    minima = " / ".join(f"{d['min_ess'][g]:.0f}" for g in GROUPS)
+    return (f"| {G:,} | {label} | {res['run']} | {res['seconds']:.1f} | {rate(res):.2f} | "
+            f"`{d['worst']}`: {d['worst_ess']:.0f} | {minima} | {d['max_rhat']:.3f} "
+            f"(`{d['worst_rhat']}`) | {ratio} | {agree} | {notes} |")
 
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    python, peer = find_peer()
-    if python is None:
-        print(f"PyMC peer NOT available, the PyMC columns will be empty: {peer}. To get it: "
-              f"{PEER_HINT}.", flush=True)
-    else:
-        print(f"PyMC peer: {python} ({_versions(peer)})", flush=True)
-    model = PaivaModel()
-    model.fit(_counts(10), n_iter=20, burn_in=10, chains=1, seed=0, progress=False)  # compile
+
+def comparison_table(options: Options, samplers: tuple[str, ...], python, verdicts: dict,
+                     ratios: dict) -> list[str]:
+    """Rows of the comparison at each G of ``options.sizes`` (fills ``verdicts``, ``ratios``)."""
     lines = list(HEADER)
-    verdicts = {}
-    for side in SIDES:
-        counts = _counts(side)
-        G, B = counts.counts.shape
-        gs = _run_geosynth(counts, model)
-        g_name, g_ess = _worst(gs["ess"])
-        g_rate = g_ess / gs["seconds"]
-        head = (f"| {G:,} | {B} | {gs['seconds']:.1f} ({GIBBS['n_iter']:,}) | ")
-        g_cols = f"{g_rate:.1f} ({g_name}: {g_ess:.0f})"
-        draws, tune = PYMC_DRAWS[side]
-        pm_res = {"status": "no peer"} if python is None else _run_pymc(python, side, counts, model)
-        if pm_res["status"] != "ok":
-            why = {"no peer": "not run: no PyMC peer (see note)",
-                   "capped": f"> {PYMC_TIMEOUT} ({tune}+{draws}): capped, not finished",
-                   "failed": f"failed ({tune}+{draws}): {pm_res.get('error', '')}"}
-            verdicts[G] = "not checked"
-            lines.append(head + f"{why[pm_res['status']]} | {g_cols} | – | – | – | "
-                         f"{gs['mu_mean']:.3f} / – | – | not checked | "
-                         f"{gs['tau_theta_mean']:.2f} / – | – |")
+    print("\n".join(HEADER), flush=True)
+    for G in options.sizes:
+        counts = _counts(G)
+        results = {}
+        for sampler in samplers:
+            model = make_model(sampler)
+            results[sampler] = res = _run_geosynth(counts, model)
+            agree, notes = "–", f"{res['seconds'] / GIBBS['n_iter'] * 1e3:.1f} ms per sweep"
+            if sampler != samplers[0]:
+                corr, dmu, verdict = compare(results[samplers[0]], res)
+                verdicts[(G, sampler, samplers[0])] = verdict
+                agree = f"{samplers[0]}: {corr:.4f}, {dmu:.2f} — {verdict}"
+                ratio = f"{samplers[0]}: {rate(results[samplers[0]]) / rate(res):.2f}×"
+            else:
+                ratio = "–"
+            lines.append(_row(G, f"geosynth {sampler}", res, ratio, agree, notes))
             print(lines[-1], flush=True)
-            continue
-        p_name, p_ess = _worst(pm_res["ess"])
-        p_rate = p_ess / float(pm_res["seconds"])
-        corr = np.corrcoef(gs["mean_lambda"].ravel(), pm_res["mean_lambda"].ravel())[0, 1]
-        se = np.hypot(gs["mu_mcse"], float(pm_res["mu_mcse"]))
-        dmu = abs(gs["mu_mean"] - float(pm_res["mu_mean"])) / se
-        verdicts[G] = agreement(corr, dmu)
-        lines.append(
-            head + f"{float(pm_res['seconds']):.1f} ({pm_res['tune']}+{pm_res['draws']}) | "
-            f"{g_cols} | {p_rate:.2f} ({p_name}: {p_ess:.0f}) | {g_rate / p_rate:.1f} | "
-            f"{corr:.4f} | {gs['mu_mean']:.3f} / {float(pm_res['mu_mean']):.3f} | {dmu:.2f} | "
-            f"{verdicts[G]} | "
-            f"{gs['tau_theta_mean']:.2f} / {float(pm_res['tau_theta_mean']):.2f} | "
-            f"{int(pm_res['divergences'])} |"
-        )
-        print(lines[-1], flush=True)
-    lines += ["", _summary(verdicts, python, peer), "", _note(python, peer)]
+        model = make_model(samplers[0])
+        for peer in options.peers:
+            res = {"status": "no peer"} if python is None else _run_peer(python, peer, counts,
+                                                                         model)
+            ratio = agree = notes = "–"
+            if res["status"] == "ok":
+                parts, agrees = [], []
+                for sampler in samplers:
+                    r = rate(results[sampler]) / rate(res)
+                    ratios[(G, sampler, peer)] = r
+                    parts.append(f"{sampler}: {r:.1f}×")
+                    corr, dmu, verdict = compare(results[sampler], res)
+                    verdicts[(G, sampler, peer)] = verdict
+                    agrees.append(f"{sampler}: {corr:.4f}, {dmu:.2f} — {verdict}")
+                ratio, agree = "; ".join(parts), "; ".join(agrees)
+                notes = (f"compile + set-up {res['setup']:.0f} s; {res['divergences']} "
+                         f"divergences; {res['n_steps']:.0f} leapfrog steps per draw")
+            else:
+                for sampler in samplers:
+                    verdicts[(G, sampler, peer)] = "not checked"
+            lines.append(_row(G, PEER_LABELS[peer], res, ratio, agree, notes))
+            print(lines[-1], flush=True)
+    return lines
+
+
+def auto_table(options: Options, samplers: tuple[str, ...]) -> list[str]:
+    """Rows of the geosynth-alone ``n_iter="auto"`` fits at each G of ``options.auto_sizes``."""
+    lines = [f"| G | sampler | stopped | sweeps per chain (thin) | seconds | min bulk ESS (where) "
+             f"| max R-hat (where) | ESS ≥ 400 and R-hat < 1.01 within {options.max_seconds:g} s |",
+             "| ---: | --- | --- | ---: | ---: | --- | --- | --- |"]
+    print("\n".join(lines), flush=True)
+    for G in options.auto_sizes:
+        counts = _counts(G)
+        for sampler in samplers:
+            s = _run_auto(counts, make_model(sampler), options.max_seconds)["stopping"]
+            ok = "yes" if s.reason == "converged" else "no"
+            lines.append(f"| {G:,} | {sampler} | {s.reason} | {s.sweeps:,} ({s.thin}) | "
+                         f"{s.seconds:.0f} | {s.min_ess:.0f} (`{s.worst_ess}`) | "
+                         f"{s.max_r_hat:.3f} (`{s.worst_r_hat}`) | {ok} |")
+            print(lines[-1], flush=True)
+    return lines
+
+
+def run(options: Options | None = None) -> str:
+    """Run the comparison and the geosynth-alone fits; return Markdown tables and notes.
+
+    Parameters
+    ----------
+    options : Options, optional
+        Default: :func:`parse_options` of ``BENCH_PYMC_ARGS``.
+
+    Returns
+    -------
+    str
+    """
+    started = time.perf_counter()
+    options = options or parse_options()
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    offered = available_samplers()
+    samplers = options.samplers or offered
+    auto_samplers = options.auto_samplers or offered[:1]
+    missing = [s for s in samplers + auto_samplers if s not in offered]
+    if missing:
+        raise SystemExit(f"--samplers: {missing} not offered by this geosynth "
+                         f"(PaivaModel accepts {', '.join(offered)})")
+    python, peer = (None, "no peer requested") if not options.peers else find_peer()
+    if options.peers and python is None:
+        print(f"PyMC peer NOT available, the peer rows will be empty: {peer}. To get it: "
+              f"{PEER_HINT}.", flush=True)
+    elif python is not None:
+        print(f"PyMC peer: {python} ({_versions(peer)})", flush=True)
+    for sampler in dict.fromkeys(samplers + auto_samplers):
+        _warm_up(make_model(sampler))
+    verdicts, ratios = {}, {}
+    lines, seconds = [], {}
+    if options.sizes:
+        lines += comparison_table(options, samplers, python, verdicts, ratios)
+        seconds["comparison"] = time.perf_counter() - started
+        lines += ["", _summary(verdicts, ratios, options, samplers, python, peer)]
+    if options.auto_sizes:
+        mark = time.perf_counter()
+        lines += ["", f"geosynth alone, `fit(n_iter=\"auto\", target_ess=400, max_rhat=1.01, "
+                      f"max_seconds={options.max_seconds:g})`, 2 chains:", ""]
+        lines += auto_table(options, auto_samplers)
+        seconds["auto"] = time.perf_counter() - mark
+    seconds["total"] = time.perf_counter() - started
+    lines += ["", _note(python, peer, samplers, seconds)]
     return "\n".join(lines)
 
 
@@ -397,45 +764,68 @@ def _versions(peer: dict) -> str:
     return ", ".join(f"{name} {version}" for name, version in peer.items())
 
 
-def _summary(verdicts: dict, python: str | None, peer) -> str:
-    failed = [G for G, v in verdicts.items() if v.startswith("**FAIL")]
-    unchecked = [G for G, v in verdicts.items() if v == "not checked"]
-    if python is None:
-        return (f"**Agreement checks: NOT RUN — no PyMC peer** ({peer}). To get it: "
-                f"{PEER_HINT}.")
-    parts = []
-    if failed:
-        parts.append("**FAILED** at G = " + ", ".join(f"{G:,}" for G in failed))
-    if unchecked:
-        parts.append("not checked at G = " + ", ".join(f"{G:,}" for G in unchecked)
-                     + " (PyMC did not finish)")
-    if not parts:
-        parts.append(f"pass at every G (corr(mean λ) > {CORR_MIN} and \\|Δμ\\| < {DMU_MAX:g} "
-                     "MC se)")
-    return "**Agreement checks:** " + "; ".join(parts) + "."
+def _summary(verdicts: dict, ratios: dict, options: Options, samplers, python, peer) -> str:
+    failed = sorted({k for k, v in verdicts.items() if v.startswith("**FAIL")})
+    unchecked = sorted({(G, p) for (G, _, p), v in verdicts.items() if v == "not checked"})
+    if options.peers and python is None:
+        head = (f"**Agreement checks with the peers: NOT RUN — no PyMC peer** ({peer}). To get "
+                f"it: {PEER_HINT}.")
+    else:
+        parts = []
+        if failed:
+            parts.append("**FAILED**: " + ", ".join(f"{a} vs {b} at G = {G:,}"
+                                                    for G, a, b in failed))
+        if unchecked:
+            parts.append("not checked: " + ", ".join(f"{PEER_LABELS[p]} at G = {G:,}"
+                                                     for G, p in unchecked)
+                         + " (the peer did not finish)")
+        if not parts:
+            parts.append(f"pass for every pair at every G (corr(mean λ) > {CORR_MIN} and "
+                         f"\\|Δμ\\| < {DMU_MAX:g} MC se)")
+        head = "**Agreement checks:** " + "; ".join(parts) + "."
+    best = []
+    for G in options.sizes:
+        for peer_name in options.peers:
+            found = [(ratios[(G, s, peer_name)], s) for s in samplers
+                     if (G, s, peer_name) in ratios]
+            if found:
+                r, s = max(found)
+                best.append(f"{r:.1f}× ({s}) over {PEER_LABELS[peer_name]} at G = {G:,}")
+    if best:
+        head += (" **Best geosynth ÷ peer, min ESS/s:** " + "; ".join(best)
+                 + " (targets: ≥ 20× over PyMC NUTS at G = 1,600, ≥ 50× at G = 6,400).")
+    return head
 
 
-def _note(python: str | None, peer) -> str:
-    runs = ", ".join(f"G = {s * s:,}: {t}+{d}" for s, (d, t) in PYMC_DRAWS.items()
-                     if s in SIDES)
-    peer_text = (f"PyMC peer {_versions(peer)} under {_short(python)}" if python
+def _note(python: str | None, peer, samplers, seconds: dict) -> str:
+    peer_text = (f"peer {_versions(peer)} under {_short(python)}" if python
+                 else "no peer requested" if peer == "no peer requested"
                  else "PyMC peer not available")
+    took = ", ".join(f"{k} {v / 60:.1f} min" for k, v in seconds.items())
     return (
-        "Both: 2 chains on 2 cores, same data, model and priors. geosynth: fit() defaults "
-        "(8,000 sweeps, 2,000 burn-in, thin 6: 1,000 draws/chain), wall time of fit(). PyMC: "
-        f"default NUTS (jitter+adapt_diag, target_accept 0.8), tune+draws per chain {runs}, "
-        "sampling_time including tuning, compilation excluded, BLAS pinned to one thread; "
-        f"{peer_text}. min bulk ESS over μ (= μ + mean θ), τ_θ, every centred θ_i and every "
-        "λ_ib; the minimum over thousands of λ from 2 chains of those draws is a noisy low "
-        "extreme, so the ratios are good to tens of per cent, not to the digit. Agreement: "
-        f"corr(mean λ) over the G·B cells > {CORR_MIN} and \\|Δμ\\| / sqrt(mcse² + mcse²) < "
-        f"{DMU_MAX:g} (why: module docstring, which also says how the ICAR mean priors were "
-        "matched)."
+        f"All tools: 2 chains on 2 cores, same data, model and priors; geosynth samplers "
+        f"{', '.join(samplers)} ({GIBBS['n_iter']:,} sweeps, {GIBBS['burn_in']:,} burn-in, thin "
+        f"{GIBBS['thin']}: 1,000 draws per chain; wall time of fit() after a warm-up fit); "
+        f"PyMC NUTS (`nuts_sampler=\"pymc\"`, jitter+adapt_diag, target_accept 0.8) and nutpie "
+        f"(`nuts_sampler=\"nutpie\"`), {TUNE} tuning steps + {DRAWS} draws per chain, "
+        "`sampling_time` (tuning included, compilation excluded), BLAS pinned to one thread; "
+        f"{peer_text}. Min bulk ESS over μ (= μ + mean θ), every α, every τ, every centred θ_i "
+        "and every λ_ib, for every tool by geosynth.model.diagnostics.convergence_diagnostics "
+        "(arviz's definitions); the minimum over ~10⁵ parameters is a noisy low extreme, so "
+        "ratios are good to tens of per cent. Agreement: corr(mean λ) over the G·B cells > "
+        f"{CORR_MIN} and \\|Δμ\\| / sqrt(mcse² + mcse²) < {DMU_MAX:g} (why: module docstring, "
+        f"which also says how the ICAR mean priors were matched). This run took: {took}."
     )
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
-        _pymc_worker(sys.argv[2], sys.argv[3])
+def main(argv: list[str] | None = None) -> None:
+    """``python -m bench.bench_pymc [options]``: print the tables (``--worker`` is internal)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 3 and argv[0] == "--worker":
+        _pymc_worker(argv[1], argv[2])
     else:
-        print(run())
+        print(run(parse_options(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Helpers of bench/bench_pymc.py: sampler discovery, options, inputs of the PyMC model, ESS."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pytest
+
+from bench import bench_pymc
+
+
+class _OneSampler:
+    def __init__(self, beta_prior=None):
+        self.beta_prior = beta_prior
+
+
+class _TwoSamplers:
+    def __init__(self, beta_prior=None, sampler: Literal["block", "gibbs", "retired"] = "block"):
+        if sampler not in ("block", "gibbs"):
+            raise ValueError(f"sampler must be 'block' or 'gibbs', got {sampler!r}")
+        self.sampler = sampler
+
+
+def test_a_model_without_sampler_argument_offers_gibbs_only():
+    assert bench_pymc.available_samplers(_OneSampler) == ("gibbs",)
+    assert isinstance(bench_pymc.make_model("gibbs", _OneSampler), _OneSampler)
+    with pytest.raises(ValueError, match="no sampler='block'"):
+        bench_pymc.make_model("block", _OneSampler)
+
+
+def test_samplers_come_from_the_annotation_default_first_and_only_accepted_ones():
+    assert bench_pymc.available_samplers(_TwoSamplers) == ("block", "gibbs")
+    assert bench_pymc.make_model("gibbs", _TwoSamplers).sampler == "gibbs"
+
+
+def test_the_installed_geosynth_offers_its_default_sampler():
+    from geosynth import PaivaModel
+
+    offered = bench_pymc.available_samplers()
+    assert offered and all(bench_pymc.make_model(s) is not None for s in offered)
+    assert isinstance(bench_pymc.make_model(offered[0]), PaivaModel)
+
+
+def test_options_from_arguments_and_environment(monkeypatch):
+    default = bench_pymc.parse_options([])
+    assert default.sizes == (400, 1600, 6400) and default.auto_sizes == (25_600, 102_400)
+    assert default.peers == ("pymc", "nutpie") and default.samplers is None
+    assert default.auto_samplers is None  # the default sampler of PaivaModel
+    quick = bench_pymc.parse_options(["--quick", "--sizes", "400,1600", "--samplers", "gibbs",
+                                      "--auto-samplers", "gibbs,block"])
+    assert quick.auto_sizes == () and quick.sizes == (400, 1600) and quick.samplers == ("gibbs",)
+    assert quick.auto_samplers == ("gibbs", "block")
+    monkeypatch.setenv(bench_pymc.ARGS_ENV, "--peers nutpie --max-seconds 30 --auto-sizes 2500")
+    env = bench_pymc.parse_options()
+    assert env.peers == ("nutpie",) and env.max_seconds == 30 and env.auto_sizes == (2500,)
+    with pytest.raises(SystemExit):
+        bench_pymc.parse_options(["--sizes", "500"])  # not a square lattice
+    with pytest.raises(SystemExit):
+        bench_pymc.parse_options(["--peers", "stan"])
+
+
+def test_pymc_inputs_are_the_lattice_and_the_level_membership():
+    counts = bench_pymc._counts(100)
+    model = bench_pymc.make_model(bench_pymc.available_samplers()[0])
+    c, W, membership, names = bench_pymc._pymc_inputs(counts, model)
+    assert c.shape == (100, 12) and c.sum() == 500
+    assert (W == W.T).all() and not W.diagonal().any()
+    assert (W.sum(axis=1) == counts.grid.n_neighbours).all()  # queen: 3, 5 or 8
+    # Attribute effects: every combination has one level per non-baseline attribute or none.
+    P = membership.shape[1]
+    assert P == 4 and names[1:1 + P] == [n for n in names if n.startswith("alpha")]
+    assert set(np.unique(membership)) <= {0.0, 1.0} and membership.sum(axis=1).max() == 3
+    # y and x1 have 2 levels, x2 has 3 (2·2·3 = 12): a level of y or x1 is in 12/2 = 6
+    # combinations, a level of x2 in 12/3 = 4.
+    assert names[1:1 + P] == ["alpha[y=1]", "alpha[x1=2]", "alpha[x2=2]", "alpha[x2=3]"]
+    assert membership.sum(axis=0).tolist() == [6, 6, 4, 4]
+
+
+def test_ess_table_finds_the_worst_parameter_and_its_group():
+    rng = np.random.default_rng(3)
+    iid = rng.normal(size=(2, 1000, 50))
+    slow = np.zeros((2, 1000))
+    for t in range(1, 1000):  # AR(1), rho 0.9: ESS ≈ 2000 · 0.1/1.9 ≈ 105
+        slow[:, t] = 0.9 * slow[:, t - 1] + rng.normal(size=2)
+    table = bench_pymc.ess_table({"theta": iid, "tau": np.stack([slow, iid[:, :, 0]], -1)},
+                                 {"tau": ["tau_theta", "tau_eps"]})
+    assert table["worst"] == "tau_theta" and 50 < table["worst_ess"] < 250
+    assert table["min_ess"]["theta"] > 1500 and table["max_rhat"] < 1.05
+
+
+def test_agreement_verdicts():
+    assert bench_pymc.agreement(0.9998, 0.5) == "pass"
+    assert "corr" in bench_pymc.agreement(0.98, 0.5)
+    assert "Δμ" in bench_pymc.agreement(0.9998, 3.5)
+    assert bench_pymc.agreement(float("nan"), float("nan")).count("≥") + \
+        bench_pymc.agreement(float("nan"), 0.1).count("≤") >= 2  # NaN fails both ways
+    same = {"mean_lambda": np.arange(1.0, 7.0), "mu_mean": -1.0, "mu_mcse": 0.01}
+    shifted = {**same, "mu_mean": -1.05}  # 0.05 / sqrt(2)·0.01 = 3.5 se
+    assert bench_pymc.compare(same, same)[2] == "pass"
+    assert bench_pymc.compare(same, shifted)[2].startswith("**FAIL")
+
+
+def test_no_peer_is_reported_with_the_reason(monkeypatch, tmp_path):
+    monkeypatch.setenv(bench_pymc.PEER_ENV, str(tmp_path / "python"))
+    python, why = bench_pymc.find_peer()
+    assert python is None and "does not exist" in why
