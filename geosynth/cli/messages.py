@@ -49,6 +49,7 @@ OPTION_OF_PARAMETER: dict[str, str] = {
     "max_seconds": "--max-seconds",
     "m": "--m",
     "beta_prior": "--beta-prior",
+    "sampler": "--sampler",
     "seed": "--seed",
     "epsilon": "--epsilon",
     "levels": "--levels-file",

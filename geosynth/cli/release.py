@@ -86,6 +86,12 @@ def _fixed_burn_in(iterations: int, burn_in: int | None) -> int:
               help="Prior of the per-cell effect of the --continuous column(s) on the intensity: "
               "normal or icar, or one per column, comma-separated (e.g. normal,icar) "
               "(default: no such effect).")
+@click.option("--sampler", type=click.Choice(["gibbs", "mh", "block"]), default="gibbs",
+              show_default=True,
+              help="MCMC updates: gibbs (exact single-site draws), mh (single-site "
+              "Newton-proposal Metropolis-Hastings steps: same posterior, cheaper sweeps), "
+              "block (adds joint GMRF updates of each field with its precision; not with "
+              "--epsilon).")
 @click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Make an epsilon-differentially private release (noisy counts, noise-aware "
               "fit). Needs --region; no --continuous.")
@@ -144,6 +150,7 @@ def release(
     max_seconds: float | None,
     chains: int,
     beta_prior: list[str] | None,
+    sampler: str,
     epsilon: float | None,
     levels_file: str | None,
     public_total: int | None,
@@ -189,7 +196,7 @@ def release(
     # One name is the single-covariate form (str) of the Python API; several are a list.
     continuous, beta_prior = _one_or_list(continuous), _one_or_list(beta_prior)
     _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
-                   levels_file, public_total, m, iterations, burn_in, thin, chains)
+                   levels_file, public_total, m, iterations, burn_in, thin, chains, sampler)
     run = _run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                         max_seconds)
     given = check_outputs(
@@ -227,9 +234,13 @@ def release(
             _echo_region_advice(grid)
 
         if epsilon is None:
-            result = _paiva_release(counts, original, beta_prior, m, seed, run, progress)
+            model = geosynth.PaivaModel(beta_prior=beta_prior, sampler=sampler)
+            result = _paiva_release(counts, original, model, m, seed, run, progress)
         else:
-            result = _dp_release(counts, epsilon, levels, public_total, m, seed, run, progress)
+            from geosynth.dp import dp_model
+
+            result = _dp_release(counts, epsilon, levels, public_total, m, seed, run, progress,
+                                 dp_model(sampler))
         stop_if_interrupted(result["fit"])
         summary, r_hat = fit_diagnostics(result["fit"])
         _echo_convergence(r_hat, result["fit"])
@@ -270,7 +281,8 @@ def _one_or_list(names: list[str] | None) -> str | list[str] | None:
 
 
 def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
-                   levels_file, public_total, m, iterations, burn_in, thin, chains) -> None:
+                   levels_file, public_total, m, iterations, burn_in, thin, chains,
+                   sampler) -> None:
     if (grid_shape is None) == (cell_size is None):
         raise click.UsageError(
             "give exactly one of --grid ROWSxCOLS and --cell-size METRES to define the lattice"
@@ -280,7 +292,7 @@ def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta
     else:
         _check_fixed_options(iterations, _fixed_burn_in(iterations, burn_in), thin, chains, m)
     _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
-                      public_total)
+                      public_total, sampler)
 
 
 def _check_auto_options(burn_in, chains) -> None:
@@ -312,7 +324,7 @@ def _check_fixed_options(iterations, burn_in, thin, chains, m) -> None:
 
 
 def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
-                      public_total) -> None:
+                      public_total, sampler) -> None:
     if epsilon is None:
         for option, value in (("--levels-file", levels_file), ("--public-total", public_total)):
             if value is not None:
@@ -334,6 +346,9 @@ def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
     if beta_prior is not None:
         raise click.UsageError("--beta-prior models a --continuous column, which --epsilon "
                                "does not support; drop --beta-prior")
+    if sampler == "block":
+        raise click.UsageError("--sampler block has no noise-aware fit, which --epsilon "
+                               "needs; use --sampler gibbs or mh")
 
 
 def _run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
@@ -428,12 +443,11 @@ def _echo_region_advice(grid) -> None:
     )
 
 
-def _paiva_release(counts, original, beta_prior, m, seed, run, progress) -> dict[str, Any]:
+def _paiva_release(counts, original, model, m, seed, run, progress) -> dict[str, Any]:
     import geosynth
     from geosynth._random import as_generator
 
     _, seeds = derive_seeds(seed, ["fit", "synthesize", "public", "evaluate"])
-    model = geosynth.PaivaModel(beta_prior=beta_prior)
     click.echo(f"Fitting {model!r}: {_describe_run(run)}", err=True)
     fit = model.fit(counts, seed=seeds["fit"], progress=progress, **run)
     internal = geosynth.synthesize(fit, original, m=m, seed=seeds["synthesize"])
@@ -444,8 +458,8 @@ def _paiva_release(counts, original, beta_prior, m, seed, run, progress) -> dict
             "ledger": None}
 
 
-def _dp_release(counts, epsilon, levels, public_total, m, seed, run,
-                progress) -> dict[str, Any]:
+def _dp_release(counts, epsilon, levels, public_total, m, seed, run, progress,
+                model) -> dict[str, Any]:
     from geosynth.dp import dp_release
 
     if levels is None:
@@ -459,8 +473,8 @@ def _dp_release(counts, epsilon, levels, public_total, m, seed, run,
     if public_total is not None:
         _require_keyword(dp_release, "n_public", "--public-total")
         options["n_public"] = public_total
-    result = dp_release(counts, epsilon, m, levels=levels, progress=progress, seed=seed,
-                        **options, **run)
+    result = dp_release(counts, epsilon, m, levels=levels, model=model, progress=progress,
+                        seed=seed, **options, **run)
     info = result.info  # method, epsilon, the ledger, the size rule and n_public
     return {"fit": result.fit, "internal": result.releases, "public": result.releases,
             "seeds": None if seed is None else {"seed": seed}, "metadata": info,

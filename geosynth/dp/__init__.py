@@ -32,6 +32,7 @@ from geosynth.dp.locations import (
     DPRelease,
     NoisyCounts,
     dp_counts,
+    dp_model,
     dp_release,
     dp_synthesize,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "dirichlet_epsilon",
     "dp_counts",
     "dp_release",
+    "dp_model",
     "dp_synthesize",
     "exponential",
     "gaussian",

@@ -77,7 +77,7 @@ import math
 import numbers
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import geopandas as gpd
 import numpy as np
@@ -95,6 +95,9 @@ from geosynth.synth.paiva import PosteriorDraws, release_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
 from geosynth.synth.release import ReleaseInfo, make_release
 
+if TYPE_CHECKING:
+    from geosynth.model import PaivaModel
+
 __all__ = [
     "NoisyCounts",
     "NoiseAwareDraws",
@@ -102,6 +105,7 @@ __all__ = [
     "dp_counts",
     "dp_synthesize",
     "dp_release",
+    "dp_model",
     "full_table",
     "public_domain",
     "DEFAULT_MAX_BYTES",
@@ -806,6 +810,26 @@ def _round_up(value: float, digits: int = 2) -> str:
     return f"{rounded:.{digits}g}"
 
 
+def dp_model(sampler: str = "gibbs") -> PaivaModel:
+    """Return the model :func:`dp_release` fits by default, with the given ``sampler``.
+
+    ``PaivaModel(effects="combination", sampler=sampler)``: every combination has its own level
+    and ICAR field, so its total is learnt from its own noisy counts.
+
+    Parameters
+    ----------
+    sampler : {"gibbs", "mh"}, default "gibbs"
+        See :class:`geosynth.PaivaModel` (the block sampler has no noise-aware fit yet).
+
+    Returns
+    -------
+    geosynth.PaivaModel
+    """
+    from geosynth.model import PaivaModel
+
+    return PaivaModel(effects="combination", sampler=sampler)
+
+
 def dp_release(
     counts: CellCounts,
     epsilon: float,
@@ -853,8 +877,9 @@ def dp_release(
     max_records : int, optional
         Lower cap on a release's size under the DP-estimate rule (not with ``n_public``).
     model : geosynth.PaivaModel, optional
-        Default ``PaivaModel(effects="combination")``: every combination has its own level and
-        ICAR field, so its total is learnt from its own noisy counts. (Under the additive
+        Default :func:`dp_model`, ``PaivaModel(effects="combination")``: every combination has
+        its own level and ICAR field, so its total is learnt from its own noisy counts. (Under
+        the additive
         attribute model a combination's total is partly predicted from the others, which at
         small ε pulls it towards the additive fit.)
     n_iter, burn_in, thin, chains, progress, target_ess, max_rhat, max_seconds
@@ -908,8 +933,6 @@ def dp_release(
     effect over ε. Clipping the noisy counts at zero instead would bias every sparse cell
     upwards. ``n_public`` fixes the total but not this split.
     """
-    from geosynth.model import PaivaModel
-
     epsilon = check_epsilon(epsilon)
     if not isinstance(counts, CellCounts):
         raise InputError(f"counts must be the CellCounts of geosynth.prepare, got "
@@ -937,7 +960,7 @@ def dp_release(
         # One warning for a seeded run is enough (dp_counts issued it).
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         fit_seed = private_seed(seed, where="dp_release")
-    model = PaivaModel(effects="combination") if model is None else model
+    model = dp_model() if model is None else model
     run: dict[str, Any] = {"n_iter": n_iter, "burn_in": 1000 if burn_in is None else burn_in}
     if isinstance(n_iter, str) and n_iter == "auto":
         run = {"n_iter": "auto", "burn_in": burn_in, "target_ess": target_ess,

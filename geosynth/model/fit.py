@@ -37,6 +37,8 @@ from geosynth.model.kernels import (
     BLOCK_NAMES,
     SAMPLER_ARS,
     SAMPLER_SLICE,
+    UPDATE_EXACT,
+    UPDATE_MH,
     GibbsState,
     ModelData,
     compute_eta,
@@ -84,7 +86,7 @@ _BETA_SAMPLERS = {"ars": SAMPLER_ARS, "slice": SAMPLER_SLICE}
 # Seconds a cold compilation of each sampler's kernels took on the 2-core benchmark machine
 # (a fresh NUMBA_CACHE_DIR, the first fit in a new process): what the "compiling" notice quotes.
 COMPILE_SECONDS = {"serial": 40, "noise-aware": 70, "chromatic": 120, "block": 60}
-_SAMPLERS = ("gibbs", "block")
+_SAMPLERS = ("gibbs", "block", "mh")
 
 
 class PaivaModel:
@@ -120,15 +122,18 @@ class PaivaModel:
         patterns (Table 3) are not additive, it raises the Spearman correlation between posterior
         mean and true intensity from about 0.61 to about 0.83 at n = 500 (see
         ``tests/model/test_recovery.py``).
-    sampler : {"gibbs", "block"}, default "gibbs"
-        ``"gibbs"``: single-site updates of every parameter, with exact shift moves and scale
-        moves of each field with its precision (:mod:`geosynth.model.kernels`). ``"block"``:
-        each sweep adds, for θ, every φ_·p and (under ``beta_prior="icar"``) β, a joint
-        Metropolis–Hastings update of the whole field with its precision from a GMRF
-        approximation of its full conditional (Knorr-Held & Rue 2002;
-        :mod:`geosynth.model.block`). Same posterior; on the Nunes (2018) scenario the block
-        sampler is slower per effective draw (see ``bench/RESULTS.md``), hence not the
-        default. Not with ``noise`` or ``parallel=True``.
+    sampler : {"gibbs", "mh", "block"}, default "gibbs"
+        ``"gibbs"``: single-site updates of every parameter, each scalar conditional drawn
+        exactly (ARS), with exact shift moves and scale moves of each field with its precision
+        (:mod:`geosynth.model.kernels`). ``"mh"``: the same sweep, but μ, α, θ_i, φ_ip and
+        ε_ib move by one Metropolis–Hastings step with a Newton (IWLS) Gaussian proposal
+        (Gamerman 1997; :mod:`geosynth.samplers.newton_mh`), one in ten by an exact draw
+        instead: same posterior, a sweep about 1.6–1.9 times cheaper and almost as effective
+        (see ``bench/RESULTS.md``); not with ``parallel=True``. ``"block"``: each sweep adds,
+        for θ, every φ_·p and (under ``beta_prior="icar"``) β, a joint Metropolis–Hastings
+        update of the whole field with its precision from a GMRF approximation of its full
+        conditional (Knorr-Held & Rue 2002; :mod:`geosynth.model.block`); on the Nunes (2018)
+        scenario it is slower per effective draw. Not with ``noise`` or ``parallel=True``.
 
     Examples
     --------
@@ -147,7 +152,7 @@ class PaivaModel:
         priors: Priors | None = None,
         beta_sampler: Literal["slice", "ars"] = "slice",
         effects: Literal["attribute", "combination"] = "attribute",
-        sampler: Literal["gibbs", "block"] = "gibbs",
+        sampler: Literal["gibbs", "block", "mh"] = "gibbs",
     ) -> None:
         beta_prior = _check_beta_prior(beta_prior)
         if beta_sampler not in _BETA_SAMPLERS:
@@ -155,7 +160,7 @@ class PaivaModel:
         if effects not in ("attribute", "combination"):
             raise InputError(f"effects must be 'attribute' or 'combination', got {effects!r}")
         if sampler not in _SAMPLERS:
-            raise InputError(f"sampler must be 'gibbs' or 'block', got {sampler!r}")
+            raise InputError(f"sampler must be 'gibbs', 'block' or 'mh', got {sampler!r}")
         if priors is not None and not isinstance(priors, Priors):
             raise InputError(f"priors must be a geosynth.Priors, got {type(priors).__name__}")
         self.beta_prior = beta_prior
@@ -170,7 +175,10 @@ class PaivaModel:
 
     def _block_sampler(self, noise: bool, parallel: bool) -> bool:
         """Whether this fit runs the block sampler (:mod:`geosynth.model.block`)."""
-        if self.sampler == "gibbs":
+        if self.sampler == "mh" and parallel:
+            raise InputError("parallel=True runs the chromatic sampler with exact draws; with "
+                             "sampler='mh' use parallel=False")
+        if self.sampler != "block":
             return False
         if noise:
             raise InputError("sampler='block' is not available for noise-aware fits (noise=...) "
@@ -891,6 +899,7 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
         priors=model.priors.to_array(),
         beta_priors=beta_priors,
         beta_sampler=_BETA_SAMPLERS[model.beta_sampler],
+        scalar_update=UPDATE_MH if model.sampler == "mh" else UPDATE_EXACT,
     )
     single = isinstance(counts.continuous, str)
     names = (["mu"] + [f"alpha[{n}]" for n in level_names] + ["tau_theta"]

@@ -44,6 +44,7 @@ from numba import njit
 
 from geosynth.samplers.ars import ars_draw, ars_draw_single
 from geosynth.samplers.family import STATUS_OK
+from geosynth.samplers.newton_mh import newton_mh_step
 from geosynth.samplers.rng import gamma, standard_normal, uniform
 from geosynth.samplers.slice import slice_step
 
@@ -56,6 +57,9 @@ __all__ = [
     "BETA_ICAR",
     "SAMPLER_ARS",
     "SAMPLER_SLICE",
+    "UPDATE_EXACT",
+    "UPDATE_MH",
+    "MH_EXACT_SHARE",
     "MU_VAR",
     "ALPHA_VAR",
     "LEVEL_VAR",
@@ -96,6 +100,8 @@ __all__ = [
 
 BETA_NONE, BETA_NORMAL, BETA_ICAR = 0, 1, 2
 SAMPLER_ARS, SAMPLER_SLICE = 0, 1
+UPDATE_EXACT, UPDATE_MH = 0, 1  # ModelData.scalar_update: how the one-term conditionals move
+MH_EXACT_SHARE = 0.1  # UPDATE_MH: share of updates drawn exactly anyway (see _mh_update)
 
 # Indices into ModelData.priors (Priors.to_array(), float64 (12,)): the Normal prior variances
 # of μ, α, the ICAR fields' component means and β, then the Gamma (shape A, rate B) priors of
@@ -128,6 +134,7 @@ class ModelData(NamedTuple):
     priors: np.ndarray  # float64 (12,) Priors.to_array()
     beta_priors: np.ndarray  # int64 (K,) BETA_NORMAL / BETA_ICAR per covariate; (0,) without β
     beta_sampler: int  # SAMPLER_ARS / SAMPLER_SLICE
+    scalar_update: int  # UPDATE_EXACT (ARS draws) / UPDATE_MH (Newton-proposal MH steps)
 
 
 class GibbsState(NamedTuple):
@@ -184,10 +191,33 @@ def compute_eta(data, s):
             s.expeta[i, b] = math.exp(v)
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _mh_update(update, rng):
+    """Whether this update is a Newton-proposal MH step (else an exact ARS draw).
+
+    Under UPDATE_MH each update is an exact draw with probability :data:`MH_EXACT_SHARE`,
+    whatever the state: a mixture of two kernels that both leave the conditional invariant, so
+    the mixture does too. The exact draws rescue a value stranded far in the exponential tail
+    of its conditional (after a large move of another parameter, or from the over-dispersed
+    start), where one Newton step is too short for its reverse move to be likely and the MH
+    step alone would almost never accept.
+    """
+    return update == UPDATE_MH and uniform(rng) >= MH_EXACT_SHARE
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def _draw1(x0, a, weight, m, q, rng, work, w1, ones):
-    """ARS draw with one collapsed exponential term W·e^x (arrays passed as locals: faster)."""
-    return ars_draw_single(x0, a, weight, m, q, rng, work, w1, ones)
+def _draw1(x0, a, wex, m, q, update, rng, work, w1, ones):
+    """Update x0 under ``a·x − W·e^x − q(x − m)²/2`` given ``wex`` = W·e^{x0}.
+
+    ``update`` is ``ModelData.scalar_update``: UPDATE_EXACT draws from the conditional by ARS;
+    UPDATE_MH takes one Newton-proposal Metropolis–Hastings step
+    (:mod:`geosynth.samplers.newton_mh`), except with probability :data:`MH_EXACT_SHARE`, when
+    it draws by ARS (see :func:`_mh_update`). Arrays are passed as locals: faster.
+    """
+    if _mh_update(update, rng):
+        new, _, status = newton_mh_step(x0, a, wex, m, q, rng)
+        return new, status
+    return ars_draw_single(x0, a, wex * math.exp(-x0), m, q, rng, work, w1, ones)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -199,9 +229,8 @@ def _update_mu(data, s):
     for i in range(G):
         for b in range(B):
             total += s.expeta[i, b]
-    total *= math.exp(-x)
     new, status = _draw1(x, data.cell_counts.sum(), total, 0.0, 1.0 / data.priors[MU_VAR],
-                         rng, work, w1, ones)
+                         data.scalar_update, rng, work, w1, ones)
     if status != STATUS_OK:
         return status
     delta = new - x
@@ -225,9 +254,8 @@ def _update_alpha(data, s):
         for i in range(G):
             for t in range(lo, hi):
                 total += s.expeta[i, data.level_combos[t]]
-        total *= math.exp(-x)
         new, status = _draw1(x, data.level_counts[p], total, 0.0, 1.0 / data.priors[ALPHA_VAR],
-                             rng, work, w1, ones)
+                             data.scalar_update, rng, work, w1, ones)
         if status != STATUS_OK:
             return status
         delta = new - x
@@ -291,9 +319,9 @@ def _update_theta(data, s, comp_sum):
         total = 0.0
         for b in range(B):
             total += s.expeta[i, b]
-        total *= math.exp(-x)
         m, q = _icar_prior(s.theta, i, s.tau_theta[0], level_var, comp_sum, data)
-        new, status = _draw1(x, data.cell_counts[i], total, m, q, rng, work, w1, ones)
+        new, status = _draw1(x, data.cell_counts[i], total, m, q, data.scalar_update,
+                             rng, work, w1, ones)
         if status != STATUS_OK:
             return status
         delta = new - x
@@ -322,10 +350,9 @@ def _update_phi(data, s, comp_sum, column):
             total = 0.0
             for t in range(lo, hi):
                 total += s.expeta[i, data.level_combos[t]]
-            total *= math.exp(-x)
             m, q = _icar_prior(column, i, s.tau_phi[p], level_var, comp_sum, data)
             new, status = _draw1(x, data.cell_level_counts[i, p], total, m, q,
-                                 rng, work, w1, ones)
+                                 data.scalar_update, rng, work, w1, ones)
             if status != STATUS_OK:
                 return status
             delta = new - x
@@ -380,16 +407,21 @@ def _update_eps(data, s):
     q = s.tau_eps[0]
     eps, eta, expeta, counts = s.eps, s.eta, s.expeta, data.counts
     rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
+    update = data.scalar_update
     for i in range(G):
         for b in range(B):
             x = eps[i, b]
-            weight = expeta[i, b] * math.exp(-x)
-            new, status = ars_draw_single(x, counts[i, b], weight, 0.0, q, rng, work, w1, ones)
+            if _mh_update(update, rng):  # exp(η) at the new value comes with the step
+                new, wex, status = newton_mh_step(x, counts[i, b], expeta[i, b], 0.0, q, rng)
+            else:
+                new, status = _draw1(x, counts[i, b], expeta[i, b], 0.0, q, update,
+                                     rng, work, w1, ones)
+                wex = math.exp(eta[i, b] + (new - x))
             if status != STATUS_OK:
                 return status
             eps[i, b] = new
             eta[i, b] += new - x
-            expeta[i, b] = math.exp(eta[i, b])
+            expeta[i, b] = wex
     return STATUS_OK
 
 

@@ -313,3 +313,28 @@ def test_bad_continuous_columns_exit_2(two_covariates, tmp_path, args, fragments
     result = run("release", two_covariates, *GPKG_ARGS, *args, *FAST,
                  "--out", tmp_path / "out.gpkg")
     assert_refused(result, *fragments)
+
+
+@pytest.mark.parametrize("sampler", ["mh", "block"])
+def test_sampler_option_reaches_the_model(inputs, tmp_path, sampler):
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--sampler", sampler, "--seed", 2, *FAST,
+                 "--out", tmp_path / "out.gpkg")
+    assert result.exit_code == 0, result.output
+    assert f"sampler='{sampler}'" in result.output
+    assert io.read_release(tmp_path / "out.gpkg").m >= 1
+
+
+def test_dp_release_takes_the_mh_sampler(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--region", inputs["region"],
+                 "--epsilon", 1.5, "--levels-file", inputs["levels"], "--sampler", "mh",
+                 "--seed", 3, *FAST, "--out", tmp_path / "dp.gpkg")
+    assert result.exit_code == 0, result.output
+
+
+def test_block_sampler_with_epsilon_names_the_options(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--region", inputs["region"],
+                 "--epsilon", 1.5, "--levels-file", inputs["levels"], "--sampler", "block",
+                 *FAST, "--out", tmp_path / "dp.gpkg")
+    assert result.exit_code == 2, result.output
+    assert "--sampler block has no noise-aware fit" in result.output
+    assert "Read " not in result.output and not (tmp_path / "dp.gpkg").exists()  # before reading

@@ -177,13 +177,14 @@ def test_sampler_argument_is_validated(scenario_counts):
 
 
 @pytest.mark.slow
-def test_block_and_single_site_samplers_agree(scenario_counts):
+@pytest.mark.parametrize("sampler", ["block", "mh"])
+def test_samplers_agree_with_exact_single_site_gibbs(scenario_counts, sampler):
     """Posterior means of μ, α, every τ, selected θ_i and λ_ib agree within MC error."""
     import arviz as az
 
     run = dict(n_iter=4000, burn_in=1000, thin=2, chains=2, seed=21, progress=False)
     fits = {s: geosynth.PaivaModel(sampler=s).fit(scenario_counts, **run)
-            for s in ("gibbs", "block")}
+            for s in ("gibbs", sampler)}
 
     def quantities(fit):
         out = {name: fit.scalar(name) for name in fit.scalar_names}
@@ -193,7 +194,7 @@ def test_block_and_single_site_samplers_agree(scenario_counts):
                 out[f"lambda[{i},{b}]"] = np.exp(fit.eta[:, :, i, b])
         return out
 
-    first, second = quantities(fits["gibbs"]), quantities(fits["block"])
+    first, second = quantities(fits["gibbs"]), quantities(fits[sampler])
     for name, draws in first.items():
         other = second[name]
         se = [d.std() / np.sqrt(float(az.ess(d, method="mean"))) for d in (draws, other)]

@@ -71,10 +71,11 @@ def cell_counts(grid, counts):
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::geosynth.errors.DataWarning")
-def test_simulation_based_calibration():
+@pytest.mark.parametrize("sampler", ["gibbs", "mh"])
+def test_simulation_based_calibration(sampler):
     grid = Grid.regular((0.0, 0.0, 3.0, 3.0), shape=(3, 3))
     rng = np.random.default_rng(2018)
-    model = PaivaModel(priors=PRIORS)
+    model = PaivaModel(priors=PRIORS, sampler=sampler)
     ranks = {name: [] for name in ("mu", "alpha[x=b]", "theta[0]", "tau_theta")}
     for replication in range(N_REPLICATIONS):
         counts, truth = simulate(grid, rng)
