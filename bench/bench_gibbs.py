@@ -6,7 +6,8 @@ one core (``n_jobs=1``), after a compile run; wall time of the whole ``fit`` cal
 for G ≤ 400). The per-sweep cost should grow linearly in G·B:
 the column "µs per sweep per (G·B)" should stay flat.
 
-The samplers table compares ``PaivaModel(sampler="gibbs")`` (single site) with
+The samplers table compares ``PaivaModel(sampler="gibbs")`` (single site, exact draws),
+``sampler="mh"`` (single site, Newton-proposal Metropolis–Hastings steps) and
 ``sampler="block"`` (GMRF block updates of each field jointly with its precision,
 :mod:`geosynth.model.block`): two chains, min bulk ESS over μ, α, every τ, every θ_i and every
 λ_ib per second of the fit, and the cost of one sweep in passes of ``exp`` over G·B, the floor
@@ -111,7 +112,7 @@ def _min_ess(fit) -> tuple[float, str]:
 
 
 def samplers_table(sides=(20, 40), cost_only=(80,), n_iter=2000) -> str:
-    """ESS/s of sampler="gibbs" vs "block" (2 chains), and a sweep's cost in exp passes."""
+    """ESS/s of each sampler (2 chains), and a sweep's cost in exp passes."""
     warnings.filterwarnings("ignore", category=FutureWarning)
     lines = [
         "| G | sampler | sweeps | seconds | min bulk ESS (parameter) | min ESS/s | "
@@ -122,7 +123,7 @@ def samplers_table(sides=(20, 40), cost_only=(80,), n_iter=2000) -> str:
         counts = _counts(side)
         G, B = counts.counts.shape
         floor = exp_pass_seconds(G * B)
-        for sampler in ("gibbs", "block"):
+        for sampler in ("gibbs", "mh", "block"):
             model = PaivaModel(sampler=sampler)
             model.fit(_counts(10), n_iter=20, burn_in=10, chains=1, seed=0, progress=False)
             sweeps = 40 if side in cost_only else 200

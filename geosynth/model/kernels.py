@@ -469,7 +469,11 @@ def shift_move(field, data, intercept_var, level_var, intercept, comp_sum, rng):
 
 SCALE_TARGET_ACCEPTANCE = 0.44
 SCALE_ADAPT_GAIN = 0.05
-_KIND_THETA, _KIND_PHI, _KIND_BETA = 0, 1, 2
+# np.int64, not int: numba types an int constant argument as a literal and compiles the callee
+# once per literal (measured: 12 s of a 60 s cold start); a global np.int64 is plain int64.
+_KIND_THETA, _KIND_PHI, _KIND_BETA = np.int64(0), np.int64(1), np.int64(2)
+_NO_LEVEL = np.int64(-1)  # level argument meaning "μ" / "every cell", not an α_p or φ_·p
+_FIRST = np.int64(0)  # θ's level index and scale-move slot
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -798,7 +802,7 @@ def _scale_moves(data, s, comp_sum, column, adapt):
     """Scale moves of every ICAR field with its precision (see :func:`_scale_move`)."""
     pr = data.priors
     s.tau_theta[0] = _scale_move(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
-                                 _KIND_THETA, 0, data, s, comp_sum, 0, adapt)
+                                 _KIND_THETA, _FIRST, data, s, comp_sum, _FIRST, adapt)
     G = data.counts.shape[0]
     for p in range(s.alpha.shape[0]):
         for i in range(G):
@@ -809,7 +813,8 @@ def _scale_moves(data, s, comp_sum, column, adapt):
     for c in range(data.beta_priors.shape[0]):
         if data.beta_priors[c] == BETA_ICAR:
             s.tau_beta[c] = _scale_move(s.beta[c], s.tau_beta[c], pr[BETA_A], pr[BETA_B],
-                                        _KIND_BETA, c, data, s, comp_sum, 1 + P + c, adapt)
+                                        _KIND_BETA, c, data, s, comp_sum, 1 + P + c,
+                                        adapt)
     _scale_move_eps(data, s, 1 + P + s.beta.shape[0], adapt)
 
 
@@ -876,10 +881,10 @@ def sweep(data, s, comp_sum, column, adapt=False):
     status = _update_eps(data, s)
     if status != STATUS_OK:
         return 16 * B_EPS + status
-    _shift_cells_eps(data, s, comp_sum, column, -1)
+    _shift_cells_eps(data, s, comp_sum, column, _NO_LEVEL)
     for p in range(s.alpha.shape[0]):
         _shift_cells_eps(data, s, comp_sum, column, p)
-    s.mu[0] += _shift_eps(data, s, -1, data.priors[MU_VAR], s.mu[0])
+    s.mu[0] += _shift_eps(data, s, _NO_LEVEL, data.priors[MU_VAR], s.mu[0])
     for p in range(s.alpha.shape[0]):
         s.alpha[p] += _shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
     _update_precisions(data, s, column)
@@ -1068,7 +1073,8 @@ def draw_latent_count(eta, noisy, inv_scale, rng):
 
 
 MARGINAL_TARGET_ACCEPTANCE = 0.44
-_M_MU, _M_THETA, _M_EPS = 0, 1, 2  # slots of marginal_log_sd; α_p uses slot 3 + p
+# Slots of marginal_log_sd (α_p uses slot 3 + p); np.int64 for one specialisation (see _KIND_*).
+_M_MU, _M_THETA, _M_EPS = np.int64(0), np.int64(1), np.int64(2)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -1181,23 +1187,23 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
     sd = math.exp(s.marginal_log_sd[_M_MU])
     delta = sd * standard_normal(s.rng)
     x = s.mu[0]
-    log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, -1, -1, lm, lm_new) \
-        - ((x + delta) ** 2 - x * x) / (2.0 * pr[MU_VAR])
+    log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, _NO_LEVEL, _NO_LEVEL, lm,
+                                lm_new) - ((x + delta) ** 2 - x * x) / (2.0 * pr[MU_VAR])
     hit = math.log(uniform(s.rng)) < log_ratio
     if hit:
         s.mu[0] = x + delta
-        _apply_shift(data, s, delta, -1, -1, lm, lm_new)
+        _apply_shift(data, s, delta, _NO_LEVEL, _NO_LEVEL, lm, lm_new)
     _adapt(s, _M_MU, 1.0 if hit else 0.0, adapt)
     for p in range(s.alpha.shape[0]):
         sd = math.exp(s.marginal_log_sd[3 + p])
         delta = sd * standard_normal(s.rng)
         x = s.alpha[p]
-        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, p, -1, lm, lm_new) \
+        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, p, _NO_LEVEL, lm, lm_new) \
             - ((x + delta) ** 2 - x * x) / (2.0 * pr[ALPHA_VAR])
         hit = math.log(uniform(s.rng)) < log_ratio
         if hit:
             s.alpha[p] = x + delta
-            _apply_shift(data, s, delta, p, -1, lm, lm_new)
+            _apply_shift(data, s, delta, p, _NO_LEVEL, lm, lm_new)
         _adapt(s, 3 + p, 1.0 if hit else 0.0, adapt)
     # θ_i: ICAR conditional prior.
     component_sums(s.theta, data, comp_sum)
@@ -1207,12 +1213,12 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
         x = s.theta[i]
         m, q = _icar_prior(s.theta, i, s.tau_theta[0], pr[LEVEL_VAR], comp_sum, data)
         delta = sd * standard_normal(s.rng)
-        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, -1, i, lm, lm_new) \
+        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, _NO_LEVEL, i, lm, lm_new) \
             - 0.5 * q * ((x + delta - m) ** 2 - (x - m) ** 2)
         if math.log(uniform(s.rng)) < log_ratio:
             s.theta[i] = x + delta
             comp_sum[data.component[i]] += delta
-            _apply_shift(data, s, delta, -1, i, lm, lm_new)
+            _apply_shift(data, s, delta, _NO_LEVEL, i, lm, lm_new)
             accepted += 1.0
     _adapt(s, _M_THETA, accepted / G, adapt)
     # ε_ib: N(0, 1/τ_ε) priors.
@@ -1489,10 +1495,10 @@ def update_errors(data, s, comp_sum, column, adapt):
     status = _update_eps(data, s)
     if status != STATUS_OK:
         return 16 * B_EPS + status
-    _shift_cells_eps(data, s, comp_sum, column, -1)
+    _shift_cells_eps(data, s, comp_sum, column, _NO_LEVEL)
     for p in range(s.alpha.shape[0]):
         _shift_cells_eps(data, s, comp_sum, column, p)
-    s.mu[0] += _shift_eps(data, s, -1, data.priors[MU_VAR], s.mu[0])
+    s.mu[0] += _shift_eps(data, s, _NO_LEVEL, data.priors[MU_VAR], s.mu[0])
     for p in range(s.alpha.shape[0]):
         s.alpha[p] += _shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
     update_tau_eps(data, s)

@@ -179,24 +179,31 @@ def cell_streams_for(stream: np.ndarray, n_cells: int) -> np.ndarray:
     return states
 
 
-# Operations of :func:`_for_blocks`. Colour-class draws (``cells``: one colour class):
-_OP_DRAW_FIELD = 0  # θ or φ_·p: one-term ARS per cell (params: τ, level_var)
-_OP_DRAW_BETA = 1  # β_ci: multi-term ARS or slice (params: τ_β,c, β variance, ICAR?, slice?)
-_OP_SHIFT_FIELD = 2  # Gaussian move (f_i + k, ε_ib − k), b in combos (params: τ, level_var, τ_ε)
+# Operations of :func:`_for_blocks`, as np.int64 (numba types a global np.int64 as int64, a
+# plain int constant as a literal, which would compile one specialisation per operation).
+# Colour-class draws (``cells``: one colour class):
+_OP_DRAW_FIELD = np.int64(0)  # θ or φ_·p: one-term ARS per cell (params: τ, level_var)
+# β_ci: multi-term ARS or slice (params: τ_β,c, β variance, ICAR?, slice?)
+_OP_DRAW_BETA = np.int64(1)
+# Gaussian move (f_i + k, ε_ib − k), b in combos (params: τ, level_var, τ_ε)
+_OP_SHIFT_FIELD = np.int64(2)
 # Passes over every cell (``cells`` = 0..G−1):
-_OP_DRAW_EPS = 3  # ε_ib, every b (params: τ_ε)
-_OP_EXP_TOTALS = 4  # partial[block, b] = Σ_i exp η_ib
-_OP_EPS_TOTALS = 5  # partial[block, b] = Σ_i ε_ib
-_OP_ADD_ETA = 6  # η_ib += aux[b] (exp η rescaled)
-_OP_SUB_EPS = 7  # ε_ib −= aux[b]
-_OP_PRECISION_SUMS = 8  # partial[block, :] = ICAR quadratics of θ, φ_·p, β_c· (obs) and Σ ε²
-_OP_SCALE_LOGLIK = 9  # Δ log-likelihood of scaling θ or φ_·p about its component means (aux)
-_OP_SCALE_APPLY = 10
-_OP_SCALE_LOGLIK_BETA = 11
-_OP_SCALE_APPLY_BETA = 12
-_OP_SCALE_LOGLIK_EPS = 13
-_OP_SCALE_APPLY_EPS = 14
+_OP_DRAW_EPS = np.int64(3)  # ε_ib, every b (params: τ_ε)
+_OP_EXP_TOTALS = np.int64(4)  # partial[block, b] = Σ_i exp η_ib
+_OP_EPS_TOTALS = np.int64(5)  # partial[block, b] = Σ_i ε_ib
+_OP_ADD_ETA = np.int64(6)  # η_ib += aux[b] (exp η rescaled)
+_OP_SUB_EPS = np.int64(7)  # ε_ib −= aux[b]
+# partial[block, :] = ICAR quadratics of θ, φ_·p, β_c· (obs) and Σ ε²
+_OP_PRECISION_SUMS = np.int64(8)
+# Δ log-likelihood of scaling θ or φ_·p about its component means (aux)
+_OP_SCALE_LOGLIK = np.int64(9)
+_OP_SCALE_APPLY = np.int64(10)
+_OP_SCALE_LOGLIK_BETA = np.int64(11)
+_OP_SCALE_APPLY_BETA = np.int64(12)
+_OP_SCALE_LOGLIK_EPS = np.int64(13)
+_OP_SCALE_APPLY_EPS = np.int64(14)
 _N_OPS = 15
+_TRUE = np.bool_(True)  # a bool argument, not Literal[bool](True): one specialisation
 MAX_BLOCKS = 64  # work items per parallel loop at most (per-item cost ~0.1–0.5 µs)
 
 
@@ -772,7 +779,7 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
     level_var = pr[LEVEL_VAR]
     w.params[0], w.params[1] = s.tau_theta[0], level_var
     w.obs[:] = data.cell_counts
-    st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, s.theta, w.all_combos, level_var, True,
+    st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, s.theta, w.all_combos, level_var, _TRUE,
                            comp_sum)
     if st != STATUS_OK:
         return 16 * B_THETA + st
@@ -782,7 +789,7 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
         _copy_column(data.cell_level_counts, p, w.obs)
         w.params[0], w.params[1] = s.tau_phi[p], level_var
         st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, column, _level_combos(data, p),
-                               level_var, True, comp_sum)
+                               level_var, _TRUE, comp_sum)
         _store_column(column, p, s.phi)
         if st != STATUS_OK:
             return 16 * B_PHI + st
@@ -815,13 +822,13 @@ def _update_eps_and_shifts_parallel(data, s, w, comp_sum, column):
         if w.status[i] != STATUS_OK:
             return 16 * B_EPS + w.status[i]
     w.params[0], w.params[1], w.params[2] = s.tau_theta[0], level_var, s.tau_eps[0]
-    _update_by_colour(_OP_SHIFT_FIELD, data, s, w, s.theta, w.all_combos, level_var, True,
+    _update_by_colour(_OP_SHIFT_FIELD, data, s, w, s.theta, w.all_combos, level_var, _TRUE,
                       comp_sum)
     for p in range(s.alpha.shape[0]):
         _copy_column(s.phi, p, column)
         w.params[0], w.params[1], w.params[2] = s.tau_phi[p], level_var, s.tau_eps[0]
         _update_by_colour(_OP_SHIFT_FIELD, data, s, w, column, _level_combos(data, p),
-                          level_var, True, comp_sum)
+                          level_var, _TRUE, comp_sum)
         _store_column(column, p, s.phi)
     _shift_intercepts_eps(data, s, w)
     return STATUS_OK
