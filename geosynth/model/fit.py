@@ -85,7 +85,8 @@ _BETA_SAMPLERS = {"ars": SAMPLER_ARS, "slice": SAMPLER_SLICE}
 
 # Seconds a cold compilation of each sampler's kernels took on the 2-core benchmark machine
 # (a fresh NUMBA_CACHE_DIR, the first fit in a new process): what the "compiling" notice quotes.
-COMPILE_SECONDS = {"serial": 40, "noise-aware": 70, "chromatic": 120, "block": 60}
+# Measured by bench/bench_cold.py (bench/RESULTS.md, 2026-11-24): exact 60 s, noise-aware 75 s.
+COMPILE_SECONDS = {"serial": 60, "noise-aware": 75, "chromatic": 120, "block": 60}
 _SAMPLERS = ("gibbs", "block", "mh")
 
 

@@ -29,7 +29,8 @@ def test_compile_notice_before_the_progress_bars(counts, monkeypatch, capsys):
     monkeypatch.setattr(fit_module, "kernels_need_compiling", lambda kernel: True)
     PaivaModel().fit(counts, progress=True, **RUN)
     err = capsys.readouterr().err
-    notice = err.index("compiling the sampler (first run only, ~40 s)")
+    seconds = fit_module.COMPILE_SECONDS["serial"]
+    notice = err.index(f"compiling the sampler (first run only, ~{seconds} s)")
     done = err.index("compiled the sampler in ")
     # The bars start after the compilation, so their rate and ETA are the sampler's.
     assert notice < done < err.index("chain 0")
