@@ -414,8 +414,8 @@ def _update_eps(data, s):
             if _mh_update(update, rng):  # exp(η) at the new value comes with the step
                 new, wex, status = newton_mh_step(x, counts[i, b], expeta[i, b], 0.0, q, rng)
             else:
-                new, status = _draw1(x, counts[i, b], expeta[i, b], 0.0, q, update,
-                                     rng, work, w1, ones)
+                new, status = ars_draw_single(x, counts[i, b], expeta[i, b] * math.exp(-x), 0.0,
+                                              q, rng, work, w1, ones)
                 wex = math.exp(eta[i, b] + (new - x))
             if status != STATUS_OK:
                 return status
@@ -470,7 +470,7 @@ def shift_move(field, data, intercept_var, level_var, intercept, comp_sum, rng):
 SCALE_TARGET_ACCEPTANCE = 0.44
 SCALE_ADAPT_GAIN = 0.05
 # np.int64, not int: numba types an int constant argument as a literal and compiles the callee
-# once per literal (measured: 12 s of a 60 s cold start); a global np.int64 is plain int64.
+# once per literal (duplicate signatures, see bench/RESULTS.md); a global np.int64 is int64.
 _KIND_THETA, _KIND_PHI, _KIND_BETA = np.int64(0), np.int64(1), np.int64(2)
 _NO_LEVEL = np.int64(-1)  # level argument meaning "μ" / "every cell", not an α_p or φ_·p
 _FIRST = np.int64(0)  # θ's level index and scale-move slot
