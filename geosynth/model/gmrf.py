@@ -262,6 +262,16 @@ def ldl_numeric(pattern, a_val, l_idx, l_val, d, y, stack, flag, l_count):
     return True
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _solve_upper(l_ptr, l_idx, l_val, x):
+    """Solve ``Lᵀ y = x`` in place (unit lower-triangular L by columns)."""
+    for j in range(x.shape[0] - 1, -1, -1):
+        acc = x[j]
+        for p in range(l_ptr[j], l_ptr[j + 1]):
+            acc -= l_val[p] * x[l_idx[p]]
+        x[j] = acc
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def ldl_solve(pattern, l_idx, l_val, d, x):
     """Solve ``L D Lᵀ x = b`` in place (``x`` holds b on entry; permuted order)."""
@@ -273,11 +283,7 @@ def ldl_solve(pattern, l_idx, l_val, d, x):
             x[l_idx[p]] -= l_val[p] * xj
     for j in range(n):
         x[j] /= d[j]
-    for j in range(n - 1, -1, -1):
-        acc = x[j]
-        for p in range(l_ptr[j], l_ptr[j + 1]):
-            acc -= l_val[p] * x[l_idx[p]]
-        x[j] = acc
+    _solve_upper(l_ptr, l_idx, l_val, x)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -287,11 +293,7 @@ def ldl_draw(pattern, l_idx, l_val, d, x):
     l_ptr = pattern.l_ptr
     for j in range(n):
         x[j] /= math.sqrt(d[j])
-    for j in range(n - 1, -1, -1):
-        acc = x[j]
-        for p in range(l_ptr[j], l_ptr[j + 1]):
-            acc -= l_val[p] * x[l_idx[p]]
-        x[j] = acc
+    _solve_upper(l_ptr, l_idx, l_val, x)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -69,15 +69,12 @@ def cell_counts(grid, counts):
     )
 
 
-@pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::geosynth.errors.DataWarning")
-@pytest.mark.parametrize("sampler", ["gibbs", "mh"])
-def test_simulation_based_calibration(sampler):
+def sbc_p_values(model, n_replications=N_REPLICATIONS):
+    """Chi-square p-value and rank histogram of each checked quantity under ``model``."""
     grid = Grid.regular((0.0, 0.0, 3.0, 3.0), shape=(3, 3))
     rng = np.random.default_rng(2018)
-    model = PaivaModel(priors=PRIORS, sampler=sampler)
     ranks = {name: [] for name in ("mu", "alpha[x=b]", "theta[0]", "tau_theta")}
-    for replication in range(N_REPLICATIONS):
+    for replication in range(n_replications):
         counts, truth = simulate(grid, rng)
         fit = model.fit(cell_counts(grid, counts), n_iter=200 + N_DRAWS * THIN, burn_in=200,
                         thin=THIN, chains=1, seed=replication, progress=False)
@@ -89,7 +86,17 @@ def test_simulation_based_calibration(sampler):
         }
         for name, value in truth.items():
             ranks[name].append(int(np.sum(draws[name] < value)))
+    out = {}
     for name, values in ranks.items():
         histogram = np.bincount(np.asarray(values) * N_BINS // (N_DRAWS + 1), minlength=N_BINS)
-        p_value = stats.chisquare(histogram).pvalue
+        out[name] = (stats.chisquare(histogram).pvalue, histogram)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::geosynth.errors.DataWarning")
+@pytest.mark.parametrize("sampler", ["gibbs", "mh"])
+def test_simulation_based_calibration(sampler):
+    for name, (p_value, histogram) in sbc_p_values(PaivaModel(priors=PRIORS,
+                                                              sampler=sampler)).items():
         assert p_value > 0.001, f"SBC ranks of {name} not uniform: {histogram}, p = {p_value:.1e}"

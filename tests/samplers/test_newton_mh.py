@@ -17,8 +17,8 @@ from tests.samplers.test_samplers import (
     N_DRAWS,
     ONE_TERM_CASES,
     P_MIN,
-    _single_draws,
     exact_cdf,
+    single_draws,
 )
 
 PROPER = [name for name in ONE_TERM_CASES if CASES[name][4] > 0.0]
@@ -86,7 +86,7 @@ def _chain(size, thin, start, a, weight, m, q, state, exact_share):
 def _exact_draws(name, seed):
     a, w, _, m, q = CASES[name]
     cdf, _, mode, scale = exact_cdf(*CASES[name])
-    draws = _single_draws(N_DRAWS, a, float(np.sum(w)), m, q, make_streams(seed, 1)[0], mode)
+    draws = single_draws(N_DRAWS, a, float(np.sum(w)), m, q, make_streams(seed, 1)[0], mode)
     assert draws.shape == (N_DRAWS,)
     return cdf, draws
 

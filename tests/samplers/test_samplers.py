@@ -146,7 +146,7 @@ ONE_TERM_CASES = [name for name, (_, _, z, _, _) in CASES.items() if np.all(np.a
 
 
 @njit
-def _single_draws(size, a, weight, m, q, state, start):
+def single_draws(size, a, weight, m, q, state, start):
     work = np.empty((5, MAX_ABSCISSAE))
     w1 = np.zeros(1)
     ones = np.ones(1)
@@ -166,7 +166,7 @@ def test_one_term_ars_matches_exact_cdf(name):
     a, w, z, m, q = CASES[name]
     cdf, _, mode, scale = exact_cdf(a, w, z, m, q)
     state = make_streams(3, 1)[0]
-    draws = _single_draws(N_DRAWS, a, float(np.sum(w)), m, q, state, mode + 3 * scale)
+    draws = single_draws(N_DRAWS, a, float(np.sum(w)), m, q, state, mode + 3 * scale)
     assert draws.shape == (N_DRAWS,)
     assert stats.kstest(draws, cdf).pvalue > P_MIN
 
