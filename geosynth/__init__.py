@@ -33,6 +33,9 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "naive_synthesize": ("geosynth.synth", "naive_synthesize"),
     "donut_mask": ("geosynth.synth", "donut_mask"),
     "to_public": ("geosynth.synth", "to_public"),
+    "Candidate": ("geosynth.tuning", "Candidate"),
+    "Tuning": ("geosynth.tuning", "Tuning"),
+    "tune": ("geosynth.tuning", "tune"),
     **{name: (f"geosynth.{name}", None) for name in (
         "datasets", "distributed", "dp", "errors", "io", "maps", "metrics", "samplers", "sdc",
         "synth",
@@ -47,6 +50,7 @@ if TYPE_CHECKING:  # what static tools and IDEs see
     from geosynth.lattice import Grid
     from geosynth.model import PaivaFit, PaivaModel, Priors
     from geosynth.synth import ReleaseInfo, donut_mask, naive_synthesize, to_public
+    from geosynth.tuning import Candidate, Tuning, tune
 
 
 def __getattr__(name: str) -> Any:
@@ -66,6 +70,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Candidate",
     "CellCounts",
     "Evaluation",
     "Grid",
@@ -73,6 +78,7 @@ __all__ = [
     "PaivaModel",
     "Priors",
     "ReleaseInfo",
+    "Tuning",
     "datasets",
     "distributed",
     "donut_mask",
@@ -89,5 +95,6 @@ __all__ = [
     "synth",
     "synthesize",
     "to_public",
+    "tune",
     "__version__",
 ]

@@ -1,4 +1,4 @@
-"""Matplotlib figures of lattice data (counts and intensities per attribute combination)."""
+"""Matplotlib figures: lattice data (counts and intensities per combination), the R-U map."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import numpy as np
 from geosynth.errors import InputError
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
     from geosynth.data import CellCounts
     from geosynth.lattice import Grid
     from geosynth.model import PaivaFit
 
-__all__ = ["lattice_image", "combination_panels", "counts_figure", "intensity_figure"]
+__all__ = ["lattice_image", "combination_panels", "counts_figure", "intensity_figure", "ru_map"]
 
 
 def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
@@ -133,3 +134,65 @@ def intensity_figure(fit: PaivaFit, combination: int) -> Figure:
     label = fit.counts.combination_labels(sep=", ")[combination]
     return combination_panels(fit.grid, values, ["observed counts", "posterior mean λ"],
                               suptitle=label)
+
+
+def ru_map(
+    table: pd.DataFrame,
+    risk: str,
+    utility: str,
+    frontier: list[str],
+    chosen: str | None = None,
+    risk_limit: float | None = None,
+    x_label: str | None = None,
+    y_label: str | None = None,
+) -> Figure:
+    """R-U confidentiality map (Duncan, Keller-McNulty & Stokes 2001): risk against utility.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per candidate, indexed by label, with the ``risk`` and ``utility`` columns
+        (rows missing either are listed in the title, not drawn).
+    risk, utility : str
+        Columns drawn on the x and y axes.
+    frontier : list of str
+        Labels of the non-dominated candidates, joined by a line in this order.
+    chosen : str, optional
+        Label of the recommended candidate, circled.
+    risk_limit : float, optional
+        Drawn as a vertical dashed line.
+    x_label, y_label : str, optional
+        Axis labels (default the column names).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    both = table[[risk, utility]].astype(float).dropna()
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    ax.scatter(both[risk], both[utility], color="tab:blue", zorder=3)
+    for label, (x, y) in both.iterrows():
+        ax.annotate(str(label), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=9)
+    line = both.loc[[label for label in frontier if label in both.index]]
+    if len(line) > 1:
+        ax.plot(line[risk], line[utility], color="tab:orange", zorder=2,
+                label="non-dominated frontier")
+    if chosen is not None and chosen in both.index:
+        ax.scatter([both.at[chosen, risk]], [both.at[chosen, utility]], s=250,
+                   facecolors="none", edgecolors="tab:red", linewidths=2, zorder=4,
+                   label=f"recommended: {chosen}")
+    if risk_limit is not None:
+        ax.axvline(risk_limit, color="grey", linestyle="--", label=f"risk limit {risk_limit:g}")
+    ax.set_xlabel(x_label or risk)
+    ax.set_ylabel(y_label or utility)
+    missing = [str(label) for label in table.index if label not in both.index]
+    title = "R-U confidentiality map"
+    if missing:
+        title += f"\n(not drawn, missing a measure: {', '.join(missing)})"
+    ax.set_title(title)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -16,6 +16,7 @@ Utility (:mod:`geosynth.metrics.utility`):
 * :func:`combine_partially_synthetic`, :func:`combine_fully_synthetic` -- combining rules;
 * :func:`interval_overlap` -- geometric (Nunes 2018) or Karr et al. (2006) interval overlap;
 * :func:`quadrant_coverage` -- Nunes (2018) §3.3 random-rectangle coverage;
+* :func:`intensity_fidelity` -- original against synthetic counts per cell of a common lattice;
 * :func:`ripley_k`, :func:`ripley_distance` -- Ripley's K/L with isotropic or translation edge
   correction (hand-written: PySAL's pointpats 2.5 has none; it is the tests' oracle);
 * :func:`gp_regression`, :func:`stacked_intervals` -- Bayesian spatial regression (eq. 3.2) on
@@ -34,10 +35,12 @@ from geosynth.metrics.risk import (
 )
 from geosynth.metrics.utility import (
     CombinedEstimate,
+    IntensityFidelity,
     QuadrantCoverage,
     RipleyK,
     combine_fully_synthetic,
     combine_partially_synthetic,
+    intensity_fidelity,
     interval_overlap,
     quadrant_coverage,
     ripley_distance,
@@ -49,6 +52,7 @@ __all__ = [
     "GPPosterior",
     "GreedyMatch",
     "IdentificationRisk",
+    "IntensityFidelity",
     "QuadrantCoverage",
     "RipleyK",
     "combine_fully_synthetic",
@@ -59,6 +63,7 @@ __all__ = [
     "greedy_match",
     "greedy_match_distances",
     "identification_risk",
+    "intensity_fidelity",
     "interval_overlap",
     "k_anonymity_summary",
     "quadrant_coverage",

@@ -12,6 +12,9 @@
 * :func:`ripley_k` and :func:`ripley_distance` -- spatial-pattern utility: Ripley's K and
   L functions with edge correction for a rectangular window, and the largest gap between the
   original and synthetic L functions per attribute combination.
+* :func:`intensity_fidelity` -- original against synthetic counts per cell of one lattice
+  (correlation, L1 distance of the shares): releases made on different lattices compared on a
+  common one.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import geopandas as gpd
 import numpy as np
@@ -40,12 +43,18 @@ from geosynth.metrics.matching import (
 )
 from geosynth.metrics.risk import combination_codes, nanmean_rows, split_by_code, with_mean_row
 
+if TYPE_CHECKING:
+    from geosynth.lattice import Grid
+
 __all__ = [
     "as_bounds",
     "CombinedEstimate",
     "combine_partially_synthetic",
     "combine_fully_synthetic",
     "interval_overlap",
+    "IntensityFidelity",
+    "intensity_fidelity",
+    "is_binary",
     "QuadrantCoverage",
     "quadrant_coverage",
     "RipleyK",
@@ -610,13 +619,29 @@ def _rect_counts(
     return counts, hits
 
 
+def is_binary(values: pd.Series) -> bool:
+    """Whether a column can be a coverage outcome: booleans, or numbers that are all 0 or 1.
+
+    Parameters
+    ----------
+    values : pandas.Series
+
+    Returns
+    -------
+    bool
+    """
+    if values.dtype == bool:
+        return True
+    return bool(pd.api.types.is_numeric_dtype(values.dtype)
+                and np.isin(values.to_numpy(), (0, 1)).all())
+
+
 def _binary(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
     check_columns(frame, [column], name, "outcome column")
     values = frame[column].to_numpy()
     if values.dtype == bool:
         return values
-    ok = pd.api.types.is_numeric_dtype(frame[column].dtype) and np.isin(values, (0, 1)).all()
-    if not ok:
+    if not is_binary(frame[column]):
         bad = sorted(set(pd.unique(values[~np.isin(values, (0, 1))]).tolist()), key=str)[:5]
         raise InputError(
             f"outcome column {column!r} of {name} must be binary (0/1 or bool), found values "
@@ -936,3 +961,73 @@ def ripley_distance(
         index=keys[present],
     )
     return with_mean_row(table) if mean_row else table
+
+
+# --------------------------------------------------------------------------- intensity fidelity
+class IntensityFidelity(NamedTuple):
+    """Original against synthetic counts per cell of one lattice (:func:`intensity_fidelity`).
+
+    Attributes
+    ----------
+    correlation : float
+        Pearson correlation of the original counts and the synthetic counts (mean over
+        releases) per cell; larger is better, 1 at most. NaN when either is constant (e.g. a
+        lattice of one cell).
+    l1 : float
+        ``Σ_i |o_i/Σo − s_i/Σs|``, the L1 distance of the two distributions of points over the
+        cells (twice their total-variation distance): 0 for the same shares, 2 when no cell
+        holds both; smaller is better.
+    original : numpy.ndarray of float64, shape (G,)
+        Original points per cell.
+    synthetic : numpy.ndarray of float64, shape (G,)
+        Synthetic points per cell, mean over releases.
+    """
+
+    correlation: float
+    l1: float
+    original: np.ndarray
+    synthetic: np.ndarray
+
+
+def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFidelity:
+    """How well releases reproduce the original counts per cell of ``grid``.
+
+    Releases fitted on different lattices are comparable on one common lattice (for
+    :func:`geosynth.tune`, the coarsest candidate's); points outside the lattice are not
+    counted.
+
+    Parameters
+    ----------
+    original : GeoDataFrame, GeoSeries or array-like of shape (n, 2)
+        The original points.
+    releases : sequence of GeoDataFrame, GeoSeries or (n_l, 2) arrays
+        The m releases (in the CRS of ``grid``).
+    grid : geosynth.Grid
+        The lattice the counts are taken on.
+
+    Returns
+    -------
+    IntensityFidelity
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``releases`` is empty, or points are invalid (:func:`as_xy`).
+    """
+    sets = list(releases) if not isinstance(releases, gpd.GeoDataFrame) else [releases]
+    if not sets:
+        raise InputError("releases is empty; pass the m synthetic data sets")
+    counts = _counts_per_cell(grid, as_xy(original, "original"))
+    synthetic = np.mean([_counts_per_cell(grid, as_xy(r, f"releases[{k}]"))
+                         for k, r in enumerate(sets)], axis=0)
+    correlation = np.nan
+    if counts.std() > 0 and synthetic.std() > 0:
+        correlation = float(np.corrcoef(counts, synthetic)[0, 1])
+    shares = [c / c.sum() if c.sum() > 0 else c for c in (counts, synthetic)]
+    return IntensityFidelity(correlation, float(np.abs(shares[0] - shares[1]).sum()), counts,
+                             synthetic)
+
+
+def _counts_per_cell(grid: Grid, xy: np.ndarray) -> np.ndarray:
+    cells = grid.locate(xy)
+    return np.bincount(cells[cells >= 0], minlength=grid.n_cells).astype(np.float64)

@@ -1,0 +1,866 @@
+"""Choose the lattice: risk and utility of candidate lattices and settings, side by side.
+
+The cell size decides both the disclosure risk and the utility of a release: Nunes (2018,
+ch. 4–5) finds that a finer lattice raises the risk of locating the original records and
+improves utility, leaves the choice "to the agency that collected the data", and names finding
+the lattice size by simulation as future work. :func:`tune` does that simulation: for each
+:class:`Candidate` (a lattice plus model settings) it fits the model, draws ``m`` releases and
+measures them on one table (:attr:`Tuning.table`); :meth:`Tuning.plot` draws the R-U
+confidentiality map of Duncan, Keller-McNulty & Stokes (2001) (disclosure risk against data
+utility, one point per candidate, the non-dominated frontier drawn) and
+:meth:`Tuning.recommend` picks the candidate of best utility among those within a risk limit,
+saying why in words.
+
+The measures (:data:`MEASURES` says what each means and which direction is better):
+
+* risk -- the Algorithm 1 matched distances of Nunes (2018, §3.3) (minimum and mean, mean row
+  over combinations: *smaller is riskier*), the Reiter & Mitra (2009) expected match risk and
+  true match rate of an intruder who knows each target's attributes and cell on the
+  candidate's lattice (*larger is riskier*), and the share of records with spatial
+  k-anonymity below 5 (*larger is riskier*);
+* utility -- the quadrant CI coverage of §3.3 (mean interval overlap of the proportion of a
+  binary outcome over random rectangles, combining rules for partially synthetic data), the
+  Ripley's L gap (mean row, metres: *smaller is better*) and the intensity fidelity on a
+  **common** lattice, the coarsest candidate's, so that candidates are comparable: the
+  correlation of original and synthetic cell counts (*larger is better*) and the L1 distance
+  of their cell shares (0 to 2, *smaller is better*);
+* diagnostics and cost -- the largest R-hat and smallest bulk ESS of the fit, and seconds.
+
+Each candidate runs as one task of an executor (a thread pool by default, a Dask client's
+``get_executor()`` for many) with a seed stream of its own, derived from the root seed and the
+candidate's label, so adding candidates (``tune(..., previous=tuning)`` reuses the finished
+ones) never changes the others' results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+import warnings
+import zlib
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+
+from geosynth._points import point_coordinates
+from geosynth._random import SeedLike, root_seed_sequence
+from geosynth._validation import check_m, check_positive, check_real
+from geosynth.errors import InputError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from geosynth.lattice import Grid
+
+__all__ = [
+    "Candidate",
+    "MEASURES",
+    "Measure",
+    "Recommendation",
+    "Tuning",
+    "as_candidate",
+    "frontier",
+    "recommend",
+    "tune",
+]
+
+
+class Measure(NamedTuple):
+    """What one column of :attr:`Tuning.table` measures.
+
+    Attributes
+    ----------
+    kind : {"risk", "utility", "diagnostic"}
+        Which axis of the R-U map it can be.
+    larger_is : {"riskier", "safer", "better", "worse"}
+        The direction: for a risk measure whether a larger value means more risk; for a
+        utility or diagnostic measure whether a larger value is better.
+    description : str
+        What the number is, in words.
+    """
+
+    kind: str
+    larger_is: str
+    description: str
+
+    @property
+    def sign(self) -> float:
+        """+1 when larger values mean more risk (risk) or more utility (utility), else -1."""
+        return 1.0 if self.larger_is in ("riskier", "better") else -1.0
+
+
+#: The measures of a tuning table, in table order: column -> :class:`Measure`.
+MEASURES: dict[str, Measure] = {
+    "min_distance": Measure(
+        "risk", "safer",
+        "smallest Algorithm 1 matched distance between original and synthetic points of a "
+        "combination (Nunes 2018, §3.3), mean over combinations and releases, in CRS units"),
+    "mean_distance": Measure(
+        "risk", "safer",
+        "mean Algorithm 1 matched distance, mean over combinations and releases (CRS units)"),
+    "expected_match_risk": Measure(
+        "risk", "riskier",
+        "Reiter & Mitra (2009): expected number of records an intruder who knows each "
+        "target's attributes and lattice cell identifies correctly"),
+    "true_match_rate": Measure(
+        "risk", "riskier",
+        "Reiter & Mitra (2009): share of records matched uniquely and correctly"),
+    "k_anonymity_below_5": Measure(
+        "risk", "riskier",
+        "share of records whose synthetic counterpart has fewer than 5 original points closer "
+        "than the true one (spatial k-anonymity < 5), mean over releases"),
+    "coverage": Measure(
+        "utility", "better",
+        "quadrant CI coverage (Nunes 2018, §3.3): mean overlap of the original and the "
+        "combined synthetic 95% intervals of the outcome's proportion over random rectangles"),
+    "ripley_l_gap": Measure(
+        "utility", "worse",
+        "largest gap between original and synthetic Ripley's L functions (mean row over "
+        "combinations, CRS units)"),
+    "intensity_correlation": Measure(
+        "utility", "better",
+        "correlation of original and synthetic (mean over releases) counts per cell of the "
+        "common lattice (the coarsest candidate's)"),
+    "intensity_l1": Measure(
+        "utility", "worse",
+        "L1 distance of original and synthetic cell shares on the common lattice, from 0 "
+        "(identical) to 2 (disjoint)"),
+    "max_r_hat": Measure(
+        "diagnostic", "worse", "largest rank-normalised split R-hat of the fit"),
+    "min_ess": Measure("diagnostic", "better", "smallest bulk effective sample size of the fit"),
+    "seconds": Measure("diagnostic", "worse", "wall-clock seconds of the candidate's fit, "
+                       "releases and measures"),
+}
+
+#: Default axes of :meth:`Tuning.plot` and :meth:`Tuning.recommend`.
+DEFAULT_RISK = "true_match_rate"
+DEFAULT_UTILITY = "coverage"
+#: Fit options of a candidate unless ``fit_options`` says otherwise: run until converged.
+DEFAULT_FIT_OPTIONS: dict[str, Any] = {"n_iter": "auto", "max_seconds": 900.0}
+_EFFECTS = ("attribute", "combination")
+_BETA_PRIORS = ("normal", "icar")
+
+
+# ----------------------------------------------------------------------------- candidates
+@dataclass(frozen=True)
+class Candidate:
+    """One lattice and model settings to try.
+
+    Give exactly one of ``cell_size`` and ``shape``.
+
+    Parameters
+    ----------
+    cell_size : float, optional
+        Side of the square cells, in CRS units (metres).
+    shape : tuple of (int, int), optional
+        ``(nrows, ncols)`` cells over the region (or the snapped bounds of the points).
+    effects : {"attribute", "combination"}, default "attribute"
+        :class:`geosynth.PaivaModel` ``effects``.
+    beta_prior : str or tuple of str, optional
+        Prior of the covariate effects (needs ``continuous`` in :func:`tune`).
+    epsilon : float, optional
+        Make ε-differentially private releases (:func:`geosynth.dp.dp_release`) instead of
+        partially synthetic ones. Needs ``region`` in :func:`tune`; releases of this kind do not
+        keep records linkable, so the Reiter–Mitra and k-anonymity columns are NaN.
+    label : str, optional
+        Name in tables and plots; default built from the settings (e.g. ``"250 m"``,
+        ``"10x10, icar"``, ``"500 m, ε=1"``).
+    """
+
+    cell_size: float | None = None
+    shape: tuple[int, int] | None = None
+    effects: str = "attribute"
+    beta_prior: str | tuple[str, ...] | None = None
+    epsilon: float | None = None
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cell_size is None) == (self.shape is None):
+            raise InputError("a Candidate needs exactly one of cell_size (metres) and shape "
+                             "(rows, cols)")
+        if self.cell_size is not None:
+            object.__setattr__(self, "cell_size", check_positive(self.cell_size, "cell_size"))
+        if self.shape is not None:
+            object.__setattr__(self, "shape", _check_shape(self.shape))
+        if self.effects not in _EFFECTS:
+            raise InputError(f"effects must be 'attribute' or 'combination', got "
+                             f"{self.effects!r}")
+        object.__setattr__(self, "beta_prior", _check_beta_prior(self.beta_prior))
+        if self.epsilon is not None:
+            object.__setattr__(self, "epsilon", check_positive(self.epsilon, "epsilon"))
+        if self.label is None:
+            object.__setattr__(self, "label", self._default_label())
+        elif not isinstance(self.label, str) or not self.label.strip():
+            raise InputError(f"label must be a non-empty string, got {self.label!r}")
+
+    def _default_label(self) -> str:
+        if self.cell_size is not None:
+            parts = [f"{self.cell_size:g} m"]
+        else:
+            parts = [f"{self.shape[0]}x{self.shape[1]}"]
+        if self.effects != "attribute":
+            parts.append(f"{self.effects} effects")
+        if self.beta_prior is not None:
+            parts.append("/".join(self.beta_prior))
+        if self.epsilon is not None:
+            parts.append(f"ε={self.epsilon:g}")
+        return ", ".join(parts)
+
+    @property
+    def settings(self) -> tuple:
+        """The settings that decide the result (everything but the label)."""
+        return (self.cell_size, self.shape, self.effects, self.beta_prior, self.epsilon)
+
+
+def _check_shape(shape: Any) -> tuple[int, int]:
+    try:
+        rows, cols = (int(v) for v in shape)
+        ok = all(float(v) == int(v) for v in shape) and rows >= 1 and cols >= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"shape must be two integers >= 1 (rows, cols), got {shape!r}")
+    return rows, cols
+
+
+def _check_beta_prior(prior: Any) -> tuple[str, ...] | None:
+    if prior is None:
+        return None
+    priors = (prior,) if isinstance(prior, str) else tuple(prior)
+    bad = [p for p in priors if p not in _BETA_PRIORS]
+    if not priors or bad:
+        raise InputError(f"beta_prior must be 'normal' or 'icar' (or one per continuous "
+                         f"column), got {prior!r}")
+    return priors
+
+
+def as_candidate(value: Any) -> Candidate:
+    """Read a candidate: a :class:`Candidate`, a cell size, a ``(rows, cols)`` pair or a dict.
+
+    Parameters
+    ----------
+    value : Candidate, float, tuple of (int, int) or dict
+        A number is a cell size in metres; a pair of integers a shape; a dict the keyword
+        arguments of :class:`Candidate`.
+
+    Returns
+    -------
+    Candidate
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Anything else, or invalid settings.
+    """
+    if isinstance(value, Candidate):
+        return value
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(Candidate.__dataclass_fields__))
+        if unknown:
+            raise InputError(f"unknown candidate setting(s) {unknown}; use "
+                             f"{sorted(Candidate.__dataclass_fields__)}")
+        return Candidate(**value)
+    if isinstance(value, bool | np.bool_):
+        raise InputError(f"a candidate must be a cell size, (rows, cols), dict or Candidate, "
+                         f"got {value!r}")
+    if isinstance(value, int | float | np.number):
+        return Candidate(cell_size=value)
+    if isinstance(value, tuple | list) and len(value) == 2:
+        return Candidate(shape=tuple(value))
+    raise InputError(f"a candidate must be a cell size, (rows, cols), dict or Candidate, got "
+                     f"{value!r}")
+
+
+def _candidates(candidates: Any) -> list[Candidate]:
+    if isinstance(candidates, str | bytes) or not isinstance(candidates, Sequence):
+        raise InputError("candidates must be a list: cell sizes, (rows, cols) pairs, dicts or "
+                         "Candidate objects")
+    out = [as_candidate(c) for c in candidates]
+    if not out:
+        raise InputError("candidates is empty; give at least one lattice, e.g. [250, 500]")
+    labels = [c.label for c in out]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise InputError(f"candidate labels must be unique; repeated: {repeated} (give label=)")
+    return out
+
+
+# ----------------------------------------------------------------------------- results
+class Recommendation(NamedTuple):
+    """The outcome of :meth:`Tuning.recommend`.
+
+    Attributes
+    ----------
+    label : str or None
+        Label of the recommended candidate; None when no candidate is within the risk limit.
+    candidate : Candidate or None
+        The recommended candidate (None also for a table built by hand, which holds labels
+        only).
+    reason : str
+        Why, in words (or what to do when nothing qualifies).
+    """
+
+    label: str | None
+    candidate: Candidate | None
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass
+class Tuning:
+    """Risk, utility and cost of each candidate (:func:`tune`).
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per candidate (index: label, in the order given) with the settings
+        (``cell_size``, ``shape``, ``n_cells``, ``effects``, ``beta_prior``, ``epsilon``) and
+        the columns of :data:`MEASURES`.
+    candidates : dict of str to Candidate
+        The candidates by label.
+    risk_limit : float or None
+        The default limit of :meth:`recommend`.
+    reference : str
+        Label of the candidate whose lattice the intensity fidelity is measured on.
+    """
+
+    table: pd.DataFrame
+    candidates: dict[str, Candidate]
+    risk_limit: float | None = None
+    reference: str = ""
+    _runs: dict = field(default_factory=dict, repr=False)
+    _key: dict = field(default_factory=dict, repr=False)
+    _root: Any = field(default=None, repr=False)
+
+    def recommend(self, risk_limit: float | None = None, risk: str = DEFAULT_RISK,
+                  utility: str = DEFAULT_UTILITY) -> Recommendation:
+        """Return the candidate of best utility among those within the risk limit.
+
+        Parameters
+        ----------
+        risk_limit : float, optional
+            Largest acceptable value of ``risk`` (for a distance, where larger is safer: the
+            smallest acceptable value). Default :attr:`risk_limit`; None: no limit.
+        risk, utility : str
+            Columns of :attr:`table` (see :data:`MEASURES`).
+
+        Returns
+        -------
+        Recommendation
+        """
+        limit = self.risk_limit if risk_limit is None else risk_limit
+        chosen = recommend(self.table, limit, risk, utility)
+        return chosen._replace(candidate=self.candidates.get(chosen.label))
+
+    def frontier(self, risk: str = DEFAULT_RISK, utility: str = DEFAULT_UTILITY) -> list[str]:
+        """Return the labels of the candidates no other beats on both risk and utility."""
+        return frontier(self.table, risk, utility)
+
+    def plot(self, risk: str = DEFAULT_RISK, utility: str = DEFAULT_UTILITY,
+             risk_limit: float | None = None) -> Figure:
+        """Draw the R-U confidentiality map (Duncan, Keller-McNulty & Stokes 2001).
+
+        Risk on the x axis, utility on the y axis, one labelled point per candidate, the
+        non-dominated frontier drawn as a line, the recommendation circled and the risk limit
+        (default :attr:`risk_limit`) as a vertical line.
+
+        Parameters
+        ----------
+        risk, utility : str
+            Columns of :attr:`table` (see :data:`MEASURES`).
+        risk_limit : float, optional
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
+        from geosynth.plots import ru_map
+
+        limit = self.risk_limit if risk_limit is None else risk_limit
+        chosen = recommend(self.table, limit, risk, utility).label
+        return ru_map(self.table, risk, utility, frontier(self.table, risk, utility), chosen,
+                      limit, x_label=_axis_label(risk), y_label=_axis_label(utility))
+
+    def to_markdown(self) -> str:
+        """Return the table as Markdown, measures rounded to 4 significant digits."""
+        return self.table.to_markdown(floatfmt=".4g")
+
+
+def _axis_label(column: str) -> str:
+    """E.g. "true match rate (larger is riskier)"."""
+    return f"{column.replace('_', ' ')} (larger is {MEASURES[column].larger_is})"
+
+
+def _measure(column: str, kind: str) -> Measure:
+    measure = MEASURES.get(column)
+    if measure is None or measure.kind != kind:
+        names = [k for k, v in MEASURES.items() if v.kind == kind]
+        raise InputError(f"{kind} must be one of {names}, got {column!r}")
+    return measure
+
+
+def frontier(table: pd.DataFrame, risk: str = DEFAULT_RISK,
+             utility: str = DEFAULT_UTILITY) -> list[str]:
+    """Labels of the non-dominated candidates of a tuning table.
+
+    A candidate is dominated when another is at most as risky and at least as useful, and
+    strictly better on one of the two (directions from :data:`MEASURES`). Rows with a missing
+    risk or utility are left out.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :attr:`Tuning.table` (or any table with the two columns, indexed by label).
+    risk, utility : str
+        Column names.
+
+    Returns
+    -------
+    list of str
+        Sorted from the least to the most risky.
+    """
+    r, u = _oriented(table, risk, utility)
+    keep = []
+    for label in r.index:
+        dominated = ((r <= r[label]) & (u >= u[label]) & ((r < r[label]) | (u > u[label])))
+        if not dominated.any():
+            keep.append(label)
+    return sorted(keep, key=lambda label: (r[label], -u[label], str(label)))
+
+
+def _oriented(table: pd.DataFrame, risk: str, utility: str) -> tuple[pd.Series, pd.Series]:
+    """Risk (larger = riskier) and utility (larger = better) of the rows that have both."""
+    r_measure, u_measure = _measure(risk, "risk"), _measure(utility, "utility")
+    for column in (risk, utility):
+        if column not in table:
+            raise InputError(f"the table has no column {column!r}")
+    both = table[[risk, utility]].astype(float).dropna()
+    return both[risk] * r_measure.sign, both[utility] * u_measure.sign
+
+
+def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = DEFAULT_RISK,
+              utility: str = DEFAULT_UTILITY) -> Recommendation:
+    """Pick the candidate of best utility among those within a risk limit.
+
+    Ties in utility go to the less risky candidate, then to the one with fewer cells (a coarser
+    lattice publishes less), then to the first in the table.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :attr:`Tuning.table`, indexed by label (``n_cells`` is used for ties when present).
+    risk_limit : float, optional
+        Largest acceptable risk (smallest acceptable distance for the distance measures).
+        None: every candidate qualifies.
+    risk, utility : str
+        Columns of the table (see :data:`MEASURES`).
+
+    Returns
+    -------
+    Recommendation
+        ``label`` is None when nothing is within the limit, and the reason names the least
+        risky candidate and its risk. ``candidate`` is None (a table holds labels;
+        :meth:`Tuning.recommend` fills it in).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Unknown or wrong-kind columns, a non-numeric limit, or no candidate with both measures.
+    """
+    r_measure, u_measure = _measure(risk, "risk"), _measure(utility, "utility")
+    r, u = _oriented(table, risk, utility)
+    if r.empty:
+        raise InputError(f"no candidate has both {risk} and {utility}; pick other measures "
+                         "(e.g. min_distance for ε-DP candidates, intensity_correlation "
+                         "without an outcome)")
+    limit_text = ""
+    if risk_limit is not None:
+        limit = check_real(risk_limit, "risk_limit")
+        if not math.isfinite(limit):
+            raise InputError(f"risk_limit must be a finite number, got {risk_limit!r}")
+        limit *= r_measure.sign
+        relation = "<=" if r_measure.sign > 0 else ">="
+        limit_text = f" within the limit {risk} {relation} {risk_limit:g}"
+        qualified = r.index[r <= limit + 1e-12 * abs(limit)]
+        if len(qualified) == 0:
+            safest = min(r.index, key=lambda label: (r[label], str(label)))
+            return Recommendation(None, None, (
+                f"no candidate is within the limit {risk} {relation} {risk_limit:g}; the least "
+                f"risky is {safest!r} ({risk} = {table.at[safest, risk]:.4g}): relax the "
+                "limit, or add coarser lattices or stronger settings (e.g. a smaller ε)"))
+    else:
+        qualified = r.index
+    cells = table["n_cells"] if "n_cells" in table else pd.Series(0, index=table.index)
+    order = {label: k for k, label in enumerate(table.index)}
+    best = min(qualified, key=lambda label: (-u[label], r[label], cells[label], order[label]))
+    ties = [label for label in qualified if label != best and u[label] == u[best]]
+    reason = (f"{best!r} has the best {utility} ({table.at[best, utility]:.4g}; larger is "
+              f"{u_measure.larger_is}) of the {len(qualified)} candidate(s){limit_text}, at "
+              f"{risk} = {table.at[best, risk]:.4g}")
+    if ties:
+        reason += f"; tied with {ties} on {utility}, it is the less risky or coarser"
+    return Recommendation(best, None, reason)
+
+
+# ----------------------------------------------------------------------------- running
+@dataclass
+class _CandidateRun:
+    """What a finished candidate keeps: its measures, lattice and synthetic coordinates."""
+
+    row: dict
+    grid: Grid
+    synthetic_xy: list[np.ndarray]
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What every candidate shares (validated once by :func:`tune`)."""
+
+    attributes: list[str]
+    continuous: list[str] | str | None
+    region: Any
+    exclude: Any
+    m: int
+    outcome: str | None
+    n_quadrants: int
+    fit_options: dict
+
+
+def tune(
+    gdf: gpd.GeoDataFrame,
+    attributes: Sequence[str] | str,
+    candidates: Sequence[Any],
+    *,
+    region: Any = None,
+    exclude: Any = None,
+    continuous: Sequence[str] | str | None = None,
+    m: int = 5,
+    risk_limit: float | None = None,
+    executor: Executor | None = None,
+    seed: SeedLike = None,
+    outcome: str | None = None,
+    n_quadrants: int = 1000,
+    fit_options: Mapping[str, Any] | None = None,
+    previous: Tuning | None = None,
+    progress: bool = True,
+) -> Tuning:
+    """Fit, release and measure each candidate lattice; the risk–utility table of all of them.
+
+    For each candidate (:class:`Candidate`): the lattice (:meth:`geosynth.Grid.from_points`
+    over ``region`` when given), :func:`geosynth.prepare`, the fit of
+    :class:`geosynth.PaivaModel` with the candidate's settings, ``m`` releases
+    (:func:`geosynth.synthesize`, or :func:`geosynth.dp.dp_release` for an ε candidate) and
+    :func:`geosynth.evaluate`; then the intensity fidelity of every candidate on the lattice of
+    the one with the fewest cells. See :data:`MEASURES` for the columns.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The confidential points (projected CRS) with the attribute columns.
+    attributes : sequence of str or str
+        Attribute columns that define the combinations.
+    candidates : sequence
+        Cell sizes (metres), ``(rows, cols)`` pairs, dicts of :class:`Candidate` settings or
+        Candidates, e.g. ``[100, 250, 500, 1000]``.
+    region, exclude : GeoDataFrame, GeoSeries or shapely geometry, optional
+        Study region (the lattice spans its bounds and is clipped to it; required by ε
+        candidates) and no-go areas, as in :meth:`geosynth.Grid.from_points`.
+    continuous : sequence of str or str, optional
+        Continuous columns, for candidates with a ``beta_prior``.
+    m : int, default 5
+        Releases per candidate.
+    risk_limit : float, optional
+        Default limit of :meth:`Tuning.recommend` (of its default risk,
+        ``true_match_rate``).
+    executor : concurrent.futures.Executor, optional
+        Runs one task per candidate: default a thread pool of ``cpu_count // 2`` threads (each
+        fit runs two chains); a Dask client's ``client.get_executor()`` for many candidates.
+    seed : None, int or numpy.random.SeedSequence
+        Root seed. Each candidate draws from a stream derived from it and the candidate's
+        settings, so the same seed gives the same table whatever the executor, the order or
+        the other candidates. ε candidates draw their noise from fresh OS entropy (never from
+        a seed), so their rows change between runs.
+    outcome : str, optional
+        Binary column of the coverage measure; default the first attribute when it holds only
+        0 and 1 (or booleans), else no coverage column (NaN).
+    n_quadrants : int, default 1000
+        Random rectangles of the coverage measure.
+    fit_options : mapping, optional
+        Keyword arguments of :meth:`geosynth.PaivaModel.fit` (and of ``dp_release`` for ε
+        candidates), e.g. ``{"n_iter": 2000, "burn_in": 500}``; default
+        :data:`DEFAULT_FIT_OPTIONS`, run until converged or 15 minutes.
+    previous : Tuning, optional
+        A tuning of the same data and settings: candidates it holds are reused, not rerun.
+    progress : bool, default True
+        Show a progress bar across candidates.
+
+    Returns
+    -------
+    Tuning
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid candidates or options; an ε candidate without ``region`` or with
+        ``continuous``; a ``beta_prior`` without ``continuous``; ``previous`` made from other
+        data, settings or seed; and what :func:`geosynth.prepare`, the fit, the releases and
+        the evaluation raise (with a note naming the candidate).
+
+    Examples
+    --------
+    >>> from geosynth.datasets import paiva_scenario
+    >>> scenario = paiva_scenario(n=200, seed=1)
+    >>> tuning = tune(scenario.data, ["y", "x1", "x2"], [(4, 4), (8, 8)],
+    ...               fit_options={"n_iter": 200, "burn_in": 100}, n_quadrants=50, m=2,
+    ...               seed=1, progress=False)  # doctest: +SKIP
+    >>> tuning.recommend(risk_limit=0.05).reason  # doctest: +SKIP
+    """
+    wanted = _candidates(candidates)
+    setup = _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants,
+                   fit_options)
+    for candidate in wanted:
+        _check_candidate(candidate, setup)
+    if risk_limit is not None:
+        risk_limit = check_real(risk_limit, "risk_limit")
+    key = _fingerprint(gdf, setup)
+    root = _root_seed(seed, previous, key)
+    runs: dict[tuple, _CandidateRun] = {}
+    if previous is not None:
+        runs.update({settings: run for settings, run in previous._runs.items()})
+    todo = [c for c in wanted if c.settings not in runs]
+    runs.update(_run_all(gdf, todo, setup, root, executor, progress))
+    return _tuning(point_coordinates(gdf, "gdf"), wanted, runs, risk_limit, key, root)
+
+
+def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants,
+           fit_options) -> _Setup:
+    if not isinstance(gdf, gpd.GeoDataFrame):
+        raise InputError(f"gdf must be a GeoDataFrame, got {type(gdf).__name__}")
+    attributes = [attributes] if isinstance(attributes, str) else list(attributes)
+    missing = [a for a in attributes if a not in gdf.columns]
+    if not attributes or missing:
+        raise InputError(f"attributes must name columns of gdf; missing: {missing or attributes}")
+    if outcome is None:
+        from geosynth.metrics.utility import is_binary
+
+        outcome = attributes[0] if is_binary(gdf[attributes[0]]) else None
+    elif outcome not in gdf.columns:
+        raise InputError(f"outcome {outcome!r} is not a column of gdf")
+    options = dict(DEFAULT_FIT_OPTIONS if fit_options is None else fit_options)
+    refused = sorted(set(options) & {"seed", "progress", "executor", "counts"})
+    if refused:
+        raise InputError(f"fit_options may not set {refused}: tune sets them per candidate")
+    n_quadrants = int(n_quadrants)
+    if n_quadrants < 1:
+        raise InputError(f"n_quadrants must be >= 1, got {n_quadrants}")
+    return _Setup(attributes, continuous, region, exclude, check_m(m), outcome, n_quadrants,
+                  options)
+
+
+def _check_candidate(candidate: Candidate, setup: _Setup) -> None:
+    name = f"candidate {candidate.label!r}"
+    if candidate.beta_prior is not None and setup.continuous is None:
+        raise InputError(f"{name} has beta_prior={candidate.beta_prior} but tune() got no "
+                         "continuous= column")
+    if candidate.epsilon is not None:
+        if setup.region is None:
+            raise InputError(f"{name} is ε-DP: pass region= (public lattice bounds; bounds "
+                             "taken from the points would leak their extremes)")
+        if candidate.beta_prior is not None:
+            raise InputError(f"{name}: ε-DP releases take no continuous covariate; drop "
+                             "beta_prior or epsilon")
+
+
+def _fingerprint(gdf: gpd.GeoDataFrame, setup: _Setup) -> dict[str, str]:
+    """Digests of the data and of each shared setting (to check ``previous`` against)."""
+    columns = setup.attributes + ([setup.continuous] if isinstance(setup.continuous, str)
+                                  else list(setup.continuous or []))
+
+    def digest(*parts: Any) -> str:
+        h = hashlib.sha256()
+        for part in parts:
+            h.update(part if isinstance(part, bytes) else repr(part).encode())
+        return h.hexdigest()
+
+    data = digest(point_coordinates(gdf, "gdf").tobytes(),
+                  pd.util.hash_pandas_object(gdf[columns], index=True).to_numpy().tobytes())
+    return {"data": data, "attributes": digest(setup.attributes),
+            "continuous": digest(setup.continuous), "region": digest(_wkb(setup.region)),
+            "exclude": digest(_wkb(setup.exclude)), "m": digest(setup.m),
+            "outcome": digest(setup.outcome), "n_quadrants": digest(setup.n_quadrants),
+            "fit_options": digest(sorted(setup.fit_options.items()))}
+
+
+def _wkb(polygons: Any) -> bytes:
+    if polygons is None:
+        return b""
+    geoms = getattr(polygons, "geometry", polygons)
+    values = geoms.to_wkb() if hasattr(geoms, "to_wkb") else [getattr(geoms, "wkb", geoms)]
+    return repr(list(values)).encode()
+
+
+def _root_seed(seed: SeedLike, previous: Tuning | None, key: dict) -> np.random.SeedSequence:
+    if previous is None:
+        return root_seed_sequence(seed)
+    if not isinstance(previous, Tuning):
+        raise InputError(f"previous must be a Tuning from geosynth.tune, got "
+                         f"{type(previous).__name__}")
+    differ = [name for name in key if previous._key.get(name) != key[name]]
+    if differ:
+        raise InputError(f"previous was made with other {', '.join(differ)}; its candidates "
+                         "cannot be reused (run tune without previous=)")
+    root = previous._root
+    if seed is not None:
+        given = root_seed_sequence(seed)
+        if (given.entropy, given.spawn_key) != (root.entropy, root.spawn_key):
+            raise InputError("seed differs from the seed of previous; pass the same seed (or "
+                             "none: previous's is used)")
+    return root
+
+
+def _candidate_seed(root: np.random.SeedSequence, candidate: Candidate):
+    """Return the candidate's own stream: the root seed and a digest of its settings."""
+    tag = zlib.crc32(repr(candidate.settings).encode())
+    return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, tag))
+
+
+def _run_all(gdf, todo, setup, root, executor, progress) -> dict[tuple, _CandidateRun]:
+    if not todo:
+        return {}
+    from concurrent.futures import as_completed
+
+    from tqdm.auto import tqdm
+
+    own = executor is None
+    if own:
+        executor = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) // 2))
+    elif not callable(getattr(executor, "submit", None)):
+        raise InputError(f"executor must have a submit method (a concurrent.futures.Executor), "
+                         f"got {type(executor).__name__}")
+    try:
+        futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c)): c
+                   for c in todo}
+        done = {}
+        with tqdm(total=len(todo), desc="candidates", disable=not progress) as bar:
+            for future in as_completed(futures):
+                candidate = futures[future]
+                try:
+                    done[candidate.settings] = future.result()
+                except Exception as err:
+                    for other in futures:
+                        other.cancel()
+                    err.add_note(f"(in geosynth.tune, candidate {candidate.label!r})")
+                    raise
+                bar.update(1)
+        return done
+    finally:
+        if own:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
+                  seed: np.random.SeedSequence) -> _CandidateRun:
+    """Lattice, fit, releases and measures of one candidate (one task of :func:`tune`)."""
+    from geosynth.data import prepare
+    from geosynth.evaluation import evaluate
+    from geosynth.lattice import Grid
+    from geosynth.model import PaivaModel
+
+    start = time.perf_counter()
+    fit_seed, release_seed, measure_seed = seed.spawn(3)
+    grid = Grid.from_points(gdf, shape=candidate.shape, cell_size=candidate.cell_size,
+                            region=setup.region, exclude=setup.exclude)
+    with_beta = candidate.beta_prior is not None
+    counts = prepare(gdf, grid, setup.attributes,
+                     continuous=setup.continuous if with_beta else None)
+    model = PaivaModel(beta_prior=list(candidate.beta_prior) if with_beta else None,
+                       effects=candidate.effects)
+    if candidate.epsilon is None:
+        from geosynth.synth import synthesize
+
+        fit = model.fit(counts, seed=fit_seed, progress=False, **setup.fit_options)
+        releases = synthesize(fit, gdf, m=setup.m, seed=release_seed)
+    else:  # DP noise from fresh OS entropy: no seed
+        from geosynth.dp import dp_release
+
+        release = dp_release(counts, candidate.epsilon, setup.m, model=model, progress=False,
+                             **setup.fit_options)
+        fit, releases = release.fit, release.releases
+    linked = candidate.epsilon is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sparse combinations: NaN rows, said in the table
+        evaluation = evaluate(gdf, releases, grid, setup.attributes, outcome=setup.outcome,
+                              n_quadrants=setup.n_quadrants, seed=measure_seed, linked=linked)
+    row = {**_settings_row(candidate, grid), **_measures(evaluation.tables, linked),
+           **_diagnostics(fit), "seconds": time.perf_counter() - start}
+    return _CandidateRun(row, grid, [point_coordinates(r, "release") for r in releases])
+
+
+def _settings_row(candidate: Candidate, grid: Grid) -> dict:
+    return {
+        "cell_size": candidate.cell_size if candidate.cell_size is not None else np.nan,
+        "shape": f"{grid.shape[0]}x{grid.shape[1]}",
+        "n_cells": grid.n_cells,
+        "effects": candidate.effects,
+        "beta_prior": "/".join(candidate.beta_prior) if candidate.beta_prior else "-",
+        "epsilon": candidate.epsilon if candidate.epsilon is not None else np.inf,
+    }
+
+
+def _measures(tables: dict[str, pd.DataFrame], linked: bool) -> dict:
+    distance = tables["distance_risk"].iloc[-1]
+    row = {"min_distance": float(distance["min_distance"]),
+           "mean_distance": float(distance["mean_distance"]),
+           "expected_match_risk": np.nan, "true_match_rate": np.nan,
+           "k_anonymity_below_5": np.nan, "coverage": np.nan,
+           "ripley_l_gap": float(tables["pattern"]["sup_l_difference"].iloc[-1])}
+    if linked:
+        risk = tables["identification_risk"]["value"]
+        row["expected_match_risk"] = float(risk["expected_match_risk"])
+        row["true_match_rate"] = float(risk["true_match_rate"])
+        row["k_anonymity_below_5"] = float(tables["linked_records"]["share_below_5"].mean())
+    if "coverage" in tables:
+        row["coverage"] = float(tables["coverage"]["mean_overlap"].iloc[0])
+    return row
+
+
+def _diagnostics(fit) -> dict:
+    """Largest R-hat and smallest bulk ESS: the auto-stopping check's, else over the scalars."""
+    if fit.stopping is not None:
+        return {"max_r_hat": float(fit.stopping.max_r_hat),
+                "min_ess": float(fit.stopping.min_ess)}
+    from geosynth.model.diagnostics import convergence_diagnostics
+
+    scalars = np.stack([fit.scalar(name) for name in fit.scalar_names], axis=-1)
+    result = convergence_diagnostics(scalars)
+    return {"max_r_hat": float(np.nanmax(result.r_hat)),
+            "min_ess": float(np.nanmin(result.ess_bulk))}
+
+
+def _tuning(original_xy, wanted, runs, risk_limit, key, root) -> Tuning:
+    """Assemble the table: the candidates' rows plus the intensity fidelity on one lattice."""
+    from geosynth.metrics import intensity_fidelity
+
+    reference = min(wanted, key=lambda c: runs[c.settings].grid.n_cells)
+    grid = runs[reference.settings].grid
+    rows = {}
+    for candidate in wanted:
+        run = runs[candidate.settings]
+        fidelity = intensity_fidelity(original_xy, run.synthetic_xy, grid)
+        rows[candidate.label] = {**run.row, "intensity_correlation": fidelity.correlation,
+                                 "intensity_l1": fidelity.l1}
+    columns = ["cell_size", "shape", "n_cells", "effects", "beta_prior", "epsilon",
+               *MEASURES]
+    table = pd.DataFrame.from_dict(rows, orient="index")[columns]
+    table.index.name = "candidate"
+    return Tuning(table=table, candidates={c.label: c for c in wanted}, risk_limit=risk_limit,
+                  reference=reference.label, _runs=dict(runs), _key=key, _root=root)

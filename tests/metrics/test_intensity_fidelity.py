@@ -1,0 +1,46 @@
+"""intensity_fidelity: original against synthetic counts per cell of a common lattice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from geosynth import Grid
+from geosynth.errors import InputError
+from geosynth.metrics import intensity_fidelity
+
+GRID = Grid.regular((0.0, 0.0, 4.0, 1.0), shape=(1, 4), crs=3857)  # cells 0..3 along x
+
+
+def _points(per_cell: list[int]) -> np.ndarray:
+    """Points at the centres of the cells, ``per_cell[i]`` of them in cell i."""
+    return np.array([[i + 0.5, 0.5] for i, k in enumerate(per_cell) for _ in range(k)])
+
+
+def test_counts_per_cell_and_mean_over_releases():
+    result = intensity_fidelity(_points([3, 0, 2, 1]), [_points([1, 1, 1, 1]),
+                                                        _points([3, 1, 1, 1])], GRID)
+    np.testing.assert_array_equal(result.original, [3, 0, 2, 1])
+    np.testing.assert_array_equal(result.synthetic, [2, 1, 1, 1])
+    # Shares 3/6, 0, 2/6, 1/6 against 2/5, 1/5, 1/5, 1/5.
+    assert result.l1 == pytest.approx(abs(0.5 - 0.4) + 0.2 + abs(1 / 3 - 0.2) + abs(1 / 6 - 0.2))
+    assert result.correlation == pytest.approx(np.corrcoef([3, 0, 2, 1], [2, 1, 1, 1])[0, 1])
+
+
+def test_identical_and_disjoint_releases_are_the_two_ends():
+    same = intensity_fidelity(_points([3, 0, 2, 1]), [_points([3, 0, 2, 1])] * 2, GRID)
+    assert same.correlation == pytest.approx(1.0) and same.l1 == 0.0
+    disjoint = intensity_fidelity(_points([3, 0, 2, 0]), [_points([0, 5, 0, 1])], GRID)
+    assert disjoint.l1 == pytest.approx(2.0) and disjoint.correlation < 0
+
+
+def test_points_outside_are_not_counted_and_constant_counts_have_no_correlation():
+    outside = np.vstack([_points([1, 1, 1, 1]), [[10.0, 10.0]]])
+    result = intensity_fidelity(outside, [_points([1, 1, 1, 1])], GRID)
+    assert result.original.sum() == 4 and result.l1 == 0.0
+    assert np.isnan(result.correlation)  # both constant
+
+
+def test_no_release_is_refused():
+    with pytest.raises(InputError, match="releases is empty"):
+        intensity_fidelity(_points([1, 1, 1, 1]), [], GRID)

@@ -1,0 +1,299 @@
+"""geosynth.tune: candidates, the risk-utility table, the frontier and the recommendation."""
+
+from __future__ import annotations
+
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+
+import geosynth
+from geosynth import tuning as tuning_module
+from geosynth.datasets import paiva_scenario
+from geosynth.errors import InputError
+from geosynth.tuning import MEASURES, Candidate, as_candidate, frontier, recommend
+
+matplotlib.use("Agg")
+
+ATTRIBUTES = ["y", "x1", "x2"]
+QUICK = {"n_iter": 300, "burn_in": 100, "thin": 2}
+
+
+def _table(rows: dict[str, tuple]) -> pd.DataFrame:
+    """A hand-made tuning table: label -> (true_match_rate, coverage, n_cells)."""
+    return pd.DataFrame.from_dict(
+        rows, orient="index", columns=["true_match_rate", "coverage", "n_cells"])
+
+
+# ----------------------------------------------------------------------------- recommend
+def test_recommend_takes_the_best_utility_within_the_limit():
+    table = _table({"1000 m": (0.001, 0.70, 20), "500 m": (0.004, 0.80, 80),
+                    "250 m": (0.012, 0.86, 320), "100 m": (0.030, 0.90, 2000)})
+    chosen = recommend(table, risk_limit=0.01)
+    assert chosen.label == "500 m"
+    assert "'500 m' has the best coverage (0.8" in chosen.reason
+    assert "true_match_rate <= 0.01" in chosen.reason
+    assert recommend(table, risk_limit=0.012).label == "250 m"  # the limit is inclusive
+    assert recommend(table).label == "100 m"  # no limit: best utility overall
+
+
+def test_recommend_breaks_ties_by_risk_then_cells_then_order():
+    table = _table({"a": (0.005, 0.8, 100), "b": (0.002, 0.8, 400), "c": (0.009, 0.7, 10)})
+    chosen = recommend(table, risk_limit=0.01)
+    assert chosen.label == "b"  # same coverage as a, less risky
+    assert "tied with ['a']" in chosen.reason
+    table = _table({"a": (0.002, 0.8, 400), "b": (0.002, 0.8, 100)})
+    assert recommend(table, 0.01).label == "b"  # same risk: fewer cells
+    table = _table({"a": (0.002, 0.8, 100), "b": (0.002, 0.8, 100)})
+    assert recommend(table, 0.01).label == "a"  # identical: the first
+
+
+def test_recommend_with_nothing_within_the_limit_names_the_least_risky():
+    table = _table({"250 m": (0.03, 0.9, 300), "500 m": (0.02, 0.8, 80),
+                    "1000 m": (0.025, 0.7, 20)})
+    chosen = recommend(table, risk_limit=0.01)
+    assert chosen.label is None and chosen.candidate is None
+    assert "no candidate is within the limit true_match_rate <= 0.01" in chosen.reason
+    assert "the least risky is '500 m' (true_match_rate = 0.02)" in chosen.reason
+
+
+def test_recommend_reads_a_distance_limit_as_a_minimum():
+    # Larger matched distances are safer: the limit is the smallest acceptable distance.
+    table = pd.DataFrame({"min_distance": [50.0, 120.0, 200.0], "coverage": [0.9, 0.8, 0.7]},
+                         index=["fine", "medium", "coarse"])
+    chosen = recommend(table, risk_limit=100.0, risk="min_distance")
+    assert chosen.label == "medium"
+    assert "min_distance >= 100" in chosen.reason
+    assert recommend(table, risk_limit=250.0, risk="min_distance").label is None
+
+
+def test_recommend_skips_rows_without_the_measures_and_checks_its_arguments():
+    table = _table({"a": (np.nan, 0.95, 10), "b": (0.004, 0.8, 20), "c": (0.001, np.nan, 5)})
+    assert recommend(table, 0.01).label == "b"
+    with pytest.raises(InputError, match="risk must be one of"):
+        recommend(table, 0.01, risk="coverage")
+    with pytest.raises(InputError, match="utility must be one of"):
+        recommend(table, 0.01, utility="true_match_rate")
+    with pytest.raises(InputError, match="finite"):
+        recommend(table, float("nan"))
+    with pytest.raises(TypeError, match="risk_limit must be a real number"):
+        recommend(table, "0.01")
+    with pytest.raises(InputError, match="no candidate has both"):
+        recommend(_table({"a": (np.nan, 0.9, 10)}), 0.01)
+
+
+def test_frontier_keeps_exactly_the_non_dominated_candidates():
+    table = _table({"a": (0.001, 0.70, 0), "b": (0.004, 0.80, 0), "c": (0.004, 0.75, 0),
+                    "d": (0.010, 0.78, 0), "e": (0.020, 0.90, 0), "f": (0.001, 0.70, 0)})
+    # c is beaten by b (same risk, less utility), d by b (less risk, more utility); a and f
+    # tie exactly and neither beats the other.
+    assert frontier(table) == ["a", "f", "b", "e"]
+    # Brute force over every pair: nothing on the frontier is dominated, everything off it is.
+    r, u = table["true_match_rate"], table["coverage"]
+    for label in table.index:
+        beaten = any(r[o] <= r[label] and u[o] >= u[label] and (r[o] < r[label] or
+                     u[o] > u[label]) for o in table.index)
+        assert beaten == (label not in frontier(table))
+
+
+def test_every_measure_has_a_direction():
+    assert set(MEASURES) >= {"min_distance", "mean_distance", "expected_match_risk",
+                             "true_match_rate", "k_anonymity_below_5", "coverage",
+                             "ripley_l_gap", "intensity_correlation", "intensity_l1",
+                             "max_r_hat", "min_ess", "seconds"}
+    for measure in MEASURES.values():
+        assert measure.kind in ("risk", "utility", "diagnostic")
+        allowed = ("riskier", "safer") if measure.kind == "risk" else ("better", "worse")
+        assert measure.larger_is in allowed and measure.description
+
+
+# ----------------------------------------------------------------------------- candidates
+def test_candidates_are_read_from_numbers_pairs_and_dicts():
+    assert as_candidate(250) == Candidate(cell_size=250.0)
+    assert as_candidate((10, 12)).shape == (10, 12)
+    assert as_candidate({"cell_size": 500, "beta_prior": "icar"}).beta_prior == ("icar",)
+    assert as_candidate(250).label == "250 m"
+    assert Candidate(shape=(5, 5), effects="combination", epsilon=1.0).label == \
+        "5x5, combination effects, ε=1"
+
+
+@pytest.mark.parametrize("value, message", [
+    ({}, "exactly one of cell_size"),
+    ({"cell_size": 100, "shape": (2, 2)}, "exactly one of cell_size"),
+    ({"cell_size": -5}, "cell_size must be a finite number > 0"),
+    ({"shape": (0, 3)}, "shape must be two integers >= 1"),
+    ({"shape": (2.5, 3)}, "shape must be two integers >= 1"),
+    ({"cell_size": 100, "effects": "cell"}, "effects must be"),
+    ({"cell_size": 100, "beta_prior": "gamma"}, "beta_prior must be"),
+    ({"cell_size": 100, "epsilon": 0}, "epsilon must be a finite number > 0"),
+    ({"cell_size": 100, "label": " "}, "label must be a non-empty string"),
+    ({"cell_size": 100, "colour": "red"}, "unknown candidate setting"),
+])
+def test_invalid_candidates_are_refused(value, message):
+    with pytest.raises(InputError, match=message):
+        as_candidate(value)
+
+
+def test_candidate_lists_are_checked():
+    scenario = paiva_scenario(n=100, seed=1)
+    for candidates, message in [([], "candidates is empty"), ("250", "must be a list"),
+                                ([250, 250.0], "labels must be unique"),
+                                ([True], "a candidate must be")]:
+        with pytest.raises(InputError, match=message):
+            geosynth.tune(scenario.data, ATTRIBUTES, candidates, progress=False)
+
+
+# ----------------------------------------------------------------------------- tune
+@pytest.fixture(scope="module")
+def scenario():
+    return paiva_scenario(n=300, seed=5)
+
+
+@pytest.fixture(scope="module")
+def region(scenario):
+    return shapely.box(*scenario.bounds)
+
+
+def _tune(scenario, region, candidates, **kwargs):
+    options = {"region": region, "fit_options": QUICK, "m": 2, "n_quadrants": 100,
+               "seed": 11, "progress": False, **kwargs}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return geosynth.tune(scenario.data, ATTRIBUTES, candidates, **options)
+
+
+@pytest.fixture(scope="module")
+def two(scenario, region):
+    return _tune(scenario, region, [(4, 4), (8, 8)])
+
+
+def test_tune_measures_every_candidate(two):
+    table = two.table
+    assert list(table.index) == ["4x4", "8x8"]
+    assert list(table["n_cells"]) == [16, 64]
+    assert two.reference == "4x4"  # the coarsest lattice is the common one
+    for column in MEASURES:
+        assert np.isfinite(table[column]).all(), column
+    assert ((table["true_match_rate"] >= 0) & (table["true_match_rate"] <= 1)).all()
+    assert ((table["coverage"] >= 0) & (table["coverage"] <= 1)).all()
+    assert ((table["intensity_l1"] >= 0) & (table["intensity_l1"] <= 2)).all()
+    assert (table["max_r_hat"] >= 0.99).all()
+    assert two.recommend().label in table.index
+    assert two.recommend().candidate == two.candidates[two.recommend().label]
+
+
+def test_same_seed_same_table_whatever_the_order_executor_and_reuse(scenario, region, two,
+                                                                     monkeypatch):
+    calls = []
+    run = tuning_module.run_candidate
+
+    def counted(gdf, candidate, setup, seed):
+        calls.append(candidate.label)
+        return run(gdf, candidate, setup, seed)
+
+    monkeypatch.setattr(tuning_module, "run_candidate", counted)
+    more = _tune(scenario, region, [(8, 8), (4, 4), (6, 6)], previous=two)
+    assert calls == ["6x6"]  # the finished candidates were reused
+    with ThreadPoolExecutor(2) as pool:
+        fresh = _tune(scenario, region, [(6, 6), (8, 8), (4, 4)], executor=pool)
+    measures = [c for c in MEASURES if c != "seconds"]
+    pd.testing.assert_frame_equal(more.table.loc[["4x4", "6x6", "8x8"], measures],
+                                  fresh.table.loc[["4x4", "6x6", "8x8"], measures])
+    # The 4x4 and 8x8 rows of the first tuning, before any intensity column (same reference).
+    pd.testing.assert_frame_equal(two.table[measures], fresh.table.loc[["4x4", "8x8"], measures])
+
+
+def test_previous_from_other_data_settings_or_seed_is_refused(scenario, region, two):
+    other = scenario.data.copy()
+    other.loc[other.index[0], "x1"] = 1 - other.loc[other.index[0], "x1"]
+    with pytest.raises(InputError, match="previous was made with other data"):
+        geosynth.tune(other, ATTRIBUTES, [(4, 4)], region=region, fit_options=QUICK, m=2,
+                      n_quadrants=100, seed=11, previous=two, progress=False)
+    with pytest.raises(InputError, match="previous was made with other m"):
+        _tune(scenario, region, [(4, 4)], m=3, previous=two)
+    with pytest.raises(InputError, match="seed differs"):
+        _tune(scenario, region, [(4, 4)], seed=12, previous=two)
+    with pytest.raises(InputError, match="previous must be a Tuning"):
+        _tune(scenario, region, [(4, 4)], previous=two.table)
+
+
+def test_tune_checks_its_options_before_fitting(scenario, region):
+    for kwargs, message in [
+        ({"fit_options": {"seed": 1}}, "fit_options may not set"),
+        ({"outcome": "nope"}, "outcome 'nope' is not a column"),
+        ({"n_quadrants": 0}, "n_quadrants must be >= 1"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            _tune(scenario, region, [(4, 4)], **kwargs)
+    with pytest.raises(InputError, match="ε-DP: pass region="):
+        _tune(scenario, None, [{"shape": (4, 4), "epsilon": 1.0}])
+    with pytest.raises(InputError, match="no continuous= column"):
+        _tune(scenario, region, [{"shape": (4, 4), "beta_prior": "normal"}])
+    with pytest.raises(InputError, match="attributes must name columns"):
+        geosynth.tune(scenario.data, ["nope"], [(4, 4)], progress=False)
+
+
+def test_a_failing_candidate_is_named(scenario, region):
+    # An exclusion covering the whole region leaves no habitable cell.
+    with pytest.raises(geosynth.errors.GridError) as info:
+        _tune(scenario, region, [(4, 4)], exclude=region.buffer(1.0))
+    assert "candidate '4x4'" in "\n".join(getattr(info.value, "__notes__", []))
+
+
+def test_dp_candidates_have_no_linked_measures(scenario, region):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = _tune(scenario, region, [{"shape": (4, 4), "epsilon": 2.0,
+                                           "effects": "combination"}])
+    row = result.table.iloc[0]
+    assert row["epsilon"] == 2.0
+    assert np.isnan(row[["expected_match_risk", "true_match_rate",
+                         "k_anonymity_below_5"]].astype(float)).all()
+    assert np.isfinite(row[["min_distance", "coverage", "intensity_correlation"]]
+                       .astype(float)).all()
+    assert result.recommend(risk="min_distance").label == "4x4, combination effects, ε=2"
+
+
+def test_plot_draws_the_ru_map(two):
+    fig = two.plot(risk_limit=0.05)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "true match rate (larger is riskier)"
+    assert ax.get_ylabel() == "coverage (larger is better)"
+    texts = {t.get_text() for t in ax.texts}
+    assert texts == {"4x4", "8x8"}
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "risk limit 0.05" in legend
+    assert any(t.startswith("recommended: ") for t in legend) == \
+        (two.recommend(0.05).label is not None)
+    matplotlib.pyplot.close(fig)
+
+
+# ----------------------------------------------------------------------------- the thesis
+@pytest.mark.slow
+def test_finer_lattices_raise_risk_and_coverage_as_in_the_thesis():
+    """Nunes (2018), Tables 5-6 and §4: from 5x5 to 20x20 cells the matched distances fall
+    (risk rises) and the coverage rises. Means over three draws of the scenario (with Z, Normal
+    prior on β, the thesis' 8,000 sweeps), since one draw of m = 5 releases is noisy; 10x10 may
+    sit slightly off the line (the thesis' own coverage is 0.730, 0.676, 0.737)."""
+    tables = []
+    for k in (1, 2, 3):
+        scenario = paiva_scenario(n=500, seed=2018 + k)
+        candidates = [Candidate(shape=(s, s), beta_prior="normal") for s in (5, 10, 20)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tables.append(geosynth.tune(
+                scenario.data, ATTRIBUTES, candidates, region=shapely.box(*scenario.bounds),
+                continuous="z", fit_options={"n_iter": 8000, "burn_in": 2000}, m=5,
+                seed=k, progress=False).table)
+    mean = sum(t[["min_distance", "expected_match_risk", "coverage"]] for t in tables) / 3
+    distance, risk, coverage = (mean[c].to_numpy() for c in
+                                ("min_distance", "expected_match_risk", "coverage"))
+    assert distance[2] < 0.9 * distance[0]  # risk rises from 5x5 to 20x20 ...
+    assert distance[1] <= distance[0] * 1.05 and distance[2] <= distance[1] * 1.05  # ... on the way
+    assert risk[2] > risk[0]
+    assert coverage[2] > coverage[0] + 0.005
+    assert coverage[1] > coverage[0] - 0.03 and coverage[2] > coverage[1] - 0.03
