@@ -114,8 +114,9 @@ MEASURES: dict[str, Measure] = {
         "Reiter & Mitra (2009): share of records matched uniquely and correctly"),
     "k_anonymity_below_5": Measure(
         "risk", "riskier",
-        "share of records whose synthetic counterpart has fewer than 5 original points closer "
-        "than the true one (spatial k-anonymity < 5), mean over releases"),
+        "share of records with spatial k-anonymity below 5 (fewer than 5 original points "
+        "within the record's displacement of its synthetic point, as MaskMyPy counts), mean "
+        "over releases"),
     "coverage": Measure(
         "utility", "better",
         "quadrant CI coverage (Nunes 2018, §3.3): mean overlap of the original and the "
@@ -391,8 +392,12 @@ class Tuning:
                       limit, x_label=_axis_label(risk), y_label=_axis_label(utility))
 
     def to_markdown(self) -> str:
-        """Return the table as Markdown, measures rounded to 4 significant digits."""
-        return self.table.to_markdown(floatfmt=".4g")
+        """Return the table as a Markdown text block: one column per candidate, 4 digits."""
+        shown = self.table.copy()
+        for column in shown.columns:
+            if pd.api.types.is_float_dtype(shown[column]):
+                shown[column] = shown[column].map(lambda v: f"{v:.4g}")
+        return f"```\n{shown.T.to_string()}\n```"
 
 
 def _axis_label(column: str) -> str:
@@ -631,6 +636,8 @@ def tune(
         _check_candidate(candidate, setup)
     if risk_limit is not None:
         risk_limit = check_real(risk_limit, "risk_limit")
+        if not math.isfinite(risk_limit):
+            raise InputError(f"risk_limit must be a finite number, got {risk_limit}")
     key = _fingerprint(gdf, setup)
     root = _root_seed(seed, previous, key)
     runs: dict[tuple, _CandidateRun] = {}

@@ -1,6 +1,7 @@
 """The ``geosynth`` command line: one module per subcommand, shared options in :mod:`.options`.
 
-Subcommands: ``release`` (fit, synthesize and write a release GeoPackage), ``evaluate`` (risk and
+Subcommands: ``release`` (fit, synthesize and write a release GeoPackage), ``tune`` (risk and
+utility of candidate lattices, and the one to release with), ``evaluate`` (risk and
 utility of a written release against the confidential file), ``inspect`` (layers and metadata of
 a release file) and ``demo`` (the whole pipeline on the simulated scenario of Nunes 2018).
 
@@ -100,9 +101,10 @@ def cli(ctx: click.Context, verbose: bool, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from geosynth.cli import demo, evaluate, inspect, release
+    from geosynth.cli import demo, evaluate, inspect, release, tune
 
     cli.add_command(release.release)
+    cli.add_command(tune.tune)
     cli.add_command(evaluate.evaluate)
     cli.add_command(inspect.inspect)
     cli.add_command(demo.demo)

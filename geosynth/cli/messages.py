@@ -59,6 +59,8 @@ OPTION_OF_PARAMETER: dict[str, str] = {
     "include_intensity": "--include-intensity",
     "max_points": "--map-max-points",
     "outcome": "--outcome",
+    "risk_limit": "--risk-limit",
+    "n_quadrants": "--quadrants",
 }
 
 #: Python settings (``parameter=value``, any quotes) -> the flag that makes them.

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from geosynth.cli.fitting import check_run_options, describe_run, run_settings
 from geosynth.cli.helpers import (
     RHAT_LIMIT,
     RunOutputs,
@@ -43,11 +44,6 @@ from geosynth.errors import InputError
 __all__ = ["release"]
 
 _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
-
-
-def _fixed_burn_in(iterations: int, burn_in: int | None) -> int:
-    """Burn-in of ``--iterations N``: ``--burn-in``, else a quarter of N (2,000 of 8,000)."""
-    return iterations // 4 if burn_in is None else burn_in
 
 
 @click.command(short_help="Fit the model to confidential points and write a release.")
@@ -197,7 +193,7 @@ def release(
     continuous, beta_prior = _one_or_list(continuous), _one_or_list(beta_prior)
     _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains, sampler)
-    run = _run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
+    run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                         max_seconds)
     given = check_outputs(
         {"--out": out_path, "audit file of --out": io.audit_path(out_path), "--map": map_path,
@@ -287,40 +283,9 @@ def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta
         raise click.UsageError(
             "give exactly one of --grid ROWSxCOLS and --cell-size METRES to define the lattice"
         )
-    if iterations == "auto":
-        _check_auto_options(burn_in, chains)
-    else:
-        _check_fixed_options(iterations, _fixed_burn_in(iterations, burn_in), thin, chains, m)
+    check_run_options(iterations, burn_in, thin, chains, m)
     _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
                       public_total, sampler)
-
-
-def _check_auto_options(burn_in, chains) -> None:
-    if burn_in is not None:
-        raise click.UsageError(
-            "--iterations auto discards the first half of the sweeps as burn-in: drop "
-            "--burn-in, or give a number of sweeps with --iterations N"
-        )
-    if chains < 2:
-        raise click.UsageError(
-            f"--iterations auto stops when R-hat, which compares chains, is below --max-rhat: "
-            f"it needs --chains 2 or more (got --chains {chains}), or --iterations N"
-        )
-
-
-def _check_fixed_options(iterations, burn_in, thin, chains, m) -> None:
-    per_chain = (iterations - burn_in) // thin if iterations > burn_in else 0
-    if per_chain == 0:
-        raise click.UsageError(
-            f"--iterations {iterations} with --burn-in {burn_in} and --thin {thin} keeps no "
-            "draw: raise --iterations or lower --burn-in"
-        )
-    if per_chain * chains < m:
-        raise click.UsageError(
-            f"--m {m} releases need {m} distinct posterior draws, but --chains {chains} x "
-            f"(--iterations {iterations} - --burn-in {burn_in}) / --thin {thin} keeps only "
-            f"{per_chain * chains}: raise --iterations or lower --thin or --m"
-        )
 
 
 def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
@@ -349,30 +314,6 @@ def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
     if sampler == "block":
         raise click.UsageError("--sampler block has no noise-aware fit, which --epsilon "
                                "needs; use --sampler gibbs or mh")
-
-
-def _run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
-                  max_seconds) -> dict[str, Any]:
-    """Keyword arguments of the fit; the stopping options only with --iterations auto."""
-    if iterations == "auto":
-        return dict(n_iter="auto", thin=thin, chains=chains, target_ess=target_ess,
-                    max_rhat=max_rhat, max_seconds=max_seconds)
-    given = [f"--{name.replace('_', '-')}" for name in ("target_ess", "max_rhat", "max_seconds")
-             if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
-    if given:
-        raise click.UsageError(f"{', '.join(given)} apply to --iterations auto only; drop "
-                               f"them, or use --iterations auto")
-    return dict(n_iter=iterations, burn_in=_fixed_burn_in(iterations, burn_in), thin=thin,
-                chains=chains)
-
-
-def _describe_run(run: dict[str, Any]) -> str:
-    """``2 chain(s) x 8000 sweeps`` or ``2 chain(s) until converged (...)``."""
-    if run["n_iter"] != "auto":
-        return f"{run['chains']} chain(s) x {run['n_iter']} sweeps"
-    limit = "" if run["max_seconds"] is None else f", at most {run['max_seconds']:g} s"
-    return (f"{run['chains']} chain(s) until converged (bulk ESS >= {run['target_ess']:g}, "
-            f"R-hat < {run['max_rhat']:g}{limit})")
 
 
 def _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying):
@@ -448,7 +389,7 @@ def _paiva_release(counts, original, model, m, seed, run, progress) -> dict[str,
     from geosynth._random import as_generator
 
     _, seeds = derive_seeds(seed, ["fit", "synthesize", "public", "evaluate"])
-    click.echo(f"Fitting {model!r}: {_describe_run(run)}", err=True)
+    click.echo(f"Fitting {model!r}: {describe_run(run)}", err=True)
     fit = model.fit(counts, seed=seeds["fit"], progress=progress, **run)
     internal = geosynth.synthesize(fit, original, m=m, seed=seeds["synthesize"])
     shuffle = as_generator(seeds["public"])
@@ -467,7 +408,7 @@ def _dp_release(counts, epsilon, levels, public_total, m, seed, run, progress,
                    "confidential data, which discloses which levels occur; give the public "
                    "domain of each attribute with --levels-file", err=True)
         levels = {a: list(counts.levels[a]) for a in counts.attributes}
-    click.echo(f"Differentially private release, epsilon = {epsilon:g}: {_describe_run(run)}",
+    click.echo(f"Differentially private release, epsilon = {epsilon:g}: {describe_run(run)}",
                err=True)
     options: dict[str, Any] = {}
     if public_total is not None:

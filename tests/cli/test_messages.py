@@ -88,9 +88,10 @@ def test_cli_message_names_options_not_parameters(message, expected):
     assert cli_message(message, {"gdf": "cases.csv"}) == expected
 
 
-def test_every_parameter_maps_to_an_option_of_release():
-    result = run("release", "--help")
-    options = set(re.findall(r"--[a-z][\w-]*", result.output))
+def test_every_parameter_maps_to_an_option_of_release_or_tune():
+    options = set()
+    for command in ("release", "tune"):
+        options |= set(re.findall(r"--[a-z][\w-]*", run(command, "--help").output))
     assert set(OPTION_OF_PARAMETER.values()) <= options
 
 

@@ -1,0 +1,302 @@
+"""``geosynth tune``: risk and utility over candidate lattices, and the one to release with."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import click
+
+from geosynth.cli.fitting import check_run_options, describe_run, run_settings
+from geosynth.cli.helpers import (
+    RunOutputs,
+    check_columns,
+    check_outputs,
+    check_projected,
+    derive_seeds,
+    read_polygons,
+    save_figure,
+    show_progress,
+    write_text,
+)
+from geosynth.cli.options import (
+    CommaList,
+    GridSpec,
+    Iterations,
+    PriorList,
+    attributes_option,
+    outcome_option,
+    overwrite_option,
+    points_options,
+    seed_option,
+    stopping_options,
+)
+
+__all__ = ["tune", "release_command"]
+
+_EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+_RISKS = ("true_match_rate", "expected_match_risk", "k_anonymity_below_5", "min_distance",
+          "mean_distance")
+_UTILITIES = ("coverage", "intensity_correlation", "intensity_l1", "ripley_l_gap")
+
+
+class NumberList(click.ParamType):
+    """A comma-separated list of positive numbers such as ``100,250,500``."""
+
+    name = "METRES[,METRES...]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        """Split ``value`` at commas into floats > 0, refusing anything else and repeats."""
+        if isinstance(value, list):
+            return value
+        try:
+            numbers = [float(part) for part in str(value).split(",")]
+        except ValueError:
+            self.fail(f"expected comma-separated numbers such as 100,250,500, got {value!r}",
+                      param, ctx)
+        if any(not 0 < x < float("inf") for x in numbers):
+            self.fail(f"cell sizes must be finite numbers > 0, got {value!r}", param, ctx)
+        if len(set(numbers)) != len(numbers):
+            self.fail(f"a cell size is listed more than once in {value!r}", param, ctx)
+        return numbers
+
+
+class GridList(click.ParamType):
+    """A comma-separated list of ``ROWSxCOLS`` lattices such as ``5x5,10x10,20x20``."""
+
+    name = "ROWSxCOLS[,ROWSxCOLS...]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        """Split ``value`` at commas into ``(rows, cols)`` pairs."""
+        if isinstance(value, list):
+            return value
+        shapes = [GridSpec().convert(part.strip(), param, ctx) for part in str(value).split(",")]
+        if len(set(shapes)) != len(shapes):
+            self.fail(f"a lattice is listed more than once in {value!r}", param, ctx)
+        return shapes
+
+
+@click.command(short_help="Compare candidate lattices: risk, utility and a recommendation.")
+@click.argument("input_path", metavar="INPUT", type=_EXISTING_FILE)
+@points_options
+@attributes_option(required=True)
+@click.option("--cell-sizes", type=NumberList(), default=None,
+              help="Candidate square cell sizes in metres, comma-separated, e.g. "
+              "100,250,500,1000.")
+@click.option("--grids", "grid_shapes", type=GridList(), default=None,
+              help="Candidate lattices as ROWSxCOLS over the study bounds, comma-separated, "
+              "e.g. 5x5,10x10,20x20 (with or instead of --cell-sizes).")
+@click.option("--continuous", type=CommaList(), default=None, metavar="COLUMN[,COLUMN...]",
+              help="Numeric column(s) released with synthetic values (needs --beta-prior).")
+@click.option("--beta-prior", type=PriorList(("normal", "icar")), default=None,
+              help="Prior of the effect of each --continuous column (normal or icar, or one "
+              "per column), the same for every candidate.")
+@click.option("--region", "region_path", type=_EXISTING_FILE, default=None,
+              help="Polygon layer of the study region: every candidate lattice covers its "
+              "bounds and is clipped to it.")
+@click.option("--exclude", "exclude_path", type=_EXISTING_FILE, default=None,
+              help="Polygon layer of no-go areas removed from the cells.")
+@click.option("--m", "m", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Synthetic releases per candidate.")
+@click.option("--iterations", type=Iterations(), default="auto", show_default=True,
+              help="MCMC sweeps per chain of each candidate's fit; 'auto' runs until converged "
+              "(see geosynth release).")
+@click.option("--burn-in", type=click.IntRange(min=0), default=None,
+              help="With --iterations N: sweeps discarded at the start [default: N/4].")
+@click.option("--thin", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Keep every THIN-th sweep after burn-in.")
+@stopping_options
+@click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
+              help="MCMC chains per fit.")
+@click.option("--risk-limit", type=float, default=None,
+              help="Recommend the most useful candidate whose --risk is at most this (for a "
+              "distance: at least this). Default: no limit.")
+@click.option("--risk", type=click.Choice(_RISKS), default="true_match_rate",
+              show_default=True, help="Risk measure of the R-U map and the limit.")
+@click.option("--utility", type=click.Choice(_UTILITIES), default="coverage",
+              show_default=True, help="Utility measure of the R-U map and the recommendation.")
+@outcome_option
+@click.option("--quadrants", "n_quadrants", type=click.IntRange(min=1), default=1000,
+              show_default=True, help="Random rectangles of the coverage measure.")
+@seed_option("Seed for a reproducible comparison (default: drawn, and written to the report).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), required=True,
+              help="Markdown report to write: the table, the recommendation and the release "
+              "command; the R-U map goes beside it as <report>.png (both internal: readable "
+              "by you only).")
+@overwrite_option
+@click.pass_context
+def tune(
+    ctx: click.Context,
+    input_path: str,
+    layer: str | None,
+    x_column: str | None,
+    y_column: str | None,
+    crs: str | None,
+    attributes: list[str],
+    cell_sizes: list[float] | None,
+    grid_shapes: list[tuple[int, int]] | None,
+    continuous: list[str] | None,
+    beta_prior: list[str] | None,
+    region_path: str | None,
+    exclude_path: str | None,
+    m: int,
+    iterations: int | str,
+    burn_in: int | None,
+    thin: int,
+    target_ess: float,
+    max_rhat: float,
+    max_seconds: float | None,
+    chains: int,
+    risk_limit: float | None,
+    risk: str,
+    utility: str,
+    outcome: str | None,
+    n_quadrants: int,
+    seed: int | None,
+    report_path: str,
+    overwrite: bool,
+) -> None:
+    """Fit, release and measure INPUT on each candidate lattice; recommend one.
+
+    For each candidate (--cell-sizes and --grids) the model is fitted, --m releases drawn and
+    their disclosure risk and utility measured (see geosynth.tune). The report holds the
+    table, the recommendation (the best --utility among the candidates within --risk-limit)
+    and the `geosynth release` command line of the recommended candidate, which is also
+    printed; the R-U map is written beside the report as a PNG. Both are internal: they
+    describe the confidential data.
+
+    \b
+    Example:
+      geosynth tune cases.gpkg --attributes sex,age_group --cell-sizes 100,250,500,1000 \\
+          --region city.gpkg --risk-limit 0.01 --report tune.md
+    """  # noqa: D301 (click's \b keeps the example as written)
+    import geosynth
+    from geosynth import io
+
+    if not cell_sizes and not grid_shapes:
+        raise click.UsageError("give the candidate lattices: --cell-sizes 100,250,500 and/or "
+                               "--grids 10x10,20x20")
+    if (continuous is None) != (beta_prior is None):
+        raise click.UsageError("--continuous and --beta-prior go together: the continuous "
+                               "columns are modelled with that prior")
+    check_run_options(iterations, burn_in, thin, chains, m)
+    run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
+                       max_seconds)
+    figure_path = Path(report_path).with_suffix(".png")
+    given = check_outputs({"--report": report_path, "R-U map of --report": figure_path},
+                          overwrite, inputs={"INPUT": input_path, "--region": region_path,
+                                             "--exclude": exclude_path})
+    ctx.ensure_object(dict).setdefault("names", {})["gdf"] = Path(input_path).name
+    seed, _ = derive_seeds(seed, [])
+    with RunOutputs(overwrite) as outputs:
+        for option, path in given.items():
+            outputs.check_folder(option, path)
+        points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer)
+        check_columns(points, Path(input_path).name,
+                      {"--attributes": attributes, "--continuous": continuous,
+                       "--outcome": outcome})
+        check_projected(points, Path(input_path).name)
+        region = None if region_path is None else read_polygons(region_path, "--region")
+        exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
+        prior = None if beta_prior is None else tuple(beta_prior)
+        candidates = ([geosynth.Candidate(cell_size=size, beta_prior=prior)
+                       for size in cell_sizes or []]
+                      + [geosynth.Candidate(shape=shape, beta_prior=prior)
+                         for shape in grid_shapes or []])
+        click.echo(f"Tuning {len(candidates)} candidate lattice(s) of {len(points)} records: "
+                   f"{describe_run(run)} each, {m} releases", err=True)
+        result = geosynth.tune(points, attributes, candidates, region=region, exclude=exclude,
+                               continuous=continuous, m=m, risk_limit=risk_limit, seed=seed,
+                               outcome=outcome, n_quadrants=n_quadrants, fit_options=run,
+                               progress=show_progress(ctx))
+        chosen = result.recommend(risk=risk, utility=utility)
+        command = None
+        if chosen.candidate is not None:
+            command = release_command(input_path, attributes, chosen.candidate, layer=layer,
+                                      x=x_column, y=y_column, crs=crs, continuous=continuous,
+                                      region=region_path, exclude=exclude_path, m=m)
+        report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
+                         figure_path)
+        save_figure(result.plot(risk=risk, utility=utility), figure_path, outputs=outputs,
+                    option="R-U map of --report", private=True)
+        write_text(report_path, report, outputs=outputs, option="--report", private=True)
+        outputs.commit()
+    click.echo(result.table[[risk, utility, "n_cells"]].to_string(float_format="{:.4g}".format))
+    click.echo(f"Recommendation: {chosen.reason}")
+    if command is not None:
+        click.echo(f"Release it with:\n  {command}")
+    click.echo(f"Wrote {report_path} and {figure_path} (internal report and R-U map)")
+
+
+def release_command(input_path: str, attributes: list[str], candidate: Any, *,
+                    layer: str | None = None, x: str | None = None, y: str | None = None,
+                    crs: str | None = None, continuous: list[str] | None = None,
+                    region: str | None = None, exclude: str | None = None, m: int = 5,
+                    out: str = "release.gpkg") -> str:
+    """Return the ``geosynth release`` command line of a candidate, shell-quoted.
+
+    Parameters
+    ----------
+    input_path : str
+        The point file.
+    attributes : list of str
+        The attribute columns.
+    candidate : geosynth.Candidate
+        Its lattice and settings.
+    layer, x, y, crs, continuous, region, exclude, m
+        The options of the tuning run, repeated.
+    out : str, default "release.gpkg"
+        The release file.
+
+    Returns
+    -------
+    str
+    """
+    words = ["geosynth", "release", input_path]
+    for option, value in (("--layer", layer), ("--x", x), ("--y", y), ("--crs", crs)):
+        if value is not None:
+            words += [option, value]
+    words += ["--attributes", ",".join(attributes)]
+    if candidate.cell_size is not None:
+        words += ["--cell-size", f"{candidate.cell_size:g}"]
+    else:
+        words += ["--grid", f"{candidate.shape[0]}x{candidate.shape[1]}"]
+    if continuous:
+        words += ["--continuous", ",".join(continuous),
+                  "--beta-prior", ",".join(candidate.beta_prior)]
+    for option, value in (("--region", region), ("--exclude", exclude)):
+        if value is not None:
+            words += [option, value]
+    if candidate.epsilon is not None:
+        words += ["--epsilon", f"{candidate.epsilon:g}"]
+    words += ["--m", str(m), "--out", out]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
+            figure) -> str:
+    from geosynth.tuning import MEASURES
+
+    lines = [
+        "# Choosing the lattice: risk and utility of the candidates",
+        "",
+        f"Input: `{Path(input_path).name}`; {m} releases per candidate; fits: "
+        f"{describe_run(run)}; seed {seed} (internal: rerun with --seed {seed}).",
+        f"Intensity fidelity is measured on the lattice of {result.reference!r} (the "
+        "coarsest), so that every candidate is compared on the same cells.",
+        "",
+        "## Recommendation",
+        "",
+        chosen.reason + ".",
+        "",
+    ]
+    if command is not None:
+        lines += ["Release it with:", "", "```", command, "```", ""]
+    lines += ["## Candidates", "", result.to_markdown(), "",
+              f"The R-U map ({risk} against {utility}) is `{figure.name}`, beside this "
+              "report.", "", "## What the columns mean", ""]
+    lines += [f"- `{name}` ({measure.kind}; larger is {measure.larger_is}): "
+              f"{measure.description}." for name, measure in MEASURES.items()]
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,83 @@
+"""``geosynth tune``: the report, the R-U map, the recommendation and its release command."""
+
+import os
+import shlex
+import stat
+
+import pytest
+
+from geosynth import Candidate
+from geosynth.cli.tune import release_command
+from tests.cli.helpers import FAST, assert_refused, run
+
+ARGS = ["--attributes", "y,x1,x2", "--quadrants", "50"]
+
+
+def test_tune_writes_report_and_map_and_prints_the_release_command(inputs, tmp_path):
+    report = tmp_path / "tune.md"
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3,5x5", "--cell-sizes", "2000",
+                 "--region", inputs["region"], "--risk-limit", "1", "--seed", 3, *FAST,
+                 "--report", report)
+    assert result.exit_code == 0, result.output
+    text = report.read_text()
+    for fragment in ("## Recommendation", "## Candidates", "3x3", "5x5", "2000 m",
+                     "true_match_rate", "intensity_l1", "seed 3", "geosynth release"):
+        assert fragment in text, fragment
+    png = tmp_path / "tune.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for path in (report, png):  # internal files
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert "Recommendation: '" in result.output
+    command = result.output.split("Release it with:\n")[1].splitlines()[0].strip()
+    words = shlex.split(command)
+    assert words[:3] == ["geosynth", "release", str(inputs["gpkg"])]
+    assert ("--grid" in words) or ("--cell-size" in words)
+    assert words[words.index("--region") + 1] == str(inputs["region"])
+
+
+def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
+    texts = []
+    for name in ("a.md", "b.md"):
+        result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3", "--seed", 5, *FAST,
+                     "--report", tmp_path / name)
+        assert result.exit_code == 0, result.output
+        texts.append((tmp_path / name).read_text())
+    # Everything but the seconds column is the same: compare the recommendation section.
+    assert texts[0].split("## Candidates")[0] == texts[1].split("## Candidates")[0]
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--report", "x.md"], ["--cell-sizes", "--grids"]),
+    (["--cell-sizes", "100,abc", "--report", "x.md"], ["comma-separated numbers"]),
+    (["--cell-sizes", "100,100", "--report", "x.md"], ["more than once"]),
+    (["--grids", "3x3,0x2", "--report", "x.md"], ["ROWSxCOLS"]),
+    (["--grids", "3x3", "--continuous", "z", "--report", "x.md"], ["--beta-prior"]),
+    (["--grids", "3x3", "--iterations", "auto", "--burn-in", "5", "--report", "x.md"],
+     ["--burn-in"]),
+    (["--grids", "3x3", "--outcome", "nope", "--report", "x.md"], ["nope"]),
+])
+def test_bad_options_are_refused(inputs, tmp_path, args, fragments):
+    args = [str(tmp_path / a) if a == "x.md" else a for a in args]
+    result = run("tune", inputs["gpkg"], "--attributes", "y,x1,x2", *args)
+    assert_refused(result, *fragments)
+    assert not (tmp_path / "x.md").exists()
+
+
+def test_an_existing_report_is_refused_before_any_work(inputs, tmp_path):
+    report = tmp_path / "tune.md"
+    report.write_text("keep me")
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3", *FAST, "--report", report)
+    assert_refused(result, "already exist", "--overwrite")
+    assert report.read_text() == "keep me" and not (tmp_path / "tune.png").exists()
+
+
+def test_release_command_quotes_paths_and_repeats_the_settings():
+    command = release_command("my points.gpkg", ["y", "x1"], Candidate(cell_size=250.0,
+                              beta_prior=("icar",)), continuous=["z"], region="city.gpkg",
+                              crs="EPSG:31983", m=3)
+    assert shlex.split(command) == [
+        "geosynth", "release", "my points.gpkg", "--crs", "EPSG:31983", "--attributes", "y,x1",
+        "--cell-size", "250", "--continuous", "z", "--beta-prior", "icar", "--region",
+        "city.gpkg", "--m", "3", "--out", "release.gpkg"]
+    dp = release_command("p.gpkg", ["y"], Candidate(shape=(10, 12), epsilon=1.5))
+    assert "--grid 10x12" in dp and "--epsilon 1.5" in dp
