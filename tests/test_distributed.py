@@ -375,3 +375,18 @@ def test_evaluate_dask_checks_every_release_in_the_client(thread_client, points,
         gd.evaluate_dask(points, shuffled, grid, ["a"], client=thread_client)
     with pytest.raises(InputError, match="releases is empty"):
         gd.evaluate_dask(points, [], grid, ["a"], client=thread_client)
+
+
+def test_tune_on_the_client_executor_equals_in_memory_tune(client, points):
+    import shapely
+
+    options = {"region": shapely.box(0, 0, 100, 80), "fit_options": RUN, "m": 2,
+               "n_quadrants": 50, "seed": 4, "progress": False}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        local = geosynth.tune(points, ["a", "c"], [(2, 2), (4, 5)], **options)
+        remote = geosynth.tune(points, ["a", "c"], [(2, 2), (4, 5)],
+                               executor=client.get_executor(), **options)
+    columns = [c for c in local.table.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(local.table[columns], remote.table[columns])
+    assert remote.recommend().label == local.recommend().label

@@ -14,7 +14,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "geosynth"
 
 CORE = ("lattice", "data", "samplers", "model", "synth", "metrics", "evaluation")
-OUTSIDE_CORE = ("distributed", "io", "plots", "maps", "cli", "dp", "sdc")
+OUTSIDE_CORE = ("distributed", "io", "plots", "maps", "cli", "dp", "sdc", "tuning")
 
 
 def _module_name(path: Path) -> str:
