@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 __all__ = [
+    "EXISTING_FILE",
     "GridSpec",
     "CommaList",
     "PriorList",
@@ -27,7 +28,16 @@ __all__ = [
     "points_options",
     "grid_option",
     "cell_size_option",
+    "continuous_option",
+    "beta_prior_option",
+    "region_option",
+    "exclude_option",
+    "m_option",
+    "run_options",
 ]
+
+#: An input file that must exist.
+EXISTING_FILE = click.Path(exists=True, dir_okay=False)
 
 
 def parse_grid_spec(spec: str) -> tuple[int, int]:
@@ -300,3 +310,65 @@ cell_size_option = click.option(
     help="Lattice of square cells of this side (CRS units, metres); the lattice extends the "
     "study bounds up and right to whole cells.",
 )
+
+
+continuous_option = click.option(
+    "--continuous", type=CommaList(), default=None, metavar="COLUMN[,COLUMN...]",
+    help="Numeric column(s) released with synthetic values (Nunes 2018, §2.2; comma-separated "
+    "for several covariates, e.g. z1,z2).")
+
+beta_prior_option = click.option(
+    "--beta-prior", type=PriorList(("normal", "icar")), default=None,
+    help="Prior of the per-cell effect of the --continuous column(s) on the intensity: normal or "
+    "icar, or one per column, comma-separated (e.g. normal,icar) (default: no such effect).")
+
+exclude_option = click.option(
+    "--exclude", "exclude_path", type=EXISTING_FILE, default=None,
+    help="Polygon layer of no-go areas (lakes, parks) removed from the cells.")
+
+
+def region_option(more_help: str = "") -> Callable:
+    """``--region FILE``: the study region polygons (the lattice covers and is clipped to it).
+
+    Parameters
+    ----------
+    more_help : str, optional
+        A sentence the command adds to the option's help.
+
+    Returns
+    -------
+    Callable
+        The click decorator of the option.
+    """
+    return click.option(
+        "--region", "region_path", type=EXISTING_FILE, default=None,
+        help="Polygon layer of the study region: cells are clipped to its union and the lattice "
+        f"covers its bounds.{' ' + more_help if more_help else ''}")
+
+
+def m_option(help_text: str = "Number of synthetic releases.") -> Callable:
+    """``--m M``: releases to draw (default 5)."""
+    return click.option("--m", "m", type=click.IntRange(min=1), default=5, show_default=True,
+                        help=help_text)
+
+
+def run_options(f: Callable) -> Callable:
+    """Apply ``--iterations``, ``--burn-in``, ``--thin``, the stopping options, ``--chains``."""
+    options = [
+        click.option("--iterations", type=Iterations(), default="auto", show_default=True,
+                     help="MCMC sweeps per chain, burn-in included; 'auto' runs until every "
+                     "parameter has a bulk ESS >= --target-ess and an R-hat < --max-rhat (or "
+                     "--max-seconds pass), discarding the first half of the sweeps as burn-in."),
+        click.option("--burn-in", type=click.IntRange(min=0), default=None,
+                     help="With --iterations N: sweeps discarded at the start of each chain "
+                     "[default: N/4]. Not with --iterations auto."),
+        click.option("--thin", type=click.IntRange(min=1), default=6, show_default=True,
+                     help="Keep every THIN-th sweep after burn-in (with --iterations auto: at "
+                     "first; doubled as a long run grows)."),
+        stopping_options,
+        click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
+                     help="Independent MCMC chains (R-hat needs at least 2)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f

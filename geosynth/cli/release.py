@@ -27,61 +27,40 @@ from geosynth.cli.helpers import (
     write_text,
 )
 from geosynth.cli.options import (
-    CommaList,
-    Iterations,
-    PriorList,
+    EXISTING_FILE,
     attributes_option,
+    beta_prior_option,
     cell_size_option,
+    continuous_option,
+    exclude_option,
     grid_option,
+    m_option,
     outcome_option,
     overwrite_option,
     points_options,
+    region_option,
+    run_options,
     seed_option,
-    stopping_options,
 )
 from geosynth.errors import InputError
 
 __all__ = ["release"]
 
-_EXISTING_FILE = click.Path(exists=True, dir_okay=False)
-
-
 @click.command(short_help="Fit the model to confidential points and write a release.")
-@click.argument("input_path", metavar="INPUT", type=_EXISTING_FILE)
+@click.argument("input_path", metavar="INPUT", type=EXISTING_FILE)
 @points_options
 @attributes_option(required=True)
-@click.option("--continuous", type=CommaList(), default=None, metavar="COLUMN[,COLUMN...]",
-              help="Numeric column(s) released with synthetic values (Nunes 2018, §2.2; "
-              "comma-separated for several covariates, e.g. z1,z2).")
+@continuous_option
 @grid_option
 @cell_size_option
-@click.option("--region", "region_path", type=_EXISTING_FILE, default=None,
-              help="Polygon layer of the study region: cells are clipped to its union and the "
-              "lattice covers its bounds. Required with --epsilon.")
-@click.option("--exclude", "exclude_path", type=_EXISTING_FILE, default=None,
-              help="Polygon layer of no-go areas (lakes, parks) removed from the cells.")
+@region_option("Required with --epsilon.")
+@exclude_option
 @click.option("--drop-outside", is_flag=True,
               help="Drop (with a warning) records outside the lattice/region or inside excluded "
               "areas instead of refusing the input.")
-@click.option("--m", "m", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Number of synthetic releases.")
-@click.option("--iterations", type=Iterations(), default="auto", show_default=True,
-              help="MCMC sweeps per chain, burn-in included; 'auto' runs until every parameter "
-              "has a bulk ESS >= --target-ess and an R-hat < --max-rhat (or --max-seconds "
-              "pass), discarding the first half of the sweeps as burn-in.")
-@click.option("--burn-in", type=click.IntRange(min=0), default=None,
-              help="With --iterations N: sweeps discarded at the start of each chain "
-              "[default: N/4]. Not with --iterations auto.")
-@click.option("--thin", type=click.IntRange(min=1), default=6, show_default=True,
-              help="Keep every THIN-th sweep after burn-in (with --iterations auto: at first; "
-              "doubled as a long run grows).")
-@stopping_options
-@click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Independent MCMC chains (R-hat needs at least 2).")
-@click.option("--beta-prior", type=PriorList(("normal", "icar")), default=None,
-              help="Prior of the per-cell effect of the --continuous column(s) on the intensity: "
-              "normal or icar, or one per column, comma-separated (e.g. normal,icar) "
-              "(default: no such effect).")
+@m_option()
+@run_options
+@beta_prior_option
 @click.option("--sampler", type=click.Choice(["gibbs", "mh", "block"]), default="gibbs",
               show_default=True,
               help="MCMC updates: gibbs (exact single-site draws), mh (single-site "
@@ -91,7 +70,7 @@ _EXISTING_FILE = click.Path(exists=True, dir_okay=False)
 @click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Make an epsilon-differentially private release (noisy counts, noise-aware "
               "fit). Needs --region; no --continuous.")
-@click.option("--levels-file", type=_EXISTING_FILE, default=None,
+@click.option("--levels-file", type=EXISTING_FILE, default=None,
               help="With --epsilon: JSON object {attribute: [levels...]} of the public domain "
               "of each attribute (default: the levels in the data, which discloses them).")
 @click.option("--public-total", "public_total", type=click.IntRange(min=1), default=None,

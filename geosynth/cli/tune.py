@@ -21,21 +21,23 @@ from geosynth.cli.helpers import (
     write_text,
 )
 from geosynth.cli.options import (
-    CommaList,
+    EXISTING_FILE,
     GridSpec,
-    Iterations,
-    PriorList,
     attributes_option,
+    beta_prior_option,
+    continuous_option,
+    exclude_option,
+    m_option,
     outcome_option,
     overwrite_option,
     points_options,
+    region_option,
+    run_options,
     seed_option,
-    stopping_options,
 )
 
 __all__ = ["tune", "release_command"]
 
-_EXISTING_FILE = click.Path(exists=True, dir_okay=False)
 _RISKS = ("true_match_rate", "expected_match_risk", "k_anonymity_below_5", "min_distance",
           "mean_distance")
 _UTILITIES = ("coverage", "intensity_correlation", "intensity_l1", "ripley_l_gap")
@@ -78,7 +80,7 @@ class GridList(click.ParamType):
 
 
 @click.command(short_help="Compare candidate lattices: risk, utility and a recommendation.")
-@click.argument("input_path", metavar="INPUT", type=_EXISTING_FILE)
+@click.argument("input_path", metavar="INPUT", type=EXISTING_FILE)
 @points_options
 @attributes_option(required=True)
 @click.option("--cell-sizes", type=NumberList(), default=None,
@@ -87,28 +89,12 @@ class GridList(click.ParamType):
 @click.option("--grids", "grid_shapes", type=GridList(), default=None,
               help="Candidate lattices as ROWSxCOLS over the study bounds, comma-separated, "
               "e.g. 5x5,10x10,20x20 (with or instead of --cell-sizes).")
-@click.option("--continuous", type=CommaList(), default=None, metavar="COLUMN[,COLUMN...]",
-              help="Numeric column(s) released with synthetic values (needs --beta-prior).")
-@click.option("--beta-prior", type=PriorList(("normal", "icar")), default=None,
-              help="Prior of the effect of each --continuous column (normal or icar, or one "
-              "per column), the same for every candidate.")
-@click.option("--region", "region_path", type=_EXISTING_FILE, default=None,
-              help="Polygon layer of the study region: every candidate lattice covers its "
-              "bounds and is clipped to it.")
-@click.option("--exclude", "exclude_path", type=_EXISTING_FILE, default=None,
-              help="Polygon layer of no-go areas removed from the cells.")
-@click.option("--m", "m", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Synthetic releases per candidate.")
-@click.option("--iterations", type=Iterations(), default="auto", show_default=True,
-              help="MCMC sweeps per chain of each candidate's fit; 'auto' runs until converged "
-              "(see geosynth release).")
-@click.option("--burn-in", type=click.IntRange(min=0), default=None,
-              help="With --iterations N: sweeps discarded at the start [default: N/4].")
-@click.option("--thin", type=click.IntRange(min=1), default=6, show_default=True,
-              help="Keep every THIN-th sweep after burn-in.")
-@stopping_options
-@click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
-              help="MCMC chains per fit.")
+@continuous_option
+@beta_prior_option
+@region_option("Every candidate lattice covers its bounds.")
+@exclude_option
+@m_option("Synthetic releases per candidate.")
+@run_options
 @click.option("--risk-limit", type=float, default=None,
               help="Recommend the most useful candidate whose --risk is at most this (for a "
               "distance: at least this). Default: no limit.")
@@ -263,8 +249,9 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
     else:
         words += ["--grid", f"{candidate.shape[0]}x{candidate.shape[1]}"]
     if continuous:
-        words += ["--continuous", ",".join(continuous),
-                  "--beta-prior", ",".join(candidate.beta_prior)]
+        words += ["--continuous", ",".join(continuous)]
+    if candidate.beta_prior is not None:
+        words += ["--beta-prior", ",".join(candidate.beta_prior)]
     for option, value in (("--region", region), ("--exclude", exclude)):
         if value is not None:
             words += [option, value]
