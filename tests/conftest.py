@@ -1,6 +1,7 @@
 """Fixtures shared by every test directory: the simulation scenario counted on a lattice."""
 
 import functools
+import signal
 from typing import NamedTuple
 
 import pytest
@@ -62,3 +63,15 @@ def make_scenario_counts():
         return ScenarioCounts(scenario_of(n, seed), grid_of(n, seed, shape), counts)
 
     return make
+
+
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt during the test, as in an interactive session.
+
+    A shell starts background jobs with SIGINT ignored, and Python then keeps it ignored, so a
+    suite run as ``make test &`` would never see the simulated Ctrl-C of the interrupt tests.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

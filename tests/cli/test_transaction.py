@@ -17,6 +17,8 @@ from geosynth._atomic import STAGING_MARK, AtomicOutputs
 from geosynth.errors import InputError
 from tests.cli.helpers import FAST, assert_refused, run
 
+pytestmark = pytest.mark.usefixtures("sigint_raises")
+
 ARGS = ["--attributes", "y,x1", "--grid", "4x4", *FAST]
 
 

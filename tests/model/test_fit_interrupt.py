@@ -18,6 +18,8 @@ from geosynth import PaivaModel
 from geosynth.errors import GeosynthWarning
 from geosynth.model import fit as fit_module
 
+pytestmark = pytest.mark.usefixtures("sigint_raises")
+
 CHUNK = 10  # sweeps per kernel call in these tests
 RUN = {"n_iter": 200, "burn_in": 100, "thin": 1, "seed": 5, "progress": False}
 
