@@ -51,7 +51,7 @@ import pandas as pd
 
 from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, root_seed_sequence
-from geosynth._validation import check_m, check_positive, check_real
+from geosynth._validation import check_int, check_m, check_positive, check_real
 from geosynth.errors import InputError
 
 if TYPE_CHECKING:
@@ -666,10 +666,8 @@ def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants
     refused = sorted(set(options) & {"seed", "progress", "executor", "counts"})
     if refused:
         raise InputError(f"fit_options may not set {refused}: tune sets them per candidate")
-    n_quadrants = int(n_quadrants)
-    if n_quadrants < 1:
-        raise InputError(f"n_quadrants must be >= 1, got {n_quadrants}")
-    return _Setup(attributes, continuous, region, exclude, check_m(m), outcome, n_quadrants,
+    return _Setup(attributes, continuous, region, exclude, check_m(m), outcome,
+                  check_int(n_quadrants, "n_quadrants", what="random rectangles of coverage"),
                   options)
 
 

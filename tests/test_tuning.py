@@ -225,10 +225,12 @@ def test_tune_checks_its_options_before_fitting(scenario, region):
     for kwargs, message in [
         ({"fit_options": {"seed": 1}}, "fit_options may not set"),
         ({"outcome": "nope"}, "outcome 'nope' is not a column"),
-        ({"n_quadrants": 0}, "n_quadrants must be >= 1"),
+        ({"n_quadrants": 0}, "n_quadrants .random rectangles of coverage. must be an int >= 1"),
     ]:
         with pytest.raises(InputError, match=message):
             _tune(scenario, region, [(4, 4)], **kwargs)
+    with pytest.raises(TypeError, match="n_quadrants .* must be an int"):
+        _tune(scenario, region, [(4, 4)], n_quadrants=2.5)
     with pytest.raises(InputError, match="ε-DP: pass region="):
         _tune(scenario, None, [{"shape": (4, 4), "epsilon": 1.0}])
     with pytest.raises(InputError, match="no continuous= column"):
