@@ -27,6 +27,16 @@ import shapely
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
+from geosynth._areas import PolygonIndex, area_contiguity, check_no_overlap, link_islands
+from geosynth._hexagons import (
+    HexLayout,
+    hex_around,
+    hex_layout,
+    hex_locate,
+    hex_neighbours,
+    hex_polygons,
+    hex_positions_meeting,
+)
 from geosynth._points import point_coordinates
 from geosynth.errors import CRSError, GridError, InputError, IsolatedCellWarning
 
@@ -51,6 +61,10 @@ _STEPS = {
 }
 _POLYGON_TYPES = (3, 6)  # shapely type ids of Polygon and MultiPolygon
 _POINT_TYPE = 0
+#: Lattice kinds: square cells, regular hexagons, or areal units (one cell per polygon).
+KINDS = ("square", "hexagonal", "areal")
+_ORIENTATIONS = ("pointy", "flat")
+_ISLANDS = ("keep", "nearest")
 # Mantissas of the "nice" snapping units of Grid.from_points(shape=...): 1, 2, 2.5, 5 x 10^k, so a
 # unit is always more than half the cell size it stands for.
 _NICE_MANTISSAS = (5.0, 2.5, 2.0, 1.0)
@@ -129,6 +143,7 @@ class Grid:
         region: PolygonsLike = None,
         exclude: PolygonsLike = None,
     ) -> None:
+        self._kind = "square"
         self._contiguity = _check_contiguity(contiguity)
         self._crs = _as_crs(crs)
         xmin, ymin, xmax, ymax = _check_bounds(bounds)
@@ -150,7 +165,7 @@ class Grid:
             self._cell_row, self._cell_col = np.divmod(np.arange(n, dtype=np.int64), ncols)
             self._habitable_fraction = np.ones(n)
             self._fully = np.ones(n, dtype=bool)
-        self._build_adjacency()
+        self._set_adjacency(self._square_adjacency())
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -207,6 +222,8 @@ class Grid:
         region: PolygonsLike = None,
         exclude: PolygonsLike = None,
         contiguity: str = "queen",
+        kind: str = "square",
+        orientation: str = "pointy",
     ) -> Grid:
         """Build a lattice over a point layer, with bounds that do not reveal its extremes.
 
@@ -249,7 +266,12 @@ class Grid:
         region, exclude : GeoDataFrame, GeoSeries, shapely geometry or sequence of polygons
             As in :meth:`regular`.
         contiguity : {"queen", "rook"}, default "queen"
-            Neighbourhood definition.
+            Neighbourhood definition (square cells; hexagons have six neighbours either way).
+        kind : {"square", "hexagonal"}, default "square"
+            Square cells, or regular hexagons of side ``cell_size`` (:meth:`hexagonal`) over
+            the region, or over the bounds snapped outward to multiples of ``cell_size``.
+        orientation : {"pointy", "flat"}, default "pointy"
+            Orientation of hexagons (``kind="hexagonal"``).
 
         Returns
         -------
@@ -282,8 +304,16 @@ class Grid:
             )
         if not (isinstance(pad, int | float | np.number) and math.isfinite(pad) and pad >= 0):
             raise GridError(f"pad must be a finite number >= 0, got {pad!r}")
+        if kind not in ("square", "hexagonal"):
+            raise GridError(
+                f"kind must be 'square' or 'hexagonal', got {kind!r} (areal units: "
+                "Grid.from_polygons)"
+            )
         crs = _as_crs(gdf.crs, "gdf")
         region_geom = _polygon_union(region, "region", crs)
+        if kind == "hexagonal":
+            return cls._hexagons_over_points(gdf, shape, cell_size, pad, region_geom, exclude,
+                                             orientation, crs)
         if region_geom is not None:
             rx0, ry0, rx1, ry1 = (float(v) for v in shapely.bounds(region_geom))
             bounds = (rx0 - pad, ry0 - pad, rx1 + pad, ry1 + pad)
@@ -314,6 +344,253 @@ class Grid:
         grid = cls((x0, y0, x1, y1), shape, cell_size, crs, contiguity, None, exclude)
         grid._snap_unit = (float(units[0]), float(units[1]))
         return grid
+
+
+    @classmethod
+    def hexagonal(
+        cls,
+        extent: Sequence[float] | PolygonsLike,
+        cell_size: float,
+        orientation: str = "pointy",
+        crs: Any = None,
+        exclude: PolygonsLike = None,
+    ) -> Grid:
+        """Build a lattice of regular hexagons over explicit bounds or a study region.
+
+        Hexagons have equal areas and six equal neighbours (each shares an edge, so queen and
+        rook contiguity coincide), with less directional bias than squares. Cell ids follow the
+        rows of the "odd-r" offset layout (:attr:`cell_row`, :attr:`cell_col`; row 0 is the
+        southernmost row, odd rows are shifted half a hexagon east; for ``"flat"`` hexagons rows
+        and columns are swapped: row 0 is the westernmost column of hexagons).
+
+        Parameters
+        ----------
+        extent : tuple of float, or GeoDataFrame, GeoSeries, shapely geometry or polygons
+            ``(xmin, ymin, xmax, ymax)`` to cover with whole hexagons, or a study region: the
+            hexagons meeting it are clipped to it (their habitable geometry).
+        cell_size : float
+            Side of each hexagon (centre to corner) in CRS units; a hexagon has area
+            ``3 * sqrt(3) / 2 * cell_size**2`` (about 2.6 times the square of the side) and
+            neighbouring centres are ``sqrt(3) * cell_size`` apart.
+        orientation : {"pointy", "flat"}, default "pointy"
+            Pointy-top (a corner to the north) or flat-top (an edge to the north) hexagons.
+        crs : pyproj.CRS or str or int, optional
+            Projected CRS; defaults to the CRS of a GeoDataFrame/GeoSeries ``extent``.
+        exclude : GeoDataFrame, GeoSeries, shapely geometry or sequence of polygons, optional
+            No-go areas removed from every hexagon.
+
+        Returns
+        -------
+        Grid
+            With :attr:`kind` ``"hexagonal"``.
+
+        Raises
+        ------
+        geosynth.errors.GridError
+            Invalid extent, cell size, orientation or polygons, too many hexagons, or no
+            habitable hexagon left.
+        geosynth.errors.CRSError
+            A geographic CRS.
+
+        Examples
+        --------
+        >>> grid = Grid.hexagonal((0, 0, 1000, 1000), cell_size=100)
+        >>> grid.kind, int(grid.n_neighbours.max())
+        ('hexagonal', 6)
+        """
+        if orientation not in _ORIENTATIONS:
+            raise GridError(f"orientation must be 'pointy' or 'flat', got {orientation!r}")
+        if isinstance(cell_size, Sequence | np.ndarray):
+            raise GridError(f"cell_size of a hexagonal lattice is one number, got {cell_size!r}")
+        size = _check_cell_size(cell_size)[0]
+        if isinstance(extent, gpd.GeoDataFrame | gpd.GeoSeries) and crs is None:
+            crs = extent.crs
+        crs = _as_crs(crs)
+        if _is_bounds(extent):
+            bounds, region = _check_bounds(extent), None  # type: ignore[arg-type]
+        else:
+            region = _polygon_union(extent, "region", crs)
+            bounds = tuple(float(v) for v in shapely.bounds(region))
+        layout = hex_layout(bounds, size, orientation == "flat")
+        if layout.nrows * layout.ncols > MAX_CELLS:
+            raise GridError(
+                f"the hexagonal lattice would have about {layout.nrows * layout.ncols:,} cells, "
+                f"more than the limit of {MAX_CELLS:,}; use a larger cell_size (or raise "
+                "geosynth.lattice.MAX_CELLS)"
+            )
+        position = hex_positions_meeting(layout, bounds)
+        row, col = np.divmod(position, layout.ncols)
+        grid = cls.__new__(cls)
+        grid._kind, grid._crs, grid._contiguity = "hexagonal", crs, "queen"
+        grid._layout = layout
+        grid._shape = (layout.nrows, layout.ncols)
+        grid._cell_size = (size, size)
+        grid._set_cells(hex_polygons(layout, row, col), region, _polygon_union(
+            exclude, "exclude", crs))
+        kept = grid._kept
+        grid._cell_row, grid._cell_col = row[kept], col[kept]
+        grid._lattice_to_cell = np.full(layout.nrows * layout.ncols, -1, dtype=np.int64)
+        grid._lattice_to_cell[position[kept]] = np.arange(kept.size, dtype=np.int64)
+        grid._set_adjacency(
+            hex_neighbours(grid._cell_row, grid._cell_col, grid._lattice_to_cell, layout.ncols)
+        )
+        return grid
+
+    @classmethod
+    def from_polygons(
+        cls,
+        areas: gpd.GeoDataFrame | gpd.GeoSeries,
+        id_column: str | None = None,
+        contiguity: str = "queen",
+        exclude: PolygonsLike = None,
+        islands: str = "keep",
+        public_ids: bool = False,
+    ) -> Grid:
+        """Build a lattice with one cell per areal unit (census tract, district, county, ...).
+
+        The ICAR prior is the standard model on any areal adjacency (Besag, York & Mollié 1991),
+        so the Paiva et al. (2014) model carries over unchanged: the cells are the areas, the
+        neighbours share a boundary.
+
+        Parameters
+        ----------
+        areas : GeoDataFrame or GeoSeries
+            Polygons or MultiPolygons forming a coverage (they may touch, not overlap), in a
+            projected CRS. Cell ``i`` is the ``i``-th row (after dropping areas wholly inside
+            ``exclude``).
+        id_column : str, optional
+            Column of unique area identifiers, kept as :attr:`area_ids` and as the ``area_id``
+            column of :attr:`cells`.
+        contiguity : {"queen", "rook"}, default "queen"
+            Queen neighbours share at least a boundary point, rook neighbours a boundary
+            segment; built by :meth:`libpysal.graph.Graph.build_contiguity`.
+        exclude : GeoDataFrame, GeoSeries, shapely geometry or sequence of polygons, optional
+            No-go areas; the habitable geometry of an area is the area minus them.
+        islands : {"keep", "nearest"}, default "keep"
+            An area with no neighbour is its own connected component (with an
+            :class:`~geosynth.errors.IsolatedCellWarning`), or, with ``"nearest"``, is linked
+            to its nearest area (the usual practice with the BYM model); the links are in
+            :attr:`linked_islands`.
+        public_ids : bool, default False
+            Whether the area identifiers are public and may appear in a release; by default a
+            release's ``grid`` layer holds the areas without their ids.
+
+        Returns
+        -------
+        Grid
+            With :attr:`kind` ``"areal"``.
+
+        Raises
+        ------
+        geosynth.errors.GridError
+            Not polygons, invalid, empty or overlapping areas, duplicate or missing ids, an
+            unknown option, or no habitable area left.
+        geosynth.errors.CRSError
+            ``areas`` is in a geographic CRS.
+        """
+        if not isinstance(areas, gpd.GeoDataFrame | gpd.GeoSeries):
+            raise GridError(
+                f"areas must be a GeoDataFrame or GeoSeries of polygons, got "
+                f"{type(areas).__name__}; read them with geopandas.read_file"
+            )
+        if islands not in _ISLANDS:
+            raise GridError(f"islands must be 'keep' or 'nearest', got {islands!r}")
+        if not isinstance(public_ids, bool | np.bool_):
+            raise GridError(f"public_ids must be True or False, got {public_ids!r}")
+        crs = _as_crs(areas.crs, "areas")
+        polygons = _area_polygons(areas)
+        ids = _area_ids(areas, id_column)
+        check_no_overlap(polygons, "areas")
+        grid = cls.__new__(cls)
+        grid._kind, grid._crs = "areal", crs
+        grid._contiguity = _check_contiguity(contiguity)
+        grid._public_ids = bool(public_ids)
+        grid._set_cells(polygons, None, _polygon_union(exclude, "exclude", crs))
+        kept = grid._kept
+        grid._area_ids = None if ids is None else ids[kept]
+        polygons = polygons[kept]
+        adjacency = area_contiguity(polygons, rook=grid._contiguity == "rook")
+        links = np.empty((0, 2), dtype=np.int64)
+        if islands == "nearest":
+            adjacency, links = link_islands(polygons, adjacency)
+        grid._linked_islands = links
+        grid._set_adjacency(adjacency)
+        return grid
+
+    @classmethod
+    def _hexagons_over_points(
+        cls,
+        gdf: gpd.GeoDataFrame | gpd.GeoSeries,
+        shape: Any,
+        cell_size: Any,
+        pad: float,
+        region: shapely.Geometry | None,
+        exclude: PolygonsLike,
+        orientation: str,
+        crs: pyproj.CRS | None,
+    ) -> Grid:
+        if shape is not None or cell_size is None:
+            raise GridError(
+                "a hexagonal lattice takes cell_size (the side of a hexagon), not shape"
+            )
+        if region is not None:
+            if pad > 0:
+                region = shapely.buffer(region, pad)
+            return cls.hexagonal(region, cell_size, orientation, crs, exclude)
+        size = _check_cell_size(cell_size)[0]
+        xy = point_coordinates(gdf, "gdf")
+        _check_extent(xy, pad)
+        lower, upper = xy.min(axis=0) - pad, xy.max(axis=0) + pad
+        (x0, x1), (y0, y1) = (_snap_outward(lower[k], upper[k], size, None) for k in (0, 1))
+        grid = cls.hexagonal((x0, y0, x1, y1), cell_size, orientation, crs, exclude)
+        grid._snap_unit = (size, size)
+        return grid
+
+    def _set_cells(
+        self,
+        polygons: np.ndarray,
+        region: shapely.Geometry | None,
+        exclude: shapely.Geometry | None,
+    ) -> None:
+        """Clip candidate cell polygons; keep those with habitable area (ids in input order)."""
+        self._is_clipped = region is not None or exclude is not None
+        self._snap_unit = None
+        self._cache = {}
+        area = shapely.area(polygons)
+        if self._is_clipped:
+            bounds = shapely.bounds(polygons)
+            inner = shapely.point_on_surface(polygons)
+            candidates = _Candidates(
+                boxes=polygons,
+                cx=shapely.get_x(inner),
+                cy=shapely.get_y(inner),
+                window=(float(bounds[:, 0].min()), float(bounds[:, 1].min()),
+                        float(bounds[:, 2].max()), float(bounds[:, 3].max())),
+                step=float(np.max(bounds[:, 2:] - bounds[:, :2])),
+            )
+            habitable, fully, alive = _clip_boxes(candidates, region, exclude)
+            fraction = np.where(fully, 1.0, 0.0)
+            partial = alive & ~fully
+            fraction[partial] = shapely.area(habitable[partial]) / area[partial]
+        else:
+            habitable, fully = polygons, np.ones(polygons.size, dtype=bool)
+            fraction = np.ones(polygons.size)
+        keep = fraction > _AREA_RTOL
+        if not keep.any():
+            raise GridError(
+                "no cell has habitable area: every cell is outside the region or inside an "
+                "excluded area; check the region, exclude and bounds (and their CRS)"
+            )
+        self._kept = np.flatnonzero(keep)
+        self._habitable_fraction = np.minimum(fraction[keep], 1.0)
+        self._fully = fully[keep]
+        self._habitable = habitable[keep]
+        self._cache["boxes"] = polygons[keep]
+        cells = polygons[keep]
+        self._polygon_bounds = shapely.bounds(cells)
+        box = self._polygon_bounds
+        self._bounds = (float(box[:, 0].min()), float(box[:, 1].min()),
+                        float(box[:, 2].max()), float(box[:, 3].max()))
 
     # ------------------------------------------------------------------ construction helpers
     def _build_clipped(self, region: shapely.Geometry | None, exclude: shapely.Geometry | None):
@@ -368,13 +645,18 @@ class Grid:
         cols = np.flatnonzero((xe[1:] >= rx0) & (xe[:-1] <= rx1))
         return rows, cols
 
-    def _build_adjacency(self) -> None:
-        self._indptr, self._indices = _lattice_csr(
+    def _square_adjacency(self) -> sparse.csr_matrix:
+        indptr, indices = _lattice_csr(
             self._cell_row, self._cell_col, self._lattice_to_cell, self._shape, self._contiguity
         )
         n = self._cell_row.size
-        data = np.ones(self._indices.size)
-        self._adjacency = sparse.csr_matrix((data, self._indices, self._indptr), shape=(n, n))
+        return sparse.csr_matrix((np.ones(indices.size), indices, indptr), shape=(n, n))
+
+    def _set_adjacency(self, adjacency: sparse.csr_matrix) -> None:
+        """Store a binary symmetric CSR adjacency, its components, and warn about islands."""
+        self._adjacency = adjacency
+        self._indptr = adjacency.indptr.astype(np.int64)
+        self._indices = adjacency.indices.astype(np.int64)
         self._n_neighbours = np.diff(self._indptr)
         # The adjacency is symmetric, so strong components are the undirected components, and
         # the strong algorithm skips the transpose that directed=False builds (7x faster).
@@ -388,20 +670,75 @@ class Grid:
             named = ", ".join(str(i) for i in isolated[:_N_NAMED])
             more = f" and {isolated.size - _N_NAMED} more" if isolated.size > _N_NAMED else ""
             fix = "contiguity='queen', " if self._contiguity == "rook" else ""
+            if self.kind == "areal":
+                fix = f"{fix}islands='nearest' (links each to its nearest area, as BYM users do)"
+            else:
+                fix = f"{fix}a larger cell_size or a region that joins them"
             warnings.warn(
                 f"{isolated.size} cell(s) have no {self._contiguity} neighbour (cell ids "
                 f"{named}{more}); each forms its own connected component. To connect them use "
-                f"{fix}a larger cell_size or a region that joins them",
+                f"{fix}",
                 IsolatedCellWarning,
                 stacklevel=4,
             )
 
     # ------------------------------------------------------------------ attributes
     @property
+    def kind(self) -> str:
+        """``"square"``, ``"hexagonal"`` or ``"areal"`` (one cell per polygon)."""
+        return getattr(self, "_kind", "square")  # grids pickled before issue 18 are square
+
+    @property
     def bounds(self) -> Bounds:
-        """``(xmin, ymin, xmax, ymax)`` of the lattice (extended to whole cells)."""
+        """``(xmin, ymin, xmax, ymax)`` of the lattice (whole cells, unclipped)."""
+        if self.kind != "square":
+            return self._bounds
         xe, ye = self._xedges, self._yedges
         return (float(xe[0]), float(ye[0]), float(xe[-1]), float(ye[-1]))
+
+    @property
+    def area_ids(self) -> np.ndarray | None:
+        """Identifier of each area of an areal lattice (``id_column``), else None."""
+        ids = getattr(self, "_area_ids", None)
+        return None if ids is None else _readonly(ids)
+
+    @property
+    def public_ids(self) -> bool:
+        """Whether :attr:`area_ids` may appear in a release (``from_polygons(public_ids=)``)."""
+        return bool(getattr(self, "_public_ids", False))
+
+    @property
+    def linked_islands(self) -> np.ndarray:
+        """``(island, nearest)`` cell pairs linked by ``from_polygons(islands="nearest")``."""
+        links = getattr(self, "_linked_islands", None)
+        return _readonly(links if links is not None else np.empty((0, 2), dtype=np.int64))
+
+    def require_square(self, what: str) -> None:
+        """Refuse a lattice that is not square, for ``what`` needs rows of square cells.
+
+        Parameters
+        ----------
+        what : str
+            What needs the square lattice, for the message (e.g. ``"a GeoTIFF intensity"``).
+
+        Raises
+        ------
+        geosynth.errors.GridError
+            The lattice is hexagonal or areal; the message says what to use instead.
+        """
+        if self.kind != "square":
+            raise GridError(
+                f"{what} needs a square lattice, but this grid is {self.kind}; use the intensity "
+                "layer of the GeoPackage release (geosynth.io.write_release(..., "
+                "include_intensity=True)) or the cells' GeoDataFrame (grid.cells) instead"
+            )
+
+    def _require_rows(self, name: str) -> None:
+        if self.kind == "areal":
+            raise GridError(
+                f"grid.{name} is defined for square and hexagonal lattices only; an areal "
+                "lattice has one cell per polygon (see grid.cells and grid.area_ids)"
+            )
 
     @property
     def snap_unit(self) -> tuple[float, float] | None:
@@ -417,12 +754,14 @@ class Grid:
 
     @property
     def shape(self) -> tuple[int, int]:
-        """``(nrows, ncols)`` of the full lattice."""
+        """``(nrows, ncols)`` of the full lattice (of the offset layout, for hexagons)."""
+        self._require_rows("shape")
         return self._shape
 
     @property
     def cell_size(self) -> tuple[float, float]:
-        """``(dx, dy)``, the cell width and height."""
+        """``(dx, dy)``, the cell width and height; ``(side, side)`` for hexagons."""
+        self._require_rows("cell_size")
         return self._cell_size
 
     @property
@@ -438,36 +777,45 @@ class Grid:
     @property
     def n_cells(self) -> int:
         """Number of kept cells."""
-        return int(self._cell_row.size)
+        return int(self._habitable_fraction.size)
 
     @property
     def cell_row(self) -> np.ndarray:
-        """Lattice row of each cell (0 = south), int64 ``(n_cells,)``."""
+        """Lattice row of each cell (0 = south; the offset row of a hexagon), int64."""
+        self._require_rows("cell_row")
         return _readonly(self._cell_row)
 
     @property
     def cell_col(self) -> np.ndarray:
-        """Lattice column of each cell (0 = west), int64 ``(n_cells,)``."""
+        """Lattice column of each cell (0 = west; the offset column of a hexagon), int64."""
+        self._require_rows("cell_col")
         return _readonly(self._cell_col)
 
     @property
     def lattice_to_cell(self) -> np.ndarray:
         """Cell id of each lattice position ``row * ncols + col``; -1 where dropped."""
+        self._require_rows("lattice_to_cell")
         return _readonly(self._lattice_to_cell)
 
     @property
     def habitable_fraction(self) -> np.ndarray:
-        """Habitable area of each cell over its box area, float64 ``(n_cells,)`` in (0, 1]."""
+        """Habitable area of each cell over its area, float64 ``(n_cells,)`` in (0, 1]."""
         return _readonly(self._habitable_fraction)
 
     @property
     def fully_habitable(self) -> np.ndarray:
-        """True where the box lies inside the region and does not touch an excluded area."""
+        """True where the cell's habitable part is its whole :meth:`cell_bounds` box.
+
+        That is a square cell inside the region, not touching an excluded area; never a hexagon
+        or an area (their placement and location go through their polygon).
+        """
+        if self.kind != "square":
+            return _readonly(np.zeros(self.n_cells, dtype=bool))
         return _readonly(self._fully)
 
     @property
     def habitable_geometry(self) -> np.ndarray:
-        """Shapely geometry of the habitable part of each cell (the box when not clipped)."""
+        """Shapely geometry of the habitable part of each cell (the cell when not clipped)."""
         if not self._is_clipped:
             return self._boxes()
         return _readonly(self._habitable)
@@ -512,20 +860,23 @@ class Grid:
         """One row per cell (cached; copy before modifying).
 
         Columns ``cell_id, row, col, n_neighbours, habitable_fraction, component, geometry``
-        where ``geometry`` is the cell box, in the grid CRS.
+        where ``geometry`` is the cell (box, hexagon or area), in the grid CRS. An areal
+        lattice has ``area_id`` (when built with ``id_column``) instead of ``row, col``.
         """
         if "cells" not in self._cache:
+            columns: dict[str, Any] = {"cell_id": np.arange(self.n_cells, dtype=np.int64)}
+            if self.kind == "areal":
+                if self.area_ids is not None:
+                    columns["area_id"] = self.area_ids
+            else:
+                columns.update(row=self._cell_row, col=self._cell_col)
+            columns.update(
+                n_neighbours=self._n_neighbours,
+                habitable_fraction=self._habitable_fraction,
+                component=self._component,
+            )
             self._cache["cells"] = gpd.GeoDataFrame(
-                {
-                    "cell_id": np.arange(self.n_cells, dtype=np.int64),
-                    "row": self._cell_row,
-                    "col": self._cell_col,
-                    "n_neighbours": self._n_neighbours,
-                    "habitable_fraction": self._habitable_fraction,
-                    "component": self._component,
-                },
-                geometry=np.asarray(self._boxes()),
-                crs=self._crs,
+                columns, geometry=np.asarray(self._boxes()), crs=self._crs
             )
         return self._cache["cells"]
 
@@ -576,7 +927,8 @@ class Grid:
         Returns
         -------
         numpy.ndarray, shape (k, 4)
-            ``(x0, y0, x1, y1)`` of each cell's (unclipped) box; ``k = 1`` for a scalar id.
+            ``(x0, y0, x1, y1)`` of each cell's (unclipped) box, the bounding box of a hexagon
+            or an area; ``k = 1`` for a scalar id.
 
         Raises
         ------
@@ -584,6 +936,8 @@ class Grid:
             An id is not an integer in ``0 .. n_cells - 1``.
         """
         ids = self.check_cell_ids(np.atleast_1d(np.asarray(cell_ids)))
+        if self.kind != "square":
+            return self._polygon_bounds[ids]
         r, c = self._cell_row[ids], self._cell_col[ids]
         xe, ye = self._xedges, self._yedges
         return np.column_stack([xe[c], ye[r], xe[c + 1], ye[r + 1]])
@@ -601,9 +955,12 @@ class Grid:
         numpy.ndarray of int64, shape (n,)
             Cell id, or -1 for points outside the lattice, in a dropped cell, outside the
             region or strictly inside an excluded area, and for missing, empty, non-point or
-            NaN-coordinate points. Cells are half-open ``[x0, x1) x [y0, y1)`` except on the
-            outer max edges, which belong to the last column/row; within partially habitable
-            cells boundaries count as habitable (see the class notes).
+            NaN-coordinate points. Square cells are half-open ``[x0, x1) x [y0, y1)`` except on
+            the outer max edges, which belong to the last column/row; a point on a boundary
+            shared by hexagons or areas goes to the one with the smallest cell id (hexagons
+            and areas are closed).
+            Within partially habitable cells boundaries count as habitable (see the class
+            notes).
 
         Raises
         ------
@@ -613,6 +970,15 @@ class Grid:
             ``points`` is neither geometries nor an ``(n, 2)`` coordinate array.
         """
         x, y = _coordinates(points, self._crs)
+        if self.kind == "areal":
+            if "index" not in self._cache:
+                self._cache["index"] = PolygonIndex(self._habitable)
+            return self._cache["index"].locate(x, y)
+        if self.kind == "hexagonal":
+            cell = self._locate_hexagon(x, y)
+            if self._is_clipped:
+                self._refine(cell, x, y)
+            return cell
         outside = ~((x >= self._xedges[0]) & (x <= self._xedges[-1]))
         outside |= ~((y >= self._yedges[0]) & (y <= self._yedges[-1]))
         position = _axis_index(y, self._yedges)
@@ -623,6 +989,35 @@ class Grid:
         if self._is_clipped:
             self._refine(cell, x, y)
         return cell
+
+    def _locate_hexagon(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        layout: HexLayout = self._layout
+        finite = np.isfinite(x) & np.isfinite(y)
+        row, col, near_edge = hex_locate(layout, np.where(finite, x, 0.0),
+                                         np.where(finite, y, 0.0))
+        inside = finite & (row >= 0) & (row < layout.nrows) & (col >= 0) & (col < layout.ncols)
+        position = np.where(inside, row * layout.ncols + col, 0)
+        cell = np.take(self._lattice_to_cell, position)
+        cell[~inside] = -1
+        # On an edge, rounding may pick either side, or a hexagon that is not kept while the
+        # point touches a kept one: test the kept hexagons around it (smallest id first).
+        near = np.flatnonzero(finite & near_edge)
+        if near.size:
+            cell[near] = self._touching_hexagon(row[near], col[near], x[near], y[near])
+        return cell
+
+    def _touching_hexagon(self, row: np.ndarray, col: np.ndarray, x: np.ndarray,
+                          y: np.ndarray) -> np.ndarray:
+        """Smallest kept cell among a hexagon and its neighbours intersecting each point."""
+        around = hex_around(self._layout, row, col)
+        ids = np.where(around >= 0, self._lattice_to_cell[np.maximum(around, 0)], -1)
+        found = np.full(row.size, -1, dtype=np.int64)
+        for k in np.argsort(ids, axis=1, kind="stable").T:
+            candidate = ids[np.arange(row.size), k]
+            test = np.flatnonzero((found < 0) & (candidate >= 0))
+            hit = shapely.intersects_xy(self._boxes()[candidate[test]], x[test], y[test])
+            found[test[hit]] = candidate[test[hit]]
+        return found
 
     def _refine(self, cell: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
         """Set ``cell`` to -1 for points of partially habitable cells outside the geometry."""
@@ -660,6 +1055,13 @@ class Grid:
 
     def __repr__(self) -> str:
         crs = None if self._crs is None else self._crs.to_string()
+        if self.kind != "square":
+            size = f", cell_size={self._cell_size[0]:g}" if self.kind == "hexagonal" else ""
+            return (
+                f"Grid(kind={self.kind!r}{size}, n_cells={self.n_cells}, "
+                f"contiguity={self._contiguity!r}, is_clipped={self._is_clipped}, "
+                f"n_components={self._n_components}, crs={crs!r})"
+            )
         return (
             f"Grid(shape={self._shape}, n_cells={self.n_cells}, contiguity={self._contiguity!r}, "
             f"is_clipped={self._is_clipped}, n_components={self._n_components}, crs={crs!r})"
@@ -1136,3 +1538,59 @@ def _readonly(arr: np.ndarray) -> np.ndarray:
 
 def _same_crs(a: pyproj.CRS, b: pyproj.CRS) -> bool:
     return a.equals(b, ignore_axis_order=True)
+
+
+def _is_bounds(extent: Any) -> bool:
+    """Tell bounds (a 4-sequence of numbers) from polygons."""
+    if isinstance(extent, gpd.GeoDataFrame | gpd.GeoSeries | shapely.Geometry | str):
+        return False
+    try:
+        values = list(extent)
+    except TypeError:
+        return False
+    return len(values) == 4 and all(
+        isinstance(v, int | float | np.number) and not isinstance(v, bool) for v in values
+    )
+
+
+def _area_polygons(areas: gpd.GeoDataFrame | gpd.GeoSeries) -> np.ndarray:
+    """Return the polygons of ``areas``; refuse missing, empty, non-polygon, invalid rows."""
+    geoms = np.asarray(areas.geometry.array, dtype=object)
+    missing = np.flatnonzero(shapely.is_missing(geoms) | shapely.is_empty(geoms))
+    wrong = np.flatnonzero(~np.isin(shapely.get_type_id(geoms), _POLYGON_TYPES))
+    wrong = np.setdiff1d(wrong, missing)
+    invalid = np.setdiff1d(np.flatnonzero(~shapely.is_valid(geoms)), np.r_[missing, wrong])
+    labels = np.asarray(areas.index)
+    for rows, what, fix in (
+        (missing, "have no geometry or an empty one", "drop them"),
+        (wrong, "are not Polygon/MultiPolygon", "keep only the areas' polygons"),
+        (invalid, "are invalid polygons", "repair them with GeoSeries.make_valid()"),
+    ):
+        if rows.size:
+            named = labels[rows[:_N_NAMED]].tolist()
+            raise GridError(f"areas rows {named} {what}; {fix}")
+    if geoms.size == 0:
+        raise GridError("areas has no rows; pass the polygons of the areal units")
+    return geoms
+
+
+def _area_ids(areas: gpd.GeoDataFrame | gpd.GeoSeries, id_column: str | None) -> np.ndarray | None:
+    """Return the unique, present identifiers in ``areas[id_column]``, or None."""
+    if id_column is None:
+        return None
+    if not isinstance(areas, gpd.GeoDataFrame) or id_column not in areas.columns:
+        have = list(areas.columns) if isinstance(areas, gpd.GeoDataFrame) else []
+        raise GridError(f"id_column {id_column!r} is not a column of areas (columns: {have})")
+    ids = areas[id_column]
+    missing = np.flatnonzero(ids.isna().to_numpy())
+    if missing.size:
+        named = np.asarray(areas.index)[missing[:_N_NAMED]].tolist()
+        raise GridError(f"id_column {id_column!r} is missing at rows {named}; fill or drop them")
+    duplicated = ids.duplicated(keep=False).to_numpy()
+    if duplicated.any():
+        values = sorted(set(ids[duplicated].astype(str)))[:_N_NAMED]
+        raise GridError(
+            f"id_column {id_column!r} has duplicate values {values}; ids must name one area "
+            "each (dissolve the areas by id first: areas.dissolve(by=...))"
+        )
+    return ids.to_numpy()

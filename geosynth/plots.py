@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,7 +37,13 @@ def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
     -------
     numpy.ma.MaskedArray of float64, shape (nrows, ncols)
         Cells dropped by clipping (and NaN values) are masked.
+
+    Raises
+    ------
+    geosynth.errors.GridError
+        ``grid`` is not square (hexagons and areas are drawn as polygons instead).
     """
+    grid.require_square("an image of the lattice")
     nrows, ncols = grid.shape
     image = np.full(nrows * ncols, np.nan)
     positions = grid.cell_row * ncols + grid.cell_col
@@ -76,17 +82,11 @@ def combination_panels(
     ncols = min(4, n_panels)
     nrows = math.ceil(n_panels / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
-    xmin, ymin, xmax, ymax = grid.bounds
     for b, ax in enumerate(axes.flat):
         if b >= n_panels:
             ax.set_axis_off()
             continue
-        image = ax.imshow(
-            lattice_image(grid, values[:, b]),
-            origin="lower",
-            extent=(xmin, xmax, ymin, ymax),
-            cmap=cmap,
-        )
+        image = _draw_cells(ax, grid, values[:, b], cmap)
         ax.set_title(titles[b], fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
@@ -95,6 +95,22 @@ def combination_panels(
         fig.suptitle(suptitle)
     fig.tight_layout()
     return fig
+
+
+def _draw_cells(ax: Any, grid: Grid, values: np.ndarray, cmap: str) -> Any:
+    """Draw per-cell values: an image of a square lattice, a choropleth of other cells."""
+    if grid.kind == "square":
+        xmin, ymin, xmax, ymax = grid.bounds
+        return ax.imshow(lattice_image(grid, values), origin="lower",
+                         extent=(xmin, xmax, ymin, ymax), cmap=cmap)
+    cells = grid.cells[["geometry"]].assign(value=np.asarray(values, dtype=float))
+    cells.plot(column="value", ax=ax, cmap=cmap, edgecolor="none")  # geopandas draws holes
+    collection = ax.collections[-1]
+    xmin, ymin, xmax, ymax = grid.bounds
+    ax.set_xlim(xmin, xmax)
+    ax.set_ylim(ymin, ymax)
+    ax.set_aspect("equal")
+    return collection
 
 
 def counts_figure(cell_counts: CellCounts) -> Figure:

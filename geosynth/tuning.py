@@ -154,7 +154,7 @@ _BETA_PRIORS = ("normal", "icar")
 class Candidate:
     """One lattice and model settings to try.
 
-    Give exactly one of ``cell_size`` and ``shape``.
+    Give exactly one of ``cell_size``, ``shape`` and ``hex_size``.
 
     Parameters
     ----------
@@ -162,6 +162,8 @@ class Candidate:
         Side of the square cells, in CRS units (metres).
     shape : tuple of (int, int), optional
         ``(nrows, ncols)`` cells over the region (or the snapped bounds of the points).
+    hex_size : float, optional
+        Side of regular hexagons (centre to corner), in metres (:meth:`geosynth.Grid.hexagonal`).
     effects : {"attribute", "combination"}, default "attribute"
         :class:`geosynth.PaivaModel` ``effects``.
     beta_prior : str or tuple of str, optional
@@ -181,13 +183,16 @@ class Candidate:
     beta_prior: str | tuple[str, ...] | None = None
     epsilon: float | None = None
     label: str | None = None
+    hex_size: float | None = None
 
     def __post_init__(self) -> None:
-        if (self.cell_size is None) == (self.shape is None):
-            raise InputError("a Candidate needs exactly one of cell_size (metres) and shape "
-                             "(rows, cols)")
-        if self.cell_size is not None:
-            object.__setattr__(self, "cell_size", check_positive(self.cell_size, "cell_size"))
+        given = [v is not None for v in (self.cell_size, self.shape, self.hex_size)]
+        if sum(given) != 1:
+            raise InputError("a Candidate needs exactly one of cell_size (metres), shape "
+                             "(rows, cols) and hex_size (metres)")
+        for name in ("cell_size", "hex_size"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, check_positive(getattr(self, name), name))
         if self.shape is not None:
             object.__setattr__(self, "shape", _check_shape(self.shape))
         if self.effects not in _EFFECTS:
@@ -204,6 +209,8 @@ class Candidate:
     def _default_label(self) -> str:
         if self.cell_size is not None:
             parts = [f"{self.cell_size:g} m"]
+        elif self.hex_size is not None:
+            parts = [f"hex {self.hex_size:g} m"]
         else:
             parts = [f"{self.shape[0]}x{self.shape[1]}"]
         if self.effects != "attribute":
@@ -217,7 +224,9 @@ class Candidate:
     @property
     def settings(self) -> tuple:
         """The settings that decide the result (everything but the label)."""
-        return (self.cell_size, self.shape, self.effects, self.beta_prior, self.epsilon)
+        square = (self.cell_size, self.shape, self.effects, self.beta_prior, self.epsilon)
+        # Square candidates keep the settings (and seed streams) they had before hexagons.
+        return square if self.hex_size is None else (*square, ("hex_size", self.hex_size))
 
 
 def _check_shape(shape: Any) -> tuple[int, int]:
@@ -324,7 +333,8 @@ class Tuning:
     ----------
     table : pandas.DataFrame
         One row per candidate (index: label, in the order given) with the settings
-        (``cell_size``, ``shape``, ``n_cells``, ``effects``, ``beta_prior``, ``epsilon``) and
+        (``cell_size``, ``hex_size``, ``shape``, ``n_cells``, ``effects``, ``beta_prior``,
+        ``epsilon``) and
         the columns of :data:`MEASURES`.
     candidates : dict of str to Candidate
         The candidates by label.
@@ -782,8 +792,11 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
 
     start = time.perf_counter()
     fit_seed, release_seed, measure_seed = seed.spawn(3)
-    grid = Grid.from_points(gdf, shape=candidate.shape, cell_size=candidate.cell_size,
-                            region=setup.region, exclude=setup.exclude)
+    hexagonal = candidate.hex_size is not None
+    grid = Grid.from_points(gdf, shape=candidate.shape,
+                            cell_size=candidate.hex_size if hexagonal else candidate.cell_size,
+                            region=setup.region, exclude=setup.exclude,
+                            kind="hexagonal" if hexagonal else "square")
     with_beta = candidate.beta_prior is not None
     counts = prepare(gdf, grid, setup.attributes,
                      continuous=setup.continuous if with_beta else None)
@@ -813,6 +826,7 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
 def _settings_row(candidate: Candidate, grid: Grid) -> dict:
     return {
         "cell_size": candidate.cell_size if candidate.cell_size is not None else np.nan,
+        "hex_size": candidate.hex_size if candidate.hex_size is not None else np.nan,
         "shape": f"{grid.shape[0]}x{grid.shape[1]}",
         "n_cells": grid.n_cells,
         "effects": candidate.effects,
@@ -863,7 +877,7 @@ def _tuning(original_xy, wanted, runs, risk_limit, key, root) -> Tuning:
         fidelity = intensity_fidelity(original_xy, run.synthetic_xy, grid)
         rows[candidate.label] = {**run.row, "intensity_correlation": fidelity.correlation,
                                  "intensity_l1": fidelity.l1}
-    columns = ["cell_size", "shape", "n_cells", "effects", "beta_prior", "epsilon",
+    columns = ["cell_size", "hex_size", "shape", "n_cells", "effects", "beta_prior", "epsilon",
                *MEASURES]
     table = pd.DataFrame.from_dict(rows, orient="index")[columns]
     table.index.name = "candidate"

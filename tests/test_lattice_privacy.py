@@ -14,7 +14,7 @@ import pytest
 import shapely
 from shapely.geometry import Point, box
 
-from geosynth.cli.helpers import build_grid
+from geosynth.cli.helpers import LatticeChoice, build_grid
 from geosynth.errors import CRSError, GridError, InputError
 from geosynth.lattice import Grid, require_projected_crs
 
@@ -130,14 +130,18 @@ def test_region_bounds_are_public_and_ignore_the_points():
 
 def test_cli_build_grid_uses_snapped_bounds():
     points = gpd.GeoDataFrame(geometry=random_points(7))
-    grid = build_grid(points, shape=(4, 4), cell_size=None)
+    grid = build_grid(points, LatticeChoice(grid_shape=(4, 4)))
     assert grid.snap_unit is not None and grid.shape == (4, 4)
     assert_no_extreme_published(grid, points.geometry)
-    grid = build_grid(points, shape=None, cell_size=250.0)
+    grid = build_grid(points, LatticeChoice(cell_size=250.0))
     assert grid.snap_unit == (250.0, 250.0)
     assert_no_extreme_published(grid, points.geometry)
+    grid = build_grid(points, LatticeChoice(hex_size=250.0))
+    assert grid.kind == "hexagonal" and grid.snap_unit == (250.0, 250.0)
+    assert_no_extreme_published(grid, points.geometry)
     region = gpd.GeoDataFrame(geometry=[box(*points.total_bounds).buffer(1000)], crs=CRS)
-    assert build_grid(points, shape=(4, 4), cell_size=None, region=region).snap_unit is None
+    assert build_grid(points, LatticeChoice(grid_shape=(4, 4)), region=region).snap_unit is None
+    assert build_grid(points, LatticeChoice(hex_size=250.0), region=region).snap_unit is None
 
 
 # ---------------------------------------------------------------------- messages (item 13)

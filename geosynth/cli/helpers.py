@@ -9,6 +9,7 @@ import secrets
 import signal
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ __all__ = [
     "derive_seeds",
     "read_polygons",
     "build_grid",
+    "LatticeChoice",
     "write_text",
     "save_figure",
     "text_block",
@@ -494,23 +496,80 @@ def read_polygons(path: str | os.PathLike, option: str) -> gpd.GeoDataFrame:
     return frame
 
 
+@dataclass(frozen=True)
+class LatticeChoice:
+    """The lattice options of a command: exactly one of the four lattice kinds.
+
+    Attributes
+    ----------
+    grid_shape : tuple of (int, int) or None
+        ``--grid ROWSxCOLS``.
+    cell_size : float or None
+        ``--cell-size METRES``.
+    hex_size : float or None
+        ``--hex-size METRES`` (hexagon side).
+    areas_path : str or None
+        ``--areas FILE``.
+    area_id : str or None
+        ``--area-id COLUMN``.
+    public_area_ids : bool
+        ``--public-area-ids``.
+    link_islands : bool
+        ``--link-islands``.
+    """
+
+    grid_shape: tuple[int, int] | None = None
+    cell_size: float | None = None
+    hex_size: float | None = None
+    areas_path: str | None = None
+    area_id: str | None = None
+    public_area_ids: bool = False
+    link_islands: bool = False
+
+    def check(self, region_path: str | None) -> None:
+        """Refuse contradictory lattice options, naming them (click.UsageError)."""
+        given = [name for name, value in (
+            ("--grid", self.grid_shape), ("--cell-size", self.cell_size),
+            ("--hex-size", self.hex_size), ("--areas", self.areas_path)) if value is not None]
+        if len(given) != 1:
+            got = "none" if not given else " and ".join(given)
+            raise click.UsageError(
+                "give exactly one of --grid ROWSxCOLS, --cell-size METRES, --hex-size METRES "
+                f"and --areas FILE to define the lattice (got {got})"
+            )
+        if self.areas_path is None:
+            for option, value in (("--area-id", self.area_id),
+                                  ("--public-area-ids", self.public_area_ids),
+                                  ("--link-islands", self.link_islands)):
+                if value:
+                    raise click.UsageError(f"{option} applies to --areas only; add --areas FILE "
+                                           f"or drop {option}")
+        elif region_path is not None:
+            raise click.UsageError("--areas are the study region; drop --region (use --exclude "
+                                   "for no-go areas)")
+        if self.public_area_ids and self.area_id is None:
+            raise click.UsageError("--public-area-ids needs --area-id COLUMN")
+
+    @property
+    def public_bounds(self) -> bool:
+        """True when the lattice bounds do not come from the points (areas given)."""
+        return self.areas_path is not None
+
+
 def build_grid(
     points: gpd.GeoDataFrame,
-    shape: tuple[int, int] | None,
-    cell_size: float | None,
+    lattice: LatticeChoice,
     region: gpd.GeoDataFrame | None = None,
     exclude: gpd.GeoDataFrame | None = None,
 ) -> Grid:
-    """Build the lattice over the region (if given) or over the bounds of the points.
+    """Build the lattice over the region (if given), the areas, or the bounds of the points.
 
     Parameters
     ----------
     points : geopandas.GeoDataFrame
         The points, in a projected CRS (the lattice's CRS).
-    shape : tuple of (int, int) or None
-        ``(nrows, ncols)``; give this or ``cell_size``.
-    cell_size : float or None
-        Cell side in metres; give this or ``shape``.
+    lattice : LatticeChoice
+        The lattice options (checked).
     region : geopandas.GeoDataFrame, optional
         Study region: the lattice covers its bounds and is clipped to it (reprojected to the
         points' CRS first if needed).
@@ -523,12 +582,31 @@ def build_grid(
     """
     from geosynth.lattice import Grid
 
+    region = _in_crs_of(region, points)
+    if lattice.areas_path is not None:
+        areas = _in_crs_of(read_polygons(lattice.areas_path, "--areas"), points)
+        if lattice.area_id is not None and lattice.area_id not in areas.columns:
+            raise InputError(f"--area-id {lattice.area_id!r} is not a column of --areas "
+                             f"{Path(lattice.areas_path).name} (columns: "
+                             f"{[c for c in areas.columns if c != areas.geometry.name]})")
+        return Grid.from_polygons(areas, id_column=lattice.area_id, exclude=exclude,
+                                  islands="nearest" if lattice.link_islands else "keep",
+                                  public_ids=lattice.public_area_ids)
+    if lattice.hex_size is not None:
+        return Grid.from_points(points, cell_size=lattice.hex_size, region=region,
+                                exclude=exclude, kind="hexagonal")
     if region is None:
-        return Grid.from_points(points, shape=shape, cell_size=cell_size, exclude=exclude)
-    if region.crs is not None and points.crs is not None and not region.crs.equals(points.crs):
-        region = region.to_crs(points.crs)
-    return Grid.regular(tuple(region.total_bounds), shape=shape, cell_size=cell_size,
-                        crs=points.crs, region=region, exclude=exclude)
+        return Grid.from_points(points, shape=lattice.grid_shape, cell_size=lattice.cell_size,
+                                exclude=exclude)
+    return Grid.regular(tuple(region.total_bounds), shape=lattice.grid_shape,
+                        cell_size=lattice.cell_size, crs=points.crs, region=region,
+                        exclude=exclude)
+
+
+def _in_crs_of(frame: gpd.GeoDataFrame | None, points: gpd.GeoDataFrame):
+    if frame is None or frame.crs is None or points.crs is None or frame.crs.equals(points.crs):
+        return frame
+    return frame.to_crs(points.crs)
 
 
 def write_text(
@@ -655,12 +733,20 @@ def summary_block(summary: pd.DataFrame) -> str:
 
 
 def describe_lattice(grid: Grid) -> str:
-    """One line: shape, cell size, number of cells, contiguity, clipping."""
+    """One line: shape or kind, cell size, number of cells, contiguity, clipping."""
+    clipped = ", clipped to the region/exclusions" if grid.is_clipped else ""
+    tail = f"{grid.contiguity} contiguity, {grid.n_components} component(s){clipped})"
+    if grid.kind == "areal":
+        linked = len(grid.linked_islands)
+        links = f", {linked} island(s) linked to their nearest area" if linked else ""
+        return f"{grid.n_cells} areas ({tail[:-1]}{links})"
+    if grid.kind == "hexagonal":
+        return (f"{grid.n_cells} hexagons of side {grid.cell_size[0]:,.0f} m "
+                f"({grid.n_cells} habitable, six-neighbour contiguity, "
+                f"{grid.n_components} component(s){clipped})")
     rows, cols = grid.shape
     dx, dy = grid.cell_size
-    clipped = ", clipped to the region/exclusions" if grid.is_clipped else ""
-    return (f"{rows}x{cols} cells of {dx:,.0f} x {dy:,.0f} m ({grid.n_cells} habitable, "
-            f"{grid.contiguity} contiguity, {grid.n_components} component(s){clipped})")
+    return (f"{rows}x{cols} cells of {dx:,.0f} x {dy:,.0f} m ({grid.n_cells} habitable, {tail}")
 
 
 def fit_diagnostics(fit: PaivaFit) -> tuple[pd.DataFrame, float]:

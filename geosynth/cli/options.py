@@ -28,6 +28,7 @@ __all__ = [
     "points_options",
     "grid_option",
     "cell_size_option",
+    "lattice_options",
     "continuous_option",
     "beta_prior_option",
     "region_option",
@@ -310,6 +311,39 @@ cell_size_option = click.option(
     help="Lattice of square cells of this side (CRS units, metres); the lattice extends the "
     "study bounds up and right to whole cells.",
 )
+
+
+def lattice_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--grid, --cell-size, --hex-size and --areas (exactly one), with --area-id and friends."""
+    options = [
+        grid_option,
+        cell_size_option,
+        click.option(
+            "--hex-size", type=click.FloatRange(min=0, min_open=True), default=None,
+            metavar="METRES",
+            help="Lattice of regular pointy-top hexagons of this side (centre to corner, in "
+            "metres): equal areas, six neighbours each."),
+        click.option(
+            "--areas", "areas_path", type=EXISTING_FILE, default=None, metavar="FILE",
+            help="Lattice of areal units: one cell per polygon of FILE (census tracts, "
+            "districts, ...), neighbours sharing a boundary. The areas are the study region "
+            "(no --region)."),
+        click.option(
+            "--area-id", default=None, metavar="COLUMN",
+            help="With --areas: column of unique area identifiers (kept internal unless "
+            "--public-area-ids)."),
+        click.option(
+            "--public-area-ids", is_flag=True,
+            help="With --area-id: the identifiers are public and are written to the grid layer "
+            "of the release."),
+        click.option(
+            "--link-islands", is_flag=True,
+            help="With --areas: link each area without a neighbour to its nearest area (the "
+            "usual BYM practice) instead of making it its own component."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
 
 
 continuous_option = click.option(

@@ -12,6 +12,7 @@ import click
 from geosynth.cli.fitting import check_run_options, describe_run, run_settings
 from geosynth.cli.helpers import (
     RHAT_LIMIT,
+    LatticeChoice,
     RunOutputs,
     build_grid,
     check_columns,
@@ -30,10 +31,9 @@ from geosynth.cli.options import (
     EXISTING_FILE,
     attributes_option,
     beta_prior_option,
-    cell_size_option,
     continuous_option,
     exclude_option,
-    grid_option,
+    lattice_options,
     m_option,
     outcome_option,
     overwrite_option,
@@ -51,8 +51,7 @@ __all__ = ["release"]
 @points_options
 @attributes_option(required=True)
 @continuous_option
-@grid_option
-@cell_size_option
+@lattice_options
 @region_option("Required with --epsilon.")
 @exclude_option
 @click.option("--drop-outside", is_flag=True,
@@ -113,6 +112,11 @@ def release(
     continuous: list[str] | None,
     grid_shape: tuple[int, int] | None,
     cell_size: float | None,
+    hex_size: float | None,
+    areas_path: str | None,
+    area_id: str | None,
+    public_area_ids: bool,
+    link_islands: bool,
     region_path: str | None,
     exclude_path: str | None,
     drop_outside: bool,
@@ -142,10 +146,12 @@ def release(
     """Fit the Paiva et al. (2014) model to INPUT and write m synthetic releases.
 
     INPUT is a point file: GeoPackage, GeoParquet, shapefile, or CSV (with --x, --y and --crs),
-    in a projected CRS (metres). The lattice is --grid ROWSxCOLS or --cell-size METRES (give
-    exactly one) over the study bounds: the bounds of --region if given, else the total bounds
-    of the points. Bounds taken from the points depend on the confidential data (the extreme
-    records), so a differentially private release (--epsilon) requires a public --region.
+    in a projected CRS (metres). The lattice is --grid ROWSxCOLS, --cell-size METRES (square
+    cells) or --hex-size METRES (hexagons) over the study bounds -- the bounds of --region if
+    given, else the total bounds of the points -- or --areas FILE, one cell per areal unit
+    (census tracts, districts; give exactly one). Bounds taken from the points depend on the
+    confidential data (the extreme records), so a differentially private release (--epsilon)
+    requires a public --region or public --areas.
 
     Without --region the lattice bounds are derived from the points after snapping them
     outward to a coarse value, so they still reveal the extent of the points to within about a
@@ -170,7 +176,9 @@ def release(
 
     # One name is the single-covariate form (str) of the Python API; several are a list.
     continuous, beta_prior = _one_or_list(continuous), _one_or_list(beta_prior)
-    _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
+    lattice = LatticeChoice(grid_shape, cell_size, hex_size, areas_path, area_id,
+                            public_area_ids, link_islands)
+    _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains, sampler)
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                         max_seconds)
@@ -179,7 +187,7 @@ def release(
          "--report": report_path},
         overwrite,
         inputs={"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
-                "--levels-file": levels_file},
+                "--levels-file": levels_file, "--areas": areas_path},
     )
     name = Path(input_path).name
     ctx.ensure_object(dict).setdefault("names", {})["gdf"] = name
@@ -199,13 +207,13 @@ def release(
         check_projected(points, name)
         region = None if region_path is None else read_polygons(region_path, "--region")
         exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
-        grid = build_grid(points, grid_shape, cell_size, region, exclude)
+        grid = build_grid(points, lattice, region, exclude)
         counts = _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying)
         original = points.loc[counts.record_index]
         click.echo(f"Read {counts.n_records} records from {input_path} "
                    f"({points.crs.to_string()})")
         click.echo(f"Lattice: {describe_lattice(grid)}")
-        if region is None:
+        if region is None and not lattice.public_bounds:
             _echo_region_advice(grid)
 
         if epsilon is None:
@@ -255,16 +263,13 @@ def _one_or_list(names: list[str] | None) -> str | list[str] | None:
     return names[0] if names is not None and len(names) == 1 else names
 
 
-def _check_options(grid_shape, cell_size, epsilon, region_path, continuous, beta_prior,
+def _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains,
                    sampler) -> None:
-    if (grid_shape is None) == (cell_size is None):
-        raise click.UsageError(
-            "give exactly one of --grid ROWSxCOLS and --cell-size METRES to define the lattice"
-        )
+    lattice.check(region_path)
     check_run_options(iterations, burn_in, thin, chains, m)
-    _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
-                      public_total, sampler)
+    _check_dp_options(epsilon, region_path or lattice.areas_path, continuous, beta_prior,
+                      levels_file, public_total, sampler)
 
 
 def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
@@ -277,9 +282,9 @@ def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
         return
     if region_path is None:
         raise click.UsageError(
-            "--epsilon needs --region: without it the lattice bounds are the bounds of the "
-            "confidential points, which the release would disclose outside the privacy "
-            "guarantee; pass a public study region (e.g. the city boundary)"
+            "--epsilon needs --region (or public --areas): without it the lattice bounds are "
+            "the bounds of the confidential points, which the release would disclose outside "
+            "the privacy guarantee; pass a public study region (e.g. the city boundary)"
         )
     if continuous is not None:
         named = continuous if isinstance(continuous, str) else ",".join(continuous)

@@ -89,6 +89,9 @@ class GridList(click.ParamType):
 @click.option("--grids", "grid_shapes", type=GridList(), default=None,
               help="Candidate lattices as ROWSxCOLS over the study bounds, comma-separated, "
               "e.g. 5x5,10x10,20x20 (with or instead of --cell-sizes).")
+@click.option("--hex-sizes", type=NumberList(), default=None,
+              help="Candidate hexagonal lattices: hexagon sides in metres, comma-separated, "
+              "e.g. 150,300 (with the other candidates or instead of them).")
 @continuous_option
 @beta_prior_option
 @region_option("Every candidate lattice covers its bounds.")
@@ -122,6 +125,7 @@ def tune(
     attributes: list[str],
     cell_sizes: list[float] | None,
     grid_shapes: list[tuple[int, int]] | None,
+    hex_sizes: list[float] | None,
     continuous: list[str] | None,
     beta_prior: list[str] | None,
     region_path: str | None,
@@ -160,9 +164,9 @@ def tune(
     import geosynth
     from geosynth import io
 
-    if not cell_sizes and not grid_shapes:
-        raise click.UsageError("give the candidate lattices: --cell-sizes 100,250,500 and/or "
-                               "--grids 10x10,20x20")
+    if not cell_sizes and not grid_shapes and not hex_sizes:
+        raise click.UsageError("give the candidate lattices: --cell-sizes 100,250,500, "
+                               "--grids 10x10,20x20 and/or --hex-sizes 150,300")
     if (continuous is None) != (beta_prior is None):
         raise click.UsageError("--continuous and --beta-prior go together: the continuous "
                                "columns are modelled with that prior")
@@ -189,7 +193,9 @@ def tune(
         candidates = ([geosynth.Candidate(cell_size=size, beta_prior=prior)
                        for size in cell_sizes or []]
                       + [geosynth.Candidate(shape=shape, beta_prior=prior)
-                         for shape in grid_shapes or []])
+                         for shape in grid_shapes or []]
+                      + [geosynth.Candidate(hex_size=size, beta_prior=prior)
+                         for size in hex_sizes or []])
         click.echo(f"Tuning {len(candidates)} candidate lattice(s) of {len(points)} records: "
                    f"{describe_run(run)} each, {m} releases", err=True)
         result = geosynth.tune(points, attributes, candidates, region=region, exclude=exclude,
@@ -246,6 +252,8 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
     words += ["--attributes", ",".join(attributes)]
     if candidate.cell_size is not None:
         words += ["--cell-size", f"{candidate.cell_size:g}"]
+    elif candidate.hex_size is not None:
+        words += ["--hex-size", f"{candidate.hex_size:g}"]
     else:
         words += ["--grid", f"{candidate.shape[0]}x{candidate.shape[1]}"]
     if continuous:

@@ -128,6 +128,7 @@ def _check_regular(grid: Any) -> None:
             f"the fit's lattice is a {type(grid).__name__}, not a regular geosynth.Grid; a "
             "GeoTIFF needs a regular lattice (export the grid layer with write_release instead)"
         )
+    grid.require_square("a GeoTIFF intensity surface")
     xmin, ymin, _, _ = grid.bounds
     dx, dy = grid.cell_size
     col = np.asarray(grid.cell_col, dtype=np.float64)

@@ -312,8 +312,9 @@ def write_release(
     -----
     The ``metadata`` layer holds ``format``, ``format_version``, ``geosynth_version``,
     ``created_utc`` (ISO 8601), ``crs`` (authority string such as ``"EPSG:31983"``, else WKT),
-    ``m``, ``layers``, ``n_records`` (per release), ``method``, ``lattice`` (shape, cell size,
-    bounds, contiguity, number of cells and components, whether clipped, and
+    ``m``, ``layers``, ``n_records`` (per release), ``method``, ``lattice`` (kind: square,
+    hexagonal or areal; shape and cell size, None for areal units; islands linked to their
+    nearest area), bounds, contiguity, number of cells and components, whether clipped, and
     ``bounds_snap_unit``: None for public bounds, else how precisely bounds derived from the
     points reveal their extremes), ``model`` and ``priors`` (with ``fit``), ``epsilon``,
     ``ledger`` and ``size`` (from ``metadata`` or, for differentially private releases,
@@ -591,13 +592,17 @@ def _check_grid_and_fit(
 
 
 def _same_lattice(a: Grid, b: Grid) -> bool:
-    return (
-        a.shape == b.shape
-        and a.n_cells == b.n_cells
-        and np.allclose(a.bounds, b.bounds)
-        and np.array_equal(a.cell_row, b.cell_row)
-        and np.array_equal(a.cell_col, b.cell_col)
-    )
+    if a.kind != b.kind or a.n_cells != b.n_cells or not np.allclose(a.bounds, b.bounds):
+        return False
+    if a.kind == "square":
+        return (
+            a.shape == b.shape
+            and np.array_equal(a.cell_row, b.cell_row)
+            and np.array_equal(a.cell_col, b.cell_col)
+        )
+    return bool(np.all(shapely.equals_exact(
+        np.asarray(a.cells.geometry.array), np.asarray(b.cells.geometry.array), tolerance=0.0
+    )))
 
 
 def _common_crs(frames: list[gpd.GeoDataFrame], grid: Grid | None) -> pyproj.CRS | None:
@@ -632,6 +637,10 @@ def _crs_label(crs: pyproj.CRS | None) -> str | None:
 
 def _grid_layer(grid: Grid, fit: PaivaFit | None) -> gpd.GeoDataFrame:
     cells = grid.cells.copy()
+    if not grid.public_ids:
+        # Area identifiers stay internal unless the areas are declared public (they could be
+        # the keys of a confidential register).
+        cells = cells.drop(columns=["area_id"], errors="ignore")
     if fit is not None:
         lam = fit.posterior_mean_lambda()
         for b, label in enumerate(fit.counts.combination_labels()):
@@ -640,9 +649,12 @@ def _grid_layer(grid: Grid, fit: PaivaFit | None) -> gpd.GeoDataFrame:
 
 
 def _lattice_description(grid: Grid) -> dict[str, Any]:
+    square_like = grid.kind != "areal"
     return {
-        "shape": list(grid.shape),
-        "cell_size": list(grid.cell_size),
+        "kind": grid.kind,
+        "shape": list(grid.shape) if square_like else None,
+        "cell_size": list(grid.cell_size) if square_like else None,
+        "linked_islands": int(len(grid.linked_islands)),
         "bounds": list(grid.bounds),
         "contiguity": grid.contiguity,
         "n_cells": grid.n_cells,
@@ -651,8 +663,17 @@ def _lattice_description(grid: Grid) -> dict[str, Any]:
         # None: public bounds (given, or of a region); else the bounds were derived from the
         # points and reveal their extremes to within this unit (Grid.snap_unit).
         "bounds_snap_unit": _snap_unit(grid),
-        "row_order": "row 0 is the southernmost row; cell ids are row-major",
+        "row_order": _row_order(grid),
     }
+
+
+def _row_order(grid: Grid) -> str:
+    if grid.kind == "areal":
+        return "cell ids follow the rows of the areas"
+    if grid.kind == "hexagonal":
+        return ("hexagons in odd-r offset rows (odd rows shifted half a hexagon); row 0 is the "
+                "southernmost row; cell ids are row-major")
+    return "row 0 is the southernmost row; cell ids are row-major"
 
 
 def _snap_unit(grid: Grid) -> list[float] | None:
@@ -1016,9 +1037,22 @@ def _sha256(path: Path) -> str:
 # ("mapping", type of every value), ("either", type, type) or a dict of required fields.
 # One name or several (continuous covariates and their β priors; files with one str still read).
 _NAMES = ("either", "str", ("list", "str", None))
-_LATTICE_SCHEMA = {
+_SQUARE_LATTICE_SCHEMA = {  # files written before hexagonal and areal lattices
     "shape": ("list", "int", 2),
     "cell_size": ("list", "number", 2),
+    "bounds": ("list", "number", 4),
+    "contiguity": "str",
+    "n_cells": "int",
+    "n_components": "int",
+    "is_clipped": "bool",
+    "bounds_snap_unit": ("optional", ("list", "number", 2)),
+    "row_order": "str",
+}
+_LATTICE_SCHEMA = {
+    "kind": "str",
+    "shape": ("optional", ("list", "int", 2)),  # None for areal units
+    "cell_size": ("optional", ("list", "number", 2)),
+    "linked_islands": "int",
     "bounds": ("list", "number", 4),
     "contiguity": "str",
     "n_cells": "int",
@@ -1051,7 +1085,7 @@ _SCHEMA: dict[str, Any] = {
     "layers": ("list", "str", None),
     "n_records": ("list", "int", None),
     "method": ("optional", "str"),
-    "lattice": ("optional", _LATTICE_SCHEMA),
+    "lattice": ("optional", ("either", _LATTICE_SCHEMA, _SQUARE_LATTICE_SCHEMA)),
     "model": ("optional", _MODEL_SCHEMA),
     "priors": ("optional", ("mapping", "number")),
     "epsilon": ("optional", "epsilon"),

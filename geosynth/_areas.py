@@ -1,0 +1,219 @@
+"""Areal units as lattice cells: validation, contiguity (libpysal), islands and point location.
+
+The adjacency of administrative areas (tracts, districts, counties) is the contiguity of their
+polygons: queen neighbours share at least a boundary point, rook neighbours a boundary segment.
+It is built by :meth:`libpysal.graph.Graph.build_contiguity`, which assumes a coverage (polygons
+that meet only along their boundaries); overlapping areas are refused before.
+
+An island (an area with no neighbour, e.g. an offshore county) is its own connected component of
+the ICAR prior. The usual practice of disease mappers with the BYM model is to link each island
+to its nearest area instead, which :func:`link_islands` does.
+
+Point location (:class:`PolygonIndex`) resolves most points by arithmetic on a coarse bin
+lattice and tests the rest against the prepared polygons through STRtree queries.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import shapely
+from scipy import sparse
+
+from geosynth.errors import GridError
+
+__all__ = ["PolygonIndex", "area_contiguity", "check_no_overlap", "link_islands"]
+
+# Points tested per batch in PolygonIndex.locate (bounds the memory of the candidate pairs).
+_CHUNK = 1_000_000
+# Two areas overlap when their common area exceeds this fraction of the smaller one (shared
+# boundaries of a coverage digitised twice leave slivers far below it).
+_OVERLAP_RTOL = 1e-6
+_N_NAMED = 5
+# Side of the bin lattice of PolygonIndex: this many times the square root of the number of
+# polygons (about 250 bins per polygon), at most _MAX_BINS_SIDE.
+_BINS_PER_SQRT = 16
+_MAX_BINS_SIDE = 1024
+
+
+def area_contiguity(polygons: np.ndarray, rook: bool) -> sparse.csr_matrix:
+    """Binary contiguity of ``polygons`` (queen, or rook when ``rook``), by libpysal.
+
+    Parameters
+    ----------
+    polygons : numpy.ndarray of shapely Polygon/MultiPolygon, shape (n,)
+        A coverage: valid polygons meeting only along their boundaries.
+    rook : bool
+        Neighbours must share a boundary segment (rook), not merely a point (queen).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        ``(n, n)``, symmetric, binary, no diagonal, indices sorted within each row.
+    """
+    import geopandas as gpd
+    from libpysal.graph import Graph
+
+    graph = Graph.build_contiguity(gpd.GeoSeries(polygons), rook=rook, strict=False)
+    adjacency = sparse.csr_matrix(graph.sparse, dtype=np.float64)
+    adjacency.setdiag(0.0)  # libpysal stores an island as a zero-weight self-loop
+    adjacency.eliminate_zeros()
+    adjacency.data[:] = 1.0
+    adjacency.sort_indices()
+    return adjacency
+
+
+def check_no_overlap(polygons: np.ndarray, name: str) -> None:
+    """Refuse areas whose interiors overlap (a point would belong to two areas).
+
+    Parameters
+    ----------
+    polygons : numpy.ndarray of shapely Polygon/MultiPolygon, shape (n,)
+        The areas.
+    name : str
+        How the caller's argument is called, for the message.
+
+    Raises
+    ------
+    geosynth.errors.GridError
+        Naming the first overlapping pairs (row positions) and the fix.
+    """
+    tree = shapely.STRtree(polygons)
+    left, right = tree.query(polygons, predicate="intersects")
+    pair = left < right
+    left, right = left[pair], right[pair]
+    if left.size == 0:
+        return
+    common = shapely.area(shapely.intersection(polygons[left], polygons[right]))
+    smaller = np.minimum(shapely.area(polygons[left]), shapely.area(polygons[right]))
+    bad = np.flatnonzero(common > _OVERLAP_RTOL * smaller)
+    if bad.size:
+        pairs = ", ".join(f"({left[k]}, {right[k]})" for k in bad[:_N_NAMED])
+        more = f" and {bad.size - _N_NAMED} more" if bad.size > _N_NAMED else ""
+        raise GridError(
+            f"{name} overlap: rows {pairs}{more} share interior area, so a point could belong "
+            "to two areas; areas must form a coverage (meet only along boundaries): clean them "
+            "first, e.g. with geopandas.overlay or GeoSeries.union_all per area"
+        )
+
+
+def link_islands(polygons: np.ndarray, adjacency: sparse.csr_matrix) -> tuple[sparse.csr_matrix,
+                                                                               np.ndarray]:
+    """Link every area without a neighbour to its nearest area (smallest boundary distance).
+
+    Parameters
+    ----------
+    polygons : numpy.ndarray of shapely geometries, shape (n,)
+        The areas.
+    adjacency : scipy.sparse.csr_matrix
+        Binary symmetric contiguity.
+
+    Returns
+    -------
+    adjacency : scipy.sparse.csr_matrix
+        With the new links in both directions.
+    links : numpy.ndarray of int64, shape (k, 2)
+        ``(island, nearest)`` pairs added; ties go to the smaller id of the nearest areas.
+    """
+    islands = np.flatnonzero(np.diff(adjacency.indptr) == 0)
+    if islands.size == 0 or polygons.size < 2:
+        return adjacency, np.empty((0, 2), dtype=np.int64)
+    tree = shapely.STRtree(polygons)
+    source, target = tree.query_nearest(polygons[islands], exclusive=True, all_matches=True)
+    order = np.lexsort((target, source))
+    source, target = source[order], target[order]
+    first = np.r_[True, source[1:] != source[:-1]]
+    links = np.column_stack([islands[source[first]], target[first]]).astype(np.int64)
+    n = polygons.size
+    extra = sparse.csr_matrix(
+        (np.ones(2 * len(links)), (np.r_[links[:, 0], links[:, 1]], np.r_[links[:, 1],
+                                                                          links[:, 0]])),
+        shape=(n, n),
+    )
+    linked = adjacency + extra
+    linked.data[:] = 1.0
+    linked.sort_indices()
+    return sparse.csr_matrix(linked), links
+
+
+class PolygonIndex:
+    """Point location in a set of polygons through a coarse bin lattice and an STRtree.
+
+    The bins are queried once against an STRtree of the polygons: a bin lying in the interior
+    of one polygon (``contains_properly``) resolves its points by arithmetic alone; the points
+    of a bin crossed by a boundary are tested (``intersects_xy`` on the prepared polygons)
+    against that bin's candidate polygons only.
+
+    Parameters
+    ----------
+    polygons : numpy.ndarray of shapely geometries, shape (k,)
+        The cells; a point intersecting several (a shared boundary) goes to the smallest index.
+    """
+
+    def __init__(self, polygons: np.ndarray) -> None:
+        self.polygons = polygons
+        shapely.prepare(polygons)
+        x0, y0, x1, y1 = shapely.total_bounds(polygons)
+        side = max(2, min(_MAX_BINS_SIDE, int(math.ceil(_BINS_PER_SQRT * math.sqrt(
+            polygons.size)))))
+        self.origin = (float(x0), float(y0))
+        self.n_bins = side
+        self.step = (max(float(x1 - x0), 1e-300) / side, max(float(y1 - y0), 1e-300) / side)
+        col, row = np.meshgrid(np.arange(side), np.arange(side))
+        bx = x0 + col.ravel() * self.step[0]
+        by = y0 + row.ravel() * self.step[1]
+        # Closed boxes, slightly enlarged, so every polygon a point of the bin may touch is a
+        # candidate despite rounding of the bin arithmetic.
+        pad = 1e-9 * max(self.step)
+        boxes = shapely.box(bx - pad, by - pad, bx + self.step[0] + pad, by + self.step[1] + pad)
+        bin_id, cell = shapely.STRtree(polygons).query(boxes, predicate="intersects")
+        order = np.lexsort((cell, bin_id))
+        bin_id, cell = bin_id[order], cell[order]
+        self.start = np.searchsorted(bin_id, np.arange(side * side + 1))
+        self.candidates = cell
+        single = np.diff(self.start) == 1
+        first = self.start[:-1][single]
+        inside = shapely.contains_properly(polygons[cell[first]], boxes[single])
+        self.bin_cell = np.full(side * side, -1, dtype=np.int64)
+        self.bin_cell[np.flatnonzero(single)[inside]] = cell[first][inside]
+
+    def locate(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Index of the polygon each point intersects, or -1 (NaN coordinates give -1).
+
+        Parameters
+        ----------
+        x, y : numpy.ndarray of float64, shape (n,)
+            Coordinates.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n,)
+        """
+        finite = np.isfinite(x) & np.isfinite(y)
+        col = np.floor((np.where(finite, x, self.origin[0]) - self.origin[0]) / self.step[0])
+        row = np.floor((np.where(finite, y, self.origin[1]) - self.origin[1]) / self.step[1])
+        # A point on the max edge of the extent belongs to the last bin.
+        col = np.where(col == self.n_bins, self.n_bins - 1, col)
+        row = np.where(row == self.n_bins, self.n_bins - 1, row)
+        in_bins = finite & (col >= 0) & (col < self.n_bins) & (row >= 0) & (row < self.n_bins)
+        position = np.where(in_bins, row * self.n_bins + col, 0).astype(np.int64)
+        cell = np.where(in_bins, self.bin_cell[position], -1)
+        rest = np.flatnonzero(in_bins & (cell < 0))
+        for start in range(0, rest.size, _CHUNK):
+            chunk = rest[start : start + _CHUNK]
+            cell[chunk] = self._test_candidates(position[chunk], x[chunk], y[chunk])
+        return cell
+
+    def _test_candidates(self, position: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Smallest candidate polygon of its bin intersecting each point, or -1."""
+        lo, hi = self.start[position], self.start[position + 1]
+        count = hi - lo
+        point = np.repeat(np.arange(position.size), count)
+        offset = np.arange(point.size) - np.repeat(np.cumsum(count) - count, count)
+        candidate = self.candidates[np.repeat(lo, count) + offset]
+        hit = shapely.intersects_xy(self.polygons[candidate], x[point], y[point])
+        cell = np.full(position.size, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(cell, point[hit], candidate[hit])
+        cell[cell == np.iinfo(np.int64).max] = -1
+        return cell

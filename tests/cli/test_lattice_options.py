@@ -1,0 +1,96 @@
+"""`geosynth release --areas FILE [--area-id COLUMN]` and `--hex-size METRES`."""
+
+import geopandas as gpd
+import numpy as np
+import pytest
+import shapely
+
+from geosynth import io
+from tests.cli.helpers import FAST, assert_refused, run
+
+GPKG_ARGS = ["--attributes", "y,x1"]
+
+
+@pytest.fixture(scope="module")
+def areas(inputs, tmp_path_factory):
+    """Nine districts tiling the scenario region, with a public code and a private key."""
+    region = gpd.read_file(inputs["region"])
+    x0, y0, x1, y1 = region.total_bounds
+    xs, ys = np.linspace(x0, x1, 4), np.linspace(y0, y1, 4)
+    boxes = [shapely.box(xs[i], ys[j], xs[i + 1], ys[j + 1]) for j in range(3) for i in range(3)]
+    frame = gpd.GeoDataFrame({"district": [f"D{k}" for k in range(9)]}, geometry=boxes,
+                             crs=region.crs)
+    path = tmp_path_factory.mktemp("areas") / "districts.gpkg"
+    frame.to_file(path, engine="pyogrio")
+    return path
+
+
+def test_release_on_areas_writes_the_areas_without_their_ids(inputs, areas, tmp_path):
+    out = tmp_path / "areas.gpkg"
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--area-id",
+                 "district", "--seed", 2, *FAST, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "Lattice: 9 areas (queen contiguity, 1 component(s))" in result.output
+    assert "no --region" not in result.output  # the areas are public bounds
+    release = io.read_release(out)
+    assert release.metadata["lattice"]["kind"] == "areal"
+    assert release.metadata["lattice"]["shape"] is None
+    assert len(release.grid) == 9 and "area_id" not in release.grid.columns
+    public = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--area-id",
+                 "district", "--public-area-ids", "--seed", 2, *FAST,
+                 "--out", tmp_path / "public.gpkg")
+    assert public.exit_code == 0, public.output
+    grid = io.read_release(tmp_path / "public.gpkg").grid
+    assert grid["area_id"].tolist() == [f"D{k}" for k in range(9)]
+
+
+def test_release_on_hexagons_and_dp_on_public_areas(inputs, areas, tmp_path):
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--hex-size", 1500, "--seed", 2,
+                 *FAST, "--out", tmp_path / "hex.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "hexagons of side 1,500 m" in result.output
+    release = io.read_release(tmp_path / "hex.gpkg")
+    assert release.metadata["lattice"]["kind"] == "hexagonal"
+    assert release.metadata["lattice"]["bounds_snap_unit"] == [1500.0, 1500.0]
+    assert (shapely.get_num_coordinates(np.asarray(release.grid.geometry.array)) >= 7).all()
+    dp = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--epsilon", 2,
+             "--levels-file", inputs["levels"], *FAST, "--out", tmp_path / "dp.gpkg")
+    assert dp.exit_code == 0, dp.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragments"),
+    [
+        (["--hex-size", 500, "--grid", "4x4"], ["exactly one of", "--grid and --hex-size"]),
+        (["--areas", "AREAS", "--cell-size", 500], ["--cell-size and --areas"]),
+        ([], ["exactly one of", "got none"]),
+        (["--cell-size", 500, "--area-id", "district"], ["--area-id applies to --areas only"]),
+        (["--areas", "AREAS", "--region", "REGION"], ["--areas are the study region"]),
+        (["--areas", "AREAS", "--public-area-ids"], ["--public-area-ids needs --area-id"]),
+        (["--hex-size", 0], ["--hex-size"]),
+    ],
+)
+def test_lattice_options_are_checked_before_reading(inputs, areas, tmp_path, extra, fragments):
+    substituted = [areas if v == "AREAS" else inputs["region"] if v == "REGION" else v
+                   for v in extra]
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *substituted, *FAST,
+                 "--out", tmp_path / "x.gpkg")
+    assert_refused(result, *fragments)
+    assert not (tmp_path / "x.gpkg").exists()
+
+
+def test_unknown_area_id_column_is_named(inputs, areas, tmp_path):
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--area-id", "code",
+                 *FAST, "--out", tmp_path / "x.gpkg")
+    assert result.exit_code != 0
+    assert "--area-id 'code' is not a column of --areas districts.gpkg" in result.output
+    assert "district" in result.output
+
+
+def test_tune_takes_hexagon_candidates_and_prints_their_release_command(inputs, tmp_path):
+    result = run("tune", inputs["gpkg"], *GPKG_ARGS, "--hex-sizes", "1500,3000",
+                 "--region", inputs["region"], "--iterations", 60, "--burn-in", 20, "--m", 2,
+                 "--quadrants", 20, "--seed", 1, "--report", tmp_path / "tune.md")
+    assert result.exit_code == 0, result.output
+    assert "--hex-size" in result.output
+    assert "hex 1500 m" in (tmp_path / "tune.md").read_text()

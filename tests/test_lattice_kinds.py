@@ -1,0 +1,252 @@
+"""Hexagonal and areal lattices: adjacency against libpysal, point location, clipping, errors.
+
+The areal tests run on county and tract polygons bundled inside libpysal (offline): North
+Carolina's 100 counties (``sids2``), Georgia's 159 counties (``G_utm``), Columbus' 49
+neighbourhoods and Albuquerque's 195 census tracts (``10740``).
+"""
+
+import warnings
+
+import geopandas as gpd
+import numpy as np
+import pytest
+import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from libpysal import examples
+from libpysal.graph import Graph
+from libpysal.weights import Queen, Rook
+
+from geosynth import Grid
+from geosynth.errors import GridError, IsolatedCellWarning
+
+# Coordinates in metres; the files state no CRS (Georgia's fit UTM zone 17N; Columbus is in
+# arbitrary planar units, given a projected CRS for the test).
+BUNDLED = {
+    "sids2": ("sids2.shp", "EPSG:4267", "EPSG:32119", "FIPS"),
+    "georgia": ("G_utm.shp", None, "EPSG:32617", "AreaKey"),
+    "columbus": ("columbus.shp", None, "EPSG:32617", "POLYID"),
+    "albuquerque": ("10740.shp", "EPSG:4269", "EPSG:26913", "STFID"),
+}
+
+
+def bundled_areas(name):
+    """One of libpysal's bundled polygon sets, in a projected CRS."""
+    filename, source, target, _ = BUNDLED[name]
+    frame = gpd.read_file(examples.get_path(filename))
+    if source is None:
+        return frame.set_crs(target)
+    return frame.set_crs(source).to_crs(target)
+
+
+def binary(matrix):
+    dense = (np.asarray(matrix.todense()) != 0).astype(int)
+    np.fill_diagonal(dense, 0)
+    return dense
+
+
+# ---------------------------------------------------------------------- adjacency
+@pytest.mark.parametrize("name", sorted(BUNDLED))
+@pytest.mark.parametrize("contiguity", ["queen", "rook"])
+def test_areal_adjacency_equals_libpysal_weights_and_graph(name, contiguity):
+    areas = bundled_areas(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        grid = Grid.from_polygons(areas, id_column=BUNDLED[name][3], contiguity=contiguity)
+    builder = Queen if contiguity == "queen" else Rook
+    weights = builder.from_dataframe(areas, use_index=False, silence_warnings=True)
+    graph = Graph.build_contiguity(areas.reset_index(drop=True), rook=contiguity == "rook",
+                                   strict=False)
+    assert grid.kind == "areal" and grid.n_cells == len(areas)
+    np.testing.assert_array_equal(binary(grid.adjacency), binary(weights.sparse))
+    np.testing.assert_array_equal(binary(grid.adjacency), binary(graph.sparse))
+    np.testing.assert_array_equal(grid.area_ids, areas[BUNDLED[name][3]].to_numpy())
+    assert (grid.adjacency != grid.adjacency.T).nnz == 0
+
+
+@pytest.mark.parametrize("orientation", ["pointy", "flat"])
+def test_hexagonal_adjacency_equals_libpysal_and_has_six_neighbours_inside(orientation):
+    grid = Grid.hexagonal((0, 0, 2000, 1500), cell_size=100, orientation=orientation)
+    polygons = gpd.GeoSeries(np.asarray(grid.cells.geometry.array))
+    for rook in (False, True):
+        graph = Graph.build_contiguity(polygons, rook=rook, strict=True)
+        np.testing.assert_array_equal(binary(grid.adjacency), binary(graph.sparse))
+    # Interior hexagons (not touching the lattice's outer boundary) have exactly six.
+    outline = shapely.union_all(np.asarray(grid.cells.geometry.array)).boundary
+    border = shapely.intersects(np.asarray(grid.cells.geometry.array), outline)
+    assert (grid.n_neighbours[~border] == 6).all() and (~border).sum() > 50
+    assert (grid.n_neighbours[border] < 6).all()
+    areas = shapely.area(np.asarray(grid.cells.geometry.array))
+    np.testing.assert_allclose(areas, 1.5 * np.sqrt(3) * 100**2, rtol=1e-12)
+
+
+def test_hexagons_cover_the_bounds_and_are_a_coverage():
+    grid = Grid.hexagonal((10, 20, 1010, 720), cell_size=60)
+    cells = np.asarray(grid.cells.geometry.array)
+    union = shapely.union_all(cells)
+    assert union.covers(shapely.box(10, 20, 1010, 720))
+    assert shapely.area(union) == pytest.approx(shapely.area(cells).sum(), rel=1e-9)
+    assert tuple(np.round(grid.bounds, 6)) == tuple(np.round(shapely.bounds(union), 6))
+
+
+# ---------------------------------------------------------------------- locate
+def covering_cells(polygons, x, y):
+    """Brute force: every polygon intersecting each point."""
+    hits = shapely.intersects_xy(polygons[None, :], x[:, None], y[:, None])
+    return hits
+
+
+@pytest.mark.parametrize("orientation", ["pointy", "flat"])
+def test_hexagon_locate_lands_in_the_covering_hexagon(orientation):
+    grid = Grid.hexagonal((0, 0, 1000, 800), cell_size=70, orientation=orientation)
+    polygons = np.asarray(grid.cells.geometry.array)
+    rng = np.random.default_rng(3)
+    x, y = rng.uniform(-200, 1200, 4000), rng.uniform(-200, 1000, 4000)
+    # Corners and edge midpoints: points shared by two or three hexagons.
+    corners = shapely.get_coordinates(polygons[:20])
+    x, y = np.r_[x, corners[:, 0]], np.r_[y, corners[:, 1]]
+    cell = grid.locate(np.column_stack([x, y]))
+    hits = covering_cells(polygons, x, y)
+    expected = np.where(hits.any(axis=1), np.argmax(hits, axis=1), -1)  # smallest id
+    np.testing.assert_array_equal(cell, expected)
+
+
+def test_areal_locate_takes_the_smallest_id_on_shared_boundaries():
+    areas = bundled_areas("georgia")
+    grid = Grid.from_polygons(areas)
+    polygons = np.asarray(areas.geometry.array)
+    rng = np.random.default_rng(4)
+    x0, y0, x1, y1 = areas.total_bounds
+    x, y = rng.uniform(x0 - 1e4, x1 + 1e4, 3000), rng.uniform(y0 - 1e4, y1 + 1e4, 3000)
+    vertices = shapely.get_coordinates(polygons[:15])
+    x, y = np.r_[x, vertices[:, 0]], np.r_[y, vertices[:, 1]]
+    cell = grid.locate(np.column_stack([x, y]))
+    hits = covering_cells(polygons, x, y)
+    expected = np.where(hits.any(axis=1), np.argmax(hits, axis=1), -1)
+    np.testing.assert_array_equal(cell, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(x=st.floats(-3000, 3000), y=st.floats(-3000, 3000), size=st.floats(10, 900),
+       flat=st.booleans())
+def test_hexagon_locate_property(x, y, size, flat):
+    grid = Grid.hexagonal((0, 0, 2000, 2000), cell_size=size,
+                          orientation="flat" if flat else "pointy")
+    polygons = np.asarray(grid.cells.geometry.array)
+    cell = int(grid.locate([[x, y]])[0])
+    hits = shapely.intersects_xy(polygons, x, y)
+    assert cell == (int(np.argmax(hits)) if hits.any() else -1)
+
+
+def test_locate_refuses_nothing_and_maps_missing_points_to_minus_one():
+    for grid in (Grid.hexagonal((0, 0, 100, 100), 10), Grid.from_polygons(gpd.GeoSeries(
+            [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)], crs=3857))):
+        cell = grid.locate(np.array([[np.nan, 1.0], [np.inf, 0.0], [1e12, 1e12]]))
+        assert cell.tolist() == [-1, -1, -1]
+
+
+def test_clipped_hexagons_keep_only_habitable_parts():
+    region = gpd.GeoSeries([shapely.Point(500, 500).buffer(400)], crs=3857)
+    lake = shapely.box(400, 400, 600, 600)
+    grid = Grid.hexagonal(region, cell_size=50, exclude=lake)
+    assert grid.kind == "hexagonal" and grid.is_clipped and grid.crs.to_epsg() == 3857
+    habitable = shapely.union_all(grid.habitable_geometry)
+    expected = region.iloc[0].difference(lake)
+    assert shapely.area(habitable) == pytest.approx(expected.area, rel=1e-9)
+    assert not grid.fully_habitable.any()  # placement always goes through the hexagon
+    cell = grid.locate([[500, 500], [450, 300], [2000, 2000]])
+    assert cell[0] == -1 and cell[1] >= 0 and cell[2] == -1
+
+
+# ---------------------------------------------------------------------- areal specifics
+def island_areas():
+    squares = [shapely.box(i, 0, i + 1, 1) for i in range(3)]
+    return gpd.GeoDataFrame({"code": ["a", "b", "c", "island"]},
+                            geometry=[*squares, shapely.box(5, 0, 6, 1)], crs=3857)
+
+
+def test_island_is_its_own_component_with_a_warning_or_linked_to_its_nearest_area():
+    with pytest.warns(IsolatedCellWarning, match="islands='nearest'"):
+        kept = Grid.from_polygons(island_areas(), id_column="code")
+    assert kept.n_components == 2 and kept.n_neighbours[3] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IsolatedCellWarning)
+        linked = Grid.from_polygons(island_areas(), id_column="code", islands="nearest")
+    assert linked.n_components == 1
+    assert linked.linked_islands.tolist() == [[3, 2]]  # box 2 is the nearest to the island
+    assert set(linked.indices[linked.indptr[3]:linked.indptr[4]]) == {2}
+
+
+def test_areal_exclusions_and_ids_follow_the_kept_areas():
+    areas = island_areas()
+    grid = Grid.from_polygons(areas, id_column="code", islands="nearest",
+                              exclude=shapely.box(0.5, -1, 1.5, 2))
+    assert grid.habitable_fraction[:2].tolist() == pytest.approx([0.5, 0.5])
+    gone = Grid.from_polygons(areas, id_column="code", islands="nearest",
+                              exclude=shapely.box(-1, -1, 1.2, 2))
+    assert gone.n_cells == 3 and gone.area_ids.tolist() == ["b", "c", "island"]
+    assert gone.locate([[0.5, 0.5], [1.1, 0.5], [1.5, 0.5]]).tolist() == [-1, -1, 0]
+
+
+@pytest.mark.parametrize(
+    ("areas", "kwargs", "match"),
+    [
+        ("overlap", {}, r"overlap: rows \(0, 1\)"),
+        ("points", {}, "not Polygon/MultiPolygon"),
+        ("duplicate", {"id_column": "code"}, "duplicate values"),
+        ("ok", {"id_column": "nope"}, "not a column"),
+        ("ok", {"islands": "link"}, "islands must be"),
+        ("ok", {"contiguity": "bishop"}, "contiguity must be"),
+        ("frame", {}, "GeoDataFrame or GeoSeries"),
+    ],
+)
+def test_from_polygons_refuses_bad_areas_naming_rows_and_fix(areas, kwargs, match):
+    boxes = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)]
+    frames = {
+        "ok": gpd.GeoDataFrame({"code": [1, 2]}, geometry=boxes, crs=3857),
+        "overlap": gpd.GeoDataFrame(geometry=[boxes[0], shapely.box(0.5, 0, 2, 1)], crs=3857),
+        "points": gpd.GeoDataFrame(geometry=[boxes[0], shapely.Point(3, 3)], crs=3857),
+        "duplicate": gpd.GeoDataFrame({"code": [1, 1]}, geometry=boxes, crs=3857),
+        "frame": boxes,
+    }
+    with pytest.raises(GridError, match=match):
+        Grid.from_polygons(frames[areas], **kwargs)
+
+
+def test_hexagonal_refuses_bad_arguments():
+    with pytest.raises(GridError, match="orientation"):
+        Grid.hexagonal((0, 0, 1, 1), 0.1, orientation="diagonal")
+    with pytest.raises(GridError, match="one number"):
+        Grid.hexagonal((0, 0, 1, 1), (0.1, 0.2))
+    with pytest.raises(GridError, match="cell_size"):
+        Grid.hexagonal((0, 0, 1, 1), -1)
+    with pytest.raises(GridError, match="limit"):
+        Grid.hexagonal((0, 0, 1e6, 1e6), 0.1)
+
+
+def test_square_only_attributes_say_what_to_use():
+    areal = Grid.from_polygons(island_areas(), islands="nearest")
+    for name in ("shape", "cell_size", "cell_row", "lattice_to_cell"):
+        with pytest.raises(GridError, match="areal lattice has one cell per polygon"):
+            getattr(areal, name)
+    hexagons = Grid.hexagonal((0, 0, 100, 100), 10)
+    with pytest.raises(GridError, match="needs a square lattice.*hexagonal"):
+        hexagons.require_square("a GeoTIFF")
+    assert "row" in hexagons.cells.columns and "area_id" not in hexagons.cells.columns
+
+
+def test_hexagons_over_points_snap_bounds_and_hide_extremes():
+    rng = np.random.default_rng(5)
+    points = gpd.GeoSeries.from_xy(rng.uniform(1234.5, 5678.9, 50), rng.uniform(987.6, 4321.0,
+                                                                               50), crs=3857)
+    grid = Grid.from_points(points, cell_size=250, kind="hexagonal")
+    assert grid.kind == "hexagonal" and grid.snap_unit == (250.0, 250.0)
+    assert (grid.locate(points) >= 0).all()
+    vertices = shapely.get_coordinates(np.asarray(grid.cells.geometry.array))
+    extremes = np.r_[points.x.min(), points.x.max(), points.y.min(), points.y.max()]
+    assert not np.isin(extremes, vertices).any()
+    assert not np.isin(extremes, np.asarray(grid.bounds)).any()
+    with pytest.raises(GridError, match="hexagonal lattice takes cell_size"):
+        Grid.from_points(points, shape=(4, 4), kind="hexagonal")
+    with pytest.raises(GridError, match="kind must be"):
+        Grid.from_points(points, cell_size=250, kind="areal")
