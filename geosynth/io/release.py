@@ -1037,9 +1037,7 @@ def _sha256(path: Path) -> str:
 # ("mapping", type of every value), ("either", type, type) or a dict of required fields.
 # One name or several (continuous covariates and their β priors; files with one str still read).
 _NAMES = ("either", "str", ("list", "str", None))
-_SQUARE_LATTICE_SCHEMA = {  # files written before hexagonal and areal lattices
-    "shape": ("list", "int", 2),
-    "cell_size": ("list", "number", 2),
+_LATTICE_FIELDS = {
     "bounds": ("list", "number", 4),
     "contiguity": "str",
     "n_cells": "int",
@@ -1048,18 +1046,17 @@ _SQUARE_LATTICE_SCHEMA = {  # files written before hexagonal and areal lattices
     "bounds_snap_unit": ("optional", ("list", "number", 2)),
     "row_order": "str",
 }
+_SQUARE_LATTICE_SCHEMA = {  # files written before hexagonal and areal lattices
+    "shape": ("list", "int", 2),
+    "cell_size": ("list", "number", 2),
+    **_LATTICE_FIELDS,
+}
 _LATTICE_SCHEMA = {
     "kind": "str",
     "shape": ("optional", ("list", "int", 2)),  # None for areal units
     "cell_size": ("optional", ("list", "number", 2)),
     "linked_islands": "int",
-    "bounds": ("list", "number", 4),
-    "contiguity": "str",
-    "n_cells": "int",
-    "n_components": "int",
-    "is_clipped": "bool",
-    "bounds_snap_unit": ("optional", ("list", "number", 2)),
-    "row_order": "str",
+    **_LATTICE_FIELDS,
 }
 _MODEL_SCHEMA = {
     "name": "str",
