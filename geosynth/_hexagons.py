@@ -125,7 +125,8 @@ def hex_polygons(layout: HexLayout, row: np.ndarray, col: np.ndarray) -> np.ndar
     return shapely.polygons(rings)
 
 
-def hex_positions_meeting(layout: HexLayout, box: tuple[float, float, float, float]) -> np.ndarray:
+def hex_positions_meeting(layout: HexLayout, box: tuple[float, float, float, float]
+                          ) -> tuple[np.ndarray, np.ndarray]:
     """Offset positions ``row * ncols + col`` whose hexagon meets the interior of ``box``.
 
     Parameters
@@ -137,50 +138,42 @@ def hex_positions_meeting(layout: HexLayout, box: tuple[float, float, float, flo
 
     Returns
     -------
-    numpy.ndarray of int64, sorted
+    positions : numpy.ndarray of int64, sorted
+    polygons : numpy.ndarray of object
+        The hexagons at those positions.
     """
     position = np.arange(layout.nrows * layout.ncols, dtype=np.int64)
     row, col = np.divmod(position, layout.ncols)
     polygons = hex_polygons(layout, row, col)
-    overlap = shapely.area(shapely.intersection(polygons, shapely.box(*box)))
-    return position[overlap > 0]
+    meets = shapely.area(shapely.intersection(polygons, shapely.box(*box))) > 0
+    return position[meets], polygons[meets]
 
 
 def hex_neighbours(
-    row: np.ndarray, col: np.ndarray, lattice_to_cell: np.ndarray, ncols: int
+    layout: HexLayout, row: np.ndarray, col: np.ndarray, lattice_to_cell: np.ndarray
 ) -> sparse.csr_matrix:
     """Six-neighbour adjacency of the kept hexagons (fewer on the border), vectorised.
 
     Parameters
     ----------
+    layout : HexLayout
+        The lattice.
     row, col : numpy.ndarray of int64
         Offset coordinates of each kept cell, in cell-id order.
     lattice_to_cell : numpy.ndarray of int64
         Cell id of each offset position ``row * ncols + col``; -1 where no cell is kept.
-    ncols : int
-        Columns of the offset lattice.
 
     Returns
     -------
     scipy.sparse.csr_matrix
         Binary, symmetric, indices sorted within each row.
     """
-    nrows = lattice_to_cell.size // ncols
-    q = col - (row - (row & 1)) // 2
-    sources, targets = [], []
-    cell = np.arange(row.size, dtype=np.int64)
-    for dq, dr in _AXIAL_STEPS:
-        r2 = row + dr
-        c2 = q + dq + (r2 - (r2 & 1)) // 2
-        inside = (r2 >= 0) & (r2 < nrows) & (c2 >= 0) & (c2 < ncols)
-        other = np.full(row.size, -1, dtype=np.int64)
-        other[inside] = lattice_to_cell[r2[inside] * ncols + c2[inside]]
-        keep = other >= 0
-        sources.append(cell[keep])
-        targets.append(other[keep])
-    i, j = np.concatenate(sources), np.concatenate(targets)
+    around = hex_around(layout, row, col)[:, 1:]
+    other = np.where(around >= 0, lattice_to_cell[np.maximum(around, 0)], -1)
+    keep = other >= 0
+    i = np.broadcast_to(np.arange(row.size)[:, None], other.shape)[keep]
     n = row.size
-    adjacency = sparse.csr_matrix((np.ones(i.size), (i, j)), shape=(n, n))
+    adjacency = sparse.csr_matrix((np.ones(i.size), (i, other[keep])), shape=(n, n))
     adjacency.sort_indices()
     return adjacency
 

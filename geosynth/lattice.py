@@ -34,7 +34,6 @@ from geosynth._hexagons import (
     hex_layout,
     hex_locate,
     hex_neighbours,
-    hex_polygons,
     hex_positions_meeting,
 )
 from geosynth._points import point_coordinates
@@ -418,21 +417,19 @@ class Grid:
                 f"more than the limit of {MAX_CELLS:,}; use a larger cell_size (or raise "
                 "geosynth.lattice.MAX_CELLS)"
             )
-        position = hex_positions_meeting(layout, bounds)
+        position, polygons = hex_positions_meeting(layout, bounds)
         row, col = np.divmod(position, layout.ncols)
         grid = cls.__new__(cls)
         grid._kind, grid._crs, grid._contiguity = "hexagonal", crs, "queen"
         grid._layout = layout
         grid._shape = (layout.nrows, layout.ncols)
         grid._cell_size = (size, size)
-        grid._set_cells(hex_polygons(layout, row, col), region, _polygon_union(
-            exclude, "exclude", crs))
-        kept = grid._kept
+        kept = grid._set_cells(polygons, region, _polygon_union(exclude, "exclude", crs))
         grid._cell_row, grid._cell_col = row[kept], col[kept]
         grid._lattice_to_cell = np.full(layout.nrows * layout.ncols, -1, dtype=np.int64)
         grid._lattice_to_cell[position[kept]] = np.arange(kept.size, dtype=np.int64)
         grid._set_adjacency(
-            hex_neighbours(grid._cell_row, grid._cell_col, grid._lattice_to_cell, layout.ncols)
+            hex_neighbours(layout, grid._cell_row, grid._cell_col, grid._lattice_to_cell)
         )
         return grid
 
@@ -505,8 +502,7 @@ class Grid:
         grid._kind, grid._crs = "areal", crs
         grid._contiguity = _check_contiguity(contiguity)
         grid._public_ids = bool(public_ids)
-        grid._set_cells(polygons, None, _polygon_union(exclude, "exclude", crs))
-        kept = grid._kept
+        kept = grid._set_cells(polygons, None, _polygon_union(exclude, "exclude", crs))
         grid._area_ids = None if ids is None else ids[kept]
         polygons = polygons[kept]
         adjacency = area_contiguity(polygons, rook=grid._contiguity == "rook")
@@ -551,8 +547,11 @@ class Grid:
         polygons: np.ndarray,
         region: shapely.Geometry | None,
         exclude: shapely.Geometry | None,
-    ) -> None:
-        """Clip candidate cell polygons; keep those with habitable area (ids in input order)."""
+    ) -> np.ndarray:
+        """Clip candidate cell polygons; keep those with habitable area (ids in input order).
+
+        Returns the positions of the kept polygons in ``polygons``.
+        """
         self._is_clipped = region is not None or exclude is not None
         self._snap_unit = None
         self._cache = {}
@@ -564,8 +563,7 @@ class Grid:
                 boxes=polygons,
                 cx=shapely.get_x(inner),
                 cy=shapely.get_y(inner),
-                window=(float(bounds[:, 0].min()), float(bounds[:, 1].min()),
-                        float(bounds[:, 2].max()), float(bounds[:, 3].max())),
+                window=tuple(float(v) for v in shapely.total_bounds(polygons)),
                 step=float(np.max(bounds[:, 2:] - bounds[:, :2])),
             )
             habitable, fully, alive = _clip_boxes(candidates, region, exclude)
@@ -581,16 +579,13 @@ class Grid:
                 "no cell has habitable area: every cell is outside the region or inside an "
                 "excluded area; check the region, exclude and bounds (and their CRS)"
             )
-        self._kept = np.flatnonzero(keep)
         self._habitable_fraction = np.minimum(fraction[keep], 1.0)
         self._fully = fully[keep]
         self._habitable = habitable[keep]
         self._cache["boxes"] = polygons[keep]
-        cells = polygons[keep]
-        self._polygon_bounds = shapely.bounds(cells)
-        box = self._polygon_bounds
-        self._bounds = (float(box[:, 0].min()), float(box[:, 1].min()),
-                        float(box[:, 2].max()), float(box[:, 3].max()))
+        self._polygon_bounds = shapely.bounds(polygons[keep])
+        self._bounds = tuple(float(v) for v in shapely.total_bounds(polygons[keep]))
+        return np.flatnonzero(keep)
 
     # ------------------------------------------------------------------ construction helpers
     def _build_clipped(self, region: shapely.Geometry | None, exclude: shapely.Geometry | None):

@@ -37,6 +37,13 @@ __all__ = [
     "run_options",
 ]
 
+def _apply(options: list[Callable], f: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate ``f`` with ``options`` so they list in ``--help`` in the order given."""
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 #: An input file that must exist.
 EXISTING_FILE = click.Path(exists=True, dir_okay=False)
 
@@ -200,9 +207,7 @@ def stopping_options(f: Callable) -> Callable:
                      help="With --iterations auto: stop after this many seconds even if not "
                      "converged (with a warning naming what has not; default: no limit)."),
     ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    return _apply(options, f)
 
 
 out_dir_option = click.option(
@@ -289,9 +294,7 @@ def points_options(f: Callable) -> Callable:
                      help="CRS of the coordinates, e.g. EPSG:31983 (required for CSV; for other "
                      "formats only when the file has none)."),
     ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    return _apply(options, f)
 
 
 grid_option = click.option(
@@ -341,9 +344,7 @@ def lattice_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="With --areas: link each area without a neighbour to its nearest area (the "
             "usual BYM practice) instead of making it its own component."),
     ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    return _apply(options, f)
 
 
 continuous_option = click.option(
@@ -403,6 +404,4 @@ def run_options(f: Callable) -> Callable:
         click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
                      help="Independent MCMC chains (R-hat needs at least 2)."),
     ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    return _apply(options, f)
