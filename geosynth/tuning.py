@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import shapely
 
 from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, root_seed_sequence
@@ -154,7 +155,7 @@ _BETA_PRIORS = ("normal", "icar")
 class Candidate:
     """One lattice and model settings to try.
 
-    Give exactly one of ``cell_size``, ``shape`` and ``hex_size``.
+    Give exactly one of ``cell_size``, ``shape``, ``hex_size`` and ``grid``.
 
     Parameters
     ----------
@@ -164,6 +165,11 @@ class Candidate:
         ``(nrows, ncols)`` cells over the region (or the snapped bounds of the points).
     hex_size : float, optional
         Side of regular hexagons (centre to corner), in metres (:meth:`geosynth.Grid.hexagonal`).
+    grid : geosynth.Grid, optional
+        A lattice built beforehand, used as it is (``region`` and ``exclude`` of :func:`tune`
+        do not apply to it): typically areal units from :meth:`geosynth.Grid.from_polygons`
+        (census tracts, block groups, districts), to compare them with squares and hexagons.
+        Candidates are told apart by a digest of its cells, adjacency and CRS.
     effects : {"attribute", "combination"}, default "attribute"
         :class:`geosynth.PaivaModel` ``effects``.
     beta_prior : str or tuple of str, optional
@@ -174,7 +180,7 @@ class Candidate:
         keep records linkable, so the Reiter–Mitra and k-anonymity columns are NaN.
     label : str, optional
         Name in tables and plots; default built from the settings (e.g. ``"250 m"``,
-        ``"10x10, icar"``, ``"500 m, ε=1"``).
+        ``"10x10, icar"``, ``"500 m, ε=1"``, ``"areal lattice, 159 cells"``).
     """
 
     cell_size: float | None = None
@@ -184,12 +190,16 @@ class Candidate:
     epsilon: float | None = None
     label: str | None = None
     hex_size: float | None = None
+    grid: Grid | None = field(default=None, repr=False)
+    _grid_digest: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        given = [v is not None for v in (self.cell_size, self.shape, self.hex_size)]
-        if sum(given) != 1:
+        lattices = (self.cell_size, self.shape, self.hex_size, self.grid)
+        if sum(v is not None for v in lattices) != 1:
             raise InputError("a Candidate needs exactly one of cell_size (metres), shape "
-                             "(rows, cols) and hex_size (metres)")
+                             "(rows, cols), hex_size (metres) and grid (a geosynth.Grid)")
+        if self.grid is not None:
+            object.__setattr__(self, "_grid_digest", _grid_digest(self.grid))
         for name in ("cell_size", "hex_size"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, check_positive(getattr(self, name), name))
@@ -211,6 +221,8 @@ class Candidate:
             parts = [f"{self.cell_size:g} m"]
         elif self.hex_size is not None:
             parts = [f"hex {self.hex_size:g} m"]
+        elif self.grid is not None:
+            parts = [f"{self.grid.kind} lattice, {self.grid.n_cells} cells"]
         else:
             parts = [f"{self.shape[0]}x{self.shape[1]}"]
         if self.effects != "attribute":
@@ -226,7 +238,24 @@ class Candidate:
         """The settings that decide the result (everything but the label)."""
         square = (self.cell_size, self.shape, self.effects, self.beta_prior, self.epsilon)
         # Square candidates keep the settings (and seed streams) they had before hexagons.
-        return square if self.hex_size is None else (*square, ("hex_size", self.hex_size))
+        if self.hex_size is not None:
+            return (*square, ("hex_size", self.hex_size))
+        if self.grid is not None:
+            return (*square, ("grid", self._grid_digest))
+        return square
+
+
+def _grid_digest(grid: Any) -> str:
+    """SHA-256 of a lattice's kind, CRS, habitable cells and adjacency (what a fit sees)."""
+    from geosynth.lattice import Grid
+
+    if not isinstance(grid, Grid):
+        raise InputError(f"grid must be a geosynth.Grid (e.g. Grid.from_polygons(areas)), got "
+                         f"{type(grid).__name__}")
+    h = hashlib.sha256(repr((grid.kind, grid.crs and grid.crs.to_wkt())).encode())
+    for part in (grid.indptr, grid.indices, *shapely.to_wkb(grid.habitable_geometry)):
+        h.update(part if isinstance(part, bytes) else np.ascontiguousarray(part).tobytes())
+    return h.hexdigest()
 
 
 def _check_shape(shape: Any) -> tuple[int, int]:
@@ -687,7 +716,12 @@ def _check_candidate(candidate: Candidate, setup: _Setup) -> None:
         raise InputError(f"{name} has beta_prior={candidate.beta_prior} but tune() got no "
                          "continuous= column")
     if candidate.epsilon is not None:
-        if setup.region is None:
+        if candidate.grid is not None:
+            if candidate.grid.snap_unit is not None:
+                raise InputError(f"{name} is ε-DP but its grid took its bounds from the "
+                                 "points (they would leak their extremes); build it over a "
+                                 "public region or from public areas")
+        elif setup.region is None:
             raise InputError(f"{name} is ε-DP: pass region= (public lattice bounds; bounds "
                              "taken from the points would leak their extremes)")
         if candidate.beta_prior is not None:
@@ -793,10 +827,12 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     start = time.perf_counter()
     fit_seed, release_seed, measure_seed = seed.spawn(3)
     hexagonal = candidate.hex_size is not None
-    grid = Grid.from_points(gdf, shape=candidate.shape,
-                            cell_size=candidate.hex_size if hexagonal else candidate.cell_size,
-                            region=setup.region, exclude=setup.exclude,
-                            kind="hexagonal" if hexagonal else "square")
+    grid = candidate.grid
+    if grid is None:
+        grid = Grid.from_points(gdf, shape=candidate.shape,
+                                cell_size=candidate.hex_size if hexagonal else candidate.cell_size,
+                                region=setup.region, exclude=setup.exclude,
+                                kind="hexagonal" if hexagonal else "square")
     with_beta = candidate.beta_prior is not None
     counts = prepare(gdf, grid, setup.attributes,
                      continuous=setup.continuous if with_beta else None)
@@ -827,7 +863,7 @@ def _settings_row(candidate: Candidate, grid: Grid) -> dict:
     return {
         "cell_size": candidate.cell_size if candidate.cell_size is not None else np.nan,
         "hex_size": candidate.hex_size if candidate.hex_size is not None else np.nan,
-        "shape": f"{grid.shape[0]}x{grid.shape[1]}",
+        "shape": f"{grid.shape[0]}x{grid.shape[1]}" if grid.kind != "areal" else "-",
         "n_cells": grid.n_cells,
         "effects": candidate.effects,
         "beta_prior": "/".join(candidate.beta_prior) if candidate.beta_prior else "-",

@@ -169,6 +169,39 @@ def test_dp_release_and_tune_run_on_hexagons():
     assert np.isfinite(tuning.table["true_match_rate"]).all()
 
 
+def test_tune_compares_areal_units_with_squares():
+    areas = georgia()
+    counties = Grid.from_polygons(areas, id_column="AreaKey")
+    data, _ = planted(counties, seed=13, per_cell=4.0)
+    region = shapely.union_all(np.asarray(areas.geometry.array))
+    candidates = [geosynth.Candidate(grid=counties), 60_000.0,
+                  geosynth.Candidate(grid=counties, epsilon=2.0)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tuning = geosynth.tune(data, ATTRIBUTES, candidates, region=region, m=2,
+                               n_quadrants=30, seed=1, progress=False,
+                               fit_options={"n_iter": 300, "burn_in": 100})
+    row = tuning.table.loc["areal lattice, 159 cells"]
+    assert row["n_cells"] == 159 and row["shape"] == "-"
+    assert np.isfinite(row["true_match_rate"]) and np.isfinite(row["intensity_correlation"])
+    dp_row = tuning.table.loc["areal lattice, 159 cells, ε=2"]
+    assert np.isnan(dp_row["true_match_rate"]) and dp_row["epsilon"] == 2.0
+    # The same areas built again are the same candidate; other adjacency is another one.
+    again = geosynth.Candidate(grid=Grid.from_polygons(georgia(), id_column="AreaKey"))
+    rook = geosynth.Candidate(grid=Grid.from_polygons(areas, contiguity="rook"))
+    assert again.settings == candidates[0].settings != rook.settings
+
+
+def test_tune_refuses_a_dp_grid_whose_bounds_come_from_the_points():
+    grid = hexagons()
+    data, _ = planted(grid, seed=14, per_cell=1.0)
+    from_points = Grid.from_points(data, cell_size=500.0)
+    with pytest.raises(geosynth.errors.InputError, match="took its bounds from the points"):
+        geosynth.tune(data, ATTRIBUTES, [geosynth.Candidate(grid=from_points, epsilon=1.0)])
+    with pytest.raises(geosynth.errors.InputError, match="grid must be a geosynth.Grid"):
+        geosynth.Candidate(grid="tracts.gpkg")
+
+
 def test_release_geopackage_holds_the_areas_without_private_ids(case, fitted, tmp_path):
     kind, grid, data, _, _ = case
     releases = [geosynth.to_public(r) for r in geosynth.synthesize(fitted, data, m=2, seed=5)]

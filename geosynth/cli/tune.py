@@ -10,7 +10,9 @@ import click
 
 from geosynth.cli.fitting import check_run_options, describe_run, run_settings
 from geosynth.cli.helpers import (
+    LatticeChoice,
     RunOutputs,
+    build_grid,
     check_columns,
     check_outputs,
     check_projected,
@@ -92,6 +94,13 @@ class GridList(click.ParamType):
 @click.option("--hex-sizes", type=NumberList(), default=None,
               help="Candidate hexagonal lattices: hexagon sides in metres, comma-separated, "
               "e.g. 150,300 (with the other candidates or instead of them).")
+@click.option("--areas", "areas_paths", type=EXISTING_FILE, multiple=True,
+              help="A candidate lattice of areal units (census tracts, districts): a polygon "
+              "file, one cell per polygon; repeat for several. --region does not apply to "
+              "them.")
+@click.option("--link-islands", is_flag=True,
+              help="With --areas: link each area without a neighbour to its nearest area "
+              "instead of making it its own component.")
 @continuous_option
 @beta_prior_option
 @region_option("Every candidate lattice covers its bounds.")
@@ -126,6 +135,8 @@ def tune(
     cell_sizes: list[float] | None,
     grid_shapes: list[tuple[int, int]] | None,
     hex_sizes: list[float] | None,
+    areas_paths: tuple[str, ...],
+    link_islands: bool,
     continuous: list[str] | None,
     beta_prior: list[str] | None,
     region_path: str | None,
@@ -149,12 +160,12 @@ def tune(
 ) -> None:
     """Fit, release and measure INPUT on each candidate lattice; recommend one.
 
-    For each candidate (--cell-sizes and --grids) the model is fitted, --m releases drawn and
-    their disclosure risk and utility measured (see geosynth.tune). The report holds the
-    table, the recommendation (the best --utility among the candidates within --risk-limit)
-    and the `geosynth release` command line of the recommended candidate, which is also
-    printed; the R-U map is written beside the report as a PNG. Both are internal: they
-    describe the confidential data.
+    For each candidate (--cell-sizes, --grids, --hex-sizes and --areas) the model is fitted,
+    --m releases drawn and their disclosure risk and utility measured (see geosynth.tune).
+    The report holds the table, the recommendation (the best --utility among the
+    candidates within --risk-limit) and the `geosynth release` command line of the
+    recommended candidate, which is also printed; the R-U map is written beside the report
+    as a PNG. Both are internal: they describe the confidential data.
 
     \b
     Example:
@@ -164,9 +175,16 @@ def tune(
     import geosynth
     from geosynth import io
 
-    if not cell_sizes and not grid_shapes and not hex_sizes:
+    if not cell_sizes and not grid_shapes and not hex_sizes and not areas_paths:
         raise click.UsageError("give the candidate lattices: --cell-sizes 100,250,500, "
-                               "--grids 10x10,20x20 and/or --hex-sizes 150,300")
+                               "--grids 10x10,20x20, --hex-sizes 150,300 and/or --areas FILE")
+    if link_islands and not areas_paths:
+        raise click.UsageError("--link-islands applies to --areas only; add --areas FILE or "
+                               "drop --link-islands")
+    names = [Path(path).name for path in areas_paths]
+    if len(set(names)) != len(names):
+        raise click.UsageError(f"--areas files need distinct names (they label the "
+                               f"candidates): got {names}")
     if (continuous is None) != (beta_prior is None):
         raise click.UsageError("--continuous and --beta-prior go together: the continuous "
                                "columns are modelled with that prior")
@@ -195,7 +213,11 @@ def tune(
                       + [geosynth.Candidate(shape=shape, beta_prior=prior)
                          for shape in grid_shapes or []]
                       + [geosynth.Candidate(hex_size=size, beta_prior=prior)
-                         for size in hex_sizes or []])
+                         for size in hex_sizes or []]
+                      + [geosynth.Candidate(grid=build_grid(points, LatticeChoice(
+                          areas_path=path, link_islands=link_islands), exclude=exclude),
+                          beta_prior=prior, label=name)
+                         for name, path in zip(names, areas_paths, strict=True)])
         click.echo(f"Tuning {len(candidates)} candidate lattice(s) of {len(points)} records: "
                    f"{describe_run(run)} each, {m} releases", err=True)
         result = geosynth.tune(points, attributes, candidates, region=region, exclude=exclude,
@@ -205,9 +227,12 @@ def tune(
         chosen = result.recommend(risk=risk, utility=utility)
         command = None
         if chosen.candidate is not None:
+            areas = dict(zip(names, areas_paths, strict=True)).get(chosen.label)
             command = release_command(input_path, attributes, chosen.candidate, layer=layer,
                                       x=x_column, y=y_column, crs=crs, continuous=continuous,
-                                      region=region_path, exclude=exclude_path, m=m)
+                                      region=None if areas else region_path,
+                                      exclude=exclude_path, m=m, areas=areas,
+                                      link_islands=link_islands)
         report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
                          figure_path)
         save_figure(result.plot(risk=risk, utility=utility), figure_path, outputs=outputs,
@@ -225,7 +250,8 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                     layer: str | None = None, x: str | None = None, y: str | None = None,
                     crs: str | None = None, continuous: list[str] | None = None,
                     region: str | None = None, exclude: str | None = None, m: int = 5,
-                    out: str = "release.gpkg") -> str:
+                    out: str = "release.gpkg", areas: str | None = None,
+                    link_islands: bool = False) -> str:
     """Return the ``geosynth release`` command line of a candidate, shell-quoted.
 
     Parameters
@@ -240,6 +266,10 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         The options of the tuning run, repeated.
     out : str, default "release.gpkg"
         The release file.
+    areas : str, optional
+        The polygon file of an areal candidate (``candidate.grid``).
+    link_islands : bool, default False
+        ``--link-islands`` of the areal candidate.
 
     Returns
     -------
@@ -254,6 +284,10 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         words += ["--cell-size", f"{candidate.cell_size:g}"]
     elif candidate.hex_size is not None:
         words += ["--hex-size", f"{candidate.hex_size:g}"]
+    elif candidate.grid is not None:
+        if areas is None:
+            raise ValueError("an areal candidate's release command needs its areas file")
+        words += ["--areas", areas] + (["--link-islands"] if link_islands else [])
     else:
         words += ["--grid", f"{candidate.shape[0]}x{candidate.shape[1]}"]
     if continuous:

@@ -1,5 +1,7 @@
 """`geosynth release --areas FILE [--area-id COLUMN]` and `--hex-size METRES`."""
 
+import shlex
+
 import geopandas as gpd
 import numpy as np
 import pytest
@@ -94,3 +96,35 @@ def test_tune_takes_hexagon_candidates_and_prints_their_release_command(inputs, 
     assert result.exit_code == 0, result.output
     assert "--hex-size" in result.output
     assert "hex 1500 m" in (tmp_path / "tune.md").read_text()
+
+
+def test_tune_takes_areas_candidates_and_their_release_command_runs(inputs, areas, tmp_path):
+    report = tmp_path / "tune.md"
+    result = run("tune", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--region",
+                 inputs["region"], "--iterations", 60, "--burn-in", 20, "--m", 2,
+                 "--quadrants", 20, "--seed", 1, "--report", report)
+    assert result.exit_code == 0, result.output
+    assert "districts.gpkg" in report.read_text().split("## Candidates")[1]
+    command = shlex.split(result.output.split("Release it with:\n")[1].splitlines()[0])
+    assert command[-4:] == ["--m", "2", "--out", "release.gpkg"]
+    assert "--areas" in command and "--region" not in command  # the areas are the region
+    out = tmp_path / "chosen.gpkg"
+    release = run(*command[1:-2], "--out", out, *FAST)
+    assert release.exit_code == 0, release.output
+    assert io.read_release(out).metadata["lattice"]["kind"] == "areal"
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragments"),
+    [
+        (["--cell-sizes", 500, "--link-islands"], ["--link-islands applies to --areas only"]),
+        (["--areas", "AREAS", "--areas", "AREAS"], ["distinct names"]),
+    ],
+)
+def test_tune_areas_options_are_checked_before_reading(inputs, areas, tmp_path, extra,
+                                                       fragments):
+    substituted = [areas if v == "AREAS" else v for v in extra]
+    result = run("tune", inputs["gpkg"], *GPKG_ARGS, *substituted, "--report",
+                 tmp_path / "tune.md")
+    assert_refused(result, *fragments)
+    assert not (tmp_path / "tune.md").exists()
