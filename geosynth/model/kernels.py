@@ -93,6 +93,17 @@ __all__ = [
     "scale_accept",
     "record",
     "update_tau_eps",
+    "icar_neighbours",
+    "icar_prior",
+    "icar_proposal_prior",
+    "icar_quadratic_add",
+    "shift_cell_eta",
+    "shift_cell_eta_z",
+    "draw_field_cell",
+    "draw_beta_cell",
+    "draw_eps_cell",
+    "draw_precisions",
+    "draw_tau_eps",
     "update_intercepts",
     "update_beta_single_site",
     "update_errors",
@@ -125,6 +136,7 @@ class ModelData(NamedTuple):
     combo_levels: np.ndarray  # int64 (B, K), p per attribute or -1 at the baseline
     level_combos_ptr: np.ndarray  # int64 (P + 1,) CSR: combinations having level p
     level_combos: np.ndarray  # int64
+    all_combos: np.ndarray  # int64 (B,) 0..B-1: the combinations θ and β touch
     indptr: np.ndarray  # int64 (G + 1,) adjacency CSR
     indices: np.ndarray  # int64
     component: np.ndarray  # int64 (G,)
@@ -268,26 +280,373 @@ def _update_alpha(data, s):
     return STATUS_OK
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def _icar_prior(field, i, tau, level_var, comp_sum, data):
-    """Mean and precision of the ICAR conditional of field[i], with the component-mean prior.
+# ----------------------------------------------------------------------------------------
+# Per-cell conditionals: the one home of each draw, used by the serial sweep (cells in order,
+# the chain's stream) and by the chromatic sweep of :mod:`geosynth.model.parallel` (cells of
+# one colour in parallel, one stream per cell). Plain arrays only: the chromatic sweep calls
+# them inside its parallel loops.
 
-    ICAR: precision n_i·τ about the neighbour mean. The N(0, level_var) prior on the component
-    mean S_c / n_c contributes precision 1/(level_var·n_c²) about −(S_c − field[i]).
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def icar_neighbours(field, i, tau, indptr, indices):
+    """Canonical parameters of the ICAR conditional of ``field[i]`` given its neighbours.
+
+    The ICAR prior makes f_i | f_{-i} ~ N(neighbour mean, 1/(n_i·τ)) (Besag, York & Mollié
+    1991); in canonical form the linear term is b = τ·Σ_{j~i} f_j and the precision q = n_i·τ.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ, a column of φ, or a β field.
+    i : int
+        The cell.
+    tau : float
+        The field's precision.
+    indptr, indices : numpy.ndarray of int64
+        The lattice's adjacency (CSR).
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``(b, q)``.
     """
-    lo, hi = data.indptr[i], data.indptr[i + 1]
-    n_i = hi - lo
+    lo, hi = indptr[i], indptr[i + 1]
     neighbour_sum = 0.0
     for t in range(lo, hi):
-        neighbour_sum += field[data.indices[t]]
+        neighbour_sum += field[indices[t]]
+    return neighbour_sum * tau, (hi - lo) * tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def icar_prior(field, i, tau, level_var, comp_sum, data):
+    """Mean and precision of the full prior conditional of field[i] (the serial sweep's).
+
+    The ICAR conditional (:func:`icar_neighbours`) times the N(0, level_var) prior on the
+    component mean S_c / n_c, which contributes precision 1/(level_var·n_c²) about
+    −(S_c − field[i]).
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ, a column of φ, or a β field.
+    i : int
+        The cell.
+    tau : float
+        The field's precision.
+    level_var : float
+        Prior variance of the field's mean in each component.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Current Σ of the field over each component (:func:`component_sums`).
+    data : ModelData
+        The fit's read-only arrays.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``(m, q)``.
+    """
+    b, q_icar = icar_neighbours(field, i, tau, data.indptr, data.indices)
     c = data.component[i]
     n_c = data.component_size[c]
     q_level = 1.0 / (level_var * n_c * n_c)
     m_level = -(comp_sum[c] - field[i])
-    q_icar = n_i * tau
     q = q_icar + q_level
-    m = (neighbour_sum * tau + q_level * m_level) / q  # n_i·τ·(neighbour mean) = τ·Σ neighbours
-    return m, q
+    return (b + q_level * m_level) / q, q
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def icar_proposal_prior(field, i, tau, level_var, indptr, indices, component, component_size):
+    """Mean and precision of cell i's chromatic proposal prior: the ICAR conditional alone.
+
+    The chromatic sweep leaves the component-mean prior to its per-component correction. In a
+    singleton component the cell is its component, so its level prior N(0, level_var) stays
+    in and the draw is an exact Gibbs draw (:func:`icar_prior` with S_c − f_i = 0, n_i = 0).
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ, a column of φ, or a β field.
+    i : int
+        The cell.
+    tau : float
+        The field's precision.
+    level_var : float
+        Prior variance of the field's mean in each component.
+    indptr, indices : numpy.ndarray of int64
+        The lattice's adjacency (CSR).
+    component : numpy.ndarray of int64, shape (G,)
+        Component of each cell.
+    component_size : numpy.ndarray of float64, shape (C,)
+        Cells per component.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``(m, q)``.
+    """
+    if component_size[component[i]] <= 1.0:
+        return 0.0, 1.0 / level_var
+    b, q = icar_neighbours(field, i, tau, indptr, indices)
+    return b / q, q
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shift_cell_eta(eta, expeta, combos, i, delta):
+    """η_ib += delta for b in ``combos`` (exp η rescaled).
+
+    Parameters
+    ----------
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential, updated in place.
+    combos : numpy.ndarray of int64
+        The combinations the change touches.
+    i : int
+        The cell.
+    delta : float
+        The change.
+    """
+    factor = math.exp(delta)
+    for t in range(combos.shape[0]):
+        b = combos[t]
+        eta[i, b] += delta
+        expeta[i, b] *= factor
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shift_cell_eta_z(eta, expeta, zbar, i, delta):
+    """η_ib += delta·Z̄_ib for every b (exp η recomputed).
+
+    Parameters
+    ----------
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential, updated in place.
+    zbar : numpy.ndarray of float64, shape (G, B)
+        One covariate's cell means Z̄.
+    i : int
+        The cell.
+    delta : float
+        The change of β_i.
+    """
+    for b in range(eta.shape[1]):
+        eta[i, b] += delta * zbar[i, b]
+        expeta[i, b] = math.exp(eta[i, b])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_field_cell(field, i, a, m, q, combos, eta, expeta, update, rng, work, w1, ones):
+    """Draw θ_i or φ_ip from ``a·x − W·e^x − q(x − m)²/2`` (Nunes 2018, eqs. 2.12–2.13).
+
+    W = Σ_{b in combos} e^{η_ib − x}, from the current η; η and exp η follow the draw.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ or a copy of φ's column p; ``field[i]`` is overwritten.
+    i : int
+        The cell.
+    a : float
+        The observed count the term multiplies (the cell's total, or its total at level p).
+    m, q : float
+        Prior mean and precision (:func:`icar_prior` or :func:`icar_proposal_prior`).
+    combos : numpy.ndarray of int64
+        The combinations the field enters (every b for θ, those holding level p for φ_·p).
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential, updated in place.
+    update : int
+        UPDATE_EXACT or UPDATE_MH (see :func:`_draw1`).
+    rng : numpy.ndarray of uint64, shape (4,)
+        The stream the draw advances.
+    work, w1, ones : numpy.ndarray
+        ARS scratch.
+
+    Returns
+    -------
+    tuple of (float, int)
+        The change of ``field[i]`` and the sampler status (the field is unchanged unless OK).
+    """
+    x = field[i]
+    total = 0.0
+    for t in range(combos.shape[0]):
+        total += expeta[i, combos[t]]
+    new, status = _draw1(x, a, total, m, q, update, rng, work, w1, ones)
+    if status != STATUS_OK:
+        return 0.0, status
+    delta = new - x
+    field[i] = new
+    shift_cell_eta(eta, expeta, combos, i, delta)
+    return delta, STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_beta_cell(beta, i, zbar, czbar_i, m, q, slice_sampler, eta, expeta, rng, work, wbuf,
+                   zbuf):
+    """Draw β_i of one covariate (Nunes 2018, eqs. 2.22–2.23); η and exp η follow.
+
+    The conditional ``czbar_i·x − Σ_b e^{η_ib − β_i Z̄_ib}·e^{Z̄_ib x} − q(x − m)²/2``, by slice
+    sampling or ARS.
+
+    Parameters
+    ----------
+    beta : numpy.ndarray of float64, shape (G,)
+        The covariate's field; ``beta[i]`` is overwritten.
+    i : int
+        The cell.
+    zbar : numpy.ndarray of float64, shape (G, B)
+        The covariate's cell means Z̄.
+    czbar_i : float
+        Σ_b c_ib Z̄_ib of the cell.
+    m, q : float
+        Prior mean and precision (Normal prior: 0 and 1/variance; ICAR: as for θ).
+    slice_sampler : bool
+        Slice sampling (else ARS).
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential, updated in place.
+    rng : numpy.ndarray of uint64, shape (4,)
+        The stream the draw advances.
+    work, wbuf, zbuf : numpy.ndarray
+        Scratch (ARS, and weights and exponents of at least B entries).
+
+    Returns
+    -------
+    tuple of (float, int)
+        The change of ``beta[i]`` and the sampler status (β unchanged unless OK).
+    """
+    B = eta.shape[1]
+    x = beta[i]
+    for b in range(B):
+        zbuf[b] = zbar[i, b]
+        wbuf[b] = math.exp(eta[i, b] - x * zbar[i, b])
+    if slice_sampler:
+        new, status = slice_step(x, czbar_i, wbuf[:B], zbuf[:B], m, q, rng)
+    else:
+        new, status = ars_draw(x, czbar_i, wbuf[:B], zbuf[:B], m, q, rng, work)
+    if status != STATUS_OK:
+        return 0.0, status
+    beta[i] = new
+    shift_cell_eta_z(eta, expeta, zbar, i, new - x)
+    return new - x, STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_eps_cell(eps, i, counts, q, eta, expeta, update, rng, work, w1, ones):
+    """Draw ε_ib for every b of cell i (Nunes 2018, eq. 2.14); η and exp η follow.
+
+    Parameters
+    ----------
+    eps : numpy.ndarray of float64, shape (G, B)
+        The errors; row i is overwritten.
+    i : int
+        The cell.
+    counts : numpy.ndarray of float64, shape (G, B)
+        Observed counts.
+    q : float
+        τ_ε.
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential, updated in place.
+    update : int
+        UPDATE_EXACT or UPDATE_MH (see :func:`_draw1`).
+    rng : numpy.ndarray of uint64, shape (4,)
+        The stream the draws advance.
+    work, w1, ones : numpy.ndarray
+        ARS scratch.
+
+    Returns
+    -------
+    int
+        The sampler status (entries after a failed one are left unchanged).
+    """
+    for b in range(eps.shape[1]):
+        x = eps[i, b]
+        if _mh_update(update, rng):  # exp(η) at the new value comes with the step
+            new, wex, status = newton_mh_step(x, counts[i, b], expeta[i, b], 0.0, q, rng)
+        else:
+            new, status = ars_draw_single(x, counts[i, b], expeta[i, b] * math.exp(-x), 0.0, q,
+                                          rng, work, w1, ones)
+            wex = math.exp(eta[i, b] + (new - x))
+        if status != STATUS_OK:
+            return status
+        eps[i, b] = new
+        eta[i, b] += new - x
+        expeta[i, b] = wex
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def icar_quadratic_add(field, i, indptr, indices, total):
+    """Return ``total`` plus Σ over the neighbours j > i of cell i of (f_i − f_j)².
+
+    Summed over every cell, this is fᵀ(D_W − W)f with each edge counted once.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ, a column of φ, or a β field.
+    i : int
+        The cell.
+    indptr, indices : numpy.ndarray of int64
+        The lattice's adjacency (CSR).
+    total : float
+        The running sum the terms are added to, in order.
+
+    Returns
+    -------
+    float
+    """
+    for t in range(indptr[i], indptr[i + 1]):
+        j = indices[t]
+        if j > i:
+            d = field[i] - field[j]
+            total += d * d
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_precisions(data, s, sums):
+    """Gamma draws of τ_θ, every τ_φ,p, τ_ε and each ICAR τ_β,c (eqs. 2.15–2.17, 2.24).
+
+    The ICAR shape is ``a + (G − C)/2`` (module docstring).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: the precisions are overwritten in the order above, ``s.rng``
+        advanced.
+    sums : numpy.ndarray of float64, shape (2 + P + K,)
+        The ICAR quadratic of θ, of each φ_·p, Σ ε², then each β_c·'s quadratic (read only
+        under its ICAR prior).
+    """
+    G = data.counts.shape[0]
+    P = s.alpha.shape[0]
+    rank = G - data.component_size.shape[0]
+    pr = data.priors
+    s.tau_theta[0] = gamma(s.rng, pr[THETA_A] + 0.5 * rank, pr[THETA_B] + 0.5 * sums[0])
+    for p in range(P):
+        s.tau_phi[p] = gamma(s.rng, pr[PHI_A] + 0.5 * rank, pr[PHI_B] + 0.5 * sums[1 + p])
+    draw_tau_eps(data, s, sums[1 + P])
+    for c in range(data.beta_priors.shape[0]):
+        if data.beta_priors[c] == BETA_ICAR:
+            s.tau_beta[c] = gamma(s.rng, pr[BETA_A] + 0.5 * rank,
+                                  pr[BETA_B] + 0.5 * sums[2 + P + c])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_tau_eps(data, s, eps_squares):
+    """Draw τ_ε from its Gamma conditional given Σ ε² (Nunes 2018, eq. 2.17).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: ``s.tau_eps`` is overwritten, ``s.rng`` advanced.
+    eps_squares : float
+        Σ_ib ε_ib².
+    """
+    G, B = data.counts.shape
+    pr = data.priors
+    s.tau_eps[0] = gamma(s.rng, pr[EPS_A] + 0.5 * G * B, pr[EPS_B] + 0.5 * eps_squares)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -310,118 +669,69 @@ def component_sums(field, data, out):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_theta(data, s, comp_sum):
-    rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
-    G, B = data.counts.shape
     component_sums(s.theta, data, comp_sum)
     level_var = data.priors[LEVEL_VAR]
-    for i in range(G):
-        x = s.theta[i]
-        total = 0.0
-        for b in range(B):
-            total += s.expeta[i, b]
-        m, q = _icar_prior(s.theta, i, s.tau_theta[0], level_var, comp_sum, data)
-        new, status = _draw1(x, data.cell_counts[i], total, m, q, data.scalar_update,
-                             rng, work, w1, ones)
+    for i in range(data.counts.shape[0]):
+        m, q = icar_prior(s.theta, i, s.tau_theta[0], level_var, comp_sum, data)
+        delta, status = draw_field_cell(s.theta, i, data.cell_counts[i], m, q, data.all_combos,
+                                        s.eta, s.expeta, data.scalar_update, s.rng, s.work,
+                                        s.w1, s.ones)
         if status != STATUS_OK:
             return status
-        delta = new - x
-        s.theta[i] = new
         comp_sum[data.component[i]] += delta
-        factor = math.exp(delta)
-        for b in range(B):
-            s.eta[i, b] += delta
-            s.expeta[i, b] *= factor
     return STATUS_OK
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_phi(data, s, comp_sum, column):
-    rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
     G = data.counts.shape[0]
-    P = s.alpha.shape[0]
     level_var = data.priors[LEVEL_VAR]
-    for p in range(P):
-        lo, hi = data.level_combos_ptr[p], data.level_combos_ptr[p + 1]
+    for p in range(s.alpha.shape[0]):
+        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
         for i in range(G):
             column[i] = s.phi[i, p]
         component_sums(column, data, comp_sum)
         for i in range(G):
-            x = column[i]
-            total = 0.0
-            for t in range(lo, hi):
-                total += s.expeta[i, data.level_combos[t]]
-            m, q = _icar_prior(column, i, s.tau_phi[p], level_var, comp_sum, data)
-            new, status = _draw1(x, data.cell_level_counts[i, p], total, m, q,
-                                 data.scalar_update, rng, work, w1, ones)
+            m, q = icar_prior(column, i, s.tau_phi[p], level_var, comp_sum, data)
+            delta, status = draw_field_cell(column, i, data.cell_level_counts[i, p], m, q,
+                                            combos, s.eta, s.expeta, data.scalar_update, s.rng,
+                                            s.work, s.w1, s.ones)
             if status != STATUS_OK:
                 return status
-            delta = new - x
-            column[i] = new
-            s.phi[i, p] = new
+            s.phi[i, p] = column[i]
             comp_sum[data.component[i]] += delta
-            factor = math.exp(delta)
-            for t in range(lo, hi):
-                s.eta[i, data.level_combos[t]] += delta
-                s.expeta[i, data.level_combos[t]] *= factor
     return STATUS_OK
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_beta(data, s, comp_sum, c):
     """β_c·, the field of covariate ``c``, cell by cell (Nunes 2018, eqs. 2.22–2.23)."""
-    G, B = data.counts.shape
-    beta, zbar, czbar = s.beta[c], data.zbar[c], data.cell_czbar[c]
+    beta = s.beta[c]
     icar = data.beta_priors[c] == BETA_ICAR
     if icar:
         component_sums(beta, data, comp_sum)
-    for i in range(G):
-        x = beta[i]
-        for b in range(B):
-            s.zbuf[b] = zbar[i, b]
-            s.wbuf[b] = math.exp(s.eta[i, b] - x * zbar[i, b])
+    for i in range(data.counts.shape[0]):
         if icar:
-            m, q = _icar_prior(beta, i, s.tau_beta[c], data.priors[BETA_VAR], comp_sum, data)
+            m, q = icar_prior(beta, i, s.tau_beta[c], data.priors[BETA_VAR], comp_sum, data)
         else:
             m, q = 0.0, 1.0 / data.priors[BETA_VAR]
-        w = s.wbuf[:B]
-        z = s.zbuf[:B]
-        if data.beta_sampler == SAMPLER_SLICE:
-            new, status = slice_step(x, czbar[i], w, z, m, q, s.rng)
-        else:
-            new, status = ars_draw(x, czbar[i], w, z, m, q, s.rng, s.work)
+        delta, status = draw_beta_cell(beta, i, data.zbar[c], data.cell_czbar[c, i], m, q,
+                                       data.beta_sampler == SAMPLER_SLICE, s.eta, s.expeta,
+                                       s.rng, s.work, s.wbuf, s.zbuf)
         if status != STATUS_OK:
             return status
-        delta = new - x
-        beta[i] = new
         if icar:
             comp_sum[data.component[i]] += delta
-        for b in range(B):
-            s.eta[i, b] += delta * zbar[i, b]
-            s.expeta[i, b] = math.exp(s.eta[i, b])
     return STATUS_OK
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_eps(data, s):
-    G, B = data.counts.shape
-    q = s.tau_eps[0]
-    eps, eta, expeta, counts = s.eps, s.eta, s.expeta, data.counts
-    rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
-    update = data.scalar_update
-    for i in range(G):
-        for b in range(B):
-            x = eps[i, b]
-            if _mh_update(update, rng):  # exp(η) at the new value comes with the step
-                new, wex, status = newton_mh_step(x, counts[i, b], expeta[i, b], 0.0, q, rng)
-            else:
-                new, status = ars_draw_single(x, counts[i, b], expeta[i, b] * math.exp(-x), 0.0,
-                                              q, rng, work, w1, ones)
-                wex = math.exp(eta[i, b] + (new - x))
-            if status != STATUS_OK:
-                return status
-            eps[i, b] = new
-            eta[i, b] += new - x
-            expeta[i, b] = wex
+    for i in range(data.counts.shape[0]):
+        status = draw_eps_cell(s.eps, i, data.counts, s.tau_eps[0], s.eta, s.expeta,
+                               data.scalar_update, s.rng, s.work, s.w1, s.ones)
+        if status != STATUS_OK:
+            return status
     return STATUS_OK
 
 
@@ -626,7 +936,7 @@ def _shift_cells_eps(data, s, comp_sum, column, p):
     component_sums(field, data, comp_sum)
     level_var = data.priors[LEVEL_VAR]
     for i in range(G):
-        m, q = _icar_prior(field, i, tau, level_var, comp_sum, data)
+        m, q = icar_prior(field, i, tau, level_var, comp_sum, data)
         eps_sum = 0.0
         n = 0
         if p < 0:
@@ -720,35 +1030,34 @@ def _icar_quadratic(field, data):
     """θᵀ(D_W − W)θ = Σ over edges i~j (each once) of (θ_i − θ_j)²."""
     total = 0.0
     for i in range(field.shape[0]):
-        for t in range(data.indptr[i], data.indptr[i + 1]):
-            j = data.indices[t]
-            if j > i:
-                d = field[i] - field[j]
-                total += d * d
+        total = icar_quadratic_add(field, i, data.indptr, data.indices, total)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _eps_squares(eps):
+    total = 0.0
+    for i in range(eps.shape[0]):
+        for b in range(eps.shape[1]):
+            total += eps[i, b] * eps[i, b]
     return total
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_precisions(data, s, column):
-    G, B = data.counts.shape
-    rank = G - data.component_size.shape[0]
-    pr = data.priors
-    s.tau_theta[0] = gamma(
-        s.rng, pr[THETA_A] + 0.5 * rank, pr[THETA_B] + 0.5 * _icar_quadratic(s.theta, data)
-    )
-    for p in range(s.alpha.shape[0]):
-        for i in range(G):
+    P = s.alpha.shape[0]
+    n_covariates = data.beta_priors.shape[0]
+    sums = np.zeros(2 + P + n_covariates)
+    sums[0] = _icar_quadratic(s.theta, data)
+    for p in range(P):
+        for i in range(data.counts.shape[0]):
             column[i] = s.phi[i, p]
-        s.tau_phi[p] = gamma(
-            s.rng, pr[PHI_A] + 0.5 * rank, pr[PHI_B] + 0.5 * _icar_quadratic(column, data)
-        )
-    update_tau_eps(data, s)
-    for c in range(data.beta_priors.shape[0]):
+        sums[1 + p] = _icar_quadratic(column, data)
+    sums[1 + P] = _eps_squares(s.eps)
+    for c in range(n_covariates):
         if data.beta_priors[c] == BETA_ICAR:
-            s.tau_beta[c] = gamma(
-                s.rng, pr[BETA_A] + 0.5 * rank,
-                pr[BETA_B] + 0.5 * _icar_quadratic(s.beta[c], data),
-            )
+            sums[2 + P + c] = _icar_quadratic(s.beta[c], data)
+    draw_precisions(data, s, sums)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -762,13 +1071,7 @@ def update_tau_eps(data, s):
     s : GibbsState
         The chain's state: ``s.tau_eps`` is overwritten, ``s.rng`` advanced.
     """
-    G, B = data.counts.shape
-    pr = data.priors
-    sq = 0.0
-    for i in range(G):
-        for b in range(B):
-            sq += s.eps[i, b] * s.eps[i, b]
-    s.tau_eps[0] = gamma(s.rng, pr[EPS_A] + 0.5 * G * B, pr[EPS_B] + 0.5 * sq)
+    draw_tau_eps(data, s, _eps_squares(s.eps))
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -1211,7 +1514,7 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
     accepted = 0.0
     for i in range(G):
         x = s.theta[i]
-        m, q = _icar_prior(s.theta, i, s.tau_theta[0], pr[LEVEL_VAR], comp_sum, data)
+        m, q = icar_prior(s.theta, i, s.tau_theta[0], pr[LEVEL_VAR], comp_sum, data)
         delta = sd * standard_normal(s.rng)
         log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, _NO_LEVEL, i, lm, lm_new) \
             - 0.5 * q * ((x + delta - m) ** 2 - (x - m) ** 2)

@@ -8,7 +8,7 @@ the cells of one colour can be drawn at once, with ``numba.prange``.
 
 Exactness and the component-mean prior. The serial sampler also puts a N(0, ``level_var``)
 prior on each field's mean within every connected component (see
-:func:`geosynth.model.kernels._icar_prior`). That term ``L_c(S_c)`` of the component sum
+:func:`geosynth.model.kernels.icar_prior`). That term ``L_c(S_c)`` of the component sum
 ``S_c`` couples *all* cells of a component, so same-coloured cells are not conditionally
 independent through it. We keep the scheme exact with one Metropolis–Hastings correction per
 (colour, component) block K: every cell of K is drawn in parallel from its conditional
@@ -82,18 +82,26 @@ from geosynth.model.kernels import (
     SAMPLER_SLICE,
     THETA_A,
     THETA_B,
+    UPDATE_EXACT,
     component_sums,
     compute_eta,
+    draw_beta_cell,
+    draw_eps_cell,
+    draw_field_cell,
+    draw_precisions,
+    icar_proposal_prior,
+    icar_quadratic_add,
     record,
     scale_accept,
     scale_proposal,
+    shift_cell_eta,
+    shift_cell_eta_z,
     shift_eps_draw,
     shift_move,
 )
-from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw, ars_draw_single
+from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw_single
 from geosynth.samplers.family import STATUS_OK
-from geosynth.samplers.rng import gamma, standard_normal, uniform
-from geosynth.samplers.slice import slice_step
+from geosynth.samplers.rng import standard_normal, uniform
 
 __all__ = [
     "BLOCK",
@@ -203,25 +211,9 @@ _OP_SCALE_APPLY_BETA = np.int64(12)
 _OP_SCALE_LOGLIK_EPS = np.int64(13)
 _OP_SCALE_APPLY_EPS = np.int64(14)
 _N_OPS = 15
+_EXACT = np.int64(UPDATE_EXACT)  # the chromatic sweep draws every one-term conditional by ARS
 _TRUE = np.bool_(True)  # a bool argument, not Literal[bool](True): one specialisation
 MAX_BLOCKS = 64  # work items per parallel loop at most (per-item cost ~0.1–0.5 µs)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _conditional_prior(field, i, tau, level_var, indptr, indices, component, component_size):
-    """Mean and precision of cell i's chromatic proposal prior (no data/state tuples: hot loop).
-
-    The ICAR conditional ``N(neighbour mean, 1/(n_i τ))``. In a singleton component the cell
-    is its component, so its level prior N(0, level_var) stays in and the draw is an exact
-    Gibbs draw (:func:`geosynth.model.kernels._icar_prior` with S_c − f_i = 0, n_i = 0).
-    """
-    lo, hi = indptr[i], indptr[i + 1]
-    if component_size[component[i]] <= 1.0:
-        return 0.0, 1.0 / level_var
-    neighbour_sum = 0.0
-    for t in range(lo, hi):
-        neighbour_sum += field[indices[t]]
-    return neighbour_sum / (hi - lo), (hi - lo) * tau
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -230,13 +222,13 @@ def _cell_start(cells, j, field, old, values, combos, tau, level_var, indptr, in
     """Cell ``i = cells[j]`` of a colour-class loop: save its value, return its prior and row sum.
 
     Returns ``(i, x, m, q, Σ_{b in combos} values[i, b])`` with ``x = field[i]`` (also written
-    to ``old[i]``) and ``(m, q)`` from :func:`_conditional_prior`.
+    to ``old[i]``) and ``(m, q)`` from :func:`geosynth.model.kernels.icar_proposal_prior`.
     """
     i = cells[j]
     x = field[i]
     old[i] = x
-    m, q = _conditional_prior(field, i, tau, level_var, indptr, indices, component,
-                              component_size)
+    m, q = icar_proposal_prior(field, i, tau, level_var, indptr, indices, component,
+                               component_size)
     total = 0.0
     for t in range(combos.shape[0]):
         total += values[i, combos[t]]
@@ -246,70 +238,38 @@ def _cell_start(cells, j, field, old, values, combos, tau, level_var, indptr, in
 @njit(cache=True, nogil=True, error_model="numpy")
 def _draw_field_cells(cells, lo, hi, field, combos, obs, eta, expeta, tau, level_var, indptr,
                       indices, component, component_size, streams, old, status):
-    """θ_i or φ_ip for cells[lo:hi]: ``a = obs[i]``, one collapsed weight over ``combos``."""
+    """θ_i or φ_ip for cells[lo:hi] (:func:`geosynth.model.kernels.draw_field_cell`)."""
     work = np.empty((5, MAX_ABSCISSAE))
     w1 = np.empty(1)
     ones = np.ones(1)
     for j in range(lo, hi):
-        i, x, m, q, total = _cell_start(cells, j, field, old, expeta, combos, tau, level_var,
-                                        indptr, indices, component, component_size)
-        new, st = ars_draw_single(x, obs[i], total * math.exp(-x), m, q, streams[i], work, w1,
-                                  ones)
-        status[j] = st
-        if st != STATUS_OK:
-            continue
-        field[i] = new
-        _shift_cell_eta(eta, expeta, combos, i, new - x)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _shift_cell_eta(eta, expeta, combos, i, delta):
-    """η_ib += delta for b in ``combos`` (exp η rescaled)."""
-    factor = math.exp(delta)
-    for t in range(combos.shape[0]):
-        b = combos[t]
-        eta[i, b] += delta
-        expeta[i, b] *= factor
+        i = cells[j]
+        old[i] = field[i]
+        m, q = icar_proposal_prior(field, i, tau, level_var, indptr, indices, component,
+                                   component_size)
+        _, status[j] = draw_field_cell(field, i, obs[i], m, q, combos, eta, expeta, _EXACT,
+                                       streams[i], work, w1, ones)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _draw_beta_cells(cells, lo, hi, beta, zbar, czbar, eta, expeta, tau, prior_var, icar,
                      slice_sampler, indptr, indices, component, component_size, streams, old,
                      status):
-    """β_i for cells[lo:hi] (ICAR or N(0, prior_var) prior; slice or ARS)."""
+    """β_i for cells[lo:hi] (:func:`geosynth.model.kernels.draw_beta_cell`)."""
     B = eta.shape[1]
     work = np.empty((5, MAX_ABSCISSAE))
     wbuf = np.empty(max(B, 1))
     zbuf = np.empty(max(B, 1))
     for j in range(lo, hi):
         i = cells[j]
-        x = beta[i]
-        old[i] = x
-        for b in range(B):
-            zbuf[b] = zbar[i, b]
-            wbuf[b] = math.exp(eta[i, b] - x * zbar[i, b])
+        old[i] = beta[i]
         if icar:
-            m, q = _conditional_prior(beta, i, tau, prior_var, indptr, indices, component,
-                                      component_size)
+            m, q = icar_proposal_prior(beta, i, tau, prior_var, indptr, indices, component,
+                                       component_size)
         else:
             m, q = 0.0, 1.0 / prior_var
-        if slice_sampler:
-            new, st = slice_step(x, czbar[i], wbuf[:B], zbuf[:B], m, q, streams[i])
-        else:
-            new, st = ars_draw(x, czbar[i], wbuf[:B], zbuf[:B], m, q, streams[i], work)
-        status[j] = st
-        if st != STATUS_OK:
-            continue
-        beta[i] = new
-        _shift_cell_eta_z(eta, expeta, zbar, i, new - x)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _shift_cell_eta_z(eta, expeta, zbar, i, delta):
-    """η_ib += delta·Z̄_ib for every b (exp η recomputed)."""
-    for b in range(eta.shape[1]):
-        eta[i, b] += delta * zbar[i, b]
-        expeta[i, b] = math.exp(eta[i, b])
+        _, status[j] = draw_beta_cell(beta, i, zbar, czbar[i], m, q, slice_sampler, eta,
+                                      expeta, streams[i], work, wbuf, zbuf)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -336,18 +296,8 @@ def _draw_eps_cells(cells, lo, hi, eps, eta, expeta, counts, q, streams, status)
     ones = np.ones(1)
     for j in range(lo, hi):
         i = cells[j]
-        rng = streams[i]
-        status[j] = STATUS_OK
-        for b in range(eps.shape[1]):
-            x = eps[i, b]
-            new, st = ars_draw_single(x, counts[i, b], expeta[i, b] * math.exp(-x), 0.0, q, rng,
-                                      work, w1, ones)
-            if st != STATUS_OK:
-                status[j] = st
-                break
-            eps[i, b] = new
-            eta[i, b] += new - x
-            expeta[i, b] = math.exp(eta[i, b])
+        status[j] = draw_eps_cell(eps, i, counts, q, eta, expeta, _EXACT, streams[i], work, w1,
+                                  ones)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -378,18 +328,6 @@ def _add_per_combination_cells(cells, lo, hi, values, delta, expeta, sign):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _icar_quadratic_cell(field, i, indptr, indices):
-    """Σ over the neighbours j > i of cell i of (f_i − f_j)²."""
-    total = 0.0
-    for t in range(indptr[i], indptr[i + 1]):
-        j = indices[t]
-        if j > i:
-            d = field[i] - field[j]
-            total += d * d
-    return total
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, with_eps, eps, indptr,
                           indices, out):
     """Sum ICAR quadratics and Σ ε² over cells[lo:hi] into ``out`` (θ, φ_·0…φ_·P−1, β, ε).
@@ -401,15 +339,11 @@ def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, with_eps, 
     out[:] = 0.0
     for j in range(lo, hi):
         i = cells[j]
-        out[0] += _icar_quadratic_cell(theta, i, indptr, indices)
+        out[0] = icar_quadratic_add(theta, i, indptr, indices, out[0])
         for p in range(P):
-            for t in range(indptr[i], indptr[i + 1]):
-                k = indices[t]
-                if k > i:
-                    d = phi[i, p] - phi[k, p]
-                    out[1 + p] += d * d
+            out[1 + p] = icar_quadratic_add(phi[:, p], i, indptr, indices, out[1 + p])
         if with_beta:
-            out[1 + P] += _icar_quadratic_cell(beta, i, indptr, indices)
+            out[1 + P] = icar_quadratic_add(beta, i, indptr, indices, out[1 + P])
         if with_eps:
             for b in range(eps.shape[1]):
                 out[2 + P] += eps[i, b] * eps[i, b]
@@ -429,7 +363,7 @@ def _scale_field_cells(cells, lo, hi, field, comp_mean, component, factor, combo
         d = (field[i] - comp_mean[component[i]]) * factor
         if apply:
             field[i] += d
-            _shift_cell_eta(eta, expeta, combos, i, d)
+            shift_cell_eta(eta, expeta, combos, i, d)
             continue
         exp_sum = 0.0
         for t in range(combos.shape[0]):
@@ -448,7 +382,7 @@ def _scale_beta_cells(cells, lo, hi, beta, comp_mean, component, factor, zbar, c
         d = (beta[i] - comp_mean[component[i]]) * factor
         if apply:
             beta[i] += d
-            _shift_cell_eta_z(eta, expeta, zbar, i, d)
+            shift_cell_eta_z(eta, expeta, zbar, i, d)
             continue
         for b in range(eta.shape[1]):
             dz = d * zbar[i, b]
@@ -554,7 +488,6 @@ class ChromaticWork(NamedTuple):
 
     ops: np.ndarray  # int64 (_N_OPS,) run-time operation codes
     all_cells: np.ndarray  # int64 (G,) 0..G−1
-    all_combos: np.ndarray  # int64 (B,) 0..B−1
     colour_ptr: np.ndarray  # int64 (n_colours + 1,)
     colour_cells: np.ndarray  # int64 (G,)
     streams: np.ndarray  # uint64 (G, 4) per-cell xoshiro256** states
@@ -595,7 +528,6 @@ def new_chromatic_work(G, B, P, n_components, colour_ptr, colour_cells, streams)
     return ChromaticWork(
         ops=np.arange(_N_OPS, dtype=np.int64),
         all_cells=np.arange(G, dtype=np.int64),
-        all_combos=np.arange(B, dtype=np.int64),
         colour_ptr=colour_ptr,
         colour_cells=colour_cells,
         streams=streams,
@@ -705,9 +637,9 @@ def _revert_cell(op, data, s, field, combos, i, old, w_covariate):
     delta = field[i] - old
     field[i] = old
     if op == _OP_DRAW_FIELD:
-        _shift_cell_eta(s.eta, s.expeta, combos, i, -delta)
+        shift_cell_eta(s.eta, s.expeta, combos, i, -delta)
     elif op == _OP_DRAW_BETA:
-        _shift_cell_eta_z(s.eta, s.expeta, data.zbar[w_covariate], i, -delta)
+        shift_cell_eta_z(s.eta, s.expeta, data.zbar[w_covariate], i, -delta)
     else:
         for t in range(combos.shape[0]):
             s.eps[i, combos[t]] += delta
@@ -742,7 +674,7 @@ def _update_intercepts_parallel(data, s, w):
     """
     B = data.counts.shape[1]
     pr = data.priors
-    _run_all(_OP_EXP_TOTALS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
+    _run_all(_OP_EXP_TOTALS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
     _column_totals(w, B)
     totals = w.totals[:B]
     x = s.mu[0]
@@ -768,7 +700,7 @@ def _update_intercepts_parallel(data, s, w):
         for t in range(combos.shape[0]):
             w.delta[combos[t]] += new - x
             totals[combos[t]] *= factor
-    _run_all(_OP_ADD_ETA, data, s, w, s.theta, w.all_combos, w.obs, w.delta)
+    _run_all(_OP_ADD_ETA, data, s, w, s.theta, data.all_combos, w.obs, w.delta)
     return STATUS_OK
 
 
@@ -779,7 +711,7 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
     level_var = pr[LEVEL_VAR]
     w.params[0], w.params[1] = s.tau_theta[0], level_var
     w.obs[:] = data.cell_counts
-    st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, s.theta, w.all_combos, level_var, _TRUE,
+    st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, s.theta, data.all_combos, level_var, _TRUE,
                            comp_sum)
     if st != STATUS_OK:
         return 16 * B_THETA + st
@@ -804,7 +736,7 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
         w.params[0], w.params[1] = s.tau_beta[c], pr[BETA_VAR]
         w.params[2] = 1.0 if icar else 0.0
         w.params[3] = 1.0 if data.beta_sampler == SAMPLER_SLICE else 0.0
-        st = _update_by_colour(_OP_DRAW_BETA, data, s, w, s.beta[c], w.all_combos,
+        st = _update_by_colour(_OP_DRAW_BETA, data, s, w, s.beta[c], data.all_combos,
                                pr[BETA_VAR], icar, comp_sum)
         if st != STATUS_OK:
             return 16 * B_BETA + st
@@ -817,12 +749,12 @@ def _update_eps_and_shifts_parallel(data, s, w, comp_sum, column):
     pr = data.priors
     level_var = pr[LEVEL_VAR]
     w.params[0] = s.tau_eps[0]
-    _run_all(_OP_DRAW_EPS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
+    _run_all(_OP_DRAW_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
     for i in range(w.status.shape[0]):
         if w.status[i] != STATUS_OK:
             return 16 * B_EPS + w.status[i]
     w.params[0], w.params[1], w.params[2] = s.tau_theta[0], level_var, s.tau_eps[0]
-    _update_by_colour(_OP_SHIFT_FIELD, data, s, w, s.theta, w.all_combos, level_var, _TRUE,
+    _update_by_colour(_OP_SHIFT_FIELD, data, s, w, s.theta, data.all_combos, level_var, _TRUE,
                       comp_sum)
     for p in range(s.alpha.shape[0]):
         _copy_column(s.phi, p, column)
@@ -843,7 +775,7 @@ def _shift_intercepts_eps(data, s, w):
     """
     G, B = data.counts.shape
     pr = data.priors
-    _run_all(_OP_EPS_TOTALS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
+    _run_all(_OP_EPS_TOTALS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
     _column_totals(w, B)
     totals = w.totals[:B]
     k = shift_eps_draw(totals.sum(), G * B, s.tau_eps[0], pr[MU_VAR], s.mu[0], s.rng)
@@ -861,20 +793,17 @@ def _shift_intercepts_eps(data, s, w):
         for t in range(combos.shape[0]):
             w.delta[combos[t]] += k
             totals[combos[t]] -= G * k
-    _run_all(_OP_SUB_EPS, data, s, w, s.theta, w.all_combos, w.obs, w.delta)
+    _run_all(_OP_SUB_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.delta)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_precisions_parallel(data, s, w):
-    """Gamma draws of τ_θ, τ_φ, τ_ε (and each ICAR τ_β,c) as in the serial sweep.
+    """Gamma draws of the precisions (:func:`geosynth.model.kernels.draw_precisions`).
 
     One parallel pass sums the ICAR quadratics of θ, φ and the first ICAR β field and Σ ε²;
     each further ICAR β field takes one more pass (its quadratic only).
     """
-    G, B = data.counts.shape
     P = s.alpha.shape[0]
-    rank = G - data.component_size.shape[0]
-    pr = data.priors
     n_covariates = data.beta_priors.shape[0]
     first = -1  # the first covariate under an ICAR prior: its quadratic joins the main pass
     for c in range(n_covariates):
@@ -882,26 +811,22 @@ def _update_precisions_parallel(data, s, w):
             first = c
     w.params[0] = 1.0 if first >= 0 else 0.0
     w.params[1] = 1.0
-    _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, w.all_combos, s.beta[max(first, 0)],
+    _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, data.all_combos, s.beta[max(first, 0)],
              w.obs)
     _column_totals(w, P + 3)
-    s.tau_theta[0] = gamma(s.rng, pr[THETA_A] + 0.5 * rank, pr[THETA_B] + 0.5 * w.totals[0])
-    for p in range(P):
-        s.tau_phi[p] = gamma(s.rng, pr[PHI_A] + 0.5 * rank,
-                             pr[PHI_B] + 0.5 * w.totals[1 + p])
-    s.tau_eps[0] = gamma(s.rng, pr[EPS_A] + 0.5 * G * B, pr[EPS_B] + 0.5 * w.totals[2 + P])
-    if first < 0:
-        return
-    quadratic = w.totals[1 + P]
-    for c in range(first, n_covariates):
-        if data.beta_priors[c] != BETA_ICAR:
-            continue
-        if c != first:
+    sums = np.zeros(2 + P + n_covariates)  # θ, φ_·p, Σ ε², β_c· (draw_precisions' layout)
+    sums[:1 + P] = w.totals[:1 + P]
+    sums[1 + P] = w.totals[2 + P]
+    if first >= 0:
+        sums[2 + P + first] = w.totals[1 + P]
+    for c in range(first + 1, n_covariates if first >= 0 else 0):
+        if data.beta_priors[c] == BETA_ICAR:
             w.params[0], w.params[1] = 1.0, 0.0
-            _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, w.all_combos, s.beta[c], w.obs)
+            _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, data.all_combos, s.beta[c],
+                     w.obs)
             _column_totals(w, P + 3)
-            quadratic = w.totals[1 + P]
-        s.tau_beta[c] = gamma(s.rng, pr[BETA_A] + 0.5 * rank, pr[BETA_B] + 0.5 * quadratic)
+            sums[2 + P + c] = w.totals[1 + P]
+    draw_precisions(data, s, sums)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -931,7 +856,7 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
     pr = data.priors
     P = s.alpha.shape[0]
     w.obs[:] = data.cell_counts
-    s.tau_theta[0] = _scale_move_parallel(_OP_SCALE_LOGLIK, data, s, w, s.theta, w.all_combos,
+    s.tau_theta[0] = _scale_move_parallel(_OP_SCALE_LOGLIK, data, s, w, s.theta, data.all_combos,
                                           s.tau_theta[0], pr[THETA_A], pr[THETA_B], 0, adapt,
                                           comp_sum)
     for p in range(P):
@@ -946,19 +871,19 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
             continue
         w.covariate[0] = c
         s.tau_beta[c] = _scale_move_parallel(_OP_SCALE_LOGLIK_BETA, data, s, w, s.beta[c],
-                                             w.all_combos, s.tau_beta[c], pr[BETA_A],
+                                             data.all_combos, s.tau_beta[c], pr[BETA_A],
                                              pr[BETA_B], 1 + P + c, adapt, comp_sum)
     # ε: no component means (comp_sum is ignored by the ε operations).
     slot = 1 + P + s.beta.shape[0]
     u, factor = scale_proposal(s, slot)
     w.params[0] = factor
-    delta_loglik = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, w.all_combos, w.obs,
+    delta_loglik = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, data.all_combos, w.obs,
                             w.obs)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
                                     pr[EPS_A], pr[EPS_B])
     if accept:
         s.tau_eps[0] = new_tau
-        _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, w.all_combos, w.obs, w.obs)
+        _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
