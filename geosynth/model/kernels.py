@@ -104,6 +104,9 @@ __all__ = [
     "draw_eps_cell",
     "draw_precisions",
     "draw_tau_eps",
+    "scale_field_cell",
+    "scale_beta_cell",
+    "scale_eps_cell",
     "update_intercepts",
     "update_beta_single_site",
     "update_errors",
@@ -650,6 +653,134 @@ def draw_tau_eps(data, s, eps_squares):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def scale_field_cell(field, i, comp_mean, component, factor, combos, a, eta, expeta, apply,
+                     total):
+    """Cell i's part of a scale move of θ or φ_·p (:func:`_scale_move`).
+
+    d = (f_i − mean of its component)·factor. ``apply`` False: return ``total`` plus the
+    cell's log-likelihood change ``a·d − (e^d − 1)·Σ_{b in combos} e^η_ib``; True: move f_i by
+    d (η and exp η follow) and return ``total``.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ or a copy of φ's column p.
+    i : int
+        The cell.
+    comp_mean : numpy.ndarray of float64, shape (C,)
+        The field's mean in each component.
+    component : numpy.ndarray of int64, shape (G,)
+        Component of each cell.
+    factor : float
+        e^u − 1 of the move's log scale u.
+    combos : numpy.ndarray of int64
+        The combinations the field enters.
+    a : float
+        The cell's observed count over ``combos``.
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential.
+    apply : bool
+        Make the move (else measure it).
+    total : float
+        Running sum of the log-likelihood change.
+
+    Returns
+    -------
+    float
+    """
+    d = (field[i] - comp_mean[component[i]]) * factor
+    if apply:
+        field[i] += d
+        shift_cell_eta(eta, expeta, combos, i, d)
+        return total
+    exp_sum = 0.0
+    for t in range(combos.shape[0]):
+        exp_sum += expeta[i, combos[t]]
+    return total + (a * d - exp_sum * math.expm1(d))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_beta_cell(beta, i, comp_mean, component, factor, zbar, counts, eta, expeta, apply,
+                    total):
+    """Cell i's part of a scale move of an ICAR β field (see :func:`scale_field_cell`).
+
+    The log-likelihood change is ``Σ_b c_ib·d·Z̄_ib − e^η_ib·(e^{d·Z̄_ib} − 1)``.
+
+    Parameters
+    ----------
+    beta : numpy.ndarray of float64, shape (G,)
+        The covariate's field.
+    i : int
+        The cell.
+    comp_mean : numpy.ndarray of float64, shape (C,)
+        The field's mean in each component.
+    component : numpy.ndarray of int64, shape (G,)
+        Component of each cell.
+    factor : float
+        e^u − 1 of the move's log scale u.
+    zbar : numpy.ndarray of float64, shape (G, B)
+        The covariate's cell means Z̄.
+    counts : numpy.ndarray of float64, shape (G, B)
+        Observed counts.
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential.
+    apply : bool
+        Make the move (else measure it).
+    total : float
+        Running sum of the log-likelihood change.
+
+    Returns
+    -------
+    float
+    """
+    d = (beta[i] - comp_mean[component[i]]) * factor
+    if apply:
+        beta[i] += d
+        shift_cell_eta_z(eta, expeta, zbar, i, d)
+        return total
+    for b in range(eta.shape[1]):
+        dz = d * zbar[i, b]
+        total += counts[i, b] * dz - expeta[i, b] * math.expm1(dz)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_eps_cell(eps, i, factor, counts, eta, expeta, apply, total):
+    """Cell i's part of the scale move of ε (:func:`_scale_move_eps`; no centring).
+
+    Parameters
+    ----------
+    eps : numpy.ndarray of float64, shape (G, B)
+        The errors.
+    i : int
+        The cell.
+    factor : float
+        e^u − 1 of the move's log scale u.
+    counts : numpy.ndarray of float64, shape (G, B)
+        Observed counts.
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential.
+    apply : bool
+        Make the move (else measure it).
+    total : float
+        Running sum of the log-likelihood change.
+
+    Returns
+    -------
+    float
+    """
+    for b in range(eps.shape[1]):
+        d = eps[i, b] * factor
+        if apply:
+            eps[i, b] += d
+            eta[i, b] += d
+            expeta[i, b] = math.exp(eta[i, b])
+        else:
+            total += counts[i, b] * d - expeta[i, b] * math.expm1(d)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def component_sums(field, data, out):
     """Write the sum of ``field`` over each connected component into ``out``.
 
@@ -864,54 +995,38 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
     During burn-in (``adapt``) the proposal sd is tuned towards 44% acceptance. ``p`` is the
     level of φ_·p, or for β (``kind`` :data:`_KIND_BETA`) the covariate c of the field β_c·.
     """
-    G, B = data.counts.shape
     component_sums(field, data, comp_sum)
     for c in range(comp_sum.shape[0]):
         comp_sum[c] /= data.component_size[c]
     u, factor = scale_proposal(s, slot)
-    delta_loglik = 0.0
-    for i in range(G):
-        d = (field[i] - comp_sum[data.component[i]]) * factor
-        if kind == _KIND_BETA:
-            for b in range(B):
-                dz = d * data.zbar[p, i, b]
-                delta_loglik += data.counts[i, b] * dz - s.expeta[i, b] * math.expm1(dz)
-            continue
-        # θ and φ shift every touched η_i· by the same d: Σ c·d − (e^d − 1)·Σ e^η.
-        count_sum = 0.0
-        exp_sum = 0.0
-        if kind == _KIND_PHI:
-            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-                b = data.level_combos[t]
-                count_sum += data.counts[i, b]
-                exp_sum += s.expeta[i, b]
-        else:
-            for b in range(B):
-                count_sum += data.counts[i, b]
-                exp_sum += s.expeta[i, b]
-        delta_loglik += count_sum * d - exp_sum * math.expm1(d)
+    delta_loglik = _scale_pass(field, kind, p, data, s, comp_sum, factor, False)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
     if not accept:
         return tau
-    for i in range(G):
-        d = (field[i] - comp_sum[data.component[i]]) * factor
-        field[i] += d
-        if kind == _KIND_PHI:
-            s.phi[i, p] = field[i]
-            scale = math.exp(d)
-            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-                s.eta[i, data.level_combos[t]] += d
-                s.expeta[i, data.level_combos[t]] *= scale
-        elif kind == _KIND_THETA:
-            scale = math.exp(d)
-            for b in range(B):
-                s.eta[i, b] += d
-                s.expeta[i, b] *= scale
-        else:
-            for b in range(B):
-                s.eta[i, b] += d * data.zbar[p, i, b]
-                s.expeta[i, b] = math.exp(s.eta[i, b])
+    _scale_pass(field, kind, p, data, s, comp_sum, factor, True)
     return new_tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_pass(field, kind, p, data, s, comp_mean, factor, apply):
+    """Measure (log-likelihood change) or make the scale move of :func:`_scale_move`."""
+    combos = data.all_combos
+    if kind == _KIND_PHI:
+        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+    delta_loglik = 0.0
+    for i in range(data.counts.shape[0]):
+        if kind == _KIND_BETA:
+            delta_loglik = scale_beta_cell(field, i, comp_mean, data.component, factor,
+                                           data.zbar[p], data.counts, s.eta, s.expeta, apply,
+                                           delta_loglik)
+            continue
+        # θ and φ shift every touched η_i· by the same d: Σ c·d − (e^d − 1)·Σ e^η.
+        a = data.cell_level_counts[i, p] if kind == _KIND_PHI else data.cell_counts[i]
+        delta_loglik = scale_field_cell(field, i, comp_mean, data.component, factor, combos, a,
+                                        s.eta, s.expeta, apply, delta_loglik)
+        if apply and kind == _KIND_PHI:
+            s.phi[i, p] = field[i]
+    return delta_loglik
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -1081,23 +1196,17 @@ def _scale_move_eps(data, s, slot, adapt):
     ε ~ N(0, 1/τ_ε) iid on G·B entries: the normalising constant τ^{GB/2}, the Jacobian
     e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``.
     """
-    G, B = data.counts.shape
     u, factor = scale_proposal(s, slot)
     delta_loglik = 0.0
-    for i in range(G):
-        for b in range(B):
-            d = s.eps[i, b] * factor
-            delta_loglik += data.counts[i, b] * d - s.expeta[i, b] * math.expm1(d)
+    for i in range(data.counts.shape[0]):
+        delta_loglik = scale_eps_cell(s.eps, i, factor, data.counts, s.eta, s.expeta, False,
+                                      delta_loglik)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
                                     data.priors[EPS_A], data.priors[EPS_B])
     if accept:
         s.tau_eps[0] = new_tau
-        for i in range(G):
-            for b in range(B):
-                d = s.eps[i, b] * factor
-                s.eps[i, b] += d
-                s.eta[i, b] += d
-                s.expeta[i, b] = math.exp(s.eta[i, b])
+        for i in range(data.counts.shape[0]):
+            scale_eps_cell(s.eps, i, factor, data.counts, s.eta, s.expeta, True, 0.0)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -93,6 +93,9 @@ from geosynth.model.kernels import (
     icar_quadratic_add,
     record,
     scale_accept,
+    scale_beta_cell,
+    scale_eps_cell,
+    scale_field_cell,
     scale_proposal,
     shift_cell_eta,
     shift_cell_eta_z,
@@ -352,58 +355,32 @@ def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, with_eps, 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_field_cells(cells, lo, hi, field, comp_mean, component, factor, combos, obs, eta,
                        expeta, apply):
-    """Scale move of θ or φ_·p (:func:`geosynth.model.kernels._scale_move`) on cells[lo:hi].
-
-    ``apply`` False: return the log-likelihood change Σ obs_i·d_i − (e^{d_i} − 1)·Σ_b e^η_ib,
-    ``d_i = (f_i − mean of its component)·factor``; True: make the move.
-    """
+    """:func:`geosynth.model.kernels.scale_field_cell` over cells[lo:hi] (θ or φ_·p)."""
     total = 0.0
     for j in range(lo, hi):
         i = cells[j]
-        d = (field[i] - comp_mean[component[i]]) * factor
-        if apply:
-            field[i] += d
-            shift_cell_eta(eta, expeta, combos, i, d)
-            continue
-        exp_sum = 0.0
-        for t in range(combos.shape[0]):
-            exp_sum += expeta[i, combos[t]]
-        total += obs[i] * d - exp_sum * math.expm1(d)
+        total = scale_field_cell(field, i, comp_mean, component, factor, combos, obs[i], eta,
+                                 expeta, apply, total)
     return total
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_beta_cells(cells, lo, hi, beta, comp_mean, component, factor, zbar, counts, eta,
                       expeta, apply):
-    """Scale move of an ICAR β on cells[lo:hi] (log-likelihood change, or the move)."""
+    """:func:`geosynth.model.kernels.scale_beta_cell` over cells[lo:hi]."""
     total = 0.0
     for j in range(lo, hi):
-        i = cells[j]
-        d = (beta[i] - comp_mean[component[i]]) * factor
-        if apply:
-            beta[i] += d
-            shift_cell_eta_z(eta, expeta, zbar, i, d)
-            continue
-        for b in range(eta.shape[1]):
-            dz = d * zbar[i, b]
-            total += counts[i, b] * dz - expeta[i, b] * math.expm1(dz)
+        total = scale_beta_cell(beta, cells[j], comp_mean, component, factor, zbar, counts, eta,
+                                expeta, apply, total)
     return total
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_eps_cells(cells, lo, hi, eps, factor, counts, eta, expeta, apply):
-    """Scale move of ε on cells[lo:hi] (log-likelihood change, or the move)."""
+    """:func:`geosynth.model.kernels.scale_eps_cell` over cells[lo:hi]."""
     total = 0.0
     for j in range(lo, hi):
-        i = cells[j]
-        for b in range(eps.shape[1]):
-            d = eps[i, b] * factor
-            if apply:
-                eps[i, b] += d
-                eta[i, b] += d
-                expeta[i, b] = math.exp(eta[i, b])
-            else:
-                total += counts[i, b] * d - expeta[i, b] * math.expm1(d)
+        total = scale_eps_cell(eps, cells[j], factor, counts, eta, expeta, apply, total)
     return total
 
 
