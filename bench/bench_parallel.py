@@ -51,7 +51,7 @@ def _kernel_seconds(data, n_levels, n_sweeps, chromatic, threads) -> float:
     G, B = data.counts.shape
     stream = make_streams(1, 1)[0]
     out = (np.zeros((1, 2 * n_levels + 4)), np.zeros((1, G), np.float32),
-           np.zeros((1, G), np.float32), np.zeros((1, G, B), np.float32))
+           np.zeros((1, 1, G), np.float32), np.zeros((1, G, B), np.float32))
     colours = colour_classes(greedy_colouring(data.indptr, data.indices))
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
