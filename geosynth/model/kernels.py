@@ -367,14 +367,8 @@ def icar_proposal_prior(field, i, tau, level_var, indptr, indices, component, co
 
     Parameters
     ----------
-    field : numpy.ndarray of float64, shape (G,)
-        θ, a column of φ, or a β field.
-    i : int
-        The cell.
-    tau : float
-        The field's precision.
-    level_var : float
-        Prior variance of the field's mean in each component.
+    field, i, tau, level_var
+        As in :func:`icar_prior`.
     indptr, indices : numpy.ndarray of int64
         The lattice's adjacency (CSR).
     component : numpy.ndarray of int64, shape (G,)
@@ -538,20 +532,12 @@ def draw_eps_cell(eps, i, counts, q, eta, expeta, update, rng, work, w1, ones):
     ----------
     eps : numpy.ndarray of float64, shape (G, B)
         The errors; row i is overwritten.
-    i : int
-        The cell.
     counts : numpy.ndarray of float64, shape (G, B)
         Observed counts.
     q : float
         τ_ε.
-    eta, expeta : numpy.ndarray of float64, shape (G, B)
-        Linear predictor and its exponential, updated in place.
-    update : int
-        UPDATE_EXACT or UPDATE_MH (see :func:`_draw1`).
-    rng : numpy.ndarray of uint64, shape (4,)
-        The stream the draws advance.
-    work, w1, ones : numpy.ndarray
-        ARS scratch.
+    i, eta, expeta, update, rng, work, w1, ones
+        As in :func:`draw_field_cell`.
 
     Returns
     -------
@@ -710,24 +696,12 @@ def scale_beta_cell(beta, i, comp_mean, component, factor, zbar, counts, eta, ex
     ----------
     beta : numpy.ndarray of float64, shape (G,)
         The covariate's field.
-    i : int
-        The cell.
-    comp_mean : numpy.ndarray of float64, shape (C,)
-        The field's mean in each component.
-    component : numpy.ndarray of int64, shape (G,)
-        Component of each cell.
-    factor : float
-        e^u − 1 of the move's log scale u.
     zbar : numpy.ndarray of float64, shape (G, B)
         The covariate's cell means Z̄.
     counts : numpy.ndarray of float64, shape (G, B)
         Observed counts.
-    eta, expeta : numpy.ndarray of float64, shape (G, B)
-        Linear predictor and its exponential.
-    apply : bool
-        Make the move (else measure it).
-    total : float
-        Running sum of the log-likelihood change.
+    i, comp_mean, component, factor, eta, expeta, apply, total
+        As in :func:`scale_field_cell`.
 
     Returns
     -------
@@ -752,18 +726,10 @@ def scale_eps_cell(eps, i, factor, counts, eta, expeta, apply, total):
     ----------
     eps : numpy.ndarray of float64, shape (G, B)
         The errors.
-    i : int
-        The cell.
-    factor : float
-        e^u − 1 of the move's log scale u.
     counts : numpy.ndarray of float64, shape (G, B)
         Observed counts.
-    eta, expeta : numpy.ndarray of float64, shape (G, B)
-        Linear predictor and its exponential.
-    apply : bool
-        Make the move (else measure it).
-    total : float
-        Running sum of the log-likelihood change.
+    i, factor, eta, expeta, apply, total
+        As in :func:`scale_field_cell`.
 
     Returns
     -------
