@@ -190,8 +190,9 @@ class Candidate:
     epsilon: float | None = None
     label: str | None = None
     hex_size: float | None = None
-    grid: Grid | None = field(default=None, repr=False)
-    _grid_digest: str | None = field(default=None, init=False, repr=False, compare=False)
+    # Two candidates on equal lattices are equal: compared by the digest, not the object.
+    grid: Grid | None = field(default=None, repr=False, compare=False)
+    _grid_digest: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         lattices = (self.cell_size, self.shape, self.hex_size, self.grid)

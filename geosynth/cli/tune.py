@@ -181,10 +181,10 @@ def tune(
     if link_islands and not areas_paths:
         raise click.UsageError("--link-islands applies to --areas only; add --areas FILE or "
                                "drop --link-islands")
-    names = [Path(path).name for path in areas_paths]
-    if len(set(names)) != len(names):
+    areas_by_label = {Path(path).name: path for path in areas_paths}
+    if len(areas_by_label) != len(areas_paths):
         raise click.UsageError(f"--areas files need distinct names (they label the "
-                               f"candidates): got {names}")
+                               f"candidates): got {[Path(p).name for p in areas_paths]}")
     if (continuous is None) != (beta_prior is None):
         raise click.UsageError("--continuous and --beta-prior go together: the continuous "
                                "columns are modelled with that prior")
@@ -217,7 +217,7 @@ def tune(
                       + [geosynth.Candidate(grid=build_grid(points, LatticeChoice(
                           areas_path=path, link_islands=link_islands), exclude=exclude),
                           beta_prior=prior, label=name)
-                         for name, path in zip(names, areas_paths, strict=True)])
+                         for name, path in areas_by_label.items()])
         click.echo(f"Tuning {len(candidates)} candidate lattice(s) of {len(points)} records: "
                    f"{describe_run(run)} each, {m} releases", err=True)
         result = geosynth.tune(points, attributes, candidates, region=region, exclude=exclude,
@@ -227,7 +227,7 @@ def tune(
         chosen = result.recommend(risk=risk, utility=utility)
         command = None
         if chosen.candidate is not None:
-            areas = dict(zip(names, areas_paths, strict=True)).get(chosen.label)
+            areas = areas_by_label.get(chosen.label)
             command = release_command(input_path, attributes, chosen.candidate, layer=layer,
                                       x=x_column, y=y_column, crs=crs, continuous=continuous,
                                       region=None if areas else region_path,

@@ -35,7 +35,7 @@ in log space in ``O(k n²)``; the marginal pmf of every ``x_i`` (hence the exact
 and variance of every ``p_i``) follows from forward and backward partial convolutions, and
 *independent* draws of ``x`` follow by backward sampling, category by category, in
 ``O(k log n)`` per draw from a table of conditional CDFs (``O(n + k)`` without the table, for
-large ``n``; :mod:`geosynth.dp._inference_kernels`).
+large ``n``; :mod:`geosynth.dp.inference_kernels`).
 
 Methods
 -------
@@ -151,7 +151,7 @@ import pandas as pd
 
 from geosynth._random import check_seed
 from geosynth._validation import check_int, check_probability
-from geosynth.dp import _inference_kernels as kernels
+from geosynth.dp import inference_kernels as kernels
 from geosynth.dp.synthesizers import check_alpha, check_counts
 from geosynth.errors import InputError
 from geosynth.samplers.rng import make_streams
