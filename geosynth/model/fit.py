@@ -972,7 +972,7 @@ def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsS
         zbuf=np.zeros(max(B, 1)),
         ones=np.ones(1),
         w1=np.zeros(1),
-        scale_log_sd=np.full(n_levels + 2 + fields, np.log(0.1)),
+        scale_log_sd=np.full(2 * n_levels + 3 + fields, np.log(0.1)),
         marginal_log_sd=np.full(n_levels + 3, np.log(0.3)),
     )
 

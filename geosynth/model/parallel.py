@@ -75,8 +75,12 @@ from geosynth.model.kernels import (
     BETA_VAR,
     EPS_A,
     EPS_B,
+    KIND_BETA,
+    KIND_PHI,
+    KIND_THETA,
     LEVEL_VAR,
     MU_VAR,
+    NO_LEVEL,
     PHI_A,
     PHI_B,
     SAMPLER_SLICE,
@@ -89,18 +93,24 @@ from geosynth.model.kernels import (
     draw_eps_cell,
     draw_field_cell,
     draw_precisions,
+    eps_scale_terms,
     icar_proposal_prior,
     icar_quadratic_add,
+    intercept_of,
+    intercept_shift,
+    move_intercept,
     record,
     scale_accept,
     scale_beta_cell,
     scale_eps_cell,
     scale_field_cell,
     scale_proposal,
+    scale_terms,
     shift_cell_eta,
     shift_cell_eta_z,
     shift_eps_draw,
     shift_move,
+    split_scale_move,
 )
 from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw_single
 from geosynth.samplers.family import STATUS_OK
@@ -353,14 +363,13 @@ def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, with_eps, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _scale_field_cells(cells, lo, hi, field, comp_mean, component, factor, combos, obs, eta,
-                       expeta, apply):
+def _scale_field_cells(cells, lo, hi, field, comp_mean, component, factor, combos, eta, expeta,
+                       apply, offset):
     """:func:`geosynth.model.kernels.scale_field_cell` over cells[lo:hi] (θ or φ_·p)."""
     total = 0.0
     for j in range(lo, hi):
-        i = cells[j]
-        total = scale_field_cell(field, i, comp_mean, component, factor, combos, obs[i], eta,
-                                 expeta, apply, total)
+        total = scale_field_cell(field, cells[j], comp_mean, component, factor, combos, eta,
+                                 expeta, apply, offset, total)
     return total
 
 
@@ -376,11 +385,11 @@ def _scale_beta_cells(cells, lo, hi, beta, comp_mean, component, factor, zbar, c
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _scale_eps_cells(cells, lo, hi, eps, factor, counts, eta, expeta, apply):
+def _scale_eps_cells(cells, lo, hi, eps, factor, eta, expeta, apply, offset):
     """:func:`geosynth.model.kernels.scale_eps_cell` over cells[lo:hi]."""
     total = 0.0
     for j in range(lo, hi):
-        total = scale_eps_cell(eps, cells[j], factor, counts, eta, expeta, apply, total)
+        total = scale_eps_cell(eps, cells[j], factor, eta, expeta, apply, offset, total)
     return total
 
 
@@ -420,14 +429,14 @@ def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams
                               params[1] > 0.0, eps, indptr, indices, row)
         return row[0]
     elif op == _OP_SCALE_LOGLIK or op == _OP_SCALE_APPLY:
-        return _scale_field_cells(cells, lo, hi, field, aux, component, params[0], combos, obs,
-                                  eta, expeta, op == _OP_SCALE_APPLY)
+        return _scale_field_cells(cells, lo, hi, field, aux, component, params[0], combos, eta,
+                                  expeta, op == _OP_SCALE_APPLY, params[1])
     elif op == _OP_SCALE_LOGLIK_BETA or op == _OP_SCALE_APPLY_BETA:
         return _scale_beta_cells(cells, lo, hi, field, aux, component, params[0], zbar, counts,
                                  eta, expeta, op == _OP_SCALE_APPLY_BETA)
     elif op == _OP_SCALE_LOGLIK_EPS or op == _OP_SCALE_APPLY_EPS:
-        return _scale_eps_cells(cells, lo, hi, eps, params[0], counts, eta, expeta,
-                                op == _OP_SCALE_APPLY_EPS)
+        return _scale_eps_cells(cells, lo, hi, eps, params[0], eta, expeta,
+                                op == _OP_SCALE_APPLY_EPS, params[1])
     return 0.0
 
 
@@ -808,58 +817,82 @@ def _update_precisions_parallel(data, s, w):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, adapt,
-                         comp_sum):
+                         comp_sum, kind, p):
     """Make a scale move (:func:`geosynth.model.kernels._scale_move`) in parallel; return τ.
 
-    ``op`` is the log-likelihood operation; ``op + 1`` applies the move. ``w.obs`` holds the
-    field's observed totals (θ, φ).
+    ``op`` is the measuring operation; ``op + 1`` applies the move. θ and φ_·p (``kind``) move
+    with their intercept (:func:`geosynth.model.kernels.intercept_shift`); the sums it needs
+    besides the measured one cost no exp and are taken serially.
     """
     component_sums(field, data, comp_sum)
     for c in range(comp_sum.shape[0]):
         comp_sum[c] /= data.component_size[c]
     u, factor = scale_proposal(s, slot)
     w.params[0] = factor
-    delta_loglik = _run_all(op, data, s, w, field, combos, w.obs, comp_sum)
+    w.params[1] = 0.0
+    measured = _run_all(op, data, s, w, field, combos, w.obs, comp_sum)
+    delta_loglik = measured
+    if kind != KIND_BETA:
+        linear, exp_total = scale_terms(field, comp_sum, kind, p, data, s.expeta)
+        n, intercept, var = intercept_of(data, s, kind, p)
+        w.params[1], delta_loglik = intercept_shift(linear, measured, exp_total, n, factor,
+                                                    intercept, var)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
     if not accept:
         return tau
     _run_all(op + 1, data, s, w, field, combos, w.obs, comp_sum)
+    if kind != KIND_BETA:
+        move_intercept(s, kind, p, w.params[1])
     return new_tau
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
-    """Scale moves of θ, φ_·p, each ICAR β_c· and ε, in the serial sweep's order and slots."""
+    """Scale moves of θ, φ_·p, each ICAR β_c· and ε, in the serial sweep's order and slots.
+
+    The error-absorbing moves (:func:`geosynth.model.kernels.split_scale_move`) cost no exp
+    and run serially.
+    """
     pr = data.priors
     P = s.alpha.shape[0]
-    w.obs[:] = data.cell_counts
+    split = 2 + P + s.beta.shape[0]
     s.tau_theta[0] = _scale_move_parallel(_OP_SCALE_LOGLIK, data, s, w, s.theta, data.all_combos,
                                           s.tau_theta[0], pr[THETA_A], pr[THETA_B], 0, adapt,
-                                          comp_sum)
+                                          comp_sum, KIND_THETA, NO_LEVEL)
+    s.tau_theta[0] = split_scale_move(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
+                                      NO_LEVEL, data, s, comp_sum, split, adapt)
     for p in range(P):
         _copy_column(s.phi, p, column)
-        _copy_column(data.cell_level_counts, p, w.obs)
         s.tau_phi[p] = _scale_move_parallel(_OP_SCALE_LOGLIK, data, s, w, column,
                                             _level_combos(data, p), s.tau_phi[p], pr[PHI_A],
-                                            pr[PHI_B], 1 + p, adapt, comp_sum)
+                                            pr[PHI_B], 1 + p, adapt, comp_sum, KIND_PHI, p)
         _store_column(column, p, s.phi)
+        s.tau_phi[p] = split_scale_move(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B], p, data,
+                                        s, comp_sum, split + 1 + p, adapt)
     for c in range(data.beta_priors.shape[0]):
         if data.beta_priors[c] != BETA_ICAR:
             continue
         w.covariate[0] = c
         s.tau_beta[c] = _scale_move_parallel(_OP_SCALE_LOGLIK_BETA, data, s, w, s.beta[c],
                                              data.all_combos, s.tau_beta[c], pr[BETA_A],
-                                             pr[BETA_B], 1 + P + c, adapt, comp_sum)
-    # ε: no component means (comp_sum is ignored by the ε operations).
+                                             pr[BETA_B], 1 + P + c, adapt, comp_sum,
+                                             KIND_BETA, c)
+    # ε: no component means (comp_sum is ignored by the ε operations); μ moves with it.
     slot = 1 + P + s.beta.shape[0]
     u, factor = scale_proposal(s, slot)
+    linear, exp_total = eps_scale_terms(data, s)
     w.params[0] = factor
-    delta_loglik = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, data.all_combos, w.obs,
-                            w.obs)
+    w.params[1] = 0.0
+    exp_change = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, data.all_combos, w.obs,
+                          w.obs)
+    n, intercept, var = intercept_of(data, s, KIND_THETA, NO_LEVEL)
+    w.params[1], delta_loglik = intercept_shift(linear, exp_change, exp_total, n, factor,
+                                                intercept, var)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
                                     pr[EPS_A], pr[EPS_B])
     if accept:
         s.tau_eps[0] = new_tau
+        s.mu[0] += w.params[1]
         _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
 
 

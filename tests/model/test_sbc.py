@@ -50,6 +50,8 @@ def simulate(grid, rng):
         "alpha[x=b]": alpha + phi.mean(),
         "theta[0]": theta[0] - theta.mean(),
         "tau_theta": tau_theta,
+        "tau_phi[x=b]": tau_phi,
+        "tau_eps": tau_eps,
     }
     return counts, truth
 
@@ -73,7 +75,8 @@ def sbc_p_values(model, n_replications=N_REPLICATIONS):
     """Chi-square p-value and rank histogram of each checked quantity under ``model``."""
     grid = Grid.regular((0.0, 0.0, 3.0, 3.0), shape=(3, 3))
     rng = np.random.default_rng(2018)
-    ranks = {name: [] for name in ("mu", "alpha[x=b]", "theta[0]", "tau_theta")}
+    ranks = {name: [] for name in ("mu", "alpha[x=b]", "theta[0]", "tau_theta", "tau_phi[x=b]",
+                                   "tau_eps")}
     for replication in range(n_replications):
         counts, truth = simulate(grid, rng)
         fit = model.fit(cell_counts(grid, counts), n_iter=200 + N_DRAWS * THIN, burn_in=200,
@@ -83,6 +86,8 @@ def sbc_p_values(model, n_replications=N_REPLICATIONS):
             "alpha[x=b]": fit.scalar("alpha[x=b]")[0],
             "theta[0]": fit.theta[0, :, 0],
             "tau_theta": fit.scalar("tau_theta")[0],
+            "tau_phi[x=b]": fit.scalar("tau_phi[x=b]")[0],
+            "tau_eps": fit.scalar("tau_eps")[0],
         }
         for name, value in truth.items():
             ranks[name].append(int(np.sum(draws[name] < value)))
