@@ -192,9 +192,10 @@ def tune(
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                        max_seconds)
     figure_path = Path(report_path).with_suffix(".png")
+    inputs = {"INPUT": input_path, "--region": region_path, "--exclude": exclude_path}
+    inputs.update({f"--areas {label}": path for label, path in areas_by_label.items()})
     given = check_outputs({"--report": report_path, "R-U map of --report": figure_path},
-                          overwrite, inputs={"INPUT": input_path, "--region": region_path,
-                                             "--exclude": exclude_path})
+                          overwrite, inputs=inputs)
     ctx.ensure_object(dict).setdefault("names", {})["gdf"] = Path(input_path).name
     seed, _ = derive_seeds(seed, [])
     with RunOutputs(overwrite) as outputs:

@@ -1365,9 +1365,8 @@ def _scale_moves(data, s, comp_sum, column, adapt):
     Two per field, each exact and each breaking one posterior coupling of the precision: the
     log-normal one between a field's spread and its intercept (:func:`_scale_move`, with
     :func:`intercept_shift`), and the split of each cell's deviation between the field and its
-    errors (:func:`split_scale_move`). Measured on the bench's scenario (G = 400, B = 12,
-    2 × 4,000 sweeps): bulk ESS of the slowest precision 103 → 153–193 and of τ_ε, τ_θ and
-    μ 186–241 → 330–550, at the same cost per sweep.
+    errors (:func:`split_scale_move`). Same cost per sweep; the gain in ESS is measured in
+    ``bench/RESULTS.md`` (2026-11-24, "scale moves that keep the expected count").
     """
     pr = data.priors
     s.tau_theta[0] = _scale_move(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
@@ -1401,8 +1400,9 @@ def sweep(data, s, comp_sum, column, adapt=False):
     shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), precisions, followed by the scale moves of
     the ICAR fields and of ε (θ, φ_·p and ε with their intercept, θ and φ_·p a second time with
     the errors absorbing the change; see :func:`_scale_moves`). Every shift is an exact Gibbs
-    draw along a direction of constant likelihood. The full conditionals are those of Nunes (2018), §2.1.1, eqs. 2.10–2.17, and
-    §2.2.1, eqs. 2.22–2.24 (with the ICAR rank correction of the module docstring).
+    draw along a direction of constant likelihood. The full conditionals are those of Nunes
+    (2018), §2.1.1, eqs. 2.10–2.17, and §2.2.1, eqs. 2.22–2.24 (with the ICAR rank correction
+    of the module docstring).
 
     Parameters
     ----------

@@ -128,3 +128,12 @@ def test_tune_areas_options_are_checked_before_reading(inputs, areas, tmp_path, 
                  tmp_path / "tune.md")
     assert_refused(result, *fragments)
     assert not (tmp_path / "tune.md").exists()
+
+
+def test_tune_report_never_replaces_an_areas_file(inputs, areas, tmp_path):
+    copy = tmp_path / "districts.md"
+    copy.write_bytes(areas.read_bytes())
+    result = run("tune", inputs["gpkg"], *GPKG_ARGS, "--areas", copy, "--report", copy,
+                 "--overwrite")
+    assert_refused(result, "--areas districts.md and --report name the same file")
+    assert copy.read_bytes() == areas.read_bytes()
