@@ -46,6 +46,7 @@ from geosynth.model.kernels import (
     run_chunk_noise_aware,
     update_latent_counts,
 )
+from geosynth.model.modes import smooth_modes
 from geosynth.model.priors import Priors
 from geosynth.model.stopping import (
     LAMBDA_SCREEN,
@@ -882,6 +883,8 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
     ).astype(np.int64)
     # One (G, B) slice per covariate; one slice of zeros without β (the kernels' layout).
     zbar = np.stack([counts.covariate(name)[0] for name in covariates] or [np.zeros((G, B))])
+    modes, mode_eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
+                                           np.asarray(grid.indices, dtype=np.int64))
     data = ModelData(
         counts=c,
         cell_counts=c.sum(axis=1),
@@ -902,6 +905,8 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
         beta_priors=beta_priors,
         beta_sampler=_BETA_SAMPLERS[model.beta_sampler],
         scalar_update=UPDATE_MH if model.sampler == "mh" else UPDATE_EXACT,
+        modes=modes,
+        mode_eigenvalues=mode_eigenvalues,
     )
     single = isinstance(counts.continuous, str)
     names = (["mu"] + [f"alpha[{n}]" for n in level_names] + ["tau_theta"]
@@ -974,6 +979,7 @@ def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsS
         w1=np.zeros(1),
         scale_log_sd=np.full(2 * n_levels + 3 + fields, np.log(0.1)),
         marginal_log_sd=np.full(n_levels + 3, np.log(0.3)),
+        mode_work=np.zeros((4, G)),
     )
 
 

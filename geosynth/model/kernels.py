@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from geosynth.model.modes import mode_move
 from geosynth.samplers.ars import ars_draw, ars_draw_single
 from geosynth.samplers.family import STATUS_OK
 from geosynth.samplers.newton_mh import newton_mh_step
@@ -120,6 +121,7 @@ __all__ = [
     "update_intercepts",
     "update_beta_single_site",
     "update_errors",
+    "mode_moves",
 ]
 
 BETA_NONE, BETA_NORMAL, BETA_ICAR = 0, 1, 2
@@ -160,6 +162,8 @@ class ModelData(NamedTuple):
     beta_priors: np.ndarray  # int64 (K,) BETA_NORMAL / BETA_ICAR per covariate; (0,) without β
     beta_sampler: int  # SAMPLER_ARS / SAMPLER_SLICE
     scalar_update: int  # UPDATE_EXACT (ARS draws) / UPDATE_MH (Newton-proposal MH steps)
+    modes: np.ndarray  # float64 (K, G) smoothest eigenvectors of D_W − W (modes.smooth_modes)
+    mode_eigenvalues: np.ndarray  # float64 (K,)
 
 
 class GibbsState(NamedTuple):
@@ -186,6 +190,7 @@ class GibbsState(NamedTuple):
     scale_log_sd: np.ndarray  # float64 (2P + 3 + max(K, 1),) scale moves: θ, φ_p, β_c, ε,
     #                           then the error-absorbing ones of θ and φ_p
     marginal_log_sd: np.ndarray  # float64 (P + 3,) noise-aware moves: μ, α_p, θ_i, ε_ib
+    mode_work: np.ndarray  # float64 (4, G) scratch of the smooth-mode moves
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -810,6 +815,35 @@ def _update_phi(data, s, comp_sum, column):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def mode_moves(data, s, column):
+    """Block moves of θ and of each φ_·p along their smooth modes (:mod:`geosynth.model.modes`).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (``data.modes``, ``data.mode_eigenvalues``).
+    s : GibbsState
+        The chain's state, updated in place (``s.mode_work`` is scratch).
+    column : numpy.ndarray of float64, shape (G,)
+        Scratch for one column of φ.
+    """
+    G = data.counts.shape[0]
+    observed = s.mode_work[3]
+    observed[:] = data.cell_counts
+    mode_move(s.theta, s.tau_theta[0], observed, data.all_combos, s.eta, s.expeta, data.modes,
+              data.mode_eigenvalues, s.rng, s.mode_work)
+    for p in range(s.alpha.shape[0]):
+        for i in range(G):
+            column[i] = s.phi[i, p]
+            observed[i] = data.cell_level_counts[i, p]
+        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+        if mode_move(column, s.tau_phi[p], observed, combos, s.eta, s.expeta, data.modes,
+                     data.mode_eigenvalues, s.rng, s.mode_work):
+            for i in range(G):
+                s.phi[i, p] = column[i]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _update_beta(data, s, comp_sum, c):
     """β_c·, the field of covariate ``c``, cell by cell (Nunes 2018, eqs. 2.22–2.23)."""
     beta = s.beta[c]
@@ -1396,7 +1430,8 @@ def sweep(data, s, comp_sum, column, adapt=False):
     """One sweep over every parameter; return 0 or 16·block + sampler status.
 
     Gibbs updates (ARS, slice, Gamma and Gaussian draws) in the order μ, α, θ, shift(μ, θ), φ,
-    shift(α, φ), β (each covariate's field in turn), ε, per-cell shift(θ_i, ε_i·) and
+    shift(α, φ), β (each covariate's field in turn), the block moves of θ and each φ_·p along
+    their smooth modes (:func:`mode_moves`), ε, per-cell shift(θ_i, ε_i·) and
     shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), precisions, followed by the scale moves of
     the ICAR fields and of ε (θ, φ_·p and ε with their intercept, θ and φ_·p a second time with
     the errors absorbing the change; see :func:`_scale_moves`). Every shift is an exact Gibbs
@@ -1453,6 +1488,7 @@ def sweep(data, s, comp_sum, column, adapt=False):
         status = _update_beta(data, s, comp_sum, c)
         if status != STATUS_OK:
             return 16 * B_BETA + status
+    mode_moves(data, s, column)
     status = _update_eps(data, s)
     if status != STATUS_OK:
         return 16 * B_EPS + status

@@ -98,6 +98,7 @@ from geosynth.model.kernels import (
     icar_quadratic_add,
     intercept_of,
     intercept_shift,
+    mode_moves,
     move_intercept,
     record,
     scale_accept,
@@ -901,9 +902,10 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
     """:func:`geosynth.model.kernels.sweep` with every per-cell block in parallel.
 
     Same blocks in the same order as the serial sweep: μ, α (parallel sums over the lattice),
-    θ, shift(μ, θ), φ, shift(α, φ), each β_c· colour by colour (with the MH correction of the module
-    docstring), ε over all cells, the per-cell shifts (θ_i, ε_i·) and (φ_ip, ε_ib) colour by
-    colour, shift(μ, ε), shift(α, ε), the precisions and the scale moves (parallel sums).
+    θ, shift(μ, θ), φ, shift(α, φ), each β_c· colour by colour (with the MH correction of the
+    module docstring), the smooth-mode moves (serial), ε over all cells, the per-cell shifts
+    (θ_i, ε_i·) and (φ_ip, ε_ib) colour by colour, shift(μ, ε), shift(α, ε), the precisions
+    and the scale moves (parallel sums).
     ``w`` is the chain's :class:`ChromaticWork`. Returns 0 or 16·block + sampler status.
 
     Parameters
@@ -933,6 +935,7 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
     st = _update_fields_parallel(data, s, w, comp_sum, column)
     if st != STATUS_OK:
         return st
+    mode_moves(data, s, column)  # serial: O(G·K²) flops and G exps per field
     st = _update_eps_and_shifts_parallel(data, s, w, comp_sum, column)
     if st != STATUS_OK:
         return st
