@@ -162,7 +162,7 @@ class ModelData(NamedTuple):
     beta_priors: np.ndarray  # int64 (K,) BETA_NORMAL / BETA_ICAR per covariate; (0,) without β
     beta_sampler: int  # SAMPLER_ARS / SAMPLER_SLICE
     scalar_update: int  # UPDATE_EXACT (ARS draws) / UPDATE_MH (Newton-proposal MH steps)
-    modes: np.ndarray  # float64 (K, G) smoothest eigenvectors of D_W − W (modes.smooth_modes)
+    modes: np.ndarray  # float64 (G, K) smoothest eigenvectors of D_W − W (modes.smooth_modes)
     mode_eigenvalues: np.ndarray  # float64 (K,)
 
 

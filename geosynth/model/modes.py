@@ -51,8 +51,9 @@ def smooth_modes(indptr: np.ndarray, indices: np.ndarray, n_modes: int = N_MODES
 
     Returns
     -------
-    modes : numpy.ndarray of float64, shape (K, G)
-        Orthonormal rows, each orthogonal to the constant of every connected component.
+    modes : numpy.ndarray of float64, shape (G, K)
+        Orthonormal columns (as ``numpy.linalg.eigh`` returns them), each orthogonal to the
+        constant of every connected component.
     eigenvalues : numpy.ndarray of float64, shape (K,)
         Their eigenvalues, increasing, all > 0.
 
@@ -70,7 +71,7 @@ def smooth_modes(indptr: np.ndarray, indices: np.ndarray, n_modes: int = N_MODES
     n_components = sparse.csgraph.connected_components(adjacency, directed=False)[0]
     wanted = min(n_modes, G - n_components)
     if wanted <= 0:
-        return np.zeros((0, G)), np.zeros(0)
+        return np.zeros((G, 0)), np.zeros(0)
     if G <= _DENSE_UP_TO:
         values, vectors = np.linalg.eigh(structure.toarray())
     else:
@@ -81,13 +82,13 @@ def smooth_modes(indptr: np.ndarray, indices: np.ndarray, n_modes: int = N_MODES
         values, vectors = values[order], vectors[:, order]
     scale = max(float(values[-1]), 1.0)
     keep = np.flatnonzero(values > 1e-9 * scale)[:wanted]
-    return np.ascontiguousarray(vectors[:, keep].T), np.ascontiguousarray(values[keep])
+    return np.ascontiguousarray(vectors[:, keep]), np.ascontiguousarray(values[keep])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _newton(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, gradient):
     """Fill the Hessian ``τΛ + Vᵀ diag(E) V`` and gradient of the log conditional of z at 0."""
-    K, G = modes.shape
+    G, K = modes.shape
     for k in range(K):
         gradient[k] = -tau * eigenvalues[k] * coords[k]
         for m in range(k + 1):
@@ -95,12 +96,13 @@ def _newton(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, gradien
         hessian[k, k] = tau * eigenvalues[k]
     for i in range(G):
         residual = observed[i] - exp_sum[i]
+        row = modes[i]
         for k in range(K):
-            vk = modes[k, i]
+            vk = row[k]
             gradient[k] += vk * residual
             weighted = vk * exp_sum[i]
             for m in range(k + 1):
-                hessian[k, m] += weighted * modes[m, i]
+                hessian[k, m] += weighted * row[m]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -168,7 +170,7 @@ def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
     not positive definite, which cannot happen for τ > 0 but is refused rather than trusted).
     Parameters as in :func:`mode_move`.
     """
-    K, G = modes.shape
+    G, K = modes.shape
     exp_sum, step, exp_step = work[0], work[1], work[2]
     hessian = np.empty((K, K))
     gradient = np.empty(K)
@@ -181,7 +183,7 @@ def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
             total += expeta[i, combos[t]]
         exp_sum[i] = total
         for k in range(K):
-            coords[k] += modes[k, i] * field[i]
+            coords[k] += modes[i, k] * field[i]
     _newton(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, gradient)
     half_log_det = _cholesky(hessian)
     if math.isnan(half_log_det):
@@ -204,7 +206,7 @@ def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
     for i in range(G):
         v = 0.0
         for k in range(K):
-            v += modes[k, i] * z[k]
+            v += modes[i, k] * z[k]
         step[i] = v
         exp_step[i] = math.exp(v)
         log_ratio += observed[i] * v - exp_sum[i] * (exp_step[i] - 1.0)
@@ -238,7 +240,7 @@ def mode_move(field, tau, observed, combos, eta, expeta, modes, eigenvalues, rng
         The combinations the field enters.
     eta, expeta : numpy.ndarray of float64, shape (G, B)
         Linear predictor and its exponential, moved with the field.
-    modes : numpy.ndarray of float64, shape (K, G)
+    modes : numpy.ndarray of float64, shape (G, K)
         From :func:`smooth_modes`.
     eigenvalues : numpy.ndarray of float64, shape (K,)
         From :func:`smooth_modes`.
@@ -252,7 +254,7 @@ def mode_move(field, tau, observed, combos, eta, expeta, modes, eigenvalues, rng
     bool
         Whether the move was accepted.
     """
-    if modes.shape[0] == 0:
+    if modes.shape[1] == 0:
         return False
     log_ratio = mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
                               work)

@@ -36,11 +36,11 @@ def test_modes_are_the_smoothest_eigenvectors_orthogonal_to_each_component():
     indptr, indices, adjacency = _two_components()
     structure = np.diag(adjacency.sum(axis=1)) - adjacency
     modes, eigenvalues = smooth_modes(indptr, indices, n_modes=8)
-    assert modes.shape == (8, 33)
-    np.testing.assert_allclose(modes @ modes.T, np.eye(8), atol=1e-10)
-    np.testing.assert_allclose(structure @ modes.T, modes.T * eigenvalues, atol=1e-10)
+    assert modes.shape == (33, 8)
+    np.testing.assert_allclose(modes.T @ modes, np.eye(8), atol=1e-10)
+    np.testing.assert_allclose(structure @ modes, modes * eigenvalues, atol=1e-10)
     for member in (np.arange(33) < 30, np.arange(33) >= 30):
-        np.testing.assert_allclose(modes @ member, 0.0, atol=1e-10)
+        np.testing.assert_allclose(member @ modes, 0.0, atol=1e-10)
     exact = np.linalg.eigvalsh(structure)
     np.testing.assert_allclose(eigenvalues, exact[2:10], rtol=1e-10)  # two zero eigenvalues
 
@@ -52,7 +52,7 @@ def test_sparse_modes_match_dense_ones_and_repeat_bit_for_bit():
     modes, eigenvalues = smooth_modes(indptr, indices, n_modes=12)
     exact = np.linalg.eigvalsh(_structure(grid))
     np.testing.assert_allclose(eigenvalues, exact[1:13], rtol=1e-8)
-    np.testing.assert_allclose(modes @ modes.T, np.eye(12), atol=1e-8)
+    np.testing.assert_allclose(modes.T @ modes, np.eye(12), atol=1e-8)
     again, _ = smooth_modes(indptr, indices, n_modes=12)
     np.testing.assert_array_equal(modes, again)
 
@@ -61,7 +61,7 @@ def test_a_lattice_with_fewer_modes_than_asked_gives_all_it_has():
     grid = Grid.regular((0.0, 0.0, 3.0, 3.0), shape=(3, 3))
     modes, eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
                                       np.asarray(grid.indices, dtype=np.int64), n_modes=12)
-    assert modes.shape == (8, 9) and (eigenvalues > 0).all()
+    assert modes.shape == (9, 8) and (eigenvalues > 0).all()
 
 
 def _log_target(field, tau, observed, exp_sum, structure, step):
@@ -74,8 +74,8 @@ def _log_target(field, tau, observed, exp_sum, structure, step):
 
 def _log_proposal(field, tau, observed, exp_sum, modes, eigenvalues, z):
     """log q(z | f): N(H⁻¹g, H⁻¹), H = τΛ + Vᵀ diag(E) V, g = Vᵀ(a − E) − τΛVᵀf."""
-    hessian = tau * np.diag(eigenvalues) + (modes * exp_sum) @ modes.T
-    gradient = modes @ (observed - exp_sum) - tau * eigenvalues * (modes @ field)
+    hessian = tau * np.diag(eigenvalues) + modes.T @ (modes * exp_sum[:, None])
+    gradient = modes.T @ (observed - exp_sum) - tau * eigenvalues * (modes.T @ field)
     mean = np.linalg.solve(hessian, gradient)
     return stats.multivariate_normal(mean, np.linalg.inv(hessian)).logpdf(z)
 
@@ -99,8 +99,8 @@ def test_the_move_s_log_ratio_is_the_metropolis_hastings_ratio(tau):
         log_ratio = mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues,
                                   make_streams(draw, 1)[0], work)
         step = work[1].copy()
-        z = modes @ step
-        np.testing.assert_allclose(modes.T @ z, step, atol=1e-12)  # the step is V z
+        z = modes.T @ step
+        np.testing.assert_allclose(modes @ z, step, atol=1e-12)  # the step is V z
         expected = (_log_target(field, tau, observed, exp_sum, structure, step)
                     + _log_proposal(field + step, tau, observed, exp_sum * np.exp(step), modes,
                                     eigenvalues, -z)
