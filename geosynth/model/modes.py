@@ -162,6 +162,20 @@ def _log_proposal(chol, half_log_det, mean, point):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _approximation(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, gradient, mean):
+    """Gaussian approximation N(mean, (L Lᵀ)⁻¹) of the conditional of z at z = 0.
+
+    Leaves the Cholesky factor L of the Newton matrix in ``hessian`` and the Newton step in
+    ``mean``; returns ``Σ log L_kk``, NaN if the matrix is not positive definite.
+    """
+    _newton(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, gradient)
+    half_log_det = _cholesky(hessian)
+    if not math.isnan(half_log_det):
+        _solve(hessian, gradient, mean)
+    return half_log_det
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng, work):
     """Propose the move f → f + V z of :func:`mode_move`; return its log Metropolis–Hastings ratio.
 
@@ -184,11 +198,10 @@ def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
         exp_sum[i] = total
         for k in range(K):
             coords[k] += modes[i, k] * field[i]
-    _newton(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, gradient)
-    half_log_det = _cholesky(hessian)
+    half_log_det = _approximation(modes, eigenvalues, tau, coords, observed, exp_sum, hessian,
+                                  gradient, mean)
     if math.isnan(half_log_det):
         return math.nan
-    _solve(hessian, gradient, mean)
     # z = mean + L^{-T} ξ: solve Lᵀ x = ξ.
     for k in range(K):
         z[k] = standard_normal(rng)
@@ -214,11 +227,10 @@ def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
     # Reverse proposal: from the proposed state, the move −z.
     for k in range(K):
         coords[k] += z[k]
-    _newton(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, gradient)
-    half_log_det = _cholesky(hessian)
+    half_log_det = _approximation(modes, eigenvalues, tau, coords, observed, exp_sum, hessian,
+                                  gradient, mean)
     if math.isnan(half_log_det):
         return math.nan
-    _solve(hessian, gradient, mean)
     for k in range(K):
         z[k] = -z[k]
     return log_ratio + _log_proposal(hessian, half_log_det, mean, z)
