@@ -151,16 +151,22 @@ def test_dp_release_is_well_formed_and_carries_no_seed(scenario_counts, low_epsi
 
 
 def test_release_follows_the_intensity(scenario_counts):
-    """At a large ε the synthetic cell counts track the original ones."""
+    """At a large ε the synthetic cell counts track the original ones.
+
+    Pooled over m = 4 releases: one release's Poisson noise alone puts its Spearman
+    correlation anywhere in 0.76–0.91 (12 seeds, before and after the sampler's scale and
+    mode moves); pooled over four it was 0.92–0.97 in the same 24 runs.
+    """
     _, counts = scenario_counts
     with pytest.warns(PrivacyLeakWarning):
-        result = dp_release(counts, 8.0, m=1, levels=LEVELS, n_iter=1200, burn_in=400,
+        result = dp_release(counts, 8.0, m=4, levels=LEVELS, n_iter=1200, burn_in=400,
                             thin=2, chains=1, progress=False, seed=4)
-    release = result.releases[0]
-    xy = np.column_stack([release.geometry.x, release.geometry.y])
-    synthetic = np.bincount(counts.grid.locate(xy), minlength=counts.n_cells)
+    synthetic = sum(
+        np.bincount(counts.grid.locate(np.column_stack([r.geometry.x, r.geometry.y])),
+                    minlength=counts.n_cells)
+        for r in result.releases)
     original = counts.counts.sum(axis=1)
-    assert stats.spearmanr(synthetic, original).statistic > 0.8
+    assert stats.spearmanr(synthetic, original).statistic > 0.85
 
 
 def test_dp_synthesize_refuses_exact_fits(scenario_counts):
