@@ -1,5 +1,7 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
 # Each bootstraps .venv from pyproject.toml; the install is skipped while pyproject.toml is unchanged.
+# The install ends with `geosynth compile` (~3 min on 2 cores, once): the samplers' numba kernels
+# are compiled into numba's cache ahead of time, so no fit waits for the compiler.
 # `make bench` also bootstraps .venv-pymc, a separate virtualenv holding only the peers of
 # bench/bench_pymc.py (PyMC with its default NUTS, and nutpie): pymc pins its own pytensor and
 # numba while geosynth is benchmarked on its own numba, and PyMC >= 6 needs Python >= 3.12, so
@@ -28,6 +30,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/geosynth compile
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -3,7 +3,8 @@
 Subcommands: ``release`` (fit, synthesize and write a release GeoPackage), ``tune`` (risk and
 utility of candidate lattices, and the one to release with), ``evaluate`` (risk and
 utility of a written release against the confidential file), ``inspect`` (layers and metadata of
-a release file) and ``demo`` (the whole pipeline on the simulated scenario of Nunes 2018).
+a release file), ``demo`` (the whole pipeline on the simulated scenario of Nunes 2018) and
+``compile`` (the samplers' numba kernels, ahead of the first fit; ``make`` runs it).
 
 Errors of geosynth (bad input files, columns, CRSs, existing outputs) print one message and exit
 with status 2; ``geosynth --verbose`` adds the traceback. Messages name the command-line options,
@@ -101,13 +102,14 @@ def cli(ctx: click.Context, verbose: bool, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from geosynth.cli import demo, evaluate, inspect, release, tune
+    from geosynth.cli import compiling, demo, evaluate, inspect, release, tune
 
     cli.add_command(release.release)
     cli.add_command(tune.tune)
     cli.add_command(evaluate.evaluate)
     cli.add_command(inspect.inspect)
     cli.add_command(demo.demo)
+    cli.add_command(compiling.compile_samplers)
 
 
 _register()

@@ -86,8 +86,9 @@ _BETA_SAMPLERS = {"ars": SAMPLER_ARS, "slice": SAMPLER_SLICE}
 
 # Seconds a cold compilation of each sampler's kernels took on the 2-core benchmark machine
 # (a fresh NUMBA_CACHE_DIR, the first fit in a new process): what the "compiling" notice quotes.
-# Measured by bench/bench_cold.py (bench/RESULTS.md, 2026-11-24): exact 60 s, noise-aware 75 s.
-COMPILE_SECONDS = {"serial": 60, "noise-aware": 75, "chromatic": 120, "block": 60}
+# Measured by bench/bench_cold.py and `geosynth compile` (bench/RESULTS.md, 2026-11-25):
+# exact 80-89 s, noise-aware 88 s, chromatic 96 s, block 82 s.
+COMPILE_SECONDS = {"serial": 90, "noise-aware": 90, "chromatic": 100, "block": 80}
 _SAMPLERS = ("gibbs", "block", "mh")
 
 
@@ -251,9 +252,10 @@ class PaivaModel:
             The same seed gives the same draws.
         progress : bool, default True
             Show a tqdm progress bar per chain (on stderr). When the sampler's numba kernels
-            are not compiled yet (the first fit after installing geosynth or changing its
-            kernels; later processes load them from numba's cache), first say
-            ``compiling the sampler (first run only, ~N s)`` on stderr, compile them, and say
+            are not compiled yet (the first fit after installing geosynth without running
+            ``geosynth compile``, or after changing its kernels; later processes load them
+            from numba's cache), first say ``compiling the sampler (first run only, ~N s;
+            `geosynth compile` does it ahead of time)`` on stderr, compile them, and say
             how long it took, so the bars start afterwards with a true ETA. Chains run by an
             ``executor`` show no bars.
         max_bytes : int, default 4 GiB
@@ -1122,7 +1124,8 @@ class _ChainRunner:
         if not pending and getattr(kernel, "signatures", True):
             return  # compiled in this process, or not a numba dispatcher (NUMBA_DISABLE_JIT)
         if pending:
-            print(f"compiling the sampler (first run only, ~{COMPILE_SECONDS[kind]} s)",
+            print(f"compiling the sampler (first run only, ~{COMPILE_SECONDS[kind]} s; "
+                  "`geosynth compile` does it ahead of time)",
                   file=sys.stderr, flush=True)
         start = time.perf_counter()
         data = self.data if not self.inv_scale else _private_counts(self.data)

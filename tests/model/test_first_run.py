@@ -30,7 +30,8 @@ def test_compile_notice_before_the_progress_bars(counts, monkeypatch, capsys):
     PaivaModel().fit(counts, progress=True, **RUN)
     err = capsys.readouterr().err
     seconds = fit_module.COMPILE_SECONDS["serial"]
-    notice = err.index(f"compiling the sampler (first run only, ~{seconds} s)")
+    notice = err.index(f"compiling the sampler (first run only, ~{seconds} s; "
+                       "`geosynth compile` does it ahead of time)")
     done = err.index("compiled the sampler in ")
     # The bars start after the compilation, so their rate and ETA are the sampler's.
     assert notice < done < err.index("chain 0")
@@ -50,7 +51,8 @@ def test_compile_notice_quotes_the_sampler_that_runs(counts, monkeypatch, capsys
             warnings.simplefilter("ignore")  # the prior-only warnings of so few counts
             PaivaModel().fit(noisy, progress=True, chains=1, **RUN)
     seconds = fit_module.COMPILE_SECONDS[kind]
-    assert f"compiling the sampler (first run only, ~{seconds} s)" in capsys.readouterr().err
+    assert (f"compiling the sampler (first run only, ~{seconds} s; `geosynth compile` does it "
+            "ahead of time)") in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("progress", [True, False])

@@ -1,0 +1,75 @@
+"""``geosynth compile``: compile the samplers once, ahead of the first fit.
+
+The samplers are numba kernels compiled on their first call and kept in numba's cache (beside
+the package's modules, or under ``NUMBA_CACHE_DIR``). Compiling them takes 1–2 minutes per
+kind of fit on the 2-core benchmark machine, most of it numba's typing of the large kernels
+rather than LLVM's optimisation (``NUMBA_OPT=1`` saved under 10 %, ``bench/RESULTS.md``), so
+the way to a fast first fit is to compile ahead of time, once per install: ``make`` runs this
+command when it builds ``.venv``. Each kind compiles in its own process (a zero-sweep fit of a
+small lattice), ``--jobs`` of them at a time; a later fit of that kind loads the kernels from
+the cache in about a second.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+import click
+
+__all__ = ["compile_samplers", "KINDS"]
+
+#: Kinds of fit whose kernels differ (the names of the "compiling the sampler" notice); the
+#: "mh" sampler and the β extension run the serial kernels.
+KINDS = ("serial", "noise-aware", "chromatic", "block")
+
+
+def _compile_kind(kind: str) -> tuple[str, float]:
+    """Fit a small lattice with the kernels of ``kind``; return the kind and the seconds taken."""
+    from geosynth import Grid, PaivaModel, prepare
+    from geosynth.datasets import paiva_scenario
+
+    start = time.perf_counter()
+    scenario = paiva_scenario(n=200, seed=1, continuous=False)
+    grid = Grid.regular(scenario.bounds, shape=(6, 6), crs=scenario.crs)
+    counts = prepare(scenario.data, grid, attributes=["y", "x1"])
+    model = PaivaModel(sampler="block" if kind == "block" else "gibbs")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # too few sweeps and counts to diagnose anything
+        if kind == "noise-aware":
+            from geosynth.dp import dp_counts
+
+            counts = dp_counts(counts, 1.0)
+        model.fit(counts, n_iter=4, burn_in=0, thin=1, chains=1, seed=0, progress=False,
+                  parallel=kind == "chromatic")
+    return kind, time.perf_counter() - start
+
+
+@click.command("compile", short_help="Compile the samplers ahead of the first fit.")
+@click.option("--kinds", default=",".join(KINDS), show_default=True,
+              help="Comma-separated kinds of fit to compile: "
+              f"{', '.join(KINDS)} (serial also serves --sampler mh and --continuous).")
+@click.option("--jobs", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Kinds compiled at once, one process each.")
+def compile_samplers(kinds: str, jobs: int) -> None:
+    """Compile the numba kernels of the samplers into numba's cache, once per install.
+
+    A first fit otherwise compiles its sampler before its first sweep (1–2 minutes per kind,
+    said by a "compiling the sampler" notice); afterwards every fit loads the kernels from the
+    cache. Run again after upgrading geosynth or numba (a fit whose cached kernels are stale
+    recompiles them by itself).
+    """
+    wanted = [k.strip() for k in kinds.split(",") if k.strip()]
+    unknown = sorted(set(wanted) - set(KINDS))
+    if unknown or not wanted:
+        raise click.BadParameter(
+            f"unknown kind {', '.join(map(repr, unknown))}; choose from {', '.join(KINDS)}"
+            if unknown else f"name at least one of {', '.join(KINDS)}", param_hint="--kinds")
+    start = time.perf_counter()
+    click.echo(f"compiling the samplers ({', '.join(wanted)}), {min(jobs, len(wanted))} at a "
+               "time ...", err=True)
+    with ProcessPoolExecutor(max_workers=min(jobs, len(wanted))) as pool:
+        for kind, seconds in pool.map(_compile_kind, wanted):
+            click.echo(f"  {kind}: {seconds:.0f} s", err=True)
+    click.echo(f"compiled in {time.perf_counter() - start:.0f} s", err=True)

@@ -1,0 +1,71 @@
+"""``geosynth compile``: the samplers compiled ahead of time, so a later fit only loads them."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CHECK = textwrap.dedent("""
+    from geosynth.model.fit import kernels_need_compiling
+    from geosynth.model.kernels import run_chunk
+
+    print("needs compiling:", kernels_need_compiling(run_chunk))
+""")
+FIT = CHECK + textwrap.dedent("""
+    from geosynth import Grid, PaivaModel, prepare
+    from geosynth.datasets import paiva_scenario
+
+    scenario = paiva_scenario(n=100, seed=2)
+    grid = Grid.regular(scenario.bounds, shape=(4, 4), crs=scenario.crs)
+    counts = prepare(scenario.data, grid, attributes=["y", "x2"], continuous="z")
+    PaivaModel(beta_prior="normal").fit(counts, n_iter=20, burn_in=10, thin=1, seed=1,
+                                        progress=True)
+    print("cache misses:", sum(run_chunk.stats.cache_misses.values()))
+    print("cache hits:", sum(run_chunk.stats.cache_hits.values()))
+""")
+
+
+def _in_cache(cache: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=1200)
+
+
+@pytest.mark.slow
+def test_a_fit_after_compile_loads_the_kernels_without_compiling(tmp_path):
+    """An empty cache, ``geosynth compile --kinds serial``, then a new process's fit (with β)."""
+    compiled = _in_cache(tmp_path, "-c", "from geosynth.cli import main; main()", "compile",
+                         "--kinds", "serial", "--jobs", "1")
+    assert compiled.returncode == 0, compiled.stderr
+    assert "serial:" in compiled.stderr and "compiled in" in compiled.stderr
+    fitted = _in_cache(tmp_path, "-c", FIT)
+    assert fitted.returncode == 0, fitted.stderr
+    assert "needs compiling: False" in fitted.stdout
+    assert "cache misses: 0" in fitted.stdout
+    assert "cache hits: 1" in fitted.stdout
+    assert "compil" not in fitted.stderr  # neither the notice nor "compiled the sampler in"
+
+
+def test_the_first_fit_without_compile_says_compiling(tmp_path):
+    """The control of the test above: in an empty cache the fit's kernel is not compiled."""
+    fitted = _in_cache(tmp_path, "-c", CHECK)
+    assert fitted.returncode == 0, fitted.stderr
+    assert "needs compiling: True" in fitted.stdout
+
+
+@pytest.mark.parametrize("kinds, message", [
+    ("serial,gpu", "unknown kind 'gpu'"),
+    (" , ", "name at least one of serial"),
+])
+def test_unknown_kinds_are_refused_naming_the_option(kinds, message):
+    result = run("compile", "--kinds", kinds)
+    assert result.exit_code == 2
+    assert "--kinds" in result.output and message in result.output
+    assert "compiling the samplers" not in result.output
