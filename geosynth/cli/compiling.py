@@ -5,8 +5,8 @@ the package's modules, or under ``NUMBA_CACHE_DIR``). Compiling them takes 1–2
 kind of fit on the 2-core benchmark machine, most of it numba's typing of the large kernels
 rather than LLVM's optimisation (``NUMBA_OPT=1`` saved under 10 %, ``bench/RESULTS.md``), so
 the way to a fast first fit is to compile ahead of time, once per install: ``make`` runs this
-command when it builds ``.venv``. Each kind compiles in its own process (a zero-sweep fit of a
-small lattice), ``--jobs`` of them at a time; a later fit of that kind loads the kernels from
+command when it builds ``.venv``. Each kind compiles in its own process (a four-sweep fit of a
+6 × 6 lattice), ``--jobs`` of them at a time; a later fit of that kind loads the kernels from
 the cache in about a second.
 """
 
