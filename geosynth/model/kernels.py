@@ -87,6 +87,7 @@ __all__ = [
     "draw_latent_count",
     "latent_log_marginal",
     "marginal_moves",
+    "component_means",
     "component_sums",
     "shift_move",
     "shift_eps_draw",
@@ -94,7 +95,6 @@ __all__ = [
     "scale_accept",
     "scale_terms",
     "eps_scale_terms",
-    "intercept_of",
     "move_intercept",
     "KIND_THETA",
     "KIND_PHI",
@@ -779,6 +779,14 @@ def component_sums(field, data, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def component_means(field, data, out):
+    """out[c] = mean of ``field`` over connected component c (the centre of a scale move)."""
+    component_sums(field, data, out)
+    for c in range(out.shape[0]):
+        out[c] /= data.component_size[c]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _update_theta(data, s, comp_sum):
     component_sums(s.theta, data, comp_sum)
     level_var = data.priors[LEVEL_VAR]
@@ -1036,7 +1044,7 @@ def scale_terms(field, comp_mean, kind, p, data, expeta):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def intercept_shift(linear, exp_change, exp_total, n, factor, intercept, intercept_var):
+def intercept_shift(data, s, kind, p, linear, exp_change, exp_total, factor):
     """Intercept shift δ of a scale move, and the move's log-likelihood and intercept-prior change.
 
     A scale move multiplies the centred field (or ε) by e^u; with it the intercept the field
@@ -1052,22 +1060,31 @@ def intercept_shift(linear, exp_change, exp_total, n, factor, intercept, interce
 
     Parameters
     ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state (read only here; :func:`move_intercept` applies δ).
+    kind : int
+        ``KIND_THETA`` (θ, and ε) or ``KIND_PHI``: the intercept is μ, with n the total
+        count, or α_p, with n the count at level ``p``.
+    p : int
+        The level of φ_·p.
     linear, exp_total : float
         From :func:`scale_terms`.
     exp_change : float
         S(u) − S(0), summed by the measuring pass.
-    n : float
-        Observed count over the touched entries.
     factor : float
         e^u − 1.
-    intercept, intercept_var : float
-        Current value and prior variance of the intercept.
 
     Returns
     -------
     delta : float
     change : float
     """
+    if kind == KIND_PHI:
+        n, intercept, intercept_var = data.level_counts[p], s.alpha[p], data.priors[ALPHA_VAR]
+    else:
+        n, intercept, intercept_var = data.cell_counts.sum(), s.mu[0], data.priors[MU_VAR]
     delta = -math.log1p(exp_change / exp_total)
     moved = intercept + delta
     change = factor * linear + n * delta
@@ -1076,20 +1093,8 @@ def intercept_shift(linear, exp_change, exp_total, n, factor, intercept, interce
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def intercept_of(data, s, kind, p):
-    """``(n, value, prior variance)`` of the intercept a scale move of θ, ε or φ_·p moves.
-
-    μ for θ and ε (n: the total count), α_p for φ_·p (``kind`` :data:`KIND_PHI`; n: the
-    count at level p).
-    """
-    if kind == KIND_PHI:
-        return data.level_counts[p], s.alpha[p], data.priors[ALPHA_VAR]
-    return data.cell_counts.sum(), s.mu[0], data.priors[MU_VAR]
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def move_intercept(s, kind, p, delta):
-    """Add ``delta`` to the intercept of :func:`intercept_of` (η is moved by the caller)."""
+    """Add ``delta`` to μ (θ, ε) or α_p (φ_·p, ``kind`` KIND_PHI); η is moved by the caller."""
     if kind == KIND_PHI:
         s.alpha[p] += delta
     else:
@@ -1122,9 +1127,7 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
     acceptance. ``p`` is the level of φ_·p, or for β (``kind`` :data:`KIND_BETA`) the
     covariate c of the field β_c·.
     """
-    component_sums(field, data, comp_sum)
-    for c in range(comp_sum.shape[0]):
-        comp_sum[c] /= data.component_size[c]
+    component_means(field, data, comp_sum)
     u, factor = scale_proposal(s, slot)
     offset = 0.0
     if kind == KIND_BETA:
@@ -1132,9 +1135,8 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
     else:
         linear, exp_total = scale_terms(field, comp_sum, kind, p, data, s.expeta)
         exp_change = _scale_pass(field, kind, p, data, s, comp_sum, factor, False, offset)
-        n, intercept, var = intercept_of(data, s, kind, p)
-        offset, delta_loglik = intercept_shift(linear, exp_change, exp_total, n, factor,
-                                               intercept, var)
+        offset, delta_loglik = intercept_shift(data, s, kind, p, linear, exp_change,
+                                               exp_total, factor)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
     if not accept:
         return tau
@@ -1339,9 +1341,8 @@ def _scale_move_eps(data, s, slot, adapt):
     exp_change = 0.0
     for i in range(data.counts.shape[0]):
         exp_change = scale_eps_cell(s.eps, i, factor, s.eta, s.expeta, False, 0.0, exp_change)
-    n, intercept, var = intercept_of(data, s, KIND_THETA, NO_LEVEL)
-    offset, delta_loglik = intercept_shift(linear, exp_change, exp_total, n, factor, intercept,
-                                           var)
+    offset, delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, linear, exp_change,
+                                           exp_total, factor)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
                                     data.priors[EPS_A], data.priors[EPS_B])
     if accept:
@@ -1363,9 +1364,7 @@ def split_scale_move(field, tau, shape, rate, p, data, s, comp_sum, slot, adapt)
     unstructured part, the direction along which a weakly identified field's precision is slow.
     No exp: the move costs one pass over the touched entries. ``p`` is −1 for θ.
     """
-    component_sums(field, data, comp_sum)
-    for c in range(comp_sum.shape[0]):
-        comp_sum[c] /= data.component_size[c]
+    component_means(field, data, comp_sum)
     u, factor = scale_proposal(s, slot)
     combos = data.all_combos
     if p >= 0:

@@ -87,6 +87,7 @@ from geosynth.model.kernels import (
     THETA_A,
     THETA_B,
     UPDATE_EXACT,
+    component_means,
     component_sums,
     compute_eta,
     draw_beta_cell,
@@ -96,7 +97,6 @@ from geosynth.model.kernels import (
     eps_scale_terms,
     icar_proposal_prior,
     icar_quadratic_add,
-    intercept_of,
     intercept_shift,
     mode_moves,
     move_intercept,
@@ -825,9 +825,7 @@ def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, 
     with their intercept (:func:`geosynth.model.kernels.intercept_shift`); the sums it needs
     besides the measured one cost no exp and are taken serially.
     """
-    component_sums(field, data, comp_sum)
-    for c in range(comp_sum.shape[0]):
-        comp_sum[c] /= data.component_size[c]
+    component_means(field, data, comp_sum)
     u, factor = scale_proposal(s, slot)
     w.params[0] = factor
     w.params[1] = 0.0
@@ -835,9 +833,8 @@ def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, 
     delta_loglik = measured
     if kind != KIND_BETA:
         linear, exp_total = scale_terms(field, comp_sum, kind, p, data, s.expeta)
-        n, intercept, var = intercept_of(data, s, kind, p)
-        w.params[1], delta_loglik = intercept_shift(linear, measured, exp_total, n, factor,
-                                                    intercept, var)
+        w.params[1], delta_loglik = intercept_shift(data, s, kind, p, linear, measured,
+                                                    exp_total, factor)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
     if not accept:
         return tau
@@ -886,9 +883,8 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
     w.params[1] = 0.0
     exp_change = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, data.all_combos, w.obs,
                           w.obs)
-    n, intercept, var = intercept_of(data, s, KIND_THETA, NO_LEVEL)
-    w.params[1], delta_loglik = intercept_shift(linear, exp_change, exp_total, n, factor,
-                                                intercept, var)
+    w.params[1], delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, linear,
+                                                exp_change, exp_total, factor)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
                                     pr[EPS_A], pr[EPS_B])
     if accept:
