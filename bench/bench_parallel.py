@@ -25,8 +25,8 @@ import numpy as np
 
 from geosynth import Grid, PaivaModel, prepare
 from geosynth.datasets import paiva_scenario
-from geosynth.model.fit import _initial_state, build_model_data
-from geosynth.model.kernels import run_chunk
+from geosynth.model.fit import build_model_data, initial_state
+from geosynth.model.kernels import model_shape, run_chunk
 from geosynth.model.parallel import (
     cell_streams_for,
     colour_classes,
@@ -46,9 +46,9 @@ def _counts(side: int):
     return prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
 
 
-def _kernel_seconds(data, n_levels, n_sweeps, chromatic, threads) -> float:
+def _kernel_seconds(data, tables, n_sweeps, chromatic, threads) -> float:
     """Best of 3: seconds per sweep of the kernel from the same initial state (no records)."""
-    G, B = data.counts.shape
+    G, B, n_levels = model_shape(data)
     stream = make_streams(1, 1)[0]
     out = (np.zeros((1, 2 * n_levels + 4)), np.zeros((1, G), np.float32),
            np.zeros((1, 1, G), np.float32), np.zeros((1, G, B), np.float32))
@@ -58,7 +58,7 @@ def _kernel_seconds(data, n_levels, n_sweeps, chromatic, threads) -> float:
     try:
         best = float("inf")
         for _ in range(3):
-            state = _initial_state(data, stream, n_levels)
+            state = initial_state(data, tables, stream)
             if chromatic:
                 streams = cell_streams_for(stream, G)
                 run_chunk_parallel(data, state, 2, 1, *out, 0, False, *colours, streams)
@@ -101,13 +101,12 @@ def run() -> str:
     ]
     for side in SIDES:
         counts = _counts(side)
-        data, names = build_model_data(counts, model)
-        G, B = data.counts.shape
-        P = len(data.level_counts)
+        data, tables, names = build_model_data(counts, model)
+        G, B, P = model_shape(data)
         n_sweeps = max(8, 400_000 // G)
-        serial = _kernel_seconds(data, P, n_sweeps, False, 1)
-        one = _kernel_seconds(data, P, n_sweeps, True, 1)
-        many = _kernel_seconds(data, P, n_sweeps, True, threads)
+        serial = _kernel_seconds(data, tables, n_sweeps, False, 1)
+        one = _kernel_seconds(data, tables, n_sweeps, True, 1)
+        many = _kernel_seconds(data, tables, n_sweeps, True, threads)
         n_iter = max(8, 240_000 // G)
         fit_serial = _fit_seconds(model, counts, n_iter, False)
         fit_parallel = _fit_seconds(model, counts, n_iter, True)

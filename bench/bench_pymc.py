@@ -459,16 +459,15 @@ def _pymc_worker(in_path: str, out_path: str) -> None:
 def _pymc_inputs(counts, model):
     from geosynth.model.fit import build_model_data
 
-    data, names = build_model_data(counts, model)
-    G = data.counts.shape[0]
+    data, tables, names = build_model_data(counts, model)
+    G, B, P = tables.counts.shape + (len(tables.level_counts),)
     W = np.asarray(counts.grid.adjacency.todense() != 0, dtype=np.int8)
     W[np.arange(G), np.arange(G)] = 0
-    P = int(data.level_combos_ptr.shape[0] - 1)
-    membership = np.zeros((data.counts.shape[1], P))
+    membership = np.zeros((B, P))
     for k in range(data.combo_levels.shape[1]):
         has = data.combo_levels[:, k] >= 0
         membership[np.flatnonzero(has), data.combo_levels[has, k]] = 1.0
-    return np.asarray(data.counts), W, membership, names
+    return np.asarray(tables.counts), W, membership, names
 
 
 def find_peer() -> tuple[str | None, dict | str]:

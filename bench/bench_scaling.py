@@ -115,14 +115,15 @@ def _reset_hwm() -> bool:
 def _child(side: int, B: int) -> dict:
     from geosynth import PaivaModel
     from geosynth.model.fit import build_model_data
+    from geosynth.model.kernels import model_shape
 
     warnings.filterwarnings("ignore")
     model = PaivaModel()
     _, tiny = _data(4, B)
     model.fit(tiny, n_iter=20, burn_in=10, chains=1, n_jobs=1, seed=0, progress=False)
     gdf, counts = _data(side, B)
-    data, _ = build_model_data(counts, model)
-    G, B_real = data.counts.shape
+    data, _, _ = build_model_data(counts, model)
+    G, B_real, _ = model_shape(data)
     k_bar = float((data.combo_levels >= 0).sum()) / B_real
     p_blocks = 8.0 + 5.0 * k_bar
     n_iter = int(min(2000, max(10, WORK_PER_FIT / (G * B_real))))
@@ -168,6 +169,7 @@ def _memory_child(side: int) -> dict:
         build_model_data,
         plan_model_storage,
     )
+    from geosynth.model.kernels import model_shape
     from geosynth.samplers.rng import make_streams
 
     class FilledRunner(_ChainRunner):
@@ -186,8 +188,8 @@ def _memory_child(side: int) -> dict:
     _, tiny = _data(4, 12)
     model.fit(tiny, n_iter=20, burn_in=10, chains=1, n_jobs=1, seed=0, progress=False)
     _, counts = _data(side, 12)
-    data, names = build_model_data(counts, model)
-    G, B = data.counts.shape
+    data, tables, names = build_model_data(counts, model)
+    G, B, _ = model_shape(data)
     chains, n_iter, burn_in, thin = 2, 8000, 2000, 6  # the fit defaults
     plan = plan_model_storage(data, names, n_iter=n_iter, burn_in=burn_in, thin=thin,
                               chains=chains, noise=False, eta_draws="auto",
@@ -195,7 +197,7 @@ def _memory_child(side: int) -> dict:
     peak_all = _vm_hwm_kib()
     reset = _reset_hwm()
     start = time.perf_counter()
-    runner = FilledRunner(data, names, MEMORY_SWEEPS, 0, thin, plan, progress=False)
+    runner = FilledRunner(data, tables, names, MEMORY_SWEEPS, 0, thin, plan, progress=False)
     draws = runner.run_all(make_streams(1, chains), n_jobs=chains)
     seconds = time.perf_counter() - start
     assert draws["scalars"].shape[:2] == (chains, MEMORY_SWEEPS // thin)

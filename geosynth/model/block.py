@@ -214,7 +214,7 @@ def new_block_work(data, st):
     BlockWork
         Zeroed scratch arrays.
     """
-    G, B = data.counts.shape
+    G, B = data.zbar.shape[1], data.zbar.shape[2]
     C = data.component_size.shape[0]
     nnz_l = st.pattern.l_ptr[G]
     nnz_a = st.pattern.a_row.shape[0]
@@ -519,7 +519,7 @@ def _adapt_log_f(s, slot, accepted, adapt):
 @njit(cache=True, nogil=True, error_model="numpy")
 def _field_block(data, st, w, s, kind, p, q_sqrt, adapt, n_steps, sign):
     """Run :func:`block_update` for θ (p = −1), φ_·p or β of covariate p; apply an acceptance."""
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     perm = st.pattern.perm
     pr = data.priors
     if kind == KIND_THETA:
@@ -541,21 +541,21 @@ def _field_block(data, st, w, s, kind, p, q_sqrt, adapt, n_steps, sign):
             total = 0.0
             for b in range(B):
                 total += s.expeta[i, b]
-            w.counts[k] = data.cell_counts[i]
+            w.counts[k] = s.cell_counts[i]
             w.weight[k] = total * math.exp(-x)
         elif kind == KIND_PHI:
             x = s.phi[i, p]
             total = 0.0
             for t in range(lo, hi):
                 total += s.expeta[i, data.level_combos[t]]
-            w.counts[k] = data.cell_level_counts[i, p]
+            w.counts[k] = s.cell_level_counts[i, p]
             w.weight[k] = total * math.exp(-x)
         else:
             x = s.beta[p, i]
             for b in range(B):
                 z = data.zbar[p, i, b]
                 w.zperm[k, b] = z
-                w.cbuf[k, b] = data.counts[i, b]
+                w.cbuf[k, b] = s.counts[i, b]
                 w.vbuf[k, b] = math.exp(s.eta[i, b] - z * x)
         w.current[k] = x
     log_f = s.scale_log_sd[slot]
@@ -632,7 +632,7 @@ def block_sweep(data, st, w, s, comp_sum, column, q_sqrt, adapt, n_steps, sign, 
     int
         ``STATUS_OK`` (0) or ``16 * block + status`` (see :func:`geosynth.model.kernels.sweep`).
     """
-    G = data.counts.shape[0]
+    G = s.counts.shape[0]
     pr = data.priors
     if hybrid:
         status = sweep(data, s, comp_sum, column, adapt)
@@ -704,7 +704,7 @@ def run_chunk_block(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, o
     rows_written : int
         Number of rows recorded from ``row`` on.
     """
-    G = data.counts.shape[0]
+    G = s.counts.shape[0]
     C = data.component_size.shape[0]
     comp_sum = np.zeros(C)
     q_sqrt = np.zeros(C)

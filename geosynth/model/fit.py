@@ -39,9 +39,11 @@ from geosynth.model.kernels import (
     SAMPLER_SLICE,
     UPDATE_EXACT,
     UPDATE_MH,
+    CountTables,
     GibbsState,
     ModelData,
     compute_eta,
+    model_shape,
     run_chunk,
     run_chunk_noise_aware,
     update_latent_counts,
@@ -67,7 +69,7 @@ if TYPE_CHECKING:
 
     from geosynth.data import CellCounts
 
-__all__ = ["PaivaModel", "PaivaFit", "StoragePlan", "build_model_data",
+__all__ = ["PaivaModel", "PaivaFit", "StoragePlan", "build_model_data", "initial_state",
            "kernels_need_compiling", "plan_model_storage", "plan_storage"]
 
 # Sweeps per kernel call: about CHUNK_WORK cell-combination updates, so the progress bar moves a
@@ -372,7 +374,7 @@ class PaivaModel:
             raise InputError("parallel=True is not available for noise-aware fits (noise=...); "
                              "use parallel=False")
         block = self._block_sampler(noise is not None, bool(parallel))
-        data, names = build_model_data(counts, self)
+        data, tables, names = build_model_data(counts, self)
         if block:
             from geosynth.model.block import block_settings
 
@@ -390,7 +392,7 @@ class PaivaModel:
                                                 target_ess=float(target_ess),
                                                 max_rhat=float(max_rhat),
                                                 max_bytes=int(max_bytes))
-            runner = _AutoRunner(data, names, thin, plan, progress, released,
+            runner = _AutoRunner(data, tables, names, thin, plan, progress, released,
                                  parallel=bool(parallel), block=block, schedule=schedule,
                                  rule=(float(target_ess), float(max_rhat), max_seconds),
                                  started=started, eta_draws=eta_draws, beta_labels=labels)
@@ -404,10 +406,10 @@ class PaivaModel:
             settings = _ChainSettings(names=names, n_iter=int(n_iter), burn_in=int(burn_in),
                                       thin=int(thin), plan=plan, noise=released,
                                       parallel=bool(parallel), block=block)
-            draws = _run_on_executor(executor, data, settings, streams)
+            draws = _run_on_executor(executor, data, tables, settings, streams)
         else:
-            runner = _ChainRunner(data, names, n_iter, burn_in, thin, plan, progress, released,
-                                  parallel=bool(parallel), block=block)
+            runner = _ChainRunner(data, tables, names, n_iter, burn_in, thin, plan, progress,
+                                  released, parallel=bool(parallel), block=block)
             draws = runner.run_all(streams, n_jobs)
         return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
                         burn_in=burn_in, noise_scale=noise, **_shape_beta(draws, counts))
@@ -461,15 +463,15 @@ class _ChainSettings(NamedTuple):
     block: tuple | None = None
 
 
-def _run_on_executor(executor: Executor, data: ModelData, settings: _ChainSettings,
-                     streams: np.ndarray) -> dict:
+def _run_on_executor(executor: Executor, data: ModelData, tables: CountTables,
+                     settings: _ChainSettings, streams: np.ndarray) -> dict:
     """Run chain ``c`` from ``streams[c]`` as a task of ``executor``; concatenate the draws.
 
-    Every task gets the same ``data`` and ``settings`` objects (an executor may send each to a
-    worker once) and returns its chain's draws, as :meth:`_ChainRunner.run_all` does for one
-    chain; they are concatenated in chain order.
+    Every task gets the same ``data``, ``tables`` and ``settings`` objects (an executor may
+    send each to a worker once) and returns its chain's draws, as
+    :meth:`_ChainRunner.run_all` does for one chain; they are concatenated in chain order.
     """
-    futures = [executor.submit(_run_chain_task, data, settings, streams[c], c)
+    futures = [executor.submit(_run_chain_task, data, tables, settings, streams[c], c)
                for c in range(streams.shape[0])]
     try:
         parts = [future.result() for future in futures]
@@ -486,10 +488,10 @@ def _run_on_executor(executor: Executor, data: ModelData, settings: _ChainSettin
     return draws
 
 
-def _run_chain_task(data: ModelData, settings: _ChainSettings, stream: np.ndarray,
-                    chain: int) -> dict:
+def _run_chain_task(data: ModelData, tables: CountTables, settings: _ChainSettings,
+                    stream: np.ndarray, chain: int) -> dict:
     """Task of ``fit(executor=...)``: chain ``chain`` from its stream, with no progress bar."""
-    runner = _ChainRunner(data, settings.names, settings.n_iter, settings.burn_in,
+    runner = _ChainRunner(data, tables, settings.names, settings.n_iter, settings.burn_in,
                           settings.thin, settings.plan, False, settings.noise,
                           parallel=settings.parallel, block=settings.block,
                           first_chain=chain)
@@ -792,7 +794,7 @@ def plan_model_storage(data: ModelData, names: list[str], *, noise: bool, stackl
     -------
     StoragePlan
     """
-    G, B = data.counts.shape
+    G, B, _ = model_shape(data)
     return plan_storage(n_cells=G, n_combos=B, n_scalars=len(names),
                         beta=len(data.beta_priors), noise=noise,
                         stacklevel=stacklevel + 1, **run)
@@ -806,7 +808,8 @@ def _format_bytes(n: int) -> str:
     return f"{int(n)} bytes"
 
 
-def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, list[str]]:
+def build_model_data(counts: CellCounts,
+                     model: PaivaModel) -> tuple[ModelData, CountTables, list[str]]:
     """Flatten a :class:`~geosynth.data.CellCounts` into the arrays the kernels take.
 
     The kernels record τ_β in every case (the recorded scalar columns, one per covariate), but
@@ -824,7 +827,10 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
     Returns
     -------
     data : ModelData
-        Read-only arrays of the kernels.
+        The kernels' arrays that no chain changes, each marked read-only.
+    tables : CountTables
+        The counts (for noisy counts, their positive part: where the latent counts start) and
+        their sums, which each chain's state copies (:func:`initial_state`).
     names : list of str
         The reported scalar parameters: μ, α, τ_θ, τ_φ, τ_ε and, for each covariate under an
         ICAR prior, τ_β (``tau_beta`` for a str ``continuous``, else ``tau_beta[<column>]``).
@@ -887,11 +893,14 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
     zbar = np.stack([counts.covariate(name)[0] for name in covariates] or [np.zeros((G, B))])
     modes, mode_eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
                                            np.asarray(grid.indices, dtype=np.int64))
-    data = ModelData(
+    tables = CountTables(
         counts=c,
         cell_counts=c.sum(axis=1),
         level_counts=(c @ membership).sum(axis=0).astype(np.float64),
         cell_level_counts=(c @ membership).astype(np.float64),
+        cell_czbar=np.stack([(c * z).sum(axis=1) for z in zbar]),
+    )
+    data = ModelData(
         combo_levels=combo_levels,
         level_combos_ptr=level_combos_ptr,
         level_combos=level_combos,
@@ -900,9 +909,7 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
         indices=np.ascontiguousarray(grid.indices, dtype=np.int64),
         component=np.ascontiguousarray(grid.component, dtype=np.int64),
         component_size=np.bincount(grid.component, minlength=grid.n_components).astype(float),
-        # A writable copy: a read-only array is another numba type (a second compilation).
         zbar=np.array(zbar, dtype=np.float64, order="C"),
-        cell_czbar=np.stack([(c * z).sum(axis=1) for z in zbar]),
         priors=model.priors.to_array(),
         beta_priors=beta_priors,
         beta_sampler=_BETA_SAMPLERS[model.beta_sampler],
@@ -910,25 +917,35 @@ def build_model_data(counts: CellCounts, model: PaivaModel) -> tuple[ModelData, 
         modes=modes,
         mode_eigenvalues=mode_eigenvalues,
     )
+    # Read-only arrays are their own numba type: every kernel is compiled for these, and one
+    # that assigned to the fit's shared arrays would not compile.
+    data = ModelData(*(_read_only(v) if isinstance(v, np.ndarray) else v for v in data))
     single = isinstance(counts.continuous, str)
     names = (["mu"] + [f"alpha[{n}]" for n in level_names] + ["tau_theta"]
              + [f"tau_phi[{n}]" for n in level_names] + ["tau_eps"]
              + ["tau_beta" if single else f"tau_beta[{name}]"
                 for name, prior in zip(covariates, beta_priors, strict=True)
                 if prior == BETA_ICAR])
-    return data, names
+    return data, tables, names
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """Return a C-contiguous copy of ``array`` that cannot be written."""
+    out = np.array(array, order="C")
+    out.setflags(write=False)
+    return out
 
 
 def _scalar_columns(data: ModelData) -> np.ndarray:
     """Columns of the kernels' scalar record that the fit reports (see build_model_data)."""
-    P = len(data.level_counts)
+    P = model_shape(data)[2]
     icar = np.flatnonzero(data.beta_priors == BETA_ICAR)
     return np.concatenate([np.arange(2 * P + 3), 2 * P + 3 + icar]).astype(np.int64)
 
 
 def _recorded_scalars(data: ModelData) -> int:
     """Columns of the kernels' scalar record: μ, α (P), τ_θ, τ_φ (P), τ_ε, τ_β (max(K, 1))."""
-    return 2 * len(data.level_counts) + 3 + data.zbar.shape[0]
+    return 2 * model_shape(data)[2] + 3 + data.zbar.shape[0]
 
 
 def _level_parameters(counts: CellCounts) -> tuple[np.ndarray, list[str]]:
@@ -954,13 +971,29 @@ def _combination_parameters(counts: CellCounts) -> tuple[np.ndarray, list[str]]:
     return combo_levels, names
 
 
-def _initial_state(data: ModelData, stream: np.ndarray, n_levels: int) -> GibbsState:
-    """Over-dispersed starting values (so R-hat can detect non-convergence)."""
-    G, B = data.counts.shape
+def initial_state(data: ModelData, tables: CountTables, stream: np.ndarray) -> GibbsState:
+    """Return a chain's over-dispersed starting state (so R-hat can detect non-convergence).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (:func:`build_model_data`).
+    tables : CountTables
+        The fit's counts and their sums; the state holds a copy of each.
+    stream : numpy.ndarray of uint64, shape (4,)
+        The chain's xoshiro256** stream (:func:`geosynth.samplers.rng.make_streams`); the
+        state's generator starts from a copy, and it seeds the starting values.
+
+    Returns
+    -------
+    GibbsState
+    """
+    G, B, n_levels = model_shape(data)
     K, fields = len(data.beta_priors), data.zbar.shape[0]
     rng = np.random.default_rng(stream[:2].astype(np.int64) & 0x7FFFFFFFFFFFFFFF)
-    mean_count = max(data.counts.sum(), 1.0) / (G * B)
+    mean_count = max(tables.counts.sum(), 1.0) / (G * B)
     return GibbsState(
+        *(np.array(table) for table in tables),
         mu=np.array([np.log(mean_count) + rng.normal(0, 0.5)]),
         alpha=rng.normal(0, 0.5, n_levels),
         theta=rng.normal(0, 0.2, G),
@@ -999,9 +1032,9 @@ class _ChainRunner:
     ``interrupted=True``, or the ``KeyboardInterrupt`` is raised again if some chain kept none.
     """
 
-    def __init__(self, data, names, n_iter, burn_in, thin, plan, progress, noise=None,
+    def __init__(self, data, tables, names, n_iter, burn_in, thin, plan, progress, noise=None,
                  parallel=False, first_chain=0, block=None):
-        self.data, self.names = data, names
+        self.data, self.tables, self.names = data, tables, names
         self.block = block  # block sampler: the extra arguments of run_chunk_block
         self.first_chain = first_chain  # number of chain 0 in messages (a task runs one chain)
         self.colours = None
@@ -1010,7 +1043,7 @@ class _ChainRunner:
 
             self.colours = colour_classes(greedy_colouring(data.indptr, data.indices))
         # Noise-aware fits: the released counts c̃ and 1/b (0 switches the latent step off).
-        self.noisy = noise[1] if noise else data.counts
+        self.noisy = noise[1] if noise else tables.counts
         self.inv_scale = 1.0 / noise[0] if noise else 0.0
         # Python ints: a NumPy int32 would be another numba type (a second compilation).
         self.n_iter, self.burn_in, self.thin = int(n_iter), int(burn_in), int(thin)
@@ -1020,7 +1053,7 @@ class _ChainRunner:
 
     def run_all(self, streams: np.ndarray, n_jobs: int | None) -> dict[str, np.ndarray]:
         chains = streams.shape[0]
-        G, B = self.data.counts.shape
+        G, B, _ = model_shape(self.data)
         n_keep, eta_index = self.plan.n_keep, self.plan.eta_index
         has_beta = len(self.data.beta_priors) > 0
         fields = self.data.zbar.shape[0]
@@ -1128,13 +1161,13 @@ class _ChainRunner:
                   "`geosynth compile` does it ahead of time)",
                   file=sys.stderr, flush=True)
         start = time.perf_counter()
-        data = self.data if not self.inv_scale else _private_counts(self.data)
-        state = _initial_state(data, stream.copy(), len(data.level_counts))
+        data = self.data
+        state = initial_state(data, self.tables, stream.copy())
         cell_streams = None
         if self.colours is not None:
             from geosynth.model.parallel import cell_streams_for
 
-            cell_streams = cell_streams_for(stream.copy(), data.counts.shape[0])
+            cell_streams = cell_streams_for(stream.copy(), model_shape(data)[0])
         if self.inv_scale:
             compute_eta(data, state)
             update_latent_counts(data, state, self.noisy, self.inv_scale)
@@ -1145,7 +1178,7 @@ class _ChainRunner:
 
     def _buffers(self, out: dict) -> _ChunkBuffers:
         """Per-chain scratch of one sampling chunk (see :class:`_ChunkBuffers`)."""
-        G, B = self.data.counts.shape
+        G, B, _ = model_shape(self.data)
         rows = self.plan.draws_per_chunk
         return _ChunkBuffers(
             eta=np.zeros((rows, G, B), dtype=np.float32),
@@ -1154,14 +1187,14 @@ class _ChainRunner:
         )
 
     def start_chain(self, stream: np.ndarray) -> tuple[ModelData, GibbsState, np.ndarray | None]:
-        """Return a chain's data (private for a noise-aware fit), initial state, cell streams."""
-        data = self.data if not self.inv_scale else _private_counts(self.data)
-        state = _initial_state(data, stream, len(data.level_counts))
+        """Return the fit's data, a chain's initial state and its cell streams."""
+        data = self.data
+        state = initial_state(data, self.tables, stream)
         cell_streams = None
         if self.colours is not None:
             from geosynth.model.parallel import cell_streams_for
 
-            cell_streams = cell_streams_for(stream, data.counts.shape[0])
+            cell_streams = cell_streams_for(stream, model_shape(data)[0])
         if self.inv_scale:
             compute_eta(data, state)
             update_latent_counts(data, state, self.noisy, self.inv_scale)
@@ -1171,7 +1204,7 @@ class _ChainRunner:
         data, state, cell_streams = self.start_chain(stream)
         bar = _progress_bar(self.n_iter, chain, self.progress)
         # Sampling chunks hold whole thinning periods, so draws land on sweeps burn_in + thin·j.
-        G, B = self.data.counts.shape
+        G, B, _ = model_shape(self.data)
         chunk, sampling_chunk = _chunk_sweeps(G, B, self.thin)
         scratch = self._buffers(out)
         try:
@@ -1261,7 +1294,7 @@ def _plan_auto_storage(data: ModelData, names: list[str], *, thin: int, chains: 
         Fewer draws per chain fit than the schedule's ``wanted_draws``: R-hat may then stay
         above ``max_rhat`` by its own noise.
     """
-    G, B = data.counts.shape
+    G, B, _ = model_shape(data)
     beta = len(data.beta_priors)
     per_draw = (8 * _recorded_scalars(data) + 4 * G * (1 + beta)
                 + (8 * B if noise else 0) + 4 * G * B)
@@ -1321,9 +1354,9 @@ class _AutoRunner(_ChainRunner):
     sweeps ``s`` with ``(s + 1) % thin == 0`` in the window.
     """
 
-    def __init__(self, data, names, thin, plan, progress, noise, *, parallel, schedule, rule,
-                 started, eta_draws, block=None, beta_labels=()):
-        super().__init__(data, names, 0, 0, thin, plan, progress, noise, parallel=parallel,
+    def __init__(self, data, tables, names, thin, plan, progress, noise, *, parallel, schedule,
+                 rule, started, eta_draws, block=None, beta_labels=()):
+        super().__init__(data, tables, names, 0, 0, thin, plan, progress, noise, parallel=parallel,
                          block=block)
         self.beta_labels = list(beta_labels)  # name of each covariate's β field
         self.schedule = schedule
@@ -1332,7 +1365,7 @@ class _AutoRunner(_ChainRunner):
         self.deadline = None if rule[2] is None else started + float(rule[2])
         self.timed_out = threading.Event()
         self.eta_draws = eta_draws
-        G, B = data.counts.shape
+        G, B, _ = model_shape(data)
         self.screen = evenly_spaced_draws(G * B, LAMBDA_SCREEN)
         self.checks = 0
         self.check_seconds = 0.0
@@ -1341,7 +1374,7 @@ class _AutoRunner(_ChainRunner):
         self.consistent = True  # False while rows of the window move (see run_all)
 
     def _buffers(self, out: dict) -> _ChunkBuffers:
-        G, B = self.data.counts.shape
+        G, B, _ = model_shape(self.data)
         rows = self.plan.draws_per_chunk
         return _ChunkBuffers(
             eta=None,
@@ -1351,7 +1384,7 @@ class _AutoRunner(_ChainRunner):
 
     def run_all(self, streams: np.ndarray, n_jobs: int | None) -> dict:
         n_chains = streams.shape[0]
-        G, B = self.data.counts.shape
+        G, B, _ = model_shape(self.data)
         rows = self.plan.n_keep
         has_beta = len(self.data.beta_priors) > 0
         fields = self.data.zbar.shape[0]
@@ -1440,7 +1473,7 @@ class _AutoRunner(_ChainRunner):
     def _segment(self, c: int, length: int, keep: bool, slot: int) -> None:
         """Run ``length`` sweeps of chain ``c``; store their draws in the window's ``slot``."""
         chain = self.chains[c]
-        G, B = self.data.counts.shape
+        G, B, _ = model_shape(self.data)
         burn, sampling = _chunk_sweeps(G, B, self.thin)
         if keep:
             chain.sums[slot] = 0.0
@@ -1496,7 +1529,7 @@ class _AutoRunner(_ChainRunner):
     def _groups(self, n: int) -> list[ParameterGroup]:
         """Group the window's first ``n`` draws of every chain in the order of the check."""
         out = self.out
-        G, B = self.data.counts.shape
+        G, B, _ = model_shape(self.data)
         names = self.names
         eta = out["eta"].reshape(out["eta"].shape[0], out["eta"].shape[1], G * B)[:, :n]
         screen = self.screen
@@ -1592,15 +1625,6 @@ class _AutoRunner(_ChainRunner):
             "stopping": stopping,
         }
         return draws
-
-
-def _private_counts(data: ModelData) -> ModelData:
-    """Copy ``data``'s count arrays, which a noise-aware chain overwrites."""
-    return data._replace(
-        counts=data.counts.copy(), cell_counts=data.cell_counts.copy(),
-        level_counts=data.level_counts.copy(), cell_level_counts=data.cell_level_counts.copy(),
-        cell_czbar=data.cell_czbar.copy(),
-    )
 
 
 def _chunks(total: int, size: int, keep: bool) -> list[tuple[int, bool]]:

@@ -51,7 +51,9 @@ from geosynth.samplers.slice import slice_step
 
 __all__ = [
     "ModelData",
+    "CountTables",
     "GibbsState",
+    "model_shape",
     "BLOCK_NAMES",
     "BETA_NONE",
     "BETA_NORMAL",
@@ -142,12 +144,13 @@ B_MU, B_ALPHA, B_THETA, B_PHI, B_BETA, B_EPS = 0, 1, 2, 3, 4, 5
 
 
 class ModelData(NamedTuple):
-    """Read-only arrays of one fit (shapes: G cells, B combinations, P non-baseline levels)."""
+    """Read-only arrays of one fit (shapes: G cells, B combinations, P non-baseline levels).
 
-    counts: np.ndarray  # float64 (G, B)
-    cell_counts: np.ndarray  # float64 (G,)   Σ_b c_ib
-    level_counts: np.ndarray  # float64 (P,)  Σ_i Σ_{b∋p} c_ib
-    cell_level_counts: np.ndarray  # float64 (G, P)
+    Shared by every chain and never written: :func:`geosynth.model.fit.build_model_data` marks
+    each array read-only, so a kernel that assigned to one would not compile. The counts, which
+    a noise-aware chain redraws, live in the chain's :class:`GibbsState`.
+    """
+
     combo_levels: np.ndarray  # int64 (B, K), p per attribute or -1 at the baseline
     level_combos_ptr: np.ndarray  # int64 (P + 1,) CSR: combinations having level p
     level_combos: np.ndarray  # int64
@@ -157,7 +160,6 @@ class ModelData(NamedTuple):
     component: np.ndarray  # int64 (G,)
     component_size: np.ndarray  # float64 (C,)
     zbar: np.ndarray  # float64 (max(K, 1), G, B) per covariate; zeros without one (K = 0)
-    cell_czbar: np.ndarray  # float64 (max(K, 1), G)  Σ_b c_ib Z̄_cib
     priors: np.ndarray  # float64 (12,) Priors.to_array()
     beta_priors: np.ndarray  # int64 (K,) BETA_NORMAL / BETA_ICAR per covariate; (0,) without β
     beta_sampler: int  # SAMPLER_ARS / SAMPLER_SLICE
@@ -166,9 +168,37 @@ class ModelData(NamedTuple):
     mode_eigenvalues: np.ndarray  # float64 (K,)
 
 
-class GibbsState(NamedTuple):
-    """Mutable state of one chain; kernels update the arrays in place."""
+def model_shape(data: ModelData) -> tuple[int, int, int]:
+    """``(G, B, P)`` of ``data``: cells, combinations and non-baseline levels."""
+    return data.zbar.shape[1], data.zbar.shape[2], data.level_combos_ptr.shape[0] - 1
 
+
+class CountTables(NamedTuple):
+    """The counts of one fit and the sums the conditionals read (G cells, B, P, K covariates).
+
+    A chain's :class:`GibbsState` starts from a copy: an exact fit never changes it, a
+    noise-aware fit redraws the counts (the latent true counts) every sweep
+    (:func:`update_latent_counts`).
+    """
+
+    counts: np.ndarray  # float64 (G, B)
+    cell_counts: np.ndarray  # float64 (G,)   Σ_b c_ib
+    level_counts: np.ndarray  # float64 (P,)  Σ_i Σ_{b∋p} c_ib
+    cell_level_counts: np.ndarray  # float64 (G, P)
+    cell_czbar: np.ndarray  # float64 (max(K, 1), G)  Σ_b c_ib Z̄_cib
+
+
+class GibbsState(NamedTuple):
+    """Mutable state of one chain; kernels update the arrays in place.
+
+    The first five fields are the chain's copy of the :class:`CountTables`.
+    """
+
+    counts: np.ndarray  # float64 (G, B); a noise-aware chain's current latent counts
+    cell_counts: np.ndarray  # float64 (G,)
+    level_counts: np.ndarray  # float64 (P,)
+    cell_level_counts: np.ndarray  # float64 (G, P)
+    cell_czbar: np.ndarray  # float64 (max(K, 1), G)
     mu: np.ndarray  # (1,)
     alpha: np.ndarray  # (P,)
     theta: np.ndarray  # (G,)
@@ -205,7 +235,7 @@ def compute_eta(data, s):
         The chain's state; ``s.eta`` and ``s.expeta`` (float64 (G, B)) are overwritten from
         μ, α, θ, φ, β (with ``data.zbar``, covariate by covariate) and ε.
     """
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     K = data.combo_levels.shape[1]
     n_covariates = data.beta_priors.shape[0]
     for i in range(G):
@@ -254,13 +284,13 @@ def _draw1(x0, a, wex, m, q, update, rng, work, w1, ones):
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_mu(data, s):
     rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     x = s.mu[0]
     total = 0.0
     for i in range(G):
         for b in range(B):
             total += s.expeta[i, b]
-    new, status = _draw1(x, data.cell_counts.sum(), total, 0.0, 1.0 / data.priors[MU_VAR],
+    new, status = _draw1(x, s.cell_counts.sum(), total, 0.0, 1.0 / data.priors[MU_VAR],
                          data.scalar_update, rng, work, w1, ones)
     if status != STATUS_OK:
         return status
@@ -277,7 +307,7 @@ def _update_mu(data, s):
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_alpha(data, s):
     rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
-    G = data.counts.shape[0]
+    G = s.counts.shape[0]
     for p in range(s.alpha.shape[0]):
         x = s.alpha[p]
         lo, hi = data.level_combos_ptr[p], data.level_combos_ptr[p + 1]
@@ -285,7 +315,7 @@ def _update_alpha(data, s):
         for i in range(G):
             for t in range(lo, hi):
                 total += s.expeta[i, data.level_combos[t]]
-        new, status = _draw1(x, data.level_counts[p], total, 0.0, 1.0 / data.priors[ALPHA_VAR],
+        new, status = _draw1(x, s.level_counts[p], total, 0.0, 1.0 / data.priors[ALPHA_VAR],
                              data.scalar_update, rng, work, w1, ones)
         if status != STATUS_OK:
             return status
@@ -622,7 +652,7 @@ def draw_precisions(data, s, sums):
         The ICAR quadratic of θ, of each φ_·p, Σ ε², then each β_c·'s quadratic (read only
         under its ICAR prior).
     """
-    G = data.counts.shape[0]
+    G = s.counts.shape[0]
     P = s.alpha.shape[0]
     rank = G - data.component_size.shape[0]
     pr = data.priors
@@ -649,7 +679,7 @@ def draw_tau_eps(data, s, eps_squares):
     eps_squares : float
         Σ_ib ε_ib².
     """
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     pr = data.priors
     s.tau_eps[0] = gamma(s.rng, pr[EPS_A] + 0.5 * G * B, pr[EPS_B] + 0.5 * eps_squares)
 
@@ -790,9 +820,9 @@ def component_means(field, data, out):
 def _update_theta(data, s, comp_sum):
     component_sums(s.theta, data, comp_sum)
     level_var = data.priors[LEVEL_VAR]
-    for i in range(data.counts.shape[0]):
+    for i in range(s.counts.shape[0]):
         m, q = icar_prior(s.theta, i, s.tau_theta[0], level_var, comp_sum, data)
-        delta, status = draw_field_cell(s.theta, i, data.cell_counts[i], m, q, data.all_combos,
+        delta, status = draw_field_cell(s.theta, i, s.cell_counts[i], m, q, data.all_combos,
                                         s.eta, s.expeta, data.scalar_update, s.rng, s.work,
                                         s.w1, s.ones)
         if status != STATUS_OK:
@@ -803,7 +833,7 @@ def _update_theta(data, s, comp_sum):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_phi(data, s, comp_sum, column):
-    G = data.counts.shape[0]
+    G = s.counts.shape[0]
     level_var = data.priors[LEVEL_VAR]
     for p in range(s.alpha.shape[0]):
         combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
@@ -812,7 +842,7 @@ def _update_phi(data, s, comp_sum, column):
         component_sums(column, data, comp_sum)
         for i in range(G):
             m, q = icar_prior(column, i, s.tau_phi[p], level_var, comp_sum, data)
-            delta, status = draw_field_cell(column, i, data.cell_level_counts[i, p], m, q,
+            delta, status = draw_field_cell(column, i, s.cell_level_counts[i, p], m, q,
                                             combos, s.eta, s.expeta, data.scalar_update, s.rng,
                                             s.work, s.w1, s.ones)
             if status != STATUS_OK:
@@ -835,15 +865,15 @@ def mode_moves(data, s, column):
     column : numpy.ndarray of float64, shape (G,)
         Scratch for one column of φ.
     """
-    G = data.counts.shape[0]
+    G = s.counts.shape[0]
     observed = s.mode_work[3]
-    observed[:] = data.cell_counts
+    observed[:] = s.cell_counts
     mode_move(s.theta, s.tau_theta[0], observed, data.all_combos, s.eta, s.expeta, data.modes,
               data.mode_eigenvalues, s.rng, s.mode_work)
     for p in range(s.alpha.shape[0]):
         for i in range(G):
             column[i] = s.phi[i, p]
-            observed[i] = data.cell_level_counts[i, p]
+            observed[i] = s.cell_level_counts[i, p]
         combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
         if mode_move(column, s.tau_phi[p], observed, combos, s.eta, s.expeta, data.modes,
                      data.mode_eigenvalues, s.rng, s.mode_work):
@@ -858,12 +888,12 @@ def _update_beta(data, s, comp_sum, c):
     icar = data.beta_priors[c] == BETA_ICAR
     if icar:
         component_sums(beta, data, comp_sum)
-    for i in range(data.counts.shape[0]):
+    for i in range(s.counts.shape[0]):
         if icar:
             m, q = icar_prior(beta, i, s.tau_beta[c], data.priors[BETA_VAR], comp_sum, data)
         else:
             m, q = 0.0, 1.0 / data.priors[BETA_VAR]
-        delta, status = draw_beta_cell(beta, i, data.zbar[c], data.cell_czbar[c, i], m, q,
+        delta, status = draw_beta_cell(beta, i, data.zbar[c], s.cell_czbar[c, i], m, q,
                                        data.beta_sampler == SAMPLER_SLICE, s.eta, s.expeta,
                                        s.rng, s.work, s.wbuf, s.zbuf)
         if status != STATUS_OK:
@@ -875,8 +905,8 @@ def _update_beta(data, s, comp_sum, c):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_eps(data, s):
-    for i in range(data.counts.shape[0]):
-        status = draw_eps_cell(s.eps, i, data.counts, s.tau_eps[0], s.eta, s.expeta,
+    for i in range(s.counts.shape[0]):
+        status = draw_eps_cell(s.eps, i, s.counts, s.tau_eps[0], s.eta, s.expeta,
                                data.scalar_update, s.rng, s.work, s.w1, s.ones)
         if status != STATUS_OK:
             return status
@@ -1002,7 +1032,7 @@ def scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def scale_terms(field, comp_mean, kind, p, data, expeta):
+def scale_terms(field, comp_mean, kind, p, data, s):
     """``(Σ_i a_i·(f_i − f̄), Σ e^η)`` over what a scale move of θ or φ_·p touches.
 
     ``a_i`` is the observed count of the touched entries of cell i (θ_i: the cell's count;
@@ -1021,25 +1051,25 @@ def scale_terms(field, comp_mean, kind, p, data, expeta):
         The level of φ_·p.
     data : ModelData
         The fit's read-only arrays.
-    expeta : numpy.ndarray of float64, shape (G, B)
-        exp η.
+    s : GibbsState
+        The chain's state (its counts and exp η are read).
 
     Returns
     -------
     linear : float
     exp_total : float
     """
-    G = data.counts.shape[0]
+    G = s.counts.shape[0]
     linear = 0.0
     exp_total = 0.0
     combos = data.all_combos
     if kind == KIND_PHI:
         combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
     for i in range(G):
-        a = data.cell_level_counts[i, p] if kind == KIND_PHI else data.cell_counts[i]
+        a = s.cell_level_counts[i, p] if kind == KIND_PHI else s.cell_counts[i]
         linear += a * (field[i] - comp_mean[data.component[i]])
         for t in range(combos.shape[0]):
-            exp_total += expeta[i, combos[t]]
+            exp_total += s.expeta[i, combos[t]]
     return linear, exp_total
 
 
@@ -1082,9 +1112,9 @@ def intercept_shift(data, s, kind, p, linear, exp_change, exp_total, factor):
     change : float
     """
     if kind == KIND_PHI:
-        n, intercept, intercept_var = data.level_counts[p], s.alpha[p], data.priors[ALPHA_VAR]
+        n, intercept, intercept_var = s.level_counts[p], s.alpha[p], data.priors[ALPHA_VAR]
     else:
-        n, intercept, intercept_var = data.cell_counts.sum(), s.mu[0], data.priors[MU_VAR]
+        n, intercept, intercept_var = s.cell_counts.sum(), s.mu[0], data.priors[MU_VAR]
     delta = -math.log1p(exp_change / exp_total)
     moved = intercept + delta
     change = factor * linear + n * delta
@@ -1106,9 +1136,9 @@ def eps_scale_terms(data, s):
     """``(Σ c_ib·ε_ib, Σ e^η_ib)``: :func:`scale_terms` for the scale move of ε."""
     linear = 0.0
     exp_total = 0.0
-    for i in range(data.counts.shape[0]):
-        for b in range(data.counts.shape[1]):
-            linear += data.counts[i, b] * s.eps[i, b]
+    for i in range(s.counts.shape[0]):
+        for b in range(s.counts.shape[1]):
+            linear += s.counts[i, b] * s.eps[i, b]
             exp_total += s.expeta[i, b]
     return linear, exp_total
 
@@ -1133,7 +1163,7 @@ def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt
     if kind == KIND_BETA:
         delta_loglik = _scale_pass(field, kind, p, data, s, comp_sum, factor, False, offset)
     else:
-        linear, exp_total = scale_terms(field, comp_sum, kind, p, data, s.expeta)
+        linear, exp_total = scale_terms(field, comp_sum, kind, p, data, s)
         exp_change = _scale_pass(field, kind, p, data, s, comp_sum, factor, False, offset)
         offset, delta_loglik = intercept_shift(data, s, kind, p, linear, exp_change,
                                                exp_total, factor)
@@ -1156,10 +1186,10 @@ def _scale_pass(field, kind, p, data, s, comp_mean, factor, apply, offset):
     if kind == KIND_PHI:
         combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
     total = 0.0
-    for i in range(data.counts.shape[0]):
+    for i in range(s.counts.shape[0]):
         if kind == KIND_BETA:
             total = scale_beta_cell(field, i, comp_mean, data.component, factor,
-                                    data.zbar[p], data.counts, s.eta, s.expeta, apply, total)
+                                    data.zbar[p], s.counts, s.eta, s.expeta, apply, total)
             continue
         total = scale_field_cell(field, i, comp_mean, data.component, factor, combos, s.eta,
                                  s.expeta, apply, offset, total)
@@ -1177,7 +1207,7 @@ def _shift_cells_eps(data, s, comp_sum, column, p):
     N(0, 1/τ_ε) priors of the errors: this removes the strong posterior coupling between a
     cell's spatial effect and its errors (the classic slow mixing of BYM-type models).
     """
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     tau_eps = s.tau_eps[0]
     if p < 0:
         field = s.theta
@@ -1253,7 +1283,7 @@ def _shift_eps(data, s, p, intercept_var, intercept):
     a sparsely observed combination's level move with its errors instead of against them.
     Returns k.
     """
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     tau = s.tau_eps[0]
     total = 0.0
     n = 0
@@ -1304,7 +1334,7 @@ def _update_precisions(data, s, column):
     sums = np.zeros(2 + P + n_covariates)
     sums[0] = _icar_quadratic(s.theta, data)
     for p in range(P):
-        for i in range(data.counts.shape[0]):
+        for i in range(s.counts.shape[0]):
             column[i] = s.phi[i, p]
         sums[1 + p] = _icar_quadratic(column, data)
     sums[1 + P] = _eps_squares(s.eps)
@@ -1339,7 +1369,7 @@ def _scale_move_eps(data, s, slot, adapt):
     u, factor = scale_proposal(s, slot)
     linear, exp_total = eps_scale_terms(data, s)
     exp_change = 0.0
-    for i in range(data.counts.shape[0]):
+    for i in range(s.counts.shape[0]):
         exp_change = scale_eps_cell(s.eps, i, factor, s.eta, s.expeta, False, 0.0, exp_change)
     offset, delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, linear, exp_change,
                                            exp_total, factor)
@@ -1348,7 +1378,7 @@ def _scale_move_eps(data, s, slot, adapt):
     if accept:
         s.tau_eps[0] = new_tau
         s.mu[0] += offset
-        for i in range(data.counts.shape[0]):
+        for i in range(s.counts.shape[0]):
             scale_eps_cell(s.eps, i, factor, s.eta, s.expeta, True, offset, 0.0)
 
 
@@ -1408,7 +1438,7 @@ def _scale_moves(data, s, comp_sum, column, adapt):
     split = 2 + P + s.beta.shape[0]
     s.tau_theta[0] = split_scale_move(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
                                       NO_LEVEL, data, s, comp_sum, split, adapt)
-    G = data.counts.shape[0]
+    G = s.counts.shape[0]
     for p in range(s.alpha.shape[0]):
         for i in range(G):
             column[i] = s.phi[i, p]
@@ -1473,7 +1503,7 @@ def sweep(data, s, comp_sum, column, adapt=False):
     status = _update_phi(data, s, comp_sum, column)
     if status != STATUS_OK:
         return 16 * B_PHI + status
-    G = data.counts.shape[0]
+    G = s.counts.shape[0]
     for p in range(s.alpha.shape[0]):
         for i in range(G):
             column[i] = s.phi[i, p]
@@ -1696,7 +1726,7 @@ def _marginal_shift(data, s, noisy, inv_scale, delta, p, i, lm, lm_new):
     proposed values are written to ``lm_new`` (same (i, b) positions) for the caller to keep
     on acceptance.
     """
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     total = 0.0
     rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
     for r in range(rows_lo, rows_hi):
@@ -1723,7 +1753,7 @@ def _marginal_shift(data, s, noisy, inv_scale, delta, p, i, lm, lm_new):
 @njit(cache=True, nogil=True, error_model="numpy")
 def _apply_shift(data, s, delta, p, i, lm, lm_new):
     """Add ``delta`` to η (rescale exp η, keep log m) over the (i, b) of _marginal_shift."""
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     factor = math.exp(delta)
     rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
     for r in range(rows_lo, rows_hi):
@@ -1788,7 +1818,7 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
     lm, lm_new : numpy.ndarray of float64, shape (G, B)
         Scratch: log m at the current and at the proposed η.
     """
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     pr = data.priors
     for i in range(G):
         for b in range(B):
@@ -1857,45 +1887,45 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
 def update_latent_counts(data, s, noisy, inv_scale):
     """Gibbs step of the true counts given the noisy release (noise-aware fit).
 
-    Overwrites ``data.counts`` (the chain's private copy) with draws of
-    :func:`draw_latent_count` and refreshes the sufficient statistics derived from it.
+    Overwrites the chain's counts ``s.counts`` with draws of :func:`draw_latent_count` and
+    refreshes the sums derived from them.
 
     Parameters
     ----------
     data : ModelData
-        The chain's private copy: ``counts`` (float64 (G, B)), ``cell_counts`` (G,),
-        ``cell_czbar`` (max(K, 1), G), ``level_counts`` (P,) and ``cell_level_counts`` (G, P)
-        are overwritten.
+        The fit's read-only arrays.
     s : GibbsState
-        The chain's state: η (float64 (G, B)) is read, ``s.rng`` advanced.
+        The chain's state: η (float64 (G, B)) is read, ``s.rng`` advanced; ``counts``
+        (float64 (G, B)), ``cell_counts`` (G,), ``cell_czbar`` (max(K, 1), G),
+        ``level_counts`` (P,) and ``cell_level_counts`` (G, P) are overwritten.
     noisy : numpy.ndarray of float64, shape (G, B)
         The released counts c̃.
     inv_scale : float
         1/b, the inverse scale of the discrete Laplace noise.
     """
-    G, B = data.counts.shape
-    P = data.level_counts.shape[0]
+    G, B = s.counts.shape
+    P = s.level_counts.shape[0]
     n_covariates = data.zbar.shape[0]
     for i in range(G):
         total = 0.0
         for b in range(B):
             c = draw_latent_count(s.eta[i, b], noisy[i, b], inv_scale, s.rng)
-            data.counts[i, b] = c
+            s.counts[i, b] = c
             total += c
-        data.cell_counts[i] = total
+        s.cell_counts[i] = total
         for k in range(n_covariates):
             czbar = 0.0
             for b in range(B):
-                czbar += data.counts[i, b] * data.zbar[k, i, b]
-            data.cell_czbar[k, i] = czbar
-    data.level_counts[:] = 0.0
+                czbar += s.counts[i, b] * data.zbar[k, i, b]
+            s.cell_czbar[k, i] = czbar
+    s.level_counts[:] = 0.0
     for p in range(P):
         for i in range(G):
             v = 0.0
             for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-                v += data.counts[i, data.level_combos[t]]
-            data.cell_level_counts[i, p] = v
-            data.level_counts[p] += v
+                v += s.counts[i, data.level_combos[t]]
+            s.cell_level_counts[i, p] = v
+            s.level_counts[p] += v
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -1934,7 +1964,7 @@ def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta
     rows_written : int
         Number of rows recorded from ``row`` on.
     """
-    G = data.counts.shape[0]
+    G = s.counts.shape[0]
     comp_sum = np.zeros(data.component_size.shape[0])
     column = np.empty(G)
     compute_eta(data, s)
@@ -1962,10 +1992,9 @@ def run_chunk_noise_aware(data, s, n_sweeps, thin, out_scalars, out_theta, out_b
     Parameters
     ----------
     data : ModelData
-        The chain's private copy of the fit's arrays: its count arrays hold the current latent
-        counts and are overwritten.
+        The fit's read-only arrays.
     s : GibbsState
-        The chain's state, updated in place.
+        The chain's state, updated in place; its counts are the current latent counts.
     n_sweeps : int
         Number of sweeps of this chunk.
     thin : int
@@ -1996,7 +2025,7 @@ def run_chunk_noise_aware(data, s, n_sweeps, thin, out_scalars, out_theta, out_b
     rows_written : int
         Number of rows recorded from ``row`` on.
     """
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     comp_sum = np.zeros(data.component_size.shape[0])
     column = np.empty(G)
     lm = np.empty((G, B))
@@ -2015,7 +2044,7 @@ def run_chunk_noise_aware(data, s, n_sweeps, thin, out_scalars, out_theta, out_b
             for b in range(B):
                 v = 0.0
                 for i in range(G):
-                    v += data.counts[i, b]
+                    v += s.counts[i, b]
                 out_totals[row + written, b] = v
             written += 1
     return STATUS_OK, written

@@ -538,8 +538,8 @@ def _launch(op, data, s, w, cells, field, combos, obs, aux):
     """
     c = w.covariate[0]
     return _for_blocks(w.ops[op], cells, field, s.phi, combos, obs, aux, w.params, w.streams,
-                       w.old, w.status, w.partial, s.eta, s.expeta, s.eps, data.counts,
-                       data.zbar[c], data.cell_czbar[c], data.indptr, data.indices,
+                       w.old, w.status, w.partial, s.eta, s.expeta, s.eps, s.counts,
+                       data.zbar[c], s.cell_czbar[c], data.indptr, data.indices,
                        data.component, data.component_size)
 
 
@@ -659,13 +659,13 @@ def _update_intercepts_parallel(data, s, w):
     kept in step without another pass, and η takes the summed shift of each combination in
     one final pass. Returns 0 or 16·block + sampler status.
     """
-    B = data.counts.shape[1]
+    B = s.counts.shape[1]
     pr = data.priors
     _run_all(_OP_EXP_TOTALS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
     _column_totals(w, B)
     totals = w.totals[:B]
     x = s.mu[0]
-    new, st = ars_draw_single(x, data.cell_counts.sum(), totals.sum() * math.exp(-x), 0.0,
+    new, st = ars_draw_single(x, s.cell_counts.sum(), totals.sum() * math.exp(-x), 0.0,
                               1.0 / pr[MU_VAR], s.rng, s.work, s.w1, s.ones)
     if st != STATUS_OK:
         return 16 * B_MU + st
@@ -678,7 +678,7 @@ def _update_intercepts_parallel(data, s, w):
         for t in range(combos.shape[0]):
             total += totals[combos[t]]
         x = s.alpha[p]
-        new, st = ars_draw_single(x, data.level_counts[p], total * math.exp(-x), 0.0,
+        new, st = ars_draw_single(x, s.level_counts[p], total * math.exp(-x), 0.0,
                                   1.0 / pr[ALPHA_VAR], s.rng, s.work, s.w1, s.ones)
         if st != STATUS_OK:
             return 16 * B_ALPHA + st
@@ -697,7 +697,7 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
     pr = data.priors
     level_var = pr[LEVEL_VAR]
     w.params[0], w.params[1] = s.tau_theta[0], level_var
-    w.obs[:] = data.cell_counts
+    w.obs[:] = s.cell_counts
     st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, s.theta, data.all_combos, level_var, _TRUE,
                            comp_sum)
     if st != STATUS_OK:
@@ -705,7 +705,7 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
     s.mu[0] += shift_move(s.theta, data, pr[MU_VAR], level_var, s.mu[0], comp_sum, s.rng)
     for p in range(s.alpha.shape[0]):
         _copy_column(s.phi, p, column)
-        _copy_column(data.cell_level_counts, p, w.obs)
+        _copy_column(s.cell_level_counts, p, w.obs)
         w.params[0], w.params[1] = s.tau_phi[p], level_var
         st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, column, _level_combos(data, p),
                                level_var, _TRUE, comp_sum)
@@ -760,7 +760,7 @@ def _shift_intercepts_eps(data, s, w):
     A shift by k subtracts k from each of the G errors of its combinations, so their totals
     drop by G·k; the summed shift of each combination is applied to ε in one final pass.
     """
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     pr = data.priors
     _run_all(_OP_EPS_TOTALS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
     _column_totals(w, B)
@@ -832,7 +832,7 @@ def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, 
     measured = _run_all(op, data, s, w, field, combos, w.obs, comp_sum)
     delta_loglik = measured
     if kind != KIND_BETA:
-        linear, exp_total = scale_terms(field, comp_sum, kind, p, data, s.expeta)
+        linear, exp_total = scale_terms(field, comp_sum, kind, p, data, s)
         w.params[1], delta_loglik = intercept_shift(data, s, kind, p, linear, measured,
                                                     exp_total, factor)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
@@ -985,7 +985,7 @@ def run_chunk_parallel(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta
     rows_written : int
         Number of rows recorded from ``row`` on.
     """
-    G, B = data.counts.shape
+    G, B = s.counts.shape
     comp_sum = np.zeros(data.component_size.shape[0])
     column = np.empty(G)
     w = new_chromatic_work(G, B, s.alpha.shape[0], data.component_size.shape[0], colour_ptr,

@@ -36,7 +36,7 @@ def _data(grid, beta_prior=None):
     counts = cell_counts(grid, rng.poisson(2.0, (grid.n_cells, 2)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        data, _ = build_model_data(counts, geosynth.PaivaModel(beta_prior=beta_prior))
+        data, _, _ = build_model_data(counts, geosynth.PaivaModel(beta_prior=beta_prior))
     return data
 
 

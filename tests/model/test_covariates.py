@@ -15,7 +15,7 @@ import pytest
 
 from geosynth import Grid, PaivaModel, prepare, synthesize, to_public
 from geosynth.errors import InputError
-from geosynth.model.fit import _initial_state, build_model_data, plan_model_storage
+from geosynth.model.fit import build_model_data, initial_state, plan_model_storage
 from geosynth.model.kernels import compute_eta, run_chunk_noise_aware, update_latent_counts
 
 GRID = Grid.regular((0.0, 0.0, 6.0, 6.0), shape=(6, 6), crs="EPSG:32723")
@@ -170,34 +170,33 @@ def test_chromatic_sampler_with_two_covariates_matches_serial(opposite):
 def test_noise_aware_kernel_runs_with_two_covariates(opposite):
     """Latent counts keep Σ_b c_ib·Z̄_kib of each covariate in step; β of both is recorded."""
     _, _, counts = opposite
-    data, names = build_model_data(counts, PaivaModel(beta_prior=["normal", "icar"]))
-    assert data.zbar.shape == (2, 36, 6) and data.cell_czbar.shape == (2, 36)
-    data = data._replace(counts=data.counts.copy(), cell_counts=data.cell_counts.copy(),
-                         level_counts=data.level_counts.copy(),
-                         cell_level_counts=data.cell_level_counts.copy(),
-                         cell_czbar=data.cell_czbar.copy())
+    data, tables, names = build_model_data(counts, PaivaModel(beta_prior=["normal", "icar"]))
+    assert data.zbar.shape == (2, 36, 6) and tables.cell_czbar.shape == (2, 36)
+    observed = tables.counts.copy()
     stream = np.array([1, 2, 3, 4], dtype=np.uint64)
-    state = _initial_state(data, stream, len(data.level_counts))
-    noisy = data.counts + np.random.default_rng(0).integers(-2, 3, data.counts.shape)
+    state = initial_state(data, tables, stream)
+    noisy = tables.counts + np.random.default_rng(0).integers(-2, 3, tables.counts.shape)
     compute_eta(data, state)
     update_latent_counts(data, state, noisy, 1.0)
+    assert not np.array_equal(state.counts, tables.counts)  # the chain's copy was redrawn
     for k in range(2):
-        np.testing.assert_allclose(data.cell_czbar[k], (data.counts * data.zbar[k]).sum(axis=1))
+        np.testing.assert_allclose(state.cell_czbar[k], (state.counts * data.zbar[k]).sum(axis=1))
     rows, G, B = 5, 36, 6
-    scalars = np.zeros((rows, 2 * len(data.level_counts) + 5))
+    scalars = np.zeros((rows, 2 * len(tables.level_counts) + 5))
     beta = np.zeros((rows, 2, G), dtype=np.float32)
     status, written = run_chunk_noise_aware(
         data, state, 10, 2, scalars, np.zeros((rows, G), np.float32), beta,
         np.zeros((rows, G, B), np.float32), 0, True, noisy, 1.0, np.zeros((rows, B)))
     assert status == 0 and written == 5
     assert np.all(beta != 0) and np.all(scalars[:, -1] > 0)  # τ_β of the ICAR covariate
+    np.testing.assert_array_equal(tables.counts, observed)  # only the state's counts move
 
 
 def test_storage_counts_one_beta_field_per_covariate(opposite):
     run = dict(n_iter=200, burn_in=100, thin=1, chains=2, eta_draws="all", max_bytes=2**30)
     plans = {}
     for continuous, prior in (("z1", "normal"), (["z1", "z2"], ["normal", "normal"])):
-        data, names = build_model_data(prepare(opposite[0], GRID, ["a", "b"],
+        data, _, names = build_model_data(prepare(opposite[0], GRID, ["a", "b"],
                                                continuous=continuous), PaivaModel(prior))
         plans[len(data.beta_priors)] = plan_model_storage(data, names, noise=False, **run)
     # One more float32 β field per retained draw and chain.

@@ -117,6 +117,35 @@ def test_beta_covers_zero_when_z_is_unrelated(beta_prior):
     assert covered.mean() >= 0.85
 
 
+def test_model_data_is_read_only_and_each_chain_owns_its_counts(scenario_counts):
+    """The fit's shared arrays cannot be written, in Python or in a kernel; states copy counts."""
+    from numba import njit
+    from numba.core.errors import TypingError
+
+    from geosynth.model.fit import build_model_data, initial_state
+    from geosynth.samplers.rng import make_streams
+
+    _, _, counts = scenario_counts(200, shape=(4, 4))
+    data, tables, _ = build_model_data(counts, PaivaModel())
+    arrays = {name: v for name, v in data._asdict().items() if isinstance(v, np.ndarray)}
+    assert "priors" in arrays and "indptr" in arrays and "zbar" in arrays
+    assert [name for name, v in arrays.items() if v.flags.writeable] == []
+    with pytest.raises(ValueError, match="read-only"):
+        data.priors[0] = 1.0
+
+    @njit
+    def overwrite_a_prior(model_data):
+        model_data.priors[0] = 1.0
+
+    with pytest.raises(TypingError):
+        overwrite_a_prior(data)
+    states = [initial_state(data, tables, stream) for stream in make_streams(3, 2)]
+    for k, table in enumerate(tables):
+        for state in states:
+            assert np.array_equal(state[k], table) and not np.shares_memory(state[k], table)
+    assert not np.shares_memory(states[0].counts, states[1].counts)
+
+
 def test_same_seed_same_draws(scenario_counts):
     _, _, counts = scenario_counts(200, shape=(4, 4))
     model = PaivaModel(beta_prior="icar")
