@@ -5,7 +5,7 @@ over the study square, B = 12 attribute combinations, the thesis' attribute-effe
 
 Two measures, after a compile run:
 
-- *sampler*: the kernels alone — :func:`geosynth.model.kernels.run_chunk` against
+- *sampler*: the kernels alone — :func:`geosynth.model.sweep.run_chunk` against
   :func:`geosynth.model.parallel.run_chunk_parallel` on 2 numba threads (and on 1, to show the
   chromatic sweep's own overhead), each from the same initial state, best of 3 timings of a
   fixed number of sweeps. This is the speed-up the issue's target is about.
@@ -26,13 +26,14 @@ import numpy as np
 from geosynth import Grid, PaivaModel, prepare
 from geosynth.datasets import paiva_scenario
 from geosynth.model.fit import build_model_data, initial_state
-from geosynth.model.kernels import model_shape, run_chunk
 from geosynth.model.parallel import (
     cell_streams_for,
     colour_classes,
     greedy_colouring,
     run_chunk_parallel,
 )
+from geosynth.model.state import model_shape
+from geosynth.model.sweep import run_chunk
 from geosynth.samplers.rng import make_streams
 
 SIDES = (40, 80, 160)

@@ -12,7 +12,7 @@ and reads VmHWM. "peak RSS fit" is the high-water mark during the fit (the reset
 the current RSS, so it includes the ~345 MiB the interpreter, numba, geopandas and the data
 already hold); "peak RSS all" is the peak of the whole process, data generation included.
 
-Floor. Counting, in :func:`geosynth.model.kernels.sweep`, the passes over the (i, b) elements
+Floor. Counting, in :func:`geosynth.model.sweep.sweep`, the passes over the (i, b) elements
 of η/exp(η)/ε per sweep, with K̄ = mean number of non-baseline levels per combination
 (Σ_b #{k: level_k(b) ≠ baseline} / B; 5/3 for B = 12, 29/12 for B = 48):
 
@@ -115,7 +115,7 @@ def _reset_hwm() -> bool:
 def _child(side: int, B: int) -> dict:
     from geosynth import PaivaModel
     from geosynth.model.fit import build_model_data
-    from geosynth.model.kernels import model_shape
+    from geosynth.model.state import model_shape
 
     warnings.filterwarnings("ignore")
     model = PaivaModel()
@@ -169,7 +169,7 @@ def _memory_child(side: int) -> dict:
         build_model_data,
         plan_model_storage,
     )
-    from geosynth.model.kernels import model_shape
+    from geosynth.model.state import model_shape
     from geosynth.samplers.rng import make_streams
 
     class FilledRunner(_ChainRunner):

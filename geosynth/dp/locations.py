@@ -736,7 +736,7 @@ def _check_small_epsilon(
     Uses public quantities only (the lattice size, the domain, the run settings), never the
     confidential counts: a refusal that depended on them would itself disclose something.
     """
-    from geosynth.model.kernels import ETA_LIMIT
+    from geosynth.model.noise_aware import ETA_LIMIT
 
     scale = sensitivity / epsilon
     problems = []

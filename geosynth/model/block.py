@@ -20,7 +20,7 @@ Rue & Held (2005), *Gaussian Markov Random Fields*, §4.1–4.2:
 The approximation is a fixed function of its starting point, so the ratio is exact for any
 number of Newton steps; more steps give a better proposal (higher acceptance) for more
 factorisations. The component-mean prior N(0, level_var) on each connected component (see
-:mod:`geosynth.model.kernels`) is in the target exactly and in the proposal too: islands
+:func:`geosynth.model.conditionals.icar_prior`) is in the target exactly and in the proposal too: islands
 (components of one cell) through the diagonal, each larger component c by the rank-one term
 q_c 1_c 1_cᵀ (q_c = 1/(level_var·n_c²)) handled by the Woodbury identity (Rue & Held 2005,
 §2.3.3). Components are disjoint blocks of Q, so the Woodbury system is diagonal: one extra
@@ -31,8 +31,8 @@ step costs G exps (not G·B); likewise φ_·p with its combinations. β's likeli
 b of terms exp(z_ib β_i), so its steps cost G·B exps.
 
 μ, α, ε (and β under the Normal prior) keep the single-site and conjugate updates of
-:mod:`geosynth.model.kernels` (:func:`~geosynth.model.kernels.update_intercepts`,
-:func:`~geosynth.model.kernels.update_errors`, the exact shift moves). The proposal parameter F
+:mod:`geosynth.model.sweep` (:func:`~geosynth.model.sweep.update_intercepts`,
+:func:`~geosynth.model.sweep.update_errors`, the exact shift moves). The proposal parameter F
 of each field is tuned during burn-in towards 44% acceptance (stored in the state's
 ``scale_log_sd`` slot of that field, as log(F − 1)); after burn-in it is fixed.
 
@@ -67,7 +67,8 @@ from geosynth.model.gmrf import (
     ldl_numeric,
     ldl_solve,
 )
-from geosynth.model.kernels import (
+from geosynth.model.moves import SCALE_ADAPT_GAIN, SCALE_TARGET_ACCEPTANCE, shift_move
+from geosynth.model.state import (
     ALPHA_VAR,
     BETA_A,
     BETA_B,
@@ -77,18 +78,12 @@ from geosynth.model.kernels import (
     MU_VAR,
     PHI_A,
     PHI_B,
-    SCALE_ADAPT_GAIN,
-    SCALE_TARGET_ACCEPTANCE,
     THETA_A,
     THETA_B,
     compute_eta,
     record,
-    shift_move,
-    sweep,
-    update_beta_single_site,
-    update_errors,
-    update_intercepts,
 )
+from geosynth.model.sweep import sweep, update_beta_single_site, update_errors, update_intercepts
 from geosynth.samplers.family import STATUS_OK
 from geosynth.samplers.rng import standard_normal, uniform
 
@@ -599,7 +594,7 @@ def block_sweep(data, st, w, s, comp_sum, column, q_sqrt, adapt, n_steps, sign, 
 
     Order: μ, α (single site), (τ_θ, θ) block, shift(μ, θ), for each p: (τ_φp, φ_·p) block and
     shift(α_p, φ_·p), then β (ICAR: (τ_β, β) block; Normal: single site), then ε with its
-    shifts, τ_ε and the (ε, τ_ε) scale move (:func:`geosynth.model.kernels.update_errors`).
+    shifts, τ_ε and the (ε, τ_ε) scale move (:func:`geosynth.model.sweep.update_errors`).
 
     Parameters
     ----------
@@ -624,13 +619,13 @@ def block_sweep(data, st, w, s, comp_sum, column, q_sqrt, adapt, n_steps, sign, 
     sign : float
         1.0 (see :func:`block_update`).
     hybrid : bool
-        Start with a whole single-site sweep (:func:`geosynth.model.kernels.sweep`) instead
+        Start with a whole single-site sweep (:func:`geosynth.model.sweep.sweep`) instead
         of the single-site updates of μ, α, β and ε alone.
 
     Returns
     -------
     int
-        ``STATUS_OK`` (0) or ``16 * block + status`` (see :func:`geosynth.model.kernels.sweep`).
+        ``STATUS_OK`` (0) or ``16 * block + status`` (see :func:`geosynth.model.sweep.sweep`).
     """
     G = s.counts.shape[0]
     pr = data.priors
@@ -666,7 +661,7 @@ def block_sweep(data, st, w, s, comp_sum, column, q_sqrt, adapt, n_steps, sign, 
 @njit(cache=True, nogil=True, error_model="numpy")
 def run_chunk_block(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta, row,
                     keep, st, n_steps, sign, hybrid):
-    """Run ``n_sweeps`` block sweeps; record as :func:`geosynth.model.kernels.run_chunk` does.
+    """Run ``n_sweeps`` block sweeps; record as :func:`geosynth.model.sweep.run_chunk` does.
 
     Parameters
     ----------
@@ -679,7 +674,7 @@ def run_chunk_block(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, o
     thin : int
         Record every ``thin``-th sweep.
     out_scalars : numpy.ndarray of float64, shape (rows, 2P + 4)
-        Recorded scalars (see :func:`geosynth.model.kernels.record`).
+        Recorded scalars (see :func:`geosynth.model.state.record`).
     out_theta, out_beta : numpy.ndarray of float32, shape (rows, G)
         Recorded centred θ and β.
     out_eta : numpy.ndarray of float32, shape (rows, G, B)

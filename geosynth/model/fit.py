@@ -30,7 +30,10 @@ import pandas as pd
 from geosynth._compat import import_arviz
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, GeosynthWarning, InputError, MemoryLimitError, SamplerError
-from geosynth.model.kernels import (
+from geosynth.model.modes import smooth_modes
+from geosynth.model.noise_aware import run_chunk_noise_aware, update_latent_counts
+from geosynth.model.priors import Priors
+from geosynth.model.state import (
     BETA_ICAR,
     BETA_NONE,
     BETA_NORMAL,
@@ -44,12 +47,7 @@ from geosynth.model.kernels import (
     ModelData,
     compute_eta,
     model_shape,
-    run_chunk,
-    run_chunk_noise_aware,
-    update_latent_counts,
 )
-from geosynth.model.modes import smooth_modes
-from geosynth.model.priors import Priors
 from geosynth.model.stopping import (
     LAMBDA_SCREEN,
     AutoSchedule,
@@ -59,6 +57,7 @@ from geosynth.model.stopping import (
     assess_convergence,
     check_auto_arguments,
 )
+from geosynth.model.sweep import run_chunk
 from geosynth.samplers.ars import new_workspace
 from geosynth.samplers.family import STATUS_MESSAGES
 from geosynth.samplers.rng import make_streams
@@ -130,7 +129,7 @@ class PaivaModel:
     sampler : {"gibbs", "mh", "block"}, default "gibbs"
         ``"gibbs"``: single-site updates of every parameter, each scalar conditional drawn
         exactly (ARS), with exact shift moves and scale moves of each field with its precision
-        (:mod:`geosynth.model.kernels`). ``"mh"``: the same sweep, but μ, α, θ_i, φ_ip and
+        (:mod:`geosynth.model.sweep`). ``"mh"``: the same sweep, but μ, α, θ_i, φ_ip and
         ε_ib move by one Metropolis–Hastings step with a Newton (IWLS) Gaussian proposal
         (Gamerman 1997; :mod:`geosynth.samplers.newton_mh`), one in ten by an exact draw
         instead: same posterior, a sweep about 1.6–1.9 times cheaper and almost as effective
@@ -270,7 +269,7 @@ class PaivaModel:
             Noise-aware fit: the scale ``b`` of the discrete Laplace (two-sided geometric) noise
             that was added to every count, P(c̃ − c = k) ∝ exp(−|k|/b). The true counts are then
             latent and each sweep draws them from Poisson(c; λ) × DiscreteLaplace(c̃ − c) over
-            c ≥ 0 (exact enumeration, see :func:`geosynth.model.kernels.draw_latent_count`), in
+            c ≥ 0 (exact enumeration, see :func:`geosynth.model.noise_aware.draw_latent_count`), in
             the spirit of Charest's (2011) noise-aware inference. Defaults to
             ``counts.noise_scale`` when ``counts`` is the :class:`~geosynth.dp.NoisyCounts` of
             :func:`geosynth.dp.dp_counts`; refused for the exact counts of

@@ -8,7 +8,7 @@ the cells of one colour can be drawn at once, with ``numba.prange``.
 
 Exactness and the component-mean prior. The serial sampler also puts a N(0, ``level_var``)
 prior on each field's mean within every connected component (see
-:func:`geosynth.model.kernels.icar_prior`). That term ``L_c(S_c)`` of the component sum
+:func:`geosynth.model.conditionals.icar_prior`). That term ``L_c(S_c)`` of the component sum
 ``S_c`` couples *all* cells of a component, so same-coloured cells are not conditionally
 independent through it. We keep the scheme exact with one Metropolis–Hastings correction per
 (colour, component) block K: every cell of K is drawn in parallel from its conditional
@@ -20,7 +20,7 @@ on its own (one uniform of the chain's stream each); a rejected block reverts it
 Because ``level_var·n_c²`` is large, ``S_c`` barely moves and the acceptance is ≈ 1. For a
 singleton component the level term involves the one cell only; it stays in the cell's
 conditional (an exact Gibbs draw, no correction). The component-mean direction itself is
-still moved by the exact shift moves of :func:`geosynth.model.kernels.sweep`.
+still moved by the exact shift moves of :func:`geosynth.model.sweep.sweep`.
 
 The same correction covers the per-cell moves (θ_i + k, ε_i· − k) and (φ_ip + k, ε_ib − k),
 which are drawn colour by colour in the same way.
@@ -61,7 +61,38 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from geosynth.model.kernels import (
+from geosynth.model.conditionals import (
+    component_means,
+    component_sums,
+    draw_beta_cell,
+    draw_eps_cell,
+    draw_field_cell,
+    draw_precisions,
+    icar_proposal_prior,
+    icar_quadratic_add,
+    shift_cell_eta,
+    shift_cell_eta_z,
+)
+from geosynth.model.moves import (
+    KIND_BETA,
+    KIND_PHI,
+    KIND_THETA,
+    NO_LEVEL,
+    eps_scale_terms,
+    intercept_shift,
+    mode_moves,
+    move_intercept,
+    scale_accept,
+    scale_beta_cell,
+    scale_eps_cell,
+    scale_field_cell,
+    scale_proposal,
+    scale_terms,
+    shift_eps_draw,
+    shift_move,
+    split_scale_move,
+)
+from geosynth.model.state import (
     ALPHA_VAR,
     B_ALPHA,
     B_BETA,
@@ -75,43 +106,16 @@ from geosynth.model.kernels import (
     BETA_VAR,
     EPS_A,
     EPS_B,
-    KIND_BETA,
-    KIND_PHI,
-    KIND_THETA,
     LEVEL_VAR,
     MU_VAR,
-    NO_LEVEL,
     PHI_A,
     PHI_B,
     SAMPLER_SLICE,
     THETA_A,
     THETA_B,
     UPDATE_EXACT,
-    component_means,
-    component_sums,
     compute_eta,
-    draw_beta_cell,
-    draw_eps_cell,
-    draw_field_cell,
-    draw_precisions,
-    eps_scale_terms,
-    icar_proposal_prior,
-    icar_quadratic_add,
-    intercept_shift,
-    mode_moves,
-    move_intercept,
     record,
-    scale_accept,
-    scale_beta_cell,
-    scale_eps_cell,
-    scale_field_cell,
-    scale_proposal,
-    scale_terms,
-    shift_cell_eta,
-    shift_cell_eta_z,
-    shift_eps_draw,
-    shift_move,
-    split_scale_move,
 )
 from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw_single
 from geosynth.samplers.family import STATUS_OK
@@ -236,7 +240,7 @@ def _cell_start(cells, j, field, old, values, combos, tau, level_var, indptr, in
     """Cell ``i = cells[j]`` of a colour-class loop: save its value, return its prior and row sum.
 
     Returns ``(i, x, m, q, Σ_{b in combos} values[i, b])`` with ``x = field[i]`` (also written
-    to ``old[i]``) and ``(m, q)`` from :func:`geosynth.model.kernels.icar_proposal_prior`.
+    to ``old[i]``) and ``(m, q)`` from :func:`geosynth.model.conditionals.icar_proposal_prior`.
     """
     i = cells[j]
     x = field[i]
@@ -252,7 +256,7 @@ def _cell_start(cells, j, field, old, values, combos, tau, level_var, indptr, in
 @njit(cache=True, nogil=True, error_model="numpy")
 def _draw_field_cells(cells, lo, hi, field, combos, obs, eta, expeta, tau, level_var, indptr,
                       indices, component, component_size, streams, old, status):
-    """θ_i or φ_ip for cells[lo:hi] (:func:`geosynth.model.kernels.draw_field_cell`)."""
+    """θ_i or φ_ip for cells[lo:hi] (:func:`geosynth.model.conditionals.draw_field_cell`)."""
     work = np.empty((5, MAX_ABSCISSAE))
     w1 = np.empty(1)
     ones = np.ones(1)
@@ -269,7 +273,7 @@ def _draw_field_cells(cells, lo, hi, field, combos, obs, eta, expeta, tau, level
 def _draw_beta_cells(cells, lo, hi, beta, zbar, czbar, eta, expeta, tau, prior_var, icar,
                      slice_sampler, indptr, indices, component, component_size, streams, old,
                      status):
-    """β_i for cells[lo:hi] (:func:`geosynth.model.kernels.draw_beta_cell`)."""
+    """β_i for cells[lo:hi] (:func:`geosynth.model.conditionals.draw_beta_cell`)."""
     B = eta.shape[1]
     work = np.empty((5, MAX_ABSCISSAE))
     wbuf = np.empty(max(B, 1))
@@ -289,7 +293,7 @@ def _draw_beta_cells(cells, lo, hi, beta, zbar, czbar, eta, expeta, tau, prior_v
 @njit(cache=True, nogil=True, error_model="numpy")
 def _shift_field_cells(cells, lo, hi, field, combos, eps, tau, level_var, tau_eps, indptr,
                        indices, component, component_size, streams, old, status):
-    """Per-cell move (f_i + k, ε_ib − k) of :func:`geosynth.model.kernels._shift_cells_eps`."""
+    """Per-cell move (f_i + k, ε_ib − k) of :func:`geosynth.model.moves.shift_cells_eps`."""
     for j in range(lo, hi):
         i, x, m, q, eps_sum = _cell_start(cells, j, field, old, eps, combos, tau, level_var,
                                           indptr, indices, component, component_size)
@@ -366,7 +370,7 @@ def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, with_eps, 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_field_cells(cells, lo, hi, field, comp_mean, component, factor, combos, eta, expeta,
                        apply, offset):
-    """:func:`geosynth.model.kernels.scale_field_cell` over cells[lo:hi] (θ or φ_·p)."""
+    """:func:`geosynth.model.moves.scale_field_cell` over cells[lo:hi] (θ or φ_·p)."""
     total = 0.0
     for j in range(lo, hi):
         total = scale_field_cell(field, cells[j], comp_mean, component, factor, combos, eta,
@@ -377,7 +381,7 @@ def _scale_field_cells(cells, lo, hi, field, comp_mean, component, factor, combo
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_beta_cells(cells, lo, hi, beta, comp_mean, component, factor, zbar, counts, eta,
                       expeta, apply):
-    """:func:`geosynth.model.kernels.scale_beta_cell` over cells[lo:hi]."""
+    """:func:`geosynth.model.moves.scale_beta_cell` over cells[lo:hi]."""
     total = 0.0
     for j in range(lo, hi):
         total = scale_beta_cell(beta, cells[j], comp_mean, component, factor, zbar, counts, eta,
@@ -387,7 +391,7 @@ def _scale_beta_cells(cells, lo, hi, beta, comp_mean, component, factor, zbar, c
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_eps_cells(cells, lo, hi, eps, factor, eta, expeta, apply, offset):
-    """:func:`geosynth.model.kernels.scale_eps_cell` over cells[lo:hi]."""
+    """:func:`geosynth.model.moves.scale_eps_cell` over cells[lo:hi]."""
     total = 0.0
     for j in range(lo, hi):
         total = scale_eps_cell(eps, cells[j], factor, eta, expeta, apply, offset, total)
@@ -785,7 +789,7 @@ def _shift_intercepts_eps(data, s, w):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_precisions_parallel(data, s, w):
-    """Gamma draws of the precisions (:func:`geosynth.model.kernels.draw_precisions`).
+    """Gamma draws of the precisions (:func:`geosynth.model.conditionals.draw_precisions`).
 
     One parallel pass sums the ICAR quadratics of θ, φ and the first ICAR β field and Σ ε²;
     each further ICAR β field takes one more pass (its quadratic only).
@@ -819,10 +823,10 @@ def _update_precisions_parallel(data, s, w):
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, adapt,
                          comp_sum, kind, p):
-    """Make a scale move (:func:`geosynth.model.kernels._scale_move`) in parallel; return τ.
+    """Make a scale move (:func:`geosynth.model.moves._scale_move`) in parallel; return τ.
 
     ``op`` is the measuring operation; ``op + 1`` applies the move. θ and φ_·p (``kind``) move
-    with their intercept (:func:`geosynth.model.kernels.intercept_shift`); the sums it needs
+    with their intercept (:func:`geosynth.model.moves.intercept_shift`); the sums it needs
     besides the measured one cost no exp and are taken serially.
     """
     component_means(field, data, comp_sum)
@@ -848,7 +852,7 @@ def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, 
 def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
     """Scale moves of θ, φ_·p, each ICAR β_c· and ε, in the serial sweep's order and slots.
 
-    The error-absorbing moves (:func:`geosynth.model.kernels.split_scale_move`) cost no exp
+    The error-absorbing moves (:func:`geosynth.model.moves.split_scale_move`) cost no exp
     and run serially.
     """
     pr = data.priors
@@ -895,7 +899,7 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def sweep_chromatic(data, s, comp_sum, column, adapt, w):
-    """:func:`geosynth.model.kernels.sweep` with every per-cell block in parallel.
+    """:func:`geosynth.model.sweep.sweep` with every per-cell block in parallel.
 
     Same blocks in the same order as the serial sweep: μ, α (parallel sums over the lattice),
     θ, shift(μ, θ), φ, shift(α, φ), each β_c· colour by colour (with the MH correction of the
@@ -906,10 +910,10 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
 
     Parameters
     ----------
-    data : geosynth.model.kernels.ModelData
+    data : geosynth.model.state.ModelData
         The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C
         components).
-    s : geosynth.model.kernels.GibbsState
+    s : geosynth.model.state.GibbsState
         The chain's state, updated in place (its ``rng`` drives the serial draws).
     comp_sum : numpy.ndarray of float64, shape (C,)
         Scratch for per-component sums.
@@ -923,7 +927,7 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
     Returns
     -------
     int
-        0, or 16·block + sampler status as :func:`geosynth.model.kernels.sweep` returns.
+        0, or 16·block + sampler status as :func:`geosynth.model.sweep.sweep` returns.
     """
     st = _update_intercepts_parallel(data, s, w)
     if st != STATUS_OK:
@@ -943,7 +947,7 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
 @njit(cache=True, nogil=True, error_model="numpy")
 def run_chunk_parallel(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta, row,
                        keep, colour_ptr, colour_cells, cell_streams):
-    """:func:`geosynth.model.kernels.run_chunk` with :func:`sweep_chromatic` sweeps.
+    """:func:`geosynth.model.sweep.run_chunk` with :func:`sweep_chromatic` sweeps.
 
     ``colour_ptr``, ``colour_cells``: :func:`colour_classes` of a proper colouring (int64);
     ``cell_streams``: (G, 4) uint64 per-cell streams, advanced in place. Returns
@@ -951,16 +955,16 @@ def run_chunk_parallel(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta
 
     Parameters
     ----------
-    data : geosynth.model.kernels.ModelData
+    data : geosynth.model.state.ModelData
         The fit's read-only arrays (G cells, B combinations, P non-baseline levels).
-    s : geosynth.model.kernels.GibbsState
+    s : geosynth.model.state.GibbsState
         The chain's state, updated in place.
     n_sweeps : int
         Number of sweeps of this chunk.
     thin : int
         Record every ``thin``-th sweep.
     out_scalars : numpy.ndarray of float64, shape (rows, 2P + 3 + max(K, 1))
-        Recorded scalars, one row per kept draw (see :func:`geosynth.model.kernels.record`).
+        Recorded scalars, one row per kept draw (see :func:`geosynth.model.state.record`).
     out_theta : numpy.ndarray of float32, shape (rows, G)
         Recorded centred θ.
     out_beta : numpy.ndarray of float32, shape (rows, max(K, 1), G)

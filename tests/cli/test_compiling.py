@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CHECK = textwrap.dedent("""
     from geosynth.model.fit import kernels_need_compiling
-    from geosynth.model.kernels import run_chunk
+    from geosynth.model.sweep import run_chunk
 
     print("needs compiling:", kernels_need_compiling(run_chunk))
 """)

@@ -12,7 +12,7 @@ import geosynth
 from geosynth.dp.accountant import Accountant
 from geosynth.dp.locations import DPRelease, NoisyCounts, dp_counts, dp_release, dp_synthesize
 from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning
-from geosynth.model.kernels import draw_latent_count
+from geosynth.model.noise_aware import draw_latent_count
 from geosynth.samplers.rng import make_streams
 from geosynth.synth.release import ReleaseInfo, release_info
 

@@ -16,7 +16,8 @@ import pytest
 from geosynth import Grid, PaivaModel, prepare, synthesize, to_public
 from geosynth.errors import InputError
 from geosynth.model.fit import build_model_data, initial_state, plan_model_storage
-from geosynth.model.kernels import compute_eta, run_chunk_noise_aware, update_latent_counts
+from geosynth.model.noise_aware import run_chunk_noise_aware, update_latent_counts
+from geosynth.model.state import compute_eta
 
 GRID = Grid.regular((0.0, 0.0, 6.0, 6.0), shape=(6, 6), crs="EPSG:32723")
 WEST = GRID.cell_col < 3

@@ -14,7 +14,7 @@ import pytest
 
 from geosynth import Grid, PaivaModel
 from geosynth.model import fit as fit_module
-from geosynth.model.kernels import run_chunk
+from geosynth.model.sweep import run_chunk
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = {"n_iter": 200, "burn_in": 100, "seed": 3}

@@ -7,7 +7,7 @@ import pytest
 from numba import njit
 from scipy import stats
 
-from geosynth.model.kernels import MH_EXACT_SHARE
+from geosynth.model.state import MH_EXACT_SHARE
 from geosynth.samplers import make_streams
 from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw_single
 from geosynth.samplers.newton_mh import newton_mh_step

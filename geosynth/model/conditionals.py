@@ -1,0 +1,732 @@
+"""Full conditionals of the Paiva et al. (2014) model, one home each (numba kernels).
+
+Every scalar update uses the family ``a·x − Σ_j w_j·e^{z_j x} − q(x − m)²/2`` of
+:mod:`geosynth.samplers.family`; with z_j = 1 the exponential terms collapse into one weight
+``W = Σ exp(η − x)``, computed from the current linear predictor η, which every update keeps
+current by adding its change to the (i, b) entries it touches (Nunes 2018, eqs. 2.10–2.14,
+2.22–2.23). The per-cell draws (``draw_*_cell``) are shared by the serial sweep
+(:mod:`geosynth.model.sweep`) and the chromatic one (:mod:`geosynth.model.parallel`); the
+``update_*`` functions run them over the lattice in cell order.
+
+Precisions are drawn from their Gamma conjugates (eqs. 2.15–2.17, 2.24) with the ICAR shape
+``a + (G − C)/2``, the rank of ``D_W − W`` for C connected components. Nunes (2018) prints
+``G/2``, which is right only for an improper-free rank-G precision; the ICAR precision matrix has
+one zero eigenvalue per component.
+
+Identifiability. The ICAR density is flat along per-component constants. Each ICAR field gets a
+proper Normal prior (variance ``level_var``) on its mean within every component
+(:func:`icar_prior`); the exact moves along those constants are in :mod:`geosynth.model.moves`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from geosynth.model.state import (
+    ALPHA_VAR,
+    BETA_A,
+    BETA_B,
+    BETA_ICAR,
+    BETA_VAR,
+    EPS_A,
+    EPS_B,
+    LEVEL_VAR,
+    MH_EXACT_SHARE,
+    MU_VAR,
+    PHI_A,
+    PHI_B,
+    SAMPLER_SLICE,
+    THETA_A,
+    THETA_B,
+    UPDATE_MH,
+)
+from geosynth.samplers.ars import ars_draw, ars_draw_single
+from geosynth.samplers.family import STATUS_OK
+from geosynth.samplers.newton_mh import newton_mh_step
+from geosynth.samplers.rng import gamma, uniform
+from geosynth.samplers.slice import slice_step
+
+__all__ = [
+    "update_mu",
+    "update_alpha",
+    "icar_neighbours",
+    "icar_prior",
+    "icar_proposal_prior",
+    "shift_cell_eta",
+    "shift_cell_eta_z",
+    "draw_field_cell",
+    "draw_beta_cell",
+    "draw_eps_cell",
+    "icar_quadratic_add",
+    "draw_precisions",
+    "draw_tau_eps",
+    "component_sums",
+    "component_means",
+    "update_theta",
+    "update_phi",
+    "update_beta",
+    "update_eps",
+    "update_precisions",
+    "update_tau_eps",
+]
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _mh_update(update, rng):
+    """Whether this update is a Newton-proposal MH step (else an exact ARS draw).
+
+    Under UPDATE_MH each update is an exact draw with probability :data:`MH_EXACT_SHARE`,
+    whatever the state: a mixture of two kernels that both leave the conditional invariant, so
+    the mixture does too. The exact draws rescue a value stranded far in the exponential tail
+    of its conditional (after a large move of another parameter, or from the over-dispersed
+    start), where one Newton step is too short for its reverse move to be likely and the MH
+    step alone would almost never accept.
+    """
+    return update == UPDATE_MH and uniform(rng) >= MH_EXACT_SHARE
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _draw1(x0, a, wex, m, q, update, rng, work, w1, ones):
+    """Update x0 under ``a·x − W·e^x − q(x − m)²/2`` given ``wex`` = W·e^{x0}.
+
+    ``update`` is ``ModelData.scalar_update``: UPDATE_EXACT draws from the conditional by ARS;
+    UPDATE_MH takes one Newton-proposal Metropolis–Hastings step
+    (:mod:`geosynth.samplers.newton_mh`), except with probability :data:`MH_EXACT_SHARE`, when
+    it draws by ARS (see :func:`_mh_update`). Arrays are passed as locals: faster.
+    """
+    if _mh_update(update, rng):
+        new, _, status = newton_mh_step(x0, a, wex, m, q, rng)
+        return new, status
+    return ars_draw_single(x0, a, wex * math.exp(-x0), m, q, rng, work, w1, ones)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_mu(data, s):
+    """Draw μ from its full conditional (Nunes 2018, eq. 2.10) and shift η by the change.
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: the parameter, η and exp η are updated in place, ``s.rng`` advanced.
+
+    Returns
+    -------
+    int
+        ``STATUS_OK`` (0) or the sampler's failure status.
+    """
+    rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
+    G, B = s.counts.shape
+    x = s.mu[0]
+    total = 0.0
+    for i in range(G):
+        for b in range(B):
+            total += s.expeta[i, b]
+    new, status = _draw1(x, s.cell_counts.sum(), total, 0.0, 1.0 / data.priors[MU_VAR],
+                         data.scalar_update, rng, work, w1, ones)
+    if status != STATUS_OK:
+        return status
+    delta = new - x
+    factor = math.exp(delta)
+    s.mu[0] = new
+    for i in range(G):
+        for b in range(B):
+            s.eta[i, b] += delta
+            s.expeta[i, b] *= factor
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_alpha(data, s):
+    """Draw each α_p in turn from its full conditional (Nunes 2018, eq. 2.11).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: the parameter, η and exp η are updated in place, ``s.rng`` advanced.
+
+    Returns
+    -------
+    int
+        ``STATUS_OK`` (0) or the sampler's failure status.
+    """
+    rng, work, w1, ones = s.rng, s.work, s.w1, s.ones
+    G = s.counts.shape[0]
+    for p in range(s.alpha.shape[0]):
+        x = s.alpha[p]
+        lo, hi = data.level_combos_ptr[p], data.level_combos_ptr[p + 1]
+        total = 0.0
+        for i in range(G):
+            for t in range(lo, hi):
+                total += s.expeta[i, data.level_combos[t]]
+        new, status = _draw1(x, s.level_counts[p], total, 0.0, 1.0 / data.priors[ALPHA_VAR],
+                             data.scalar_update, rng, work, w1, ones)
+        if status != STATUS_OK:
+            return status
+        delta = new - x
+        factor = math.exp(delta)
+        s.alpha[p] = new
+        for i in range(G):
+            for t in range(lo, hi):
+                s.eta[i, data.level_combos[t]] += delta
+                s.expeta[i, data.level_combos[t]] *= factor
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def icar_neighbours(field, i, tau, indptr, indices):
+    """Canonical parameters of the ICAR conditional of ``field[i]`` given its neighbours.
+
+    The ICAR prior makes f_i | f_{-i} ~ N(neighbour mean, 1/(n_i·τ)) (Besag, York & Mollié
+    1991); in canonical form the linear term is b = τ·Σ_{j~i} f_j and the precision q = n_i·τ.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ, a column of φ, or a β field.
+    i : int
+        The cell.
+    tau : float
+        The field's precision.
+    indptr, indices : numpy.ndarray of int64
+        The lattice's adjacency (CSR).
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``(b, q)``.
+    """
+    lo, hi = indptr[i], indptr[i + 1]
+    neighbour_sum = 0.0
+    for t in range(lo, hi):
+        neighbour_sum += field[indices[t]]
+    return neighbour_sum * tau, (hi - lo) * tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def icar_prior(field, i, tau, level_var, comp_sum, data):
+    """Mean and precision of the full prior conditional of field[i] (the serial sweep's).
+
+    The ICAR conditional (:func:`icar_neighbours`) times the N(0, level_var) prior on the
+    component mean S_c / n_c, which contributes precision 1/(level_var·n_c²) about
+    −(S_c − field[i]).
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ, a column of φ, or a β field.
+    i : int
+        The cell.
+    tau : float
+        The field's precision.
+    level_var : float
+        Prior variance of the field's mean in each component.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Current Σ of the field over each component (:func:`component_sums`).
+    data : ModelData
+        The fit's read-only arrays.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``(m, q)``.
+    """
+    b, q_icar = icar_neighbours(field, i, tau, data.indptr, data.indices)
+    c = data.component[i]
+    n_c = data.component_size[c]
+    q_level = 1.0 / (level_var * n_c * n_c)
+    m_level = -(comp_sum[c] - field[i])
+    q = q_icar + q_level
+    return (b + q_level * m_level) / q, q
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def icar_proposal_prior(field, i, tau, level_var, indptr, indices, component, component_size):
+    """Mean and precision of cell i's chromatic proposal prior: the ICAR conditional alone.
+
+    The chromatic sweep leaves the component-mean prior to its per-component correction. In a
+    singleton component the cell is its component, so its level prior N(0, level_var) stays
+    in and the draw is an exact Gibbs draw (:func:`icar_prior` with S_c − f_i = 0, n_i = 0).
+
+    Parameters
+    ----------
+    field, i, tau, level_var
+        As in :func:`icar_prior`.
+    indptr, indices : numpy.ndarray of int64
+        The lattice's adjacency (CSR).
+    component : numpy.ndarray of int64, shape (G,)
+        Component of each cell.
+    component_size : numpy.ndarray of float64, shape (C,)
+        Cells per component.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``(m, q)``.
+    """
+    if component_size[component[i]] <= 1.0:
+        return 0.0, 1.0 / level_var
+    b, q = icar_neighbours(field, i, tau, indptr, indices)
+    return b / q, q
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shift_cell_eta(eta, expeta, combos, i, delta):
+    """η_ib += delta for b in ``combos`` (exp η rescaled).
+
+    Parameters
+    ----------
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential, updated in place.
+    combos : numpy.ndarray of int64
+        The combinations the change touches.
+    i : int
+        The cell.
+    delta : float
+        The change.
+    """
+    factor = math.exp(delta)
+    for t in range(combos.shape[0]):
+        b = combos[t]
+        eta[i, b] += delta
+        expeta[i, b] *= factor
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shift_cell_eta_z(eta, expeta, zbar, i, delta):
+    """η_ib += delta·Z̄_ib for every b (exp η recomputed).
+
+    Parameters
+    ----------
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential, updated in place.
+    zbar : numpy.ndarray of float64, shape (G, B)
+        One covariate's cell means Z̄.
+    i : int
+        The cell.
+    delta : float
+        The change of β_i.
+    """
+    for b in range(eta.shape[1]):
+        eta[i, b] += delta * zbar[i, b]
+        expeta[i, b] = math.exp(eta[i, b])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_field_cell(field, i, a, m, q, combos, eta, expeta, update, rng, work, w1, ones):
+    """Draw θ_i or φ_ip from ``a·x − W·e^x − q(x − m)²/2`` (Nunes 2018, eqs. 2.12–2.13).
+
+    W = Σ_{b in combos} e^{η_ib − x}, from the current η; η and exp η follow the draw.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ or a copy of φ's column p; ``field[i]`` is overwritten.
+    i : int
+        The cell.
+    a : float
+        The observed count the term multiplies (the cell's total, or its total at level p).
+    m, q : float
+        Prior mean and precision (:func:`icar_prior` or :func:`icar_proposal_prior`).
+    combos : numpy.ndarray of int64
+        The combinations the field enters (every b for θ, those holding level p for φ_·p).
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential, updated in place.
+    update : int
+        UPDATE_EXACT or UPDATE_MH (see :func:`_draw1`).
+    rng : numpy.ndarray of uint64, shape (4,)
+        The stream the draw advances.
+    work, w1, ones : numpy.ndarray
+        ARS scratch.
+
+    Returns
+    -------
+    tuple of (float, int)
+        The change of ``field[i]`` and the sampler status (the field is unchanged unless OK).
+    """
+    x = field[i]
+    total = 0.0
+    for t in range(combos.shape[0]):
+        total += expeta[i, combos[t]]
+    new, status = _draw1(x, a, total, m, q, update, rng, work, w1, ones)
+    if status != STATUS_OK:
+        return 0.0, status
+    delta = new - x
+    field[i] = new
+    shift_cell_eta(eta, expeta, combos, i, delta)
+    return delta, STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_beta_cell(beta, i, zbar, czbar_i, m, q, slice_sampler, eta, expeta, rng, work, wbuf,
+                   zbuf):
+    """Draw β_i of one covariate (Nunes 2018, eqs. 2.22–2.23); η and exp η follow.
+
+    The conditional ``czbar_i·x − Σ_b e^{η_ib − β_i Z̄_ib}·e^{Z̄_ib x} − q(x − m)²/2``, by slice
+    sampling or ARS.
+
+    Parameters
+    ----------
+    beta : numpy.ndarray of float64, shape (G,)
+        The covariate's field; ``beta[i]`` is overwritten.
+    i : int
+        The cell.
+    zbar : numpy.ndarray of float64, shape (G, B)
+        The covariate's cell means Z̄.
+    czbar_i : float
+        Σ_b c_ib Z̄_ib of the cell.
+    m, q : float
+        Prior mean and precision (Normal prior: 0 and 1/variance; ICAR: as for θ).
+    slice_sampler : bool
+        Slice sampling (else ARS).
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential, updated in place.
+    rng : numpy.ndarray of uint64, shape (4,)
+        The stream the draw advances.
+    work, wbuf, zbuf : numpy.ndarray
+        Scratch (ARS, and weights and exponents of at least B entries).
+
+    Returns
+    -------
+    tuple of (float, int)
+        The change of ``beta[i]`` and the sampler status (β unchanged unless OK).
+    """
+    B = eta.shape[1]
+    x = beta[i]
+    for b in range(B):
+        zbuf[b] = zbar[i, b]
+        wbuf[b] = math.exp(eta[i, b] - x * zbar[i, b])
+    if slice_sampler:
+        new, status = slice_step(x, czbar_i, wbuf[:B], zbuf[:B], m, q, rng)
+    else:
+        new, status = ars_draw(x, czbar_i, wbuf[:B], zbuf[:B], m, q, rng, work)
+    if status != STATUS_OK:
+        return 0.0, status
+    beta[i] = new
+    shift_cell_eta_z(eta, expeta, zbar, i, new - x)
+    return new - x, STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_eps_cell(eps, i, counts, q, eta, expeta, update, rng, work, w1, ones):
+    """Draw ε_ib for every b of cell i (Nunes 2018, eq. 2.14); η and exp η follow.
+
+    Parameters
+    ----------
+    eps : numpy.ndarray of float64, shape (G, B)
+        The errors; row i is overwritten.
+    counts : numpy.ndarray of float64, shape (G, B)
+        Observed counts.
+    q : float
+        τ_ε.
+    i, eta, expeta, update, rng, work, w1, ones
+        As in :func:`draw_field_cell`.
+
+    Returns
+    -------
+    int
+        The sampler status (entries after a failed one are left unchanged).
+    """
+    for b in range(eps.shape[1]):
+        x = eps[i, b]
+        if _mh_update(update, rng):  # exp(η) at the new value comes with the step
+            new, wex, status = newton_mh_step(x, counts[i, b], expeta[i, b], 0.0, q, rng)
+        else:
+            new, status = ars_draw_single(x, counts[i, b], expeta[i, b] * math.exp(-x), 0.0, q,
+                                          rng, work, w1, ones)
+            wex = math.exp(eta[i, b] + (new - x))
+        if status != STATUS_OK:
+            return status
+        eps[i, b] = new
+        eta[i, b] += new - x
+        expeta[i, b] = wex
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def icar_quadratic_add(field, i, indptr, indices, total):
+    """Return ``total`` plus Σ over the neighbours j > i of cell i of (f_i − f_j)².
+
+    Summed over every cell, this is fᵀ(D_W − W)f with each edge counted once.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ, a column of φ, or a β field.
+    i : int
+        The cell.
+    indptr, indices : numpy.ndarray of int64
+        The lattice's adjacency (CSR).
+    total : float
+        The running sum the terms are added to, in order.
+
+    Returns
+    -------
+    float
+    """
+    for t in range(indptr[i], indptr[i + 1]):
+        j = indices[t]
+        if j > i:
+            d = field[i] - field[j]
+            total += d * d
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_precisions(data, s, sums):
+    """Gamma draws of τ_θ, every τ_φ,p, τ_ε and each ICAR τ_β,c (eqs. 2.15–2.17, 2.24).
+
+    The ICAR shape is ``a + (G − C)/2`` (module docstring).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: the precisions are overwritten in the order above, ``s.rng``
+        advanced.
+    sums : numpy.ndarray of float64, shape (2 + P + K,)
+        The ICAR quadratic of θ, of each φ_·p, Σ ε², then each β_c·'s quadratic (read only
+        under its ICAR prior).
+    """
+    G = s.counts.shape[0]
+    P = s.alpha.shape[0]
+    rank = G - data.component_size.shape[0]
+    pr = data.priors
+    s.tau_theta[0] = gamma(s.rng, pr[THETA_A] + 0.5 * rank, pr[THETA_B] + 0.5 * sums[0])
+    for p in range(P):
+        s.tau_phi[p] = gamma(s.rng, pr[PHI_A] + 0.5 * rank, pr[PHI_B] + 0.5 * sums[1 + p])
+    draw_tau_eps(data, s, sums[1 + P])
+    for c in range(data.beta_priors.shape[0]):
+        if data.beta_priors[c] == BETA_ICAR:
+            s.tau_beta[c] = gamma(s.rng, pr[BETA_A] + 0.5 * rank,
+                                  pr[BETA_B] + 0.5 * sums[2 + P + c])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_tau_eps(data, s, eps_squares):
+    """Draw τ_ε from its Gamma conditional given Σ ε² (Nunes 2018, eq. 2.17).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: ``s.tau_eps`` is overwritten, ``s.rng`` advanced.
+    eps_squares : float
+        Σ_ib ε_ib².
+    """
+    G, B = s.counts.shape
+    pr = data.priors
+    s.tau_eps[0] = gamma(s.rng, pr[EPS_A] + 0.5 * G * B, pr[EPS_B] + 0.5 * eps_squares)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def component_sums(field, data, out):
+    """Write the sum of ``field`` over each connected component into ``out``.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        One value per cell (θ, a column of φ, or β).
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    out : numpy.ndarray of float64, shape (C,)
+        Overwritten with Σ_{i in c} field[i] for every component c (``data.component``).
+    """
+    out[:] = 0.0
+    for i in range(field.shape[0]):
+        out[data.component[i]] += field[i]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def component_means(field, data, out):
+    """out[c] = mean of ``field`` over connected component c (the centre of a scale move)."""
+    component_sums(field, data, out)
+    for c in range(out.shape[0]):
+        out[c] /= data.component_size[c]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_theta(data, s, comp_sum):
+    """Draw θ cell by cell from its full conditional (Nunes 2018, eq. 2.12).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: the parameter, η and exp η are updated in place, ``s.rng`` advanced.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch: θ's sums per component, kept current as the cells move.
+
+    Returns
+    -------
+    int
+        ``STATUS_OK`` (0) or the sampler's failure status.
+    """
+    component_sums(s.theta, data, comp_sum)
+    level_var = data.priors[LEVEL_VAR]
+    for i in range(s.counts.shape[0]):
+        m, q = icar_prior(s.theta, i, s.tau_theta[0], level_var, comp_sum, data)
+        delta, status = draw_field_cell(s.theta, i, s.cell_counts[i], m, q, data.all_combos,
+                                        s.eta, s.expeta, data.scalar_update, s.rng, s.work,
+                                        s.w1, s.ones)
+        if status != STATUS_OK:
+            return status
+        comp_sum[data.component[i]] += delta
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_phi(data, s, comp_sum, column):
+    """Draw each φ_·p cell by cell from its full conditional (Nunes 2018, eq. 2.13).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: the parameter, η and exp η are updated in place, ``s.rng`` advanced.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch for the column's sums per component.
+    column : numpy.ndarray of float64, shape (G,)
+        Scratch for one column of φ.
+
+    Returns
+    -------
+    int
+        ``STATUS_OK`` (0) or the sampler's failure status.
+    """
+    G = s.counts.shape[0]
+    level_var = data.priors[LEVEL_VAR]
+    for p in range(s.alpha.shape[0]):
+        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+        for i in range(G):
+            column[i] = s.phi[i, p]
+        component_sums(column, data, comp_sum)
+        for i in range(G):
+            m, q = icar_prior(column, i, s.tau_phi[p], level_var, comp_sum, data)
+            delta, status = draw_field_cell(column, i, s.cell_level_counts[i, p], m, q,
+                                            combos, s.eta, s.expeta, data.scalar_update, s.rng,
+                                            s.work, s.w1, s.ones)
+            if status != STATUS_OK:
+                return status
+            s.phi[i, p] = column[i]
+            comp_sum[data.component[i]] += delta
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_beta(data, s, comp_sum, c):
+    """β_c·, the field of covariate ``c``, cell by cell (Nunes 2018, eqs. 2.22–2.23)."""
+    beta = s.beta[c]
+    icar = data.beta_priors[c] == BETA_ICAR
+    if icar:
+        component_sums(beta, data, comp_sum)
+    for i in range(s.counts.shape[0]):
+        if icar:
+            m, q = icar_prior(beta, i, s.tau_beta[c], data.priors[BETA_VAR], comp_sum, data)
+        else:
+            m, q = 0.0, 1.0 / data.priors[BETA_VAR]
+        delta, status = draw_beta_cell(beta, i, data.zbar[c], s.cell_czbar[c, i], m, q,
+                                       data.beta_sampler == SAMPLER_SLICE, s.eta, s.expeta,
+                                       s.rng, s.work, s.wbuf, s.zbuf)
+        if status != STATUS_OK:
+            return status
+        if icar:
+            comp_sum[data.component[i]] += delta
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_eps(data, s):
+    """Draw every ε_ib from its full conditional (Nunes 2018, eq. 2.14).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: the parameter, η and exp η are updated in place, ``s.rng`` advanced.
+
+    Returns
+    -------
+    int
+        ``STATUS_OK`` (0) or the sampler's failure status.
+    """
+    for i in range(s.counts.shape[0]):
+        status = draw_eps_cell(s.eps, i, s.counts, s.tau_eps[0], s.eta, s.expeta,
+                               data.scalar_update, s.rng, s.work, s.w1, s.ones)
+        if status != STATUS_OK:
+            return status
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _icar_quadratic(field, data):
+    """θᵀ(D_W − W)θ = Σ over edges i~j (each once) of (θ_i − θ_j)²."""
+    total = 0.0
+    for i in range(field.shape[0]):
+        total = icar_quadratic_add(field, i, data.indptr, data.indices, total)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _eps_squares(eps):
+    total = 0.0
+    for i in range(eps.shape[0]):
+        for b in range(eps.shape[1]):
+            total += eps[i, b] * eps[i, b]
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_precisions(data, s, column):
+    """Draw τ_θ, every τ_φ,p, τ_ε and each ICAR covariate's τ_β from their Gamma conditionals.
+
+    Nunes (2018), eqs. 2.15–2.17 and 2.24, with the ICAR rank correction of this module's
+    docstring (:func:`draw_precisions`).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: the precisions are overwritten, ``s.rng`` advanced.
+    column : numpy.ndarray of float64, shape (G,)
+        Scratch for one column of φ.
+    """
+    P = s.alpha.shape[0]
+    n_covariates = data.beta_priors.shape[0]
+    sums = np.zeros(2 + P + n_covariates)
+    sums[0] = _icar_quadratic(s.theta, data)
+    for p in range(P):
+        for i in range(s.counts.shape[0]):
+            column[i] = s.phi[i, p]
+        sums[1 + p] = _icar_quadratic(column, data)
+    sums[1 + P] = _eps_squares(s.eps)
+    for c in range(n_covariates):
+        if data.beta_priors[c] == BETA_ICAR:
+            sums[2 + P + c] = _icar_quadratic(s.beta[c], data)
+    draw_precisions(data, s, sums)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_tau_eps(data, s):
+    """Draw τ_ε from its Gamma conditional (Nunes 2018, eq. 2.17).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state: ``s.tau_eps`` is overwritten, ``s.rng`` advanced.
+    """
+    draw_tau_eps(data, s, _eps_squares(s.eps))

@@ -1,0 +1,707 @@
+"""Moves of the engine beyond the full conditionals: shifts, scale moves and smooth modes.
+
+Exact re-centring. After each ICAR field's sweep, one exact Gibbs move along the direction that
+adds k to μ (or α_p) and subtracts k from the field's mean in a component (:func:`shift_move`):
+the likelihood is unchanged along it, and k is drawn from its Gaussian conditional given the two
+priors. Summaries report the centred field and the intercept that absorbs its mean, as the
+sum-to-zero constraint of the thesis does. The moves (f_i + k, ε_i· − k) of a cell and
+(μ + k, ε − k), (α_p + k, ε_·b∋p − k) leave η unchanged likewise (:func:`shift_cells_eps`,
+:func:`shift_eps`).
+
+Scale moves. Each field and its precision move jointly, f → e^u·f, τ → e^{−2u}·τ
+(:func:`scale_moves`), with the intercept shifted so that the expected count is unchanged
+(:func:`intercept_shift`), or with the errors ε absorbing the change (:func:`split_scale_move`);
+their proposal scales adapt during burn-in. The smooth-mode block moves of θ and each φ_·p are
+in :mod:`geosynth.model.modes` (:func:`mode_moves` runs them).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from geosynth.model.conditionals import (
+    component_means,
+    component_sums,
+    icar_prior,
+    shift_cell_eta,
+    shift_cell_eta_z,
+)
+from geosynth.model.modes import mode_move
+from geosynth.model.state import (
+    ALPHA_VAR,
+    BETA_A,
+    BETA_B,
+    BETA_ICAR,
+    EPS_A,
+    EPS_B,
+    LEVEL_VAR,
+    MU_VAR,
+    PHI_A,
+    PHI_B,
+    THETA_A,
+    THETA_B,
+)
+from geosynth.samplers.rng import standard_normal, uniform
+
+__all__ = [
+    "scale_field_cell",
+    "scale_beta_cell",
+    "scale_eps_cell",
+    "mode_moves",
+    "shift_move",
+    "SCALE_TARGET_ACCEPTANCE",
+    "SCALE_ADAPT_GAIN",
+    "KIND_THETA",
+    "KIND_PHI",
+    "KIND_BETA",
+    "NO_LEVEL",
+    "scale_proposal",
+    "scale_accept",
+    "scale_terms",
+    "intercept_shift",
+    "move_intercept",
+    "eps_scale_terms",
+    "shift_cells_eps",
+    "shift_eps_draw",
+    "shift_eps",
+    "scale_move_eps",
+    "split_scale_move",
+    "scale_moves",
+]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_field_cell(field, i, comp_mean, component, factor, combos, eta, expeta, apply,
+                     offset, total):
+    """Cell i's part of a scale move of θ or φ_·p (:func:`_scale_move`).
+
+    d = (f_i − mean of its component)·factor. ``apply`` False: return ``total`` plus the
+    cell's change of Σ e^η, ``(e^d − 1)·Σ_{b in combos} e^η_ib``; True: move f_i by d and
+    η_ib by d + ``offset`` (the intercept's shift; exp η follows) and return ``total``.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ or a copy of φ's column p.
+    i : int
+        The cell.
+    comp_mean : numpy.ndarray of float64, shape (C,)
+        The field's mean in each component.
+    component : numpy.ndarray of int64, shape (G,)
+        Component of each cell.
+    factor : float
+        e^u − 1 of the move's log scale u.
+    combos : numpy.ndarray of int64
+        The combinations the field enters.
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential.
+    apply : bool
+        Make the move (else measure it).
+    offset : float
+        Shift of the intercept that the move makes with the field (applied only).
+    total : float
+        Running sum of the change of Σ e^η.
+
+    Returns
+    -------
+    float
+    """
+    d = (field[i] - comp_mean[component[i]]) * factor
+    if apply:
+        field[i] += d
+        shift_cell_eta(eta, expeta, combos, i, d + offset)
+        return total
+    exp_sum = 0.0
+    for t in range(combos.shape[0]):
+        exp_sum += expeta[i, combos[t]]
+    return total + exp_sum * math.expm1(d)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_beta_cell(beta, i, comp_mean, component, factor, zbar, counts, eta, expeta, apply,
+                    total):
+    """Cell i's part of a scale move of an ICAR β field (see :func:`scale_field_cell`).
+
+    The log-likelihood change is ``Σ_b c_ib·d·Z̄_ib − e^η_ib·(e^{d·Z̄_ib} − 1)``.
+
+    Parameters
+    ----------
+    beta : numpy.ndarray of float64, shape (G,)
+        The covariate's field.
+    zbar : numpy.ndarray of float64, shape (G, B)
+        The covariate's cell means Z̄.
+    counts : numpy.ndarray of float64, shape (G, B)
+        Observed counts.
+    i, comp_mean, component, factor, eta, expeta, apply, total
+        As in :func:`scale_field_cell`.
+
+    Returns
+    -------
+    float
+    """
+    d = (beta[i] - comp_mean[component[i]]) * factor
+    if apply:
+        beta[i] += d
+        shift_cell_eta_z(eta, expeta, zbar, i, d)
+        return total
+    for b in range(eta.shape[1]):
+        dz = d * zbar[i, b]
+        total += counts[i, b] * dz - expeta[i, b] * math.expm1(dz)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_eps_cell(eps, i, factor, eta, expeta, apply, offset, total):
+    """Cell i's part of the scale move of ε (:func:`scale_move_eps`; no centring).
+
+    Parameters
+    ----------
+    eps : numpy.ndarray of float64, shape (G, B)
+        The errors.
+    i, factor, eta, expeta, apply, offset, total
+        As in :func:`scale_field_cell`.
+
+    Returns
+    -------
+    float
+    """
+    for b in range(eps.shape[1]):
+        d = eps[i, b] * factor
+        if apply:
+            eps[i, b] += d
+            eta[i, b] += d + offset
+            expeta[i, b] = math.exp(eta[i, b])
+        else:
+            total += expeta[i, b] * math.expm1(d)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def mode_moves(data, s, column):
+    """Block moves of θ and of each φ_·p along their smooth modes (:mod:`geosynth.model.modes`).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (``data.modes``, ``data.mode_eigenvalues``).
+    s : GibbsState
+        The chain's state, updated in place (``s.mode_work`` is scratch).
+    column : numpy.ndarray of float64, shape (G,)
+        Scratch for one column of φ.
+    """
+    G = s.counts.shape[0]
+    observed = s.mode_work[3]
+    observed[:] = s.cell_counts
+    mode_move(s.theta, s.tau_theta[0], observed, data.all_combos, s.eta, s.expeta, data.modes,
+              data.mode_eigenvalues, s.rng, s.mode_work)
+    for p in range(s.alpha.shape[0]):
+        for i in range(G):
+            column[i] = s.phi[i, p]
+            observed[i] = s.cell_level_counts[i, p]
+        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+        if mode_move(column, s.tau_phi[p], observed, combos, s.eta, s.expeta, data.modes,
+                     data.mode_eigenvalues, s.rng, s.mode_work):
+            for i in range(G):
+                s.phi[i, p] = column[i]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shift_move(field, data, intercept_var, level_var, intercept, comp_sum, rng):
+    """Exact Gibbs move along (intercept + k, field − k); return k.
+
+    The likelihood is constant along this direction; the conditional of k is Gaussian from the
+    N(0, intercept_var) prior on the intercept and the N(0, level_var) priors on the component
+    means of the field.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        The ICAR field (θ or a copy of a column of φ); k is subtracted from it in place.
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    intercept_var : float
+        Prior variance of the intercept (``MU_VAR`` or ``ALPHA_VAR`` of ``data.priors``).
+    level_var : float
+        Prior variance of the field's mean within each component (``LEVEL_VAR``).
+    intercept : float
+        Current value of the intercept (μ or α_p); the caller adds k to it.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch, overwritten with the field's component sums before the move.
+    rng : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+
+    Returns
+    -------
+    float
+        The shift k.
+    """
+    component_sums(field, data, comp_sum)
+    n_comp = data.component_size.shape[0]
+    precision = 1.0 / intercept_var + n_comp / level_var
+    weighted = -intercept / intercept_var
+    for c in range(n_comp):
+        weighted += comp_sum[c] / data.component_size[c] / level_var
+    k = weighted / precision + standard_normal(rng) / math.sqrt(precision)
+    for i in range(field.shape[0]):
+        field[i] -= k
+    return k
+
+
+SCALE_TARGET_ACCEPTANCE = 0.44
+
+
+SCALE_ADAPT_GAIN = 0.05
+
+
+# once per literal (duplicate signatures, see bench/RESULTS.md); a global np.int64 is int64.
+KIND_THETA, KIND_PHI, KIND_BETA = np.int64(0), np.int64(1), np.int64(2)
+
+
+NO_LEVEL = np.int64(-1)  # level argument meaning "μ" / "every cell", not an α_p or φ_·p
+
+
+_FIRST = np.int64(0)  # θ's level index and scale-move slot
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_proposal(s, slot):
+    """Draw the log scale u ~ N(0, sd²) of a scale move; return ``(u, e^u − 1)``.
+
+    Parameters
+    ----------
+    s : GibbsState
+        The chain's state: ``s.scale_log_sd`` (float64 (2P + 3 + max(K, 1),)) gives log sd,
+        ``s.rng`` (uint64 (4,)) is advanced.
+    slot : int
+        Index into ``s.scale_log_sd``: 0 for θ, 1 + p for φ_·p, 1 + P + c for β_c·, and
+        1 + P + max(K, 1) for ε, then 2 + P + max(K, 1) for θ's error-absorbing move
+        (:func:`split_scale_move`) and 3 + P + max(K, 1) + p for φ_·p's.
+
+    Returns
+    -------
+    u : float
+        The log scale.
+    factor : float
+        ``e^u − 1`` (``expm1``), the relative change of the scaled values.
+    """
+    u = math.exp(s.scale_log_sd[slot]) * standard_normal(s.rng)
+    return u, math.expm1(u)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate):
+    """Metropolis test of a scale move given its log-likelihood change; ``(accept, new τ)``.
+
+    The log acceptance ratio is ``Δ log L − 2·shape·u − rate·(τ' − τ)`` with τ' = τ·e^{−2u}
+    (see :func:`_scale_move`). During burn-in (``adapt``) the proposal log-sd of ``slot``
+    moves towards :data:`SCALE_TARGET_ACCEPTANCE`.
+
+    Parameters
+    ----------
+    s : GibbsState
+        The chain's state: ``s.rng`` (uint64 (4,)) is advanced, and ``s.scale_log_sd``
+        (float64 (2P + 3 + max(K, 1),)) adapted when ``adapt``.
+    slot : int
+        Index into ``s.scale_log_sd`` (see :func:`scale_proposal`).
+    adapt : bool
+        Burn-in: tune the proposal scale of ``slot``.
+    delta_loglik : float
+        Change of the log likelihood under the proposed move.
+    u : float
+        The proposal's log scale, from :func:`scale_proposal`.
+    tau : float
+        Current precision of the scaled field.
+    shape, rate : float
+        Gamma(shape, rate) prior of the precision.
+
+    Returns
+    -------
+    accept : bool
+        Whether the move is accepted.
+    new_tau : float
+        The proposed precision τ·e^{−2u} (the caller keeps it only if ``accept``).
+    """
+    new_tau = tau * math.exp(-2.0 * u)
+    log_ratio = delta_loglik - 2.0 * shape * u - rate * (new_tau - tau)
+    accept = math.log(uniform(s.rng)) < log_ratio
+    if adapt:
+        hit = 1.0 if accept else 0.0
+        s.scale_log_sd[slot] += SCALE_ADAPT_GAIN * (hit - SCALE_TARGET_ACCEPTANCE)
+    return accept, new_tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_terms(field, comp_mean, kind, p, data, s):
+    """``(Σ_i a_i·(f_i − f̄), Σ e^η)`` over what a scale move of θ or φ_·p touches.
+
+    ``a_i`` is the observed count of the touched entries of cell i (θ_i: the cell's count;
+    φ_ip: its count at level p) and f − f̄ the centred field. Both sums are what
+    :func:`intercept_shift` needs.
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ or a copy of φ's column p.
+    comp_mean : numpy.ndarray of float64, shape (C,)
+        The field's mean in each component.
+    kind : int
+        ``KIND_THETA`` or ``KIND_PHI``.
+    p : int
+        The level of φ_·p.
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state (its counts and exp η are read).
+
+    Returns
+    -------
+    linear : float
+    exp_total : float
+    """
+    G = s.counts.shape[0]
+    linear = 0.0
+    exp_total = 0.0
+    combos = data.all_combos
+    if kind == KIND_PHI:
+        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+    for i in range(G):
+        a = s.cell_level_counts[i, p] if kind == KIND_PHI else s.cell_counts[i]
+        linear += a * (field[i] - comp_mean[data.component[i]])
+        for t in range(combos.shape[0]):
+            exp_total += s.expeta[i, combos[t]]
+    return linear, exp_total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def intercept_shift(data, s, kind, p, linear, exp_change, exp_total, factor):
+    """Intercept shift δ of a scale move, and the move's log-likelihood and intercept-prior change.
+
+    A scale move multiplies the centred field (or ε) by e^u; with it the intercept the field
+    enters with (μ for θ and ε, α_p for φ_·p) moves by δ = −log(S(u)/S(0)), S the sum of e^η
+    over the touched entries, so that Σ e^η — the expected count — is unchanged. Without δ
+    the likelihood pins the spread of the field to the intercept (the log-normal mean
+    e^{μ + σ²/2}) and the move is nearly always refused in a large step; with it the
+    Poisson terms' exponential part cancels exactly and the log-likelihood changes by
+    ``factor·linear + n·δ``. The map is an involution for u → −u (δ is a ratio of sums of
+    e^η that a common shift leaves alone), and its Jacobian is that of the scale alone
+    (triangular, unit for the intercept), so the Metropolis ratio of :func:`scale_accept`
+    needs only this change plus the intercept's Normal prior.
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state (read only here; :func:`move_intercept` applies δ).
+    kind : int
+        ``KIND_THETA`` (θ, and ε) or ``KIND_PHI``: the intercept is μ, with n the total
+        count, or α_p, with n the count at level ``p``.
+    p : int
+        The level of φ_·p.
+    linear, exp_total : float
+        From :func:`scale_terms`.
+    exp_change : float
+        S(u) − S(0), summed by the measuring pass.
+    factor : float
+        e^u − 1.
+
+    Returns
+    -------
+    delta : float
+    change : float
+    """
+    if kind == KIND_PHI:
+        n, intercept, intercept_var = s.level_counts[p], s.alpha[p], data.priors[ALPHA_VAR]
+    else:
+        n, intercept, intercept_var = s.cell_counts.sum(), s.mu[0], data.priors[MU_VAR]
+    delta = -math.log1p(exp_change / exp_total)
+    moved = intercept + delta
+    change = factor * linear + n * delta
+    change -= (moved * moved - intercept * intercept) / (2.0 * intercept_var)
+    return delta, change
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def move_intercept(s, kind, p, delta):
+    """Add ``delta`` to μ (θ, ε) or α_p (φ_·p, ``kind`` KIND_PHI); η is moved by the caller."""
+    if kind == KIND_PHI:
+        s.alpha[p] += delta
+    else:
+        s.mu[0] += delta
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def eps_scale_terms(data, s):
+    """``(Σ c_ib·ε_ib, Σ e^η_ib)``: :func:`scale_terms` for the scale move of ε."""
+    linear = 0.0
+    exp_total = 0.0
+    for i in range(s.counts.shape[0]):
+        for b in range(s.counts.shape[1]):
+            linear += s.counts[i, b] * s.eps[i, b]
+            exp_total += s.expeta[i, b]
+    return linear, exp_total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt):
+    """Metropolis move (f − f̄_c, τ) → (e^u (f − f̄_c), e^{−2u} τ), u ~ N(0, sd²); return τ.
+
+    The ICAR quadratic form and the component means are unchanged, so the log acceptance
+    ratio is the change in log likelihood plus ``−2·shape·u − rate·τ·(e^{−2u} − 1)`` (the
+    Gamma prior, the ICAR normalising constant τ^{(G−C)/2} and the Jacobian e^{(G−C)u − 2u}
+    combine to this). θ and φ_·p move with their intercept (μ, α_p) so that the expected count
+    stays put (:func:`intercept_shift`). The move is exact; it breaks the strong posterior
+    dependence between an ICAR field and its precision, which single-site Gibbs updates
+    cannot (the "funnel"). During burn-in (``adapt``) the proposal sd is tuned towards 44%
+    acceptance. ``p`` is the level of φ_·p, or for β (``kind`` :data:`KIND_BETA`) the
+    covariate c of the field β_c·.
+    """
+    component_means(field, data, comp_sum)
+    u, factor = scale_proposal(s, slot)
+    offset = 0.0
+    if kind == KIND_BETA:
+        delta_loglik = _scale_pass(field, kind, p, data, s, comp_sum, factor, False, offset)
+    else:
+        linear, exp_total = scale_terms(field, comp_sum, kind, p, data, s)
+        exp_change = _scale_pass(field, kind, p, data, s, comp_sum, factor, False, offset)
+        offset, delta_loglik = intercept_shift(data, s, kind, p, linear, exp_change,
+                                               exp_total, factor)
+    accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
+    if not accept:
+        return tau
+    _scale_pass(field, kind, p, data, s, comp_sum, factor, True, offset)
+    if kind != KIND_BETA:
+        move_intercept(s, kind, p, offset)
+    return new_tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _scale_pass(field, kind, p, data, s, comp_mean, factor, apply, offset):
+    """Measure or make the scale move of :func:`_scale_move`.
+
+    Measuring returns the log-likelihood change for β, the change of Σ e^η for θ and φ_·p.
+    """
+    combos = data.all_combos
+    if kind == KIND_PHI:
+        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+    total = 0.0
+    for i in range(s.counts.shape[0]):
+        if kind == KIND_BETA:
+            total = scale_beta_cell(field, i, comp_mean, data.component, factor,
+                                    data.zbar[p], s.counts, s.eta, s.expeta, apply, total)
+            continue
+        total = scale_field_cell(field, i, comp_mean, data.component, factor, combos, s.eta,
+                                 s.expeta, apply, offset, total)
+        if apply and kind == KIND_PHI:
+            s.phi[i, p] = field[i]
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shift_cells_eps(data, s, comp_sum, column, p):
+    """Exact per-cell Gibbs moves along (θ_i + k, ε_ib − k) — or (φ_ip + k, ε_ib − k), b ∋ p.
+
+    ``p = -1`` moves θ, otherwise the field φ_·p (``column`` holds a copy of it). The
+    likelihood is unchanged and k is Gaussian given the ICAR conditional of the field and the
+    N(0, 1/τ_ε) priors of the errors: this removes the strong posterior coupling between a
+    cell's spatial effect and its errors (the classic slow mixing of BYM-type models).
+    """
+    G, B = s.counts.shape
+    tau_eps = s.tau_eps[0]
+    if p < 0:
+        field = s.theta
+        tau = s.tau_theta[0]
+    else:
+        field = column
+        tau = s.tau_phi[p]
+        for i in range(G):
+            field[i] = s.phi[i, p]
+    component_sums(field, data, comp_sum)
+    level_var = data.priors[LEVEL_VAR]
+    for i in range(G):
+        m, q = icar_prior(field, i, tau, level_var, comp_sum, data)
+        eps_sum = 0.0
+        n = 0
+        if p < 0:
+            for b in range(B):
+                eps_sum += s.eps[i, b]
+            n = B
+        else:
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                eps_sum += s.eps[i, data.level_combos[t]]
+                n += 1
+        precision = q + n * tau_eps
+        k = (q * (m - field[i]) + tau_eps * eps_sum) / precision
+        k += standard_normal(s.rng) / math.sqrt(precision)
+        field[i] += k
+        comp_sum[data.component[i]] += k
+        if p < 0:
+            for b in range(B):
+                s.eps[i, b] -= k
+        else:
+            s.phi[i, p] = field[i]
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                s.eps[i, data.level_combos[t]] -= k
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shift_eps_draw(eps_total, n, tau_eps, intercept_var, intercept, rng):
+    """Draw k of the move (intercept + k, ε − k) given Σε over its ``n`` errors (see below).
+
+    Parameters
+    ----------
+    eps_total : float
+        Σ ε_ib over the errors the move shifts.
+    n : int
+        Number of those errors.
+    tau_eps : float
+        Precision τ_ε of the errors' N(0, 1/τ_ε) priors.
+    intercept_var : float
+        Prior variance of the intercept (μ or α_p).
+    intercept : float
+        Current value of the intercept.
+    rng : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+
+    Returns
+    -------
+    float
+        The shift k, drawn from its Gaussian conditional.
+    """
+    precision = 1.0 / intercept_var + n * tau_eps
+    k = (tau_eps * eps_total - intercept / intercept_var) / precision
+    return k + standard_normal(rng) / math.sqrt(precision)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shift_eps(data, s, p, intercept_var, intercept):
+    """Exact Gibbs move along (intercept + k, ε_ib − k) for the combinations b of level p.
+
+    ``p = -1`` shifts every ε_ib against μ. The likelihood is unchanged; k is Gaussian given
+    the N(0, intercept_var) prior and the N(0, 1/τ_ε) priors of the shifted errors. This lets
+    a sparsely observed combination's level move with its errors instead of against them.
+    Returns k.
+    """
+    G, B = s.counts.shape
+    tau = s.tau_eps[0]
+    total = 0.0
+    n = 0
+    if p < 0:
+        for i in range(G):
+            for b in range(B):
+                total += s.eps[i, b]
+        n = G * B
+    else:
+        for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+            for i in range(G):
+                total += s.eps[i, data.level_combos[t]]
+            n += G
+    k = shift_eps_draw(total, n, tau, intercept_var, intercept, s.rng)
+    if p < 0:
+        for i in range(G):
+            for b in range(B):
+                s.eps[i, b] -= k
+    else:
+        for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+            for i in range(G):
+                s.eps[i, data.level_combos[t]] -= k
+    return k
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_move_eps(data, s, slot, adapt):
+    """Apply the scale move of :func:`_scale_move` to the iid errors ε and τ_ε (no centring).
+
+    ε ~ N(0, 1/τ_ε) iid on G·B entries: the normalising constant τ^{GB/2}, the Jacobian
+    e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``; μ moves
+    with ε so that the expected count stays put (:func:`intercept_shift`).
+    """
+    u, factor = scale_proposal(s, slot)
+    linear, exp_total = eps_scale_terms(data, s)
+    exp_change = 0.0
+    for i in range(s.counts.shape[0]):
+        exp_change = scale_eps_cell(s.eps, i, factor, s.eta, s.expeta, False, 0.0, exp_change)
+    offset, delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, linear, exp_change,
+                                           exp_total, factor)
+    accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
+                                    data.priors[EPS_A], data.priors[EPS_B])
+    if accept:
+        s.tau_eps[0] = new_tau
+        s.mu[0] += offset
+        for i in range(s.counts.shape[0]):
+            scale_eps_cell(s.eps, i, factor, s.eta, s.expeta, True, offset, 0.0)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def split_scale_move(field, tau, shape, rate, p, data, s, comp_sum, slot, adapt):
+    """Scale move of (f − f̄_c, τ) with the errors taking up the change: η stays put; return τ.
+
+    (f − f̄_c, ε_ib, τ) → (e^u (f − f̄_c), ε_ib − d_i, e^{−2u} τ) with d_i = (e^u − 1)(f_i − f̄),
+    for the entries b the field enters. The likelihood is unchanged, so the ratio is that of
+    :func:`_scale_move`'s priors plus the change of the errors' N(0, 1/τ_ε) log density; the
+    map is an involution for u → −u with the Jacobian of the scale alone (the shear of ε is
+    unit triangular). It moves the split of a cell's deviation between its structured and its
+    unstructured part, the direction along which a weakly identified field's precision is slow.
+    No exp: the move costs one pass over the touched entries. ``p`` is −1 for θ.
+    """
+    component_means(field, data, comp_sum)
+    u, factor = scale_proposal(s, slot)
+    combos = data.all_combos
+    if p >= 0:
+        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+    n = combos.shape[0]
+    change = 0.0
+    for i in range(field.shape[0]):
+        d = (field[i] - comp_sum[data.component[i]]) * factor
+        eps_sum = 0.0
+        for t in range(n):
+            eps_sum += s.eps[i, combos[t]]
+        change += d * (2.0 * eps_sum - n * d)
+    change *= 0.5 * s.tau_eps[0]
+    accept, new_tau = scale_accept(s, slot, adapt, change, u, tau, shape, rate)
+    if not accept:
+        return tau
+    for i in range(field.shape[0]):
+        d = (field[i] - comp_sum[data.component[i]]) * factor
+        field[i] += d
+        for t in range(n):
+            s.eps[i, combos[t]] -= d
+        if p >= 0:
+            s.phi[i, p] = field[i]
+    return new_tau
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_moves(data, s, comp_sum, column, adapt):
+    """Scale moves of every ICAR field and of ε with its precision.
+
+    Two per field, each exact and each breaking one posterior coupling of the precision: the
+    log-normal one between a field's spread and its intercept (:func:`_scale_move`, with
+    :func:`intercept_shift`), and the split of each cell's deviation between the field and its
+    errors (:func:`split_scale_move`). Same cost per sweep; the gain in ESS is measured in
+    ``bench/RESULTS.md`` (2026-11-24, "scale moves that keep the expected count").
+    """
+    pr = data.priors
+    s.tau_theta[0] = _scale_move(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
+                                 KIND_THETA, _FIRST, data, s, comp_sum, _FIRST, adapt)
+    P = s.alpha.shape[0]
+    split = 2 + P + s.beta.shape[0]
+    s.tau_theta[0] = split_scale_move(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
+                                      NO_LEVEL, data, s, comp_sum, split, adapt)
+    G = s.counts.shape[0]
+    for p in range(s.alpha.shape[0]):
+        for i in range(G):
+            column[i] = s.phi[i, p]
+        s.tau_phi[p] = _scale_move(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B],
+                                   KIND_PHI, p, data, s, comp_sum, 1 + p, adapt)
+        s.tau_phi[p] = split_scale_move(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B],
+                                        p, data, s, comp_sum, split + 1 + p, adapt)
+    for c in range(data.beta_priors.shape[0]):
+        if data.beta_priors[c] == BETA_ICAR:
+            s.tau_beta[c] = _scale_move(s.beta[c], s.tau_beta[c], pr[BETA_A], pr[BETA_B],
+                                        KIND_BETA, c, data, s, comp_sum, 1 + P + c,
+                                        adapt)
+    scale_move_eps(data, s, 1 + P + s.beta.shape[0], adapt)

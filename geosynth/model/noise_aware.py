@@ -1,0 +1,459 @@
+"""Noise-aware fit of counts released with discrete Laplace noise (numba kernels).
+
+The true counts c of a release c̃ = c + noise are latent: each sweep draws the parameters given
+c (the sweep of :mod:`geosynth.model.sweep`), then moves μ, α, θ and ε with c integrated out
+(:func:`marginal_moves`; the marginal likelihood of one entry is :func:`latent_log_marginal`),
+then draws c given λ (:func:`update_latent_counts`, exact enumeration in
+:func:`draw_latent_count`). The chain's counts live in its state
+(:class:`geosynth.model.state.GibbsState`), never in the shared read-only data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from geosynth.model.conditionals import component_sums, icar_prior
+from geosynth.model.moves import NO_LEVEL, SCALE_ADAPT_GAIN
+from geosynth.model.state import ALPHA_VAR, LEVEL_VAR, MU_VAR, compute_eta, record
+from geosynth.model.sweep import sweep
+from geosynth.samplers.family import STATUS_OK
+from geosynth.samplers.rng import standard_normal, uniform
+
+__all__ = [
+    "LATENT_TAIL",
+    "latent_log_marginal",
+    "draw_latent_count",
+    "MARGINAL_TARGET_ACCEPTANCE",
+    "MARGINAL_LOG_SD_RANGE",
+    "ETA_LIMIT",
+    "marginal_moves",
+    "update_latent_counts",
+    "run_chunk_noise_aware",
+]
+
+
+LATENT_TAIL = 37.0  # stop enumerating where p(c) < e^-37·p(mode) (≈ 1e-16 relative mass)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _latent_increment(c, eta, noisy, inv_scale):
+    """Return log p(c + 1) − log p(c), p(c) ∝ Poisson(c; e^η)·exp(−|c̃ − c|·inv_scale)."""
+    if c + 1.0 <= noisy:
+        return eta - math.log(c + 1.0) + inv_scale
+    return eta - math.log(c + 1.0) - inv_scale
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _latent_mode(eta, noisy, inv_scale):
+    """Mode of the (discrete log-concave) latent-count conditional: the first c with inc(c) ≤ 0."""
+    cap = 1e12
+    low = math.ceil(min(math.exp(min(eta + inv_scale, 27.0)) - 1.0, cap))
+    if noisy >= 1.0 and low <= noisy - 1.0:
+        c = max(0.0, low)
+    else:
+        c = max(max(noisy, 0.0), math.ceil(min(math.exp(min(eta - inv_scale, 27.0)) - 1.0, cap)))
+    # Guard against rounding at the region boundaries: walk to the exact first non-positive step.
+    while c > 0.0 and _latent_increment(c - 1.0, eta, noisy, inv_scale) <= 0.0:
+        c -= 1.0
+    while _latent_increment(c, eta, noisy, inv_scale) > 0.0:
+        c += 1.0
+    return c
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _latent_mass(eta, noisy, inv_scale, mode):
+    """Mass of the latent-count conditional relative to the mode, and the first c above it."""
+    total = 1.0
+    lp = 0.0
+    c = mode
+    while True:
+        lp += _latent_increment(c, eta, noisy, inv_scale)
+        c += 1.0
+        if lp < -LATENT_TAIL:
+            break
+        total += math.exp(lp)
+    hi = c
+    lp = 0.0
+    c = mode
+    while c > 0.0:
+        lp -= _latent_increment(c - 1.0, eta, noisy, inv_scale)
+        c -= 1.0
+        if lp < -LATENT_TAIL:
+            break
+        total += math.exp(lp)
+    return total, hi
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def latent_log_marginal(eta, noisy, inv_scale):
+    """Return log Σ_c Poisson(c; e^η)·exp(−|c̃ − c|/b), the likelihood of c̃ given η.
+
+    Up to the constant normaliser of the noise distribution; same enumeration as
+    :func:`draw_latent_count`.
+
+    Parameters
+    ----------
+    eta : float
+        Log intensity η of the cell and combination.
+    noisy : float
+        The released count c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+
+    Returns
+    -------
+    float
+        The log marginal likelihood of c̃.
+    """
+    mode = _latent_mode(eta, noisy, inv_scale)
+    total, _ = _latent_mass(eta, noisy, inv_scale, mode)
+    log_mode = mode * eta - math.exp(eta) - math.lgamma(mode + 1.0) \
+        - inv_scale * abs(noisy - mode)
+    return log_mode + math.log(total)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def draw_latent_count(eta, noisy, inv_scale, rng):
+    """Draw c ≥ 0 from p(c) ∝ Poisson(c; e^η) · exp(−|c̃ − c| / b) by exact enumeration.
+
+    The discrete Laplace (two-sided geometric) mechanism releases c̃ = c + noise with
+    P(noise = k) ∝ e^{−|k|/b}; this is the full conditional of the true count c given the
+    intensity and the released c̃. Both factors are log-concave in c, so p is unimodal: the
+    kernel finds the mode in closed form and enumerates outwards until the relative mass drops
+    below e^{−37} on each side (the window adapts to √λ and to b), then inverts the CDF.
+
+    Parameters
+    ----------
+    eta : float
+        Log intensity η (clamped to ±(ETA_LIMIT + 5); NaN counts as 0).
+    noisy : float
+        The released count c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+    rng : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+
+    Returns
+    -------
+    float
+        The drawn count c (a whole number ≥ 0, as float64).
+    """
+    if not abs(eta) <= ETA_LIMIT + 5.0:  # also catches NaN: a diverged chain must not hang
+        eta = min(max(eta, -ETA_LIMIT - 5.0), ETA_LIMIT + 5.0) if eta == eta else 0.0
+    mode = _latent_mode(eta, noisy, inv_scale)
+    total, hi = _latent_mass(eta, noisy, inv_scale, mode)
+    # Invert the CDF in the order of _latent_mass: mode, upwards, then downwards.
+    u = uniform(rng) * total
+    acc = 1.0
+    if u < acc:
+        return mode
+    lp = 0.0
+    c = mode
+    while c + 1.0 < hi:
+        lp += _latent_increment(c, eta, noisy, inv_scale)
+        c += 1.0
+        acc += math.exp(lp)
+        if u < acc:
+            return c
+    lp = 0.0
+    c = mode
+    while c > 0.0:
+        lp -= _latent_increment(c - 1.0, eta, noisy, inv_scale)
+        c -= 1.0
+        acc += math.exp(lp)
+        if u < acc:
+            return c
+    return mode  # u landed in the rounding slack of ``total``
+
+
+MARGINAL_TARGET_ACCEPTANCE = 0.44
+
+
+_M_MU, _M_THETA, _M_EPS = np.int64(0), np.int64(1), np.int64(2)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _marginal_shift(data, s, noisy, inv_scale, delta, p, i, lm, lm_new):
+    """Change in Σ log m(η_ib) when η_ib += delta over the (i, b) touched by one parameter.
+
+    ``p = -1, i = -1``: every (i, b) (μ); ``p >= 0``: the combinations of level p (α_p);
+    ``i >= 0``: the combinations of cell i (θ_i). ``lm`` caches log m at the current η; the
+    proposed values are written to ``lm_new`` (same (i, b) positions) for the caller to keep
+    on acceptance.
+    """
+    G, B = s.counts.shape
+    total = 0.0
+    rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
+    for r in range(rows_lo, rows_hi):
+        if p < 0:
+            for b in range(B):
+                e = s.eta[r, b]
+                if abs(e + delta) > ETA_LIMIT:
+                    return -math.inf
+                v = latent_log_marginal(e + delta, noisy[r, b], inv_scale)
+                lm_new[r, b] = v
+                total += v - lm[r, b]
+        else:
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                b = data.level_combos[t]
+                e = s.eta[r, b]
+                if abs(e + delta) > ETA_LIMIT:
+                    return -math.inf
+                v = latent_log_marginal(e + delta, noisy[r, b], inv_scale)
+                lm_new[r, b] = v
+                total += v - lm[r, b]
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _apply_shift(data, s, delta, p, i, lm, lm_new):
+    """Add ``delta`` to η (rescale exp η, keep log m) over the (i, b) of _marginal_shift."""
+    G, B = s.counts.shape
+    factor = math.exp(delta)
+    rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
+    for r in range(rows_lo, rows_hi):
+        if p < 0:
+            for b in range(B):
+                s.eta[r, b] += delta
+                s.expeta[r, b] *= factor
+                lm[r, b] = lm_new[r, b]
+        else:
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                b = data.level_combos[t]
+                s.eta[r, b] += delta
+                s.expeta[r, b] *= factor
+                lm[r, b] = lm_new[r, b]
+
+
+MARGINAL_LOG_SD_RANGE = (math.log(1e-3), math.log(2.0))
+
+
+ETA_LIMIT = 25.0  # |η| beyond which a noise-aware proposal is refused (λ outside e^±25)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _adapt(s, slot, rate, adapt):
+    """Robbins–Monro step of a proposal log-sd, kept in MARGINAL_LOG_SD_RANGE.
+
+    Where the released counts say little (e.g. negative c̃ far from any λ), the marginal
+    likelihood is flat, every proposal is accepted, and an unbounded scale would grow without
+    limit; the cap keeps the random walk on the scale of the ICAR and error variances.
+    """
+    if adapt:
+        v = s.marginal_log_sd[slot] + SCALE_ADAPT_GAIN * (rate - MARGINAL_TARGET_ACCEPTANCE)
+        s.marginal_log_sd[slot] = min(max(v, MARGINAL_LOG_SD_RANGE[0]), MARGINAL_LOG_SD_RANGE[1])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
+    """Random-walk Metropolis moves of μ, α, θ and ε with the true counts integrated out.
+
+    Alternating "draw c | λ" and "draw λ | c" mixes slowly when the noise is large: the counts
+    follow λ and λ follows the counts, so the level of a combination random-walks. These moves
+    target the posterior of the parameters given the *released* counts, whose likelihood
+    ``m(η) = Σ_c Poisson(c; e^η)·DL(c̃ − c)`` is computed by enumeration
+    (:func:`latent_log_marginal`); the caller redraws c | λ right after them, so the pair of
+    steps leaves the joint posterior invariant (a partially collapsed Gibbs scheme). Proposal
+    scales are tuned towards 44% acceptance during burn-in. ``lm`` and ``lm_new`` are (G, B)
+    scratch arrays (log m at the current and at the proposed η).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
+    s : GibbsState
+        The chain's state; μ, α, θ, ε, η, exp η and ``s.marginal_log_sd`` (float64 (P + 3,))
+        are updated in place.
+    noisy : numpy.ndarray of float64, shape (G, B)
+        The released counts c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch for θ's component sums.
+    adapt : bool
+        Burn-in: tune the proposal scales.
+    lm, lm_new : numpy.ndarray of float64, shape (G, B)
+        Scratch: log m at the current and at the proposed η.
+    """
+    G, B = s.counts.shape
+    pr = data.priors
+    for i in range(G):
+        for b in range(B):
+            lm[i, b] = latent_log_marginal(s.eta[i, b], noisy[i, b], inv_scale)
+    # μ and α_p: N(0, var) priors.
+    sd = math.exp(s.marginal_log_sd[_M_MU])
+    delta = sd * standard_normal(s.rng)
+    x = s.mu[0]
+    log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, NO_LEVEL, NO_LEVEL, lm,
+                                lm_new) - ((x + delta) ** 2 - x * x) / (2.0 * pr[MU_VAR])
+    hit = math.log(uniform(s.rng)) < log_ratio
+    if hit:
+        s.mu[0] = x + delta
+        _apply_shift(data, s, delta, NO_LEVEL, NO_LEVEL, lm, lm_new)
+    _adapt(s, _M_MU, 1.0 if hit else 0.0, adapt)
+    for p in range(s.alpha.shape[0]):
+        sd = math.exp(s.marginal_log_sd[3 + p])
+        delta = sd * standard_normal(s.rng)
+        x = s.alpha[p]
+        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, p, NO_LEVEL, lm, lm_new) \
+            - ((x + delta) ** 2 - x * x) / (2.0 * pr[ALPHA_VAR])
+        hit = math.log(uniform(s.rng)) < log_ratio
+        if hit:
+            s.alpha[p] = x + delta
+            _apply_shift(data, s, delta, p, NO_LEVEL, lm, lm_new)
+        _adapt(s, 3 + p, 1.0 if hit else 0.0, adapt)
+    # θ_i: ICAR conditional prior.
+    component_sums(s.theta, data, comp_sum)
+    sd = math.exp(s.marginal_log_sd[_M_THETA])
+    accepted = 0.0
+    for i in range(G):
+        x = s.theta[i]
+        m, q = icar_prior(s.theta, i, s.tau_theta[0], pr[LEVEL_VAR], comp_sum, data)
+        delta = sd * standard_normal(s.rng)
+        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, NO_LEVEL, i, lm, lm_new) \
+            - 0.5 * q * ((x + delta - m) ** 2 - (x - m) ** 2)
+        if math.log(uniform(s.rng)) < log_ratio:
+            s.theta[i] = x + delta
+            comp_sum[data.component[i]] += delta
+            _apply_shift(data, s, delta, NO_LEVEL, i, lm, lm_new)
+            accepted += 1.0
+    _adapt(s, _M_THETA, accepted / G, adapt)
+    # ε_ib: N(0, 1/τ_ε) priors.
+    sd = math.exp(s.marginal_log_sd[_M_EPS])
+    tau = s.tau_eps[0]
+    accepted = 0.0
+    for i in range(G):
+        for b in range(B):
+            x = s.eps[i, b]
+            delta = sd * standard_normal(s.rng)
+            e = s.eta[i, b]
+            if abs(e + delta) > ETA_LIMIT:
+                continue
+            proposed = latent_log_marginal(e + delta, noisy[i, b], inv_scale)
+            log_ratio = proposed - lm[i, b] - 0.5 * tau * ((x + delta) ** 2 - x * x)
+            if math.log(uniform(s.rng)) < log_ratio:
+                s.eps[i, b] = x + delta
+                s.eta[i, b] = e + delta
+                s.expeta[i, b] = math.exp(e + delta)
+                lm[i, b] = proposed
+                accepted += 1.0
+    _adapt(s, _M_EPS, accepted / (G * B), adapt)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def update_latent_counts(data, s, noisy, inv_scale):
+    """Gibbs step of the true counts given the noisy release (noise-aware fit).
+
+    Overwrites the chain's counts ``s.counts`` with draws of :func:`draw_latent_count` and
+    refreshes the sums derived from them.
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: η (float64 (G, B)) is read, ``s.rng`` advanced; ``counts``
+        (float64 (G, B)), ``cell_counts`` (G,), ``cell_czbar`` (max(K, 1), G),
+        ``level_counts`` (P,) and ``cell_level_counts`` (G, P) are overwritten.
+    noisy : numpy.ndarray of float64, shape (G, B)
+        The released counts c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+    """
+    G, B = s.counts.shape
+    P = s.level_counts.shape[0]
+    n_covariates = data.zbar.shape[0]
+    for i in range(G):
+        total = 0.0
+        for b in range(B):
+            c = draw_latent_count(s.eta[i, b], noisy[i, b], inv_scale, s.rng)
+            s.counts[i, b] = c
+            total += c
+        s.cell_counts[i] = total
+        for k in range(n_covariates):
+            czbar = 0.0
+            for b in range(B):
+                czbar += s.counts[i, b] * data.zbar[k, i, b]
+            s.cell_czbar[k, i] = czbar
+    s.level_counts[:] = 0.0
+    for p in range(P):
+        for i in range(G):
+            v = 0.0
+            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+                v += s.counts[i, data.level_combos[t]]
+            s.cell_level_counts[i, p] = v
+            s.level_counts[p] += v
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def run_chunk_noise_aware(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta,
+                          row, keep, noisy, inv_scale, out_totals):
+    """Run :func:`~geosynth.model.sweep.run_chunk` for a noise-aware fit of the counts ``noisy``.
+
+    Each sweep is followed by :func:`marginal_moves` and a redraw of the latent true counts
+    (:func:`update_latent_counts`; the caller draws them once before the first chunk), and the
+    per-combination totals of the latent counts are recorded in ``out_totals``. A separate
+    kernel so that exact fits do not compile the latent-count code.
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state, updated in place; its counts are the current latent counts.
+    n_sweeps : int
+        Number of sweeps of this chunk.
+    thin : int
+        Record every ``thin``-th sweep.
+    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 3 + max(K, 1))
+        Recorded scalars, one row per kept draw (see :func:`~geosynth.model.state.record`).
+    out_theta : numpy.ndarray of float32, shape (rows, G)
+        Recorded centred θ.
+    out_beta : numpy.ndarray of float32, shape (rows, max(K, 1), G)
+        Recorded β, one field per covariate.
+    out_eta : numpy.ndarray of float32, shape (rows, G, B)
+        Recorded η.
+    row : int
+        First output row this chunk writes.
+    keep : bool
+        Record draws; False marks a burn-in chunk, whose sweeps tune the proposal scales.
+    noisy : numpy.ndarray of float64, shape (G, B)
+        The released (noisy) counts c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+    out_totals : numpy.ndarray of float64, shape (rows, B)
+        Per-combination totals of the latent counts, one row per kept draw.
+
+    Returns
+    -------
+    status : int
+        0, or 16·block + sampler status (see :func:`~geosynth.model.sweep.sweep`).
+    rows_written : int
+        Number of rows recorded from ``row`` on.
+    """
+    G, B = s.counts.shape
+    comp_sum = np.zeros(data.component_size.shape[0])
+    column = np.empty(G)
+    lm = np.empty((G, B))
+    lm_new = np.empty((G, B))
+    compute_eta(data, s)
+    written = 0
+    for t in range(n_sweeps):
+        status = sweep(data, s, comp_sum, column, not keep)
+        if status != STATUS_OK:
+            return status, written
+        # Parameters with c integrated out, then c | λ: fresh for the next sweep and the record.
+        marginal_moves(data, s, noisy, inv_scale, comp_sum, not keep, lm, lm_new)
+        update_latent_counts(data, s, noisy, inv_scale)
+        if keep and (t + 1) % thin == 0:
+            record(data, s, out_scalars, out_theta, out_beta, out_eta, row + written)
+            for b in range(B):
+                v = 0.0
+                for i in range(G):
+                    v += s.counts[i, b]
+                out_totals[row + written, b] = v
+            written += 1
+    return STATUS_OK, written
