@@ -19,12 +19,12 @@ Rue & Held (2005), *Gaussian Markov Random Fields*, §4.1–4.2:
 
 The approximation is a fixed function of its starting point, so the ratio is exact for any
 number of Newton steps; more steps give a better proposal (higher acceptance) for more
-factorisations. The component-mean prior N(0, level_var) on each connected component (see
-:func:`geosynth.model.conditionals.icar_prior`) is in the target exactly and in the proposal too: islands
-(components of one cell) through the diagonal, each larger component c by the rank-one term
-q_c 1_c 1_cᵀ (q_c = 1/(level_var·n_c²)) handled by the Woodbury identity (Rue & Held 2005,
-§2.3.3). Components are disjoint blocks of Q, so the Woodbury system is diagonal: one extra
-solve per factorisation gives A⁻¹u_c for every component at once, A = τQ + diag(h).
+factorisations. The component-mean prior N(0, level_var) on each connected component
+(:func:`geosynth.model.conditionals.icar_prior`) is in the target exactly and in the proposal
+too: islands (components of one cell) through the diagonal, each larger component c by the
+rank-one term q_c 1_c 1_cᵀ (q_c = 1/(level_var·n_c²)) handled by the Woodbury identity (Rue &
+Held 2005, §2.3.3). Components are disjoint blocks of Q, so the Woodbury system is diagonal:
+one extra solve per factorisation gives A⁻¹u_c for every component at once, A = τQ + diag(h).
 
 The likelihood of θ given everything else needs only W_i = Σ_b exp(η_ib − θ_i), so a Newton
 step costs G exps (not G·B); likewise φ_·p with its combinations. β's likelihood is a sum over
