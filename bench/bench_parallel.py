@@ -25,13 +25,14 @@ import numpy as np
 
 from geosynth import Grid, PaivaModel, prepare
 from geosynth.datasets import paiva_scenario
-from geosynth.model.fit import build_model_data, initial_state
+from geosynth.model.fit import build_model_data
 from geosynth.model.parallel import (
     cell_streams_for,
     colour_classes,
     greedy_colouring,
     run_chunk_parallel,
 )
+from geosynth.model.runner import initial_state
 from geosynth.model.state import model_shape
 from geosynth.model.sweep import run_chunk
 from geosynth.samplers.rng import make_streams

@@ -35,7 +35,7 @@ B = 12 data from a short fit, at the largest lattices.
 Memory at the default fit (issue 9 target: G = 102,400 cells, B = 12 combinations under 8 GB).
 The defaults (8,000 sweeps, 2,000 burn-in, thin 6, 2 chains, ``max_bytes`` 4 GiB) keep 1,000
 draws per chain; η of every draw would take 9.2 GiB, so ``eta_draws="auto"`` stores η for
-fewer, evenly spaced draws (:func:`geosynth.model.fit.plan_storage`; the table prints the
+fewer, evenly spaced draws (:func:`geosynth.model.storage.plan_storage`; the table prints the
 plan). 6,000 sweeps at ~0.5 s each are too long for a benchmark, so the child process runs the
 fit's own chain runner with that storage plan for ``MEMORY_SWEEPS`` sweeps per chain (2 chains
 in 2 threads: a real allocation and real sweeps, writing 2 draws a chain), each chain first
@@ -163,16 +163,13 @@ def _synth_child(side: int) -> dict:
 def _memory_child(side: int) -> dict:
     """Default-plan storage of a 2-chain fit at ``side``², a few real sweeps, peak RSS."""
     from geosynth import PaivaModel
-    from geosynth.model.fit import (
-        DEFAULT_MAX_BYTES,
-        _ChainRunner,
-        build_model_data,
-        plan_model_storage,
-    )
+    from geosynth.model.fit import build_model_data
+    from geosynth.model.runner import ChainRunner
     from geosynth.model.state import model_shape
+    from geosynth.model.storage import DEFAULT_MAX_BYTES, plan_model_storage
     from geosynth.samplers.rng import make_streams
 
-    class FilledRunner(_ChainRunner):
+    class FilledRunner(ChainRunner):
         """Writes every row of its chain's storage first, as a chain of 1,000 draws would."""
 
         written = 0

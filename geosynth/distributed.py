@@ -69,7 +69,9 @@ from geosynth.evaluation import (
     measure_release,
     plan_evaluation,
 )
-from geosynth.model.fit import DEFAULT_MAX_BYTES, PaivaFit, PaivaModel
+from geosynth.model.fit import PaivaModel
+from geosynth.model.results import PaivaFit
+from geosynth.model.storage import DEFAULT_MAX_BYTES
 from geosynth.synth.release import release_info, set_release_info
 
 if TYPE_CHECKING:

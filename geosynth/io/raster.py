@@ -14,7 +14,7 @@ from geosynth.io._files import check_target, remove_stale_temporaries
 from geosynth.lattice import Grid
 
 if TYPE_CHECKING:
-    from geosynth.model.fit import PaivaFit
+    from geosynth.model.results import PaivaFit
 
 __all__ = ["write_intensity_geotiff"]
 
@@ -60,7 +60,7 @@ def write_intensity_geotiff(
     """
     import rasterio
 
-    from geosynth.model.fit import PaivaFit
+    from geosynth.model.results import PaivaFit
 
     if not isinstance(fit, PaivaFit):
         raise InputError(

@@ -80,7 +80,7 @@ from geosynth.synth.release import (
 )
 
 if TYPE_CHECKING:
-    from geosynth.model.fit import PaivaFit
+    from geosynth.model.results import PaivaFit
 
 __all__ = [
     "ReleaseFile",
@@ -565,7 +565,7 @@ def _drawn_from_noisy_counts(release: gpd.GeoDataFrame) -> bool:
 def _check_grid_and_fit(
     grid: Any, fit: Any, include_intensity: bool
 ) -> tuple[Grid | None, PaivaFit | None]:
-    from geosynth.model.fit import PaivaFit
+    from geosynth.model.results import PaivaFit
 
     if fit is not None and not isinstance(fit, PaivaFit):
         raise InputError(

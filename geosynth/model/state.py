@@ -66,6 +66,8 @@ __all__ = [
     "GibbsState",
     "compute_eta",
     "record",
+    "recorded_scalars",
+    "scalar_columns",
 ]
 
 
@@ -251,3 +253,15 @@ def record(data, s, out_scalars, out_theta, out_beta, out_eta, row):
             out_beta[row, c, i] = s.beta[c, i]
         for b in range(B):
             out_eta[row, i, b] = s.eta[i, b]
+
+
+def scalar_columns(data: ModelData) -> np.ndarray:
+    """Columns of the kernels' scalar record that a fit reports (the τ_β of ICAR priors only)."""
+    P = model_shape(data)[2]
+    icar = np.flatnonzero(data.beta_priors == BETA_ICAR)
+    return np.concatenate([np.arange(2 * P + 3), 2 * P + 3 + icar]).astype(np.int64)
+
+
+def recorded_scalars(data: ModelData) -> int:
+    """Columns of the kernels' scalar record: μ, α (P), τ_θ, τ_φ (P), τ_ε, τ_β (max(K, 1))."""
+    return 2 * model_shape(data)[2] + 3 + data.zbar.shape[0]

@@ -32,7 +32,7 @@ from geosynth._random import SeedLike, spawn_seeds
 from geosynth._validation import check_m
 from geosynth.data import CellCounts
 from geosynth.errors import InputError, SamplerError
-from geosynth.model.fit import evenly_spaced_draws
+from geosynth.model.storage import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
 from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release
 

@@ -13,7 +13,7 @@ from tests.cli.helpers import run
 ROOT = Path(__file__).resolve().parents[2]
 
 CHECK = textwrap.dedent("""
-    from geosynth.model.fit import kernels_need_compiling
+    from geosynth.model.runner import kernels_need_compiling
     from geosynth.model.sweep import run_chunk
 
     print("needs compiling:", kernels_need_compiling(run_chunk))

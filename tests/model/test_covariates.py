@@ -15,9 +15,11 @@ import pytest
 
 from geosynth import Grid, PaivaModel, prepare, synthesize, to_public
 from geosynth.errors import InputError
-from geosynth.model.fit import build_model_data, initial_state, plan_model_storage
+from geosynth.model.fit import build_model_data
 from geosynth.model.noise_aware import run_chunk_noise_aware, update_latent_counts
+from geosynth.model.runner import initial_state
 from geosynth.model.state import compute_eta
+from geosynth.model.storage import plan_model_storage
 
 GRID = Grid.regular((0.0, 0.0, 6.0, 6.0), shape=(6, 6), crs="EPSG:32723")
 WEST = GRID.cell_col < 3

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from geosynth import Grid, PaivaModel
-from geosynth.model import fit as fit_module
+from geosynth.model import runner as runner_module
 from geosynth.model.sweep import run_chunk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,10 +26,10 @@ def counts(make_scenario_counts):
 
 
 def test_compile_notice_before_the_progress_bars(counts, monkeypatch, capsys):
-    monkeypatch.setattr(fit_module, "kernels_need_compiling", lambda kernel: True)
+    monkeypatch.setattr(runner_module, "kernels_need_compiling", lambda kernel: True)
     PaivaModel().fit(counts, progress=True, **RUN)
     err = capsys.readouterr().err
-    seconds = fit_module.COMPILE_SECONDS["serial"]
+    seconds = runner_module.COMPILE_SECONDS["serial"]
     notice = err.index(f"compiling the sampler (first run only, ~{seconds} s; "
                        "`geosynth compile` does it ahead of time)")
     done = err.index("compiled the sampler in ")
@@ -41,7 +41,7 @@ def test_compile_notice_before_the_progress_bars(counts, monkeypatch, capsys):
 def test_compile_notice_quotes_the_sampler_that_runs(counts, monkeypatch, capsys, kind):
     from tests.model.test_sbc_noise_aware import noisy_counts
 
-    monkeypatch.setattr(fit_module, "kernels_need_compiling", lambda kernel: True)
+    monkeypatch.setattr(runner_module, "kernels_need_compiling", lambda kernel: True)
     if kind == "chromatic":
         PaivaModel().fit(counts, progress=True, parallel=True, chains=1, **RUN)
     else:
@@ -50,7 +50,7 @@ def test_compile_notice_quotes_the_sampler_that_runs(counts, monkeypatch, capsys
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the prior-only warnings of so few counts
             PaivaModel().fit(noisy, progress=True, chains=1, **RUN)
-    seconds = fit_module.COMPILE_SECONDS[kind]
+    seconds = runner_module.COMPILE_SECONDS[kind]
     assert (f"compiling the sampler (first run only, ~{seconds} s; `geosynth compile` does it "
             "ahead of time)") in capsys.readouterr().err
 
@@ -58,9 +58,9 @@ def test_compile_notice_quotes_the_sampler_that_runs(counts, monkeypatch, capsys
 @pytest.mark.parametrize("progress", [True, False])
 def test_no_notice_when_compiled_or_quiet(counts, monkeypatch, capsys, progress):
     PaivaModel().fit(counts, progress=False, chains=1, **RUN)  # compiled in this process now
-    assert fit_module.kernels_need_compiling(run_chunk) is False
+    assert runner_module.kernels_need_compiling(run_chunk) is False
     if not progress:  # -q: no bars, no notice, even before compilation
-        monkeypatch.setattr(fit_module, "kernels_need_compiling", lambda kernel: True)
+        monkeypatch.setattr(runner_module, "kernels_need_compiling", lambda kernel: True)
     PaivaModel().fit(counts, progress=progress, **RUN)
     assert "compil" not in capsys.readouterr().err
 
@@ -83,13 +83,13 @@ def test_kernels_need_compiling_reads_numba_cache(tmp_path):
         return module.double
 
     first = load("tiny_kernel")
-    assert fit_module.kernels_need_compiling(first) is True
+    assert runner_module.kernels_need_compiling(first) is True
     assert first(2) == 4
-    assert fit_module.kernels_need_compiling(first) is False
+    assert runner_module.kernels_need_compiling(first) is False
     # A fresh dispatcher of the same function (as in the next process) loads the cache.
     again = load("tiny_kernel_again")
     assert not again.signatures
-    assert fit_module.kernels_need_compiling(again) is False
+    assert runner_module.kernels_need_compiling(again) is False
 
 
 def test_summary_emits_no_future_warning(counts):

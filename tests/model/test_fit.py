@@ -122,7 +122,8 @@ def test_model_data_is_read_only_and_each_chain_owns_its_counts(scenario_counts)
     from numba import njit
     from numba.core.errors import TypingError
 
-    from geosynth.model.fit import build_model_data, initial_state
+    from geosynth.model.fit import build_model_data
+    from geosynth.model.runner import initial_state
     from geosynth.samplers.rng import make_streams
 
     _, _, counts = scenario_counts(200, shape=(4, 4))

@@ -11,7 +11,7 @@ from geosynth._compat import import_arviz
 from geosynth.datasets import paiva_scenario
 from geosynth.errors import GeosynthWarning, InputError, MemoryLimitError
 from geosynth.model import StoppingInfo
-from geosynth.model import fit as fit_module
+from geosynth.model import runner as runner_module
 from geosynth.model.stopping import AutoSchedule
 
 # A 4x4 lattice and 2 combinations: an auto fit to ESS 100 takes a second or two.
@@ -119,7 +119,7 @@ def test_schedule_keeps_boundaries_on_multiples_of_thin():
 
 def test_stored_draws_are_the_window_at_the_final_thin(counts, monkeypatch):
     """Tag each draw with its sweep: after halvings and drops the window is regular."""
-    original = fit_module._ChainRunner._run
+    original = runner_module.ChainRunner._run
     swept = {}
 
     def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
@@ -132,14 +132,14 @@ def test_stored_draws_are_the_window_at_the_final_thin(counts, monkeypatch):
         return written
 
     runners = []
-    original_result = fit_module._AutoRunner._result
+    original_result = runner_module.AutoRunner._result
 
     def result(self, *args):
         runners.append(self)
         return original_result(self, *args)
 
-    monkeypatch.setattr(fit_module._ChainRunner, "_run", run)
-    monkeypatch.setattr(fit_module._AutoRunner, "_result", result)
+    monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
+    monkeypatch.setattr(runner_module.AutoRunner, "_result", result)
     # Room for 40 draws per chain (of 240 bytes, besides 32 KiB of buffers per chain): the
     # window is thinned again and again.
     with pytest.warns(GeosynthWarning, match=r"holds 40 draws per chain"):
@@ -157,7 +157,7 @@ def test_ctrl_c_during_a_check_returns_the_window_flagged_interrupted(counts, mo
     def ctrl_c(*args, **kwargs):
         raise KeyboardInterrupt  # as SIGINT's handler raises it in the checking main thread
 
-    monkeypatch.setattr(fit_module, "assess_convergence", ctrl_c)
+    monkeypatch.setattr(runner_module, "assess_convergence", ctrl_c)
     # ESS 100 over 2 chains: unit 32 sweeps, warm-up 64, first check after 128 sweeps.
     with pytest.warns(GeosynthWarning, match="interrupted: keeping the 64 draws per chain"):
         fit = PaivaModel().fit(counts, seed=3, **AUTO)

@@ -16,7 +16,8 @@ import pytest
 
 from geosynth import PaivaModel
 from geosynth.errors import GeosynthWarning
-from geosynth.model import fit as fit_module
+from geosynth.model import runner as runner_module
+from geosynth.model import storage as storage_module
 
 pytestmark = pytest.mark.usefixtures("sigint_raises")
 
@@ -36,8 +37,8 @@ def ctrl_c():
 
 def interrupt_at(monkeypatch, sweep, chains):
     """Send SIGINT once every chain in ``chains`` starts a chunk at or after ``sweep``."""
-    monkeypatch.setattr(fit_module, "MAX_CHUNK_SWEEPS", CHUNK)
-    original = fit_module._ChainRunner._run
+    monkeypatch.setattr(storage_module, "MAX_CHUNK_SWEEPS", CHUNK)
+    original = runner_module.ChainRunner._run
     done, arrived, lock = {}, set(), threading.Lock()
 
     def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
@@ -55,7 +56,7 @@ def interrupt_at(monkeypatch, sweep, chains):
                 assert self.stop.wait(10), "the fit did not stop its chains after Ctrl-C"
         return original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
 
-    monkeypatch.setattr(fit_module._ChainRunner, "_run", run)
+    monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
 
 
 # (fit options, chains that reach the sweep, draws per chain kept after Ctrl-C at sweep 150)
@@ -84,7 +85,7 @@ def test_ctrl_c_while_sampling_returns_flagged_partial_draws(counts, monkeypatch
     assert np.isfinite(fit.posterior_mean_lambda()).all()
     # The kept draws are the first draws of the uninterrupted fit with the same seed.
     monkeypatch.undo()
-    monkeypatch.setattr(fit_module, "MAX_CHUNK_SWEEPS", CHUNK)  # same chunks, same draws
+    monkeypatch.setattr(storage_module, "MAX_CHUNK_SWEEPS", CHUNK)  # same chunks, same draws
     full = PaivaModel().fit(counts, **RUN, **options)
     assert full.interrupted is False and full.n_draws == 100
     np.testing.assert_array_equal(fit.scalars, full.scalars[:, :kept])
@@ -102,8 +103,8 @@ def test_ctrl_c_during_burn_in_raises_keyboard_interrupt(counts, monkeypatch, pa
 
 def test_chain_stopped_in_burn_in_while_others_sample_raises(counts, monkeypatch):
     """The fit keeps as many draws as the shortest chain: none if one is still in burn-in."""
-    monkeypatch.setattr(fit_module, "MAX_CHUNK_SWEEPS", CHUNK)
-    original = fit_module._ChainRunner._run
+    monkeypatch.setattr(storage_module, "MAX_CHUNK_SWEEPS", CHUNK)
+    original = runner_module.ChainRunner._run
     done = {}
 
     def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
@@ -113,6 +114,6 @@ def test_chain_stopped_in_burn_in_while_others_sample_raises(counts, monkeypatch
             assert self.stop.wait(10)
         return original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
 
-    monkeypatch.setattr(fit_module._ChainRunner, "_run", run)
+    monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
     with pytest.raises(KeyboardInterrupt):
         PaivaModel().fit(counts, chains=2, n_jobs=2, **RUN)

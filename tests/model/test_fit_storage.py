@@ -8,7 +8,7 @@ import pytest
 
 from geosynth import PaivaModel
 from geosynth.errors import GeosynthWarning, InputError, MemoryLimitError
-from geosynth.model.fit import DEFAULT_MAX_BYTES, evenly_spaced_draws, plan_storage
+from geosynth.model.storage import DEFAULT_MAX_BYTES, evenly_spaced_draws, plan_storage
 
 RUN = {"n_iter": 300, "burn_in": 100, "thin": 2, "seed": 7, "progress": False}  # 100 draws
 N_KEEP = 100

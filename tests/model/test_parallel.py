@@ -155,16 +155,16 @@ def test_chromatic_chains_run_in_the_calling_thread(counts, monkeypatch):
     its chains run in the caller's thread, while serial chains still go to worker threads."""
     import threading
 
-    from geosynth.model import fit as fit_module
+    from geosynth.model import runner as runner_module
 
     seen = []
-    original = fit_module._ChainRunner.run_chain
+    original = runner_module.ChainRunner.run_chain
 
     def recording(self, *args, **kwargs):
         seen.append((self.colours is not None, threading.get_ident()))
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(fit_module._ChainRunner, "run_chain", recording)
+    monkeypatch.setattr(runner_module.ChainRunner, "run_chain", recording)
     kwargs = dict(n_iter=6, burn_in=2, thin=1, chains=2, seed=3)
     parallel_fit(counts, 1, **kwargs)
     PaivaModel().fit(counts, progress=False, n_jobs=2, **kwargs)

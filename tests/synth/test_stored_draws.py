@@ -8,7 +8,7 @@ import pytest
 import geosynth
 from geosynth import PaivaModel, synthesize
 from geosynth.errors import GeosynthWarning, InputError
-from geosynth.model.fit import plan_storage
+from geosynth.model.storage import plan_storage
 from geosynth.synth.paiva import release_draws
 
 RUN = {"n_iter": 200, "burn_in": 100, "thin": 2, "chains": 2, "seed": 3, "progress": False}
