@@ -163,7 +163,7 @@ def initial_state(data: ModelData, tables: CountTables, stream: np.ndarray) -> G
     rng = np.random.default_rng(stream[:2].astype(np.int64) & 0x7FFFFFFFFFFFFFFF)
     mean_count = max(tables.counts.sum(), 1.0) / (G * B)
     return GibbsState(
-        *(np.array(table) for table in tables),
+        **{name: np.array(table) for name, table in tables._asdict().items()},  # copies
         mu=np.array([np.log(mean_count) + rng.normal(0, 0.5)]),
         alpha=rng.normal(0, 0.5, n_levels),
         theta=rng.normal(0, 0.2, G),
