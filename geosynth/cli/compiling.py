@@ -18,11 +18,13 @@ from concurrent.futures import ProcessPoolExecutor
 
 import click
 
+from geosynth.model.runner import COMPILE_SECONDS
+
 __all__ = ["compile_samplers", "KINDS"]
 
-#: Kinds of fit whose kernels differ (the names of the "compiling the sampler" notice); the
+#: Kinds of fit whose kernels differ (those the "compiling the sampler" notice names); the
 #: "mh" sampler and the β extension run the serial kernels.
-KINDS = ("serial", "noise-aware", "chromatic", "block")
+KINDS = tuple(COMPILE_SECONDS)
 
 
 def _compile_kind(kind: str) -> tuple[str, float]:

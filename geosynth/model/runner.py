@@ -336,17 +336,8 @@ class ChainRunner:
                   "`geosynth compile` does it ahead of time)",
                   file=sys.stderr, flush=True)
         start = time.perf_counter()
-        data = self.data
-        state = initial_state(data, self.tables, stream.copy())
-        cell_streams = None
-        if self.colours is not None:
-            from geosynth.model.parallel import cell_streams_for
-
-            cell_streams = cell_streams_for(stream.copy(), model_shape(data)[0])
-        if self.inv_scale:
-            compute_eta(data, state)
-            update_latent_counts(data, state, self.noisy, self.inv_scale)
-        self._run(data, state, 0, out, 0, 0, False, self._buffers(out), cell_streams)
+        state, cell_streams = self.start_chain(stream.copy())
+        self._run(self.data, state, 0, out, 0, 0, False, self._buffers(out), cell_streams)
         if pending or sum(kernel.stats.cache_misses.values()):
             print(f"compiled the sampler in {time.perf_counter() - start:.0f} s",
                   file=sys.stderr, flush=True)
@@ -361,8 +352,8 @@ class ChainRunner:
             term=np.empty((G, B)),
         )
 
-    def start_chain(self, stream: np.ndarray) -> tuple[ModelData, GibbsState, np.ndarray | None]:
-        """Return the fit's data, a chain's initial state and its cell streams."""
+    def start_chain(self, stream: np.ndarray) -> tuple[GibbsState, np.ndarray | None]:
+        """Return a chain's initial state and its cell streams (chromatic fits; else None)."""
         data = self.data
         state = initial_state(data, self.tables, stream)
         cell_streams = None
@@ -373,11 +364,11 @@ class ChainRunner:
         if self.inv_scale:
             compute_eta(data, state)
             update_latent_counts(data, state, self.noisy, self.inv_scale)
-        return data, state, cell_streams
+        return state, cell_streams
 
     def run_chain(self, chain: int, stream: np.ndarray, out: dict, kept: np.ndarray) -> None:
         """Run chain ``chain`` from ``stream`` into row ``chain`` of ``out``; count in ``kept``."""
-        data, state, cell_streams = self.start_chain(stream)
+        state, cell_streams = self.start_chain(stream)
         bar = _progress_bar(self.n_iter, chain, self.progress)
         # Sampling chunks hold whole thinning periods, so draws land on sweeps burn_in + thin·j.
         G, B, _ = model_shape(self.data)
@@ -390,7 +381,8 @@ class ChainRunner:
                 if self.stop.is_set():
                     break
                 row = int(kept[chain])
-                written = self._run(data, state, n, out, chain, row, keep, scratch, cell_streams)
+                written = self._run(self.data, state, n, out, chain, row, keep, scratch,
+                                    cell_streams)
                 if written:
                     self._collect(out, chain, row, written, scratch)
                 kept[chain] += written
@@ -455,8 +447,8 @@ class _AutoChain:
     draws of the window's older and newer segment.
     """
 
-    def __init__(self, data, state, cell_streams, scratch, shape, bar):
-        self.data, self.state, self.cell_streams, self.scratch = data, state, cell_streams, scratch
+    def __init__(self, state, cell_streams, scratch, shape, bar):
+        self.state, self.cell_streams, self.scratch = state, cell_streams, scratch
         self.sums = np.zeros((2, *shape))
         self.counts = np.zeros(2, dtype=np.int64)
         self.rows = 0
@@ -524,8 +516,8 @@ class AutoRunner(ChainRunner):
         first_check = self.schedule.boundary(2)
         self.chains = []
         for c in range(n_chains):
-            data, state, cell_streams = self.start_chain(streams[c])
-            self.chains.append(_AutoChain(data, state, cell_streams, self._buffers(out), (G, B),
+            state, cell_streams = self.start_chain(streams[c])
+            self.chains.append(_AutoChain(state, cell_streams, self._buffers(out), (G, B),
                                           _progress_bar(first_check, c, self.progress)))
         workers = max(1, min(n_chains, n_jobs or os.cpu_count() or 1))
         pool = None
@@ -611,7 +603,7 @@ class AutoRunner(ChainRunner):
                 self.timed_out.set()
                 return
             row = chain.rows
-            written = self._run(chain.data, chain.state, n, self.out, c, row, keep,
+            written = self._run(self.data, chain.state, n, self.out, c, row, keep,
                                 chain.scratch, chain.cell_streams)
             for r in range(row, row + written):
                 np.exp(self.out["eta"][c, r], dtype=np.float64, out=term)
