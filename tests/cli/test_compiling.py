@@ -69,3 +69,10 @@ def test_unknown_kinds_are_refused_naming_the_option(kinds, message):
     assert result.exit_code == 2
     assert "--kinds" in result.output and message in result.output
     assert "compiling the samplers" not in result.output
+
+
+def test_compile_kinds_are_the_kinds_whose_compile_time_the_notice_quotes():
+    from geosynth.cli.compiling import KINDS
+    from geosynth.model.runner import COMPILE_SECONDS
+
+    assert KINDS == tuple(COMPILE_SECONDS)
