@@ -43,11 +43,12 @@ from geosynth.model.state import (
     THETA_B,
     UPDATE_MH,
 )
-from geosynth.samplers.ars import ars_draw, ars_draw_single
+from geosynth.samplers.ars import ars_draw
 from geosynth.samplers.family import STATUS_OK
 from geosynth.samplers.newton_mh import newton_mh_step
 from geosynth.samplers.rng import gamma, uniform
 from geosynth.samplers.slice import slice_step
+from geosynth.samplers.tangent import tangent_draw
 
 __all__ = [
     "update_mu",
@@ -88,7 +89,7 @@ def _mh_update(update, rng):
     return update == UPDATE_MH and uniform(rng) >= MH_EXACT_SHARE
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _draw1(x0, a, wex, m, q, update, rng, work, w1, ones):
     """Update x0 under ``a·x − W·e^x − q(x − m)²/2`` given ``wex`` = W·e^{x0}.
 
@@ -100,7 +101,8 @@ def _draw1(x0, a, wex, m, q, update, rng, work, w1, ones):
     if _mh_update(update, rng):
         new, _, status = newton_mh_step(x0, a, wex, m, q, rng)
         return new, status
-    return ars_draw_single(x0, a, wex * math.exp(-x0), m, q, rng, work, w1, ones)
+    new, _, status = tangent_draw(x0, a, wex, m, q, rng, work, w1, ones)
+    return new, status
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -179,7 +181,7 @@ def update_alpha(data, s):
     return STATUS_OK
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def icar_neighbours(field, i, tau, indptr, indices):
     """Canonical parameters of the ICAR conditional of ``field[i]`` given its neighbours.
 
@@ -209,7 +211,7 @@ def icar_neighbours(field, i, tau, indptr, indices):
     return neighbour_sum * tau, (hi - lo) * tau
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def icar_prior(field, i, tau, level_var, comp_sum, data):
     """Mean and precision of the full prior conditional of field[i] (the serial sweep's).
 
@@ -276,7 +278,7 @@ def icar_proposal_prior(field, i, tau, level_var, indptr, indices, component, co
     return b / q, q
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def shift_cell_eta(eta, expeta, combos, i, delta):
     """η_ib += delta for b in ``combos`` (exp η rescaled).
 
@@ -318,7 +320,7 @@ def shift_cell_eta_z(eta, expeta, zbar, i, delta):
         expeta[i, b] = math.exp(eta[i, b])
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def draw_field_cell(field, i, a, m, q, combos, eta, expeta, update, rng, work, w1, ones):
     """Draw θ_i or φ_ip from ``a·x − W·e^x − q(x − m)²/2`` (Nunes 2018, eqs. 2.12–2.13).
 
@@ -413,7 +415,7 @@ def draw_beta_cell(beta, i, zbar, czbar_i, m, q, slice_sampler, eta, expeta, rng
     return new - x, STATUS_OK
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def draw_eps_cell(eps, i, counts, q, eta, expeta, update, rng, work, w1, ones):
     """Draw ε_ib for every b of cell i (Nunes 2018, eq. 2.14); η and exp η follow.
 
@@ -438,9 +440,8 @@ def draw_eps_cell(eps, i, counts, q, eta, expeta, update, rng, work, w1, ones):
         if _mh_update(update, rng):  # exp(η) at the new value comes with the step
             new, wex, status = newton_mh_step(x, counts[i, b], expeta[i, b], 0.0, q, rng)
         else:
-            new, status = ars_draw_single(x, counts[i, b], expeta[i, b] * math.exp(-x), 0.0, q,
-                                          rng, work, w1, ones)
-            wex = math.exp(eta[i, b] + (new - x))
+            new, wex, status = tangent_draw(x, counts[i, b], expeta[i, b], 0.0, q, rng, work,
+                                            w1, ones)
         if status != STATUS_OK:
             return status
         eps[i, b] = new

@@ -10,8 +10,9 @@ sum-to-zero constraint of the thesis does. The moves (f_i + k, ε_i· − k) of 
 
 Scale moves. Each field and its precision move jointly, f → e^u·f, τ → e^{−2u}·τ
 (:func:`scale_moves`), with the intercept shifted so that the expected count is unchanged
-(:func:`intercept_shift`), or with the errors ε absorbing the change (:func:`split_scale_move`);
-their proposal scales adapt during burn-in. The smooth-mode block moves of θ and each φ_·p are
+(:func:`intercept_shift`), or with the errors ε absorbing the change; θ and each φ_·p make
+several rounds of both per sweep at O(G) each (:func:`field_scale_cycle`). Their proposal
+scales adapt during burn-in. The smooth-mode block moves of θ and each φ_·p are
 in :mod:`geosynth.model.modes` (:func:`mode_moves` runs them).
 """
 
@@ -26,7 +27,7 @@ from geosynth.model.conditionals import (
     component_means,
     component_sums,
     icar_prior,
-    shift_cell_eta,
+    icar_quadratic_add,
     shift_cell_eta_z,
 )
 from geosynth.model.modes import mode_move
@@ -44,23 +45,22 @@ from geosynth.model.state import (
     THETA_A,
     THETA_B,
 )
-from geosynth.samplers.rng import standard_normal, uniform
+from geosynth.samplers.rng import gamma, standard_normal, uniform
 
 __all__ = [
-    "scale_field_cell",
     "scale_beta_cell",
     "scale_eps_cell",
     "mode_moves",
     "shift_move",
     "SCALE_TARGET_ACCEPTANCE",
     "SCALE_ADAPT_GAIN",
+    "SCALE_ROUNDS",
     "KIND_THETA",
     "KIND_PHI",
     "KIND_BETA",
     "NO_LEVEL",
     "scale_proposal",
     "scale_accept",
-    "scale_terms",
     "intercept_shift",
     "move_intercept",
     "eps_scale_terms",
@@ -68,64 +68,19 @@ __all__ = [
     "shift_eps_draw",
     "shift_eps",
     "scale_move_eps",
-    "split_scale_move",
+    "field_scale_cycle",
     "scale_moves",
 ]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def scale_field_cell(field, i, comp_mean, component, factor, combos, eta, expeta, apply,
-                     offset, total):
-    """Cell i's part of a scale move of θ or φ_·p (:func:`_scale_move`).
-
-    d = (f_i − mean of its component)·factor. ``apply`` False: return ``total`` plus the
-    cell's change of Σ e^η, ``(e^d − 1)·Σ_{b in combos} e^η_ib``; True: move f_i by d and
-    η_ib by d + ``offset`` (the intercept's shift; exp η follows) and return ``total``.
-
-    Parameters
-    ----------
-    field : numpy.ndarray of float64, shape (G,)
-        θ or a copy of φ's column p.
-    i : int
-        The cell.
-    comp_mean : numpy.ndarray of float64, shape (C,)
-        The field's mean in each component.
-    component : numpy.ndarray of int64, shape (G,)
-        Component of each cell.
-    factor : float
-        e^u − 1 of the move's log scale u.
-    combos : numpy.ndarray of int64
-        The combinations the field enters.
-    eta, expeta : numpy.ndarray of float64, shape (G, B)
-        Linear predictor and its exponential.
-    apply : bool
-        Make the move (else measure it).
-    offset : float
-        Shift of the intercept that the move makes with the field (applied only).
-    total : float
-        Running sum of the change of Σ e^η.
-
-    Returns
-    -------
-    float
-    """
-    d = (field[i] - comp_mean[component[i]]) * factor
-    if apply:
-        field[i] += d
-        shift_cell_eta(eta, expeta, combos, i, d + offset)
-        return total
-    exp_sum = 0.0
-    for t in range(combos.shape[0]):
-        exp_sum += expeta[i, combos[t]]
-    return total + exp_sum * math.expm1(d)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def scale_beta_cell(beta, i, comp_mean, component, factor, zbar, counts, eta, expeta, apply,
                     total):
-    """Cell i's part of a scale move of an ICAR β field (see :func:`scale_field_cell`).
+    """Cell i's part of a scale move of an ICAR β field (:func:`_scale_move_beta`).
 
-    The log-likelihood change is ``Σ_b c_ib·d·Z̄_ib − e^η_ib·(e^{d·Z̄_ib} − 1)``.
+    d = (β_i − mean of its component)·factor. ``apply`` False: return ``total`` plus the
+    cell's log-likelihood change ``Σ_b c_ib·d·Z̄_ib − e^η_ib·(e^{d·Z̄_ib} − 1)``; True: move
+    β_i by d and η_ib by d·Z̄_ib (exp η follows) and return ``total``.
 
     Parameters
     ----------
@@ -135,8 +90,20 @@ def scale_beta_cell(beta, i, comp_mean, component, factor, zbar, counts, eta, ex
         The covariate's cell means Z̄.
     counts : numpy.ndarray of float64, shape (G, B)
         Observed counts.
-    i, comp_mean, component, factor, eta, expeta, apply, total
-        As in :func:`scale_field_cell`.
+    i : int
+        The cell.
+    comp_mean : numpy.ndarray of float64, shape (C,)
+        The field's mean in each component.
+    component : numpy.ndarray of int64, shape (G,)
+        Component of each cell.
+    factor : float
+        e^u − 1 of the move's log scale u.
+    eta, expeta : numpy.ndarray of float64, shape (G, B)
+        Linear predictor and its exponential.
+    apply : bool
+        Make the move (else measure it).
+    total : float
+        Running sum of the log-likelihood change.
 
     Returns
     -------
@@ -161,8 +128,12 @@ def scale_eps_cell(eps, i, factor, eta, expeta, apply, offset, total):
     ----------
     eps : numpy.ndarray of float64, shape (G, B)
         The errors.
-    i, factor, eta, expeta, apply, offset, total
-        As in :func:`scale_field_cell`.
+    i, factor, eta, expeta, apply
+        As in :func:`scale_beta_cell`.
+    offset : float
+        Shift of μ that the move makes with ε (applied only).
+    total : float
+        Running sum of the change of Σ e^η.
 
     Returns
     -------
@@ -188,22 +159,22 @@ def mode_moves(data, s, column):
     data : ModelData
         The fit's read-only arrays (``data.modes``, ``data.mode_eigenvalues``).
     s : GibbsState
-        The chain's state, updated in place (``s.mode_work`` is scratch).
+        The chain's state, updated in place (``s.cell_work`` is scratch).
     column : numpy.ndarray of float64, shape (G,)
         Scratch for one column of φ.
     """
     G = s.counts.shape[0]
-    observed = s.mode_work[3]
+    observed = s.cell_work[3]
     observed[:] = s.cell_counts
     mode_move(s.theta, s.tau_theta[0], observed, data.all_combos, s.eta, s.expeta, data.modes,
-              data.mode_eigenvalues, s.rng, s.mode_work)
+              data.mode_eigenvalues, s.rng, s.cell_work)
     for p in range(s.alpha.shape[0]):
         for i in range(G):
             column[i] = s.phi[i, p]
             observed[i] = s.cell_level_counts[i, p]
         combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
         if mode_move(column, s.tau_phi[p], observed, combos, s.eta, s.expeta, data.modes,
-                     data.mode_eigenvalues, s.rng, s.mode_work):
+                     data.mode_eigenvalues, s.rng, s.cell_work):
             for i in range(G):
                 s.phi[i, p] = column[i]
 
@@ -256,6 +227,12 @@ SCALE_TARGET_ACCEPTANCE = 0.44
 SCALE_ADAPT_GAIN = 0.05
 
 
+#: Rounds of :func:`field_scale_cycle` per field and sweep (measured: bench/RESULTS.md,
+#: 2026-11-26): eight cost ~10 % of a sweep at G = 1,600 and lifted the worst precision's
+#: ESS 2.5x at G = 400, where a weakly identified field's precision set the minimum.
+SCALE_ROUNDS = np.int64(8)
+
+
 # once per literal (duplicate signatures, see bench/RESULTS.md); a global np.int64 is int64.
 KIND_THETA, KIND_PHI, KIND_BETA = np.int64(0), np.int64(1), np.int64(2)
 
@@ -278,7 +255,7 @@ def scale_proposal(s, slot):
     slot : int
         Index into ``s.scale_log_sd``: 0 for θ, 1 + p for φ_·p, 1 + P + c for β_c·, and
         1 + P + max(K, 1) for ε, then 2 + P + max(K, 1) for θ's error-absorbing move
-        (:func:`split_scale_move`) and 3 + P + max(K, 1) + p for φ_·p's.
+        (the split move of :func:`field_scale_cycle`) and 3 + P + max(K, 1) + p for φ_·p's.
 
     Returns
     -------
@@ -296,7 +273,7 @@ def scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate):
     """Metropolis test of a scale move given its log-likelihood change; ``(accept, new τ)``.
 
     The log acceptance ratio is ``Δ log L − 2·shape·u − rate·(τ' − τ)`` with τ' = τ·e^{−2u}
-    (see :func:`_scale_move`). During burn-in (``adapt``) the proposal log-sd of ``slot``
+    (see :func:`_scale_move_beta`). During burn-in (``adapt``) the proposal log-sd of ``slot``
     moves towards :data:`SCALE_TARGET_ACCEPTANCE`.
 
     Parameters
@@ -334,48 +311,6 @@ def scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def scale_terms(field, comp_mean, kind, p, data, s):
-    """``(Σ_i a_i·(f_i − f̄), Σ e^η)`` over what a scale move of θ or φ_·p touches.
-
-    ``a_i`` is the observed count of the touched entries of cell i (θ_i: the cell's count;
-    φ_ip: its count at level p) and f − f̄ the centred field. Both sums are what
-    :func:`intercept_shift` needs.
-
-    Parameters
-    ----------
-    field : numpy.ndarray of float64, shape (G,)
-        θ or a copy of φ's column p.
-    comp_mean : numpy.ndarray of float64, shape (C,)
-        The field's mean in each component.
-    kind : int
-        ``KIND_THETA`` or ``KIND_PHI``.
-    p : int
-        The level of φ_·p.
-    data : ModelData
-        The fit's read-only arrays.
-    s : GibbsState
-        The chain's state (its counts and exp η are read).
-
-    Returns
-    -------
-    linear : float
-    exp_total : float
-    """
-    G = s.counts.shape[0]
-    linear = 0.0
-    exp_total = 0.0
-    combos = data.all_combos
-    if kind == KIND_PHI:
-        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
-    for i in range(G):
-        a = s.cell_level_counts[i, p] if kind == KIND_PHI else s.cell_counts[i]
-        linear += a * (field[i] - comp_mean[data.component[i]])
-        for t in range(combos.shape[0]):
-            exp_total += s.expeta[i, combos[t]]
-    return linear, exp_total
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def intercept_shift(data, s, kind, p, linear, exp_change, exp_total, factor):
     """Intercept shift δ of a scale move, and the move's log-likelihood and intercept-prior change.
 
@@ -401,8 +336,11 @@ def intercept_shift(data, s, kind, p, linear, exp_change, exp_total, factor):
         count, or α_p, with n the count at level ``p``.
     p : int
         The level of φ_·p.
-    linear, exp_total : float
-        From :func:`scale_terms`.
+    linear : float
+        Σ a·(x − x̄) over the touched entries: a the observed counts, x the scaled values
+        (the centred field, or ε).
+    exp_total : float
+        S(0), the sum of e^η over the touched entries.
     exp_change : float
         S(u) − S(0), summed by the measuring pass.
     factor : float
@@ -435,7 +373,7 @@ def move_intercept(s, kind, p, delta):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def eps_scale_terms(data, s):
-    """``(Σ c_ib·ε_ib, Σ e^η_ib)``: :func:`scale_terms` for the scale move of ε."""
+    """``(Σ c_ib·ε_ib, Σ e^η_ib)``: the sums :func:`intercept_shift` needs for ε's move."""
     linear = 0.0
     exp_total = 0.0
     for i in range(s.counts.shape[0]):
@@ -446,57 +384,34 @@ def eps_scale_terms(data, s):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _scale_move(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, adapt):
-    """Metropolis move (f − f̄_c, τ) → (e^u (f − f̄_c), e^{−2u} τ), u ~ N(0, sd²); return τ.
+def _scale_move_beta(c, tau, shape, rate, data, s, comp_sum, slot, adapt):
+    """Metropolis move (β_c − β̄_c, τ) → (e^u (β_c − β̄_c), e^{−2u} τ), u ~ N(0, sd²); return τ.
 
+    The scale move of an ICAR β field (as :func:`field_scale_cycle` makes for θ and φ_·p,
+    without an intercept: β enters η through Z̄, so no intercept keeps the expected count).
     The ICAR quadratic form and the component means are unchanged, so the log acceptance
     ratio is the change in log likelihood plus ``−2·shape·u − rate·τ·(e^{−2u} − 1)`` (the
     Gamma prior, the ICAR normalising constant τ^{(G−C)/2} and the Jacobian e^{(G−C)u − 2u}
-    combine to this). θ and φ_·p move with their intercept (μ, α_p) so that the expected count
-    stays put (:func:`intercept_shift`). The move is exact; it breaks the strong posterior
-    dependence between an ICAR field and its precision, which single-site Gibbs updates
-    cannot (the "funnel"). During burn-in (``adapt``) the proposal sd is tuned towards 44%
-    acceptance. ``p`` is the level of φ_·p, or for β (``kind`` :data:`KIND_BETA`) the
-    covariate c of the field β_c·.
+    combine to this; :func:`scale_accept`).
     """
+    field = s.beta[c]
     component_means(field, data, comp_sum)
     u, factor = scale_proposal(s, slot)
-    offset = 0.0
-    if kind == KIND_BETA:
-        delta_loglik = _scale_pass(field, kind, p, data, s, comp_sum, factor, False, offset)
-    else:
-        linear, exp_total = scale_terms(field, comp_sum, kind, p, data, s)
-        exp_change = _scale_pass(field, kind, p, data, s, comp_sum, factor, False, offset)
-        offset, delta_loglik = intercept_shift(data, s, kind, p, linear, exp_change,
-                                               exp_total, factor)
+    delta_loglik = _scale_pass_beta(field, c, data, s, comp_sum, factor, False)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
     if not accept:
         return tau
-    _scale_pass(field, kind, p, data, s, comp_sum, factor, True, offset)
-    if kind != KIND_BETA:
-        move_intercept(s, kind, p, offset)
+    _scale_pass_beta(field, c, data, s, comp_sum, factor, True)
     return new_tau
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _scale_pass(field, kind, p, data, s, comp_mean, factor, apply, offset):
-    """Measure or make the scale move of :func:`_scale_move`.
-
-    Measuring returns the log-likelihood change for β, the change of Σ e^η for θ and φ_·p.
-    """
-    combos = data.all_combos
-    if kind == KIND_PHI:
-        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+def _scale_pass_beta(field, c, data, s, comp_mean, factor, apply):
+    """Measure (the log-likelihood change) or make the move of :func:`_scale_move_beta`."""
     total = 0.0
     for i in range(s.counts.shape[0]):
-        if kind == KIND_BETA:
-            total = scale_beta_cell(field, i, comp_mean, data.component, factor,
-                                    data.zbar[p], s.counts, s.eta, s.expeta, apply, total)
-            continue
-        total = scale_field_cell(field, i, comp_mean, data.component, factor, combos, s.eta,
-                                 s.expeta, apply, offset, total)
-        if apply and kind == KIND_PHI:
-            s.phi[i, p] = field[i]
+        total = scale_beta_cell(field, i, comp_mean, data.component, factor, data.zbar[c],
+                                s.counts, s.eta, s.expeta, apply, total)
     return total
 
 
@@ -613,7 +528,7 @@ def shift_eps(data, s, p, intercept_var, intercept):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def scale_move_eps(data, s, slot, adapt):
-    """Apply the scale move of :func:`_scale_move` to the iid errors ε and τ_ε (no centring).
+    """Apply the scale move of :func:`field_scale_cycle` to the iid errors ε and τ_ε (no centring).
 
     ε ~ N(0, 1/τ_ε) iid on G·B entries: the normalising constant τ^{GB/2}, the Jacobian
     e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``; μ moves
@@ -636,72 +551,167 @@ def scale_move_eps(data, s, slot, adapt):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def split_scale_move(field, tau, shape, rate, p, data, s, comp_sum, slot, adapt):
-    """Scale move of (f − f̄_c, τ) with the errors taking up the change: η stays put; return τ.
+def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, split_slot,
+                      adapt):
+    """:data:`SCALE_ROUNDS` rounds of three exact updates of θ or φ_·p's scale; return τ.
 
-    (f − f̄_c, ε_ib, τ) → (e^u (f − f̄_c), ε_ib − d_i, e^{−2u} τ) with d_i = (e^u − 1)(f_i − f̄),
-    for the entries b the field enters. The likelihood is unchanged, so the ratio is that of
-    :func:`_scale_move`'s priors plus the change of the errors' N(0, 1/τ_ε) log density; the
-    map is an involution for u → −u with the Jacobian of the scale alone (the shear of ε is
-    unit triangular). It moves the split of a cell's deviation between its structured and its
-    unstructured part, the direction along which a weakly identified field's precision is slow.
-    No exp: the move costs one pass over the touched entries. ``p`` is −1 for θ.
+    Each round: (1) the Gamma draw of τ given the field (Nunes 2018, eqs. 2.15–2.16, with the
+    ICAR rank G − C); (2) the scale move with the intercept (f − f̄_c, τ, intercept) →
+    (e^u (f − f̄_c), e^{−2u} τ, intercept + δ), where δ = −log(S(u)/S(0)), S the sum of e^η
+    over the touched entries, keeps the expected count (:func:`intercept_shift`); (3) the
+    split move (f − f̄_c, ε_ib, τ) → (e^u (f − f̄_c), ε_ib − d_i, e^{−2u} τ), d_i = (e^u − 1)
+    (f_i − f̄), for the entries b the field enters: η stays put and the ratio is the priors'
+    change with the errors' N(0, 1/τ_ε) log density. Both moves are involutions for u → −u
+    with the Jacobian of the scale alone (δ is unit triangular, the shear of ε too), so the
+    ratio of (2) is ``factor·Σa(f − f̄) + n·δ`` plus the intercept's prior and that of (3) the
+    errors' prior change, each with the Gamma/Jacobian term of :func:`scale_accept`. Every
+    update leaves the posterior invariant; the moves are the non-centred and the centred
+    updates of the precision, interwoven (Yu & Meng 2011), along the two couplings that make a
+    weakly identified field's precision slow: the log-normal mean e^{μ + σ²/2} and the split
+    of a cell's deviation between the field and its errors.
+
+    A round costs O(G), not a pass over the touched entries: all three updates change the
+    field by a multiple of its centred values, so per-cell sums carry them — S_i = Σ_b e^η_ib,
+    E_i = Σ_b ε_ib over the touched b — and G ``expm1`` measure a scale move. η, exp η and ε
+    are brought up to date once, after the last round (one exp per cell). One round per sweep
+    left the precision of a weakly identified field (τ_φ[y=1] at G = 400, posterior sd of
+    log τ 0.8) with lag-1 autocorrelation 0.70 between thinned draws; the rounds let it travel
+    its conditional given the rest of the state within one sweep (``bench/RESULTS.md``,
+    2026-11-26).
+
+    Parameters
+    ----------
+    field : numpy.ndarray of float64, shape (G,)
+        θ, or a copy of φ's column p (the result is also stored in ``s.phi[:, p]``).
+    tau : float
+        The field's precision.
+    shape, rate : float
+        Its Gamma prior.
+    kind : int
+        ``KIND_THETA`` (intercept μ, every combination) or ``KIND_PHI`` (α_p, the
+        combinations holding level p).
+    p : int
+        The level of φ_·p (``_FIRST`` for θ).
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: the field, its intercept, η, exp η and ε are updated in place,
+        ``s.rng`` advanced; ``s.cell_work`` (rows 0–5) is scratch.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch: the field's component means.
+    slot, split_slot : int
+        The proposal scales of moves (2) and (3) in ``s.scale_log_sd`` (:func:`scale_proposal`).
+    adapt : bool
+        Burn-in: tune both proposal scales.
+
+    Returns
+    -------
+    float
+        The new τ.
     """
-    component_means(field, data, comp_sum)
-    u, factor = scale_proposal(s, slot)
+    G = field.shape[0]
     combos = data.all_combos
-    if p >= 0:
+    if kind == KIND_PHI:
         combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
     n = combos.shape[0]
-    change = 0.0
-    for i in range(field.shape[0]):
-        d = (field[i] - comp_sum[data.component[i]]) * factor
-        eps_sum = 0.0
+    component_means(field, data, comp_sum)
+    work = s.cell_work
+    dev, exp_sum, eps_sum, shift, absorbed, grow = work[0], work[1], work[2], work[3], \
+        work[4], work[5]
+    linear = 0.0
+    exp_total = 0.0
+    quadratic = 0.0
+    for i in range(G):
+        dev[i] = field[i] - comp_sum[data.component[i]]
+        a = s.cell_level_counts[i, p] if kind == KIND_PHI else s.cell_counts[i]
+        linear += a * dev[i]
+        cell_exp = 0.0
+        cell_eps = 0.0
         for t in range(n):
-            eps_sum += s.eps[i, combos[t]]
-        change += d * (2.0 * eps_sum - n * d)
-    change *= 0.5 * s.tau_eps[0]
-    accept, new_tau = scale_accept(s, slot, adapt, change, u, tau, shape, rate)
-    if not accept:
-        return tau
-    for i in range(field.shape[0]):
-        d = (field[i] - comp_sum[data.component[i]]) * factor
-        field[i] += d
-        for t in range(n):
-            s.eps[i, combos[t]] -= d
-        if p >= 0:
+            cell_exp += s.expeta[i, combos[t]]
+            cell_eps += s.eps[i, combos[t]]
+        exp_sum[i] = cell_exp
+        eps_sum[i] = cell_eps
+        exp_total += cell_exp
+        shift[i] = 0.0
+        absorbed[i] = 0.0
+        quadratic = icar_quadratic_add(field, i, data.indptr, data.indices, quadratic)
+    gibbs_shape = shape + 0.5 * (G - data.component_size.shape[0])
+    half_tau_eps = 0.5 * s.tau_eps[0]
+    for _ in range(SCALE_ROUNDS):
+        tau = gamma(s.rng, gibbs_shape, rate + 0.5 * quadratic)
+        u, factor = scale_proposal(s, slot)
+        exp_change = 0.0
+        for i in range(G):
+            grow[i] = math.expm1(dev[i] * factor)
+            exp_change += exp_sum[i] * grow[i]
+        delta, change = intercept_shift(data, s, kind, p, linear, exp_change, exp_total, factor)
+        accept, new_tau = scale_accept(s, slot, adapt, change, u, tau, shape, rate)
+        if accept:
+            tau = new_tau
+            move_intercept(s, kind, p, delta)
+            e_delta = math.exp(delta)
+            exp_total = 0.0
+            for i in range(G):
+                d = dev[i] * factor
+                dev[i] += d
+                shift[i] += d + delta
+                exp_sum[i] *= (1.0 + grow[i]) * e_delta
+                exp_total += exp_sum[i]
+            linear *= 1.0 + factor
+            quadratic *= (1.0 + factor) * (1.0 + factor)
+        u, factor = scale_proposal(s, split_slot)
+        change = 0.0
+        for i in range(G):
+            d = dev[i] * factor
+            change += d * (2.0 * eps_sum[i] - n * d)
+        accept, new_tau = scale_accept(s, split_slot, adapt, half_tau_eps * change, u, tau,
+                                       shape, rate)
+        if accept:
+            tau = new_tau
+            for i in range(G):
+                d = dev[i] * factor
+                dev[i] += d
+                eps_sum[i] -= n * d
+                absorbed[i] += d
+            linear *= 1.0 + factor
+            quadratic *= (1.0 + factor) * (1.0 + factor)
+    for i in range(G):
+        field[i] = comp_sum[data.component[i]] + dev[i]
+        if kind == KIND_PHI:
             s.phi[i, p] = field[i]
-    return new_tau
+        if shift[i] != 0.0 or absorbed[i] != 0.0:
+            rescale = math.exp(shift[i])
+            for t in range(n):
+                b = combos[t]
+                s.eta[i, b] += shift[i]
+                s.expeta[i, b] *= rescale
+                s.eps[i, b] -= absorbed[i]
+    return tau
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def scale_moves(data, s, comp_sum, column, adapt):
     """Scale moves of every ICAR field and of ε with its precision.
 
-    Two per field, each exact and each breaking one posterior coupling of the precision: the
-    log-normal one between a field's spread and its intercept (:func:`_scale_move`, with
-    :func:`intercept_shift`), and the split of each cell's deviation between the field and its
-    errors (:func:`split_scale_move`). Same cost per sweep; the gain in ESS is measured in
-    ``bench/RESULTS.md`` (2026-11-24, "scale moves that keep the expected count").
+    θ and each φ_·p: the rounds of :func:`field_scale_cycle` (τ's Gibbs draw, the scale move
+    with the intercept, the split move with the errors); each ICAR β_c·: one scale move
+    (:func:`_scale_move_beta`); ε: one scale move with μ (:func:`scale_move_eps`).
     """
     pr = data.priors
-    s.tau_theta[0] = _scale_move(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
-                                 KIND_THETA, _FIRST, data, s, comp_sum, _FIRST, adapt)
     P = s.alpha.shape[0]
     split = 2 + P + s.beta.shape[0]
-    s.tau_theta[0] = split_scale_move(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
-                                      NO_LEVEL, data, s, comp_sum, split, adapt)
+    s.tau_theta[0] = field_scale_cycle(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
+                                       KIND_THETA, _FIRST, data, s, comp_sum, _FIRST, split,
+                                       adapt)
     G = s.counts.shape[0]
-    for p in range(s.alpha.shape[0]):
+    for p in range(P):
         for i in range(G):
             column[i] = s.phi[i, p]
-        s.tau_phi[p] = _scale_move(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B],
-                                   KIND_PHI, p, data, s, comp_sum, 1 + p, adapt)
-        s.tau_phi[p] = split_scale_move(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B],
-                                        p, data, s, comp_sum, split + 1 + p, adapt)
+        s.tau_phi[p] = field_scale_cycle(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B], KIND_PHI,
+                                         p, data, s, comp_sum, 1 + p, split + 1 + p, adapt)
     for c in range(data.beta_priors.shape[0]):
         if data.beta_priors[c] == BETA_ICAR:
-            s.tau_beta[c] = _scale_move(s.beta[c], s.tau_beta[c], pr[BETA_A], pr[BETA_B],
-                                        KIND_BETA, c, data, s, comp_sum, 1 + P + c,
-                                        adapt)
+            s.tau_beta[c] = _scale_move_beta(c, s.tau_beta[c], pr[BETA_A], pr[BETA_B], data,
+                                             s, comp_sum, 1 + P + c, adapt)
     scale_move_eps(data, s, 1 + P + s.beta.shape[0], adapt)

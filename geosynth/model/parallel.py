@@ -74,23 +74,19 @@ from geosynth.model.conditionals import (
     shift_cell_eta_z,
 )
 from geosynth.model.moves import (
-    KIND_BETA,
     KIND_PHI,
     KIND_THETA,
     NO_LEVEL,
     eps_scale_terms,
+    field_scale_cycle,
     intercept_shift,
     mode_moves,
-    move_intercept,
     scale_accept,
     scale_beta_cell,
     scale_eps_cell,
-    scale_field_cell,
     scale_proposal,
-    scale_terms,
     shift_eps_draw,
     shift_move,
-    split_scale_move,
 )
 from geosynth.model.state import (
     ALPHA_VAR,
@@ -221,9 +217,8 @@ _OP_ADD_ETA = np.int64(6)  # η_ib += aux[b] (exp η rescaled)
 _OP_SUB_EPS = np.int64(7)  # ε_ib −= aux[b]
 # partial[block, :] = ICAR quadratics of θ, φ_·p, β_c· (obs) and Σ ε²
 _OP_PRECISION_SUMS = np.int64(8)
-# Δ log-likelihood of scaling θ or φ_·p about its component means (aux)
-_OP_SCALE_LOGLIK = np.int64(9)
-_OP_SCALE_APPLY = np.int64(10)
+# Δ log-likelihood of scaling β_c· about its component means (aux), and the move (9, 10: the
+# θ and φ_·p scale moves, now serial rounds of moves.field_scale_cycle)
 _OP_SCALE_LOGLIK_BETA = np.int64(11)
 _OP_SCALE_APPLY_BETA = np.int64(12)
 _OP_SCALE_LOGLIK_EPS = np.int64(13)
@@ -368,17 +363,6 @@ def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, with_eps, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _scale_field_cells(cells, lo, hi, field, comp_mean, component, factor, combos, eta, expeta,
-                       apply, offset):
-    """:func:`geosynth.model.moves.scale_field_cell` over cells[lo:hi] (θ or φ_·p)."""
-    total = 0.0
-    for j in range(lo, hi):
-        total = scale_field_cell(field, cells[j], comp_mean, component, factor, combos, eta,
-                                 expeta, apply, offset, total)
-    return total
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def _scale_beta_cells(cells, lo, hi, beta, comp_mean, component, factor, zbar, counts, eta,
                       expeta, apply):
     """:func:`geosynth.model.moves.scale_beta_cell` over cells[lo:hi]."""
@@ -433,9 +417,6 @@ def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams
         _precision_sums_cells(cells, lo, hi, field, phi, obs, params[0] > 0.0,
                               params[1] > 0.0, eps, indptr, indices, row)
         return row[0]
-    elif op == _OP_SCALE_LOGLIK or op == _OP_SCALE_APPLY:
-        return _scale_field_cells(cells, lo, hi, field, aux, component, params[0], combos, eta,
-                                  expeta, op == _OP_SCALE_APPLY, params[1])
     elif op == _OP_SCALE_LOGLIK_BETA or op == _OP_SCALE_APPLY_BETA:
         return _scale_beta_cells(cells, lo, hi, field, aux, component, params[0], zbar, counts,
                                  eta, expeta, op == _OP_SCALE_APPLY_BETA)
@@ -821,30 +802,24 @@ def _update_precisions_parallel(data, s, w):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, adapt,
-                         comp_sum, kind, p):
-    """Make a scale move (:func:`geosynth.model.moves._scale_move`) in parallel; return τ.
+def _scale_move_beta_parallel(data, s, w, c, tau, shape, rate, slot, adapt, comp_sum):
+    """Make the scale move of an ICAR β_c· in parallel; return τ_β,c.
 
-    ``op`` is the measuring operation; ``op + 1`` applies the move. θ and φ_·p (``kind``) move
-    with their intercept (:func:`geosynth.model.moves.intercept_shift`); the sums it needs
-    besides the measured one cost no exp and are taken serially.
+    The move of :func:`geosynth.model.moves._scale_move_beta`, its two passes over the cells
+    split into blocks.
     """
+    field = s.beta[c]
     component_means(field, data, comp_sum)
     u, factor = scale_proposal(s, slot)
     w.params[0] = factor
     w.params[1] = 0.0
-    measured = _run_all(op, data, s, w, field, combos, w.obs, comp_sum)
-    delta_loglik = measured
-    if kind != KIND_BETA:
-        linear, exp_total = scale_terms(field, comp_sum, kind, p, data, s)
-        w.params[1], delta_loglik = intercept_shift(data, s, kind, p, linear, measured,
-                                                    exp_total, factor)
+    w.covariate[0] = c
+    delta_loglik = _run_all(_OP_SCALE_LOGLIK_BETA, data, s, w, field, data.all_combos, w.obs,
+                            comp_sum)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate)
     if not accept:
         return tau
-    _run_all(op + 1, data, s, w, field, combos, w.obs, comp_sum)
-    if kind != KIND_BETA:
-        move_intercept(s, kind, p, w.params[1])
+    _run_all(_OP_SCALE_APPLY_BETA, data, s, w, field, data.all_combos, w.obs, comp_sum)
     return new_tau
 
 
@@ -852,33 +827,24 @@ def _scale_move_parallel(op, data, s, w, field, combos, tau, shape, rate, slot, 
 def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
     """Scale moves of θ, φ_·p, each ICAR β_c· and ε, in the serial sweep's order and slots.
 
-    The error-absorbing moves (:func:`geosynth.model.moves.split_scale_move`) cost no exp
-    and run serially.
+    θ and φ_·p run :func:`geosynth.model.moves.field_scale_cycle` as the serial sweep does
+    (its rounds cost O(G) each and run serially); the β and ε moves measure and apply their
+    passes over the cells in parallel.
     """
     pr = data.priors
     P = s.alpha.shape[0]
     split = 2 + P + s.beta.shape[0]
-    s.tau_theta[0] = _scale_move_parallel(_OP_SCALE_LOGLIK, data, s, w, s.theta, data.all_combos,
-                                          s.tau_theta[0], pr[THETA_A], pr[THETA_B], 0, adapt,
-                                          comp_sum, KIND_THETA, NO_LEVEL)
-    s.tau_theta[0] = split_scale_move(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
-                                      NO_LEVEL, data, s, comp_sum, split, adapt)
+    s.tau_theta[0] = field_scale_cycle(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
+                                       KIND_THETA, 0, data, s, comp_sum, 0, split, adapt)
     for p in range(P):
         _copy_column(s.phi, p, column)
-        s.tau_phi[p] = _scale_move_parallel(_OP_SCALE_LOGLIK, data, s, w, column,
-                                            _level_combos(data, p), s.tau_phi[p], pr[PHI_A],
-                                            pr[PHI_B], 1 + p, adapt, comp_sum, KIND_PHI, p)
-        _store_column(column, p, s.phi)
-        s.tau_phi[p] = split_scale_move(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B], p, data,
-                                        s, comp_sum, split + 1 + p, adapt)
+        s.tau_phi[p] = field_scale_cycle(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B], KIND_PHI,
+                                         p, data, s, comp_sum, 1 + p, split + 1 + p, adapt)
     for c in range(data.beta_priors.shape[0]):
         if data.beta_priors[c] != BETA_ICAR:
             continue
-        w.covariate[0] = c
-        s.tau_beta[c] = _scale_move_parallel(_OP_SCALE_LOGLIK_BETA, data, s, w, s.beta[c],
-                                             data.all_combos, s.tau_beta[c], pr[BETA_A],
-                                             pr[BETA_B], 1 + P + c, adapt, comp_sum,
-                                             KIND_BETA, c)
+        s.tau_beta[c] = _scale_move_beta_parallel(data, s, w, c, s.tau_beta[c], pr[BETA_A],
+                                                  pr[BETA_B], 1 + P + c, adapt, comp_sum)
     # ε: no component means (comp_sum is ignored by the ε operations); μ moves with it.
     slot = 1 + P + s.beta.shape[0]
     u, factor = scale_proposal(s, slot)

@@ -177,7 +177,7 @@ class GibbsState(NamedTuple):
     scale_log_sd: np.ndarray  # float64 (2P + 3 + max(K, 1),) scale moves: θ, φ_p, β_c, ε,
     #                           then the error-absorbing ones of θ and φ_p
     marginal_log_sd: np.ndarray  # float64 (P + 3,) noise-aware moves: μ, α_p, θ_i, ε_ib
-    mode_work: np.ndarray  # float64 (4, G) scratch of the smooth-mode moves
+    cell_work: np.ndarray  # float64 (6, G) scratch of the smooth-mode moves and scale cycles
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -101,7 +101,7 @@ def standard_exponential(state):
     return -math.log(uniform(state))
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def standard_normal(state):
     """Draw a standard normal value (Marsaglia polar method, one value per call)."""
     while True:
