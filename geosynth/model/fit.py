@@ -25,7 +25,7 @@ import numpy as np
 
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
-from geosynth.model.modes import smooth_modes
+from geosynth.model.modes import smooth_modes, with_component_constants
 from geosynth.model.priors import Priors
 from geosynth.model.results import PaivaFit
 from geosynth.model.runner import AutoRunner, ChainRunner, ChainSettings, run_on_executor
@@ -592,6 +592,9 @@ def build_model_data(counts: CellCounts,
     zbar = np.stack([counts.covariate(name)[0] for name in covariates] or [np.zeros((G, B))])
     modes, mode_eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
                                            np.asarray(grid.indices, dtype=np.int64))
+    # The moves along the modes also move each component's constant (modes module docstring).
+    modes = with_component_constants(modes, np.asarray(grid.component, dtype=np.int64),
+                                     grid.n_components)
     tables = CountTables(
         counts=c,
         cell_counts=c.sum(axis=1),

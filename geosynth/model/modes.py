@@ -18,6 +18,16 @@ modes are orthogonal to each component's constant, so the component means (and t
 do not move, and the ICAR quadratic form changes by ``2 zᵀΛVᵀf + zᵀΛz``. Along smooth modes the
 likelihood aggregates many cells, so the Gaussian approximation is close and the move is
 accepted often; it costs O(G·K²) flops and G exps, no factorisation of a G × G matrix.
+
+The engine moves each field along its smooth modes *and* the constant of each connected
+component (:func:`with_component_constants`), whose prior is the N(0, level_var) prior of the
+component's mean (:func:`mode_precision`). The constant moves the field's level, and with it
+the identified intercept μ + mean θ (or α_p + mean φ_·p), jointly with the broad trend: on the
+bench's scenario at G = 1,600 the identified μ correlated −0.45 with θ's fourth smoothest mode
+(the data weigh the cells by their intensity, the summary by their number), and the joint move
+lifted the ESS of μ from 534 to ~1,000 and of the worst α_p from 741 to ~1,240 (2 × 8,000
+sweeps; ``bench/RESULTS.md``, 2026-11-26). The exact shift move (μ + k, θ − k) then splits
+the level between the intercept and the field (:mod:`geosynth.model.moves`).
 """
 
 from __future__ import annotations
@@ -31,7 +41,14 @@ from scipy.sparse.linalg import eigsh
 
 from geosynth.samplers.rng import standard_normal, uniform
 
-__all__ = ["N_MODES", "smooth_modes", "mode_proposal", "mode_move"]
+__all__ = [
+    "N_MODES",
+    "smooth_modes",
+    "with_component_constants",
+    "mode_precision",
+    "mode_proposal",
+    "mode_move",
+]
 
 N_MODES = 12  # modes per field; the slow ones of the bench's lattices (module docstring)
 _DENSE_UP_TO = 600  # cells: below this, all eigenvectors by dense eigh (exact and cheap)
@@ -85,15 +102,72 @@ def smooth_modes(indptr: np.ndarray, indices: np.ndarray, n_modes: int = N_MODES
     return np.ascontiguousarray(vectors[:, keep]), np.ascontiguousarray(values[keep])
 
 
+def with_component_constants(modes: np.ndarray, component: np.ndarray,
+                             n_components: int) -> np.ndarray:
+    """Append to ``modes`` the unit-norm constant of each connected component.
+
+    Parameters
+    ----------
+    modes : numpy.ndarray of float64, shape (G, K)
+        From :func:`smooth_modes` (orthogonal to every component's constant).
+    component : numpy.ndarray of int64, shape (G,)
+        Component of each cell.
+    n_components : int
+        Number of components C.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (G, K + C)
+        The modes, then column K + c = 1/sqrt(n_c) on component c's cells, 0 elsewhere: still
+        orthonormal.
+    """
+    constants = np.zeros((modes.shape[0], n_components))
+    sizes = np.bincount(component, minlength=n_components)
+    constants[np.arange(modes.shape[0]), component] = 1.0 / np.sqrt(sizes[component])
+    return np.ascontiguousarray(np.hstack([modes, constants]))
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def _newton(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, gradient):
-    """Fill the Hessian ``τΛ + Vᵀ diag(E) V`` and gradient of the log conditional of z at 0."""
+def mode_precision(eigenvalues, tau, component_size, level_var, out):
+    """Prior precisions of the coordinates of :func:`with_component_constants`' columns.
+
+    Mode k (k < K): τλ_k, the ICAR prior along the eigenvector. Constant of component c
+    (column K + c, coordinate sqrt(n_c)·mean_c): 1/(n_c·level_var), the N(0, level_var) prior
+    of the component's mean; the ICAR density is flat along it.
+
+    Parameters
+    ----------
+    eigenvalues : numpy.ndarray of float64, shape (K,)
+        From :func:`smooth_modes`.
+    tau : float
+        The field's ICAR precision.
+    component_size : numpy.ndarray of float64, shape (C,)
+        Cells in each component.
+    level_var : float
+        Prior variance of a component's mean.
+    out : numpy.ndarray of float64, shape (K + C,)
+        Overwritten with the precisions.
+    """
+    K = eigenvalues.shape[0]
+    for k in range(K):
+        out[k] = tau * eigenvalues[k]
+    for c in range(component_size.shape[0]):
+        out[K + c] = 1.0 / (component_size[c] * level_var)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _newton(modes, precision, coords, observed, exp_sum, hessian, gradient):
+    """Fill the Hessian ``diag(precision) + Vᵀ diag(E) V`` and the gradient at z = 0.
+
+    Of the log conditional of z; ``precision`` is each coordinate's prior precision (τλ_k for
+    a mode, :func:`mode_precision`).
+    """
     G, K = modes.shape
     for k in range(K):
-        gradient[k] = -tau * eigenvalues[k] * coords[k]
+        gradient[k] = -precision[k] * coords[k]
         for m in range(k + 1):
             hessian[k, m] = 0.0
-        hessian[k, k] = tau * eigenvalues[k]
+        hessian[k, k] = precision[k]
     for i in range(G):
         residual = observed[i] - exp_sum[i]
         row = modes[i]
@@ -162,13 +236,13 @@ def _log_proposal(chol, half_log_det, mean, point):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _approximation(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, gradient, mean):
+def _approximation(modes, precision, coords, observed, exp_sum, hessian, gradient, mean):
     """Gaussian approximation N(mean, (L Lᵀ)⁻¹) of the conditional of z at z = 0.
 
     Leaves the Cholesky factor L of the Newton matrix in ``hessian`` and the Newton step in
     ``mean``; returns ``Σ log L_kk``, NaN if the matrix is not positive definite.
     """
-    _newton(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, gradient)
+    _newton(modes, precision, coords, observed, exp_sum, hessian, gradient)
     half_log_det = _cholesky(hessian)
     if not math.isnan(half_log_det):
         _solve(hessian, gradient, mean)
@@ -176,7 +250,7 @@ def _approximation(modes, eigenvalues, tau, coords, observed, exp_sum, hessian, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng, work):
+def mode_proposal(field, precision, observed, combos, expeta, modes, rng, work):
     """Propose the move f → f + V z of :func:`mode_move`; return its log Metropolis–Hastings ratio.
 
     The step V z is left in ``work[1]`` and its exponential in ``work[2]``; the ratio is
@@ -198,7 +272,7 @@ def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
         exp_sum[i] = total
         for k in range(K):
             coords[k] += modes[i, k] * field[i]
-    half_log_det = _approximation(modes, eigenvalues, tau, coords, observed, exp_sum, hessian,
+    half_log_det = _approximation(modes, precision, coords, observed, exp_sum, hessian,
                                   gradient, mean)
     if math.isnan(half_log_det):
         return math.nan
@@ -215,7 +289,7 @@ def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
     log_ratio = -_log_proposal(hessian, half_log_det, mean, z)
     # Log-likelihood and ICAR prior change of f → f + V z.
     for k in range(K):
-        log_ratio -= 0.5 * tau * eigenvalues[k] * z[k] * (2.0 * coords[k] + z[k])
+        log_ratio -= 0.5 * precision[k] * z[k] * (2.0 * coords[k] + z[k])
     for i in range(G):
         v = 0.0
         for k in range(K):
@@ -227,7 +301,7 @@ def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
     # Reverse proposal: from the proposed state, the move −z.
     for k in range(K):
         coords[k] += z[k]
-    half_log_det = _approximation(modes, eigenvalues, tau, coords, observed, exp_sum, hessian,
+    half_log_det = _approximation(modes, precision, coords, observed, exp_sum, hessian,
                                   gradient, mean)
     if math.isnan(half_log_det):
         return math.nan
@@ -237,15 +311,15 @@ def mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def mode_move(field, tau, observed, combos, eta, expeta, modes, eigenvalues, rng, work):
+def mode_move(field, precision, observed, combos, eta, expeta, modes, rng, work):
     """One Metropolis–Hastings block move of ``field`` along its smooth modes; return accepted.
 
     Parameters
     ----------
     field : numpy.ndarray of float64, shape (G,)
         θ or a copy of a column of φ, updated in place if the move is accepted.
-    tau : float
-        The field's ICAR precision.
+    precision : numpy.ndarray of float64, shape (K,)
+        Prior precision of each coordinate z_k (:func:`mode_precision`).
     observed : numpy.ndarray of float64, shape (G,)
         Observed count of each cell over ``combos``.
     combos : numpy.ndarray of int64
@@ -253,9 +327,8 @@ def mode_move(field, tau, observed, combos, eta, expeta, modes, eigenvalues, rng
     eta, expeta : numpy.ndarray of float64, shape (G, B)
         Linear predictor and its exponential, moved with the field.
     modes : numpy.ndarray of float64, shape (G, K)
-        From :func:`smooth_modes`.
-    eigenvalues : numpy.ndarray of float64, shape (K,)
-        From :func:`smooth_modes`.
+        Orthonormal directions of the move: :func:`smooth_modes`, or those with the component
+        constants of :func:`with_component_constants`.
     rng : numpy.ndarray of uint64, shape (4,)
         xoshiro256** stream, advanced in place.
     work : numpy.ndarray of float64, shape (4, G)
@@ -268,8 +341,7 @@ def mode_move(field, tau, observed, combos, eta, expeta, modes, eigenvalues, rng
     """
     if modes.shape[1] == 0:
         return False
-    log_ratio = mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues, rng,
-                              work)
+    log_ratio = mode_proposal(field, precision, observed, combos, expeta, modes, rng, work)
     if not math.log(uniform(rng)) < log_ratio:  # NaN: refused
         return False
     step, exp_step = work[1], work[2]

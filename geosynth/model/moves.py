@@ -30,7 +30,7 @@ from geosynth.model.conditionals import (
     icar_quadratic_add,
     shift_cell_eta_z,
 )
-from geosynth.model.modes import mode_move
+from geosynth.model.modes import mode_move, mode_precision
 from geosynth.model.state import (
     ALPHA_VAR,
     BETA_A,
@@ -152,7 +152,11 @@ def scale_eps_cell(eps, i, factor, eta, expeta, apply, offset, total):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def mode_moves(data, s, column):
-    """Block moves of θ and of each φ_·p along their smooth modes (:mod:`geosynth.model.modes`).
+    """Block moves of θ and of each φ_·p along their smooth modes and component constants.
+
+    :mod:`geosynth.model.modes`: the moves' columns are ``data.modes`` (the smooth modes, then
+    one constant per component), their prior precisions those of
+    :func:`~geosynth.model.modes.mode_precision`.
 
     Parameters
     ----------
@@ -166,15 +170,21 @@ def mode_moves(data, s, column):
     G = s.counts.shape[0]
     observed = s.cell_work[3]
     observed[:] = s.cell_counts
-    mode_move(s.theta, s.tau_theta[0], observed, data.all_combos, s.eta, s.expeta, data.modes,
-              data.mode_eigenvalues, s.rng, s.cell_work)
+    precision = np.empty(data.modes.shape[1])
+    level_var = data.priors[LEVEL_VAR]
+    mode_precision(data.mode_eigenvalues, s.tau_theta[0], data.component_size, level_var,
+                   precision)
+    mode_move(s.theta, precision, observed, data.all_combos, s.eta, s.expeta, data.modes,
+              s.rng, s.cell_work)
     for p in range(s.alpha.shape[0]):
         for i in range(G):
             column[i] = s.phi[i, p]
             observed[i] = s.cell_level_counts[i, p]
         combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
-        if mode_move(column, s.tau_phi[p], observed, combos, s.eta, s.expeta, data.modes,
-                     data.mode_eigenvalues, s.rng, s.cell_work):
+        mode_precision(data.mode_eigenvalues, s.tau_phi[p], data.component_size, level_var,
+                       precision)
+        if mode_move(column, precision, observed, combos, s.eta, s.expeta, data.modes, s.rng,
+                     s.cell_work):
             for i in range(G):
                 s.phi[i, p] = column[i]
 
@@ -570,10 +580,11 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
     weakly identified field's precision slow: the log-normal mean e^{μ + σ²/2} and the split
     of a cell's deviation between the field and its errors.
 
-    A round costs O(G), not a pass over the touched entries: all three updates change the
-    field by a multiple of its centred values, so per-cell sums carry them — S_i = Σ_b e^η_ib,
-    E_i = Σ_b ε_ib over the touched b — and G ``expm1`` measure a scale move. η, exp η and ε
-    are brought up to date once, after the last round (one exp per cell). One round per sweep
+    A round costs G ``expm1`` and G products, not passes over the touched entries: all three
+    updates change the field by a multiple of its centred values at the start, so the cell
+    sums S_i = Σ_b e^η_ib over the touched b carry the scale move with the intercept, and
+    Σ dev_i·E_i, Σ dev_i² (E_i = Σ_b ε_ib) make the split move O(1). η, exp η and ε are
+    brought up to date once, after the last round (one exp per cell). One round per sweep
     left the precision of a weakly identified field (τ_φ[y=1] at G = 400, posterior sd of
     log τ 0.8) with lag-1 autocorrelation 0.70 between thinned draws; the rounds let it travel
     its conditional given the rest of the state within one sweep (``bench/RESULTS.md``,
@@ -596,7 +607,7 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
         The fit's read-only arrays.
     s : GibbsState
         The chain's state: the field, its intercept, η, exp η and ε are updated in place,
-        ``s.rng`` advanced; ``s.cell_work`` (rows 0–5) is scratch.
+        ``s.rng`` advanced; ``s.cell_work`` (rows 0–2) is scratch.
     comp_sum : numpy.ndarray of float64, shape (C,)
         Scratch: the field's component means.
     slot, split_slot : int
@@ -615,35 +626,39 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
         combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
     n = combos.shape[0]
     component_means(field, data, comp_sum)
-    work = s.cell_work
-    dev, exp_sum, eps_sum, shift, absorbed, grow = work[0], work[1], work[2], work[3], \
-        work[4], work[5]
-    linear = 0.0
-    exp_total = 0.0
-    quadratic = 0.0
+    # Every update moves the centred field by a multiple of its values at the start, dev0:
+    # the field is f̄ + scale·dev0, the errors lose absorbed·dev0_i and η gains
+    # shifted·dev0_i + moved (the intercept's total change) on the touched entries.
+    dev0, exp_sum, grow = s.cell_work[0], s.cell_work[1], s.cell_work[2]
+    linear = 0.0  # Σ a_i·dev_i
+    exp_total = 0.0  # Σ S_i
+    dev_eps = 0.0  # Σ dev_i·E_i
+    dev_sq = 0.0  # Σ dev_i²
+    quadratic = 0.0  # devᵀ(D_W − W)dev
     for i in range(G):
-        dev[i] = field[i] - comp_sum[data.component[i]]
+        dev0[i] = field[i] - comp_sum[data.component[i]]
         a = s.cell_level_counts[i, p] if kind == KIND_PHI else s.cell_counts[i]
-        linear += a * dev[i]
         cell_exp = 0.0
         cell_eps = 0.0
         for t in range(n):
             cell_exp += s.expeta[i, combos[t]]
             cell_eps += s.eps[i, combos[t]]
         exp_sum[i] = cell_exp
-        eps_sum[i] = cell_eps
         exp_total += cell_exp
-        shift[i] = 0.0
-        absorbed[i] = 0.0
+        linear += a * dev0[i]
+        dev_eps += dev0[i] * cell_eps
+        dev_sq += dev0[i] * dev0[i]
         quadratic = icar_quadratic_add(field, i, data.indptr, data.indices, quadratic)
     gibbs_shape = shape + 0.5 * (G - data.component_size.shape[0])
     half_tau_eps = 0.5 * s.tau_eps[0]
+    scale, shifted, absorbed, moved = 1.0, 0.0, 0.0, 0.0
     for _ in range(SCALE_ROUNDS):
         tau = gamma(s.rng, gibbs_shape, rate + 0.5 * quadratic)
         u, factor = scale_proposal(s, slot)
+        step = factor * scale
         exp_change = 0.0
         for i in range(G):
-            grow[i] = math.expm1(dev[i] * factor)
+            grow[i] = math.expm1(step * dev0[i])
             exp_change += exp_sum[i] * grow[i]
         delta, change = intercept_shift(data, s, kind, p, linear, exp_change, exp_total, factor)
         accept, new_tau = scale_accept(s, slot, adapt, change, u, tau, shape, rate)
@@ -653,40 +668,42 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
             e_delta = math.exp(delta)
             exp_total = 0.0
             for i in range(G):
-                d = dev[i] * factor
-                dev[i] += d
-                shift[i] += d + delta
                 exp_sum[i] *= (1.0 + grow[i]) * e_delta
                 exp_total += exp_sum[i]
+            shifted += step
+            moved += delta
+            scale *= 1.0 + factor
             linear *= 1.0 + factor
+            dev_eps *= 1.0 + factor
+            dev_sq *= (1.0 + factor) * (1.0 + factor)
             quadratic *= (1.0 + factor) * (1.0 + factor)
         u, factor = scale_proposal(s, split_slot)
-        change = 0.0
-        for i in range(G):
-            d = dev[i] * factor
-            change += d * (2.0 * eps_sum[i] - n * d)
+        # Σ_i d_i·(2·E_i − n·d_i) with d_i = factor·dev_i, from the running sums.
+        change = factor * (2.0 * dev_eps - n * factor * dev_sq)
         accept, new_tau = scale_accept(s, split_slot, adapt, half_tau_eps * change, u, tau,
                                        shape, rate)
         if accept:
             tau = new_tau
-            for i in range(G):
-                d = dev[i] * factor
-                dev[i] += d
-                eps_sum[i] -= n * d
-                absorbed[i] += d
+            absorbed += factor * scale
+            dev_eps = (1.0 + factor) * (dev_eps - n * factor * dev_sq)
+            scale *= 1.0 + factor
             linear *= 1.0 + factor
+            dev_sq *= (1.0 + factor) * (1.0 + factor)
             quadratic *= (1.0 + factor) * (1.0 + factor)
+    if shifted == 0.0 and absorbed == 0.0:  # nothing accepted (moved is 0 with shifted)
+        return tau
     for i in range(G):
-        field[i] = comp_sum[data.component[i]] + dev[i]
+        field[i] = comp_sum[data.component[i]] + scale * dev0[i]
         if kind == KIND_PHI:
             s.phi[i, p] = field[i]
-        if shift[i] != 0.0 or absorbed[i] != 0.0:
-            rescale = math.exp(shift[i])
-            for t in range(n):
-                b = combos[t]
-                s.eta[i, b] += shift[i]
-                s.expeta[i, b] *= rescale
-                s.eps[i, b] -= absorbed[i]
+        cell_shift = shifted * dev0[i] + moved
+        rescale = math.exp(cell_shift)
+        cell_absorbed = absorbed * dev0[i]
+        for t in range(n):
+            b = combos[t]
+            s.eta[i, b] += cell_shift
+            s.expeta[i, b] *= rescale
+            s.eps[i, b] -= cell_absorbed
     return tau
 
 

@@ -184,7 +184,7 @@ def initial_state(data: ModelData, tables: CountTables, stream: np.ndarray) -> G
         w1=np.zeros(1),
         scale_log_sd=np.full(2 * n_levels + 3 + fields, np.log(0.1)),
         marginal_log_sd=np.full(n_levels + 3, np.log(0.3)),
-        cell_work=np.zeros((6, G)),
+        cell_work=np.zeros((4, G)),
     )
 
 

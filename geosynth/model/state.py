@@ -121,8 +121,9 @@ class ModelData(NamedTuple):
     beta_priors: np.ndarray  # int64 (K,) BETA_NORMAL / BETA_ICAR per covariate; (0,) without β
     beta_sampler: int  # SAMPLER_ARS / SAMPLER_SLICE
     scalar_update: int  # UPDATE_EXACT (ARS draws) / UPDATE_MH (Newton-proposal MH steps)
-    modes: np.ndarray  # float64 (G, K) smoothest eigenvectors of D_W − W (modes.smooth_modes)
-    mode_eigenvalues: np.ndarray  # float64 (K,)
+    modes: np.ndarray  # float64 (G, K + C) smoothest eigenvectors of D_W − W, then the
+    #                    component constants (modes.smooth_modes, modes.with_component_constants)
+    mode_eigenvalues: np.ndarray  # float64 (K,) eigenvalues of the K smooth modes
 
 
 def model_shape(data: ModelData) -> tuple[int, int, int]:
@@ -177,7 +178,7 @@ class GibbsState(NamedTuple):
     scale_log_sd: np.ndarray  # float64 (2P + 3 + max(K, 1),) scale moves: θ, φ_p, β_c, ε,
     #                           then the error-absorbing ones of θ and φ_p
     marginal_log_sd: np.ndarray  # float64 (P + 3,) noise-aware moves: μ, α_p, θ_i, ε_ib
-    cell_work: np.ndarray  # float64 (6, G) scratch of the smooth-mode moves and scale cycles
+    cell_work: np.ndarray  # float64 (4, G) scratch of the smooth-mode moves and scale cycles
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -6,12 +6,20 @@ log q(z | f)`` with SciPy's multivariate normal density (any wrong sign, missing
 reverse proposal changes it). Calibration of the whole sweep with these moves: ``test_sbc.py``.
 """
 
+import geopandas as gpd
 import numpy as np
 import pytest
 from scipy import sparse, stats
+from shapely.geometry import box
 
 from geosynth import Grid
-from geosynth.model.modes import mode_move, mode_proposal, smooth_modes
+from geosynth.model.modes import (
+    mode_move,
+    mode_precision,
+    mode_proposal,
+    smooth_modes,
+    with_component_constants,
+)
 from geosynth.samplers.rng import make_streams
 
 
@@ -64,48 +72,96 @@ def test_a_lattice_with_fewer_modes_than_asked_gives_all_it_has():
     assert modes.shape == (9, 8) and (eigenvalues > 0).all()
 
 
-def _log_target(field, tau, observed, exp_sum, structure, step):
-    """log π(f + step) − log π(f): Poisson terms with E_i = Σ_b e^η and the ICAR prior."""
+LEVEL_VAR = 2.5
+
+
+def _log_target(field, tau, observed, exp_sum, structure, step, component):
+    """log π(f + step) − log π(f): Poisson terms with E_i = Σ_b e^η, the ICAR prior and the
+    N(0, LEVEL_VAR) prior of each component's mean."""
     moved = field + step
     likelihood = observed @ step - exp_sum @ np.expm1(step)
     prior = -0.5 * tau * (moved @ structure @ moved - field @ structure @ field)
+    for c in np.unique(component):
+        inside = component == c
+        prior -= (moved[inside].mean() ** 2 - field[inside].mean() ** 2) / (2 * LEVEL_VAR)
     return likelihood + prior
 
 
-def _log_proposal(field, tau, observed, exp_sum, modes, eigenvalues, z):
-    """log q(z | f): N(H⁻¹g, H⁻¹), H = τΛ + Vᵀ diag(E) V, g = Vᵀ(a − E) − τΛVᵀf."""
-    hessian = tau * np.diag(eigenvalues) + modes.T @ (modes * exp_sum[:, None])
-    gradient = modes.T @ (observed - exp_sum) - tau * eigenvalues * (modes.T @ field)
+def _log_proposal(field, precision, observed, exp_sum, basis, z):
+    """log q(z | f): N(H⁻¹g, H⁻¹), H = diag(p) + Vᵀ diag(E) V, g = Vᵀ(a − E) − diag(p)Vᵀf."""
+    hessian = np.diag(precision) + basis.T @ (basis * exp_sum[:, None])
+    gradient = basis.T @ (observed - exp_sum) - precision * (basis.T @ field)
     mean = np.linalg.solve(hessian, gradient)
     return stats.multivariate_normal(mean, np.linalg.inv(hessian)).logpdf(z)
 
 
+def _split_lattice():
+    """A 5 × 6 lattice cut in two by an excluded column (two components, 25 cells)."""
+    grid = Grid.regular((0.0, 0.0, 6.0, 5.0), shape=(5, 6),
+                        exclude=gpd.GeoSeries([box(2.0, 0.0, 3.0, 5.0)]))
+    assert grid.n_components == 2
+    return grid
+
+
+@pytest.mark.parametrize("constants", [False, True])
 @pytest.mark.parametrize("tau", [0.3, 4.0])
-def test_the_move_s_log_ratio_is_the_metropolis_hastings_ratio(tau):
-    grid = Grid.regular((0.0, 0.0, 6.0, 5.0), shape=(5, 6))
+def test_the_move_s_log_ratio_is_the_metropolis_hastings_ratio(tau, constants):
+    """With the component constants the move also changes each component's mean: the target
+    then includes the means' N(0, level_var) priors (as ``mode_precision`` says)."""
+    grid = _split_lattice()
     indptr = np.asarray(grid.indptr, dtype=np.int64)
     indices = np.asarray(grid.indices, dtype=np.int64)
+    component = np.asarray(grid.component, dtype=np.int64)
     modes, eigenvalues = smooth_modes(indptr, indices, n_modes=6)
+    basis = with_component_constants(modes, component, 2) if constants else modes
+    sizes = np.bincount(component).astype(float)
+    full = np.empty(8)
+    mode_precision(eigenvalues, tau, sizes, LEVEL_VAR, full)
+    precision = full[:basis.shape[1]].copy()
     structure = _structure(grid)
     rng = np.random.default_rng(7)
     G, B = grid.n_cells, 3
-    field = rng.normal(0.0, 0.8, G)
+    field = rng.normal(0.3, 0.8, G)
     expeta = np.exp(rng.normal(0.5, 0.7, (G, B)))
     combos = np.array([0, 2], dtype=np.int64)
     observed = rng.poisson(expeta[:, combos].sum(axis=1)).astype(float)
     exp_sum = expeta[:, combos].sum(axis=1)
+    moved_means = False
     for draw in range(5):
         work = np.zeros((4, G))
-        log_ratio = mode_proposal(field, tau, observed, combos, expeta, modes, eigenvalues,
+        log_ratio = mode_proposal(field, precision, observed, combos, expeta, basis,
                                   make_streams(draw, 1)[0], work)
         step = work[1].copy()
-        z = modes.T @ step
-        np.testing.assert_allclose(modes @ z, step, atol=1e-12)  # the step is V z
-        expected = (_log_target(field, tau, observed, exp_sum, structure, step)
-                    + _log_proposal(field + step, tau, observed, exp_sum * np.exp(step), modes,
-                                    eigenvalues, -z)
-                    - _log_proposal(field, tau, observed, exp_sum, modes, eigenvalues, z))
+        z = basis.T @ step
+        np.testing.assert_allclose(basis @ z, step, atol=1e-12)  # the step is V z
+        moved_means |= abs(step[component == 1].mean()) > 1e-6
+        expected = (_log_target(field, tau, observed, exp_sum, structure, step, component)
+                    + _log_proposal(field + step, precision, observed, exp_sum * np.exp(step),
+                                    basis, -z)
+                    - _log_proposal(field, precision, observed, exp_sum, basis, z))
         assert log_ratio == pytest.approx(expected, abs=1e-8)
+    assert moved_means == constants
+
+
+def test_component_constants_are_orthonormal_columns_after_the_modes():
+    grid = _split_lattice()
+    component = np.asarray(grid.component, dtype=np.int64)
+    modes, eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
+                                      np.asarray(grid.indices, dtype=np.int64), n_modes=6)
+    basis = with_component_constants(modes, component, 2)
+    assert basis.shape == (grid.n_cells, 8)
+    np.testing.assert_array_equal(basis[:, :6], modes)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(8), atol=1e-12)
+    for c in range(2):
+        inside = component == c
+        np.testing.assert_allclose(basis[inside, 6 + c], 1 / np.sqrt(inside.sum()))
+        assert not basis[~inside, 6 + c].any()
+    out = np.empty(8)
+    sizes = np.bincount(component).astype(float)
+    mode_precision(eigenvalues, 3.0, sizes, LEVEL_VAR, out)
+    np.testing.assert_allclose(out[:6], 3.0 * eigenvalues)
+    # Coordinate sqrt(n_c)·mean_c: variance n_c·level_var under the mean's prior.
+    np.testing.assert_allclose(out[6:], 1.0 / (sizes * LEVEL_VAR))
 
 
 def test_an_accepted_move_keeps_eta_and_the_component_means_consistent():
@@ -124,7 +180,7 @@ def test_an_accepted_move_keeps_eta_and_the_component_means_consistent():
     for _ in range(50):
         before = field.copy()
         eta_before = eta.copy()
-        if mode_move(field, 2.0, observed, combos, eta, expeta, modes, eigenvalues, stream,
+        if mode_move(field, 2.0 * eigenvalues, observed, combos, eta, expeta, modes, stream,
                      np.zeros((4, G))):
             accepted += 1
             np.testing.assert_allclose(eta - eta_before, np.repeat((field - before)[:, None], B, 1),

@@ -148,3 +148,31 @@ def test_fit_and_other_public_functions_name_seed(make_scenario_counts):
         geosynth.datasets.paiva_scenario(n=10, seed=-3)
     with pytest.raises(InputError, match="got the negative int -2"):
         geosynth.samplers.sample_conditional(a=1.0, w=[1.0], z=1.0, m=0.0, q=1.0, seed=-2)
+
+
+# ------------------------------------------------------------- the ziggurat normal (2026-11-26)
+def test_ziggurat_layers_have_equal_areas_and_close_at_zero():
+    """Each of the 127 upper layers has the base strip's area V; the top one ends at x = 0."""
+    x, ratio, f = rng._ZIG_X, rng._ZIG_RATIO, rng._ZIG_F
+    assert np.all(np.diff(x) < 0) and x[-1] == 0.0
+    areas = x[1:128] * (f[2:129] - f[1:128])
+    # The recursion carries the 13-digit R and V of the paper: the top layer closes to 1e-9.
+    np.testing.assert_allclose(areas, rng._ZIG_V, rtol=1e-8)
+    # Base strip: rectangle under f(R) plus the tail beyond R (exact normal tail integral).
+    tail = np.sqrt(np.pi / 2) * stats.norm.sf(rng._ZIG_R) * 2
+    np.testing.assert_allclose(rng._ZIG_R * f[1] + tail, rng._ZIG_V, rtol=1e-9)
+    np.testing.assert_allclose(ratio, x[1:] / x[:-1])
+
+
+def test_ziggurat_normal_fine_bins_and_tails():
+    """2·10⁶ draws: chi-square over 400 equiprobable bins (the layers' wedges and edges), and
+    the mass beyond the base layer's edge R and beyond 4 against the exact normal tails."""
+    state = rng.make_streams(2026, 1)[0]
+    draws = _many(1, state, 2_000_000, 0.0, 0.0)
+    edges = stats.norm.ppf(np.linspace(0, 1, 401))
+    observed, _ = np.histogram(draws, edges)
+    assert stats.chisquare(observed).pvalue > 0.001
+    for cut in (rng._ZIG_R, 4.0):
+        beyond = int(np.sum(np.abs(draws) > cut))
+        assert stats.binomtest(beyond, draws.size, 2 * stats.norm.sf(cut)).pvalue > 0.001
+    assert abs(np.mean(draws > 0) - 0.5) < 5 * 0.5 / np.sqrt(draws.size)
