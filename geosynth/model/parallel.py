@@ -805,8 +805,8 @@ def _update_precisions_parallel(data, s, w):
 def _scale_move_beta_parallel(data, s, w, c, tau, shape, rate, slot, adapt, comp_sum):
     """Make the scale move of an ICAR β_c· in parallel; return τ_β,c.
 
-    The move of :func:`geosynth.model.moves._scale_move_beta`, its two passes over the cells
-    split into blocks.
+    The β scale move of the serial sweep (:func:`geosynth.model.moves.scale_moves`), its two
+    passes over the cells split into blocks.
     """
     field = s.beta[c]
     component_means(field, data, comp_sum)
