@@ -69,6 +69,7 @@ __all__ = [
     "shift_eps",
     "scale_move_eps",
     "field_scale_cycle",
+    "field_scale_cycles",
     "scale_moves",
 ]
 
@@ -708,12 +709,24 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def scale_moves(data, s, comp_sum, column, adapt):
-    """Scale moves of every ICAR field and of ε with its precision.
+def field_scale_cycles(data, s, comp_sum, column, adapt):
+    """Run the rounds of :func:`field_scale_cycle` for θ, then for each φ_·p, in their slots.
 
-    θ and each φ_·p: the rounds of :func:`field_scale_cycle` (τ's Gibbs draw, the scale move
-    with the intercept, the split move with the errors); each ICAR β_c·: one scale move
-    (:func:`_scale_move_beta`); ε: one scale move with μ (:func:`scale_move_eps`).
+    Shared by the serial sweep (:func:`scale_moves`) and the chromatic one, whose θ and φ_·p
+    scale moves are these serial O(G) rounds too.
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state, updated in place.
+    comp_sum : numpy.ndarray of float64, shape (C,)
+        Scratch for the component means.
+    column : numpy.ndarray of float64, shape (G,)
+        Scratch for one column of φ.
+    adapt : bool
+        Burn-in: tune the proposal scales.
     """
     pr = data.priors
     P = s.alpha.shape[0]
@@ -727,6 +740,20 @@ def scale_moves(data, s, comp_sum, column, adapt):
             column[i] = s.phi[i, p]
         s.tau_phi[p] = field_scale_cycle(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B], KIND_PHI,
                                          p, data, s, comp_sum, 1 + p, split + 1 + p, adapt)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_moves(data, s, comp_sum, column, adapt):
+    """Scale moves of every ICAR field and of ε with its precision.
+
+    θ and each φ_·p: the rounds of :func:`field_scale_cycle` (τ's Gibbs draw, the scale move
+    with the intercept, the split move with the errors; :func:`field_scale_cycles`); each ICAR
+    β_c·: one scale move (:func:`_scale_move_beta`); ε: one scale move with μ
+    (:func:`scale_move_eps`).
+    """
+    field_scale_cycles(data, s, comp_sum, column, adapt)
+    pr = data.priors
+    P = s.alpha.shape[0]
     for c in range(data.beta_priors.shape[0]):
         if data.beta_priors[c] == BETA_ICAR:
             s.tau_beta[c] = _scale_move_beta(c, s.tau_beta[c], pr[BETA_A], pr[BETA_B], data,

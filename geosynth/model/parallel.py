@@ -74,11 +74,10 @@ from geosynth.model.conditionals import (
     shift_cell_eta_z,
 )
 from geosynth.model.moves import (
-    KIND_PHI,
     KIND_THETA,
     NO_LEVEL,
     eps_scale_terms,
-    field_scale_cycle,
+    field_scale_cycles,
     intercept_shift,
     mode_moves,
     scale_accept,
@@ -104,11 +103,7 @@ from geosynth.model.state import (
     EPS_B,
     LEVEL_VAR,
     MU_VAR,
-    PHI_A,
-    PHI_B,
     SAMPLER_SLICE,
-    THETA_A,
-    THETA_B,
     UPDATE_EXACT,
     compute_eta,
     record,
@@ -217,13 +212,12 @@ _OP_ADD_ETA = np.int64(6)  # η_ib += aux[b] (exp η rescaled)
 _OP_SUB_EPS = np.int64(7)  # ε_ib −= aux[b]
 # partial[block, :] = ICAR quadratics of θ, φ_·p, β_c· (obs) and Σ ε²
 _OP_PRECISION_SUMS = np.int64(8)
-# Δ log-likelihood of scaling β_c· about its component means (aux), and the move (9, 10: the
-# θ and φ_·p scale moves, now serial rounds of moves.field_scale_cycle)
-_OP_SCALE_LOGLIK_BETA = np.int64(11)
-_OP_SCALE_APPLY_BETA = np.int64(12)
-_OP_SCALE_LOGLIK_EPS = np.int64(13)
-_OP_SCALE_APPLY_EPS = np.int64(14)
-_N_OPS = 15
+# Δ log-likelihood of scaling β_c· about its component means (aux), and the move
+_OP_SCALE_LOGLIK_BETA = np.int64(9)
+_OP_SCALE_APPLY_BETA = np.int64(10)
+_OP_SCALE_LOGLIK_EPS = np.int64(11)
+_OP_SCALE_APPLY_EPS = np.int64(12)
+_N_OPS = 13
 _EXACT = np.int64(UPDATE_EXACT)  # the chromatic sweep draws every one-term conditional by ARS
 _TRUE = np.bool_(True)  # a bool argument, not Literal[bool](True): one specialisation
 MAX_BLOCKS = 64  # work items per parallel loop at most (per-item cost ~0.1–0.5 µs)
@@ -827,19 +821,13 @@ def _scale_move_beta_parallel(data, s, w, c, tau, shape, rate, slot, adapt, comp
 def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
     """Scale moves of θ, φ_·p, each ICAR β_c· and ε, in the serial sweep's order and slots.
 
-    θ and φ_·p run :func:`geosynth.model.moves.field_scale_cycle` as the serial sweep does
+    θ and φ_·p run :func:`geosynth.model.moves.field_scale_cycles` as the serial sweep does
     (its rounds cost O(G) each and run serially); the β and ε moves measure and apply their
     passes over the cells in parallel.
     """
+    field_scale_cycles(data, s, comp_sum, column, adapt)
     pr = data.priors
     P = s.alpha.shape[0]
-    split = 2 + P + s.beta.shape[0]
-    s.tau_theta[0] = field_scale_cycle(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
-                                       KIND_THETA, 0, data, s, comp_sum, 0, split, adapt)
-    for p in range(P):
-        _copy_column(s.phi, p, column)
-        s.tau_phi[p] = field_scale_cycle(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B], KIND_PHI,
-                                         p, data, s, comp_sum, 1 + p, split + 1 + p, adapt)
     for c in range(data.beta_priors.shape[0]):
         if data.beta_priors[c] != BETA_ICAR:
             continue
