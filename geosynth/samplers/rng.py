@@ -30,6 +30,7 @@ __all__ = [
     "standard_normal",
     "standard_exponential",
     "gamma",
+    "gamma_and_log",
 ]
 
 _ONE = np.uint64(1)
@@ -153,6 +154,24 @@ def standard_normal(state):
             return x
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _marsaglia_tsang(state, shape):
+    """Gamma(shape, 1) draw for shape ≥ 1 (Marsaglia & Tsang 2000, squeeze then log test)."""
+    d = shape - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        x = standard_normal(state)
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u = uniform(state)
+        if u < 1.0 - 0.0331 * x * x * x * x or math.log(u) < 0.5 * x * x + d * (
+            1.0 - v + math.log(v)
+        ):
+            return d * v
+
+
 @njit(cache=True, error_model="numpy")
 def gamma(state, shape, rate):
     """Gamma(shape, rate) draw (Marsaglia & Tsang 2000; boosted by U^(1/shape) for shape < 1).
@@ -175,16 +194,32 @@ def gamma(state, shape, rate):
     if shape < 1.0:
         boost = uniform(state) ** (1.0 / shape)
         shape = shape + 1.0
-    d = shape - 1.0 / 3.0
-    c = 1.0 / math.sqrt(9.0 * d)
-    while True:
-        x = standard_normal(state)
-        v = 1.0 + c * x
-        if v <= 0.0:
-            continue
-        v = v * v * v
-        u = uniform(state)
-        if u < 1.0 - 0.0331 * x * x * x * x or math.log(u) < 0.5 * x * x + d * (
-            1.0 - v + math.log(v)
-        ):
-            return boost * d * v / rate
+    return boost * _marsaglia_tsang(state, shape) / rate
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def gamma_and_log(state, shape):
+    """A Gamma(shape, 1) draw and its logarithm, the log kept finite for any shape > 0.
+
+    For shape < 1 the boost ``G = G_{shape+1}·U^{1/shape}`` (Marsaglia & Tsang 2000, §6) is
+    applied in log space, ``log G = log G_{shape+1} + log(U)/shape``: :func:`gamma`'s
+    ``U^{1/shape}`` underflows to 0 when the shape is small, the log does not.
+
+    Parameters
+    ----------
+    state : numpy.ndarray of uint64, shape (4,)
+        xoshiro256** stream, advanced in place.
+    shape : float
+        Shape parameter (> 0).
+
+    Returns
+    -------
+    g, log_g : float
+        The draw (possibly 0.0 after underflow, its log still exact) and ``log g``.
+    """
+    if shape >= 1.0:
+        g = _marsaglia_tsang(state, shape)
+        return g, math.log(g)
+    u = uniform(state)
+    log_g = math.log(_marsaglia_tsang(state, shape + 1.0)) + math.log(u) / shape
+    return math.exp(log_g), log_g

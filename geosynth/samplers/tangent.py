@@ -24,12 +24,31 @@ value of a Gibbs sweep, where the engine keeps ``w_0`` as ``exp(η)``: a proposa
 normal, one uniform and one ``exp`` — whose value ``e^d`` also gives ``W e^{x*}``, the caller's
 new ``exp(η)`` — and no Newton search for the mode (2–4 ``exp`` per draw in ARS).
 
-The acceptance rate falls as the likelihood's curvature ``w_0`` grows against the prior's
-``q``; the tangent is tried only when ``w_0 ≤`` :data:`TANGENT_MAX_RATIO` ``· q`` (most ε_ib,
-θ_i and φ_ip of a lattice whose cells hold a few records each) and at most
-:data:`TANGENT_TRIES` times, then :func:`~geosynth.samplers.ars.ars_draw_single` draws. Both
-branches are exact draws of ``h``, and which one runs depends on ``x_0`` only, so the output is
-an exact draw whatever ``x_0`` was (a Gibbs update stays a Gibbs update).
+The acceptance rate of that envelope is about ``sqrt(q / (q + W e^x))``: it falls as the
+likelihood's curvature grows against the prior's. The second envelope bounds the *prior* by its
+tangent instead, at any point ``x_1``:
+``−q(x − m)²/2 ≤ −q(x_1 − m)²/2 − q(x_1 − m)(x − x_1)``, so
+
+.. math::
+
+    h(x) \le k x - W e^{x} + \text{const}, \qquad k = a - q (x_1 - m),
+
+the log-density of ``x = log V`` with ``V ~ Gamma(k, rate W)``; when ``k > 0`` a proposal
+``x* = x_1 + log(G / (W e^{x_1}))``, ``G ~ Gamma(k, 1)``, is accepted with probability
+``exp(−q (x* − x_1)²/2)``. With ``x_1`` near the mode that is about
+``sqrt(W e^x / (W e^x + q))``: this envelope serves the likelihood-dominated conditionals
+(θ_i and φ_ip of well-observed cells, ε_ib of a cell whose expected count exceeds τ_ε) that the
+first one serves badly. ``x_1`` is one Newton step from ``x_0`` towards the mode, and
+``log(W e^{x_1}) = log w_0 + x_1 − x_0`` needs no ``exp``; a proposal costs one Gamma draw
+(Marsaglia & Tsang 2000: a normal and a uniform), one ``log`` and one uniform, and
+``W e^{x*}`` is ``G`` itself. (With ``q = 0`` and ``a > 0`` the conditional *is* that
+log-Gamma and every proposal is accepted.)
+
+The Gaussian envelope is tried when ``w_0 ≤`` :data:`TANGENT_MAX_RATIO` ``· q``, the Gamma one
+otherwise (when ``k > 0``), each at most :data:`TANGENT_TRIES` times; then
+:func:`~geosynth.samplers.ars.ars_draw_single` draws. Every branch is an exact draw of ``h``,
+and which one runs depends on ``x_0`` only, so the output is an exact draw whatever ``x_0``
+was (a Gibbs update stays a Gibbs update).
 """
 
 from __future__ import annotations
@@ -40,13 +59,14 @@ from numba import njit
 
 from geosynth.samplers.ars import ars_draw_single
 from geosynth.samplers.family import STATUS_OK
-from geosynth.samplers.rng import standard_normal, uniform
+from geosynth.samplers.rng import gamma_and_log, standard_normal, uniform
 
 __all__ = ["TANGENT_MAX_RATIO", "TANGENT_TRIES", "tangent_draw"]
 
-#: ``W e^{x_0} / q`` up to which the tangent envelope is tried (acceptance ≥ ~0.6 near the mode).
+#: ``W e^{x_0} / q`` up to which the Gaussian envelope is tried, the Gamma one above it (both
+#: accept ~0.7 of proposals near the mode at the switch).
 TANGENT_MAX_RATIO = 1.0
-#: Proposals from the tangent envelope before the ARS fallback.
+#: Proposals from either envelope before the ARS fallback.
 TANGENT_TRIES = 3
 _MAX_STEP = 700.0  # e^d overflows beyond; such a proposal is rejected
 
@@ -79,19 +99,33 @@ def tangent_draw(x0, a, wex, m, q, state, work, w1, ones):
     status : int
         A ``STATUS_*`` code of :mod:`geosynth.samplers.family` (the fallback validates input).
     """
-    if 0.0 <= wex <= TANGENT_MAX_RATIO * q and math.isfinite(q) and math.isfinite(x0):
-        centre = m + (a - wex) / q
-        sd = 1.0 / math.sqrt(q)
-        for _ in range(TANGENT_TRIES):
-            y = centre + sd * standard_normal(state)
-            d = y - x0
-            if not d < _MAX_STEP:
-                continue
-            grow = math.exp(d)
-            gap = wex * (grow - 1.0 - d)
-            u = uniform(state)
-            if u <= 1.0 - gap or u <= math.exp(-gap):
-                return y, wex * grow, STATUS_OK
+    if math.isfinite(q) and math.isfinite(x0) and math.isfinite(wex):
+        if 0.0 <= wex <= TANGENT_MAX_RATIO * q:
+            centre = m + (a - wex) / q
+            sd = 1.0 / math.sqrt(q)
+            for _ in range(TANGENT_TRIES):
+                y = centre + sd * standard_normal(state)
+                d = y - x0
+                if not d < _MAX_STEP:
+                    continue
+                grow = math.exp(d)
+                gap = wex * (grow - 1.0 - d)
+                u = uniform(state)
+                if u <= 1.0 - gap or u <= math.exp(-gap):
+                    return y, wex * grow, STATUS_OK
+        elif wex > 0.0:
+            # The prior's tangent at x1, one Newton step from x0 towards the mode.
+            x1 = x0 + (a - wex - q * (x0 - m)) / (wex + q)
+            shape = a - q * (x1 - m)
+            if shape > 0.0:
+                log_w1 = math.log(wex) + (x1 - x0)  # log(W·e^{x1}) without an exp
+                for _ in range(TANGENT_TRIES):
+                    g, log_g = gamma_and_log(state, shape)
+                    d = log_g - log_w1
+                    gap = 0.5 * q * d * d
+                    u = uniform(state)
+                    if u <= 1.0 - gap or u <= math.exp(-gap):
+                        return x1 + d, g, STATUS_OK
     x, status = ars_draw_single(x0, a, wex * math.exp(-x0), m, q, state, work, w1, ones)
     if status != STATUS_OK:
         return x, math.nan, status

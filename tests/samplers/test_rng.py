@@ -70,6 +70,29 @@ def test_distributions(kind, shape, rate, reference):
     assert stats.kstest(draws, reference.cdf).pvalue > 0.001
 
 
+@njit
+def _gamma_and_logs(state, n, shape):
+    out = np.empty((n, 2))
+    for i in range(n):
+        out[i, 0], out[i, 1] = rng.gamma_and_log(state, shape)
+    return out
+
+
+@pytest.mark.parametrize("shape", [0.3, 1.0, 7.5])
+def test_gamma_and_log_draws_gamma_and_its_log(shape):
+    draws = _gamma_and_logs(rng.make_streams(98, 1)[0], 50_000, shape)
+    assert stats.kstest(draws[:, 0], stats.gamma(shape).cdf).pvalue > 0.001
+    np.testing.assert_allclose(np.log(draws[:, 0]), draws[:, 1], rtol=1e-12, atol=1e-12)
+
+
+def test_gamma_and_log_keeps_the_log_of_a_tiny_shape():
+    """Shape 0.002: a fifth of the draws underflow to 0.0; their logs stay finite and exact."""
+    logs = _gamma_and_logs(rng.make_streams(97, 1)[0], 20_000, 0.002)[:, 1]
+    assert np.all(np.isfinite(logs))
+    # log G ~ log G_{1.002} + log(U)/0.002, and shape·log G → −Exp(1) as the shape → 0.
+    assert stats.kstest(-0.002 * logs, stats.expon().cdf).pvalue > 0.001
+
+
 # ---------------------------------------------------------------------- seeds (issue 14, item 13)
 BAD_TYPES = [
     (True, r"got bool True"),

@@ -9,7 +9,7 @@ from scipy import stats
 
 from geosynth.samplers import make_streams
 from geosynth.samplers.ars import MAX_ABSCISSAE
-from geosynth.samplers.rng import standard_normal, uniform
+from geosynth.samplers.rng import gamma_and_log, standard_normal, uniform
 from geosynth.samplers.tangent import TANGENT_MAX_RATIO, tangent_draw
 from tests.samplers.test_samplers import CASES, N_DRAWS, ONE_TERM_CASES, P_MIN, exact_cdf
 
@@ -21,7 +21,17 @@ TANGENT_CASES = {
     "eps_one_count": (1.0, [0.4], [1.0], 0.0, 1.5),
     "field_two_counts": (2.0, [0.2], [1.0], -0.4, 3.0),
 }
-ALL_CASES = {**{name: CASES[name] for name in PROPER}, **TANGENT_CASES}
+# Likelihood-dominated conditionals (W·e^x > q near the mode), where the Gamma envelope runs:
+# a well-observed θ_i / φ_ip, an ε_ib whose expected count exceeds τ_ε, and a flat prior (the
+# conditional is then exactly a log-Gamma).
+GAMMA_CASES = {
+    "field_many_counts": (30.0, [10.0], [1.0], 0.0, 2.0),
+    "eps_large_expected_count": (3.0, [4.0], [1.0], 0.0, 0.5),
+    "eps_no_count_large_weight": (0.0, [3.0], [1.0], 0.0, 0.6),
+    "flat_prior": (5.0, [2.0], [1.0], 0.0, 0.0),
+}
+ENVELOPE_CASES = {**TANGENT_CASES, **GAMMA_CASES}
+ALL_CASES = {**{name: CASES[name] for name in PROPER}, **ENVELOPE_CASES}
 
 
 @njit
@@ -58,6 +68,20 @@ def _wrong_tangent(size, a, weight, m, q, state, x0):
     return out
 
 
+@njit
+def _wrong_gamma(size, a, weight, m, q, state, x0):
+    """A planted error: the Gamma envelope's shape forgets the prior tangent's slope −q(x0 − m)."""
+    out = np.empty(size)
+    log_wex = math.log(weight * math.exp(x0))
+    k = 0
+    while k < size:
+        d = gamma_and_log(state, a)[1] - log_wex
+        if uniform(state) < math.exp(-0.5 * q * d * d):
+            out[k] = x0 + d
+            k += 1
+    return out
+
+
 def _mode(name):
     return exact_cdf(*ALL_CASES[name])[2]
 
@@ -70,11 +94,11 @@ def test_warm_started_draws_follow_the_exact_cdf(name):
     assert stats.kstest(draws, exact_cdf(a, w, z, m, q)[0]).pvalue > P_MIN
 
 
-@pytest.mark.parametrize("name", list(TANGENT_CASES))
+@pytest.mark.parametrize("name", list(ENVELOPE_CASES))
 @pytest.mark.parametrize("offset", [-3.0, 0.0, 1.5])
 def test_draws_from_a_fixed_start_are_exact_whatever_the_start(name, offset):
     """Each accepted proposal is an exact draw for every tangent point x0 (module docstring)."""
-    a, w, z, m, q = TANGENT_CASES[name]
+    a, w, z, m, q = ENVELOPE_CASES[name]
     x0 = _mode(name) + offset
     draws = _draws(N_DRAWS, a, float(sum(w)), m, q, make_streams(12, 1)[0], x0, False)
     assert draws.shape[0] == N_DRAWS
@@ -82,13 +106,28 @@ def test_draws_from_a_fixed_start_are_exact_whatever_the_start(name, offset):
 
 
 @pytest.mark.parametrize("name", list(TANGENT_CASES))
-def test_the_tangent_branch_runs_in_these_cases(name):
+def test_the_gaussian_branch_runs_in_these_cases(name):
     a, w, _, m, q = TANGENT_CASES[name]
     assert sum(w) * math.exp(_mode(name)) <= TANGENT_MAX_RATIO * q
+
+
+@pytest.mark.parametrize("name", list(GAMMA_CASES))
+def test_the_gamma_branch_runs_in_these_cases(name):
+    a, w, _, m, q = GAMMA_CASES[name]
+    x = _mode(name)
+    assert sum(w) * math.exp(x) > TANGENT_MAX_RATIO * q
+    assert a - q * (x - m) > 0.0
 
 
 def test_the_same_check_catches_a_planted_acceptance_error():
     a, w, z, m, q = TANGENT_CASES["eps_one_count"]
     x0 = _mode("eps_one_count")
     wrong = _wrong_tangent(N_DRAWS, a, float(sum(w)), m, q, make_streams(13, 1)[0], x0)
+    assert stats.kstest(wrong, exact_cdf(a, w, z, m, q)[0]).pvalue < P_MIN
+
+
+def test_the_same_check_catches_a_planted_gamma_envelope_error():
+    a, w, z, m, q = GAMMA_CASES["field_many_counts"]
+    x0 = _mode("field_many_counts")
+    wrong = _wrong_gamma(N_DRAWS, a, float(sum(w)), m, q, make_streams(14, 1)[0], x0)
     assert stats.kstest(wrong, exact_cdf(a, w, z, m, q)[0]).pvalue < P_MIN
