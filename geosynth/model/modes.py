@@ -8,26 +8,33 @@ eigenvectors of the ICAR structure matrix Q = D_W − W is ~120–200 for the fi
 and ~6,000 for the roughest; the smooth modes set the minimum ESS of θ_i, of λ_ib, and (through
 the field's shape) of the level effects.
 
-The move here is a block update of the field restricted to the span of its K smoothest modes
-(the K eigenvectors of Q with the smallest non-zero eigenvalues): f → f + V z, z ∈ R^K, drawn
-from the Gaussian approximation of the conditional of z at the current state — one Newton step
-on ``τΛ + Vᵀ diag(E) V`` (Λ the eigenvalues, E_i = Σ_b e^{η_ib} over the entries the field
-enters), as in the block updates of Knorr-Held & Rue (2002, §3) and Rue & Held (2005, §4.4.1) —
-and accepted by Metropolis–Hastings with the reverse proposal from the proposed state. The
-modes are orthogonal to each component's constant, so the component means (and their priors)
-do not move, and the ICAR quadratic form changes by ``2 zᵀΛVᵀf + zᵀΛz``. Along smooth modes the
-likelihood aggregates many cells, so the Gaussian approximation is close and the move is
-accepted often; it costs O(G·K²) flops and G exps, no factorisation of a G × G matrix.
+The move here is a block update of θ and of every φ_·p at once, each restricted to the span of
+its K smoothest modes (the K eigenvectors of Q with the smallest non-zero eigenvalues) and the
+constant of each connected component (:func:`with_component_constants`): f → f + V z_f for
+each field f, drawn from the Gaussian approximation of the conditional of z = (z_θ, z_φ·1, …)
+at the current state — a Newton step, as in the block updates of Knorr-Held & Rue (2002, §3)
+and Rue & Held (2005, §4.4.1) — and accepted by Metropolis–Hastings
+(:func:`joint_mode_proposal`). The constant's prior is the N(0, level_var) prior of the
+component's mean (:func:`mode_precision`), the modes' that of the ICAR along them: the ICAR
+quadratic form changes by ``2 zᵀΛVᵀf + zᵀΛz``.
 
-The engine moves each field along its smooth modes *and* the constant of each connected
-component (:func:`with_component_constants`), whose prior is the N(0, level_var) prior of the
-component's mean (:func:`mode_precision`). The constant moves the field's level, and with it
-the identified intercept μ + mean θ (or α_p + mean φ_·p), jointly with the broad trend: on the
-bench's scenario at G = 1,600 the identified μ correlated −0.45 with θ's fourth smoothest mode
-(the data weigh the cells by their intensity, the summary by their number), and the joint move
-lifted the ESS of μ from 534 to ~1,000 and of the worst α_p from 741 to ~1,240 (2 × 8,000
-sweeps; ``bench/RESULTS.md``, 2026-11-26). The exact shift move (μ + k, θ − k) then splits
-the level between the intercept and the field (:mod:`geosynth.model.moves`).
+Why jointly: θ and φ_·p enter the same combinations, so their trends are confounded. Moving
+each field alone along its modes (the engine's move until 2026-11) left θ's smooth coordinates
+with lag-10 autocorrelation ~0.5 on the bench's scenario at G = 1,600, where a half to two
+thirds of their posterior variance was explained by the φ_·p's coordinates; with the joint move
+the bulk ESS of θ's four smoothest coordinates went from 80–145 to 660–1,160 in 4,000 sweeps
+(``bench/RESULTS.md``, 2026-11-26).
+
+Why a fixed matrix: a Newton proposal whose covariance is the Hessian at the current state needs
+the Hessian again at the proposed state for the reverse move, O(G·(1 + P)²·K²) flops twice per
+move. The proposal ``N(z; H⁻¹g(f), H⁻¹)`` with ``H = H_lik + diag(prior precisions)`` and a
+likelihood part ``H_lik`` that the move does not change needs only the gradient at both ends
+(O(G·(1 + P)·K)): the ratio is exact for any such H. The engine takes ``H_lik`` at the state's
+current exp η during burn-in (:func:`likelihood_hessian`, refreshed every few sweeps by
+:func:`~geosynth.model.moves.mode_moves`) and freezes it when draws are kept; the prior
+part follows the current precisions, which the move does not change either. The likelihood is
+evaluated from one ``exp`` per cell and field: e^{Δη_ib} is the product of the fields' e^{V z_f}
+over the fields combination b enters.
 """
 
 from __future__ import annotations
@@ -39,15 +46,17 @@ from numba import njit
 from scipy import sparse
 from scipy.sparse.linalg import eigsh
 
-from geosynth.samplers.rng import standard_normal, uniform
+from geosynth.samplers.rng import standard_normal
 
 __all__ = [
     "N_MODES",
     "smooth_modes",
     "with_component_constants",
     "mode_precision",
-    "mode_proposal",
-    "mode_move",
+    "field_exp_sums",
+    "likelihood_hessian",
+    "joint_mode_proposal",
+    "apply_joint_step",
 ]
 
 N_MODES = 12  # modes per field; the slow ones of the bench's lattices (module docstring)
@@ -156,30 +165,6 @@ def mode_precision(eigenvalues, tau, component_size, level_var, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _newton(modes, precision, coords, observed, exp_sum, hessian, gradient):
-    """Fill the Hessian ``diag(precision) + Vᵀ diag(E) V`` and the gradient at z = 0.
-
-    Of the log conditional of z; ``precision`` is each coordinate's prior precision (τλ_k for
-    a mode, :func:`mode_precision`).
-    """
-    G, K = modes.shape
-    for k in range(K):
-        gradient[k] = -precision[k] * coords[k]
-        for m in range(k + 1):
-            hessian[k, m] = 0.0
-        hessian[k, k] = precision[k]
-    for i in range(G):
-        residual = observed[i] - exp_sum[i]
-        row = modes[i]
-        for k in range(K):
-            vk = row[k]
-            gradient[k] += vk * residual
-            weighted = vk * exp_sum[i]
-            for m in range(k + 1):
-                hessian[k, m] += weighted * row[m]
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def _cholesky(a):
     """Lower Cholesky factor of the K × K matrix whose lower triangle is ``a``, in place.
 
@@ -236,119 +221,245 @@ def _log_proposal(chol, half_log_det, mean, point):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _approximation(modes, precision, coords, observed, exp_sum, hessian, gradient, mean):
-    """Gaussian approximation N(mean, (L Lᵀ)⁻¹) of the conditional of z at z = 0.
-
-    Leaves the Cholesky factor L of the Newton matrix in ``hessian`` and the Newton step in
-    ``mean``; returns ``Σ log L_kk``, NaN if the matrix is not positive definite.
-    """
-    _newton(modes, precision, coords, observed, exp_sum, hessian, gradient)
-    half_log_det = _cholesky(hessian)
-    if not math.isnan(half_log_det):
-        _solve(hessian, gradient, mean)
-    return half_log_det
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def mode_proposal(field, precision, observed, combos, expeta, modes, rng, work):
-    """Propose the move f → f + V z of :func:`mode_move`; return its log Metropolis–Hastings ratio.
-
-    The step V z is left in ``work[1]`` and its exponential in ``work[2]``; the ratio is
-    ``log π(f + Vz) − log π(f) + log q(−z | f + Vz) − log q(z | f)`` (NaN if a Newton matrix is
-    not positive definite, which cannot happen for τ > 0 but is refused rather than trusted).
-    Parameters as in :func:`mode_move`.
-    """
-    G, K = modes.shape
-    exp_sum, step, exp_step = work[0], work[1], work[2]
-    hessian = np.empty((K, K))
-    gradient = np.empty(K)
-    coords = np.zeros(K)
-    mean = np.empty(K)
-    z = np.empty(K)
-    for i in range(G):
-        total = 0.0
-        for t in range(combos.shape[0]):
-            total += expeta[i, combos[t]]
-        exp_sum[i] = total
-        for k in range(K):
-            coords[k] += modes[i, k] * field[i]
-    half_log_det = _approximation(modes, precision, coords, observed, exp_sum, hessian,
-                                  gradient, mean)
-    if math.isnan(half_log_det):
-        return math.nan
-    # z = mean + L^{-T} ξ: solve Lᵀ x = ξ.
+def _draw_gaussian(chol, mean, rng, out):
+    """Out = mean + L⁻ᵀ ξ, ξ ~ N(0, I): a draw of N(mean, (L Lᵀ)⁻¹) for the lower factor L."""
+    K = chol.shape[0]
     for k in range(K):
-        z[k] = standard_normal(rng)
+        out[k] = standard_normal(rng)
     for i in range(K - 1, -1, -1):
-        v = z[i]
+        v = out[i]
         for m in range(i + 1, K):
-            v -= hessian[m, i] * z[m]
-        z[i] = v / hessian[i, i]
+            v -= chol[m, i] * out[m]
+        out[i] = v / chol[i, i]
     for k in range(K):
-        z[k] += mean[k]
-    log_ratio = -_log_proposal(hessian, half_log_det, mean, z)
-    # Log-likelihood and ICAR prior change of f → f + V z.
-    for k in range(K):
-        log_ratio -= 0.5 * precision[k] * z[k] * (2.0 * coords[k] + z[k])
-    for i in range(G):
-        v = 0.0
-        for k in range(K):
-            v += modes[i, k] * z[k]
-        step[i] = v
-        exp_step[i] = math.exp(v)
-        log_ratio += observed[i] * v - exp_sum[i] * (exp_step[i] - 1.0)
-        exp_sum[i] *= exp_step[i]
-    # Reverse proposal: from the proposed state, the move −z.
-    for k in range(K):
-        coords[k] += z[k]
-    half_log_det = _approximation(modes, precision, coords, observed, exp_sum, hessian,
-                                  gradient, mean)
-    if math.isnan(half_log_det):
-        return math.nan
-    for k in range(K):
-        z[k] = -z[k]
-    return log_ratio + _log_proposal(hessian, half_log_det, mean, z)
+        out[k] += mean[k]
+
+
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def mode_move(field, precision, observed, combos, eta, expeta, modes, rng, work):
-    """One Metropolis–Hastings block move of ``field`` along its smooth modes; return accepted.
+def _combo_fields(combo_levels):
+    """Fields each combination enters: 0 (θ) and 1 + p for each of its levels p; and how many."""
+    B, L = combo_levels.shape
+    fields = np.zeros((B, L + 1), dtype=np.int64)
+    counts = np.ones(B, dtype=np.int64)
+    for b in range(B):
+        for k in range(L):
+            p = combo_levels[b, k]
+            if p >= 0:
+                fields[b, counts[b]] = 1 + p
+                counts[b] += 1
+    return fields, counts
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def field_exp_sums(expeta, combo_levels, out):
+    """Fill ``out`` (1 + P, G): row 0 Σ_b e^{η_ib}, row 1 + p Σ over the b holding level p.
 
     Parameters
     ----------
-    field : numpy.ndarray of float64, shape (G,)
-        θ or a copy of a column of φ, updated in place if the move is accepted.
-    precision : numpy.ndarray of float64, shape (K,)
-        Prior precision of each coordinate z_k (:func:`mode_precision`).
-    observed : numpy.ndarray of float64, shape (G,)
-        Observed count of each cell over ``combos``.
-    combos : numpy.ndarray of int64
-        The combinations the field enters.
-    eta, expeta : numpy.ndarray of float64, shape (G, B)
-        Linear predictor and its exponential, moved with the field.
+    expeta : numpy.ndarray of float64, shape (G, B)
+        exp η.
+    combo_levels : numpy.ndarray of int64, shape (B, L)
+        Levels of each combination (``ModelData.combo_levels``).
+    out : numpy.ndarray of float64, shape (1 + P, G)
+        Overwritten.
+    """
+    G, B = expeta.shape
+    L = combo_levels.shape[1]
+    for f in range(out.shape[0]):
+        for i in range(G):
+            out[f, i] = 0.0
+    for i in range(G):
+        for b in range(B):
+            v = expeta[i, b]
+            out[0, i] += v
+            for k in range(L):
+                p = combo_levels[b, k]
+                if p >= 0:
+                    out[1 + p, i] += v
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def likelihood_hessian(expeta, combo_levels, modes, out):
+    """Fill ``out`` with the Poisson likelihood's Hessian in the joint mode coordinates.
+
+    Coordinate ``f·K + k`` moves field f (0: θ, 1 + p: φ_·p) along column k of ``modes``;
+    entry ``(f·K + k, g·K + m)`` is ``Σ_i V_ik V_im Σ_{b ∋ f, g} e^{η_ib}`` (the combinations
+    both fields enter). O(G·(1 + P)²·K²) flops.
+
+    Parameters
+    ----------
+    expeta : numpy.ndarray of float64, shape (G, B)
+        exp η at the state the Hessian is taken at.
+    combo_levels : numpy.ndarray of int64, shape (B, L)
+        Levels of each combination.
     modes : numpy.ndarray of float64, shape (G, K)
-        Orthonormal directions of the move: :func:`smooth_modes`, or those with the component
-        constants of :func:`with_component_constants`.
+        The directions (``ModelData.modes``).
+    out : numpy.ndarray of float64, shape ((1 + P)·K, (1 + P)·K)
+        Overwritten (both triangles).
+    """
+    G, B = expeta.shape
+    K = modes.shape[1]
+    F = out.shape[0] // K
+    fields, n_fields = _combo_fields(combo_levels)
+    pair = np.zeros((F, F))
+    out[:] = 0.0
+    for i in range(G):
+        pair[:] = 0.0
+        for b in range(B):
+            v = expeta[i, b]
+            for a in range(n_fields[b]):
+                for c in range(n_fields[b]):
+                    pair[fields[b, a], fields[b, c]] += v
+        for f in range(F):
+            for g in range(f, F):
+                e = pair[f, g]
+                if e == 0.0:
+                    continue
+                for k in range(K):
+                    w = e * modes[i, k]
+                    for m in range(K if g > f else k + 1):
+                        out[f * K + k, g * K + m] += w * modes[i, m]
+    for f in range(F):
+        for k in range(K):
+            for m in range(k):  # the diagonal blocks' upper triangles
+                out[f * K + m, f * K + k] = out[f * K + k, f * K + m]
+        for g in range(f + 1, F):
+            for k in range(K):
+                for m in range(K):
+                    out[g * K + m, f * K + k] = out[f * K + k, g * K + m]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _joint_gradient(modes, cell_counts, cell_level_counts, sums, precision, coords, out):
+    """Gradient of the log conditional of the joint coordinates at the state of ``sums``."""
+    G, K = modes.shape
+    F = sums.shape[0]
+    for d in range(F * K):
+        out[d] = -precision[d] * coords[d]
+    for i in range(G):
+        for f in range(F):
+            observed = cell_counts[i] if f == 0 else cell_level_counts[i, f - 1]
+            residual = observed - sums[f, i]
+            for k in range(K):
+                out[f * K + k] += modes[i, k] * residual
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def joint_mode_proposal(theta, phi, precision, hessian, cell_counts, cell_level_counts,
+                        combo_levels, expeta, modes, rng, work):
+    """Propose θ → θ + V z_0, φ_·p → φ_·p + V z_{1+p} jointly; return the log MH ratio.
+
+    The proposal is the Newton step of the log conditional of z = (z_0, …, z_P) at the
+    current state with a fixed matrix ``H = hessian + diag(precision)`` and the Gaussian
+    ``N(z; H⁻¹g, H⁻¹)`` around it — a position-dependent mean with a covariance the move does
+    not change, so the reverse proposal needs only the gradient at the proposed state. The
+    ratio is exact for any fixed ``hessian``; the engine freezes the likelihood's Hessian
+    (:func:`likelihood_hessian`) after burn-in. The steps V z_f are left in ``work[1]`` and
+    their exponentials in ``work[2]`` (:func:`apply_joint_step` applies them).
+
+    Parameters
+    ----------
+    theta : numpy.ndarray of float64, shape (G,)
+    phi : numpy.ndarray of float64, shape (G, P)
+        The fields (read).
+    precision : numpy.ndarray of float64, shape ((1 + P)·K,)
+        Prior precision of each coordinate (:func:`mode_precision` per field, with its τ).
+    hessian : numpy.ndarray of float64, shape ((1 + P)·K, (1 + P)·K)
+        The likelihood part of H (any symmetric positive semi-definite matrix that does not
+        depend on the fields being moved).
+    cell_counts, cell_level_counts : numpy.ndarray of float64, shapes (G,) and (G, P)
+        Observed (or a noise-aware chain's latent) counts per cell, and per cell and level.
+    combo_levels : numpy.ndarray of int64, shape (B, L)
+        Levels of each combination.
+    expeta : numpy.ndarray of float64, shape (G, B)
+        exp η at the current state.
+    modes : numpy.ndarray of float64, shape (G, K)
+        The directions.
     rng : numpy.ndarray of uint64, shape (4,)
         xoshiro256** stream, advanced in place.
-    work : numpy.ndarray of float64, shape (4, G)
-        Scratch; rows 0–2 are overwritten (``observed`` may be row 3).
+    work : numpy.ndarray of float64, shape (3, 1 + P, G)
+        Scratch: field exp sums, steps, exponentials of the steps.
 
     Returns
     -------
-    bool
-        Whether the move was accepted.
+    float
+        ``log π(new) − log π(old) + log q(−z | new) − log q(z | old)``; NaN if H is not
+        positive definite (refused).
     """
-    if modes.shape[1] == 0:
-        return False
-    log_ratio = mode_proposal(field, precision, observed, combos, expeta, modes, rng, work)
-    if not math.log(uniform(rng)) < log_ratio:  # NaN: refused
-        return False
+    G, K = modes.shape
+    F = work.shape[1]
+    D = F * K
+    B = expeta.shape[1]
+    sums, step, exp_step = work[0], work[1], work[2]
+    chol = hessian.copy()
+    for d in range(D):
+        chol[d, d] += precision[d]
+    half_log_det = _cholesky(chol)
+    if math.isnan(half_log_det):
+        return math.nan
+    coords = np.zeros(D)
+    for i in range(G):
+        for k in range(K):
+            coords[k] += modes[i, k] * theta[i]
+            for f in range(1, F):
+                coords[f * K + k] += modes[i, k] * phi[i, f - 1]
+    field_exp_sums(expeta, combo_levels, sums)
+    gradient = np.empty(D)
+    mean = np.empty(D)
+    z = np.empty(D)
+    _joint_gradient(modes, cell_counts, cell_level_counts, sums, precision, coords, gradient)
+    _solve(chol, gradient, mean)
+    _draw_gaussian(chol, mean, rng, z)
+    log_ratio = -_log_proposal(chol, half_log_det, mean, z)
+    for d in range(D):  # the ICAR (and component-mean) priors along the modes
+        log_ratio -= 0.5 * precision[d] * z[d] * (2.0 * coords[d] + z[d])
+    for f in range(F):
+        for i in range(G):
+            v = 0.0
+            for k in range(K):
+                v += modes[i, k] * z[f * K + k]
+            step[f, i] = v
+            exp_step[f, i] = math.exp(v)
+            log_ratio += (cell_counts[i] if f == 0 else cell_level_counts[i, f - 1]) * v
+    fields, n_fields = _combo_fields(combo_levels)
+    for f in range(F):
+        for i in range(G):
+            sums[f, i] = 0.0
+    for i in range(G):
+        for b in range(B):
+            factor = 1.0
+            for a in range(n_fields[b]):
+                factor *= exp_step[fields[b, a], i]
+            new = expeta[i, b] * factor
+            log_ratio -= new - expeta[i, b]
+            for a in range(n_fields[b]):
+                sums[fields[b, a], i] += new
+    for d in range(D):
+        coords[d] += z[d]
+        z[d] = -z[d]
+    _joint_gradient(modes, cell_counts, cell_level_counts, sums, precision, coords, gradient)
+    _solve(chol, gradient, mean)
+    return log_ratio + _log_proposal(chol, half_log_det, mean, z)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def apply_joint_step(theta, phi, eta, expeta, combo_levels, work):
+    """Apply the steps :func:`joint_mode_proposal` left in ``work`` to the fields, η and exp η."""
+    G, B = eta.shape
+    F = work.shape[1]
     step, exp_step = work[1], work[2]
-    for i in range(field.shape[0]):
-        field[i] += step[i]
-        for t in range(combos.shape[0]):
-            b = combos[t]
-            eta[i, b] += step[i]
-            expeta[i, b] *= exp_step[i]
-    return True
+    fields, n_fields = _combo_fields(combo_levels)
+    for i in range(G):
+        theta[i] += step[0, i]
+        for f in range(1, F):
+            phi[i, f - 1] += step[f, i]
+        for b in range(B):
+            factor = 1.0
+            shift = 0.0
+            for a in range(n_fields[b]):
+                factor *= exp_step[fields[b, a], i]
+                shift += step[fields[b, a], i]
+            eta[i, b] += shift
+            expeta[i, b] *= factor

@@ -12,8 +12,8 @@ Scale moves. Each field and its precision move jointly, f → e^u·f, τ → e^{
 (:func:`scale_moves`), with the intercept shifted so that the expected count is unchanged
 (:func:`intercept_shift`), or with the errors ε absorbing the change; θ and each φ_·p make
 several rounds of both per sweep at O(G) each (:func:`field_scale_cycle`). Their proposal
-scales adapt during burn-in. The smooth-mode block moves of θ and each φ_·p are
-in :mod:`geosynth.model.modes` (:func:`mode_moves` runs them).
+scales adapt during burn-in. The joint smooth-mode block move of θ and every φ_·p is in
+:mod:`geosynth.model.modes` (:func:`mode_moves` runs it).
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ from geosynth.model.conditionals import (
     icar_quadratic_add,
     shift_cell_eta_z,
 )
-from geosynth.model.modes import mode_move, mode_precision
+from geosynth.model.modes import (
+    apply_joint_step,
+    joint_mode_proposal,
+    likelihood_hessian,
+    mode_precision,
+)
 from geosynth.model.state import (
     ALPHA_VAR,
     BETA_A,
@@ -51,6 +56,7 @@ __all__ = [
     "scale_beta_cell",
     "scale_eps_cell",
     "mode_moves",
+    "HESSIAN_REFRESH",
     "shift_move",
     "SCALE_TARGET_ACCEPTANCE",
     "SCALE_ADAPT_GAIN",
@@ -151,43 +157,56 @@ def scale_eps_cell(eps, i, factor, eta, expeta, apply, offset, total):
     return total
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def mode_moves(data, s, column):
-    """Block moves of θ and of each φ_·p along their smooth modes and component constants.
+#: Burn-in sweeps between refreshes of the joint mode move's likelihood Hessian.
+HESSIAN_REFRESH = 16
 
-    :mod:`geosynth.model.modes`: the moves' columns are ``data.modes`` (the smooth modes, then
-    one constant per component), their prior precisions those of
-    :func:`~geosynth.model.modes.mode_precision`.
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def mode_moves(data, s, adapt):
+    """One joint block move of θ and every φ_·p along their modes (:mod:`geosynth.model.modes`).
+
+    The smooth modes of θ and of the φ_·p are coupled through the combinations they share, so
+    moving each field alone leaves them slow (the module docstring of
+    :mod:`~geosynth.model.modes`). The joint Newton proposal
+    (:func:`~geosynth.model.modes.joint_mode_proposal`) uses a fixed likelihood Hessian
+    ``s.mode_hessian``: taken at the first sweep, then during burn-in averaged every
+    :data:`HESSIAN_REFRESH` sweeps with the Hessian at the current state; frozen once draws
+    are kept, so every kept sweep is an exact Metropolis–Hastings update.
 
     Parameters
     ----------
     data : ModelData
-        The fit's read-only arrays (``data.modes``, ``data.mode_eigenvalues``).
+        The fit's read-only arrays.
     s : GibbsState
-        The chain's state, updated in place (``s.cell_work`` is scratch).
-    column : numpy.ndarray of float64, shape (G,)
-        Scratch for one column of φ.
+        The chain's state, updated in place (``s.field_work`` is scratch).
+    adapt : bool
+        Burn-in: the Hessian may be refreshed.
     """
-    G = s.counts.shape[0]
-    observed = s.cell_work[3]
-    observed[:] = s.cell_counts
-    precision = np.empty(data.modes.shape[1])
+    refreshes = s.mode_hessian_refreshes
+    if refreshes[1] == 0 or (adapt and refreshes[1] % HESSIAN_REFRESH == 0):
+        fresh = np.empty_like(s.mode_hessian)
+        likelihood_hessian(s.expeta, data.combo_levels, data.modes, fresh)
+        weight = 1.0 if refreshes[0] == 0 else 0.5
+        for a in range(fresh.shape[0]):
+            for c in range(fresh.shape[1]):
+                s.mode_hessian[a, c] += weight * (fresh[a, c] - s.mode_hessian[a, c])
+        refreshes[0] += 1
+    if adapt or refreshes[1] == 0:
+        refreshes[1] += 1
+    K = data.modes.shape[1]
+    P = s.alpha.shape[0]
+    precision = np.empty((1 + P) * K)
     level_var = data.priors[LEVEL_VAR]
     mode_precision(data.mode_eigenvalues, s.tau_theta[0], data.component_size, level_var,
-                   precision)
-    mode_move(s.theta, precision, observed, data.all_combos, s.eta, s.expeta, data.modes,
-              s.rng, s.cell_work)
-    for p in range(s.alpha.shape[0]):
-        for i in range(G):
-            column[i] = s.phi[i, p]
-            observed[i] = s.cell_level_counts[i, p]
-        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+                   precision[:K])
+    for p in range(P):
         mode_precision(data.mode_eigenvalues, s.tau_phi[p], data.component_size, level_var,
-                       precision)
-        if mode_move(column, precision, observed, combos, s.eta, s.expeta, data.modes, s.rng,
-                     s.cell_work):
-            for i in range(G):
-                s.phi[i, p] = column[i]
+                       precision[(1 + p) * K:(2 + p) * K])
+    log_ratio = joint_mode_proposal(s.theta, s.phi, precision, s.mode_hessian, s.cell_counts,
+                                    s.cell_level_counts, data.combo_levels, s.expeta,
+                                    data.modes, s.rng, s.field_work)
+    if math.log(uniform(s.rng)) < log_ratio:  # NaN: refused
+        apply_joint_step(s.theta, s.phi, s.eta, s.expeta, data.combo_levels, s.field_work)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -889,7 +889,7 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
     st = _update_fields_parallel(data, s, w, comp_sum, column)
     if st != STATUS_OK:
         return st
-    mode_moves(data, s, column)  # serial: O(G·K²) flops and G exps per field
+    mode_moves(data, s, adapt)  # serial: O(G·(1 + P)·K) flops and G·(1 + P) exps
     st = _update_eps_and_shifts_parallel(data, s, w, comp_sum, column)
     if st != STATUS_OK:
         return st

@@ -184,7 +184,10 @@ def initial_state(data: ModelData, tables: CountTables, stream: np.ndarray) -> G
         w1=np.zeros(1),
         scale_log_sd=np.full(2 * n_levels + 3 + fields, np.log(0.1)),
         marginal_log_sd=np.full(n_levels + 3, np.log(0.3)),
-        cell_work=np.zeros((4, G)),
+        cell_work=np.zeros((3, G)),
+        mode_hessian=np.zeros(((1 + n_levels) * data.modes.shape[1],) * 2),
+        mode_hessian_refreshes=np.zeros(2, dtype=np.int64),
+        field_work=np.zeros((3, 1 + n_levels, G)),
     )
 
 

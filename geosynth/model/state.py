@@ -178,7 +178,11 @@ class GibbsState(NamedTuple):
     scale_log_sd: np.ndarray  # float64 (2P + 3 + max(K, 1),) scale moves: θ, φ_p, β_c, ε,
     #                           then the error-absorbing ones of θ and φ_p
     marginal_log_sd: np.ndarray  # float64 (P + 3,) noise-aware moves: μ, α_p, θ_i, ε_ib
-    cell_work: np.ndarray  # float64 (4, G) scratch of the smooth-mode moves and scale cycles
+    cell_work: np.ndarray  # float64 (3, G) scratch of the scale cycles
+    mode_hessian: np.ndarray  # float64 ((1 + P)(K + C), same) the joint mode move's likelihood
+    #                           Hessian (moves.mode_moves), frozen after burn-in
+    mode_hessian_refreshes: np.ndarray  # int64 (2,) refreshes made, sweeps counted for them
+    field_work: np.ndarray  # float64 (3, 1 + P, G) scratch of the joint mode move
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

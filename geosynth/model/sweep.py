@@ -60,11 +60,12 @@ def sweep(data, s, comp_sum, column, adapt=False):
     """One sweep over every parameter; return 0 or 16·block + sampler status.
 
     Gibbs updates (ARS, slice, Gamma and Gaussian draws) in the order μ, α, θ, shift(μ, θ), φ,
-    shift(α, φ), β (each covariate's field in turn), the block moves of θ and each φ_·p along
-    their smooth modes (:func:`~geosynth.model.moves.mode_moves`), ε, per-cell shift(θ_i, ε_i·)
-    and shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), precisions, followed by the scale moves of
-    the ICAR fields and of ε (θ, φ_·p and ε with their intercept, θ and φ_·p a second time with
-    the errors absorbing the change; see :func:`~geosynth.model.moves.scale_moves`). Every shift
+    shift(α, φ), β (each covariate's field in turn), the joint block move of θ and every φ_·p
+    along their smooth modes (:func:`~geosynth.model.moves.mode_moves`), ε, per-cell
+    shift(θ_i, ε_i·) and shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), precisions, followed by
+    the scale moves of the ICAR fields and of ε (θ, φ_·p and ε with their intercept, θ and φ_·p
+    a second time with the errors absorbing the change; see
+    :func:`~geosynth.model.moves.scale_moves`). Every shift
     is an exact Gibbs draw along a direction of constant likelihood. The full conditionals are
     those of Nunes (2018), §2.1.1, eqs. 2.10–2.17, and §2.2.1, eqs. 2.22–2.24 (with the ICAR
     rank correction of :mod:`geosynth.model.conditionals`).
@@ -118,7 +119,7 @@ def sweep(data, s, comp_sum, column, adapt=False):
         status = update_beta(data, s, comp_sum, c)
         if status != STATUS_OK:
             return 16 * B_BETA + status
-    mode_moves(data, s, column)
+    mode_moves(data, s, adapt)
     status = update_eps(data, s)
     if status != STATUS_OK:
         return 16 * B_EPS + status

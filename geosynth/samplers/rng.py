@@ -199,7 +199,7 @@ def gamma(state, shape, rate):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def gamma_and_log(state, shape):
-    """A Gamma(shape, 1) draw and its logarithm, the log kept finite for any shape > 0.
+    """Draw from Gamma(shape, 1); return the draw and its logarithm, finite for any shape > 0.
 
     For shape < 1 the boost ``G = G_{shape+1}·U^{1/shape}`` (Marsaglia & Tsang 2000, §6) is
     applied in log space, ``log G = log G_{shape+1} + log(U)/shape``: :func:`gamma`'s

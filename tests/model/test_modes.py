@@ -1,9 +1,10 @@
 """Smooth modes of the ICAR structure, and the Metropolis–Hastings ratio of the block move on them.
 
-The modes are checked against dense ``numpy.linalg.eigh`` of D_W − W; the move's log ratio
-against an independent NumPy evaluation of ``log π(f + Vz) − log π(f) + log q(−z | f + Vz) −
-log q(z | f)`` with SciPy's multivariate normal density (any wrong sign, missing term or wrong
-reverse proposal changes it). Calibration of the whole sweep with these moves: ``test_sbc.py``.
+The modes are checked against dense ``numpy.linalg.eigh`` of D_W − W; the joint move's log ratio
+against an independent NumPy evaluation of ``log π(new) − log π(old) + log q(−z | new) −
+log q(z | old)`` with SciPy's multivariate normal density (any wrong sign, missing term or wrong
+reverse proposal changes it), and its likelihood Hessian against the sum of the Poisson terms'
+outer products. Calibration of the whole sweep with these moves: ``test_sbc.py``.
 """
 
 import geopandas as gpd
@@ -14,9 +15,10 @@ from shapely.geometry import box
 
 from geosynth import Grid
 from geosynth.model.modes import (
-    mode_move,
+    apply_joint_step,
+    joint_mode_proposal,
+    likelihood_hessian,
     mode_precision,
-    mode_proposal,
     smooth_modes,
     with_component_constants,
 )
@@ -75,24 +77,76 @@ def test_a_lattice_with_fewer_modes_than_asked_gives_all_it_has():
 LEVEL_VAR = 2.5
 
 
-def _log_target(field, tau, observed, exp_sum, structure, step, component):
-    """log π(f + step) − log π(f): Poisson terms with E_i = Σ_b e^η, the ICAR prior and the
-    N(0, LEVEL_VAR) prior of each component's mean."""
-    moved = field + step
-    likelihood = observed @ step - exp_sum @ np.expm1(step)
-    prior = -0.5 * tau * (moved @ structure @ moved - field @ structure @ field)
-    for c in np.unique(component):
-        inside = component == c
-        prior -= (moved[inside].mean() ** 2 - field[inside].mean() ** 2) / (2 * LEVEL_VAR)
-    return likelihood + prior
+# Attributes y ∈ {0, 1} and x ∈ {1, 2, 3}: levels p = 0 (y = 1), 1 (x = 2), 2 (x = 3); the six
+# combinations enter θ and the φ_·p of their levels.
+COMBO_LEVELS = np.array([[-1, -1], [-1, 1], [-1, 2], [0, -1], [0, 1], [0, 2]], dtype=np.int64)
 
 
-def _log_proposal(field, precision, observed, exp_sum, basis, z):
-    """log q(z | f): N(H⁻¹g, H⁻¹), H = diag(p) + Vᵀ diag(E) V, g = Vᵀ(a − E) − diag(p)Vᵀf."""
-    hessian = np.diag(precision) + basis.T @ (basis * exp_sum[:, None])
-    gradient = basis.T @ (observed - exp_sum) - precision * (basis.T @ field)
-    mean = np.linalg.solve(hessian, gradient)
-    return stats.multivariate_normal(mean, np.linalg.inv(hessian)).logpdf(z)
+def _design(basis):
+    """∂η_ib/∂z for the joint coordinates (field f, column k) → index f·K + k: (G, B, F·K)."""
+    G, K = basis.shape
+    B, P = COMBO_LEVELS.shape[0], 3
+    design = np.zeros((G, B, (1 + P) * K))
+    for b in range(B):
+        for f in [0] + [1 + p for p in COMBO_LEVELS[b] if p >= 0]:
+            design[:, b, f * K:(f + 1) * K] = basis
+    return design
+
+
+def _log_target(fields, taus, counts, eta, structure, component):
+    """log π up to a constant of the fields (θ, φ_·0, …) given η: Poisson terms, each field's
+    ICAR prior with its τ and the N(0, LEVEL_VAR) prior of each component's mean."""
+    total = (counts * eta - np.exp(eta)).sum()
+    for field, tau in zip(fields, taus, strict=True):
+        total -= 0.5 * tau * field @ structure @ field
+        for c in np.unique(component):
+            total -= field[component == c].mean() ** 2 / (2 * LEVEL_VAR)
+    return total
+
+
+def _log_proposal(fields, precision, hessian, counts, eta, basis, z):
+    """log q(z | state): N(H⁻¹g, H⁻¹), H = hessian + diag(p), g = Jᵀ(c − e^η) − diag(p)·coords."""
+    design = _design(basis)
+    coords = np.concatenate([basis.T @ f for f in fields])
+    gradient = np.einsum("ibd,ib->d", design, counts - np.exp(eta)) - precision * coords
+    full = hessian + np.diag(precision)
+    mean = np.linalg.solve(full, gradient)
+    return stats.multivariate_normal(mean, np.linalg.inv(full)).logpdf(z)
+
+
+def _joint_case(seed, constants):
+    """Fields, η, counts, the basis, precisions and a Hessian on the two-component lattice."""
+    grid = _split_lattice()
+    component = np.asarray(grid.component, dtype=np.int64)
+    modes, eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
+                                      np.asarray(grid.indices, dtype=np.int64), n_modes=6)
+    basis = with_component_constants(modes, component, 2) if constants else modes
+    K = basis.shape[1]
+    sizes = np.bincount(component).astype(float)
+    rng = np.random.default_rng(seed)
+    G, B, P = grid.n_cells, COMBO_LEVELS.shape[0], 3
+    taus = np.array([0.3, 4.0, 1.2, 0.7])
+    precision = np.empty(4 * K)
+    full = np.empty(8)
+    for f, tau in enumerate(taus):
+        mode_precision(eigenvalues, tau, sizes, LEVEL_VAR, full)
+        precision[f * K:(f + 1) * K] = full[:K]
+    # Smooth fields (the ICAR priors' kind) with a little roughness.
+    theta = 0.3 + modes @ rng.normal(0.0, 0.8, modes.shape[1]) + rng.normal(0.0, 0.1, G)
+    phi = modes @ rng.normal(0.0, 0.5, (modes.shape[1], P)) + rng.normal(0.0, 0.1, (G, P))
+    eta = theta[:, None] + rng.normal(1.5, 0.3, (G, B))
+    for b in range(B):
+        for p in COMBO_LEVELS[b]:
+            if p >= 0:
+                eta[:, b] += phi[:, p]
+    counts = rng.poisson(np.exp(eta)).astype(float)
+    level_counts = np.stack([counts[:, [b for b in range(B) if p in COMBO_LEVELS[b]]].sum(axis=1)
+                             for p in range(P)], axis=1)
+    hessian = np.empty((4 * K, 4 * K))  # the Hessian at another state: any fixed one is exact
+    likelihood_hessian(np.exp(eta + rng.normal(0.0, 0.3, (G, B))), COMBO_LEVELS, basis, hessian)
+    return dict(grid=grid, component=component, basis=basis, taus=taus, precision=precision,
+                theta=theta, phi=phi, eta=eta, counts=counts, level_counts=level_counts,
+                hessian=hessian)
 
 
 def _split_lattice():
@@ -103,44 +157,84 @@ def _split_lattice():
     return grid
 
 
+def test_the_likelihood_hessian_is_the_sum_of_the_poisson_terms_outer_products():
+    case = _joint_case(5, constants=True)
+    design = _design(case["basis"])
+    expected = np.einsum("ib,ibd,ibe->de", np.exp(case["eta"]), design, design)
+    out = np.empty_like(expected)
+    likelihood_hessian(np.exp(case["eta"]), COMBO_LEVELS, case["basis"], out)
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-10)
+
+
 @pytest.mark.parametrize("constants", [False, True])
-@pytest.mark.parametrize("tau", [0.3, 4.0])
-def test_the_move_s_log_ratio_is_the_metropolis_hastings_ratio(tau, constants):
+def test_the_joint_move_s_log_ratio_is_the_metropolis_hastings_ratio(constants):
     """With the component constants the move also changes each component's mean: the target
     then includes the means' N(0, level_var) priors (as ``mode_precision`` says)."""
-    grid = _split_lattice()
-    indptr = np.asarray(grid.indptr, dtype=np.int64)
-    indices = np.asarray(grid.indices, dtype=np.int64)
-    component = np.asarray(grid.component, dtype=np.int64)
-    modes, eigenvalues = smooth_modes(indptr, indices, n_modes=6)
-    basis = with_component_constants(modes, component, 2) if constants else modes
-    sizes = np.bincount(component).astype(float)
-    full = np.empty(8)
-    mode_precision(eigenvalues, tau, sizes, LEVEL_VAR, full)
-    precision = full[:basis.shape[1]].copy()
-    structure = _structure(grid)
-    rng = np.random.default_rng(7)
-    G, B = grid.n_cells, 3
-    field = rng.normal(0.3, 0.8, G)
-    expeta = np.exp(rng.normal(0.5, 0.7, (G, B)))
-    combos = np.array([0, 2], dtype=np.int64)
-    observed = rng.poisson(expeta[:, combos].sum(axis=1)).astype(float)
-    exp_sum = expeta[:, combos].sum(axis=1)
+    case = _joint_case(7, constants)
+    basis, component, eta = case["basis"], case["component"], case["eta"]
+    G, K = basis.shape
+    structure = _structure(case["grid"])
+    fields = [case["theta"]] + list(case["phi"].T)
+    design = _design(basis)
     moved_means = False
     for draw in range(5):
-        work = np.zeros((4, G))
-        log_ratio = mode_proposal(field, precision, observed, combos, expeta, basis,
-                                  make_streams(draw, 1)[0], work)
-        step = work[1].copy()
-        z = basis.T @ step
-        np.testing.assert_allclose(basis @ z, step, atol=1e-12)  # the step is V z
-        moved_means |= abs(step[component == 1].mean()) > 1e-6
-        expected = (_log_target(field, tau, observed, exp_sum, structure, step, component)
-                    + _log_proposal(field + step, precision, observed, exp_sum * np.exp(step),
-                                    basis, -z)
-                    - _log_proposal(field, precision, observed, exp_sum, basis, z))
+        work = np.zeros((3, 4, G))
+        log_ratio = joint_mode_proposal(case["theta"], case["phi"], case["precision"],
+                                        case["hessian"], case["counts"].sum(axis=1),
+                                        case["level_counts"], COMBO_LEVELS, np.exp(eta), basis,
+                                        make_streams(draw, 1)[0], work)
+        steps = work[1].copy()
+        np.testing.assert_allclose(work[2], np.exp(steps), rtol=1e-13)
+        z = np.concatenate([basis.T @ step for step in steps])
+        np.testing.assert_allclose(np.concatenate([basis @ z[f * K:(f + 1) * K]
+                                                   for f in range(4)]), steps.ravel(),
+                                   atol=1e-12)  # each field's step is V z_f
+        moved_means |= abs(steps[0][component == 1].mean()) > 1e-6
+        moved = [f + step for f, step in zip(fields, steps, strict=True)]
+        new_eta = eta + design @ z
+        expected = (_log_target(moved, case["taus"], case["counts"], new_eta, structure,
+                                component)
+                    - _log_target(fields, case["taus"], case["counts"], eta, structure,
+                                  component)
+                    + _log_proposal(moved, case["precision"], case["hessian"], case["counts"],
+                                    new_eta, basis, -z)
+                    - _log_proposal(fields, case["precision"], case["hessian"], case["counts"],
+                                    eta, basis, z))
         assert log_ratio == pytest.approx(expected, abs=1e-8)
     assert moved_means == constants
+
+
+def test_an_accepted_joint_move_keeps_eta_and_the_fields_consistent():
+    """Moves with the Hessian at the current state are accepted often, and apply_joint_step
+    moves η by Δθ_i + Σ_{p ∈ b} Δφ_ip with exp η in step."""
+    case = _joint_case(3, constants=True)
+    basis, eta = case["basis"], case["eta"].copy()
+    theta, phi = case["theta"].copy(), case["phi"].copy()
+    G, B = eta.shape
+    expeta = np.exp(eta)
+    stream = make_streams(11, 1)[0]
+    uniforms = np.random.default_rng(12).uniform(size=50)
+    hessian = np.empty_like(case["hessian"])
+    accepted = 0
+    for u in uniforms:
+        likelihood_hessian(expeta, COMBO_LEVELS, basis, hessian)
+        work = np.zeros((3, 4, G))
+        log_ratio = joint_mode_proposal(theta, phi, case["precision"], hessian,
+                                        case["counts"].sum(axis=1), case["level_counts"],
+                                        COMBO_LEVELS, expeta, basis, stream, work)
+        if not np.log(u) < log_ratio:
+            continue
+        accepted += 1
+        before = (theta.copy(), phi.copy(), eta.copy())
+        apply_joint_step(theta, phi, eta, expeta, COMBO_LEVELS, work)
+        shift = np.repeat((theta - before[0])[:, None], B, axis=1)
+        for b in range(B):
+            for p in COMBO_LEVELS[b]:
+                if p >= 0:
+                    shift[:, b] += phi[:, p] - before[1][:, p]
+        np.testing.assert_allclose(eta - before[2], shift, atol=1e-12)
+        np.testing.assert_allclose(expeta, np.exp(eta), rtol=1e-11)
+    assert accepted >= 15
 
 
 def test_component_constants_are_orthonormal_columns_after_the_modes():
@@ -162,29 +256,3 @@ def test_component_constants_are_orthonormal_columns_after_the_modes():
     np.testing.assert_allclose(out[:6], 3.0 * eigenvalues)
     # Coordinate sqrt(n_c)·mean_c: variance n_c·level_var under the mean's prior.
     np.testing.assert_allclose(out[6:], 1.0 / (sizes * LEVEL_VAR))
-
-
-def test_an_accepted_move_keeps_eta_and_the_component_means_consistent():
-    grid = Grid.regular((0.0, 0.0, 6.0, 5.0), shape=(5, 6))
-    modes, eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
-                                      np.asarray(grid.indices, dtype=np.int64), n_modes=6)
-    rng = np.random.default_rng(3)
-    G, B = grid.n_cells, 2
-    field = rng.normal(0.0, 0.1, G)
-    eta = rng.normal(0.0, 0.3, (G, B)) + field[:, None]
-    expeta = np.exp(eta)
-    observed = rng.poisson(np.exp(eta).sum(axis=1)).astype(float)
-    combos = np.arange(B, dtype=np.int64)
-    stream = make_streams(11, 1)[0]
-    accepted = 0
-    for _ in range(50):
-        before = field.copy()
-        eta_before = eta.copy()
-        if mode_move(field, 2.0 * eigenvalues, observed, combos, eta, expeta, modes, stream,
-                     np.zeros((4, G))):
-            accepted += 1
-            np.testing.assert_allclose(eta - eta_before, np.repeat((field - before)[:, None], B, 1),
-                                       atol=1e-12)
-        assert field.mean() == pytest.approx(before.mean(), abs=1e-12)
-        np.testing.assert_allclose(expeta, np.exp(eta), rtol=1e-12)
-    assert accepted >= 25  # the Gaussian approximation along smooth modes is close
