@@ -1,6 +1,5 @@
 """The vectorised bulk ESS and rank R-hat equal arviz's, parameter by parameter."""
 
-import time
 import warnings
 
 import numpy as np
@@ -87,15 +86,3 @@ def test_shapes_batches_and_threads_give_the_same_numbers(monkeypatch):
 def test_bad_shape_refused():
     with pytest.raises(ValueError, match=r"shape \(chains, draws, ...\)"):
         convergence_diagnostics(np.zeros(10))
-
-
-def test_much_faster_than_arviz_per_parameter():
-    """What makes checking every λ affordable (arviz loops over parameters in Python)."""
-    draws = ar1_draws(2, 400, 400)
-    start = time.perf_counter()
-    convergence_diagnostics(draws)
-    ours = time.perf_counter() - start
-    start = time.perf_counter()
-    arviz_diagnostics(draws)
-    theirs = time.perf_counter() - start
-    assert ours < theirs / 5
