@@ -72,8 +72,10 @@ from geosynth.model.conditionals import (
     icar_quadratic_add,
     shift_cell_eta,
     shift_cell_eta_z,
+    update_tau_eps,
 )
 from geosynth.model.moves import (
+    EPS_SCALE_ROUNDS,
     KIND_THETA,
     NO_LEVEL,
     eps_scale_terms,
@@ -819,7 +821,7 @@ def _scale_move_beta_parallel(data, s, w, c, tau, shape, rate, slot, adapt, comp
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
-    """Scale moves of θ, φ_·p, each ICAR β_c· and ε, in the serial sweep's order and slots.
+    """Scale moves of θ, φ_·p, each ICAR β_c· and ε (in rounds), in the serial order and slots.
 
     θ and φ_·p run :func:`geosynth.model.moves.field_scale_cycles` as the serial sweep does
     (its rounds cost O(G) each and run serially); the β and ε moves measure and apply their
@@ -833,22 +835,26 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
             continue
         s.tau_beta[c] = _scale_move_beta_parallel(data, s, w, c, s.tau_beta[c], pr[BETA_A],
                                                   pr[BETA_B], 1 + P + c, adapt, comp_sum)
-    # ε: no component means (comp_sum is ignored by the ε operations); μ moves with it.
+    # ε: rounds of (τ_ε's Gibbs draw, the scale move with μ) as in the serial sweep; no
+    # component means (comp_sum is ignored by the ε operations).
     slot = 1 + P + s.beta.shape[0]
-    u, factor = scale_proposal(s, slot)
-    linear, exp_total = eps_scale_terms(data, s)
-    w.params[0] = factor
-    w.params[1] = 0.0
-    exp_change = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, data.all_combos, w.obs,
-                          w.obs)
-    w.params[1], delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, linear,
-                                                exp_change, exp_total, factor)
-    accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
-                                    pr[EPS_A], pr[EPS_B])
-    if accept:
-        s.tau_eps[0] = new_tau
-        s.mu[0] += w.params[1]
-        _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
+    for r in range(EPS_SCALE_ROUNDS):
+        if r > 0:
+            update_tau_eps(data, s)
+        u, factor = scale_proposal(s, slot)
+        linear, exp_total = eps_scale_terms(data, s)
+        w.params[0] = factor
+        w.params[1] = 0.0
+        exp_change = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, data.all_combos, w.obs,
+                              w.obs)
+        w.params[1], delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, linear,
+                                                    exp_change, exp_total, factor)
+        accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
+                                        pr[EPS_A], pr[EPS_B])
+        if accept:
+            s.tau_eps[0] = new_tau
+            s.mu[0] += w.params[1]
+            _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
