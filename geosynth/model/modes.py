@@ -266,18 +266,14 @@ def field_exp_sums(expeta, combo_levels, out):
         Overwritten.
     """
     G, B = expeta.shape
-    L = combo_levels.shape[1]
+    fields, n_fields = _combo_fields(combo_levels)
     for f in range(out.shape[0]):
         for i in range(G):
             out[f, i] = 0.0
     for i in range(G):
         for b in range(B):
-            v = expeta[i, b]
-            out[0, i] += v
-            for k in range(L):
-                p = combo_levels[b, k]
-                if p >= 0:
-                    out[1 + p, i] += v
+            for a in range(n_fields[b]):
+                out[fields[b, a], i] += expeta[i, b]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

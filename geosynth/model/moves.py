@@ -168,6 +168,16 @@ HESSIAN_REFRESH = 16
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _refresh_mode_hessian(data, s, weight):
+    """Move ``s.mode_hessian`` by ``weight`` towards the likelihood Hessian at the state."""
+    fresh = np.empty_like(s.mode_hessian)
+    likelihood_hessian(s.expeta, data.combo_levels, data.modes, fresh)
+    for a in range(fresh.shape[0]):
+        for c in range(fresh.shape[1]):
+            s.mode_hessian[a, c] += weight * (fresh[a, c] - s.mode_hessian[a, c])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def mode_moves(data, s, adapt):
     """One joint block move of θ and every φ_·p along their modes (:mod:`geosynth.model.modes`).
 
@@ -188,17 +198,11 @@ def mode_moves(data, s, adapt):
     adapt : bool
         Burn-in: the Hessian may be refreshed.
     """
-    refreshes = s.mode_hessian_refreshes
-    if refreshes[1] == 0 or (adapt and refreshes[1] % HESSIAN_REFRESH == 0):
-        fresh = np.empty_like(s.mode_hessian)
-        likelihood_hessian(s.expeta, data.combo_levels, data.modes, fresh)
-        weight = 1.0 if refreshes[0] == 0 else 0.5
-        for a in range(fresh.shape[0]):
-            for c in range(fresh.shape[1]):
-                s.mode_hessian[a, c] += weight * (fresh[a, c] - s.mode_hessian[a, c])
-        refreshes[0] += 1
-    if adapt or refreshes[1] == 0:
-        refreshes[1] += 1
+    sweeps = s.mode_hessian_sweeps
+    if sweeps[0] == 0 or (adapt and sweeps[0] % HESSIAN_REFRESH == 0):
+        _refresh_mode_hessian(data, s, 1.0 if sweeps[0] == 0 else 0.5)
+    if adapt or sweeps[0] == 0:
+        sweeps[0] += 1
     K = data.modes.shape[1]
     P = s.alpha.shape[0]
     precision = np.empty((1 + P) * K)

@@ -186,7 +186,7 @@ def initial_state(data: ModelData, tables: CountTables, stream: np.ndarray) -> G
         marginal_log_sd=np.full(n_levels + 3, np.log(0.3)),
         cell_work=np.zeros((3, G)),
         mode_hessian=np.zeros(((1 + n_levels) * data.modes.shape[1],) * 2),
-        mode_hessian_refreshes=np.zeros(2, dtype=np.int64),
+        mode_hessian_sweeps=np.zeros(1, dtype=np.int64),
         field_work=np.zeros((3, 1 + n_levels, G)),
     )
 

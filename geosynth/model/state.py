@@ -181,7 +181,7 @@ class GibbsState(NamedTuple):
     cell_work: np.ndarray  # float64 (3, G) scratch of the scale cycles
     mode_hessian: np.ndarray  # float64 ((1 + P)(K + C), same) the joint mode move's likelihood
     #                           Hessian (moves.mode_moves), frozen after burn-in
-    mode_hessian_refreshes: np.ndarray  # int64 (2,) refreshes made, sweeps counted for them
+    mode_hessian_sweeps: np.ndarray  # int64 (1,) sweeps counted for the Hessian's refreshes
     field_work: np.ndarray  # float64 (3, 1 + P, G) scratch of the joint mode move
 
 
