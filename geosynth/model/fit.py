@@ -25,6 +25,7 @@ import numpy as np
 
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
+from geosynth.model.coarse import coarse_aggregates
 from geosynth.model.modes import smooth_modes, with_component_constants
 from geosynth.model.priors import Priors
 from geosynth.model.results import PaivaFit
@@ -595,6 +596,8 @@ def build_model_data(counts: CellCounts,
     # The moves along the modes also move each component's constant (modes module docstring).
     modes = with_component_constants(modes, np.asarray(grid.component, dtype=np.int64),
                                      grid.n_components)
+    coarse_ptr, coarse_cells = coarse_aggregates(np.asarray(grid.indptr, dtype=np.int64),
+                                                 np.asarray(grid.indices, dtype=np.int64))
     tables = CountTables(
         counts=c,
         cell_counts=c.sum(axis=1),
@@ -618,6 +621,8 @@ def build_model_data(counts: CellCounts,
         scalar_update=UPDATE_MH if model.sampler == "mh" else UPDATE_EXACT,
         modes=modes,
         mode_eigenvalues=mode_eigenvalues,
+        coarse_ptr=coarse_ptr,
+        coarse_cells=coarse_cells,
     )
     # Read-only arrays are their own numba type: every kernel is compiled for these, and one
     # that assigned to the fit's shared arrays would not compile.

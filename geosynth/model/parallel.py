@@ -61,6 +61,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from geosynth.model.coarse import coarse_shifts
 from geosynth.model.conditionals import (
     component_means,
     component_sums,
@@ -896,6 +897,9 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
     if st != STATUS_OK:
         return st
     mode_moves(data, s, adapt)  # serial: O(G·(1 + P)·K) flops and G·(1 + P) exps
+    st = coarse_shifts(data, s, comp_sum)  # serial: one pass over η, one exp per aggregate
+    if st != STATUS_OK:
+        return 16 * B_THETA + st
     st = _update_eps_and_shifts_parallel(data, s, w, comp_sum, column)
     if st != STATUS_OK:
         return st

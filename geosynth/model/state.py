@@ -124,6 +124,8 @@ class ModelData(NamedTuple):
     modes: np.ndarray  # float64 (G, K + C) smoothest eigenvectors of D_W − W, then the
     #                    component constants (modes.smooth_modes, modes.with_component_constants)
     mode_eigenvalues: np.ndarray  # float64 (K,) eigenvalues of the K smooth modes
+    coarse_ptr: np.ndarray  # int64 (n_aggregates + 1,) CSR of the nested cell aggregates
+    coarse_cells: np.ndarray  # int64 their cells, finest level first (model.coarse)
 
 
 def model_shape(data: ModelData) -> tuple[int, int, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from geosynth.model.coarse import coarse_shifts
 from geosynth.model.conditionals import (
     update_alpha,
     update_beta,
@@ -61,7 +62,8 @@ def sweep(data, s, comp_sum, column, adapt=False):
 
     Gibbs updates (ARS, slice, Gamma and Gaussian draws) in the order μ, α, θ, shift(μ, θ), φ,
     shift(α, φ), β (each covariate's field in turn), the joint block move of θ and every φ_·p
-    along their smooth modes (:func:`~geosynth.model.moves.mode_moves`), ε, per-cell
+    along their smooth modes (:func:`~geosynth.model.moves.mode_moves`), the exact shifts of θ
+    over nested cell aggregates (:func:`~geosynth.model.coarse.coarse_shifts`), ε, per-cell
     shift(θ_i, ε_i·) and shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), precisions, followed by
     the scale moves of the ICAR fields and of ε (θ, φ_·p and ε with their intercept, θ and φ_·p
     a second time with the errors absorbing the change; see
@@ -120,6 +122,9 @@ def sweep(data, s, comp_sum, column, adapt=False):
         if status != STATUS_OK:
             return 16 * B_BETA + status
     mode_moves(data, s, adapt)
+    status = coarse_shifts(data, s, comp_sum)
+    if status != STATUS_OK:
+        return 16 * B_THETA + status
     status = update_eps(data, s)
     if status != STATUS_OK:
         return 16 * B_EPS + status
