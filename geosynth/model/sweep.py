@@ -122,7 +122,7 @@ def sweep(data, s, comp_sum, column, adapt=False):
         if status != STATUS_OK:
             return 16 * B_BETA + status
     mode_moves(data, s, adapt)
-    status = coarse_shifts(data, s, comp_sum)
+    status = coarse_shifts(data, s)
     if status != STATUS_OK:
         return 16 * B_THETA + status
     status = update_eps(data, s)

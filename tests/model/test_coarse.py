@@ -73,57 +73,76 @@ def _one_aggregate_case(seed):
     state.theta[:] = rng.normal(0.0, 0.6, state.theta.shape)
     state.eps[:] = rng.normal(0.0, 0.3, state.eps.shape)
     state.tau_theta[0] = 1.7
+    state.tau_phi[0] = 2.5
+    state.phi[:, 0] = rng.normal(0.0, 0.4, state.theta.shape)
     compute_eta(data, state)
     return data, state, np.sort(group), grid
 
 
-def _log_conditional(k, data, state, group, grid, tau):
-    """log π(θ + k·1_A | rest) up to a constant, from the whole target, for each k."""
-    member = np.zeros(state.theta.shape[0], dtype=bool)
-    member[group] = True
+def _log_conditional(k, state, field, p, group, grid, tau, level_var):
+    """log π(f + k·1_A | rest) up to a constant for each k, from the whole target.
+
+    ``field`` is θ (p = −1) or φ_·p: the Poisson terms of every entry it enters, its ICAR
+    quadratic form fᵀQf and the N(0, level_var) priors of its component means.
+    """
+    member = np.zeros(state["theta"].shape[0])
+    member[group] = 1.0
+    entries = member[:, None] * np.ones(state["eta"].shape[1])
+    if p >= 0:  # the combinations holding level p: here (attribute y) combination 1
+        entries[:, 0] = 0.0
     adjacency = grid.adjacency.toarray()
     structure = np.diag(adjacency.sum(axis=1)) - adjacency
     component = np.asarray(grid.component)
     sizes = np.bincount(component).astype(float)
-    level_var = data.priors[LEVEL_VAR]
-    out = np.empty(k.shape)
-    for n, step in enumerate(k):
-        theta = state.theta + step * member
-        eta = state.eta + step * member[:, None]
-        sums = np.bincount(component, weights=theta)
-        out[n] = (np.sum(state.counts * eta - np.exp(eta))
-                  - 0.5 * tau * theta @ structure @ theta
-                  - np.sum(sums ** 2 / (2.0 * level_var * sizes ** 2)))
-    return out
+    eta = state["eta"][None] + k[:, None, None] * entries[None]
+    poisson = np.sum(state["counts"][None] * eta - np.exp(eta), axis=(1, 2))
+    quadratic = (field @ structure @ field + 2.0 * k * (member @ structure @ field)
+                 + k ** 2 * (member @ structure @ member))
+    sums = np.bincount(component, weights=field)[None] + k[:, None] * np.bincount(
+        component, weights=member)[None]
+    return poisson - 0.5 * tau * quadratic - np.sum(sums ** 2 / (2.0 * level_var * sizes ** 2),
+                                                    axis=1)
 
 
-def _cdf(data, state, group, grid, tau):
-    k = np.linspace(-6.0, 6.0, 24001)
-    log_density = _log_conditional(k, data, state, group, grid, tau)
+def _pit(value, state, field, p, group, grid, tau, level_var):
+    """The conditional CDF of the shift (:func:`_log_conditional`) at ``value``."""
+    k = np.linspace(-5.0, 5.0, 2001)
+    log_density = _log_conditional(k, state, field, p, group, grid, tau, level_var)
     density = np.exp(log_density - log_density.max())
     cdf = np.cumsum(density)
-    cdf /= cdf[-1]
-    return lambda x: np.interp(x, k, cdf)
+    return np.interp(value, k, cdf / cdf[-1])
 
 
 @pytest.mark.parametrize("seed", [3, 8])
-def test_the_shift_over_an_aggregate_is_an_exact_draw_of_its_conditional(seed):
+def test_each_field_s_shift_over_an_aggregate_is_an_exact_draw_of_its_conditional(seed):
+    """θ's shift given the state, then φ's given the state after θ's: probability integral
+    transforms under the exact conditionals are uniform; under three times the precision they are
+    not (a planted error the same test catches)."""
     data, state, group, grid = _one_aggregate_case(seed)
+    level_var = data.priors[LEVEL_VAR]
     start = {name: np.array(v) for name, v in state._asdict().items()}
-    draws = []
-    comp_sum = np.zeros(data.component_size.shape[0])
-    for n in range(2000):
+    tau_theta, tau_phi = start["tau_theta"][0], start["tau_phi"][0]
+    pits = {"theta": [], "phi": [], "theta planted": [], "phi planted": []}
+    for n in range(400):
         trial = type(state)(**{name: np.array(v) for name, v in start.items()})
         trial.rng[:] = make_streams(1000 + n, 1)[0]
-        assert coarse_shifts(data, trial, comp_sum) == 0
-        step = trial.theta - start["theta"]
-        assert np.allclose(step[group], step[group][0]) and np.all(np.delete(step, group) == 0)
-        np.testing.assert_allclose(trial.eta - start["eta"],
-                                   np.broadcast_to(step[:, None], trial.eta.shape), atol=1e-12)
+        assert coarse_shifts(data, trial) == 0
+        k_theta = trial.theta[group[0]] - start["theta"][group[0]]
+        k_phi = trial.phi[group[0], 0] - start["phi"][group[0], 0]
+        moved = np.zeros(start["theta"].shape[0], dtype=bool)
+        moved[group] = True
+        np.testing.assert_allclose(trial.theta - start["theta"], k_theta * moved, atol=1e-12)
+        np.testing.assert_allclose(trial.phi[:, 0] - start["phi"][:, 0], k_phi * moved,
+                                   atol=1e-12)
+        shift = np.outer(moved, [k_theta, k_theta + k_phi])
+        np.testing.assert_allclose(trial.eta - start["eta"], shift, atol=1e-12)
         np.testing.assert_allclose(trial.expeta, np.exp(trial.eta), rtol=1e-12)
-        draws.append(step[group][0])
-    exact = _cdf(data, state, group, grid, state.tau_theta[0])
-    assert stats.kstest(draws, exact).pvalue > 1e-3
-    # The same test rejects a planted error: the conditional of twice the field's precision.
-    planted = _cdf(data, state, group, grid, 2.0 * state.tau_theta[0])
-    assert stats.kstest(draws, planted).pvalue < 1e-6
+        after_theta = dict(start, eta=start["eta"] + np.outer(moved, [k_theta, k_theta]))
+        for planted, factor in (("", 1.0), (" planted", 3.0)):
+            pits["theta" + planted].append(_pit(k_theta, start, start["theta"], -1, group, grid,
+                                                factor * tau_theta, level_var))
+            pits["phi" + planted].append(_pit(k_phi, after_theta, start["phi"][:, 0], 0, group,
+                                              grid, factor * tau_phi, level_var))
+    for name, values in pits.items():
+        p_value = stats.kstest(values, "uniform").pvalue
+        assert (p_value < 1e-4) if "planted" in name else (p_value > 1e-3), (name, p_value)
