@@ -157,7 +157,7 @@ def _aggregate_sums(data, s, cells, mark, stamp, exp_sums, y_totals, edge_sums):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _field_combos(data, f):
-    """The combinations field f enters: all for θ (f = 0), those holding level f − 1 for φ."""
+    """Return the combinations field f enters: all for θ (f = 0), those with level f − 1 for φ."""
     if f == 0:
         return data.all_combos
     return data.level_combos[data.level_combos_ptr[f - 1]:data.level_combos_ptr[f]]

@@ -897,7 +897,7 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
     if st != STATUS_OK:
         return st
     mode_moves(data, s, adapt)  # serial: O(G·(1 + P)·K) flops and G·(1 + P) exps
-    st = coarse_shifts(data, s)  # serial: one pass over η, one exp per aggregate
+    st = coarse_shifts(data, s)  # serial: two passes over exp η per level
     if st != STATUS_OK:
         return 16 * B_THETA + st
     st = _update_eps_and_shifts_parallel(data, s, w, comp_sum, column)

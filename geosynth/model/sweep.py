@@ -62,12 +62,12 @@ def sweep(data, s, comp_sum, column, adapt=False):
 
     Gibbs updates (ARS, slice, Gamma and Gaussian draws) in the order μ, α, θ, shift(μ, θ), φ,
     shift(α, φ), β (each covariate's field in turn), the joint block move of θ and every φ_·p
-    along their smooth modes (:func:`~geosynth.model.moves.mode_moves`), the exact shifts of θ
-    over nested cell aggregates (:func:`~geosynth.model.coarse.coarse_shifts`), ε, per-cell
-    shift(θ_i, ε_i·) and shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), precisions, followed by
-    the scale moves of the ICAR fields and of ε (θ, φ_·p and ε with their intercept, θ and φ_·p
-    a second time with the errors absorbing the change; see
-    :func:`~geosynth.model.moves.scale_moves`). Every shift
+    along their smooth modes (:func:`~geosynth.model.moves.mode_moves`), the exact shifts of
+    θ and every φ_·p over nested cell aggregates
+    (:func:`~geosynth.model.coarse.coarse_shifts`), ε, per-cell shift(θ_i, ε_i·) and
+    shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), precisions, followed by the scale moves of the
+    ICAR fields and of ε (θ, φ_·p and ε with their intercept, θ and φ_·p a second time with the
+    errors absorbing the change; see :func:`~geosynth.model.moves.scale_moves`). Every shift
     is an exact Gibbs draw along a direction of constant likelihood. The full conditionals are
     those of Nunes (2018), §2.1.1, eqs. 2.10–2.17, and §2.2.1, eqs. 2.22–2.24 (with the ICAR
     rank correction of :mod:`geosynth.model.conditionals`).
