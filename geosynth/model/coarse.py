@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit
 from scipy import sparse
 
-from geosynth.model.state import LEVEL_VAR
+from geosynth.model.state import LEVEL_VAR, level_combos_of
 from geosynth.samplers.family import STATUS_OK
 from geosynth.samplers.tangent import tangent_draw
 
@@ -100,7 +100,7 @@ def coarse_aggregates(indptr: np.ndarray, indices: np.ndarray,
     G = indptr.shape[0] - 1
     owner = np.arange(G, dtype=np.int64)  # each cell's node in the current graph
     graph = sparse.csr_matrix((np.ones(indices.shape[0]), indices, indptr), shape=(G, G))
-    sizes, members = [], []
+    members = []
     while graph.shape[0] > 1:
         agg = _aggregate_once(graph.indptr.astype(np.int64), graph.indices.astype(np.int64))
         n_agg = int(agg.max()) + 1
@@ -113,13 +113,13 @@ def coarse_aggregates(indptr: np.ndarray, indices: np.ndarray,
         starts = np.concatenate([[0], np.cumsum(counts)])
         for a in np.flatnonzero(keep):
             members.append(order[starts[a]:starts[a + 1]])
-            sizes.append(counts[a])
         to_agg = sparse.csr_matrix((np.ones(agg.shape[0]), (np.arange(agg.shape[0]), agg)),
                                    shape=(agg.shape[0], n_agg))
         graph = (to_agg.T @ graph @ to_agg).tocsr()
         graph.setdiag(0)
         graph.eliminate_zeros()
-    ptr = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+    ptr = np.concatenate([[0], np.cumsum([len(m) for m in members], dtype=np.int64)])
+    ptr = ptr.astype(np.int64)
     cells = (np.concatenate(members) if members else np.empty(0)).astype(np.int64)
     return ptr, cells
 
@@ -160,7 +160,7 @@ def _field_combos(data, f):
     """Return the combinations field f enters: all for θ (f = 0), those with level f − 1 for φ."""
     if f == 0:
         return data.all_combos
-    return data.level_combos[data.level_combos_ptr[f - 1]:data.level_combos_ptr[f]]
+    return level_combos_of(data, f - 1)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -42,6 +42,7 @@ from geosynth.model.state import (
     THETA_A,
     THETA_B,
     UPDATE_MH,
+    level_combos_of,
 )
 from geosynth.samplers.ars import ars_draw
 from geosynth.samplers.family import STATUS_OK
@@ -608,7 +609,7 @@ def update_phi(data, s, comp_sum, column):
     G = s.counts.shape[0]
     level_var = data.priors[LEVEL_VAR]
     for p in range(s.alpha.shape[0]):
-        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+        combos = level_combos_of(data, p)
         for i in range(G):
             column[i] = s.phi[i, p]
         component_sums(column, data, comp_sum)

@@ -50,6 +50,7 @@ from geosynth.model.state import (
     PHI_B,
     THETA_A,
     THETA_B,
+    level_combos_of,
 )
 from geosynth.samplers.rng import gamma, standard_normal, uniform
 
@@ -653,7 +654,7 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
     G = field.shape[0]
     combos = data.all_combos
     if kind == KIND_PHI:
-        combos = data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+        combos = level_combos_of(data, p)
     n = combos.shape[0]
     component_means(field, data, comp_sum)
     # Every update moves the centred field by a multiple of its values at the start, dev0:
@@ -791,7 +792,7 @@ def scale_moves(data, s, comp_sum, column, adapt):
         if data.beta_priors[c] == BETA_ICAR:
             s.tau_beta[c] = _scale_move_beta(c, s.tau_beta[c], pr[BETA_A], pr[BETA_B], data,
                                              s, comp_sum, 1 + P + c, adapt)
-    scale_move_eps(data, s, 1 + P + s.beta.shape[0], adapt)
-    for _ in range(EPS_SCALE_ROUNDS - 1):
-        update_tau_eps(data, s)
+    for r in range(EPS_SCALE_ROUNDS):
+        if r > 0:
+            update_tau_eps(data, s)
         scale_move_eps(data, s, 1 + P + s.beta.shape[0], adapt)

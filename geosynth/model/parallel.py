@@ -109,6 +109,7 @@ from geosynth.model.state import (
     SAMPLER_SLICE,
     UPDATE_EXACT,
     compute_eta,
+    level_combos_of,
     record,
 )
 from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw_single
@@ -615,12 +616,6 @@ def _revert_cell(op, data, s, field, combos, i, old, w_covariate):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _level_combos(data, p):
-    """Return the combinations having non-baseline level p (a view)."""
-    return data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def _copy_column(source, p, out):
     for i in range(out.shape[0]):
         out[i] = source[i, p]
@@ -655,7 +650,7 @@ def _update_intercepts_parallel(data, s, w):
     w.delta[:] = new - x
     totals *= math.exp(new - x)
     for p in range(s.alpha.shape[0]):
-        combos = _level_combos(data, p)
+        combos = level_combos_of(data, p)
         total = 0.0
         for t in range(combos.shape[0]):
             total += totals[combos[t]]
@@ -689,7 +684,7 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
         _copy_column(s.phi, p, column)
         _copy_column(s.cell_level_counts, p, w.obs)
         w.params[0], w.params[1] = s.tau_phi[p], level_var
-        st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, column, _level_combos(data, p),
+        st = _update_by_colour(_OP_DRAW_FIELD, data, s, w, column, level_combos_of(data, p),
                                level_var, _TRUE, comp_sum)
         _store_column(column, p, s.phi)
         if st != STATUS_OK:
@@ -728,7 +723,7 @@ def _update_eps_and_shifts_parallel(data, s, w, comp_sum, column):
     for p in range(s.alpha.shape[0]):
         _copy_column(s.phi, p, column)
         w.params[0], w.params[1], w.params[2] = s.tau_phi[p], level_var, s.tau_eps[0]
-        _update_by_colour(_OP_SHIFT_FIELD, data, s, w, column, _level_combos(data, p),
+        _update_by_colour(_OP_SHIFT_FIELD, data, s, w, column, level_combos_of(data, p),
                           level_var, _TRUE, comp_sum)
         _store_column(column, p, s.phi)
     _shift_intercepts_eps(data, s, w)
@@ -752,7 +747,7 @@ def _shift_intercepts_eps(data, s, w):
     w.delta[:] = k
     totals -= G * k
     for p in range(s.alpha.shape[0]):
-        combos = _level_combos(data, p)
+        combos = level_combos_of(data, p)
         total = 0.0
         for t in range(combos.shape[0]):
             total += totals[combos[t]]

@@ -64,6 +64,7 @@ __all__ = [
     "model_shape",
     "CountTables",
     "GibbsState",
+    "level_combos_of",
     "compute_eta",
     "record",
     "recorded_scalars",
@@ -185,6 +186,12 @@ class GibbsState(NamedTuple):
     #                           Hessian (moves.mode_moves), frozen after burn-in
     mode_hessian_sweeps: np.ndarray  # int64 (1,) sweeps counted for the Hessian's refreshes
     field_work: np.ndarray  # float64 (3, 1 + P, G) scratch of the joint mode move
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def level_combos_of(data, p):
+    """Return the combinations holding non-baseline level p (a view of ``data.level_combos``)."""
+    return data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
