@@ -67,7 +67,8 @@ from geosynth.model.gmrf import (
     ldl_numeric,
     ldl_solve,
 )
-from geosynth.model.moves import SCALE_ADAPT_GAIN, SCALE_TARGET_ACCEPTANCE, shift_move
+from geosynth.model.metropolis import SCALE_ADAPT_GAIN, SCALE_TARGET_ACCEPTANCE
+from geosynth.model.moves import shift_move
 from geosynth.model.state import (
     ALPHA_VAR,
     BETA_A,

@@ -11,9 +11,10 @@ sum-to-zero constraint of the thesis does. The moves (f_i + k, ε_i· − k) of 
 Scale moves. Each field and its precision move jointly, f → e^u·f, τ → e^{−2u}·τ
 (:func:`scale_moves`), with the intercept shifted so that the expected count is unchanged
 (:func:`intercept_shift`), or with the errors ε absorbing the change; θ and each φ_·p make
-several rounds of both per sweep at O(G) each (:func:`field_scale_cycle`). Their proposal
-scales adapt during burn-in. The joint smooth-mode block move of θ and every φ_·p is in
-:mod:`geosynth.model.modes` (:func:`mode_moves` runs it).
+several rounds of both per sweep at O(G) each (:func:`field_scale_cycle`), then the remap move
+of :mod:`geosynth.model.remap`, which moves each cell by its own amount. Their proposal
+scales adapt during burn-in (:mod:`geosynth.model.metropolis`). The joint smooth-mode block
+move of θ and every φ_·p is in :mod:`geosynth.model.modes` (:func:`mode_moves` runs it).
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ from geosynth.model.conditionals import (
     shift_cell_eta_z,
     update_tau_eps,
 )
+from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.modes import (
     apply_joint_step,
     joint_mode_proposal,
     likelihood_hessian,
     mode_precision,
 )
+from geosynth.model.remap import remap_move
 from geosynth.model.state import (
     ALPHA_VAR,
     BETA_A,
@@ -61,15 +64,11 @@ __all__ = [
     "HESSIAN_REFRESH",
     "EPS_SCALE_ROUNDS",
     "shift_move",
-    "SCALE_TARGET_ACCEPTANCE",
-    "SCALE_ADAPT_GAIN",
     "SCALE_ROUNDS",
     "KIND_THETA",
     "KIND_PHI",
     "KIND_BETA",
     "NO_LEVEL",
-    "scale_proposal",
-    "scale_accept",
     "intercept_shift",
     "move_intercept",
     "eps_scale_terms",
@@ -262,12 +261,6 @@ def shift_move(field, data, intercept_var, level_var, intercept, comp_sum, rng):
     return k
 
 
-SCALE_TARGET_ACCEPTANCE = 0.44
-
-
-SCALE_ADAPT_GAIN = 0.05
-
-
 #: Rounds of :func:`field_scale_cycle` per field and sweep (measured: bench/RESULTS.md,
 #: 2026-11-26): eight cost ~10 % of a sweep at G = 1,600 and lifted the worst precision's
 #: ESS 2.5x at G = 400, where a weakly identified field's precision set the minimum.
@@ -282,73 +275,6 @@ NO_LEVEL = np.int64(-1)  # level argument meaning "μ" / "every cell", not an α
 
 
 _FIRST = np.int64(0)  # θ's level index and scale-move slot
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def scale_proposal(s, slot):
-    """Draw the log scale u ~ N(0, sd²) of a scale move; return ``(u, e^u − 1)``.
-
-    Parameters
-    ----------
-    s : GibbsState
-        The chain's state: ``s.scale_log_sd`` (float64 (2P + 3 + max(K, 1),)) gives log sd,
-        ``s.rng`` (uint64 (4,)) is advanced.
-    slot : int
-        Index into ``s.scale_log_sd``: 0 for θ, 1 + p for φ_·p, 1 + P + c for β_c·, and
-        1 + P + max(K, 1) for ε, then 2 + P + max(K, 1) for θ's error-absorbing move
-        (the split move of :func:`field_scale_cycle`) and 3 + P + max(K, 1) + p for φ_·p's.
-
-    Returns
-    -------
-    u : float
-        The log scale.
-    factor : float
-        ``e^u − 1`` (``expm1``), the relative change of the scaled values.
-    """
-    u = math.exp(s.scale_log_sd[slot]) * standard_normal(s.rng)
-    return u, math.expm1(u)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate):
-    """Metropolis test of a scale move given its log-likelihood change; ``(accept, new τ)``.
-
-    The log acceptance ratio is ``Δ log L − 2·shape·u − rate·(τ' − τ)`` with τ' = τ·e^{−2u}
-    (see :func:`_scale_move_beta`). During burn-in (``adapt``) the proposal log-sd of ``slot``
-    moves towards :data:`SCALE_TARGET_ACCEPTANCE`.
-
-    Parameters
-    ----------
-    s : GibbsState
-        The chain's state: ``s.rng`` (uint64 (4,)) is advanced, and ``s.scale_log_sd``
-        (float64 (2P + 3 + max(K, 1),)) adapted when ``adapt``.
-    slot : int
-        Index into ``s.scale_log_sd`` (see :func:`scale_proposal`).
-    adapt : bool
-        Burn-in: tune the proposal scale of ``slot``.
-    delta_loglik : float
-        Change of the log likelihood under the proposed move.
-    u : float
-        The proposal's log scale, from :func:`scale_proposal`.
-    tau : float
-        Current precision of the scaled field.
-    shape, rate : float
-        Gamma(shape, rate) prior of the precision.
-
-    Returns
-    -------
-    accept : bool
-        Whether the move is accepted.
-    new_tau : float
-        The proposed precision τ·e^{−2u} (the caller keeps it only if ``accept``).
-    """
-    new_tau = tau * math.exp(-2.0 * u)
-    log_ratio = delta_loglik - 2.0 * shape * u - rate * (new_tau - tau)
-    accept = math.log(uniform(s.rng)) < log_ratio
-    if adapt:
-        hit = 1.0 if accept else 0.0
-        s.scale_log_sd[slot] += SCALE_ADAPT_GAIN * (hit - SCALE_TARGET_ACCEPTANCE)
-    return accept, new_tau
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -740,10 +666,14 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def field_scale_cycles(data, s, comp_sum, column, adapt):
-    """Run the rounds of :func:`field_scale_cycle` for θ, then for each φ_·p, in their slots.
+    """Run :func:`field_scale_cycle` and the remap move for θ, then for each φ_·p.
 
-    Shared by the serial sweep (:func:`scale_moves`) and the chromatic one, whose θ and φ_·p
-    scale moves are these serial O(G) rounds too.
+    Each field's O(G) rounds of scale moves are followed by the
+    :data:`~geosynth.model.remap.REMAP_ROUNDS` proposals of
+    :func:`~geosynth.model.remap.remap_move`, which carry the field through its cell-by-cell
+    conditionals to the proposed precision (the errors absorbing the change). Shared by the
+    serial sweep (:func:`scale_moves`) and the chromatic one, whose θ and φ_·p scale moves are
+    these serial O(G) rounds too.
 
     Parameters
     ----------
@@ -761,15 +691,21 @@ def field_scale_cycles(data, s, comp_sum, column, adapt):
     pr = data.priors
     P = s.alpha.shape[0]
     split = 2 + P + s.beta.shape[0]
-    s.tau_theta[0] = field_scale_cycle(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B],
-                                       KIND_THETA, _FIRST, data, s, comp_sum, _FIRST, split,
-                                       adapt)
+    remap = split + 1 + P
+    tau = field_scale_cycle(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B], KIND_THETA,
+                            _FIRST, data, s, comp_sum, _FIRST, split, adapt)
+    s.tau_theta[0] = remap_move(s.theta, tau, pr[THETA_A], pr[THETA_B], data.all_combos, remap,
+                                data, s, comp_sum, adapt)
     G = s.counts.shape[0]
     for p in range(P):
         for i in range(G):
             column[i] = s.phi[i, p]
-        s.tau_phi[p] = field_scale_cycle(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B], KIND_PHI,
-                                         p, data, s, comp_sum, 1 + p, split + 1 + p, adapt)
+        tau = field_scale_cycle(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B], KIND_PHI, p, data,
+                                s, comp_sum, 1 + p, split + 1 + p, adapt)
+        s.tau_phi[p] = remap_move(column, tau, pr[PHI_A], pr[PHI_B], level_combos_of(data, p),
+                                  remap + 1 + p, data, s, comp_sum, adapt)
+        for i in range(G):
+            s.phi[i, p] = column[i]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -777,7 +713,8 @@ def scale_moves(data, s, comp_sum, column, adapt):
     """Scale moves of every ICAR field and of ε with its precision.
 
     θ and each φ_·p: the rounds of :func:`field_scale_cycle` (τ's Gibbs draw, the scale move
-    with the intercept, the split move with the errors; :func:`field_scale_cycles`); each ICAR
+    with the intercept, the split move with the errors) and the remap move
+    (:func:`field_scale_cycles`); each ICAR
     β_c·: one scale move (:func:`_scale_move_beta`); ε: :data:`EPS_SCALE_ROUNDS` rounds of the
     Gibbs draw of τ_ε and the scale move with μ (:func:`scale_move_eps`). The rounds of ε: on the
     Berlin listings (2,402 cells × 11) τ_ε is the slowest precision, and three rounds took its

@@ -16,7 +16,8 @@ import numpy as np
 from numba import njit
 
 from geosynth.model.conditionals import component_sums, icar_prior
-from geosynth.model.moves import NO_LEVEL, SCALE_ADAPT_GAIN
+from geosynth.model.metropolis import SCALE_ADAPT_GAIN
+from geosynth.model.moves import NO_LEVEL
 from geosynth.model.state import ALPHA_VAR, LEVEL_VAR, MU_VAR, compute_eta, record
 from geosynth.model.sweep import sweep
 from geosynth.samplers.family import STATUS_OK

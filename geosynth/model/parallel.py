@@ -75,6 +75,7 @@ from geosynth.model.conditionals import (
     shift_cell_eta_z,
     update_tau_eps,
 )
+from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.moves import (
     EPS_SCALE_ROUNDS,
     KIND_THETA,
@@ -83,10 +84,8 @@ from geosynth.model.moves import (
     field_scale_cycles,
     intercept_shift,
     mode_moves,
-    scale_accept,
     scale_beta_cell,
     scale_eps_cell,
-    scale_proposal,
     shift_eps_draw,
     shift_move,
 )

@@ -67,7 +67,8 @@ def sweep(data, s, comp_sum, column, adapt=False):
     (:func:`~geosynth.model.coarse.coarse_shifts`), ε, per-cell shift(θ_i, ε_i·) and
     shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), precisions, followed by the scale moves of the
     ICAR fields and of ε (θ, φ_·p and ε with their intercept, θ and φ_·p a second time with the
-    errors absorbing the change; see :func:`~geosynth.model.moves.scale_moves`). Every shift
+    errors absorbing the change, and θ and φ_·p remapped through their cell-by-cell
+    conditionals; see :func:`~geosynth.model.moves.scale_moves`). Every shift
     is an exact Gibbs draw along a direction of constant likelihood. The full conditionals are
     those of Nunes (2018), §2.1.1, eqs. 2.10–2.17, and §2.2.1, eqs. 2.22–2.24 (with the ICAR
     rank correction of :mod:`geosynth.model.conditionals`).
