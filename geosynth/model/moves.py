@@ -714,13 +714,12 @@ def scale_moves(data, s, comp_sum, column, adapt):
 
     θ and each φ_·p: the rounds of :func:`field_scale_cycle` (τ's Gibbs draw, the scale move
     with the intercept, the split move with the errors) and the remap move
-    (:func:`field_scale_cycles`); each ICAR
-    β_c·: one scale move (:func:`_scale_move_beta`); ε: :data:`EPS_SCALE_ROUNDS` rounds of the
-    Gibbs draw of τ_ε and the scale move with μ (:func:`scale_move_eps`). The rounds of ε: on the
-    Berlin listings (2,402 cells × 11) τ_ε is the slowest precision, and three rounds took its
-    ESS from 71 to 246 in 2 × 4,000 sweeps at +8 % per sweep; on the bench's scenario at
-    G = 1,600 they lift τ_ε's ESS by 40 % and leave the minimum over the parameters where it was
-    (``bench/RESULTS.md``, 2026-11-26).
+    (:func:`field_scale_cycles`); each ICAR β_c·: one scale move (:func:`_scale_move_beta`);
+    ε: :data:`EPS_SCALE_ROUNDS` rounds of the Gibbs draw of τ_ε and the scale move with μ
+    (:func:`scale_move_eps`). The rounds of ε: on the Berlin listings (2,402 cells × 11) τ_ε is
+    the slowest precision, and three rounds took its ESS from 71 to 246 in 2 × 4,000 sweeps at
+    +8 % per sweep; on the bench's scenario at G = 1,600 they lift τ_ε's ESS by 40 % and leave
+    the minimum over the parameters where it was (``bench/RESULTS.md``, 2026-11-26).
     """
     field_scale_cycles(data, s, comp_sum, column, adapt)
     pr = data.priors
