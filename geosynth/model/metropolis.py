@@ -4,8 +4,8 @@ A scale move changes a precision τ to τ·e^{−2u} with u ~ N(0, σ²) and the
 (:mod:`geosynth.model.moves`, :mod:`geosynth.model.remap`, the chromatic sweep's
 :mod:`geosynth.model.parallel`); σ of each move lives in a slot of the state's
 ``scale_log_sd`` and is tuned during burn-in by a Robbins–Monro step towards
-:data:`SCALE_TARGET_ACCEPTANCE` (0.44, the optimum of a one-dimensional random walk; Roberts,
-Gelman & Gilks 1997).
+:data:`SCALE_TARGET_ACCEPTANCE` (0.44, the optimum of a one-dimensional random walk; Gelman,
+Roberts & Gilks 1996).
 """
 
 from __future__ import annotations
