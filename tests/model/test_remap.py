@@ -25,7 +25,15 @@ from geosynth.model.fit import build_model_data
 from geosynth.model.moves import NO_LEVEL, shift_cells_eps
 from geosynth.model.remap import remap_move
 from geosynth.model.runner import initial_state
-from geosynth.model.state import LEVEL_VAR, PHI_A, PHI_B, THETA_A, THETA_B, compute_eta
+from geosynth.model.state import (
+    LEVEL_VAR,
+    PHI_A,
+    PHI_B,
+    THETA_A,
+    THETA_B,
+    compute_eta,
+    level_combos_of,
+)
 from geosynth.samplers.rng import make_streams
 
 
@@ -82,7 +90,7 @@ def test_remap_moves_keep_the_exact_marginal_of_the_precision(p):
         field = state.theta
         c = state.theta[:, None] + state.eps
     else:
-        combos, slot = data.level_combos[data.level_combos_ptr[0]:data.level_combos_ptr[1]], 1
+        combos, slot = level_combos_of(data, 0), 1
         shape, rate = data.priors[PHI_A], data.priors[PHI_B]
         field = column
         c = state.phi[:, [0]] + state.eps[:, combos]
