@@ -7,29 +7,23 @@ conditional of k, computed here from the whole log posterior of θ + k·1_A on a
 also rejects the conditional of a planted error. Calibration of whole sweeps: ``test_sbc.py``.
 """
 
-import geopandas as gpd
 import numpy as np
 import pytest
 from scipy import sparse, stats
-from shapely.geometry import box
 
-from geosynth import Grid, PaivaModel, prepare
+from geosynth import PaivaModel, prepare
 from geosynth.datasets import paiva_scenario
 from geosynth.model.coarse import coarse_aggregates, coarse_shifts
 from geosynth.model.fit import build_model_data
 from geosynth.model.runner import initial_state
 from geosynth.model.state import LEVEL_VAR, compute_eta
 from geosynth.samplers.rng import make_streams
+from tests.model.lattices import split_lattice
 
 
 def _split_grid(side=12, bounds=(0.0, 0.0, 12.0, 12.0)):
     """A side × side queen lattice over ``bounds`` cut in two by an excluded column."""
-    x0, y0, x1, y1 = bounds
-    width = (x1 - x0) / side
-    grid = Grid.regular(bounds, shape=(side, side),
-                        exclude=gpd.GeoSeries([box(x0 + 4 * width, y0, x0 + 5 * width, y1)]))
-    assert grid.n_components == 2
-    return grid
+    return split_lattice(bounds, (side, side), 4)
 
 
 def _aggregates(grid):

@@ -7,11 +7,9 @@ reverse proposal changes it), and its likelihood Hessian against the sum of the 
 outer products. Calibration of the whole sweep with these moves: ``test_sbc.py``.
 """
 
-import geopandas as gpd
 import numpy as np
 import pytest
 from scipy import sparse, stats
-from shapely.geometry import box
 
 from geosynth import Grid
 from geosynth.model.modes import (
@@ -23,6 +21,7 @@ from geosynth.model.modes import (
     with_component_constants,
 )
 from geosynth.samplers.rng import make_streams
+from tests.model.lattices import split_lattice
 
 
 def _structure(grid):
@@ -151,10 +150,7 @@ def _joint_case(seed, constants):
 
 def _split_lattice():
     """A 5 × 6 lattice cut in two by an excluded column (two components, 25 cells)."""
-    grid = Grid.regular((0.0, 0.0, 6.0, 5.0), shape=(5, 6),
-                        exclude=gpd.GeoSeries([box(2.0, 0.0, 3.0, 5.0)]))
-    assert grid.n_components == 2
-    return grid
+    return split_lattice((0.0, 0.0, 6.0, 5.0), (5, 6), 2)
 
 
 def test_the_likelihood_hessian_is_the_sum_of_the_poisson_terms_outer_products():

@@ -13,13 +13,11 @@ transform and a KS test, which also rejects a density off by a factor τ^{1/2} (
 error the size of a missing Jacobian term).
 """
 
-import geopandas as gpd
 import numpy as np
 import pytest
 from scipy import stats
-from shapely.geometry import box
 
-from geosynth import Grid, PaivaModel, prepare
+from geosynth import PaivaModel, prepare
 from geosynth.datasets import paiva_scenario
 from geosynth.model.fit import build_model_data
 from geosynth.model.moves import NO_LEVEL, shift_cells_eps
@@ -35,16 +33,13 @@ from geosynth.model.state import (
     level_combos_of,
 )
 from geosynth.samplers.rng import make_streams
+from tests.model.lattices import split_lattice
 
 
 def _case(seed):
     """A 5 × 5 lattice cut in two by an excluded column (C = 2), one attribute (B = 2)."""
     scenario = paiva_scenario(n=150, seed=seed)
-    x0, y0, x1, y1 = scenario.bounds
-    width = (x1 - x0) / 5
-    grid = Grid.regular(scenario.bounds, shape=(5, 5),
-                        exclude=gpd.GeoSeries([box(x0 + 2 * width, y0, x0 + 3 * width, y1)]))
-    assert grid.n_components == 2
+    grid = split_lattice(scenario.bounds, (5, 5), 2)
     counts = prepare(scenario.data, grid, attributes=["y"], outside="drop")
     data, tables, _ = build_model_data(counts, PaivaModel())
     state = initial_state(data, tables, make_streams(seed, 1)[0])
