@@ -39,7 +39,7 @@ from geosynth.model.modes import (
     likelihood_hessian,
     mode_precision,
 )
-from geosynth.model.remap import remap_move
+from geosynth.model.remap import remap_errors, remap_move
 from geosynth.model.state import (
     ALPHA_VAR,
     BETA_A,
@@ -716,7 +716,9 @@ def scale_moves(data, s, comp_sum, column, adapt):
     with the intercept, the split move with the errors) and the remap move
     (:func:`field_scale_cycles`); each ICAR β_c·: one scale move (:func:`_scale_move_beta`);
     ε: :data:`EPS_SCALE_ROUNDS` rounds of the Gibbs draw of τ_ε and the scale move with μ
-    (:func:`scale_move_eps`). The rounds of ε: on the Berlin listings (2,402 cells × 11) τ_ε is
+    (:func:`scale_move_eps`), then the remap move of (ε, τ_ε)
+    (:func:`~geosynth.model.remap.remap_errors`, which runs where it beats the Gibbs draw of
+    τ_ε). The rounds of ε: on the Berlin listings (2,402 cells × 11) τ_ε is
     the slowest precision, and three rounds took its ESS from 71 to 246 in 2 × 4,000 sweeps at
     +8 % per sweep; on the bench's scenario at G = 1,600 they lift τ_ε's ESS by 40 % and leave
     the minimum over the parameters where it was (``bench/RESULTS.md``, 2026-11-26).
@@ -732,3 +734,4 @@ def scale_moves(data, s, comp_sum, column, adapt):
         if r > 0:
             update_tau_eps(data, s)
         scale_move_eps(data, s, 1 + P + s.beta.shape[0], adapt)
+    remap_errors(data, s, adapt)

@@ -89,6 +89,7 @@ from geosynth.model.moves import (
     shift_eps_draw,
     shift_move,
 )
+from geosynth.model.remap import remap_errors
 from geosynth.model.state import (
     ALPHA_VAR,
     B_ALPHA,
@@ -850,6 +851,7 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
             s.tau_eps[0] = new_tau
             s.mu[0] += w.params[1]
             _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
+    remap_errors(data, s, adapt)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -178,9 +178,9 @@ class GibbsState(NamedTuple):
     zbuf: np.ndarray  # float64 (max(B, 1),) exponents scratch
     ones: np.ndarray  # float64 (1,) = [1.0]
     w1: np.ndarray  # float64 (1,) weight scratch of the one-term ARS
-    scale_log_sd: np.ndarray  # float64 (3P + 4 + max(K, 1),) scale moves: θ, φ_p, β_c, ε,
+    scale_log_sd: np.ndarray  # float64 (3P + 5 + max(K, 1),) scale moves: θ, φ_p, β_c, ε,
     #                           then the error-absorbing ones of θ and φ_p, then the remap
-    #                           moves of θ and φ_p (metropolis.scale_proposal)
+    #                           moves of θ, φ_p and ε (metropolis.scale_proposal)
     marginal_log_sd: np.ndarray  # float64 (P + 3,) noise-aware moves: μ, α_p, θ_i, ε_ib
     cell_work: np.ndarray  # float64 (3, G) scratch of the scale cycles
     mode_hessian: np.ndarray  # float64 ((1 + P)(K + C), same) the joint mode move's likelihood

@@ -32,6 +32,7 @@ from geosynth.model.moves import (
     shift_eps,
     shift_move,
 )
+from geosynth.model.remap import remap_errors
 from geosynth.model.state import (
     ALPHA_VAR,
     B_ALPHA,
@@ -244,11 +245,12 @@ def update_beta_single_site(data, s, comp_sum, c):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def update_errors(data, s, comp_sum, column, adapt):
-    """Run the error part of :func:`sweep`: ε, its shifts, τ_ε and its scale move.
+    """Run the error part of :func:`sweep`: ε, its shifts, τ_ε and its scale and remap moves.
 
     Single-site draws of every ε_ib, the per-cell shifts (θ_i, ε_i·) and (φ_ip, ε_ib), the
-    shifts (μ, ε) and (α_p, ε), the Gamma draw of τ_ε and the scale move of (ε, τ_ε), in the
-    order of :func:`sweep`.
+    shifts (μ, ε) and (α_p, ε), the Gamma draw of τ_ε, the scale move of (ε, τ_ε) and the
+    remap move of (ε, τ_ε) (:func:`~geosynth.model.remap.remap_errors`), in the order of
+    :func:`sweep`.
 
     Parameters
     ----------
@@ -279,4 +281,5 @@ def update_errors(data, s, comp_sum, column, adapt):
         s.alpha[p] += shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
     update_tau_eps(data, s)
     scale_move_eps(data, s, 1 + s.alpha.shape[0] + s.beta.shape[0], adapt)
+    remap_errors(data, s, adapt)
     return STATUS_OK
