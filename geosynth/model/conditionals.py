@@ -163,11 +163,11 @@ def update_alpha(data, s):
     G = s.counts.shape[0]
     for p in range(s.alpha.shape[0]):
         x = s.alpha[p]
-        lo, hi = data.level_combos_ptr[p], data.level_combos_ptr[p + 1]
+        combos = level_combos_of(data, p)
         total = 0.0
         for i in range(G):
-            for t in range(lo, hi):
-                total += s.expeta[i, data.level_combos[t]]
+            for t in range(combos.shape[0]):
+                total += s.expeta[i, combos[t]]
         new, status = _draw1(x, s.level_counts[p], total, 0.0, 1.0 / data.priors[ALPHA_VAR],
                              data.scalar_update, rng, work, w1, ones)
         if status != STATUS_OK:
@@ -176,9 +176,9 @@ def update_alpha(data, s):
         factor = math.exp(delta)
         s.alpha[p] = new
         for i in range(G):
-            for t in range(lo, hi):
-                s.eta[i, data.level_combos[t]] += delta
-                s.expeta[i, data.level_combos[t]] *= factor
+            for t in range(combos.shape[0]):
+                s.eta[i, combos[t]] += delta
+                s.expeta[i, combos[t]] *= factor
     return STATUS_OK
 
 

@@ -391,12 +391,14 @@ def shift_cells_eps(data, s, comp_sum, column, p):
     N(0, 1/τ_ε) priors of the errors: this removes the strong posterior coupling between a
     cell's spatial effect and its errors (the classic slow mixing of BYM-type models).
     """
-    G, B = s.counts.shape
+    G = s.counts.shape[0]
     tau_eps = s.tau_eps[0]
+    combos = data.all_combos
     if p < 0:
         field = s.theta
         tau = s.tau_theta[0]
     else:
+        combos = level_combos_of(data, p)
         field = column
         tau = s.tau_phi[p]
         for i in range(G):
@@ -406,27 +408,18 @@ def shift_cells_eps(data, s, comp_sum, column, p):
     for i in range(G):
         m, q = icar_prior(field, i, tau, level_var, comp_sum, data)
         eps_sum = 0.0
-        n = 0
-        if p < 0:
-            for b in range(B):
-                eps_sum += s.eps[i, b]
-            n = B
-        else:
-            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-                eps_sum += s.eps[i, data.level_combos[t]]
-                n += 1
+        n = combos.shape[0]
+        for t in range(n):
+            eps_sum += s.eps[i, combos[t]]
         precision = q + n * tau_eps
         k = (q * (m - field[i]) + tau_eps * eps_sum) / precision
         k += standard_normal(s.rng) / math.sqrt(precision)
         field[i] += k
         comp_sum[data.component[i]] += k
-        if p < 0:
-            for b in range(B):
-                s.eps[i, b] -= k
-        else:
+        if p >= 0:
             s.phi[i, p] = field[i]
-            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-                s.eps[i, data.level_combos[t]] -= k
+        for t in range(n):
+            s.eps[i, combos[t]] -= k
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -477,9 +470,10 @@ def shift_eps(data, s, p, intercept_var, intercept):
                 total += s.eps[i, b]
         n = G * B
     else:
-        for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+        combos = level_combos_of(data, p)
+        for t in range(combos.shape[0]):
             for i in range(G):
-                total += s.eps[i, data.level_combos[t]]
+                total += s.eps[i, combos[t]]
             n += G
     k = shift_eps_draw(total, n, tau, intercept_var, intercept, s.rng)
     if p < 0:
@@ -487,9 +481,10 @@ def shift_eps(data, s, p, intercept_var, intercept):
             for b in range(B):
                 s.eps[i, b] -= k
     else:
-        for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
+        combos = level_combos_of(data, p)
+        for t in range(combos.shape[0]):
             for i in range(G):
-                s.eps[i, data.level_combos[t]] -= k
+                s.eps[i, combos[t]] -= k
     return k
 
 

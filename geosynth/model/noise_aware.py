@@ -18,7 +18,14 @@ from numba import njit
 from geosynth.model.conditionals import component_sums, icar_prior
 from geosynth.model.metropolis import SCALE_ADAPT_GAIN
 from geosynth.model.moves import NO_LEVEL
-from geosynth.model.state import ALPHA_VAR, LEVEL_VAR, MU_VAR, compute_eta, record
+from geosynth.model.state import (
+    ALPHA_VAR,
+    LEVEL_VAR,
+    MU_VAR,
+    compute_eta,
+    level_combos_of,
+    record,
+)
 from geosynth.model.sweep import sweep
 from geosynth.samplers.family import STATUS_OK
 from geosynth.samplers.rng import standard_normal, uniform
@@ -185,48 +192,35 @@ def _marginal_shift(data, s, noisy, inv_scale, delta, p, i, lm, lm_new):
     proposed values are written to ``lm_new`` (same (i, b) positions) for the caller to keep
     on acceptance.
     """
-    G, B = s.counts.shape
+    G = s.counts.shape[0]
     total = 0.0
     rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
+    combos = data.all_combos if p < 0 else level_combos_of(data, p)
     for r in range(rows_lo, rows_hi):
-        if p < 0:
-            for b in range(B):
-                e = s.eta[r, b]
-                if abs(e + delta) > ETA_LIMIT:
-                    return -math.inf
-                v = latent_log_marginal(e + delta, noisy[r, b], inv_scale)
-                lm_new[r, b] = v
-                total += v - lm[r, b]
-        else:
-            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-                b = data.level_combos[t]
-                e = s.eta[r, b]
-                if abs(e + delta) > ETA_LIMIT:
-                    return -math.inf
-                v = latent_log_marginal(e + delta, noisy[r, b], inv_scale)
-                lm_new[r, b] = v
-                total += v - lm[r, b]
+        for t in range(combos.shape[0]):
+            b = combos[t]
+            e = s.eta[r, b]
+            if abs(e + delta) > ETA_LIMIT:
+                return -math.inf
+            v = latent_log_marginal(e + delta, noisy[r, b], inv_scale)
+            lm_new[r, b] = v
+            total += v - lm[r, b]
     return total
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _apply_shift(data, s, delta, p, i, lm, lm_new):
     """Add ``delta`` to η (rescale exp η, keep log m) over the (i, b) of _marginal_shift."""
-    G, B = s.counts.shape
+    G = s.counts.shape[0]
     factor = math.exp(delta)
     rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
+    combos = data.all_combos if p < 0 else level_combos_of(data, p)
     for r in range(rows_lo, rows_hi):
-        if p < 0:
-            for b in range(B):
-                s.eta[r, b] += delta
-                s.expeta[r, b] *= factor
-                lm[r, b] = lm_new[r, b]
-        else:
-            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-                b = data.level_combos[t]
-                s.eta[r, b] += delta
-                s.expeta[r, b] *= factor
-                lm[r, b] = lm_new[r, b]
+        for t in range(combos.shape[0]):
+            b = combos[t]
+            s.eta[r, b] += delta
+            s.expeta[r, b] *= factor
+            lm[r, b] = lm_new[r, b]
 
 
 MARGINAL_LOG_SD_RANGE = (math.log(1e-3), math.log(2.0))
@@ -381,10 +375,11 @@ def update_latent_counts(data, s, noisy, inv_scale):
             s.cell_czbar[k, i] = czbar
     s.level_counts[:] = 0.0
     for p in range(P):
+        combos = level_combos_of(data, p)
         for i in range(G):
             v = 0.0
-            for t in range(data.level_combos_ptr[p], data.level_combos_ptr[p + 1]):
-                v += s.counts[i, data.level_combos[t]]
+            for t in range(combos.shape[0]):
+                v += s.counts[i, combos[t]]
             s.cell_level_counts[i, p] = v
             s.level_counts[p] += v
 
