@@ -690,7 +690,7 @@ def field_scale_cycles(data, s, comp_sum, column, adapt):
     tau = field_scale_cycle(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B], KIND_THETA,
                             _FIRST, data, s, comp_sum, _FIRST, split, adapt)
     s.tau_theta[0] = remap_move(s.theta, tau, pr[THETA_A], pr[THETA_B], data.all_combos, remap,
-                                data, s, comp_sum, adapt)
+                                _FIRST, data, s, comp_sum, adapt)
     G = s.counts.shape[0]
     for p in range(P):
         for i in range(G):
@@ -698,7 +698,7 @@ def field_scale_cycles(data, s, comp_sum, column, adapt):
         tau = field_scale_cycle(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B], KIND_PHI, p, data,
                                 s, comp_sum, 1 + p, split + 1 + p, adapt)
         s.tau_phi[p] = remap_move(column, tau, pr[PHI_A], pr[PHI_B], level_combos_of(data, p),
-                                  remap + 1 + p, data, s, comp_sum, adapt)
+                                  remap + 1 + p, 1 + p, data, s, comp_sum, adapt)
         for i in range(G):
             s.phi[i, p] = column[i]
 

@@ -35,23 +35,23 @@ Measured on the bench's scenario (B = 12, ``bench/RESULTS.md``, 2026-11-27): wit
 per field the integrated autocorrelation time of the precisions fell from 9–11 sweeps to
 5–7 at G = 1,600 and from 11–17 to 6–10 at G = 6,400.
 
-The errors' precision τ_ε gets the same kind of move (:func:`remap_errors`), with η moving:
-the ε_ib are independent given the rest, and each is carried through the Gaussian
-approximation of its own full conditional, one Newton step from ε = 0,
+The errors' precision τ_ε gets the same kind of move (:func:`remap_errors`), with η moving: the
+ε_ib are independent given the rest, and each is carried through the Gaussian approximation of
+its own full conditional, one Newton step from ε = 0,
 
     q_ib(τ) = τ + w_ib,   m_ib(τ) = (y_ib − w_ib) / q_ib(τ),   w_ib = e^{η_ib − ε_ib},
 
-ε'_ib = m_ib(τ') + (q_ib(τ)/q_ib(τ'))^{1/2}(ε_ib − m_ib(τ)). w_ib does not involve ε_ib, so
-the map is again an involution with Jacobian Π (q_ib(τ)/q_ib(τ'))^{1/2}, and the ratio is
-exact: the likelihood's change (two ``exp`` per entry), the errors' priors and normaliser
-τ^{GB/2}, and the Jacobian. Where few records fall in each entry (the Berlin listings:
-2,203 records over 2,402 cells × 11) the errors are a prior-dominated cloud with a few
-entries the data pull out, and τ_ε is slow under both its Gibbs draw (pinned by the cloud's
-Σε²) and the scale move with μ (pinned by the few large errors): the move takes its
-integrated autocorrelation time from 17.7 to 2.5 sweeps there. Where the data inform every
-error (the bench's scenario, ε with variance ≈ 2) the approximation at 0 is poor, the
-proposal scale tunes to |u| ≈ 0.01 and the move adds nothing to τ_ε's Gibbs draw; after
-burn-in it is then skipped (:func:`remap_errors`).
+ε'_ib = m_ib(τ') + (q_ib(τ)/q_ib(τ'))^{1/2}(ε_ib − m_ib(τ)). w_ib does not involve ε_ib (the
+move keeps it), so the map is again an involution with Jacobian Π (q_ib(τ)/q_ib(τ'))^{1/2}, and
+the ratio is exact: the likelihood's change (one ``exp`` per entry and proposal), the errors'
+priors and normaliser τ^{GB/2}, and the Jacobian. Where few records fall in each entry (the
+Berlin listings: 2,203 records over 2,402 cells × 11) the errors are a prior-dominated cloud
+with a few entries the data pull out, and τ_ε is slow under both its Gibbs draw (pinned by the
+cloud's Σε²) and the scale move with μ (pinned by the few large errors): the move takes its
+integrated autocorrelation time from 17.7 to 2.5 sweeps there. Where the data inform every error
+(the bench's scenario, ε with variance ≈ 2) the approximation at 0 is poor, the proposal scale
+tunes to |u| ≈ 0.01 and the move adds nothing to τ_ε's Gibbs draw; after burn-in it is then
+skipped (:func:`remap_errors`).
 """
 
 from __future__ import annotations
@@ -65,20 +65,48 @@ from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.state import EPS_A, EPS_B, LEVEL_VAR
 from geosynth.samplers.rng import uniform
 
-__all__ = ["REMAP_ROUNDS", "REMAP_ERRORS_MIN_STEP", "remap_errors", "remap_move"]
+__all__ = [
+    "REMAP_ROUNDS",
+    "REMAP_FIELD_MIN_RATIO",
+    "REMAP_ERRORS_MIN_STEP",
+    "REMAP_BURN_IN_SHARE",
+    "remap_runs",
+    "remap_errors",
+    "remap_move",
+]
 
 #: Proposals of the remap move per field and sweep.
 REMAP_ROUNDS = 2
 
 #: :func:`remap_errors` runs after burn-in only if its tuned proposal sd of log τ_ε, 2σ, is at
 #: least this multiple of the sd of log τ_ε under its Gibbs draw given ε, (2/(G·B))^{1/2}:
-#: below, the move (about eight passes of ``exp`` over G·B per proposal and its application)
+#: below, the move (about three passes of ``exp`` over G·B per proposal)
 #: moves τ_ε less than the sweep's Gibbs draw does for free.
 REMAP_ERRORS_MIN_STEP = 4.0
 
-#: Share of burn-in sweeps that run :func:`remap_errors` (to tune its scale) once the scale
-#: has fallen below the threshold of :data:`REMAP_ERRORS_MIN_STEP`.
-REMAP_ERRORS_BURN_IN_SHARE = 0.1
+#: :func:`remap_move` runs after burn-in only if its tuned proposal sd is at least this share of
+#: that of the field's scale move (:func:`geosynth.model.moves.field_scale_cycle`): where the
+#: common factor already takes steps more than twice as long, the field is prior-dominated, and
+#: mapping each cell through its conditional adds little to it (on the Berlin listings the
+#: scale moves of the φ_·p tune to σ ≈ 0.5, their remap moves to 0.03–0.06).
+REMAP_FIELD_MIN_RATIO = 0.5
+
+#: Share of burn-in sweeps in which a remap move whose scale is below its threshold runs
+#: anyway, so that its scale keeps tuning.
+REMAP_BURN_IN_SHARE = 0.1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def remap_runs(s, slot, min_log_sd, adapt):
+    """Whether the remap move of ``slot`` runs this sweep (the rule of both remap moves).
+
+    It runs when its tuned log sd is at least ``min_log_sd``; below, only in burn-in, in a
+    share :data:`REMAP_BURN_IN_SHARE` of the sweeps. The scales are frozen after burn-in, so
+    whether a move runs is then fixed and the kernel one fixed composition of invariant moves.
+    """
+    if s.scale_log_sd[slot] >= min_log_sd:
+        return True
+    return adapt and uniform(s.rng) < REMAP_BURN_IN_SHARE
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -144,8 +172,11 @@ def _level_sum(comp_sum, data):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def remap_move(field, tau, shape, rate, combos, slot, data, s, comp_sum, adapt):
+def remap_move(field, tau, shape, rate, combos, slot, scale_slot, data, s, comp_sum, adapt):
     """:data:`REMAP_ROUNDS` remap proposals of (τ, field) with the errors absorbing; return τ.
+
+    Skipped where the field's scale move does better (:data:`REMAP_FIELD_MIN_RATIO`,
+    :func:`remap_runs`).
 
     Parameters
     ----------
@@ -160,6 +191,8 @@ def remap_move(field, tau, shape, rate, combos, slot, data, s, comp_sum, adapt):
     slot : int
         The proposal scale in ``s.scale_log_sd`` (log σ of u), tuned towards
         :data:`~geosynth.model.metropolis.SCALE_TARGET_ACCEPTANCE` when ``adapt``.
+    scale_slot : int
+        The proposal scale of the field's scale move (the reference of the skip rule).
     data : ModelData
         The fit's read-only arrays.
     s : GibbsState
@@ -175,6 +208,9 @@ def remap_move(field, tau, shape, rate, combos, slot, data, s, comp_sum, adapt):
     float
         The new τ.
     """
+    if not remap_runs(s, slot, s.scale_log_sd[scale_slot] + math.log(REMAP_FIELD_MIN_RATIO),
+                      adapt):
+        return tau
     G = field.shape[0]
     n = combos.shape[0]
     rank = G - data.component_size.shape[0]
@@ -226,12 +262,12 @@ def remap_move(field, tau, shape, rate, combos, slot, data, s, comp_sum, adapt):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _map_errors(s, tau, new_tau, apply):
+def _map_errors(s, tau, new_tau, rest_exp, mapped):
     """Map every ε_ib from its approximate conditional at ``tau`` to that at ``new_tau``.
 
+    ``rest_exp`` holds w_ib = e^{η_ib − ε_ib}; the mapped values are written to ``mapped``.
     Returns ``(log_jacobian, linear, squares, exp_change)``: the map's log Jacobian,
-    Σ y_ib (ε'_ib − ε_ib), Σ ε'², and Σ (e^{η'} − e^{η}); with ``apply`` the state (ε, η,
-    exp η) is moved to the mapped values.
+    Σ y_ib (ε'_ib − ε_ib), Σ ε'², and Σ (e^{η'} − e^{η}).
     """
     G, B = s.counts.shape
     log_jacobian = 0.0
@@ -242,63 +278,71 @@ def _map_errors(s, tau, new_tau, apply):
         product = 1.0
         for b in range(B):
             eps = s.eps[i, b]
-            rest = s.eta[i, b] - eps
-            w = math.exp(rest)
+            w = rest_exp[i, b]
             y = s.counts[i, b]
             q_from = tau + w
             q_to = new_tau + w
             ratio = math.sqrt(q_from / q_to)
             value = (y - w) / q_to + ratio * (eps - (y - w) / q_from)
+            mapped[i, b] = value
             product *= ratio
             if not 1e-200 < product < 1e200:  # many combinations and a long step
                 log_jacobian += math.log(product)
                 product = 1.0
             linear += y * (value - eps)
             squares += value * value
-            term = math.exp(rest + value)
-            exp_change += term - s.expeta[i, b]
-            if apply:
-                s.eps[i, b] = value
-                s.eta[i, b] = rest + value
-                s.expeta[i, b] = term
+            exp_change += w * math.exp(value) - s.expeta[i, b]
         log_jacobian += math.log(product)
     return log_jacobian, linear, squares, exp_change
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _move_errors(s, rest_exp, mapped):
+    """Set ε to ``mapped``, with η and exp η (= w·e^ε) following."""
+    G, B = s.counts.shape
+    for i in range(G):
+        for b in range(B):
+            value = mapped[i, b]
+            s.eta[i, b] += value - s.eps[i, b]
+            s.eps[i, b] = value
+            s.expeta[i, b] = rest_exp[i, b] * math.exp(value)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def remap_errors(data, s, adapt):
     """:data:`REMAP_ROUNDS` remap proposals of (τ_ε, ε) with η moving (module docstring).
 
-    After burn-in the move runs only if its tuned scale passes
-    :data:`REMAP_ERRORS_MIN_STEP`; in burn-in it runs every sweep while the scale passes, and
-    in a share :data:`REMAP_ERRORS_BURN_IN_SHARE` of the sweeps otherwise (to keep tuning).
-    The scale is frozen after burn-in, so whether the move runs is then fixed and the kernel
-    is one fixed composition of invariant moves.
+    Skipped where it moves τ_ε less than τ_ε's Gibbs draw (:data:`REMAP_ERRORS_MIN_STEP`,
+    :func:`remap_runs`).
 
     Parameters
     ----------
     data : ModelData
         The fit's read-only arrays.
     s : GibbsState
-        The chain's state: τ_ε, ε, η and exp η are updated in place, ``s.rng`` advanced.
+        The chain's state: τ_ε, ε, η and exp η are updated in place, ``s.rng`` advanced;
+        ``s.entry_work`` is scratch.
     adapt : bool
         Burn-in: tune the proposal scale (the last slot of ``s.scale_log_sd``).
     """
     G, B = s.counts.shape
     slot = s.scale_log_sd.shape[0] - 1
-    gibbs_sd = math.sqrt(2.0 / (G * B))
-    if 2.0 * math.exp(s.scale_log_sd[slot]) < REMAP_ERRORS_MIN_STEP * gibbs_sd:
-        if not adapt or uniform(s.rng) >= REMAP_ERRORS_BURN_IN_SHARE:
-            return
+    gibbs_sd = math.sqrt(2.0 / (G * B))  # of log τ_ε given ε; the move's step is 2σ
+    if not remap_runs(s, slot, math.log(0.5 * REMAP_ERRORS_MIN_STEP * gibbs_sd), adapt):
+        return
+    rest_exp, mapped = s.entry_work[0], s.entry_work[1]
     squares = 0.0
     for i in range(G):
         for b in range(B):
-            squares += s.eps[i, b] * s.eps[i, b]
+            eps = s.eps[i, b]
+            rest_exp[i, b] = math.exp(s.eta[i, b] - eps)  # fixed by the move
+            squares += eps * eps
     tau = s.tau_eps[0]
     for _ in range(REMAP_ROUNDS):
         u, _ = scale_proposal(s, slot)
         new_tau = tau * math.exp(-2.0 * u)
-        log_jacobian, linear, new_squares, exp_change = _map_errors(s, tau, new_tau, False)
+        log_jacobian, linear, new_squares, exp_change = _map_errors(s, tau, new_tau, rest_exp,
+                                                                    mapped)
         # scale_accept adds the Gamma prior and τ's Jacobian; here the map's Jacobian, the
         # normaliser τ^{GB/2} of the errors' priors, their quadratic form and the likelihood.
         change = (log_jacobian - G * B * u - 0.5 * (new_tau * new_squares - tau * squares)
@@ -306,6 +350,6 @@ def remap_errors(data, s, adapt):
         accept, _ = scale_accept(s, slot, adapt, change, u, tau, data.priors[EPS_A],
                                  data.priors[EPS_B])
         if accept:
-            _map_errors(s, tau, new_tau, True)
+            _move_errors(s, rest_exp, mapped)
             tau, squares = new_tau, new_squares
     s.tau_eps[0] = tau

@@ -185,6 +185,7 @@ def initial_state(data: ModelData, tables: CountTables, stream: np.ndarray) -> G
         scale_log_sd=np.full(3 * n_levels + 5 + fields, np.log(0.1)),
         marginal_log_sd=np.full(n_levels + 3, np.log(0.3)),
         cell_work=np.zeros((3, G)),
+        entry_work=np.zeros((2, G, B)),
         mode_hessian=np.zeros(((1 + n_levels) * data.modes.shape[1],) * 2),
         mode_hessian_sweeps=np.zeros(1, dtype=np.int64),
         field_work=np.zeros((3, 1 + n_levels, G)),

@@ -28,7 +28,13 @@ from geosynth.datasets import paiva_scenario
 from geosynth.model.conditionals import update_eps
 from geosynth.model.fit import build_model_data
 from geosynth.model.moves import NO_LEVEL, shift_cells_eps
-from geosynth.model.remap import REMAP_ERRORS_MIN_STEP, remap_errors, remap_move
+from geosynth.model.remap import (
+    REMAP_BURN_IN_SHARE,
+    REMAP_ERRORS_MIN_STEP,
+    remap_errors,
+    remap_move,
+    remap_runs,
+)
 from geosynth.model.runner import initial_state
 from geosynth.model.state import (
     EPS_A,
@@ -104,11 +110,11 @@ def test_remap_moves_keep_the_exact_marginal_of_the_precision(p):
         shift_cells_eps(data, state, comp_sum, column, p)  # exact draw of f given τ and c
         if p == NO_LEVEL:
             state.tau_theta[0] = remap_move(field, state.tau_theta[0], shape, rate, combos,
-                                            slot, data, state, comp_sum, False)
+                                            slot, slot, data, state, comp_sum, False)
         else:
             column[:] = state.phi[:, 0]
             state.tau_phi[0] = remap_move(field, state.tau_phi[0], shape, rate, combos, slot,
-                                          data, state, comp_sum, False)
+                                          slot, data, state, comp_sum, False)
             state.phi[:, 0] = column
         if sweep % 10 == 9:
             draws.append(state.tau_theta[0] if p == NO_LEVEL else state.tau_phi[0])
@@ -170,3 +176,14 @@ def test_error_remap_keeps_the_exact_marginal_of_the_precision():
         pit = np.interp(draws, grid_tau, cdf / cdf[-1])
         p_value = stats.kstest(pit, "uniform").pvalue
         assert (p_value < 1e-4) if planted else (p_value > 1e-3), (planted, p_value)
+
+
+def test_remap_runs_by_its_tuned_scale_and_keeps_tuning_in_burn_in():
+    """Above its threshold a remap move always runs; below, never after burn-in and in a
+    share REMAP_BURN_IN_SHARE of the burn-in sweeps (binomial test)."""
+    _, state, _ = _case(3)
+    state.scale_log_sd[0] = np.log(0.05)
+    assert remap_runs(state, 0, np.log(0.05), False)
+    assert not any(remap_runs(state, 0, np.log(0.06), False) for _ in range(1000))
+    runs = sum(remap_runs(state, 0, np.log(0.06), True) for _ in range(20_000))
+    assert stats.binomtest(runs, 20_000, REMAP_BURN_IN_SHARE).pvalue > 1e-3
