@@ -80,8 +80,9 @@ REMAP_ROUNDS = 2
 
 #: :func:`remap_errors` runs after burn-in only if its tuned proposal sd of log τ_ε, 2σ, is at
 #: least this multiple of the sd of log τ_ε under its Gibbs draw given ε, (2/(G·B))^{1/2}:
-#: below, the move (about three passes of ``exp`` over G·B per proposal)
-#: moves τ_ε less than the sweep's Gibbs draw does for free.
+#: below, its steps are too short to add much to that free draw for the move's cost (about
+#: three passes of ``exp`` over G·B per proposal; on the bench's scenario 2σ is 1.5 and 1.8
+#: times the Gibbs step at G = 1,600 and 6,400, on the Berlin listings 250 times).
 REMAP_ERRORS_MIN_STEP = 4.0
 
 #: :func:`remap_move` runs after burn-in only if its tuned proposal sd is at least this share of
