@@ -88,6 +88,16 @@ def _log_marginal(tau, field_sum, n, tau_eps, shape, rate, grid, level_var):
     return out
 
 
+def _assert_draws_follow(draws, grid_tau, log_density):
+    """KS test of τ's draws against the density on a log-spaced grid; a τ^{1/2} tilt fails."""
+    for planted, tilt in (("", 0.0), (" planted", 0.5)):
+        log_weights = log_density + (1.0 + tilt) * np.log(grid_tau)  # dτ = τ d log τ
+        cdf = np.cumsum(np.exp(log_weights - log_weights.max()))
+        pit = np.interp(draws, grid_tau, cdf / cdf[-1])
+        p_value = stats.kstest(pit, "uniform").pvalue
+        assert (p_value < 1e-4) if planted else (p_value > 1e-3), (planted, p_value)
+
+
 @pytest.mark.parametrize("p", [NO_LEVEL, 0])
 def test_remap_moves_keep_the_exact_marginal_of_the_precision(p):
     data, state, grid = _case(7)
@@ -124,13 +134,7 @@ def test_remap_moves_keep_the_exact_marginal_of_the_precision(p):
     grid_tau = np.exp(np.linspace(np.log(min(draws)) - 2.0, np.log(max(draws)) + 2.0, 4001))
     log_density = _log_marginal(grid_tau, c.sum(axis=1), len(combos), state.tau_eps[0], shape,
                                 rate, grid, data.priors[LEVEL_VAR])
-    for planted, tilt in (("", 0.0), (" planted", 0.5)):
-        weights = np.exp(log_density + (1.0 + tilt) * np.log(grid_tau)  # dτ = τ d log τ
-                         - np.max(log_density + (1.0 + tilt) * np.log(grid_tau)))
-        cdf = np.cumsum(weights)
-        pit = np.interp(draws, grid_tau, cdf / cdf[-1])
-        p_value = stats.kstest(pit, "uniform").pvalue
-        assert (p_value < 1e-4) if planted else (p_value > 1e-3), (planted, p_value)
+    _assert_draws_follow(draws, grid_tau, log_density)
 
 
 def _log_marginal_tau_eps(tau, rest, counts, shape, rate):
@@ -170,12 +174,7 @@ def test_error_remap_keeps_the_exact_marginal_of_the_precision():
     grid_tau = np.exp(np.linspace(np.log(min(draws)) - 1.0, np.log(max(draws)) + 1.0, 801))
     log_density = _log_marginal_tau_eps(grid_tau, rest, state.counts, data.priors[EPS_A],
                                         data.priors[EPS_B])
-    for planted, tilt in (("", 0.0), (" planted", 0.5)):
-        log_weights = log_density + (1.0 + tilt) * np.log(grid_tau)  # dτ = τ d log τ
-        cdf = np.cumsum(np.exp(log_weights - log_weights.max()))
-        pit = np.interp(draws, grid_tau, cdf / cdf[-1])
-        p_value = stats.kstest(pit, "uniform").pvalue
-        assert (p_value < 1e-4) if planted else (p_value > 1e-3), (planted, p_value)
+    _assert_draws_follow(draws, grid_tau, log_density)
 
 
 def test_remap_runs_by_its_tuned_scale_and_keeps_tuning_in_burn_in():
