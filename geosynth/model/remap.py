@@ -313,8 +313,8 @@ def _move_errors(s, rest_exp, mapped):
 def remap_errors(data, s, adapt):
     """:data:`REMAP_ROUNDS` remap proposals of (τ_ε, ε) with η moving (module docstring).
 
-    Skipped where it moves τ_ε less than τ_ε's Gibbs draw (:data:`REMAP_ERRORS_MIN_STEP`,
-    :func:`remap_runs`).
+    Skipped where its steps are short against those of τ_ε's Gibbs draw
+    (:data:`REMAP_ERRORS_MIN_STEP`, :func:`remap_runs`).
 
     Parameters
     ----------
