@@ -53,6 +53,7 @@ from geosynth.model.state import (
     PHI_B,
     THETA_A,
     THETA_B,
+    combos_of,
     level_combos_of,
 )
 from geosynth.samplers.rng import gamma, standard_normal, uniform
@@ -393,12 +394,11 @@ def shift_cells_eps(data, s, comp_sum, column, p):
     """
     G = s.counts.shape[0]
     tau_eps = s.tau_eps[0]
-    combos = data.all_combos
+    combos = combos_of(data, p)
     if p < 0:
         field = s.theta
         tau = s.tau_theta[0]
     else:
-        combos = level_combos_of(data, p)
         field = column
         tau = s.tau_phi[p]
         for i in range(G):
@@ -462,6 +462,7 @@ def shift_eps(data, s, p, intercept_var, intercept):
     """
     G, B = s.counts.shape
     tau = s.tau_eps[0]
+    combos = combos_of(data, p)  # every b for p < 0, summed cell by cell below
     total = 0.0
     n = 0
     if p < 0:
@@ -470,7 +471,6 @@ def shift_eps(data, s, p, intercept_var, intercept):
                 total += s.eps[i, b]
         n = G * B
     else:
-        combos = level_combos_of(data, p)
         for t in range(combos.shape[0]):
             for i in range(G):
                 total += s.eps[i, combos[t]]
@@ -481,7 +481,6 @@ def shift_eps(data, s, p, intercept_var, intercept):
             for b in range(B):
                 s.eps[i, b] -= k
     else:
-        combos = level_combos_of(data, p)
         for t in range(combos.shape[0]):
             for i in range(G):
                 s.eps[i, combos[t]] -= k

@@ -22,6 +22,7 @@ from geosynth.model.state import (
     ALPHA_VAR,
     LEVEL_VAR,
     MU_VAR,
+    combos_of,
     compute_eta,
     level_combos_of,
     record,
@@ -195,7 +196,7 @@ def _marginal_shift(data, s, noisy, inv_scale, delta, p, i, lm, lm_new):
     G = s.counts.shape[0]
     total = 0.0
     rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
-    combos = data.all_combos if p < 0 else level_combos_of(data, p)
+    combos = combos_of(data, p)
     for r in range(rows_lo, rows_hi):
         for t in range(combos.shape[0]):
             b = combos[t]
@@ -214,7 +215,7 @@ def _apply_shift(data, s, delta, p, i, lm, lm_new):
     G = s.counts.shape[0]
     factor = math.exp(delta)
     rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
-    combos = data.all_combos if p < 0 else level_combos_of(data, p)
+    combos = combos_of(data, p)
     for r in range(rows_lo, rows_hi):
         for t in range(combos.shape[0]):
             b = combos[t]

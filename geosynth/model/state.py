@@ -65,6 +65,7 @@ __all__ = [
     "CountTables",
     "GibbsState",
     "level_combos_of",
+    "combos_of",
     "compute_eta",
     "record",
     "recorded_scalars",
@@ -194,6 +195,12 @@ class GibbsState(NamedTuple):
 def level_combos_of(data, p):
     """Return the combinations holding non-baseline level p (a view of ``data.level_combos``)."""
     return data.level_combos[data.level_combos_ptr[p]:data.level_combos_ptr[p + 1]]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def combos_of(data, p):
+    """Return the combinations a move of level p touches: every one for ``p < 0`` (θ, μ)."""
+    return data.all_combos if p < 0 else level_combos_of(data, p)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
