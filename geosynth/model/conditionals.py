@@ -36,11 +36,7 @@ from geosynth.model.state import (
     LEVEL_VAR,
     MH_EXACT_SHARE,
     MU_VAR,
-    PHI_A,
-    PHI_B,
     SAMPLER_SLICE,
-    THETA_A,
-    THETA_B,
     UPDATE_MH,
     level_combos_of,
 )
@@ -482,9 +478,12 @@ def icar_quadratic_add(field, i, indptr, indices, total):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def draw_precisions(data, s, sums):
-    """Gamma draws of τ_θ, every τ_φ,p, τ_ε and each ICAR τ_β,c (eqs. 2.15–2.17, 2.24).
+    """Gamma draws of τ_ε and each ICAR τ_β,c (Nunes 2018, eqs. 2.17, 2.24).
 
-    The ICAR shape is ``a + (G − C)/2`` (module docstring).
+    The ICAR shape is ``a + (G − C)/2`` (module docstring). τ_θ and every τ_φ,p are not drawn
+    here: the scale moves that follow in every sweep begin each field's rounds with that Gibbs
+    draw (eqs. 2.15–2.16, :func:`geosynth.model.moves.field_scale_cycle`), which does not read
+    the previous value, so a draw here would be discarded unused.
 
     Parameters
     ----------
@@ -493,22 +492,15 @@ def draw_precisions(data, s, sums):
     s : GibbsState
         The chain's state: the precisions are overwritten in the order above, ``s.rng``
         advanced.
-    sums : numpy.ndarray of float64, shape (2 + P + K,)
-        The ICAR quadratic of θ, of each φ_·p, Σ ε², then each β_c·'s quadratic (read only
-        under its ICAR prior).
+    sums : numpy.ndarray of float64, shape (1 + K,)
+        Σ ε², then each β_c·'s ICAR quadratic (read only under its ICAR prior).
     """
-    G = s.counts.shape[0]
-    P = s.alpha.shape[0]
-    rank = G - data.component_size.shape[0]
+    rank = s.counts.shape[0] - data.component_size.shape[0]
     pr = data.priors
-    s.tau_theta[0] = gamma(s.rng, pr[THETA_A] + 0.5 * rank, pr[THETA_B] + 0.5 * sums[0])
-    for p in range(P):
-        s.tau_phi[p] = gamma(s.rng, pr[PHI_A] + 0.5 * rank, pr[PHI_B] + 0.5 * sums[1 + p])
-    draw_tau_eps(data, s, sums[1 + P])
+    draw_tau_eps(data, s, sums[0])
     for c in range(data.beta_priors.shape[0]):
         if data.beta_priors[c] == BETA_ICAR:
-            s.tau_beta[c] = gamma(s.rng, pr[BETA_A] + 0.5 * rank,
-                                  pr[BETA_B] + 0.5 * sums[2 + P + c])
+            s.tau_beta[c] = gamma(s.rng, pr[BETA_A] + 0.5 * rank, pr[BETA_B] + 0.5 * sums[1 + c])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -690,11 +682,11 @@ def _eps_squares(eps):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def update_precisions(data, s, column):
-    """Draw τ_θ, every τ_φ,p, τ_ε and each ICAR covariate's τ_β from their Gamma conditionals.
+def update_precisions(data, s):
+    """Draw τ_ε and each ICAR covariate's τ_β from their Gamma conditionals.
 
-    Nunes (2018), eqs. 2.15–2.17 and 2.24, with the ICAR rank correction of this module's
-    docstring (:func:`draw_precisions`).
+    Nunes (2018), eqs. 2.17 and 2.24, with the ICAR rank correction of this module's docstring;
+    τ_θ and τ_φ are drawn by the scale moves (:func:`draw_precisions` says why).
 
     Parameters
     ----------
@@ -702,21 +694,13 @@ def update_precisions(data, s, column):
         The fit's read-only arrays.
     s : GibbsState
         The chain's state: the precisions are overwritten, ``s.rng`` advanced.
-    column : numpy.ndarray of float64, shape (G,)
-        Scratch for one column of φ.
     """
-    P = s.alpha.shape[0]
     n_covariates = data.beta_priors.shape[0]
-    sums = np.zeros(2 + P + n_covariates)
-    sums[0] = _icar_quadratic(s.theta, data)
-    for p in range(P):
-        for i in range(s.counts.shape[0]):
-            column[i] = s.phi[i, p]
-        sums[1 + p] = _icar_quadratic(column, data)
-    sums[1 + P] = _eps_squares(s.eps)
+    sums = np.zeros(1 + n_covariates)
+    sums[0] = _eps_squares(s.eps)
     for c in range(n_covariates):
         if data.beta_priors[c] == BETA_ICAR:
-            sums[2 + P + c] = _icar_quadratic(s.beta[c], data)
+            sums[1 + c] = _icar_quadratic(s.beta[c], data)
     draw_precisions(data, s, sums)
 
 

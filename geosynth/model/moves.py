@@ -64,6 +64,7 @@ __all__ = [
     "mode_moves",
     "HESSIAN_REFRESH",
     "EPS_SCALE_ROUNDS",
+    "error_scale_rounds",
     "shift_move",
     "SCALE_ROUNDS",
     "KIND_THETA",
@@ -160,7 +161,8 @@ def scale_eps_cell(eps, i, factor, eta, expeta, apply, offset, total):
     return total
 
 
-#: Rounds of (Gibbs τ_ε, scale move of ε with μ) per sweep.
+#: Rounds of (Gibbs τ_ε, scale move of ε with μ) per sweep where the errors' remap move is
+#: skipped (one where it runs, :func:`error_scale_rounds`).
 EPS_SCALE_ROUNDS = 3
 
 
@@ -703,19 +705,31 @@ def field_scale_cycles(data, s, comp_sum, column, adapt):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def error_scale_rounds(data, s, adapt):
+    """Run the remap move of (ε, τ_ε); return the rounds of ε's scale move with μ to follow.
+
+    The rounds of (τ_ε's Gibbs draw, :func:`scale_move_eps`) were made three for the Berlin
+    listings, where τ_ε was the slowest precision (its ESS 71 → 246 in 2 × 4,000 sweeps, +8 %
+    a sweep); the remap move (:func:`~geosynth.model.remap.remap_errors`) now runs there and
+    does their work (τ_ε's autocorrelation time 2.6 sweeps with three rounds, 2.8 with one), so
+    where it runs one round follows it, and :data:`EPS_SCALE_ROUNDS` where it is skipped (on
+    the bench's scenario the rounds lift τ_ε's ESS by 40 %; ``bench/RESULTS.md``, 2026-11-26
+    and 2026-11-27).
+    """
+    return 1 if remap_errors(data, s, adapt) else EPS_SCALE_ROUNDS
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def scale_moves(data, s, comp_sum, column, adapt):
     """Scale moves of every ICAR field and of ε with its precision.
 
     θ and each φ_·p: the rounds of :func:`field_scale_cycle` (τ's Gibbs draw, the scale move
     with the intercept, the split move with the errors) and the remap move
     (:func:`field_scale_cycles`); each ICAR β_c·: one scale move (:func:`_scale_move_beta`);
-    ε: :data:`EPS_SCALE_ROUNDS` rounds of the Gibbs draw of τ_ε and the scale move with μ
-    (:func:`scale_move_eps`), then the remap move of (ε, τ_ε)
-    (:func:`~geosynth.model.remap.remap_errors`, which runs where it beats the Gibbs draw of
-    τ_ε). The rounds of ε: on the Berlin listings (2,402 cells × 11) τ_ε is
-    the slowest precision, and three rounds took its ESS from 71 to 246 in 2 × 4,000 sweeps at
-    +8 % per sweep; on the bench's scenario at G = 1,600 they lift τ_ε's ESS by 40 % and leave
-    the minimum over the parameters where it was (``bench/RESULTS.md``, 2026-11-26).
+    ε: the remap move of (ε, τ_ε) (:func:`~geosynth.model.remap.remap_errors`, which runs
+    where it beats the Gibbs draw of τ_ε), then rounds of the scale move with μ
+    (:func:`scale_move_eps`), each after the first preceded by τ_ε's Gibbs draw
+    (:func:`error_scale_rounds`: one round after the remap, :data:`EPS_SCALE_ROUNDS` without).
     """
     field_scale_cycles(data, s, comp_sum, column, adapt)
     pr = data.priors
@@ -724,8 +738,7 @@ def scale_moves(data, s, comp_sum, column, adapt):
         if data.beta_priors[c] == BETA_ICAR:
             s.tau_beta[c] = _scale_move_beta(c, s.tau_beta[c], pr[BETA_A], pr[BETA_B], data,
                                              s, comp_sum, 1 + P + c, adapt)
-    for r in range(EPS_SCALE_ROUNDS):
+    for r in range(error_scale_rounds(data, s, adapt)):
         if r > 0:
             update_tau_eps(data, s)
         scale_move_eps(data, s, 1 + P + s.beta.shape[0], adapt)
-    remap_errors(data, s, adapt)

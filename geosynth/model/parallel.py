@@ -77,10 +77,10 @@ from geosynth.model.conditionals import (
 )
 from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.moves import (
-    EPS_SCALE_ROUNDS,
     KIND_THETA,
     NO_LEVEL,
     eps_scale_terms,
+    error_scale_rounds,
     field_scale_cycles,
     intercept_shift,
     mode_moves,
@@ -89,7 +89,6 @@ from geosynth.model.moves import (
     shift_eps_draw,
     shift_move,
 )
-from geosynth.model.remap import remap_errors
 from geosynth.model.state import (
     ALPHA_VAR,
     B_ALPHA,
@@ -214,7 +213,7 @@ _OP_EXP_TOTALS = np.int64(4)  # partial[block, b] = Σ_i exp η_ib
 _OP_EPS_TOTALS = np.int64(5)  # partial[block, b] = Σ_i ε_ib
 _OP_ADD_ETA = np.int64(6)  # η_ib += aux[b] (exp η rescaled)
 _OP_SUB_EPS = np.int64(7)  # ε_ib −= aux[b]
-# partial[block, :] = ICAR quadratics of θ, φ_·p, β_c· (obs) and Σ ε²
+# partial[block, :] = ICAR quadratic of β_c· (obs) and Σ ε²
 _OP_PRECISION_SUMS = np.int64(8)
 # Δ log-likelihood of scaling β_c· about its component means (aux), and the move
 _OP_SCALE_LOGLIK_BETA = np.int64(9)
@@ -339,25 +338,20 @@ def _add_per_combination_cells(cells, lo, hi, values, delta, expeta, sign):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _precision_sums_cells(cells, lo, hi, theta, phi, beta, with_beta, with_eps, eps, indptr,
-                          indices, out):
-    """Sum ICAR quadratics and Σ ε² over cells[lo:hi] into ``out`` (θ, φ_·0…φ_·P−1, β, ε).
+def _precision_sums_cells(cells, lo, hi, beta, with_beta, with_eps, eps, indptr, indices, out):
+    """Sum β's ICAR quadratic and Σ ε² over cells[lo:hi] into ``out`` (β, ε).
 
-    ``beta`` is one covariate's field; ``with_eps`` False leaves the ε column at 0 (the pass
-    of a second ICAR β field, whose other columns the caller ignores).
+    ``beta`` is one covariate's field; ``with_eps`` False leaves the ε column at 0 (the pass of
+    a second ICAR β field, whose ε column the caller ignores).
     """
-    P = phi.shape[1]
     out[:] = 0.0
     for j in range(lo, hi):
         i = cells[j]
-        out[0] = icar_quadratic_add(theta, i, indptr, indices, out[0])
-        for p in range(P):
-            out[1 + p] = icar_quadratic_add(phi[:, p], i, indptr, indices, out[1 + p])
         if with_beta:
-            out[1 + P] = icar_quadratic_add(beta, i, indptr, indices, out[1 + P])
+            out[0] = icar_quadratic_add(beta, i, indptr, indices, out[0])
         if with_eps:
             for b in range(eps.shape[1]):
-                out[2 + P] += eps[i, b] * eps[i, b]
+                out[1] += eps[i, b] * eps[i, b]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -412,8 +406,8 @@ def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams
     elif op == _OP_SUB_EPS:
         _add_per_combination_cells(cells, lo, hi, eps, aux, eta[:0], -1.0)
     elif op == _OP_PRECISION_SUMS:
-        _precision_sums_cells(cells, lo, hi, field, phi, obs, params[0] > 0.0,
-                              params[1] > 0.0, eps, indptr, indices, row)
+        _precision_sums_cells(cells, lo, hi, obs, params[0] > 0.0, params[1] > 0.0, eps,
+                              indptr, indices, row)
         return row[0]
     elif op == _OP_SCALE_LOGLIK_BETA or op == _OP_SCALE_APPLY_BETA:
         return _scale_beta_cells(cells, lo, hi, field, aux, component, params[0], zbar, counts,
@@ -762,12 +756,11 @@ def _shift_intercepts_eps(data, s, w):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _update_precisions_parallel(data, s, w):
-    """Gamma draws of the precisions (:func:`geosynth.model.conditionals.draw_precisions`).
+    """Gamma draws of τ_ε and each ICAR τ_β (:func:`geosynth.model.conditionals.draw_precisions`).
 
-    One parallel pass sums the ICAR quadratics of θ, φ and the first ICAR β field and Σ ε²;
-    each further ICAR β field takes one more pass (its quadratic only).
+    One parallel pass sums Σ ε² and the ICAR quadratic of the first ICAR β field; each further
+    ICAR β field takes one more pass (its quadratic only).
     """
-    P = s.alpha.shape[0]
     n_covariates = data.beta_priors.shape[0]
     first = -1  # the first covariate under an ICAR prior: its quadratic joins the main pass
     for c in range(n_covariates):
@@ -777,19 +770,18 @@ def _update_precisions_parallel(data, s, w):
     w.params[1] = 1.0
     _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, data.all_combos, s.beta[max(first, 0)],
              w.obs)
-    _column_totals(w, P + 3)
-    sums = np.zeros(2 + P + n_covariates)  # θ, φ_·p, Σ ε², β_c· (draw_precisions' layout)
-    sums[:1 + P] = w.totals[:1 + P]
-    sums[1 + P] = w.totals[2 + P]
+    _column_totals(w, 2)
+    sums = np.zeros(1 + n_covariates)  # Σ ε², β_c· (draw_precisions' layout)
+    sums[0] = w.totals[1]
     if first >= 0:
-        sums[2 + P + first] = w.totals[1 + P]
+        sums[1 + first] = w.totals[0]
     for c in range(first + 1, n_covariates if first >= 0 else 0):
         if data.beta_priors[c] == BETA_ICAR:
             w.params[0], w.params[1] = 1.0, 0.0
             _run_all(_OP_PRECISION_SUMS, data, s, w, s.theta, data.all_combos, s.beta[c],
                      w.obs)
-            _column_totals(w, P + 3)
-            sums[2 + P + c] = w.totals[1 + P]
+            _column_totals(w, 2)
+            sums[1 + c] = w.totals[0]
     draw_precisions(data, s, sums)
 
 
@@ -831,10 +823,10 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
             continue
         s.tau_beta[c] = _scale_move_beta_parallel(data, s, w, c, s.tau_beta[c], pr[BETA_A],
                                                   pr[BETA_B], 1 + P + c, adapt, comp_sum)
-    # ε: rounds of (τ_ε's Gibbs draw, the scale move with μ) as in the serial sweep; no
-    # component means (comp_sum is ignored by the ε operations).
+    # ε: the remap move, then rounds of (τ_ε's Gibbs draw, the scale move with μ) as in the
+    # serial sweep; no component means (comp_sum is ignored by the ε operations).
     slot = 1 + P + s.beta.shape[0]
-    for r in range(EPS_SCALE_ROUNDS):
+    for r in range(error_scale_rounds(data, s, adapt)):
         if r > 0:
             update_tau_eps(data, s)
         u, factor = scale_proposal(s, slot)
@@ -851,7 +843,6 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
             s.tau_eps[0] = new_tau
             s.mu[0] += w.params[1]
             _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
-    remap_errors(data, s, adapt)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -48,7 +48,9 @@ priors and normaliser τ^{GB/2}, and the Jacobian. Where few records fall in eac
 Berlin listings: 2,203 records over 2,402 cells × 11) the errors are a prior-dominated cloud
 with a few entries the data pull out, and τ_ε is slow under both its Gibbs draw (pinned by the
 cloud's Σε²) and the scale move with μ (pinned by the few large errors): the move takes its
-integrated autocorrelation time from 17.7 to 2.5 sweeps there. Where the data inform every error
+integrated autocorrelation time from 17.7 to 2.5 sweeps there with two proposals a sweep, and to
+5.7 with the one it makes (:data:`REMAP_ERRORS_ROUNDS`) and one round of the scale move
+after it, below the slowest τ_φ's. Where the data inform every error
 (the bench's scenario, ε with variance ≈ 2) the approximation at 0 is poor, the proposal scale
 tunes to |u| ≈ 0.01 and the move adds nothing to τ_ε's Gibbs draw; after burn-in it is then
 skipped (:func:`remap_errors`).
@@ -67,6 +69,7 @@ from geosynth.samplers.rng import uniform
 
 __all__ = [
     "REMAP_ROUNDS",
+    "REMAP_ERRORS_ROUNDS",
     "REMAP_FIELD_MIN_RATIO",
     "REMAP_ERRORS_MIN_STEP",
     "REMAP_BURN_IN_SHARE",
@@ -77,6 +80,13 @@ __all__ = [
 
 #: Proposals of the remap move per field and sweep.
 REMAP_ROUNDS = 2
+
+#: Proposals of :func:`remap_errors` per sweep. On the Berlin listings one proposal (and one
+#: round of the scale move with μ, :func:`geosynth.model.moves.error_scale_rounds`) leaves τ_ε
+#: with an integrated autocorrelation time of 5.7 sweeps against 2.6 with two proposals and
+#: three rounds, below the 8–9 of the slowest τ_φ either way, for 0.7 ms (11 %) less a sweep
+#: (``bench/RESULTS.md``, 2026-11-27, third session).
+REMAP_ERRORS_ROUNDS = 1
 
 #: :func:`remap_errors` runs after burn-in only if its tuned proposal sd of log τ_ε, 2σ, is at
 #: least this multiple of the sd of log τ_ε under its Gibbs draw given ε, (2/(G·B))^{1/2}:
@@ -311,10 +321,10 @@ def _move_errors(s, rest_exp, mapped):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def remap_errors(data, s, adapt):
-    """:data:`REMAP_ROUNDS` remap proposals of (τ_ε, ε) with η moving (module docstring).
+    """:data:`REMAP_ERRORS_ROUNDS` remap proposals of (τ_ε, ε) with η moving; return if it ran.
 
     Skipped where its steps are short against those of τ_ε's Gibbs draw
-    (:data:`REMAP_ERRORS_MIN_STEP`, :func:`remap_runs`).
+    (:data:`REMAP_ERRORS_MIN_STEP`, :func:`remap_runs`); the module docstring has the move.
 
     Parameters
     ----------
@@ -325,12 +335,17 @@ def remap_errors(data, s, adapt):
         ``s.entry_work`` is scratch.
     adapt : bool
         Burn-in: tune the proposal scale (the last slot of ``s.scale_log_sd``).
+
+    Returns
+    -------
+    bool
+        Whether the move ran (made its proposals) in this sweep.
     """
     G, B = s.counts.shape
     slot = s.scale_log_sd.shape[0] - 1
     gibbs_sd = math.sqrt(2.0 / (G * B))  # of log τ_ε given ε; the move's step is 2σ
     if not remap_runs(s, slot, math.log(0.5 * REMAP_ERRORS_MIN_STEP * gibbs_sd), adapt):
-        return
+        return False
     rest_exp, mapped = s.entry_work[0], s.entry_work[1]
     squares = 0.0
     for i in range(G):
@@ -339,7 +354,7 @@ def remap_errors(data, s, adapt):
             rest_exp[i, b] = math.exp(s.eta[i, b] - eps)  # fixed by the move
             squares += eps * eps
     tau = s.tau_eps[0]
-    for _ in range(REMAP_ROUNDS):
+    for _ in range(REMAP_ERRORS_ROUNDS):
         u, _ = scale_proposal(s, slot)
         new_tau = tau * math.exp(-2.0 * u)
         log_jacobian, linear, new_squares, exp_change = _map_errors(s, tau, new_tau, rest_exp,
@@ -354,3 +369,4 @@ def remap_errors(data, s, adapt):
             _move_errors(s, rest_exp, mapped)
             tau, squares = new_tau, new_squares
     s.tau_eps[0] = tau
+    return True

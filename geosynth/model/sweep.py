@@ -66,9 +66,10 @@ def sweep(data, s, comp_sum, column, adapt=False):
     along their smooth modes (:func:`~geosynth.model.moves.mode_moves`), the exact shifts of
     θ and every φ_·p over nested cell aggregates
     (:func:`~geosynth.model.coarse.coarse_shifts`), ε, per-cell shift(θ_i, ε_i·) and
-    shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), precisions, followed by the scale moves of the
-    ICAR fields and of ε (θ, φ_·p and ε with their intercept, θ and φ_·p a second time with the
-    errors absorbing the change, and θ and φ_·p remapped through their cell-by-cell
+    shift(φ_ip, ε_ib), shift(μ, ε), shift(α, ε), τ_ε and the ICAR τ_β, followed by the scale
+    moves of the ICAR fields and of ε (each round of θ's and φ_·p's begins with the Gibbs draw
+    of the field's precision; θ, φ_·p and ε with their intercept, θ and φ_·p a second time
+    with the errors absorbing the change, and θ, φ_·p and ε remapped through their
     conditionals; see :func:`~geosynth.model.moves.scale_moves`). Every shift
     is an exact Gibbs draw along a direction of constant likelihood. The full conditionals are
     those of Nunes (2018), §2.1.1, eqs. 2.10–2.17, and §2.2.1, eqs. 2.22–2.24 (with the ICAR
@@ -136,7 +137,7 @@ def sweep(data, s, comp_sum, column, adapt=False):
     s.mu[0] += shift_eps(data, s, NO_LEVEL, data.priors[MU_VAR], s.mu[0])
     for p in range(s.alpha.shape[0]):
         s.alpha[p] += shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
-    update_precisions(data, s, column)
+    update_precisions(data, s)
     scale_moves(data, s, comp_sum, column, adapt)
     return STATUS_OK
 
