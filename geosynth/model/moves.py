@@ -64,7 +64,9 @@ __all__ = [
     "mode_moves",
     "HESSIAN_REFRESH",
     "EPS_SCALE_ROUNDS",
+    "eps_scale_slot",
     "error_scale_rounds",
+    "error_scale_moves",
     "shift_move",
     "SCALE_ROUNDS",
     "KIND_THETA",
@@ -705,18 +707,43 @@ def field_scale_cycles(data, s, comp_sum, column, adapt):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def eps_scale_slot(s):
+    """Return the slot of ε's scale move with μ in ``s.scale_log_sd`` (:func:`scale_proposal`)."""
+    return 1 + s.alpha.shape[0] + s.beta.shape[0]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def error_scale_rounds(data, s, adapt):
     """Run the remap move of (ε, τ_ε); return the rounds of ε's scale move with μ to follow.
 
     The rounds of (τ_ε's Gibbs draw, :func:`scale_move_eps`) were made three for the Berlin
     listings, where τ_ε was the slowest precision (its ESS 71 → 246 in 2 × 4,000 sweeps, +8 %
-    a sweep); the remap move (:func:`~geosynth.model.remap.remap_errors`) now runs there and
-    does their work (τ_ε's autocorrelation time 2.6 sweeps with three rounds, 2.8 with one), so
-    where it runs one round follows it, and :data:`EPS_SCALE_ROUNDS` where it is skipped (on
-    the bench's scenario the rounds lift τ_ε's ESS by 40 %; ``bench/RESULTS.md``, 2026-11-26
-    and 2026-11-27).
+    a sweep). The remap move (:func:`~geosynth.model.remap.remap_errors`) now runs there with
+    steps three times as long as the scale move's (σ 1.2 against 0.4) and does their work
+    (τ_ε's autocorrelation time 2.6 sweeps with three rounds, 2.8 with one). So one round
+    follows the remap where it ran with a proposal scale at least the scale move's, and
+    :data:`EPS_SCALE_ROUNDS` otherwise: where it is skipped (the bench's scenario, where the
+    rounds lift τ_ε's ESS by 40 %) and where it runs with shorter steps than the rounds make,
+    which alone also move μ with the errors (``bench/RESULTS.md``, 2026-11-26 and 2026-11-27).
     """
-    return 1 if remap_errors(data, s, adapt) else EPS_SCALE_ROUNDS
+    ran = remap_errors(data, s, adapt)
+    if ran and s.scale_log_sd[s.scale_log_sd.shape[0] - 1] >= s.scale_log_sd[eps_scale_slot(s)]:
+        return 1
+    return EPS_SCALE_ROUNDS
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def error_scale_moves(data, s, adapt):
+    """Make the remap move of (ε, τ_ε), then the rounds of :func:`error_scale_rounds`.
+
+    Each round is the scale move of ε with μ (:func:`scale_move_eps`), each after the first
+    preceded by τ_ε's Gibbs draw: the serial sweep's ε moves (the chromatic sweep makes the
+    same rounds with its parallel passes).
+    """
+    for r in range(error_scale_rounds(data, s, adapt)):
+        if r > 0:
+            update_tau_eps(data, s)
+        scale_move_eps(data, s, eps_scale_slot(s), adapt)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -728,8 +755,7 @@ def scale_moves(data, s, comp_sum, column, adapt):
     (:func:`field_scale_cycles`); each ICAR β_c·: one scale move (:func:`_scale_move_beta`);
     ε: the remap move of (ε, τ_ε) (:func:`~geosynth.model.remap.remap_errors`, which runs
     where it beats the Gibbs draw of τ_ε), then rounds of the scale move with μ
-    (:func:`scale_move_eps`), each after the first preceded by τ_ε's Gibbs draw
-    (:func:`error_scale_rounds`: one round after the remap, :data:`EPS_SCALE_ROUNDS` without).
+    (:func:`error_scale_moves`).
     """
     field_scale_cycles(data, s, comp_sum, column, adapt)
     pr = data.priors
@@ -738,7 +764,4 @@ def scale_moves(data, s, comp_sum, column, adapt):
         if data.beta_priors[c] == BETA_ICAR:
             s.tau_beta[c] = _scale_move_beta(c, s.tau_beta[c], pr[BETA_A], pr[BETA_B], data,
                                              s, comp_sum, 1 + P + c, adapt)
-    for r in range(error_scale_rounds(data, s, adapt)):
-        if r > 0:
-            update_tau_eps(data, s)
-        scale_move_eps(data, s, 1 + P + s.beta.shape[0], adapt)
+    error_scale_moves(data, s, adapt)

@@ -79,6 +79,7 @@ from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.moves import (
     KIND_THETA,
     NO_LEVEL,
+    eps_scale_slot,
     eps_scale_terms,
     error_scale_rounds,
     field_scale_cycles,
@@ -825,7 +826,7 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
                                                   pr[BETA_B], 1 + P + c, adapt, comp_sum)
     # ε: the remap move, then rounds of (τ_ε's Gibbs draw, the scale move with μ) as in the
     # serial sweep; no component means (comp_sum is ignored by the ε operations).
-    slot = 1 + P + s.beta.shape[0]
+    slot = eps_scale_slot(s)
     for r in range(error_scale_rounds(data, s, adapt)):
         if r > 0:
             update_tau_eps(data, s)

@@ -25,14 +25,13 @@ from geosynth.model.conditionals import (
 )
 from geosynth.model.moves import (
     NO_LEVEL,
+    error_scale_moves,
     mode_moves,
-    scale_move_eps,
     scale_moves,
     shift_cells_eps,
     shift_eps,
     shift_move,
 )
-from geosynth.model.remap import remap_errors
 from geosynth.model.state import (
     ALPHA_VAR,
     B_ALPHA,
@@ -246,12 +245,12 @@ def update_beta_single_site(data, s, comp_sum, c):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def update_errors(data, s, comp_sum, column, adapt):
-    """Run the error part of :func:`sweep`: ε, its shifts, τ_ε and its scale and remap moves.
+    """Run the error part of :func:`sweep`: ε, its shifts, τ_ε and its remap and scale moves.
 
     Single-site draws of every ε_ib, the per-cell shifts (θ_i, ε_i·) and (φ_ip, ε_ib), the
-    shifts (μ, ε) and (α_p, ε), the Gamma draw of τ_ε, the scale move of (ε, τ_ε) and the
-    remap move of (ε, τ_ε) (:func:`~geosynth.model.remap.remap_errors`), in the order of
-    :func:`sweep`.
+    shifts (μ, ε) and (α_p, ε), the Gamma draw of τ_ε, then the remap move of (ε, τ_ε) and the
+    rounds of its scale move with μ (:func:`~geosynth.model.moves.error_scale_moves`), in the
+    order of :func:`sweep`.
 
     Parameters
     ----------
@@ -281,6 +280,5 @@ def update_errors(data, s, comp_sum, column, adapt):
     for p in range(s.alpha.shape[0]):
         s.alpha[p] += shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
     update_tau_eps(data, s)
-    scale_move_eps(data, s, 1 + s.alpha.shape[0] + s.beta.shape[0], adapt)
-    remap_errors(data, s, adapt)
+    error_scale_moves(data, s, adapt)
     return STATUS_OK
