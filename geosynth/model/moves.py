@@ -163,8 +163,8 @@ def scale_eps_cell(eps, i, factor, eta, expeta, apply, offset, total):
     return total
 
 
-#: Rounds of (Gibbs τ_ε, scale move of ε with μ) per sweep where the errors' remap move is
-#: skipped (one where it runs, :func:`error_scale_rounds`).
+#: Rounds of (Gibbs τ_ε, scale move of ε with μ) per sweep, but for one where the errors' remap
+#: move runs with steps at least as long as this move's (:func:`error_scale_rounds`).
 EPS_SCALE_ROUNDS = 3
 
 

@@ -27,7 +27,13 @@ from geosynth import PaivaModel, prepare
 from geosynth.datasets import paiva_scenario
 from geosynth.model.conditionals import update_eps
 from geosynth.model.fit import build_model_data
-from geosynth.model.moves import NO_LEVEL, shift_cells_eps
+from geosynth.model.moves import (
+    EPS_SCALE_ROUNDS,
+    NO_LEVEL,
+    eps_scale_slot,
+    error_scale_rounds,
+    shift_cells_eps,
+)
 from geosynth.model.remap import (
     REMAP_BURN_IN_SHARE,
     REMAP_ERRORS_MIN_STEP,
@@ -186,3 +192,20 @@ def test_remap_runs_by_its_tuned_scale_and_keeps_tuning_in_burn_in():
     assert not any(remap_runs(state, 0, np.log(0.06), False) for _ in range(1000))
     runs = sum(remap_runs(state, 0, np.log(0.06), True) for _ in range(20_000))
     assert stats.binomtest(runs, 20_000, REMAP_BURN_IN_SHARE).pvalue > 1e-3
+
+
+def test_one_round_of_the_error_scale_move_follows_only_a_remap_with_long_steps():
+    """After burn-in: the remap skipped (σ below its threshold) → EPS_SCALE_ROUNDS rounds; run
+    with σ below the scale move's → EPS_SCALE_ROUNDS; run with σ at least the scale move's → 1.
+    Whether it ran shows in the stream (it always draws when it runs)."""
+    data, state, _ = _case(5)
+    threshold = 0.5 * REMAP_ERRORS_MIN_STEP * np.sqrt(2.0 / state.eps.size)
+    scale_sd = 2.0 * threshold
+    state.scale_log_sd[eps_scale_slot(state)] = np.log(scale_sd)
+    for remap_sd, rounds, runs in [(0.5 * threshold, EPS_SCALE_ROUNDS, False),
+                                   (1.5 * threshold, EPS_SCALE_ROUNDS, True),
+                                   (scale_sd, 1, True)]:
+        state.scale_log_sd[-1] = np.log(remap_sd)
+        before = state.rng.copy()
+        assert error_scale_rounds(data, state, False) == rounds
+        assert (state.rng != before).any() == runs
