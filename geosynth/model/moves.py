@@ -39,7 +39,7 @@ from geosynth.model.modes import (
     likelihood_hessian,
     mode_precision,
 )
-from geosynth.model.remap import remap_errors, remap_move
+from geosynth.model.remap import remap_errors, remap_errors_slot, remap_move
 from geosynth.model.state import (
     ALPHA_VAR,
     BETA_A,
@@ -727,7 +727,7 @@ def error_scale_rounds(data, s, adapt):
     which alone also move μ with the errors (``bench/RESULTS.md``, 2026-11-26 and 2026-11-27).
     """
     ran = remap_errors(data, s, adapt)
-    if ran and s.scale_log_sd[s.scale_log_sd.shape[0] - 1] >= s.scale_log_sd[eps_scale_slot(s)]:
+    if ran and s.scale_log_sd[remap_errors_slot(s)] >= s.scale_log_sd[eps_scale_slot(s)]:
         return 1
     return EPS_SCALE_ROUNDS
 

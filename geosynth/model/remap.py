@@ -49,7 +49,7 @@ Berlin listings: 2,203 records over 2,402 cells × 11) the errors are a prior-do
 with a few entries the data pull out, and τ_ε is slow under both its Gibbs draw (pinned by the
 cloud's Σε²) and the scale move with μ (pinned by the few large errors): the move takes its
 integrated autocorrelation time from 17.7 to 2.5 sweeps there with two proposals a sweep, and to
-5.7 with the one it makes (:data:`REMAP_ERRORS_ROUNDS`) and one round of the scale move
+4.4–5.7 with the one it makes (:data:`REMAP_ERRORS_ROUNDS`) and one round of the scale move
 after it, below the slowest τ_φ's. Where the data inform every error
 (the bench's scenario, ε with variance ≈ 2) the approximation at 0 is poor, the proposal scale
 tunes to |u| ≈ 0.01 and the move adds nothing to τ_ε's Gibbs draw; after burn-in it is then
@@ -75,6 +75,7 @@ __all__ = [
     "REMAP_BURN_IN_SHARE",
     "remap_runs",
     "remap_errors",
+    "remap_errors_slot",
     "remap_move",
 ]
 
@@ -83,7 +84,7 @@ REMAP_ROUNDS = 2
 
 #: Proposals of :func:`remap_errors` per sweep. On the Berlin listings one proposal (and one
 #: round of the scale move with μ, :func:`geosynth.model.moves.error_scale_rounds`) leaves τ_ε
-#: with an integrated autocorrelation time of 5.7 sweeps against 2.6 with two proposals and
+#: with an integrated autocorrelation time of 4.4–5.7 sweeps against 2.6 with two proposals and
 #: three rounds, below the 8–9 of the slowest τ_φ either way, for 0.7 ms (11 %) less a sweep
 #: (``bench/RESULTS.md``, 2026-11-27, third session).
 REMAP_ERRORS_ROUNDS = 1
@@ -320,6 +321,12 @@ def _move_errors(s, rest_exp, mapped):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def remap_errors_slot(s):
+    """Return the slot of :func:`remap_errors`' proposal scale: the last of ``s.scale_log_sd``."""
+    return s.scale_log_sd.shape[0] - 1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def remap_errors(data, s, adapt):
     """:data:`REMAP_ERRORS_ROUNDS` remap proposals of (τ_ε, ε) with η moving; return if it ran.
 
@@ -334,7 +341,7 @@ def remap_errors(data, s, adapt):
         The chain's state: τ_ε, ε, η and exp η are updated in place, ``s.rng`` advanced;
         ``s.entry_work`` is scratch.
     adapt : bool
-        Burn-in: tune the proposal scale (the last slot of ``s.scale_log_sd``).
+        Burn-in: tune the proposal scale (:func:`remap_errors_slot`).
 
     Returns
     -------
@@ -342,7 +349,7 @@ def remap_errors(data, s, adapt):
         Whether the move ran (made its proposals) in this sweep.
     """
     G, B = s.counts.shape
-    slot = s.scale_log_sd.shape[0] - 1
+    slot = remap_errors_slot(s)
     gibbs_sd = math.sqrt(2.0 / (G * B))  # of log τ_ε given ε; the move's step is 2σ
     if not remap_runs(s, slot, math.log(0.5 * REMAP_ERRORS_MIN_STEP * gibbs_sd), adapt):
         return False
