@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit
 from scipy import sparse
 
-from geosynth.model.state import LEVEL_VAR, level_combos_of
+from geosynth.model.state import LEVEL_VAR
 from geosynth.samplers.family import STATUS_OK
 from geosynth.samplers.tangent import tangent_draw
 
@@ -125,13 +125,17 @@ def coarse_aggregates(indptr: np.ndarray, indices: np.ndarray,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _aggregate_sums(data, s, cells, mark, stamp, exp_sums, y_totals, edge_sums):
+def _aggregate_sums(cells, mark, stamp, expeta, cell_counts, cell_level_counts, theta, phi,
+                    indptr, indices, exp_sums, y_totals, edge_sums):
     """One pass over an aggregate's cells: Σ_i e^η_ib per b, the fields' counts and edge sums.
 
     ``y_totals[f]`` and ``edge_sums[f]`` are for field f (0: θ, 1 + p: φ_·p): the counts the
     field sees and Σ over edges (i ∈ A, j ∉ A) of f_i − f_j. Returns the number of those edges.
+    This helper and :func:`_draw_shifts`, called once per aggregate, take the arrays they read
+    rather than ``data`` and ``s``: numba increments and decrements the reference count of
+    every array of an argument at each call (atomically), 45 arrays for the two tuples.
     """
-    P = s.alpha.shape[0]
+    P = phi.shape[1]
     for t in range(cells.shape[0]):
         mark[cells[t]] = stamp
     exp_sums[:] = 0.0
@@ -141,50 +145,54 @@ def _aggregate_sums(data, s, cells, mark, stamp, exp_sums, y_totals, edge_sums):
     for t in range(cells.shape[0]):
         i = cells[t]
         for b in range(exp_sums.shape[0]):
-            exp_sums[b] += s.expeta[i, b]
-        y_totals[0] += s.cell_counts[i]
+            exp_sums[b] += expeta[i, b]
+        y_totals[0] += cell_counts[i]
         for p in range(P):
-            y_totals[1 + p] += s.cell_level_counts[i, p]
-        for e in range(data.indptr[i], data.indptr[i + 1]):
-            j = data.indices[e]
+            y_totals[1 + p] += cell_level_counts[i, p]
+        for e in range(indptr[i], indptr[i + 1]):
+            j = indices[e]
             if mark[j] != stamp:
                 edges += 1.0
-                edge_sums[0] += s.theta[i] - s.theta[j]
+                edge_sums[0] += theta[i] - theta[j]
                 for p in range(P):
-                    edge_sums[1 + p] += s.phi[i, p] - s.phi[j, p]
+                    edge_sums[1 + p] += phi[i, p] - phi[j, p]
     return edges
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _field_combos(data, f):
-    """Return the combinations field f enters: all for θ (f = 0), those with level f − 1 for φ."""
-    if f == 0:
-        return data.all_combos
-    return level_combos_of(data, f - 1)
+def _field_combos(data):
+    """Return the combinations each field enters, flat, and their offsets (θ: all; φ_·p: p's).
+
+    Field f's are ``combos[ptr[f]:ptr[f + 1]]``: f = 0 is θ, f = 1 + p is φ_·p
+    (:func:`~geosynth.model.state.level_combos_of`).
+    """
+    B = data.all_combos.shape[0]
+    combos = np.concatenate((data.all_combos, data.level_combos))
+    ptr = np.empty(data.level_combos_ptr.shape[0] + 1, dtype=np.int64)
+    ptr[0] = 0
+    ptr[1:] = B + data.level_combos_ptr
+    return combos, ptr
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _draw_shifts(data, s, c, n_a, edges, exp_sums, y_totals, edge_sums, comp_sums, steps,
-                 eta_shift):
+def _draw_shifts(field_combos, field_ptr, taus, rng, q_level, c, n_a, edges, exp_sums, y_totals,
+                 edge_sums, comp_sums, steps, eta_shift):
     """Draw each field's shift k_f over the aggregate in turn (θ, then φ_·1…φ_·P).
 
     Each draw conditions on the earlier ones through ``exp_sums``, which it rescales;
     ``steps[f]`` gets k_f and ``eta_shift[b]`` the summed change of η_·b. Returns a status.
+    ``taus[f]`` is field f's precision, ``q_level`` the aggregate's level-prior precision.
     """
-    level_var = data.priors[LEVEL_VAR]
-    n_c = data.component_size[c]
-    q_level = n_a * n_a / (level_var * n_c * n_c)
     eta_shift[:] = 0.0
     for f in range(steps.shape[0]):
-        tau = s.tau_theta[0] if f == 0 else s.tau_phi[f - 1]
-        combos = _field_combos(data, f)
+        tau = taus[f]
+        combos = field_combos[field_ptr[f]:field_ptr[f + 1]]
         weight = 0.0
         for u in range(combos.shape[0]):
             weight += exp_sums[combos[u]]
         q = tau * edges + q_level
         m = -(tau * edge_sums[f] + q_level * comp_sums[f, c] / n_a) / q
-        k, _, status = tangent_draw(0.0, y_totals[f], weight, m, q, s.rng, s.work, s.w1,
-                                    s.ones)
+        k, _, status = tangent_draw(0.0, y_totals[f], weight, m, q, rng)
         if status != STATUS_OK:
             return status
         steps[f] = k
@@ -224,10 +232,21 @@ def coarse_shifts(data, s):
         comp_sums[0, c] += s.theta[i]
         for p in range(P):
             comp_sums[1 + p, c] += s.phi[i, p]
+    field_combos, field_ptr = _field_combos(data)
+    taus = np.empty(1 + P)
+    taus[0] = s.tau_theta[0]
+    taus[1:] = s.tau_phi
+    level_var = data.priors[LEVEL_VAR]
     for a in range(data.coarse_ptr.shape[0] - 1):
         cells = data.coarse_cells[data.coarse_ptr[a]:data.coarse_ptr[a + 1]]
-        edges = _aggregate_sums(data, s, cells, mark, a, exp_sums, y_totals, edge_sums)
-        status = _draw_shifts(data, s, data.component[cells[0]], float(cells.shape[0]), edges,
+        edges = _aggregate_sums(cells, mark, a, s.expeta, s.cell_counts, s.cell_level_counts,
+                                s.theta, s.phi, data.indptr, data.indices, exp_sums, y_totals,
+                                edge_sums)
+        c = data.component[cells[0]]
+        n_a = float(cells.shape[0])
+        n_c = data.component_size[c]
+        q_level = n_a * n_a / (level_var * n_c * n_c)
+        status = _draw_shifts(field_combos, field_ptr, taus, s.rng, q_level, c, n_a, edges,
                               exp_sums, y_totals, edge_sums, comp_sums, steps, eta_shift)
         if status != STATUS_OK:
             return status

@@ -28,7 +28,7 @@ from geosynth.model.conditionals import (
     component_means,
     component_sums,
     icar_prior,
-    icar_quadratic_add,
+    icar_quadratic,
     shift_cell_eta_z,
     update_tau_eps,
 )
@@ -589,7 +589,6 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
     exp_total = 0.0  # Σ S_i
     dev_eps = 0.0  # Σ dev_i·E_i
     dev_sq = 0.0  # Σ dev_i²
-    quadratic = 0.0  # devᵀ(D_W − W)dev
     for i in range(G):
         dev0[i] = field[i] - comp_sum[data.component[i]]
         a = s.cell_level_counts[i, p] if kind == KIND_PHI else s.cell_counts[i]
@@ -603,7 +602,7 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
         linear += a * dev0[i]
         dev_eps += dev0[i] * cell_eps
         dev_sq += dev0[i] * dev0[i]
-        quadratic = icar_quadratic_add(field, i, data.indptr, data.indices, quadratic)
+    quadratic = icar_quadratic(field, data)  # devᵀ(D_W − W)dev
     gibbs_shape = shape + 0.5 * (G - data.component_size.shape[0])
     half_tau_eps = 0.5 * s.tau_eps[0]
     scale, shifted, absorbed, moved = 1.0, 0.0, 0.0, 0.0

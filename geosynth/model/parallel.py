@@ -250,16 +250,13 @@ def _cell_start(cells, j, field, old, values, combos, tau, level_var, indptr, in
 def _draw_field_cells(cells, lo, hi, field, combos, obs, eta, expeta, tau, level_var, indptr,
                       indices, component, component_size, streams, old, status):
     """θ_i or φ_ip for cells[lo:hi] (:func:`geosynth.model.conditionals.draw_field_cell`)."""
-    work = np.empty((5, MAX_ABSCISSAE))
-    w1 = np.empty(1)
-    ones = np.ones(1)
     for j in range(lo, hi):
         i = cells[j]
         old[i] = field[i]
         m, q = icar_proposal_prior(field, i, tau, level_var, indptr, indices, component,
                                    component_size)
         _, status[j] = draw_field_cell(field, i, obs[i], m, q, combos, eta, expeta, _EXACT,
-                                       streams[i], work, w1, ones)
+                                       streams[i])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -302,13 +299,9 @@ def _shift_field_cells(cells, lo, hi, field, combos, eps, tau, level_var, tau_ep
 @njit(cache=True, nogil=True, error_model="numpy")
 def _draw_eps_cells(cells, lo, hi, eps, eta, expeta, counts, q, streams, status):
     """ε_ib for every b of cells[lo:hi], each cell from its own stream."""
-    work = np.empty((5, MAX_ABSCISSAE))
-    w1 = np.empty(1)
-    ones = np.ones(1)
     for j in range(lo, hi):
         i = cells[j]
-        status[j] = draw_eps_cell(eps, i, counts, q, eta, expeta, _EXACT, streams[i], work, w1,
-                                  ones)
+        status[j] = draw_eps_cell(eps, i, counts, q, eta, expeta, _EXACT, streams[i])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -638,7 +631,7 @@ def _update_intercepts_parallel(data, s, w):
     totals = w.totals[:B]
     x = s.mu[0]
     new, st = ars_draw_single(x, s.cell_counts.sum(), totals.sum() * math.exp(-x), 0.0,
-                              1.0 / pr[MU_VAR], s.rng, s.work, s.w1, s.ones)
+                              1.0 / pr[MU_VAR], s.rng)
     if st != STATUS_OK:
         return 16 * B_MU + st
     s.mu[0] = new
@@ -651,7 +644,7 @@ def _update_intercepts_parallel(data, s, w):
             total += totals[combos[t]]
         x = s.alpha[p]
         new, st = ars_draw_single(x, s.level_counts[p], total * math.exp(-x), 0.0,
-                                  1.0 / pr[ALPHA_VAR], s.rng, s.work, s.w1, s.ones)
+                                  1.0 / pr[ALPHA_VAR], s.rng)
         if st != STATUS_OK:
             return 16 * B_ALPHA + st
         s.alpha[p] = new

@@ -62,7 +62,7 @@ import math
 
 from numba import njit
 
-from geosynth.model.conditionals import component_sums, icar_quadratic_add
+from geosynth.model.conditionals import component_sums, icar_quadratic
 from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.state import EPS_A, EPS_B, LEVEL_VAR
 from geosynth.samplers.rng import uniform
@@ -229,14 +229,13 @@ def remap_move(field, tau, shape, rate, combos, slot, scale_slot, data, s, comp_
     level_var = data.priors[LEVEL_VAR]
     tau_eps = s.tau_eps[0]
     start, eps_sum, saved = s.cell_work[0], s.cell_work[1], s.cell_work[2]
-    quadratic = 0.0
     for i in range(G):
         start[i] = field[i]
         total = 0.0
         for t in range(n):
             total += s.eps[i, combos[t]]
         eps_sum[i] = total
-        quadratic = icar_quadratic_add(field, i, data.indptr, data.indices, quadratic)
+    quadratic = icar_quadratic(field, data)
     component_sums(field, data, comp_sum)
     level = _level_sum(comp_sum, data)
     eps_change = 0.0

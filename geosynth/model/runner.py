@@ -180,8 +180,6 @@ def initial_state(data: ModelData, tables: CountTables, stream: np.ndarray) -> G
         work=new_workspace(),
         wbuf=np.zeros(max(B, 1)),
         zbuf=np.zeros(max(B, 1)),
-        ones=np.ones(1),
-        w1=np.zeros(1),
         scale_log_sd=np.full(3 * n_levels + 5 + fields, np.log(0.1)),
         marginal_log_sd=np.full(n_levels + 3, np.log(0.3)),
         cell_work=np.zeros((3, G)),

@@ -177,8 +177,6 @@ class GibbsState(NamedTuple):
     work: np.ndarray  # float64 (5, MAX_ABSCISSAE) ARS scratch
     wbuf: np.ndarray  # float64 (max(B, 1),) weights scratch
     zbuf: np.ndarray  # float64 (max(B, 1),) exponents scratch
-    ones: np.ndarray  # float64 (1,) = [1.0]
-    w1: np.ndarray  # float64 (1,) weight scratch of the one-term ARS
     scale_log_sd: np.ndarray  # float64 (3P + 5 + max(K, 1),) scale moves: θ, φ_p, β_c, ε,
     #                           then the error-absorbing ones of θ and φ_p, then the remap
     #                           moves of θ, φ_p and ε (metropolis.scale_proposal)

@@ -72,7 +72,7 @@ _MAX_STEP = 700.0  # e^d overflows beyond; such a proposal is rejected
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def tangent_draw(x0, a, wex, m, q, state, work, w1, ones):
+def tangent_draw(x0, a, wex, m, q, state):
     """Exact draw of ``a·x − W·e^x − q(x − m)²/2`` given ``wex`` = W·e^{x0} at the current x0.
 
     Parameters
@@ -86,9 +86,8 @@ def tangent_draw(x0, a, wex, m, q, state, work, w1, ones):
     m, q : float
         Prior mean and precision (``q >= 0``).
     state : numpy.ndarray of uint64, shape (4,)
-        xoshiro256** stream, advanced in place.
-    work, w1, ones : numpy.ndarray
-        Scratch of :func:`~geosynth.samplers.ars.ars_draw_single`.
+        xoshiro256** stream, advanced in place (the only array argument: see
+        :func:`~geosynth.samplers.ars.ars_draw_single`).
 
     Returns
     -------
@@ -126,7 +125,7 @@ def tangent_draw(x0, a, wex, m, q, state, work, w1, ones):
                     u = uniform(state)
                     if u <= 1.0 - gap or u <= math.exp(-gap):
                         return x1 + d, g, STATUS_OK
-    x, status = ars_draw_single(x0, a, wex * math.exp(-x0), m, q, state, work, w1, ones)
+    x, status = ars_draw_single(x0, a, wex * math.exp(-x0), m, q, state)
     if status != STATUS_OK:
         return x, math.nan, status
     return x, wex * math.exp(x - x0), STATUS_OK

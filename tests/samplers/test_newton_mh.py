@@ -9,7 +9,7 @@ from scipy import stats
 
 from geosynth.model.state import MH_EXACT_SHARE
 from geosynth.samplers import make_streams
-from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw_single
+from geosynth.samplers.ars import ars_draw_single
 from geosynth.samplers.newton_mh import newton_mh_step
 from geosynth.samplers.rng import standard_exponential, standard_normal, uniform
 from tests.samplers.test_samplers import (
@@ -67,14 +67,12 @@ def _one_wrong_step_each(starts, a, weight, m, q, state):
 def _chain(size, thin, start, a, weight, m, q, state, exact_share):
     """MH steps, each replaced by an exact ARS draw with probability ``exact_share`` (the
     mixture the engine runs under sampler="mh")."""
-    work = np.empty((5, MAX_ABSCISSAE))
-    w1, ones = np.zeros(1), np.ones(1)
     out = np.empty(size)
     x = start
     wex = weight * math.exp(start)
     for k in range(size * thin):
         if uniform(state) < exact_share:
-            x, _ = ars_draw_single(x, a, weight, m, q, state, work, w1, ones)
+            x, _ = ars_draw_single(x, a, weight, m, q, state)
             wex = weight * math.exp(x)
         else:
             x, wex, _ = newton_mh_step(x, a, wex, m, q, state)

@@ -10,7 +10,7 @@ from scipy.stats import sampling
 
 from geosynth.errors import InputError, SamplerError
 from geosynth.samplers import log_density, make_streams, sample_conditional
-from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw_single, new_workspace
+from geosynth.samplers.ars import ars_draw_single
 from geosynth.samplers.family import find_mode
 
 N_DRAWS = 20_000
@@ -147,14 +147,11 @@ ONE_TERM_CASES = [name for name, (_, _, z, _, _) in CASES.items() if np.all(np.a
 
 @njit
 def single_draws(size, a, weight, m, q, state, start):
-    work = np.empty((5, MAX_ABSCISSAE))
-    w1 = np.zeros(1)
-    ones = np.ones(1)
     out = np.empty(size)
     x = start
     for i in range(size):
         # Warm start from the previous draw, as inside a Gibbs sweep.
-        x, status = ars_draw_single(x, a, weight, m, q, state, work, w1, ones)
+        x, status = ars_draw_single(x, a, weight, m, q, state)
         if status != 0:
             return out[:i]
         out[i] = x
@@ -177,5 +174,5 @@ def test_one_term_ars_matches_exact_cdf(name):
 )
 def test_one_term_ars_reports_bad_densities(args, status):
     state = make_streams(1, 1)[0]
-    x, code = ars_draw_single(0.0, *args, state, new_workspace(), np.zeros(1), np.ones(1))
+    x, code = ars_draw_single(0.0, *args, state)
     assert code == status and math.isnan(x)

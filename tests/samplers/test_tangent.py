@@ -8,7 +8,6 @@ from numba import njit
 from scipy import stats
 
 from geosynth.samplers import make_streams
-from geosynth.samplers.ars import MAX_ABSCISSAE
 from geosynth.samplers.rng import gamma_and_log, standard_normal, uniform
 from geosynth.samplers.tangent import TANGENT_MAX_RATIO, tangent_draw
 from tests.samplers.test_samplers import CASES, N_DRAWS, ONE_TERM_CASES, P_MIN, exact_cdf
@@ -38,14 +37,11 @@ ALL_CASES = {**{name: CASES[name] for name in PROPER}, **ENVELOPE_CASES}
 def _draws(size, a, weight, m, q, state, start, warm):
     """Tangent draws from ``start``, each warm-started from the previous draw (as in a Gibbs
     sweep) if ``warm``, else from ``start`` itself; cut short at a failure or a wrong W·e^x."""
-    work = np.empty((5, MAX_ABSCISSAE))
-    w1 = np.zeros(1)
-    ones = np.ones(1)
     out = np.empty(size)
     x = start
     for k in range(size):
         x0 = x if warm else start
-        x, wex, status = tangent_draw(x0, a, weight * math.exp(x0), m, q, state, work, w1, ones)
+        x, wex, status = tangent_draw(x0, a, weight * math.exp(x0), m, q, state)
         if status != 0 or abs(wex - weight * math.exp(x)) > 1e-9 * (1.0 + wex):
             return out[:k]
         out[k] = x
