@@ -354,9 +354,10 @@ def ars_draw_single(x0, a, weight, m, q, state):
     distribution either way (tested against the exact CDF).
 
     Its only array argument is the stream: the general kernel's scratch is allocated on that
-    rare path (:func:`_one_term_arrays`). An array argument costs an atomic reference-count
-    increment and decrement at each call that numba cannot prune in a loop (measured: 14 % of
-    a sweep of the model's sampler, 2026-11-27), and this draw runs once per cell or entry.
+    rare path (:func:`_one_term_arrays`). Each array argument costs an atomic reference-count
+    increment and decrement per call that numba cannot prune in a loop, and this draw runs
+    once per cell or entry of a sweep (all such pairs together took 14 % of the model
+    sampler's sweep, measured 2026-11-27: :mod:`geosynth.model.conditionals`).
 
     Parameters
     ----------
