@@ -112,7 +112,7 @@ from geosynth.model.state import (
     level_combos_of,
     record,
 )
-from geosynth.samplers.ars import MAX_ABSCISSAE, ars_draw_single
+from geosynth.samplers.ars import ars_draw_single, new_workspace
 from geosynth.samplers.family import STATUS_OK
 from geosynth.samplers.rng import standard_normal, uniform
 
@@ -265,7 +265,7 @@ def _draw_beta_cells(cells, lo, hi, beta, zbar, czbar, eta, expeta, tau, prior_v
                      status):
     """β_i for cells[lo:hi] (:func:`geosynth.model.conditionals.draw_beta_cell`)."""
     B = eta.shape[1]
-    work = np.empty((5, MAX_ABSCISSAE))
+    work = new_workspace()
     wbuf = np.empty(max(B, 1))
     zbuf = np.empty(max(B, 1))
     for j in range(lo, hi):

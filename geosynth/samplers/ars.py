@@ -54,8 +54,12 @@ GAUSSIAN_ENVELOPE_MIN_SHARE = 0.5  # q / (−h''(mode)) above which the Gaussian
 GAUSSIAN_ENVELOPE_TRIES = 4
 
 
+@njit(cache=True)
 def new_workspace() -> np.ndarray:
-    """Allocate the (5, MAX_ABSCISSAE) float64 scratch array :func:`ars_draw` needs."""
+    """Allocate the (5, MAX_ABSCISSAE) float64 scratch array :func:`ars_draw` needs.
+
+    Compiled, so the kernels that allocate their own scratch call it too.
+    """
     return np.empty((5, MAX_ABSCISSAE), dtype=np.float64)
 
 
@@ -281,7 +285,7 @@ def ars_sample(size, a, w, z, m, q, state):
     status = check_family(a, w, z, m, q)
     if status != STATUS_OK:
         return out[:0], status
-    work = np.empty((5, MAX_ABSCISSAE), dtype=np.float64)
+    work = new_workspace()
     x0 = m if q > 0.0 else 0.0
     k, status = _initial_abscissae(x0, a, w, z, m, q, work)
     if status != STATUS_OK:
@@ -336,7 +340,7 @@ def _gaussian_envelope_draw(x, h, dh, a, weight, m, q, state):
 @njit(cache=True, error_model="numpy")
 def _one_term_arrays(weight):
     """Return ``[weight]``, ``[1.0]`` and a workspace: :func:`ars_draw` for one term ``W·e^x``."""
-    return np.full(1, weight), np.ones(1), np.empty((5, MAX_ABSCISSAE), dtype=np.float64)
+    return np.full(1, weight), np.ones(1), new_workspace()
 
 
 @njit(cache=True, error_model="numpy")

@@ -38,6 +38,7 @@ from geosynth.model.remap import (
     REMAP_BURN_IN_SHARE,
     REMAP_ERRORS_MIN_STEP,
     remap_errors,
+    remap_errors_slot,
     remap_move,
     remap_runs,
 )
@@ -205,7 +206,7 @@ def test_one_round_of_the_error_scale_move_follows_only_a_remap_with_long_steps(
     for remap_sd, rounds, runs in [(0.5 * threshold, EPS_SCALE_ROUNDS, False),
                                    (1.5 * threshold, EPS_SCALE_ROUNDS, True),
                                    (scale_sd, 1, True)]:
-        state.scale_log_sd[-1] = np.log(remap_sd)
+        state.scale_log_sd[remap_errors_slot(state)] = np.log(remap_sd)
         before = state.rng.copy()
         assert error_scale_rounds(data, state, False) == rounds
         assert (state.rng != before).any() == runs
