@@ -26,8 +26,16 @@ chain processes otherwise stall on the BLAS thread pools). The worker's compile 
 is the rest of its wall time and reported beside it.
 
 **Run lengths.** geosynth: a fixed number of sweeps, the ``fit()`` defaults at every G (8,000
-sweeps, 2,000 burn-in, thin 6: 1,000 draws per chain), so ESS/s is a rate over a fixed run,
-as for the peers. PyMC and nutpie: 500 tuning steps + 500 draws per chain (NUTS's default
+sweeps, 2,000 burn-in), so ESS/s is a rate over a fixed run, as for the peers. Every sweep
+after the burn-in is kept (:func:`gibbs_thin`: thin 1, or the smallest divisor of ``fit()``'s
+default thin that keeps the stored η draws within :data:`ETA_BUDGET` — thin 2 at G = 6,400),
+as the peers keep every draw and ``bench_berlin`` every sweep: ESS measures the chain, and
+thinning a chain whose λ's are nearly independent from sweep to sweep throws most of their
+ESS away (at G = 1,600 every 6th sweep held a minimum of ~1,200–1,300 over the λ's against
+~6,000 for every sweep; the precisions, with autocorrelation times of 5–7 sweeps, lose
+less). The notes give the minimum ESS of every ``fit()``-default-thin-th sweep of the same
+chains, the figure of the entries in ``bench/RESULTS.md`` before 2026-11-27's fifth session.
+PyMC and nutpie: 500 tuning steps + 500 draws per chain (NUTS's default
 1:1 ratio; nutpie's default 300 tuning steps would be shorter). Shorter runs do not give a
 usable minimum: from 2 × 200 draws the minimum over thousands of λ's is mostly noise.
 
@@ -132,7 +140,10 @@ TUNE, DRAWS = 500, 500  # per chain, both peers: see "Run lengths" in the module
 PEER_TIMEOUT = 2400
 CORR_MIN = 0.99  # agreement: corr(mean λ) must exceed this
 DMU_MAX = 3.0  # agreement: |Δμ| / MC se must stay below this (justified in the docstring)
-GIBBS = {"n_iter": 8000, "burn_in": 2000, "thin": 6}  # the fit() defaults: 1,000 draws/chain
+GIBBS = {"n_iter": 8000, "burn_in": 2000}  # the fit() defaults' run length
+# Bytes the stored η draws (float32) of a fixed-length geosynth run may take: every sweep is
+# kept while they fit (see "Run lengths" in the module docstring).
+ETA_BUDGET = 2 * 2**30
 SEED = 2014
 SINGLE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 PEER_ENV = "BENCH_PYMC_PYTHON"
@@ -558,15 +569,49 @@ def _warm_up(model) -> None:
     model.fit(_counts(100), n_iter=20, burn_in=10, thin=1, chains=2, seed=0, progress=False)
 
 
+def default_thin(model) -> int:
+    """The ``thin`` that ``model.fit`` uses when none is given."""
+    return int(inspect.signature(type(model).fit).parameters["thin"].default)
+
+
+def gibbs_thin(cells: int, combinations: int, fit_thin: int, chains: int = 2) -> int:
+    """Smallest divisor of ``fit_thin`` whose kept η draws (float32) fit in :data:`ETA_BUDGET`.
+
+    Parameters
+    ----------
+    cells, combinations : int
+        G and B of the lattice.
+    fit_thin : int
+        ``fit()``'s default thin (:func:`default_thin`), returned when no smaller divisor fits.
+    chains : int, default 2
+
+    Returns
+    -------
+    int
+    """
+    kept = GIBBS["n_iter"] - GIBBS["burn_in"]
+    for thin in range(1, fit_thin):
+        if fit_thin % thin == 0 and chains * (kept // thin) * cells * combinations * 4 \
+                <= ETA_BUDGET:
+            return thin
+    return fit_thin
+
+
 def _run_geosynth(counts, model) -> dict:
+    fit_thin = default_thin(model)
+    thin = gibbs_thin(counts.n_cells, counts.n_combos, fit_thin)
     start = time.perf_counter()
-    fit = model.fit(counts, chains=2, n_jobs=2, seed=SEED, progress=False, **GIBBS)
+    fit = model.fit(counts, chains=2, n_jobs=2, seed=SEED, progress=False, thin=thin, **GIBBS)
     seconds = time.perf_counter() - start
     draws, names = _fit_draws(fit)
     mu = draws["mu"]
+    step = fit_thin // thin  # every fit_thin-th sweep of the same chains
+    thinned = ess_table({g: v[:, step - 1::step] for g, v in draws.items()}, names)
     return {"status": "ok", "seconds": seconds, "diag": ess_table(draws, names),
+            "thinned": thinned, "fit_thin": fit_thin,
             "mu_mean": float(mu.mean()), "mu_mcse": _mcse_mean(mu),
-            "mean_lambda": fit.posterior_mean_lambda(), "run": f"{GIBBS['n_iter']:,} sweeps"}
+            "mean_lambda": fit.posterior_mean_lambda(),
+            "run": f"{GIBBS['n_iter']:,} sweeps (thin {thin})"}
 
 
 def _run_auto(counts, model, max_seconds: float) -> dict:
@@ -654,7 +699,11 @@ def comparison_table(options: Options, samplers: tuple[str, ...], python, verdic
         for sampler in samplers:
             model = make_model(sampler)
             results[sampler] = res = _run_geosynth(counts, model)
-            agree, notes = "–", f"{res['seconds'] / GIBBS['n_iter'] * 1e3:.1f} ms per sweep"
+            thinned = res["thinned"]
+            agree = "–"
+            notes = (f"{res['seconds'] / GIBBS['n_iter'] * 1e3:.1f} ms per sweep; every "
+                     f"{res['fit_thin']}th sweep: min ESS {thinned['worst_ess']:.0f} "
+                     f"(`{thinned['worst']}`)")
             if sampler != samplers[0]:
                 corr, dmu, verdict = compare(results[samplers[0]], res)
                 verdicts[(G, sampler, samplers[0])] = verdict
@@ -803,8 +852,9 @@ def _note(python: str | None, peer, samplers, seconds: dict) -> str:
     took = ", ".join(f"{k} {v / 60:.1f} min" for k, v in seconds.items())
     return (
         f"All tools: 2 chains on 2 cores, same data, model and priors; geosynth samplers "
-        f"{', '.join(samplers)} ({GIBBS['n_iter']:,} sweeps, {GIBBS['burn_in']:,} burn-in, thin "
-        f"{GIBBS['thin']}: 1,000 draws per chain; wall time of fit() after a warm-up fit); "
+        f"{', '.join(samplers)} ({GIBBS['n_iter']:,} sweeps, {GIBBS['burn_in']:,} burn-in, every "
+        "later sweep kept as the peers keep every draw (thin 2 where the η draws would pass "
+        f"{ETA_BUDGET / 2**30:g} GiB); wall time of fit() after a warm-up fit); "
         f"PyMC NUTS (`nuts_sampler=\"pymc\"`, jitter+adapt_diag, target_accept 0.8) and nutpie "
         f"(`nuts_sampler=\"nutpie\"`), {TUNE} tuning steps + {DRAWS} draws per chain, "
         "`sampling_time` (tuning included, compilation excluded), BLAS pinned to one thread; "

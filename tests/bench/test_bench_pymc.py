@@ -89,6 +89,23 @@ def test_ess_table_finds_the_worst_parameter_and_its_group():
     assert table["min_ess"]["theta"] > 1500 and table["max_rhat"] < 1.05
 
 
+def test_every_sweep_is_kept_while_the_eta_draws_fit_the_budget():
+    from geosynth import PaivaModel
+
+    fit_thin = bench_pymc.default_thin(PaivaModel())
+    assert fit_thin == 6  # fit()'s default, of which the bench's thin must be a divisor
+    kept = bench_pymc.GIBBS["n_iter"] - bench_pymc.GIBBS["burn_in"]
+    for G in (400, 1600, 6400, 25_600):
+        thin = bench_pymc.gibbs_thin(G, 12, fit_thin)
+        assert fit_thin % thin == 0
+        fits = 2 * (kept // thin) * G * 12 * 4 <= bench_pymc.ETA_BUDGET
+        assert fits or thin == fit_thin
+        smaller = [t for t in range(1, thin) if fit_thin % t == 0]
+        assert all(2 * (kept // t) * G * 12 * 4 > bench_pymc.ETA_BUDGET for t in smaller)
+    assert bench_pymc.gibbs_thin(1600, 12, fit_thin) == 1
+    assert bench_pymc.gibbs_thin(6400, 12, fit_thin) == 2  # 3.7 GB at thin 1, over 2 GiB
+
+
 def test_agreement_verdicts():
     assert bench_pymc.agreement(0.9998, 0.5) == "pass"
     assert "corr" in bench_pymc.agreement(0.98, 0.5)
