@@ -569,11 +569,6 @@ def _warm_up(model) -> None:
     model.fit(_counts(100), n_iter=20, burn_in=10, thin=1, chains=2, seed=0, progress=False)
 
 
-def default_thin(model) -> int:
-    """The ``thin`` that ``model.fit`` uses when none is given."""
-    return int(inspect.signature(type(model).fit).parameters["thin"].default)
-
-
 def gibbs_thin(cells: int, combinations: int, fit_thin: int, chains: int = 2) -> int:
     """Smallest divisor of ``fit_thin`` whose kept η draws (float32) fit in :data:`ETA_BUDGET`.
 
@@ -582,7 +577,8 @@ def gibbs_thin(cells: int, combinations: int, fit_thin: int, chains: int = 2) ->
     cells, combinations : int
         G and B of the lattice.
     fit_thin : int
-        ``fit()``'s default thin (:func:`default_thin`), returned when no smaller divisor fits.
+        ``fit()``'s default thin (``geosynth.model.fit.DEFAULT_THIN``), returned when no
+        smaller divisor fits.
     chains : int, default 2
 
     Returns
@@ -598,7 +594,8 @@ def gibbs_thin(cells: int, combinations: int, fit_thin: int, chains: int = 2) ->
 
 
 def _run_geosynth(counts, model) -> dict:
-    fit_thin = default_thin(model)
+    from geosynth.model.fit import DEFAULT_THIN as fit_thin
+
     thin = gibbs_thin(counts.n_cells, counts.n_combos, fit_thin)
     start = time.perf_counter()
     fit = model.fit(counts, chains=2, n_jobs=2, seed=SEED, progress=False, thin=thin, **GIBBS)

@@ -69,7 +69,7 @@ from geosynth.evaluation import (
     measure_release,
     plan_evaluation,
 )
-from geosynth.model.fit import PaivaModel
+from geosynth.model.fit import DEFAULT_BURN_IN, DEFAULT_THIN, PaivaModel
 from geosynth.model.results import PaivaFit
 from geosynth.model.storage import DEFAULT_MAX_BYTES
 from geosynth.synth.release import release_info, set_release_info
@@ -305,8 +305,8 @@ def fit_dask(
     *,
     client: distributed.Client | None = None,
     n_iter: int = 8000,
-    burn_in: int = 2000,
-    thin: int = 6,
+    burn_in: int = DEFAULT_BURN_IN,
+    thin: int = DEFAULT_THIN,
     chains: int = 2,
     seed=None,
     max_bytes: int | None = None,

@@ -10,7 +10,9 @@ from typing import Any
 
 import click
 
-__all__ = ["check_run_options", "describe_run", "fixed_burn_in", "run_settings"]
+from geosynth.model.fit import DEFAULT_THIN
+
+__all__ = ["check_run_options", "describe_run", "fixed_burn_in", "fixed_thin", "run_settings"]
 
 
 def check_run_options(iterations, burn_in, thin, chains, m) -> None:
@@ -18,12 +20,18 @@ def check_run_options(iterations, burn_in, thin, chains, m) -> None:
     if iterations == "auto":
         _check_auto_options(burn_in, chains)
     else:
-        _check_fixed_options(iterations, fixed_burn_in(iterations, burn_in), thin, chains, m)
+        _check_fixed_options(iterations, fixed_burn_in(iterations, burn_in), fixed_thin(thin),
+                             chains, m)
 
 
 def fixed_burn_in(iterations: int, burn_in: int | None) -> int:
     """Burn-in of ``--iterations N``: ``--burn-in``, else a quarter of N (2,000 of 8,000)."""
     return iterations // 4 if burn_in is None else burn_in
+
+
+def fixed_thin(thin: int | None) -> int:
+    """Thinning of ``--iterations N``: ``--thin``, else :data:`~geosynth.model.fit.DEFAULT_THIN`."""
+    return DEFAULT_THIN if thin is None else thin
 
 
 def _check_auto_options(burn_in, chains) -> None:
@@ -65,8 +73,8 @@ def run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
     if given:
         raise click.UsageError(f"{', '.join(given)} apply to --iterations auto only; drop "
                                f"them, or use --iterations auto")
-    return dict(n_iter=iterations, burn_in=fixed_burn_in(iterations, burn_in), thin=thin,
-                chains=chains)
+    return dict(n_iter=iterations, burn_in=fixed_burn_in(iterations, burn_in),
+                thin=fixed_thin(thin), chains=chains)
 
 
 def describe_run(run: dict[str, Any]) -> str:

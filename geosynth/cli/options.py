@@ -397,9 +397,10 @@ def run_options(f: Callable) -> Callable:
         click.option("--burn-in", type=click.IntRange(min=0), default=None,
                      help="With --iterations N: sweeps discarded at the start of each chain "
                      "[default: N/4]. Not with --iterations auto."),
-        click.option("--thin", type=click.IntRange(min=1), default=6, show_default=True,
-                     help="Keep every THIN-th sweep after burn-in (with --iterations auto: at "
-                     "first; doubled as a long run grows)."),
+        click.option("--thin", type=click.IntRange(min=1), default=None,
+                     help="Keep every THIN-th sweep after burn-in [default: 6]; with "
+                     "--iterations auto the thinning at first [default: 1, every sweep], "
+                     "doubled as a long run grows."),
         stopping_options,
         click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
                      help="Independent MCMC chains (R-hat needs at least 2)."),

@@ -123,7 +123,7 @@ def release(
     m: int,
     iterations: int | str,
     burn_in: int | None,
-    thin: int,
+    thin: int | None,
     target_ess: float,
     max_rhat: float,
     max_seconds: float | None,

@@ -144,7 +144,7 @@ def tune(
     m: int,
     iterations: int | str,
     burn_in: int | None,
-    thin: int,
+    thin: int | None,
     target_ess: float,
     max_rhat: float,
     max_seconds: float | None,

@@ -41,17 +41,20 @@ from geosynth.model.state import (
     CountTables,
     ModelData,
 )
-from geosynth.model.stopping import check_auto_arguments
+from geosynth.model.stopping import AUTO_THIN, check_auto_arguments
 from geosynth.model.storage import DEFAULT_MAX_BYTES, plan_auto_storage, plan_model_storage
 from geosynth.samplers.rng import make_streams
 
 if TYPE_CHECKING:
     from geosynth.data import CellCounts
 
-__all__ = ["PaivaModel", "build_model_data"]
+__all__ = ["DEFAULT_BURN_IN", "DEFAULT_THIN", "PaivaModel", "build_model_data"]
 
 
 DEFAULT_BURN_IN = 2000
+#: ``thin`` of a fit with a fixed ``n_iter`` when none is given (1,000 draws per chain at the
+#: defaults); ``n_iter="auto"`` starts from :data:`geosynth.model.stopping.AUTO_THIN` instead.
+DEFAULT_THIN = 6
 
 
 _BETA_PRIORS = {None: BETA_NONE, "normal": BETA_NORMAL, "icar": BETA_ICAR}
@@ -167,7 +170,7 @@ class PaivaModel:
         counts: CellCounts,
         n_iter: int | Literal["auto"] = 8000,
         burn_in: int | None = None,
-        thin: int = 6,
+        thin: int | None = None,
         chains: int = 2,
         seed=None,
         progress: bool = True,
@@ -214,8 +217,11 @@ class PaivaModel:
         burn_in : int, optional
             Sweeps discarded at the start of each chain (where the scale moves tune); default
             2,000. Not with ``n_iter="auto"``, which discards the first half of the sweeps.
-        thin : int, default 6
-            Keep every ``thin``-th sweep after burn-in (with ``n_iter="auto"``: at first).
+        thin : int, optional
+            Keep every ``thin``-th sweep after burn-in; default 6 (:data:`DEFAULT_THIN`). With
+            ``n_iter="auto"`` the thinning at first, default 1 (every sweep,
+            :data:`~geosynth.model.stopping.AUTO_THIN`): the window then holds as many draws
+            as the rule and memory allow, and ``thin`` doubles as it grows.
         chains : int, default 2
             Independent chains, each with its own random stream derived from ``seed``.
         seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
@@ -332,9 +338,11 @@ class PaivaModel:
         auto = isinstance(n_iter, str) and n_iter == "auto"
         check_auto_arguments(target_ess, max_rhat, max_seconds, auto=auto)
         if auto:
+            thin = AUTO_THIN if thin is None else thin
             _check_auto_run(burn_in, thin, chains, executor)
         else:
             burn_in = DEFAULT_BURN_IN if burn_in is None else burn_in
+            thin = DEFAULT_THIN if thin is None else thin
             _check_run_arguments(n_iter, burn_in, thin, chains)
         _check_storage_arguments(eta_draws, max_bytes)
         _check_executor(executor, n_jobs)

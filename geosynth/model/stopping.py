@@ -12,8 +12,10 @@
   al., *BDA3* §11.4), and the draws before the next check's window are dropped at once.
 * **Unit.** ``u = thin·2^a`` with the smallest ``2^(a+1) >= target_ess/chains`` (at least 64,
   at most 512): the first window holds at least as many draws per chain as the target asks for
-  (``target_ess=400`` over 2 chains at ``thin=6``: ``u = 768``, first check after 3,072 sweeps).
-* **Thinning.** Draws are kept every ``thin`` sweeps. Before each segment, while the next
+  (``target_ess=400`` over 2 chains at the default ``thin=1``: ``u = 128``, warm-up 256
+  sweeps, first check after 512 sweeps).
+* **Thinning.** Draws are kept every ``thin`` sweeps, from every sweep by default
+  (:data:`AUTO_THIN`). Before each segment, while the next
   window would hold more draws per chain than :attr:`AutoSchedule.max_draws`, the stored draws
   are thinned by 2 (every other one dropped) and ``thin`` doubles. ``max_draws`` is the
   smaller of what ``max_bytes`` allows (every stored draw keeps η) and the largest of 64,
@@ -59,6 +61,7 @@ from geosynth.errors import InputError
 from geosynth.model.diagnostics import convergence_diagnostics
 
 __all__ = [
+    "AUTO_THIN",
     "AutoSchedule",
     "ConvergenceCheck",
     "ParameterGroup",
@@ -67,6 +70,16 @@ __all__ = [
     "check_auto_arguments",
 ]
 
+#: The initial ``thin`` of an auto fit when none is given: every sweep. The window's draws
+#: are capped by :attr:`AutoSchedule.max_draws` whatever the thinning, so starting from every
+#: sweep costs no memory; it keeps the draws that the ESS and, above all, the noise of R-hat
+#: need, where the precisions and the θ_i mix in a few sweeps and the λ_ib in about one.
+#: Measured on the bench's scenario at G = 25,600 × B = 12 (2 chains on 2 cores,
+#: ``bench/RESULTS.md``, 2026-11-27): from ``thin=6`` the fit had not converged after
+#: 2 × 7,710 sweeps and 631 s (windows of ~640 draws per chain: min ESS 108, R-hat 1.030);
+#: from ``thin=1`` it converged after 2 × 6,144 sweeps in 516 s (1,536 draws per chain at
+#: thin 2: min ESS 460, R-hat 1.0095).
+AUTO_THIN = 1
 #: Draws per chain in the first window: at least this many ...
 FIRST_WINDOW_MIN = 64
 #: ... and at most this many (a higher target is then met in later windows).

@@ -90,9 +90,8 @@ def test_ess_table_finds_the_worst_parameter_and_its_group():
 
 
 def test_every_sweep_is_kept_while_the_eta_draws_fit_the_budget():
-    from geosynth import PaivaModel
+    from geosynth.model.fit import DEFAULT_THIN as fit_thin
 
-    fit_thin = bench_pymc.default_thin(PaivaModel())
     assert fit_thin == 6  # fit()'s default, of which the bench's thin must be a divisor
     kept = bench_pymc.GIBBS["n_iter"] - bench_pymc.GIBBS["burn_in"]
     for G in (400, 1600, 6400, 25_600):

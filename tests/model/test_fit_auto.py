@@ -12,10 +12,12 @@ from geosynth.datasets import paiva_scenario
 from geosynth.errors import GeosynthWarning, InputError, MemoryLimitError
 from geosynth.model import StoppingInfo
 from geosynth.model import runner as runner_module
-from geosynth.model.stopping import AutoSchedule
+from geosynth.model.fit import DEFAULT_THIN
+from geosynth.model.stopping import AUTO_THIN, AutoSchedule
 
-# A 4x4 lattice and 2 combinations: an auto fit to ESS 100 takes a second or two.
-AUTO = {"n_iter": "auto", "thin": 1, "target_ess": 100, "progress": False}
+# A 4x4 lattice and 2 combinations: an auto fit to ESS 100 takes a second or two (from
+# every sweep: the default thin of an auto fit).
+AUTO = {"n_iter": "auto", "target_ess": 100, "progress": False}
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +63,18 @@ def test_stops_at_the_target_as_arviz_measures_it(auto_fit):
     assert "converged after" in stopping.describe()
     assert f"sweeps={stopping.sweeps} (converged)" in repr(auto_fit)
     assert auto_fit.posterior_mean_lambda().shape == (16, 2)
+
+
+def test_auto_fits_start_from_every_sweep_fixed_fits_keep_every_sixth(counts, auto_fit):
+    assert AUTO_THIN == 1 and DEFAULT_THIN == 6
+    explicit = PaivaModel().fit(counts, seed=7, thin=AUTO_THIN, **AUTO)
+    assert explicit.stopping.sweeps == auto_fit.stopping.sweeps
+    assert explicit.stopping.thin == auto_fit.stopping.thin
+    np.testing.assert_array_equal(explicit.theta, auto_fit.theta)
+    from_six = PaivaModel().fit(counts, seed=7, thin=6, **AUTO).stopping
+    assert from_six.thin % 6 == 0 and auto_fit.stopping.thin % 6 != 0  # 6·2^k against 2^k
+    fixed = PaivaModel().fit(counts, n_iter=20, burn_in=8, seed=7, progress=False)
+    assert fixed.thin == DEFAULT_THIN and fixed.n_draws == 2
 
 
 def test_same_seed_same_sweeps_and_draws_whatever_the_threads(counts, auto_fit):
