@@ -88,8 +88,8 @@ the default sampler of :class:`geosynth.PaivaModel` (``--auto-samplers`` adds ot
 and max R-hat, with ``max_bytes`` = 8 GiB (the default 4 GiB is refused at 102,400 cells: it
 holds 397 draws of η per chain, fewer than ``target_ess``). ``max_seconds``
 (``--max-seconds``, default 600: the issue's 10-minute target at G = 25,600) bounds each fit;
-the warm-up of an auto fit always completes (1,536 sweeps at the defaults: ~12 min per chain
-for the single-site sampler at 102,400).
+the warm-up of an auto fit always completes (256 sweeps at the defaults, which keep every
+sweep at first: ~3–4 min for the single-site sampler at 102,400).
 
 **The peer's virtualenv.** pymc pins its own numba/pytensor, while geosynth is benchmarked on
 its own numba, and PyMC ≥ 6 needs Python ≥ 3.12, so the peer lives in ``.venv-pymc``, built by
