@@ -850,8 +850,9 @@ def _note(python: str | None, peer, samplers, seconds: dict) -> str:
     return (
         f"All tools: 2 chains on 2 cores, same data, model and priors; geosynth samplers "
         f"{', '.join(samplers)} ({GIBBS['n_iter']:,} sweeps, {GIBBS['burn_in']:,} burn-in, every "
-        "later sweep kept as the peers keep every draw (thin 2 where the η draws would pass "
-        f"{ETA_BUDGET / 2**30:g} GiB); wall time of fit() after a warm-up fit); "
+        "later sweep kept as the peers keep every draw, unless the η draws would pass "
+        f"{ETA_BUDGET / 2**30:g} GiB (then the smallest divisor of 6 that fits: the run column "
+        "gives the thin); wall time of fit() after a warm-up fit); "
         f"PyMC NUTS (`nuts_sampler=\"pymc\"`, jitter+adapt_diag, target_accept 0.8) and nutpie "
         f"(`nuts_sampler=\"nutpie\"`), {TUNE} tuning steps + {DRAWS} draws per chain, "
         "`sampling_time` (tuning included, compilation excluded), BLAS pinned to one thread; "
