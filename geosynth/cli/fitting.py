@@ -10,8 +10,6 @@ from typing import Any
 
 import click
 
-from geosynth.model.fit import DEFAULT_THIN
-
 __all__ = ["check_run_options", "describe_run", "fixed_burn_in", "fixed_thin", "run_settings"]
 
 
@@ -31,6 +29,8 @@ def fixed_burn_in(iterations: int, burn_in: int | None) -> int:
 
 def fixed_thin(thin: int | None) -> int:
     """Thinning of ``--iterations N``: ``--thin``, else :data:`~geosynth.model.fit.DEFAULT_THIN`."""
+    from geosynth.model.fit import DEFAULT_THIN  # here: the CLI loads no numba before Ctrl-C works
+
     return DEFAULT_THIN if thin is None else thin
 
 
