@@ -48,13 +48,24 @@ from geosynth.samplers.rng import make_streams
 if TYPE_CHECKING:
     from geosynth.data import CellCounts
 
-__all__ = ["DEFAULT_BURN_IN", "DEFAULT_THIN", "PaivaModel", "build_model_data"]
+__all__ = ["DEFAULT_BURN_IN", "DEFAULT_THIN", "PaivaModel", "build_model_data", "resolve_thin"]
 
 
 DEFAULT_BURN_IN = 2000
 #: ``thin`` of a fit with a fixed ``n_iter`` when none is given (1,000 draws per chain at the
 #: defaults); ``n_iter="auto"`` starts from :data:`geosynth.model.stopping.AUTO_THIN` instead.
 DEFAULT_THIN = 6
+
+
+def resolve_thin(n_iter: int | str, thin: int | None) -> int:
+    """Return ``thin`` as given, else the default of the run.
+
+    :data:`~geosynth.model.stopping.AUTO_THIN` for ``n_iter="auto"``, :data:`DEFAULT_THIN` for
+    a fixed number of sweeps; the CLI resolves ``--thin`` here too.
+    """
+    if thin is not None:
+        return thin
+    return AUTO_THIN if isinstance(n_iter, str) and n_iter == "auto" else DEFAULT_THIN
 
 
 _BETA_PRIORS = {None: BETA_NONE, "normal": BETA_NORMAL, "icar": BETA_ICAR}
@@ -337,12 +348,11 @@ class PaivaModel:
         started = time.monotonic()
         auto = isinstance(n_iter, str) and n_iter == "auto"
         check_auto_arguments(target_ess, max_rhat, max_seconds, auto=auto)
+        thin = resolve_thin(n_iter, thin)
         if auto:
-            thin = AUTO_THIN if thin is None else thin
             _check_auto_run(burn_in, thin, chains, executor)
         else:
             burn_in = DEFAULT_BURN_IN if burn_in is None else burn_in
-            thin = DEFAULT_THIN if thin is None else thin
             _check_run_arguments(n_iter, burn_in, thin, chains)
         _check_storage_arguments(eta_draws, max_bytes)
         _check_executor(executor, n_jobs)
