@@ -843,6 +843,8 @@ def _summary(verdicts: dict, ratios: dict, options: Options, samplers, python, p
 
 
 def _note(python: str | None, peer, samplers, seconds: dict) -> str:
+    from geosynth.model.fit import DEFAULT_THIN
+
     peer_text = (f"peer {_versions(peer)} under {_short(python)}" if python
                  else "no peer requested" if peer == "no peer requested"
                  else "PyMC peer not available")
@@ -851,8 +853,8 @@ def _note(python: str | None, peer, samplers, seconds: dict) -> str:
         f"All tools: 2 chains on 2 cores, same data, model and priors; geosynth samplers "
         f"{', '.join(samplers)} ({GIBBS['n_iter']:,} sweeps, {GIBBS['burn_in']:,} burn-in, every "
         "later sweep kept as the peers keep every draw, unless the η draws would pass "
-        f"{ETA_BUDGET / 2**30:g} GiB (then the smallest divisor of 6 that fits: the run column "
-        "gives the thin); wall time of fit() after a warm-up fit); "
+        f"{ETA_BUDGET / 2**30:g} GiB (then the smallest divisor of {DEFAULT_THIN} that fits: the "
+        "run column gives the thin); wall time of fit() after a warm-up fit); "
         f"PyMC NUTS (`nuts_sampler=\"pymc\"`, jitter+adapt_diag, target_accept 0.8) and nutpie "
         f"(`nuts_sampler=\"nutpie\"`), {TUNE} tuning steps + {DRAWS} draws per chain, "
         "`sampling_time` (tuning included, compilation excluded), BLAS pinned to one thread; "

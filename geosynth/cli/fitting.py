@@ -19,7 +19,7 @@ def check_run_options(iterations, burn_in, thin, chains, m) -> None:
         _check_auto_options(burn_in, chains)
     else:
         _check_fixed_options(iterations, fixed_burn_in(iterations, burn_in),
-                             fixed_thin(iterations, thin), chains, m)
+                             fixed_thin(thin), chains, m)
 
 
 def fixed_burn_in(iterations: int, burn_in: int | None) -> int:
@@ -27,14 +27,14 @@ def fixed_burn_in(iterations: int, burn_in: int | None) -> int:
     return iterations // 4 if burn_in is None else burn_in
 
 
-def fixed_thin(iterations: int, thin: int | None) -> int:
+def fixed_thin(thin: int | None) -> int:
     """Thinning of ``--iterations N``: ``--thin``, else the fit's default.
 
     :func:`~geosynth.model.fit.resolve_thin` decides, as in the fit.
     """
     from geosynth.model.fit import resolve_thin  # here: the CLI loads no numba before Ctrl-C works
 
-    return resolve_thin(iterations, thin)
+    return resolve_thin(thin, auto=False)
 
 
 def _check_auto_options(burn_in, chains) -> None:
@@ -77,7 +77,7 @@ def run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
         raise click.UsageError(f"{', '.join(given)} apply to --iterations auto only; drop "
                                f"them, or use --iterations auto")
     return dict(n_iter=iterations, burn_in=fixed_burn_in(iterations, burn_in),
-                thin=fixed_thin(iterations, thin), chains=chains)
+                thin=fixed_thin(thin), chains=chains)
 
 
 def describe_run(run: dict[str, Any]) -> str:

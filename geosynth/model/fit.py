@@ -57,15 +57,15 @@ DEFAULT_BURN_IN = 2000
 DEFAULT_THIN = 6
 
 
-def resolve_thin(n_iter: int | str, thin: int | None) -> int:
+def resolve_thin(thin: int | None, *, auto: bool) -> int:
     """Return ``thin`` as given, else the default of the run.
 
-    :data:`~geosynth.model.stopping.AUTO_THIN` for ``n_iter="auto"``, :data:`DEFAULT_THIN` for
-    a fixed number of sweeps; the CLI resolves ``--thin`` here too.
+    :data:`~geosynth.model.stopping.AUTO_THIN` for an ``n_iter="auto"`` fit (``auto``),
+    :data:`DEFAULT_THIN` for a fixed number of sweeps; the CLI resolves ``--thin`` here too.
     """
     if thin is not None:
         return thin
-    return AUTO_THIN if isinstance(n_iter, str) and n_iter == "auto" else DEFAULT_THIN
+    return AUTO_THIN if auto else DEFAULT_THIN
 
 
 _BETA_PRIORS = {None: BETA_NONE, "normal": BETA_NORMAL, "icar": BETA_ICAR}
@@ -348,7 +348,7 @@ class PaivaModel:
         started = time.monotonic()
         auto = isinstance(n_iter, str) and n_iter == "auto"
         check_auto_arguments(target_ess, max_rhat, max_seconds, auto=auto)
-        thin = resolve_thin(n_iter, thin)
+        thin = resolve_thin(thin, auto=auto)
         if auto:
             _check_auto_run(burn_in, thin, chains, executor)
         else:
