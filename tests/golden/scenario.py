@@ -3,11 +3,30 @@
 ``python -m tests.golden.scenario`` records ``outputs.npz`` beside this file from the current code;
 ``tests/test_golden.py`` recomputes the runs and compares every array exactly. Record only when a
 change of the draws is intended (say why in the commit), never to make a refactor pass.
+
+Both run the scenario in a child process on a pinned numerical platform (:data:`PLATFORM_ENV`),
+so that the recording is reproduced on every x86-64 machine with AVX2 and FMA, not only on the
+one that recorded it. What differs between such machines is not geosynth's code but the kernels
+its libraries pick for the CPU at run time: OpenBLAS (through NumPy and SciPy: LAPACK's eigh
+for the lattice's smooth modes, the evaluation's least squares) sums in another order with each
+CPU's kernels, and a last-bit change of one mode moves every later draw of a chain. The
+recording of the earlier sessions (default kernels) was not reproduced on a Zen 1 machine
+(2026-11-27: every draw of both fits differed, by 10⁻⁵ in the plain one), and on one machine
+OpenBLAS's SSE3 kernels instead of its Haswell ones change the fits and the releases alike.
+NumPy's own SIMD loops (exp, log, sorting) are capped at AVX2 as well, and OpenBLAS held to one
+thread. numba's kernels need no pin: without fast-math flags LLVM keeps IEEE arithmetic, in the
+same order, whatever the CPU.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import os
+import platform
+import subprocess
+import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -18,6 +37,15 @@ import geosynth
 from geosynth.errors import PrivacyLeakWarning
 
 OUTPUTS = Path(__file__).with_name("outputs.npz")
+REPOSITORY = Path(__file__).resolve().parents[2]
+#: The numerical platform of the recording: OpenBLAS's AVX2 (Haswell) kernels on one thread and
+#: NumPy's dispatch capped at AVX2 (x86-64-v3), available on every x86-64 CPU with AVX2 and FMA.
+PLATFORM_ENV = {
+    "OPENBLAS_CORETYPE": "Haswell",
+    "OPENBLAS_NUM_THREADS": "1",
+    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
+}
+OPENBLAS_KERNELS = "Haswell"
 ATTRIBUTES = ["y", "x1", "x2"]
 RUN = dict(n_iter=240, burn_in=80, thin=2, chains=2, progress=False)
 
@@ -82,7 +110,67 @@ def compute() -> dict[str, np.ndarray]:
     return arrays
 
 
-if __name__ == "__main__":
+def platform_unsupported() -> str | None:
+    """Why this machine cannot run the pinned platform (None if it can).
+
+    OpenBLAS's Haswell kernels need an x86-64 CPU with AVX2 and FMA; elsewhere they would stop
+    the child with an illegal instruction, and other kernels give other bits.
+    """
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return f"the golden outputs are recorded on x86-64, not {platform.machine()}"
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return "no /proc/cpuinfo to check the CPU for AVX2 and FMA"
+    missing = [flag for flag in ("avx2", "fma") if flag not in flags]
+    if missing:
+        return f"the CPU lacks {', '.join(missing)}, which OpenBLAS's Haswell kernels need"
+    return None
+
+
+def openblas_kernels() -> list[str]:
+    """The kernel family of every OpenBLAS loaded in this process (NumPy's and SciPy's)."""
+    from threadpoolctl import threadpool_info
+
+    return [info.get("architecture", "?") for info in threadpool_info()
+            if info.get("internal_api") == "openblas"]
+
+
+def compute_pinned(path: Path) -> None:
+    """Run :func:`compute` in a child process on the pinned platform; save the arrays at path."""
+    subprocess.run([sys.executable, "-m", "tests.golden.scenario", "--child", str(path)],
+                   env={**os.environ, **PLATFORM_ENV}, cwd=REPOSITORY, check=True)
+
+
+def _child(path: Path) -> None:
+    unpinned = {k: v for k, v in PLATFORM_ENV.items() if os.environ.get(k) != v}
+    if unpinned:
+        sys.exit(f"--child runs on the pinned platform only: set {unpinned}")
     outputs = compute()
-    np.savez_compressed(OUTPUTS, **outputs)
-    print(f"recorded {len(outputs)} arrays in {OUTPUTS}")
+    kernels = openblas_kernels()  # after compute(): SciPy's OpenBLAS is loaded by then
+    if not kernels or set(kernels) != {OPENBLAS_KERNELS}:
+        sys.exit(f"OpenBLAS runs kernels {kernels}, not {OPENBLAS_KERNELS}: the pin did not hold")
+    np.savez_compressed(path, **outputs)
+
+
+def _record() -> None:
+    reason = platform_unsupported()
+    if reason:
+        sys.exit(f"cannot record: {reason}")
+    with tempfile.TemporaryDirectory(dir=OUTPUTS.parent) as scratch:  # same file system
+        child_out = Path(scratch) / OUTPUTS.name
+        compute_pinned(child_out)
+        os.replace(child_out, OUTPUTS)
+    with np.load(OUTPUTS, allow_pickle=False) as stored:
+        print(f"recorded {len(stored.files)} arrays in {OUTPUTS}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child", type=Path, metavar="PATH",
+                        help="compute here (on the pinned platform) and save to PATH")
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child)
+    else:
+        _record()
