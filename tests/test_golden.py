@@ -3,7 +3,8 @@
 The outputs were recorded by ``python -m tests.golden.scenario`` (see its docstring); a
 structural change of the code must reproduce every array exactly. Recording and test both run the
 scenario in a child process on the pinned numerical platform of that module, so the recording
-holds on any x86-64 machine with AVX2 and FMA; elsewhere the comparison is skipped, saying why.
+does not depend on the kernels OpenBLAS picks for the CPU; on a CPU without AVX2 and FMA, or off
+x86-64, the comparison is skipped, saying why.
 """
 
 import numpy as np

@@ -5,8 +5,8 @@
 change of the draws is intended (say why in the commit), never to make a refactor pass.
 
 Both run the scenario in a child process on a pinned numerical platform (:data:`PLATFORM_ENV`),
-so that the recording is reproduced on every x86-64 machine with AVX2 and FMA, not only on the
-one that recorded it. What differs between such machines is not geosynth's code but the kernels
+so that the recording is meant to hold on every x86-64 machine with AVX2 and FMA, not only on
+the one that recorded it. What differs between such machines is not geosynth's code but the kernels
 its libraries pick for the CPU at run time: OpenBLAS (through NumPy and SciPy: LAPACK's eigh
 for the lattice's smooth modes, the evaluation's least squares) sums in another order with each
 CPU's kernels, and a last-bit change of one mode moves every later draw of a chain. The
