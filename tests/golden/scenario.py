@@ -6,16 +6,16 @@ change of the draws is intended (say why in the commit), never to make a refacto
 
 Both run the scenario in a child process on a pinned numerical platform (:data:`PLATFORM_ENV`),
 so that the recording is meant to hold on every x86-64 machine with AVX2 and FMA, not only on
-the one that recorded it. What differs between such machines is not geosynth's code but the kernels
-its libraries pick for the CPU at run time: OpenBLAS (through NumPy and SciPy: LAPACK's eigh
-for the lattice's smooth modes, the evaluation's least squares) sums in another order with each
-CPU's kernels, and a last-bit change of one mode moves every later draw of a chain. The
+the one that recorded it. What differs between such machines is not geosynth's code but the
+kernels its libraries pick for the CPU at run time: OpenBLAS (through NumPy and SciPy: LAPACK's
+eigh for the lattice's smooth modes, the evaluation's least squares) sums in another order with
+each CPU's kernels, and a last-bit change of one mode moves every later draw of a chain. The
 recording of the earlier sessions (default kernels) was not reproduced on a Zen 1 machine
-(2026-11-27: every draw of both fits differed, by 10⁻⁵ in the plain one), and on one machine
-OpenBLAS's SSE3 kernels instead of its Haswell ones change the fits and the releases alike.
-NumPy's own SIMD loops (exp, log, sorting) are capped at AVX2 as well, and OpenBLAS held to one
-thread. numba's kernels need no pin: without fast-math flags LLVM keeps IEEE arithmetic, in the
-same order, whatever the CPU.
+(2026-11-27: every draw of both fits differed, by ≤ 2·10⁻⁴ in the plain one), and on one
+machine OpenBLAS's SSE3 kernels instead of its Haswell ones change the fits and the releases
+alike. NumPy's own SIMD loops (exp, log, sorting) are capped at AVX2 as well, and OpenBLAS held
+to one thread. numba's kernels need no pin: without fast-math flags LLVM keeps IEEE
+arithmetic, in the same order, whatever the CPU.
 """
 
 from __future__ import annotations
