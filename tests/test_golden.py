@@ -10,7 +10,7 @@ x86-64, the comparison is skipped, saying why.
 import numpy as np
 import pytest
 
-from tests.golden.scenario import OUTPUTS, compute_pinned, platform_unsupported
+from tests.golden.scenario import OUTPUTS, compute_pinned, load_outputs, platform_unsupported
 
 
 @pytest.fixture(scope="module")
@@ -20,14 +20,12 @@ def outputs(tmp_path_factory):
         pytest.skip(reason)
     path = tmp_path_factory.mktemp("golden") / "outputs.npz"
     compute_pinned(path)
-    with np.load(path, allow_pickle=False) as computed:
-        return {name: computed[name] for name in computed.files}
+    return load_outputs(path)
 
 
 @pytest.fixture(scope="module")
 def recorded():
-    with np.load(OUTPUTS, allow_pickle=False) as stored:
-        return {name: stored[name] for name in stored.files}
+    return load_outputs(OUTPUTS)
 
 
 def test_same_outputs_as_recorded(outputs, recorded):

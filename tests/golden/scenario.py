@@ -45,7 +45,6 @@ PLATFORM_ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
 }
-OPENBLAS_KERNELS = "Haswell"
 ATTRIBUTES = ["y", "x1", "x2"]
 RUN = dict(n_iter=240, burn_in=80, thin=2, chains=2, progress=False)
 
@@ -110,6 +109,12 @@ def compute() -> dict[str, np.ndarray]:
     return arrays
 
 
+def load_outputs(path: Path) -> dict[str, np.ndarray]:
+    """The named arrays of an outputs file (the recording, or a child's)."""
+    with np.load(path, allow_pickle=False) as stored:
+        return {name: stored[name] for name in stored.files}
+
+
 def platform_unsupported() -> str | None:
     """Why this machine cannot run the pinned platform (None if it can).
 
@@ -148,8 +153,9 @@ def _child(path: Path) -> None:
         sys.exit(f"--child runs on the pinned platform only: set {unpinned}")
     outputs = compute()
     kernels = openblas_kernels()  # after compute(): SciPy's OpenBLAS is loaded by then
-    if not kernels or set(kernels) != {OPENBLAS_KERNELS}:
-        sys.exit(f"OpenBLAS runs kernels {kernels}, not {OPENBLAS_KERNELS}: the pin did not hold")
+    pinned = PLATFORM_ENV["OPENBLAS_CORETYPE"]
+    if set(kernels) != {pinned}:
+        sys.exit(f"OpenBLAS runs kernels {kernels}, not {pinned}: the pin did not hold")
     np.savez_compressed(path, **outputs)
 
 
@@ -161,8 +167,7 @@ def _record() -> None:
         child_out = Path(scratch) / OUTPUTS.name
         compute_pinned(child_out)
         os.replace(child_out, OUTPUTS)
-    with np.load(OUTPUTS, allow_pickle=False) as stored:
-        print(f"recorded {len(stored.files)} arrays in {OUTPUTS}")
+    print(f"recorded {len(load_outputs(OUTPUTS))} arrays in {OUTPUTS}")
 
 
 if __name__ == "__main__":
