@@ -68,6 +68,7 @@ __all__ = [
     "draw_eps_cell",
     "icar_quadratic",
     "icar_quadratic_add",
+    "icar_quadratic_parts",
     "draw_precisions",
     "draw_tau_eps",
     "component_sums",
@@ -682,6 +683,27 @@ def icar_quadratic(field, data):
     for i in range(field.shape[0]):
         total = icar_quadratic_add(field, i, indptr, indices, total)
     return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def icar_quadratic_parts(a, b, data):
+    """``(aᵀQa, aᵀQb, bᵀQb)`` for Q = D_W − W, in one pass over the edges.
+
+    The quadratic of a field split into two parts, f = a + b, is the sum
+    ``aᵀQa + 2·aᵀQb + bᵀQb`` (the scale cycles' smooth and rough parts).
+    """
+    indptr, indices = data.indptr, data.indices
+    aa, ab, bb = 0.0, 0.0, 0.0
+    for i in range(a.shape[0]):
+        for t in range(indptr[i], indptr[i + 1]):
+            j = indices[t]
+            if j > i:
+                da = a[i] - a[j]
+                db = b[i] - b[j]
+                aa += da * da
+                ab += da * db
+                bb += db * db
+    return aa, ab, bb
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

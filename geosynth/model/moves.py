@@ -11,7 +11,8 @@ sum-to-zero constraint of the thesis does. The moves (f_i + k, ε_i· − k) of 
 Scale moves. Each field and its precision move jointly, f → e^u·f, τ → e^{−2u}·τ
 (:func:`scale_moves`), with the intercept shifted so that the expected count is unchanged
 (:func:`intercept_shift`), or with the errors ε absorbing the change; θ and each φ_·p make
-several rounds of both per sweep at O(G) each (:func:`field_scale_cycle`), then the remap move
+several rounds of both per sweep at O(G) each, with a scale move of the field's part outside
+its smooth modes in some of them (:func:`field_scale_cycle`), then the remap move
 of :mod:`geosynth.model.remap`, which moves each cell by its own amount. Their proposal
 scales adapt during burn-in (:mod:`geosynth.model.metropolis`). The joint smooth-mode block
 move of θ and every φ_·p is in :mod:`geosynth.model.modes` (:func:`mode_moves` runs it).
@@ -28,7 +29,7 @@ from geosynth.model.conditionals import (
     component_means,
     component_sums,
     icar_prior,
-    icar_quadratic,
+    icar_quadratic_parts,
     shift_cell_eta_z,
     update_tau_eps,
 )
@@ -69,6 +70,8 @@ __all__ = [
     "error_scale_moves",
     "shift_move",
     "SCALE_ROUNDS",
+    "ROUGH_EVERY",
+    "smooth_rough_split",
     "KIND_THETA",
     "KIND_PHI",
     "KIND_BETA",
@@ -270,6 +273,11 @@ def shift_move(field, data, intercept_var, level_var, intercept, comp_sum, rng):
 #: 2026-11-26): eight cost ~10 % of a sweep at G = 1,600 and lifted the worst precision's
 #: ESS 2.5x at G = 400, where a weakly identified field's precision set the minimum.
 SCALE_ROUNDS = np.int64(8)
+
+#: :func:`field_scale_cycle` makes its rough-part move in every ROUGH_EVERY-th round (two of
+#: the eight): measured on the Berlin listings (bench/RESULTS.md, 2026-11-27, eighth session),
+#: two proposals gained as much as four or eight.
+ROUGH_EVERY = np.int64(4)
 
 
 # once per literal (duplicate signatures, see bench/RESULTS.md); a global np.int64 is int64.
@@ -516,9 +524,61 @@ def scale_move_eps(data, s, slot, adapt):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def smooth_rough_split(dev, modes, n_modes, smooth, rough):
+    """Split ``dev`` into its projection on the first ``n_modes`` columns of ``modes`` and the rest.
+
+    ``smooth`` = V Vᵀ dev over the smooth modes V (orthonormal columns, orthogonal to every
+    component's constant), ``rough`` = dev − smooth; ``rough`` may be ``dev`` itself.
+
+    Parameters
+    ----------
+    dev : numpy.ndarray of float64, shape (G,)
+        A field centred in each connected component.
+    modes : numpy.ndarray of float64, shape (G, K + C)
+        ``ModelData.modes``.
+    n_modes : int
+        K, the non-constant modes.
+    smooth, rough : numpy.ndarray of float64, shape (G,)
+        Overwritten with the two parts.
+    """
+    G = dev.shape[0]
+    coordinates = np.zeros(n_modes)
+    for i in range(G):
+        for k in range(n_modes):
+            coordinates[k] += modes[i, k] * dev[i]
+    for i in range(G):
+        total = 0.0
+        for k in range(n_modes):
+            total += modes[i, k] * coordinates[k]
+        smooth[i] = total
+        rough[i] = dev[i] - total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _rescale_exp_sums(exp_sum, grow, delta):
+    """Apply an accepted intercept scale move to the cell sums S_i; return the new Σ S_i."""
+    e_delta = math.exp(delta)
+    total = 0.0
+    for i in range(exp_sum.shape[0]):
+        exp_sum[i] *= (1.0 + grow[i]) * e_delta
+        total += exp_sum[i]
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _exp_change(exp_sum, grow, step_smooth, smooth, step_rough, rough):
+    """Σ S_i·(e^{d_i} − 1) with d_i = step_smooth·smooth_i + step_rough·rough_i (into ``grow``)."""
+    total = 0.0
+    for i in range(exp_sum.shape[0]):
+        grow[i] = math.expm1(step_smooth * smooth[i] + step_rough * rough[i])
+        total += exp_sum[i] * grow[i]
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, split_slot,
-                      adapt):
-    """:data:`SCALE_ROUNDS` rounds of three exact updates of θ or φ_·p's scale; return τ.
+                      rough_slot, adapt):
+    """:data:`SCALE_ROUNDS` rounds of exact updates of θ or φ_·p's scale; return τ.
 
     Each round: (1) the Gamma draw of τ given the field (Nunes 2018, eqs. 2.15–2.16, with the
     ICAR rank G − C); (2) the scale move with the intercept (f − f̄_c, τ, intercept) →
@@ -526,24 +586,33 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
     over the touched entries, keeps the expected count (:func:`intercept_shift`); (3) the
     split move (f − f̄_c, ε_ib, τ) → (e^u (f − f̄_c), ε_ib − d_i, e^{−2u} τ), d_i = (e^u − 1)
     (f_i − f̄), for the entries b the field enters: η stays put and the ratio is the priors'
-    change with the errors' N(0, 1/τ_ε) log density. Both moves are involutions for u → −u
-    with the Jacobian of the scale alone (δ is unit triangular, the shear of ε too), so the
-    ratio of (2) is ``factor·Σa(f − f̄) + n·δ`` plus the intercept's prior and that of (3) the
-    errors' prior change, each with the Gamma/Jacobian term of :func:`scale_accept`. Every
-    update leaves the posterior invariant; the moves are the non-centred and the centred
-    updates of the precision, interwoven (Yu & Meng 2011), along the two couplings that make a
-    weakly identified field's precision slow: the log-normal mean e^{μ + σ²/2} and the split
-    of a cell's deviation between the field and its errors.
+    change with the errors' N(0, 1/τ_ε) log density; and in every :data:`ROUGH_EVERY`-th
+    round (4) the rough-part move, (2) applied to the field's part r outside its K smoothest
+    modes and component constants only: f → f − r + e^u r with τ → e^{−2u} τ and the
+    intercept's δ. Moves (2)–(4) are involutions for u → −u with the Jacobian of the scale
+    alone (δ is unit triangular, the shear of ε too): in (2) and (3) τ·fᵀQf is unchanged, so
+    the ratio of (2) is ``factor·Σa(f − f̄) + n·δ`` plus the intercept's prior and that of (3)
+    the errors' prior change; in (4) the Jacobian e^{u(G − C − K)} and the ICAR normaliser
+    τ^{(G − C)/2} leave −K·u, and τ·fᵀQf changes by τ·(s'Qs·(e^{−2u} − 1) + 2·s'Qr·(e^{−u} −
+    1)) for the smooth part s — each with the Gamma/Jacobian term of :func:`scale_accept`.
+    Every update leaves the posterior invariant; (2) and (3) are the non-centred and the
+    centred updates of the precision, interwoven (Yu & Meng 2011), along the two couplings that
+    make a weakly identified field's precision slow: the log-normal mean e^{μ + σ²/2} and the
+    split of a cell's deviation between the field and its errors. (4) moves the precision with
+    the field's roughness while its broad pattern, which the data pin, stays (a partially
+    non-centred move in the sense of Papaspiliopoulos, Roberts & Sköld 2007): on the Berlin
+    listings it lifted the worst precision's ESS by ~25 % (``bench/RESULTS.md``, 2026-11-27,
+    eighth session).
 
-    A round costs G ``expm1`` and G products, not passes over the touched entries: all three
-    updates change the field by a multiple of its centred values at the start, so the cell
-    sums S_i = Σ_b e^η_ib over the touched b carry the scale move with the intercept, and
-    Σ dev_i·E_i, Σ dev_i² (E_i = Σ_b ε_ib) make the split move O(1). η, exp η and ε are
-    brought up to date once, after the last round (one exp per cell). One round per sweep
-    left the precision of a weakly identified field (τ_φ[y=1] at G = 400, posterior sd of
-    log τ 0.8) with lag-1 autocorrelation 0.70 between thinned draws; the rounds let it travel
-    its conditional given the rest of the state within one sweep (``bench/RESULTS.md``,
-    2026-11-26).
+    A round costs G ``expm1`` and G products, not passes over the touched entries: every
+    update changes the field by a combination of its smooth and rough parts at the start, so
+    the cell sums S_i = Σ_b e^η_ib over the touched b carry the scale moves with the
+    intercept, and Σ part_i·E_i and the parts' cross products (E_i = Σ_b ε_ib) make the split
+    move O(1). η, exp η and ε are brought up to date once, after the last round (one exp per
+    cell). One round per sweep left the precision of a weakly identified field (τ_φ[y=1] at
+    G = 400, posterior sd of log τ 0.8) with lag-1 autocorrelation 0.70 between thinned draws;
+    the rounds let it travel its conditional given the rest of the state within one sweep
+    (``bench/RESULTS.md``, 2026-11-26).
 
     Parameters
     ----------
@@ -562,13 +631,14 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
         The fit's read-only arrays.
     s : GibbsState
         The chain's state: the field, its intercept, η, exp η and ε are updated in place,
-        ``s.rng`` advanced; ``s.cell_work`` (rows 0–2) is scratch.
+        ``s.rng`` advanced; ``s.cell_work`` (rows 0–3) is scratch.
     comp_sum : numpy.ndarray of float64, shape (C,)
         Scratch: the field's component means.
-    slot, split_slot : int
-        The proposal scales of moves (2) and (3) in ``s.scale_log_sd`` (:func:`scale_proposal`).
+    slot, split_slot, rough_slot : int
+        The proposal scales of moves (2), (3) and (4) in ``s.scale_log_sd``
+        (:func:`scale_proposal`).
     adapt : bool
-        Burn-in: tune both proposal scales.
+        Burn-in: tune the proposal scales.
 
     Returns
     -------
@@ -580,17 +650,18 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
     if kind == KIND_PHI:
         combos = level_combos_of(data, p)
     n = combos.shape[0]
+    n_modes = data.mode_eigenvalues.shape[0]
     component_means(field, data, comp_sum)
-    # Every update moves the centred field by a multiple of its values at the start, dev0:
-    # the field is f̄ + scale·dev0, the errors lose absorbed·dev0_i and η gains
-    # shifted·dev0_i + moved (the intercept's total change) on the touched entries.
-    dev0, exp_sum, grow = s.cell_work[0], s.cell_work[1], s.cell_work[2]
-    linear = 0.0  # Σ a_i·dev_i
-    exp_total = 0.0  # Σ S_i
-    dev_eps = 0.0  # Σ dev_i·E_i
-    dev_sq = 0.0  # Σ dev_i²
+    # The field is f̄ + cs·sm + cr·ro (sm, ro its smooth and rough parts at the start); the
+    # errors lose as_·sm_i + ar·ro_i and η gains hs·sm_i + hr·ro_i + moved on the touched entries.
+    sm, exp_sum, grow, ro = s.cell_work[0], s.cell_work[1], s.cell_work[2], s.cell_work[3]
     for i in range(G):
-        dev0[i] = field[i] - comp_sum[data.component[i]]
+        ro[i] = field[i] - comp_sum[data.component[i]]
+    smooth_rough_split(ro, data.modes, n_modes, sm, ro)
+    lin_s, lin_r, exp_total = 0.0, 0.0, 0.0  # Σ a·sm, Σ a·ro, Σ S_i
+    eps_s, eps_r = 0.0, 0.0  # Σ sm_i·E_i, Σ ro_i·E_i
+    ss, sr, rr = 0.0, 0.0, 0.0  # Σ sm², Σ sm·ro, Σ ro²
+    for i in range(G):
         a = s.cell_level_counts[i, p] if kind == KIND_PHI else s.cell_counts[i]
         cell_exp = 0.0
         cell_eps = 0.0
@@ -599,60 +670,78 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
             cell_eps += s.eps[i, combos[t]]
         exp_sum[i] = cell_exp
         exp_total += cell_exp
-        linear += a * dev0[i]
-        dev_eps += dev0[i] * cell_eps
-        dev_sq += dev0[i] * dev0[i]
-    quadratic = icar_quadratic(field, data)  # devᵀ(D_W − W)dev
+        lin_s += a * sm[i]
+        lin_r += a * ro[i]
+        eps_s += sm[i] * cell_eps
+        eps_r += ro[i] * cell_eps
+        ss += sm[i] * sm[i]
+        sr += sm[i] * ro[i]
+        rr += ro[i] * ro[i]
+    q_s, q_x, q_r = icar_quadratic_parts(sm, ro, data)
     gibbs_shape = shape + 0.5 * (G - data.component_size.shape[0])
     half_tau_eps = 0.5 * s.tau_eps[0]
-    scale, shifted, absorbed, moved = 1.0, 0.0, 0.0, 0.0
-    for _ in range(SCALE_ROUNDS):
-        tau = gamma(s.rng, gibbs_shape, rate + 0.5 * quadratic)
+    cs, cr, hs, hr, as_, ar, moved = 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    changed = False
+    for r in range(SCALE_ROUNDS):
+        tau = gamma(s.rng, gibbs_shape, rate + 0.5 * (cs * cs * q_s + 2.0 * cs * cr * q_x
+                                                       + cr * cr * q_r))
         u, factor = scale_proposal(s, slot)
-        step = factor * scale
-        exp_change = 0.0
-        for i in range(G):
-            grow[i] = math.expm1(step * dev0[i])
-            exp_change += exp_sum[i] * grow[i]
-        delta, change = intercept_shift(data, s, kind, p, linear, exp_change, exp_total, factor)
+        exp_change = _exp_change(exp_sum, grow, factor * cs, sm, factor * cr, ro)
+        delta, change = intercept_shift(data, s, kind, p, cs * lin_s + cr * lin_r, exp_change,
+                                        exp_total, factor)
         accept, new_tau = scale_accept(s, slot, adapt, change, u, tau, shape, rate)
         if accept:
             tau = new_tau
             move_intercept(s, kind, p, delta)
-            e_delta = math.exp(delta)
-            exp_total = 0.0
-            for i in range(G):
-                exp_sum[i] *= (1.0 + grow[i]) * e_delta
-                exp_total += exp_sum[i]
-            shifted += step
+            exp_total = _rescale_exp_sums(exp_sum, grow, delta)
+            hs += factor * cs
+            hr += factor * cr
             moved += delta
-            scale *= 1.0 + factor
-            linear *= 1.0 + factor
-            dev_eps *= 1.0 + factor
-            dev_sq *= (1.0 + factor) * (1.0 + factor)
-            quadratic *= (1.0 + factor) * (1.0 + factor)
+            cs *= 1.0 + factor
+            cr *= 1.0 + factor
+            changed = True
         u, factor = scale_proposal(s, split_slot)
         # Σ_i d_i·(2·E_i − n·d_i) with d_i = factor·dev_i, from the running sums.
+        dev_eps = cs * eps_s + cr * eps_r
+        dev_sq = cs * cs * ss + 2.0 * cs * cr * sr + cr * cr * rr
         change = factor * (2.0 * dev_eps - n * factor * dev_sq)
         accept, new_tau = scale_accept(s, split_slot, adapt, half_tau_eps * change, u, tau,
                                        shape, rate)
         if accept:
             tau = new_tau
-            absorbed += factor * scale
-            dev_eps = (1.0 + factor) * (dev_eps - n * factor * dev_sq)
-            scale *= 1.0 + factor
-            linear *= 1.0 + factor
-            dev_sq *= (1.0 + factor) * (1.0 + factor)
-            quadratic *= (1.0 + factor) * (1.0 + factor)
-    if shifted == 0.0 and absorbed == 0.0:  # nothing accepted (moved is 0 with shifted)
+            eps_s -= n * factor * (cs * ss + cr * sr)
+            eps_r -= n * factor * (cs * sr + cr * rr)
+            as_ += factor * cs
+            ar += factor * cr
+            cs *= 1.0 + factor
+            cr *= 1.0 + factor
+            changed = True
+        if n_modes == 0 or r % ROUGH_EVERY != ROUGH_EVERY - 1:
+            continue
+        u, factor = scale_proposal(s, rough_slot)
+        exp_change = _exp_change(exp_sum, grow, 0.0, sm, factor * cr, ro)
+        delta, change = intercept_shift(data, s, kind, p, cr * lin_r, exp_change, exp_total,
+                                        factor)
+        change -= n_modes * u + 0.5 * tau * cs * (cs * q_s * math.expm1(-2.0 * u)
+                                                  + 2.0 * cr * q_x * math.expm1(-u))
+        accept, new_tau = scale_accept(s, rough_slot, adapt, change, u, tau, shape, rate)
+        if accept:
+            tau = new_tau
+            move_intercept(s, kind, p, delta)
+            exp_total = _rescale_exp_sums(exp_sum, grow, delta)
+            hr += factor * cr
+            moved += delta
+            cr *= 1.0 + factor
+            changed = True
+    if not changed:
         return tau
     for i in range(G):
-        field[i] = comp_sum[data.component[i]] + scale * dev0[i]
+        field[i] = comp_sum[data.component[i]] + cs * sm[i] + cr * ro[i]
         if kind == KIND_PHI:
             s.phi[i, p] = field[i]
-        cell_shift = shifted * dev0[i] + moved
+        cell_shift = hs * sm[i] + hr * ro[i] + moved
         rescale = math.exp(cell_shift)
-        cell_absorbed = absorbed * dev0[i]
+        cell_absorbed = as_ * sm[i] + ar * ro[i]
         for t in range(n):
             b = combos[t]
             s.eta[i, b] += cell_shift
@@ -689,8 +778,9 @@ def field_scale_cycles(data, s, comp_sum, column, adapt):
     P = s.alpha.shape[0]
     split = 2 + P + s.beta.shape[0]
     remap = split + 1 + P
+    rough = remap + 1 + P
     tau = field_scale_cycle(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B], KIND_THETA,
-                            _FIRST, data, s, comp_sum, _FIRST, split, adapt)
+                            _FIRST, data, s, comp_sum, _FIRST, split, rough, adapt)
     s.tau_theta[0] = remap_move(s.theta, tau, pr[THETA_A], pr[THETA_B], data.all_combos, remap,
                                 _FIRST, data, s, comp_sum, adapt)
     G = s.counts.shape[0]
@@ -698,7 +788,7 @@ def field_scale_cycles(data, s, comp_sum, column, adapt):
         for i in range(G):
             column[i] = s.phi[i, p]
         tau = field_scale_cycle(column, s.tau_phi[p], pr[PHI_A], pr[PHI_B], KIND_PHI, p, data,
-                                s, comp_sum, 1 + p, split + 1 + p, adapt)
+                                s, comp_sum, 1 + p, split + 1 + p, rough + 1 + p, adapt)
         s.tau_phi[p] = remap_move(column, tau, pr[PHI_A], pr[PHI_B], level_combos_of(data, p),
                                   remap + 1 + p, 1 + p, data, s, comp_sum, adapt)
         for i in range(G):

@@ -177,11 +177,12 @@ class GibbsState(NamedTuple):
     work: np.ndarray  # float64 (5, MAX_ABSCISSAE) ARS scratch
     wbuf: np.ndarray  # float64 (max(B, 1),) weights scratch
     zbuf: np.ndarray  # float64 (max(B, 1),) exponents scratch
-    scale_log_sd: np.ndarray  # float64 (3P + 5 + max(K, 1),) scale moves: θ, φ_p, β_c, ε,
-    #                           then the error-absorbing ones of θ and φ_p, then the remap
-    #                           moves of θ, φ_p and ε (metropolis.scale_proposal)
+    scale_log_sd: np.ndarray  # float64 (4P + 6 + max(K, 1),) scale moves: θ, φ_p, β_c, ε,
+    #                           then the error-absorbing ones of θ and φ_p, the remap moves
+    #                           of θ and φ_p, the rough-part moves of θ and φ_p, and the
+    #                           errors' remap move (metropolis.scale_proposal)
     marginal_log_sd: np.ndarray  # float64 (P + 3,) noise-aware moves: μ, α_p, θ_i, ε_ib
-    cell_work: np.ndarray  # float64 (3, G) scratch of the scale cycles
+    cell_work: np.ndarray  # float64 (4, G) scratch of the scale cycles
     entry_work: np.ndarray  # float64 (2, G, B) scratch of the errors' remap move
     mode_hessian: np.ndarray  # float64 ((1 + P)(K + C), same) the joint mode move's likelihood
     #                           Hessian (moves.mode_moves), frozen after burn-in
