@@ -576,6 +576,47 @@ def _exp_change(exp_sum, grow, step_smooth, smooth, step_rough, rough):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def _intercept_scale_move(data, s, kind, p, slot, adapt, tau, shape, rate, sums, parts, c_s, c_r,
+                          prior_terms):
+    """Propose and test a scale move with the intercept of the field part c_s·sm + c_r·ro.
+
+    The part is multiplied by e^u (u from ``slot``), the intercept moves by δ
+    (:func:`intercept_shift`), and where ``prior_terms`` = (k, cs, q_s, cr, q_x) has k ≠ 0 (the
+    rough-part move) the ratio gets ``−k·u − τ/2·cs·(cs·q_s·(e^{−2u} − 1) + 2·cr·q_x·(e^{−u} −
+    1))`` beyond the likelihood's change.
+    ``sums`` = (exp_sum, grow) per cell and ``parts`` = (sm, ro, lin_s, lin_r, exp_total) are
+    those of :func:`field_scale_cycle`; on acceptance the intercept and ``exp_sum`` are moved.
+
+    Returns
+    -------
+    accept : bool
+    tau : float
+        The new precision (unchanged if refused).
+    delta : float
+        The intercept's shift.
+    exp_total : float
+        Σ S_i after the move.
+    factor : float
+        e^u − 1.
+    """
+    exp_sum, grow = sums
+    sm, ro, lin_s, lin_r, exp_total = parts
+    k, prior_cs, q_s, prior_cr, q_x = prior_terms
+    u, factor = scale_proposal(s, slot)
+    exp_change = _exp_change(exp_sum, grow, factor * c_s, sm, factor * c_r, ro)
+    delta, change = intercept_shift(data, s, kind, p, c_s * lin_s + c_r * lin_r, exp_change,
+                                    exp_total, factor)
+    if k != 0.0:
+        change -= k * u + 0.5 * tau * prior_cs * (prior_cs * q_s * math.expm1(-2.0 * u)
+                                                  + 2.0 * prior_cr * q_x * math.expm1(-u))
+    accept, new_tau = scale_accept(s, slot, adapt, change, u, tau, shape, rate)
+    if not accept:
+        return False, tau, delta, exp_total, factor
+    move_intercept(s, kind, p, delta)
+    return True, new_tau, delta, _rescale_exp_sums(exp_sum, grow, delta), factor
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot, split_slot,
                       rough_slot, adapt):
     """:data:`SCALE_ROUNDS` rounds of exact updates of θ or φ_·p's scale; return τ.
@@ -593,16 +634,16 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
     alone (δ is unit triangular, the shear of ε too): in (2) and (3) τ·fᵀQf is unchanged, so
     the ratio of (2) is ``factor·Σa(f − f̄) + n·δ`` plus the intercept's prior and that of (3)
     the errors' prior change; in (4) the Jacobian e^{u(G − C − K)} and the ICAR normaliser
-    τ^{(G − C)/2} leave −K·u, and τ·fᵀQf changes by τ·(s'Qs·(e^{−2u} − 1) + 2·s'Qr·(e^{−u} −
+    τ^{(G − C)/2} leave −K·u, and τ·fᵀQf changes by τ·(sᵀQs·(e^{−2u} − 1) + 2·sᵀQr·(e^{−u} −
     1)) for the smooth part s — each with the Gamma/Jacobian term of :func:`scale_accept`.
     Every update leaves the posterior invariant; (2) and (3) are the non-centred and the
     centred updates of the precision, interwoven (Yu & Meng 2011), along the two couplings that
     make a weakly identified field's precision slow: the log-normal mean e^{μ + σ²/2} and the
     split of a cell's deviation between the field and its errors. (4) moves the precision with
-    the field's roughness while its broad pattern, which the data pin, stays (a partially
-    non-centred move in the sense of Papaspiliopoulos, Roberts & Sköld 2007): on the Berlin
-    listings it lifted the worst precision's ESS by ~25 % (``bench/RESULTS.md``, 2026-11-27,
-    eighth session).
+    the field's roughness and leaves its broad pattern (the smooth modes, which the joint mode
+    move samples) in place: on the Berlin listings it lifted the worst precision's ESS by
+    9–16 % (the other fields' precisions by 20–30 %) for 6–7 % more time a sweep
+    (``bench/RESULTS.md``, 2026-11-27, eighth session).
 
     A round costs G ``expm1`` and G products, not passes over the touched entries: every
     update changes the field by a combination of its smooth and rough parts at the start, so
@@ -685,15 +726,10 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
     for r in range(SCALE_ROUNDS):
         tau = gamma(s.rng, gibbs_shape, rate + 0.5 * (cs * cs * q_s + 2.0 * cs * cr * q_x
                                                        + cr * cr * q_r))
-        u, factor = scale_proposal(s, slot)
-        exp_change = _exp_change(exp_sum, grow, factor * cs, sm, factor * cr, ro)
-        delta, change = intercept_shift(data, s, kind, p, cs * lin_s + cr * lin_r, exp_change,
-                                        exp_total, factor)
-        accept, new_tau = scale_accept(s, slot, adapt, change, u, tau, shape, rate)
+        accept, tau, delta, exp_total, factor = _intercept_scale_move(
+            data, s, kind, p, slot, adapt, tau, shape, rate, (exp_sum, grow),
+            (sm, ro, lin_s, lin_r, exp_total), cs, cr, (0.0, 0.0, 0.0, 0.0, 0.0))
         if accept:
-            tau = new_tau
-            move_intercept(s, kind, p, delta)
-            exp_total = _rescale_exp_sums(exp_sum, grow, delta)
             hs += factor * cs
             hr += factor * cr
             moved += delta
@@ -718,17 +754,11 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
             changed = True
         if n_modes == 0 or r % ROUGH_EVERY != ROUGH_EVERY - 1:
             continue
-        u, factor = scale_proposal(s, rough_slot)
-        exp_change = _exp_change(exp_sum, grow, 0.0, sm, factor * cr, ro)
-        delta, change = intercept_shift(data, s, kind, p, cr * lin_r, exp_change, exp_total,
-                                        factor)
-        change -= n_modes * u + 0.5 * tau * cs * (cs * q_s * math.expm1(-2.0 * u)
-                                                  + 2.0 * cr * q_x * math.expm1(-u))
-        accept, new_tau = scale_accept(s, rough_slot, adapt, change, u, tau, shape, rate)
+        accept, tau, delta, exp_total, factor = _intercept_scale_move(
+            data, s, kind, p, rough_slot, adapt, tau, shape, rate, (exp_sum, grow),
+            (sm, ro, lin_s, lin_r, exp_total), 0.0, cr,
+            (float(n_modes), cs, q_s, cr, q_x))
         if accept:
-            tau = new_tau
-            move_intercept(s, kind, p, delta)
-            exp_total = _rescale_exp_sums(exp_sum, grow, delta)
             hr += factor * cr
             moved += delta
             cr *= 1.0 + factor

@@ -23,10 +23,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from geosynth import PaivaModel, prepare
-from geosynth.datasets import paiva_scenario
 from geosynth.model.conditionals import update_eps
-from geosynth.model.fit import build_model_data
 from geosynth.model.moves import (
     EPS_SCALE_ROUNDS,
     NO_LEVEL,
@@ -42,7 +39,6 @@ from geosynth.model.remap import (
     remap_move,
     remap_runs,
 )
-from geosynth.model.runner import initial_state
 from geosynth.model.state import (
     EPS_A,
     EPS_B,
@@ -54,17 +50,12 @@ from geosynth.model.state import (
     compute_eta,
     level_combos_of,
 )
-from geosynth.samplers.rng import make_streams
-from tests.model.lattices import split_lattice
+from tests.model.lattices import split_lattice_chain
 
 
 def _case(seed):
     """A 5 × 5 lattice cut in two by an excluded column (C = 2), one attribute (B = 2)."""
-    scenario = paiva_scenario(n=150, seed=seed)
-    grid = split_lattice(scenario.bounds, (5, 5), 2)
-    counts = prepare(scenario.data, grid, attributes=["y"], outside="drop")
-    data, tables, _ = build_model_data(counts, PaivaModel())
-    state = initial_state(data, tables, make_streams(seed, 1)[0])
+    data, state, grid = split_lattice_chain(seed)
     rng = np.random.default_rng(seed)
     state.theta[:] = rng.normal(0.0, 0.8, state.theta.shape)
     state.phi[:, 0] = rng.normal(0.0, 0.5, state.theta.shape)

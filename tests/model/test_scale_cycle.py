@@ -18,26 +18,18 @@ import pytest
 from numba import njit
 from scipy import stats
 
-from geosynth import PaivaModel, prepare
-from geosynth.datasets import paiva_scenario
 from geosynth.model.conditionals import icar_quadratic, update_eps, update_mu, update_theta
-from geosynth.model.fit import build_model_data
 from geosynth.model.moves import KIND_THETA, field_scale_cycle, smooth_rough_split
-from geosynth.model.runner import initial_state
 from geosynth.model.state import THETA_A, THETA_B, compute_eta
 from geosynth.samplers.rng import gamma, make_streams
-from tests.model.lattices import split_lattice
+from tests.model.lattices import split_lattice_chain
 
 THIN = 40
 DRAWS = 4000
 
 
 def _case(seed):
-    scenario = paiva_scenario(n=150, seed=seed)
-    grid = split_lattice(scenario.bounds, (5, 5), 2)
-    counts = prepare(scenario.data, grid, attributes=["y"], outside="drop")
-    data, tables, _ = build_model_data(counts, PaivaModel())
-    state = initial_state(data, tables, make_streams(seed, 1)[0])
+    data, state, _ = split_lattice_chain(seed)
     compute_eta(data, state)
     return data, state
 
