@@ -72,6 +72,7 @@ __all__ = [
     "SCALE_ROUNDS",
     "ROUGH_EVERY",
     "smooth_rough_split",
+    "field_scale_slots",
     "KIND_THETA",
     "KIND_PHI",
     "KIND_BETA",
@@ -781,6 +782,18 @@ def field_scale_cycle(field, tau, shape, rate, kind, p, data, s, comp_sum, slot,
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def field_scale_slots(s):
+    """Slots of θ's split, remap and rough-part moves in ``s.scale_log_sd``; φ_·p's follow each.
+
+    See :func:`~geosynth.model.metropolis.scale_proposal` for the layout.
+    """
+    P = s.alpha.shape[0]
+    split = 2 + P + s.beta.shape[0]
+    remap = split + 1 + P
+    return split, remap, remap + 1 + P
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def field_scale_cycles(data, s, comp_sum, column, adapt):
     """Run :func:`field_scale_cycle` and the remap move for θ, then for each φ_·p.
 
@@ -806,9 +819,7 @@ def field_scale_cycles(data, s, comp_sum, column, adapt):
     """
     pr = data.priors
     P = s.alpha.shape[0]
-    split = 2 + P + s.beta.shape[0]
-    remap = split + 1 + P
-    rough = remap + 1 + P
+    split, remap, rough = field_scale_slots(s)
     tau = field_scale_cycle(s.theta, s.tau_theta[0], pr[THETA_A], pr[THETA_B], KIND_THETA,
                             _FIRST, data, s, comp_sum, _FIRST, split, rough, adapt)
     s.tau_theta[0] = remap_move(s.theta, tau, pr[THETA_A], pr[THETA_B], data.all_combos, remap,

@@ -19,7 +19,12 @@ from numba import njit
 from scipy import stats
 
 from geosynth.model.conditionals import icar_quadratic, update_eps, update_mu, update_theta
-from geosynth.model.moves import KIND_THETA, field_scale_cycle, smooth_rough_split
+from geosynth.model.moves import (
+    KIND_THETA,
+    field_scale_cycle,
+    field_scale_slots,
+    smooth_rough_split,
+)
 from geosynth.model.state import THETA_A, THETA_B, compute_eta
 from geosynth.samplers.rng import gamma, make_streams
 from tests.model.lattices import split_lattice_chain
@@ -35,10 +40,9 @@ def _case(seed):
 
 
 def _slots(state):
-    """Slots of θ's whole-field, split and rough-part moves (as field_scale_cycles counts)."""
-    P = state.alpha.shape[0]
-    split = 2 + P + state.beta.shape[0]
-    return 0, split, split + 1 + P + 1 + P
+    """Slots of θ's whole-field, split and rough-part moves."""
+    split, _, rough = field_scale_slots(state)
+    return 0, split, rough
 
 
 @njit
