@@ -307,8 +307,9 @@ class PaivaModel:
         max_seconds : float, optional
             With ``n_iter="auto"``: stop at the next chunk of sweeps after this many seconds of
             wall-clock time since the call (compilation included; the warm-up always
-            completes), returning the draws of the current window with a warning that names
-            what has not converged. Without it the same seed gives the same sweeps and draws.
+            completes), less the expected time of the final check of every parameter, and
+            return the draws of the current window with a warning that names what has not
+            converged. Without it the same seed gives the same sweeps and draws.
 
         Returns
         -------

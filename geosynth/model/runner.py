@@ -40,6 +40,8 @@ from geosynth.model.stopping import (
     ParameterGroup,
     StoppingInfo,
     assess_convergence,
+    complete_check_seconds_per_row,
+    diagnostics_pace,
 )
 from geosynth.model.storage import StoragePlan, chunk_sweeps, evenly_spaced_draws
 from geosynth.model.sweep import run_chunk
@@ -486,6 +488,7 @@ class AutoRunner(ChainRunner):
         self.checks = 0
         self.check_seconds = 0.0
         self.last_check: ConvergenceCheck | None = None
+        self.reserve_per_row = 0.0  # seconds of the complete check per stored draw per chain
         self.segment = 0
         self.consistent = True  # False while rows of the window move (see run_all)
 
@@ -601,7 +604,7 @@ class AutoRunner(ChainRunner):
             if self.stop.is_set():
                 return
             if keep and self.deadline is not None and chain.rows >= MIN_DRAWS_AT_DEADLINE \
-                    and time.monotonic() >= self.deadline:
+                    and time.monotonic() >= self.deadline - self.reserve_per_row * chain.rows:
                 self.timed_out.set()
                 return
             row = chain.rows
@@ -675,8 +678,12 @@ class AutoRunner(ChainRunner):
 
     def _check(self, complete: bool) -> ConvergenceCheck:
         n = min(chain.rows for chain in self.chains)
-        check = assess_convergence(self._groups(n), self.target_ess, self.max_rhat,
+        groups = self._groups(n)
+        check = assess_convergence(groups, self.target_ess, self.max_rhat,
                                    complete=complete, workers=os.cpu_count() or 1)
+        if self.deadline is not None and not complete:
+            pace = diagnostics_pace(check, groups, workers=os.cpu_count() or 1)
+            self.reserve_per_row = complete_check_seconds_per_row(pace, groups)
         self.checks += 1
         self.check_seconds += check.seconds
         self.last_check = check

@@ -42,8 +42,11 @@
 With the same seed a fit without ``max_seconds`` makes the same sweeps and draws (the checks
 depend on the draws only, never on timing or the number of threads). ``max_seconds`` stops
 the chains at their next chunk after that wall-clock time (measured from the call of ``fit``,
-compilation included; the warm-up always completes), and the fit returns the draws of the
-current window with a :class:`~geosynth.errors.GeosynthWarning` naming what has not converged.
+compilation included; the warm-up always completes) less the time the final complete check is
+expected to take (:func:`complete_check_seconds_per_row`, from the pace of the diagnostics at
+the latest check, :func:`diagnostics_pace`; nothing is reserved before the first), and the fit
+returns the draws of the current window with a :class:`~geosynth.errors.GeosynthWarning`
+naming what has not converged.
 """
 
 from __future__ import annotations
@@ -64,10 +67,13 @@ __all__ = [
     "AUTO_THIN",
     "AutoSchedule",
     "ConvergenceCheck",
+    "PACE_MIN_VALUES",
     "ParameterGroup",
     "StoppingInfo",
     "assess_convergence",
     "check_auto_arguments",
+    "complete_check_seconds_per_row",
+    "diagnostics_pace",
 ]
 
 #: The initial ``thin`` of an auto fit when none is given: every sweep. The window's draws
@@ -234,6 +240,8 @@ class ConvergenceCheck(NamedTuple):
         The groups evaluated (a partial check stops at the first failing group).
     seconds : float
         Wall-clock time of the check.
+    values : int
+        Draws evaluated: chains × draws × parameters, summed over the groups checked.
     """
 
     converged: bool
@@ -245,6 +253,7 @@ class ConvergenceCheck(NamedTuple):
     n_not_converged: int
     checked: tuple
     seconds: float
+    values: int = 0
 
 
 def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_rhat: float,
@@ -276,6 +285,7 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
     failing: list[tuple[float, str, float, float]] = []
     n_failing = 0
     checked = []
+    values = 0
     passed = True
     for group in groups:
         if complete and group.screen:
@@ -283,6 +293,7 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
         chains, n_draws = group.draws.shape[:2]
         ess, r_hat = convergence_diagnostics(group.draws, workers=workers)
         checked.append(group.name)
+        values += group.draws.size
         if ess.size == 0:
             continue
         constant = np.isnan(r_hat) & (ess == 2 * chains * (n_draws // 2))
@@ -314,8 +325,74 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
         max_r_hat=math.nan if max_r_hat == -math.inf else max_r_hat,
         worst_ess=worst_ess, worst_r_hat=worst_r_hat, not_converged=listed,
         n_not_converged=n_failing, checked=tuple(checked),
-        seconds=time.perf_counter() - start,
+        seconds=time.perf_counter() - start, values=values,
     )
+
+
+#: :func:`diagnostics_pace` takes a check's own pace when it evaluated at least this many
+#: (chain, draw, parameter) values; in smaller ones the overheads dominate.
+PACE_MIN_VALUES = 10**6
+
+
+def diagnostics_pace(check: ConvergenceCheck, groups: Sequence[ParameterGroup], *,
+                     min_values: int = PACE_MIN_VALUES, workers: int = 1) -> float:
+    """Seconds per evaluated value of the convergence diagnostics at the current window.
+
+    The pace of ``check`` itself when it evaluated at least ``min_values`` values (smaller
+    checks are dominated by overheads: an early check usually stops at the scalars); otherwise
+    the diagnostics are timed on the largest screening group (the λ screen, 2,048 parameters),
+    or on the largest group when there is none.
+
+    Parameters
+    ----------
+    check : ConvergenceCheck
+        A check just made on ``groups``.
+    groups : sequence of ParameterGroup
+        The window's groups.
+    min_values : int, default PACE_MIN_VALUES
+        The fewest values a check must have evaluated for its own pace to count.
+    workers : int, default 1
+        Threads of :func:`~geosynth.model.diagnostics.convergence_diagnostics`.
+
+    Returns
+    -------
+    float
+    """
+    if check.values >= min_values:
+        return check.seconds / check.values
+    screens = [group for group in groups if group.screen] or list(groups)
+    draws = max(screens, key=lambda group: group.draws.size).draws
+    start = time.perf_counter()
+    convergence_diagnostics(draws, workers=workers)
+    return (time.perf_counter() - start) / max(draws.size, 1)
+
+
+def complete_check_seconds_per_row(pace: float, groups: Sequence[ParameterGroup]) -> float:
+    """Seconds a complete check of ``groups`` would take per stored draw of each chain.
+
+    A fit stopped by ``max_seconds`` makes a complete check (every parameter, for the warning
+    that names what has not converged), which at 6,400 cells × 12 took 12 s beyond a 60-second
+    limit and at 25,600 ~80 s beyond 600 s (``bench/RESULTS.md``, 2026-11-28). The chains
+    therefore stop that much before the limit: this extrapolates ``pace`` (seconds per
+    evaluated value, :func:`diagnostics_pace`) to the complete check's chains × parameters,
+    one stored draw at a time. The bulk ESS and rank R-hat cost close to linearly in the
+    values (ranking is O(n log n) per parameter in the draws, with n in the thousands).
+
+    Parameters
+    ----------
+    pace : float
+        Seconds per evaluated value.
+    groups : sequence of ParameterGroup
+        The groups of the fit, screening subsets included (skipped as a complete check
+        skips them).
+
+    Returns
+    -------
+    float
+    """
+    chains = groups[0].draws.shape[0]
+    params = sum(int(np.prod(group.draws.shape[2:])) for group in groups if not group.screen)
+    return pace * chains * params
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,14 @@ from geosynth.errors import GeosynthWarning, InputError, MemoryLimitError
 from geosynth.model import StoppingInfo
 from geosynth.model import runner as runner_module
 from geosynth.model.fit import DEFAULT_THIN
-from geosynth.model.stopping import AUTO_THIN, AutoSchedule
+from geosynth.model.stopping import (
+    AUTO_THIN,
+    AutoSchedule,
+    ParameterGroup,
+    assess_convergence,
+    complete_check_seconds_per_row,
+    diagnostics_pace,
+)
 
 # A 4x4 lattice and 2 combinations: an auto fit to ESS 100 takes a second or two (from
 # every sweep: the default thin of an auto fit).
@@ -98,6 +105,45 @@ def test_max_seconds_stops_with_a_warning_naming_what_has_not_converged(counts):
     assert stopping.not_converged[0][0] in message
     assert fit.n_draws >= 4 and fit.n_draws == stopping.draws
     assert not fit.interrupted
+
+
+def test_complete_check_time_is_the_pace_times_every_parameter():
+    rng = np.random.default_rng(0)
+    n = 200
+    groups = [ParameterGroup("scalars", rng.normal(size=(2, n, 3)), str),
+              ParameterGroup("theta", rng.normal(size=(2, n, 16)), str),
+              ParameterGroup("lambda (screen)", rng.normal(size=(2, n, 5)), str, screen=True),
+              ParameterGroup("lambda", rng.normal(size=(2, n, 32)), str)]
+    partial = assess_convergence(groups, 1e9, 1.01)  # the scalars fail: nothing else checked
+    assert partial.checked == ("scalars",) and partial.values == 2 * n * 3
+    complete = assess_convergence(groups, 1e9, 1.01, complete=True)
+    assert complete.values == 2 * n * (3 + 16 + 32)  # the screen is skipped
+    # A check large enough is its own pace; a smaller one times the screening group.
+    assert diagnostics_pace(complete, groups, min_values=complete.values) == \
+        complete.seconds / complete.values
+    timed = diagnostics_pace(partial, groups, min_values=partial.values + 1)
+    assert 0 < timed < 1e-2
+    assert complete_check_seconds_per_row(timed, groups) == pytest.approx(
+        timed * 2 * (3 + 16 + 32))
+
+
+def test_max_seconds_leaves_time_for_the_final_check(counts, monkeypatch):
+    # The final check "expected" to take an hour per stored draw: the chains stop at the
+    # first chunk after the first check although max_seconds is far off, and without
+    # max_seconds the reserve changes nothing.
+    monkeypatch.setattr(runner_module, "complete_check_seconds_per_row", lambda *a: 3600.0)
+    rule = {**AUTO, "target_ess": 1e6}
+    with pytest.warns(GeosynthWarning, match="stopped at max_seconds=120"):
+        fit = PaivaModel().fit(counts, seed=7, **rule, max_seconds=120)
+    stopping = fit.stopping
+    assert stopping.reason == "max_seconds" and stopping.seconds < 60
+    # Stopped before the first chunk after the first check (at the end of segment 1).
+    schedule = AutoSchedule(AUTO_THIN, 2, 1e6, 1.01, 10**9)
+    assert stopping.sweeps == schedule.boundary(2)
+    assert stopping.checks == 2  # that check, then the final complete one
+    assert fit.n_draws >= runner_module.MIN_DRAWS_AT_DEADLINE
+    assert PaivaModel().fit(counts, seed=7, **{**AUTO, "target_ess": 50}).stopping.reason \
+        == "converged"
 
 
 def test_noise_aware_and_chromatic_fits_stop_too(counts):
