@@ -681,11 +681,14 @@ class AutoRunner(ChainRunner):
         groups = self._groups(n)
         check = assess_convergence(groups, self.target_ess, self.max_rhat,
                                    complete=complete, workers=os.cpu_count() or 1)
+        seconds = check.seconds
         if self.deadline is not None and not complete:
+            started = time.perf_counter()
             pace = diagnostics_pace(check, groups, workers=os.cpu_count() or 1)
             self.reserve_per_row = complete_check_seconds_per_row(pace, groups)
+            seconds += time.perf_counter() - started  # a timing of the screen is a check too
         self.checks += 1
-        self.check_seconds += check.seconds
+        self.check_seconds += seconds
         self.last_check = check
         postfix = (f"ESS {check.min_ess:.0f}/{self.target_ess:g}, "
                    f"R-hat {check.max_r_hat:.3f}/{self.max_rhat:g}")
