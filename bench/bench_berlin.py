@@ -38,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench._stats import ratio_of_means
+
 ROOT = Path(__file__).resolve().parent.parent
 #: main just before the first merge of issue 16 (7c4480f, 2026-11-24): "today's sampler".
 BASELINE = "163b64b"
@@ -96,18 +98,6 @@ def worst_precision(result: dict) -> tuple[str, float]:
     taus = {k: v for k, v in result["ess"].items() if k.startswith("tau")}
     name = min(taus, key=taus.get)
     return name, taus[name]
-
-
-def ratio_of_means(rates: list[float], base_rates: list[float]) -> tuple[float, float]:
-    """mean(rates) / mean(base_rates) and its standard error by the delta method.
-
-    The two samplers' fits are independent (their seeds pair nothing), so the squared
-    relative errors of the two means add.
-    """
-    a, b = np.asarray(rates, dtype=float), np.asarray(base_rates, dtype=float)
-    ratio = a.mean() / b.mean()
-    rel2 = sum(x.var(ddof=1) / (x.size * x.mean() ** 2) for x in (a, b) if x.size > 1)
-    return float(ratio), float(ratio * np.sqrt(rel2))
 
 
 def run(argv: list[str] | None = None) -> str:

@@ -25,6 +25,12 @@ functions built before), in a worker process with OPENBLAS/OMP/MKL_NUM_THREADS=1
 chain processes otherwise stall on the BLAS thread pools). The worker's compile + set-up time
 is the rest of its wall time and reported beside it.
 
+**Seeds.** The data are always those of :data:`SEED`. ``--seeds`` runs every tool once per
+chain seed (default :data:`SEED` alone) and reports the ratio of the mean min ESS/s over the
+seeds with its delta-method standard error (:func:`bench._stats.ratio_of_means`): the minimum
+over ~10⁵ parameters is a noisy low extreme, and one seed's ratio moves by tens of per cent.
+An agreement check fails if it fails at any seed.
+
 **Run lengths.** geosynth: a fixed number of sweeps, the ``fit()`` defaults at every G (8,000
 sweeps, 2,000 burn-in), so ESS/s is a rate over a fixed run, as for the peers. Every sweep
 after the burn-in is kept (:func:`gibbs_thin`: thin 1, or the smallest divisor of ``fit()``'s
@@ -127,6 +133,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench._stats import ratio_of_means
+
 SIZES = (400, 1600, 6400)  # compared with the peers
 AUTO_SIZES = (25_600, 102_400)  # geosynth alone, n_iter="auto"
 PEERS = ("pymc", "nutpie")
@@ -180,6 +188,7 @@ class Options:
     auto_samplers: tuple[str, ...] | None = None  # None: PaivaModel's default sampler
     peers: tuple[str, ...] = PEERS
     max_seconds: float = MAX_SECONDS
+    seeds: tuple[int, ...] = (SEED,)  # the chains' seeds of the comparison (data: SEED)
 
 
 def _size_list(text: str) -> tuple[int, ...]:
@@ -190,6 +199,17 @@ def _size_list(text: str) -> tuple[int, ...]:
             raise argparse.ArgumentTypeError(
                 f"lattice sizes are squares of a side >= 2 (e.g. 400 = 20 x 20), got {G}")
     return sizes
+
+
+def _seed_list(text: str) -> tuple[int, ...]:
+    try:
+        seeds = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"seeds are comma-separated integers, got {text!r}") from None
+    if any(x < 0 for x in seeds) or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"seeds are distinct integers >= 0, got {text!r}")
+    return seeds
 
 
 def _name_list(text: str) -> tuple[str, ...]:
@@ -220,6 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="peers among pymc,nutpie (default both; '' for none)")
     parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
                         help="max_seconds of each n_iter='auto' fit (default 600)")
+    parser.add_argument("--seeds", type=_seed_list, default=(SEED,),
+                        help="the chains' seeds of the comparison, one run of every tool per "
+                             f"seed, ratios of the mean ESS/s (default {SEED}; the data are "
+                             f"always those of seed {SEED})")
     return parser
 
 
@@ -243,7 +267,7 @@ def parse_options(argv: list[str] | None = None) -> Options:
         build_parser().error(f"--peers: unknown {unknown}; choose among {', '.join(PEERS)}")
     return Options(sizes=args.sizes, auto_sizes=() if args.quick else args.auto_sizes,
                    samplers=args.samplers, auto_samplers=args.auto_samplers, peers=args.peers,
-                   max_seconds=args.max_seconds)
+                   max_seconds=args.max_seconds, seeds=args.seeds or (SEED,))
 
 
 # ------------------------------------------------------------------------------------------
@@ -422,10 +446,11 @@ def _pymc_worker(in_path: str, out_path: str) -> None:
     counts, W, membership = inp["counts"], inp["W"], inp["membership"]
     priors = json.loads(str(inp["priors"]))
     draws, tune, sampler = int(inp["draws"]), int(inp["tune"]), str(inp["sampler"])
+    seed = int(inp["seed"])
     start = time.perf_counter()
     model = _pymc_model(counts, W, membership, priors)
     with model:
-        idata = pm.sample(draws=draws, tune=tune, chains=2, cores=2, random_seed=SEED,
+        idata = pm.sample(draws=draws, tune=tune, chains=2, cores=2, random_seed=seed,
                           nuts_sampler=sampler, progressbar=False,
                           compute_convergence_checks=False)
     total = time.perf_counter() - start
@@ -515,12 +540,12 @@ def find_peer() -> tuple[str | None, dict | str]:
     return None, "; ".join(problems)
 
 
-def _run_peer(python: str, peer: str, counts, model) -> dict:
+def _run_peer(python: str, peer: str, counts, model, seed: int = SEED) -> dict:
     c, W, membership, names = _pymc_inputs(counts, model)
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
         np.savez(inp, counts=c, W=W, membership=membership, draws=DRAWS, tune=TUNE,
-                 sampler=peer, priors=json.dumps(model.priors.to_dict()))
+                 sampler=peer, seed=seed, priors=json.dumps(model.priors.to_dict()))
         env = {**os.environ, **SINGLE_THREAD}
         start = time.perf_counter()
         # Own session, so that a timeout ends the worker's chain processes with it.
@@ -593,12 +618,12 @@ def gibbs_thin(cells: int, combinations: int, fit_thin: int, chains: int = 2) ->
     return fit_thin
 
 
-def _run_geosynth(counts, model) -> dict:
+def _run_geosynth(counts, model, seed: int = SEED) -> dict:
     from geosynth.model.fit import DEFAULT_THIN as fit_thin
 
     thin = gibbs_thin(counts.n_cells, counts.n_combos, fit_thin)
     start = time.perf_counter()
-    fit = model.fit(counts, chains=2, n_jobs=2, seed=SEED, progress=False, thin=thin, **GIBBS)
+    fit = model.fit(counts, chains=2, n_jobs=2, seed=seed, progress=False, thin=thin, **GIBBS)
     seconds = time.perf_counter() - start
     draws, names = _fit_draws(fit)
     mu = draws["mu"]
@@ -687,52 +712,88 @@ def _row(G: int, label: str, res: dict, ratio: str, agree: str, notes: str) -> s
 
 def comparison_table(options: Options, samplers: tuple[str, ...], python, verdicts: dict,
                      ratios: dict) -> list[str]:
-    """Rows of the comparison at each G of ``options.sizes`` (fills ``verdicts``, ``ratios``)."""
+    """Rows of the comparison at each G of ``options.sizes`` (fills ``verdicts``, ``ratios``).
+
+    Every tool runs once per seed of ``options.seeds`` (rows labelled with the seed when there
+    are several); ``ratios[(G, sampler, peer)]`` is ``(ratio, se)``: the ratio of the two
+    tools' mean min ESS/s over the seeds and its standard error (:func:`ratio_of_means`;
+    0 with one seed, whose spread is unknown).
+    """
     lines = list(HEADER)
     print("\n".join(HEADER), flush=True)
     for G in options.sizes:
         counts = _counts(G)
-        results = {}
+        rates: dict[str, list[float]] = {}
+        for seed in options.seeds:
+            tag = f" (seed {seed})" if len(options.seeds) > 1 else ""
+            results = _compare_once(G, counts, samplers, python, options.peers, seed, tag,
+                                    verdicts, lines)
+            for tool, res in results.items():
+                if res["status"] == "ok":
+                    rates.setdefault(tool, []).append(rate(res))
         for sampler in samplers:
-            model = make_model(sampler)
-            results[sampler] = res = _run_geosynth(counts, model)
-            thinned = res["thinned"]
-            agree = "–"
-            notes = (f"{res['seconds'] / GIBBS['n_iter'] * 1e3:.1f} ms per sweep; every "
-                     f"{res['fit_thin']}th sweep: min ESS {thinned['worst_ess']:.0f} "
-                     f"(`{thinned['worst']}`)")
-            if sampler != samplers[0]:
-                corr, dmu, verdict = compare(results[samplers[0]], res)
-                verdicts[(G, sampler, samplers[0])] = verdict
-                agree = f"{samplers[0]}: {corr:.4f}, {dmu:.2f} — {verdict}"
-                ratio = f"{samplers[0]}: {rate(results[samplers[0]]) / rate(res):.2f}×"
-            else:
-                ratio = "–"
-            lines.append(_row(G, f"geosynth {sampler}", res, ratio, agree, notes))
-            print(lines[-1], flush=True)
-        model = make_model(samplers[0])
-        for peer in options.peers:
-            res = {"status": "no peer"} if python is None else _run_peer(python, peer, counts,
-                                                                         model)
-            ratio = agree = notes = "–"
-            if res["status"] == "ok":
-                parts, agrees = [], []
-                for sampler in samplers:
-                    r = rate(results[sampler]) / rate(res)
-                    ratios[(G, sampler, peer)] = r
-                    parts.append(f"{sampler}: {r:.1f}×")
-                    corr, dmu, verdict = compare(results[sampler], res)
-                    verdicts[(G, sampler, peer)] = verdict
-                    agrees.append(f"{sampler}: {corr:.4f}, {dmu:.2f} — {verdict}")
-                ratio, agree = "; ".join(parts), "; ".join(agrees)
-                notes = (f"compile + set-up {res['setup']:.0f} s; {res['divergences']} "
-                         f"divergences; {res['n_steps']:.0f} leapfrog steps per draw")
-            else:
-                for sampler in samplers:
-                    verdicts[(G, sampler, peer)] = "not checked"
-            lines.append(_row(G, PEER_LABELS[peer], res, ratio, agree, notes))
-            print(lines[-1], flush=True)
+            for peer in options.peers:
+                if peer in rates and len(rates[peer]) == len(options.seeds):
+                    ratios[(G, sampler, peer)] = ratio_of_means(rates[sampler], rates[peer])
     return lines
+
+
+def _compare_once(G: int, counts, samplers, python, peers, seed: int, tag: str,
+                  verdicts: dict, lines: list[str]) -> dict[str, dict]:
+    """One run of every sampler and peer at one seed: append and print its rows."""
+    results = {}
+    for sampler in samplers:
+        model = make_model(sampler)
+        results[sampler] = res = _run_geosynth(counts, model, seed)
+        thinned = res["thinned"]
+        agree = "–"
+        notes = (f"{res['seconds'] / GIBBS['n_iter'] * 1e3:.1f} ms per sweep; every "
+                 f"{res['fit_thin']}th sweep: min ESS {thinned['worst_ess']:.0f} "
+                 f"(`{thinned['worst']}`)")
+        if sampler != samplers[0]:
+            corr, dmu, verdict = compare(results[samplers[0]], res)
+            key = (G, sampler, samplers[0])
+            verdicts[key] = verdict_over_seeds(verdicts.get(key), verdict)
+            agree = f"{samplers[0]}: {corr:.4f}, {dmu:.2f} — {verdict}"
+            ratio = f"{samplers[0]}: {rate(results[samplers[0]]) / rate(res):.2f}×"
+        else:
+            ratio = "–"
+        lines.append(_row(G, f"geosynth {sampler}{tag}", res, ratio, agree, notes))
+        print(lines[-1], flush=True)
+    model = make_model(samplers[0])
+    for peer in peers:
+        res = {"status": "no peer"} if python is None else _run_peer(python, peer, counts,
+                                                                     model, seed)
+        results[peer] = res
+        ratio = agree = notes = "–"
+        if res["status"] == "ok":
+            parts, agrees = [], []
+            for sampler in samplers:
+                parts.append(f"{sampler}: {rate(results[sampler]) / rate(res):.1f}×")
+                corr, dmu, verdict = compare(results[sampler], res)
+                key = (G, sampler, peer)
+                verdicts[key] = verdict_over_seeds(verdicts.get(key), verdict)
+                agrees.append(f"{sampler}: {corr:.4f}, {dmu:.2f} — {verdict}")
+            ratio, agree = "; ".join(parts), "; ".join(agrees)
+            notes = (f"compile + set-up {res['setup']:.0f} s; {res['divergences']} "
+                     f"divergences; {res['n_steps']:.0f} leapfrog steps per draw")
+        else:
+            for sampler in samplers:
+                verdicts[(G, sampler, peer)] = "not checked"
+        lines.append(_row(G, PEER_LABELS[peer] + tag, res, ratio, agree, notes))
+        print(lines[-1], flush=True)
+    return results
+
+
+def verdict_over_seeds(earlier: str | None, verdict: str) -> str:
+    """The agreement verdict over seeds: a failure or a missing check at any seed stands.
+
+    ``earlier`` is the verdict of the seeds before (None at the first), ``verdict`` this
+    seed's (:func:`agreement`, or ``"not checked"``).
+    """
+    if earlier is None or earlier == "pass":
+        return verdict
+    return earlier
 
 
 def auto_table(options: Options, samplers: tuple[str, ...]) -> list[str]:
@@ -834,10 +895,14 @@ def _summary(verdicts: dict, ratios: dict, options: Options, samplers, python, p
             found = [(ratios[(G, s, peer_name)], s) for s in samplers
                      if (G, s, peer_name) in ratios]
             if found:
-                r, s = max(found)
-                best.append(f"{r:.1f}× ({s}) over {PEER_LABELS[peer_name]} at G = {G:,}")
+                (r, se), s = max(found)
+                error = f" ± {se:.1f}" if len(options.seeds) > 1 else ""
+                best.append(f"{r:.1f}×{error} ({s}) over {PEER_LABELS[peer_name]} at "
+                            f"G = {G:,}")
     if best:
-        head += (" **Best geosynth ÷ peer, min ESS/s:** " + "; ".join(best)
+        seeds = (f" (ratio of the mean ESS/s over seeds {', '.join(map(str, options.seeds))}, "
+                 "± its standard error)" if len(options.seeds) > 1 else "")
+        head += (" **Best geosynth ÷ peer, min ESS/s" + seeds + ":** " + "; ".join(best)
                  + " (targets: ≥ 20× over PyMC NUTS at G = 1,600, ≥ 50× at G = 6,400).")
     return head
 

@@ -60,6 +60,22 @@ def test_options_from_arguments_and_environment(monkeypatch):
         bench_pymc.parse_options(["--peers", "stan"])
 
 
+def test_chain_seeds_default_to_the_data_seed_and_must_be_distinct():
+    assert bench_pymc.parse_options([]).seeds == (bench_pymc.SEED,)
+    assert bench_pymc.parse_options(["--seeds", "2014,1,2"]).seeds == (2014, 1, 2)
+    for bad in ("1,1", "-3", "a,b"):
+        with pytest.raises(SystemExit):
+            bench_pymc.parse_options(["--seeds", bad])
+
+
+def test_an_agreement_failure_at_any_seed_stands():
+    fail = "**FAIL**: corr ≤ 0.99"
+    assert bench_pymc.verdict_over_seeds(None, "pass") == "pass"
+    assert bench_pymc.verdict_over_seeds("pass", fail) == fail
+    assert bench_pymc.verdict_over_seeds(fail, "pass") == fail
+    assert bench_pymc.verdict_over_seeds("not checked", "pass") == "not checked"
+
+
 def test_pymc_inputs_are_the_lattice_and_the_level_membership():
     counts = bench_pymc._counts(100)
     model = bench_pymc.make_model(bench_pymc.available_samplers()[0])
