@@ -43,7 +43,8 @@ Without BENCH_PYMC_PYTHON the worker runs under this Python if pymc imports here
 .venv-pymc/bin/python if it exists; with no peer the pymc table says so and how to get it.
 BENCH_PYMC_ARGS passes options to it, e.g. BENCH_PYMC_ARGS="--quick --sizes 400,1600"
 (`python -m bench.bench_pymc --help` lists them: --sizes, --auto-sizes, --quick, --samplers,
---peers, --max-seconds, --seeds). `python -m bench cold` measures the cold start (fresh numba cache).
+--peers, --max-seconds, --seeds). `python -m bench cold` measures the cold start (fresh
+numba cache).
 """
 
 
