@@ -1,8 +1,22 @@
-"""Statistics shared by the benchmarks that repeat a run over seeds."""
+"""Seeds and statistics shared by the benchmarks that repeat a run over seeds."""
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
+
+
+def seed_list(text: str) -> tuple[int, ...]:
+    """Parse ``--seeds``: distinct comma-separated integers >= 0 (an argparse ``type``)."""
+    try:
+        seeds = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"seeds are comma-separated integers, got {text!r}") from None
+    if not seeds or any(x < 0 for x in seeds) or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"seeds are distinct integers >= 0, got {text!r}")
+    return seeds
 
 
 def ratio_of_means(rates, base_rates) -> tuple[float, float]:

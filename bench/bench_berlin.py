@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._stats import ratio_of_means
+from bench._stats import ratio_of_means, seed_list
 
 ROOT = Path(__file__).resolve().parent.parent
 #: main just before the first merge of issue 16 (7c4480f, 2026-11-24): "today's sampler".
@@ -106,11 +106,12 @@ def run(argv: list[str] | None = None) -> str:
     parser.add_argument("--ref", default=BASELINE, help="git commit of the earlier sampler")
     parser.add_argument("--cell-size", type=float, default=70.0, help="cell side in metres")
     parser.add_argument("--sweeps", type=int, default=4000, help="sweeps per chain")
-    parser.add_argument("--seeds", default="1,2,3,4,5",
-                        help="comma-separated seeds, one fit of each sampler per seed")
+    parser.add_argument("--seeds", type=seed_list, default=(1, 2, 3, 4, 5),
+                        help="comma-separated seeds, one fit of each sampler per seed "
+                             "(default 1,2,3,4,5)")
     args = parser.parse_args(shlex.split(os.environ.get("BENCH_BERLIN_ARGS", ""))
                              if argv is None else argv)
-    seeds = [int(x) for x in args.seeds.split(",")]
+    seeds = list(args.seeds)
     with tempfile.TemporaryDirectory(prefix="geosynth-baseline-") as folder:
         worktree = Path(folder) / "tree"
         subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(worktree),

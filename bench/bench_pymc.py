@@ -133,7 +133,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench._stats import ratio_of_means
+from bench._stats import ratio_of_means, seed_list
 
 SIZES = (400, 1600, 6400)  # compared with the peers
 AUTO_SIZES = (25_600, 102_400)  # geosynth alone, n_iter="auto"
@@ -201,17 +201,6 @@ def _size_list(text: str) -> tuple[int, ...]:
     return sizes
 
 
-def _seed_list(text: str) -> tuple[int, ...]:
-    try:
-        seeds = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"seeds are comma-separated integers, got {text!r}") from None
-    if any(x < 0 for x in seeds) or len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"seeds are distinct integers >= 0, got {text!r}")
-    return seeds
-
-
 def _name_list(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(",") if s.strip())
 
@@ -240,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="peers among pymc,nutpie (default both; '' for none)")
     parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
                         help="max_seconds of each n_iter='auto' fit (default 600)")
-    parser.add_argument("--seeds", type=_seed_list, default=(SEED,),
+    parser.add_argument("--seeds", type=seed_list, default=(SEED,),
                         help="the chains' seeds of the comparison, one run of every tool per "
                              f"seed, ratios of the mean ESS/s (default {SEED}; the data are "
                              f"always those of seed {SEED})")
@@ -267,7 +256,7 @@ def parse_options(argv: list[str] | None = None) -> Options:
         build_parser().error(f"--peers: unknown {unknown}; choose among {', '.join(PEERS)}")
     return Options(sizes=args.sizes, auto_sizes=() if args.quick else args.auto_sizes,
                    samplers=args.samplers, auto_samplers=args.auto_samplers, peers=args.peers,
-                   max_seconds=args.max_seconds, seeds=args.seeds or (SEED,))
+                   max_seconds=args.max_seconds, seeds=args.seeds)
 
 
 # ------------------------------------------------------------------------------------------
@@ -779,7 +768,8 @@ def _compare_once(G: int, counts, samplers, python, peers, seed: int, tag: str,
                      f"divergences; {res['n_steps']:.0f} leapfrog steps per draw")
         else:
             for sampler in samplers:
-                verdicts[(G, sampler, peer)] = "not checked"
+                key = (G, sampler, peer)
+                verdicts[key] = verdict_over_seeds(verdicts.get(key), "not checked")
         lines.append(_row(G, PEER_LABELS[peer] + tag, res, ratio, agree, notes))
         print(lines[-1], flush=True)
     return results

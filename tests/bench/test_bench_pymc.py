@@ -63,7 +63,7 @@ def test_options_from_arguments_and_environment(monkeypatch):
 def test_chain_seeds_default_to_the_data_seed_and_must_be_distinct():
     assert bench_pymc.parse_options([]).seeds == (bench_pymc.SEED,)
     assert bench_pymc.parse_options(["--seeds", "2014,1,2"]).seeds == (2014, 1, 2)
-    for bad in ("1,1", "-3", "a,b"):
+    for bad in ("1,1", "-3", "a,b", ""):
         with pytest.raises(SystemExit):
             bench_pymc.parse_options(["--seeds", bad])
 

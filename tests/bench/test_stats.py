@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
+import argparse
 
-from bench._stats import ratio_of_means
+import numpy as np
+import pytest
+
+from bench._stats import ratio_of_means, seed_list
 
 
 def test_ratio_of_means_and_its_delta_method_error_by_hand():
@@ -34,3 +37,10 @@ def test_a_single_run_adds_no_error_term():
     # se = 10 · sqrt(var([2, 4]) / (2 · 3²)) = 10/3.
     assert ratio == 10.0
     assert np.isclose(se, 10.0 / 3.0)
+
+
+def test_seed_lists_are_distinct_non_negative_integers():
+    assert seed_list("1, 2,3") == (1, 2, 3)
+    for bad in ("", "1,1", "-1", "x"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            seed_list(bad)
