@@ -65,10 +65,9 @@ for seed in seeds:
     fit = model.fit(counts, n_iter=sweeps, burn_in=sweeps // 4, thin=1, chains=2, seed=seed,
                     progress=False)
     seconds = time.perf_counter() - start
-    ess = {name: float(az.ess(np.asarray(fit.scalar(name), dtype=float), method="bulk"))
-           for name in fit.scalar_names}
-    rhat = {name: float(az.rhat(np.asarray(fit.scalar(name), dtype=float)))
-            for name in fit.scalar_names}
+    scalars = {name: np.asarray(fit.scalar(name), dtype=float) for name in fit.scalar_names}
+    ess = {name: float(az.ess(x, method="bulk")) for name, x in scalars.items()}
+    rhat = {name: float(az.rhat(x)) for name, x in scalars.items()}
     theta = az.ess(az.convert_to_dataset(np.asarray(fit.theta, dtype=float)), method="bulk")
     eta = np.asarray(fit.eta, dtype=float).reshape(fit.eta.shape[0], fit.eta.shape[1], -1)
     lam = az.ess(az.convert_to_dataset(eta), method="bulk")
@@ -78,11 +77,12 @@ for seed in seeds:
         "rhat": rhat, "theta_min": float(theta["x"].values.min()),
         "lambda_min": float(lam["x"].values.min()),
     }), flush=True)
-    del fit, eta, theta, lam
+    del fit, scalars, eta, theta, lam
 """
 
 
-def measure(source: Path, cell_size: float, sweeps: int, seeds: list[int]) -> list[dict]:
+def measure(source: Path, cell_size: float, sweeps: int,
+            seeds: tuple[int, ...]) -> list[dict]:
     """Run :data:`PROBE` with geosynth imported from ``source``; return one result per seed."""
     env = {**os.environ, "PYTHONPATH": str(source), "OPENBLAS_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-c", PROBE, str(cell_size), str(sweeps),
@@ -111,20 +111,19 @@ def run(argv: list[str] | None = None) -> str:
                              "(default 1,2,3,4,5)")
     args = parser.parse_args(shlex.split(os.environ.get("BENCH_BERLIN_ARGS", ""))
                              if argv is None else argv)
-    seeds = list(args.seeds)
     with tempfile.TemporaryDirectory(prefix="geosynth-baseline-") as folder:
         worktree = Path(folder) / "tree"
         subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(worktree),
                         args.ref], cwd=ROOT, check=True)
         try:
             results = {f"{args.ref} (issue filed)": measure(worktree, args.cell_size,
-                                                            args.sweeps, seeds)}
+                                                            args.sweeps, args.seeds)}
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT,
                            check=True)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                           capture_output=True).stdout.strip()
-    results[f"{head} (this tree)"] = measure(ROOT, args.cell_size, args.sweeps, seeds)
+    results[f"{head} (this tree)"] = measure(ROOT, args.cell_size, args.sweeps, args.seeds)
     return format_table(results, args.sweeps, args.cell_size)
 
 

@@ -529,8 +529,9 @@ def find_peer() -> tuple[str | None, dict | str]:
     return None, "; ".join(problems)
 
 
-def _run_peer(python: str, peer: str, counts, model, seed: int = SEED) -> dict:
-    c, W, membership, names = _pymc_inputs(counts, model)
+def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED) -> dict:
+    """Run ``peer`` on ``inputs`` (:func:`_pymc_inputs`, built once per lattice) in a worker."""
+    c, W, membership, names = inputs
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
         np.savez(inp, counts=c, W=W, membership=membership, draws=DRAWS, tune=TUNE,
@@ -713,10 +714,13 @@ def comparison_table(options: Options, samplers: tuple[str, ...], python, verdic
     for G in options.sizes:
         counts = _counts(G)
         rates: dict[str, list[float]] = {}
+        # The peers' inputs (a dense G x G adjacency among them) once per lattice, not per seed.
+        inputs = (_pymc_inputs(counts, make_model(samplers[0]))
+                  if python is not None and options.peers else None)
         for seed in options.seeds:
             tag = f" (seed {seed})" if len(options.seeds) > 1 else ""
-            results = _compare_once(G, counts, samplers, python, options.peers, seed, tag,
-                                    verdicts, lines)
+            results = _compare_once(G, counts, inputs, samplers, python, options.peers, seed,
+                                    tag, verdicts, lines)
             for tool, res in results.items():
                 if res["status"] == "ok":
                     rates.setdefault(tool, []).append(rate(res))
@@ -727,9 +731,12 @@ def comparison_table(options: Options, samplers: tuple[str, ...], python, verdic
     return lines
 
 
-def _compare_once(G: int, counts, samplers, python, peers, seed: int, tag: str,
+def _compare_once(G: int, counts, inputs, samplers, python, peers, seed: int, tag: str,
                   verdicts: dict, lines: list[str]) -> dict[str, dict]:
-    """One run of every sampler and peer at one seed: append and print its rows."""
+    """One run of every sampler and peer at one seed: append and print its rows.
+
+    ``inputs`` are the peers' (:func:`_pymc_inputs`), None when no peer runs.
+    """
     results = {}
     for sampler in samplers:
         model = make_model(sampler)
@@ -751,7 +758,7 @@ def _compare_once(G: int, counts, samplers, python, peers, seed: int, tag: str,
         print(lines[-1], flush=True)
     model = make_model(samplers[0])
     for peer in peers:
-        res = {"status": "no peer"} if python is None else _run_peer(python, peer, counts,
+        res = {"status": "no peer"} if python is None else _run_peer(python, peer, inputs,
                                                                      model, seed)
         results[peer] = res
         ratio = agree = notes = "–"
