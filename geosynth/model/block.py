@@ -58,6 +58,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from geosynth.model.borrow import borrowed
 from geosynth.model.gmrf import (
     SparsePattern,
     build_pattern,
@@ -700,6 +701,7 @@ def run_chunk_block(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, o
     rows_written : int
         Number of rows recorded from ``row`` on.
     """
+    data, s = borrowed(data), borrowed(s)  # no reference counts in the sweeps (borrow.py)
     G = s.counts.shape[0]
     C = data.component_size.shape[0]
     comp_sum = np.zeros(C)

@@ -15,6 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
+from geosynth.model.borrow import borrowed
 from geosynth.model.conditionals import component_sums, icar_prior
 from geosynth.model.metropolis import SCALE_ADAPT_GAIN
 from geosynth.model.moves import NO_LEVEL
@@ -431,6 +432,7 @@ def run_chunk_noise_aware(data, s, n_sweeps, thin, out_scalars, out_theta, out_b
     rows_written : int
         Number of rows recorded from ``row`` on.
     """
+    data, s = borrowed(data), borrowed(s)  # no reference counts in the sweeps (borrow.py)
     G, B = s.counts.shape
     comp_sum = np.zeros(data.component_size.shape[0])
     column = np.empty(G)

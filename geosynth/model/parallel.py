@@ -61,6 +61,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
+from geosynth.model.borrow import borrowed
 from geosynth.model.coarse import coarse_shifts
 from geosynth.model.conditionals import (
     component_means,
@@ -934,6 +935,7 @@ def run_chunk_parallel(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta
     rows_written : int
         Number of rows recorded from ``row`` on.
     """
+    data, s = borrowed(data), borrowed(s)  # no reference counts in the sweeps (borrow.py)
     G, B = s.counts.shape
     comp_sum = np.zeros(data.component_size.shape[0])
     column = np.empty(G)

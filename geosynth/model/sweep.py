@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from geosynth.model.borrow import borrowed
 from geosynth.model.coarse import coarse_shifts
 from geosynth.model.conditionals import (
     update_alpha,
@@ -177,6 +178,7 @@ def run_chunk(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, out_eta
     rows_written : int
         Number of rows recorded from ``row`` on.
     """
+    data, s = borrowed(data), borrowed(s)  # no reference counts in the sweeps (borrow.py)
     G = s.counts.shape[0]
     comp_sum = np.zeros(data.component_size.shape[0])
     column = np.empty(G)
