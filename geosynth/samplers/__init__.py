@@ -19,8 +19,12 @@ import numpy as np
 from geosynth.errors import InputError, SamplerError
 from geosynth.samplers.ars import ars_draw, ars_sample, new_workspace
 from geosynth.samplers.family import STATUS_MESSAGES, STATUS_OK, log_density
+from geosynth.samplers.libm import bind_glibc_math
 from geosynth.samplers.rng import make_streams
 from geosynth.samplers.slice import slice_sample, slice_step
+
+# Before any kernel of the package is compiled or loaded (importing a module links none).
+bind_glibc_math()
 
 __all__ = [
     "sample_conditional",
