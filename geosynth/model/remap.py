@@ -65,6 +65,7 @@ from numba import njit
 from geosynth.model.conditionals import component_sums, icar_quadratic
 from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.state import EPS_A, EPS_B, LEVEL_VAR
+from geosynth.model.vexp import exp_vec
 from geosynth.samplers.rng import uniform
 
 __all__ = [
@@ -316,7 +317,7 @@ def _move_errors(s, rest_exp, mapped):
             value = mapped[i, b]
             s.eta[i, b] += value - s.eps[i, b]
             s.eps[i, b] = value
-            s.expeta[i, b] = rest_exp[i, b] * math.exp(value)
+            s.expeta[i, b] = rest_exp[i, b] * exp_vec(value)  # vectorised (vexp)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
