@@ -48,28 +48,24 @@ _C = [1.0 / math.factorial(j) for j in range(14)]
 _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12, _C13 = _C[2:]
 
 
-@intrinsic
-def _bits(typingctx, x):
-    """Return the IEEE bits of a float64 as an int64."""
-    if x != types.float64:
-        return None
+def _reinterpret(source, target):
+    """Return an intrinsic that reads a ``source`` value's IEEE bits as a ``target`` value."""
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    @intrinsic
+    def reinterpret(typingctx, value):
+        if value != source:
+            return None
 
-    return types.int64(types.float64), codegen
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(target))
+
+        return target(source), codegen
+
+    return reinterpret
 
 
-@intrinsic
-def _float(typingctx, bits):
-    """Return the float64 whose IEEE bits are the int64 ``bits``."""
-    if bits != types.int64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-
-    return types.float64(types.int64), codegen
+_bits = _reinterpret(types.float64, types.int64)  # a float64's bits as an int64
+_float = _reinterpret(types.int64, types.float64)  # the float64 with these bits
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
