@@ -522,7 +522,8 @@ def scale_move_eps(data, s, slot, adapt):
 
     ε ~ N(0, 1/τ_ε) iid on G·B entries: the normalising constant τ^{GB/2}, the Jacobian
     e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``; μ moves
-    with ε so that the expected count stays put (:func:`intercept_shift`).
+    with ε so that the expected count stays put (:func:`intercept_shift`). ``s.entry_work[0]``
+    is the measuring pass's scratch (:func:`eps_exp_change`).
     """
     u, factor = scale_proposal(s, slot)
     linear, exp_total = eps_scale_terms(data, s)
