@@ -113,6 +113,28 @@ def expm1_vec(x):
     return (small * low_scale + (low_scale - 1.0 / high_scale)) * high_scale
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _four_partial_sums(a, b, weighted):
+    """Σ a_i·b_i (``weighted``) or Σ a_i in four interleaved partial sums, in a fixed order."""
+    n = a.shape[0]
+    s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
+    whole = n - n % 4
+    for i in range(0, whole, 4):
+        if weighted:
+            s0 += a[i] * b[i]
+            s1 += a[i + 1] * b[i + 1]
+            s2 += a[i + 2] * b[i + 2]
+            s3 += a[i + 3] * b[i + 3]
+        else:
+            s0 += a[i]
+            s1 += a[i + 1]
+            s2 += a[i + 2]
+            s3 += a[i + 3]
+    for i in range(whole, n):
+        s0 += a[i] * b[i] if weighted else a[i]
+    return (s0 + s1) + (s2 + s3)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def sum_of_products(a, b):
     """Σ a_i·b_i over 1-d arrays in four interleaved partial sums, added in a fixed order.
@@ -121,30 +143,10 @@ def sum_of_products(a, b):
     as slow as the vectorised ``expm1`` pass it follows), and their order is the code's, not
     the vectoriser's, so the result does not depend on the CPU.
     """
-    n = a.shape[0]
-    s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
-    whole = n - n % 4
-    for i in range(0, whole, 4):
-        s0 += a[i] * b[i]
-        s1 += a[i + 1] * b[i + 1]
-        s2 += a[i + 2] * b[i + 2]
-        s3 += a[i + 3] * b[i + 3]
-    for i in range(whole, n):
-        s0 += a[i] * b[i]
-    return (s0 + s1) + (s2 + s3)
+    return _four_partial_sums(a, b, True)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def fixed_order_sum(a):
     """Σ a_i over a 1-d array, in the four partial sums of :func:`sum_of_products`."""
-    n = a.shape[0]
-    s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
-    whole = n - n % 4
-    for i in range(0, whole, 4):
-        s0 += a[i]
-        s1 += a[i + 1]
-        s2 += a[i + 2]
-        s3 += a[i + 3]
-    for i in range(whole, n):
-        s0 += a[i]
-    return (s0 + s1) + (s2 + s3)
+    return _four_partial_sums(a, a, False)
