@@ -41,8 +41,15 @@ ESS away (at G = 1,600 every 6th sweep held a minimum of ~1,200–1,300 over the
 ~6,000 for every sweep; the precisions, with autocorrelation times of 5–7 sweeps, lose
 less). The notes give the minimum ESS of every ``fit()``-default-thin-th sweep of the same
 chains, the figure of the entries in ``bench/RESULTS.md`` before 2026-11-27's fifth session.
-PyMC and nutpie: 500 tuning steps + 500 draws per chain (NUTS's default
-1:1 ratio; nutpie's default 300 tuning steps would be shorter). Shorter runs do not give a
+PyMC and nutpie: 1,000 tuning steps (PyMC's default) + 3,000 draws per chain
+(``--peer-run``), so the peers spend the same fraction of their run warming up as geosynth
+(a quarter). Until 2026-11-28's thirteenth session the peers ran 500 + 500 (NUTS's 1:1
+default ratio, at half PyMC's default length): that left NUTS unconverged at G ≥ 1,600 (R-hat
+1.03–1.07), made the μ agreement check measure the peer's own Monte Carlo error (it failed at
+one seed of five at 1,600, and passed at 0.44 se with 1,000 + 4,000 on the same seed), and
+spent half the peer's time in tuning against a quarter of geosynth's — at 1,600 NUTS's min
+ESS/s was 2.2 times lower than from 1,000 + 4,000 draws, so the ratios of the earlier entries
+in ``bench/RESULTS.md`` flatter geosynth by about that factor. Shorter runs do not give a
 usable minimum: from 2 × 200 draws the minimum over thousands of λ's is mostly noise.
 
 **ESS.** One function for every tool: bulk ESS and rank R-hat of every parameter from
@@ -51,7 +58,7 @@ the peers' draws are shipped back as float32 arrays), over μ (= μ + mean θ), 
 (= α + mean φ), every τ (τ_θ, every τ_φ, τ_ε), every centred θ_i and every λ_ib (through
 η = log λ: ranks, so the same ESS). The table gives min bulk ESS/s, the worst parameter and its
 ESS, the minimum of each group, and the largest R-hat (a minimum over ~10⁵ parameters from 2
-chains of 500–1,000 draws is a low, noisy extreme: ratios are good to tens of per cent).
+chains of a few thousand draws is a low, noisy extreme: ratios are good to tens of per cent).
 
 **The PyMC model** (:func:`_pymc_model`) is geosynth's model written on its identified
 coordinates. geosynth puts on each ICAR field f (θ and every φ_·p) the ICAR density with
@@ -143,7 +150,8 @@ MAX_SECONDS = 600.0
 # max_bytes of the n_iter="auto" fits: the default 4 GiB holds 397 draws of η per chain at
 # G = 102,400 x B = 12, and an auto fit refuses with fewer than target_ess = 400 per chain.
 AUTO_MAX_BYTES = 8 * 2**30
-TUNE, DRAWS = 500, 500  # per chain, both peers: see "Run lengths" in the module docstring
+# Per chain, both peers (``--peer-run``): see "Run lengths" in the module docstring.
+TUNE, DRAWS = 1000, 3000
 # Seconds of one peer run (compilation included) before it is reported as capped.
 PEER_TIMEOUT = 2400
 CORR_MIN = 0.99  # agreement: corr(mean λ) must exceed this
@@ -189,6 +197,7 @@ class Options:
     peers: tuple[str, ...] = PEERS
     max_seconds: float = MAX_SECONDS
     seeds: tuple[int, ...] = (SEED,)  # the chains' seeds of the comparison (data: SEED)
+    peer_run: tuple[int, int] = (TUNE, DRAWS)  # the peers' tuning steps and draws per chain
 
 
 def _size_list(text: str) -> tuple[int, ...]:
@@ -199,6 +208,21 @@ def _size_list(text: str) -> tuple[int, ...]:
             raise argparse.ArgumentTypeError(
                 f"lattice sizes are squares of a side >= 2 (e.g. 400 = 20 x 20), got {G}")
     return sizes
+
+
+def peer_run(text: str) -> tuple[int, int]:
+    """``TUNE+DRAWS`` (e.g. ``1000+3000``) as ``(tune, draws)``, both positive integers."""
+    parts = text.split("+")
+    try:
+        tune, draws = (int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected TUNE+DRAWS, two integers joined by '+' (e.g. 1000+3000), got {text!r}"
+        ) from None
+    if tune < 1 or draws < 2:
+        raise argparse.ArgumentTypeError(
+            f"TUNE+DRAWS needs tune >= 1 and draws >= 2 per chain, got {text!r}")
+    return tune, draws
 
 
 def _name_list(text: str) -> tuple[str, ...]:
@@ -233,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the chains' seeds of the comparison, one run of every tool per "
                              f"seed, ratios of the mean ESS/s (default {SEED}; the data are "
                              f"always those of seed {SEED})")
+    parser.add_argument("--peer-run", type=peer_run, default=(TUNE, DRAWS),
+                        help="the peers' tuning steps + draws per chain (default "
+                             f"{TUNE}+{DRAWS}: the warm-up fraction of geosynth's fit())")
     return parser
 
 
@@ -256,7 +283,7 @@ def parse_options(argv: list[str] | None = None) -> Options:
         build_parser().error(f"--peers: unknown {unknown}; choose among {', '.join(PEERS)}")
     return Options(sizes=args.sizes, auto_sizes=() if args.quick else args.auto_sizes,
                    samplers=args.samplers, auto_samplers=args.auto_samplers, peers=args.peers,
-                   max_seconds=args.max_seconds, seeds=args.seeds)
+                   max_seconds=args.max_seconds, seeds=args.seeds, peer_run=args.peer_run)
 
 
 # ------------------------------------------------------------------------------------------
@@ -529,12 +556,17 @@ def find_peer() -> tuple[str | None, dict | str]:
     return None, "; ".join(problems)
 
 
-def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED) -> dict:
-    """Run ``peer`` on ``inputs`` (:func:`_pymc_inputs`, built once per lattice) in a worker."""
+def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED,
+              run: tuple[int, int] = (TUNE, DRAWS)) -> dict:
+    """Run ``peer`` on ``inputs`` (:func:`_pymc_inputs`, built once per lattice) in a worker.
+
+    ``run`` is ``(tune, draws)`` per chain.
+    """
     c, W, membership, names = inputs
+    tune, draws = run
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
-        np.savez(inp, counts=c, W=W, membership=membership, draws=DRAWS, tune=TUNE,
+        np.savez(inp, counts=c, W=W, membership=membership, draws=draws, tune=tune,
                  sampler=peer, seed=seed, priors=json.dumps(model.priors.to_dict()))
         env = {**os.environ, **SINGLE_THREAD}
         start = time.perf_counter()
@@ -547,7 +579,7 @@ def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED) ->
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            return {"status": "capped"}
+            return {"status": "capped", "run": f"{tune}+{draws}"}
         except BaseException:  # e.g. Ctrl-C: the worker's own session does not get the SIGINT
             os.killpg(proc.pid, signal.SIGKILL)
             raise
@@ -555,7 +587,7 @@ def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED) ->
         if proc.returncode != 0:
             tail = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
             print(f"{peer} worker failed at G = {c.shape[0]:,}:\n{stderr}", file=sys.stderr)
-            return {"status": "failed", "error": tail.replace("|", "\\|")}
+            return {"status": "failed", "error": tail.replace("|", "\\|"), "run": f"{tune}+{draws}"}
         res = dict(np.load(out))
     P = membership.shape[1]
     diag = ess_table({"mu": res["mu"], "alpha": res["alpha"], "tau": res["tau"],
@@ -565,7 +597,7 @@ def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED) ->
             "setup": wall - float(res["seconds"]), "diag": diag, "mu_mean": float(res["mu"].mean()),
             "mu_mcse": _mcse_mean(res["mu"]), "mean_lambda": res["mean_lambda"],
             "divergences": int(res["divergences"]), "n_steps": float(res["n_steps"]),
-            "run": f"{TUNE}+{DRAWS}"}
+            "run": f"{tune}+{draws}"}
 
 
 def _fit_draws(fit) -> tuple[dict, dict]:
@@ -692,7 +724,7 @@ def _row(G: int, label: str, res: dict, ratio: str, agree: str, notes: str) -> s
         why = {"no peer": "not run: no PyMC peer (see note)",
                "capped": f"> {PEER_TIMEOUT} s (compile + run): capped, not finished",
                "failed": f"failed: {res.get('error', '')}"}[res["status"]]
-        return f"| {G:,} | {label} | {TUNE}+{DRAWS} | {why} | – | – | – | – | – | – | – |"
+        return f"| {G:,} | {label} | {res.get('run', '–')} | {why} | – | – | – | – | – | – | – |"
     d = res["diag"]
     minima = " / ".join(f"{d['min_ess'][g]:.0f}" for g in GROUPS)
     return (f"| {G:,} | {label} | {res['run']} | {res['seconds']:.1f} | {rate(res):.2f} | "
@@ -719,8 +751,8 @@ def comparison_table(options: Options, samplers: tuple[str, ...], python, verdic
                   if python is not None and options.peers else None)
         for seed in options.seeds:
             tag = f" (seed {seed})" if len(options.seeds) > 1 else ""
-            results = _compare_once(G, counts, inputs, samplers, python, options.peers, seed,
-                                    tag, verdicts, lines)
+            results = _compare_once(G, counts, inputs, samplers, python, options, seed, tag,
+                                    verdicts, lines)
             for tool, res in results.items():
                 if res["status"] == "ok":
                     rates.setdefault(tool, []).append(rate(res))
@@ -731,9 +763,10 @@ def comparison_table(options: Options, samplers: tuple[str, ...], python, verdic
     return lines
 
 
-def _compare_once(G: int, counts, inputs, samplers, python, peers, seed: int, tag: str,
-                  verdicts: dict, lines: list[str]) -> dict[str, dict]:
-    """One run of every sampler and peer at one seed: append and print its rows.
+def _compare_once(G: int, counts, inputs, samplers, python, options: Options, seed: int,
+                  tag: str, verdicts: dict, lines: list[str]) -> dict[str, dict]:
+    """One run of every sampler and of every peer of ``options`` at one seed: append and print
+    its rows.
 
     ``inputs`` are the peers' (:func:`_pymc_inputs`), None when no peer runs.
     """
@@ -757,9 +790,9 @@ def _compare_once(G: int, counts, inputs, samplers, python, peers, seed: int, ta
         lines.append(_row(G, f"geosynth {sampler}{tag}", res, ratio, agree, notes))
         print(lines[-1], flush=True)
     model = make_model(samplers[0])
-    for peer in peers:
-        res = {"status": "no peer"} if python is None else _run_peer(python, peer, inputs,
-                                                                     model, seed)
+    for peer in options.peers:
+        res = ({"status": "no peer"} if python is None
+               else _run_peer(python, peer, inputs, model, seed, options.peer_run))
         results[peer] = res
         ratio = agree = notes = "–"
         if res["status"] == "ok":
@@ -854,7 +887,7 @@ def run(options: Options | None = None) -> str:
         lines += auto_table(options, auto_samplers)
         seconds["auto"] = time.perf_counter() - mark
     seconds["total"] = time.perf_counter() - started
-    lines += ["", _note(python, peer, samplers, seconds)]
+    lines += ["", _note(python, peer, samplers, seconds, options.peer_run)]
     return "\n".join(lines)
 
 
@@ -904,7 +937,7 @@ def _summary(verdicts: dict, ratios: dict, options: Options, samplers, python, p
     return head
 
 
-def _note(python: str | None, peer, samplers, seconds: dict) -> str:
+def _note(python: str | None, peer, samplers, seconds: dict, run: tuple[int, int]) -> str:
     from geosynth.model.fit import DEFAULT_THIN
 
     peer_text = (f"peer {_versions(peer)} under {_short(python)}" if python
@@ -918,7 +951,7 @@ def _note(python: str | None, peer, samplers, seconds: dict) -> str:
         f"{ETA_BUDGET / 2**30:g} GiB (then the smallest divisor of {DEFAULT_THIN} that fits: the "
         "run column gives the thin); wall time of fit() after a warm-up fit); "
         f"PyMC NUTS (`nuts_sampler=\"pymc\"`, jitter+adapt_diag, target_accept 0.8) and nutpie "
-        f"(`nuts_sampler=\"nutpie\"`), {TUNE} tuning steps + {DRAWS} draws per chain, "
+        f"(`nuts_sampler=\"nutpie\"`), {run[0]} tuning steps + {run[1]} draws per chain, "
         "`sampling_time` (tuning included, compilation excluded), BLAS pinned to one thread; "
         f"{peer_text}. Min bulk ESS over μ (= μ + mean θ), every α, every τ, every centred θ_i "
         "and every λ_ib, for every tool by geosynth.model.diagnostics.convergence_diagnostics "

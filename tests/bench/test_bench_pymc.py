@@ -68,6 +68,15 @@ def test_chain_seeds_default_to_the_data_seed_and_must_be_distinct():
             bench_pymc.parse_options(["--seeds", bad])
 
 
+def test_the_peers_run_length_defaults_to_geosynths_warm_up_fraction():
+    tune, draws = bench_pymc.parse_options([]).peer_run
+    assert tune / (tune + draws) == bench_pymc.GIBBS["burn_in"] / bench_pymc.GIBBS["n_iter"]
+    assert bench_pymc.parse_options(["--peer-run", "500+500"]).peer_run == (500, 500)
+    for bad in ("500", "500+", "a+b", "0+100", "100+1", "1+2+3"):
+        with pytest.raises(SystemExit):
+            bench_pymc.parse_options(["--peer-run", bad])
+
+
 def test_an_agreement_failure_at_any_seed_stands():
     fail = "**FAIL**: corr ≤ 0.99"
     assert bench_pymc.verdict_over_seeds(None, "pass") == "pass"
