@@ -211,7 +211,7 @@ def _size_list(text: str) -> tuple[int, ...]:
 
 
 def peer_run(text: str) -> tuple[int, int]:
-    """``TUNE+DRAWS`` (e.g. ``1000+3000``) as ``(tune, draws)``, both positive integers."""
+    """``TUNE+DRAWS`` (e.g. ``1000+3000``) as ``(tune, draws)``: tune ≥ 1, draws ≥ 2."""
     parts = text.split("+")
     try:
         tune, draws = (int(p) for p in parts)
@@ -564,6 +564,7 @@ def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED,
     """
     c, W, membership, names = inputs
     tune, draws = run
+    run_text = f"{tune}+{draws}"
     with tempfile.TemporaryDirectory() as tmp:
         inp, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
         np.savez(inp, counts=c, W=W, membership=membership, draws=draws, tune=tune,
@@ -579,7 +580,7 @@ def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED,
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            return {"status": "capped", "run": f"{tune}+{draws}"}
+            return {"status": "capped", "run": run_text}
         except BaseException:  # e.g. Ctrl-C: the worker's own session does not get the SIGINT
             os.killpg(proc.pid, signal.SIGKILL)
             raise
@@ -587,7 +588,7 @@ def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED,
         if proc.returncode != 0:
             tail = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
             print(f"{peer} worker failed at G = {c.shape[0]:,}:\n{stderr}", file=sys.stderr)
-            return {"status": "failed", "error": tail.replace("|", "\\|"), "run": f"{tune}+{draws}"}
+            return {"status": "failed", "error": tail.replace("|", "\\|"), "run": run_text}
         res = dict(np.load(out))
     P = membership.shape[1]
     diag = ess_table({"mu": res["mu"], "alpha": res["alpha"], "tau": res["tau"],
@@ -597,7 +598,7 @@ def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED,
             "setup": wall - float(res["seconds"]), "diag": diag, "mu_mean": float(res["mu"].mean()),
             "mu_mcse": _mcse_mean(res["mu"]), "mean_lambda": res["mean_lambda"],
             "divergences": int(res["divergences"]), "n_steps": float(res["n_steps"]),
-            "run": f"{tune}+{draws}"}
+            "run": run_text}
 
 
 def _fit_draws(fit) -> tuple[dict, dict]:
