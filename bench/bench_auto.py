@@ -26,9 +26,9 @@ import warnings
 
 import numpy as np
 
-from geosynth import Grid, PaivaModel, prepare
+from bench.bench_pymc import scenario_counts
+from geosynth import PaivaModel
 from geosynth._compat import import_arviz
-from geosynth.datasets import paiva_scenario
 from geosynth.model.diagnostics import convergence_diagnostics
 
 CHECK_SIDES = (40, 80)
@@ -36,12 +36,6 @@ FIT_SIDES = tuple(int(s) for s in os.environ.get("BENCH_AUTO_SIDES", "20,40").sp
 MAX_SECONDS = float(os.environ.get("BENCH_AUTO_SECONDS", "600"))
 WINDOW = 1600  # draws per chain of the largest default window
 B = 12
-
-
-def _counts(side: int):
-    scenario = paiva_scenario(n=5 * side * side, seed=2014)
-    grid = Grid.regular(scenario.bounds, shape=(side, side), crs=scenario.crs)
-    return prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
 
 
 def _draws(n_params: int, seed: int = 0) -> np.ndarray:
@@ -78,7 +72,7 @@ def check_table() -> str:
             "|---:|---:|---:|---:|---:|---:|---:|"]
     for side in CHECK_SIDES:
         G = side * side
-        counts = _counts(side)
+        counts = scenario_counts(side * side)
         sweep = _sweep_seconds(counts)
         theta = _seconds(convergence_diagnostics, _draws(G + 9), 2)
         screen = _seconds(convergence_diagnostics, _draws(2048), 2)
@@ -98,7 +92,7 @@ def fit_table() -> str:
             "fit (s) | checks | check time (s) | share |",
             "|---:|---|---:|---:|---|---|---:|---:|---:|---:|"]
     for side in FIT_SIDES:
-        counts = _counts(side)
+        counts = scenario_counts(side * side)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit = PaivaModel().fit(counts, n_iter="auto", seed=1, progress=False,

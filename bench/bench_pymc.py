@@ -354,7 +354,8 @@ def make_model(sampler: str, model_class=None):
     return model_class()
 
 
-def _counts(G: int):
+def scenario_counts(G: int):
+    """The bench's data: the Nunes (2018) scenario, 5 records per cell, on a √G × √G lattice."""
     from geosynth import Grid, prepare
     from geosynth.datasets import paiva_scenario
 
@@ -614,7 +615,7 @@ def _fit_draws(fit) -> tuple[dict, dict]:
 
 def _warm_up(model) -> None:
     """Compile (or load) the sampler's kernels on a small lattice, outside every timing."""
-    model.fit(_counts(100), n_iter=20, burn_in=10, thin=1, chains=2, seed=0, progress=False)
+    model.fit(scenario_counts(100), n_iter=20, burn_in=10, thin=1, chains=2, seed=0, progress=False)
 
 
 def gibbs_thin(cells: int, combinations: int, fit_thin: int, chains: int = 2) -> int:
@@ -745,7 +746,7 @@ def comparison_table(options: Options, samplers: tuple[str, ...], python, verdic
     lines = list(HEADER)
     print("\n".join(HEADER), flush=True)
     for G in options.sizes:
-        counts = _counts(G)
+        counts = scenario_counts(G)
         rates: dict[str, list[float]] = {}
         # The peers' inputs (a dense G x G adjacency among them) once per lattice, not per seed.
         inputs = (_pymc_inputs(counts, make_model(samplers[0]))
@@ -834,7 +835,7 @@ def auto_table(options: Options, samplers: tuple[str, ...]) -> list[str]:
              "| ---: | --- | --- | ---: | ---: | --- | --- | --- |"]
     print("\n".join(lines), flush=True)
     for G in options.auto_sizes:
-        counts = _counts(G)
+        counts = scenario_counts(G)
         for sampler in samplers:
             s = _run_auto(counts, make_model(sampler), options.max_seconds)["stopping"]
             ok = "yes" if s.reason == "converged" else "no"

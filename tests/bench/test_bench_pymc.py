@@ -86,7 +86,7 @@ def test_an_agreement_failure_at_any_seed_stands():
 
 
 def test_pymc_inputs_are_the_lattice_and_the_level_membership():
-    counts = bench_pymc._counts(100)
+    counts = bench_pymc.scenario_counts(100)
     model = bench_pymc.make_model(bench_pymc.available_samplers()[0])
     c, W, membership, names = bench_pymc._pymc_inputs(counts, model)
     assert c.shape == (100, 12) and c.sum() == 500
