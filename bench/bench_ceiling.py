@@ -19,9 +19,10 @@ Every round leaves the posterior invariant, so with many rounds each (field, τ)
 nearly from its conditional given the rest of the state (a collapsed or exact block update
 could do no better): the autocorrelation that is left is what no such move removes. The table
 gives, per configuration, the milliseconds a sweep and the integrated autocorrelation time
-τ_int = N / bulk ESS (arviz) of every scalar a fit reports (μ + mean θ, every α_p + mean φ_·p,
-τ_θ, every τ_φ, τ_ε: the bench's μ, α and τ groups), and two factors on min ESS/s over these
-scalars against the default sweep:
+τ_int = N / bulk ESS (arviz's definition, by
+:func:`~geosynth.model.diagnostics.convergence_diagnostics`) of every scalar a fit reports
+(μ + mean θ, every α_p + mean φ_·p, τ_θ, every τ_φ, τ_ε: the bench's μ, α and τ groups), and
+two factors on min ESS/s over these scalars against the default sweep:
 *measured* (with the rounds' cost) and *if free* (the default's worst τ_int over the
 configuration's: the ceiling, were the rounds to cost nothing).
 
@@ -44,9 +45,8 @@ from numba import njit
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_pymc import scenario_counts  # noqa: E402
+from bench.bench_pymc import mcse_mean, scenario_counts  # noqa: E402
 from geosynth import PaivaModel  # noqa: E402
-from geosynth._compat import import_arviz  # noqa: E402
 from geosynth.model.borrow import borrowed  # noqa: E402
 from geosynth.model.conditionals import (  # noqa: E402
     update_eps,
@@ -54,6 +54,7 @@ from geosynth.model.conditionals import (  # noqa: E402
     update_tau_eps,
     update_theta,
 )
+from geosynth.model.diagnostics import convergence_diagnostics  # noqa: E402
 from geosynth.model.fit import build_model_data  # noqa: E402
 from geosynth.model.moves import error_scale_moves, field_scale_cycles  # noqa: E402
 from geosynth.model.runner import initial_state  # noqa: E402
@@ -160,14 +161,11 @@ def measure(counts, fields: int, errors: int, sweeps: int = SWEEPS, burn_in: int
     if _run(data, s, sweeps, False, fields, errors, out) != STATUS_OK:
         raise RuntimeError("a sweep's sampler failed")
     seconds = time.perf_counter() - start
-    az = import_arviz()
-    tau_int, means, mcse = {}, {}, {}
-    for k, name in zip(scalar_columns(data), names, strict=True):
-        draws = out[None, :, k]
-        ess = float(az.ess(draws, method="bulk"))
-        tau_int[name] = sweeps / ess
-        means[name] = float(draws.mean())
-        mcse[name] = float(draws.std() / math.sqrt(az.ess(draws, method="mean")))
+    draws = out[None, :, scalar_columns(data)]
+    ess = convergence_diagnostics(draws).ess_bulk
+    tau_int = {name: sweeps / float(e) for name, e in zip(names, ess, strict=True)}
+    means = {name: float(draws[..., k].mean()) for k, name in enumerate(names)}
+    mcse = {name: mcse_mean(draws[..., k]) for k, name in enumerate(names)}
     return Config(fields, errors, 1e3 * seconds / sweeps, tau_int, means, mcse)
 
 

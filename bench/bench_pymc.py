@@ -415,7 +415,8 @@ def _param_name(group: str, k: int, shape: tuple) -> str:
     return f"{group}[{index}]"
 
 
-def _mcse_mean(draws: np.ndarray) -> float:
+def mcse_mean(draws: np.ndarray) -> float:
+    """Monte Carlo standard error of the mean of ``draws`` (chains, draws), by arviz."""
     import arviz as az
 
     return float(az.mcse(az.convert_to_dataset({"x": np.asarray(draws, np.float64)}),
@@ -597,7 +598,7 @@ def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED,
                      {"alpha": names[1:1 + P], "tau": names[1 + P:]})
     return {"status": "ok", "seconds": float(res["seconds"]), "wall": wall,
             "setup": wall - float(res["seconds"]), "diag": diag, "mu_mean": float(res["mu"].mean()),
-            "mu_mcse": _mcse_mean(res["mu"]), "mean_lambda": res["mean_lambda"],
+            "mu_mcse": mcse_mean(res["mu"]), "mean_lambda": res["mean_lambda"],
             "divergences": int(res["divergences"]), "n_steps": float(res["n_steps"]),
             "run": run_text}
 
@@ -655,7 +656,7 @@ def _run_geosynth(counts, model, seed: int = SEED) -> dict:
     thinned = ess_table({g: v[:, step - 1::step] for g, v in draws.items()}, names)
     return {"status": "ok", "seconds": seconds, "diag": ess_table(draws, names),
             "thinned": thinned, "fit_thin": fit_thin,
-            "mu_mean": float(mu.mean()), "mu_mcse": _mcse_mean(mu),
+            "mu_mean": float(mu.mean()), "mu_mcse": mcse_mean(mu),
             "mean_lambda": fit.posterior_mean_lambda(),
             "run": f"{GIBBS['n_iter']:,} sweeps (thin {thin})"}
 
