@@ -57,8 +57,8 @@ from geosynth.model.state import (
     combos_of,
     level_combos_of,
 )
-from geosynth.model.vexp import exp_vec, expm1_vec, fixed_order_sum, sum_of_products
 from geosynth.samplers.rng import gamma, standard_normal, uniform
+from geosynth.samplers.vexp import exp_vec, expm1_vec, fixed_order_sum, sum_of_products
 
 __all__ = [
     "scale_beta_cell",
@@ -158,7 +158,7 @@ def scale_eps_cell(eps, i, factor, eta, expeta, apply, offset, total):
     -------
     float
     """
-    if apply:  # a loop LLVM vectorises (geosynth.model.vexp)
+    if apply:  # a loop LLVM vectorises (geosynth.samplers.vexp)
         for b in range(eps.shape[1]):
             d = eps[i, b] * factor
             eps[i, b] += d
@@ -175,7 +175,7 @@ def eps_exp_change(eps, expeta, factor, grow):
     """Σ_ib e^η_ib·(e^{d_ib} − 1), d = ε·factor: :func:`scale_eps_cell`'s sum over every cell.
 
     One vectorised pass over the G·B entries into the scratch ``grow`` (same shape), then a
-    sum in a fixed order (:mod:`geosynth.model.vexp`).
+    sum in a fixed order (:mod:`geosynth.samplers.vexp`).
     """
     flat_eps, flat_grow = eps.reshape(-1), grow.reshape(-1)
     for k in range(flat_eps.shape[0]):
@@ -583,7 +583,7 @@ def _rescale_exp_sums(exp_sum, grow, delta):
 def _exp_change(exp_sum, grow, step_smooth, smooth, step_rough, rough):
     """Σ S_i·(e^{d_i} − 1) with d_i = step_smooth·smooth_i + step_rough·rough_i (into ``grow``).
 
-    A vectorised pass (:mod:`geosynth.model.vexp`): eight to ten of these per field a sweep.
+    A vectorised pass (:mod:`geosynth.samplers.vexp`): eight to ten of these per field a sweep.
     """
     for i in range(exp_sum.shape[0]):
         grow[i] = expm1_vec(step_smooth * smooth[i] + step_rough * rough[i])

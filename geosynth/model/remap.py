@@ -65,8 +65,8 @@ from numba import njit
 from geosynth.model.conditionals import component_sums, icar_quadratic
 from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.state import EPS_A, EPS_B, LEVEL_VAR
-from geosynth.model.vexp import exp_vec
 from geosynth.samplers.rng import uniform
+from geosynth.samplers.vexp import exp_vec
 
 __all__ = [
     "REMAP_ROUNDS",

@@ -183,7 +183,9 @@ class GibbsState(NamedTuple):
     #                           errors' remap move (metropolis.scale_proposal)
     marginal_log_sd: np.ndarray  # float64 (P + 3,) noise-aware moves: μ, α_p, θ_i, ε_ib
     cell_work: np.ndarray  # float64 (4, G) scratch of the scale cycles
-    entry_work: np.ndarray  # float64 (2, G, B) scratch of the errors' remap and scale moves
+    entry_work: np.ndarray  # float64 (4, G, B) scratch of ε's draws, remap and scale moves
+    entry_flags: np.ndarray  # int8 (G·B,) scratch of ε's vectorised draws (update_eps)
+    entry_index: np.ndarray  # int64 (G·B,) scratch of ε's vectorised draws (update_eps)
     mode_hessian: np.ndarray  # float64 ((1 + P)(K + C), same) the joint mode move's likelihood
     #                           Hessian (moves.mode_moves), frozen after burn-in
     mode_hessian_sweeps: np.ndarray  # int64 (1,) sweeps counted for the Hessian's refreshes

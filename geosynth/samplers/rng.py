@@ -28,6 +28,10 @@ __all__ = [
     "next_uint64",
     "uniform",
     "standard_normal",
+    "ziggurat_layer",
+    "ziggurat_finish",
+    "splitmix64",
+    "uniform_of",
     "standard_exponential",
     "gamma",
     "gamma_and_log",
@@ -91,9 +95,15 @@ def next_uint64(state):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def uniform_of(bits):
+    """Return the uniform on (0, 1) that :func:`uniform` makes of a given 64-bit output."""
+    return ((bits >> _SHIFT_MANTISSA) + 0.5) * _TWO_POW_MINUS_53
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def uniform(state):
     """Uniform draw on the open interval (0, 1) with 53 random bits."""
-    return ((next_uint64(state) >> _SHIFT_MANTISSA) + 0.5) * _TWO_POW_MINUS_53
+    return uniform_of(next_uint64(state))
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -126,20 +136,39 @@ _LOW_SEVEN = np.uint64(0x7F)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def standard_normal(state):
-    """Draw a standard normal value (ziggurat, 128 layers; Marsaglia & Tsang 2000).
+def ziggurat_layer(bits):
+    """Split one 64-bit output into the ziggurat's signed uniform, layer and candidate.
 
-    One 64-bit output gives both the signed uniform (its top 53 bits) and the layer (its low
-    7 bits, unused by the uniform), as in Doornik (2005), whose layer-independent uniform avoids
-    the correlation of the original's shared bits; 98.8 % of draws end at the first comparison.
-    The base layer's tail beyond R is drawn by Marsaglia's (1964) exponential method.
+    The top 53 bits give the signed uniform ``u``, the low 7 bits (unused by it) the layer
+    ``i``, as in Doornik (2005), whose layer-independent uniform avoids the correlation of the
+    original's shared bits. ``x = u·x_i`` is a standard normal draw when ``|u| <``
+    ``_ZIG_RATIO[i]`` (97.2 % of outputs: one minus the mean ratio); otherwise
+    :func:`ziggurat_finish` completes the draw from ``(u, i)``.
+
+    Returns
+    -------
+    u : float
+    i : int
+    x : float
+    fast : bool
+        ``|u| < _ZIG_RATIO[i]``: ``x`` is the draw.
+    """
+    u = 2.0 * (((bits >> _SHIFT_MANTISSA) + 0.5) * _TWO_POW_MINUS_53) - 1.0
+    i = np.int64(bits & _LOW_SEVEN)
+    return u, i, u * _ZIG_X[i], abs(u) < _ZIG_RATIO[i]
+
+
+@njit(cache=True, error_model="numpy")
+def ziggurat_finish(u, i, state):
+    """Complete a ziggurat draw whose first comparison failed (Marsaglia & Tsang 2000).
+
+    The base layer's tail beyond R is drawn by Marsaglia's (1964) exponential method; any other
+    layer's wedge by the test under the curve, and a rejected wedge starts a fresh draw from
+    ``state``. Called with the ``(u, i)`` of :func:`ziggurat_layer`, it makes the pair an exact
+    standard normal draw whatever produced the 64 bits (the engine's vectorised passes take
+    them from :func:`splitmix64`).
     """
     while True:
-        bits = next_uint64(state)
-        u = 2.0 * (((bits >> _SHIFT_MANTISSA) + 0.5) * _TWO_POW_MINUS_53) - 1.0
-        i = np.int64(bits & _LOW_SEVEN)
-        if abs(u) < _ZIG_RATIO[i]:
-            return u * _ZIG_X[i]
         if i == 0:
             while True:
                 x = -math.log(uniform(state)) / _ZIG_R
@@ -152,6 +181,45 @@ def standard_normal(state):
         # Accept under the curve between the layer's two edges: f(x) = e^{−x²/2}.
         if f_outer + uniform(state) * (f_inner - f_outer) < math.exp(-0.5 * x * x):
             return x
+        u, i, x, fast = ziggurat_layer(next_uint64(state))
+        if fast:
+            return x
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def standard_normal(state):
+    """Draw a standard normal value (ziggurat, 128 layers; Marsaglia & Tsang 2000).
+
+    One 64-bit output gives both the signed uniform and the layer (:func:`ziggurat_layer`);
+    97.2 % of draws end at the first comparison, the rest in :func:`ziggurat_finish`.
+    """
+    u, i, x, fast = ziggurat_layer(next_uint64(state))
+    if fast:
+        return x
+    return ziggurat_finish(u, i, state)
+
+
+_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def splitmix64(key, k):
+    """Output ``k`` (≥ 0) of the SplitMix64 stream that starts from ``key``.
+
+    SplitMix64 (Steele, Lea & Flood 2014; the generator that seeds xoshiro) adds the odd
+    constant γ = 0x9E3779B97F4A7C15 to its state and returns a 64-bit mix of the sum; output k
+    is the mix of ``key + (k + 1)·γ``, so any output can be computed without the ones before
+    it. A loop over k has no carried state, so LLVM vectorises it: the engine's vectorised
+    passes draw one ``key`` from the chain's xoshiro256** stream and take their bits here. The
+    sequence passes BigCrush; two passes' sequences overlap only if their keys differ by less
+    than the pass length times γ (modulo 2⁶⁴), which has probability ~n/2⁶⁴.
+    """
+    z = key + (np.uint64(k) + _ONE) * _GOLDEN_GAMMA
+    z = (z ^ (z >> np.uint64(30))) * _MIX_1
+    z = (z ^ (z >> np.uint64(27))) * _MIX_2
+    return z ^ (z >> np.uint64(31))
 
 
 @njit(cache=True, error_model="numpy", inline="always")

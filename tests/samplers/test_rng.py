@@ -187,15 +187,63 @@ def test_ziggurat_layers_have_equal_areas_and_close_at_zero():
     np.testing.assert_allclose(ratio, x[1:] / x[:-1])
 
 
-def test_ziggurat_normal_fine_bins_and_tails():
-    """2·10⁶ draws: chi-square over 400 equiprobable bins (the layers' wedges and edges), and
-    the mass beyond the base layer's edge R and beyond 4 against the exact normal tails."""
-    state = rng.make_streams(2026, 1)[0]
-    draws = _many(1, state, 2_000_000, 0.0, 0.0)
+def _assert_normal_fine_bins_and_tails(draws):
+    """Chi-square over 400 equiprobable bins; the mass beyond R and beyond 4 (binomial tests)."""
     edges = stats.norm.ppf(np.linspace(0, 1, 401))
     observed, _ = np.histogram(draws, edges)
     assert stats.chisquare(observed).pvalue > 0.001
     for cut in (rng._ZIG_R, 4.0):
         beyond = int(np.sum(np.abs(draws) > cut))
         assert stats.binomtest(beyond, draws.size, 2 * stats.norm.sf(cut)).pvalue > 0.001
+
+
+def test_ziggurat_normal_fine_bins_and_tails():
+    """2·10⁶ draws: chi-square over 400 equiprobable bins (the layers' wedges and edges), and
+    the mass beyond the base layer's edge R and beyond 4 against the exact normal tails."""
+    state = rng.make_streams(2026, 1)[0]
+    draws = _many(1, state, 2_000_000, 0.0, 0.0)
+    _assert_normal_fine_bins_and_tails(draws)
     assert abs(np.mean(draws > 0) - 0.5) < 5 * 0.5 / np.sqrt(draws.size)
+
+
+# ---------------------------------------- counter-based bits of the vectorised passes (2026-11-28)
+def _splitmix_python(seed, n):
+    """Transcribe the reference C code (prng.di.unimi.it/splitmix64.c)."""
+    mask = (1 << 64) - 1
+    x, out = int(seed), []
+    for _ in range(n):
+        x = (x + 0x9E3779B97F4A7C15) & mask
+        z = x
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        out.append(z ^ (z >> 31))
+    return out
+
+
+@njit
+def _splitmix_outputs(key, n):
+    out = np.empty(n, np.uint64)
+    for k in range(n):
+        out[k] = rng.splitmix64(key, k)
+    return out
+
+
+@pytest.mark.parametrize("key", [0, 1234567, 2**64 - 1])
+def test_splitmix64_outputs_match_the_reference_algorithm(key):
+    assert [int(v) for v in _splitmix_outputs(np.uint64(key), 1000)] == _splitmix_python(key, 1000)
+
+
+@njit
+def _normals_from_splitmix(key, n, state):
+    out = np.empty(n)
+    for k in range(n):
+        u, layer, x, fast = rng.ziggurat_layer(rng.splitmix64(key, k))
+        out[k] = x if fast else rng.ziggurat_finish(u, layer, state)
+    return out
+
+
+def test_ziggurat_from_outside_bits_and_its_finish_draw_normals():
+    """The vectorised passes' normals: ziggurat_layer on SplitMix64 bits, ziggurat_finish on the
+    2.8 % outside the rectangles; the fine-bin and tail checks of the xoshiro normals."""
+    draws = _normals_from_splitmix(np.uint64(2026), 2_000_000, rng.make_streams(3, 1)[0])
+    _assert_normal_fine_bins_and_tails(draws)

@@ -1,4 +1,4 @@
-"""exp and expm1 as plain arithmetic (geosynth.model.vexp): accuracy, clamping and fixed-order sums.
+"""exp and expm1 as plain arithmetic (geosynth.samplers.vexp): accuracy, clamping, fixed-order sums.
 
 Against NumPy's libm-backed ``exp``/``expm1``: within 2 ulp over the arguments the engine meets
 (|x| ≤ 40), relative accuracy of ``expm1`` near 0 (where ``exp(x) − 1`` would lose every
@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import njit
 
-from geosynth.model.vexp import HIGH, LOW, exp_vec, expm1_vec, fixed_order_sum, sum_of_products
+from geosynth.samplers.vexp import HIGH, LOW, exp_vec, expm1_vec, fixed_order_sum, sum_of_products
 
 
 @njit

@@ -18,7 +18,7 @@ exact in the powers of two for |k| ≤ 52); 2ᵏ is applied as two factors 2^⌊
 so that the results overflow to ∞ and underflow to 0 (expm1 to −1) exactly where eˣ does —
 which the scale moves rely on: a proposal far out must read as an infinite change of the
 expected count and be refused, not be capped into an acceptable one. Within 2 ulp of glibc over
-|x| ≤ 40 (``tests/model/test_vexp.py``).
+|x| ≤ 40 (``tests/samplers/test_vexp.py``).
 
 No fast-math flags: every lane computes what a scalar loop would, in the same order, so the
 results — and the draws — do not depend on the CPU's vector width. :func:`sum_of_products`
@@ -32,7 +32,14 @@ import math
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["exp_vec", "expm1_vec", "sum_of_products", "fixed_order_sum", "LOW", "HIGH"]
+__all__ = [
+    "exp_vec",
+    "expm1_vec",
+    "sum_of_products",
+    "fixed_order_sum",
+    "LOW",
+    "HIGH",
+]
 
 #: Arguments are clamped to [LOW, HIGH]: e^LOW rounds to 0 and e^HIGH overflows to ∞, as eˣ
 #: does beyond them, so the clamp changes no result (it keeps 2ᵏ's exponent bits in range).
