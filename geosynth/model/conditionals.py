@@ -679,6 +679,13 @@ def _eps_try(x0, a, wex, q, key, k, z):
                                 True)
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _set_eps(eps, eta, expeta, k, new, new_wex):
+    """Give flat entry k the draw ``new`` with ``W e^new`` = ``new_wex``; η follows."""
+    eta[k] += new - eps[k]
+    eps[k], expeta[k] = new, new_wex
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def eps_tangent_pass(eps, counts, expeta, shift, q, key, n, flags):
     """One try of the Gaussian tangent envelope for each of the first ``n`` entries, vectorised.
@@ -731,8 +738,7 @@ def gather_refused_eps(eps, counts, eta, expeta, q, key, flags, index, x, a, wex
         if flags[k] == TRY_UNFINISHED:
             accepted, new, new_wex = finish_eps_try(eps[k], counts[k], expeta[k], q, key, k, rng)
             if accepted:
-                eta[k] += new - eps[k]
-                eps[k], expeta[k] = new, new_wex
+                _set_eps(eps, eta, expeta, k, new, new_wex)
                 continue
         index[m] = k
         x[m], a[m], wex[m] = eps[k], counts[k], expeta[k]
@@ -754,8 +760,7 @@ def settle_gathered_eps(eps, eta, expeta, q, key, m, flags, index, x, a, wex, rn
             accepted, new, new_wex = finish_eps_try(x[j], a[j], wex[j], q, key, j, rng)
         k = index[j]
         if accepted:
-            eta[k] += new - eps[k]
-            eps[k], expeta[k] = new, new_wex
+            _set_eps(eps, eta, expeta, k, new, new_wex)
         else:
             index[left], x[left], a[left], wex[left] = k, x[j], a[j], wex[j]
             left += 1
@@ -804,8 +809,7 @@ def draw_eps_entries(eps, counts, eta, expeta, q, rng, work, flags, index):
         new, new_wex, status = tangent_draw(eps[k], a[j], expeta[k], 0.0, q, rng)
         if status != STATUS_OK:
             return status
-        eta[k] += new - eps[k]
-        eps[k], expeta[k] = new, new_wex
+        _set_eps(eps, eta, expeta, k, new, new_wex)
     return STATUS_OK
 
 

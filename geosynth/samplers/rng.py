@@ -153,7 +153,7 @@ def ziggurat_layer(bits):
     fast : bool
         ``|u| < _ZIG_RATIO[i]``: ``x`` is the draw.
     """
-    u = 2.0 * (((bits >> _SHIFT_MANTISSA) + 0.5) * _TWO_POW_MINUS_53) - 1.0
+    u = 2.0 * uniform_of(bits) - 1.0
     i = np.int64(bits & _LOW_SEVEN)
     return u, i, u * _ZIG_X[i], abs(u) < _ZIG_RATIO[i]
 
