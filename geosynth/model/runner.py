@@ -708,6 +708,8 @@ class AutoRunner(ChainRunner):
         check = self.last_check
         if reason == "max_seconds":
             check = self._check(complete=True)
+            if check.converged:  # the returned window meets the rule: nothing to warn about
+                reason = "converged"
         elif interrupt is not None:
             self._warn_interrupted(np.array([chain.rows for chain in chains]))
         sweeps = min(chain.sweeps for chain in chains)

@@ -46,7 +46,10 @@ compilation included; the warm-up always completes) less the time the final comp
 expected to take (:func:`complete_check_seconds_per_row`, from the pace of the diagnostics at
 the latest check, :func:`diagnostics_pace`; nothing is reserved before the first), and the fit
 returns the draws of the current window with a :class:`~geosynth.errors.GeosynthWarning`
-naming what has not converged.
+naming what has not converged. The final check is complete (every parameter): if the window
+it returns meets the rule after all — the time ran out after a failed check, but the sweeps
+made since carried it over the line — the fit has converged by its own rule and says so
+(reason ``"converged"``, no warning) rather than warn with nothing to name.
 """
 
 from __future__ import annotations

@@ -107,6 +107,29 @@ def test_max_seconds_stops_with_a_warning_naming_what_has_not_converged(counts):
     assert not fit.interrupted
 
 
+def test_max_seconds_with_a_window_that_meets_the_rule_counts_as_converged(counts, monkeypatch):
+    # The regular checks are made to fail (as a check just short of the target would), so the
+    # fit runs until max_seconds; by then its window meets the rule, which the final, complete
+    # check finds: the fit converged by its own rule — no warning naming nothing, reason
+    # "converged", and arviz agrees on the returned draws.
+    real_check = runner_module.AutoRunner._check
+
+    def regular_checks_fail(self, complete):
+        check = real_check(self, complete)
+        return check if complete else check._replace(converged=False)
+
+    monkeypatch.setattr(runner_module.AutoRunner, "_check", regular_checks_fail)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GeosynthWarning)
+        fit = PaivaModel().fit(counts, seed=7, **AUTO, max_seconds=3)
+    stopping = fit.stopping
+    assert stopping.reason == "converged" and stopping.n_not_converged == 0
+    assert stopping.checks >= 2 and stopping.seconds >= 2  # it ran on to max_seconds
+    low, high = arviz_ess_rhat(fit)
+    assert low >= 100 and high < 1.01
+    assert stopping.min_ess == pytest.approx(low, rel=1e-9)
+
+
 def test_complete_check_time_is_the_pace_times_every_parameter():
     rng = np.random.default_rng(0)
     n = 200
