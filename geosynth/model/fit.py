@@ -309,7 +309,9 @@ class PaivaModel:
             wall-clock time since the call (compilation included; the warm-up always
             completes), less the expected time of the final check of every parameter, and
             return the draws of the current window with a warning that names what has not
-            converged. Without it the same seed gives the same sweeps and draws.
+            converged (none if that final check of every parameter passes: the fit then
+            converged, ``fit.stopping.reason == "converged"``). Without it the same seed gives
+            the same sweeps and draws.
 
         Returns
         -------
