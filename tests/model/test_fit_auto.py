@@ -112,13 +112,11 @@ def test_max_seconds_with_a_window_that_meets_the_rule_counts_as_converged(count
     # fit runs until max_seconds; by then its window meets the rule, which the final, complete
     # check finds: the fit converged by its own rule — no warning naming nothing, reason
     # "converged", and arviz agrees on the returned draws.
-    real_check = runner_module.AutoRunner._check
-
-    def regular_checks_fail(self, complete):
-        check = real_check(self, complete)
+    def regular_checks_fail(*args, complete=False, **kwargs):
+        check = assess_convergence(*args, complete=complete, **kwargs)
         return check if complete else check._replace(converged=False)
 
-    monkeypatch.setattr(runner_module.AutoRunner, "_check", regular_checks_fail)
+    monkeypatch.setattr(runner_module, "assess_convergence", regular_checks_fail)
     with warnings.catch_warnings():
         warnings.simplefilter("error", GeosynthWarning)
         fit = PaivaModel().fit(counts, seed=7, **AUTO, max_seconds=3)
