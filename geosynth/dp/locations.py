@@ -129,11 +129,12 @@ MAX_NOISE_SECONDS = 3600.0
 _NOISE_SLOWDOWN = 10.0
 # The mostly-noise warning compares b with max(T̃ − 2σ, 0) / G, a ~97.7% lower bound.
 _MOSTLY_NOISE_SDS = 2.0
-# Cost of one enumeration of a latent count (latent_log_marginal / draw_latent_count) on the
-# 2-core benchmark machine: about 0.5 µs plus 0.4 µs per unit of sqrt(λ) (measured for λ from 1
-# to 7e10). Calls per sweep: about (5 + number of attributes) per (cell, combination).
-_SECONDS_PER_ENUMERATION = 5e-7
-_SECONDS_PER_SQRT_LAMBDA = 4e-7
+# Cost of one enumeration of a latent count (latent_log_marginal / draw_latent_count), twice
+# what the Zen 5 benchmark machine measured (2026-11-29, λ from 1 to 1e10, b from 1 to 1e6):
+# 40-56 ns, and 16-23 ns per unit of sqrt(λ) where the noise lets the walk reach it.
+# Calls per sweep: about (5 + number of attributes) per (cell, combination).
+_SECONDS_PER_ENUMERATION = 1e-7
+_SECONDS_PER_SQRT_LAMBDA = 5e-8
 _LATENT_CALLS_BASE = 5
 
 

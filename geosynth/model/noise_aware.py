@@ -49,51 +49,111 @@ LATENT_TAIL = 37.0  # stop enumerating where p(c) < e^-37·p(mode) (≈ 1e-16 re
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _latent_increment(c, eta, noisy, inv_scale):
-    """Return log p(c + 1) − log p(c), p(c) ∝ Poisson(c; e^η)·exp(−|c̃ − c|·inv_scale)."""
-    if c + 1.0 <= noisy:
-        return eta - math.log(c + 1.0) + inv_scale
-    return eta - math.log(c + 1.0) - inv_scale
+def _latent_steps(eta, inv_scale):
+    """Return (e^{η + 1/b}, e^{η − 1/b}), the steps of p(c) ∝ Poisson(c; e^η)·e^{−|c̃ − c|/b}.
+
+    p(c + 1)/p(c) = e^{η}/(c + 1)·e^{±1/b}: the first where c + 1 ≤ c̃ (the noise's factor
+    grows towards c̃), the second above. The walks below multiply these ratios instead of
+    summing logs: no ``exp`` or ``log`` per term.
+    """
+    return math.exp(eta + inv_scale), math.exp(eta - inv_scale)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _latent_mode(eta, noisy, inv_scale):
-    """Mode of the (discrete log-concave) latent-count conditional: the first c with inc(c) ≤ 0."""
+def _step_up(c, noisy, below, above):
+    """e^{η ± 1/b} of the step from c to c + 1: p(c + 1)/p(c) is this over c + 1."""
+    return below if c + 1.0 <= noisy else above
+
+
+# 1/k and log k! for k < _RECIPROCALS: the walks' divisions by c + 1 become products off their
+# dependency chain (a division's latency is three to four products'), and the mode's log k! a
+# look-up; 32 KiB each, kept in the L1 cache.
+_RECIPROCALS = 4096
+_RECIPROCAL = 1.0 / np.maximum(np.arange(_RECIPROCALS, dtype=np.float64), 1.0)
+
+
+_LOG_FACTORIAL = np.array([math.lgamma(k + 1.0) for k in range(_RECIPROCALS)])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _log_factorial(k):
+    """Return log k! for a whole k ≥ 0 (float64): from the table where it holds k."""
+    if k < _RECIPROCALS:
+        return _LOG_FACTORIAL[int(k)]
+    return math.lgamma(k + 1.0)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _reciprocal(k):
+    """Return 1/k for a whole k ≥ 1 (float64): from the table where it holds k."""
+    if k < _RECIPROCALS:
+        return _RECIPROCAL[int(k)]
+    return 1.0 / k
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _next_term(term, c, noisy, below, above):
+    """p(c + 1)/p(mode) from ``term`` = p(c)/p(mode): products, no ``exp`` or ``log``."""
+    return term * (_step_up(c, noisy, below, above) * _reciprocal(c + 1.0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _previous_term(term, c, noisy, inv_below, inv_above):
+    """p(c − 1)/p(mode) from ``term`` = p(c)/p(mode) (c ≥ 1; the steps' reciprocals given)."""
+    return term * (c * (inv_below if c <= noisy else inv_above))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _latent_mode(noisy, below, above):
+    """Return the mode of the (discrete log-concave) latent-count conditional.
+
+    The first c whose step up p(c + 1)/p(c) is at most 1 (``below``, ``above`` from
+    :func:`_latent_steps`).
+    """
     cap = 1e12
-    low = math.ceil(min(math.exp(min(eta + inv_scale, 27.0)) - 1.0, cap))
+    peak = math.exp(27.0)
+    low = math.ceil(min(min(below, peak) - 1.0, cap))
     if noisy >= 1.0 and low <= noisy - 1.0:
         c = max(0.0, low)
     else:
-        c = max(max(noisy, 0.0), math.ceil(min(math.exp(min(eta - inv_scale, 27.0)) - 1.0, cap)))
-    # Guard against rounding at the region boundaries: walk to the exact first non-positive step.
-    while c > 0.0 and _latent_increment(c - 1.0, eta, noisy, inv_scale) <= 0.0:
+        c = max(max(noisy, 0.0), math.ceil(min(min(above, peak) - 1.0, cap)))
+    # Guard against rounding at the region boundaries: walk to the exact first step ≤ 1.
+    while c > 0.0 and _step_up(c - 1.0, noisy, below, above) <= c:
         c -= 1.0
-    while _latent_increment(c, eta, noisy, inv_scale) > 0.0:
+    while _step_up(c, noisy, below, above) > c + 1.0:
         c += 1.0
     return c
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _latent_mass(eta, noisy, inv_scale, mode):
-    """Mass of the latent-count conditional relative to the mode, and the first c above it."""
+def _latent_mass(noisy, below, above, mode):
+    """Mass of the latent-count conditional relative to the mode, and the first c above it.
+
+    The terms p(c)/p(mode) are walked outwards from the mode by their ratios
+    (:func:`_next_term`, :func:`_previous_term`), two products each, until one falls
+    below e^{−LATENT_TAIL}; away from the mode of a log-concave p every ratio is ≤ 1, so the
+    walk neither overflows nor stops early.
+    """
+    tail = math.exp(-LATENT_TAIL)
     total = 1.0
-    lp = 0.0
+    term = 1.0
     c = mode
     while True:
-        lp += _latent_increment(c, eta, noisy, inv_scale)
+        term = _next_term(term, c, noisy, below, above)
         c += 1.0
-        if lp < -LATENT_TAIL:
+        if term < tail:
             break
-        total += math.exp(lp)
+        total += term
     hi = c
-    lp = 0.0
+    term = 1.0
     c = mode
+    inv_below, inv_above = 1.0 / below, 1.0 / above
     while c > 0.0:
-        lp -= _latent_increment(c - 1.0, eta, noisy, inv_scale)
+        term = _previous_term(term, c, noisy, inv_below, inv_above)
         c -= 1.0
-        if lp < -LATENT_TAIL:
+        if term < tail:
             break
-        total += math.exp(lp)
+        total += term
     return total, hi
 
 
@@ -118,9 +178,10 @@ def latent_log_marginal(eta, noisy, inv_scale):
     float
         The log marginal likelihood of c̃.
     """
-    mode = _latent_mode(eta, noisy, inv_scale)
-    total, _ = _latent_mass(eta, noisy, inv_scale, mode)
-    log_mode = mode * eta - math.exp(eta) - math.lgamma(mode + 1.0) \
+    below, above = _latent_steps(eta, inv_scale)
+    mode = _latent_mode(noisy, below, above)
+    total, _ = _latent_mass(noisy, below, above, mode)
+    log_mode = mode * eta - math.exp(eta) - _log_factorial(mode) \
         - inv_scale * abs(noisy - mode)
     return log_mode + math.log(total)
 
@@ -153,27 +214,29 @@ def draw_latent_count(eta, noisy, inv_scale, rng):
     """
     if not abs(eta) <= ETA_LIMIT + 5.0:  # also catches NaN: a diverged chain must not hang
         eta = min(max(eta, -ETA_LIMIT - 5.0), ETA_LIMIT + 5.0) if eta == eta else 0.0
-    mode = _latent_mode(eta, noisy, inv_scale)
-    total, hi = _latent_mass(eta, noisy, inv_scale, mode)
+    below, above = _latent_steps(eta, inv_scale)
+    mode = _latent_mode(noisy, below, above)
+    total, hi = _latent_mass(noisy, below, above, mode)
     # Invert the CDF in the order of _latent_mass: mode, upwards, then downwards.
     u = uniform(rng) * total
     acc = 1.0
     if u < acc:
         return mode
-    lp = 0.0
+    term = 1.0
     c = mode
     while c + 1.0 < hi:
-        lp += _latent_increment(c, eta, noisy, inv_scale)
+        term = _next_term(term, c, noisy, below, above)
         c += 1.0
-        acc += math.exp(lp)
+        acc += term
         if u < acc:
             return c
-    lp = 0.0
+    term = 1.0
     c = mode
+    inv_below, inv_above = 1.0 / below, 1.0 / above
     while c > 0.0:
-        lp -= _latent_increment(c - 1.0, eta, noisy, inv_scale)
+        term = _previous_term(term, c, noisy, inv_below, inv_above)
         c -= 1.0
-        acc += math.exp(lp)
+        acc += term
         if u < acc:
             return c
     return mode  # u landed in the rounding slack of ``total``
