@@ -23,7 +23,6 @@ from geosynth.model.state import (
     ALPHA_VAR,
     LEVEL_VAR,
     MU_VAR,
-    combos_of,
     compute_eta,
     level_combos_of,
     record,
@@ -39,6 +38,8 @@ __all__ = [
     "MARGINAL_TARGET_ACCEPTANCE",
     "MARGINAL_LOG_SD_RANGE",
     "ETA_LIMIT",
+    "marginal_slot_count",
+    "level_move",
     "marginal_moves",
     "update_latent_counts",
     "run_chunk_noise_aware",
@@ -245,22 +246,28 @@ def draw_latent_count(eta, noisy, inv_scale, rng):
 MARGINAL_TARGET_ACCEPTANCE = 0.44
 
 
-_M_MU, _M_THETA, _M_EPS = np.int64(0), np.int64(1), np.int64(2)
+# Slots of s.marginal_log_sd: μ, θ's cells, ε's entries, then α_p for every level p, then the
+# level move of every attribute k (marginal_slot_count).
+_M_MU, _M_THETA, _M_EPS = 0, 1, 2
+_M_LEVELS = 3
+
+
+def marginal_slot_count(n_levels: int, n_attributes: int) -> int:
+    """Length of ``GibbsState.marginal_log_sd``: the proposal scales of :func:`marginal_moves`."""
+    return _M_LEVELS + n_levels + n_attributes
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _marginal_shift(data, s, noisy, inv_scale, delta, p, i, lm, lm_new):
-    """Change in Σ log m(η_ib) when η_ib += delta over the (i, b) touched by one parameter.
+def _marginal_shift(s, noisy, inv_scale, delta, combos, i, lm, lm_new):
+    """Change in Σ log m(η_ib) when η_ib += delta over the (i, b) touched by one move.
 
-    ``p = -1, i = -1``: every (i, b) (μ); ``p >= 0``: the combinations of level p (α_p);
-    ``i >= 0``: the combinations of cell i (θ_i). ``lm`` caches log m at the current η; the
-    proposed values are written to ``lm_new`` (same (i, b) positions) for the caller to keep
-    on acceptance.
+    The combinations ``combos`` of every cell (``i = -1``: μ, α_p, the level moves) or of cell
+    ``i`` (θ_i). ``lm`` caches log m at the current η; the proposed values are written to
+    ``lm_new`` (same (i, b) positions) for the caller to keep on acceptance.
     """
     G = s.counts.shape[0]
     total = 0.0
     rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
-    combos = combos_of(data, p)
     for r in range(rows_lo, rows_hi):
         for t in range(combos.shape[0]):
             b = combos[t]
@@ -274,18 +281,77 @@ def _marginal_shift(data, s, noisy, inv_scale, delta, p, i, lm, lm_new):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _apply_shift(data, s, delta, p, i, lm, lm_new):
+def _apply_shift(s, delta, combos, i, lm, lm_new):
     """Add ``delta`` to η (rescale exp η, keep log m) over the (i, b) of _marginal_shift."""
     G = s.counts.shape[0]
     factor = math.exp(delta)
     rows_lo, rows_hi = (0, G) if i < 0 else (i, i + 1)
-    combos = combos_of(data, p)
     for r in range(rows_lo, rows_hi):
         for t in range(combos.shape[0]):
             b = combos[t]
             s.eta[r, b] += delta
             s.expeta[r, b] *= factor
             lm[r, b] = lm_new[r, b]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _baseline_combos(data, k):
+    """Return the combinations at the baseline level of attribute k (``combo_levels[b, k] < 0``)."""
+    levels = data.combo_levels[:, k]
+    return np.flatnonzero(levels < 0)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def level_move(data, s, noisy, inv_scale, k, adapt, lm, lm_new):
+    """Random-walk Metropolis move along the ridge of μ and attribute k's level effects.
+
+    (μ, α_p for every level p of attribute k) → (μ + δ, α_p − δ): only the combinations at the
+    attribute's baseline level change, by δ. Under heavy noise the baseline's count is weakly
+    identified and the posterior of μ and the α_p runs along this line (μ + α_p nearly fixed
+    for each level p), which single-parameter moves cross a step at a time: on the Berlin
+    listings at ε = 1 μ's ESS was 21 in 2 × 1,500 draws (``bench/RESULTS.md``, 2026-11-29).
+    The proposal is a translation (unit Jacobian) and symmetric; the ratio is the marginal
+    likelihood's change on the baseline's combinations with the N(0, var) priors' change.
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (``combo_levels`` says which levels belong to attribute k).
+    s : GibbsState
+        The chain's state: μ, α, η, exp η and the move's proposal scale (slot
+        ``3 + P + k`` of ``s.marginal_log_sd``) are updated in place.
+    noisy : numpy.ndarray of float64, shape (G, B)
+        The released counts c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+    k : int
+        The attribute (column of ``combo_levels``).
+    adapt : bool
+        Burn-in: tune the proposal scale.
+    lm, lm_new : numpy.ndarray of float64, shape (G, B)
+        log m at the current η (kept up to date) and scratch.
+    """
+    pr = data.priors
+    slot = _M_LEVELS + s.alpha.shape[0] + k
+    delta = math.exp(s.marginal_log_sd[slot]) * standard_normal(s.rng)
+    levels = data.combo_levels[:, k]
+    combos = _baseline_combos(data, k)
+    x = s.mu[0]
+    log_prior = -((x + delta) ** 2 - x * x) / (2.0 * pr[MU_VAR])
+    for p in range(s.alpha.shape[0]):
+        if np.any(levels == p):
+            a = s.alpha[p]
+            log_prior -= ((a - delta) ** 2 - a * a) / (2.0 * pr[ALPHA_VAR])
+    log_ratio = _marginal_shift(s, noisy, inv_scale, delta, combos, NO_LEVEL, lm, lm_new) \
+        + log_prior
+    hit = math.log(uniform(s.rng)) < log_ratio
+    if hit:
+        s.mu[0] = x + delta
+        for p in range(s.alpha.shape[0]):
+            if np.any(levels == p):
+                s.alpha[p] -= delta
+        _apply_shift(s, delta, combos, NO_LEVEL, lm, lm_new)
+    _adapt(s, slot, 1.0 if hit else 0.0, adapt)
 
 
 MARGINAL_LOG_SD_RANGE = (math.log(1e-3), math.log(2.0))
@@ -313,7 +379,8 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
 
     Alternating "draw c | λ" and "draw λ | c" mixes slowly when the noise is large: the counts
     follow λ and λ follows the counts, so the level of a combination random-walks. These moves
-    target the posterior of the parameters given the *released* counts, whose likelihood
+    (μ; each α_p; per attribute, μ against its levels' α_p, :func:`level_move`; each θ_i; each
+    ε_ib) target the posterior of the parameters given the *released* counts, whose likelihood
     ``m(η) = Σ_c Poisson(c; e^η)·DL(c̃ − c)`` is computed by enumeration
     (:func:`latent_log_marginal`); the caller redraws c | λ right after them, so the pair of
     steps leaves the joint posterior invariant (a partially collapsed Gibbs scheme). Proposal
@@ -325,8 +392,8 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
     data : ModelData
         The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
     s : GibbsState
-        The chain's state; μ, α, θ, ε, η, exp η and ``s.marginal_log_sd`` (float64 (P + 3,))
-        are updated in place.
+        The chain's state; μ, α, θ, ε, η, exp η and ``s.marginal_log_sd`` (float64
+        (:func:`marginal_slot_count`,)) are updated in place.
     noisy : numpy.ndarray of float64, shape (G, B)
         The released counts c̃.
     inv_scale : float
@@ -347,24 +414,27 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
     sd = math.exp(s.marginal_log_sd[_M_MU])
     delta = sd * standard_normal(s.rng)
     x = s.mu[0]
-    log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, NO_LEVEL, NO_LEVEL, lm,
+    log_ratio = _marginal_shift(s, noisy, inv_scale, delta, data.all_combos, NO_LEVEL, lm,
                                 lm_new) - ((x + delta) ** 2 - x * x) / (2.0 * pr[MU_VAR])
     hit = math.log(uniform(s.rng)) < log_ratio
     if hit:
         s.mu[0] = x + delta
-        _apply_shift(data, s, delta, NO_LEVEL, NO_LEVEL, lm, lm_new)
+        _apply_shift(s, delta, data.all_combos, NO_LEVEL, lm, lm_new)
     _adapt(s, _M_MU, 1.0 if hit else 0.0, adapt)
     for p in range(s.alpha.shape[0]):
-        sd = math.exp(s.marginal_log_sd[3 + p])
+        sd = math.exp(s.marginal_log_sd[_M_LEVELS + p])
         delta = sd * standard_normal(s.rng)
         x = s.alpha[p]
-        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, p, NO_LEVEL, lm, lm_new) \
+        log_ratio = _marginal_shift(s, noisy, inv_scale, delta, level_combos_of(data, p),
+                                    NO_LEVEL, lm, lm_new) \
             - ((x + delta) ** 2 - x * x) / (2.0 * pr[ALPHA_VAR])
         hit = math.log(uniform(s.rng)) < log_ratio
         if hit:
             s.alpha[p] = x + delta
-            _apply_shift(data, s, delta, p, NO_LEVEL, lm, lm_new)
-        _adapt(s, 3 + p, 1.0 if hit else 0.0, adapt)
+            _apply_shift(s, delta, level_combos_of(data, p), NO_LEVEL, lm, lm_new)
+        _adapt(s, _M_LEVELS + p, 1.0 if hit else 0.0, adapt)
+    for k in range(data.combo_levels.shape[1]):
+        level_move(data, s, noisy, inv_scale, k, adapt, lm, lm_new)
     # θ_i: ICAR conditional prior.
     component_sums(s.theta, data, comp_sum)
     sd = math.exp(s.marginal_log_sd[_M_THETA])
@@ -373,12 +443,12 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
         x = s.theta[i]
         m, q = icar_prior(s.theta, i, s.tau_theta[0], pr[LEVEL_VAR], comp_sum, data)
         delta = sd * standard_normal(s.rng)
-        log_ratio = _marginal_shift(data, s, noisy, inv_scale, delta, NO_LEVEL, i, lm, lm_new) \
+        log_ratio = _marginal_shift(s, noisy, inv_scale, delta, data.all_combos, i, lm, lm_new) \
             - 0.5 * q * ((x + delta - m) ** 2 - (x - m) ** 2)
         if math.log(uniform(s.rng)) < log_ratio:
             s.theta[i] = x + delta
             comp_sum[data.component[i]] += delta
-            _apply_shift(data, s, delta, NO_LEVEL, i, lm, lm_new)
+            _apply_shift(s, delta, data.all_combos, i, lm, lm_new)
             accepted += 1.0
     _adapt(s, _M_THETA, accepted / G, adapt)
     # ε_ib: N(0, 1/τ_ε) priors.

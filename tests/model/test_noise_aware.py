@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from geosynth.model.noise_aware import draw_latent_count, latent_log_marginal
+from geosynth import PaivaModel
+from geosynth.model.fit import build_model_data
+from geosynth.model.noise_aware import draw_latent_count, latent_log_marginal, level_move
+from geosynth.model.priors import Priors
+from geosynth.model.runner import initial_state
+from geosynth.model.state import ALPHA_VAR, MU_VAR, compute_eta
 from geosynth.samplers.rng import make_streams
 
 # (η, c̃, b): small and large intensities, released counts below zero, at the mode and far from
@@ -81,3 +86,51 @@ def test_latent_count_draws_follow_the_exact_conditional_beyond_the_tables(eta, 
     mask = exp > 0
     chi2 = ((obs[mask] - exp[mask]) ** 2 / exp[mask]).sum()
     assert stats.chi2.sf(chi2, mask.sum() - 1) > 1e-3
+
+
+def test_level_move_samples_the_line_of_mu_against_an_attributes_levels(make_scenario_counts):
+    """Run only the level move from one state: the offset t of (μ + t, α_p − t) must follow the
+    exact one-dimensional target, the released counts' marginal likelihood on the attribute's
+    baseline combinations times the N(0, var) priors, integrated on a grid (KS, thinned). The
+    priors are made tight (variance 0.05) so that their terms weigh as much as the data's."""
+    counts = make_scenario_counts(n=300, seed=5, shape=(5, 5), attributes=["y", "x1"]).counts
+    data, tables, _ = build_model_data(counts, PaivaModel(priors=Priors(mu_var=0.05,
+                                                                        alpha_var=0.05)))
+    s = initial_state(data, tables, make_streams(3, 1)[0])
+    compute_eta(data, s)
+    b = 2.0
+    noisy = tables.counts + np.round(np.random.default_rng(0).laplace(0.0, b, tables.counts.shape))
+    G, B = noisy.shape
+    lm = np.array([[latent_log_marginal(s.eta[i, j], noisy[i, j], 1 / b) for j in range(B)]
+                   for i in range(G)])
+    k = 1  # x1: its baseline combinations are those of x1's first level
+    base = np.flatnonzero(data.combo_levels[:, k] < 0)
+    members = np.unique(data.combo_levels[:, k][data.combo_levels[:, k] >= 0])
+    mu0, alpha0, eta0 = s.mu[0], s.alpha.copy(), s.eta.copy()
+    mu_var, alpha_var = data.priors[MU_VAR], data.priors[ALPHA_VAR]
+
+    def log_target(t):
+        like = sum(latent_log_marginal(eta0[i, j] + t, noisy[i, j], 1 / b)
+                   for i in range(G) for j in base)
+        return like - (mu0 + t) ** 2 / (2 * mu_var) \
+            - sum((alpha0[p] - t) ** 2 for p in members) / (2 * alpha_var)
+
+    grid = np.linspace(-3.0, 3.0, 1201)
+    logf = np.array([log_target(t) for t in grid])
+    f = np.exp(logf - logf.max())
+    assert f[0] < 1e-12 and f[-1] < 1e-12  # the grid holds the whole target
+    cdf = np.cumsum(f) / f.sum()
+    sd = math.sqrt(np.sum(f * grid ** 2) / f.sum() - (np.sum(f * grid) / f.sum()) ** 2)
+    s.marginal_log_sd[3 + s.alpha.shape[0] + k] = math.log(2.4 * sd)
+    offsets = np.empty(40_000)
+    for n in range(offsets.size):
+        level_move(data, s, noisy, 1 / b, k, False, lm, np.empty_like(lm))
+        offsets[n] = s.mu[0] - mu0
+    t = offsets[-1]
+    np.testing.assert_allclose(s.alpha[members], alpha0[members] - t, atol=1e-9)
+    others = np.setdiff1d(np.arange(B), base)
+    np.testing.assert_allclose(s.eta[:, others], eta0[:, others], atol=1e-9)
+    np.testing.assert_allclose(s.eta[:, base], eta0[:, base] + t, atol=1e-9)
+    thinned = offsets[2_000::20]
+    p = stats.kstest(thinned, lambda x: np.interp(x, grid, cdf)).pvalue
+    assert p > 1e-3
