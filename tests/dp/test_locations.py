@@ -1,4 +1,5 @@
-"""ε-DP synthetic locations: latent-count kernel, noisy counts, noise-aware fit, DP releases."""
+"""ε-DP synthetic locations: noisy counts, noise-aware fit, DP releases (the latent-count
+kernel: tests/model/test_noise_aware.py)."""
 
 import math
 import warnings
@@ -12,39 +13,9 @@ import geosynth
 from geosynth.dp.accountant import Accountant
 from geosynth.dp.locations import DPRelease, NoisyCounts, dp_counts, dp_release, dp_synthesize
 from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning
-from geosynth.model.noise_aware import draw_latent_count
-from geosynth.samplers.rng import make_streams
 from geosynth.synth.release import ReleaseInfo, release_info
 
 LEVELS = {"y": [0, 1], "x1": [1, 2]}
-
-
-def exact_latent_pmf(eta, noisy, b, upper=400):
-    c = np.arange(upper)
-    logp = c * eta - np.array([math.lgamma(k + 1) for k in c]) - np.abs(noisy - c) / b
-    p = np.exp(logp - logp.max())
-    return p / p.sum()
-
-
-@pytest.mark.parametrize(
-    "eta, noisy, b",
-    [(0.0, 3.0, 0.5), (np.log(0.2), -4.0, 1.0), (np.log(40.0), 20.0, 2.0),
-     (np.log(3.0), 0.0, 8.0), (np.log(150.0), 151.0, 0.25), (-3.0, 12.0, 1.0)],
-)
-def test_latent_count_draws_follow_the_exact_conditional(eta, noisy, b):
-    """Chi-square of 20,000 kernel draws against the enumerated Poisson × discrete Laplace pmf."""
-    rng = make_streams(11, 1)[0]
-    draws = np.array([draw_latent_count(eta, noisy, 1.0 / b, rng) for _ in range(20_000)])
-    assert np.all(draws >= 0) and np.all(draws == np.floor(draws))
-    pmf = exact_latent_pmf(eta, noisy, b)
-    expected = pmf * draws.size
-    observed = np.bincount(draws.astype(int), minlength=pmf.size)[: pmf.size]
-    keep = expected >= 5
-    obs = np.append(observed[keep], draws.size - observed[keep].sum())
-    exp = np.append(expected[keep], draws.size - expected[keep].sum())
-    mask = exp > 0
-    chi2 = ((obs[mask] - exp[mask]) ** 2 / exp[mask]).sum()
-    assert stats.chi2.sf(chi2, mask.sum() - 1) > 1e-3
 
 
 @pytest.fixture(scope="module")
