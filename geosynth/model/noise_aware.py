@@ -40,6 +40,7 @@ __all__ = [
     "ETA_LIMIT",
     "marginal_slot_count",
     "level_move",
+    "combination_move",
     "marginal_moves",
     "update_latent_counts",
     "run_chunk_noise_aware",
@@ -246,15 +247,15 @@ def draw_latent_count(eta, noisy, inv_scale, rng):
 MARGINAL_TARGET_ACCEPTANCE = 0.44
 
 
-# Slots of s.marginal_log_sd: μ, θ's cells, ε's entries, then α_p for every level p, then the
-# level move of every attribute k (marginal_slot_count).
+# Slots of s.marginal_log_sd: μ, θ's cells, ε's entries, then α_p for every level p, the level
+# move of every attribute k and the errors' move of every combination b (marginal_slot_count).
 _M_MU, _M_THETA, _M_EPS = 0, 1, 2
 _M_LEVELS = 3
 
 
-def marginal_slot_count(n_levels: int, n_attributes: int) -> int:
+def marginal_slot_count(n_levels: int, n_attributes: int, n_combos: int) -> int:
     """Length of ``GibbsState.marginal_log_sd``: the proposal scales of :func:`marginal_moves`."""
-    return _M_LEVELS + n_levels + n_attributes
+    return _M_LEVELS + n_levels + n_attributes + n_combos
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -374,6 +375,51 @@ def _adapt(s, slot, rate, adapt):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def combination_move(data, s, noisy, inv_scale, b, adapt, lm, lm_new):
+    """Random-walk Metropolis move of the errors of combination b together: ε_ib += δ for all i.
+
+    The model has no effect per combination, so a combination whose count departs from its
+    levels' product is fitted by its errors' mean. The exact sweep draws that mean given the
+    latent counts, which under heavy noise follow it; here it moves under the released counts'
+    marginal likelihood. Target: that likelihood on combination b's entries times the errors'
+    N(0, 1/τ_ε) priors, whose change is −τ_ε/2·(2δ·Σ_i ε_ib + G·δ²).
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays.
+    s : GibbsState
+        The chain's state: ε, η, exp η and the move's proposal scale (slot ``3 + P + K + b`` of
+        ``s.marginal_log_sd``) are updated in place.
+    noisy : numpy.ndarray of float64, shape (G, B)
+        The released counts c̃.
+    inv_scale : float
+        1/b, the inverse scale of the discrete Laplace noise.
+    b : int
+        The combination.
+    adapt : bool
+        Burn-in: tune the proposal scale.
+    lm, lm_new : numpy.ndarray of float64, shape (G, B)
+        log m at the current η (kept up to date) and scratch.
+    """
+    G = s.counts.shape[0]
+    slot = _M_LEVELS + s.alpha.shape[0] + data.combo_levels.shape[1] + b
+    delta = math.exp(s.marginal_log_sd[slot]) * standard_normal(s.rng)
+    combos = data.all_combos[b:b + 1]
+    eps_sum = 0.0
+    for i in range(G):
+        eps_sum += s.eps[i, b]
+    log_ratio = _marginal_shift(s, noisy, inv_scale, delta, combos, NO_LEVEL, lm, lm_new) \
+        - 0.5 * s.tau_eps[0] * delta * (2.0 * eps_sum + G * delta)
+    hit = math.log(uniform(s.rng)) < log_ratio
+    if hit:
+        for i in range(G):
+            s.eps[i, b] += delta
+        _apply_shift(s, delta, combos, NO_LEVEL, lm, lm_new)
+    _adapt(s, slot, 1.0 if hit else 0.0, adapt)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
     """Random-walk Metropolis moves of μ, α, θ and ε with the true counts integrated out.
 
@@ -471,6 +517,8 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
                 lm[i, b] = proposed
                 accepted += 1.0
     _adapt(s, _M_EPS, accepted / (G * B), adapt)
+    for b in range(B):
+        combination_move(data, s, noisy, inv_scale, b, adapt, lm, lm_new)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -187,8 +187,8 @@ def initial_state(data: ModelData, tables: CountTables, stream: np.ndarray) -> G
         wbuf=np.zeros(max(B, 1)),
         zbuf=np.zeros(max(B, 1)),
         scale_log_sd=np.full(4 * n_levels + 6 + fields, np.log(0.1)),
-        marginal_log_sd=np.full(marginal_slot_count(n_levels, data.combo_levels.shape[1]),
-                                np.log(0.3)),
+        marginal_log_sd=np.full(
+            marginal_slot_count(n_levels, data.combo_levels.shape[1], B), np.log(0.3)),
         cell_work=np.zeros((4, G)),
         entry_work=np.zeros((4, G, B)),
         entry_flags=np.zeros(G * B, np.int8),

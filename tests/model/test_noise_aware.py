@@ -9,7 +9,12 @@ from scipy import special, stats
 
 from geosynth import PaivaModel
 from geosynth.model.fit import build_model_data
-from geosynth.model.noise_aware import draw_latent_count, latent_log_marginal, level_move
+from geosynth.model.noise_aware import (
+    combination_move,
+    draw_latent_count,
+    latent_log_marginal,
+    level_move,
+)
 from geosynth.model.priors import Priors
 from geosynth.model.runner import initial_state
 from geosynth.model.state import ALPHA_VAR, MU_VAR, compute_eta
@@ -134,4 +139,49 @@ def test_level_move_samples_the_line_of_mu_against_an_attributes_levels(make_sce
     np.testing.assert_allclose(s.eta[:, base], eta0[:, base] + t, atol=1e-9)
     thinned = offsets[2_000::20]
     p = stats.kstest(thinned, lambda x: np.interp(x, grid, cdf)).pvalue
+    assert p > 1e-3
+
+
+def test_combination_move_samples_the_mean_of_a_combinations_errors(make_scenario_counts):
+    """Run only the combination move from one state: the offset t of ε_ib + t (every cell i of
+    one combination b) must follow the exact target, the marginal likelihood of b's entries
+    times the errors' N(0, 1/τ_ε) priors (KS, thinned). τ_ε is made small so the prior term
+    and the data both shape it."""
+    counts = make_scenario_counts(n=300, seed=5, shape=(5, 5), attributes=["y", "x1"]).counts
+    data, tables, _ = build_model_data(counts, PaivaModel())
+    s = initial_state(data, tables, make_streams(4, 1)[0])
+    s.tau_eps[0] = 2.0
+    compute_eta(data, s)
+    b_noise = 1.0
+    noisy = tables.counts + np.round(
+        np.random.default_rng(1).laplace(0.0, b_noise, tables.counts.shape))
+    G, B = noisy.shape
+    lm = np.array([[latent_log_marginal(s.eta[i, j], noisy[i, j], 1 / b_noise)
+                    for j in range(B)] for i in range(G)])
+    combo = 2
+    eps0, eta0, tau = s.eps.copy(), s.eta.copy(), s.tau_eps[0]
+
+    def log_target(t):
+        like = sum(latent_log_marginal(eta0[i, combo] + t, noisy[i, combo], 1 / b_noise)
+                   for i in range(G))
+        return like - 0.5 * tau * np.sum((eps0[:, combo] + t) ** 2)
+
+    grid = np.linspace(-3.0, 3.0, 1201)
+    logf = np.array([log_target(t) for t in grid])
+    f = np.exp(logf - logf.max())
+    assert f[0] < 1e-12 and f[-1] < 1e-12
+    cdf = np.cumsum(f) / f.sum()
+    sd = math.sqrt(np.sum(f * grid ** 2) / f.sum() - (np.sum(f * grid) / f.sum()) ** 2)
+    slot = 3 + s.alpha.shape[0] + data.combo_levels.shape[1] + combo
+    s.marginal_log_sd[slot] = math.log(2.4 * sd)
+    offsets = np.empty(40_000)
+    for n in range(offsets.size):
+        combination_move(data, s, noisy, 1 / b_noise, combo, False, lm, np.empty_like(lm))
+        offsets[n] = s.eps[0, combo] - eps0[0, combo]
+    t = offsets[-1]
+    np.testing.assert_allclose(s.eps[:, combo], eps0[:, combo] + t, atol=1e-9)
+    np.testing.assert_allclose(s.eta[:, combo], eta0[:, combo] + t, atol=1e-9)
+    others = np.setdiff1d(np.arange(B), [combo])
+    np.testing.assert_array_equal(s.eta[:, others], eta0[:, others])
+    p = stats.kstest(offsets[2_000::20], lambda x: np.interp(x, grid, cdf)).pvalue
     assert p > 1e-3
