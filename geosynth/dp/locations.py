@@ -132,11 +132,12 @@ _MOSTLY_NOISE_SDS = 2.0
 # Cost of one enumeration of a latent count (latent_log_marginal / draw_latent_count), twice
 # what the Zen 5 benchmark machine measured (2026-11-29, λ from 1 to 1e10, b from 1 to 1e6):
 # 40-56 ns, and 16-23 ns per unit of sqrt(λ) where the noise lets the walk reach it.
-# Calls per sweep per (cell, combination): 5 (refresh, μ, θ, ε, the draw of the count) plus one
-# per attribute (its levels' α moves and its level move cover every combination once).
+# Calls per sweep per (cell, combination): 6 (refresh, μ, θ, ε, the combination moves, the draw
+# of the count) plus one per attribute (its levels' α moves and its level move cover every
+# combination once).
 _SECONDS_PER_ENUMERATION = 1e-7
 _SECONDS_PER_SQRT_LAMBDA = 5e-8
-_LATENT_CALLS_BASE = 5
+_LATENT_CALLS_BASE = 6
 
 
 @dataclass(frozen=True, eq=False)

@@ -70,8 +70,8 @@ def test_absurd_epsilon_is_refused_at_once_and_spends_nothing(small_counts, epsi
     assert "noise would overflow int64 counts" in message
     assert "100 counts (25 cells x 4 combinations)" in message
     assert "PiB, over max_bytes = 4.0 GiB" in message
-    # 3,000 sweeps x 2 chains x (5 + 2 attributes) x 100 counts x 5e-8 s x (e^12.5 - 1): 15.65 h.
-    assert "up to about 15.7 h of extra sampling" in message
+    # 3,000 sweeps x 2 chains x (6 + 2 attributes) x 100 counts x 5e-8 s x (e^12.5 - 1): 17.89 h.
+    assert "up to about 17.9 h of extra sampling" in message
     assert "pass n_public= if the number of records is already published" in message
     assert "fewer sweeps (n_iter=3000), chains (chains=2) or releases (m=5)" in message
     assert "Nothing was spent" in message
@@ -89,8 +89,8 @@ def test_small_epsilon_names_memory_time_and_the_smallest_epsilon(small_counts, 
     # records each, 5 * 7.07e10 * 256 bytes.
     assert "5 release(s) of up to 70,710,678,119 records each" in message
     assert "82.3 TiB, over max_bytes = 4.0 GiB" in message
-    # 4.2e6 enumerations x 5e-8 s x (sqrt(1e9) - 1): 6,641 s, 111 min.
-    assert "up to about 111 min of extra sampling" in message
+    # 4.8e6 enumerations x 5e-8 s x (sqrt(1e9) - 1): 7,589 s, 2.1 h.
+    assert "up to about 2.1 h of extra sampling" in message
     assert accountant.spent_epsilon == 0.0
     # The smallest epsilon given works for this table and run; half of it does not.
     smallest = smallest_epsilon(message)
@@ -103,7 +103,7 @@ def test_small_epsilon_names_memory_time_and_the_smallest_epsilon(small_counts, 
 def test_the_time_bound_depends_on_the_run_and_applies_with_a_public_total(small_counts,
                                                                           no_noise):
     """With n_public the memory is bounded, but 1e-9 would still enumerate for hours."""
-    with pytest.raises(InputError, match=r"up to about 111 min of extra sampling") as info:
+    with pytest.raises(InputError, match=r"up to about 2.1 h of extra sampling") as info:
         dp_release(small_counts, 1e-9, levels=LEVELS, n_public=300)
     assert "release(s) of" not in str(info.value)  # the memory is not the problem here
     long_run = smallest_epsilon(str(info.value))
