@@ -426,11 +426,12 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
     Alternating "draw c | λ" and "draw λ | c" mixes slowly when the noise is large: the counts
     follow λ and λ follows the counts, so the level of a combination random-walks. These moves
     (μ; each α_p; per attribute, μ against its levels' α_p, :func:`level_move`; each θ_i; each
-    ε_ib) target the posterior of the parameters given the *released* counts, whose likelihood
-    ``m(η) = Σ_c Poisson(c; e^η)·DL(c̃ − c)`` is computed by enumeration
-    (:func:`latent_log_marginal`); the caller redraws c | λ right after them, so the pair of
-    steps leaves the joint posterior invariant (a partially collapsed Gibbs scheme). Proposal
-    scales are tuned towards 44% acceptance during burn-in. ``lm`` and ``lm_new`` are (G, B)
+    ε_ib; per combination, its errors together, :func:`combination_move`) target the posterior
+    of the parameters given the *released* counts, whose likelihood ``m(η) = Σ_c Poisson(c;
+    e^η)·DL(c̃ − c)`` is computed by enumeration (:func:`latent_log_marginal`); the caller
+    redraws c | λ right after them, so the pair of steps leaves the joint posterior invariant
+    (a partially collapsed Gibbs scheme). Proposal scales are tuned towards 44% acceptance
+    during burn-in. ``lm`` and ``lm_new`` are (G, B)
     scratch arrays (log m at the current and at the proposed η).
 
     Parameters

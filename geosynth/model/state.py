@@ -181,7 +181,7 @@ class GibbsState(NamedTuple):
     #                           then the error-absorbing ones of θ and φ_p, the remap moves
     #                           of θ and φ_p, the rough-part moves of θ and φ_p, and the
     #                           errors' remap move (metropolis.scale_proposal)
-    marginal_log_sd: np.ndarray  # float64 (3 + P + K,): noise_aware.marginal_slot_count
+    marginal_log_sd: np.ndarray  # float64 (3 + P + K + B,): noise_aware.marginal_slot_count
     cell_work: np.ndarray  # float64 (4, G) scratch of the scale cycles
     entry_work: np.ndarray  # float64 (4, G, B) scratch of ε's draws, remap and scale moves
     entry_flags: np.ndarray  # int8 (G·B,) scratch of ε's vectorised draws (update_eps)
