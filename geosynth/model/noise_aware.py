@@ -334,25 +334,19 @@ def level_move(data, s, noisy, inv_scale, k, adapt, lm, lm_new):
     """
     pr = data.priors
     slot = _M_LEVELS + s.alpha.shape[0] + k
-    delta = math.exp(s.marginal_log_sd[slot]) * standard_normal(s.rng)
+    delta = _shift_step(s, slot)
     levels = data.combo_levels[:, k]
-    combos = _baseline_combos(data, k)
+    members = np.unique(levels[levels >= 0])
     x = s.mu[0]
     log_prior = -((x + delta) ** 2 - x * x) / (2.0 * pr[MU_VAR])
-    for p in range(s.alpha.shape[0]):
-        if np.any(levels == p):
-            a = s.alpha[p]
-            log_prior -= ((a - delta) ** 2 - a * a) / (2.0 * pr[ALPHA_VAR])
-    log_ratio = _marginal_shift(s, noisy, inv_scale, delta, combos, NO_LEVEL, lm, lm_new) \
-        + log_prior
-    hit = math.log(uniform(s.rng)) < log_ratio
-    if hit:
+    for p in members:
+        a = s.alpha[p]
+        log_prior -= ((a - delta) ** 2 - a * a) / (2.0 * pr[ALPHA_VAR])
+    if _shift_test(s, noisy, inv_scale, delta, _baseline_combos(data, k), log_prior, slot, adapt,
+                   lm, lm_new):
         s.mu[0] = x + delta
-        for p in range(s.alpha.shape[0]):
-            if np.any(levels == p):
-                s.alpha[p] -= delta
-        _apply_shift(s, delta, combos, NO_LEVEL, lm, lm_new)
-    _adapt(s, slot, 1.0 if hit else 0.0, adapt)
+        for p in members:
+            s.alpha[p] -= delta
 
 
 MARGINAL_LOG_SD_RANGE = (math.log(1e-3), math.log(2.0))
@@ -372,6 +366,29 @@ def _adapt(s, slot, rate, adapt):
     if adapt:
         v = s.marginal_log_sd[slot] + SCALE_ADAPT_GAIN * (rate - MARGINAL_TARGET_ACCEPTANCE)
         s.marginal_log_sd[slot] = min(max(v, MARGINAL_LOG_SD_RANGE[0]), MARGINAL_LOG_SD_RANGE[1])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _shift_step(s, slot):
+    """Draw the random walk's step δ ~ N(0, e^{2·marginal_log_sd[slot]})."""
+    return math.exp(s.marginal_log_sd[slot]) * standard_normal(s.rng)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _shift_test(s, noisy, inv_scale, delta, combos, log_prior, slot, adapt, lm, lm_new):
+    """Metropolis test of η += δ over the combinations ``combos`` of every cell; return the hit.
+
+    ``log_prior`` is the priors' change of the move. On acceptance η, exp η and ``lm`` are
+    moved (the caller moves the parameters); the proposal scale of ``slot`` adapts either way.
+    The one test of the moves of μ, each α_p, :func:`level_move` and :func:`combination_move`.
+    """
+    log_ratio = _marginal_shift(s, noisy, inv_scale, delta, combos, NO_LEVEL, lm, lm_new) \
+        + log_prior
+    hit = math.log(uniform(s.rng)) < log_ratio
+    if hit:
+        _apply_shift(s, delta, combos, NO_LEVEL, lm, lm_new)
+    _adapt(s, slot, 1.0 if hit else 0.0, adapt)
+    return hit
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -404,19 +421,15 @@ def combination_move(data, s, noisy, inv_scale, b, adapt, lm, lm_new):
     """
     G = s.counts.shape[0]
     slot = _M_LEVELS + s.alpha.shape[0] + data.combo_levels.shape[1] + b
-    delta = math.exp(s.marginal_log_sd[slot]) * standard_normal(s.rng)
-    combos = data.all_combos[b:b + 1]
+    delta = _shift_step(s, slot)
     eps_sum = 0.0
     for i in range(G):
         eps_sum += s.eps[i, b]
-    log_ratio = _marginal_shift(s, noisy, inv_scale, delta, combos, NO_LEVEL, lm, lm_new) \
-        - 0.5 * s.tau_eps[0] * delta * (2.0 * eps_sum + G * delta)
-    hit = math.log(uniform(s.rng)) < log_ratio
-    if hit:
+    log_prior = -(0.5 * s.tau_eps[0] * delta * (2.0 * eps_sum + G * delta))
+    if _shift_test(s, noisy, inv_scale, delta, data.all_combos[b:b + 1], log_prior, slot, adapt,
+                   lm, lm_new):
         for i in range(G):
             s.eps[i, b] += delta
-        _apply_shift(s, delta, combos, NO_LEVEL, lm, lm_new)
-    _adapt(s, slot, 1.0 if hit else 0.0, adapt)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -458,28 +471,18 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
         for b in range(B):
             lm[i, b] = latent_log_marginal(s.eta[i, b], noisy[i, b], inv_scale)
     # μ and α_p: N(0, var) priors.
-    sd = math.exp(s.marginal_log_sd[_M_MU])
-    delta = sd * standard_normal(s.rng)
+    delta = _shift_step(s, _M_MU)
     x = s.mu[0]
-    log_ratio = _marginal_shift(s, noisy, inv_scale, delta, data.all_combos, NO_LEVEL, lm,
-                                lm_new) - ((x + delta) ** 2 - x * x) / (2.0 * pr[MU_VAR])
-    hit = math.log(uniform(s.rng)) < log_ratio
-    if hit:
+    if _shift_test(s, noisy, inv_scale, delta, data.all_combos,
+                   -(((x + delta) ** 2 - x * x) / (2.0 * pr[MU_VAR])), _M_MU, adapt, lm, lm_new):
         s.mu[0] = x + delta
-        _apply_shift(s, delta, data.all_combos, NO_LEVEL, lm, lm_new)
-    _adapt(s, _M_MU, 1.0 if hit else 0.0, adapt)
     for p in range(s.alpha.shape[0]):
-        sd = math.exp(s.marginal_log_sd[_M_LEVELS + p])
-        delta = sd * standard_normal(s.rng)
+        delta = _shift_step(s, _M_LEVELS + p)
         x = s.alpha[p]
-        log_ratio = _marginal_shift(s, noisy, inv_scale, delta, level_combos_of(data, p),
-                                    NO_LEVEL, lm, lm_new) \
-            - ((x + delta) ** 2 - x * x) / (2.0 * pr[ALPHA_VAR])
-        hit = math.log(uniform(s.rng)) < log_ratio
-        if hit:
+        if _shift_test(s, noisy, inv_scale, delta, level_combos_of(data, p),
+                       -(((x + delta) ** 2 - x * x) / (2.0 * pr[ALPHA_VAR])), _M_LEVELS + p,
+                       adapt, lm, lm_new):
             s.alpha[p] = x + delta
-            _apply_shift(s, delta, level_combos_of(data, p), NO_LEVEL, lm, lm_new)
-        _adapt(s, _M_LEVELS + p, 1.0 if hit else 0.0, adapt)
     for k in range(data.combo_levels.shape[1]):
         level_move(data, s, noisy, inv_scale, k, adapt, lm, lm_new)
     # θ_i: ICAR conditional prior.

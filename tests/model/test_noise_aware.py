@@ -94,21 +94,46 @@ def test_latent_count_draws_follow_the_exact_conditional(eta, noisy, b):
     assert stats.chi2.sf(chi2, mask.sum() - 1) > 1e-3
 
 
+def noisy_state(make_scenario_counts, model, seed, b, noise_seed):
+    """A chain's starting state on 300 records of a 5 x 5 lattice, the counts with rounded
+    Laplace(b) noise, and log m at the state's η (the marginal moves' cache)."""
+    counts = make_scenario_counts(n=300, seed=5, shape=(5, 5), attributes=["y", "x1"]).counts
+    data, tables, _ = build_model_data(counts, model)
+    s = initial_state(data, tables, make_streams(seed, 1)[0])
+    compute_eta(data, s)
+    rng = np.random.default_rng(noise_seed)
+    noisy = tables.counts + np.round(rng.laplace(0.0, b, tables.counts.shape))
+    G, B = noisy.shape
+    lm = np.array([[latent_log_marginal(s.eta[i, j], noisy[i, j], 1 / b) for j in range(B)]
+                   for i in range(G)])
+    return data, s, noisy, lm
+
+
+def grid_target(log_target):
+    """The CDF of exp(log_target) on a grid of [-3, 3] that holds all its mass, and its sd."""
+    grid = np.linspace(-3.0, 3.0, 1201)
+    logf = np.array([log_target(t) for t in grid])
+    f = np.exp(logf - logf.max())
+    assert f[0] < 1e-12 and f[-1] < 1e-12  # the grid holds the whole target
+    sd = math.sqrt(np.sum(f * grid ** 2) / f.sum() - (np.sum(f * grid) / f.sum()) ** 2)
+    return grid, np.cumsum(f) / f.sum(), sd
+
+
+def assert_follows(offsets, grid, cdf):
+    """KS test of the chain's offsets after 2,000 steps, every 20th, against the grid's CDF."""
+    p = stats.kstest(offsets[2_000::20], lambda x: np.interp(x, grid, cdf)).pvalue
+    assert p > 1e-3
+
+
 def test_level_move_samples_the_line_of_mu_against_an_attributes_levels(make_scenario_counts):
     """Run only the level move from one state: the offset t of (μ + t, α_p − t) must follow the
     exact one-dimensional target, the released counts' marginal likelihood on the attribute's
     baseline combinations times the N(0, var) priors, integrated on a grid (KS, thinned). The
     priors are made tight (variance 0.05) so that their terms weigh as much as the data's."""
-    counts = make_scenario_counts(n=300, seed=5, shape=(5, 5), attributes=["y", "x1"]).counts
-    data, tables, _ = build_model_data(counts, PaivaModel(priors=Priors(mu_var=0.05,
-                                                                        alpha_var=0.05)))
-    s = initial_state(data, tables, make_streams(3, 1)[0])
-    compute_eta(data, s)
     b = 2.0
-    noisy = tables.counts + np.round(np.random.default_rng(0).laplace(0.0, b, tables.counts.shape))
+    data, s, noisy, lm = noisy_state(
+        make_scenario_counts, PaivaModel(priors=Priors(mu_var=0.05, alpha_var=0.05)), 3, b, 0)
     G, B = noisy.shape
-    lm = np.array([[latent_log_marginal(s.eta[i, j], noisy[i, j], 1 / b) for j in range(B)]
-                   for i in range(G)])
     k = 1  # x1: its baseline combinations are those of x1's first level
     base = np.flatnonzero(data.combo_levels[:, k] < 0)
     members = np.unique(data.combo_levels[:, k][data.combo_levels[:, k] >= 0])
@@ -121,25 +146,18 @@ def test_level_move_samples_the_line_of_mu_against_an_attributes_levels(make_sce
         return like - (mu0 + t) ** 2 / (2 * mu_var) \
             - sum((alpha0[p] - t) ** 2 for p in members) / (2 * alpha_var)
 
-    grid = np.linspace(-3.0, 3.0, 1201)
-    logf = np.array([log_target(t) for t in grid])
-    f = np.exp(logf - logf.max())
-    assert f[0] < 1e-12 and f[-1] < 1e-12  # the grid holds the whole target
-    cdf = np.cumsum(f) / f.sum()
-    sd = math.sqrt(np.sum(f * grid ** 2) / f.sum() - (np.sum(f * grid) / f.sum()) ** 2)
+    grid, cdf, sd = grid_target(log_target)
     s.marginal_log_sd[3 + s.alpha.shape[0] + k] = math.log(2.4 * sd)
-    offsets = np.empty(40_000)
+    offsets, scratch = np.empty(40_000), np.empty_like(lm)
     for n in range(offsets.size):
-        level_move(data, s, noisy, 1 / b, k, False, lm, np.empty_like(lm))
+        level_move(data, s, noisy, 1 / b, k, False, lm, scratch)
         offsets[n] = s.mu[0] - mu0
     t = offsets[-1]
     np.testing.assert_allclose(s.alpha[members], alpha0[members] - t, atol=1e-9)
     others = np.setdiff1d(np.arange(B), base)
     np.testing.assert_allclose(s.eta[:, others], eta0[:, others], atol=1e-9)
     np.testing.assert_allclose(s.eta[:, base], eta0[:, base] + t, atol=1e-9)
-    thinned = offsets[2_000::20]
-    p = stats.kstest(thinned, lambda x: np.interp(x, grid, cdf)).pvalue
-    assert p > 1e-3
+    assert_follows(offsets, grid, cdf)
 
 
 def test_combination_move_samples_the_mean_of_a_combinations_errors(make_scenario_counts):
@@ -147,17 +165,10 @@ def test_combination_move_samples_the_mean_of_a_combinations_errors(make_scenari
     one combination b) must follow the exact target, the marginal likelihood of b's entries
     times the errors' N(0, 1/τ_ε) priors (KS, thinned). τ_ε is made small so the prior term
     and the data both shape it."""
-    counts = make_scenario_counts(n=300, seed=5, shape=(5, 5), attributes=["y", "x1"]).counts
-    data, tables, _ = build_model_data(counts, PaivaModel())
-    s = initial_state(data, tables, make_streams(4, 1)[0])
-    s.tau_eps[0] = 2.0
-    compute_eta(data, s)
     b_noise = 1.0
-    noisy = tables.counts + np.round(
-        np.random.default_rng(1).laplace(0.0, b_noise, tables.counts.shape))
+    data, s, noisy, lm = noisy_state(make_scenario_counts, PaivaModel(), 4, b_noise, 1)
+    s.tau_eps[0] = 2.0
     G, B = noisy.shape
-    lm = np.array([[latent_log_marginal(s.eta[i, j], noisy[i, j], 1 / b_noise)
-                    for j in range(B)] for i in range(G)])
     combo = 2
     eps0, eta0, tau = s.eps.copy(), s.eta.copy(), s.tau_eps[0]
 
@@ -166,22 +177,16 @@ def test_combination_move_samples_the_mean_of_a_combinations_errors(make_scenari
                    for i in range(G))
         return like - 0.5 * tau * np.sum((eps0[:, combo] + t) ** 2)
 
-    grid = np.linspace(-3.0, 3.0, 1201)
-    logf = np.array([log_target(t) for t in grid])
-    f = np.exp(logf - logf.max())
-    assert f[0] < 1e-12 and f[-1] < 1e-12
-    cdf = np.cumsum(f) / f.sum()
-    sd = math.sqrt(np.sum(f * grid ** 2) / f.sum() - (np.sum(f * grid) / f.sum()) ** 2)
+    grid, cdf, sd = grid_target(log_target)
     slot = 3 + s.alpha.shape[0] + data.combo_levels.shape[1] + combo
     s.marginal_log_sd[slot] = math.log(2.4 * sd)
-    offsets = np.empty(40_000)
+    offsets, scratch = np.empty(40_000), np.empty_like(lm)
     for n in range(offsets.size):
-        combination_move(data, s, noisy, 1 / b_noise, combo, False, lm, np.empty_like(lm))
+        combination_move(data, s, noisy, 1 / b_noise, combo, False, lm, scratch)
         offsets[n] = s.eps[0, combo] - eps0[0, combo]
     t = offsets[-1]
     np.testing.assert_allclose(s.eps[:, combo], eps0[:, combo] + t, atol=1e-9)
     np.testing.assert_allclose(s.eta[:, combo], eta0[:, combo] + t, atol=1e-9)
     others = np.setdiff1d(np.arange(B), [combo])
     np.testing.assert_array_equal(s.eta[:, others], eta0[:, others])
-    p = stats.kstest(offsets[2_000::20], lambda x: np.interp(x, grid, cdf)).pvalue
-    assert p > 1e-3
+    assert_follows(offsets, grid, cdf)
