@@ -171,7 +171,8 @@ class Candidate:
         (census tracts, block groups, districts), to compare them with squares and hexagons.
         Candidates are told apart by a digest of its cells, adjacency and CRS.
     effects : {"attribute", "combination"}, default "attribute"
-        :class:`geosynth.PaivaModel` ``effects``.
+        :class:`geosynth.PaivaModel` ``effects``; an ε-DP candidate fits
+        :func:`geosynth.dp.dp_model` with these effects (its weakly informative priors).
     beta_prior : str or tuple of str, optional
         Prior of the covariate effects (needs ``continuous`` in :func:`tune`).
     epsilon : float, optional
@@ -837,17 +838,18 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     with_beta = candidate.beta_prior is not None
     counts = prepare(gdf, grid, setup.attributes,
                      continuous=setup.continuous if with_beta else None)
-    model = PaivaModel(beta_prior=list(candidate.beta_prior) if with_beta else None,
-                       effects=candidate.effects)
     if candidate.epsilon is None:
         from geosynth.synth import synthesize
 
+        model = PaivaModel(beta_prior=list(candidate.beta_prior) if with_beta else None,
+                           effects=candidate.effects)
         fit = model.fit(counts, seed=fit_seed, progress=False, **setup.fit_options)
         releases = synthesize(fit, gdf, m=setup.m, seed=release_seed)
-    else:  # DP noise from fresh OS entropy: no seed
-        from geosynth.dp import dp_release
+    else:  # DP noise from fresh OS entropy: no seed; no covariates (dp_counts refuses them)
+        from geosynth.dp import dp_model, dp_release
 
-        release = dp_release(counts, candidate.epsilon, setup.m, model=model, progress=False,
+        release = dp_release(counts, candidate.epsilon, setup.m,
+                             model=dp_model(effects=candidate.effects), progress=False,
                              **setup.fit_options)
         fit, releases = release.fit, release.releases
     linked = candidate.epsilon is None

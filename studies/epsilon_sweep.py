@@ -29,10 +29,9 @@ import pandas as pd
 
 from geosynth.data import prepare
 from geosynth.datasets import paiva_scenario
-from geosynth.dp import dp_release
+from geosynth.dp import dp_model, dp_release
 from geosynth.evaluation import evaluate
 from geosynth.lattice import Grid
-from geosynth.model import PaivaModel
 from geosynth.synth import naive_synthesize, synthesize
 from studies.common import QUICK_FIT, markdown_table, sweep_main
 
@@ -63,9 +62,9 @@ def epsilon_sweep(
 
     The thesis scenario (:func:`~geosynth.datasets.paiva_scenario`, attributes y, x1, x2, no Z:
     a DP release refuses continuous variables) on a ``side x side`` lattice. Reference rows: the
-    Paiva fit of the exact counts with the DP releases' model (combination effects; partially
-    synthetic releases) and the Naive baseline. For each ε, ``repeats`` independent DP releases
-    (:func:`geosynth.dp.dp_release`, add/remove neighbours, the public domain of the
+    Paiva fit of the exact counts with the DP releases' model (:func:`geosynth.dp.dp_model`;
+    partially synthetic releases) and the Naive baseline. For each ε, ``repeats`` independent
+    DP releases (:func:`geosynth.dp.dp_release`, add/remove neighbours, the public domain of the
     attributes; noise from fresh OS entropy, so the digits vary from run to run) and the mean of
     their rows.
 
@@ -104,9 +103,9 @@ def epsilon_sweep(
     grid = Grid.regular(scenario.bounds, shape=(side, side), crs=scenario.crs)
     counts = prepare(data, grid, attributes=DP_ATTRIBUTES)
     fit_args = {"n_iter": n_iter, "burn_in": burn_in, "thin": thin, "progress": False}
-    # The reference uses the model the DP releases use (combination effects), so the rows differ
-    # by the privacy noise only.
-    fit = PaivaModel(effects="combination").fit(counts, seed=seed, **fit_args)
+    # The reference uses the model the DP releases use (dp_model: combination effects, the DP
+    # priors), so the rows differ by the privacy noise only.
+    fit = dp_model().fit(counts, seed=seed, **fit_args)
     rows = [
         _dp_row("paiva (no DP)", float("inf"), data, synthesize(fit, data, m=m, seed=seed),
                 grid, counts, n_quadrants, seed, linked=True),
@@ -180,9 +179,10 @@ def epsilon_markdown(table: pd.DataFrame, command: str, run: str) -> str:
         f"Produced by `{command}`. Thesis scenario (n = 500, attributes y, x1, x2, no Z), "
         f"10x10 lattice, m = 5 releases; fits: {run}, 2 chains. DP rows: geometric noise on "
         "every (cell, combination) count (add/remove-one neighbours, the whole release costs "
-        "ε), noise-aware fit with combination effects (the reference uses the same model on the "
-        "exact counts), records and attributes drawn from the posterior; mean of the "
-        "repeats (fresh OS entropy: digits change between runs). `cell_l1_error` is "
+        "ε), noise-aware fit of the DP default model (`geosynth.dp.dp_model()`: combination "
+        "effects, N(0, 2²) priors on the effects and the fields' means; the reference fits the "
+        "same model to the exact counts), records and attributes drawn from the posterior; mean "
+        "of the repeats (fresh OS entropy: digits change between runs). `cell_l1_error` is "
         "Σ_i |synthetic_i − original_i| / n over the cell totals; distances are the Algorithm 1 "
         "mean row in km; coverage is the mean interval overlap of the proportion of y over "
         "random rectangles (§3.3); `expected_match_risk` needs linkable records, which a DP "

@@ -14,6 +14,7 @@ import shapely
 import geosynth
 from geosynth import tuning as tuning_module
 from geosynth.datasets import paiva_scenario
+from geosynth.dp import dp_model, dp_release
 from geosynth.errors import InputError
 from geosynth.tuning import MEASURES, Candidate, as_candidate, frontier, recommend
 
@@ -246,11 +247,20 @@ def test_a_failing_candidate_is_named(scenario, region):
     assert "candidate '4x4'" in "\n".join(getattr(info.value, "__notes__", []))
 
 
-def test_dp_candidates_have_no_linked_measures(scenario, region):
+def test_dp_candidates_have_no_linked_measures(scenario, region, monkeypatch):
+    models = []
+
+    def recording_dp_release(*args, model=None, **kwargs):
+        models.append(model)
+        return dp_release(*args, model=model, **kwargs)
+
+    monkeypatch.setattr(geosynth.dp, "dp_release", recording_dp_release)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = _tune(scenario, region, [{"shape": (4, 4), "epsilon": 2.0,
                                            "effects": "combination"}])
+    # The candidate's effects with the DP priors of dp_model, not the exact fit's.
+    assert [(m.effects, m.priors) for m in models] == [("combination", dp_model().priors)]
     row = result.table.iloc[0]
     assert row["epsilon"] == 2.0
     assert np.isnan(row[["expected_match_risk", "true_match_rate",
