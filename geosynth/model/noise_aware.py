@@ -18,7 +18,6 @@ from numba import njit
 from geosynth.model.borrow import borrowed
 from geosynth.model.conditionals import component_sums, icar_prior
 from geosynth.model.metropolis import SCALE_ADAPT_GAIN
-from geosynth.model.moves import NO_LEVEL
 from geosynth.model.state import (
     ALPHA_VAR,
     LEVEL_VAR,
@@ -39,6 +38,8 @@ __all__ = [
     "MARGINAL_LOG_SD_RANGE",
     "ETA_LIMIT",
     "marginal_slot_count",
+    "level_move_slot",
+    "combination_move_slot",
     "level_move",
     "combination_move",
     "marginal_moves",
@@ -105,6 +106,11 @@ def _previous_term(term, c, noisy, inv_below, inv_above):
     return term * (c * (inv_below if c <= noisy else inv_above))
 
 
+# The mode's first guess caps the steps at e^27 (λ ≈ 5e11), where a count's walk is already
+# ~7e5 terms long; the walks below correct the guess exactly.
+_MODE_GUESS_CAP = math.exp(27.0)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _latent_mode(noisy, below, above):
     """Return the mode of the (discrete log-concave) latent-count conditional.
@@ -113,12 +119,11 @@ def _latent_mode(noisy, below, above):
     :func:`_latent_steps`).
     """
     cap = 1e12
-    peak = math.exp(27.0)
-    low = math.ceil(min(min(below, peak) - 1.0, cap))
+    low = math.ceil(min(min(below, _MODE_GUESS_CAP) - 1.0, cap))
     if noisy >= 1.0 and low <= noisy - 1.0:
         c = max(0.0, low)
     else:
-        c = max(max(noisy, 0.0), math.ceil(min(min(above, peak) - 1.0, cap)))
+        c = max(max(noisy, 0.0), math.ceil(min(min(above, _MODE_GUESS_CAP) - 1.0, cap)))
     # Guard against rounding at the region boundaries: walk to the exact first step ≤ 1.
     while c > 0.0 and _step_up(c - 1.0, noisy, below, above) <= c:
         c -= 1.0
@@ -253,18 +258,35 @@ _M_MU, _M_THETA, _M_EPS = 0, 1, 2
 _M_LEVELS = 3
 
 
+# _marginal_shift's and _apply_shift's cell index for the moves that touch every cell.
+_EVERY_CELL = -1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def level_move_slot(n_levels, k):
+    """Slot of attribute k's :func:`level_move` in ``s.marginal_log_sd`` (P = ``n_levels``)."""
+    return _M_LEVELS + n_levels + k
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def combination_move_slot(n_levels, n_attributes, b):
+    """Slot of combination b's :func:`combination_move` in ``s.marginal_log_sd``."""
+    return level_move_slot(n_levels, n_attributes) + b
+
+
 def marginal_slot_count(n_levels: int, n_attributes: int, n_combos: int) -> int:
     """Length of ``GibbsState.marginal_log_sd``: the proposal scales of :func:`marginal_moves`."""
-    return _M_LEVELS + n_levels + n_attributes + n_combos
+    return combination_move_slot(n_levels, n_attributes, n_combos)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _marginal_shift(s, noisy, inv_scale, delta, combos, i, lm, lm_new):
     """Change in Σ log m(η_ib) when η_ib += delta over the (i, b) touched by one move.
 
-    The combinations ``combos`` of every cell (``i = -1``: μ, α_p, the level moves) or of cell
-    ``i`` (θ_i). ``lm`` caches log m at the current η; the proposed values are written to
-    ``lm_new`` (same (i, b) positions) for the caller to keep on acceptance.
+    The combinations ``combos`` of every cell (``i = _EVERY_CELL``: μ, α_p, the level and the
+    combination moves) or of cell ``i`` (θ_i). ``lm`` caches log m at the current η; the
+    proposed values are written to ``lm_new`` (same (i, b) positions) for the caller to keep on
+    acceptance.
     """
     G = s.counts.shape[0]
     total = 0.0
@@ -296,13 +318,6 @@ def _apply_shift(s, delta, combos, i, lm, lm_new):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _baseline_combos(data, k):
-    """Return the combinations at the baseline level of attribute k (``combo_levels[b, k] < 0``)."""
-    levels = data.combo_levels[:, k]
-    return np.flatnonzero(levels < 0)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def level_move(data, s, noisy, inv_scale, k, adapt, lm, lm_new):
     """Random-walk Metropolis move along the ridge of μ and attribute k's level effects.
 
@@ -319,8 +334,8 @@ def level_move(data, s, noisy, inv_scale, k, adapt, lm, lm_new):
     data : ModelData
         The fit's read-only arrays (``combo_levels`` says which levels belong to attribute k).
     s : GibbsState
-        The chain's state: μ, α, η, exp η and the move's proposal scale (slot
-        ``3 + P + k`` of ``s.marginal_log_sd``) are updated in place.
+        The chain's state: μ, α, η, exp η and the move's proposal scale
+        (:func:`level_move_slot` of ``s.marginal_log_sd``) are updated in place.
     noisy : numpy.ndarray of float64, shape (G, B)
         The released counts c̃.
     inv_scale : float
@@ -333,17 +348,17 @@ def level_move(data, s, noisy, inv_scale, k, adapt, lm, lm_new):
         log m at the current η (kept up to date) and scratch.
     """
     pr = data.priors
-    slot = _M_LEVELS + s.alpha.shape[0] + k
+    slot = level_move_slot(s.alpha.shape[0], k)
     delta = _shift_step(s, slot)
-    levels = data.combo_levels[:, k]
+    levels = data.combo_levels[:, k]  # < 0: the attribute's baseline level
     members = np.unique(levels[levels >= 0])
     x = s.mu[0]
     log_prior = -((x + delta) ** 2 - x * x) / (2.0 * pr[MU_VAR])
     for p in members:
         a = s.alpha[p]
         log_prior -= ((a - delta) ** 2 - a * a) / (2.0 * pr[ALPHA_VAR])
-    if _shift_test(s, noisy, inv_scale, delta, _baseline_combos(data, k), log_prior, slot, adapt,
-                   lm, lm_new):
+    if _shift_test(s, noisy, inv_scale, delta, np.flatnonzero(levels < 0), log_prior, slot,
+                   adapt, lm, lm_new):
         s.mu[0] = x + delta
         for p in members:
             s.alpha[p] -= delta
@@ -382,11 +397,11 @@ def _shift_test(s, noisy, inv_scale, delta, combos, log_prior, slot, adapt, lm, 
     moved (the caller moves the parameters); the proposal scale of ``slot`` adapts either way.
     The one test of the moves of μ, each α_p, :func:`level_move` and :func:`combination_move`.
     """
-    log_ratio = _marginal_shift(s, noisy, inv_scale, delta, combos, NO_LEVEL, lm, lm_new) \
+    log_ratio = _marginal_shift(s, noisy, inv_scale, delta, combos, _EVERY_CELL, lm, lm_new) \
         + log_prior
     hit = math.log(uniform(s.rng)) < log_ratio
     if hit:
-        _apply_shift(s, delta, combos, NO_LEVEL, lm, lm_new)
+        _apply_shift(s, delta, combos, _EVERY_CELL, lm, lm_new)
     _adapt(s, slot, 1.0 if hit else 0.0, adapt)
     return hit
 
@@ -406,8 +421,8 @@ def combination_move(data, s, noisy, inv_scale, b, adapt, lm, lm_new):
     data : ModelData
         The fit's read-only arrays.
     s : GibbsState
-        The chain's state: ε, η, exp η and the move's proposal scale (slot ``3 + P + K + b`` of
-        ``s.marginal_log_sd``) are updated in place.
+        The chain's state: ε, η, exp η and the move's proposal scale
+        (:func:`combination_move_slot` of ``s.marginal_log_sd``) are updated in place.
     noisy : numpy.ndarray of float64, shape (G, B)
         The released counts c̃.
     inv_scale : float
@@ -420,7 +435,7 @@ def combination_move(data, s, noisy, inv_scale, b, adapt, lm, lm_new):
         log m at the current η (kept up to date) and scratch.
     """
     G = s.counts.shape[0]
-    slot = _M_LEVELS + s.alpha.shape[0] + data.combo_levels.shape[1] + b
+    slot = combination_move_slot(s.alpha.shape[0], data.combo_levels.shape[1], b)
     delta = _shift_step(s, slot)
     eps_sum = 0.0
     for i in range(G):

@@ -11,9 +11,11 @@ from geosynth import PaivaModel
 from geosynth.model.fit import build_model_data
 from geosynth.model.noise_aware import (
     combination_move,
+    combination_move_slot,
     draw_latent_count,
     latent_log_marginal,
     level_move,
+    level_move_slot,
 )
 from geosynth.model.priors import Priors
 from geosynth.model.runner import initial_state
@@ -147,7 +149,7 @@ def test_level_move_samples_the_line_of_mu_against_an_attributes_levels(make_sce
             - sum((alpha0[p] - t) ** 2 for p in members) / (2 * alpha_var)
 
     grid, cdf, sd = grid_target(log_target)
-    s.marginal_log_sd[3 + s.alpha.shape[0] + k] = math.log(2.4 * sd)
+    s.marginal_log_sd[level_move_slot(s.alpha.shape[0], k)] = math.log(2.4 * sd)
     offsets, scratch = np.empty(40_000), np.empty_like(lm)
     for n in range(offsets.size):
         level_move(data, s, noisy, 1 / b, k, False, lm, scratch)
@@ -178,7 +180,7 @@ def test_combination_move_samples_the_mean_of_a_combinations_errors(make_scenari
         return like - 0.5 * tau * np.sum((eps0[:, combo] + t) ** 2)
 
     grid, cdf, sd = grid_target(log_target)
-    slot = 3 + s.alpha.shape[0] + data.combo_levels.shape[1] + combo
+    slot = combination_move_slot(s.alpha.shape[0], data.combo_levels.shape[1], combo)
     s.marginal_log_sd[slot] = math.log(2.4 * sd)
     offsets, scratch = np.empty(40_000), np.empty_like(lm)
     for n in range(offsets.size):
