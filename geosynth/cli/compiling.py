@@ -6,7 +6,8 @@ kind of fit on the 2-core benchmark machine, most of it numba's typing of the la
 rather than LLVM's optimisation (``NUMBA_OPT=1`` saved under 10 %, ``bench/RESULTS.md``), so
 the way to a fast first fit is to compile ahead of time, once per install: ``make`` runs this
 command when it builds ``.venv``. Each kind compiles in its own process (a four-sweep fit of a
-6 × 6 lattice), ``--jobs`` of them at a time; a later fit of that kind loads the kernels from
+6 × 6 lattice; "serial" also compiles the convergence checks of ``n_iter="auto"`` fits),
+``--jobs`` of them at a time; a later fit of that kind loads the kernels from
 the cache in about a second.
 """
 
@@ -45,6 +46,13 @@ def _compile_kind(kind: str) -> tuple[str, float]:
             counts = dp_counts(counts, 1.0)
         model.fit(counts, n_iter=4, burn_in=0, thin=1, chains=1, seed=0, progress=False,
                   parallel=kind == "chromatic")
+    if kind == "serial":  # and the checks of n_iter="auto" fits, for float32 and float64 draws
+        import numpy as np
+
+        from geosynth.model.diagnostics import convergence_diagnostics
+
+        for dtype in (np.float32, np.float64):
+            convergence_diagnostics(np.arange(24, dtype=dtype).reshape(2, 4, 3))
     return kind, time.perf_counter() - start
 
 

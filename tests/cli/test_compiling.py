@@ -29,6 +29,12 @@ FIT = CHECK + textwrap.dedent("""
                                         progress=True)
     print("cache misses:", sum(run_chunk.stats.cache_misses.values()))
     print("cache hits:", sum(run_chunk.stats.cache_hits.values()))
+
+    import numpy as np
+    from geosynth.model.diagnostics import convergence_diagnostics
+
+    for dtype in (np.float32, np.float64):  # an n_iter="auto" fit's checks
+        convergence_diagnostics(np.arange(60, dtype=dtype).reshape(2, 10, 3))
 """)
 
 
@@ -45,8 +51,10 @@ def test_a_fit_after_compile_loads_the_kernels_without_compiling(tmp_path):
                          "--kinds", "serial", "--jobs", "1")
     assert compiled.returncode == 0, compiled.stderr
     assert "serial:" in compiled.stderr and "compiled in" in compiled.stderr
+    cached = sorted(tmp_path.rglob("*"))
     fitted = _in_cache(tmp_path, "-c", FIT)
     assert fitted.returncode == 0, fitted.stderr
+    assert sorted(tmp_path.rglob("*")) == cached  # nothing more compiled into the cache
     assert "needs compiling: False" in fitted.stdout
     assert "cache misses: 0" in fitted.stdout
     assert "cache hits: 1" in fitted.stdout
