@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from geosynth._compat import import_arviz
+from geosynth.model import diagnostics
 from geosynth.model.diagnostics import convergence_diagnostics
 
 
@@ -49,6 +50,18 @@ def test_equals_arviz(chains, n, dtype):
     np.testing.assert_allclose(ours.r_hat, rhat, rtol=1e-10, equal_nan=True)
     assert np.isnan(ours.r_hat[1]) and ours.ess_bulk[1] == 2 * chains * (n // 2)
     assert ours.r_hat[2] > 1.1 or n < 50
+
+
+@pytest.mark.parametrize("direct_lags", [2, 10**6])
+def test_lags_summed_directly_or_by_fft_equal_arviz(monkeypatch, direct_lags):
+    """The default sums most columns' lags directly and takes the FFT's for φ near 1 (above):
+    here every column goes one way or the other."""
+    monkeypatch.setattr(diagnostics, "DIRECT_LAGS", direct_lags)
+    draws = ar1_draws(2, 1000, 24)
+    ours = convergence_diagnostics(draws)
+    ess, rhat = arviz_diagnostics(draws)
+    np.testing.assert_allclose(ours.ess_bulk, ess, rtol=1e-10, equal_nan=True)
+    np.testing.assert_allclose(ours.r_hat, rhat, rtol=1e-10, equal_nan=True)
 
 
 def test_one_chain_has_ess_but_no_rhat():
