@@ -11,11 +11,12 @@ Two tables:
   draws of the fit's shapes), against the seconds of one sweep of both chains (a short fixed
   fit) and against arviz 0.23 (its per-parameter loop timed on 300 λ's and scaled).
 - *fits*: ``fit(n_iter="auto")`` with the defaults (``target_ess=400``, ``max_rhat=1.01``,
-  ``thin=6``) and ``max_seconds``: sweeps, how it stopped, the worst parameter, the time of all
-  checks and its share of the fit.
+  a draw kept every sweep to start with) and ``max_seconds``: sweeps, how it stopped, the
+  worst parameter, the time of all checks and its share of the fit.
 
 Run: ``python -m bench auto`` (``BENCH_AUTO_SIDES=20,40`` for the fits' lattice sides,
-``BENCH_AUTO_SECONDS`` for their ``max_seconds``, default 600).
+``BENCH_AUTO_SEEDS=1`` for their chain seeds, ``BENCH_AUTO_SECONDS`` for their
+``max_seconds``, default 600).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from geosynth.model.diagnostics import convergence_diagnostics
 
 CHECK_SIDES = (40, 80)
 FIT_SIDES = tuple(int(s) for s in os.environ.get("BENCH_AUTO_SIDES", "20,40").split(","))
+FIT_SEEDS = tuple(int(s) for s in os.environ.get("BENCH_AUTO_SEEDS", "1").split(","))
 MAX_SECONDS = float(os.environ.get("BENCH_AUTO_SECONDS", "600"))
 WINDOW = 1600  # draws per chain of the largest default window
 B = 12
@@ -88,17 +90,17 @@ def check_table() -> str:
 
 
 def fit_table() -> str:
-    rows = ["| G | stopped | sweeps/chain | thin | min ESS (where) | max R-hat (where) | "
+    rows = ["| G | seed | stopped | sweeps/chain | thin | min ESS (where) | max R-hat (where) | "
             "fit (s) | checks | check time (s) | share |",
-            "|---:|---|---:|---:|---|---|---:|---:|---:|---:|"]
-    for side in FIT_SIDES:
+            "|---:|---:|---|---:|---:|---|---|---:|---:|---:|---:|"]
+    for side, seed in ((side, seed) for side in FIT_SIDES for seed in FIT_SEEDS):
         counts = scenario_counts(side * side)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit = PaivaModel().fit(counts, n_iter="auto", seed=1, progress=False,
+            fit = PaivaModel().fit(counts, n_iter="auto", seed=seed, progress=False,
                                    max_seconds=MAX_SECONDS)
         s = fit.stopping
-        rows.append(f"| {counts.n_cells:,} | {s.reason} | {s.sweeps:,} | {s.thin} | "
+        rows.append(f"| {counts.n_cells:,} | {seed} | {s.reason} | {s.sweeps:,} | {s.thin} | "
                     f"{s.min_ess:.0f} (`{s.worst_ess}`) | {s.max_r_hat:.3f} "
                     f"(`{s.worst_r_hat}`) | {s.seconds:.0f} | {s.checks} | "
                     f"{s.check_seconds:.1f} | {s.check_seconds / s.seconds:.1%} |")
