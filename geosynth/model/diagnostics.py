@@ -237,7 +237,7 @@ def _mean_autocovariances(z: np.ndarray) -> np.ndarray:
     return (np.fft.irfft(spectrum, n=length, axis=2)[:, :, :n] / n).mean(axis=1)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")  # 0/0 gives NaN, as NumPy
 def _geyer_ess(z, autocovariances, max_lag):
     """Bulk ESS of each (chains, n) slice of ``z`` by arviz's truncation of the autocorrelations.
 
