@@ -132,10 +132,11 @@ def _bulk_and_rank(values: np.ndarray, with_rhat: bool) -> tuple[np.ndarray, np.
     z = np.empty((n_params, size))
     z_folded = np.empty((n_params if with_rhat else 0, size))
     _normal_scores(sorted_values, order, table, z, z_folded)
-    ess = _ess(z.reshape(values.shape))
+    z = z.reshape(values.shape)
+    ess = _ess(z)
     rhat = np.full(n_params, np.nan)
     if with_rhat:
-        bulk = _rhat(z.reshape(values.shape))
+        bulk = _rhat(z)
         tail = _rhat(z_folded.reshape(values.shape))
         rhat = np.where(tail > bulk, tail, bulk)  # Python's max(bulk, tail), as arviz
     ess[has_nan] = np.nan
@@ -154,11 +155,12 @@ def _normal_scores(sorted_values, order, table, z, z_folded):
     ``table[first + last]`` (``table`` holds the ``2S − 1`` possible scores, so each is the
     same float as scoring it alone). When ``z_folded`` has rows, the scores of the folded draws
     go there: the folded values of the sorted draws fall (below the median) and then rise, so
-    merging the two runs orders them in O(S) instead of a second sort. The median and the
-    folding are computed in the draws' own dtype, as NumPy and arviz do.
+    merging the two runs orders them in O(S) instead of a second sort. The median (of an even
+    count: the split chains are halves) and the folding are computed in the draws' own dtype,
+    as NumPy and arviz do.
     """
     n_params, size = sorted_values.shape
-    middle = size // 2
+    middle = size // 2  # size = split chains × draws each, an even number
     identity = np.arange(size)
     merged = np.empty(size, dtype=np.int64)
     folded = np.empty(size, dtype=sorted_values.dtype)
@@ -168,10 +170,7 @@ def _normal_scores(sorted_values, order, table, z, z_folded):
         _scores_of_runs(values, positions, identity, table, z[p])
         if z_folded.shape[0] == 0:
             continue
-        if size % 2:
-            median = values[middle]
-        else:
-            median = (values[middle - 1] + values[middle]) / values.dtype.type(2)
+        median = (values[middle - 1] + values[middle]) / values.dtype.type(2)
         below = 0
         while below < size and values[below] < median:
             below += 1
@@ -220,8 +219,7 @@ def _ess(z: np.ndarray) -> np.ndarray:
     The autocovariances are summed lag by lag (:func:`_geyer_ess`) where the draws mix within
     :data:`DIRECT_LAGS` lags, and taken by FFT, as arviz does, for the rows that need more.
     """
-    none = np.empty((0, 0))
-    ess = _geyer_ess(z, none, DIRECT_LAGS)
+    ess = _geyer_ess(z, np.empty((0, 0)), DIRECT_LAGS)
     slow = np.flatnonzero(ess == _NEEDS_FFT)
     if slow.size:
         ess[slow] = _geyer_ess(z[slow], _mean_autocovariances(z[slow]), z.shape[2])
@@ -257,7 +255,6 @@ def _geyer_ess(z, autocovariances, max_lag):
     k_max = max((n - 3) // 2, 0)  # last pair index the loop may compute
     floor = 1.0 / np.log10(size)
     resolution = np.finfo(np.float64).resolution
-    direct = autocovariances.shape[0] == 0
     centred = np.empty((chains, n))
     means = np.empty(chains)
     ess = np.empty(n_params)
@@ -275,14 +272,13 @@ def _geyer_ess(z, autocovariances, max_lag):
         if high - low < resolution:  # constant: arviz's ESS is the number of draws
             ess[p] = size
             continue
-        acov = centred[0] if direct else autocovariances[p]  # (a placeholder when direct)
-        mean_var = _autocovariance(centred, acov, 0, direct) * n / (n - 1.0)
+        mean_var = _autocovariance(centred, autocovariances, p, 0) * n / (n - 1.0)
         grand = means.mean()
         between = 0.0
         for c in range(chains):
             between += (means[c] - grand) ** 2
         var_plus = mean_var * (n - 1.0) / n + between / (chains - 1)
-        rho_odd = 1.0 - (mean_var - _autocovariance(centred, acov, 1, direct)) / var_plus
+        rho_odd = 1.0 - (mean_var - _autocovariance(centred, autocovariances, p, 1)) / var_plus
         if np.isnan(rho_odd):
             ess[p] = np.nan
             continue
@@ -291,14 +287,15 @@ def _geyer_ess(z, autocovariances, max_lag):
         running, pair_sum, k = pair, 0.0, 0
         needs_fft = False
         while pair > 0 and k < k_max:  # P_k > 0 enters the sum: on to P_k+1
-            if direct and 2 * k + 3 > max_lag:
+            if 2 * k + 3 > max_lag:  # never with max_lag = n
                 needs_fft = True
                 break
             pair_sum += running
             k += 1
-            rho_even = 1.0 - (mean_var - _autocovariance(centred, acov, 2 * k, direct)) / var_plus
-            rho_odd = 1.0 - (mean_var - _autocovariance(centred, acov, 2 * k + 1, direct)) \
-                / var_plus
+            even = _autocovariance(centred, autocovariances, p, 2 * k)
+            odd = _autocovariance(centred, autocovariances, p, 2 * k + 1)
+            rho_even = 1.0 - (mean_var - even) / var_plus
+            rho_odd = 1.0 - (mean_var - odd) / var_plus
             pair = rho_even + rho_odd
             running = min(running, pair)
         if needs_fft:
@@ -310,14 +307,15 @@ def _geyer_ess(z, autocovariances, max_lag):
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def _autocovariance(centred, autocovariances, lag, direct):
-    """Mean over chains of ``Σ_i c_i c_{i+lag} / n`` (summed when ``direct``, else looked up).
+def _autocovariance(centred, autocovariances, p, lag):
+    """Mean over chains of ``Σ_i c_i c_{i+lag} / n``, the biased autocovariance at ``lag``.
 
-    The direct sums may be reassociated (so that LLVM vectorises them): they differ from the
+    ``autocovariances[p, lag]``, or summed from ``centred`` when ``autocovariances`` has no
+    rows. The direct sums may be reassociated (so that LLVM vectorises them): they differ from the
     FFT's, as the FFT's from the naive sum, by rounding.
     """
-    if not direct:
-        return autocovariances[lag]
+    if autocovariances.shape[0]:
+        return autocovariances[p, lag]
     chains, n = centred.shape
     total = 0.0
     for c in range(chains):
