@@ -99,7 +99,7 @@ by ``--quick``): ``fit(n_iter="auto", target_ess=400, max_rhat=1.01, max_seconds
 the default sampler of :class:`geosynth.PaivaModel` (``--auto-samplers`` adds others;
 :mod:`geosynth.model.stopping`), reporting how it stopped, its sweeps, seconds, min bulk ESS
 and max R-hat, with ``max_bytes`` = 8 GiB (the default 4 GiB is refused at 102,400 cells: it
-holds 397 draws of η per chain, fewer than ``target_ess``). ``max_seconds``
+holds 394 draws of η per chain, fewer than ``target_ess``). ``max_seconds``
 (``--max-seconds``, default 600: the issue's 10-minute target at G = 25,600) bounds each fit;
 the warm-up of an auto fit always completes (256 sweeps at the defaults, which keep every
 sweep at first: ~3–4 min for the single-site sampler at 102,400).
@@ -147,7 +147,7 @@ AUTO_SIZES = (25_600, 102_400)  # geosynth alone, n_iter="auto"
 PEERS = ("pymc", "nutpie")
 PEER_LABELS = {"pymc": "PyMC NUTS", "nutpie": "nutpie"}
 MAX_SECONDS = 600.0
-# max_bytes of the n_iter="auto" fits: the default 4 GiB holds 397 draws of η per chain at
+# max_bytes of the n_iter="auto" fits: the default 4 GiB holds 394 draws of η per chain at
 # G = 102,400 x B = 12, and an auto fit refuses with fewer than target_ess = 400 per chain.
 AUTO_MAX_BYTES = 8 * 2**30
 # Per chain, both peers (``--peer-run``): see "Run lengths" in the module docstring.

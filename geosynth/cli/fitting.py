@@ -40,7 +40,7 @@ def fixed_thin(thin: int | None) -> int:
 def _check_auto_options(burn_in, chains) -> None:
     if burn_in is not None:
         raise click.UsageError(
-            "--iterations auto discards the first half of the sweeps as burn-in: drop "
+            "--iterations auto discards the first quarter of the sweeps as burn-in: drop "
             "--burn-in, or give a number of sweeps with --iterations N"
         )
     if chains < 2:

@@ -393,7 +393,7 @@ def run_options(f: Callable) -> Callable:
         click.option("--iterations", type=Iterations(), default="auto", show_default=True,
                      help="MCMC sweeps per chain, burn-in included; 'auto' runs until every "
                      "parameter has a bulk ESS >= --target-ess and an R-hat < --max-rhat (or "
-                     "--max-seconds pass), discarding the first half of the sweeps as burn-in."),
+                     "--max-seconds pass), discarding the first quarter of the sweeps as burn-in."),
         click.option("--burn-in", type=click.IntRange(min=0), default=None,
                      help="With --iterations N: sweeps discarded at the start of each chain "
                      "[default: N/4]. Not with --iterations auto."),

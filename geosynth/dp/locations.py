@@ -925,7 +925,7 @@ def dp_release(
     n_iter, burn_in, thin, chains, progress, target_ess, max_rhat, max_seconds
         Passed to :meth:`PaivaModel.fit`; ``burn_in`` defaults to 1000 for a fixed ``n_iter``.
         With ``n_iter="auto"`` (run until converged, the command line's default) the fit
-        discards the first half of the sweeps and takes no ``burn_in``, and the small-ε check
+        discards the first quarter of the sweeps and takes no ``burn_in``, and the small-ε check
         assumes :data:`AUTO_SWEEPS` sweeps per chain.
     max_bytes : int, default 4 GiB
         Bound on the memory of the ``m`` releases (at :data:`RELEASE_BYTES_PER_RECORD` bytes

@@ -216,7 +216,8 @@ class PaivaModel:
             parameters at once by :func:`geosynth.model.diagnostics.convergence_diagnostics`).
             Checks come when the sweeps have grown by a factor 1.5 or 4/3 and stop at the first
             group of parameters that fails (λ is screened on 2,048 pairs first), so their cost stays
-            a small part of the fit's. The first half of the sweeps is discarded as burn-in, and
+            a small part of the fit's. The first quarter of the sweeps (at least the 2u warm-up of
+            the schedule) is discarded as burn-in, and
             ``thin`` doubles (thinning the stored draws by 2) whenever the retained draws per chain
             would exceed the larger of ``4·target_ess/chains`` and ``16/(max_rhat − 1)`` (1,600 for
             the defaults: enough for the noise of R-hat over thousands of λ's to stay below
@@ -227,7 +228,7 @@ class PaivaModel:
             (which returns the draws of the current window, as for a fixed ``n_iter``).
         burn_in : int, optional
             Sweeps discarded at the start of each chain (where the scale moves tune); default
-            2,000. Not with ``n_iter="auto"``, which discards the first half of the sweeps.
+            2,000. Not with ``n_iter="auto"``, which discards the first quarter of the sweeps.
         thin : int, optional
             Keep every ``thin``-th sweep after burn-in; default 6 (:data:`DEFAULT_THIN`). With
             ``n_iter="auto"`` the thinning at first, default 1 (every sweep,
@@ -511,7 +512,7 @@ def _check_auto_run(burn_in, thin, chains, executor) -> None:
         )
     if burn_in is not None:
         raise InputError(
-            "n_iter='auto' discards the first half of the sweeps as burn-in, so it takes no "
+            "n_iter='auto' discards the first quarter of the sweeps as burn-in, so it takes no "
             f"burn_in (got burn_in={burn_in!r}); drop burn_in, or give a fixed n_iter"
         )
 

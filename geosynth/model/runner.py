@@ -40,6 +40,7 @@ from geosynth.model.state import (
 )
 from geosynth.model.stopping import (
     LAMBDA_SCREEN,
+    WINDOW_SEGMENTS,
     ConvergenceCheck,
     ParameterGroup,
     StoppingInfo,
@@ -454,16 +455,16 @@ class _AutoChain:
     """One chain of an ``n_iter="auto"`` fit between segments: its state and its window.
 
     ``sums[s]`` and ``counts[s]`` hold the running sum of exp η and the number of draws of the
-    window's segment in slot ``s`` (segment j uses slot ``j % 2``); ``segment_rows`` the stored
-    draws of the window's older and newer segment.
+    window's segment in slot ``s`` (segment j uses slot ``j % WINDOW_SEGMENTS``);
+    ``segment_rows`` the stored draws of each of the window's segments, oldest first.
     """
 
     def __init__(self, state, cell_streams, scratch, shape, bar):
         self.state, self.cell_streams, self.scratch = state, cell_streams, scratch
-        self.sums = np.zeros((2, *shape))
-        self.counts = np.zeros(2, dtype=np.int64)
+        self.sums = np.zeros((WINDOW_SEGMENTS, *shape))
+        self.counts = np.zeros(WINDOW_SEGMENTS, dtype=np.int64)
         self.rows = 0
-        self.segment_rows = [0, 0]
+        self.segment_rows: list[int] = []
         self.sweeps = 0
         self.bar = bar
 
@@ -583,18 +584,20 @@ class AutoRunner(ChainRunner):
                 self._halve()
             self.consistent = True
             start, end = schedule.boundary(j), schedule.boundary(j + 1)
-            if start % self.thin or end % self.thin:  # the schedule's invariant
-                raise RuntimeError(f"segment [{start}, {end}) is not a multiple of thin "
-                                   f"{self.thin}")
-            self._each_chain(pool, end - start, True, j % 2)
+            first = schedule.window_start(j)
+            if first % self.thin or start % self.thin or end % self.thin:  # the invariant
+                raise RuntimeError(f"window [{first}, {end}) or segment [{start}, {end}) is "
+                                   f"not a multiple of thin {self.thin}")
+            self._each_chain(pool, end - start, True, j % WINDOW_SEGMENTS)
             if self.timed_out.is_set():
                 return "max_seconds"
             if j >= 1:
                 if self._check(complete=False).converged:
                     return "converged"
-                self.consistent = False
-                self._drop_older(j - 1)
-                self.consistent = True
+                if j >= WINDOW_SEGMENTS - 1:
+                    self.consistent = False
+                    self._drop_oldest(j - WINDOW_SEGMENTS + 1)
+                    self.consistent = True
             self.segment += 1
 
     def _segment(self, c: int, length: int, keep: bool, slot: int) -> None:
@@ -605,7 +608,7 @@ class AutoRunner(ChainRunner):
         if keep:
             chain.sums[slot] = 0.0
             chain.counts[slot] = 0
-            chain.segment_rows = [chain.rows, 0]
+            chain.segment_rows.append(0)
         term = chain.scratch.term
         for n, _ in _chunks(length, sampling if keep else burn, keep):
             if self.stop.is_set():
@@ -622,7 +625,8 @@ class AutoRunner(ChainRunner):
                 chain.sums[slot] += term
             chain.counts[slot] += written
             chain.rows += written
-            chain.segment_rows[1] += written
+            if keep:
+                chain.segment_rows[-1] += written
             chain.sweeps += n
             chain.bar.update(n)
 
@@ -635,23 +639,26 @@ class AutoRunner(ChainRunner):
                         array[c, r] = array[c, source]
 
     def _halve(self) -> None:
-        """Keep every other stored draw (those on multiples of twice ``thin``); double thin."""
+        """Keep every other stored draw (those on multiples of twice ``thin``); double thin.
+
+        Every segment of the window starts on a multiple of twice ``thin`` (the schedule's
+        invariant, checked before each segment), so each keeps half its draws.
+        """
         for c, chain in enumerate(self.chains):
             kept = chain.rows // 2
             self._move_rows(c, range(1, 2 * kept, 2))
             chain.rows = kept
-            chain.segment_rows = [kept, 0]
+            chain.segment_rows = [rows // 2 for rows in chain.segment_rows]
         self.thin *= 2
 
-    def _drop_older(self, j: int) -> None:
-        """Drop the draws (and the exp η sum) of segment ``j``, the window's older segment."""
+    def _drop_oldest(self, j: int) -> None:
+        """Drop the draws (and the exp η sum) of segment ``j``, the window's oldest segment."""
         for c, chain in enumerate(self.chains):
-            older, newer = chain.segment_rows
-            self._move_rows(c, range(older, older + newer))
-            chain.rows = newer
-            chain.segment_rows = [newer, 0]
-            chain.sums[j % 2] = 0.0
-            chain.counts[j % 2] = 0
+            oldest = chain.segment_rows.pop(0)
+            self._move_rows(c, range(oldest, chain.rows))
+            chain.rows -= oldest
+            chain.sums[j % WINDOW_SEGMENTS] = 0.0
+            chain.counts[j % WINDOW_SEGMENTS] = 0
 
     def _groups(self, n: int) -> list[ParameterGroup]:
         """Group the window's first ``n`` draws of every chain in the order of the check."""

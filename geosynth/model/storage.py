@@ -15,7 +15,7 @@ import numpy as np
 
 from geosynth.errors import GeosynthWarning, MemoryLimitError
 from geosynth.model.state import ModelData, model_shape, recorded_scalars
-from geosynth.model.stopping import AutoSchedule
+from geosynth.model.stopping import MIN_WINDOW_DRAWS, WINDOW_SEGMENTS, AutoSchedule
 
 __all__ = [
     "CHUNK_WORK", "MAX_CHUNK_SWEEPS", "DEFAULT_MAX_BYTES", "chunk_sweeps",
@@ -239,14 +239,14 @@ def plan_auto_storage(data: ModelData, names: list[str], *, thin: int, chains: i
 
     Every retained draw keeps its η (the λ check and the releases use them), so a draw costs
     ``8·S + 4·G`` (θ) ``+ 4·G`` (β, if fitted) ``+ 8·B`` (latent totals, if noise-aware)
-    ``+ 4·G·B`` (η) bytes, and a chain's buffers ``24·G·B`` (two float64 sums of exp η, one per
+    ``+ 4·G·B`` (η) bytes, and a chain's buffers ``40·G·B`` (four float64 sums of exp η, one per
     segment of the window, and a scratch term) plus a chunk's discarded β. The draws per chain
     that fit in ``max_bytes`` bound the window (:class:`~geosynth.model.stopping.AutoSchedule`).
 
     Raises
     ------
     MemoryLimitError
-        Fewer than ``max(8, 2·target_ess/chains)`` draws per chain fit: the thinning rule
+        Fewer than ``max(16, 2·target_ess/chains)`` draws per chain fit: the thinning rule
         keeps at least half the window, and the target would be out of reach.
 
     Warns
@@ -260,9 +260,9 @@ def plan_auto_storage(data: ModelData, names: list[str], *, thin: int, chains: i
     per_draw = (8 * recorded_scalars(data) + 4 * G * (1 + beta)
                 + (8 * B if noise else 0) + 4 * G * B)
     rows = chunk_sweeps(G, B, thin)[1] // thin
-    buffers = 24 * G * B + (0 if beta else 4 * G * rows)
+    buffers = 8 * (WINDOW_SEGMENTS + 1) * G * B + (0 if beta else 4 * G * rows)
     capacity = max(0, (max_bytes - chains * buffers) // (chains * per_draw))
-    need = max(8, 2 * math.ceil(target_ess / chains))
+    need = max(MIN_WINDOW_DRAWS, 2 * math.ceil(target_ess / chains))
     if capacity < need:
         raise MemoryLimitError(
             f"n_iter='auto' with target_ess={target_ess:g} over {chains} chains keeps up to "

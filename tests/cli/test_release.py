@@ -245,7 +245,7 @@ def test_max_seconds_warns_and_still_writes(inputs, tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "fragments"),
-    [(["--burn-in", 100], ["--iterations auto discards the first half", "--burn-in"]),
+    [(["--burn-in", 100], ["--iterations auto discards the first quarter", "--burn-in"]),
      (["--chains", 1], ["--chains 2 or more", "--chains 1"]),
      (["--iterations", 300, "--max-seconds", 5], ["--max-seconds apply to --iterations auto"]),
      (["--iterations", 300, "--target-ess", 100, "--max-rhat", 1.05],

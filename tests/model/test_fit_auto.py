@@ -15,6 +15,7 @@ from geosynth.model import runner as runner_module
 from geosynth.model.fit import DEFAULT_THIN
 from geosynth.model.stopping import (
     AUTO_THIN,
+    MIN_WINDOW_DRAWS,
     AutoSchedule,
     ParameterGroup,
     assess_convergence,
@@ -60,8 +61,10 @@ def test_stops_at_the_target_as_arviz_measures_it(auto_fit):
     assert stopping.min_ess == pytest.approx(low, rel=1e-9)
     assert stopping.max_r_hat == pytest.approx(high, rel=1e-9)
     assert stopping.not_converged == () and stopping.n_not_converged == 0
-    # The first half of the sweeps is burn-in; the draws are the rest at the final thin.
-    assert stopping.burn_in == stopping.sweeps // 2
+    # The first quarter of the sweeps is burn-in (the 2u warm-up at the first three checks);
+    # the draws are the rest at the final thin.
+    unit = AutoSchedule(1, 2, AUTO["target_ess"], 1.01, 10**6).unit
+    assert stopping.burn_in == max(stopping.sweeps // 4, 2 * unit)
     assert auto_fit.n_draws == stopping.draws == (stopping.sweeps - stopping.burn_in) // \
         stopping.thin
     assert (auto_fit.thin, auto_fit.burn_in) == (stopping.thin, stopping.burn_in)
@@ -183,18 +186,23 @@ def test_noise_aware_and_chromatic_fits_stop_too(counts):
 
 
 def test_schedule_keeps_boundaries_on_multiples_of_thin():
-    for thin in (1, 3, 6):
-        for capacity in (8, 9, 50, 10**6):
-            schedule = AutoSchedule(thin, 2, 16, 1.01, capacity)
+    for thin, target in ((1, 16), (3, 16), (6, 16), (5, 100), (7, 2000)):
+        for capacity in (MIN_WINDOW_DRAWS, MIN_WINDOW_DRAWS + 1, 50, 10**6):
+            schedule = AutoSchedule(thin, 2, target, 1.01, capacity)
             assert schedule.boundary(0) == 2 * schedule.unit
             assert [schedule.boundary(j) // schedule.unit for j in range(6)] == \
                 [2, 3, 4, 6, 8, 12]
+            # The window after segment j: its last four segments, [b/4, b) from 8u on.
+            assert [schedule.window_start(j) // schedule.unit for j in range(6)] == \
+                [2, 2, 2, 2, 3, 4]
             current = thin
             for j in range(40):
                 current <<= schedule.doublings(j, current)
-                start = schedule.window_start(j)
-                assert start % current == 0 and schedule.boundary(j + 1) % current == 0
-                span = start if j >= 1 else 2 * schedule.unit
+                start, end = schedule.window_start(j), schedule.boundary(j + 1)
+                assert start % current == 0 and end % current == 0
+                if j >= 3:
+                    assert end == 4 * start
+                span = end - start if j >= 1 else 2 * schedule.unit
                 assert span // current <= schedule.max_draws
 
 
@@ -224,7 +232,7 @@ def test_stored_draws_are_the_window_at_the_final_thin(counts, monkeypatch):
     # Room for 40 draws per chain (of 240 bytes, besides 32 KiB of buffers per chain): the
     # window is thinned again and again.
     with pytest.warns(GeosynthWarning, match=r"holds 40 draws per chain"):
-        fit = PaivaModel().fit(counts, seed=2, max_bytes=85_000, max_rhat=1.3,
+        fit = PaivaModel().fit(counts, seed=2, max_bytes=86_024, max_rhat=1.3,
                                **{**AUTO, "target_ess": 20})
     stopping = fit.stopping
     assert stopping.thin > 1 and fit.n_draws <= runners[0].plan.n_keep
@@ -232,6 +240,8 @@ def test_stored_draws_are_the_window_at_the_final_thin(counts, monkeypatch):
     expected = stopping.burn_in + stopping.thin * np.arange(1, fit.n_draws + 1) - 1
     np.testing.assert_array_equal(tags, np.broadcast_to(expected, tags.shape))
     assert stopping.sweeps == stopping.burn_in + stopping.thin * fit.n_draws
+    assert stopping.burn_in == max(stopping.sweeps // 4, 2 * runners[0].schedule.unit)
+    assert stopping.checks >= 4  # windows of four segments, the oldest dropped after checks
 
 
 def test_ctrl_c_during_a_check_returns_the_window_flagged_interrupted(counts, monkeypatch):
@@ -264,7 +274,7 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
      ({"max_seconds": float("inf")}, r"max_seconds must be a finite number > 0"),
      ({"n_iter": 500, "max_seconds": 60}, r"max_seconds applies to n_iter='auto'"),
      ({"chains": 1}, r"n_iter='auto' needs chains >= 2: .*R-hat"),
-     ({"burn_in": 100}, r"n_iter='auto' discards the first half .* takes no burn_in"),
+     ({"burn_in": 100}, r"n_iter='auto' discards the first quarter .* takes no burn_in"),
      ({"n_iter": "forever"}, r"n_iter must be an integer >= 1 .* or 'auto'"),
      ({"n_iter": 0}, r"n_iter must be an integer >= 1"),
      ({"n_iter": True}, r"n_iter must be an integer >= 1")],
