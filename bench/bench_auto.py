@@ -12,11 +12,15 @@ Two tables:
   fit) and against arviz 0.23 (its per-parameter loop timed on 300 λ's and scaled).
 - *fits*: ``fit(n_iter="auto")`` with the defaults (``target_ess=400``, ``max_rhat=1.01``,
   a draw kept every sweep to start with) and ``max_seconds``: sweeps, how it stopped, the
-  worst parameter, the time of all checks and its share of the fit.
+  worst parameter, the time of all checks and its share of the fit. With
+  ``BENCH_AUTO_REFERENCE=1``, also the agreement of each stopped window with a long fixed fit
+  (2 chains × 8,000 sweeps, 2,000 burn-in, seed 99, once per lattice): the mean over μ, every
+  α and τ and the first 200 θ_i of z² = (mean − reference mean)² / (its Monte Carlo error² +
+  the reference's), each error sd/√(bulk ESS). Near 1 when the window carries no bias.
 
 Run: ``python -m bench auto`` (``BENCH_AUTO_SIDES=20,40`` for the fits' lattice sides,
 ``BENCH_AUTO_SEEDS=1`` for their chain seeds, ``BENCH_AUTO_SECONDS`` for their
-``max_seconds``, default 600).
+``max_seconds``, default 600, ``BENCH_AUTO_REFERENCE=1`` for the agreement column).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ CHECK_SIDES = (40, 80)
 FIT_SIDES = tuple(int(s) for s in os.environ.get("BENCH_AUTO_SIDES", "20,40").split(","))
 FIT_SEEDS = tuple(int(s) for s in os.environ.get("BENCH_AUTO_SEEDS", "1").split(","))
 MAX_SECONDS = float(os.environ.get("BENCH_AUTO_SECONDS", "600"))
+REFERENCE = os.environ.get("BENCH_AUTO_REFERENCE", "") == "1"
+REFERENCE_THETA = 200  # θ_i of the agreement column
 WINDOW = 1600  # draws per chain of the largest default window
 B = 12
 
@@ -89,12 +95,31 @@ def check_table() -> str:
     return "\n".join(rows)
 
 
+def _means_and_errors(fit) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior means of the scalars and the first θ_i, and their errors sd/√(bulk ESS)."""
+    draws = np.concatenate([fit.scalars, fit.theta[:, :, :REFERENCE_THETA]], axis=2)
+    ess, _ = convergence_diagnostics(draws.astype(np.float32))
+    flat = draws.reshape(-1, draws.shape[2])
+    return flat.mean(axis=0), flat.std(axis=0) / np.sqrt(ess)
+
+
+def _mean_z2(fit, reference: tuple[np.ndarray, np.ndarray]) -> float:
+    mean, error = _means_and_errors(fit)
+    return float(np.mean((mean - reference[0]) ** 2 / (error**2 + reference[1] ** 2)))
+
+
 def fit_table() -> str:
     rows = ["| G | seed | stopped | sweeps/chain | thin | min ESS (where) | max R-hat (where) | "
-            "fit (s) | checks | check time (s) | share |",
-            "|---:|---:|---|---:|---:|---|---|---:|---:|---:|---:|"]
+            "fit (s) | checks | check time (s) | share |" + (" z² vs long fit |" if REFERENCE
+                                                            else ""),
+            "|---:|---:|---|---:|---:|---|---|---:|---:|---:|---:|" + ("---:|" if REFERENCE
+                                                                      else "")]
+    reference = None
     for side, seed in ((side, seed) for side in FIT_SIDES for seed in FIT_SEEDS):
         counts = scenario_counts(side * side)
+        if REFERENCE and seed == FIT_SEEDS[0]:
+            reference = _means_and_errors(PaivaModel().fit(
+                counts, n_iter=8000, burn_in=2000, thin=1, seed=99, progress=False))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit = PaivaModel().fit(counts, n_iter="auto", seed=seed, progress=False,
@@ -103,7 +128,8 @@ def fit_table() -> str:
         rows.append(f"| {counts.n_cells:,} | {seed} | {s.reason} | {s.sweeps:,} | {s.thin} | "
                     f"{s.min_ess:.0f} (`{s.worst_ess}`) | {s.max_r_hat:.3f} "
                     f"(`{s.worst_r_hat}`) | {s.seconds:.0f} | {s.checks} | "
-                    f"{s.check_seconds:.1f} | {s.check_seconds / s.seconds:.1%} |")
+                    f"{s.check_seconds:.1f} | {s.check_seconds / s.seconds:.1%} |"
+                    + (f" {_mean_z2(fit, reference):.2f} |" if REFERENCE else ""))
     return "\n".join(rows)
 
 
