@@ -43,8 +43,9 @@
   ``u/thin`` is a power of 2 every boundary stays a multiple of ``thin``.
 * **The check** (:func:`assess_convergence`), vectorised by
   :func:`geosynth.model.diagnostics.convergence_diagnostics` (arviz's bulk ESS and rank R-hat),
-  goes through the groups μ, α and the precisions → θ → β (if fitted) → λ, and stops at the
-  first group that fails: early checks, which the precisions usually fail, cost little. λ is
+  goes through the groups μ, α and the precisions → θ → β (if fitted) → λ, each in parts of
+  :data:`CHECK_PART` parameters, and stops at the first part that fails: early checks, which
+  the precisions usually fail, cost little, and so does one that fails on a few λ's. λ is
   checked through η = log λ of every stored draw (bulk ESS and rank R-hat depend on ranks only,
   and exp is increasing, so they are those of λ): first on at most 2,048 evenly spaced (cell,
   combination) pairs, then, once those pass, on all ``G·B``. The fit stops when every
@@ -117,6 +118,10 @@ WINDOW_SEGMENTS = 4
 #: thinning a window of four segments needs would not divide the window's first sweep (nine
 #: suffice for every ``thin`` and target, checked in the tests).
 MIN_WINDOW_DRAWS = 16
+#: Parameters a partial check evaluates at a time. It stops at the first part with a failing
+#: parameter, so a check that fails on a few of the G·B λ's (after their screen passed) costs a
+#: part of a complete one.
+CHECK_PART = 16_384
 #: (cell, combination) pairs of the λ screening check.
 LAMBDA_SCREEN = 2048
 #: Not-converged parameters a warning or :class:`StoppingInfo` lists by name.
@@ -253,15 +258,16 @@ class ConvergenceCheck(NamedTuple):
     converged : bool
         Every parameter of every group reached the target (a complete pass).
     min_ess, max_r_hat : float
-        Over the groups checked (NaN if some parameter has none: too few draws).
+        Over the parameters checked (NaN if some parameter has none: too few draws).
     worst_ess, worst_r_hat : str
         The parameters where they occur.
     not_converged : tuple of (str, float, float)
         Up to :data:`LISTED` failing parameters, worst first: name, bulk ESS, R-hat.
     n_not_converged : int
-        All failing parameters of the groups checked.
+        The failing parameters among those checked.
     checked : tuple of str
-        The groups evaluated (a partial check stops at the first failing group).
+        The groups evaluated, in whole or in part (a partial check stops at the first part of
+        a group that fails).
     seconds : float
         Wall-clock time of the check.
     values : int
@@ -284,8 +290,10 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
                        *, complete: bool = False, workers: int = 1) -> ConvergenceCheck:
     """Bulk ESS and rank R-hat of the groups in order, stopping at the first that fails.
 
-    A parameter passes when its bulk ESS is >= ``target_ess`` and its R-hat is < ``max_rhat``
-    (a parameter constant over every draw, whose R-hat is undefined, passes on its ESS).
+    A group is evaluated :data:`CHECK_PART` parameters at a time, and a partial check stops at
+    the first part that fails. A parameter passes when its bulk ESS is >= ``target_ess`` and
+    its R-hat is < ``max_rhat`` (a parameter constant over every draw, whose R-hat is
+    undefined, passes on its ESS).
 
     Parameters
     ----------
@@ -314,22 +322,25 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
     for group in groups:
         if complete and group.screen:
             continue
-        chains, n_draws = group.draws.shape[:2]
-        ess, r_hat = convergence_diagnostics(group.draws, workers=workers)
         checked.append(group.name)
-        values += group.draws.size
-        if ess.size == 0:
-            continue
-        constant = np.isnan(r_hat) & (ess == 2 * chains * (n_draws // 2))
-        r_hat = np.where(constant, 1.0, r_hat)
-        bad = ~((ess >= target_ess) & (r_hat < max_rhat))
-        low = int(np.argmin(np.nan_to_num(ess, nan=-np.inf)))  # a NaN is the worst
-        high = int(np.argmax(np.nan_to_num(r_hat, nan=np.inf)))
-        if not math.isnan(min_ess) and not ess[low] >= min_ess:
-            min_ess, worst_ess = float(ess[low]), group.label(low)
-        if not math.isnan(max_r_hat) and not r_hat[high] <= max_r_hat:
-            max_r_hat, worst_r_hat = float(r_hat[high]), group.label(high)
-        if bad.any():
+        chains, n_draws = group.draws.shape[:2]
+        flat = group.draws.reshape(chains, n_draws, -1)
+        step = max(flat.shape[2], 1) if complete else CHECK_PART
+        for offset in range(0, flat.shape[2], step):
+            part = flat[:, :, offset:offset + step]
+            ess, r_hat = convergence_diagnostics(part, workers=workers)
+            values += part.size
+            constant = np.isnan(r_hat) & (ess == 2 * chains * (n_draws // 2))
+            r_hat = np.where(constant, 1.0, r_hat)
+            bad = ~((ess >= target_ess) & (r_hat < max_rhat))
+            low = int(np.argmin(np.nan_to_num(ess, nan=-np.inf)))  # a NaN is the worst
+            high = int(np.argmax(np.nan_to_num(r_hat, nan=np.inf)))
+            if not math.isnan(min_ess) and not ess[low] >= min_ess:
+                min_ess, worst_ess = float(ess[low]), group.label(offset + low)
+            if not math.isnan(max_r_hat) and not r_hat[high] <= max_r_hat:
+                max_r_hat, worst_r_hat = float(r_hat[high]), group.label(offset + high)
+            if not bad.any():
+                continue
             passed = False
             n_failing += int(bad.sum())
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -337,10 +348,12 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
             severity = np.nan_to_num(severity, nan=np.inf)
             index = np.flatnonzero(bad)
             for i in index[np.argsort(-severity[index], kind="stable")][:LISTED]:
-                failing.append((float(severity[i]), group.label(int(i)), float(ess[i]),
-                                float(r_hat[i])))
+                failing.append((float(severity[i]), group.label(offset + int(i)),
+                                float(ess[i]), float(r_hat[i])))
             if not complete:
                 break
+        if not passed and not complete:
+            break
     failing.sort(key=lambda item: -item[0])
     listed = tuple((name, ess, r_hat) for _, name, ess, r_hat in failing[:LISTED])
     return ConvergenceCheck(

@@ -12,6 +12,7 @@ from geosynth.datasets import paiva_scenario
 from geosynth.errors import GeosynthWarning, InputError, MemoryLimitError
 from geosynth.model import StoppingInfo
 from geosynth.model import runner as runner_module
+from geosynth.model import stopping as stopping_module
 from geosynth.model.fit import DEFAULT_THIN
 from geosynth.model.stopping import (
     AUTO_THIN,
@@ -149,6 +150,28 @@ def test_complete_check_time_is_the_pace_times_every_parameter():
     assert 0 < timed < 1e-2
     assert complete_check_seconds_per_row(timed, groups) == pytest.approx(
         timed * 2 * (3 + 16 + 32))
+
+
+def test_a_partial_check_stops_at_the_first_failing_part(monkeypatch):
+    """A group is checked CHECK_PART parameters at a time; a failure ends a partial check."""
+    monkeypatch.setattr(stopping_module, "CHECK_PART", 10)
+    rng = np.random.default_rng(1)
+    n = 400
+    draws = rng.normal(size=(2, n, 35))
+    draws[1, :, 13] += 3.0  # parameter 13 (in the second part) has chains that disagree
+    draws[1, :, 31] += 3.0  # and 31 (in the fourth)
+    groups = [ParameterGroup("lambda", draws, lambda k: f"lambda[{k}]")]
+    partial = assess_convergence(groups, 10, 1.01)
+    assert not partial.converged and partial.values == 2 * n * 20  # two parts of 10
+    assert partial.n_not_converged == 1 and partial.not_converged[0][0] == "lambda[13]"
+    assert partial.worst_r_hat == "lambda[13]"
+    complete = assess_convergence(groups, 10, 1.01, complete=True)
+    assert complete.values == draws.size and complete.n_not_converged == 2
+    assert {name for name, _, _ in complete.not_converged} == {"lambda[13]", "lambda[31]"}
+    monkeypatch.setattr(stopping_module, "CHECK_PART", 100)
+    whole = assess_convergence(groups, 10, 1.01)
+    assert whole.values == draws.size and whole.n_not_converged == 2
+    assert whole.worst_r_hat == complete.worst_r_hat
 
 
 def test_max_seconds_leaves_time_for_the_final_check(counts, monkeypatch):
