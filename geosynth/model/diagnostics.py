@@ -101,7 +101,11 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
     # The draws' own precision for the ranks and the folding, as arviz (float32 θ and η draws
     # folded in float64 would order some near-ties differently).
     dtype = draws.dtype if draws.dtype in (np.float32, np.float64) else np.float64
-    step = max(1, min(BATCH_VALUES // (2 * chains * half), -(-n_params // max(1, workers))))
+    # Equal batches, as many as the workers times the fewest rounds that keep each batch
+    # within BATCH_VALUES (no worker idles on a short last batch).
+    workers = max(1, workers)
+    largest = max(1, BATCH_VALUES // (2 * chains * half))
+    step = -(-n_params // (workers * -(-n_params // (workers * largest))))
 
     def batch(start: int) -> None:
         block = flat[:, :, start:start + step]
