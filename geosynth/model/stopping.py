@@ -12,15 +12,18 @@
   fit stops, the *first quarter of the sweeps is discarded* as burn-in (at least the warm-up),
   and the draws before the next check's window are dropped at once.
 * **Why a quarter, not half.** Discarding the first half (Gelman & Rubin 1992; Gelman et al.,
-  *BDA3* §11.4) is a conservative rule for chains that may start far from the posterior. Here
-  the chains start over-dispersed and the check itself guards the window's start: R-hat is
-  split, so a trend left by the start inside the window (its first half of each chain against
-  its second) fails ``max_rhat``, and the ESS, which fails at most checks, grows with the
-  window's length. Measured on the bench's scenario (``bench/RESULTS.md``, 2026-11-29,
-  twentieth session; nine fits at 400–6,400 cells, each against a 2 × 6,000-sweep fixed fit):
+  *BDA3* §11.4) is a conservative rule for chains that start far from the posterior, as these
+  do on purpose (over-dispersed, so that R-hat can see non-convergence). But the check itself
+  guards the window's start: R-hat is split, so a trend left by the start inside the window
+  (the first half of each chain's window against its second) fails ``max_rhat``. And half
+  costs much: the ESS, which fails at most checks, grows with the window's length. A quarter
+  is also what a fixed fit of the command line discards by default (``--burn-in`` N/4).
+  Measured on the bench's scenario (``bench/RESULTS.md``, 2026-11-29, twentieth session; nine
+  fits at 400–6,400 cells, each against a 2 × 6,000-sweep fixed fit):
   the stopped windows' posterior means of μ, α, the τ's and θ agree with the long fits as well
-  with a quarter discarded as with half (mean squared z-scores 0.5–1.4 against 0.1–1.7), while
-  the fits stop after 0–50 % fewer sweeps and take 38 % less time in all.
+  with a quarter discarded as with half (mean squared z-scores 0.60–1.32 against 0.66–1.46;
+  1.33–1.58 at 6,400 cells for fixed fits kept from their first sweep), while the fits stop
+  after 0–67 % fewer sweeps and take 36 % less time in all.
 * **Unit.** ``u = thin·2^a`` with the smallest ``2^(a+1) >= target_ess/chains`` (at least 64,
   at most 512): the first window holds at least as many draws per chain as the target asks for
   (``target_ess=400`` over 2 chains at the default ``thin=1``: ``u = 128``, warm-up 256
