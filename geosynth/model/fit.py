@@ -215,11 +215,11 @@ class PaivaModel:
             rank-normalised split R-hat with ``max_rhat`` (arviz's definitions, computed for all
             parameters at once by :func:`geosynth.model.diagnostics.convergence_diagnostics`).
             Checks come when the sweeps have grown by a factor 1.5 or 4/3 and stop at the first
-            group of parameters that fails (λ is screened on 2,048 pairs first), so their cost stays
-            a small part of the fit's. The first quarter of the sweeps (at least the 2u warm-up of
-            the schedule) is discarded as burn-in, and
-            ``thin`` doubles (thinning the stored draws by 2) whenever the retained draws per chain
-            would exceed the larger of ``4·target_ess/chains`` and ``16/(max_rhat − 1)`` (1,600 for
+            group of parameters, or part of 16,384 of them, that fails (λ is screened on 2,048
+            pairs first), so their cost stays a fraction of the fit's. The first quarter of the
+            sweeps (at least the schedule's warm-up) is discarded as burn-in, and ``thin``
+            doubles (thinning the stored draws by 2) whenever the retained draws per chain would
+            exceed the larger of ``4·target_ess/chains`` and ``16/(max_rhat − 1)`` (1,600 for
             the defaults: enough for the noise of R-hat over thousands of λ's to stay below
             ``max_rhat``), or what ``max_bytes`` holds. The result's
             :attr:`~geosynth.model.results.PaivaFit.stopping` says how it stopped. Needs ``chains >=

@@ -642,7 +642,8 @@ class AutoRunner(ChainRunner):
         """Keep every other stored draw (those on multiples of twice ``thin``); double thin.
 
         Every segment of the window starts on a multiple of twice ``thin`` (the schedule's
-        invariant, checked before each segment), so each keeps half its draws.
+        invariant, checked after the doublings before each segment runs), so each keeps half
+        its draws.
         """
         for c, chain in enumerate(self.chains):
             kept = chain.rows // 2
