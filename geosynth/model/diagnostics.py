@@ -129,8 +129,14 @@ def _bulk_and_rank(values: np.ndarray, with_rhat: bool) -> tuple[np.ndarray, np.
     n_params = values.shape[0]
     flat = values.reshape(n_params, -1)
     has_nan = np.isnan(flat).any(axis=1)
-    order = np.argsort(flat, axis=1)  # ties get their average rank: any order will do
-    sorted_values = np.take_along_axis(flat, order, axis=1)
+    # Ties get their average rank: any order of equal values will do.
+    if flat.dtype == np.float32:
+        order = np.empty(flat.shape, dtype=np.int64)
+        sorted_values = np.empty_like(flat)
+        _radix_sort_rows(np.ascontiguousarray(flat).view(np.uint32), flat, order, sorted_values)
+    else:
+        order = np.argsort(flat, axis=1)
+        sorted_values = np.take_along_axis(flat, order, axis=1)
     size = flat.shape[1]
     table = special.ndtri((np.arange(2 * size - 1) / 2.0 + 1.0 - _BLOM) / (size - 2 * _BLOM + 1))
     z = np.empty((n_params, size))
@@ -146,6 +152,58 @@ def _bulk_and_rank(values: np.ndarray, with_rhat: bool) -> tuple[np.ndarray, np.
     ess[has_nan] = np.nan
     rhat[has_nan] = np.nan
     return ess, rhat
+
+
+@njit(cache=True, nogil=True)
+def _radix_sort_rows(bits, values, order, sorted_values):
+    """Sort each row of float32 ``values`` (``bits``: the same memory as uint32), by radix.
+
+    The bits of a float32 map to a key that orders as the value does (a positive value's bits
+    plus 2³¹, a negative one's complement; -0 just below +0, NaNs at either end: their rows
+    give NaN anyway), and four stable counting passes over the key's bytes sort it, skipping a
+    byte that every value of the row shares (the exponent's, often). The positions go to
+    ``order[p]`` and the values to ``sorted_values[p]``. It replaces NumPy's ``argsort``, a
+    comparison sort that took half of a check (~20–40 ns a value for rows of 3,072 draws,
+    against a few here); equal values keep their order, which their average rank ignores.
+    """
+    n_rows, size = bits.shape
+    keys = np.empty(size, dtype=np.int64)
+    spare_keys = np.empty(size, dtype=np.int64)
+    index = np.empty(size, dtype=np.int64)
+    spare_index = np.empty(size, dtype=np.int64)
+    counts = np.empty((4, 256), dtype=np.int64)
+    for p in range(n_rows):
+        counts[:] = 0
+        for t in range(size):
+            word = np.int64(bits[p, t])
+            key = word + 2**31 if word < 2**31 else 2**32 - 1 - word
+            keys[t] = key
+            index[t] = t
+            for d in range(4):
+                counts[d, (key >> (8 * d)) & 255] += 1
+        source_keys, source_index = keys, index
+        target_keys, target_index = spare_keys, spare_index
+        for d in range(4):
+            shift = 8 * d
+            if counts[d, (source_keys[0] >> shift) & 255] == size:
+                continue  # one byte value for the whole row: the pass would change nothing
+            start = 0
+            for digit in range(256):
+                count = counts[d, digit]
+                counts[d, digit] = start
+                start += count
+            for t in range(size):
+                key = source_keys[t]
+                digit = (key >> shift) & 255
+                position = counts[d, digit]
+                counts[d, digit] = position + 1
+                target_keys[position] = key
+                target_index[position] = source_index[t]
+            source_keys, target_keys = target_keys, source_keys
+            source_index, target_index = target_index, source_index
+        for t in range(size):
+            order[p, t] = source_index[t]
+            sorted_values[p, t] = values[p, source_index[t]]
 
 
 @njit(cache=True, nogil=True)

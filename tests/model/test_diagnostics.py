@@ -99,3 +99,35 @@ def test_shapes_batches_and_threads_give_the_same_numbers(monkeypatch):
 def test_bad_shape_refused():
     with pytest.raises(ValueError, match=r"shape \(chains, draws, ...\)"):
         convergence_diagnostics(np.zeros(10))
+
+
+def test_radix_sort_of_float32_rows_sorts_and_permutes():
+    rng = np.random.default_rng(3)
+    values = rng.normal(scale=1e3, size=(6, 777)).astype(np.float32)
+    values[0, :6] = [0.0, -0.0, 0.0, 1.5, 1.5, -2.0]
+    values[1] = np.round(values[1] / 500)  # many ties
+    values[2] = 7.0  # a constant row: every byte pass is skipped
+    values[3, ::7], values[3, 1::7] = np.inf, -np.inf
+    values[4, :50] = np.float32(1e-42) * np.arange(-25, 25)  # subnormals of both signs
+    order = np.empty(values.shape, dtype=np.int64)
+    sorted_values = np.empty_like(values)
+    diagnostics._radix_sort_rows(values.view(np.uint32), values, order, sorted_values)
+    np.testing.assert_array_equal(sorted_values, np.sort(values, axis=1))
+    np.testing.assert_array_equal(np.take_along_axis(values, order, axis=1), sorted_values)
+    np.testing.assert_array_equal(np.sort(order, axis=1), np.broadcast_to(np.arange(777),
+                                                                          order.shape))
+
+
+def test_float32_diagnostics_equal_those_of_numpys_argsort(monkeypatch):
+    """The radix sort only orders equal values differently, which their average rank ignores."""
+    draws = ar1_draws(2, 500, 24, np.float32)
+    radix = convergence_diagnostics(draws)
+
+    def numpy_argsort(bits, values, order, sorted_values):
+        order[:] = np.argsort(values, axis=1)
+        sorted_values[:] = np.take_along_axis(values, order, axis=1)
+
+    monkeypatch.setattr(diagnostics, "_radix_sort_rows", numpy_argsort)
+    argsort = convergence_diagnostics(draws)
+    np.testing.assert_array_equal(radix.ess_bulk, argsort.ess_bulk)
+    np.testing.assert_array_equal(radix.r_hat, argsort.r_hat)
