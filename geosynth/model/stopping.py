@@ -118,8 +118,8 @@ WINDOW_RHAT = 16.0
 #: Segments a window holds: the checks read ``[b_j/4, b_j)`` from the check at ``8u`` on.
 WINDOW_SEGMENTS = 4
 #: The fewest draws per chain a window may be held to (by ``max_bytes``): with fewer, the
-#: thinning a window of four segments needs would not divide the window's first sweep (nine
-#: suffice for every ``thin`` and target, checked in the tests).
+#: thinning a window of four segments needs may not divide the window's first sweep (it
+#: failed below nine in a search over thins and targets; the schedule test checks 16 and 17).
 MIN_WINDOW_DRAWS = 16
 #: Parameters a partial check evaluates at a time. It stops at the first part with a failing
 #: parameter, so a check that fails on a few of the G·B λ's (after their screen passed) costs a
