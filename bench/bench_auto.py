@@ -114,23 +114,28 @@ def fit_table() -> str:
                                                             else ""),
             "|---:|---:|---|---:|---:|---|---|---:|---:|---:|---:|" + ("---:|" if REFERENCE
                                                                       else "")]
-    reference = None
-    for side, seed in ((side, seed) for side in FIT_SIDES for seed in FIT_SEEDS):
+    for side in FIT_SIDES:
         counts = scenario_counts(side * side)
-        if REFERENCE and seed == FIT_SEEDS[0]:
+        reference = None
+        if REFERENCE:
             reference = _means_and_errors(PaivaModel().fit(
                 counts, n_iter=8000, burn_in=2000, thin=1, seed=99, progress=False))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fit = PaivaModel().fit(counts, n_iter="auto", seed=seed, progress=False,
-                                   max_seconds=MAX_SECONDS)
-        s = fit.stopping
-        rows.append(f"| {counts.n_cells:,} | {seed} | {s.reason} | {s.sweeps:,} | {s.thin} | "
-                    f"{s.min_ess:.0f} (`{s.worst_ess}`) | {s.max_r_hat:.3f} "
-                    f"(`{s.worst_r_hat}`) | {s.seconds:.0f} | {s.checks} | "
-                    f"{s.check_seconds:.1f} | {s.check_seconds / s.seconds:.1%} |"
-                    + (f" {_mean_z2(fit, reference):.2f} |" if REFERENCE else ""))
+        rows += [_fit_row(counts, seed, reference) for seed in FIT_SEEDS]
     return "\n".join(rows)
+
+
+def _fit_row(counts, seed: int, reference) -> str:
+    """One auto fit's row (and its z² against ``reference``, unless None)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = PaivaModel().fit(counts, n_iter="auto", seed=seed, progress=False,
+                               max_seconds=MAX_SECONDS)
+    s = fit.stopping
+    return (f"| {counts.n_cells:,} | {seed} | {s.reason} | {s.sweeps:,} | {s.thin} | "
+            f"{s.min_ess:.0f} (`{s.worst_ess}`) | {s.max_r_hat:.3f} (`{s.worst_r_hat}`) | "
+            f"{s.seconds:.0f} | {s.checks} | {s.check_seconds:.1f} | "
+            f"{s.check_seconds / s.seconds:.1%} |"
+            + ("" if reference is None else f" {_mean_z2(fit, reference):.2f} |"))
 
 
 def run() -> str:

@@ -12,12 +12,13 @@ truncates them, and the larger of the bulk and the folded (``|x − median|``) R
 Why not arviz itself: arviz 0.23 evaluates these one parameter at a time in a Python loop, about
 3.7 ms per parameter at 2 chains × 500 draws (measured on the 2-core benchmark machine), which
 is 4.7 minutes for the 76,800 intensities λ_ib of a 6,400-cell lattice with 12 combinations.
-Here a batch of parameters goes through one NumPy sort (for the ranks) and two numba passes:
-one scores the ranks of the draws and of the folded draws, whose order it merges from the
-sort's instead of sorting again; the other sums each autocovariance directly, lag by lag, only
-as far as Geyer's truncation reads them (a few lags for draws that mix in a few sweeps), and
-leaves the parameters that need more than :data:`DIRECT_LAGS` to one FFT over their draws.
-:meth:`PaivaModel.fit` with ``n_iter="auto"`` runs this at every convergence check. Against
+Here a batch of parameters goes through one sort (for the ranks: a numba radix sort of float32
+draws, NumPy's ``argsort`` of float64 ones) and two numba passes: one scores the ranks of the
+draws and of the folded draws, whose order it merges from the sort's instead of sorting again;
+the other sums each autocovariance directly, lag by lag, only as far as Geyer's truncation
+reads them (a few lags for draws that mix in a few sweeps), and leaves the parameters that
+need more than :data:`DIRECT_LAGS` to one FFT over their draws. :meth:`PaivaModel.fit` with
+``n_iter="auto"`` runs this at every convergence check. Against
 the NumPy sorts, scores and FFT of every lag before, a check is 2.4 times faster on 2 chains ×
 1,536 float32 draws of white noise, 1.8 times at autocorrelation 0.9, 1.2 times at 0.99
 (``bench/RESULTS.md``, 2026-11-29, nineteenth session).
@@ -133,7 +134,7 @@ def _bulk_and_rank(values: np.ndarray, with_rhat: bool) -> tuple[np.ndarray, np.
     if flat.dtype == np.float32:
         order = np.empty(flat.shape, dtype=np.int64)
         sorted_values = np.empty_like(flat)
-        _radix_sort_rows(np.ascontiguousarray(flat).view(np.uint32), flat, order, sorted_values)
+        _radix_sort_rows(flat, order, sorted_values)
     else:
         order = np.argsort(flat, axis=1)
         sorted_values = np.take_along_axis(flat, order, axis=1)
@@ -155,8 +156,8 @@ def _bulk_and_rank(values: np.ndarray, with_rhat: bool) -> tuple[np.ndarray, np.
 
 
 @njit(cache=True, nogil=True)
-def _radix_sort_rows(bits, values, order, sorted_values):
-    """Sort each row of float32 ``values`` (``bits``: the same memory as uint32), by radix.
+def _radix_sort_rows(values, order, sorted_values):
+    """Sort each row of the C-contiguous float32 ``values`` by radix.
 
     The bits of a float32 map to a key that orders as the value does (a positive value's bits
     plus 2³¹, a negative one's complement; -0 just below +0, NaNs at either end: their rows
@@ -167,7 +168,8 @@ def _radix_sort_rows(bits, values, order, sorted_values):
     values, for rows of 3,072 draws, against 8.0 ns here; ``bench/RESULTS.md``, 2026-11-29,
     twentieth session); equal values keep their order, which their average rank ignores.
     """
-    n_rows, size = bits.shape
+    n_rows, size = values.shape
+    bits = values.view(np.uint32)
     keys = np.empty(size, dtype=np.int64)
     spare_keys = np.empty(size, dtype=np.int64)
     index = np.empty(size, dtype=np.int64)

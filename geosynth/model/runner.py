@@ -456,17 +456,21 @@ class _AutoChain:
 
     ``sums[s]`` and ``counts[s]`` hold the running sum of exp η and the number of draws of the
     window's segment in slot ``s`` (segment j uses slot ``j % WINDOW_SEGMENTS``);
-    ``segment_rows`` the stored draws of each of the window's segments, oldest first.
+    ``segment_rows`` the stored draws of each of the window's segments, oldest first, whose
+    sum is ``rows``, the draws the chain holds.
     """
 
     def __init__(self, state, cell_streams, scratch, shape, bar):
         self.state, self.cell_streams, self.scratch = state, cell_streams, scratch
         self.sums = np.zeros((WINDOW_SEGMENTS, *shape))
         self.counts = np.zeros(WINDOW_SEGMENTS, dtype=np.int64)
-        self.rows = 0
         self.segment_rows: list[int] = []
         self.sweeps = 0
         self.bar = bar
+
+    @property
+    def rows(self) -> int:
+        return sum(self.segment_rows)
 
 
 class AutoRunner(ChainRunner):
@@ -624,7 +628,6 @@ class AutoRunner(ChainRunner):
                 np.exp(self.out["eta"][c, r], dtype=np.float64, out=term)
                 chain.sums[slot] += term
             chain.counts[slot] += written
-            chain.rows += written
             if keep:
                 chain.segment_rows[-1] += written
             chain.sweeps += n
@@ -646,9 +649,7 @@ class AutoRunner(ChainRunner):
         its draws.
         """
         for c, chain in enumerate(self.chains):
-            kept = chain.rows // 2
-            self._move_rows(c, range(1, 2 * kept, 2))
-            chain.rows = kept
+            self._move_rows(c, range(1, chain.rows, 2))
             chain.segment_rows = [rows // 2 for rows in chain.segment_rows]
         self.thin *= 2
 
@@ -656,8 +657,7 @@ class AutoRunner(ChainRunner):
         """Drop the draws (and the exp η sum) of segment ``j``, the window's oldest segment."""
         for c, chain in enumerate(self.chains):
             oldest = chain.segment_rows.pop(0)
-            self._move_rows(c, range(oldest, chain.rows))
-            chain.rows -= oldest
+            self._move_rows(c, range(oldest, oldest + chain.rows))
             chain.sums[j % WINDOW_SEGMENTS] = 0.0
             chain.counts[j % WINDOW_SEGMENTS] = 0
 

@@ -111,7 +111,7 @@ def test_radix_sort_of_float32_rows_sorts_and_permutes():
     values[4, :50] = np.float32(1e-42) * np.arange(-25, 25)  # subnormals of both signs
     order = np.empty(values.shape, dtype=np.int64)
     sorted_values = np.empty_like(values)
-    diagnostics._radix_sort_rows(values.view(np.uint32), values, order, sorted_values)
+    diagnostics._radix_sort_rows(values, order, sorted_values)
     np.testing.assert_array_equal(sorted_values, np.sort(values, axis=1))
     np.testing.assert_array_equal(np.take_along_axis(values, order, axis=1), sorted_values)
     np.testing.assert_array_equal(np.sort(order, axis=1), np.broadcast_to(np.arange(777),
@@ -123,7 +123,7 @@ def test_float32_diagnostics_equal_those_of_numpys_argsort(monkeypatch):
     draws = ar1_draws(2, 500, 24, np.float32)
     radix = convergence_diagnostics(draws)
 
-    def numpy_argsort(bits, values, order, sorted_values):
+    def numpy_argsort(values, order, sorted_values):
         order[:] = np.argsort(values, axis=1)
         sorted_values[:] = np.take_along_axis(values, order, axis=1)
 
