@@ -1,0 +1,119 @@
+"""How heavy-noise DP fits mix: the slowest scalars, and the two modes of a field's precision.
+
+Data: the thesis scenario (Nunes 2018, §3.1; ``paiva_scenario(n=5000, seed=1)``) on a 40 × 40
+lattice, attributes y, x1, x2 (12 combinations, 0.26 records a count), released with
+``dp_counts(..., epsilon, seed=s)`` (ε = 0.5: discrete Laplace noise of sd 2.8) and fitted by
+the DP default model (:func:`geosynth.dp.dp_model`) with 2 chains × 2,000 sweeps (500 burn-in,
+chain seed s).
+
+One row per noise seed: seconds of the fit, the minimum bulk ESS and maximum R-hat over μ, the
+α's and the τ's (arviz), the slowest scalar, the share of that chain's kept draws where the
+slowest field precision τ_φ is above 1 (``flat share``, per chain; the field is then flat,
+else rough: ``bench/RESULTS.md``, 2026-11-29, twenty-first session), and Σ|fitted − true| of
+the combinations' posterior mean totals. A precision whose chains disagree on the flat share
+has not mixed between its two modes.
+
+Run: ``python -m bench dp_mixing`` (``BENCH_DP_MIXING_SEEDS=1,2,3``,
+``BENCH_DP_MIXING_EPSILON=0.5``, ``BENCH_DP_MIXING_SIDE=40``, ``BENCH_DP_MIXING_SWEEPS=2000``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from geosynth import Grid, prepare
+from geosynth._compat import import_arviz
+from geosynth.datasets import paiva_scenario
+from geosynth.dp import dp_counts, dp_model
+
+RECORDS, SCENARIO_SEED = 5000, 1
+FLAT = 1.0  # a field precision above this is the flat mode (rough ≈ 0.2, flat ≈ 6–8)
+
+
+@dataclass(frozen=True)
+class MixingRow:
+    """One noise seed's fit: time, the slowest scalar and how its precision's modes mix."""
+
+    seed: int
+    seconds: float
+    min_ess: float
+    worst: str
+    max_rhat: float
+    flat_share: tuple[float, ...]  # of the slowest τ_φ's kept draws, per chain
+    total_error: float
+
+
+def release_counts(side: int):
+    """The exact counts of the thesis scenario on a ``side`` × ``side`` lattice."""
+    scenario = paiva_scenario(n=RECORDS, seed=SCENARIO_SEED)
+    grid = Grid.regular(scenario.bounds, shape=(side, side), crs=scenario.crs)
+    return prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
+
+
+def flat_share(draws: np.ndarray, threshold: float = FLAT) -> tuple[float, ...]:
+    """Share of each chain's draws (rows of ``draws``) above ``threshold``."""
+    return tuple(float(s) for s in (np.asarray(draws) > threshold).mean(axis=1))
+
+
+def measure(counts, epsilon: float, seed: int, sweeps: int) -> MixingRow:
+    """Release ``counts`` with ε-DP noise drawn at ``seed``, fit the DP default, summarise."""
+    arviz = import_arviz()
+    levels = {name: list(counts.levels[name]) for name in counts.attributes}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the bench releases on purpose with a test seed
+        noisy = dp_counts(counts, epsilon, levels=levels, seed=seed)
+        start = time.perf_counter()
+        fit = dp_model().fit(noisy, n_iter=sweeps, burn_in=sweeps // 4, chains=2, seed=seed,
+                             progress=False)
+    seconds = time.perf_counter() - start
+    posterior = fit.to_arviz().posterior
+    names = [name for name in posterior.data_vars if name != "theta"]
+    ess = arviz.ess(posterior[names], method="bulk")
+    rhat = arviz.rhat(posterior[names])
+    worst = min(names, key=lambda name: float(ess[name]))
+    slowest_field = min((name for name in names if name.startswith("tau_phi")),
+                        key=lambda name: float(ess[name]))
+    totals = fit.posterior_mean_lambda().sum(axis=0)
+    return MixingRow(
+        seed=seed, seconds=seconds, min_ess=float(ess[worst]), worst=worst,
+        max_rhat=max(float(rhat[name]) for name in names),
+        flat_share=flat_share(posterior[slowest_field].values),
+        total_error=float(np.abs(totals - counts.counts.sum(axis=0)).sum()),
+    )
+
+
+def format_table(rows: list[MixingRow], side: int, epsilon: float, sweeps: int) -> str:
+    """The rows as a Markdown table with the run's settings."""
+    lines = [
+        f"DP default model, thesis scenario on {side} × {side} cells, ε = {epsilon}, "
+        f"2 chains × {sweeps} sweeps ({sweeps // 4} burn-in)",
+        "",
+        "| noise seed | fit s | min ESS (where) | max R-hat | flat share of the slowest "
+        "τ_φ, per chain | Σ\\|fitted − true\\| totals |",
+        "| ---: | ---: | --- | ---: | --- | ---: |",
+    ]
+    for row in rows:
+        shares = " / ".join(f"{share:.2f}" for share in row.flat_share)
+        lines.append(f"| {row.seed} | {row.seconds:.1f} | {row.min_ess:.0f} (`{row.worst}`) | "
+                     f"{row.max_rhat:.3f} | {shares} | {row.total_error:,.0f} |")
+    return "\n".join(lines)
+
+
+def run() -> str:
+    seeds = [int(s) for s in os.environ.get("BENCH_DP_MIXING_SEEDS", "1,2,3").split(",")]
+    epsilon = float(os.environ.get("BENCH_DP_MIXING_EPSILON", "0.5"))
+    side = int(os.environ.get("BENCH_DP_MIXING_SIDE", "40"))
+    sweeps = int(os.environ.get("BENCH_DP_MIXING_SWEEPS", "2000"))
+    counts = release_counts(side)
+    measure(counts, epsilon, seeds[0], 200)  # compile (or load) the kernels outside the timings
+    rows = [measure(counts, epsilon, seed, sweeps) for seed in seeds]
+    return format_table(rows, side, epsilon, sweeps)
+
+
+if __name__ == "__main__":
+    print(run())
