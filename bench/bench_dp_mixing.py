@@ -7,9 +7,9 @@ the DP default model (:func:`geosynth.dp.dp_model`) with 2 chains × 2,000 sweep
 chain seed s).
 
 One row per noise seed: seconds of the fit, the minimum bulk ESS and maximum R-hat over μ, the
-α's and the τ's (arviz), the slowest scalar, the share of that chain's kept draws where the
-slowest field precision τ_φ is above 1 (``flat share``, per chain; the field is then flat,
-else rough: ``bench/RESULTS.md``, 2026-11-29, twenty-first session), and Σ|fitted − true| of
+α's and the τ's (arviz), the slowest scalar, the share of each chain's kept draws where the
+slowest field precision τ_φ is above 1 (``flat share``; the field is then flat, else rough:
+``bench/RESULTS.md``, 2026-11-29, twenty-first session), and Σ|fitted − true| of
 the combinations' posterior mean totals. A precision whose chains disagree on the flat share
 has not mixed between its two modes.
 
@@ -30,6 +30,7 @@ from geosynth import Grid, prepare
 from geosynth._compat import import_arviz
 from geosynth.datasets import paiva_scenario
 from geosynth.dp import dp_counts, dp_model
+from geosynth.errors import PrivacyLeakWarning
 
 RECORDS, SCENARIO_SEED = 5000, 1
 FLAT = 1.0  # a field precision above this is the flat mode (rough ≈ 0.2, flat ≈ 6–8)
@@ -65,7 +66,8 @@ def measure(counts, epsilon: float, seed: int, sweeps: int) -> MixingRow:
     arviz = import_arviz()
     levels = {name: list(counts.levels[name]) for name in counts.attributes}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the bench releases on purpose with a test seed
+        # The bench draws the noise with a seed on purpose, to repeat a release.
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
         noisy = dp_counts(counts, epsilon, levels=levels, seed=seed)
         start = time.perf_counter()
         fit = dp_model().fit(noisy, n_iter=sweeps, burn_in=sweeps // 4, chains=2, seed=seed,
