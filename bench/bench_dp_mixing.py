@@ -7,11 +7,12 @@ the DP default model (:func:`geosynth.dp.dp_model`) with 2 chains × 2,000 sweep
 chain seed s).
 
 One row per noise seed: seconds of the fit, the minimum bulk ESS and maximum R-hat over μ, the
-α's and the τ's (arviz), the slowest scalar, the share of each chain's kept draws where the
-slowest field precision τ_φ is above 1 (``flat share``; the field is then flat, else rough:
-``bench/RESULTS.md``, 2026-11-29, twenty-first session), and Σ|fitted − true| of
-the combinations' posterior mean totals. A precision whose chains disagree on the flat share
-has not mixed between its two modes.
+α's and the τ's (arviz's definitions, by
+:func:`geosynth.model.diagnostics.convergence_diagnostics`), the slowest scalar, the share of
+each chain's kept draws where the slowest field precision τ_φ is above 1 (``flat share``; the
+field is then flat, else rough: ``bench/RESULTS.md``, 2026-11-29, twenty-first session), and
+Σ|fitted − true| of the combinations' posterior mean totals. A precision whose chains disagree
+on the flat share has not mixed between its two modes.
 
 Run: ``python -m bench dp_mixing`` (``BENCH_DP_MIXING_SEEDS=1,2,3``,
 ``BENCH_DP_MIXING_EPSILON=0.5``, ``BENCH_DP_MIXING_SIDE=40``, ``BENCH_DP_MIXING_SWEEPS=2000``).
@@ -26,11 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from geosynth import Grid, prepare
-from geosynth._compat import import_arviz
-from geosynth.datasets import paiva_scenario
+from bench.bench_pymc import scenario_counts
 from geosynth.dp import dp_counts, dp_model
 from geosynth.errors import PrivacyLeakWarning
+from geosynth.model.diagnostics import convergence_diagnostics
 
 RECORDS, SCENARIO_SEED = 5000, 1
 FLAT = 1.0  # a field precision above this is the flat mode (rough ≈ 0.2, flat ≈ 6–8)
@@ -51,9 +51,7 @@ class MixingRow:
 
 def release_counts(side: int):
     """The exact counts of the thesis scenario on a ``side`` × ``side`` lattice."""
-    scenario = paiva_scenario(n=RECORDS, seed=SCENARIO_SEED)
-    grid = Grid.regular(scenario.bounds, shape=(side, side), crs=scenario.crs)
-    return prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
+    return scenario_counts(side * side, records=RECORDS, seed=SCENARIO_SEED)
 
 
 def flat_share(draws: np.ndarray, threshold: float = FLAT) -> tuple[float, ...]:
@@ -63,7 +61,6 @@ def flat_share(draws: np.ndarray, threshold: float = FLAT) -> tuple[float, ...]:
 
 def measure(counts, epsilon: float, seed: int, sweeps: int) -> MixingRow:
     """Release ``counts`` with ε-DP noise drawn at ``seed``, fit the DP default, summarise."""
-    arviz = import_arviz()
     levels = {name: list(counts.levels[name]) for name in counts.attributes}
     with warnings.catch_warnings():
         # The bench draws the noise with a seed on purpose, to repeat a release.
@@ -73,18 +70,17 @@ def measure(counts, epsilon: float, seed: int, sweeps: int) -> MixingRow:
         fit = dp_model().fit(noisy, n_iter=sweeps, burn_in=sweeps // 4, chains=2, seed=seed,
                              progress=False)
     seconds = time.perf_counter() - start
-    posterior = fit.to_arviz().posterior
-    names = [name for name in posterior.data_vars if name != "theta"]
-    ess = arviz.ess(posterior[names], method="bulk")
-    rhat = arviz.rhat(posterior[names])
-    worst = min(names, key=lambda name: float(ess[name]))
+    names = fit.scalar_names
+    diagnostics = convergence_diagnostics(fit.scalars)
+    ess = dict(zip(names, diagnostics.ess_bulk, strict=True))
+    worst = min(names, key=ess.__getitem__)
     slowest_field = min((name for name in names if name.startswith("tau_phi")),
-                        key=lambda name: float(ess[name]))
+                        key=ess.__getitem__)
     totals = fit.posterior_mean_lambda().sum(axis=0)
     return MixingRow(
         seed=seed, seconds=seconds, min_ess=float(ess[worst]), worst=worst,
-        max_rhat=max(float(rhat[name]) for name in names),
-        flat_share=flat_share(posterior[slowest_field].values),
+        max_rhat=float(diagnostics.r_hat.max()),
+        flat_share=flat_share(fit.scalar(slowest_field)),
         total_error=float(np.abs(totals - counts.counts.sum(axis=0)).sum()),
     )
 

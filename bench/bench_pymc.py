@@ -354,13 +354,16 @@ def make_model(sampler: str, model_class=None):
     return model_class()
 
 
-def scenario_counts(G: int):
-    """The bench's data: the Nunes (2018) scenario, 5 records per cell, on a √G × √G lattice."""
+def scenario_counts(G: int, records: int | None = None, seed: int = SEED):
+    """The bench's data: the Nunes (2018) scenario on a √G × √G lattice, attributes y, x1, x2.
+
+    ``records`` defaults to 5 per cell; ``seed`` is the scenario's.
+    """
     from geosynth import Grid, prepare
     from geosynth.datasets import paiva_scenario
 
     side = math.isqrt(G)
-    scenario = paiva_scenario(n=5 * side * side, seed=SEED)
+    scenario = paiva_scenario(n=5 * side * side if records is None else records, seed=seed)
     grid = Grid.regular(scenario.bounds, shape=(side, side), crs=scenario.crs)
     return prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
 
