@@ -33,6 +33,7 @@ __all__ = [
     "check_int",
     "check_m",
     "check_optional_str",
+    "check_public_lattice",
 ]
 
 _SHOW_CHARS = 60  # longest repr of a refused value shown in a message
@@ -254,6 +255,36 @@ def check_optional_str(value: Any, name: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{name} must be a str or None, got {_describe(value)}")
     return value
+
+
+def check_public_lattice(grid: Any, where: str) -> None:
+    """Refuse, for an ε-DP release, a lattice whose bounds were derived from the points.
+
+    A lattice that :meth:`geosynth.Grid.from_points` built (``grid.snap_unit`` set) has bounds
+    that follow the outermost records, and every synthetic point falls inside them: removing
+    one outlying record can move a bound, so some releases are possible with the record and
+    impossible without it, and no finite ε holds (Dwork & Roth 2014, Def. 2.4).
+
+    Parameters
+    ----------
+    grid : geosynth.Grid
+        The lattice of the counts to be released.
+    where : str
+        The function or candidate making the release, named in the message.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``grid.snap_unit`` is set.
+    """
+    if getattr(grid, "snap_unit", None) is not None:
+        raise InputError(
+            f"{where} is ε-DP but its lattice took its bounds from the points (Grid.from_points, "
+            "or prepare() without region=): a release inside them discloses the extremes of "
+            "the confidential points and no finite ε holds; build the lattice over a "
+            "public study region (prepare(..., region=...) or Grid.regular(region bounds)) "
+            "or from public areas"
+        )
 
 
 # --------------------------------------------------------------------------------------------

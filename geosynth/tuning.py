@@ -52,7 +52,13 @@ import shapely
 
 from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, root_seed_sequence
-from geosynth._validation import check_int, check_m, check_positive, check_real
+from geosynth._validation import (
+    check_int,
+    check_m,
+    check_positive,
+    check_public_lattice,
+    check_real,
+)
 from geosynth.errors import InputError
 
 if TYPE_CHECKING:
@@ -719,10 +725,7 @@ def _check_candidate(candidate: Candidate, setup: _Setup) -> None:
                          "continuous= column")
     if candidate.epsilon is not None:
         if candidate.grid is not None:
-            if candidate.grid.snap_unit is not None:
-                raise InputError(f"{name} is ε-DP but its grid took its bounds from the "
-                                 "points (they would leak their extremes); build it over a "
-                                 "public region or from public areas")
+            check_public_lattice(candidate.grid, name)
         elif setup.region is None:
             raise InputError(f"{name} is ε-DP: pass region= (public lattice bounds; bounds "
                              "taken from the points would leak their extremes)")

@@ -68,7 +68,8 @@ __all__ = ["release"]
               "--epsilon).")
 @click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Make an epsilon-differentially private release (noisy counts, noise-aware "
-              "fit). Needs --region; no --continuous.")
+              "fit) that protects each record at epsilon (a person with k records: k·epsilon; "
+              "keep one record per person). Needs --region; no --continuous.")
 @click.option("--levels-file", type=EXISTING_FILE, default=None,
               help="With --epsilon: JSON object {attribute: [levels...]} of the public domain "
               "of each attribute (default: the levels in the data, which discloses them).")

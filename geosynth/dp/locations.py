@@ -84,7 +84,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
-from geosynth._validation import check_epsilon, check_m
+from geosynth._validation import check_epsilon, check_m, check_public_lattice
 from geosynth.data import CellCounts, CountTable
 from geosynth.dp._randomness import private_generator, private_seed
 from geosynth.dp.accountant import Accountant
@@ -252,7 +252,8 @@ def dp_counts(
     Parameters
     ----------
     counts : CellCounts
-        Exact counts from :func:`geosynth.prepare`, on a lattice built from public information.
+        Exact counts from :func:`geosynth.prepare`, on a lattice built from public information
+        (a lattice whose bounds came from the points is refused).
     epsilon : float
         Privacy loss of the whole table (parallel composition over disjoint counts).
     accountant : geosynth.dp.Accountant, optional
@@ -274,7 +275,9 @@ def dp_counts(
     Raises
     ------
     geosynth.errors.InputError
-        Invalid arguments, a continuous variable (not supported under DP), data levels outside
+        Invalid arguments, a lattice whose bounds came from the points
+        (:func:`~geosynth._validation.check_public_lattice`), a continuous variable (not
+        supported under DP), data levels outside
         the declared domain, or an ε whose noise scale overflows int64 counts
         (:func:`~geosynth.dp.mechanisms.geometric`; nothing is spent).
     geosynth.errors.BudgetExceededError
@@ -297,6 +300,7 @@ def dp_counts(
         )
     if neighbours not in _NEIGHBOURS:
         raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")
+    check_public_lattice(counts.grid, "dp_counts")
     domain = public_domain(counts, levels)
     table, combos = full_table(counts, domain)
     sensitivity = _NEIGHBOURS[neighbours]

@@ -53,7 +53,12 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
-from geosynth._validation import check_epsilon, check_int, check_probability
+from geosynth._validation import (
+    check_epsilon,
+    check_int,
+    check_probability,
+    check_public_lattice,
+)
 from geosynth.data import CellCounts
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
@@ -362,8 +367,9 @@ class OnTheMapSynthesizer:
         TypeError
             ``counts`` or ``prior`` has the wrong type.
         geosynth.errors.InputError
-            Invalid counts (not 2-D, negative, fractional, NaN), ``levels`` not covering the data,
-            or an invalid prior.
+            Invalid counts (not 2-D, negative, fractional, NaN), a lattice whose bounds came from
+            the points (``counts.grid.snap_unit`` set), ``levels`` not covering the data, or an
+            invalid prior.
 
         Warns
         -----
@@ -371,6 +377,7 @@ class OnTheMapSynthesizer:
             A CellCounts without ``levels``.
         """
         if isinstance(counts, CellCounts):
+            check_public_lattice(counts.grid, "OnTheMapSynthesizer")
             domain = public_domain(counts, levels, where="OnTheMapSynthesizer")
             table, combos = full_table(counts, domain)
             self.grid: Grid | None = counts.grid

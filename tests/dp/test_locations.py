@@ -74,6 +74,19 @@ def test_dp_counts_validation(scenario_counts):
         dp_counts(counts, 1.0)
 
 
+def test_dp_counts_refuses_a_lattice_whose_bounds_follow_the_points(scenario_counts):
+    # Bounds from the points move with an outlying record: a support leak, ε = ∞.
+    scenario, _ = scenario_counts
+    grid = geosynth.Grid.from_points(scenario.data, shape=(8, 8))
+    assert grid.snap_unit is not None
+    counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1"])
+    with pytest.raises(InputError, match="dp_counts is ε-DP but its lattice took its bounds "
+                                         "from the points.*public study region"):
+        dp_counts(counts, 1.0, levels=LEVELS)
+    with pytest.raises(InputError, match="took its bounds from the points"):
+        geosynth.dp.dp_release(counts, 1.0, levels=LEVELS, m=1, n_iter=10, chains=1)
+
+
 def test_fit_refuses_noise_for_exact_counts(scenario_counts):
     _, counts = scenario_counts
     with pytest.raises(InputError, match="dp_counts"):

@@ -105,6 +105,14 @@ def test_fit_errors(counts, prior, error, match):
         OnTheMapSynthesizer(1.0, prior=prior).fit(counts)
 
 
+def test_fit_refuses_a_lattice_whose_bounds_follow_the_points(scenario_counts):
+    grid = Grid.from_points(scenario_counts.scenario.data, shape=(4, 4))
+    counts = prepare(scenario_counts.scenario.data, grid, attributes=["y"])
+    with pytest.raises(InputError, match="OnTheMapSynthesizer is ε-DP but its lattice took its "
+                                         "bounds from the points"):
+        OnTheMapSynthesizer(1.0).fit(counts, levels={"y": [0, 1]})
+
+
 def test_levels(scenario_counts):
     _, _, counts = scenario_counts
     with pytest.warns(PrivacyLeakWarning, match="levels"):
