@@ -19,7 +19,13 @@ export ``to_public(release)``.
 """
 
 from geosynth.synth.baselines import donut_mask, naive_synthesize
-from geosynth.synth.paiva import PosteriorDraws, release_draws, synthesize, synthetic_zbar
+from geosynth.synth.paiva import (
+    PosteriorDraws,
+    release_draws,
+    synthesis_sd,
+    synthesize,
+    synthetic_zbar,
+)
 from geosynth.synth.placement import place_in_cells
 from geosynth.synth.release import ReleaseInfo, release_info, to_public
 
@@ -33,5 +39,6 @@ __all__ = [
     "release_info",
     "synthesize",
     "synthetic_zbar",
+    "synthesis_sd",
     "to_public",
 ]

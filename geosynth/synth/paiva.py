@@ -36,9 +36,14 @@ from geosynth.model.storage import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
 from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release
 
-__all__ = ["PosteriorDraws", "synthesize", "release_draws", "synthetic_zbar"]
+__all__ = ["PosteriorDraws", "synthesize", "release_draws", "synthetic_zbar", "synthesis_sd",
+           "SYNTHESIS_SD_PRIOR_DF"]
 
 _SHOW = 5
+#: ν₀ of :func:`synthesis_sd`: the prior degrees of freedom of a combination's between-cell
+#: variance. A combination with records in ν₀ + 1 = 5 cells weighs its own estimate and the
+#: pooled one equally; with 41 cells its own gets 91 %.
+SYNTHESIS_SD_PRIOR_DF = 4.0
 #: synthesize draws release l from default_rng(spawn_seeds(seed, m)[l]): releases can be made
 #: in any order or on any worker (geosynth.distributed) with the same result.
 PER_RELEASE_STREAMS = True
@@ -162,11 +167,17 @@ def synthesize(
     the chosen cell the point is placed.
 
     *Continuous variable* (§2.2.2). A record of combination ``b`` whose synthetic cell is ``i``
-    gets ``Z* ~ Normal(Z̄_ib, 1)`` where ``Z̄_ib`` is the standardised cell mean
-    (``fit.counts.zbar``), then ``Z̃ = Z* · sd_b + mean_b`` with ``mean_b, sd_b`` the mean and
-    standard deviation of the raw cell means of combination ``b`` (``fit.counts.zbar_mean``,
-    ``zbar_sd``). Eq. 2.27 writes ``Z* × Var(Z̄) + E(Z̄)``; multiplying by the variance is a typo,
-    since the standardisation divided by the SD. Where ``(i, b)`` held no original record,
+    gets ``Z̃ ~ Normal(Z̄_ib · sd_b + mean_b, s̃_b²)``: ``Z̄_ib`` is the standardised cell mean
+    (``fit.counts.zbar``) and ``mean_b, sd_b`` the mean and standard deviation of the raw cell
+    means of combination ``b`` (``fit.counts.zbar_mean``, ``zbar_sd``), so the centre is the raw
+    cell mean. Eq. 2.27 draws ``Z* ~ Normal(Z̄_ib, 1)`` and writes ``Z* × Var(Z̄) + E(Z̄)``;
+    multiplying by the variance is a typo, since the standardisation divided by the SD. Its
+    noise SD is then ``sd_b``, which a combination held by one cell does not have (and two or
+    three cells estimate badly): there ``Z̃`` would publish the record's own value to within
+    whatever stands in for ``sd_b``. ``s̃_b`` is ``sd_b`` moderated towards the pooled
+    between-cell SD of all combinations (:func:`synthesis_sd`): ``sd_b`` itself where the
+    combination spans many cells, the pooled SD where it spans one. Where ``(i, b)`` held no
+    original record,
     ``Z̄_ib`` is the mean of ``Z̄_jb`` over the neighbours ``j`` of ``i`` that held records of ``b``,
     and 0 (the combination mean) if none did (:func:`synthetic_zbar`). With several continuous
     covariates each column is drawn so, from its own ``Z̄``, mean and SD, one normal per record
@@ -468,7 +479,10 @@ def continuous_values(
     rng: np.random.Generator,
     covariate: str | None = None,
 ) -> np.ndarray:
-    """Synthetic Z: ``Normal(zbar[cell, b], 1) * sd_b + mean_b`` (Nunes 2018, eq. 2.27, SD).
+    """Synthetic Z: ``Normal(zbar[cell, b] * sd_b + mean_b, s̃_b²)`` (Nunes 2018, eq. 2.27, SD).
+
+    ``s̃_b`` is :func:`synthesis_sd`, the thesis' ``sd_b`` moderated so that a combination
+    held by few cells does not publish its records' values (see :func:`synthesize`).
 
     Parameters
     ----------
@@ -489,6 +503,66 @@ def continuous_values(
     -------
     numpy.ndarray of float64, shape (n,)
     """
-    _, mean, sd = counts.covariate(counts.covariates[0] if covariate is None else covariate)
-    z_star = rng.normal(zbar[cells, combo], 1.0)
-    return z_star * np.asarray(sd)[combo] + np.asarray(mean)[combo]
+    name = counts.covariates[0] if covariate is None else covariate
+    _, mean, sd = counts.covariate(name)
+    centre = zbar[cells, combo] * np.asarray(sd)[combo] + np.asarray(mean)[combo]
+    return rng.normal(centre, synthesis_sd(counts, name)[combo])
+
+
+def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray:
+    """Noise SD of each combination's synthetic values: its between-cell SD, moderated.
+
+    Nunes (2018, eq. 2.27) draws a synthetic value with the SD ``sd_b`` of combination ``b``'s
+    raw cell means over the ``n_b`` cells that hold its records. With ``n_b = 1`` that SD does
+    not exist, and with few cells it can be arbitrarily small: a rare combination (one record,
+    or a few with close values) would have its values published almost exactly. So the
+    variance is moderated as in empirical Bayes (Smyth 2004, *Stat. Appl. Genet. Mol. Biol.*
+    3(1), art. 3, eq. 4: the posterior mean under a scaled inverse-χ² prior)::
+
+        s̃_b² = (ν_b · sd_b² + ν₀ · s₀²) / (ν_b + ν₀),    ν_b = n_b − 1,
+
+    with ``ν₀`` = :data:`SYNTHESIS_SD_PRIOR_DF` and ``s₀²`` the pooled between-cell variance of
+    all combinations, ``Σ_b ν_b sd_b² / Σ_b ν_b`` (where no combination spans two cells, the
+    variance of all the non-empty cells' raw means around their combinations' means is not
+    defined either, and the variance of those means around their overall mean is used). A
+    combination spanning many cells keeps ``sd_b`` nearly as the thesis has it; one held by a
+    single cell gets ``s₀``.
+
+    Parameters
+    ----------
+    counts : geosynth.data.CellCounts
+        Prepared data with a continuous variable.
+    covariate : str, optional
+        One of ``counts.covariates``; None: the first.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (B,)
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``counts`` has no continuous variable, or the covariate's cell means do not vary at all
+        (every record in one cell and combination, or every cell mean equal): any synthetic
+        value would disclose their common value.
+    """
+    if not counts.covariates or counts.zbar_mask is None:
+        raise InputError("counts has no continuous variable; prepare(..., continuous=column) first")
+    name = counts.covariates[0] if covariate is None else covariate
+    zbar, mean, sd = counts.covariate(name)
+    mask = np.asarray(counts.zbar_mask)
+    raw = np.where(mask, zbar * sd + mean, 0.0)
+    df = mask.sum(axis=0) - 1.0
+    squares = (np.where(mask, raw - mean, 0.0) ** 2).sum(axis=0)
+    pooled = squares.sum() / df.sum() if df.sum() > 0 else 0.0
+    if not pooled > 0.0:
+        means = raw[mask]
+        pooled = means.var(ddof=1) if means.size > 1 else 0.0
+    if not (np.isfinite(pooled) and pooled > 0.0):
+        raise InputError(
+            f"the continuous column {name!r} has one cell mean for every record (all records in "
+            "one cell and combination, or equal means): its synthetic values would disclose "
+            "that value; use a finer lattice or drop the column"
+        )
+    prior_df = SYNTHESIS_SD_PRIOR_DF
+    return np.sqrt((squares + prior_df * pooled) / (df + prior_df))

@@ -18,10 +18,12 @@ from geosynth.errors import CRSError, DataWarning, InputError, IsolatedCellWarni
 from geosynth.synth import (
     PosteriorDraws,
     release_draws,
+    synthesis_sd,
     synthesize,
     synthetic_zbar,
     to_public,
 )
+from geosynth.synth.paiva import SYNTHESIS_SD_PRIOR_DF, continuous_values
 from tests.synth.helpers import (
     CRS,
     frame_with_index,
@@ -229,12 +231,13 @@ def test_continuous_back_transform_uses_the_sd(regular_data):
     releases = synthesize(fit, gdf, m=2, seed=12)
     z = np.concatenate([r["z"].to_numpy() for r in releases])
     combo = np.tile(counts.record_combo, 2)
+    noise = synthesis_sd(counts)
     for b in range(counts.n_combos):
         sd, mean = counts.zbar_sd[b], counts.zbar_mean[b]
         raw_cell_mean = counts.zbar[5, b] * sd + mean
         members = gdf.loc[(counts.record_cell == 5) & (counts.record_combo == b), "z"]
         assert raw_cell_mean == pytest.approx(members.mean())
-        target = stats.norm(raw_cell_mean, sd)
+        target = stats.norm(raw_cell_mean, noise[b])
         assert stats.kstest(z[combo == b], target.cdf).pvalue > ALPHA
         # Eq. 2.27 as printed (× variance) is a different distribution, and the test sees it.
         misprint = stats.norm(counts.zbar[5, b] * sd**2 + mean, sd**2)
@@ -298,6 +301,52 @@ def test_fallbacks_in_releases(cell_means, cell, expected, alternative):
     sd = counts.zbar_sd[0]
     assert stats.kstest(release["z"], stats.norm(expected, sd).cdf).pvalue > ALPHA
     assert stats.kstest(release["z"], stats.norm(alternative, sd).cdf).pvalue < ALPHA
+
+
+def combination_counts(cell_means):
+    """1 x 5 lattice; ``cell_means[a]`` maps cells to the mean z of combination ``a`` there.
+
+    Each cell holds two records of the combination, at its mean ± 1.
+    """
+    grid = Grid.regular((0, 0, 50, 10), shape=(1, 5), crs=CRS)
+    rows = [{"a": a, "z": z + offset, "x": 10 * cell + 5, "y": 5}
+            for a, cells in cell_means.items() for cell, z in cells.items()
+            for offset in (-1.0, 1.0)]
+    frame = pd.DataFrame(rows)
+    gdf = gpd.GeoDataFrame(frame[["a", "z"]], geometry=gpd.points_from_xy(frame.x, frame.y),
+                           crs=CRS)
+    return gdf, prepare(gdf, grid, attributes=["a"], continuous="z")
+
+
+def test_synthesis_sd_moderates_each_combination_towards_the_pooled_sd():
+    # a=0: cells 0, 1, 4 with means 10, 20, 60: ν = 2, sd² = 700 (Σ squares 1,400).
+    # a=1: cell 2 alone (ν = 0).  a=2: cells 0, 3 with means 0, 2: ν = 1, sd² = 2.
+    _, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 60.0}, 1: {2: 1e6},
+                                    2: {0: 0.0, 3: 2.0}})
+    assert SYNTHESIS_SD_PRIOR_DF == 4.0
+    pooled = (1400.0 + 2.0) / (2 + 0 + 1)
+    expected = np.sqrt([(1400.0 + 4 * pooled) / 6, pooled, (2.0 + 4 * pooled) / 5])
+    np.testing.assert_allclose(synthesis_sd(counts), expected, rtol=1e-12)
+
+
+def test_a_combination_in_one_cell_does_not_publish_its_value():
+    # The leak this closes: the thesis' SD is undefined for a combination held by one cell, and
+    # a stand-in of 1 raw unit published its records' mean (here 1e6, the column's maximum) ± 1.
+    _, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 60.0}, 1: {2: 1e6}})
+    pooled_sd = np.sqrt(700.0)  # a=0 alone spans several cells
+    assert synthesis_sd(counts)[1] == pytest.approx(pooled_sd)
+    n = 4000
+    cells, combo = np.full(n, 2), np.ones(n, dtype=np.int64)
+    z = continuous_values(counts, synthetic_zbar(counts), cells, combo,
+                          np.random.default_rng(5))
+    assert stats.kstest(z, stats.norm(1e6, pooled_sd).cdf).pvalue > ALPHA
+    assert np.mean(np.abs(z - 1e6) < 1.0) < 0.05  # N(0, 26.5²) puts 3 % within ±1
+
+
+def test_synthesis_sd_refuses_a_column_with_one_cell_mean():
+    _, counts = combination_counts({0: {3: 7.0}})
+    with pytest.raises(InputError, match="'z' has one cell mean for every record"):
+        synthesis_sd(counts)
 
 
 def test_synthetic_zbar_needs_a_continuous_variable(regular_data):
