@@ -279,11 +279,11 @@ def check_public_lattice(grid: Any, where: str) -> None:
     """
     if getattr(grid, "snap_unit", None) is not None:
         raise InputError(
-            f"{where} is ε-DP but its lattice took its bounds from the points (Grid.from_points, "
-            "or prepare() without region=): a release inside them discloses the extremes of "
+            f"{where} is ε-DP but its lattice took its bounds from the points "
+            "(Grid.from_points): a release inside them discloses the extremes of "
             "the confidential points and no finite ε holds; build the lattice over a "
-            "public study region (prepare(..., region=...) or Grid.regular(region bounds)) "
-            "or from public areas"
+            "public study region (Grid.regular(region.total_bounds, ..., region=region)) or "
+            "from public areas (Grid.from_polygons)"
         )
 
 

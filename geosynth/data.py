@@ -49,7 +49,9 @@ refuses, among the kept records (``n`` of them), an attribute that is
   records per level), when ``n >= IDENTIFYING_MIN_RECORDS`` (20); or
 * *rich in sample uniques*: at least ``IDENTIFYING_MIN_SINGLETONS`` (5) levels held by a single
   record, and those records more than ``IDENTIFYING_SINGLETON_SHARE`` (5%) of all records, so
-  more than one record in twenty is unique on that column alone.
+  more than one record in twenty is unique on that column alone; or
+* *unique*: every record alone in its level, with at least two records (an ID column of tiny
+  data, which the two minimums above let through).
 
 The absolute minimums keep a handful of rare levels in tiny data from tripping the check; a
 rare category in large data (a few singletons among thousands) passes. Pass
@@ -73,7 +75,13 @@ import pandas as pd
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates
-from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError
+from geosynth.errors import (
+    CRSError,
+    DataWarning,
+    InputError,
+    MemoryLimitError,
+    PrivacyLeakWarning,
+)
 from geosynth.lattice import require_projected_crs
 
 if TYPE_CHECKING:
@@ -891,12 +899,41 @@ def locate_records(
             f"grid.locate returned {cell.shape[0]} cell ids for {len(gdf)} points; "
             "grid must be a geosynth.lattice.Grid"
         )
+    _warn_if_bounds_touch_records(grid, xy[cell >= 0])
     records = pd.DataFrame({a: gdf[a].array for a in attributes}, index=gdf.index)
     records[CELL_COLUMN] = cell
     records[COUNT_COLUMN] = np.ones(len(gdf), dtype=np.int64)
     for column, values in zip(z_sum_columns(len(covariates)), z, strict=True):
         records[column] = values
     return records
+
+
+def _warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray) -> None:
+    """PrivacyLeakWarning when a bound given as public equals a located record's coordinate.
+
+    Every located record lies within the bounds, so a bound equal to one's x (or y) is the
+    records' extreme: a lattice over the points' own ``total_bounds`` would publish it exactly.
+    Bounds that :meth:`Grid.from_points` derived (``snap_unit`` set) are snapped outward and
+    areal lattices follow their public polygons, so neither is checked.
+    """
+    if grid.kind == "areal" or grid.snap_unit is not None or xy.shape[0] == 0:
+        return
+    xmin, ymin, xmax, ymax = grid.bounds
+    tolerance = 1e-9 * max(xmax - xmin, ymax - ymin)
+    extremes = {"xmin": (xmin, xy[:, 0].min()), "ymin": (ymin, xy[:, 1].min()),
+                "xmax": (xmax, xy[:, 0].max()), "ymax": (ymax, xy[:, 1].max())}
+    touching = [name for name, (bound, value) in extremes.items()
+                if abs(bound - value) <= tolerance]
+    if touching:
+        warnings.warn(
+            f"the lattice bounds {', '.join(touching)} equal the extreme coordinates of the "
+            "records: a release on this lattice publishes them exactly (a grid over "
+            "gdf.total_bounds?); build the lattice over a public study region "
+            "(Grid.regular(region.total_bounds, ..., region=region)), or with "
+            "Grid.from_points, which snaps the bounds outward",
+            PrivacyLeakWarning,
+            stacklevel=4,
+        )
 
 
 def count_table(table: pd.DataFrame, attributes: Sequence[str]) -> pd.DataFrame:
@@ -1087,7 +1124,8 @@ def _is_identifying(sizes: np.ndarray, n_records: int) -> bool:
         n_singletons >= IDENTIFYING_MIN_SINGLETONS
         and n_singletons > IDENTIFYING_SINGLETON_SHARE * n_records
     )
-    return nearly_unique or many_singletons
+    unique = n_records >= 2 and n_singletons == n_records
+    return nearly_unique or many_singletons or unique
 
 
 def _check_identifying(
@@ -1115,7 +1153,8 @@ def _check_identifying(
     raise InputError(
         f"{described}; such levels (nearly) identify records (more levels than "
         f"{IDENTIFYING_LEVEL_SHARE:.0%} of the records, or over "
-        f"{IDENTIFYING_SINGLETON_SHARE:.0%} of the records alone in their level), and a release "
+        f"{IDENTIFYING_SINGLETON_SHARE:.0%} of the records alone in their level, or every "
+        "record alone in its level), and a release "
         f"would publish them verbatim. Drop the column {names}, or coarsen it into groups "
         "(e.g. pd.cut for numbers, a prefix for codes); pass allow_identifying=True "
         "(CLI: --allow-identifying) only if its levels are public and not linkable"

@@ -69,4 +69,4 @@ class DataWarning(GeosynthWarning):
 
 
 class PrivacyLeakWarning(GeosynthWarning):
-    """A differential-privacy guarantee is weakened (seeded noise, inexact sampler, ...)."""
+    """A privacy guarantee is weakened (seeded DP noise, levels from the data, exact extremes)."""

@@ -469,13 +469,16 @@ def test_properties_against_pandas(df):
     located = grid.locate(df)
     kept = df[located >= 0].assign(cell=located[located >= 0])
     n_levels = kept["a"].nunique() * kept["b"].nunique()
+    # Tiny draws have attributes unique to every record; the identifying rules have their own
+    # tests, this one checks the counting.
+    options = {"continuous": "z", "outside": "drop", "allow_identifying": True}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         if len(kept) == 0 or n_levels > len(kept):
             with pytest.raises(InputError, match="no record is left|possible combinations"):
-                prepare(df, grid, ["a", "b"], continuous="z", outside="drop")
+                prepare(df, grid, ["a", "b"], **options)
             return
-        cc = prepare(df, grid, ["a", "b"], continuous="z", outside="drop")
+        cc = prepare(df, grid, ["a", "b"], **options)
 
     # kept records: exactly those located, in input order
     pd.testing.assert_index_equal(cc.record_index, kept.index)
@@ -574,6 +577,18 @@ def test_nearly_unique_and_singleton_rich_attributes_are_refused(grid):
     tiny = make_gdf(n=8, seed=2)
     tiny["id"] = np.r_[0, 0, 0, 0, 1, 2, 3, 4]
     assert prepare(tiny, grid, ["id"]).n_combos == 5
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_an_attribute_unique_to_every_record_of_tiny_data_is_refused(grid, n):
+    # Below both minimums (20 records, 5 singletons) only this rule sees an ID column.
+    tiny = make_gdf(n=n, seed=2)
+    tiny["patient_no"] = [f"P-{k:05d}" for k in range(n)]
+    with pytest.raises(InputError, match=rf"'patient_no' has {n} distinct levels among {n} "
+                                         rf"records, {n} of them.*or every record alone in its"):
+        prepare(tiny, grid, ["patient_no"])
+    with pytest.warns(DataWarning, match="kept because allow_identifying=True"):
+        prepare(tiny, grid, ["patient_no"], allow_identifying=True)
 
 
 def test_identifying_check_counts_kept_records_only():

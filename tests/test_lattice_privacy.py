@@ -7,6 +7,7 @@ from them; its errors say what is wrong with the points and how to give a lattic
 """
 
 import math
+import warnings
 
 import geopandas as gpd
 import numpy as np
@@ -14,8 +15,9 @@ import pytest
 import shapely
 from shapely.geometry import Point, box
 
+from geosynth import prepare
 from geosynth.cli.helpers import LatticeChoice, build_grid
-from geosynth.errors import CRSError, GridError, InputError
+from geosynth.errors import CRSError, GridError, InputError, PrivacyLeakWarning
 from geosynth.lattice import Grid, require_projected_crs
 
 CRS = "EPSG:31983"
@@ -199,3 +201,21 @@ def test_units_below_the_float_resolution_are_refused():
     for kwargs in ({"shape": (3, 3)}, {"cell_size": 1e-12}):
         with pytest.raises(GridError, match="too small to be told apart"):
             Grid.from_points(points, **kwargs)
+
+
+def test_prepare_warns_when_public_bounds_are_the_records_extremes():
+    # Grid.regular(gdf.total_bounds): bounds taken as public but equal to the records'
+    # extremes, which every release on the lattice would then publish exactly.
+    rng = np.random.default_rng(7)
+    gdf = gpd.GeoDataFrame({"sex": rng.choice(["f", "m"], 60)},
+                           geometry=gpd.points_from_xy(rng.uniform(0, 900, 60),
+                                                       rng.uniform(0, 700, 60)), crs=CRS)
+    xmin, ymin, xmax, ymax = gdf.total_bounds
+    on_extremes = Grid.regular((xmin, -10.0, xmax, ymax), shape=(4, 4), crs=CRS)
+    with pytest.warns(PrivacyLeakWarning, match=r"bounds xmin, xmax, ymax equal the extreme "
+                                                r"coordinates of the records"):
+        prepare(gdf, on_extremes, ["sex"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # bounds beyond the records, or snapped outward
+        prepare(gdf, Grid.regular((-10.0, -10.0, 910.0, 710.0), shape=(4, 4), crs=CRS), ["sex"])
+        prepare(gdf, Grid.from_points(gdf, shape=(4, 4)), ["sex"])
