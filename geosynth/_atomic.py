@@ -15,8 +15,10 @@ Replacing versus creating. Without ``overwrite`` the final step is :func:`os.lin
 if the target appeared meanwhile, e.g. a second run writing the same file) followed by removing
 the staged name, so two concurrent runs cannot both create the same output: the second one
 fails at its last step and leaves nothing. With ``overwrite`` the final step is
-:func:`os.replace`. Private outputs (``private=True``) are ``chmod``-ed to 0600 while still
-inside the 0700 staging folder, so they are never readable by others at any moment.
+:func:`os.replace`, after a hard link to the file it replaces is kept in the staging folder: a
+later move of the same commit that fails puts every replaced file back. Private outputs
+(``private=True``) are ``chmod``-ed to 0600 while still inside the 0700 staging folder, so they
+are never readable by others at any moment.
 """
 
 from __future__ import annotations
@@ -144,7 +146,11 @@ class AtomicOutputs:
     def commit(self) -> list[Path]:
         """Move every staged file into place, in the order they were added.
 
-        A staged path that was never written is skipped (its target is left as it was).
+        A staged path that was never written is skipped (its target is left as it was). If a
+        move fails (a target in a folder that forbids replacing another user's file, a full
+        disk), the targets moved before it are taken back: with ``overwrite`` each replaced
+        file is restored from a hard link (or copy) kept in its staging folder, and each
+        created one removed, so a failed commit leaves every target as it was.
 
         Returns
         -------
@@ -159,24 +165,22 @@ class AtomicOutputs:
         """
         if self._done:
             raise ValueError("these outputs were already committed or discarded")
-        written: list[Path] = []
+        written: list[tuple[Path, Path | None]] = []  # (target, backup of what it replaced)
         try:
             for staged in self._staged:
                 if not staged.path.exists():
                     continue
                 if staged.private:
                     os.chmod(staged.path, _PRIVATE_MODE)
+                backup = _backup(staged) if self.overwrite else None
                 _move(staged.path, staged.target, self.overwrite)
-                written.append(staged.target)
+                written.append((staged.target, backup))
         except BaseException:
-            if not self.overwrite:  # what this commit created is ours to take back
-                for target in written:
-                    with contextlib.suppress(OSError):
-                        target.unlink()
+            _take_back(written)
             self.discard()
             raise
         self._cleanup()
-        return written
+        return [target for target, _ in written]
 
     def discard(self) -> None:
         """Remove every staged file; no target is touched."""
@@ -286,6 +290,33 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
+
+
+def _backup(staged: _Staged) -> Path | None:
+    """Keep the file ``staged.target`` is about to replace, in its staging folder; None if none.
+
+    A hard link (same folder, so same file system) costs nothing; where links are refused the
+    file is copied. If neither works the commit fails here, before this target is replaced.
+    """
+    target = staged.target
+    if not os.path.lexists(target):
+        return None
+    backup = staged.folder / f".replaced-{target.name}"
+    try:
+        os.link(target, backup, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(target, backup, follow_symlinks=False)
+    return backup
+
+
+def _take_back(written: list[tuple[Path, Path | None]]) -> None:
+    """Undo a failed commit: restore each replaced file, remove each created one (last first)."""
+    for target, backup in reversed(written):
+        with contextlib.suppress(OSError):
+            if backup is None:
+                target.unlink()
+            else:
+                os.replace(backup, target)
 
 
 def _process_alive(pid: int) -> bool:

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+import geosynth._atomic as atomic
 from geosynth._atomic import STAGING_MARK, AtomicOutputs, atomic_path, remove_stale_staging
 
 
@@ -128,3 +129,41 @@ def test_stale_staging_of_a_killed_process_is_removed(tmp_path):
     assert remove_stale_staging(target) == []  # our own live staging folder stays
     live.discard()
     assert _names(tmp_path) == []
+
+
+@pytest.mark.parametrize("overwrite", [True, False])
+def test_a_failed_move_takes_back_the_targets_moved_before_it(tmp_path, monkeypatch, overwrite):
+    # E.g. a sticky folder where the second target belongs to another user: the first target
+    # was already replaced when the second move fails.
+    report, release, fresh = tmp_path / "report.md", tmp_path / "release.gpkg", tmp_path / "new"
+    report.write_text("old report")
+    release.write_text("old release")
+    real_move, calls = atomic._move, []
+
+    def failing_third(source, target, overwrite):
+        calls.append(target)
+        if len(calls) == 3:
+            raise PermissionError(1, "Operation not permitted", str(target))
+        real_move(source, target, overwrite)
+
+    monkeypatch.setattr(atomic, "_move", failing_third)
+    outputs = AtomicOutputs(overwrite=True) if overwrite else AtomicOutputs()
+    if overwrite:
+        outputs.add(report).write_text("new report")
+    outputs.add(fresh).write_text("created")
+    outputs.add(release if overwrite else tmp_path / "other").write_text("new release")
+    if not overwrite:  # three moves without overwrite too: a third output
+        outputs.add(tmp_path / "third").write_text("third")
+    with pytest.raises(PermissionError):
+        outputs.commit()
+    assert report.read_text() == "old report" and release.read_text() == "old release"
+    assert not fresh.exists() and not (tmp_path / "other").exists()
+    assert _names(tmp_path) == ["release.gpkg", "report.md"]
+
+
+def test_a_successful_overwrite_leaves_no_backup(tmp_path):
+    target = tmp_path / "release.gpkg"
+    target.write_text("old")
+    with AtomicOutputs(overwrite=True) as outputs:
+        outputs.add(target).write_text("new")
+    assert target.read_text() == "new" and _names(tmp_path) == ["release.gpkg"]

@@ -322,12 +322,15 @@ def _require_keyword(function, keyword: str, option: str) -> None:
 
 
 _LEVELS_EXAMPLE = '{"sex": ["f", "m"], "age_group": [1, 2, 3]}'
+_MAX_LEVELS_BYTES = 16 << 20  # a domain of ~10⁶ levels; more is no attribute
 
 
 def _read_levels(path: str, attributes: list[str]) -> dict[str, list]:
+    from geosynth.io import read_bounded
+
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        text = read_bounded(source, _MAX_LEVELS_BYTES, f"--levels-file {source.name}").decode()
     except UnicodeDecodeError:
         raise InputError(f"--levels-file {source.name} is not a JSON text file (it is not "
                          f"UTF-8 text); give a JSON object such as {_LEVELS_EXAMPLE}") from None

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import unicodedata
 from pathlib import Path
 from typing import Any
 
-from geosynth._atomic import remove_stale_staging
 from geosynth.errors import InputError
 
 __all__ = [
+    "read_bounded",
     "POINT_TYPE",
     "existing_file",
     "check_target",
     "printable",
     "geopackage_problem",
     "not_a_geopackage",
-    "remove_stale_temporaries",
 ]
 
 #: shapely type id of a Point.
@@ -55,7 +55,50 @@ def existing_file(path: Any, name: str = "path") -> Path:
         raise InputError(f"{name} {str(source)!r} does not exist; check the file name")
     if source.is_dir():
         raise InputError(f"{name} {str(source)!r} is a directory; pass a file")
+    if not source.is_file():  # reading a pipe would wait for a writer, a device never end
+        raise InputError(f"{name} {str(source)!r} is not a regular file (a pipe or a device); "
+                         "pass the file itself")
     return source
+
+
+def read_bounded(path: Path, max_bytes: int, label: str) -> bytes:
+    """Read a small regular file whole, refusing special files and anything over ``max_bytes``.
+
+    ``path.stat().st_size`` is 0 for a pipe or ``/dev/zero``, so a size check before an
+    unbounded ``read()`` lets such a file (or a symbolic link to one) hang the reader or fill
+    its memory; here the open does not block, the opened file must be regular, and at most
+    ``max_bytes + 1`` bytes are read.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file (a symbolic link is followed).
+    max_bytes : int
+        The largest size accepted.
+    label : str
+        How to name the file in a message.
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Not a regular file, or larger than ``max_bytes``.
+    OSError
+        The file cannot be opened or read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{label} is not a regular file (a pipe or a device); pass the "
+                             "file itself")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(f"{label} is larger than {max_bytes:,} bytes; it cannot be what "
+                         "geosynth expects here")
+    return data
 
 
 def check_target(target: Path, overwrite: bool) -> None:
@@ -165,39 +208,3 @@ def not_a_geopackage(source: Path, reason: str | BaseException | None = None) ->
         f"{printable(source.name)} is not a GeoPackage (or is damaged){detail}; check that the "
         "file was copied completely, or export it again as a GeoPackage (e.g. from QGIS)"
     )
-
-
-def remove_stale_temporaries(target: str | os.PathLike) -> list[Path]:
-    """Remove temporary files of ``target`` left behind by killed writers.
-
-    Two kinds: staging folders of :mod:`geosynth._atomic` whose process no longer runs, and
-    ``.<stem>-XXXXXXXX<suffix>`` files (with their SQLite ``-journal``, ``-wal`` and ``-shm``
-    companions) of the single-file writer of geosynth 0.1, which a kill left beside the target.
-
-    Parameters
-    ----------
-    target : str or os.PathLike
-        An output path.
-
-    Returns
-    -------
-    list of pathlib.Path
-        What was removed.
-    """
-    target = Path(target)
-    removed = remove_stale_staging(target)
-    if not target.parent.is_dir():
-        return removed
-    # tempfile.mkstemp(prefix=f".{stem}-", suffix=suffix): eight characters of [a-z0-9_].
-    pattern = re.compile(
-        rf"^\.{re.escape(target.stem)}-[a-z0-9_]{{8}}{re.escape(target.suffix)}"
-        r"(-journal|-wal|-shm)?$"
-    )
-    for entry in target.parent.iterdir():
-        if pattern.match(entry.name) and entry.is_file() and not entry.is_symlink():
-            try:
-                entry.unlink()
-            except OSError:
-                continue
-            removed.append(entry)
-    return removed

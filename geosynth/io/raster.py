@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geosynth._atomic import atomic_path
+from geosynth._atomic import atomic_path, remove_stale_staging
 from geosynth.errors import InputError
-from geosynth.io._files import check_target, remove_stale_temporaries
+from geosynth.io._files import check_target
 from geosynth.lattice import Grid
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def write_intensity_geotiff(
         "nodata": np.nan,
         "compress": "deflate",
     }
-    remove_stale_temporaries(target)
+    remove_stale_staging(target)
     try:
         with atomic_path(target, overwrite=overwrite) as tmp:
             _write_bands(tmp, profile, bands, fit, labels)

@@ -24,10 +24,11 @@ exist: :func:`metadata_from_info` writes a record as the ``key, value`` table,
 All or nothing. The GeoPackage and its audit file are written into a private staging folder and
 moved into place together (:class:`geosynth._atomic.AtomicOutputs`): a failed, interrupted or
 killed write leaves no partial file under the final name and keeps an existing one; leftovers of
-killed writes are removed by the next write of the same output. The release is moved first and
-its audit file second, so a kill between the two leaves the new release beside the old audit
-file (or none): :func:`read_release` and ``geosynth inspect`` check the SHA-256 recorded in the
-audit file and report an audit file that does not belong to its release.
+killed writes are removed by the next write of the same output. The audit file is moved first
+and the release second, so a kill between the two leaves the new audit file beside the old
+release (or beside none: then nothing is published and the seeds are kept):
+:func:`read_release` and ``geosynth inspect`` check the SHA-256 recorded in the audit file and
+report an audit file that does not belong to its release.
 
 Reading. :func:`read_release` validates a file against the schema (layers, their types and row
 counts, every metadata field and its type, the ``complete`` entry) and says what is wrong in one
@@ -56,7 +57,7 @@ import pyogrio
 import pyproj
 import shapely
 
-from geosynth._atomic import AtomicOutputs, create_new
+from geosynth._atomic import AtomicOutputs, create_new, remove_stale_staging
 from geosynth._messages import describe_rows
 from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
 from geosynth.io._files import (
@@ -66,7 +67,7 @@ from geosynth.io._files import (
     geopackage_problem,
     not_a_geopackage,
     printable,
-    remove_stale_temporaries,
+    read_bounded,
 )
 from geosynth.lattice import Grid
 from geosynth.synth.release import (
@@ -329,9 +330,9 @@ def write_release(
     any integer of at least six digits (as a number or inside text) that equals a value of
     ``seeds`` (smaller seeds are too common as numbers to search for).
 
-    Order of the files. The GeoPackage is moved into place first, then its audit file: a kill
-    between the two leaves the new release with the previous audit file (or none), which
-    :func:`read_release` and ``geosynth inspect`` detect by its SHA-256.
+    Order of the files. The audit file is moved into place first, then the GeoPackage: a kill
+    between the two leaves the new audit file beside the previous release, which
+    :func:`read_release` and ``geosynth inspect`` detect by its SHA-256, or beside no release.
 
     Examples
     --------
@@ -360,12 +361,15 @@ def write_release(
     transaction = AtomicOutputs(overwrite=replace) if outputs is None else outputs
     staged: list[Path] = []
     try:
-        remove_stale_temporaries(target)
-        staged.append(_stage(transaction, target, private=False))
+        # The audit file is staged (so moved into place) first: a kill between the two moves
+        # leaves an audit file without its release, which publishes nothing and blocks a plain
+        # rerun, never a release whose seeds are lost in a staging folder.
         if audit_record is not None:
-            remove_stale_temporaries(audit)
+            remove_stale_staging(audit)
             staged.append(_stage(transaction, audit, private=True))
-        tmp = staged[0]
+        remove_stale_staging(target)
+        tmp = _stage(transaction, target, private=False)
+        staged.append(tmp)
         for k, frame in enumerate(frames, start=1):
             _write_layer(frame, tmp, RELEASE_LAYER.format(k))
         if cells is not None:
@@ -373,7 +377,7 @@ def write_release(
         _write_layer(table, tmp, METADATA_LAYER)  # last: its last row marks the file complete
         if audit_record is not None:
             audit_record["sha256"] = _sha256(tmp)
-            with create_new(staged[1], private=True) as handle:
+            with create_new(staged[0], private=True) as handle:
                 handle.write(json.dumps(audit_record, indent=2) + "\n")
         if outputs is None:
             transaction.commit()
@@ -1214,10 +1218,10 @@ def verify_audit(path: str | os.PathLike) -> dict[str, Any] | None:
         f"the audit file {label} is damaged or not a geosynth audit file; keep it apart from "
         f"the release and write the release again to record its seeds"
     )
-    if audit.stat().st_size > _MAX_AUDIT_BYTES:
-        raise InputError(f"{damaged} (it is larger than {_MAX_AUDIT_BYTES} bytes)")
-    with open(audit, "rb") as handle:
-        raw = handle.read()
+    try:
+        raw = read_bounded(audit, _MAX_AUDIT_BYTES, "it")
+    except InputError as err:
+        raise InputError(f"{damaged} ({err})") from None
     try:
         record = _json_value(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as err:

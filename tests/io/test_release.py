@@ -593,8 +593,13 @@ def test_a_killed_write_leaves_nothing_usable_and_the_next_write_cleans_up(tmp_p
     unrelated = tmp_path / ".other-k3x_9q2a.gpkg"
     unrelated.write_bytes(b"keep")
 
+    # The next write removes the staging folder of the killed one, and nothing that only looks
+    # like a temporary: files named like the old single-file writer's may be the user's own
+    # (".release-20240101.gpkg", a dated backup).
     write_release(tmp_path / "release.gpkg", [public_like()], seeds={"synthesize": 3})
-    assert names(tmp_path) == [".other-k3x_9q2a.gpkg", "release.gpkg", "release.gpkg.audit.json"]
+    assert names(tmp_path) == [".other-k3x_9q2a.gpkg", ".release-k3x_9q2a.gpkg",
+                               ".release-k3x_9q2a.gpkg-journal", "release.gpkg",
+                               "release.gpkg.audit.json"]
     assert read_release(tmp_path / "release.gpkg").m == 1
 
 
@@ -637,27 +642,64 @@ def test_a_release_file_created_meanwhile_is_not_replaced(tmp_path, monkeypatch)
 
 
 # ---------------------------------------------------------------------- audit and release (#11)
-def test_kill_between_release_and_audit_is_detected(tmp_path):
+def test_kill_between_audit_and_release_is_detected(tmp_path):
     path = tmp_path / "release.gpkg"
     write_release(path, [public_like(4)], seeds={"synthesize": 1})
-    old_audit = audit_path(path).read_bytes()
+    old_release = path.read_bytes()
     run_killed("""
     real = os.replace
-    def die_before_the_audit(source, target):
-        if str(target).endswith(".audit.json"):
+    def die_before_the_release(source, target):
+        if str(target).endswith("release.gpkg"):
             os._exit(9)
         real(source, target)
-    os.replace = die_before_the_audit
+    os.replace = die_before_the_release
     write_release("release.gpkg", [public_like(7)], seeds={"synthesize": 2}, overwrite=True)
     """, cwd=tmp_path)
-    # the release was moved first: the new release stands beside the old audit file
-    assert audit_path(path).read_bytes() == old_audit
-    assert len(read_release(path, check_audit=False).releases[0]) == 7
+    # the audit file was moved first: the old release stands beside the new audit file
+    assert path.read_bytes() == old_release
+    assert len(read_release(path, check_audit=False).releases[0]) == 4
     with pytest.raises(InputError, match=r"the audit file release.gpkg.audit.json does not belong "
                                          r"to this release"):
         read_release(path)
     with pytest.raises(InputError, match="does not belong to this release"):
         verify_audit(path)
+
+
+def test_kill_before_a_new_release_leaves_its_audit_file_alone(tmp_path):
+    # Without an older release, the kill leaves the (private) audit file and no release: the
+    # seeds are not lost, nothing is published, and a plain rerun is refused, naming the file.
+    path = tmp_path / "release.gpkg"
+    run_killed("""
+    real = os.link
+    def die_before_the_release(source, target, **kwargs):
+        if str(target).endswith("release.gpkg"):
+            os._exit(9)
+        real(source, target, **kwargs)
+    os.link = die_before_the_release
+    write_release("release.gpkg", [public_like(7)], seeds={"synthesize": 2})
+    """, cwd=tmp_path)
+    assert not path.exists()
+    assert json.loads(audit_path(path).read_text())["seeds"] == {"synthesize": 2}
+    with pytest.raises(InputError, match=r"release.gpkg.audit.json exists"):
+        write_release(path, [public_like(7)], seeds={"synthesize": 2})
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe"])
+def test_an_audit_file_that_is_no_regular_file_is_refused_at_once(tmp_path, kind):
+    # Its size is 0 to stat(): an unbounded read would fill the memory (/dev/zero) or wait
+    # forever for a writer (a pipe).
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like(4)])
+    if kind == "device":
+        audit_path(path).symlink_to("/dev/zero")
+    else:
+        os.mkfifo(audit_path(path))
+    with pytest.raises(InputError, match=r"release.gpkg.audit.json is damaged or not a geosynth "
+                                         r"audit file.*not a regular file \(a pipe or a device"):
+        verify_audit(path)
+    os.mkfifo(tmp_path / "pipe.gpkg")
+    with pytest.raises(InputError, match=r"pipe.gpkg' is not a regular file"):
+        read_release(tmp_path / "pipe.gpkg")
 
 
 def test_audit_file_of_another_release_is_detected(tmp_path):
@@ -676,12 +718,12 @@ def test_audit_file_of_another_release_is_detected(tmp_path):
 
 
 def test_write_release_into_the_callers_transaction(tmp_path):
-    """outputs=: staged (release first, then audit), moved by the caller's commit."""
+    """outputs=: staged (audit first, then release), moved by the caller's commit."""
     path, report = tmp_path / "release.gpkg", tmp_path / "report.md"
     with AtomicOutputs() as outputs:
         outputs.add(report, private=True).write_text("internal")
         write_release(path, [public_like()], seeds={"synthesize": 3}, outputs=outputs)
-        assert outputs.targets == [report, path, audit_path(path)]
+        assert outputs.targets == [report, audit_path(path), path]
         assert not path.exists()  # nothing is in place before the caller commits
     assert read_release(path).audit == audit_path(path)
     assert stat.S_IMODE(audit_path(path).stat().st_mode) == 0o600
