@@ -334,7 +334,7 @@ def _process_alive(pid: int) -> bool:
 def _check_replaceable(target: Path, overwrite: bool) -> None:
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a directory; give a file name", str(target))
-    if target.exists() and not overwrite:
+    if os.path.lexists(target) and not overwrite:  # a dangling symbolic link exists too
         raise FileExistsError(
             errno.EEXIST, "exists; pass overwrite=True (CLI: --overwrite) to replace it",
             str(target),

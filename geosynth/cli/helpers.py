@@ -334,7 +334,8 @@ def check_outputs(
     overwrite : bool
         Whether ``--overwrite`` was given.
     inputs : mapping of str to path or None, optional
-        The command's input files by option or argument name; no output may replace one, even
+        The command's input files by option or argument name; no output may replace one, or a
+        file read with one (a shapefile's ``.dbf``, ``.shx``, ...; a release's audit file), even
         with ``--overwrite``.
 
     Returns
@@ -349,8 +350,8 @@ def check_outputs(
         outputs exist and ``overwrite`` is False (all of them are named).
     """
     given = {name: Path(path) for name, path in outputs.items() if path is not None}
-    seen = {Path(path).resolve(): name for name, path in (inputs or {}).items()
-            if path is not None}
+    seen = {companion.resolve(): name for name, path in (inputs or {}).items()
+            if path is not None for companion in _input_files(Path(path))}
     for name, path in given.items():
         if path.is_dir():
             raise InputError(f"{name} {str(path)!r} is a directory; give a file name")
@@ -359,13 +360,27 @@ def check_outputs(
             raise InputError(f"{seen[key]} and {name} name the same file {str(path)!r}; give "
                              "each output its own file")
         seen[key] = name
-    existing = [f"{path} ({name})" for name, path in given.items() if path.exists()]
+    existing = [f"{path} ({name})" for name, path in given.items() if os.path.lexists(path)]
     if existing and not overwrite:
         raise InputError(
             f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; pass "
             "--overwrite to replace, or choose other file names (nothing was written)"
         )
     return given
+
+
+# The files that make one shapefile besides its .shp (ESRI, 1998; .cpg and .qix by convention).
+_SHAPEFILE_PARTS = (".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx", ".shp.xml")
+
+
+def _input_files(path: Path) -> list[Path]:
+    """``path`` and the files read with it: a shapefile's parts, a release's audit file."""
+    from geosynth.io import audit_path
+
+    files = [path, audit_path(path)]
+    if path.suffix.lower() == ".shp":
+        files += [path.with_suffix(suffix) for suffix in _SHAPEFILE_PARTS]
+    return files
 
 
 def check_columns(frame: gpd.GeoDataFrame, name: str,

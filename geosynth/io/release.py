@@ -370,11 +370,11 @@ def write_release(
         remove_stale_staging(target)
         tmp = _stage(transaction, target, private=False)
         staged.append(tmp)
-        for k, frame in enumerate(frames, start=1):
-            _write_layer(frame, tmp, RELEASE_LAYER.format(k))
-        if cells is not None:
-            _write_layer(cells, tmp, GRID_LAYER)
-        _write_layer(table, tmp, METADATA_LAYER)  # last: its last row marks the file complete
+        layers = [(frame, RELEASE_LAYER.format(k)) for k, frame in enumerate(frames, start=1)]
+        layers += [] if cells is None else [(cells, GRID_LAYER)]
+        layers.append((table, METADATA_LAYER))  # last: its last row marks the file complete
+        for frame, layer in layers:
+            _write_layer(frame, tmp, layer, target)
         if audit_record is not None:
             audit_record["sha256"] = _sha256(tmp)
             with create_new(staged[0], private=True) as handle:
@@ -438,12 +438,23 @@ def _drop(transaction: AtomicOutputs, outputs: AtomicOutputs | None, staged: lis
                 leftover.unlink()
 
 
-def _write_layer(frame: pd.DataFrame, path: Path, layer: str) -> None:
-    """Add ``frame`` as ``layer`` to the GeoPackage at ``path`` (created by the first call)."""
+def _write_layer(frame: pd.DataFrame, path: Path, layer: str, target: Path) -> None:
+    """Add ``frame`` as ``layer`` to the GeoPackage at ``path`` (created by the first call).
+
+    GDAL's failures (a full disk: "database or disk is full", "Failed to commit transaction")
+    come out of pyogrio as its own errors; they become an :class:`OSError` naming ``target``.
+    """
     options: dict[str, Any] = {}
     if isinstance(frame, gpd.GeoDataFrame) and len(frame) == 0:
         options["geometry_type"] = "Point" if layer != GRID_LAYER else "Polygon"
-    pyogrio.write_dataframe(frame, path, layer=layer, driver="GPKG", **options)
+    try:
+        pyogrio.write_dataframe(frame, path, layer=layer, driver="GPKG", **options)
+    except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
+        raise OSError(
+            f"cannot write {printable(str(target))}: GDAL failed on layer {layer} "
+            f"({printable(str(err))[:200]}); check the free space and the folder, then write "
+            "it again (nothing was replaced)"
+        ) from None
 
 
 

@@ -207,6 +207,30 @@ def test_an_output_never_replaces_an_input(inputs, tmp_path):
     assert copy.read_bytes() == inputs["gpkg"].read_bytes()
 
 
+def test_an_output_never_replaces_a_file_read_with_an_input(inputs, written_release, tmp_path):
+    # A shapefile is several files; a release's audit file holds its seeds.
+    shapefile = tmp_path / "points.shp"
+    gpd.read_file(inputs["gpkg"]).to_file(shapefile)
+    dbf = shapefile.with_suffix(".dbf").read_bytes()
+    result = run("release", shapefile, *GPKG_ARGS, "--out", tmp_path / "r.gpkg",
+                 "--report", shapefile.with_suffix(".dbf"), "--overwrite")
+    assert_refused(result, "INPUT and --report name the same file")
+    assert shapefile.with_suffix(".dbf").read_bytes() == dbf
+    audit = io.audit_path(written_release)
+    seeds = audit.read_bytes()
+    result = run("evaluate", inputs["gpkg"], written_release, "--attributes", "y",
+                 "--report", audit, "--overwrite")
+    assert_refused(result, "RELEASE and --report name the same file")
+    assert audit.read_bytes() == seeds
+
+
+def test_a_dangling_link_as_output_is_refused_before_the_fit(inputs, tmp_path):
+    (tmp_path / "r.gpkg").symlink_to(tmp_path / "gone.gpkg")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--out", tmp_path / "r.gpkg")
+    assert_refused(result, "r.gpkg (--out) already exists; pass --overwrite")
+    assert "Fitting" not in result.output
+
+
 # A quick stopping rule for the 120-record test points (the default asks ESS 400, R-hat 1.01).
 QUICK_AUTO = ["--thin", "1", "--target-ess", "50", "--max-rhat", "1.1", "--m", "2"]
 
