@@ -51,6 +51,9 @@ __all__ = [
     "LINKED_ATTR",
     "PUBLIC_ATTR",
     "UNLINKED_METHODS",
+    "BASELINE_ATTR",
+    "BASELINE_METHODS",
+    "baseline_method",
 ]
 
 #: Columns whose name starts with this prefix are bookkeeping (e.g. pandas' ``_merge``) and are
@@ -66,6 +69,11 @@ PUBLIC_ATTR = "geosynth_public"
 #: Methods of :func:`make_release` whose records are drawn from noisy counts, not one per
 #: confidential record (ε-DP locations, OnTheMap): their rows are not aligned with the input.
 UNLINKED_METHODS = frozenset({"paiva-dp", "onthemap"})
+#: Methods whose points stay in (Naive) or next to (donut) each record's own location: baselines
+#: to compare with, never to publish.
+BASELINE_METHODS = frozenset({"naive", "donut"})
+#: ``attrs`` key that :func:`to_public` keeps on the public form of a baseline (its method).
+BASELINE_ATTR = "geosynth_baseline"
 
 
 @dataclass(frozen=True)
@@ -294,7 +302,8 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
         columns except geometry columns other than the active one and internal columns (names
         starting with ``"_"``). ``attrs`` metadata is dropped, except the marker
         ``attrs[PUBLIC_ATTR] = True`` by which :func:`geosynth.io.write_release` knows the rows
-        were shuffled. CRS and column order are kept.
+        were shuffled, and on a baseline's release ``attrs[BASELINE_ATTR]`` (its method), by
+        which it refuses to publish one. CRS and column order are kept.
 
     Raises
     ------
@@ -327,7 +336,32 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     public = release[keep].iloc[order].reset_index(drop=True)
     public = gpd.GeoDataFrame(public, geometry=geometry, crs=release.crs)
     public.attrs = {PUBLIC_ATTR: True}
+    method = baseline_method(release)
+    if method is not None:
+        public.attrs[BASELINE_ATTR] = method
     return public
+
+
+def baseline_method(frame: Any) -> str | None:
+    """Return the baseline method (in :data:`BASELINE_METHODS`) that made ``frame``, or None.
+
+    Read from the release's record (:func:`release_info`) or, on the output of
+    :func:`to_public`, from :data:`BASELINE_ATTR`.
+
+    Parameters
+    ----------
+    frame : Any
+        A release.
+
+    Returns
+    -------
+    str or None
+    """
+    attrs = getattr(frame, "attrs", None) or {}
+    if attrs.get(BASELINE_ATTR) in BASELINE_METHODS:
+        return attrs[BASELINE_ATTR]
+    info = release_info(frame)
+    return info.method if info is not None and info.method in BASELINE_METHODS else None
 
 
 def is_linked(frame: Any) -> bool:

@@ -22,6 +22,7 @@ from geosynth import (
     PaivaModel,
     Priors,
     ReleaseInfo,
+    donut_mask,
     naive_synthesize,
     prepare,
     synthesize,
@@ -476,6 +477,22 @@ def test_synthesize_output_of_a_default_index_input_is_refused(tmp_path, make_sc
     dp_like.attrs = {"geosynth": {"method": "paiva-dp", "epsilon": 1.0}}
     write_release(tmp_path / "dp.gpkg", [dp_like], original_index=data.index)
     assert read_release(path).m == 1
+
+
+def test_the_public_form_of_a_baseline_is_refused(tmp_path, make_scenario_counts):
+    # Naive keeps each record in its own cell, donut next to its own point, and both keep every
+    # column of the input by default (an ID among them): comparison only, never a release.
+    scenario, grid, _ = make_scenario_counts(n=80, seed=4, shape=(4, 4), attributes=["y"])
+    data = scenario.data.assign(patient_id=[f"P{k:04d}" for k in range(80)])
+    (naive,) = naive_synthesize(data, grid, m=1, seed=3)
+    (donut,) = donut_mask(data, 10.0, 50.0, m=1, seed=3)
+    for method, release in (("naive", naive), ("donut", donut)):
+        public = to_public(release, seed=1)
+        assert "patient_id" in public.columns
+        with pytest.raises(InputError, match=rf"release 1 \(synthetic_1\) was made by the "
+                                             rf"{method} baseline.*not for publication"):
+            write_release(tmp_path / "release.gpkg", [public])
+    assert names(tmp_path) == []
 
 
 def test_to_public_marks_its_output_and_read_release_too(tmp_path, fitted):
