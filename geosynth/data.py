@@ -624,7 +624,7 @@ def check_columns(
     return attrs
 
 
-def check_crs(gdf: gpd.GeoDataFrame, grid: Any) -> None:
+def check_crs(gdf: gpd.GeoDataFrame, grid: Any, name: str = "gdf") -> None:
     """Check that ``gdf`` is in the grid's CRS, and in a projected one.
 
     Parameters
@@ -633,6 +633,8 @@ def check_crs(gdf: gpd.GeoDataFrame, grid: Any) -> None:
         The points (anything with a ``crs``: a Dask frame too).
     grid : geosynth.lattice.Grid
         The lattice (its ``crs`` may be None).
+    name : str, default "gdf"
+        How the caller's argument is called, for the messages.
 
     Raises
     ------
@@ -643,20 +645,20 @@ def check_crs(gdf: gpd.GeoDataFrame, grid: Any) -> None:
     if gdf.crs is None:
         if grid_crs is not None:
             raise CRSError(
-                f"gdf has no CRS while the grid uses {grid_crs.to_string()}; if the coordinates "
-                "are already in that CRS use gdf.set_crs(grid.crs), otherwise set the true CRS "
-                "and reproject with gdf.to_crs(grid.crs)"
+                f"{name} has no CRS while the grid uses {grid_crs.to_string()}; if the "
+                f"coordinates are already in that CRS use {name}.set_crs(grid.crs), otherwise "
+                f"set the true CRS and reproject with {name}.to_crs(grid.crs)"
             )
         return
     require_projected_crs(
         gdf.crs,
-        "gdf",
-        "" if grid_crs is None else f", or use gdf.to_crs(grid.crs) ({grid_crs.name})",
+        name,
+        "" if grid_crs is None else f", or use {name}.to_crs(grid.crs) ({grid_crs.name})",
     )
     if grid_crs is not None and not gdf.crs.equals(grid_crs, ignore_axis_order=True):
         raise CRSError(
-            f"gdf CRS {gdf.crs.to_string()} differs from the grid CRS {grid_crs.to_string()}; "
-            "reproject with gdf.to_crs(grid.crs)"
+            f"{name} CRS {gdf.crs.to_string()} differs from the grid CRS "
+            f"{grid_crs.to_string()}; reproject with {name}.to_crs(grid.crs)"
         )
 
 

@@ -32,6 +32,7 @@ from scipy.spatial import cKDTree
 
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_int, check_probability
+from geosynth.data import check_crs
 from geosynth.errors import InputError
 from geosynth.metrics.matching import (
     as_columns,
@@ -1013,10 +1014,16 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     ------
     geosynth.errors.InputError
         ``releases`` is empty, or points are invalid (:func:`as_xy`).
+    geosynth.errors.CRSError
+        A frame's CRS is not the grid's (its points would fall outside every cell, silently).
     """
     sets = list(releases) if not isinstance(releases, gpd.GeoDataFrame) else [releases]
     if not sets:
         raise InputError("releases is empty; pass the m synthetic data sets")
+    for points, name in [(original, "original")] + [(r, f"releases[{k}]")
+                                                     for k, r in enumerate(sets)]:
+        if isinstance(points, gpd.GeoDataFrame | gpd.GeoSeries):  # arrays carry no CRS
+            check_crs(points, grid, name)
     counts = _counts_per_cell(grid, as_xy(original, "original"))
     synthetic = np.mean([_counts_per_cell(grid, as_xy(r, f"releases[{k}]"))
                          for k, r in enumerate(sets)], axis=0)

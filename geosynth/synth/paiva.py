@@ -30,7 +30,7 @@ from scipy import sparse
 
 from geosynth._random import SeedLike, spawn_seeds
 from geosynth._validation import check_m
-from geosynth.data import CellCounts
+from geosynth.data import CellCounts, check_crs
 from geosynth.errors import InputError, SamplerError
 from geosynth.model.storage import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
@@ -350,8 +350,11 @@ def aligned_rows(gdf: Any, counts: CellCounts) -> gpd.GeoDataFrame:
     geosynth.errors.InputError
         ``gdf`` is not a GeoDataFrame, lacks a column of ``counts``, or is not the frame
         ``counts`` was prepared from (labels, attributes or cells differ).
+    geosynth.errors.CRSError
+        ``gdf`` has no CRS, or another one, than the lattice of ``counts``.
     """
     check_geodataframe(gdf)
+    check_crs(gdf, counts.grid)  # the releases take gdf's CRS
     needed = list(counts.attributes) + list(counts.covariates)
     missing = [c for c in needed if c not in gdf.columns]
     if missing:

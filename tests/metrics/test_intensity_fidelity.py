@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import geopandas as gpd
 import numpy as np
 import pytest
 
 from geosynth import Grid
-from geosynth.errors import InputError
+from geosynth.errors import CRSError, InputError
 from geosynth.metrics import intensity_fidelity
 
 GRID = Grid.regular((0.0, 0.0, 4.0, 1.0), shape=(1, 4), crs=3857)  # cells 0..3 along x
@@ -44,3 +45,16 @@ def test_points_outside_are_not_counted_and_constant_counts_have_no_correlation(
 def test_no_release_is_refused():
     with pytest.raises(InputError, match="releases is empty"):
         intensity_fidelity(_points([1, 1, 1, 1]), [], GRID)
+
+
+def test_a_frame_in_another_crs_is_refused_not_counted_as_outside():
+    # Before, such points fell outside every cell: correlation NaN and l1 = 1, silently.
+    xy = _points([3, 0, 2, 1])
+    original = gpd.GeoDataFrame(geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=3857)
+    assert intensity_fidelity(original, [original], GRID).l1 == 0.0
+    other = original.set_crs(31983, allow_override=True)
+    with pytest.raises(CRSError, match=r"releases\[0\] CRS EPSG:31983 differs from the grid CRS "
+                                       r"EPSG:3857; reproject with releases\[0\].to_crs"):
+        intensity_fidelity(original, [other], GRID)
+    with pytest.raises(CRSError, match=r"original has no CRS while the grid uses EPSG:3857"):
+        intensity_fidelity(original.set_crs(None, allow_override=True), [original], GRID)

@@ -456,6 +456,8 @@ def test_gdf_must_be_the_prepared_frame(regular_data):
         synthesize(fit, duplicated, m=1)
     with pytest.raises(CRSError):
         synthesize(fit, gdf.to_crs("EPSG:32723"), m=1)
+    with pytest.raises(CRSError, match="gdf has no CRS while the grid uses"):
+        synthesize(fit, gdf.set_crs(None, allow_override=True), m=1)  # a release without CRS
 
 
 def test_duplicate_labels_are_fine_for_the_same_frame():
