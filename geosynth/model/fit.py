@@ -76,6 +76,10 @@ _BETA_SAMPLERS = {"ars": SAMPLER_ARS, "slice": SAMPLER_SLICE}
 
 _SAMPLERS = ("gibbs", "block", "mh")
 
+#: The longest fixed run: a billion sweeps take weeks even on the smallest lattice (over 1 µs a
+#: sweep), so a larger ``n_iter`` is a typo, refused before any work.
+MAX_SWEEPS = 10**9
+
 
 class PaivaModel:
     """Bayesian Poisson/ICAR model of cell counts per attribute combination.
@@ -357,7 +361,7 @@ class PaivaModel:
             _check_auto_run(burn_in, thin, chains, executor)
         else:
             burn_in = DEFAULT_BURN_IN if burn_in is None else burn_in
-            _check_run_arguments(n_iter, burn_in, thin, chains)
+            n_iter, burn_in, thin, chains = _check_run_arguments(n_iter, burn_in, thin, chains)
         _check_storage_arguments(eta_draws, max_bytes)
         _check_executor(executor, n_jobs)
         noise = _check_noise(counts, noise)
@@ -480,25 +484,33 @@ def _check_noise(counts, noise) -> float | None:
     return float(noise)
 
 
-def _check_run_arguments(n_iter, burn_in, thin, chains) -> None:
-    if not isinstance(n_iter, (int, np.integer)) or isinstance(n_iter, bool) or n_iter < 1:
-        raise InputError(f"n_iter must be an integer >= 1 (sweeps per chain) or 'auto' (run "
-                         f"until converged), got {n_iter!r}")
+def _is_whole(value) -> bool:
+    """Tell whether ``value`` is an int or NumPy integer, not a bool (True would mean 1)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, int]:
+    """Check a fixed run's lengths; return them as Python ints (NumPy unsigned ones included)."""
+    if not _is_whole(n_iter) or not 1 <= n_iter <= MAX_SWEEPS:
+        raise InputError(f"n_iter must be an integer from 1 to {MAX_SWEEPS:,} (sweeps per "
+                         f"chain) or 'auto' (run until converged), got {n_iter!r}")
     for name, value, minimum in (("burn_in", burn_in, 0), ("thin", thin, 1),
                                  ("chains", chains, 1)):
-        if not isinstance(value, (int, np.integer)) or value < minimum:
+        if not _is_whole(value) or value < minimum:
             raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    n_iter, burn_in, thin, chains = int(n_iter), int(burn_in), int(thin), int(chains)
     if n_iter - burn_in < thin:
         raise InputError(
             f"n_iter ({n_iter}) - burn_in ({burn_in}) leaves no draw at thin = {thin}; "
             "raise n_iter or lower burn_in"
         )
+    return n_iter, burn_in, thin, chains
 
 
 def _check_auto_run(burn_in, thin, chains, executor) -> None:
     """Refuse what ``n_iter="auto"`` cannot do, naming the alternative."""
     for name, value in (("thin", thin), ("chains", chains)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        if not _is_whole(value) or value < 1:
             raise InputError(f"{name} must be an integer >= 1, got {value!r}")
     if executor is not None:
         raise InputError(

@@ -10,12 +10,14 @@ so the draws are the same.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import sys
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import NamedTuple
@@ -387,8 +389,9 @@ class ChainRunner:
         chunk, sampling_chunk = chunk_sweeps(G, B, self.thin)
         scratch = self._buffers(out)
         try:
-            for n, keep in _chunks(self.burn_in, chunk, False) + _chunks(
-                self.n_iter - self.burn_in, sampling_chunk, True
+            for n, keep in itertools.chain(
+                _chunks(self.burn_in, chunk, False),
+                _chunks(self.n_iter - self.burn_in, sampling_chunk, True),
             ):
                 if self.stop.is_set():
                     break
@@ -771,8 +774,10 @@ class AutoRunner(ChainRunner):
         return draws
 
 
-def _chunks(total: int, size: int, keep: bool) -> list[tuple[int, bool]]:
-    return [(min(size, total - start), keep) for start in range(0, total, size)]
+def _chunks(total: int, size: int, keep: bool) -> Iterator[tuple[int, bool]]:
+    """Yield ``(sweeps, keep)`` of each chunk, one at a time (a long run is no long list)."""
+    for start in range(0, total, size):
+        yield min(size, total - start), keep
 
 
 def _progress_bar(total: int, chain: int, enabled: bool):

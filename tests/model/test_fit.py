@@ -279,6 +279,13 @@ def test_model_arguments_validated(kwargs, match):
         PaivaModel(**kwargs)
 
 
+def test_numpy_unsigned_run_lengths_are_taken_as_ints(scenario_counts):
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    fit = PaivaModel().fit(counts, n_iter=np.uint64(30), burn_in=np.uint64(10),
+                           thin=np.uint8(2), chains=1, seed=1, progress=False)
+    assert fit.theta.shape[:2] == (1, 10) and type(fit.thin) is int
+
+
 def test_priors_validated():
     with pytest.raises(InputError, match="Priors.theta_rate must be a finite positive"):
         Priors(theta_rate=0.0)
@@ -287,11 +294,16 @@ def test_priors_validated():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"n_iter": 0}, "n_iter must be an integer >= 1"),
+        ({"n_iter": 0}, "n_iter must be an integer from 1 to 1,000,000,000"),
         ({"burn_in": -1}, "burn_in must be"),
         ({"thin": 0}, "thin must be"),
         ({"chains": 0}, "chains must be"),
         ({"n_iter": 10, "burn_in": 10}, "leaves no draw"),
+        # a typo of a length: refused at once, before any chunk or array is made
+        ({"n_iter": 10**12, "burn_in": 10**12 - 10, "thin": 1}, "from 1 to 1,000,000,000"),
+        ({"chains": True}, r"chains must be an integer >= 1, got True"),
+        ({"thin": True}, r"thin must be an integer >= 1, got True"),
+        ({"burn_in": False}, r"burn_in must be an integer >= 0, got False"),
     ],
 )
 def test_run_arguments_validated(kwargs, match, scenario_counts):

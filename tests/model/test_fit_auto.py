@@ -298,9 +298,9 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
      ({"n_iter": 500, "max_seconds": 60}, r"max_seconds applies to n_iter='auto'"),
      ({"chains": 1}, r"n_iter='auto' needs chains >= 2: .*R-hat"),
      ({"burn_in": 100}, r"n_iter='auto' discards the first quarter .* takes no burn_in"),
-     ({"n_iter": "forever"}, r"n_iter must be an integer >= 1 .* or 'auto'"),
-     ({"n_iter": 0}, r"n_iter must be an integer >= 1"),
-     ({"n_iter": True}, r"n_iter must be an integer >= 1")],
+     ({"n_iter": "forever"}, r"n_iter must be an integer from 1 to 1,000,000,000 .* or 'auto'"),
+     ({"n_iter": 0}, r"n_iter must be an integer from 1 to 1,000,000,000"),
+     ({"n_iter": True}, r"n_iter must be an integer from 1 to 1,000,000,000")],
 )
 def test_bad_stopping_rules_refused(counts, kwargs, match):
     with pytest.raises(InputError, match=match):
