@@ -73,6 +73,7 @@ __all__ = [
     "Recommendation",
     "Tuning",
     "as_candidate",
+    "coverage_outcome",
     "frontier",
     "recommend",
     "tune",
@@ -695,6 +696,38 @@ def tune(
     return _tuning(point_coordinates(gdf, "gdf"), wanted, runs, risk_limit, key, root)
 
 
+def coverage_outcome(gdf: gpd.GeoDataFrame, attributes: Sequence[str],
+                     outcome: str | None) -> str | None:
+    """Return the binary column of the coverage measure, or None when there is none.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The confidential points.
+    attributes : sequence of str
+        Their attribute columns; the first is the default outcome when it is binary.
+    outcome : str or None
+        The column asked for, or None for the default.
+
+    Returns
+    -------
+    str or None
+        ``outcome``, else the first attribute if it holds only 0 and 1 (or booleans), else None
+        (the tuning table then has no coverage: NaN).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``outcome`` is not a column of ``gdf``, or not binary.
+    """
+    from geosynth.metrics.utility import binary_outcome, is_binary
+
+    if outcome is None:
+        return attributes[0] if attributes and is_binary(gdf[attributes[0]]) else None
+    binary_outcome(gdf, outcome, "gdf")
+    return outcome
+
+
 def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants,
            fit_options) -> _Setup:
     if not isinstance(gdf, gpd.GeoDataFrame):
@@ -703,12 +736,7 @@ def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants
     missing = [a for a in attributes if a not in gdf.columns]
     if not attributes or missing:
         raise InputError(f"attributes must name columns of gdf; missing: {missing or attributes}")
-    if outcome is None:
-        from geosynth.metrics.utility import is_binary
-
-        outcome = attributes[0] if is_binary(gdf[attributes[0]]) else None
-    elif outcome not in gdf.columns:
-        raise InputError(f"outcome {outcome!r} is not a column of gdf")
+    outcome = coverage_outcome(gdf, attributes, outcome)
     options = dict(DEFAULT_FIT_OPTIONS if fit_options is None else fit_options)
     refused = sorted(set(options) & {"seed", "progress", "executor", "counts"})
     if refused:

@@ -107,13 +107,15 @@ class GridList(click.ParamType):
 @exclude_option
 @m_option("Synthetic releases per candidate.")
 @run_options
-@click.option("--risk-limit", type=float, default=None,
+@click.option("--risk-limit", type=click.FloatRange(min=0), default=None,
               help="Recommend the most useful candidate whose --risk is at most this (for a "
               "distance: at least this). Default: no limit.")
 @click.option("--risk", type=click.Choice(_RISKS), default="true_match_rate",
               show_default=True, help="Risk measure of the R-U map and the limit.")
 @click.option("--utility", type=click.Choice(_UTILITIES), default="coverage",
-              show_default=True, help="Utility measure of the R-U map and the recommendation.")
+              show_default=True, help="Utility measure of the R-U map and the recommendation. "
+              "coverage needs a binary --outcome (by default the first attribute, if 0/1); "
+              "without one the default falls back to intensity_correlation.")
 @outcome_option
 @click.option("--quadrants", "n_quadrants", type=click.IntRange(min=1), default=1000,
               show_default=True, help="Random rectangles of the coverage measure.")
@@ -206,6 +208,7 @@ def tune(
                       {"--attributes": attributes, "--continuous": continuous,
                        "--outcome": outcome})
         check_projected(points, Path(input_path).name)
+        utility = _utility_with_outcome(ctx, utility, points, attributes, outcome)
         region = None if region_path is None else read_polygons(region_path, "--region")
         exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
         prior = None if beta_prior is None else tuple(beta_prior)
@@ -330,3 +333,25 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
               f"{measure.description}." for name, measure in MEASURES.items()]
     return "\n".join(lines) + "\n"
 
+
+def _utility_with_outcome(ctx: click.Context, utility: str, points, attributes: list[str],
+                          outcome: str | None) -> str:
+    """Check, before any fit, that the utility measure can be computed; return the one to use.
+
+    coverage needs a binary outcome column (:func:`geosynth.tuning.coverage_outcome`). Without
+    one, the default utility falls back to intensity_correlation (said on stderr), and an
+    explicit ``--utility coverage`` is refused: the ranking would fail after every fit.
+    """
+    from geosynth.tuning import coverage_outcome
+
+    if coverage_outcome(points, attributes, outcome) is not None or utility != "coverage":
+        return utility
+    if ctx.get_parameter_source("utility") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError(
+            f"--utility coverage needs a binary --outcome column (0/1 or booleans), and the "
+            f"first attribute {attributes[0]!r} is not one; pass --outcome COLUMN or another "
+            "--utility (e.g. intensity_correlation)"
+        )
+    click.echo(f"Note: no binary --outcome (the first attribute {attributes[0]!r} is not 0/1): "
+               "ranking by --utility intensity_correlation", err=True)
+    return "intensity_correlation"

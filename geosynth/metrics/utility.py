@@ -56,6 +56,7 @@ __all__ = [
     "IntensityFidelity",
     "intensity_fidelity",
     "is_binary",
+    "binary_outcome",
     "QuadrantCoverage",
     "quadrant_coverage",
     "RipleyK",
@@ -488,11 +489,11 @@ def quadrant_coverage(
     if kind not in ("geometric", "karr"):
         raise InputError(f'kind must be "geometric" or "karr", got {kind!r}')
     xy0 = frame_xy(original, "original")
-    y0 = _binary(original, outcome, "original")
+    y0 = binary_outcome(original, outcome, "original")
     synth = []
     for k, release in enumerate(releases):
         name = f"releases[{k}]"
-        synth.append((frame_xy(release, name), _binary(release, outcome, name)))
+        synth.append((frame_xy(release, name), binary_outcome(release, outcome, name)))
     box = as_bounds(bounds, xy0, "bounds")
     rng = as_generator(seed)
 
@@ -637,7 +638,27 @@ def is_binary(values: pd.Series) -> bool:
                 and np.isin(values.to_numpy(), (0, 1)).all())
 
 
-def _binary(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
+def binary_outcome(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
+    """Return the outcome ``column`` of ``frame`` as booleans, refusing a non-binary one.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The records.
+    column : str
+        The outcome column: booleans, or numbers that are all 0 or 1.
+    name : str
+        How the caller's frame is called, for the messages.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``column`` is missing or not binary (the message shows some of its other values).
+    """
     check_columns(frame, [column], name, "outcome column")
     values = frame[column].to_numpy()
     if values.dtype == bool:

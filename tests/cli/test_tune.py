@@ -55,6 +55,10 @@ def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
     (["--grids", "3x3", "--iterations", "auto", "--burn-in", "5", "--report", "x.md"],
      ["--burn-in"]),
     (["--grids", "3x3", "--outcome", "nope", "--report", "x.md"], ["nope"]),
+    # refused before any fit, not after all of them
+    (["--grids", "3x3", "--outcome", "x1", "--report", "x.md"],
+     ["outcome column 'x1'", "must be binary", "[2]"]),
+    (["--grids", "3x3", "--risk-limit", "-1", "--report", "x.md"], ["--risk-limit"]),
 ])
 def test_bad_options_are_refused(inputs, tmp_path, args, fragments):
     args = [str(tmp_path / a) if a == "x.md" else a for a in args]
@@ -81,3 +85,19 @@ def test_release_command_quotes_paths_and_repeats_the_settings():
         "city.gpkg", "--m", "3", "--out", "release.gpkg"]
     dp = release_command("p.gpkg", ["y"], Candidate(shape=(10, 12), epsilon=1.5))
     assert "--grid 10x12" in dp and "--epsilon 1.5" in dp
+
+
+def test_coverage_without_a_binary_outcome(inputs, tmp_path):
+    # x1 (levels 1, 2) first: no default outcome. An explicit --utility coverage is refused
+    # before any fit; the default falls back to intensity_correlation and says so.
+    report = tmp_path / "t.md"
+    args = ["tune", inputs["gpkg"], "--attributes", "x1,y", "--quadrants", "50", "--grids",
+            "3x3", "--seed", 2, *FAST, "--report", report]
+    refused = run(*args, "--utility", "coverage")
+    assert_refused(refused, "--utility coverage needs a binary --outcome",
+                   "first attribute 'x1' is not one")
+    assert "Tuning" not in refused.output and not report.exists()
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    assert "ranking by --utility intensity_correlation" in result.output
+    assert "intensity_correlation" in report.read_text()
