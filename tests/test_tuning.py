@@ -225,7 +225,7 @@ def test_previous_from_other_data_settings_or_seed_is_refused(scenario, region, 
 def test_tune_checks_its_options_before_fitting(scenario, region):
     for kwargs, message in [
         ({"fit_options": {"seed": 1}}, "fit_options may not set"),
-        ({"outcome": "nope"}, "outcome 'nope' is not a column"),
+        ({"outcome": "nope"}, "outcome column 'nope' is not a column of gdf"),
         ({"n_quadrants": 0}, "n_quadrants .random rectangles of coverage. must be an int >= 1"),
     ]:
         with pytest.raises(InputError, match=message):
