@@ -59,7 +59,7 @@ from geosynth._validation import (
     check_public_lattice,
     check_real,
 )
-from geosynth.errors import InputError
+from geosynth.errors import InputError, PrivacyLeakWarning
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -668,6 +668,12 @@ def tune(
         data, settings or seed; and what :func:`geosynth.prepare`, the fit, the releases and
         the evaluation raise (with a note naming the candidate).
 
+    Warns
+    -----
+    geosynth.errors.PrivacyLeakWarning
+        With ε candidates: they spend their ε on the same data and are ranked with exact-data
+        measures, which the chosen ε does not cover (keep the tuning internal).
+
     Examples
     --------
     >>> from geosynth.datasets import paiva_scenario
@@ -682,6 +688,7 @@ def tune(
                    fit_options)
     for candidate in wanted:
         _check_candidate(candidate, setup)
+    _warn_of_dp_candidates(wanted)
     if risk_limit is not None:
         risk_limit = check_real(risk_limit, "risk_limit")
         if not math.isfinite(risk_limit):
@@ -744,6 +751,25 @@ def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants
     return _Setup(attributes, continuous, region, exclude, check_m(m), outcome,
                   check_int(n_quadrants, "n_quadrants", what="random rectangles of coverage"),
                   options)
+
+
+def _warn_of_dp_candidates(candidates: list[Candidate]) -> None:
+    """PrivacyLeakWarning: ε candidates are an internal study whose ε the final release lacks.
+
+    Each ε candidate spends its ε on the same confidential data (sequential composition: the
+    study costs their sum), and all are ranked by measures computed against the exact data, so
+    which lattice and ε win depends on the data beyond any candidate's ε.
+    """
+    epsilons = [c.epsilon for c in candidates if c.epsilon is not None]
+    if epsilons:
+        warnings.warn(
+            f"tune: the {len(epsilons)} ε-DP candidate(s) each spend their ε on the "
+            f"confidential data (together ε = {sum(epsilons):g}) and are ranked with measures "
+            "of the exact data, so the choice is not covered by the chosen ε: keep the tuning "
+            "internal and make the published release afresh, with new noise",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
 
 
 def _check_candidate(candidate: Candidate, setup: _Setup) -> None:

@@ -15,7 +15,7 @@ import geosynth
 from geosynth import tuning as tuning_module
 from geosynth.datasets import paiva_scenario
 from geosynth.dp import dp_model, dp_release
-from geosynth.errors import InputError
+from geosynth.errors import InputError, PrivacyLeakWarning
 from geosynth.tuning import MEASURES, Candidate, as_candidate, frontier, recommend
 
 matplotlib.use("Agg")
@@ -268,6 +268,23 @@ def test_dp_candidates_have_no_linked_measures(scenario, region, monkeypatch):
     assert np.isfinite(row[["min_distance", "coverage", "intensity_correlation"]]
                        .astype(float)).all()
     assert result.recommend(risk="min_distance").label == "4x4, combination effects, ε=2"
+
+
+def test_dp_candidates_warn_that_the_tuning_is_not_covered_by_their_epsilon(scenario, region,
+                                                                          monkeypatch):
+    def stop(*args, **kwargs):
+        raise RuntimeError("stopped before the fits")
+
+    monkeypatch.setattr(tuning_module, "_run_all", stop)
+    candidates = [Candidate(shape=(4, 4), epsilon=1.0), Candidate(shape=(6, 6), epsilon=2.0)]
+    with pytest.warns(PrivacyLeakWarning, match=r"the 2 ε-DP candidate\(s\) each spend their ε "
+                                                r"on the confidential data \(together ε = 3\)"), \
+            pytest.raises(RuntimeError, match="stopped before the fits"):
+        geosynth.tune(scenario.data, ATTRIBUTES, candidates, region=region, progress=False)
+    with warnings.catch_warnings():  # exact candidates alone spend nothing: no warning
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        with pytest.raises(RuntimeError, match="stopped before the fits"):
+            geosynth.tune(scenario.data, ATTRIBUTES, [(4, 4)], region=region, progress=False)
 
 
 def test_plot_draws_the_ru_map(two):

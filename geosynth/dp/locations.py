@@ -366,7 +366,8 @@ def public_domain(
     Raises
     ------
     geosynth.errors.InputError
-        ``levels`` is not a dict, lacks an attribute or misses a level present in the data.
+        ``levels`` is not a dict, lacks an attribute, lists a level twice or misses a level
+        present in the data.
     """
     if levels is None:
         warnings.warn(
@@ -383,6 +384,10 @@ def public_domain(
         if a not in levels:
             raise InputError(f"levels has no entry for attribute {a!r}; give its public levels")
         declared = list(levels[a])
+        repeated = sorted({str(v) for k, v in enumerate(declared) if v in declared[:k]})
+        if repeated:  # 1 and 1.0 too: one level, so a second combination of nothing but noise
+            raise InputError(f"levels[{a!r}] lists {repeated[:5]} more than once; give each "
+                             "public level once")
         missing = [v for v in counts.levels[a] if v not in declared]
         if missing:
             raise InputError(f"attribute {a!r} has levels {missing[:5]} in the data that are not "

@@ -81,6 +81,7 @@ ch. 4.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,7 @@ from geosynth._random import SeedLike
 from geosynth._validation import check_epsilon, check_int
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
-from geosynth.errors import InputError
+from geosynth.errors import InputError, PrivacyLeakWarning
 
 __all__ = [
     "dirichlet_alpha",
@@ -108,6 +109,10 @@ _RTOL = 1e-12
 
 
 # ---------------------------------------------------------------------- the epsilon <-> alpha map
+#: The largest ε whose e^ε is a finite float (math.expm1 overflows above it).
+_MAX_EPSILON = math.log(np.finfo(np.float64).max)
+
+
 def dirichlet_alpha(epsilon: float, n_synth: int) -> float:
     """Smallest Dirichlet prior that makes one synthetic table of size ``n_synth`` ε-DP.
 
@@ -129,7 +134,8 @@ def dirichlet_alpha(epsilon: float, n_synth: int) -> float:
     TypeError
         ``epsilon`` is not a real number or ``n_synth`` not an int.
     geosynth.errors.InputError
-        ``epsilon`` is not positive and finite, or ``n_synth < 1``.
+        ``epsilon`` is not positive and finite or overflows ``e^ε`` (above about 709.8), or
+        ``n_synth < 1``.
 
     Examples
     --------
@@ -138,6 +144,10 @@ def dirichlet_alpha(epsilon: float, n_synth: int) -> float:
     """
     epsilon = check_epsilon(epsilon)
     n_synth = check_int(n_synth, "n_synth")
+    if epsilon > _MAX_EPSILON:
+        raise InputError(f"epsilon={epsilon:g} makes the prior ñ/(e^ε − 1) underflow to 0 "
+                         f"(e^ε overflows above ε ≈ {_MAX_EPSILON:g}): that is no privacy at "
+                         "all; use an ε below it")
     return n_synth / math.expm1(epsilon)
 
 
@@ -462,6 +472,15 @@ class DirichletMultinomialSynthesizer:
         if self._n_synth_given is None and n == 0:
             raise InputError(
                 "counts sum to 0, so the default n_synth = n would be 0; pass a public n_synth"
+            )
+        if self._n_synth_given is None:
+            warnings.warn(
+                f"{type(self).__name__}: no n_synth, so every synthetic table sums to the "
+                "confidential number of records n exactly; ε then holds only for replace-one "
+                "neighbours (bounded DP: n public). Pass a public n_synth (or one released with "
+                "its own noise) unless n is already published",
+                PrivacyLeakWarning,
+                stacklevel=3,
             )
         n_synth = n if self._n_synth_given is None else self._n_synth_given
         alpha, eps_release = self._prior(k, n_synth)

@@ -65,6 +65,10 @@ def test_dp_counts_validation(scenario_counts):
         dp_counts(counts, 1.0, levels={"y": [0], "x1": [1, 2]})
     with pytest.raises(InputError, match="neighbours"):
         dp_counts(counts, 1.0, levels=LEVELS, neighbours="swap")
+    # a level twice (1 and 1.0 are one level) would add a combination of pure noise
+    for twice in ([0, 0, 1], [0, 1, 1.0]):
+        with pytest.raises(InputError, match=r"levels\['y'\] lists \['(0|1\.0)'\] more than once"):
+            dp_counts(counts, 1.0, levels={**LEVELS, "y": twice})
     with_z = geosynth.prepare(scenario.data, counts.grid, attributes=["y"], continuous="z")
     with pytest.raises(InputError, match="continuous"):
         dp_counts(with_z, 1.0, levels={"y": [0, 1]})

@@ -1,5 +1,6 @@
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -202,10 +203,25 @@ def test_sample_shape_seed_warning_and_reproducibility():
     np.testing.assert_array_equal(a.sum(axis=1), 107)
 
 
-@pytest.mark.filterwarnings("error::geosynth.errors.PrivacyLeakWarning")
-def test_unseeded_sample_is_fresh_and_silent():
-    synth = DirichletMultinomialSynthesizer(2.0, m=50).fit(SUSEP)
-    assert not np.array_equal(synth.sample(), synth.sample())
+def test_unseeded_sample_with_a_public_size_is_fresh_and_silent():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        synth = DirichletMultinomialSynthesizer(2.0, m=50, n_synth=107).fit(SUSEP)
+        assert not np.array_equal(synth.sample(), synth.sample())
+
+
+def test_the_default_size_publishes_n_and_says_so():
+    # ñ = n: every table sums to the confidential n, private only when n is public.
+    with pytest.warns(PrivacyLeakWarning, match=r"sums to the confidential number of records n "
+                                                r"exactly.*replace-one neighbours"):
+        synth = DirichletMultinomialSynthesizer(2.0).fit(SUSEP)
+    assert synth.sample().sum() == SUSEP.sum()
+
+
+def test_an_epsilon_whose_exponential_overflows_is_refused():
+    with pytest.raises(InputError, match=r"epsilon=800 makes the prior .* underflow to 0"):
+        dirichlet_alpha(800.0, 107)
+    assert dirichlet_alpha(700.0, 107) > 0.0
 
 
 def test_series_gives_labelled_frame():
