@@ -104,12 +104,15 @@ __all__ = [
     "Z_SUM_COLUMN",
     "z_sum_columns",
     "IDENTIFYING_LEVEL_SHARE",
+    "MAX_CONTINUOUS",
     "IDENTIFYING_MIN_RECORDS",
     "IDENTIFYING_MIN_SINGLETONS",
     "IDENTIFYING_SINGLETON_SHARE",
 ]
 
 _SD_RTOL = 1e-12  # an SD below this fraction of the largest |cell mean| is rounding noise
+#: The largest |value| of a continuous column: sums of squares of 10⁸ such values stay finite.
+MAX_CONTINUOUS = 1e100
 
 #: An attribute with more distinct levels than this share of the records is nearly unique.
 IDENTIFYING_LEVEL_SHARE = 0.5
@@ -592,6 +595,9 @@ def check_columns(
             "gdf has no active geometry column; set one with gdf.set_geometry(column)"
         ) from err
     available = [c for c in gdf.columns if c != geometry_name]
+    if not isinstance(attributes, str | Sequence | pd.Index):
+        raise InputError(f"attributes must be a column name or a list of column names, got "
+                         f"{attributes!r}; e.g. attributes=['sex', 'age_group'] (of {available})")
     attrs = (attributes,) if isinstance(attributes, str) else tuple(attributes)
     if not attrs:
         raise InputError(
@@ -696,6 +702,12 @@ def _continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
         raise InputError(
             f"continuous column {column!r} has {int(bad.sum())} infinite values "
             f"({_rows(gdf.index, bad)}); drop or replace them"
+        )
+    huge = np.abs(values) > MAX_CONTINUOUS
+    if huge.any():  # squares of such values overflow the cell means' SD (to inf)
+        raise InputError(
+            f"continuous column {column!r} has {int(huge.sum())} values beyond ±{MAX_CONTINUOUS:g} "
+            f"({_rows(gdf.index, huge)}); rescale the column (e.g. to thousands or millions)"
         )
     return values
 
@@ -915,8 +927,10 @@ def _warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray) -> None:
 
     Every located record lies within the bounds, so a bound equal to one's x (or y) is the
     records' extreme: a lattice over the points' own ``total_bounds`` would publish it exactly.
-    Bounds that :meth:`Grid.from_points` derived (``snap_unit`` set) are snapped outward and
-    areal lattices follow their public polygons, so neither is checked.
+    One such bound alone can be chance (a record on the edge of a public region, both in whole
+    metres), so two or more are asked for. Bounds that :meth:`Grid.from_points` derived
+    (``snap_unit`` set) are snapped outward and areal lattices follow their public polygons,
+    so neither is checked.
     """
     if grid.kind == "areal" or grid.snap_unit is not None or xy.shape[0] == 0:
         return
@@ -926,7 +940,7 @@ def _warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray) -> None:
                 "xmax": (xmax, xy[:, 0].max()), "ymax": (ymax, xy[:, 1].max())}
     touching = [name for name, (bound, value) in extremes.items()
                 if abs(bound - value) <= tolerance]
-    if touching:
+    if len(touching) >= 2:
         warnings.warn(
             f"the lattice bounds {', '.join(touching)} equal the extreme coordinates of the "
             "records: a release on this lattice publishes them exactly (a grid over "

@@ -242,6 +242,13 @@ def test_nan_in_attribute(gdf, grid):
         prepare(gdf, grid, ["sex"])
 
 
+@pytest.mark.parametrize("attributes", [None, 123])
+def test_attributes_that_are_no_column_names_are_refused(gdf, grid, attributes):
+    with pytest.raises(InputError, match=rf"attributes must be a column name or a list of "
+                                         rf"column names, got {attributes}"):
+        prepare(gdf, grid, attributes)
+
+
 def test_nan_in_continuous(gdf, grid):
     gdf.loc["r6", "z"] = np.nan
     with pytest.raises(InputError, match=r"continuous column 'z' has 1 missing.*\['r6'\]"):
@@ -252,6 +259,17 @@ def test_infinite_continuous(gdf, grid):
     gdf.loc["r8", "z"] = -np.inf
     with pytest.raises(InputError, match=r"'z' has 1 infinite values \(rows \['r8'\]\)"):
         prepare(gdf, grid, ["sex"], continuous="z")
+
+
+def test_continuous_values_that_overflow_the_sd_are_refused(gdf, grid):
+    # Their squares overflow: the cell means' SD became inf, fell back to 1, and the fit failed
+    # later with a message naming no column.
+    gdf.loc["r8", "z"] = 3e199
+    with pytest.raises(InputError, match=r"'z' has 1 values beyond ±1e\+100 \(rows \['r8'\]\); "
+                                         r"rescale the column"):
+        prepare(gdf, grid, ["sex"], continuous="z")
+    gdf.loc["r8", "z"] = 3e99
+    assert np.isfinite(prepare(gdf, grid, ["sex"], continuous="z").zbar_sd).all()
 
 
 @pytest.mark.parametrize("values", [["a", "b"] * 20, [True, False] * 20])
