@@ -1207,8 +1207,13 @@ def _edges(vmin: float, vmax: float, n: int, step: float, exact_max: bool) -> np
     return edges
 
 
+#: The widest extent :meth:`Grid.from_points` derives bounds from (coordinates in millimetres
+#: of the whole Earth stay below it).
+_MAX_EXTENT = 1e12
+
+
 def _check_extent(xy: np.ndarray, pad: float) -> None:
-    """Refuse points whose bounds cannot carry a lattice (none, or zero width or height)."""
+    """Refuse points whose bounds cannot carry a lattice (none, too wide, or zero width/height)."""
     n = len(xy)
     fix = (
         "give the study region (Grid.from_points(..., region=...), CLI: --region) or explicit "
@@ -1217,6 +1222,13 @@ def _check_extent(xy: np.ndarray, pad: float) -> None:
     if n == 0:
         raise GridError(
             f"gdf has no records, so the lattice bounds cannot be derived from it; {fix}"
+        )
+    extent = float(np.max(xy.max(axis=0) - xy.min(axis=0))) + 2.0 * pad
+    if not extent <= _MAX_EXTENT:  # also inf, where ±1e308 coordinates overflow the width
+        raise GridError(
+            f"the records of gdf (with pad) span more than {_MAX_EXTENT:g} CRS units, beyond any "
+            f"projected CRS in metres (the Earth is 4e7 m round); check the coordinates and "
+            f"their CRS, or {fix}"
         )
     if pad > 0:
         return

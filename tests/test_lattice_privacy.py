@@ -157,6 +157,8 @@ def test_cli_build_grid_uses_snapped_bounds():
          r"the 3 records of gdf lie on one vertical line \(zero width: they all share one x "),
         ([(3.0, 4.0), (8.0, 4.0)],
          r"the 2 records of gdf lie on one horizontal line \(zero height: .* one y coordinate"),
+        # the width overflows to inf (an OverflowError deep in the snapping before)
+        ([(-1e308, 0.0), (1e308, 5.0)], r"span more than 1e\+12 CRS units"),
     ],
 )
 def test_points_without_extent_say_what_is_wrong_and_the_fix(xy, match):

@@ -770,7 +770,8 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
     Returns
     -------
     RipleyK
-        ``(r, k, l)``.
+        ``(r, k, l)``; ``k`` and ``l`` are NaN with fewer than two points (no pair to count),
+        which :func:`ripley_difference` reads as "no estimate" for a rare combination.
 
     Raises
     ------

@@ -222,4 +222,11 @@ def _check_radii(r_min: Any, r_max: Any) -> tuple[float, float]:
             f"donut radii must satisfy 0 <= r_min < r_max, got r_min={r_min!r}, "
             f"r_max={r_max!r}; r_min is the smallest displacement, r_max the largest"
         )
+    if r_max > _MAX_RADIUS:  # r² overflows; no map is that large anyway
+        raise InputError(f"r_max={r_max!r} is beyond {_MAX_RADIUS:g} CRS units (the radii are "
+                         "squared); give the displacement in metres of a projected CRS")
     return float(r_min), float(r_max)
+
+
+#: The largest donut radius: r² stays finite with room, and it is 10⁸⁶ times Earth's size.
+_MAX_RADIUS = 1e100

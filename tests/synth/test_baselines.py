@@ -198,6 +198,7 @@ def test_donut_without_crs_is_accepted():
         (math.nan, 5, "r_min must be a finite number"),
         ("1", 5, "r_min must be a finite number"),
         (True, 5, "r_min must be a finite number"),
+        (0, 1e200, r"r_max=1e\+200 is beyond 1e\+100 CRS units"),  # r² overflowed
     ],
 )
 def test_donut_radii_validation(r_min, r_max, match):
