@@ -34,6 +34,7 @@ __all__ = [
     "check_m",
     "check_optional_str",
     "check_public_lattice",
+    "check_bool",
 ]
 
 _SHOW_CHARS = 60  # longest repr of a refused value shown in a message
@@ -255,6 +256,32 @@ def check_optional_str(value: Any, name: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{name} must be a str or None, got {_describe(value)}")
     return value
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` as a bool after checking that it is one (a NumPy bool too).
+
+    A string such as ``"no"`` is truthy, so accepting it would silently mean True.
+
+    Parameters
+    ----------
+    value : object
+        The value given for the flag.
+    name : str
+        Name of the parameter, used in the message.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a bool.
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {_describe(value)}")
+    return bool(value)
 
 
 def check_public_lattice(grid: Any, where: str) -> None:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
+from geosynth._validation import check_bool
 from geosynth.errors import InputError
 from geosynth.lattice import Grid
 from geosynth.metrics import (
@@ -373,7 +374,7 @@ def plan_evaluation(
     for frame, name in zip(frames, names, strict=True):
         check_columns(frame, cols, name, "attribute column")
         xys.append(frame_xy(frame, name))
-    if linked:
+    if check_bool(linked, "linked"):
         for number, release in enumerate(releases):
             if not release.index.equals(original.index):
                 raise InputError(

@@ -301,7 +301,8 @@ class Grid:
                 f"gdf must be a GeoDataFrame or GeoSeries, got {type(gdf).__name__}; "
                 "convert with geopandas.GeoDataFrame(df, geometry=...)"
             )
-        if not (isinstance(pad, int | float | np.number) and math.isfinite(pad) and pad >= 0):
+        if not (isinstance(pad, int | float | np.number) and not isinstance(pad, bool)
+                and math.isfinite(pad) and pad >= 0):
             raise GridError(f"pad must be a finite number >= 0, got {pad!r}")
         if kind not in ("square", "hexagonal"):
             raise GridError(
@@ -1184,6 +1185,8 @@ def _check_shape(shape: object) -> tuple[int, int]:
 def _check_cell_size(cell_size: object) -> tuple[float, float]:
     sizes = cell_size if isinstance(cell_size, Sequence | np.ndarray) else (cell_size, cell_size)
     try:
+        if any(isinstance(v, bool | np.bool_ | str) for v in sizes):  # True is no length
+            raise TypeError
         dx, dy = (float(v) for v in sizes)  # type: ignore[union-attr]
     except (TypeError, ValueError):
         dx = dy = math.nan

@@ -5,7 +5,9 @@ import math
 import numpy as np
 import pytest
 
+import geosynth
 from geosynth._validation import (
+    check_bool,
     check_epsilon,
     check_int,
     check_m,
@@ -129,3 +131,23 @@ def test_long_values_are_cut():
     with pytest.raises(TypeError) as info:
         check_real(list(range(1000)), "x")
     assert len(str(info.value)) < 120
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, None])
+def test_check_bool_refuses_what_only_looks_like_a_flag(value):
+    # "no" is truthy: accepted, it meant True.
+    with pytest.raises(TypeError, match=r"flag must be True or False, got"):
+        check_bool(value, "flag")
+    assert check_bool(np.bool_(False), "flag") is False
+
+
+def test_flags_and_lengths_that_are_no_such_thing_are_refused(make_scenario_counts):
+    scenario, grid, counts = make_scenario_counts(n=60, seed=2, shape=(3, 3), attributes=["y"])
+    with pytest.raises(TypeError, match="progress must be True or False, got str 'no'"):
+        geosynth.PaivaModel().fit(counts, n_iter=10, progress="no")
+    with pytest.raises(TypeError, match="linked must be True or False, got str 'no'"):
+        geosynth.evaluate(scenario.data, [scenario.data], grid, ["y"], linked="no")
+    with pytest.raises(geosynth.errors.GridError, match="cell_size must be a positive number"):
+        geosynth.Grid.regular((0, 0, 1000, 1000), cell_size=True)  # 1 m cells, a million
+    with pytest.raises(geosynth.errors.GridError, match="pad must be a finite number"):
+        geosynth.Grid.from_points(scenario.data, shape=(3, 3), pad=True)

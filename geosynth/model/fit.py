@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from geosynth._validation import check_bool
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
 from geosynth.model.coarse import coarse_aggregates
@@ -354,6 +355,7 @@ class PaivaModel:
             missed ``target_ess`` or ``max_rhat``, with their ESS and R-hat).
         """
         started = time.monotonic()
+        progress = check_bool(progress, "progress")
         auto = isinstance(n_iter, str) and n_iter == "auto"
         check_auto_arguments(target_ess, max_rhat, max_seconds, auto=auto)
         thin = resolve_thin(thin, auto=auto)
