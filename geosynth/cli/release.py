@@ -181,6 +181,9 @@ def release(
                             public_area_ids, link_islands)
     _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains, sampler)
+    if outcome is not None and report_path is None:
+        raise click.UsageError("--outcome is the coverage column of the --report's evaluation; "
+                               "add --report FILE or drop --outcome")
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                         max_seconds)
     given = check_outputs(
@@ -205,6 +208,10 @@ def release(
                              "is nothing to release")
         check_columns(points, name, {"--attributes": attributes, "--continuous": continuous,
                                      "--outcome": outcome})
+        if outcome is not None:  # checked now, not when the report is made after the fit
+            from geosynth.metrics.utility import binary_outcome
+
+            binary_outcome(points, outcome, name)
         check_projected(points, name)
         region = None if region_path is None else read_polygons(region_path, "--region")
         exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")

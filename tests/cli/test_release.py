@@ -224,6 +224,16 @@ def test_an_output_never_replaces_a_file_read_with_an_input(inputs, written_rele
     assert audit.read_bytes() == seeds
 
 
+def test_outcome_is_checked_before_the_fit(inputs, tmp_path):
+    out = ["--out", tmp_path / "r.gpkg"]
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *out, "--outcome", "y")
+    assert_refused(result, "--outcome is the coverage column of the --report's evaluation")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *out, "--outcome", "x2", "--report",
+                 tmp_path / "r.md")
+    assert_refused(result, "outcome column 'x2'", "must be binary")
+    assert "Fitting" not in result.output and not (tmp_path / "r.gpkg").exists()
+
+
 def test_a_dangling_link_as_output_is_refused_before_the_fit(inputs, tmp_path):
     (tmp_path / "r.gpkg").symlink_to(tmp_path / "gone.gpkg")
     result = run("release", inputs["gpkg"], *GPKG_ARGS, "--out", tmp_path / "r.gpkg")
