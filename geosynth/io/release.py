@@ -512,14 +512,20 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
     return frames
 
 
+_WRITE_FIX = "drop it (release.drop(columns=...)) and pass geosynth.to_public(release)"
+_READ_FIX = ("geosynth never writes such a column, so the file was edited after it was written: "
+             "do not publish it, and write the release again")
+
+
 def _check_release_columns(
-    release: gpd.GeoDataFrame, geometry: str, name: str, original: pd.Index | None
+    release: gpd.GeoDataFrame, geometry: str, name: str, original: pd.Index | None,
+    fix: str = _WRITE_FIX,
 ) -> None:
+    """Refuse columns that may not be published: when writing, and again when reading a file."""
     for column in release.columns:
         if column == geometry:
             continue
         label = str(column)
-        fix = "drop it (release.drop(columns=...)) and pass geosynth.to_public(release)"
         if label.lower() in ID_COLUMNS:
             raise InputError(
                 f"{name} has a column {label!r}, which identifies records or their cells and "
@@ -1494,6 +1500,8 @@ def _read_releases(
         if not _crs_equal(frame.crs, expected_crs):
             raise _incomplete(name, f"its layer {layer!r} is in {_crs_label(frame.crs)}, but its "
                                     f"metadata records {printable(crs)[:80]}")
+        _check_release_columns(frame, frame.geometry.name, f"{name}: its layer {layer!r}", None,
+                               _READ_FIX)
         frame.attrs = {PUBLIC_ATTR: True}  # a published file: its rows are not linked
         releases.append(frame)
     return releases

@@ -833,6 +833,13 @@ def _no_grid_rows(path):
     sql(path, "DELETE FROM grid")
 
 
+def _column_added(name):
+    """A column the writer refuses, added to the second release by hand (no audit file here)."""
+    def tamper(path):
+        sql(path, f"ALTER TABLE synthetic_2 ADD COLUMN {name} TEXT")
+    return tamper
+
+
 @pytest.mark.parametrize(
     ("tamper", "message"),
     [
@@ -859,6 +866,10 @@ def _no_grid_rows(path):
         (_no_grid_rows, r"its grid layer has 0 cells but its metadata records 25"),
         (lambda path: sql(path, "INSERT INTO metadata (key, value) VALUES ('extra', '1')"),
          r"the 'complete' entry is not the last row"),
+        (_column_added("original_index"), r"release.gpkg: its layer 'synthetic_2' has a column "
+                                          r"'original_index', which identifies records.*was "
+                                          r"edited after it was written: do not publish it"),
+        (_column_added("_x"), r"its layer 'synthetic_2' has an internal column '_x'"),
     ],
 )
 def test_tampered_release_files_are_refused_with_one_message(release_of_three, tamper, message):
