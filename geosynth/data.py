@@ -103,6 +103,7 @@ __all__ = [
     "COUNT_COLUMN",
     "Z_SUM_COLUMN",
     "z_sum_columns",
+    "is_identifying",
     "IDENTIFYING_LEVEL_SHARE",
     "MAX_CONTINUOUS",
     "IDENTIFYING_MIN_RECORDS",
@@ -1129,8 +1130,22 @@ def _check_allow_identifying(allow_identifying: Any) -> None:
         )
 
 
-def _is_identifying(sizes: np.ndarray, n_records: int) -> bool:
-    """Tell whether an attribute with ``sizes`` records per level (nearly) identifies records."""
+def is_identifying(sizes: np.ndarray, n_records: int) -> bool:
+    """Tell whether an attribute with ``sizes`` records per level (nearly) identifies records.
+
+    The rules of the module docstring ("Record-identifying attributes").
+
+    Parameters
+    ----------
+    sizes : numpy.ndarray of int
+        Records per level (zeros are ignored).
+    n_records : int
+        All records.
+
+    Returns
+    -------
+    bool
+    """
     n_levels = int(np.count_nonzero(sizes))
     n_singletons = int(np.count_nonzero(sizes == 1))
     nearly_unique = (
@@ -1148,7 +1163,7 @@ def _check_identifying(
     sizes: dict[str, np.ndarray], n_records: int, allow_identifying: bool
 ) -> None:
     """Refuse (or, when allowed, warn about) attributes whose levels identify records."""
-    flagged = [a for a, per_level in sizes.items() if _is_identifying(per_level, n_records)]
+    flagged = [a for a, per_level in sizes.items() if is_identifying(per_level, n_records)]
     if not flagged:
         return
     described = "; ".join(

@@ -25,6 +25,9 @@ Where we differ from the R code
 * A selected record without neighbours is either released unchanged (``no_neighbours="keep"``)
   or dropped (``"suppress"``); R sets it to ``NA``. Both warn with the count.
 * A constant variable (SD 0) contributes nothing to the distance; R's ``scale`` would make it NaN.
+* A categorical column that identifies records (the rules of :func:`geosynth.prepare`: nearly
+  one level per record, many records alone in their level, or every record alone) is refused:
+  its records have no neighbour, so every one of them would be released unchanged, ID included.
 * ``weights`` maps column names to factors (R: ``wts = c(columns, factors)``).
 * Neighbours are found with :class:`scipy.spatial.cKDTree`, not an ``n x n`` distance matrix.
   Records with identical values (after scaling) are collapsed to one point carrying their
@@ -64,6 +67,7 @@ from scipy.spatial import cKDTree
 from geosynth._messages import describe_rows as _rows
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_positive, check_probability
+from geosynth.data import is_identifying
 from geosynth.errors import DataWarning, InputError, MemoryLimitError
 
 __all__ = ["NeighbourResampleInfo", "neighbour_resample", "MAX_NEIGHBOUR_PAIRS"]
@@ -240,6 +244,15 @@ def _check_columns(
             raise InputError(
                 f"column {c!r} has dtype {dtype}, which is neither numeric nor categorical; "
                 f"convert it (e.g. df[{c!r}].astype('category')) or leave it out of columns="
+            )
+    for c in sorted(cats, key=str):
+        sizes = df[c].value_counts(dropna=False).to_numpy()
+        if is_identifying(sizes, len(df)):
+            raise InputError(
+                f"categorical column {c!r} has {sizes.size:,} levels among {len(df):,} records, "
+                f"{int((sizes == 1).sum()):,} of them held by a single record: an identifier. Its "
+                "records have no neighbour, so they would be released unchanged (or suppressed); "
+                "drop it from columns= (an ID) or coarsen it into groups"
             )
     for c in cols:
         bad = df[c].isna().to_numpy(dtype=bool)

@@ -230,6 +230,23 @@ def test_categorical_values_are_drawn_whole_and_keep_their_dtype():
     assert (out["sex"] != df["sex"]).any()
 
 
+def test_an_identifying_categorical_column_is_refused():
+    # An ID among the default columns: every record its own level, no record has a neighbour,
+    # and all of them were released unchanged, ID included (with a warning only).
+    df = mixed_frame(n=300, seed=2)
+    df["patient"] = [f"P{k:04d}" for k in range(300)]
+    with pytest.raises(InputError, match=r"categorical column 'patient' has 300 levels among "
+                                         r"300 records, 300 of them held by a single record: "
+                                         r"an identifier.*drop it from columns="):
+        neighbour_resample(df, 1.5, seed=1)
+    code = df.assign(code=np.arange(300))  # a numeric ID is fine as a number...
+    with warnings.catch_warnings():  # few neighbours at this eps: a DataWarning
+        warnings.simplefilter("ignore", DataWarning)
+        assert len(neighbour_resample(code, 1.5, columns=["age", "code"], seed=1)) == 300
+    with pytest.raises(InputError, match="categorical column 'code'"):  # ...not as categories
+        neighbour_resample(code, 1.5, columns=["age", "code"], categorical=["code"], seed=1)
+
+
 def test_numeric_column_listed_as_categorical_enters_as_dummies():
     # codes 1, 2, 30: as numbers 30 is far away; as categories every level is equally far
     df = pd.DataFrame({"code": [1, 1, 2, 2, 30, 30] * 5, "v": np.arange(30) % 2})
