@@ -519,15 +519,16 @@ def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray
     raw cell means over the ``n_b`` cells that hold its records. With ``n_b = 1`` that SD does
     not exist, and with few cells it can be arbitrarily small: a rare combination (one record,
     or a few with close values) would have its values published almost exactly. So the
-    variance is moderated as in empirical Bayes (Smyth 2004, *Stat. Appl. Genet. Mol. Biol.*
-    3(1), art. 3, eq. 4: the posterior mean under a scaled inverse-χ² prior)::
+    variance is moderated as in empirical Bayes (the moderated variance of Smyth 2004, *Stat.
+    Appl. Genet. Mol. Biol.* 3(1), art. 3: the posterior mean under a scaled inverse-χ² prior
+    with ν₀ degrees of freedom)::
 
         s̃_b² = (ν_b · sd_b² + ν₀ · s₀²) / (ν_b + ν₀),    ν_b = n_b − 1,
 
     with ``ν₀`` = :data:`SYNTHESIS_SD_PRIOR_DF` and ``s₀²`` the pooled between-cell variance of
-    all combinations, ``Σ_b ν_b sd_b² / Σ_b ν_b`` (where no combination spans two cells, the
-    variance of all the non-empty cells' raw means around their combinations' means is not
-    defined either, and the variance of those means around their overall mean is used). A
+    all combinations, ``Σ_b ν_b sd_b² / Σ_b ν_b``; where that is not defined or 0 (no
+    combination spans two cells, or none varies between them), the variance of all the
+    non-empty cells' raw means around their overall mean stands in for it. A
     combination spanning many cells keeps ``sd_b`` nearly as the thesis has it; one held by a
     single cell gets ``s₀``.
 
