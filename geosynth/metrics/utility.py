@@ -470,11 +470,15 @@ def quadrant_coverage(
 
     Notes
     -----
-    The Wald interval is not clipped to [0, 1]. When ``p̂`` is 0 or 1 the interval is a point;
-    :func:`interval_overlap` then scores 1 if the other interval contains it. A rectangle in
-    which some release has no point has no combined interval: its overlap is NaN and it is left
-    out of ``mean_overlap`` (counted in ``n_undefined``). Releases identical to the original give
-    ``b_m = 0``, a normal interval equal to the Wald interval, and overlap exactly 1.
+    The Wald interval is not clipped to [0, 1]. When ``p̂`` is 0 or 1 the interval is a point,
+    and :func:`interval_overlap` scores 1 only if the synthetic interval is the same point: the
+    point's share covered is 1 but the synthetic interval's share covered is 0, so the geometric
+    mean is 0 (Karr's measure 0.5). This is the limit of the thesis' definition (§3.3, which
+    leaves the 0/0 open), and it lowers ``mean_overlap`` where the outcome is all 0 or all 1
+    in a rectangle. A rectangle in which some release has no point has no combined interval:
+    its overlap is NaN and it is left out of ``mean_overlap`` (counted in ``n_undefined``).
+    Releases identical to the original give ``b_m = 0`` (up to rounding of the variance), a
+    normal interval equal to the Wald interval, and overlap 1 to within rounding.
     """
     releases = as_releases(releases)
     check_frames(original, releases, projected=False)
@@ -771,7 +775,7 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
     -------
     RipleyK
         ``(r, k, l)``; ``k`` and ``l`` are NaN with fewer than two points (no pair to count),
-        which :func:`ripley_difference` reads as "no estimate" for a rare combination.
+        which :func:`ripley_distance` reads as "no estimate" for a rare combination.
 
     Raises
     ------
@@ -999,7 +1003,8 @@ class IntensityFidelity(NamedTuple):
     l1 : float
         ``Σ_i |o_i/Σo − s_i/Σs|``, the L1 distance of the two distributions of points over the
         cells (twice their total-variation distance): 0 for the same shares, 2 when no cell
-        holds both; smaller is better.
+        holds both; smaller is better. NaN when either side has no point on the lattice (it
+        has no distribution).
     original : numpy.ndarray of float64, shape (G,)
         Original points per cell.
     synthetic : numpy.ndarray of float64, shape (G,)
@@ -1052,9 +1057,10 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     correlation = np.nan
     if counts.std() > 0 and synthetic.std() > 0:
         correlation = float(np.corrcoef(counts, synthetic)[0, 1])
-    shares = [c / c.sum() if c.sum() > 0 else c for c in (counts, synthetic)]
-    return IntensityFidelity(correlation, float(np.abs(shares[0] - shares[1]).sum()), counts,
-                             synthetic)
+    l1 = np.nan
+    if counts.sum() > 0 and synthetic.sum() > 0:
+        l1 = float(np.abs(counts / counts.sum() - synthetic / synthetic.sum()).sum())
+    return IntensityFidelity(correlation, l1, counts, synthetic)
 
 
 def _counts_per_cell(grid: Grid, xy: np.ndarray) -> np.ndarray:

@@ -58,3 +58,11 @@ def test_a_frame_in_another_crs_is_refused_not_counted_as_outside():
         intensity_fidelity(original, [other], GRID)
     with pytest.raises(CRSError, match=r"original has no CRS while the grid uses EPSG:3857"):
         intensity_fidelity(original.set_crs(None, allow_override=True), [original], GRID)
+
+
+def test_a_side_with_no_point_on_the_lattice_has_no_l1():
+    # Before, its shares were zeros and l1 came out as a plausible-looking 1.0.
+    outside = np.array([[10.0, 10.0], [11.0, 10.0]])
+    result = intensity_fidelity(_points([3, 0, 2, 1]), [outside], GRID)
+    assert np.isnan(result.l1) and np.isnan(result.correlation)
+    assert result.synthetic.sum() == 0
