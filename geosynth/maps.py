@@ -49,6 +49,7 @@ an offline map that would load an asset geosynth does not ship fails to save wit
 
 from __future__ import annotations
 
+import html
 import json
 import numbers
 import os
@@ -64,7 +65,7 @@ import shapely
 from geosynth._atomic import AtomicOutputs, create_new
 from geosynth._points import point_coordinates
 from geosynth.errors import CRSError, InputError
-from geosynth.synth.release import INTERNAL_PREFIX, check_geodataframe
+from geosynth.synth.release import INTERNAL_PREFIX, baseline_method, check_geodataframe
 
 if TYPE_CHECKING:
     import folium
@@ -108,8 +109,12 @@ def release_layer_name(number: int) -> str:
 
 
 def intensity_layer_name(label: str) -> str:
-    """Name of the posterior-mean-λ layer of a combination label such as ``"y=0, x1=1"``."""
-    return f"Posterior mean λ: {label}"
+    """Name of the posterior-mean-λ layer of a combination label such as ``"y=0, x1=1"``.
+
+    Leaflet's layer control shows names as HTML, so the label (attribute names and levels, the
+    data's text) is escaped: a level such as ``<img onerror=...>`` stays text.
+    """
+    return f"Posterior mean λ: {html.escape(label)}"
 
 
 def review_map(
@@ -179,7 +184,8 @@ def review_map(
         A frame is not a GeoDataFrame of valid points, ``releases`` is empty, ``fit`` is not a
         PaivaFit, ``grid`` does not match the fit, ``combination`` is out of range,
         ``max_points`` is not a positive int, ``linked=True`` with a public map or with
-        labels not in ``original``, or ``tiles`` with ``offline=True``.
+        labels not in ``original``, ``tiles`` with ``offline=True``, or a public map of a
+        Naive or donut baseline (their points stay at the records' own locations).
     geosynth.errors.CRSError
         A frame or the grid has no CRS, or the CRSs differ.
 
@@ -218,6 +224,15 @@ def review_map(
     linked = _check_linked(linked, public, original, releases)
 
     if public:
+        for number, release in enumerate(releases):
+            method = baseline_method(release)
+            if method is not None:
+                raise InputError(
+                    f"releases[{number}] was made by the {method} baseline, whose points stay in "
+                    "(naive) or next to (donut) each record's own location: a public map may "
+                    "not show it; map it with public=False (internal), or map the releases of "
+                    "geosynth.synthesize"
+                )
         releases = [_public_form(release) for release in releases]
     shown = [_subsample(release, max_points) for release in releases]
     extents = [release.total_bounds for release in releases]
@@ -476,6 +491,11 @@ def _geojson(frame: gpd.GeoDataFrame) -> dict:
     data = json.loads(frame[keep].to_json(drop_id=True, to_wgs84=True))
     for number, feature in enumerate(data["features"]):
         feature["id"] = number
+        # folium's tooltips fill their table with innerHTML: the data's text must stay text.
+        properties = feature.get("properties") or {}
+        for key, value in properties.items():
+            if isinstance(value, str):
+                properties[key] = html.escape(value)
     return data
 
 
@@ -486,7 +506,9 @@ def _tooltip(frame: gpd.GeoDataFrame, aliases: list[str] | None = None):
               and not isinstance(frame[c].dtype, gpd.array.GeometryDtype)]
     if not fields:
         return None
-    return folium.GeoJsonTooltip(fields, aliases=aliases, localize=True)
+    # Shown as HTML (innerHTML): column names are the data's text too.
+    shown = [html.escape(alias) for alias in (fields if aliases is None else aliases)]
+    return folium.GeoJsonTooltip(fields, aliases=shown, localize=True)
 
 
 def _add_points(m: folium.Map, frame: gpd.GeoDataFrame, name: str, color: str) -> None:

@@ -98,6 +98,20 @@ def test_public_map_has_no_original_and_no_displacement(data):
     assert ORIGINAL_LAYER not in html and DISPLACEMENT_LAYER not in html
 
 
+def test_public_map_refuses_a_baseline(data):
+    # Naive points stay in each record's own cell, donut points within r_max of it: a public
+    # map of either publishes the records' locations, as write_release would.
+    original, _, fit, _ = data
+    (naive,) = geosynth.synth.naive_synthesize(original, fit.grid, m=1, seed=1)
+    (donut,) = geosynth.synth.donut_mask(original, 1.0, 5.0, m=1, seed=1)
+    for method, release in (("naive", naive), ("donut", donut)):
+        for shown in (release, geosynth.to_public(release, seed=1)):
+            with pytest.raises(InputError, match=rf"releases\[0\] was made by the {method} "
+                                                 r"baseline.*public map may not show it"):
+                review_map(None, [shown], public=True)
+        review_map(original, [release], public=False)  # internal review: allowed
+
+
 def test_public_map_without_original_and_fit(data):
     _, releases, _, _ = data
     m = review_map(None, releases, public=True)

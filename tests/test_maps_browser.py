@@ -193,6 +193,43 @@ def test_public_review_map(review_data, open_map, tmp_path, offline):
     assert_offline_and_clean(routes, errors)
 
 
+LEVEL_PAYLOAD = '<img src=x onerror="window.__xss=(window.__xss||0)+1">'
+COLUMN_PAYLOAD = '<img src=y onerror="window.__xss=(window.__xss||0)+1">'
+
+
+@pytest.fixture(scope="module")
+def hostile_data(make_scenario_counts):
+    """Attribute text that is HTML: a level and a column name that run script if not escaped."""
+    scenario, grid, _ = make_scenario_counts(n=120, seed=1, shape=(5, 5), attributes=["y"])
+    data = scenario.data.assign(grp=["plain", LEVEL_PAYLOAD] * 60)
+    data = data.rename(columns={"x1": COLUMN_PAYLOAD})
+    counts = geosynth.prepare(data, grid, ["grp", COLUMN_PAYLOAD])
+    fit = geosynth.PaivaModel().fit(counts, n_iter=60, burn_in=30, chains=1, seed=1,
+                                    progress=False)
+    label = next(k for k, text in enumerate(counts.combination_labels(sep=", "))
+                 if LEVEL_PAYLOAD in text)
+    return data.loc[counts.record_index], geosynth.synthesize(fit, data, m=1, seed=2), fit, label
+
+
+@pytest.mark.parametrize("public", [False, True], ids=["internal", "public"])
+def test_attribute_text_stays_text(hostile_data, open_map, tmp_path, public):
+    # Layer names and tooltips are HTML to Leaflet and folium: the data's text is escaped.
+    original, releases, fit, combination = hostile_data
+    m = review_map(None if public else original, releases, fit=fit, combination=combination,
+                   public=public)
+    path = save_map(m, tmp_path / "hostile.html")
+    page, routes, errors = open_map(path, m.get_name())
+    shapes = page.locator(".leaflet-overlay-pane path.leaflet-interactive")
+    for k in range(0, shapes.count(), max(1, shapes.count() // 40)):  # open tooltips
+        box = shapes.nth(k).bounding_box()
+        if box and box["width"] > 0:
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => window.__xss || 0") == 0
+    assert any(LEVEL_PAYLOAD in label for label in control_labels(page))  # shown as text
+    assert_offline_and_clean(routes, errors)
+
+
 def test_offline_map_opens_from_a_copied_folder(review_data, open_map, tmp_path):
     """The file needs nothing beside it: a copy elsewhere, under another name, still works."""
     original, releases, fit = review_data
