@@ -99,6 +99,7 @@ __all__ = [
     "covariate_names",
     "counts_from_table",
     "locate_records",
+    "warn_if_bounds_touch_records",
     "CELL_COLUMN",
     "COUNT_COLUMN",
     "Z_SUM_COLUMN",
@@ -871,6 +872,8 @@ def locate_records(
     grid: Grid,
     attributes: Sequence[str],
     continuous: Sequence[str] | str | None = None,
+    *,
+    check_bounds: bool = True,
 ) -> pd.DataFrame:
     """Validate the rows of ``gdf`` and locate each record: one row per record of a count table.
 
@@ -888,6 +891,10 @@ def locate_records(
         The attribute columns (checked).
     continuous : str or sequence of str, optional
         The continuous column(s) (checked).
+    check_bounds : bool, default True
+        Warn when bounds given as public equal the records' extremes
+        (:func:`warn_if_bounds_touch_records`); a partition sees only its own extremes, so a
+        partitioned count checks once over all of them instead.
 
     Returns
     -------
@@ -914,7 +921,8 @@ def locate_records(
             f"grid.locate returned {cell.shape[0]} cell ids for {len(gdf)} points; "
             "grid must be a geosynth.lattice.Grid"
         )
-    _warn_if_bounds_touch_records(grid, xy[cell >= 0])
+    if check_bounds:
+        warn_if_bounds_touch_records(grid, xy[cell >= 0])
     records = pd.DataFrame({a: gdf[a].array for a in attributes}, index=gdf.index)
     records[CELL_COLUMN] = cell
     records[COUNT_COLUMN] = np.ones(len(gdf), dtype=np.int64)
@@ -923,8 +931,11 @@ def locate_records(
     return records
 
 
-def _warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray) -> None:
-    """PrivacyLeakWarning when a bound given as public equals a located record's coordinate.
+def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray) -> None:
+    """PrivacyLeakWarning when bounds given as public equal located records' coordinates.
+
+    ``xy`` (n, 2) holds the located records, or only points with their extremes (a partitioned
+    count passes each partition's minimum and maximum corners).
 
     Every located record lies within the bounds, so a bound equal to one's x (or y) is the
     records' extreme: a lattice over the points' own ``total_bounds`` would publish it exactly.

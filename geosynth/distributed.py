@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._messages import describe_rows
+from geosynth._points import point_coordinates
 from geosynth._random import root_seed_sequence, spawn_seeds
 from geosynth._validation import check_m
 from geosynth.data import (
@@ -60,6 +61,7 @@ from geosynth.data import (
     count_table,
     counts_from_table,
     locate_records,
+    warn_if_bounds_touch_records,
 )
 from geosynth.errors import InputError
 from geosynth.evaluation import (
@@ -616,12 +618,30 @@ def _is_dask_geodataframe(gdf: Any) -> bool:
 
 def _partition_table(part, grid, attrs, continuous) -> pd.DataFrame:
     """Map step: validate one partition's rows and count its points per (cell, attributes)."""
-    return count_table(locate_records(part, grid, attrs, continuous), attrs)
+    return count_table(locate_records(part, grid, attrs, continuous, check_bounds=False), attrs)
+
+
+def _partition_extremes(part, grid) -> pd.DataFrame:
+    """Return the smallest and largest x and y of a partition's located points (NaN if none)."""
+    xy = point_coordinates(part, "gdf")
+    located = xy[np.asarray(grid.locate(xy)).reshape(-1) >= 0]
+    corners = (np.vstack([located.min(axis=0), located.max(axis=0)]) if len(located)
+               else np.full((2, 2), np.nan))
+    return pd.DataFrame(corners, columns=["x", "y"])
+
+
+def _warn_if_bounds_touch_partitions(ddf, grid) -> None:
+    """:func:`warn_if_bounds_touch_records` once, over every partition's extreme corners."""
+    if grid.kind == "areal" or grid.snap_unit is not None:  # the check's own exemptions
+        return
+    meta = pd.DataFrame({"x": np.zeros(0), "y": np.zeros(0)})
+    corners = ddf.map_partitions(_partition_extremes, grid, meta=meta).compute().dropna()
+    warn_if_bounds_touch_records(grid, corners.to_numpy())
 
 
 def _partition_records(part, grid, attrs, levels, combo_keys, radix) -> pd.DataFrame:
     """Cell and combination of each kept record of one partition, indexed by its label."""
-    located = locate_records(part, grid, attrs)
+    located = locate_records(part, grid, attrs, check_bounds=False)
     cell = located[CELL_COLUMN].to_numpy()
     keep = cell >= 0
     key = np.zeros(int(keep.sum()), dtype=np.int64)
@@ -634,7 +654,7 @@ def _partition_records(part, grid, attrs, levels, combo_keys, radix) -> pd.DataF
 
 def _partition_outside(part, grid, attrs) -> pd.Series:
     """Labels of (at most _SHOW + 1) points of one partition that fall in no cell."""
-    cell = locate_records(part, grid, attrs)[CELL_COLUMN].to_numpy()
+    cell = locate_records(part, grid, attrs, check_bounds=False)[CELL_COLUMN].to_numpy()
     labels = part.index[cell < 0][: _SHOW + 1]
     return pd.Series(labels.to_numpy(dtype=object), dtype=object)
 
@@ -736,6 +756,7 @@ def prepare_dask(
         table = table.loc[~out].reset_index(drop=True)
     for a in attrs:  # the partitions' dtypes: a categorical keeps its category order
         table[a] = table[a].astype(meta[a].dtype)
+    _warn_if_bounds_touch_partitions(ddf, grid)
 
     def records(levels: dict[str, list], combo_codes: np.ndarray) -> pd.DataFrame:
         """Second pass: the cell and combination of every kept record, in input order."""

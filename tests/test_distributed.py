@@ -9,7 +9,7 @@ import pytest
 
 import geosynth
 from geosynth import Grid, PaivaModel, prepare
-from geosynth.errors import DataWarning, InputError
+from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning
 from geosynth.samplers.rng import make_streams
 
 distributed = pytest.importorskip(
@@ -233,6 +233,23 @@ def test_prepare_dask_equals_prepare(client, points, grid, npartitions):
         assert_counts_equal(got, want)
         same = prepare(ddf.compute(), grid, attributes=attributes, continuous=continuous)
         pd.testing.assert_frame_equal(got.combos, same.combos)  # dtypes too
+
+
+def test_prepare_dask_warns_once_of_bounds_on_the_records_extremes(client, points):
+    # The extremes of x and y sit in different partitions: each partition alone sees at most
+    # one touching bound (no warning), and a worker's warning never reached the client.
+    order = np.argsort(points.geometry.x.to_numpy())
+    data = points.iloc[np.r_[order[:1], order[2:-1], order[1:2], order[-1:]]]
+    xmin, ymin, xmax, ymax = data.total_bounds
+    on_extremes = Grid.regular((xmin, ymin, xmax, ymax), shape=(4, 5), crs=CRS)
+    with pytest.warns(PrivacyLeakWarning) as caught:
+        want = prepare(data, on_extremes, attributes=["a"])
+    with pytest.warns(PrivacyLeakWarning) as got_warnings:
+        got = gd.prepare_dask(to_dask(data, 4), on_extremes, attributes=["a"])
+    assert [str(w.message) for w in got_warnings if w.category is PrivacyLeakWarning] == \
+        [str(w.message) for w in caught]  # once, naming all four bounds
+    assert "xmin, ymin, xmax, ymax" in str(caught[0].message)
+    assert_counts_equal(got, want)
 
 
 def test_prepare_dask_passes_several_covariates(client, points, grid):
