@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,7 +53,7 @@ from scipy import linalg
 from scipy.spatial.distance import pdist, squareform
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_probability
+from geosynth._validation import check_int, check_probability
 from geosynth.errors import DataWarning, InputError
 
 __all__ = ["DEFAULT_RANGE_SHARES", "DEFAULT_NUGGET_RATIOS", "GRID_END_SHARE",
@@ -142,6 +143,14 @@ def gp_regression(
     -------
     GPPosterior
 
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid points, response or design; ``n_draws`` below 1; a grid that is not a
+        non-empty 1-D array of finite positive numbers; a ``y`` that ``X`` fits exactly.
+    TypeError
+        ``n_draws`` is not an integer.
+
     Warns
     -----
     geosynth.errors.DataWarning
@@ -156,11 +165,11 @@ def gp_regression(
     if len(names) != p:
         raise InputError(f"names has {len(names)} entries but X has {p} columns")
     distances = squareform(pdist(coords))
-    phi_grid = _default_phi_grid(distances) if phi_grid is None else np.asarray(phi_grid, float)
+    n_draws = check_int(n_draws, "n_draws", 1, what="posterior draws")
+    phi_grid = (_default_phi_grid(distances) if phi_grid is None
+                else _check_grid(phi_grid, "phi_grid"))
     nugget_grid = (DEFAULT_NUGGET_RATIOS.copy() if nugget_grid is None
-                   else np.asarray(nugget_grid, float))
-    if np.any(phi_grid <= 0) or np.any(nugget_grid <= 0):
-        raise InputError("phi_grid and nugget_grid must hold positive values")
+                   else _check_grid(nugget_grid, "nugget_grid"))
     fits = [_profile(distances, phi, y, X, nugget_grid) for phi in phi_grid]
     log_post = np.array([[f["log_post"] for f in row] for row in fits])
     mass = np.exp(log_post - log_post.max())
@@ -246,6 +255,8 @@ def _intervals(draws: pd.DataFrame, level: float) -> pd.DataFrame:
 def _profile(distances, phi, y, X, nugget_grid):
     """Marginal log posterior of (φ, α) and the conditional moments, for every α."""
     n, p = X.shape
+    # The scale of y's variation, offset-free (a constant y: its own size).
+    spread = float(np.sum((y - y.mean()) ** 2)) or float(np.sum(y**2))
     eigenvalues, Q = linalg.eigh(np.exp(-phi * distances))
     eigenvalues = np.clip(eigenvalues, 0.0, None)
     Qy = Q.T @ y
@@ -257,7 +268,14 @@ def _profile(distances, phi, y, X, nugget_grid):
         XtVy = QX.T @ (w * Qy)
         chol = linalg.cho_factor(XtVX)
         beta_hat = linalg.cho_solve(chol, XtVy)
-        S2 = float(Qy @ (w * Qy) - XtVy @ beta_hat)
+        # (y − Xβ̂)ᵀ V⁻¹ (y − Xβ̂) from the residual itself: yᵀV⁻¹y − β̂ᵀXᵀV⁻¹y subtracts two
+        # nearly equal numbers when y's mean is large against its spread (wrong at 1e6, NaN
+        # at 1e8).
+        residual = Qy - QX @ beta_hat
+        S2 = float(residual @ (w * residual))
+        if not S2 > _EXACT_FIT * float(w.max()) * spread:
+            raise InputError("y is fitted exactly by X (no residual variation, e.g. a constant "
+                             "y with an intercept): there is no spatial variance to estimate")
         log_det_V = float(np.sum(np.log(eigenvalues + alpha)))
         log_det_XtVX = 2.0 * float(np.sum(np.log(np.diag(chol[0]))))
         log_post = -0.5 * log_det_V - 0.5 * log_det_XtVX - 0.5 * (n - p) * np.log(S2)
@@ -265,6 +283,23 @@ def _profile(distances, phi, y, X, nugget_grid):
         out.append({"log_post": log_post, "beta_hat": beta_hat, "S2": S2,
                     "chol_cov": np.linalg.cholesky(cov)})
     return out
+
+
+#: A weighted residual sum below this share of y's own spread is rounding: ``X`` fits ``y``.
+_EXACT_FIT = 1e-20
+
+
+def _check_grid(values: Any, name: str) -> np.ndarray:
+    """Return a grid of φ or α after checking it: non-empty, 1-D, finite and positive."""
+    try:
+        grid = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a 1-D array of positive numbers, got {values!r}") \
+            from None
+    if grid.ndim != 1 or grid.size == 0 or not (np.isfinite(grid).all() and (grid > 0).all()):
+        raise InputError(f"{name} must be a non-empty 1-D array of finite positive numbers, got "
+                         f"{np.array2string(grid, threshold=8)}")
+    return grid
 
 
 def _default_phi_grid(distances: np.ndarray) -> np.ndarray:

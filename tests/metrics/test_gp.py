@@ -81,6 +81,12 @@ def test_stacked_intervals_of_identical_releases_equal_original():
         ({"y": np.zeros(4)}, "y must have shape"),
         ({"X": np.ones((10, 2))}, "rank deficient"),
         ({"y": np.r_[np.nan, np.zeros(9)]}, "NaN"),
+        ({"y": np.full(10, 3.0)}, "y is fitted exactly by X"),
+        ({"n_draws": 0}, "n_draws"),
+        ({"phi_grid": [1.0, np.nan]}, "phi_grid must be a non-empty 1-D array of finite"),
+        ({"phi_grid": []}, "phi_grid must be a non-empty"),
+        ({"nugget_grid": [[0.1, 1.0]]}, "nugget_grid must be a non-empty 1-D"),
+        ({"nugget_grid": [np.inf]}, "nugget_grid must be a non-empty 1-D array of finite"),
     ],
 )
 def test_bad_input(kwargs, match):
@@ -89,7 +95,17 @@ def test_bad_input(kwargs, match):
             "X": np.column_stack([np.ones(10), rng.normal(size=10)])}
     args.update(kwargs)
     with pytest.raises(InputError, match=match):
-        gp_regression(args["coords"], args["y"], args["X"])
+        gp_regression(args.pop("coords"), args.pop("y"), args.pop("X"), **args)
+
+
+def test_a_large_mean_of_y_leaves_the_posterior_of_the_covariance_unchanged():
+    # With an intercept, y + c has the same posterior of (φ, α); the residual sum was computed
+    # as a difference of two sums near c², wrong at c = 1e6 and NaN at 1e8.
+    coords, y, X = simulate(40, seed=5)
+    base = gp_regression(coords, y, X, n_draws=10, seed=1).grid_mass["posterior_mass"]
+    for offset in (1e6, 1e8):
+        shifted = gp_regression(coords, y + offset, X, n_draws=10, seed=1)
+        np.testing.assert_allclose(shifted.grid_mass["posterior_mass"], base, atol=1e-6)
 
 
 def _end_shares(post, column):
