@@ -63,8 +63,8 @@ from geosynth.data import CellCounts
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
 from geosynth.dp.locations import full_table, public_domain
-from geosynth.dp.mechanisms import geometric
-from geosynth.dp.synthesizers import check_counts, draw_dirichlet_multinomial
+from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
+from geosynth.dp.synthesizers import check_counts, draw_dirichlet_multinomial, prior_scale
 from geosynth.errors import InputError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 from geosynth.synth.placement import (
@@ -117,7 +117,7 @@ def onthemap_alpha(n_synth: Any, epsilon: float, prior_weights: Any) -> np.ndarr
     w = np.asarray(prior_weights, dtype=np.float64)
     if w.ndim != 1 or w.size == 0 or not np.isfinite(w).all() or (w <= 0).any():
         raise InputError("prior_weights must be a non-empty 1-D array of positive finite weights")
-    return np.outer(w / w.min(), n / np.expm1(epsilon))
+    return np.outer(w / w.min(), n / prior_scale(epsilon))
 
 
 def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:
@@ -335,6 +335,14 @@ class OnTheMapSynthesizer:
         self.epsilon_cells = self.epsilon - self.epsilon_totals
         self.m = check_int(m, "m", what="synthetic datasets")
         self.epsilon_cells_per_release = self.epsilon_cells / self.m
+        # Both refusals now, before a sample or synthesize charges the accountant.
+        if 1.0 / self.epsilon_totals > MAX_INTEGER_NOISE_SCALE:
+            raise InputError(
+                f"epsilon_totals={self.epsilon_totals:g} makes the totals' noise scale exceed "
+                f"{MAX_INTEGER_NOISE_SCALE:.3g} (int64 counts would saturate); use "
+                f"epsilon_totals >= {1.0 / MAX_INTEGER_NOISE_SCALE:.3g}"
+            )
+        prior_scale(self.epsilon_cells_per_release, "epsilon_cells / m")
         check_accountant(accountant)
         self.prior = prior
         self.accountant = accountant

@@ -94,6 +94,7 @@ from geosynth.dp.accountant import check_accountant
 from geosynth.errors import InputError, PrivacyLeakWarning
 
 __all__ = [
+    "prior_scale",
     "dirichlet_alpha",
     "dirichlet_epsilon",
     "DirichletMultinomialSynthesizer",
@@ -144,11 +145,34 @@ def dirichlet_alpha(epsilon: float, n_synth: int) -> float:
     """
     epsilon = check_epsilon(epsilon)
     n_synth = check_int(n_synth, "n_synth")
+    return n_synth / prior_scale(epsilon)
+
+
+def prior_scale(epsilon: float, name: str = "epsilon") -> float:
+    """Return ``e^ε − 1``, the denominator of the Dirichlet bound ``ñ / (e^ε − 1)``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The ε of one synthetic table (checked by the caller).
+    name : str, default "epsilon"
+        How the caller's parameter is called, for the message.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``e^ε`` overflows (ε above about 709.78): the prior would underflow to 0, and a prior
+        of 0 is no privacy at all (a cell without records could never receive one).
+    """
     if epsilon > _MAX_EPSILON:
-        raise InputError(f"epsilon={epsilon:g} makes the prior ñ/(e^ε − 1) underflow to 0 "
+        raise InputError(f"{name}={epsilon:g} makes the prior ñ/(e^ε − 1) underflow to 0 "
                          f"(e^ε overflows above ε ≈ {_MAX_EPSILON:g}): that is no privacy at "
                          "all; use an ε below it")
-    return n_synth / math.expm1(epsilon)
+    return math.expm1(epsilon)
 
 
 def dirichlet_epsilon(alpha: float | np.ndarray, n_synth: int) -> float:

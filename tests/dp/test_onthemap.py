@@ -80,6 +80,10 @@ def test_synthesizer_alpha_uses_epsilon_cells_per_release(scenario_counts):
         ({"epsilon": 1.0, "epsilon_totals": 1.0}, InputError, "smaller than epsilon"),
         ({"epsilon": 1.0, "m": 0}, InputError, r"m \(synthetic datasets\) must be an int >= 1"),
         ({"epsilon": 1.0, "accountant": "budget"}, TypeError, "spend"),
+        # e^ε overflowed: α = 0, and an empty cell could never receive a record (ε = ∞)
+        ({"epsilon": 800.0}, InputError, r"epsilon_cells / m=720 makes the prior .* underflow"),
+        # refused now, not by the mechanism after the accountant was charged
+        ({"epsilon": 1e-14}, InputError, r"epsilon_totals=1e-15 makes the totals' noise scale"),
     ],
 )
 def test_constructor_errors(kwargs, error, match):
