@@ -25,6 +25,7 @@ from geosynth.dp.inference import (
     charest_moments,
     charest_posterior,
 )
+from geosynth.dp.inference_kernels import _lgamma_difference
 from geosynth.errors import InputError
 
 # ---------------------------------------------------------------------------- brute force
@@ -579,3 +580,24 @@ def test_hpd_level_validation():
 def test_moments_validate_like_posterior():
     with pytest.raises(InputError, match="sum to n_synth"):
         charest_moments([[1, 2]], 5, 4, 1.0)
+
+
+@pytest.mark.parametrize("alpha", [1e12, 1e16, 1e17])
+def test_a_huge_synthesizer_prior_leaves_the_prior(alpha):
+    # α → ∞ (ε → 0): the synthetic table says nothing, so the posterior of p is the prior
+    # Dirichlet(1, 1): mean 1/2, variance 1/12. The lgamma differences lost every digit near
+    # α log α (mean 0.87 at α = 1e16); exact to rounding by increments.
+    moments = charest_moments(np.array([[35, 65]]), n=50, n_synth=100, alpha=alpha)
+    np.testing.assert_allclose(moments.mean, [0.5, 0.5], atol=1e-6)
+    np.testing.assert_allclose(moments.variance, [1 / 12, 1 / 12], rtol=1e-4)
+
+
+def test_lgamma_difference_is_exact_where_lgamma_cancels():
+    # Below the switch it is the lgamma difference; above, against log Γ(a+x)/Γ(a+y) summed
+    # as Σ_{j=y}^{x-1} log(a + j) (exact for integers).
+    assert _lgamma_difference(3.5, 4.0, 1.0) == pytest.approx(math.lgamma(7.5) - math.lgamma(4.5))
+    for a in (1e7, 1e12, 1e16):
+        for x, y in ((12.0, 3.0), (0.0, 40.0), (7.0, 7.0)):
+            lo, hi = sorted((x, y))
+            exact = sum(math.log(a + j) for j in np.arange(lo, hi)) * (1 if x >= y else -1)
+            assert _lgamma_difference(a, x, y) == pytest.approx(exact, rel=1e-12, abs=1e-9)
