@@ -159,11 +159,12 @@ from geosynth._random import check_seed
 from geosynth._validation import check_int, check_probability
 from geosynth.dp import inference_kernels as kernels
 from geosynth.dp.synthesizers import check_alpha, check_counts
-from geosynth.errors import InputError
+from geosynth.errors import InputError, MemoryLimitError
 from geosynth.samplers.rng import make_streams
 
 __all__ = [
     "METHODS",
+    "MAX_TABLE_BYTES",
     "CharestPosterior",
     "CharestMoments",
     "charest_posterior",
@@ -171,6 +172,8 @@ __all__ = [
 ]
 
 METHODS = ("auto", "exact", "mh", "gibbs", "mhl", "adaptive")
+#: Largest release table (k × (n + 1) float64) a posterior is computed with: 2 GiB.
+MAX_TABLE_BYTES = 2**31
 EXACT_AUTO_LIMIT = 5e8  # k·(n+1)² above which "auto" switches from "exact" to "mh"
 CDF_TABLE_LIMIT = 2**22  # entries of the (k-1, n+1, n+1) table that speeds up "exact" (32 MiB)
 MHL_DEFAULT_STEP = 11  # Marcolin (2018, §3.1.1): L = 11 gives ~46% acceptance
@@ -446,6 +449,14 @@ def _validate(synthetic_counts: Any, n: Any, n_synth: Any, alpha: Any, prior: An
             f"2-D array of shape (M, k), got {ndim}-D"
         )
     k = tables.shape[1]
+    table_bytes = 8 * k * (n + 1.0)  # the release table R[i, v], v = 0..n, of every method
+    if table_bytes > MAX_TABLE_BYTES:
+        raise MemoryLimitError(
+            f"n={n:,} with k={k} categories needs a table of {table_bytes / 2**30:.1f} GiB "
+            f"(k × (n + 1) float64), more than geosynth.dp.inference.MAX_TABLE_BYTES "
+            f"({MAX_TABLE_BYTES / 2**30:g} GiB); check n (the confidential total), or raise the "
+            "limit deliberately"
+        )
     if categories is None:
         categories = tuple(range(k))
     return _Problem(

@@ -26,7 +26,7 @@ from geosynth.dp.inference import (
     charest_posterior,
 )
 from geosynth.dp.inference_kernels import _lgamma_difference
-from geosynth.errors import InputError
+from geosynth.errors import InputError, MemoryLimitError
 
 # ---------------------------------------------------------------------------- brute force
 
@@ -560,6 +560,14 @@ def test_validation_errors(kwargs, error, match):
     args.update(kwargs)
     with pytest.raises(error, match=match):
         charest_posterior(**args)
+
+
+def test_a_table_beyond_the_memory_limit_is_refused_before_allocating():
+    # n = 10^10: a 160 GB table, a raw MemoryError from numba before
+    for call in (charest_posterior, charest_moments):
+        with pytest.raises(MemoryLimitError, match=r"n=10,000,000,000 with k=2 categories "
+                                                   r"needs a table of 149.0 GiB"):
+            call([3, 6], n=10**10, n_synth=10, alpha=BIN_ALPHA)
 
 
 def test_binary_methods_refuse_categorical_tables():
