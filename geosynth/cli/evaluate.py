@@ -86,6 +86,7 @@ def evaluate(
         check_columns(original, Path(original_path).name, needed)
         for number, frame in enumerate(releases, start=1):
             check_columns(frame, f"{Path(release_path).name} (release {number})", needed)
+        _refuse_identifying(original, attributes, Path(original_path).name)
 
         # The grid only serves the record-linkage measures, which public releases do not allow.
         evaluation = geosynth.evaluate(original, releases, None, attributes, outcome=outcome,
@@ -149,3 +150,23 @@ def _same_crs(original, release, original_path: str):
                          f"{original.crs.to_string()} to the release CRS "
                          f"{release.crs.to_string()}"), err=True)
     return original.to_crs(release.crs)
+
+
+def _refuse_identifying(original, attributes: list[str], name: str) -> None:
+    """Refuse --attributes that identify records: the tables would print the original values.
+
+    The tables have a row per level combination with its number of original records, so a
+    column with nearly one level per record (a continuous value, an ID) prints them one by
+    one. The rules are :func:`geosynth.prepare`'s (:func:`geosynth.data.is_identifying`).
+    """
+    from geosynth.data import is_identifying
+
+    for column in attributes:
+        sizes = original[column].value_counts(dropna=False).to_numpy()
+        if is_identifying(sizes, len(original)):
+            raise InputError(
+                f"--attributes {column!r} has {sizes.size:,} levels among the {len(original):,} "
+                f"records of {name}, {int((sizes == 1).sum()):,} of them held by a single "
+                "record: the tables would print the original values one per row; evaluate by "
+                "the release's attributes (omit --attributes to take them from its metadata)"
+            )

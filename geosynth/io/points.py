@@ -210,9 +210,12 @@ def _read_parquet(source: Path) -> gpd.GeoDataFrame:
             f"ogr2ogr {source.stem}.gpkg {source.name}"
         ) from None
     try:
-        return gpd.read_parquet(source)
+        gdf = gpd.read_parquet(source)
     except (ValueError, OSError) as err:
         raise InputError(f"cannot read the GeoParquet file {source.name}: {err}") from err
+    # geopandas stores a frame's own index (e.g. patient ids) in the file and restores it; rows
+    # are counted from 0 as in every other format, and no id reaches a message.
+    return gdf.reset_index(drop=True)
 
 
 def _read_ogr(source: Path, layer: str | None) -> gpd.GeoDataFrame | pd.DataFrame:

@@ -668,10 +668,13 @@ def binary_outcome(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
     if values.dtype == bool:
         return values
     if not is_binary(frame[column]):
-        bad = sorted(set(pd.unique(values[~np.isin(values, (0, 1))]).tolist()), key=str)[:5]
+        # No value is shown: they are the confidential data's (the smallest, as text, would be
+        # its extremes), and the message may be pasted into a ticket.
+        other = int(pd.unique(values[~np.isin(values, (0, 1))]).size)
         raise InputError(
-            f"outcome column {column!r} of {name} must be binary (0/1 or bool), found values "
-            f"{bad}; recode it, e.g. (gdf[{column!r}] == level).astype(int)"
+            f"outcome column {column!r} of {name} must be binary (0/1 or bool), but it has "
+            f"dtype {frame[column].dtype} and {other:,} other distinct value(s); recode it, "
+            f"e.g. (gdf[{column!r}] == level).astype(int)"
         )
     return values.astype(bool)
 

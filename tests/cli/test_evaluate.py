@@ -63,6 +63,16 @@ def test_evaluate_missing_outcome(inputs, written_release):
     assert_refused(result, "--outcome", "'sick'")
 
 
+def test_evaluate_refuses_to_print_the_original_values(inputs, written_release):
+    # z is continuous: a table by z has a row per record with its original value.
+    result = run("evaluate", inputs["gpkg"], written_release, "--attributes", "y,z")
+    assert_refused(result, "--attributes 'z' has 120 levels among the 120 records",
+                   "would print the original values")
+    z = run("evaluate", inputs["gpkg"], written_release, "--outcome", "z")
+    assert_refused(z, "outcome column 'z'", "must be binary", "other distinct value(s)")
+    assert "found values" not in z.output and "e+" not in z.output and ".0" not in z.output
+
+
 def test_evaluate_file_that_is_not_a_release(inputs):
     result = run("evaluate", inputs["gpkg"], inputs["gpkg"])
     assert_refused(result, "not a geosynth release")

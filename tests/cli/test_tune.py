@@ -57,7 +57,7 @@ def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
     (["--grids", "3x3", "--outcome", "nope", "--report", "x.md"], ["nope"]),
     # refused before any fit, not after all of them
     (["--grids", "3x3", "--outcome", "x1", "--report", "x.md"],
-     ["outcome column 'x1'", "must be binary", "[2]"]),
+     ["outcome column 'x1'", "must be binary", "1 other distinct value(s)"]),
     (["--grids", "3x3", "--risk-limit", "-1", "--report", "x.md"], ["--risk-limit"]),
 ])
 def test_bad_options_are_refused(inputs, tmp_path, args, fragments):

@@ -59,6 +59,17 @@ def test_read_points_geoparquet(tmp_path, points):
     assert_same_points(read_points(path), points)
 
 
+def test_geoparquet_index_of_ids_comes_back_as_row_numbers(tmp_path, points):
+    pytest.importorskip("pyarrow")
+    # geopandas writes a frame's own index into the file: patient ids would then label the
+    # rows in every message that names rows.
+    path = tmp_path / "points.parquet"
+    points.set_axis([f"PATIENT-{k:05d}" for k in range(len(points))]).to_parquet(path)
+    back = read_points(path)
+    pd.testing.assert_index_equal(back.index, pd.RangeIndex(len(points)))
+    assert not any("PATIENT" in str(c) for c in back.columns)
+
+
 def test_read_points_geoparquet_without_pyarrow(tmp_path, monkeypatch):
     path = tmp_path / "points.parquet"
     path.write_bytes(b"PAR1 not really")
