@@ -497,7 +497,9 @@ def read_polygons(path: str | os.PathLike, option: str) -> gpd.GeoDataFrame:
     import geopandas as gpd
     import pyogrio
 
-    source = Path(path)
+    from geosynth.io import existing_file
+
+    source = existing_file(path, option)  # a pipe would block the reader
     try:
         frame = gpd.read_file(source, engine="pyogrio")
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError, ValueError) as err:
@@ -597,9 +599,9 @@ def build_grid(
     """
     from geosynth.lattice import Grid
 
-    region = _in_crs_of(region, points)
+    region = _in_crs_of(region, points, "--region")
     if lattice.areas_path is not None:
-        areas = _in_crs_of(read_polygons(lattice.areas_path, "--areas"), points)
+        areas = _in_crs_of(read_polygons(lattice.areas_path, "--areas"), points, "--areas")
         if lattice.area_id is not None and lattice.area_id not in areas.columns:
             raise InputError(f"--area-id {lattice.area_id!r} is not a column of --areas "
                              f"{Path(lattice.areas_path).name} (columns: "
@@ -618,9 +620,14 @@ def build_grid(
                         exclude=exclude)
 
 
-def _in_crs_of(frame: gpd.GeoDataFrame | None, points: gpd.GeoDataFrame):
-    if frame is None or frame.crs is None or points.crs is None or frame.crs.equals(points.crs):
+def _in_crs_of(frame: gpd.GeoDataFrame | None, points: gpd.GeoDataFrame, option: str):
+    """``frame`` in the points' CRS; refused (before any fit) when it has none to convert."""
+    if frame is None or points.crs is None or (frame.crs is not None
+                                               and frame.crs.equals(points.crs)):
         return frame
+    if frame.crs is None:
+        raise InputError(f"{option} has no CRS while the points use {points.crs.to_string()}; "
+                         "save it with its CRS (e.g. set it in QGIS), it is not guessed")
     return frame.to_crs(points.crs)
 
 

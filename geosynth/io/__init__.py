@@ -15,6 +15,7 @@
   one band per attribute combination.
 * :func:`printable` -- text read from a file, safe to print on a terminal.
 * :func:`read_bounded` -- a small regular file read whole (no pipe, device or huge file).
+* :func:`existing_file` -- a path checked to name an existing regular file.
 
 What a release file may hold. Everything in the GeoPackage is meant to be published, so it never
 holds original coordinates, the cells of the original records, the index of the confidential
@@ -33,7 +34,7 @@ leaves no partial file under the final name, never replaces a file created meanw
 complete geosynth releases, with one message saying what is wrong.
 """
 
-from geosynth.io._files import printable, read_bounded
+from geosynth.io._files import existing_file, printable, read_bounded
 from geosynth.io.points import read_points
 from geosynth.io.raster import write_intensity_geotiff
 from geosynth.io.release import (
@@ -64,6 +65,7 @@ __all__ = [
     "info_from_metadata",
     "metadata_from_info",
     "printable",
+    "existing_file",
     "read_bounded",
     "RELEASE_LAYER",
     "GRID_LAYER",

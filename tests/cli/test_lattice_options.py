@@ -1,5 +1,6 @@
 """`geosynth release --areas FILE [--area-id COLUMN]` and `--hex-size METRES`."""
 
+import os
 import shlex
 
 import geopandas as gpd
@@ -137,3 +138,17 @@ def test_tune_report_never_replaces_an_areas_file(inputs, areas, tmp_path):
                  "--overwrite")
     assert_refused(result, "--areas districts.md and --report name the same file")
     assert copy.read_bytes() == areas.read_bytes()
+
+
+def test_areas_without_crs_or_a_pipe_are_refused_before_the_fit(inputs, areas, tmp_path):
+    no_crs = tmp_path / "no_crs.gpkg"
+    gpd.read_file(areas).set_crs(None, allow_override=True).to_file(no_crs, engine="pyogrio")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", no_crs,
+                 "--out", tmp_path / "r.gpkg")
+    assert_refused(result, "--areas has no CRS while the points use EPSG:")
+    assert "Fitting" not in result.output
+    pipe = tmp_path / "region.gpkg"
+    os.mkfifo(pipe)  # reading it would wait for a writer for ever
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--grid", "3x3", "--region", pipe,
+                 "--out", tmp_path / "r.gpkg")
+    assert_refused(result, "--region", "is not a regular file")
