@@ -40,6 +40,11 @@ _MAX_BINS_SIDE = 1024
 def area_contiguity(polygons: np.ndarray, rook: bool) -> sparse.csr_matrix:
     """Binary contiguity of ``polygons`` (queen, or rook when ``rook``), by libpysal.
 
+    From the geometry (``strict=True``): areas are neighbours where their boundaries meet, at a
+    point (queen) or along a segment (rook), also where no vertex is shared. libpysal's default
+    compares vertices, which misses the T-junctions common between census tracts (a tract's
+    corner in the middle of its neighbour's edge).
+
     Parameters
     ----------
     polygons : numpy.ndarray of shapely Polygon/MultiPolygon, shape (n,)
@@ -55,7 +60,7 @@ def area_contiguity(polygons: np.ndarray, rook: bool) -> sparse.csr_matrix:
     import geopandas as gpd
     from libpysal.graph import Graph
 
-    graph = Graph.build_contiguity(gpd.GeoSeries(polygons), rook=rook, strict=False)
+    graph = Graph.build_contiguity(gpd.GeoSeries(polygons), rook=rook, strict=True)
     adjacency = sparse.csr_matrix(graph.sparse, dtype=np.float64)
     adjacency.setdiag(0.0)  # libpysal stores an island as a zero-weight self-loop
     adjacency.eliminate_zeros()

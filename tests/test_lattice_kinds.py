@@ -56,12 +56,26 @@ def test_areal_adjacency_equals_libpysal_weights_and_graph(name, contiguity):
     builder = Queen if contiguity == "queen" else Rook
     weights = builder.from_dataframe(areas, use_index=False, silence_warnings=True)
     graph = Graph.build_contiguity(areas.reset_index(drop=True), rook=contiguity == "rook",
-                                   strict=False)
+                                   strict=True)
     assert grid.kind == "areal" and grid.n_cells == len(areas)
     np.testing.assert_array_equal(binary(grid.adjacency), binary(weights.sparse))
     np.testing.assert_array_equal(binary(grid.adjacency), binary(graph.sparse))
     np.testing.assert_array_equal(grid.area_ids, areas[BUNDLED[name][3]].to_numpy())
     assert (grid.adjacency != grid.adjacency.T).nnz == 0
+
+
+def test_areas_sharing_an_edge_without_a_vertex_are_neighbours():
+    # A T-junction, common between census tracts: the small areas' corners lie mid-edge on the
+    # big one. Comparing vertices (libpysal's strict=False) saw no neighbour there.
+    big, left, right = shapely.box(0, 0, 10, 5), shapely.box(2, 5, 6, 8), shapely.box(6, 5, 10, 8)
+    corner = shapely.box(10, 0, 12, 2.5)  # its corner (10, 2.5) lies mid-edge on the big one
+    for contiguity, expected in (("rook", [3, 2, 2, 1]), ("queen", [3, 2, 2, 1])):
+        grid = Grid.from_polygons(gpd.GeoDataFrame(geometry=[big, left, right, corner]),
+                                  contiguity=contiguity)
+        assert grid.n_neighbours.tolist() == expected
+    tip = shapely.Polygon([(10, 2.5), (12, 3.5), (12, 1.5)])  # one point, mid-edge of the big box
+    grid = Grid.from_polygons(gpd.GeoDataFrame(geometry=[big, tip]), contiguity="queen")
+    assert grid.n_neighbours.tolist() == [1, 1]
 
 
 @pytest.mark.parametrize("orientation", ["pointy", "flat"])
