@@ -668,7 +668,9 @@ class Grid:
             named = ", ".join(str(i) for i in isolated[:_N_NAMED])
             more = f" and {isolated.size - _N_NAMED} more" if isolated.size > _N_NAMED else ""
             fix = "contiguity='queen', " if self._contiguity == "rook" else ""
-            if self.kind == "areal":
+            if self.kind == "areal" and self.n_cells == 1:
+                fix = "more than one area (a single area has nothing to link to)"
+            elif self.kind == "areal":
                 fix = f"{fix}islands='nearest' (links each to its nearest area, as BYM users do)"
             else:
                 fix = f"{fix}a larger cell_size or a region that joins them"

@@ -33,6 +33,9 @@ DEFAULT_ITERATIONS = 6000
 THIN = 4
 CHAINS = 2
 M = 5
+#: The fewest sweeps whose kept draws (a quarter burnt, thin THIN, CHAINS chains) give the M
+#: releases M distinct draws.
+MIN_ITERATIONS = next(n for n in range(1, 10_000) if CHAINS * ((n - n // 4) // THIN) >= M)
 ATTRIBUTES = ["y", "x1", "x2"]
 CONTINUOUS = "z"
 OUTCOME = "y"
@@ -54,7 +57,7 @@ FIGURES = ["trace", "intensity"] + [f"{m}_{kind}" for m in METHODS for kind in (
 @click.option("--grid", "grid_shape", type=GridSpec(), metavar=GridSpec.name, default="10x10",
               show_default=True,
               help="Analysis lattice as ROWSxCOLS.")
-@click.option("--iterations", type=click.IntRange(min=8), default=DEFAULT_ITERATIONS,
+@click.option("--iterations", type=click.IntRange(min=MIN_ITERATIONS), default=DEFAULT_ITERATIONS,
               hidden=True, help="MCMC sweeps per chain (burn-in a quarter), e.g. to shorten tests.")
 @overwrite_option
 @click.pass_context
@@ -91,6 +94,9 @@ def demo(
     import geosynth
     from geosynth import io
 
+    for option, value in (("--out", out_dir), ("--maps", maps_dir)):
+        if value is not None and not value.strip():  # Path("") is the current folder
+            raise click.BadParameter("give a folder name, not an empty text", param_hint=option)
     out = Path(out_dir)
     maps_path = (out / "maps" if maps_dir is None else Path(maps_dir)) / "review.html"
     release_path = out / "release.gpkg"

@@ -72,6 +72,7 @@ FLAG_OF_SETTING: dict[str, str] = {
     "overwrite=True": "--overwrite",
     "allow_identifying=True": "--allow-identifying",
     "include_intensity=True": "--include-intensity",
+    'islands="nearest"': "--link-islands",  # a flag: "--link-islands 'nearest'" is no option
 }
 
 # Parameters whose bare name (no "=") is never an English word, so it can be rewritten anywhere.
@@ -79,7 +80,7 @@ _UNAMBIGUOUS = sorted((p for p in OPTION_OF_PARAMETER if "_" in p), key=len, rev
 _NAME = r"(?<![\w.\-])({names})"
 _SETTING = re.compile(
     "|".join(
-        re.escape(setting).replace('\\"', "[\"']").replace("=", r"\s?=\s?")
+        re.escape(setting).replace('\\"', '"').replace('"', "[\"']").replace("=", r"\s?=\s?")
         for setting in FLAG_OF_SETTING
     )
 )

@@ -6,6 +6,7 @@ option reads and behaves the same in every command (as in rasterio's ``rio``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -73,6 +74,21 @@ def parse_grid_spec(spec: str) -> tuple[int, int]:
             param_hint="--grid",
         )
     return int(parts[0]), int(parts[1])
+
+
+class Metres(click.FloatRange):
+    """A finite length in metres above 0 (``click.FloatRange`` lets ``nan`` and ``inf`` in)."""
+
+    name = "metres"
+
+    def __init__(self) -> None:
+        super().__init__(min=0, min_open=True)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number of metres", param, ctx)
+        return number
 
 
 class GridSpec(click.ParamType):
@@ -308,7 +324,7 @@ grid_option = click.option(
 
 cell_size_option = click.option(
     "--cell-size",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Metres(),
     default=None,
     metavar="METRES",
     help="Lattice of square cells of this side (CRS units, metres); the lattice extends the "
@@ -322,7 +338,7 @@ def lattice_options(f: Callable[..., Any]) -> Callable[..., Any]:
         grid_option,
         cell_size_option,
         click.option(
-            "--hex-size", type=click.FloatRange(min=0, min_open=True), default=None,
+            "--hex-size", type=Metres(), default=None,
             metavar="METRES",
             help="Lattice of regular pointy-top hexagons of this side (centre to corner, in "
             "metres): equal areas, six neighbours each."),

@@ -194,7 +194,10 @@ def release(
                 "--levels-file": levels_file, "--areas": areas_path},
     )
     name = Path(input_path).name
-    ctx.ensure_object(dict).setdefault("names", {})["gdf"] = name
+    names = ctx.ensure_object(dict).setdefault("names", {})
+    names["gdf"] = name
+    if hex_size is not None:  # the lattice's cell_size is the hexagons' side
+        names["--cell-size"] = "--hex-size"
     with RunOutputs(overwrite) as outputs:
         # Every output folder is checked now, before the data are read and the model fitted.
         for option, path in given.items():

@@ -65,6 +65,16 @@ def test_demo_bad_grid_spec_exits_2(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_demo_refuses_an_empty_folder_name_and_too_few_iterations(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("demo", "--out", "")  # Path("") was the current folder
+    assert_refused(result, "--out", "give a folder name, not an empty text")
+    # 14 sweeps keep 2 x 2 draws: too few for the 5 releases (it failed after the fit)
+    result = run("demo", "--out", "o", "--iterations", "14")
+    assert_refused(result, "--iterations", "15")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_demo_help_documents_reproducibility_and_hides_iterations():
     result = run("demo", "--help")
     assert result.exit_code == 0

@@ -71,6 +71,9 @@ def test_release_on_hexagons_and_dp_on_public_areas(inputs, areas, tmp_path):
         (["--areas", "AREAS", "--region", "REGION"], ["--areas are the study region"]),
         (["--areas", "AREAS", "--public-area-ids"], ["--public-area-ids needs --area-id"]),
         (["--hex-size", 0], ["--hex-size"]),
+        (["--hex-size", "nan"], ["--hex-size", "not a finite number of metres"]),
+        (["--cell-size", "inf"], ["--cell-size", "not a finite number of metres"]),
+        (["--hex-size", "0.001"], ["--hex-size"]),  # named so, not --cell-size
     ],
 )
 def test_lattice_options_are_checked_before_reading(inputs, areas, tmp_path, extra, fragments):

@@ -88,6 +88,15 @@ def test_cli_message_names_options_not_parameters(message, expected):
     assert cli_message(message, {"gdf": "cases.csv"}) == expected
 
 
+def test_cli_message_names_flags_and_the_hexagons_side():
+    # --link-islands is a flag: "--link-islands 'nearest'" is no command line.
+    islands = cli_message("To connect them use islands='nearest' (links each to its nearest area)")
+    assert islands == "To connect them use --link-islands (links each to its nearest area)"
+    side = cli_message("cell_size must be a positive number, got 0.001", {"--cell-size":
+                                                                          "--hex-size"})
+    assert side == "--hex-size must be a positive number, got 0.001"
+
+
 def test_every_parameter_maps_to_an_option_of_release_or_tune():
     options = set()
     for command in ("release", "tune"):
