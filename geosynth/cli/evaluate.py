@@ -87,6 +87,8 @@ def evaluate(
         for number, frame in enumerate(releases, start=1):
             check_columns(frame, f"{Path(release_path).name} (release {number})", needed)
         _refuse_identifying(original, attributes, Path(original_path).name)
+        _check_same_data(original, releases, attributes, release_file.metadata,
+                         Path(original_path).name)
 
         # The grid only serves the record-linkage measures, which public releases do not allow.
         evaluation = geosynth.evaluate(original, releases, None, attributes, outcome=outcome,
@@ -170,3 +172,29 @@ def _refuse_identifying(original, attributes: list[str], name: str) -> None:
                 "record: the tables would print the original values one per row; evaluate by "
                 "the release's attributes (omit --attributes to take them from its metadata)"
             )
+
+
+def _check_same_data(original, releases, attributes: list[str], metadata: dict,
+                     name: str) -> None:
+    """Refuse an ORIGINAL that shares no combination with the release; warn of other sizes.
+
+    Levels compare by value and type (the text "1" is not the number 1), so an original read
+    with other column types, or another data set, would give tables of NaN without a word.
+    """
+    def combinations(frame) -> set:
+        return set(map(tuple, frame[attributes].drop_duplicates().to_numpy().tolist()))
+
+    released = set().union(*(combinations(frame) for frame in releases))
+    if not combinations(original) & released:
+        raise InputError(
+            f"{name} and the release share no combination of --attributes "
+            f"{', '.join(attributes)} (compared by value and type: the text '1' is not the "
+            "number 1): is ORIGINAL the data this release was made from?"
+        )
+    sizes = metadata.get("n_records") or []
+    if metadata.get("epsilon") is None and sizes and any(n != len(original) for n in sizes):
+        dropped = (" (it may hold points the release dropped outside its lattice)"
+                   if len(original) > sizes[0] else "")
+        click.echo(f"Warning: {name} has {len(original):,} records but the releases were made "
+                   f"from {sizes[0]:,}{dropped}: is ORIGINAL the data this release was made "
+                   "from?", err=True)

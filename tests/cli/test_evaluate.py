@@ -73,6 +73,22 @@ def test_evaluate_refuses_to_print_the_original_values(inputs, written_release):
     assert "found values" not in z.output and "e+" not in z.output and ".0" not in z.output
 
 
+def test_evaluate_refuses_an_original_sharing_no_combination(inputs, written_release, tmp_path):
+    # The same records with x1 as text: every table came out NaN without a word.
+    text = gpd.read_file(inputs["gpkg"])
+    text["x1"] = text["x1"].astype(str)
+    text.to_file(tmp_path / "text.gpkg", engine="pyogrio")
+    result = run("evaluate", tmp_path / "text.gpkg", written_release, "--attributes", "y,x1")
+    assert_refused(result, "share no combination of --attributes y, x1",
+                   "the text '1' is not the number 1")
+    half = gpd.read_file(inputs["gpkg"]).iloc[:60]
+    half.to_file(tmp_path / "half.gpkg", engine="pyogrio")
+    result = run("evaluate", tmp_path / "half.gpkg", written_release, "--attributes", "y")
+    assert result.exit_code == 0, result.output
+    assert "Warning: half.gpkg has 60 records but the releases were made from 120" in \
+        result.output
+
+
 def test_evaluate_file_that_is_not_a_release(inputs):
     result = run("evaluate", inputs["gpkg"], inputs["gpkg"])
     assert_refused(result, "not a geosynth release")
