@@ -1008,14 +1008,20 @@ class Grid:
 
     def _touching_hexagon(self, row: np.ndarray, col: np.ndarray, x: np.ndarray,
                           y: np.ndarray) -> np.ndarray:
-        """Smallest kept cell among a hexagon and its neighbours intersecting each point."""
+        """Smallest kept cell among a hexagon and its neighbours intersecting each point.
+
+        On a clipped lattice the test is against each cell's habitable part: a point on the
+        edge of two hexagons, outside the habitable part of the first, belongs to the second
+        (it was lost, -1, when the first was picked by its whole hexagon).
+        """
         around = hex_around(self._layout, row, col)
         ids = np.where(around >= 0, self._lattice_to_cell[np.maximum(around, 0)], -1)
         found = np.full(row.size, -1, dtype=np.int64)
+        shapes = self._habitable if self._is_clipped else self._boxes()
         for k in np.argsort(ids, axis=1, kind="stable").T:
             candidate = ids[np.arange(row.size), k]
             test = np.flatnonzero((found < 0) & (candidate >= 0))
-            hit = shapely.intersects_xy(self._boxes()[candidate[test]], x[test], y[test])
+            hit = shapely.intersects_xy(shapes[candidate[test]], x[test], y[test])
             found[test[hit]] = candidate[test[hit]]
         return found
 

@@ -264,3 +264,19 @@ def test_hexagons_over_points_snap_bounds_and_hide_extremes():
         Grid.from_points(points, shape=(4, 4), kind="hexagonal")
     with pytest.raises(GridError, match="kind must be"):
         Grid.from_points(points, cell_size=250, kind="areal")
+
+
+@pytest.mark.parametrize("orientation", ["pointy", "flat"])
+def test_points_on_hexagon_edges_of_a_clipped_lattice_are_never_lost(orientation):
+    # A point on the edge of two hexagons, outside the first one's habitable part, was given
+    # the first and then dropped (about 1 % of edge points of partly habitable hexagons).
+    region = shapely.Polygon([(0, 0), (1500, 200), (1200, 1300), (100, 900)])
+    grid = Grid.hexagonal(region, 90, orientation=orientation, crs="EPSG:31983")
+    habitable = np.asarray(grid.habitable_geometry)
+    edges = [shapely.line_interpolate_point(shapely.boundary(cell), t, normalized=True)
+             for cell in np.asarray(grid.cells.geometry.array) for t in np.linspace(0, 1, 23)]
+    xy = shapely.get_coordinates(np.asarray(edges))
+    touched = np.array([shapely.intersects_xy(habitable, x, y).any() for x, y in xy])
+    cells = grid.locate(xy)
+    assert (cells[touched] >= 0).all() and touched.sum() > 1000
+    assert shapely.intersects_xy(habitable[cells[touched]], xy[touched, 0], xy[touched, 1]).all()
