@@ -41,7 +41,8 @@ Size of a release. One of two rules, recorded in every release's ``attrs["geosyn
   ``σ = √K · sd`` the standard deviation of its noise (``K`` counts, each with the discrete
   Laplace sd ``√(2α) / (1 − α)``, ``α = e^{−1/b}``): the true total exceeds the cap with
   probability below 0.1% (about 3e-7 for tables of many counts); ``max_records=`` lowers the
-  cap. A draw above the cap is thinned to it (combinations in proportion to their totals). See
+  cap. A draw above the cap is cut down to it by a multinomial draw in proportion to the
+  combinations' totals (so one combination may, by chance, get more than its own total). See
   :meth:`NoisyCounts.total_upper_bound`.
 
 Small ε. The noise scale ``b = Δ/ε`` grows without bound as ε shrinks, and with it what a

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyproj
 import shapely
 
@@ -345,8 +346,10 @@ class PixelTable:
     ----------
     boxes : numpy.ndarray of float64, shape (P, 4)
         ``pixel ∩ cell box`` of each pixel, sorted by cell.
-    cumulative : numpy.ndarray of float64, shape (P + 1,)
-        ``0`` followed by the running sum of the pixel weights in that order.
+    within : numpy.ndarray of float64, shape (P,)
+        Running sum of the pixel weights within each cell, restarting at each cell's first
+        pixel (one sum over all cells made a small cell's weights a difference of two large
+        sums: next to pixels of weight 1e17, a cell's pixels of weight 1 and 3 summed to 0).
     start : numpy.ndarray of int64, shape (G + 1,)
         Pixels of cell ``i`` are ``start[i] .. start[i + 1] - 1``.
     total : numpy.ndarray of float64, shape (G,)
@@ -354,7 +357,7 @@ class PixelTable:
     """
 
     boxes: np.ndarray
-    cumulative: np.ndarray
+    within: np.ndarray
     start: np.ndarray
     total: np.ndarray
 
@@ -428,10 +431,12 @@ class PixelTable:
             [np.minimum(xa, xb), np.minimum(ya, yb), np.maximum(xa, xb), np.maximum(ya, yb)]
         )[inside][order]
         boxes = _clip_boxes(pixel, grid.cell_bounds(cell))
-        cumulative = np.concatenate([[0.0], np.cumsum(w[inside][order])])
+        sorted_w = w[inside][order]
+        within = pd.Series(sorted_w).groupby(cell).cumsum().to_numpy()
         start = np.searchsorted(cell, np.arange(grid.n_cells + 1), side="left")
-        total = cumulative[start[1:]] - cumulative[start[:-1]]
-        return cls(boxes=boxes, cumulative=cumulative, start=start, total=total)
+        last = np.maximum(start[1:] - 1, 0)
+        total = np.where(start[1:] > start[:-1], within[last] if within.size else 0.0, 0.0)
+        return cls(boxes=boxes, within=within, start=start, total=total)
 
     def choose(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Pixel (row of ``boxes``) for each cell, with probability ∝ weight within the cell.
@@ -447,10 +452,16 @@ class PixelTable:
         -------
         numpy.ndarray of int64, shape (n,)
         """
-        lo, hi = self.start[cells], self.start[cells + 1]
-        target = self.cumulative[lo] + rng.random(cells.size) * self.total[cells]
-        pixel = np.searchsorted(self.cumulative, target, side="right") - 1
-        return np.clip(pixel, lo, hi - 1)
+        target = rng.random(cells.size) * self.total[cells]
+        # The first pixel of the cell whose running sum exceeds the target: a binary search in
+        # each cell's own run of pixels, all cells at once.
+        left, right = self.start[cells].copy(), self.start[cells + 1] - 1
+        while (active := left < right).any():
+            mid = (left + right) // 2
+            beyond = self.within[mid] > target
+            left = np.where(active & ~beyond, mid + 1, left)
+            right = np.where(active & beyond, mid, right)
+        return left
 
 
 def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:

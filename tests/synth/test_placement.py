@@ -185,6 +185,19 @@ def test_all_weight_in_one_quadrant_puts_all_points_there(tmp_path):
     assert stats.kstest(xy[:, 1], stats.uniform(50, 50).cdf).pvalue > ALPHA
 
 
+def test_a_cell_of_small_weights_beside_one_of_huge_weights(tmp_path):
+    # Cell 1's pixels weigh 1 and 3, next to cell 0's 1e17: one running sum over all cells
+    # made cell 1's total 2e17 + 4 − 2e17 = 0, so its points fell uniformly (half, not 3/4, in
+    # the heavier pixel) with a false "no pixel of positive weight" warning.
+    path = write_raster(tmp_path / "w.tif", [[1e17, 1e17, 1.0, 3.0]], from_origin(0, 1, 1, 1))
+    grid = Grid.regular((0, 0, 4, 1), shape=(1, 2), crs=CRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xy = place_in_cells(grid, np.ones(20_000, dtype=np.int64), seed=1, weights=path)
+    heavier = int((xy[:, 0] >= 3).sum())
+    assert stats.binomtest(heavier, 20_000, 0.75).pvalue > ALPHA
+
+
 def pixel_of(xy, size=25.0, top=100.0):
     col = np.floor(xy[:, 0] / size).astype(int)
     row = np.floor((top - xy[:, 1]) / size).astype(int)
