@@ -21,7 +21,10 @@ rounds):
   probability proportional to its weight among the pixels whose *centre* lies in the cell's
   habitable geometry, then the point is uniform in ``pixel ∩ cell box ∩ habitable geometry``
   (rejection as above). A cell none of whose pixel centres carries positive weight falls back to
-  uniform placement, with a :class:`~geosynth.errors.DataWarning`.
+  uniform placement, with a :class:`~geosynth.errors.DataWarning`. The raster is thus sampled
+  at pixel centres, not averaged over areas: a pixel straddling a cell edge gives its whole
+  weight to the cell holding its centre, and the strip of the other cell under it receives no
+  point. Choose a raster whose pixels are much smaller than the cells (or aligned with them).
 
 Points are drawn in half-open boxes ``[x0, x1) x [y0, y1)``, the convention of
 :meth:`Grid.locate <geosynth.lattice.Grid.locate>`, so ``grid.locate`` of a placed point returns
