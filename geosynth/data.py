@@ -597,7 +597,7 @@ def check_columns(
             "gdf has no active geometry column; set one with gdf.set_geometry(column)"
         ) from err
     available = [c for c in gdf.columns if c != geometry_name]
-    if not isinstance(attributes, str | Sequence | pd.Index):
+    if not isinstance(attributes, str | Sequence | pd.Index | np.ndarray):
         raise InputError(f"attributes must be a column name or a list of column names, got "
                          f"{attributes!r}; e.g. attributes=['sex', 'age_group'] (of {available})")
     attrs = (attributes,) if isinstance(attributes, str) else tuple(attributes)
