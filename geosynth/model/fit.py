@@ -215,8 +215,8 @@ class PaivaModel:
 
             ``"auto"``: run until converged (see :mod:`geosynth.model.stopping`): the chains run in
             segments, and between segments the minimum bulk ESS over μ, every α, every τ, every θ_i,
-            every β_i (if fitted) and every λ_ib (through the stored η = log λ of every retained
-            draw; ranks, so the same as λ's) is compared with ``target_ess``, and the maximum
+            every β_i (if fitted) and every λ_ib (exp of the stored η = log λ of every retained
+            draw) is compared with ``target_ess``, and the maximum
             rank-normalised split R-hat with ``max_rhat`` (arviz's definitions, computed for all
             parameters at once by :func:`geosynth.model.diagnostics.convergence_diagnostics`).
             Checks come when the sweeps have grown by a factor 1.5 or 4/3 and stop at the first
@@ -423,8 +423,9 @@ def _check_beta_prior(beta_prior) -> str | tuple[str, ...] | None:
         beta_prior = tuple(beta_prior)
     else:
         priors = [beta_prior]
+    # None inside a list is no prior of a covariate: [None] fitted a Normal prior silently.
     wrong = [p for p in priors if p not in ("normal", "icar")
-             and not (p is None and len(priors) == 1)]
+             and not (p is None and not isinstance(beta_prior, tuple))]
     if wrong:
         raise InputError(
             f"beta_prior must be None, 'normal', 'icar' or a list of 'normal'/'icar' (one per "
@@ -544,6 +545,29 @@ def _check_storage_arguments(eta_draws, max_bytes) -> None:
         raise InputError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
 
 
+def _check_count_array(counts) -> None:
+    """Refuse counts the kernels cannot take.
+
+    Another shape than (G cells, B combinations) was read out of bounds and corrupted memory;
+    non-finite or fractional values, and negative ones unless the counts are noisy (a noise
+    scale recorded), are no counts.
+    """
+    values = np.asarray(counts.counts)
+    shape = (counts.grid.n_cells, len(counts.combos))
+    if values.shape != shape:
+        raise InputError(f"counts.counts has shape {values.shape} but its grid has {shape[0]} "
+                         f"cells and it lists {shape[1]} combinations: build the counts with "
+                         "geosynth.prepare and do not replace their arrays")
+    if values.dtype.kind not in "iuf" or not np.isfinite(values).all() \
+            or (values != np.round(values)).any():
+        raise InputError("counts.counts must hold whole finite numbers (records per cell and "
+                         "combination); build the counts with geosynth.prepare")
+    if getattr(counts, "noise_scale", None) is None and (values < 0).any():
+        raise InputError("counts.counts has negative values but records no noise scale (exact "
+                         "counts); build the counts with geosynth.prepare, or noisy ones with "
+                         "geosynth.dp.dp_counts")
+
+
 def build_model_data(counts: CellCounts,
                      model: PaivaModel) -> tuple[ModelData, CountTables, list[str]]:
     """Flatten a :class:`~geosynth.data.CellCounts` into the arrays the kernels take.
@@ -609,6 +633,7 @@ def build_model_data(counts: CellCounts,
         )
     beta_priors = np.array([_BETA_PRIORS[p] for p in priors], dtype=np.int64)
     grid = counts.grid
+    _check_count_array(counts)
     # Noisy counts may be negative; they start the latent counts at max(c̃, 0).
     c = np.maximum(counts.counts, 0).astype(np.float64)
     G, B = c.shape

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -60,7 +61,8 @@ class Priors:
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+                    or not math.isfinite(value) or value <= 0:  # True would mean 1
                 raise InputError(
                     f"Priors.{name} must be a finite positive number, got {value!r}; the "
                     "defaults are vague but proper"

@@ -690,8 +690,9 @@ class AutoRunner(ChainRunner):
             groups.append(ParameterGroup("beta", beta.reshape(*beta.shape[:2], -1), beta_name))
         if screen.size < G * B:
             groups.append(ParameterGroup("lambda (screen)", eta[:, :, screen],
-                                         lambda k: cell_combination(screen[k]), screen=True))
-        groups.append(ParameterGroup("lambda", eta, cell_combination))
+                                         lambda k: cell_combination(screen[k]), screen=True,
+                                         log=True))
+        groups.append(ParameterGroup("lambda", eta, cell_combination, log=True))
         return groups
 
     def _check(self, complete: bool) -> ConvergenceCheck:

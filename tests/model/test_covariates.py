@@ -280,7 +280,8 @@ def test_bad_beta_priors_are_refused(opposite):
                                          r"\['z1', 'z2'\]; give one prior per covariate"):
         PaivaModel(beta_prior=["normal", "icar", "icar"]).fit(counts, n_iter=10, burn_in=0,
                                                                thin=1, progress=False)
-    for bad in (["normal", "gamma"], [], ["normal", None], 3):
+    # [None] fitted a Normal prior while reporting (None,)
+    for bad in (["normal", "gamma"], [], ["normal", None], 3, [None], (None,)):
         with pytest.raises(InputError, match="beta_prior must be None, 'normal', 'icar' or a "
                                              "list"):
             PaivaModel(beta_prior=bad)

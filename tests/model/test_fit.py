@@ -1,5 +1,6 @@
 """Recovery, the β extension, reproducibility and the PaivaFit API of the Gibbs engine."""
 
+import dataclasses
 import functools
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -289,6 +290,21 @@ def test_numpy_unsigned_run_lengths_are_taken_as_ints(scenario_counts):
 def test_priors_validated():
     with pytest.raises(InputError, match="Priors.theta_rate must be a finite positive"):
         Priors(theta_rate=0.0)
+    with pytest.raises(InputError, match="Priors.mu_var must be a finite positive number, got "
+                                         "True"):
+        Priors(mu_var=True)  # was taken as 1.0
+    assert Priors(mu_var=np.int64(2), eps_rate=np.float32(0.5)).to_array()[0] == 2.0
+
+
+def test_counts_the_kernels_cannot_take_are_refused(scenario_counts):
+    # One row short was read out of bounds: "double free or corruption" and an abort.
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    for values, match in ((counts.counts[:-1], r"shape \(8, \d+\) but its grid has 9 cells"),
+                          (counts.counts * 0.5, "whole finite numbers"),
+                          (counts.counts - 1, "negative values but records no noise scale")):
+        bad = dataclasses.replace(counts, counts=np.ascontiguousarray(values))
+        with pytest.raises(InputError, match=match):
+            PaivaModel().fit(bad, n_iter=10, burn_in=5, thin=1, progress=False)
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from geosynth.errors import GeosynthWarning, InputError, MemoryLimitError
 from geosynth.model import StoppingInfo
 from geosynth.model import runner as runner_module
 from geosynth.model import stopping as stopping_module
+from geosynth.model.diagnostics import convergence_diagnostics
 from geosynth.model.fit import DEFAULT_THIN
 from geosynth.model.stopping import (
     AUTO_THIN,
@@ -150,6 +151,22 @@ def test_complete_check_time_is_the_pace_times_every_parameter():
     assert 0 < timed < 1e-2
     assert complete_check_seconds_per_row(timed, groups) == pytest.approx(
         timed * 2 * (3 + 16 + 32))
+
+
+def test_lambda_is_checked_as_exp_of_its_stored_logarithm():
+    # Bulk ESS depends on ranks only, but rank R-hat also takes the folded R-hat of
+    # |x − median|, which exp does not keep: the check of λ must see λ, not η = log λ.
+    rng = np.random.default_rng(4)
+    eta = rng.normal(size=(2, 300, 6))
+    eta[1, :, :3] *= 1.4  # chains that differ in spread: the folded R-hat sees it
+    eta[1, :, 3:] -= 0.25  # and in location
+    ess, r_hat = convergence_diagnostics(np.exp(eta))
+    eta_ess, eta_r_hat = convergence_diagnostics(eta)
+    np.testing.assert_allclose(ess, eta_ess, rtol=1e-12)  # ranks: the same
+    assert not np.allclose(r_hat, eta_r_hat, rtol=1e-6)  # the folded part: not the same
+    check = assess_convergence([ParameterGroup("lambda", eta, str, log=True)], 1.0, 10.0,
+                               complete=True)
+    assert check.max_r_hat == pytest.approx(r_hat.max(), rel=1e-12)
 
 
 def test_a_partial_check_stops_at_the_first_failing_part(monkeypatch):
