@@ -8,6 +8,7 @@ core never imports :mod:`geosynth.dp`; this module is the one place that chooses
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -94,6 +95,14 @@ def _dp_synthesize(fit, gdf, m, seed, weights, epsilon, dp_options) -> list[gpd.
     from geosynth.errors import InputError
     from geosynth.synth.paiva import PosteriorDraws
 
+    # The options dp_release takes besides what synthesize names itself; an unknown one is
+    # named first (the checks below would blame gdf or epsilon instead).
+    options = set(inspect.signature(dp_release).parameters) - {"counts", "epsilon", "m",
+                                                               "seed", "weights"}
+    unknown = sorted(set(dp_options) - options)
+    if unknown:
+        raise InputError(f"unknown keyword argument(s) {unknown}; the DP options (with "
+                         f"epsilon=) are {', '.join(sorted(options))}")
     if gdf is not None:
         raise InputError(
             "a differentially private release does not reuse the confidential records: call "

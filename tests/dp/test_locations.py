@@ -230,6 +230,11 @@ def test_synthesize_dispatches_to_the_dp_pipeline(scenario_counts):
         geosynth.synthesize(counts, scenario.data, m=1, epsilon=1.0)
     with pytest.raises(InputError, match="need epsilon"):
         geosynth.synthesize(counts, m=1, levels=LEVELS)
+    # A typo is named (it was blamed on gdf, or reached dp_release as a raw TypeError).
+    for args in ((exact, scenario.data), (counts,)):
+        with pytest.raises(InputError, match=r"unknown keyword argument\(s\) \['foo'\]; the DP "
+                                             r"options \(with epsilon=\) are .*levels"):
+            geosynth.synthesize(*args, m=1, epsilon=1.0, foo=1)
 
 
 def test_release_info_of_a_published_total(scenario_counts):
