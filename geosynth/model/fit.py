@@ -451,6 +451,9 @@ def _shape_beta(draws: dict, counts: CellCounts) -> dict:
 
 
 def _check_executor(executor: object, n_jobs: int | None) -> None:
+    if n_jobs is not None and (not _is_whole(n_jobs) or n_jobs < 1):
+        raise InputError(f"n_jobs must be an integer >= 1 (threads running chains) or None "
+                         f"(one per chain, at most the CPUs), got {n_jobs!r}")
     if executor is None:
         return
     if not callable(getattr(executor, "submit", None)):

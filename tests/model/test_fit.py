@@ -320,6 +320,8 @@ def test_counts_the_kernels_cannot_take_are_refused(scenario_counts):
         ({"chains": True}, r"chains must be an integer >= 1, got True"),
         ({"thin": True}, r"thin must be an integer >= 1, got True"),
         ({"burn_in": False}, r"burn_in must be an integer >= 0, got False"),
+        ({"n_jobs": 0}, r"n_jobs must be an integer >= 1"),
+        ({"n_jobs": "2"}, r"n_jobs must be an integer >= 1 .* got '2'"),
     ],
 )
 def test_run_arguments_validated(kwargs, match, scenario_counts):
