@@ -105,6 +105,7 @@ __all__ = [
     "Z_SUM_COLUMN",
     "z_sum_columns",
     "is_identifying",
+    "identifying_levels",
     "IDENTIFYING_LEVEL_SHARE",
     "MAX_CONTINUOUS",
     "IDENTIFYING_MIN_RECORDS",
@@ -1168,6 +1169,26 @@ def is_identifying(sizes: np.ndarray, n_records: int) -> bool:
     )
     unique = n_records >= 2 and n_singletons == n_records
     return nearly_unique or many_singletons or unique
+
+
+def identifying_levels(values: pd.Series) -> str | None:
+    """Describe ``values`` if their levels identify records (:func:`is_identifying`), else None.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        One column of the records (NaN counts as a level).
+
+    Returns
+    -------
+    str or None
+        ``"<levels> levels among <n> records, <k> of them held by a single record"``.
+    """
+    sizes = values.value_counts(dropna=False).to_numpy()
+    if not is_identifying(sizes, len(values)):
+        return None
+    return (f"{sizes.size:,} levels among {len(values):,} records, "
+            f"{int((sizes == 1).sum()):,} of them held by a single record")
 
 
 def _check_identifying(

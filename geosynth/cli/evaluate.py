@@ -161,16 +161,15 @@ def _refuse_identifying(original, attributes: list[str], name: str) -> None:
     column with nearly one level per record (a continuous value, an ID) prints them one by
     one. The rules are :func:`geosynth.prepare`'s (:func:`geosynth.data.is_identifying`).
     """
-    from geosynth.data import is_identifying
+    from geosynth.data import identifying_levels
 
     for column in attributes:
-        sizes = original[column].value_counts(dropna=False).to_numpy()
-        if is_identifying(sizes, len(original)):
+        described = identifying_levels(original[column])
+        if described is not None:
             raise InputError(
-                f"--attributes {column!r} has {sizes.size:,} levels among the {len(original):,} "
-                f"records of {name}, {int((sizes == 1).sum()):,} of them held by a single "
-                "record: the tables would print the original values one per row; evaluate by "
-                "the release's attributes (omit --attributes to take them from its metadata)"
+                f"--attributes {column!r} of {name} has {described}: the tables would print "
+                "the original values one per row; evaluate by the release's attributes (omit "
+                "--attributes to take them from its metadata)"
             )
 
 

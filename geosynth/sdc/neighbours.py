@@ -67,7 +67,7 @@ from scipy.spatial import cKDTree
 from geosynth._messages import describe_rows as _rows
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_positive, check_probability
-from geosynth.data import is_identifying
+from geosynth.data import identifying_levels
 from geosynth.errors import DataWarning, InputError, MemoryLimitError
 
 __all__ = ["NeighbourResampleInfo", "neighbour_resample", "MAX_NEIGHBOUR_PAIRS"]
@@ -246,13 +246,12 @@ def _check_columns(
                 f"convert it (e.g. df[{c!r}].astype('category')) or leave it out of columns="
             )
     for c in sorted(cats, key=str):
-        sizes = df[c].value_counts(dropna=False).to_numpy()
-        if is_identifying(sizes, len(df)):
+        described = identifying_levels(df[c])
+        if described is not None:
             raise InputError(
-                f"categorical column {c!r} has {sizes.size:,} levels among {len(df):,} records, "
-                f"{int((sizes == 1).sum()):,} of them held by a single record: an identifier. Its "
-                "records have no neighbour, so they would be released unchanged (or suppressed); "
-                "drop it from columns= (an ID) or coarsen it into groups"
+                f"categorical column {c!r} has {described}: an identifier. Its records have no "
+                "neighbour, so they would be released unchanged (or suppressed); drop it from "
+                "columns= (an ID) or coarsen it into groups"
             )
     for c in cols:
         bad = df[c].isna().to_numpy(dtype=bool)

@@ -66,7 +66,7 @@ def test_evaluate_missing_outcome(inputs, written_release):
 def test_evaluate_refuses_to_print_the_original_values(inputs, written_release):
     # z is continuous: a table by z has a row per record with its original value.
     result = run("evaluate", inputs["gpkg"], written_release, "--attributes", "y,z")
-    assert_refused(result, "--attributes 'z' has 120 levels among the 120 records",
+    assert_refused(result, "--attributes 'z' of points.gpkg has 120 levels among 120 records",
                    "would print the original values")
     z = run("evaluate", inputs["gpkg"], written_release, "--outcome", "z")
     assert_refused(z, "outcome column 'z'", "must be binary", "other distinct value(s)")
