@@ -133,8 +133,8 @@ def test_stale_staging_of_a_killed_process_is_removed(tmp_path):
 
 @pytest.mark.parametrize("overwrite", [True, False])
 def test_a_failed_move_takes_back_the_targets_moved_before_it(tmp_path, monkeypatch, overwrite):
-    # E.g. a sticky folder where the second target belongs to another user: the first target
-    # was already replaced when the second move fails.
+    # E.g. a sticky folder where a later target belongs to another user: the targets before it
+    # were already replaced or created when its move fails (here the third).
     report, release, fresh = tmp_path / "report.md", tmp_path / "release.gpkg", tmp_path / "new"
     report.write_text("old report")
     release.write_text("old release")
