@@ -162,9 +162,11 @@ class PaivaFit:
 
     def _stored(self, index: int) -> tuple[int, int]:
         total = self.n_chains * self.n_eta_draws
-        if not -total <= index < total:
-            raise InputError(f"index must be in [0, {total}), got {index}")
-        return divmod(index % total, self.n_eta_draws)
+        whole = isinstance(index, int | np.integer) and not isinstance(index, bool | np.bool_)
+        if not whole or not -total <= index < total:  # True would be draw 1, 1.0 an IndexError
+            raise InputError(f"index must be an integer in [-{total}, {total}) (negative counts "
+                             f"from the end), got {index!r}")
+        return divmod(int(index) % total, self.n_eta_draws)
 
     def scalar(self, name: str) -> np.ndarray:
         """Draws (chains, draws) of the scalar parameter ``name``."""

@@ -239,8 +239,12 @@ def test_fit_api(small_fit):
     assert fit.trace_plot() is not None
     figure = intensity_figure(fit, 1)
     assert len(figure.axes) >= 2
-    with pytest.raises(InputError, match="index must be in"):
+    with pytest.raises(InputError, match=r"index must be an integer in \[-400, 400\)"):
         fit.lambda_draw(400)
+    for index in (True, 1.0, "1"):  # True was draw 1; the others raw errors
+        with pytest.raises(InputError, match=rf"got {index!r}"):
+            fit.lambda_draw(index)
+    np.testing.assert_array_equal(fit.lambda_draw(-1), fit.lambda_draw(399))
     with pytest.raises(InputError, match="combination must be an int in"):
         intensity_figure(fit, B)
     with pytest.raises(InputError, match="unknown parameter"):

@@ -55,7 +55,7 @@ def test_k_draws_are_the_same_draws_of_the_all_fit(counts, all_fit):
     assert fit.draw_position(10) == (1, int(expected[3]))
     np.testing.assert_array_equal(fit.lambda_draw(10),
                                   np.exp(all_fit.eta[1, expected[3]].astype(np.float64)))
-    with pytest.raises(InputError, match=r"index must be in \[0, 14\)"):
+    with pytest.raises(InputError, match=r"index must be an integer in \[-14, 14\)"):
         fit.lambda_draw(14)
     assert "eta_draws=7" in repr(fit)
 
