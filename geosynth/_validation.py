@@ -35,6 +35,7 @@ __all__ = [
     "check_optional_str",
     "check_public_lattice",
     "check_bool",
+    "is_integer",
 ]
 
 _SHOW_CHARS = 60  # longest repr of a refused value shown in a message
@@ -170,6 +171,21 @@ def check_probability(
     return number
 
 
+def is_integer(value: Any) -> bool:
+    """Tell whether ``value`` is a Python or NumPy integer and not a bool (True would mean 1).
+
+    Parameters
+    ----------
+    value : object
+        The value given.
+
+    Returns
+    -------
+    bool
+    """
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
 def check_int(
     value: Any, name: str, minimum: int = 1, *, what: str | None = None, hint: str | None = None
 ) -> int:
@@ -200,7 +216,7 @@ def check_int(
         ``value < minimum``.
     """
     label = f"{name} ({what})" if what else name
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+    if not is_integer(value):
         fix = ""
         if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
             whole = math.isfinite(value) and float(value).is_integer() and value >= minimum

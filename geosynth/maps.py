@@ -65,7 +65,7 @@ import shapely
 from geosynth._atomic import AtomicOutputs, create_new
 from geosynth._points import point_coordinates
 from geosynth.errors import CRSError, InputError
-from geosynth.synth.release import INTERNAL_PREFIX, baseline_method, check_geodataframe
+from geosynth.synth.release import INTERNAL_PREFIX, check_geodataframe, refuse_baseline
 
 if TYPE_CHECKING:
     import folium
@@ -225,14 +225,9 @@ def review_map(
 
     if public:
         for number, release in enumerate(releases):
-            method = baseline_method(release)
-            if method is not None:
-                raise InputError(
-                    f"releases[{number}] was made by the {method} baseline, whose points stay in "
-                    "(naive) or next to (donut) each record's own location: a public map may "
-                    "not show it; map it with public=False (internal), or map the releases of "
-                    "geosynth.synthesize"
-                )
+            refuse_baseline(release, f"releases[{number}]", "a public map may not show it; map "
+                            "it with public=False (internal), or map the releases of "
+                            "geosynth.synthesize")
         releases = [_public_form(release) for release in releases]
     shown = [_subsample(release, max_points) for release in releases]
     extents = [release.total_bounds for release in releases]

@@ -75,9 +75,9 @@ from geosynth.synth.release import (
     UNLINKED_METHODS,
     ReleaseInfo,
     ReleaseInfoSource,
-    baseline_method,
     is_linked,
     is_public,
+    refuse_baseline,
     release_info,
 )
 
@@ -490,14 +490,8 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
                 "synthetic to confidential records; pass geosynth.to_public(release), which "
                 "shuffles the rows and drops the index"
             )
-        method = baseline_method(release)
-        if method is not None:
-            raise InputError(
-                f"{name} was made by the {method} baseline, whose points stay in (naive) or next "
-                "to (donut) each record's own location, next to all its other columns: it is "
-                "for comparison, not for publication; publish the releases of "
-                "geosynth.synthesize"
-            )
+        refuse_baseline(release, name, "it is for comparison, not for publication; publish "
+                        "the releases of geosynth.synthesize")
         _check_release_index(release, name, original)
         geoms = np.asarray(release.geometry.array, dtype=object)
         type_id = shapely.get_type_id(geoms)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from geosynth._validation import check_bool
+from geosynth._validation import check_bool, is_integer
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
 from geosynth.model.coarse import coarse_aggregates
@@ -451,7 +451,7 @@ def _shape_beta(draws: dict, counts: CellCounts) -> dict:
 
 
 def _check_executor(executor: object, n_jobs: int | None) -> None:
-    if n_jobs is not None and (not _is_whole(n_jobs) or n_jobs < 1):
+    if n_jobs is not None and (not is_integer(n_jobs) or n_jobs < 1):
         raise InputError(f"n_jobs must be an integer >= 1 (threads running chains) or None "
                          f"(one per chain, at most the CPUs), got {n_jobs!r}")
     if executor is None:
@@ -490,19 +490,14 @@ def _check_noise(counts, noise) -> float | None:
     return float(noise)
 
 
-def _is_whole(value) -> bool:
-    """Tell whether ``value`` is an int or NumPy integer, not a bool (True would mean 1)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, int]:
     """Check a fixed run's lengths; return them as Python ints (NumPy unsigned ones included)."""
-    if not _is_whole(n_iter) or not 1 <= n_iter <= MAX_SWEEPS:
+    if not is_integer(n_iter) or not 1 <= n_iter <= MAX_SWEEPS:
         raise InputError(f"n_iter must be an integer from 1 to {MAX_SWEEPS:,} (sweeps per "
                          f"chain) or 'auto' (run until converged), got {n_iter!r}")
     for name, value, minimum in (("burn_in", burn_in, 0), ("thin", thin, 1),
                                  ("chains", chains, 1)):
-        if not _is_whole(value) or value < minimum:
+        if not is_integer(value) or value < minimum:
             raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
     n_iter, burn_in, thin, chains = int(n_iter), int(burn_in), int(thin), int(chains)
     if n_iter - burn_in < thin:
@@ -516,7 +511,7 @@ def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, 
 def _check_auto_run(burn_in, thin, chains, executor) -> None:
     """Refuse what ``n_iter="auto"`` cannot do, naming the alternative."""
     for name, value in (("thin", thin), ("chains", chains)):
-        if not _is_whole(value) or value < 1:
+        if not is_integer(value) or value < 1:
             raise InputError(f"{name} must be an integer >= 1, got {value!r}")
     if executor is not None:
         raise InputError(

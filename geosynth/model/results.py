@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._compat import import_arviz
+from geosynth._validation import is_integer
 from geosynth.errors import InputError
 from geosynth.model.stopping import StoppingInfo
 
@@ -162,8 +163,8 @@ class PaivaFit:
 
     def _stored(self, index: int) -> tuple[int, int]:
         total = self.n_chains * self.n_eta_draws
-        whole = isinstance(index, int | np.integer) and not isinstance(index, bool | np.bool_)
-        if not whole or not -total <= index < total:  # True would be draw 1, 1.0 an IndexError
+        # True would be draw 1, and 1.0 an IndexError
+        if not is_integer(index) or not -total <= index < total:
             raise InputError(f"index must be an integer in [-{total}, {total}) (negative counts "
                              f"from the end), got {index!r}")
         return divmod(int(index) % total, self.n_eta_draws)

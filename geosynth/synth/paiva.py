@@ -207,6 +207,7 @@ def synthesize(
     covariates = counts.covariates
     columns = list(counts.attributes) + list(covariates)
     filled = {name: synthetic_zbar(counts, name) for name in covariates}
+    noise = {name: synthesis_sd(counts, name) for name in covariates}  # once, not per release
     data = pd.DataFrame(rows[columns]).copy()
     combo = np.asarray(counts.record_combo, dtype=np.int64)
     releases = []
@@ -217,7 +218,8 @@ def synthesize(
         cells = draw_cells(lam, combo, rng, draw)
         xy = place(grid, cells, rng, table)
         for name in covariates:
-            data[name] = continuous_values(counts, filled[name], cells, combo, rng, name)
+            data[name] = continuous_values(counts, filled[name], cells, combo, rng, name,
+                                           noise[name])
         info = ReleaseInfo(method="paiva", release=release, posterior_draw=draw,
                            weighted=table is not None)
         releases.append(make_release(data, xy, rows.geometry.name, gdf.crs, info))
@@ -481,6 +483,7 @@ def continuous_values(
     combo: np.ndarray,
     rng: np.random.Generator,
     covariate: str | None = None,
+    noise_sd: np.ndarray | None = None,
 ) -> np.ndarray:
     """Synthetic Z: ``Normal(zbar[cell, b] * sd_b + mean_b, s̃_b²)`` (Nunes 2018, eq. 2.27, SD).
 
@@ -501,6 +504,9 @@ def continuous_values(
         Randomness; one normal per record, in record order.
     covariate : str, optional
         Which of ``counts.covariates`` (its mean and SD per combination); None: the first.
+    noise_sd : numpy.ndarray of float64, shape (B,), optional
+        :func:`synthesis_sd` of the covariate, when the caller already has it (one per fit, not
+        per release); computed here otherwise.
 
     Returns
     -------
@@ -509,7 +515,9 @@ def continuous_values(
     name = counts.covariates[0] if covariate is None else covariate
     _, mean, sd = counts.covariate(name)
     centre = zbar[cells, combo] * np.asarray(sd)[combo] + np.asarray(mean)[combo]
-    return rng.normal(centre, synthesis_sd(counts, name)[combo])
+    if noise_sd is None:
+        noise_sd = synthesis_sd(counts, name)
+    return rng.normal(centre, np.asarray(noise_sd)[combo])
 
 
 def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray:

@@ -54,6 +54,7 @@ __all__ = [
     "BASELINE_ATTR",
     "BASELINE_METHODS",
     "baseline_method",
+    "refuse_baseline",
 ]
 
 #: Columns whose name starts with this prefix are bookkeeping (e.g. pandas' ``_merge``) and are
@@ -340,6 +341,31 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     if method is not None:
         public.attrs[BASELINE_ATTR] = method
     return public
+
+
+def refuse_baseline(frame: Any, name: str, fix: str) -> None:
+    """Refuse to publish ``frame`` if a baseline (:func:`baseline_method`) made it.
+
+    Parameters
+    ----------
+    frame : Any
+        A release.
+    name : str
+        How the caller names it in the message (``"releases[0]"``).
+    fix : str
+        What to do instead, ending the message.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``frame`` was made by the Naive or donut baseline.
+    """
+    method = baseline_method(frame)
+    if method is not None:
+        raise InputError(
+            f"{name} was made by the {method} baseline, whose points stay in (naive) or next "
+            f"to (donut) each record's own location, next to all its other columns: {fix}"
+        )
 
 
 def baseline_method(frame: Any) -> str | None:
