@@ -1602,6 +1602,9 @@ def _area_ids(areas: gpd.GeoDataFrame | gpd.GeoSeries, id_column: str | None) ->
         have = list(areas.columns) if isinstance(areas, gpd.GeoDataFrame) else []
         raise GridError(f"id_column {id_column!r} is not a column of areas (columns: {have})")
     ids = areas[id_column]
+    if isinstance(ids, gpd.GeoSeries):
+        raise GridError(f"id_column {id_column!r} is a geometry column; name a column of "
+                        "identifiers (text or integers), one per area")
     missing = np.flatnonzero(ids.isna().to_numpy())
     if missing.size:
         named = np.asarray(areas.index)[missing[:_N_NAMED]].tolist()

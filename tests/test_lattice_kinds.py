@@ -209,6 +209,7 @@ def test_areal_exclusions_and_ids_follow_the_kept_areas():
         ("points", {}, "not Polygon/MultiPolygon"),
         ("duplicate", {"id_column": "code"}, "duplicate values"),
         ("ok", {"id_column": "nope"}, "not a column"),
+        ("ok", {"id_column": "geometry"}, "'geometry' is a geometry column"),
         ("ok", {"islands": "link"}, "islands must be"),
         ("ok", {"contiguity": "bishop"}, "contiguity must be"),
         ("frame", {}, "GeoDataFrame or GeoSeries"),
