@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import click
 
-__all__ = ["compile_samplers", "KINDS"]
+__all__ = ["compile_samplers", "wanted_kinds", "KINDS"]
 
 #: Kinds of fit whose kernels differ (those the "compiling the sampler" notice names); the
 #: "mh" sampler and the β extension run the serial kernels. Spelled out rather than read from
@@ -56,6 +56,17 @@ def _compile_kind(kind: str) -> tuple[str, float]:
     return kind, time.perf_counter() - start
 
 
+def wanted_kinds(kinds: str) -> list[str]:
+    """The distinct kinds named in ``--kinds``, in their order; refuse unknown or no kinds."""
+    wanted = list(dict.fromkeys(k.strip() for k in kinds.split(",") if k.strip()))
+    unknown = sorted(set(wanted) - set(KINDS))
+    if unknown or not wanted:
+        raise click.BadParameter(
+            f"unknown kind {', '.join(map(repr, unknown))}; choose from {', '.join(KINDS)}"
+            if unknown else f"name at least one of {', '.join(KINDS)}", param_hint="--kinds")
+    return wanted
+
+
 @click.command("compile", short_help="Compile the samplers ahead of the first fit.")
 @click.option("--kinds", default=",".join(KINDS), show_default=True,
               help="Comma-separated kinds of fit to compile: "
@@ -70,12 +81,7 @@ def compile_samplers(kinds: str, jobs: int) -> None:
     cache. Run again after upgrading geosynth or numba (a fit whose cached kernels are stale
     recompiles them by itself).
     """
-    wanted = [k.strip() for k in kinds.split(",") if k.strip()]
-    unknown = sorted(set(wanted) - set(KINDS))
-    if unknown or not wanted:
-        raise click.BadParameter(
-            f"unknown kind {', '.join(map(repr, unknown))}; choose from {', '.join(KINDS)}"
-            if unknown else f"name at least one of {', '.join(KINDS)}", param_hint="--kinds")
+    wanted = wanted_kinds(kinds)
     start = time.perf_counter()
     click.echo(f"compiling the samplers ({', '.join(wanted)}), {min(jobs, len(wanted))} at a "
                "time ...", err=True)

@@ -79,6 +79,12 @@ def test_unknown_kinds_are_refused_naming_the_option(kinds, message):
     assert "compiling the samplers" not in result.output
 
 
+def test_a_kind_named_twice_compiles_once():
+    from geosynth.cli.compiling import wanted_kinds
+
+    assert wanted_kinds("block, serial,block,serial") == ["block", "serial"]
+
+
 def test_compile_kinds_are_the_kinds_whose_compile_time_the_notice_quotes():
     from geosynth.cli.compiling import KINDS
     from geosynth.model.runner import COMPILE_SECONDS
