@@ -533,14 +533,16 @@ def charest_moments(
     pmf /= pmf.sum(axis=1, keepdims=True)
     v = np.arange(problem.n + 1, dtype=np.float64)
     ex = pmf @ v
-    ex2 = pmf @ (v * v)
+    var_x = np.einsum("kv,kv->k", pmf, (v[None, :] - ex[:, None]) ** 2)
+    # Total variance over x: Var p_k = E[a(A - a)] / (A²(A + 1)) + Var x_k / A² with a = α_k + x_k
+    # and A = Σα + n, i.e. (m (A - E a) + Var x_k) / (A (A + 1)) with m = E a / A. Written so
+    # that no square of a prior (overflowing beyond 1e154) and no difference of large numbers
+    # (A - E a comes from the other categories' priors and n - E x_k) appears.
     total = problem.prior.sum() + problem.n
-    a1 = problem.prior + ex
-    a2 = ex2 + 2.0 * problem.prior * ex + problem.prior**2
-    variance = (total * a1 - a2) / (total**2 * (total + 1.0)) + (a2 - a1**2) / total**2
-    return CharestMoments(
-        mean=a1 / total, variance=variance, x_pmf=pmf, categories=problem.categories
-    )
+    mean = (problem.prior + ex) / total
+    rest = (problem.prior.sum() - problem.prior) + (problem.n - ex)
+    variance = (mean * rest + var_x) / total / (total + 1.0)
+    return CharestMoments(mean=mean, variance=variance, x_pmf=pmf, categories=problem.categories)
 
 
 def charest_posterior(

@@ -600,6 +600,21 @@ def test_a_huge_synthesizer_prior_leaves_the_prior(alpha):
     np.testing.assert_allclose(moments.variance, [1 / 12, 1 / 12], rtol=1e-4)
 
 
+@pytest.mark.parametrize("prior", [1e10, 1e154, 1e300])
+def test_a_huge_dirichlet_prior_fixes_p_and_the_tables_still_inform_x(prior):
+    # γ → ∞: p is the prior's mean, 1/2, so x ~ Binomial(50, 1/2) reweighted by the tables'
+    # Dirichlet-multinomial likelihood, and Var p ≈ ¼ / (2γ + 51). The lgamma of a prior of
+    # 1e154 lost every digit (x̄ = 25, the tables ignored) and its square overflowed (NaN).
+    alpha, x = 15.65, np.arange(51)
+    log_w = (stats.binom.logpmf(x, 50, 0.5)
+             + stats.dirichlet_multinomial.logpmf([35, 65], alpha + np.c_[x, 50 - x], 100))
+    w = np.exp(log_w - log_w.max())
+    moments = charest_moments(np.array([[35, 65]]), n=50, n_synth=100, alpha=alpha, prior=prior)
+    np.testing.assert_allclose(moments.x_mean[0], w @ x / w.sum(), rtol=1e-9)
+    np.testing.assert_allclose(moments.mean, [0.5, 0.5], rtol=1e-9)
+    np.testing.assert_allclose(moments.variance, 0.25 / (2 * prior + 51), rtol=1e-6)
+
+
 def test_lgamma_difference_is_exact_where_lgamma_cancels():
     # Below the switch it is the lgamma difference; above, against log Γ(a+x)/Γ(a+y) summed
     # as Σ_{j=y}^{x-1} log(a + j) (exact for integers).
