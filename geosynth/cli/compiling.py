@@ -57,7 +57,7 @@ def _compile_kind(kind: str) -> tuple[str, float]:
 
 
 def wanted_kinds(kinds: str) -> list[str]:
-    """The distinct kinds named in ``--kinds``, in their order; refuse unknown or no kinds."""
+    """Return the distinct kinds named in ``--kinds``, in order; refuse unknown or no kinds."""
     wanted = list(dict.fromkeys(k.strip() for k in kinds.split(",") if k.strip()))
     unknown = sorted(set(wanted) - set(KINDS))
     if unknown or not wanted:
