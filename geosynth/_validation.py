@@ -36,9 +36,14 @@ __all__ = [
     "check_public_lattice",
     "check_bool",
     "is_integer",
+    "MAX_CONTINUOUS",
 ]
 
 _SHOW_CHARS = 60  # longest repr of a refused value shown in a message
+
+#: The largest |value| of a confidential number (a continuous column, a stream's record): sums of
+#: squares of 10⁸ such values stay finite.
+MAX_CONTINUOUS = 1e100
 
 
 def check_real(value: Any, name: str) -> float:
@@ -63,7 +68,10 @@ def check_real(value: Any, name: str) -> float:
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {_describe(value)}"
                         f"{_string_hint(value, name)}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond the float range (10**400): ±inf, refused as such
+        return math.inf if value > 0 else -math.inf
 
 
 def check_positive(
@@ -345,7 +353,8 @@ def _describe(value: Any) -> str:
 
 def _number(value: Any) -> str:
     """Write a refused number as Python does (``-1``, ``0.0``, ``nan``), without NumPy's wrapper."""
-    return repr(int(value)) if isinstance(value, numbers.Integral) else repr(float(value))
+    shown = repr(int(value)) if isinstance(value, numbers.Integral) else repr(float(value))
+    return shown if len(shown) <= _SHOW_CHARS else shown[: _SHOW_CHARS - 3] + "..."
 
 
 def _string_hint(value: Any, name: str, integer: bool = False) -> str:
