@@ -75,6 +75,7 @@ import pandas as pd
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates
+from geosynth._validation import MAX_CONTINUOUS
 from geosynth.errors import (
     CRSError,
     DataWarning,
@@ -114,8 +115,6 @@ __all__ = [
 ]
 
 _SD_RTOL = 1e-12  # an SD below this fraction of the largest |cell mean| is rounding noise
-#: The largest |value| of a continuous column: sums of squares of 10⁸ such values stay finite.
-MAX_CONTINUOUS = 1e100
 
 #: An attribute with more distinct levels than this share of the records is nearly unique.
 IDENTIFYING_LEVEL_SHARE = 0.5

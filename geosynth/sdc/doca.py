@@ -81,8 +81,12 @@ Read this before relying on DOCA:
   published; the released cluster sizes (members share one value) and the noise scales depend
   on the data too. The ε-DP claim of the paper therefore holds only *conditionally on the
   clustering*; the release as a whole is **not** proven ε-differentially private.
-* ``sensitivity`` must bound how much one record's value can change (the width of the public
-  domain of the attribute). Values outside that domain are not clamped. The paper's choice
+* ``Δf`` must bound how much one record's value can change: the width of the attribute's public
+  domain. Pass that domain as ``bounds=(lo, hi)``: records are clamped into it (as diffprivlib
+  does), and ``Δf = hi − lo``. Given only a ``sensitivity``, a chunk of the stream that would
+  make the records' range wider than ``Δf`` is refused before it is processed: an outlier far
+  outside the domain would otherwise come out almost exactly (a record of 123,456 among values
+  in [0, 1] at ``Δf = 1`` was released as 41,152 in a cluster of three). The paper's choice
   ``Δf = 1.5·(max − min)`` of the data itself is data-dependent and leaks the range; fix the
   domain from public knowledge instead.
 * Noise is drawn in floating point (difference of two exponentials from xoshiro256** uniforms):
@@ -106,8 +110,9 @@ package: ``python -m studies.doca_table1`` from the repository root.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
 
@@ -115,7 +120,13 @@ import numpy as np
 from numba import njit
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_epsilon, check_int
+from geosynth._validation import (
+    MAX_CONTINUOUS,
+    check_epsilon,
+    check_int,
+    check_positive,
+    check_real,
+)
 from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.samplers.rng import make_streams, standard_exponential
 
@@ -131,9 +142,16 @@ __all__ = [
 ]
 
 #: Largest memory (bytes) :class:`Doca` allocates for its state (ring buffer of ``delay + 1``
-#: pending records and ``max_clusters`` clusters); larger requests raise
-#: :class:`~geosynth.errors.MemoryLimitError` before allocating.
+#: pending records, ``max_clusters`` clusters and the ``tau_window`` last losses); larger
+#: requests raise :class:`~geosynth.errors.MemoryLimitError` before allocating.
 MAX_STATE_BYTES = 2**30
+
+# A Laplace draw is scale·(E₁ − E₂) with E an exponential of a 64-bit uniform (below 45): a
+# noise scale whose product with this stays finite cannot overflow.
+_MAX_EXPONENTIAL = 64.0
+
+# Largest second Beta shape beta_shape_for_skewness searches (the bracket of its root finder).
+_MAX_BETA_SHAPE = 1e6
 
 # Slots of the int64 counter array of the kernel state.
 _T = 0  # arrival index of the next record
@@ -344,11 +362,8 @@ def _doca_flush(scale, counters, fstate, inv_g, c_min, c_max, c_sum, c_size, c_h
 
 
 def _check_sensitivity(sensitivity: object) -> np.ndarray:
-    try:
-        values = np.asarray(sensitivity, dtype=float)
-    except (TypeError, ValueError):
-        values = np.array([math.nan])
-    if values.ndim > 1 or values.size == 0 or isinstance(sensitivity, bool):
+    values = _numbers(sensitivity)
+    if values is None or values.ndim > 1 or values.size == 0 or isinstance(sensitivity, bool):
         raise InputError(
             f"sensitivity must be a number or a 1-D sequence with one number per attribute, got "
             f"{sensitivity!r}"
@@ -361,15 +376,74 @@ def _check_sensitivity(sensitivity: object) -> np.ndarray:
     return values
 
 
+def _numbers(value: object) -> np.ndarray | None:
+    """``value`` as a float64 array if it holds only real numbers (bool, int, float), else None.
+
+    Text (``"1e3"``), complex numbers, mappings and ragged sequences are not numbers here:
+    ``numpy.asarray(..., dtype=float)`` would turn the first into 1000.0 and drop the imaginary
+    part of the second.
+    """
+    if isinstance(value, str | bytes | Mapping):
+        return None
+    try:
+        array = np.asarray(value)
+    except ValueError:  # ragged
+        return None
+    if array.dtype.kind == "O":
+        flat = array.ravel().tolist()
+        if not all(isinstance(v, int | float | np.integer | np.floating) for v in flat):
+            return None
+    elif array.dtype.kind not in "biuf":
+        return None
+    return array.astype(float)
+
+
+def _check_bounds(bounds: object) -> tuple[np.ndarray, np.ndarray]:
+    """Return the public domain ``(lo, hi)``: scalars or one per attribute, finite, lo < hi."""
+    pair = None if isinstance(bounds, str | bytes | Mapping) else _numbers(bounds)
+    if pair is None or pair.ndim not in (1, 2) or pair.shape[0] != 2:
+        raise InputError(
+            f"bounds must be a pair (lo, hi) of numbers, or of sequences with one number per "
+            f"attribute, got {bounds!r}"
+        )
+    lo, hi = pair[0], pair[1]
+    if not (np.all(np.abs(pair) <= MAX_CONTINUOUS) and np.all(lo < hi)):
+        raise InputError(
+            f"bounds must hold finite numbers within ±{MAX_CONTINUOUS:g} with lo < hi (the public "
+            f"domain of each attribute), got {bounds!r}"
+        )
+    return lo, hi
+
+
+def _domain_sensitivity(
+    sensitivity: object, bounds: tuple[np.ndarray, np.ndarray] | None
+) -> np.ndarray:
+    """Δf: the given ``sensitivity`` (at least the width of ``bounds``), or that width."""
+    if sensitivity is None:
+        if bounds is None:
+            raise InputError(
+                "Doca needs the public domain of the records: pass bounds=(lo, hi) (records "
+                "are clamped into it; Δf = hi - lo), or sensitivity=Δf, its width"
+            )
+        return bounds[1] - bounds[0]
+    values = _check_sensitivity(sensitivity)
+    if bounds is not None and np.any(values < bounds[1] - bounds[0]):
+        raise InputError(
+            f"sensitivity {sensitivity!r} is below the width of bounds "
+            f"{(bounds[1] - bounds[0]).tolist()}: one record can move across the whole "
+            "domain; leave sensitivity=None (it is then hi - lo)"
+        )
+    return values
+
+
 def _as_records(data: object, what: str, first_index: int) -> np.ndarray:
     """Return ``data`` as a float64 (n, d) array (1-D: d = 1); refuse NaN/inf and wrong dims."""
-    try:
-        array = np.asarray(data, dtype=float)
-    except (TypeError, ValueError) as err:
+    array = _numbers(data)
+    if array is None:
         raise InputError(
             f"{what} must hold numbers: scalars, or sequences of the same length d (one value "
-            f"per attribute); conversion to float failed ({err})"
-        ) from None
+            f"per attribute), not text, complex numbers or a mapping"
+        )
     if array.ndim == 1:
         array = array[:, None]
     elif array.ndim != 2:
@@ -386,7 +460,27 @@ def _as_records(data: object, what: str, first_index: int) -> np.ndarray:
             f"{what} holds NaN or infinite values at record index {rows}{more}; drop or impute "
             "them before publishing (nothing of this chunk was processed)"
         )
+    huge = np.flatnonzero((np.abs(array) > MAX_CONTINUOUS).any(axis=1))
+    if huge.size:
+        raise InputError(
+            f"{what} holds values beyond ±{MAX_CONTINUOUS:g} at record index "
+            f"{', '.join(str(first_index + b) for b in huge[:5])}: their cluster sums would "
+            "overflow; rescale the attribute (nothing of this chunk was processed)"
+        )
     return np.ascontiguousarray(array)
+
+
+def _first_outside_domain(
+    records: np.ndarray, g_min: np.ndarray, g_max: np.ndarray, width: np.ndarray
+) -> tuple[int, int] | None:
+    """(row, attribute) of the first record that makes the range seen wider than ``width``."""
+    low = np.minimum.accumulate(np.vstack([g_min, records]), axis=0)[1:]
+    high = np.maximum.accumulate(np.vstack([g_max, records]), axis=0)[1:]
+    wide = high - low > width
+    if not wide.any():
+        return None
+    row = int(np.flatnonzero(wide.any(axis=1))[0])
+    return row, int(np.flatnonzero(wide[row])[0])
 
 
 # --------------------------------------------------------------------------------------------
@@ -437,10 +531,11 @@ class Doca:
     ----------
     epsilon : float
         Privacy budget ``ε > 0`` of each release (split evenly across ``d`` attributes).
-    sensitivity : float or array-like of float, shape (d,)
+    sensitivity : float or array-like of float, shape (d,), optional
         Global sensitivity ``Δf`` (per attribute for multivariate records): the largest change of
-        one record's value, e.g. the width of the attribute's public domain. A scalar applies to
-        every attribute.
+        one record's value, the width of the attribute's public domain. A scalar applies to
+        every attribute. Defaults to ``hi − lo`` of ``bounds``; without ``bounds``, a chunk
+        whose records would span more than ``Δf`` is refused.
     delay : int, default 1000
         Delay constraint ``δ``: a record is published at most ``delay`` arrivals after its own.
     max_clusters : int, default 50
@@ -451,6 +546,9 @@ class Doca:
         ``None`` (default) draws the noise from fresh OS entropy, as a release must. Anything else
         makes the noise reproducible — for tests only — and issues
         :class:`~geosynth.errors.PrivacyLeakWarning`.
+    bounds : (lo, hi), each a float or array-like of shape (d,), optional
+        The public domain of the records: records are clamped into it before they join a
+        cluster, so one record moves its centroid by at most ``(hi − lo)/|C|``.
 
     Raises
     ------
@@ -458,7 +556,8 @@ class Doca:
         If ``epsilon`` is not a real number (a bool or a string such as ``"1.0"`` included) or
         ``delay``, ``max_clusters`` or ``tau_window`` is not an int.
     InputError
-        If a parameter is out of range (it names the parameter and the fix).
+        If a parameter is out of range (it names the parameter and the fix), or neither
+        ``sensitivity`` nor ``bounds`` is given.
     MemoryLimitError
         If the state for ``delay`` and ``max_clusters`` would exceed :data:`MAX_STATE_BYTES`.
 
@@ -466,14 +565,14 @@ class Doca:
     --------
     >>> import numpy as np
     >>> from geosynth.sdc import Doca
-    >>> doca = Doca(epsilon=1.0, sensitivity=150.0, delay=100, max_clusters=10)
+    >>> doca = Doca(epsilon=1.0, bounds=(0.0, 150.0), delay=100, max_clusters=10)
     >>> released = doca.fit_transform(np.linspace(0.0, 100.0, 1_000))
     >>> released.shape
     (1000,)
 
     Streaming, with ``O(delay)`` memory::
 
-        doca = Doca(epsilon=1.0, sensitivity=150.0)
+        doca = Doca(epsilon=1.0, bounds=(0.0, 150.0))
         for index, value in doca.process(stream):   # any iterable of numbers or tuples
             send(index, value)
         for index, value in doca.flush():           # at the end of the stream
@@ -483,14 +582,17 @@ class Doca:
     def __init__(
         self,
         epsilon: float,
-        sensitivity: float | np.ndarray | Iterable[float],
+        sensitivity: float | np.ndarray | Iterable[float] | None = None,
         delay: int = 1000,
         max_clusters: int = 50,
         tau_window: int = 100,
         seed: SeedLike = None,
+        *,
+        bounds: tuple[object, object] | None = None,
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
-        self.sensitivity = _check_sensitivity(sensitivity)
+        self.bounds = None if bounds is None else _check_bounds(bounds)
+        self.sensitivity = _domain_sensitivity(sensitivity, self.bounds)
         self.delay = check_int(delay, "delay", what="the delay constraint δ, in arrivals")
         self.max_clusters = check_int(
             max_clusters, "max_clusters", what="β, the most clusters held in memory"
@@ -498,15 +600,7 @@ class Doca:
         self.tau_window = check_int(
             tau_window, "tau_window", what="m, the published clusters averaged into τ"
         )
-        d_hint = 1 if self.sensitivity.ndim == 0 else self.sensitivity.size
-        estimate = (self.delay + 1) * 24 + self.max_clusters * (3 * 8 * d_hint + 24)
-        if estimate > MAX_STATE_BYTES:
-            raise MemoryLimitError(
-                f"delay={self.delay} and max_clusters={self.max_clusters} need about "
-                f"{estimate / 2**20:,.0f} MiB of state, above geosynth.sdc.doca.MAX_STATE_BYTES = "
-                f"{MAX_STATE_BYTES / 2**20:,.0f} MiB; lower delay, or raise MAX_STATE_BYTES "
-                "deliberately"
-            )
+        self._check_state_bytes(1 if self.sensitivity.ndim == 0 else self.sensitivity.size)
         if seed is not None:
             warnings.warn(
                 PrivacyLeakWarning(
@@ -525,20 +619,48 @@ class Doca:
 
     def __repr__(self) -> str:
         sens = float(self.sensitivity) if self.sensitivity.ndim == 0 else self.sensitivity.tolist()
+        bounds = "" if self.bounds is None else (
+            f", bounds=({self.bounds[0].tolist()!r}, {self.bounds[1].tolist()!r})")
         return (
             f"Doca(epsilon={self.epsilon!r}, sensitivity={sens!r}, delay={self.delay}, "
-            f"max_clusters={self.max_clusters}, tau_window={self.tau_window})"
+            f"max_clusters={self.max_clusters}, tau_window={self.tau_window}{bounds})"
         )
 
+    def _check_state_bytes(self, d: int) -> None:
+        estimate = ((self.delay + 1) * 24 + self.max_clusters * (3 * 8 * d + 24)
+                    + self.tau_window * 8)
+        if estimate > MAX_STATE_BYTES:
+            raise MemoryLimitError(
+                f"delay={self.delay}, max_clusters={self.max_clusters} and "
+                f"tau_window={self.tau_window} with d={d} attributes need about "
+                f"{estimate / 2**20:,.0f} MiB of state, above geosynth.sdc.doca.MAX_STATE_BYTES = "
+                f"{MAX_STATE_BYTES / 2**20:,.0f} MiB; lower delay (or max_clusters, tau_window), "
+                "or raise MAX_STATE_BYTES deliberately"
+            )
+
     def _new_state(self, d: int) -> None:
+        if self.bounds is not None and self.bounds[0].ndim == 1 and self.bounds[0].size != d:
+            raise InputError(
+                f"records have d={d} attributes but bounds has {self.bounds[0].size} per side; "
+                "pass one (lo, hi) per attribute (or scalars for all)"
+            )
         if self.sensitivity.ndim == 1 and self.sensitivity.size != d:
             raise InputError(
                 f"records have d={d} attributes but sensitivity has {self.sensitivity.size} "
                 "values; pass one sensitivity per attribute (or a scalar for all)"
             )
+        self._check_state_bytes(d)
         beta = self.max_clusters
         ring = self.delay + 1
-        scale = np.broadcast_to(self.sensitivity, (d,)).astype(float) * d / self.epsilon
+        with np.errstate(over="ignore"):
+            scale = np.broadcast_to(self.sensitivity, (d,)).astype(float) * d / self.epsilon
+            overflows = not np.all(np.isfinite(scale * _MAX_EXPONENTIAL))
+        if overflows:
+            raise InputError(
+                f"the noise scale d·Δf/ε = {scale.max():.3g} of epsilon={self.epsilon!r} and "
+                f"sensitivity {self.sensitivity.tolist()} overflows; raise epsilon (the release "
+                "would be noise alone)"
+            )
         self._d = d
         self._state = (
             scale,
@@ -606,6 +728,7 @@ class Doca:
             )
         (scale, counters, fstate, g_min, g_max, inv_g, c_min, c_max, c_sum, c_size, c_head,
          c_tail, c_order, r_index, r_cluster, r_next, il_hist) = self._state
+        records = self._in_domain(records, g_min, g_max)
         capacity = records.shape[0] + int(counters[_N_PENDING])
         out = _out_buffers(capacity, self._d)
         n_out, n_cl = _doca_kernel(records, self.delay, self.max_clusters, scale, counters,
@@ -613,6 +736,23 @@ class Doca:
                                    c_head, c_tail, c_order, r_index, r_cluster, r_next, il_hist,
                                    self._rng_state, *out)
         return _trim(out, n_out, n_cl)
+
+    def _in_domain(self, records: np.ndarray, g_min: np.ndarray, g_max: np.ndarray) -> np.ndarray:
+        """Clamp the records into ``bounds``; without bounds, refuse a range wider than Δf."""
+        if self.bounds is not None:
+            return np.clip(records, *self.bounds)
+        width = np.broadcast_to(self.sensitivity, (records.shape[1],))
+        outside = _first_outside_domain(records, g_min, g_max, width)
+        if outside is not None:
+            row, j = outside
+            raise InputError(
+                f"record index {self.n_records + row} widens the range of attribute {j} beyond "
+                f"sensitivity={width[j]:g}: DOCA's noise covers a change of one record by at most "
+                "Δf, and a record outside the domain would be released almost exactly; pass "
+                "bounds=(lo, hi), the public domain (records are clamped into it), or a "
+                "sensitivity at least the domain's width (nothing of this chunk was processed)"
+            )
+        return records
 
     def _run_flush(self) -> tuple[np.ndarray, ...]:
         if self._state is None:
@@ -674,6 +814,11 @@ class Doca:
             whose number of attributes differs from the stream's (or the sensitivity's).
         """
         chunk_size = check_int(chunk_size, "chunk_size", what="records per kernel call")
+        if isinstance(stream, str | bytes | Mapping):
+            raise InputError(
+                f"stream must hold numbers: an iterable of numbers or of equal-length sequences, "
+                f"not {type(stream).__name__} (its characters or keys are not records)"
+            )
         if isinstance(stream, np.ndarray):
             if stream.ndim not in (1, 2):
                 raise InputError(
@@ -834,6 +979,8 @@ def mse(original: np.ndarray, released: np.ndarray) -> float:
         )
     if a.size == 0:
         raise InputError("mse of empty arrays is undefined; pass at least one record")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise InputError("mse: original and released must not hold NaN or infinite values")
     return float(np.mean((a - b) ** 2))
 
 
@@ -869,6 +1016,8 @@ def histogram_intersection(a: np.ndarray, b: np.ndarray, bins: int | np.ndarray 
         )
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise InputError("histogram_intersection: a and b must not hold NaN or infinite values")
+    if isinstance(bins, numbers.Integral):
+        bins = check_int(bins, "bins", what="equal-width bins over the range of a")
     edges = np.histogram_bin_edges(x, bins=bins)
     p = np.histogram(x, bins=edges)[0] / x.size
     q = np.histogram(y, bins=edges)[0] / y.size
@@ -941,16 +1090,25 @@ def beta_shape_for_skewness(a: float, skewness: float) -> float:
     Raises
     ------
     geosynth.errors.InputError
-        ``skewness`` is not positive.
+        ``a`` or ``skewness`` is not a finite number > 0, or ``skewness`` is beyond what a
+        ``Beta(a, b ≤ 1e6)`` reaches.
+    TypeError
+        ``a`` or ``skewness`` is not a real number.
     """
     from scipy import optimize
 
     def skew(b: float) -> float:
         return 2.0 * (b - a) * math.sqrt(a + b + 1.0) / ((a + b + 2.0) * math.sqrt(a * b))
 
-    if skewness <= 0.0:
-        raise InputError(f"skewness must be > 0 (right-skewed stream), got {skewness!r}")
-    return optimize.brentq(lambda b: skew(b) - skewness, a * (1 + 1e-12), 1e6)
+    a = check_positive(a, "a", hint="the first Beta shape")
+    skewness = check_positive(skewness, "skewness", hint="a right-skewed stream")
+    reachable = skew(_MAX_BETA_SHAPE)
+    if skewness >= reachable:
+        raise InputError(
+            f"skewness={skewness!r} is beyond the {reachable:.4g} a Beta({a:g}, b ≤ "
+            f"{_MAX_BETA_SHAPE:g}) reaches; lower it, or lower a (smaller a skews further)"
+        )
+    return optimize.brentq(lambda b: skew(b) - skewness, a * (1 + 1e-12), _MAX_BETA_SHAPE)
 
 
 def simulate_skewed_stream(
@@ -988,10 +1146,9 @@ def simulate_skewed_stream(
     numpy.ndarray of float64, shape (n,)
     """
     n = check_int(n, "n", 2, what="records in the stream")
+    low, high = check_real(low, "low"), check_real(high, "high")
     if not (math.isfinite(low) and math.isfinite(high) and high > low):
         raise InputError(f"need finite low < high, got low={low!r}, high={high!r}")
-    if not (math.isfinite(a) and a > 0):
-        raise InputError(f"a must be a finite number > 0, got {a!r}")
     b = beta_shape_for_skewness(a, skewness)
     draws = as_generator(seed).beta(a, b, size=n)
     lo, hi = draws.min(), draws.max()

@@ -22,7 +22,7 @@ from geosynth.sdc.doca import (
 
 def _run(x, seed=0, **kwargs):
     """fit_transform with diagnostics, silencing the (expected) seed/diagnostics warnings."""
-    params = {"epsilon": 1.0, "sensitivity": 100.0} | kwargs
+    params = {"epsilon": 1.0, "sensitivity": 100_000.0} | kwargs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         doca = Doca(seed=seed, **params)
@@ -199,7 +199,7 @@ def test_never_more_than_beta_clusters_in_memory(beta):
     # and while streaming, chunk by chunk
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        doca = Doca(1.0, 100.0, delay=500, max_clusters=beta, seed=1)
+        doca = Doca(1.0, 100_000.0, delay=500, max_clusters=beta, seed=1)
     seen = []
     for _ in doca.process(x, chunk_size=997):
         seen.append(doca.n_clusters)
@@ -271,11 +271,11 @@ def test_mse_reduction_at_the_paper_parameters():
 def test_seed_warns_and_reproduces():
     x = simulate_skewed_stream(5_000, seed=20)
     with pytest.warns(PrivacyLeakWarning, match="seed=None"):
-        a = Doca(1.0, 100.0, delay=50, max_clusters=5, seed=7).fit_transform(x)
+        a = Doca(1.0, 100_000.0, delay=50, max_clusters=5, seed=7).fit_transform(x)
     with pytest.warns(PrivacyLeakWarning):
-        b = Doca(1.0, 100.0, delay=50, max_clusters=5, seed=7).fit_transform(x)
+        b = Doca(1.0, 100_000.0, delay=50, max_clusters=5, seed=7).fit_transform(x)
     with pytest.warns(PrivacyLeakWarning):
-        c = Doca(1.0, 100.0, delay=50, max_clusters=5, seed=8).fit_transform(x)
+        c = Doca(1.0, 100_000.0, delay=50, max_clusters=5, seed=8).fit_transform(x)
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
 
@@ -284,8 +284,8 @@ def test_no_seed_uses_fresh_entropy_without_warning():
     x = simulate_skewed_stream(5_000, seed=21)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        a = Doca(1.0, 100.0, delay=50, max_clusters=5).fit_transform(x)
-        b = Doca(1.0, 100.0, delay=50, max_clusters=5).fit_transform(x)
+        a = Doca(1.0, 100_000.0, delay=50, max_clusters=5).fit_transform(x)
+        b = Doca(1.0, 100_000.0, delay=50, max_clusters=5).fit_transform(x)
     assert np.all(a != b)
 
 
@@ -300,7 +300,7 @@ def test_diagnostics_warn():
 def _seeded(**kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        return Doca(**({"epsilon": 1.0, "sensitivity": 100.0, "seed": 3} | kwargs))
+        return Doca(**({"epsilon": 1.0, "sensitivity": 100_000.0, "seed": 3} | kwargs))
 
 
 def test_process_and_flush_match_fit_transform():
@@ -321,7 +321,7 @@ def test_process_and_flush_match_fit_transform():
 
 
 def test_process_is_lazy_on_an_unbounded_stream():
-    doca = Doca(1.0, 1.0, delay=10, max_clusters=3)
+    doca = Doca(1.0, bounds=(-1.0, 1.0), delay=10, max_clusters=3)
     stream = (math.sin(t) for t in itertools.count())
     first = list(itertools.islice(doca.process(stream, chunk_size=16), 1000))
     assert len(first) == 1000
@@ -407,8 +407,8 @@ def test_non_finite_records_are_refused(bad):
     x = np.arange(10.0)
     x[6] = bad
     with pytest.raises(InputError, match="NaN or infinite values at record index 6"):
-        Doca(1.0, 1.0).fit_transform(x)
-    doca = Doca(1.0, 1.0, delay=3)
+        Doca(1.0, 10.0).fit_transform(x)
+    doca = Doca(1.0, 10.0, delay=3)
     stream = doca.process([0.0, 1.0, 2.0, 3.0, bad, 5.0], chunk_size=2)
     with pytest.raises(InputError, match="record index 4"):
         list(stream)
@@ -431,7 +431,7 @@ def test_wrong_dimensions_are_refused(data, sensitivity, match):
 
 
 def test_records_must_keep_their_dimension_mid_stream():
-    doca = Doca(1.0, 1.0, delay=5)
+    doca = Doca(1.0, 10.0, delay=5)
     list(doca.process([(1.0, 2.0), (3.0, 4.0)]))
     with pytest.raises(InputError, match="stream started with d=2"):
         list(doca.process([(1.0, 2.0, 3.0)]))
@@ -477,5 +477,104 @@ def test_naive_laplace_scale_and_warning():
 def test_beta_shape_for_skewness_matches_scipy_and_refuses_left_skew():
     b = beta_shape_for_skewness(2.0, 0.7365)
     assert float(stats.beta(2.0, b).stats(moments="s")) == pytest.approx(0.7365, abs=1e-9)
-    with pytest.raises(InputError, match="skewness must be > 0"):
+    with pytest.raises(InputError, match="skewness must be a finite number > 0"):
         beta_shape_for_skewness(2.0, -0.5)
+
+
+# ----------------------------------------------------------------- the public domain
+
+
+def test_a_record_outside_the_sensitivity_is_refused_before_it_is_processed():
+    # 999 values in [0, 1] and a secret 123,456 at Δf = 1: the secret came out as ~41,152 in a
+    # cluster of three (3 × 41,152 ≈ the secret)
+    x = np.append(np.random.default_rng(30).uniform(0.0, 1.0, 999), 123_456.0)
+    with pytest.raises(InputError, match="record index 999 widens the range of attribute 0"):
+        Doca(1.0, 1.0).fit_transform(x)
+    doca = Doca(1.0, 1.0, delay=10)
+    with pytest.raises(InputError, match="record index 999 .* pass bounds=") as caught:
+        list(doca.process(x, chunk_size=100))
+    assert "123" not in str(caught.value)  # the message names the record, not its value
+    assert doca.n_records == 900  # the chunk holding it was not processed
+
+
+def test_bounds_clamp_the_records_before_they_join_a_cluster():
+    x = np.append(np.random.default_rng(31).uniform(0.0, 1.0, 999), 123_456.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        doca = Doca(1.0, bounds=(0.0, 1.0), delay=50, max_clusters=5, seed=32)
+        released, diag = doca.fit_transform(x, return_diagnostics=True)
+    assert doca.sensitivity == 1.0
+    centroids = np.bincount(diag.cluster, weights=np.clip(x, 0.0, 1.0)) / diag.cluster_sizes
+    expected = centroids[diag.cluster] + diag.cluster_noise[diag.cluster, 0]
+    np.testing.assert_allclose(released, expected, rtol=0, atol=1e-12)
+    assert np.abs(released).max() < 100  # Laplace noise of scale ≤ 1: the secret is gone
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"sensitivity": None}, "pass bounds=.lo, hi."),
+        ({"bounds": (1.0, 0.0)}, "lo < hi"),
+        ({"bounds": (0.0, math.nan)}, "finite numbers"),
+        ({"bounds": (0.0, 1e101)}, "within ±1e"),
+        ({"bounds": (0.0, 1.0, 2.0)}, "a pair .lo, hi."),
+        ({"bounds": ("0", "1")}, "a pair .lo, hi."),
+        ({"bounds": (0.0, 10.0), "sensitivity": 5.0}, "below the width of bounds"),
+        ({"sensitivity": "2"}, "sensitivity must be a number"),
+    ],
+)
+def test_bounds_and_sensitivity_are_validated(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        Doca(**({"epsilon": 1.0, "sensitivity": None, "bounds": (0.0, 1.0)} | kwargs
+                if "bounds" in kwargs else {"epsilon": 1.0} | kwargs))
+
+
+def test_bounds_per_attribute_must_match_the_records():
+    with pytest.raises(InputError, match="bounds has 2 per side"):
+        Doca(1.0, bounds=([0.0, 0.0], [1.0, 1.0])).fit_transform(np.zeros((4, 3)))
+
+
+@pytest.mark.parametrize(
+    "data", ["1234", {5: "x"}, ["1e3", "7"], [1 + 2j, 3.0], [b"1", b"2"], [1.0, "2"]]
+)
+def test_text_mappings_and_complex_numbers_are_not_records(data):
+    with pytest.raises(InputError, match="must hold numbers"):
+        Doca(1.0, 1e6).fit_transform(data)
+    with pytest.raises(InputError, match="must hold numbers"):
+        list(Doca(1.0, 1e6).process(data))
+
+
+def test_values_whose_sums_overflow_and_noise_scales_that_overflow_are_refused():
+    with pytest.raises(InputError, match=r"beyond ±1e\+100 at record index 1"):
+        Doca(1.0, bounds=(-1e100, 1e100)).fit_transform([0.0, 1e308, 5.0])
+    with pytest.raises(InputError, match="noise scale .* overflows; raise epsilon"):
+        Doca(1e-320, 1.0).fit_transform([0.0, 1.0])
+
+
+def test_the_state_estimate_counts_attributes_and_the_tau_window(monkeypatch):
+    from geosynth.errors import MemoryLimitError
+    from geosynth.sdc import doca as module
+
+    with pytest.raises(MemoryLimitError, match="tau_window=200000000"):
+        Doca(1.0, 1.0, tau_window=200_000_000)
+    monkeypatch.setattr(module, "MAX_STATE_BYTES", 2**20)
+    doca = Doca(1.0, 1.0, delay=10, max_clusters=50)  # d = 1: 8 KiB
+    with pytest.raises(MemoryLimitError, match="d=5000 attributes"):
+        doca.fit_transform(np.zeros((3, 5000)))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: beta_shape_for_skewness(2.0, math.nan), InputError, "skewness must be a finite"),
+        (lambda: beta_shape_for_skewness(2.0, 1e9), InputError, "beyond the .* lower it"),
+        (lambda: beta_shape_for_skewness(-1.0, 0.5), InputError, "a must be a finite number"),
+        (lambda: simulate_skewed_stream(10, low="0"), TypeError, "low must be a real number"),
+        (lambda: histogram_intersection([1.0, 2.0], [1.0], bins=0), InputError, "bins"),
+        (lambda: histogram_intersection([1.0, 2.0], [1.0], bins=True), TypeError, "bins"),
+        (lambda: mse([1.0, math.nan], [1.0, 2.0]), InputError, "NaN or infinite"),
+    ],
+)
+def test_evaluation_helpers_name_the_bad_parameter(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
