@@ -41,7 +41,9 @@ def test_numeric_string_hint():
         check_m("3")
 
 
-@pytest.mark.parametrize("value", [0, 0.0, -1, -0.5, math.nan, math.inf, -math.inf, 10**400, -10**400])
+@pytest.mark.parametrize(
+    "value", [0, 0.0, -1, -0.5, math.nan, math.inf, -math.inf, 10**400, -(10**400)]
+)
 def test_check_epsilon_refuses_values(value):
     with pytest.raises(InputError, match=r"^eps_x must be a finite number > 0, got .*; pass the "
                                          r"privacy-loss budget, e.g\. eps_x=1\.0"):
