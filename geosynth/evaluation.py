@@ -367,6 +367,9 @@ def plan_evaluation(
         raise InputError("releases is empty; pass the m synthetic data sets to evaluate")
     releases = as_releases(releases)
     check_frames(original, releases)
+    if len(original) == 0:
+        raise InputError("original has no records; pass the confidential points the releases "
+                         "were made from")
     cols = as_columns(attributes, "attributes")
     names = ["original"] + [f"releases[{k}]" for k in range(len(releases))]
     frames = [original, *releases]

@@ -68,6 +68,13 @@ def test_empty_releases_refused(scenario):
         evaluate(data.data, [], grid, ATTRIBUTES)
 
 
+def test_an_empty_original_is_refused_not_measured_as_nan(scenario):
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=2)
+    with pytest.raises(InputError, match="original has no records"):
+        evaluate(data.data.iloc[:0], releases, grid, ATTRIBUTES, linked=False)
+
+
 def test_tables_combined_per_release_equal_the_metrics_on_all_releases(scenario):
     # evaluate measures each release alone and combines afterwards (the split that lets
     # geosynth.distributed run a task per release); the metrics combine inside. Same arithmetic

@@ -52,6 +52,7 @@ from numba import njit
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates
 from geosynth.errors import CRSError, InputError
+from geosynth.lattice import require_projected_crs
 
 __all__ = ["GreedyMatch", "greedy_match", "greedy_match_distances"]
 
@@ -105,7 +106,7 @@ def greedy_match(original_xy: Any, synthetic_xy: Any) -> GreedyMatch:
         Coordinates are not an ``(n, 2)`` numeric array of finite values, or geometries are
         missing, empty or not points.
     geosynth.errors.CRSError
-        The two GeoSeries/GeoDataFrames have different CRSs.
+        The two GeoSeries/GeoDataFrames have different CRSs, or one is geographic (degrees).
 
     Notes
     -----
@@ -133,6 +134,8 @@ def greedy_match(original_xy: Any, synthetic_xy: Any) -> GreedyMatch:
             f"original_xy has CRS {crs_a.to_string()} but synthetic_xy has {crs_b.to_string()}; "
             "reproject one with .to_crs(other.crs)"
         )
+    require_projected_crs(crs_a, "original_xy")  # distances in degrees mean nothing
+    require_projected_crs(crs_b, "synthetic_xy")
     a = as_xy(original_xy, "original_xy")
     b = as_xy(synthetic_xy, "synthetic_xy")
     return _greedy_match_arrays(a, b, _LEAF_SIZE)

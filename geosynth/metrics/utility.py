@@ -34,6 +34,7 @@ from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_int, check_probability
 from geosynth.data import check_crs
 from geosynth.errors import InputError
+from geosynth.lattice import require_projected_crs
 from geosynth.metrics.matching import (
     as_columns,
     as_releases,
@@ -466,7 +467,7 @@ def quadrant_coverage(
         parameters, or too few rectangles reach ``min_points`` (after 200 draws per requested
         rectangle).
     geosynth.errors.CRSError
-        CRSs differ.
+        CRSs differ (a Grid as ``bounds`` included).
 
     Notes
     -----
@@ -498,7 +499,7 @@ def quadrant_coverage(
     for k, release in enumerate(releases):
         name = f"releases[{k}]"
         synth.append((frame_xy(release, name), binary_outcome(release, outcome, name)))
-    box = as_bounds(bounds, xy0, "bounds")
+    box = as_bounds(bounds, xy0, "bounds", original, "original")
     rng = as_generator(seed)
 
     rects, n0, s0 = _draw_rectangles(rng, box, xy0, y0, n_quadrants, min_points)
@@ -679,7 +680,9 @@ def binary_outcome(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
     return values.astype(bool)
 
 
-def as_bounds(bounds: Any, xy: np.ndarray, name: str) -> tuple[float, float, float, float]:
+def as_bounds(
+    bounds: Any, xy: np.ndarray, name: str, frame: Any = None, frame_name: str = "points"
+) -> tuple[float, float, float, float]:
     """Rectangle ``(xmin, ymin, xmax, ymax)`` from a 4-tuple, a Grid, or the points' extent.
 
     Parameters
@@ -690,6 +693,10 @@ def as_bounds(bounds: Any, xy: np.ndarray, name: str) -> tuple[float, float, flo
         The points (used only when ``bounds`` is None).
     name : str
         The parameter's name in error messages.
+    frame : GeoDataFrame or GeoSeries, optional
+        The points' frame: a Grid given as ``bounds`` must share its CRS.
+    frame_name : str, default "points"
+        How the caller calls ``frame``, for the messages.
 
     Returns
     -------
@@ -699,12 +706,23 @@ def as_bounds(bounds: Any, xy: np.ndarray, name: str) -> tuple[float, float, flo
     ------
     geosynth.errors.InputError
         Not four finite numbers, an empty or degenerate rectangle, or no points to derive it.
+    geosynth.errors.CRSError
+        ``bounds`` is a Grid in another CRS than ``frame``.
     """
     if bounds is None:
         if xy.shape[0] == 0:
             raise InputError(f"{name} cannot be derived from zero points; pass it explicitly")
         values = (*xy.min(axis=0), *xy.max(axis=0))
+        if not np.all(xy.max(axis=0) > xy.min(axis=0)):
+            # No coordinates in the message: they would be the confidential points' own.
+            raise InputError(
+                f"{name} cannot be derived from the points: they all share one x or one y "
+                f"coordinate (a single record, or records geocoded to one place); pass {name} "
+                "explicitly"
+            )
     elif hasattr(bounds, "bounds") and hasattr(bounds, "locate"):
+        if getattr(frame, "crs", None) is not None:
+            check_crs(frame, bounds, frame_name)
         values = tuple(bounds.bounds)
     else:
         try:
@@ -717,11 +735,8 @@ def as_bounds(bounds: Any, xy: np.ndarray, name: str) -> tuple[float, float, flo
         )
     xmin, ymin, xmax, ymax = (float(v) for v in values)
     if not (xmin < xmax and ymin < ymax):
-        hint = (
-            "; the points span zero width or height, pass it explicitly" if bounds is None else ""
-        )
         raise InputError(
-            f"{name} must satisfy xmin < xmax and ymin < ymax, got {(xmin, ymin, xmax, ymax)}{hint}"
+            f"{name} must satisfy xmin < xmax and ymin < ymax, got {(xmin, ymin, xmax, ymax)}"
         )
     return xmin, ymin, xmax, ymax
 
@@ -784,6 +799,9 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
     ------
     geosynth.errors.InputError
         Invalid points, window, radii or correction, or points outside the window.
+    geosynth.errors.CRSError
+        ``points`` is a GeoSeries/GeoDataFrame in degrees, or in another CRS than a Grid given
+        as ``window``.
 
     Notes
     -----
@@ -820,7 +838,9 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
     [0.0, 2.6666666666666665]
     """
     xy = as_xy(points, "points")
-    box = as_bounds(window, xy, "window")
+    if getattr(points, "crs", None) is not None:
+        require_projected_crs(points.crs, "points")
+    box = as_bounds(window, xy, "window", points)
     xmin, ymin, xmax, ymax = box
     a, b = xmax - xmin, ymax - ymin
     r = _radii(radii, min(a, b))
@@ -959,8 +979,7 @@ def ripley_distance(
     frames = [original, *releases]
     names = ["original"] + [f"releases[{k}]" for k in range(len(releases))]
     xys = [frame_xy(f, name) for f, name in zip(frames, names, strict=True)]
-    if window is None:
-        window = as_bounds(None, np.concatenate(xys), "window")
+    window = as_bounds(window, np.concatenate(xys), "window", original, "original")
     if by is None:
         codes = [np.zeros(len(f), dtype=np.int64) for f in frames]
         keys = pd.Index(["all"])

@@ -17,6 +17,7 @@ from geosynth.errors import InputError
 from geosynth.metrics import (
     combine_fully_synthetic,
     combine_partially_synthetic,
+    greedy_match,
     interval_overlap,
     quadrant_coverage,
     ripley_distance,
@@ -345,3 +346,45 @@ def test_quadrant_coverage_checks_its_parameters(kwargs, error, match):
     original, _, _ = scenario(50, 0)
     with pytest.raises(error, match=match):
         quadrant_coverage(original, [original, original], "y", seed=1, **kwargs)
+
+
+# --------------------------------------------------------------------------- the window
+
+
+def test_a_window_derived_from_points_on_one_line_names_no_coordinate():
+    # Records geocoded to one street (one easting): the message showed the easting and the
+    # extreme northings at full precision.
+    xy = np.column_stack([np.full(30, 614_056.0376), np.linspace(7_790_121.41, 7_799_849.54, 30)])
+    original = frame(xy, y=np.arange(30) % 2)
+    with pytest.raises(InputError, match="share one x or one y coordinate") as caught:
+        quadrant_coverage(original, [original, original], "y")
+    assert "614" not in str(caught.value) and "779" not in str(caught.value)
+    with pytest.raises(InputError, match="share one x or one y") as caught:
+        ripley_k(xy, None)
+    assert "614" not in str(caught.value)
+
+
+def test_a_grid_window_in_another_crs_is_refused():
+    from geosynth import Grid
+    from geosynth.errors import CRSError
+
+    original, xy, _ = scenario(200, 5)
+    grid = Grid.regular((0, 0, 100, 100), shape=(4, 4), crs="EPSG:3857")
+    with pytest.raises(CRSError, match="grid uses EPSG:3857|to_crs"):
+        quadrant_coverage(original, [original, original], "y", bounds=grid)
+    with pytest.raises(CRSError, match="to_crs"):
+        ripley_k(original, grid)
+    with pytest.raises(CRSError, match="to_crs"):
+        ripley_distance(original, [original], window=grid)
+    same = Grid.regular((0, 0, 100, 100), shape=(4, 4), crs=CRS)
+    assert ripley_k(original, same).k.shape == ripley_k(xy, (0, 0, 100, 100)).k.shape
+
+
+def test_distances_in_degrees_are_refused():
+    from geosynth.errors import CRSError
+
+    lonlat = frame([[-43.9, -19.9], [-43.8, -19.8]], crs="EPSG:4326")
+    with pytest.raises(CRSError, match="original_xy"):
+        greedy_match(lonlat, lonlat)
+    with pytest.raises(CRSError, match="points"):
+        ripley_k(lonlat, (-44, -20, -43, -19))
