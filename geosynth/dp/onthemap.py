@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from contextlib import nullcontext
 from typing import Any
 
 import geopandas as gpd
@@ -537,8 +538,12 @@ class OnTheMapSynthesizer:
 
         The totals are one sequential spend of ``epsilon_totals``; the cells one spend of
         ``epsilon_cells`` per combination inside ``accountant.parallel()`` (disjoint records),
-        or a single spend when the accountant has no parallel blocks. With ``accountant.check``
-        the whole ``epsilon`` is checked first, so a refused release charges nothing.
+        or a single spend when the accountant has no parallel blocks. Both sit in one
+        ``accountant.sequential()`` block where the accountant has one: inside a caller's
+        parallel block (one synthesizer per region) they are then one partition costing
+        ``epsilon``, not two partitions of which only the larger counted. With
+        ``accountant.check`` the whole ``epsilon`` is checked first, so a refused release
+        charges nothing.
         """
         accountant = self.accountant
         if accountant is None:
@@ -546,16 +551,18 @@ class OnTheMapSynthesizer:
         check = getattr(accountant, "check", None)
         if callable(check):
             check(self.epsilon, 0.0)
-        accountant.spend(self.epsilon_totals, 0.0, label="onthemap totals")
-        parallel = getattr(accountant, "parallel", None)
-        if callable(parallel):
-            with parallel(label="onthemap cells"):
-                for b in range(self.n_combos):
-                    accountant.spend(
-                        self.epsilon_cells, 0.0, label=f"onthemap cells, combination {b}"
-                    )
-        else:
-            accountant.spend(self.epsilon_cells, 0.0, label="onthemap cells")
+        sequential = getattr(accountant, "sequential", None)
+        with sequential(label="onthemap") if callable(sequential) else nullcontext():
+            accountant.spend(self.epsilon_totals, 0.0, label="onthemap totals")
+            parallel = getattr(accountant, "parallel", None)
+            if callable(parallel):
+                with parallel(label="onthemap cells"):
+                    for b in range(self.n_combos):
+                        accountant.spend(
+                            self.epsilon_cells, 0.0, label=f"onthemap cells, combination {b}"
+                        )
+            else:
+                accountant.spend(self.epsilon_cells, 0.0, label="onthemap cells")
 
     def _draw(self, rng: np.random.Generator, seed: SeedLike) -> np.ndarray:
         """Noisy totals, then m Dirichlet-Multinomial tables per combination: (m, G, B)."""

@@ -310,6 +310,20 @@ def test_accountant_ledger_and_atomic_refusal(scenario_counts):
     assert len(accountant.ledger) == 5
 
 
+def test_two_synthesizers_in_a_callers_parallel_block_each_cost_their_epsilon(scenario_counts):
+    # One synthesizer per disjoint region: each is one partition of ε = 1, so the block costs 1
+    # and nothing is left. Totals and cells were two partitions (0.1 and 0.9), the block 0.9.
+    _, _, counts = scenario_counts
+    accountant = Accountant(1.0)
+    with accountant.parallel(label="regions"):
+        for region in range(2):
+            OnTheMapSynthesizer(1.0, m=2, accountant=accountant).fit(
+                counts, levels=LEVELS).synthesize(seed=region)
+    assert accountant.spent_epsilon == pytest.approx(1.0)
+    with pytest.raises(BudgetExceededError):
+        accountant.spend(0.1)
+
+
 # ---------------------------------------------------------------------- privacy of the cells
 @pytest.mark.parametrize("relation", ["replace", "add-remove"])
 def test_exact_privacy_of_the_cell_step_with_a_prior(relation):
