@@ -65,7 +65,12 @@ from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
 from geosynth.dp.locations import full_table, public_domain
 from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
-from geosynth.dp.synthesizers import check_counts, draw_dirichlet_multinomial, prior_scale
+from geosynth.dp.synthesizers import (
+    FixedParameter,
+    check_counts,
+    draw_dirichlet_multinomial,
+    prior_scale,
+)
 from geosynth.errors import InputError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 from geosynth.synth.placement import (
@@ -282,7 +287,9 @@ class OnTheMapSynthesizer:
     Attributes
     ----------
     epsilon, epsilon_totals, epsilon_cells : float
-        Total ε and its split, ``epsilon = epsilon_totals + epsilon_cells``.
+        Total ε and its split, ``epsilon = epsilon_totals + epsilon_cells``. Read-only, as are
+        ``epsilon_cells_per_release`` and ``m`` (:class:`~geosynth.dp.synthesizers.FixedParameter`):
+        the priors and the charge are calibrated for them.
     epsilon_cells_per_release : float
         ``epsilon_cells / m``.
     m : int
@@ -312,6 +319,12 @@ class OnTheMapSynthesizer:
     :mod:`geosynth.dp.onthemap`.
     """
 
+    epsilon = FixedParameter()
+    epsilon_totals = FixedParameter()
+    epsilon_cells = FixedParameter()
+    epsilon_cells_per_release = FixedParameter()
+    m = FixedParameter()
+
     def __init__(
         self,
         epsilon: float,
@@ -322,20 +335,20 @@ class OnTheMapSynthesizer:
         m: int = 1,
         accountant: Any = None,
     ) -> None:
-        self.epsilon = check_epsilon(epsilon)
+        self._epsilon = check_epsilon(epsilon)
         if epsilon_totals is None:
             share = check_probability(totals_share, "totals_share")
-            self.epsilon_totals = share * self.epsilon
+            self._epsilon_totals = share * self.epsilon
         else:
-            self.epsilon_totals = check_epsilon(epsilon_totals, "epsilon_totals")
+            self._epsilon_totals = check_epsilon(epsilon_totals, "epsilon_totals")
             if self.epsilon_totals >= self.epsilon:
                 raise InputError(
                     f"epsilon_totals={epsilon_totals!r} must be smaller than epsilon={epsilon!r}, "
                     "which also pays for the cells"
                 )
-        self.epsilon_cells = self.epsilon - self.epsilon_totals
-        self.m = check_int(m, "m", what="synthetic datasets")
-        self.epsilon_cells_per_release = self.epsilon_cells / self.m
+        self._epsilon_cells = self.epsilon - self.epsilon_totals
+        self._m = check_int(m, "m", what="synthetic datasets")
+        self._epsilon_cells_per_release = self.epsilon_cells / self.m
         # Both refusals now, before a sample or synthesize charges the accountant.
         if 1.0 / self.epsilon_totals > MAX_INTEGER_NOISE_SCALE:
             raise InputError(

@@ -102,11 +102,43 @@ __all__ = [
     "check_alpha",
     "check_counts",
     "draw_dirichlet_multinomial",
+    "FixedParameter",
 ]
 
 # Relative slack when comparing an explicit alpha with the bound an epsilon implies, so that
 # alpha = dirichlet_alpha(eps, n) round-trips despite floating-point rounding.
 _RTOL = 1e-12
+
+
+class FixedParameter:
+    """A synthesizer's privacy parameter: set by the synthesizer itself, read-only to its users.
+
+    The prior (α) and the accountant's charge are computed from ``epsilon``, ``m`` and ``ñ``
+    when the synthesizer is built or fitted. Assigning ``synth.m = 10`` afterwards drew ten
+    tables from a prior calibrated for one, each as private as the one, while the charge and
+    the release's metadata still said ``epsilon``: ten times the loss claimed. The synthesizer
+    stores the value under ``_<name>``.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.private = f"_{name}"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        try:
+            return getattr(obj, self.private)
+        except AttributeError:
+            raise AttributeError(
+                f"{type(obj).__name__}.{self.name} is set by fit(); call fit first"
+            ) from None
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        raise AttributeError(
+            f"{type(obj).__name__}.{self.name} is fixed: the prior and the privacy charge were "
+            f"calibrated for it; build a new {type(obj).__name__} with the {self.name} you want"
+        )
 
 
 # ---------------------------------------------------------------------- the epsilon <-> alpha map
@@ -383,6 +415,8 @@ class DirichletMultinomialSynthesizer:
 
     Attributes
     ----------
+    alpha, epsilon, epsilon_per_release, n, n_synth, m
+        Read-only (:class:`FixedParameter`): the prior and the charge are calibrated for them.
     alpha : numpy.ndarray of float64, shape (k,)
         The prior per category (after :meth:`fit`).
     epsilon : float
@@ -426,6 +460,12 @@ class DirichletMultinomialSynthesizer:
     """
 
     _n_categories: int | None = None  # a fixed number of categories (2 for Beta-Binomial)
+    alpha = FixedParameter()
+    epsilon = FixedParameter()
+    epsilon_per_release = FixedParameter()
+    n = FixedParameter()
+    n_synth = FixedParameter()
+    m = FixedParameter()
 
     def __init__(
         self,
@@ -444,7 +484,7 @@ class DirichletMultinomialSynthesizer:
         self._epsilon_requested = None if epsilon is None else check_epsilon(epsilon)
         self._alpha_given = None if alpha is None else check_alpha(alpha)
         self._n_synth_given = None if n_synth is None else check_int(n_synth, "n_synth")
-        self.m = check_int(m, "m", what="synthetic tables")
+        self._m = check_int(m, "m", what="synthetic tables")
         check_accountant(accountant)
         self.accountant = accountant
         self._counts: np.ndarray | None = None
@@ -510,14 +550,14 @@ class DirichletMultinomialSynthesizer:
         alpha, eps_release = self._prior(k, n_synth)
         self._counts = x
         self.categories = labels
-        self.n = n
-        self.n_synth = n_synth
-        self.alpha = alpha
-        self.epsilon_per_release = eps_release
+        self._n = n
+        self._n_synth = n_synth
+        self._alpha = alpha
+        self._epsilon_per_release = eps_release
         if self._alpha_given is None:
-            self.epsilon = self._epsilon_requested
+            self._epsilon = self._epsilon_requested
         else:
-            self.epsilon = self.m * eps_release
+            self._epsilon = self.m * eps_release
 
     def _prior(self, k: int, n_synth: int) -> tuple[np.ndarray, float]:
         """Per-category prior (k,) and the ε of one table."""

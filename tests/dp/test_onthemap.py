@@ -377,3 +377,13 @@ def test_empirical_privacy_of_the_cell_step():
     assert epsilon - tol < worst <= epsilon + tol
     worst, tol = worst_ratio(alpha / 2)  # below the bound: the check fails
     assert worst > epsilon + tol
+
+
+@pytest.mark.parametrize(
+    "name", ["m", "epsilon", "epsilon_totals", "epsilon_cells", "epsilon_cells_per_release"]
+)
+def test_the_split_of_epsilon_and_m_are_fixed(name):
+    synth = OnTheMapSynthesizer(1.0, m=1)
+    with pytest.raises(AttributeError, match=f"{name} is fixed"):
+        setattr(synth, name, 9)
+    assert synth.m == 1 and synth.epsilon == 1.0

@@ -429,3 +429,19 @@ def test_empirical_privacy_add_remove_with_fixed_n_synth():
 
     worst, tol = empirical_max_log_ratio(draw([0, 1, 0], 3), draw([1, 1, 0], 4))
     assert 0.3 < worst <= epsilon + tol
+
+
+@pytest.mark.parametrize("name", ["m", "epsilon", "alpha", "n_synth", "epsilon_per_release", "n"])
+def test_privacy_parameters_cannot_be_changed_after_calibration(name):
+    # synth.m = 10 drew ten tables from a prior calibrated for one, each as private as that
+    # one, while the charge and the metadata said epsilon: ten times the loss claimed.
+    synth = DirichletMultinomialSynthesizer(1.0, n_synth=20).fit([5, 7, 8])
+    before = getattr(synth, name)
+    with pytest.raises(AttributeError, match=f"{name} is fixed: .* build a new"):
+        setattr(synth, name, 10)
+    assert np.array_equal(getattr(synth, name), before)
+
+
+def test_parameters_set_by_fit_say_so_before_it():
+    with pytest.raises(AttributeError, match="alpha is set by fit"):
+        DirichletMultinomialSynthesizer(1.0, n_synth=20).alpha
