@@ -938,8 +938,11 @@ def exponential(
     else:
         _spend(accountant, epsilon, 0.0, label, "exponential")
         rng = private_generator(seed, where="exponential")
-        # Gumbel-max trick, as OpenDP: argmax(q / scale + Gumbel) ~ softmax(q / scale).
-        index = int(np.argmax(score_array / scale + rng.gumbel(size=n_candidates)))
+        # Gumbel-max trick, as OpenDP: argmax(q / scale + Gumbel) ~ softmax(q / scale). The
+        # maximum is subtracted first (softmax does not change): q / scale overflowed to inf
+        # for scores near 1.7e308, and ties of inf always went to the first candidate.
+        shifted = (score_array - score_array.max()) / scale
+        index = int(np.argmax(shifted + rng.gumbel(size=n_candidates)))
     if hasattr(candidates, "iloc"):  # pandas Series / Index: by position, not by label
         return candidates.iloc[index]
     return candidates[index]

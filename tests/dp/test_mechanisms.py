@@ -154,6 +154,15 @@ def test_exponential_selects_with_softmax_of_epsilon_q_over_two_delta(path, n):
     assert stats.chisquare(observed, n * softmax(epsilon * scores / sensitivity)).pvalue < P_MIN
 
 
+@pytest.mark.parametrize("path", ["seeded", "opendp"])
+def test_exponential_ties_of_huge_scores_are_even(path):
+    # Scores near the float maximum: q / scale overflowed to inf on the seeded path, and the
+    # tie of two infs always went to the first candidate (400 of 400).
+    chosen = draw_choices(path, 400, ["a", "b"], [1.7e308, 1.7e308], sensitivity=1.0,
+                          epsilon=1.0)
+    assert stats.binomtest(int(np.sum(chosen == "a")), 400).pvalue > P_MIN
+
+
 def test_exponential_returns_the_candidate_object():
     candidates = [("north", 1), ("south", 2)]
     with pytest.warns(PrivacyLeakWarning):
