@@ -444,4 +444,4 @@ def test_privacy_parameters_cannot_be_changed_after_calibration(name):
 
 def test_parameters_set_by_fit_say_so_before_it():
     with pytest.raises(AttributeError, match="alpha is set by fit"):
-        DirichletMultinomialSynthesizer(1.0, n_synth=20).alpha
+        _ = DirichletMultinomialSynthesizer(1.0, n_synth=20).alpha
