@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from geosynth.errors import InputError
+
 __all__ = [
     "AtomicOutputs",
     "atomic_path",
@@ -46,6 +48,9 @@ __all__ = [
 #: Part of the name of every staging folder: ``.<target name>.<STAGING_MARK>-<pid>-<random>``.
 STAGING_MARK = "geosynth-staging"
 _PRIVATE_MODE = 0o600
+# The files SQLite keeps beside a database while it is open (write-ahead log, its index, the
+# rollback journal).
+_SQLITE_JOURNALS = ("-wal", "-shm", "-journal")
 
 
 def private_file_mode() -> int:
@@ -113,6 +118,8 @@ class AtomicOutputs:
         ------
         FileExistsError
             ``path`` exists and ``overwrite`` is False.
+        geosynth.errors.InputError
+            SQLite's journal files (``<path>-wal``, ``-shm``, ``-journal``) are beside ``path``.
         IsADirectoryError
             ``path`` is a directory.
         ValueError
@@ -162,6 +169,9 @@ class AtomicOutputs:
         FileExistsError
             Without ``overwrite``, a target was created by someone else after it was added;
             targets already moved by this commit are removed again and nothing else is written.
+        geosynth.errors.InputError
+            SQLite's journal files appeared beside a target since it was added (a viewer opened
+            the old file); targets already moved are taken back likewise.
         """
         if self._done:
             raise ValueError("these outputs were already committed or discarded")
@@ -172,6 +182,7 @@ class AtomicOutputs:
                     continue
                 if staged.private:
                     os.chmod(staged.path, _PRIVATE_MODE)
+                _check_no_sqlite_journal(staged.target)  # a viewer may have opened it since
                 backup = _backup(staged) if self.overwrite else None
                 _move(staged.path, staged.target, self.overwrite)
                 written.append((staged.target, backup))
@@ -338,6 +349,25 @@ def _check_replaceable(target: Path, overwrite: bool) -> None:
         raise FileExistsError(
             errno.EEXIST, "exists; pass overwrite=True (CLI: --overwrite) to replace it",
             str(target),
+        )
+    _check_no_sqlite_journal(target)
+
+
+def _check_no_sqlite_journal(target: Path) -> None:
+    """Refuse a target with SQLite's journal files beside it (GeoPackages are SQLite).
+
+    ``<target>-wal`` and ``-shm`` (or ``-journal``) exist while a program such as QGIS has the
+    old file open, and stay when it was killed. SQLite replays a leftover journal into whatever
+    file then has the target's name: a new release moved in beside it was damaged for good on
+    its first read, and its audit file's SHA-256 no longer matched it.
+    """
+    present = [f"{target.name}{s}" for s in _SQLITE_JOURNALS if os.path.lexists(f"{target}{s}")]
+    if present:
+        raise InputError(
+            f"{target} has SQLite's {' and '.join(present)} beside it: a program (such as QGIS) "
+            "has the old file open, or was killed while it had, and SQLite would replay that "
+            "journal into the new file and damage it; close the program, or delete those files "
+            "if nothing has the old file open (nothing was written)"
         )
 
 

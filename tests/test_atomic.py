@@ -167,3 +167,45 @@ def test_a_successful_overwrite_leaves_no_backup(tmp_path):
     with AtomicOutputs(overwrite=True) as outputs:
         outputs.add(target).write_text("new")
     assert target.read_text() == "new" and _names(tmp_path) == ["release.gpkg"]
+
+
+KILLED_WHILE_OPEN = """
+import os, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("PRAGMA journal_mode=WAL")
+db.execute("CREATE TABLE t (x)")
+db.execute("INSERT INTO t VALUES (1)")
+db.commit()
+os._exit(0)  # killed with the database open: its -wal and -shm stay
+"""
+
+
+def test_a_target_with_sqlite_journals_beside_it_is_refused(tmp_path):
+    # SQLite replays a leftover -wal into whatever file has the name next: a release moved in
+    # beside it was damaged on its first read.
+    from geosynth.errors import InputError
+
+    target = tmp_path / "release.gpkg"
+    subprocess.run([sys.executable, "-c", KILLED_WHILE_OPEN, str(target)], check=True)
+    assert (tmp_path / "release.gpkg-wal").exists()
+    before = target.read_bytes()
+    with pytest.raises(InputError, match="release.gpkg-wal and release.gpkg-shm beside it"):
+        AtomicOutputs(overwrite=True).add(target)
+    assert target.read_bytes() == before
+    (tmp_path / "release.gpkg").unlink()  # deleted by hand, its journal left: still refused
+    with pytest.raises(InputError, match="close the program, or delete those files"):
+        AtomicOutputs().add(target)
+    assert not any(STAGING_MARK in name for name in _names(tmp_path))
+
+
+def test_a_journal_that_appears_before_the_commit_takes_the_commit_back(tmp_path):
+    from geosynth.errors import InputError
+
+    first, second = tmp_path / "a.txt", tmp_path / "b.gpkg"
+    outputs = AtomicOutputs()
+    outputs.add(first).write_text("a")
+    outputs.add(second).write_text("b")
+    (tmp_path / "b.gpkg-journal").write_text("")  # a viewer opened the old file meanwhile
+    with pytest.raises(InputError, match="b.gpkg-journal beside it"):
+        outputs.commit()
+    assert _names(tmp_path) == ["b.gpkg-journal"]
