@@ -155,6 +155,8 @@ RESERVED_KEYS = frozenset(
 _FORMAT = "geosynth-release"
 # 2: the metadata ends with the ``complete`` entry, user text is in ``notes``.
 _FORMAT_VERSION = 2
+# Methods whose releases carry no differential privacy: a record naming one with an ε lies.
+_EXACT_METHODS = frozenset({"paiva", "naive", "donut"})
 _AUDIT_SUFFIX = ".audit.json"
 _RELEASE_LAYER_RE = re.compile(r"^synthetic_(\d+)$")
 # Limits of what read_release decodes: rows of the metadata table, characters of one value,
@@ -744,6 +746,38 @@ def _fit_info(fit: PaivaFit | None) -> ReleaseInfo:
     return ReleaseInfo(method="paiva-dp")
 
 
+def _claims_privacy_without_it(method: Any, epsilon: Any, ledger: Any) -> bool:
+    """Whether a record names a method made without DP and yet an ε or a privacy ledger."""
+    return method in _EXACT_METHODS and (epsilon is not None or ledger is not None)
+
+
+def _check_privacy_claim(given: ReleaseInfo, found: ReleaseInfo, from_fit: ReleaseInfo) -> None:
+    """Refuse ``metadata=`` whose method, ε or ledger contradicts the library's own record.
+
+    Where the releases or the fit say how they were made, the file states that and nothing
+    else: ``metadata={"epsilon": 0.5}`` on the releases of an exact fit published a privacy
+    guarantee the release does not have.
+    """
+    if _claims_privacy_without_it(given.method, given.epsilon, given.ledger):
+        raise InputError(
+            f"metadata names method {printable(given.method)!r}, made without differential "
+            "privacy, and an epsilon or a ledger: the file would claim a privacy it does not "
+            "have; leave them out"
+        )
+    own_method = found.method or from_fit.method
+    if own_method is None:
+        return  # releases made outside geosynth: the caller's record is all there is
+    for key in ("method", "epsilon", "ledger"):
+        claimed = getattr(given, key)
+        own = getattr(found, key) or getattr(from_fit, key)
+        if claimed is not None and claimed != own:
+            raise InputError(
+                f"metadata[{key!r}] = {printable(claimed)!r} contradicts how these releases were "
+                f"made ({key} {printable(own)!r}): the file would claim a privacy it does not "
+                f"have; leave {key!r} out of metadata (it is filled in from the releases)"
+            )
+
+
 def _file_info(
     releases: Sequence[gpd.GeoDataFrame],
     frames: list[gpd.GeoDataFrame],
@@ -765,6 +799,7 @@ def _file_info(
         raise InputError(f"notes must be a str (free text), got {type(notes).__name__}")
     found = ReleaseInfo.of_set(releases)
     from_fit = _fit_info(fit)
+    _check_privacy_claim(given, found, from_fit)
     ledger = given.ledger or found.ledger or from_fit.ledger
     epsilon = given.epsilon or found.epsilon or from_fit.epsilon
     if epsilon is None and isinstance(ledger, Mapping):
@@ -1371,11 +1406,20 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
                 f"{name}: metadata {problem}; the file was not written by geosynth or was edited"
             )
     m = metadata["m"]
-    expected = [RELEASE_LAYER.format(k) for k in range(1, m + 1)] if m >= 1 else []
-    if m < 1 or metadata["layers"] != expected or len(metadata["n_records"]) != m:
+    # m is compared with the lists' lengths first: a tampered m = 10**10 built that many
+    # layer names before any check.
+    counted = len(metadata["layers"]) == m == len(metadata["n_records"])
+    expected = [RELEASE_LAYER.format(k) for k in range(1, m + 1)] if counted else []
+    if m < 1 or not counted or metadata["layers"] != expected:
         raise _incomplete(
             name, f"its metadata says m = {m} but lists the release layers "
             f"{_shown(metadata['layers'])} with {len(metadata['n_records'])} record counts"
+        )
+    if _claims_privacy_without_it(metadata["method"], metadata["epsilon"], metadata["ledger"]):
+        raise InputError(
+            f"{name}: its metadata says method {printable(metadata['method'])!r}, made without "
+            "differential privacy, yet states an epsilon or a privacy ledger; the file was "
+            "edited to claim a privacy it does not have"
         )
     complete = metadata[COMPLETE_KEY]
     if complete["n_layers"] != len(complete["layers"]):

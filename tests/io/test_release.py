@@ -311,6 +311,21 @@ def test_metadata_records_epsilon_and_ledger(tmp_path):
     assert meta["notes"] == "a test"
 
 
+@pytest.mark.parametrize("claim", [{"epsilon": 0.5}, {"method": "paiva-dp"},
+                                   {"ledger": {"spent": {"epsilon": 0.5, "delta": 0.0}}}])
+def test_metadata_cannot_claim_a_privacy_the_releases_do_not_have(tmp_path, fitted, claim):
+    # The releases of an exact fit published "epsilon 0.5" when the caller said so.
+    fit, _, public = fitted
+    path = tmp_path / "release.gpkg"
+    key = next(iter(claim))
+    with pytest.raises(InputError, match=rf"metadata\['{key}'\] = .* contradicts how these "
+                                         "releases were made"):
+        write_release(path, public, fit=fit, metadata=claim)
+    assert not path.exists()
+    write_release(path, public, fit=fit, metadata={"method": "paiva"})  # agreeing: fine
+    assert read_release(path).metadata["epsilon"] is None
+
+
 def test_metadata_given_as_a_release_info_writes_the_same_table(tmp_path):
     ledger = {"spent": {"epsilon": 1.5, "delta": 0.0}}
     given = {"method": "paiva-dp", "epsilon": 1.5, "n_public": 4, "ledger": ledger}
@@ -861,6 +876,9 @@ def _column_added(name):
         (lambda path: set_metadata(path, "format", "other"), r"is not a geosynth release: its "
                                                              r"metadata format is \"other\""),
         (lambda path: set_metadata(path, "m", 2), r"its metadata says m = 2"),
+        (lambda path: set_metadata(path, "m", 10**10), r"its metadata says m = 10000000000"),
+        (lambda path: set_metadata(path, "epsilon", 0.5),
+         r"method 'paiva', made without differential privacy, yet states an epsilon"),
         (lambda path: set_metadata(path, "crs", "EPSG:4326"),
          r"its layer 'synthetic_1' is in EPSG:31983, but its metadata records EPSG:4326"),
         (_no_grid_rows, r"its grid layer has 0 cells but its metadata records 25"),
