@@ -51,6 +51,9 @@ _PRIVATE_MODE = 0o600
 # The files SQLite keeps beside a database while it is open (write-ahead log, its index, the
 # rollback journal).
 _SQLITE_JOURNALS = ("-wal", "-shm", "-journal")
+# GDAL's files about a raster or vector file, read as part of it: auxiliary metadata and
+# statistics, overviews, masks.
+_GDAL_SIDECARS = (".aux.xml", ".ovr", ".msk")
 
 
 def private_file_mode() -> int:
@@ -184,6 +187,7 @@ class AtomicOutputs:
                     os.chmod(staged.path, _PRIVATE_MODE)
                 _check_no_sqlite_journal(staged.target)  # a viewer may have opened it since
                 backup = _backup(staged) if self.overwrite else None
+                _remove_gdal_sidecars(staged.target)
                 _move(staged.path, staged.target, self.overwrite)
                 written.append((staged.target, backup))
         except BaseException:
@@ -351,6 +355,19 @@ def _check_replaceable(target: Path, overwrite: bool) -> None:
             str(target),
         )
     _check_no_sqlite_journal(target)
+
+
+def _remove_gdal_sidecars(target: Path) -> None:
+    """Remove GDAL's files about the old ``target`` (``.aux.xml``, ``.ovr``, ``.msk``).
+
+    GDAL (and QGIS through it) reads them as part of the file with that name: a stale
+    ``intensity.tif.aux.xml`` gave a new GeoTIFF the old one's band descriptions and tags,
+    that is another fit's combinations. They are caches of the file being replaced (or of one
+    deleted), so they go just before the new file moves in.
+    """
+    for suffix in _GDAL_SIDECARS:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{target}{suffix}")
 
 
 def _check_no_sqlite_journal(target: Path) -> None:

@@ -147,3 +147,24 @@ def test_geotiff_created_meanwhile_is_not_replaced(tmp_path, fitted, monkeypatch
         write_intensity_geotiff(fit, path)
     assert path.read_bytes() == b"the other run's raster"
     assert names(tmp_path) == ["intensity.tif"]
+
+
+def test_a_stale_aux_xml_does_not_relabel_a_new_geotiff(tmp_path, fitted):
+    # GDAL reads intensity.tif.aux.xml as part of intensity.tif: left from an older file (QGIS
+    # writes one), it gave the new surface the old band descriptions, another fit's labels.
+    fit, _, _ = fitted
+    path = tmp_path / "intensity.tif"
+    write_intensity_geotiff(fit, path)
+    with rasterio.open(path) as src:
+        n_bands = src.count
+        expected = src.descriptions
+    aux = "".join(f'<PAMRasterBand band="{b}"><Description>old {b}</Description></PAMRasterBand>'
+                  for b in range(1, n_bands + 1))
+    (tmp_path / "intensity.tif.aux.xml").write_text(f"<PAMDataset>{aux}</PAMDataset>")
+    (tmp_path / "intensity.tif.ovr").write_bytes(b"stale overviews")
+    with rasterio.open(path) as src:
+        assert src.descriptions[0] == "old 1"  # GDAL does read it
+    write_intensity_geotiff(fit, path, overwrite=True)
+    with rasterio.open(path) as src:
+        assert src.descriptions == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["intensity.tif"]
