@@ -495,17 +495,33 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
         refuse_baseline(release, name, "it is for comparison, not for publication; publish "
                         "the releases of geosynth.synthesize")
         _check_release_index(release, name, original)
-        geoms = np.asarray(release.geometry.array, dtype=object)
-        type_id = shapely.get_type_id(geoms)
-        wrong = type_id != POINT_TYPE
+        wrong = _not_plain_points(release)
         if wrong.any():
             raise InputError(
-                f"{name} has {int(wrong.sum())} missing or non-point geometries "
+                f"{name} has {int(wrong.sum())} {_NOT_PLAIN_POINTS} "
                 f"({describe_rows(release.index, wrong)}); a release holds one synthetic point "
-                "per record"
+                "(x, y) per record"
             )
         frames.append(release.reset_index(drop=True))
     return frames
+
+
+_NOT_PLAIN_POINTS = "missing, empty, non-finite, 3-D (Z/M) or non-point geometries"
+
+
+def _not_plain_points(frame: gpd.GeoDataFrame) -> np.ndarray:
+    """Mask of rows whose geometry is not one point with finite x and y and nothing more.
+
+    ``POINT EMPTY`` and ``POINT (nan nan)`` have the point type too, and a Z or M value would
+    be published unchecked.
+    """
+    geoms = np.asarray(frame.geometry.array, dtype=object)
+    wrong = shapely.get_type_id(geoms) != POINT_TYPE
+    wrong |= shapely.is_empty(geoms) | shapely.has_z(geoms) | shapely.has_m(geoms)
+    kept = np.flatnonzero(~wrong)
+    xy = shapely.get_coordinates(geoms[kept])
+    wrong[kept[~np.isfinite(xy).all(axis=1)]] = True
+    return wrong
 
 
 _WRITE_FIX = "drop it (release.drop(columns=...)) and pass geosynth.to_public(release)"
@@ -1530,11 +1546,10 @@ def _read_releases(
         if len(frame) != count:
             raise _incomplete(name, f"its layer {layer!r} has {len(frame)} rows but its "
                                     f"metadata records {count}")
-        types = shapely.get_type_id(np.asarray(frame.geometry.array, dtype=object))
-        if np.any(types != POINT_TYPE):
-            raise _incomplete(name, f"its layer {layer!r} has "
-                                    f"{int(np.sum(types != POINT_TYPE))} missing or non-point "
-                                    "geometries")
+        wrong = _not_plain_points(frame)
+        if wrong.any():
+            raise _incomplete(name, f"its layer {layer!r} has {int(wrong.sum())} "
+                                    f"{_NOT_PLAIN_POINTS}")
         if not _crs_equal(frame.crs, expected_crs):
             raise _incomplete(name, f"its layer {layer!r} is in {_crs_label(frame.crs)}, but its "
                                     f"metadata records {printable(crs)[:80]}")

@@ -311,6 +311,19 @@ def test_metadata_records_epsilon_and_ledger(tmp_path):
     assert meta["notes"] == "a test"
 
 
+@pytest.mark.parametrize("point", ["POINT EMPTY", "POINT (nan nan)", "POINT Z (1 2 3)",
+                                   "POINT M (1 2 3)", "LINESTRING (0 0, 1 1)"])
+def test_a_release_point_is_one_finite_x_y_pair(tmp_path, point):
+    release = public_like(3)
+    release.loc[1, "geometry"] = shapely.from_wkt(point)
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match=r"release 1 \(synthetic_1\) has 1 missing, empty, "
+                                         r"non-finite, 3-D \(Z/M\) or non-point geometries "
+                                         r"\(rows \[1\]\)"):
+        write_release(path, [release])
+    assert not path.exists()
+
+
 @pytest.mark.parametrize("claim", [{"epsilon": 0.5}, {"method": "paiva-dp"},
                                    {"ledger": {"spent": {"epsilon": 0.5, "delta": 0.0}}}])
 def test_metadata_cannot_claim_a_privacy_the_releases_do_not_have(tmp_path, fitted, claim):
@@ -802,6 +815,13 @@ def _non_spatial_second_release(path):
     pyogrio.write_dataframe(pd.DataFrame({"y": [0, 1, 0, 1, 0]}), path, layer="synthetic_2")
 
 
+def _second_release_in_3d(path):
+    drop_layer(path, "synthetic_2")
+    frame = public_like(5)
+    frame.geometry = gpd.points_from_xy(frame.geometry.x, frame.geometry.y, np.arange(5.0))
+    pyogrio.write_dataframe(frame, path, layer="synthetic_2")
+
+
 def _duplicate_key(path):
     sql(path, "INSERT INTO metadata (key, value) VALUES ('m', '2')")
 
@@ -862,6 +882,7 @@ def _column_added(name):
                              r"key, value"),
         (_nest_deeply, r"metadata value of 'notes' is not valid \(it is nested more than 32"),
         (_non_spatial_second_release, r"its layer 'synthetic_2' is a table, not a point layer"),
+        (_second_release_in_3d, r"its layer 'synthetic_2' has 5 missing, empty, non-finite, 3-D"),
         (lambda path: drop_layer(path, "metadata"), r"incomplete.*it has no metadata table"),
         (lambda path: drop_layer(path, "synthetic_3"),
          r"its metadata lists 5 layers and \['synthetic_3'\] are missing"),
