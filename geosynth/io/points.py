@@ -191,6 +191,12 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any) -> gpd.GeoDa
             )
         coordinates[name] = values.to_numpy(dtype=np.float64)
     attributes = frame.drop(columns=[x, y])
+    if "geometry" in attributes.columns:
+        raise InputError(
+            f"{source.name} has a column named 'geometry' besides x={x!r} and y={y!r}; the "
+            "points built from x and y would replace it: rename the column (or, if it holds "
+            "the geometry as text, convert the file to a GeoPackage)"
+        )
     return gpd.GeoDataFrame(
         attributes,
         geometry=gpd.points_from_xy(coordinates["x"], coordinates["y"]),
@@ -211,8 +217,13 @@ def _read_parquet(source: Path) -> gpd.GeoDataFrame:
         ) from None
     try:
         gdf = gpd.read_parquet(source)
-    except (ValueError, OSError) as err:
-        raise InputError(f"cannot read the GeoParquet file {source.name}: {err}") from err
+    except pyproj.exceptions.CRSError as err:
+        raise CRSError(f"the GeoParquet file {printable(source.name)} records a CRS that pyproj "
+                       f"cannot read ({printable(str(err))[:200]}); repair it, e.g. with "
+                       "gdf.set_crs(..., allow_override=True) and to_parquet") from None
+    except (ValueError, OSError, shapely.errors.ShapelyError) as err:
+        raise InputError(f"cannot read the GeoParquet file {printable(source.name)}: "
+                         f"{printable(str(err))[:200]}") from None
     # geopandas stores a frame's own index (e.g. patient ids) in the file and restores it; rows
     # are counted from 0 as in every other format, and no id reaches a message.
     return gdf.reset_index(drop=True)

@@ -70,6 +70,41 @@ def test_geoparquet_index_of_ids_comes_back_as_row_numbers(tmp_path, points):
     assert not any("PATIENT" in str(c) for c in back.columns)
 
 
+def _tampered_parquet(tmp_path, points, change):
+    """A GeoParquet file of ``points`` whose arrow table ``change(table, geo)`` rewrites."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    good, bad = tmp_path / "good.parquet", tmp_path / "bad.parquet"
+    points.to_parquet(good)
+    table = pq.read_table(good)
+    metadata = dict(table.schema.metadata)
+    geo = json.loads(metadata[b"geo"])
+    table = change(table, geo)
+    metadata[b"geo"] = json.dumps(geo).encode()
+    pq.write_table(table.replace_schema_metadata(metadata), bad)
+    return bad
+
+
+def test_tampered_geoparquet_gives_clear_errors(tmp_path, points):
+    pa = pytest.importorskip("pyarrow")
+
+    def bad_crs(table, geo):
+        geo["columns"]["geometry"]["crs"] = "NOT A CRS"
+        return table
+
+    def bad_wkb(table, geo):
+        column = table.schema.get_field_index("geometry")
+        return table.set_column(column, "geometry",
+                                pa.array([b"\x01\x01\x00"] * len(table), pa.binary()))
+
+    with pytest.raises(CRSError, match="bad.parquet records a CRS that pyproj cannot read"):
+        read_points(_tampered_parquet(tmp_path, points, bad_crs))
+    with pytest.raises(InputError, match="cannot read the GeoParquet file bad.parquet"):
+        read_points(_tampered_parquet(tmp_path, points, bad_wkb))
+
+
 def test_read_points_geoparquet_without_pyarrow(tmp_path, monkeypatch):
     path = tmp_path / "points.parquet"
     path.write_bytes(b"PAR1 not really")
@@ -100,6 +135,13 @@ def test_read_points_csv_needs_x_y_crs(tmp_path, kwargs, missing):
     path.write_text("east,north\n1,2\n")
     with pytest.raises(InputError, match=rf"--x, --y, --crs\); missing: {missing}$"):
         read_points(path, **kwargs)
+
+
+def test_a_csv_column_named_geometry_is_not_silently_replaced(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("east,north,geometry\n1,2,kitchen\n3,4,garden\n")
+    with pytest.raises(InputError, match="column named 'geometry' besides x='east'"):
+        read_points(path, x="east", y="north", crs=CRS)
 
 
 def test_read_points_csv_bad_columns(tmp_path):
