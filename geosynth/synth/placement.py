@@ -45,7 +45,7 @@ import pyproj
 import shapely
 
 from geosynth._random import SeedLike, as_generator
-from geosynth.errors import CRSError, DataWarning, InputError, SamplerError
+from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError, SamplerError
 from geosynth.lattice import Grid
 
 __all__ = [
@@ -57,9 +57,13 @@ __all__ = [
     "place",
     "raster_window",
     "read_raster",
+    "MAX_WEIGHT_PIXELS",
 ]
 
 WeightsLike = Any  # str | os.PathLike | rasterio dataset opened for reading
+
+#: Most pixels of a weights raster read over the lattice (8 bytes each as float64: 2 GiB).
+MAX_WEIGHT_PIXELS = 2**28
 
 # Candidate points per pending point and round are capped at _MAX_BATCH and, over all pending
 # points of a round, at about _MAX_CANDIDATES (memory ~ 40 bytes per candidate).
@@ -188,7 +192,12 @@ def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str
                 f"{name} {os.fspath(source)!r} cannot be opened as a raster ({err}); {open_hint}"
             ) from err
         with dataset:
-            return read(dataset)
+            try:
+                return read(dataset)
+            except rasterio.errors.RasterioIOError as err:  # e.g. a truncated file
+                raise InputError(
+                    f"{name} {os.fspath(source)!r} cannot be read ({err}); {open_hint}"
+                ) from None
     if not all(hasattr(source, a) for a in ("read", "transform", "crs", "width", "height")):
         raise InputError(f"{name} must be {expected}, got {type(source).__name__}")
     if getattr(source, "closed", False):
@@ -411,6 +420,14 @@ class PixelTable:
             )
         from rasterio.windows import Window
 
+        n_pixels = (col1 - col0) * (row1 - row0)
+        if n_pixels > MAX_WEIGHT_PIXELS:
+            raise MemoryLimitError(
+                f"weights raster has {n_pixels:,} pixels over the grid, above "
+                f"geosynth.synth.placement.MAX_WEIGHT_PIXELS = {MAX_WEIGHT_PIXELS:,} (about "
+                f"{n_pixels * 8 / 2**30:,.0f} GiB to read); resample it to coarser pixels "
+                "(e.g. `gdalwarp -tr`), or raise MAX_WEIGHT_PIXELS deliberately"
+            )
         band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
         values = np.ma.filled(band.astype(np.float64), 0.0)
         values[np.isnan(values)] = 0.0
@@ -420,6 +437,11 @@ class PixelTable:
                 f"weights raster has {n_bad} negative or infinite pixel values over the grid; "
                 "weights must be finite and >= 0 (set nodata for pixels without data)"
             )
+        if values.max(initial=0.0) > 0.0:
+            # Only ratios within a cell matter; scaled to at most 1, a cell's sum cannot
+            # overflow (finite weights near 1e308 summed to inf, and every cell fell back to
+            # uniform placement).
+            values /= values.max()
         rows, cols = np.nonzero(values > 0)
         w = values[rows, cols]
         rows, cols = rows + row0, cols + col0

@@ -198,6 +198,35 @@ def test_a_cell_of_small_weights_beside_one_of_huge_weights(tmp_path):
     assert stats.binomtest(heavier, 20_000, 0.75).pvalue > ALPHA
 
 
+def test_weights_near_the_float_maximum_keep_their_ratios(tmp_path):
+    # Finite weights of 1e308 and 3e308 summed to inf: every cell fell back to uniform
+    # placement (half, not 3/4, in the heavier pixel) with a false warning.
+    path = write_raster(tmp_path / "w.tif", [[1e308, 1.7e308 * 0.9, 1.0, 3.0]],
+                        from_origin(0, 1, 1, 1))
+    grid = Grid.regular((0, 0, 4, 1), shape=(1, 2), crs=CRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xy = place_in_cells(grid, np.zeros(20_000, dtype=np.int64), seed=3, weights=path)
+    heavier = int((xy[:, 0] >= 1).sum())
+    assert stats.binomtest(heavier, 20_000, 1.53 / 2.53).pvalue > ALPHA
+
+
+def test_truncated_and_huge_weight_rasters_are_refused_clearly(tmp_path, monkeypatch):
+    from geosynth.errors import MemoryLimitError
+    from geosynth.synth import placement
+
+    values = np.random.default_rng(4).random((200, 200))
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 0.5, 0.5))
+    monkeypatch.setattr(placement, "MAX_WEIGHT_PIXELS", 100)
+    with pytest.raises(MemoryLimitError, match="40,000 pixels over the grid.*gdalwarp -tr"):
+        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=path)
+    monkeypatch.undo()
+    truncated = tmp_path / "t.tif"
+    truncated.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(InputError, match="t.tif' cannot be (opened as a raster|read)"):
+        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=truncated)
+
+
 def pixel_of(xy, size=25.0, top=100.0):
     col = np.floor(xy[:, 0] / size).astype(int)
     row = np.floor((top - xy[:, 1]) / size).astype(int)
