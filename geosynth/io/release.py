@@ -495,6 +495,7 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
         refuse_baseline(release, name, "it is for comparison, not for publication; publish "
                         "the releases of geosynth.synthesize")
         _check_release_index(release, name, original)
+        _check_geopackage_columns(release, geometry, name)
         wrong = _not_plain_points(release)
         if wrong.any():
             raise InputError(
@@ -504,6 +505,38 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
             )
         frames.append(release.reset_index(drop=True))
     return frames
+
+
+# Column names a GeoPackage layer written by GDAL uses itself: its geometry and feature id (an
+# "fid" column is refused before, as an identifier).
+_GEOPACKAGE_RESERVED = frozenset({"geom", "fid"})
+
+
+def _check_geopackage_columns(release: gpd.GeoDataFrame, geometry: str, name: str) -> None:
+    """Refuse columns a GeoPackage cannot hold as they are (GDAL failed on them mid-write).
+
+    SQLite's names are case-insensitive (``y`` and ``Y`` are one column), ``geom`` and ``fid``
+    are the layer's own, and it has no complex numbers nor integers beyond int64.
+    """
+    seen: dict[str, str] = {}
+    for column in release.columns:
+        if column == geometry:
+            continue
+        label = str(column)
+        if label.lower() in _GEOPACKAGE_RESERVED:
+            raise InputError(f"{name} has a column {label!r}, a name the GeoPackage layer uses "
+                             "for itself (geometry, feature id); rename it")
+        if label.lower() in seen:
+            raise InputError(f"{name} has columns {seen[label.lower()]!r} and {label!r}, which "
+                             "a GeoPackage (SQLite) takes for one (names ignore case); rename one")
+        seen[label.lower()] = label
+        values = release[column]
+        if values.dtype.kind == "c":
+            raise InputError(f"{name}: column {label!r} holds complex numbers, which a "
+                             "GeoPackage cannot store; split it into real and imaginary parts")
+        if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
+            raise InputError(f"{name}: column {label!r} holds integers beyond int64, which a "
+                             "GeoPackage cannot store; store them as text or float")
 
 
 _NOT_PLAIN_POINTS = "missing, empty, non-finite, 3-D (Z/M) or non-point geometries"

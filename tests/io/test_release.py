@@ -941,3 +941,21 @@ def test_model_metadata_holds_one_covariate_or_a_list(release_of_three, continuo
     set_metadata(release_of_three, "model", _model(continuous=continuous, beta_prior=beta_prior))
     model = read_release(release_of_three).metadata["model"]
     assert model["continuous"] == continuous and model["beta_prior"] == beta_prior
+
+
+@pytest.mark.parametrize(
+    ("columns", "match"),
+    [
+        ({"Y": [1, 0, 1]}, r"columns 'y' and 'Y', which a GeoPackage \(SQLite\) takes for one"),
+        ({"geom": [1, 2, 3]}, r"a column 'geom', a name the GeoPackage layer uses for itself"),
+        ({"FID": [1, 2, 3]}, r"a column 'FID', which identifies records"),
+        ({"c": np.array([1j, 2, 3])}, r"column 'c' holds complex numbers"),
+        ({"u": np.array([2**64 - 1, 1, 2], dtype=np.uint64)}, r"column 'u' holds integers beyond"),
+    ],
+)
+def test_columns_a_geopackage_cannot_hold_are_refused_before_writing(tmp_path, columns, match):
+    # GDAL failed on them mid-write, with advice to check the free space, or raw errors.
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match=match):
+        write_release(path, [public_like(3, **columns)])
+    assert not path.exists()
