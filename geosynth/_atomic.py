@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -51,6 +52,8 @@ _PRIVATE_MODE = 0o600
 # The files SQLite keeps beside a database while it is open (write-ahead log, its index, the
 # rollback journal).
 _SQLITE_JOURNALS = ("-wal", "-shm", "-journal")
+# C0 controls, DEL and C1 controls: no output name holds them on purpose.
+_CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
 # GDAL's files about a raster or vector file, read as part of it: auxiliary metadata and
 # statistics, overviews, masks.
 _GDAL_SIDECARS = (".aux.xml", ".ovr", ".msk")
@@ -133,6 +136,11 @@ class AtomicOutputs:
         if self._done:
             raise ValueError("these outputs were already committed or discarded")
         target = Path(path)
+        if _CONTROL_CHARACTERS.search(str(target)):
+            # GDAL drops them from the staged name: the write failed only after all the work,
+            # with a message about free space.
+            raise InputError(f"the output path {str(target)!r} contains control characters (a "
+                             "newline, tab or escape); choose a plain file name")
         if any(_same_path(target, staged.target) for staged in self._staged):
             raise ValueError(f"{target} was already added to these outputs")
         _check_replaceable(target, self.overwrite)

@@ -209,3 +209,13 @@ def test_a_journal_that_appears_before_the_commit_takes_the_commit_back(tmp_path
     with pytest.raises(InputError, match="b.gpkg-journal beside it"):
         outputs.commit()
     assert _names(tmp_path) == ["b.gpkg-journal"]
+
+
+@pytest.mark.parametrize("name", ["rel\nease.gpkg", "rel\tease.gpkg", "rel\x1b[2Jease.gpkg"])
+def test_output_names_with_control_characters_are_refused_when_added(tmp_path, name):
+    # GDAL dropped them from the staged name, so the write failed only after all the work.
+    from geosynth.errors import InputError
+
+    with pytest.raises(InputError, match="contains control characters"):
+        AtomicOutputs().add(tmp_path / name)
+    assert _names(tmp_path) == []

@@ -120,6 +120,12 @@ def check_target(target: Path, overwrite: bool) -> None:
         raise InputError(
             f"path {str(target)!r} is a directory; pass a file name such as release.gpkg"
         )
+    for folder in target.absolute().parents:
+        if os.path.lexists(folder):
+            if not folder.is_dir():
+                raise InputError(f"cannot write {printable(str(target))}: {printable(str(folder))} "
+                                 "is a file, not a folder; choose another folder")
+            break
     if os.path.lexists(target) and not overwrite:
         raise InputError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it")
 

@@ -959,3 +959,11 @@ def test_columns_a_geopackage_cannot_hold_are_refused_before_writing(tmp_path, c
     with pytest.raises(InputError, match=match):
         write_release(path, [public_like(3, **columns)])
     assert not path.exists()
+
+
+def test_a_folder_of_the_path_that_is_a_file_is_named(tmp_path):
+    (tmp_path / "cases.gpkg").write_bytes(b"the user's data")
+    with pytest.raises(InputError, match=r"cases.gpkg is a file, not a folder"):
+        write_release(tmp_path / "cases.gpkg" / "rel.gpkg", [public_like()], overwrite=True)
+    assert (tmp_path / "cases.gpkg").read_bytes() == b"the user's data"
+
