@@ -44,6 +44,7 @@ __all__ = [
     "private_file_mode",
     "remove_stale_staging",
     "STAGING_MARK",
+    "CONTROL_CHARACTERS",
 ]
 
 #: Part of the name of every staging folder: ``.<target name>.<STAGING_MARK>-<pid>-<random>``.
@@ -52,8 +53,9 @@ _PRIVATE_MODE = 0o600
 # The files SQLite keeps beside a database while it is open (write-ahead log, its index, the
 # rollback journal).
 _SQLITE_JOURNALS = ("-wal", "-shm", "-journal")
-# C0 controls, DEL and C1 controls: no output name holds them on purpose.
-_CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: C0 controls (newline, tab, ESC), DEL and C1 controls: no output name holds them on purpose,
+#: and a terminal may act on any of them.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # GDAL's files about a raster or vector file, read as part of it: auxiliary metadata and
 # statistics, overviews, masks.
 _GDAL_SIDECARS = (".aux.xml", ".ovr", ".msk")
@@ -136,7 +138,7 @@ class AtomicOutputs:
         if self._done:
             raise ValueError("these outputs were already committed or discarded")
         target = Path(path)
-        if _CONTROL_CHARACTERS.search(str(target)):
+        if CONTROL_CHARACTERS.search(str(target)):
             # GDAL drops them from the staged name: the write failed only after all the work,
             # with a message about free space.
             raise InputError(f"the output path {str(target)!r} contains control characters (a "

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
 import unicodedata
 from pathlib import Path
 from typing import Any
 
+from geosynth._atomic import CONTROL_CHARACTERS
 from geosynth.errors import InputError
 
 __all__ = [
     "read_bounded",
     "POINT_TYPE",
+    "POLYGON_TYPE",
+    "MULTIPOLYGON_TYPE",
     "existing_file",
     "check_target",
     "printable",
@@ -21,12 +23,12 @@ __all__ = [
     "not_a_geopackage",
 ]
 
-#: shapely type id of a Point.
+#: shapely type ids of a Point, a Polygon and a MultiPolygon.
 POINT_TYPE = 0
+POLYGON_TYPE = 3
+MULTIPOLYGON_TYPE = 6
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
-# C0 controls (ESC included), DEL and C1 controls: a terminal may act on any of them.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def existing_file(path: Any, name: str = "path") -> Path:
@@ -153,7 +155,7 @@ def printable(text: Any) -> str:
     >>> printable("synthetic_1\x1b[2J")
     'synthetic_1?[2J'
     """
-    text = _CONTROL.sub("?", str(text))
+    text = CONTROL_CHARACTERS.sub("?", str(text))
     if text.isascii():
         return text
     return "".join("?" if unicodedata.category(char) == "Cf" else char for char in text)
