@@ -61,7 +61,9 @@ from geosynth._atomic import AtomicOutputs, create_new, remove_stale_staging
 from geosynth._messages import describe_rows
 from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
 from geosynth.io._files import (
+    MULTIPOLYGON_TYPE,
     POINT_TYPE,
+    POLYGON_TYPE,
     check_target,
     existing_file,
     geopackage_problem,
@@ -1280,6 +1282,14 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
                 name, f"its grid layer has {rows} cells but its metadata records "
                 f"{lattice['n_cells']}"
             )
+        if not _crs_equal(grid.crs, releases[0].crs):
+            raise _incomplete(name, f"its grid layer is in {_crs_label(grid.crs)}, but its "
+                                    f"releases in {_crs_label(releases[0].crs)}")
+        polygons = np.isin(shapely.get_type_id(np.asarray(grid.geometry.array, dtype=object)),
+                           (POLYGON_TYPE, MULTIPOLYGON_TYPE))
+        if not polygons.all():
+            raise _incomplete(name, f"its grid layer has {int((~polygons).sum())} cells that are "
+                                    "not polygons")
     audit = None
     if check_audit:
         try:

@@ -868,6 +868,19 @@ def _no_grid_rows(path):
     sql(path, "DELETE FROM grid")
 
 
+def _grid_in_degrees(path):
+    grid = pyogrio.read_dataframe(path, layer="grid").set_crs("EPSG:4326", allow_override=True)
+    drop_layer(path, "grid")
+    pyogrio.write_dataframe(grid, path, layer="grid")
+
+
+def _grid_of_points(path):
+    grid = pyogrio.read_dataframe(path, layer="grid")
+    grid.geometry = grid.geometry.centroid
+    drop_layer(path, "grid")
+    pyogrio.write_dataframe(grid, path, layer="grid")
+
+
 def _column_added(name):
     """A column the writer refuses, added to the second release by hand (no audit file here)."""
     def tamper(path):
@@ -903,6 +916,8 @@ def _column_added(name):
         (lambda path: set_metadata(path, "crs", "EPSG:4326"),
          r"its layer 'synthetic_1' is in EPSG:31983, but its metadata records EPSG:4326"),
         (_no_grid_rows, r"its grid layer has 0 cells but its metadata records 25"),
+        (_grid_in_degrees, r"its grid layer is in EPSG:4326, but its releases in EPSG:31983"),
+        (_grid_of_points, r"its grid layer has 25 cells that are not polygons"),
         (lambda path: sql(path, "INSERT INTO metadata (key, value) VALUES ('extra', '1')"),
          r"the 'complete' entry is not the last row"),
         (_column_added("original_index"), r"release.gpkg: its layer 'synthetic_2' has a column "
