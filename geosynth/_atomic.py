@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import re
 import shutil
@@ -50,6 +51,7 @@ __all__ = [
 #: Part of the name of every staging folder: ``.<target name>.<STAGING_MARK>-<pid>-<random>``.
 STAGING_MARK = "geosynth-staging"
 _PRIVATE_MODE = 0o600
+_LOCK_NAME = ".lock"  # in each staging folder, flock-ed by its writer while it runs
 # The files SQLite keeps beside a database while it is open (write-ahead log, its index, the
 # rollback journal).
 _SQLITE_JOURNALS = ("-wal", "-shm", "-journal")
@@ -72,6 +74,7 @@ class _Staged:
     folder: Path
     path: Path
     private: bool
+    lock: int  # descriptor of the folder's lock file, flock-ed while the folder is in use
 
 
 class AtomicOutputs:
@@ -153,7 +156,7 @@ class AtomicOutputs:
                              dir=target.parent)
         )
         staged = _Staged(target=target, folder=folder, path=folder / target.name,
-                         private=private)
+                         private=private, lock=_hold_lock(folder))
         self._staged.append(staged)
         return staged.path
 
@@ -191,7 +194,12 @@ class AtomicOutputs:
         written: list[tuple[Path, Path | None]] = []  # (target, backup of what it replaced)
         try:
             for staged in self._staged:
-                if not staged.path.exists():
+                if not staged.folder.is_dir():
+                    raise FileNotFoundError(
+                        errno.ENOENT, "could not be written: another process removed its "
+                        "staging folder (nothing was replaced)", str(staged.target),
+                    )
+                if not staged.path.exists():  # never written by the caller
                     continue
                 if staged.private:
                     os.chmod(staged.path, _PRIVATE_MODE)
@@ -215,6 +223,8 @@ class AtomicOutputs:
         self._done = True
         for staged in self._staged:
             shutil.rmtree(staged.folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                os.close(staged.lock)
 
     def __enter__(self) -> AtomicOutputs:
         return self
@@ -312,9 +322,41 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
         pid_text = entry.name[len(prefix):].split("-", 1)[0]
         if pid_text.isdigit() and _process_alive(int(pid_text)):
             continue
+        if _locked(entry):  # a live writer whose PID this process cannot see (a container)
+            continue
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
+
+
+def _hold_lock(folder: Path) -> int:
+    """Create ``folder``'s lock file and hold an exclusive flock on it; return its descriptor.
+
+    A PID alone does not tell whether a staging folder's writer still runs: a process in
+    another PID namespace (containers sharing a volume) saw the writer's PID as dead, removed
+    its folder, and the writer then reported files it never wrote.
+    """
+    fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT, _PRIVATE_MODE)
+    with contextlib.suppress(OSError):  # a file system without flock: the PID check decides
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def _locked(folder: Path) -> bool:
+    """Whether a live process holds ``folder``'s lock (False: no lock file, or a free one)."""
+    try:
+        fd = os.open(folder / _LOCK_NAME, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # a file system without flock: the PID check decided
+        return False
+    finally:
+        os.close(fd)
+    return False
 
 
 def _backup(staged: _Staged) -> Path | None:

@@ -219,3 +219,33 @@ def test_output_names_with_control_characters_are_refused_when_added(tmp_path, n
     with pytest.raises(InputError, match="contains control characters"):
         AtomicOutputs().add(tmp_path / name)
     assert _names(tmp_path) == []
+
+
+def test_a_staging_folder_whose_writer_holds_its_lock_is_not_stale(tmp_path, monkeypatch):
+    # A writer in another PID namespace (a container sharing the volume) has a PID this
+    # process sees as dead: its folder was removed, and it then reported files it never wrote.
+    target = tmp_path / "release.gpkg"
+    writer = AtomicOutputs()
+    writer.add(target).write_bytes(b"x")
+    monkeypatch.setattr(atomic, "_process_alive", lambda pid: False)  # "another namespace"
+    assert remove_stale_staging(target) == []  # its lock is held: not stale
+    assert writer.commit() == [target] and target.read_bytes() == b"x"
+    dead = AtomicOutputs(overwrite=True)
+    dead.add(target).write_bytes(b"y")
+    for staged in dead._staged:  # the writer died: its descriptors closed with it
+        os.close(staged.lock)
+    assert len(remove_stale_staging(target)) == 1
+
+
+def test_a_commit_whose_staging_folder_vanished_fails_and_writes_nothing(tmp_path):
+    import shutil
+
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    outputs = AtomicOutputs()
+    outputs.add(first).write_text("a")
+    staged = outputs.add(second)
+    staged.write_text("b")
+    shutil.rmtree(staged.parent)  # removed by someone else
+    with pytest.raises(FileNotFoundError, match="another process removed its staging folder"):
+        outputs.commit()
+    assert _names(tmp_path) == []
