@@ -27,7 +27,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import re
 import shutil
 import stat
 import tempfile
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from geosynth._messages import CONTROL_CHARACTERS
 from geosynth.errors import InputError
 
 __all__ = [
@@ -45,7 +45,6 @@ __all__ = [
     "private_file_mode",
     "remove_stale_staging",
     "STAGING_MARK",
-    "CONTROL_CHARACTERS",
 ]
 
 #: Part of the name of every staging folder: ``.<target name>.<STAGING_MARK>-<pid>-<random>``.
@@ -55,9 +54,6 @@ _LOCK_NAME = ".lock"  # in each staging folder, flock-ed by its writer while it 
 # The files SQLite keeps beside a database while it is open (write-ahead log, its index, the
 # rollback journal).
 _SQLITE_JOURNALS = ("-wal", "-shm", "-journal")
-#: C0 controls (newline, tab, ESC), DEL and C1 controls: no output name holds them on purpose,
-#: and a terminal may act on any of them.
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # GDAL's files about a raster or vector file, read as part of it: auxiliary metadata and
 # statistics, overviews, masks.
 _GDAL_SIDECARS = (".aux.xml", ".ovr", ".msk")

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
-__all__ = ["describe_rows"]
+__all__ = ["describe_rows", "CONTROL_CHARACTERS"]
 
 SHOW_ROWS = 5
+
+#: C0 controls (newline, tab, ESC), DEL and C1 controls: no file name or label holds them on
+#: purpose, and a terminal may act on any of them.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def describe_rows(index: pd.Index, bad: np.ndarray, limit: int = SHOW_ROWS) -> str:

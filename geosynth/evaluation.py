@@ -22,6 +22,7 @@ specifics) with the same code and the same result:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from geosynth._messages import CONTROL_CHARACTERS
 from geosynth._random import SeedLike
 from geosynth._validation import check_bool
 from geosynth.errors import InputError
@@ -60,7 +62,38 @@ __all__ = [
     "linked_records",
     "measure_release",
     "plan_evaluation",
+    "markdown_code",
 ]
+
+
+def markdown_code(text: str, block: bool = False) -> str:
+    """Return ``text`` as Markdown code: shown as it is, never read as Markdown or HTML.
+
+    Attribute names and levels come from the data: a level holding three backticks closed the
+    report's fence, and what followed (``<img onerror=...>``) was Markdown, raw HTML to a
+    viewer that renders it. The fence is one backtick longer than the longest run of
+    backticks in ``text`` (CommonMark), and control characters become ``?``.
+
+    Parameters
+    ----------
+    text : str
+        What to show.
+    block : bool, default False
+        A fenced block (``` lines) instead of an inline code span.
+
+    Returns
+    -------
+    str
+    """
+    text = CONTROL_CHARACTERS.sub("?", str(text)) if not block else "\n".join(
+        CONTROL_CHARACTERS.sub("?", line) for line in str(text).splitlines())
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    if block:
+        fence = "`" * max(3, longest + 1)
+        return f"{fence}\n{text}\n{fence}"
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 @dataclass
@@ -87,7 +120,8 @@ class Evaluation:
         """All tables as Markdown sections (fixed-width text blocks)."""
         parts = []
         for name, table in self.tables.items():
-            parts.append(f"### {name.replace('_', ' ')}\n\n```\n{table.to_string()}\n```\n")
+            block = markdown_code(table.to_string(), block=True)
+            parts.append(f"### {name.replace('_', ' ')}\n\n{block}\n")
         return "\n".join(parts)
 
     def plots(self, max_panels: int = 12) -> list[Figure]:

@@ -163,3 +163,19 @@ def test_linked_records_alone_equal_the_table_of_evaluate(scenario):
         linked_records(data.data, [releases[0], releases[1].iloc[::-1]])
     with pytest.raises(InputError, match="releases is empty"):
         linked_records(data.data, [])
+
+
+@pytest.mark.parametrize("text", ["plain", "a `b` c", "```<img src=x onerror=alert(1)>```",
+                                  "`edge`", "line\nbreak\x1b[2J"])
+def test_markdown_code_keeps_data_inside_its_code(text):
+    # A level holding ``` closed the report's fence; what followed was Markdown (and HTML).
+    from geosynth.evaluation import markdown_code
+
+    shown = text.replace("\n", "?").replace("\x1b", "?")
+    inline = markdown_code(text)
+    fence = inline[: len(inline) - len(inline.lstrip("`"))]
+    assert inline.endswith(fence) and "`" * len(fence) not in shown
+    assert inline[len(fence):-len(fence)] in (shown, f" {shown} ")
+    block = markdown_code("col\n" + text, block=True).split("\n")
+    assert block[0] == block[-1] and set(block[0]) == {"`"} and len(block[0]) >= 3
+    assert all(block[0] not in line for line in block[1:-1])

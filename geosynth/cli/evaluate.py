@@ -62,6 +62,7 @@ def evaluate(
     """
     import geosynth
     from geosynth import io
+    from geosynth.evaluation import markdown_code
     from geosynth.io import printable
 
     check_outputs({"--report": report_path}, overwrite,
@@ -106,11 +107,11 @@ def evaluate(
                 "",
                 "Internal document: it describes the confidential data; do not publish it.",
                 "",
-                f"- Original: `{original_path}`, {len(original)} records",
-                f"- Release: `{release_path}`, {len(releases)} releases "
-                f"(method {release_file.metadata.get('method')!s})",
-                f"- Attributes: {', '.join(attributes)}"
-                + ("" if outcome is None else f"; outcome `{outcome}`"),
+                f"- Original: {markdown_code(original_path)}, {len(original)} records",
+                f"- Release: {markdown_code(release_path)}, {len(releases)} releases "
+                f"(method {markdown_code(release_file.metadata.get('method'))})",
+                f"- Attributes: {', '.join(map(markdown_code, attributes))}"
+                + ("" if outcome is None else f"; outcome {markdown_code(outcome)}"),
                 "",
                 evaluation.to_markdown(),
             ])

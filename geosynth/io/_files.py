@@ -8,7 +8,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from geosynth._atomic import CONTROL_CHARACTERS
+from geosynth._messages import CONTROL_CHARACTERS
 from geosynth.errors import InputError
 
 __all__ = [

@@ -21,7 +21,7 @@ def test_evaluate_prints_tables_and_writes_report(inputs, written_release, tmp_p
         assert table in result.output
     assert "identification risk" not in result.output  # public releases are not linkable
     text = report.read_text()
-    assert "### distance risk" in text and "y, x1; outcome `y`" in text
+    assert "### distance risk" in text and "`y`, `x1`; outcome `y`" in text
     assert stat.S_IMODE(os.stat(report).st_mode) == 0o600  # internal: confidential summaries
 
 
