@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 
-__all__ = ["describe_rows", "CONTROL_CHARACTERS"]
+__all__ = ["describe_rows", "CONTROL_CHARACTERS", "exact_number"]
 
 SHOW_ROWS = 5
 
@@ -37,3 +37,23 @@ def describe_rows(index: pd.Index, bad: np.ndarray, limit: int = SHOW_ROWS) -> s
     shown = ", ".join(repr(label) for label in labels[:limit].tolist())
     more = len(labels) - limit
     return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")
+
+
+def exact_number(value: float) -> str:
+    """Write ``value`` with every digit it has (the shortest text that reads back to it).
+
+    ``f"{value:g}"`` keeps six digits: a lattice tuned at 1999.9996 m was printed, and then
+    released, as 2000 m, another lattice (25 cells, not 36). Whole numbers lose their ``.0``.
+
+    Parameters
+    ----------
+    value : float
+
+    Returns
+    -------
+    str
+        E.g. ``"1999.9996"``, ``"2000"``, ``"1e-05"``.
+    """
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+

@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from geosynth._messages import exact_number
 from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, root_seed_sequence
 from geosynth._validation import (
@@ -227,9 +228,9 @@ class Candidate:
 
     def _default_label(self) -> str:
         if self.cell_size is not None:
-            parts = [f"{self.cell_size:g} m"]
+            parts = [f"{exact_number(self.cell_size)} m"]
         elif self.hex_size is not None:
-            parts = [f"hex {self.hex_size:g} m"]
+            parts = [f"hex {exact_number(self.hex_size)} m"]
         elif self.grid is not None:
             parts = [f"{self.grid.kind} lattice, {self.grid.n_cells} cells"]
         else:
@@ -239,7 +240,7 @@ class Candidate:
         if self.beta_prior is not None:
             parts.append("/".join(self.beta_prior))
         if self.epsilon is not None:
-            parts.append(f"ε={self.epsilon:g}")
+            parts.append(f"ε={exact_number(self.epsilon)}")
         return ", ".join(parts)
 
     @property

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from geosynth._messages import exact_number
 from geosynth.cli.fitting import check_run_options, describe_run, run_settings
 from geosynth.cli.helpers import (
     LatticeChoice,
@@ -285,9 +286,9 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
             words += [option, value]
     words += ["--attributes", ",".join(attributes)]
     if candidate.cell_size is not None:
-        words += ["--cell-size", f"{candidate.cell_size:g}"]
+        words += ["--cell-size", exact_number(candidate.cell_size)]
     elif candidate.hex_size is not None:
-        words += ["--hex-size", f"{candidate.hex_size:g}"]
+        words += ["--hex-size", exact_number(candidate.hex_size)]
     elif candidate.grid is not None:
         if areas is None:
             raise ValueError("an areal candidate's release command needs its areas file")
@@ -302,7 +303,7 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         if value is not None:
             words += [option, value]
     if candidate.epsilon is not None:
-        words += ["--epsilon", f"{candidate.epsilon:g}"]
+        words += ["--epsilon", exact_number(candidate.epsilon)]
     words += ["--m", str(m), "--out", out]
     return " ".join(shlex.quote(word) for word in words)
 

@@ -87,6 +87,18 @@ def test_release_command_quotes_paths_and_repeats_the_settings():
     assert "--grid 10x12" in dp and "--epsilon 1.5" in dp
 
 
+@pytest.mark.parametrize("size", [1999.9996, 3333.333333333, 1e-7 + 250])
+def test_the_release_command_and_label_keep_every_digit_of_the_size(size):
+    # Rounded to six digits, 1999.9996 m became 2000 m: a 5 x 5 lattice, not the 6 x 6 tuned.
+    for candidate, option in ((Candidate(cell_size=size), "--cell-size"),
+                              (Candidate(hex_size=size), "--hex-size")):
+        words = shlex.split(release_command("p.gpkg", ["y"], candidate))
+        assert float(words[words.index(option) + 1]) == size
+        assert repr(size) in candidate.label
+    dp = shlex.split(release_command("p.gpkg", ["y"], Candidate(shape=(3, 3), epsilon=size)))
+    assert float(dp[dp.index("--epsilon") + 1]) == size
+
+
 def test_coverage_without_a_binary_outcome(inputs, tmp_path):
     # x1 (levels 1, 2) first: no default outcome. An explicit --utility coverage is refused
     # before any fit; the default falls back to intensity_correlation and says so.
