@@ -316,7 +316,7 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
         if not entry.name.startswith(prefix) or not entry.is_dir():
             continue
         pid_text = entry.name[len(prefix):].split("-", 1)[0]
-        if pid_text.isdigit() and _process_alive(int(pid_text)):
+        if pid_text.isdecimal() and _process_alive(int(pid_text)):
             continue
         if _locked(entry):  # a live writer whose PID this process cannot see (a container)
             continue

@@ -51,7 +51,7 @@ def check_seed(seed: object, name: str = "seed") -> SeedLike:
         if isinstance(seed, numbers.Real) and not isinstance(seed, bool | np.bool_):
             whole = float(seed).is_integer() and seed >= 0
             hint = f"; pass an int, e.g. {name}={int(seed) if whole else 42}"
-        elif isinstance(seed, str) and seed.strip().isdigit():
+        elif isinstance(seed, str) and seed.strip().isdecimal():
             hint = f"; pass the number itself, {name}={int(seed.strip())}"
         raise TypeError(f"{name} must be {_ALLOWED}, got {kind} {seed!r}{hint}")
     if seed < 0:

@@ -34,6 +34,7 @@ __all__ = [
     "BERLIN_ACCOMMODATES_BANDS",
     "BERLIN_BEDROOMS_BANDS",
     "susep_collisions",
+    "MAX_RECORDS",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -42,6 +43,8 @@ __all__ = [
 
 #: Side of the thesis study square [0, 10] x [0, 10] (thesis units).
 _SQUARE = 10.0
+#: The most records paiva_scenario simulates (about 1 GB of points and attributes).
+MAX_RECORDS = 10**7
 
 #: Table 1: p(x1 = 1), p(x1 = 2).
 _P_X1 = np.array([0.6, 0.4])
@@ -289,8 +292,9 @@ class PaivaScenario:
 def _validate_scenario_args(
     n: Any, generating_shape: Any, origin: Any, unit: Any
 ) -> tuple[int, tuple[int, int], tuple[float, float], float]:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise InputError(f"n must be a positive integer number of records, got {n!r}; use n >= 1")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_RECORDS:
+        raise InputError(f"n must be an integer number of records from 1 to {MAX_RECORDS:,}, "
+                         f"got {n!r}")
     try:
         shape = tuple(generating_shape)
     except TypeError:

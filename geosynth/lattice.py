@@ -1205,6 +1205,11 @@ def _check_cell_size(cell_size: object) -> tuple[float, float]:
             f"cell_size must be a positive number or a pair (dx, dy) of positive numbers, "
             f"got {cell_size!r}"
         )
+    if max(dx, dy) > _MAX_EXTENT:  # a hexagon of side 1e300 overflowed placement's batches
+        raise GridError(
+            f"cell_size {cell_size!r} is beyond {_MAX_EXTENT:g} CRS units, wider than any "
+            "projected CRS in metres (the Earth is 4e7 m round); give the size in metres"
+        )
     return dx, dy
 
 

@@ -142,8 +142,9 @@ def test_origin_unit_and_crs_map_the_square():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"n": 0}, "n must be a positive integer"),
-        ({"n": 2.5}, "n must be a positive integer"),
+        ({"n": 0}, "n must be an integer number of records from 1 to 10,000,000"),
+        ({"n": 2.5}, "n must be an integer number of records"),
+        ({"n": 10**14}, "from 1 to 10,000,000, got 100000000000000"),  # 728 TiB asked for
         ({"generating_shape": (0, 10)}, "generating_shape"),
         ({"generating_shape": (10,)}, "generating_shape"),
         ({"generating_shape": (10.5, 10)}, "generating_shape"),

@@ -565,6 +565,7 @@ def test_clipped_locate_agrees_with_shapely(setup, data):
         (dict(bounds=(0, 0, 1, 1), shape=(2, 2, 2)), r"shape must be two positive integers"),
         (dict(bounds=(0, 0, 1, 1), cell_size=-1.0), r"cell_size must be a positive number"),
         (dict(bounds=(0, 0, 1, 1), cell_size=(0.1, 0)), r"cell_size must be a positive number"),
+        (dict(bounds=(0, 0, 1, 1), cell_size=1e300), r"cell_size 1e\+300 is beyond 1e\+12"),
         (
             dict(bounds=(0, 0, 1, 1), shape=(2, 2), contiguity="x"),
             r"^contiguity must be 'queen' or 'rook', got 'x'$",

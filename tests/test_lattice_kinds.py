@@ -237,6 +237,8 @@ def test_hexagonal_refuses_bad_arguments():
         Grid.hexagonal((0, 0, 1, 1), -1)
     with pytest.raises(GridError, match="limit"):
         Grid.hexagonal((0, 0, 1e6, 1e6), 0.1)
+    with pytest.raises(GridError, match="beyond 1e\\+12 CRS units"):  # overflowed placement
+        Grid.hexagonal((0, 0, 1, 1), 1e300)
 
 
 def test_square_only_attributes_say_what_to_use():

@@ -52,7 +52,8 @@ FIGURES = ["trace", "intensity"] + [f"{m}_{kind}" for m in METHODS for kind in (
 @click.option("--seed", type=click.IntRange(min=0), default=DEFAULT_SEED, show_default=True,
               help="Seed of the simulated data and of every random step; the same seed gives "
               "the same files. The derived seeds go to the private audit file.")
-@click.option("--n", "n_records", type=click.IntRange(min=1), default=500, show_default=True,
+@click.option("--n", "n_records", type=click.IntRange(min=1, max=10**7), default=500,
+              show_default=True,
               help="Number of simulated confidential records.")
 @click.option("--grid", "grid_shape", type=GridSpec(), metavar=GridSpec.name, default="10x10",
               show_default=True,

@@ -68,12 +68,17 @@ def parse_grid_spec(spec: str) -> tuple[int, int]:
         ``spec`` is not of that form.
     """
     parts = str(spec).lower().split("x")
-    if len(parts) != 2 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+    if len(parts) != 2 or not all(p.strip().isdecimal() and int(p) > 0 for p in parts):
         raise click.BadParameter(
             f"expected ROWSxCOLS with positive integers such as 20x20, got {spec!r}",
             param_hint="--grid",
         )
     return int(parts[0]), int(parts[1])
+
+
+#: geosynth.model.fit.MAX_CHAINS, spelled out: importing the model would load numba with the CLI
+#: (a test holds the two equal).
+MAX_CHAINS = 1024
 
 
 class Metres(click.FloatRange):
@@ -202,7 +207,7 @@ class Iterations(click.ParamType):
         text = str(value).strip().lower()
         if text == "auto":
             return "auto"
-        if text.isdigit() and int(text) >= 1:
+        if text.isdecimal() and int(text) >= 1:
             return int(text)
         self.fail(f"expected a number of sweeps >= 1 or 'auto' (run until converged), got "
                   f"{value!r}", param, ctx)
@@ -418,7 +423,8 @@ def run_options(f: Callable) -> Callable:
                      "--iterations auto the thinning at first [default: 1, every sweep], "
                      "doubled as a long run grows."),
         stopping_options,
-        click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True,
+        click.option("--chains", type=click.IntRange(min=1, max=MAX_CHAINS), default=2,
+                     show_default=True,
                      help="Independent MCMC chains (R-hat needs at least 2)."),
     ]
     return _apply(options, f)

@@ -118,7 +118,7 @@ class GridList(click.ParamType):
               "coverage needs a binary --outcome (by default the first attribute, if 0/1); "
               "without one the default falls back to intensity_correlation.")
 @outcome_option
-@click.option("--quadrants", "n_quadrants", type=click.IntRange(min=1), default=1000,
+@click.option("--quadrants", "n_quadrants", type=click.IntRange(min=1, max=10**7), default=1000,
               show_default=True, help="Random rectangles of the coverage measure.")
 @seed_option("Seed for a reproducible comparison (default: drawn, and written to the report).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), required=True,

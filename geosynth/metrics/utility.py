@@ -63,6 +63,7 @@ __all__ = [
     "RipleyK",
     "ripley_k",
     "ripley_distance",
+    "MAX_QUADRANTS",
 ]
 
 # Elements per boolean (rectangles x points) block in quadrant_coverage.
@@ -71,6 +72,8 @@ _BLOCK = 2**22
 _PAIR_CHUNK = 2**22
 # Rectangles drawn per accepted rectangle before quadrant_coverage gives up.
 _MAX_DRAWS_PER_QUADRANT = 200
+#: The most rectangles quadrant_coverage draws (their table holds ~10 numbers each).
+MAX_QUADRANTS = 10**7
 
 
 # --------------------------------------------------------------------------- combining rules
@@ -489,6 +492,9 @@ def quadrant_coverage(
             "between-release variance); pass the list of m synthetic GeoDataFrames"
         )
     n_quadrants = check_int(n_quadrants, "n_quadrants")
+    if n_quadrants > MAX_QUADRANTS:
+        raise InputError(f"n_quadrants={n_quadrants:,} is above {MAX_QUADRANTS:,} rectangles, "
+                         "beyond what the coverage estimate needs (the thesis uses 1,000)")
     min_points = check_int(min_points, "min_points")
     level = check_probability(level, "level", hint="e.g. level=0.95")
     if kind not in ("geometric", "karr"):

@@ -19,7 +19,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -80,6 +80,9 @@ _SAMPLERS = ("gibbs", "block", "mh")
 #: The longest fixed run: a billion sweeps take weeks even on the smallest lattice (over 1 µs a
 #: sweep), so a larger ``n_iter`` is a typo, refused before any work.
 MAX_SWEEPS = 10**9
+#: The most chains of one fit: each has its own random stream and draws, and more than this
+#: (a thousand times the cores of a large server) is a typo; 1e11 hung while making streams.
+MAX_CHAINS = 1024
 
 
 class PaivaModel:
@@ -495,10 +498,10 @@ def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, 
     if not is_integer(n_iter) or not 1 <= n_iter <= MAX_SWEEPS:
         raise InputError(f"n_iter must be an integer from 1 to {MAX_SWEEPS:,} (sweeps per "
                          f"chain) or 'auto' (run until converged), got {n_iter!r}")
-    for name, value, minimum in (("burn_in", burn_in, 0), ("thin", thin, 1),
-                                 ("chains", chains, 1)):
+    for name, value, minimum in (("burn_in", burn_in, 0), ("thin", thin, 1)):
         if not is_integer(value) or value < minimum:
             raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    _check_chains(chains)
     n_iter, burn_in, thin, chains = int(n_iter), int(burn_in), int(thin), int(chains)
     if n_iter - burn_in < thin:
         raise InputError(
@@ -508,11 +511,16 @@ def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, 
     return n_iter, burn_in, thin, chains
 
 
+def _check_chains(chains: Any) -> None:
+    if not is_integer(chains) or not 1 <= chains <= MAX_CHAINS:
+        raise InputError(f"chains must be an integer from 1 to {MAX_CHAINS:,}, got {chains!r}")
+
+
 def _check_auto_run(burn_in, thin, chains, executor) -> None:
     """Refuse what ``n_iter="auto"`` cannot do, naming the alternative."""
-    for name, value in (("thin", thin), ("chains", chains)):
-        if not is_integer(value) or value < 1:
-            raise InputError(f"{name} must be an integer >= 1, got {value!r}")
+    if not is_integer(thin) or thin < 1:
+        raise InputError(f"thin must be an integer >= 1, got {thin!r}")
+    _check_chains(chains)
     if executor is not None:
         raise InputError(
             "n_iter='auto' runs its chains in threads of this process (they meet at every "

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import geopandas as gpd
 import numpy as np
 import pandas as pd
@@ -93,6 +94,9 @@ def test_dp_release_without_levels_file_warns(inputs, tmp_path):
          ["--attributes", "income", "its columns are"]),
         (["{gpkg}", "--attributes", "y", "--grid", "4by4"], ["--grid", "ROWSxCOLS"]),
         (["{gpkg}", "--attributes", "y", "--grid", "0x4"], ["ROWSxCOLS"]),
+        (["{gpkg}", "--attributes", "y", "--grid", "\u00b2x2"], ["ROWSxCOLS"]),  # "²".isdigit()
+        (["{gpkg}", *GPKG_ARGS, "--chains", "100000000000"], ["--chains", "1<=x<=1024"]),
+        (["{gpkg}", "--attributes", "y", "--hex-size", "1e300"], ["beyond 1e+12"]),
         (["{gpkg}", "--attributes", "y", "--grid", "4x4", "--cell-size", 500],
          ["exactly one of --grid"]),
         (["{gpkg}", "--attributes", "y"], ["exactly one of --grid"]),
@@ -107,7 +111,8 @@ def test_dp_release_without_levels_file_warns(inputs, tmp_path):
         (["{gpkg}", *GPKG_ARGS, "--region", "{region}", "--epsilon", 1,
           "--levels-file", "{csv}"], ["--levels-file"]),
     ],
-    ids=["missing-file", "missing-column", "bad-grid", "zero-grid", "grid-and-cell-size",
+    ids=["missing-file", "missing-column", "bad-grid", "zero-grid", "superscript-grid",
+         "huge-chains", "huge-hexagon", "grid-and-cell-size",
          "no-lattice", "empty-attribute", "geographic-crs", "csv-without-xy",
          "epsilon-with-continuous", "epsilon-without-region", "levels-without-epsilon",
          "point-region", "bad-levels-file"],
@@ -117,6 +122,26 @@ def test_bad_input_exits_2_with_a_message(inputs, tmp_path, args, fragments):
     result = run("release", *args, *FAST, "--out", tmp_path / "out.gpkg")
     assert_refused(result, *fragments)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_cli_caps_options_as_the_library_does():
+    from geosynth.cli.options import MAX_CHAINS
+    from geosynth.datasets import MAX_RECORDS
+    from geosynth.metrics.utility import MAX_QUADRANTS
+    from geosynth.model.fit import MAX_CHAINS as MODEL_MAX_CHAINS
+
+    assert MAX_CHAINS == MODEL_MAX_CHAINS
+    caps = {(command, p.name): p.type.max for command in ("demo", "tune")
+            for p in cli.commands[command].params if isinstance(p.type, click.IntRange)}
+    assert caps["demo", "n_records"] == MAX_RECORDS
+    assert caps["tune", "n_quadrants"] == MAX_QUADRANTS
+
+
+def test_iterations_in_superscript_digits_are_refused(inputs, tmp_path):
+    # "²".isdigit() is True but int("²") raises: a traceback with exit status 1.
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--iterations", "\u00b2",
+                 "--out", tmp_path / "out.gpkg")
+    assert_refused(result, "--iterations", "'auto'")
 
 
 def test_existing_outputs_are_refused_before_any_work(inputs, tmp_path):

@@ -240,6 +240,8 @@ def test_quadrant_coverage_refuses_bad_input():
         quadrant_coverage(original, [bad, bad], "y")
     with pytest.raises(InputError, match="lower min_points"):
         quadrant_coverage(original, [original, original], "y", n_quadrants=5, min_points=101)
+    with pytest.raises(InputError, match="n_quadrants=100,000,000,000 is above 10,000,000"):
+        quadrant_coverage(original, [original, original], "y", n_quadrants=10**11)
 
 
 # --------------------------------------------------------------------------- Ripley's K

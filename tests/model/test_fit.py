@@ -321,7 +321,8 @@ def test_counts_the_kernels_cannot_take_are_refused(scenario_counts):
         ({"n_iter": 10, "burn_in": 10}, "leaves no draw"),
         # a typo of a length: refused at once, before any chunk or array is made
         ({"n_iter": 10**12, "burn_in": 10**12 - 10, "thin": 1}, "from 1 to 1,000,000,000"),
-        ({"chains": True}, r"chains must be an integer >= 1, got True"),
+        ({"chains": True}, r"chains must be an integer from 1 to 1,024, got True"),
+        ({"chains": 10**11}, r"chains must be an integer from 1 to 1,024"),  # hung in streams
         ({"thin": True}, r"thin must be an integer >= 1, got True"),
         ({"burn_in": False}, r"burn_in must be an integer >= 0, got False"),
         ({"n_jobs": 0}, r"n_jobs must be an integer >= 1"),

@@ -314,6 +314,7 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
      ({"max_seconds": float("inf")}, r"max_seconds must be a finite number > 0"),
      ({"n_iter": 500, "max_seconds": 60}, r"max_seconds applies to n_iter='auto'"),
      ({"chains": 1}, r"n_iter='auto' needs chains >= 2: .*R-hat"),
+     ({"chains": 10**11}, r"chains must be an integer from 1 to 1,024"),
      ({"burn_in": 100}, r"n_iter='auto' discards the first quarter .* takes no burn_in"),
      ({"n_iter": "forever"}, r"n_iter must be an integer from 1 to 1,000,000,000 .* or 'auto'"),
      ({"n_iter": 0}, r"n_iter must be an integer from 1 to 1,000,000,000"),
