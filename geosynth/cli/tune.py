@@ -188,9 +188,9 @@ def tune(
     if len(areas_by_label) != len(areas_paths):
         raise click.UsageError(f"--areas files need distinct names (they label the "
                                f"candidates): got {[Path(p).name for p in areas_paths]}")
-    if (continuous is None) != (beta_prior is None):
-        raise click.UsageError("--continuous and --beta-prior go together: the continuous "
-                               "columns are modelled with that prior")
+    if beta_prior is not None and continuous is None:
+        raise click.UsageError("--beta-prior needs --continuous: it is the prior of the "
+                               "continuous columns' effect on the intensity")
     check_run_options(iterations, burn_in, thin, chains, m)
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                        max_seconds)

@@ -113,3 +113,16 @@ def test_coverage_without_a_binary_outcome(inputs, tmp_path):
     assert result.exit_code == 0, result.output
     assert "ranking by --utility intensity_correlation" in result.output
     assert "intensity_correlation" in report.read_text()
+
+
+def test_continuous_without_a_beta_prior_is_tuned_as_release_takes_it(inputs, tmp_path):
+    # release takes --continuous alone (synthetic values, no effect on the intensity); tune
+    # refused it, naming a pairing that release does not require.
+    result = run("tune", inputs["gpkg"], *ARGS, "--continuous", "z", "--grids", "3x3",
+                 "--seed", 4, *FAST, "--report", tmp_path / "t.md")
+    assert result.exit_code == 0, result.output
+    words = shlex.split(result.output.split("Release it with:\n")[1].splitlines()[0])
+    assert words[words.index("--continuous") + 1] == "z" and "--beta-prior" not in words
+    refused = run("tune", inputs["gpkg"], *ARGS, "--beta-prior", "normal", "--grids", "3x3",
+                  *FAST, "--report", tmp_path / "u.md")
+    assert refused.exit_code == 2 and "--beta-prior needs --continuous" in refused.output
