@@ -8,16 +8,19 @@ the way to a fast first fit is to compile ahead of time, once per install: ``mak
 command when it builds ``.venv``. Each kind compiles in its own process (a four-sweep fit of a
 6 × 6 lattice; "serial" also compiles the convergence checks of ``n_iter="auto"`` fits),
 ``--jobs`` of them at a time; a later fit of that kind loads the kernels from
-the cache in about a second.
+the cache in about a second. Ctrl-C stops the workers at once (exit status 130); what they
+compiled stays in the cache.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 
 import click
+
+from geosynth.cli.helpers import INTERRUPTED
 
 __all__ = ["compile_samplers", "wanted_kinds", "KINDS"]
 
@@ -85,7 +88,20 @@ def compile_samplers(kinds: str, jobs: int) -> None:
     start = time.perf_counter()
     click.echo(f"compiling the samplers ({', '.join(wanted)}), {min(jobs, len(wanted))} at a "
                "time ...", err=True)
-    with ProcessPoolExecutor(max_workers=min(jobs, len(wanted))) as pool:
-        for kind, seconds in pool.map(_compile_kind, wanted):
+    # Forked: this process has not loaded numba (the kernels load in the workers), and a
+    # Pool can be terminated on Ctrl-C, which a ProcessPoolExecutor cannot.
+    pool = multiprocessing.get_context("fork").Pool(min(jobs, len(wanted)))
+    try:
+        for kind, seconds in pool.imap(_compile_kind, wanted):
             click.echo(f"  {kind}: {seconds:.0f} s", err=True)
+    except KeyboardInterrupt:
+        # Not the group's "nothing was written": numba's cache keeps what was compiled. The
+        # workers are stopped now; waiting for them took as long as the compilation.
+        pool.terminate()
+        pool.join()
+        click.echo("Interrupted: the kernels compiled before Ctrl-C stay in numba's cache; run "
+                   "geosynth compile again to finish", err=True)
+        click.get_current_context().exit(INTERRUPTED)
+    pool.close()
+    pool.join()
     click.echo(f"compiled in {time.perf_counter() - start:.0f} s", err=True)

@@ -1,9 +1,11 @@
 """``geosynth compile``: the samplers compiled ahead of time, so a later fit only loads them."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,20 @@ def test_compile_kinds_are_the_kinds_whose_compile_time_the_notice_quotes():
     from geosynth.model.runner import COMPILE_SECONDS
 
     assert KINDS == tuple(COMPILE_SECONDS)
+
+
+def test_ctrl_c_stops_the_compilation_at_once(tmp_path):
+    # The process pool waited for its workers: the command exited a minute or more after
+    # Ctrl-C, saying "nothing was written" while the cache had been filled.
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-c", "from geosynth.cli import main; main()", "compile",
+               "--kinds", "serial", "--jobs", "1"]
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    time.sleep(5)  # compiling (a first compile takes a minute or more)
+    os.killpg(process.pid, signal.SIGINT)
+    start = time.monotonic()
+    stderr = process.communicate(timeout=120)[1]
+    assert process.returncode == 130
+    assert time.monotonic() - start < 20
+    assert "stay in numba's cache" in stderr and "Traceback" not in stderr
