@@ -142,6 +142,10 @@ class AtomicOutputs:
             # with a message about free space.
             raise InputError(f"the output path {str(target)!r} contains control characters (a "
                              "newline, tab or escape); choose a plain file name")
+        if str(target).startswith("/vsi"):
+            raise InputError(f"the output path {str(target)!r} is a GDAL virtual file system "
+                             "path; outputs are staged and moved as real files, so give a file "
+                             "on disk")
         if any(_same_path(target, staged.target) for staged in self._staged):
             raise ValueError(f"{target} was already added to these outputs")
         _check_replaceable(target, self.overwrite)

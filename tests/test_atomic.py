@@ -249,3 +249,12 @@ def test_a_commit_whose_staging_folder_vanished_fails_and_writes_nothing(tmp_pat
     with pytest.raises(FileNotFoundError, match="another process removed its staging folder"):
         outputs.commit()
     assert _names(tmp_path) == []
+
+
+def test_gdal_virtual_paths_are_refused_as_outputs():
+    # /vsimem/x.gpkg was staged in a folder /vsimem/ that does not exist: a raw error naming
+    # the internal staging path, after the whole fit.
+    from geosynth.errors import InputError
+
+    with pytest.raises(InputError, match="GDAL virtual file system path"):
+        AtomicOutputs().add("/vsimem/x.gpkg")
