@@ -55,7 +55,7 @@ def _check_fixed_options(iterations, burn_in, thin, chains, m) -> None:
     if per_chain == 0:
         raise click.UsageError(
             f"--iterations {iterations} with --burn-in {burn_in} and --thin {thin} keeps no "
-            "draw: raise --iterations or lower --burn-in"
+            "draw: raise --iterations, or lower --burn-in or --thin"
         )
     if per_chain * chains < m:
         raise click.UsageError(

@@ -355,13 +355,15 @@ def _read_levels(path: str, attributes: list[str]) -> dict[str, list]:
             f"--levels-file {source.name} is not valid JSON{where}; give a JSON object mapping "
             f"each attribute to the list of its public levels, e.g. {_LEVELS_EXAMPLE}"
         ) from None
-    if not isinstance(levels, dict) or not all(
-        isinstance(values, list) and values for values in levels.values()
-    ):
+    if not isinstance(levels, dict) or not all(isinstance(v, list) for v in levels.values()):
         raise InputError(
             f"--levels-file {source.name} must hold a JSON object mapping each attribute to the "
             f"list of its public levels, e.g. {_LEVELS_EXAMPLE}"
         )
+    empty = [a for a, values in levels.items() if not values]
+    if empty:
+        raise InputError(f"--levels-file {source.name} lists no level for {empty}; give every "
+                         f"attribute its public levels, e.g. {_LEVELS_EXAMPLE}")
     missing = [a for a in attributes if a not in levels]
     if missing:
         raise InputError(f"--levels-file {source.name} has no levels for the --attributes "

@@ -145,7 +145,8 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any) -> gpd.GeoDa
             f"{', '.join(missing)}"
         )
     if x == y:
-        raise InputError(f"x and y must name two different columns, got {x!r} for both")
+        raise InputError(f"x and y must name two different columns (CLI: --x, --y), got {x!r} "
+                         "for both")
     crs_obj = _as_crs(crs)
     try:
         header = pd.read_csv(source, header=None, nrows=1, dtype=str, keep_default_na=False)

@@ -624,8 +624,8 @@ def build_model_data(counts: CellCounts,
     covariates = covariate_names(getattr(counts, "continuous", None))
     if model.beta_prior is not None and (not covariates or counts.zbar is None):
         raise InputError(
-            f"beta_prior={model.beta_prior!r} needs a continuous variable: call "
-            "geosynth.prepare(..., continuous='column')"
+            f"beta_prior={model.beta_prior!r} needs a continuous variable: prepare the counts "
+            "with continuous='column'"
         )
     if model.beta_prior is None:
         covariates = ()  # the covariates stay out of the model (β is not fitted)

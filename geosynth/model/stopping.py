@@ -162,7 +162,8 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
             f"so a limit <= 1 is never met; 1.01 is the usual choice), got {max_rhat!r}"
         )
     if max_seconds is not None:
-        check_positive(max_seconds, "max_seconds", hint="None runs until converged")
+        check_positive(max_seconds, "max_seconds",
+                       hint="leave it out (None) to run until converged")
     if max_seconds is not None and not auto:
         raise InputError(
             "max_seconds applies to n_iter='auto' (stop when converged or at max_seconds); "

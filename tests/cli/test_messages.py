@@ -153,8 +153,9 @@ def test_points_outside_the_region_say_they_do_not_overlap(inputs, tmp_path):
     [("{not json", ["--levels-file", "is not valid JSON", "line 1", '{"sex"']),
      (b"\xff\xfe\x00binary", ["--levels-file", "not a JSON text file"]),
      ('["y", "x1"]', ["--levels-file", "must hold a JSON object"]),
-     ('{"y": [0, 1]}', ["--levels-file", "no levels for the --attributes", "x1"])],
-    ids=["not-json", "binary", "list", "missing-attribute"],
+     ('{"y": [0, 1]}', ["--levels-file", "no levels for the --attributes", "x1"]),
+     ('{"y": [], "x1": [1, 2]}', ["--levels-file", "lists no level for ['y']"])],
+    ids=["not-json", "binary", "list", "missing-attribute", "empty-list"],
 )
 def test_bad_levels_file_is_refused_before_any_work(inputs, tmp_path, content, fragments):
     levels = tmp_path / "levels.json"
