@@ -206,6 +206,18 @@ def doca_report(
     return "\n".join(lines)
 
 
+def _at_least(minimum: int):
+    """Return an argparse type: an int >= ``minimum`` (argparse prints usage, not a trace)."""
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text}")
+        return value
+
+    return parse
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: ``python -m studies.doca_table1 [--n N] [--runs R] [--seed S] [--output P]``.
 
@@ -220,8 +232,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         prog=COMMAND,
         description="Re-run the DOCA evaluation (Leal et al. 2018, Table 1) on a simulated stream",
     )
-    parser.add_argument("--n", type=int, default=2_000_000, help="records (default 2,000,000)")
-    parser.add_argument("--runs", type=int, default=5, help="repetitions (default 5)")
+    parser.add_argument("--n", type=_at_least(2), default=2_000_000,
+                        help="records (default 2,000,000)")
+    parser.add_argument("--runs", type=_at_least(1), default=5, help="repetitions (default 5)")
     parser.add_argument("--seed", type=int, default=2018, help="seed (default 2018)")
     parser.add_argument("--output", default="docs/results_doca.md",
                         help="Markdown file to write (default docs/results_doca.md)")

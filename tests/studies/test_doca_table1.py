@@ -24,3 +24,11 @@ def test_main_writes_and_prints_the_report(tmp_path, capsys):
     assert text.startswith("# DOCA on a simulated skewed stream")
     assert f"`python -m studies.doca_table1 --n 5000 --runs 1 --seed 3 --output {out}`" in text
     assert capsys.readouterr().out == text + "\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [(["--n", "0"], "argument --n: must be an integer"),
+                                               (["--runs", "0"], "argument --runs: must be an")])
+def test_bad_arguments_print_the_usage_not_a_traceback(args, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        doca_table1.main(args)
+    assert exited.value.code == 2 and message in capsys.readouterr().err
