@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import threading
 import time
 import warnings
 import zlib
@@ -855,8 +856,11 @@ def _run_all(gdf, todo, setup, root, executor, progress) -> dict[tuple, _Candida
     elif not callable(getattr(executor, "submit", None)):
         raise InputError(f"executor must have a submit method (a concurrent.futures.Executor), "
                          f"got {type(executor).__name__}")
+    # Ctrl-C reaches only this thread: the event stops the fits of tune's own threads (tasks
+    # of a caller's executor may run elsewhere, where an Event cannot go).
+    stop = threading.Event() if own else None
     try:
-        futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c)): c
+        futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c), stop): c
                    for c in todo}
         done = {}
         with tqdm(total=len(todo), desc="candidates", disable=not progress) as bar:
@@ -871,14 +875,23 @@ def _run_all(gdf, todo, setup, root, executor, progress) -> dict[tuple, _Candida
                     raise
                 bar.update(1)
         return done
+    except KeyboardInterrupt:
+        if stop is not None:
+            stop.set()  # the running fits stop at their next chunk, so the shutdown is quick
+        raise
     finally:
         if own:
             executor.shutdown(wait=True, cancel_futures=True)
 
 
 def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
-                  seed: np.random.SeedSequence) -> _CandidateRun:
-    """Lattice, fit, releases and measures of one candidate (one task of :func:`tune`)."""
+                  seed: np.random.SeedSequence,
+                  stop: threading.Event | None = None) -> _CandidateRun:
+    """Lattice, fit, releases and measures of one candidate (one task of :func:`tune`).
+
+    ``stop`` (tune's own threads): set on Ctrl-C, it stops the fit at its next chunk, and the
+    candidate then raises ``KeyboardInterrupt`` instead of measuring a cut-short fit.
+    """
     from geosynth.data import prepare
     from geosynth.evaluation import evaluate
     from geosynth.lattice import Grid
@@ -901,14 +914,16 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
 
         model = PaivaModel(beta_prior=list(candidate.beta_prior) if with_beta else None,
                            effects=candidate.effects)
-        fit = model.fit(counts, seed=fit_seed, progress=False, **setup.fit_options)
+        fit = model.fit(counts, seed=fit_seed, progress=False, stop=stop, **setup.fit_options)
+        if stop is not None and stop.is_set():
+            raise KeyboardInterrupt
         releases = synthesize(fit, gdf, m=setup.m, seed=release_seed)
     else:  # DP noise from fresh OS entropy: no seed; no covariates (dp_counts refuses them)
         from geosynth.dp import dp_model, dp_release
 
         release = dp_release(counts, candidate.epsilon, setup.m,
                              model=dp_model(effects=candidate.effects), progress=False,
-                             **setup.fit_options)
+                             stop=stop, **setup.fit_options)
         fit, releases = release.fit, release.releases
     linked = candidate.epsilon is None
     with warnings.catch_warnings():

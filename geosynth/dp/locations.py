@@ -76,6 +76,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -903,6 +904,7 @@ def dp_release(
     target_ess: float = 400,
     max_rhat: float = 1.01,
     max_seconds: float | None = None,
+    stop: threading.Event | None = None,
 ) -> DPRelease:
     """ε-DP synthetic locations: noisy counts → noise-aware fit → ``m`` releases.
 
@@ -932,7 +934,7 @@ def dp_release(
         the additive
         attribute model a combination's total is partly predicted from the others, which at
         small ε pulls it towards the additive fit.)
-    n_iter, burn_in, thin, chains, progress, target_ess, max_rhat, max_seconds
+    n_iter, burn_in, thin, chains, progress, target_ess, max_rhat, max_seconds, stop
         Passed to :meth:`PaivaModel.fit`; ``burn_in`` defaults to 1000 for a fixed ``n_iter``.
         With ``n_iter="auto"`` (run until converged, the command line's default) the fit
         discards the first quarter of the sweeps and takes no ``burn_in``, and the small-ε check
@@ -1017,7 +1019,7 @@ def dp_release(
         run = {"n_iter": "auto", "burn_in": burn_in, "target_ess": target_ess,
                "max_rhat": max_rhat, "max_seconds": max_seconds}
     fit = model.fit(noisy, thin=thin, chains=chains, seed=fit_seed, progress=progress,
-                    max_bytes=max_bytes, **run)
+                    max_bytes=max_bytes, stop=stop, **run)
     if fit.interrupted:  # Ctrl-C: no release from a fit stopped early (the budget is spent)
         raise KeyboardInterrupt
     with warnings.catch_warnings():

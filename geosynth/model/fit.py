@@ -15,6 +15,7 @@ so the draws are the same.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -203,6 +204,7 @@ class PaivaModel:
         target_ess: float = 400,
         max_rhat: float = 1.01,
         max_seconds: float | None = None,
+        stop: threading.Event | None = None,
     ) -> PaivaFit:
         """Run ``chains`` Gibbs chains and return their thinned draws.
 
@@ -321,6 +323,12 @@ class PaivaModel:
             converged (none if that final check of every parameter passes: the fit then
             converged, ``fit.stopping.reason == "converged"``). Without it the same seed gives
             the same sweeps and draws.
+        stop : threading.Event, optional
+            Set it from another thread to stop the fit as Ctrl-C does: every chain stops at its
+            next chunk of sweeps (a fraction of a second), and the draws kept so far come back
+            with ``interrupted=True``, or ``KeyboardInterrupt`` is raised if some chain kept
+            none. For programs that run fits in worker threads (:func:`geosynth.tune`), where
+            Ctrl-C reaches only the main thread. Not with ``executor``.
 
         Returns
         -------
@@ -369,6 +377,7 @@ class PaivaModel:
             n_iter, burn_in, thin, chains = _check_run_arguments(n_iter, burn_in, thin, chains)
         _check_storage_arguments(eta_draws, max_bytes)
         _check_executor(executor, n_jobs)
+        _check_stop(stop, executor)
         noise = _check_noise(counts, noise)
         if not isinstance(parallel, (bool, np.bool_)):
             raise InputError(f"parallel must be True or False, got {parallel!r}")
@@ -397,7 +406,8 @@ class PaivaModel:
             runner = AutoRunner(data, tables, names, thin, plan, progress, released,
                                  parallel=bool(parallel), block=block, schedule=schedule,
                                  rule=(float(target_ess), float(max_rhat), max_seconds),
-                                 started=started, eta_draws=eta_draws, beta_labels=labels)
+                                 started=started, eta_draws=eta_draws, beta_labels=labels,
+                                 stop=stop)
             draws = _shape_beta(runner.run_all(streams, n_jobs), counts)
             return PaivaFit(model=self, counts=counts, scalar_names=names, noise_scale=noise,
                             **draws)
@@ -411,7 +421,7 @@ class PaivaModel:
             draws = run_on_executor(executor, data, tables, settings, streams)
         else:
             runner = ChainRunner(data, tables, names, n_iter, burn_in, thin, plan, progress,
-                                  released, parallel=bool(parallel), block=block)
+                                  released, parallel=bool(parallel), block=block, stop=stop)
             draws = runner.run_all(streams, n_jobs)
         return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
                         burn_in=burn_in, noise_scale=noise, **_shape_beta(draws, counts))
@@ -509,6 +519,16 @@ def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, 
             "raise n_iter or lower burn_in"
         )
     return n_iter, burn_in, thin, chains
+
+
+def _check_stop(stop: Any, executor: Any) -> None:
+    if stop is None:
+        return
+    if not callable(getattr(stop, "is_set", None)) or not callable(getattr(stop, "set", None)):
+        raise InputError(f"stop must be a threading.Event, got {type(stop).__name__}")
+    if executor is not None:
+        raise InputError("stop stops chains that run in threads of this process, not the tasks "
+                         "of an executor; drop one of them")
 
 
 def _check_chains(chains: Any) -> None:

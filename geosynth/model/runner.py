@@ -217,7 +217,7 @@ class ChainRunner:
     """
 
     def __init__(self, data, tables, names, n_iter, burn_in, thin, plan, progress, noise=None,
-                 parallel=False, first_chain=0, block=None):
+                 parallel=False, first_chain=0, block=None, stop=None):
         self.data, self.tables, self.names = data, tables, names
         self.block = block  # block sampler: the extra arguments of run_chunk_block
         self.first_chain = first_chain  # number of chain 0 in messages (a task runs one chain)
@@ -233,7 +233,14 @@ class ChainRunner:
         self.n_iter, self.burn_in, self.thin = int(n_iter), int(burn_in), int(thin)
         self.plan = plan
         self.progress = progress
-        self.stop = threading.Event()
+        # Set by Ctrl-C, by a failed chain, or by the caller (fit(stop=...)): chains stop at
+        # their next chunk. A caller's event counts as Ctrl-C (see stopped_by_caller).
+        self.caller_stop = stop
+        self.stop = threading.Event() if stop is None else stop
+
+    def stopped_by_caller(self) -> bool:
+        """Whether the caller's ``stop`` event ended the run (treated as Ctrl-C)."""
+        return self.caller_stop is not None and self.caller_stop.is_set()
 
     def run_all(self, streams: np.ndarray, n_jobs: int | None) -> dict[str, np.ndarray]:
         """Run chain ``c`` from ``streams[c]`` for every c, ``n_jobs`` threads at a time.
@@ -287,6 +294,8 @@ class ChainRunner:
                 except BaseException:
                     self.stop.set()  # a failed chain stops the others at their next chunk
                     raise
+        if interrupt is None and self.stopped_by_caller():
+            interrupt = KeyboardInterrupt("stopped by the caller's stop event")
         n = int(kept.min())
         if interrupt is not None:
             if n == 0:
@@ -488,9 +497,9 @@ class AutoRunner(ChainRunner):
     """
 
     def __init__(self, data, tables, names, thin, plan, progress, noise, *, parallel, schedule,
-                 rule, started, eta_draws, block=None, beta_labels=()):
+                 rule, started, eta_draws, block=None, beta_labels=(), stop=None):
         super().__init__(data, tables, names, 0, 0, thin, plan, progress, noise, parallel=parallel,
-                         block=block)
+                         block=block, stop=stop)
         self.beta_labels = list(beta_labels)  # name of each covariate's β field
         self.schedule = schedule
         self.target_ess, self.max_rhat, self.max_seconds = rule
@@ -558,7 +567,15 @@ class AutoRunner(ChainRunner):
         return self._result(reason, interrupt)
 
     def _each_chain(self, pool, *args) -> None:
-        """Run :meth:`_segment` ``(c, *args)`` for every chain, in the pool or in turn."""
+        """Run :meth:`_segment` ``(c, *args)`` for every chain, in the pool or in turn.
+
+        Raises ``KeyboardInterrupt`` when the caller's stop event ended the segments.
+        """
+        self._run_each_chain(pool, *args)
+        if self.stopped_by_caller():
+            raise KeyboardInterrupt("stopped by the caller's stop event")
+
+    def _run_each_chain(self, pool, *args) -> None:
         if pool is None:
             for c in range(len(self.chains)):
                 self._segment(c, *args)

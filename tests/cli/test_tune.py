@@ -126,3 +126,31 @@ def test_continuous_without_a_beta_prior_is_tuned_as_release_takes_it(inputs, tm
     refused = run("tune", inputs["gpkg"], *ARGS, "--beta-prior", "normal", "--grids", "3x3",
                   *FAST, "--report", tmp_path / "u.md")
     assert refused.exit_code == 2 and "--beta-prior needs --continuous" in refused.output
+
+
+def test_ctrl_c_stops_the_candidates_fits_at_once(inputs, tmp_path):
+    # The fits run in worker threads, which Ctrl-C does not reach: tune waited for them to
+    # finish (106 s in the audit), and without a limit on an auto fit, without end.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-c", "from geosynth.cli import main; main()", "tune",
+               str(inputs["gpkg"]), "--attributes", "y,x1", "--grids", "4x4,5x5",
+               "--iterations", "1000000", "--burn-in", "10", "--thin", "2", "--m", "2",
+               "--report", str(tmp_path / "t.md")]
+    process = subprocess.Popen(command, cwd=root, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, PYTHONPATH=str(root)),
+                               start_new_session=True)
+    time.sleep(8)  # loading, then fitting
+    os.killpg(process.pid, signal.SIGINT)
+    start = time.monotonic()
+    stderr = process.communicate(timeout=120)[1]
+    assert process.returncode == 130, stderr
+    assert time.monotonic() - start < 20
+    assert "Interrupted: nothing was written" in stderr
+    assert not (tmp_path / "t.md").exists()

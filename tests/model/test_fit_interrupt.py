@@ -117,3 +117,51 @@ def test_chain_stopped_in_burn_in_while_others_sample_raises(counts, monkeypatch
     monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
     with pytest.raises(KeyboardInterrupt):
         PaivaModel().fit(counts, chains=2, n_jobs=2, **RUN)
+
+
+def stop_after(monkeypatch, kept_chunks, stop, chains=2):
+    """Set ``stop`` (from a chain's thread) once every chain started ``kept_chunks`` kept chunks."""
+    monkeypatch.setattr(storage_module, "MAX_CHUNK_SWEEPS", CHUNK)
+    original = runner_module.ChainRunner._run
+    done, lock = {}, threading.Lock()
+
+    def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
+        with lock:
+            done[chain] = done.get(chain, 0) + bool(keep)
+            if len(done) == chains and min(done.values()) >= kept_chunks:
+                stop.set()
+        return original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
+
+    monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
+
+
+@pytest.mark.parametrize("n_iter", [200, "auto"])
+def test_a_callers_stop_event_ends_the_fit_as_ctrl_c_does(counts, monkeypatch, n_iter):
+    # Fits in worker threads (geosynth.tune) never see Ctrl-C: the main thread sets the event.
+    stop = threading.Event()
+    stop_after(monkeypatch, 3, stop)
+    run = RUN | ({"n_iter": "auto", "burn_in": None} if n_iter == "auto" else {})
+    with pytest.warns(GeosynthWarning, match="interrupted: keeping the"):
+        fit = PaivaModel().fit(counts, **run, chains=2, n_jobs=2, stop=stop)
+    assert fit.interrupted is True and stop.is_set()
+    assert 0 < fit.n_draws < (100 if n_iter == 200 else 10**6)
+    if n_iter == "auto":
+        assert fit.stopping.reason == "interrupted"
+
+
+def test_a_stop_set_before_any_draw_raises_keyboard_interrupt(counts):
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(KeyboardInterrupt):
+        PaivaModel().fit(counts, **RUN, chains=2, stop=stop)
+
+
+def test_stop_must_be_an_event_and_not_with_an_executor(counts):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from geosynth.errors import InputError
+
+    with pytest.raises(InputError, match="stop must be a threading.Event, got bool"):
+        PaivaModel().fit(counts, **RUN, stop=True)
+    with ThreadPoolExecutor(1) as pool, pytest.raises(InputError, match="not the tasks of an"):
+        PaivaModel().fit(counts, **RUN, stop=threading.Event(), executor=pool)
