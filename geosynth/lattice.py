@@ -981,14 +981,45 @@ class Grid:
             return cell
         outside = ~((x >= self._xedges[0]) & (x <= self._xedges[-1]))
         outside |= ~((y >= self._yedges[0]) & (y <= self._yedges[-1]))
-        position = _axis_index(y, self._yedges)
-        position *= self._shape[1]
-        position += _axis_index(x, self._xedges)
-        cell = np.take(self._lattice_to_cell, position, mode="clip")
+        row = _axis_index(y, self._yedges)
+        col = _axis_index(x, self._xedges)
+        cell = np.take(self._lattice_to_cell, row * self._shape[1] + col, mode="clip")
         cell[outside] = -1
         if self._is_clipped:
             self._refine(cell, x, y)
+            self._claim_shared_edges(cell, outside, x, y, row, col)
         return cell
+
+    def _claim_shared_edges(self, cell: np.ndarray, outside: np.ndarray, x: np.ndarray,
+                            y: np.ndarray, row: np.ndarray, col: np.ndarray) -> None:
+        """Give a lost point on its cell's west or south edge to a cell sharing that edge.
+
+        Square cells are half-open: a point on the line between two cells goes to the east (or
+        north) one. When that cell is not kept (the region ends on the line) or its habitable
+        part stops short of the line (a no-go area starts on it), the point was put in no cell,
+        although it lies on the closed edge of the cell to its west (south). As for hexagons,
+        the smallest kept cell id whose habitable part holds the point wins.
+        """
+        lost = np.flatnonzero((cell < 0) & ~outside)
+        if lost.size == 0:
+            return
+        r, c, px, py = row[lost], col[lost], x[lost], y[lost]
+        west = (c > 0) & (px == self._xedges[c])
+        south = (r > 0) & (py == self._yedges[r])
+        ncols = self._shape[1]
+        candidates = np.full((lost.size, 3), -1, dtype=np.int64)
+        for k, (shared, rr, cc) in enumerate(((west, r, c - 1), (south, r - 1, c),
+                                              (west & south, r - 1, c - 1))):
+            position = np.where(shared, rr * ncols + cc, 0)
+            candidates[:, k] = np.where(shared, self._lattice_to_cell[position], -1)
+        found = np.full(lost.size, -1, dtype=np.int64)
+        for k in np.argsort(np.where(candidates < 0, np.iinfo(np.int64).max, candidates),
+                            axis=1, kind="stable").T:
+            candidate = candidates[np.arange(lost.size), k]
+            test = np.flatnonzero((found < 0) & (candidate >= 0))
+            hit = shapely.intersects_xy(self._habitable[candidate[test]], px[test], py[test])
+            found[test[hit]] = candidate[test[hit]]
+        cell[lost] = found
 
     def _locate_hexagon(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         layout: HexLayout = self._layout

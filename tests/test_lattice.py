@@ -655,3 +655,20 @@ def test_from_points_errors():
         Grid.from_points(one, shape=(2, 2), pad=-1)
     # padded extremes (0, 0, 2, 2), unit nice_floor(2 / 2) = 1, snapped strictly outward
     assert Grid.from_points(one, shape=(2, 2), pad=1).bounds == (-1.0, -1.0, 3.0, 3.0)
+
+
+def test_a_point_on_a_line_where_the_region_or_a_no_go_area_begins_keeps_its_cell():
+    # Square cells are half-open: a point on x = 1 went to the east cell, which was dropped
+    # (the region ends on the line) or whose habitable part starts beyond it (a lake starts on
+    # the line), so the point was in no cell although it lies on the west cell's closed edge.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lake = Grid.regular((0, 0, 2, 2), shape=(2, 2), exclude=box(1, 0, 1.5, 2))
+        half = Grid.regular((0, 0, 2, 2), shape=(2, 2), region=box(0, 0, 1, 2))
+        corner = Grid.regular((0, 0, 2, 2), shape=(2, 2), region=box(0, 0, 1, 1))
+    assert lake.locate([[1.0, 0.5], [1.0, 1.5], [1.5, 0.5], [1.2, 0.5]]).tolist() == [0, 2, 1, -1]
+    assert half.locate([[1.0, 0.5], [1.0, 1.0], [1.0 + 1e-9, 0.5]]).tolist() == [0, 0, -1]
+    assert corner.locate([[1.0, 1.0], [0.5, 1.0], [1.0, 0.5]]).tolist() == [0, 0, 0]
+    # where the east cell holds the line, the point stays there (half-open cells)
+    full = Grid.regular((0, 0, 2, 2), shape=(2, 2), exclude=box(1.5, 0, 2, 0.2))
+    assert full.locate([[1.0, 0.5]]).tolist() == [1]
