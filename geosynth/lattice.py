@@ -311,6 +311,8 @@ class Grid:
                 f"kind must be 'square' or 'hexagonal', got {kind!r} (areal units: "
                 "Grid.from_polygons)"
             )
+        if orientation not in _ORIENTATIONS:  # a square lattice ignores it, but not a typo
+            raise GridError(f"orientation must be 'pointy' or 'flat', got {orientation!r}")
         crs = _as_crs(gdf.crs, "gdf")
         region_geom = _polygon_union(region, "region", crs)
         if kind == "hexagonal":

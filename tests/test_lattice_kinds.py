@@ -231,6 +231,9 @@ def test_from_polygons_refuses_bad_areas_naming_rows_and_fix(areas, kwargs, matc
 def test_hexagonal_refuses_bad_arguments():
     with pytest.raises(GridError, match="orientation"):
         Grid.hexagonal((0, 0, 1, 1), 0.1, orientation="diagonal")
+    points = gpd.GeoSeries(gpd.points_from_xy([0.0, 1.0], [0.0, 1.0]), crs=3857)
+    with pytest.raises(GridError, match="orientation must be 'pointy' or 'flat'"):
+        Grid.from_points(points, shape=(2, 2), orientation="diagonal")  # a square typo
     with pytest.raises(GridError, match="one number"):
         Grid.hexagonal((0, 0, 1, 1), (0.1, 0.2))
     with pytest.raises(GridError, match="cell_size"):
