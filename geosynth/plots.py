@@ -43,7 +43,9 @@ def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
     geosynth.errors.GridError
         ``grid`` is not square (hexagons and areas are drawn as polygons instead).
     """
+    _check_grid(grid)
     grid.require_square("an image of the lattice")
+    values = _cell_values(grid, values, 1)
     nrows, ncols = grid.shape
     image = np.full(nrows * ncols, np.nan)
     positions = grid.cell_row * ncols + grid.cell_col
@@ -73,6 +75,11 @@ def combination_panels(
     -------
     matplotlib.figure.Figure
     """
+    _check_grid(grid)
+    values = _cell_values(grid, values, 2)
+    if not isinstance(titles, list | tuple) or len(titles) != values.shape[1]:
+        raise InputError(f"titles must be a list of {values.shape[1]} panel titles, one per "
+                         f"column of values, got {titles!r}")
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -97,6 +104,23 @@ def combination_panels(
     return fig
 
 
+def _check_grid(grid: Any) -> None:
+    from geosynth.lattice import Grid
+
+    if not isinstance(grid, Grid):
+        raise InputError(f"grid must be a geosynth.Grid, got {type(grid).__name__}")
+
+
+def _cell_values(grid: Grid, values: Any, ndim: int) -> np.ndarray:
+    """``values`` as floats, one row per cell of ``grid``: shape (G,) or (G, B)."""
+    array = np.asarray(values, dtype=float)
+    if array.ndim != ndim or array.shape[0] != grid.n_cells or 0 in array.shape:
+        wanted = f"({grid.n_cells},)" if ndim == 1 else f"({grid.n_cells}, B)"
+        raise InputError(f"values must have shape {wanted}, one row per cell of the grid, got "
+                         f"shape {array.shape}")
+    return array
+
+
 def _draw_cells(ax: Any, grid: Grid, values: np.ndarray, cmap: str) -> Any:
     """Draw per-cell values: an image of a square lattice, a choropleth of other cells."""
     if grid.kind == "square":
@@ -115,6 +139,11 @@ def _draw_cells(ax: Any, grid: Grid, values: np.ndarray, cmap: str) -> Any:
 
 def counts_figure(cell_counts: CellCounts) -> Figure:
     """Plot counts per cell for each combination of a :class:`~geosynth.data.CellCounts`."""
+    from geosynth.data import CountTable
+
+    if not isinstance(cell_counts, CountTable):
+        raise InputError(f"cell_counts must be the CellCounts of geosynth.prepare (or noisy "
+                         f"counts), got {type(cell_counts).__name__}")
     titles = cell_counts.combination_labels(sep=", ")
     return combination_panels(
         cell_counts.grid, cell_counts.counts, titles, suptitle="Records per cell and combination"

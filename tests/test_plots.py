@@ -1,0 +1,47 @@
+"""geosynth.plots: figures of lattice data refuse what they cannot draw, naming the argument."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+from geosynth import Grid
+from geosynth.errors import InputError
+from geosynth.plots import combination_panels, counts_figure, lattice_image
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture
+def grid():
+    return Grid.regular((0, 0, 3, 2), shape=(2, 3), crs=3857)
+
+
+def test_lattice_image_puts_cell_values_south_row_first(grid):
+    image = lattice_image(grid, np.arange(6.0))
+    assert image.shape == (2, 3)
+    np.testing.assert_array_equal(image[grid.cell_row, grid.cell_col], np.arange(6.0))
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda g: lattice_image(g, np.arange(5.0)), r"values must have shape \(6,\)"),
+        (lambda g: combination_panels(g, np.ones((5, 2)), ["a", "b"]),
+         r"values must have shape \(6, B\)"),
+        (lambda g: combination_panels(g, np.ones(6), ["a"]), r"shape \(6, B\).*got shape \(6,\)"),
+        (lambda g: combination_panels(g, np.ones((6, 2)), ["a"]), "titles must be a list of 2"),
+        (lambda g: combination_panels("grid", np.ones((6, 2)), ["a", "b"]),
+         "grid must be a geosynth.Grid"),
+        (lambda g: counts_figure(g), "cell_counts must be the CellCounts"),
+    ],
+)
+def test_bad_arguments_are_named(grid, call, match):
+    # They raised numpy's shape mismatch, IndexError or AttributeError.
+    with pytest.raises(InputError, match=match):
+        call(grid)
+
+
+def test_combination_panels_draws_one_panel_per_column(grid):
+    figure = combination_panels(grid, np.arange(12.0).reshape(6, 2), ["a", "b"], suptitle="t")
+    titled = [ax.get_title() for ax in figure.axes if ax.get_title()]
+    assert titled == ["a", "b"]
