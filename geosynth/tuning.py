@@ -60,6 +60,7 @@ from geosynth._validation import (
     check_positive,
     check_public_lattice,
     check_real,
+    is_integer,
 )
 from geosynth.errors import InputError, PrivacyLeakWarning
 
@@ -153,6 +154,9 @@ MEASURES: dict[str, Measure] = {
 #: Default axes of :meth:`Tuning.plot` and :meth:`Tuning.recommend`.
 DEFAULT_RISK = "true_match_rate"
 DEFAULT_UTILITY = "coverage"
+#: The default ``risk_limit`` of :meth:`Tuning.recommend` and :meth:`Tuning.plot`: the limit
+#: given to :func:`tune`, for the default risk only (None is "no limit").
+STORED_LIMIT: Any = object()
 #: Fit options of a candidate unless ``fit_options`` says otherwise: run until converged.
 DEFAULT_FIT_OPTIONS: dict[str, Any] = {"n_iter": "auto", "max_seconds": 900.0}
 _EFFECTS = ("attribute", "combination")
@@ -272,7 +276,9 @@ def _grid_digest(grid: Any) -> str:
 def _check_shape(shape: Any) -> tuple[int, int]:
     try:
         rows, cols = (int(v) for v in shape)
-        ok = all(float(v) == int(v) for v in shape) and rows >= 1 and cols >= 1
+        ok = (not isinstance(shape, str)  # "45" iterated to 4 x 5
+              and all(is_integer(v) or (isinstance(v, float) and v.is_integer()) for v in shape)
+              and rows >= 1 and cols >= 1)
     except (TypeError, ValueError):
         ok = False
     if not ok:
@@ -392,15 +398,17 @@ class Tuning:
     _key: dict = field(default_factory=dict, repr=False)
     _root: Any = field(default=None, repr=False)
 
-    def recommend(self, risk_limit: float | None = None, risk: str = DEFAULT_RISK,
+    def recommend(self, risk_limit: Any = STORED_LIMIT, risk: str = DEFAULT_RISK,
                   utility: str = DEFAULT_UTILITY) -> Recommendation:
         """Return the candidate of best utility among those within the risk limit.
 
         Parameters
         ----------
-        risk_limit : float, optional
+        risk_limit : float or None, optional
             Largest acceptable value of ``risk`` (for a distance, where larger is safer: the
-            smallest acceptable value). Default :attr:`risk_limit`; None: no limit.
+            smallest acceptable value); None: no limit. Default: :attr:`risk_limit`, the limit
+            given to :func:`tune`, which is a limit of the default risk (``true_match_rate``)
+            and so applies to it only.
         risk, utility : str
             Columns of :attr:`table` (see :data:`MEASURES`).
 
@@ -408,7 +416,7 @@ class Tuning:
         -------
         Recommendation
         """
-        limit = self.risk_limit if risk_limit is None else risk_limit
+        limit = self._limit(risk_limit, risk)
         chosen = recommend(self.table, limit, risk, utility)
         return chosen._replace(candidate=self.candidates.get(chosen.label))
 
@@ -416,8 +424,14 @@ class Tuning:
         """Return the labels of the candidates no other beats on both risk and utility."""
         return frontier(self.table, risk, utility)
 
+    def _limit(self, risk_limit: Any, risk: str) -> float | None:
+        """Return the limit asked for; by default tune's, for the risk it was given for."""
+        if risk_limit is STORED_LIMIT:
+            return self.risk_limit if risk == DEFAULT_RISK else None
+        return risk_limit
+
     def plot(self, risk: str = DEFAULT_RISK, utility: str = DEFAULT_UTILITY,
-             risk_limit: float | None = None) -> Figure:
+             risk_limit: Any = STORED_LIMIT) -> Figure:
         """Draw the R-U confidentiality map (Duncan, Keller-McNulty & Stokes 2001).
 
         Risk on the x axis, utility on the y axis, one labelled point per candidate, the
@@ -428,7 +442,8 @@ class Tuning:
         ----------
         risk, utility : str
             Columns of :attr:`table` (see :data:`MEASURES`).
-        risk_limit : float, optional
+        risk_limit : float or None, optional
+            As in :meth:`recommend`.
 
         Returns
         -------
@@ -436,7 +451,7 @@ class Tuning:
         """
         from geosynth.plots import ru_map
 
-        limit = self.risk_limit if risk_limit is None else risk_limit
+        limit = self._limit(risk_limit, risk)
         chosen = recommend(self.table, limit, risk, utility).label
         return ru_map(self.table, risk, utility, frontier(self.table, risk, utility), chosen,
                       limit, x_label=_axis_label(risk), y_label=_axis_label(utility))
@@ -691,6 +706,7 @@ def tune(
     for candidate in wanted:
         _check_candidate(candidate, setup)
     _warn_of_dp_candidates(wanted)
+    _warn_of_bounds_on_records(gdf, wanted)
     if risk_limit is not None:
         risk_limit = check_real(risk_limit, "risk_limit")
         if not math.isfinite(risk_limit):
@@ -747,7 +763,7 @@ def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants
         raise InputError(f"attributes must name columns of gdf; missing: {missing or attributes}")
     outcome = coverage_outcome(gdf, attributes, outcome)
     options = dict(DEFAULT_FIT_OPTIONS if fit_options is None else fit_options)
-    refused = sorted(set(options) & {"seed", "progress", "executor", "counts"})
+    refused = sorted(set(options) & {"seed", "progress", "executor", "counts", "stop"})
     if refused:
         raise InputError(f"fit_options may not set {refused}: tune sets them per candidate")
     return _Setup(attributes, continuous, region, exclude, check_m(m), outcome,
@@ -767,11 +783,27 @@ def _warn_of_dp_candidates(candidates: list[Candidate]) -> None:
         warnings.warn(
             f"tune: the {len(epsilons)} ε-DP candidate(s) each spend their ε on the "
             f"confidential data (together ε = {sum(epsilons):g}) and are ranked with measures "
-            "of the exact data, so the choice is not covered by the chosen ε: keep the tuning "
-            "internal and make the published release afresh, with new noise",
+            "of the exact data, and their attribute levels are those seen in the data, so the "
+            "choice is not covered by the chosen ε: keep the tuning internal and make the "
+            "published release afresh, with new noise and the declared public levels",
             PrivacyLeakWarning,
             stacklevel=3,
         )
+
+
+def _warn_of_bounds_on_records(gdf: gpd.GeoDataFrame, candidates: list[Candidate]) -> None:
+    """Give the bounds warning of :func:`geosynth.prepare` for the given lattices, here.
+
+    A candidate's own prepare warns in its task: on a Dask executor that warning stayed in the
+    worker's log.
+    """
+    from geosynth.data import warn_if_bounds_touch_records
+
+    xy = point_coordinates(gdf, "gdf")
+    for candidate in candidates:
+        if candidate.grid is not None:
+            located = xy[np.asarray(candidate.grid.locate(xy)) >= 0]
+            warn_if_bounds_touch_records(candidate.grid, located)
 
 
 def _check_candidate(candidate: Candidate, setup: _Setup) -> None:
@@ -926,10 +958,10 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
                              stop=stop, **setup.fit_options)
         fit, releases = release.fit, release.releases
     linked = candidate.epsilon is None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # sparse combinations: NaN rows, said in the table
-        evaluation = evaluate(gdf, releases, grid, setup.attributes, outcome=setup.outcome,
-                              n_quadrants=setup.n_quadrants, seed=measure_seed, linked=linked)
+    # No warnings.catch_warnings here: in a worker thread it switched warnings off for the
+    # whole process, and another candidate's PrivacyLeakWarning was lost.
+    evaluation = evaluate(gdf, releases, grid, setup.attributes, outcome=setup.outcome,
+                          n_quadrants=setup.n_quadrants, seed=measure_seed, linked=linked)
     row = {**_settings_row(candidate, grid), **_measures(evaluation.tables, linked),
            **_diagnostics(fit), "seconds": time.perf_counter() - start}
     return _CandidateRun(row, grid, [point_coordinates(r, "release") for r in releases])
@@ -981,7 +1013,9 @@ def _tuning(original_xy, wanted, runs, risk_limit, key, root) -> Tuning:
     """Assemble the table: the candidates' rows plus the intensity fidelity on one lattice."""
     from geosynth.metrics import intensity_fidelity
 
-    reference = min(wanted, key=lambda c: runs[c.settings].grid.n_cells)
+    # The coarsest lattice; ties by the settings' text, not by the order the candidates came
+    # in (4x6 and 6x4 swapped their intensity columns when listed the other way round).
+    reference = min(wanted, key=lambda c: (runs[c.settings].grid.n_cells, repr(c.settings)))
     grid = runs[reference.settings].grid
     rows = {}
     for candidate in wanted:

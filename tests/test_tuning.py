@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -128,6 +129,8 @@ def test_candidates_are_read_from_numbers_pairs_and_dicts():
     ({"cell_size": -5}, "cell_size must be a finite number > 0"),
     ({"shape": (0, 3)}, "shape must be two integers >= 1"),
     ({"shape": (2.5, 3)}, "shape must be two integers >= 1"),
+    ({"shape": "45"}, "shape must be two integers >= 1"),  # was 4 x 5
+    ({"shape": (True, 3)}, "shape must be two integers >= 1"),  # was 1 x 3
     ({"cell_size": 100, "effects": "cell"}, "effects must be"),
     ({"cell_size": 100, "beta_prior": "gamma"}, "beta_prior must be"),
     ({"cell_size": 100, "epsilon": 0}, "epsilon must be a finite number > 0"),
@@ -192,9 +195,9 @@ def test_same_seed_same_table_whatever_the_order_executor_and_reuse(scenario, re
     calls = []
     run = tuning_module.run_candidate
 
-    def counted(gdf, candidate, setup, seed):
+    def counted(gdf, candidate, setup, seed, stop=None):
         calls.append(candidate.label)
-        return run(gdf, candidate, setup, seed)
+        return run(gdf, candidate, setup, seed, stop)
 
     monkeypatch.setattr(tuning_module, "run_candidate", counted)
     more = _tune(scenario, region, [(8, 8), (4, 4), (6, 6)], previous=two)
@@ -225,6 +228,7 @@ def test_previous_from_other_data_settings_or_seed_is_refused(scenario, region, 
 def test_tune_checks_its_options_before_fitting(scenario, region):
     for kwargs, message in [
         ({"fit_options": {"seed": 1}}, "fit_options may not set"),
+        ({"fit_options": {"stop": None}}, r"fit_options may not set \['stop'\]"),
         ({"outcome": "nope"}, "outcome column 'nope' is not a column of gdf"),
         ({"n_quadrants": 0}, "n_quadrants .random rectangles of coverage. must be an int >= 1"),
     ]:
@@ -336,3 +340,40 @@ def test_finer_lattices_raise_risk_and_coverage_as_in_the_thesis():
     assert np.isfinite(risk).all() and (risk >= 0).all()
     assert coverage[2] > coverage[0] - 0.03
     assert coverage[1] > coverage[0] - 0.03 and coverage[2] > coverage[1] - 0.03
+
+
+def test_lattices_of_equal_size_give_the_same_table_in_either_order(scenario, region):
+    # The intensity columns are measured on the coarsest lattice; between 4x6 and 6x4 the one
+    # listed first was taken, so swapping them changed both rows (and the recommendation).
+    first = _tune(scenario, region, [(4, 6), (6, 4)])
+    second = _tune(scenario, region, [(6, 4), (4, 6)])
+    assert first.reference == second.reference
+    pd.testing.assert_frame_equal(first.table.sort_index().drop(columns="seconds"),
+                                  second.table.sort_index().drop(columns="seconds"))
+
+
+def test_tunes_risk_limit_is_a_limit_of_the_default_risk_only(two):
+    limited = dataclasses.replace(two, risk_limit=1e-9)  # nothing qualifies on true_match_rate
+    assert "no candidate is within the limit" in limited.recommend().reason
+    # another risk: tune's limit (a match rate) is not read as metres of min_distance
+    assert "within the limit" not in limited.recommend(risk="min_distance").reason
+    assert "no candidate" not in limited.recommend(risk_limit=None).reason  # None: no limit
+
+
+class _WorkerExecutor(ThreadPoolExecutor):
+    """Runs each task where its warnings are not seen, as a Dask worker's stay in its log."""
+
+    def submit(self, fn, *args, **kwargs):
+        def silenced():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return fn(*args, **kwargs)
+
+        return super().submit(silenced)
+
+
+def test_a_candidate_lattice_over_the_records_extremes_warns_in_the_caller(scenario, region):
+    grid = geosynth.Grid.regular(scenario.data.total_bounds, shape=(4, 4), crs=scenario.crs)
+    with _WorkerExecutor(1) as pool, pytest.warns(PrivacyLeakWarning, match="extreme coord"):
+        geosynth.tune(scenario.data, ATTRIBUTES, [Candidate(grid=grid)], fit_options=QUICK,
+                      m=2, n_quadrants=100, seed=11, progress=False, executor=pool)

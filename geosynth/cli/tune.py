@@ -229,7 +229,7 @@ def tune(
                                continuous=continuous, m=m, risk_limit=risk_limit, seed=seed,
                                outcome=outcome, n_quadrants=n_quadrants, fit_options=run,
                                progress=show_progress(ctx))
-        chosen = result.recommend(risk=risk, utility=utility)
+        chosen = result.recommend(risk_limit=risk_limit, risk=risk, utility=utility)
         command = None
         if chosen.candidate is not None:
             areas = areas_by_label.get(chosen.label)
@@ -240,7 +240,8 @@ def tune(
                                       link_islands=link_islands)
         report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
                          figure_path)
-        save_figure(result.plot(risk=risk, utility=utility), figure_path, outputs=outputs,
+        save_figure(result.plot(risk=risk, utility=utility, risk_limit=risk_limit),
+                    figure_path, outputs=outputs,
                     option="R-U map of --report", private=True)
         write_text(report_path, report, outputs=outputs, option="--report", private=True)
         outputs.commit()
