@@ -71,6 +71,7 @@ from geosynth.evaluation import (
     measure_release,
     plan_evaluation,
 )
+from geosynth.metrics.matching import as_releases
 from geosynth.model.fit import DEFAULT_BURN_IN, DEFAULT_THIN, PaivaModel
 from geosynth.model.results import PaivaFit
 from geosynth.model.storage import DEFAULT_MAX_BYTES
@@ -365,9 +366,15 @@ def fit_dask(
     """
     if not isinstance(model, PaivaModel):
         raise InputError(f"model must be a geosynth.PaivaModel, got {type(model).__name__}")
-    reserved = {"progress", "n_jobs", "executor"} & set(fit_options)
+    reserved = {"progress", "n_jobs", "executor", "stop"} & set(fit_options)
     if reserved:
         raise InputError(f"fit_dask sets {sorted(reserved)} itself; leave them out")
+    if isinstance(n_iter, str):
+        raise InputError(
+            f"fit_dask needs a fixed n_iter, got {n_iter!r}: the chains of an n_iter='auto' fit "
+            "meet at every convergence check, so they run in threads of one process; use "
+            "model.fit(counts, n_iter='auto') there"
+        )
     client = _get_client(client)
     executor = _TaskExecutor(client, "chain", parallel=bool(fit_options.get("parallel")))
     try:
@@ -534,7 +541,7 @@ def linked_records_dask(
         No Dask client, ``releases`` is empty, or a release does not keep the original index.
     """
     client = _get_client(client)
-    releases = list(releases)
+    releases = as_releases(releases)
     executor = _TaskExecutor(client, "linked", spread=releases)
     try:
         return linked_records(original, releases, executor=executor)

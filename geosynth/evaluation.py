@@ -304,9 +304,7 @@ def linked_records(
         ``releases`` is empty, or a release does not keep the original index.
     """
     _check_executor(executor)
-    releases = list(releases)
-    if not releases:
-        raise InputError("releases is empty; pass the m synthetic data sets to evaluate")
+    releases = as_releases(releases)  # one frame too (list(frame) gave its column names)
     for number, release in enumerate(releases):
         if not release.index.equals(original.index):
             raise InputError(

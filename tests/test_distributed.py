@@ -178,6 +178,9 @@ def test_fit_dask_rejects_bad_arguments(client, fitted):
         gd.fit_dask(PaivaModel(), counts, client=client, executor=client.get_executor(), **RUN)
     with pytest.raises(InputError, match="PaivaModel"):
         gd.fit_dask("model", counts, client=client)
+    # it told the user to drop executor=, which they never passed
+    with pytest.raises(InputError, match="fit_dask needs a fixed n_iter, got 'auto'"):
+        gd.fit_dask(PaivaModel(), counts, client=client, n_iter="auto")
 
 
 def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fitted, monkeypatch):
@@ -319,6 +322,8 @@ def test_linked_records_dask_equals_evaluate(client, points, grid, fitted):
     pd.testing.assert_frame_equal(got, want)
     with pytest.raises(InputError, match="original index"):
         gd.linked_records_dask(points, [geosynth.to_public(releases[0], seed=1)], client=client)
+    one = gd.linked_records_dask(points, releases[0], client=client)  # one frame: raw error
+    pd.testing.assert_frame_equal(one, want.iloc[:1])
 
 
 # --------------------------------------------------------------------------- evaluate
