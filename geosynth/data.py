@@ -101,6 +101,7 @@ __all__ = [
     "counts_from_table",
     "locate_records",
     "warn_if_bounds_touch_records",
+    "no_overlap_message",
     "CELL_COLUMN",
     "COUNT_COLUMN",
     "Z_SUM_COLUMN",
@@ -490,7 +491,7 @@ def prepare(
     if n_out:
         none_left = None
         if n_out == len(gdf):
-            none_left = _no_overlap_message(len(gdf), point_coordinates(gdf, "gdf"), grid,
+            none_left = no_overlap_message(len(gdf), point_coordinates(gdf, "gdf"), grid,
                                             gdf.crs)
         check_outside(n_out, len(gdf), _rows(gdf.index, out), outside, none_left=none_left,
                       stacklevel=2)
@@ -752,7 +753,7 @@ def check_outside(
         ``outside="drop"``: how many points are dropped, and which.
     """
     if n_out == n_total:
-        raise InputError(none_left or _no_overlap_message(n_total, None, None, None))
+        raise InputError(none_left or no_overlap_message(n_total, None, None, None))
     where = (
         f"{n_out} of {n_total} points fall in no grid cell (outside the lattice or region, or "
         f"inside an excluded area): {rows}"
@@ -792,8 +793,11 @@ def _grid_extent(grid: Any) -> tuple[float, float, float, float] | None:
         return None if bounds is None else tuple(float(v) for v in bounds)  # type: ignore
 
 
-def _no_overlap_message(n: int, xy: np.ndarray | None, grid: Any, crs: Any) -> str:
-    """Explain why none of the ``n`` points falls in a cell, suspecting a CRS mix-up."""
+def no_overlap_message(n: int, xy: np.ndarray | None, grid: Any, crs: Any) -> str:
+    """Explain why none of the ``n`` points falls in a cell, suspecting a CRS mix-up.
+
+    ``xy`` may hold only the points' extreme corners (only their bounds are used).
+    """
     head = f"none of the {n} points falls in a grid cell, so no record is left"
     extent = _grid_extent(grid) if grid is not None else None
     if xy is None or extent is None or len(xy) == 0:

@@ -61,6 +61,7 @@ from geosynth.data import (
     count_table,
     counts_from_table,
     locate_records,
+    no_overlap_message,
     warn_if_bounds_touch_records,
 )
 from geosynth.errors import InputError
@@ -628,11 +629,22 @@ def _partition_table(part, grid, attrs, continuous) -> pd.DataFrame:
     return count_table(locate_records(part, grid, attrs, continuous, check_bounds=False), attrs)
 
 
+_CORNERS_META = pd.DataFrame({"x": np.zeros(0), "y": np.zeros(0)})
+
+
 def _partition_extremes(part, grid) -> pd.DataFrame:
     """Return the smallest and largest x and y of a partition's located points (NaN if none)."""
     xy = point_coordinates(part, "gdf")
-    located = xy[np.asarray(grid.locate(xy)).reshape(-1) >= 0]
-    corners = (np.vstack([located.min(axis=0), located.max(axis=0)]) if len(located)
+    return _corners(xy[np.asarray(grid.locate(xy)).reshape(-1) >= 0])
+
+
+def _partition_corners(part) -> pd.DataFrame:
+    """Return the smallest and largest x and y of a partition's points (NaN if none)."""
+    return _corners(point_coordinates(part, "gdf"))
+
+
+def _corners(xy: np.ndarray) -> pd.DataFrame:
+    corners = (np.vstack([xy.min(axis=0), xy.max(axis=0)]) if len(xy)
                else np.full((2, 2), np.nan))
     return pd.DataFrame(corners, columns=["x", "y"])
 
@@ -641,8 +653,7 @@ def _warn_if_bounds_touch_partitions(ddf, grid) -> None:
     """:func:`warn_if_bounds_touch_records` once, over every partition's extreme corners."""
     if grid.kind == "areal" or grid.snap_unit is not None:  # the check's own exemptions
         return
-    meta = pd.DataFrame({"x": np.zeros(0), "y": np.zeros(0)})
-    corners = ddf.map_partitions(_partition_extremes, grid, meta=meta).compute().dropna()
+    corners = ddf.map_partitions(_partition_extremes, grid, meta=_CORNERS_META).compute().dropna()
     warn_if_bounds_touch_records(grid, corners.to_numpy())
 
 
@@ -759,7 +770,11 @@ def prepare_dask(
         more = n_out - len(shown)
         if more > 0:
             rows += f" and {more} more"
-        check_outside(n_out, n_total, rows, outside, stacklevel=2)
+        none_left = None
+        if n_out == n_total:  # with the points' bounds, as prepare: degrees in a metric CRS?
+            corners = ddf.map_partitions(_partition_corners, meta=_CORNERS_META).compute()
+            none_left = no_overlap_message(n_total, corners.dropna().to_numpy(), grid, ddf.crs)
+        check_outside(n_out, n_total, rows, outside, none_left=none_left, stacklevel=2)
         table = table.loc[~out].reset_index(drop=True)
     for a in attrs:  # the partitions' dtypes: a categorical keeps its category order
         table[a] = table[a].astype(meta[a].dtype)

@@ -278,8 +278,12 @@ def test_prepare_dask_outside_points(client, points, grid):
     assert all(w.filename == __file__ for w in caught if w.category is DataWarning)
     assert_counts_equal(got, want)
     nowhere = Grid.regular((1000, 1000, 1100, 1080), shape=(2, 2), crs=CRS)
-    with pytest.raises(InputError, match="none of the 600 points falls in a grid cell"):
+    with pytest.raises(InputError, match="none of the 600 points falls in a grid cell") as dask:
         gd.prepare_dask(ddf, nowhere, attributes=["a"], outside="drop")
+    with pytest.raises(InputError) as memory:
+        prepare(points, nowhere, attributes=["a"], outside="drop")
+    assert str(dask.value) == str(memory.value)  # with the points' bounds, as prepare says
+    assert "bounds about" in str(dask.value)
 
 
 def test_prepare_dask_checks_metadata_and_partitions(client, points, grid):
