@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # not at run time: the command line imports this module before NumPy loads
+    import numpy as np
+    import pandas as pd
 
 __all__ = ["describe_rows", "CONTROL_CHARACTERS", "exact_number"]
 
@@ -33,6 +35,8 @@ def describe_rows(index: pd.Index, bad: np.ndarray, limit: int = SHOW_ROWS) -> s
     str
         Text such as ``"rows [3, 17, 'a'] and 12 more"`` for error messages.
     """
+    import numpy as np
+
     labels = index[np.asarray(bad, dtype=bool)]
     shown = ", ".join(repr(label) for label in labels[:limit].tolist())
     more = len(labels) - limit
