@@ -9,7 +9,7 @@ import shapely
 from geosynth._messages import describe_rows
 from geosynth.errors import InputError
 
-__all__ = ["point_coordinates"]
+__all__ = ["point_coordinates", "usable_points"]
 
 
 def point_coordinates(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str = "gdf") -> np.ndarray:
@@ -57,7 +57,7 @@ def point_coordinates(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str = "gdf"
             f"({names}; {describe_rows(index, not_point)}); pass one Point per record: use "
             "gdf.explode() for MultiPoints or gdf.representative_point() for polygons"
         )
-    xy = np.column_stack([shapely.get_x(geoms), shapely.get_y(geoms)])
+    xy = _xy(geoms)
     bad = ~np.isfinite(xy).all(axis=1)
     if bad.any():
         raise InputError(
@@ -65,3 +65,36 @@ def point_coordinates(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str = "gdf"
             f"({describe_rows(index, bad)}); drop or fix them"
         )
     return xy
+
+
+def usable_points(frame: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Mark the records with a present, non-empty Point of finite coordinates; refuse nothing.
+
+    The tolerant twin of :func:`point_coordinates`, for a preparation whose success must not
+    depend on the records' values (:func:`geosynth.prepare` with ``levels=``): the caller
+    drops the records it does not mark.
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame
+        Records, one geometry each (its active geometry column must exist).
+
+    Returns
+    -------
+    usable : numpy.ndarray of bool, shape (n,)
+        True for a present, non-empty Point with finite x and y.
+    xy : numpy.ndarray of float64, shape (n, 2)
+        The coordinates (NaN where not usable).
+    """
+    geoms = np.asarray(frame.geometry.array, dtype=object)
+    point = (shapely.get_type_id(geoms) == 0) & ~shapely.is_empty(geoms)
+    xy = np.full((len(geoms), 2), np.nan)
+    xy[point] = _xy(geoms[point])
+    usable = point & np.isfinite(xy).all(axis=1)
+    xy[~usable] = np.nan
+    return usable, xy
+
+
+def _xy(geoms: np.ndarray) -> np.ndarray:
+    """Return the x and y of point geometries, float64 (n, 2)."""
+    return np.column_stack([shapely.get_x(geoms), shapely.get_y(geoms)]).reshape(-1, 2)

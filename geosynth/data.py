@@ -38,6 +38,26 @@ partition by partition on a :class:`dask_geopandas.GeoDataFrame` (the core never
 3. :func:`counts_from_table` turns a count table into :class:`CellCounts`: levels,
    combinations, the identifying-attribute check, ``counts`` and ``zbar``.
 
+Preparation on a public domain
+------------------------------
+A differentially private release (:mod:`geosynth.dp`) must not succeed or fail on facts of the
+confidential records: if removing one record turned a release into an error, that event alone
+would have ε = ∞. ``prepare(..., levels={attribute: [public levels]})`` therefore refuses only
+what the arguments and the frame's schema show (columns, dtypes, CRS, the declared levels, the
+lattice, ``max_bytes``) and
+
+* counts every combination of the declared levels (``B`` = their product, in code order, empty
+  combinations included), so the memory check uses that public number;
+* drops, instead of refusing, a record whose point is missing, empty, not a Point or outside
+  every cell, or whose attribute value is not a declared level (NaN included): under add/remove
+  neighbours a dropped record changes at most one count, so the table's sensitivity stays 1;
+* skips the checks that read the values: record-identifying attributes (the published levels
+  are the declared ones; the noise protects the counts), more combinations than records, a
+  single level, an empty frame or no point in any cell.
+
+How many records were dropped, and why, is said in a :class:`~geosynth.errors.DataWarning` on
+the curator's terminal; it is not part of the counts' DP output and must not be published.
+
 Record-identifying attributes
 -----------------------------
 A synthetic release keeps every record's attribute values and moves only its location, so an
@@ -74,7 +94,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._messages import describe_rows as _rows
-from geosynth._points import point_coordinates
+from geosynth._points import point_coordinates, usable_points
 from geosynth._validation import MAX_CONTINUOUS
 from geosynth.errors import (
     CRSError,
@@ -94,6 +114,8 @@ __all__ = [
     "prepare",
     "check_columns",
     "check_crs",
+    "check_levels",
+    "domain_combos",
     "check_outside",
     "check_prepare_options",
     "count_table",
@@ -275,7 +297,8 @@ class CellCounts(CountTable):
     attributes : tuple of str
         The attribute columns, in the order given to :func:`prepare`.
     levels : dict of str to list
-        Levels of each attribute present in the kept records, code order (see module docstring).
+        Levels of each attribute present in the kept records, code order (see module docstring);
+        the declared levels when ``domain_declared``.
     continuous : str, tuple of str, or None
         The continuous column as given to :func:`prepare` (a str), or the continuous covariates
         (a tuple, for a list given); None without one. :attr:`covariates` is always a tuple.
@@ -296,6 +319,10 @@ class CellCounts(CountTable):
         A raw cell mean is ``zbar * zbar_sd + zbar_mean``.
     grid : geosynth.lattice.Grid
         The lattice the records were located in.
+    domain_declared : bool, default False
+        True when prepared on a declared public domain (``prepare(..., levels=...)``):
+        ``levels`` is then that domain and ``combos`` every combination of it, empty ones
+        included. The ε-DP entry points require it.
     """
 
     counts: np.ndarray
@@ -311,6 +338,7 @@ class CellCounts(CountTable):
     zbar_mean: np.ndarray | None
     zbar_sd: np.ndarray | None
     grid: Grid
+    domain_declared: bool = False
 
     def __post_init__(self) -> None:
         n = len(self.record_cell)
@@ -408,8 +436,13 @@ def prepare(
     max_bytes: int = 2**31,
     *,
     allow_identifying: bool = False,
+    levels: dict[str, Sequence] | None = None,
 ) -> CellCounts:
     """Validate confidential points and count them per (grid cell, attribute combination).
+
+    With ``levels`` (the public domain of every attribute) this is the preparation of a
+    differentially private release, whose success depends on public facts only: see
+    "Preparation on a public domain" in the module docstring.
 
     Parameters
     ----------
@@ -438,7 +471,14 @@ def prepare(
         Keep an attribute whose levels (nearly) identify records (see "Record-identifying
         attributes" in the module docstring) instead of refusing it; a
         :class:`~geosynth.errors.DataWarning` still names it. Only for levels that are public and
-        not linkable to a person. CLI: ``--allow-identifying``.
+        not linkable to a person. CLI: ``--allow-identifying``. Not used with ``levels``.
+    levels : dict of str to list, optional
+        The public domain: the levels of each attribute, in code order (extra keys are
+        ignored). Counts every combination of them, drops the records it cannot count instead
+        of refusing them, and skips the checks that read the records' values; required by the
+        ε-DP entry points (:mod:`geosynth.dp`). ``outside`` and ``allow_identifying`` are then
+        not used, and ``continuous`` is refused (a DP release has no continuous variable).
+        CLI: ``--levels-file`` (with ``--epsilon``).
 
     Returns
     -------
@@ -455,7 +495,9 @@ def prepare(
         combinations (product of the numbers of levels) than kept records; an attribute whose
         levels identify records (unless ``allow_identifying``); no point in any cell (the
         message reports the bounds of the points and of the grid and suspects a mislabelled
-        CRS).
+        CRS). With ``levels``, only what the arguments and the frame's columns, dtypes and
+        CRS show: an invalid ``levels`` (not a dict, an attribute missing, an empty list, a
+        level listed twice, NaN or unhashable), ``continuous`` given.
     CRSError
         ``gdf`` has no CRS while the grid has one, the CRSs differ, or ``gdf`` is in degrees.
     MemoryLimitError
@@ -465,7 +507,8 @@ def prepare(
     -----
     DataWarning
         An attribute has a single level among the kept records, points were dropped, or an
-        identifying attribute was kept with ``allow_identifying=True``.
+        identifying attribute was kept with ``allow_identifying=True``. With ``levels``: how
+        many records were dropped, and why (for the curator; a release does not hold it).
 
     Notes
     -----
@@ -482,6 +525,8 @@ def prepare(
             "geosynth.distributed.prepare_dask(gdf, grid, ...) (same arguments; the dask extra), "
             "or load it with gdf.compute() if it fits in memory"
         )
+    if levels is not None:
+        return _prepare_on_domain(gdf, grid, attributes, continuous, levels, max_bytes)
     _check_parameters(gdf, grid, outside, max_bytes, allow_identifying)
     attrs = check_columns(gdf, attributes, continuous)
     check_crs(gdf, grid)
@@ -511,15 +556,19 @@ def _is_dask_frame(gdf: Any) -> bool:
 def _check_parameters(
     gdf: Any, grid: Any, outside: Any, max_bytes: Any, allow_identifying: Any
 ) -> None:
+    _check_frame_type(gdf)
+    check_prepare_options(grid, outside, max_bytes, allow_identifying)
+    if len(gdf) == 0:
+        raise InputError("gdf has no rows; prepare needs at least one record")
+
+
+def _check_frame_type(gdf: Any) -> None:
     if not isinstance(gdf, gpd.GeoDataFrame):
         raise InputError(
             f"gdf must be a geopandas.GeoDataFrame, got {type(gdf).__module__}."
             f"{type(gdf).__name__}; build one with geopandas.GeoDataFrame(df, geometry=...) or "
             "geopandas.points_from_xy(x, y, crs=...)"
         )
-    check_prepare_options(grid, outside, max_bytes, allow_identifying)
-    if len(gdf) == 0:
-        raise InputError("gdf has no rows; prepare needs at least one record")
 
 
 def check_prepare_options(
@@ -846,6 +895,181 @@ def no_overlap_message(n: int, xy: np.ndarray | None, grid: Any, crs: Any) -> st
             f"points and the {target} use the same CRS and that the points' CRS label is right"
         )
     return f"{head}: {described} do not overlap; " + "; ".join(hints)
+
+
+# --------------------------------------------------------------------------- public domain
+
+
+def check_levels(levels: Any, attributes: Sequence[str]) -> dict[str, list]:
+    """Check a declared public domain and return the levels of ``attributes``, in code order.
+
+    The one check of a ``levels`` dict: :func:`prepare` (``levels=``) and the ε-DP entry points
+    (:func:`geosynth.dp.locations.public_domain`) call it. It reads the declared levels only,
+    never the records.
+
+    Parameters
+    ----------
+    levels : dict of str to list
+        The public levels of each attribute; keys other than ``attributes`` are ignored.
+    attributes : sequence of str
+        The attributes that need a domain.
+
+    Returns
+    -------
+    dict of str to list
+        ``{attribute: list of its levels}`` for every attribute, in the order of ``attributes``.
+
+    Raises
+    ------
+    InputError
+        ``levels`` is not a dict, lacks an attribute, or an attribute's entry is not a
+        non-empty list of distinct (``1`` and ``1.0`` are one level), hashable, non-NaN levels.
+    """
+    if not isinstance(levels, dict):
+        raise InputError(f"levels must be a dict attribute -> list of levels, got "
+                         f"{type(levels).__name__}")
+    return {a: _declared_levels(levels, a) for a in attributes}
+
+
+def _declared_levels(levels: dict, attribute: str) -> list:
+    """Return the checked levels of one attribute (see :func:`check_levels`)."""
+    if attribute not in levels:
+        raise InputError(f"levels has no entry for attribute {attribute!r}; give its public "
+                         "levels")
+    given = levels[attribute]
+    if isinstance(given, str | bytes | dict) or not isinstance(given, Sequence | np.ndarray
+                                                                | pd.Index):
+        raise InputError(f"levels[{attribute!r}] must be a list of levels, got {given!r}")
+    declared = list(given)
+    if not declared:
+        raise InputError(f"levels[{attribute!r}] is empty; give at least one public level")
+    try:
+        unique = len(set(declared)) == len(declared)  # by == and hash, as the counting matches
+    except TypeError as err:
+        raise InputError(f"levels[{attribute!r}] holds unhashable levels; give numbers or "
+                         "strings") from err
+    if pd.isna(pd.Series(declared, dtype=object)).any():
+        raise InputError(f"levels[{attribute!r}] holds a missing value (NaN/None); a level "
+                         "needs a name, e.g. 'unknown'")
+    repeated = sorted({str(v) for k, v in enumerate(declared) if v in declared[:k]})
+    if repeated or not unique:  # 1 and 1.0: one level, a combination of pure noise
+        raise InputError(f"levels[{attribute!r}] lists {repeated[:5]} more than once; give each "
+                         "public level once")
+    return declared
+
+
+def _level_index(declared: list) -> pd.Index:
+    """Index the declared levels so that values match by ``==`` and hash (1 is 1.0)."""
+    return pd.Index(declared, dtype=object, tupleize_cols=False)
+
+
+def domain_combos(domain: dict[str, list]) -> pd.DataFrame:
+    """Every combination of a public domain, the last attribute varying fastest.
+
+    Parameters
+    ----------
+    domain : dict of str to list
+        Checked levels of every attribute (:func:`check_levels`), in attribute order.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``prod(len(levels))`` rows (index ``0..B-1``): for each attribute ``a`` a column ``a``
+        (the level) and ``a_code`` (int64 index into ``domain[a]``). The order is that of the
+        codes, as in :class:`CellCounts`.
+    """
+    sizes = [len(v) for v in domain.values()]
+    codes = np.indices(sizes).reshape(len(sizes), -1)  # C order: the last attribute fastest
+    columns: dict[Hashable, Any] = {}
+    for k, (a, declared) in enumerate(domain.items()):
+        columns[a] = pd.Series(declared, dtype=object).iloc[codes[k]].tolist()
+        columns[f"{a}_code"] = codes[k].astype(np.int64)
+    return pd.DataFrame(columns, index=pd.RangeIndex(codes.shape[1]))
+
+
+def _prepare_on_domain(
+    gdf: Any,
+    grid: Any,
+    attributes: Sequence[str] | str,
+    continuous: Sequence[str] | str | None,
+    levels: Any,
+    max_bytes: Any,
+) -> CellCounts:
+    """:func:`prepare` with ``levels``: refusals from public facts only, records dropped."""
+    _check_frame_type(gdf)
+    check_prepare_options(grid, "drop", max_bytes)
+    attrs = check_columns(gdf, attributes, continuous)
+    if covariate_names(continuous):
+        raise InputError("levels= prepares the counts of a DP release, which cannot release a "
+                         "continuous variable yet; drop continuous=")
+    check_crs(gdf, grid)
+    domain = check_levels(levels, attrs)
+    n_cells, n_combos = int(grid.n_cells), math.prod(len(v) for v in domain.values())
+    _check_memory(n_cells, n_combos, 0, max_bytes)  # the declared product: a public number
+    cell, combo, reasons = _locate_on_domain(gdf, grid, domain)
+    keep = (cell >= 0) & (combo >= 0)
+    _warn_dropped(reasons, len(gdf))
+    counts = np.bincount(cell[keep] * n_combos + combo[keep], minlength=n_cells * n_combos)
+    counts = counts.astype(np.int64).reshape(n_cells, n_combos)
+    combos = domain_combos(domain)
+    combos["n_records"] = counts.sum(axis=0).astype(np.int64)
+    return CellCounts(
+        counts=counts, combos=combos, record_cell=cell[keep], record_combo=combo[keep],
+        record_index=gdf.index[keep], attributes=attrs, levels=domain, continuous=None,
+        zbar=None, zbar_mask=None, zbar_mean=None, zbar_sd=None, grid=grid,
+        domain_declared=True,
+    )
+
+
+def _locate_on_domain(
+    gdf: gpd.GeoDataFrame, grid: Any, domain: dict[str, list]
+) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Cell and domain combination of every record, -1 where it cannot be counted.
+
+    Returns the cell ids, the combination indices and how many records each reason drops.
+    """
+    usable, xy = usable_points(gdf)
+    cell = np.full(len(gdf), -1, dtype=np.int64)
+    if usable.any():
+        located = np.asarray(grid.locate(xy[usable]), dtype=np.int64).reshape(-1)
+        if located.shape != (int(usable.sum()),):
+            raise InputError(f"grid.locate returned {located.shape[0]} cell ids for "
+                             f"{int(usable.sum())} points; grid must be a geosynth.lattice.Grid")
+        cell[usable] = located
+        warn_if_bounds_touch_records(grid, xy[cell >= 0])
+    codes = np.stack([_level_index(declared).get_indexer(gdf[a].to_numpy(dtype=object))
+                      for a, declared in domain.items()])
+    in_domain = (codes >= 0).all(axis=0)
+    combo = np.full(len(gdf), -1, dtype=np.int64)
+    if in_domain.any():
+        sizes = tuple(len(v) for v in domain.values())
+        combo[in_domain] = np.ravel_multi_index(codes[:, in_domain], sizes)
+    reasons = {
+        "without a usable point geometry (missing, empty, not a Point, NaN coordinates)":
+            int((~usable).sum()),
+        "in no lattice cell (outside the lattice or region, or in an excluded area)":
+            int((usable & (cell < 0)).sum()),
+        "with an attribute value outside the declared levels (NaN included)":
+            int((~in_domain).sum()),
+    }
+    cell[combo < 0] = -1
+    combo[cell < 0] = -1
+    return cell, combo, reasons
+
+
+def _warn_dropped(reasons: dict[str, int], n_records: int) -> None:
+    """DataWarning, for the curator only, of how many records the domain preparation dropped."""
+    dropped = {why: n for why, n in reasons.items() if n}
+    if not dropped:
+        return
+    described = "; ".join(f"{n} {why}" for why, n in dropped.items())
+    warnings.warn(
+        f"prepare(levels=...) dropped records of the {n_records} given (a record can have "
+        f"several reasons): {described}. They are not counted; under differential privacy a "
+        "dropped record changes at most one count, so dropping costs no privacy, and this "
+        "warning, for you only, is not part of any release",
+        DataWarning, stacklevel=4,
+    )
 
 
 # --------------------------------------------------------------------------- encoding and counting
@@ -1235,6 +1459,12 @@ def _check_sizes(
     n_covariates: int,
     max_bytes: int,
 ) -> None:
+    _check_combinations(levels, n_records)
+    _check_memory(n_cells, n_combos, n_covariates, max_bytes)
+
+
+def _check_combinations(levels: dict[str, list], n_records: int) -> None:
+    """Refuse more possible combinations of the observed levels than records (not under DP)."""
     possible = math.prod(len(v) for v in levels.values())
     if possible > n_records:
         sizes = " x ".join(f"{len(v)} ({a})" for a, v in levels.items())
@@ -1243,6 +1473,10 @@ def _check_sizes(
             "records; most combinations would be empty or hold single records: use fewer "
             "attributes or merge levels"
         )
+
+
+def _check_memory(n_cells: int, n_combos: int, n_covariates: int, max_bytes: int) -> None:
+    """Refuse (G, B) arrays over ``max_bytes``."""
     per_pair = 8 + (1 + 8 * n_covariates if n_covariates else 0)
     needed = n_cells * n_combos * per_pair
     if needed > max_bytes:

@@ -29,7 +29,8 @@ def make_scenario_counts():
     - ``scenario = geosynth.datasets.paiva_scenario(n=n, seed=seed)``,
     - ``grid = Grid.regular(scenario.bounds, shape=shape, crs=scenario.crs)``,
     - ``counts = prepare(scenario.data, grid, attributes=list(attributes),
-      continuous=continuous, **prepare_kwargs)``.
+      continuous=continuous, **prepare_kwargs)`` (``levels={...}``, the public domain of a
+      DP release, is accepted too).
 
     Each step is cached on the arguments it depends on (``n, seed``; then ``shape``; then the
     arguments of ``prepare``), so calls that agree on them, in any test file, get the same
@@ -50,14 +51,19 @@ def make_scenario_counts():
 
     @functools.cache
     def counts_of(n, seed, shape, attributes, continuous, prepare_items):
+        options = dict(prepare_items)
+        if "levels" in options:  # frozen for the cache key
+            options["levels"] = {a: list(values) for a, values in options["levels"]}
         return prepare(scenario_of(n, seed).data, grid_of(n, seed, shape),
-                       attributes=list(attributes), continuous=continuous,
-                       **dict(prepare_items))
+                       attributes=list(attributes), continuous=continuous, **options)
 
     def make(n=300, seed=3, shape=(8, 8), attributes=("y", "x1"), continuous=None,
              **prepare_kwargs):
         shape = tuple(shape)
         attributes = (attributes,) if isinstance(attributes, str) else tuple(attributes)
+        if "levels" in prepare_kwargs:
+            prepare_kwargs["levels"] = tuple((a, tuple(values))
+                                             for a, values in prepare_kwargs["levels"].items())
         counts = counts_of(n, seed, shape, attributes, continuous,
                            tuple(sorted(prepare_kwargs.items())))
         return ScenarioCounts(scenario_of(n, seed), grid_of(n, seed, shape), counts)

@@ -741,3 +741,142 @@ def test_points_inside_the_lattice_but_all_excluded_name_the_region():
     with pytest.raises(InputError, match=r"none of the 10 points.*overlap, but every point lies "
                                          r"outside the region or inside an excluded area"):
         prepare(df, grid, ["sex"])
+
+
+# --------------------------------------------------------------------------- public domain
+
+
+DOMAIN = {"sex": ["f", "m"], "age": [1, 2, 3]}
+
+
+def small_frame(sex, age, xy, index=None):
+    geometry = [None if p is None else Point(p) if len(p) == 2 else LineString(p) for p in xy]
+    return gpd.GeoDataFrame({"sex": sex, "age": age}, geometry=geometry, crs=CRS, index=index)
+
+
+def test_domain_counts_every_declared_combination_and_drops_what_it_cannot_count(grid):
+    # grid: 4 x 4 cells of 2.5 m over (0, 0, 10, 10); cell id = row * 4 + column.
+    gdf = small_frame(
+        sex=["f", "m", "m", "x", None, "f", "f", "f"],
+        age=[1, 3, 3, 1, 2, 9, 2, 2],
+        xy=[(1, 1), (6, 1), (6, 1.5), (1, 1), (1, 1), (1, 1), (50, 50), None],
+        index=list("abcdefgh"),
+    )
+    with pytest.warns(DataWarning) as caught:
+        counts = prepare(gdf, grid, ["sex", "age"], levels=DOMAIN)
+    message = str(caught[0].message)
+    assert "1 without a usable point geometry" in message  # h
+    assert "1 in no lattice cell" in message  # g
+    assert "3 with an attribute value outside the declared levels" in message  # d, e, f
+    assert caught[0].filename == __file__
+    # Hand-derived: a = (f, 1) in cell 0; b, c = (m, 3) in cell 2. Combinations in code
+    # order: (f,1) (f,2) (f,3) (m,1) (m,2) (m,3).
+    expected = np.zeros((16, 6), dtype=np.int64)
+    expected[0, 0] = 1
+    expected[2, 5] = 2
+    np.testing.assert_array_equal(counts.counts, expected)
+    assert counts.domain_declared and counts.levels == DOMAIN
+    assert counts.combos[["sex", "age"]].values.tolist() == [
+        ["f", 1], ["f", 2], ["f", 3], ["m", 1], ["m", 2], ["m", 3]]
+    assert counts.combos["age_code"].tolist() == [0, 1, 2, 0, 1, 2]
+    assert counts.combos["n_records"].tolist() == [1, 0, 0, 0, 0, 2]
+    assert list(counts.record_index) == ["a", "b", "c"]
+    np.testing.assert_array_equal(counts.record_cell, [0, 2, 2])
+    np.testing.assert_array_equal(counts.record_combo, [0, 5, 5])
+
+
+def test_domain_keeps_a_categorical_and_matches_levels_by_value(grid):
+    gdf = small_frame(sex=pd.Categorical(["m", "f"], categories=["m", "f"]), age=[1.0, 3.0],
+                      xy=[(1, 1), (1, 1)])
+    counts = prepare(gdf, grid, ["sex", "age"], levels=DOMAIN)
+    assert counts.levels == DOMAIN  # the declared order, not the category order
+    assert counts.counts[0].tolist() == [0, 0, 1, 1, 0, 0]
+
+
+@pytest.mark.parametrize(
+    ("bigger", "smaller"),
+    [
+        # 6 possible combinations: 6 records pass the ordinary check, 5 do not.
+        (dict(sex=["f", "f", "f", "m", "m", "m"], age=[1, 2, 3, 1, 2, 3]), 5),
+        # every record alone in its level: "identifying" for 2 records, not for 3.
+        (dict(sex=["f", "m", "f"], age=[1, 2, 1]), 2),
+        # a level outside the declared domain: refused by the ordinary DP path.
+        (dict(sex=["f", "m", "z"], age=[1, 2, 3]), 2),
+        # one record, and none: refused as an empty frame.
+        (dict(sex=["f"], age=[1]), 0),
+        # one point outside the lattice, alone: "no point in any cell".
+        (dict(sex=["f"], age=[1], xy=[(50, 50)]), 0),
+    ],
+    ids=["combinations", "identifying", "undeclared-level", "empty", "all-outside"],
+)
+def test_domain_prepares_both_of_neighbouring_datasets(grid, bigger, smaller):
+    """What the ordinary prepare refuses on the records' values, the domain path counts."""
+    n = len(bigger["sex"])
+    xy = bigger.pop("xy", [(1 + k, 1) for k in range(n)])
+    datasets = [small_frame(**bigger, xy=xy), small_frame(**bigger, xy=xy).iloc[:smaller]]
+    with pytest.raises(InputError):  # the ordinary path refuses one of the two
+        for data in datasets:
+            prepare(data, grid, ["sex", "age"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)  # records dropped: for the curator
+        tables = [prepare(data, grid, ["sex", "age"], levels=DOMAIN).counts for data in datasets]
+    assert tables[0].shape == tables[1].shape == (16, 6)
+    assert np.abs(tables[0] - tables[1]).sum() <= n - smaller
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sex=st.lists(st.sampled_from(["f", "m", "x", None]), min_size=1, max_size=8),
+    data=st.data(),
+)
+def test_domain_removing_any_record_changes_at_most_one_count_by_one(sex, data):
+    grid = Grid.regular((0, 0, 10, 10), shape=(4, 4), crs=CRS)
+    n = len(sex)
+    age = data.draw(st.lists(st.sampled_from([1, 2, 3, 7]), min_size=n, max_size=n))
+    xy = data.draw(st.lists(st.sampled_from([(1, 1), (6, 9), (50, 50), None]), min_size=n,
+                            max_size=n))
+    gdf = small_frame(sex=sex, age=age, xy=xy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        full = prepare(gdf, grid, ["sex", "age"], levels=DOMAIN).counts
+        for k in range(n):
+            without = prepare(gdf.drop(index=gdf.index[k]), grid, ["sex", "age"],
+                              levels=DOMAIN).counts
+            difference = full - without
+            assert difference.min() >= 0 and difference.sum() <= 1
+
+
+def test_domain_memory_check_uses_the_declared_product(grid):
+    gdf = small_frame(sex=["f"], age=[1], xy=[(1, 1)])  # one observed combination
+    needed = 16 * 6 * 8  # cells x declared combinations x int64
+    prepare(gdf, grid, ["sex", "age"], max_bytes=needed, levels=DOMAIN)
+    for data in (gdf, gdf.iloc[:0]):  # whatever the records, the same refusal
+        with pytest.raises(MemoryLimitError, match="16 cells x 6 combinations need 768 bytes"):
+            prepare(data, grid, ["sex", "age"], max_bytes=needed - 1, levels=DOMAIN)
+
+
+@pytest.mark.parametrize(
+    ("levels", "match"),
+    [
+        (["f", "m"], "levels must be a dict"),
+        ({"sex": ["f", "m"]}, "levels has no entry for attribute 'age'"),
+        ({**DOMAIN, "age": []}, r"levels\['age'\] is empty"),
+        ({**DOMAIN, "age": "123"}, r"levels\['age'\] must be a list"),
+        ({**DOMAIN, "age": [1, 2, 1.0]}, r"levels\['age'\] lists \['1.0'\] more than once"),
+        ({**DOMAIN, "age": [1, np.nan]}, r"levels\['age'\] holds a missing value"),
+        ({**DOMAIN, "age": [[1], [2]]}, r"levels\['age'\] holds unhashable levels"),
+    ],
+)
+def test_domain_refuses_invalid_levels(gdf, grid, levels, match):
+    with pytest.raises(InputError, match=match):
+        prepare(gdf, grid, ["sex", "age"], levels=levels)
+
+
+def test_domain_refuses_a_continuous_variable_and_keeps_schema_checks(gdf, grid):
+    with pytest.raises(InputError, match="continuous"):
+        prepare(gdf, grid, ["sex", "age"], continuous="z", levels=DOMAIN)
+    with pytest.raises(InputError, match="not a column"):
+        prepare(gdf, grid, ["sex", "income"], levels=DOMAIN)
+    with pytest.raises(CRSError):
+        prepare(gdf.set_crs("EPSG:4326", allow_override=True), grid, ["sex", "age"],
+                levels=DOMAIN)
