@@ -36,7 +36,8 @@ def synthesize(
 
     * ``synthesize(fit, gdf, m, seed)`` -- partially synthetic releases of a fit of exact
       counts (Nunes 2018, §2.1.2): :func:`geosynth.synth.synthesize`.
-    * ``synthesize(counts, m=m, epsilon=ε, levels=..., ...)`` -- an ε-DP release:
+    * ``synthesize(counts, m=m, epsilon=ε, ...)`` -- an ε-DP release of counts prepared on the
+      public domain (``prepare(..., levels=...)``):
       :func:`geosynth.dp.dp_release` adds geometric noise to the counts, fits the model
       noise-aware and draws records (attributes included) from the posterior.
     * ``synthesize(noise_aware_fit, m=m)`` -- releases of a noise-aware fit of

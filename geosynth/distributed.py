@@ -146,7 +146,9 @@ def _compile_kernels() -> None:
         warnings.simplefilter("ignore")
         model.fit(counts, n_iter=2, burn_in=0, thin=1, chains=1, seed=0, progress=False,
                   n_jobs=1)
-        noisy = dp_counts(counts, 1.0, seed=0)
+        on_domain = geosynth.prepare(scenario.data, counts.grid, attributes=["y"],
+                                     levels=counts.levels)  # what a DP release needs
+        noisy = dp_counts(on_domain, 1.0, seed=0)
         model.fit(noisy, n_iter=2, burn_in=0, thin=1, chains=1, seed=0, progress=False,
                   n_jobs=1)
         # The numba kernels of the metrics (greedy matching, linked-record distances).

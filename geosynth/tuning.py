@@ -953,6 +953,9 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     else:  # DP noise from fresh OS entropy: no seed; no covariates (dp_counts refuses them)
         from geosynth.dp import dp_model, dp_release
 
+        # Tuning reads the records anyway (it scores releases against them): the levels they
+        # hold stand in for the public domain a release would declare.
+        counts = prepare(gdf, grid, setup.attributes, levels=counts.levels)
         release = dp_release(counts, candidate.epsilon, setup.m,
                              model=dp_model(effects=candidate.effects), progress=False,
                              stop=stop, **setup.fit_options)

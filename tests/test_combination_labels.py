@@ -47,8 +47,8 @@ def test_categorical_levels_keep_their_order(grid):
 
 
 def test_noisy_counts_have_the_labels_of_the_public_domain(grid):
-    counts = prepare(frame(y=[0, 0, 1]), grid, ["y"])
+    counts = prepare(frame(y=[0, 0, 1]), grid, ["y"], levels={"y": [0, 1, 2]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded noise, mostly noise: tests only
-        noisy = dp_counts(counts, 1.0, levels={"y": [0, 1, 2]}, seed=0)
+        noisy = dp_counts(counts, 1.0, seed=0)
     assert noisy.combination_labels() == ["y=0", "y=1", "y=2"]

@@ -158,6 +158,7 @@ def test_fit_dask_beta_and_noise_aware_fits_equal_in_memory(client, points, grid
     np.testing.assert_array_equal(got.eta, want.eta)
 
     exact = prepare(points, grid, attributes=["a", "c"])
+    exact = prepare(points, grid, attributes=["a", "c"], levels=exact.levels)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the seed= of a DP release is for tests only
         noisy = geosynth.dp.dp_counts(exact, 2.0, seed=1)

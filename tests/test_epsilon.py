@@ -37,7 +37,8 @@ WRONG_VALUES = [0, 0.0, -1.0, math.nan, math.inf, -math.inf]
 
 @pytest.fixture(scope="module")
 def counts(make_scenario_counts):
-    return make_scenario_counts(n=60, seed=0, shape=(3, 3), attributes=["y"]).counts
+    return make_scenario_counts(n=60, seed=0, shape=(3, 3), attributes=["y"],
+                                levels={"y": [0, 1]}).counts
 
 
 # (name, call with a given epsilon, parameter named in the messages)

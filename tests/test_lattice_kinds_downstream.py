@@ -154,6 +154,7 @@ def test_dp_release_and_tune_run_on_hexagons():
     grid = hexagons()
     data, _ = planted(grid, seed=12, per_cell=3.0)
     counts = prepare(data, grid, ATTRIBUTES)
+    counts = prepare(data, grid, ATTRIBUTES, levels=counts.levels)
     from geosynth.dp import dp_release
 
     with warnings.catch_warnings():

@@ -46,7 +46,9 @@ def _compile_kind(kind: str) -> tuple[str, float]:
         if kind == "noise-aware":
             from geosynth.dp import dp_counts
 
-            counts = dp_counts(counts, 1.0)
+            on_domain = prepare(scenario.data, grid, attributes=["y", "x1"],
+                                levels=counts.levels)
+            counts = dp_counts(on_domain, 1.0)
         model.fit(counts, n_iter=4, burn_in=0, thin=1, chains=1, seed=0, progress=False,
                   parallel=kind == "chromatic")
     if kind == "serial":  # and the checks of n_iter="auto" fits, for float32 and float64 draws

@@ -23,8 +23,12 @@ Under *replace-one* neighbours a record can leave one count and enter another: s
 :func:`dp_counts` with ``neighbours="replace"`` doubles the noise scale for the same ε.
 
 What must be public. The lattice (build it from the study region, not from the points, e.g. not
-:meth:`Grid.from_points`), the attribute domain (pass ``levels``) and the model settings. The
-number of records is public only if you say so (``n_public``, below).
+:meth:`Grid.from_points`), the attribute domain and the model settings. The number of records is
+public only if you say so (``n_public``, below). The counts must be prepared on the declared
+domain, ``geosynth.prepare(gdf, grid, attributes, levels={attribute: [public levels]})``, which
+refuses nothing on the records' values (it drops the records it cannot count): every entry point
+here refuses other counts (:func:`public_domain`), since accepting or refusing data on its
+values would itself disclose them, ε = ∞ for that event.
 
 Size of a release. One of two rules, recorded in every release's ``attrs["geosynth"]["size"]``
 (and in :attr:`DPRelease.size`; never a seed):
@@ -87,7 +91,7 @@ import pandas as pd
 
 from geosynth._random import SeedLike
 from geosynth._validation import check_epsilon, check_m, check_public_lattice
-from geosynth.data import CellCounts, CountTable
+from geosynth.data import CellCounts, CountTable, check_levels
 from geosynth.dp._randomness import private_generator, private_seed
 from geosynth.dp.accountant import Accountant
 from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
@@ -254,16 +258,18 @@ def dp_counts(
     Parameters
     ----------
     counts : CellCounts
-        Exact counts from :func:`geosynth.prepare`, on a lattice built from public information
-        (a lattice whose bounds came from the points is refused).
+        Exact counts from ``geosynth.prepare(gdf, grid, attributes, levels=...)``, prepared on
+        the public domain of each attribute (see :func:`public_domain`) and on a lattice built
+        from public information (a lattice whose bounds came from the points is refused).
+        Every combination of the domain gets a noisy count, also those absent from the data:
+        publishing only the combinations present would disclose which exist.
     epsilon : float
         Privacy loss of the whole table (parallel composition over disjoint counts).
     accountant : geosynth.dp.Accountant, optional
         Charged ε (label ``"dp_counts"``) before any noise is drawn.
     levels : dict of str to list, optional
-        The public domain of each attribute. Every combination of it gets a noisy count, also
-        those absent from the data: publishing only the combinations present would disclose
-        which exist. Default: the levels seen in the data, with a :class:`PrivacyLeakWarning`.
+        The public domain again, for a check: it must equal the one ``counts`` were prepared
+        on. Default: that domain.
     neighbours : {"add-remove", "replace"}
         Neighbouring-dataset relation ε refers to (sensitivity 1 or 2; see module docstring).
     seed : None or int
@@ -279,8 +285,8 @@ def dp_counts(
     geosynth.errors.InputError
         Invalid arguments, a lattice whose bounds came from the points
         (:func:`~geosynth._validation.check_public_lattice`), a continuous variable (not
-        supported under DP), data levels outside
-        the declared domain, or an ε whose noise scale overflows int64 counts
+        supported under DP), counts not prepared on a declared domain (or ``levels`` other
+        than it), or an ε whose noise scale overflows int64 counts
         (:func:`~geosynth.dp.mechanisms.geometric`; nothing is spent).
     geosynth.errors.BudgetExceededError
         The accountant's budget cannot pay ε (nothing is drawn).
@@ -347,18 +353,22 @@ def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:
 def public_domain(
     counts: CellCounts, levels: dict[str, list] | None, where: str = "dp_counts"
 ) -> dict[str, list]:
-    """Return the public attribute domain of a DP release: the declared ``levels``, checked.
+    """Return the public attribute domain of a DP release: the one ``counts`` were prepared on.
+
+    A DP entry point takes only counts prepared on a declared domain
+    (``geosynth.prepare(..., levels=...)``, :attr:`CellCounts.domain_declared`): an ordinary
+    preparation refuses or accepts the data on facts of the records (levels outside the domain,
+    identifying attributes, more combinations than records), and that refusal alone would
+    disclose them, whatever the noise. Nothing here reads the records.
 
     Parameters
     ----------
     counts : CellCounts
-        Exact counts from :func:`geosynth.prepare`.
+        Counts from ``geosynth.prepare(gdf, grid, attributes, levels=...)``.
     levels : dict of str to list, or None
-        The public levels of each attribute of ``counts``. None: the levels seen in the data,
-        with a :class:`~geosynth.errors.PrivacyLeakWarning` (they disclose which occur).
+        None, or the same domain again (checked by :func:`geosynth.data.check_levels`).
     where : str, default "dp_counts"
-        The caller named at the start of the warning (e.g. ``"OnTheMapSynthesizer"``); the
-        warning points at the caller's caller.
+        The caller named in the messages (e.g. ``"OnTheMapSynthesizer"``).
 
     Returns
     -------
@@ -368,34 +378,23 @@ def public_domain(
     Raises
     ------
     geosynth.errors.InputError
-        ``levels`` is not a dict, lacks an attribute, lists a level twice or misses a level
-        present in the data.
+        ``counts`` were not prepared on a declared domain, or ``levels`` is invalid or differs
+        from it.
     """
-    if levels is None:
-        warnings.warn(
-            f"{where}: the attribute levels are taken from the confidential data, which "
-            "discloses which levels occur; pass levels={attribute: [...]} with the public domain",
-            PrivacyLeakWarning, stacklevel=3,
+    if not counts.domain_declared:
+        raise InputError(
+            f"{where} needs counts prepared on the public domain: geosynth.prepare(gdf, grid, "
+            "attributes, levels={attribute: [public levels]}) (CLI: --levels-file). Counts "
+            "prepared without levels= were accepted or refused on facts of the records (their "
+            "levels, identifying attributes, combinations against records), which no noise "
+            "can protect"
         )
-        return {a: list(counts.levels[a]) for a in counts.attributes}
-    if not isinstance(levels, dict):
-        raise InputError(f"levels must be a dict attribute -> list of levels, got "
-                         f"{type(levels).__name__}")
-    domain = {}
-    for a in counts.attributes:
-        if a not in levels:
-            raise InputError(f"levels has no entry for attribute {a!r}; give its public levels")
-        declared = list(levels[a])
-        repeated = sorted({str(v) for k, v in enumerate(declared) if v in declared[:k]})
-        if repeated:  # 1 and 1.0 too: one level, so a second combination of nothing but noise
-            raise InputError(f"levels[{a!r}] lists {repeated[:5]} more than once; give each "
-                             "public level once")
-        missing = [v for v in counts.levels[a] if v not in declared]
-        if missing:
-            raise InputError(f"attribute {a!r} has levels {missing[:5]} in the data that are not "
-                             f"in levels[{a!r}] = {declared[:10]}; declare the full domain")
-        domain[a] = declared
-    return domain
+    if levels is not None and check_levels(levels, counts.attributes) != counts.levels:
+        raise InputError(
+            f"{where}: levels differ from the domain the counts were prepared on "
+            f"({counts.levels}); pass the public levels to geosynth.prepare(levels=...) only"
+        )
+    return {a: list(counts.levels[a]) for a in counts.attributes}
 
 
 def full_table(counts: CellCounts, domain: dict[str, list]) -> tuple[np.ndarray, pd.DataFrame]:
@@ -715,16 +714,9 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds / 86400:,.0f} days"
 
 
-def _domain_size(counts: CellCounts, levels: Any) -> int:
-    """Return the number of combinations of the public domain (dp_counts validates it)."""
-    size = 1
-    for a in counts.attributes:
-        declared = levels.get(a) if isinstance(levels, dict) else None
-        try:
-            size *= len(declared) if declared is not None else len(counts.levels[a])
-        except TypeError:
-            size *= len(counts.levels[a])
-    return size
+def _domain_size(counts: CellCounts) -> int:
+    """Return the number of combinations of the public domain (a public number)."""
+    return math.prod(len(counts.levels[a]) for a in counts.attributes)
 
 
 def _check_run(n_iter: Any, chains: Any) -> tuple[int, int]:
@@ -911,7 +903,8 @@ def dp_release(
     Parameters
     ----------
     counts : CellCounts
-        Exact counts from :func:`geosynth.prepare` (no continuous variable).
+        Exact counts from ``geosynth.prepare(gdf, grid, attributes, levels=...)``, on the public
+        domain (see :func:`dp_counts`).
     epsilon : float
         Total privacy loss of the release (all ``m`` synthetic datasets together: they are
         post-processing of one noisy table).
@@ -959,7 +952,8 @@ def dp_release(
     TypeError
         ``epsilon`` is not a real number (a bool or a string such as ``"1.0"`` included).
     geosynth.errors.InputError
-        Invalid arguments, or an ε too small for this table and run (see "Small ε" in the
+        Invalid arguments, counts not prepared on a declared domain (:func:`public_domain`), or
+        an ε too small for this table and run (see "Small ε" in the
         module docstring): the noise would overflow int64, the releases could exceed
         ``max_bytes`` or the latent-count enumeration would take hours. The message names
         ``epsilon``, the noise scale, the memory and time, and the smallest ε that works.
@@ -992,12 +986,13 @@ def dp_release(
                          f"{type(counts).__name__}")
     if neighbours not in _NEIGHBOURS:
         raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")
+    public_domain(counts, levels, where="dp_release")
     m = check_m(m)
     n_public, max_records, max_bytes = _check_size_options(n_public, max_records, max_bytes)
     n_iter_checked, chains_checked = _check_run(n_iter, chains)
     _check_small_epsilon(
         epsilon=float(epsilon), sensitivity=_NEIGHBOURS[neighbours], n_cells=counts.n_cells,
-        n_combos=_domain_size(counts, levels), n_attributes=len(counts.attributes), m=m,
+        n_combos=_domain_size(counts), n_attributes=len(counts.attributes), m=m,
         n_iter=n_iter_checked, chains=chains_checked, n_public=n_public,
         max_records=max_records, max_bytes=max_bytes,
     )

@@ -32,8 +32,9 @@ more weight where the data are thin. Without a prior every ``α_ib = α_min,b``.
 be derived from the confidential data.
 
 What must be public: the lattice (build it from the study region, e.g. :meth:`Grid.regular`,
-not from the points), the attribute domain (pass ``levels``; the levels seen in the data
-disclose which occur) and the prior.
+not from the points), the attribute domain (prepare the counts on it,
+``geosynth.prepare(..., levels=...)``, which refuses nothing on the records' values) and the
+prior.
 
 Differences from Machanavajjhala et al. (2008). OnTheMap treats the totals of each destination
 block as public and, because the bound makes ``α`` enormous on large sparse domains, relaxes ε-DP
@@ -371,13 +372,14 @@ class OnTheMapSynthesizer:
         Parameters
         ----------
         counts : geosynth.CellCounts or array-like of int, shape (G, B)
-            Counts per (cell, combination) from :func:`geosynth.prepare` (a continuous variable
-            is ignored), or a plain non-negative integer array (then :meth:`synthesize` is not
-            available and a raster prior cannot be used).
+            Counts per (cell, combination) from ``geosynth.prepare(gdf, grid, attributes,
+            levels=...)``, on the public domain (a continuous variable is ignored): every
+            combination of it is synthesized, also those absent from the data. Or a plain
+            non-negative integer array (then :meth:`synthesize` is not available and a raster
+            prior cannot be used).
         levels : dict of str to list, optional
-            With a CellCounts: the public levels of each attribute. Every combination of them is
-            synthesized, also those absent from the data. Default: the levels seen in the data,
-            with a :class:`~geosynth.errors.PrivacyLeakWarning` (they disclose which occur).
+            With a CellCounts: the public domain again, for a check (it must equal the one the
+            counts were prepared on). Default: that domain.
 
         Returns
         -------
@@ -390,13 +392,9 @@ class OnTheMapSynthesizer:
             ``counts`` or ``prior`` has the wrong type.
         geosynth.errors.InputError
             Invalid counts (not 2-D, negative, fractional, NaN), a lattice whose bounds came from
-            the points (``counts.grid.snap_unit`` set), ``levels`` not covering the data, or an
-            invalid prior.
-
-        Warns
-        -----
-        PrivacyLeakWarning
-            A CellCounts without ``levels``.
+            the points (``counts.grid.snap_unit`` set), a CellCounts not prepared on a declared
+            domain or ``levels`` other than it (:func:`~geosynth.dp.locations.public_domain`),
+            or an invalid prior.
         """
         if isinstance(counts, CellCounts):
             check_public_lattice(counts.grid, "OnTheMapSynthesizer")

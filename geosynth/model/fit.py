@@ -491,7 +491,8 @@ def _check_noise(counts, noise) -> float | None:
     if isinstance(counts, CellCounts):
         raise InputError(
             "noise= is for released noisy counts; counts from geosynth.prepare are exact. "
-            "Add noise with geosynth.dp.dp_counts(counts, epsilon) and fit its result"
+            "Add noise with geosynth.dp.dp_counts(counts, epsilon) to counts prepared on the "
+            "public domain (geosynth.prepare(..., levels=...)) and fit its result"
         )
     if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)) \
             or not np.isfinite(noise) or noise <= 0:

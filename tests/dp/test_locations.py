@@ -4,6 +4,7 @@ kernel: tests/model/test_noise_aware.py)."""
 import math
 import warnings
 
+import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,15 +30,17 @@ LEVELS = {"y": [0, 1], "x1": [1, 2]}
 @pytest.fixture(scope="module")
 def scenario_counts(make_scenario_counts):
     # Sparse on purpose: about 2.3 records per cell and combination.
-    scenario, _, counts = make_scenario_counts(n=600, seed=5, shape=(8, 8), attributes=["y", "x1"])
+    scenario, _, counts = make_scenario_counts(n=600, seed=5, shape=(8, 8), attributes=["y", "x1"],
+                                               levels=LEVELS)
     return scenario, counts
 
 
-def test_dp_counts_covers_the_public_domain_and_charges_the_accountant(scenario_counts):
-    _, counts = scenario_counts
+def test_dp_counts_covers_the_public_domain_and_charges_the_accountant(make_scenario_counts):
+    *_, counts = make_scenario_counts(n=600, seed=5, shape=(8, 8), attributes=["y", "x1"],
+                                      levels={"y": [0, 1, 2], "x1": [1, 2]})
     accountant = Accountant(3.0)
     with pytest.warns(PrivacyLeakWarning):
-        noisy = dp_counts(counts, 1.0, accountant, levels={"y": [0, 1, 2], "x1": [1, 2]}, seed=1)
+        noisy = dp_counts(counts, 1.0, accountant, seed=1)
     assert isinstance(noisy, NoisyCounts)
     assert noisy.counts.shape == (counts.n_cells, 6)
     assert noisy.noise_scale == 1.0 and noisy.sensitivity == 1
@@ -48,7 +51,7 @@ def test_dp_counts_covers_the_public_domain_and_charges_the_accountant(scenario_
     assert abs(noisy.counts[:, absent].mean()) < 1.0
     # The noise is the discrete Laplace of scale 1: its variance is 2e^{-1}/(1-e^{-1})^2.
     present = noisy.combos.index[noisy.combos["y"] != 2]
-    noise = noisy.counts[:, present] - counts.counts
+    noise = noisy.counts[:, present] - counts.counts[:, present]
     assert noise.var() == pytest.approx(2 * math.exp(-1) / (1 - math.exp(-1)) ** 2, rel=0.35)
 
 
@@ -61,7 +64,7 @@ def test_dp_counts_replace_neighbours_double_the_scale(scenario_counts):
 
 def test_dp_counts_validation(scenario_counts):
     scenario, counts = scenario_counts
-    with pytest.raises(InputError, match="levels"):
+    with pytest.raises(InputError, match="levels differ from the domain the counts were prepared"):
         dp_counts(counts, 1.0, levels={"y": [0], "x1": [1, 2]})
     with pytest.raises(InputError, match="neighbours"):
         dp_counts(counts, 1.0, levels=LEVELS, neighbours="swap")
@@ -74,8 +77,12 @@ def test_dp_counts_validation(scenario_counts):
         dp_counts(with_z, 1.0, levels={"y": [0, 1]})
     with pytest.raises(BudgetExceededError):
         dp_counts(counts, 2.0, Accountant(1.0), levels=LEVELS)
-    with pytest.warns(PrivacyLeakWarning, match="levels"):
-        dp_counts(counts, 1.0)
+    ordinary = geosynth.prepare(scenario.data, counts.grid, attributes=["y", "x1"])
+    for dp_entry in (lambda: dp_counts(ordinary, 1.0, levels=LEVELS),
+                     lambda: dp_release(ordinary, 1.0, levels=LEVELS, m=1, n_iter=10, chains=1)):
+        with pytest.raises(InputError, match=r"prepared on the public domain: geosynth.prepare"
+                                             r"\(gdf, grid, attributes, levels="):
+            dp_entry()
 
 
 def test_dp_counts_refuses_a_lattice_whose_bounds_follow_the_points(scenario_counts):
@@ -83,7 +90,7 @@ def test_dp_counts_refuses_a_lattice_whose_bounds_follow_the_points(scenario_cou
     scenario, _ = scenario_counts
     grid = geosynth.Grid.from_points(scenario.data, shape=(8, 8))
     assert grid.snap_unit is not None
-    counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1"])
+    counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1"], levels=LEVELS)
     with pytest.raises(InputError, match="dp_counts is ε-DP but its lattice took its bounds "
                                          "from the points.*public study region"):
         dp_counts(counts, 1.0, levels=LEVELS)
@@ -130,10 +137,10 @@ def test_dp_model_keeps_the_sparse_combinations_that_vague_priors_empty(make_sce
     vague priors and 37–77 % with the DP default, over three noise draws.
     """
     _, _, counts = make_scenario_counts(n=1250, seed=1, shape=(20, 20),
-                                        attributes=["y", "x1", "x2"])
-    levels = {name: list(counts.levels[name]) for name in counts.attributes}
+                                        attributes=["y", "x1", "x2"],
+                                        levels={"y": [0, 1], "x1": [1, 2], "x2": [1, 2, 3]})
     with pytest.warns(PrivacyLeakWarning):
-        noisy = dp_counts(counts, 0.5, levels=levels, seed=noise_seed)
+        noisy = dp_counts(counts, 0.5, seed=noise_seed)
     assert noisy.noise_sd > 10 * counts.counts.mean()  # the noise swamps single counts
     truth = counts.counts.sum(axis=0)
 
@@ -250,3 +257,58 @@ def test_release_info_of_a_published_total(scenario_counts):
     result = DPRelease(releases=[], fit=None, noisy=noisy, accountant=accountant,
                        size={"rule": "dp-estimate", "cap": 9})
     assert result.info.n_public is None
+
+
+# --------------------------------------------------------------------------- neighbouring data
+
+
+NEIGHBOURS = {
+    # (records, the neighbour's records): the ordinary prepare released one, refused the other.
+    "combinations": ({"a": list("aabbcc"), "b": list("xyxyxy")}, 5),  # 6 combos, 5 records
+    "identifying": ({"a": ["a", "b", "a"], "b": list("xxx")}, 2),  # every record alone
+    "undeclared-level": ({"a": ["a", "b", "z"], "b": list("xyx")}, 2),
+}
+NEIGHBOUR_LEVELS = {"a": ["a", "b", "c"], "b": ["x", "y"]}
+
+
+def neighbouring_frames(values, smaller):
+    n = len(values["a"])
+    gdf = geopandas_frame(values, [(1.0 + k, 1.0) for k in range(n)])
+    return gdf, gdf.iloc[:smaller]
+
+
+def geopandas_frame(values, xy):
+    return gpd.GeoDataFrame(values, geometry=gpd.points_from_xy(*zip(*xy, strict=True)),
+                            crs="EPSG:3857")
+
+
+@pytest.mark.parametrize("case", list(NEIGHBOURS))
+def test_neighbouring_datasets_are_both_released(case):
+    """Adding or removing one record never turns a DP release into a refusal (ε = ∞)."""
+    grid = geosynth.Grid.regular((0, 0, 10, 10), shape=(2, 2), crs="EPSG:3857")
+    datasets = neighbouring_frames(*NEIGHBOURS[case])
+    with pytest.raises(InputError):  # the ordinary preparation refuses one of them
+        for data in datasets:
+            dp_counts(geosynth.prepare(data, grid, ["a", "b"]), 1.0, levels=NEIGHBOUR_LEVELS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # mostly noise; a record dropped (to the curator)
+        for data in datasets:
+            counts = geosynth.prepare(data, grid, ["a", "b"], levels=NEIGHBOUR_LEVELS)
+            noisy = dp_counts(counts, 1.0)
+            assert noisy.counts.shape == (4, 6) and noisy.levels == NEIGHBOUR_LEVELS
+            synth = geosynth.dp.OnTheMapSynthesizer(1.0, m=1).fit(counts)
+            assert synth.n_combos == 6
+
+
+def test_a_record_outside_the_domain_or_lattice_only_leaves_the_counts():
+    grid = geosynth.Grid.regular((0, 0, 10, 10), shape=(2, 2), crs="EPSG:3857")
+    base = geopandas_frame({"a": ["a", "c"], "b": ["x", "y"]}, [(1, 1), (6, 6)])
+    extra = geopandas_frame({"a": ["z", "a", None], "b": ["x", "x", "y"]},
+                            [(1, 1), (50, 50), (6, 6)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", geosynth.errors.DataWarning)
+        alone = geosynth.prepare(base, grid, ["a", "b"], levels=NEIGHBOUR_LEVELS)
+        for k in range(len(extra)):
+            data = pd.concat([base, extra.iloc[[k]]], ignore_index=True)
+            more = geosynth.prepare(data, grid, ["a", "b"], levels=NEIGHBOUR_LEVELS)
+            np.testing.assert_array_equal(more.counts, alone.counts)

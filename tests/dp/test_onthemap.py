@@ -23,7 +23,8 @@ LEVELS = {"y": [0, 1], "x1": [1, 2]}
 
 @pytest.fixture(scope="module")
 def scenario_counts(make_scenario_counts):
-    return make_scenario_counts(n=300, seed=4, shape=(3, 3), attributes=["y", "x1"])
+    return make_scenario_counts(n=300, seed=4, shape=(3, 3), attributes=["y", "x1"],
+                                levels=LEVELS)
 
 
 def dm_logpmf(x_synth, alpha, x):
@@ -111,21 +112,25 @@ def test_fit_errors(counts, prior, error, match):
 
 def test_fit_refuses_a_lattice_whose_bounds_follow_the_points(scenario_counts):
     grid = Grid.from_points(scenario_counts.scenario.data, shape=(4, 4))
-    counts = prepare(scenario_counts.scenario.data, grid, attributes=["y"])
+    counts = prepare(scenario_counts.scenario.data, grid, attributes=["y"], levels={"y": [0, 1]})
     with pytest.raises(InputError, match="OnTheMapSynthesizer is ε-DP but its lattice took its "
                                          "bounds from the points"):
         OnTheMapSynthesizer(1.0).fit(counts, levels={"y": [0, 1]})
 
 
 def test_levels(scenario_counts):
-    _, _, counts = scenario_counts
-    with pytest.warns(PrivacyLeakWarning, match="levels"):
-        OnTheMapSynthesizer(1.0).fit(counts)
-    with pytest.raises(InputError, match=r"levels \[2\] in the data"):
+    scenario, grid, counts = scenario_counts
+    ordinary = prepare(scenario.data, grid, attributes=["y", "x1"])
+    with pytest.raises(InputError, match="OnTheMapSynthesizer needs counts prepared on the "
+                                         "public domain"):
+        OnTheMapSynthesizer(1.0).fit(ordinary, levels=LEVELS)
+    with pytest.raises(InputError, match="levels differ from the domain"):
         OnTheMapSynthesizer(1.0).fit(counts, levels={"y": [0, 1], "x1": [1]})
     with pytest.raises(InputError, match="no entry for attribute 'x1'"):
         OnTheMapSynthesizer(1.0).fit(counts, levels={"y": [0, 1]})
-    synth = OnTheMapSynthesizer(1.0).fit(counts, levels={"y": [0, 1, 2], "x1": [1, 2]})
+    wider = prepare(scenario.data, grid, attributes=["y", "x1"],
+                    levels={"y": [0, 1, 2], "x1": [1, 2]})
+    synth = OnTheMapSynthesizer(1.0).fit(wider)
     assert synth.n_combos == 6 and synth.n_cells == 9
     assert synth.combos[["y", "x1"]].values.tolist() == [
         [0, 1],
@@ -215,8 +220,8 @@ def test_raster_prior_is_averaged_over_cells(tmp_path):
     gdf = gpd.GeoDataFrame(
         {"x1": [1, 2, 1]}, geometry=gpd.points_from_xy([0.5, 3.5, 1.5], [0.5, 3.5, 2.5]), crs=CRS
     )
-    counts = prepare(gdf, grid, attributes=["x1"])
-    synth = OnTheMapSynthesizer(1.0, prior=str(path)).fit(counts, levels={"x1": [1, 2]})
+    counts = prepare(gdf, grid, attributes=["x1"], levels={"x1": [1, 2]})
+    synth = OnTheMapSynthesizer(1.0, prior=str(path)).fit(counts)
     assert synth.prior_kind == "raster"
     np.testing.assert_allclose(synth.prior_weights, [1.0, 4.5, 2.0, 1.0])  # NE floored to 2
 

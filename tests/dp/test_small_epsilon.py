@@ -30,7 +30,8 @@ FAST = {"n_iter": 200, "burn_in": 100, "thin": 2, "chains": 1, "progress": False
 @pytest.fixture(scope="module")
 def small_counts(make_scenario_counts):
     """300 records on a 5 x 5 lattice, 4 combinations: 100 counts."""
-    return make_scenario_counts(n=300, seed=5, shape=(5, 5), attributes=["y", "x1"]).counts
+    return make_scenario_counts(n=300, seed=5, shape=(5, 5), attributes=["y", "x1"],
+                                levels=LEVELS).counts
 
 
 class ReachedTheNoise(Exception):
@@ -238,7 +239,7 @@ def test_dp_synthesize_applies_the_size_rule_to_an_existing_fit(small_counts):
 def thesis_counts(make_scenario_counts):
     """The thesis scenario of docs/results.md: n = 500, 10 x 10 lattice, y, x1, x2."""
     return make_scenario_counts(n=500, seed=2018, shape=(10, 10),
-                                attributes=["y", "x1", "x2"]).counts
+                                attributes=["y", "x1", "x2"], levels=THESIS_LEVELS).counts
 
 
 THESIS_LEVELS = {"y": [0, 1], "x1": [1, 2], "x2": [1, 2, 3]}

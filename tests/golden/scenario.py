@@ -98,11 +98,11 @@ def compute() -> dict[str, np.ndarray]:
         for table_name, table in evaluation.tables.items():
             arrays.update(_frame_arrays(f"evaluate_{name}_{table_name}",
                                         table.reset_index()))
-    dp_counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1"])
+    dp_counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1"],
+                                 levels={"y": [0, 1], "x1": [1, 2]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)  # a DP test seed, on purpose
-        dp_releases = geosynth.synthesize(dp_counts, m=2, epsilon=2.0,
-                                          levels={"y": [0, 1], "x1": [1, 2]}, seed=7,
+        dp_releases = geosynth.synthesize(dp_counts, m=2, epsilon=2.0, seed=7,
                                           n_iter=160, burn_in=60, progress=False)
     for k, release in enumerate(dp_releases):
         arrays.update(_frame_arrays(f"dp_release_{k}", release))

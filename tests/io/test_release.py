@@ -360,10 +360,10 @@ def test_metadata_given_as_a_release_info_writes_the_same_table(tmp_path):
 @pytest.mark.filterwarnings("ignore::geosynth.errors.DataWarning")  # 8 records: mostly noise
 def test_a_noise_aware_fit_gives_its_epsilon_and_ledger(tmp_path):
     grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS)
-    counts = prepare(public_like(8), grid, attributes=["y"])
+    counts = prepare(public_like(8), grid, attributes=["y"], levels={"y": [0, 1]})
     accountant = Accountant(1.0)
     with pytest.warns(PrivacyLeakWarning):
-        noisy = dp_counts(counts, 1.0, accountant, levels={"y": [0, 1]}, seed=3)
+        noisy = dp_counts(counts, 1.0, accountant, seed=3)
     eta = np.zeros((1, 2, 4, 2), dtype=np.float32)
     fit = PaivaFit(model=PaivaModel(), counts=noisy, scalar_names=[],
                    scalars=np.zeros((1, 2, 0)), theta=np.zeros((1, 2, 4), dtype=np.float32),

@@ -181,7 +181,8 @@ def test_chains_as_executor_tasks_equal_chains_in_threads(case, scenario_counts)
     _, _, counts = scenario_counts(200, shape=(4, 4))
     model = PaivaModel(beta_prior="normal" if case == "beta" else None)
     if case == "noise-aware":
-        exact = scenario_counts(200, shape=(4, 4), attributes=["y", "x1"], continuous=None).counts
+        exact = scenario_counts(200, shape=(4, 4), attributes=["y", "x1"], continuous=None,
+                                levels={"y": [0, 1], "x1": [1, 2]}).counts
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the seed= of a DP release is for tests only
             counts = geosynth.dp.dp_counts(exact, 2.0, seed=1)

@@ -34,7 +34,7 @@ AUTO = {"n_iter": "auto", "target_ess": 100, "progress": False}
 def counts():
     scenario = paiva_scenario(n=300, seed=1)
     grid = Grid.regular(scenario.bounds, shape=(4, 4), crs=scenario.crs)
-    return prepare(scenario.data, grid, attributes=["y"])
+    return prepare(scenario.data, grid, attributes=["y"], levels={"y": [0, 1]})
 
 
 @pytest.fixture(scope="module")

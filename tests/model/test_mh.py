@@ -41,7 +41,8 @@ def test_parallel_is_refused_with_the_fix(scenario_counts):
 def test_noise_aware_fit_runs_the_mh_updates():
     scenario = geosynth.datasets.paiva_scenario(n=300, seed=3)
     grid = geosynth.Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
-    counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1"])
+    counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1"],
+                              levels={"y": [0, 1], "x1": [1, 2]})
     released = dp_counts(counts, epsilon=2.0, seed=1)
     mh = geosynth.PaivaModel(sampler="mh").fit(released, **RUN)
     exact = geosynth.PaivaModel(sampler="gibbs").fit(released, **RUN)

@@ -109,7 +109,8 @@ def test_parallel_refuses_noise_aware_fit_and_bad_flag(counts):
         PaivaModel().fit(counts, n_iter=10, burn_in=5, thin=1, progress=False, parallel="yes")
     scenario = paiva_scenario(n=200, seed=2)
     exact = prepare(scenario.data, counts.grid, attributes=ATTRIBUTES)  # DP needs no continuous=
-    noisy = dp_counts(exact, 1.0, seed=0)
+    on_domain = prepare(scenario.data, counts.grid, attributes=ATTRIBUTES, levels=exact.levels)
+    noisy = dp_counts(on_domain, 1.0, seed=0)
     with pytest.raises(InputError, match="not available for noise-aware fits"):
         PaivaModel().fit(noisy, n_iter=10, burn_in=5, thin=1, progress=False, parallel=True)
 

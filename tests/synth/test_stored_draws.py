@@ -49,6 +49,7 @@ def test_more_releases_than_stored_draws_is_refused(regular_data, fits):
 def test_dp_releases_pair_each_stored_draw_with_its_latent_totals(regular_data):
     gdf, grid, _ = regular_data
     exact = geosynth.prepare(gdf, grid, attributes=["a", "c"])
+    exact = geosynth.prepare(gdf, grid, attributes=["a", "c"], levels=exact.levels)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the seed= of a DP release is for tests only
         noisy = geosynth.dp.dp_counts(exact, 0.5, seed=2)
