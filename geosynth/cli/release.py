@@ -69,10 +69,12 @@ __all__ = ["release"]
 @click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Make an epsilon-differentially private release (noisy counts, noise-aware "
               "fit) that protects each record at epsilon (a person with k records: k·epsilon; "
-              "keep one record per person). Needs --region; no --continuous.")
+              "keep one record per person). Needs --region and --levels-file; no "
+              "--continuous.")
 @click.option("--levels-file", type=EXISTING_FILE, default=None,
-              help="With --epsilon: JSON object {attribute: [levels...]} of the public domain "
-              "of each attribute (default: the levels in the data, which discloses them).")
+              help="With --epsilon (required): JSON object {attribute: [levels...]} of the "
+              "public domain of each attribute. Records with another level, or outside the "
+              "lattice, are dropped (with a warning to you), never refused.")
 @click.option("--public-total", "public_total", type=click.IntRange(min=1), default=None,
               metavar="N",
               help="With --epsilon: the number of records, only when it is already published "
@@ -152,7 +154,8 @@ def release(
     given, else the total bounds of the points -- or --areas FILE, one cell per areal unit
     (census tracts, districts; give exactly one). Bounds taken from the points depend on the
     confidential data (the extreme records), so a differentially private release (--epsilon)
-    requires a public --region or public --areas.
+    requires a public --region or public --areas, and --levels-file, the public levels of each
+    attribute.
 
     Without --region the lattice bounds are derived from the points after snapping them
     outward to a coarse value, so they still reveal the extent of the points to within about a
@@ -206,7 +209,7 @@ def release(
         progress = show_progress(ctx)
 
         points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer)
-        if len(points) == 0:
+        if len(points) == 0 and epsilon is None:  # under DP the size is no reason to refuse
             raise InputError(f"{name} has no records (only a header or an empty layer); there "
                              "is nothing to release")
         check_columns(points, name, {"--attributes": attributes, "--continuous": continuous,
@@ -219,7 +222,8 @@ def release(
         region = None if region_path is None else read_polygons(region_path, "--region")
         exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
         grid = build_grid(points, lattice, region, exclude)
-        counts = _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying)
+        counts = _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying,
+                          levels)
         original = points.loc[counts.record_index]
         click.echo(f"Read {counts.n_records} records from {input_path} "
                    f"({points.crs.to_string()})")
@@ -233,7 +237,7 @@ def release(
         else:
             from geosynth.dp import dp_model
 
-            result = _dp_release(counts, epsilon, levels, public_total, m, seed, run, progress,
+            result = _dp_release(counts, epsilon, public_total, m, seed, run, progress,
                                  dp_model(sampler))
         stop_if_interrupted(result["fit"])
         summary, r_hat = fit_diagnostics(result["fit"])
@@ -309,12 +313,25 @@ def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
     if sampler == "block":
         raise click.UsageError("--sampler block has no noise-aware fit, which --epsilon "
                                "needs; use --sampler gibbs or mh")
+    if levels_file is None:
+        raise click.UsageError(
+            "--epsilon needs --levels-file, the public levels of each attribute: levels taken "
+            "from the data would disclose which occur, and checking the data against them "
+            "would accept or refuse it on the records' values"
+        )
 
 
-def _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying):
-    """geosynth.prepare; its messages reach the user through cli.messages (option names)."""
+def _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying, levels):
+    """geosynth.prepare; its messages reach the user through cli.messages (option names).
+
+    With ``levels`` (--epsilon) the preparation on the public domain, which refuses nothing on
+    the records' values (--drop-outside and --allow-identifying do not apply).
+    """
     import geosynth
 
+    if levels is not None:
+        _require_keyword(geosynth.prepare, "levels", "--levels-file")
+        return geosynth.prepare(points, grid, attributes=attributes, levels=levels)
     options: dict[str, Any] = {}
     if allow_identifying:
         _require_keyword(geosynth.prepare, "allow_identifying", "--allow-identifying")
@@ -399,22 +416,17 @@ def _paiva_release(counts, original, model, m, seed, run, progress) -> dict[str,
             "ledger": None}
 
 
-def _dp_release(counts, epsilon, levels, public_total, m, seed, run, progress,
+def _dp_release(counts, epsilon, public_total, m, seed, run, progress,
                 model) -> dict[str, Any]:
     from geosynth.dp import dp_release
 
-    if levels is None:
-        click.echo("Warning: no --levels-file: the attribute levels are taken from the "
-                   "confidential data, which discloses which levels occur; give the public "
-                   "domain of each attribute with --levels-file", err=True)
-        levels = {a: list(counts.levels[a]) for a in counts.attributes}
     click.echo(f"Differentially private release, epsilon = {epsilon:g}: {describe_run(run)}",
                err=True)
     options: dict[str, Any] = {}
     if public_total is not None:
         _require_keyword(dp_release, "n_public", "--public-total")
         options["n_public"] = public_total
-    result = dp_release(counts, epsilon, m, levels=levels, model=model, progress=progress,
+    result = dp_release(counts, epsilon, m, model=model, progress=progress,
                         seed=seed, **options, **run)
     info = result.info  # method, epsilon, the ledger, the size rule and n_public
     return {"fit": result.fit, "internal": result.releases, "public": result.releases,

@@ -77,13 +77,13 @@ def test_dp_release_records_the_ledger(inputs, tmp_path):
     assert "Privacy ledger" in (tmp_path / "dp.md").read_text()
 
 
-def test_dp_release_without_levels_file_warns(inputs, tmp_path):
+def test_dp_release_without_levels_file_is_refused(inputs, tmp_path):
+    # Levels from the data would be checked against the data: accepted or refused on values.
     result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3",
                  "--region", inputs["region"], "--epsilon", 1, *FAST,
                  "--out", tmp_path / "dp.gpkg")
-    assert result.exit_code == 0, result.output
-    assert "Warning: no --levels-file" in result.output
-    assert not io.audit_path(tmp_path / "dp.gpkg").exists()  # no seed: OS entropy
+    assert_refused(result, "--epsilon needs --levels-file")
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
