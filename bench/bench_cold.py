@@ -58,11 +58,13 @@ kind = sys.argv[1]
 scenario = paiva_scenario(n=500, seed=1)
 grid = geosynth.Grid.regular(scenario.bounds, shape=(10, 10), crs=scenario.crs)
 counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
+on_domain = geosynth.prepare(scenario.data, grid, attributes=["y", "x1", "x2"],
+                             levels=counts.levels)  # what a DP release needs
 if kind == "noise-aware":
     from geosynth.dp import dp_counts
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        counts = dp_counts(counts, 1.0, seed=1)
+        counts = dp_counts(on_domain, 1.0, seed=1)
 t_data = time.perf_counter() - t0
 fit = geosynth.PaivaModel().fit(counts, n_iter=1, burn_in=0, thin=1, chains=2, seed=1,
                                 progress=True, parallel=(kind == "chromatic"))
@@ -74,7 +76,7 @@ if len(sys.argv) > 2:  # fit the other kinds named, then list the compiled dispa
             from geosynth.dp import dp_counts
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                data = dp_counts(counts, 1.0, seed=1) if other == "noise-aware" else counts
+                data = dp_counts(on_domain, 1.0, seed=1) if other == "noise-aware" else counts
             geosynth.PaivaModel().fit(data, n_iter=1, burn_in=0, thin=1, chains=2, seed=1,
                                       progress=False, parallel=(other == "chromatic"))
     rows = []

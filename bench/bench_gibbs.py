@@ -36,10 +36,10 @@ SIDES = (10, 20, 40, 80)
 TARGET_SWEEPS_G100 = 2000
 
 
-def _counts(side: int):
+def _counts(side: int, levels: dict | None = None):
     scenario = paiva_scenario(n=5 * side * side, seed=2014)
     grid = Grid.regular(scenario.bounds, shape=(side, side), crs=scenario.crs)
-    return prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
+    return prepare(scenario.data, grid, attributes=["y", "x1", "x2"], levels=levels)
 
 
 def _sweeps_for(side: int) -> int:
@@ -160,12 +160,12 @@ def _noise_aware_table(model: PaivaModel) -> str:
     ]
     levels = {"y": [0, 1], "x1": [1, 2], "x2": [1, 2, 3]}
     for side in (10, 20, 40):
-        counts = _counts(side)
+        counts = _counts(side, levels)  # every combination is present: the same exact counts
         n_iter = _sweeps_for(side) // 2
         for epsilon in (0.5, 2.0):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PrivacyLeakWarning)
-                noisy = dp_counts(counts, epsilon, levels=levels, seed=side)
+                noisy = dp_counts(counts, epsilon, seed=side)
             times = []
             for data in (counts, noisy):
                 best = float("inf")

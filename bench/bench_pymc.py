@@ -354,10 +354,12 @@ def make_model(sampler: str, model_class=None):
     return model_class()
 
 
-def scenario_counts(G: int, records: int | None = None, seed: int = SEED):
+def scenario_counts(G: int, records: int | None = None, seed: int = SEED,
+                    levels: dict | None = None):
     """The bench's data: the Nunes (2018) scenario on a √G × √G lattice, attributes y, x1, x2.
 
-    ``records`` defaults to 5 per cell; ``seed`` is the scenario's.
+    ``records`` defaults to 5 per cell; ``seed`` is the scenario's; ``levels`` prepares the
+    counts on that public domain (what a DP release needs).
     """
     from geosynth import Grid, prepare
     from geosynth.datasets import paiva_scenario
@@ -365,7 +367,7 @@ def scenario_counts(G: int, records: int | None = None, seed: int = SEED):
     side = math.isqrt(G)
     scenario = paiva_scenario(n=5 * side * side if records is None else records, seed=seed)
     grid = Grid.regular(scenario.bounds, shape=(side, side), crs=scenario.crs)
-    return prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
+    return prepare(scenario.data, grid, attributes=["y", "x1", "x2"], levels=levels)
 
 
 # ------------------------------------------------------------------------------------------

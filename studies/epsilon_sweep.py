@@ -114,11 +114,12 @@ def epsilon_sweep(
                 seed, linked=True),
     ]
     levels = {"y": [0, 1], "x1": [1, 2], "x2": [1, 2, 3]}  # the scenario's public domain
+    on_domain = prepare(data, grid, attributes=DP_ATTRIBUTES, levels=levels)
     for epsilon in epsilons:
         runs = []
         for repeat in range(repeats):
             run_seed = None if dp_seed is None else dp_seed + repeat + int(100 * epsilon)
-            result = dp_release(counts, epsilon, m, levels=levels, seed=run_seed, **fit_args)
+            result = dp_release(on_domain, epsilon, m, seed=run_seed, **fit_args)
             runs.append(_dp_row("paiva-dp", epsilon, data, result.releases, grid, counts,
                                 n_quadrants, seed, linked=False))
         rows.append(pd.DataFrame(runs).mean(numeric_only=True).to_dict()
