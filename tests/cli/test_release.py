@@ -86,6 +86,18 @@ def test_dp_release_without_levels_file_is_refused(inputs, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_dp_release_drops_records_outside_the_declared_levels(inputs, tmp_path):
+    # Refusing them would tell whether such a record is in the data: epsilon = infinity.
+    levels = tmp_path / "levels.json"
+    levels.write_text(json.dumps({"y": [0], "x1": [1, 2]}))
+    result = run("release", inputs["gpkg"], "--attributes", "y,x1", "--grid", "3x3",
+                 "--region", inputs["region"], "--epsilon", 1, "--levels-file", levels, *FAST,
+                 "--out", tmp_path / "dp.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "with an attribute value outside the declared levels" in result.output
+    assert set(io.read_release(tmp_path / "dp.gpkg").releases[0]["y"]) <= {0}
+
+
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
