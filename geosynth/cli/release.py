@@ -208,8 +208,10 @@ def release(
         levels = None if levels_file is None else _read_levels(levels_file, attributes)
         progress = show_progress(ctx)
 
-        points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer)
-        if len(points) == 0 and epsilon is None:  # under DP the size is no reason to refuse
+        # Under DP nothing that depends on the records' values is refused (prepare drops them).
+        points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer,
+                                check_values=epsilon is None)
+        if len(points) == 0 and epsilon is None:
             raise InputError(f"{name} has no records (only a header or an empty layer); there "
                              "is nothing to release")
         check_columns(points, name, {"--attributes": attributes, "--continuous": continuous,

@@ -48,6 +48,7 @@ def read_points(
     y: str | None = None,
     crs: Any = None,
     layer: str | None = None,
+    check_values: bool = True,
 ) -> gpd.GeoDataFrame:
     """Read confidential point records from a GeoPackage, GeoParquet, shapefile or CSV file.
 
@@ -65,6 +66,12 @@ def read_points(
     layer : str, optional
         GeoPackage only: the layer to read. May be omitted when the file has one layer, or one
         point layer.
+    check_values : bool, default True
+        False for a differentially private release (CLI ``--epsilon``): refuse nothing that
+        depends on the records' values, since that refusal would itself disclose them. A file
+        with no records is then read as an empty frame, non-Point geometries are passed
+        through and missing or non-numeric CSV coordinates become points without finite
+        coordinates; ``geosynth.prepare(..., levels=...)`` drops such records.
 
     Returns
     -------
@@ -108,7 +115,7 @@ def read_points(
             "file; omit layer"
         )
     if kind == "CSV":
-        gdf = _read_csv(source, x, y, crs)
+        gdf = _read_csv(source, x, y, crs, check_values)
     else:
         if x is not None or y is not None:
             raise InputError(
@@ -122,6 +129,8 @@ def read_points(
                 "CSV file read with x=, y= and crs="
             )
         gdf = _assign_crs(gdf, crs, source)
+    if not check_values:
+        return gdf
     if len(gdf) == 0:
         where = f" (layer {printable(layer)!r})" if layer is not None else ""
         raise InputError(
@@ -136,7 +145,8 @@ def read_points(
 
 
 
-def _read_csv(source: Path, x: str | None, y: str | None, crs: Any) -> gpd.GeoDataFrame:
+def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
+              check_values: bool = True) -> gpd.GeoDataFrame:
     missing = [name for name, value in (("x", x), ("y", y), ("crs", crs)) if value is None]
     if missing:
         raise InputError(
@@ -176,7 +186,7 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any) -> gpd.GeoDa
         raw = frame[column]
         values = pd.to_numeric(raw, errors="coerce")
         not_numeric = (values.isna() & raw.notna()).to_numpy()
-        if not_numeric.any():
+        if not_numeric.any() and check_values:
             rows = _csv_rows(frame.index, not_numeric)
             raise InputError(
                 f"{name}={column!r}: column {column!r} of {source.name} has "
@@ -184,7 +194,7 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any) -> gpd.GeoDa
                 "numbers"
             )
         absent = values.isna().to_numpy()
-        if absent.any():
+        if absent.any() and check_values:
             raise InputError(
                 f"{name}={column!r}: column {column!r} of {source.name} has {int(absent.sum())} "
                 f"missing values ({_csv_rows(frame.index, absent)}); drop those records or "

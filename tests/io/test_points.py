@@ -286,3 +286,25 @@ def test_layer_messages_name_the_cli_option(tmp_path, points):
         read_points(path)
     with pytest.raises(InputError, match=r"layer='nope' \(CLI: --layer\)"):
         read_points(path, layer="nope")
+
+
+def test_read_points_for_a_dp_release_refuses_nothing_on_values(tmp_path):
+    # A refusal that one record could trigger would disclose it: check_values=False passes
+    # such records on, and prepare(levels=...) drops them.
+    from geosynth import Grid, prepare
+    from geosynth.errors import DataWarning
+
+    path = tmp_path / "points.csv"
+    path.write_text("east,north,y\n1,2,0\nabc,3,1\n4,,1\n")
+    points = read_points(path, x="east", y="north", crs=CRS, check_values=False)
+    assert len(points) == 3
+    grid = Grid.regular((0, 0, 10, 10), shape=(2, 2), crs=CRS)
+    with pytest.warns(DataWarning, match="2 without a usable point geometry"):
+        counts = prepare(points, grid, ["y"], levels={"y": [0, 1]})
+    assert counts.counts.sum() == 1 and list(counts.record_index) == [0]
+    path.write_text("east,north,y\n")
+    assert len(read_points(path, x="east", y="north", crs=CRS, check_values=False)) == 0
+    gpkg = tmp_path / "shapes.gpkg"
+    shapes = gpd.GeoDataFrame({"y": [0]}, geometry=[shapely.box(0, 0, 1, 1)], crs=CRS)
+    shapes.to_file(gpkg, engine="pyogrio")
+    assert len(read_points(gpkg, check_values=False)) == 1
