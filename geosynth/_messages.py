@@ -60,4 +60,3 @@ def exact_number(value: float) -> str:
     """
     text = repr(float(value))
     return text[:-2] if text.endswith(".0") else text
-

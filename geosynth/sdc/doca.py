@@ -400,7 +400,7 @@ def _numbers(value: object) -> np.ndarray | None:
 
 def _check_bounds(bounds: object) -> tuple[np.ndarray, np.ndarray]:
     """Return the public domain ``(lo, hi)``: scalars or one per attribute, finite, lo < hi."""
-    pair = None if isinstance(bounds, str | bytes | Mapping) else _numbers(bounds)
+    pair = _numbers(bounds)
     if pair is None or pair.ndim not in (1, 2) or pair.shape[0] != 2:
         raise InputError(
             f"bounds must be a pair (lo, hi) of numbers, or of sequences with one number per "
