@@ -115,7 +115,12 @@ __all__ = [
     "check_columns",
     "check_crs",
     "check_levels",
+    "check_domain_options",
+    "counts_on_domain",
     "domain_combos",
+    "locate_on_domain",
+    "warn_dropped",
+    "DROP_REASONS",
     "check_outside",
     "check_prepare_options",
     "count_table",
@@ -997,36 +1002,114 @@ def _prepare_on_domain(
 ) -> CellCounts:
     """:func:`prepare` with ``levels``: refusals from public facts only, records dropped."""
     _check_frame_type(gdf)
+    attrs, domain = check_domain_options(gdf, grid, attributes, continuous, levels, max_bytes)
+    cell, combo, dropped = locate_on_domain(gdf, grid, domain)
+    warn_dropped(dropped.sum(axis=0), len(gdf), stacklevel=4)
+    keep = (cell >= 0) & (combo >= 0)
+    return counts_on_domain(cell[keep], combo[keep], gdf.index[keep], grid, attrs, domain)
+
+
+def check_domain_options(
+    frame: Any, grid: Any, attributes: Sequence[str] | str,
+    continuous: Sequence[str] | str | None, levels: Any, max_bytes: Any,
+) -> tuple[list[str], dict[str, list]]:
+    """Check what a preparation on a public domain checks; return the attributes and domain.
+
+    Only public facts: the options, the frame's columns and CRS (``frame`` may be a Dask
+    frame's metadata with a ``crs``), the declared levels and the memory of the declared
+    product of combinations.
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame or dask_geopandas.GeoDataFrame
+        The points (only columns, dtypes and CRS are read).
+    grid, attributes, continuous, levels, max_bytes
+        As for :func:`prepare`.
+
+    Returns
+    -------
+    attributes : list of str
+    domain : dict of str to list
+        :func:`check_levels` of ``levels``.
+    """
     check_prepare_options(grid, "drop", max_bytes)
-    attrs = check_columns(gdf, attributes, continuous)
+    meta = getattr(frame, "_meta", frame)
+    attrs = check_columns(meta, attributes, continuous)
     if covariate_names(continuous):
         raise InputError("levels= prepares the counts of a DP release, which cannot release a "
                          "continuous variable yet; drop continuous=")
-    check_crs(gdf, grid)
+    check_crs(frame, grid)
     domain = check_levels(levels, attrs)
+    n_combos = math.prod(len(v) for v in domain.values())
+    _check_memory(int(grid.n_cells), n_combos, 0, max_bytes)  # a public number
+    return attrs, domain
+
+
+def counts_on_domain(
+    cell: np.ndarray, combo: np.ndarray, index: pd.Index, grid: Any, attributes: list[str],
+    domain: dict[str, list],
+) -> CellCounts:
+    """Build the :class:`CellCounts` of the kept records' cells and domain combinations.
+
+    Parameters
+    ----------
+    cell, combo : numpy.ndarray of int64, shape (n,)
+        Cell and combination (index into :func:`domain_combos`) of each kept record.
+    index : pandas.Index
+        The kept records' labels.
+    grid : geosynth.lattice.Grid
+    attributes : list of str
+    domain : dict of str to list
+
+    Returns
+    -------
+    CellCounts
+        ``domain_declared=True``: every combination of ``domain``, empty ones included.
+    """
     n_cells, n_combos = int(grid.n_cells), math.prod(len(v) for v in domain.values())
-    _check_memory(n_cells, n_combos, 0, max_bytes)  # the declared product: a public number
-    cell, combo, reasons = _locate_on_domain(gdf, grid, domain)
-    keep = (cell >= 0) & (combo >= 0)
-    _warn_dropped(reasons, len(gdf))
-    counts = np.bincount(cell[keep] * n_combos + combo[keep], minlength=n_cells * n_combos)
+    counts = np.bincount(cell * n_combos + combo, minlength=n_cells * n_combos)
     counts = counts.astype(np.int64).reshape(n_cells, n_combos)
     combos = domain_combos(domain)
     combos["n_records"] = counts.sum(axis=0).astype(np.int64)
     return CellCounts(
-        counts=counts, combos=combos, record_cell=cell[keep], record_combo=combo[keep],
-        record_index=gdf.index[keep], attributes=attrs, levels=domain, continuous=None,
-        zbar=None, zbar_mask=None, zbar_mean=None, zbar_sd=None, grid=grid,
-        domain_declared=True,
+        counts=counts, combos=combos, record_cell=np.asarray(cell, dtype=np.int64),
+        record_combo=np.asarray(combo, dtype=np.int64), record_index=index,
+        attributes=attributes, levels=domain, continuous=None, zbar=None,
+        zbar_mask=None, zbar_mean=None, zbar_sd=None, grid=grid, domain_declared=True,
     )
 
 
-def _locate_on_domain(
-    gdf: gpd.GeoDataFrame, grid: Any, domain: dict[str, list]
-) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+#: Why a preparation on a public domain drops a record: the columns of ``locate_on_domain``'s
+#: ``dropped`` and the words of :func:`warn_dropped`.
+DROP_REASONS = (
+    "without a usable point geometry (missing, empty, not a Point, NaN coordinates)",
+    "in no lattice cell (outside the lattice or region, or in an excluded area)",
+    "with an attribute value outside the declared levels (NaN included)",
+)
+
+
+def locate_on_domain(
+    gdf: gpd.GeoDataFrame, grid: Any, domain: dict[str, list], *, check_bounds: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cell and domain combination of every record, -1 where it cannot be counted.
 
-    Returns the cell ids, the combination indices and how many records each reason drops.
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The records (or one partition of them).
+    grid : geosynth.lattice.Grid
+    domain : dict of str to list
+        Checked levels (:func:`check_levels`).
+    check_bounds : bool, default True
+        Warn when the lattice bounds equal the located records' extremes
+        (:func:`warn_if_bounds_touch_records`); a partitioned caller checks once over all.
+
+    Returns
+    -------
+    cell, combo : numpy.ndarray of int64, shape (n,)
+        -1 for a record that cannot be counted (in both).
+    dropped : numpy.ndarray of bool, shape (n, 3)
+        Which of :data:`DROP_REASONS` applies to each record.
     """
     usable, xy = usable_points(gdf)
     cell = np.full(len(gdf), -1, dtype=np.int64)
@@ -1036,7 +1119,8 @@ def _locate_on_domain(
             raise InputError(f"grid.locate returned {located.shape[0]} cell ids for "
                              f"{int(usable.sum())} points; grid must be a geosynth.lattice.Grid")
         cell[usable] = located
-        warn_if_bounds_touch_records(grid, xy[cell >= 0])
+        if check_bounds:
+            warn_if_bounds_touch_records(grid, xy[cell >= 0])
     codes = np.stack([_level_index(declared).get_indexer(gdf[a].to_numpy(dtype=object))
                       for a, declared in domain.items()])
     in_domain = (codes >= 0).all(axis=0)
@@ -1044,31 +1128,34 @@ def _locate_on_domain(
     if in_domain.any():
         sizes = tuple(len(v) for v in domain.values())
         combo[in_domain] = np.ravel_multi_index(codes[:, in_domain], sizes)
-    reasons = {
-        "without a usable point geometry (missing, empty, not a Point, NaN coordinates)":
-            int((~usable).sum()),
-        "in no lattice cell (outside the lattice or region, or in an excluded area)":
-            int((usable & (cell < 0)).sum()),
-        "with an attribute value outside the declared levels (NaN included)":
-            int((~in_domain).sum()),
-    }
+    dropped = np.column_stack([~usable, usable & (cell < 0), ~in_domain])
     cell[combo < 0] = -1
     combo[cell < 0] = -1
-    return cell, combo, reasons
+    return cell, combo, dropped
 
 
-def _warn_dropped(reasons: dict[str, int], n_records: int) -> None:
-    """DataWarning, for the curator only, of how many records the domain preparation dropped."""
-    dropped = {why: n for why, n in reasons.items() if n}
+def warn_dropped(counts: np.ndarray, n_records: int, stacklevel: int = 2) -> None:
+    """Warn the curator (DataWarning) of how many records a domain preparation dropped.
+
+    Parameters
+    ----------
+    counts : array-like of int, shape (3,)
+        Records dropped for each of :data:`DROP_REASONS`.
+    n_records : int
+        Records given.
+    stacklevel : int, default 2
+        As for :func:`warnings.warn`.
+    """
+    dropped = [(int(n), why) for n, why in zip(counts, DROP_REASONS, strict=True) if n]
     if not dropped:
         return
-    described = "; ".join(f"{n} {why}" for why, n in dropped.items())
+    described = "; ".join(f"{n} {why}" for n, why in dropped)
     warnings.warn(
         f"prepare(levels=...) dropped records of the {n_records} given (a record can have "
         f"several reasons): {described}. They are not counted; under differential privacy a "
         "dropped record changes at most one count, so dropping costs no privacy, and this "
         "warning, for you only, is not part of any release",
-        DataWarning, stacklevel=4,
+        DataWarning, stacklevel=stacklevel,
     )
 
 

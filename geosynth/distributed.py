@@ -47,21 +47,26 @@ import numpy as np
 import pandas as pd
 
 from geosynth._messages import describe_rows
-from geosynth._points import point_coordinates
+from geosynth._points import point_coordinates, usable_points
 from geosynth._random import root_seed_sequence, spawn_seeds
 from geosynth._validation import check_m
 from geosynth.data import (
     CELL_COLUMN,
     COUNT_COLUMN,
+    DROP_REASONS,
     CellCounts,
     check_columns,
     check_crs,
+    check_domain_options,
     check_outside,
     check_prepare_options,
     count_table,
     counts_from_table,
+    counts_on_domain,
+    locate_on_domain,
     locate_records,
     no_overlap_message,
+    warn_dropped,
     warn_if_bounds_touch_records,
 )
 from geosynth.errors import InputError
@@ -651,11 +656,18 @@ def _corners(xy: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(corners, columns=["x", "y"])
 
 
-def _warn_if_bounds_touch_partitions(ddf, grid) -> None:
+def _partition_usable_extremes(part, grid) -> pd.DataFrame:
+    """:func:`_partition_extremes` that skips, not refuses, records without a usable point."""
+    usable, xy = usable_points(part)
+    xy = xy[usable]
+    return _corners(xy[np.asarray(grid.locate(xy)).reshape(-1) >= 0] if len(xy) else xy)
+
+
+def _warn_if_bounds_touch_partitions(ddf, grid, extremes=_partition_extremes) -> None:
     """:func:`warn_if_bounds_touch_records` once, over every partition's extreme corners."""
     if grid.kind == "areal" or grid.snap_unit is not None:  # the check's own exemptions
         return
-    corners = ddf.map_partitions(_partition_extremes, grid, meta=_CORNERS_META).compute().dropna()
+    corners = ddf.map_partitions(extremes, grid, meta=_CORNERS_META).compute().dropna()
     warn_if_bounds_touch_records(grid, corners.to_numpy())
 
 
@@ -677,6 +689,27 @@ def _partition_outside(part, grid, attrs) -> pd.Series:
     cell = locate_records(part, grid, attrs, check_bounds=False)[CELL_COLUMN].to_numpy()
     labels = part.index[cell < 0][: _SHOW + 1]
     return pd.Series(labels.to_numpy(dtype=object), dtype=object)
+
+
+def _partition_on_domain(part, grid, domain) -> pd.DataFrame:
+    """Cell, domain combination and drop reasons of every record of one partition."""
+    cell, combo, dropped = locate_on_domain(part, grid, domain, check_bounds=False)
+    columns = {"cell": cell, "combo": combo}
+    columns.update({f"dropped_{k}": dropped[:, k] for k in range(len(DROP_REASONS))})
+    return pd.DataFrame(columns, index=part.index)
+
+
+def _prepare_dask_on_domain(ddf, grid, attributes, continuous, levels, max_bytes) -> CellCounts:
+    """:func:`prepare_dask` with ``levels``: as ``prepare(..., levels=...)``, by partition."""
+    attrs, domain = check_domain_options(ddf, grid, attributes, continuous, levels, max_bytes)
+    meta = _partition_on_domain(ddf._meta, grid, domain)
+    located = ddf.map_partitions(_partition_on_domain, grid, domain, meta=meta).compute()
+    warn_dropped(located.filter(like="dropped_").to_numpy().sum(axis=0), len(located),
+                 stacklevel=3)
+    kept = located[(located["cell"].to_numpy() >= 0) & (located["combo"].to_numpy() >= 0)]
+    _warn_if_bounds_touch_partitions(ddf, grid, _partition_usable_extremes)
+    return counts_on_domain(kept["cell"].to_numpy(), kept["combo"].to_numpy(), kept.index,
+                            grid, attrs, domain)
 
 
 def _check_known_categories(ddf, attrs) -> None:
@@ -701,6 +734,7 @@ def prepare_dask(
     max_bytes: int = 2**31,
     *,
     allow_identifying: bool = False,
+    levels: dict[str, Sequence] | None = None,
 ) -> CellCounts:
     """:func:`geosynth.prepare` for a :class:`dask_geopandas.GeoDataFrame`, partition by partition.
 
@@ -721,12 +755,18 @@ def prepare_dask(
     failing partition. The data is read twice (three times when points fall in no cell):
     ``ddf.persist()`` first if computing it is costly.
 
+    With ``levels`` (the preparation of a differentially private release, see "Preparation on
+    a public domain" in :mod:`geosynth.data`) one pass locates every record on the declared
+    domain in its partition (:func:`geosynth.data.locate_on_domain`), and the client counts the
+    kept ones: nothing is refused on the records' values, and the result equals
+    ``prepare(ddf.compute(), ..., levels=levels)``.
+
     Parameters
     ----------
     ddf : dask_geopandas.GeoDataFrame
         The confidential points. A categorical attribute needs known categories
         (``ddf.categorize(columns=[...])``).
-    grid, attributes, continuous, outside, max_bytes, allow_identifying
+    grid, attributes, continuous, outside, max_bytes, allow_identifying, levels
         As for :func:`geosynth.prepare`.
 
     Returns
@@ -750,6 +790,8 @@ def prepare_dask(
     """
     if not _is_dask_geodataframe(ddf):
         raise InputError(f"gdf must be a dask_geopandas.GeoDataFrame, got {type(ddf).__name__}")
+    if levels is not None:
+        return _prepare_dask_on_domain(ddf, grid, attributes, continuous, levels, max_bytes)
     check_prepare_options(grid, outside, max_bytes, allow_identifying)
     meta = ddf._meta
     attrs = check_columns(meta, attributes, continuous)

@@ -417,3 +417,24 @@ def test_tune_on_the_client_executor_equals_in_memory_tune(client, points):
     columns = [c for c in local.table.columns if c != "seconds"]
     pd.testing.assert_frame_equal(local.table[columns], remote.table[columns])
     assert remote.recommend().label == local.recommend().label
+
+
+def test_prepare_dask_on_a_public_domain_equals_prepare(client, points):
+    # The preparation of a DP release: nothing refused on values, the same records dropped.
+    region_grid = Grid.regular((0, 0, 100, 60), shape=(3, 5), crs=CRS)  # y > 60: outside
+    odd = points.copy()
+    odd.loc[odd.index[:7], "c"] = "w"  # an undeclared level
+    odd.loc[odd.index[7:10], "geometry"] = None  # no point
+    levels = {"a": [0, 1], "c": ["u", "v"], "k": ["lo", "mid", "hi", "x"]}
+    with pytest.warns(DataWarning) as memory:
+        want = prepare(odd, region_grid, attributes=["a", "c", "k"], levels=levels)
+    with pytest.warns(DataWarning) as dask:
+        got = gd.prepare_dask(to_dask(odd, 4), region_grid, attributes=["a", "c", "k"],
+                              levels=levels)
+    assert got.domain_declared and got.counts.shape == (15, 16)
+    assert_counts_equal(got, want)
+    assert [str(w.message) for w in dask] == [str(w.message) for w in memory]
+    assert "7 with an attribute value outside the declared levels" in str(dask[0].message)
+    with pytest.warns(PrivacyLeakWarning):  # the seed (tests only)
+        noisy = geosynth.dp.dp_counts(got, 1.0, seed=0)  # the DP entry points take it
+    assert noisy.counts.shape == (15, 16)
