@@ -968,6 +968,26 @@ def _level_index(declared: list) -> pd.Index:
     return pd.Index(declared, dtype=object, tupleize_cols=False)
 
 
+def _domain_codes(declared: list, values: np.ndarray) -> np.ndarray:
+    """Code of each value among the declared levels; -1 if not one (unhashable ones too)."""
+    index = _level_index(declared)
+    try:
+        return index.get_indexer(values)
+    except TypeError:  # a list or dict in the column: no declared level, dropped, not refused
+        hashable = np.array([_is_hashable(v) for v in values], dtype=bool)
+        codes = np.full(len(values), -1, dtype=np.intp)
+        codes[hashable] = index.get_indexer(values[hashable])
+        return codes
+
+
+def _is_hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def domain_combos(domain: dict[str, list]) -> pd.DataFrame:
     """Every combination of a public domain, the last attribute varying fastest.
 
@@ -1121,7 +1141,7 @@ def locate_on_domain(
         cell[usable] = located
         if check_bounds:
             warn_if_bounds_touch_records(grid, xy[cell >= 0])
-    codes = np.stack([_level_index(declared).get_indexer(gdf[a].to_numpy(dtype=object))
+    codes = np.stack([_domain_codes(declared, gdf[a].to_numpy(dtype=object))
                       for a, declared in domain.items()])
     in_domain = (codes >= 0).all(axis=0)
     combo = np.full(len(gdf), -1, dtype=np.int64)

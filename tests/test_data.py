@@ -880,3 +880,11 @@ def test_domain_refuses_a_continuous_variable_and_keeps_schema_checks(gdf, grid)
     with pytest.raises(CRSError):
         prepare(gdf.set_crs("EPSG:4326", allow_override=True), grid, ["sex", "age"],
                 levels=DOMAIN)
+
+
+def test_domain_drops_unhashable_values_instead_of_raising(grid):
+    # A list in an attribute column raised pandas' TypeError: a refusal on a record's value.
+    gdf = small_frame(sex=[["f"], "f", "m"], age=[1, 1, 2], xy=[(1, 1), (1, 1), (1, 1)])
+    with pytest.warns(DataWarning, match="1 with an attribute value outside the declared"):
+        counts = prepare(gdf, grid, ["sex", "age"], levels=DOMAIN)
+    assert counts.counts[0].tolist() == [1, 0, 0, 0, 1, 0]
