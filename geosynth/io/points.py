@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,8 @@ def read_points(
                 f"x and y name the coordinate columns of a CSV file, but {source.name} is a "
                 f"{kind} file with its own geometry; omit x and y (CLI: --x/--y)"
             )
+        if suffix == ".shp":
+            _check_shapefile_complete(source)
         gdf = _read_parquet(source) if kind == "GeoParquet" else _read_ogr(source, layer)
         if not isinstance(gdf, gpd.GeoDataFrame):
             raise InputError(
@@ -213,6 +216,39 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
         geometry=gpd.points_from_xy(coordinates["x"], coordinates["y"]),
         crs=crs_obj,
     )
+
+
+def _check_shapefile_complete(source: Path) -> None:
+    """Refuse a .shp shorter than its .shx index says (a copy or download cut short).
+
+    GDAL reads such a file without error, the records past the cut without geometry: they
+    were then refused as records to drop, or (under ``--epsilon``) dropped, with no word that
+    the file itself was incomplete.
+    """
+    index = source.with_suffix(".shx")
+    if not index.is_file():
+        index = source.with_suffix(".SHX")
+    if not index.is_file():
+        return  # GDAL rebuilds a missing index (SHAPE_RESTORE_SHX) or says so itself
+    header = index.read_bytes()[:100]
+    if len(header) < 100:
+        return
+    n_words = struct.unpack(">i", header[24:28])[0]
+    n_records = max(0, (2 * n_words - 100) // 8)
+    if n_records == 0:
+        return
+    with open(index, "rb") as handle:
+        handle.seek(100 + 8 * (n_records - 1))
+        last = handle.read(8)
+    if len(last) < 8:
+        raise InputError(f"{printable(index.name)} is truncated: it indexes {n_records} records "
+                         "but ends early; copy the shapefile again (all of its files)")
+    offset, length = struct.unpack(">ii", last)
+    needed = 2 * (offset + length) + 8  # the last record's header (8 bytes) and content
+    if source.stat().st_size < needed:
+        raise InputError(f"{printable(source.name)} is truncated: its index lists {n_records} "
+                         f"records, which need {needed:,} bytes, but the file has "
+                         f"{source.stat().st_size:,}; copy the shapefile again (all of its files)")
 
 
 def _read_parquet(source: Path) -> gpd.GeoDataFrame:

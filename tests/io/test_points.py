@@ -308,3 +308,16 @@ def test_read_points_for_a_dp_release_refuses_nothing_on_values(tmp_path):
     shapes = gpd.GeoDataFrame({"y": [0]}, geometry=[shapely.box(0, 0, 1, 1)], crs=CRS)
     shapes.to_file(gpkg, engine="pyogrio")
     assert len(read_points(gpkg, check_values=False)) == 1
+
+
+def test_a_truncated_shapefile_is_named_as_such(tmp_path, points):
+    # GDAL read it without error, the records past the cut without geometry.
+    path = tmp_path / "points.shp"
+    points.to_file(path)
+    assert len(read_points(path)) == len(points)
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) - 10])
+    with pytest.raises(InputError, match=r"points.shp is truncated: its index lists 3 records"):
+        read_points(path)
+    with pytest.raises(InputError, match="truncated"):
+        read_points(path, check_values=False)  # a fact of the file, not of the values
