@@ -51,6 +51,7 @@ __all__ = [
 STAGING_MARK = "geosynth-staging"
 _PRIVATE_MODE = 0o600
 _LOCK_NAME = ".lock"  # in each staging folder, flock-ed by its writer while it runs
+_CLAIM_MARK = ".claimed"  # in a staging folder while its writer's empty claim holds the target
 # The files SQLite keeps beside a database while it is open (write-ahead log, its index, the
 # rollback journal).
 _SQLITE_JOURNALS = ("-wal", "-shm", "-journal")
@@ -148,9 +149,9 @@ class AtomicOutputs:
                              "on disk")
         if any(_same_path(target, staged.target) for staged in self._staged):
             raise ValueError(f"{target} was already added to these outputs")
+        remove_stale_staging(target)  # first: it may remove a dead writer's empty claim
         _check_replaceable(target, self.overwrite)
         target.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_staging(target)
         folder = Path(
             tempfile.mkdtemp(prefix=f".{target.name}.{STAGING_MARK}-{os.getpid()}-",
                              dir=target.parent)
@@ -324,6 +325,7 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
             continue
         if _locked(entry):  # a live writer whose PID this process cannot see (a container)
             continue
+        _drop_claim(entry, target)
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
@@ -460,10 +462,29 @@ def _move(staged: Path, target: Path, overwrite: bool) -> None:
 
 
 def _reserve_then_replace(staged: Path, target: Path) -> None:
+    """Claim ``target`` with an empty file (``O_EXCL``), then replace it by ``staged``.
+
+    For file systems without hard links (vfat, some SMB and FUSE mounts). A kill between the
+    two steps left an empty file at the target, which made the next write refuse the name; the
+    mark in the staging folder lets the next write's cleanup of dead staging folders remove it.
+    """
+    mark = staged.parent / _CLAIM_MARK
+    mark.touch(mode=_PRIVATE_MODE)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     fd = os.open(target, flags, stat.S_IMODE(os.stat(staged).st_mode))
     os.close(fd)
     os.replace(staged, target)
+    mark.unlink()
+
+
+def _drop_claim(folder: Path, target: Path) -> None:
+    """Remove the empty file a dead writer's folder claimed ``target`` with, if it is still so."""
+    if not (folder / _CLAIM_MARK).exists():
+        return
+    with contextlib.suppress(OSError):
+        info = os.lstat(target)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            os.unlink(target)
 
 
 def _same_path(a: Path, b: Path) -> bool:

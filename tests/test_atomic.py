@@ -258,3 +258,38 @@ def test_gdal_virtual_paths_are_refused_as_outputs():
 
     with pytest.raises(InputError, match="GDAL virtual file system path"):
         AtomicOutputs().add("/vsimem/x.gpkg")
+
+
+KILLED_AFTER_THE_CLAIM = """
+import errno, os, sys
+import geosynth._atomic as atomic
+
+def no_links(*args, **kwargs):  # a file system without hard links (vfat, some SMB mounts)
+    raise OSError(errno.EPERM, "Operation not permitted")
+
+atomic.os.link = no_links
+atomic.os.replace = lambda *args: os._exit(9)  # killed between the claim and the move
+outputs = atomic.AtomicOutputs()
+outputs.add(sys.argv[1]).write_text("audit")
+outputs.commit()
+"""
+
+
+def test_an_empty_claim_left_by_a_killed_writer_is_removed_by_the_next_write(tmp_path):
+    # Without hard links the target is claimed by an empty file, then replaced; a kill in
+    # between left the empty file, and every later write was refused: "exists".
+    target = tmp_path / "release.gpkg.audit.json"
+    subprocess.run([sys.executable, "-c", KILLED_AFTER_THE_CLAIM, str(target)], check=False)
+    assert target.exists() and target.stat().st_size == 0
+    with AtomicOutputs() as outputs:
+        outputs.add(target).write_text("audit")
+    assert target.read_text() == "audit"
+    assert _names(tmp_path) == ["release.gpkg.audit.json"]
+
+
+def test_a_users_empty_file_without_a_claim_is_kept(tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("")
+    with pytest.raises(FileExistsError):
+        AtomicOutputs().add(target)
+    assert target.exists()
