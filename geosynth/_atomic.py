@@ -192,7 +192,8 @@ class AtomicOutputs:
         """
         if self._done:
             raise ValueError("these outputs were already committed or discarded")
-        written: list[tuple[Path, Path | None]] = []  # (target, backup of what it replaced)
+        # (target, backup of what it replaced, GDAL sidecars set aside: (original, kept))
+        written: list[tuple[Path, Path | None, list[tuple[Path, Path]]]] = []
         try:
             for staged in self._staged:
                 if not staged.folder.is_dir():
@@ -206,15 +207,19 @@ class AtomicOutputs:
                     os.chmod(staged.path, _PRIVATE_MODE)
                 _check_no_sqlite_journal(staged.target)  # a viewer may have opened it since
                 backup = _backup(staged) if self.overwrite else None
-                _remove_gdal_sidecars(staged.target)
-                _move(staged.path, staged.target, self.overwrite)
-                written.append((staged.target, backup))
+                aside = _set_aside_gdal_sidecars(staged)
+                try:
+                    _move(staged.path, staged.target, self.overwrite)
+                except BaseException:
+                    _put_back(aside)
+                    raise
+                written.append((staged.target, backup, aside))
         except BaseException:
             _take_back(written)
             self.discard()
             raise
         self._cleanup()
-        return [target for target, _ in written]
+        return [target for target, _, _ in written]
 
     def discard(self) -> None:
         """Remove every staged file; no target is touched."""
@@ -378,14 +383,18 @@ def _backup(staged: _Staged) -> Path | None:
     return backup
 
 
-def _take_back(written: list[tuple[Path, Path | None]]) -> None:
-    """Undo a failed commit: restore each replaced file, remove each created one (last first)."""
-    for target, backup in reversed(written):
+def _take_back(written: list[tuple[Path, Path | None, list[tuple[Path, Path]]]]) -> None:
+    """Undo a failed commit: restore each replaced file, remove each created one (last first).
+
+    The GDAL sidecars set aside for a target come back with it.
+    """
+    for target, backup, aside in reversed(written):
         with contextlib.suppress(OSError):
             if backup is None:
                 target.unlink()
             else:
                 os.replace(backup, target)
+        _put_back(aside)
 
 
 def _process_alive(pid: int) -> bool:
@@ -411,17 +420,35 @@ def _check_replaceable(target: Path, overwrite: bool) -> None:
     _check_no_sqlite_journal(target)
 
 
-def _remove_gdal_sidecars(target: Path) -> None:
-    """Remove GDAL's files about the old ``target`` (``.aux.xml``, ``.ovr``, ``.msk``).
+def _set_aside_gdal_sidecars(staged: _Staged) -> list[tuple[Path, Path]]:
+    """Move GDAL's files about the old target (``.aux.xml``, ``.ovr``, ``.msk``) aside.
 
     GDAL (and QGIS through it) reads them as part of the file with that name: a stale
     ``intensity.tif.aux.xml`` gave a new GeoTIFF the old one's band descriptions and tags,
-    that is another fit's combinations. They are caches of the file being replaced (or of one
-    deleted), so they go just before the new file moves in.
+    that is another fit's combinations. They belong to the file being replaced (or to one
+    deleted), so they leave just before the new file moves in: into the staging folder, from
+    which a failed commit puts them back (:func:`_put_back`) and a successful one removes them.
+
+    Returns
+    -------
+    list of (pathlib.Path, pathlib.Path)
+        ``(where it was, where it is kept)`` for each sidecar moved.
     """
+    aside = []
     for suffix in _GDAL_SIDECARS:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(f"{target}{suffix}")
+        sidecar = Path(f"{staged.target}{suffix}")
+        if os.path.lexists(sidecar):
+            kept = staged.folder / f".replaced{suffix}"
+            os.replace(sidecar, kept)
+            aside.append((sidecar, kept))
+    return aside
+
+
+def _put_back(aside: list[tuple[Path, Path]]) -> None:
+    """Return sidecars set aside by :func:`_set_aside_gdal_sidecars` to where they were."""
+    for sidecar, kept in aside:
+        with contextlib.suppress(OSError):
+            os.replace(kept, sidecar)
 
 
 def _check_no_sqlite_journal(target: Path) -> None:

@@ -293,3 +293,28 @@ def test_a_users_empty_file_without_a_claim_is_kept(tmp_path):
     with pytest.raises(FileExistsError):
         AtomicOutputs().add(target)
     assert target.exists()
+
+
+def test_a_failed_commit_puts_back_the_gdal_sidecars_it_set_aside(tmp_path):
+    # They were removed before the move: a commit that then failed restored the old file
+    # without them (a .msk holds a real mask).
+    from geosynth.errors import InputError
+
+    first, second = tmp_path / "b.tif", tmp_path / "c.gpkg"
+    first.write_bytes(b"old")
+    (tmp_path / "b.tif.ovr").write_bytes(b"old overviews")
+    outputs = AtomicOutputs(overwrite=True)
+    outputs.add(first).write_bytes(b"new")
+    outputs.add(second).write_bytes(b"new")
+    (tmp_path / "c.gpkg-wal").write_bytes(b"")  # the second target is then refused
+    with pytest.raises(InputError):
+        outputs.commit()
+    assert first.read_bytes() == b"old"
+    assert (tmp_path / "b.tif.ovr").read_bytes() == b"old overviews"
+    ours = AtomicOutputs()  # and the move of someone's new file keeps theirs
+    ours.add(tmp_path / "d.tif").write_bytes(b"ours")
+    (tmp_path / "d.tif").write_bytes(b"theirs")
+    (tmp_path / "d.tif.aux.xml").write_text("<their stats/>")
+    with pytest.raises(FileExistsError):
+        ours.commit()
+    assert (tmp_path / "d.tif.aux.xml").read_text() == "<their stats/>"
