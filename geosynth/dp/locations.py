@@ -485,12 +485,15 @@ class DPRelease:
     def info(self) -> ReleaseInfo:
         """How the releases were made, as :func:`geosynth.io.write_release` records it.
 
-        Method ``"paiva-dp"``, ε and neighbour relation of the noisy counts, the ledger of the
-        accountant now, the size rule and, under the ``"n_public"`` rule, the published total.
-        Pass it as ``write_release(..., metadata=result.info)``.
+        Method ``"paiva-dp"``, ε and neighbour relation of the noisy counts, the accountant's
+        ledger as it was when they were drawn (the releases' own record: later spends of a
+        shared accountant are not theirs, and :func:`geosynth.io.write_release` refuses a
+        record that contradicts the releases'), the size rule and, under the ``"n_public"``
+        rule, the published total. Pass it as ``write_release(..., metadata=result.info)``.
         """
+        ledger = self.noisy.ledger if self.noisy.ledger is not None else self.accountant.to_dict()
         return self.noisy.release_info().replace(
-            ledger=self.accountant.to_dict(), size=dict(self.size),
+            ledger=ledger, size=dict(self.size),
             n_public=self.size.get("n_public") if self.size.get("rule") == "n_public" else None,
         )
 

@@ -259,6 +259,18 @@ def test_release_info_of_a_published_total(scenario_counts):
     assert result.info.n_public is None
 
 
+def test_release_info_keeps_the_ledger_of_its_own_counts(scenario_counts):
+    # With a shared accountant, info took the ledger as it was later: write_release then
+    # refused metadata=result.info of a first release after a second one spent more.
+    _, counts = scenario_counts
+    accountant = Accountant(2.0)
+    with pytest.warns(PrivacyLeakWarning):
+        noisy = dp_counts(counts, 1.0, accountant, seed=1)
+    first = DPRelease(releases=[], fit=None, noisy=noisy, accountant=accountant, size={})
+    accountant.spend(0.5, label="a later release")
+    assert first.info.ledger == noisy.ledger != accountant.to_dict()
+
+
 # --------------------------------------------------------------------------- neighbouring data
 
 
