@@ -114,6 +114,7 @@ import numbers
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from itertools import islice
 
 import numpy as np
@@ -391,7 +392,7 @@ def _numbers(value: object) -> np.ndarray | None:
         return None
     if array.dtype.kind == "O":
         flat = array.ravel().tolist()
-        if not all(isinstance(v, int | float | np.integer | np.floating) for v in flat):
+        if not all(isinstance(v, numbers.Real | Decimal) for v in flat):  # Fraction too
             return None
     elif array.dtype.kind not in "biuf":
         return None
@@ -427,6 +428,11 @@ def _domain_sensitivity(
             )
         return bounds[1] - bounds[0]
     values = _check_sensitivity(sensitivity)
+    if bounds is not None and values.ndim == bounds[0].ndim == 1 and values.size != bounds[0].size:
+        raise InputError(
+            f"sensitivity has {values.size} values but bounds {bounds[0].size} per side; give "
+            "one of each per attribute (or scalars for all)"
+        )
     if bounds is not None and np.any(values < bounds[1] - bounds[0]):
         raise InputError(
             f"sensitivity {sensitivity!r} is below the width of bounds "

@@ -521,6 +521,7 @@ def test_bounds_clamp_the_records_before_they_join_a_cluster():
         ({"bounds": ("0", "1")}, "a pair .lo, hi."),
         ({"bounds": (0.0, 10.0), "sensitivity": 5.0}, "below the width of bounds"),
         ({"sensitivity": "2"}, "sensitivity must be a number"),
+        ({"bounds": ([0, 0], [1, 1]), "sensitivity": [1, 1, 1]}, "sensitivity has 3 values but"),
     ],
 )
 def test_bounds_and_sensitivity_are_validated(kwargs, match):
@@ -578,3 +579,15 @@ def test_the_state_estimate_counts_attributes_and_the_tau_window(monkeypatch):
 def test_evaluation_helpers_name_the_bad_parameter(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_fractions_and_decimals_are_numbers():
+    from decimal import Decimal
+    from fractions import Fraction
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        doca = Doca(1.0, Fraction(21, 2), seed=1)
+        released = doca.fit_transform([Fraction(1, 2), Decimal("2.5"), 3])
+    assert doca.sensitivity == 10.5 and released.shape == (3,)
+
