@@ -233,14 +233,19 @@ class ChainRunner:
         self.n_iter, self.burn_in, self.thin = int(n_iter), int(burn_in), int(thin)
         self.plan = plan
         self.progress = progress
-        # Set by Ctrl-C, by a failed chain, or by the caller (fit(stop=...)): chains stop at
-        # their next chunk. A caller's event counts as Ctrl-C (see stopped_by_caller).
+        # Set by Ctrl-C or by a failed chain: chains stop at their next chunk. The caller's
+        # event (fit(stop=...)) stops them too and counts as Ctrl-C, but is only read: setting
+        # it here would cancel the caller's other fits that share it.
         self.caller_stop = stop
-        self.stop = threading.Event() if stop is None else stop
+        self.stop = threading.Event()
 
     def stopped_by_caller(self) -> bool:
         """Whether the caller's ``stop`` event ended the run (treated as Ctrl-C)."""
         return self.caller_stop is not None and self.caller_stop.is_set()
+
+    def stopping(self) -> bool:
+        """Whether the chains must stop at their next chunk (either event)."""
+        return self.stop.is_set() or self.stopped_by_caller()
 
     def run_all(self, streams: np.ndarray, n_jobs: int | None) -> dict[str, np.ndarray]:
         """Run chain ``c`` from ``streams[c]`` for every c, ``n_jobs`` threads at a time.
@@ -402,7 +407,7 @@ class ChainRunner:
                 _chunks(self.burn_in, chunk, False),
                 _chunks(self.n_iter - self.burn_in, sampling_chunk, True),
             ):
-                if self.stop.is_set():
+                if self.stopping():
                     break
                 row = int(kept[chain])
                 written = self._run(self.data, state, n, out, chain, row, keep, scratch,
@@ -635,7 +640,7 @@ class AutoRunner(ChainRunner):
             chain.segment_rows.append(0)
         term = chain.scratch.term
         for n, _ in _chunks(length, sampling if keep else burn, keep):
-            if self.stop.is_set():
+            if self.stopping():
                 return
             if keep and self.deadline is not None and chain.rows >= MIN_DRAWS_AT_DEADLINE \
                     and time.monotonic() >= self.deadline - self.reserve_per_row * chain.rows:

@@ -165,3 +165,22 @@ def test_stop_must_be_an_event_and_not_with_an_executor(counts):
         PaivaModel().fit(counts, **RUN, stop=True)
     with ThreadPoolExecutor(1) as pool, pytest.raises(InputError, match="not the tasks of an"):
         PaivaModel().fit(counts, **RUN, stop=threading.Event(), executor=pool)
+
+
+def test_the_callers_stop_event_is_only_read(counts, monkeypatch):
+    # A failed chain set the caller's event itself: every later fit given it (tune's other
+    # candidates) was then cancelled at once.
+    original = runner_module.ChainRunner._run
+
+    def fail(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
+        if chain == 1:
+            raise RuntimeError("chain 1 failed")
+        return original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
+
+    monkeypatch.setattr(runner_module.ChainRunner, "_run", fail)
+    stop = threading.Event()
+    with pytest.raises(RuntimeError, match="chain 1 failed"):
+        PaivaModel().fit(counts, **RUN, chains=2, n_jobs=2, stop=stop)
+    assert not stop.is_set()
+    monkeypatch.undo()
+    assert PaivaModel().fit(counts, **RUN, chains=2, stop=stop).interrupted is False
