@@ -705,7 +705,7 @@ def _prepare_dask_on_domain(ddf, grid, attributes, continuous, levels, max_bytes
     meta = _partition_on_domain(ddf._meta, grid, domain)
     located = ddf.map_partitions(_partition_on_domain, grid, domain, meta=meta).compute()
     warn_dropped(located.filter(like="dropped_").to_numpy().sum(axis=0), len(located),
-                 stacklevel=3)
+                 stacklevel=4)
     kept = located[(located["cell"].to_numpy() >= 0) & (located["combo"].to_numpy() >= 0)]
     _warn_if_bounds_touch_partitions(ddf, grid, _partition_usable_extremes)
     return counts_on_domain(kept["cell"].to_numpy(), kept["combo"].to_numpy(), kept.index,

@@ -434,6 +434,7 @@ def test_prepare_dask_on_a_public_domain_equals_prepare(client, points):
     assert got.domain_declared and got.counts.shape == (15, 16)
     assert_counts_equal(got, want)
     assert [str(w.message) for w in dask] == [str(w.message) for w in memory]
+    assert dask[0].filename == memory[0].filename == __file__  # the caller's line
     assert "7 with an attribute value outside the declared levels" in str(dask[0].message)
     with pytest.warns(PrivacyLeakWarning):  # the seed (tests only)
         noisy = geosynth.dp.dp_counts(got, 1.0, seed=0)  # the DP entry points take it
