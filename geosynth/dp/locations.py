@@ -82,6 +82,8 @@ import math
 import numbers
 import threading
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -876,6 +878,21 @@ def dp_model(sampler: str = "gibbs", effects: str = "combination") -> PaivaModel
     return PaivaModel(effects=effects, sampler=sampler, priors=priors)
 
 
+@contextmanager
+def _seed_warning_given(seed: Any) -> Iterator[None]:
+    """Silence the seed's PrivacyLeakWarning after dp_counts gave it, for a seeded run only.
+
+    Unseeded, nothing is silenced: ``warnings.catch_warnings`` changes the filters of the whole
+    process, so in tune's worker threads it hid other candidates' warnings.
+    """
+    if seed is None:
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        yield
+
+
 def dp_release(
     counts: CellCounts,
     epsilon: float,
@@ -1007,9 +1024,7 @@ def dp_release(
     except MemoryLimitError as err:
         raise MemoryLimitError(f"{err}. The noisy counts have cost epsilon={epsilon:g}; "
                                "nothing was released") from None
-    with warnings.catch_warnings():
-        # One warning for a seeded run is enough (dp_counts issued it).
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
+    with _seed_warning_given(seed):
         fit_seed = private_seed(seed, where="dp_release")
     model = dp_model() if model is None else model
     run: dict[str, Any] = {"n_iter": n_iter, "burn_in": 1000 if burn_in is None else burn_in}
@@ -1020,8 +1035,7 @@ def dp_release(
                     max_bytes=max_bytes, stop=stop, **run)
     if fit.interrupted:  # Ctrl-C: no release from a fit stopped early (the budget is spent)
         raise KeyboardInterrupt
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
+    with _seed_warning_given(seed):
         releases = dp_synthesize(fit, m, n_public=n_public, max_records=max_records,
                                  max_bytes=max_bytes, geometry=geometry, weights=weights,
                                  seed=None if seed is None else fit_seed + 1)
