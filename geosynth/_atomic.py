@@ -434,13 +434,17 @@ def _set_aside_gdal_sidecars(staged: _Staged) -> list[tuple[Path, Path]]:
     list of (pathlib.Path, pathlib.Path)
         ``(where it was, where it is kept)`` for each sidecar moved.
     """
-    aside = []
-    for suffix in _GDAL_SIDECARS:
-        sidecar = Path(f"{staged.target}{suffix}")
-        if os.path.lexists(sidecar):
-            kept = staged.folder / f".replaced{suffix}"
-            os.replace(sidecar, kept)
-            aside.append((sidecar, kept))
+    aside: list[tuple[Path, Path]] = []
+    try:
+        for suffix in _GDAL_SIDECARS:
+            sidecar = Path(f"{staged.target}{suffix}")
+            if os.path.lexists(sidecar):
+                kept = staged.folder / f".replaced{suffix}"
+                os.replace(sidecar, kept)
+                aside.append((sidecar, kept))
+    except BaseException:
+        _put_back(aside)  # all or none
+        raise
     return aside
 
 
