@@ -640,9 +640,14 @@ _CORNERS_META = pd.DataFrame({"x": np.zeros(0), "y": np.zeros(0)})
 
 
 def _partition_extremes(part, grid) -> pd.DataFrame:
-    """Return the smallest and largest x and y of a partition's located points (NaN if none)."""
-    xy = point_coordinates(part, "gdf")
-    return _corners(xy[np.asarray(grid.locate(xy)).reshape(-1) >= 0])
+    """Return the smallest and largest x and y of a partition's located points (NaN if none).
+
+    Records without a usable point are skipped, not refused: the counting pass has refused
+    them already, or (with ``levels``) drops them.
+    """
+    usable, xy = usable_points(part)
+    xy = xy[usable]
+    return _corners(xy[np.asarray(grid.locate(xy)).reshape(-1) >= 0] if len(xy) else xy)
 
 
 def _partition_corners(part) -> pd.DataFrame:
@@ -656,18 +661,11 @@ def _corners(xy: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(corners, columns=["x", "y"])
 
 
-def _partition_usable_extremes(part, grid) -> pd.DataFrame:
-    """:func:`_partition_extremes` that skips, not refuses, records without a usable point."""
-    usable, xy = usable_points(part)
-    xy = xy[usable]
-    return _corners(xy[np.asarray(grid.locate(xy)).reshape(-1) >= 0] if len(xy) else xy)
-
-
-def _warn_if_bounds_touch_partitions(ddf, grid, extremes=_partition_extremes) -> None:
+def _warn_if_bounds_touch_partitions(ddf, grid) -> None:
     """:func:`warn_if_bounds_touch_records` once, over every partition's extreme corners."""
     if grid.kind == "areal" or grid.snap_unit is not None:  # the check's own exemptions
         return
-    corners = ddf.map_partitions(extremes, grid, meta=_CORNERS_META).compute().dropna()
+    corners = ddf.map_partitions(_partition_extremes, grid, meta=_CORNERS_META).compute().dropna()
     warn_if_bounds_touch_records(grid, corners.to_numpy())
 
 
@@ -707,7 +705,7 @@ def _prepare_dask_on_domain(ddf, grid, attributes, continuous, levels, max_bytes
     warn_dropped(located.filter(like="dropped_").to_numpy().sum(axis=0), len(located),
                  stacklevel=4)
     kept = located[(located["cell"].to_numpy() >= 0) & (located["combo"].to_numpy() >= 0)]
-    _warn_if_bounds_touch_partitions(ddf, grid, _partition_usable_extremes)
+    _warn_if_bounds_touch_partitions(ddf, grid)
     return counts_on_domain(kept["cell"].to_numpy(), kept["combo"].to_numpy(), kept.index,
                             grid, attrs, domain)
 

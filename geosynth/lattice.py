@@ -1014,14 +1014,7 @@ class Grid:
                                               (west & south, r - 1, c - 1))):
             position = np.where(shared, rr * ncols + cc, 0)
             candidates[:, k] = np.where(shared, self._lattice_to_cell[position], -1)
-        found = np.full(lost.size, -1, dtype=np.int64)
-        for k in np.argsort(np.where(candidates < 0, np.iinfo(np.int64).max, candidates),
-                            axis=1, kind="stable").T:
-            candidate = candidates[np.arange(lost.size), k]
-            test = np.flatnonzero((found < 0) & (candidate >= 0))
-            hit = shapely.intersects_xy(self._habitable[candidate[test]], px[test], py[test])
-            found[test[hit]] = candidate[test[hit]]
-        cell[lost] = found
+        cell[lost] = _smallest_holding(candidates, self._habitable, px, py)
 
     def _locate_hexagon(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         layout: HexLayout = self._layout
@@ -1049,14 +1042,8 @@ class Grid:
         """
         around = hex_around(self._layout, row, col)
         ids = np.where(around >= 0, self._lattice_to_cell[np.maximum(around, 0)], -1)
-        found = np.full(row.size, -1, dtype=np.int64)
         shapes = self._habitable if self._is_clipped else self._boxes()
-        for k in np.argsort(ids, axis=1, kind="stable").T:
-            candidate = ids[np.arange(row.size), k]
-            test = np.flatnonzero((found < 0) & (candidate >= 0))
-            hit = shapely.intersects_xy(shapes[candidate[test]], x[test], y[test])
-            found[test[hit]] = candidate[test[hit]]
-        return found
+        return _smallest_holding(ids, shapes, x, y)
 
     def _refine(self, cell: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
         """Set ``cell`` to -1 for points of partially habitable cells outside the geometry."""
@@ -1524,6 +1511,22 @@ def _relabel_by_first(labels: np.ndarray, n_components: int) -> np.ndarray:
     order = np.empty(n_components, dtype=np.int64)
     order[np.argsort(first)] = np.arange(n_components, dtype=np.int64)
     return order[labels]
+
+
+def _smallest_holding(ids: np.ndarray, shapes: np.ndarray, x: np.ndarray,
+                      y: np.ndarray) -> np.ndarray:
+    """Per row of ``ids`` (n, k; -1: no cell), the smallest id whose shape holds the point.
+
+    Shapes are closed (a point on an edge is held), so a point on the edge of two cells goes
+    to the smaller id; -1 where none holds it.
+    """
+    found = np.full(ids.shape[0], -1, dtype=np.int64)
+    for k in np.argsort(ids, axis=1, kind="stable").T:  # -1 first: skipped
+        candidate = ids[np.arange(ids.shape[0]), k]
+        test = np.flatnonzero((found < 0) & (candidate >= 0))
+        hit = shapely.intersects_xy(shapes[candidate[test]], x[test], y[test])
+        found[test[hit]] = candidate[test[hit]]
+    return found
 
 
 def _axis_index(v: np.ndarray, edges: np.ndarray) -> np.ndarray:

@@ -706,19 +706,20 @@ def tune(
     for candidate in wanted:
         _check_candidate(candidate, setup)
     _warn_of_dp_candidates(wanted)
-    _warn_of_bounds_on_records(gdf, wanted)
+    xy = point_coordinates(gdf, "gdf")  # once: the bounds check, the fingerprint, the table
+    _warn_of_bounds_on_records(xy, wanted)
     if risk_limit is not None:
         risk_limit = check_real(risk_limit, "risk_limit")
         if not math.isfinite(risk_limit):
             raise InputError(f"risk_limit must be a finite number, got {risk_limit}")
-    key = _fingerprint(gdf, setup)
+    key = _fingerprint(gdf, xy, setup)
     root = _root_seed(seed, previous, key)
     runs: dict[tuple, _CandidateRun] = {}
     if previous is not None:
         runs.update({settings: run for settings, run in previous._runs.items()})
     todo = [c for c in wanted if c.settings not in runs]
     runs.update(_run_all(gdf, todo, setup, root, executor, progress))
-    return _tuning(point_coordinates(gdf, "gdf"), wanted, runs, risk_limit, key, root)
+    return _tuning(xy, wanted, runs, risk_limit, key, root)
 
 
 def coverage_outcome(gdf: gpd.GeoDataFrame, attributes: Sequence[str],
@@ -791,7 +792,7 @@ def _warn_of_dp_candidates(candidates: list[Candidate]) -> None:
         )
 
 
-def _warn_of_bounds_on_records(gdf: gpd.GeoDataFrame, candidates: list[Candidate]) -> None:
+def _warn_of_bounds_on_records(xy: np.ndarray, candidates: list[Candidate]) -> None:
     """Give the bounds warning of :func:`geosynth.prepare` for the given lattices, here.
 
     A candidate's own prepare warns in its task: on a Dask executor that warning stayed in the
@@ -799,7 +800,6 @@ def _warn_of_bounds_on_records(gdf: gpd.GeoDataFrame, candidates: list[Candidate
     """
     from geosynth.data import warn_if_bounds_touch_records
 
-    xy = point_coordinates(gdf, "gdf")
     for candidate in candidates:
         if candidate.grid is not None:
             located = xy[np.asarray(candidate.grid.locate(xy)) >= 0]
@@ -822,7 +822,7 @@ def _check_candidate(candidate: Candidate, setup: _Setup) -> None:
                              "beta_prior or epsilon")
 
 
-def _fingerprint(gdf: gpd.GeoDataFrame, setup: _Setup) -> dict[str, str]:
+def _fingerprint(gdf: gpd.GeoDataFrame, xy: np.ndarray, setup: _Setup) -> dict[str, str]:
     """Digests of the data and of each shared setting (to check ``previous`` against)."""
     columns = setup.attributes + ([setup.continuous] if isinstance(setup.continuous, str)
                                   else list(setup.continuous or []))
@@ -833,7 +833,7 @@ def _fingerprint(gdf: gpd.GeoDataFrame, setup: _Setup) -> dict[str, str]:
             h.update(part if isinstance(part, bytes) else repr(part).encode())
         return h.hexdigest()
 
-    data = digest(point_coordinates(gdf, "gdf").tobytes(),
+    data = digest(xy.tobytes(),
                   pd.util.hash_pandas_object(gdf[columns], index=True).to_numpy().tobytes())
     return {"data": data, "attributes": digest(setup.attributes),
             "continuous": digest(setup.continuous), "region": digest(_wkb(setup.region)),

@@ -719,11 +719,6 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds / 86400:,.0f} days"
 
 
-def _domain_size(counts: CellCounts) -> int:
-    """Return the number of combinations of the public domain (a public number)."""
-    return math.prod(len(counts.levels[a]) for a in counts.attributes)
-
-
 def _check_run(n_iter: Any, chains: Any) -> tuple[int, int]:
     """Sweeps (for the small-ε check: :data:`AUTO_SWEEPS` for ``"auto"``) and chains."""
     if isinstance(n_iter, str) and n_iter == "auto":
@@ -1012,7 +1007,7 @@ def dp_release(
     n_iter_checked, chains_checked = _check_run(n_iter, chains)
     _check_small_epsilon(
         epsilon=float(epsilon), sensitivity=_NEIGHBOURS[neighbours], n_cells=counts.n_cells,
-        n_combos=_domain_size(counts), n_attributes=len(counts.attributes), m=m,
+        n_combos=counts.n_combos, n_attributes=len(counts.attributes), m=m,
         n_iter=n_iter_checked, chains=chains_checked, n_public=n_public,
         max_records=max_records, max_bytes=max_bytes,
     )

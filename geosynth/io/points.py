@@ -230,14 +230,14 @@ def _check_shapefile_complete(source: Path) -> None:
         index = source.with_suffix(".SHX")
     if not index.is_file():
         return  # GDAL rebuilds a missing index (SHAPE_RESTORE_SHX) or says so itself
-    header = index.read_bytes()[:100]
-    if len(header) < 100:
-        return
-    n_words = struct.unpack(">i", header[24:28])[0]
-    n_records = max(0, (2 * n_words - 100) // 8)
-    if n_records == 0:
-        return
-    with open(index, "rb") as handle:
+    with open(index, "rb") as handle:  # the header and the last entry, not the whole index
+        header = handle.read(100)
+        if len(header) < 100:
+            return
+        n_words = struct.unpack(">i", header[24:28])[0]
+        n_records = max(0, (2 * n_words - 100) // 8)
+        if n_records == 0:
+            return
         handle.seek(100 + 8 * (n_records - 1))
         last = handle.read(8)
     if len(last) < 8:
