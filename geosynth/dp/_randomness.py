@@ -15,8 +15,26 @@ import numpy as np
 
 from geosynth._random import SeedLike, as_generator, check_seed
 from geosynth.errors import PrivacyLeakWarning
+from geosynth.synth.release import NOISE_OS_ENTROPY, NOISE_SEEDED
 
-__all__ = ["private_generator", "private_seed", "warn_seeded"]
+__all__ = ["noise_source", "private_generator", "private_seed", "warn_seeded"]
+
+
+def noise_source(seed: SeedLike) -> str:
+    """Return what a release records of its DP noise's source (``ReleaseInfo.noise``).
+
+    Parameters
+    ----------
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        The ``seed`` the noise was drawn with.
+
+    Returns
+    -------
+    str
+        ``"os-entropy"`` for ``None``, else ``"seeded"``: the release then states its ε without
+        having it, and its file says so.
+    """
+    return NOISE_OS_ENTROPY if seed is None else NOISE_SEEDED
 
 
 def warn_seeded(where: str, stacklevel: int = 3) -> None:

@@ -94,14 +94,14 @@ import pandas as pd
 from geosynth._random import SeedLike
 from geosynth._validation import check_epsilon, check_m, check_public_lattice
 from geosynth.data import CellCounts, CountTable, check_levels
-from geosynth.dp._randomness import private_generator, private_seed
+from geosynth.dp._randomness import noise_source, private_generator, private_seed
 from geosynth.dp.accountant import Accountant
 from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
 from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 from geosynth.synth.paiva import PosteriorDraws, release_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
-from geosynth.synth.release import ReleaseInfo, make_release
+from geosynth.synth.release import NOISE_OS_ENTROPY, ReleaseInfo, make_release
 
 if TYPE_CHECKING:
     from geosynth.model import PaivaModel
@@ -177,6 +177,9 @@ class NoisyCounts(CountTable):
     neighbours : str
     ledger : dict or None
         ``Accountant.to_dict()`` after the spend, when an accountant was given.
+    noise : str
+        ``"os-entropy"``, or ``"seeded"`` when ``dp_counts`` was given a seed (tests only: the
+        counts are then not ε-DP, and every release drawn from them records so).
     """
 
     counts: np.ndarray
@@ -188,6 +191,7 @@ class NoisyCounts(CountTable):
     sensitivity: int
     neighbours: str
     ledger: dict | None = None
+    noise: str = NOISE_OS_ENTROPY
     continuous: None = None
     zbar: None = None
 
@@ -235,14 +239,14 @@ class NoisyCounts(CountTable):
         Returns
         -------
         geosynth.synth.release.ReleaseInfo
-            Method ``"paiva-dp"``, ``epsilon``, ``neighbours`` and ``ledger``.
+            Method ``"paiva-dp"``, ``epsilon``, ``neighbours``, ``noise`` and ``ledger``.
         """
         return ReleaseInfo(method="paiva-dp", epsilon=self.epsilon, neighbours=self.neighbours,
-                           ledger=self.ledger)
+                           noise=self.noise, ledger=self.ledger)
 
     def __repr__(self) -> str:
         return (f"NoisyCounts(epsilon={self.epsilon:g}, neighbours={self.neighbours!r}, "
-                f"n_cells={self.n_cells}, n_combos={self.n_combos}, "
+                f"noise={self.noise!r}, n_cells={self.n_cells}, n_combos={self.n_combos}, "
                 f"attributes={self.attributes!r})")
 
 
@@ -321,7 +325,7 @@ def dp_counts(
     result = NoisyCounts(
         counts=noisy, combos=combos, attributes=tuple(counts.attributes), levels=domain,
         grid=counts.grid, epsilon=float(epsilon), sensitivity=sensitivity, neighbours=neighbours,
-        ledger=None if accountant is None else accountant.to_dict(),
+        ledger=None if accountant is None else accountant.to_dict(), noise=noise_source(seed),
     )
     _warn_if_mostly_noise(result)
     return result

@@ -62,7 +62,7 @@ from geosynth._validation import (
     check_public_lattice,
 )
 from geosynth.data import CellCounts
-from geosynth.dp._randomness import private_generator
+from geosynth.dp._randomness import noise_source, private_generator
 from geosynth.dp.accountant import check_accountant
 from geosynth.dp.locations import full_table, public_domain
 from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
@@ -499,7 +499,8 @@ class OnTheMapSynthesizer:
             in random order with a fresh RangeIndex. Nothing of the input is carried over (no
             coordinates, cell ids or index). ``attrs["geosynth"]`` holds ``method="onthemap"``,
             ``release``, ``epsilon``, ``epsilon_totals``, ``epsilon_cells``, ``m``,
-            ``neighbours``, ``prior``, ``weighted`` and ``ledger`` (``accountant.to_dict()``
+            ``neighbours``, ``prior``, ``weighted``, ``noise`` (``"seeded"`` when a seed was
+            given: then the releases are not ε-DP) and ``ledger`` (``accountant.to_dict()``
             after the spend, or None), and never a seed.
 
         Raises
@@ -536,6 +537,7 @@ class OnTheMapSynthesizer:
                 weighted=table is not None,
                 epsilon=self.epsilon,
                 neighbours="add-remove",
+                noise=noise_source(seed),
                 ledger=ledger,
                 parameters={"epsilon_totals": self.epsilon_totals,
                             "epsilon_cells": self.epsilon_cells, "prior": self.prior_kind},

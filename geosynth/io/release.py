@@ -73,6 +73,8 @@ from geosynth.io._files import (
 )
 from geosynth.lattice import Grid
 from geosynth.synth.release import (
+    NOISE_SEEDED,
+    NOISE_SOURCES,
     PUBLIC_ATTR,
     UNLINKED_METHODS,
     ReleaseInfo,
@@ -132,8 +134,10 @@ ID_COLUMNS = frozenset(
 #: ``size`` (how the size of an ε-DP release was set, a dict such as
 #: ``{"rule": "n_public", "n_public": N}``; default: the releases' ``attrs["geosynth"]["size"]``),
 #: ``data`` (a public description of the data, str) and ``n_public`` (a published record total,
-#: int >= 0). Free text goes to ``notes=``.
-METADATA_KEYS = frozenset({"method", "epsilon", "ledger", "size", "data", "n_public"})
+#: int >= 0), and ``noise`` (where a DP release's noise came from: ``"os-entropy"`` or
+#: ``"seeded"``, see :attr:`~geosynth.synth.release.ReleaseInfo.noise`). Free text goes to
+#: ``notes=``.
+METADATA_KEYS = frozenset({"method", "epsilon", "noise", "ledger", "size", "data", "n_public"})
 #: Metadata keys :func:`write_release` computes itself; ``metadata=`` cannot set them.
 RESERVED_KEYS = frozenset(
     {
@@ -156,7 +160,10 @@ RESERVED_KEYS = frozenset(
 
 _FORMAT = "geosynth-release"
 # 2: the metadata ends with the ``complete`` entry, user text is in ``notes``.
-_FORMAT_VERSION = 2
+# 3: an optional ``noise`` entry says whether a DP release's noise was seeded.
+_FORMAT_VERSION = 3
+# Versions read: a version-2 file is a version-3 file without ``noise``.
+_READ_VERSIONS = frozenset({2, 3})
 # Methods whose releases carry no differential privacy: a record naming one with an ε lies.
 _EXACT_METHODS = frozenset({"paiva", "naive", "donut"})
 _AUDIT_SUFFIX = ".audit.json"
@@ -262,8 +269,9 @@ def write_release(
         (expected records per cell). Needs ``fit``.
     metadata : Mapping or geosynth.synth.release.ReleaseInfo, optional
         Values of the caller-settable keys of the schema, :data:`METADATA_KEYS`: ``method``,
-        ``epsilon``, ``ledger``, ``size``, ``data``, ``n_public``. Other keys are refused (the
-        writer computes :data:`RESERVED_KEYS` itself; free text goes to ``notes``). A
+        ``epsilon``, ``noise``, ``ledger``, ``size``, ``data``, ``n_public``. Other keys are
+        refused (the writer computes :data:`RESERVED_KEYS` itself; free text goes to
+        ``notes``). A
         :class:`~geosynth.synth.release.ReleaseInfo` (e.g. :attr:`geosynth.dp.DPRelease.info`)
         gives those fields and its ``notes`` (unless ``notes`` is given); the writer computes
         the others. Every value is scanned for seeds (see Notes).
@@ -313,6 +321,8 @@ def write_release(
     geosynth.errors.PrivacyLeakWarning
         A release has a non-default index, i.e. is not the output of :func:`geosynth.to_public`:
         its index is not written, but its row order may still follow the confidential file.
+        Or the releases' DP noise was drawn from a seed (``noise`` ``"seeded"``): the file
+        states their ε, and that the noise was seeded, but they are not private.
 
     Notes
     -----
@@ -323,10 +333,10 @@ def write_release(
     nearest area), bounds, contiguity, number of cells and components, whether clipped, and
     ``bounds_snap_unit``: None for public bounds, else how precisely bounds derived from the
     points reveal their extremes), ``model`` and ``priors`` (with ``fit``), ``epsilon``,
-    ``ledger`` and ``size`` (from ``metadata`` or, for differentially private releases,
-    ``attrs["geosynth"]``), ``intensity``, ``notes``, ``data`` and ``n_public`` (when given)
-    and, as its last row, ``complete`` (every layer of the file and their number). Each value
-    is a JSON text (``null`` when unknown).
+    ``noise`` (when known), ``ledger`` and ``size`` (from ``metadata`` or, for differentially
+    private releases, ``attrs["geosynth"]``), ``intensity``, ``notes``, ``data`` and
+    ``n_public`` (when given) and, as its last row, ``complete`` (every layer of the file and
+    their number). Each value is a JSON text (``null`` when unknown).
 
     Seeds are never published. Refused in ``metadata`` and ``notes``: keys naming generator
     state at any depth (``seed``, ``rng_state``, ``state``, ``entropy``, ``spawn_key``,
@@ -359,6 +369,8 @@ def write_release(
     seed_values = _seed_integers(seeds)
     info = _file_info(releases, frames, lattice, fit, include_intensity, metadata, notes, crs,
                       seed_values)
+    if info.noise == NOISE_SEEDED:
+        _warn_seeded_noise(f"{printable(target.name)} is written with", stacklevel=3)
     table = _metadata_table(info)
     audit_record = _audit_record(target, seeds) if with_audit else None
     cells = None if lattice is None else _grid_layer(lattice, fit if include_intensity else None)
@@ -797,9 +809,22 @@ def _fit_info(fit: PaivaFit | None) -> ReleaseInfo:
     return ReleaseInfo(method="paiva-dp")
 
 
-def _claims_privacy_without_it(method: Any, epsilon: Any, ledger: Any) -> bool:
-    """Whether a record names a method made without DP and yet an ε or a privacy ledger."""
-    return method in _EXACT_METHODS and (epsilon is not None or ledger is not None)
+def _warn_seeded_noise(what: str, stacklevel: int) -> None:
+    """PrivacyLeakWarning: ``what`` (e.g. "release.gpkg holds") DP releases of seeded noise."""
+    warnings.warn(
+        f"{what} differentially private releases whose noise was drawn from a seed (tests "
+        "only): whoever knows or guesses the seed can remove the noise, so they are not "
+        "differentially private whatever epsilon the file states; do not publish them (make "
+        "the release again without a seed)",
+        PrivacyLeakWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def _claims_privacy_without_it(info: ReleaseInfo) -> bool:
+    """Whether a record names a method made without DP and yet an ε, a noise or a ledger."""
+    return info.method in _EXACT_METHODS and any(
+        value is not None for value in (info.epsilon, info.noise, info.ledger))
 
 
 def _check_privacy_claim(given: ReleaseInfo, found: ReleaseInfo, from_fit: ReleaseInfo) -> None:
@@ -809,16 +834,16 @@ def _check_privacy_claim(given: ReleaseInfo, found: ReleaseInfo, from_fit: Relea
     else: ``metadata={"epsilon": 0.5}`` on the releases of an exact fit published a privacy
     guarantee the release does not have.
     """
-    if _claims_privacy_without_it(given.method, given.epsilon, given.ledger):
+    if _claims_privacy_without_it(given):
         raise InputError(
             f"metadata names method {printable(given.method)!r}, made without differential "
-            "privacy, and an epsilon or a ledger: the file would claim a privacy it does not "
-            "have; leave them out"
+            "privacy, and an epsilon, a noise or a ledger: the file would claim a privacy it "
+            "does not have; leave them out"
         )
     own_method = found.method or from_fit.method
     if own_method is None:
         return  # releases made outside geosynth: the caller's record is all there is
-    for key in ("method", "epsilon", "ledger"):
+    for key in ("method", "epsilon", "noise", "ledger"):
         claimed = getattr(given, key)
         own = getattr(found, key) or getattr(from_fit, key)
         if claimed is not None and claimed != own:
@@ -858,6 +883,7 @@ def _file_info(
     info = given.replace(
         method=given.method or found.method or from_fit.method,
         epsilon=epsilon,
+        noise=given.noise or found.noise or from_fit.noise,
         ledger=ledger,
         size=given.size or found.size,
         notes=notes,
@@ -914,8 +940,8 @@ def metadata_from_info(info: ReleaseInfo) -> dict[str, Any]:
     dict
         ``format``, ``format_version``, ``geosynth_version``, ``created_utc``, ``crs``, ``m``,
         ``layers``, ``n_records``, ``method``, ``lattice``, ``model``, ``priors``,
-        ``epsilon``, ``ledger``, ``size``, ``intensity``, ``notes``, ``data`` and
-        ``n_public`` (these two only when set) and, last, ``complete`` (every layer of the
+        ``epsilon``, ``noise``, ``ledger``, ``size``, ``intensity``, ``notes``, ``data`` and
+        ``n_public`` (these three only when set) and, last, ``complete`` (every layer of the
         file: the releases, ``grid`` when a lattice is described, ``metadata``). Values are
         plain JSON (``null`` when unknown; an infinite ε is ``"inf"``).
 
@@ -1008,6 +1034,9 @@ def _check_metadata_value(key: str, value: Any) -> None:
         raise InputError(f"metadata[{key!r}] must be a str, got {type(value).__name__}")
     if key == "epsilon" and not (number and float(value) > 0):
         raise InputError(f"metadata['epsilon'] must be a number > 0, got {value!r}")
+    if key == "noise" and value not in NOISE_SOURCES:
+        raise InputError(f"metadata['noise'] must be one of {sorted(NOISE_SOURCES)}, got "
+                         f"{printable(value)!r}")
     if key == "ledger" and not isinstance(value, Mapping):
         raise InputError(
             f"metadata['ledger'] must be a dict such as Accountant.to_dict(), got "
@@ -1196,6 +1225,7 @@ _SCHEMA: dict[str, Any] = {
     "model": ("optional", _MODEL_SCHEMA),
     "priors": ("optional", ("mapping", "number")),
     "epsilon": ("optional", "epsilon"),
+    "noise": ("optional", "str"),
     "ledger": ("optional", "dict"),
     "size": ("optional", "dict"),
     "intensity": ("optional", "str"),
@@ -1205,7 +1235,7 @@ _SCHEMA: dict[str, Any] = {
     COMPLETE_KEY: {"layers": ("list", "str", None), "n_layers": "int"},
 }
 #: Keys the writer writes only when given.
-_OPTIONAL_KEYS = frozenset({"data", "n_public"})
+_OPTIONAL_KEYS = frozenset({"noise", "data", "n_public"})
 #: Keys of the table between ``format_version`` and ``complete``, in file order: each holds the
 #: ReleaseInfo field of its name, except ``layers`` (the release layers, from ``m``).
 _INFO_KEYS = tuple(key for key in _SCHEMA if key not in {"format", "format_version",
@@ -1243,6 +1273,12 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         type, a release layer that is not a point layer or in another CRS); or the audit file
         beside it does not belong to it (:func:`verify_audit`).
 
+    Warns
+    -----
+    geosynth.errors.PrivacyLeakWarning
+        The file's DP releases record seeded noise (metadata ``noise`` ``"seeded"``): they are
+        not private, whatever ε the file states.
+
     Notes
     -----
     A release layer with 0 rows is accepted when its metadata records 0 records (an ε-DP
@@ -1271,6 +1307,8 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
     table = _read_layer(source, METADATA_LAYER)
     metadata = _decode_metadata(table, name)
     _check_schema(metadata, name)
+    if metadata.get("noise") == NOISE_SEEDED:
+        _warn_seeded_noise(f"{name} holds", stacklevel=3)
     releases = _read_releases(source, name, metadata, layers, kinds)
     lattice = metadata["lattice"]
     grid = None
@@ -1436,7 +1474,7 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
             f"{printable(json.dumps(metadata.get('format')))[:80]}, not {_FORMAT!r}"
         )
     version = metadata.get("format_version")
-    if version != _FORMAT_VERSION:
+    if version not in _READ_VERSIONS or isinstance(version, bool):
         if isinstance(version, int) and not isinstance(version, bool) and version > 1:
             raise InputError(
                 f"{name} has release format version {version}; this geosynth reads version "
@@ -1474,11 +1512,16 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
             name, f"its metadata says m = {m} but lists the release layers "
             f"{_shown(metadata['layers'])} with {len(metadata['n_records'])} record counts"
         )
-    if _claims_privacy_without_it(metadata["method"], metadata["epsilon"], metadata["ledger"]):
+    if _claims_privacy_without_it(info_from_metadata(metadata)):
         raise InputError(
             f"{name}: its metadata says method {printable(metadata['method'])!r}, made without "
-            "differential privacy, yet states an epsilon or a privacy ledger; the file was "
-            "edited to claim a privacy it does not have"
+            "differential privacy, yet states an epsilon, a noise or a privacy ledger; the file "
+            "was edited to claim a privacy it does not have"
+        )
+    if metadata.get("noise") is not None and metadata["noise"] not in NOISE_SOURCES:
+        raise InputError(
+            f"{name}: metadata noise is {printable(metadata['noise'])!r}, not one of "
+            f"{sorted(NOISE_SOURCES)}; the file was not written by geosynth or was edited"
         )
     complete = metadata[COMPLETE_KEY]
     if complete["n_layers"] != len(complete["layers"]):

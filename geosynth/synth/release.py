@@ -55,6 +55,9 @@ __all__ = [
     "BASELINE_METHODS",
     "baseline_method",
     "refuse_baseline",
+    "NOISE_OS_ENTROPY",
+    "NOISE_SEEDED",
+    "NOISE_SOURCES",
 ]
 
 #: Columns whose name starts with this prefix are bookkeeping (e.g. pandas' ``_merge``) and are
@@ -75,6 +78,14 @@ UNLINKED_METHODS = frozenset({"paiva-dp", "onthemap"})
 BASELINE_METHODS = frozenset({"naive", "donut"})
 #: ``attrs`` key that :func:`to_public` keeps on the public form of a baseline (its method).
 BASELINE_ATTR = "geosynth_baseline"
+#: :attr:`ReleaseInfo.noise` of a DP release whose noise came from fresh OS entropy.
+NOISE_OS_ENTROPY = "os-entropy"
+#: :attr:`ReleaseInfo.noise` of a DP release whose noise came from a caller's seed (tests only):
+#: whoever knows or guesses the seed replays the noise and removes it, so the stated ε is no
+#: guarantee at all.
+NOISE_SEEDED = "seeded"
+#: Every value :attr:`ReleaseInfo.noise` may take.
+NOISE_SOURCES = frozenset({NOISE_OS_ENTROPY, NOISE_SEEDED})
 
 
 @dataclass(frozen=True)
@@ -103,6 +114,10 @@ class ReleaseInfo:
         Privacy loss of a differentially private release (all ``m`` releases together).
     neighbours : str or None
         Neighbouring-dataset relation ε refers to (``"add-remove"`` or ``"replace"``).
+    noise : str or None
+        Where a differentially private release's noise came from: :data:`NOISE_OS_ENTROPY`
+        (``"os-entropy"``), or :data:`NOISE_SEEDED` (``"seeded"``: a caller's seed, tests only;
+        the stated ε is then no guarantee, since the seed replays the noise).
     ledger : dict or None
         The ε ledger, ``Accountant.to_dict()`` after the spend.
     size : dict or None
@@ -146,6 +161,7 @@ class ReleaseInfo:
     weighted: bool | None = None
     epsilon: float | None = None
     neighbours: str | None = None
+    noise: str | None = None
     ledger: Mapping[str, Any] | None = None
     size: Mapping[str, Any] | None = None
     n_public: int | None = None
@@ -234,14 +250,17 @@ class ReleaseInfo:
         Returns
         -------
         ReleaseInfo
-            ``method``, ``epsilon``, ``ledger`` and ``size``, each the value of the last
-            release that records one.
+            ``method``, ``epsilon``, ``noise``, ``ledger`` and ``size``, each the value of the
+            last release that records one, except that ``noise`` is :data:`NOISE_SEEDED` when
+            any release records it.
         """
         infos = [info for info in map(release_info, releases) if info is not None]
         values = {}
-        for name in ("method", "epsilon", "ledger", "size"):
+        for name in ("method", "epsilon", "noise", "ledger", "size"):
             recorded = [getattr(info, name) for info in infos if getattr(info, name) is not None]
             values[name] = recorded[-1] if recorded else None
+        if NOISE_SEEDED in (info.noise for info in infos):
+            values["noise"] = NOISE_SEEDED
         return cls(**values)
 
 

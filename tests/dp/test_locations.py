@@ -168,13 +168,15 @@ def test_dp_release_is_well_formed_and_carries_no_seed(scenario_counts, low_epsi
         assert not original & set(map(tuple, xy))
         meta = release.attrs["geosynth"]
         assert meta["method"] == "paiva-dp" and meta["epsilon"] == 0.5
-        assert "seed" not in repr(meta).lower()
+        # a seeded test run records that its noise was seeded, and no seed
+        assert meta["noise"] == "seeded"
+        assert "seed" not in repr({k: v for k, v in meta.items() if k != "noise"}).lower()
         cells = counts.grid.locate(xy)
         assert np.all(cells >= 0)
     # The record of the run: what write_release(metadata=result.info) publishes.
     info = result.info
     assert info == ReleaseInfo(method="paiva-dp", epsilon=0.5, neighbours="add-remove",
-                               ledger=result.accountant.to_dict(), size=result.size)
+                               noise="seeded", ledger=result.accountant.to_dict(), size=result.size)
     assert [release_info(r) for r in result.releases] == [
         info.replace(release=k, ledger=result.noisy.ledger) for k in range(3)
     ]
@@ -250,7 +252,8 @@ def test_release_info_of_a_published_total(scenario_counts):
     with pytest.warns(PrivacyLeakWarning):
         noisy = dp_counts(counts, 1.0, accountant, levels=LEVELS, neighbours="replace", seed=1)
     assert noisy.release_info() == ReleaseInfo(method="paiva-dp", epsilon=1.0,
-                                               neighbours="replace", ledger=noisy.ledger)
+                                               neighbours="replace", noise="seeded",
+                                               ledger=noisy.ledger)
     size = {"rule": "n_public", "n_public": 300}
     result = DPRelease(releases=[], fit=None, noisy=noisy, accountant=accountant, size=size)
     assert result.info.n_public == 300 and result.info.size == size

@@ -271,7 +271,7 @@ def test_release_schema(scenario_counts):
         assert meta["epsilon"] == 3.0 and meta["m"] == 3
         assert meta["epsilon_totals"] + meta["epsilon_cells"] == pytest.approx(3.0)
         assert not any("seed" in str(key).lower() for key in meta)
-        assert 7 not in meta.values()
+        assert 7 not in meta.values() and meta["noise"] == "seeded"  # said, not the seed
         synthetic = set(zip(gdf.geometry.x, gdf.geometry.y, strict=True))
         assert not synthetic & original
         # The points sit in the synthetic cells of sample() with the same seed.

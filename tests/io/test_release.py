@@ -5,6 +5,7 @@ import json
 import os
 import stat
 import struct
+import warnings
 from datetime import datetime
 
 import geopandas as gpd
@@ -99,7 +100,7 @@ def test_release_round_trip(tmp_path, fitted):
         np.testing.assert_allclose(grid[f"lambda_{label}"], lam[:, b], rtol=1e-12)
 
     meta = got.metadata
-    assert meta["format"] == "geosynth-release" and meta["format_version"] == 2
+    assert meta["format"] == "geosynth-release" and meta["format_version"] == 3
     assert meta["geosynth_version"] == geosynth.__version__
     created = datetime.fromisoformat(meta["created_utc"])
     assert created.utcoffset().total_seconds() == 0
@@ -358,22 +359,69 @@ def test_metadata_given_as_a_release_info_writes_the_same_table(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::geosynth.errors.DataWarning")  # 8 records: mostly noise
+def _noise_aware_fit(noisy):
+    eta = np.zeros((1, 2, 4, 2), dtype=np.float32)
+    return PaivaFit(model=PaivaModel(), counts=noisy, scalar_names=[],
+                    scalars=np.zeros((1, 2, 0)), theta=np.zeros((1, 2, 4), dtype=np.float32),
+                    beta=None, eta=eta, noise_scale=noisy.noise_scale)
+
+
 def test_a_noise_aware_fit_gives_its_epsilon_and_ledger(tmp_path):
     grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS)
     counts = prepare(public_like(8), grid, attributes=["y"], levels={"y": [0, 1]})
     accountant = Accountant(1.0)
     with pytest.warns(PrivacyLeakWarning):
-        noisy = dp_counts(counts, 1.0, accountant, seed=3)
-    eta = np.zeros((1, 2, 4, 2), dtype=np.float32)
-    fit = PaivaFit(model=PaivaModel(), counts=noisy, scalar_names=[],
-                   scalars=np.zeros((1, 2, 0)), theta=np.zeros((1, 2, 4), dtype=np.float32),
-                   beta=None, eta=eta, noise_scale=noisy.noise_scale)
+        fit = _noise_aware_fit(dp_counts(counts, 1.0, accountant, seed=3))
     path = tmp_path / "dp.gpkg"
-    write_release(path, [public_like()], fit=fit)  # to_public dropped the releases' records
-    info = read_release(path).info
-    assert info.method == "paiva-dp" and info.epsilon == 1.0
+    # to_public dropped the releases' records; the seeded noise is said on writing and reading
+    with pytest.warns(PrivacyLeakWarning, match="dp.gpkg is written with .* noise was drawn "
+                                                "from a seed .* not differentially private"):
+        write_release(path, [public_like()], fit=fit)
+    with pytest.warns(PrivacyLeakWarning, match="dp.gpkg holds .* noise was drawn from a seed"):
+        info = read_release(path).info
+    assert info.method == "paiva-dp" and info.epsilon == 1.0 and info.noise == "seeded"
     assert info.ledger == accountant.to_dict()
     assert info.model["noise_scale"] == 1.0
+
+
+def test_a_seeded_release_cannot_be_written_as_private(tmp_path):
+    """Seeded DP noise can be replayed: the file says so, and metadata cannot deny it."""
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS)
+    counts = prepare(public_like(8), grid, attributes=["y"], levels={"y": [0, 1]})
+    with pytest.warns(PrivacyLeakWarning):
+        seeded = _noise_aware_fit(dp_counts(counts, 1.0, seed=3))
+    path = tmp_path / "dp.gpkg"
+    with pytest.raises(InputError, match=r"metadata\['noise'\] = 'os-entropy' contradicts how "
+                                         r"these releases were made \(noise 'seeded'\)"):
+        write_release(path, [public_like()], fit=seeded, metadata={"noise": "os-entropy"})
+    with pytest.raises(InputError, match=r"metadata\['noise'\] must be one of \['os-entropy', "
+                                         r"'seeded'\], got 'none'"):
+        write_release(path, [public_like()], fit=seeded, metadata={"noise": "none"})
+    with pytest.raises(InputError, match="method 'paiva', made without differential privacy, "
+                                         "and an epsilon, a noise or a ledger"):
+        write_release(path, [public_like()], metadata={"method": "paiva", "noise": "seeded"})
+    assert not path.exists()
+
+    fresh = _noise_aware_fit(dp_counts(counts, 1.0))  # OS entropy: no warning anywhere
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        write_release(path, [public_like()], fit=fresh)
+        assert read_release(path).info.noise == "os-entropy"
+    set_metadata(path, "noise", "replayed")
+    with pytest.raises(InputError, match="metadata noise is 'replayed', not one of"):
+        read_release(path, check_audit=False)
+    set_metadata(path, "noise", "seeded")
+    set_metadata(path, "method", "paiva")
+    with pytest.raises(InputError, match="yet states an epsilon, a noise or a privacy ledger"):
+        read_release(path, check_audit=False)
+
+
+def test_a_version_2_file_without_noise_reads(tmp_path):
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like()], metadata={"epsilon": 1.0})
+    set_metadata(path, "format_version", 2)
+    got = read_release(path, check_audit=False)
+    assert "noise" not in got.metadata and got.info.noise is None and got.info.epsilon == 1.0
 
 
 def test_an_infinite_epsilon_reads_back(tmp_path):
@@ -538,7 +586,8 @@ def test_metadata_with_generator_state_and_seed_notes_is_refused(tmp_path):
     path = tmp_path / "release.gpkg"
     with pytest.raises(InputError, match=r"metadata\['rng_state'\]: the release metadata "
                                          r"follows geosynth's schema.*allowed keys: data, "
-                                         r"epsilon, ledger, method, n_public, size; put free "
+                                         r"epsilon, ledger, method, n_public, noise, size; "
+                                         r"put free "
                                          r"text in notes="):
         write_release(path, [public_like()], metadata={"rng_state": 123456789, "notes": "seed=42"})
     with pytest.raises(InputError, match=r"metadata\['notes'\] is computed.*pass free text as "
@@ -662,11 +711,11 @@ def test_a_file_without_the_complete_entry_is_refused(tmp_path):
         read_release(path)
     write_release(path, [public_like()], overwrite=True)
     set_metadata(path, "format_version", 1)  # geosynth 0.1 wrote no mark of completeness
-    with pytest.raises(InputError, match=r"its format version is 1, not 2 \(releases of "
+    with pytest.raises(InputError, match=r"its format version is 1, not 3 \(releases of "
                                          r"geosynth 0.1"):
         read_release(path)
-    set_metadata(path, "format_version", 3)
-    with pytest.raises(InputError, match=r"format version 3.*upgrade geosynth"):
+    set_metadata(path, "format_version", 4)
+    with pytest.raises(InputError, match=r"format version 4.*upgrade geosynth"):
         read_release(path)
 
 
