@@ -236,8 +236,13 @@ def check_int(
     return int(value)
 
 
+#: The most releases ``m`` of one call: each is a full copy of the data (m = 10⁹ of the Naive
+#: method ran for weeks); multiple-imputation inference needs tens.
+MAX_RELEASES = 10_000
+
+
 def check_m(m: Any) -> int:
-    """Return the number of releases ``m`` as an int >= 1.
+    """Return the number of releases ``m`` as an int from 1 to :data:`MAX_RELEASES`.
 
     Parameters
     ----------
@@ -253,9 +258,13 @@ def check_m(m: Any) -> int:
     TypeError
         ``m`` is not an integer (:func:`check_int`).
     geosynth.errors.InputError
-        ``m < 1``.
+        ``m < 1`` or ``m > MAX_RELEASES``.
     """
-    return check_int(m, "m", 1, what="number of releases")
+    m = check_int(m, "m", 1, what="number of releases")
+    if m > MAX_RELEASES:
+        raise InputError(f"m (number of releases) must be at most {MAX_RELEASES:,}, got {m:,}: "
+                         "each release is a full copy of the data; combining rules need tens")
+    return m
 
 
 def check_optional_str(value: Any, name: str) -> str | None:

@@ -120,6 +120,10 @@ def test_check_m():
         check_m(0)
     with pytest.raises(TypeError, match=r"^m \(number of releases\) must be an int, got float"):
         check_m(1.0)
+    assert check_m(10_000) == 10_000
+    with pytest.raises(InputError, match=r"^m \(number of releases\) must be at most 10,000, "
+                                         r"got 1,000,000,000"):
+        check_m(10**9)  # the Naive method would have run for weeks
 
 
 def test_check_optional_str():

@@ -79,6 +79,8 @@ def parse_grid_spec(spec: str) -> tuple[int, int]:
 #: geosynth.model.fit.MAX_CHAINS, spelled out: importing the model would load numba with the CLI
 #: (a test holds the two equal).
 MAX_CHAINS = 1024
+#: geosynth._validation.MAX_RELEASES, spelled out: importing it would load NumPy with the CLI.
+MAX_RELEASES = 10_000
 
 
 class Metres(click.FloatRange):
@@ -404,7 +406,8 @@ def region_option(more_help: str = "") -> Callable:
 
 def m_option(help_text: str = "Number of synthetic releases.") -> Callable:
     """``--m M``: releases to draw (default 5)."""
-    return click.option("--m", "m", type=click.IntRange(min=1), default=5, show_default=True,
+    return click.option("--m", "m", type=click.IntRange(min=1, max=MAX_RELEASES), default=5,
+                        show_default=True,
                         help=help_text)
 
 

@@ -477,8 +477,13 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
         + ("" if not r_hat > RHAT_LIMIT else f" (above {RHAT_LIMIT}: not converged)"),
     ]
     if epsilon is not None:
+        from geosynth.synth.release import NOISE_SEEDED
+
+        seeded = result["metadata"].noise == NOISE_SEEDED
         lines += [
-            f"- Differential privacy: epsilon = {epsilon:g}",
+            f"- Differential privacy: epsilon = {epsilon:g}"
+            + (", but the noise was drawn from --seed: NOT private (tests only)"
+               if seeded else ", noise from fresh OS entropy"),
             "",
             "## Privacy ledger",
             "",

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from geosynth import io
 from geosynth.cli import cli
+from geosynth.errors import PrivacyLeakWarning
 from tests.cli.helpers import FAST, assert_refused, run
 
 GPKG_ARGS = ["--attributes", "y,x1,x2", "--grid", "4x4"]
@@ -70,11 +71,16 @@ def test_dp_release_records_the_ledger(inputs, tmp_path):
     assert result.exit_code == 0, result.output
     assert "NOT differentially private" in result.output  # a seed weakens the guarantee
     assert "levels are taken from the confidential data" not in result.output
-    metadata = io.read_release(out).metadata
-    assert metadata["epsilon"] == 1.5
+    assert "dp.gpkg is written with differentially private releases whose noise was drawn " \
+        "from a seed" in result.output
+    with pytest.warns(PrivacyLeakWarning, match="noise was drawn from a seed"):
+        metadata = io.read_release(out).metadata
+    assert metadata["epsilon"] == 1.5 and metadata["noise"] == "seeded"
     assert metadata["ledger"]["spent"]["epsilon"] == pytest.approx(1.5)
     assert metadata["lattice"]["is_clipped"] is True
-    assert "Privacy ledger" in (tmp_path / "dp.md").read_text()
+    report = (tmp_path / "dp.md").read_text()
+    assert "Privacy ledger" in report
+    assert "epsilon = 1.5, but the noise was drawn from --seed: NOT private" in report
 
 
 def test_dp_release_without_levels_file_is_refused(inputs, tmp_path):
@@ -137,16 +143,19 @@ def test_bad_input_exits_2_with_a_message(inputs, tmp_path, args, fragments):
 
 
 def test_the_cli_caps_options_as_the_library_does():
+    from geosynth._validation import MAX_RELEASES
     from geosynth.cli.options import MAX_CHAINS
+    from geosynth.cli.options import MAX_RELEASES as CLI_MAX_RELEASES
     from geosynth.datasets import MAX_RECORDS
     from geosynth.metrics.utility import MAX_QUADRANTS
     from geosynth.model.fit import MAX_CHAINS as MODEL_MAX_CHAINS
 
-    assert MAX_CHAINS == MODEL_MAX_CHAINS
-    caps = {(command, p.name): p.type.max for command in ("demo", "tune")
+    assert MAX_CHAINS == MODEL_MAX_CHAINS and CLI_MAX_RELEASES == MAX_RELEASES
+    caps = {(command, p.name): p.type.max for command in ("demo", "tune", "release")
             for p in cli.commands[command].params if isinstance(p.type, click.IntRange)}
     assert caps["demo", "n_records"] == MAX_RECORDS
     assert caps["tune", "n_quadrants"] == MAX_QUADRANTS
+    assert caps["release", "m"] == caps["tune", "m"] == MAX_RELEASES
 
 
 def test_iterations_in_superscript_digits_are_refused(inputs, tmp_path):
