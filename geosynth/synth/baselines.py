@@ -153,7 +153,8 @@ def donut_mask(
     ------
     geosynth.errors.InputError
         ``gdf`` is not a GeoDataFrame of valid points; ``r_min``/``r_max`` are not finite numbers
-        with ``0 <= r_min < r_max``; bad ``m`` or ``columns``.
+        with ``0 <= r_min < r_max``; ``r_max`` below 1e-9 of the largest coordinate (float64
+        could not move the points); bad ``m`` or ``columns``.
     geosynth.errors.CRSError
         ``gdf`` is in a geographic CRS (degrees).
 
@@ -173,6 +174,7 @@ def donut_mask(
     r_min, r_max = _check_radii(r_min, r_max)
     keep = _check_columns(gdf, columns)
     xy = point_coordinates(gdf, "gdf")
+    _check_resolution(r_max, xy)
     if gdf.crs is not None and gdf.crs.is_geographic:
         raise CRSError(
             f"gdf uses the geographic CRS {gdf.crs.to_string()} (degrees), where r_min and r_max "
@@ -185,7 +187,8 @@ def donut_mask(
     releases = []
     for release in range(m):
         angle = rng.uniform(0.0, 2.0 * math.pi, n)
-        radius = np.sqrt(rng.uniform(r_min**2, r_max**2, n))
+        # r_max·√U(r_min²/r_max², 1): r_max² underflowed to 0 for r_max < 1e-162
+        radius = r_max * np.sqrt(rng.uniform((r_min / r_max) ** 2, 1.0, n))
         moved = xy + radius[:, None] * np.column_stack([np.cos(angle), np.sin(angle)])
         info = ReleaseInfo(method="donut", release=release,
                            parameters={"r_min": r_min, "r_max": r_max})
@@ -228,5 +231,20 @@ def _check_radii(r_min: Any, r_max: Any) -> tuple[float, float]:
     return float(r_min), float(r_max)
 
 
+def _check_resolution(r_max: float, xy: np.ndarray) -> None:
+    """Refuse an ``r_max`` too small to move the points in float64 (they would stay put)."""
+    largest = float(np.abs(xy).max()) if xy.size else 0.0
+    if r_max < _MIN_RELATIVE_RADIUS * largest:
+        raise InputError(
+            f"r_max={r_max!r} is below {_MIN_RELATIVE_RADIUS:g} times the largest coordinate "
+            f"({largest:.6g}): at that size float64 cannot move the points reliably, and some "
+            "would be released at their original location; give r_min and r_max in the CRS "
+            "units (metres), e.g. r_min=50, r_max=250"
+        )
+
+
 #: The largest donut radius: r² stays finite with room, and it is 10⁸⁶ times Earth's size.
 _MAX_RADIUS = 1e100
+#: The smallest r_max relative to the coordinates: float64 resolves 2.2e-16 of a coordinate,
+#: so a displacement 1e-9 of it keeps seven digits of its size.
+_MIN_RELATIVE_RADIUS = 1e-9

@@ -156,6 +156,24 @@ def test_donut_distances_uniform_in_area(r_min, r_max):
     assert not np.allclose(d2_all[0], d2_all[1])
 
 
+def test_donut_moves_every_point_at_tiny_radii_and_refuses_radii_float64_cannot_resolve():
+    # r_max² underflowed to 0 below 1e-162: every "masked" point was its original
+    gdf = gpd.GeoDataFrame(geometry=gpd.points_from_xy([0.0, 1e-300, -2e-300], [0.0, 0.0, 0.0]),
+                           crs=CRS)
+    for r_min, r_max in [(0.0, 1e-200), (1e-170, 1e-160)]:
+        (release,) = donut_mask(gdf, r_min, r_max, m=1, seed=1)
+        r = np.hypot(*(xy_of(release) - xy_of(gdf)).T)
+        assert ((r >= r_min * (1 - 1e-12)) & (r <= r_max * (1 + 1e-12)) & (r > 0)).all()
+    far = donut_input(50)
+    far.geometry = far.geometry.translate(500_000.0, 7_000_000.0)
+    with pytest.raises(InputError, match=r"r_max=1e-06 is below 1e-09 times the largest "
+                                         r"coordinate \(7\.00\d+e\+06\).*released at their "
+                                         r"original location"):
+        donut_mask(far, 0.0, 1e-6, m=1, seed=1)
+    (release,) = donut_mask(far, 0.0, 0.01, m=1, seed=1)
+    assert (np.hypot(*(xy_of(release) - xy_of(far)).T) > 0).all()
+
+
 def test_donut_keeps_columns_index_and_crs():
     gdf = donut_input(100)
     (release,) = donut_mask(gdf, 1, 2, m=1, seed=1)
