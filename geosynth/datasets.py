@@ -12,6 +12,8 @@ be scored against the truth.
 from __future__ import annotations
 
 import importlib.resources
+import math
+import numbers
 import warnings
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -23,6 +25,7 @@ import pyproj
 from scipy.stats import multivariate_normal
 
 from geosynth._random import SeedLike, as_generator
+from geosynth._validation import check_positive
 from geosynth.errors import CRSError, DataWarning, InputError
 
 __all__ = [
@@ -35,6 +38,7 @@ __all__ = [
     "BERLIN_BEDROOMS_BANDS",
     "susep_collisions",
     "MAX_RECORDS",
+    "MAX_GENERATING_CELLS",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -45,6 +49,9 @@ __all__ = [
 _SQUARE = 10.0
 #: The most records paiva_scenario simulates (about 1 GB of points and attributes).
 MAX_RECORDS = 10**7
+#: The most cells of paiva_scenario's generating grid (its probabilities, one per cell and
+#: combination, take 96 MB there); (100, 100) is the thesis-like default.
+MAX_GENERATING_CELLS = 10**6
 
 #: Table 1: p(x1 = 1), p(x1 = 2).
 _P_X1 = np.array([0.6, 0.4])
@@ -306,12 +313,33 @@ def _validate_scenario_args(
             f"generating_shape must be (nrows, ncols) of positive integers, got "
             f"{generating_shape!r}; the thesis-like default is (100, 100)"
         )
-    org = np.asarray(origin, dtype=float).ravel()
-    if org.shape != (2,) or not np.isfinite(org).all():
+    if int(shape[0]) * int(shape[1]) > MAX_GENERATING_CELLS:
+        raise InputError(
+            f"generating_shape {tuple(map(int, shape))} has more than "
+            f"{MAX_GENERATING_CELLS:,} cells (each holds a Gaussian-field value); the "
+            "thesis-like default is (100, 100)"
+        )
+    org = _check_origin(origin)
+    unit = check_positive(unit, "unit", hint="the length of one thesis unit in CRS units, "
+                          "e.g. unit=1000.0 (metres)")
+    if not all(math.isfinite(v + unit * _SQUARE) for v in org):
+        raise InputError(f"origin {org} + unit {unit:g} x {_SQUARE:g} (the side of the square) "
+                         "overflows float64; give them in metres of a projected CRS")
+    return int(n), (int(shape[0]), int(shape[1])), org, unit
+
+
+def _check_origin(origin: Any) -> tuple[float, float]:
+    """Return ``origin`` as two finite floats (bools and text refused)."""
+    try:
+        values = list(origin)
+    except TypeError:
+        values = []
+    if len(values) != 2 or not all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_) and math.isfinite(v)
+        for v in values
+    ):
         raise InputError(f"origin must be two finite numbers (x, y), got {origin!r}")
-    if not np.isfinite(unit) or unit <= 0:
-        raise InputError(f"unit must be a positive finite number of CRS units, got {unit!r}")
-    return int(n), (int(shape[0]), int(shape[1])), (float(org[0]), float(org[1])), float(unit)
+    return float(values[0]), float(values[1])
 
 
 def _simulate_attributes(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
@@ -391,7 +419,10 @@ def paiva_scenario(
     Raises
     ------
     InputError
-        If ``n`` < 1 or ``generating_shape``, ``origin`` or ``unit`` is invalid.
+        If ``n`` < 1 or ``generating_shape`` (more than :data:`MAX_GENERATING_CELLS` cells
+        included), ``origin`` or ``unit`` is invalid.
+    TypeError
+        If ``unit`` is not a real number (a bool or a string included).
     CRSError
         If ``crs`` is geographic.
     """

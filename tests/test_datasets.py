@@ -149,13 +149,23 @@ def test_origin_unit_and_crs_map_the_square():
         ({"generating_shape": (10,)}, "generating_shape"),
         ({"generating_shape": (10.5, 10)}, "generating_shape"),
         ({"generating_shape": 7}, "generating_shape"),
-        ({"unit": -1.0}, "unit must be a positive"),
+        ({"unit": -1.0}, "unit must be a finite number > 0"),
         ({"origin": (1.0, np.nan)}, "origin"),
+        # 7.28 TiB asked for; bools as numbers; coordinates that overflow to inf
+        ({"generating_shape": (10**6, 10**6)}, r"more than 1,000,000 cells"),
+        ({"origin": (True, False)}, r"origin must be two finite numbers"),
+        ({"unit": 1e308}, r"origin \(605000.0, 7790000.0\) \+ unit 1e\+308 x 10 .* overflows"),
     ],
 )
 def test_invalid_arguments_raise_input_error(kwargs, match):
     with pytest.raises(InputError, match=match):
         paiva_scenario(**kwargs)
+
+
+@pytest.mark.parametrize("unit", [True, "1000", None])
+def test_a_unit_that_is_not_a_number_is_refused(unit):
+    with pytest.raises(TypeError, match="unit must be a real number"):
+        paiva_scenario(n=10, unit=unit)
 
 
 def test_geographic_crs_is_refused():
