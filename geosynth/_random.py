@@ -95,8 +95,10 @@ def root_seed_sequence(seed: SeedLike, name: str = "seed") -> np.random.SeedSequ
     Parameters
     ----------
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
-        ``None`` uses fresh OS entropy; a SeedSequence is returned unchanged; a Generator is
-        advanced to draw 128 bits of entropy (two int64 draws).
+        ``None`` uses fresh OS entropy; a SeedSequence is copied (spawning from the copy
+        leaves the caller's untouched, so the same SeedSequence gives the same streams every
+        time, as an int does); a Generator is advanced to draw 128 bits of entropy (two int64
+        draws).
     name : str, default "seed"
         Name of the parameter in error messages.
 
@@ -113,7 +115,11 @@ def root_seed_sequence(seed: SeedLike, name: str = "seed") -> np.random.SeedSequ
     if isinstance(seed, np.random.Generator):
         return np.random.SeedSequence(seed.integers(0, 2**63, size=2).tolist())
     if isinstance(seed, np.random.SeedSequence):
-        return seed
+        # spawn() advances n_children_spawned: spawning from the caller's object made a second
+        # fit with the same SeedSequence draw other streams
+        return np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key,
+                                      pool_size=seed.pool_size,
+                                      n_children_spawned=seed.n_children_spawned)
     return np.random.SeedSequence(seed)
 
 

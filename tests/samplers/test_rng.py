@@ -146,6 +146,13 @@ def test_valid_seeds_give_the_same_streams_as_before():
     sequence = np.random.SeedSequence(11)
     np.testing.assert_array_equal(rng.make_streams(sequence, 2),
                                   reference(np.random.SeedSequence(11), 2))
+    # the caller's SeedSequence is not consumed: the same object gives the same streams again
+    np.testing.assert_array_equal(rng.make_streams(sequence, 2),
+                                  reference(np.random.SeedSequence(11), 2))
+    assert sequence.n_children_spawned == 0
+    sequence.spawn(1)  # a caller's own spawns move where the library starts, as in NumPy
+    np.testing.assert_array_equal(rng.make_streams(sequence, 2),
+                                  reference(np.random.SeedSequence(11), 3)[1:])
     generator, twin = np.random.default_rng(3), np.random.default_rng(3)
     root = np.random.SeedSequence(twin.integers(0, 2**63, size=2).tolist())
     np.testing.assert_array_equal(rng.make_streams(generator, 2), reference(root, 2))
