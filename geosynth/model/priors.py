@@ -10,7 +10,19 @@ import numpy as np
 
 from geosynth.errors import InputError
 
-__all__ = ["Priors"]
+__all__ = ["Priors", "HYPERPARAMETER_RANGE"]
+
+#: Smallest and largest value of every hyperparameter (variances, Gamma shapes and rates):
+#: a variance of 10⁶ on the log scale is vaguer than any intensity needs, and a rate of 10⁻⁶
+#: puts the prior mean of a precision at 10⁶ times its shape.
+HYPERPARAMETER_RANGE = (1e-6, 1e6)
+
+
+def _finite(value: numbers.Real) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float64, e.g. 10**400
+        return False
 
 
 @dataclass(frozen=True)
@@ -60,12 +72,19 @@ class Priors:
     beta_rate: float = 0.1
 
     def __post_init__(self) -> None:
+        low, high = HYPERPARAMETER_RANGE
         for name, value in asdict(self).items():
             if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-                    or not math.isfinite(value) or value <= 0:  # True would mean 1
+                    or not _finite(value) or value <= 0:  # True would mean 1
                 raise InputError(
                     f"Priors.{name} must be a finite positive number, got {value!r}; the "
                     "defaults are vague but proper"
+                )
+            if not low <= value <= high:  # 1e300 failed deep in the sampler, naming no prior
+                raise InputError(
+                    f"Priors.{name} = {value!r} is outside [{low:g}, {high:g}]: the sampler's "
+                    "updates overflow or stall at such scales, and no prior on log intensities "
+                    f"needs one; the default is {getattr(Priors, name):g}"
                 )
 
     def to_array(self) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 import dataclasses
 import functools
+import re
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -299,6 +300,16 @@ def test_priors_validated():
                                          "True"):
         Priors(mu_var=True)  # was taken as 1.0
     assert Priors(mu_var=np.int64(2), eps_rate=np.float32(0.5)).to_array()[0] == 2.0
+    with pytest.raises(InputError, match=r"Priors.mu_var must be a finite positive number, got "
+                                         r"1000000000"):
+        Priors(mu_var=10**400)  # a bare OverflowError
+    # the sampler failed on these naming the counts or the state, not the prior
+    for name, value in [("theta_rate", 1e300), ("phi_shape", 1e200), ("eps_rate", 1e-200)]:
+        shown = re.escape(repr(value))
+        with pytest.raises(InputError, match=rf"Priors.{name} = {shown} is outside "
+                                             r"\[1e-06, 1e\+06\].*the default is"):
+            Priors(**{name: value})
+    assert Priors(mu_var=1e6, theta_rate=1e-6).to_array()[0] == 1e6
 
 
 def test_counts_the_kernels_cannot_take_are_refused(scenario_counts):
