@@ -43,7 +43,7 @@ from geosynth.model.state import (
     CountTables,
     ModelData,
 )
-from geosynth.model.stopping import AUTO_THIN, check_auto_arguments
+from geosynth.model.stopping import AUTO_THIN, MAX_AUTO_THIN, check_auto_arguments
 from geosynth.model.storage import DEFAULT_MAX_BYTES, plan_auto_storage, plan_model_storage
 from geosynth.samplers.rng import make_streams
 
@@ -242,8 +242,9 @@ class PaivaModel:
         thin : int, optional
             Keep every ``thin``-th sweep after burn-in; default 6 (:data:`DEFAULT_THIN`). With
             ``n_iter="auto"`` the thinning at first, default 1 (every sweep,
-            :data:`~geosynth.model.stopping.AUTO_THIN`): the window then holds as many draws
-            as the rule and memory allow, and ``thin`` doubles as it grows.
+            :data:`~geosynth.model.stopping.AUTO_THIN`, at most
+            :data:`~geosynth.model.stopping.MAX_AUTO_THIN`): the window then holds as many
+            draws as the rule and memory allow, and ``thin`` doubles as it grows.
         chains : int, default 2
             Independent chains, each with its own random stream derived from ``seed``.
         seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
@@ -541,6 +542,12 @@ def _check_auto_run(burn_in, thin, chains, executor) -> None:
     """Refuse what ``n_iter="auto"`` cannot do, naming the alternative."""
     if not is_integer(thin) or thin < 1:
         raise InputError(f"thin must be an integer >= 1, got {thin!r}")
+    if thin > MAX_AUTO_THIN:
+        raise InputError(
+            f"thin={int(thin)} with n_iter='auto' is above {MAX_AUTO_THIN}: it is only the "
+            f"thinning at first (it doubles as the window grows), and the warm-up of 64 to 512 "
+            "times thin sweeps runs whatever max_seconds says; leave thin out"
+        )
     _check_chains(chains)
     if executor is not None:
         raise InputError(

@@ -107,6 +107,10 @@ __all__ = [
 #: from ``thin=1`` it converged after 2 × 6,144 sweeps in 516 s (1,536 draws per chain at
 #: thin 2: min ESS 460, R-hat 1.0095).
 AUTO_THIN = 1
+#: The largest starting ``thin`` of an auto fit. Its warm-up, which ``max_seconds`` does not
+#: interrupt, is 64 to 512 times ``thin`` sweeps: ``thin=2000`` ran 171 s past
+#: ``max_seconds=1``, ``thin=10**7`` without end.
+MAX_AUTO_THIN = 64
 #: Draws per chain in the first window: at least this many ...
 FIRST_WINDOW_MIN = 64
 #: ... and at most this many (a higher target is then met in later windows).

@@ -316,6 +316,10 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
      ({"chains": 1}, r"n_iter='auto' needs chains >= 2: .*R-hat"),
      ({"chains": 10**11}, r"chains must be an integer from 1 to 1,024"),
      ({"burn_in": 100}, r"n_iter='auto' discards the first quarter .* takes no burn_in"),
+     # the warm-up ignores max_seconds: thin=2000 ran 171 s past max_seconds=1
+     ({"thin": 65, "max_seconds": 1}, r"thin=65 with n_iter='auto' is above 64: .* leave thin "
+                                      r"out"),
+     ({"thin": 10**7}, r"thin=10000000 with n_iter='auto' is above 64"),
      ({"n_iter": "forever"}, r"n_iter must be an integer from 1 to 1,000,000,000 .* or 'auto'"),
      ({"n_iter": 0}, r"n_iter must be an integer from 1 to 1,000,000,000"),
      ({"n_iter": True}, r"n_iter must be an integer from 1 to 1,000,000,000")],
