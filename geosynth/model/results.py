@@ -29,6 +29,10 @@ class PaivaFit:
     ``draws`` below is :attr:`n_draws`, the retained draws per chain; η may be stored for only
     :attr:`n_eta_draws` of them (``eta_draws`` of :meth:`~geosynth.model.fit.PaivaModel.fit`).
 
+    A fit is internal, like the confidential data: its ``counts`` hold every record's index and
+    cell (:func:`geosynth.synth.synthesize` needs them). Never pickle or share it; publish the
+    releases of :func:`geosynth.to_public` through :func:`geosynth.io.write_release`.
+
     Attributes
     ----------
     model : geosynth.model.fit.PaivaModel
@@ -56,7 +60,10 @@ class PaivaFit:
     lambda_chain_means : numpy.ndarray of float64, shape (chains, G, B), or None
         Per chain, the mean of λ = exp η over *every* retained draw of that chain, summed during
         the fit (so exact whatever ``eta_draws`` kept; after an interrupted fit, over all the
-        draws that chain made). None: :meth:`posterior_mean_lambda` averages the stored ``eta``.
+        draws that chain made; after an ``n_iter="auto"`` fit, over every draw of the final
+        window at the thinning in force when it was made, including those a later doubling of
+        ``thin`` dropped from the stored draws). None: :meth:`posterior_mean_lambda` averages
+        the stored ``eta``.
     interrupted : bool
         True when Ctrl-C (``KeyboardInterrupt``) stopped the sampler early: the draws are those
         every chain had kept by then, fewer than planned and perhaps not converged. Fine to
@@ -123,7 +130,7 @@ class PaivaFit:
         """Posterior mean intensity E[λ_ib | data], shape (G, B), float64.
 
         The mean over every retained draw of every chain, also when η was stored for fewer
-        draws (``lambda_chain_means``, summed during the fit).
+        draws (``lambda_chain_means``, summed during the fit; see there for ``n_iter="auto"``).
         """
         if self._mean_lambda is None:
             if self.lambda_chain_means is not None:
