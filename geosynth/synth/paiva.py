@@ -21,6 +21,7 @@ this module never imports :mod:`geosynth.dp`.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Protocol, runtime_checkable
 
 import geopandas as gpd
@@ -31,19 +32,22 @@ from scipy import sparse
 from geosynth._random import SeedLike, spawn_seeds
 from geosynth._validation import check_m
 from geosynth.data import CellCounts, check_crs
-from geosynth.errors import InputError, SamplerError
+from geosynth.errors import InputError, PrivacyLeakWarning, SamplerError
 from geosynth.model.storage import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
 from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release
 
 __all__ = ["PosteriorDraws", "synthesize", "release_draws", "synthetic_zbar", "synthesis_sd",
-           "SYNTHESIS_SD_PRIOR_DF"]
+           "warn_rare_value_combinations", "SYNTHESIS_SD_PRIOR_DF", "MIN_RECORDS_FOR_VALUES"]
 
 _SHOW = 5
 #: ν₀ of :func:`synthesis_sd`: the prior degrees of freedom of a combination's between-cell
 #: variance. A combination with records in ν₀ + 1 = 5 cells weighs its own estimate and the
 #: pooled one equally; with 41 cells its own gets 91 %.
 SYNTHESIS_SD_PRIOR_DF = 4.0
+#: A combination with fewer records than this gets a PrivacyLeakWarning when it has synthetic
+#: continuous values: their centre is those records' own mean (see :func:`synthesize`).
+MIN_RECORDS_FOR_VALUES = 3
 #: synthesize draws release l from default_rng(spawn_seeds(seed, m)[l]): releases can be made
 #: in any order or on any worker (geosynth.distributed) with the same result.
 PER_RELEASE_STREAMS = True
@@ -181,7 +185,10 @@ def synthesize(
     ``Z̄_ib`` is the mean of ``Z̄_jb`` over the neighbours ``j`` of ``i`` that held records of ``b``,
     and 0 (the combination mean) if none did (:func:`synthetic_zbar`). With several continuous
     covariates each column is drawn so, from its own ``Z̄``, mean and SD, one normal per record
-    and covariate in the order of ``counts.covariates``.
+    and covariate in the order of ``counts.covariates``. A combination of one or two records
+    still centres on their own mean in every release, so the average of the ``m`` releases
+    reveals it ever more closely as ``m`` grows: :func:`warn_rare_value_combinations` says so
+    (a :class:`~geosynth.errors.PrivacyLeakWarning`).
 
     Examples
     --------
@@ -210,6 +217,8 @@ def synthesize(
     noise = {name: synthesis_sd(counts, name) for name in covariates}  # once, not per release
     data = pd.DataFrame(rows[columns]).copy()
     combo = np.asarray(counts.record_combo, dtype=np.int64)
+    if covariates:
+        warn_rare_value_combinations(counts, combo, m)
     releases = []
     rngs = [np.random.default_rng(s) for s in spawn_seeds(seed, m)]
     for release, draw in enumerate(draws.tolist()):
@@ -224,6 +233,41 @@ def synthesize(
                            weighted=table is not None)
         releases.append(make_release(data, xy, rows.geometry.name, gdf.crs, info))
     return releases
+
+
+def warn_rare_value_combinations(counts: CellCounts, combo: np.ndarray, m: int) -> None:
+    """Warn when a combination of fewer than three records gets synthetic continuous values.
+
+    Every release centres such a combination's values on its records' own (cell) means, with
+    independent noise of SD ``s̃_b``: an intruder who finds its rows in the ``m`` public
+    releases (the attribute values are published) averages them and recovers the mean of those
+    one or two records to within about ``s̃_b / √(m·n_b)``.
+
+    Parameters
+    ----------
+    counts : geosynth.data.CellCounts
+        Prepared data with continuous covariates.
+    combo : numpy.ndarray of int64, shape (n,)
+        Combination of each released record.
+    m : int
+        Number of releases.
+    """
+    held = np.bincount(combo, minlength=counts.n_combos)
+    rare = np.flatnonzero((held > 0) & (held < MIN_RECORDS_FOR_VALUES))
+    if rare.size == 0:
+        return
+    labels = counts.combination_labels()
+    shown = ", ".join(labels[b] for b in rare[:5]) + (", ..." if rare.size > 5 else "")
+    warnings.warn(
+        f"{rare.size} attribute combination(s) with synthetic "
+        f"{', '.join(map(repr, counts.covariates))} have fewer than {MIN_RECORDS_FOR_VALUES} "
+        f"records ({shown}): their values centre on those records' own mean, which the average "
+        f"over the {m} releases reveals to within the noise SD / sqrt({m}); coarsen or drop "
+        "the attributes that make them rare, leave out the continuous column, or publish "
+        "fewer releases",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
 
 
 def _refuse_dp(fit: Any, epsilon: Any, dp_options: dict[str, Any]) -> None:

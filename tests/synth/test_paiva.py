@@ -14,7 +14,14 @@ from scipy import stats
 from shapely.geometry import Point, box
 
 from geosynth import Grid, PaivaModel, prepare
-from geosynth.errors import CRSError, DataWarning, InputError, IsolatedCellWarning, SamplerError
+from geosynth.errors import (
+    CRSError,
+    DataWarning,
+    InputError,
+    IsolatedCellWarning,
+    PrivacyLeakWarning,
+    SamplerError,
+)
 from geosynth.synth import (
     PosteriorDraws,
     release_draws,
@@ -341,6 +348,24 @@ def test_a_combination_in_one_cell_does_not_publish_its_value():
                           np.random.default_rng(5))
     assert stats.kstest(z, stats.norm(1e6, pooled_sd).cdf).pvalue > ALPHA
     assert np.mean(np.abs(z - 1e6) < 1.0) < 0.05  # N(0, 26.5²) puts 3 % within ±1
+
+
+def test_values_of_a_combination_of_two_records_are_warned_about():
+    # a=1 has its two records in cell 2: every release centres its values on their mean, so
+    # the average of the releases' a=1 rows tends to it as m grows.
+    gdf, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 60.0}, 1: {2: 500.0}})
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=40))
+    with pytest.warns(PrivacyLeakWarning, match=r"1 attribute combination\(s\) with synthetic "
+                                                r"'z' have fewer than 3 records \(a=1\).*"
+                                                r"average over the 40 releases"):
+        releases = synthesize(fit, gdf, m=40, seed=2)
+    rows = np.concatenate([r.loc[r["a"] == 1, "z"].to_numpy() for r in releases])
+    assert abs(rows.mean() - 500.0) < 4 * synthesis_sd(counts)[1] / np.sqrt(rows.size)
+    plenty, counts = combination_counts({0: {0: 10.0, 1: 20.0}, 1: {2: 5.0, 3: 7.0}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        synthesize(stub_fit(counts, random_lambda(counts, chains=1, draws=4)), plenty, m=2,
+                   seed=2)
 
 
 def test_synthesis_sd_refuses_a_column_with_one_cell_mean():
