@@ -146,8 +146,9 @@ def gp_regression(
     Raises
     ------
     geosynth.errors.InputError
-        Invalid points, response or design; ``n_draws`` below 1; a grid that is not a
-        non-empty 1-D array of finite positive numbers; a ``y`` that ``X`` fits exactly.
+        Invalid points, response or design; distances between the points that overflow;
+        ``n_draws`` below 1 or above :data:`MAX_GP_DRAWS`; a grid that is not a non-empty 1-D
+        array of distinct finite positive numbers; a ``y`` that ``X`` fits exactly.
     TypeError
         ``n_draws`` is not an integer.
 
@@ -164,8 +165,14 @@ def gp_regression(
     names = list(names) if names is not None else [f"x{k}" for k in range(p)]
     if len(names) != p:
         raise InputError(f"names has {len(names)} entries but X has {p} columns")
-    distances = squareform(pdist(coords))
     n_draws = check_int(n_draws, "n_draws", 1, what="posterior draws")
+    if n_draws > MAX_GP_DRAWS:  # 10**13 asked for 73 TiB after every grid point was fitted
+        raise InputError(f"n_draws must be at most {MAX_GP_DRAWS:,} (posterior draws), got "
+                         f"{n_draws:,}; a few thousand give intervals to two digits")
+    distances = squareform(pdist(coords))
+    if not np.isfinite(distances).all():
+        raise InputError("the distances between the points overflow float64 (coordinates "
+                         "near 1e154 or beyond); give the points in metres of a projected CRS")
     phi_grid = (_default_phi_grid(distances) if phi_grid is None
                 else _check_grid(phi_grid, "phi_grid"))
     nugget_grid = (DEFAULT_NUGGET_RATIOS.copy() if nugget_grid is None
@@ -285,6 +292,8 @@ def _profile(distances, phi, y, X, nugget_grid):
     return out
 
 
+#: The most posterior draws :func:`gp_regression` returns (β alone takes 8·p bytes each).
+MAX_GP_DRAWS = 10**7
 #: A weighted residual sum below this share of y's own spread is rounding: ``X`` fits ``y``.
 _EXACT_FIT = 1e-20
 
@@ -299,6 +308,12 @@ def _check_grid(values: Any, name: str) -> np.ndarray:
     if grid.ndim != 1 or grid.size == 0 or not (np.isfinite(grid).all() and (grid > 0).all()):
         raise InputError(f"{name} must be a non-empty 1-D array of finite positive numbers, got "
                          f"{np.array2string(grid, threshold=8)}")
+    if np.asarray(values).dtype == bool:
+        raise InputError(f"{name} must hold numbers, got booleans (True would be taken as 1)")
+    if np.unique(grid).size != grid.size:  # a repeated value doubled its prior weight
+        raise InputError(f"{name} lists a value more than once "
+                         f"({np.array2string(grid, threshold=8)}); each grid value is one "
+                         "point of a uniform prior: list each once")
     return grid
 
 

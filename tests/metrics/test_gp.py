@@ -87,6 +87,13 @@ def test_stacked_intervals_of_identical_releases_equal_original():
         ({"phi_grid": []}, "phi_grid must be a non-empty"),
         ({"nugget_grid": [[0.1, 1.0]]}, "nugget_grid must be a non-empty 1-D"),
         ({"nugget_grid": [np.inf]}, "nugget_grid must be a non-empty 1-D array of finite"),
+        # 73 TiB asked for only after every grid point was fitted
+        ({"n_draws": 10**13}, r"n_draws must be at most 10,000,000"),
+        ({"nugget_grid": [True]}, "nugget_grid must hold numbers, got booleans"),
+        ({"phi_grid": [1.0, 2.0, 1.0]}, r"phi_grid lists a value more than once"),
+        # scipy's "array must not contain infs or NaNs" from the eigensolver
+        ({"coords": np.random.default_rng(1).uniform(size=(10, 2)) * 1e160},
+         "distances between the points overflow"),
     ],
 )
 def test_bad_input(kwargs, match):
