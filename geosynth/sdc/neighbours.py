@@ -340,11 +340,19 @@ class _Scaled:
 
 
 def _scale(values: np.ndarray, weight: float) -> np.ndarray:
-    """Centre, divide by the sample SD (``ddof=1``) and multiply by ``weight``; SD 0 -> zeros."""
+    """Centre, divide by the sample SD (``ddof=1``) and multiply by ``weight``; SD 0 -> zeros.
+
+    The values are first divided by the power of two just above their largest magnitude. That
+    is exact and leaves the result unchanged bit for bit (unless the values span some 300 orders
+    of magnitude), but keeps the squares of huge values (``1e200``) from overflowing and those of
+    tiny ones (``1e-200``) from underflowing: an SD of inf or 0 would make the variable look
+    constant, and it would silently stop counting in the distance.
+    """
     n = values.shape[0]
+    values = np.ldexp(values, -int(np.frexp(np.abs(values).max())[1]))
     mean = values.mean()
     sd = values.std(ddof=1) if n > 1 else 0.0
-    if not np.isfinite(sd) or sd == 0.0:
+    if sd == 0.0:
         return np.zeros(n)
     return (values - mean) / sd * weight
 

@@ -460,6 +460,22 @@ def test_constant_column_does_not_count_in_distance():
     np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
 
 
+@pytest.mark.parametrize("factor", [1e200, 1e-200])
+def test_huge_and_tiny_values_count_in_the_distance(factor):
+    # Squaring 1e200 overflows and squaring 1e-200 underflows: the SD came out inf or 0 and the
+    # variable was treated as constant, i.e. silently left out of the distance.
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"v": rng.normal(size=200), "age": rng.normal(size=200)})
+    dist, neighbours, _ = brute_force(df, 0.5, ["v", "age"], [])
+    assert np.abs(dist[~np.eye(200, dtype=bool)] - 0.5).min() > 1e-9
+    _, age_only = resample(df, 0.5, columns=["age"], seed=0)
+    assert not np.array_equal(age_only.n_neighbours, neighbours.sum(1))  # v matters
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow in the scaling
+        _, info = resample(df.assign(v=df["v"] * factor), 0.5, seed=0)
+    np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
+
+
 # --------------------------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------------------------
