@@ -84,6 +84,9 @@ _MAX_GROUPS = 2048
 _MAX_CROSS_BLOCKS = 20_000
 # Query radii are inflated by this factor; the strict test d^2 < eps^2 is applied afterwards.
 _INFLATE = 1.0 + 1e-9
+# Largest eps and weight: squared distances in the scaled space (|scaled value| <= sqrt(n), so
+# (2 sqrt(n) * weight)^2 per variable) and eps^2 must stay finite, or scipy's trees overflow.
+_MAX_FACTOR = 1e100
 # Pairs per chunk of the exact distance check (bounds temporary memory).
 _FILTER_CHUNK = 1 << 22
 # Blocks whose pair count could exceed this are sampled to estimate their pair count.
@@ -156,6 +159,17 @@ def _as_name_list(value: Any, name: str) -> list[Hashable]:
     raise InputError(f"{name} must be a column name or a list of column names, got {value!r}")
 
 
+def _check_factor(value: Any, name: str, *, hint: str, too_large: str) -> float:
+    """Return ``eps`` or a weight as a float: finite, > 0 and at most ``_MAX_FACTOR``."""
+    number = check_positive(value, name, hint=hint)
+    if number > _MAX_FACTOR:
+        raise InputError(
+            f"{name} must be at most {_MAX_FACTOR:g} (squared distances in the scaled space must "
+            f"stay finite), got {number!r}; {too_large}"
+        )
+    return number
+
+
 def _check_scalars(
     df: Any,
     eps: Any,
@@ -174,7 +188,11 @@ def _check_scalars(
     if not df.columns.is_unique:
         dup = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
         raise InputError(f"df has duplicated column names {dup}; rename them so each is unique")
-    check_positive(eps, "eps", hint="pass the neighbourhood radius in scaled units, e.g. eps=0.3")
+    _check_factor(
+        eps, "eps", hint="pass the neighbourhood radius in scaled units, e.g. eps=0.3",
+        too_large="any eps above the largest distance between two records already makes every "
+        "record a neighbour of every other",
+    )
     check_probability(modprop, "modprop", zero=True, one=True,
                       hint="pass the proportion of records to resample, e.g. modprop=0.2")
     if no_neighbours not in ("keep", "suppress"):
@@ -287,8 +305,11 @@ def _check_weights(weights: Any, variables: list[Hashable]) -> dict[Hashable, fl
                 f"weights names {key!r}, which is not a resampled variable; weights may name "
                 f"{variables}"
             )
-        out[key] = check_positive(value, f"weight of {key!r}", hint="to leave a column out "
-                                  "of the distance and the resampling, drop it from columns=")
+        out[key] = _check_factor(
+            value, f"weight of {key!r}", hint="to leave a column out of the distance and the "
+            "resampling, drop it from columns=", too_large="only the ratios of the weights to "
+            "each other and to eps matter: divide every weight and eps by the largest weight",
+        )
     return out
 
 
@@ -696,17 +717,17 @@ def neighbour_resample(
     df : pandas.DataFrame or geopandas.GeoDataFrame
         The confidential records; not modified.
     eps : float
-        Neighbourhood radius (> 0) in the scaled, weighted space. Two records differing only in
-        one unweighted numeric variable are neighbours when they differ by less than ``eps``
-        standard deviations of it. Smaller ``eps`` keeps the joint distribution closer to the
-        original but leaves more records without neighbours.
+        Neighbourhood radius (> 0, at most 1e100) in the scaled, weighted space. Two records
+        differing only in one unweighted numeric variable are neighbours when they differ by less
+        than ``eps`` standard deviations of it. Smaller ``eps`` keeps the joint distribution
+        closer to the original but leaves more records without neighbours.
     modprop : float, default 1.0
         Proportion ``q`` of records to resample, in [0, 1]. ``0`` returns a copy of ``df``.
     weights : dict, optional
-        Factor (> 0) multiplying each named scaled variable (every dummy of a categorical; with
-        ``include_coordinates``, the geometry column's name weights both ``x`` and ``y``).
-        Unnamed variables have weight 1. Factors below 1 stop coarse variables (dummies, small
-        integers) from dominating the distance, as in the paper's ``wts``.
+        Factor (> 0, at most 1e100) multiplying each named scaled variable (every dummy of a
+        categorical; with ``include_coordinates``, the geometry column's name weights both ``x``
+        and ``y``). Unnamed variables have weight 1. Factors below 1 stop coarse variables
+        (dummies, small integers) from dominating the distance, as in the paper's ``wts``.
     columns : list of column names, optional
         The variables: they define the distance and are resampled. Default: every column except
         the geometry. Other columns are copied unchanged (they do not count in the distance).

@@ -528,6 +528,35 @@ def test_bad_parameters(kwargs, match):
         neighbour_resample(mixed_frame(), 1.0, **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"eps": 1e101}, r"eps must be at most 1e\+100 .* got 1e\+101; any eps above"),
+        ({"eps": 1e300, "weights": {"age": 1e200}}, r"eps must be at most 1e\+100"),
+        ({"weights": {"age": 1e308}}, r"weight of 'age' must be at most 1e\+100 .*divide every"),
+        ({"weights": {"sex": 1e200}}, r"weight of 'sex' must be at most 1e\+100"),
+    ],
+)
+def test_huge_eps_or_weights_are_refused(kwargs, match):
+    # (scaled value * weight)^2 or eps^2 overflowed: scipy's tree raised "The value of p too
+    # large" (numeric) or math raised OverflowError (categorical)
+    kwargs = {"eps": 1.0, **kwargs}
+    with pytest.raises(InputError, match=match):
+        neighbour_resample(mixed_frame(), **kwargs)
+
+
+def test_largest_eps_and_weights_work():
+    df = mixed_frame()
+    _, info = resample(df, 1e100, seed=0)
+    assert info.n_neighbours.tolist() == [len(df) - 1] * len(df)
+    heavy = {"age": 1e100, "income": 1e100, "sex": 1e100}
+    dist, neighbours, _ = brute_force(df, 1e100, list(df.columns), CATEGORICAL, heavy)
+    assert np.abs(dist[~np.eye(len(df), dtype=bool)] / 1e100 - 1).min() > 1e-9
+    assert 0 < neighbours.sum() < len(df) * (len(df) - 1)
+    _, info = resample(df, 1e100, weights=heavy, seed=0)
+    np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
+
+
 def test_bad_seed_type():
     with pytest.raises(TypeError, match="seed must be None, an int"):
         neighbour_resample(mixed_frame(), 1.0, seed="abc")
