@@ -28,6 +28,9 @@ Where we differ from the R code
 * A categorical column that identifies records (the rules of :func:`geosynth.prepare`: nearly
   one level per record, many records alone in their level, or every record alone) is refused:
   its records have no neighbour, so every one of them would be released unchanged, ID included.
+  So is an integer column by the same rules (``patient_id``): resampled as a number it would
+  release real IDs, each a neighbour's. Integers that repeat (age in years, counts) pass; float
+  columns are not checked.
 * ``weights`` maps column names to factors (R: ``wts = c(columns, factors)``).
 * Neighbours are found with :class:`scipy.spatial.cKDTree`, not an ``n x n`` distance matrix.
   Records with identical values (after scaling) are collapsed to one point carrying their
@@ -263,14 +266,8 @@ def _check_columns(
                 f"column {c!r} has dtype {dtype}, which is neither numeric nor categorical; "
                 f"convert it (e.g. df[{c!r}].astype('category')) or leave it out of columns="
             )
-    for c in sorted(cats, key=str):
-        described = identifying_levels(df[c])
-        if described is not None:
-            raise InputError(
-                f"categorical column {c!r} has {described}: an identifier. Its records have no "
-                "neighbour, so they would be released unchanged (or suppressed); drop it from "
-                "columns= (an ID) or coarsen it into groups"
-            )
+    for c in cols:
+        _check_not_identifying(df[c], c, c in cats)
     for c in cols:
         bad = df[c].isna().to_numpy(dtype=bool)
         if bad.any():
@@ -288,6 +285,31 @@ def _check_columns(
                     f"({_rows(df.index, bad)}); drop or replace them"
                 )
     return cols, cats
+
+
+def _check_not_identifying(values: pd.Series, name: Hashable, categorical: bool) -> None:
+    """Refuse a categorical or integer column whose values identify records (an ID).
+
+    The rules of :func:`geosynth.data.identifying_levels`. Float columns are not checked: a
+    continuous measurement is distinct for every record without being an identifier.
+    """
+    if not categorical and not pd.api.types.is_integer_dtype(values.dtype):
+        return
+    described = identifying_levels(values)
+    if described is None:
+        return
+    if categorical:
+        raise InputError(
+            f"categorical column {name!r} has {described}: an identifier. Its records have no "
+            "neighbour, so they would be released unchanged (or suppressed); drop it from "
+            "columns= (an ID) or coarsen it into groups"
+        )
+    raise InputError(
+        f"integer column {name!r} has {described}: an identifier. Resampled as a number, every "
+        "released value would be a real one (a neighbour's ID), and the IDs would define the "
+        "neighbours; drop it from columns= (an ID), or coarsen it into groups (e.g. pd.cut) and "
+        "pass it in categorical="
+    )
 
 
 def _check_weights(weights: Any, variables: list[Hashable]) -> dict[Hashable, float]:
@@ -763,7 +785,8 @@ def neighbour_resample(
     ------
     geosynth.errors.InputError
         Bad parameter, missing column, unsupported dtype, NaN or infinite values in a variable,
-        no rows, or (with ``include_coordinates``) missing, empty, non-point or 3-D geometries.
+        a categorical or integer variable that identifies records (an ID), no rows, or (with
+        ``include_coordinates``) missing, empty, non-point or 3-D geometries.
     geosynth.errors.MemoryLimitError
         ``eps`` would give more than :data:`MAX_NEIGHBOUR_PAIRS` neighbour pairs.
 
@@ -776,7 +799,7 @@ def neighbour_resample(
     --------
     >>> import pandas as pd
     >>> from geosynth.sdc import neighbour_resample
-    >>> df = pd.DataFrame({"age": [30, 31, 32, 50, 51], "sex": ["f", "f", "f", "m", "m"]})
+    >>> df = pd.DataFrame({"age": [30, 31, 30, 31, 50, 51, 50, 51], "sex": list("ffffmmmm")})
     >>> out = neighbour_resample(df, eps=1.0, seed=1)
     >>> bool(out["sex"].eq(df["sex"]).all())  # "f" and "m" are never within eps
     True

@@ -239,12 +239,44 @@ def test_an_identifying_categorical_column_is_refused():
                                          r"300 records, 300 of them held by a single record: "
                                          r"an identifier.*drop it from columns="):
         neighbour_resample(df, 1.5, seed=1)
-    code = df.assign(code=np.arange(300))  # a numeric ID is fine as a number...
-    with warnings.catch_warnings():  # few neighbours at this eps: a DataWarning
-        warnings.simplefilter("ignore", DataWarning)
-        assert len(neighbour_resample(code, 1.5, columns=["age", "code"], seed=1)) == 300
-    with pytest.raises(InputError, match="categorical column 'code'"):  # ...not as categories
+    code = df.assign(code=np.arange(300))
+    with pytest.raises(InputError, match="categorical column 'code'"):
         neighbour_resample(code, 1.5, columns=["age", "code"], categorical=["code"], seed=1)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "Int64", "uint32"])
+def test_an_identifying_integer_column_is_refused(dtype):
+    # An integer ID among the default columns was resampled as a number: every released ID was
+    # a real one (a neighbour's), and records were released with a real ID attached.
+    rng = np.random.default_rng(4)
+    df = mixed_frame(n=300, seed=2)
+    ids = df.assign(patient_id=np.arange(100_001, 100_301)).astype({"patient_id": dtype})
+    with pytest.raises(InputError, match=r"integer column 'patient_id' has 300 levels among 300 "
+                                         r"records, 300 of them held by a single record: an "
+                                         r"identifier.*drop it from columns=.*categorical="):
+        neighbour_resample(ids, 1.5, seed=1)
+    ssn = df.assign(ssn=rng.permutation(300) * 7919 + 10**8)  # scattered, not consecutive
+    with pytest.raises(InputError, match=r"integer column 'ssn' has 300 levels"):
+        neighbour_resample(ssn, 1.5, columns=["age", "ssn"], seed=1)
+    # the fixes the message names work: leave it out, or coarsen it into categories
+    out, _ = resample(ids, 1.5, columns=list(df.columns), seed=1)
+    assert out["patient_id"].equals(ids["patient_id"])
+    coarse = ids.assign(patient_id=pd.cut(ids["patient_id"], 5, labels=False))
+    resample(coarse, 1.5, categorical=["patient_id"], seed=1)
+
+
+def test_integer_variables_that_repeat_are_accepted():
+    # age in years: 300 records over some 60 ages, a few ages held by one record
+    df = mixed_frame(n=300, seed=2)
+    df["age"] = df["age"].round().astype(np.int64)
+    assert 0 < int((df["age"].value_counts() == 1).sum()) < 15
+    out, info = resample(df, 1.5, weights=WEIGHTS, seed=1)
+    _, neighbours, _ = brute_force(df, 1.5, list(df.columns), CATEGORICAL, WEIGHTS)
+    np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
+    assert out["age"].dtype == np.int64
+    # the integer check is not applied to floats (a continuous measurement is often unique)
+    jitter = np.random.default_rng(8).random(300)
+    resample(df.assign(age=df["age"] + jitter), 1.5, seed=1)
 
 
 def test_numeric_column_listed_as_categorical_enters_as_dummies():
