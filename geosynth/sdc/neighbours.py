@@ -11,6 +11,14 @@ drawn uniformly and independently per variable (sampling with replacement). As `
 the released joint distribution tends to the original one (the paper's theorem, §3), although
 the variables of one released record are drawn independently.
 
+Every released value is a real value of some other record. With ``k`` neighbours and ``V``
+variables all ``V`` come from the same neighbour with probability ``k**(1 - V)`` (more when
+some neighbours are identical records): the record is then released as an exact copy of that
+other record in every resampled variable (with ``include_coordinates``, location included). A
+:class:`~geosynth.errors.PrivacyLeakWarning` gives the count
+(:attr:`NeighbourResampleInfo.n_whole_copies`); larger ``eps`` or ``min_neighbours`` make it
+rarer.
+
 Where we differ from the R code
 -------------------------------
 * Categorical variables (object, string, category and bool columns, and any listed in
@@ -22,8 +30,16 @@ Where we differ from the R code
 * Records are selected either as the paper states (each with probability ``modprop``,
   ``selection="bernoulli"``) or as the R code does (a simple random sample of
   ``floor(n * modprop)`` records, ``selection="exact"``).
-* A selected record without neighbours is either released unchanged (``no_neighbours="keep"``)
-  or dropped (``"suppress"``); R sets it to ``NA``. Both warn with the count.
+* A selected record is resampled only when it has at least ``min_neighbours`` (default 2)
+  neighbours. In the paper and in R a record with a single neighbour takes every variable from
+  it, so it is released as an exact copy of another record (a certain disclosure, location
+  included with coordinates); here it is handled like a record without neighbours.
+  ``min_neighbours=1`` gives the paper's method.
+* A selected record with fewer than ``min_neighbours`` neighbours is either released unchanged
+  (``no_neighbours="keep"``) or dropped (``"suppress"``); R sets one without neighbours to
+  ``NA``. Both warn with the count.
+* Records released as an exact copy of another record (every variable drawn from the same
+  neighbour) are counted, with a warning; R does not report them.
 * A constant variable (SD 0) contributes nothing to the distance; R's ``scale`` would make it NaN.
 * A categorical column that identifies records (the rules of :func:`geosynth.prepare`: nearly
   one level per record, many records alone in their level, or every record alone) is refused:
@@ -46,7 +62,11 @@ With ``include_coordinates=True`` on a :class:`geopandas.GeoDataFrame` of points
 ``weights={<geometry column>: w}`` weights both) and each is drawn from its own neighbour, so a
 released point is ``(x_a, y_b)`` for two neighbours ``a`` and ``b`` of the record it replaces. It
 is therefore within ``eps`` of the replaced record *along each scaled axis* and within
-``sqrt(2) * eps`` in the scaled ``(x, y)`` plane, and it rarely coincides with a real location.
+``sqrt(2) * eps`` in the scaled ``(x, y)`` plane. Each coordinate is a neighbour's exact
+coordinate, so the released point is a real location whenever ``a`` and ``b`` are the same
+record (or share a coordinate), which for a record with ``k`` neighbours happens with
+probability at least ``1/k`` (one half with two neighbours). Locations are recombined, not
+perturbed.
 Without it the geometry is carried over unchanged, like every column not listed in ``columns``:
 such columns neither count in the distance nor are resampled, so a released record still shows
 its true location next to resampled attributes.
@@ -69,9 +89,9 @@ from scipy.spatial import cKDTree
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_positive, check_probability
+from geosynth._validation import check_int, check_positive, check_probability
 from geosynth.data import identifying_levels
-from geosynth.errors import DataWarning, InputError, MemoryLimitError
+from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 
 __all__ = ["NeighbourResampleInfo", "neighbour_resample", "MAX_NEIGHBOUR_PAIRS"]
 
@@ -108,8 +128,9 @@ class NeighbourResampleInfo:
     n_selected : int
         Number of records selected for resampling (``modprop``, ``selection``).
     n_without_neighbours : int
-        Selected records with no other record within ``eps``: released unchanged
-        (``no_neighbours="keep"``) or dropped (``"suppress"``).
+        Selected records with fewer than ``min_neighbours`` other records within ``eps`` (by
+        default: none or one), so not resampled: released unchanged (``no_neighbours="keep"``)
+        or dropped (``"suppress"``).
     n_suppressed : int
         Records dropped from the release (``n_without_neighbours`` with ``"suppress"``, else 0).
     mean_neighbours : float
@@ -118,8 +139,14 @@ class NeighbourResampleInfo:
     selected : numpy.ndarray of bool, shape (n_records,)
         True for the selected records, in input row order (read-only).
     n_neighbours : numpy.ndarray of int64, shape (n_records,)
-        Number of neighbours of every input record, in input row order (read-only). Records with
-        0 would be released unchanged if selected with ``no_neighbours="keep"``.
+        Number of neighbours of every input record, in input row order (read-only). A selected
+        record is resampled when it has at least ``min_neighbours``.
+    min_neighbours : int
+        The ``min_neighbours`` used.
+    n_whole_copies : int
+        Resampled records released as an exact copy of another original record in every
+        resampled variable: all drawn from one neighbour (or from records identical to it in
+        every variable). With a single variable this is every resampled record.
     """
 
     n_records: int
@@ -129,6 +156,8 @@ class NeighbourResampleInfo:
     mean_neighbours: float
     selected: np.ndarray
     n_neighbours: np.ndarray
+    min_neighbours: int
+    n_whole_copies: int
 
 
 # --------------------------------------------------------------------------------------------
@@ -676,6 +705,62 @@ def _draw_sources(
     return graph.representative[graph.indices[entry]]
 
 
+def _whole_copies(graph: _Graph, sources: np.ndarray) -> np.ndarray:
+    """Mask of resampled records whose every variable came from one neighbour.
+
+    From one *distinct point*: records identical in every variable count as one, so drawing
+    ``x`` from one and ``y`` from its twin also copies it. ``sources`` is :func:`_draw_sources`'
+    output.
+    """
+    points = graph.inverse[sources]
+    return (points == points[:, :1]).all(axis=1)
+
+
+def _warn_too_few(
+    index: pd.Index,
+    lonely: np.ndarray,
+    n_neighbours: np.ndarray,
+    n_selected: int,
+    eps: float,
+    min_neighbours: int,
+    no_neighbours: str,
+) -> None:
+    """Warn about the selected records (mask ``lonely``) with fewer than min_neighbours."""
+    n_lonely = int(lonely.sum())
+    n_none = int((lonely & (n_neighbours == 0)).sum())
+    action = (
+        "dropped from the release (no_neighbours='suppress')"
+        if no_neighbours == "suppress"
+        else "released unchanged (no_neighbours='keep'), a disclosure risk"
+    )
+    warnings.warn(
+        f"{n_lonely} of {n_selected} selected records have fewer than "
+        f"min_neighbours={min_neighbours} other records within eps={eps!r} ({n_none} have "
+        f"none; {_rows(index, lonely)}); they were {action}. Increase eps or lower the weights of "
+        "coarse variables"
+        + ("" if no_neighbours == "suppress" else ", or pass no_neighbours='suppress'"),
+        DataWarning,
+        stacklevel=3,
+    )
+
+
+def _warn_whole_copies(
+    index: pd.Index, copies: np.ndarray, n_resampled: int, n_variables: int, location: bool
+) -> None:
+    """Warn about resampled records (mask ``copies``) released as a copy of another record."""
+    warnings.warn(
+        f"{int(copies.sum())} of {n_resampled} resampled records are an exact copy of another "
+        f"original record in all {n_variables} resampled variables"
+        + (" (its location included)" if location else "")
+        + f" ({_rows(index, copies)}): every variable was drawn from the same neighbour (or "
+        f"from records identical to it), which happens with probability k**(1 - {n_variables}) "
+        "for a record with k distinct neighbours. Increase eps or min_neighbours to make it "
+        "rarer",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Public function
 # --------------------------------------------------------------------------------------------
@@ -690,6 +775,7 @@ def neighbour_resample(
     columns: Sequence[Hashable] | None = ...,
     categorical: Sequence[Hashable] | None = ...,
     no_neighbours: Literal["keep", "suppress"] = ...,
+    min_neighbours: int = ...,
     selection: Literal["bernoulli", "exact"] = ...,
     include_coordinates: bool = ...,
     seed: SeedLike = ...,
@@ -706,6 +792,7 @@ def neighbour_resample(
     columns: Sequence[Hashable] | None = ...,
     categorical: Sequence[Hashable] | None = ...,
     no_neighbours: Literal["keep", "suppress"] = ...,
+    min_neighbours: int = ...,
     selection: Literal["bernoulli", "exact"] = ...,
     include_coordinates: bool = ...,
     seed: SeedLike = ...,
@@ -722,6 +809,7 @@ def neighbour_resample(
     columns: Sequence[Hashable] | None = None,
     categorical: Sequence[Hashable] | None = None,
     no_neighbours: Literal["keep", "suppress"] = "keep",
+    min_neighbours: int = 2,
     selection: Literal["bernoulli", "exact"] = "bernoulli",
     include_coordinates: bool = False,
     seed: SeedLike = None,
@@ -732,7 +820,8 @@ def neighbour_resample(
     Matloff & Tendick (§2): scale every variable to mean 0 and SD 1 (``ddof=1``), multiply it by
     its weight, and for each selected record draw each variable independently from a record
     chosen uniformly among the *other* original records at distance ``< eps`` (see the module
-    docstring for categorical variables, coordinates and the differences from the R code).
+    docstring for categorical variables, coordinates and the differences from the R code). A
+    selected record needs ``min_neighbours`` such records to be resampled.
 
     Parameters
     ----------
@@ -757,9 +846,14 @@ def neighbour_resample(
         Columns of ``columns`` to treat as categorical although numeric (e.g. integer codes).
         Object, string, category and bool columns are always categorical.
     no_neighbours : {"keep", "suppress"}, default "keep"
-        What happens to a selected record with no other record within ``eps``: released
-        unchanged (a disclosure risk) or dropped from the release. Either way a
-        :class:`~geosynth.errors.DataWarning` gives the count.
+        What happens to a selected record with fewer than ``min_neighbours`` other records
+        within ``eps``: released unchanged (a disclosure risk) or dropped from the release.
+        Either way a :class:`~geosynth.errors.DataWarning` gives the count.
+    min_neighbours : int, default 2
+        Fewest neighbours (>= 1) a selected record needs to be resampled; with fewer it is
+        handled by ``no_neighbours``. With one neighbour every variable would come from it, an
+        exact copy of another record; ``1`` is the paper's method. A record with ``k``
+        neighbours is still copied whole with probability ``k**(1 - V)`` for ``V`` variables.
     selection : {"bernoulli", "exact"}, default "bernoulli"
         Select each record independently with probability ``modprop`` (the paper) or a simple
         random sample of exactly ``floor(n * modprop)`` records (the R code).
@@ -776,13 +870,16 @@ def neighbour_resample(
     -------
     pandas.DataFrame or geopandas.GeoDataFrame
         Same type, columns, dtypes (categoricals keep their categories) and index as ``df``, in
-        the same row order; with ``no_neighbours="suppress"`` the selected records without
-        neighbours are missing.
+        the same row order; with ``no_neighbours="suppress"`` the selected records with fewer than
+        ``min_neighbours`` neighbours are missing.
     NeighbourResampleInfo
         Only with ``return_info=True``.
 
     Raises
     ------
+    TypeError
+        ``eps``, ``modprop``, a weight or ``min_neighbours`` of the wrong type (a bool, a string,
+        a float ``min_neighbours``, ...).
     geosynth.errors.InputError
         Bad parameter, missing column, unsupported dtype, NaN or infinite values in a variable,
         a categorical or integer variable that identifies records (an ID), no rows, or (with
@@ -793,7 +890,11 @@ def neighbour_resample(
     Warns
     -----
     geosynth.errors.DataWarning
-        Some selected records had no neighbour within ``eps``.
+        Some selected records had fewer than ``min_neighbours`` neighbours within ``eps``.
+    geosynth.errors.PrivacyLeakWarning
+        Some resampled records are an exact copy of another original record in every resampled
+        variable (not given when only one variable is resampled: each value is then one
+        neighbour's, which is the method).
 
     Examples
     --------
@@ -805,6 +906,8 @@ def neighbour_resample(
     True
     """
     _check_scalars(df, eps, modprop, no_neighbours, selection, include_coordinates)
+    min_neighbours = check_int(min_neighbours, "min_neighbours", 1,
+                               hint="pass 2 or more so no record is copied from its only neighbour")
     geometry_name = _geometry_name(df)
     cols, cats = _check_columns(df, columns, categorical, bool(include_coordinates), geometry_name)
     variables = list(cols) + ([geometry_name] if include_coordinates else [])
@@ -833,9 +936,9 @@ def neighbour_resample(
     n_neighbours = graph.degree[graph.inverse]
 
     chosen = np.flatnonzero(selected)
-    lonely_mask = selected & (n_neighbours == 0)
+    lonely_mask = selected & (n_neighbours < min_neighbours)
     lonely = np.flatnonzero(lonely_mask)
-    movers = chosen[n_neighbours[chosen] > 0]
+    movers = chosen[n_neighbours[chosen] >= min_neighbours]
     # One source record per (record, variable): the columns in order, then x and y.
     n_variables = len(cols) + (2 if xy is not None else 0)
     sources = _draw_sources(graph, movers, n_variables, rng)
@@ -855,19 +958,12 @@ def neighbour_resample(
         )
 
     if lonely.size:
-        action = (
-            "dropped from the release (no_neighbours='suppress')"
-            if no_neighbours == "suppress"
-            else "released unchanged (no_neighbours='keep'), a disclosure risk"
-        )
-        warnings.warn(
-            f"{lonely.size} of {chosen.size} selected records have no other record within "
-            f"eps={eps!r} ({_rows(df.index, lonely_mask)}); they were "
-            f"{action}. Increase eps or lower the weights of coarse variables"
-            + ("" if no_neighbours == "suppress" else ", or pass no_neighbours='suppress'"),
-            DataWarning,
-            stacklevel=2,
-        )
+        _warn_too_few(df.index, lonely_mask, n_neighbours, chosen.size, eps, min_neighbours,
+                      no_neighbours)
+    copies = np.zeros(n, dtype=bool)
+    copies[movers[_whole_copies(graph, sources)]] = True
+    if n_variables > 1 and copies.any():
+        _warn_whole_copies(df.index, copies, movers.size, n_variables, xy is not None)
     n_suppressed = 0
     if no_neighbours == "suppress" and lonely.size:
         out = out.iloc[~lonely_mask]
@@ -886,5 +982,7 @@ def neighbour_resample(
         mean_neighbours=float(n_neighbours.mean()),
         selected=selected,
         n_neighbours=n_neighbours,
+        min_neighbours=min_neighbours,
+        n_whole_copies=int(copies.sum()),
     )
     return out, info

@@ -17,7 +17,7 @@ from scipy.stats import binom
 from shapely.geometry import LineString, Point
 
 import geosynth.sdc.neighbours as nbmod
-from geosynth.errors import DataWarning, InputError, MemoryLimitError
+from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.sdc import neighbour_resample
 from geosynth.sdc.neighbours import NeighbourResampleInfo
 
@@ -95,6 +95,7 @@ def comes_from_neighbour(original, released, neighbours, rows):
 def resample(df, eps, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
         return neighbour_resample(df, eps, return_info=True, **kwargs)
 
 
@@ -120,7 +121,7 @@ def test_released_values_come_from_neighbours_within_eps(search_path, eps):
     out, info = resample(df, eps, weights=WEIGHTS, seed=3)
 
     np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(axis=1))
-    movers = np.flatnonzero(info.selected & (info.n_neighbours > 0))
+    movers = np.flatnonzero(info.selected & (info.n_neighbours >= 2))
     assert movers.size > 100
     for c in df.columns:
         ok = comes_from_neighbour(df[c], out[c], neighbours, movers)
@@ -128,8 +129,9 @@ def test_released_values_come_from_neighbours_within_eps(search_path, eps):
     # the draws are not trivially the record itself
     changed = (out[NUMERIC].to_numpy() != df[NUMERIC].to_numpy()).any(axis=1)
     assert changed[movers].mean() > 0.8
-    # records without neighbours are released unchanged (keep)
-    lonely = np.flatnonzero(info.n_neighbours == 0)
+    # records with fewer than min_neighbours=2 neighbours are released unchanged (keep)
+    lonely = np.flatnonzero(info.n_neighbours < 2)
+    assert (info.n_neighbours[lonely] == 1).any()
     pd.testing.assert_frame_equal(out.iloc[lonely], df.iloc[lonely])
 
 
@@ -220,7 +222,7 @@ def test_categorical_values_are_drawn_whole_and_keep_their_dtype():
     assert list(out["region"].cat.categories) == ["n", "s", "e", "w"]
     assert out["region"].cat.ordered
     assert out["kind"].dtype == object
-    movers = np.flatnonzero(info.n_neighbours > 0)
+    movers = np.flatnonzero(info.n_neighbours >= 2)
     for c in CATEGORICAL:
         # exactly one level per released record, and it is the level of one neighbour
         one_hot = pd.get_dummies(out[c].astype(str))
@@ -364,9 +366,15 @@ def test_bernoulli_selection_size_is_binomial():
 
 def test_no_neighbours_keep_warns_and_releases_unchanged():
     df = mixed_frame()
-    with pytest.warns(DataWarning, match=r"selected records have no other record within eps=0\.8"):
+    match = r"selected records have fewer than min_neighbours=2 other records within eps=0\.8"
+    with pytest.warns(DataWarning, match=match) as record, warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
         out, info = neighbour_resample(df, 0.8, weights=WEIGHTS, seed=0, return_info=True)
-    assert info.n_without_neighbours == int((info.n_neighbours == 0).sum()) > 0
+    n_none = int((info.n_neighbours == 0).sum())
+    assert info.n_without_neighbours == int((info.n_neighbours < 2).sum()) > n_none > 0
+    (message,) = [str(w.message) for w in record if w.category is DataWarning]
+    assert message.startswith(f"{info.n_without_neighbours} of 300 selected records")
+    assert f"({n_none} have none; rows [" in message
     assert info.n_suppressed == 0
     assert len(out) == len(df)
     assert out.index.equals(df.index)
@@ -376,20 +384,139 @@ def test_no_neighbours_suppress_drops_and_warns_with_count():
     df = mixed_frame()
     _, info_keep = resample(df, 0.8, weights=WEIGHTS, seed=0)
     n_lonely = info_keep.n_without_neighbours
-    with pytest.warns(DataWarning, match=rf"{n_lonely} of 300 selected .* dropped"):
+    match = rf"{n_lonely} of 300 selected .* dropped"
+    with pytest.warns(DataWarning, match=match), warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
         out, info = neighbour_resample(
             df, 0.8, weights=WEIGHTS, no_neighbours="suppress", seed=0, return_info=True
         )
     assert info.n_suppressed == n_lonely == len(df) - len(out)
-    expected_index = df.index[info.n_neighbours > 0]
+    expected_index = df.index[info.n_neighbours >= 2]
     assert out.index.equals(expected_index)
     # unselected lonely records are not dropped
     out_half, info_half = resample(
         df, 0.8, weights=WEIGHTS, no_neighbours="suppress", modprop=0.5, selection="exact", seed=0
     )
-    lonely = info_half.n_neighbours == 0
+    lonely = info_half.n_neighbours < 2
     assert len(out_half) == len(df) - int((lonely & info_half.selected).sum())
     assert set(df.index[lonely & ~info_half.selected]) <= set(out_half.index)
+
+
+def pairs_gdf(n_pairs=50):
+    """Pairs of records far apart: each one's only neighbour is its twin; all values distinct."""
+    base = np.arange(n_pairs) * 100.0
+    v = np.concatenate([base, base + 1.0])
+    return gpd.GeoDataFrame(
+        {"age": v + 0.25, "income": v * 10 + 0.5},
+        geometry=gpd.points_from_xy(v, v + 0.75), crs=CRS,
+    )
+
+
+def test_a_record_with_one_neighbour_is_not_copied_from_it():
+    # Matloff & Tendick (min_neighbours=1): every variable of a record with one neighbour comes
+    # from that neighbour, so it is released as an exact copy of another record, location too.
+    gdf = pairs_gdf()
+    n = len(gdf)
+    eps = 0.02  # twins are 0.0014 apart (scaled), pairs 0.14
+    with pytest.warns(PrivacyLeakWarning, match=rf"^{n} of {n} resampled records are an exact "
+                                                r"copy of another original record in all 4 "
+                                                r"resampled variables \(its location included\)"):
+        out, info = neighbour_resample(gdf, eps, include_coordinates=True, min_neighbours=1,
+                                       seed=0, return_info=True)
+    assert info.n_neighbours.tolist() == [1] * n and info.n_without_neighbours == 0
+    assert info.n_whole_copies == n and info.min_neighbours == 1
+    twin = np.r_[np.arange(n // 2, n), np.arange(n // 2)]
+    pd.testing.assert_frame_equal(out.reset_index(drop=True),
+                                  gdf.iloc[twin].reset_index(drop=True))
+    # default min_neighbours=2: not resampled, handled (and counted) as without neighbours
+    match = rf"^{n} of {n} selected records have fewer than min_neighbours=2 other records"
+    with pytest.warns(DataWarning, match=match), warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # no whole copy of another record
+        out, info = neighbour_resample(gdf, eps, include_coordinates=True, seed=0,
+                                       return_info=True)
+    assert info.n_without_neighbours == n and info.n_whole_copies == 0
+    pd.testing.assert_frame_equal(out, gdf)  # released unchanged (keep), as the warning says
+    out, info = resample(gdf, eps, include_coordinates=True, no_neighbours="suppress", seed=0)
+    assert len(out) == 0 and info.n_suppressed == n
+
+
+def test_min_neighbours_raises_the_bar():
+    df = mixed_frame()
+    _, info2 = resample(df, 1.5, weights=WEIGHTS, seed=0)
+    out, info5 = resample(df, 1.5, weights=WEIGHTS, min_neighbours=5, seed=0)
+    np.testing.assert_array_equal(info5.n_neighbours, info2.n_neighbours)
+    few = info5.n_neighbours < 5
+    assert info5.n_without_neighbours == int(few.sum()) > info2.n_without_neighbours
+    pd.testing.assert_frame_equal(out[few], df[few])
+    assert (out[~few][NUMERIC] != df[~few][NUMERIC]).any(axis=1).mean() > 0.8
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        (0, InputError, r"min_neighbours must be an int >= 1, got 0"),
+        (-2, InputError, r"min_neighbours must be an int >= 1"),
+        (True, TypeError, r"min_neighbours must be an int, got bool"),
+        (2.0, TypeError, r"min_neighbours must be an int, got float"),
+        ("2", TypeError, r"min_neighbours must be an int"),
+    ],
+)
+def test_bad_min_neighbours(value, error, match):
+    with pytest.raises(error, match=match):
+        neighbour_resample(mixed_frame(), 1.0, min_neighbours=value)
+
+
+def clusters_gdf(n_clusters, size):
+    """Clusters of ``size`` records far apart, every value distinct: k = size - 1 neighbours."""
+    offsets = np.tile(np.arange(size, dtype=float), n_clusters)
+    centre = np.repeat(np.arange(n_clusters) * 1000.0, size)
+    v = centre + offsets
+    return gpd.GeoDataFrame(
+        {"a": v + 0.1, "b": v + 0.2}, geometry=gpd.points_from_xy(v, v + 0.3), crs=CRS
+    )
+
+
+@pytest.mark.parametrize(("columns", "n_variables"), [([], 2), (["a"], 3)])
+def test_whole_copies_occur_at_rate_k_to_the_one_minus_v(columns, n_variables):
+    # Each of V variables comes from one of k neighbours drawn independently, so a record is an
+    # exact copy of one neighbour with probability k**(1 - V); with V = 2 (coordinates only)
+    # that is the share of released points that are real locations (1/k).
+    k, n_clusters = 3, 600
+    gdf = clusters_gdf(n_clusters, k + 1)
+    n = len(gdf)
+    with pytest.warns(PrivacyLeakWarning, match=rf"of {n} resampled records .* in all "
+                                                rf"{n_variables} resampled variables"):
+        # cluster members are at most 3e-5 apart (scaled), clusters 8e-3
+        out, info = neighbour_resample(gdf[[*columns, "geometry"]], 1e-3, columns=columns,
+                                       include_coordinates=True, seed=7, return_info=True)
+    assert info.n_neighbours.tolist() == [k] * n
+    p = k ** (1 - n_variables)
+    assert binom.ppf(0.0005, n, p) <= info.n_whole_copies <= binom.ppf(0.9995, n, p)
+    # independent count: released rows equal to an original row (every value is distinct, and
+    # a record is never its own neighbour, so such a row copies another record)
+    key = [*columns, "x", "y"]
+    original = gdf.assign(x=gdf.geometry.x, y=gdf.geometry.y)[key]
+    released = out.assign(x=out.geometry.x, y=out.geometry.y)[key]
+    assert len(released.merge(original, on=key)) == info.n_whole_copies
+    if n_variables == 2:
+        real = {(x, y) for x, y in zip(original["x"], original["y"], strict=True)}
+        is_real = [(x, y) in real for x, y in zip(released["x"], released["y"], strict=True)]
+        assert sum(is_real) == info.n_whole_copies
+
+
+def test_whole_copies_count_twins_and_a_single_variable_does_not_warn():
+    # records identical in every variable are one point: drawing a from one twin and b from the
+    # other copies them as surely as drawing both from one
+    df = pd.DataFrame({"a": [0.0, 0.0, 0.0, 100.0, 100.0, 100.0],
+                       "b": [5.0, 5.0, 5.0, 9.0, 9.0, 9.0]})
+    with pytest.warns(PrivacyLeakWarning, match=r"^6 of 6 resampled records"):
+        _, info = neighbour_resample(df, 0.5, seed=0, return_info=True)
+    assert info.n_whole_copies == 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # one variable: that is the method
+        _, info = resample(mixed_frame(), 0.3, columns=["age"], seed=0)
+    n_resampled = int((info.n_neighbours >= 2).sum())
+    assert info.n_whole_copies == n_resampled > 0
 
 
 def test_no_warning_when_every_selected_record_has_neighbours():
@@ -418,7 +545,7 @@ def test_include_coordinates_points_within_eps_of_replaced_record(search_path):
     assert out.geometry.name == "location" and out.crs == gdf.crs
     assert out.index.equals(gdf.index)
     np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
-    movers = np.flatnonzero(info.n_neighbours > 0)
+    movers = np.flatnonzero(info.n_neighbours >= 2)
     x0, y0 = gdf.geometry.x.to_numpy(), gdf.geometry.y.to_numpy()
     x1, y1 = out.geometry.x.to_numpy(), out.geometry.y.to_numpy()
     assert comes_from_neighbour(x0, x1, neighbours, movers).all()
@@ -469,7 +596,8 @@ def test_info_fields():
     out, info = resample(df, 1.0, modprop=0.5, selection="exact", weights=WEIGHTS, seed=0)
     assert isinstance(info, NeighbourResampleInfo)
     assert info.n_records == 300 and info.n_selected == 150
-    assert info.n_without_neighbours == int((info.selected & (info.n_neighbours == 0)).sum())
+    assert info.n_without_neighbours == int((info.selected & (info.n_neighbours < 2)).sum())
+    assert info.min_neighbours == 2
     assert info.mean_neighbours == pytest.approx(info.n_neighbours.mean())
     assert info.n_neighbours.dtype == np.int64
     with pytest.raises(ValueError, match="read-only"):
@@ -631,7 +759,7 @@ def test_unsupported_dtype():
     match = r"column 'when' has dtype datetime64.*leave it out of columns="
     with pytest.raises(InputError, match=match):
         neighbour_resample(df, 1.0)
-    neighbour_resample(df, 100.0, columns=["age", "sex"], seed=0)
+    resample(df, 100.0, columns=["age", "sex"], seed=0)
 
 
 def test_geometry_column_in_columns():
