@@ -236,6 +236,10 @@ def check_int(
     return int(value)
 
 
+#: The most chains of one sampler run (a fit, a posterior): each has its own random stream and
+#: draws, and more than this (a thousand times the cores of a large server) is a typo; 1e11
+#: hung while making streams.
+MAX_CHAINS = 1024
 #: The most releases ``m`` of one call: each is a full copy of the data (m = 10⁹ of the Naive
 #: method ran for weeks); multiple-imputation inference needs tens.
 MAX_RELEASES = 10_000

@@ -76,10 +76,9 @@ def parse_grid_spec(spec: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-#: geosynth.model.fit.MAX_CHAINS, spelled out: importing the model would load numba with the CLI
-#: (a test holds the two equal).
+#: geosynth._validation.MAX_CHAINS and MAX_RELEASES, spelled out: importing them would load
+#: NumPy with the CLI (a test holds them equal).
 MAX_CHAINS = 1024
-#: geosynth._validation.MAX_RELEASES, spelled out: importing it would load NumPy with the CLI.
 MAX_RELEASES = 10_000
 
 

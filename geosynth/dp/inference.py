@@ -156,7 +156,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import check_seed
-from geosynth._validation import check_int, check_probability
+from geosynth._validation import MAX_CHAINS, check_int, check_probability
 from geosynth.dp import inference_kernels as kernels
 from geosynth.dp.synthesizers import check_alpha, check_counts
 from geosynth.errors import InputError, MemoryLimitError
@@ -165,6 +165,7 @@ from geosynth.samplers.rng import make_streams
 __all__ = [
     "METHODS",
     "MAX_TABLE_BYTES",
+    "MAX_DRAW_BYTES",
     "CharestPosterior",
     "CharestMoments",
     "charest_posterior",
@@ -174,6 +175,9 @@ __all__ = [
 METHODS = ("auto", "exact", "mh", "gibbs", "mhl", "adaptive")
 #: Largest release table (k × (n + 1) float64) a posterior is computed with: 2 GiB.
 MAX_TABLE_BYTES = 2**31
+#: Largest set of draws (chains × kept draws × k, an int64 count and a float64 proportion
+#: each) a posterior returns: 2 GiB. n_iter=10**15 asked numpy for 14 PiB.
+MAX_DRAW_BYTES = 2**31
 EXACT_AUTO_LIMIT = 5e8  # k·(n+1)² above which "auto" switches from "exact" to "mh"
 CDF_TABLE_LIMIT = 2**22  # entries of the (k-1, n+1, n+1) table that speeds up "exact" (32 MiB)
 MHL_DEFAULT_STEP = 11  # Marcolin (2018, §3.1.1): L = 11 gives ~46% acceptance
@@ -618,7 +622,10 @@ def charest_posterior(
         sum to ``n_synth``; fewer than two categories; non-positive ``n``, ``n_synth``,
         ``alpha`` or ``prior``, or a per-category value of the wrong length; an unknown method,
         or ``"gibbs"``/``"mhl"`` with ``k > 2``; ``burn_in >= n_iter``, ``thin < 1``,
-        ``chains < 1``, ``step < 1``.
+        ``chains`` outside 1 to 1,024, ``step < 1``.
+    geosynth.errors.MemoryLimitError
+        The draws would take more than :data:`MAX_DRAW_BYTES`, or the release table more than
+        :data:`MAX_TABLE_BYTES`.
 
     Examples
     --------
@@ -635,6 +642,8 @@ def charest_posterior(
     burn_in = check_int(burn_in, "burn_in", 0)
     thin = check_int(thin, "thin")
     chains = check_int(chains, "chains")
+    if chains > MAX_CHAINS:  # 10**12 made streams until the memory ran out
+        raise InputError(f"chains must be at most {MAX_CHAINS:,}, got {chains:,}")
     if burn_in >= n_iter:
         raise InputError(
             f"burn_in={burn_in} must be smaller than n_iter={n_iter} (n_iter counts the burn-in)"
@@ -645,6 +654,14 @@ def charest_posterior(
     k = problem.tables.shape[1]
     method = _resolve_method(method, k, problem.n)
     n_keep = len(range(burn_in, n_iter, thin))
+    draw_bytes = 16 * chains * n_keep * k
+    if draw_bytes > MAX_DRAW_BYTES:
+        raise MemoryLimitError(
+            f"{chains} chain(s) x {n_keep:,} kept draws x {k} categories need "
+            f"{draw_bytes / 2**30:.3g} GiB of draws, more than "
+            f"geosynth.dp.inference.MAX_DRAW_BYTES ({MAX_DRAW_BYTES / 2**30:g} GiB); lower "
+            "n_iter or chains, or raise thin"
+        )
     streams = make_streams(seed, chains)
     x_all = np.empty((chains, n_keep, k), dtype=np.int64)
     p_all = np.empty((chains, n_keep, k), dtype=np.float64)

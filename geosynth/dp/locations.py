@@ -109,6 +109,8 @@ if TYPE_CHECKING:
 __all__ = [
     "NoisyCounts",
     "NoiseAwareDraws",
+    "NEARLY_EXACT_SHARE",
+    "neighbour_sensitivity",
     "DPRelease",
     "dp_counts",
     "dp_synthesize",
@@ -141,6 +143,9 @@ MAX_NOISE_SECONDS = 3600.0
 _NOISE_SLOWDOWN = 10.0
 # The mostly-noise warning compares b with max(T̃ − 2σ, 0) / G, a ~97.7% lower bound.
 _MOSTLY_NOISE_SDS = 2.0
+#: dp_counts warns when a count is published exactly (noise 0) with at least this probability,
+#: ``tanh(ε / 2Δ)`` for the two-sided geometric mechanism: from ε/Δ ≈ 7.6 on.
+NEARLY_EXACT_SHARE = 0.999
 # Cost of one enumeration of a latent count (latent_log_marginal / draw_latent_count), twice
 # what the Zen 5 benchmark machine measured (2026-11-29, λ from 1 to 1e10, b from 1 to 1e6):
 # 40-56 ns, and 16-23 ns per unit of sqrt(λ) where the noise lets the walk reach it.
@@ -302,6 +307,10 @@ def dp_counts(
     geosynth.errors.DataWarning
         The noise scale exceeds the records of a typical lattice cell (a lower bound of the
         mean from the noisy total): the release will be mostly noise.
+    geosynth.errors.PrivacyLeakWarning
+        ε is so large that a count is published exactly with probability at least
+        :data:`NEARLY_EXACT_SHARE` (ε/Δ above about 7.6): the release is the exact table in all
+        but name.
     """
     if not isinstance(counts, CellCounts):
         raise InputError(f"counts must be the CellCounts of geosynth.prepare, got "
@@ -312,12 +321,10 @@ def dp_counts(
             "continuous values needs clamping bounds and its own noisy sums, which geosynth "
             "does not provide yet; prepare the counts without continuous= for a DP release"
         )
-    if neighbours not in _NEIGHBOURS:
-        raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")
+    sensitivity = neighbour_sensitivity(neighbours)
     check_public_lattice(counts.grid, "dp_counts")
     domain = public_domain(counts, levels)
     table, combos = full_table(counts, domain)
-    sensitivity = _NEIGHBOURS[neighbours]
     noisy = geometric(table, sensitivity=sensitivity, epsilon=epsilon, seed=seed,
                       accountant=accountant, label="dp_counts")
     noisy = np.asarray(noisy, dtype=np.int64).reshape(table.shape)
@@ -328,6 +335,7 @@ def dp_counts(
         ledger=None if accountant is None else accountant.to_dict(), noise=noise_source(seed),
     )
     _warn_if_mostly_noise(result)
+    _warn_if_nearly_exact(result)
     return result
 
 
@@ -353,6 +361,27 @@ def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:
         f"{noisy.n_cells} cells): the counts, and every release drawn from them, will be mostly "
         f"noise. Use {larger}, a coarser lattice or fewer attributes",
         DataWarning, stacklevel=3,
+    )
+
+
+def _warn_if_nearly_exact(noisy: NoisyCounts) -> None:
+    """PrivacyLeakWarning when ε is so large that nearly every count is published exactly.
+
+    A count gets noise 0 with probability ``(1 − α)/(1 + α) = tanh(ε / 2Δ)``, ``α = e^{−ε/Δ}``
+    (public: it depends on ε and the sensitivity only). ε = 1e300 published the exact table,
+    labelled ε-DP, without a word.
+    """
+    exact = math.tanh(noisy.epsilon / (2.0 * noisy.sensitivity))
+    if exact < NEARLY_EXACT_SHARE:
+        return
+    expected = (1.0 - exact) * noisy.counts.size
+    warnings.warn(
+        f"dp_counts: epsilon={noisy.epsilon:g} (sensitivity {noisy.sensitivity}) leaves each "
+        f"count exact with probability {exact:.6g}: about {expected:.3g} of the "
+        f"{noisy.counts.size:,} counts get any noise, so the release is the exact table in all "
+        "but name. Use a smaller epsilon: below "
+        f"{2.0 * noisy.sensitivity * math.atanh(0.5):.3g} most counts get noise",
+        PrivacyLeakWarning, stacklevel=3,
     )
 
 
@@ -723,6 +752,29 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds / 86400:,.0f} days"
 
 
+def neighbour_sensitivity(neighbours: Any) -> int:
+    """Return the L1 sensitivity of a count table under the relation ``neighbours``.
+
+    Parameters
+    ----------
+    neighbours : {"add-remove", "replace"}
+        Neighbouring datasets differ by one record added or removed (1), or one record replaced
+        (2: one count down, another up).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Any other value (a list included).
+    """
+    if not isinstance(neighbours, str) or neighbours not in _NEIGHBOURS:
+        raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")
+    return _NEIGHBOURS[neighbours]
+
+
 def _check_run(n_iter: Any, chains: Any) -> tuple[int, int]:
     """Sweeps (for the small-ε check: :data:`AUTO_SWEEPS` for ``"auto"``) and chains."""
     if isinstance(n_iter, str) and n_iter == "auto":
@@ -730,7 +782,8 @@ def _check_run(n_iter: Any, chains: Any) -> tuple[int, int]:
     for name, value in (("n_iter", n_iter), ("chains", chains)):
         if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral) \
                 or value < 1:
-            raise InputError(f"{name} must be an int >= 1 or 'auto', got {value!r}")
+            also = " or 'auto'" if name == "n_iter" else ""
+            raise InputError(f"{name} must be an int >= 1{also}, got {value!r}")
     return int(n_iter), int(chains)
 
 
@@ -1003,14 +1056,13 @@ def dp_release(
     if not isinstance(counts, CellCounts):
         raise InputError(f"counts must be the CellCounts of geosynth.prepare, got "
                          f"{type(counts).__name__}")
-    if neighbours not in _NEIGHBOURS:
-        raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")
+    sensitivity = neighbour_sensitivity(neighbours)
     public_domain(counts, levels, where="dp_release")
     m = check_m(m)
     n_public, max_records, max_bytes = _check_size_options(n_public, max_records, max_bytes)
     n_iter_checked, chains_checked = _check_run(n_iter, chains)
     _check_small_epsilon(
-        epsilon=float(epsilon), sensitivity=_NEIGHBOURS[neighbours], n_cells=counts.n_cells,
+        epsilon=float(epsilon), sensitivity=sensitivity, n_cells=counts.n_cells,
         n_combos=counts.n_combos, n_attributes=len(counts.attributes), m=m,
         n_iter=n_iter_checked, chains=chains_checked, n_public=n_public,
         max_records=max_records, max_bytes=max_bytes,

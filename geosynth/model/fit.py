@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from geosynth._validation import check_bool, is_integer
+from geosynth._validation import MAX_CHAINS, check_bool, is_integer
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
 from geosynth.model.coarse import coarse_aggregates
@@ -81,9 +81,6 @@ _SAMPLERS = ("gibbs", "block", "mh")
 #: The longest fixed run: a billion sweeps take weeks even on the smallest lattice (over 1 µs a
 #: sweep), so a larger ``n_iter`` is a typo, refused before any work.
 MAX_SWEEPS = 10**9
-#: The most chains of one fit: each has its own random stream and draws, and more than this
-#: (a thousand times the cores of a large server) is a typo; 1e11 hung while making streams.
-MAX_CHAINS = 1024
 
 
 class PaivaModel:

@@ -143,12 +143,12 @@ def test_bad_input_exits_2_with_a_message(inputs, tmp_path, args, fragments):
 
 
 def test_the_cli_caps_options_as_the_library_does():
+    from geosynth._validation import MAX_CHAINS as MODEL_MAX_CHAINS
     from geosynth._validation import MAX_RELEASES
     from geosynth.cli.options import MAX_CHAINS
     from geosynth.cli.options import MAX_RELEASES as CLI_MAX_RELEASES
     from geosynth.datasets import MAX_RECORDS
     from geosynth.metrics.utility import MAX_QUADRANTS
-    from geosynth.model.fit import MAX_CHAINS as MODEL_MAX_CHAINS
 
     assert MAX_CHAINS == MODEL_MAX_CHAINS and CLI_MAX_RELEASES == MAX_RELEASES
     caps = {(command, p.name): p.type.max for command in ("demo", "tune", "release")

@@ -550,6 +550,7 @@ def test_variance_matches_exact_moments():
         (dict(burn_in=-1), InputError, "burn_in must be an int >= 0"),
         (dict(thin=0), InputError, "thin must be an int >= 1"),
         (dict(chains=0), InputError, "chains must be an int >= 1"),
+        (dict(chains=10**12), InputError, "chains must be at most 1,024"),  # ran out of memory
         (dict(step=0), InputError, "step must be an int >= 1"),
         (dict(seed="abc"), TypeError, "seed must be"),
         (dict(n_iter=2.5), TypeError, "n_iter must be an int"),
@@ -568,6 +569,16 @@ def test_a_table_beyond_the_memory_limit_is_refused_before_allocating():
         with pytest.raises(MemoryLimitError, match=r"n=10,000,000,000 with k=2 categories "
                                                    r"needs a table of 149.0 GiB"):
             call([3, 6], n=10**10, n_synth=10, alpha=BIN_ALPHA)
+
+
+def test_draws_beyond_the_memory_limit_are_refused_before_allocating():
+    # n_iter = 10^15: numpy's "Unable to allocate 14.2 PiB" before
+    with pytest.raises(MemoryLimitError, match=r"1 chain\(s\) x 1,000,000,000,000,000 kept draws "
+                                               r"x 2 categories need .* lower n_iter or chains"):
+        charest_posterior([3, 6], n=10, n_synth=10, alpha=BIN_ALPHA, n_iter=10**15, burn_in=0)
+    with pytest.raises(MemoryLimitError, match=r"1024 chain\(s\) x 1,000,000 kept draws"):
+        charest_posterior([3, 6], n=10, n_synth=10, alpha=BIN_ALPHA, n_iter=10**6, burn_in=0,
+                          chains=1024)
 
 
 def test_binary_methods_refuse_categorical_tables():

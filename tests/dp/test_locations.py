@@ -62,12 +62,39 @@ def test_dp_counts_replace_neighbours_double_the_scale(scenario_counts):
     assert noisy.noise_scale == pytest.approx(1.0)
 
 
+def test_an_epsilon_that_leaves_the_counts_exact_is_warned_about(scenario_counts):
+    # epsilon=1e300 published the exact table, labelled epsilon-DP, without a word
+    _, counts = scenario_counts
+    with pytest.warns(PrivacyLeakWarning, match=r"epsilon=1e\+300 \(sensitivity 1\) leaves "
+                                                r"each count exact with probability 1: about 0 "
+                                                r"of the .* but name"):
+        noisy = dp_counts(counts, 1e300, levels=LEVELS)
+    assert noisy.counts.sum() == counts.counts.sum()  # not one count got noise
+    # tanh(eps / 2): 0.99818 at 7 (no warning), 0.99909 at 7.7; replace-one halves the ratio
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        dp_counts(counts, 7.0, levels=LEVELS)
+    with pytest.warns(PrivacyLeakWarning, match="leaves each count exact with probability 0.999"):
+        dp_counts(counts, 7.7, levels=LEVELS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        dp_counts(counts, 7.7, levels=LEVELS, neighbours="replace")
+
+
 def test_dp_counts_validation(scenario_counts):
     scenario, counts = scenario_counts
     with pytest.raises(InputError, match="levels differ from the domain the counts were prepared"):
         dp_counts(counts, 1.0, levels={"y": [0], "x1": [1, 2]})
     with pytest.raises(InputError, match="neighbours"):
         dp_counts(counts, 1.0, levels=LEVELS, neighbours="swap")
+    for unhashable in (["replace"], {"a": 1}):  # a bare "unhashable type" TypeError
+        with pytest.raises(InputError, match=r"neighbours must be 'add-remove' or 'replace', "
+                                             r"got [\[{]"):
+            dp_counts(counts, 1.0, levels=LEVELS, neighbours=unhashable)
+        with pytest.raises(InputError, match=r"neighbours must be 'add-remove' or 'replace'"):
+            dp_release(counts, 1.0, levels=LEVELS, neighbours=unhashable)
+    with pytest.raises(InputError, match=r"^chains must be an int >= 1, got 'auto'$"):
+        dp_release(counts, 1.0, levels=LEVELS, chains="auto")  # offered 'auto' before
     # a level twice (1 and 1.0 are one level) would add a combination of pure noise
     for twice in ([0, 0, 1], [0, 1, 1.0]):
         with pytest.raises(InputError, match=r"levels\['y'\] lists \['(0|1\.0)'\] more than once"):
