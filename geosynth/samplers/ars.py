@@ -26,6 +26,7 @@ from numba import njit
 
 from geosynth.samplers.family import (
     MODE_TOLERANCE,
+    STATUS_BAD_ARRAYS,
     STATUS_IMPROPER,
     STATUS_INVALID,
     STATUS_MODE_FAILED,
@@ -185,6 +186,12 @@ def _initial_abscissae(x0, a, w, z, m, q, work):
     return 3, STATUS_OK
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _arrays_fit(state, work):
+    """Whether ``state`` and ``work`` are large enough for the kernels' unchecked indexing."""
+    return state.shape[0] >= 4 and work.shape[0] >= 5 and work.shape[1] >= MAX_ABSCISSAE
+
+
 @njit(cache=True, error_model="numpy")
 def ars_draw(x0, a, w, z, m, q, state, work):
     """Draw one value from the family by adaptive rejection sampling.
@@ -209,8 +216,12 @@ def ars_draw(x0, a, w, z, m, q, state, work):
     x : float
         The draw (NaN when ``status`` is not STATUS_OK).
     status : int
-        A ``STATUS_*`` code of :mod:`geosynth.samplers.family`.
+        A ``STATUS_*`` code of :mod:`geosynth.samplers.family`: STATUS_BAD_ARRAYS when
+        ``state``, ``work``, ``w`` or ``z`` has the wrong shape (numba does not check indices,
+        so a smaller array would be written past its end).
     """
+    if not _arrays_fit(state, work):
+        return math.nan, STATUS_BAD_ARRAYS
     status = check_family(a, w, z, m, q)
     if status != STATUS_OK:
         return math.nan, status
@@ -282,6 +293,8 @@ def ars_sample(size, a, w, z, m, q, state):
         A ``STATUS_*`` code of :mod:`geosynth.samplers.family`.
     """
     out = np.empty(size, dtype=np.float64)
+    if state.shape[0] < 4:
+        return out[:0], STATUS_BAD_ARRAYS
     status = check_family(a, w, z, m, q)
     if status != STATUS_OK:
         return out[:0], status

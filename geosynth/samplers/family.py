@@ -27,6 +27,7 @@ __all__ = [
     "STATUS_MODE_FAILED",
     "STATUS_TOO_MANY_REJECTIONS",
     "STATUS_SLICE_BUDGET",
+    "STATUS_BAD_ARRAYS",
     "STATUS_MESSAGES",
     "check_family",
     "log_density",
@@ -42,6 +43,7 @@ STATUS_IMPROPER = 2
 STATUS_MODE_FAILED = 3
 STATUS_TOO_MANY_REJECTIONS = 4
 STATUS_SLICE_BUDGET = 5
+STATUS_BAD_ARRAYS = 6
 
 STATUS_MESSAGES = {
     STATUS_INVALID: "a, m and q must be finite, q >= 0, and every w_j finite and >= 0 with z_j "
@@ -53,6 +55,9 @@ STATUS_MESSAGES = {
     "(extreme a, w or z)",
     STATUS_TOO_MANY_REJECTIONS: "adaptive rejection sampling exceeded its rejection budget",
     STATUS_SLICE_BUDGET: "slice sampling exceeded its shrinkage budget",
+    STATUS_BAD_ARRAYS: "an array argument has the wrong shape: w and z must have the same length, "
+    "state must be a uint64 row of length 4 (make_streams) and work a (5, MAX_ABSCISSAE) array "
+    "(new_workspace)",
 }
 
 _MAX_BRACKET_STEPS = 200
@@ -80,9 +85,12 @@ def check_family(a, w, z, m, q):
     Returns
     -------
     int
-        STATUS_OK; STATUS_INVALID for a non-finite value, ``q < 0`` or some ``w_j < 0``;
-        STATUS_IMPROPER when ``q = 0`` and the density does not vanish in both tails.
+        STATUS_OK; STATUS_BAD_ARRAYS when ``w`` and ``z`` differ in length; STATUS_INVALID
+        for a non-finite value, ``q < 0`` or some ``w_j < 0``; STATUS_IMPROPER when ``q = 0``
+        and the density does not vanish in both tails.
     """
+    if z.shape[0] != w.shape[0]:  # the kernels read z[j] for every j of w, unchecked
+        return STATUS_BAD_ARRAYS
     if not (math.isfinite(a) and math.isfinite(m) and math.isfinite(q)) or q < 0.0:
         return STATUS_INVALID
     right_vanishes = a < 0.0

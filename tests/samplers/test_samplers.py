@@ -9,9 +9,9 @@ from scipy import integrate, stats
 from scipy.stats import sampling
 
 from geosynth.errors import InputError, SamplerError
-from geosynth.samplers import log_density, make_streams, sample_conditional
+from geosynth.samplers import ars_draw, log_density, make_streams, sample_conditional
 from geosynth.samplers.ars import ars_draw_single
-from geosynth.samplers.family import find_mode
+from geosynth.samplers.family import STATUS_BAD_ARRAYS, STATUS_MESSAGES, find_mode
 
 N_DRAWS = 20_000
 P_MIN = 0.001
@@ -176,3 +176,21 @@ def test_one_term_ars_reports_bad_densities(args, status):
     state = make_streams(1, 1)[0]
     x, code = ars_draw_single(0.0, *args, state)
     assert code == status and math.isnan(x)
+
+
+@pytest.mark.parametrize(
+    ("w", "z", "state", "work"),
+    [
+        ([1.0], [1.0], make_streams(1, 1)[0], np.full((5, 3), 7.0)),  # too few abscissae
+        ([1.0], [1.0], make_streams(1, 1)[0], np.full((4, 24), 7.0)),  # too few rows
+        ([1.0], [1.0], make_streams(1, 1)[0][:2], np.full((5, 24), 7.0)),  # short stream
+        ([1.0, 1.0], [1.0], make_streams(1, 1)[0], np.full((5, 24), 7.0)),  # z shorter than w
+    ],
+)
+def test_ars_draw_refuses_wrong_array_shapes(w, z, state, work):
+    """Numba does not check indices: a small array would be written past its end."""
+    before = work.copy()
+    x, status = ars_draw(0.0, 3.0, np.array(w), np.array(z), 0.0, 1.0, state, work)
+    assert status == STATUS_BAD_ARRAYS and math.isnan(x)
+    np.testing.assert_array_equal(work, before)
+    assert "wrong shape" in STATUS_MESSAGES[status]
