@@ -60,7 +60,7 @@ from geosynth.samplers.rng import (
     ziggurat_finish,
     ziggurat_layer,
 )
-from geosynth.samplers.slice import slice_step
+from geosynth.samplers.slice import slice_step_unchecked
 from geosynth.samplers.tangent import gaussian_tangent_try, tangent_centre, tangent_draw
 
 __all__ = [
@@ -428,7 +428,7 @@ def draw_beta_cell(beta, i, zbar, czbar_i, m, q, slice_sampler, eta, expeta, rng
         zbuf[b] = zbar[i, b]
         wbuf[b] = math.exp(eta[i, b] - x * zbar[i, b])
     if slice_sampler:
-        new, status = slice_step(x, czbar_i, wbuf[:B], zbuf[:B], m, q, rng)
+        new, status = slice_step_unchecked(x, czbar_i, wbuf[:B], zbuf[:B], m, q, rng)
     else:
         new, status = ars_draw(x, czbar_i, wbuf[:B], zbuf[:B], m, q, rng, work)
     if status != STATUS_OK:

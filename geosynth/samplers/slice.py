@@ -26,6 +26,8 @@ import numpy as np
 from numba import njit
 
 from geosynth.samplers.family import (
+    STATUS_BAD_ARRAYS,
+    STATUS_INVALID,
     STATUS_OK,
     STATUS_SLICE_BUDGET,
     check_family,
@@ -35,7 +37,15 @@ from geosynth.samplers.family import (
 )
 from geosynth.samplers.rng import standard_exponential, uniform
 
-__all__ = ["WIDTH_FACTOR", "MAX_STEP_OUT", "MAX_SHRINK", "BURN_IN", "slice_step", "slice_sample"]
+__all__ = [
+    "WIDTH_FACTOR",
+    "MAX_STEP_OUT",
+    "MAX_SHRINK",
+    "BURN_IN",
+    "slice_step",
+    "slice_step_unchecked",
+    "slice_sample",
+]
 
 WIDTH_FACTOR = 2.0
 MAX_STEP_OUT = 32
@@ -45,7 +55,7 @@ BURN_IN = 20
 
 @njit(cache=True, error_model="numpy")
 def slice_step(x0, a, w, z, m, q, state):
-    """One slice-sampling transition from ``x0``.
+    """One slice-sampling transition from ``x0``, after checking the density and the arrays.
 
     Parameters
     ----------
@@ -61,6 +71,40 @@ def slice_step(x0, a, w, z, m, q, state):
     x : float
         The next state of the chain (``x0`` itself when ``status`` is not STATUS_OK).
     status : int
+        A ``STATUS_*`` code of :mod:`geosynth.samplers.family`, as :func:`~.ars.ars_draw`
+        returns for the same density (:func:`~.family.check_family`); STATUS_INVALID also
+        when the log density at ``x0`` is not finite, STATUS_BAD_ARRAYS for a short ``state``.
+    """
+    if state.shape[0] < 4:
+        return x0, STATUS_BAD_ARRAYS
+    status = check_family(a, w, z, m, q)
+    if status != STATUS_OK:
+        return x0, status
+    if not math.isfinite(log_density(x0, a, w, z, m, q)):
+        return x0, STATUS_INVALID
+    return slice_step_unchecked(x0, a, w, z, m, q, state)
+
+
+@njit(cache=True, error_model="numpy")
+def slice_step_unchecked(x0, a, w, z, m, q, state):
+    """:func:`slice_step` without its checks, for callers that validated the density.
+
+    The Gibbs engine (:func:`geosynth.model.conditionals.draw_beta_cell`) and
+    :func:`slice_sample` call it once per transition on densities that are valid by
+    construction; a non-log-concave (some ``w_j < 0``) or improper (``q < 0``) density would
+    be drawn from silently here.
+
+    Parameters
+    ----------
+    x0, a, w, z, m, q, state
+        As in :func:`slice_step`.
+
+    Returns
+    -------
+    x : float
+        The next state of the chain (``x0`` itself when ``status`` is not STATUS_OK).
+    status : int
+        STATUS_OK or STATUS_SLICE_BUDGET.
     """
     h0, _, d2h = log_density_derivatives(x0, a, w, z, m, q)
     log_y = h0 - standard_exponential(state)
@@ -114,6 +158,8 @@ def slice_sample(size, a, w, z, m, q, state, thin):
         A ``STATUS_*`` code of :mod:`geosynth.samplers.family`.
     """
     out = np.empty(size, dtype=np.float64)
+    if state.shape[0] < 4:
+        return out[:0], STATUS_BAD_ARRAYS
     status = check_family(a, w, z, m, q)
     if status != STATUS_OK:
         return out[:0], status
@@ -121,12 +167,12 @@ def slice_sample(size, a, w, z, m, q, state, thin):
     if status != STATUS_OK:
         return out[:0], status
     for _ in range(BURN_IN):
-        x, status = slice_step(x, a, w, z, m, q, state)
+        x, status = slice_step_unchecked(x, a, w, z, m, q, state)
         if status != STATUS_OK:
             return out[:0], status
     for i in range(size):
         for _ in range(thin):
-            x, status = slice_step(x, a, w, z, m, q, state)
+            x, status = slice_step_unchecked(x, a, w, z, m, q, state)
             if status != STATUS_OK:
                 return out[:i], status
         out[i] = x

@@ -9,9 +9,23 @@ from scipy import integrate, stats
 from scipy.stats import sampling
 
 from geosynth.errors import InputError, SamplerError
-from geosynth.samplers import ars_draw, log_density, make_streams, sample_conditional
+from geosynth.samplers import (
+    ars_draw,
+    log_density,
+    make_streams,
+    new_workspace,
+    sample_conditional,
+    slice_step,
+)
 from geosynth.samplers.ars import ars_draw_single
-from geosynth.samplers.family import STATUS_BAD_ARRAYS, STATUS_MESSAGES, find_mode
+from geosynth.samplers.family import (
+    STATUS_BAD_ARRAYS,
+    STATUS_IMPROPER,
+    STATUS_INVALID,
+    STATUS_MESSAGES,
+    STATUS_OK,
+    find_mode,
+)
 
 N_DRAWS = 20_000
 P_MIN = 0.001
@@ -194,3 +208,36 @@ def test_ars_draw_refuses_wrong_array_shapes(w, z, state, work):
     assert status == STATUS_BAD_ARRAYS and math.isnan(x)
     np.testing.assert_array_equal(work, before)
     assert "wrong shape" in STATUS_MESSAGES[status]
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        ((0.0, [-1.0], [1.0], 0.0, 1.0), STATUS_INVALID),  # not log-concave
+        ((0.0, [], [], 0.0, -1.0), STATUS_INVALID),  # q < 0: improper
+        ((math.nan, [1.0], [1.0], 0.0, 1.0), STATUS_INVALID),
+        ((1.0, [1.0], [math.inf], 0.0, 1.0), STATUS_INVALID),
+        ((5.0, [1.0], [-1.0], 0.0, 0.0), STATUS_IMPROPER),
+        ((1.0, [1.0, 1.0], [1.0], 0.0, 1.0), STATUS_BAD_ARRAYS),
+    ],
+)
+def test_slice_step_validates_like_ars_draw(args, status):
+    a, w, z, m, q = args
+    w, z = np.array(w, dtype=float), np.array(z, dtype=float)
+    state = make_streams(1, 1)[0]
+    before = state.copy()
+    x, code = slice_step(0.25, a, w, z, m, q, state)
+    assert code == status and x == 0.25
+    np.testing.assert_array_equal(state, before)  # refused before any draw
+    if w.shape == z.shape:
+        assert ars_draw(0.25, a, w, z, m, q, state, new_workspace())[1] == status
+
+
+def test_slice_step_refuses_a_state_outside_the_support():
+    w, z = np.array([1.0]), np.array([1.0])
+    state = make_streams(1, 1)[0]
+    for x0 in (math.nan, math.inf, 1e6):  # h(1e6) = -inf: e^x overflows
+        assert slice_step(x0, 1.0, w, z, 0.0, 1.0, state)[1] == STATUS_INVALID
+    assert slice_step(0.0, 1.0, w, z, 0.0, 1.0, state[:3])[1] == STATUS_BAD_ARRAYS
+    x, code = slice_step(0.0, 1.0, w, z, 0.0, 1.0, state)
+    assert code == STATUS_OK and math.isfinite(x) and x != 0.0
