@@ -11,7 +11,11 @@ One call is one Markov transition ``x0 → x1`` that leaves the target density i
 4. shrink towards ``x0`` until a point inside the slice is found.
 
 The width comes from the curvature at the current point, ``w = width_factor/√(−h''(x0))``, so
-the interval adapts to the scale of the conditional without tuning.
+the interval adapts to the scale of the conditional without tuning; where ``h''(x0)`` is exactly
+0 (``q = 0`` and every exponential term underflowed, a pure ``e^{a x}`` tail) it comes from the
+slope, ``width_factor/|h'(x0)|``. Where the curvature is tiny but not 0 the width can be
+enormous; shrinkage halves it about once per rejected point, so :data:`MAX_SHRINK` allows
+enough of them to come down from any width a double can hold.
 
 The sampler works on the whole real line. Nunes (2018, §2.2.1, eqs. 2.25–2.26) moved β to a logit
 scale only because the slice sampler used there (R's MfUSampler) needed a bounded support; ours
@@ -49,8 +53,25 @@ __all__ = [
 
 WIDTH_FACTOR = 2.0
 MAX_STEP_OUT = 32
-MAX_SHRINK = 200
+MAX_SHRINK = 2000  # ~1,500 halvings span the doubles; a rare path (200 failed, a = 1e-6)
 BURN_IN = 20
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _width(dh, d2h):
+    """Width of the initial interval from ``h'`` and ``h''`` at the current point.
+
+    ``WIDTH_FACTOR/√(−h'')`` wherever the density is curved. ``h''`` is exactly 0 only with
+    ``q = 0`` where every ``e^{z_j x}`` term has underflowed: the density is ``e^{a x}`` there,
+    an exponential tail of scale ``1/|h'|``, which may be far wider than any fixed width (with
+    ``a = 1e-6`` the target's sd is 1e6 and 32 step-outs of width 2 cross 64 of it). The width
+    sets the scale of the stepping out (Neal 2003, §4.1), so it must match the target's.
+    """
+    if d2h < 0.0:
+        return WIDTH_FACTOR / math.sqrt(-d2h)
+    if dh != 0.0 and math.isfinite(dh):
+        return WIDTH_FACTOR / abs(dh)
+    return WIDTH_FACTOR
 
 
 @njit(cache=True, error_model="numpy")
@@ -106,9 +127,9 @@ def slice_step_unchecked(x0, a, w, z, m, q, state):
     status : int
         STATUS_OK or STATUS_SLICE_BUDGET.
     """
-    h0, _, d2h = log_density_derivatives(x0, a, w, z, m, q)
+    h0, dh, d2h = log_density_derivatives(x0, a, w, z, m, q)
     log_y = h0 - standard_exponential(state)
-    width = WIDTH_FACTOR / math.sqrt(-d2h) if d2h < 0.0 else WIDTH_FACTOR
+    width = _width(dh, d2h)
     left = x0 - width * uniform(state)
     right = left + width
     steps_left = int(MAX_STEP_OUT * uniform(state))
