@@ -147,7 +147,8 @@ def tangent_draw(x0, a, wex, m, q, state):
     a : float
         Linear coefficient (a count, or a sum of counts).
     wex : float
-        ``W·e^{x0}`` (``>= 0``).
+        ``W·e^{x0}`` (``>= 0``); 0 is taken as ``W = 0`` (a caller's ``exp(η)`` that
+        underflowed is 0 in its sums too), so with ``q = 0`` the density is then improper.
     m, q : float
         Prior mean and precision (``q >= 0``).
     state : numpy.ndarray of uint64, shape (4,)
@@ -164,7 +165,7 @@ def tangent_draw(x0, a, wex, m, q, state):
         A ``STATUS_*`` code of :mod:`geosynth.samplers.family` (the fallback validates input).
     """
     if math.isfinite(q) and math.isfinite(x0) and math.isfinite(wex):
-        if 0.0 <= wex <= TANGENT_MAX_RATIO * q:
+        if 0.0 <= wex <= TANGENT_MAX_RATIO * q and q > 0.0:
             centre, sd = tangent_centre(a, wex, m, q)
             for _ in range(TANGENT_TRIES):
                 accepted, y, new_wex = gaussian_tangent_try(
@@ -184,7 +185,22 @@ def tangent_draw(x0, a, wex, m, q, state):
                     u = uniform(state)
                     if u <= 1.0 - gap or u <= math.exp(-gap):
                         return x1 + d, g, STATUS_OK
-    x, status = ars_draw_single(x0, a, wex * math.exp(-x0), m, q, state)
+    x, status = ars_draw_single(x0, a, _shift(wex, -x0), m, q, state)
     if status != STATUS_OK:
         return x, math.nan, status
-    return x, wex * math.exp(x - x0), STATUS_OK
+    return x, _shift(wex, x - x0), STATUS_OK
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _shift(wex, d):
+    """``wex·e^d`` without ``0·inf``: ``W = wex·e^{−x0}`` for ``x0 < −709``, ``W·e^x``.
+
+    The product is kept where ``e^d`` is a normal double (the same bits as before); beyond, the
+    sum of logs. ``wex = 0`` (``W = 0``, or ``W·e^{x0}`` underflowed in the caller, whose
+    ``exp(η)`` is then 0) stays 0.
+    """
+    if wex == 0.0:
+        return 0.0
+    if -_MAX_STEP < d < _MAX_STEP:
+        return wex * math.exp(d)
+    return math.exp(math.log(wex) + d)

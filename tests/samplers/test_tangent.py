@@ -8,6 +8,7 @@ from numba import njit
 from scipy import stats
 
 from geosynth.samplers import make_streams
+from geosynth.samplers.family import STATUS_IMPROPER
 from geosynth.samplers.rng import gamma_and_log, standard_normal, uniform
 from geosynth.samplers.tangent import TANGENT_MAX_RATIO, tangent_draw
 from tests.samplers.test_samplers import CASES, N_DRAWS, ONE_TERM_CASES, P_MIN, exact_cdf
@@ -127,3 +128,46 @@ def test_the_same_check_catches_a_planted_gamma_envelope_error():
     x0 = _mode("field_many_counts")
     wrong = _wrong_gamma(N_DRAWS, a, float(sum(w)), m, q, make_streams(14, 1)[0], x0)
     assert stats.kstest(wrong, exact_cdf(a, w, z, m, q)[0]).pvalue < P_MIN
+
+
+@njit
+def _cold_draws(size, a, log_weight, x0, m, q, state):
+    """Draws each from ``x0`` with ``wex = exp(log W + x0)``; the status of a failure ends them."""
+    out = np.empty(size)
+    wex = math.exp(log_weight + x0)
+    for k in range(size):
+        x, new_wex, status = tangent_draw(x0, a, wex, m, q, state)
+        if status != 0 or not math.isfinite(new_wex):
+            return out[:k], status
+        out[k] = x
+    return out, 0
+
+
+def test_start_below_exp_range_recovers_the_weight():
+    """x0 < −709: W = wex·e^{−x0} was wex·inf = inf (or 0·inf = NaN), and every draw failed.
+
+    a·x − W e^x − (x − m)²/2 with W = 1e300 and m = −log W is the case (5, [1], [1], 0, 1)
+    shifted by −log W, so ``x + log W`` has that case's exact CDF.
+    """
+    shift = 300 * math.log(10.0)
+    cdf, _, _, _ = exact_cdf(5.0, [1.0], [1.0], 0.0, 1.0)
+    draws, status = _cold_draws(N_DRAWS, 5.0, shift, -720.0, -shift, 1.0, make_streams(4, 1)[0])
+    assert status == 0 and draws.shape == (N_DRAWS,)
+    assert stats.kstest(draws + shift, cdf).pvalue > P_MIN
+
+
+def test_underflowed_weight_is_zero():
+    """wex = 0 at x0 = −800 (W·e^{x0} underflowed): W = 0, so the draw is N(m + a/q, 1/q)."""
+    draws, status = _cold_draws(N_DRAWS, 2.0, -math.inf, -800.0, 1.0, 4.0, make_streams(5, 1)[0])
+    assert status == 0 and draws.shape == (N_DRAWS,)
+    assert stats.kstest(draws, stats.norm(1.5, 0.5).cdf).pvalue > P_MIN
+
+
+@njit  # numba's default (Python) error model: a division by q = 0 raises ZeroDivisionError
+def _python_model_draw(x0, a, wex, m, q, state):
+    return tangent_draw(x0, a, wex, m, q, state)
+
+
+def test_zero_weight_and_flat_prior_is_improper_not_a_division_by_zero():
+    x, wex, status = _python_model_draw(-1e5, 1e-4, 0.0, 0.0, 0.0, make_streams(6, 1)[0])
+    assert status == STATUS_IMPROPER and math.isnan(x) and math.isnan(wex)
