@@ -60,8 +60,11 @@ STATUS_MESSAGES = {
     "(new_workspace)",
 }
 
-_MAX_BRACKET_STEPS = 200
+# Doublings of the bracket: from 1/√(−h'') ≥ 1e-154 to ~1e308 with room (the first step is that
+# tiny for huge w_j, e.g. w = 1e120, whose mode lies 276 from x0 = 0).
+_MAX_BRACKET_STEPS = 2100
 _MAX_NEWTON_STEPS = 100
+_MAX_HALVING_STEPS = 4400  # ~2,100 halvings, each after a Newton step, span the doubles
 MODE_TOLERANCE = 0.1  # posterior sd: ARS only needs abscissae on both sides of the mode
 
 
@@ -271,7 +274,10 @@ def find_mode_bracketed(x0, a, w, z, m, q):
     """Locate the mode by safeguarded Newton steps on h' (monotone decreasing), slowly but surely.
 
     A bracket ``[lo, hi]`` with ``h'(lo) > 0 > h'(hi)`` is grown geometrically from ``x0``;
-    Newton steps that leave the bracket (or are not finite) are replaced by bisection.
+    Newton steps that leave the bracket (or are not finite) are replaced by bisection. Where an
+    exponential term overflows (``h' = −inf`` far right of a ``z_j > 0`` term, ``+inf`` far
+    left of a ``z_j < 0`` one) the sign still says which way the mode is, so a start there
+    (``m = 1e6``) steps towards it with steps of 1, 2, 4, ...
 
     Parameters
     ----------
@@ -301,7 +307,7 @@ def find_mode_bracketed(x0, a, w, z, m, q):
     if not math.isfinite(dh) or d2h >= 0.0 or not math.isfinite(d2h):
         x = m if q > 0.0 else 0.0
         h, dh, d2h = log_density_derivatives(x, a, w, z, m, q)
-        if not math.isfinite(dh):
+        if math.isnan(dh):
             return x, 1.0, STATUS_MODE_FAILED
     if dh == 0.0:
         return x, max(-d2h, 1e-300), STATUS_OK
@@ -313,7 +319,7 @@ def find_mode_bracketed(x0, a, w, z, m, q):
         for _ in range(_MAX_BRACKET_STEPS):
             hi = x + step
             _, dhi, _ = log_density_derivatives(hi, a, w, z, m, q)
-            if dhi < 0.0 or not math.isfinite(dhi):
+            if dhi < 0.0 or math.isnan(dhi):  # +inf: still left of a z_j < 0 term's overflow
                 break
             lo = hi
             step *= 2.0
@@ -325,16 +331,21 @@ def find_mode_bracketed(x0, a, w, z, m, q):
             _, dlo, _ = log_density_derivatives(lo, a, w, z, m, q)
             if dlo > 0.0:
                 break
+            if math.isnan(dlo):
+                return x, 1.0, STATUS_MODE_FAILED
             hi = lo
             step *= 2.0
         else:
             return x, 1.0, STATUS_MODE_FAILED
     # Newton inside the bracket, bisection as the safeguard.
     x = 0.5 * (lo + hi) if not (lo < x < hi) else x
-    for _ in range(_MAX_NEWTON_STEPS):
+    for k in range(_MAX_NEWTON_STEPS + _MAX_HALVING_STEPS):
         h, dh, d2h = log_density_derivatives(x, a, w, z, m, q)
         if not math.isfinite(dh):
-            hi = x  # overflow happens only on the far right tail of an exp term
+            if dh > 0.0:
+                lo = x  # far left of a z_j < 0 term
+            else:
+                hi = x  # far right of a z_j > 0 term (or both: NaN)
         elif dh > 0.0:
             lo = x
         elif dh < 0.0:
@@ -342,7 +353,10 @@ def find_mode_bracketed(x0, a, w, z, m, q):
         else:
             return x, -d2h, STATUS_OK
         newton = x - dh / d2h if (math.isfinite(dh) and d2h < 0.0) else math.nan
-        x_new = newton if lo < newton < hi else 0.5 * (lo + hi)
+        # Newton creeps by ~1/z_j a step down an overflowing exponential (from 700 to the mode
+        # 14 of m = 1e6); past its budget every other step bisects, halving the bracket.
+        halve = k >= _MAX_NEWTON_STEPS and k % 2 == 1
+        x_new = newton if lo < newton < hi and not halve else 0.5 * (lo + hi)
         if abs(x_new - x) <= 1e-10 * (1.0 + abs(x)) or hi - lo <= 1e-12 * (1.0 + abs(x)):
             _, _, d2h = log_density_derivatives(x_new, a, w, z, m, q)
             return x_new, -d2h, STATUS_OK

@@ -19,6 +19,7 @@ from geosynth.samplers import (
 )
 from geosynth.samplers.ars import ars_draw_single
 from geosynth.samplers.family import (
+    MODE_TOLERANCE,
     STATUS_BAD_ARRAYS,
     STATUS_IMPROPER,
     STATUS_INVALID,
@@ -268,3 +269,32 @@ def test_flat_exponential_tail_matches_exact_cdf(method, seed):
     draws = sample_conditional(a, [1.0], 1.0, 0.0, 0.0, size=N_DRAWS, method=method, seed=seed)
     assert stats.kstest(draws, _log_gamma_cdf(a)).pvalue > P_MIN
     assert abs(draws.mean() / special.digamma(a) - 1.0) < 0.05
+
+
+FAR_MODE_CASES = {
+    # name: (a, w, z, m, q); each failed with "the mode search did not converge"
+    "exp_large_at_m": (0.0, [1.0], [1.0], 700.0, 1.0),  # Newton creeps by ~1 from 700 to 6.5
+    "exp_overflows_at_m": (0.0, [1.0], [1.0], 1e6, 1.0),  # h'(m) = −inf
+    "exp_overflows_left_of_m": (0.0, [1.0], [-1.0], -1e6, 1.0),  # h'(m) = +inf
+    "huge_weight": (1.0, [1e120], [1.0], 0.0, 1.0),  # first bracket step 1e-60, mode at −271
+}
+
+
+@pytest.mark.parametrize("name", list(FAR_MODE_CASES))
+def test_mode_search_from_far_away(name):
+    a, w, z, m, q = FAR_MODE_CASES[name]
+    w, z = np.array(w), np.array(z)
+    mode, curvature, status = find_mode(m, a, w, z, m, q)
+    assert status == STATUS_OK
+    slope = a - q * (mode - m) - np.sum(z * w * np.exp(z * mode))
+    assert abs(slope) <= MODE_TOLERANCE * math.sqrt(curvature)
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")  # exact_cdf's check
+@pytest.mark.parametrize("name", list(FAR_MODE_CASES))
+@pytest.mark.parametrize("method", ["ars", "slice"])
+def test_far_mode_draws_match_exact_cdf(name, method):
+    a, w, z, m, q = FAR_MODE_CASES[name]
+    cdf, _, _, _ = exact_cdf(a, w, z, m, q)
+    draws = sample_conditional(a, w, z, m, q, size=N_DRAWS, method=method, seed=11)
+    assert stats.kstest(draws, cdf).pvalue > P_MIN
