@@ -12,10 +12,12 @@ convenience entry point; the Gibbs engine calls the kernels :func:`ars_draw` and
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Any, Literal
 
 import numpy as np
 
+from geosynth._validation import check_int, check_real
 from geosynth.errors import InputError, SamplerError
 from geosynth.samplers.ars import ars_draw, ars_sample, new_workspace
 from geosynth.samplers.family import STATUS_MESSAGES, STATUS_OK, log_density
@@ -78,10 +80,16 @@ def sample_conditional(
 
     Raises
     ------
+    TypeError
+        If ``a``, ``m`` or ``q`` is not a real number, ``size`` or ``thin`` not an int (a bool,
+        a float, None, a string, ...), or ``w``/``z`` not numeric; the message names it.
     InputError
-        If the arguments have the wrong shape or an invalid ``method``/``size``/``thin``.
+        If a value is out of range: ``a``, ``m``, ``q``, some ``w_j`` or ``z_j`` NaN or
+        infinite, ``q < 0`` or some ``w_j < 0`` (not log-concave), ``w`` and ``z`` of
+        different shapes, ``size < 0``, ``thin < 1``, or an invalid ``method``. The message
+        names the parameter (and the index ``j``).
     SamplerError
-        If the density is invalid (NaN, inf, negative ``w`` or ``q``) or improper, or a sampler
+        If the density is improper (``q = 0`` and a tail that does not vanish), or a sampler
         exhausts its budget. Nothing loops forever.
 
     Examples
@@ -91,27 +99,40 @@ def sample_conditional(
     >>> x.shape
     (1000,)
     """
+    a = _finite(a, "a", "the sum of the counts")
+    m = _finite(m, "m", "the prior mean")
+    q = _finite(q, "q", "the prior precision: 0 for a flat prior")
+    if q < 0.0:
+        raise InputError(f"q must be >= 0, got {q!r}: it is the prior precision (1/variance); "
+                         "pass q=0 for a flat prior")
     w_arr, z_arr = _as_terms(w, z)
     if method not in ("ars", "slice"):
         raise InputError(f"method must be 'ars' or 'slice', got {method!r}")
-    if int(size) != size or size < 0:
-        raise InputError(f"size must be a non-negative integer, got {size!r}")
-    if int(thin) != thin or thin < 1:
-        raise InputError(f"thin must be a positive integer, got {thin!r}")
+    size = check_int(size, "size", 0, what="number of draws")
+    thin = check_int(thin, "thin", 1, what="slice transitions between draws")
     state = make_streams(seed, 1)[0]
-    args = (float(a), w_arr, z_arr, float(m), float(q))
+    args = (a, w_arr, z_arr, m, q)
     if method == "ars":
-        draws, status = ars_sample(int(size), *args, state)
+        draws, status = ars_sample(size, *args, state)
     else:
-        draws, status = slice_sample(int(size), *args, state, int(thin))
+        draws, status = slice_sample(size, *args, state, thin)
     if status != STATUS_OK:
         raise SamplerError(f"sample_conditional(method={method!r}): {STATUS_MESSAGES[status]}")
     return draws
 
 
+def _finite(value: Any, name: str, what: str) -> float:
+    """``value`` as a float, after checking that it is a finite real number."""
+    number = check_real(value, name)
+    if not math.isfinite(number):
+        raise InputError(f"{name} must be a finite number, got {number!r} ({name} is {what}); "
+                         "check it for NaN or an overflow")
+    return number
+
+
 def _as_terms(w, z) -> tuple[np.ndarray, np.ndarray]:
-    w_arr = np.ascontiguousarray(np.atleast_1d(np.asarray(w, dtype=np.float64)))
-    z_arr = np.asarray(z, dtype=np.float64)
+    w_arr = np.ascontiguousarray(np.atleast_1d(_as_floats(w, "w")))
+    z_arr = _as_floats(z, "z")
     if z_arr.ndim == 0:
         z_arr = np.full_like(w_arr, float(z_arr))
     z_arr = np.ascontiguousarray(np.atleast_1d(z_arr))
@@ -120,4 +141,28 @@ def _as_terms(w, z) -> tuple[np.ndarray, np.ndarray]:
             f"w and z must be 1-d arrays of the same length (or z a scalar), got shapes "
             f"{w_arr.shape} and {z_arr.shape}"
         )
+    bad = np.flatnonzero(~np.isfinite(w_arr) | (w_arr < 0.0))
+    if bad.size:
+        j = int(bad[0])
+        why = ("a negative weight makes the density not log-concave" if w_arr[j] < 0.0
+               else "check it for NaN or an overflow")
+        raise InputError(
+            f"w[{j}] must be finite and >= 0, got {float(w_arr[j])!r}: the weights are "
+            f"exponentials (exp of the rest of the linear predictor); {why}"
+        )
+    bad = np.flatnonzero(~np.isfinite(z_arr))
+    if bad.size:
+        j = int(bad[0])
+        raise InputError(f"z[{j}] must be finite, got {float(z_arr[j])!r}; check it for NaN or "
+                         "an overflow")
     return w_arr, z_arr
+
+
+def _as_floats(values: Any, name: str) -> np.ndarray:
+    """``values`` as a float64 array; a TypeError naming ``name`` if they are not numbers."""
+    if values is None or isinstance(values, str | bytes):
+        raise TypeError(f"{name} must be an array of real numbers, got {type(values).__name__}")
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{name} must be an array of real numbers, got {values!r:.60}") from error

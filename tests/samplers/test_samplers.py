@@ -115,18 +115,63 @@ def test_agrees_with_unuran(name, method):
         ((0.0, [0.0, 0.0], [1.0, 1.0], 0.0, 0.0), "improper"),
         ((0.0, [], [], 0.0, 0.0), "improper"),
         ((5.0, [1.0], [-1.0], 0.0, 0.0), "improper"),  # right tail: a > 0, no positive z
-        ((math.nan, [1.0], [1.0], 0.0, 1.0), "finite"),
-        ((1.0, [math.inf], [1.0], 0.0, 1.0), "finite"),
-        ((1.0, [1.0], [math.nan], 0.0, 1.0), "finite"),
-        ((1.0, [-1.0], [1.0], 0.0, 1.0), ">= 0"),
-        ((1.0, [1.0], [1.0], 0.0, -1.0), "q >= 0"),
-        ((1.0, [1.0], [1.0], math.inf, 1.0), "finite"),
     ],
 )
 @pytest.mark.parametrize("method", ["ars", "slice"])
-def test_pathological_input_raises(args, match, method):
+def test_improper_density_raises(args, match, method):
     with pytest.raises(SamplerError, match=match):
         sample_conditional(*args, size=10, method=method, seed=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((math.nan, [1.0], [1.0], 0.0, 1.0), r"^a must be a finite number, got nan"),
+        ((1.0, [1.0], [1.0], math.inf, 1.0), r"^m must be a finite number, got inf"),
+        ((1.0, [1.0], [1.0], 0.0, math.nan), r"^q must be a finite number, got nan"),
+        ((1.0, [1.0], [1.0], 0.0, -1.0), r"^q must be >= 0, got -1.0.*q=0 for a flat prior"),
+        ((1.0, [1.0, math.inf], [1.0, 1.0], 0.0, 1.0), r"^w\[1\] must be finite and >= 0, got inf"),
+        ((1.0, [2.0, -1.0], [1.0, 1.0], 0.0, 1.0), r"^w\[1\] .*got -1.0.*not log-concave"),
+        ((1.0, [math.nan], [1.0], 0.0, 1.0), r"^w\[0\] must be finite and >= 0, got nan"),
+        ((1.0, [1.0, 1.0], [1.0, math.nan], 0.0, 1.0), r"^z\[1\] must be finite, got nan"),
+        ((1.0, [1.0], math.inf, 0.0, 1.0), r"^z\[0\] must be finite, got inf"),
+    ],
+)
+@pytest.mark.parametrize("method", ["ars", "slice"])
+def test_invalid_density_names_the_parameter(args, match, method):
+    with pytest.raises(InputError, match=match):
+        sample_conditional(*args, size=10, method=method, seed=1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"size": True}, TypeError, r"^size \(number of draws\) must be an int, got bool"),
+        ({"size": np.bool_(True)}, TypeError, r"^size .* must be an int, got bool"),
+        ({"size": None}, TypeError, r"^size .* must be an int, got NoneType"),
+        ({"size": math.nan}, TypeError, r"^size .* must be an int, got float nan"),
+        ({"size": math.inf}, TypeError, r"^size .* must be an int, got float inf"),
+        ({"size": 2.0}, TypeError, r"pass an int, e.g. size=2"),
+        ({"size": -1}, InputError, r"^size .* must be an int >= 0, got -1"),
+        ({"thin": True, "method": "slice"}, TypeError, r"^thin .* must be an int, got bool"),
+        ({"a": "2"}, TypeError, r"^a must be a real number, got str"),
+        ({"a": None}, TypeError, r"^a must be a real number, got NoneType"),
+        ({"m": np.array([1.0, 2.0])}, TypeError, r"^m must be a real number, got ndarray"),
+        ({"q": True}, TypeError, r"^q must be a real number, got bool"),
+        ({"w": "abc"}, TypeError, r"^w must be an array of real numbers"),
+        ({"w": None}, TypeError, r"^w must be an array of real numbers"),
+    ],
+)
+def test_wrong_argument_types_are_named(kwargs, error, match):
+    args = {"a": 1.0, "w": [1.0], "z": 1.0, "m": 0.0, "q": 1.0, "size": 3, "seed": 1}
+    with pytest.raises(error, match=match):
+        sample_conditional(**{**args, **kwargs})
+
+
+def test_integer_sizes_of_numpy_are_accepted():
+    draws = sample_conditional(1.0, [1.0], 1.0, np.int64(0), np.float32(1.0), size=np.int64(4),
+                               method="slice", thin=np.int32(2), seed=1)
+    assert draws.shape == (4,)
 
 
 def test_bad_arguments_raise_input_error():
