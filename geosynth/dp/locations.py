@@ -1051,6 +1051,14 @@ def dp_release(
     still hold fewer records of those combinations than the original. ``docs/results.md`` shows
     the effect over ε. Clipping the noisy counts at zero instead would bias every sparse cell
     upwards. ``n_public`` fixes the total but not this split.
+
+    The pull is not confined to sparse combinations. Over 150 noisy tables of one dataset (300
+    records, 4 × 4 cells, 4 combinations of 47 to 132 records, ε = 0.3, one chain of 6,000
+    sweeps each), the posterior mean of every combination's latent total was low, by 2 to 8
+    records (−1.8 ± 1.4 to −8.4 ± 1.4), the total by about 18 (6 %), and 90 % intervals of the
+    total held the truth 85 % of the time; the noisy total itself is unbiased. So under the
+    default "dp-estimate" size rule releases at small ε hold a few per cent fewer records than
+    the original. Where the total is already public, ``n_public`` removes that part.
     """
     epsilon = check_epsilon(epsilon)
     if not isinstance(counts, CellCounts):
