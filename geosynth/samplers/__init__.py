@@ -35,7 +35,12 @@ __all__ = [
     "slice_step",
     "new_workspace",
     "log_density",
+    "MAX_SAMPLE_SIZE",
 ]
+
+
+#: The most draws one :func:`sample_conditional` call returns (800 MB of float64).
+MAX_SAMPLE_SIZE = 10**8
 
 
 def sample_conditional(
@@ -68,7 +73,8 @@ def sample_conditional(
         Number of draws.
     method : {"ars", "slice"}, default "ars"
         ``"ars"`` returns independent exact draws (Gilks & Wild 1992). ``"slice"`` returns the
-        states of a slice-sampling chain (Neal 2003), ``thin`` transitions apart.
+        states of a slice-sampling chain (Neal 2003, doubling procedure), ``thin`` transitions
+        apart.
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Seed of the random stream; the same seed gives the same draws.
     thin : int, default 5
@@ -86,7 +92,8 @@ def sample_conditional(
     InputError
         If a value is out of range: ``a``, ``m``, ``q``, some ``w_j`` or ``z_j`` NaN or
         infinite, ``q < 0`` or some ``w_j < 0`` (not log-concave), ``w`` and ``z`` of
-        different shapes, ``size < 0``, ``thin < 1``, or an invalid ``method``. The message
+        different shapes, ``size < 0`` or above :data:`MAX_SAMPLE_SIZE`, ``thin < 1``, or an
+        invalid ``method``. The message
         names the parameter (and the index ``j``).
     SamplerError
         If the density is improper (``q = 0`` and a tail that does not vanish), or a sampler
@@ -109,6 +116,9 @@ def sample_conditional(
     if method not in ("ars", "slice"):
         raise InputError(f"method must be 'ars' or 'slice', got {method!r}")
     size = check_int(size, "size", 0, what="number of draws")
+    if size > MAX_SAMPLE_SIZE:  # 10**12 failed in numba with a bare MemoryError
+        raise InputError(f"size must be at most {MAX_SAMPLE_SIZE:,} draws, got {size:,}; draw "
+                         "in batches, each with its own seed")
     thin = check_int(thin, "thin", 1, what="slice transitions between draws")
     state = make_streams(seed, 1)[0]
     args = (a, w_arr, z_arr, m, q)

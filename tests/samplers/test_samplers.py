@@ -156,6 +156,7 @@ def test_invalid_density_names_the_parameter(args, match, method):
         ({"size": math.inf}, TypeError, r"^size .* must be an int, got float inf"),
         ({"size": 2.0}, TypeError, r"pass an int, e.g. size=2"),
         ({"size": -1}, InputError, r"^size .* must be an int >= 0, got -1"),
+        ({"size": 10**12}, InputError, r"^size must be at most 100,000,000 draws"),
         ({"thin": True, "method": "slice"}, TypeError, r"^thin .* must be an int, got bool"),
         ({"a": "2"}, TypeError, r"^a must be a real number, got str"),
         ({"a": None}, TypeError, r"^a must be a real number, got NoneType"),
