@@ -316,7 +316,7 @@ def _validate_scenario_args(
     if int(shape[0]) * int(shape[1]) > MAX_GENERATING_CELLS:
         raise InputError(
             f"generating_shape {tuple(map(int, shape))} has more than "
-            f"{MAX_GENERATING_CELLS:,} cells (each holds a Gaussian-field value); the "
+            f"{MAX_GENERATING_CELLS:,} cells (each holds a probability per combination); the "
             "thesis-like default is (100, 100)"
         )
     org = _check_origin(origin)

@@ -83,11 +83,15 @@ def slice_width(a, w, z, m, q):
         STATUS_OK, or the mode search's failure.
     """
     _, curvature, status = find_mode(m if q > 0.0 else 0.0, a, w, z, m, q)
-    if status != STATUS_OK:
-        return WIDTH_FACTOR, status
+    return _width_at(curvature), status
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _width_at(curvature):
+    """``WIDTH_FACTOR/√curvature`` (``WIDTH_FACTOR`` where the curvature is 0 or not finite)."""
     if curvature > 0.0 and math.isfinite(curvature):
-        return WIDTH_FACTOR / math.sqrt(curvature), STATUS_OK
-    return WIDTH_FACTOR, STATUS_OK
+        return WIDTH_FACTOR / math.sqrt(curvature)
+    return WIDTH_FACTOR
 
 
 @njit(cache=True, error_model="numpy")
@@ -141,7 +145,7 @@ def slice_step_unchecked(x0, a, w, z, m, q, state):
     x : float
         The next state of the chain (``x0`` itself when ``status`` is not STATUS_OK).
     status : int
-        STATUS_OK or STATUS_SLICE_BUDGET.
+        STATUS_OK, STATUS_SLICE_BUDGET, or the mode search's failure (:func:`slice_width`).
     """
     width, status = slice_width(a, w, z, m, q)
     if status != STATUS_OK:
@@ -249,12 +253,10 @@ def slice_sample(size, a, w, z, m, q, state, thin):
     status = check_family(a, w, z, m, q)
     if status != STATUS_OK:
         return out[:0], status
-    x, _, status = find_mode(m if q > 0.0 else 0.0, a, w, z, m, q)
+    x, curvature, status = find_mode(m if q > 0.0 else 0.0, a, w, z, m, q)
     if status != STATUS_OK:
         return out[:0], status
-    width, status = slice_width(a, w, z, m, q)
-    if status != STATUS_OK:
-        return out[:0], status
+    width = _width_at(curvature)  # slice_width's: the same mode search, done once
     for _ in range(BURN_IN):
         x, status = slice_transition(x, a, w, z, m, q, state, width)
         if status != STATUS_OK:

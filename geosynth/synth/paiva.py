@@ -218,7 +218,7 @@ def synthesize(
     data = pd.DataFrame(rows[columns]).copy()
     combo = np.asarray(counts.record_combo, dtype=np.int64)
     if covariates:
-        warn_rare_value_combinations(counts, combo, m)
+        warn_rare_value_combinations(counts, m)
     releases = []
     rngs = [np.random.default_rng(s) for s in spawn_seeds(seed, m)]
     for release, draw in enumerate(draws.tolist()):
@@ -235,7 +235,7 @@ def synthesize(
     return releases
 
 
-def warn_rare_value_combinations(counts: CellCounts, combo: np.ndarray, m: int) -> None:
+def warn_rare_value_combinations(counts: CellCounts, m: int) -> None:
     """Warn when a combination of fewer than three records gets synthetic continuous values.
 
     Every release centres such a combination's values on its records' own (cell) means, with
@@ -246,18 +246,17 @@ def warn_rare_value_combinations(counts: CellCounts, combo: np.ndarray, m: int) 
     Parameters
     ----------
     counts : geosynth.data.CellCounts
-        Prepared data with continuous covariates.
-    combo : numpy.ndarray of int64, shape (n,)
-        Combination of each released record.
+        Prepared data with continuous covariates (``combos["n_records"]``: records per
+        combination, every one of them released).
     m : int
         Number of releases.
     """
-    held = np.bincount(combo, minlength=counts.n_combos)
+    held = counts.combos["n_records"].to_numpy()
     rare = np.flatnonzero((held > 0) & (held < MIN_RECORDS_FOR_VALUES))
     if rare.size == 0:
         return
     labels = counts.combination_labels()
-    shown = ", ".join(labels[b] for b in rare[:5]) + (", ..." if rare.size > 5 else "")
+    shown = ", ".join(labels[b] for b in rare[:_SHOW]) + (", ..." if rare.size > _SHOW else "")
     warnings.warn(
         f"{rare.size} attribute combination(s) with synthetic "
         f"{', '.join(map(repr, counts.covariates))} have fewer than {MIN_RECORDS_FOR_VALUES} "
