@@ -1,0 +1,300 @@
+"""Geweke's (2004) "getting it right" test of every sweep the engine runs.
+
+A successive-conditional simulator alternates one sweep of the engine given the counts with a
+fresh draw of the counts given the parameters, c ~ Poisson(exp η) (for a noise-aware fit also
+the released counts, c̃ = c + discrete Laplace noise). Each half leaves the joint law of the
+parameters and the data invariant when the sweep leaves the posterior invariant; the chain's
+stationary law is then that joint law, so the marginal of every parameter is its prior, known
+in closed form. For each tracked quantity x with prior CDF F, u = F(x) must be U(0, 1): we
+compare the mean and variance of u with 1/2 and 1/12 over ~10⁵ sweeps, in z units of the Monte
+Carlo standard error of independent chains (:func:`arviz.mcse`). u is bounded, so a rare
+excursion into a prior's tail cannot dominate the average as it does for moments of x.
+
+This checks each kernel's invariance more directly than SBC: every move of a sweep (Gibbs
+draws, MH corrections, shifts, scale and mode moves, coarse shifts, the chromatic blocks, the
+GMRF block proposals, the noise-aware collapsed moves and latent counts) runs ~10⁵ times
+against an exact target. A planted error — a precision drawn with the Gamma shape of a
+full-rank field — must fail the same test.
+
+Prior marginals (Paiva et al. 2014 with the level priors of ``conditionals.icar_prior``):
+
+- μ ~ N(0, ``mu_var``), α ~ N(0, ``alpha_var``); the mean of each ICAR field over the (one)
+  component ~ N(0, ``level_var``), so μ + mean θ ~ N(0, ``mu_var`` + ``level_var``).
+- τ ~ Gamma(shape a, rate r).
+- The centred part of an ICAR field given τ is N(0, H Q⁺ H / τ), with Q = D − W the lattice's
+  ICAR structure and H the centring matrix; over τ ~ Gamma(a, r) a cell's centred value v is
+  Student-t with 2a degrees of freedom and scale √(v_ii·r/a) (v_ii the diagonal of H Q⁺ H).
+- ε_ib ~ N(0, 1/τ_ε): Student-t with 2a_ε degrees of freedom and scale √(r_ε/a_ε).
+- β under its Normal prior: β_i iid N(0, ``beta_var``): mean β ~ N(0, ``beta_var``/G) and
+  β_0 − mean β ~ N(0, ``beta_var``·(1 − 1/G)). Under its ICAR prior as θ above.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from arviz import mcse
+from numba import njit
+from scipy import stats
+
+from geosynth import Grid, PaivaModel, Priors
+from geosynth.model.block import block_settings, run_chunk_block
+from geosynth.model.conditionals import icar_quadratic_add
+from geosynth.model.fit import build_model_data
+from geosynth.model.noise_aware import run_chunk_noise_aware, update_latent_counts
+from geosynth.model.parallel import (
+    cell_streams_for,
+    colour_classes,
+    greedy_colouring,
+    run_chunk_parallel,
+)
+from geosynth.model.runner import initial_state
+from geosynth.model.state import (
+    BETA_ICAR,
+    BETA_NORMAL,
+    SAMPLER_ARS,
+    SAMPLER_SLICE,
+    THETA_A,
+    THETA_B,
+    level_combos_of,
+    recorded_scalars,
+)
+from geosynth.model.sweep import run_chunk
+from geosynth.samplers.rng import gamma, make_streams
+from tests.model.test_sbc import cell_counts
+
+pytestmark = pytest.mark.slow
+
+PRIORS = Priors(mu_var=1.0, alpha_var=1.0, level_var=1.0, beta_var=1.0, theta_shape=4.0,
+                theta_rate=2.0, phi_shape=4.0, phi_rate=2.0, eps_shape=4.0, eps_rate=1.0,
+                beta_shape=4.0, beta_rate=2.0)
+BURN_IN = 2_000
+NOISE_SCALE = 1.0  # discrete Laplace scale b of the noise-aware fit (ε = 1, add/remove)
+# |z| bound. The MCSE of a slowly mixing level quantity (α, the mean of φ) is itself uncertain:
+# correct kernels gave |z| up to 3.8 over ~200 calibration moments; the planted error gives 22.
+Z_LIMIT = 5.0
+# Independent chains per kernel: a Geweke chain visits the tails of its priors (huge counts,
+# where the posterior is tight and the chain slow) in rare long excursions, which one chain's
+# autocorrelation under-represents; the spread between chains accounts for them.
+CHAINS = 4
+
+STATISTICS = ("mu", "alpha", "tau_theta", "tau_phi", "tau_eps", "mean_theta", "theta_0",
+              "mean_phi", "phi_mid", "eps_00", "eps_mid", "mu + mean_theta", "mean_beta",
+              "beta_0", "tau_beta")
+
+
+@njit(cache=True)
+def seed_counts_generator(seed):
+    """Seed numba's own generator, which :func:`redraw_data` uses."""
+    np.random.seed(seed)
+
+
+@njit(cache=True)
+def redraw_data(data, s, noisy, inv_scale):
+    """Draw the counts given the state, c ~ Poisson(exp η), and their sums the sweep reads.
+
+    With ``inv_scale`` > 0 also the released counts c̃ = c + discrete Laplace(1/inv_scale).
+    """
+    G, B = s.counts.shape
+    p_geometric = 1.0 - np.exp(-inv_scale)
+    for i in range(G):
+        total = 0.0
+        for b in range(B):
+            c = float(np.random.poisson(np.exp(s.eta[i, b])))
+            s.counts[i, b] = c
+            total += c
+            if inv_scale > 0.0:
+                noisy[i, b] = c + np.random.geometric(p_geometric) \
+                    - np.random.geometric(p_geometric)
+        s.cell_counts[i] = total
+    for p in range(s.alpha.shape[0]):
+        s.level_counts[p] = 0.0
+        for i in range(G):
+            v = 0.0
+            for b in level_combos_of(data, p):
+                v += s.counts[i, b]
+            s.cell_level_counts[i, p] = v
+            s.level_counts[p] += v
+    for k in range(s.cell_czbar.shape[0]):
+        for i in range(G):
+            v = 0.0
+            for b in range(B):
+                v += s.counts[i, b] * data.zbar[k, i, b]
+            s.cell_czbar[k, i] = v
+
+
+@njit(cache=True)
+def track(s, out, t):
+    """Write row t of the tracked quantities (order of :data:`STATISTICS`)."""
+    G = s.theta.shape[0]
+    mid = G // 2
+    mean_theta = s.theta.mean()
+    mean_phi = s.phi[:, 0].mean()
+    mean_beta = s.beta[0].mean()
+    out[t, :] = (s.mu[0], s.alpha[0], s.tau_theta[0], s.tau_phi[0], s.tau_eps[0], mean_theta,
+                 s.theta[0] - mean_theta, mean_phi, s.phi[mid, 0] - mean_phi, s.eps[0, 0],
+                 s.eps[mid, 1], s.mu[0] + mean_theta, mean_beta, s.beta[0, 0] - mean_beta,
+                 s.tau_beta[0])
+
+
+@njit(cache=True)
+def wrong_tau_theta(data, s):
+    """The planted error: τ_θ redrawn with shape a + G/2, ignoring the ICAR rank deficiency."""
+    quadratic = 0.0
+    for i in range(s.theta.shape[0]):
+        quadratic = icar_quadratic_add(s.theta, i, data.indptr, data.indices, quadratic)
+    shape = data.priors[THETA_A] + 0.5 * s.theta.shape[0]
+    s.tau_theta[0] = gamma(s.rng, shape, data.priors[THETA_B] + 0.5 * quadratic)
+
+
+def prior_laws(grid, beta_prior):
+    """The exact prior marginal (a frozen ``scipy.stats`` law) of each of :data:`STATISTICS`."""
+    p = PRIORS
+    G = grid.n_cells
+    adjacency = grid.adjacency.toarray()
+    centring = np.eye(G) - 1.0 / G
+    icar = centring @ np.linalg.pinv(np.diag(adjacency.sum(axis=1)) - adjacency) @ centring
+
+    def scaled_t(variance, shape, rate):  # N(0, variance/τ) with τ ~ Gamma(shape, rate)
+        return stats.t(df=2.0 * shape, scale=np.sqrt(variance * rate / shape))
+
+    def precision(shape, rate):
+        return stats.gamma(shape, scale=1.0 / rate)
+
+    mid = G // 2
+    laws = {
+        "mu": stats.norm(0.0, np.sqrt(p.mu_var)),
+        "alpha": stats.norm(0.0, np.sqrt(p.alpha_var)),
+        "tau_theta": precision(p.theta_shape, p.theta_rate),
+        "tau_phi": precision(p.phi_shape, p.phi_rate),
+        "tau_eps": precision(p.eps_shape, p.eps_rate),
+        "mean_theta": stats.norm(0.0, np.sqrt(p.level_var)),
+        "theta_0": scaled_t(icar[0, 0], p.theta_shape, p.theta_rate),
+        "mean_phi": stats.norm(0.0, np.sqrt(p.level_var)),
+        "phi_mid": scaled_t(icar[mid, mid], p.phi_shape, p.phi_rate),
+        "eps_00": scaled_t(1.0, p.eps_shape, p.eps_rate),
+        "eps_mid": scaled_t(1.0, p.eps_shape, p.eps_rate),
+        "mu + mean_theta": stats.norm(0.0, np.sqrt(p.mu_var + p.level_var)),
+    }
+    if beta_prior == "icar":
+        laws["mean_beta"] = stats.norm(0.0, np.sqrt(p.level_var))
+        laws["beta_0"] = scaled_t(icar[0, 0], p.beta_shape, p.beta_rate)
+        laws["tau_beta"] = precision(p.beta_shape, p.beta_rate)
+    elif beta_prior == "normal":
+        laws["mean_beta"] = stats.norm(0.0, np.sqrt(p.beta_var / G))
+        laws["beta_0"] = stats.norm(0.0, np.sqrt(p.beta_var * (1.0 - 1.0 / G)))
+    return laws
+
+
+def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="slice",
+                 planted=False):
+    """Run the successive-conditional simulator on a side × side queen lattice (B = 2).
+
+    Return the grid and the tracked draws.
+
+    ``kernel`` is ``"gibbs"``, ``"mh"``, ``"block"``, ``"chromatic"`` or ``"noise-aware"``;
+    ``beta`` adds one covariate with a ``"normal"`` or ``"icar"`` prior and standard normal
+    Z̄ (fixed); ``planted`` follows each sweep by :func:`wrong_tau_theta`.
+    """
+    grid = Grid.regular((0.0, 0.0, 1.0, 1.0), shape=(side, side))
+    rng = np.random.default_rng(seed)
+    start = rng.poisson(1.0, (grid.n_cells, 2))
+    sampler = kernel if kernel in ("mh", "block") else "gibbs"
+    data, tables, _ = build_model_data(cell_counts(grid, start),
+                                       PaivaModel(priors=PRIORS, sampler=sampler))
+    if beta is not None:
+        zbar = rng.normal(0.0, 1.0, (1, grid.n_cells, 2))
+        priors = np.array([BETA_ICAR if beta == "icar" else BETA_NORMAL])
+        for array in (zbar, priors):
+            array.setflags(write=False)
+        data = data._replace(zbar=zbar, beta_priors=priors, beta_sampler={
+            "slice": SAMPLER_SLICE, "ars": SAMPLER_ARS}[beta_sampler])
+    s = initial_state(data, tables, make_streams(seed, 1)[0])
+    G, B = s.counts.shape
+    outputs = (np.zeros((1, recorded_scalars(data))), np.zeros((1, G), np.float32),
+               np.zeros((1, 1, G), np.float32), np.zeros((1, G, B), np.float32))
+    noisy = start.astype(float)
+    inv_scale = 1.0 / NOISE_SCALE if kernel == "noise-aware" else 0.0
+    if kernel == "block":
+        extra = block_settings(data)
+        step = lambda keep: run_chunk_block(data, s, 1, 1, *outputs, 0, keep, *extra)  # noqa: E731
+    elif kernel == "chromatic":  # one thread: same draws (test_parallel), 3× faster at G = 9
+        colours = colour_classes(greedy_colouring(data.indptr, data.indices))
+        streams = cell_streams_for(s.rng, G)
+        step = lambda keep: run_chunk_parallel(  # noqa: E731
+            data, s, 1, 1, *outputs, 0, keep, *colours, streams)
+    elif kernel == "noise-aware":
+        totals = np.zeros((1, B))
+        update_latent_counts(data, s, noisy, inv_scale)
+        step = lambda keep: run_chunk_noise_aware(  # noqa: E731
+            data, s, 1, 1, *outputs, 0, keep, noisy, inv_scale, totals)
+    else:
+        step = lambda keep: run_chunk(data, s, 1, 1, *outputs, 0, keep)  # noqa: E731
+    seed_counts_generator(seed)
+    draws = np.zeros((n_sweeps, len(STATISTICS)))
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1 if kernel == "chromatic" else threads)
+    try:
+        for t in range(BURN_IN + n_sweeps):
+            status, _ = step(t >= BURN_IN)
+            assert status == 0, status
+            if planted:
+                wrong_tau_theta(data, s)
+            redraw_data(data, s, noisy, inv_scale)
+            if t >= BURN_IN:
+                track(s, draws, t - BURN_IN)
+    finally:
+        numba.set_num_threads(threads)
+    return grid, draws
+
+
+def z_scores(grid, draws, beta):
+    """z of the mean and variance of each statistic's prior PIT u = F(x) against U(0, 1)'s.
+
+    ``draws``: (chains, sweeps, statistics); the MCSE is arviz's over all chains.
+    """
+    scores = {}
+    for name, law in prior_laws(grid, beta).items():
+        u = law.cdf(draws[..., STATISTICS.index(name)])
+        squared = (u - 0.5) ** 2
+        scores[name] = ((u.mean() - 0.5) / mcse(u, method="mean")[0],
+                        (squared.mean() - 1.0 / 12.0) / mcse(squared, method="mean")[0])
+    return scores
+
+
+def assert_prior_recovered(grid, draws, beta=None):
+    scores = z_scores(grid, draws, beta)
+    bad = {name: z for name, z in scores.items() if max(abs(z[0]), abs(z[1])) > Z_LIMIT}
+    assert not bad, f"marginals off their prior (z of mean, z of second moment): {bad}"
+
+
+def geweke_draws(kernel, n_sweeps, seed, *, chains=CHAINS, **options):
+    """:func:`geweke_chain` run ``chains`` times (seeds ``seed``, ``seed + 1``, …), n_sweeps in all.
+
+    Return the grid and the draws, (chains, n_sweeps // chains, statistics).
+    """
+    runs = [geweke_chain(kernel, n_sweeps // chains, seed + c, **options) for c in range(chains)]
+    return runs[0][0], np.stack([draws for _, draws in runs])
+
+
+@pytest.mark.parametrize(("kernel", "side", "n_sweeps", "beta", "beta_sampler"), [
+    ("gibbs", 3, 200_000, None, "slice"),
+    ("gibbs", 8, 100_000, None, "slice"),  # 8 × 8: the coarse shifts run (none below 8 aggregates)
+    ("mh", 3, 200_000, None, "slice"),
+    ("block", 3, 100_000, None, "slice"),
+    ("gibbs", 3, 150_000, "icar", "slice"),
+    ("gibbs", 3, 150_000, "normal", "ars"),
+    ("noise-aware", 3, 300_000, None, "slice"),
+    ("chromatic", 3, 30_000, "icar", "slice"),
+])
+def test_sweep_leaves_the_joint_law_invariant(kernel, side, n_sweeps, beta, beta_sampler):
+    grid, draws = geweke_draws(kernel, n_sweeps, seed=2004, side=side, beta=beta,
+                               beta_sampler=beta_sampler)
+    assert_prior_recovered(grid, draws, beta)
+
+
+def test_geweke_catches_a_precision_drawn_with_the_wrong_shape():
+    grid, draws = geweke_draws("gibbs", 50_000, seed=2004, planted=True)
+    scores = z_scores(grid, draws, None)
+    assert abs(scores["tau_theta"][0]) > 2 * Z_LIMIT, scores["tau_theta"]
