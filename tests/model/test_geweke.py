@@ -84,7 +84,8 @@ CHAINS = 4
 
 STATISTICS = ("mu", "alpha", "tau_theta", "tau_phi", "tau_eps", "mean_theta", "theta_0",
               "mean_phi", "phi_mid", "eps_00", "eps_mid", "mu + mean_theta", "mean_beta",
-              "beta_0", "tau_beta", "alpha_y", "tau_phi_y", "phi_y_0")
+              "beta_0", "tau_beta", "alpha_y", "tau_phi_y", "phi_y_0", "mean_beta_z2",
+              "beta_z2_0", "tau_beta_z2")
 
 
 @njit(cache=True)
@@ -136,11 +137,14 @@ def track(s, out, t):
     mean_phi = s.phi[:, 0].mean()
     mean_beta = s.beta[0].mean()
     last = s.alpha.shape[0] - 1  # the second attribute's level when there are two
+    k = s.beta.shape[0] - 1  # the second covariate when there are two
+    mean_beta_k = s.beta[k].mean()
     out[t, :] = (s.mu[0], s.alpha[0], s.tau_theta[0], s.tau_phi[0], s.tau_eps[0], mean_theta,
                  s.theta[0] - mean_theta, mean_phi, s.phi[mid, 0] - mean_phi, s.eps[0, 0],
                  s.eps[mid, 1], s.mu[0] + mean_theta, mean_beta, s.beta[0, 0] - mean_beta,
                  s.tau_beta[0], s.alpha[last], s.tau_phi[last],
-                 s.phi[0, last] - s.phi[:, last].mean())
+                 s.phi[0, last] - s.phi[:, last].mean(), mean_beta_k,
+                 s.beta[k, 0] - mean_beta_k, s.tau_beta[k])
 
 
 @njit(cache=True)
@@ -153,7 +157,7 @@ def wrong_tau_theta(data, s):
     s.tau_theta[0] = gamma(s.rng, shape, data.priors[THETA_B] + 0.5 * quadratic)
 
 
-def prior_laws(grid, beta_prior, two_attributes=False):
+def prior_laws(grid, beta, two_attributes=False):
     """The exact prior marginal (a frozen ``scipy.stats`` law) of each of :data:`STATISTICS`."""
     p = PRIORS
     G = grid.n_cells
@@ -186,13 +190,14 @@ def prior_laws(grid, beta_prior, two_attributes=False):
         laws["alpha_y"] = laws["alpha"]
         laws["tau_phi_y"] = laws["tau_phi"]
         laws["phi_y_0"] = scaled_t(icar[0, 0], p.phi_shape, p.phi_rate)
-    if beta_prior == "icar":
-        laws["mean_beta"] = stats.norm(0.0, np.sqrt(p.level_var))
-        laws["beta_0"] = scaled_t(icar[0, 0], p.beta_shape, p.beta_rate)
-        laws["tau_beta"] = precision(p.beta_shape, p.beta_rate)
-    elif beta_prior == "normal":
-        laws["mean_beta"] = stats.norm(0.0, np.sqrt(p.beta_var / G))
-        laws["beta_0"] = stats.norm(0.0, np.sqrt(p.beta_var * (1.0 - 1.0 / G)))
+    for suffix, prior in zip(("", "_z2"), beta.split("+") if beta else (), strict=False):
+        if prior == "icar":
+            laws[f"mean_beta{suffix}"] = stats.norm(0.0, np.sqrt(p.level_var))
+            laws[f"beta{suffix}_0"] = scaled_t(icar[0, 0], p.beta_shape, p.beta_rate)
+            laws[f"tau_beta{suffix}"] = precision(p.beta_shape, p.beta_rate)
+        else:
+            laws[f"mean_beta{suffix}"] = stats.norm(0.0, np.sqrt(p.beta_var / G))
+            laws[f"beta{suffix}_0"] = stats.norm(0.0, np.sqrt(p.beta_var * (1.0 - 1.0 / G)))
     return laws
 
 
@@ -217,8 +222,9 @@ def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="sli
     two (B = 4: levels x=b and y=d, each with its α, φ and τ_φ).
 
     ``kernel`` is ``"gibbs"``, ``"mh"``, ``"block"``, ``"chromatic"`` or ``"noise-aware"``;
-    ``beta`` adds one covariate with a ``"normal"`` or ``"icar"`` prior and standard normal
-    Z̄ (fixed); ``planted`` follows each sweep by :func:`wrong_tau_theta`.
+    ``beta`` adds one covariate with a ``"normal"`` or ``"icar"`` prior, or two
+    (``"icar+normal"``), each with standard normal Z̄ (fixed); ``planted`` follows each sweep
+    by :func:`wrong_tau_theta`.
     """
     grid = Grid.regular((0.0, 0.0, 100.0 * side, 100.0 * side), shape=(side, side),
                         crs="EPSG:3857")
@@ -227,16 +233,19 @@ def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="sli
     sampler = kernel if kernel in ("mh", "block") else "gibbs"
     data, tables, _ = build_model_data(start, PaivaModel(priors=PRIORS, sampler=sampler))
     if beta is not None:
-        zbar = rng.normal(0.0, 1.0, (1, grid.n_cells, data.zbar.shape[2]))
-        priors = np.array([BETA_ICAR if beta == "icar" else BETA_NORMAL])
+        kinds = beta.split("+")
+        zbar = rng.normal(0.0, 1.0, (len(kinds), grid.n_cells, data.zbar.shape[2]))
+        priors = np.array([BETA_ICAR if kind == "icar" else BETA_NORMAL for kind in kinds])
         for array in (zbar, priors):
             array.setflags(write=False)
         data = data._replace(zbar=zbar, beta_priors=priors, beta_sampler={
             "slice": SAMPLER_SLICE, "ars": SAMPLER_ARS}[beta_sampler])
+        tables = tables._replace(cell_czbar=np.stack([(tables.counts * z).sum(axis=1)
+                                                      for z in zbar]))
     s = initial_state(data, tables, make_streams(seed, 1)[0])
     G, B = s.counts.shape
     outputs = (np.zeros((1, recorded_scalars(data))), np.zeros((1, G), np.float32),
-               np.zeros((1, 1, G), np.float32), np.zeros((1, G, B), np.float32))
+               np.zeros((1, s.beta.shape[0], G), np.float32), np.zeros((1, G, B), np.float32))
     noisy = start.counts.astype(float)
     inv_scale = 1.0 / NOISE_SCALE if kernel == "noise-aware" else 0.0
     if kernel == "block":
@@ -309,6 +318,7 @@ def geweke_draws(kernel, n_sweeps, seed, *, chains=CHAINS, **options):
     ("block", 3, 100_000, None, "slice"),
     ("gibbs", 3, 150_000, "icar", "slice"),
     ("gibbs", 3, 150_000, "normal", "ars"),
+    ("gibbs", 3, 150_000, "icar+normal", "slice"),  # two covariates (Nunes 2018, §5)
     ("noise-aware", 3, 300_000, None, "slice"),
     ("chromatic", 3, 30_000, "icar", "slice"),
 ])
