@@ -13,8 +13,8 @@ excursion into a prior's tail cannot dominate the average as it does for moments
 This checks each kernel's invariance more directly than SBC: every move of a sweep (Gibbs
 draws, MH corrections, shifts, scale and mode moves, coarse shifts, the chromatic blocks, the
 GMRF block proposals, the noise-aware collapsed moves and latent counts) runs ~10⁵ times
-against an exact target. A planted error — a precision drawn with the Gamma shape of a
-full-rank field — must fail the same test.
+against an exact target. Two planted errors must fail the same test: a precision drawn with
+the Gamma shape of a full-rank field, and a noise-aware fit told the wrong noise scale.
 
 Prior marginals (Paiva et al. 2014 with the level priors of ``conditionals.icar_prior``):
 
@@ -215,7 +215,7 @@ def starting_counts(grid, rng, two_attributes):
 
 
 def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="slice",
-                 two_attributes=False, planted=False):
+                 two_attributes=False, planted=False, drawn_noise_scale=NOISE_SCALE):
     """Run the successive-conditional simulator on a side × side queen lattice.
 
     Return the grid and the tracked draws. One attribute (B = 2) or, with ``two_attributes``,
@@ -224,7 +224,8 @@ def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="sli
     ``kernel`` is ``"gibbs"``, ``"mh"``, ``"block"``, ``"chromatic"`` or ``"noise-aware"``;
     ``beta`` adds one covariate with a ``"normal"`` or ``"icar"`` prior, or two
     (``"icar+normal"``), each with standard normal Z̄ (fixed); ``planted`` follows each sweep
-    by :func:`wrong_tau_theta`.
+    by :func:`wrong_tau_theta`. ``drawn_noise_scale`` is the scale of the noise the harness
+    draws (the noise-aware fit assumes :data:`NOISE_SCALE`).
     """
     grid = Grid.regular((0.0, 0.0, 100.0 * side, 100.0 * side), shape=(side, side),
                         crs="EPSG:3857")
@@ -273,7 +274,7 @@ def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="sli
             assert status == 0, status
             if planted:
                 wrong_tau_theta(data, s)
-            redraw_data(data, s, noisy, inv_scale)
+            redraw_data(data, s, noisy, inv_scale and 1.0 / drawn_noise_scale)
             if t >= BURN_IN:
                 track(s, draws, t - BURN_IN)
     finally:
@@ -338,3 +339,10 @@ def test_sweep_with_two_attributes_leaves_the_joint_law_invariant():
     """Two attributes (B = 4): each level's α, φ and τ_φ act on two of the four combinations."""
     grid, draws = geweke_draws("gibbs", 150_000, seed=2004, two_attributes=True)
     assert_prior_recovered(grid, draws, two_attributes=True)
+
+
+def test_geweke_catches_a_noise_aware_fit_told_the_wrong_scale():
+    """Released counts with noise of scale 1.25 (ε = 0.8) fitted as if ε were 1: fails."""
+    grid, draws = geweke_draws("noise-aware", 50_000, seed=2004, drawn_noise_scale=1.25)
+    scores = z_scores(grid, draws, None)
+    assert max(abs(z) for pair in scores.values() for z in pair) > Z_LIMIT, scores
