@@ -101,7 +101,7 @@ from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLe
 from geosynth.lattice import Grid
 from geosynth.synth.paiva import PosteriorDraws, release_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
-from geosynth.synth.release import NOISE_OS_ENTROPY, ReleaseInfo, make_release
+from geosynth.synth.release import NOISE_EXTERNAL, NOISE_SOURCES, ReleaseInfo, make_release
 
 if TYPE_CHECKING:
     from geosynth.model import PaivaModel
@@ -162,6 +162,9 @@ class NoisyCounts(CountTable):
     """ε-DP counts per (cell, attribute combination), from :func:`dp_counts`.
 
     Holds only released quantities: no record, cell id of a record, index or exact count.
+    Built by hand (counts someone else noised, e.g. an agency's DP table, to fit them
+    noise-aware), it records ``noise="external"``: geosynth did not draw the noise, so the
+    ``epsilon`` it states, and every release drawn from it states, is the caller's word.
 
     Attributes
     ----------
@@ -183,8 +186,9 @@ class NoisyCounts(CountTable):
     ledger : dict or None
         ``Accountant.to_dict()`` after the spend, when an accountant was given.
     noise : str
-        ``"os-entropy"``, or ``"seeded"`` when ``dp_counts`` was given a seed (tests only: the
-        counts are then not ε-DP, and every release drawn from them records so).
+        ``"os-entropy"`` from :func:`dp_counts`, ``"seeded"`` when it was given a seed (tests
+        only: the counts are then not ε-DP, and every release drawn from them records so), or
+        ``"external"`` (the default: counts built by the caller).
     """
 
     counts: np.ndarray
@@ -196,11 +200,14 @@ class NoisyCounts(CountTable):
     sensitivity: int
     neighbours: str
     ledger: dict | None = None
-    noise: str = NOISE_OS_ENTROPY
+    noise: str = NOISE_EXTERNAL
     continuous: None = None
     zbar: None = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.noise, str) or self.noise not in NOISE_SOURCES:
+            raise InputError(f"NoisyCounts: noise must be one of {sorted(NOISE_SOURCES)}, got "
+                             f"{self.noise!r}; leave it out for counts noised outside geosynth")
         self.counts.setflags(write=False)
 
     @property

@@ -134,9 +134,9 @@ ID_COLUMNS = frozenset(
 #: ``size`` (how the size of an ε-DP release was set, a dict such as
 #: ``{"rule": "n_public", "n_public": N}``; default: the releases' ``attrs["geosynth"]["size"]``),
 #: ``data`` (a public description of the data, str) and ``n_public`` (a published record total,
-#: int >= 0), and ``noise`` (where a DP release's noise came from: ``"os-entropy"`` or
-#: ``"seeded"``, see :attr:`~geosynth.synth.release.ReleaseInfo.noise`). Free text goes to
-#: ``notes=``.
+#: int >= 0), and ``noise`` (where a DP release's noise came from: ``"os-entropy"``,
+#: ``"seeded"`` or ``"external"``, see :attr:`~geosynth.synth.release.ReleaseInfo.noise`). Free
+#: text goes to ``notes=``.
 METADATA_KEYS = frozenset({"method", "epsilon", "noise", "ledger", "size", "data", "n_public"})
 #: Metadata keys :func:`write_release` computes itself; ``metadata=`` cannot set them.
 RESERVED_KEYS = frozenset(

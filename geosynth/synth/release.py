@@ -57,6 +57,7 @@ __all__ = [
     "refuse_baseline",
     "NOISE_OS_ENTROPY",
     "NOISE_SEEDED",
+    "NOISE_EXTERNAL",
     "NOISE_SOURCES",
 ]
 
@@ -84,8 +85,12 @@ NOISE_OS_ENTROPY = "os-entropy"
 #: whoever knows or guesses the seed replays the noise and removes it, so the stated ε is no
 #: guarantee at all.
 NOISE_SEEDED = "seeded"
+#: :attr:`ReleaseInfo.noise` of a DP release fitted to noisy counts that geosynth did not noise
+#: (a :class:`~geosynth.dp.locations.NoisyCounts` built by the caller, e.g. from an agency's
+#: published DP table): the stated ε is the caller's statement, which geosynth cannot check.
+NOISE_EXTERNAL = "external"
 #: Every value :attr:`ReleaseInfo.noise` may take.
-NOISE_SOURCES = frozenset({NOISE_OS_ENTROPY, NOISE_SEEDED})
+NOISE_SOURCES = frozenset({NOISE_OS_ENTROPY, NOISE_SEEDED, NOISE_EXTERNAL})
 
 
 @dataclass(frozen=True)
@@ -116,8 +121,10 @@ class ReleaseInfo:
         Neighbouring-dataset relation ε refers to (``"add-remove"`` or ``"replace"``).
     noise : str or None
         Where a differentially private release's noise came from: :data:`NOISE_OS_ENTROPY`
-        (``"os-entropy"``), or :data:`NOISE_SEEDED` (``"seeded"``: a caller's seed, tests only;
-        the stated ε is then no guarantee, since the seed replays the noise).
+        (``"os-entropy"``), :data:`NOISE_SEEDED` (``"seeded"``: a caller's seed, tests only;
+        the stated ε is then no guarantee, since the seed replays the noise), or
+        :data:`NOISE_EXTERNAL` (``"external"``: counts noised outside geosynth, whose ε is the
+        caller's statement).
     ledger : dict or None
         The ε ledger, ``Accountant.to_dict()`` after the spend.
     size : dict or None
@@ -251,16 +258,18 @@ class ReleaseInfo:
         -------
         ReleaseInfo
             ``method``, ``epsilon``, ``noise``, ``ledger`` and ``size``, each the value of the
-            last release that records one, except that ``noise`` is :data:`NOISE_SEEDED` when
-            any release records it.
+            last release that records one, except that ``noise`` is the weakest any release
+            records: :data:`NOISE_SEEDED`, then :data:`NOISE_EXTERNAL`.
         """
         infos = [info for info in map(release_info, releases) if info is not None]
         values = {}
         for name in ("method", "epsilon", "noise", "ledger", "size"):
             recorded = [getattr(info, name) for info in infos if getattr(info, name) is not None]
             values[name] = recorded[-1] if recorded else None
-        if NOISE_SEEDED in (info.noise for info in infos):
-            values["noise"] = NOISE_SEEDED
+        for weakest in (NOISE_SEEDED, NOISE_EXTERNAL):
+            if weakest in (info.noise for info in infos):
+                values["noise"] = weakest
+                break
         return cls(**values)
 
 

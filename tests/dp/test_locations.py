@@ -301,6 +301,24 @@ def test_release_info_keeps_the_ledger_of_its_own_counts(scenario_counts):
     assert first.info.ledger == noisy.ledger != accountant.to_dict()
 
 
+def test_counts_noised_outside_geosynth_record_an_external_source(scenario_counts):
+    """A NoisyCounts built by hand (an agency's DP table, or exact counts): geosynth drew no
+    noise, so neither it nor its releases may say the noise came from fresh OS entropy."""
+    _, counts = scenario_counts
+    drawn = dp_counts(counts, 1.0, levels=LEVELS)
+    assert drawn.noise == "os-entropy"
+    table = {"counts": np.array(drawn.counts), "combos": drawn.combos,
+             "attributes": drawn.attributes, "levels": drawn.levels, "grid": drawn.grid,
+             "epsilon": 1.0, "sensitivity": 1, "neighbours": "add-remove"}
+    by_hand = NoisyCounts(**table)
+    assert by_hand.noise == "external"
+    assert by_hand.release_info().noise == "external"
+    for bad in ("fresh", ["os-entropy"], None):
+        with pytest.raises(InputError, match=r"NoisyCounts: noise must be one of \['external', "
+                                             r"'os-entropy', 'seeded'\].*leave it out"):
+            NoisyCounts(**table, noise=bad)
+
+
 # --------------------------------------------------------------------------- neighbouring data
 
 

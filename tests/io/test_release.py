@@ -31,6 +31,7 @@ from geosynth import (
 )
 from geosynth._atomic import AtomicOutputs
 from geosynth.dp import Accountant, dp_counts
+from geosynth.dp.locations import NoisyCounts
 from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
 from geosynth.io import (
     ID_COLUMNS,
@@ -366,6 +367,24 @@ def _noise_aware_fit(noisy):
                     beta=None, eta=eta, noise_scale=noisy.noise_scale)
 
 
+def test_a_fit_of_counts_noised_elsewhere_is_written_as_external(tmp_path):
+    """Counts geosynth did not noise: the file says "external", and metadata cannot upgrade it."""
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS)
+    counts = prepare(public_like(8), grid, attributes=["y"], levels={"y": [0, 1]})
+    drawn = dp_counts(counts, 1.0)
+    by_hand = NoisyCounts(counts=np.array(drawn.counts), combos=drawn.combos,
+                          attributes=drawn.attributes, levels=drawn.levels, grid=grid,
+                          epsilon=1.0, sensitivity=1, neighbours="add-remove")
+    fit = _noise_aware_fit(by_hand)
+    path = tmp_path / "external.gpkg"
+    with pytest.raises(InputError, match=r"metadata\['noise'\] = 'os-entropy' contradicts how "
+                                         r"these releases were made \(noise 'external'\)"):
+        write_release(path, [public_like()], fit=fit, metadata={"noise": "os-entropy"})
+    write_release(path, [public_like()], fit=fit)
+    info = read_release(path).info
+    assert (info.noise, info.epsilon) == ("external", 1.0)
+
+
 def test_a_noise_aware_fit_gives_its_epsilon_and_ledger(tmp_path):
     grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS)
     counts = prepare(public_like(8), grid, attributes=["y"], levels={"y": [0, 1]})
@@ -394,8 +413,8 @@ def test_a_seeded_release_cannot_be_written_as_private(tmp_path):
     with pytest.raises(InputError, match=r"metadata\['noise'\] = 'os-entropy' contradicts how "
                                          r"these releases were made \(noise 'seeded'\)"):
         write_release(path, [public_like()], fit=seeded, metadata={"noise": "os-entropy"})
-    with pytest.raises(InputError, match=r"metadata\['noise'\] must be one of \['os-entropy', "
-                                         r"'seeded'\], got 'none'"):
+    with pytest.raises(InputError, match=r"metadata\['noise'\] must be one of \['external', "
+                                         r"'os-entropy', 'seeded'\], got 'none'"):
         write_release(path, [public_like()], fit=seeded, metadata={"noise": "none"})
     with pytest.raises(InputError, match="method 'paiva', made without differential privacy, "
                                          "and an epsilon, a noise or a ledger"):

@@ -150,3 +150,19 @@ def test_of_set_takes_the_last_recorded_value():
     assert ReleaseInfo.of_set(frames) == ReleaseInfo(method="naive", epsilon=1.0,
                                                      size={"rule": "a"})
     assert ReleaseInfo.of_set([]) == ReleaseInfo()
+
+
+@pytest.mark.parametrize(("sources", "weakest"), [
+    (["os-entropy", "external", "os-entropy"], "external"),
+    (["seeded", "external", "os-entropy"], "seeded"),
+    (["external", "seeded"], "seeded"),
+    (["os-entropy", "os-entropy"], "os-entropy"),
+])
+def test_of_set_records_the_weakest_noise_source(sources, weakest):
+    """A set is as private as its least private release: seeded, then external noise."""
+    frames = []
+    for source in sources:
+        frame = gpd.GeoDataFrame({"a": [0]}, geometry=gpd.points_from_xy([0.0], [0.0]))
+        set_release_info(frame, ReleaseInfo(method="paiva-dp", epsilon=1.0, noise=source))
+        frames.append(frame)
+    assert ReleaseInfo.of_set(frames).noise == weakest
