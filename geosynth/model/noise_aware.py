@@ -25,6 +25,7 @@ from geosynth.model.state import (
     compute_eta,
     level_combos_of,
     record,
+    refresh_count_sums,
 )
 from geosynth.model.sweep import sweep
 from geosynth.samplers.family import STATUS_OK
@@ -561,29 +562,10 @@ def update_latent_counts(data, s, noisy, inv_scale):
         1/b, the inverse scale of the discrete Laplace noise.
     """
     G, B = s.counts.shape
-    P = s.level_counts.shape[0]
-    n_covariates = data.zbar.shape[0]
     for i in range(G):
-        total = 0.0
         for b in range(B):
-            c = draw_latent_count(s.eta[i, b], noisy[i, b], inv_scale, s.rng)
-            s.counts[i, b] = c
-            total += c
-        s.cell_counts[i] = total
-        for k in range(n_covariates):
-            czbar = 0.0
-            for b in range(B):
-                czbar += s.counts[i, b] * data.zbar[k, i, b]
-            s.cell_czbar[k, i] = czbar
-    s.level_counts[:] = 0.0
-    for p in range(P):
-        combos = level_combos_of(data, p)
-        for i in range(G):
-            v = 0.0
-            for t in range(combos.shape[0]):
-                v += s.counts[i, combos[t]]
-            s.cell_level_counts[i, p] = v
-            s.level_counts[p] += v
+            s.counts[i, b] = draw_latent_count(s.eta[i, b], noisy[i, b], inv_scale, s.rng)
+    refresh_count_sums(data, s)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -67,6 +67,7 @@ __all__ = [
     "level_combos_of",
     "combos_of",
     "compute_eta",
+    "refresh_count_sums",
     "record",
     "recorded_scalars",
     "scalar_columns",
@@ -231,6 +232,43 @@ def compute_eta(data, s):
                 v += s.beta[c, i] * data.zbar[c, i, b]
             s.eta[i, b] = v
             s.expeta[i, b] = math.exp(v)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def refresh_count_sums(data, s):
+    """Recompute the sums of the chain's counts that the conditionals read.
+
+    Parameters
+    ----------
+    data : ModelData
+        The fit's read-only arrays (``zbar`` and the level combinations).
+    s : GibbsState
+        The chain's state; ``cell_counts`` (G,), ``cell_czbar`` (max(K, 1), G),
+        ``level_counts`` (P,) and ``cell_level_counts`` (G, P) are overwritten from
+        ``s.counts``.
+    """
+    G, B = s.counts.shape
+    P = s.level_counts.shape[0]
+    n_covariates = data.zbar.shape[0]
+    for i in range(G):
+        total = 0.0
+        for b in range(B):
+            total += s.counts[i, b]
+        s.cell_counts[i] = total
+        for k in range(n_covariates):
+            czbar = 0.0
+            for b in range(B):
+                czbar += s.counts[i, b] * data.zbar[k, i, b]
+            s.cell_czbar[k, i] = czbar
+    s.level_counts[:] = 0.0
+    for p in range(P):
+        combos = level_combos_of(data, p)
+        for i in range(G):
+            v = 0.0
+            for t in range(combos.shape[0]):
+                v += s.counts[i, combos[t]]
+            s.cell_level_counts[i, p] = v
+            s.level_counts[p] += v
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

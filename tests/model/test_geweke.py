@@ -42,7 +42,7 @@ from scipy import stats
 from geosynth import Grid, PaivaModel, Priors
 from geosynth.data import prepare
 from geosynth.model.block import block_settings, run_chunk_block
-from geosynth.model.conditionals import icar_quadratic_add
+from geosynth.model.conditionals import icar_quadratic
 from geosynth.model.fit import build_model_data
 from geosynth.model.noise_aware import run_chunk_noise_aware, update_latent_counts
 from geosynth.model.parallel import (
@@ -59,8 +59,8 @@ from geosynth.model.state import (
     SAMPLER_SLICE,
     THETA_A,
     THETA_B,
-    level_combos_of,
     recorded_scalars,
+    refresh_count_sums,
 )
 from geosynth.model.sweep import run_chunk
 from geosynth.samplers.rng import gamma, make_streams
@@ -103,29 +103,13 @@ def redraw_data(data, s, noisy, inv_scale):
     G, B = s.counts.shape
     p_geometric = 1.0 - np.exp(-inv_scale)
     for i in range(G):
-        total = 0.0
         for b in range(B):
             c = float(np.random.poisson(np.exp(s.eta[i, b])))
             s.counts[i, b] = c
-            total += c
             if inv_scale > 0.0:
                 noisy[i, b] = c + np.random.geometric(p_geometric) \
                     - np.random.geometric(p_geometric)
-        s.cell_counts[i] = total
-    for p in range(s.alpha.shape[0]):
-        s.level_counts[p] = 0.0
-        for i in range(G):
-            v = 0.0
-            for b in level_combos_of(data, p):
-                v += s.counts[i, b]
-            s.cell_level_counts[i, p] = v
-            s.level_counts[p] += v
-    for k in range(s.cell_czbar.shape[0]):
-        for i in range(G):
-            v = 0.0
-            for b in range(B):
-                v += s.counts[i, b] * data.zbar[k, i, b]
-            s.cell_czbar[k, i] = v
+    refresh_count_sums(data, s)
 
 
 @njit(cache=True)
@@ -150,11 +134,9 @@ def track(s, out, t):
 @njit(cache=True)
 def wrong_tau_theta(data, s):
     """The planted error: τ_θ redrawn with shape a + G/2, ignoring the ICAR rank deficiency."""
-    quadratic = 0.0
-    for i in range(s.theta.shape[0]):
-        quadratic = icar_quadratic_add(s.theta, i, data.indptr, data.indices, quadratic)
     shape = data.priors[THETA_A] + 0.5 * s.theta.shape[0]
-    s.tau_theta[0] = gamma(s.rng, shape, data.priors[THETA_B] + 0.5 * quadratic)
+    rate = data.priors[THETA_B] + 0.5 * icar_quadratic(s.theta, data)
+    s.tau_theta[0] = gamma(s.rng, shape, rate)
 
 
 def prior_laws(grid, beta, two_attributes=False):
@@ -241,9 +223,9 @@ def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="sli
             array.setflags(write=False)
         data = data._replace(zbar=zbar, beta_priors=priors, beta_sampler={
             "slice": SAMPLER_SLICE, "ars": SAMPLER_ARS}[beta_sampler])
-        tables = tables._replace(cell_czbar=np.stack([(tables.counts * z).sum(axis=1)
-                                                      for z in zbar]))
+        tables = tables._replace(cell_czbar=np.zeros((len(kinds), grid.n_cells)))
     s = initial_state(data, tables, make_streams(seed, 1)[0])
+    refresh_count_sums(data, s)  # Σ_b c·Z̄ of the covariates installed above
     G, B = s.counts.shape
     outputs = (np.zeros((1, recorded_scalars(data))), np.zeros((1, G), np.float32),
                np.zeros((1, s.beta.shape[0], G), np.float32), np.zeros((1, G, B), np.float32))
