@@ -69,7 +69,7 @@ from geosynth.data import (
     warn_dropped,
     warn_if_bounds_touch_records,
 )
-from geosynth.errors import InputError
+from geosynth.errors import DataWarning, InputError
 from geosynth.evaluation import (
     Evaluation,
     evaluate,
@@ -430,20 +430,14 @@ def _one_draw_fit(fit: PaivaFit, index: int) -> dict[str, Any]:
 
 
 def _release_task(template, counts, gdf, arrays, seed, release, draw, weights):
-    """Dask task: release ``release`` from posterior draw ``draw`` with its own generator."""
-    from geosynth.synth import paiva
+    """Dask task: release ``release`` from posterior draw ``draw``, and its placement note."""
+    from geosynth.synth.paiva import ReleaseMaker
 
-    fit = dataclasses.replace(template, counts=counts, **arrays)
-    # A synthesize that derives its release streams with release_seeds (PER_RELEASE_STREAMS)
-    # gets the seed whose only child is this release's; the one-generator synthesize gets the
-    # release's generator itself. Either way the release draws from default_rng(seed).
-    if getattr(paiva, "PER_RELEASE_STREAMS", False):
-        stream = _parent_of(seed)
-    else:
-        stream = np.random.default_rng(seed)
-    [out] = paiva.synthesize(fit, gdf, m=1, seed=stream, weights=weights)
-    set_release_info(out, release_info(out).replace(release=release, posterior_draw=draw))
-    return out
+    fit = dataclasses.replace(template, counts=counts, **arrays)  # holds draw ``draw`` only
+    out, note = ReleaseMaker.of(fit, gdf, weights).release(release, 0,
+                                                            np.random.default_rng(seed))
+    set_release_info(out, release_info(out).replace(posterior_draw=draw))
+    return out, note
 
 
 def synthesize_dask(
@@ -457,13 +451,14 @@ def synthesize_dask(
 ) -> list[gpd.GeoDataFrame]:
     """Make ``m`` releases like :func:`geosynth.synthesize`, one Dask task per release.
 
-    Release ``l`` uses posterior draw ``release_draws(fit, m)[l]``, as in memory, and its own
-    generator ``numpy.random.default_rng(release_seeds(seed, m)[l])``, so releases do not depend
-    on one another and any subset can be recomputed. When in-memory ``synthesize`` draws its
-    releases the same way (``geosynth.synth.paiva.PER_RELEASE_STREAMS``), the releases equal its
-    releases for the same seed. (A ``synthesize`` that runs the releases in turn on one
-    generator gives other releases with the same distribution; release 0 of ``synthesize(...,
-    seed=default_rng(release_seeds(seed, m)[0]))`` is then release 0 here.)
+    Release ``l`` uses posterior draw ``release_draws(fit, m)[l]`` and its own generator
+    ``numpy.random.default_rng(release_seeds(seed, m)[l])``, as in memory, so releases do not
+    depend on one another, any subset can be recomputed, and they equal the releases of
+    :func:`geosynth.synthesize` for the same seed. Its warnings are given here, in the client,
+    as in memory: the :class:`~geosynth.errors.PrivacyLeakWarning` on combinations too rare for
+    synthetic continuous values (before any task runs), and each task's
+    :class:`~geosynth.errors.DataWarning` on cells without weight in the raster, in release
+    order; the workers warn nothing.
 
     Parameters
     ----------
@@ -484,8 +479,15 @@ def synthesize_dask(
     -------
     list of geopandas.GeoDataFrame
         As :func:`geosynth.synthesize`, in release order.
+
+    Warns
+    -----
+    geosynth.errors.PrivacyLeakWarning
+        A combination of fewer than three records gets synthetic continuous values.
+    geosynth.errors.DataWarning
+        With ``weights``: a release placed points in cells without a pixel of positive weight.
     """
-    from geosynth.synth.paiva import aligned_rows, release_draws
+    from geosynth.synth.paiva import aligned_rows, release_draws, warn_rare_value_combinations
 
     if not isinstance(fit, PaivaFit):
         raise InputError(f"fit must be a geosynth.PaivaFit, got {type(fit).__name__}")
@@ -498,6 +500,8 @@ def synthesize_dask(
     m = check_m(m)
     aligned_rows(gdf, fit.counts)  # fail here, not in m tasks
     draws = release_draws(fit, m).tolist()
+    if fit.counts.covariates:
+        warn_rare_value_combinations(fit.counts, m)
     client = _get_client(client)
     seeds = release_seeds(seed, m)
     template = dataclasses.replace(fit, counts=None, scalars=None, theta=None, beta=None,
@@ -510,7 +514,12 @@ def synthesize_dask(
             _release_task, template, counts_f, gdf_f, _one_draw_fit(fit, draw), s,
             release, draw, weights, pure=False,
             key=f"geosynth-release-{release}-{os.urandom(4).hex()}"))
-    return client.gather(futures)
+    releases = []
+    for out, note in client.gather(futures):
+        if note is not None:
+            warnings.warn(note, DataWarning, stacklevel=2)
+        releases.append(out)
+    return releases
 
 
 def linked_records_dask(

@@ -184,31 +184,41 @@ def test_fit_dask_rejects_bad_arguments(client, fitted):
         gd.fit_dask(PaivaModel(), counts, client=client, n_iter="auto")
 
 
-def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fitted, monkeypatch):
-    counts, fit = fitted
+def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fitted):
+    _, fit = fitted
     m, seed = 4, 21
     got = gd.synthesize_dask(fit, points, m=m, seed=seed, client=client)
+    want = geosynth.synthesize(fit, points, m=m, seed=seed)
     assert len(got) == m
-    import geosynth.synth.paiva as paiva
+    for release, expected in zip(got, want, strict=True):
+        pd.testing.assert_frame_equal(release, expected)
+        assert release.attrs == expected.attrs
 
-    if getattr(paiva, "PER_RELEASE_STREAMS", False):  # in-memory releases on their own streams
-        for want, release in zip(geosynth.synthesize(fit, points, m=m, seed=seed), got,
-                                 strict=True):
-            pd.testing.assert_frame_equal(release, want)
-            assert release.attrs == want.attrs
-        return
-    seeds = gd.release_seeds(seed, m)
-    draws = geosynth.synth.release_draws(fit, m)
-    # Release 0: in-memory synthesize on release 0's generator is the same computation.
-    first = geosynth.synthesize(fit, points, m=m, seed=np.random.default_rng(seeds[0]))[0]
-    pd.testing.assert_frame_equal(got[0], first)
-    assert got[0].attrs == first.attrs
-    # Release l: in-memory synthesize of one release from draw l on release l's generator.
-    for release in range(1, m):
-        monkeypatch.setattr(paiva, "release_draws", lambda fit, m, d=draws[release]: np.array([d]))
-        [want] = geosynth.synthesize(fit, points, m=1, seed=np.random.default_rng(seeds[release]))
-        pd.testing.assert_frame_equal(got[release], want)
-        assert got[release].attrs["geosynth"] == dict(want.attrs["geosynth"], release=release)
+
+def test_synthesize_dask_gives_the_workers_warnings_in_the_client(client, points, grid,
+                                                                   tmp_path):
+    """The privacy warning (with the m of the call) and the raster's note reach the caller."""
+    from tests.synth.helpers import from_origin, write_raster
+
+    rare = points.copy()
+    rare.loc[rare.index[0], "a"] = 9  # a combination of one record, with synthetic z
+    counts = prepare(rare, grid, attributes=["a"], continuous="z")
+    fit = PaivaModel().fit(counts, chains=1, seed=2, progress=False, **RUN)
+    values = np.zeros((8, 10))
+    values[4:, :5] = 1.0  # weight in the lower-left quarter of the 100 x 80 m grid only
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 80, 10, 10), crs=CRS)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        gd.synthesize_dask(fit, rare, m=3, seed=4, weights=str(path), client=client)
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        geosynth.synthesize(fit, rare, m=3, seed=4, weights=path)
+    assert [(w.category, str(w.message)) for w in got] == [
+        (w.category, str(w.message)) for w in want]
+    assert [w.category for w in got] == [PrivacyLeakWarning] + [DataWarning] * 3
+    assert "a=9" in str(got[0].message) and "over the 3 releases" in str(got[0].message)
+    assert all("hold no pixel centre of positive weight" in str(w.message) for w in got[1:])
+    assert all(w.filename == __file__ for w in got)
 
 
 def test_synthesize_dask_is_reproducible(client, points, fitted):

@@ -22,6 +22,7 @@ this module never imports :mod:`geosynth.dp`.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import geopandas as gpd
@@ -32,13 +33,14 @@ from scipy import sparse
 from geosynth._random import SeedLike, spawn_seeds
 from geosynth._validation import check_m
 from geosynth.data import CellCounts, check_crs
-from geosynth.errors import InputError, PrivacyLeakWarning, SamplerError
+from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning, SamplerError
 from geosynth.model.storage import evenly_spaced_draws
-from geosynth.synth.placement import PixelTable, WeightsLike, place
+from geosynth.synth.placement import PixelTable, WeightsLike, place, unweighted_note
 from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release
 
-__all__ = ["PosteriorDraws", "synthesize", "release_draws", "synthetic_zbar", "synthesis_sd",
-           "warn_rare_value_combinations", "SYNTHESIS_SD_PRIOR_DF", "MIN_RECORDS_FOR_VALUES"]
+__all__ = ["PosteriorDraws", "ReleaseMaker", "synthesize", "release_draws", "synthetic_zbar",
+           "synthesis_sd", "warn_rare_value_combinations", "SYNTHESIS_SD_PRIOR_DF",
+           "MIN_RECORDS_FOR_VALUES"]
 
 _SHOW = 5
 #: ν₀ of :func:`synthesis_sd`: the prior degrees of freedom of a combination's between-cell
@@ -48,9 +50,6 @@ SYNTHESIS_SD_PRIOR_DF = 4.0
 #: A combination with fewer records than this gets a PrivacyLeakWarning when it has synthetic
 #: continuous values: their centre is those records' own mean (see :func:`synthesize`).
 MIN_RECORDS_FOR_VALUES = 3
-#: synthesize draws release l from default_rng(spawn_seeds(seed, m)[l]): releases can be made
-#: in any order or on any worker (geosynth.distributed) with the same result.
-PER_RELEASE_STREAMS = True
 
 
 @runtime_checkable
@@ -160,7 +159,11 @@ def synthesize(
     ``eta_draws`` kept fewer), release ``l = 0 .. m-1`` uses draw ``floor((l + 1/2) * T / m)``
     (:func:`release_draws`): equally spaced draws, each the middle of one of ``m`` equal
     blocks, so ``m`` releases use ``m`` distinct draws spread over all chains (thinned draws are
-    close to independent, §2.1.2 asks for an independent draw per release).
+    close to independent, §2.1.2 asks for an independent draw per release). Release ``l``
+    draws from its own generator, seeded by the ``l``-th of ``m`` children spawned from
+    ``seed`` (:meth:`numpy.random.SeedSequence.spawn`; :class:`ReleaseMaker`), so it can be
+    made alone, in any order or on a Dask worker (:func:`geosynth.distributed.synthesize_dask`)
+    and be the same release.
 
     *Cell probabilities.* ``p_i ∝ λ_ib`` and nothing else. λ_ib is already the expected count
     of the habitable part of cell ``i``: the modelled counts are the records located in that
@@ -206,33 +209,102 @@ def synthesize(
     """
     _refuse_dp(fit, epsilon, dp_options)
     m = check_m(m)
-    counts = fit.counts
-    grid = counts.grid
-    rows = aligned_rows(gdf, counts)
+    maker = ReleaseMaker.of(fit, gdf, weights)
     draws = release_draws(fit, m)
-    table = None if weights is None else PixelTable.from_raster(weights, grid)
-    covariates = counts.covariates
-    columns = list(counts.attributes) + list(covariates)
-    filled = {name: synthetic_zbar(counts, name) for name in covariates}
-    noise = {name: synthesis_sd(counts, name) for name in covariates}  # once, not per release
-    data = pd.DataFrame(rows[columns]).copy()
-    combo = np.asarray(counts.record_combo, dtype=np.int64)
-    if covariates:
-        warn_rare_value_combinations(counts, m)
+    if fit.counts.covariates:
+        warn_rare_value_combinations(fit.counts, m)
     releases = []
-    rngs = [np.random.default_rng(s) for s in spawn_seeds(seed, m)]
-    for release, draw in enumerate(draws.tolist()):
-        rng = rngs[release]
-        lam = fit.lambda_draw(draw)
-        cells = draw_cells(lam, combo, rng, draw)
-        xy = place(grid, cells, rng, table)
-        for name in covariates:
-            data[name] = continuous_values(counts, filled[name], cells, combo, rng, name,
-                                           noise[name])
-        info = ReleaseInfo(method="paiva", release=release, posterior_draw=draw,
-                           weighted=table is not None)
-        releases.append(make_release(data, xy, rows.geometry.name, gdf.crs, info))
+    for release, (draw, stream) in enumerate(zip(draws.tolist(), spawn_seeds(seed, m),
+                                                 strict=True)):
+        out, note = maker.release(release, draw, np.random.default_rng(stream))
+        if note is not None:
+            warnings.warn(note, DataWarning, stacklevel=2)
+        releases.append(out)
     return releases
+
+
+@dataclass(frozen=True)
+class ReleaseMaker:
+    """What the releases of one fit share, computed once, and how each one is drawn.
+
+    :func:`synthesize` makes its ``m`` releases with one maker, in turn;
+    :func:`geosynth.distributed.synthesize_dask` makes each release in a task with a maker of
+    its own. Either way release ``l`` depends only on its posterior draw and its generator.
+
+    Attributes
+    ----------
+    fit : PosteriorDraws
+        The fit.
+    rows : geopandas.GeoDataFrame
+        The records' rows, checked against ``fit.counts`` (:func:`aligned_rows`).
+    table : PixelTable or None
+        The weights raster's pixels grouped by cell, or None for uniform placement.
+    filled : dict of str to numpy.ndarray
+        Each covariate's standardised cell means, filled where a combination held no record
+        (:func:`synthetic_zbar`).
+    noise : dict of str to numpy.ndarray
+        Each covariate's noise SD per combination (:func:`synthesis_sd`).
+    """
+
+    fit: PosteriorDraws
+    rows: gpd.GeoDataFrame
+    table: PixelTable | None
+    filled: dict[str, np.ndarray]
+    noise: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, fit: PosteriorDraws, gdf: Any, weights: WeightsLike = None) -> ReleaseMaker:
+        """Check ``gdf`` against ``fit``, read ``weights`` and compute the covariates' tables.
+
+        Parameters
+        ----------
+        fit, gdf, weights
+            As for :func:`synthesize`.
+
+        Returns
+        -------
+        ReleaseMaker
+        """
+        counts = fit.counts
+        rows = aligned_rows(gdf, counts)
+        table = None if weights is None else PixelTable.from_raster(weights, counts.grid)
+        return cls(fit=fit, rows=rows, table=table,
+                   filled={name: synthetic_zbar(counts, name) for name in counts.covariates},
+                   noise={name: synthesis_sd(counts, name) for name in counts.covariates})
+
+    def release(self, release: int, draw: int,
+                rng: np.random.Generator) -> tuple[gpd.GeoDataFrame, str | None]:
+        """Release number ``release`` from stored posterior draw ``draw`` of λ.
+
+        Parameters
+        ----------
+        release : int
+            The release's number, recorded in its ``attrs["geosynth"]``.
+        draw : int
+            Index of the stored draw of λ (:meth:`PosteriorDraws.lambda_draw`).
+        rng : numpy.random.Generator
+            The release's own generator.
+
+        Returns
+        -------
+        release : geopandas.GeoDataFrame
+            As one release of :func:`synthesize`.
+        note : str or None
+            :func:`~geosynth.synth.placement.unweighted_note` of its cells: the text of the
+            :class:`~geosynth.errors.DataWarning` the caller gives (or forwards), or None.
+        """
+        counts = self.fit.counts
+        data = pd.DataFrame(self.rows[list(counts.attributes) + list(counts.covariates)]).copy()
+        combo = np.asarray(counts.record_combo, dtype=np.int64)
+        cells = draw_cells(self.fit.lambda_draw(draw), combo, rng, draw)
+        xy = place(counts.grid, cells, rng, self.table, warn=False)
+        for name in counts.covariates:
+            data[name] = continuous_values(counts, self.filled[name], cells, combo, rng, name,
+                                           self.noise[name])
+        info = ReleaseInfo(method="paiva", release=release, posterior_draw=draw,
+                           weighted=self.table is not None)
+        out = make_release(data, xy, self.rows.geometry.name, self.rows.crs, info)
+        return out, unweighted_note(self.table, cells)
 
 
 def warn_rare_value_combinations(counts: CellCounts, m: int) -> None:

@@ -55,6 +55,7 @@ __all__ = [
     "check_grid",
     "check_raster_crs",
     "place",
+    "unweighted_note",
     "raster_window",
     "read_raster",
     "MAX_WEIGHT_PIXELS",
@@ -206,7 +207,12 @@ def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str
 
 
 def place(
-    grid: Grid, cells: np.ndarray, rng: np.random.Generator, table: PixelTable | None
+    grid: Grid,
+    cells: np.ndarray,
+    rng: np.random.Generator,
+    table: PixelTable | None,
+    *,
+    warn: bool = True,
 ) -> np.ndarray:
     """Points for validated cell ids; see :func:`place_in_cells`.
 
@@ -220,6 +226,9 @@ def place(
         Randomness.
     table : PixelTable or None
         Pixels of a weights raster grouped by cell; None for uniform placement.
+    warn : bool, default True
+        Give :func:`unweighted_note` as a :class:`~geosynth.errors.DataWarning`. A caller that
+        passes False gives or forwards the note itself (a Dask task returns it to the client).
 
     Returns
     -------
@@ -230,22 +239,43 @@ def place(
     if table is not None:
         weighted = table.total[cells] > 0
         uniform = ~weighted
-        if uniform.any():
-            empty = np.unique(cells[uniform])
-            warnings.warn(
-                f"{empty.size} cell(s) hold no pixel centre of positive weight in the weights "
-                f"raster (cell ids {empty[:_SHOW].tolist()}"
-                f"{' ...' if empty.size > _SHOW else ''}); their {int(uniform.sum())} point(s) "
-                "are placed uniformly over the cell's habitable geometry",
-                DataWarning,
-                stacklevel=3,
-            )
+        note = unweighted_note(table, cells)
+        if warn and note is not None:
+            warnings.warn(note, DataWarning, stacklevel=3)
         idx = np.flatnonzero(weighted)
         xy[idx] = _weighted_points(grid, cells[idx], rng, table)
     idx = np.flatnonzero(uniform)
     xy[idx] = _uniform_points(grid, cells[idx], rng)
     return xy
 
+
+def unweighted_note(table: PixelTable | None, cells: np.ndarray) -> str | None:
+    """Say which of ``cells`` hold no pixel centre of positive weight, or None if all do.
+
+    Their points are placed uniformly over the cell's habitable geometry (:func:`place`).
+
+    Parameters
+    ----------
+    table : PixelTable or None
+        Pixels of the weights raster grouped by cell; None (no raster) gives None.
+    cells : numpy.ndarray of int64, shape (n,)
+        Cell id of each point.
+
+    Returns
+    -------
+    str or None
+        The text of the :class:`~geosynth.errors.DataWarning`.
+    """
+    if table is None:
+        return None
+    uniform = ~(table.total[cells] > 0)
+    if not uniform.any():
+        return None
+    empty = np.unique(cells[uniform])
+    return (f"{empty.size} cell(s) hold no pixel centre of positive weight in the weights "
+            f"raster (cell ids {empty[:_SHOW].tolist()}{' ...' if empty.size > _SHOW else ''}); "
+            f"their {int(uniform.sum())} point(s) are placed uniformly over the cell's habitable "
+            "geometry")
 
 
 # ---------------------------------------------------------------------- uniform placement
