@@ -768,6 +768,12 @@ def prepare_dask(
     kept ones: nothing is refused on the records' values, and the result equals
     ``prepare(ddf.compute(), ..., levels=levels)``.
 
+    Dask turns object columns into strings when it builds a frame from pandas (its
+    ``dataframe.convert-string`` option, on by default), so an object attribute that mixes
+    ``1`` and ``"1"`` reaches this function as the one level ``"1"``, where :func:`geosynth.prepare`
+    refuses the column. Build the frame under ``dask.config.set({"dataframe.convert-string":
+    False})`` to have it refused here too, or give the column one type first.
+
     Parameters
     ----------
     ddf : dask_geopandas.GeoDataFrame

@@ -321,6 +321,26 @@ def test_prepare_dask_checks_metadata_and_partitions(client, points, grid):
         prepare(ddf, grid, attributes=["a"])
 
 
+def test_prepare_dask_refuses_mixed_types_the_frame_keeps(client, points, grid):
+    """As documented: without Dask's string conversion 1 and "1" are refused, as by prepare."""
+    import dask
+
+    mixed = points.assign(m=pd.Series([1, "1"] * (len(points) // 2), index=points.index,
+                                      dtype=object))
+    apart = points.assign(m=pd.Series([1] * 300 + ["1"] * 300, index=points.index,
+                                      dtype=object))  # each partition of one type
+    with pytest.raises(InputError, match=r"mixes values of types \['int', 'str'\]"):
+        prepare(mixed, grid, attributes=["m"])
+    with dask.config.set({"dataframe.convert-string": False}):
+        for frame in (mixed, apart):
+            with pytest.raises(InputError, match=r"mixes values of types \['int', 'str'\]"):
+                gd.prepare_dask(to_dask(frame, 2), grid, attributes=["m"])
+    with dask.config.set({"dataframe.convert-string": True}):  # the default: one level "1"
+        ddf = to_dask(mixed, 2)
+        with pytest.warns(geosynth.errors.DataWarning, match="single level '1'"):
+            assert gd.prepare_dask(ddf, grid, attributes=["m"]).levels == {"m": ["1"]}
+
+
 def test_dask_prepared_counts_fit_and_synthesize(client, points, grid):
     ddf = to_dask(points, 3)
     counts = gd.prepare_dask(ddf, grid, attributes=["a", "c"], continuous="z")
