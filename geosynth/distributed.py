@@ -81,7 +81,6 @@ from geosynth.metrics.matching import as_releases
 from geosynth.model.fit import DEFAULT_BURN_IN, DEFAULT_THIN, PaivaModel
 from geosynth.model.results import PaivaFit
 from geosynth.model.storage import DEFAULT_MAX_BYTES
-from geosynth.synth.release import release_info, set_release_info
 
 if TYPE_CHECKING:
     import dask_geopandas
@@ -434,10 +433,8 @@ def _release_task(template, counts, gdf, arrays, seed, release, draw, weights):
     from geosynth.synth.paiva import ReleaseMaker
 
     fit = dataclasses.replace(template, counts=counts, **arrays)  # holds draw ``draw`` only
-    out, note = ReleaseMaker.of(fit, gdf, weights).release(release, 0,
-                                                            np.random.default_rng(seed))
-    set_release_info(out, release_info(out).replace(posterior_draw=draw))
-    return out, note
+    return ReleaseMaker.of(fit, gdf, weights).release(release, 0, np.random.default_rng(seed),
+                                                       posterior_draw=draw)
 
 
 def synthesize_dask(

@@ -1,5 +1,6 @@
 """Dask execution (geosynth.distributed) equals the in-memory functions, on a LocalCluster."""
 
+import dataclasses
 import warnings
 
 import geopandas as gpd
@@ -219,6 +220,19 @@ def test_synthesize_dask_gives_the_workers_warnings_in_the_client(client, points
     assert "a=9" in str(got[0].message) and "over the 3 releases" in str(got[0].message)
     assert all("hold no pixel centre of positive weight" in str(w.message) for w in got[1:])
     assert all(w.filename == __file__ for w in got)
+
+
+def test_synthesize_dask_names_the_diverged_draw_of_the_fit(client, points, fitted):
+    """A task's fit holds its one draw as draw 0; the error names the draw of the whole fit."""
+    _, fit = fitted
+    used = geosynth.synth.release_draws(fit, 2)
+    eta = fit.eta.copy()
+    chain, stored = divmod(int(used[1]), fit.n_eta_draws)
+    eta[chain, stored, :, 1] = np.nan
+    broken = dataclasses.replace(fit, eta=eta)
+    with pytest.raises(geosynth.errors.SamplerError,
+                       match=rf"posterior draw {int(used[1])} .*combinations \[1\]"):
+        gd.synthesize_dask(broken, points, m=2, seed=1, client=client)
 
 
 def test_synthesize_dask_is_reproducible(client, points, fitted):

@@ -272,8 +272,8 @@ class ReleaseMaker:
                    filled={name: synthetic_zbar(counts, name) for name in counts.covariates},
                    noise={name: synthesis_sd(counts, name) for name in counts.covariates})
 
-    def release(self, release: int, draw: int,
-                rng: np.random.Generator) -> tuple[gpd.GeoDataFrame, str | None]:
+    def release(self, release: int, draw: int, rng: np.random.Generator, *,
+                posterior_draw: int | None = None) -> tuple[gpd.GeoDataFrame, str | None]:
         """Release number ``release`` from stored posterior draw ``draw`` of λ.
 
         Parameters
@@ -284,6 +284,9 @@ class ReleaseMaker:
             Index of the stored draw of λ (:meth:`PosteriorDraws.lambda_draw`).
         rng : numpy.random.Generator
             The release's own generator.
+        posterior_draw : int, optional
+            The draw's index in the whole fit, recorded in ``attrs["geosynth"]`` and named in
+            errors (default ``draw``); a Dask task's fit holds that one draw only, as draw 0.
 
         Returns
         -------
@@ -296,12 +299,13 @@ class ReleaseMaker:
         counts = self.fit.counts
         data = pd.DataFrame(self.rows[list(counts.attributes) + list(counts.covariates)]).copy()
         combo = np.asarray(counts.record_combo, dtype=np.int64)
-        cells = draw_cells(self.fit.lambda_draw(draw), combo, rng, draw)
+        posterior_draw = draw if posterior_draw is None else posterior_draw
+        cells = draw_cells(self.fit.lambda_draw(draw), combo, rng, posterior_draw)
         xy = place(counts.grid, cells, rng, self.table, warn=False)
         for name in counts.covariates:
             data[name] = continuous_values(counts, self.filled[name], cells, combo, rng, name,
                                            self.noise[name])
-        info = ReleaseInfo(method="paiva", release=release, posterior_draw=draw,
+        info = ReleaseInfo(method="paiva", release=release, posterior_draw=posterior_draw,
                            weighted=self.table is not None)
         out = make_release(data, xy, self.rows.geometry.name, self.rows.crs, info)
         return out, unweighted_note(self.table, cells)
