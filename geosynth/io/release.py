@@ -627,6 +627,16 @@ def _check_release_index(release: gpd.GeoDataFrame, name: str, original: pd.Inde
                 "geosynth.to_public: its row k may still be confidential record k (rows in the "
                 "input's order); pass geosynth.to_public(release), which shuffles the rows"
             )
+        if original is None and len(release) > 1 and not (
+                is_public(release) or _drawn_from_noisy_counts(release)):
+            warnings.warn(
+                f"{name} is not marked as shuffled by geosynth.to_public (a file round trip, "
+                "a merge or a new GeoDataFrame drops the mark in attrs): its row k may be "
+                "confidential record k; pass geosynth.to_public(release), which shuffles the "
+                "rows (shuffling again does no harm), or original_index= to have it checked",
+                PrivacyLeakWarning,
+                stacklevel=4,
+            )
         return
     if original is not None and len(index) > 0 and index.isin(original).all():
         raise InputError(

@@ -6,6 +6,7 @@ import numpy as np
 import pyogrio
 import pytest
 
+import geosynth
 from geosynth import io
 from tests.cli.helpers import assert_refused, run
 from tests.io.helpers import CRS, XMIN, YMIN, metadata_value, public_like, set_metadata, sql
@@ -125,9 +126,9 @@ def small_pair(tmp_path):
     releases = []
     for _ in range(2):
         moved = xy + rng.normal(0, 50, size=xy.shape)
-        releases.append(gpd.GeoDataFrame(
+        releases.append(geosynth.to_public(gpd.GeoDataFrame(
             {"kind": levels[rng.permutation(40)]},
-            geometry=gpd.points_from_xy(moved[:, 0], moved[:, 1]), crs=CRS))
+            geometry=gpd.points_from_xy(moved[:, 0], moved[:, 1]), crs=CRS), seed=rng))
     release_path = tmp_path / "release.gpkg"
     io.write_release(release_path, releases, seeds={"synthesize": 5})
     return original_path, release_path

@@ -12,6 +12,8 @@ import pyogrio
 import pyproj
 import shapely
 
+from geosynth.synth.release import PUBLIC_ATTR
+
 CRS = "EPSG:31983"
 # Distinctive seeds, so their decimal strings cannot occur in a GeoPackage by chance.
 FIT_SEED = 604_817_339
@@ -28,6 +30,7 @@ def public_like(n=4, **columns):
         geometry=gpd.points_from_xy(XMIN + 10.0 * np.arange(n), np.full(n, YMIN + 5.0)),
         crs=CRS,
     )
+    frame.attrs = {PUBLIC_ATTR: True}
     return frame
 
 
@@ -104,9 +107,11 @@ import geosynth
 from geosynth.io import write_release
 
 def public_like(n=4):
-    return gpd.GeoDataFrame(
+    frame = gpd.GeoDataFrame(
         {"y": np.arange(n) % 2},
         geometry=gpd.points_from_xy(605_000.0 + 10.0 * np.arange(n), np.full(n, 7_790_005.0)),
         crs="EPSG:31983",
     )
+    frame.attrs = {geosynth.synth.release.PUBLIC_ATTR: True}
+    return frame
 """

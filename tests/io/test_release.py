@@ -572,6 +572,14 @@ def test_synthesize_output_of_a_default_index_input_is_refused(tmp_path, make_sc
     dp_like.attrs = {"geosynth": {"method": "paiva-dp", "epsilon": 1.0}}
     write_release(tmp_path / "dp.gpkg", [dp_like], original_index=data.index)
     assert read_release(path).m == 1
+    # without original_index the unmarked frame (a file round trip drops attrs) is warned of
+    with pytest.warns(PrivacyLeakWarning, match=r"not marked as shuffled by geosynth.to_public"
+                                                r".*pass geosynth.to_public\(release\)"):
+        write_release(tmp_path / "unchecked.gpkg", [rebuilt])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # neither the public form nor a DP release is
+        write_release(tmp_path / "public.gpkg", [to_public(rebuilt, seed=6)])
+        write_release(tmp_path / "dp2.gpkg", [dp_like])
 
 
 def test_the_public_form_of_a_baseline_is_refused(tmp_path, make_scenario_counts):
