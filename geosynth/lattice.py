@@ -153,8 +153,8 @@ class Grid:
         self._xedges = _edges(xmin, xmax, ncols, dx, exact_max=cell_size is None)
         self._yedges = _edges(ymin, ymax, nrows, dy, exact_max=cell_size is None)
         self._cell_size = (float(dx), float(dy))
-        region_geom = _polygon_union(region, "region", self._crs)
-        exclude_geom = _polygon_union(exclude, "exclude", self._crs)
+        region_geom = polygon_union(region, "region", self._crs)
+        exclude_geom = polygon_union(exclude, "exclude", self._crs)
         self._is_clipped = region is not None or exclude is not None
         self._snap_unit: tuple[float, float] | None = None
         self._cache: dict[str, Any] = {}
@@ -314,7 +314,7 @@ class Grid:
         if orientation not in _ORIENTATIONS:  # a square lattice ignores it, but not a typo
             raise GridError(f"orientation must be 'pointy' or 'flat', got {orientation!r}")
         crs = _as_crs(gdf.crs, "gdf")
-        region_geom = _polygon_union(region, "region", crs)
+        region_geom = polygon_union(region, "region", crs)
         if kind == "hexagonal":
             return cls._hexagons_over_points(gdf, shape, cell_size, pad, region_geom, exclude,
                                              orientation, crs)
@@ -413,13 +413,13 @@ class Grid:
         if _is_bounds(extent):
             bounds, region = _check_bounds(extent), None  # type: ignore[arg-type]
         else:
-            region = _polygon_union(extent, "region", crs)
+            region = polygon_union(extent, "region", crs)
             bounds = tuple(float(v) for v in shapely.bounds(region))
         layout = hex_layout(bounds, size, orientation == "flat")
         if layout.nrows * layout.ncols > MAX_CELLS:
             raise GridError(
-                f"the hexagonal lattice would have about {layout.nrows * layout.ncols:,} cells, "
-                f"more than the limit of {MAX_CELLS:,}; use a larger cell_size (or raise "
+                f"the hexagonal lattice would have about {_rounded(layout.nrows * layout.ncols)} "
+                f"cells, more than the limit of {MAX_CELLS:,}; use a larger cell_size (or raise "
                 "geosynth.lattice.MAX_CELLS)"
             )
         position, polygons = hex_positions_meeting(layout, bounds)
@@ -429,7 +429,7 @@ class Grid:
         grid._layout = layout
         grid._shape = (layout.nrows, layout.ncols)
         grid._cell_size = (size, size)
-        kept = grid._set_cells(polygons, region, _polygon_union(exclude, "exclude", crs))
+        kept = grid._set_cells(polygons, region, polygon_union(exclude, "exclude", crs))
         grid._cell_row, grid._cell_col = row[kept], col[kept]
         grid._lattice_to_cell = np.full(layout.nrows * layout.ncols, -1, dtype=np.int64)
         grid._lattice_to_cell[position[kept]] = np.arange(kept.size, dtype=np.int64)
@@ -507,7 +507,7 @@ class Grid:
         grid._kind, grid._crs = "areal", crs
         grid._contiguity = _check_contiguity(contiguity)
         grid._public_ids = bool(public_ids)
-        kept = grid._set_cells(polygons, None, _polygon_union(exclude, "exclude", crs))
+        kept = grid._set_cells(polygons, None, polygon_union(exclude, "exclude", crs))
         grid._area_ids = None if ids is None else ids[kept]
         polygons = polygons[kept]
         adjacency = area_contiguity(polygons, rook=grid._contiguity == "rook")
@@ -1190,12 +1190,22 @@ def _lattice_shape(
         ncols = max(1, math.ceil((xmax - xmin) / dx - 1e-9))
         nrows = max(1, math.ceil((ymax - ymin) / dy - 1e-9))
     if nrows * ncols > MAX_CELLS:
+        fix = "a smaller shape=(nrows, ncols)" if shape is not None else "a larger cell_size"
         raise GridError(
-            f"the lattice would have {nrows} x {ncols} = {nrows * ncols:,} cells, more than the "
-            f"limit of {MAX_CELLS:,}; use a larger cell_size or a smaller shape (or raise "
-            "geosynth.lattice.MAX_CELLS)"
+            f"the lattice would have about {_rounded(nrows * ncols)} cells, more than the limit "
+            f"of {MAX_CELLS:,}; use {fix} (or raise geosynth.lattice.MAX_CELLS)"
         )
     return nrows, ncols, dx, dy
+
+
+def _rounded(n_cells: int) -> str:
+    """``n_cells`` to 2 significant figures, e.g. ``8.0e11``.
+
+    From a cell size, the rows and columns are the extent over the cell size: exact counts
+    would give the extent of the records (without a region, their extremes) to a cell.
+    """
+    mantissa, exponent = f"{n_cells:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def _check_shape(shape: object) -> tuple[int, int]:
@@ -1338,8 +1348,33 @@ def _snap_outward(
     )
 
 
-def _polygon_union(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> shapely.Geometry | None:
-    """Union of the polygons in ``obj`` in the grid CRS (prepared), or None."""
+def polygon_union(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> shapely.Geometry | None:
+    """Union of the polygons in ``obj`` in the grid CRS (prepared), or None.
+
+    How :class:`Grid` reads a ``region`` or ``exclude`` (and :func:`geosynth.tune` fingerprints
+    one, so that inputs covering other areas never compare equal).
+
+    Parameters
+    ----------
+    obj : GeoDataFrame, GeoSeries, shapely geometry, sequence of polygons or None
+        The polygons.
+    name : str
+        How messages name ``obj`` (``"region"``, ``"exclude"``).
+    crs : pyproj.CRS or None
+        The grid CRS; a GeoDataFrame or GeoSeries in another CRS is reprojected.
+
+    Returns
+    -------
+    shapely.Geometry or None
+        The prepared union; None when ``obj`` is None.
+
+    Raises
+    ------
+    geosynth.errors.GridError
+        ``obj`` is not polygons, or holds invalid or no non-empty polygons.
+    geosynth.errors.CRSError
+        ``obj`` has no CRS, or one that cannot be reprojected to ``crs``.
+    """
     if obj is None:
         return None
     if isinstance(obj, gpd.GeoDataFrame | gpd.GeoSeries):

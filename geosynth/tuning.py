@@ -28,13 +28,24 @@ The measures (:data:`MEASURES` says what each means and which direction is bette
 
 Each candidate runs as one task of an executor (a thread pool by default, a Dask client's
 ``get_executor()`` for many) with a seed stream of its own, derived from the root seed and the
-candidate's label, so adding candidates (``tune(..., previous=tuning)`` reuses the finished
-ones) never changes the others' results.
+candidate's settings; the coverage of every candidate is measured on the same random
+rectangles (common random numbers, one stream derived once from the root seed), so that the
+candidates differ by their releases, not by the rectangles drawn. A row's columns other than
+the two intensity columns therefore depend on the data, the shared settings, the root seed
+and the candidate's own settings only: adding or removing other candidates, their order and
+the executor do not change them (ε candidates excepted: their noise is fresh OS entropy). The
+intensity columns are measured on the lattice of the coarsest candidate of the call, so adding
+a coarser candidate (or removing the coarsest) changes them in every row, and with them a
+recommendation by ``intensity_correlation`` or ``intensity_l1``; ``tune(...,
+previous=tuning)`` reuses the finished candidates' fits and releases and measures their
+intensity columns again on the lattice of the new call.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import inspect
 import math
 import os
 import threading
@@ -387,7 +398,8 @@ class Tuning:
     risk_limit : float or None
         The default limit of :meth:`recommend`.
     reference : str
-        Label of the candidate whose lattice the intensity fidelity is measured on.
+        Label of the candidate whose lattice the intensity fidelity is measured on: the
+        coarsest of this tuning's candidates (the intensity columns depend on it).
     """
 
     table: pd.DataFrame
@@ -554,10 +566,7 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
                          "without an outcome)")
     limit_text = ""
     if risk_limit is not None:
-        limit = check_real(risk_limit, "risk_limit")
-        if not math.isfinite(limit):
-            raise InputError(f"risk_limit must be a finite number, got {risk_limit!r}")
-        limit *= r_measure.sign
+        limit = _check_limit(risk_limit, risk) * r_measure.sign
         relation = "<=" if r_measure.sign > 0 else ">="
         limit_text = f" within the limit {risk} {relation} {risk_limit:g}"
         qualified = r.index[r <= limit + 1e-12 * abs(limit)]
@@ -579,6 +588,22 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     if ties:
         reason += f"; tied with {ties} on {utility}, it is the less risky or coarser"
     return Recommendation(best, None, reason)
+
+
+def _check_limit(risk_limit: Any, risk: str) -> float:
+    """Return ``risk_limit`` as a float: finite, and >= 0 for the rates and counts of risk.
+
+    A negative limit of a measure that is never negative (where larger is riskier) leaves no
+    candidate within it, which reads as "everything is too risky" instead of a typo.
+    """
+    limit = check_real(risk_limit, "risk_limit")
+    if not math.isfinite(limit):
+        raise InputError(f"risk_limit must be a finite number, got {risk_limit!r}")
+    if limit < 0 and MEASURES[risk].larger_is == "riskier":
+        raise InputError(f"risk_limit must be >= 0 for {risk}, which is never negative, got "
+                         f"{limit:g}; pass the largest acceptable {risk} (e.g. 0.05), or None "
+                         "for no limit")
+    return limit
 
 
 # ----------------------------------------------------------------------------- running
@@ -603,6 +628,9 @@ class _Setup:
     outcome: str | None
     n_quadrants: int
     fit_options: dict
+    outside: str = "error"
+    #: The seed of the coverage rectangles, the same for every candidate (set by tune).
+    coverage_seed: np.random.SeedSequence | None = None
 
 
 def tune(
@@ -622,6 +650,7 @@ def tune(
     fit_options: Mapping[str, Any] | None = None,
     previous: Tuning | None = None,
     progress: bool = True,
+    outside: str = "error",
 ) -> Tuning:
     """Fit, release and measure each candidate lattice; the risk–utility table of all of them.
 
@@ -635,7 +664,8 @@ def tune(
     Parameters
     ----------
     gdf : geopandas.GeoDataFrame
-        The confidential points (projected CRS) with the attribute columns.
+        The confidential points (projected CRS) with the attribute columns. Its index is not
+        used: rows are numbered by position (messages name rows by number, not by label).
     attributes : sequence of str or str
         Attribute columns that define the combinations.
     candidates : sequence
@@ -647,31 +677,45 @@ def tune(
     continuous : sequence of str or str, optional
         Continuous columns, for candidates with a ``beta_prior``.
     m : int, default 5
-        Releases per candidate.
+        Releases per candidate (the coverage needs 2 or more: with ``m=1`` there is no
+        coverage column unless ``outcome`` asks for it, which is refused).
     risk_limit : float, optional
         Default limit of :meth:`Tuning.recommend` (of its default risk,
-        ``true_match_rate``).
+        ``true_match_rate``): a finite number >= 0.
     executor : concurrent.futures.Executor, optional
         Runs one task per candidate: default a thread pool of ``cpu_count // 2`` threads (each
         fit runs two chains); a Dask client's ``client.get_executor()`` for many candidates.
     seed : None, int or numpy.random.SeedSequence
-        Root seed. Each candidate draws from a stream derived from it and the candidate's
-        settings, so the same seed gives the same table whatever the executor, the order or
-        the other candidates. ε candidates draw their noise from fresh OS entropy (never from
-        a seed), so their rows change between runs.
+        Root seed. Each candidate fits and releases with a stream derived from it and the
+        candidate's settings, and every candidate's coverage is measured on the same random
+        rectangles, drawn from one stream derived from the root seed (common random numbers).
+        So the same seed gives the same table whatever the executor or the order, and a
+        candidate's row does not depend on the other candidates, except its two intensity
+        columns: they are measured on the lattice of the coarsest candidate of the call, which
+        a coarser candidate added changes. ε candidates draw their noise from fresh OS entropy
+        (never from a seed), so their rows change between runs.
     outcome : str, optional
-        Binary column of the coverage measure; default the first attribute when it holds only
-        0 and 1 (or booleans), else no coverage column (NaN).
+        Binary attribute (one of ``attributes``: the releases carry those columns only) of the
+        coverage measure; default the first attribute when it holds only 0 and 1 (or
+        booleans) and ``m >= 2``, else no coverage column (NaN).
     n_quadrants : int, default 1000
-        Random rectangles of the coverage measure.
+        Random rectangles of the coverage measure, at most
+        :data:`geosynth.metrics.utility.MAX_QUADRANTS`.
     fit_options : mapping, optional
         Keyword arguments of :meth:`geosynth.PaivaModel.fit` (and of ``dp_release`` for ε
         candidates), e.g. ``{"n_iter": 2000, "burn_in": 500}``; default
-        :data:`DEFAULT_FIT_OPTIONS`, run until converged or 15 minutes.
+        :data:`DEFAULT_FIT_OPTIONS`, run until converged or 15 minutes. Keys these functions do
+        not take are refused before any fit.
     previous : Tuning, optional
-        A tuning of the same data and settings: candidates it holds are reused, not rerun.
+        A tuning of the same data and settings: candidates it holds are not rerun (their
+        fits, releases and other measures are reused), and their intensity columns are
+        measured again on the lattice of this call's coarsest candidate.
     progress : bool, default True
         Show a progress bar across candidates.
+    outside : {"error", "drop"}, default "error"
+        Points in no cell of a candidate's lattice (outside the region, or in an excluded
+        area), as in :func:`geosynth.prepare`: refuse them, or drop them (with a warning) and
+        measure the candidate on the records kept. The CLI's ``--drop-outside``.
 
     Returns
     -------
@@ -680,7 +724,11 @@ def tune(
     Raises
     ------
     geosynth.errors.InputError
-        Invalid candidates or options; an ε candidate without ``region`` or with
+        Invalid candidates or options, all before any fit: attributes or ``continuous``
+        columns that ``gdf`` lacks, an ``outcome`` that is not a binary attribute, an
+        ``outcome`` with ``m=1``, ``n_quadrants`` above the cap, ``fit_options`` that is not a
+        mapping or has keys the fit does not take, a negative ``risk_limit``, a bad
+        ``outside``, ``region`` or ``exclude``; an ε candidate without ``region`` or with
         ``continuous``; a ``beta_prior`` without ``continuous``; ``previous`` made from other
         data, settings or seed; and what :func:`geosynth.prepare`, the fit, the releases and
         the evaluation raise (with a note naming the candidate).
@@ -700,20 +748,21 @@ def tune(
     ...               seed=1, progress=False)  # doctest: +SKIP
     >>> tuning.recommend(risk_limit=0.05).reason  # doctest: +SKIP
     """
+    gdf = _records(gdf)
     wanted = _candidates(candidates)
     setup = _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants,
-                   fit_options)
+                   fit_options, outside)
+    _check_fit_options(setup.fit_options, wanted)
     for candidate in wanted:
         _check_candidate(candidate, setup)
+    if risk_limit is not None:
+        risk_limit = _check_limit(risk_limit, DEFAULT_RISK)
     _warn_of_dp_candidates(wanted)
     xy = point_coordinates(gdf, "gdf")  # once: the bounds check, the fingerprint, the table
     _warn_of_bounds_on_records(xy, wanted)
-    if risk_limit is not None:
-        risk_limit = check_real(risk_limit, "risk_limit")
-        if not math.isfinite(risk_limit):
-            raise InputError(f"risk_limit must be a finite number, got {risk_limit}")
     key = _fingerprint(gdf, xy, setup)
     root = _root_seed(seed, previous, key)
+    setup = dataclasses.replace(setup, coverage_seed=_coverage_seed(root))
     runs: dict[tuple, _CandidateRun] = {}
     if previous is not None:
         runs.update({settings: run for settings, run in previous._runs.items()})
@@ -733,7 +782,7 @@ def coverage_outcome(gdf: gpd.GeoDataFrame, attributes: Sequence[str],
     attributes : sequence of str
         Their attribute columns; the first is the default outcome when it is binary.
     outcome : str or None
-        The column asked for, or None for the default.
+        The column asked for (one of ``attributes``), or None for the default.
 
     Returns
     -------
@@ -744,32 +793,108 @@ def coverage_outcome(gdf: gpd.GeoDataFrame, attributes: Sequence[str],
     Raises
     ------
     geosynth.errors.InputError
-        ``outcome`` is not a column of ``gdf``, or not binary.
+        ``outcome`` is not a column of ``gdf``, not binary, or not one of ``attributes`` (the
+        releases carry the attribute columns only, so its coverage could not be measured).
     """
     from geosynth.metrics.utility import binary_outcome, is_binary
 
     if outcome is None:
         return attributes[0] if attributes and is_binary(gdf[attributes[0]]) else None
     binary_outcome(gdf, outcome, "gdf")
+    if outcome not in attributes:
+        raise InputError(f"outcome={outcome!r} is not one of the attributes {list(attributes)}: "
+                         "the releases carry the attribute columns only, so its coverage "
+                         f"cannot be measured; add {outcome!r} to attributes or pick one of them")
     return outcome
 
 
-def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants,
-           fit_options) -> _Setup:
+def _records(gdf: Any) -> gpd.GeoDataFrame:
+    """Return the points numbered by position (0, 1, ...), which is how tune passes them on.
+
+    The messages of the checks and of :func:`geosynth.prepare` (points outside a lattice, bad
+    values) then name rows by number, never by their index labels, which may be record ids.
+    """
     if not isinstance(gdf, gpd.GeoDataFrame):
         raise InputError(f"gdf must be a GeoDataFrame, got {type(gdf).__name__}")
-    attributes = [attributes] if isinstance(attributes, str) else list(attributes)
-    missing = [a for a in attributes if a not in gdf.columns]
-    if not attributes or missing:
-        raise InputError(f"attributes must name columns of gdf; missing: {missing or attributes}")
-    outcome = coverage_outcome(gdf, attributes, outcome)
-    options = dict(DEFAULT_FIT_OPTIONS if fit_options is None else fit_options)
-    refused = sorted(set(options) & {"seed", "progress", "executor", "counts", "stop"})
+    return gdf.reset_index(drop=True)
+
+
+def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants,
+           fit_options, outside) -> _Setup:
+    """Check what every candidate shares, before any fit (candidates in :func:`tune`)."""
+    from geosynth.data import check_columns
+
+    attributes = list(check_columns(gdf, attributes, continuous))
+    m = check_m(m)
+    if outside not in ("error", "drop"):
+        raise InputError(f'outside must be "error" or "drop" (as in geosynth.prepare), got '
+                         f"{outside!r}")
+    return _Setup(attributes, continuous, region, exclude, m,
+                  _outcome(gdf, attributes, outcome, m), _n_quadrants(n_quadrants),
+                  _fit_options(fit_options), outside)
+
+
+def _outcome(gdf, attributes: list[str], outcome: str | None, m: int) -> str | None:
+    """Return the coverage outcome: none with one release, unless asked for (refused then)."""
+    chosen = coverage_outcome(gdf, attributes, outcome)
+    if m >= 2:
+        return chosen
+    if outcome is None:  # the default outcome: no coverage with one release
+        return None
+    raise InputError(f"outcome={outcome!r} needs m >= 2: the coverage combines the releases "
+                     "(its interval uses the variance between them), so m=1 has none; pass "
+                     "m=2 or more, or leave outcome unset (no coverage column)")
+
+
+def _n_quadrants(n_quadrants: Any) -> int:
+    from geosynth.metrics.utility import MAX_QUADRANTS
+
+    n_quadrants = check_int(n_quadrants, "n_quadrants", what="random rectangles of coverage")
+    if n_quadrants > MAX_QUADRANTS:
+        raise InputError(f"n_quadrants (random rectangles of coverage) must be at most "
+                         f"{MAX_QUADRANTS:,}, got {n_quadrants:,}; the thesis uses 1,000")
+    return n_quadrants
+
+
+#: Arguments of the fits that tune sets itself, per candidate.
+_SET_BY_TUNE = frozenset({"self", "counts", "seed", "progress", "executor", "stop", "epsilon",
+                          "m", "model"})
+
+
+def _fit_options(fit_options: Any) -> dict:
+    if fit_options is None:
+        return dict(DEFAULT_FIT_OPTIONS)
+    if not isinstance(fit_options, Mapping):
+        raise InputError(f"fit_options must be a mapping of keyword arguments of "
+                         f"PaivaModel.fit, got {type(fit_options).__name__}; e.g. "
+                         "fit_options={'n_iter': 2000, 'burn_in': 500}")
+    options = dict(fit_options)
+    refused = sorted(set(options) & _SET_BY_TUNE, key=str)
     if refused:
         raise InputError(f"fit_options may not set {refused}: tune sets them per candidate")
-    return _Setup(attributes, continuous, region, exclude, check_m(m), outcome,
-                  check_int(n_quadrants, "n_quadrants", what="random rectangles of coverage"),
-                  options)
+    return options
+
+
+def _check_fit_options(options: dict, candidates: list[Candidate]) -> None:
+    """Refuse keys that the fits of the candidates do not take (a TypeError after the fits)."""
+    from geosynth.model import PaivaModel
+
+    takers = {}
+    if any(c.epsilon is None for c in candidates):
+        takers["PaivaModel.fit"] = (PaivaModel.fit, "exact")
+    if any(c.epsilon is not None for c in candidates):
+        from geosynth.dp import dp_release
+
+        takers["dp_release"] = (dp_release, "ε-DP")
+    for name, (function, kind) in takers.items():
+        parameters = inspect.signature(function).parameters
+        if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+            continue  # takes any keyword (a wrapper): the fit itself checks them
+        accepted = set(parameters) - _SET_BY_TUNE
+        unknown = sorted(set(options) - accepted, key=str)
+        if unknown:
+            raise InputError(f"fit_options has {unknown}, which {name} (the fit of the {kind} "
+                             f"candidates) does not take; use keys among {sorted(accepted)}")
 
 
 def _warn_of_dp_candidates(candidates: list[Candidate]) -> None:
@@ -833,21 +958,36 @@ def _fingerprint(gdf: gpd.GeoDataFrame, xy: np.ndarray, setup: _Setup) -> dict[s
             h.update(part if isinstance(part, bytes) else repr(part).encode())
         return h.hexdigest()
 
-    data = digest(xy.tobytes(),
+    data = digest(xy.tobytes(), gdf.crs and gdf.crs.to_wkt(),
                   pd.util.hash_pandas_object(gdf[columns], index=True).to_numpy().tobytes())
     return {"data": data, "attributes": digest(setup.attributes),
-            "continuous": digest(setup.continuous), "region": digest(_wkb(setup.region)),
-            "exclude": digest(_wkb(setup.exclude)), "m": digest(setup.m),
+            "continuous": digest(setup.continuous),
+            "region": digest(_wkb(setup.region, "region", gdf.crs)),
+            "exclude": digest(_wkb(setup.exclude, "exclude", gdf.crs)), "m": digest(setup.m),
             "outcome": digest(setup.outcome), "n_quadrants": digest(setup.n_quadrants),
-            "fit_options": digest(sorted(setup.fit_options.items()))}
+            "fit_options": digest(sorted(setup.fit_options.items())),
+            "outside": digest(setup.outside),
+            # The rectangles also follow from the root seed (checked apart), the data, the
+            # outcome and n_quadrants: this names how they are drawn (common to all candidates).
+            "coverage rectangles": digest("common random numbers", _COVERAGE_TAG)}
 
 
-def _wkb(polygons: Any) -> bytes:
-    if polygons is None:
+def _wkb(polygons: Any, name: str = "region", crs: Any = None) -> bytes:
+    """Return the bytes of a region or exclusion as the lattice reads it: union WKB and CRS.
+
+    Every input :meth:`geosynth.Grid.from_points` takes (a GeoDataFrame, a GeoSeries, a
+    geometry, a list of polygons) is read by the lattice's own reader, in the CRS of the
+    points (``crs``): inputs that cover different areas never get the same bytes (a list's
+    repr, which shapely cuts short, made two regions equal).
+    """
+    from geosynth.lattice import polygon_union
+
+    union = polygon_union(polygons, name, crs)
+    if union is None:
         return b""
-    geoms = getattr(polygons, "geometry", polygons)
-    values = geoms.to_wkb() if hasattr(geoms, "to_wkb") else [getattr(geoms, "wkb", geoms)]
-    return repr(list(values)).encode()
+    own = getattr(polygons, "crs", None)
+    return (repr(own and own.to_wkt()).encode()
+            + shapely.to_wkb(shapely.normalize(union), byte_order=1))
 
 
 def _root_seed(seed: SeedLike, previous: Tuning | None, key: dict) -> np.random.SeedSequence:
@@ -873,6 +1013,20 @@ def _candidate_seed(root: np.random.SeedSequence, candidate: Candidate):
     """Return the candidate's own stream: the root seed and a digest of its settings."""
     tag = zlib.crc32(repr(candidate.settings).encode())
     return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, tag))
+
+
+#: Spawn key of the coverage rectangles' stream: beyond the CRC-32 tags of the candidates.
+_COVERAGE_TAG = 2**32
+
+
+def _coverage_seed(root: np.random.SeedSequence) -> np.random.SeedSequence:
+    """Return the stream of the coverage rectangles, one for every candidate of a root seed.
+
+    Common random numbers: the candidates are measured on the same rectangles, so their
+    coverage differs by their releases only, not by the rectangles drawn (whose own noise is
+    as large as the differences between candidates).
+    """
+    return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, _COVERAGE_TAG))
 
 
 def _run_all(gdf, todo, setup, root, executor, progress) -> dict[tuple, _CandidateRun]:
@@ -930,7 +1084,9 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     from geosynth.model import PaivaModel
 
     start = time.perf_counter()
-    fit_seed, release_seed, measure_seed = seed.spawn(3)
+    # The third stream drew each candidate's own rectangles; they are now common to all
+    # (setup.coverage_seed), and the first two keep their values.
+    fit_seed, release_seed, _ = seed.spawn(3)
     hexagonal = candidate.hex_size is not None
     grid = candidate.grid
     if grid is None:
@@ -940,7 +1096,9 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
                                 kind="hexagonal" if hexagonal else "square")
     with_beta = candidate.beta_prior is not None
     counts = prepare(gdf, grid, setup.attributes,
-                     continuous=setup.continuous if with_beta else None)
+                     continuous=setup.continuous if with_beta else None, outside=setup.outside)
+    if len(counts.record_index) < len(gdf):  # outside="drop": the records kept
+        gdf = gdf.loc[counts.record_index]
     if candidate.epsilon is None:
         from geosynth.synth import synthesize
 
@@ -964,7 +1122,8 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     # No warnings.catch_warnings here: in a worker thread it switched warnings off for the
     # whole process, and another candidate's PrivacyLeakWarning was lost.
     evaluation = evaluate(gdf, releases, grid, setup.attributes, outcome=setup.outcome,
-                          n_quadrants=setup.n_quadrants, seed=measure_seed, linked=linked)
+                          n_quadrants=setup.n_quadrants, seed=setup.coverage_seed,
+                          linked=linked)
     row = {**_settings_row(candidate, grid), **_measures(evaluation.tables, linked),
            **_diagnostics(fit), "seconds": time.perf_counter() - start}
     return _CandidateRun(row, grid, [point_coordinates(r, "release") for r in releases])

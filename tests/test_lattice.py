@@ -586,7 +586,7 @@ def test_clipped_locate_agrees_with_shapely(setup, data):
         ),
         (
             dict(bounds=(0, 0, 1e6, 1e6), cell_size=0.1),
-            r"10000000 x 10000000 = .* more than the limit",
+            r"about 1\.0e14 cells, more than the limit",
         ),
         (
             dict(bounds=(0, 0, 1, 1), shape=(2, 2), region=box(5, 5, 6, 6)),
@@ -639,8 +639,13 @@ def test_tiny_cells_at_large_coordinates_are_refused():
 def test_lattice_size_limit(monkeypatch):
     monkeypatch.setattr(lattice, "MAX_CELLS", 99)
     Grid.regular((0, 0, 1, 1), shape=(9, 11))
-    with pytest.raises(GridError, match=r"10 x 10 = 100 cells, more than the limit of 99"):
+    with pytest.raises(GridError, match=r"about 1\.0e2 cells, more than the limit of 99; use a "
+                       r"smaller shape"):
         Grid.regular((0, 0, 1, 1), shape=(10, 10))
+    # From a cell size the rows and columns are the extent over it: only a rounded count.
+    with pytest.raises(GridError, match=r"about 1\.3e2 cells.*use a larger cell_size") as info:
+        Grid.regular((0, 0, 1.234, 0.987), cell_size=0.1)  # 10 rows x 13 columns
+    assert "13" not in str(info.value) and "130" not in str(info.value)
 
 
 def test_region_with_crs_needs_a_grid_crs():

@@ -6,6 +6,7 @@ import dataclasses
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
+import geopandas as gpd
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -240,7 +241,7 @@ def test_tune_checks_its_options_before_fitting(scenario, region):
         _tune(scenario, None, [{"shape": (4, 4), "epsilon": 1.0}])
     with pytest.raises(InputError, match="no continuous= column"):
         _tune(scenario, region, [{"shape": (4, 4), "beta_prior": "normal"}])
-    with pytest.raises(InputError, match="attributes must name columns"):
+    with pytest.raises(InputError, match="attribute 'nope' is not a column of gdf"):
         geosynth.tune(scenario.data, ["nope"], [(4, 4)], progress=False)
 
 
@@ -377,3 +378,168 @@ def test_a_candidate_lattice_over_the_records_extremes_warns_in_the_caller(scena
     with _WorkerExecutor(1) as pool, pytest.warns(PrivacyLeakWarning, match="extreme coord"):
         geosynth.tune(scenario.data, ATTRIBUTES, [Candidate(grid=grid)], fit_options=QUICK,
                       m=2, n_quadrants=100, seed=11, progress=False, executor=pool)
+
+
+# ----------------------------------------------------------------------------- audit fixes
+def _no_candidate_may_run(monkeypatch):
+    """Make any candidate task (lattice, fit, releases, measures) fail the test."""
+    def run(*args, **kwargs):
+        raise AssertionError("a candidate ran before the settings were refused")
+
+    monkeypatch.setattr(tuning_module, "run_candidate", run)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    # each failed only after every candidate's fit (or as a raw KeyError/TypeError)
+    ({"attributes": ["x1", "x2"], "outcome": "y"}, InputError,
+     r"outcome='y' is not one of the attributes \['x1', 'x2'\].*add 'y' to attributes"),
+    ({"m": 1, "outcome": "y"}, InputError, r"outcome='y' needs m >= 2.*pass m=2 or more"),
+    ({"n_quadrants": 10**7 + 1}, InputError,
+     r"n_quadrants \(random rectangles of coverage\) must be at most 10,000,000"),
+    ({"fit_options": {"n_iterr": 5}}, InputError,
+     r"fit_options has \['n_iterr'\], which PaivaModel.fit .* does not take; use keys among"),
+    ({"fit_options": {"noise": 0.5}, "candidates": [{"shape": (4, 4), "epsilon": 1.0}]},
+     InputError, r"fit_options has \['noise'\], which dp_release"),
+    ({"fit_options": {"model": None}}, InputError, r"fit_options may not set \['model'\]"),
+    ({"fit_options": [1, 2]}, InputError, "fit_options must be a mapping"),
+    ({"continuous": "nope"}, InputError, "continuous column 'nope' is not a column of gdf"),
+    ({"continuous": 5}, InputError, "continuous must be a column name, a list of column names"),
+    ({"risk_limit": -1}, InputError, "risk_limit must be >= 0 for true_match_rate"),
+    ({"outside": "keep"}, InputError, 'outside must be "error" or "drop"'),
+    ({"region": "city"}, geosynth.errors.GridError, "region must be a GeoDataFrame"),
+])
+def test_settings_are_refused_before_any_candidate_runs(scenario, region, monkeypatch, kwargs,
+                                                        error, message):
+    _no_candidate_may_run(monkeypatch)
+    kwargs = {"attributes": ATTRIBUTES, "candidates": [(4, 4), (8, 8)], "region": region,
+              "fit_options": QUICK, "m": 2, "n_quadrants": 100, "seed": 1, "progress": False,
+              **kwargs}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(error, match=message):
+            geosynth.tune(scenario.data, **kwargs)
+
+
+def test_one_release_has_no_default_coverage(scenario):
+    def outcome(m, asked=None):
+        return tuning_module._setup(scenario.data, ATTRIBUTES, None, None, None, m, asked, 100,
+                                    QUICK, "error").outcome
+
+    assert outcome(2) == "y"  # the first attribute is binary
+    assert outcome(1) is None  # m=1: no coverage column instead of a refusal after the fits
+    with pytest.raises(InputError, match="needs m >= 2"):
+        outcome(1, "y")
+
+
+def test_a_negative_limit_of_a_rate_is_refused_by_recommend():
+    table = _table({"a": (0.001, 0.7, 20), "b": (0.004, 0.8, 80)})
+    with pytest.raises(InputError, match="risk_limit must be >= 0 for true_match_rate"):
+        recommend(table, -0.01)
+    distances = pd.DataFrame({"min_distance": [50.0], "coverage": [0.9]}, index=["a"])
+    assert recommend(distances, -1.0, risk="min_distance").label == "a"  # ">= -1": no limit
+
+
+def test_regions_given_as_lists_are_told_apart_by_their_area(scenario, region, monkeypatch):
+    # repr() of a list of polygons is cut after a few vertices: the two lists had one digest,
+    # and previous= reused rows measured on another region.
+    x0, y0, x1, y1 = scenario.bounds
+    xm = (x0 + x1) / 2
+    big = shapely.Polygon([(x0, y0), (xm, y0), (x1, y0), (x1, y1), (xm, y1), (x0, y1)])
+    other = shapely.Polygon([(x0, y0), (xm, y0), (x1, y0), (x1, y1), (xm, y1),
+                             (x0 - 4000, y1 + 4000)])
+    assert repr([big]) == repr([other])
+    assert tuning_module._wkb([big]) != tuning_module._wkb([other])
+    # One area has one digest whatever the form (so previous= still reuses it); the CRS of a
+    # frame is part of it.
+    digest = [tuning_module._wkb(form, "region", scenario.crs) for form in
+              (big, [big], (big,), [shapely.Polygon(big.exterior.coords[::-1])])]
+    assert len(set(digest)) == 1
+    frames = [tuning_module._wkb(form, "region", scenario.crs) for form in
+              (gpd.GeoSeries([big], crs=scenario.crs),
+               gpd.GeoDataFrame(geometry=[big], crs=scenario.crs))]
+    assert frames[0] == frames[1] != digest[0]
+    first = _tune(scenario, [big], [(2, 2)])
+    with pytest.raises(InputError, match="previous was made with other region"):
+        _tune(scenario, [other], [(2, 2)], previous=first)
+    _no_candidate_may_run(monkeypatch)
+    again = _tune(scenario, [shapely.Polygon(big.exterior.coords)], [(2, 2)], previous=first)
+    pd.testing.assert_frame_equal(again.table, first.table)
+
+
+def test_points_outside_the_region_are_refused_or_dropped(scenario):
+    data = scenario.data.copy()
+    data.index = [f"patient-{4711 + k}" for k in range(len(data))]
+    x0, y0, x1, y1 = scenario.bounds
+    city = shapely.box(x0, y0, x1 - 2000, y1)  # leaves out some homes
+    outside = int((data.geometry.x > x1 - 2000).sum())
+    options = {"region": city, "fit_options": QUICK, "m": 2, "n_quadrants": 100, "seed": 3,
+               "progress": False}
+    with pytest.raises(InputError, match='pass outside="drop"') as info:
+        geosynth.tune(data, ATTRIBUTES, [(3, 3)], **options)
+    assert "patient-" not in str(info.value)  # rows by number, never by label
+    with pytest.warns(geosynth.errors.DataWarning, match=f"dropped {outside} of {len(data)}"):
+        dropped = geosynth.tune(data, ATTRIBUTES, [(3, 3)], outside="drop", **options)
+    assert np.isfinite(dropped.table.loc["3x3", ["true_match_rate", "coverage"]]
+                       .astype(float)).all()
+    with pytest.raises(InputError, match="previous was made with other outside"):
+        geosynth.tune(data, ATTRIBUTES, [(3, 3)], previous=dropped, **options)
+
+
+def test_previous_measures_the_intensity_columns_again_on_the_new_reference(scenario, region,
+                                                                             two, monkeypatch):
+    # The intensity columns are measured on the coarsest candidate's lattice: adding a coarser
+    # candidate changes them in every row, also in the rows reused from previous.
+    calls = []
+    run = tuning_module.run_candidate
+
+    def counted(gdf, candidate, setup, seed, stop=None):
+        calls.append(candidate.label)
+        return run(gdf, candidate, setup, seed, stop)
+
+    monkeypatch.setattr(tuning_module, "run_candidate", counted)
+    more = _tune(scenario, region, [(4, 4), (8, 8), (2, 2)], previous=two)
+    assert calls == ["2x2"] and more.reference == "2x2"
+    fresh = _tune(scenario, region, [(4, 4), (8, 8), (2, 2)])
+    intensity = ["intensity_correlation", "intensity_l1"]
+    pd.testing.assert_frame_equal(more.table[intensity], fresh.table[intensity])
+    assert (more.table.loc[["4x4", "8x8"], intensity] != two.table[intensity]).any(axis=None)
+    others = [c for c in MEASURES if c not in intensity and c != "seconds"]
+    pd.testing.assert_frame_equal(more.table.loc[["4x4", "8x8"], others], two.table[others])
+
+
+def test_every_candidate_is_measured_on_the_same_rectangles(scenario, region, monkeypatch):
+    # Common random numbers: each candidate drew its own rectangles, whose noise is as large
+    # as the differences between candidates.
+    from geosynth import evaluation
+
+    seen = []
+    real = evaluation.evaluate
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        seen.append((kwargs["seed"].generate_state(4).tolist(),
+                     result.quadrants[["x0", "y0", "x1", "y1"]].to_numpy()))
+        return result
+
+    monkeypatch.setattr(evaluation, "evaluate", spy)
+    _tune(scenario, region, [(3, 3), (5, 5), {"shape": (3, 3), "effects": "combination"}])
+    assert len(seen) == 3
+    assert seen[0][0] == seen[1][0] == seen[2][0]
+    np.testing.assert_array_equal(seen[0][1], seen[1][1])
+    np.testing.assert_array_equal(seen[0][1], seen[2][1])
+    # One stream per root seed, apart from every candidate's own.
+    root = np.random.SeedSequence(11)
+    common = tuning_module._coverage_seed(root).generate_state(4).tolist()
+    assert common == seen[0][0]
+    assert common != tuning_module._coverage_seed(np.random.SeedSequence(12)).generate_state(
+        4).tolist()
+    assert common != tuning_module._candidate_seed(root, Candidate(shape=(3, 3))).generate_state(
+        4).tolist()
+
+
+def test_previous_measured_on_other_rectangles_is_refused(scenario, region, two):
+    # A tuning made before the rectangles were common has no such entry in its fingerprint.
+    older = dataclasses.replace(two, _key={k: v for k, v in two._key.items()
+                                           if k != "coverage rectangles"})
+    with pytest.raises(InputError, match="previous was made with other coverage rectangles"):
+        _tune(scenario, region, [(4, 4)], previous=older)

@@ -39,7 +39,10 @@ from geosynth.cli.options import (
     seed_option,
 )
 
-__all__ = ["tune", "release_command"]
+__all__ = ["tune", "release_command", "LEVELS_PLACEHOLDER"]
+
+#: The ``--levels-file`` of an ε-DP candidate's release command when none is known.
+LEVELS_PLACEHOLDER = "LEVELS.json"
 
 _RISKS = ("true_match_rate", "expected_match_risk", "k_anonymity_below_5", "min_distance",
           "mean_distance")
@@ -106,7 +109,11 @@ class GridList(click.ParamType):
 @beta_prior_option
 @region_option("Every candidate lattice covers its bounds.")
 @exclude_option
-@m_option("Synthetic releases per candidate.")
+@click.option("--drop-outside", is_flag=True,
+              help="Drop (with a warning) records outside a candidate's lattice/region or inside "
+              "excluded areas instead of refusing the input, as `geosynth release "
+              "--drop-outside` does (the release command printed repeats it).")
+@m_option("Synthetic releases per candidate (the coverage needs 2 or more).")
 @run_options
 @click.option("--risk-limit", type=click.FloatRange(min=0), default=None,
               help="Recommend the most useful candidate whose --risk is at most this (for a "
@@ -144,6 +151,7 @@ def tune(
     beta_prior: list[str] | None,
     region_path: str | None,
     exclude_path: str | None,
+    drop_outside: bool,
     m: int,
     iterations: int | str,
     burn_in: int | None,
@@ -168,7 +176,9 @@ def tune(
     The report holds the table, the recommendation (the best --utility among the
     candidates within --risk-limit) and the `geosynth release` command line of the
     recommended candidate, which is also printed; the R-U map is written beside the report
-    as a PNG. Both are internal: they describe the confidential data.
+    as a PNG. Both are internal: they describe the confidential data. Every candidate's
+    coverage is measured on the same random rectangles; the intensity columns on the lattice
+    of the coarsest candidate, so they change when a coarser candidate is added.
 
     \b
     Example:
@@ -192,6 +202,7 @@ def tune(
         raise click.UsageError("--beta-prior needs --continuous: it is the prior of the "
                                "continuous columns' effect on the intensity")
     check_run_options(iterations, burn_in, thin, chains, m)
+    _check_outcome_option(outcome, attributes, m)
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                        max_seconds)
     figure_path = Path(report_path).with_suffix(".png")
@@ -199,7 +210,9 @@ def tune(
     inputs.update({f"--areas {label}": path for label, path in areas_by_label.items()})
     given = check_outputs({"--report": report_path, "R-U map of --report": figure_path},
                           overwrite, inputs=inputs)
-    ctx.ensure_object(dict).setdefault("names", {})["gdf"] = Path(input_path).name
+    # Messages name tune's options: --cell-sizes and --grids, not release's --cell-size, --grid.
+    ctx.ensure_object(dict).setdefault("names", {}).update(
+        {"gdf": Path(input_path).name, "--cell-size": "--cell-sizes", "--grid": "--grids"})
     seed, _ = derive_seeds(seed, [])
     with RunOutputs(overwrite) as outputs:
         for option, path in given.items():
@@ -209,7 +222,7 @@ def tune(
                       {"--attributes": attributes, "--continuous": continuous,
                        "--outcome": outcome})
         check_projected(points, Path(input_path).name)
-        utility = _utility_with_outcome(ctx, utility, points, attributes, outcome)
+        utility = _utility_with_outcome(ctx, utility, points, attributes, outcome, m)
         region = None if region_path is None else read_polygons(region_path, "--region")
         exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
         prior = None if beta_prior is None else tuple(beta_prior)
@@ -225,10 +238,11 @@ def tune(
                          for name, path in areas_by_label.items()])
         click.echo(f"Tuning {len(candidates)} candidate lattice(s) of {len(points)} records: "
                    f"{describe_run(run)} each, {m} releases", err=True)
-        result = geosynth.tune(points, attributes, candidates, region=region, exclude=exclude,
-                               continuous=continuous, m=m, risk_limit=risk_limit, seed=seed,
-                               outcome=outcome, n_quadrants=n_quadrants, fit_options=run,
-                               progress=show_progress(ctx))
+        result = _tune(ctx, points, attributes, candidates, region=region, exclude=exclude,
+                       continuous=continuous, m=m, risk_limit=risk_limit, seed=seed,
+                       outcome=outcome, n_quadrants=n_quadrants, fit_options=run,
+                       progress=show_progress(ctx),
+                       outside="drop" if drop_outside else "error")
         chosen = result.recommend(risk_limit=risk_limit, risk=risk, utility=utility)
         command = None
         if chosen.candidate is not None:
@@ -237,7 +251,7 @@ def tune(
                                       x=x_column, y=y_column, crs=crs, continuous=continuous,
                                       region=None if areas else region_path,
                                       exclude=exclude_path, m=m, areas=areas,
-                                      link_islands=link_islands)
+                                      link_islands=link_islands, drop_outside=drop_outside)
         report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
                          figure_path)
         save_figure(result.plot(risk=risk, utility=utility, risk_limit=risk_limit),
@@ -257,8 +271,14 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                     crs: str | None = None, continuous: list[str] | None = None,
                     region: str | None = None, exclude: str | None = None, m: int = 5,
                     out: str = "release.gpkg", areas: str | None = None,
-                    link_islands: bool = False) -> str:
+                    link_islands: bool = False, drop_outside: bool = False,
+                    levels_file: str | None = None) -> str:
     """Return the ``geosynth release`` command line of a candidate, shell-quoted.
+
+    An ε-DP candidate's command has ``--levels-file``, which ``geosynth release --epsilon``
+    requires: ``levels_file`` when given, else the placeholder ``LEVELS.json``, to be replaced
+    by a JSON file of the public levels of each attribute (levels read from the data would
+    disclose which occur).
 
     Parameters
     ----------
@@ -276,6 +296,12 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         The polygon file of an areal candidate (``candidate.grid``).
     link_islands : bool, default False
         ``--link-islands`` of the areal candidate.
+    drop_outside : bool, default False
+        ``--drop-outside`` of the tuning run, repeated (not for an ε-DP candidate, whose
+        release drops such records anyway).
+    levels_file : str, optional
+        With an ε-DP candidate: the ``--levels-file``; default the placeholder
+        ``LEVELS.json``.
 
     Returns
     -------
@@ -304,7 +330,10 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         if value is not None:
             words += [option, value]
     if candidate.epsilon is not None:
-        words += ["--epsilon", exact_number(candidate.epsilon)]
+        words += ["--epsilon", exact_number(candidate.epsilon), "--levels-file",
+                  levels_file or LEVELS_PLACEHOLDER]
+    elif drop_outside:
+        words += ["--drop-outside"]
     words += ["--m", str(m), "--out", out]
     return " ".join(shlex.quote(word) for word in words)
 
@@ -336,24 +365,65 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
     return "\n".join(lines) + "\n"
 
 
+def _check_outcome_option(outcome: str | None, attributes: list[str], m: int) -> None:
+    """Refuse, before reading the data, an --outcome whose coverage cannot be measured."""
+    if outcome is None:
+        return
+    if outcome not in attributes:
+        raise click.BadParameter(
+            f"{outcome!r} is not one of --attributes {','.join(attributes)}: the releases carry "
+            "the attributes only, so its coverage cannot be measured; add it to --attributes "
+            "or name one of them", param_hint="--outcome")
+    if m < 2:
+        raise click.UsageError("--outcome needs --m 2 or more: the coverage combines the "
+                               "releases (the variance between them), which --m 1 has not; "
+                               "raise --m or drop --outcome")
+
+
 def _utility_with_outcome(ctx: click.Context, utility: str, points, attributes: list[str],
-                          outcome: str | None) -> str:
+                          outcome: str | None, m: int) -> str:
     """Check, before any fit, that the utility measure can be computed; return the one to use.
 
-    coverage needs a binary outcome column (:func:`geosynth.tuning.coverage_outcome`). Without
-    one, the default utility falls back to intensity_correlation (said on stderr), and an
-    explicit ``--utility coverage`` is refused: the ranking would fail after every fit.
+    coverage needs a binary outcome column (:func:`geosynth.tuning.coverage_outcome`) and
+    two releases or more. Without them, the default utility falls back to
+    intensity_correlation (said on stderr), and an explicit ``--utility coverage`` is refused:
+    the ranking would fail after every fit.
     """
     from geosynth.tuning import coverage_outcome
 
-    if coverage_outcome(points, attributes, outcome) is not None or utility != "coverage":
+    if m < 2:
+        missing, fix = "--m 2 or more (--m 1 has no coverage)", "raise --m"
+    elif coverage_outcome(points, attributes, outcome) is None:
+        missing = (f"a binary --outcome column (0/1 or booleans), and the first attribute "
+                   f"{attributes[0]!r} is not one")
+        fix = "pass --outcome COLUMN"
+    else:
+        return utility
+    if utility != "coverage":
         return utility
     if ctx.get_parameter_source("utility") is not click.core.ParameterSource.DEFAULT:
-        raise click.UsageError(
-            f"--utility coverage needs a binary --outcome column (0/1 or booleans), and the "
-            f"first attribute {attributes[0]!r} is not one; pass --outcome COLUMN or another "
-            "--utility (e.g. intensity_correlation)"
-        )
-    click.echo(f"Note: no binary --outcome (the first attribute {attributes[0]!r} is not 0/1): "
-               "ranking by --utility intensity_correlation", err=True)
+        raise click.UsageError(f"--utility coverage needs {missing}; {fix} or pick another "
+                               "--utility (e.g. intensity_correlation)")
+    click.echo(f"Note: the coverage needs {missing}: ranking by --utility "
+               "intensity_correlation", err=True)
     return "intensity_correlation"
+
+
+def _tune(ctx: click.Context, points, attributes: list[str], candidates: list, **options):
+    """Run geosynth.tune; a candidate's error names the option of its kind and its label.
+
+    The lattice's messages say ``cell_size``: for a hexagon candidate that is --hex-sizes.
+    """
+    import geosynth
+    from geosynth.errors import GeosynthError
+
+    try:
+        return geosynth.tune(points, attributes, candidates, **options)
+    except GeosynthError as err:
+        notes = "\n".join(getattr(err, "__notes__", []))
+        for candidate in candidates:
+            if f"candidate {candidate.label!r})" in notes:
+                click.echo(f"Candidate {candidate.label!r} failed:", err=True)
+                if candidate.hex_size is not None:
+                    ctx.obj["names"]["--cell-size"] = "--hex-sizes"
+        raise

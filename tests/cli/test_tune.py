@@ -1,10 +1,13 @@
 """``geosynth tune``: the report, the R-U map, the recommendation and its release command."""
 
 import os
+import re
 import shlex
 import stat
 
+import geopandas as gpd
 import pytest
+import shapely
 
 from geosynth import Candidate
 from geosynth.cli.tune import release_command
@@ -60,11 +63,20 @@ def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
     (["--grids", "3x3", "--outcome", "x1", "--report", "x.md"],
      ["outcome column 'x1'", "must be binary", "1 other distinct value(s)"]),
     (["--grids", "3x3", "--risk-limit", "-1", "--report", "x.md"], ["--risk-limit"]),
+    # an outcome the releases do not carry, and coverage with one release: refused after
+    # every fit before
+    (["--grids", "3x3", "--outcome", "z", "--report", "x.md"],
+     ["--outcome", "'z' is not one of --attributes y,x1,x2", "add it to --attributes"]),
+    (["--grids", "3x3", "--m", "1", "--outcome", "y", "--report", "x.md"],
+     ["--outcome needs --m 2 or more", "raise --m or drop --outcome"]),
+    (["--grids", "3x3", "--m", "1", "--utility", "coverage", "--report", "x.md"],
+     ["--utility coverage needs --m 2 or more", "intensity_correlation"]),
 ])
 def test_bad_options_are_refused(inputs, tmp_path, args, fragments):
     args = [str(tmp_path / a) if a == "x.md" else a for a in args]
     result = run("tune", inputs["gpkg"], "--attributes", "y,x1,x2", *args)
     assert_refused(result, *fragments)
+    assert "Tuning" not in result.output  # before any fit
     assert not (tmp_path / "x.md").exists()
 
 
@@ -86,6 +98,22 @@ def test_release_command_quotes_paths_and_repeats_the_settings():
         "city.gpkg", "--m", "3", "--out", "release.gpkg"]
     dp = release_command("p.gpkg", ["y"], Candidate(shape=(10, 12), epsilon=1.5))
     assert "--grid 10x12" in dp and "--epsilon 1.5" in dp
+
+
+def test_a_dp_candidates_release_command_names_a_levels_file(inputs, tmp_path):
+    # geosynth release --epsilon requires --levels-file, which the command lacked.
+    candidate = Candidate(shape=(3, 3), epsilon=1.0)
+    words = shlex.split(release_command(str(inputs["gpkg"]), ["y", "x1", "x2"], candidate,
+                                        region=str(inputs["region"]), m=2, drop_outside=True))
+    assert words[words.index("--levels-file") + 1] == "LEVELS.json"  # a placeholder
+    assert "--drop-outside" not in words  # a DP release drops such records anyway
+    given = shlex.split(release_command("p.gpkg", ["y"], candidate, levels_file="my levels.json"))
+    assert given[given.index("--levels-file") + 1] == "my levels.json"
+    words[words.index("LEVELS.json")] = str(inputs["levels"])
+    words[words.index("--out") + 1] = str(tmp_path / "dp.gpkg")
+    result = run(*words[1:], *FAST)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "dp.gpkg").exists()
 
 
 @pytest.mark.parametrize("size", [1999.9996, 3333.333333333, 1e-7 + 250])
@@ -155,3 +183,45 @@ def test_ctrl_c_stops_the_candidates_fits_at_once(inputs, tmp_path):
     assert time.monotonic() - start < 20
     assert "Interrupted: nothing was written" in stderr
     assert not (tmp_path / "t.md").exists()
+
+
+def test_points_outside_the_region_are_dropped_with_drop_outside(inputs, tmp_path):
+    # tune refused them and advised --drop-outside, which it did not have.
+    region = gpd.read_file(inputs["region"])
+    x0, y0, x1, y1 = region.total_bounds
+    small = tmp_path / "small.gpkg"
+    gpd.GeoDataFrame(geometry=[shapely.box(x0, y0, x1 - 2100, y1)], crs=region.crs).to_file(
+        small, engine="pyogrio")
+    args = ["tune", inputs["gpkg"], *ARGS, "--grids", "3x3", "--region", small, "--seed", 1,
+            *FAST]
+    refused = run(*args, "--report", tmp_path / "a.md")
+    assert_refused(refused, "fall in no grid cell", "pass --drop-outside to drop them")
+    result = run(*args, "--drop-outside", "--report", tmp_path / "b.md")
+    assert result.exit_code == 0, result.output
+    assert "Warning: dropped" in result.output
+    command = shlex.split(result.output.split("Release it with:\n")[1].splitlines()[0])
+    assert "--drop-outside" in command
+    release = run(*command[1:-2], "--out", tmp_path / "r.gpkg", *FAST)
+    assert release.exit_code == 0, release.output
+
+
+def test_a_too_fine_cell_size_names_the_option_and_no_extent(inputs, tmp_path):
+    # The rows and columns were the records' extent over the cell size, i.e. their extent to
+    # 1 cm (6 digits each here), and the option was named --cell-size, which tune lacks.
+    for option, label in (("--cell-sizes", "0.01 m"), ("--hex-sizes", "hex 0.01 m")):
+        result = run("tune", inputs["gpkg"], *ARGS, option, "0.01", *FAST,
+                     "--report", tmp_path / "t.md")
+        assert_refused(result, "cells, more than the limit of 4,000,000",
+                       f"use a larger {option}", f"Candidate {label!r} failed")
+        assert not re.search(r"--cell-size(?!s)", result.output)
+        error = next(line for line in result.output.splitlines() if line.startswith("Error:"))
+        assert re.search(r"about \d\.\de\d+ cells", error)
+        assert not re.search(r"\d{3,}", error.replace("4,000,000", ""))  # 2 figures only
+
+
+def test_one_release_ranks_by_intensity_without_coverage(inputs, tmp_path):
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3", "--seed", 1, *FAST, "--m", 1,
+                 "--report", tmp_path / "t.md")
+    assert result.exit_code == 0, result.output
+    assert ("the coverage needs --m 2 or more (--m 1 has no coverage): ranking by --utility "
+            "intensity_correlation") in result.output
