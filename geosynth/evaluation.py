@@ -35,7 +35,7 @@ import pandas as pd
 from geosynth._messages import CONTROL_CHARACTERS
 from geosynth._random import SeedLike
 from geosynth._validation import check_bool
-from geosynth.errors import InputError
+from geosynth.errors import CRSError, InputError
 from geosynth.lattice import Grid
 from geosynth.metrics import (
     displacement,
@@ -47,8 +47,8 @@ from geosynth.metrics import (
     spatial_k_anonymity,
 )
 from geosynth.metrics.matching import as_columns, as_releases, check_columns, check_frames, frame_xy
-from geosynth.metrics.risk import nanmean_rows, with_mean_row
-from geosynth.metrics.utility import as_bounds
+from geosynth.metrics.risk import check_mean_label, nanmean_rows, with_mean_row
+from geosynth.metrics.utility import MIN_POINTS, as_bounds
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -236,15 +236,33 @@ def evaluate(
     Raises
     ------
     geosynth.errors.InputError
-        ``releases`` is empty or holds something else than GeoDataFrames; a frame lacks an
-        attribute column, has missing values in it, or has invalid points; with ``linked``, a
-        release does not keep the original index; ``executor`` has no ``submit``; or an error
-        of the measures in :mod:`geosynth.metrics`.
+        ``releases`` is empty or holds something else than GeoDataFrames; ``attributes`` is
+        not a column name or a list of them; a frame lacks an attribute column, has missing
+        values in it, or has invalid points; the first attribute has a level ``"mean"`` (the
+        label of the tables' mean rows); with ``linked``, a release does not keep the original
+        index; with ``outcome``, fewer than 2 releases or fewer original records than a
+        rectangle of the coverage table holds (:data:`geosynth.metrics.utility.MIN_POINTS`);
+        ``executor`` has no ``submit``; or an error of the measures in
+        :mod:`geosynth.metrics`.
     geosynth.errors.CRSError
-        The CRSs differ, or the CRS is geographic.
+        The CRSs differ, or the CRS is geographic; or the points of a release do not overlap
+        the original points (see Notes).
+
+    Notes
+    -----
+    Distances between two places that have nothing to do with each other look like no risk at
+    all: an original whose coordinates were declared in a wrong CRS (e.g. metres of one UTM
+    zone declared as another, then reprojected) gave matched distances of 11,000 km. So every
+    release must overlap the original: at least half of its points must lie in the bounding
+    box of the original points widened on every side by 10 % of the box's longer side, or at
+    least half of the original points in the release's box widened alike (a release spread
+    over a wider public region, as noisy ε-DP releases may be, passes by the second rule). No
+    check when both sides are single places. Releases made from the original pass by far.
     """
     _check_executor(executor)
     releases, plan = plan_evaluation(original, releases, attributes, linked)
+    if outcome is not None:
+        _check_coverage(original, releases)
     attributes = list(plan.attributes)
     collect = _start(measure_release, [(original, release, plan) for release in releases],
                      executor)
@@ -409,6 +427,8 @@ def plan_evaluation(
     for frame, name in zip(frames, names, strict=True):
         check_columns(frame, cols, name, "attribute column")
         xys.append(frame_xy(frame, name))
+    check_mean_label(original, cols, "attribute column")
+    _check_overlap(xys[0], xys[1:])
     if check_bool(linked, "linked"):
         for number, release in enumerate(releases):
             if not release.index.equals(original.index):
@@ -418,6 +438,48 @@ def plan_evaluation(
                 )
     window = as_bounds(None, np.concatenate(xys), "window")
     return releases, ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked))
+
+
+#: Share of points that must lie near the other side's points (:func:`evaluate`, Notes).
+OVERLAP_SHARE = 0.5
+#: Widening of a bounding box, as a share of its longer side (:func:`evaluate`, Notes).
+OVERLAP_MARGIN = 0.1
+
+
+def _check_overlap(original: np.ndarray, releases: list[np.ndarray]) -> None:
+    """Refuse a release that does not overlap the original points: most likely a wrong CRS.
+
+    The rule is in :func:`evaluate`'s Notes. The message shows no coordinates, bounds or
+    shares: they would describe the confidential points.
+    """
+    for number, xy in enumerate(releases):
+        if xy.shape[0] == 0 or (_longer_side(original) == 0 and _longer_side(xy) == 0):
+            continue  # one place on each side: nothing tells an offset from a displacement
+        if _share_near(xy, original) >= OVERLAP_SHARE or \
+                _share_near(original, xy) >= OVERLAP_SHARE:
+            continue
+        raise CRSError(
+            f"original and the releases do not overlap: fewer than half of the points of "
+            f"releases[{number}] lie in the bounding box of the original points widened by 10 %, "
+            "and fewer than half of the original points in that of the release, so the "
+            "distances would measure the gap between two places and look like no risk; the "
+            "likely cause is a wrong CRS of the original points (original.crs, CLI: --crs): "
+            "declare the CRS their coordinates are really in (original.set_crs(true_crs, "
+            "allow_override=True), CLI: --crs), and check that the releases were made from this "
+            "original"
+        )
+
+
+def _longer_side(xy: np.ndarray) -> float:
+    """Return the longer side of the bounding box of ``xy``."""
+    return float(np.max(xy.max(axis=0) - xy.min(axis=0)))
+
+
+def _share_near(xy: np.ndarray, reference: np.ndarray) -> float:
+    """Return the share of ``xy`` in the bounding box of ``reference``, widened."""
+    margin = OVERLAP_MARGIN * _longer_side(reference)
+    low, high = reference.min(axis=0) - margin, reference.max(axis=0) + margin
+    return float(((xy >= low) & (xy <= high)).all(axis=1).mean())
 
 
 def measure_release(
@@ -474,6 +536,25 @@ def combine_measures(measures: Sequence[ReleaseMeasures]) -> dict[str, pd.DataFr
     if measures[0].linked_records is not None:
         tables["linked_records"] = _linked_table([m.linked_records for m in measures])
     return tables
+
+
+def _check_coverage(original: gpd.GeoDataFrame, releases: list[gpd.GeoDataFrame]) -> None:
+    """Refuse, before any measure, an ``outcome`` the coverage table cannot use.
+
+    :func:`~geosynth.metrics.quadrant_coverage` would refuse it with advice on its own
+    parameters (``min_points``), which :func:`evaluate` does not have.
+    """
+    if len(releases) < 2:
+        raise InputError("outcome needs at least 2 releases (the coverage intervals combine the "
+                         "releases by their between-release variance); pass m >= 2 releases, "
+                         "or outcome=None")
+    if len(original) < MIN_POINTS:
+        raise InputError(
+            f"outcome needs at least {MIN_POINTS} original records (every random rectangle of "
+            f"the coverage table holds {MIN_POINTS} of them), but original has {len(original)}; "
+            "pass outcome=None, or call geosynth.metrics.quadrant_coverage with a smaller "
+            "min_points"
+        )
 
 
 def _check_executor(executor: object) -> None:

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import geosynth
-from geosynth.errors import InputError
+from geosynth.errors import CRSError, InputError
 from geosynth.evaluation import (
     combine_measures,
     evaluate,
@@ -106,6 +106,67 @@ def test_errors_name_the_release_and_the_executor(scenario):
         linked_records(data.data, releases, executor=2)
 
 
+def test_an_original_in_a_wrong_crs_is_refused_not_measured_as_no_risk(scenario):
+    # Metres of EPSG:31983 declared as UTM 33N and reprojected: distances of 11,000 km, i.e. a
+    # risk table that looks perfectly safe.
+    data, grid = scenario
+    releases = [geosynth.to_public(r, seed=0)
+                for r in geosynth.naive_synthesize(data.data, grid, m=2, seed=2)]
+    wrong = data.data.set_crs("EPSG:32633", allow_override=True).to_crs(data.data.crs)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        for executor in (None, pool):
+            with pytest.raises(CRSError, match=r"original and the releases do not overlap.*"
+                                               r"releases\[0\].*likely cause is a wrong CRS.*"
+                                               r"original\.crs, CLI: --crs") as caught:
+                evaluate(wrong, releases, None, ATTRIBUTES, linked=False, executor=executor)
+            shown = str(caught.value).replace("[0]", "").replace("10 %", "")
+            assert not any(char.isdigit() for char in shown)  # no coordinate, bound or share
+    with pytest.raises(CRSError, match="do not overlap"):
+        plan_evaluation(wrong, releases, ATTRIBUTES, linked=False)
+
+
+def test_the_overlap_rule(scenario):
+    # Documented rule: at least half of the release's points in the original's bounding box
+    # widened by 10 % of its longer side, or half of the original points in the release's.
+    data, grid = scenario
+    release = geosynth.naive_synthesize(data.data, grid, m=1, seed=2)[0]
+    xmin, _, xmax, _ = data.data.total_bounds
+    side = xmax - xmin  # the x extent of the original points
+
+    def shifted(share, rows=slice(None)):
+        moved = release.copy()
+        moved.loc[moved.index[rows], "geometry"] = \
+            moved.geometry.iloc[rows].translate(xoff=share * side).to_numpy()
+        return moved
+
+    assert plan_evaluation(data.data, [shifted(0.4)], ATTRIBUTES, linked=True)  # a sliver more
+    with pytest.raises(CRSError, match=r"fewer than half of the points of releases\[1\]"):
+        plan_evaluation(data.data, [release, shifted(0.8)], ATTRIBUTES, linked=True)
+    # Most of the points far away, yet the original lies within the release's box (as in a
+    # noisy release over a wide public region): it overlaps.
+    assert plan_evaluation(data.data, [shifted(10, slice(0, 200))], ATTRIBUTES, linked=True)
+
+
+def test_attributes_must_be_column_names(scenario):
+    data, grid = scenario
+    releases = [data.data, data.data]
+    with pytest.raises(InputError, match="attributes must be a column name or a list of column "
+                                         "names, got NoneType"):
+        evaluate(data.data, releases, grid, None, linked=False)  # was TypeError: not iterable
+
+
+def test_a_level_named_mean_is_refused_before_any_measure(scenario, monkeypatch):
+    # The mean rows of the tables are labelled "mean": a combination "mean" shared the label.
+    data, grid = scenario
+    named = data.data.assign(kind=np.where(data.data["y"] == 1, "mean", "median"))
+    measured = []
+    monkeypatch.setattr(geosynth.evaluation, "measure_release",
+                        lambda *args: measured.append(args))
+    with pytest.raises(InputError, match="attribute column 'kind' has a level 'mean'"):
+        evaluate(named, [named, named], grid, ["kind", "x1"], linked=False)
+    assert measured == []
+
+
 def assert_evaluations_equal(got, want):
     """Same tables, in the same order, to the last bit."""
     assert list(got.tables) == list(want.tables)
@@ -179,3 +240,16 @@ def test_markdown_code_keeps_data_inside_its_code(text):
     block = markdown_code("col\n" + text, block=True).split("\n")
     assert block[0] == block[-1] and set(block[0]) == {"`"} and len(block[0]) >= 3
     assert all(block[0] not in line for line in block[1:-1])
+
+
+def test_an_outcome_the_coverage_cannot_use_is_refused_in_the_terms_of_evaluate(scenario):
+    # quadrant_coverage's messages advised its own min_points, which evaluate does not have.
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=2)
+    with pytest.raises(InputError, match="outcome needs at least 2 releases.*outcome=None"):
+        evaluate(data.data, releases[:1], grid, ATTRIBUTES, outcome="y")
+    few = [frame.iloc[:19] for frame in (data.data, *releases)]
+    with pytest.raises(InputError, match="outcome needs at least 20 original records .*but "
+                                         "original has 19; pass outcome=None"):
+        evaluate(few[0], few[1:], grid, ATTRIBUTES, outcome="y")
+    assert "coverage" not in evaluate(few[0], few[1:], grid, ATTRIBUTES).tables

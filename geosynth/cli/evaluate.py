@@ -82,11 +82,14 @@ def evaluate(
                 "compare with the original points; evaluate a release whose layers all hold "
                 "records"
             )
-        original = _same_crs(original, releases[0], original_path)
+        original = _same_crs(original, releases[0], original_path, crs)
         needed = {"--attributes": attributes, "--outcome": outcome}
         check_columns(original, Path(original_path).name, needed)
         for number, frame in enumerate(releases, start=1):
             check_columns(frame, f"{Path(release_path).name} (release {number})", needed)
+        if outcome is not None:
+            _check_coverage_inputs(original, releases, Path(original_path).name,
+                                   Path(release_path).name)
         _refuse_identifying(original, attributes, Path(original_path).name)
         _check_same_data(original, releases, attributes, release_file.metadata,
                          Path(original_path).name)
@@ -136,8 +139,9 @@ def _attributes(attributes: list[str] | None, metadata: dict, release_path: str)
     return [str(a) for a in recorded]
 
 
-def _same_crs(original, release, original_path: str):
+def _same_crs(original, release, original_path: str, given: str | None):
     """``original`` in the CRS of the releases (reprojected if it has another one)."""
+    _check_degrees(original, original_path, given)
     if release.crs is None or original.crs is None:
         if release.crs is not None or original.crs is not None:
             raise CRSError(
@@ -153,6 +157,55 @@ def _same_crs(original, release, original_path: str):
                          f"{original.crs.to_string()} to the release CRS "
                          f"{release.crs.to_string()}"), err=True)
     return original.to_crs(release.crs)
+
+
+def _check_degrees(original, original_path: str, given: str | None) -> None:
+    """Refuse coordinates out of the range of a geographic CRS: the CRS is wrong, not the data.
+
+    Metres declared as EPSG:4326 became infinite coordinates when reprojected, refused as
+    "points with NaN or infinite coordinates; drop or fix them", which blamed the data. No
+    coordinate or extreme is shown: they are the confidential points'.
+    """
+    crs = original.crs
+    if crs is None or not crs.is_geographic:
+        return
+    from geosynth.io import printable
+
+    out = (original.geometry.x.abs() > 180) | (original.geometry.y.abs() > 90)
+    if out.any():
+        source, fix = ("--crs", "pass --crs with") if given is not None else (
+            "the CRS recorded in the file", "save the file again with")
+        raise CRSError(
+            f"{printable(Path(original_path).name)}: {int(out.sum()):,} of {len(original):,} "
+            "points have coordinates outside the range of degrees (|longitude| <= 180, "
+            f"|latitude| <= 90) of the geographic CRS {printable(crs.to_string())}: the likely "
+            f"cause is a wrong CRS ({source}), not the data; {fix} the CRS the coordinates are "
+            "really in (e.g. the projected CRS of the release, in metres)"
+        )
+
+
+def _check_coverage_inputs(original, releases, name: str, release_name: str) -> None:
+    """Refuse an --outcome the coverage table cannot use, in the command's own terms.
+
+    :func:`geosynth.metrics.quadrant_coverage` needs 2 releases and rectangles of at least
+    ``MIN_POINTS`` original points; its own messages give Python advice (min_points=, a list
+    of GeoDataFrames) for settings the command does not have.
+    """
+    from geosynth.io import printable
+    from geosynth.metrics.utility import MIN_POINTS
+
+    if len(releases) < 2:
+        raise InputError(
+            f"--outcome needs at least 2 releases (the coverage intervals combine the releases "
+            f"by their between-release variance), but {printable(release_name)} holds 1 "
+            "(synthetic_1); omit --outcome, or evaluate a release written with --m 2 or more"
+        )
+    if len(original) < MIN_POINTS:
+        raise InputError(
+            f"--outcome needs at least {MIN_POINTS} original records (every random rectangle of "
+            f"the coverage table holds {MIN_POINTS} of them), but {printable(name)} has "
+            f"{len(original)}; omit --outcome"
+        )
 
 
 def _refuse_identifying(original, attributes: list[str], name: str) -> None:
@@ -176,21 +229,28 @@ def _refuse_identifying(original, attributes: list[str], name: str) -> None:
 
 def _check_same_data(original, releases, attributes: list[str], metadata: dict,
                      name: str) -> None:
-    """Refuse an ORIGINAL that shares no combination with the release; warn of other sizes.
+    """Refuse an ORIGINAL that shares no combination with a release layer; warn of other sizes.
 
     Levels compare by value and type (the text "1" is not the number 1), so an original read
     with other column types, or another data set, would give tables of NaN without a word.
+    Each layer is compared on its own: a layer sharing nothing was silently averaged in as
+    "no synthetic record" when only the union of the layers was checked.
     """
+    from geosynth import io
+
     def combinations(frame) -> set:
         return set(map(tuple, frame[attributes].drop_duplicates().to_numpy().tolist()))
 
-    released = set().union(*(combinations(frame) for frame in releases))
-    if not combinations(original) & released:
-        raise InputError(
-            f"{name} and the release share no combination of --attributes "
-            f"{', '.join(attributes)} (compared by value and type: the text '1' is not the "
-            "number 1): is ORIGINAL the data this release was made from?"
-        )
+    own = combinations(original)
+    for number, frame in enumerate(releases, start=1):
+        if not own & combinations(frame):
+            layer = "the release" if len(releases) == 1 else (
+                f"layer {io.RELEASE_LAYER.format(number)} of the release")
+            raise InputError(
+                f"{name} and {layer} share no combination of --attributes "
+                f"{', '.join(attributes)} (compared by value and type: the text '1' is not the "
+                "number 1): is ORIGINAL the data this release was made from?"
+            )
     sizes = metadata.get("n_records") or []
     if metadata.get("epsilon") is None and sizes and any(n != len(original) for n in sizes):
         dropped = (" (it may hold points the release dropped outside its lattice)"

@@ -518,7 +518,59 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
                 "(x, y) per record"
             )
         frames.append(release.reset_index(drop=True))
+    differ = _schema_difference(frames, [f"release {k} ({RELEASE_LAYER.format(k)})"
+                                         for k in range(1, len(frames) + 1)])
+    if differ is not None:
+        raise InputError(
+            f"the releases differ in their columns: {differ}; the releases of one file must "
+            "have the same columns of the same kinds (as the releases of one geosynth run "
+            "have): pass the releases of one run, or give them the same columns and types"
+        )
     return frames
+
+
+def _column_kind(dtype: Any) -> str:
+    """How a GeoPackage stores a column of ``dtype``: numeric, text, bool or date/time."""
+    if isinstance(dtype, pd.CategoricalDtype):  # written as its categories' values
+        dtype = dtype.categories.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return "bool"
+    if pd.api.types.is_numeric_dtype(dtype):
+        return "numeric"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "date/time"
+    return "text"
+
+
+def _schema_difference(frames: Sequence[gpd.GeoDataFrame], labels: Sequence[str]) -> str | None:
+    """Describe the first difference of column names or kinds between ``frames``, or None.
+
+    A layer whose attribute became text shared no combination with the others and was
+    measured as holding none of them. Kinds are compared between layers that hold records
+    (an empty column's type says nothing: pandas makes ``[]`` a float column). Names come
+    from a file, so they are made printable.
+    """
+    def kinds(frame: gpd.GeoDataFrame) -> dict[str, str]:
+        geometry = frame.geometry.name
+        return {str(c): _column_kind(frame[c].dtype) for c in frame.columns if c != geometry}
+
+    schemas = [kinds(frame) for frame in frames]
+    for schema, label in zip(schemas[1:], labels[1:], strict=True):
+        missing = [c for c in schemas[0] if c not in schema]
+        extra = [c for c in schema if c not in schemas[0]]
+        if missing or extra:
+            parts = ([f"{label} lacks {_shown(missing)}"] if missing else []) + (
+                [f"{label} has {_shown(extra)}, which {labels[0]} lacks"] if extra else [])
+            return " and ".join(parts)
+    full = [(schema, label) for schema, label, frame in zip(schemas, labels, frames, strict=True)
+            if len(frame)]
+    for schema, label in full[1:]:
+        reference, name = full[0]
+        for column, kind in reference.items():
+            if schema[column] != kind:
+                return (f"column {printable(column)!r} is {kind} in {name} but {schema[column]} "
+                        f"in {label}")
+    return None
 
 
 # Column names a GeoPackage layer written by GDAL uses itself: its geometry and feature id (an
@@ -572,8 +624,8 @@ def _not_plain_points(frame: gpd.GeoDataFrame) -> np.ndarray:
 
 
 _WRITE_FIX = "drop it (release.drop(columns=...)) and pass geosynth.to_public(release)"
-_READ_FIX = ("geosynth never writes such a column, so the file was edited after it was written: "
-             "do not publish it, and write the release again")
+_EDITED = "the file was edited after it was written: do not publish it, and write the release again"
+_READ_FIX = f"geosynth never writes such a column, so {_EDITED}"
 
 
 def _check_release_columns(
@@ -1653,4 +1705,8 @@ def _read_releases(
                                _READ_FIX)
         frame.attrs = {PUBLIC_ATTR: True}  # a published file: its rows are not linked
         releases.append(frame)
+    differ = _schema_difference(releases, [repr(printable(layer)) for layer in metadata["layers"]])
+    if differ is not None:
+        raise InputError(f"{name}: its release layers differ: {differ}; geosynth writes every "
+                         f"release layer with the same columns and column kinds, so {_EDITED}")
     return releases

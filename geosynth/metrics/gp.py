@@ -44,6 +44,7 @@ with no nugget, and the interval of τ² starts near 0 either way.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,6 +163,10 @@ def gp_regression(
     """
     coords, y, X = _check_inputs(coords, y, X)
     n, p = X.shape
+    if names is not None and (isinstance(names, str)
+                              or not isinstance(names, Sequence | np.ndarray | pd.Index)):
+        raise InputError(f"names must be a list of the {p} column names of X, got "
+                         f"{type(names).__name__}; e.g. names=['const', 'age']")
     names = list(names) if names is not None else [f"x{k}" for k in range(p)]
     if len(names) != p:
         raise InputError(f"names has {len(names)} entries but X has {p} columns")
@@ -231,13 +236,16 @@ def stacked_intervals(
 
     Raises
     ------
+    TypeError
+        ``level`` is not a real number.
     geosynth.errors.InputError
-        ``releases`` is empty, or ``level`` is not in (0, 1).
+        ``original`` or a release is not a :class:`GPPosterior`, ``releases`` is empty, a
+        release's columns of ``X`` (its ``names``) are not the original's, or ``level`` is
+        not in (0, 1).
     """
     from geosynth.metrics.utility import interval_overlap
 
-    if not releases:
-        raise InputError("releases is empty; pass the posteriors fitted to each release")
+    _check_posteriors(original, releases)
     stacked = pd.concat([r.draws() for r in releases], ignore_index=True)
     left = _intervals(original.draws(), level).add_prefix("original_")
     right = _intervals(stacked, level).add_prefix("synthetic_")
@@ -247,6 +255,34 @@ def stacked_intervals(
         table[["synthetic_lower", "synthetic_upper"]].to_numpy(),
     )
     return table
+
+
+def _check_posteriors(original: Any, releases: Any) -> None:
+    """Refuse fits that are not GPPosterior, or releases fitted with other columns of ``X``.
+
+    A release without ``beta[age]`` gave the interval of the other releases alone; no release
+    with it, "b has NaN bounds".
+    """
+    if not isinstance(original, GPPosterior):
+        raise InputError(f"original must be a GPPosterior (the gp_regression fit to the original "
+                         f"data), got {type(original).__name__}")
+    if isinstance(releases, GPPosterior) or not isinstance(releases, Sequence):
+        raise InputError(f"releases must be a list of GPPosterior (one gp_regression fit per "
+                         f"release), got {type(releases).__name__}")
+    if not releases:
+        raise InputError("releases is empty; pass the posteriors fitted to each release")
+    for k, release in enumerate(releases):
+        if not isinstance(release, GPPosterior):
+            raise InputError(f"releases[{k}] must be a GPPosterior, got {type(release).__name__}")
+        missing = [n for n in original.names if n not in release.names]
+        extra = [n for n in release.names if n not in original.names]
+        if missing or extra:
+            parts = ([f"lacks {missing}"] if missing else []) + (
+                [f"has {extra}, which original lacks"] if extra else [])
+            raise InputError(
+                f"releases[{k}] {' and '.join(parts)} among the columns of X (names); fit "
+                f"every release with the original's covariates, names={original.names!r}"
+            )
 
 
 def _intervals(draws: pd.DataFrame, level: float) -> pd.DataFrame:

@@ -645,8 +645,13 @@ def as_columns(columns: str | Sequence[str], name: str) -> list[str]:
     Raises
     ------
     geosynth.errors.InputError
-        Empty or duplicated names.
+        Not a str or a sequence (e.g. None, a number), empty, or duplicated names.
     """
+    if not isinstance(columns, str | Sequence | pd.Index | np.ndarray):
+        raise InputError(
+            f"{name} must be a column name or a list of column names, got "
+            f"{type(columns).__name__}; e.g. {name}=['y']"
+        )
     cols = [columns] if isinstance(columns, str) else list(columns)
     if not cols:
         raise InputError(f"{name} is empty; name at least one attribute column")

@@ -30,6 +30,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from geosynth._messages import describe_rows as _rows
+from geosynth._validation import check_bool
 from geosynth.errors import CRSError, InputError
 from geosynth.metrics.matching import (
     as_columns,
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IdentificationRisk",
+    "MEAN_LABEL",
+    "check_grid_type",
+    "check_mean_label",
     "combination_codes",
     "split_by_code",
     "nanmean_rows",
@@ -58,6 +62,8 @@ __all__ = [
 ]
 
 _SHOW = 5
+#: Label of the mean row of the per-combination tables (:func:`with_mean_row`).
+MEAN_LABEL = "mean"
 # Spatial k-anonymity counts points on the circle; the radius is widened by this relative amount
 # so that rounding never drops the record's own original point (at exactly the displacement).
 _BALL_RTOL = 1e-9
@@ -93,7 +99,8 @@ def distance_risk(
     mean_row : bool, default True
         Append a row labelled ``"mean"`` (``("mean", "", ...)`` for several ``by`` columns) with
         the unweighted mean of each column over the combinations, as the "Média" row of the
-        thesis tables.
+        thesis tables. The first ``by`` column must then have no level ``"mean"``
+        (:func:`check_mean_label`).
 
     Returns
     -------
@@ -111,9 +118,12 @@ def distance_risk(
 
     Raises
     ------
+    TypeError
+        ``mean_row`` is not a bool.
     geosynth.errors.InputError
-        Inputs are not GeoDataFrames of valid points, or a ``by`` column is missing or has
-        missing values.
+        Inputs are not GeoDataFrames of valid points, ``by`` is not a column name or a list of
+        them, a ``by`` column is missing or has missing values, or (with ``mean_row``) the
+        first ``by`` column has a level ``"mean"``.
     geosynth.errors.CRSError
         CRSs differ, or the CRS is geographic.
 
@@ -124,6 +134,7 @@ def distance_risk(
     reproduces. Averaging per-release minima and means over releases is our reading of the
     thesis, which reports one number per combination for m = 5 releases.
     """
+    mean_row = check_bool(mean_row, "mean_row")
     releases = as_releases(releases)
     check_frames(original, releases)
     cols = as_columns(by, "by")
@@ -131,6 +142,8 @@ def distance_risk(
     names = ["original"] + [f"releases[{k}]" for k in range(len(releases))]
     for frame, name in zip(frames, names, strict=True):
         check_columns(frame, cols, name, "by column")
+    if mean_row:
+        check_mean_label(original, cols, "by column", "or pass mean_row=False")
     xys = [frame_xy(frame, name) for frame, name in zip(frames, names, strict=True)]
     codes, keys = combination_codes(frames, cols)
     present = np.unique(codes[0])
@@ -297,8 +310,8 @@ def k_anonymity_summary(
     Raises
     ------
     geosynth.errors.InputError
-        ``k`` is empty, not numeric or has missing values, or a threshold is not a positive
-        integer.
+        ``k`` is empty, not numeric or has missing values, ``thresholds`` is not a sequence, or
+        a threshold is not a positive integer.
 
     Examples
     --------
@@ -313,6 +326,9 @@ def k_anonymity_summary(
         )
     if np.isnan(values.astype(float)).any():
         raise InputError("k has missing values; pass the output of spatial_k_anonymity")
+    if isinstance(thresholds, str) or not isinstance(thresholds, Sequence | np.ndarray):
+        raise InputError(f"thresholds must be a sequence of positive integers, got "
+                         f"{type(thresholds).__name__}; e.g. thresholds=(5, 25) or (5,)")
     out = {
         "n": float(values.size),
         "k_min": float(values.min()),
@@ -641,15 +657,59 @@ def with_mean_row(table: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``table`` with one more row.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A row of ``table`` is labelled ``"mean"`` already (in the first level of a MultiIndex),
+        so the mean row could not be told from it.
     """
+    first = table.index.get_level_values(0)
+    if (first.astype(object) == MEAN_LABEL).any():
+        raise InputError(
+            f"the table has a combination labelled {MEAN_LABEL!r}, the label of its mean row; "
+            "rename that level of the first attribute in the original and the releases"
+        )
     means = table.mean(axis=0, skipna=True).to_frame().T
     if isinstance(table.index, pd.MultiIndex):
-        label = ("mean",) + ("",) * (table.index.nlevels - 1)
+        label = (MEAN_LABEL,) + ("",) * (table.index.nlevels - 1)
         means.index = pd.MultiIndex.from_tuples([label], names=table.index.names)
     else:
-        means.index = pd.Index(["mean"], name=table.index.name)
+        means.index = pd.Index([MEAN_LABEL], name=table.index.name)
     out = pd.concat([table.astype({c: float for c in table.columns}), means])
     return out
+
+
+def check_mean_label(frame: pd.DataFrame, cols: list[str], role: str, hint: str = "") -> None:
+    """Refuse a level ``"mean"`` in the first of ``cols``: the label of the tables' mean row.
+
+    The mean row is labelled ``"mean"`` (``("mean", "", ...)`` under several columns), so a
+    combination whose first level is ``"mean"`` would share its label: ``table.loc["mean"]``
+    gave both rows. Checked before any measure, so the refusal comes at once.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The original records (the tables have a row per combination of ``frame``).
+    cols : list of str
+        The columns that define the combinations (checked present).
+    role : str
+        What the columns are, for the message (e.g. ``"by column"``).
+    hint : str, default ""
+        Another way out, appended to the message (e.g. ``"or pass mean_row=False"``).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``frame[cols[0]]`` has the level ``"mean"``.
+    """
+    if (frame[cols[0]].astype(object) == MEAN_LABEL).any():
+        raise InputError(
+            f"{role} {cols[0]!r} has a level {MEAN_LABEL!r}, the label of the tables' mean row, "
+            "so the two rows could not be told apart; rename the level in the original and the "
+            f"releases (e.g. gdf[{cols[0]!r}].replace({MEAN_LABEL!r}, 'mean level'))"
+            + (f", {hint}" if hint else "")
+        )
 
 
 def _check_index(frame: pd.DataFrame, name: str) -> None:
@@ -705,12 +765,28 @@ def _check_same_attributes(
             )
 
 
-def _check_grid(grid: Any, original: gpd.GeoDataFrame) -> None:
+def check_grid_type(grid: Any) -> None:
+    """Refuse a ``grid`` that is not a lattice (no ``locate``, ``n_cells`` and ``crs``).
+
+    Parameters
+    ----------
+    grid : Any
+        The ``grid`` argument of a measure.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``grid`` lacks ``locate``, ``n_cells`` or ``crs`` (e.g. None).
+    """
     if not all(hasattr(grid, a) for a in ("locate", "n_cells", "crs")):
         raise InputError(
             f"grid must be a geosynth.lattice.Grid, got {type(grid).__name__}; build one with "
             "Grid.regular(bounds, shape=..., crs=...) or Grid.from_points(original, ...)"
         )
+
+
+def _check_grid(grid: Any, original: gpd.GeoDataFrame) -> None:
+    check_grid_type(grid)
     if (
         grid.crs is not None
         and original.crs is not None

@@ -31,7 +31,7 @@ from scipy import stats
 from scipy.spatial import cKDTree
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_int, check_probability
+from geosynth._validation import check_bool, check_int, check_probability
 from geosynth.data import check_crs
 from geosynth.errors import InputError
 from geosynth.lattice import require_projected_crs
@@ -43,7 +43,14 @@ from geosynth.metrics.matching import (
     check_frames,
     frame_xy,
 )
-from geosynth.metrics.risk import combination_codes, nanmean_rows, split_by_code, with_mean_row
+from geosynth.metrics.risk import (
+    check_grid_type,
+    check_mean_label,
+    combination_codes,
+    nanmean_rows,
+    split_by_code,
+    with_mean_row,
+)
 
 if TYPE_CHECKING:
     from geosynth.lattice import Grid
@@ -64,6 +71,7 @@ __all__ = [
     "ripley_k",
     "ripley_distance",
     "MAX_QUADRANTS",
+    "MIN_POINTS",
 ]
 
 # Elements per boolean (rectangles x points) block in quadrant_coverage.
@@ -74,6 +82,8 @@ _PAIR_CHUNK = 2**22
 _MAX_DRAWS_PER_QUADRANT = 200
 #: The most rectangles quadrant_coverage draws (their table holds ~10 numbers each).
 MAX_QUADRANTS = 10**7
+#: Default of quadrant_coverage's ``min_points``: original points every rectangle holds.
+MIN_POINTS = 20
 
 
 # --------------------------------------------------------------------------- combining rules
@@ -415,7 +425,7 @@ def quadrant_coverage(
     outcome: str,
     n_quadrants: int = 1000,
     seed: SeedLike = None,
-    min_points: int = 20,
+    min_points: int = MIN_POINTS,
     bounds: Any = None,
     level: float = 0.95,
     kind: str = "geometric",
@@ -467,8 +477,9 @@ def quadrant_coverage(
         ``n_quadrants`` or ``min_points`` is not an int, or ``level`` not a real number.
     geosynth.errors.InputError
         Invalid frames, a missing or non-binary ``outcome``, fewer than 2 releases, bad
-        parameters, or too few rectangles reach ``min_points`` (after 200 draws per requested
-        rectangle).
+        parameters, ``min_points`` above the number of original points within ``bounds``
+        (refused before any rectangle is drawn), or too few rectangles reach ``min_points``
+        (after 200 draws per requested rectangle).
     geosynth.errors.CRSError
         CRSs differ (a Grid as ``bounds`` included).
 
@@ -506,6 +517,7 @@ def quadrant_coverage(
         name = f"releases[{k}]"
         synth.append((frame_xy(release, name), binary_outcome(release, outcome, name)))
     box = as_bounds(bounds, xy0, "bounds", original, "original")
+    _check_min_points(xy0, box, min_points, bounds is None)
     rng = as_generator(seed)
 
     rects, n0, s0 = _draw_rectangles(rng, box, xy0, y0, n_quadrants, min_points)
@@ -559,6 +571,29 @@ def quadrant_coverage(
         kind=kind,
         level=level,
         quadrants=table,
+    )
+
+
+def _check_min_points(
+    xy: np.ndarray, box: tuple[float, float, float, float], min_points: int, whole: bool
+) -> None:
+    """Refuse a ``min_points`` no rectangle inside ``box`` can reach, before drawing any.
+
+    Drawing first took 200 rectangles per requested one (9 s at 1,000) to fail the same way.
+    """
+    xmin, ymin, xmax, ymax = box
+    inside = (xy[:, 0] >= xmin) & (xy[:, 0] <= xmax) & (xy[:, 1] >= ymin) & (xy[:, 1] <= ymax)
+    n = int(inside.sum())
+    if n >= min_points:
+        return
+    where = "" if whole else " within bounds"
+    if n == 0:  # only when bounds is given: the points' own box holds them all
+        raise InputError("bounds holds none of the original points, so no rectangle can hold "
+                         "min_points of them; pass bounds that cover the original points")
+    raise InputError(
+        f"min_points={min_points} is more than the number of original points{where} ({n}), so "
+        f"no rectangle can hold min_points of them; pass min_points={n} or less"
+        + ("" if whole else ", or wider bounds")
     )
 
 
@@ -964,7 +999,8 @@ def ripley_distance(
     correction : {"isotropic", "translation", "none"}, default "isotropic"
         Edge correction.
     mean_row : bool, default True
-        Append the unweighted mean over combinations as a row labelled ``"mean"``.
+        Append the unweighted mean over combinations as a row labelled ``"mean"``; the first
+        ``by`` column must then have no level ``"mean"``.
 
     Returns
     -------
@@ -975,11 +1011,15 @@ def ripley_distance(
 
     Raises
     ------
+    TypeError
+        ``mean_row`` is not a bool.
     geosynth.errors.InputError
-        Invalid frames, columns, window, radii or correction, or points outside the window.
+        Invalid frames, columns, window, radii or correction, points outside the window, or
+        (with ``mean_row``) a level ``"mean"`` in the first ``by`` column.
     geosynth.errors.CRSError
         CRSs differ or are geographic.
     """
+    mean_row = check_bool(mean_row, "mean_row")
     releases = as_releases(releases)
     check_frames(original, releases)
     frames = [original, *releases]
@@ -993,6 +1033,8 @@ def ripley_distance(
         cols = as_columns(by, "by")
         for f, name in zip(frames, names, strict=True):
             check_columns(f, cols, name, "by column")
+        if mean_row:
+            check_mean_label(original, cols, "by column", "or pass mean_row=False")
         codes, keys = combination_codes(frames, cols)
     groups = [split_by_code(c, len(keys)) for c in codes]
     present = np.unique(codes[0])
@@ -1068,10 +1110,11 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     Raises
     ------
     geosynth.errors.InputError
-        ``releases`` is empty, or points are invalid (:func:`as_xy`).
+        ``grid`` is not a lattice, ``releases`` is empty, or points are invalid (:func:`as_xy`).
     geosynth.errors.CRSError
         A frame's CRS is not the grid's (its points would fall outside every cell, silently).
     """
+    check_grid_type(grid)
     sets = list(releases) if not isinstance(releases, gpd.GeoDataFrame) else [releases]
     if not sets:
         raise InputError("releases is empty; pass the m synthetic data sets")

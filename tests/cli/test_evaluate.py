@@ -1,4 +1,5 @@
 import os
+import re
 import stat
 
 import geopandas as gpd
@@ -180,3 +181,74 @@ def test_evaluate_refuses_an_empty_release(small_pair, tmp_path):
     io.write_release(empty, [public_like(5, kind=["a"] * 5), public_like(0, kind=[])])
     assert_refused(run("evaluate", original, empty, "--attributes", "kind"),
                    "synthetic_2 has no records, so there is nothing to compare")
+
+
+# ---------------------------------------------------------------------- a wrong CRS, an --outcome
+# the coverage table cannot use, layers that do not match
+def test_evaluate_refuses_an_original_declared_in_a_wrong_projected_crs(inputs, written_release):
+    # Metres of EPSG:31983 declared as UTM 33N were reprojected and measured: distances of
+    # 11,000 km, a risk table that looked perfectly safe (exit 0).
+    result = run("evaluate", inputs["csv"], written_release, "--x", "east", "--y", "north",
+                 "--crs", "EPSG:32633", "--attributes", "y")
+    assert_refused(result, "original and the releases do not overlap",
+                   "the likely cause is a wrong CRS of the original points (--crs)")
+    assert "distance risk" not in result.output and ".crs" not in result.output
+
+
+def test_evaluate_blames_the_crs_for_metres_declared_as_degrees(inputs, written_release):
+    # It said "original has 120 points with NaN or infinite coordinates; drop or fix them".
+    result = run("evaluate", inputs["csv"], written_release, "--x", "east", "--y", "north",
+                 "--crs", "EPSG:4326", "--attributes", "y")
+    assert_refused(result, "points.csv: 120 of 120 points have coordinates outside the range "
+                           "of degrees", "geographic CRS EPSG:4326: the likely cause is a wrong "
+                           "CRS (--crs), not the data; pass --crs with")
+    assert "NaN" not in result.output
+    error = result.output[result.output.index("Error:"):]
+    assert not re.search(r"\d{4,}", error.replace("4326", ""))  # no coordinate nor extreme
+
+
+def test_evaluate_outcome_of_a_one_layer_release_is_refused_in_cli_terms(inputs, tmp_path):
+    original = io.read_points(inputs["gpkg"])
+    release = tmp_path / "one.gpkg"
+    io.write_release(release, [geosynth.to_public(original, seed=1)])
+    result = run("evaluate", inputs["gpkg"], release, "--attributes", "y", "--outcome", "y")
+    assert_refused(result, "--outcome needs at least 2 releases", "one.gpkg holds 1",
+                   "omit --outcome, or evaluate a release written with --m 2 or more")
+    assert "GeoDataFrame" not in result.output  # Python advice: "pass the list of m ..."
+    assert run("evaluate", inputs["gpkg"], release, "--attributes", "y").exit_code == 0
+
+
+def test_evaluate_outcome_with_fewer_records_than_a_rectangle_holds(inputs, written_release,
+                                                                    tmp_path):
+    small = tmp_path / "small.gpkg"
+    io.read_points(inputs["gpkg"]).iloc[:19].to_file(small, engine="pyogrio")
+    result = run("evaluate", small, written_release, "--attributes", "y", "--outcome", "y")
+    assert_refused(result, "--outcome needs at least 20 original records (every random "
+                           "rectangle of the coverage table holds 20 of them), but small.gpkg "
+                           "has 19; omit --outcome")
+    assert "min_points" not in result.output and "quadrants" not in result.output
+
+
+def test_evaluate_refuses_a_release_file_whose_layers_differ_in_type(inputs, written_release,
+                                                                     tmp_path):
+    # One layer rewritten with x1 as text: evaluate used half of the data and exited 0.
+    copy = tmp_path / "copy.gpkg"
+    copy.write_bytes(written_release.read_bytes())
+    layer = pyogrio.read_dataframe(copy, layer="synthetic_2")
+    pyogrio.write_dataframe(layer.assign(x1=layer["x1"].astype(str)), copy, layer="synthetic_2")
+    assert_refused(run("evaluate", inputs["gpkg"], copy, "--attributes", "y,x1"),
+                   "column 'x1' is numeric in 'synthetic_1' but text in 'synthetic_2'",
+                   "the file was edited after it was written")
+
+
+def test_evaluate_refuses_a_layer_sharing_no_combination(small_pair, tmp_path):
+    # Only the union of the layers was compared: a layer of other levels was averaged in as
+    # "no synthetic record" of every combination.
+    original, release = small_pair
+    layers = io.read_release(release).releases
+    other = tmp_path / "other.gpkg"
+    io.write_release(other, [layers[0], layers[1].assign(kind="c")])
+    assert_refused(run("evaluate", original, other, "--attributes", "kind"),
+                   "original.gpkg and layer synthetic_2 of the release share no combination "
+                   "of --attributes kind")
+    assert run("evaluate", original, release, "--attributes", "kind").exit_code == 0

@@ -964,9 +964,35 @@ def _column_added(name):
     return tamper
 
 
+def _retyped(column):
+    """The second release rewritten with ``column`` as text, as a spreadsheet round trip does."""
+    def tamper(path):
+        frame = pyogrio.read_dataframe(path, layer="synthetic_2")
+        frame[column] = frame[column].astype(str)
+        pyogrio.write_dataframe(frame, path, layer="synthetic_2")
+    return tamper
+
+
+def _third_without(column):
+    def tamper(path):
+        frame = pyogrio.read_dataframe(path, layer="synthetic_3").drop(columns=column)
+        pyogrio.write_dataframe(frame, path, layer="synthetic_3")
+    return tamper
+
+
 @pytest.mark.parametrize(
     ("tamper", "message"),
     [
+        # A layer whose attribute became text shared no combination with the original, and
+        # evaluate measured it as holding no record of any (exit 0, half of the data used).
+        (_retyped("y"), r"release.gpkg: its release layers differ: column 'y' is numeric in "
+                        r"'synthetic_1' but text in 'synthetic_2'; geosynth writes every release "
+                        r"layer with the same columns and column kinds, so the file was edited "
+                        r"after it was written: do not publish it, and write the release again$"),
+        (_column_added("note"), r"its release layers differ: 'synthetic_2' has \['note'\], "
+                                r"which 'synthetic_1' lacks; .* was edited after it was written"),
+        (_third_without("y"), r"its release layers differ: 'synthetic_3' lacks \['y'\]; .*"
+                              r"edited after it was written"),
         (_rename_key_column, r"its metadata table has columns \['name', 'value'\] instead of "
                              r"key, value"),
         (_nest_deeply, r"metadata value of 'notes' is not valid \(it is nested more than 32"),
@@ -1023,6 +1049,36 @@ def test_an_empty_release_layer_recorded_as_empty_is_read(tmp_path):
     write_release(path, [public_like(3), public_like(0)])
     got = read_release(path)
     assert [len(r) for r in got.releases] == [3, 0] and got.metadata["n_records"] == [3, 0]
+
+
+def test_releases_of_other_columns_are_refused_before_writing(tmp_path):
+    # The reader refuses such a file as edited; the writer must not make one.
+    path = tmp_path / "release.gpkg"
+    for second, match in [(public_like(3).assign(y=["0", "1", "0"]),
+                           r"column 'y' is numeric in release 1 \(synthetic_1\) but text in "
+                           r"release 2 \(synthetic_2\)"),
+                          (public_like(3, z=[1.5, 2.5, 3.5]),
+                           r"release 2 \(synthetic_2\) has \['z'\], which release 1 "
+                           r"\(synthetic_1\) lacks")]:
+        with pytest.raises(InputError, match=rf"the releases differ in their columns: {match}; "
+                                             r"the releases of one file must have the same "
+                                             r"columns of the same kinds"):
+            write_release(path, [public_like(3), second])
+        assert not path.exists()
+    # Numbers stored as int in one release and as float in another are one kind.
+    write_release(path, [public_like(3), public_like(3).assign(y=[0.0, 1.0, 0.5])])
+    assert [len(r) for r in read_release(path).releases] == [3, 3]
+
+
+def test_an_empty_release_layer_is_not_compared_by_the_types_of_its_columns(tmp_path):
+    # pandas types an empty column as it likes ([] is float): the layer holds no value.
+    path = tmp_path / "release.gpkg"
+    empty = public_like(0, kind=[])
+    assert empty["kind"].dtype.kind == "f"
+    write_release(path, [public_like(3, kind=["a", "b", "a"]), empty])
+    got = read_release(path)
+    assert [len(r) for r in got.releases] == [3, 0]
+    assert list(got.releases[1].columns) == ["y", "kind", "geometry"]
 
 
 @pytest.mark.parametrize(("continuous", "beta_prior"),

@@ -74,9 +74,55 @@ def test_stacked_intervals_of_identical_releases_equal_original():
         post.intervals(level=None)
 
 
+@pytest.fixture(scope="module")
+def fits():
+    """One data set fitted under the names (const, age), (age, const) and (const, income)."""
+    rng = np.random.default_rng(0)
+    coords = rng.uniform(0, 1000, (40, 2))
+    x = rng.normal(size=40)
+    y = 1 + 2 * x + rng.normal(size=40)
+    X = np.column_stack([np.ones(40), x])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)  # 40 points bound the range little
+        return {names: gp_regression(coords, y, X if names[0] == "const" else X[:, ::-1],
+                                     names=list(names), n_draws=1000, seed=1)
+                for names in [("const", "age"), ("age", "const"), ("const", "income")]}
+
+
+def test_stacked_intervals_refuse_releases_fitted_with_other_covariates(fits):
+    original, reordered, other = (fits[("const", "age")], fits[("age", "const")],
+                                  fits[("const", "income")])
+    table = stacked_intervals(original, [reordered, reordered])  # other order: the same columns
+    assert table.loc["beta[age]", "overlap"] > 0.8
+    # A release without beta[age] gave an interval of the other release alone; no release with
+    # it, "b has NaN bounds".
+    for releases, number in (([original, other], 1), ([other, other], 0)):
+        with pytest.raises(InputError, match=rf"releases\[{number}\] lacks \['age'\] and has "
+                                             r"\['income'\], which original lacks.*"
+                                             r"names=\['const', 'age'\]"):
+            stacked_intervals(original, releases)
+
+
+@pytest.mark.parametrize(("original", "releases", "match"), [
+    (None, [1], "original must be a GPPosterior .*got NoneType"),
+    ("fit", None, "releases must be a list of GPPosterior .*got NoneType"),
+    ("fit", "fit", "releases must be a list of GPPosterior .*got GPPosterior"),
+    ("fit", [], "releases is empty"),
+    ("fit", ["fit", 3], r"releases\[1\] must be a GPPosterior, got int"),
+])
+def test_stacked_intervals_name_a_wrong_argument(fits, original, releases, match):
+    # None gave AttributeError: 'NoneType' object has no attribute 'draws'.
+    fit = fits[("const", "age")]
+    swap = lambda value: fit if value == "fit" else value  # noqa: E731
+    releases = [swap(r) for r in releases] if isinstance(releases, list) else swap(releases)
+    with pytest.raises(InputError, match=match):
+        stacked_intervals(swap(original), releases, level=0.9)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
+        ({"names": 3}, "names must be a list of the 2 column names of X, got int"),
         ({"coords": np.zeros((5, 3))}, "coords must have shape"),
         ({"y": np.zeros(4)}, "y must have shape"),
         ({"X": np.ones((10, 2))}, "rank deficient"),

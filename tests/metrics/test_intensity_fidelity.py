@@ -47,6 +47,14 @@ def test_no_release_is_refused():
         intensity_fidelity(_points([1, 1, 1, 1]), [], GRID)
 
 
+@pytest.mark.parametrize("grid", [None, (0.0, 0.0, 4.0, 1.0)])
+def test_a_grid_that_is_not_a_lattice_is_named(grid):
+    # None gave AttributeError: 'NoneType' object has no attribute 'crs'.
+    with pytest.raises(InputError, match="grid must be a geosynth.lattice.Grid, got "
+                                         f"{type(grid).__name__}"):
+        intensity_fidelity(_points([1, 1, 1, 1]), [_points([1, 1, 1, 1])], grid)
+
+
 def test_a_frame_in_another_crs_is_refused_not_counted_as_outside():
     # Before, such points fell outside every cell: correlation NaN and l1 = 1, silently.
     xy = _points([3, 0, 2, 1])

@@ -14,6 +14,7 @@ from geosynth.metrics import (
     k_anonymity_summary,
     spatial_k_anonymity,
 )
+from geosynth.metrics.risk import with_mean_row
 
 CRS = "EPSG:31983"
 
@@ -82,6 +83,36 @@ def test_distance_risk_refuses_bad_inputs():
 # --------------------------------------------------------------------------- linked records
 
 
+@pytest.mark.parametrize(("by", "shown"), [(None, "NoneType"), (3, "int")])
+def test_distance_risk_names_a_by_that_is_no_column_name(by, shown):
+    # Both gave TypeError: '...' object is not iterable.
+    original = frame([[0, 0]], b=["A"])
+    with pytest.raises(InputError, match=f"by must be a column name or a list of column names, "
+                                         f"got {shown}; e.g. by="):
+        distance_risk(original, original, by=by)
+
+
+def test_distance_risk_mean_row_must_be_a_bool():
+    original = frame([[0, 0]], b=["A"])
+    with pytest.raises(TypeError, match="mean_row must be True or False, got str 'no'"):
+        distance_risk(original, original, by="b", mean_row="no")  # "no" was taken as True
+
+
+@pytest.mark.parametrize("by", [["kind"], ["kind", "b"]])
+def test_a_level_named_mean_is_refused_where_the_mean_row_would_share_its_label(by):
+    # table.loc["mean"] gave both the combination "mean" and the mean row.
+    original = frame([[0, 0], [5, 5]], kind=["mean", "median"], b=[1, 2])
+    with pytest.raises(InputError, match="by column 'kind' has a level 'mean', the label of the "
+                                         "tables' mean row.*or pass mean_row=False$"):
+        distance_risk(original, original, by=by)
+    table = distance_risk(original, original, by=by, mean_row=False)
+    assert len(table) == 2  # without the mean row there is nothing to confuse
+    # A level "mean" after the first column cannot collide: the mean row is ("mean", "").
+    assert distance_risk(original, original, by=["b", "kind"]).index[-1] == ("mean", "")
+    with pytest.raises(InputError, match="a combination labelled 'mean'"):
+        with_mean_row(table)
+
+
 def test_displacement_links_by_index():
     original = frame([[0, 0], [10, 0]], index=["a", "b"])
     release = frame([[13, 4], [3, 4]], index=["b", "a"])  # shuffled rows
@@ -131,6 +162,10 @@ def test_k_anonymity_summary_refuses_bad_input():
         k_anonymity_summary([])
     with pytest.raises(InputError, match="positive integers"):
         k_anonymity_summary([1, 2], thresholds=(0,))
+    # A bare number gave TypeError: 'int' object is not iterable.
+    with pytest.raises(InputError, match=r"thresholds must be a sequence of positive integers, "
+                                         r"got int; e\.g\. thresholds=\(5, 25\) or \(5,\)"):
+        k_anonymity_summary([1, 2], thresholds=5)
 
 
 # --------------------------------------------------------------------------- identification

@@ -238,8 +238,10 @@ def test_quadrant_coverage_refuses_bad_input():
     bad = original.assign(y=original["y"] + 1)
     with pytest.raises(InputError, match="binary"):
         quadrant_coverage(original, [bad, bad], "y")
+    # Feasible but (nearly) never reached: refused after drawing 200 rectangles per quadrant.
     with pytest.raises(InputError, match="lower min_points"):
-        quadrant_coverage(original, [original, original], "y", n_quadrants=5, min_points=101)
+        quadrant_coverage(original, [original, original], "y", n_quadrants=5, min_points=100,
+                          seed=1)
     with pytest.raises(InputError, match="n_quadrants=100,000,000,000 is above 10,000,000"):
         quadrant_coverage(original, [original, original], "y", n_quadrants=10**11)
 
@@ -348,6 +350,43 @@ def test_quadrant_coverage_checks_its_parameters(kwargs, error, match):
     original, _, _ = scenario(50, 0)
     with pytest.raises(error, match=match):
         quadrant_coverage(original, [original, original], "y", seed=1, **kwargs)
+
+
+def test_quadrant_coverage_refuses_an_unreachable_min_points_before_drawing(monkeypatch):
+    # More points per rectangle than the original has: it drew 200 x n_quadrants rectangles
+    # (9 s at 1,000) before saying so. Now no rectangle is drawn at all.
+    original, xy, _ = scenario(100, 0)
+    drawn = []
+    monkeypatch.setattr(geosynth.metrics.utility, "_draw_rectangles",
+                        lambda *args: drawn.append(args))
+    releases = [original, original]
+    with pytest.raises(InputError, match=r"min_points=101 is more than the number of original "
+                                         r"points \(100\).*pass min_points=100 or less$"):
+        quadrant_coverage(original, releases, "y", n_quadrants=1000, min_points=101)
+    left = (xy[:, 0] <= 50).sum()  # the points within bounds count, not all of them
+    with pytest.raises(InputError, match=rf"within bounds \({left}\).*or wider bounds"):
+        quadrant_coverage(original, releases, "y", min_points=left + 1, bounds=(0, 0, 50, 100))
+    with pytest.raises(InputError, match="bounds holds none of the original points"):
+        quadrant_coverage(original, releases, "y", bounds=(200, 200, 300, 300))
+    assert drawn == []
+
+
+def test_ripley_distance_names_a_bad_by():
+    original, _, _ = scenario(30, 0)
+    with pytest.raises(InputError, match="by must be a column name or a list of column names, "
+                                         "got int"):
+        ripley_distance(original, original, by=3)
+
+
+def test_ripley_distance_mean_row_must_be_a_bool_and_unambiguous():
+    original, _, _ = scenario(30, 0)
+    with pytest.raises(TypeError, match="mean_row must be True or False, got str 'no'"):
+        ripley_distance(original, original, by="y", mean_row="no")
+    named = original.assign(kind=np.where(original["y"] == 1, "mean", "other"))
+    with pytest.raises(InputError, match="by column 'kind' has a level 'mean'.*mean_row=False"):
+        ripley_distance(named, named, by="kind")
+    table = ripley_distance(named, named, by="kind", mean_row=False)
+    assert sorted(table.index) == ["mean", "other"]
 
 
 # --------------------------------------------------------------------------- the window
