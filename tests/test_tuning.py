@@ -191,8 +191,8 @@ def test_tune_measures_every_candidate(two):
     assert two.recommend().candidate == two.candidates[two.recommend().label]
 
 
-def test_same_seed_same_table_whatever_the_order_executor_and_reuse(scenario, region, two,
-                                                                     monkeypatch):
+def count_runs(monkeypatch) -> list[str]:
+    """Record the label of every candidate tune runs (not reuses), in order."""
     calls = []
     run = tuning_module.run_candidate
 
@@ -201,6 +201,12 @@ def test_same_seed_same_table_whatever_the_order_executor_and_reuse(scenario, re
         return run(gdf, candidate, setup, seed, stop)
 
     monkeypatch.setattr(tuning_module, "run_candidate", counted)
+    return calls
+
+
+def test_same_seed_same_table_whatever_the_order_executor_and_reuse(scenario, region, two,
+                                                                     monkeypatch):
+    calls = count_runs(monkeypatch)
     more = _tune(scenario, region, [(8, 8), (4, 4), (6, 6)], previous=two)
     assert calls == ["6x6"]  # the finished candidates were reused
     with ThreadPoolExecutor(2) as pool:
@@ -489,14 +495,7 @@ def test_previous_measures_the_intensity_columns_again_on_the_new_reference(scen
                                                                              two, monkeypatch):
     # The intensity columns are measured on the coarsest candidate's lattice: adding a coarser
     # candidate changes them in every row, also in the rows reused from previous.
-    calls = []
-    run = tuning_module.run_candidate
-
-    def counted(gdf, candidate, setup, seed, stop=None):
-        calls.append(candidate.label)
-        return run(gdf, candidate, setup, seed, stop)
-
-    monkeypatch.setattr(tuning_module, "run_candidate", counted)
+    calls = count_runs(monkeypatch)
     more = _tune(scenario, region, [(4, 4), (8, 8), (2, 2)], previous=two)
     assert calls == ["2x2"] and more.reference == "2x2"
     fresh = _tune(scenario, region, [(4, 4), (8, 8), (2, 2)])
