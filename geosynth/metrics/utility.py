@@ -1099,7 +1099,8 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     original : GeoDataFrame, GeoSeries or array-like of shape (n, 2)
         The original points.
     releases : sequence of GeoDataFrame, GeoSeries or (n_l, 2) arrays
-        The m releases (in the CRS of ``grid``).
+        The m releases (in the CRS of ``grid``); one GeoDataFrame, GeoSeries or (n, 2) array
+        is one release.
     grid : geosynth.Grid
         The lattice the counts are taken on.
 
@@ -1115,7 +1116,9 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
         A frame's CRS is not the grid's (its points would fall outside every cell, silently).
     """
     check_grid_type(grid)
-    sets = list(releases) if not isinstance(releases, gpd.GeoDataFrame) else [releases]
+    one = isinstance(releases, gpd.GeoDataFrame | gpd.GeoSeries) or (
+        isinstance(releases, np.ndarray) and releases.ndim == 2)  # one release, not a list
+    sets = [releases] if one else list(releases)
     if not sets:
         raise InputError("releases is empty; pass the m synthetic data sets")
     for points, name in [(original, "original")] + [(r, f"releases[{k}]")

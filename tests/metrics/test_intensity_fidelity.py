@@ -35,6 +35,16 @@ def test_identical_and_disjoint_releases_are_the_two_ends():
     assert disjoint.l1 == pytest.approx(2.0) and disjoint.correlation < 0
 
 
+def test_one_release_not_in_a_list_is_one_release():
+    release = _points([3, 1, 1, 1])
+    series = gpd.GeoSeries(gpd.points_from_xy(release[:, 0], release[:, 1]), crs=3857)
+    want = intensity_fidelity(_points([3, 0, 2, 1]), [release], GRID)
+    for one in (release, series, gpd.GeoDataFrame(geometry=series)):
+        got = intensity_fidelity(_points([3, 0, 2, 1]), one, GRID)
+        np.testing.assert_array_equal(got.synthetic, [3, 1, 1, 1])
+        assert (got.correlation, got.l1) == (want.correlation, want.l1)
+
+
 def test_points_outside_are_not_counted_and_constant_counts_have_no_correlation():
     outside = np.vstack([_points([1, 1, 1, 1]), [[10.0, 10.0]]])
     result = intensity_fidelity(outside, [_points([1, 1, 1, 1])], GRID)
