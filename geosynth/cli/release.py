@@ -227,8 +227,12 @@ def release(
         counts = _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying,
                           levels)
         original = points.loc[counts.record_index]
-        click.echo(f"Read {counts.n_records} records from {input_path} "
-                   f"({points.crs.to_string()})")
+        if epsilon is None:
+            click.echo(f"Read {counts.n_records} records from {input_path} "
+                       f"({points.crs.to_string()})")
+        else:  # the exact count is what the DP size protects; terminal output gets pasted
+            click.echo(f"Read {input_path} ({points.crs.to_string()}); the number of records "
+                       "is not shown under --epsilon (the internal --report has it)")
         click.echo(f"Lattice: {describe_lattice(grid)}")
         if region is None and not lattice.public_bounds:
             _echo_region_advice(grid)

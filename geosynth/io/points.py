@@ -71,8 +71,8 @@ def read_points(
         False for a differentially private release (CLI ``--epsilon``): refuse nothing that
         depends on the records' values, since that refusal would itself disclose them. A file
         with no records is then read as an empty frame, non-Point geometries are passed
-        through and missing or non-numeric CSV coordinates become points without finite
-        coordinates; ``geosynth.prepare(..., levels=...)`` drops such records.
+        through and missing, non-numeric or infinite CSV coordinates become points without
+        finite coordinates; ``geosynth.prepare(..., levels=...)`` drops such records.
 
     Returns
     -------
@@ -88,9 +88,10 @@ def read_points(
     geosynth.errors.InputError
         The file does not exist or cannot be read, a ``.gpkg`` file is not a GeoPackage or is
         damaged, the extension is not one of the above, the file has no records (e.g. a CSV
-        file with only its header), a CSV file has two columns of the same name, a CSV is read
-        without ``x``, ``y`` and ``crs``, an ``x``/``y`` column is missing or holds non-numeric
-        or missing values, ``x``/``y``/``layer`` are given for a format they do not apply to,
+        file with only its header), a CSV file has two columns of the same name or records with
+        more fields than its header line names, a CSV is read without ``x``, ``y`` and
+        ``crs``, an ``x``/``y`` column is missing or holds non-numeric, missing or infinite
+        values, ``x``/``y``/``layer`` are given for a format they do not apply to,
         the layer is missing or ambiguous, or a geometry is not a Point.
     geosynth.errors.CRSError
         ``crs`` is not a valid CRS or contradicts the file's CRS.
@@ -168,8 +169,26 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
         raise InputError(
             f"the CSV file {printable(source.name)} is empty: no header line and no records"
         ) from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read the CSV file {printable(source.name)}: {err}") from err
+    except UnicodeDecodeError:
+        # The codec's message quotes a byte of the file (and its offset): say only what is wrong.
+        raise InputError(
+            f"cannot read the CSV file {printable(source.name)}: it is not UTF-8 text; save it "
+            "as UTF-8 CSV (or check that this is the right file)"
+        ) from None
+    except pd.errors.ParserError as err:
+        raise InputError(
+            f"cannot read the CSV file {printable(source.name)}: {printable(str(err))[:200]}"
+        ) from None
+    if not frame.index.equals(pd.RangeIndex(len(frame))):
+        # A header line with fewer names than the records have fields: pandas silently takes the
+        # first column(s), often a record ID, as row labels, which would then name rows in
+        # messages. Checked before any value is looked at (it is the file's layout).
+        raise InputError(
+            f"the CSV file {printable(source.name)} has more fields in its records than names in "
+            "its header line (pandas would take the first column, e.g. record IDs, as row "
+            "labels); give every column a name in the header line, e.g. write the file with "
+            "DataFrame.to_csv(index=False)"
+        )
     names = header.iloc[0].tolist() if len(header) else []
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -204,6 +223,14 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
                 "fill in their coordinates"
             )
         coordinates[name] = values.to_numpy(dtype=np.float64)
+        infinite = np.isinf(coordinates[name])
+        if infinite.any() and check_values:  # "inf", or a number beyond ±1.8e308 ("1e400")
+            raise InputError(
+                f"{name}={column!r}: column {column!r} of {source.name} has "
+                f"{int(infinite.sum())} infinite or overflowing values "
+                f"({_csv_rows(frame.index, infinite)}); coordinates must be finite numbers: "
+                "drop those records or fix their coordinates"
+            )
     attributes = frame.drop(columns=[x, y])
     if "geometry" in attributes.columns:
         raise InputError(

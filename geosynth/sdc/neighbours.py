@@ -717,7 +717,6 @@ def _whole_copies(graph: _Graph, sources: np.ndarray) -> np.ndarray:
 
 
 def _warn_too_few(
-    index: pd.Index,
     lonely: np.ndarray,
     n_neighbours: np.ndarray,
     n_selected: int,
@@ -725,7 +724,11 @@ def _warn_too_few(
     min_neighbours: int,
     no_neighbours: str,
 ) -> None:
-    """Warn about the selected records (mask ``lonely``) with fewer than min_neighbours."""
+    """Warn about the selected records (mask ``lonely``) with fewer than min_neighbours.
+
+    Counts only: warnings end up in logs and terminals, and row labels (often record IDs) or
+    positions would say which released rows are real records.
+    """
     n_lonely = int(lonely.sum())
     n_none = int((lonely & (n_neighbours == 0)).sum())
     action = (
@@ -736,7 +739,8 @@ def _warn_too_few(
     warnings.warn(
         f"{n_lonely} of {n_selected} selected records have fewer than "
         f"min_neighbours={min_neighbours} other records within eps={eps!r} ({n_none} have "
-        f"none; {_rows(index, lonely)}); they were {action}. Increase eps or lower the weights of "
+        f"none; return_info=True gives them: info.selected & (info.n_neighbours < "
+        f"{min_neighbours})); they were {action}. Increase eps or lower the weights of "
         "coarse variables"
         + ("" if no_neighbours == "suppress" else ", or pass no_neighbours='suppress'"),
         DataWarning,
@@ -745,14 +749,14 @@ def _warn_too_few(
 
 
 def _warn_whole_copies(
-    index: pd.Index, copies: np.ndarray, n_resampled: int, n_variables: int, location: bool
+    copies: np.ndarray, n_resampled: int, n_variables: int, location: bool
 ) -> None:
     """Warn about resampled records (mask ``copies``) released as a copy of another record."""
     warnings.warn(
         f"{int(copies.sum())} of {n_resampled} resampled records are an exact copy of another "
         f"original record in all {n_variables} resampled variables"
         + (" (its location included)" if location else "")
-        + f" ({_rows(index, copies)}): every variable was drawn from the same neighbour (or "
+        + ": every variable was drawn from the same neighbour (or "
         f"from records identical to it), which happens with probability k**(1 - {n_variables}) "
         "for a record with k distinct neighbours. Increase eps or min_neighbours to make it "
         "rarer",
@@ -958,12 +962,12 @@ def neighbour_resample(
         )
 
     if lonely.size:
-        _warn_too_few(df.index, lonely_mask, n_neighbours, chosen.size, eps, min_neighbours,
+        _warn_too_few(lonely_mask, n_neighbours, chosen.size, eps, min_neighbours,
                       no_neighbours)
     copies = np.zeros(n, dtype=bool)
     copies[movers[_whole_copies(graph, sources)]] = True
     if n_variables > 1 and copies.any():
-        _warn_whole_copies(df.index, copies, movers.size, n_variables, xy is not None)
+        _warn_whole_copies(copies, movers.size, n_variables, xy is not None)
     n_suppressed = 0
     if no_neighbours == "suppress" and lonely.size:
         out = out.iloc[~lonely_mask]

@@ -69,6 +69,10 @@ def test_dp_release_records_the_ledger(inputs, tmp_path):
                  "--epsilon", 1.5, "--levels-file", inputs["levels"], "--seed", 3, *FAST,
                  "--out", out, "--report", tmp_path / "dp.md")
     assert result.exit_code == 0, result.output
+    # The exact number of records is what the DP size protects: never on the terminal.
+    assert "Read " in result.output and "120" not in result.output
+    assert "number of records is not shown" in result.output
+    assert "120 records" in (tmp_path / "dp.md").read_text()  # the internal report has it
     assert "NOT differentially private" in result.output  # a seed weakens the guarantee
     assert "levels are taken from the confidential data" not in result.output
     assert "dp.gpkg is written with differentially private releases whose noise was drawn " \
@@ -418,3 +422,19 @@ def test_block_sampler_with_epsilon_names_the_options(inputs, tmp_path):
     assert result.exit_code == 2, result.output
     assert "--sampler block has no noise-aware fit" in result.output
     assert "Read " not in result.output and not (tmp_path / "dp.gpkg").exists()  # before reading
+
+
+def test_a_csv_with_ids_in_an_unnamed_first_column_is_refused_without_naming_them(inputs,
+                                                                                 tmp_path):
+    # Written with index_label=False, the header has no name for the IDs: pandas made them the
+    # row labels and a missing level was reported as "rows ['PAT0007']" on the terminal.
+    table = pd.read_csv(inputs["csv"])
+    table.index = [f"PAT{i:04d}" for i in range(len(table))]
+    table["x1"] = table["x1"].astype(float)
+    table.loc["PAT0007", "x1"] = None
+    path = tmp_path / "ids.csv"
+    table.to_csv(path, index_label=False)
+    result = run("release", path, "--x", "east", "--y", "north", "--crs", "EPSG:31983",
+                 "--attributes", "y,x1", "--grid", "4x4", *FAST, "--out", tmp_path / "a.gpkg")
+    assert_refused(result, "more fields in its records than names in its header line")
+    assert "PAT" not in result.output and not (tmp_path / "a.gpkg").exists()

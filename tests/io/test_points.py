@@ -321,3 +321,38 @@ def test_a_truncated_shapefile_is_named_as_such(tmp_path, points):
         read_points(path)
     with pytest.raises(InputError, match="truncated"):
         read_points(path, check_values=False)  # a fact of the file, not of the values
+
+
+@pytest.mark.parametrize("check_values", [True, False])
+def test_a_csv_header_one_name_short_is_refused_not_read_with_ids_as_row_labels(
+    tmp_path, check_values
+):
+    # pandas takes the unnamed first column (here patient IDs) as the index: the IDs then named
+    # rows in every later message ("rows ['PAT0007']"), e.g. on the terminal of the CLI.
+    path = tmp_path / "points.csv"
+    path.write_text("east,north,y\nPAT0001,1,2,0\nPAT0002,3,4,1\n")
+    with pytest.raises(InputError, match="more fields in its records than names") as caught:
+        read_points(path, x="east", y="north", crs=CRS, check_values=check_values)
+    assert "PAT" not in str(caught.value)
+    path.write_text("east,north,y\n9001,1,2,0\n9002,3,4,1\n")  # integer IDs: a RangeIndex
+    with pytest.raises(InputError, match="more fields in its records than names"):
+        read_points(path, x="east", y="north", crs=CRS, check_values=check_values)
+
+
+def test_infinite_or_overflowing_csv_coordinates_are_refused(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("east,north,y\n1,2,0\ninf,3,1\n1e400,4,1\n")
+    with pytest.raises(InputError, match=r"x='east'.*2 infinite or overflowing values "
+                       r"\(rows \[1, 2\]; counted from 0"):
+        read_points(path, x="east", y="north", crs=CRS)
+    # Under DP (check_values=False) nothing is refused on values: prepare drops them.
+    points = read_points(path, x="east", y="north", crs=CRS, check_values=False)
+    assert len(points) == 3 and points.geometry.x.tolist()[0] == 1.0
+
+
+def test_a_csv_that_is_not_utf8_is_refused_without_quoting_its_bytes(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_bytes(b"east,north,y\n1,2,caf\xe9\n")
+    with pytest.raises(InputError, match="is not UTF-8 text") as caught:
+        read_points(path, x="east", y="north", crs=CRS)
+    assert "0xe9" not in str(caught.value) and "position" not in str(caught.value)

@@ -374,7 +374,7 @@ def test_no_neighbours_keep_warns_and_releases_unchanged():
     assert info.n_without_neighbours == int((info.n_neighbours < 2).sum()) > n_none > 0
     (message,) = [str(w.message) for w in record if w.category is DataWarning]
     assert message.startswith(f"{info.n_without_neighbours} of 300 selected records")
-    assert f"({n_none} have none; rows [" in message
+    assert f"({n_none} have none; return_info=True gives them" in message
     assert info.n_suppressed == 0
     assert len(out) == len(df)
     assert out.index.equals(df.index)
@@ -790,3 +790,17 @@ def test_duplicated_column_names():
     df = pd.DataFrame([[1.0, 2.0], [3.0, 4.0]], columns=["a", "a"])
     with pytest.raises(InputError, match=r"duplicated column names \['a'\]"):
         neighbour_resample(df, 1.0)
+
+
+def test_warnings_never_name_record_labels():
+    # Warnings land in logs and pasted terminals; an index of patient IDs named the records
+    # released unchanged or as exact copies of another record ("rows ['PAT7']").
+    df = pd.DataFrame({"age": [30, 31, 30, 31, 50, 51, 50, 90], "sex": list("ffffmmmm")},
+                      index=[f"PAT{i}" for i in range(8)])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        _, info = neighbour_resample(df, eps=0.5, seed=1, return_info=True)
+    categories = {w.category for w in record}
+    assert {DataWarning, PrivacyLeakWarning} <= categories
+    assert info.n_without_neighbours == 1 and info.n_whole_copies > 0
+    assert not any("PAT" in str(w.message) or "rows [" in str(w.message) for w in record)
