@@ -66,6 +66,7 @@ from geosynth._validation import (
     check_optional_str,
     check_positive,
     check_probability,
+    is_integer,
 )
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
@@ -199,11 +200,22 @@ def _describe_positions(bad: NDArray[np.bool_], limit: int = 5) -> str:
     return f"positions [{shown}]" + (f" and {more} more" if more > 0 else "")
 
 
+def _as_array(x: Any, name: str) -> NDArray[Any]:
+    """``np.asarray(x)``, refusing ragged nested sequences with an InputError naming ``name``."""
+    try:
+        return np.asarray(x)
+    except ValueError as err:  # inhomogeneous shape
+        raise InputError(
+            f"{name} is a ragged sequence (rows of different lengths); pass a rectangular "
+            "array or a flat list of numbers"
+        ) from err
+
+
 def _as_real_array(x: Any, name: str) -> tuple[NDArray[np.float64], bool]:
     """Return ``x`` as a float64 array and whether it was a scalar."""
     if isinstance(x, str | bytes):
         raise TypeError(f"{name} must be a real number or an array of real numbers, got str")
-    array = np.asarray(x)
+    array = _as_array(x, name)
     if array.dtype.kind == "b" or array.dtype.kind not in "iuf":
         raise TypeError(
             f"{name} must be a real number or an array of real numbers, "
@@ -223,7 +235,7 @@ def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
     """Return ``x`` as an int64 array (integral floats accepted) and whether it was a scalar."""
     if isinstance(x, str | bytes):
         raise TypeError(f"{name} must be an integer or an array of integers, got str")
-    array = np.asarray(x)
+    array = _as_array(x, name)
     if array.dtype.kind == "b" or array.dtype.kind not in "iuf":
         raise TypeError(
             f"{name} must be an integer or an array of integers, "
@@ -510,6 +522,9 @@ def geometric(
                 "integer counts change by whole numbers, so round the bound down"
             )
     delta_1 = _check_sensitivity(sensitivity, "L1")
+    # The exact integer for OpenDP's privacy map: float(2**53 + 1) is 2**53, so the noise was
+    # calibrated for a smaller sensitivity than stated.
+    d_in = int(sensitivity) if is_integer(sensitivity) else int(delta_1)
     epsilon = check_epsilon(epsilon)
     check_optional_str(label, "label")
     check_accountant(accountant)
@@ -528,7 +543,7 @@ def geometric(
         measurement = _calibrate(
             lambda b: dp.m.make_laplace(domain, distance, scale=b),
             scale,
-            int(delta_1),
+            d_in,
             epsilon,
             "geometric",
         )
@@ -558,6 +573,8 @@ def _gaussian_delta(ratio: float, epsilon: float) -> float:
     upper = 0.5 / ratio - epsilon * ratio
     lower = -0.5 / ratio - epsilon * ratio
     log_upper = float(special.log_ndtr(upper))
+    if log_upper == -math.inf:  # δ <= Φ(upper) = 0; -inf - -inf was NaN, stopping the search
+        return 0.0
     log_lower = float(special.log_ndtr(lower))
     exponent = min(epsilon + log_lower - log_upper, 0.0)
     return math.exp(log_upper) * -math.expm1(exponent)
@@ -875,14 +892,16 @@ def exponential(
     >>> from geosynth.dp.mechanisms import exponential
     >>> colour = exponential(["brown", "blond", "red"], [2, 0, 1], sensitivity=1, epsilon=1.0)
     """
-    if isinstance(candidates, str | bytes) or not hasattr(candidates, "__len__"):
+    if isinstance(candidates, str | bytes) or not (
+        isinstance(candidates, Sequence | np.ndarray) or hasattr(candidates, "iloc")
+    ):  # a dict was indexed by key (KeyError), a set not at all
         raise TypeError(
             "candidates must be a sequence (list, tuple or array) of possible outputs, "
             f"got {type(candidates).__name__}"
         )
     if isinstance(scores, str | bytes):
         raise TypeError("scores must be an array of real numbers, got str")
-    score_array = np.asarray(scores)
+    score_array = _as_array(scores, "scores")
     if score_array.dtype.kind == "b" or score_array.dtype.kind not in "iuf":
         raise TypeError(
             f"scores must be an array of real numbers, got {type(scores).__name__} of dtype "

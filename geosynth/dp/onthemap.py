@@ -56,8 +56,8 @@ import pandas as pd
 
 from geosynth._random import SeedLike
 from geosynth._validation import (
+    MAX_RELEASES,
     check_epsilon,
-    check_int,
     check_probability,
     check_public_lattice,
 )
@@ -69,7 +69,9 @@ from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
 from geosynth.dp.synthesizers import (
     FixedParameter,
     check_counts,
+    check_releases,
     draw_dirichlet_multinomial,
+    finite_alpha,
     prior_scale,
 )
 from geosynth.errors import InputError, PrivacyLeakWarning
@@ -124,7 +126,10 @@ def onthemap_alpha(n_synth: Any, epsilon: float, prior_weights: Any) -> np.ndarr
     w = np.asarray(prior_weights, dtype=np.float64)
     if w.ndim != 1 or w.size == 0 or not np.isfinite(w).all() or (w <= 0).any():
         raise InputError("prior_weights must be a non-empty 1-D array of positive finite weights")
-    return np.outer(w / w.min(), n / prior_scale(epsilon))
+    scale = prior_scale(epsilon)
+    largest = int(n.max()) * float((w / w.min()).max())
+    finite_alpha(largest / scale, epsilon, int(n.max()))
+    return np.outer(w / w.min(), n / scale)
 
 
 def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:
@@ -348,10 +353,11 @@ class OnTheMapSynthesizer:
                     "which also pays for the cells"
                 )
         self._epsilon_cells = self.epsilon - self.epsilon_totals
-        self._m = check_int(m, "m", what="synthetic datasets")
+        self._m = check_releases(m, "synthetic datasets", MAX_RELEASES)
         self._epsilon_cells_per_release = self.epsilon_cells / self.m
-        # Both refusals now, before a sample or synthesize charges the accountant.
-        if 1.0 / self.epsilon_totals > MAX_INTEGER_NOISE_SCALE:
+        # Both refusals now, before a sample or synthesize charges the accountant. A tiny
+        # epsilon times totals_share underflows to 0 (it raised ZeroDivisionError).
+        if not self.epsilon_totals > 0.0 or 1.0 / self.epsilon_totals > MAX_INTEGER_NOISE_SCALE:
             raise InputError(
                 f"epsilon_totals={self.epsilon_totals:g} makes the totals' noise scale exceed "
                 f"{MAX_INTEGER_NOISE_SCALE:.3g} (int64 counts would saturate); use "

@@ -103,6 +103,10 @@ __all__ = [
     "check_counts",
     "draw_dirichlet_multinomial",
     "FixedParameter",
+    "MAX_COUNT",
+    "MAX_TABLES",
+    "check_releases",
+    "finite_alpha",
 ]
 
 # Relative slack when comparing an explicit alpha with the bound an epsilon implies, so that
@@ -145,6 +149,57 @@ class FixedParameter:
 #: The largest ε whose e^ε is a finite float (math.expm1 overflows above it).
 _MAX_EPSILON = math.log(np.finfo(np.float64).max)
 
+#: Largest count, total or synthetic table size accepted (NumPy's multinomial and int64 sums
+#: need room): 2**62 records are no dataset of people.
+MAX_COUNT = 2**62
+
+
+#: Largest number of synthetic tables of one sample (each is ``k`` int64; tests of the
+#: sampling distribution draw 10**5 and more).
+MAX_TABLES = 10**7
+
+
+def check_releases(m: Any, what: str, limit: int = MAX_TABLES) -> int:
+    """Return the number ``m`` of synthetic tables or datasets, from 1 to ``limit``.
+
+    Parameters
+    ----------
+    m : object
+        The value given for ``m``.
+    what : str
+        What ``m`` counts, for the messages (``"synthetic tables"``).
+    limit : int, default MAX_TABLES
+        The largest ``m`` accepted (``MAX_RELEASES`` for datasets of points).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        ``m`` is not an integer.
+    geosynth.errors.InputError
+        ``m < 1`` or ``m > limit`` (``m = 10**400`` raised OverflowError, ``10**300``
+        a NumPy "maximum dimension" ValueError).
+    """
+    m = check_int(m, "m", what=what)
+    if m > limit:
+        raise InputError(f"m ({what}) must be at most {limit:,}, got {m:,}: each gets "
+                         "epsilon / m, and combining rules need tens; pass a smaller m")
+    return m
+
+
+def _check_size(value: Any, name: str, minimum: int = 1) -> int:
+    """Return an int ``minimum <= value <= MAX_COUNT`` (``n``, ``n_synth``)."""
+    value = check_int(value, name, minimum)
+    if value > MAX_COUNT:
+        raise InputError(
+            f"{name}={value} is beyond 2**62, which int64 counts and NumPy's multinomial cannot "
+            f"carry; pass the number of records (at most {MAX_COUNT})"
+        )
+    return value
+
 
 def dirichlet_alpha(epsilon: float, n_synth: int) -> float:
     """Smallest Dirichlet prior that makes one synthetic table of size ``n_synth`` ε-DP.
@@ -176,8 +231,42 @@ def dirichlet_alpha(epsilon: float, n_synth: int) -> float:
     16.75
     """
     epsilon = check_epsilon(epsilon)
-    n_synth = check_int(n_synth, "n_synth")
-    return n_synth / prior_scale(epsilon)
+    n_synth = _check_size(n_synth, "n_synth")
+    return finite_alpha(n_synth / prior_scale(epsilon), epsilon, n_synth)
+
+
+def finite_alpha(alpha: float, epsilon: float, n_synth: int, name: str = "epsilon") -> float:
+    """Return ``alpha`` if it is a finite float, else refuse ``epsilon`` as too small.
+
+    Parameters
+    ----------
+    alpha : float
+        The prior ``ñ / (e^ε − 1)`` (or a multiple of it).
+    epsilon : float
+        The ε of one table it was computed from.
+    n_synth : int
+        ``ñ`` (for the message).
+    name : str, default "epsilon"
+        How the caller's parameter is called.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``alpha`` overflowed to infinity: a Dirichlet of infinite concentration has no draws
+        (it used to fail with NumPy's "pvals contains NaNs" after the budget was spent).
+    """
+    if math.isfinite(alpha):
+        return alpha
+    smallest = math.log1p(n_synth / (np.finfo(np.float64).max / 2.0**10))
+    raise InputError(
+        f"{name}={epsilon:g} is so small that the Dirichlet prior ñ/(e^ε − 1) with "
+        f"n_synth={n_synth} overflows to infinity (the table would be pure prior); use "
+        f"{name} >= {smallest:.3g}"
+    )
 
 
 def prior_scale(epsilon: float, name: str = "epsilon") -> float:
@@ -204,6 +293,10 @@ def prior_scale(epsilon: float, name: str = "epsilon") -> float:
         raise InputError(f"{name}={epsilon:g} makes the prior ñ/(e^ε − 1) underflow to 0 "
                          f"(e^ε overflows above ε ≈ {_MAX_EPSILON:g}): that is no privacy at "
                          "all; use an ε below it")
+    if not epsilon > 0.0:  # e.g. epsilon / m underflowed to 0: the prior would be infinite
+        raise InputError(f"{name}={epsilon!r} is not > 0 (a tiny epsilon divided by m "
+                         "underflows to 0), so the prior ñ/(e^ε − 1) is infinite; use a larger "
+                         "epsilon or a smaller m")
     return math.expm1(epsilon)
 
 
@@ -237,7 +330,7 @@ def dirichlet_epsilon(alpha: float | np.ndarray, n_synth: int) -> float:
     1.313
     """
     a = check_alpha(alpha)
-    n_synth = check_int(n_synth, "n_synth")
+    n_synth = _check_size(n_synth, "n_synth")
     return math.log1p(n_synth / float(a.min()))
 
 
@@ -346,6 +439,18 @@ def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray
         raise InputError(
             f"{name} has negative value(s) {a[a < 0][:5].tolist()} at positions "
             f"{np.argwhere(a < 0)[:5].tolist()}; counts must be >= 0"
+        )
+    # Before the cast: 1e30 or a uint64 above 2**63 wrapped to a negative int64 silently.
+    huge = a > MAX_COUNT
+    if huge.any():
+        raise InputError(
+            f"{name} has value(s) beyond 2**62 at positions {np.argwhere(huge)[:5].tolist()}; "
+            "counts of people are far smaller: check the input"
+        )
+    if float(a.sum(dtype=np.float64)) > MAX_COUNT:
+        raise InputError(
+            f"{name} sums to more than 2**62 ({float(a.sum(dtype=np.float64)):.3g}), which "
+            "int64 totals cannot carry; counts of people are far smaller: check the input"
         )
     return a.astype(np.int64)
 
@@ -483,8 +588,8 @@ class DirichletMultinomialSynthesizer:
             )
         self._epsilon_requested = None if epsilon is None else check_epsilon(epsilon)
         self._alpha_given = None if alpha is None else check_alpha(alpha)
-        self._n_synth_given = None if n_synth is None else check_int(n_synth, "n_synth")
-        self._m = check_int(m, "m", what="synthetic tables")
+        self._n_synth_given = None if n_synth is None else _check_size(n_synth, "n_synth")
+        self._m = check_releases(m, "synthetic tables")
         check_accountant(accountant)
         self.accountant = accountant
         self._counts: np.ndarray | None = None
@@ -564,7 +669,8 @@ class DirichletMultinomialSynthesizer:
         eps = self._epsilon_requested
         if self._alpha_given is None:
             eps_release = eps / self.m
-            return np.full(k, dirichlet_alpha(eps_release, n_synth)), eps_release
+            alpha = n_synth / prior_scale(eps_release, "epsilon / m")
+            return np.full(k, finite_alpha(alpha, eps_release, n_synth, "epsilon / m")), eps_release
         a = self._alpha_given
         if a.size == 1:
             a = np.full(k, a[0])
@@ -575,7 +681,7 @@ class DirichletMultinomialSynthesizer:
             )
         eps_release = dirichlet_epsilon(a, n_synth)
         if eps is not None:
-            needed = dirichlet_alpha(eps / self.m, n_synth)
+            needed = n_synth / prior_scale(eps / self.m, "epsilon / m")
             if a.min() < needed * (1 - _RTOL):
                 raise InputError(
                     f"alpha (min {a.min():.6g}) is too small for epsilon={eps:g}: with "
@@ -699,7 +805,7 @@ class BetaBinomialSynthesizer(DirichletMultinomialSynthesizer):
         """
         if n is None:
             return super().fit(counts)
-        n = check_int(n, "n", 0)
+        n = _check_size(n, "n", 0)
         x = check_counts(np.atleast_1d(np.asarray(counts)), "x")
         if x.size != 1:
             raise InputError(f"with n given, counts must be one number of successes, got {x}")

@@ -699,3 +699,42 @@ def test_float_mechanisms_accept_huge_but_finite_scales():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         noisy = laplace(np.zeros(50), sensitivity=1.0, epsilon=1e-300, seed=2)
     assert np.all(np.isfinite(noisy)) and np.abs(noisy).max() > 1e298
+
+
+# ---------------------------------------------------------------------- audit regressions
+@pytest.mark.parametrize("epsilon", [1e200, 1e300])
+def test_analytic_sigma_for_huge_epsilon_is_the_threshold_not_one(epsilon):
+    from geosynth.dp.mechanisms import _gaussian_delta
+
+    # log_ndtr(-huge) = -inf made delta NaN, the bracket stopped at 1 and sigma was 1.0.
+    sigma = analytic_gaussian_sigma(1.0, epsilon, 1e-5)
+    assert sigma < 1e-90
+    assert _gaussian_delta(sigma, epsilon) <= 1e-5
+    assert _gaussian_delta(sigma * (1 - 1e-9), epsilon) > 1e-5
+
+
+def test_geometric_calibrates_for_the_exact_integer_sensitivity(monkeypatch):
+    import geosynth.dp.mechanisms as mechanisms
+
+    seen = []
+    original = mechanisms._calibrate
+
+    def spy(build, scale, d_in, limit, where):
+        seen.append(d_in)
+        return original(build, scale, d_in, limit, where)
+
+    monkeypatch.setattr(mechanisms, "_calibrate", spy)
+    noisy = geometric(3, sensitivity=2**53 + 1, epsilon=1000.0)
+    assert isinstance(noisy, int)
+    assert seen == [2**53 + 1]  # float(2**53 + 1) == 2**53 was passed before
+
+
+def test_ragged_input_and_mapping_candidates_refused_with_geosynth_errors():
+    with pytest.raises(InputError, match=r"x is a ragged sequence"):
+        laplace([[1.0], [1.0, 2.0]], sensitivity=1.0, epsilon=1.0)
+    with pytest.raises(InputError, match=r"x_int is a ragged sequence"):
+        geometric([[1], [1, 2]], sensitivity=1, epsilon=1.0)
+    with pytest.raises(InputError, match=r"scores is a ragged sequence"):
+        exponential(["a", "b"], [[1.0], [1.0, 2.0]], sensitivity=1.0, epsilon=1.0)
+    with pytest.raises(TypeError, match=r"candidates must be a sequence .* got dict"):
+        exponential({"a": 1, "b": 2}, [1.0, 2.0], sensitivity=1.0, epsilon=1.0)

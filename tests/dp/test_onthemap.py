@@ -392,3 +392,11 @@ def test_the_split_of_epsilon_and_m_are_fixed(name):
     with pytest.raises(AttributeError, match=f"{name} is fixed"):
         setattr(synth, name, 9)
     assert synth.m == 1 and synth.epsilon == 1.0
+
+
+def test_audit_tiny_epsilon_and_huge_m_refused_with_input_error():
+    # epsilon * totals_share underflowed to 0: ZeroDivisionError; m = 10**400 OverflowError.
+    with pytest.raises(InputError, match=r"epsilon_totals=0 makes the totals' noise scale"):
+        OnTheMapSynthesizer(5e-324)
+    with pytest.raises(InputError, match=r"m \(synthetic datasets\) must be at most 10,000"):
+        OnTheMapSynthesizer(1.0, m=10**400)

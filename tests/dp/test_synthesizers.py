@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 from scipy.special import gammaln
 
+from geosynth.dp.accountant import Accountant
 from geosynth.dp.synthesizers import (
     BetaBinomialSynthesizer,
     DirichletMultinomialSynthesizer,
@@ -445,3 +446,43 @@ def test_privacy_parameters_cannot_be_changed_after_calibration(name):
 def test_parameters_set_by_fit_say_so_before_it():
     with pytest.raises(AttributeError, match="alpha is set by fit"):
         _ = DirichletMultinomialSynthesizer(1.0, n_synth=20).alpha
+
+
+# ------------------------------------------------------------ audit: refusals before spend
+def test_tiny_epsilon_refused_at_fit_before_any_spend():
+    accountant = Accountant(10.0)
+    synth = DirichletMultinomialSynthesizer(1e-320, n_synth=3, accountant=accountant)
+    # The prior n_synth / (e^eps - 1) overflowed to inf and sample() failed in NumPy after the
+    # accountant had been charged.
+    with pytest.raises(InputError, match=r"epsilon / m=.*overflows to infinity.*epsilon / m >="):
+        synth.fit([1, 2])
+    assert accountant.spent_epsilon == 0.0
+
+
+def test_epsilon_over_m_underflowing_to_zero_refused():
+    with pytest.raises(InputError, match=r"epsilon / m=0.0 is not > 0"):
+        DirichletMultinomialSynthesizer(5e-324, m=2, n_synth=3).fit([1, 2])
+
+
+@pytest.mark.parametrize("m", [10**7 + 1, 10**300, 10**400])
+def test_m_beyond_max_tables_refused(m):
+    # 10**400 raised OverflowError (epsilon / m), 10**300 NumPy's "maximum dimension" error.
+    with pytest.raises(InputError, match=r"m \(synthetic tables\) must be at most 10,000,000"):
+        DirichletMultinomialSynthesizer(1.0, m=m)
+
+
+@pytest.mark.parametrize(
+    "counts", [[1e30, 1.0], np.array([2**63 + 5, 1], dtype=np.uint64), [2**62, 2**62]]
+)
+def test_counts_beyond_int64_room_refused_not_wrapped(counts):
+    # 1e30 and uint64 2**63+5 were cast to int64 -9223372036854775808: negative counts.
+    beyond = r"counts (has value\(s\) beyond|sums to more than) 2\*\*62"
+    with pytest.raises(InputError, match=beyond):
+        DirichletMultinomialSynthesizer(1.0, n_synth=5).fit(counts)
+
+
+def test_n_synth_and_n_beyond_2_62_refused():
+    with pytest.raises(InputError, match=r"n_synth=10+ is beyond 2\*\*62"):
+        DirichletMultinomialSynthesizer(1.0, n_synth=10**30)
+    with pytest.raises(InputError, match=r"n=10+ is beyond 2\*\*62"):
+        BetaBinomialSynthesizer(1.0, n_synth=5).fit(3, n=10**30)
