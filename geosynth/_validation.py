@@ -245,13 +245,17 @@ MAX_CHAINS = 1024
 MAX_RELEASES = 10_000
 
 
-def check_m(m: Any) -> int:
-    """Return the number of releases ``m`` as an int from 1 to :data:`MAX_RELEASES`.
+def check_m(m: Any, what: str = "number of releases", limit: int = MAX_RELEASES) -> int:
+    """Return the number ``m`` of releases (or synthetic tables) as an int from 1 to ``limit``.
 
     Parameters
     ----------
     m : object
         The value given for ``m``.
+    what : str, default "number of releases"
+        What ``m`` counts, for the messages (``"synthetic tables"``).
+    limit : int, default MAX_RELEASES
+        The largest ``m`` accepted.
 
     Returns
     -------
@@ -262,12 +266,13 @@ def check_m(m: Any) -> int:
     TypeError
         ``m`` is not an integer (:func:`check_int`).
     geosynth.errors.InputError
-        ``m < 1`` or ``m > MAX_RELEASES``.
+        ``m < 1`` or ``m > limit`` (``m = 10**400`` raised OverflowError in NumPy, ``10**300``
+        a "maximum dimension" ValueError).
     """
-    m = check_int(m, "m", 1, what="number of releases")
-    if m > MAX_RELEASES:
-        raise InputError(f"m (number of releases) must be at most {MAX_RELEASES:,}, got {m:,}: "
-                         "each release is a full copy of the data; combining rules need tens")
+    m = check_int(m, "m", 1, what=what)
+    if m > limit:
+        raise InputError(f"m ({what}) must be at most {limit:,}, got {m:,}: each is a full "
+                         "draw of the data, and combining rules need tens; pass a smaller m")
     return m
 
 

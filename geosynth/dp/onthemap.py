@@ -56,8 +56,8 @@ import pandas as pd
 
 from geosynth._random import SeedLike
 from geosynth._validation import (
-    MAX_RELEASES,
     check_epsilon,
+    check_m,
     check_probability,
     check_public_lattice,
 )
@@ -69,7 +69,6 @@ from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
 from geosynth.dp.synthesizers import (
     FixedParameter,
     check_counts,
-    check_releases,
     draw_dirichlet_multinomial,
     finite_alpha,
     prior_scale,
@@ -353,7 +352,7 @@ class OnTheMapSynthesizer:
                     "which also pays for the cells"
                 )
         self._epsilon_cells = self.epsilon - self.epsilon_totals
-        self._m = check_releases(m, "synthetic datasets", MAX_RELEASES)
+        self._m = check_m(m, "synthetic datasets")
         self._epsilon_cells_per_release = self.epsilon_cells / self.m
         # Both refusals now, before a sample or synthesize charges the accountant. A tiny
         # epsilon times totals_share underflows to 0 (it raised ZeroDivisionError).

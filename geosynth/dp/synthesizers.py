@@ -88,7 +88,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
-from geosynth._validation import check_epsilon, check_int
+from geosynth._validation import check_epsilon, check_int, check_m
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
 from geosynth.errors import InputError, PrivacyLeakWarning
@@ -105,7 +105,6 @@ __all__ = [
     "FixedParameter",
     "MAX_COUNT",
     "MAX_TABLES",
-    "check_releases",
     "finite_alpha",
 ]
 
@@ -157,37 +156,6 @@ MAX_COUNT = 2**62
 #: Largest number of synthetic tables of one sample (each is ``k`` int64; tests of the
 #: sampling distribution draw 10**5 and more).
 MAX_TABLES = 10**7
-
-
-def check_releases(m: Any, what: str, limit: int = MAX_TABLES) -> int:
-    """Return the number ``m`` of synthetic tables or datasets, from 1 to ``limit``.
-
-    Parameters
-    ----------
-    m : object
-        The value given for ``m``.
-    what : str
-        What ``m`` counts, for the messages (``"synthetic tables"``).
-    limit : int, default MAX_TABLES
-        The largest ``m`` accepted (``MAX_RELEASES`` for datasets of points).
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    TypeError
-        ``m`` is not an integer.
-    geosynth.errors.InputError
-        ``m < 1`` or ``m > limit`` (``m = 10**400`` raised OverflowError, ``10**300``
-        a NumPy "maximum dimension" ValueError).
-    """
-    m = check_int(m, "m", what=what)
-    if m > limit:
-        raise InputError(f"m ({what}) must be at most {limit:,}, got {m:,}: each gets "
-                         "epsilon / m, and combining rules need tens; pass a smaller m")
-    return m
 
 
 def _check_size(value: Any, name: str, minimum: int = 1) -> int:
@@ -589,7 +557,7 @@ class DirichletMultinomialSynthesizer:
         self._epsilon_requested = None if epsilon is None else check_epsilon(epsilon)
         self._alpha_given = None if alpha is None else check_alpha(alpha)
         self._n_synth_given = None if n_synth is None else _check_size(n_synth, "n_synth")
-        self._m = check_releases(m, "synthetic tables")
+        self._m = check_m(m, "synthetic tables", MAX_TABLES)
         check_accountant(accountant)
         self.accountant = accountant
         self._counts: np.ndarray | None = None
