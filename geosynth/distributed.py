@@ -428,13 +428,19 @@ def _one_draw_fit(fit: PaivaFit, index: int) -> dict[str, Any]:
             "lambda_chain_means": None}
 
 
-def _release_task(template, counts, gdf, arrays, seed, release, draw, weights):
-    """Dask task: release ``release`` from posterior draw ``draw``, and its placement note."""
-    from geosynth.synth.paiva import ReleaseMaker
+def _release_task(shared, arrays, seed, release, draw, weights):
+    """Dask task: release ``release`` from posterior draw ``draw``, and its placement note.
 
-    fit = dataclasses.replace(template, counts=counts, **arrays)  # holds draw ``draw`` only
-    return ReleaseMaker.of(fit, gdf, weights).release(release, 0, np.random.default_rng(seed),
-                                                       posterior_draw=draw)
+    ``shared`` is the client's :class:`~geosynth.synth.paiva.ReleaseMaker` (records checked,
+    covariates' tables computed once) over a fit without draws; ``arrays`` hold draw ``draw``
+    only, as draw 0, and the worker reads the weights raster.
+    """
+    from geosynth.synth.placement import PixelTable
+
+    table = None if weights is None else PixelTable.from_raster(weights, shared.fit.counts.grid)
+    maker = dataclasses.replace(shared, fit=dataclasses.replace(shared.fit, **arrays),
+                                table=table)
+    return maker.release(release, 0, np.random.default_rng(seed), posterior_draw=draw)
 
 
 def synthesize_dask(
@@ -484,7 +490,7 @@ def synthesize_dask(
     geosynth.errors.DataWarning
         With ``weights``: a release placed points in cells without a pixel of positive weight.
     """
-    from geosynth.synth.paiva import aligned_rows, release_draws, warn_rare_value_combinations
+    from geosynth.synth.paiva import ReleaseMaker, release_draws, warn_rare_value_combinations
 
     if not isinstance(fit, PaivaFit):
         raise InputError(f"fit must be a geosynth.PaivaFit, got {type(fit).__name__}")
@@ -495,21 +501,21 @@ def synthesize_dask(
         raise InputError("weights must be a path the workers can open, got "
                          f"{type(weights).__name__}")
     m = check_m(m)
-    aligned_rows(gdf, fit.counts)  # fail here, not in m tasks
+    template = dataclasses.replace(fit, scalars=None, theta=None, beta=None, eta=None,
+                                   latent_totals=None, eta_draw_index=None,
+                                   lambda_chain_means=None)
+    shared = ReleaseMaker.of(template, gdf)  # gdf checked here, not in m tasks
     draws = release_draws(fit, m).tolist()
     if fit.counts.covariates:
         warn_rare_value_combinations(fit.counts, m)
     client = _get_client(client)
     seeds = release_seeds(seed, m)
-    template = dataclasses.replace(fit, counts=None, scalars=None, theta=None, beta=None,
-                                   eta=None, latent_totals=None, eta_draw_index=None,
-                                   lambda_chain_means=None)
-    [counts_f, gdf_f] = client.scatter([fit.counts, gdf], broadcast=True, hash=False)
+    [shared_f] = client.scatter([shared], broadcast=True, hash=False)
     futures = []
     for release, (draw, s) in enumerate(zip(draws, seeds, strict=True)):
         futures.append(client.submit(
-            _release_task, template, counts_f, gdf_f, _one_draw_fit(fit, draw), s,
-            release, draw, weights, pure=False,
+            _release_task, shared_f, _one_draw_fit(fit, draw), s, release, draw, weights,
+            pure=False,
             key=f"geosynth-release-{release}-{os.urandom(4).hex()}"))
     releases = []
     for out, note in client.gather(futures):

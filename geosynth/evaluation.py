@@ -452,11 +452,15 @@ def _check_overlap(original: np.ndarray, releases: list[np.ndarray]) -> None:
     The rule is in :func:`evaluate`'s Notes. The message shows no coordinates, bounds or
     shares: they would describe the confidential points.
     """
+    near_original = _widened_box(original)
     for number, xy in enumerate(releases):
-        if xy.shape[0] == 0 or (_longer_side(original) == 0 and _longer_side(xy) == 0):
+        if xy.shape[0] == 0:
+            continue
+        box = _widened_box(xy)
+        if near_original[2] == 0 and box[2] == 0:
             continue  # one place on each side: nothing tells an offset from a displacement
-        if _share_near(xy, original) >= OVERLAP_SHARE or \
-                _share_near(original, xy) >= OVERLAP_SHARE:
+        if _share_in(xy, near_original) >= OVERLAP_SHARE or \
+                _share_in(original, box) >= OVERLAP_SHARE:
             continue
         raise CRSError(
             f"original and the releases do not overlap: fewer than half of the points of "
@@ -470,15 +474,16 @@ def _check_overlap(original: np.ndarray, releases: list[np.ndarray]) -> None:
         )
 
 
-def _longer_side(xy: np.ndarray) -> float:
-    """Return the longer side of the bounding box of ``xy``."""
-    return float(np.max(xy.max(axis=0) - xy.min(axis=0)))
+def _widened_box(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Return the bounding box of ``xy`` widened by ``OVERLAP_MARGIN`` and its longer side."""
+    low, high = xy.min(axis=0), xy.max(axis=0)
+    side = float(np.max(high - low))
+    return low - OVERLAP_MARGIN * side, high + OVERLAP_MARGIN * side, side
 
 
-def _share_near(xy: np.ndarray, reference: np.ndarray) -> float:
-    """Return the share of ``xy`` in the bounding box of ``reference``, widened."""
-    margin = OVERLAP_MARGIN * _longer_side(reference)
-    low, high = reference.min(axis=0) - margin, reference.max(axis=0) + margin
+def _share_in(xy: np.ndarray, box: tuple[np.ndarray, np.ndarray, float]) -> float:
+    """Return the share of ``xy`` in ``box`` (:func:`_widened_box`)."""
+    low, high, _ = box
     return float(((xy >= low) & (xy <= high)).all(axis=1).mean())
 
 

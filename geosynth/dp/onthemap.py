@@ -125,10 +125,9 @@ def onthemap_alpha(n_synth: Any, epsilon: float, prior_weights: Any) -> np.ndarr
     w = np.asarray(prior_weights, dtype=np.float64)
     if w.ndim != 1 or w.size == 0 or not np.isfinite(w).all() or (w <= 0).any():
         raise InputError("prior_weights must be a non-empty 1-D array of positive finite weights")
-    scale = prior_scale(epsilon)
-    largest = int(n.max()) * float((w / w.min()).max())
-    finite_alpha(largest / scale, epsilon, int(n.max()))
-    return np.outer(w / w.min(), n / scale)
+    alpha = np.outer(w / w.min(), n / prior_scale(epsilon))
+    finite_alpha(float(alpha.max()), epsilon, int(n.max()))
+    return alpha
 
 
 def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:

@@ -199,8 +199,12 @@ def dirichlet_alpha(epsilon: float, n_synth: int) -> float:
     16.75
     """
     epsilon = check_epsilon(epsilon)
-    n_synth = _check_size(n_synth, "n_synth")
-    return finite_alpha(n_synth / prior_scale(epsilon), epsilon, n_synth)
+    return _alpha_bound(_check_size(n_synth, "n_synth"), epsilon)
+
+
+def _alpha_bound(n_synth: int, epsilon: float, name: str = "epsilon") -> float:
+    """``ñ / (e^ε − 1)`` for a checked ``n_synth``; ``name`` is how messages call ``epsilon``."""
+    return finite_alpha(n_synth / prior_scale(epsilon, name), epsilon, n_synth, name)
 
 
 def finite_alpha(alpha: float, epsilon: float, n_synth: int, name: str = "epsilon") -> float:
@@ -415,9 +419,10 @@ def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray
             f"{name} has value(s) beyond 2**62 at positions {np.argwhere(huge)[:5].tolist()}; "
             "counts of people are far smaller: check the input"
         )
-    if float(a.sum(dtype=np.float64)) > MAX_COUNT:
+    total = float(a.sum(dtype=np.float64))
+    if total > MAX_COUNT:
         raise InputError(
-            f"{name} sums to more than 2**62 ({float(a.sum(dtype=np.float64)):.3g}), which "
+            f"{name} sums to more than 2**62 ({total:.3g}), which "
             "int64 totals cannot carry; counts of people are far smaller: check the input"
         )
     return a.astype(np.int64)
@@ -637,8 +642,7 @@ class DirichletMultinomialSynthesizer:
         eps = self._epsilon_requested
         if self._alpha_given is None:
             eps_release = eps / self.m
-            alpha = n_synth / prior_scale(eps_release, "epsilon / m")
-            return np.full(k, finite_alpha(alpha, eps_release, n_synth, "epsilon / m")), eps_release
+            return np.full(k, _alpha_bound(n_synth, eps_release, "epsilon / m")), eps_release
         a = self._alpha_given
         if a.size == 1:
             a = np.full(k, a[0])

@@ -239,8 +239,8 @@ def place(
     if table is not None:
         weighted = table.total[cells] > 0
         uniform = ~weighted
-        note = unweighted_note(table, cells)
-        if warn and note is not None:
+        note = unweighted_note(table, cells) if warn else None
+        if note is not None:
             warnings.warn(note, DataWarning, stacklevel=3)
         idx = np.flatnonzero(weighted)
         xy[idx] = _weighted_points(grid, cells[idx], rng, table)
