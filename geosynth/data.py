@@ -115,8 +115,10 @@ __all__ = [
     "check_columns",
     "check_crs",
     "check_levels",
+    "check_declared",
     "check_domain_options",
     "counts_on_domain",
+    "domain_codes",
     "domain_combos",
     "locate_on_domain",
     "warn_dropped",
@@ -941,25 +943,47 @@ def _declared_levels(levels: dict, attribute: str) -> list:
     if attribute not in levels:
         raise InputError(f"levels has no entry for attribute {attribute!r}; give its public "
                          "levels")
-    given = levels[attribute]
+    return check_declared(levels[attribute], f"levels[{attribute!r}]")
+
+
+def check_declared(given: Any, name: str) -> list:
+    """Check one list of declared public levels (or categories) and return it as a list.
+
+    Parameters
+    ----------
+    given : list, tuple, numpy.ndarray or pandas.Index
+        The declared levels.
+    name : str
+        How the messages name it (``levels['sex']``, ``categories``).
+
+    Returns
+    -------
+    list
+        The levels, in the order given.
+
+    Raises
+    ------
+    InputError
+        ``given`` is not a non-empty list of distinct (``1`` and ``1.0`` are one level),
+        hashable, non-NaN levels.
+    """
     if isinstance(given, str | bytes | dict) or not isinstance(given, Sequence | np.ndarray
                                                                 | pd.Index):
-        raise InputError(f"levels[{attribute!r}] must be a list of levels, got {given!r}")
+        raise InputError(f"{name} must be a list of levels, got {given!r}")
     declared = list(given)
     if not declared:
-        raise InputError(f"levels[{attribute!r}] is empty; give at least one public level")
+        raise InputError(f"{name} is empty; give at least one public level")
     try:
         unique = len(set(declared)) == len(declared)  # by == and hash, as the counting matches
     except TypeError as err:
-        raise InputError(f"levels[{attribute!r}] holds unhashable levels; give numbers or "
-                         "strings") from err
+        raise InputError(f"{name} holds unhashable levels; give numbers or strings") from err
     if pd.isna(pd.Series(declared, dtype=object)).any():
-        raise InputError(f"levels[{attribute!r}] holds a missing value (NaN/None); a level "
-                         "needs a name, e.g. 'unknown'")
+        raise InputError(f"{name} holds a missing value (NaN/None); a level needs a name, e.g. "
+                         "'unknown'")
     repeated = sorted({str(v) for k, v in enumerate(declared) if v in declared[:k]})
     if repeated or not unique:  # 1 and 1.0: one level, a combination of pure noise
-        raise InputError(f"levels[{attribute!r}] lists {repeated[:5]} more than once; give each "
-                         "public level once")
+        raise InputError(f"{name} lists {repeated[:5]} more than once; give each public level "
+                         "once")
     return declared
 
 
@@ -968,8 +992,25 @@ def _level_index(declared: list) -> pd.Index:
     return pd.Index(declared, dtype=object, tupleize_cols=False)
 
 
-def _domain_codes(declared: list, values: np.ndarray) -> np.ndarray:
-    """Code of each value among the declared levels; -1 if not one (unhashable ones too)."""
+def domain_codes(declared: list, values: np.ndarray) -> np.ndarray:
+    """Code of each value among declared levels, -1 where it is none of them.
+
+    Values match by ``==`` and hash, so ``1`` and ``1.0`` are one level; an unhashable value (a
+    list in an object column) is no level and gets -1, not an error: the one matching of values
+    to a declared domain (:func:`prepare` with ``levels``, the DP synthesizers' ``categories``).
+
+    Parameters
+    ----------
+    declared : list
+        Checked levels (:func:`check_levels`).
+    values : numpy.ndarray of object, shape (n,)
+        The values to code.
+
+    Returns
+    -------
+    numpy.ndarray of intp, shape (n,)
+        Position of each value in ``declared``, or -1.
+    """
     index = _level_index(declared)
     try:
         return index.get_indexer(values)
@@ -1141,7 +1182,7 @@ def locate_on_domain(
         cell[usable] = located
         if check_bounds:
             warn_if_bounds_touch_records(grid, xy[cell >= 0])
-    codes = np.stack([_domain_codes(declared, gdf[a].to_numpy(dtype=object))
+    codes = np.stack([domain_codes(declared, gdf[a].to_numpy(dtype=object))
                       for a, declared in domain.items()])
     in_domain = (codes >= 0).all(axis=0)
     combo = np.full(len(gdf), -1, dtype=np.int64)

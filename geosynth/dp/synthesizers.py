@@ -89,9 +89,10 @@ import pandas as pd
 
 from geosynth._random import SeedLike
 from geosynth._validation import check_epsilon, check_int, check_m
+from geosynth.data import check_declared, domain_codes
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
-from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning
 
 __all__ = [
     "prior_scale",
@@ -101,6 +102,7 @@ __all__ = [
     "BetaBinomialSynthesizer",
     "check_alpha",
     "check_counts",
+    "counts_on_categories",
     "draw_dirichlet_multinomial",
     "FixedParameter",
     "MAX_COUNT",
@@ -428,6 +430,80 @@ def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray
     return a.astype(np.int64)
 
 
+def counts_on_categories(
+    counts: Any, categories: Any = None, where: str = "DirichletMultinomialSynthesizer"
+) -> tuple[np.ndarray, pd.Index | None]:
+    """Return the counts per public category and the release's column labels.
+
+    Parameters
+    ----------
+    counts : array-like of int or pandas.Series
+        Confidential counts (:func:`check_counts`).
+    categories : list or pandas.Index, optional
+        Public categories (:func:`geosynth.data.check_declared`).
+    where : str
+        Who asks, for the warnings.
+
+    Returns
+    -------
+    x : numpy.ndarray of int64, shape (k,)
+        Counts per category.
+    labels : pandas.Index or None
+        The column labels: ``categories``, else a Series' index, else None.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid counts or categories, or an array whose length is not the number of categories.
+
+    Warns
+    -----
+    PrivacyLeakWarning
+        A Series without ``categories``: its labels are published as they are.
+    DataWarning
+        Counts under labels outside ``categories`` were dropped.
+    """
+    is_series = isinstance(counts, pd.Series)
+    x = check_counts(counts)
+    if categories is None:
+        if not is_series:
+            return x, None
+        warnings.warn(
+            f"{where}: the categories are the labels of the counts' index and are published as "
+            "the release's columns; ε covers the counts only, so a label known only from the data "
+            "(value_counts() lists the categories that have records) is disclosed. Pass "
+            "categories=[...] with the public categories",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        return x, counts.index.copy()
+    declared = check_declared(categories, "categories")
+    labels = (categories.copy() if isinstance(categories, pd.Index)
+              else pd.Index(declared, dtype=object, tupleize_cols=False))
+    if not is_series:
+        if x.shape[0] != len(declared):
+            raise InputError(
+                f"counts has {x.shape[0]} values but categories lists {len(declared)}; give "
+                "one count per category, in their order (or the counts as a Series labelled by "
+                "category)"
+            )
+        return x, labels
+    codes = domain_codes(declared, counts.index.to_numpy(dtype=object))
+    kept = codes >= 0
+    on_categories = np.zeros(len(declared), dtype=np.int64)
+    np.add.at(on_categories, codes[kept], x[kept])
+    dropped = int(x[~kept].sum())
+    if dropped:
+        warnings.warn(
+            f"{where}: dropped {dropped} record(s) counted under labels outside categories; "
+            "they are not synthesized. Under differential privacy a dropped record costs no "
+            "privacy, and this warning, for you only, is not part of any release",
+            DataWarning,
+            stacklevel=3,
+        )
+    return on_categories, labels
+
+
 # ---------------------------------------------------------------------- the kernel
 def draw_dirichlet_multinomial(
     rng: np.random.Generator,
@@ -521,7 +597,8 @@ class DirichletMultinomialSynthesizer:
     -----
     The guarantee (derived in :mod:`geosynth.dp.synthesizers`) holds for replace-one neighbours
     and for add/remove-one neighbours provided ``ñ`` is fixed and public. It covers the synthetic
-    counts only: the category labels and ``k`` are taken to be public.
+    counts only: the category labels and ``k`` are taken to be public, so declare them with
+    ``fit(counts, categories=[...])`` rather than reading them off the data.
 
     Examples
     --------
@@ -568,7 +645,7 @@ class DirichletMultinomialSynthesizer:
         self._counts: np.ndarray | None = None
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, counts: Any) -> DirichletMultinomialSynthesizer:
+    def fit(self, counts: Any, categories: Any = None) -> DirichletMultinomialSynthesizer:
         """Store the confidential counts and compute the prior and the guaranteed ε.
 
         Parameters
@@ -578,6 +655,15 @@ class DirichletMultinomialSynthesizer:
             floats (``3.0``) are accepted. A Series' index labels the categories, and
             :meth:`sample` then returns a DataFrame with those labels as columns.
             All-zero counts are accepted when ``n_synth`` is given.
+        categories : list or pandas.Index, optional
+            The public categories, in the order of the release's columns (a MultiIndex for
+            crossed attributes). A Series' counts are then summed onto them by label: a category
+            the Series lacks counts 0, and counts under a label outside them are dropped (a
+            :class:`~geosynth.errors.DataWarning` for you says how many records). An array's
+            counts must then be one per category, in their order. Without it, the labels of a
+            Series are taken to be public, and a :class:`~geosynth.errors.PrivacyLeakWarning`
+            says so: a Series from ``value_counts()`` lists only the categories that have
+            records, and its columns would publish which ones do, outside the guarantee.
 
         Returns
         -------
@@ -592,10 +678,17 @@ class DirichletMultinomialSynthesizer:
             ``counts`` is not 1-D, has fewer than two categories (or not exactly two for the
             Beta-Binomial), NaN, infinite, fractional or negative values; it sums to 0 and no
             ``n_synth`` was given; ``alpha`` has the wrong length, or is too small for
-            ``epsilon``.
+            ``epsilon``; ``categories`` is not a list of distinct labels, or an array's counts
+            are not one per category.
+
+        Warns
+        -----
+        PrivacyLeakWarning
+            ``counts`` is a Series and no ``categories`` were given, or no ``n_synth``.
+        DataWarning
+            Counts under labels outside ``categories`` were dropped.
         """
-        labels = counts.index.copy() if isinstance(counts, pd.Series) else None
-        x = check_counts(counts)
+        x, labels = counts_on_categories(counts, categories, type(self).__name__)
         self._set_counts(x, labels)
         return self
 
@@ -751,7 +844,9 @@ class BetaBinomialSynthesizer(DirichletMultinomialSynthesizer):
 
     _n_categories = 2
 
-    def fit(self, counts: Any, n: int | None = None) -> BetaBinomialSynthesizer:
+    def fit(
+        self, counts: Any, n: int | None = None, categories: Any = None
+    ) -> BetaBinomialSynthesizer:
         """Store the confidential counts as successes ``x`` of ``n`` or as two category counts.
 
         Parameters
@@ -761,6 +856,9 @@ class BetaBinomialSynthesizer(DirichletMultinomialSynthesizer):
             the two categories, ``(x, n − x)``.
         n : int, optional
             Number of trials.
+        categories : list of two labels or pandas.Index, optional
+            The public labels of the two categories (success first when ``n`` is given); see
+            :meth:`DirichletMultinomialSynthesizer.fit`.
 
         Returns
         -------
@@ -776,12 +874,14 @@ class BetaBinomialSynthesizer(DirichletMultinomialSynthesizer):
             Invalid counts (see :meth:`DirichletMultinomialSynthesizer.fit`) or ``x > n``.
         """
         if n is None:
-            return super().fit(counts)
+            return super().fit(counts, categories)
         n = _check_size(n, "n", 0)
         x = check_counts(np.atleast_1d(np.asarray(counts)), "x")
         if x.size != 1:
             raise InputError(f"with n given, counts must be one number of successes, got {x}")
         if n < x[0]:
             raise InputError(f"successes x={int(x[0])} exceed the number of trials n={n}")
-        self._set_counts(np.array([x[0], n - x[0]], dtype=np.int64), None)
+        both, labels = counts_on_categories(np.array([x[0], n - x[0]], dtype=np.int64),
+                                            categories, type(self).__name__)
+        self._set_counts(both, labels)
         return self

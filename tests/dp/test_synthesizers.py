@@ -15,7 +15,7 @@ from geosynth.dp.synthesizers import (
     dirichlet_alpha,
     dirichlet_epsilon,
 )
-from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning
+from geosynth.errors import BudgetExceededError, DataWarning, InputError, PrivacyLeakWarning
 
 SUSEP = np.array([21, 6, 24, 2, 19, 10, 21, 4])  # Marcolin (2018) Table 4.1, n = 107
 
@@ -233,6 +233,83 @@ def test_series_gives_labelled_frame():
     assert out.columns.equals(index)
     assert out.index.equals(pd.RangeIndex(3))
     np.testing.assert_array_equal(out.sum(axis=1), 107)
+
+
+def test_series_without_categories_warns_that_its_labels_are_published():
+    counts = pd.Series([5, 3], index=["a", "b"])
+    with pytest.warns(PrivacyLeakWarning, match=r"labels of the counts' index .* categories="):
+        DirichletMultinomialSynthesizer(1.0, n_synth=8).fit(counts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # declared: no warning
+        DirichletMultinomialSynthesizer(1.0, n_synth=8).fit(counts, categories=["a", "b"])
+        DirichletMultinomialSynthesizer(1.0, n_synth=8).fit(np.array([5, 3]))
+
+
+def test_declared_categories_fix_the_columns_whatever_the_records():
+    # value_counts() lists the categories that have records: "rare" appears in one data set
+    # only. On declared categories both releases have the same columns, and the absent
+    # category is a count of 0 with the full prior, so it is drawn too.
+    categories = ["common", "other", "rare"]
+    with_rare = pd.Series(["common"] * 30 + ["other"] * 9 + ["rare"]).value_counts()
+    without = pd.Series(["common"] * 30 + ["other"] * 10).value_counts()
+    tables = []
+    for counts in (with_rare, without):
+        synth = DirichletMultinomialSynthesizer(alpha=20.0, n_synth=40, m=2000)
+        synth.fit(counts, categories=categories)
+        assert synth.alpha.shape == (3,)
+        tables.append(synth.sample(seed=3))
+    assert list(tables[0].columns) == list(tables[1].columns) == categories
+    fitted = DirichletMultinomialSynthesizer(2.0, n_synth=40).fit(without, categories=categories)
+    np.testing.assert_array_equal(fitted._counts, [30, 10, 0])
+    # Without the declaration the column itself would tell the records apart.
+    assert "rare" not in DirichletMultinomialSynthesizer(2.0, n_synth=40).fit(without) \
+        .sample(seed=1).columns
+    # The absent category's mean synthetic count is n_synth·α/(Σα + n), as for any category.
+    expected = 40 * 20.0 / (3 * 20.0 + 40)  # 8 (a category of 10 records: 12)
+    rare = tables[1]["rare"].to_numpy()
+    assert abs(rare.mean() - expected) < 5 * rare.std(ddof=1) / math.sqrt(rare.size)
+
+
+def test_counts_under_undeclared_labels_are_dropped_with_a_warning():
+    counts = pd.Series([4, 3, 2], index=["a", "b", "zzz"])
+    with pytest.warns(DataWarning, match=r"dropped 2 record\(s\) counted under labels outside"):
+        synth = DirichletMultinomialSynthesizer(1.0, n_synth=7).fit(counts, categories=["b", "a"])
+    assert synth.n == 7
+    np.testing.assert_array_equal(synth._counts, [3, 4])  # in the declared order
+    assert list(synth.sample(seed=0).columns) == ["b", "a"]
+
+
+def test_categories_match_labels_by_value_and_sum_repeated_labels():
+    counts = pd.Series([2, 5, 1], index=pd.Index([1.0, 2, 1], dtype=object))
+    synth = DirichletMultinomialSynthesizer(1.0, n_synth=8).fit(counts, categories=[1, 2])
+    np.testing.assert_array_equal(synth._counts, [3, 5])
+
+
+def test_declared_categories_are_checked():
+    counts = pd.Series([1, 2], index=["a", "b"])
+    synth = DirichletMultinomialSynthesizer(1.0, n_synth=3)
+    with pytest.raises(InputError, match=r"categories lists \['a'\] more than once"):
+        synth.fit(counts, categories=["a", "a", "b"])
+    with pytest.raises(InputError, match="categories must be a list of levels"):
+        synth.fit(counts, categories="ab")
+    with pytest.raises(InputError, match="categories holds a missing value"):
+        synth.fit(counts, categories=["a", None])
+    with pytest.raises(InputError, match="counts has 2 values but categories lists 3"):
+        synth.fit(np.array([1, 2]), categories=["a", "b", "c"])
+    with pytest.raises(InputError, match="at least two categories"), \
+            pytest.warns(DataWarning, match="dropped 2 record"):
+        synth.fit(counts, categories=["a"])
+    frame = synth.fit(np.array([1, 2]), categories=["x", "y"]).sample(seed=0)
+    assert list(frame.columns) == ["x", "y"]
+
+
+def test_beta_binomial_takes_declared_labels():
+    synth = BetaBinomialSynthesizer(1.0, n_synth=50).fit(12, n=40, categories=["yes", "no"])
+    out = synth.sample(seed=2)
+    assert list(out.columns) == ["yes", "no"] and int(out.to_numpy().sum()) == 50
+    np.testing.assert_array_equal(synth._counts, [12, 28])
+    with pytest.raises(InputError, match="counts has 2 values but categories lists 3"):
+        BetaBinomialSynthesizer(1.0, n_synth=50).fit(12, n=40, categories=["a", "b", "c"])
 
 
 def test_dirichlet_multinomial_moments():
