@@ -33,6 +33,8 @@ import numpy as np
 from numba import njit
 from scipy import fft, special
 
+from geosynth.errors import InputError
+
 __all__ = ["ConvergenceDiagnostics", "convergence_diagnostics"]
 
 # Values a batch holds at once (chains x draws x parameters), so the float64 work arrays of a
@@ -79,6 +81,12 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
     ConvergenceDiagnostics
         Arrays of shape (P,) (shape (1,) for a 2-d input).
 
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``draws`` has fewer than 2 axes or no chain, or does not hold real numbers (complex
+        draws lost their imaginary part, strings and objects failed deep in NumPy).
+
     Examples
     --------
     >>> import numpy as np
@@ -89,8 +97,12 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
     (True, True)
     """
     draws = np.asarray(draws)
-    if draws.ndim < 2:
-        raise ValueError(f"draws must have shape (chains, draws, ...), got {draws.shape}")
+    if draws.ndim < 2 or draws.shape[0] == 0:
+        raise InputError(f"draws must have shape (chains, draws, ...) with at least one chain, "
+                         f"got {draws.shape}")
+    if draws.dtype.kind not in "biuf":
+        raise InputError(f"draws must hold real numbers (bool, int or float), got dtype "
+                         f"{draws.dtype}; pass the parameters' draws as floats")
     chains, n_draws = draws.shape[:2]
     flat = draws.reshape(chains, n_draws, -1)
     n_params = flat.shape[2]

@@ -149,7 +149,7 @@ class PaivaModel:
         sampler: Literal["gibbs", "block", "mh"] = "gibbs",
     ) -> None:
         beta_prior = _check_beta_prior(beta_prior)
-        if beta_sampler not in _BETA_SAMPLERS:
+        if not isinstance(beta_sampler, str) or beta_sampler not in _BETA_SAMPLERS:
             raise InputError(f"beta_sampler must be 'slice' or 'ars', got {beta_sampler!r}")
         if effects not in ("attribute", "combination"):
             raise InputError(f"effects must be 'attribute' or 'combination', got {effects!r}")
@@ -373,7 +373,7 @@ class PaivaModel:
         else:
             burn_in = DEFAULT_BURN_IN if burn_in is None else burn_in
             n_iter, burn_in, thin, chains = _check_run_arguments(n_iter, burn_in, thin, chains)
-        _check_storage_arguments(eta_draws, max_bytes)
+        max_bytes = _check_storage_arguments(eta_draws, max_bytes)
         _check_executor(executor, n_jobs)
         _check_stop(stop, executor)
         noise = _check_noise(counts, noise)
@@ -563,7 +563,12 @@ def _check_auto_run(burn_in, thin, chains, executor) -> None:
         )
 
 
-def _check_storage_arguments(eta_draws, max_bytes) -> None:
+def _check_storage_arguments(eta_draws, max_bytes) -> int:
+    """Check ``eta_draws`` and ``max_bytes``; return ``max_bytes`` as a Python int.
+
+    A NumPy unsigned ``max_bytes`` wrapped around when the plan subtracted the fixed bytes from
+    it (``np.uint64(1000) - 107_520``), so every draw "fitted" and the limit was never enforced.
+    """
     if not (eta_draws in ("all", "auto") if isinstance(eta_draws, str) else
             isinstance(eta_draws, (int, np.integer)) and not isinstance(eta_draws, bool)
             and eta_draws >= 1):
@@ -574,6 +579,7 @@ def _check_storage_arguments(eta_draws, max_bytes) -> None:
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) \
             or max_bytes <= 0:
         raise InputError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
+    return int(max_bytes)
 
 
 def _check_count_array(counts) -> None:

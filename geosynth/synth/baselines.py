@@ -232,14 +232,19 @@ def _check_radii(r_min: Any, r_max: Any) -> tuple[float, float]:
 
 
 def _check_resolution(r_max: float, xy: np.ndarray) -> None:
-    """Refuse an ``r_max`` too small to move the points in float64 (they would stay put)."""
+    """Refuse an ``r_max`` too small to move the points in float64 (they would stay put).
+
+    The message gives the largest coordinate's order of magnitude only: to six digits it was
+    the extreme x or y of a confidential record.
+    """
     largest = float(np.abs(xy).max()) if xy.size else 0.0
     if r_max < _MIN_RELATIVE_RADIUS * largest:
+        magnitude = 10.0 ** math.floor(math.log10(largest))
         raise InputError(
-            f"r_max={r_max!r} is below {_MIN_RELATIVE_RADIUS:g} times the largest coordinate "
-            f"({largest:.6g}): at that size float64 cannot move the points reliably, and some "
-            "would be released at their original location; give r_min and r_max in the CRS "
-            "units (metres), e.g. r_min=50, r_max=250"
+            f"r_max={r_max!r} is below {_MIN_RELATIVE_RADIUS:g} times the largest absolute "
+            f"coordinate of gdf (of the order of {magnitude:.0e}): at that size float64 cannot "
+            "move the points reliably, and some would be released at their original location; "
+            "give r_min and r_max in the CRS units (metres), e.g. r_min=50, r_max=250"
         )
 
 

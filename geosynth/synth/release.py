@@ -329,7 +329,10 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
         The rows in a random order with a fresh ``RangeIndex`` (the input order and index labels
         could link synthetic records to confidential ones), the active geometry, and the other
         columns except geometry columns other than the active one and internal columns (names
-        starting with ``"_"``). ``attrs`` metadata is dropped, except the marker
+        starting with ``"_"``). A categorical column keeps only the categories its rows hold:
+        the others may be values of confidential records that are not in the release (a
+        category made from the whole file, a record that ``prepare`` dropped), and the dtype
+        would publish them. ``attrs`` metadata is dropped, except the marker
         ``attrs[PUBLIC_ATTR] = True`` by which :func:`geosynth.io.write_release` knows the rows
         were shuffled, and on a baseline's release ``attrs[BASELINE_ATTR]`` (its method), by
         which it refuses to publish one. CRS and column order are kept.
@@ -363,6 +366,10 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     ]
     order = rng.permutation(len(release))
     public = release[keep].iloc[order].reset_index(drop=True)
+    for position in range(public.shape[1]):
+        values = public.iloc[:, position]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            public.isetitem(position, values.cat.remove_unused_categories())
     public = gpd.GeoDataFrame(public, geometry=geometry, crs=release.crs)
     public.attrs = {PUBLIC_ATTR: True}
     method = baseline_method(release)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from geosynth._compat import import_arviz
+from geosynth.errors import InputError
 from geosynth.model import diagnostics
 from geosynth.model.diagnostics import convergence_diagnostics
 
@@ -97,8 +98,19 @@ def test_shapes_batches_and_threads_give_the_same_numbers(monkeypatch):
 
 
 def test_bad_shape_refused():
-    with pytest.raises(ValueError, match=r"shape \(chains, draws, ...\)"):
+    with pytest.raises(InputError, match=r"shape \(chains, draws, ...\)"):
         convergence_diagnostics(np.zeros(10))
+    # No chain: a ZeroDivisionError / reshape ValueError deep inside before.
+    with pytest.raises(InputError, match=r"at least one chain, got \(0, 10, 3\)"):
+        convergence_diagnostics(np.zeros((0, 10, 3)))
+
+
+@pytest.mark.parametrize("draws", [np.ones((2, 10, 2)) + 1j, np.full((2, 10), "a"),
+                                   np.full((2, 10), None, dtype=object)])
+def test_draws_that_are_not_real_numbers_refused(draws):
+    """Complex draws lost their imaginary part silently; strings and objects failed in NumPy."""
+    with pytest.raises(InputError, match=r"draws must hold real numbers .* got dtype"):
+        convergence_diagnostics(draws)
 
 
 def test_radix_sort_of_float32_rows_sorts_and_permutes():

@@ -277,6 +277,7 @@ def test_tau_beta_reported_only_where_it_is_sampled(beta_prior, scenario_counts)
     [
         ({"beta_prior": "gaussian"}, "beta_prior must be"),
         ({"beta_sampler": "gibbs"}, "beta_sampler must be"),
+        ({"beta_sampler": ["slice"]}, "beta_sampler must be"),  # was TypeError: unhashable
         ({"effects": "both"}, "effects must be"),
         ({"priors": {"mu_var": 1}}, "priors must be"),
     ],

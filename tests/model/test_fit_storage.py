@@ -138,6 +138,17 @@ def test_max_bytes_validated(counts, max_bytes):
         PaivaModel().fit(counts, max_bytes=max_bytes, **RUN)
 
 
+@pytest.mark.parametrize("kind", [np.uint64, np.uint32, np.int64])
+def test_numpy_max_bytes_is_enforced_as_the_int(counts, kind):
+    """A NumPy unsigned max_bytes wrapped around below the fixed bytes and bypassed the limit."""
+    max_bytes = kind(budget(counts, 0, beta=False) // 2)  # half the bytes of θ alone
+    with pytest.raises(MemoryLimitError, match=r"no room"):
+        PaivaModel().fit(counts, max_bytes=max_bytes, **RUN)
+    with pytest.raises(MemoryLimitError, match=r"max_bytes = .* holds"):
+        PaivaModel().fit(counts, n_iter="auto", chains=2, seed=7, progress=False,
+                         max_bytes=kind(1000))
+
+
 def test_refusal_allocates_nothing(counts):
     """10^8 retained draws of θ need ~20 GB: refused with nothing large allocated."""
     tracemalloc.start()

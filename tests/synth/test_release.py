@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 import shapely
 
-from geosynth.errors import InputError
+from geosynth import prepare
+from geosynth.errors import DataWarning, InputError
 from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
 from geosynth.synth.release import (
     LINKED_ATTR,
@@ -80,6 +81,27 @@ def test_keeps_a_custom_geometry_name():
     public = to_public(frame, seed=0)
     assert public.geometry.name == "where"
     assert public.index.tolist() == [0, 1, 2]
+
+
+def test_public_categories_are_only_those_of_its_rows(regular_data):
+    """A category held only by a record that prepare dropped was published in the dtype."""
+    gdf, grid, _ = regular_data
+    gdf = gdf.head(200).copy()
+    outside = gdf.head(1).set_geometry(gpd.points_from_xy([1e6], [1e6]), crs=gdf.crs)
+    outside.index = [10**6]
+    outside["c"] = "rare-confidential-level"
+    gdf = pd.concat([gdf, outside])
+    gdf["c"] = pd.Categorical(gdf["c"], categories=["u", "v", "w", "rare-confidential-level"],
+                              ordered=True)
+    with pytest.warns(DataWarning, match="dropped 1 of 201 points"):
+        counts = prepare(gdf, grid, attributes=["a", "c"], outside="drop")
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    (release,) = synthesize(fit, gdf, m=1, seed=3)
+    public = to_public(release, seed=1)
+    assert list(public["c"].cat.categories) == ["u", "v"]
+    assert public["c"].cat.ordered
+    assert sorted(public["c"].astype(str)) == sorted(release["c"].astype(str))
+    assert "rare-confidential-level" in release["c"].cat.categories  # input not modified
 
 
 def test_to_public_validation():
