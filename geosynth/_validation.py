@@ -32,6 +32,7 @@ __all__ = [
     "check_probability",
     "check_int",
     "check_m",
+    "check_max_bytes",
     "check_optional_str",
     "check_public_lattice",
     "check_bool",
@@ -274,6 +275,32 @@ def check_m(m: Any, what: str = "number of releases", limit: int = MAX_RELEASES)
         raise InputError(f"m ({what}) must be at most {limit:,}, got {m:,}: each is a full "
                          "draw of the data, and combining rules need tens; pass a smaller m")
     return m
+
+
+def check_max_bytes(value: Any) -> int:
+    """Return a memory limit ``max_bytes`` as a Python int after checking it is positive.
+
+    The one check of every ``max_bytes`` (prepare, fit, the DP releases). It returns a Python
+    int: a NumPy unsigned limit wrapped around when a storage plan subtracted from it
+    (``np.uint64(1000) - 107_520``), and every draw then "fitted".
+
+    Parameters
+    ----------
+    value : object
+        The value given (Python or NumPy integer).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``value`` is not an integer (a bool, a float such as ``1.5e9``, a string) or is <= 0.
+    """
+    if not is_integer(value) or value <= 0:
+        raise InputError(f"max_bytes must be a positive int (bytes), got {value!r}")
+    return int(value)
 
 
 def check_optional_str(value: Any, name: str) -> str | None:

@@ -95,7 +95,7 @@ import pandas as pd
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates, usable_points
-from geosynth._validation import MAX_CONTINUOUS
+from geosynth._validation import MAX_CONTINUOUS, check_max_bytes
 from geosynth.errors import (
     CRSError,
     DataWarning,
@@ -602,12 +602,7 @@ def check_prepare_options(
     _check_allow_identifying(allow_identifying)
     if outside not in ("error", "drop"):
         raise InputError(f'outside must be "error" or "drop", got {outside!r}')
-    if (
-        isinstance(max_bytes, bool)
-        or not isinstance(max_bytes, (int, np.integer))
-        or max_bytes <= 0
-    ):
-        raise InputError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
+    check_max_bytes(max_bytes)
     if not all(hasattr(grid, name) for name in ("locate", "n_cells", "crs")):
         raise InputError(
             f"grid must be a geosynth.lattice.Grid, got {type(grid).__name__}; build one with "

@@ -11,6 +11,7 @@ from geosynth._validation import (
     check_epsilon,
     check_int,
     check_m,
+    check_max_bytes,
     check_optional_str,
     check_positive,
     check_probability,
@@ -157,3 +158,17 @@ def test_flags_and_lengths_that_are_no_such_thing_are_refused(make_scenario_coun
         geosynth.Grid.regular((0, 0, 1000, 1000), cell_size=True)  # 1 m cells, a million
     with pytest.raises(geosynth.errors.GridError, match="pad must be a finite number"):
         geosynth.Grid.from_points(scenario.data, shape=(3, 3), pad=True)
+
+
+@pytest.mark.parametrize("value", [np.uint64(1000), np.uint32(7), np.int64(5), 2**40])
+def test_check_max_bytes_returns_a_python_int(value):
+    limit = check_max_bytes(value)
+    assert type(limit) is int and limit == int(value)
+    assert limit - 10**6 < 0 or value > 10**6  # no unsigned wrap-around downstream
+
+
+@pytest.mark.parametrize("value", [0, -1, np.uint64(0), 1.5e9, 3.0, True, np.bool_(True), "2GB",
+                                   None])
+def test_check_max_bytes_refuses(value):
+    with pytest.raises(InputError, match="max_bytes must be a positive int"):
+        check_max_bytes(value)

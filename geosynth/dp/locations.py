@@ -92,7 +92,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
-from geosynth._validation import check_epsilon, check_m, check_public_lattice
+from geosynth._validation import check_epsilon, check_m, check_max_bytes, check_public_lattice
 from geosynth.data import CellCounts, CountTable, check_levels
 from geosynth.dp._randomness import noise_source, private_generator, private_seed
 from geosynth.dp.accountant import Accountant
@@ -693,10 +693,7 @@ def _check_size_options(n_public: Any, max_records: Any,
             f"n_public={n_public} fixes every release's size, so max_records={max_records} has "
             "no effect; pass only one of them"
         )
-    if isinstance(max_bytes, bool | np.bool_) or not isinstance(max_bytes, numbers.Integral) \
-            or max_bytes <= 0:
-        raise InputError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
-    return n_public, max_records, int(max_bytes)
+    return n_public, max_records, check_max_bytes(max_bytes)
 
 
 def _size_rule(noisy: NoisyCounts, m: int, n_public: int | None, max_records: int | None,

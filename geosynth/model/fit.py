@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from geosynth._validation import MAX_CHAINS, check_bool, is_integer
+from geosynth._validation import MAX_CHAINS, check_bool, check_max_bytes, is_integer
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
 from geosynth.model.coarse import coarse_aggregates
@@ -564,11 +564,7 @@ def _check_auto_run(burn_in, thin, chains, executor) -> None:
 
 
 def _check_storage_arguments(eta_draws, max_bytes) -> int:
-    """Check ``eta_draws`` and ``max_bytes``; return ``max_bytes`` as a Python int.
-
-    A NumPy unsigned ``max_bytes`` wrapped around when the plan subtracted the fixed bytes from
-    it (``np.uint64(1000) - 107_520``), so every draw "fitted" and the limit was never enforced.
-    """
+    """Check ``eta_draws`` and ``max_bytes``; return ``max_bytes`` as a Python int."""
     if not (eta_draws in ("all", "auto") if isinstance(eta_draws, str) else
             isinstance(eta_draws, (int, np.integer)) and not isinstance(eta_draws, bool)
             and eta_draws >= 1):
@@ -576,10 +572,7 @@ def _check_storage_arguments(eta_draws, max_bytes) -> int:
             f"eta_draws must be 'all', 'auto' or an integer >= 1 (draws of η stored per chain), "
             f"got {eta_draws!r}"
         )
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) \
-            or max_bytes <= 0:
-        raise InputError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
-    return int(max_bytes)
+    return check_max_bytes(max_bytes)
 
 
 def _check_count_array(counts) -> None:
