@@ -134,6 +134,11 @@ CHECK_PART = 16_384
 LAMBDA_SCREEN = 2048
 #: Not-converged parameters a warning or :class:`StoppingInfo` lists by name.
 LISTED = 10
+#: The largest ``target_ess``: a million effective draws puts a posterior mean's Monte Carlo
+#: error at a thousandth of its SD, far past any analysis; beyond it the windows' plans grew to
+#: sizes that NumPy refused with a raw error (``target_ess=1e18``) or that the memory limit's
+#: message printed with 300 digits.
+MAX_TARGET_ESS = 1_000_000
 
 
 def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> None:
@@ -154,10 +159,11 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
         A value out of range, or ``max_seconds`` with a fixed ``n_iter``.
     """
     target = check_real(target_ess, "target_ess")
-    if not math.isfinite(target) or target < 1:
+    if not math.isfinite(target) or target < 1 or target > MAX_TARGET_ESS:
         raise InputError(
-            f"target_ess must be a number >= 1 (the bulk effective sample size every parameter "
-            f"must reach, over all chains), got {target_ess!r}"
+            f"target_ess must be a number >= 1 and <= {MAX_TARGET_ESS:,} (the bulk effective "
+            f"sample size every parameter must reach, over all chains), got {target_ess!r}; "
+            "400 is the usual choice"
         )
     rhat = check_real(max_rhat, "max_rhat")
     if not math.isfinite(rhat) or rhat <= 1:

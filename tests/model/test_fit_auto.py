@@ -306,6 +306,7 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
     ("kwargs", "match"),
     [({"target_ess": 0}, "target_ess must be a number >= 1"),
      ({"target_ess": float("nan")}, "target_ess must be a number >= 1"),
+     ({"target_ess": 1e18}, "target_ess must be a number >= 1 and <= 1,000,000"),
      ({"max_rhat": 1.0}, r"max_rhat must be a number > 1 .*never met"),
      ({"max_rhat": 0.99}, r"max_rhat must be a number > 1"),
      ({"max_rhat": float("inf")}, r"max_rhat must be a number > 1"),
