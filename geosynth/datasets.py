@@ -25,7 +25,7 @@ import pyproj
 from scipy.stats import multivariate_normal
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_positive
+from geosynth._validation import check_bool, check_positive
 from geosynth.errors import CRSError, DataWarning, InputError
 
 __all__ = [
@@ -123,8 +123,10 @@ def _describe(components: tuple) -> str:
 
 
 def _mixture_density(components: tuple, xy: np.ndarray) -> np.ndarray:
-    """Density of a Table 3 mixture at the (m, 2) points ``xy``."""
-    return sum(w * multivariate_normal(mean=m, cov=c).pdf(xy) for w, m, c in components)
+    """Density of a Table 3 mixture at the (m, 2) points ``xy``, shape (m,)."""
+    # reshape: scipy's pdf returns a scalar for a single point (a (1, 1) generating grid)
+    return sum(w * multivariate_normal(mean=m, cov=c).pdf(xy).reshape(len(xy))
+               for w, m, c in components)
 
 
 def _generating_probabilities(shape: tuple[int, int]) -> np.ndarray:
@@ -422,11 +424,13 @@ def paiva_scenario(
         If ``n`` < 1 or ``generating_shape`` (more than :data:`MAX_GENERATING_CELLS` cells
         included), ``origin`` or ``unit`` is invalid.
     TypeError
-        If ``unit`` is not a real number (a bool or a string included).
+        If ``unit`` is not a real number (a bool or a string included), or ``continuous`` is
+        not a bool.
     CRSError
         If ``crs`` is geographic.
     """
     n, shape, org, unit = _validate_scenario_args(n, generating_shape, origin, unit)
+    continuous = check_bool(continuous, "continuous")
     rng = as_generator(seed)
     crs_obj = None if crs is None else pyproj.CRS.from_user_input(crs)
     if crs_obj is not None and crs_obj.is_geographic:

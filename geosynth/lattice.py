@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import geopandas as gpd
@@ -1187,8 +1188,11 @@ def _lattice_shape(
         dx, dy = (xmax - xmin) / ncols, (ymax - ymin) / nrows
     else:
         dx, dy = _check_cell_size(cell_size)
-        ncols = max(1, math.ceil((xmax - xmin) / dx - 1e-9))
-        nrows = max(1, math.ceil((ymax - ymin) / dy - 1e-9))
+        cols, rows = (xmax - xmin) / dx - 1e-9, (ymax - ymin) / dy - 1e-9
+        if not math.isfinite(cols * rows):  # past float64 (and MAX_CELLS): count in Decimal
+            cols = (Decimal(xmax) - Decimal(xmin)) / Decimal(dx)
+            rows = (Decimal(ymax) - Decimal(ymin)) / Decimal(dy)
+        ncols, nrows = max(1, math.ceil(cols)), max(1, math.ceil(rows))
     if nrows * ncols > MAX_CELLS:
         fix = "a smaller shape=(nrows, ncols)" if shape is not None else "a larger cell_size"
         raise GridError(
@@ -1199,12 +1203,12 @@ def _lattice_shape(
 
 
 def _rounded(n_cells: int) -> str:
-    """``n_cells`` to 2 significant figures, e.g. ``8.0e11``.
+    """``n_cells`` to 2 significant figures, e.g. ``8.0e11`` (also beyond the float range).
 
     From a cell size, the rows and columns are the extent over the cell size: exact counts
     would give the extent of the records (without a region, their extremes) to a cell.
     """
-    mantissa, exponent = f"{n_cells:.1e}".split("e")
+    mantissa, exponent = f"{Decimal(n_cells):.1e}".split("e")
     return f"{mantissa}e{int(exponent)}"
 
 

@@ -168,6 +168,22 @@ def test_a_unit_that_is_not_a_number_is_refused(unit):
         paiva_scenario(n=10, unit=unit)
 
 
+@pytest.mark.parametrize("continuous", ["no", 0, None])
+def test_a_continuous_flag_that_is_not_a_bool_is_refused(continuous):
+    # continuous="no" is truthy: it silently simulated z
+    with pytest.raises(TypeError, match="continuous must be True or False"):
+        paiva_scenario(n=10, continuous=continuous)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 4), (3, 1)])
+def test_a_generating_grid_of_one_row_or_column_works(shape):
+    # (1, 1) raised numpy's AxisError: the mixture density of one point was a scalar
+    s = paiva_scenario(n=40, seed=3, generating_shape=shape)
+    assert s.generating_probabilities.shape == (12, shape[0] * shape[1])
+    np.testing.assert_allclose(s.generating_probabilities.sum(axis=1), 1.0)
+    assert len(s.data) == 40
+
+
 def test_geographic_crs_is_refused():
     with pytest.raises(CRSError, match="is geographic"):
         paiva_scenario(n=10, crs="EPSG:4326")

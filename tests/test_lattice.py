@@ -636,6 +636,23 @@ def test_tiny_cells_at_large_coordinates_are_refused():
         Grid.regular((1e15, 0, 1e15 + 1, 1), shape=(1, 100))
 
 
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        # the count (an int past the float range) failed to format: OverflowError
+        (lambda: Grid.regular((0, 0, 1e4, 1e4), cell_size=1e-160), r"about 1\.0e328 cells"),
+        (lambda: Grid.hexagonal((0, 0, 1e4, 1e4), cell_size=1e-160), r"about 3\.8e327 cells"),
+        # the extent over the cell size overflowed to inf: math.ceil raised OverflowError
+        (lambda: Grid.regular((0, 0, 1e300, 1e300), cell_size=1e-10), r"about 1\.0e620 cells"),
+        (lambda: Grid.regular((-1.7e308, 0, 1.7e308, 1), cell_size=1.0),
+         r"about 3\.4e308 cells"),
+    ],
+)
+def test_cell_counts_beyond_the_float_range_are_refused_with_the_limit(build, match):
+    with pytest.raises(GridError, match=match + r", more than the limit .* use a larger"):
+        build()
+
+
 def test_lattice_size_limit(monkeypatch):
     monkeypatch.setattr(lattice, "MAX_CELLS", 99)
     Grid.regular((0, 0, 1, 1), shape=(9, 11))

@@ -492,7 +492,8 @@ def read_polygons(path: str | os.PathLike, option: str) -> gpd.GeoDataFrame:
     Raises
     ------
     geosynth.errors.InputError
-        The file cannot be read, is empty, or holds geometries other than polygons.
+        The file cannot be read, holds no polygon (no record, or only missing or empty
+        geometries), or holds geometries other than polygons.
     """
     import geopandas as gpd
     import pyogrio
@@ -504,7 +505,8 @@ def read_polygons(path: str | os.PathLike, option: str) -> gpd.GeoDataFrame:
         frame = gpd.read_file(source, engine="pyogrio")
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError, ValueError) as err:
         raise InputError(f"cannot read {option} {source.name}: {err}") from err
-    if not isinstance(frame, gpd.GeoDataFrame) or len(frame) == 0:
+    if not isinstance(frame, gpd.GeoDataFrame) or (frame.geometry.is_empty
+                                                     | frame.geometry.isna()).all():
         raise InputError(f"{option} {source.name} has no polygon; give a polygon layer")
     kinds = sorted(set(frame.geom_type.dropna()) - {"Polygon", "MultiPolygon"})
     if kinds:
@@ -612,12 +614,10 @@ def build_grid(
     if lattice.hex_size is not None:
         return Grid.from_points(points, cell_size=lattice.hex_size, region=region,
                                 exclude=exclude, kind="hexagonal")
-    if region is None:
-        return Grid.from_points(points, shape=lattice.grid_shape, cell_size=lattice.cell_size,
-                                exclude=exclude)
-    return Grid.regular(tuple(region.total_bounds), shape=lattice.grid_shape,
-                        cell_size=lattice.cell_size, crs=points.crs, region=region,
-                        exclude=exclude)
+    # With a region, the lattice spans its bounds (checked polygons first: an invalid region
+    # is refused as such, not as bounds the user never gave); without, snapped point bounds.
+    return Grid.from_points(points, shape=lattice.grid_shape, cell_size=lattice.cell_size,
+                            region=region, exclude=exclude)
 
 
 def _in_crs_of(frame: gpd.GeoDataFrame | None, points: gpd.GeoDataFrame, option: str):

@@ -14,6 +14,7 @@ import click
 
 __all__ = [
     "EXISTING_FILE",
+    "FiniteFloat",
     "GridSpec",
     "CommaList",
     "PriorList",
@@ -82,19 +83,32 @@ MAX_CHAINS = 1024
 MAX_RELEASES = 10_000
 
 
-class Metres(click.FloatRange):
-    """A finite length in metres above 0 (``click.FloatRange`` lets ``nan`` and ``inf`` in)."""
+class FiniteFloat(click.FloatRange):
+    """A finite float within a range (``click.FloatRange`` lets ``nan`` and ``inf`` in).
+
+    Refused at parsing, so that ``--epsilon nan`` or ``--risk-limit nan`` stops the command
+    before it reads the data, not after the fits.
+    """
+
+    #: What the number is, in the message of a refused value.
+    what = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        """Return ``value`` as a float in the range, or fail naming a NaN or infinite value."""
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite {self.what}", param, ctx)
+        return number
+
+
+class Metres(FiniteFloat):
+    """A finite length in metres above 0."""
 
     name = "metres"
+    what = "number of metres"
 
     def __init__(self) -> None:
         super().__init__(min=0, min_open=True)
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number of metres", param, ctx)
-        return number
 
 
 class GridSpec(click.ParamType):
@@ -217,14 +231,14 @@ class Iterations(click.ParamType):
 def stopping_options(f: Callable) -> Callable:
     """``--target-ess``, ``--max-rhat``, ``--max-seconds``: when ``--iterations auto`` stops."""
     options = [
-        click.option("--target-ess", type=click.FloatRange(min=1), default=400,
+        click.option("--target-ess", type=FiniteFloat(min=1), default=400,
                      show_default=True,
                      help="With --iterations auto: the bulk effective sample size (all chains "
                      "together) that every parameter must reach."),
-        click.option("--max-rhat", type=click.FloatRange(min=1, min_open=True), default=1.01,
+        click.option("--max-rhat", type=FiniteFloat(min=1, min_open=True), default=1.01,
                      show_default=True,
                      help="With --iterations auto: every parameter's R-hat must be below it."),
-        click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True),
+        click.option("--max-seconds", type=FiniteFloat(min=0, min_open=True),
                      default=None, metavar="SECONDS",
                      help="With --iterations auto: stop after this many seconds even if not "
                      "converged (with a warning naming what has not; default: no limit)."),

@@ -29,6 +29,7 @@ from geosynth.cli.helpers import (
 )
 from geosynth.cli.options import (
     EXISTING_FILE,
+    FiniteFloat,
     attributes_option,
     beta_prior_option,
     continuous_option,
@@ -66,7 +67,7 @@ __all__ = ["release"]
               "Newton-proposal Metropolis-Hastings steps: same posterior, cheaper sweeps), "
               "block (adds joint GMRF updates of each field with its precision; not with "
               "--epsilon).")
-@click.option("--epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--epsilon", type=FiniteFloat(min=0, min_open=True), default=None,
               help="Make an epsilon-differentially private release (noisy counts, noise-aware "
               "fit) that protects each record at epsilon (a person with k records: k·epsilon; "
               "keep one record per person). Needs --region and --levels-file; no "

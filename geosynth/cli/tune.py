@@ -25,6 +25,7 @@ from geosynth.cli.helpers import (
 )
 from geosynth.cli.options import (
     EXISTING_FILE,
+    FiniteFloat,
     GridSpec,
     attributes_option,
     beta_prior_option,
@@ -115,7 +116,7 @@ class GridList(click.ParamType):
               "--drop-outside` does (the release command printed repeats it).")
 @m_option("Synthetic releases per candidate (the coverage needs 2 or more).")
 @run_options
-@click.option("--risk-limit", type=click.FloatRange(min=0), default=None,
+@click.option("--risk-limit", type=FiniteFloat(min=0), default=None,
               help="Recommend the most useful candidate whose --risk is at most this (for a "
               "distance: at least this). Default: no limit.")
 @click.option("--risk", type=click.Choice(_RISKS), default="true_match_rate",

@@ -442,8 +442,12 @@ def _domain_sensitivity(
     return values
 
 
-def _as_records(data: object, what: str, first_index: int) -> np.ndarray:
-    """Return ``data`` as a float64 (n, d) array (1-D: d = 1); refuse NaN/inf and wrong dims."""
+def _as_records(data: object, what: str, first_index: int, bounded: bool = False) -> np.ndarray:
+    """Return ``data`` as a float64 (n, d) array (1-D: d = 1); refuse NaN/inf and wrong dims.
+
+    Values beyond ±``MAX_CONTINUOUS`` are refused too, unless ``bounded``: the caller then clamps
+    the records into public bounds (themselves within ±``MAX_CONTINUOUS``) before summing them.
+    """
     array = _numbers(data)
     if array is None:
         raise InputError(
@@ -467,7 +471,7 @@ def _as_records(data: object, what: str, first_index: int) -> np.ndarray:
             "them before publishing (nothing of this chunk was processed)"
         )
     huge = np.flatnonzero((np.abs(array) > MAX_CONTINUOUS).any(axis=1))
-    if huge.size:
+    if huge.size and not bounded:
         raise InputError(
             f"{what} holds values beyond ±{MAX_CONTINUOUS:g} at record index "
             f"{', '.join(str(first_index + b) for b in huge[:5])}: their cluster sums would "
@@ -816,8 +820,9 @@ class Doca:
         Raises
         ------
         InputError
-            On NaN/infinite values (naming the record index), non-numeric records, or records
-            whose number of attributes differs from the stream's (or the sensitivity's).
+            On NaN/infinite values (naming the record index), values beyond ±1e100 when no
+            ``bounds`` clamp them, non-numeric records, or records whose number of attributes
+            differs from the stream's (or the sensitivity's).
         """
         chunk_size = check_int(chunk_size, "chunk_size", what="records per kernel call")
         if isinstance(stream, str | bytes | Mapping):
@@ -838,7 +843,7 @@ class Doca:
             iterator = iter(stream)
             chunks = iter(lambda: list(islice(iterator, chunk_size)), [])
         for chunk in chunks:
-            records = _as_records(chunk, "stream", self.n_records)
+            records = _as_records(chunk, "stream", self.n_records, self.bounds is not None)
             if self._state is None:
                 self._new_state(records.shape[1])
                 self._scalar_records = np.ndim(chunk) == 1
@@ -889,7 +894,8 @@ class Doca:
         Raises
         ------
         InputError
-            On NaN/infinite or non-numeric values, wrong dimensions, or if records fed by
+            On NaN/infinite or non-numeric values, values beyond ±1e100 when no ``bounds``
+            clamp them, wrong dimensions, or if records fed by
             :meth:`process` are still pending (call :meth:`flush` first).
         """
         if self.n_pending:
@@ -897,7 +903,7 @@ class Doca:
                 f"{self.n_pending} records fed by process() are not published yet; call flush() "
                 "before fit_transform(), which starts a new stream"
             )
-        records = _as_records(data, "data", 0)
+        records = _as_records(data, "data", 0, self.bounds is not None)
         shape = np.shape(data)
         if return_diagnostics:
             warnings.warn(

@@ -155,3 +155,44 @@ def test_areas_without_crs_or_a_pipe_are_refused_before_the_fit(inputs, areas, t
     result = run("release", inputs["gpkg"], *GPKG_ARGS, "--grid", "3x3", "--region", pipe,
                  "--out", tmp_path / "r.gpkg")
     assert_refused(result, "--region", "is not a regular file")
+
+
+@pytest.mark.parametrize("option", ["--region", "--exclude"])
+@pytest.mark.parametrize("lattice", [["--grid", "3x3"], ["--hex-size", "2000"]])
+def test_a_polygon_file_of_empty_geometries_is_refused_naming_its_option(inputs, tmp_path,
+                                                                         option, lattice):
+    # --region of one empty polygon said "bounds must be four finite numbers ... got (nan, ...)"
+    # or "region has no non-empty polygon; pass None to skip it"
+    empty = tmp_path / "empty.gpkg"
+    region = gpd.read_file(inputs["region"])
+    gpd.GeoDataFrame(geometry=[shapely.Polygon()], crs=region.crs).to_file(empty,
+                                                                          engine="pyogrio")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *lattice, option, empty,
+                 "--out", tmp_path / "r.gpkg")
+    assert_refused(result, f"{option} empty.gpkg has no polygon; give a polygon layer")
+    assert "Fitting" not in result.output
+
+
+@pytest.mark.parametrize("lattice", [["--grid", "3x3"], ["--cell-size", "2000"]])
+def test_an_invalid_region_is_refused_as_such_not_as_bounds(inputs, tmp_path, lattice):
+    # a zero-area (invalid) region was refused as "bounds must satisfy xmin < xmax and ymin <
+    # ymax ... pass them in the order (xmin, ymin, xmax, ymax)": bounds the user never gave
+    flat = tmp_path / "flat.gpkg"
+    region = gpd.read_file(inputs["region"])
+    x0, y0, x1, _ = region.total_bounds
+    polygon = shapely.Polygon([(x0, y0), (x1, y0), ((x0 + x1) / 2, y0)])
+    gpd.GeoDataFrame(geometry=[polygon], crs=region.crs).to_file(flat, engine="pyogrio")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *lattice, "--region", flat,
+                 "--out", tmp_path / "r.gpkg")
+    assert_refused(result, "region has invalid polygons", "make_valid")
+    assert "bounds must" not in result.output
+
+
+@pytest.mark.parametrize("option", ["--cell-size", "--hex-size"])
+def test_a_vanishing_cell_size_over_a_region_is_refused_not_a_traceback(inputs, tmp_path,
+                                                                        option):
+    # 1e-160 m cells over the 10 km region: about 1e328 cells, an int that float() cannot hold,
+    # crashed with OverflowError while formatting the message
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, option, "1e-160", "--region",
+                 inputs["region"], "--out", tmp_path / "r.gpkg")
+    assert_refused(result, "more than the limit of 4,000,000", f"use a larger {option}")

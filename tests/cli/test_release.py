@@ -132,12 +132,15 @@ def test_dp_release_drops_records_outside_the_declared_levels(inputs, tmp_path):
         (["{gpkg}", *GPKG_ARGS, "--region", "{gpkg}"], ["--region", "polygon"]),
         (["{gpkg}", *GPKG_ARGS, "--region", "{region}", "--epsilon", 1,
           "--levels-file", "{csv}"], ["--levels-file"]),
+        # refused when parsed, not by the fit after the data were read
+        (["{gpkg}", *GPKG_ARGS, "--region", "{region}", "--epsilon", "nan",
+          "--levels-file", "{levels}"], ["--epsilon", "'nan' is not a finite number"]),
     ],
     ids=["missing-file", "missing-column", "bad-grid", "zero-grid", "superscript-grid",
          "huge-chains", "huge-hexagon", "grid-and-cell-size",
          "no-lattice", "empty-attribute", "geographic-crs", "csv-without-xy",
          "epsilon-with-continuous", "epsilon-without-region", "levels-without-epsilon",
-         "point-region", "bad-levels-file"],
+         "point-region", "bad-levels-file", "nan-epsilon"],
 )
 def test_bad_input_exits_2_with_a_message(inputs, tmp_path, args, fragments):
     args = [str(a).format(**inputs) for a in args]

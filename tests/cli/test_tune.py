@@ -63,6 +63,11 @@ def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
     (["--grids", "3x3", "--outcome", "x1", "--report", "x.md"],
      ["outcome column 'x1'", "must be binary", "1 other distinct value(s)"]),
     (["--grids", "3x3", "--risk-limit", "-1", "--report", "x.md"], ["--risk-limit"]),
+    # nan and inf were refused by the library after every candidate's fit
+    (["--grids", "3x3", "--risk-limit", "nan", "--report", "x.md"],
+     ["--risk-limit", "not a finite number"]),
+    (["--grids", "3x3", "--iterations", "auto", "--max-seconds", "inf", "--report", "x.md"],
+     ["--max-seconds", "not a finite number"]),
     # an outcome the releases do not carry, and coverage with one release: refused after
     # every fit before
     (["--grids", "3x3", "--outcome", "z", "--report", "x.md"],

@@ -510,6 +510,20 @@ def test_bounds_clamp_the_records_before_they_join_a_cluster():
     assert np.abs(released).max() < 100  # Laplace noise of scale ≤ 1: the secret is gone
 
 
+@pytest.mark.parametrize("secret", [1e101, 1e308, -1e200])
+def test_bounds_clamp_values_beyond_the_continuous_limit_too(secret):
+    # with public bounds a value past ±1e100 is out of the domain like any other: clamped
+    x = [0.2, secret, 0.7, 0.4]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        released = Doca(1.0, bounds=(0.0, 1.0), delay=2, seed=33).fit_transform(x)
+        clamped = Doca(1.0, bounds=(0.0, 1.0), delay=2, seed=33).fit_transform(
+            np.clip(x, 0.0, 1.0))
+        streamed = dict(Doca(1.0, bounds=(0.0, 1.0), delay=2, seed=33).process(x, flush=True))
+    np.testing.assert_array_equal(released, clamped)
+    np.testing.assert_array_equal([streamed[i] for i in range(4)], clamped)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
@@ -547,7 +561,7 @@ def test_text_mappings_and_complex_numbers_are_not_records(data):
 
 def test_values_whose_sums_overflow_and_noise_scales_that_overflow_are_refused():
     with pytest.raises(InputError, match=r"beyond ±1e\+100 at record index 1"):
-        Doca(1.0, bounds=(-1e100, 1e100)).fit_transform([0.0, 1e308, 5.0])
+        Doca(1.0, 1e300).fit_transform([0.0, 1e150, 5.0])
     with pytest.raises(InputError, match="noise scale .* overflows; raise epsilon"):
         Doca(1e-320, 1.0).fit_transform([0.0, 1.0])
 
