@@ -19,6 +19,7 @@ converted to row and column; no geometry is touched.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from typing import NamedTuple
 
 import numpy as np
@@ -88,8 +89,14 @@ def hex_layout(bounds: tuple[float, float, float, float], size: float, flat: boo
     u0, v0, u1, v1 = (ymin, xmin, ymax, xmax) if flat else (xmin, ymin, xmax, ymax)
     # A point is at most `size` above the centre row of its hexagon, and at most half a width
     # (plus the half-width shift of odd rows) right of its centre column.
-    nrows = int(math.floor((v1 - v0 + size) / (1.5 * size))) + 1
-    ncols = int(math.floor((u1 - u0) / (_SQRT3 * size) + 0.5)) + 2
+    rows, cols = (v1 - v0 + size) / (1.5 * size), (u1 - u0) / (_SQRT3 * size) + 0.5
+    if not math.isfinite(rows * cols):  # past float64 (a vanishing size): count in Decimal,
+        # for the caller's refusal by number of cells
+        side = Decimal(size)
+        rows = (Decimal(v1) - Decimal(v0) + side) / (Decimal("1.5") * side)
+        cols = (Decimal(u1) - Decimal(u0)) / (Decimal(_SQRT3) * side) + Decimal("0.5")
+    nrows = int(math.floor(rows)) + 1
+    ncols = int(math.floor(cols)) + 2
     return HexLayout((float(u0), float(v0)), float(size), nrows, ncols, bool(flat))
 
 

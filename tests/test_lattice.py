@@ -646,6 +646,8 @@ def test_tiny_cells_at_large_coordinates_are_refused():
         (lambda: Grid.regular((0, 0, 1e300, 1e300), cell_size=1e-10), r"about 1\.0e620 cells"),
         (lambda: Grid.regular((-1.7e308, 0, 1.7e308, 1), cell_size=1.0),
          r"about 3\.4e308 cells"),
+        # hexagons: rows and columns overflowed to inf (int(math.floor(inf)): OverflowError)
+        (lambda: Grid.hexagonal((0, 0, 1e15, 1e15), cell_size=1e-300), r"about 3\.8e629 cells"),
     ],
 )
 def test_cell_counts_beyond_the_float_range_are_refused_with_the_limit(build, match):
