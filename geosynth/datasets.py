@@ -27,6 +27,7 @@ from scipy.stats import multivariate_normal
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_bool, check_positive
 from geosynth.errors import CRSError, DataWarning, InputError
+from geosynth.lattice import parse_crs
 
 __all__ = [
     "PaivaScenario",
@@ -427,12 +428,12 @@ def paiva_scenario(
         If ``unit`` is not a real number (a bool or a string included), or ``continuous`` is
         not a bool.
     CRSError
-        If ``crs`` is geographic.
+        If ``crs`` is not a CRS pyproj can read, or is geographic.
     """
     n, shape, org, unit = _validate_scenario_args(n, generating_shape, origin, unit)
     continuous = check_bool(continuous, "continuous")
     rng = as_generator(seed)
-    crs_obj = None if crs is None else pyproj.CRS.from_user_input(crs)
+    crs_obj = parse_crs(crs)
     if crs_obj is not None and crs_obj.is_geographic:
         raise CRSError(
             f"crs {crs_obj.to_string()} is geographic (degrees); the scenario square is laid out "

@@ -43,7 +43,7 @@ from geosynth.errors import CRSError, GridError, InputError, IsolatedCellWarning
 if TYPE_CHECKING:
     import libpysal
 
-__all__ = ["Grid", "require_projected_crs"]
+__all__ = ["Grid", "parse_crs", "require_projected_crs"]
 
 #: Largest lattice (``nrows * ncols``) a :class:`Grid` may span. Building one this size takes
 #: about 1 GB and 3 s (2,000 × 2,000, measured; 25 million cells took 5.7 GB), far beyond what
@@ -1104,16 +1104,35 @@ def _check_contiguity(contiguity: object) -> str:
 
 def _as_crs(crs: Any, name: str = "crs") -> pyproj.CRS | None:
     """Parse ``crs`` and refuse geographic ones (``name`` is what the message calls it)."""
+    parsed = parse_crs(crs)
+    require_projected_crs(parsed, name)
+    return parsed
+
+
+def parse_crs(crs: Any) -> pyproj.CRS | None:
+    """Parse a ``crs`` parameter, refusing what pyproj cannot read with a geosynth error.
+
+    Parameters
+    ----------
+    crs : pyproj.CRS, str, int or anything pyproj.CRS.from_user_input accepts, or None
+
+    Returns
+    -------
+    pyproj.CRS or None
+
+    Raises
+    ------
+    geosynth.errors.CRSError
+        ``crs`` is not a CRS pyproj can read; the message names it and gives an example.
+    """
     if crs is None:
         return None
     try:
-        parsed = pyproj.CRS.from_user_input(crs)
+        return pyproj.CRS.from_user_input(crs)
     except pyproj.exceptions.CRSError as err:
         raise CRSError(
             f"crs {crs!r} is not a valid CRS ({err}); pass e.g. 'EPSG:31983' or a pyproj.CRS"
         ) from err
-    require_projected_crs(parsed, name)
-    return parsed
 
 
 def require_projected_crs(crs: Any, name: str = "crs", alternative: str = "") -> None:

@@ -189,6 +189,12 @@ def test_geographic_crs_is_refused():
         paiva_scenario(n=10, crs="EPSG:4326")
 
 
+def test_an_unreadable_crs_is_refused_naming_it():
+    # pyproj's own CRSError (not a geosynth error, naming no parameter) came out before
+    with pytest.raises(CRSError, match=r"crs 'EPSG:nope' is not a valid CRS .* 'EPSG:31983'"):
+        paiva_scenario(n=10, crs="EPSG:nope")
+
+
 # ---------------------------------------------------------------- attribute distributions
 
 
