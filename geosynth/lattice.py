@@ -1432,8 +1432,9 @@ def polygon_union(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> shape
     if invalid.size:
         raise GridError(
             f"{name} has invalid polygons at non-empty positions {invalid[:_N_NAMED].tolist()} "
-            f"({shapely.is_valid_reason(geoms[invalid[0]])}); repair them with shapely.make_valid "
-            "or GeoSeries.make_valid()"
+            f"({shapely.is_valid_reason(geoms[invalid[0]])}); repair them, e.g. with QGIS's Fix "
+            "geometries or ogr2ogr -makevalid (in Python, shapely.make_valid or the GeoSeries' "
+            "make_valid method)"
         )
     if geoms.size == 0:
         raise GridError(f"{name} has no non-empty polygon; pass None to skip it")

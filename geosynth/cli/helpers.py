@@ -494,11 +494,15 @@ def read_polygons(path: str | os.PathLike, option: str) -> gpd.GeoDataFrame:
     geosynth.errors.InputError
         The file cannot be read, holds no polygon (no record, or only missing or empty
         geometries), or holds geometries other than polygons.
+    geosynth.errors.GridError
+        Invalid polygons (the lattice's check, :func:`geosynth.lattice.polygon_union`).
     """
     import geopandas as gpd
+    import numpy as np
     import pyogrio
 
     from geosynth.io import existing_file
+    from geosynth.lattice import polygon_union
 
     source = existing_file(path, option)  # a pipe would block the reader
     try:
@@ -512,6 +516,10 @@ def read_polygons(path: str | os.PathLike, option: str) -> gpd.GeoDataFrame:
     if kinds:
         raise InputError(f"{option} {source.name} holds {kinds} geometries; give a polygon layer "
                          "(buffer points or lines first)")
+    # The lattice's own check of the polygons (validity above all), here so that a refusal
+    # names the option and the file, not the Python parameter ("region has invalid polygons").
+    polygon_union(np.asarray(frame.geometry.array, dtype=object), f"{option} {source.name}",
+                  None)
     return frame
 
 
