@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import shutil
 import stat
@@ -47,8 +48,12 @@ __all__ = [
     "STAGING_MARK",
 ]
 
-#: Part of the name of every staging folder: ``.<target name>.<STAGING_MARK>-<pid>-<random>``.
+#: Part of the name of every staging folder: ``.<target name>.<STAGING_MARK>-<pid>-<random>``
+#: (a target name too long to fit is shortened, see :func:`_staging_prefix`).
 STAGING_MARK = "geosynth-staging"
+# The most bytes of a target name kept whole in its staging folder's name: the folder adds 35
+# bytes (mark, PID, random part) and a name may have 255 bytes (NAME_MAX) in all.
+_NAME_BYTES = 200
 _PRIVATE_MODE = 0o600
 _LOCK_NAME = ".lock"  # in each staging folder, flock-ed by its writer while it runs
 _CLAIM_MARK = ".claimed"  # in a staging folder while its writer's empty claim holds the target
@@ -153,8 +158,7 @@ class AtomicOutputs:
         _check_replaceable(target, self.overwrite)
         target.parent.mkdir(parents=True, exist_ok=True)
         folder = Path(
-            tempfile.mkdtemp(prefix=f".{target.name}.{STAGING_MARK}-{os.getpid()}-",
-                             dir=target.parent)
+            tempfile.mkdtemp(prefix=f"{_staging_prefix(target)}{os.getpid()}-", dir=target.parent)
         )
         staged = _Staged(target=target, folder=folder, path=folder / target.name,
                          private=private, lock=_hold_lock(folder))
@@ -321,7 +325,7 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
     removed = []
     if not target.parent.is_dir():
         return removed
-    prefix = f".{target.name}.{STAGING_MARK}-"
+    prefix = _staging_prefix(target)
     for entry in target.parent.iterdir():
         if not entry.name.startswith(prefix) or not entry.is_dir():
             continue
@@ -334,6 +338,22 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
+
+
+def _staging_prefix(target: Path) -> str:
+    """Return ``.<target name>.<STAGING_MARK>-``, the start of the names of its staging folders.
+
+    A target name longer than ``_NAME_BYTES`` bytes is cut there and followed by ``~`` and 12
+    hex digits of its SHA-256 (so two long names sharing their start keep apart folders): its
+    whole name with the mark, PID and random part exceeded NAME_MAX, and the write of a file
+    whose name the file system accepts failed with "File name too long".
+    """
+    name = target.name
+    encoded = os.fsencode(name)
+    if len(encoded) > _NAME_BYTES:
+        digest = hashlib.sha256(encoded).hexdigest()[:12]
+        name = f"{os.fsdecode(encoded[:_NAME_BYTES - 13])}~{digest}"
+    return f".{name}.{STAGING_MARK}-"
 
 
 def _hold_lock(folder: Path) -> int:

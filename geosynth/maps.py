@@ -149,7 +149,8 @@ def review_map(
     public : bool, default False
         Draw a map that may be published: no original points, no displacement, releases in
         their public form (no index, internal columns dropped, rows ordered by coordinates) and
-        no per-cell record counts in the choropleth tooltips. The choropleth of ``fit`` is
+        no per-cell record counts in the choropleth tooltips. Columns a release file may not
+        hold either (identifiers, see Raises) are refused. The choropleth of ``fit`` is
         still drawn: pass a fit only if the posterior mean intensity may be published.
     combination : int, default 0
         Row of ``fit.counts.combos`` whose intensity is drawn.
@@ -184,8 +185,10 @@ def review_map(
         A frame is not a GeoDataFrame of valid points, ``releases`` is empty, ``fit`` is not a
         PaivaFit, ``grid`` does not match the fit, ``combination`` is out of range,
         ``max_points`` is not a positive int, ``linked=True`` with a public map or with
-        labels not in ``original``, ``tiles`` with ``offline=True``, or a public map of a
-        Naive or donut baseline (their points stay at the records' own locations).
+        labels not in ``original``, ``tiles`` with ``offline=True``, a public map of a
+        Naive or donut baseline (their points stay at the records' own locations), or a public
+        map of a release with a column that identifies records (named like
+        :data:`geosynth.io.ID_COLUMNS`, or, given ``original``, holding its index labels).
     geosynth.errors.CRSError
         A frame or the grid has no CRS, or the CRSs differ.
 
@@ -229,6 +232,7 @@ def review_map(
                             "it with public=False (internal), or map the releases of "
                             "geosynth.synthesize")
         releases = [_public_form(release) for release in releases]
+        _check_public_columns(releases, original)
     shown = [_subsample(release, max_points) for release in releases]
     extents = [release.total_bounds for release in releases]
     if not public:
@@ -471,6 +475,20 @@ def _public_form(release: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
     return public
 
 
+def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any) -> None:
+    """Refuse the columns of public releases that a release file may not hold either.
+
+    A column named like a record or cell identifier (an ``index`` column of patient ids left
+    by ``reset_index()``) or, with ``original``, whose distinct values are its index labels.
+    """
+    from geosynth.io.release import check_release_columns
+
+    labels = None if original is None else original.index
+    for number, release in enumerate(releases):
+        check_release_columns(release, release.geometry.name, f"releases[{number}]", labels,
+                              "drop it (release.drop(columns=...)) before drawing a public map")
+
+
 def _subsample(frame: gpd.GeoDataFrame, max_points: int | None) -> gpd.GeoDataFrame:
     if max_points is None or len(frame) <= max_points:
         return frame
@@ -491,6 +509,9 @@ def _geojson(frame: gpd.GeoDataFrame) -> dict:
         for key, value in properties.items():
             if isinstance(value, str):
                 properties[key] = html.escape(value)
+            elif isinstance(value, dict | list):  # the tooltip shows JSON.stringify(value)
+                properties[key] = html.escape(json.dumps(value, ensure_ascii=False,
+                                                          separators=(",", ":")))
     return data
 
 

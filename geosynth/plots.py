@@ -65,7 +65,8 @@ def combination_panels(
     values : numpy.ndarray, shape (G, B)
         Per-cell values for each of B attribute combinations.
     titles : list of str
-        Panel titles, one per combination.
+        Panel titles, one per combination. Drawn as plain text (as is ``suptitle``): a ``$``
+        does not start matplotlib's mathtext, so levels such as ``"$0-$25k"`` stay as written.
     suptitle : str, optional
         Figure title.
     cmap : str, default "viridis"
@@ -94,14 +95,23 @@ def combination_panels(
             ax.set_axis_off()
             continue
         image = _draw_cells(ax, grid, values[:, b], cmap)
-        ax.set_title(titles[b], fontsize=9)
+        ax.set_title(_plain(titles[b]), fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
         fig.colorbar(image, ax=ax, shrink=0.8)
     if suptitle:
-        fig.suptitle(suptitle)
+        fig.suptitle(_plain(suptitle))
     fig.tight_layout()
     return fig
+
+
+def _plain(text: Any) -> str:
+    r"""``str(text)`` with each ``$`` escaped, so matplotlib draws it as text, not mathtext.
+
+    Labels hold the data's text: ``"income=$0-$25k"`` was drawn as a formula ("0-" in
+    italics, the dollars gone) and ``"a$\frac$"`` raised a ParseSyntaxException when drawn.
+    """
+    return str(text).replace("$", r"\$")
 
 
 def _check_grid(grid: Any) -> None:
@@ -209,6 +219,9 @@ def ru_map(
     x_label, y_label : str, optional
         Axis labels (default the column names).
 
+    All text (labels, candidate names) is drawn as plain text: a ``$`` does not start
+    matplotlib's mathtext.
+
     Returns
     -------
     matplotlib.figure.Figure
@@ -219,7 +232,7 @@ def ru_map(
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     ax.scatter(both[risk], both[utility], color="tab:blue", zorder=3)
     for label, (x, y) in both.iterrows():
-        ax.annotate(str(label), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=9)
+        ax.annotate(_plain(label), (x, y), textcoords="offset points", xytext=(5, 5), fontsize=9)
     line = both.loc[[label for label in frontier if label in both.index]]
     if len(line) > 1:
         ax.plot(line[risk], line[utility], color="tab:orange", zorder=2,
@@ -227,12 +240,12 @@ def ru_map(
     if chosen is not None and chosen in both.index:
         ax.scatter([both.at[chosen, risk]], [both.at[chosen, utility]], s=250,
                    facecolors="none", edgecolors="tab:red", linewidths=2, zorder=4,
-                   label=f"recommended: {chosen}")
+                   label=f"recommended: {_plain(chosen)}")
     if risk_limit is not None:
         ax.axvline(risk_limit, color="grey", linestyle="--", label=f"risk limit {risk_limit:g}")
-    ax.set_xlabel(x_label or risk)
-    ax.set_ylabel(y_label or utility)
-    missing = [str(label) for label in table.index if label not in both.index]
+    ax.set_xlabel(_plain(x_label or risk))
+    ax.set_ylabel(_plain(y_label or utility))
+    missing = [_plain(label) for label in table.index if label not in both.index]
     title = "R-U confidentiality map"
     if missing:
         title += f"\n(not drawn, missing a measure: {', '.join(missing)})"

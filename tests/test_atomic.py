@@ -318,3 +318,22 @@ def test_a_failed_commit_puts_back_the_gdal_sidecars_it_set_aside(tmp_path):
     with pytest.raises(FileExistsError):
         ours.commit()
     assert (tmp_path / "d.tif.aux.xml").read_text() == "<their stats/>"
+
+
+def test_a_long_file_name_is_written_and_its_stale_staging_found(tmp_path, monkeypatch):
+    # The staging folder's name adds 35 bytes to the target's: a name of 230 bytes, which the
+    # file system accepts, failed with "File name too long" (about a path the user never gave).
+    target = tmp_path / ("é" * 110 + "release.gpkg")  # 232 bytes in UTF-8
+    other = tmp_path / ("é" * 110 + "release.gpkh")  # the same start, another file
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(b"x")
+    assert target.read_bytes() == b"x" and _names(tmp_path) == [target.name]
+    for path in (target, other):
+        dead = AtomicOutputs(overwrite=True)
+        dead.add(path).write_bytes(b"y")
+        for staged in dead._staged:  # the writer died: its descriptors closed with it
+            os.close(staged.lock)
+    monkeypatch.setattr(atomic, "_process_alive", lambda pid: False)
+    assert len(remove_stale_staging(target)) == 1  # its own folder, not the other file's
+    assert len(remove_stale_staging(other)) == 1
+    assert _names(tmp_path) == [target.name]

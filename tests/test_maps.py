@@ -222,6 +222,30 @@ def test_public_releases_lose_input_order_and_internal_columns(data):
     assert '"r1' not in json.dumps(internal.data)  # index labels are never written
 
 
+def test_public_map_refuses_identifier_columns(data):
+    # An "index" column (reset_index() of the internal release) put the confidential record
+    # labels into a public page; write_release refuses such a column.
+    original, releases, _, _ = data
+    with pytest.raises(InputError, match="releases\\[0\\] has a column 'index'"):
+        review_map(None, [releases[0].reset_index()], public=True)
+    labelled = releases[0].assign(patient=releases[0].index)  # any name: original's labels
+    with pytest.raises(InputError, match="distinct labels of the original index"):
+        review_map(original, [labelled], public=True)
+    review_map(original, [labelled], public=False)  # an internal map may show them
+
+
+def test_list_and_dict_values_stay_text_in_tooltips(data):
+    # folium's tooltip writes JSON.stringify(value) of a list or object into innerHTML.
+    original, releases, _, _ = data
+    payload = "<img src=x onerror=alert(1)>"
+    release = releases[0].assign(tags=[[payload]] * len(releases[0]),
+                                 info=[{"k": payload}] * len(releases[0]))
+    layer = layers(review_map(original, [release]))[release_layer_name(1)]
+    assert set(feature_property(layer, "tags")) == {
+        "[&quot;&lt;img src=x onerror=alert(1)&gt;&quot;]"}
+    assert '<img' not in json.dumps(layer.data["features"][0]["properties"])
+
+
 def test_cdn_html_loads_only_leaflet_and_d3(data):
     original, releases, fit, _ = data
     html = review_map(original, releases, fit=fit, offline=False).get_root().render()

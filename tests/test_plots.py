@@ -45,3 +45,23 @@ def test_combination_panels_draws_one_panel_per_column(grid):
     figure = combination_panels(grid, np.arange(12.0).reshape(6, 2), ["a", "b"], suptitle="t")
     titled = [ax.get_title() for ax in figure.axes if ax.get_title()]
     assert titled == ["a", "b"]
+
+
+@pytest.mark.parametrize("label", ["income=$0-$25k", r"a$\frac$b"])
+def test_data_text_is_drawn_as_text_not_mathtext(grid, label):
+    # Combination labels and candidate names are the data's text: a pair of "$" made them a
+    # formula (dollars gone, or a ParseSyntaxException when the figure was drawn).
+    import pandas as pd
+
+    from geosynth.plots import ru_map
+
+    figure = combination_panels(grid, np.ones((6, 1)), [label], suptitle=label)
+    figure.canvas.draw()
+    title = figure.axes[0].title
+    assert title._preprocess_math(title.get_text()) == (label, False)
+    assert figure._suptitle._preprocess_math(figure._suptitle.get_text()) == (label, False)
+    table = pd.DataFrame({"risk": [0.1, 0.2], "utility": [0.5, 0.6]}, index=[label, "b"])
+    figure = ru_map(table, "risk", "utility", [label, "b"], chosen=label)
+    figure.canvas.draw()
+    (annotation, _) = figure.axes[0].texts
+    assert annotation._preprocess_math(annotation.get_text()) == (label, False)

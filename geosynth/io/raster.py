@@ -10,7 +10,7 @@ import numpy as np
 
 from geosynth._atomic import atomic_path, remove_stale_staging
 from geosynth.errors import InputError
-from geosynth.io._files import check_target
+from geosynth.io._files import check_target, printable
 from geosynth.lattice import Grid
 
 if TYPE_CHECKING:
@@ -45,8 +45,9 @@ def write_intensity_geotiff(
     Raises
     ------
     geosynth.errors.InputError
-        ``fit`` is not a PaivaFit, its lattice is not a regular :class:`~geosynth.Grid`, or
-        ``path`` exists and ``overwrite`` is False.
+        ``fit`` is not a PaivaFit, its lattice is not a regular :class:`~geosynth.Grid`, an
+        attribute name contains ``=`` (it cannot name a band tag), or ``path`` exists and
+        ``overwrite`` is False.
 
     Notes
     -----
@@ -68,6 +69,7 @@ def write_intensity_geotiff(
         )
     grid = fit.grid
     _check_regular(grid)
+    _check_tag_names(fit.counts.attributes)
     target = Path(path)
     check_target(target, overwrite)
     lam = np.asarray(fit.posterior_mean_lambda())
@@ -118,6 +120,20 @@ def _write_bands(
             dst.set_band_description(b + 1, label)
             dst.update_tags(
                 b + 1, **{str(a): str(combos[a].iloc[b]) for a in fit.counts.attributes}
+            )
+
+
+def _check_tag_names(attributes: Any) -> None:
+    """Refuse attribute names that cannot name a band tag (GDAL stores tags as ``name=value``).
+
+    A tag ``grp=x`` of level ``a`` was read back as the tag ``grp`` of level ``x=a``.
+    """
+    for attribute in attributes:
+        if "=" in str(attribute):
+            raise InputError(
+                f"attribute {printable(attribute)!r} contains '=', which cannot be in the name "
+                "of a GeoTIFF band tag (GDAL stores tags as name=value and would read back "
+                "another name and level); rename the column before geosynth.prepare"
             )
 
 

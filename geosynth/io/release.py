@@ -498,7 +498,7 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
             raise InputError(
                 f"{name} has no active geometry column; pass the releases of geosynth.to_public"
             ) from err
-        _check_release_columns(release, geometry, name, original)
+        check_release_columns(release, geometry, name, original)
         if is_linked(release):
             raise InputError(
                 f"{name} is the internal output of geosynth.synthesize (or of a baseline): its "
@@ -628,11 +628,32 @@ _EDITED = "the file was edited after it was written: do not publish it, and writ
 _READ_FIX = f"geosynth never writes such a column, so {_EDITED}"
 
 
-def _check_release_columns(
+def check_release_columns(
     release: gpd.GeoDataFrame, geometry: str, name: str, original: pd.Index | None,
     fix: str = _WRITE_FIX,
 ) -> None:
-    """Refuse columns that may not be published: when writing, and again when reading a file."""
+    """Refuse columns that may not be published: when writing, reading, or mapping a release.
+
+    Parameters
+    ----------
+    release : geopandas.GeoDataFrame
+        A release (or a layer read from a release file).
+    geometry : str
+        Name of its active geometry column (not checked).
+    name : str
+        How the message names the release.
+    original : pandas.Index or None
+        Index of the confidential input: columns bearing its name, or whose distinct values
+        are its labels, are refused too.
+    fix : str, optional
+        What to do instead, ending the message.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A column named like an identifier (:data:`ID_COLUMNS`), an internal ``_`` column, a
+        second geometry column, or (given ``original``) a column linked to its labels.
+    """
     for column in release.columns:
         if column == geometry:
             continue
@@ -1332,7 +1353,8 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         a release layer has fewer rows than its metadata records) or edited (extra layers such
         as ``synthetic_01``, duplicate or unknown metadata keys, a metadata table without its
         ``key``/``value`` columns, a value that is not JSON, nested too deeply or of the wrong
-        type, a release layer that is not a point layer or in another CRS); or the audit file
+        type, a release layer that is not a point layer or in another CRS, a grid layer with
+        a column the writer never gives it); or the audit file
         beside it does not belong to it (:func:`verify_audit`).
 
     Warns
@@ -1390,6 +1412,11 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         if not polygons.all():
             raise _incomplete(name, f"its grid layer has {int((~polygons).sum())} cells that are "
                                     "not polygons")
+        extra = [str(c) for c in grid.columns
+                 if c != grid.geometry.name and str(c) not in _grid_columns(metadata)]
+        if extra:
+            raise InputError(f"{name}: its grid layer has columns {_shown(extra)}, which "
+                             f"geosynth never writes there, so {_EDITED}")
     audit = None
     if check_audit:
         try:
@@ -1398,6 +1425,19 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
             audit = None
     return ReleaseFile(releases=releases, grid=grid, metadata=metadata, layers=layers,
                        audit=audit)
+
+
+def _grid_columns(metadata: dict[str, Any]) -> set[str]:
+    """Columns :func:`write_release` may give the grid layer of a file with this metadata.
+
+    Those of :attr:`Grid.cells` (``area_id`` only for areal units) and, with the intensity,
+    ``lambda_<combination>`` for each combination of the model.
+    """
+    columns = {"cell_id", "n_neighbours", "habitable_fraction", "component"}
+    columns |= {"area_id"} if metadata["lattice"].get("kind") == "areal" else {"row", "col"}
+    if metadata["intensity"] is not None and metadata["model"] is not None:
+        columns |= {f"lambda_{label}" for label in metadata["model"]["combinations"]}
+    return columns
 
 
 def verify_audit(path: str | os.PathLike) -> dict[str, Any] | None:
@@ -1701,7 +1741,7 @@ def _read_releases(
         if not _crs_equal(frame.crs, expected_crs):
             raise _incomplete(name, f"its layer {layer!r} is in {_crs_label(frame.crs)}, but its "
                                     f"metadata records {printable(crs)[:80]}")
-        _check_release_columns(frame, frame.geometry.name, f"{name}: its layer {layer!r}", None,
+        check_release_columns(frame, frame.geometry.name, f"{name}: its layer {layer!r}", None,
                                _READ_FIX)
         frame.attrs = {PUBLIC_ATTR: True}  # a published file: its rows are not linked
         releases.append(frame)

@@ -168,3 +168,16 @@ def test_a_stale_aux_xml_does_not_relabel_a_new_geotiff(tmp_path, fitted):
     with rasterio.open(path) as src:
         assert src.descriptions == expected
     assert sorted(p.name for p in tmp_path.iterdir()) == ["intensity.tif"]
+
+
+def test_geotiff_refuses_an_attribute_name_a_band_tag_cannot_hold(tmp_path, confidential):
+    # GDAL stores band tags as name=value: the tag "grp=x" of level "a" read back as "grp".
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(4, 5), crs=CRS)
+    frame = confidential.rename(columns={"y": "grp=x"})
+    counts = prepare(frame, grid, attributes=["grp=x"])
+    fit = _fake_fit(counts, np.ones((grid.n_cells, 2)))
+    path = tmp_path / "intensity.tif"
+    with pytest.raises(InputError, match=r"attribute 'grp=x' contains '=', which cannot be in "
+                                         r"the name of a GeoTIFF band tag"):
+        write_intensity_geotiff(fit, path)
+    assert names(tmp_path) == []

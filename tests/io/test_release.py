@@ -957,6 +957,13 @@ def _grid_of_points(path):
     pyogrio.write_dataframe(grid, path, layer="grid")
 
 
+def _grid_column_added(name):
+    """A column the writer never gives the grid layer (record ids, coordinates), added by hand."""
+    def tamper(path):
+        sql(path, f"ALTER TABLE grid ADD COLUMN {name} TEXT")
+    return tamper
+
+
 def _column_added(name):
     """A column the writer refuses, added to the second release by hand (no audit file here)."""
     def tamper(path):
@@ -1020,6 +1027,10 @@ def _third_without(column):
         (_no_grid_rows, r"its grid layer has 0 cells but its metadata records 25"),
         (_grid_in_degrees, r"its grid layer is in EPSG:4326, but its releases in EPSG:31983"),
         (_grid_of_points, r"its grid layer has 25 cells that are not polygons"),
+        (_grid_column_added("record_index"), r"release.gpkg: its grid layer has columns "
+                                             r"\['record_index'\], which geosynth never writes "
+                                             r"there, so the file was edited after it was"),
+        (_grid_column_added("x_original"), r"its grid layer has columns \['x_original'\]"),
         (lambda path: sql(path, "INSERT INTO metadata (key, value) VALUES ('extra', '1')"),
          r"the 'complete' entry is not the last row"),
         (_column_added("original_index"), r"release.gpkg: its layer 'synthetic_2' has a column "
