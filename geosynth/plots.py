@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from geosynth._validation import check_real
 from geosynth.errors import InputError
 
 if TYPE_CHECKING:
@@ -225,9 +226,20 @@ def ru_map(
     Returns
     -------
     matplotlib.figure.Figure
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``table`` is not a DataFrame, or lacks the ``risk`` or ``utility`` column, or one of
+        them does not hold numbers.
+    TypeError
+        ``risk_limit`` is not a real number.
     """
     import matplotlib.pyplot as plt
 
+    _check_measures(table, risk, utility)
+    if risk_limit is not None:
+        risk_limit = check_real(risk_limit, "risk_limit")
     both = table[[risk, utility]].astype(float).dropna()
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     ax.scatter(both[risk], both[utility], color="tab:blue", zorder=3)
@@ -254,3 +266,21 @@ def ru_map(
         ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _check_measures(table: Any, risk: Any, utility: Any) -> None:
+    """Refuse an R-U table without numeric ``risk`` and ``utility`` columns, naming them."""
+    import pandas as pd
+
+    if not isinstance(table, pd.DataFrame):
+        raise InputError(f"table must be a pandas DataFrame of candidates, got "
+                         f"{type(table).__name__}")
+    for role, column in (("risk", risk), ("utility", utility)):
+        if column not in table.columns:
+            raise InputError(f"{role}={column!r} is not a column of table; its columns are "
+                             f"{[str(c) for c in table.columns]}")
+        try:
+            table[column].astype(float)
+        except (TypeError, ValueError) as err:
+            raise InputError(f"{role} column {column!r} must hold numbers (NaN where a "
+                             f"candidate has none), got dtype {table[column].dtype}") from err

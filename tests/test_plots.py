@@ -2,6 +2,7 @@
 
 import matplotlib
 import numpy as np
+import pandas as pd
 import pytest
 
 from geosynth import Grid
@@ -65,3 +66,19 @@ def test_data_text_is_drawn_as_text_not_mathtext(grid, label):
     figure.canvas.draw()
     (annotation, _) = figure.axes[0].texts
     assert annotation._preprocess_math(annotation.get_text()) == (label, False)
+
+
+def test_ru_map_refuses_missing_or_textual_measures_naming_them():
+    from geosynth.plots import ru_map
+
+    table = pd.DataFrame({"risk": [0.1, 0.2], "utility": [0.9, 0.8], "note": ["a", "b"]},
+                         index=["a", "b"])
+    with pytest.raises(InputError, match=r"risk='riks' is not a column of table; its columns "
+                                         r"are \['risk', 'utility', 'note'\]"):
+        ru_map(table, "riks", "utility", ["a"])
+    with pytest.raises(InputError, match=r"utility column 'note' must hold numbers"):
+        ru_map(table, "risk", "note", ["a"])
+    with pytest.raises(TypeError, match="risk_limit must be a real number"):
+        ru_map(table, "risk", "utility", ["a"], risk_limit="0.1")
+    with pytest.raises(InputError, match="table must be a pandas DataFrame"):
+        ru_map(table.to_dict(), "risk", "utility", ["a"])
