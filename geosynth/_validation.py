@@ -27,6 +27,7 @@ from geosynth.errors import InputError
 
 __all__ = [
     "check_real",
+    "check_real_array",
     "check_positive",
     "check_epsilon",
     "check_probability",
@@ -73,6 +74,58 @@ def check_real(value: Any, name: str) -> float:
         return float(value)
     except OverflowError:  # an int beyond the float range (10**400): ±inf, refused as such
         return math.inf if value > 0 else -math.inf
+
+
+def check_real_array(values: Any, name: str, what: str = "an array of real numbers") -> np.ndarray:
+    """Return ``values`` as a float64 array after checking that it holds real numbers.
+
+    The one conversion of an array parameter to floats (the samplers' ``w`` and ``z``, the GP's
+    points and response, the DP mechanisms' values and scores). Its messages name the parameter
+    and the type, never a value: the values may be confidential. Finiteness is left to the
+    caller, whose message says what to do with a NaN.
+
+    Parameters
+    ----------
+    values : object
+        The value given (a scalar, a sequence, a NumPy array, a pandas object).
+    name : str
+        Name of the parameter, used in the messages.
+    what : str, default "an array of real numbers"
+        What the parameter must be, in the type error's message.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Same shape (0-d for a scalar).
+
+    Raises
+    ------
+    TypeError
+        None, text, booleans, dates, complex numbers or other objects (NumPy would turn
+        ``True`` into 1, ``"1"`` into 1.0 and drop an imaginary part with a warning).
+    geosynth.errors.InputError
+        A ragged sequence, or an int beyond the float range (``10**400``).
+    """
+    if values is None or isinstance(values, str | bytes):
+        raise TypeError(f"{name} must be {what}, got {type(values).__name__}")
+    try:
+        array = np.asarray(values)
+    except ValueError:  # inhomogeneous shape
+        raise InputError(f"{name} is a ragged sequence (rows of different lengths); pass a "
+                         "rectangular array or a flat list of numbers") from None
+    if array.dtype.kind == "O":
+        try:
+            array = array.astype(np.float64)
+        except OverflowError:
+            raise InputError(f"{name} must be finite, got an int beyond the float range; check "
+                             "it for an overflow") from None
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be {what}, got {type(values).__name__} holding "
+                            "objects that are not numbers") from None
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be {what}, got {type(values).__name__} of dtype "
+                        f"{array.dtype}")
+    return array.astype(np.float64, copy=False)
 
 
 def check_positive(

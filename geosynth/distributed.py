@@ -69,7 +69,7 @@ from geosynth.data import (
     warn_dropped,
     warn_if_bounds_touch_records,
 )
-from geosynth.errors import DataWarning, InputError
+from geosynth.errors import CRSError, DataWarning, InputError
 from geosynth.evaluation import (
     Evaluation,
     evaluate,
@@ -428,18 +428,14 @@ def _one_draw_fit(fit: PaivaFit, index: int) -> dict[str, Any]:
             "lambda_chain_means": None}
 
 
-def _release_task(shared, arrays, seed, release, draw, weights):
+def _release_task(shared, arrays, seed, release, draw):
     """Dask task: release ``release`` from posterior draw ``draw``, and its placement note.
 
     ``shared`` is the client's :class:`~geosynth.synth.paiva.ReleaseMaker` (records checked,
-    covariates' tables computed once) over a fit without draws; ``arrays`` hold draw ``draw``
-    only, as draw 0, and the worker reads the weights raster.
+    weights raster read, covariates' tables computed once) over a fit without draws;
+    ``arrays`` hold draw ``draw`` only, as draw 0.
     """
-    from geosynth.synth.placement import PixelTable
-
-    table = None if weights is None else PixelTable.from_raster(weights, shared.fit.counts.grid)
-    maker = dataclasses.replace(shared, fit=dataclasses.replace(shared.fit, **arrays),
-                                table=table)
+    maker = dataclasses.replace(shared, fit=dataclasses.replace(shared.fit, **arrays))
     return maker.release(release, 0, np.random.default_rng(seed), posterior_draw=draw)
 
 
@@ -474,7 +470,8 @@ def synthesize_dask(
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         The same seed gives the same releases.
     weights : str or os.PathLike, optional
-        Path of the weights raster (read by each task, so it must be readable by the workers).
+        Path of the weights raster, read and checked in the client (as by
+        :func:`geosynth.synthesize`) and sent to every worker once.
     client : distributed.Client, optional
         Default: the current client.
 
@@ -482,6 +479,14 @@ def synthesize_dask(
     -------
     list of geopandas.GeoDataFrame
         As :func:`geosynth.synthesize`, in release order.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``fit`` is not an exact :class:`~geosynth.PaivaFit`, ``weights`` is not a path, or any
+        error of :func:`geosynth.synthesize` (about ``gdf``, ``m``, ``seed``, the raster).
+    geosynth.errors.CRSError
+        As :func:`geosynth.synthesize`.
 
     Warns
     -----
@@ -498,13 +503,15 @@ def synthesize_dask(
         raise InputError("synthesize_dask takes exact fits; synthesize a noise-aware fit with "
                          "geosynth.synthesize")
     if weights is not None and not isinstance(weights, (str, os.PathLike)):
-        raise InputError("weights must be a path the workers can open, got "
+        raise InputError("weights must be the path of a raster (str or os.PathLike), got "
                          f"{type(weights).__name__}")
     m = check_m(m)
     template = dataclasses.replace(fit, scalars=None, theta=None, beta=None, eta=None,
                                    latent_totals=None, eta_draw_index=None,
                                    lambda_chain_means=None)
-    shared = ReleaseMaker.of(template, gdf)  # gdf checked here, not in m tasks
+    # gdf and weights checked here, not in m tasks (an error of the raster reached the client
+    # as a bare Exception: its rasterio cause does not unpickle)
+    shared = ReleaseMaker.of(template, gdf, weights)
     draws = release_draws(fit, m).tolist()
     if fit.counts.covariates:
         warn_rare_value_combinations(fit.counts, m)
@@ -514,8 +521,7 @@ def synthesize_dask(
     futures = []
     for release, (draw, s) in enumerate(zip(draws, seeds, strict=True)):
         futures.append(client.submit(
-            _release_task, shared_f, _one_draw_fit(fit, draw), s, release, draw, weights,
-            pure=False,
+            _release_task, shared_f, _one_draw_fit(fit, draw), s, release, draw, pure=False,
             key=f"geosynth-release-{release}-{os.urandom(4).hex()}"))
     releases = []
     for out, note in client.gather(futures):
@@ -625,7 +631,7 @@ def evaluate_dask(
         As :func:`geosynth.evaluate`.
     """
     client = _get_client(client)
-    releases = [releases] if isinstance(releases, pd.DataFrame) else list(releases)
+    releases = as_releases(releases)
     executor = _TaskExecutor(client, "evaluate", spread=releases)
     try:
         return evaluate(original, releases, grid, attributes, outcome=outcome,
@@ -643,8 +649,22 @@ def _is_dask_geodataframe(gdf: Any) -> bool:
     return isinstance(gdf, dask_geopandas.GeoDataFrame)
 
 
+def _check_partition_crs(part, grid) -> None:
+    """:func:`check_crs` on one partition: the frame's metadata does not bind its partitions.
+
+    A partition built apart (``dd.from_delayed``, a ``map_partitions`` that reprojects) can
+    carry another CRS or none: its coordinates were counted as if in the grid's.
+    """
+    try:
+        check_crs(part, grid)
+    except CRSError as err:
+        raise CRSError(f"a partition of gdf is not in the CRS of the frame's metadata: {err}; "
+                       "give every partition the same CRS") from None
+
+
 def _partition_table(part, grid, attrs, continuous) -> pd.DataFrame:
     """Map step: validate one partition's rows and count its points per (cell, attributes)."""
+    _check_partition_crs(part, grid)
     return count_table(locate_records(part, grid, attrs, continuous, check_bounds=False), attrs)
 
 
@@ -703,6 +723,7 @@ def _partition_outside(part, grid, attrs) -> pd.Series:
 
 def _partition_on_domain(part, grid, domain) -> pd.DataFrame:
     """Cell, domain combination and drop reasons of every record of one partition."""
+    _check_partition_crs(part, grid)
     cell, combo, dropped = locate_on_domain(part, grid, domain, check_bounds=False)
     columns = {"cell": cell, "combo": combo}
     columns.update({f"dropped_{k}": dropped[:, k] for k in range(len(DROP_REASONS))})
@@ -795,7 +816,7 @@ def prepare_dask(
         ``ddf`` is not a dask_geopandas.GeoDataFrame, a categorical attribute has unknown
         categories, or any error of :func:`geosynth.prepare`.
     geosynth.errors.CRSError
-        As :func:`geosynth.prepare`.
+        As :func:`geosynth.prepare`, for the frame's metadata and for every partition.
     geosynth.errors.MemoryLimitError
         As :func:`geosynth.prepare`.
 

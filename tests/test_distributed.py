@@ -355,6 +355,39 @@ def test_prepare_dask_refuses_mixed_types_the_frame_keeps(client, points, grid):
             assert gd.prepare_dask(ddf, grid, attributes=["m"]).levels == {"m": ["1"]}
 
 
+def test_prepare_dask_checks_the_crs_of_every_partition(client, points, grid):
+    """A partition's CRS is not the metadata's: its coordinates were counted as the grid's."""
+    import dask
+    import dask.dataframe as dd
+
+    first, rest = points.iloc[:300], points.iloc[300:]
+    for other in (rest.set_crs("EPSG:32724", allow_override=True),  # prepare: CRSError
+                  rest.set_crs(None, allow_override=True)):
+        with pytest.raises(geosynth.errors.CRSError):
+            prepare(other, grid, attributes=["a"])
+        ddf = dd.from_delayed([dask.delayed(first), dask.delayed(other)], meta=points.iloc[:0])
+        if not isinstance(ddf, dask_geopandas.GeoDataFrame):
+            ddf = dask_geopandas.from_dask_dataframe(ddf)
+        assert ddf.crs == points.crs
+        with pytest.raises(geosynth.errors.CRSError, match="^a partition of gdf is not in"):
+            gd.prepare_dask(ddf, grid, attributes=["a"])
+        with pytest.raises(geosynth.errors.CRSError, match="^a partition of gdf is not in"):
+            gd.prepare_dask(ddf, grid, attributes=["a"], levels={"a": [0, 1]})
+
+
+def test_synthesize_dask_checks_the_weights_in_the_client(client, points, fitted, tmp_path):
+    # Read in each task before: the InputError reached the caller as a bare Exception (its
+    # rasterio cause does not unpickle), once per release.
+    _, fit = fitted
+    missing = str(tmp_path / "nope.tif")
+    with pytest.raises(InputError) as memory:
+        geosynth.synthesize(fit, points, m=2, seed=1, weights=missing)
+    with pytest.raises(InputError) as dask:
+        gd.synthesize_dask(fit, points, m=2, seed=1, weights=missing, client=client)
+    assert type(dask.value) is type(memory.value)
+    assert str(dask.value) == str(memory.value) and "cannot be opened" in str(dask.value)
+
+
 def test_dask_prepared_counts_fit_and_synthesize(client, points, grid):
     ddf = to_dask(points, 3)
     counts = gd.prepare_dask(ddf, grid, attributes=["a", "c"], continuous="z")
@@ -446,6 +479,9 @@ def test_evaluate_dask_checks_every_release_in_the_client(thread_client, points,
         gd.evaluate_dask(points, shuffled, grid, ["a"], client=thread_client)
     with pytest.raises(InputError, match="releases is empty"):
         gd.evaluate_dask(points, [], grid, ["a"], client=thread_client)
+    for wrong in (None, 5):  # list(releases): a bare TypeError "object is not iterable"
+        with pytest.raises(InputError, match="releases must be a GeoDataFrame or a list"):
+            gd.evaluate_dask(points, wrong, grid, ["a"], client=thread_client)
 
 
 def test_tune_on_the_client_executor_equals_in_memory_tune(client, points):

@@ -16,6 +16,7 @@ from geosynth._validation import (
     check_positive,
     check_probability,
     check_real,
+    check_real_array,
 )
 from geosynth.errors import InputError
 
@@ -172,3 +173,26 @@ def test_check_max_bytes_returns_a_python_int(value):
 def test_check_max_bytes_refuses(value):
     with pytest.raises(InputError, match="max_bytes must be a positive int"):
         check_max_bytes(value)
+
+
+def test_check_real_array_converts_numbers_and_object_arrays_of_numbers():
+    out = check_real_array([1, 2.5, np.int32(3)], "w")
+    assert out.dtype == np.float64 and out.tolist() == [1.0, 2.5, 3.0]
+    assert check_real_array(np.array([1, 2], dtype=object), "w").dtype == np.float64
+    assert check_real_array(4, "w").shape == ()
+
+
+@pytest.mark.parametrize("value", [None, "12", b"1", [True, False], ["1"], [1 + 2j],
+                                   np.array(["2020-01-01"], dtype="datetime64[D]"),
+                                   np.array([object()], dtype=object)])
+def test_check_real_array_refuses_what_numpy_would_convert_or_quote(value):
+    with pytest.raises(TypeError, match=r"^secret must be an array of real numbers, got ") as info:
+        check_real_array(value, "secret")
+    assert "1 +" not in str(info.value) and "2020" not in str(info.value)
+
+
+def test_check_real_array_refuses_ragged_and_overflowing_input():
+    with pytest.raises(InputError, match="w is a ragged sequence"):
+        check_real_array([[1.0, 2.0], [3.0]], "w")
+    with pytest.raises(InputError, match="w must be finite, got an int beyond the float range"):
+        check_real_array([10**400], "w")

@@ -66,6 +66,7 @@ from geosynth._validation import (
     check_optional_str,
     check_positive,
     check_probability,
+    check_real_array,
     is_integer,
 )
 from geosynth.dp._randomness import private_generator
@@ -213,15 +214,7 @@ def _as_array(x: Any, name: str) -> NDArray[Any]:
 
 def _as_real_array(x: Any, name: str) -> tuple[NDArray[np.float64], bool]:
     """Return ``x`` as a float64 array and whether it was a scalar."""
-    if isinstance(x, str | bytes):
-        raise TypeError(f"{name} must be a real number or an array of real numbers, got str")
-    array = _as_array(x, name)
-    if array.dtype.kind == "b" or array.dtype.kind not in "iuf":
-        raise TypeError(
-            f"{name} must be a real number or an array of real numbers, "
-            f"got {type(x).__name__} of dtype {array.dtype}"
-        )
-    array = array.astype(np.float64)
+    array = check_real_array(x, name, "a real number or an array of real numbers")
     bad = ~np.isfinite(array)
     if bad.any():
         raise InputError(
@@ -899,15 +892,7 @@ def exponential(
             "candidates must be a sequence (list, tuple or array) of possible outputs, "
             f"got {type(candidates).__name__}"
         )
-    if isinstance(scores, str | bytes):
-        raise TypeError("scores must be an array of real numbers, got str")
-    score_array = _as_array(scores, "scores")
-    if score_array.dtype.kind == "b" or score_array.dtype.kind not in "iuf":
-        raise TypeError(
-            f"scores must be an array of real numbers, got {type(scores).__name__} of dtype "
-            f"{score_array.dtype}"
-        )
-    score_array = score_array.astype(np.float64)
+    score_array = check_real_array(scores, "scores")
     if score_array.ndim != 1:
         raise InputError(
             f"scores must be one-dimensional (one score per candidate), got shape "

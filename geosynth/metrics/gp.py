@@ -54,11 +54,12 @@ from scipy import linalg
 from scipy.spatial.distance import pdist, squareform
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_int, check_probability
+from geosynth._validation import check_int, check_probability, check_real_array
 from geosynth.errors import DataWarning, InputError
 
 __all__ = ["DEFAULT_RANGE_SHARES", "DEFAULT_NUGGET_RATIOS", "GRID_END_SHARE",
-           "NEGLIGIBLE_NUGGET_RATIO", "GPPosterior", "gp_regression", "stacked_intervals"]
+           "NEGLIGIBLE_NUGGET_RATIO", "MIN_NUGGET_RATIO", "GPPosterior", "gp_regression",
+           "stacked_intervals"]
 
 PARAMETERS = ("sigma2", "tau2", "phi")
 
@@ -70,6 +71,10 @@ DEFAULT_NUGGET_RATIOS = np.geomspace(0.01, 10.0, 12)
 GRID_END_SHARE = 0.05
 #: A smallest nugget ratio at most this large is not warned about (module docstring).
 NEGLIGIBLE_NUGGET_RATIO = 0.01
+#: The smallest nugget ratio α accepted: the eigenvalues of R_φ carry rounding errors near
+#: n·1e-16·n, so 1/(λ + α) on a (near) null direction of R_φ (duplicate points, long ranges) is
+#: rounding below it (α = 1e-300 with duplicate points gave β ≈ -8e14 against 0.81).
+MIN_NUGGET_RATIO = 1e-6
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,8 @@ def gp_regression(
         Decay values φ. Default: effective ranges 3/φ from 2% to 300% of the largest distance,
         16 values on a log scale (see the module docstring for the choice).
     nugget_grid : numpy.ndarray, optional
-        Nugget-to-sill ratios α = τ²/σ². Default: 12 values from 0.01 to 10 on a log scale.
+        Nugget-to-sill ratios α = τ²/σ², each at least :data:`MIN_NUGGET_RATIO`. Default: 12
+        values from 0.01 to 10 on a log scale.
     n_draws : int, default 2000
         Independent posterior draws.
     seed : None, int or numpy.random.Generator
@@ -147,9 +153,11 @@ def gp_regression(
     Raises
     ------
     geosynth.errors.InputError
-        Invalid points, response or design; distances between the points that overflow;
-        ``n_draws`` below 1 or above :data:`MAX_GP_DRAWS`; a grid that is not a non-empty 1-D
-        array of distinct finite positive numbers; a ``y`` that ``X`` fits exactly.
+        Invalid points, response or design (not real numbers, NaN, a design that is (nearly)
+        rank deficient); distances between the points that overflow; ``n_draws`` below 1 or
+        above :data:`MAX_GP_DRAWS`; a grid that is not a non-empty 1-D array of distinct finite
+        positive numbers, or a nugget ratio below :data:`MIN_NUGGET_RATIO`; a ``y`` that ``X``
+        fits exactly.
     TypeError
         ``n_draws`` is not an integer.
 
@@ -181,7 +189,7 @@ def gp_regression(
     phi_grid = (_default_phi_grid(distances) if phi_grid is None
                 else _check_grid(phi_grid, "phi_grid"))
     nugget_grid = (DEFAULT_NUGGET_RATIOS.copy() if nugget_grid is None
-                   else _check_grid(nugget_grid, "nugget_grid"))
+                   else _check_grid(nugget_grid, "nugget_grid", MIN_NUGGET_RATIO))
     fits = [_profile(distances, phi, y, X, nugget_grid) for phi in phi_grid]
     log_post = np.array([[f["log_post"] for f in row] for row in fits])
     mass = np.exp(log_post - log_post.max())
@@ -309,7 +317,10 @@ def _profile(distances, phi, y, X, nugget_grid):
         w = 1.0 / (eigenvalues + alpha)
         XtVX = QX.T @ (w[:, None] * QX)
         XtVy = QX.T @ (w * Qy)
-        chol = linalg.cho_factor(XtVX)
+        try:
+            chol = linalg.cho_factor(XtVX)
+        except linalg.LinAlgError:  # numerically singular though matrix_rank passed
+            raise InputError(_RANK_DEFICIENT) from None
         beta_hat = linalg.cho_solve(chol, XtVy)
         # (y − Xβ̂)ᵀ V⁻¹ (y − Xβ̂) from the residual itself: yᵀV⁻¹y − β̂ᵀXᵀV⁻¹y subtracts two
         # nearly equal numbers when y's mean is large against its spread (wrong at 1e6, NaN
@@ -334,8 +345,8 @@ MAX_GP_DRAWS = 10**7
 _EXACT_FIT = 1e-20
 
 
-def _check_grid(values: Any, name: str) -> np.ndarray:
-    """Return a grid of φ or α after checking it: non-empty, 1-D, finite and positive."""
+def _check_grid(values: Any, name: str, minimum: float = 0.0) -> np.ndarray:
+    """Return a grid of φ or α after checking it: non-empty, 1-D, finite, > 0 and >= minimum."""
     try:
         grid = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
@@ -350,6 +361,11 @@ def _check_grid(values: Any, name: str) -> np.ndarray:
         raise InputError(f"{name} lists a value more than once "
                          f"({np.array2string(grid, threshold=8)}); each grid value is one "
                          "point of a uniform prior: list each once")
+    if grid.min() < minimum:
+        raise InputError(f"{name} values must be at least {minimum:g}, got {grid.min():g}: "
+                         "smaller ratios are below the rounding error of the correlation "
+                         f"matrix, so the fit would be noise; {minimum:g} already means no "
+                         "nugget to speak of")
     return grid
 
 
@@ -389,9 +405,8 @@ def _warn_grid_ends(mass: np.ndarray, phi_grid: np.ndarray, nugget_grid: np.ndar
 
 
 def _check_inputs(coords, y, X):
-    coords = np.asarray(coords, dtype=float)
-    y = np.asarray(y, dtype=float)
-    X = np.asarray(X, dtype=float)
+    coords = check_real_array(coords, "coords")
+    y, X = check_real_array(y, "y"), check_real_array(X, "X")
     if coords.ndim != 2 or coords.shape[1] != 2:
         raise InputError(f"coords must have shape (n, 2), got {coords.shape}")
     if y.shape != (coords.shape[0],) or X.ndim != 2 or X.shape[0] != coords.shape[0]:
@@ -406,5 +421,9 @@ def _check_inputs(coords, y, X):
         if not np.all(np.isfinite(arr)):
             raise InputError(f"{name} contains NaN or inf; drop or impute those rows first")
     if np.linalg.matrix_rank(X) < p:
-        raise InputError("X is rank deficient; drop collinear columns (e.g. a duplicated dummy)")
+        raise InputError(_RANK_DEFICIENT)
     return coords, y, X
+
+
+_RANK_DEFICIENT = ("X is rank deficient; drop collinear columns (e.g. a duplicated dummy), or "
+                   "rescale columns of very different sizes")

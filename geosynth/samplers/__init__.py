@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from geosynth._validation import check_int, check_real
+from geosynth._validation import check_int, check_real, check_real_array
 from geosynth.errors import InputError, SamplerError
 from geosynth.samplers.ars import ars_draw, ars_sample, new_workspace
 from geosynth.samplers.family import STATUS_MESSAGES, STATUS_OK, log_density
@@ -36,11 +36,15 @@ __all__ = [
     "new_workspace",
     "log_density",
     "MAX_SAMPLE_SIZE",
+    "MAX_SLICE_TRANSITIONS",
 ]
 
 
 #: The most draws one :func:`sample_conditional` call returns (800 MB of float64).
 MAX_SAMPLE_SIZE = 10**8
+#: The most slice transitions (``size × thin``) one call runs: the default thin at the largest
+#: size, a few minutes (thin=10**9 for one draw ran for minutes, 2**70 failed in numba).
+MAX_SLICE_TRANSITIONS = 5 * MAX_SAMPLE_SIZE
 
 
 def sample_conditional(
@@ -88,11 +92,13 @@ def sample_conditional(
     ------
     TypeError
         If ``a``, ``m`` or ``q`` is not a real number, ``size`` or ``thin`` not an int (a bool,
-        a float, None, a string, ...), or ``w``/``z`` not numeric; the message names it.
+        a float, None, a string, ...), or ``w``/``z`` not numeric (also booleans, strings or
+        dates); the message names it.
     InputError
         If a value is out of range: ``a``, ``m``, ``q``, some ``w_j`` or ``z_j`` NaN or
         infinite, ``q < 0`` or some ``w_j < 0`` (not log-concave), ``w`` and ``z`` of
-        different shapes, ``size < 0`` or above :data:`MAX_SAMPLE_SIZE`, ``thin < 1``, or an
+        different shapes, ``size < 0`` or above :data:`MAX_SAMPLE_SIZE`, ``thin < 1``, for
+        ``method="slice"`` ``size × thin`` above :data:`MAX_SLICE_TRANSITIONS`, or an
         invalid ``method``. The message
         names the parameter (and the index ``j``).
     SamplerError
@@ -120,6 +126,11 @@ def sample_conditional(
         raise InputError(f"size must be at most {MAX_SAMPLE_SIZE:,} draws, got {size:,}; draw "
                          "in batches, each with its own seed")
     thin = check_int(thin, "thin", 1, what="slice transitions between draws")
+    if method == "slice" and size * thin > MAX_SLICE_TRANSITIONS:
+        raise InputError(f"size × thin must be at most {MAX_SLICE_TRANSITIONS:,} slice "
+                         f"transitions, got {size:,} × {thin:,}; pass a smaller thin (a slice "
+                         "chain on a log-concave density mixes within a few transitions) or "
+                         "draw in batches, each with its own seed")
     state = make_streams(seed, 1)[0]
     args = (a, w_arr, z_arr, m, q)
     if method == "ars":
@@ -141,8 +152,8 @@ def _finite(value: Any, name: str, what: str) -> float:
 
 
 def _as_terms(w, z) -> tuple[np.ndarray, np.ndarray]:
-    w_arr = np.ascontiguousarray(np.atleast_1d(_as_floats(w, "w")))
-    z_arr = _as_floats(z, "z")
+    w_arr = np.ascontiguousarray(np.atleast_1d(check_real_array(w, "w")))
+    z_arr = check_real_array(z, "z")
     if z_arr.ndim == 0:
         z_arr = np.full_like(w_arr, float(z_arr))
     z_arr = np.ascontiguousarray(np.atleast_1d(z_arr))
@@ -166,13 +177,3 @@ def _as_terms(w, z) -> tuple[np.ndarray, np.ndarray]:
         raise InputError(f"z[{j}] must be finite, got {float(z_arr[j])!r}; check it for NaN or "
                          "an overflow")
     return w_arr, z_arr
-
-
-def _as_floats(values: Any, name: str) -> np.ndarray:
-    """``values`` as a float64 array; a TypeError naming ``name`` if they are not numbers."""
-    if values is None or isinstance(values, str | bytes):
-        raise TypeError(f"{name} must be an array of real numbers, got {type(values).__name__}")
-    try:
-        return np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be an array of real numbers, got {values!r:.60}") from error

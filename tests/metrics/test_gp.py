@@ -140,6 +140,14 @@ def test_stacked_intervals_name_a_wrong_argument(fits, original, releases, match
         # scipy's "array must not contain infs or NaNs" from the eigensolver
         ({"coords": np.random.default_rng(1).uniform(size=(10, 2)) * 1e160},
          "distances between the points overflow"),
+        # NumPy's ValueError / OverflowError
+        ({"coords": [[1.0, 2.0], [3.0]] * 5}, r"^coords is a ragged sequence"),
+        ({"y": [10**400] * 10}, r"^y must be finite, got an int beyond the float range"),
+        # matrix_rank passed, then cho_factor's LinAlgError "leading minor not positive definite"
+        ({"X": np.column_stack([np.ones(10), 1 + 1e-12 * np.random.default_rng(2).normal(
+            size=10)])}, r"^X is rank deficient"),
+        # 1/(λ + α) is rounding on R_φ's null directions: β came out near -8e14 (duplicates)
+        ({"nugget_grid": [1e-300, 0.1]}, r"^nugget_grid values must be at least 1e-06, got"),
     ],
 )
 def test_bad_input(kwargs, match):
@@ -210,3 +218,22 @@ def test_no_warning_when_the_grid_holds_the_posterior():
     assert _end_shares(post, "nugget_ratio")[1] < GRID_END_SHARE
     interval = post.intervals().loc["phi"]
     assert interval["lower"] < 15.0 < interval["upper"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        # NumPy's ValueError quoted a value ("could not convert string to float: '0 kg'")
+        ({"y": [f"{v} kg" for v in range(10)]}, r"^y must be an array of real numbers, got list "
+                                                r"of dtype <U4$"),
+        # the imaginary part was dropped with a warning
+        ({"coords": np.ones((10, 2)) * (1 + 1j)}, r"^coords must be an array of real numbers"),
+    ],
+)
+def test_inputs_that_are_not_real_numbers_are_refused_without_their_values(kwargs, match):
+    rng = np.random.default_rng(0)
+    args = {"coords": rng.uniform(size=(10, 2)), "y": rng.normal(size=10),
+            "X": np.column_stack([np.ones(10), rng.normal(size=10)])}
+    args.update(kwargs)
+    with pytest.raises(TypeError, match=match):
+        gp_regression(args["coords"], args["y"], args["X"], n_draws=10, seed=0)

@@ -152,6 +152,12 @@ def test_invalid_density_names_the_parameter(args, match, method):
         ({"q": True}, TypeError, r"^q must be a real number, got bool"),
         ({"w": "abc"}, TypeError, r"^w must be an array of real numbers"),
         ({"w": None}, TypeError, r"^w must be an array of real numbers"),
+        # Converted silently before: True as 1, "1" as 1.0, a date as its day number.
+        ({"w": [True]}, TypeError, r"^w must be an array of real numbers"),
+        ({"w": ["1"]}, TypeError, r"^w must be an array of real numbers"),
+        ({"w": np.array(["2020-01-01"], dtype="datetime64[D]")}, TypeError, r"^w must be an"),
+        ({"z": True}, TypeError, r"^z must be an array of real numbers"),
+        ({"w": [10**400]}, InputError, r"^w must be finite, got an int beyond the float range"),
     ],
 )
 def test_wrong_argument_types_are_named(kwargs, error, match):
@@ -173,6 +179,16 @@ def test_bad_arguments_raise_input_error():
         sample_conditional(1.0, [1.0, 2.0], [1.0], 0.0, 1.0)
     with pytest.raises(InputError, match="thin"):
         sample_conditional(1.0, [1.0], 1.0, 0.0, 1.0, method="slice", thin=0)
+
+
+@pytest.mark.parametrize(("size", "thin"), [(1, 10**9), (1, 2**70), (10**8, 6)])
+def test_slice_transitions_are_bounded(size, thin):
+    # thin=10**9 for one draw ran for minutes; 2**70 failed in numba with a TypingError.
+    with pytest.raises(InputError, match=r"^size × thin must be at most 500,000,000 slice"):
+        sample_conditional(1.0, [1.0], 1.0, 0.0, 1.0, size=size, method="slice", thin=thin,
+                           seed=1)
+    # ARS ignores thin.
+    assert sample_conditional(1.0, [1.0], 1.0, 0.0, 1.0, size=3, thin=thin, seed=1).shape == (3,)
 
 
 @pytest.mark.parametrize("method", ["ars", "slice"])
