@@ -104,10 +104,14 @@ def check_real_array(values: Any, name: str, what: str = "an array of real numbe
         None, text, booleans, dates, complex numbers or other objects (NumPy would turn
         ``True`` into 1, ``"1"`` into 1.0 and drop an imaginary part with a warning).
     geosynth.errors.InputError
-        A ragged sequence, or an int beyond the float range (``10**400``).
+        A ragged sequence, an int beyond the float range (``10**400``), or a masked array with
+        masked entries.
     """
     if values is None or isinstance(values, str | bytes):
         raise TypeError(f"{name} must be {what}, got {type(values).__name__}")
+    if np.ma.is_masked(values):  # np.asarray would use the hidden values under the mask
+        raise InputError(f"{name} is a masked array with masked entries; drop them or fill "
+                         f"them ({name}.filled(value)) first")
     try:
         array = np.asarray(values)
     except ValueError:  # inhomogeneous shape

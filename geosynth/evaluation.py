@@ -412,10 +412,7 @@ def plan_evaluation(
     geosynth.errors.CRSError
         See :func:`evaluate`.
     """
-    releases = [releases] if isinstance(releases, gpd.GeoDataFrame) else list(releases)
-    if not releases:
-        raise InputError("releases is empty; pass the m synthetic data sets to evaluate")
-    releases = as_releases(releases)
+    releases = as_releases(releases)  # None or a number: a raw TypeError from list()
     check_frames(original, releases)
     if len(original) == 0:
         raise InputError("original has no records; pass the confidential points the releases "

@@ -66,6 +66,10 @@ def test_empty_releases_refused(scenario):
     data, grid = scenario
     with pytest.raises(InputError, match="releases is empty"):
         evaluate(data.data, [], grid, ATTRIBUTES)
+    for wrong in (None, 5):  # list(releases) raised a raw TypeError
+        with pytest.raises(InputError, match="releases must be a GeoDataFrame or a list of "
+                                             "GeoDataFrames"):
+            evaluate(data.data, wrong, grid, ATTRIBUTES)
 
 
 def test_an_empty_original_is_refused_not_measured_as_nan(scenario):

@@ -196,3 +196,7 @@ def test_check_real_array_refuses_ragged_and_overflowing_input():
         check_real_array([[1.0, 2.0], [3.0]], "w")
     with pytest.raises(InputError, match="w must be finite, got an int beyond the float range"):
         check_real_array([10**400], "w")
+    # np.asarray drops the mask and would use the hidden values
+    with pytest.raises(InputError, match=r"w is a masked array with masked entries"):
+        check_real_array(np.ma.masked_array([1.0, -5.0], mask=[False, True]), "w")
+    assert check_real_array(np.ma.masked_array([1.0, 2.0]), "w").tolist() == [1.0, 2.0]
