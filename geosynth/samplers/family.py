@@ -52,7 +52,7 @@ STATUS_MESSAGES = {
     "right tail needs some w_j > 0 with z_j > 0 (or a < 0) and the left tail some w_j > 0 with "
     "z_j < 0 (or a > 0); give the parameter a proper prior (q > 0)",
     STATUS_MODE_FAILED: "the mode search did not converge; the density is numerically degenerate "
-    "(extreme a, w or z)",
+    "(extreme a, w, z, m or q)",
     STATUS_TOO_MANY_REJECTIONS: "adaptive rejection sampling exceeded its rejection budget",
     STATUS_SLICE_BUDGET: "slice sampling exceeded its shrinkage budget",
     STATUS_BAD_ARRAYS: "an array argument has the wrong shape: w and z must have the same length, "
