@@ -77,10 +77,12 @@ def parse_grid_spec(spec: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[1])
 
 
-#: geosynth._validation.MAX_CHAINS and MAX_RELEASES, spelled out: importing them would load
-#: NumPy with the CLI (a test holds them equal).
+#: geosynth._validation.MAX_CHAINS and MAX_RELEASES, and geosynth.model.stopping's
+#: MAX_TARGET_ESS, spelled out: importing them would load NumPy with the CLI (a test holds them
+#: equal).
 MAX_CHAINS = 1024
 MAX_RELEASES = 10_000
+MAX_TARGET_ESS = 1_000_000
 
 
 class FiniteFloat(click.FloatRange):
@@ -231,7 +233,7 @@ class Iterations(click.ParamType):
 def stopping_options(f: Callable) -> Callable:
     """``--target-ess``, ``--max-rhat``, ``--max-seconds``: when ``--iterations auto`` stops."""
     options = [
-        click.option("--target-ess", type=FiniteFloat(min=1), default=400,
+        click.option("--target-ess", type=FiniteFloat(min=1, max=MAX_TARGET_ESS), default=400,
                      show_default=True,
                      help="With --iterations auto: the bulk effective sample size (all chains "
                      "together) that every parameter must reach."),

@@ -53,7 +53,7 @@ __all__ = ["release"]
 @attributes_option(required=True)
 @continuous_option
 @lattice_options
-@region_option("Required with --epsilon.")
+@region_option("Required with --epsilon, unless --areas gives the lattice.")
 @exclude_option
 @click.option("--drop-outside", is_flag=True,
               help="Drop (with a warning) records outside the lattice/region or inside excluded "

@@ -154,10 +154,16 @@ def test_the_cli_caps_options_as_the_library_does():
     from geosynth._validation import MAX_RELEASES
     from geosynth.cli.options import MAX_CHAINS
     from geosynth.cli.options import MAX_RELEASES as CLI_MAX_RELEASES
+    from geosynth.cli.options import MAX_TARGET_ESS as CLI_MAX_TARGET_ESS
     from geosynth.datasets import MAX_RECORDS
     from geosynth.metrics.utility import MAX_QUADRANTS
+    from geosynth.model.stopping import MAX_TARGET_ESS
 
     assert MAX_CHAINS == MODEL_MAX_CHAINS and CLI_MAX_RELEASES == MAX_RELEASES
+    assert CLI_MAX_TARGET_ESS == MAX_TARGET_ESS
+    target = {(command, p.name): p.type.max for command in ("tune", "release")
+              for p in cli.commands[command].params if p.name == "target_ess"}
+    assert set(target.values()) == {MAX_TARGET_ESS}  # refused at parsing, before the data
     caps = {(command, p.name): p.type.max for command in ("demo", "tune", "release")
             for p in cli.commands[command].params if isinstance(p.type, click.IntRange)}
     assert caps["demo", "n_records"] == MAX_RECORDS
