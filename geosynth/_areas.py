@@ -43,12 +43,15 @@ def area_contiguity(polygons: np.ndarray, rook: bool) -> sparse.csr_matrix:
     From the geometry (``strict=True``): areas are neighbours where their boundaries meet, at a
     point (queen) or along a segment (rook), also where no vertex is shared. libpysal's default
     compares vertices, which misses the T-junctions common between census tracts (a tract's
-    corner in the middle of its neighbour's edge).
+    corner in the middle of its neighbour's edge). Areas whose interiors meet in a sliver small
+    enough for :func:`check_no_overlap` to accept are neighbours too: libpysal's strict rules
+    see no contiguity between overlapping polygons.
 
     Parameters
     ----------
     polygons : numpy.ndarray of shapely Polygon/MultiPolygon, shape (n,)
-        A coverage: valid polygons meeting only along their boundaries.
+        A coverage: valid polygons meeting only along their boundaries (or overlapping in
+        slivers of a boundary digitised twice).
     rook : bool
         Neighbours must share a boundary segment (rook), not merely a point (queen).
 
@@ -62,6 +65,14 @@ def area_contiguity(polygons: np.ndarray, rook: bool) -> sparse.csr_matrix:
 
     graph = Graph.build_contiguity(gpd.GeoSeries(polygons), rook=rook, strict=True)
     adjacency = sparse.csr_matrix(graph.sparse, dtype=np.float64)
+    left, right = shapely.STRtree(polygons).query(polygons, predicate="intersects")
+    sliver = (left != right) & shapely.relate_pattern(polygons[left], polygons[right],
+                                                      "T********")
+    if sliver.any():  # interiors meet (a sliver check_no_overlap accepts): neighbours
+        n = polygons.size
+        adjacency = adjacency + sparse.csr_matrix(
+            (np.ones(int(sliver.sum())), (left[sliver], right[sliver])), shape=(n, n)
+        )
     adjacency.setdiag(0.0)  # libpysal stores an island as a zero-weight self-loop
     adjacency.eliminate_zeros()
     adjacency.data[:] = 1.0

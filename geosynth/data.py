@@ -272,11 +272,45 @@ class CountTable:
             One label per combination ``b`` (row ``b`` of ``combos``), attributes in the order
             of ``attributes``.
         """
-        combos = self.combos
-        return [
-            sep.join(f"{attribute}={combos[attribute].iloc[b]}" for attribute in self.attributes)
-            for b in range(len(combos))
-        ]
+        return _labels(self.combos, self.attributes, sep)
+
+
+def _labels(combos: pd.DataFrame, attributes: Sequence[Hashable], sep: str = ",") -> list[str]:
+    """Label each row of ``combos`` (:meth:`CountTable.combination_labels`)."""
+    columns = [combos[attribute].tolist() for attribute in attributes]
+    return [
+        sep.join(f"{attribute}={level}" for attribute, level in zip(attributes, row, strict=True))
+        for row in zip(*columns, strict=True)
+    ]
+
+
+def _check_labels(levels: dict[str, list], combos: Callable[[], pd.DataFrame]) -> None:
+    """Refuse levels that make two levels, or two combinations, read alike in their labels.
+
+    The labels (:meth:`CountTable.combination_labels`, ``"a=x,b=y"``) and the ``a=x`` names of
+    each level name the columns, bands and parameters of a release; two alike would overwrite
+    one another. Levels of an attribute written alike (``1`` and ``"1"``) are refused; so are
+    combinations labelled alike, which needs a ``,`` in a level (``a="1,b=2", b="3"`` and
+    ``a="1", b="2,b=3"``): the labels are only built then. No level is quoted.
+    """
+    for attribute, values in levels.items():
+        if len({f"{v}" for v in values}) < len(values):
+            raise InputError(
+                f"attribute {attribute!r} has levels that are written alike (e.g. 1 and '1'), "
+                "so their labels in a release would be one; make them one type, e.g. "
+                f"gdf[{attribute!r}].astype(str)"
+            )
+    with_comma = [a for a, values in levels.items() if any("," in f"{v}" for v in values)]
+    if not with_comma:  # each "attribute=level" part ends at the next ","
+        return
+    labels = _labels(combos(), list(levels))
+    if len(set(labels)) < len(labels):
+        raise InputError(
+            f"levels of attribute(s) {with_comma} contain ',', which separates the parts of a "
+            "combination's label ('a=x,b=y'), so two combinations would get the same label "
+            "(the name of their columns and bands in a release); replace the ',' in those "
+            f"levels, e.g. gdf[{with_comma[0]!r}] = gdf[{with_comma[0]!r}].str.replace(',', ';')"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -500,11 +534,15 @@ def prepare(
         also an attribute, non-numeric, NaN or infinite; NaN in an attribute; points outside
         the grid with ``outside="error"``; a bad ``outside`` or ``max_bytes``; more possible
         combinations (product of the numbers of levels) than kept records; an attribute whose
-        levels identify records (unless ``allow_identifying``); no point in any cell (the
+        levels identify records (unless ``allow_identifying``); levels that cannot be sorted
+        (a mix of types, lists), that are written alike (``1`` and ``"1"``) or whose ``,``
+        gives two combinations the same label (:meth:`CountTable.combination_labels`); several
+        columns named as an attribute, or MultiIndex column names; no point in any cell (the
         message reports the bounds of the points and of the grid and suspects a mislabelled
         CRS). With ``levels``, only what the arguments and the frame's columns, dtypes and
         CRS show: an invalid ``levels`` (not a dict, an attribute missing, an empty list, a
-        level listed twice, NaN or unhashable), ``continuous`` given.
+        level listed twice, NaN or unhashable, levels written alike or labelling two
+        combinations alike), ``continuous`` given.
     CRSError
         ``gdf`` has no CRS while the grid has one, the CRSs differ, or ``gdf`` is in degrees.
     MemoryLimitError
@@ -638,9 +676,10 @@ def check_columns(
     Raises
     ------
     InputError
-        No active geometry column; attributes empty, duplicated, missing or clashing with the
-        ``combos`` columns; a ``continuous`` column missing, listed twice, also an attribute,
-        or not numeric.
+        MultiIndex column names or no active geometry column; attributes empty, duplicated,
+        missing or clashing with the ``combos`` columns; a ``continuous`` column missing,
+        listed twice, also an attribute, or not numeric; several columns of ``gdf`` share the
+        name of an attribute or ``continuous`` column.
     """
     try:
         geometry_name = gdf.geometry.name
@@ -648,6 +687,11 @@ def check_columns(
         raise InputError(
             "gdf has no active geometry column; set one with gdf.set_geometry(column)"
         ) from err
+    if isinstance(gdf.columns, pd.MultiIndex):
+        raise InputError(
+            "gdf has MultiIndex (several-level) column names; flatten them first, e.g. "
+            "gdf.columns = ['_'.join(map(str, c)) for c in gdf.columns]"
+        )
     available = [c for c in gdf.columns if c != geometry_name]
     if not isinstance(attributes, str | Sequence | pd.Index | np.ndarray):
         raise InputError(f"attributes must be a column name or a list of column names, got "
@@ -672,6 +716,13 @@ def check_columns(
             raise InputError(
                 f"continuous column {name!r} is also listed in attributes; use it in one role"
             )
+    repeated = sorted({c for c in (*attrs, *covariates) if list(gdf.columns).count(c) > 1},
+                      key=str)
+    if repeated:
+        raise InputError(
+            f"gdf has several columns named {repeated}; a column must be named once: rename "
+            "or drop the copies (gdf.loc[:, ~gdf.columns.duplicated()] keeps the first)"
+        )
     generated = [f"{a}_code" for a in attrs] + ["n_records"]
     clash = sorted(set(attrs) & set(generated), key=str)
     if clash:
@@ -1098,6 +1149,7 @@ def check_domain_options(
     domain = check_levels(levels, attrs)
     n_combos = math.prod(len(v) for v in domain.values())
     _check_memory(int(grid.n_cells), n_combos, 0, max_bytes)  # a public number
+    _check_labels(domain, lambda: domain_combos(domain))
     return attrs, domain
 
 
@@ -1229,13 +1281,15 @@ def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
     unique = series.drop_duplicates().tolist()
     try:
         levels = sorted(unique)
-    except TypeError as err:
+        codes = pd.Categorical(series, categories=levels).codes
+    except TypeError as err:  # unorderable (1 and "a", complex) or unhashable (lists) values
         kinds = sorted({type(v).__name__ for v in unique})
         raise InputError(
             f"attribute {series.name!r} mixes values of types {kinds} that cannot be sorted into "
-            f"levels; make them one type, e.g. gdf[{series.name!r}].astype(str)"
+            "levels (or holds values such as lists, which are no level); make them one type of "
+            f"text or number, e.g. gdf[{series.name!r}].astype(str)"
         ) from err
-    return levels, pd.Categorical(series, categories=levels).codes
+    return levels, codes
 
 
 def locate_records(
@@ -1413,7 +1467,8 @@ def counts_from_table(
     ------
     InputError
         More possible combinations than records; an identifying attribute (unless
-        ``allow_identifying``); a row counts several records while ``records`` is None;
+        ``allow_identifying``); levels that cannot be sorted, or labelled alike (see
+        :func:`prepare`); a row counts several records while ``records`` is None;
         ``records`` returned another number of records than the table counts.
     MemoryLimitError
         The (G, B) arrays would exceed ``max_bytes``.
@@ -1463,6 +1518,7 @@ def counts_from_table(
     counts = counts.astype(np.int64).reshape(n_cells, n_combos)
     n_per_combo = np.bincount(row_combo, weights=weights, minlength=n_combos).astype(np.int64)
     combos = _combos_frame(table, attrs, combo_codes, first, n_per_combo)
+    _check_labels(levels, lambda: combos)
     zbar = mask = mean = sd = None
     if covariates:
         parts = []

@@ -9,6 +9,7 @@ import pytest
 
 from geosynth.data import prepare
 from geosynth.dp.locations import dp_counts
+from geosynth.errors import InputError
 from geosynth.lattice import Grid
 
 CRS = "EPSG:31983"
@@ -52,3 +53,29 @@ def test_noisy_counts_have_the_labels_of_the_public_domain(grid):
         warnings.simplefilter("ignore")  # seeded noise, mostly noise: tests only
         noisy = dp_counts(counts, 1.0, seed=0)
     assert noisy.combination_labels() == ["y=0", "y=1", "y=2"]
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_levels_whose_commas_label_two_combinations_alike_are_refused(grid, declared):
+    # ("1,b=2", "3") and ("1", "2,b=3") were both labelled "a=1,b=2,b=3": one GeoPackage
+    # column lambda_<label> overwrote the other in a release.
+    data = frame(a=["1,b=2", "1"] * 4, b=["3", "2,b=3"] * 4)
+    levels = {"a": ["1", "1,b=2"], "b": ["3", "2,b=3"]} if declared else None
+    with pytest.raises(InputError, match=r"levels of attribute\(s\) \['a', 'b'\] contain ','.*"
+                                         r"same label") as caught:
+        prepare(data, grid, ["a", "b"], levels=levels)
+    assert "1,b=2" not in str(caught.value)  # no level is quoted
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_levels_written_alike_are_refused(grid, declared):
+    data = frame(k=pd.Categorical([1, "1"] * 4))
+    with pytest.raises(InputError, match=r"attribute 'k' has levels that are written alike"):
+        prepare(data, grid, ["k"], levels={"k": [1, "1"]} if declared else None)
+
+
+def test_commas_that_keep_the_labels_apart_are_accepted(grid):
+    counts = prepare(frame(race=["Asian, Pacific", "White"] * 4, y=[0, 0, 1, 1] * 2), grid,
+                     ["race", "y"])
+    assert counts.combination_labels() == ["race=Asian, Pacific,y=0", "race=Asian, Pacific,y=1",
+                                           "race=White,y=0", "race=White,y=1"]

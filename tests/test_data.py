@@ -285,6 +285,33 @@ def test_mixed_type_attribute(gdf, grid):
         prepare(gdf, grid, ["mix"])
 
 
+@pytest.mark.parametrize("values", [[[1], [2]], [{"a": 1}, {"b": 2}]])
+def test_attribute_of_lists_or_dicts_is_refused_naming_it(gdf, grid, values):
+    gdf["bag"] = pd.Series(values * 20, index=gdf.index, dtype=object)
+    with pytest.raises(InputError, match=r"attribute 'bag' mixes values of types \['(list|dict)'\]"
+                                         r".*no level.*astype\(str\)"):
+        prepare(gdf, grid, ["bag"])
+
+
+@pytest.mark.parametrize(("named", "continuous", "levels"), [
+    ("sex", None, None), ("z", "z", None), ("sex", None, {"sex": ["f", "m"]}),
+])
+def test_a_column_name_held_by_several_columns_is_refused(gdf, grid, named, continuous, levels):
+    # gdf[name] is then a DataFrame: a raw AttributeError, or every record dropped as "outside
+    # the declared levels" with levels=.
+    frame = gdf.assign(copy=gdf[named]).rename(columns={"copy": named})
+    with pytest.raises(InputError, match=rf"several columns named \['{named}'\]; .*duplicated"):
+        prepare(frame, grid, ["sex"], continuous=continuous, levels=levels)
+
+
+def test_multiindex_column_names_are_refused(gdf, grid):
+    frame = gdf.copy()
+    frame.columns = pd.MultiIndex.from_tuples([(c, "") for c in gdf.columns])
+    frame = frame.set_geometry(("geometry", ""))
+    with pytest.raises(InputError, match="MultiIndex .*column names; flatten them"):
+        prepare(frame, grid, [("sex", "")])
+
+
 def test_single_level_attribute_warns_but_works(gdf, grid):
     gdf["const"] = "only"
     with pytest.warns(DataWarning, match="'const' has a single level 'only'"):

@@ -78,6 +78,20 @@ def test_areas_sharing_an_edge_without_a_vertex_are_neighbours():
     assert grid.n_neighbours.tolist() == [1, 1]
 
 
+@pytest.mark.parametrize("contiguity", ["queen", "rook"])
+def test_areas_overlapping_in_an_accepted_sliver_are_neighbours(contiguity):
+    # A shared boundary digitised twice: the overlap (1e-10 of the area) passes the overlap
+    # check, but libpysal's strict rules saw no contiguity: two islands instead of neighbours.
+    areas = gpd.GeoDataFrame(geometry=[shapely.box(0, 0, 1, 1),
+                                       shapely.box(1 - 1e-10, 0, 2, 1),
+                                       shapely.box(2, 0, 3, 1)], crs=3857)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IsolatedCellWarning)
+        grid = Grid.from_polygons(areas, contiguity=contiguity)
+    assert binary(grid.adjacency).tolist() == [[0, 1, 0], [1, 0, 1], [0, 1, 0]]
+    assert grid.n_components == 1
+
+
 @pytest.mark.parametrize("orientation", ["pointy", "flat"])
 def test_hexagonal_adjacency_equals_libpysal_and_has_six_neighbours_inside(orientation):
     grid = Grid.hexagonal((0, 0, 2000, 1500), cell_size=100, orientation=orientation)
