@@ -486,8 +486,9 @@ class Grid:
         Raises
         ------
         geosynth.errors.GridError
-            Not polygons, invalid, empty or overlapping areas, duplicate or missing ids, an
-            unknown option, or no habitable area left.
+            Not polygons (or no active geometry column), invalid, empty or overlapping areas,
+            an ``id_column`` that is no str or names several columns, duplicate, missing or
+            non-scalar ids (lists), an unknown option, or no habitable area left.
         geosynth.errors.CRSError
             ``areas`` is in a geographic CRS.
         """
@@ -500,6 +501,11 @@ class Grid:
             raise GridError(f"islands must be 'keep' or 'nearest', got {islands!r}")
         if not isinstance(public_ids, bool | np.bool_):
             raise GridError(f"public_ids must be True or False, got {public_ids!r}")
+        try:
+            areas.geometry  # noqa: B018 (a GeoDataFrame without an active geometry raises)
+        except AttributeError:
+            raise GridError("areas has no active geometry column; set one with "
+                            "areas.set_geometry(column)") from None
         crs = _as_crs(areas.crs, "areas")
         polygons = _area_polygons(areas)
         ids = _area_ids(areas, id_column)
@@ -1698,9 +1704,14 @@ def _area_ids(areas: gpd.GeoDataFrame | gpd.GeoSeries, id_column: str | None) ->
     """Return the unique, present identifiers in ``areas[id_column]``, or None."""
     if id_column is None:
         return None
+    if not isinstance(id_column, str):
+        raise GridError(f"id_column must be the name of a column (a str), got {id_column!r}")
     if not isinstance(areas, gpd.GeoDataFrame) or id_column not in areas.columns:
         have = list(areas.columns) if isinstance(areas, gpd.GeoDataFrame) else []
         raise GridError(f"id_column {id_column!r} is not a column of areas (columns: {have})")
+    if list(areas.columns).count(id_column) > 1:
+        raise GridError(f"areas has several columns named {id_column!r}; rename or drop the "
+                        "copies so that id_column names one")
     ids = areas[id_column]
     if isinstance(ids, gpd.GeoSeries):
         raise GridError(f"id_column {id_column!r} is a geometry column; name a column of "
@@ -1709,6 +1720,11 @@ def _area_ids(areas: gpd.GeoDataFrame | gpd.GeoSeries, id_column: str | None) ->
     if missing.size:
         named = np.asarray(areas.index)[missing[:_N_NAMED]].tolist()
         raise GridError(f"id_column {id_column!r} is missing at rows {named}; fill or drop them")
+    not_scalar = np.flatnonzero([not np.isscalar(v) for v in ids.to_numpy(dtype=object)])
+    if not_scalar.size:  # lists were accepted as ids
+        named = np.asarray(areas.index)[not_scalar[:_N_NAMED]].tolist()
+        raise GridError(f"id_column {id_column!r} holds values that are no identifier (lists or "
+                        f"other containers) at rows {named}; give one text or integer per area")
     duplicated = ids.duplicated(keep=False).to_numpy()
     if duplicated.any():
         values = sorted(set(ids[duplicated].astype(str)))[:_N_NAMED]

@@ -9,6 +9,7 @@ import warnings
 
 import geopandas as gpd
 import numpy as np
+import pandas as pd
 import pytest
 import shapely
 from hypothesis import given, settings
@@ -227,12 +228,22 @@ def test_areal_exclusions_and_ids_follow_the_kept_areas():
         ("ok", {"islands": "link"}, "islands must be"),
         ("ok", {"contiguity": "bishop"}, "contiguity must be"),
         ("frame", {}, "GeoDataFrame or GeoSeries"),
+        # each of these raised a raw error, or (lists) was accepted as ids
+        ("ok", {"id_column": ["code"]}, r"id_column must be the name of a column \(a str\)"),
+        ("lists", {"id_column": "code"}, r"'code' holds values that are no identifier .* rows "
+                                         r"\[0, 1\]"),
+        ("two_codes", {"id_column": "code"}, "areas has several columns named 'code'"),
+        ("no_geometry", {"id_column": "code"}, "areas has no active geometry column"),
     ],
 )
 def test_from_polygons_refuses_bad_areas_naming_rows_and_fix(areas, kwargs, match):
     boxes = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)]
+    ok = gpd.GeoDataFrame({"code": [1, 2]}, geometry=boxes, crs=3857)
     frames = {
-        "ok": gpd.GeoDataFrame({"code": [1, 2]}, geometry=boxes, crs=3857),
+        "ok": ok,
+        "lists": ok.assign(code=[[1], [2]]),
+        "two_codes": gpd.GeoDataFrame(pd.concat([ok[["code"]], ok], axis=1), crs=3857),
+        "no_geometry": gpd.GeoDataFrame({"code": [1, 2], "shape": boxes}),
         "overlap": gpd.GeoDataFrame(geometry=[boxes[0], shapely.box(0.5, 0, 2, 1)], crs=3857),
         "points": gpd.GeoDataFrame(geometry=[boxes[0], shapely.Point(3, 3)], crs=3857),
         "duplicate": gpd.GeoDataFrame({"code": [1, 1]}, geometry=boxes, crs=3857),
