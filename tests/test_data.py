@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shapely.geometry import LineString, Point, Polygon, box
 
+from geosynth import data as data_module
 from geosynth.data import (
     CELL_COLUMN,
     COUNT_COLUMN,
@@ -875,11 +876,25 @@ def test_domain_removing_any_record_changes_at_most_one_count_by_one(sex, data):
 
 def test_domain_memory_check_uses_the_declared_product(grid):
     gdf = small_frame(sex=["f"], age=[1], xy=[(1, 1)])  # one observed combination
-    needed = 16 * 6 * 8  # cells x declared combinations x int64
+    # cells x declared combinations x int64, and the combinations table (2 attributes)
+    needed = 16 * 6 * 8 + 6 * 2 * data_module._COMBO_BYTES
     prepare(gdf, grid, ["sex", "age"], max_bytes=needed, levels=DOMAIN)
     for data in (gdf, gdf.iloc[:0]):  # whatever the records, the same refusal
-        with pytest.raises(MemoryLimitError, match="16 cells x 6 combinations need 768 bytes"):
+        with pytest.raises(MemoryLimitError, match=rf"counts and combinations arrays for 16 "
+                                                   rf"cells x 6 combinations need {needed:,}"):
             prepare(data, grid, ["sex", "age"], max_bytes=needed - 1, levels=DOMAIN)
+
+
+def test_a_huge_declared_domain_is_refused_before_its_table_is_built():
+    # 1 cell x 90,000 combinations: 720 kB of counts passed a 1 MB limit, and the table of the
+    # declared combinations (~9.6 MB here; ~30 GB for 2.7e8 under the default) was then built
+    one_cell = Grid.regular((0, 0, 10, 10), shape=(1, 1), crs=CRS)
+    domain = {"a": [f"a{i}" for i in range(300)], "b": list(range(300))}
+    gdf = gpd.GeoDataFrame({"a": ["a1"], "b": [1]}, geometry=gpd.points_from_xy([1.0], [1.0]),
+                           crs=CRS)
+    with pytest.raises(MemoryLimitError, match="counts and combinations arrays for 1 cells x "
+                                               "90000 combinations"):
+        prepare(gdf, one_cell, ["a", "b"], max_bytes=10**6, levels=domain)
 
 
 @pytest.mark.parametrize(
