@@ -151,12 +151,16 @@ def test_stacked_intervals_name_a_wrong_argument(fits, original, releases, match
     ],
 )
 def test_bad_input(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        regression_with(**kwargs)
+
+
+def regression_with(**kwargs):
+    """gp_regression on 10 random points, with ``kwargs`` replacing its arguments."""
     rng = np.random.default_rng(0)
     args = {"coords": rng.uniform(size=(10, 2)), "y": rng.normal(size=10),
-            "X": np.column_stack([np.ones(10), rng.normal(size=10)])}
-    args.update(kwargs)
-    with pytest.raises(InputError, match=match):
-        gp_regression(args.pop("coords"), args.pop("y"), args.pop("X"), **args)
+            "X": np.column_stack([np.ones(10), rng.normal(size=10)]), **kwargs}
+    return gp_regression(args.pop("coords"), args.pop("y"), args.pop("X"), **args)
 
 
 def test_a_large_mean_of_y_leaves_the_posterior_of_the_covariance_unchanged():
@@ -231,9 +235,5 @@ def test_no_warning_when_the_grid_holds_the_posterior():
     ],
 )
 def test_inputs_that_are_not_real_numbers_are_refused_without_their_values(kwargs, match):
-    rng = np.random.default_rng(0)
-    args = {"coords": rng.uniform(size=(10, 2)), "y": rng.normal(size=10),
-            "X": np.column_stack([np.ones(10), rng.normal(size=10)])}
-    args.update(kwargs)
     with pytest.raises(TypeError, match=match):
-        gp_regression(args["coords"], args["y"], args["X"], n_draws=10, seed=0)
+        regression_with(n_draws=10, seed=0, **kwargs)
