@@ -501,7 +501,14 @@ def _geojson(frame: gpd.GeoDataFrame) -> dict:
     geometry = frame.geometry.name
     keep = [c for c in frame.columns
             if c == geometry or not isinstance(frame[c].dtype, gpd.array.GeometryDtype)]
-    data = json.loads(frame[keep].to_json(drop_id=True, to_wgs84=True))
+    try:
+        data = json.loads(frame[keep].to_json(drop_id=True, to_wgs84=True))
+    except TypeError as err:  # bytes, sets, ...: "Object of type bytes is not JSON serializable"
+        columns = [str(c) for c in keep if c != geometry and not _serialisable(frame[c])]
+        raise InputError(
+            f"cannot draw a layer: its column(s) {columns} hold values a web map cannot show "
+            f"({err}); decode or drop them before drawing the map"
+        ) from None
     for number, feature in enumerate(data["features"]):
         feature["id"] = number
         # folium's tooltips fill their table with innerHTML: the data's text must stay text.
@@ -513,6 +520,15 @@ def _geojson(frame: gpd.GeoDataFrame) -> dict:
                 properties[key] = html.escape(json.dumps(value, ensure_ascii=False,
                                                           separators=(",", ":")))
     return data
+
+
+def _serialisable(values: pd.Series) -> bool:
+    """Tell whether a column's values can be written as JSON (not bytes, sets, ...)."""
+    try:
+        json.dumps(values.dropna().tolist(), default=None)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _tooltip(frame: gpd.GeoDataFrame, aliases: list[str] | None = None):

@@ -246,6 +246,15 @@ def test_list_and_dict_values_stay_text_in_tooltips(data):
     assert '<img' not in json.dumps(layer.data["features"][0]["properties"])
 
 
+def test_a_column_a_web_map_cannot_show_is_named(data):
+    # a bytes column raised geopandas' raw "Object of type bytes is not JSON serializable"
+    original, releases, _, _ = data
+    release = releases[0].assign(blob=[b"\x00"] * len(releases[0]))
+    with pytest.raises(InputError, match=r"its column\(s\) \['blob'\] hold values a web map "
+                                         r"cannot show .*decode or drop them"):
+        review_map(original, [release])
+
+
 def test_cdn_html_loads_only_leaflet_and_d3(data):
     original, releases, fit, _ = data
     html = review_map(original, releases, fit=fit, offline=False).get_root().render()

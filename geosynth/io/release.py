@@ -1354,7 +1354,7 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         as ``synthetic_01``, duplicate or unknown metadata keys, a metadata table without its
         ``key``/``value`` columns, a value that is not JSON, nested too deeply or of the wrong
         type, a release layer that is not a point layer or in another CRS, a grid layer with
-        a column the writer never gives it); or the audit file
+        a column the writer never gives it, or cells with Z or M coordinates); or the audit file
         beside it does not belong to it (:func:`verify_audit`).
 
     Warns
@@ -1407,11 +1407,15 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         if not _crs_equal(grid.crs, releases[0].crs):
             raise _incomplete(name, f"its grid layer is in {_crs_label(grid.crs)}, but its "
                                     f"releases in {_crs_label(releases[0].crs)}")
-        polygons = np.isin(shapely.get_type_id(np.asarray(grid.geometry.array, dtype=object)),
-                           (POLYGON_TYPE, MULTIPOLYGON_TYPE))
+        cells = np.asarray(grid.geometry.array, dtype=object)
+        polygons = np.isin(shapely.get_type_id(cells), (POLYGON_TYPE, MULTIPOLYGON_TYPE))
         if not polygons.all():
             raise _incomplete(name, f"its grid layer has {int((~polygons).sum())} cells that are "
                                     "not polygons")
+        third = shapely.has_z(cells) | shapely.has_m(cells)  # a value per cell, unchecked
+        if third.any():
+            raise InputError(f"{name}: its grid layer has {int(third.sum())} cells with Z or M "
+                             f"coordinates, which geosynth never writes, so {_EDITED}")
         extra = [str(c) for c in grid.columns
                  if c != grid.geometry.name and str(c) not in _grid_columns(metadata)]
         if extra:

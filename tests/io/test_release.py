@@ -957,6 +957,14 @@ def _grid_of_points(path):
     pyogrio.write_dataframe(grid, path, layer="grid")
 
 
+def _grid_with_z(path):
+    """Each cell given a Z value by hand (a count per cell would travel unchecked)."""
+    grid = pyogrio.read_dataframe(path, layer="grid")
+    grid.geometry = shapely.force_3d(np.asarray(grid.geometry.array), z=7.0)
+    drop_layer(path, "grid")
+    pyogrio.write_dataframe(grid, path, layer="grid")
+
+
 def _grid_column_added(name):
     """A column the writer never gives the grid layer (record ids, coordinates), added by hand."""
     def tamper(path):
@@ -1027,6 +1035,8 @@ def _third_without(column):
         (_no_grid_rows, r"its grid layer has 0 cells but its metadata records 25"),
         (_grid_in_degrees, r"its grid layer is in EPSG:4326, but its releases in EPSG:31983"),
         (_grid_of_points, r"its grid layer has 25 cells that are not polygons"),
+        (_grid_with_z, r"its grid layer has 25 cells with Z or M coordinates, which geosynth "
+                       r"never writes"),
         (_grid_column_added("record_index"), r"release.gpkg: its grid layer has columns "
                                              r"\['record_index'\], which geosynth never writes "
                                              r"there, so the file was edited after it was"),
