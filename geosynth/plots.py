@@ -71,11 +71,17 @@ def combination_panels(
     suptitle : str, optional
         Figure title.
     cmap : str, default "viridis"
-        Matplotlib colour map.
+        Name of a matplotlib colour map.
 
     Returns
     -------
     matplotlib.figure.Figure
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``grid`` is not a Grid, ``values`` is not (G, B) for it, ``titles`` is not one title
+        per column, or ``cmap`` names no colour map.
     """
     _check_grid(grid)
     values = _cell_values(grid, values, 2)
@@ -87,6 +93,9 @@ def combination_panels(
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
+    if not isinstance(cmap, str) or cmap not in matplotlib.colormaps:
+        raise InputError(f"cmap must be the name of a matplotlib colour map, e.g. 'viridis' or "
+                         f"'magma', got {cmap!r}")
     n_panels = values.shape[1]
     ncols = min(4, n_panels)
     nrows = math.ceil(n_panels / ncols)

@@ -82,3 +82,11 @@ def test_ru_map_refuses_missing_or_textual_measures_naming_them():
         ru_map(table, "risk", "utility", ["a"], risk_limit="0.1")
     with pytest.raises(InputError, match="table must be a pandas DataFrame"):
         ru_map(table.to_dict(), "risk", "utility", ["a"])
+
+
+def test_combination_panels_refuses_an_unknown_colour_map():
+    grid = Grid.regular((0, 0, 4, 4), shape=(2, 2))
+    with pytest.raises(InputError, match="cmap must be the name of a matplotlib colour map, "
+                                         "e.g. 'viridis' or 'magma', got 'nope'"):
+        combination_panels(grid, np.ones((4, 2)), ["a", "b"], cmap="nope")
+    assert combination_panels(grid, np.ones((4, 2)), ["a", "b"], cmap="magma") is not None
