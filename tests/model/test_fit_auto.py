@@ -269,6 +269,15 @@ def test_stored_draws_are_the_window_at_the_final_thin(counts, monkeypatch):
 
     monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
     monkeypatch.setattr(runner_module.AutoRunner, "_result", result)
+    # The first three checks fail whatever the chains (which differ between CPUs: on a Zen 2
+    # the real rule passed at the second), so the window is thinned and dropped several times.
+    real_assess, made = runner_module.assess_convergence, []
+
+    def assess(*args, **kwargs):
+        made.append(real_assess(*args, **kwargs))
+        return made[-1]._replace(converged=made[-1].converged and len(made) > 3)
+
+    monkeypatch.setattr(runner_module, "assess_convergence", assess)
     # Room for 40 draws per chain (of 240 bytes, besides 32 KiB of buffers per chain): the
     # window is thinned again and again.
     with pytest.warns(GeosynthWarning, match=r"holds 40 draws per chain"):
