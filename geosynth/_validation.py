@@ -28,6 +28,7 @@ from geosynth.errors import InputError
 __all__ = [
     "check_real",
     "check_real_array",
+    "as_rectangular_array",
     "check_positive",
     "check_epsilon",
     "check_probability",
@@ -76,6 +77,32 @@ def check_real(value: Any, name: str) -> float:
         return math.inf if value > 0 else -math.inf
 
 
+def as_rectangular_array(values: Any, name: str) -> np.ndarray:
+    """Return ``np.asarray(values)``, refusing a ragged nested sequence naming ``name``.
+
+    Parameters
+    ----------
+    values : object
+        The value given.
+    name : str
+        Name of the parameter, used in the message.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Rows of different lengths (NumPy's "inhomogeneous shape" ValueError).
+    """
+    try:
+        return np.asarray(values)
+    except ValueError:  # inhomogeneous shape
+        raise InputError(f"{name} is a ragged sequence (rows of different lengths); pass a "
+                         "rectangular array or a flat list of numbers") from None
+
+
 def check_real_array(values: Any, name: str, what: str = "an array of real numbers") -> np.ndarray:
     """Return ``values`` as a float64 array after checking that it holds real numbers.
 
@@ -112,11 +139,7 @@ def check_real_array(values: Any, name: str, what: str = "an array of real numbe
     if np.ma.is_masked(values):  # np.asarray would use the hidden values under the mask
         raise InputError(f"{name} is a masked array with masked entries; drop them or fill "
                          f"them ({name}.filled(value)) first")
-    try:
-        array = np.asarray(values)
-    except ValueError:  # inhomogeneous shape
-        raise InputError(f"{name} is a ragged sequence (rows of different lengths); pass a "
-                         "rectangular array or a flat list of numbers") from None
+    array = as_rectangular_array(values, name)
     if array.dtype.kind == "O":
         try:
             array = array.astype(np.float64)

@@ -246,10 +246,9 @@ def ru_map(
     """
     import matplotlib.pyplot as plt
 
-    _check_measures(table, risk, utility)
+    both = _measures(table, risk, utility).dropna()
     if risk_limit is not None:
         risk_limit = check_real(risk_limit, "risk_limit")
-    both = table[[risk, utility]].astype(float).dropna()
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     ax.scatter(both[risk], both[utility], color="tab:blue", zorder=3)
     for label, (x, y) in both.iterrows():
@@ -277,19 +276,21 @@ def ru_map(
     return fig
 
 
-def _check_measures(table: Any, risk: Any, utility: Any) -> None:
-    """Refuse an R-U table without numeric ``risk`` and ``utility`` columns, naming them."""
+def _measures(table: Any, risk: Any, utility: Any) -> pd.DataFrame:
+    """Return the ``risk`` and ``utility`` columns of an R-U table as floats, or refuse them."""
     import pandas as pd
 
     if not isinstance(table, pd.DataFrame):
         raise InputError(f"table must be a pandas DataFrame of candidates, got "
                          f"{type(table).__name__}")
+    columns = {}
     for role, column in (("risk", risk), ("utility", utility)):
         if column not in table.columns:
             raise InputError(f"{role}={column!r} is not a column of table; its columns are "
                              f"{[str(c) for c in table.columns]}")
         try:
-            table[column].astype(float)
+            columns[column] = table[column].astype(float)
         except (TypeError, ValueError) as err:
             raise InputError(f"{role} column {column!r} must hold numbers (NaN where a "
                              f"candidate has none), got dtype {table[column].dtype}") from err
+    return pd.DataFrame(columns, index=table.index)[[risk, utility]]

@@ -62,6 +62,7 @@ from scipy import special
 
 from geosynth._random import SeedLike
 from geosynth._validation import (
+    as_rectangular_array,
     check_epsilon,
     check_optional_str,
     check_positive,
@@ -201,17 +202,6 @@ def _describe_positions(bad: NDArray[np.bool_], limit: int = 5) -> str:
     return f"positions [{shown}]" + (f" and {more} more" if more > 0 else "")
 
 
-def _as_array(x: Any, name: str) -> NDArray[Any]:
-    """``np.asarray(x)``, refusing ragged nested sequences with an InputError naming ``name``."""
-    try:
-        return np.asarray(x)
-    except ValueError as err:  # inhomogeneous shape
-        raise InputError(
-            f"{name} is a ragged sequence (rows of different lengths); pass a rectangular "
-            "array or a flat list of numbers"
-        ) from err
-
-
 def _as_real_array(x: Any, name: str) -> tuple[NDArray[np.float64], bool]:
     """Return ``x`` as a float64 array and whether it was a scalar."""
     array = check_real_array(x, name, "a real number or an array of real numbers")
@@ -228,7 +218,7 @@ def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
     """Return ``x`` as an int64 array (integral floats accepted) and whether it was a scalar."""
     if isinstance(x, str | bytes):
         raise TypeError(f"{name} must be an integer or an array of integers, got str")
-    array = _as_array(x, name)
+    array = as_rectangular_array(x, name)
     if array.dtype.kind == "b" or array.dtype.kind not in "iuf":
         raise TypeError(
             f"{name} must be an integer or an array of integers, "
