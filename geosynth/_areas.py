@@ -7,7 +7,8 @@ that meet only along their boundaries); overlapping areas are refused before.
 
 An island (an area with no neighbour, e.g. an offshore county) is its own connected component of
 the ICAR prior. The usual practice of disease mappers with the BYM model is to link each island
-to its nearest area instead, which :func:`link_islands` does.
+to its nearest area instead, which :func:`link_islands` does (and a group made only of islands
+to the nearest area outside it).
 
 Point location (:class:`PolygonIndex`) resolves most points by arithmetic on a coarse bin
 lattice and tests the rest against the prepared polygons through STRtree queries.
@@ -20,6 +21,7 @@ import math
 import numpy as np
 import shapely
 from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
 from geosynth.errors import GridError
 
@@ -118,6 +120,13 @@ def link_islands(polygons: np.ndarray, adjacency: sparse.csr_matrix) -> tuple[sp
                                                                                np.ndarray]:
     """Link every area without a neighbour to its nearest area (smallest boundary distance).
 
+    This is the usual practice of disease mappers with the BYM model (libpysal's
+    ``attach_islands`` links the same pairs). Taken alone it can pair two islands with each
+    other: two offshore areas nearer to each other than to the mainland would form a two-area
+    component of their own, which the user asked to connect. So a group made only of islands is
+    then linked, by its nearest pair, to the nearest area outside the group, until no such group
+    is left (or the islands are all there is).
+
     Parameters
     ----------
     polygons : numpy.ndarray of shapely geometries, shape (n,)
@@ -140,17 +149,49 @@ def link_islands(polygons: np.ndarray, adjacency: sparse.csr_matrix) -> tuple[sp
     order = np.lexsort((target, source))
     source, target = source[order], target[order]
     first = np.r_[True, source[1:] != source[:-1]]
-    links = np.column_stack([islands[source[first]], target[first]]).astype(np.int64)
-    n = polygons.size
+    links = [np.column_stack([islands[source[first]], target[first]])]
+    linked = _with_links(adjacency, links[0])
+    while (group := _island_group(linked, islands)) is not None:
+        links.append(_nearest_outside(polygons, group))
+        linked = _with_links(linked, links[-1])
+    return linked, np.concatenate(links).astype(np.int64)
+
+
+def _with_links(adjacency: sparse.csr_matrix, links: np.ndarray) -> sparse.csr_matrix:
+    """``adjacency`` with the ``(a, b)`` pairs of ``links`` added in both directions."""
+    n = adjacency.shape[0]
     extra = sparse.csr_matrix(
         (np.ones(2 * len(links)), (np.r_[links[:, 0], links[:, 1]], np.r_[links[:, 1],
                                                                           links[:, 0]])),
         shape=(n, n),
     )
-    linked = adjacency + extra
+    linked = sparse.csr_matrix(adjacency + extra)
     linked.data[:] = 1.0
     linked.sort_indices()
-    return sparse.csr_matrix(linked), links
+    return linked
+
+
+def _island_group(adjacency: sparse.csr_matrix, islands: np.ndarray) -> np.ndarray | None:
+    """Members of the first connected component made only of islands, unless it is all areas."""
+    n_components, labels = connected_components(adjacency, directed=False)
+    if n_components == 1:
+        return None
+    mainland = np.ones(adjacency.shape[0], dtype=bool)
+    mainland[islands] = False
+    touched = np.zeros(n_components, dtype=bool)
+    touched[labels[mainland]] = True
+    only_islands = np.flatnonzero(~touched)
+    return None if only_islands.size == 0 else np.flatnonzero(labels == only_islands[0])
+
+
+def _nearest_outside(polygons: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Find the ``(member, area)`` pair of smallest boundary distance from ``group`` to the rest."""
+    outside = np.setdiff1d(np.arange(polygons.size), group)
+    tree = shapely.STRtree(polygons[outside])
+    (source, target), distance = tree.query_nearest(polygons[group], return_distance=True,
+                                                    all_matches=True)
+    best = np.lexsort((group[source], outside[target], distance))[0]
+    return np.array([[group[source[best]], outside[target[best]]]])
 
 
 class PolygonIndex:

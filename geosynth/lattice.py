@@ -472,7 +472,9 @@ class Grid:
         islands : {"keep", "nearest"}, default "keep"
             An area with no neighbour is its own connected component (with an
             :class:`~geosynth.errors.IsolatedCellWarning`), or, with ``"nearest"``, is linked
-            to its nearest area (the usual practice with the BYM model); the links are in
+            to its nearest area (the usual practice with the BYM model); islands that are
+            nearest to each other are then linked, as a group, to the nearest area outside the
+            group, so no component is made of islands alone. The links are in
             :attr:`linked_islands`.
         public_ids : bool, default False
             Whether the area identifiers are public and may appear in a release; by default a

@@ -206,6 +206,26 @@ def test_island_is_its_own_component_with_a_warning_or_linked_to_its_nearest_are
     assert set(linked.indices[linked.indptr[3]:linked.indptr[4]]) == {2}
 
 
+def test_islands_nearer_each_other_than_the_mainland_are_linked_to_it_too():
+    # Islands at x 10 and 11.5 are each other's nearest area; linking only each to its nearest
+    # left them a two-area component apart from the mainland (x 0 to 3).
+    mainland = [shapely.box(i, 0, i + 1, 1) for i in range(3)]
+    islands = [shapely.box(10, 0, 11, 1), shapely.box(11.5, 0, 12.5, 1)]
+    areas = gpd.GeoDataFrame(geometry=[*mainland, *islands], crs=3857)
+    grid = Grid.from_polygons(areas, islands="nearest")
+    assert grid.n_components == 1
+    # each island to its nearest, then the pair, by its nearest member, to the mainland's box 2
+    assert grid.linked_islands.tolist() == [[3, 4], [4, 3], [3, 2]]
+    assert grid.n_neighbours.tolist() == [1, 2, 2, 2, 1]  # a chain 0-1-2-3-4
+
+
+def test_areas_that_are_all_islands_are_linked_into_one_component():
+    boxes = [shapely.box(3 * i, 0, 3 * i + 1, 1) for i in range(4)]
+    grid = Grid.from_polygons(gpd.GeoDataFrame(geometry=boxes, crs=3857), islands="nearest")
+    assert grid.n_components == 1
+    assert grid.n_neighbours.sum() == 2 * 3  # a chain: three links, no duplicates
+
+
 def test_areal_exclusions_and_ids_follow_the_kept_areas():
     areas = island_areas()
     grid = Grid.from_polygons(areas, id_column="code", islands="nearest",
