@@ -169,7 +169,7 @@ def gp_regression(
         :data:`NEGLIGIBLE_NUGGET_RATIO`); the message names the grid to widen and in which
         direction.
     """
-    coords, y, X = _check_inputs(coords, y, X)
+    coords, y, X, y_scale, x_scale = _scaled_inputs(coords, y, X)
     n, p = X.shape
     if names is not None and (isinstance(names, str)
                               or not isinstance(names, Sequence | np.ndarray | pd.Index)):
@@ -212,6 +212,11 @@ def gp_regression(
         [(f, a, mass[i, j]) for i, f in enumerate(phi_grid) for j, a in enumerate(nugget_grid)],
         columns=["phi", "nugget_ratio", "posterior_mass"],
     )
+    beta *= y_scale / x_scale  # back to the units of y and X (exact: powers of two)
+    if not np.isfinite(beta).all():
+        raise InputError("β overflows float64 in the units of y and X (a column of X far "
+                         "smaller than y); give that column of X in smaller units")
+    sigma2 *= y_scale**2
     return GPPosterior(beta=beta, sigma2=sigma2, tau2=alpha * sigma2, phi=phi, names=names,
                        grid_mass=grid_mass)
 
@@ -341,6 +346,8 @@ def _profile(distances, phi, y, X, nugget_grid):
 
 #: The most posterior draws :func:`gp_regression` returns (β alone takes 8·p bytes each).
 MAX_GP_DRAWS = 10**7
+#: The powers of two (about 1e±150) a y's largest |value| may reach: σ² then stays normal.
+_Y_SCALES = (2.0**-500, 2.0**500)
 #: A weighted residual sum below this share of y's own spread is rounding: ``X`` fits ``y``.
 _EXACT_FIT = 1e-20
 
@@ -404,7 +411,28 @@ def _warn_grid_ends(mass: np.ndarray, phi_grid: np.ndarray, nugget_grid: np.ndar
             )
 
 
-def _check_inputs(coords, y, X):
+def _scaled_inputs(coords, y, X):
+    """Check the inputs; return them with ``y`` and each column of ``X`` scaled into [-1, 1].
+
+    The priors (flat on β, Jeffreys on σ²) make the posterior equivariant under scaling: with
+    ``y = c·y'`` and column ``j`` of ``X`` = ``d_j·x'_j``, the draws of ``β_j`` are
+    ``c/d_j`` times those fitted to ``(y', X')`` and those of σ² ``c²`` times. The scales are
+    powers of two, so the rescaling is exact. Unscaled, a ``y`` near 1e160 overflowed its sum
+    of squares (and was refused as fitted exactly by ``X``), one near 1e-300 underflowed it, and
+    columns of very different sizes looked rank deficient.
+
+    Returns
+    -------
+    coords, y, X : numpy.ndarray
+        ``y`` and ``X`` scaled.
+    y_scale : float
+    x_scale : numpy.ndarray, shape (p,)
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Invalid inputs, or a ``y`` whose variance would overflow or underflow float64.
+    """
     coords = check_real_array(coords, "coords")
     y, X = check_real_array(y, "y"), check_real_array(X, "X")
     if coords.ndim != 2 or coords.shape[1] != 2:
@@ -420,10 +448,22 @@ def _check_inputs(coords, y, X):
     for name, arr in (("coords", coords), ("y", y), ("X", X)):
         if not np.all(np.isfinite(arr)):
             raise InputError(f"{name} contains NaN or inf; drop or impute those rows first")
+    y_scale, x_scale = _power_of_two_scale(y), _power_of_two_scale(X, axis=0)
+    if not _Y_SCALES[0] <= y_scale <= _Y_SCALES[1]:  # σ² and τ² scale as y² (inf or 0 beyond)
+        raise InputError("y's largest |value| is beyond 1e150 or below 1e-150, so its variances "
+                         "(σ², τ²) would overflow or underflow float64; give y in other units "
+                         "(e.g. divided by a power of ten), and scale the results back")
+    y, X = y / y_scale, X / x_scale
     if np.linalg.matrix_rank(X) < p:
         raise InputError(_RANK_DEFICIENT)
-    return coords, y, X
+    return coords, y, X, float(y_scale), x_scale
 
 
-_RANK_DEFICIENT = ("X is rank deficient; drop collinear columns (e.g. a duplicated dummy), or "
-                   "rescale columns of very different sizes")
+def _power_of_two_scale(values: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """Powers of two that bring the largest ``|value|`` (per column) into [0.5, 1); 1 for 0."""
+    _, exponent = np.frexp(np.max(np.abs(values), axis=axis))
+    return np.ldexp(1.0, exponent)
+
+
+_RANK_DEFICIENT = ("X is rank deficient; drop collinear columns (e.g. a duplicated dummy or a "
+                   "second constant column)")

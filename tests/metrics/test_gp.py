@@ -146,6 +146,12 @@ def test_stacked_intervals_name_a_wrong_argument(fits, original, releases, match
         # matrix_rank passed, then cho_factor's LinAlgError "leading minor not positive definite"
         ({"X": np.column_stack([np.ones(10), 1 + 1e-12 * np.random.default_rng(2).normal(
             size=10)])}, r"^X is rank deficient"),
+        # σ² ~ 1e320: was refused as "fitted exactly by X" (its sum of squares overflowed)
+        ({"y": np.random.default_rng(3).normal(size=10) * 1e160}, r"^y's largest \|value\| is "
+                                                                  r"beyond 1e150"),
+        ({"y": np.random.default_rng(3).normal(size=10) * 1e-300}, "or below 1e-150"),
+        ({"y": np.random.default_rng(3).normal(size=10) * 1e100,  # β ~ 1e400
+          "X": np.column_stack([np.ones(10), 1e-300 * np.arange(10)])}, r"^β overflows"),
         # 1/(λ + α) is rounding on R_φ's null directions: β came out near -8e14 (duplicates)
         ({"nugget_grid": [1e-300, 0.1]}, r"^nugget_grid values must be at least 1e-06, got"),
     ],
@@ -171,6 +177,22 @@ def test_a_large_mean_of_y_leaves_the_posterior_of_the_covariance_unchanged():
     for offset in (1e6, 1e8):
         shifted = gp_regression(coords, y + offset, X, n_draws=10, seed=1)
         np.testing.assert_allclose(shifted.grid_mass["posterior_mass"], base, atol=1e-6)
+
+
+@pytest.mark.parametrize(("y_scale", "x_scale"), [(1e140, 1.0), (1e-140, 1.0), (1.0, 1e200),
+                                                   (3e-100, 1e-150)])
+def test_the_units_of_y_and_x_scale_the_draws_and_nothing_else(y_scale, x_scale):
+    # Flat prior on β and Jeffreys' on σ²: y·c and column x·d give β·c/d and σ²·c², the same
+    # (φ, α). A column at 1e200 beside the intercept looked rank deficient; the scales of y
+    # reach the bounds of the check below (σ² within float64).
+    coords, y, X = simulate(40, seed=6)
+    base = gp_regression(coords, y, X, n_draws=200, seed=3)
+    scaled = gp_regression(coords, y * y_scale, X * [1.0, x_scale], n_draws=200, seed=3)
+    np.testing.assert_allclose(scaled.beta, base.beta * [y_scale, y_scale / x_scale],
+                               rtol=1e-9)
+    np.testing.assert_allclose(scaled.sigma2, base.sigma2 * y_scale**2, rtol=1e-9)
+    np.testing.assert_allclose(scaled.tau2, base.tau2 * y_scale**2, rtol=1e-9)
+    np.testing.assert_array_equal(scaled.phi, base.phi)
 
 
 def _end_shares(post, column):
