@@ -25,7 +25,7 @@ from scipy.sparse.csgraph import connected_components
 
 from geosynth.errors import GridError
 
-__all__ = ["PolygonIndex", "area_contiguity", "check_no_overlap", "link_islands"]
+__all__ = ["PolygonIndex", "area_contiguity", "check_no_overlap", "gap_neighbours", "link_islands"]
 
 # Points tested per batch in PolygonIndex.locate (bounds the memory of the candidate pairs).
 _CHUNK = 1_000_000
@@ -39,7 +39,7 @@ _BINS_PER_SQRT = 16
 _MAX_BINS_SIDE = 1024
 
 
-def area_contiguity(polygons: np.ndarray, rook: bool) -> sparse.csr_matrix:
+def area_contiguity(polygons: np.ndarray, rook: bool, gap: float = 0.0) -> sparse.csr_matrix:
     """Binary contiguity of ``polygons`` (queen, or rook when ``rook``), by libpysal.
 
     From the geometry (``strict=True``): areas are neighbours where their boundaries meet, at a
@@ -47,7 +47,8 @@ def area_contiguity(polygons: np.ndarray, rook: bool) -> sparse.csr_matrix:
     compares vertices, which misses the T-junctions common between census tracts (a tract's
     corner in the middle of its neighbour's edge). Areas whose interiors meet in a sliver small
     enough for :func:`check_no_overlap` to accept are neighbours too: libpysal's strict rules
-    see no contiguity between overlapping polygons.
+    see no contiguity between overlapping polygons. With a ``gap``, areas whose boundaries come
+    that close are neighbours as well (:func:`gap_neighbours`).
 
     Parameters
     ----------
@@ -56,6 +57,8 @@ def area_contiguity(polygons: np.ndarray, rook: bool) -> sparse.csr_matrix:
         slivers of a boundary digitised twice).
     rook : bool
         Neighbours must share a boundary segment (rook), not merely a point (queen).
+    gap : float, default 0
+        Largest distance between the boundaries of neighbours (CRS units).
 
     Returns
     -------
@@ -70,16 +73,55 @@ def area_contiguity(polygons: np.ndarray, rook: bool) -> sparse.csr_matrix:
     left, right = shapely.STRtree(polygons).query(polygons, predicate="intersects")
     sliver = (left != right) & shapely.relate_pattern(polygons[left], polygons[right],
                                                       "T********")
-    if sliver.any():  # interiors meet (a sliver check_no_overlap accepts): neighbours
-        n = polygons.size
-        adjacency = adjacency + sparse.csr_matrix(
-            (np.ones(int(sliver.sum())), (left[sliver], right[sliver])), shape=(n, n)
-        )
+    left, right = left[sliver], right[sliver]  # interiors meet (a sliver check_no_overlap
+    if gap > 0:                                # accepts): neighbours
+        near_left, near_right = gap_neighbours(polygons, gap, rook)
+        left, right = np.r_[left, near_left, near_right], np.r_[right, near_right, near_left]
+    n = polygons.size
+    adjacency = adjacency + sparse.csr_matrix((np.ones(left.size), (left, right)), shape=(n, n))
     adjacency.setdiag(0.0)  # libpysal stores an island as a zero-weight self-loop
     adjacency.eliminate_zeros()
     adjacency.data[:] = 1.0
     adjacency.sort_indices()
-    return adjacency
+    return sparse.csr_matrix(adjacency)
+
+
+def gap_neighbours(polygons: np.ndarray, gap: float, rook: bool) -> tuple[np.ndarray,
+                                                                             np.ndarray]:
+    """Pairs of areas whose boundaries come within ``gap``: neighbours across a digitising gap.
+
+    Areas digitised separately rarely meet exactly: a few centimetres of gap between two
+    districts made them strangers, often islands, to libpysal's strict contiguity. Queen
+    neighbours across a gap are areas at most ``gap`` apart (an STRtree ``dwithin`` query, as
+    libpysal's fuzzy contiguity with ``buffer=gap/2``). Rook neighbours must also run along each
+    other: the overlap of the two areas grown by ``gap/2`` is longer than ``2·gap`` (its
+    smallest enclosing circle has a radius above ``gap``), where areas meeting at a corner
+    overlap within a disk of radius about ``0.71·gap``. So a shared edge shorter than about
+    ``2·gap`` counts as a corner: ``gap`` must be far below the shortest shared edge.
+
+    Parameters
+    ----------
+    polygons : numpy.ndarray of shapely Polygon/MultiPolygon, shape (n,)
+        The areas.
+    gap : float
+        Largest distance between the boundaries of neighbours (CRS units), > 0.
+    rook : bool
+        Rook contiguity (a shared stretch of boundary) rather than queen.
+
+    Returns
+    -------
+    left, right : numpy.ndarray of intp
+        Each pair once, ``left < right``.
+    """
+    left, right = shapely.STRtree(polygons).query(polygons, predicate="dwithin", distance=gap)
+    pair = left < right
+    left, right = left[pair], right[pair]
+    if rook and left.size:
+        grown = shapely.buffer(polygons, gap / 2)
+        overlap = shapely.intersection(grown[left], grown[right])
+        along = shapely.minimum_bounding_radius(overlap) > gap
+        left, right = left[along], right[along]
+    return left, right
 
 
 def check_no_overlap(polygons: np.ndarray, name: str) -> None:

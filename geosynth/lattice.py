@@ -38,6 +38,7 @@ from geosynth._hexagons import (
     hex_positions_meeting,
 )
 from geosynth._points import point_coordinates
+from geosynth._validation import check_real
 from geosynth.errors import CRSError, GridError, InputError, IsolatedCellWarning
 
 if TYPE_CHECKING:
@@ -448,6 +449,7 @@ class Grid:
         exclude: PolygonsLike = None,
         islands: str = "keep",
         public_ids: bool = False,
+        gap: float = 0.0,
     ) -> Grid:
         """Build a lattice with one cell per areal unit (census tract, district, county, ...).
 
@@ -479,6 +481,14 @@ class Grid:
         public_ids : bool, default False
             Whether the area identifiers are public and may appear in a release; by default a
             release's ``grid`` layer holds the areas without their ids.
+        gap : float, default 0
+            Areas whose boundaries come within ``gap`` CRS units of each other are neighbours
+            too: areas digitised separately often leave slivers of gap between them, which
+            libpysal's exact contiguity reads as no contact (and the areas as islands). With
+            rook contiguity the two must run along each other for more than about ``2·gap``
+            (:func:`geosynth._areas.gap_neighbours`). At most a tenth of the side of a typical
+            area (the square root of the median area); an area narrower than ``gap`` (a road
+            or river) no longer separates the areas on either side.
 
         Returns
         -------
@@ -490,7 +500,8 @@ class Grid:
         geosynth.errors.GridError
             Not polygons (or no active geometry column), invalid, empty or overlapping areas,
             an ``id_column`` that is no str or names several columns, duplicate, missing or
-            non-scalar ids (lists), an unknown option, or no habitable area left.
+            non-scalar ids (lists), an unknown option, a ``gap`` that is negative, not finite
+            or above a tenth of a typical area's side, or no habitable area left.
         geosynth.errors.CRSError
             ``areas`` is in a geographic CRS.
         """
@@ -512,6 +523,7 @@ class Grid:
         polygons = _area_polygons(areas)
         ids = _area_ids(areas, id_column)
         check_no_overlap(polygons, "areas")
+        gap = _check_gap(gap, polygons)
         grid = cls.__new__(cls)
         grid._kind, grid._crs = "areal", crs
         grid._contiguity = _check_contiguity(contiguity)
@@ -519,7 +531,7 @@ class Grid:
         kept = grid._set_cells(polygons, None, polygon_union(exclude, "exclude", crs))
         grid._area_ids = None if ids is None else ids[kept]
         polygons = polygons[kept]
-        adjacency = area_contiguity(polygons, rook=grid._contiguity == "rook")
+        adjacency = area_contiguity(polygons, rook=grid._contiguity == "rook", gap=gap)
         links = np.empty((0, 2), dtype=np.int64)
         if islands == "nearest":
             adjacency, links = link_islands(polygons, adjacency)
@@ -1108,6 +1120,26 @@ def _check_contiguity(contiguity: object) -> str:
     if contiguity not in ("queen", "rook"):
         raise GridError(f"contiguity must be 'queen' or 'rook', got {contiguity!r}")
     return str(contiguity)
+
+
+def _check_gap(gap: Any, polygons: np.ndarray) -> float:
+    """Return ``gap`` as a float: finite, >= 0 and at most a tenth of a typical area's side.
+
+    The bound keeps the gap a tolerance for digitising, not a distance band (a gap as wide as
+    the region would make every pair of areas neighbours, n² of them).
+    """
+    number = check_real(gap, "gap")
+    if not (math.isfinite(number) and number >= 0):
+        raise GridError(f"gap must be a finite distance >= 0 (CRS units), got {number!r}; "
+                        "e.g. gap=1.0 joins areas at most 1 m apart in a metric CRS")
+    typical = math.sqrt(float(np.median(shapely.area(polygons))))
+    if number > typical / 10:
+        raise GridError(
+            f"gap={number:g} is more than a tenth of a typical area's side ({typical:.3g} CRS "
+            "units, the square root of the median area): it closes digitising gaps between "
+            "neighbours, far narrower than the areas; give a smaller gap"
+        )
+    return number
 
 
 def _as_crs(crs: Any, name: str = "crs") -> pyproj.CRS | None:

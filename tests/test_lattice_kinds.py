@@ -194,6 +194,51 @@ def island_areas():
                             geometry=[*squares, shapely.box(5, 0, 6, 1)], crs=3857)
 
 
+@pytest.mark.parametrize("name", sorted(BUNDLED))
+@pytest.mark.parametrize(("contiguity", "gaps"), [("rook", 3), ("queen", 30)])
+def test_a_gap_restores_the_neighbours_of_areas_digitised_apart(name, contiguity, gaps):
+    # Each area shrunk by d leaves a gap of 2d along every shared edge: exact contiguity then
+    # sees islands only. A gap of 3d joins them again as rook neighbours and finds no rook pair
+    # that was not one; queen pairs meeting at a corner retreat further (d / sin(angle / 2) each
+    # at a sharp corner), so queen needs a wider gap to find every one of them.
+    areas = bundled_areas(name)
+    d = 1e-4 * np.sqrt(np.median(areas.area))
+    shrunk = areas.set_geometry(areas.buffer(-d))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        exact = Grid.from_polygons(areas, contiguity=contiguity)
+        apart = Grid.from_polygons(shrunk, contiguity=contiguity)
+        joined = Grid.from_polygons(shrunk, contiguity=contiguity, gap=gaps * d)
+    assert apart.n_neighbours.sum() == 0
+    np.testing.assert_array_equal(binary(joined.adjacency), binary(exact.adjacency))
+
+
+def test_a_gap_joins_rook_neighbours_along_an_edge_not_at_a_corner():
+    # Four unit squares 0.01 apart: across a gap of 0.02 the edge pairs are rook neighbours;
+    # the diagonal pairs (0.014 apart at a corner) are queen neighbours only.
+    boxes = [shapely.box(x, y, x + 1, y + 1) for y in (0, 1.01) for x in (0, 1.01)]
+    areas = gpd.GeoDataFrame(geometry=boxes, crs=3857)
+    rook = Grid.from_polygons(areas, contiguity="rook", gap=0.02)
+    queen = Grid.from_polygons(areas, contiguity="queen", gap=0.02)
+    assert rook.n_neighbours.tolist() == [2, 2, 2, 2]
+    assert queen.n_neighbours.tolist() == [3, 3, 3, 3]
+    assert rook.n_components == queen.n_components == 1
+
+
+@pytest.mark.parametrize(("gap", "error", "match"), [
+    (-1.0, GridError, r"gap must be a finite distance >= 0"),
+    (np.nan, GridError, r"gap must be a finite distance >= 0"),
+    (np.inf, GridError, r"gap must be a finite distance >= 0"),
+    (0.2, GridError, r"gap=0.2 is more than a tenth of a typical area's side \(1 CRS"),
+    (True, TypeError, r"gap must be a real number, got bool"),
+    ("0.01", TypeError, r"gap must be a real number, got str"),
+])
+def test_a_bad_gap_is_refused_naming_it(gap, error, match):
+    boxes = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)]
+    with pytest.raises(error, match=match):
+        Grid.from_polygons(gpd.GeoDataFrame(geometry=boxes, crs=3857), gap=gap)
+
+
 def test_island_is_its_own_component_with_a_warning_or_linked_to_its_nearest_area():
     with pytest.warns(IsolatedCellWarning, match="islands='nearest'"):
         kept = Grid.from_polygons(island_areas(), id_column="code")

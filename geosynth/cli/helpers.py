@@ -543,6 +543,8 @@ class LatticeChoice:
         ``--public-area-ids``.
     link_islands : bool
         ``--link-islands``.
+    area_gap : float or None
+        ``--area-gap METRES``.
     """
 
     grid_shape: tuple[int, int] | None = None
@@ -552,6 +554,7 @@ class LatticeChoice:
     area_id: str | None = None
     public_area_ids: bool = False
     link_islands: bool = False
+    area_gap: float | None = None
 
     def check(self, region_path: str | None) -> None:
         """Refuse contradictory lattice options, naming them (click.UsageError)."""
@@ -567,7 +570,8 @@ class LatticeChoice:
         if self.areas_path is None:
             for option, value in (("--area-id", self.area_id),
                                   ("--public-area-ids", self.public_area_ids),
-                                  ("--link-islands", self.link_islands)):
+                                  ("--link-islands", self.link_islands),
+                                  ("--area-gap", self.area_gap)):
                 if value:
                     raise click.UsageError(f"{option} applies to --areas only; add --areas FILE "
                                            f"or drop {option}")
@@ -618,7 +622,8 @@ def build_grid(
                              f"{[c for c in areas.columns if c != areas.geometry.name]})")
         return Grid.from_polygons(areas, id_column=lattice.area_id, exclude=exclude,
                                   islands="nearest" if lattice.link_islands else "keep",
-                                  public_ids=lattice.public_area_ids)
+                                  public_ids=lattice.public_area_ids,
+                                  gap=lattice.area_gap or 0.0)
     if lattice.hex_size is not None:
         return Grid.from_points(points, cell_size=lattice.hex_size, region=region,
                                 exclude=exclude, kind="hexagonal")

@@ -41,6 +41,7 @@ OPTION_OF_PARAMETER: dict[str, str] = {
     "id_column": "--area-id",
     "islands": "--link-islands",
     "public_ids": "--public-area-ids",
+    "gap": "--area-gap",
     "region": "--region",
     "exclude": "--exclude",
     "n_iter": "--iterations",

@@ -381,6 +381,11 @@ def lattice_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--link-islands", is_flag=True,
             help="With --areas: link each area without a neighbour to its nearest area (the "
             "usual BYM practice) instead of making it its own component."),
+        click.option(
+            "--area-gap", type=Metres(), default=None, metavar="METRES",
+            help="With --areas: areas whose boundaries come within METRES of each other are "
+            "neighbours too (areas digitised separately leave slivers of gap between them); "
+            "at most a tenth of a typical area's side."),
     ]
     return _apply(options, f)
 

@@ -121,6 +121,7 @@ def release(
     area_id: str | None,
     public_area_ids: bool,
     link_islands: bool,
+    area_gap: float | None,
     region_path: str | None,
     exclude_path: str | None,
     drop_outside: bool,
@@ -182,7 +183,7 @@ def release(
     # One name is the single-covariate form (str) of the Python API; several are a list.
     continuous, beta_prior = _one_or_list(continuous), _one_or_list(beta_prior)
     lattice = LatticeChoice(grid_shape, cell_size, hex_size, areas_path, area_id,
-                            public_area_ids, link_islands)
+                            public_area_ids, link_islands, area_gap)
     _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains, sampler)
     if outcome is not None and report_path is None:

@@ -74,6 +74,8 @@ def test_release_on_hexagons_and_dp_on_public_areas(inputs, areas, tmp_path):
         (["--hex-size", "nan"], ["--hex-size", "not a finite number of metres"]),
         (["--cell-size", "inf"], ["--cell-size", "not a finite number of metres"]),
         (["--hex-size", "0.001"], ["--hex-size"]),  # named so, not --cell-size
+        (["--cell-size", 500, "--area-gap", 1], ["--area-gap applies to --areas only"]),
+        (["--areas", "AREAS", "--area-gap", 0], ["--area-gap"]),
     ],
 )
 def test_lattice_options_are_checked_before_reading(inputs, areas, tmp_path, extra, fragments):
@@ -83,6 +85,25 @@ def test_lattice_options_are_checked_before_reading(inputs, areas, tmp_path, ext
                  "--out", tmp_path / "x.gpkg")
     assert_refused(result, *fragments)
     assert not (tmp_path / "x.gpkg").exists()
+
+
+def test_area_gap_joins_districts_digitised_apart(inputs, areas, tmp_path):
+    # The nine districts each shrunk by 1 m: 2 m of gap between neighbours.
+    apart = tmp_path / "apart.gpkg"
+    frame = gpd.read_file(areas)
+    frame.set_geometry(frame.buffer(-1.0, join_style="mitre")).to_file(apart, engine="pyogrio")
+    alone = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", apart, "--seed", 2, *FAST,
+                "--out", tmp_path / "alone.gpkg")
+    assert alone.exit_code == 0, alone.output
+    assert "9 areas (queen contiguity, 9 component(s))" in alone.output
+    joined = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", apart, "--area-gap", 3,
+                 "--seed", 2, *FAST, "--out", tmp_path / "joined.gpkg")
+    assert joined.exit_code == 0, joined.output
+    assert "9 areas (queen contiguity, 1 component(s))" in joined.output
+    wide = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", apart, "--area-gap", 1e9,
+               *FAST, "--out", tmp_path / "wide.gpkg")
+    assert_refused(wide, "--area-gap 1e+09 is more than a tenth of a typical area's side")
+    assert not (tmp_path / "wide.gpkg").exists()
 
 
 def test_unknown_area_id_column_is_named(inputs, areas, tmp_path):
