@@ -9,7 +9,7 @@ import shapely
 from geosynth._messages import describe_rows
 from geosynth.errors import InputError
 
-__all__ = ["point_coordinates", "usable_points"]
+__all__ = ["at_locations", "point_coordinates", "refuse_z", "usable_points"]
 
 
 def point_coordinates(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str = "gdf") -> np.ndarray:
@@ -93,6 +93,56 @@ def usable_points(frame: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:
     usable = point & np.isfinite(xy).all(axis=1)
     xy[~usable] = np.nan
     return usable, xy
+
+
+def refuse_z(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str, why: str) -> None:
+    """Refuse points with a z coordinate, which the caller would ignore (``why``).
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame or geopandas.GeoSeries
+        Records with one Point geometry each (checked by :func:`point_coordinates`).
+    name : str
+        How the caller's argument is called, for the message.
+    why : str
+        What ignores z, e.g. ``"the measures use planar distances"``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Naming ``name``, the rows and the fix.
+    """
+    has_z = shapely.has_z(np.asarray(frame.geometry.array, dtype=object))
+    if has_z.any():
+        raise InputError(
+            f"{name} has {int(has_z.sum())} points with a z coordinate "
+            f"({describe_rows(frame.index, has_z)}); {why} and would ignore it: drop it first, "
+            f"e.g. {name}.set_geometry({name}.force_2d())"
+        )
+
+
+def at_locations(points: np.ndarray, locations: np.ndarray) -> np.ndarray:
+    """Mask of the ``points`` (m, 2) that coincide exactly with one of the ``locations`` (n, 2).
+
+    The one exact test of whole points (both coordinates equal), e.g. of released points
+    against the original records': each point is read as the complex number ``x + iy``, so the
+    test is one :func:`numpy.isin` (sort-based) rather than an ``m x n`` comparison.
+
+    Parameters
+    ----------
+    points, locations : numpy.ndarray of float64, shape (m, 2) and (n, 2)
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (m,)
+    """
+    return np.isin(_as_complex(points), _as_complex(locations))
+
+
+def _as_complex(xy: np.ndarray) -> np.ndarray:
+    out = np.empty(xy.shape[0], dtype=np.complex128)
+    out.real, out.imag = xy[:, 0], xy[:, 1]
+    return out
 
 
 def _xy(geoms: np.ndarray) -> np.ndarray:

@@ -45,8 +45,9 @@ Where we differ from the R code
   one level per record, many records alone in their level, or every record alone) is refused:
   its records have no neighbour, so every one of them would be released unchanged, ID included.
   So is an integer column by the same rules (``patient_id``): resampled as a number it would
-  release real IDs, each a neighbour's. Integers that repeat (age in years, counts) pass; float
-  columns are not checked.
+  release real IDs, each a neighbour's. Integers that repeat (age in years, counts) pass. A
+  float column of whole numbers that are all distinct is refused too (an ID stored as floats,
+  e.g. read from a CSV with a blank cell); other float columns are not checked.
 * ``weights`` maps column names to factors (R: ``wts = c(columns, factors)``).
 * Neighbours are found with :class:`scipy.spatial.cKDTree`, not an ``n x n`` distance matrix.
   Records with identical values (after scaling) are collapsed to one point carrying their
@@ -66,7 +67,8 @@ is therefore within ``eps`` of the replaced record *along each scaled axis* and 
 coordinate, so the released point is a real location whenever ``a`` and ``b`` are the same
 record (or share a coordinate), which for a record with ``k`` neighbours happens with
 probability at least ``1/k`` (one half with two neighbours). Locations are recombined, not
-perturbed.
+perturbed. Such records are counted (:attr:`NeighbourResampleInfo.n_location_copies`) and a
+:class:`~geosynth.errors.PrivacyLeakWarning` gives the count.
 Without it the geometry is carried over unchanged, like every column not listed in ``columns``:
 such columns neither count in the distance nor are resampled, so a released record still shows
 its true location next to resampled attributes.
@@ -88,8 +90,9 @@ from scipy import sparse
 from scipy.spatial import cKDTree
 
 from geosynth._messages import describe_rows as _rows
+from geosynth._points import at_locations, refuse_z
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_int, check_positive, check_probability
+from geosynth._validation import check_bool, check_int, check_positive, check_probability
 from geosynth.data import identifying_levels
 from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 
@@ -115,6 +118,9 @@ _FILTER_CHUNK = 1 << 22
 # Blocks whose pair count could exceed this are sampled to estimate their pair count.
 _ESTIMATE_ABOVE = 1_000_000
 _ESTIMATE_SAMPLE = 256
+# Floats at or beyond 2**53 are all whole numbers; below it a whole-number float column is an
+# integer column stored as floats.
+_WHOLE_FLOAT_LIMIT = 2.0**53
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,6 +153,10 @@ class NeighbourResampleInfo:
         Resampled records released as an exact copy of another original record in every
         resampled variable: all drawn from one neighbour (or from records identical to it in
         every variable). With a single variable this is every resampled record.
+    n_location_copies : int
+        Resampled records (with ``include_coordinates``) released at the exact location of an
+        original record: ``x`` and ``y`` drawn from the same record, or from records sharing a
+        coordinate. 0 without ``include_coordinates``.
     """
 
     n_records: int
@@ -158,6 +168,7 @@ class NeighbourResampleInfo:
     n_neighbours: np.ndarray
     min_neighbours: int
     n_whole_copies: int
+    n_location_copies: int = 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,25 +327,60 @@ def _check_columns(
     return cols, cats
 
 
+def _whole_number_floats(values: pd.Series) -> bool:
+    """Tell whether a float column holds whole numbers only, each below ``2**53`` in magnitude.
+
+    NaN and inf are left to the later checks. Beyond ``2**53`` every float is whole, so a
+    column reaching that far is a measurement, not an integer stored as floats.
+    """
+    if not pd.api.types.is_float_dtype(values.dtype):
+        return False
+    numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    finite = numbers[np.isfinite(numbers)]
+    return (finite.size > 0 and bool(np.all(np.abs(finite) < _WHOLE_FLOAT_LIMIT))
+            and bool(np.all(finite == np.round(finite))))
+
+
+def _describe_identifier(values: pd.Series) -> tuple[str, str] | None:
+    """``(kind, description)`` of a numeric column that identifies records, else None.
+
+    An integer column by the rules of :func:`geosynth.data.identifying_levels`. A float column
+    of whole numbers only (an integer ID stored as floats: read from a CSV with a blank cell,
+    or after a join) when every record holds its own value: a continuous measurement rounded
+    to whole units (income in dollars) repeats, an ID never does.
+    """
+    if pd.api.types.is_integer_dtype(values.dtype):
+        described = identifying_levels(values)
+        return None if described is None else ("integer", described)
+    n = len(values)
+    if n < 2 or not _whole_number_floats(values) or values.nunique(dropna=False) < n:
+        return None
+    return "whole-number float", f"{n:,} distinct values among {n:,} records"
+
+
 def _check_not_identifying(values: pd.Series, name: Hashable, categorical: bool) -> None:
     """Refuse a categorical or integer column whose values identify records (an ID).
 
-    The rules of :func:`geosynth.data.identifying_levels`. Float columns are not checked: a
-    continuous measurement is distinct for every record without being an identifier.
+    Categorical and integer columns by the rules of :func:`geosynth.data.identifying_levels`,
+    whole-number float columns when every value is distinct (:func:`_describe_identifier`).
+    Other float columns are not checked: a continuous measurement is distinct for every record
+    without being an identifier.
     """
-    if not categorical and not pd.api.types.is_integer_dtype(values.dtype):
-        return
-    described = identifying_levels(values)
-    if described is None:
-        return
     if categorical:
-        raise InputError(
-            f"categorical column {name!r} has {described}: an identifier. Its records have no "
-            "neighbour, so they would be released unchanged (or suppressed); drop it from "
-            "columns= (an ID) or coarsen it into groups"
-        )
+        described = identifying_levels(values)
+        if described is not None:
+            raise InputError(
+                f"categorical column {name!r} has {described}: an identifier. Its records have "
+                "no neighbour, so they would be released unchanged (or suppressed); drop it "
+                "from columns= (an ID) or coarsen it into groups"
+            )
+        return
+    found = _describe_identifier(values)
+    if found is None:
+        return
+    kind, described = found
     raise InputError(
-        f"integer column {name!r} has {described}: an identifier. Resampled as a number, every "
+        f"{kind} column {name!r} has {described}: an identifier. Resampled as a number, every "
         "released value would be a real one (a neighbour's ID), and the IDs would define the "
         "neighbours; drop it from columns= (an ID), or coarsen it into groups (e.g. pd.cut) and "
         "pass it in categorical="
@@ -378,12 +424,7 @@ def _point_xy(df: gpd.GeoDataFrame) -> np.ndarray:
             f"{int(not_point.sum())} geometries are not points ({_rows(df.index, not_point)}); "
             "include_coordinates needs one Point per record: use gdf.representative_point()"
         )
-    has_z = shapely.has_z(geoms)
-    if has_z.any():
-        raise InputError(
-            f"{int(has_z.sum())} points have a z coordinate ({_rows(df.index, has_z)}); "
-            "include_coordinates resamples 2-D points: drop z with shapely.force_2d"
-        )
+    refuse_z(df, "df", "include_coordinates resamples 2-D points")
     xy = shapely.get_coordinates(geoms)
     bad = ~np.isfinite(xy).all(axis=1)
     if bad.any():
@@ -716,6 +757,19 @@ def _whole_copies(graph: _Graph, sources: np.ndarray) -> np.ndarray:
     return (points == points[:, :1]).all(axis=1)
 
 
+def _warn_location_copies(n_copies: int, n_resampled: int) -> None:
+    """Warn that ``n_copies`` resampled points are the exact location of an original record."""
+    warnings.warn(
+        f"{n_copies} of {n_resampled} resampled records are released at the exact location of "
+        "an original record (x and y drawn from the same neighbour, or from neighbours sharing "
+        "a coordinate; probability at least 1/k for a record with k neighbours): the release "
+        "shows real locations. Increase eps or min_neighbours to make it rarer, or leave "
+        "include_coordinates=False and place points with a synthesizer instead",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
+
+
 def _warn_too_few(
     lonely: np.ndarray,
     n_neighbours: np.ndarray,
@@ -883,7 +937,7 @@ def neighbour_resample(
     ------
     TypeError
         ``eps``, ``modprop``, a weight or ``min_neighbours`` of the wrong type (a bool, a string,
-        a float ``min_neighbours``, ...).
+        a float ``min_neighbours``, ...), or ``return_info`` that is not a bool.
     geosynth.errors.InputError
         Bad parameter, missing column, unsupported dtype, NaN or infinite values in a variable,
         a categorical or integer variable that identifies records (an ID), no rows, or (with
@@ -898,7 +952,8 @@ def neighbour_resample(
     geosynth.errors.PrivacyLeakWarning
         Some resampled records are an exact copy of another original record in every resampled
         variable (not given when only one variable is resampled: each value is then one
-        neighbour's, which is the method).
+        neighbour's, which is the method); or, with ``include_coordinates``, some are released
+        at the exact location of an original record.
 
     Examples
     --------
@@ -910,6 +965,7 @@ def neighbour_resample(
     True
     """
     _check_scalars(df, eps, modprop, no_neighbours, selection, include_coordinates)
+    return_info = check_bool(return_info, "return_info")
     min_neighbours = check_int(min_neighbours, "min_neighbours", 1,
                                hint="pass 2 or more so no record is copied from its only neighbour")
     geometry_name = _geometry_name(df)
@@ -953,6 +1009,7 @@ def neighbour_resample(
         source[movers] = sources[:, k]
         # positional take keeps the dtype exactly (object stays object, categories are kept)
         out[name] = df[name].iloc[source].set_axis(df.index)
+    n_location_copies = 0
     if xy is not None and movers.size:
         new_xy = xy.copy()
         new_xy[movers, 0] = xy[sources[:, -2], 0]
@@ -960,6 +1017,7 @@ def neighbour_resample(
         out[geometry_name] = gpd.GeoSeries(
             gpd.points_from_xy(new_xy[:, 0], new_xy[:, 1]), index=df.index, crs=df.crs
         )
+        n_location_copies = int(at_locations(new_xy[movers], xy).sum())
 
     if lonely.size:
         _warn_too_few(lonely_mask, n_neighbours, chosen.size, eps, min_neighbours,
@@ -968,6 +1026,10 @@ def neighbour_resample(
     copies[movers[_whole_copies(graph, sources)]] = True
     if n_variables > 1 and copies.any():
         _warn_whole_copies(copies, movers.size, n_variables, xy is not None)
+    # With the coordinates alone, a location copy is a whole copy (warned above) unless its x
+    # and y came from different records sharing a coordinate.
+    if n_location_copies and (n_variables > 2 or n_location_copies > copies.sum()):
+        _warn_location_copies(n_location_copies, movers.size)
     n_suppressed = 0
     if no_neighbours == "suppress" and lonely.size:
         out = out.iloc[~lonely_mask]
@@ -988,5 +1050,6 @@ def neighbour_resample(
         n_neighbours=n_neighbours,
         min_neighbours=min_neighbours,
         n_whole_copies=int(copies.sum()),
+        n_location_copies=n_location_copies,
     )
     return out, info

@@ -8,13 +8,15 @@
 
 Both keep every non-geometry column of the input (a baseline moves locations only) and the input
 index; publish them through :func:`geosynth.synth.to_public` like any release. Drop columns that
-identify records or hold original coordinates before calling them, or pass ``columns``.
+identify records before calling them, or pass ``columns``; a column that repeats the x or y of
+the points (``easting``, ``northing``) is refused. Neither ever returns a point at the exact
+location of an original record: such a draw is made again.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,13 +25,19 @@ import numpy as np
 import pandas as pd
 
 from geosynth._messages import describe_rows
-from geosynth._points import point_coordinates
+from geosynth._points import at_locations, point_coordinates, refuse_z
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_m
+from geosynth._validation import check_m, check_real
 from geosynth.data import check_crs
-from geosynth.errors import CRSError, InputError
+from geosynth.errors import CRSError, DataWarning, InputError, SamplerError
 from geosynth.lattice import Grid
-from geosynth.synth.placement import PixelTable, WeightsLike, check_grid, place
+from geosynth.synth.placement import (
+    PixelTable,
+    WeightsLike,
+    check_grid,
+    place,
+    unweighted_note,
+)
 from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release, plain_columns
 
 __all__ = ["naive_synthesize", "donut_mask"]
@@ -70,40 +78,46 @@ def naive_synthesize(
     Raises
     ------
     geosynth.errors.InputError
-        ``gdf`` is not a GeoDataFrame of valid points; ``grid`` is not a Grid; points lie in no
+        ``gdf`` is not a GeoDataFrame of valid 2-D points (no rows, missing, empty, non-point or
+        3-D geometries, duplicated column names); ``grid`` is not a Grid; points lie in no
         cell (as in :func:`geosynth.prepare`: outside the lattice or region, or inside an
-        excluded area); bad ``m``, ``columns`` or ``weights``.
+        excluded area); bad ``m``, ``columns`` or ``weights``; a kept column repeats the x or y
+        of the points (e.g. ``easting``).
     geosynth.errors.CRSError
         ``gdf`` (or ``weights``) is not in the grid CRS, or ``gdf`` is in degrees.
+    geosynth.errors.SamplerError
+        Points keep landing on original locations (a cell spans only a few float64 values).
 
     Notes
     -----
     The cell of every record is public in a naive release (the synthetic point lies in it), so
     the cell-level risk measures of Paiva et al. (2014) do not apply; Nunes (2018, §3.3) compares
-    distances to the nearest original point instead.
+    distances to the nearest original point instead. A point that lands exactly on an original
+    record's location (possible only where float64 holds few values in a cell) is drawn again.
     """
     rng = as_generator(seed)
     check_geodataframe(gdf)
     check_grid(grid)
     m = check_m(m)
     keep = _check_columns(gdf, columns)
-    xy = point_coordinates(gdf, "gdf")
+    xy = _check_points(gdf)
+    _refuse_coordinate_columns(gdf, keep, xy)
     check_crs(gdf, grid)
-    cells = grid.locate(xy)
-    outside = cells < 0
-    if outside.any():
-        raise InputError(
-            f"{int(outside.sum())} of {len(gdf)} points fall in no grid cell (outside the lattice "
-            f"or region, or inside an excluded area): {describe_rows(gdf.index, outside)}; drop "
-            "them (e.g. gdf[grid.locate(gdf.geometry) >= 0]) or build a grid that covers them"
-        )
+    cells = _cells_of(gdf, grid, xy)
     table = None if weights is None else PixelTable.from_raster(weights, grid)
     data = pd.DataFrame(gdf[keep]).copy()
     geometry = gdf.geometry.name
+    note = unweighted_note(table, cells)
+    if note is not None:  # once, not once per release (or per redraw)
+        warnings.warn(note, DataWarning, stacklevel=2)
+
+    def draw(rows: np.ndarray) -> np.ndarray:
+        return place(grid, cells[rows], rng, table, warn=False)
+
     return [
         make_release(
             data,
-            place(grid, cells, rng, table),
+            _away_from_originals(draw, xy, "naive_synthesize"),
             geometry,
             gdf.crs,
             ReleaseInfo(method="naive", release=release, weighted=table is not None),
@@ -152,11 +166,14 @@ def donut_mask(
     Raises
     ------
     geosynth.errors.InputError
-        ``gdf`` is not a GeoDataFrame of valid points; ``r_min``/``r_max`` are not finite numbers
-        with ``0 <= r_min < r_max``; ``r_max`` below 1e-9 of the largest coordinate (float64
-        could not move the points); bad ``m`` or ``columns``.
+        ``gdf`` is not a GeoDataFrame of valid 2-D points (as for :func:`naive_synthesize`);
+        ``r_min``/``r_max`` are not finite numbers with ``0 <= r_min < r_max``; ``r_max`` below
+        1e-9 of the largest coordinate (float64 could not move the points); bad ``m`` or
+        ``columns``; a kept column repeats the x or y of the points.
     geosynth.errors.CRSError
         ``gdf`` is in a geographic CRS (degrees).
+    geosynth.errors.SamplerError
+        Masked points keep landing on original locations.
 
     Examples
     --------
@@ -173,7 +190,8 @@ def donut_mask(
     m = check_m(m)
     r_min, r_max = _check_radii(r_min, r_max)
     keep = _check_columns(gdf, columns)
-    xy = point_coordinates(gdf, "gdf")
+    xy = _check_points(gdf)
+    _refuse_coordinate_columns(gdf, keep, xy)
     _check_resolution(r_max, xy)
     if gdf.crs is not None and gdf.crs.is_geographic:
         raise CRSError(
@@ -183,26 +201,131 @@ def donut_mask(
         )
     data = pd.DataFrame(gdf[keep]).copy()
     geometry = gdf.geometry.name
-    n = len(gdf)
+
+    def draw(rows: np.ndarray) -> np.ndarray:
+        angle = rng.uniform(0.0, 2.0 * math.pi, rows.size)
+        # r_max·√U(r_min²/r_max², 1): r_max² underflowed to 0 for r_max < 1e-162
+        radius = r_max * np.sqrt(rng.uniform((r_min / r_max) ** 2, 1.0, rows.size))
+        return xy[rows] + radius[:, None] * np.column_stack([np.cos(angle), np.sin(angle)])
+
     releases = []
     for release in range(m):
-        angle = rng.uniform(0.0, 2.0 * math.pi, n)
-        # r_max·√U(r_min²/r_max², 1): r_max² underflowed to 0 for r_max < 1e-162
-        radius = r_max * np.sqrt(rng.uniform((r_min / r_max) ** 2, 1.0, n))
-        moved = xy + radius[:, None] * np.column_stack([np.cos(angle), np.sin(angle)])
+        moved = _away_from_originals(draw, xy, "donut_mask")
         info = ReleaseInfo(method="donut", release=release,
                            parameters={"r_min": r_min, "r_max": r_max})
         releases.append(make_release(data, moved, geometry, gdf.crs, info))
     return releases
 
 
+# ---------------------------------------------------------------------- original points
+def _away_from_originals(draw: Any, xy: np.ndarray, where: str) -> np.ndarray:
+    """Points ``draw(rows)`` for every record, none at the location of an original record.
+
+    Rows that land exactly on an original point (float64 cannot tell them apart where the
+    coordinates are large for the cell size or radius) are drawn again. The redraw changes
+    the law only on a set of measure zero; with the same seed the result is the same.
+
+    Parameters
+    ----------
+    draw : callable
+        ``draw(rows)`` returns the points (len(rows), 2) of the records ``rows`` (int64 array).
+    xy : numpy.ndarray of float64, shape (n, 2)
+        The original points.
+    where : str
+        The calling function, for the error.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, 2)
+
+    Raises
+    ------
+    geosynth.errors.SamplerError
+        Some record keeps landing on original points (its cell or radius spans only a few
+        float64 values).
+    """
+    out = draw(np.arange(xy.shape[0]))
+    for redraws in range(_MAX_REDRAWS + 1):
+        again = np.flatnonzero(at_locations(out, xy))
+        if again.size == 0:
+            return out
+        if redraws < _MAX_REDRAWS:
+            out[again] = draw(again)
+    raise SamplerError(
+        f"{where} kept drawing {again.size} point(s) exactly on original records' locations "
+        f"after {_MAX_REDRAWS} draws: at these coordinates float64 holds only a few values "
+        "within a cell (or radius); use larger cells (or radii), or coordinates with a nearer "
+        "origin (a projected CRS in metres)"
+    )
+
+
 # ---------------------------------------------------------------------- validation
+def _cells_of(gdf: gpd.GeoDataFrame, grid: Grid, xy: np.ndarray) -> np.ndarray:
+    """Cell of every point, refusing points in no cell."""
+    cells = grid.locate(xy)
+    outside = cells < 0
+    if outside.any():
+        raise InputError(
+            f"{int(outside.sum())} of {len(gdf)} points fall in no grid cell (outside the lattice "
+            f"or region, or inside an excluded area): {describe_rows(gdf.index, outside)}; drop "
+            "them (e.g. gdf[grid.locate(gdf.geometry) >= 0]) or build a grid that covers them"
+        )
+    return cells
+
+
+def _check_points(gdf: gpd.GeoDataFrame) -> np.ndarray:
+    """Coordinates (n, 2) of at least one 2-D point per record (:func:`point_coordinates`)."""
+    if len(gdf) == 0:
+        raise InputError("gdf has no rows; a baseline needs at least one record")
+    xy = point_coordinates(gdf, "gdf")
+    refuse_z(gdf, "gdf", "the baselines move 2-D points")
+    return xy
+
+
+def _refuse_coordinate_columns(gdf: gpd.GeoDataFrame, keep: list, xy: np.ndarray) -> None:
+    """Refuse a kept column that repeats the x or y of the original points (e.g. ``easting``).
+
+    The release would publish the original location next to the synthetic one. A column is
+    refused when every value present agrees with the coordinate to 1e-6 of it (float32 copies,
+    and metres rounded at the scale of a UTM easting, agree to that).
+    """
+    for column in keep:
+        values = gdf[column]
+        if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(
+            values.dtype
+        ) or pd.api.types.is_complex_dtype(values.dtype):
+            continue
+        v = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        present = ~np.isnan(v)
+        if not present.any():
+            continue
+        for axis, label in ((0, "x"), (1, "y")):
+            if np.allclose(v[present], xy[present, axis], rtol=_COORDINATE_RTOL, atol=0.0):
+                raise InputError(
+                    f"column {column!r} of gdf holds the {label} coordinate of the original "
+                    "points: the release would publish every record's true location next to "
+                    f"its synthetic one; drop it, or leave it out of columns="
+                )
+
+
 def _check_columns(gdf: gpd.GeoDataFrame, columns: Sequence[str] | None) -> list:
+    if not gdf.columns.is_unique:
+        duplicated = sorted({str(c) for c in gdf.columns[gdf.columns.duplicated()]})
+        raise InputError(f"gdf has duplicated column names {duplicated}; rename them so each is "
+                         "unique")
     available = [c for c in plain_columns(gdf) if c != gdf.geometry.name]
     if columns is None:
         return available
-    chosen = [columns] if isinstance(columns, str) else list(columns)
-    missing = [c for c in chosen if c not in available]
+    if isinstance(columns, str):
+        chosen = [columns]
+    elif isinstance(columns, Sequence | pd.Index | np.ndarray):
+        chosen = list(columns)
+    else:
+        raise InputError(
+            f"columns must be a list of column names of gdf, got {type(columns).__name__}; "
+            f"e.g. columns={available[:2]}"
+        )
+    missing = [c for c in chosen if not _is_available(c, available)]
     if missing:
         raise InputError(
             f"columns {missing} are not non-geometry columns of gdf; available: {available}"
@@ -212,14 +335,27 @@ def _check_columns(gdf: gpd.GeoDataFrame, columns: Sequence[str] | None) -> list
     return chosen
 
 
+def _is_available(column: Any, available: list) -> bool:
+    """Whether ``column`` names one of ``available`` (False for an unhashable entry)."""
+    try:
+        return column in available
+    except (TypeError, ValueError):  # e.g. an array, whose == gives no single truth value
+        return False
+
+
 def _check_radii(r_min: Any, r_max: Any) -> tuple[float, float]:
+    numbers_ = []
     for name, value in (("r_min", r_min), ("r_max", r_max)):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, numbers.Real)
-            or not math.isfinite(value)
-        ):
-            raise InputError(f"{name} must be a finite number (CRS units), got {value!r}")
+        try:
+            number = check_real(value, name)  # an int beyond the float range gives inf
+        except TypeError:
+            number = math.nan
+        if not math.isfinite(number):
+            shown = repr(value) if len(repr(value)) <= 60 else f"{type(value).__name__} of " \
+                f"{len(repr(value))} characters"
+            raise InputError(f"{name} must be a finite number (CRS units), got {shown}")
+        numbers_.append(number)
+    r_min, r_max = numbers_
     if not 0 <= r_min < r_max:
         raise InputError(
             f"donut radii must satisfy 0 <= r_min < r_max, got r_min={r_min!r}, "
@@ -250,6 +386,11 @@ def _check_resolution(r_max: float, xy: np.ndarray) -> None:
 
 #: The largest donut radius: r² stays finite with room, and it is 10⁸⁶ times Earth's size.
 _MAX_RADIUS = 1e100
+#: Most rounds of redrawing points that land on an original location (each round redraws only
+#: those; one is rare, a second rarer still unless float64 holds few values in a cell).
+_MAX_REDRAWS = 100
+#: Relative agreement with a coordinate that makes a kept column a copy of it.
+_COORDINATE_RTOL = 1e-6
 #: The smallest r_max relative to the coordinates: float64 resolves 2.2e-16 of a coordinate,
 #: so a displacement 1e-9 of it keeps seven digits of its size.
 _MIN_RELATIVE_RADIUS = 1e-9

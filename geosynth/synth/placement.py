@@ -21,7 +21,8 @@ rounds):
   probability proportional to its weight among the pixels whose *centre* lies in the cell's
   habitable geometry, then the point is uniform in ``pixel ∩ cell box ∩ habitable geometry``
   (rejection as above). A cell none of whose pixel centres carries positive weight falls back to
-  uniform placement, with a :class:`~geosynth.errors.DataWarning`. The raster is thus sampled
+  uniform placement, with a :class:`~geosynth.errors.DataWarning`; a raster that gives no cell
+  any weight (all zero, nodata or NaN over the grid) is refused. The raster is thus sampled
   at pixel centres, not averaged over areas: a pixel straddling a cell edge gives its whole
   weight to the cell holding its centre, and the strip of the other cell under it receives no
   point. Choose a raster whose pixels are much smaller than the cells (or aligned with them).
@@ -107,7 +108,8 @@ def place_in_cells(
     ------
     geosynth.errors.InputError
         ``grid`` is not a Grid, ``cells`` are not valid cell ids, or ``weights`` is not a readable
-        raster (rotated, negative or infinite weights, no overlap with the grid).
+        raster (rotated, negative or infinite weights, no overlap with the grid, no pixel of
+        positive weight in any habitable cell).
     geosynth.errors.CRSError
         The raster CRS differs from the grid CRS, or only one of them has a CRS.
     geosynth.errors.SamplerError
@@ -421,8 +423,8 @@ class PixelTable:
         Raises
         ------
         geosynth.errors.InputError
-            The raster cannot be read, is rotated, does not overlap the grid or has negative
-            or infinite weights.
+            The raster cannot be read, is rotated, does not overlap the grid, has negative
+            or infinite weights, or gives no habitable cell a positive weight.
         geosynth.errors.CRSError
             The raster CRS is not the grid's.
         """
@@ -491,6 +493,7 @@ class PixelTable:
         start = np.searchsorted(cell, np.arange(grid.n_cells + 1), side="left")
         last = np.maximum(start[1:] - 1, 0)
         total = np.where(start[1:] > start[:-1], within[last] if within.size else 0.0, 0.0)
+        _check_some_weight(total)
         return cls(boxes=boxes, within=within, start=start, total=total)
 
     def choose(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -517,6 +520,21 @@ class PixelTable:
             left = np.where(active & ~beyond, mid + 1, left)
             right = np.where(active & beyond, mid, right)
         return left
+
+
+def _check_some_weight(total: np.ndarray) -> None:
+    """Refuse a raster that gives no cell any weight (all zero, nodata or NaN over the grid).
+
+    Every point would fall back to uniform placement: the raster was surely not the one meant
+    (wrong band, extent or CRS units, or an empty mask), and a warning is easy to miss.
+    """
+    if not (total > 0).any():
+        raise InputError(
+            "weights raster has no pixel of positive weight whose centre lies in a habitable "
+            "cell of the grid (every pixel over the grid is 0, nodata or NaN, or outside the "
+            "region); check the band, the extent and the nodata value, or pass weights=None "
+            "for uniform placement"
+        )
 
 
 def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:

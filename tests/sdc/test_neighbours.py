@@ -157,7 +157,7 @@ def test_neighbour_counts_match_brute_force_with_duplicates_and_weights(search_p
 
 
 def test_bound_is_strict():
-    df = pd.DataFrame({"x": [0.0, 1.0]})
+    df = pd.DataFrame({"x": [0.25, 1.5]})
     scaled = (df["x"] - df["x"].mean()) / df["x"].std(ddof=1)
     gap = float(scaled.iloc[1] - scaled.iloc[0])
     _, at = resample(df, gap, seed=0)
@@ -265,6 +265,27 @@ def test_an_identifying_integer_column_is_refused(dtype):
     assert out["patient_id"].equals(ids["patient_id"])
     coarse = ids.assign(patient_id=pd.cut(ids["patient_id"], 5, labels=False))
     resample(coarse, 1.5, categorical=["patient_id"], seed=1)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "Float64", "float32"])
+def test_an_identifying_whole_number_float_column_is_refused(dtype):
+    # An integer ID stored as floats (read from a CSV with a blank cell) was not checked: every
+    # released record carried a real ID (a neighbour's), resampled as a number.
+    df = mixed_frame(n=300, seed=2)
+    ids = df.assign(patient_id=np.arange(100_001.0, 100_301.0)).astype({"patient_id": dtype})
+    with pytest.raises(InputError, match=r"whole-number float column 'patient_id' has 300 "
+                                         r"distinct values among 300 records: an identifier.*"
+                                         r"drop it from columns=") as err:
+        neighbour_resample(ids, 1.5, seed=1)
+    assert "100001" not in str(err.value) and "100300" not in str(err.value)
+    scattered = df.assign(ssn=(np.random.default_rng(4).permutation(300) * 7919.0 + 1e8))
+    with pytest.raises(InputError, match=r"whole-number float column 'ssn'"):
+        neighbour_resample(scattered, 1.5, columns=["age", "ssn"], seed=1)
+    # whole numbers that repeat (income rounded to 100 in mixed_frame) and floats with a
+    # fractional part are measurements, not IDs
+    assert df["income"].eq(df["income"].round()).all() and df["income"].duplicated().any()
+    resample(df, 1.5, seed=1)
+    resample(ids.assign(patient_id=ids["patient_id"].astype(np.float64) + 0.5), 1.5, seed=1)
 
 
 def test_integer_variables_that_repeat_are_accepted():
@@ -568,6 +589,27 @@ def test_include_coordinates_points_within_eps_of_replaced_record(search_path):
         assert comes_from_neighbour(gdf[c], out[c], neighbours, movers).all()
 
 
+@pytest.mark.parametrize("columns", [[], ["age", "income"]])
+def test_records_released_at_a_real_location_are_counted_and_warned(columns):
+    # x and y come from the same neighbour with probability >= 1/k: the released point is then
+    # a real location, which was neither counted nor warned about unless every other variable
+    # came from that neighbour too.
+    gdf = mixed_gdf()[[*columns, "location"]]
+    with pytest.warns(PrivacyLeakWarning, match=r"resampled records are released at the "
+                                                r"exact location of an original record"):
+        out, info = neighbour_resample(gdf, 0.4, columns=columns, include_coordinates=True,
+                                       seed=3, return_info=True)
+    real = set(zip(gdf.geometry.x, gdf.geometry.y, strict=True))
+    moved = np.flatnonzero(info.selected & (info.n_neighbours >= 2))
+    released = zip(out.geometry.x.to_numpy()[moved], out.geometry.y.to_numpy()[moved],
+                   strict=True)
+    expected = sum(point in real for point in released)
+    assert 0 < info.n_whole_copies <= expected == info.n_location_copies < moved.size
+    if columns:  # the geometry carried over unchanged is not counted: it was not resampled
+        _, without = resample(gdf, 0.4, columns=columns, seed=3)
+        assert without.n_location_copies == 0
+
+
 def test_geometry_is_carried_unchanged_without_include_coordinates():
     gdf = mixed_gdf()
     out, info = resample(gdf, 1.5, weights=WEIGHTS, seed=0)
@@ -780,10 +822,16 @@ def test_coordinates_need_points():
         neighbour_resample(gdf, 1.0, include_coordinates=True)
     gdf = mixed_gdf(n=20)
     gdf.loc["r4", "location"] = Point(1, 2, 3)
-    with pytest.raises(InputError, match=r"1 points have a z coordinate"):
+    with pytest.raises(InputError, match=r"df has 1 points with a z coordinate.*force_2d"):
         neighbour_resample(gdf, 1.0, include_coordinates=True)
     # without include_coordinates the geometry is not inspected
     neighbour_resample(gdf, 100.0, seed=0)
+
+
+def test_return_info_must_be_a_bool():
+    # return_info="no" is truthy: a tuple came back where the caller expected a frame
+    with pytest.raises(TypeError, match="return_info must be True or False, got str 'no'"):
+        neighbour_resample(mixed_frame(), 1.0, return_info="no")
 
 
 def test_duplicated_column_names():

@@ -9,11 +9,19 @@ import pandas as pd
 import pytest
 import shapely
 from scipy import stats
+from scipy.stats import binom
 from shapely.geometry import Point, box
 
+import geosynth.synth.baselines as baselines
 from geosynth import Grid
-from geosynth.errors import CRSError, InputError, IsolatedCellWarning
-from geosynth.synth import donut_mask, naive_synthesize
+from geosynth.errors import (
+    CRSError,
+    DataWarning,
+    InputError,
+    IsolatedCellWarning,
+    SamplerError,
+)
+from geosynth.synth import donut_mask, naive_synthesize, place_in_cells
 from tests.synth.helpers import CRS, from_origin, make_points, write_raster
 
 ALPHA = 1e-3
@@ -94,6 +102,22 @@ def test_naive_with_weights(tmp_path):
     np.testing.assert_array_equal(grid.locate(release.geometry), grid.locate(gdf.geometry))
     xy = xy_of(release)
     assert ((xy[:, 0] % 50 < 25) & (xy[:, 1] % 50 >= 25)).all()
+
+
+def test_naive_warns_once_about_cells_without_weight(tmp_path):
+    grid = Grid.regular((0, 0, 100, 100), shape=(2, 2), crs=CRS)
+    values = np.zeros((4, 4))
+    values[0, 0] = 1.0  # only the north-west cell has weight
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 25, 25))
+    gdf = make_points(200, bounds=(0, 0, 100, 100), seed=2)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        releases = naive_synthesize(gdf, grid, m=3, seed=1, weights=path)
+    notes = [w for w in record if issubclass(w.category, DataWarning)]
+    assert len(notes) == 1  # was one per release
+    assert "3 cell(s) hold no pixel centre of positive weight" in str(notes[0].message)
+    for release in releases:
+        np.testing.assert_array_equal(grid.locate(release.geometry), grid.locate(gdf.geometry))
 
 
 def test_naive_refuses_points_outside_the_grid():
@@ -220,6 +244,7 @@ def test_donut_without_crs_is_accepted():
         ("1", 5, "r_min must be a finite number"),
         (True, 5, "r_min must be a finite number"),
         (0, 1e200, r"r_max=1e\+200 is beyond 1e\+100 CRS units"),  # r² overflowed
+        (0, 10**400, "r_max must be a finite number"),  # an OverflowError escaped
     ],
 )
 def test_donut_radii_validation(r_min, r_max, match):
@@ -241,3 +266,98 @@ def test_donut_validation_of_inputs():
         donut_mask(lines, 1, 2)
     with pytest.raises(InputError, match="m \\(number of releases\\)"):
         donut_mask(donut_input(10), 1, 2, m=-2)
+
+
+# ---------------------------------------------------------------------- both baselines
+BASELINES = {
+    "naive": lambda gdf, **kw: naive_synthesize(
+        gdf, Grid.regular((0, 0, 120, 90), shape=(3, 4), crs=CRS), m=1, seed=1, **kw
+    ),
+    "donut": lambda gdf, **kw: donut_mask(gdf, 1.0, 5.0, m=1, seed=1, **kw),
+}
+
+
+@pytest.mark.parametrize("method", sorted(BASELINES))
+def test_baselines_refuse_empty_frames_z_coordinates_and_bad_columns(method):
+    run = BASELINES[method]
+    gdf = make_points(50, seed=1)
+    with pytest.raises(InputError, match="gdf has no rows"):  # m empty releases came back
+        run(gdf.iloc[:0])
+    with_z = gdf.set_geometry(gpd.points_from_xy(gdf.geometry.x, gdf.geometry.y, gdf["z"]))
+    with pytest.raises(InputError, match=r"gdf has 50 points with a z coordinate.*force_2d"):
+        run(with_z)  # z was dropped silently
+    with pytest.raises(InputError, match=r"columns must be a list of column names of gdf, "
+                                         r"got int"):
+        run(gdf, columns=5)  # TypeError: 'int' object is not iterable
+    twice = gpd.GeoDataFrame(pd.concat([gdf[["a"]], gdf[["a", "geometry"]]], axis=1), crs=CRS)
+    with pytest.raises(InputError, match=r"gdf has duplicated column names \['a'\]"):
+        run(twice)  # AttributeError: 'DataFrame' object has no attribute 'dtype'
+
+
+@pytest.mark.parametrize("method", sorted(BASELINES))
+def test_baselines_refuse_columns_that_repeat_the_coordinates(method):
+    # A CSV's easting/northing carried along published each true location beside the
+    # synthetic one.
+    run = BASELINES[method]
+    gdf = make_points(80, seed=2)
+    x, y = gdf.geometry.x.to_numpy(), gdf.geometry.y.to_numpy()
+    copies = {
+        "easting": x,
+        "northing_f32": y.astype(np.float32),  # a float32 copy agrees to about 1e-7
+        "x_missing": np.where(np.arange(80) % 7 == 0, np.nan, x),
+    }
+    for name, values in copies.items():
+        label = "y" if name.startswith("northing") else "x"
+        with pytest.raises(InputError, match=rf"column '{name}' of gdf holds the {label} "
+                                             r"coordinate of the original points") as err:
+            run(gdf.assign(**{name: values}))
+        assert f"{x[0]:.4g}" not in str(err.value) and f"{y[0]:.4g}" not in str(err.value)
+        # the fix the message names works
+        (release,) = run(gdf.assign(**{name: values}), columns=["a", "z"])
+        assert list(release.columns) == ["a", "z", "geometry"]
+    # a column that merely tracks x (z = ... + 0.05 x + noise) is kept
+    (release,) = run(gdf.assign(near=x + np.random.default_rng(0).normal(0.0, 1.0, 80)))
+    assert "near" in release.columns
+
+
+def test_naive_never_releases_an_original_location():
+    # At 2**50 float64 spaces x and y by 0.25: a 1 m cell holds 16 points, so a uniform point
+    # fell exactly on the record's own location about once in 16 draws.
+    origin = 2.0**50
+    grid = Grid.regular((origin, origin, origin + 2, origin + 2), shape=(2, 2), crs=CRS)
+    spots = origin + np.array([0.25, 1.5])  # one original location per cell
+    xs, ys = np.meshgrid(spots, spots)
+    n_each = 100
+    gdf = gpd.GeoDataFrame(
+        geometry=gpd.points_from_xy(np.repeat(xs.ravel(), n_each), np.repeat(ys.ravel(), n_each)),
+        crs=CRS,
+    )
+    original = set(map(tuple, xy_of(gdf)))
+    releases = naive_synthesize(gdf, grid, m=3, seed=4)
+    for release in releases:
+        xy = xy_of(release)
+        assert not any(point in original for point in map(tuple, xy))
+        np.testing.assert_array_equal(grid.locate(xy), grid.locate(xy_of(gdf)))
+    # without the redraw, uniform points do land on the originals here (about 1 in 16)
+    plain = place_in_cells(grid, grid.locate(xy_of(gdf)), seed=4)
+    hits = sum(point in original for point in map(tuple, plain))
+    assert binom.ppf(0.0005, len(gdf), 1 / 16) <= hits <= binom.ppf(0.9995, len(gdf), 1 / 16)
+
+
+def test_redraws_stop_with_a_clear_error_when_only_original_locations_remain():
+    xy = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]])
+    calls = []
+
+    def draw_hitting_row_1_once(rows):
+        calls.append(rows.tolist())
+        out = xy[rows] + 0.5
+        if len(calls) == 1:
+            out[rows == 1] = xy[0]  # lands on *another* record's location
+        return out
+
+    out = baselines._away_from_originals(draw_hitting_row_1_once, xy, "f")
+    assert calls == [[0, 1, 2], [1]]
+    np.testing.assert_array_equal(out, xy + 0.5)
+    with pytest.raises(SamplerError, match=r"f kept drawing 3 point\(s\) exactly on original "
+                                           r"records' locations after 100 draws"):
+        baselines._away_from_originals(lambda rows: xy[rows], xy, "f")

@@ -353,6 +353,12 @@ def test_raster_crs_must_match(tmp_path):
         (-np.ones((2, 2)), from_origin(0, 100, 50, 50), "negative or infinite"),
         (np.full((2, 2), np.inf), from_origin(0, 100, 50, 50), "negative or infinite"),
         (np.ones((2, 2)), from_origin(1000, 2000, 50, 50), "does not overlap"),
+        # every point silently fell back to uniform placement (a warning only)
+        (np.zeros((2, 2)), from_origin(0, 100, 50, 50), "no pixel of positive weight"),
+        (np.full((2, 2), np.nan), from_origin(0, 100, 50, 50), "no pixel of positive weight"),
+        # the only weight is over the grid but its pixel centre is outside it
+        (np.array([[1.0, 0.0], [0.0, 0.0]]), from_origin(-90, 190, 100, 100),
+         "no pixel of positive weight"),
     ],
 )
 def test_bad_rasters_are_refused(tmp_path, values, transform, match):
