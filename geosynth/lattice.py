@@ -151,6 +151,7 @@ class Grid:
         self._crs = _as_crs(crs)
         xmin, ymin, xmax, ymax = _check_bounds(bounds)
         nrows, ncols, dx, dy = _lattice_shape((xmin, ymin, xmax, ymax), shape, cell_size)
+        _check_resolution(min(dx, dy), (xmin, ymin, xmax, ymax))
         self._shape = (nrows, ncols)
         self._xedges = _edges(xmin, xmax, ncols, dx, exact_max=cell_size is None)
         self._yedges = _edges(ymin, ymax, nrows, dy, exact_max=cell_size is None)
@@ -424,6 +425,7 @@ class Grid:
                 f"cells, more than the limit of {MAX_CELLS:,}; use a larger cell_size (or raise "
                 "geosynth.lattice.MAX_CELLS)"
             )
+        _check_resolution(size, bounds)
         position, polygons = hex_positions_meeting(layout, bounds)
         row, col = np.divmod(position, layout.ncols)
         grid = cls.__new__(cls)
@@ -926,7 +928,9 @@ class Grid:
             parameter named in the message).
         """
         ids = np.asarray(cell_ids)
-        if ids.ndim != 1 or not (ids.size == 0 or np.issubdtype(ids.dtype, np.integer)):
+        if ids.size == 0 and ids.ndim == 1 and ids.dtype.kind in "fO":  # [] reads as float64
+            ids = ids.astype(np.int64)
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
             raise InputError(
                 f"{name} must be a 1-d array of integer cell ids, got dtype {ids.dtype} and "
                 f"shape {ids.shape}"
@@ -1306,16 +1310,36 @@ def _check_cell_size(cell_size: object) -> tuple[float, float]:
     return dx, dy
 
 
+def _check_resolution(size: float, bounds: Bounds) -> None:
+    """Refuse cells too small for float64 to place points within them at these coordinates.
+
+    float64 resolves about 2.2e-16 of a coordinate: at 2**50 (1e15) a 1 m cell holds four
+    values per axis, and points placed "uniformly" in it landed on the records' own locations
+    about once in 16 draws. A cell must span at least :data:`_MIN_RELATIVE_CELL` of the
+    largest coordinate (some 450,000 values per axis).
+    The message gives the coordinates' order of magnitude only (bounds derived from the
+    records hold their extremes).
+    """
+    magnitude = max(abs(v) for v in bounds)
+    if size < _MIN_RELATIVE_CELL * magnitude:
+        raise GridError(
+            f"cells of {size:.3g} CRS units are below {_MIN_RELATIVE_CELL:g} of the coordinates "
+            f"(of the order of 1e{math.floor(math.log10(magnitude))}), where float64 holds too "
+            "few distinct values to place points within a cell; use larger cells (a larger "
+            "cell_size or a smaller shape), or coordinates nearer their origin (a projected CRS "
+            "in metres)"
+        )
+
+
+#: The smallest cell relative to the largest coordinate of the lattice (:func:`_check_resolution`).
+_MIN_RELATIVE_CELL = 1e-10
+
+
 def _edges(vmin: float, vmax: float, n: int, step: float, exact_max: bool) -> np.ndarray:
     edges = vmin + np.arange(n + 1) * step
     if exact_max:
         edges[-1] = vmax
-    if not np.all(np.diff(edges) > 0):
-        raise GridError(
-            f"cells of size {step} are too small to be told apart at coordinates near {vmin}; "
-            "use a larger cell_size or a smaller shape"
-        )
-    return edges
+    return edges  # increasing: _check_resolution keeps step far above float64's spacing
 
 
 #: The widest extent :meth:`Grid.from_points` derives bounds from (coordinates in millimetres

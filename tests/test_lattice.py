@@ -631,9 +631,31 @@ def test_grid_errors(kwargs, match):
         Grid.regular(**kwargs)
 
 
-def test_tiny_cells_at_large_coordinates_are_refused():
-    with pytest.raises(GridError, match=r"too small to be told apart.*larger cell_size"):
-        Grid.regular((1e15, 0, 1e15 + 1, 1), shape=(1, 100))
+@pytest.mark.parametrize("build", [
+    lambda: Grid.regular((1e15, 0, 1e15 + 1, 1), shape=(1, 100)),  # edges not even increasing
+    # 1 m cells at 2**50, where float64 holds four values per metre: uniform points landed on
+    # the records' own locations about once in 16 draws
+    lambda: Grid.regular((2.0**50, 2.0**50, 2.0**50 + 2, 2.0**50 + 2), shape=(2, 2)),
+    lambda: Grid.regular((-2.0**50, 0, -2.0**50 + 4, 4), cell_size=1.0),
+    lambda: Grid.hexagonal((2.0**50, 2.0**50, 2.0**50 + 20, 2.0**50 + 20), 1.0),
+])
+def test_cells_too_small_for_float64_at_their_coordinates_are_refused(build):
+    with pytest.raises(GridError, match=r"cells of 0?\.?\d* ?.*CRS units are below 1e-10 of the "
+                                        r"coordinates \(of the order of 1e15\).*larger cells"):
+        build()
+
+
+def test_cells_of_a_millimetre_in_utm_coordinates_are_kept():
+    # 1e-10 of a UTM northing (5e6 m) is half a millimetre: ordinary fine lattices pass
+    grid = Grid.regular((500_000, 5_000_000, 500_001, 5_000_001), cell_size=0.001)
+    assert grid.shape == (1000, 1000)
+
+
+def test_empty_cell_ids_are_none_and_text_is_refused():
+    grid = Grid.regular((0, 0, 1, 1), shape=(2, 2))
+    assert grid.check_cell_ids([]).dtype == np.int64 and grid.check_cell_ids([]).size == 0
+    with pytest.raises(InputError, match="integer cell ids, got dtype <U1"):  # was numpy's
+        grid.check_cell_ids(np.array([], dtype=str))                       # UFuncTypeError
 
 
 @pytest.mark.parametrize(
