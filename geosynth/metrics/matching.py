@@ -51,6 +51,7 @@ from numba import njit
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates
+from geosynth._validation import MAX_CONTINUOUS, check_real_array
 from geosynth.errors import CRSError, InputError
 from geosynth.lattice import require_projected_crs
 
@@ -102,11 +103,15 @@ def greedy_match(original_xy: Any, synthetic_xy: Any) -> GreedyMatch:
 
     Raises
     ------
+    TypeError
+        Coordinates that are not real numbers (booleans, text, complex numbers).
     geosynth.errors.InputError
-        Coordinates are not an ``(n, 2)`` numeric array of finite values, or geometries are
-        missing, empty or not points.
+        Coordinates are not an ``(n, 2)`` array of finite values up to ``MAX_CONTINUOUS`` in
+        absolute value, or geometries are missing, empty or not points (a z coordinate is
+        ignored: distances are planar).
     geosynth.errors.CRSError
-        The two GeoSeries/GeoDataFrames have different CRSs, or one is geographic (degrees).
+        The two GeoSeries/GeoDataFrames have different CRSs (or only one has a CRS), or one is
+        geographic (degrees).
 
     Notes
     -----
@@ -127,15 +132,7 @@ def greedy_match(original_xy: Any, synthetic_xy: Any) -> GreedyMatch:
     >>> m.distances.tolist(), m.original_index.tolist(), m.synthetic_index.tolist()
     ([1.0, 2.0], [1, 0], [2, 0])
     """
-    crs_a = getattr(original_xy, "crs", None)
-    crs_b = getattr(synthetic_xy, "crs", None)
-    if crs_a is not None and crs_b is not None and not crs_a.equals(crs_b):
-        raise CRSError(
-            f"original_xy has CRS {crs_a.to_string()} but synthetic_xy has {crs_b.to_string()}; "
-            "reproject one with .to_crs(other.crs)"
-        )
-    require_projected_crs(crs_a, "original_xy")  # distances in degrees mean nothing
-    require_projected_crs(crs_b, "synthetic_xy")
+    _check_pair_crs(original_xy, synthetic_xy)
     a = as_xy(original_xy, "original_xy")
     b = as_xy(synthetic_xy, "synthetic_xy")
     return _greedy_match_arrays(a, b, _LEAF_SIZE)
@@ -168,6 +165,29 @@ def greedy_match_distances(original_xy: Any, synthetic_xy: Any) -> np.ndarray:
     [0.0, 1.0]
     """
     return greedy_match(original_xy, synthetic_xy).distances
+
+
+def _check_pair_crs(original_xy: Any, synthetic_xy: Any) -> None:
+    """Refuse two frames whose CRSs differ (one without a CRS too) or are in degrees.
+
+    Arrays carry no CRS and pass; a frame without a CRS next to one with a CRS does not: its
+    coordinates may be in other units, and every distance would silently be wrong.
+    """
+    frames = {name: value for name, value in (("original_xy", original_xy),
+                                               ("synthetic_xy", synthetic_xy))
+              if isinstance(value, gpd.GeoDataFrame | gpd.GeoSeries)}
+    if len(frames) == 2:
+        crs_a, crs_b = original_xy.crs, synthetic_xy.crs
+        if (crs_a is None) != (crs_b is None) or (
+            crs_a is not None and not crs_a.equals(crs_b, ignore_axis_order=True)
+        ):
+            shown = ["no CRS" if c is None else f"CRS {c.to_string()}" for c in (crs_a, crs_b)]
+            raise CRSError(
+                f"original_xy has {shown[0]} but synthetic_xy has {shown[1]}; reproject one "
+                "with .to_crs(other.crs) (or set a missing CRS with .set_crs)"
+            )
+    for name, value in frames.items():
+        require_projected_crs(value.crs, name)  # distances in degrees mean nothing
 
 
 # --------------------------------------------------------------------------- driver
@@ -499,20 +519,18 @@ def as_xy(points: Any, name: str) -> np.ndarray:
 
     Raises
     ------
+    TypeError
+        An array of something other than real numbers: booleans, text (also ``"1.5"``),
+        complex numbers, None (:func:`geosynth._validation.check_real_array`).
     geosynth.errors.InputError
-        Not an ``(n, 2)`` numeric array, non-finite coordinates, or missing, empty or non-point
-        geometries.
+        Not an ``(n, 2)`` array, a masked array with masked entries, non-finite coordinates or
+        coordinates beyond ``MAX_CONTINUOUS`` in absolute value, or missing, empty, non-point or
+        3-D geometries. Messages name rows, never a coordinate.
     """
     if isinstance(points, gpd.GeoDataFrame | gpd.GeoSeries):
         return frame_xy(points, name)
-    try:
-        arr = np.asarray(points, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise InputError(
-            f"{name} must be an (n, 2) array of x, y coordinates or point geometries, got "
-            f"{type(points).__name__} that numpy cannot convert to floats ({err})"
-        ) from err
-    if arr.size == 0:
+    arr = check_real_array(points, name, "an (n, 2) array of x, y coordinates")
+    if arr.shape in ((0,), (0, 2)):  # no points, e.g. []
         return np.empty((0, 2))
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise InputError(
@@ -525,6 +543,7 @@ def as_xy(points: Any, name: str) -> np.ndarray:
             f"{name} has {bad.size} rows with NaN or infinite coordinates (rows "
             f"{bad[:_SHOW_ROWS].tolist()}); drop or fix them"
         )
+    _check_magnitude(arr, name, lambda far: f"rows {np.flatnonzero(far)[:_SHOW_ROWS].tolist()}")
     return np.ascontiguousarray(arr)
 
 
@@ -545,9 +564,28 @@ def frame_xy(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str) -> np.ndarray:
     Raises
     ------
     geosynth.errors.InputError
-        Missing, empty or non-point geometries, or non-finite coordinates.
+        Missing, empty or non-point geometries, non-finite coordinates, or coordinates beyond
+        ``MAX_CONTINUOUS`` in absolute value.
+
+    Notes
+    -----
+    A z coordinate is ignored: the measures are planar, as a map shows the points. Two points
+    that differ only in height are at distance 0, the conservative reading for disclosure.
     """
-    return point_coordinates(frame, name)
+    xy = point_coordinates(frame, name)
+    _check_magnitude(xy, name, lambda far: _rows(frame.index, far))
+    return xy
+
+
+def _check_magnitude(xy: np.ndarray, name: str, rows: Any) -> None:
+    """Refuse coordinates beyond ``MAX_CONTINUOUS``: their squared distances overflow to inf."""
+    far = (np.abs(xy) > MAX_CONTINUOUS).any(axis=1)
+    if far.any():
+        raise InputError(
+            f"{name} has {int(far.sum())} points with |x| or |y| above {MAX_CONTINUOUS:g} "
+            f"({rows(far)}), where distances overflow; no projected CRS reaches that: check "
+            "the CRS and the units of the coordinates"
+        )
 
 
 def as_releases(releases: Any) -> list[gpd.GeoDataFrame]:
@@ -584,7 +622,9 @@ def as_releases(releases: Any) -> list[gpd.GeoDataFrame]:
     return items
 
 
-def check_frames(original: Any, releases: list[gpd.GeoDataFrame], projected: bool = True) -> None:
+def check_frames(
+    original: Any, releases: list[gpd.GeoDataFrame], projected: bool = True, name: str = ""
+) -> None:
     """Check that ``original`` is a GeoDataFrame sharing its CRS with every release.
 
     Parameters
@@ -595,6 +635,8 @@ def check_frames(original: Any, releases: list[gpd.GeoDataFrame], projected: boo
         Output of :func:`as_releases`.
     projected : bool, default True
         Also refuse a geographic CRS (distances in degrees are meaningless).
+    name : str, optional
+        What the caller calls its one release (``"release"``); default ``releases[k]``.
 
     Raises
     ------
@@ -618,7 +660,7 @@ def check_frames(original: Any, releases: list[gpd.GeoDataFrame], projected: boo
             shown = "no CRS" if other is None else other.to_string()
             mine = "no CRS" if crs is None else crs.to_string()
             raise CRSError(
-                f"releases[{k}] has {shown} but original has {mine}; reproject the releases "
+                f"{name or f'releases[{k}]'} has {shown} but original has {mine}; reproject "
                 "with release.to_crs(original.crs) (or set the missing CRS with set_crs)"
             )
     if projected and crs is not None and crs.is_geographic:
@@ -678,7 +720,7 @@ def check_columns(frame: pd.DataFrame, columns: list[str], frame_name: str, role
     Raises
     ------
     geosynth.errors.InputError
-        A column is missing or has missing values.
+        A column is missing, names several columns of ``frame``, or has missing values.
     """
     geometry = getattr(getattr(frame, "geometry", None), "name", None)
     available = [c for c in frame.columns if c != geometry]
@@ -686,6 +728,12 @@ def check_columns(frame: pd.DataFrame, columns: list[str], frame_name: str, role
         if column == geometry or column not in available:
             raise InputError(
                 f"{role} {column!r} is not a column of {frame_name}; available columns: {available}"
+            )
+        copies = int((frame.columns == column).sum())
+        if copies > 1:  # frame[column] is then a DataFrame, and the measures crashed on it
+            raise InputError(
+                f"{role} {column!r} names {copies} columns of {frame_name}; give each column a "
+                f"unique name, or keep one: {frame_name}.loc[:, ~{frame_name}.columns.duplicated()]"
             )
         bad = frame[column].isna().to_numpy()
         if bad.any():

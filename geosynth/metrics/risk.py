@@ -21,7 +21,7 @@ projected CRS; ``releases`` is a GeoDataFrame or a list of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
@@ -30,7 +30,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from geosynth._messages import describe_rows as _rows
-from geosynth._validation import check_bool
+from geosynth._validation import check_bool, check_real_array
 from geosynth.errors import CRSError, InputError
 from geosynth.metrics.matching import (
     as_columns,
@@ -49,6 +49,7 @@ __all__ = [
     "IdentificationRisk",
     "MEAN_LABEL",
     "check_grid_type",
+    "check_has_rows",
     "check_mean_label",
     "combination_codes",
     "split_by_code",
@@ -121,9 +122,9 @@ def distance_risk(
     TypeError
         ``mean_row`` is not a bool.
     geosynth.errors.InputError
-        Inputs are not GeoDataFrames of valid points, ``by`` is not a column name or a list of
-        them, a ``by`` column is missing or has missing values, or (with ``mean_row``) the
-        first ``by`` column has a level ``"mean"``.
+        Inputs are not GeoDataFrames of valid points, ``original`` has no rows, ``by`` is not a
+        column name or a list of them, a ``by`` column is missing or has missing values, or
+        (with ``mean_row``) the first ``by`` column has a level ``"mean"``.
     geosynth.errors.CRSError
         CRSs differ, or the CRS is geographic.
 
@@ -144,6 +145,7 @@ def distance_risk(
         check_columns(frame, cols, name, "by column")
     if mean_row:
         check_mean_label(original, cols, "by column", "or pass mean_row=False")
+    check_has_rows(original, "distance_risk")
     xys = [frame_xy(frame, name) for frame, name in zip(frames, names, strict=True)]
     codes, keys = combination_codes(frames, cols)
     present = np.unique(codes[0])
@@ -198,7 +200,8 @@ def displacement(original: gpd.GeoDataFrame, release: gpd.GeoDataFrame) -> pd.Se
     Raises
     ------
     geosynth.errors.InputError
-        Invalid points, duplicated index labels, or index labels present on one side only.
+        ``release`` is not one GeoDataFrame (e.g. a list of releases), invalid points,
+        duplicated index labels, or index labels present on one side only.
     geosynth.errors.CRSError
         CRSs differ, or the CRS is geographic.
 
@@ -210,11 +213,21 @@ def displacement(original: gpd.GeoDataFrame, release: gpd.GeoDataFrame) -> pd.Se
     >>> displacement(o, s).tolist()
     [5.0, 5.0]
     """
-    releases = as_releases(release)
-    check_frames(original, releases)
+    _check_one_release(release, "displacement")
+    check_frames(original, [release], name="release")
     xy0 = frame_xy(original, "original")
-    xy1 = _aligned_xy(original, releases[0], "release")
+    xy1 = _aligned_xy(original, release, "release")
     return pd.Series(pair_distance(xy0, xy1), index=original.index, name="displacement")
+
+
+def _check_one_release(release: Any, where: str) -> None:
+    """Refuse anything but one GeoDataFrame: a list of m releases kept only the first."""
+    if not isinstance(release, gpd.GeoDataFrame):
+        raise InputError(
+            f"release must be one geopandas.GeoDataFrame, got {type(release).__name__}; "
+            f"{where} measures one release: call it once per release, e.g. "
+            f"[{where}(original, r) for r in releases]"
+        )
 
 
 def spatial_k_anonymity(
@@ -245,7 +258,8 @@ def spatial_k_anonymity(
     Raises
     ------
     geosynth.errors.InputError
-        Invalid points or index labels (see :func:`displacement`).
+        ``release`` is not one GeoDataFrame, invalid points or index labels (see
+        :func:`displacement`).
     geosynth.errors.CRSError
         CRSs differ, or the CRS is geographic.
 
@@ -268,6 +282,7 @@ def spatial_k_anonymity(
     >>> spatial_k_anonymity(o, s).tolist()
     [2, 1, 1]
     """
+    _check_one_release(release, "spatial_k_anonymity")
     d = displacement(original, release).to_numpy()
     xy1 = _aligned_xy(original, release, "release")
     if population is None:
@@ -309,23 +324,19 @@ def k_anonymity_summary(
 
     Raises
     ------
+    TypeError
+        ``k`` holds something other than real numbers (booleans, text, complex numbers).
     geosynth.errors.InputError
-        ``k`` is empty, not numeric or has missing values, ``thresholds`` is not a sequence, or
-        a threshold is not a positive integer.
+        ``k`` is empty, not 1-d, has missing values or values that are not counts (negative,
+        fractional, infinite), ``thresholds`` is not a sequence, or a threshold is not a
+        positive integer.
 
     Examples
     --------
     >>> float(k_anonymity_summary([1, 4, 5, 30])["share_below_5"])
     0.5
     """
-    values = np.asarray(k)
-    if values.ndim != 1 or values.size == 0 or not np.issubdtype(values.dtype, np.number):
-        raise InputError(
-            f"k must be a non-empty 1-d array of k-anonymity values (spatial_k_anonymity output), "
-            f"got shape {values.shape} and dtype {values.dtype}"
-        )
-    if np.isnan(values.astype(float)).any():
-        raise InputError("k has missing values; pass the output of spatial_k_anonymity")
+    values = _k_values(k)
     if isinstance(thresholds, str) or not isinstance(thresholds, Sequence | np.ndarray):
         raise InputError(f"thresholds must be a sequence of positive integers, got "
                          f"{type(thresholds).__name__}; e.g. thresholds=(5, 25) or (5,)")
@@ -340,6 +351,26 @@ def k_anonymity_summary(
             raise InputError(f"thresholds must be positive integers, got {t!r}")
         out[f"share_below_{int(t)}"] = float(np.mean(values < t))
     return pd.Series(out, name="k_anonymity")
+
+
+def _k_values(k: Any) -> np.ndarray:
+    """Return ``k`` as a float array after checking it holds counts (whole numbers >= 0)."""
+    values = check_real_array(k, "k", "an array of k-anonymity counts (spatial_k_anonymity output)")
+    if values.ndim != 1 or values.size == 0:
+        raise InputError(
+            f"k must be a non-empty 1-d array of k-anonymity values (spatial_k_anonymity output), "
+            f"got shape {values.shape}"
+        )
+    if np.isnan(values).any():
+        raise InputError("k has missing values; pass the output of spatial_k_anonymity")
+    bad = ~(np.isfinite(values) & (values >= 0) & (values == np.round(values)))
+    if bad.any():
+        raise InputError(
+            f"k must hold counts of candidate locations (whole numbers >= 0), but "
+            f"{int(bad.sum())} values are negative, fractional or infinite; pass the output of "
+            "spatial_k_anonymity"
+        )
+    return values
 
 
 # --------------------------------------------------------------------------- identification
@@ -371,7 +402,8 @@ class IdentificationRisk:
     records : pandas.DataFrame
         One row per record (index of ``original``): ``cell`` (true cell), ``n_candidates``
         (records sharing its attributes), ``max_probability``, ``c``, ``true_match`` (T),
-        ``unique_match`` (``c == 1``), ``unique_attributes``.
+        ``unique_match`` (``c == 1``), ``unique_attributes``. Confidential (the index and true
+        cell of every record): left out of the repr, and never to be published.
     """
 
     expected_match_risk: float
@@ -381,7 +413,8 @@ class IdentificationRisk:
     n_unique_matches: int
     n_true_unique_matches: int
     n_unique_attributes: int
-    records: pd.DataFrame
+    # Not in the repr: a printed result (a log, a ticket) would show every record's id and cell.
+    records: pd.DataFrame = field(repr=False)
 
     def summary(self) -> pd.Series:
         """Return the scalar measures as a Series.
@@ -456,7 +489,8 @@ def identification_risk(
         Invalid points, attributes or index labels, an original point outside the grid, a
         release whose attributes differ from the original's, or a bad ``weighting``.
     geosynth.errors.CRSError
-        CRSs differ between the inputs or from the grid.
+        CRSs differ between the inputs or from the grid (inputs without a CRS and a grid with
+        one included).
 
     Notes
     -----
@@ -753,6 +787,7 @@ def _check_same_attributes(
     present = [c for c in cols if c in release.columns]
     if not present:
         return
+    check_columns(release, present, name, "attribute")  # one column each, no missing values
     aligned = release.loc[original.index, present]
     for column in present:
         differ = ~(aligned[column].to_numpy() == original[column].to_numpy())
@@ -763,6 +798,28 @@ def _check_same_attributes(
                 "identification_risk assumes only locations are synthesised: drop the column "
                 "from the release or pass the original attribute values"
             )
+
+
+def check_has_rows(original: pd.DataFrame, where: str) -> None:
+    """Refuse an ``original`` without rows: its table was only a mean row of NaN.
+
+    Parameters
+    ----------
+    original : pandas.DataFrame
+        The confidential records.
+    where : str
+        The measure, named in the message.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``original`` has no rows.
+    """
+    if len(original) == 0:
+        raise InputError(
+            f"original has no rows, so {where} has no combination to measure; pass the "
+            "confidential points the releases were made from"
+        )
 
 
 def check_grid_type(grid: Any) -> None:
@@ -786,12 +843,19 @@ def check_grid_type(grid: Any) -> None:
 
 
 def _check_grid(grid: Any, original: gpd.GeoDataFrame) -> None:
+    """Refuse a non-lattice ``grid``, or ``original`` without the grid's CRS (none at all too).
+
+    A frame without a CRS next to a grid with one may hold coordinates in other units: every
+    point then fell outside the cells or into the wrong ones, silently.
+    """
     check_grid_type(grid)
-    if (
-        grid.crs is not None
-        and original.crs is not None
-        and not original.crs.equals(grid.crs, ignore_axis_order=True)
-    ):
+    if original.crs is None and grid.crs is not None:
+        raise CRSError(
+            f"original has no CRS while the grid uses {grid.crs.to_string()}; if the "
+            "coordinates are already in that CRS use original.set_crs(grid.crs), otherwise set "
+            "the true CRS and reproject with original.to_crs(grid.crs)"
+        )
+    if grid.crs is not None and not original.crs.equals(grid.crs, ignore_axis_order=True):
         raise CRSError(
             f"original has CRS {original.crs.to_string()} but the grid has "
             f"{grid.crs.to_string()}; reproject with original.to_crs(grid.crs)"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import geopandas as gpd
@@ -31,7 +31,14 @@ from scipy import stats
 from scipy.spatial import cKDTree
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_bool, check_int, check_probability
+from geosynth._validation import (
+    MAX_CONTINUOUS,
+    check_bool,
+    check_int,
+    check_probability,
+    check_real,
+    check_real_array,
+)
 from geosynth.data import check_crs
 from geosynth.errors import InputError
 from geosynth.lattice import require_projected_crs
@@ -45,6 +52,7 @@ from geosynth.metrics.matching import (
 )
 from geosynth.metrics.risk import (
     check_grid_type,
+    check_has_rows,
     check_mean_label,
     combination_codes,
     nanmean_rows,
@@ -139,9 +147,11 @@ def combine_partially_synthetic(q: Any, u: Any, level: float = 0.95) -> Combined
     Raises
     ------
     TypeError
-        ``level`` is not a real number.
+        ``q`` or ``u`` holds something other than real numbers (booleans, text, complex
+        numbers, None), or ``level`` is not a real number.
     geosynth.errors.InputError
-        Fewer than 2 releases, shapes differ, non-finite values, negative variances or a level
+        Fewer than 2 releases, shapes differ, non-finite values or values beyond
+        ``MAX_CONTINUOUS`` in absolute value, negative variances, masked entries, or a level
         outside (0, 1).
 
     Notes
@@ -243,11 +253,8 @@ def combine_fully_synthetic(
 
 
 def _check_qu(q: Any, u: Any, level: Any) -> tuple[np.ndarray, np.ndarray, float]:
-    try:
-        qa = np.asarray(q, dtype=np.float64)
-        ua = np.asarray(u, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise InputError(f"q and u must be numeric arrays ({err})") from err
+    qa = check_real_array(q, "q", "an array of estimates, one per release along axis 0")
+    ua = check_real_array(u, "u", "an array of the estimates' variances, shaped like q")
     if qa.shape != ua.shape:
         raise InputError(f"q and u must have the same shape, got {qa.shape} and {ua.shape}")
     if qa.ndim == 0 or qa.shape[0] < 2:
@@ -257,9 +264,20 @@ def _check_qu(q: Any, u: Any, level: Any) -> tuple[np.ndarray, np.ndarray, float
         )
     if not (np.isfinite(qa).all() and np.isfinite(ua).all()):
         raise InputError("q and u must be finite; drop releases where the estimate is undefined")
+    _check_magnitude(qa, "q", "estimates")
+    _check_magnitude(ua, "u", "variances")
     if (ua < 0).any():
         raise InputError("u holds variances and must be >= 0")
     return qa, ua, check_probability(level, "level", hint="e.g. level=0.95")
+
+
+def _check_magnitude(values: np.ndarray, name: str, what: str) -> None:
+    """Refuse finite values beyond ``MAX_CONTINUOUS``: their squares and sums overflow to inf."""
+    if (np.abs(values) > MAX_CONTINUOUS).any():
+        raise InputError(
+            f"{name} has {what} above {MAX_CONTINUOUS:g} in absolute value, where squares and "
+            f"differences overflow to inf; express {name} in larger units"
+        )
 
 
 def _partial(qa: np.ndarray, ua: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -317,8 +335,11 @@ def interval_overlap(a: Any, b: Any, kind: str = "geometric") -> Any:
 
     Raises
     ------
+    TypeError
+        Bounds that are not real numbers (booleans, text, complex numbers).
     geosynth.errors.InputError
-        Not ``(lower, upper)`` pairs, NaN bounds, ``lower > upper``, or an unknown ``kind``.
+        Not ``(lower, upper)`` pairs, NaN or infinite bounds or bounds beyond
+        ``MAX_CONTINUOUS`` in absolute value, ``lower > upper``, or an unknown ``kind``.
 
     Notes
     -----
@@ -355,10 +376,7 @@ def interval_overlap(a: Any, b: Any, kind: str = "geometric") -> Any:
 
 
 def _bounds(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise InputError(f"{name} must be (lower, upper) pairs of numbers ({err})") from err
+    arr = check_real_array(x, name, "(lower, upper) pairs of numbers")
     if arr.ndim == 0 or arr.shape[-1] != 2:
         raise InputError(
             f"{name} must be a (lower, upper) pair or an array of shape (..., 2), got shape "
@@ -367,6 +385,10 @@ def _bounds(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     lower, upper = arr[..., 0], arr[..., 1]
     if np.isnan(arr).any():
         raise InputError(f"{name} has NaN bounds; drop undefined intervals first")
+    if not np.isfinite(arr).all():  # [-inf, inf] against itself gave NaN, [0, inf] 0.5
+        raise InputError(f"{name} has infinite bounds, whose covered share is undefined; "
+                         "drop unbounded intervals first")
+    _check_magnitude(arr, name, "bounds")
     if (lower > upper).any():
         raise InputError(f"{name} has intervals with lower > upper; pass (lower, upper) pairs")
     return lower, upper
@@ -408,7 +430,8 @@ class QuadrantCoverage:
         One row per rectangle: ``x0, y0, x1, y1``; ``n_original, p_original, lower_original,
         upper_original`` (Wald); ``n_synthetic`` (mean over releases), ``p_synthetic,
         variance_synthetic, df_synthetic, lower_synthetic, upper_synthetic`` (combining rules);
-        ``overlap``.
+        ``overlap``. Confidential (exact counts and proportions of the original in small
+        rectangles): left out of the repr.
     """
 
     mean_overlap: float
@@ -416,7 +439,7 @@ class QuadrantCoverage:
     n_undefined: int
     kind: str
     level: float
-    quadrants: pd.DataFrame
+    quadrants: pd.DataFrame = field(repr=False)  # the original's proportion per rectangle
 
 
 def quadrant_coverage(
@@ -713,9 +736,10 @@ def binary_outcome(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
         # No value is shown: they are the confidential data's (the smallest, as text, would be
         # its extremes), and the message may be pasted into a ticket.
         other = int(pd.unique(values[~np.isin(values, (0, 1))]).size)
+        found = f"{other:,} other distinct value(s)" if other else "values 0/1 of no number type"
         raise InputError(
             f"outcome column {column!r} of {name} must be binary (0/1 or bool), but it has "
-            f"dtype {frame[column].dtype} and {other:,} other distinct value(s); recode it, "
+            f"dtype {frame[column].dtype} and {found}; recode it, "
             f"e.g. (gdf[{column!r}] == level).astype(int)"
         )
     return values.astype(bool)
@@ -745,8 +769,11 @@ def as_bounds(
 
     Raises
     ------
+    TypeError
+        An item of ``bounds`` is not a real number (text such as ``"0"``, a bool, complex).
     geosynth.errors.InputError
-        Not four finite numbers, an empty or degenerate rectangle, or no points to derive it.
+        Not four finite numbers, a coordinate beyond ``MAX_CONTINUOUS`` in absolute value, an
+        empty or degenerate rectangle, or no points to derive it.
     geosynth.errors.CRSError
         ``bounds`` is a Grid in another CRS than ``frame``.
     """
@@ -766,20 +793,33 @@ def as_bounds(
             check_crs(frame, bounds, frame_name)
         values = tuple(bounds.bounds)
     else:
-        try:
-            values = tuple(float(v) for v in bounds)
-        except (TypeError, ValueError):
-            values = ()
+        values = _four_numbers(bounds, name)
     if len(values) != 4 or not all(math.isfinite(float(v)) for v in values):
         raise InputError(
             f"{name} must be four finite numbers (xmin, ymin, xmax, ymax) or a Grid, got {bounds!r}"
         )
     xmin, ymin, xmax, ymax = (float(v) for v in values)
+    if max(abs(v) for v in (xmin, ymin, xmax, ymax)) > MAX_CONTINUOUS:
+        raise InputError(f"{name} has a coordinate above {MAX_CONTINUOUS:g} in absolute value, "
+                         "where its area overflows; check the CRS and the units")
     if not (xmin < xmax and ymin < ymax):
         raise InputError(
             f"{name} must satisfy xmin < xmax and ymin < ymax, got {(xmin, ymin, xmax, ymax)}"
         )
     return xmin, ymin, xmax, ymax
+
+
+def _four_numbers(bounds: Any, name: str) -> tuple[float, ...]:
+    """Return the numbers of a ``bounds`` sequence (none for a non-sequence or text).
+
+    Each is checked with :func:`check_real`: ``float()`` read ``"0"`` and ``True`` as numbers.
+    """
+    if isinstance(bounds, str | bytes) or not np.iterable(bounds):
+        return ()
+    items = list(bounds)
+    if len(items) != 4:
+        return ()
+    return tuple(check_real(v, f"{name}[{k}]") for k, v in enumerate(items))
 
 
 # --------------------------------------------------------------------------- Ripley's K
@@ -885,10 +925,7 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
     xmin, ymin, xmax, ymax = box
     a, b = xmax - xmin, ymax - ymin
     r = _radii(radii, min(a, b))
-    if correction not in ("isotropic", "translation", "none"):
-        raise InputError(
-            f'correction must be "isotropic", "translation" or "none", got {correction!r}'
-        )
+    _check_correction(correction)
     outside = ~((xy[:, 0] >= xmin) & (xy[:, 0] <= xmax) & (xy[:, 1] >= ymin) & (xy[:, 1] <= ymax))
     if outside.any():
         raise InputError(
@@ -948,15 +985,20 @@ def _inside_fraction(
     return 1.0 - outside / (2.0 * math.pi)
 
 
+def _check_correction(correction: Any) -> None:
+    if not isinstance(correction, str) or correction not in ("isotropic", "translation", "none"):
+        raise InputError(
+            f'correction must be "isotropic", "translation" or "none", got {correction!r}'
+        )
+
+
 def _radii(radii: Any, short_side: float) -> np.ndarray:
     if radii is None:
         return np.linspace(0.0, short_side / 4, 51)
-    try:
-        r = np.asarray(radii, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise InputError(f"radii must be a 1-d array of numbers ({err})") from err
+    r = check_real_array(radii, "radii", "a 1-d array of distances")
     if r.ndim != 1 or r.size == 0 or not np.isfinite(r).all():
-        raise InputError(f"radii must be a non-empty 1-d array of finite numbers, got {radii!r}")
+        raise InputError(f"radii must be a non-empty 1-d array of finite numbers, got shape "
+                         f"{r.shape}{'' if np.isfinite(r).all() else ' with NaN or inf'}")
     if (r < 0).any() or (np.diff(r) <= 0).any():
         raise InputError("radii must be non-negative and strictly increasing")
     if r[-1] > short_side / 2:
@@ -1014,18 +1056,22 @@ def ripley_distance(
     TypeError
         ``mean_row`` is not a bool.
     geosynth.errors.InputError
-        Invalid frames, columns, window, radii or correction, points outside the window, or
-        (with ``mean_row``) a level ``"mean"`` in the first ``by`` column.
+        Invalid frames, columns, window, radii or correction, an ``original`` without rows,
+        points outside the window, or (with ``mean_row``) a level ``"mean"`` in the first
+        ``by`` column.
     geosynth.errors.CRSError
         CRSs differ or are geographic.
     """
     mean_row = check_bool(mean_row, "mean_row")
     releases = as_releases(releases)
     check_frames(original, releases)
+    check_has_rows(original, "ripley_distance")
     frames = [original, *releases]
     names = ["original"] + [f"releases[{k}]" for k in range(len(releases))]
     xys = [frame_xy(f, name) for f, name in zip(frames, names, strict=True)]
     window = as_bounds(window, np.concatenate(xys), "window", original, "original")
+    _check_correction(correction)  # before any K is computed
+    _radii(radii, min(window[2] - window[0], window[3] - window[1]))
     if by is None:
         codes = [np.zeros(len(f), dtype=np.int64) for f in frames]
         keys = pd.Index(["all"])
@@ -1076,7 +1122,7 @@ class IntensityFidelity(NamedTuple):
         holds both; smaller is better. NaN when either side has no point on the lattice (it
         has no distribution).
     original : numpy.ndarray of float64, shape (G,)
-        Original points per cell.
+        Original points per cell: confidential, so the repr shows only their number.
     synthetic : numpy.ndarray of float64, shape (G,)
         Synthetic points per cell, mean over releases.
     """
@@ -1085,6 +1131,12 @@ class IntensityFidelity(NamedTuple):
     l1: float
     original: np.ndarray
     synthetic: np.ndarray
+
+    def __repr__(self) -> str:
+        """Show the two measures, not the counts: the original's are confidential per cell."""
+        return (f"IntensityFidelity(correlation={self.correlation!r}, l1={self.l1!r}, "
+                f"original=<{self.original.size} counts>, "
+                f"synthetic=<{self.synthetic.size} counts>)")
 
 
 def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFidelity:

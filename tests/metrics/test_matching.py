@@ -153,7 +153,7 @@ def test_accepts_geoseries_and_checks_crs():
     [
         ([[0.0, np.nan]], "NaN or infinite"),
         ([[0.0, 1.0, 2.0]], r"\(n, 2\)"),
-        ([["a", "b"]], "cannot convert"),
+        ([[0.0, 1e101]], r"above 1e\+100 \(rows \[0\]\)"),
     ],
 )
 def test_bad_coordinates_are_refused(bad, message):
@@ -169,3 +169,57 @@ def test_non_point_geometries_are_refused():
     lines = gpd.GeoSeries([shapely.LineString([(0, 0), (1, 1)])])
     with pytest.raises(InputError, match="non-point"):
         greedy_match(lines, [[0.0, 0.0]])
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [["6001234.5", "7401234.5"]],  # text that looks like numbers was read as numbers
+        [[True, False]],  # booleans were read as 1 and 0
+        np.array([[6001234.5 + 1j, 7401234.5]]),  # the imaginary part was dropped (a warning)
+        [["6001234.5", "x"]],  # the message quoted the text: a confidential coordinate
+    ],
+)
+def test_coordinates_that_are_not_real_numbers_are_refused_without_quoting_them(bad):
+    with pytest.raises(TypeError, match="original_xy must be an \\(n, 2\\) array") as info:
+        greedy_match(bad, [[0.0, 0.0]])
+    assert "6001234" not in str(info.value)
+
+
+def test_masked_coordinates_are_refused():
+    # np.asarray used the hidden value under the mask as a coordinate.
+    masked = np.ma.masked_array([[1.0, 2.0]], mask=[[True, False]])
+    with pytest.raises(InputError, match="original_xy is a masked array"):
+        greedy_match(masked, [[0.0, 0.0]])
+
+
+def test_coordinates_whose_distances_overflow_are_refused():
+    # (1e200)² overflowed to inf: every distance tied at inf and pairs were matched by index.
+    with pytest.raises(InputError, match=r"synthetic_xy has 1 points with \|x\| or \|y\|"):
+        greedy_match([[0.0, 0.0]], [[1e200, 0.0]])
+
+
+def test_a_frame_without_crs_next_to_one_with_a_crs_is_refused():
+    a = gpd.GeoSeries(gpd.points_from_xy([0, 3], [0, 4]), crs="EPSG:31983")
+    b = gpd.GeoSeries(gpd.points_from_xy([0, 3], [1, 4]))
+    with pytest.raises(CRSError, match="original_xy has CRS EPSG:31983 but synthetic_xy has no "
+                                       "CRS"):
+        greedy_match(a, b)
+    with pytest.raises(CRSError, match="original_xy has no CRS"):
+        greedy_match(b, a)
+    assert greedy_match_distances(b, b).tolist() == [0.0, 0.0]  # neither has a CRS: comparable
+    assert greedy_match_distances(a, np.array([[0.0, 1.0]])).tolist() == [1.0]  # arrays: no CRS
+
+
+def test_points_with_a_z_coordinate_are_measured_in_the_plane():
+    # Planar, as a map shows them: a synthetic point over the original (100 m higher) sits on
+    # it, the conservative reading for disclosure.
+    flat = gpd.GeoSeries(gpd.points_from_xy([0.0], [0.0]), crs="EPSG:31983")
+    high = gpd.GeoSeries(gpd.points_from_xy([0.0], [3.0], [100.0]), crs="EPSG:31983")
+    assert greedy_match_distances(flat, high).tolist() == [3.0]
+
+
+def test_an_array_of_rows_without_coordinates_is_refused():
+    # A (5, 0) array was taken for "no points".
+    with pytest.raises(InputError, match=r"got shape \(5, 0\)"):
+        greedy_match(np.empty((5, 0)), [[0.0, 0.0]])

@@ -267,3 +267,77 @@ def test_identification_risk_refuses_bad_inputs():
         identification_risk(original, frame(at_cells([0, 1])), "sex", grid, weighting="x")
     with pytest.raises(InputError, match="Grid"):
         identification_risk(original, frame(at_cells([0, 1])), "sex", grid=None)
+
+
+# --------------------------------------------------------------------------- audit
+
+
+def test_displacement_and_k_anonymity_refuse_a_list_of_releases():
+    original = frame([[0, 0], [10, 0]])
+    near, far = frame([[0, 1], [10, 1]]), frame([[0, 50], [10, 50]])
+    # displacement silently measured only the first release of a list; spatial_k_anonymity
+    # raised AttributeError ('builtin_function_or_method' object has no attribute ...).
+    for measure in (displacement, spatial_k_anonymity):
+        with pytest.raises(InputError, match=rf"release must be one geopandas\.GeoDataFrame, got "
+                                             rf"list; {measure.__name__} measures one release"):
+            measure(original, [near, far])
+    assert displacement(original, far).tolist() == [50.0, 50.0]
+
+
+@pytest.mark.parametrize("k", [[-1, 2], [0.5, 2], [np.inf, 2]])
+def test_k_anonymity_summary_refuses_values_that_are_not_counts(k):
+    with pytest.raises(InputError, match="1 values are negative, fractional or infinite"):
+        k_anonymity_summary(k)
+
+
+@pytest.mark.parametrize("k", [np.array([1 + 1j, 2]), [True, False], ["3", "4"]])
+def test_k_anonymity_summary_refuses_values_that_are_not_numbers(k):
+    # Complex k lost its imaginary part with a warning; text was refused only by dtype.
+    with pytest.raises(TypeError, match="k must be an array of k-anonymity counts"):
+        k_anonymity_summary(k)
+
+
+def test_k_anonymity_summary_accepts_whole_floats():
+    summary = k_anonymity_summary(np.array([1.0, 4.0, 5.0, 30.0]))
+    assert summary["share_below_5"] == 0.5 and summary["k_min"] == 1.0
+
+
+def test_identification_risk_refuses_frames_without_crs_on_a_grid_with_one():
+    grid = two_cell_grid()
+    # Coordinates in unknown units were located on the grid's cells as if in its CRS.
+    original = frame(at_cells([0, 1]), sex=["F", "M"], crs=None)
+    release = frame(at_cells([0, 1]), crs=None)
+    with pytest.raises(CRSError, match=r"original has no CRS while the grid uses EPSG:31983; "
+                                       r".*original\.set_crs\(grid\.crs\)"):
+        identification_risk(original, release, "sex", grid)
+    bare = Grid.regular((0, 0, 2, 1), shape=(1, 2))
+    assert identification_risk(original, release, "sex", bare).n_records == 2
+
+
+def test_identification_risk_repr_shows_no_record_id_or_cell():
+    grid = two_cell_grid()
+    original = frame(at_cells([0, 1]), index=["patient-123", "patient-456"], sex=["F", "M"])
+    risk = identification_risk(original, frame(at_cells([1, 0]), index=original.index), "sex",
+                               grid)
+    # The dataclass repr printed the records table: every record's id and true cell.
+    assert "patient-" not in repr(risk) and "cell" not in repr(risk)
+    assert "expected_match_risk=2.0" in repr(risk)
+    assert risk.records.loc["patient-456", "cell"] == 1  # still there for the data holder
+
+
+def test_duplicated_column_names_are_refused_naming_the_column():
+    original = frame([[0.5, 0.5], [1.5, 0.5]], sex=["F", "M"], age=[1, 2])
+    twice = original.rename(columns={"age": "sex"})  # two columns called "sex"
+    # distance_risk raised "The truth value of a Series is ambiguous", identification_risk
+    # "operands could not be broadcast together".
+    with pytest.raises(InputError, match=r"by column 'sex' names 2 columns of original"):
+        distance_risk(twice, original, by="sex")
+    with pytest.raises(InputError, match=r"attribute 'sex' names 2 columns of releases\[0\]"):
+        identification_risk(original, twice, "sex", two_cell_grid())
+
+
+def test_displacement_names_the_release_whose_crs_differs():
+    original = frame([[0, 0]])
+    # The message spoke of "releases[0]", a parameter displacement does not have.
+    with pytest.raises(CRSError, match=r"^release has no CRS but original has EPSG:31983"):
+        displacement(original, frame([[0, 1]], crs=None))

@@ -429,3 +429,134 @@ def test_distances_in_degrees_are_refused():
         greedy_match(lonlat, lonlat)
     with pytest.raises(CRSError, match="points"):
         ripley_k(lonlat, (-44, -20, -43, -19))
+
+
+# --------------------------------------------------------------------------- audit
+
+
+@pytest.mark.parametrize("q", [[True, False, True], ["0.31", "0.42", "0.27"],
+                               np.array([0.3 + 1j, 0.4, 0.2]), None])
+def test_combining_rules_refuse_estimates_that_are_not_real_numbers(q):
+    # Booleans and text were read as numbers; complex lost its imaginary part with a warning.
+    for combine in (combine_partially_synthetic, combine_fully_synthetic):
+        with pytest.raises(TypeError, match="q must be an array of estimates") as info:
+            combine(q, [0.1, 0.1, 0.1])
+        assert "0.31" not in str(info.value)  # a confidential estimate is never quoted
+
+
+def test_combining_rules_refuse_masked_and_overflowing_values():
+    masked = np.ma.masked_array([1.0, 2.0, 99.0], mask=[False, False, True])
+    with pytest.raises(InputError, match="q is a masked array"):  # 99 was used as an estimate
+        combine_partially_synthetic(masked, [1.0, 1.0, 1.0])
+    # b_m of (1e200, -1e200) overflowed: variance and interval came out inf with a warning.
+    with pytest.raises(InputError, match=r"q has estimates above 1e\+100"):
+        combine_partially_synthetic([1e200, -1e200], [1.0, 1.0])
+    with pytest.raises(InputError, match=r"u has variances above 1e\+100"):
+        combine_fully_synthetic([1.0, 2.0], [1e300, 1e300])
+
+
+def test_partially_synthetic_m_two_by_hand():
+    # m = 2, q = (0, 2), u = (1, 3): q̄ = 1, b = ((0-1)² + (2-1)²)/1 = 2, ū = 2,
+    # T_p = ū + b/m = 2 + 1 = 3, ν_p = (m-1)(1 + m ū / b)² = (1 + 2)² = 9.
+    r = combine_partially_synthetic([0.0, 2.0], [1.0, 3.0], level=0.9)
+    assert (r.estimate, r.variance, r.df) == (1.0, 3.0, 9.0)
+    half = stats.t.ppf(0.95, 9) * math.sqrt(3.0)
+    assert r.lower == pytest.approx(1.0 - half) and r.upper == pytest.approx(1.0 + half)
+
+
+def test_partially_synthetic_zero_within_variance_has_m_minus_one_df():
+    # ū_m = 0, b_m > 0: ν_p = (m - 1)(1 + 0)² = m - 1 and T_p = b_m / m.
+    r = combine_partially_synthetic([1.0, 2.0, 3.0, 6.0], [0.0, 0.0, 0.0, 0.0])
+    assert r.df == 3.0 and r.variance == pytest.approx(np.var([1, 2, 3, 6], ddof=1) / 4)
+
+
+@pytest.mark.parametrize("a", [(-np.inf, np.inf), (0.0, np.inf)])
+def test_interval_overlap_refuses_infinite_bounds(a):
+    # [-inf, inf] against itself gave NaN; [0, inf] against [1, 2] gave 0.5 (Karr).
+    with pytest.raises(InputError, match="a has infinite bounds"):
+        interval_overlap(a, a, "karr")
+
+
+@pytest.mark.parametrize("a", [(False, True), ("0", "1"), (0j, 1)])
+def test_interval_overlap_refuses_bounds_that_are_not_real_numbers(a):
+    with pytest.raises(TypeError, match=r"a must be \(lower, upper\) pairs of numbers"):
+        interval_overlap(a, (0, 1))
+
+
+def test_interval_overlap_refuses_bounds_whose_width_overflows():
+    with pytest.raises(InputError, match=r"a has bounds above 1e\+100"):
+        interval_overlap((-1e308, 1e308), (0, 1))
+
+
+@pytest.mark.parametrize("bounds, match", [
+    (("0", "0", "100", "100"), r"bounds\[0\] must be a real number, got str '0'"),
+    ((False, False, 100, 100), r"bounds\[0\] must be a real number, got bool False"),
+])
+def test_quadrant_coverage_refuses_bounds_that_are_not_numbers(bounds, match):
+    original, _, _ = scenario(50, 0)
+    with pytest.raises(TypeError, match=match):
+        quadrant_coverage(original, [original, original], "y", n_quadrants=5, seed=0,
+                          min_points=3, bounds=bounds)
+
+
+def test_quadrant_coverage_refuses_bounds_whose_span_overflows():
+    # numpy's uniform raised a bare OverflowError ("high - low range exceeds valid bounds").
+    original, _, _ = scenario(50, 0)
+    with pytest.raises(InputError, match=r"bounds has a coordinate above 1e\+100"):
+        quadrant_coverage(original, [original, original], "y", n_quadrants=5, seed=0,
+                          min_points=3, bounds=(-1e308, -1e308, 1e308, 1e308))
+
+
+def test_ripley_k_refuses_radii_that_are_not_numbers_and_huge_points():
+    pts = [[0.5, 0.5], [0.2, 0.5]]
+    with pytest.raises(TypeError, match="radii must be a 1-d array of distances"):
+        ripley_k(pts, (0, 0, 1, 1), radii=[False, True])  # read as radii 0 and 1
+    with pytest.raises(TypeError, match=r"window\[0\] must be a real number"):
+        ripley_k(pts, ("0", "0", "1", "1"))
+    # Coordinates of 1e300 raised a bare "cannot convert float NaN to integer".
+    with pytest.raises(InputError, match=r"points has 2 points with \|x\| or \|y\|"):
+        ripley_k([[1e300, 1e300], [-1e300, -1e300]], None)
+
+
+def test_ripley_distance_and_distance_risk_refuse_an_original_without_rows():
+    # Without original points no K was computed: a table of one NaN "mean" row came back, and
+    # a typo in correction or radii went unnoticed.
+    from geosynth.metrics import distance_risk
+
+    empty = frame(np.empty((0, 2)), b=np.array([], dtype=str))
+    release = frame([[10, 10], [20, 20]], b=["a", "b"])
+    with pytest.raises(InputError, match="original has no rows, so ripley_distance has no"):
+        ripley_distance(empty, release, by="b", window=(0, 0, 100, 100))
+    with pytest.raises(InputError, match="original has no rows, so distance_risk has no"):
+        distance_risk(empty, release, by="b")
+
+
+def test_quadrant_coverage_repr_shows_no_rectangle_of_the_original():
+    original, _, _ = scenario(200, 0)
+    result = quadrant_coverage(original, [original, original], "y", n_quadrants=5, seed=0)
+    # The repr printed the table: the original's count and proportion in each rectangle.
+    assert " quadrants=" not in repr(result) and "x0" not in repr(result)
+    assert f"mean_overlap={result.mean_overlap!r}" in repr(result)
+
+
+def test_intensity_fidelity_repr_shows_no_original_count():
+    from geosynth import Grid
+    from geosynth.metrics import intensity_fidelity
+
+    grid = Grid.regular((0, 0, 3, 1), shape=(1, 3), crs=CRS)
+    original = frame([[0.5, 0.5]] * 7 + [[1.5, 0.5]] * 2)
+    release = frame([[0.5, 0.5]] * 5 + [[2.5, 0.5]] * 4)
+    fidelity = intensity_fidelity(original, release, grid)
+    # Shares (7, 2, 0)/9 and (5, 0, 4)/9: L1 = (2 + 2 + 4)/9.
+    assert fidelity.l1 == pytest.approx(8 / 9)
+    assert fidelity.original.tolist() == [7.0, 2.0, 0.0]
+    # The NamedTuple repr printed the original's count in every cell.
+    assert "7." not in repr(fidelity) and "<3 counts>" in repr(fidelity)
+
+
+def test_a_categorical_zero_one_outcome_is_refused_with_a_true_reason():
+    original, _, _ = scenario(50, 0)
+    categorical = original.astype({"y": "category"})
+    # The message said "0 other distinct value(s)": there are none, the dtype is the problem.
+    with pytest.raises(InputError, match="dtype category and values 0/1 of no number type"):
+        quadrant_coverage(categorical, [original, original], "y", n_quadrants=5, seed=0)
