@@ -586,6 +586,7 @@ def evaluate_dask(
     linked: bool = True,
     *,
     client: distributed.Client | None = None,
+    rules: str = "partial",
 ) -> Evaluation:
     """Run :func:`geosynth.evaluate` with one Dask task per release.
 
@@ -617,6 +618,8 @@ def evaluate_dask(
         As for :func:`geosynth.evaluate`.
     client : distributed.Client, optional
         Default: the current client.
+    rules : {"partial", "full"}, default "partial"
+        As for :func:`geosynth.evaluate`.
 
     Returns
     -------
@@ -635,7 +638,8 @@ def evaluate_dask(
     executor = _TaskExecutor(client, "evaluate", spread=releases)
     try:
         return evaluate(original, releases, grid, attributes, outcome=outcome,
-                        n_quadrants=n_quadrants, seed=seed, linked=linked, executor=executor)
+                        n_quadrants=n_quadrants, seed=seed, linked=linked, executor=executor,
+                        rules=rules)
     finally:
         executor.shutdown(wait=False)
 

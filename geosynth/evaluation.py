@@ -48,7 +48,7 @@ from geosynth.metrics import (
 )
 from geosynth.metrics.matching import as_columns, as_releases, check_columns, check_frames, frame_xy
 from geosynth.metrics.risk import check_mean_label, nanmean_rows, with_mean_row
-from geosynth.metrics.utility import MIN_POINTS, as_bounds
+from geosynth.metrics.utility import MIN_POINTS, as_bounds, check_rules
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -186,6 +186,7 @@ def evaluate(
     linked: bool = True,
     *,
     executor: Executor | None = None,
+    rules: str = "partial",
 ) -> Evaluation:
     """Measure the disclosure risk and the utility of m releases of ``original``.
 
@@ -228,6 +229,9 @@ def evaluate(
         the coverage. The original is an argument of every task (on a Dask cluster,
         :func:`geosynth.distributed.evaluate_dask` sends it to each worker once). None
         (default): one release after another in this process.
+    rules : {"partial", "full"}, default "partial"
+        Combining rules of the coverage table (:func:`geosynth.metrics.quadrant_coverage`):
+        ``"full"`` for releases in which every value is synthetic, such as ε-DP releases.
 
     Returns
     -------
@@ -260,6 +264,7 @@ def evaluate(
     check when both sides are single places. Releases made from the original pass by far.
     """
     _check_executor(executor)
+    rules = check_rules(rules)
     releases, plan = plan_evaluation(original, releases, attributes, linked)
     if outcome is not None:
         _check_coverage(original, releases)
@@ -272,7 +277,7 @@ def evaluate(
     coverage = None
     if outcome is not None:
         coverage = quadrant_coverage(original, releases, outcome, n_quadrants=n_quadrants,
-                                     seed=seed)
+                                     seed=seed, rules=rules)
     per_release = combine_measures(collect())
     tables = {"distance_risk": per_release["distance_risk"], "pattern": per_release["pattern"]}
     if identification is not None:

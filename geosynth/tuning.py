@@ -19,8 +19,9 @@ The measures (:data:`MEASURES` says what each means and which direction is bette
   candidate's lattice (*larger is riskier*), and the share of records with spatial
   k-anonymity below 5 (*larger is riskier*);
 * utility -- the quadrant CI coverage of §3.3 (mean interval overlap of the proportion of a
-  binary outcome over random rectangles, combining rules for partially synthetic data), the
-  Ripley's L gap (mean row, metres: *smaller is better*) and the intensity fidelity on a
+  binary outcome over random rectangles, combining rules for partially synthetic data, or
+  for fully synthetic data with an ε-DP candidate), the Ripley's L gap (mean row, metres:
+  *smaller is better*) and the intensity fidelity on a
   **common** lattice, the coarsest candidate's, so that candidates are comparable: the
   correlation of original and synthetic cell counts (*larger is better*) and the L1 distance
   of their cell shares (0 to 2, *smaller is better*);
@@ -1123,7 +1124,7 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     # whole process, and another candidate's PrivacyLeakWarning was lost.
     evaluation = evaluate(gdf, releases, grid, setup.attributes, outcome=setup.outcome,
                           n_quadrants=setup.n_quadrants, seed=setup.coverage_seed,
-                          linked=linked)
+                          linked=linked, rules="partial" if linked else "full")
     row = {**_settings_row(candidate, grid), **_measures(evaluation.tables, linked),
            **_diagnostics(fit), "seconds": time.perf_counter() - start}
     return _CandidateRun(row, grid, [point_coordinates(r, "release") for r in releases])

@@ -51,6 +51,19 @@ def test_naive_releases_are_evaluated_with_figures(scenario):
     assert "### distance risk" in text and "### coverage" in text
 
 
+def test_coverage_takes_the_combining_rules_of_the_releases(scenario):
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=3, seed=2)
+    kw = dict(outcome="y", n_quadrants=80, seed=3)
+    for rules in ("partial", "full"):
+        table = evaluate(data.data, releases, grid, ATTRIBUTES, rules=rules, **kw).tables
+        direct = geosynth.metrics.quadrant_coverage(data.data, releases, "y", n_quadrants=80,
+                                                    seed=3, rules=rules)
+        assert table["coverage"]["mean_overlap"].iloc[0] == direct.mean_overlap
+    with pytest.raises(InputError, match='rules must be "partial"'):  # before any measure
+        evaluate(data.data, releases, grid, ATTRIBUTES, rules="fully", **kw)
+
+
 def test_public_releases_skip_linked_records(scenario):
     data, grid = scenario
     releases = [geosynth.to_public(r, seed=0)

@@ -266,12 +266,23 @@ def test_dp_candidates_have_no_linked_measures(scenario, region, monkeypatch):
         return dp_release(*args, model=model, **kwargs)
 
     monkeypatch.setattr(geosynth.dp, "dp_release", recording_dp_release)
+    rules = []
+    evaluate = geosynth.evaluation.evaluate
+
+    def recording_evaluate(*args, **kwargs):
+        rules.append(kwargs.get("rules"))
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(geosynth.evaluation, "evaluate", recording_evaluate)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = _tune(scenario, region, [{"shape": (4, 4), "epsilon": 2.0,
                                            "effects": "combination"}])
     # The candidate's effects with the DP priors of dp_model, not the exact fit's.
     assert [(m.effects, m.priors) for m in models] == [("combination", dp_model().priors)]
+    # Every value of an ε-DP release is synthetic: its coverage uses the fully synthetic rules
+    # (the partial rules' intervals were too narrow for it).
+    assert rules == ["full"]
     row = result.table.iloc[0]
     assert row["epsilon"] == 2.0
     assert np.isnan(row[["expected_match_risk", "true_match_rate",

@@ -260,7 +260,8 @@ def release(
         if report_path is not None:
             evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
                                            outcome=outcome, seed=result["evaluate_seed"],
-                                           linked=epsilon is None)
+                                           linked=epsilon is None,
+                                           rules="partial" if epsilon is None else "full")
             report = _report(input_path, counts, grid, result, summary, r_hat, evaluation, run,
                              m, epsilon)
             write_text(report_path, report, outputs=outputs, option="--report", private=True)

@@ -80,6 +80,8 @@ __all__ = [
     "ripley_distance",
     "MAX_QUADRANTS",
     "MIN_POINTS",
+    "RULES",
+    "check_rules",
 ]
 
 # Elements per boolean (rectangles x points) block in quadrant_coverage.
@@ -239,16 +241,7 @@ def combine_fully_synthetic(
     ratio = 1.0
     if n_synthetic is not None:
         ratio = check_int(n_synthetic, "n_synthetic") / check_int(n_original, "n_original")
-    m = qa.shape[0]
-    est = qa.mean(axis=0)
-    b = qa.var(axis=0, ddof=1)
-    ubar = ua.mean(axis=0)
-    t_f = (1.0 + 1.0 / m) * b - ubar
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = (m - 1) * (1.0 - m * ubar / ((m + 1) * b)) ** 2
-    adjust = t_f <= 0
-    var = np.where(adjust, ratio * ubar, t_f)
-    df = np.where(adjust, np.inf, df)
+    est, var, df = _full(qa, ua, ratio)
     return _finish(est, var, df, level, scalar=qa.ndim == 1)
 
 
@@ -290,6 +283,27 @@ def _partial(qa: np.ndarray, ua: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     with np.errstate(divide="ignore", invalid="ignore"):
         df = (m - 1) * (1.0 + m * ubar / b) ** 2
     df = np.where(b == 0, np.inf, df)  # the limit b -> 0 (also when ubar = 0)
+    return est, var, df
+
+
+def _full(
+    qa: np.ndarray, ua: np.ndarray, ratio: float | np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Raghunathan, Reiter & Rubin (2003) rules along axis 0, with Reiter's (2002) adjustment.
+
+    ``ratio`` is ``n_syn / n`` of the adjustment (a scalar or one per estimate); NaN inputs
+    propagate.
+    """
+    m = qa.shape[0]
+    est = qa.mean(axis=0)
+    b = qa.var(axis=0, ddof=1)
+    ubar = ua.mean(axis=0)
+    t_f = (1.0 + 1.0 / m) * b - ubar
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (m - 1) * (1.0 - m * ubar / ((m + 1) * b)) ** 2
+    adjust = t_f <= 0
+    var = np.where(adjust, ratio * ubar, t_f)
+    df = np.where(adjust, np.inf, df)
     return est, var, df
 
 
@@ -363,16 +377,27 @@ def interval_overlap(a: Any, b: Any, kind: str = "geometric") -> Any:
         raise InputError(f'kind must be "geometric" or "karr", got {kind!r}')
     la, ua = _bounds(a, "a")
     lb, ub = _bounds(b, "b")
-    over = np.minimum(ua, ub) - np.maximum(la, lb)
-    pa = _covered(over, la, ua, lb, ub)
-    pb = _covered(over, lb, ub, la, ua)
-    if kind == "geometric":
-        value = np.sqrt(np.maximum(pa, 0.0) * np.maximum(pb, 0.0))
-    else:
-        value = (pa + pb) / 2
+    value = _overlap(la, ua, lb, ub, kind)
     if np.ndim(value) == 0:
         return float(value)
     return value
+
+
+def _overlap(la: np.ndarray, ua: np.ndarray, lb: np.ndarray, ub: np.ndarray,
+             kind: str) -> np.ndarray:
+    """Overlap of checked intervals ``[la, ua]`` and ``[lb, ub]`` (:func:`interval_overlap`).
+
+    An unbounded second interval (``quadrant_coverage``'s fully synthetic rules with ν_f near
+    0) is taken at its limit: it covers the first, and none of it is covered (geometric 0,
+    Karr 1/2).
+    """
+    over = np.minimum(ua, ub) - np.maximum(la, lb)
+    pa = _covered(over, la, ua, lb, ub)
+    with np.errstate(invalid="ignore"):
+        pb = np.where(np.isinf(ub - lb), 0.0, _covered(over, lb, ub, la, ua))
+    if kind == "geometric":
+        return np.sqrt(np.maximum(pa, 0.0) * np.maximum(pb, 0.0))
+    return (pa + pb) / 2
 
 
 def _bounds(x: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -426,6 +451,8 @@ class QuadrantCoverage:
         The overlap measure (see :func:`interval_overlap`).
     level : float
         Confidence level of the intervals.
+    rules : str
+        Combining rules of the releases, ``"partial"`` or ``"full"``.
     quadrants : pandas.DataFrame
         One row per rectangle: ``x0, y0, x1, y1``; ``n_original, p_original, lower_original,
         upper_original`` (Wald); ``n_synthetic`` (mean over releases), ``p_synthetic,
@@ -439,6 +466,7 @@ class QuadrantCoverage:
     n_undefined: int
     kind: str
     level: float
+    rules: str
     quadrants: pd.DataFrame = field(repr=False)  # the original's proportion per rectangle
 
 
@@ -452,6 +480,7 @@ def quadrant_coverage(
     bounds: Any = None,
     level: float = 0.95,
     kind: str = "geometric",
+    rules: str = "partial",
 ) -> QuadrantCoverage:
     """Interval overlap of a proportion over random rectangles (Nunes 2018, §3.3).
 
@@ -462,7 +491,8 @@ def quadrant_coverage(
     * original data: ``p̂ = (# outcome == 1) / n`` with the Wald interval
       ``p̂ ∓ z sqrt(p̂ (1 - p̂) / n)``;
     * releases: ``q_l`` and ``u_l = q_l (1 - q_l) / n_l`` per release, combined with
-      :func:`combine_partially_synthetic` (thesis eqs. 3.3–3.5);
+      :func:`combine_partially_synthetic` (thesis eqs. 3.3–3.5), or for fully synthetic
+      releases with :func:`combine_fully_synthetic` (``rules="full"``);
 
     and the overlap of the two intervals is measured with :func:`interval_overlap`. The result's
     ``mean_overlap`` is the thesis' coverage rate.
@@ -489,6 +519,16 @@ def quadrant_coverage(
         Confidence level.
     kind : {"geometric", "karr"}, default "geometric"
         Overlap measure; the thesis uses the geometric mean.
+    rules : {"partial", "full"}, default "partial"
+        Combining rules of the releases: ``"partial"`` (Reiter 2003) for releases that
+        synthesize the locations and keep the records' attributes, as
+        :func:`geosynth.synthesize` and the baselines do; ``"full"`` (Raghunathan, Reiter &
+        Rubin 2003) for releases in which every value is synthetic, such as the ε-DP releases
+        of :func:`geosynth.dp.dp_release`. The partial rules' variance ``ū_m + b_m/m`` is far
+        below the full rules' ``(1 + 1/m) b_m - ū_m`` when the releases vary much, so applied
+        to fully synthetic releases they give intervals too narrow. The adjustment of a
+        non-positive ``T_f`` uses each rectangle's ``n_syn / n`` (mean synthetic over original
+        points).
 
     Returns
     -------
@@ -533,6 +573,7 @@ def quadrant_coverage(
     level = check_probability(level, "level", hint="e.g. level=0.95")
     if kind not in ("geometric", "karr"):
         raise InputError(f'kind must be "geometric" or "karr", got {kind!r}')
+    check_rules(rules)
     xy0 = frame_xy(original, "original")
     y0 = binary_outcome(original, outcome, "original")
     synth = []
@@ -554,20 +595,22 @@ def quadrant_coverage(
             q[ell] = np.where(n_l > 0, s_l / n_l, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         u = q * (1 - q) / n_syn
-    est, var, df = _partial(q, u)
+    if rules == "full":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            est, var, df = _full(q, u, n_syn.mean(axis=0) / n0)
+    else:
+        est, var, df = _partial(q, u)
     syn = _finish(est, var, df, level, scalar=False)
 
     p0 = s0 / n0
     z = stats.norm.ppf(0.5 + level / 2)
     half0 = z * np.sqrt(p0 * (1 - p0) / n0)
-    defined = np.isfinite(syn.lower)
+    # NaN where some release has no point in the rectangle; an unbounded interval (the full
+    # rules with ν_f near 0, t quantiles beyond float64) is defined, at its limit.
+    defined = ~np.isnan(syn.lower)
     overlap = np.full(n_quadrants, np.nan)
-    if defined.any():
-        overlap[defined] = interval_overlap(
-            np.column_stack([p0 - half0, p0 + half0])[defined],
-            np.column_stack([syn.lower, syn.upper])[defined],
-            kind,
-        )
+    overlap[defined] = _overlap(p0[defined] - half0[defined], p0[defined] + half0[defined],
+                                syn.lower[defined], syn.upper[defined], kind)
     table = pd.DataFrame(
         {
             "x0": rects[:, 0],
@@ -593,8 +636,38 @@ def quadrant_coverage(
         n_undefined=int((~defined).sum()),
         kind=kind,
         level=level,
+        rules=rules,
         quadrants=table,
     )
+
+
+#: The combining rules :func:`quadrant_coverage` and :func:`geosynth.evaluate` take.
+RULES = ("partial", "full")
+
+
+def check_rules(rules: Any) -> str:
+    """Return ``rules`` after checking it names combining rules (:data:`RULES`).
+
+    Parameters
+    ----------
+    rules : str
+        ``"partial"`` or ``"full"``.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Anything else.
+    """
+    if not isinstance(rules, str) or rules not in RULES:
+        raise InputError(
+            f'rules must be "partial" (locations synthesized, attributes kept) or "full" (every '
+            f"value synthetic, e.g. ε-DP releases), got {rules!r}"
+        )
+    return rules
 
 
 def _check_min_points(
@@ -620,6 +693,11 @@ def _check_min_points(
     )
 
 
+#: Most rectangles drawn per batch: 2**20 take 32 MiB; 2·n_quadrants at the cap of 10**7 took
+#: over a gigabyte (the default of 1000 rectangles draws batches of 2000, unchanged).
+_MAX_RECTANGLE_BATCH = 2**20
+
+
 def _draw_rectangles(
     rng: np.random.Generator,
     box: tuple[float, float, float, float],
@@ -632,7 +710,7 @@ def _draw_rectangles(
     xmin, ymin, xmax, ymax = box
     kept_rects, kept_n, kept_s = [], [], []
     n_kept = n_drawn = 0
-    batch = max(2 * n_quadrants, 64)
+    batch = min(max(2 * n_quadrants, 64), _MAX_RECTANGLE_BATCH)
     while n_kept < n_quadrants:
         if n_drawn >= _MAX_DRAWS_PER_QUADRANT * n_quadrants:
             raise InputError(

@@ -214,6 +214,40 @@ def test_quadrant_coverage_counts_match_a_direct_count():
         assert row.p_original == pytest.approx(y[inside].mean())
 
 
+def test_quadrant_coverage_combines_fully_synthetic_releases_by_their_rules():
+    # ε-DP releases synthesize every value: the partial rules' variance ū + b/m understated
+    # theirs, (1 + 1/m) b - ū (Raghunathan, Reiter & Rubin 2003), with Reiter's (2002)
+    # adjustment n_syn/n · ū where that is not positive. Rebuilt here rectangle by rectangle.
+    original, _, _ = scenario(800, 5)
+    releases = [scenario(800, 100 + k)[0] for k in range(4)]  # independent: fully synthetic
+    full = quadrant_coverage(original, releases, "y", n_quadrants=40, seed=3, rules="full")
+    partial = quadrant_coverage(original, releases, "y", n_quadrants=40, seed=3)
+    assert full.rules == "full" and partial.rules == "partial"
+    table = full.quadrants
+    np.testing.assert_array_equal(table[["x0", "y0", "x1", "y1"]],
+                                  partial.quadrants[["x0", "y0", "x1", "y1"]])
+    counts = np.array([
+        [[((xy[:, 0] >= r.x0) & (xy[:, 0] <= r.x1) & (xy[:, 1] >= r.y0) & (xy[:, 1] <= r.y1)
+           & flag).sum() for r in table.itertuples()]
+         for flag in (np.ones(len(rel), dtype=bool), rel["y"].to_numpy() == 1)]
+        for rel in releases for xy in [np.column_stack([rel.geometry.x, rel.geometry.y])]
+    ], dtype=float)  # (m, 2, rectangles): points, successes
+    n_l, s_l = counts[:, 0], counts[:, 1]
+    q = s_l / n_l
+    u = q * (1 - q) / n_l
+    m = len(releases)
+    b, ubar = q.var(axis=0, ddof=1), u.mean(axis=0)
+    t_f = (1 + 1 / m) * b - ubar
+    expected = np.where(t_f > 0, t_f, n_l.mean(axis=0) / table["n_original"] * ubar)
+    np.testing.assert_allclose(table["variance_synthetic"], expected, rtol=1e-12)
+    np.testing.assert_allclose(partial.quadrants["variance_synthetic"], ubar + b / m,
+                               rtol=1e-12)
+    assert (t_f > 0).any() and (t_f <= 0).any()  # both branches are exercised
+    for k in np.flatnonzero(t_f > 0)[:3]:  # the same as combine_fully_synthetic, per rectangle
+        one = combine_fully_synthetic(q[:, k], u[:, k])
+        assert table["lower_synthetic"][k] == pytest.approx(one.lower, rel=1e-9)
+
+
 def test_rect_counts_boundaries_and_blocks(monkeypatch):
     # Points on a 0..9 integer lattice; closed rectangles include their edges.
     g = np.arange(10.0)
@@ -345,6 +379,8 @@ def test_combining_rules_check_their_parameters(kwargs, error, match):
     (dict(level=0.0), InputError, r"level must lie in \(0, 1\)"),
     (dict(n_quadrants=0), InputError, "n_quadrants must be an int >= 1"),
     (dict(min_points=True), TypeError, "min_points must be an int, got bool"),
+    (dict(rules="fully"), InputError, r'rules must be "partial" \(locations synthesized'),
+    (dict(rules=None), InputError, r'rules must be "partial"'),
 ])
 def test_quadrant_coverage_checks_its_parameters(kwargs, error, match):
     original, _, _ = scenario(50, 0)
@@ -560,3 +596,23 @@ def test_a_categorical_zero_one_outcome_is_refused_with_a_true_reason():
     # The message said "0 other distinct value(s)": there are none, the dtype is the problem.
     with pytest.raises(InputError, match="dtype category and values 0/1 of no number type"):
         quadrant_coverage(categorical, [original, original], "y", n_quadrants=5, seed=0)
+
+
+def test_rectangles_are_drawn_in_batches_of_bounded_memory(monkeypatch):
+    # 2·n_quadrants per batch: at the cap of 10**7 rectangles, over a gigabyte at once.
+    sizes = []
+
+    def every_rectangle_holds_enough(xy, success, rects):
+        sizes.append(len(rects))
+        return np.full(len(rects), 5), np.zeros(len(rects))
+
+    monkeypatch.setattr(geosynth.metrics.utility, "_rect_counts", every_rectangle_holds_enough)
+    rects, n, _ = geosynth.metrics.utility._draw_rectangles(
+        np.random.default_rng(0), (0.0, 0.0, 1.0, 1.0), np.zeros((1, 2)), np.zeros(1),
+        n_quadrants=3_000_000, min_points=1)
+    assert sizes == [2**20] * 3 and len(rects) == len(n) == 3_000_000
+    sizes.clear()
+    geosynth.metrics.utility._draw_rectangles(  # the default 1000: one batch of 2000, as before
+        np.random.default_rng(0), (0.0, 0.0, 1.0, 1.0), np.zeros((1, 2)), np.zeros(1),
+        n_quadrants=1000, min_points=1)
+    assert sizes == [2000]
