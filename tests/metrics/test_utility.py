@@ -616,3 +616,17 @@ def test_rectangles_are_drawn_in_batches_of_bounded_memory(monkeypatch):
         np.random.default_rng(0), (0.0, 0.0, 1.0, 1.0), np.zeros((1, 2)), np.zeros(1),
         n_quadrants=1000, min_points=1)
     assert sizes == [2000]
+
+
+def test_an_unbounded_synthetic_interval_is_taken_at_its_limit():
+    # The fully synthetic rules' ν_f near 0 gives t quantiles beyond float64: the interval
+    # covers the original's and none of it is covered (geometric 0, Karr 1/2), as for a wide
+    # finite one. The public interval_overlap refuses infinite bounds.
+    overlap = geosynth.metrics.utility._overlap
+    lower, upper = np.array([0.2]), np.array([0.4])
+    for far in (np.inf, 1e300):
+        assert overlap(lower, upper, np.array([-far]), np.array([far]), "geometric")[0] == \
+            pytest.approx(0.0, abs=1e-150)  # sqrt(1 · 0.2/2e300) for the finite one
+        assert overlap(lower, upper, np.array([-far]), np.array([far]), "karr")[0] == 0.5
+    with pytest.raises(InputError, match="infinite bounds"):
+        interval_overlap((0.2, 0.4), (-np.inf, np.inf))
