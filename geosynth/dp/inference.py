@@ -80,6 +80,10 @@ chains of 400,000 iterations gave sd 7.50 and 7.56 and ``P(x_0 ≥ 45)`` 0.036 a
 ESS above 2,000 (measured 2026-11-29, chain seeds 3 and 4). Use it to reproduce the thesis;
 ``"auto"`` never picks it, and ``"mh"`` gets sd 8.13 and 0.0517 there.
 
+Every method refuses, before computing, a run of more than :data:`MAX_WORK` elementary steps
+(``"exact"`` about ``k (n + 1)²``, the MCMC methods ``chains · n_iter`` times their cost per
+iteration): ``thin`` reduces the draws kept, not the iterations run.
+
 Typos in Marcolin (2018) corrected here
 ---------------------------------------
 1. §2.5.1, Definição 3: "``α_i ≤ ñ / exp(ε − 1)``, α usually the largest such value" must read
@@ -156,9 +160,15 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import check_seed
-from geosynth._validation import MAX_CHAINS, check_int, check_probability
+from geosynth._validation import (
+    MAX_CHAINS,
+    check_int,
+    check_optional_str,
+    check_probability,
+    check_real_array,
+)
 from geosynth.dp import inference_kernels as kernels
-from geosynth.dp.synthesizers import check_alpha, check_counts
+from geosynth.dp.synthesizers import MAX_COUNT, check_alpha, check_counts
 from geosynth.errors import InputError, MemoryLimitError
 from geosynth.samplers.rng import make_streams
 
@@ -166,6 +176,7 @@ __all__ = [
     "METHODS",
     "MAX_TABLE_BYTES",
     "MAX_DRAW_BYTES",
+    "MAX_WORK",
     "CharestPosterior",
     "CharestMoments",
     "charest_posterior",
@@ -178,6 +189,11 @@ MAX_TABLE_BYTES = 2**31
 #: Largest set of draws (chains × kept draws × k, an int64 count and a float64 proportion
 #: each) a posterior returns: 2 GiB. n_iter=10**15 asked numpy for 14 PiB.
 MAX_DRAW_BYTES = 2**31
+#: Most elementary steps (one term of a log-space convolution, one entry of a sampler's
+#: per-iteration work) a posterior or its moments may take, about 20 minutes: explicit
+#: method="exact" at n = 10**8 (allowed by the table limit) would have run for years, and
+#: n_iter=10**15 with a large thin passed the draws limit and looped for ever.
+MAX_WORK = 1e11
 EXACT_AUTO_LIMIT = 5e8  # k·(n+1)² above which "auto" switches from "exact" to "mh"
 CDF_TABLE_LIMIT = 2**22  # entries of the (k-1, n+1, n+1) table that speeds up "exact" (32 MiB)
 MHL_DEFAULT_STEP = 11  # Marcolin (2018, §3.1.1): L = 11 gives ~46% acceptance
@@ -393,6 +409,7 @@ class _Problem:
 
 
 def _per_category(values: Any, k: int, name: str) -> np.ndarray:
+    check_real_array(values, name, "a number or an array of numbers")  # masked, complex, text
     a = check_alpha(values, name)
     if a.size == 1:
         return np.full(k, a[0])
@@ -405,15 +422,22 @@ def _per_category(values: Any, k: int, name: str) -> np.ndarray:
 
 
 def _validate(synthetic_counts: Any, n: Any, n_synth: Any, alpha: Any, prior: Any) -> _Problem:
-    n = check_int(n, "n")
-    n_synth = check_int(n_synth, "n_synth")
+    n = _check_total(n, "n")
+    n_synth = _check_total(n_synth, "n_synth")
     categories: tuple | None = None
     values = synthetic_counts
     if isinstance(synthetic_counts, pd.DataFrame):
         categories = tuple(synthetic_counts.columns)
+        if len(set(categories)) != len(categories):
+            raise InputError(
+                "synthetic_counts has duplicate column labels; give each category one column "
+                "(rename or sum the duplicated ones)"
+            )
         values = synthetic_counts.to_numpy()
     elif isinstance(synthetic_counts, pd.Series):
         values = synthetic_counts.to_numpy()
+    # Masked entries were read through the mask, text and bools as numbers.
+    check_real_array(values, "synthetic_counts", "an array of counts")
     if np.ndim(values) == 0:  # one binary table given as a number
         values = [values]
     ndim = np.ndim(values)
@@ -474,7 +498,44 @@ def _validate(synthetic_counts: Any, n: Any, n_synth: Any, alpha: Any, prior: An
     )
 
 
+def _check_total(value: Any, name: str) -> int:
+    """Return ``n`` or ``n_synth`` as an int from 1 to ``MAX_COUNT`` (10**30 overflowed)."""
+    value = check_int(value, name)
+    if value > MAX_COUNT:
+        raise InputError(
+            f"{name} is beyond 2**62, which int64 counts cannot carry; pass the number of "
+            "records of a table"
+        )
+    return value
+
+
+def _check_work(work: float, what: str, fix: str) -> None:
+    """Refuse a computation of more than :data:`MAX_WORK` elementary steps."""
+    if work > MAX_WORK:
+        raise InputError(
+            f"{what} needs about {work:.2g} elementary steps, more than "
+            f"geosynth.dp.inference.MAX_WORK ({MAX_WORK:.0e}, about 20 minutes); {fix}"
+        )
+
+
+def _sampler_work(method: str, problem: _Problem, chains: int, n_iter: int, n_keep: int) -> float:
+    """Elementary steps of a posterior run: the tables plus every chain's iterations."""
+    n_tables, k = problem.tables.shape
+    width = problem.n + 1.0
+    work = n_tables * k * width  # release_log_table
+    if method == "exact":
+        work += k * width**2  # forward sums (and the CDF table)
+        if (k - 1) * width**2 > CDF_TABLE_LIMIT:  # a linear walk per category and draw
+            work += chains * n_keep * k * width
+        return work
+    per_iteration = {"mh": k, "gibbs": width, "mhl": n_tables,
+                     "adaptive": width + n_tables * k}[method]
+    return work + chains * float(n_iter) * per_iteration
+
+
 def _resolve_method(method: Any, k: int, n: int) -> str:
+    if check_optional_str(method, "method") is None:
+        raise TypeError(f"method must be one of {', '.join(map(repr, METHODS))}, got None")
     if method not in METHODS:
         raise InputError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
     if method == "auto":
@@ -519,7 +580,8 @@ def charest_moments(
     Raises
     ------
     TypeError, geosynth.errors.InputError
-        As :func:`charest_posterior`.
+        As :func:`charest_posterior`; also more than :data:`MAX_WORK` steps (about
+        ``3 k (n + 1)²``).
 
     Examples
     --------
@@ -528,6 +590,9 @@ def charest_moments(
     0.3136
     """
     problem = _validate(synthetic_counts, n, n_synth, alpha, prior)
+    n_tables, k = problem.tables.shape
+    _check_work((n_tables + 3.0 * (problem.n + 1)) * k * (problem.n + 1), "the exact moments",
+                "check n (the confidential total)")
     table = kernels.collapsed_log_table(
         kernels.release_log_table(problem.tables, problem.n, problem.alpha), problem.prior
     )
@@ -622,7 +687,10 @@ def charest_posterior(
         sum to ``n_synth``; fewer than two categories; non-positive ``n``, ``n_synth``,
         ``alpha`` or ``prior``, or a per-category value of the wrong length; an unknown method,
         or ``"gibbs"``/``"mhl"`` with ``k > 2``; ``burn_in >= n_iter``, ``thin < 1``,
-        ``chains`` outside 1 to 1,024, ``step < 1``.
+        ``chains`` outside 1 to 1,024, ``step`` outside 1 to ``max(n, 11)``; ``n`` or ``n_synth``
+        beyond 2**62; duplicate DataFrame column labels; masked entries; a run of more than
+        :data:`MAX_WORK` elementary steps (``"exact"``: about ``k (n + 1)²``; the MCMC
+        methods: ``chains · n_iter`` times ``k``, ``n``, ``M`` or ``n + M k`` per iteration).
     geosynth.errors.MemoryLimitError
         The draws would take more than :data:`MAX_DRAW_BYTES`, or the release table more than
         :data:`MAX_TABLE_BYTES`.
@@ -650,10 +718,19 @@ def charest_posterior(
         )
     if step is not None:
         step = check_int(step, "step")
+        if step > max(problem.n, MHL_DEFAULT_STEP):  # 10**30 reached numba as a non-integer
+            raise InputError(
+                f"step must be at most max(n, {MHL_DEFAULT_STEP}): a larger shift moves more than "
+                "the whole total and is always rejected; pass a smaller step or omit it"
+            )
     check_seed(seed)
     k = problem.tables.shape[1]
     method = _resolve_method(method, k, problem.n)
     n_keep = len(range(burn_in, n_iter, thin))
+    _check_work(_sampler_work(method, problem, chains, n_iter, n_keep),
+                f"method={method!r} with n_iter={n_iter:,} and chains={chains}",
+                "check n (the confidential total), or use method='mh'" if method == "exact" else
+                "lower n_iter or chains (thin does not shorten a chain), or use method='exact'")
     draw_bytes = 16 * chains * n_keep * k
     if draw_bytes > MAX_DRAW_BYTES:
         raise MemoryLimitError(

@@ -29,7 +29,8 @@ Prior surface. ``α_ib = α_min,b · w_i / min_i w_i`` with ``α_min,b = ñ_b / 
 and a *public* weight ``w_i > 0`` per cell (e.g. population from a census raster), so the
 smallest ``α_ib`` is exactly the privacy bound and the synthetic records lean towards cells with
 more weight where the data are thin. Without a prior every ``α_ib = α_min,b``. The prior must not
-be derived from the confidential data.
+be derived from the confidential data, and its largest weight may be at most
+:data:`MAX_PRIOR_RATIO` times its smallest (so ``α`` is finite before the budget is spent).
 
 What must be public: the lattice (build it from the study region, e.g. :meth:`Grid.regular`,
 not from the points), the attribute domain (prepare the counts on it,
@@ -45,6 +46,7 @@ pure ε-DP; expect the prior (``Σ_i α_ib`` against ``n_b``) to dominate the sy
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from contextlib import nullcontext
@@ -54,17 +56,26 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
-from geosynth._random import SeedLike
+from geosynth._random import SeedLike, check_seed
 from geosynth._validation import (
     check_epsilon,
     check_m,
+    check_max_bytes,
+    check_optional_str,
     check_probability,
     check_public_lattice,
+    check_real_array,
 )
 from geosynth.data import CellCounts
 from geosynth.dp._randomness import noise_source, private_generator
 from geosynth.dp.accountant import check_accountant
-from geosynth.dp.locations import full_table, public_domain
+from geosynth.dp.locations import (
+    DEFAULT_MAX_BYTES,
+    RELEASE_BYTES_PER_RECORD,
+    TOTAL_CAP_SDS,
+    full_table,
+    public_domain,
+)
 from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
 from geosynth.dp.synthesizers import (
     FixedParameter,
@@ -73,7 +84,7 @@ from geosynth.dp.synthesizers import (
     finite_alpha,
     prior_scale,
 )
-from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 from geosynth.synth.placement import (
     PixelTable,
@@ -86,7 +97,12 @@ from geosynth.synth.placement import (
 )
 from geosynth.synth.release import ReleaseInfo, make_release
 
-__all__ = ["OnTheMapSynthesizer", "onthemap_alpha", "cell_prior"]
+__all__ = ["OnTheMapSynthesizer", "onthemap_alpha", "cell_prior", "MAX_PRIOR_RATIO"]
+
+#: Largest ratio of the largest to the smallest prior weight. With it, ``α`` stays finite for
+#: every ε and ``ñ`` the synthesizer accepts, so no release fails after the budget is spent
+#: (weights 1e-300 and 1e300 made ``α`` infinite at sample time, after the charge).
+MAX_PRIOR_RATIO = 1e100
 
 
 # ---------------------------------------------------------------------- alpha and the prior
@@ -111,9 +127,10 @@ def onthemap_alpha(n_synth: Any, epsilon: float, prior_weights: Any) -> np.ndarr
     Raises
     ------
     TypeError
-        ``epsilon`` is not a number.
+        ``epsilon`` is not a number, or the weights are not real numbers (bools, text, complex).
     geosynth.errors.InputError
-        Invalid ``n_synth``, ``epsilon`` or weights (not positive and finite).
+        Invalid ``n_synth``, ``epsilon`` or weights (not positive and finite, masked, or a
+        largest-to-smallest ratio above :data:`MAX_PRIOR_RATIO`).
 
     Examples
     --------
@@ -122,10 +139,10 @@ def onthemap_alpha(n_synth: Any, epsilon: float, prior_weights: Any) -> np.ndarr
     """
     n = check_counts(n_synth, "n_synth")
     epsilon = check_epsilon(epsilon)
-    w = np.asarray(prior_weights, dtype=np.float64)
+    w = check_real_array(prior_weights, "prior_weights", "an array of positive weights")
     if w.ndim != 1 or w.size == 0 or not np.isfinite(w).all() or (w <= 0).any():
         raise InputError("prior_weights must be a non-empty 1-D array of positive finite weights")
-    alpha = np.outer(w / w.min(), n / prior_scale(epsilon))
+    alpha = np.outer(_scaled_weights(w, "prior_weights"), n / prior_scale(epsilon))
     finite_alpha(float(alpha.max()), epsilon, int(n.max()))
     return alpha
 
@@ -181,9 +198,11 @@ def _cell_means(dataset: Any, grid: Grid) -> np.ndarray:
         )
     col0, row0, col1, row1 = raster_window(t, dataset.width, dataset.height, grid.bounds)
     if col1 <= col0 or row1 <= row0:
+        # The bounds of a lattice built from the points follow the outermost records: not quoted.
+        shown = "" if getattr(grid, "snap_unit", None) is not None else f" {grid.bounds}"
         raise InputError(
-            f"prior raster (bounds {tuple(dataset.bounds)}) does not overlap the grid bounds "
-            f"{grid.bounds}; check that both use the same CRS"
+            f"prior raster (bounds {tuple(dataset.bounds)}) does not overlap the grid "
+            f"bounds{shown}; check that both use the same CRS"
         )
     band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
     values = np.ma.filled(band.astype(np.float64), np.nan)
@@ -228,14 +247,9 @@ def _prior_weights(prior: Any, n_cells: int, grid: Grid | None) -> tuple[np.ndar
             )
         w, kind = cell_prior(prior, grid), "raster"
     else:
-        if isinstance(prior, bool):
-            raise TypeError("prior must be an array of weights or a raster, got bool")
-        try:
-            w = np.asarray(prior, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise TypeError(
-                f"prior must be an array of weights or a raster, got {type(prior).__name__}"
-            ) from err
+        # Bools, text and complex numbers were turned into weights; a masked array gave the
+        # values hidden under its mask.
+        w = check_real_array(prior, "prior", "an array of weights or a raster")
         kind = "array"
         if w.shape != (n_cells,):
             raise InputError(
@@ -250,7 +264,20 @@ def _prior_weights(prior: Any, n_cells: int, grid: Grid | None) -> tuple[np.ndar
     if not positive.any():
         raise InputError(f"the {kind} prior has no positive weight in any cell of the grid")
     w = np.where(positive, w, w[positive].min())
-    return w / w.min(), kind
+    return _scaled_weights(w, f"the {kind} prior"), kind
+
+
+def _scaled_weights(w: np.ndarray, name: str) -> np.ndarray:
+    """Positive finite weights divided by their minimum, refusing a ratio above the cap."""
+    with np.errstate(over="ignore"):
+        ratio = w.max() / w.min()
+    if not ratio <= MAX_PRIOR_RATIO:  # also inf
+        raise InputError(
+            f"{name} spans more than {MAX_PRIOR_RATIO:.0e} between its largest and smallest "
+            "weight (cells with weight 0 take the smallest positive one), which makes the "
+            "Dirichlet prior overflow; rescale the weights or raise their floor"
+        )
+    return w / w.min()
 
 
 # ---------------------------------------------------------------------- the totals mechanism
@@ -287,6 +314,11 @@ class OnTheMapSynthesizer:
         Budget accountant (e.g. :class:`geosynth.dp.Accountant`): ``spend`` is called for the
         totals and the cells (inside ``accountant.parallel()``, one spend per combination, when
         it has one) before anything is drawn; ``accountant.check(epsilon)`` first if it exists.
+    max_bytes : int, default 4 GiB
+        Largest memory the ``m`` synthetic tables (:meth:`sample`, ``8·m·G·B`` bytes, checked
+        by :meth:`fit`) or the ``m`` point datasets (:meth:`synthesize`, about
+        ``RELEASE_BYTES_PER_RECORD`` bytes per record, checked before anything is spent) may
+        take.
 
     Attributes
     ----------
@@ -338,6 +370,7 @@ class OnTheMapSynthesizer:
         epsilon_totals: float | None = None,
         m: int = 1,
         accountant: Any = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self._epsilon = check_epsilon(epsilon)
         if epsilon_totals is None:
@@ -363,6 +396,7 @@ class OnTheMapSynthesizer:
             )
         prior_scale(self.epsilon_cells_per_release, "epsilon_cells / m")
         check_accountant(accountant)
+        self.max_bytes = check_max_bytes(max_bytes)
         self.prior = prior
         self.accountant = accountant
         self._counts: np.ndarray | None = None
@@ -399,6 +433,8 @@ class OnTheMapSynthesizer:
             the points (``counts.grid.snap_unit`` set), a CellCounts not prepared on a declared
             domain or ``levels`` other than it (:func:`~geosynth.dp.locations.public_domain`),
             or an invalid prior.
+        geosynth.errors.MemoryLimitError
+            The ``m`` synthetic tables would take more than ``max_bytes``.
         """
         if isinstance(counts, CellCounts):
             check_public_lattice(counts.grid, "OnTheMapSynthesizer")
@@ -411,9 +447,19 @@ class OnTheMapSynthesizer:
         else:
             if levels is not None:
                 raise InputError("levels only applies to the CellCounts of geosynth.prepare")
+            # a masked array gave (and quoted) the confidential values hidden under its mask
+            check_real_array(counts, "counts", "an array of counts")
             table = check_counts(counts, "counts", ndim=2)
             self.grid, self.attributes, self.combos, self.levels = None, (), None, None
         self.prior_weights, self.prior_kind = _prior_weights(self.prior, table.shape[0], self.grid)
+        need = 8 * self.m * table.size
+        if need > self.max_bytes:  # sample() holds (m, G, B) int64 tables
+            raise MemoryLimitError(
+                f"m={self.m} synthetic tables of {table.shape[0]:,} cells x {table.shape[1]:,} "
+                f"combinations need {need / 2**30:.3g} GiB, over max_bytes = "
+                f"{self.max_bytes / 2**30:.3g} GiB; use fewer datasets m, a coarser lattice or "
+                "fewer attribute levels, or raise max_bytes"
+            )
         self._counts = np.asarray(table, dtype=np.int64)
         return self
 
@@ -452,6 +498,48 @@ class OnTheMapSynthesizer:
         if self._counts is None:
             raise InputError("OnTheMapSynthesizer is not fitted; call fit(counts) first")
 
+    def _check_ready(self, seed: SeedLike) -> None:
+        """Refuse, before the accountant is charged, whatever would fail after it.
+
+        A bad ``seed`` raised from the generator after the spend, and a ``prior_weights``
+        replaced after the fit from ``onthemap_alpha``: the budget was gone, nothing released.
+        """
+        self._check_fitted()
+        check_seed(seed)
+        w = check_real_array(self.prior_weights, "prior_weights", "an array of positive weights")
+        if w.shape != (self.n_cells,) or not np.isfinite(w).all() or (w <= 0).any():
+            raise InputError(
+                f"prior_weights must hold {self.n_cells} positive finite weights, one per cell; "
+                "it was changed after fit: pass the prior to the constructor and fit again"
+            )
+        _scaled_weights(w, "prior_weights")
+
+    def _check_geometry(self, geometry: Any) -> None:
+        """Refuse a geometry column name that is not a str or replaces an attribute column."""
+        if check_optional_str(geometry, "geometry") is None:
+            raise TypeError("geometry must be a str (the geometry column's name), got None")
+        if geometry in self.attributes:
+            raise InputError(
+                f"geometry={geometry!r} is the name of an attribute column, which the points "
+                "would overwrite; pass another name, e.g. geometry='geometry'"
+            )
+
+    def _check_release_memory(self) -> None:
+        """MemoryLimitError if the ``m`` point datasets could exceed ``max_bytes``.
+
+        Bounds every noisy total by its count plus ``TOTAL_CAP_SDS`` standard deviations of
+        the geometric noise; the message quotes neither the counts nor the bound.
+        """
+        sd = math.sqrt(2.0) / self.epsilon_totals
+        largest = float(self._counts.sum()) + self.n_combos * (TOTAL_CAP_SDS * sd + 1.0)
+        if self.m * largest * RELEASE_BYTES_PER_RECORD > self.max_bytes:
+            raise MemoryLimitError(
+                f"m={self.m} point datasets could need more than max_bytes = "
+                f"{self.max_bytes / 2**30:.3g} GiB (about {RELEASE_BYTES_PER_RECORD} bytes per "
+                "synthetic record); make fewer datasets m, use a larger epsilon_totals, or "
+                "raise max_bytes. Nothing was spent"
+            )
+
     # ------------------------------------------------------------------ sampling
     def sample(self, seed: SeedLike = None) -> np.ndarray:
         """Release ``m`` synthetic count tables; spends :attr:`epsilon`.
@@ -470,12 +558,13 @@ class OnTheMapSynthesizer:
 
         Raises
         ------
-        geosynth.errors.InputError
-            Not fitted.
+        TypeError, geosynth.errors.InputError
+            Not fitted, an invalid ``seed``, or :attr:`prior_weights` changed since the fit into
+            an invalid prior; nothing is spent.
         geosynth.errors.BudgetExceededError
             From the accountant, before anything is drawn.
         """
-        self._check_fitted()
+        self._check_ready(seed)
         self._spend()
         rng = private_generator(seed, where="OnTheMapSynthesizer.sample")
         return self._draw(rng, seed)
@@ -509,17 +598,23 @@ class OnTheMapSynthesizer:
 
         Raises
         ------
-        geosynth.errors.InputError
-            Not fitted, or fitted on a plain array (no grid or attributes).
+        TypeError, geosynth.errors.InputError
+            Not fitted, fitted on a plain array (no grid or attributes), an invalid ``seed``,
+            ``weights`` or ``geometry`` (not a str, or the name of an attribute column); nothing
+            is spent.
+        geosynth.errors.MemoryLimitError
+            The ``m`` datasets could take more than ``max_bytes``; nothing is spent.
         geosynth.errors.BudgetExceededError
             From the accountant, before anything is drawn.
         """
-        self._check_fitted()
+        self._check_ready(seed)
         if self.grid is None or self.combos is None:
             raise InputError(
                 "synthesize needs a fit on the CellCounts of geosynth.prepare (grid and "
                 "attributes); with a plain array use sample()"
             )
+        self._check_geometry(geometry)
+        self._check_release_memory()
         table = None if weights is None else PixelTable.from_raster(weights, self.grid)
         self._spend()
         rng = private_generator(seed, where="OnTheMapSynthesizer.synthesize")

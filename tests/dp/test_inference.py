@@ -536,7 +536,7 @@ def test_variance_matches_exact_moments():
         (dict(synthetic_counts=[[3, 6]]), InputError, "sum to n_synth=10"),
         (dict(synthetic_counts=[[10]]), InputError, "k >= 2"),
         (dict(synthetic_counts=np.zeros((1, 2, 2), int)), InputError, "1-D array of binary"),
-        (dict(synthetic_counts=[True]), TypeError, "booleans"),
+        (dict(synthetic_counts=[True]), TypeError, "synthetic_counts must be an array of counts"),
         (dict(n=0), InputError, "n must be an int >= 1"),
         (dict(n=10.0), TypeError, "n must be an int"),
         (dict(n_synth=0), InputError, "n_synth must be an int >= 1"),
@@ -635,3 +635,69 @@ def test_lgamma_difference_is_exact_where_lgamma_cancels():
             lo, hi = sorted((x, y))
             exact = sum(math.log(a + j) for j in np.arange(lo, hi)) * (1 if x >= y else -1)
             assert _lgamma_difference(a, x, y) == pytest.approx(exact, rel=1e-12, abs=1e-9)
+
+
+# ---------------------------------------------------------------------------- audit: boundary
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        # OverflowError from NumPy ("Python int too large to convert to C long") before
+        (dict(n_synth=10**30), InputError, "n_synth is beyond 2\\*\\*62"),
+        (dict(n=10**400), InputError, "n is beyond 2\\*\\*62"),
+        # reached numba as a non-integer type: a TypingError
+        (dict(method="mh", step=10**30), InputError, "step must be at most max"),
+        (dict(method="mhl", step=12), InputError, r"step must be at most max\(n, 11\)"),
+        # an array method raised NumPy's "truth value of an array is ambiguous"
+        (dict(method=np.array(["mh", "exact"])), TypeError, "method must be a str"),
+        (dict(method=None), TypeError, "method must be one of"),
+        # masked entries were read through the mask
+        (dict(synthetic_counts=np.ma.masked_array([3, 50], [False, True])), InputError,
+         "synthetic_counts is a masked array"),
+        (dict(alpha=np.ma.masked_array([1.0, -1.0], [False, True])), InputError,
+         "alpha is a masked array"),
+        (dict(prior=1 + 1j), TypeError, "prior must be a number"),
+        # n_iter = 10**15 with a large thin kept 10 draws and looped for ever (10**30: numba
+        # TypingError)
+        (dict(method="mh", n_iter=10**15, thin=10**14, burn_in=0), InputError,
+         r"method='mh' with n_iter=1,000,000,000,000,000 .* more than .*MAX_WORK"),
+        (dict(method="gibbs", n_iter=10**30, thin=10**29, burn_in=0), InputError, "MAX_WORK"),
+        # explicit "exact" at n = 10**8 passed the table limit and ran for years
+        (dict(method="exact", n=10**8), InputError, r"method='exact' .* check n"),
+    ],
+)
+def test_audit_validation_errors(kwargs, error, match):
+    args = dict(synthetic_counts=[3, 6], n=10, n_synth=10, alpha=BIN_ALPHA)
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        charest_posterior(**args)
+
+
+def test_mhl_keeps_the_thesis_window_on_small_totals():
+    # L = 11 with n = 10 is valid (proposals beyond 0..n are rejected): not refused
+    post = charest_posterior([3, 6], n=10, n_synth=10, alpha=BIN_ALPHA, method="mhl", step=11,
+                             n_iter=200, burn_in=0, seed=1)
+    assert post.step == 11
+
+
+def test_moments_refuse_more_than_max_work():
+    with pytest.raises(InputError, match=r"the exact moments needs about .*inference\.MAX_WORK"):
+        charest_moments([3, 6], n=10**8, n_synth=10, alpha=BIN_ALPHA)
+
+
+def test_work_limit_leaves_the_documented_runs_alone(monkeypatch):
+    # The default run and the thesis' 400,000-iteration chains are far below the limit; the
+    # limit is what refuses, not some other check.
+    post = charest_posterior([3, 6], n=10, n_synth=10, alpha=BIN_ALPHA, method="mh",
+                             n_iter=400_000, burn_in=0, thin=1000, seed=1)
+    assert post.n_draws == 400
+    monkeypatch.setattr(inference, "MAX_WORK", 1e5)
+    with pytest.raises(InputError, match="MAX_WORK"):
+        charest_posterior([3, 6], n=10, n_synth=10, alpha=BIN_ALPHA, method="mh",
+                          n_iter=400_000, burn_in=0, thin=1000, seed=1)
+
+
+def test_duplicate_category_labels_are_refused():
+    # Two columns "a" gave a summary indexed ("a", "a"): which p is which?
+    tables = pd.DataFrame([[3, 7]], columns=["a", "a"])
+    with pytest.raises(InputError, match="duplicate column labels"):
+        charest_posterior(tables, n=10, n_synth=10, alpha=1.0, seed=1)

@@ -12,7 +12,13 @@ from geosynth import Grid, prepare
 from geosynth.dp.accountant import Accountant
 from geosynth.dp.onthemap import OnTheMapSynthesizer, cell_prior, onthemap_alpha
 from geosynth.dp.synthesizers import dirichlet_alpha, draw_dirichlet_multinomial
-from geosynth.errors import BudgetExceededError, CRSError, InputError, PrivacyLeakWarning
+from geosynth.errors import (
+    BudgetExceededError,
+    CRSError,
+    InputError,
+    MemoryLimitError,
+    PrivacyLeakWarning,
+)
 from tests.synth.helpers import write_raster
 
 pytestmark = pytest.mark.filterwarnings("ignore::geosynth.errors.PrivacyLeakWarning")
@@ -103,6 +109,16 @@ def test_constructor_errors(kwargs, error, match):
         ([[1, 2], [3, 4]], [0.0, 0.0], InputError, "no positive weight"),
         ([[1, 2], [3, 4]], "prior.tif", InputError, "needs the grid"),
         ([[1, 2], [3, 4]], {"a": 1}, TypeError, "prior must be"),
+        # Audit: bools, text and complex numbers became weights (1.0, 2.0, real part) ...
+        ([[1, 2], [3, 4]], [True, True], TypeError, "prior must be an array of weights"),
+        ([[1, 2], [3, 4]], ["1", "2"], TypeError, "prior must be an array of weights"),
+        ([[1, 2], [3, 4]], [1 + 1j, 2.0], TypeError, "prior must be an array of weights"),
+        # ... a masked array gave its hidden values, a ragged one a bare TypeError ...
+        ([[1, 2], [3, 4]], np.ma.masked_array([1.0, -5.0], [False, True]), InputError,
+         "prior is a masked array"),
+        ([[1, 2], [3, 4]], [[1.0], [2.0, 3.0]], InputError, "prior is a ragged sequence"),
+        # ... and a ratio of 1e600 made the weights infinite: alpha failed after the charge.
+        ([[1, 2], [3, 4]], [1e-300, 1e300], InputError, r"spans more than 1e\+100"),
     ],
 )
 def test_fit_errors(counts, prior, error, match):
@@ -400,3 +416,113 @@ def test_audit_tiny_epsilon_and_huge_m_refused_with_input_error():
         OnTheMapSynthesizer(5e-324)
     with pytest.raises(InputError, match=r"m \(synthetic datasets\) must be at most 10,000"):
         OnTheMapSynthesizer(1.0, m=10**400)
+
+
+# ---------------------------------------------------------------------- audit: the boundary
+@pytest.mark.parametrize(
+    "weights, error, match",
+    [
+        ([True, True], TypeError, "prior_weights must be an array of positive weights"),
+        (["1", "2"], TypeError, "prior_weights must be an array of positive weights"),
+        (np.ma.masked_array([1.0, -5.0], [False, True]), InputError, "masked array"),
+        # 1e600 overflowed alpha, and the message blamed epsilon=1
+        ([1e-300, 1e300], InputError, r"prior_weights spans more than 1e\+100"),
+    ],
+)
+def test_onthemap_alpha_refuses_weights_that_are_not_positive_reals(weights, error, match):
+    with pytest.raises(error, match=match):
+        onthemap_alpha([1, 2], 1.0, weights)
+
+
+def test_a_prior_ratio_at_the_cap_still_releases_at_the_smallest_epsilon_cells():
+    # The cap keeps alpha finite for every epsilon the constructor accepts: no refusal after
+    # the budget is spent.
+    synth = OnTheMapSynthesizer(1.0, epsilon_totals=1 - 2**-52, m=10_000,
+                                prior=[1.0, 1e50, 1e100]).fit(np.array([[3, 0], [1, 2], [0, 5]]))
+    tables = synth.sample(seed=1)
+    assert np.isfinite(synth.alpha_for([10**6, 10**6])).all()
+    np.testing.assert_array_equal(tables.sum(axis=1), np.tile(tables[0].sum(axis=0), (10_000, 1)))
+
+
+def test_masked_counts_are_refused_without_their_hidden_values():
+    counts = np.ma.masked_array([[3, -987654], [1, 2]], [[False, True], [False, False]])
+    with pytest.raises(InputError, match="counts is a masked array") as info:
+        OnTheMapSynthesizer(1.0).fit(counts)
+    assert "987654" not in str(info.value)
+
+
+@pytest.mark.parametrize("seed", ["abc", -1, 1.5])
+def test_an_invalid_seed_charges_nothing(scenario_counts, seed):
+    # The budget was spent, then private_generator refused the seed: nothing released.
+    _, _, counts = scenario_counts
+    accountant = Accountant(5.0)
+    synth = OnTheMapSynthesizer(1.0, accountant=accountant).fit(counts, levels=LEVELS)
+    for call in (synth.sample, synth.synthesize):
+        with pytest.raises((TypeError, InputError), match="seed"):
+            call(seed=seed)
+    assert accountant.spent_epsilon == 0.0 and len(accountant.ledger) == 0
+
+
+def test_prior_weights_changed_after_fit_are_refused_before_the_charge():
+    accountant = Accountant(5.0)
+    synth = OnTheMapSynthesizer(1.0, accountant=accountant).fit(np.ones((3, 2), dtype=int))
+    for weights in (np.array([1.0, 1e-300, 1e300]), np.array([1.0, 0.0, 1.0]), np.ones(2)):
+        synth.prior_weights = weights
+        with pytest.raises(InputError, match="prior_weights"):
+            synth.sample()
+    assert accountant.spent_epsilon == 0.0
+
+
+@pytest.mark.parametrize(
+    "geometry, error, match",
+    [
+        ("y", InputError, "geometry='y' is the name of an attribute column"),
+        (None, TypeError, "geometry must be a str"),
+        (5, TypeError, "geometry must be a str"),
+    ],
+)
+def test_a_bad_geometry_name_is_refused_before_the_charge(scenario_counts, geometry, error,
+                                                          match):
+    # geometry="y" overwrote the attribute y with the points: a release without y, ε spent.
+    _, _, counts = scenario_counts
+    accountant = Accountant(5.0)
+    synth = OnTheMapSynthesizer(1.0, accountant=accountant).fit(counts, levels=LEVELS)
+    with pytest.raises(error, match=match):
+        synth.synthesize(geometry=geometry)
+    assert accountant.spent_epsilon == 0.0
+
+
+def test_tables_beyond_max_bytes_are_refused_at_fit():
+    # m = 10,000 tables of 10**4 cells x 10**3 combinations: 745 GiB of zeros after the charge.
+    counts = np.zeros((10**4, 10**3), dtype=np.int64)
+    with pytest.raises(MemoryLimitError, match=r"m=10000 synthetic tables .* over max_bytes"):
+        OnTheMapSynthesizer(1.0, m=10_000).fit(counts)
+    OnTheMapSynthesizer(1.0, m=2).fit(counts)  # 160 MB: fine
+    with pytest.raises(InputError, match="max_bytes must be a positive int"):
+        OnTheMapSynthesizer(1.0, max_bytes=0)
+
+
+def test_point_datasets_beyond_max_bytes_are_refused_before_the_charge(scenario_counts):
+    _, _, counts = scenario_counts
+    accountant = Accountant(5.0)
+    # 300 records, m = 50: about 4 MB of points
+    synth = OnTheMapSynthesizer(1.0, m=50, accountant=accountant, max_bytes=2**20)
+    synth.fit(counts, levels=LEVELS)
+    with pytest.raises(MemoryLimitError, match="m=50 point datasets could need more") as info:
+        synth.synthesize()
+    assert "300" not in str(info.value)  # the confidential total is not quoted
+    assert accountant.spent_epsilon == 0.0
+    assert len(OnTheMapSynthesizer(1.0, m=2, max_bytes=2**20).fit(
+        counts, levels=LEVELS).synthesize()) == 2
+
+
+def test_no_overlap_message_does_not_quote_bounds_taken_from_the_points(tmp_path):
+    # Grid.from_points bounds follow the outermost confidential points (snapped to a unit).
+    points = gpd.GeoDataFrame(geometry=gpd.points_from_xy([1234.5, 1876.25], [5432.5, 5987.75]),
+                              crs=CRS)
+    grid = Grid.from_points(points, shape=(2, 2))
+    far = write_raster(tmp_path / "far.tif", np.ones((4, 4)), from_origin(0, 4, 1, 1))
+    with pytest.raises(InputError, match="does not overlap the grid bounds;") as info:
+        cell_prior(far, grid)
+    for bound in grid.bounds:
+        assert f"{bound:g}" not in str(info.value) and repr(bound) not in str(info.value)
