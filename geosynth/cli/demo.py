@@ -36,6 +36,9 @@ M = 5
 #: The fewest sweeps whose kept draws (a quarter burnt, thin THIN, CHAINS chains) give the M
 #: releases M distinct draws.
 MIN_ITERATIONS = next(n for n in range(1, 10_000) if CHAINS * ((n - n // 4) // THIN) >= M)
+#: The fewest records of --n: with 2 to 20 the run failed, most often after the fit, with
+#: advice the demo cannot follow (fewer attributes, --crs, min_points).
+MIN_RECORDS = 100
 ATTRIBUTES = ["y", "x1", "x2"]
 CONTINUOUS = "z"
 OUTCOME = "y"
@@ -50,11 +53,14 @@ FIGURES = ["trace", "intensity"] + [f"{m}_{kind}" for m in METHODS for kind in (
 @click.option("--maps", "maps_dir", type=click.Path(file_okay=False), default=None,
               help="Directory of the review map (default: OUT/maps).")
 @click.option("--seed", type=click.IntRange(min=0), default=DEFAULT_SEED, show_default=True,
-              help="Seed of the simulated data and of every random step; the same seed gives "
-              "the same files. The derived seeds go to the private audit file.")
-@click.option("--n", "n_records", type=click.IntRange(min=1, max=10**7), default=500,
+              help="Seed of the simulated data and of every random step; the same seed (with "
+              "the same --n and --grid) gives the same releases, report and figures (the "
+              "files' creation times and the map's element ids differ). The derived seeds go "
+              "to the private audit file.")
+@click.option("--n", "n_records", type=click.IntRange(min=MIN_RECORDS, max=10**7), default=500,
               show_default=True,
-              help="Number of simulated confidential records.")
+              help=f"Number of simulated confidential records (at least {MIN_RECORDS}: fewer "
+              "leave the 12 attribute combinations and the coverage rectangles nearly empty).")
 @click.option("--grid", "grid_shape", type=GridSpec(), metavar=GridSpec.name, default="10x10",
               show_default=True,
               help="Analysis lattice as ROWSxCOLS.")
@@ -106,6 +112,7 @@ def demo(
                "report of --out": out / "report.md", "--maps": maps_path,
                **{f"figure {name} of --out": path for name, path in figure_paths.items()}}
     check_outputs(outputs, overwrite)
+    _refuse_nested(outputs)
 
     with RunOutputs(overwrite) as staged:
         for name, path in outputs.items():  # every folder is checked before the fit
@@ -131,6 +138,21 @@ def demo(
                          outputs=staged.outputs)
         staged.commit()
     _echo_summary(result, release_path, report, maps_path)
+
+
+def _refuse_nested(outputs: dict[str, Path]) -> None:
+    """Refuse a --maps folder that is one of the files of --out (or lies inside one).
+
+    ``--maps OUT/release.gpkg`` put the map in a folder named like the release: the run
+    failed after the whole fit, naming no option.
+    """
+    resolved = {name: path.resolve() for name, path in outputs.items()}
+    for name, path in resolved.items():
+        for other, file in resolved.items():
+            if file in path.parents:
+                raise click.BadParameter(
+                    f"{name} {outputs[name]} would lie inside {file}, which is the {other} "
+                    "file of this run; choose another --maps folder", param_hint="--maps")
 
 
 def _run(seed: int, n_records: int, shape: tuple[int, int], iterations: int,
@@ -163,7 +185,8 @@ def _run(seed: int, n_records: int, shape: tuple[int, int], iterations: int,
     shuffle = as_generator(seeds["public"])
     public = [geosynth.to_public(r, seed=shuffle) for r in releases["paiva"]]
     summary, r_hat = fit_diagnostics(fit)
-    return {"seed": seed, "seeds": seeds, "data": data, "grid": grid, "counts": counts,
+    return {"seed": seed, "n": n_records, "shape": shape, "seeds": seeds, "data": data,
+            "grid": grid, "counts": counts,
             "fit": fit, "run": run, "releases": releases, "evaluations": evaluations,
             "public": public, "summary": summary, "r_hat": r_hat}
 
@@ -226,8 +249,9 @@ def _report(result: dict, figures: dict[str, Path], base: Path) -> str:
         "# geosynth demo: the Nunes (2018) scenario",
         "",
         f"Simulated confidential data (Nunes 2018, §3.1), seed {result['seed']}: run "
-        f"`geosynth demo --seed {result['seed']}` again for the same files. The seeds of each "
-        "step are in the private audit file `release.gpkg.audit.json`, never in the release.",
+        f"`{_command(result)}` again for the same releases, tables and figures. The seeds "
+        "of each step are in the private audit file `release.gpkg.audit.json`, never in the "
+        "release.",
         "",
         f"- Records: {counts.n_records}; attributes {', '.join(ATTRIBUTES)}; continuous "
         f"`{CONTINUOUS}`; outcome `{OUTCOME}`",
@@ -264,6 +288,16 @@ def _report(result: dict, figures: dict[str, Path], base: Path) -> str:
                   image(f"{method}_points", f"{label}: original and release 1 points"), "",
                   image(f"{method}_intervals", f"{label}: intervals"), ""]
     return "\n".join(lines)
+
+
+def _command(result: dict) -> str:
+    """Return the ``geosynth demo`` command that repeats this run (--out and --maps aside)."""
+    rows, cols = result["shape"]
+    words = ["geosynth demo", f"--seed {result['seed']}", f"--n {result['n']}",
+             f"--grid {rows}x{cols}"]
+    if result["run"]["n_iter"] != DEFAULT_ITERATIONS:
+        words.append(f"--iterations {result['run']['n_iter']}")
+    return " ".join(words)
 
 
 def _echo_summary(result: dict, release_path: Path, report: Path, maps_path: Path) -> None:

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from geosynth.cli.helpers import RunOutputs, check_columns, check_outputs, write_text
+from geosynth.cli.helpers import (
+    RunOutputs,
+    check_binary,
+    check_columns,
+    check_complete,
+    check_outputs,
+    write_text,
+)
 from geosynth.cli.options import (
     attributes_option,
     outcome_option,
@@ -56,9 +63,9 @@ def evaluate(
     Nunes 2018 Tables 4-6), the Ripley's L pattern distance and, with --outcome, the coverage
     of the outcome's proportion over random rectangles (--seed fixes the rectangles).
 
-    RELEASE is checked against the release schema first (like 'geosynth inspect'): a file that
-    is not a complete geosynth release, or whose audit file belongs to another release, is
-    refused.
+    RELEASE is checked against the release schema before any measure (like 'geosynth
+    inspect'): a file that is not a complete geosynth release, whose audit file belongs to
+    another release, or whose layers have no CRS or a geographic one (degrees), is refused.
     """
     import geosynth
     from geosynth import io
@@ -74,23 +81,9 @@ def evaluate(
         release_file = io.read_release(release_path)
         attributes = _attributes(attributes, release_file.metadata, release_path)
         releases = release_file.releases
-        empty = [io.RELEASE_LAYER.format(k) for k, r in enumerate(releases, start=1) if len(r) == 0]
-        if empty:
-            raise InputError(
-                f"{printable(Path(release_path).name)}: {', '.join(empty)} "
-                f"{'has' if len(empty) == 1 else 'have'} no records, so there is nothing to "
-                "compare with the original points; evaluate a release whose layers all hold "
-                "records"
-            )
+        _refuse_empty_layers(releases, release_path)
         original = _same_crs(original, releases[0], original_path, crs)
-        needed = {"--attributes": attributes, "--outcome": outcome}
-        check_columns(original, Path(original_path).name, needed)
-        for number, frame in enumerate(releases, start=1):
-            check_columns(frame, f"{Path(release_path).name} (release {number})", needed)
-        if outcome is not None:
-            _check_coverage_inputs(original, releases, Path(original_path).name,
-                                   Path(release_path).name)
-        _refuse_identifying(original, attributes, Path(original_path).name)
+        _check_inputs(original, releases, attributes, outcome, original_path, release_path)
         _check_same_data(original, releases, attributes, release_file.metadata,
                          Path(original_path).name)
 
@@ -121,7 +114,39 @@ def evaluate(
             write_text(report_path, text, outputs=outputs, option="--report", private=True)
         outputs.commit()
     if report_path is not None:
-        click.echo(f"\nWrote {report_path} (internal report)")
+        click.echo(f"\nWrote {printable(report_path)} (internal report)")
+
+
+def _refuse_empty_layers(releases, release_path: str) -> None:
+    from geosynth import io
+    from geosynth.io import printable
+
+    empty = [io.RELEASE_LAYER.format(k) for k, r in enumerate(releases, start=1) if len(r) == 0]
+    if empty:
+        raise InputError(
+            f"{printable(Path(release_path).name)}: {', '.join(empty)} "
+            f"{'has' if len(empty) == 1 else 'have'} no records, so there is nothing to "
+            "compare with the original points; evaluate a release whose layers all hold "
+            "records"
+        )
+
+
+def _check_inputs(original, releases, attributes: list[str], outcome: str | None,
+                  original_path: str, release_path: str) -> None:
+    """Check the columns of ORIGINAL and of every release layer, in the command's terms."""
+    needed = {"--attributes": attributes, "--outcome": outcome}
+    frames = {Path(original_path).name: original}
+    frames.update({f"{Path(release_path).name} (release {number})": frame
+                   for number, frame in enumerate(releases, start=1)})
+    for name, frame in frames.items():
+        check_columns(frame, name, needed)
+        check_complete(frame, name, needed)
+    if outcome is not None:
+        for name, frame in frames.items():
+            check_binary(frame, outcome, name)
+        _check_coverage_inputs(original, releases, Path(original_path).name,
+                               Path(release_path).name)
+    _refuse_identifying(original, attributes, Path(original_path).name)
 
 
 def _attributes(attributes: list[str] | None, metadata: dict, release_path: str) -> list[str]:
@@ -141,22 +166,47 @@ def _attributes(attributes: list[str] | None, metadata: dict, release_path: str)
 
 def _same_crs(original, release, original_path: str, given: str | None):
     """``original`` in the CRS of the releases (reprojected if it has another one)."""
+    from geosynth.io import printable
+
     _check_degrees(original, original_path, given)
-    if release.crs is None or original.crs is None:
-        if release.crs is not None or original.crs is not None:
+    _check_release_crs(release.crs, original.crs)
+    if original.crs is None:
+        if release.crs is not None:
             raise CRSError(
-                f"{Path(original_path).name} and the release do not both have a CRS; pass --crs "
-                "for the original points"
+                f"{printable(Path(original_path).name)} has no CRS while the release is in "
+                f"{printable(release.crs.to_string())}; pass --crs with the CRS of the original "
+                "coordinates"
             )
         return original
     if original.crs.equals(release.crs):
         return original
-    from geosynth.io import printable
-
     click.echo(printable(f"Reprojecting {Path(original_path).name} from "
                          f"{original.crs.to_string()} to the release CRS "
                          f"{release.crs.to_string()}"), err=True)
     return original.to_crs(release.crs)
+
+
+def _check_release_crs(crs, original_crs) -> None:
+    """Refuse releases without a CRS (beside a located original) or in degrees.
+
+    Without a CRS the release cannot be put beside the original: "pass --crs for the original
+    points" was the advice, which --crs (the CRS of ORIGINAL) cannot follow. In degrees, the
+    original was reprojected to them and then refused with Python advice (``gdf.to_crs``).
+    """
+    from geosynth.io import printable
+
+    if crs is None and original_crs is not None:
+        raise CRSError(
+            "RELEASE has no CRS, so its points cannot be compared with the original points (in "
+            f"{printable(original_crs.to_string())}); evaluate a release written with its CRS "
+            "(geosynth release records the CRS of its input)"
+        )
+    if crs is not None and crs.is_geographic:
+        raise CRSError(
+            f"RELEASE is in the geographic CRS {printable(crs.to_string())} (degrees), so "
+            "distances would be in degrees; evaluate a release in a projected CRS in metres "
+            "(geosynth release writes the projected CRS of its input)"
+        )
 
 
 def _check_degrees(original, original_path: str, given: str | None) -> None:

@@ -34,6 +34,9 @@ __all__ = [
     "stop_if_interrupted",
     "check_outputs",
     "check_columns",
+    "check_complete",
+    "check_binary",
+    "check_file_name",
     "check_projected",
     "show_progress",
     "derive_seeds",
@@ -345,10 +348,14 @@ def check_outputs(
 
     Raises
     ------
+    click.BadParameter
+        An output name is blank or names a folder (:func:`check_file_name`).
     geosynth.errors.InputError
         An output is a directory, two options name the same file, an output is an input, or
         outputs exist and ``overwrite`` is False (all of them are named).
     """
+    for name, path in outputs.items():
+        check_file_name(path, name)
     given = {name: Path(path) for name, path in outputs.items() if path is not None}
     seen = {companion.resolve(): name for name, path in (inputs or {}).items()
             if path is not None for companion in _input_files(Path(path))}
@@ -409,6 +416,99 @@ def check_columns(frame: gpd.GeoDataFrame, name: str,
             raise InputError(f"{option}: {name} has no column {', '.join(map(repr, missing))}; "
                              f"its columns are {available}")
 
+
+def check_file_name(path: str | os.PathLike | None, option: str) -> None:
+    """Refuse an output name that is blank or names a folder (``out/``, ``..``).
+
+    ``Path("out/")`` is ``Path("out")``: the file was written as ``out``, beside the folder the
+    user meant, and a blank name became a file named by spaces (or the current folder).
+
+    Parameters
+    ----------
+    path : str or path-like, optional
+        The output file an option names; None (not given) passes.
+    option : str
+        The option, e.g. ``"--report"``.
+
+    Raises
+    ------
+    click.BadParameter
+        Naming the option.
+    """
+    if path is None:
+        return
+    path = os.fspath(path)
+    name = os.path.basename(path).strip()
+    if not path.strip() or name in ("", ".", ".."):
+        raise click.BadParameter(f"give a file name, not the folder or blank name {path!r}",
+                                 param_hint=option)
+
+
+def check_complete(frame: gpd.GeoDataFrame, name: str,
+                   columns: Mapping[str, Sequence[str] | str | None]) -> None:
+    """Refuse records without a location, or without a value in a column an option names.
+
+    The library's own messages name Python objects (``original``, ``releases[0]``) and give
+    pandas advice; these name the option and the file. No value and no row is shown.
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame
+        A file's contents (its columns checked by :func:`check_columns`).
+    name : str
+        How to call the file in the message.
+    columns : mapping of str to column names
+        Option to the column(s) it names; None entries are skipped.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Names the option, the column, the file and how many records lack a value.
+    """
+    from geosynth.io import printable
+
+    located = int((frame.geometry.isna() | frame.geometry.is_empty).sum())
+    if located:
+        raise InputError(f"{printable(name)}: {located:,} of {len(frame):,} records have no "
+                         "location (a missing or empty geometry); drop or fix them in the file")
+    for option, wanted in columns.items():
+        for column in [] if wanted is None else [wanted] if isinstance(wanted, str) else wanted:
+            count = int(frame[column].isna().sum())
+            if count:
+                raise InputError(
+                    f"{option} {printable(column)!r}: {printable(name)} has {count:,} of "
+                    f"{len(frame):,} records without a value in that column; drop them or give "
+                    "them an explicit level in the file"
+                )
+
+
+def check_binary(frame: gpd.GeoDataFrame, column: str, name: str) -> None:
+    """Refuse an --outcome column that is not 0/1 (or booleans), showing none of its values.
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame
+        A file's contents, holding ``column``.
+    column : str
+        The --outcome column.
+    name : str
+        How to call the file in the message.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Names --outcome, the column, the file and why (:func:`geosynth.metrics.non_binary`).
+    """
+    from geosynth.io import printable
+    from geosynth.metrics.utility import non_binary
+
+    found = non_binary(frame[column])
+    if found is not None:
+        raise InputError(
+            f"--outcome: the outcome column {printable(column)!r} of {printable(name)} must be "
+            f"binary (0/1 or booleans), but it has {found}; give a 0/1 column (recode it in "
+            "the file)"
+        )
 
 def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
     """Refuse points without a CRS or in a geographic CRS (degrees).

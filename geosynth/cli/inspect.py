@@ -16,13 +16,17 @@ _SHORT = 60  # characters of JSON printed on the key's line
 @click.command(short_help="Show the layers and metadata of a release file.")
 @click.argument("release_path", metavar="RELEASE", type=click.Path(exists=True, dir_okay=False))
 def inspect(release_path: str) -> None:
-    """Print the layers of RELEASE with their row counts and geometry types, and its metadata.
+    """Print the layers of RELEASE (row counts, geometry types, columns) and its metadata.
+
+    A release column that the recorded model does not release (a record id, coordinates
+    added after geosynth wrote the file) is named in a warning: check it before publishing.
 
     RELEASE is first checked against the release schema: a file that is not a complete
     geosynth release (damaged, interrupted, edited) is refused with what is wrong. Also says
     whether the private audit file (<RELEASE>.audit.json, which holds the seeds) lies beside it
     and whether it belongs to this release (its SHA-256); its contents are never printed. An
-    audit file that belongs to another version of the release is an error (exit status 2).
+    audit file that belongs to another version of the release, or is damaged, is an error
+    (exit status 2), reported after the layers and metadata; one that cannot be read is noted.
     """
     import pyogrio
 
@@ -41,6 +45,7 @@ def inspect(release_path: str) -> None:
     for number, release in enumerate(release_file.releases, start=1):
         if len(release) == 0:
             click.echo(f"Note: {io.RELEASE_LAYER.format(number)} has no records")
+    _echo_columns(release_file)
     click.echo("Metadata:")
     # Read back through the schema: the record that was written, as the file holds it.
     metadata = io.metadata_from_info(release_file.info)
@@ -59,6 +64,32 @@ def inspect(release_path: str) -> None:
     seeds = "it holds the seeds" if record.get("seeds") is not None else "it records no seeds"
     click.echo(f"Audit file: {printable(audit)} exists and its SHA-256 matches this release "
                f"(private: {seeds}; do not publish it)")
+
+
+def _echo_columns(release_file) -> None:
+    """Print the columns of the release layers; warn of any the recorded model does not release.
+
+    A synthetic layer holds the model's attributes and continuous columns only. Another column
+    (a record id, the original coordinates) was added after geosynth wrote the file, and the
+    schema check cannot tell what it holds: the one who publishes the file must look.
+    """
+    from geosynth.io import printable
+
+    frame = release_file.releases[0]
+    columns = [str(c) for c in frame.columns if c != frame.geometry.name]
+    click.echo(f"Release columns: {printable(', '.join(columns)) or '(none)'}")
+    model = release_file.metadata.get("model")
+    if not isinstance(model, dict):
+        return
+    continuous = model.get("continuous") or []
+    released = {*model["attributes"], *([continuous] if isinstance(continuous, str)
+                                        else continuous)}
+    extra = [column for column in columns if column not in released]
+    if extra:
+        click.echo(f"Warning: the release layers have columns that the model "
+                   f"({printable(', '.join(sorted(released)))}) does not release: "
+                   f"{printable(', '.join(extra))}; they were added after geosynth wrote the "
+                   "file: check what they hold, and drop them before publishing", err=True)
 
 
 def _pretty_lines(value: dict[str, Any], depth: int) -> list[str]:

@@ -66,7 +66,8 @@ def parse_grid_spec(spec: str) -> tuple[int, int]:
     Raises
     ------
     click.BadParameter
-        ``spec`` is not of that form.
+        ``spec`` is not of that form, or has more than :data:`MAX_CELLS` cells (the lattice's
+        own message advises Python).
     """
     parts = str(spec).lower().split("x")
     if len(parts) != 2 or not all(p.strip().isdecimal() and int(p) > 0 for p in parts):
@@ -74,15 +75,21 @@ def parse_grid_spec(spec: str) -> tuple[int, int]:
             f"expected ROWSxCOLS with positive integers such as 20x20, got {spec!r}",
             param_hint="--grid",
         )
-    return int(parts[0]), int(parts[1])
+    rows, cols = int(parts[0]), int(parts[1])
+    if rows * cols > MAX_CELLS:
+        raise click.BadParameter(f"{rows}x{cols} would have more than the limit of "
+                                 f"{MAX_CELLS:,} cells; give fewer rows and columns",
+                                 param_hint="--grid")
+    return rows, cols
 
 
-#: geosynth._validation.MAX_CHAINS and MAX_RELEASES, and geosynth.model.stopping's
-#: MAX_TARGET_ESS, spelled out: importing them would load NumPy with the CLI (a test holds them
-#: equal).
+#: geosynth._validation.MAX_CHAINS and MAX_RELEASES, geosynth.model.stopping's MAX_TARGET_ESS
+#: and geosynth.lattice.MAX_CELLS, spelled out: importing them would load NumPy with the CLI (a
+#: test holds them equal).
 MAX_CHAINS = 1024
 MAX_RELEASES = 10_000
 MAX_TARGET_ESS = 1_000_000
+MAX_CELLS = 4_000_000
 
 
 class FiniteFloat(click.FloatRange):

@@ -14,7 +14,10 @@ from geosynth.cli.helpers import (
     LatticeChoice,
     RunOutputs,
     build_grid,
+    check_binary,
     check_columns,
+    check_complete,
+    check_file_name,
     check_outputs,
     check_projected,
     derive_seeds,
@@ -32,7 +35,6 @@ from geosynth.cli.options import (
     continuous_option,
     exclude_option,
     m_option,
-    outcome_option,
     overwrite_option,
     points_options,
     region_option,
@@ -108,7 +110,8 @@ class GridList(click.ParamType):
               "instead of making it its own component.")
 @continuous_option
 @beta_prior_option
-@region_option("Every candidate lattice covers its bounds.")
+@region_option("Every --cell-sizes, --grids and --hex-sizes candidate covers its bounds; "
+               "--areas candidates ignore it.")
 @exclude_option
 @click.option("--drop-outside", is_flag=True,
               help="Drop (with a warning) records outside a candidate's lattice/region or inside "
@@ -125,7 +128,9 @@ class GridList(click.ParamType):
               show_default=True, help="Utility measure of the R-U map and the recommendation. "
               "coverage needs a binary --outcome (by default the first attribute, if 0/1); "
               "without one the default falls back to intensity_correlation.")
-@outcome_option
+@click.option("--outcome", default=None, metavar="COLUMN",
+              help="Binary column (0/1) of the coverage measure, one of --attributes (the "
+              "releases carry no other column). Default: the first attribute if it is 0/1.")
 @click.option("--quadrants", "n_quadrants", type=click.IntRange(min=1, max=10**7), default=1000,
               show_default=True, help="Random rectangles of the coverage measure.")
 @seed_option("Seed for a reproducible comparison (default: drawn, and written to the report).")
@@ -188,6 +193,7 @@ def tune(
     """  # noqa: D301 (click's \b keeps the example as written)
     import geosynth
     from geosynth import io
+    from geosynth.io import printable
 
     if not cell_sizes and not grid_shapes and not hex_sizes and not areas_paths:
         raise click.UsageError("give the candidate lattices: --cell-sizes 100,250,500, "
@@ -199,9 +205,14 @@ def tune(
     if len(areas_by_label) != len(areas_paths):
         raise click.UsageError(f"--areas files need distinct names (they label the "
                                f"candidates): got {[Path(p).name for p in areas_paths]}")
+    both = sorted(set(attributes) & set(continuous or []))
+    if both:
+        raise click.UsageError(f"{', '.join(both)} listed in both --attributes and --continuous; "
+                               "give each column one role")
     if beta_prior is not None and continuous is None:
         raise click.UsageError("--beta-prior needs --continuous: it is the prior of the "
                                "continuous columns' effect on the intensity")
+    check_file_name(report_path, "--report")  # before its R-U map's name is derived from it
     check_run_options(iterations, burn_in, thin, chains, m)
     _check_outcome_option(outcome, attributes, m)
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
@@ -219,10 +230,7 @@ def tune(
         for option, path in given.items():
             outputs.check_folder(option, path)
         points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer)
-        check_columns(points, Path(input_path).name,
-                      {"--attributes": attributes, "--continuous": continuous,
-                       "--outcome": outcome})
-        check_projected(points, Path(input_path).name)
+        _check_points(points, Path(input_path).name, attributes, continuous, outcome)
         utility = _utility_with_outcome(ctx, utility, points, attributes, outcome, m)
         region = None if region_path is None else read_polygons(region_path, "--region")
         exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
@@ -260,11 +268,14 @@ def tune(
                     option="R-U map of --report", private=True)
         write_text(report_path, report, outputs=outputs, option="--report", private=True)
         outputs.commit()
-    click.echo(result.table[[risk, utility, "n_cells"]].to_string(float_format="{:.4g}".format))
-    click.echo(f"Recommendation: {chosen.reason}")
+    table = result.table[[risk, utility, "n_cells"]].to_string(float_format="{:.4g}".format)
+    # Candidate labels hold the --areas file names: no control characters.
+    click.echo("\n".join(printable(line) for line in table.splitlines()))
+    click.echo(f"Recommendation: {printable(chosen.reason)}")
     if command is not None:
-        click.echo(f"Release it with:\n  {command}")
-    click.echo(f"Wrote {report_path} and {figure_path} (internal report and R-U map)")
+        click.echo(f"Release it with:\n  {printable(command)}")
+    click.echo(f"Wrote {printable(report_path)} and {printable(figure_path)} (internal report "
+               "and R-U map)")
 
 
 def release_command(input_path: str, attributes: list[str], candidate: Any, *,
@@ -364,6 +375,29 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
     lines += [f"- `{name}` ({measure.kind}; larger is {measure.larger_is}): "
               f"{measure.description}." for name, measure in MEASURES.items()]
     return "\n".join(lines) + "\n"
+
+
+def _check_points(points, name: str, attributes: list[str], continuous: list[str] | None,
+                  outcome: str | None) -> None:
+    """Check, before any fit, the columns and the CRS of INPUT, in the command's terms."""
+    from geosynth.data import identifying_levels
+    from geosynth.errors import InputError
+    from geosynth.io import printable
+
+    columns = {"--attributes": attributes, "--continuous": continuous, "--outcome": outcome}
+    check_columns(points, name, columns)
+    check_complete(points, name, columns)
+    if outcome is not None:
+        check_binary(points, outcome, name)
+    check_projected(points, name)
+    for column in attributes:
+        described = identifying_levels(points[column])
+        if described is not None:  # prepare's advice names --allow-identifying, not in tune
+            raise InputError(
+                f"--attributes {printable(column)!r} of {printable(name)} has {described}: such "
+                "levels (nearly) identify records, and a release would publish them verbatim; "
+                "drop it from --attributes, or coarsen it into groups in the file"
+            )
 
 
 def _check_outcome_option(outcome: str | None, attributes: list[str], m: int) -> None:

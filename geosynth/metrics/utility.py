@@ -72,6 +72,7 @@ __all__ = [
     "IntensityFidelity",
     "intensity_fidelity",
     "is_binary",
+    "non_binary",
     "binary_outcome",
     "QuadrantCoverage",
     "quadrant_coverage",
@@ -810,17 +811,36 @@ def binary_outcome(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
     values = frame[column].to_numpy()
     if values.dtype == bool:
         return values
-    if not is_binary(frame[column]):
-        # No value is shown: they are the confidential data's (the smallest, as text, would be
-        # its extremes), and the message may be pasted into a ticket.
-        other = int(pd.unique(values[~np.isin(values, (0, 1))]).size)
-        found = f"{other:,} other distinct value(s)" if other else "values 0/1 of no number type"
+    found = non_binary(frame[column])
+    if found is not None:
         raise InputError(
             f"outcome column {column!r} of {name} must be binary (0/1 or bool), but it has "
-            f"dtype {frame[column].dtype} and {found}; recode it, "
-            f"e.g. (gdf[{column!r}] == level).astype(int)"
+            f"{found}; recode it, e.g. (gdf[{column!r}] == level).astype(int)"
         )
     return values.astype(bool)
+
+
+def non_binary(values: pd.Series) -> str | None:
+    """Say why a column is no coverage outcome (:func:`is_binary`), or None if it is one.
+
+    No value is shown: they are the confidential data's (the smallest, as text, would be its
+    extremes), and the message may be pasted into a ticket.
+
+    Parameters
+    ----------
+    values : pandas.Series
+
+    Returns
+    -------
+    str or None
+        E.g. ``"dtype float64 and 3 other distinct value(s)"``.
+    """
+    if is_binary(values):
+        return None
+    array = values.to_numpy()
+    other = int(pd.unique(array[~np.isin(array, (0, 1))]).size)
+    found = f"{other:,} other distinct value(s)" if other else "values 0/1 of no number type"
+    return f"dtype {values.dtype} and {found}"
 
 
 def as_bounds(

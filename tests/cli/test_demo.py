@@ -2,6 +2,7 @@ import json
 import re
 
 import pandas as pd
+import pytest
 from PIL import Image
 
 from geosynth import io
@@ -27,6 +28,8 @@ def test_demo_writes_release_report_figures_and_map(tmp_path):
     assert seeds["seed"] == 2014
 
     report = (out / "report.md").read_text()
+    # The command that repeats the run: "geosynth demo --seed 2014" alone gave other data.
+    assert "`geosynth demo --seed 2014 --n 150 --grid 4x4 --iterations 40`" in report
     links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", report)
     assert sorted(links) == sorted(f"figures/{name}.png" for name in FIGURES)
     for link in links:
@@ -80,6 +83,18 @@ def test_demo_help_documents_reproducibility_and_hides_iterations():
     assert result.exit_code == 0
     assert "2014" in result.output and "reproducible" in result.output
     assert "--iterations" not in result.output
+    # Not the same files: the release records its creation time, the map random element ids.
+    text = " ".join(result.output.split())
+    assert "gives the same files" not in text and "same --n and --grid" in text
+
+
+@pytest.mark.parametrize("inside", ["release.gpkg", "figures/trace.png"])
+def test_demo_refuses_a_maps_folder_inside_an_output_file(tmp_path, inside):
+    # --maps OUT/release.gpkg failed after the whole fit: "path ... is a directory".
+    out = tmp_path / "out"
+    result = run("demo", "--out", out, "--maps", out / inside, *TINY)
+    assert_refused(result, "--maps", "would lie inside", "choose another --maps folder")
+    assert "Fitting" not in result.output and list(tmp_path.iterdir()) == []
 
 
 def test_side_by_side_shares_equal_columns_and_stacks_wide_tables():
@@ -91,3 +106,19 @@ def test_side_by_side_shares_equal_columns_and_stacks_wide_tables():
             for j, name in enumerate(("A", "B"))}
     stacked = side_by_side(wide)
     assert stacked.index.names[0] == "method" and len(stacked) == 2
+
+
+@pytest.mark.parametrize("n", [2, 20, 99])
+def test_demo_refuses_too_few_records_before_the_fit(tmp_path, n):
+    # --n 2 was refused as "a wrong CRS of the original points (--crs)", --n 20 after the
+    # whole fit with "lower min_points": advice the demo cannot follow.
+    result = run("demo", "--out", tmp_path / "out", "--n", n, "--grid", "4x4")
+    assert_refused(result, "--n", "100")
+    assert "Fitting" not in result.output and list(tmp_path.iterdir()) == []
+
+
+def test_demo_refuses_a_grid_above_the_cell_limit_in_cli_terms(tmp_path):
+    # The lattice's message ended "(or raise geosynth.lattice.MAX_CELLS)": Python advice.
+    result = run("demo", "--out", tmp_path / "out", "--grid", "3000x3000")
+    assert_refused(result, "--grid", "3000x3000 would have more than the limit of 4,000,000")
+    assert "MAX_CELLS" not in result.output and list(tmp_path.iterdir()) == []

@@ -252,3 +252,79 @@ def test_evaluate_refuses_a_layer_sharing_no_combination(small_pair, tmp_path):
                    "original.gpkg and layer synthetic_2 of the release share no combination "
                    "of --attributes kind")
     assert run("evaluate", original, release, "--attributes", "kind").exit_code == 0
+
+
+# ---------------------------------------------------------------------- values the measures cannot
+# use, named by option and file (the library named Python objects and gave pandas advice)
+def _rewrite_layers(path, change):
+    for number in (1, 2):
+        layer = pyogrio.read_dataframe(path, layer=f"synthetic_{number}")
+        pyogrio.write_dataframe(change(layer), path, layer=f"synthetic_{number}")
+
+
+def test_evaluate_names_the_option_of_missing_values_and_locations(small_pair, tmp_path):
+    # It said "attribute column 'kind' of original has 1 missing values" and advised
+    # "original[~(original.geometry.isna | original.geometry.is_empty)]".
+    original, release = small_pair
+    frame = gpd.read_file(original)
+    frame.loc[5, "kind"] = None
+    frame.to_file(tmp_path / "gap.gpkg", engine="pyogrio")
+    result = run("evaluate", tmp_path / "gap.gpkg", release, "--attributes", "kind")
+    assert_refused(result, "--attributes 'kind': gap.gpkg has 1 of 40 records without a value")
+    frame = gpd.read_file(original)
+    frame.loc[3, "geometry"] = None
+    frame.to_file(tmp_path / "nowhere.gpkg", engine="pyogrio")
+    result = run("evaluate", tmp_path / "nowhere.gpkg", release, "--attributes", "kind")
+    assert_refused(result, "nowhere.gpkg: 1 of 40 records have no location")
+    assert "original[" not in result.output and "geometry.isna" not in result.output
+
+
+def test_evaluate_names_the_option_of_an_outcome_of_the_release(inputs, written_release,
+                                                                tmp_path):
+    copy = tmp_path / "copy.gpkg"
+    copy.write_bytes(written_release.read_bytes())
+    _rewrite_layers(copy, lambda layer: layer.assign(y=layer["y"] * 7 + 3))
+    result = run("evaluate", inputs["gpkg"], copy, "--attributes", "y,x1", "--outcome", "x1")
+    assert_refused(result, "--outcome: the outcome column 'x1' of points.gpkg must be binary",
+                   "1 other distinct value(s)", "recode it in the file")
+    assert "gdf[" not in result.output and "astype" not in result.output
+    result = run("evaluate", inputs["gpkg"], copy, "--attributes", "x1", "--outcome", "y")
+    assert_refused(result, "--outcome: the outcome column 'y' of copy.gpkg (release 1) must be "
+                           "binary", "2 other distinct value(s)")
+    assert "releases[0]" not in result.output
+
+
+@pytest.mark.parametrize("name", ["", "   ", "new/", "new/.."])
+def test_evaluate_refuses_a_blank_or_folder_report_name(inputs, written_release, tmp_path,
+                                                       monkeypatch, name):
+    # "new/" wrote the report as a file "new", "   " as a file named by spaces.
+    monkeypatch.chdir(tmp_path)
+    result = run("evaluate", inputs["gpkg"], written_release, "--attributes", "y",
+                 "--report", name)
+    assert_refused(result, "--report", "give a file name")
+    assert "original records" not in result.output and list(tmp_path.iterdir()) == []
+
+
+def test_evaluate_refuses_a_release_without_crs_or_in_degrees(small_pair, tmp_path):
+    # Without a CRS the advice was "pass --crs for the original points", which --crs (the CRS
+    # of ORIGINAL, which has one) cannot follow; in degrees the original was reprojected to
+    # them and refused with Python advice (gdf.to_crs(gdf.estimate_utm_crs)).
+    original, release = small_pair
+    layers = io.read_release(release).releases
+    bare = tmp_path / "bare.gpkg"
+    io.write_release(bare, [layer.set_crs(None, allow_override=True) for layer in layers])
+    for args in ([], ["--crs", CRS]):
+        result = run("evaluate", original, bare, "--attributes", "kind", *args)
+        assert_refused(result, "RELEASE has no CRS", "evaluate a release written with its CRS")
+        assert "pass --crs" not in result.output
+    degrees = tmp_path / "degrees.gpkg"
+    io.write_release(degrees, [layer.to_crs(4326) for layer in layers])
+    result = run("evaluate", original, degrees, "--attributes", "kind")
+    assert_refused(result, "RELEASE is in the geographic CRS EPSG:4326 (degrees)")
+    assert "to_crs" not in result.output and "Reprojecting" not in result.output
+
+
+def test_evaluate_help_names_the_crs_refusals():
+    text = " ".join(run("evaluate", "--help").output.split())
+    assert "checked against the release schema before any measure" in text
+    assert "no CRS or a geographic one (degrees), is refused" in text

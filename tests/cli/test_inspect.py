@@ -141,3 +141,29 @@ def test_inspect_notes_empty_releases_and_audit_without_seeds(tmp_path):
     assert result.exit_code == 0, result.output
     assert "Note: synthetic_2 has no records" in result.output
     assert "it records no seeds" in result.output
+
+
+def test_inspect_help_says_a_damaged_audit_file_is_an_error():
+    # The help named only an audit file of another release; a damaged one exits 2 as well
+    # (test above), after the layers and metadata are printed.
+    text = " ".join(run("inspect", "--help").output.split())
+    assert "or is damaged, is an error (exit status 2), reported after the layers" in text
+
+
+def test_inspect_warns_of_columns_the_model_does_not_release(written_release, tmp_path):
+    # A record id and the x coordinates added by hand passed the schema check without a word.
+    result = run("inspect", written_release)
+    assert result.exit_code == 0, result.output
+    assert "Release columns: y, x1, x2, z" in result.output
+    assert "Warning" not in result.output
+    copy = tmp_path / "copy.gpkg"
+    copy.write_bytes(written_release.read_bytes())
+    for number in (1, 2):
+        layer = pyogrio.read_dataframe(copy, layer=f"synthetic_{number}")
+        pyogrio.write_dataframe(layer.assign(patient=range(len(layer)), east=layer.geometry.x),
+                                copy, layer=f"synthetic_{number}")
+    result = run("inspect", copy)
+    assert result.exit_code == 0, result.output
+    assert ("Warning: the release layers have columns that the model (x1, x2, y, z) does not "
+            "release: patient, east") in result.output
+    assert "drop them before publishing" in result.output

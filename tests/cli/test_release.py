@@ -12,6 +12,7 @@ import pytest
 import shapely
 from click.testing import CliRunner
 
+import geosynth.lattice
 from geosynth import io
 from geosynth.cli import cli
 from geosynth.errors import PrivacyLeakWarning
@@ -152,6 +153,7 @@ def test_bad_input_exits_2_with_a_message(inputs, tmp_path, args, fragments):
 def test_the_cli_caps_options_as_the_library_does():
     from geosynth._validation import MAX_CHAINS as MODEL_MAX_CHAINS
     from geosynth._validation import MAX_RELEASES
+    from geosynth.cli.options import MAX_CELLS as CLI_MAX_CELLS
     from geosynth.cli.options import MAX_CHAINS
     from geosynth.cli.options import MAX_RELEASES as CLI_MAX_RELEASES
     from geosynth.cli.options import MAX_TARGET_ESS as CLI_MAX_TARGET_ESS
@@ -161,6 +163,7 @@ def test_the_cli_caps_options_as_the_library_does():
 
     assert MAX_CHAINS == MODEL_MAX_CHAINS and CLI_MAX_RELEASES == MAX_RELEASES
     assert CLI_MAX_TARGET_ESS == MAX_TARGET_ESS
+    assert CLI_MAX_CELLS == geosynth.lattice.MAX_CELLS  # --grid refused at parsing
     target = {(command, p.name): p.type.max for command in ("tune", "release")
               for p in cli.commands[command].params if p.name == "target_ess"}
     assert set(target.values()) == {MAX_TARGET_ESS}  # refused at parsing, before the data
@@ -194,6 +197,18 @@ def test_existing_outputs_are_refused_before_any_work(inputs, tmp_path):
     assert_refused(result, "map.html (--map)")
     assert not (tmp_path / "new.gpkg").exists()
     assert (tmp_path / "map.html").read_text() == "old map"
+
+
+@pytest.mark.parametrize("option", ["--out", "--map", "--report"])
+@pytest.mark.parametrize("name", ["new/", "   "])  # an existing folder: click names it
+def test_output_names_that_are_folders_or_blank_are_refused(inputs, tmp_path, option, name):
+    # Path("new/") is Path("new"): --out new/ wrote a GeoPackage named new (and new.audit.json)
+    # beside the folder the user meant.
+    outputs = {"--out": str(tmp_path / "r.gpkg"), option: f"{tmp_path}/{name}"}
+    args = [arg for pair in outputs.items() for arg in pair]
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, *args)
+    assert_refused(result, option, "give a file name, not the folder or blank name")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_overwrite_replaces_existing_outputs(inputs, tmp_path):

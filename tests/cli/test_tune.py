@@ -76,9 +76,22 @@ def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
      ["--outcome needs --m 2 or more", "raise --m or drop --outcome"]),
     (["--grids", "3x3", "--m", "1", "--utility", "coverage", "--report", "x.md"],
      ["--utility coverage needs --m 2 or more", "intensity_correlation"]),
+    # Python advice: "recode it, e.g. (points.gpkg['x1'] == level).astype(int)"
+    (["--grids", "3x3", "--outcome", "x1", "--report", "x.md"],
+     ["--outcome: the outcome column 'x1' of points.gpkg", "recode it in the file"]),
+    # a ValueError traceback ("PosixPath('.') has an empty name")
+    (["--grids", "3x3", "--report", ""], ["--report", "give a file name"]),
+    # "x.md/" wrote the report as the file x.md; a huge lattice named --cell-sizes after
+    # "Tuning"
+    (["--grids", "3x3", "--report", "x.md/"], ["--report", "give a file name"]),
+    (["--grids", "3x3,3000x3000", "--report", "x.md"],
+     ["--grids", "3000x3000 would have more than the limit of 4,000,000 cells"]),
+    # refused after "Tuning", as "continuous column 'x2' is also listed in attributes"
+    (["--grids", "3x3", "--continuous", "x2", "--report", "x.md"],
+     ["x2 listed in both --attributes and --continuous"]),
 ])
 def test_bad_options_are_refused(inputs, tmp_path, args, fragments):
-    args = [str(tmp_path / a) if a == "x.md" else a for a in args]
+    args = [f"{tmp_path}/{a}" if a.startswith("x.md") else a for a in args]
     result = run("tune", inputs["gpkg"], "--attributes", "y,x1,x2", *args)
     assert_refused(result, *fragments)
     assert "Tuning" not in result.output  # before any fit
@@ -230,3 +243,61 @@ def test_one_release_ranks_by_intensity_without_coverage(inputs, tmp_path):
     assert result.exit_code == 0, result.output
     assert ("the coverage needs --m 2 or more (--m 1 has no coverage): ranking by --utility "
             "intensity_correlation") in result.output
+
+
+def test_missing_values_and_locations_are_refused_before_any_fit(inputs, tmp_path):
+    # A missing y was refused after "Tuning" with pandas advice (gdf.dropna(subset=['y'])), and
+    # the coverage note first blamed y for not being binary.
+    frame = gpd.read_file(inputs["gpkg"])
+    frame.loc[5, "y"] = None
+    frame.to_file(tmp_path / "gap.gpkg", engine="pyogrio")
+    result = run("tune", tmp_path / "gap.gpkg", *ARGS, "--grids", "3x3", *FAST,
+                 "--report", tmp_path / "t.md")
+    assert_refused(result, "--attributes 'y': gap.gpkg has 1 of 120 records without a value")
+    assert "Tuning" not in result.output and "dropna" not in result.output
+    frame = gpd.read_file(inputs["gpkg"])
+    frame.loc[3, "geometry"] = None
+    frame.to_file(tmp_path / "nowhere.gpkg", engine="pyogrio")
+    result = run("tune", tmp_path / "nowhere.gpkg", *ARGS, "--grids", "3x3", *FAST,
+                 "--report", tmp_path / "t.md")
+    assert_refused(result, "nowhere.gpkg: 1 of 120 records have no location")
+    assert "Tuning" not in result.output and "geometry.isna" not in result.output
+    assert not (tmp_path / "t.md").exists()
+
+
+def test_outcome_help_says_what_tune_does_with_it():
+    # It was evaluate's help ("the coverage table of the evaluation"): tune's outcome must be
+    # one of --attributes, and defaults to the first attribute when that is 0/1.
+    text = " ".join(run("tune", "--help").output.split())
+    help_text = text.split("--outcome COLUMN")[1].split("--quadrants")[0]
+    assert "one of --attributes" in help_text and "first attribute" in help_text
+    assert "evaluation" not in help_text
+    # --region said "Every candidate lattice covers its bounds": --areas candidates do not.
+    region_help = text.split("--region FILE")[1].split("--exclude")[0]
+    assert "--areas candidates ignore it" in region_help
+
+
+def test_areas_file_names_are_printed_without_control_characters(inputs, tmp_path):
+    # A candidate's label is its --areas file name: the table printed it raw.
+    region = gpd.read_file(inputs["region"])
+    x0, y0, x1, y1 = region.total_bounds
+    xm = (x0 + x1) / 2
+    areas = tmp_path / "tracts\x1b[2J.gpkg"
+    gpd.GeoDataFrame(geometry=[shapely.box(x0, y0, xm, y1), shapely.box(xm, y0, x1, y1)],
+                     crs=region.crs).to_file(areas, engine="pyogrio")
+    result = run("tune", inputs["gpkg"], *ARGS, "--areas", areas, "--seed", 1, *FAST,
+                 "--report", tmp_path / "t.md")
+    assert result.exit_code == 0, result.output
+    # In the table and the release command (click strips the raw escape only off a terminal).
+    assert result.output.count("tracts?[2J.gpkg") == 2 and "\x1b" not in result.output
+
+
+def test_identifying_attributes_are_refused_with_advice_tune_can_follow(inputs, tmp_path):
+    # Refused after "Tuning", advising --allow-identifying (an option of release, not of tune)
+    # and pd.cut.
+    result = run("tune", inputs["gpkg"], "--attributes", "y,z", "--grids", "3x3", *FAST,
+                 "--report", tmp_path / "t.md")
+    assert_refused(result, "--attributes 'z' of points.gpkg has 120 levels among 120 records",
+                   "drop it from --attributes")
+    for fragment in ("Tuning", "--allow-identifying", "pd.cut"):
+        assert fragment not in result.output
