@@ -40,6 +40,7 @@ __all__ = [
     "check_bool",
     "is_integer",
     "MAX_CONTINUOUS",
+    "refuse_masked",
 ]
 
 _SHOW_CHARS = 60  # longest repr of a refused value shown in a message
@@ -103,6 +104,26 @@ def as_rectangular_array(values: Any, name: str) -> np.ndarray:
                          "rectangular array or a flat list of numbers") from None
 
 
+def refuse_masked(values: Any, name: str) -> None:
+    """Refuse a masked array with masked entries: ``np.asarray`` would use the hidden values.
+
+    Parameters
+    ----------
+    values : object
+        The value given.
+    name : str
+        Name of the parameter, used in the message (which quotes no value).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``values`` has masked entries.
+    """
+    if np.ma.is_masked(values):
+        raise InputError(f"{name} is a masked array with masked entries; drop them or fill "
+                         f"them ({name}.filled(value)) first")
+
+
 def check_real_array(values: Any, name: str, what: str = "an array of real numbers") -> np.ndarray:
     """Return ``values`` as a float64 array after checking that it holds real numbers.
 
@@ -136,9 +157,7 @@ def check_real_array(values: Any, name: str, what: str = "an array of real numbe
     """
     if values is None or isinstance(values, str | bytes):
         raise TypeError(f"{name} must be {what}, got {type(values).__name__}")
-    if np.ma.is_masked(values):  # np.asarray would use the hidden values under the mask
-        raise InputError(f"{name} is a masked array with masked entries; drop them or fill "
-                         f"them ({name}.filled(value)) first")
+    refuse_masked(values, name)
     array = as_rectangular_array(values, name)
     if array.dtype.kind == "O":
         try:

@@ -88,7 +88,13 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
-from geosynth._validation import check_epsilon, check_int, check_m
+from geosynth._validation import (
+    as_rectangular_array,
+    check_epsilon,
+    check_int,
+    check_m,
+    refuse_masked,
+)
 from geosynth.data import check_declared, domain_codes
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
@@ -377,9 +383,10 @@ def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray
         entries.
     """
     values = counts.to_numpy() if isinstance(counts, pd.Series | pd.DataFrame) else counts
+    refuse_masked(values, name)
     try:
-        a = np.asarray(values)
-    except (TypeError, ValueError) as err:
+        a = as_rectangular_array(values, name)
+    except TypeError as err:
         raise InputError(f"{name} must be an array of counts, got {type(counts).__name__}") from err
     if a.dtype.kind == "b":
         raise TypeError(f"{name} must hold integer counts, got booleans; use .astype(int)")
@@ -404,14 +411,14 @@ def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray
                 f"{np.argwhere(bad)[:5].tolist()}; counts must be finite integers"
             )
         frac = a != np.round(a)
-        if frac.any():
+        if frac.any():  # positions, not values: the counts are the confidential data
             raise InputError(
-                f"{name} has non-integer value(s) {a[frac][:5].tolist()}; counts must be "
-                "whole numbers"
+                f"{name} has {int(frac.sum())} non-integer value(s) at positions "
+                f"{np.argwhere(frac)[:5].tolist()}; counts must be whole numbers"
             )
     if (a < 0).any():
         raise InputError(
-            f"{name} has negative value(s) {a[a < 0][:5].tolist()} at positions "
+            f"{name} has {int((a < 0).sum())} negative value(s) at positions "
             f"{np.argwhere(a < 0)[:5].tolist()}; counts must be >= 0"
         )
     # Before the cast: 1e30 or a uint64 above 2**63 wrapped to a negative int64 silently.
@@ -424,8 +431,8 @@ def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray
     total = float(a.sum(dtype=np.float64))
     if total > MAX_COUNT:
         raise InputError(
-            f"{name} sums to more than 2**62 ({total:.3g}), which "
-            "int64 totals cannot carry; counts of people are far smaller: check the input"
+            f"{name} sums to more than 2**62, which int64 totals cannot carry; counts of "
+            "people are far smaller: check the input"
         )
     return a.astype(np.int64)
 

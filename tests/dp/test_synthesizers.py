@@ -178,6 +178,19 @@ def test_counts_errors(counts, error, match):
         DirichletMultinomialSynthesizer(1.0).fit(counts)
 
 
+@pytest.mark.parametrize("counts", [
+    [13, -7, 2], [13, 7.5, 2], np.ma.masked_array([13, -7, 2], mask=[0, 1, 0]),
+])
+def test_refused_counts_are_not_quoted(counts):
+    # "negative value(s) [-7]", "non-integer value(s) [7.5]": the counts are the confidential
+    # table; a masked array was read through its mask (and its hidden -7 quoted).
+    with pytest.raises(InputError) as info:
+        DirichletMultinomialSynthesizer(1.0).fit(counts)
+    message = str(info.value)
+    assert "7" not in message.replace("positions [[1]]", "")
+    assert "positions [[1]]" in message or "masked array with masked entries" in message
+
+
 def test_whole_floats_and_all_zero_with_n_synth_are_accepted():
     synth = DirichletMultinomialSynthesizer(1.0).fit([3.0, 0.0, 2.0])
     assert synth.n == 5
