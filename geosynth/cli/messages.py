@@ -142,8 +142,11 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
                      if k == 0 or not re.search(r"\bpad\b", part))
     text = _PYTHON_ALTERNATIVE.sub("", text)
     text = _SETTING.sub(lambda match: _flag(match.group(0)), text)
-    text = _ASSIGNMENT.sub(_assignment, text)
-    text = _BARE.sub(lambda match: OPTION_OF_PARAMETER[match.group(1)], text)
+    quoted = _quoted_spans(text)
+    text = _ASSIGNMENT.sub(lambda match: _unless_quoted(match, quoted, _assignment), text)
+    quoted = _quoted_spans(text)
+    text = _BARE.sub(lambda match: _unless_quoted(
+        match, quoted, lambda m: OPTION_OF_PARAMETER[m.group(1)]), text)
     text = _GDAL_DRIVER_ADVICE.sub(
         " (give a GeoPackage, GeoParquet, shapefile or CSV file)", text
     )
@@ -153,6 +156,26 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     text = re.sub(r"\(\s*\)", "", text)
     text = re.sub(r"[ \t]{2,}", " ", text)
     return re.sub(r"\s+([;,.])(?=\s|$)", r"\1", text).strip()
+
+
+# A quoted value: a quote not preceded by a letter (an apostrophe, "record's", is) up to the
+# same quote not followed by one.
+_QUOTED = re.compile(r"(?<!\w)(['\"])[^'\"\n]*?\1(?!\w)")
+
+
+def _quoted_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the quoted values of ``text`` ('roads', 'y=0,m=2', "a.gpkg")."""
+    return [match.span() for match in _QUOTED.finditer(text)]
+
+
+def _unless_quoted(match: re.Match, quoted: list[tuple[int, int]], rewrite) -> str:
+    """``rewrite(match)``, or the match unchanged inside a quoted value.
+
+    Quoted values are the data's names (columns, files, combination labels such as
+    ``'y=0,x1=2'``): a column called ``m`` or ``y`` in them is no option.
+    """
+    inside = any(start <= match.start() < end for start, end in quoted)
+    return match.group(0) if inside else rewrite(match)
 
 
 def _flag(setting: str) -> str:

@@ -332,7 +332,8 @@ def warn_rare_value_combinations(counts: CellCounts, m: int) -> None:
     if rare.size == 0:
         return
     labels = counts.combination_labels()
-    shown = ", ".join(labels[b] for b in rare[:_SHOW]) + (", ..." if rare.size > _SHOW else "")
+    shown = ", ".join(repr(labels[b]) for b in rare[:_SHOW]) + (", ..." if rare.size > _SHOW
+                                                                 else "")
     warnings.warn(
         f"{rare.size} attribute combination(s) with synthetic "
         f"{', '.join(map(repr, counts.covariates))} have fewer than {MIN_RECORDS_FOR_VALUES} "

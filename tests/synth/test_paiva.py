@@ -356,7 +356,7 @@ def test_values_of_a_combination_of_two_records_are_warned_about():
     gdf, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 60.0}, 1: {2: 500.0}})
     fit = stub_fit(counts, random_lambda(counts, chains=1, draws=40))
     with pytest.warns(PrivacyLeakWarning, match=r"1 attribute combination\(s\) with synthetic "
-                                                r"'z' have fewer than 3 records \(a=1\).*"
+                                                r"'z' have fewer than 3 records \('a=1'\).*"
                                                 r"average over the 40 releases"):
         releases = synthesize(fit, gdf, m=40, seed=2)
     rows = np.concatenate([r.loc[r["a"] == 1, "z"].to_numpy() for r in releases])
