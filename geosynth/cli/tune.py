@@ -30,6 +30,7 @@ from geosynth.cli.options import (
     EXISTING_FILE,
     FiniteFloat,
     GridSpec,
+    Metres,
     attributes_option,
     beta_prior_option,
     continuous_option,
@@ -108,6 +109,9 @@ class GridList(click.ParamType):
 @click.option("--link-islands", is_flag=True,
               help="With --areas: link each area without a neighbour to its nearest area "
               "instead of making it its own component.")
+@click.option("--area-gap", type=Metres(), default=None, metavar="METRES",
+              help="With --areas: areas whose boundaries come within METRES of each other are "
+              "neighbours too (slivers of gap between areas digitised separately).")
 @continuous_option
 @beta_prior_option
 @region_option("Every --cell-sizes, --grids and --hex-sizes candidate covers its bounds; "
@@ -153,6 +157,7 @@ def tune(
     hex_sizes: list[float] | None,
     areas_paths: tuple[str, ...],
     link_islands: bool,
+    area_gap: float | None,
     continuous: list[str] | None,
     beta_prior: list[str] | None,
     region_path: str | None,
@@ -198,9 +203,10 @@ def tune(
     if not cell_sizes and not grid_shapes and not hex_sizes and not areas_paths:
         raise click.UsageError("give the candidate lattices: --cell-sizes 100,250,500, "
                                "--grids 10x10,20x20, --hex-sizes 150,300 and/or --areas FILE")
-    if link_islands and not areas_paths:
-        raise click.UsageError("--link-islands applies to --areas only; add --areas FILE or "
-                               "drop --link-islands")
+    for option, value in (("--link-islands", link_islands), ("--area-gap", area_gap)):
+        if value and not areas_paths:
+            raise click.UsageError(f"{option} applies to --areas only; add --areas FILE or "
+                                   f"drop {option}")
     areas_by_label = {Path(path).name: path for path in areas_paths}
     if len(areas_by_label) != len(areas_paths):
         raise click.UsageError(f"--areas files need distinct names (they label the "
@@ -242,7 +248,8 @@ def tune(
                       + [geosynth.Candidate(hex_size=size, beta_prior=prior)
                          for size in hex_sizes or []]
                       + [geosynth.Candidate(grid=build_grid(points, LatticeChoice(
-                          areas_path=path, link_islands=link_islands), exclude=exclude),
+                          areas_path=path, link_islands=link_islands, area_gap=area_gap),
+                          exclude=exclude),
                           beta_prior=prior, label=name)
                          for name, path in areas_by_label.items()])
         click.echo(f"Tuning {len(candidates)} candidate lattice(s) of {len(points)} records: "
@@ -260,7 +267,8 @@ def tune(
                                       x=x_column, y=y_column, crs=crs, continuous=continuous,
                                       region=None if areas else region_path,
                                       exclude=exclude_path, m=m, areas=areas,
-                                      link_islands=link_islands, drop_outside=drop_outside)
+                                      link_islands=link_islands, area_gap=area_gap,
+                                      drop_outside=drop_outside)
         report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
                          figure_path)
         save_figure(result.plot(risk=risk, utility=utility, risk_limit=risk_limit),
@@ -283,8 +291,8 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                     crs: str | None = None, continuous: list[str] | None = None,
                     region: str | None = None, exclude: str | None = None, m: int = 5,
                     out: str = "release.gpkg", areas: str | None = None,
-                    link_islands: bool = False, drop_outside: bool = False,
-                    levels_file: str | None = None) -> str:
+                    link_islands: bool = False, area_gap: float | None = None,
+                    drop_outside: bool = False, levels_file: str | None = None) -> str:
     """Return the ``geosynth release`` command line of a candidate, shell-quoted.
 
     An ε-DP candidate's command has ``--levels-file``, which ``geosynth release --epsilon``
@@ -308,6 +316,8 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         The polygon file of an areal candidate (``candidate.grid``).
     link_islands : bool, default False
         ``--link-islands`` of the areal candidate.
+    area_gap : float, optional
+        ``--area-gap`` of the areal candidate.
     drop_outside : bool, default False
         ``--drop-outside`` of the tuning run, repeated (not for an ε-DP candidate, whose
         release drops such records anyway).
@@ -332,6 +342,8 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         if areas is None:
             raise ValueError("an areal candidate's release command needs its areas file")
         words += ["--areas", areas] + (["--link-islands"] if link_islands else [])
+        if area_gap is not None:
+            words += ["--area-gap", exact_number(area_gap)]
     else:
         words += ["--grid", f"{candidate.shape[0]}x{candidate.shape[1]}"]
     if continuous:

@@ -143,6 +143,7 @@ def test_tune_takes_areas_candidates_and_their_release_command_runs(inputs, area
     ("extra", "fragments"),
     [
         (["--cell-sizes", 500, "--link-islands"], ["--link-islands applies to --areas only"]),
+        (["--cell-sizes", 500, "--area-gap", 1], ["--area-gap applies to --areas only"]),
         (["--areas", "AREAS", "--areas", "AREAS"], ["distinct names"]),
     ],
 )
@@ -153,6 +154,22 @@ def test_tune_areas_options_are_checked_before_reading(inputs, areas, tmp_path, 
                  tmp_path / "tune.md")
     assert_refused(result, *fragments)
     assert not (tmp_path / "tune.md").exists()
+
+
+def test_tune_joins_areas_across_a_gap_and_its_release_command_keeps_it(inputs, areas,
+                                                                        tmp_path):
+    apart = tmp_path / "apart.gpkg"
+    frame = gpd.read_file(areas)
+    frame.set_geometry(frame.buffer(-1.0, join_style="mitre")).to_file(apart, engine="pyogrio")
+    result = run("tune", inputs["gpkg"], *GPKG_ARGS, "--areas", apart, "--area-gap", 3,
+                 "--iterations", 60, "--burn-in", 20, "--m", 2, "--quadrants", 20, "--seed", 1,
+                 "--report", tmp_path / "tune.md")
+    assert result.exit_code == 0, result.output
+    command = shlex.split(result.output.split("Release it with:\n")[1].splitlines()[0])
+    assert command[command.index("--area-gap") + 1] == "3"
+    release = run(*command[1:-2], "--out", tmp_path / "chosen.gpkg", *FAST)
+    assert release.exit_code == 0, release.output
+    assert "9 areas (queen contiguity, 1 component(s))" in release.output
 
 
 def test_tune_report_never_replaces_an_areas_file(inputs, areas, tmp_path):
