@@ -245,23 +245,21 @@ def test_one_release_ranks_by_intensity_without_coverage(inputs, tmp_path):
             "intensity_correlation") in result.output
 
 
-def test_missing_values_and_locations_are_refused_before_any_fit(inputs, tmp_path):
+@pytest.mark.parametrize(("column", "row", "message", "advice"), [
+    ("y", 5, "--attributes 'y': gap.gpkg has 1 of 120 records without a value", "dropna"),
+    ("geometry", 3, "gap.gpkg: 1 of 120 records have no location", "geometry.isna"),
+])
+def test_missing_values_and_locations_are_refused_before_any_fit(inputs, tmp_path, column, row,
+                                                                 message, advice):
     # A missing y was refused after "Tuning" with pandas advice (gdf.dropna(subset=['y'])), and
     # the coverage note first blamed y for not being binary.
     frame = gpd.read_file(inputs["gpkg"])
-    frame.loc[5, "y"] = None
+    frame.loc[row, column] = None
     frame.to_file(tmp_path / "gap.gpkg", engine="pyogrio")
     result = run("tune", tmp_path / "gap.gpkg", *ARGS, "--grids", "3x3", *FAST,
                  "--report", tmp_path / "t.md")
-    assert_refused(result, "--attributes 'y': gap.gpkg has 1 of 120 records without a value")
-    assert "Tuning" not in result.output and "dropna" not in result.output
-    frame = gpd.read_file(inputs["gpkg"])
-    frame.loc[3, "geometry"] = None
-    frame.to_file(tmp_path / "nowhere.gpkg", engine="pyogrio")
-    result = run("tune", tmp_path / "nowhere.gpkg", *ARGS, "--grids", "3x3", *FAST,
-                 "--report", tmp_path / "t.md")
-    assert_refused(result, "nowhere.gpkg: 1 of 120 records have no location")
-    assert "Tuning" not in result.output and "geometry.isna" not in result.output
+    assert_refused(result, message)
+    assert "Tuning" not in result.output and advice not in result.output
     assert not (tmp_path / "t.md").exists()
 
 
