@@ -63,6 +63,7 @@ __all__ = [
     "measure_release",
     "plan_evaluation",
     "markdown_code",
+    "check_coverage_sizes",
 ]
 
 
@@ -267,7 +268,7 @@ def evaluate(
     rules = check_rules(rules)
     releases, plan = plan_evaluation(original, releases, attributes, linked)
     if outcome is not None:
-        _check_coverage(original, releases)
+        check_coverage_sizes(len(original), len(releases))
     attributes = list(plan.attributes)
     collect = _start(measure_release, [(original, release, plan) for release in releases],
                      executor)
@@ -545,20 +546,33 @@ def combine_measures(measures: Sequence[ReleaseMeasures]) -> dict[str, pd.DataFr
     return tables
 
 
-def _check_coverage(original: gpd.GeoDataFrame, releases: list[gpd.GeoDataFrame]) -> None:
-    """Refuse, before any measure, an ``outcome`` the coverage table cannot use.
+def check_coverage_sizes(n_original: int, m: int) -> None:
+    """Refuse, before any measure (or fit), an ``outcome`` the coverage table cannot use.
 
     :func:`~geosynth.metrics.quadrant_coverage` would refuse it with advice on its own
-    parameters (``min_points``), which :func:`evaluate` does not have.
+    parameters (``min_points``), which :func:`evaluate` and :func:`geosynth.tune` do not have.
+
+    Parameters
+    ----------
+    n_original : int
+        Number of original records.
+    m : int
+        Number of releases.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Fewer than 2 releases, or fewer original records than every rectangle holds
+        (:data:`geosynth.metrics.utility.MIN_POINTS`).
     """
-    if len(releases) < 2:
+    if m < 2:
         raise InputError("outcome needs at least 2 releases (the coverage intervals combine the "
                          "releases by their between-release variance); pass m >= 2 releases, "
                          "or outcome=None")
-    if len(original) < MIN_POINTS:
+    if n_original < MIN_POINTS:
         raise InputError(
             f"outcome needs at least {MIN_POINTS} original records (every random rectangle of "
-            f"the coverage table holds {MIN_POINTS} of them), but original has {len(original)}; "
+            f"the coverage table holds {MIN_POINTS} of them), but original has {n_original}; "
             "pass outcome=None, or call geosynth.metrics.quadrant_coverage with a smaller "
             "min_points"
         )

@@ -837,14 +837,22 @@ def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants
 
 def _outcome(gdf, attributes: list[str], outcome: str | None, m: int) -> str | None:
     """Return the coverage outcome: none with one release, unless asked for (refused then)."""
+    from geosynth.evaluation import check_coverage_sizes
+
     chosen = coverage_outcome(gdf, attributes, outcome)
-    if m >= 2:
-        return chosen
-    if outcome is None:  # the default outcome: no coverage with one release
+    if m < 2 and outcome is not None:
+        raise InputError(f"outcome={outcome!r} needs m >= 2: the coverage combines the releases "
+                         "(its interval uses the variance between them), so m=1 has none; pass "
+                         "m=2 or more, or leave outcome unset (no coverage column)")
+    if chosen is None:
         return None
-    raise InputError(f"outcome={outcome!r} needs m >= 2: the coverage combines the releases "
-                     "(its interval uses the variance between them), so m=1 has none; pass "
-                     "m=2 or more, or leave outcome unset (no coverage column)")
+    try:  # before any fit: the coverage was refused after every candidate's
+        check_coverage_sizes(len(gdf), m)
+    except InputError:
+        if outcome is None:  # the default outcome: no coverage column then
+            return None
+        raise
+    return chosen
 
 
 def _n_quadrants(n_quadrants: Any) -> int:

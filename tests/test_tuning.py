@@ -553,3 +553,23 @@ def test_previous_measured_on_other_rectangles_is_refused(scenario, region, two)
                                            if k != "coverage rectangles"})
     with pytest.raises(InputError, match="previous was made with other coverage rectangles"):
         _tune(scenario, region, [(4, 4)], previous=older)
+
+
+def test_too_few_records_for_the_coverage_are_refused_before_any_fit(monkeypatch):
+    # 15 records cannot fill a rectangle of 20: the coverage was refused after every fit.
+    small = paiva_scenario(n=15, seed=1).data
+    fits = []
+    monkeypatch.setattr(geosynth.PaivaModel, "fit",
+                        lambda *args, **kwargs: fits.append(1) or pytest.fail("fitted"))
+    with pytest.raises(InputError, match="outcome needs at least 20 original records"):
+        geosynth.tune(small, ["y"], [(3, 3)], outcome="y", m=2, progress=False, seed=1)
+    assert fits == []
+
+
+def test_the_default_outcome_is_left_out_when_too_few_records_fill_a_rectangle():
+    small = paiva_scenario(n=15, seed=1).data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = geosynth.tune(small, ["y"], [(3, 3)], m=2, progress=False, seed=1,
+                               fit_options={"n_iter": 60, "burn_in": 20})
+    assert np.isnan(result.table["coverage"].iloc[0])
