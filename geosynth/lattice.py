@@ -1464,6 +1464,37 @@ def polygon_union(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> shape
     """
     if obj is None:
         return None
+    union = shapely.union_all(check_polygons(obj, name, crs))
+    shapely.prepare(union)
+    return union
+
+
+def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.ndarray:
+    """Return the non-empty polygons of ``obj`` in the grid CRS, refusing invalid ones.
+
+    The check of :func:`polygon_union` without the union, which is the costly part for a
+    large layer (the command line checks its polygon files when it reads them).
+
+    Parameters
+    ----------
+    obj : GeoDataFrame, GeoSeries, shapely geometry or sequence of polygons
+        The polygons.
+    name : str
+        How messages name ``obj``.
+    crs : pyproj.CRS or None
+        The grid CRS; a GeoDataFrame or GeoSeries in another CRS is reprojected.
+
+    Returns
+    -------
+    numpy.ndarray of shapely Polygon/MultiPolygon
+
+    Raises
+    ------
+    geosynth.errors.GridError
+        ``obj`` is not polygons, or holds invalid or no non-empty polygons.
+    geosynth.errors.CRSError
+        ``obj`` has no CRS, or one that cannot be reprojected to ``crs``.
+    """
     if isinstance(obj, gpd.GeoDataFrame | gpd.GeoSeries):
         geoms = np.asarray(_to_grid_crs(obj, name, crs).geometry.array, dtype=object)
     elif isinstance(obj, shapely.Geometry):
@@ -1502,9 +1533,7 @@ def polygon_union(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> shape
         )
     if geoms.size == 0:
         raise GridError(f"{name} has no non-empty polygon; pass None to skip it")
-    union = shapely.union_all(geoms)
-    shapely.prepare(union)
-    return union
+    return geoms
 
 
 def _to_grid_crs(

@@ -595,14 +595,14 @@ def read_polygons(path: str | os.PathLike, option: str) -> gpd.GeoDataFrame:
         The file cannot be read, holds no polygon (no record, or only missing or empty
         geometries), or holds geometries other than polygons.
     geosynth.errors.GridError
-        Invalid polygons (the lattice's check, :func:`geosynth.lattice.polygon_union`).
+        Invalid polygons (the lattice's check, :func:`geosynth.lattice.check_polygons`).
     """
     import geopandas as gpd
     import numpy as np
     import pyogrio
 
     from geosynth.io import existing_file
-    from geosynth.lattice import polygon_union
+    from geosynth.lattice import check_polygons
 
     source = existing_file(path, option)  # a pipe would block the reader
     try:
@@ -618,8 +618,8 @@ def read_polygons(path: str | os.PathLike, option: str) -> gpd.GeoDataFrame:
                          "(buffer points or lines first)")
     # The lattice's own check of the polygons (validity above all), here so that a refusal
     # names the option and the file, not the Python parameter ("region has invalid polygons").
-    polygon_union(np.asarray(frame.geometry.array, dtype=object), f"{option} {source.name}",
-                  None)
+    check_polygons(np.asarray(frame.geometry.array, dtype=object), f"{option} {source.name}",
+                   None)
     return frame
 
 
