@@ -41,6 +41,7 @@ __all__ = [
     "is_integer",
     "MAX_CONTINUOUS",
     "refuse_masked",
+    "check_unique_columns",
 ]
 
 _SHOW_CHARS = 60  # longest repr of a refused value shown in a message
@@ -102,6 +103,36 @@ def as_rectangular_array(values: Any, name: str) -> np.ndarray:
     except ValueError:  # inhomogeneous shape
         raise InputError(f"{name} is a ragged sequence (rows of different lengths); pass a "
                          "rectangular array or a flat list of numbers") from None
+
+
+def check_unique_columns(frame: Any, name: str, columns: Any = None) -> None:
+    """Refuse a frame in which several columns share a name (among ``columns``, if given).
+
+    ``frame[column]`` is then a DataFrame, not a column: the callers crashed on it, counted
+    the copies twice or kept one silently. The one check of repeated column names.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The frame given.
+    name : str
+        How the caller's argument is called (``gdf``, ``release``), for the message.
+    columns : iterable of column names, optional
+        Only these names matter (the ones the caller reads); default every column.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Naming the repeated names and the fix.
+    """
+    labels = list(frame.columns)
+    wanted = labels if columns is None else list(columns)
+    repeated = sorted({c for c in wanted if labels.count(c) > 1}, key=str)
+    if repeated:
+        raise InputError(
+            f"{name} has several columns named {repeated}; a column must be named once: rename "
+            f"or drop the copies ({name}.loc[:, ~{name}.columns.duplicated()] keeps the first)"
+        )
 
 
 def refuse_masked(values: Any, name: str) -> None:

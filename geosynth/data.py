@@ -95,7 +95,7 @@ import pandas as pd
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates, usable_points
-from geosynth._validation import MAX_CONTINUOUS, check_max_bytes
+from geosynth._validation import MAX_CONTINUOUS, check_max_bytes, check_unique_columns
 from geosynth.errors import (
     CRSError,
     DataWarning,
@@ -716,13 +716,7 @@ def check_columns(
             raise InputError(
                 f"continuous column {name!r} is also listed in attributes; use it in one role"
             )
-    repeated = sorted({c for c in (*attrs, *covariates) if list(gdf.columns).count(c) > 1},
-                      key=str)
-    if repeated:
-        raise InputError(
-            f"gdf has several columns named {repeated}; a column must be named once: rename "
-            "or drop the copies (gdf.loc[:, ~gdf.columns.duplicated()] keeps the first)"
-        )
+    check_unique_columns(gdf, "gdf", (*attrs, *covariates))
     generated = [f"{a}_code" for a in attrs] + ["n_records"]
     clash = sorted(set(attrs) & set(generated), key=str)
     if clash:

@@ -129,7 +129,8 @@ def check_target(target: Path, overwrite: bool) -> None:
                                  "is a file, not a folder; choose another folder")
             break
     if os.path.lexists(target) and not overwrite:
-        raise InputError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+        raise InputError(f"{printable(str(target))} exists; pass overwrite=True (CLI: "
+                         "--overwrite) to replace it")
 
 
 def printable(text: Any) -> str:

@@ -92,7 +92,9 @@ def read_points(
         more fields than its header line names, a CSV is read without ``x``, ``y`` and
         ``crs``, an ``x``/``y`` column is missing or holds non-numeric, missing or infinite
         values, ``x``/``y``/``layer`` are given for a format they do not apply to,
-        the layer is missing or ambiguous, or a geometry is not a Point.
+        the layer is missing or ambiguous, or a geometry is not a Point. No message quotes
+        a record's values: an ``x``/``y`` column is named, its bad rows counted, and a CSV
+        header line that looks like a record (a file without header) is not repeated.
     geosynth.errors.CRSError
         ``crs`` is not a valid CRS or contradicts the file's CRS.
     ImportError
@@ -147,8 +149,6 @@ def read_points(
     return gdf
 
 
-
-
 def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
               check_values: bool = True) -> gpd.GeoDataFrame:
     missing = [name for name, value in (("x", x), ("y", y), ("crs", crs)) if value is None]
@@ -162,75 +162,9 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
         raise InputError(f"x and y must name two different columns (CLI: --x, --y), got {x!r} "
                          "for both")
     crs_obj = _as_crs(crs)
-    try:
-        header = pd.read_csv(source, header=None, nrows=1, dtype=str, keep_default_na=False)
-        frame = pd.read_csv(source)
-    except pd.errors.EmptyDataError:
-        raise InputError(
-            f"the CSV file {printable(source.name)} is empty: no header line and no records"
-        ) from None
-    except UnicodeDecodeError:
-        # The codec's message quotes a byte of the file (and its offset): say only what is wrong.
-        raise InputError(
-            f"cannot read the CSV file {printable(source.name)}: it is not UTF-8 text; save it "
-            "as UTF-8 CSV (or check that this is the right file)"
-        ) from None
-    except pd.errors.ParserError as err:
-        raise InputError(
-            f"cannot read the CSV file {printable(source.name)}: {printable(str(err))[:200]}"
-        ) from None
-    if not frame.index.equals(pd.RangeIndex(len(frame))):
-        # A header line with fewer names than the records have fields: pandas silently takes the
-        # first column(s), often a record ID, as row labels, which would then name rows in
-        # messages. Checked before any value is looked at (it is the file's layout).
-        raise InputError(
-            f"the CSV file {printable(source.name)} has more fields in its records than names in "
-            "its header line (pandas would take the first column, e.g. record IDs, as row "
-            "labels); give every column a name in the header line, e.g. write the file with "
-            "DataFrame.to_csv(index=False)"
-        )
-    names = header.iloc[0].tolist() if len(header) else []
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise InputError(
-            f"the CSV file {printable(source.name)} has several columns named "
-            f"{', '.join(repr(printable(name)) for name in repeated)} (pandas would silently "
-            f"rename the copies, e.g. to {printable(repeated[0]) + '.1'!r}); give every column "
-            "its own name in the header line"
-        )
-    coordinates = {}
-    for name, column in (("x", x), ("y", y)):
-        if column not in frame.columns:
-            raise InputError(
-                f"{name}={column!r}: {source.name} has no column {column!r}; its columns are "
-                f"{frame.columns.tolist()}"
-            )
-        raw = frame[column]
-        values = pd.to_numeric(raw, errors="coerce")
-        not_numeric = (values.isna() & raw.notna()).to_numpy()
-        if not_numeric.any() and check_values:
-            rows = _csv_rows(frame.index, not_numeric)
-            raise InputError(
-                f"{name}={column!r}: column {column!r} of {source.name} has "
-                f"{int(not_numeric.sum())} non-numeric values ({rows}); coordinates must be "
-                "numbers"
-            )
-        absent = values.isna().to_numpy()
-        if absent.any() and check_values:
-            raise InputError(
-                f"{name}={column!r}: column {column!r} of {source.name} has {int(absent.sum())} "
-                f"missing values ({_csv_rows(frame.index, absent)}); drop those records or "
-                "fill in their coordinates"
-            )
-        coordinates[name] = values.to_numpy(dtype=np.float64)
-        infinite = np.isinf(coordinates[name])
-        if infinite.any() and check_values:  # "inf", or a number beyond ±1.8e308 ("1e400")
-            raise InputError(
-                f"{name}={column!r}: column {column!r} of {source.name} has "
-                f"{int(infinite.sum())} infinite or overflowing values "
-                f"({_csv_rows(frame.index, infinite)}); coordinates must be finite numbers: "
-                "drop those records or fix their coordinates"
-            )
+    frame = _load_csv(source)
+    coordinates = {name: _csv_coordinates(frame, source, name, column, check_values)
+                   for name, column in (("x", x), ("y", y))}
     attributes = frame.drop(columns=[x, y])
     if "geometry" in attributes.columns:
         raise InputError(
@@ -243,6 +177,125 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
         geometry=gpd.points_from_xy(coordinates["x"], coordinates["y"]),
         crs=crs_obj,
     )
+
+
+def _load_csv(source: Path) -> pd.DataFrame:
+    """Read a CSV file whole, after checking its layout (header names, fields per record)."""
+    name = printable(source.name)
+    try:
+        header = pd.read_csv(source, header=None, nrows=1, dtype=str, keep_default_na=False)
+        frame = pd.read_csv(source)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"the CSV file {name} is empty: no header line and no records") from None
+    except UnicodeDecodeError:
+        # The codec's message quotes a byte of the file (and its offset): say only what is wrong.
+        raise InputError(
+            f"cannot read the CSV file {name}: it is not UTF-8 text; save it as UTF-8 CSV (or "
+            "check that this is the right file)"
+        ) from None
+    except pd.errors.ParserError as err:
+        raise InputError(f"cannot read the CSV file {name}: {printable(str(err))[:200]}") from None
+    except MemoryError:
+        raise InputError(f"the CSV file {name} is too large to read into memory; convert it to "
+                         "a GeoPackage or GeoParquet file of points, or read it on a machine "
+                         "with more memory") from None
+    except OSError as err:  # permissions, a file removed or unreadable after the checks
+        raise InputError(f"cannot read the CSV file {name}: "
+                         f"{printable(err.strerror or type(err).__name__)}") from None
+    _check_csv_layout(source, header.iloc[0].tolist() if len(header) else [], frame)
+    return frame
+
+
+def _check_csv_layout(source: Path, names: list, frame: pd.DataFrame) -> None:
+    """Refuse records with more fields than the header names, and repeated column names."""
+    if not frame.index.equals(pd.RangeIndex(len(frame))):
+        # A header line with fewer names than the records have fields: pandas silently takes the
+        # first column(s), often a record ID, as row labels, which would then name rows in
+        # messages. Checked before any value is looked at (it is the file's layout).
+        raise InputError(
+            f"the CSV file {printable(source.name)} has more fields in its records than names in "
+            "its header line (pandas would take the first column, e.g. record IDs, as row "
+            "labels); give every column a name in the header line, e.g. write the file with "
+            f"DataFrame.to_csv(index=False){_separator_hint(frame.columns)}"
+        )
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated and _looks_like_a_record(repeated):
+        raise InputError(
+            f"the CSV file {printable(source.name)} repeats a number in its first line, where "
+            "column names belong (not repeated here: they may be a record's values); if the "
+            "file has no header line, add one naming every column"
+        )
+    if repeated:
+        raise InputError(
+            f"the CSV file {printable(source.name)} has several columns named "
+            f"{', '.join(repr(printable(name)) for name in repeated)} (pandas would silently "
+            f"rename the copies, e.g. to {printable(repeated[0]) + '.1'!r}); give every column "
+            "its own name in the header line"
+        )
+
+
+def _csv_coordinates(frame: pd.DataFrame, source: Path, name: str, column: str,
+                     check_values: bool) -> np.ndarray:
+    """Return coordinate column ``column`` as float64 after its checks (``name``: x or y)."""
+    if column not in frame.columns:
+        raise InputError(
+            f"{name}={column!r}: {printable(source.name)} has no column {column!r}; "
+            f"{_describe_header(frame.columns)}"
+        )
+    raw = frame[column]
+    values = _numbers(raw)
+    where = f"{name}={column!r}: column {column!r} of {printable(source.name)} has"
+    not_numeric = (values.isna() & raw.notna()).to_numpy()
+    if not_numeric.any() and check_values:
+        raise InputError(f"{where} {int(not_numeric.sum())} non-numeric values "
+                         f"({_csv_rows(frame.index, not_numeric)}); coordinates must be numbers")
+    absent = values.isna().to_numpy()
+    if absent.any() and check_values:
+        raise InputError(f"{where} {int(absent.sum())} missing values "
+                         f"({_csv_rows(frame.index, absent)}); drop those records or fill in "
+                         "their coordinates")
+    coordinates = values.to_numpy(dtype=np.float64)
+    infinite = np.isinf(coordinates)
+    if infinite.any() and check_values:  # "inf", or a number beyond ±1.8e308 ("1e400")
+        raise InputError(f"{where} {int(infinite.sum())} infinite or overflowing values "
+                         f"({_csv_rows(frame.index, infinite)}); coordinates must be finite "
+                         "numbers: drop those records or fix their coordinates")
+    return coordinates
+
+
+def _numbers(raw: pd.Series) -> pd.Series:
+    """Return the numbers of a coordinate column, NaN where a value is none (True/False too)."""
+    if pd.api.types.is_bool_dtype(raw.dtype):  # pandas reads "True"/"False" as bool, not 1/0
+        return pd.Series(np.nan, index=raw.index)
+    return pd.to_numeric(raw, errors="coerce")
+
+
+def _describe_header(columns: pd.Index) -> str:
+    """Describe the CSV header's column names for a message, unless it looks like a record.
+
+    A file without a header line has its first record read as column names: listing them
+    would print that record's coordinates (and ID) in the message.
+    """
+    names = [str(name) for name in columns]
+    if _looks_like_a_record(names):
+        count = int(pd.to_numeric(pd.Series(names, dtype=object), errors="coerce").notna().sum())
+        return (f"its first line holds {count} number(s) where column names belong (not "
+                "repeated here: they may be a record's values); if the file has no header "
+                "line, add one naming every column")
+    return f"its columns are {[printable(name) for name in names]}{_separator_hint(columns)}"
+
+
+def _looks_like_a_record(names: list) -> bool:
+    """Whether header names hold a number, as a first record read as the header does."""
+    return bool(pd.to_numeric(pd.Series(names, dtype=object), errors="coerce").notna().any())
+
+
+def _separator_hint(columns: pd.Index) -> str:
+    """Return a hint for a file whose fields are separated by ';' or tabs (one column)."""
+    if any(separator in str(name) for name in columns for separator in (";", "\t")):
+        return ("; the header line holds ';' or tabs: geosynth reads comma-separated files "
+                "(with '.' as the decimal point), so save the file as such")
+    return ""
 
 
 def _check_shapefile_complete(source: Path) -> None:
@@ -317,7 +370,9 @@ def _read_ogr(source: Path, layer: str | None) -> gpd.GeoDataFrame | pd.DataFram
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
         if geopackage:
             raise not_a_geopackage(source, err) from None
-        raise InputError(f"cannot read {printable(source.name)}: {err}") from err
+        raise InputError(
+            f"cannot read {printable(source.name)}: {printable(str(err).split(';')[0])[:200]}"
+        ) from None
 
 
 def _choose_layer(source: Path, layers: np.ndarray, layer: str | None) -> str:
@@ -360,8 +415,9 @@ def _as_crs(crs: Any) -> pyproj.CRS:
         return pyproj.CRS.from_user_input(crs)
     except pyproj.exceptions.CRSError as err:
         raise CRSError(
-            f"crs={crs!r} is not a valid CRS ({err}); pass e.g. 'EPSG:31983' (CLI: --crs)"
-        ) from err
+            f"crs={crs!r} is not a valid CRS ({printable(str(err))[:200]}); pass e.g. "
+            "'EPSG:31983' (CLI: --crs)"
+        ) from None
 
 
 def _csv_rows(index: pd.Index, bad: np.ndarray) -> str:

@@ -51,7 +51,7 @@ from numba import njit
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates
-from geosynth._validation import MAX_CONTINUOUS, check_real_array
+from geosynth._validation import MAX_CONTINUOUS, check_real_array, check_unique_columns
 from geosynth.errors import CRSError, InputError
 from geosynth.lattice import require_projected_crs
 
@@ -729,12 +729,7 @@ def check_columns(frame: pd.DataFrame, columns: list[str], frame_name: str, role
             raise InputError(
                 f"{role} {column!r} is not a column of {frame_name}; available columns: {available}"
             )
-        copies = int((frame.columns == column).sum())
-        if copies > 1:  # frame[column] is then a DataFrame, and the measures crashed on it
-            raise InputError(
-                f"{role} {column!r} names {copies} columns of {frame_name}; give each column a "
-                f"unique name, or keep one: {frame_name}.loc[:, ~{frame_name}.columns.duplicated()]"
-            )
+        check_unique_columns(frame, frame_name, [column])  # else the measures crashed
         bad = frame[column].isna().to_numpy()
         if bad.any():
             raise InputError(

@@ -92,7 +92,13 @@ from scipy.spatial import cKDTree
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import at_locations, refuse_z
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_bool, check_int, check_positive, check_probability
+from geosynth._validation import (
+    check_bool,
+    check_int,
+    check_positive,
+    check_probability,
+    check_unique_columns,
+)
 from geosynth.data import identifying_levels
 from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 
@@ -228,9 +234,7 @@ def _check_scalars(
         )
     if len(df) == 0:
         raise InputError("df has no rows; neighbour_resample needs at least one record")
-    if not df.columns.is_unique:
-        dup = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
-        raise InputError(f"df has duplicated column names {dup}; rename them so each is unique")
+    check_unique_columns(df, "df")
     _check_factor(
         eps, "eps", hint="pass the neighbourhood radius in scaled units, e.g. eps=0.3",
         too_large="any eps above the largest distance between two records already makes every "

@@ -27,7 +27,7 @@ import pandas as pd
 from geosynth._messages import describe_rows
 from geosynth._points import at_locations, point_coordinates, refuse_z
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_m, check_real
+from geosynth._validation import check_m, check_real, check_unique_columns
 from geosynth.data import check_crs
 from geosynth.errors import CRSError, DataWarning, InputError, SamplerError
 from geosynth.lattice import Grid
@@ -309,10 +309,7 @@ def _refuse_coordinate_columns(gdf: gpd.GeoDataFrame, keep: list, xy: np.ndarray
 
 
 def _check_columns(gdf: gpd.GeoDataFrame, columns: Sequence[str] | None) -> list:
-    if not gdf.columns.is_unique:
-        duplicated = sorted({str(c) for c in gdf.columns[gdf.columns.duplicated()]})
-        raise InputError(f"gdf has duplicated column names {duplicated}; rename them so each is "
-                         "unique")
+    check_unique_columns(gdf, "gdf")
     available = [c for c in plain_columns(gdf) if c != gdf.geometry.name]
     if columns is None:
         return available

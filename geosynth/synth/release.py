@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike, as_generator
+from geosynth._validation import check_unique_columns
 from geosynth.errors import InputError
 
 __all__ = [
@@ -329,10 +330,11 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
         The rows in a random order with a fresh ``RangeIndex`` (the input order and index labels
         could link synthetic records to confidential ones), the active geometry, and the other
         columns except geometry columns other than the active one and internal columns (names
-        starting with ``"_"``). A categorical column keeps only the categories its rows hold:
-        the others may be values of confidential records that are not in the release (a
-        category made from the whole file, a record that ``prepare`` dropped), and the dtype
-        would publish them. ``attrs`` metadata is dropped, except the marker
+        starting with ``"_"``). A categorical column (or a pyarrow dictionary column) keeps
+        only the categories its rows hold: the others may be values of confidential records
+        that are not in the release (a category made from the whole file, a record that
+        ``prepare`` dropped), and the dtype would publish them. ``attrs`` metadata and the
+        name of the column labels (``columns.name``) are dropped, except the marker
         ``attrs[PUBLIC_ATTR] = True`` by which :func:`geosynth.io.write_release` knows the rows
         were shuffled, and on a baseline's release ``attrs[BASELINE_ATTR]`` (its method), by
         which it refuses to publish one. CRS and column order are kept.
@@ -340,7 +342,8 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     Raises
     ------
     geosynth.errors.InputError
-        ``release`` is not a GeoDataFrame with an active geometry column.
+        ``release`` is not a GeoDataFrame with an active geometry column, has MultiIndex
+        column labels, or has several columns of the same name.
 
     Examples
     --------
@@ -353,6 +356,7 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     ([0, 1], [0, 1])
     """
     check_geodataframe(release, "release")
+    _check_column_names(release)
     rng = as_generator(seed)
     geometry = release.geometry.name
     keep = [
@@ -368,14 +372,53 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     public = release[keep].iloc[order].reset_index(drop=True)
     for position in range(public.shape[1]):
         values = public.iloc[:, position]
-        if isinstance(values.dtype, pd.CategoricalDtype):
-            public.isetitem(position, values.cat.remove_unused_categories())
+        used = _used_levels_only(values)
+        if used is not values:
+            public.isetitem(position, used)
     public = gpd.GeoDataFrame(public, geometry=geometry, crs=release.crs)
+    public.columns = public.columns.rename(None)  # a label of the confidential frame's columns
     public.attrs = {PUBLIC_ATTR: True}
     method = baseline_method(release)
     if method is not None:
         public.attrs[BASELINE_ATTR] = method
     return public
+
+
+def _check_column_names(release: gpd.GeoDataFrame) -> None:
+    """Refuse column labels that :func:`to_public` cannot tell apart (MultiIndex, repeats)."""
+    if isinstance(release.columns, pd.MultiIndex):
+        raise InputError(
+            f"release has {release.columns.nlevels}-level (MultiIndex) column labels; give it "
+            "one level of names, e.g. release.columns = ['_'.join(map(str, c)) for c in "
+            "release.columns], keeping the geometry column's name"
+        )
+    check_unique_columns(release, "release")
+
+
+def _used_levels_only(values: pd.Series) -> pd.Series:
+    """``values`` with only the categories (dictionary entries) its rows hold.
+
+    A pandas categorical keeps every category of its dtype, and a pyarrow dictionary column
+    (``pd.ArrowDtype(pa.dictionary(...))``) every entry of its dictionary, after the rows
+    holding them are gone: both would publish values of records that are not in the release.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.cat.remove_unused_categories()
+    arrow_type = getattr(values.dtype, "pyarrow_dtype", None)
+    if arrow_type is None or not _is_dictionary(arrow_type):
+        return values
+    import pyarrow as pa
+
+    chunks = pa.chunked_array(values.array).cast(arrow_type.value_type).dictionary_encode()
+    chunks = chunks.cast(pa.dictionary(arrow_type.index_type, arrow_type.value_type,
+                                       arrow_type.ordered))
+    return pd.Series(pd.array(chunks, dtype=values.dtype), index=values.index, name=values.name)
+
+
+def _is_dictionary(arrow_type: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_dictionary(arrow_type)
 
 
 def refuse_baseline(frame: Any, name: str, fix: str) -> None:
@@ -534,5 +577,18 @@ def make_release(
 
 
 def plain_columns(gdf: gpd.GeoDataFrame) -> list:
-    """Columns of ``gdf`` that are not geometry columns."""
-    return [c for c in gdf.columns if not isinstance(gdf[c].dtype, gpd.array.GeometryDtype)]
+    """Return the labels of the columns of ``gdf`` that are not geometry columns.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        Any frame; a label repeated by several columns is listed once per column.
+
+    Returns
+    -------
+    list
+        Labels in column order.
+    """
+    dtypes = gdf.dtypes
+    return [c for c, dtype in zip(gdf.columns, dtypes, strict=True)
+            if not isinstance(dtype, gpd.array.GeometryDtype)]

@@ -356,3 +356,97 @@ def test_a_csv_that_is_not_utf8_is_refused_without_quoting_its_bytes(tmp_path):
     with pytest.raises(InputError, match="is not UTF-8 text") as caught:
         read_points(path, x="east", y="north", crs=CRS)
     assert "0xe9" not in str(caught.value) and "position" not in str(caught.value)
+
+
+@pytest.mark.parametrize("check_values", [True, False])
+def test_a_csv_without_header_line_is_refused_without_quoting_its_first_record(
+    tmp_path, check_values
+):
+    # Without a header line pandas reads the first record as column names, and the message
+    # listed them: "its columns are ['605100.5', '7790200.25', 'PAT0007']".
+    path = tmp_path / "points.csv"
+    path.write_text("605100.5,7790200.25,PAT0007\n606000.0,7791000.0,PAT0008\n")
+    with pytest.raises(InputError, match=r"x='east'.*no column 'east'.*2 number\(s\) where "
+                       r"column names belong.*no header line") as caught:
+        read_points(path, x="east", y="north", crs=CRS, check_values=check_values)
+    for value in ("605100", "7790200", "PAT0007"):
+        assert value not in str(caught.value)
+
+
+def test_a_semicolon_or_tab_separated_csv_gets_a_hint(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("east;north;y\n1,5;2,5;0\n")  # decimal commas: more fields than names
+    with pytest.raises(InputError, match=r"more fields in its records.*header line holds ';' "
+                       "or tabs: geosynth reads comma-separated files"):
+        read_points(path, x="east", y="north", crs=CRS)
+    path.write_text("east\tnorth\ty\n1.5\t2.5\t0\n")
+    with pytest.raises(InputError, match=r"no column 'east'; its columns are \['east\?north\?y'\]"
+                       r"; the header line holds ';' or tabs"):
+        read_points(path, x="east", y="north", crs=CRS)
+    path.write_text("east,north,y\n1.5,2.5,0\n")
+    with pytest.raises(InputError, match=r"its columns are \['east', 'north', 'y'\]$"):
+        read_points(path, x="lon", y="north", crs=CRS)
+
+
+def test_true_false_coordinates_are_not_read_as_one_and_zero(tmp_path):
+    # pandas reads a column of True/False as bool, and to_numeric made it 1.0/0.0.
+    path = tmp_path / "points.csv"
+    path.write_text("east,north,y\nTrue,2,0\nFalse,3,1\n")
+    with pytest.raises(InputError, match=r"x='east'.*2 non-numeric values \(rows \[0, 1\]"):
+        read_points(path, x="east", y="north", crs=CRS)
+    points = read_points(path, x="east", y="north", crs=CRS, check_values=False)
+    assert points.geometry.x.isna().all() and points.geometry.y.tolist() == [2.0, 3.0]
+
+
+def test_reader_errors_carry_no_chained_traceback(tmp_path):
+    # "raise ... from err" printed GDAL's and pyproj's tracebacks under the message.
+    path = tmp_path / "points.shp"
+    path.write_bytes(b"\x00" * 50)
+    with pytest.raises(InputError, match="cannot read points.shp: ") as caught:
+        read_points(path)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    csv = tmp_path / "points.csv"
+    csv.write_text("east,north\n1,2\n")
+    with pytest.raises(CRSError, match="not a valid CRS") as caught:
+        read_points(csv, x="east", y="north", crs="EPSG:nonsense")
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_a_headerless_csv_repeating_a_value_is_not_quoted_as_repeated_names(tmp_path):
+    # The first record "5,5,7,0" read as a header "repeated" the name '5': a record's value.
+    path = tmp_path / "points.csv"
+    path.write_text("5,5,7,0\n1,2,3,4\n")
+    with pytest.raises(InputError, match="repeats a number in its first line.*no header line"
+                       ) as caught:
+        read_points(path, x="east", y="north", crs=CRS)
+    assert "'5'" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("error", "match"), [
+    (PermissionError(13, "Permission denied"), "cannot read the CSV file points.csv: "
+                                               "Permission denied"),
+    (MemoryError(), "points.csv is too large to read into memory"),
+])
+def test_csv_read_failures_are_input_errors(tmp_path, monkeypatch, error, match):
+    # pandas' PermissionError / MemoryError came out raw, with its traceback.
+    path = tmp_path / "points.csv"
+    path.write_text("east,north\n1,2\n")
+
+    def fail(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(pd, "read_csv", fail)
+    with pytest.raises(InputError, match=match) as caught:
+        read_points(path, x="east", y="north", crs=CRS)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_an_existing_target_is_named_without_its_control_characters(tmp_path):
+    from geosynth.io._files import check_target
+
+    target = tmp_path / "out\x1b[2J.gpkg"
+    target.write_text("")
+    with pytest.raises(InputError, match=r"out\?\[2J\.gpkg exists; pass overwrite=True") as caught:
+        check_target(target, overwrite=False)
+    assert "\x1b" not in str(caught.value)
+    check_target(target, overwrite=True)

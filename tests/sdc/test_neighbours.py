@@ -836,7 +836,7 @@ def test_return_info_must_be_a_bool():
 
 def test_duplicated_column_names():
     df = pd.DataFrame([[1.0, 2.0], [3.0, 4.0]], columns=["a", "a"])
-    with pytest.raises(InputError, match=r"duplicated column names \['a'\]"):
+    with pytest.raises(InputError, match=r"df has several columns named \['a'\]"):
         neighbour_resample(df, 1.0)
 
 

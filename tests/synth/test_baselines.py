@@ -289,7 +289,7 @@ def test_baselines_refuse_empty_frames_z_coordinates_and_bad_columns(method):
                                          r"got int"):
         run(gdf, columns=5)  # TypeError: 'int' object is not iterable
     twice = gpd.GeoDataFrame(pd.concat([gdf[["a"]], gdf[["a", "geometry"]]], axis=1), crs=CRS)
-    with pytest.raises(InputError, match=r"gdf has duplicated column names \['a'\]"):
+    with pytest.raises(InputError, match=r"gdf has several columns named \['a'\]"):
         run(twice)  # AttributeError: 'DataFrame' object has no attribute 'dtype'
 
 

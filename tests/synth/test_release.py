@@ -1,5 +1,6 @@
 """to_public: no index, shuffled rows, no internal columns, no original coordinates."""
 
+import io
 import json
 
 import geopandas as gpd
@@ -18,6 +19,7 @@ from geosynth.synth.release import (
     is_linked,
     is_public,
     make_release,
+    plain_columns,
     release_info,
     set_release_info,
 )
@@ -188,3 +190,60 @@ def test_of_set_records_the_weakest_noise_source(sources, weakest):
         set_release_info(frame, ReleaseInfo(method="paiva-dp", epsilon=1.0, noise=source))
         frames.append(frame)
     assert ReleaseInfo.of_set(frames).noise == weakest
+
+
+def test_public_arrow_dictionary_holds_only_its_rows_values(regular_data):
+    """A pyarrow dictionary column kept the level of a dropped record in its dictionary."""
+    pa = pytest.importorskip("pyarrow")
+    gdf, grid, _ = regular_data
+    gdf = gdf.head(200).copy()
+    outside = gdf.head(1).set_geometry(gpd.points_from_xy([1e6], [1e6]), crs=gdf.crs)
+    outside.index = [10**6]
+    outside["c"] = "rare-confidential-level"
+    gdf = pd.concat([gdf, outside])
+    dictionary = pd.ArrowDtype(pa.dictionary(pa.int8(), pa.string()))
+    gdf["c"] = pd.array(gdf["c"].tolist(), dtype=dictionary)
+    with pytest.warns(DataWarning, match="dropped 1 of 201 points"):
+        counts = prepare(gdf, grid, attributes=["a", "c"], outside="drop")
+    (release,) = synthesize(stub_fit(counts, random_lambda(counts, chains=1, draws=2)), gdf,
+                            m=1, seed=3)
+    public = to_public(release, seed=1)
+    assert public["c"].dtype == dictionary
+    assert sorted(public["c"].astype(str)) == sorted(release["c"].astype(str))
+
+    def parquet_bytes(frame):
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer)
+        return buffer.getvalue()
+
+    # A GeoParquet file of the release writes the dictionary, used entries or not.
+    assert b"rare-confidential-level" in parquet_bytes(release)  # input not modified
+    assert b"rare-confidential-level" not in parquet_bytes(public)
+
+
+def test_public_drops_the_name_of_the_column_labels(release):
+    named = release.copy()
+    named.columns.name = "survey_2024_hiv_positive"
+    public = to_public(named, seed=1)
+    assert public.columns.name is None
+    assert list(public.columns) == list(release.columns)
+    assert named.columns.name == "survey_2024_hiv_positive"  # the input is not modified
+
+
+def test_to_public_refuses_repeated_and_multiindex_columns(release):
+    repeated = gpd.GeoDataFrame(pd.concat([release, release[["a"]]], axis=1),
+                                geometry="geometry", crs=release.crs)
+    with pytest.raises(InputError, match=r"release has several columns named \['a'\]; a column must be named once"):
+        to_public(repeated, seed=1)
+    levels = gpd.GeoDataFrame({("v", "a"): [1], ("g", "geometry"): gpd.points_from_xy([0], [0])},
+                              geometry=("g", "geometry"))
+    with pytest.raises(InputError, match=r"2-level \(MultiIndex\) column labels"):
+        to_public(levels, seed=1)
+
+
+def test_plain_columns_lists_non_geometry_columns_even_when_repeated():
+    frame = gpd.GeoDataFrame({"a": [1], "b": [2.0]}, geometry=gpd.points_from_xy([0.0], [0.0]))
+    frame["second"] = gpd.GeoSeries.from_xy([1.0], [1.0])
+    assert plain_columns(frame) == ["a", "b"]
+    repeated = pd.concat([frame, frame[["a"]]], axis=1)  # crashed: frame["a"] is a DataFrame
+    assert plain_columns(repeated) == ["a", "b", "a"]
