@@ -159,12 +159,12 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
 
 
 # A quoted value: a quote not preceded by a letter (an apostrophe, "record's", is) up to the
-# same quote not followed by one.
-_QUOTED = re.compile(r"(?<!\w)(['\"])[^'\"\n]*?\1(?!\w)")
+# same quote not followed by one; or the index of a parameter name (tau_phi[y=1]).
+_QUOTED = re.compile(r"(?<!\w)(['\"])[^'\"\n]*?\1(?!\w)|\[[^\[\]\n]*\]")
 
 
 def _quoted_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of the quoted values of ``text`` ('roads', 'y=0,m=2', "a.gpkg")."""
+    """``(start, end)`` of the quoted values of ``text`` ('roads', 'y=0,m=2', "a.gpkg", [y=1])."""
     return [match.span() for match in _QUOTED.finditer(text)]
 
 

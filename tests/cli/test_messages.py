@@ -81,8 +81,9 @@ def assert_cli_wording(text):
          "the region is 3 km away; the points and the region do not overlap"),
         # combination labels are the data's names: 'y=0,m=2' read as "--y 0,--m 2"
         ("2 attribute combination(s) have fewer than 3 records ('y=0,x1=2', 'a=1,m=2'); the "
-         "record's m=2 releases", "2 attribute combination(s) have fewer than 3 records "
-         "('y=0,x1=2', 'a=1,m=2'); the record's --m 2 releases"),
+         "record's m=2 releases; not converged: tau_phi[y=1]", "2 attribute combination(s) "
+         "have fewer than 3 records ('y=0,x1=2', 'a=1,m=2'); the record's --m 2 releases; not "
+         "converged: tau_phi[y=1]"),
     ],
     ids=["iterations", "layer", "bare-layer", "csv-columns", "overwrite", "inner-note",
          "drop-outside", "allow-identifying", "no-records", "single-record-pad", "pad-only",
