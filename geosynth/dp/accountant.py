@@ -8,7 +8,15 @@ Composition rules for pure ε-DP and (ε, δ)-DP ([DR14]_ Thm. 3.16; [McS09]_):
 - **Parallel**: mechanisms run on *disjoint* partitions of the data (each individual in at most
   one partition, partitions chosen without looking at the data) compose by the maximum,
   (max ε_i, max δ_i)-DP. Spends inside an :meth:`Accountant.parallel` block are combined that
-  way and the block is charged once to the enclosing budget.
+  way and the block is charged once to the enclosing budget. This holds for *add/remove-one*
+  neighbours (unbounded DP, [McS09]_), the relation geosynth states its ε for. Under
+  *replace-one* neighbours a replaced record can leave one partition and enter another, so two
+  partitions change and the block costs up to the sum of its two largest spends (each stated
+  for one record added or removed), not their maximum; statements of parallel composition that
+  omit the neighbour relation ("ε-DP on disjoint subsets compose to max ε" read with bounded
+  DP) are wrong there. Charge such partitions
+  sequentially, or noise the whole partitioned statistic as one vector with its replace-one
+  sensitivity (as :func:`geosynth.dp.locations.dp_counts` does with ``neighbours="replace"``).
 - **Post-processing** is free: any function of a DP release (rounding, clipping negative counts
   to zero, fitting a model to noisy counts, plotting) is as private as the release and costs
   nothing, so there is nothing to spend for it.
@@ -23,6 +31,14 @@ The accountant follows diffprivlib's check → spend → compute order: mechanis
 that would exceed the budget raises :class:`~geosynth.errors.BudgetExceededError` and records
 nothing, so no noise is drawn for it.
 
+Totals are kept as exact rationals of the float spends: with float sums, a spend below half an
+ulp of the total vanished (``1.0 + 1e-16 == 1.0``), so a spent budget paid for any number of
+them. One accountant may be shared by threads (e.g. mechanisms run by a
+``concurrent.futures`` executor): the check and the record of a spend are one locked step, and
+blocks belong to the thread that opened them, so another thread's spend is never taken for a
+partition of a parallel block it did not open (the threads' releases are on the same data and
+add up).
+
 References
 ----------
 .. [DR14] C. Dwork and A. Roth, "The Algorithmic Foundations of Differential Privacy",
@@ -34,9 +50,11 @@ from __future__ import annotations
 
 import math
 import numbers
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Literal
 
 import pandas as pd
@@ -67,28 +85,38 @@ _FORMAT = "geosynth.dp.Accountant"
 _FORMAT_VERSION = 1
 
 
+Cost = tuple[Fraction, Fraction]
+_ZERO: Cost = (Fraction(0), Fraction(0))
+
+
 @dataclass
 class _Block:
-    """An open composition block: the combined cost of its finished children."""
+    """An open composition block: the exact combined cost of its finished children."""
 
     id: int | None  # None for the accountant's top level
     label: str | None
     composition: Composition
     parent: int | None
-    epsilon: float = 0.0
-    delta: float = 0.0
+    epsilon: Fraction = Fraction(0)
+    delta: Fraction = Fraction(0)
 
 
-def _combine(
-    composition: Composition, first: tuple[float, float], second: tuple[float, float]
-) -> tuple[float, float]:
+def _combine(composition: Composition, first: Cost, second: Cost) -> Cost:
     if composition == "parallel":
         return max(first[0], second[0]), max(first[1], second[1])
     return first[0] + second[0], first[1] + second[1]
 
 
-def _fits(total: float, budget: float) -> bool:
-    return total <= budget * (1.0 + RELATIVE_TOLERANCE)
+def _exact(epsilon: float, delta: float) -> Cost:
+    """Return the exact rationals of two floats (float sums round, and drop tiny spends)."""
+    return Fraction(epsilon), Fraction(delta)
+
+
+def _fits(total: Fraction, budget: float) -> bool:
+    """Whether the exact ``total`` is within the budget and its relative tolerance."""
+    if math.isinf(budget):
+        return True
+    return total <= Fraction(budget) * (1 + Fraction(RELATIVE_TOLERANCE))
 
 
 def check_accountant(accountant: Any) -> None:
@@ -131,6 +159,11 @@ def _frame(rows: list[dict[str, Any]], dtypes: dict[str, Any]) -> pd.DataFrame:
             for column, dtype in dtypes.items()
         }
     )
+
+
+def _left(budget: float, spent: Fraction) -> float:
+    """``budget - spent`` exactly, rounded to a float, never negative (``inf`` stays ``inf``)."""
+    return budget if math.isinf(budget) else float(max(Fraction(budget) - spent, Fraction(0)))
 
 
 def _to_json_number(value: float) -> float | str:
@@ -180,9 +213,10 @@ class Accountant:
 
     Notes
     -----
-    A spend is accepted when the new total satisfies
-    ``total <= budget * (1 + 1e-12)`` for both ε and δ (a relative tolerance for floating-point
-    rounding); otherwise :class:`~geosynth.errors.BudgetExceededError` is raised and nothing is
+    A spend is accepted when the new total, summed exactly (as rationals), satisfies
+    ``total <= budget * (1 + 1e-12)`` for both ε and δ (a relative tolerance for the decimal
+    values floats cannot hold, e.g. ten spends of 0.1 against 1.0); otherwise
+    :class:`~geosynth.errors.BudgetExceededError` is raised and nothing is
     recorded. Inside a :meth:`parallel` block the budget is checked at *every* spend: a spend is
     refused if raising the block's maximum to it would exceed the budget, before any noise is
     drawn, so a block can never be left half-charged.
@@ -209,11 +243,13 @@ class Accountant:
             "e.g. Accountant(1.0) (float('inf') for an uncapped ledger)",
         )
         self._delta = _check_delta(delta, "budgets")
-        self._stack: list[_Block] = [_Block(None, None, "sequential", None)]
+        self._root = _Block(None, None, "sequential", None)
+        self._open: dict[int, list[_Block]] = {}  # each thread's open blocks, outermost first
+        self._lock = threading.RLock()
         self._rows: list[dict[str, Any]] = []
         self._blocks: dict[int, dict[str, Any]] = {}
         self._next_id = 1
-        self._spent = (0.0, 0.0)
+        self._spent: Cost = _ZERO
 
     # ----------------------------------------------------------------------------------------
     # Budget
@@ -231,28 +267,40 @@ class Accountant:
 
     @property
     def spent_epsilon(self) -> float:
-        """ε charged so far."""
-        return self._spent[0]
+        """ε charged so far (the exact sum, rounded to the nearest float)."""
+        return float(self._spent[0])
 
     @property
     def spent_delta(self) -> float:
-        """δ charged so far."""
-        return self._spent[1]
+        """δ charged so far (the exact sum, rounded to the nearest float)."""
+        return float(self._spent[1])
 
     @property
     def remaining_epsilon(self) -> float:
         """ε left (``inf`` for an uncapped accountant), never negative."""
-        return max(self._epsilon - self._spent[0], 0.0)
+        return _left(self._epsilon, self._spent[0])
 
     @property
     def remaining_delta(self) -> float:
         """δ left, never negative."""
-        return max(self._delta - self._spent[1], 0.0)
+        return _left(self._delta, self._spent[1])
 
     @property
     def remaining(self) -> tuple[float, float]:
         """``(remaining_epsilon, remaining_delta)``."""
         return self.remaining_epsilon, self.remaining_delta
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Return the state to pickle or copy: everything but the lock (which cannot be)."""
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled or copied accountant, with a lock of its own."""
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return (
@@ -264,32 +312,44 @@ class Accountant:
     # Spending
     # ----------------------------------------------------------------------------------------
 
-    def _total(self, leaf: tuple[float, float] | None = None) -> tuple[float, float]:
-        """Return the top-level total, with ``leaf`` added to the innermost block if given."""
-        child = leaf
-        for block in reversed(self._stack):
-            own = (block.epsilon, block.delta)
-            child = own if child is None else _combine(block.composition, own, child)
-        assert child is not None
-        return child
+    def _stack(self) -> list[_Block]:
+        """Return the calling thread's open blocks (a new, unstored list when it has none)."""
+        return self._open.get(threading.get_ident(), [])
+
+    def _total(self, leaf: Cost | None = None) -> Cost:
+        """Return the exact top-level total, with ``leaf`` added to this thread's innermost block.
+
+        The top level is sequential: its own cost plus what every thread's open blocks cost so
+        far (threads sharing an accountant release on the same data, so their costs add; a
+        spend in one thread is never a partition of another thread's parallel block).
+        """
+        me = threading.get_ident()
+        total = (self._root.epsilon, self._root.delta)
+        for ident, stack in [*self._open.items(), *([] if me in self._open else [(me, [])])]:
+            child = leaf if ident == me else None
+            for block in reversed(stack):
+                own = (block.epsilon, block.delta)
+                child = own if child is None else _combine(block.composition, own, child)
+            total = total if child is None else _combine("sequential", total, child)
+        return total
 
     def _where(self) -> str:
-        block = self._stack[-1]
-        if block.id is None:
+        stack = self._stack()
+        if not stack:
             return ""
+        block = stack[-1]
         name = f" {block.label!r}" if block.label is not None else ""
         return f" inside {block.composition} block{name} (id {block.id})"
 
-    def _refuse_if_over(
-        self, epsilon: float, delta: float, label: str | None
-    ) -> tuple[float, float]:
-        total = self._total((epsilon, delta))
+    def _refuse_if_over(self, epsilon: float, delta: float, label: str | None) -> Cost:
+        total = self._total(_exact(epsilon, delta))
         if _fits(total[0], self._epsilon) and _fits(total[1], self._delta):
             return total
         what = f" for {label!r}" if label is not None else ""
         raise BudgetExceededError(
             f"spending epsilon={epsilon!r}, delta={delta!r}{what}{self._where()} would raise "
-            f"the total to epsilon={total[0]!r}, delta={total[1]!r}, above the budget "
+            f"the total to epsilon={float(total[0])!r}, delta={float(total[1])!r}, above the "
+            "budget "
             f"epsilon={self._epsilon!r}, delta={self._delta!r} (spent epsilon="
             f"{self.spent_epsilon!r}, delta={self.spent_delta!r}; remaining epsilon="
             f"{self.remaining_epsilon!r}, delta={self.remaining_delta!r}). Nothing was spent "
@@ -313,7 +373,9 @@ class Accountant:
         geosynth.errors.InputError
             If ``epsilon`` or ``delta`` is out of range.
         """
-        self._refuse_if_over(_check_spend_epsilon(epsilon), _check_delta(delta, "spends"), None)
+        epsilon, delta = _check_spend_epsilon(epsilon), _check_delta(delta, "spends")
+        with self._lock:
+            self._refuse_if_over(epsilon, delta, None)
 
     def spend(self, epsilon: float, delta: float = 0.0, label: str | None = None) -> None:
         """Check that ``(epsilon, delta)`` fits the budget, then record it.
@@ -342,23 +404,24 @@ class Accountant:
         epsilon = _check_spend_epsilon(epsilon)
         delta = _check_delta(delta, "spends")
         label = check_optional_str(label, "label")
-        total = self._refuse_if_over(epsilon, delta, label)
-        block = self._stack[-1]
-        block.epsilon, block.delta = _combine(
-            block.composition, (block.epsilon, block.delta), (epsilon, delta)
-        )
-        self._spent = total
-        self._rows.append(
-            {
-                "label": label,
-                "epsilon": epsilon,
-                "delta": delta,
-                "composition": block.composition,
-                "group": block.id,
-                "cumulative_epsilon": total[0],
-                "cumulative_delta": total[1],
-            }
-        )
+        with self._lock:  # check and record as one step: two threads cannot both fit
+            total = self._refuse_if_over(epsilon, delta, label)
+            block = (self._stack() or [self._root])[-1]
+            block.epsilon, block.delta = _combine(
+                block.composition, (block.epsilon, block.delta), _exact(epsilon, delta)
+            )
+            self._spent = total
+            self._rows.append(
+                {
+                    "label": label,
+                    "epsilon": epsilon,
+                    "delta": delta,
+                    "composition": block.composition,
+                    "group": block.id,
+                    "cumulative_epsilon": float(total[0]),
+                    "cumulative_delta": float(total[1]),
+                }
+            )
 
     # ----------------------------------------------------------------------------------------
     # Blocks
@@ -367,29 +430,32 @@ class Accountant:
     @contextmanager
     def _block(self, composition: Composition, label: str | None) -> Iterator[Accountant]:
         label = check_optional_str(label, "label")
-        parent = self._stack[-1].id
-        block = _Block(self._next_id, label, composition, parent)
-        self._next_id += 1
-        self._blocks[block.id] = {
-            "id": block.id,
-            "label": label,
-            "composition": composition,
-            "parent": parent,
-            "epsilon": 0.0,
-            "delta": 0.0,
-        }
-        self._stack.append(block)
+        with self._lock:
+            stack = self._open.setdefault(threading.get_ident(), [])
+            parent = stack[-1].id if stack else None
+            block = _Block(self._next_id, label, composition, parent)
+            self._next_id += 1
+            self._blocks[block.id] = {"id": block.id, "label": label, "composition": composition,
+                                      "parent": parent, "epsilon": 0.0, "delta": 0.0}
+            stack.append(block)
         try:
             yield self
         finally:
-            if self._stack[-1] is not block:  # pragma: no cover - contextmanager keeps order
-                raise RuntimeError("composition blocks must be closed in reverse order")
-            self._stack.pop()
-            outer = self._stack[-1]
-            outer.epsilon, outer.delta = _combine(
-                outer.composition, (outer.epsilon, outer.delta), (block.epsilon, block.delta)
-            )
-            self._blocks[block.id].update(epsilon=block.epsilon, delta=block.delta)
+            with self._lock:
+                self._close(stack, block)
+
+    def _close(self, stack: list[_Block], block: _Block) -> None:
+        """Charge a closing block to its parent (the total does not change)."""
+        if stack[-1] is not block:  # pragma: no cover - contextmanager keeps order
+            raise RuntimeError("composition blocks must be closed in reverse order")
+        stack.pop()
+        if not stack:
+            del self._open[threading.get_ident()]
+        outer = stack[-1] if stack else self._root
+        outer.epsilon, outer.delta = _combine(
+            outer.composition, (outer.epsilon, outer.delta), (block.epsilon, block.delta)
+        )
+        self._blocks[block.id].update(epsilon=float(block.epsilon), delta=float(block.delta))
 
     def parallel(self, label: str | None = None) -> AbstractContextManager[Accountant]:
         """Open a block of spends on *disjoint* partitions, combined by their maximum.
@@ -469,8 +535,10 @@ class Accountant:
         ``cumulative_epsilon`` and ``cumulative_delta``, the total charged to the budget after
         the spend (unchanged by a parallel spend that does not raise its block's maximum).
         """
+        with self._lock:
+            rows = list(self._rows)
         return _frame(
-            self._rows,
+            rows,
             {
                 "label": object,
                 "epsilon": float,
@@ -490,8 +558,10 @@ class Accountant:
         spends for a parallel block, the sum for a sequential one); for a block still open they
         are filled in when it closes.
         """
+        with self._lock:
+            records = [dict(record) for record in self._blocks.values()]
         return _frame(
-            list(self._blocks.values()),
+            records,
             {
                 "id": "Int64",
                 "label": object,
@@ -516,23 +586,24 @@ class Accountant:
             ``epsilon`` and ``delta``), ``ledger`` (list of row dicts with the
             :attr:`ledger` columns, ``group`` ``None`` at the top level) and ``blocks``.
         """
-        blocks = [dict(record) for record in self._blocks.values()]
-        for block in self._stack[1:]:  # open blocks: their cost so far
-            blocks[[b["id"] for b in blocks].index(block.id)].update(
-                epsilon=block.epsilon, delta=block.delta
-            )
-        return {
-            "format": _FORMAT,
-            "version": _FORMAT_VERSION,
-            "budget": {"epsilon": _to_json_number(self._epsilon), "delta": self._delta},
-            "spent": {"epsilon": self.spent_epsilon, "delta": self.spent_delta},
-            "remaining": {
-                "epsilon": _to_json_number(self.remaining_epsilon),
-                "delta": self.remaining_delta,
-            },
-            "ledger": [dict(row) for row in self._rows],
-            "blocks": blocks,
-        }
+        with self._lock:
+            blocks = {key: dict(record) for key, record in self._blocks.items()}
+            for stack in self._open.values():  # open blocks: their cost so far
+                for block in stack:
+                    blocks[block.id].update(epsilon=float(block.epsilon),
+                                            delta=float(block.delta))
+            return {
+                "format": _FORMAT,
+                "version": _FORMAT_VERSION,
+                "budget": {"epsilon": _to_json_number(self._epsilon), "delta": self._delta},
+                "spent": {"epsilon": self.spent_epsilon, "delta": self.spent_delta},
+                "remaining": {
+                    "epsilon": _to_json_number(self.remaining_epsilon),
+                    "delta": self.remaining_delta,
+                },
+                "ledger": [dict(row) for row in self._rows],
+                "blocks": list(blocks.values()),
+            }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Accountant:
@@ -578,11 +649,11 @@ class Accountant:
                 f"the record's spent totals epsilon={totals[0]!r}, delta={totals[1]!r} exceed "
                 f"its budget epsilon={accountant.epsilon!r}, delta={accountant.delta!r}"
             )
-        if any(value < 0 for value in totals):
-            raise InputError(f"the record's spent totals must be >= 0, got {totals!r}")
-        root = accountant._stack[0]
-        root.epsilon, root.delta = totals
-        accountant._spent = totals
+        if not all(0 <= value < math.inf for value in totals):  # NaN fails too
+            raise InputError(f"the record's spent totals must be finite and >= 0, got {totals!r}")
+        root = accountant._root
+        root.epsilon, root.delta = _exact(*totals)
+        accountant._spent = _exact(*totals)
         accountant._rows = rows
         accountant._blocks = {int(b["id"]): b for b in blocks}
         accountant._next_id = max(accountant._blocks, default=0) + 1

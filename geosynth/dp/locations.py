@@ -208,7 +208,31 @@ class NoisyCounts(CountTable):
         if not isinstance(self.noise, str) or self.noise not in NOISE_SOURCES:
             raise InputError(f"NoisyCounts: noise must be one of {sorted(NOISE_SOURCES)}, got "
                              f"{self.noise!r}; leave it out for counts noised outside geosynth")
-        self.counts.setflags(write=False)
+        self._check_privacy()
+        counts, shape = self.counts, (getattr(self.grid, "n_cells", None), len(self.combos))
+        if not isinstance(counts, np.ndarray) or counts.ndim != 2 or counts.dtype.kind not in "iu" \
+                or counts.shape[1] != shape[1] or shape[0] not in (None, counts.shape[0]):
+            raise InputError(
+                "NoisyCounts: counts must be an integer numpy array of shape (cells, "
+                f"combinations) = {shape}, got "
+                f"{type(counts).__name__} of shape {getattr(counts, 'shape', None)} and dtype "
+                f"{getattr(counts, 'dtype', None)}; round noisy counts to integers first"
+            )
+        counts.setflags(write=False)
+
+    def _check_privacy(self) -> None:
+        """Refuse an ε or a neighbour relation a release could not state truthfully.
+
+        Built by hand, ``epsilon=True``, ``"1"`` or NaN went into every release's record, and
+        ``sensitivity=0`` divided by zero in the noise scale.
+        """
+        check_epsilon(self.epsilon, "epsilon", hint="pass the ε the counts were noised with")
+        expected = neighbour_sensitivity(self.neighbours)
+        if isinstance(self.sensitivity, bool | np.bool_) or self.sensitivity != expected:
+            raise InputError(
+                f"NoisyCounts: sensitivity must be {expected} for neighbours="
+                f"{self.neighbours!r}, got {self.sensitivity!r}"
+            )
 
     @property
     def noise_scale(self) -> float:
@@ -339,11 +363,21 @@ def dp_counts(
     result = NoisyCounts(
         counts=noisy, combos=combos, attributes=tuple(counts.attributes), levels=domain,
         grid=counts.grid, epsilon=float(epsilon), sensitivity=sensitivity, neighbours=neighbours,
-        ledger=None if accountant is None else accountant.to_dict(), noise=noise_source(seed),
+        ledger=_ledger(accountant), noise=noise_source(seed),
     )
     _warn_if_mostly_noise(result)
     _warn_if_nearly_exact(result)
     return result
+
+
+def _ledger(accountant: Any) -> dict | None:
+    """``accountant.to_dict()``, or None for no accountant or one without ``to_dict``.
+
+    Mechanisms take any object with ``spend`` (:func:`~geosynth.dp.accountant.check_accountant`);
+    calling ``to_dict`` unconditionally raised after the spend and the draw, losing both.
+    """
+    to_dict = getattr(accountant, "to_dict", None)
+    return to_dict() if callable(to_dict) else None
 
 
 def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:
@@ -583,9 +617,9 @@ def dp_synthesize(
         CRS of the output (default: the grid's).
     geometry : str, default "geometry"
         Name of the geometry column.
-    weights : str, os.PathLike or rasterio dataset, optional
+    weights : str, os.PathLike, rasterio dataset or geosynth.synth.placement.PixelTable, optional
         Public raster of placement weights within cells (see
-        :func:`geosynth.synth.place_in_cells`).
+        :func:`geosynth.synth.place_in_cells`), or its table already read for ``fit``'s grid.
     seed : None or int
         Tests only (reproducible; :class:`PrivacyLeakWarning`).
 
@@ -611,15 +645,23 @@ def dp_synthesize(
             "counts is not differentially private"
         )
     m = check_m(m)
+    _check_geometry(geometry, noisy.attributes)
     n_public, max_records, max_bytes = _check_size_options(n_public, max_records, max_bytes)
     size = _size_rule(noisy, m, n_public, max_records, max_bytes)
     rng = private_generator(seed, where="dp_synthesize")
     draws = release_draws(fit, m)
-    table = None if weights is None else PixelTable.from_raster(weights, noisy.grid)
+    table = _pixel_table(weights, noisy.grid)
     return [
         _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry)
         for release, draw in enumerate(draws.tolist())
     ]
+
+
+def _pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
+    """Return the placement table of ``weights`` (None, a raster, or a table already read)."""
+    if weights is None or isinstance(weights, PixelTable):
+        return weights
+    return PixelTable.from_raster(weights, grid)
 
 
 def _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry) -> gpd.GeoDataFrame:
@@ -777,6 +819,45 @@ def neighbour_sensitivity(neighbours: Any) -> int:
     if not isinstance(neighbours, str) or neighbours not in _NEIGHBOURS:
         raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")
     return _NEIGHBOURS[neighbours]
+
+
+def _fit_settings(model: Any, n_iter: Any, burn_in: Any, thin: Any, chains: Any, progress: Any,
+                  stop: Any, target_ess: Any, max_rhat: Any, max_seconds: Any) -> dict:
+    """Check the fit's settings as :meth:`PaivaModel.fit` will, before the budget is spent.
+
+    Returns the keyword arguments of ``model.fit`` (besides counts, seed and max_bytes). A
+    setting refused by the fit after :func:`dp_counts` had charged the accountant wasted ε
+    (a typo in ``thin`` cost the whole budget and released nothing).
+    """
+    from geosynth._validation import check_bool
+    from geosynth.model.fit import _check_auto_run, _check_run_arguments, _check_stop, resolve_thin
+    from geosynth.model.stopping import check_auto_arguments
+
+    if not callable(getattr(model, "fit", None)):
+        raise InputError(f"model must be a geosynth.PaivaModel, got {type(model).__name__}")
+    if getattr(model, "sampler", None) == "block":
+        raise InputError("model: sampler='block' has no noise-aware fit yet; use "
+                         "dp_model() (sampler='gibbs')")
+    run: dict[str, Any] = {"thin": thin, "chains": chains, "stop": stop,
+                           "progress": check_bool(progress, "progress")}
+    _check_stop(stop, None)
+    if isinstance(n_iter, str) and n_iter == "auto":
+        check_auto_arguments(target_ess, max_rhat, max_seconds, auto=True)
+        _check_auto_run(burn_in, resolve_thin(thin, auto=True), chains, None)
+        return {**run, "n_iter": "auto", "burn_in": burn_in, "target_ess": target_ess,
+                "max_rhat": max_rhat, "max_seconds": max_seconds}
+    burn_in = 1000 if burn_in is None else burn_in
+    _check_run_arguments(n_iter, burn_in, resolve_thin(thin, auto=False), chains)
+    return {**run, "n_iter": n_iter, "burn_in": burn_in}
+
+
+def _check_geometry(geometry: Any, attributes: tuple[str, ...]) -> None:
+    """Refuse a geometry column name that is not a str or would overwrite an attribute."""
+    if not isinstance(geometry, str) or not geometry or geometry in attributes:
+        raise InputError(
+            f"geometry must be a column name (a non-empty str) other than the attributes "
+            f"{list(attributes)}, got {geometry!r}; e.g. geometry='geometry'"
+        )
 
 
 def _check_run(n_iter: Any, chains: Any) -> tuple[int, int]:
@@ -1028,7 +1109,10 @@ def dp_release(
     TypeError
         ``epsilon`` is not a real number (a bool or a string such as ``"1.0"`` included).
     geosynth.errors.InputError
-        Invalid arguments, counts not prepared on a declared domain (:func:`public_domain`), or
+        Invalid arguments (the fit's settings, ``model``, ``geometry`` and the ``weights``
+        raster included: all are checked here, as the fit and the placement would, so that no
+        typo is found after ε is spent), counts not prepared on a declared domain
+        (:func:`public_domain`) or on a lattice from the points, or
         an ε too small for this table and run (see "Small ε" in the
         module docstring): the noise would overflow int64, the releases could exceed
         ``max_bytes`` or the latent-count enumeration would take hours. The message names
@@ -1070,12 +1154,19 @@ def dp_release(
                          f"{type(counts).__name__}")
     sensitivity = neighbour_sensitivity(neighbours)
     public_domain(counts, levels, where="dp_release")
+    check_public_lattice(counts.grid, "dp_release")
     m = check_m(m)
     n_public, max_records, max_bytes = _check_size_options(n_public, max_records, max_bytes)
     n_iter_checked, chains_checked = _check_run(n_iter, chains)
+    model = dp_model() if model is None else model
+    run = _fit_settings(model, n_iter, burn_in, thin, chains, progress, stop, target_ess,
+                        max_rhat, max_seconds)
+    _check_geometry(geometry, counts.attributes)
+    table = _pixel_table(weights, counts.grid)  # a public raster: read before the spend
+    n_combos = math.prod(len(counts.levels[a]) for a in counts.attributes)  # the domain's
     _check_small_epsilon(
         epsilon=float(epsilon), sensitivity=sensitivity, n_cells=counts.n_cells,
-        n_combos=counts.n_combos, n_attributes=len(counts.attributes), m=m,
+        n_combos=n_combos, n_attributes=len(counts.attributes), m=m,
         n_iter=n_iter_checked, chains=chains_checked, n_public=n_public,
         max_records=max_records, max_bytes=max_bytes,
     )
@@ -1089,17 +1180,11 @@ def dp_release(
                                "nothing was released") from None
     with _seed_warning_given(seed):
         fit_seed = private_seed(seed, where="dp_release")
-    model = dp_model() if model is None else model
-    run: dict[str, Any] = {"n_iter": n_iter, "burn_in": 1000 if burn_in is None else burn_in}
-    if isinstance(n_iter, str) and n_iter == "auto":
-        run = {"n_iter": "auto", "burn_in": burn_in, "target_ess": target_ess,
-               "max_rhat": max_rhat, "max_seconds": max_seconds}
-    fit = model.fit(noisy, thin=thin, chains=chains, seed=fit_seed, progress=progress,
-                    max_bytes=max_bytes, stop=stop, **run)
+    fit = model.fit(noisy, seed=fit_seed, max_bytes=max_bytes, **run)
     if fit.interrupted:  # Ctrl-C: no release from a fit stopped early (the budget is spent)
         raise KeyboardInterrupt
     with _seed_warning_given(seed):
         releases = dp_synthesize(fit, m, n_public=n_public, max_records=max_records,
-                                 max_bytes=max_bytes, geometry=geometry, weights=weights,
+                                 max_bytes=max_bytes, geometry=geometry, weights=table,
                                  seed=None if seed is None else fit_seed + 1)
     return DPRelease(releases=releases, fit=fit, noisy=noisy, accountant=accountant, size=size)

@@ -35,8 +35,9 @@ Budget accounting
 -----------------
 Every mechanism takes optional ``accountant`` and ``label`` keywords. With an accountant (see
 :class:`geosynth.dp.accountant.Accountant`), ``accountant.spend(epsilon, delta, label=...)`` is
-called after validation and *before* any noise is drawn, so a refused spend
-(:class:`~geosynth.errors.BudgetExceededError`) releases nothing.
+called after validation (of every argument, ``seed`` included) and *before* any noise is
+drawn, so a refused spend (:class:`~geosynth.errors.BudgetExceededError`) releases nothing and
+a refused argument spends nothing.
 
 References
 ----------
@@ -60,7 +61,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from geosynth._random import SeedLike
+from geosynth._random import SeedLike, check_seed
 from geosynth._validation import (
     as_rectangular_array,
     check_epsilon,
@@ -69,6 +70,7 @@ from geosynth._validation import (
     check_probability,
     check_real_array,
     is_integer,
+    refuse_masked,
 )
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
@@ -218,6 +220,7 @@ def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
     """Return ``x`` as an int64 array (integral floats accepted) and whether it was a scalar."""
     if isinstance(x, str | bytes):
         raise TypeError(f"{name} must be an integer or an array of integers, got str")
+    refuse_masked(x, name)  # np.asarray reads the values under the mask
     array = as_rectangular_array(x, name)
     if array.dtype.kind == "b" or array.dtype.kind not in "iuf":
         raise TypeError(
@@ -395,6 +398,7 @@ def laplace(
     epsilon = check_epsilon(epsilon)
     check_optional_str(label, "label")
     check_accountant(accountant)
+    check_seed(seed)  # a bad seed is refused before the spend
     _check_float_values(values, "x", "laplace")
     scale = sensitivity / epsilon
     _check_noise_scale(
@@ -498,7 +502,8 @@ def geometric(
     >>> noisy_counts = geometric([3, 0, 12], sensitivity=1, epsilon=1.0)
     """
     values, scalar = _as_int_array(x_int, "x_int")
-    if isinstance(sensitivity, numbers.Real) and not isinstance(sensitivity, bool | np.bool_):
+    if isinstance(sensitivity, numbers.Real) and not isinstance(sensitivity, bool | np.bool_) \
+            and not is_integer(sensitivity):  # float(10**400) raised OverflowError
         if math.isfinite(float(sensitivity)) and float(sensitivity) != round(float(sensitivity)):
             raise InputError(
                 f"sensitivity must be a positive integer for geometric(), got {sensitivity!r}; "
@@ -511,6 +516,7 @@ def geometric(
     epsilon = check_epsilon(epsilon)
     check_optional_str(label, "label")
     check_accountant(accountant)
+    check_seed(seed)  # a bad seed is refused before the spend
     scale = delta_1 / epsilon
     _check_noise_scale(
         scale, MAX_INTEGER_NOISE_SCALE, where="geometric", sensitivity=int(delta_1),
@@ -547,20 +553,32 @@ def geometric(
 # --------------------------------------------------------------------------------------------
 
 
-def _gaussian_delta(ratio: float, epsilon: float) -> float:
-    """Return δ(ε) of the Gaussian mechanism with σ/Δ = ``ratio`` [BW18]_ (Thm. 8).
+#: Bound on the relative rounding error of one step of :func:`_gaussian_delta` (a few ulps).
+_ROUNDING = 4.0 * sys.float_info.epsilon
 
-    δ = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ), evaluated in log space so that neither
-    e^ε overflows nor the difference of two tiny tails cancels.
+
+def _gaussian_delta(ratio: float, epsilon: float) -> float:
+    """Return an upper bound of δ(ε) of the Gaussian mechanism with σ/Δ = ``ratio`` [BW18]_.
+
+    δ = Φ(U) − e^ε Φ(L), U = Δ/(2σ) − εσ/Δ, L = −Δ/(2σ) − εσ/Δ (Thm. 8), evaluated in log
+    space so that neither e^ε overflows nor the difference of two tiny tails cancels, as
+    Φ(U)·(1 − exp(ε + log Φ(L) − log Φ(U))). Every rounding is taken against privacy: U is
+    raised and L lowered by the rounding of their terms, and the exponent lowered by that of
+    the logarithms. Evaluated as it stands, where ε ≪ δ < 1e-16 the two log-CDFs agreed to the
+    last bit and δ came out 0: ``analytic_gaussian_sigma(1, 1e-20, 1e-25)`` returned a σ whose
+    true δ was 6e8 times the δ asked for. There the bound is conservative (a larger σ); where
+    the exponent is well conditioned (every usual ε and δ) it moves δ by about 1e-15.
     """
-    upper = 0.5 / ratio - epsilon * ratio
-    lower = -0.5 / ratio - epsilon * ratio
+    half, scaled = 0.5 / ratio, epsilon * ratio
+    slack = _ROUNDING * (half + scaled)
+    upper, lower = half - scaled + slack, -half - scaled - slack
     log_upper = float(special.log_ndtr(upper))
     if log_upper == -math.inf:  # δ <= Φ(upper) = 0; -inf - -inf was NaN, stopping the search
         return 0.0
     log_lower = float(special.log_ndtr(lower))
-    exponent = min(epsilon + log_lower - log_upper, 0.0)
-    return math.exp(log_upper) * -math.expm1(exponent)
+    exponent = epsilon + log_lower - log_upper
+    exponent -= _ROUNDING * (epsilon + abs(log_lower) + abs(log_upper))
+    return math.exp(log_upper) * -math.expm1(min(exponent, 0.0)) * (1.0 + _ROUNDING)
 
 
 def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
@@ -576,8 +594,10 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
         - \frac{\varepsilon\sigma}{\Delta}\right) \le \delta .
 
     The left side decreases in σ, so the exact threshold is found by bisection on
-    :math:`\log(\sigma/\Delta)` down to adjacent doubles; the returned σ satisfies the condition
-    as evaluated in floating point (the tails are computed with ``scipy.special.log_ndtr``).
+    :math:`\log(\sigma/\Delta)` down to adjacent doubles. The left side is evaluated with the
+    tails' logarithms (``scipy.special.log_ndtr``) and every rounding error bounded against
+    privacy, so the returned σ satisfies the exact condition, not only its floating-point
+    value (which cancelled to 0 where ε ≪ δ < 1e-16; there σ is now conservative).
 
     The classic calibration :math:`\sigma = \Delta\sqrt{2\ln(1.25/\delta)}/\varepsilon`
     ([DR14]_, Thm. A.1, see :func:`classic_gaussian_sigma`) is only proven for ε < 1 and is
@@ -759,6 +779,7 @@ def gaussian(
     delta = _check_delta(delta)
     check_optional_str(label, "label")
     check_accountant(accountant)
+    check_seed(seed)  # a bad seed is refused before the spend
     _check_float_values(values, "x", "gaussian")
     sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
     _check_noise_scale(
@@ -906,6 +927,7 @@ def exponential(
     epsilon = check_epsilon(epsilon)
     check_optional_str(label, "label")
     check_accountant(accountant)
+    check_seed(seed)  # a bad seed is refused before the spend
     scale = 2.0 * sensitivity / epsilon
     _check_noise_scale(
         scale, MAX_FLOAT_NOISE_SCALE, where="exponential", sensitivity=sensitivity,

@@ -1,9 +1,12 @@
 import json
 import math
+import threading
+import time
 
 import pandas as pd
 import pytest
 
+import geosynth.dp.accountant as accountant_module
 from geosynth.dp.accountant import LEDGER_COLUMNS, Accountant
 from geosynth.errors import BudgetExceededError, InputError
 
@@ -57,6 +60,76 @@ def test_check_raises_like_spend_but_spends_nothing():
     with pytest.raises(BudgetExceededError, match="delta"):
         accountant.check(0.5, 2e-6)
     assert accountant.ledger.empty
+
+
+def test_spends_below_the_rounding_of_the_total_are_not_lost():
+    """Float sums dropped spends under half an ulp of the total: 1.0 + 1e-16 == 1.0, so a
+    spent budget accepted any number of them for free. The sum is now exact."""
+    accountant = Accountant(1.0)
+    accountant.spend(1.0)
+    for _ in range(1000):
+        accountant.spend(1e-16)  # 1e-13 in all, within the 1e-12 tolerance
+    assert accountant.spent_epsilon == pytest.approx(1.0 + 1e-13, rel=1e-15)
+    with pytest.raises(BudgetExceededError):
+        for _ in range(20_000):  # 2e-12 in all: above the tolerance, so refused on the way
+            accountant.spend(1e-16)
+    assert accountant.spent_epsilon <= 1.0 + 1e-12
+
+
+def test_concurrent_spends_cannot_both_fit(monkeypatch):
+    """Checking and recording a spend is one step: two threads could both see room for 0.6."""
+    fits = accountant_module._fits
+
+    def slow_fits(*args):
+        time.sleep(0.05)  # widen the window between the check and the record
+        return fits(*args)
+
+    monkeypatch.setattr(accountant_module, "_fits", slow_fits)
+    accountant = Accountant(1.0)
+    errors = []
+
+    def spend():
+        try:
+            accountant.spend(0.6)
+        except BudgetExceededError as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=spend) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(errors) == 1 and accountant.spent_epsilon == pytest.approx(0.6)
+    assert len(accountant.ledger) == 1
+
+
+def test_another_threads_spend_is_not_a_partition_of_an_open_parallel_block():
+    """Blocks belong to the thread that opened them: a spend made by another thread while a
+    parallel block was open joined that block and cost nothing beyond its maximum."""
+    accountant = Accountant(2.0)
+    opened, spent = threading.Event(), threading.Event()
+
+    def other_thread():
+        opened.wait()
+        accountant.spend(0.5, label="elsewhere")
+        spent.set()
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    with accountant.parallel(label="cells"):
+        accountant.spend(0.5, label="cell 0")
+        opened.set()
+        spent.wait()
+        accountant.spend(0.5, label="cell 1")  # a partition: free
+        assert accountant.spent_epsilon == pytest.approx(1.0)
+        with pytest.raises(BudgetExceededError):
+            accountant.check(1.6)  # raises the block's max to 1.6, plus 0.5 elsewhere > 2
+    thread.join()
+    assert accountant.spent_epsilon == pytest.approx(1.0)
+    ledger = accountant.ledger.set_index("label")
+    assert ledger.loc["elsewhere", "composition"] == "sequential"
+    assert pd.isna(ledger.loc["elsewhere", "group"])
+    assert accountant.blocks.loc[0, "epsilon"] == 0.5
 
 
 # ----------------------------------------------------------------------------------------------
@@ -291,6 +364,13 @@ def test_an_infinite_budget_is_allowed_explicitly_and_serialised_as_inf():
             "ledger": [],
             "blocks": [],
         },
+        {  # an uncapped budget spent "inf": a bare OverflowError from Fraction(inf)
+            "format": "geosynth.dp.Accountant",
+            "budget": {"epsilon": "inf", "delta": 0.0},
+            "spent": {"epsilon": "inf", "delta": 0.0},
+            "ledger": [],
+            "blocks": [],
+        },
         {
             "format": "geosynth.dp.Accountant",
             "budget": {"epsilon": "lots", "delta": 0.0},
@@ -354,3 +434,18 @@ def test_repr_shows_budget_and_spend():
     assert repr(accountant) == (
         "Accountant(epsilon=1.0, delta=0.0, spent_epsilon=0.25, spent_delta=0.0)"
     )
+
+
+def test_an_accountant_still_pickles_and_copies_with_its_lock():
+    """The lock that makes spends atomic cannot be pickled; the accountant (and so anything
+    holding one, e.g. a synthesizer sent to an executor) still can, with a lock of its own."""
+    import copy
+    import pickle
+
+    accountant = Accountant(1.0)
+    accountant.spend(0.25, label="a")
+    for clone in (pickle.loads(pickle.dumps(accountant)), copy.deepcopy(accountant)):
+        assert clone.to_dict() == accountant.to_dict()
+        clone.spend(0.75)
+        assert clone._lock is not accountant._lock
+        assert accountant.spent_epsilon == 0.25

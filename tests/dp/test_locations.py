@@ -372,3 +372,94 @@ def test_a_record_outside_the_domain_or_lattice_only_leaves_the_counts():
             data = pd.concat([base, extra.iloc[[k]]], ignore_index=True)
             more = geosynth.prepare(data, grid, ["a", "b"], levels=NEIGHBOUR_LEVELS)
             np.testing.assert_array_equal(more.counts, alone.counts)
+
+
+# --------------------------------------------------------------------------- nothing wasted
+
+
+RUN = {"m": 1, "n_iter": 30, "burn_in": 10, "thin": 1, "chains": 1, "progress": False}
+
+
+@pytest.mark.parametrize(("change", "error", "match"), [
+    ({"thin": 0}, InputError, "thin"),
+    ({"burn_in": -1}, InputError, "burn_in"),
+    ({"n_iter": "auto", "chains": 2, "burn_in": 10}, InputError, "burn_in"),
+    ({"n_iter": "auto", "chains": 2, "target_ess": 0}, InputError, "target_ess"),
+    ({"progress": "no"}, (TypeError, InputError), "progress"),
+    ({"stop": 5}, InputError, "stop"),
+    ({"model": object()}, InputError, "model must be a geosynth.PaivaModel"),
+    ({"model": dp_model(sampler="block")}, InputError, "sampler='block'"),
+    ({"geometry": "y"}, InputError, "geometry must be a column name .* other than the attr"),
+    ({"weights": "/nonexistent/weights.tif"}, InputError, "weights"),
+])
+def test_dp_release_refuses_bad_settings_before_spending(scenario_counts, change, error, match):
+    """The fit's and the release's settings were checked after dp_counts had charged ε: a typo
+    in thin cost the whole budget and released nothing (and geometry='y' silently overwrote the
+    attribute y with the points)."""
+    _, counts = scenario_counts
+    accountant = Accountant(1.0)
+    with pytest.raises(error, match=match):
+        dp_release(counts, 1.0, levels=LEVELS, accountant=accountant, **{**RUN, **change})
+    assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
+
+
+def test_the_small_epsilon_check_counts_the_domain_not_the_stored_combinations(
+        make_scenario_counts):
+    """Counts holding only the occupied combinations (built by hand) made the refusal, and its
+    message, depend on which combinations the records occupy."""
+    import dataclasses
+
+    *_, counts = make_scenario_counts(n=600, seed=5, shape=(8, 8), attributes=["y", "x1"],
+                                      levels={"y": [0, 1, 2], "x1": [1, 2]})
+    occupied = np.flatnonzero(counts.counts.sum(axis=0) > 0)
+    assert occupied.size == 4
+    stored = dataclasses.replace(counts, counts=np.ascontiguousarray(counts.counts[:, occupied]),
+                                 combos=counts.combos.iloc[occupied].reset_index(drop=True))
+    for table in (counts, stored):
+        with pytest.raises(InputError, match=r"\(64 cells x 6 combinations\)"):
+            dp_release(table, 1e-9, **RUN)
+
+
+def test_dp_counts_keeps_the_noise_of_an_accountant_without_to_dict(scenario_counts):
+    """A duck-typed accountant (any ``spend``) is accepted, but ``to_dict`` was then called
+    after the spend and the draw, raising AttributeError and losing both."""
+    _, counts = scenario_counts
+
+    class Spender:
+        spends = []
+
+        def spend(self, epsilon, delta=0.0, label=None):
+            self.spends.append((epsilon, delta, label))
+
+    spender = Spender()
+    noisy = dp_counts(counts, 1.0, spender, levels=LEVELS)
+    assert spender.spends == [(1.0, 0.0, "dp_counts")]
+    assert noisy.ledger is None
+
+
+@pytest.mark.parametrize(("change", "error", "match"), [
+    ({"epsilon": True}, TypeError, "epsilon must be a real number"),
+    ({"epsilon": "1"}, TypeError, "epsilon must be a real number"),
+    ({"epsilon": math.nan}, InputError, "epsilon must be a finite number > 0"),
+    ({"epsilon": 0.0}, InputError, "epsilon must be a finite number > 0"),
+    ({"sensitivity": 0}, InputError, "sensitivity must be 1 for neighbours='add-remove'"),
+    ({"neighbours": "replace"}, InputError, "sensitivity must be 2 for neighbours='replace'"),
+    ({"neighbours": "swap"}, InputError, "neighbours must be"),
+    ({"counts": "float"}, InputError, "counts must be an integer numpy array"),
+    ({"counts": "wide"}, InputError, r"counts must be an integer numpy array of shape"),
+])
+def test_noisy_counts_built_by_hand_are_checked(scenario_counts, change, error, match):
+    """ε, the neighbour relation and the table of a hand-built NoisyCounts go into every
+    release's record: ε=True or NaN was written there, sensitivity=0 divided by zero."""
+    _, counts = scenario_counts
+    drawn = dp_counts(counts, 1.0, levels=LEVELS)
+    table = {"counts": np.array(drawn.counts), "combos": drawn.combos,
+             "attributes": drawn.attributes, "levels": drawn.levels, "grid": drawn.grid,
+             "epsilon": 1.0, "sensitivity": 1, "neighbours": "add-remove"}
+    if change.get("counts") == "float":
+        change = {"counts": table["counts"] + 0.5}
+    elif change.get("counts") == "wide":
+        change = {"counts": np.zeros((counts.n_cells, 5), dtype=np.int64)}
+    with pytest.raises(error, match=match):
+        NoisyCounts(**{**table, **change})
+    assert NoisyCounts(**table).noise_scale == 1.0

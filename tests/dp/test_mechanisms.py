@@ -218,6 +218,45 @@ def test_analytic_sigma_is_stable_at_extreme_parameters():
     assert small > large
 
 
+def _normal_cdf_exact(x, digits=120):
+    """Φ(x) to ``digits`` digits (Decimal Taylor series of erf; for |x| up to about 12)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as context:
+        context.prec = digits
+        z = Decimal(x) / Decimal(2).sqrt()
+        term = total = z
+        n = 0
+        while abs(term) > Decimal(10) ** -(digits - 5) or n < 5:
+            n += 1
+            term = -term * z * z / n
+            total += term / (2 * n + 1)
+        pi = Decimal("3.14159265358979323846264338327950288419716939937510582097494459230781640628")
+        return (1 + 2 * total / pi.sqrt()) / 2
+
+
+def _gaussian_delta_exact(sigma, epsilon):
+    """δ(ε) of [BW18] Thm. 8 for Δ = 1 in 120-digit arithmetic (no cancellation)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as context:
+        context.prec = 120
+        r, e = Decimal(sigma), Decimal(epsilon)
+        a, c = 1 / (2 * r), e * r
+        return float(_normal_cdf_exact(a - c) - e.exp() * _normal_cdf_exact(-a - c))
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [
+    (1.0, 1e-5), (0.01, 1e-10), (1e-6, 1e-20),
+    (1e-20, 1e-18), (1e-17, 1e-25), (1e-12, 1e-40), (1e-40, 1e-16),
+])
+def test_analytic_sigma_meets_delta_in_exact_arithmetic(epsilon, delta):
+    """Where ε ≪ δ < 1e-16 the float evaluation of δ cancelled to 0 and σ was too small: at
+    ε = 1e-20, δ = 1e-18 the true δ was 65 times the one asked for (1e24 times further out)."""
+    sigma = analytic_gaussian_sigma(1.0, epsilon, delta)
+    assert _gaussian_delta_exact(sigma, epsilon) <= delta * (1 + 1e-9)
+
+
 def test_classic_sigma_refuses_epsilon_at_least_one():
     assert classic_gaussian_sigma(1.0, 0.5, 1e-5) == pytest.approx(
         2 * math.sqrt(2 * math.log(1.25e5))
@@ -621,6 +660,17 @@ def test_validation_happens_before_any_spend():
     assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
 
 
+@pytest.mark.parametrize("name", list(MECHANISM_CALLS))
+@pytest.mark.parametrize(("seed", "error"), [("3", TypeError), (1.5, TypeError), (-1, InputError)])
+def test_a_bad_seed_is_refused_before_the_spend(name, seed, error):
+    """The seed was checked after the accountant was charged: a refused call still spent ε."""
+    call, _, _ = MECHANISM_CALLS[name]
+    accountant = Accountant(1.0, delta=1e-5)
+    with pytest.raises(error, match="seed"):
+        call(accountant=accountant, seed=seed)
+    assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
+
+
 # ----------------------------------------------------------------------------------------------
 # Noise scales that overflow the output type (issue 14, item 6)
 # ----------------------------------------------------------------------------------------------
@@ -738,3 +788,19 @@ def test_ragged_input_and_mapping_candidates_refused_with_geosynth_errors():
         exponential(["a", "b"], [[1.0], [1.0, 2.0]], sensitivity=1.0, epsilon=1.0)
     with pytest.raises(TypeError, match=r"candidates must be a sequence .* got dict"):
         exponential({"a": 1, "b": 2}, [1.0, 2.0], sensitivity=1.0, epsilon=1.0)
+
+
+def test_geometric_refuses_masked_counts_without_reading_under_the_mask():
+    """np.asarray dropped the mask: the hidden (confidential) counts were noised and released."""
+    accountant = Accountant(1.0)
+    hidden = np.ma.array([3, 12345], mask=[False, True])
+    with pytest.raises(InputError, match=r"x_int is a masked array with masked entries") as info:
+        geometric(hidden, sensitivity=1, epsilon=1.0, accountant=accountant)
+    assert "12345" not in str(info.value) and accountant.ledger.empty
+    assert geometric(np.ma.array([3, 4]), sensitivity=1, epsilon=50.0).shape == (2,)
+
+
+def test_geometric_refuses_an_integer_sensitivity_beyond_floats_with_an_input_error():
+    """float(10**400) raised a bare OverflowError before the sensitivity was checked."""
+    with pytest.raises(InputError, match=r"sensitivity must be a finite number > 0"):
+        geometric([1], sensitivity=10**400, epsilon=1.0)
