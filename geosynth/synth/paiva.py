@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import sparse
 
 from geosynth._random import SeedLike, spawn_seeds
-from geosynth._validation import check_m
+from geosynth._validation import check_m, check_unique_columns
 from geosynth.data import CellCounts, check_crs
 from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning, SamplerError
 from geosynth.model.storage import evenly_spaced_draws
@@ -48,7 +48,9 @@ _SHOW = 5
 #: pooled one equally; with 41 cells its own gets 91 %.
 SYNTHESIS_SD_PRIOR_DF = 4.0
 #: A combination with fewer records than this gets a PrivacyLeakWarning when it has synthetic
-#: continuous values: their centre is those records' own mean (see :func:`synthesize`).
+#: continuous values: their centre is those records' own mean (see :func:`synthesize`). A cell
+#: holding fewer records of a combination does not centre its synthetic values on their mean:
+#: it takes its neighbours', as an empty cell does (:func:`synthetic_zbar`).
 MIN_RECORDS_FOR_VALUES = 3
 
 
@@ -145,8 +147,9 @@ def synthesize(
     geosynth.errors.InputError
         ``fit`` is not a fit (:class:`PosteriorDraws`), or is a noise-aware fit; ``epsilon`` or
         DP options are given; ``gdf`` is not a GeoDataFrame or is not the frame ``fit`` was
-        prepared from (labels, attributes or cells differ); ``m`` is not an int >= 1 or exceeds
-        the number of stored posterior draws of λ; invalid ``weights``.
+        prepared from (labels, attributes or cells differ), or holds a fitted column twice;
+        ``m`` is not an int >= 1 or exceeds the number of stored posterior draws of λ; a draw
+        of λ is not shaped (cells, combinations) of ``fit.counts``; invalid ``weights``.
     geosynth.errors.CRSError
         ``gdf`` or ``weights`` is not in the grid CRS.
     geosynth.errors.SamplerError
@@ -184,9 +187,14 @@ def synthesize(
     whatever stands in for ``sd_b``. ``s̃_b`` is ``sd_b`` moderated towards the pooled
     between-cell SD of all combinations (:func:`synthesis_sd`): ``sd_b`` itself where the
     combination spans many cells, the pooled SD where it spans one. Where ``(i, b)`` held no
-    original record,
-    ``Z̄_ib`` is the mean of ``Z̄_jb`` over the neighbours ``j`` of ``i`` that held records of ``b``,
-    and 0 (the combination mean) if none did (:func:`synthetic_zbar`). With several continuous
+    original record, ``Z̄_ib`` is the mean of ``Z̄_jb`` over the neighbours ``j`` of ``i`` that
+    held records of ``b``, and 0 (the combination mean) if none did (:func:`synthetic_zbar`).
+    Where it held fewer than :data:`MIN_RECORDS_FOR_VALUES` (one or two records), the same
+    fallback stands in for ``Z̄_ib``, a departure from the thesis: its cell mean is then those
+    records' own values, and every synthetic record of ``b`` drawn into cell ``i`` centres on
+    it, so the average of those values over the releases published a lone record's value (a
+    record of 95 among values up to 24.5 came out as 96.8 ± 0.7 from 20 releases). With
+    several continuous
     covariates each column is drawn so, from its own ``Z̄``, mean and SD, one normal per record
     and covariate in the order of ``counts.covariates``. A combination of one or two records
     still centres on their own mean in every release, so the average of the ``m`` releases
@@ -300,7 +308,8 @@ class ReleaseMaker:
         data = pd.DataFrame(self.rows[list(counts.attributes) + list(counts.covariates)]).copy()
         combo = np.asarray(counts.record_combo, dtype=np.int64)
         posterior_draw = draw if posterior_draw is None else posterior_draw
-        cells = draw_cells(self.fit.lambda_draw(draw), combo, rng, posterior_draw)
+        lam = checked_lambda(self.fit.lambda_draw(draw), counts, posterior_draw)
+        cells = draw_cells(lam, combo, rng, posterior_draw)
         xy = place(counts.grid, cells, rng, self.table, warn=False)
         for name in counts.covariates:
             data[name] = continuous_values(counts, self.filled[name], cells, combo, rng, name,
@@ -422,10 +431,11 @@ def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarr
     Returns
     -------
     numpy.ndarray of float64, shape (G, B) or (K, G, B)
-        ``zbar`` where ``counts.zbar_mask`` is True. Elsewhere the mean of ``zbar[j, b]``
-        over the neighbours ``j`` of cell ``i`` (``grid.indptr/indices``) with
-        ``zbar_mask[j, b]``; 0 (the standardised combination mean) when no neighbour has records
-        of ``b``.
+        ``zbar`` where cell ``i`` holds at least :data:`MIN_RECORDS_FOR_VALUES` records of
+        ``b``. Elsewhere (no record, or one or two whose mean would be published: see
+        :func:`synthesize`) the mean of ``zbar[j, b]`` over the neighbours ``j`` of cell ``i``
+        (``grid.indptr/indices``) that hold that many; 0 (the standardised combination mean)
+        when none does.
 
     Raises
     ------
@@ -443,12 +453,14 @@ def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarr
     adjacency = sparse.csr_matrix(
         (np.ones(indices.size), indices, np.asarray(grid.indptr)), shape=(n, n)
     )
-    mask = np.asarray(counts.zbar_mask, dtype=np.float64)
+    kept = np.asarray(counts.zbar_mask, dtype=bool) & (
+        np.asarray(counts.counts) >= MIN_RECORDS_FOR_VALUES)
+    mask = kept.astype(np.float64)
     zbar = np.asarray(zbar, dtype=np.float64)
     total = adjacency @ (zbar * mask)
     n_with = adjacency @ mask
     fill = np.divide(total, n_with, out=np.zeros_like(total), where=n_with > 0)
-    return np.where(counts.zbar_mask, zbar, fill)
+    return np.where(kept, zbar, fill)
 
 
 # ---------------------------------------------------------------------- internals
@@ -470,8 +482,8 @@ def aligned_rows(gdf: Any, counts: CellCounts) -> gpd.GeoDataFrame:
     Raises
     ------
     geosynth.errors.InputError
-        ``gdf`` is not a GeoDataFrame, lacks a column of ``counts``, or is not the frame
-        ``counts`` was prepared from (labels, attributes or cells differ).
+        ``gdf`` is not a GeoDataFrame, lacks a column of ``counts`` or has it twice, or is not
+        the frame ``counts`` was prepared from (labels, attributes or cells differ).
     geosynth.errors.CRSError
         ``gdf`` has no CRS, or another one, than the lattice of ``counts``.
     """
@@ -484,6 +496,7 @@ def aligned_rows(gdf: Any, counts: CellCounts) -> gpd.GeoDataFrame:
             f"gdf lacks the columns {missing} the fit was prepared with; pass the GeoDataFrame "
             "given to prepare()"
         )
+    check_unique_columns(gdf, "gdf", needed)
     index = counts.record_index
     if gdf.index.equals(index):
         rows = gdf
@@ -540,6 +553,41 @@ def _check_same_records(rows: gpd.GeoDataFrame, counts: CellCounts) -> None:
             f"prepared (index labels {rows.index[moved][:_SHOW].tolist()}); pass the "
             "GeoDataFrame given to prepare(), unchanged"
         )
+
+
+def checked_lambda(lam: Any, counts: CellCounts, draw: int) -> np.ndarray:
+    """Return posterior draw ``draw`` of λ as float64 after checking its shape is (G, B).
+
+    Parameters
+    ----------
+    lam : array_like
+        What ``fit.lambda_draw(draw)`` returned.
+    counts : geosynth.data.CellCounts
+        The fit's prepared data: ``G = counts.n_cells`` cells, ``B = counts.n_combos``
+        combinations.
+    draw : int
+        Index of the draw, for the message.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (G, B)
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        λ is not a (G, B) array: the fit's draws belong to other prepared data than
+        ``fit.counts``.
+    """
+    lam = np.asarray(lam, dtype=np.float64)
+    expected = (counts.n_cells, counts.n_combos)
+    if lam.shape != expected:
+        raise InputError(
+            f"posterior draw {draw} of λ has shape {lam.shape}, but fit.counts has "
+            f"{expected[0]} cells and {expected[1]} attribute combinations: the fit's draws "
+            "belong to other prepared data; synthesize from a fit of these counts, "
+            "PaivaModel().fit(counts)"
+        )
+    return lam
 
 
 def draw_cells(

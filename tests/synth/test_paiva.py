@@ -30,7 +30,11 @@ from geosynth.synth import (
     synthetic_zbar,
     to_public,
 )
-from geosynth.synth.paiva import SYNTHESIS_SD_PRIOR_DF, continuous_values
+from geosynth.synth.paiva import (
+    MIN_RECORDS_FOR_VALUES,
+    SYNTHESIS_SD_PRIOR_DF,
+    continuous_values,
+)
 from tests.synth.helpers import (
     CRS,
     frame_with_index,
@@ -256,7 +260,7 @@ def line_counts(zbar_cells):
     grid = Grid.regular((0, 0, 50, 10), shape=(1, 5), crs=CRS)
     rows = []
     for cell, z in zbar_cells.items():
-        for offset in (-1.0, 1.0):
+        for offset in (-1.0, 0.0, 1.0):  # MIN_RECORDS_FOR_VALUES records: the mean is kept
             rows.append({"a": 0, "z": z + offset, "x": 10 * cell + 5, "y": 5})
     frame = pd.DataFrame(rows)
     gdf = gpd.GeoDataFrame(
@@ -277,6 +281,45 @@ def test_neighbour_fallback_exact():
     assert filled[2] == pytest.approx(z[1])  # neighbours 1 (records) and 3 (none)
     assert filled[3] == pytest.approx(z[4])  # neighbours 2 (none) and 4 (records)
     assert filled[2] != pytest.approx(0.0) and filled[3] != pytest.approx(0.0)
+
+
+def test_cells_of_one_or_two_records_take_their_neighbours_mean():
+    # Cell 2 holds one record of 95 between cells of 3 records (means 10 and 20): its own mean
+    # would centre every synthetic value drawn into it, so it takes its neighbours' (15).
+    _, _, counts = line_counts({0: 10.0, 1: 20.0, 3: 10.0})
+    gdf, grid, _ = line_counts({0: 10.0, 1: 20.0, 3: 10.0})
+    lone = gpd.GeoDataFrame({"a": [0], "z": [95.0]}, geometry=gpd.points_from_xy([25], [5]),
+                            crs=CRS)
+    gdf = gpd.GeoDataFrame(pd.concat([gdf, lone], ignore_index=True), crs=CRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        counts = prepare(gdf, grid, attributes=["a"], continuous="z")
+    assert counts.counts[2, 0] == 1 < MIN_RECORDS_FOR_VALUES
+    _, mean, sd = counts.covariate("z")
+    raw = synthetic_zbar(counts)[:, 0] * sd[0] + mean[0]
+    assert raw[2] == pytest.approx((20.0 + 10.0) / 2)  # neighbours 1 and 3, not 95
+    assert raw[1] == pytest.approx(20.0) and raw[3] == pytest.approx(10.0)
+    assert raw[4] == pytest.approx(10.0)  # an empty cell: its neighbour 3, as before
+
+
+def test_a_lone_record_value_is_not_recovered_by_averaging_releases():
+    # The attack: average the synthetic values drawn into the lone record's cell over many
+    # releases. They centred on its own 95; now on the neighbours' mean, far below.
+    gdf, grid, _ = line_counts({0: 10.0, 1: 20.0, 3: 10.0})
+    lone = gpd.GeoDataFrame({"a": [0], "z": [95.0]}, geometry=gpd.points_from_xy([25], [5]),
+                            crs=CRS)
+    gdf = gpd.GeoDataFrame(pd.concat([gdf] * 40 + [lone], ignore_index=True), crs=CRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        counts = prepare(gdf, grid, attributes=["a"], continuous="z")
+    fit = stub_fit(counts, np.ones((1, 20, 5, 1)))  # every cell equally likely
+    releases = synthesize(fit, gdf, m=20, seed=4)
+    in_cell = np.concatenate([r.loc[grid.locate(r.geometry) == 2, "z"].to_numpy()
+                              for r in releases])
+    noise = synthesis_sd(counts)[0]
+    assert in_cell.size > 1000
+    # the centre is 15 (neighbours' mean); 95 lies many standard errors away
+    assert abs(in_cell.mean() - 15.0) < 4 * noise / np.sqrt(in_cell.size)
 
 
 def test_combination_mean_fallback_exact():
@@ -519,3 +562,56 @@ def test_tiny_real_fit_end_to_end(make_scenario_counts):
         assert np.isfinite(release["z"]).all()
         public = to_public(release, seed=1)
         assert isinstance(public.index, pd.RangeIndex)
+
+
+@pytest.mark.parametrize("column", ["a", "z"])
+def test_gdf_with_a_fitted_column_twice_is_refused(regular_data, column):
+    """A repeated attribute crashed in numpy; a repeated covariate was released twice."""
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    twice = pd.concat([gdf, gdf[[column]]], axis=1)
+    with pytest.raises(InputError, match=rf"gdf has several columns named \['{column}'\].*keeps the first"):
+        synthesize(fit, twice, m=1, seed=1)
+    other = pd.concat([gdf, gdf[["other"]]], axis=1)  # a column the fit does not use
+    (release,) = synthesize(fit, other, m=1, seed=1)
+    assert list(release.columns) == ["a", "c", "z", "geometry"]
+
+
+@pytest.mark.parametrize("shape", [(12, 9), (5, 4), (30, 4)])
+def test_draws_of_other_counts_are_refused(regular_data, shape):
+    """λ of another lattice or other combinations was used silently or crashed in NumPy."""
+    gdf, _, counts = regular_data
+    fit = DrawsOnly(stub_fit(counts, random_lambda(counts, chains=1, draws=2)))
+    assert (counts.n_cells, counts.n_combos) == (12, 4)
+    fit.lambda_draw = lambda index: np.ones(shape)
+    with pytest.raises(InputError, match=rf"posterior draw 1 of λ has shape \({shape[0]}, "
+                                         rf"{shape[1]}\), but fit.counts has 12 cells and 4"):
+        synthesize(fit, gdf, m=1, seed=1)
+
+
+def test_cell_counts_across_releases_are_binomial(regular_data):
+    """Records draw their cells independently: a cell's count over releases is Binomial.
+
+    A chi-square of one release against its expected counts cannot see under-dispersion
+    (e.g. cells handed out in fixed proportions); the spread over many releases can.
+    """
+    gdf, grid, counts = regular_data
+    gdf = gdf.head(300)
+    counts = prepare(gdf, grid, attributes=["a"])
+    lam = np.broadcast_to(np.linspace(1.0, 2.0, grid.n_cells)[:, None],
+                          (1, 400, grid.n_cells, counts.n_combos))
+    releases = synthesize(stub_fit(counts, lam), gdf, m=400, seed=9)
+    b, cell = 0, grid.n_cells - 1
+    n_b = int((counts.record_combo == b).sum())
+    p = lam[0, 0, cell, b] / lam[0, 0, :, b].sum()
+    members = counts.record_combo == b
+    observed = np.array([(cells_of(grid, r)[members] == cell).sum() for r in releases])
+    binomial = stats.binom(n_b, p)
+    edges = np.unique(binomial.ppf(np.linspace(0, 1, 9)[1:-1]))  # about 8 equiprobable bins
+    expected = np.diff(np.concatenate([[0.0], binomial.cdf(edges), [1.0]])) * observed.size
+    found = np.bincount(np.searchsorted(edges, observed, side="left"), minlength=expected.size)
+    assert stats.chisquare(found, expected).pvalue > ALPHA
+    # The test has power: fixed proportions (round(n_b * p) every time) fail it.
+    fixed = np.full(observed.size, round(n_b * p))
+    found = np.bincount(np.searchsorted(edges, fixed, side="left"), minlength=expected.size)
+    assert stats.chisquare(found, expected).pvalue < ALPHA
