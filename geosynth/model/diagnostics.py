@@ -26,6 +26,7 @@ the NumPy sorts, scores and FFT of every lag before, a check is 2.4 times faster
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -33,6 +34,7 @@ import numpy as np
 from numba import njit
 from scipy import fft, special
 
+from geosynth._validation import is_integer, refuse_masked
 from geosynth.errors import InputError
 
 __all__ = ["ConvergenceDiagnostics", "convergence_diagnostics"]
@@ -58,7 +60,8 @@ class ConvergenceDiagnostics(NamedTuple):
         NaN where arviz gives NaN (fewer than 4 draws per chain, or a NaN draw).
     r_hat : numpy.ndarray of float64, shape (P,)
         NaN where arviz gives NaN (fewer than 2 chains or 4 draws, a NaN draw, or a parameter
-        that is constant over every draw).
+        that is constant over every draw); inf where each chain is constant but the chains
+        differ (arviz 0.23: NaN), chains that have not moved at all, which no rule may pass.
     """
 
     ess_bulk: np.ndarray
@@ -84,8 +87,11 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
     Raises
     ------
     geosynth.errors.InputError
-        ``draws`` has fewer than 2 axes or no chain, or does not hold real numbers (complex
-        draws lost their imaginary part, strings and objects failed deep in NumPy).
+        ``draws`` has fewer than 2 axes or no chain, does not hold real numbers (complex
+        draws lost their imaginary part, strings and objects failed deep in NumPy), or is a
+        masked array with masked entries (their hidden values were used).
+    TypeError
+        ``workers`` is not an int.
 
     Examples
     --------
@@ -96,6 +102,10 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
     >>> bool((result.ess_bulk > 1500).all()), bool((result.r_hat < 1.01).all())
     (True, True)
     """
+    refuse_masked(draws, "draws")
+    if not is_integer(workers):
+        raise TypeError(f"workers must be an int (threads), got {type(workers).__name__} "
+                        f"{workers!r}")
     draws = np.asarray(draws)
     if draws.ndim < 2 or draws.shape[0] == 0:
         raise InputError(f"draws must have shape (chains, draws, ...) with at least one chain, "
@@ -104,7 +114,8 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
         raise InputError(f"draws must hold real numbers (bool, int or float), got dtype "
                          f"{draws.dtype}; pass the parameters' draws as floats")
     chains, n_draws = draws.shape[:2]
-    flat = draws.reshape(chains, n_draws, -1)
+    # Not reshape(..., -1): with no draw (or no parameter) -1 is undefined.
+    flat = draws.reshape(chains, n_draws, math.prod(draws.shape[2:]))
     n_params = flat.shape[2]
     ess = np.full(n_params, np.nan)
     rhat = np.full(n_params, np.nan)

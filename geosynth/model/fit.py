@@ -23,7 +23,9 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+import pandas as pd
 
+from geosynth._random import check_seed
 from geosynth._validation import MAX_CHAINS, check_bool, check_max_bytes, is_integer
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
@@ -312,7 +314,9 @@ class PaivaModel:
             With ``n_iter="auto"``: the bulk effective sample size (over all chains) that
             every parameter must reach.
         max_rhat : float, default 1.01
-            With ``n_iter="auto"``: every parameter's R-hat must be below it.
+            With ``n_iter="auto"``: every parameter's R-hat must be below it; at least
+            :data:`~geosynth.model.stopping.MIN_MAX_RHAT` (1.001: a smaller limit would keep
+            the fit running by the noise of R-hat itself).
         max_seconds : float, optional
             With ``n_iter="auto"``: stop at the next chunk of sweeps after this many seconds of
             wall-clock time since the call (compilation included; the warm-up always
@@ -376,6 +380,7 @@ class PaivaModel:
         max_bytes = _check_storage_arguments(eta_draws, max_bytes)
         _check_executor(executor, n_jobs)
         _check_stop(stop, executor)
+        check_seed(seed)  # before the counts are read and a block sampler's setup is built
         noise = _check_noise(counts, noise)
         if not isinstance(parallel, (bool, np.bool_)):
             raise InputError(f"parallel must be True or False, got {parallel!r}")
@@ -493,13 +498,21 @@ def _check_noise(counts, noise) -> float | None:
             "public domain (geosynth.prepare(..., levels=...)) and fit its result"
         )
     if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(noise) or noise <= 0:
+            or not 0 < _as_float(noise) < np.inf:
         raise InputError(f"noise must be a finite scale b > 0 of the discrete Laplace noise, "
                          f"got {noise!r}")
     if own is not None and not np.isclose(noise, own):
         raise InputError(f"noise={noise} contradicts the scale {own} recorded in counts; "
                          "omit noise= to use the recorded one")
     return float(noise)
+
+
+def _as_float(value) -> float:
+    """``float(value)``, or ±inf for an int beyond the float range (10**400: not an error)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return np.inf if value > 0 else -np.inf
 
 
 def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, int]:
@@ -598,6 +611,103 @@ def _check_count_array(counts) -> None:
                          "geosynth.dp.dp_counts")
 
 
+#: What the fit reads of any counts, and of exact counts (:class:`~geosynth.data.CellCounts`).
+_COUNTS_PARTS = ("counts", "combos", "attributes", "levels", "grid")
+_EXACT_COUNTS_PARTS = ("record_cell", "record_combo", "continuous", "zbar")
+
+_REBUILD = ("build the counts with geosynth.prepare (or geosynth.dp.dp_counts) and do not "
+            "replace their parts")
+
+
+def _check_counts_parts(counts) -> None:
+    """Refuse counts that lack a part the fit reads, or whose combinations disagree with levels.
+
+    A CellCounts pickled by an older geosynth, or edited by hand, raised AttributeError,
+    IndexError or KeyError while the kernels' arrays were built, or fitted another model
+    without a word (a negative level code was read as the baseline level).
+    """
+    from geosynth.data import CellCounts
+
+    wanted = _COUNTS_PARTS + (_EXACT_COUNTS_PARTS if isinstance(counts, CellCounts) else ())
+    missing = [name for name in wanted if not hasattr(counts, name)]
+    if missing:
+        raise InputError(
+            f"counts has no {', '.join(missing)}: it was pickled by another version of "
+            "geosynth or built by hand; prepare the counts again with geosynth.prepare"
+        )
+    from geosynth.lattice import Grid
+
+    if not isinstance(counts.grid, Grid):
+        raise InputError(f"counts.grid must be a geosynth.Grid, got {type(counts.grid).__name__}; "
+                         f"{_REBUILD}")
+    attributes, levels, combos = counts.attributes, counts.levels, counts.combos
+    if not (isinstance(attributes, (tuple, list)) and all(isinstance(a, str) for a in attributes)
+            and isinstance(levels, dict) and isinstance(combos, pd.DataFrame)):
+        raise InputError("counts.attributes must be a tuple of column names, counts.levels a "
+                         f"dict of their levels and counts.combos a DataFrame; {_REBUILD}")
+    for attribute in attributes:
+        _check_level_codes(combos, attribute, levels.get(attribute))
+    if len(attributes) and combos.duplicated([f"{a}_code" for a in attributes]).any():
+        raise InputError(f"counts.combos lists a combination of levels twice; {_REBUILD}")
+
+
+def _check_level_codes(combos: pd.DataFrame, attribute: str, levels: Any) -> None:
+    """Refuse level codes of ``attribute`` that are not whole numbers in ``[0, len(levels))``."""
+    column = f"{attribute}_code"
+    if not isinstance(levels, (list, tuple)) or not levels or attribute not in combos \
+            or column not in combos:
+        raise InputError(f"counts lists attribute {attribute!r} without its levels (levels) or "
+                         f"without its columns {attribute!r} and {column!r} (combos); {_REBUILD}")
+    codes = combos[column]
+    if not pd.api.types.is_integer_dtype(codes) or codes.isna().any() \
+            or not codes.between(0, len(levels) - 1).all():
+        raise InputError(f"counts.combos[{column!r}] must hold integer codes from 0 to "
+                         f"{len(levels) - 1} (one per level of {attribute!r}); {_REBUILD}")
+
+
+def _check_records(counts) -> None:
+    """Refuse exact counts that are not the counts of their records.
+
+    :func:`geosynth.synthesize` reads the records' cells and combinations and the fit the
+    counts: counts edited by hand fitted a model of other data than the records released. The
+    message names no count: they are confidential.
+    """
+    from geosynth.data import CellCounts
+
+    if not isinstance(counts, CellCounts):
+        return  # noisy counts have no records
+    G, B = counts.counts.shape
+    cells, combos = np.asarray(counts.record_cell), np.asarray(counts.record_combo)
+    valid = (cells.ndim == 1 and cells.shape == combos.shape and cells.dtype.kind in "iu"
+             and combos.dtype.kind in "iu")
+    if valid and cells.size:
+        valid = 0 <= cells.min() and cells.max() < G and 0 <= combos.min() and combos.max() < B
+    if not valid or not np.array_equal(
+            np.bincount(cells.astype(np.int64) * B + combos.astype(np.int64),
+                        minlength=G * B).reshape(G, B), counts.counts):
+        raise InputError("counts.counts are not the counts of the records' cells and "
+                         f"combinations (record_cell, record_combo); {_REBUILD}")
+
+
+def _check_zbar(counts, n_covariates: int) -> None:
+    """Refuse standardised covariate means of another shape than the counts', or not finite.
+
+    A standardised mean over at most G cells lies within ``sqrt(G)`` of 0 (Samuelson's
+    inequality), so a larger one was not made by :func:`geosynth.prepare`; the sampler failed
+    on it (or on a NaN) only after compiling, naming the state.
+    """
+    zbar = np.asarray(counts.zbar)
+    G, B = counts.counts.shape
+    shape = (G, B) if isinstance(counts.continuous, str) else (n_covariates, G, B)
+    if zbar.shape != shape:
+        raise InputError(f"counts.zbar has shape {zbar.shape} but the counts need {shape} "
+                         f"(covariates, cells, combinations); {_REBUILD}")
+    if zbar.dtype.kind not in "iuf" or not np.isfinite(zbar).all() \
+            or (zbar.size and np.abs(zbar).max() > np.sqrt(G)):
+        raise InputError("counts.zbar must hold standardised cell means of the covariates "
+                         f"(finite, within sqrt(cells) of 0); {_REBUILD}")
+
+
 def build_model_data(counts: CellCounts,
                      model: PaivaModel) -> tuple[ModelData, CountTables, list[str]]:
     """Flatten a :class:`~geosynth.data.CellCounts` into the arrays the kernels take.
@@ -629,7 +739,10 @@ def build_model_data(counts: CellCounts,
     ------
     InputError
         ``beta_prior`` is set but ``counts`` has no continuous covariate, or it lists another
-        number of priors than ``counts`` has covariates.
+        number of priors than ``counts`` has covariates; or ``counts`` was not made by
+        :func:`geosynth.prepare` as it stands (a part missing, as in a pickle of an older
+        version, or edited: level codes out of range, counts that are not the records',
+        covariate means of another shape or not finite).
     """
     from geosynth.data import CellCounts
 
@@ -640,6 +753,7 @@ def build_model_data(counts: CellCounts,
             f"counts must be the CellCounts returned by geosynth.prepare (or the NoisyCounts of "
             f"geosynth.dp.dp_counts), got {type(counts).__name__}"
         )
+    _check_counts_parts(counts)
     if counts.n_records == 0:
         warnings.warn(
             "counts has no records: the posterior only says that every intensity is small",
@@ -664,6 +778,9 @@ def build_model_data(counts: CellCounts,
     beta_priors = np.array([_BETA_PRIORS[p] for p in priors], dtype=np.int64)
     grid = counts.grid
     _check_count_array(counts)
+    _check_records(counts)
+    if covariates:
+        _check_zbar(counts, len(covariates))
     # Noisy counts may be negative; they start the latent counts at max(c̃, 0).
     c = np.maximum(counts.counts, 0).astype(np.float64)
     G, B = c.shape

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["PaivaFit"]
 
 
-@dataclass
+@dataclass(eq=False)
 class PaivaFit:
     """Posterior draws of a fitted :class:`~geosynth.model.fit.PaivaModel`.
 
@@ -32,6 +32,9 @@ class PaivaFit:
     A fit is internal, like the confidential data: its ``counts`` hold every record's index and
     cell (:func:`geosynth.synth.synthesize` needs them). Never pickle or share it; publish the
     releases of :func:`geosynth.to_public` through :func:`geosynth.io.write_release`.
+
+    Fits compare by identity (``==`` is ``is``): comparing their draws element by element is
+    :func:`numpy.array_equal`'s work, not a truth value.
 
     Attributes
     ----------
@@ -131,6 +134,7 @@ class PaivaFit:
 
         The mean over every retained draw of every chain, also when η was stored for fewer
         draws (``lambda_chain_means``, summed during the fit; see there for ``n_iter="auto"``).
+        Computed once; each call returns a copy, so changing it changes no later result.
         """
         if self._mean_lambda is None:
             if self.lambda_chain_means is not None:
@@ -141,7 +145,7 @@ class PaivaFit:
                     for draw in chain:
                         total += np.exp(draw, dtype=np.float64)
                 self._mean_lambda = total / (self.n_chains * self.n_eta_draws)
-        return self._mean_lambda
+        return self._mean_lambda.copy()
 
     def lambda_draw(self, index: int) -> np.ndarray:
         """Intensity λ (G, B) of stored draw ``index`` of η (chains concatenated, 0-based).
@@ -178,6 +182,9 @@ class PaivaFit:
 
     def scalar(self, name: str) -> np.ndarray:
         """Draws (chains, draws) of the scalar parameter ``name``."""
+        if not isinstance(name, str):
+            raise TypeError(f"name must be the str name of a scalar parameter (one of "
+                            f"{self.scalar_names}), got {type(name).__name__}")
         if name not in self.scalar_names:
             raise InputError(f"unknown parameter {name!r}; available: {self.scalar_names}")
         return self.scalars[:, :, self.scalar_names.index(name)]

@@ -299,9 +299,10 @@ class ChainRunner:
                 except BaseException:
                     self.stop.set()  # a failed chain stops the others at their next chunk
                     raise
-        if interrupt is None and self.stopped_by_caller():
-            interrupt = KeyboardInterrupt("stopped by the caller's stop event")
         n = int(kept.min())
+        if interrupt is None and self.stopped_by_caller() and n < n_keep:
+            # A stop set once every chain had made every draw stopped nothing: the fit is whole.
+            interrupt = KeyboardInterrupt("stopped by the caller's stop event")
         if interrupt is not None:
             if n == 0:
                 raise interrupt  # nothing to return: not an empty fit that fails later

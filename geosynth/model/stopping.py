@@ -86,6 +86,7 @@ __all__ = [
     "AUTO_THIN",
     "AutoSchedule",
     "ConvergenceCheck",
+    "MIN_MAX_RHAT",
     "MIN_WINDOW_DRAWS",
     "PACE_MIN_VALUES",
     "ParameterGroup",
@@ -139,6 +140,11 @@ LISTED = 10
 #: sizes that NumPy refused with a raw error (``target_ess=1e18``) or that the memory limit's
 #: message printed with 300 digits.
 MAX_TARGET_ESS = 1_000_000
+#: The smallest ``max_rhat``. R-hat − 1 of converged chains is about ``(F − 1)/(2n)`` at ``n``
+#: draws per chain (see the module docstring), so a limit ``1 + δ`` takes ``16/δ`` draws per
+#: chain of every parameter: 16,000 at 1.001, ten times the default's. ``max_rhat=1 + 1e-10``
+#: asked for 1.6·10¹¹, more than ``max_bytes`` held, and ran until Ctrl-C.
+MIN_MAX_RHAT = 1.001
 
 
 def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> None:
@@ -170,6 +176,13 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
         raise InputError(
             f"max_rhat must be a number > 1 (R-hat tends to 1 from above as chains converge, "
             f"so a limit <= 1 is never met; 1.01 is the usual choice), got {max_rhat!r}"
+        )
+    if rhat < MIN_MAX_RHAT:
+        raise InputError(
+            f"max_rhat must be at least {MIN_MAX_RHAT}, got {max_rhat!r}: R-hat of converged "
+            "chains exceeds 1 by its own noise, so staying below 1 + δ takes about 16/δ draws "
+            "per chain of every parameter, and a smaller limit would keep the fit running "
+            "until Ctrl-C; 1.01 is the usual choice"
         )
     if max_seconds is not None:
         check_positive(max_seconds, "max_seconds",

@@ -105,6 +105,30 @@ def test_bad_shape_refused():
         convergence_diagnostics(np.zeros((0, 10, 3)))
 
 
+def test_no_draw_gives_nan_as_too_few_do():
+    """Chains without a draw raised NumPy's reshape error (-1 of an empty array)."""
+    result = convergence_diagnostics(np.zeros((2, 0, 3)))
+    assert result.ess_bulk.shape == result.r_hat.shape == (3,)
+    assert np.isnan(result.ess_bulk).all() and np.isnan(result.r_hat).all()
+
+
+def test_masked_draws_refused():
+    """The values under the mask entered the ESS and R-hat without a word."""
+    draws = ar1_draws(2, 50, 3)
+    masked = np.ma.masked_array(draws, mask=draws > 1.0)
+    with pytest.raises(InputError, match="draws is a masked array with masked entries"):
+        convergence_diagnostics(masked)
+    unmasked = convergence_diagnostics(np.ma.masked_array(draws))
+    np.testing.assert_array_equal(unmasked.r_hat, convergence_diagnostics(draws).r_hat)
+
+
+@pytest.mark.parametrize("workers", [2.0, "2", None, True])
+def test_workers_must_be_an_int(workers):
+    """2.0, "2" and None raised NumPy's or range()'s TypeError; True ran as 1 thread."""
+    with pytest.raises(TypeError, match=r"workers must be an int \(threads\), got"):
+        convergence_diagnostics(ar1_draws(2, 20, 2), workers=workers)
+
+
 @pytest.mark.parametrize("draws", [np.ones((2, 10, 2)) + 1j, np.full((2, 10), "a"),
                                    np.full((2, 10), None, dtype=object)])
 def test_draws_that_are_not_real_numbers_refused(draws):

@@ -324,6 +324,141 @@ def test_counts_the_kernels_cannot_take_are_refused(scenario_counts):
             PaivaModel().fit(bad, n_iter=10, burn_in=5, thin=1, progress=False)
 
 
+def _with_codes(counts, column, values):
+    combos = counts.combos.copy()
+    combos[column] = values
+    return {"combos": combos}
+
+
+def _zbar_with(counts, row, value):
+    zbar = np.array(counts.zbar)
+    zbar[row] = value
+    return {"zbar": zbar}
+
+
+# Counts edited by hand (each case a function of the counts giving the parts it replaces), and
+# what the fit said before it refused them: a raw error, the sampler's failure after compiling,
+# or nothing (another model fitted).
+TAMPERED_COUNTS = {
+    "a level code above the levels (IndexError)": (
+        lambda c: _with_codes(c, "y_code", c.combos["y_code"] + 5), r"'y_code'.* from 0 to 1"),
+    "a negative level code (read as the baseline)": (
+        lambda c: _with_codes(c, "y_code", -c.combos["y_code"]), r"'y_code'.* from 0 to 1"),
+    "float level codes": (
+        lambda c: _with_codes(c, "y_code", c.combos["y_code"] + 0.5), r"integer codes"),
+    "levels dropped (IndexError)": (
+        lambda c: {"levels": {a: v[:1] for a, v in c.levels.items()}}, r"from 0 to 0"),
+    "an attribute without columns (KeyError)": (
+        lambda c: {"attributes": (*c.attributes, "age")}, r"attribute 'age' without"),
+    "a combination listed twice": (
+        lambda c: _with_codes(c, "y_code", np.zeros(len(c.combos), dtype=np.int64)),
+        r"combination of levels twice"),
+    "counts that are not the records'": (
+        lambda c: {"counts": np.ascontiguousarray(c.counts * 2)},
+        r"not the counts of the records"),
+    "a NaN covariate mean (SamplerError after compiling)": (
+        lambda c: _zbar_with(c, (0, 0), np.nan), r"zbar must hold .*finite"),
+    "an impossible covariate mean": (
+        lambda c: _zbar_with(c, (0, 0), 1e308), r"zbar must hold .*within sqrt"),
+    "covariate means of other cells (ValueError)": (
+        lambda c: {"zbar": np.array(c.zbar[:5])}, r"zbar has shape \(5, \d+\) but"),
+    "two covariates named for one's means (IndexError)": (
+        lambda c: {"continuous": ("z", "w")}, r"zbar has shape .* need \(2, 9,"),
+    "a grid that is no Grid (AttributeError)": (
+        lambda c: {"grid": object()}, r"counts.grid must be a geosynth.Grid"),
+}
+
+
+@pytest.mark.parametrize("case", list(TAMPERED_COUNTS))
+def test_tampered_counts_are_refused_before_any_sweep(case, scenario_counts, monkeypatch):
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    parts, match = TAMPERED_COUNTS[case]
+    bad = dataclasses.replace(counts, **parts(counts))
+    monkeypatch.setattr("geosynth.model.fit.ChainRunner.run_all", _must_not_run)
+    with pytest.raises(InputError, match=match):
+        PaivaModel(beta_prior="normal").fit(bad, n_iter=10, burn_in=5, thin=1,
+                                            progress=False)
+
+
+def _must_not_run(*args, **kwargs):
+    raise AssertionError("the fit went on with arguments it should have refused")
+
+
+@pytest.mark.parametrize("part", ["continuous", "zbar", "combos", "levels", "grid",
+                                  "record_cell"])
+def test_counts_pickled_without_a_part_are_refused(part, scenario_counts):
+    """A CellCounts unpickled from a version without ``part`` raised AttributeError."""
+    import copy
+
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    old = copy.copy(counts)
+    del old.__dict__[part]
+    with pytest.raises(InputError, match=rf"counts has no {part}: it was pickled by another "
+                                         r"version .* geosynth.prepare"):
+        PaivaModel().fit(old, n_iter=10, burn_in=5, thin=1, progress=False)
+
+
+def test_a_noise_scale_beyond_the_floats_is_refused(scenario_counts):
+    """noise=10**400 raised numpy's TypeError (isfinite of a Python int too large)."""
+    from geosynth.dp.locations import NoisyCounts
+
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    noisy = NoisyCounts(counts=np.array(counts.counts), combos=counts.combos,
+                        attributes=counts.attributes, levels=counts.levels, grid=counts.grid,
+                        epsilon=1.0, sensitivity=1, neighbours="add-remove")
+    for noise in (10**400, -(10**400), np.float32("nan")):
+        with pytest.raises(InputError, match="noise must be a finite scale b > 0"):
+            PaivaModel().fit(noisy, noise=noise, n_iter=10, burn_in=5, thin=1, progress=False)
+
+
+@pytest.mark.parametrize(("seed", "error"), [("7", TypeError), (7.0, TypeError),
+                                           (-7, InputError)])
+def test_a_bad_seed_is_refused_before_the_counts_are_read(seed, error, scenario_counts,
+                                                          monkeypatch):
+    """The seed was checked after the model's arrays (and a block sampler's setup) were built."""
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    monkeypatch.setattr("geosynth.model.fit.build_model_data", _must_not_run)
+    with pytest.raises(error, match="seed must be None, an int >= 0"):
+        PaivaModel(sampler="block").fit(counts, seed=seed, n_iter=10, burn_in=5, thin=1,
+                                        progress=False)
+
+
+def _stub_fit(counts, seed=0):
+    """A PaivaFit of random draws (2 chains x 3 draws), made without sampling."""
+    from geosynth.model.results import PaivaFit
+
+    rng = np.random.default_rng(seed)
+    G, B = counts.counts.shape
+    return PaivaFit(model=PaivaModel(), counts=counts, scalar_names=["mu"],
+                    scalars=rng.normal(size=(2, 3, 1)),
+                    theta=rng.normal(size=(2, 3, G)).astype(np.float32), beta=None,
+                    eta=rng.normal(size=(2, 3, G, B)).astype(np.float32))
+
+
+def test_changing_the_posterior_mean_changes_no_later_result(scenario_counts):
+    """The cached mean was returned itself: ``lam /= lam.sum()`` changed every later map."""
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    fit = _stub_fit(counts)
+    mean = fit.posterior_mean_lambda()
+    expected = mean.copy()
+    mean *= 0.0
+    np.testing.assert_array_equal(fit.posterior_mean_lambda(), expected)
+
+
+def test_fits_compare_by_identity(scenario_counts):
+    """``==`` of two fits compared their arrays: ValueError (truth value ambiguous)."""
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    one, other = _stub_fit(counts), _stub_fit(counts)
+    assert one == one and one != other
+    assert len({one, other}) == 2
+
+
+def test_scalar_names_must_be_str(scenario_counts):
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    with pytest.raises(TypeError, match=r"name must be the str name .*\['mu'\]\), got ndarray"):
+        _stub_fit(counts).scalar(np.array(["mu", "mu"]))  # a raw ValueError (ambiguous)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

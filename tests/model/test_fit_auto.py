@@ -319,6 +319,9 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
      ({"max_rhat": 1.0}, r"max_rhat must be a number > 1 .*never met"),
      ({"max_rhat": 0.99}, r"max_rhat must be a number > 1"),
      ({"max_rhat": float("inf")}, r"max_rhat must be a number > 1"),
+     # below R-hat's own noise at any window memory holds: ran until Ctrl-C
+     ({"max_rhat": 1 + 1e-10}, r"max_rhat must be at least 1.001, got 1.0000000001: .*Ctrl-C"),
+     ({"max_rhat": 1.0009}, r"max_rhat must be at least 1.001"),
      ({"max_seconds": 0}, r"max_seconds must be a finite number > 0, got 0; leave it out"),
      ({"max_seconds": -5}, r"max_seconds must be a finite number > 0"),
      ({"max_seconds": float("inf")}, r"max_seconds must be a finite number > 0"),
@@ -337,6 +340,10 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
 def test_bad_stopping_rules_refused(counts, kwargs, match):
     with pytest.raises(InputError, match=match):
         PaivaModel().fit(counts, **{"n_iter": "auto", "progress": False, **kwargs})
+
+
+def test_the_smallest_max_rhat_is_accepted():
+    stopping_module.check_auto_arguments(400, stopping_module.MIN_MAX_RHAT, None, auto=True)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ stop, as a chain does that is busy with a chunk when the user presses Ctrl-C. Sm
 
 import signal
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -147,6 +148,22 @@ def test_a_callers_stop_event_ends_the_fit_as_ctrl_c_does(counts, monkeypatch, n
     assert 0 < fit.n_draws < (100 if n_iter == 200 else 10**6)
     if n_iter == "auto":
         assert fit.stopping.reason == "interrupted"
+
+
+def test_a_stop_set_after_every_draw_leaves_the_fit_whole(counts, monkeypatch):
+    """A stop set once the chains had finished flagged a complete fit as interrupted."""
+    stop = threading.Event()
+    original = runner_module.ChainRunner.run_chain
+
+    def run_then_stop(self, *args):
+        original(self, *args)
+        stop.set()
+
+    monkeypatch.setattr(runner_module.ChainRunner, "run_chain", run_then_stop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GeosynthWarning)
+        fit = PaivaModel().fit(counts, **RUN, chains=1, stop=stop)
+    assert stop.is_set() and fit.interrupted is False and fit.n_draws == 100
 
 
 def test_a_stop_set_before_any_draw_raises_keyboard_interrupt(counts):
