@@ -821,6 +821,10 @@ def neighbour_sensitivity(neighbours: Any) -> int:
     return _NEIGHBOURS[neighbours]
 
 
+#: dp_release's default ``burn_in`` for a fixed ``n_iter`` (the exact fit's is 2000).
+DP_BURN_IN = 1000
+
+
 def _fit_settings(model: Any, n_iter: Any, burn_in: Any, thin: Any, chains: Any, progress: Any,
                   stop: Any, target_ess: Any, max_rhat: Any, max_seconds: Any) -> dict:
     """Check the fit's settings as :meth:`PaivaModel.fit` will, before the budget is spent.
@@ -830,8 +834,7 @@ def _fit_settings(model: Any, n_iter: Any, burn_in: Any, thin: Any, chains: Any,
     (a typo in ``thin`` cost the whole budget and released nothing).
     """
     from geosynth._validation import check_bool
-    from geosynth.model.fit import _check_auto_run, _check_run_arguments, _check_stop, resolve_thin
-    from geosynth.model.stopping import check_auto_arguments
+    from geosynth.model.fit import check_run_settings
 
     if not callable(getattr(model, "fit", None)):
         raise InputError(f"model must be a geosynth.PaivaModel, got {type(model).__name__}")
@@ -840,14 +843,14 @@ def _fit_settings(model: Any, n_iter: Any, burn_in: Any, thin: Any, chains: Any,
                          "dp_model() (sampler='gibbs')")
     run: dict[str, Any] = {"thin": thin, "chains": chains, "stop": stop,
                            "progress": check_bool(progress, "progress")}
-    _check_stop(stop, None)
-    if isinstance(n_iter, str) and n_iter == "auto":
-        check_auto_arguments(target_ess, max_rhat, max_seconds, auto=True)
-        _check_auto_run(burn_in, resolve_thin(thin, auto=True), chains, None)
+    auto = isinstance(n_iter, str) and n_iter == "auto"
+    if not auto and burn_in is None:
+        burn_in = DP_BURN_IN
+    check_run_settings(n_iter, burn_in, thin, chains, target_ess, max_rhat, max_seconds,
+                       stop=stop)
+    if auto:
         return {**run, "n_iter": "auto", "burn_in": burn_in, "target_ess": target_ess,
                 "max_rhat": max_rhat, "max_seconds": max_seconds}
-    burn_in = 1000 if burn_in is None else burn_in
-    _check_run_arguments(n_iter, burn_in, resolve_thin(thin, auto=False), chains)
     return {**run, "n_iter": n_iter, "burn_in": burn_in}
 
 

@@ -369,17 +369,11 @@ class PaivaModel:
         """
         started = time.monotonic()
         progress = check_bool(progress, "progress")
-        auto = isinstance(n_iter, str) and n_iter == "auto"
-        check_auto_arguments(target_ess, max_rhat, max_seconds, auto=auto)
-        thin = resolve_thin(thin, auto=auto)
-        if auto:
-            _check_auto_run(burn_in, thin, chains, executor)
-        else:
-            burn_in = DEFAULT_BURN_IN if burn_in is None else burn_in
-            n_iter, burn_in, thin, chains = _check_run_arguments(n_iter, burn_in, thin, chains)
-        max_bytes = _check_storage_arguments(eta_draws, max_bytes)
         _check_executor(executor, n_jobs)
-        _check_stop(stop, executor)
+        auto, n_iter, burn_in, thin, chains = check_run_settings(
+            n_iter, burn_in, thin, chains, target_ess, max_rhat, max_seconds, stop=stop,
+            executor=executor)
+        max_bytes = _check_storage_arguments(eta_draws, max_bytes)
         check_seed(seed)  # before the counts are read and a block sampler's setup is built
         noise = _check_noise(counts, noise)
         if not isinstance(parallel, (bool, np.bool_)):
@@ -513,6 +507,44 @@ def _as_float(value) -> float:
         return float(value)
     except OverflowError:
         return np.inf if value > 0 else -np.inf
+
+
+def check_run_settings(n_iter: Any, burn_in: Any, thin: Any, chains: Any, target_ess: Any,
+                       max_rhat: Any, max_seconds: Any, *, stop: Any = None,
+                       executor: Any = None) -> tuple[bool, Any, Any, int, Any]:
+    """Check the run settings of :meth:`PaivaModel.fit`, as it does, without fitting.
+
+    The one check of a run's length and stopping rule, also made by
+    :func:`geosynth.dp.dp_release` before it spends ε (a typo in ``thin`` found by the fit
+    after the spend wasted the budget).
+
+    Parameters
+    ----------
+    n_iter, burn_in, thin, chains, target_ess, max_rhat, max_seconds, stop, executor
+        As for :meth:`PaivaModel.fit`.
+
+    Returns
+    -------
+    auto : bool
+        Whether ``n_iter`` is ``"auto"``.
+    n_iter, burn_in, thin, chains
+        Resolved: defaults filled in, fixed runs' lengths as Python ints.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        As :meth:`PaivaModel.fit` for these arguments.
+    """
+    auto = isinstance(n_iter, str) and n_iter == "auto"
+    check_auto_arguments(target_ess, max_rhat, max_seconds, auto=auto)
+    thin = resolve_thin(thin, auto=auto)
+    if auto:
+        _check_auto_run(burn_in, thin, chains, executor)
+    else:
+        burn_in = DEFAULT_BURN_IN if burn_in is None else burn_in
+        n_iter, burn_in, thin, chains = _check_run_arguments(n_iter, burn_in, thin, chains)
+    _check_stop(stop, executor)
+    return auto, n_iter, burn_in, thin, chains
 
 
 def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, int]:
