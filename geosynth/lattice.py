@@ -1457,10 +1457,8 @@ def polygon_union(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> shape
 
     Raises
     ------
-    geosynth.errors.GridError
-        ``obj`` is not polygons, or holds invalid or no non-empty polygons.
-    geosynth.errors.CRSError
-        ``obj`` has no CRS, or one that cannot be reprojected to ``crs``.
+    geosynth.errors.GridError, geosynth.errors.CRSError
+        As :func:`check_polygons`.
     """
     if obj is None:
         return None

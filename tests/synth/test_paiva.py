@@ -570,7 +570,8 @@ def test_gdf_with_a_fitted_column_twice_is_refused(regular_data, column):
     gdf, _, counts = regular_data
     fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
     twice = pd.concat([gdf, gdf[[column]]], axis=1)
-    with pytest.raises(InputError, match=rf"gdf has several columns named \['{column}'\].*keeps the first"):
+    with pytest.raises(InputError, match=rf"gdf has several columns named \['{column}'\].*"
+                                         r"keeps the first"):
         synthesize(fit, twice, m=1, seed=1)
     other = pd.concat([gdf, gdf[["other"]]], axis=1)  # a column the fit does not use
     (release,) = synthesize(fit, other, m=1, seed=1)

@@ -85,14 +85,21 @@ def test_keeps_a_custom_geometry_name():
     assert public.index.tolist() == [0, 1, 2]
 
 
-def test_public_categories_are_only_those_of_its_rows(regular_data):
-    """A category held only by a record that prepare dropped was published in the dtype."""
-    gdf, grid, _ = regular_data
-    gdf = gdf.head(200).copy()
+def with_a_record_outside(gdf):
+    """``gdf`` and one more record, outside the lattice, of level ``c = "rare-confidential-level"``.
+
+    ``prepare(..., outside="drop")`` drops it: its level is in no release.
+    """
     outside = gdf.head(1).set_geometry(gpd.points_from_xy([1e6], [1e6]), crs=gdf.crs)
     outside.index = [10**6]
     outside["c"] = "rare-confidential-level"
-    gdf = pd.concat([gdf, outside])
+    return pd.concat([gdf, outside])
+
+
+def test_public_categories_are_only_those_of_its_rows(regular_data):
+    """A category held only by a record that prepare dropped was published in the dtype."""
+    gdf, grid, _ = regular_data
+    gdf = with_a_record_outside(gdf.head(200))
     gdf["c"] = pd.Categorical(gdf["c"], categories=["u", "v", "w", "rare-confidential-level"],
                               ordered=True)
     with pytest.warns(DataWarning, match="dropped 1 of 201 points"):
@@ -196,11 +203,7 @@ def test_public_arrow_dictionary_holds_only_its_rows_values(regular_data):
     """A pyarrow dictionary column kept the level of a dropped record in its dictionary."""
     pa = pytest.importorskip("pyarrow")
     gdf, grid, _ = regular_data
-    gdf = gdf.head(200).copy()
-    outside = gdf.head(1).set_geometry(gpd.points_from_xy([1e6], [1e6]), crs=gdf.crs)
-    outside.index = [10**6]
-    outside["c"] = "rare-confidential-level"
-    gdf = pd.concat([gdf, outside])
+    gdf = with_a_record_outside(gdf.head(200))
     dictionary = pd.ArrowDtype(pa.dictionary(pa.int8(), pa.string()))
     gdf["c"] = pd.array(gdf["c"].tolist(), dtype=dictionary)
     with pytest.warns(DataWarning, match="dropped 1 of 201 points"):
@@ -233,7 +236,8 @@ def test_public_drops_the_name_of_the_column_labels(release):
 def test_to_public_refuses_repeated_and_multiindex_columns(release):
     repeated = gpd.GeoDataFrame(pd.concat([release, release[["a"]]], axis=1),
                                 geometry="geometry", crs=release.crs)
-    with pytest.raises(InputError, match=r"release has several columns named \['a'\]; a column must be named once"):
+    with pytest.raises(InputError, match=r"release has several columns named \['a'\]; a column "
+                                         r"must be named once"):
         to_public(repeated, seed=1)
     levels = gpd.GeoDataFrame({("v", "a"): [1], ("g", "geometry"): gpd.points_from_xy([0], [0])},
                               geometry=("g", "geometry"))
