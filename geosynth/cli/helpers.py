@@ -510,6 +510,7 @@ def check_binary(frame: gpd.GeoDataFrame, column: str, name: str) -> None:
             "the file)"
         )
 
+
 def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
     """Refuse points without a CRS or in a geographic CRS (degrees).
 
