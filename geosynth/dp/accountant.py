@@ -62,7 +62,7 @@ import pandas as pd
 from geosynth._validation import check_epsilon, check_optional_str, check_probability
 from geosynth.errors import BudgetExceededError, InputError
 
-__all__ = ["Accountant", "check_accountant"]
+__all__ = ["Accountant", "check_accountant", "ledger_of"]
 
 #: Relative slack allowed when comparing a total with the budget, so that e.g. ten spends of
 #: 0.1 fit a budget of 1.0 despite floating-point rounding.
@@ -117,6 +117,26 @@ def _fits(total: Fraction, budget: float) -> bool:
     if math.isinf(budget):
         return True
     return total <= Fraction(budget) * (1 + Fraction(RELATIVE_TOLERANCE))
+
+
+def ledger_of(accountant: Any) -> dict | None:
+    """Return ``accountant.to_dict()``, or None for no accountant or one without ``to_dict``.
+
+    The mechanisms take any object with ``spend`` (:func:`check_accountant`); calling
+    ``to_dict`` unconditionally raised after the spend and the draw, losing both.
+
+    Parameters
+    ----------
+    accountant : object or None
+        The accountant given to a release.
+
+    Returns
+    -------
+    dict or None
+        The ledger written into the release's record.
+    """
+    to_dict = getattr(accountant, "to_dict", None)
+    return to_dict() if callable(to_dict) else None
 
 
 def check_accountant(accountant: Any) -> None:

@@ -95,7 +95,7 @@ from geosynth._random import SeedLike
 from geosynth._validation import check_epsilon, check_m, check_max_bytes, check_public_lattice
 from geosynth.data import CellCounts, CountTable, check_levels
 from geosynth.dp._randomness import noise_source, private_generator, private_seed
-from geosynth.dp.accountant import Accountant
+from geosynth.dp.accountant import Accountant, ledger_of
 from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
 from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.lattice import Grid
@@ -363,21 +363,11 @@ def dp_counts(
     result = NoisyCounts(
         counts=noisy, combos=combos, attributes=tuple(counts.attributes), levels=domain,
         grid=counts.grid, epsilon=float(epsilon), sensitivity=sensitivity, neighbours=neighbours,
-        ledger=_ledger(accountant), noise=noise_source(seed),
+        ledger=ledger_of(accountant), noise=noise_source(seed),
     )
     _warn_if_mostly_noise(result)
     _warn_if_nearly_exact(result)
     return result
-
-
-def _ledger(accountant: Any) -> dict | None:
-    """``accountant.to_dict()``, or None for no accountant or one without ``to_dict``.
-
-    Mechanisms take any object with ``spend`` (:func:`~geosynth.dp.accountant.check_accountant`);
-    calling ``to_dict`` unconditionally raised after the spend and the draw, losing both.
-    """
-    to_dict = getattr(accountant, "to_dict", None)
-    return to_dict() if callable(to_dict) else None
 
 
 def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:

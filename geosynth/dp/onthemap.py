@@ -68,7 +68,7 @@ from geosynth._validation import (
 )
 from geosynth.data import CellCounts
 from geosynth.dp._randomness import noise_source, private_generator
-from geosynth.dp.accountant import check_accountant
+from geosynth.dp.accountant import check_accountant, ledger_of
 from geosynth.dp.locations import (
     DEFAULT_MAX_BYTES,
     RELEASE_BYTES_PER_RECORD,
@@ -621,8 +621,7 @@ class OnTheMapSynthesizer:
         tables = self._draw(rng, seed)
         n_combos = self.n_combos
         attributes = self.combos[list(self.attributes)]
-        to_dict = getattr(self.accountant, "to_dict", None)
-        ledger = to_dict() if callable(to_dict) else None
+        ledger = ledger_of(self.accountant)
         releases = []
         for release, counts in enumerate(tables):
             flat = np.repeat(np.arange(counts.size), counts.ravel())

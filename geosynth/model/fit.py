@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import check_seed
-from geosynth._validation import MAX_CHAINS, check_bool, check_max_bytes, is_integer
+from geosynth._validation import MAX_CHAINS, check_bool, check_max_bytes, check_real, is_integer
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
 from geosynth.model.coarse import coarse_aggregates
@@ -492,21 +492,13 @@ def _check_noise(counts, noise) -> float | None:
             "public domain (geosynth.prepare(..., levels=...)) and fit its result"
         )
     if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)) \
-            or not 0 < _as_float(noise) < np.inf:
+            or not 0 < check_real(noise, "noise") < np.inf:
         raise InputError(f"noise must be a finite scale b > 0 of the discrete Laplace noise, "
                          f"got {noise!r}")
     if own is not None and not np.isclose(noise, own):
         raise InputError(f"noise={noise} contradicts the scale {own} recorded in counts; "
                          "omit noise= to use the recorded one")
     return float(noise)
-
-
-def _as_float(value) -> float:
-    """``float(value)``, or ±inf for an int beyond the float range (10**400: not an error)."""
-    try:
-        return float(value)
-    except OverflowError:
-        return np.inf if value > 0 else -np.inf
 
 
 def check_run_settings(n_iter: Any, burn_in: Any, thin: Any, chains: Any, target_ess: Any,
