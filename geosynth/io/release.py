@@ -73,12 +73,14 @@ from geosynth.io._files import (
 )
 from geosynth.lattice import Grid
 from geosynth.synth.release import (
+    ID_COLUMNS,
     NOISE_SEEDED,
     NOISE_SOURCES,
     PUBLIC_ATTR,
     UNLINKED_METHODS,
     ReleaseInfo,
     ReleaseInfoSource,
+    check_id_columns,
     is_linked,
     is_public,
     refuse_baseline,
@@ -114,21 +116,6 @@ METADATA_LAYER = "metadata"
 #: Key of the last metadata row: ``{"layers": [every layer of the file], "n_layers": k}``. A file
 #: without it (or whose layers disagree with it) is incomplete or not a geosynth release.
 COMPLETE_KEY = "complete"
-#: Column names (compared case-insensitively) that identify records or their cells; a release
-#: column with one of these names is refused.
-ID_COLUMNS = frozenset(
-    {
-        "index",
-        "level_0",
-        "fid",
-        "cell",
-        "cell_id",
-        "record_cell",
-        "record_index",
-        "record_combo",
-        "original_index",
-    }
-)
 #: Metadata keys a caller may set through ``metadata=`` (each type-checked): ``method`` (str),
 #: ``epsilon`` (a number > 0), ``ledger`` (the ε ledger, e.g. ``Accountant.to_dict()``),
 #: ``size`` (how the size of an ε-DP release was set, a dict such as
@@ -654,15 +641,11 @@ def check_release_columns(
         A column named like an identifier (:data:`ID_COLUMNS`), an internal ``_`` column, a
         second geometry column, or (given ``original``) a column linked to its labels.
     """
+    check_id_columns(release, name, fix)
     for column in release.columns:
         if column == geometry:
             continue
         label = str(column)
-        if label.lower() in ID_COLUMNS:
-            raise InputError(
-                f"{name} has a column {label!r}, which identifies records or their cells and "
-                f"must not be published; {fix}"
-            )
         if label.startswith("_"):
             raise InputError(f"{name} has an internal column {label!r}; {fix}")
         if isinstance(release[column].dtype, gpd.array.GeometryDtype):

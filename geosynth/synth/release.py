@@ -49,6 +49,8 @@ __all__ = [
     "is_public",
     "INFO_ATTR",
     "INTERNAL_PREFIX",
+    "ID_COLUMNS",
+    "check_id_columns",
     "LINKED_ATTR",
     "PUBLIC_ATTR",
     "UNLINKED_METHODS",
@@ -65,6 +67,22 @@ __all__ = [
 #: Columns whose name starts with this prefix are bookkeeping (e.g. pandas' ``_merge``) and are
 #: dropped by :func:`to_public`.
 INTERNAL_PREFIX = "_"
+#: Column names (compared case-insensitively) that identify records or their cells: a release
+#: column with one of these names is refused by :func:`to_public` and by the writers and maps
+#: of :mod:`geosynth.io` and :mod:`geosynth.maps`.
+ID_COLUMNS = frozenset(
+    {
+        "index",
+        "level_0",
+        "fid",
+        "cell",
+        "cell_id",
+        "record_cell",
+        "record_index",
+        "record_combo",
+        "original_index",
+    }
+)
 #: ``attrs`` key of the :class:`ReleaseInfo` record of a release (a plain dict).
 INFO_ATTR = "geosynth"
 #: ``attrs`` key (value True) of a release whose rows are aligned with the confidential input:
@@ -343,7 +361,8 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     ------
     geosynth.errors.InputError
         ``release`` is not a GeoDataFrame with an active geometry column, has MultiIndex
-        column labels, or has several columns of the same name.
+        column labels, several columns of the same name, or a column named like a record or
+        cell identifier (:data:`ID_COLUMNS`).
 
     Examples
     --------
@@ -384,6 +403,32 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     return public
 
 
+def check_id_columns(release: pd.DataFrame, name: str, fix: str) -> None:
+    """Refuse a column (other than the active geometry) named like an identifier.
+
+    Parameters
+    ----------
+    release : pandas.DataFrame or geopandas.GeoDataFrame
+        A release, or a layer read from a release file.
+    name : str
+        How the message names the release.
+    fix : str
+        What to do instead, ending the message.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A column's name, compared case-insensitively, is in :data:`ID_COLUMNS`.
+    """
+    geometry = getattr(getattr(release, "geometry", None), "name", None)
+    for column in release.columns:
+        if column != geometry and str(column).lower() in ID_COLUMNS:
+            raise InputError(
+                f"{name} has a column {str(column)!r}, which identifies records or their cells "
+                f"and must not be published; {fix}"
+            )
+
+
 def _check_column_names(release: gpd.GeoDataFrame) -> None:
     """Refuse column labels that :func:`to_public` cannot tell apart (MultiIndex, repeats)."""
     if isinstance(release.columns, pd.MultiIndex):
@@ -393,6 +438,8 @@ def _check_column_names(release: gpd.GeoDataFrame) -> None:
             "release.columns], keeping the geometry column's name"
         )
     check_unique_columns(release, "release")
+    check_id_columns(release, "release", "drop the column (release.drop(columns=...)) before "
+                     "to_public")
 
 
 def _used_levels_only(values: pd.Series) -> pd.Series:

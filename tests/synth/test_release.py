@@ -251,3 +251,15 @@ def test_plain_columns_lists_non_geometry_columns_even_when_repeated():
     assert plain_columns(frame) == ["a", "b"]
     repeated = pd.concat([frame, frame[["a"]]], axis=1)  # crashed: frame["a"] is a DataFrame
     assert plain_columns(repeated) == ["a", "b", "a"]
+
+
+@pytest.mark.parametrize("column", ["record_index", "Cell_ID", "FID"])
+def test_to_public_refuses_identifier_columns(release, column):
+    # to_public is the form that may be published: a column naming records or cells is refused
+    # there, not only when the file is written.
+    tagged = release.copy()
+    tagged[column] = np.arange(len(release))
+    with pytest.raises(InputError, match=rf"release has a column '{column}', which identifies "
+                                         r"records or their cells.*drop the column"):
+        to_public(tagged, seed=1)
+    assert list(to_public(release, seed=1).columns) == list(release.columns)
