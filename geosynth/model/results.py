@@ -121,6 +121,9 @@ class PaivaFit:
         return self.counts.grid
 
     def __repr__(self) -> str:
+        if self.eta is None or self.scalars is None:  # a template without its draws
+            G, B = self.counts.counts.shape
+            return f"PaivaFit({self.model!r}, draws=None, cells={G}, combinations={B})"
         G, B = self.eta.shape[2:]
         stored = "" if self.n_eta_draws == self.n_draws else f", eta_draws={self.n_eta_draws}"
         stopped = ", interrupted=True" if self.interrupted else ""

@@ -1,5 +1,6 @@
 """How many draws of η a fit stores (``eta_draws``, ``max_bytes``) and the exact mean of λ."""
 
+import dataclasses
 import tracemalloc
 import warnings
 
@@ -58,6 +59,14 @@ def test_k_draws_are_the_same_draws_of_the_all_fit(counts, all_fit):
     with pytest.raises(InputError, match=r"index must be an integer in \[-14, 14\)"):
         fit.lambda_draw(14)
     assert "eta_draws=7" in repr(fit)
+
+
+def test_repr_of_a_fit_without_its_draws(counts, all_fit):
+    # synthesize_dask ships a template of the fit without its draws; its repr (in a worker's
+    # traceback, say) used to raise on eta.shape.
+    template = dataclasses.replace(all_fit, scalars=None, theta=None, beta=None, eta=None)
+    assert repr(template) == (f"PaivaFit({all_fit.model!r}, draws=None, cells={counts.n_cells}, "
+                              f"combinations={counts.n_combos})")
 
 
 def test_posterior_mean_is_over_all_retained_draws(counts, all_fit):
