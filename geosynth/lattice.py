@@ -537,7 +537,7 @@ class Grid:
         links = np.empty((0, 2), dtype=np.int64)
         if islands == "nearest":
             adjacency, links = link_islands(polygons, adjacency)
-        grid._linked_islands = links
+        grid._linked_islands, grid._gap = links, gap
         grid._set_adjacency(adjacency)
         return grid
 
@@ -737,6 +737,11 @@ class Grid:
         """``(island, nearest)`` cell pairs linked by ``from_polygons(islands="nearest")``."""
         links = getattr(self, "_linked_islands", None)
         return _readonly(links if links is not None else np.empty((0, 2), dtype=np.int64))
+
+    @property
+    def gap(self) -> float:
+        """Digitising gap of an areal lattice's contiguity (``from_polygons(gap=)``), else 0."""
+        return float(getattr(self, "_gap", 0.0))
 
     def require_square(self, what: str) -> None:
         """Refuse a lattice that is not square, for ``what`` needs rows of square cells.

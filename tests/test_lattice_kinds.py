@@ -223,6 +223,7 @@ def test_a_gap_joins_rook_neighbours_along_an_edge_not_at_a_corner():
     assert rook.n_neighbours.tolist() == [2, 2, 2, 2]
     assert queen.n_neighbours.tolist() == [3, 3, 3, 3]
     assert rook.n_components == queen.n_components == 1
+    assert (rook.gap, Grid.from_polygons(areas).gap) == (0.02, 0.0)
 
 
 @pytest.mark.parametrize(("gap", "error", "match"), [

@@ -317,9 +317,10 @@ def write_release(
     ``created_utc`` (ISO 8601), ``crs`` (authority string such as ``"EPSG:31983"``, else WKT),
     ``m``, ``layers``, ``n_records`` (per release), ``method``, ``lattice`` (kind: square,
     hexagonal or areal; shape and cell size, None for areal units; islands linked to their
-    nearest area), bounds, contiguity, number of cells and components, whether clipped, and
-    ``bounds_snap_unit``: None for public bounds, else how precisely bounds derived from the
-    points reveal their extremes), ``model`` and ``priors`` (with ``fit``), ``epsilon``,
+    nearest area; the digitising ``gap`` of an areal lattice's contiguity), bounds,
+    contiguity, number of cells and components, whether clipped, and ``bounds_snap_unit``:
+    None for public bounds, else how precisely bounds derived from the points reveal their
+    extremes), ``model`` and ``priors`` (with ``fit``), ``epsilon``,
     ``noise`` (when known), ``ledger`` and ``size`` (from ``metadata`` or, for differentially
     private releases, ``attrs["geosynth"]``), ``intensity``, ``notes``, ``data`` and
     ``n_public`` (when given) and, as its last row, ``complete`` (every layer of the file and
@@ -810,6 +811,7 @@ def _lattice_description(grid: Grid) -> dict[str, Any]:
         "shape": list(grid.shape) if square_like else None,
         "cell_size": list(grid.cell_size) if square_like else None,
         "linked_islands": int(len(grid.linked_islands)),
+        "gap": grid.gap if not square_like else None,
         "bounds": list(grid.bounds),
         "contiguity": grid.contiguity,
         "n_cells": grid.n_cells,
@@ -1256,13 +1258,14 @@ _SQUARE_LATTICE_SCHEMA = {  # files written before hexagonal and areal lattices
     "cell_size": ("list", "number", 2),
     **_LATTICE_FIELDS,
 }
-_LATTICE_SCHEMA = {
+_LATTICE_SCHEMA_BEFORE_GAP = {  # files written before areal lattices recorded their gap
     "kind": "str",
     "shape": ("optional", ("list", "int", 2)),  # None for areal units
     "cell_size": ("optional", ("list", "number", 2)),
     "linked_islands": "int",
     **_LATTICE_FIELDS,
 }
+_LATTICE_SCHEMA = {**_LATTICE_SCHEMA_BEFORE_GAP, "gap": ("optional", "number")}
 _MODEL_SCHEMA = {
     "name": "str",
     "beta_prior": ("optional", _NAMES),
@@ -1287,7 +1290,8 @@ _SCHEMA: dict[str, Any] = {
     "layers": ("list", "str", None),
     "n_records": ("list", "int", None),
     "method": ("optional", "str"),
-    "lattice": ("optional", ("either", _LATTICE_SCHEMA, _SQUARE_LATTICE_SCHEMA)),
+    "lattice": ("optional", ("either", _LATTICE_SCHEMA, _LATTICE_SCHEMA_BEFORE_GAP,
+                                     _SQUARE_LATTICE_SCHEMA)),
     "model": ("optional", _MODEL_SCHEMA),
     "priors": ("optional", ("mapping", "number")),
     "epsilon": ("optional", "epsilon"),

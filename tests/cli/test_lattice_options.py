@@ -100,6 +100,8 @@ def test_area_gap_joins_districts_digitised_apart(inputs, areas, tmp_path):
                  "--seed", 2, *FAST, "--out", tmp_path / "joined.gpkg")
     assert joined.exit_code == 0, joined.output
     assert "9 areas (queen contiguity, 1 component(s))" in joined.output
+    assert io.read_release(tmp_path / "joined.gpkg").metadata["lattice"]["gap"] == 3.0
+    assert io.read_release(tmp_path / "alone.gpkg").metadata["lattice"]["gap"] == 0.0
     wide = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", apart, "--area-gap", 1e9,
                *FAST, "--out", tmp_path / "wide.gpkg")
     assert_refused(wide, "--area-gap 1e+09 is more than a tenth of a typical area's side")

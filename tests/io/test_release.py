@@ -55,6 +55,7 @@ from tests.io.helpers import (
     YMIN,
     all_layers,
     drop_layer,
+    metadata_value,
     names,
     public_like,
     run_killed,
@@ -1135,3 +1136,14 @@ def test_a_folder_of_the_path_that_is_a_file_is_named(tmp_path):
         write_release(tmp_path / "cases.gpkg" / "rel.gpkg", [public_like()], overwrite=True)
     assert (tmp_path / "cases.gpkg").read_bytes() == b"the user's data"
 
+
+
+def test_lattice_gap_is_recorded_and_files_written_before_it_still_read(release_of_three):
+    lattice = metadata_value(release_of_three, "lattice")
+    assert lattice["kind"] == "square" and lattice["gap"] is None  # only areal lattices have one
+    older = {key: value for key, value in lattice.items() if key != "gap"}
+    set_metadata(release_of_three, "lattice", older)
+    assert "gap" not in read_release(release_of_three).metadata["lattice"]
+    set_metadata(release_of_three, "lattice", {**lattice, "gap": "2 m"})
+    with pytest.raises(InputError, match=r"metadata 'lattice.gap' must be a number, got text"):
+        read_release(release_of_three)
