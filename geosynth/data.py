@@ -84,6 +84,7 @@ records anyway.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -778,6 +779,30 @@ def _check_no_nan(gdf: gpd.GeoDataFrame, column: str, role: str) -> None:
         )
 
 
+def _mixes_booleans_and_numbers(values: Any) -> bool:
+    """Whether ``values`` hold both booleans and other numbers.
+
+    ``True == 1`` and ``hash(True) == hash(1)``, so pandas and Python sets would merge the two
+    into one level: a column of flags and codes (``True``, ``1``, ``2``) would count its
+    ``True`` records as level ``1``.
+    """
+    if pd.api.types.infer_dtype(values, skipna=True) not in ("mixed", "mixed-integer"):
+        return False
+    kinds = {isinstance(v, bool | np.bool_) for v in values
+             if isinstance(v, bool | np.bool_ | numbers.Number)}
+    return kinds == {True, False}
+
+
+def _check_not_bool_and_number(series: pd.Series) -> None:
+    """Refuse an attribute holding booleans and numbers, which would merge into one level."""
+    if _mixes_booleans_and_numbers(series):
+        raise InputError(
+            f"attribute {series.name!r} holds both booleans and numbers, and True would count "
+            "as the level 1 (False as 0); make them one type, e.g. "
+            f"gdf[{series.name!r}].astype(str) to keep True and 1 apart"
+        )
+
+
 def _check_numeric(series: pd.Series) -> None:
     """Refuse a continuous column whose dtype is not a real number."""
     dtype = series.dtype
@@ -1005,7 +1030,7 @@ def check_declared(given: Any, name: str) -> list:
     ------
     InputError
         ``given`` is not a non-empty list of distinct (``1`` and ``1.0`` are one level),
-        hashable, non-NaN levels.
+        hashable, non-NaN levels, not mixing booleans with numbers.
     """
     if isinstance(given, str | bytes | dict) or not isinstance(given, Sequence | np.ndarray
                                                                 | pd.Index):
@@ -1020,6 +1045,9 @@ def check_declared(given: Any, name: str) -> list:
     if pd.isna(pd.Series(declared, dtype=object)).any():
         raise InputError(f"{name} holds a missing value (NaN/None); a level needs a name, e.g. "
                          "'unknown'")
+    if _mixes_booleans_and_numbers(pd.Series(declared, dtype=object)):
+        raise InputError(f"{name} holds both booleans and numbers, and True is the level 1 "
+                         "(False is 0); give levels of one type")
     repeated = sorted({str(v) for k, v in enumerate(declared) if v in declared[:k]})
     if repeated or not unique:  # 1 and 1.0: one level, a combination of pure noise
         raise InputError(f"{name} lists {repeated[:5]} more than once; give each public level "
@@ -1223,6 +1251,8 @@ def locate_on_domain(
         cell[usable] = located
         if check_bounds:
             warn_if_bounds_touch_records(grid, xy[cell >= 0])
+    for a in domain:
+        _check_not_bool_and_number(gdf[a])
     codes = np.stack([domain_codes(declared, gdf[a].to_numpy(dtype=object))
                       for a, declared in domain.items()])
     in_domain = (codes >= 0).all(axis=0)
@@ -1326,12 +1356,14 @@ def locate_records(
     Raises
     ------
     InputError
-        Missing, empty or non-point geometries; NaN in an attribute; NaN or infinite values of
-        ``continuous``; ``grid.locate`` returned the wrong number of cells.
+        Missing, empty or non-point geometries; NaN in an attribute, or booleans and numbers
+        in one (``True`` would count as ``1``); NaN or infinite values of ``continuous``;
+        ``grid.locate`` returned the wrong number of cells.
     """
     xy = point_coordinates(gdf, "gdf")
     for a in attributes:
         _check_no_nan(gdf, a, "attribute")
+        _check_not_bool_and_number(gdf[a])
     covariates = covariate_names(continuous)
     z = [_continuous_values(gdf, name) for name in covariates] or [np.zeros(len(gdf))]
     cell = np.asarray(grid.locate(xy), dtype=np.int64).reshape(-1)

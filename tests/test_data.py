@@ -250,6 +250,21 @@ def test_attributes_that_are_no_column_names_are_refused(gdf, grid, attributes):
         prepare(gdf, grid, attributes)
 
 
+@pytest.mark.parametrize("flag", [True, np.True_])
+@pytest.mark.parametrize("levels", [None, {"sex": ["f", "m"], "code": [0, 1, 2]}])
+def test_an_attribute_of_booleans_and_numbers_is_refused(gdf, grid, flag, levels):
+    # True == 1 and they hash alike: the True records were counted as level 1.
+    gdf["code"] = pd.Series([flag if k % 3 == 0 else k % 3 for k in range(len(gdf))],
+                            index=gdf.index, dtype=object)
+    with pytest.raises(InputError, match=r"attribute 'code' holds both booleans and numbers.*"
+                                         r"astype\(str\)"):
+        prepare(gdf, grid, ["sex", "code"], levels=levels)
+    gdf["code"] = gdf["code"].astype(str)  # the fix the message gives: three levels
+    assert prepare(gdf, grid, ["sex", "code"]).levels["code"] == ["1", "2", "True"]
+    gdf["code"] = pd.Series([k % 2 == 0 for k in range(len(gdf))], index=gdf.index, dtype=object)
+    assert prepare(gdf, grid, ["code"]).levels["code"] == [False, True]  # booleans alone
+
+
 def test_nan_in_continuous(gdf, grid):
     gdf.loc["r6", "z"] = np.nan
     with pytest.raises(InputError, match=r"continuous column 'z' has 1 missing.*\['r6'\]"):
@@ -907,6 +922,7 @@ def test_a_huge_declared_domain_is_refused_before_its_table_is_built():
         ({**DOMAIN, "age": [1, 2, 1.0]}, r"levels\['age'\] lists \['1.0'\] more than once"),
         ({**DOMAIN, "age": [1, np.nan]}, r"levels\['age'\] holds a missing value"),
         ({**DOMAIN, "age": [[1], [2]]}, r"levels\['age'\] holds unhashable levels"),
+        ({**DOMAIN, "age": [True, 2]}, r"levels\['age'\] holds both booleans and numbers"),
     ],
 )
 def test_domain_refuses_invalid_levels(gdf, grid, levels, match):
