@@ -87,7 +87,8 @@ def read_points(
     ------
     geosynth.errors.InputError
         The file does not exist or cannot be read, a ``.gpkg`` file is not a GeoPackage or is
-        damaged, the extension is not one of the above, the file has no records (e.g. a CSV
+        damaged, a shapefile is truncated or lacks its ``.dbf``, the extension is not one of
+        the above, the file has no records (e.g. a CSV
         file with only its header), a CSV file has two columns of the same name or records with
         more fields than its header line names, a CSV is read without ``x``, ``y`` and
         ``crs``, an ``x``/``y`` column is missing or holds non-numeric, missing or infinite
@@ -303,8 +304,14 @@ def _check_shapefile_complete(source: Path) -> None:
 
     GDAL reads such a file without error, the records past the cut without geometry: they
     were then refused as records to drop, or (under ``--epsilon``) dropped, with no word that
-    the file itself was incomplete.
+    the file itself was incomplete. A shapefile without its ``.dbf`` is refused too: GDAL
+    reads the geometries alone, and the missing attributes would surface only as columns that
+    are not in the file.
     """
+    if not any(source.with_suffix(s).is_file() for s in (".dbf", ".DBF")):
+        raise InputError(f"{printable(source.name)} has no {printable(source.stem)}.dbf beside "
+                         "it, which holds the records' attributes; copy the shapefile again "
+                         "(all of its files: .shp, .shx, .dbf and .prj)")
     index = source.with_suffix(".shx")
     if not index.is_file():
         index = source.with_suffix(".SHX")

@@ -324,6 +324,17 @@ def test_a_truncated_shapefile_is_named_as_such(tmp_path, points):
 
 
 @pytest.mark.parametrize("check_values", [True, False])
+def test_a_shapefile_without_its_dbf_is_refused(tmp_path, points, check_values):
+    # GDAL read the geometries alone: the attributes surfaced later as columns not in the file.
+    path = tmp_path / "points.shp"
+    points.to_file(path, engine="pyogrio")
+    (tmp_path / "points.dbf").unlink()
+    with pytest.raises(InputError, match=r"points.shp has no points.dbf beside it, which holds "
+                                         r"the records' attributes; copy the shapefile again"):
+        read_points(path, check_values=check_values)
+
+
+@pytest.mark.parametrize("check_values", [True, False])
 def test_a_csv_header_one_name_short_is_refused_not_read_with_ids_as_row_labels(
     tmp_path, check_values
 ):
@@ -402,6 +413,7 @@ def test_reader_errors_carry_no_chained_traceback(tmp_path):
     # "raise ... from err" printed GDAL's and pyproj's tracebacks under the message.
     path = tmp_path / "points.shp"
     path.write_bytes(b"\x00" * 50)
+    path.with_suffix(".dbf").write_bytes(b"\x00" * 50)
     with pytest.raises(InputError, match="cannot read points.shp: ") as caught:
         read_points(path)
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
