@@ -88,9 +88,9 @@ def read_points(
     geosynth.errors.InputError
         The file does not exist or cannot be read, a ``.gpkg`` file is not a GeoPackage or is
         damaged, a shapefile is truncated or lacks its ``.dbf``, the extension is not one of
-        the above, the file has no records (e.g. a CSV
-        file with only its header), a CSV file has two columns of the same name or records with
-        more fields than its header line names, a CSV is read without ``x``, ``y`` and
+        the above, the file has no records (e.g. a CSV file with only its header), a CSV file
+        has two columns of the same name or records with more fields than its header line
+        names, a CSV is read without ``x``, ``y`` and
         ``crs``, an ``x``/``y`` column is missing or holds non-numeric, missing or infinite
         values, ``x``/``y``/``layer`` are given for a format they do not apply to,
         the layer is missing or ambiguous, or a geometry is not a Point. No message quotes
