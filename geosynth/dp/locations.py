@@ -118,6 +118,7 @@ __all__ = [
     "dp_model",
     "full_table",
     "public_domain",
+    "check_geometry_name",
     "DEFAULT_MAX_BYTES",
     "MAX_NOISE_SECONDS",
     "RELEASE_BYTES_PER_RECORD",
@@ -635,7 +636,7 @@ def dp_synthesize(
             "counts is not differentially private"
         )
     m = check_m(m)
-    _check_geometry(geometry, noisy.attributes)
+    check_geometry_name(geometry, noisy.attributes)
     n_public, max_records, max_bytes = _check_size_options(n_public, max_records, max_bytes)
     size = _size_rule(noisy, m, n_public, max_records, max_bytes)
     rng = private_generator(seed, where="dp_synthesize")
@@ -844,8 +845,25 @@ def _fit_settings(model: Any, n_iter: Any, burn_in: Any, thin: Any, chains: Any,
     return {**run, "n_iter": n_iter, "burn_in": burn_in}
 
 
-def _check_geometry(geometry: Any, attributes: tuple[str, ...]) -> None:
-    """Refuse a geometry column name that is not a str or would overwrite an attribute."""
+def check_geometry_name(geometry: Any, attributes: tuple[str, ...]) -> None:
+    """Refuse a geometry column name that is not a str or would overwrite an attribute.
+
+    The one check of the ``geometry`` of the ε-DP point releases (:func:`dp_release`,
+    :meth:`geosynth.dp.onthemap.OnTheMapSynthesizer.sample`): a name equal to an attribute's
+    replaced that attribute with the points, after ε was spent.
+
+    Parameters
+    ----------
+    geometry : str
+        Name of the geometry column of the release.
+    attributes : tuple of str
+        The release's attribute columns.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``geometry`` is not a non-empty str, or is one of ``attributes``.
+    """
     if not isinstance(geometry, str) or not geometry or geometry in attributes:
         raise InputError(
             f"geometry must be a column name (a non-empty str) other than the attributes "
@@ -1154,7 +1172,7 @@ def dp_release(
     model = dp_model() if model is None else model
     run = _fit_settings(model, n_iter, burn_in, thin, chains, progress, stop, target_ess,
                         max_rhat, max_seconds)
-    _check_geometry(geometry, counts.attributes)
+    check_geometry_name(geometry, counts.attributes)
     table = _pixel_table(weights, counts.grid)  # a public raster: read before the spend
     n_combos = math.prod(len(counts.levels[a]) for a in counts.attributes)  # the domain's
     _check_small_epsilon(

@@ -61,7 +61,6 @@ from geosynth._validation import (
     check_epsilon,
     check_m,
     check_max_bytes,
-    check_optional_str,
     check_probability,
     check_public_lattice,
     check_real_array,
@@ -73,6 +72,7 @@ from geosynth.dp.locations import (
     DEFAULT_MAX_BYTES,
     RELEASE_BYTES_PER_RECORD,
     TOTAL_CAP_SDS,
+    check_geometry_name,
     full_table,
     public_domain,
 )
@@ -514,16 +514,6 @@ class OnTheMapSynthesizer:
             )
         _scaled_weights(w, "prior_weights")
 
-    def _check_geometry(self, geometry: Any) -> None:
-        """Refuse a geometry column name that is not a str or replaces an attribute column."""
-        if check_optional_str(geometry, "geometry") is None:
-            raise TypeError("geometry must be a str (the geometry column's name), got None")
-        if geometry in self.attributes:
-            raise InputError(
-                f"geometry={geometry!r} is the name of an attribute column, which the points "
-                "would overwrite; pass another name, e.g. geometry='geometry'"
-            )
-
     def _check_release_memory(self) -> None:
         """MemoryLimitError if the ``m`` point datasets could exceed ``max_bytes``.
 
@@ -600,8 +590,8 @@ class OnTheMapSynthesizer:
         ------
         TypeError, geosynth.errors.InputError
             Not fitted, fitted on a plain array (no grid or attributes), an invalid ``seed``,
-            ``weights`` or ``geometry`` (not a str, or the name of an attribute column); nothing
-            is spent.
+            ``weights`` or ``geometry`` (InputError: not a non-empty str, or the name of an
+            attribute column); nothing is spent.
         geosynth.errors.MemoryLimitError
             The ``m`` datasets could take more than ``max_bytes``; nothing is spent.
         geosynth.errors.BudgetExceededError
@@ -613,7 +603,7 @@ class OnTheMapSynthesizer:
                 "synthesize needs a fit on the CellCounts of geosynth.prepare (grid and "
                 "attributes); with a plain array use sample()"
             )
-        self._check_geometry(geometry)
+        check_geometry_name(geometry, self.attributes)
         self._check_release_memory()
         table = None if weights is None else PixelTable.from_raster(weights, self.grid)
         self._spend()

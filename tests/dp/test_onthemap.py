@@ -476,9 +476,10 @@ def test_prior_weights_changed_after_fit_are_refused_before_the_charge():
 @pytest.mark.parametrize(
     "geometry, error, match",
     [
-        ("y", InputError, "geometry='y' is the name of an attribute column"),
-        (None, TypeError, "geometry must be a str"),
-        (5, TypeError, "geometry must be a str"),
+        ("y", InputError, r"geometry must be a column name \(a non-empty str\) other than the "
+                          r"attributes \['y', 'x1'\], got 'y'"),
+        (None, InputError, "geometry must be a column name"),
+        (5, InputError, "geometry must be a column name"),
     ],
 )
 def test_a_bad_geometry_name_is_refused_before_the_charge(scenario_counts, geometry, error,
