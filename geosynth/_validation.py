@@ -376,6 +376,18 @@ MAX_CHAINS = 1024
 MAX_RELEASES = 10_000
 
 
+def check_chains(chains: Any) -> None:
+    """Refuse a number of chains that is not an int from 1 to :data:`MAX_CHAINS`.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``chains`` is not an integer (bools are not) from 1 to :data:`MAX_CHAINS`.
+    """
+    if not is_integer(chains) or not 1 <= chains <= MAX_CHAINS:
+        raise InputError(f"chains must be an integer from 1 to {MAX_CHAINS:,}, got {chains!r}")
+
+
 def check_m(m: Any, what: str = "number of releases", limit: int = MAX_RELEASES) -> int:
     """Return the number ``m`` of releases (or synthetic tables) as an int from 1 to ``limit``.
 

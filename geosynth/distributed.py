@@ -49,7 +49,7 @@ import pandas as pd
 from geosynth._messages import describe_rows
 from geosynth._points import point_coordinates, usable_points
 from geosynth._random import root_seed_sequence, spawn_seeds
-from geosynth._validation import check_m
+from geosynth._validation import check_chains, check_m
 from geosynth.data import (
     CELL_COLUMN,
     COUNT_COLUMN,
@@ -298,7 +298,15 @@ def chain_seeds(seed, chains: int) -> list[np.random.SeedSequence]:
     -------
     list of numpy.random.SeedSequence
         ``chains`` seeds; the only child of seed ``c`` is child ``c`` of ``seed``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``chains`` is not an int from 1 to 1,024 (as for ``fit``).
+    TypeError
+        A bad ``seed``.
     """
+    check_chains(chains)
     return [_parent_of(child) for child in root_seed_sequence(seed).spawn(chains)]
 
 
@@ -411,8 +419,14 @@ def release_seeds(seed, m: int) -> list[np.random.SeedSequence]:
     -------
     list of numpy.random.SeedSequence
         ``m`` independent children of ``seed``.
+
+    Raises
+    ------
+    TypeError, geosynth.errors.InputError
+        ``m`` is not an int from 1 to 10,000 (as for :func:`geosynth.synthesize`), or a bad
+        ``seed``.
     """
-    return spawn_seeds(seed, m)
+    return spawn_seeds(seed, check_m(m))
 
 
 def _one_draw_fit(fit: PaivaFit, index: int) -> dict[str, Any]:
@@ -666,9 +680,33 @@ def _check_partition_crs(part, grid) -> None:
                        "give every partition the same CRS") from None
 
 
-def _partition_table(part, grid, attrs, continuous) -> pd.DataFrame:
+def _check_partition_columns(part, attrs, continuous, categories) -> None:
+    """:func:`check_columns` on one partition, and its categories against the metadata's.
+
+    A partition built apart (``dd.from_delayed(..., verify_meta=False)``, a
+    ``map_partitions`` with a ``meta=``) can hold dtypes its metadata does not: a bool
+    continuous column was summed as 0 and 1 (``prepare`` refuses it), and a categorical value
+    outside the metadata's categories was counted as another level.
+    """
+    try:
+        check_columns(part, attrs, continuous)
+    except InputError as err:
+        raise InputError(f"a partition of gdf does not match the frame's metadata: {err}; "
+                         "give every partition the metadata's columns and dtypes") from None
+    for a, levels in categories.items():
+        dtype = part[a].dtype
+        if not isinstance(dtype, pd.CategoricalDtype) or dtype.categories.tolist() != levels:
+            raise InputError(
+                f"a partition of gdf holds categorical attribute {a!r} as {dtype}, not with the "
+                f"categories of the frame's metadata {levels}; give every partition the same "
+                f"categories, e.g. ddf = ddf.categorize(columns=[{a!r}])"
+            )
+
+
+def _partition_table(part, grid, attrs, continuous, categories) -> pd.DataFrame:
     """Map step: validate one partition's rows and count its points per (cell, attributes)."""
     _check_partition_crs(part, grid)
+    _check_partition_columns(part, attrs, continuous, categories)
     return count_table(locate_records(part, grid, attrs, continuous, check_bounds=False), attrs)
 
 
@@ -786,9 +824,10 @@ def prepare_dask(
     leave the workers.
 
     The result equals ``prepare(ddf.compute(), ...)``, except that ``zbar`` may differ in the
-    last bits (sums in another order). Error messages about bad rows name the rows of the first
-    failing partition. The data is read twice (three times when points fall in no cell):
-    ``ddf.persist()`` first if computing it is costly.
+    last bits (sums in another order). Error messages about bad rows name (and count) the rows of
+    one failing partition: with several, which one may change from run to run. The data is
+    read twice (three times when points fall in no cell): ``ddf.persist()`` first if computing
+    it is costly, and the two passes must see the same records (else ``InputError``).
 
     With ``levels`` (the preparation of a differentially private release, see "Preparation on
     a public domain" in :mod:`geosynth.data`) one pass locates every record on the declared
@@ -818,7 +857,8 @@ def prepare_dask(
     ------
     geosynth.errors.InputError
         ``ddf`` is not a dask_geopandas.GeoDataFrame, a categorical attribute has unknown
-        categories, or any error of :func:`geosynth.prepare`.
+        categories, a partition's columns, dtypes or categories are not the metadata's, the
+        two passes saw other records, or any error of :func:`geosynth.prepare`.
     geosynth.errors.CRSError
         As :func:`geosynth.prepare`, for the frame's metadata and for every partition.
     geosynth.errors.MemoryLimitError
@@ -839,8 +879,11 @@ def prepare_dask(
     check_crs(ddf, grid)
     _check_known_categories(ddf, attrs)
 
-    table_meta = _partition_table(meta, grid, attrs, continuous)
-    mapped = ddf.map_partitions(_partition_table, grid, attrs, continuous, meta=table_meta)
+    categories = {a: meta[a].cat.categories.tolist() for a in attrs
+                  if isinstance(meta[a].dtype, pd.CategoricalDtype)}
+    table_meta = _partition_table(meta, grid, attrs, continuous, categories)
+    mapped = ddf.map_partitions(_partition_table, grid, attrs, continuous, categories,
+                                meta=table_meta)
     table = count_table(mapped.compute(), attrs)
     n_total = int(table[COUNT_COLUMN].sum())
     if n_total == 0:
@@ -876,5 +919,26 @@ def prepare_dask(
         return ddf.map_partitions(_partition_records, grid, attrs, levels, combo_keys, radix,
                                   meta=records_meta).compute()
 
-    return counts_from_table(table, grid, attrs, continuous, max_bytes=max_bytes,
-                             allow_identifying=allow_identifying, records=records)
+    counts = counts_from_table(table, grid, attrs, continuous, max_bytes=max_bytes,
+                               allow_identifying=allow_identifying, records=records)
+    _check_passes_agree(counts)
+    return counts
+
+
+def _check_passes_agree(counts: CellCounts) -> None:
+    """Refuse counts whose records (second pass) do not add up to its counts (first pass).
+
+    Data that changes between computations (an unseeded random step, a source being written)
+    gave as many records in both passes but other cells or combinations: the fit then saw
+    counts that the releases' records do not hold.
+    """
+    n_combos = counts.counts.shape[1]
+    flat = counts.record_cell * n_combos + counts.record_combo
+    if not np.array_equal(np.bincount(flat, minlength=counts.counts.size),
+                          counts.counts.reshape(-1)):
+        raise InputError(
+            "gdf gave other records in prepare_dask's second pass than in its first (the "
+            "records' cells or attribute combinations differ from the counts): its partitions "
+            "are not computed the same way twice; persist it first (ddf = ddf.persist()) or "
+            "seed its random steps"
+        )

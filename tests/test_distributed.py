@@ -519,3 +519,68 @@ def test_prepare_dask_on_a_public_domain_equals_prepare(client, points):
     with pytest.warns(PrivacyLeakWarning):  # the seed (tests only)
         noisy = geosynth.dp.dp_counts(got, 1.0, seed=0)  # the DP entry points take it
     assert noisy.counts.shape == (15, 16)
+
+
+def test_prepare_dask_checks_the_dtypes_of_every_partition(client, points, grid):
+    """A partition's dtypes are not the metadata's: refused as prepare refuses them, not counted.
+
+    A bool continuous column was summed as 0 and 1, and a categorical value outside the
+    metadata's categories was counted as its last category ('x', which no record holds).
+    """
+    ddf = to_dask(points, 3)
+
+    def as_bool(part):
+        return part.assign(z=part["z"] > 5)
+
+    with pytest.raises(InputError, match="non-numeric dtype bool"):
+        prepare(points.assign(z=points["z"] > 5), grid, attributes=["a"], continuous="z")
+    with pytest.raises(InputError, match=r"^a partition of gdf does not match .*non-numeric"):
+        gd.prepare_dask(ddf.map_partitions(as_bool, meta=ddf._meta), grid, attributes=["a"],
+                        continuous="z")
+
+    def new_level(part):
+        k = part["k"].cat.add_categories(["new"])
+        k.iloc[:5] = "new"
+        return part.assign(k=k)
+
+    other = ddf.map_partitions(new_level, meta=ddf._meta)
+    with pytest.raises(InputError, match=r"attribute 'k' .*ddf.categorize\(columns=\['k'\]\)"):
+        gd.prepare_dask(other, grid, attributes=["a", "k"])
+
+
+def _changes_after_first_read(part, folder, partition_info=None):
+    """Return ``part`` the first time, then with ``a`` flipped (data changing between passes)."""
+    seen = folder / f"read-{partition_info['number']}"
+    if seen.exists():
+        return part.assign(a=1 - part["a"])
+    seen.touch()
+    return part
+
+
+def test_prepare_dask_refuses_data_that_changes_between_passes(client, points, grid, tmp_path):
+    # As many records in both passes, so the record count check passed, and the counts (first
+    # pass) disagreed with the records' cells and combinations (second pass) that the
+    # releases are drawn for.
+    ddf = to_dask(points, 2)
+    changing = ddf.map_partitions(_changes_after_first_read, tmp_path, meta=ddf._meta)
+    with pytest.raises(InputError, match="second pass .*persist"):
+        gd.prepare_dask(changing, grid, attributes=["a", "c"])
+    for seen in tmp_path.iterdir():
+        seen.unlink()
+    stable = changing.persist()  # as the message says: one read
+    assert_counts_equal(gd.prepare_dask(stable, grid, attributes=["a", "c"]),
+                        prepare(points, grid, attributes=["a", "c"]))
+
+
+def test_seed_helpers_refuse_what_fit_and_synthesize_refuse():
+    # True gave one seed, 0 none, -1 a bare OverflowError, 10**11 ran until memory ran out.
+    for chains in (True, 0, -1, 2.0, 10**11):
+        with pytest.raises(InputError, match="chains must be an integer from 1 to 1,024"):
+            gd.chain_seeds(1, chains)
+    for m in (True, 2.0):
+        with pytest.raises(TypeError, match="m .number of releases. must be an int"):
+            gd.release_seeds(1, m)
+    for m in (0, 10**11):
+        with pytest.raises(InputError, match="m .number of releases. must be"):
+            gd.release_seeds(1, m)
+    assert len(gd.chain_seeds(1, np.int64(3))) == len(gd.release_seeds(1, np.int64(3))) == 3

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import check_seed
-from geosynth._validation import MAX_CHAINS, check_bool, check_max_bytes, check_real, is_integer
+from geosynth._validation import check_bool, check_chains, check_max_bytes, check_real, is_integer
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
 from geosynth.model.coarse import coarse_aggregates
@@ -547,7 +547,7 @@ def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, 
     for name, value, minimum in (("burn_in", burn_in, 0), ("thin", thin, 1)):
         if not is_integer(value) or value < minimum:
             raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    _check_chains(chains)
+    check_chains(chains)
     n_iter, burn_in, thin, chains = int(n_iter), int(burn_in), int(thin), int(chains)
     if n_iter - burn_in < thin:
         raise InputError(
@@ -567,11 +567,6 @@ def _check_stop(stop: Any, executor: Any) -> None:
                          "of an executor; drop one of them")
 
 
-def _check_chains(chains: Any) -> None:
-    if not is_integer(chains) or not 1 <= chains <= MAX_CHAINS:
-        raise InputError(f"chains must be an integer from 1 to {MAX_CHAINS:,}, got {chains!r}")
-
-
 def _check_auto_run(burn_in, thin, chains, executor) -> None:
     """Refuse what ``n_iter="auto"`` cannot do, naming the alternative."""
     if not is_integer(thin) or thin < 1:
@@ -582,7 +577,7 @@ def _check_auto_run(burn_in, thin, chains, executor) -> None:
             f"thinning at first (it doubles as the window grows), and the warm-up of 64 to 512 "
             "times thin sweeps runs whatever max_seconds says; leave thin out"
         )
-    _check_chains(chains)
+    check_chains(chains)
     if executor is not None:
         raise InputError(
             "n_iter='auto' runs its chains in threads of this process (they meet at every "
