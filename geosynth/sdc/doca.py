@@ -58,6 +58,9 @@ Ambiguities in the paper and our choices
 * **End of the stream.** The paper's stream is unbounded; :meth:`Doca.flush` publishes the
   clusters still in memory one by one in the order in which their oldest records would expire
   (the authors' code uses creation order), each with its own noise draw, updating ``τ`` too.
+* **Typos in the paper.** Algorithm 1's input list (``S, Δf, β, m, ε``) omits the delay
+  constraint ``δ`` that line 6 uses; and §3.1's "Algoritmo 2 nas linhas 3 a 5" means
+  Algorithm 1, lines 3–5 (Algorithm 2 is *BestSelection*, called on line 4).
 
 Multivariate records (the paper's future work (i))
 --------------------------------------------------
@@ -92,11 +95,23 @@ Read this before relying on DOCA:
 * Noise is drawn in floating point (difference of two exponentials from xoshiro256** uniforms):
   it is **not hardened against Mironov's (2012) floating-point attack**, which can reveal the
   exact centroid from the low-order bits of a release. Other parts of geosynth use OpenDP's
-  hardened samplers for releases that need that protection.
+  hardened samplers for releases that need that protection. Worse than low-order bits: a noise
+  scale within a few float steps of the values' magnitude (a huge ``ε``, or values far from 0
+  such as timestamps with a small ``Δf``) rounds ``χ + η`` back to ``χ`` itself, a lone
+  record's own value. A chunk is therefore refused when the smallest noise scale
+  ``d·Δf_j/((δ+1)·ε)`` is below ``2**20`` float steps (:func:`numpy.spacing`) of the largest
+  ``|value|`` of attribute ``j`` seen: a Laplace draw of scale ``b`` lands within half a step
+  ``u`` of 0 with probability ``1 − exp(−u/(2b)) < u/(2b)``, below ``2**-21`` there.
 * Noise comes from fresh OS entropy by default. A ``seed`` makes the noise reproducible (hence
   predictable) and is accepted only for tests; it issues
   :class:`~geosynth.errors.PrivacyLeakWarning`. The diagnostics of
   :meth:`Doca.fit_transform` expose the noise (hence the exact centroids) and warn likewise.
+* Two objects must never draw the same noise for different data: the differences of their
+  releases would be the exact differences of the centroids (a lone record's value when the
+  other's is known). A copied or unpickled :class:`Doca` made with ``seed=None`` therefore
+  draws fresh OS entropy (the noise state is never pickled); a seeded one keeps its seed's
+  stream. A process forked by ``os.fork`` (``multiprocessing``'s default on Linux) copies the
+  memory as is: create the :class:`Doca` in each worker instead.
 
 Evaluation (§4, Table 1)
 ------------------------
@@ -127,6 +142,8 @@ from geosynth._validation import (
     check_int,
     check_positive,
     check_real,
+    check_unique_columns,
+    refuse_masked,
 )
 from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.samplers.rng import make_streams, standard_exponential
@@ -164,6 +181,9 @@ _N_PENDING = 5  # records in memory
 _N_COUNTERS = 6
 
 _DEFAULT_CHUNK = 65_536
+
+# The smallest noise scale must span this many float steps of the values (module docs).
+_MIN_NOISE_STEPS = 2.0**20
 
 # --------------------------------------------------------------------------------------------
 # numba kernels
@@ -378,11 +398,12 @@ def _check_sensitivity(sensitivity: object) -> np.ndarray:
 
 
 def _numbers(value: object) -> np.ndarray | None:
-    """``value`` as a float64 array if it holds only real numbers (bool, int, float), else None.
+    """``value`` as a float64 array if it holds only real numbers (int, float), else None.
 
-    Text (``"1e3"``), complex numbers, mappings and ragged sequences are not numbers here:
-    ``numpy.asarray(..., dtype=float)`` would turn the first into 1000.0 and drop the imaginary
-    part of the second.
+    Text (``"1e3"``), booleans, complex numbers, mappings and ragged sequences are not numbers
+    here: ``numpy.asarray(..., dtype=float)`` would turn the first into 1000.0, ``True`` into 1.0
+    (as ``_validation.check_real`` refuses ``epsilon=True``) and drop the imaginary part of
+    complex numbers.
     """
     if isinstance(value, str | bytes | Mapping):
         return None
@@ -392,9 +413,10 @@ def _numbers(value: object) -> np.ndarray | None:
         return None
     if array.dtype.kind == "O":
         flat = array.ravel().tolist()
-        if not all(isinstance(v, numbers.Real | Decimal) for v in flat):  # Fraction too
+        if not all(isinstance(v, numbers.Real | Decimal) and not isinstance(v, bool | np.bool_)
+                   for v in flat):  # Fraction too
             return None
-    elif array.dtype.kind not in "biuf":
+    elif array.dtype.kind not in "iuf":
         return None
     return array.astype(float)
 
@@ -447,12 +469,18 @@ def _as_records(data: object, what: str, first_index: int, bounded: bool = False
 
     Values beyond ±``MAX_CONTINUOUS`` are refused too, unless ``bounded``: the caller then clamps
     the records into public bounds (themselves within ±``MAX_CONTINUOUS``) before summing them.
+    Masked arrays with masked entries (``numpy.asarray`` reads the hidden values), data frames
+    with repeated column names and records of no attribute are refused.
     """
+    refuse_masked(data, what)
+    if hasattr(data, "columns"):  # a DataFrame
+        check_unique_columns(data, what)
     array = _numbers(data)
     if array is None:
         raise InputError(
             f"{what} must hold numbers: scalars, or sequences of the same length d (one value "
-            f"per attribute), not text, complex numbers or a mapping"
+            f"per attribute), not text, booleans (pass them as 0.0/1.0 if they are numbers), "
+            f"complex numbers, missing values (pd.NA) or a mapping"
         )
     if array.ndim == 1:
         array = array[:, None]
@@ -460,6 +488,11 @@ def _as_records(data: object, what: str, first_index: int, bounded: bool = False
         raise InputError(
             f"{what} must be 1-D (n records of one attribute) or 2-D (n records x d attributes), "
             f"got an array of shape {array.shape}"
+        )
+    if array.shape[1] == 0:
+        raise InputError(
+            f"{what} has records of no attribute (shape {array.shape}); pass at least one "
+            "value per record"
         )
     finite = np.isfinite(array)
     if not finite.all():
@@ -611,6 +644,8 @@ class Doca:
             tau_window, "tau_window", what="m, the published clusters averaged into τ"
         )
         self._check_state_bytes(1 if self.sensitivity.ndim == 0 else self.sensitivity.size)
+        self._rng_state = make_streams(seed, 1)[0]  # validates seed before the warning below
+        self._seeded = seed is not None
         if seed is not None:
             warnings.warn(
                 PrivacyLeakWarning(
@@ -620,12 +655,28 @@ class Doca:
                 ),
                 stacklevel=2,
             )
-        self._rng_state = make_streams(seed, 1)[0]
         self._state: tuple[np.ndarray, ...] | None = None
         self._d: int | None = None
         self._scalar_records = False
 
     # ---------------------------------------------------------------- state
+
+    def __getstate__(self) -> dict[str, object]:
+        """Return the state to pickle or copy, without the noise state unless seeded.
+
+        Two objects that draw the same noise for different data reveal the exact differences of
+        their centroids; :meth:`__setstate__` gives an unseeded copy fresh OS entropy.
+        """
+        state = dict(self.__dict__)
+        if not self._seeded:
+            del state["_rng_state"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Restore a pickled or copied Doca; an unseeded one draws fresh OS entropy."""
+        self.__dict__.update(state)
+        if "_rng_state" not in state:
+            self._rng_state = make_streams(None, 1)[0]
 
     def __repr__(self) -> str:
         sens = float(self.sensitivity) if self.sensitivity.ndim == 0 else self.sensitivity.tolist()
@@ -722,7 +773,11 @@ class Doca:
 
     @property
     def tau(self) -> float:
-        """Current threshold ``τ`` (0 until the first cluster is published)."""
+        """Current threshold ``τ`` (0 until the first cluster is published).
+
+        ``τ`` is computed from the exact ranges of the published clusters and of the stream, not
+        from the releases: it is confidential, like the records; never publish it.
+        """
         return 0.0 if self._state is None else float(self._state[2][0])
 
     # ---------------------------------------------------------------- kernels
@@ -748,8 +803,15 @@ class Doca:
         return _trim(out, n_out, n_cl)
 
     def _in_domain(self, records: np.ndarray, g_min: np.ndarray, g_max: np.ndarray) -> np.ndarray:
-        """Clamp the records into ``bounds``; without bounds, refuse a range wider than Δf."""
+        """Clamp the records into ``bounds``; without bounds, refuse a range wider than Δf.
+
+        Refuse too values so far from 0 that the smallest noise would round away (module
+        docs): with ``bounds``, judged on the bounds alone (public, so the refusal tells nothing
+        of the records); without, on the records and the range seen.
+        """
         if self.bounds is not None:
+            largest = np.maximum(np.abs(self.bounds[0]), np.abs(self.bounds[1]))
+            self._check_resolution(np.broadcast_to(largest, (1, records.shape[1])), None)
             return np.clip(records, *self.bounds)
         width = np.broadcast_to(self.sensitivity, (records.shape[1],))
         outside = _first_outside_domain(records, g_min, g_max, width)
@@ -757,12 +819,42 @@ class Doca:
             row, j = outside
             raise InputError(
                 f"record index {self.n_records + row} widens the range of attribute {j} beyond "
-                f"sensitivity={width[j]:g}: DOCA's noise covers a change of one record by at most "
-                "Δf, and a record outside the domain would be released almost exactly; pass "
+                f"sensitivity={width[j]:g}: Laplace(Δf/ε) noise covers a change of one record by "
+                "at most Δf, and this record would be released almost exactly; pass "
                 "bounds=(lo, hi), the public domain (records are clamped into it), or a "
                 "sensitivity at least the domain's width (nothing of this chunk was processed)"
             )
+        seen = np.maximum(np.abs(g_min), np.abs(g_max))  # inf before the first record
+        self._check_resolution(np.maximum(np.abs(records), np.where(np.isfinite(seen), seen, 0)),
+                               self.n_records)
         return records
+
+    def _check_resolution(self, largest: np.ndarray, first_record: int | None) -> None:
+        """Refuse values whose float step is not far below the smallest noise scale.
+
+        ``largest`` (rows x d) bounds the ``|value|`` of each record (``first_record`` is the
+        index of its first row), or is one row of the public bounds (``first_record`` None).
+        The smallest scale is ``d·Δf_j/((δ+1)·ε)`` (a cluster holds at most ``δ + 1``
+        records); it must be at least ``_MIN_NOISE_STEPS`` steps of ``largest``, else
+        ``χ + η`` rounds to ``χ``, a lone record's own value.
+        """
+        smallest = self._state[0] / (self.delay + 1)
+        coarse = smallest < _MIN_NOISE_STEPS * np.spacing(largest)
+        if not coarse.any():
+            return
+        row = int(np.flatnonzero(coarse.any(axis=1))[0])
+        j = int(np.flatnonzero(coarse[row])[0])
+        where = (f"attribute {j} (bounds up to {largest[row, j]:g})" if first_record is None
+                 else f"record index {first_record + row}, attribute {j}")
+        fix = ("bounds closer to 0" if first_record is None
+               else "subtract a public offset from the attribute so that its values lie near 0")
+        raise InputError(
+            f"{where}: with epsilon={self.epsilon!r}, delay={self.delay} and sensitivity "
+            f"{self.sensitivity.tolist()}, the noise of a cluster of up to delay + 1 records "
+            f"(scale d·Δf/(|C|·ε) ≥ {smallest[j]:.3g}) is below 2**20 float steps of the "
+            "values' magnitude: releases would round to the exact centroids (a lone record's "
+            f"own value); lower epsilon or delay, or {fix} (nothing of this chunk was processed)"
+        )
 
     def _run_flush(self) -> tuple[np.ndarray, ...]:
         if self._state is None:
@@ -821,8 +913,10 @@ class Doca:
         ------
         InputError
             On NaN/infinite values (naming the record index), values beyond ±1e100 when no
-            ``bounds`` clamp them, non-numeric records, or records whose number of attributes
-            differs from the stream's (or the sensitivity's).
+            ``bounds`` clamp them, non-numeric (also boolean) records, masked entries, repeated
+            column names, records whose number of attributes differs from the stream's (or the
+            sensitivity's), or values so far from 0 that the noise would round away (see the
+            module documentation).
         """
         chunk_size = check_int(chunk_size, "chunk_size", what="records per kernel call")
         if isinstance(stream, str | bytes | Mapping):
@@ -830,7 +924,11 @@ class Doca:
                 f"stream must hold numbers: an iterable of numbers or of equal-length sequences, "
                 f"not {type(stream).__name__} (its characters or keys are not records)"
             )
+        if hasattr(stream, "columns"):  # a DataFrame: iterating it yields its column labels
+            check_unique_columns(stream, "stream")
+            stream = np.asarray(stream)
         if isinstance(stream, np.ndarray):
+            refuse_masked(stream, "stream")
             if stream.ndim not in (1, 2):
                 raise InputError(
                     f"stream must be 1-D (scalar records) or 2-D (records x attributes), got "
@@ -894,9 +992,11 @@ class Doca:
         Raises
         ------
         InputError
-            On NaN/infinite or non-numeric values, values beyond ±1e100 when no ``bounds``
-            clamp them, wrong dimensions, or if records fed by
-            :meth:`process` are still pending (call :meth:`flush` first).
+            On NaN/infinite or non-numeric (also boolean) values, masked entries, repeated
+            column names, values beyond ±1e100 when no ``bounds`` clamp them, a range wider
+            than ``sensitivity``, values so far from 0 that the noise would round away, wrong
+            dimensions, or if records fed by :meth:`process` are still pending (call
+            :meth:`flush` first). Nothing of ``data`` is processed then.
         """
         if self.n_pending:
             raise InputError(
@@ -916,6 +1016,7 @@ class Doca:
         n, d = records.shape
         self._state = None
         self._new_state(d)
+        self._in_domain(records, self._state[3], self._state[4])  # refuse before processing any
         self._scalar_records = len(shape) == 1
         released = np.empty((n, d))
         pub_time = np.empty(n, dtype=np.int64)
@@ -1046,7 +1147,8 @@ def naive_laplace(
 
     For ``(n, d)`` records each attribute gets ``Laplace(0, d·Δf_j/ε)`` (budget split evenly, as
     in :class:`Doca`). Uses numpy's floating-point sampler (not hardened against Mironov's
-    attack).
+    attack). Data whose range exceeds ``Δf`` are refused, as by :class:`Doca`: an outlier
+    outside the domain would be released almost exactly.
 
     Parameters
     ----------
@@ -1060,6 +1162,12 @@ def naive_laplace(
     Returns
     -------
     numpy.ndarray, same shape as ``data``
+
+    Raises
+    ------
+    InputError
+        On NaN/infinite or non-numeric values, wrong dimensions, or a range of the data wider
+        than ``sensitivity`` (naming the record index, not its value).
     """
     eps = check_epsilon(epsilon)
     sens = _check_sensitivity(sensitivity)
@@ -1069,6 +1177,16 @@ def naive_laplace(
         raise InputError(
             f"data have d={d} attributes but sensitivity has {sens.size} values; pass one per "
             "attribute (or a scalar)"
+        )
+    width = np.broadcast_to(sens, (d,))
+    outside = _first_outside_domain(records, np.full(d, np.inf), np.full(d, -np.inf), width)
+    if outside is not None:
+        row, j = outside
+        raise InputError(
+            f"data: record index {row} widens the range of attribute {j} beyond "
+            f"sensitivity={width[j]:g}: Laplace(Δf/ε) noise covers a change of one record by at "
+            "most Δf, and a record outside the domain would be released almost exactly; clamp "
+            "the data into the public domain first, or pass its width as sensitivity"
         )
     if seed is not None:
         warnings.warn(

@@ -1,7 +1,9 @@
 """DOCA (Leal, Vidal & Machado 2018): Algorithms 1-2, the streaming API, noise and evaluation."""
 
+import copy
 import itertools
 import math
+import pickle
 import warnings
 
 import numpy as np
@@ -605,3 +607,129 @@ def test_fractions_and_decimals_are_numbers():
         released = doca.fit_transform([Fraction(1, 2), Decimal("2.5"), 3])
     assert doca.sensitivity == 10.5 and released.shape == (3,)
 
+
+# ----------------------------------------------------------------------- leaks and validation
+
+
+@pytest.mark.parametrize(
+    "duplicate", [copy.deepcopy, lambda d: pickle.loads(pickle.dumps(d))], ids=["copy", "pickle"]
+)
+def test_copies_of_an_unseeded_doca_draw_fresh_noise(duplicate):
+    # Two objects drawing the same noise for different data: the differences of their releases
+    # are the exact differences of the centroids (here the secret change of record 2)
+    x = np.array([10.0, 50.0, 90.0, 30.0, 70.0])
+    neighbour = x.copy()
+    neighbour[2] = 77.7
+    doca = Doca(1.0, bounds=(0.0, 100.0), delay=2)
+    twin = duplicate(doca)
+    a, b = doca.fit_transform(x), twin.fit_transform(neighbour)
+    assert not np.any(np.isclose(a - b, 0.0) | np.isclose(a - b, (x - neighbour) / 2)
+                      | np.isclose(a - b, x - neighbour))
+    c, d = doca.fit_transform(x), twin.fit_transform(x)
+    assert np.all(c != d)
+
+
+def test_copies_of_a_seeded_doca_keep_its_stream():
+    doca = _seeded(delay=5)
+    x = simulate_skewed_stream(200, seed=40)
+    for twin in (copy.deepcopy(doca), pickle.loads(pickle.dumps(doca))):
+        np.testing.assert_array_equal(twin.fit_transform(x), _seeded(delay=5).fit_transform(x))
+
+
+def test_masked_entries_are_refused_not_read():
+    x = np.ma.masked_array([1.0, 2.0, 1e6, 3.0], mask=[False, False, True, False])
+    with pytest.raises(InputError, match="data is a masked array with masked entries"):
+        Doca(1.0, bounds=(0.0, 10.0)).fit_transform(x)
+    doca = Doca(1.0, bounds=(0.0, 10.0), delay=2)
+    with pytest.raises(InputError, match="stream is a masked array"):
+        list(doca.process(x, chunk_size=1))
+    assert doca.n_records == 0
+    with pytest.raises(InputError, match="data is a masked array"):
+        naive_laplace(x, 1.0, 10.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "data", "match"),
+    [
+        ({"bounds": (0.0, 1.0)}, np.array([True, False, True]), "not text, booleans"),
+        ({"sensitivity": np.True_}, [0.5, 0.2], "sensitivity must be a number"),
+        ({"sensitivity": [True]}, [0.5, 0.2], "sensitivity must be a number"),
+        ({"bounds": (False, True)}, [0.5, 0.2], "bounds must be a pair"),
+    ],
+)
+def test_booleans_are_not_numbers(kwargs, data, match):
+    with pytest.raises(InputError, match=match):
+        Doca(1.0, **kwargs).fit_transform(data)
+
+
+@pytest.mark.parametrize("data", [np.zeros((5, 0)), [[]]])
+def test_records_need_at_least_one_attribute(data):
+    with pytest.raises(InputError, match="records of no attribute"):
+        Doca(1.0, 1.0).fit_transform(data)
+    with pytest.raises(InputError, match="records of no attribute"):
+        list(Doca(1.0, 1.0).process(np.asarray(data)))
+
+
+def test_process_reads_a_data_frame_by_rows_and_refuses_repeated_columns():
+    import pandas as pd
+
+    frame = pd.DataFrame({0: [5.0, 6.0, 7.0], 1: [1.0, 2.0, 3.0]})  # labels that are numbers
+    pairs = dict(_seeded(sensitivity=[10.0, 10.0], delay=2).process(frame, flush=True))
+    assert sorted(pairs) == [0, 1, 2]  # three rows, not the two column labels
+    expected = _seeded(sensitivity=[10.0, 10.0], delay=2).fit_transform(frame.to_numpy())
+    np.testing.assert_array_equal(np.array([pairs[i] for i in range(3)]), expected)
+    twice = pd.DataFrame([[1.0, 2.0], [3.0, 4.0]], columns=["x", "x"])
+    with pytest.raises(InputError, match=r"stream has several columns named \['x'\]"):
+        list(Doca(1.0, 10.0).process(twice))
+    with pytest.raises(InputError, match=r"data has several columns named \['x'\]"):
+        Doca(1.0, 10.0).fit_transform(twice)
+
+
+def test_naive_laplace_refuses_records_outside_the_sensitivity():
+    x = np.append(np.random.default_rng(41).uniform(0.0, 1.0, 9), 123_456.0)
+    with pytest.raises(InputError, match="record index 9 widens the range") as caught:
+        naive_laplace(x, 1.0, 1.0)
+    assert "123" not in str(caught.value)
+
+
+def test_noise_below_the_float_step_of_the_values_is_refused():
+    # timestamps in ns (float step 256) in a public window of 1 µs: noise of scale ≤ 1000 rounded
+    # releases back to the exact timestamps (95 of 1000 with delay=1 before this check)
+    t = 1.7e18 + np.random.default_rng(42).integers(0, 1000, 1000).astype(float)
+    with pytest.raises(InputError, match=r"attribute 0 \(bounds up to 1.7e\+18\): .* below "
+                                         r"2\*\*20 float.*bounds closer to 0"):
+        Doca(1.0, bounds=(1.7e18, 1.7e18 + 1e3), delay=1, max_clusters=1000).fit_transform(t)
+    with pytest.raises(InputError, match="record index 0, attribute 0: .* below 2\\*\\*20 float"):
+        Doca(1.0, 1024.0, delay=1, max_clusters=1000).fit_transform(t)  # no bounds: the records
+    with pytest.raises(InputError, match="lower epsilon"):  # released the inputs exactly
+        Doca(1e20, bounds=(0.0, 1.0), delay=1).fit_transform([0.123456789, 0.9876])
+    # The boundary, derived: delay=1 and Δf=1 give the smallest scale 1/(2ε); the float step of
+    # 1.0 is 2**-52, so ε = 2**31 puts the scale at exactly 2**20 steps (accepted) and any
+    # larger ε below them (refused). With public bounds (0, 1) the bound 1 decides, before any
+    # record; without, the record that reaches 1.0, not those before it.
+    Doca(2.0**31, bounds=(0.0, 1.0), delay=1).fit_transform([0.25, 1.0])
+    Doca(2.0**31, 1.0, delay=1).fit_transform([0.25, 1.0])
+    bounded = Doca(2.0**31 * 1.01, bounds=(0.0, 1.0), delay=1)
+    with pytest.raises(InputError, match=r"attribute 0 \(bounds up to 1\)"):
+        list(bounded.process([0.25, 0.3], chunk_size=2))
+    assert bounded.n_records == 0
+    doca = Doca(2.0**31 * 1.01, 1.0, delay=1)
+    with pytest.raises(InputError, match="record index 2, attribute 0"):
+        list(doca.process([0.25, 0.3, 1.0], chunk_size=2))
+    assert doca.n_records == 2
+
+
+def test_fit_transform_refuses_the_whole_array_before_processing_any_of_it():
+    x = np.append(np.random.default_rng(43).uniform(0.0, 1.0, 70_000), 5.0)  # past one chunk
+    doca = Doca(1.0, 1.0, delay=10)
+    with pytest.raises(InputError, match="record index 70000 widens"):
+        doca.fit_transform(x)
+    assert doca.n_records == doca.n_pending == doca.n_noise_draws == 0
+    assert doca.fit_transform(x[:5]).shape == (5,)  # no flush() needed
+
+
+def test_a_bad_seed_is_refused_without_the_seed_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        with pytest.raises(TypeError, match="seed must be None, an int"):
+            Doca(1.0, 1.0, seed="42")
