@@ -17,8 +17,12 @@ map is declared public (``private=False``).
 
 A *public* map (``public=True``) is one that may leave the analyst's machine: it has neither the
 original points nor the displacement lines, and its releases are drawn in their public form
-(:func:`geosynth.to_public` columns, no index, rows ordered by coordinates, so the order of the
-confidential file is not in the HTML).
+(:func:`geosynth.to_public` columns, no index, x and y only, rows ordered by coordinates, so the
+order of the confidential file is not in the HTML). Given ``original``, a public map refuses a
+release with a point at a record's exact location (the confidential frame passed as a release).
+The page's title says which kind a map is (:data:`INTERNAL_TITLE`, :data:`PUBLIC_TITLE`), and an
+internal map shows a banner saying it must not be published; :func:`save_map` writes only a
+public map readable by others.
 
 Offline use
 -----------
@@ -53,6 +57,7 @@ import html
 import json
 import numbers
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,9 +68,15 @@ import pandas as pd
 import shapely
 
 from geosynth._atomic import AtomicOutputs, create_new
-from geosynth._points import point_coordinates
-from geosynth.errors import CRSError, InputError
-from geosynth.synth.release import INTERNAL_PREFIX, check_geodataframe, refuse_baseline
+from geosynth._points import at_locations, point_coordinates
+from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
+from geosynth.synth.release import (
+    INTERNAL_PREFIX,
+    check_geodataframe,
+    is_public,
+    refuse_baseline,
+    release_info,
+)
 
 if TYPE_CHECKING:
     import folium
@@ -82,6 +93,8 @@ __all__ = [
     "DISPLACEMENT_LAYER",
     "GRID_LAYER",
     "USED_DEFAULT_ASSETS",
+    "INTERNAL_TITLE",
+    "PUBLIC_TITLE",
 ]
 
 #: Name of the layer of the confidential points (internal maps only).
@@ -93,6 +106,19 @@ GRID_LAYER = "Grid"
 #: Names of folium's default scripts and stylesheets that review maps keep (Leaflet); they drop
 #: the others, which their layers do not use (see the module docstring).
 USED_DEFAULT_ASSETS = ("leaflet", "leaflet_css")
+#: Title of the page of an internal map (``public=False``), which shows confidential data.
+INTERNAL_TITLE = "INTERNAL geosynth review map: confidential, do not publish"
+#: Title of the page of a public map (``public=True``).
+PUBLIC_TITLE = "geosynth public map of synthetic releases"
+# Banner at the top of an internal map, so a screenshot or an open page says what it is.
+_INTERNAL_BANNER = (
+    '<div style="position:fixed;top:6px;left:50%;transform:translateX(-50%);z-index:1001;'
+    'pointer-events:none;background:#b00020;color:#ffffff;font:bold 13px sans-serif;'
+    'padding:3px 10px;border-radius:3px">INTERNAL REVIEW MAP: shows confidential records '
+    '(original points, record counts). Do not publish or share.</div>'
+)
+# Attribute of a folium.Map that review_map drew with public=True (save_map may share it).
+_PUBLIC_MARK = "_geosynth_public"
 
 _ORIGINAL_COLOR = "#000000"
 # matplotlib's tab10 without black-like grey, so releases stay distinct from the original.
@@ -148,10 +174,12 @@ def review_map(
         its cell outlines are drawn as the layer ``"Grid"``.
     public : bool, default False
         Draw a map that may be published: no original points, no displacement, releases in
-        their public form (no index, internal columns dropped, rows ordered by coordinates) and
-        no per-cell record counts in the choropleth tooltips. Columns a release file may not
-        hold either (identifiers, see Raises) are refused. The choropleth of ``fit`` is
-        still drawn: pass a fit only if the posterior mean intensity may be published.
+        their public form (no index, internal columns dropped, points in x and y only, rows
+        ordered by coordinates) and no per-cell record counts in the choropleth tooltips.
+        Columns a release file may not hold either (identifiers, see Raises) are refused, and,
+        given ``original``, so is a release with a point at a record's exact location (pass
+        ``original`` to have this checked; without it, see Warns). The choropleth of ``fit``
+        is still drawn: pass a fit only if the posterior mean intensity may be published.
     combination : int, default 0
         Row of ``fit.counts.combos`` whose intensity is drawn.
     max_points : int, optional
@@ -177,7 +205,8 @@ def review_map(
     folium.Map
         With a (expanded) layer control; every layer is a :class:`folium.GeoJson` whose
         ``layer_name`` is one of the names above. Its page loads only Leaflet and, with a
-        legend, d3 (inline when ``offline``).
+        legend, d3 (inline when ``offline``). The page is titled :data:`INTERNAL_TITLE` (with a
+        banner saying not to publish it) or, with ``public=True``, :data:`PUBLIC_TITLE`.
 
     Raises
     ------
@@ -188,9 +217,17 @@ def review_map(
         labels not in ``original``, ``tiles`` with ``offline=True``, a public map of a
         Naive or donut baseline (their points stay at the records' own locations), or a public
         map of a release with a column that identifies records (named like
-        :data:`geosynth.io.ID_COLUMNS`, or, given ``original``, holding its index labels).
+        :data:`geosynth.io.ID_COLUMNS`, or, given ``original``, holding its index labels) or,
+        given ``original``, with a point at the exact location of one of its records.
     geosynth.errors.CRSError
         A frame or the grid has no CRS, or the CRSs differ.
+
+    Warns
+    -----
+    geosynth.errors.PrivacyLeakWarning
+        A public map without ``original`` of a release that no geosynth function marked (it
+        may be the confidential points): neither the record of :func:`geosynth.synthesize`
+        nor the mark of :func:`geosynth.to_public` or :func:`geosynth.io.read_release`.
 
     Examples
     --------
@@ -231,6 +268,7 @@ def review_map(
             refuse_baseline(release, f"releases[{number}]", "a public map may not show it; map "
                             "it with public=False (internal), or map the releases of "
                             "geosynth.synthesize")
+        _refuse_original_locations(releases, original)
         releases = [_public_form(release) for release in releases]
         _check_public_columns(releases, original)
     shown = [_subsample(release, max_points) for release in releases]
@@ -241,6 +279,11 @@ def review_map(
         extents.append(np.asarray(grid.bounds, dtype=float))
 
     m = folium.Map(location=(0.0, 0.0), zoom_start=2, tiles=tiles, control_scale=True)
+    setattr(m, _PUBLIC_MARK, public)
+    m.get_root().title = PUBLIC_TITLE if public else INTERNAL_TITLE
+    if not public:
+        m.get_root().html.add_child(folium.Element(_INTERNAL_BANNER),
+                                    name="geosynth_internal_banner")
     # Instance attributes: folium's class-level lists stay as they are for other maps.
     m.default_js = [(name, url) for name, url in m.default_js if name in USED_DEFAULT_ASSETS]
     m.default_css = [(name, url) for name, url in m.default_css if name in USED_DEFAULT_ASSETS]
@@ -292,7 +335,8 @@ def save_map(
     private : bool, default True
         Internal map (the default of :func:`review_map` shows the original points): the file is
         created with mode 0600, readable by its owner only, from its first byte. Pass False
-        for a map made with ``public=True`` that others may read (0666 less the umask).
+        for a map made with ``public=True`` that others may read (0666 less the umask); any
+        other map (internal, or not drawn by :func:`review_map`) is refused with False.
     outputs : geosynth._atomic.AtomicOutputs, optional
         A transaction of the caller (e.g. the command line, which also writes a release and a
         report): the map is staged into it and moved into place by the caller's commit, together
@@ -306,8 +350,9 @@ def save_map(
     Raises
     ------
     geosynth.errors.InputError
-        ``m`` is not a folium.Map, ``path`` is a directory, ``path`` exists and files may not
-        be replaced, or ``overwrite=True`` with ``outputs`` that may not overwrite.
+        ``m`` is not a folium.Map, ``private=False`` for a map not drawn by
+        ``review_map(..., public=True)``, ``path`` is a directory, ``path`` exists and files
+        may not be replaced, or ``overwrite=True`` with ``outputs`` that may not overwrite.
     """
     import folium
 
@@ -315,6 +360,11 @@ def save_map(
         raise InputError(f"m must be a folium.Map (e.g. from review_map), got "
                          f"{type(m).__module__}.{type(m).__name__}")
     private = _check_bool(private, "private")
+    if not private and getattr(m, _PUBLIC_MARK, None) is not True:
+        raise InputError("private=False but m is not a public map of review_map(..., "
+                         "public=True): an internal review map shows the confidential records "
+                         "and must stay readable by its owner only; save it with private=True "
+                         "(the default), or draw the map with public=True to share it")
     if outputs is not None and not isinstance(outputs, AtomicOutputs):
         raise InputError(f"outputs must be a geosynth._atomic.AtomicOutputs, got "
                          f"{type(outputs).__name__}")
@@ -458,7 +508,10 @@ def _check_linked(linked: Any, public: bool, original: Any,
 
 # ---------------------------------------------------------------------- layers
 def _public_form(release: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
-    """Release without index, internal or extra geometry columns, rows ordered by content."""
+    """Release without index, internal or extra geometry columns or z/m values, rows in order.
+
+    Rows are ordered by content (coordinates, then the other columns).
+    """
     geometry = release.geometry.name
     keep = [c for c in release.columns if c == geometry or not (
         isinstance(release[c].dtype, gpd.array.GeometryDtype)
@@ -471,8 +524,41 @@ def _public_form(release: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
     order = np.lexsort((tie_break, xy[:, 1], xy[:, 0]))
     public = gpd.GeoDataFrame(frame.iloc[order].reset_index(drop=True), geometry=geometry,
                               crs=release.crs)
+    public[geometry] = public.geometry.force_2d()  # a z or m value would be in the GeoJSON
     public.attrs = {}
     return public
+
+
+def _refuse_original_locations(releases: list[gpd.GeoDataFrame], original: Any) -> None:
+    """Refuse releases of a public map that hold a point at a record's exact location.
+
+    The confidential frame itself (or rows of it) passed as a release was drawn as a public
+    layer, with every coordinate and column of the records. Without ``original``, a release
+    that no geosynth function marked (the record of a synthesizer, or the mark of
+    :func:`geosynth.to_public` and :func:`geosynth.io.read_release`) is warned about.
+    """
+    if original is None:
+        for number, release in enumerate(releases):
+            if release_info(release) is None and not is_public(release):
+                warnings.warn(
+                    f"releases[{number}] is not marked as a release of geosynth (it has neither "
+                    "the record of geosynth.synthesize nor the mark of geosynth.to_public or "
+                    "read_release): it may be the confidential points themselves; pass "
+                    "original= to have its points checked against the records",
+                    PrivacyLeakWarning,
+                    stacklevel=3,
+                )
+        return
+    locations = point_coordinates(original, "original")
+    for number, release in enumerate(releases):
+        copies = at_locations(point_coordinates(release, f"releases[{number}]"), locations)
+        if copies.any():
+            raise InputError(
+                f"releases[{number}] has {int(copies.sum())} of its {len(release)} points at the "
+                "exact location of a record of original (is it the confidential frame?): a "
+                "public map would publish them; map the synthetic releases of "
+                "geosynth.synthesize, or draw an internal map with public=False"
+            )
 
 
 def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any) -> None:

@@ -18,7 +18,18 @@ if TYPE_CHECKING:
     from geosynth.lattice import Grid
     from geosynth.model import PaivaFit
 
-__all__ = ["lattice_image", "combination_panels", "counts_figure", "intensity_figure", "ru_map"]
+__all__ = [
+    "lattice_image",
+    "combination_panels",
+    "counts_figure",
+    "intensity_figure",
+    "ru_map",
+    "CONFIDENTIAL_NOTE",
+]
+
+# Said in the titles of figures of exact counts (CellCounts): they show each cell's records,
+# ones and twos included, and may not leave the internal review.
+CONFIDENTIAL_NOTE = "confidential exact counts: internal review only"
 
 
 def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
@@ -158,16 +169,34 @@ def _draw_cells(ax: Any, grid: Grid, values: np.ndarray, cmap: str) -> Any:
 
 
 def counts_figure(cell_counts: CellCounts) -> Figure:
-    """Plot counts per cell for each combination of a :class:`~geosynth.data.CellCounts`."""
-    from geosynth.data import CountTable
+    """Plot counts per cell for each combination of a :class:`~geosynth.data.CellCounts`.
+
+    Parameters
+    ----------
+    cell_counts : geosynth.data.CellCounts or geosynth.dp.NoisyCounts
+        The counts of :func:`geosynth.prepare` (or noisy counts).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per combination. The figure of exact counts is titled as confidential
+        (:data:`CONFIDENTIAL_NOTE`): it shows every cell's records, ones and twos included.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``cell_counts`` is not a count table.
+    """
+    from geosynth.data import CellCounts, CountTable
 
     if not isinstance(cell_counts, CountTable):
         raise InputError(f"cell_counts must be the CellCounts of geosynth.prepare (or noisy "
                          f"counts), got {type(cell_counts).__name__}")
     titles = cell_counts.combination_labels(sep=", ")
-    return combination_panels(
-        cell_counts.grid, cell_counts.counts, titles, suptitle="Records per cell and combination"
-    )
+    suptitle = "Records per cell and combination"
+    if isinstance(cell_counts, CellCounts):
+        suptitle += f" ({CONFIDENTIAL_NOTE})"
+    return combination_panels(cell_counts.grid, cell_counts.counts, titles, suptitle=suptitle)
 
 
 def intensity_figure(fit: PaivaFit, combination: int) -> Figure:
@@ -183,13 +212,16 @@ def intensity_figure(fit: PaivaFit, combination: int) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        Two lattice panels titled by the combination's label.
+        Two lattice panels titled by the combination's label; with the exact counts of
+        :func:`geosynth.prepare`, the title says they are confidential (:data:`CONFIDENTIAL_NOTE`).
 
     Raises
     ------
     geosynth.errors.InputError
         ``combination`` is not in ``[0, B)``.
     """
+    from geosynth.data import CellCounts
+
     B = fit.counts.counts.shape[1]
     if isinstance(combination, bool) or not isinstance(combination, int | np.integer) \
             or not 0 <= combination < B:
@@ -197,6 +229,8 @@ def intensity_figure(fit: PaivaFit, combination: int) -> Figure:
     values = np.column_stack([fit.counts.counts[:, combination],
                               fit.posterior_mean_lambda()[:, combination]])
     label = fit.counts.combination_labels(sep=", ")[combination]
+    if isinstance(fit.counts, CellCounts):
+        label += f"\n(observed counts are {CONFIDENTIAL_NOTE})"
     return combination_panels(fit.grid, values, ["observed counts", "posterior mean λ"],
                               suptitle=label)
 

@@ -21,11 +21,13 @@ import shapely
 import geosynth
 from geosynth._atomic import AtomicOutputs
 from geosynth._vendor import ASSETS, InlineAssets
-from geosynth.errors import CRSError, GeosynthWarning, InputError
+from geosynth.errors import CRSError, GeosynthWarning, InputError, PrivacyLeakWarning
 from geosynth.maps import (
     DISPLACEMENT_LAYER,
     GRID_LAYER,
+    INTERNAL_TITLE,
     ORIGINAL_LAYER,
+    PUBLIC_TITLE,
     USED_DEFAULT_ASSETS,
     intensity_layer_name,
     release_layer_name,
@@ -232,6 +234,47 @@ def test_public_map_refuses_identifier_columns(data):
     with pytest.raises(InputError, match="distinct labels of the original index"):
         review_map(original, [labelled], public=True)
     review_map(original, [labelled], public=False)  # an internal map may show them
+
+
+def test_public_map_refuses_the_original_points_as_a_release(data):
+    # The confidential frame passed as the "synthetic" one was drawn as a public layer: every
+    # original coordinate and column (z, x2) was in the page.
+    original, releases, _, _ = data
+    mixed = geosynth.to_public(releases[0], seed=1)
+    mixed.geometry.array[3] = original.geometry.iloc[7]  # one record's own location
+    for shown in (original, geosynth.to_public(original, seed=1),
+                  original.reset_index(drop=True), mixed):
+        with pytest.raises(InputError, match=r"releases\[0\] has \d+ of its \d+ points at the "
+                                             r"exact location of a record of original"):
+            review_map(original, [shown], public=True)
+    with pytest.warns(PrivacyLeakWarning, match=r"releases\[0\] is not marked as a release"):
+        review_map(None, [original], public=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        review_map(None, releases, public=True)  # synthesized releases carry their record
+        review_map(None, [geosynth.to_public(r, seed=1) for r in releases], public=True)
+    review_map(original, [original], public=False)  # an internal map may show them
+
+
+def test_public_map_drops_z_and_m_values(data):
+    # A 3-D point's z was written into the public page's GeoJSON.
+    original, releases, _, _ = data
+    release = releases[0].set_geometry(
+        shapely.force_3d(releases[0].geometry.array, 987654.321), crs=releases[0].crs)
+    layer = layers(review_map(original, [release], public=True))[release_layer_name(1)]
+    assert {len(f["geometry"]["coordinates"]) for f in layer.data["features"]} == {2}
+    html = review_map(original, [release], public=True).get_root().render()
+    assert "987654.321" not in html
+
+
+def test_pages_say_whether_they_are_internal_or_public(data):
+    # Both pages looked alike: nothing told an analyst that the file showed confidential data.
+    original, releases, fit, _ = data
+    internal = review_map(original, releases, fit=fit).get_root().render()
+    public = review_map(original, releases, fit=fit, public=True).get_root().render()
+    assert f"<title>{INTERNAL_TITLE}</title>" in internal and "Do not publish" in internal
+    assert f"<title>{PUBLIC_TITLE}</title>" in public and "Do not publish" not in public
+    assert "INTERNAL" not in public
 
 
 def test_list_and_dict_values_stay_text_in_tooltips(data):
@@ -495,6 +538,18 @@ def test_save_map_creates_internal_maps_0600_from_the_first_byte(data, tmp_path,
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert ORIGINAL_LAYER in path.read_text(encoding="utf-8")
     assert stat.S_IMODE(public.stat().st_mode) == 0o644
+
+
+def test_save_map_refuses_to_share_an_internal_map(data, tmp_path):
+    # private=False wrote the internal map, with every original point, readable by all users.
+    original, releases, _, _ = data
+    for m in (review_map(original, releases), folium.Map()):
+        with pytest.raises(InputError, match=r"private=False but m is not a public map of "
+                                             r"review_map\(\.\.\., public=True\)"):
+            save_map(m, tmp_path / "review.html", private=False)
+    assert list(tmp_path.iterdir()) == []
+    path = save_map(review_map(original, releases), tmp_path / "review.html")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 def test_save_map_stages_into_the_callers_outputs(data, tmp_path):

@@ -84,6 +84,25 @@ def test_ru_map_refuses_missing_or_textual_measures_naming_them():
         ru_map(table.to_dict(), "risk", "utility", ["a"])
 
 
+def test_figures_of_exact_counts_say_they_are_confidential():
+    # counts_figure and intensity_figure draw each cell's original records (ones and twos
+    # included) under titles that did not say so.
+    import geopandas as gpd
+
+    import geosynth
+    from geosynth.plots import CONFIDENTIAL_NOTE, intensity_figure
+
+    grid = Grid.regular((0, 0, 4, 4), shape=(2, 2), crs=3857)
+    points = gpd.GeoDataFrame({"y": [0, 1, 1]}, geometry=gpd.points_from_xy([1, 3, 3], [1, 1, 3]),
+                              crs=3857)
+    counts = geosynth.prepare(points, grid, attributes=["y"])
+    figure = counts_figure(counts)
+    assert figure._suptitle.get_text() == f"Records per cell and combination ({CONFIDENTIAL_NOTE})"
+    fit = geosynth.PaivaModel().fit(counts, n_iter=20, burn_in=10, chains=1, seed=1,
+                                    progress=False)
+    assert CONFIDENTIAL_NOTE in intensity_figure(fit, 0)._suptitle.get_text()
+
+
 def test_combination_panels_refuses_an_unknown_colour_map():
     grid = Grid.regular((0, 0, 4, 4), shape=(2, 2))
     with pytest.raises(InputError, match="cmap must be the name of a matplotlib colour map, "

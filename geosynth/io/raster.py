@@ -46,8 +46,9 @@ def write_intensity_geotiff(
     ------
     geosynth.errors.InputError
         ``fit`` is not a PaivaFit, its lattice is not a regular :class:`~geosynth.Grid`, an
-        attribute name contains ``=`` (it cannot name a band tag), or ``path`` exists and
-        ``overwrite`` is False.
+        attribute name contains ``=`` (it cannot name a band tag), the posterior mean
+        intensity is NaN, infinite or beyond the float32 range in a cell, or ``path`` exists
+        and ``overwrite`` is False.
 
     Notes
     -----
@@ -70,9 +71,10 @@ def write_intensity_geotiff(
     grid = fit.grid
     _check_regular(grid)
     _check_tag_names(fit.counts.attributes)
+    lam = np.asarray(fit.posterior_mean_lambda())
+    _check_float32(lam)
     target = Path(path)
     check_target(target, overwrite)
-    lam = np.asarray(fit.posterior_mean_lambda())
     labels = fit.counts.combination_labels()
     nrows, ncols = grid.shape
     bands = np.full((lam.shape[1], nrows, ncols), np.nan, dtype=np.float32)
@@ -121,6 +123,23 @@ def _write_bands(
             dst.update_tags(
                 b + 1, **{str(a): str(combos[a].iloc[b]) for a in fit.counts.attributes}
             )
+
+
+def _check_float32(lam: np.ndarray) -> None:
+    """Refuse an intensity a float32 band cannot hold as a value.
+
+    NaN is the nodata value (a cell outside the region) and a value past the float32 range was
+    written as infinity, so either would have been a wrong surface, silently.
+    """
+    bad = ~(np.abs(lam) <= np.finfo(np.float32).max)  # also NaN
+    if bad.any():
+        cells = np.flatnonzero(bad.any(axis=1))
+        raise InputError(
+            f"fit: the posterior mean intensity is NaN, infinite or beyond the float32 range "
+            f"in {cells.size} cell(s) (cell ids {cells[:10].tolist()}), which a float32 "
+            "GeoTIFF would show as nodata (outside the region) or infinity; the fit diverged "
+            "or was edited: check it (fit.summary()) and fit the model again"
+        )
 
 
 def _check_tag_names(attributes: Any) -> None:

@@ -181,3 +181,19 @@ def test_geotiff_refuses_an_attribute_name_a_band_tag_cannot_hold(tmp_path, conf
                                          r"the name of a GeoTIFF band tag"):
         write_intensity_geotiff(fit, path)
     assert names(tmp_path) == []
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, 1e39])
+def test_geotiff_refuses_an_intensity_a_float32_band_cannot_hold(tmp_path, confidential, value):
+    # NaN was written as the nodata value (read back as a cell outside the region) and values
+    # past the float32 range as infinity, silently.
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(4, 5), crs=CRS)
+    counts = prepare(confidential, grid, attributes=["y"])
+    values = np.ones((grid.n_cells, 2))
+    values[6, 1] = value
+    fit = _fake_fit(counts, values)
+    with pytest.raises(InputError, match=r"fit: the posterior mean intensity is NaN, infinite or "
+                                         r"beyond the float32 range in 1 cell\(s\) \(cell ids "
+                                         r"\[6\]\).*fit the model again"):
+        write_intensity_geotiff(fit, tmp_path / "intensity.tif")
+    assert names(tmp_path) == []
