@@ -67,6 +67,7 @@ from geosynth._messages import exact_number
 from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, root_seed_sequence
 from geosynth._validation import (
+    check_bool,
     check_int,
     check_m,
     check_positive,
@@ -88,6 +89,7 @@ __all__ = [
     "Recommendation",
     "Tuning",
     "as_candidate",
+    "check_risk_limit",
     "coverage_outcome",
     "frontier",
     "recommend",
@@ -162,6 +164,9 @@ MEASURES: dict[str, Measure] = {
     "seconds": Measure("diagnostic", "worse", "wall-clock seconds of the candidate's fit, "
                        "releases and measures"),
 }
+
+#: Risk measures that are shares of records (0 to 1): a limit above 1 is a percentage typo.
+_SHARES = frozenset({"true_match_rate", "k_anonymity_below_5"})
 
 #: Default axes of :meth:`Tuning.plot` and :meth:`Tuning.recommend`.
 DEFAULT_RISK = "true_match_rate"
@@ -357,6 +362,13 @@ def _candidates(candidates: Any) -> list[Candidate]:
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
         raise InputError(f"candidate labels must be unique; repeated: {repeated} (give label=)")
+    first: dict[tuple, str] = {}
+    for candidate in out:  # same settings, other label: fitted twice (an ε one spent twice)
+        other = first.setdefault(candidate.settings, candidate.label)
+        if other != candidate.label:
+            raise InputError(f"candidates {other!r} and {candidate.label!r} have the same "
+                             "settings: they would give the same row (an ε-DP one spending its "
+                             "ε twice); drop one")
     return out
 
 
@@ -535,7 +547,11 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     """Pick the candidate of best utility among those within a risk limit.
 
     Ties in utility go to the less risky candidate, then to the one with fewer cells (a coarser
-    lattice publishes less), then to the first in the table.
+    lattice publishes less), then to the first label in sorted order (not the first row: the
+    same candidates listed in another order get the same recommendation). Candidates whose
+    ``risk`` or ``utility`` is missing (NaN: e.g. the linked risks of an ε-DP candidate) are
+    never recommended, not even without a limit, since their risk is unknown; the reason
+    names them.
 
     Parameters
     ----------
@@ -543,7 +559,7 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
         :attr:`Tuning.table`, indexed by label (``n_cells`` is used for ties when present).
     risk_limit : float, optional
         Largest acceptable risk (smallest acceptable distance for the distance measures).
-        None: every candidate qualifies.
+        None: every candidate with both measures qualifies.
     risk, utility : str
         Columns of the table (see :data:`MEASURES`).
 
@@ -557,7 +573,8 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     Raises
     ------
     geosynth.errors.InputError
-        Unknown or wrong-kind columns, a non-numeric limit, or no candidate with both measures.
+        Unknown or wrong-kind columns, a non-finite limit, a negative one of a rate or count,
+        one above 1 of a share, or no candidate with both measures.
     """
     r_measure, u_measure = _measure(risk, "risk"), _measure(utility, "utility")
     r, u = _oriented(table, risk, utility)
@@ -565,9 +582,11 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
         raise InputError(f"no candidate has both {risk} and {utility}; pick other measures "
                          "(e.g. min_distance for ε-DP candidates, intensity_correlation "
                          "without an outcome)")
+    missing = [label for label in table.index if label not in r.index]
+    left_out = (f"; left out for a missing {risk} or {utility}: {missing}" if missing else "")
     limit_text = ""
     if risk_limit is not None:
-        limit = _check_limit(risk_limit, risk) * r_measure.sign
+        limit = check_risk_limit(risk_limit, risk) * r_measure.sign
         relation = "<=" if r_measure.sign > 0 else ">="
         limit_text = f" within the limit {risk} {relation} {risk_limit:g}"
         qualified = r.index[r <= limit + 1e-12 * abs(limit)]
@@ -576,26 +595,45 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
             return Recommendation(None, None, (
                 f"no candidate is within the limit {risk} {relation} {risk_limit:g}; the least "
                 f"risky is {safest!r} ({risk} = {table.at[safest, risk]:.4g}): relax the "
-                "limit, or add coarser lattices or stronger settings (e.g. a smaller ε)"))
+                "limit, or add coarser lattices or stronger settings (e.g. a smaller ε)"
+                + left_out))
     else:
         qualified = r.index
     cells = table["n_cells"] if "n_cells" in table else pd.Series(0, index=table.index)
-    order = {label: k for k, label in enumerate(table.index)}
-    best = min(qualified, key=lambda label: (-u[label], r[label], cells[label], order[label]))
+    best = min(qualified, key=lambda label: (-u[label], r[label], cells[label], str(label)))
     ties = [label for label in qualified if label != best and u[label] == u[best]]
     reason = (f"{best!r} has the best {utility} ({table.at[best, utility]:.4g}; larger is "
               f"{u_measure.larger_is}) of the {len(qualified)} candidate(s){limit_text}, at "
               f"{risk} = {table.at[best, risk]:.4g}")
     if ties:
-        reason += f"; tied with {ties} on {utility}, it is the less risky or coarser"
-    return Recommendation(best, None, reason)
+        reason += (f"; tied with {ties} on {utility}, it is the less risky, coarser or first "
+                   "by label")
+    return Recommendation(best, None, reason + left_out)
 
 
-def _check_limit(risk_limit: Any, risk: str) -> float:
-    """Return ``risk_limit`` as a float: finite, and >= 0 for the rates and counts of risk.
+def check_risk_limit(risk_limit: Any, risk: str) -> float:
+    """Return ``risk_limit`` as a float: finite, >= 0 for rates and counts, <= 1 for shares.
 
     A negative limit of a measure that is never negative (where larger is riskier) leaves no
-    candidate within it, which reads as "everything is too risky" instead of a typo.
+    candidate within it, which reads as "everything is too risky" instead of a typo; a limit
+    above 1 of a share (5 meant as 5 %) let every candidate through, however risky.
+
+    Parameters
+    ----------
+    risk_limit : float
+        The limit of :func:`recommend`.
+    risk : str
+        The risk measure it limits (a key of :data:`MEASURES`).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Not a finite number, negative for a measure that is never negative, or above 1 for
+        a share.
     """
     limit = check_real(risk_limit, "risk_limit")
     if not math.isfinite(limit):
@@ -604,6 +642,9 @@ def _check_limit(risk_limit: Any, risk: str) -> float:
         raise InputError(f"risk_limit must be >= 0 for {risk}, which is never negative, got "
                          f"{limit:g}; pass the largest acceptable {risk} (e.g. 0.05), or None "
                          "for no limit")
+    if limit > 1 and risk in _SHARES:
+        raise InputError(f"risk_limit must be at most 1 for {risk}, a share of records, got "
+                         f"{limit:g}; pass a share (e.g. 0.05 for 5%), or None for no limit")
     return limit
 
 
@@ -682,7 +723,7 @@ def tune(
         coverage column unless ``outcome`` asks for it, which is refused).
     risk_limit : float, optional
         Default limit of :meth:`Tuning.recommend` (of its default risk,
-        ``true_match_rate``): a finite number >= 0.
+        ``true_match_rate``, a share): a number from 0 to 1.
     executor : concurrent.futures.Executor, optional
         Runs one task per candidate: default a thread pool of ``cpu_count // 2`` threads (each
         fit runs two chains); a Dask client's ``client.get_executor()`` for many candidates.
@@ -728,7 +769,9 @@ def tune(
         Invalid candidates or options, all before any fit: attributes or ``continuous``
         columns that ``gdf`` lacks, an ``outcome`` that is not a binary attribute, an
         ``outcome`` with ``m=1``, ``n_quadrants`` above the cap, ``fit_options`` that is not a
-        mapping or has keys the fit does not take, a negative ``risk_limit``, a bad
+        mapping, has keys the fit does not take or run settings it refuses (e.g. ``burn_in``
+        beyond ``n_iter``), two candidates with the same settings, a ``risk_limit`` below 0 or
+        above 1, a candidate whose lattice cannot be built (e.g. too many cells), a bad
         ``outside``, ``region`` or ``exclude``; an ε candidate without ``region`` or with
         ``continuous``; a ``beta_prior`` without ``continuous``; ``previous`` made from other
         data, settings or seed; and what :func:`geosynth.prepare`, the fit, the releases and
@@ -757,7 +800,8 @@ def tune(
     for candidate in wanted:
         _check_candidate(candidate, setup)
     if risk_limit is not None:
-        risk_limit = _check_limit(risk_limit, DEFAULT_RISK)
+        risk_limit = check_risk_limit(risk_limit, DEFAULT_RISK)
+    progress = check_bool(progress, "progress")
     _warn_of_dp_candidates(wanted)
     xy = point_coordinates(gdf, "gdf")  # once: the bounds check, the fingerprint, the table
     _warn_of_bounds_on_records(xy, wanted)
@@ -768,7 +812,8 @@ def tune(
     if previous is not None:
         runs.update({settings: run for settings, run in previous._runs.items()})
     todo = [c for c in wanted if c.settings not in runs]
-    runs.update(_run_all(gdf, todo, setup, root, executor, progress))
+    grids = _lattices(gdf, todo, setup)
+    runs.update(_run_all(gdf, todo, setup, root, executor, progress, grids))
     return _tuning(xy, wanted, runs, risk_limit, key, root)
 
 
@@ -904,6 +949,33 @@ def _check_fit_options(options: dict, candidates: list[Candidate]) -> None:
         if unknown:
             raise InputError(f"fit_options has {unknown}, which {name} (the fit of the {kind} "
                              f"candidates) does not take; use keys among {sorted(accepted)}")
+        _check_run_settings(options, parameters, name, kind)
+
+
+#: The run settings of the fits, checked by :func:`geosynth.model.fit.check_run_settings`.
+_RUN_SETTINGS = ("n_iter", "burn_in", "thin", "chains", "target_ess", "max_rhat", "max_seconds")
+
+
+def _check_run_settings(options: dict, parameters: Mapping[str, inspect.Parameter], name: str,
+                        kind: str) -> None:
+    """Check the run settings as the fit will, with its defaults, before any candidate runs.
+
+    A ``burn_in`` beyond ``n_iter`` or a ``thin`` of 0 was refused by each candidate's fit,
+    while the other candidates' fits ran (and ε-DP candidates spent their ε).
+    """
+    from geosynth.dp.locations import DP_BURN_IN
+    from geosynth.model.fit import check_run_settings
+
+    run = {key: options.get(key, parameters[key].default) for key in _RUN_SETTINGS}
+    if kind == "ε-DP" and run["burn_in"] is None and not (
+            isinstance(run["n_iter"], str) and run["n_iter"] == "auto"):
+        run["burn_in"] = DP_BURN_IN  # dp_release's own default for a fixed n_iter
+    try:
+        check_run_settings(**run)
+    except (InputError, TypeError) as err:
+        err.add_note(f"(fit_options of geosynth.tune, for {name}, the fit of the {kind} "
+                     "candidates)")
+        raise
 
 
 def _warn_of_dp_candidates(candidates: list[Candidate]) -> None:
@@ -1038,7 +1110,38 @@ def _coverage_seed(root: np.random.SeedSequence) -> np.random.SeedSequence:
     return np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, _COVERAGE_TAG))
 
 
-def _run_all(gdf, todo, setup, root, executor, progress) -> dict[tuple, _CandidateRun]:
+def _lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup) -> Grid:
+    """Return the candidate's lattice: its own grid, or one over the region (or the points)."""
+    from geosynth.lattice import Grid
+
+    if candidate.grid is not None:
+        return candidate.grid
+    hexagonal = candidate.hex_size is not None
+    return Grid.from_points(gdf, shape=candidate.shape,
+                            cell_size=candidate.hex_size if hexagonal else candidate.cell_size,
+                            region=setup.region, exclude=setup.exclude,
+                            kind="hexagonal" if hexagonal else "square")
+
+
+def _lattices(gdf: gpd.GeoDataFrame, todo: list[Candidate], setup: _Setup) -> dict[tuple, Grid]:
+    """Build every candidate's lattice before any fit, here (the tasks get them built).
+
+    A lattice refused (too many cells, cells too small for the coordinates, no habitable cell)
+    was found by its candidate's task only, while the other candidates' fits ran and ε-DP
+    candidates spent their ε.
+    """
+    grids = {}
+    for candidate in todo:
+        try:
+            grids[candidate.settings] = _lattice(gdf, candidate, setup)
+        except Exception as err:
+            err.add_note(f"(in geosynth.tune, candidate {candidate.label!r})")
+            raise
+    return grids
+
+
+def _run_all(gdf, todo, setup, root, executor, progress,
+             grids=None) -> dict[tuple, _CandidateRun]:
     if not todo:
         return {}
     from concurrent.futures import as_completed
@@ -1055,7 +1158,9 @@ def _run_all(gdf, todo, setup, root, executor, progress) -> dict[tuple, _Candida
     # of a caller's executor may run elsewhere, where an Event cannot go).
     stop = threading.Event() if own else None
     try:
-        futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c), stop): c
+        grids = grids or {}
+        futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c), stop,
+                                   grid=grids.get(c.settings)): c
                    for c in todo}
         done = {}
         with tqdm(total=len(todo), desc="candidates", disable=not progress) as bar:
@@ -1070,7 +1175,7 @@ def _run_all(gdf, todo, setup, root, executor, progress) -> dict[tuple, _Candida
                     raise
                 bar.update(1)
         return done
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, or a candidate failed: the other fits are of no use now
         if stop is not None:
             stop.set()  # the running fits stop at their next chunk, so the shutdown is quick
         raise
@@ -1080,29 +1185,25 @@ def _run_all(gdf, todo, setup, root, executor, progress) -> dict[tuple, _Candida
 
 
 def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
-                  seed: np.random.SeedSequence,
-                  stop: threading.Event | None = None) -> _CandidateRun:
+                  seed: np.random.SeedSequence, stop: threading.Event | None = None,
+                  grid: Grid | None = None) -> _CandidateRun:
     """Lattice, fit, releases and measures of one candidate (one task of :func:`tune`).
 
-    ``stop`` (tune's own threads): set on Ctrl-C, it stops the fit at its next chunk, and the
-    candidate then raises ``KeyboardInterrupt`` instead of measuring a cut-short fit.
+    ``stop`` (tune's own threads): set on Ctrl-C or when another candidate failed, it stops the
+    fit at its next chunk, and the candidate then raises ``KeyboardInterrupt`` instead of
+    measuring a cut-short fit. ``grid``: the candidate's lattice, built beforehand by
+    :func:`tune` (default: built here).
     """
     from geosynth.data import prepare
     from geosynth.evaluation import evaluate
-    from geosynth.lattice import Grid
     from geosynth.model import PaivaModel
 
     start = time.perf_counter()
     # The third stream drew each candidate's own rectangles; they are now common to all
     # (setup.coverage_seed), and the first two keep their values.
     fit_seed, release_seed, _ = seed.spawn(3)
-    hexagonal = candidate.hex_size is not None
-    grid = candidate.grid
     if grid is None:
-        grid = Grid.from_points(gdf, shape=candidate.shape,
-                                cell_size=candidate.hex_size if hexagonal else candidate.cell_size,
-                                region=setup.region, exclude=setup.exclude,
-                                kind="hexagonal" if hexagonal else "square")
+        grid = _lattice(gdf, candidate, setup)
     with_beta = candidate.beta_prior is not None
     counts = prepare(gdf, grid, setup.attributes,
                      continuous=setup.continuous if with_beta else None, outside=setup.outside)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -52,7 +54,7 @@ def test_recommend_breaks_ties_by_risk_then_cells_then_order():
     table = _table({"a": (0.002, 0.8, 400), "b": (0.002, 0.8, 100)})
     assert recommend(table, 0.01).label == "b"  # same risk: fewer cells
     table = _table({"a": (0.002, 0.8, 100), "b": (0.002, 0.8, 100)})
-    assert recommend(table, 0.01).label == "a"  # identical: the first
+    assert recommend(table, 0.01).label == "a"  # identical: the first label
 
 
 def test_recommend_with_nothing_within_the_limit_names_the_least_risky():
@@ -196,9 +198,9 @@ def count_runs(monkeypatch) -> list[str]:
     calls = []
     run = tuning_module.run_candidate
 
-    def counted(gdf, candidate, setup, seed, stop=None):
+    def counted(gdf, candidate, setup, seed, stop=None, **kwargs):
         calls.append(candidate.label)
-        return run(gdf, candidate, setup, seed, stop)
+        return run(gdf, candidate, setup, seed, stop, **kwargs)
 
     monkeypatch.setattr(tuning_module, "run_candidate", counted)
     return calls
@@ -424,6 +426,25 @@ def _no_candidate_may_run(monkeypatch):
     ({"risk_limit": -1}, InputError, "risk_limit must be >= 0 for true_match_rate"),
     ({"outside": "keep"}, InputError, 'outside must be "error" or "drop"'),
     ({"region": "city"}, geosynth.errors.GridError, "region must be a GeoDataFrame"),
+    # each was refused by a candidate's task, while the other candidates fitted
+    ({"fit_options": {"n_iter": 100, "burn_in": 200}}, InputError, "leaves no draw"),
+    ({"fit_options": {"n_iter": -5}}, InputError, "n_iter must be an integer from 1"),
+    ({"fit_options": {"n_iter": 300, "thin": 0}}, InputError, "thin must be"),
+    ({"fit_options": {"max_seconds": -1}}, InputError, "max_seconds"),
+    ({"fit_options": {"n_iter": 500}, "candidates": [{"shape": (4, 4), "epsilon": 1.0}]},
+     InputError, "leaves no draw"),  # dp_release's own burn-in (1000)
+    ({"candidates": [(4, 4), (10**5, 10**5)]}, geosynth.errors.GridError,
+     "more than the limit"),
+    ({"candidates": [(4, 4), 1e-7]}, geosynth.errors.GridError, "more than the limit"),
+    ({"candidates": [(4, 4), {"hex_size": 1e-7}]}, geosynth.errors.GridError,
+     "more than the limit"),
+    ({"candidates": [(4, 4), {"shape": (4, 4), "label": "again"}]}, InputError,
+     "candidates '4x4' and 'again' have the same settings"),
+    ({"candidates": [{"shape": (4, 4), "epsilon": 1.0},
+                     {"shape": (4, 4), "epsilon": 1.0, "label": "twice"}]}, InputError,
+     "same settings: .*spending its ε twice"),
+    ({"risk_limit": 5}, InputError, "risk_limit must be at most 1 for true_match_rate"),
+    ({"progress": "no"}, TypeError, "progress must be"),  # "no" is truthy: a bar
 ])
 def test_settings_are_refused_before_any_candidate_runs(scenario, region, monkeypatch, kwargs,
                                                         error, message):
@@ -573,3 +594,66 @@ def test_the_default_outcome_is_left_out_when_too_few_records_fill_a_rectangle()
         result = geosynth.tune(small, ["y"], [(3, 3)], m=2, progress=False, seed=1,
                                fit_options={"n_iter": 60, "burn_in": 20})
     assert np.isnan(result.table["coverage"].iloc[0])
+
+
+# ------------------------------------------------------------------- failures, settings, ties
+def test_a_refused_lattice_names_its_candidate_before_any_run(scenario, region, monkeypatch):
+    _no_candidate_may_run(monkeypatch)
+    with pytest.raises(geosynth.errors.GridError) as info:
+        _tune(scenario, region, [(4, 4), {"shape": (10**5, 10**5), "label": "absurd"}])
+    assert "candidate 'absurd'" in "\n".join(getattr(info.value, "__notes__", []))
+
+
+def test_the_run_settings_are_checked_with_each_fits_own_defaults():
+    # n_iter=1500 without burn_in: the exact fit's burn-in (2000) leaves no draw, dp_release's
+    # (1000) does; keys and defaults are read from the signature of the fit that runs.
+    exact, private = Candidate(shape=(4, 4)), Candidate(shape=(4, 4), epsilon=1.0)
+    tuning_module._check_fit_options({"n_iter": 1500}, [private])
+    tuning_module._check_fit_options({"n_iter": "auto", "max_seconds": 5.0}, [exact, private])
+    with pytest.raises(InputError, match="leaves no draw") as info:
+        tuning_module._check_fit_options({"n_iter": 1500}, [exact, private])
+    assert "PaivaModel.fit" in "\n".join(info.value.__notes__)
+
+
+def test_a_failing_candidate_stops_the_other_fits(scenario, region, monkeypatch):
+    # Only Ctrl-C set the stop event: after one candidate failed, tune waited for the others'
+    # fits (up to max_seconds, 15 minutes by default) before raising.
+    monkeypatch.setattr(tuning_module.os, "cpu_count", lambda: 4)  # two threads at least
+    started, stopped = threading.Event(), []
+
+    def run(gdf, candidate, setup, seed, stop=None, **kwargs):
+        if candidate.label == "4x4":
+            started.wait(10)  # the other candidate is fitting
+            raise RuntimeError("4x4 failed")
+        started.set()
+        stopped.append(stop.wait(20))  # a long fit, which checks stop between chunks
+
+    monkeypatch.setattr(tuning_module, "run_candidate", run)
+    begin = time.perf_counter()
+    with pytest.raises(RuntimeError, match="4x4 failed"):
+        _tune(scenario, region, [(4, 4), (8, 8)])
+    assert stopped == [True]
+    assert time.perf_counter() - begin < 15
+
+
+def test_recommend_is_the_same_in_any_row_order_and_names_rows_left_out():
+    rows = {"b": (0.002, 0.8, 100), "a": (0.002, 0.8, 100), "dp": (np.nan, 0.99, 4)}
+    table = _table(rows)
+    assert recommend(table).label == recommend(table.iloc[::-1]).label == "a"
+    assert recommend(table, 0.01).label == recommend(table.iloc[[1, 2, 0]], 0.01).label == "a"
+    # The candidate of unknown risk is never recommended, and the reason says so.
+    assert "left out for a missing true_match_rate or coverage: ['dp']" in \
+        recommend(table).reason
+    nothing = recommend(table, 0.001)
+    assert nothing.label is None and "['dp']" in nothing.reason
+    assert "left out" not in recommend(table.drop(index="dp")).reason
+
+
+def test_a_limit_above_1_of_a_share_is_refused_but_not_of_a_count():
+    table = pd.DataFrame({"true_match_rate": [0.01], "k_anonymity_below_5": [0.2],
+                          "expected_match_risk": [3.0], "coverage": [0.8]}, index=["a"])
+    for risk in ("true_match_rate", "k_anonymity_below_5"):
+        with pytest.raises(InputError, match=f"at most 1 for {risk}.*e.g. 0.05 for 5%"):
+            recommend(table, 5, risk=risk)
+        assert recommend(table, 1, risk=risk).label == "a"  # 1 is a limit (every record)
+    assert recommend(table, 5, risk="expected_match_risk").label == "a"  # a number of records

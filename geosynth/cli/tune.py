@@ -199,6 +199,7 @@ def tune(
     import geosynth
     from geosynth import io
     from geosynth.io import printable
+    from geosynth.tuning import check_risk_limit
 
     if not cell_sizes and not grid_shapes and not hex_sizes and not areas_paths:
         raise click.UsageError("give the candidate lattices: --cell-sizes 100,250,500, "
@@ -220,6 +221,8 @@ def tune(
                                "continuous columns' effect on the intensity")
     check_file_name(report_path, "--report")  # before its R-U map's name is derived from it
     check_run_options(iterations, burn_in, thin, chains, m)
+    if risk_limit is not None:
+        check_risk_limit(risk_limit, risk)  # before the fits; the message names --risk-limit
     _check_outcome_option(outcome, attributes, m)
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                        max_seconds)
@@ -255,7 +258,7 @@ def tune(
         click.echo(f"Tuning {len(candidates)} candidate lattice(s) of {len(points)} records: "
                    f"{describe_run(run)} each, {m} releases", err=True)
         result = _tune(ctx, points, attributes, candidates, region=region, exclude=exclude,
-                       continuous=continuous, m=m, risk_limit=risk_limit, seed=seed,
+                       continuous=continuous, m=m, seed=seed,
                        outcome=outcome, n_quadrants=n_quadrants, fit_options=run,
                        progress=show_progress(ctx),
                        outside="drop" if drop_outside else "error")

@@ -38,6 +38,15 @@ def test_tune_writes_report_and_map_and_prints_the_release_command(inputs, tmp_p
     assert words[words.index("--region") + 1] == str(inputs["region"])
 
 
+def test_a_risk_limit_is_read_in_the_units_of_its_risk(inputs, tmp_path):
+    # --risk-limit went to tune() as a true_match_rate limit whatever --risk said: a limit of
+    # 100 m on min_distance was refused as a share above 1.
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3", "--risk", "min_distance",
+                 "--risk-limit", "100", "--seed", 5, *FAST, "--report", tmp_path / "t.md")
+    assert result.exit_code == 0, result.output
+    assert "min_distance >= 100" in result.output
+
+
 def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
     texts = []
     for name in ("a.md", "b.md"):
@@ -63,6 +72,9 @@ def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
     (["--grids", "3x3", "--outcome", "x1", "--report", "x.md"],
      ["outcome column 'x1'", "must be binary", "1 other distinct value(s)"]),
     (["--grids", "3x3", "--risk-limit", "-1", "--report", "x.md"], ["--risk-limit"]),
+    # 5 meant as 5 % let every candidate through; checked for the --risk it limits
+    (["--grids", "3x3", "--risk-limit", "5", "--report", "x.md"],
+     ["--risk-limit must be at most 1 for true_match_rate, a share of records"]),
     # nan and inf were refused by the library after every candidate's fit
     (["--grids", "3x3", "--risk-limit", "nan", "--report", "x.md"],
      ["--risk-limit", "not a finite number"]),
