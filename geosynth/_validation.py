@@ -150,9 +150,14 @@ def refuse_masked(values: Any, name: str) -> None:
     geosynth.errors.InputError
         ``values`` has masked entries.
     """
-    if np.ma.is_masked(values):
+    if not np.ma.is_masked(values):
+        return
+    if isinstance(values, np.ma.MaskedArray):
         raise InputError(f"{name} is a masked array with masked entries; drop them or fill "
                          f"them ({name}.filled(value)) first")
+    # A pandas nullable array (Float64, Int64) holds its missing values (pd.NA) by a mask too.
+    raise InputError(f"{name} has missing values (pd.NA); drop them ({name}.dropna()) or fill "
+                     f"them ({name}.fillna(value)) first")
 
 
 def check_real_array(values: Any, name: str, what: str = "an array of real numbers") -> np.ndarray:

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import geosynth
@@ -200,3 +201,7 @@ def test_check_real_array_refuses_ragged_and_overflowing_input():
     with pytest.raises(InputError, match=r"w is a masked array with masked entries"):
         check_real_array(np.ma.masked_array([1.0, -5.0], mask=[False, True]), "w")
     assert check_real_array(np.ma.masked_array([1.0, 2.0]), "w").tolist() == [1.0, 2.0]
+    # A pandas nullable array is "masked" too: the message advised .filled, which it lacks.
+    with pytest.raises(InputError, match=r"w has missing values \(pd.NA\); drop them "
+                                         r"\(w.dropna\(\)\) or fill them \(w.fillna"):
+        check_real_array(pd.array([1.0, None], dtype="Float64"), "w")
