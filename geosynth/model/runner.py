@@ -10,14 +10,16 @@ so the draws are the same.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
+import signal
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import NamedTuple
@@ -202,6 +204,39 @@ def initial_state(data: ModelData, tables: CountTables, stream: np.ndarray) -> G
     )
 
 
+@contextlib.contextmanager
+def ctrl_c_stops(stop: threading.Event) -> Iterator[Callable[[], bool]]:
+    """Within the block, Ctrl-C sets ``stop`` instead of raising; a second Ctrl-C raises.
+
+    For chains run in the calling thread (chromatic fits with one worker): Python raises
+    ``KeyboardInterrupt`` at whatever line runs when the signal arrives, which could fall
+    between adding a chunk's exp η to the running sum and counting its draws, leaving an
+    interrupted fit's posterior mean of λ one chunk off. With ``stop`` set, the chain instead
+    stops at its next chunk, as chains in worker threads do. Yields a function telling whether
+    Ctrl-C was pressed. Outside the main thread, where Python delivers no SIGINT, when SIGINT
+    is ignored, or when its handler was not installed from Python, nothing changes.
+    """
+    pressed = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGINT)
+    if previous is None or previous == signal.SIG_IGN:
+        yield pressed.is_set
+        return
+
+    def handler(signum, frame):
+        if pressed.is_set():
+            raise KeyboardInterrupt
+        pressed.set()
+        stop.set()
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield pressed.is_set
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class ChainRunner:
     """Runs chains in threads, in fixed-size chunks, with progress bars and clean Ctrl-C.
 
@@ -276,11 +311,11 @@ class ChainRunner:
             # keeps one thread team per calling thread, and a second team's idle workers spin
             # on the cores the running team needs (a fit from a fresh worker thread after
             # parallel work in this one ran ~25× slower on 2 cores).
-            try:
+            with ctrl_c_stops(self.stop) as pressed:
                 for c in range(chains):
                     self.run_chain(c, streams[c], out, kept)
-            except KeyboardInterrupt as error:
-                interrupt = error
+            if pressed():
+                interrupt = KeyboardInterrupt()
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 futures = [pool.submit(self.run_chain, c, streams[c], out, kept)
@@ -583,8 +618,11 @@ class AutoRunner(ChainRunner):
 
     def _run_each_chain(self, pool, *args) -> None:
         if pool is None:
-            for c in range(len(self.chains)):
-                self._segment(c, *args)
+            with ctrl_c_stops(self.stop) as pressed:  # see ChainRunner.run_all
+                for c in range(len(self.chains)):
+                    self._segment(c, *args)
+            if pressed():
+                raise KeyboardInterrupt
             return
         futures = [pool.submit(self._segment, c, *args) for c in range(len(self.chains))]
         try:

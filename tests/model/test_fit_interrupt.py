@@ -66,9 +66,9 @@ PATHS = {
     "serial": ({"chains": 1}, {0}, 60),
     # Two chains in two threads, both in the chunk at sweep 150.
     "threads": ({"chains": 2, "n_jobs": 2}, {0, 1}, 60),
-    # Chromatic chains run one after another in the calling thread: chain 0 completes,
-    # Ctrl-C reaches chain 1 before its chunk at sweep 150 (50 draws).
-    "chromatic": ({"chains": 2, "parallel": True}, {1}, 50),
+    # Chromatic chains run one after another in the calling thread: chain 0 completes, and
+    # chain 1, told by Ctrl-C to stop, finishes its chunk at sweep 150 as a thread does.
+    "chromatic": ({"chains": 2, "parallel": True}, {1}, 60),
 }
 
 
@@ -100,6 +100,30 @@ def test_ctrl_c_during_burn_in_raises_keyboard_interrupt(counts, monkeypatch, pa
     interrupt_at(monkeypatch, 50, chains)
     with pytest.raises(KeyboardInterrupt):
         PaivaModel().fit(counts, **RUN, **options)
+
+
+def test_ctrl_c_between_a_chunks_sum_and_its_count_leaves_the_mean_exact(counts, monkeypatch):
+    """Chromatic chains run in the calling thread, where Ctrl-C used to raise at any line.
+
+    Raised after a chunk's exp η was summed and before its draws were counted, it left the
+    posterior mean of λ one chunk off (the sum over more draws than it was divided by).
+    """
+    monkeypatch.setattr(storage_module, "MAX_CHUNK_SWEEPS", CHUNK)
+    original = runner_module.ChainRunner._collect
+    calls = []
+
+    def collect(self, out, chain, row, written, scratch):
+        original(self, out, chain, row, written, scratch)
+        calls.append(chain)
+        if len(calls) == 3:
+            ctrl_c()  # after the third chunk's sum, before its draws are counted
+
+    monkeypatch.setattr(runner_module.ChainRunner, "_collect", collect)
+    with pytest.warns(GeosynthWarning, match="interrupted: keeping the 30 draws"):
+        fit = PaivaModel().fit(counts, chains=1, parallel=True, **RUN)
+    assert fit.interrupted and fit.n_draws == fit.n_eta_draws == 3 * CHUNK
+    np.testing.assert_allclose(fit.lambda_chain_means[0],
+                               np.exp(fit.eta[0].astype(np.float64)).mean(axis=0), rtol=1e-12)
 
 
 def test_chain_stopped_in_burn_in_while_others_sample_raises(counts, monkeypatch):
