@@ -43,6 +43,8 @@ import json
 import math
 import os
 import re
+import sqlite3
+import unicodedata
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -173,10 +175,23 @@ _SEED_KEY = re.compile(
 _SEED_TEXT = re.compile(
     r"(?<![a-z])(?:(?:seed|rng[ _-]?state|rng|random[ _-]?state|entropy|spawn[ _-]?key"
     r"|bit[ _-]?generator)"
-    r"s?(?![a-z])[\s:=#'\"(\[{,_-]{0,4}|state\s*[:=]\s*[\"'(\[{]?\s*)[+-]?\d",
+    r"(?:s|ed)?(?![a-z])[\s:=#'\"(\[{,_-]{0,4}"
+    # "seed was 42", "seed set to 42", "seeded with 42", "seed no. 42"
+    r"(?:(?:is|was|of|set\s+to|used|with|no\.?|value|number)[\s:=#'\"(\[{,_-]{1,4}){0,2}"
+    r"|state\s*[:=]\s*[\"'(\[{]?\s*)[+-]?\d"
+    # "42 was the seed", "used 42 as seed"
+    r"|\d\s+(?:was|is|as)\s+(?:the\s+|a\s+|our\s+)?(?:random\s+|rng\s+)?seed(?![a-z])",
     re.IGNORECASE,
 )
 _DIGITS = re.compile(r"\d{6,}")
+# Integers in scientific notation ("9.18e8"): a seed spelled as a float.
+_EXPONENT = re.compile(r"\d+(?:\.\d+)?e[+-]?\d+", re.IGNORECASE)
+# Letters of other scripts that look like Latin ones ("sеed" with a Cyrillic е): text is matched
+# after this mapping, NFKD (fullwidth "ｓｅｅｄ", "４２") and without accents or format characters.
+_LOOKALIKES = str.maketrans(
+    "аеорсухіјѕԁɡոԛАВЕКМНОРСТХЅІЈαεικνορτυχΑΒΕΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdgnqABEKMHOPCTXSIJaeiknoptuxABEHIKMNOPTYX",
+)
 
 
 @dataclass
@@ -274,11 +289,11 @@ def write_release(
         ``seeds``, its audit file is replaced by one that records no seeds (and the new SHA-256),
         in the same transaction, so no audit file describes a release that is gone.
     original_index : pandas.Index or sequence, optional
-        Index of the confidential input. If given, a release column whose values are distinct
-        labels of this index (or which bears its name), a release whose non-default index
-        consists of these labels, and a release that has as many rows as the input with a
-        default index but did not come from :func:`geosynth.to_public` (its row ``k`` may be
-        confidential record ``k``) are refused.
+        Index of the confidential input. If given, a release column most of whose rows hold
+        distinct labels of this index, repeated or not (or which bears its name), a release
+        whose non-default index consists of these labels, and a release that has as many rows
+        as the input with a default index but did not come from :func:`geosynth.to_public` (its
+        row ``k`` may be confidential record ``k``) are refused.
     outputs : geosynth._atomic.AtomicOutputs, optional
         A transaction of the caller (e.g. the CLI, which also writes a review map and a report).
         The GeoPackage and then its audit file are staged into it (``outputs.add``) and moved
@@ -330,8 +345,12 @@ def write_release(
     state at any depth (``seed``, ``rng_state``, ``state``, ``entropy``, ``spawn_key``,
     ``bit_generator``), text where such a word is followed by a number (``"seed=42"``,
     ``"rng state 7"``, ``"entropy: 12"``; a bare ``"state"`` only before ``=`` or ``:``), and
-    any integer of at least six digits (as a number or inside text) that equals a value of
-    ``seeds`` (smaller seeds are too common as numbers to search for).
+    any integer of at least six digits (as a number, a key or inside text, also written with
+    digit separators, in hexadecimal or in scientific notation) that equals a value of ``seeds``
+    (smaller seeds are too common as numbers to search for). A list of pairs
+    (``[["seed", 42]]``) counts as the object it spells, and text is compared after Unicode
+    normalisation (fullwidth letters, accents, zero-width characters, Cyrillic and Greek
+    look-alikes of Latin letters).
 
     Order of the files. The audit file is moved into place first, then the GeoPackage: a kill
     between the two leaves the new audit file beside the previous release, which
@@ -417,6 +436,8 @@ def _stage(transaction: AtomicOutputs, target: Path, private: bool) -> Path:
     """``transaction.add(target)``, its errors as InputError naming the path and the fix."""
     try:
         return transaction.add(target, private=private)
+    except InputError:  # already names the path and the fix
+        raise
     except FileExistsError:
         raise InputError(
             f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it"
@@ -631,8 +652,8 @@ def check_release_columns(
     name : str
         How the message names the release.
     original : pandas.Index or None
-        Index of the confidential input: columns bearing its name, or whose distinct values
-        are its labels, are refused too.
+        Index of the confidential input: columns bearing its name, or most of whose rows hold
+        distinct labels of it (repeated or not), are refused too.
     fix : str, optional
         What to do instead, ending the message.
 
@@ -661,11 +682,36 @@ def check_release_columns(
                 f"{name} has a column {label!r}, the name of the original index; {fix}"
             )
         values = release[column]
-        if len(values) >= 2 and values.is_unique and values.isin(original).all():
+        labels = _original_labels(values, original)
+        if labels.size >= 2 and 2 * labels.size > len(values):
             raise InputError(
                 f"{name}: the values of column {label!r} are distinct labels of the original "
-                f"index (original_index), so they link synthetic to confidential records; {fix}"
+                f"index (original_index) ({labels.size} of them in {len(values)} rows), so "
+                f"they link synthetic to confidential records; {fix}"
             )
+
+
+def _original_labels(values: pd.Series, original: pd.Index) -> np.ndarray:
+    """Return the distinct values of ``values`` that are labels of ``original``.
+
+    Labels are also matched as text (``"17"`` for the label 17). A column is linked to the
+    records when most of its rows hold distinct labels: repeated labels, missing values or a
+    few other values among them do not unlink it, while a categorical column whose few levels
+    happen to be labels (``y`` in {0, 1} of a default index) holds too few distinct ones. The
+    labels 0..n-1 of a default index are also ordinary integer values (ages, counts): a numeric
+    column is linked to them only when its values are all distinct labels.
+    """
+    if pd.api.types.is_numeric_dtype(values) and original.equals(pd.RangeIndex(len(original))):
+        linked = values.is_unique and bool(values.isin(original).all())
+        return values.to_numpy() if linked else values.to_numpy()[:0]
+    distinct = pd.Series(pd.unique(values.dropna()))
+    if distinct.size < 2:
+        return distinct.to_numpy()
+    found = distinct.isin(original)
+    if not found.all():
+        text = original.astype(str)
+        found |= distinct.astype(str).isin(text)
+    return distinct[found].to_numpy()
 
 
 def _check_release_index(release: gpd.GeoDataFrame, name: str, original: pd.Index | None) -> None:
@@ -1147,31 +1193,92 @@ def _seed_integers(seeds: Any) -> set[int]:
 
 
 def _seed_problem(value: Any, where: str, seed_values: set[int]) -> str | None:
-    """Describe a seed or generator state in the JSON value ``value``, or return None."""
+    """Describe a seed or generator state in the JSON value ``value``, or return None.
+
+    Keys and text are compared in a plain spelling (:func:`_plain_text`); a key may itself be a
+    seed, and a list of pairs (``[["seed", 42]]``) is read as the object it spells.
+    """
     long_seeds = {abs(s) for s in seed_values if abs(s) >= _LONG_SEED}
     stack: list[tuple[Any, str]] = [(value, where)]
     while stack:
         item, place = stack.pop()
         if isinstance(item, dict):
             for key, inner in item.items():
-                if _SEED_KEY.search(str(key)):
-                    return (f"{place} has the key {str(key)!r}, which names a seed or "
+                if _SEED_KEY.search(_plain_text(str(key))):
+                    return (f"{place} has the key {printable(key)!r}, which names a seed or "
                             "generator state")
-                stack.append((inner, f"{place}[{str(key)!r}]"))
+                if _holds_seed(str(key), long_seeds):
+                    return f"{place} has a key that is one of the seeds given in seeds="
+                stack.append((inner, f"{place}[{printable(key)!r}]"))
         elif isinstance(item, list):
+            for i, (first, second) in enumerate(zip(item, item[1:], strict=False)):
+                if (isinstance(first, str) and _SEED_KEY.search(_plain_text(first))
+                        and len(first.split()) == 1 and _is_number(second)):
+                    return (f"{place}[{i}] is {printable(first)!r} followed by a number, which "
+                            "names a seed or generator state")
             stack.extend((inner, f"{place}[{i}]") for i, inner in enumerate(item))
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int | float):
-            if float(item).is_integer() and abs(int(item)) in long_seeds:
+            if float(item).is_integer() and (abs(int(item)) in long_seeds or abs(float(item))
+                                             in {float(s) for s in long_seeds}):
                 return f"{place} holds one of the seeds given in seeds="
         elif isinstance(item, str):
-            match = _SEED_TEXT.search(item)
+            match = _SEED_TEXT.search(_plain_text(item))
             if match:
                 return f"{place} contains {printable(match.group(0))!r}, which looks like a seed"
-            if any(int(digits) in long_seeds for digits in _DIGITS.findall(item)):
+            if _holds_seed(item, long_seeds):
                 return f"{place} contains one of the seeds given in seeds="
     return None
+
+
+def _plain_text(text: str) -> str:
+    """Return ``text`` spelled plainly: NFKD, no accents or format characters, Latin look-alikes.
+
+    ``"ｓｅｅｄ=４２"``, ``"se\u200bed=42"``, ``"seéd=42"`` and ``"sеed=42"`` (Cyrillic е) all
+    become ``"seed=42"``.
+    """
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    kept = "".join(c for c in decomposed if unicodedata.category(c) not in ("Mn", "Cf"))
+    return kept.translate(_LOOKALIKES)
+
+
+def _holds_seed(text: str, long_seeds: set[int]) -> bool:
+    """Whether ``text`` spells one of ``long_seeds``.
+
+    As digits (``918273645``, ``918,273,645``, ``918_273_645``, ``918 273 645``), hexadecimal
+    (``0x36bbd56d``) or in scientific notation (``9.18273645e8``).
+    """
+    if not long_seeds:
+        return False
+    text = _plain_text(text)
+    if any(int(digits) in long_seeds for digits in _DIGITS.findall(text)):
+        return True
+    grouped = re.sub(r"(?<=\d)[\s_,.'’](?=\d{3}(?!\d))", "", text)
+    if any(int(digits) in long_seeds for digits in _DIGITS.findall(grouped)):
+        return True
+    lowered = text.lower()
+    for seed in long_seeds:
+        hexadecimal = format(seed, "x")  # all digits: only with its 0x (it may be a count)
+        prefix = "(?:0x)?" if hexadecimal.strip("0123456789") else "0x"
+        if re.search(rf"(?<![0-9a-z]){prefix}{hexadecimal}(?![0-9a-z])", lowered):
+            return True
+    for number in _EXPONENT.findall(text):
+        value = float(number)
+        if value.is_integer() and (int(value) in long_seeds
+                                   or value in {float(s) for s in long_seeds}):
+            return True
+    return False
+
+
+def _is_number(value: Any) -> bool:
+    """Whether the JSON value ``value`` is a number, or text of an integer (``"42"``)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) or (
+        isinstance(value, str) and value.strip().lstrip("+-").isdigit())
 
 
 def _jsonable(value: Any, name: str) -> Any:
@@ -1341,7 +1448,8 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         as ``synthetic_01``, duplicate or unknown metadata keys, a metadata table without its
         ``key``/``value`` columns, a value that is not JSON, nested too deeply or of the wrong
         type, a release layer that is not a point layer or in another CRS, a grid layer with
-        a column the writer never gives it, or cells with Z or M coordinates); or the audit file
+        a column the writer never gives it, or cells with Z or M coordinates, an SQLite table
+        that is neither a layer nor one of the GeoPackage's own, or any SQL view); or the audit file
         beside it does not belong to it (:func:`verify_audit`).
 
     Warns
@@ -1366,6 +1474,12 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         raise not_a_geopackage(source, err) from None
     layers = [str(layer) for layer in listed[:, 0]]
     kinds = {str(layer): (None if kind is None else str(kind)) for layer, kind in listed}
+    hidden = _hidden_objects(source, layers)
+    if hidden:
+        raise InputError(
+            f"{name} holds the SQLite {', '.join(hidden)}, which no layer lists and geosynth "
+            f"never writes (data in them travels with the file unseen), so {_EDITED}"
+        )
     if METADATA_LAYER not in layers:
         if not any(_RELEASE_LAYER_RE.match(layer) for layer in layers):
             raise InputError(
@@ -1375,7 +1489,7 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         raise _incomplete(name, "it has no metadata table")
     if kinds[METADATA_LAYER] is not None:
         raise _incomplete(name, f"its {METADATA_LAYER!r} layer is spatial, not a key/value table")
-    table = _read_layer(source, METADATA_LAYER)
+    table = _read_layer(source, METADATA_LAYER, _MAX_METADATA_ROWS + 1)
     metadata = _decode_metadata(table, name)
     _check_schema(metadata, name)
     if metadata.get("noise") == NOISE_SEEDED:
@@ -1384,9 +1498,10 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
     lattice = metadata["lattice"]
     grid = None
     if lattice is not None:
-        grid = _read_layer(source, GRID_LAYER)
+        grid = _read_layer(source, GRID_LAYER, lattice["n_cells"] + 1)
         if not isinstance(grid, gpd.GeoDataFrame) or len(grid) != lattice["n_cells"]:
             rows = len(grid) if isinstance(grid, pd.DataFrame) else 0
+            rows = f"more than {lattice['n_cells']}" if rows > lattice["n_cells"] else rows
             raise _incomplete(
                 name, f"its grid layer has {rows} cells but its metadata records "
                 f"{lattice['n_cells']}"
@@ -1416,6 +1531,41 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
             audit = None
     return ReleaseFile(releases=releases, grid=grid, metadata=metadata, layers=layers,
                        audit=audit)
+
+
+# Tables of the GeoPackage standard and of SQLite itself, which hold no layer's data.
+_GEOPACKAGE_TABLES = frozenset({
+    "gpkg_spatial_ref_sys", "gpkg_contents", "gpkg_ogr_contents", "gpkg_geometry_columns",
+    "gpkg_tile_matrix_set", "gpkg_tile_matrix", "gpkg_extensions", "gpkg_data_columns",
+    "gpkg_data_column_constraints", "gpkg_metadata", "gpkg_metadata_reference",
+    "sqlite_sequence", "sqlite_stat1", "sqlite_stat4",
+})
+
+
+def _hidden_objects(source: Path, layers: list[str]) -> list[str]:
+    """Return the tables and views of ``source`` that are neither a layer nor GeoPackage's own.
+
+    GDAL lists only the layers registered in ``gpkg_contents``: a table added beside them (the
+    original coordinates, record ids) was read as a valid release and published with it, and
+    a view is SQL that runs when it is read. Each is named ``"table 'x'"`` or ``"view 'x'"``.
+    """
+    rtree = {f"rtree_{layer}_geom{end}" for layer in layers  # a layer's spatial index
+             for end in ("", "_rowid", "_node", "_parent")}
+    try:
+        connection = sqlite3.connect(f"{source.absolute().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = connection.execute(
+                "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')"
+            ).fetchall()
+        finally:
+            connection.close()
+    except sqlite3.Error as err:
+        raise not_a_geopackage(source, err) from None
+    return [
+        f"{kind} {printable(table)!r}" for kind, table in rows
+        if kind == "view" or not (table in layers or table in _GEOPACKAGE_TABLES
+                                  or table in rtree)
+    ]
 
 
 def _grid_columns(metadata: dict[str, Any]) -> set[str]:
@@ -1497,9 +1647,14 @@ def _shown(names: Sequence[str]) -> str:
     return "[" + ", ".join(repr(printable(name)) for name in names) + "]"
 
 
-def _read_layer(source: Path, layer: str) -> pd.DataFrame:
+def _read_layer(source: Path, layer: str, limit: int) -> pd.DataFrame:
+    """Read at most ``limit`` rows of ``layer``.
+
+    A file whose layer holds more rows than its metadata records is refused without loading
+    every row (10**8 added rows filled the memory before the count was compared).
+    """
     try:
-        return pyogrio.read_dataframe(source, layer=layer)
+        return pyogrio.read_dataframe(source, layer=layer, max_features=limit)
     except _GDAL_ERRORS as err:
         raise not_a_geopackage(source, err) from None
 
@@ -1538,7 +1693,7 @@ def _decode_metadata(table: pd.DataFrame, name: str) -> dict[str, Any]:
             name, f"its metadata table has columns {_shown(columns)} instead of key, value"
         )
     if len(table) > _MAX_METADATA_ROWS:
-        raise _incomplete(name, f"its metadata table has {len(table)} rows")
+        raise _incomplete(name, f"its metadata table has more than {_MAX_METADATA_ROWS} rows")
     metadata: dict[str, Any] = {}
     keys = table["key"].tolist()
     for row, (key, text) in enumerate(zip(keys, table["value"].tolist(), strict=True)):
@@ -1719,11 +1874,12 @@ def _read_releases(
         if kind is None or "point" not in kind.lower():
             raise _incomplete(name, f"its layer {layer!r} is {'a table' if kind is None else kind}"
                                     ", not a point layer")
-        frame = _read_layer(source, layer)
+        frame = _read_layer(source, layer, count + 1)
         if not isinstance(frame, gpd.GeoDataFrame):
             raise _incomplete(name, f"its layer {layer!r} has no geometry")
         if len(frame) != count:
-            raise _incomplete(name, f"its layer {layer!r} has {len(frame)} rows but its "
+            rows = f"more than {count}" if len(frame) > count else len(frame)
+            raise _incomplete(name, f"its layer {layer!r} has {rows} rows but its "
                                     f"metadata records {count}")
         wrong = _not_plain_points(frame)
         if wrong.any():

@@ -1147,3 +1147,124 @@ def test_lattice_gap_is_recorded_and_files_written_before_it_still_read(release_
     set_metadata(release_of_three, "lattice", {**lattice, "gap": "2 m"})
     with pytest.raises(InputError, match=r"metadata 'lattice.gap' must be a number, got text"):
         read_release(release_of_three)
+
+
+# ---------------------------------------------------------------------- seeds spelled otherwise
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"metadata": {"size": {str(SYNTH_SEED): 1}}},
+         r"metadata\['size'\] has a key that is one of the seeds"),
+        ({"metadata": {"size": {"rule": [["seed", 42]]}}},
+         r"metadata\['size'\]\['rule'\]\[0\]\[0\] is 'seed' followed by a number"),
+        ({"metadata": {"ledger": {"rows": ["rng_seed", "42"]}}}, r"is 'rng_seed' followed by"),
+        ({"notes": "run 918,273,645"}, r"notes contains one of the seeds given"),
+        ({"notes": "run 918_273_645"}, r"notes contains one of the seeds given"),
+        ({"notes": "run 918 273 645"}, r"notes contains one of the seeds given"),
+        ({"notes": f"run {hex(SYNTH_SEED)}"}, r"notes contains one of the seeds given"),
+        ({"notes": "run 9.18273645e8"}, r"notes contains one of the seeds given"),
+        ({"metadata": {"size": {"ｓｅｅｄ": 5}}}, r"has the key 'ｓｅｅｄ', which names a seed"),
+        ({"metadata": {"size": {"s\u0435ed": 5}}}, r"which names a seed"),  # Cyrillic е
+        ({"notes": "se\u200bed=42"}, r"notes contains 'seed=4'"),
+        ({"notes": "seéd: 42"}, r"notes contains 'seed: 4'"),
+        ({"notes": "the seed was 42"}, r"notes contains 'seed was 4'"),
+        ({"notes": "random seed set to 7"}, r"notes contains 'seed set to 7'"),
+        ({"notes": "seeded with 42"}, r"notes contains 'seeded with 4'"),
+        ({"notes": "we used 42 as the seed"}, r"notes contains '2 as the seed'"),
+    ],
+)
+def test_seeds_in_other_spellings_are_found(tmp_path, kwargs, message):
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match=message + r".*must not be published.*seeds="):
+        write_release(path, [public_like()], seeds={"synthesize": SYNTH_SEED}, **kwargs)
+    assert names(tmp_path) == []
+
+
+def test_ordinary_text_with_numbers_is_not_taken_for_a_seed(tmp_path):
+    notes = ("Seed bank survey of 2019: 100 seedlings, 918 273 plots, sizes 1.5e3 m2 "
+             "(United States 2019, seeding 2020)")
+    write_release(tmp_path / "release.gpkg", [public_like()], notes=notes,
+                  seeds={"synthesize": SYNTH_SEED}, metadata={"size": {"rule": ["n", 4]}})
+    assert read_release(tmp_path / "release.gpkg").metadata["notes"] == notes
+
+
+# ---------------------------------------------------------------------- repeated labels
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda labels: np.r_[labels[:-1], labels[:1]],  # one label twice
+        lambda labels: np.r_[labels[:-1], [None]],  # one row missing
+        lambda labels: np.r_[labels[:-2], ["n/a", "n/a"]],  # a few other values
+        lambda labels: labels[np.random.default_rng(1).integers(0, len(labels), len(labels))],
+    ],
+)
+def test_columns_of_original_labels_with_repeats_or_gaps_are_refused(tmp_path, confidential,
+                                                                     fitted, spoil):
+    _, _, public = fitted
+    leaky = public[0].copy()
+    labels = np.random.default_rng(0).permutation(confidential.index.to_numpy())[:len(leaky)]
+    leaky["ref"] = spoil(labels)
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match=r"column 'ref' are distinct labels of the original "
+                                         r"index \(original_index\) \(\d+ of them in 300 rows"):
+        write_release(path, [public[1], leaky], original_index=confidential.index)
+    assert not path.exists()
+
+
+def test_integer_labels_spelled_as_text_are_refused_and_integer_values_pass(tmp_path):
+    path = tmp_path / "release.gpkg"
+    original = pd.Index(range(1017, 1117), name="record_id")
+    leaky = public_like(n=50, ref=[str(label) for label in original[:50]])
+    with pytest.raises(InputError, match=r"column 'ref' are distinct labels"):
+        write_release(path, [leaky], original_index=original)
+    # an integer attribute whose values happen to be row numbers of a default index
+    ages = np.random.default_rng(2).integers(0, 90, 50)
+    write_release(path, [public_like(n=50, age=ages)], original_index=pd.RangeIndex(300))
+    assert read_release(path).releases[0]["age"].tolist() == ages.tolist()
+
+
+# ---------------------------------------------------------------------- hidden SQLite objects
+def _hidden_table(path):
+    """Original coordinates in a table GDAL does not list as a layer."""
+    sql(path, "CREATE TABLE originals (record_id TEXT, x REAL, y REAL)",
+        "INSERT INTO originals VALUES ('rec-00017', 605123.25, 7790456.5)")
+
+
+def _metadata_as_view(path):
+    sql(path, "ALTER TABLE metadata RENAME TO metadata_rows",
+        "CREATE VIEW metadata AS SELECT * FROM metadata_rows")
+
+
+def _rows_added(path):
+    """800,000 rows more in the first release (its metadata still records 4)."""
+    sql(path, "DROP TRIGGER IF EXISTS rtree_synthetic_1_geom_insert",
+        "INSERT INTO synthetic_1 (geom, y) SELECT geom, y FROM synthetic_1, "
+        "(WITH RECURSIVE c(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM c LIMIT 200000) "
+        "SELECT k FROM c)")
+
+
+@pytest.mark.parametrize(
+    ("tamper", "message"),
+    [
+        (_hidden_table, r"release.gpkg holds the SQLite table 'originals', which no layer lists "
+                        r"and geosynth never writes .* was edited after it was written"),
+        (lambda path: sql(path, "CREATE VIEW v AS SELECT 1"), r"holds the SQLite view 'v'"),
+        (_metadata_as_view, r"holds the SQLite table 'metadata_rows', view 'metadata'"),
+        (_rows_added, r"its layer 'synthetic_1' has more than 4 rows but its metadata records 4"),
+    ],
+)
+def test_tables_views_and_rows_the_layers_do_not_account_for_are_refused(release_of_three,
+                                                                        tamper, message):
+    tamper(release_of_three)
+    with pytest.raises(InputError, match=message) as caught:
+        read_release(release_of_three)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_staging_refusal_names_the_path_once(tmp_path):
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like()])
+    (tmp_path / "release.gpkg-wal").write_bytes(b"")
+    with pytest.raises(InputError, match=r"^\S*release.gpkg has SQLite's release.gpkg-wal") as err:
+        write_release(path, [public_like()], overwrite=True)
+    assert str(err.value).count(str(path)) == 1
