@@ -51,6 +51,7 @@ __all__ = [
     "check_grid_type",
     "check_has_rows",
     "check_mean_label",
+    "check_same_crs",
     "combination_codes",
     "split_by_code",
     "nanmean_rows",
@@ -293,7 +294,7 @@ def spatial_k_anonymity(
                 f"population must be a GeoDataFrame or GeoSeries of points, got "
                 f"{type(population).__name__}"
             )
-        _check_same_crs(original, population, "population")
+        check_same_crs(original, population, "population")
         pop = frame_xy(population, "population")
     if pop.shape[0] == 0 or xy1.shape[0] == 0:
         k = np.zeros(xy1.shape[0], dtype=np.int64)
@@ -862,11 +863,29 @@ def _check_grid(grid: Any, original: gpd.GeoDataFrame) -> None:
         )
 
 
-def _check_same_crs(original: gpd.GeoDataFrame, other: Any, name: str) -> None:
+def check_same_crs(original: Any, other: Any, name: str, ref: str = "original") -> None:
+    """Refuse two frames whose CRSs differ (one without a CRS next to one with a CRS too).
+
+    Parameters
+    ----------
+    original : GeoDataFrame or GeoSeries
+        The reference frame.
+    other : GeoDataFrame or GeoSeries
+        The frame checked against it.
+    name : str
+        How the caller calls ``other``, for the message.
+    ref : str, default "original"
+        How the caller calls ``original``, for the message.
+
+    Raises
+    ------
+    geosynth.errors.CRSError
+        The CRSs differ.
+    """
     a, b = original.crs, other.crs
     if (a is None) != (b is None) or (a is not None and not a.equals(b, ignore_axis_order=True)):
         raise CRSError(
-            f"{name} has CRS {None if b is None else b.to_string()} but original has "
-            f"{None if a is None else a.to_string()}; reproject with {name}.to_crs(original.crs)"
+            f"{name} has CRS {None if b is None else b.to_string()} but {ref} has "
+            f"{None if a is None else a.to_string()}; reproject with {name}.to_crs({ref}.crs)"
         )
 

@@ -54,6 +54,7 @@ from geosynth.metrics.risk import (
     check_grid_type,
     check_has_rows,
     check_mean_label,
+    check_same_crs,
     combination_codes,
     nanmean_rows,
     split_by_code,
@@ -161,6 +162,12 @@ def combine_partially_synthetic(q: Any, u: Any, level: float = 0.95) -> Combined
     -----
     When ``b_m = 0`` the degrees of freedom are infinite (the limit of ``ν_p``) and the interval
     is normal; with ``b_m = ū_m = 0`` the interval is the single point ``q̄_m``.
+
+    The thesis (Nunes 2018, §3.3) attributes these rules to Raghunathan, Reiter & Rubin (2003),
+    but its ``T_m = b_m / m + ū_m`` and ``ν_m`` are Reiter's (2003) rules for partially
+    synthetic data; Raghunathan et al.'s are the fully synthetic ones
+    (:func:`combine_fully_synthetic`). The formulas are right for the thesis' releases, which
+    keep the records' attributes; the citation is not.
 
     Examples
     --------
@@ -281,7 +288,7 @@ def _partial(qa: np.ndarray, ua: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     b = qa.var(axis=0, ddof=1)
     ubar = ua.mean(axis=0)
     var = b / m + ubar
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # b -> 0: ν -> inf
         df = (m - 1) * (1.0 + m * ubar / b) ** 2
     df = np.where(b == 0, np.inf, df)  # the limit b -> 0 (also when ubar = 0)
     return est, var, df
@@ -300,7 +307,7 @@ def _full(
     b = qa.var(axis=0, ddof=1)
     ubar = ua.mean(axis=0)
     t_f = (1.0 + 1.0 / m) * b - ubar
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # adjusted below
         df = (m - 1) * (1.0 - m * ubar / ((m + 1) * b)) ** 2
     adjust = t_f <= 0
     var = np.where(adjust, ratio * ubar, t_f)
@@ -873,7 +880,8 @@ def as_bounds(
         Not four finite numbers, a coordinate beyond ``MAX_CONTINUOUS`` in absolute value, an
         empty or degenerate rectangle, or no points to derive it.
     geosynth.errors.CRSError
-        ``bounds`` is a Grid in another CRS than ``frame``.
+        ``bounds`` is a Grid in another CRS than ``frame``, or ``frame`` has no CRS while the
+        Grid has one.
     """
     if bounds is None:
         if xy.shape[0] == 0:
@@ -887,7 +895,7 @@ def as_bounds(
                 "explicitly"
             )
     elif hasattr(bounds, "bounds") and hasattr(bounds, "locate"):
-        if getattr(frame, "crs", None) is not None:
+        if isinstance(frame, gpd.GeoDataFrame | gpd.GeoSeries):  # arrays carry no CRS
             check_crs(frame, bounds, frame_name)
         values = tuple(bounds.bounds)
     else:
@@ -984,11 +992,13 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
 
     Notes
     -----
-    ``|W| / (n (n - 1))`` estimates ``1 / λ²`` without the bias of ``|W|² / n²`` (as spatstat's
-    default). Isotropic weights: for a point at distances ``d_e`` from the four edges, the arc
-    of the circle outside edge e subtends ``2 α_e`` with ``α_e = arccos(min(d_e / r, 1))``, and
-    the arcs of two adjacent edges overlap by ``max(0, α_e + α_f - π/2)`` (positive exactly when
-    the corner is inside the circle); arcs of opposite edges never overlap, so
+    ``K̂`` is ``(1 / (λ̂² |W|)) Σ_{i ≠ j} w_ij [d_ij <= r]`` with ``λ̂² = n (n - 1) / |W|²``, the
+    unbiased estimator of ``λ²`` (spatstat's default), rather than ``n² / |W|²``, which exceeds
+    it by the factor ``n / (n - 1)``. Isotropic weights: for a point at distances ``d_e`` from
+    the four edges, the arc of the circle outside edge e subtends ``2 α_e`` with
+    ``α_e = arccos(min(d_e / r, 1))``, and the arcs of two adjacent edges overlap by
+    ``max(0, α_e + α_f - π/2)`` (positive exactly when the corner is inside the circle); arcs of
+    opposite edges never overlap, so
     ``e = 1 - (Σ 2α_e - Σ_corners overlap) / (2π)`` by inclusion–exclusion. For radii up to half
     the shorter side, ``e >= 1/4``.
 
@@ -1263,7 +1273,8 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     geosynth.errors.InputError
         ``grid`` is not a lattice, ``releases`` is empty, or points are invalid (:func:`as_xy`).
     geosynth.errors.CRSError
-        A frame's CRS is not the grid's (its points would fall outside every cell, silently).
+        A frame's CRS is not the grid's (its points would fall outside every cell, silently),
+        or, on a grid without a CRS, the frames' CRSs differ.
     """
     check_grid_type(grid)
     one = isinstance(releases, gpd.GeoDataFrame | gpd.GeoSeries) or (
@@ -1271,10 +1282,14 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     sets = [releases] if one else list(releases)
     if not sets:
         raise InputError("releases is empty; pass the m synthetic data sets")
-    for points, name in [(original, "original")] + [(r, f"releases[{k}]")
-                                                     for k, r in enumerate(sets)]:
-        if isinstance(points, gpd.GeoDataFrame | gpd.GeoSeries):  # arrays carry no CRS
-            check_crs(points, grid, name)
+    frames = [(points, name) for points, name in [(original, "original")] + [
+        (r, f"releases[{k}]") for k, r in enumerate(sets)]
+        if isinstance(points, gpd.GeoDataFrame | gpd.GeoSeries)]  # arrays carry no CRS
+    for points, name in frames:
+        check_crs(points, grid, name)
+    if grid.crs is None:  # no grid CRS to compare with: the frames must share theirs
+        for points, name in frames[1:]:
+            check_same_crs(frames[0][0], points, name, frames[0][1])
     counts = _counts_per_cell(grid, as_xy(original, "original"))
     synthetic = np.mean([_counts_per_cell(grid, as_xy(r, f"releases[{k}]"))
                          for k, r in enumerate(sets)], axis=0)

@@ -84,3 +84,21 @@ def test_a_side_with_no_point_on_the_lattice_has_no_l1():
     result = intensity_fidelity(_points([3, 0, 2, 1]), [outside], GRID)
     assert np.isnan(result.l1) and np.isnan(result.correlation)
     assert result.synthetic.sum() == 0
+
+
+def test_frames_in_different_crss_are_refused_on_a_grid_without_one():
+    # With no grid CRS to compare with, each frame passed on its own: an original in one CRS and
+    # a release in another were counted on the same cells, silently.
+    xy = _points([3, 0, 2, 1])
+    grid = Grid.regular((0.0, 0.0, 4.0, 1.0), shape=(1, 4))
+    original = gpd.GeoDataFrame(geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=3857)
+    other = original.set_crs(31983, allow_override=True)
+    with pytest.raises(CRSError, match=r"releases\[1\] has CRS EPSG:31983 but original has "
+                                       r"EPSG:3857; reproject with releases\[1\]\.to_crs"):
+        intensity_fidelity(original, [original, other], grid)
+    with pytest.raises(CRSError, match=r"releases\[0\] has CRS None but original has EPSG:3857"):
+        intensity_fidelity(original, [original.set_crs(None, allow_override=True)], grid)
+    # The first frame is the reference when the original is an array.
+    with pytest.raises(CRSError, match=r"releases\[1\] has CRS EPSG:31983 but releases\[0\] has"):
+        intensity_fidelity(xy, [original, other], grid)
+    assert intensity_fidelity(original, [original, xy], grid).l1 == 0.0  # arrays: no CRS

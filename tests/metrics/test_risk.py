@@ -341,3 +341,48 @@ def test_displacement_names_the_release_whose_crs_differs():
     # The message spoke of "releases[0]", a parameter displacement does not have.
     with pytest.raises(CRSError, match=r"^release has no CRS but original has EPSG:31983"):
         displacement(original, frame([[0, 1]], crs=None))
+
+
+def test_identification_risk_equals_the_definitions_on_random_small_cases():
+    # A literal reading of Reiter & Mitra (2009) in exact fractions as the oracle: for target j,
+    # record r's probability is (1/m) Σ_l [r matches j in l] / F_jl (or the share of releases),
+    # c_j the records tied at the maximum, T_j whether j is among them. Random cases with m = 1,
+    # ties, a cell no release hits and synthetic points outside the grid (cell -1).
+    from fractions import Fraction
+
+    grid = Grid.regular((0, 0, 3, 1), shape=(1, 3), crs=CRS)
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        n, m = int(rng.integers(1, 7)), int(rng.integers(1, 4))
+        attr, cell0 = rng.integers(0, 2, n), rng.integers(0, 3, n)
+        cells = rng.integers(-1, 3, (m, n))
+        original = frame([[c + 0.5, 0.5] for c in cell0], a=attr)
+        releases = [frame([[c + 0.5, 0.5] if c >= 0 else [9.0, 9.0] for c in row])
+                    for row in cells]
+        for weighting in ("reiter_mitra", "share"):
+            c, t = [], []
+            for j in range(n):
+                same = [r for r in range(n) if attr[r] == attr[j]]
+                prob = {}
+                for r in same:
+                    p = Fraction(0)
+                    for ell in range(m):
+                        f = sum(cells[ell, k] == cell0[j] for k in same)
+                        if cells[ell, r] == cell0[j]:
+                            p += Fraction(1, int(f)) if weighting == "reiter_mitra" else 1
+                    prob[r] = p / m
+                tied = [r for r in same if prob[r] == max(prob.values())]
+                c.append(len(tied))
+                t.append(j in tied)
+            risk = identification_risk(original, releases, "a", grid, weighting=weighting)
+            assert risk.records["c"].tolist() == c
+            assert risk.records["true_match"].tolist() == t
+            emr = sum(Fraction(int(tj), cj) for tj, cj in zip(t, c, strict=True))
+            assert risk.expected_match_risk == pytest.approx(float(emr), rel=1e-12)
+            unique = [tj for tj, cj in zip(t, c, strict=True) if cj == 1]
+            assert risk.true_match_rate == sum(unique) / n
+            assert risk.n_unique_matches == len(unique)
+            if unique:
+                assert risk.false_match_rate == pytest.approx(unique.count(False) / len(unique))
+            else:
+                assert np.isnan(risk.false_match_rate)

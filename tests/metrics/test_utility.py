@@ -630,3 +630,84 @@ def test_an_unbounded_synthetic_interval_is_taken_at_its_limit():
         assert overlap(lower, upper, np.array([-far]), np.array([far]), "karr")[0] == 0.5
     with pytest.raises(InputError, match="infinite bounds"):
         interval_overlap((0.2, 0.4), (-np.inf, np.inf))
+
+
+@pytest.mark.parametrize("measure", ["ripley_k", "quadrant_coverage", "ripley_distance"])
+def test_a_frame_without_crs_is_refused_against_a_grid_with_one(measure):
+    # A Grid's CRS was compared only with a frame that had a CRS: points without one (e.g.
+    # coordinates in other units) were measured in the grid's window silently, where
+    # identification_risk and intensity_fidelity refuse them.
+    from geosynth import Grid
+    from geosynth.errors import CRSError
+
+    original, xy, _ = scenario(200, 5)
+    bare = original.set_crs(None, allow_override=True)
+    grid = Grid.regular((0, 0, 100, 100), shape=(4, 4), crs=CRS)
+    call = {
+        "ripley_k": lambda: ripley_k(bare, grid),
+        "quadrant_coverage": lambda: quadrant_coverage(bare, [bare, bare], "y", n_quadrants=5,
+                                                       seed=0, bounds=grid),
+        "ripley_distance": lambda: ripley_distance(bare, [bare], window=grid),
+    }[measure]
+    with pytest.raises(CRSError, match=r"has no CRS while the grid uses EPSG:31983"):
+        call()
+    assert ripley_k(xy, grid).k.shape == (51,)  # arrays carry no CRS: taken in the grid's
+
+
+def test_combining_rules_take_a_tiny_between_variance_without_warning():
+    # ū / b_m overflowed for b_m ~ 5e-321 (a RuntimeWarning) on the way to ν = ∞, its limit.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        partial = combine_partially_synthetic([0.0, 1e-160], [1.0, 1.0])
+        full = combine_fully_synthetic([0.0, 1e-160], [1.0, 1.0])
+    assert partial.df == math.inf and partial.variance == pytest.approx(1.0)
+    assert full.df == math.inf and full.variance == pytest.approx(1.0)  # T_f < 0: adjusted
+
+
+def test_partially_synthetic_rules_recover_their_coverage():
+    # Recovery of a known value: Q = 0 and m releases with q_l = Q + e + d_l, where e ~ N(0, U)
+    # is the shared error of the original estimate and d_l ~ N(0, B) the synthesis noise;
+    # u_l = U. Then q̄ - Q ~ N(0, U + B/m), which T_p = ū + b_m/m estimates with ν_p df, so the
+    # 90% interval covers Q in 90% of the 4000 repetitions (SD 0.5%; 3 SD = 1.4%).
+    rng = np.random.default_rng(2024)
+    m, reps, big_u, big_b = 3, 4000, 1.0, 4.0
+    q = rng.normal(0, math.sqrt(big_u), reps) + rng.normal(0, math.sqrt(big_b), (m, reps))
+    r = combine_partially_synthetic(q, np.full((m, reps), big_u), level=0.9)
+    covered = np.mean((r.lower <= 0) & (0 <= r.upper))
+    assert covered == pytest.approx(0.9, abs=0.015)
+
+
+def test_ripley_k_equals_a_brute_force_sum_with_ties_in_a_rectangle():
+    # K̂(r) = |W| / (n (n - 1)) Σ_{i ≠ j} w_ij [d_ij <= r] summed pair by pair in a 3 x 1 window,
+    # with three duplicated points (d = 0, counted at r = 0) and two points on corners. The
+    # isotropic weight is checked against the share of 20,000 equally spaced points of each
+    # circle that fall in the window (error ~ 1e-4 of the share).
+    rng = np.random.default_rng(5)
+    box = (0.0, 0.0, 3.0, 1.0)
+    xy = rng.uniform((0, 0), (3, 1), (20, 2))
+    xy = np.vstack([xy, xy[:3], [[0.0, 0.0], [3.0, 1.0]]])
+    r = np.array([0.0, 0.05, 0.1, 0.2, 0.35, 0.5])
+    theta = (np.arange(20_000) + 0.5) / 20_000 * 2 * np.pi
+    n = xy.shape[0]
+    sums = {"none": np.zeros(r.size), "translation": np.zeros(r.size),
+            "isotropic": np.zeros(r.size)}
+    for i in range(n):
+        for j in range(n):
+            dx, dy = xy[j] - xy[i]
+            d = math.hypot(dx, dy)
+            if i == j or d > r[-1]:
+                continue
+            x, y = xy[i, 0] + d * np.cos(theta), xy[i, 1] + d * np.sin(theta)
+            share = np.mean((x >= 0) & (x <= 3) & (y >= 0) & (y <= 1)) if d > 0 else 1.0
+            hit = d <= r
+            sums["none"] += hit
+            sums["translation"] += hit * 3.0 / ((3.0 - abs(dx)) * (1.0 - abs(dy)))
+            sums["isotropic"] += hit / share
+    for correction, total in sums.items():
+        expected = 3.0 / (n * (n - 1)) * total
+        got = ripley_k(xy, box, r, correction).k
+        rtol = 1e-3 if correction == "isotropic" else 1e-12
+        np.testing.assert_allclose(got, expected, rtol=rtol)
+    assert sums["none"][0] == 6  # the three duplicated pairs, both orders, at r = 0
