@@ -124,7 +124,8 @@ def synthesize(
     weights : str, os.PathLike or rasterio dataset, optional
         Raster of non-negative weights (e.g. population density) in the grid CRS, used to place
         points within their synthetic cell; see :func:`geosynth.synth.place_in_cells`. It changes
-        where in a cell a point goes, never which cell.
+        where in a cell a point goes, never which cell. It must be public data, never derived
+        from ``gdf``: points go only to its pixels of positive weight.
     epsilon : None
         Not accepted here: an ε-differentially private release is made by
         :func:`geosynth.dp.dp_release` (or ``geosynth.synthesize(counts, m, epsilon=...)``).
@@ -186,9 +187,12 @@ def synthesize(
     three cells estimate badly): there ``Z̃`` would publish the record's own value to within
     whatever stands in for ``sd_b``. ``s̃_b`` is ``sd_b`` moderated towards the pooled
     between-cell SD of all combinations (:func:`synthesis_sd`): ``sd_b`` itself where the
-    combination spans many cells, the pooled SD where it spans one. Where ``(i, b)`` held no
+    combination spans many cells, the pooled SD where it spans one (both over the cells of at
+    least :data:`MIN_RECORDS_FOR_VALUES` records of a combination). Where ``(i, b)`` held no
     original record, ``Z̄_ib`` is the mean of ``Z̄_jb`` over the neighbours ``j`` of ``i`` that
-    held records of ``b``, and 0 (the combination mean) if none did (:func:`synthetic_zbar`).
+    held records of ``b``, and the mean of ``Z̄_jb`` over all cells ``j`` that did if none of
+    the neighbours did (:func:`synthetic_zbar`; the thesis' 0, the combination mean, also
+    averages the cells of one or two records, and published their values).
     Where it held fewer than :data:`MIN_RECORDS_FOR_VALUES` (one or two records), the same
     fallback stands in for ``Z̄_ib``, a departure from the thesis: its cell mean is then those
     records' own values, and every synthetic record of ``b`` drawn into cell ``i`` centres on
@@ -434,8 +438,11 @@ def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarr
         ``zbar`` where cell ``i`` holds at least :data:`MIN_RECORDS_FOR_VALUES` records of
         ``b``. Elsewhere (no record, or one or two whose mean would be published: see
         :func:`synthesize`) the mean of ``zbar[j, b]`` over the neighbours ``j`` of cell ``i``
-        (``grid.indptr/indices``) that hold that many; 0 (the standardised combination mean)
-        when none does.
+        (``grid.indptr/indices``) that hold that many; when none does, the mean of ``zbar`` over
+        all the cells of ``b`` that hold that many, and 0 (the standardised combination mean)
+        when no cell does. Not 0 when some cell does: the combination mean averages the means
+        of all its cells, a lone record's too, which the releases would then publish (its value
+        is twice that mean minus the other cell's, when ``b`` has one other cell).
 
     Raises
     ------
@@ -459,7 +466,11 @@ def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarr
     zbar = np.asarray(zbar, dtype=np.float64)
     total = adjacency @ (zbar * mask)
     n_with = adjacency @ mask
-    fill = np.divide(total, n_with, out=np.zeros_like(total), where=n_with > 0)
+    n_kept = mask.sum(axis=0)
+    overall = np.divide((zbar * mask).sum(axis=0), n_kept, out=np.zeros(n_kept.shape),
+                        where=n_kept > 0)
+    fill = np.divide(total, n_with, out=np.broadcast_to(overall, total.shape).copy(),
+                     where=n_with > 0)
     return np.where(kept, zbar, fill)
 
 
@@ -699,14 +710,20 @@ def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray
     Appl. Genet. Mol. Biol.* 3(1), art. 3: the posterior mean under a scaled inverse-χ² prior
     with ν₀ degrees of freedom)::
 
-        s̃_b² = (ν_b · sd_b² + ν₀ · s₀²) / (ν_b + ν₀),    ν_b = n_b − 1,
+        s̃_b² = (ν_b · sd_b² + ν₀ · s₀²) / (ν_b + ν₀),    ν_b = max(n_b − 1, 0),
 
     with ``ν₀`` = :data:`SYNTHESIS_SD_PRIOR_DF` and ``s₀²`` the pooled between-cell variance of
     all combinations, ``Σ_b ν_b sd_b² / Σ_b ν_b``; where that is not defined or 0 (no
-    combination spans two cells, or none varies between them), the variance of all the
-    non-empty cells' raw means around their overall mean stands in for it. A
-    combination spanning many cells keeps ``sd_b`` nearly as the thesis has it; one held by a
-    single cell gets ``s₀``.
+    combination spans two cells, or none varies between them), the variance of all those
+    cells' raw means around their overall mean stands in for it, and failing that (fewer than
+    two such cells) that of all the non-empty cells. A combination spanning many cells keeps
+    ``sd_b`` nearly as the thesis has it; one held by a single cell gets ``s₀``.
+
+    ``sd_b``, ``n_b`` and ``s₀`` count only the cells holding at least
+    :data:`MIN_RECORDS_FOR_VALUES` records of the combination, whose means the releases centre
+    on anyway (:func:`synthetic_zbar`): the noise SD is estimable from the releases, and with
+    a cell of one record among them it disclosed that record's distance from the other cells'
+    means.
 
     Parameters
     ----------
@@ -730,14 +747,19 @@ def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray
         raise InputError("counts has no continuous variable; prepare(..., continuous=column) first")
     name = counts.covariates[0] if covariate is None else covariate
     zbar, mean, sd = counts.covariate(name)
-    mask = np.asarray(counts.zbar_mask)
+    mask = np.asarray(counts.zbar_mask, dtype=bool)
+    kept = mask & (np.asarray(counts.counts) >= MIN_RECORDS_FOR_VALUES)
     raw = np.where(mask, zbar * sd + mean, 0.0)
-    df = mask.sum(axis=0) - 1.0
-    squares = (np.where(mask, raw - mean, 0.0) ** 2).sum(axis=0)
+    n_kept = kept.sum(axis=0)
+    centre = np.divide(np.where(kept, raw, 0.0).sum(axis=0), n_kept,
+                       out=np.zeros(n_kept.shape), where=n_kept > 0)
+    df = np.maximum(n_kept - 1.0, 0.0)
+    squares = (np.where(kept, raw - centre, 0.0) ** 2).sum(axis=0)
     pooled = squares.sum() / df.sum() if df.sum() > 0 else 0.0
-    if not pooled > 0.0:
-        means = raw[mask]
-        pooled = means.var(ddof=1) if means.size > 1 else 0.0
+    for cells in (kept, mask):
+        if not pooled > 0.0:
+            means = raw[cells]
+            pooled = means.var(ddof=1) if means.size > 1 else 0.0
     if not (np.isfinite(pooled) and pooled > 0.0):
         raise InputError(
             f"the continuous column {name!r} has one cell mean for every record (all records in "

@@ -64,8 +64,12 @@ __all__ = [
 
 WeightsLike = Any  # str | os.PathLike | rasterio dataset opened for reading
 
-#: Most pixels of a weights raster read over the lattice (8 bytes each as float64: 2 GiB).
-MAX_WEIGHT_PIXELS = 2**28
+#: Most pixels of a weights raster read over the lattice: about 2 GiB at the peak of reading.
+MAX_WEIGHT_PIXELS = 2**23
+# Peak memory of PixelTable.from_raster per pixel of positive weight (233 bytes measured: the
+# float64 copy, the pixel boxes before and after sorting by cell, their centres and cells). The
+# limit was 2**28 pixels "8 bytes each": a raster under it could take 60 GiB and be killed.
+_BYTES_PER_PIXEL = 256
 
 # Candidate points per pending point and round are capped at _MAX_BATCH and, over all pending
 # points of a round, at about _MAX_CANDIDATES (memory ~ 40 bytes per candidate).
@@ -97,7 +101,9 @@ def place_in_cells(
         ``grid``. Within its cell a point falls in a pixel with probability proportional to the
         pixel's weight among the pixels whose centre lies in the cell's habitable geometry, then
         uniformly in ``pixel ∩ habitable geometry``. Nodata and NaN pixels weigh 0. Without it,
-        points are uniform over the habitable geometry.
+        points are uniform over the habitable geometry. The raster must be public data, not
+        derived from the confidential records: points fall only in its pixels of positive
+        weight, so a fine raster of the records' own density would put them where records are.
 
     Returns
     -------
@@ -108,10 +114,12 @@ def place_in_cells(
     ------
     geosynth.errors.InputError
         ``grid`` is not a Grid, ``cells`` are not valid cell ids, or ``weights`` is not a readable
-        raster (rotated, negative or infinite weights, no overlap with the grid, no pixel of
-        positive weight in any habitable cell).
+        raster (rotated or degenerate geotransform, negative or infinite weights, no overlap
+        with the grid, no pixel of positive weight in any habitable cell).
     geosynth.errors.CRSError
         The raster CRS differs from the grid CRS, or only one of them has a CRS.
+    geosynth.errors.MemoryLimitError
+        The raster has more than :data:`MAX_WEIGHT_PIXELS` pixels over the grid.
     geosynth.errors.SamplerError
         A habitable geometry is too thin to be hit by rejection sampling.
 
@@ -423,10 +431,13 @@ class PixelTable:
         Raises
         ------
         geosynth.errors.InputError
-            The raster cannot be read, is rotated, does not overlap the grid, has negative
-            or infinite weights, or gives no habitable cell a positive weight.
+            The raster cannot be read, is rotated, has a zero or non-finite pixel size or
+            origin, does not overlap the grid, has negative or infinite weights, or gives no
+            habitable cell a positive weight.
         geosynth.errors.CRSError
             The raster CRS is not the grid's.
+        geosynth.errors.MemoryLimitError
+            The raster has more than :data:`MAX_WEIGHT_PIXELS` pixels over the grid.
         """
         return read_raster(
             weights, "weights", lambda dataset: cls._from_dataset(dataset, grid),
@@ -444,11 +455,15 @@ class PixelTable:
                 "weights raster has a rotated or sheared geotransform; warp it to a north-up "
                 "grid first (e.g. rasterio.warp.reproject or `rio warp`)"
             )
-        col0, row0, col1, row1 = raster_window(t, dataset.width, dataset.height, grid.bounds)
+        col0, row0, col1, row1 = raster_window(t, dataset.width, dataset.height, grid.bounds,
+                                               name="weights raster")
         if col1 <= col0 or row1 <= row0:
+            # The bounds of a lattice built from the points follow the outermost records:
+            # not quoted.
+            shown = "" if grid.snap_unit is not None else f" {grid.bounds}"
             raise InputError(
                 f"weights raster (bounds {tuple(dataset.bounds)}) does not overlap the grid "
-                f"bounds {grid.bounds}; check that both use the same CRS"
+                f"bounds{shown}; check that both use the same CRS"
             )
         from rasterio.windows import Window
 
@@ -457,8 +472,8 @@ class PixelTable:
             raise MemoryLimitError(
                 f"weights raster has {n_pixels:,} pixels over the grid, above "
                 f"geosynth.synth.placement.MAX_WEIGHT_PIXELS = {MAX_WEIGHT_PIXELS:,} (about "
-                f"{n_pixels * 8 / 2**30:,.0f} GiB to read); resample it to coarser pixels "
-                "(e.g. `gdalwarp -tr`), or raise MAX_WEIGHT_PIXELS deliberately"
+                f"{n_pixels * _BYTES_PER_PIXEL / 2**30:,.0f} GiB to read); resample it to "
+                "coarser pixels (e.g. `gdalwarp -tr`), or raise MAX_WEIGHT_PIXELS deliberately"
             )
         band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
         values = np.ma.filled(band.astype(np.float64), 0.0)
@@ -488,6 +503,14 @@ class PixelTable:
             [np.minimum(xa, xb), np.minimum(ya, yb), np.maximum(xa, xb), np.maximum(ya, yb)]
         )[inside][order]
         boxes = _clip_boxes(pixel, grid.cell_bounds(cell))
+        if ((boxes[:, 2] <= boxes[:, 0]) | (boxes[:, 3] <= boxes[:, 1])).any():
+            # Pixels below the float resolution of the coordinates: a point "in" one was put
+            # beside it, possibly in the next cell (or rejection sampling ran 6e7 candidates).
+            raise InputError(
+                f"weights raster pixels ({abs(t.a)!r} x {abs(t.e)!r}) are too small to be told "
+                "apart at the grid's coordinates; resample it to coarser pixels (e.g. "
+                "`gdalwarp -tr`)"
+            )
         sorted_w = w[inside][order]
         within = pd.Series(sorted_w).groupby(cell).cumsum().to_numpy()
         start = np.searchsorted(cell, np.arange(grid.n_cells + 1), side="left")
@@ -575,7 +598,7 @@ def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
 
 
 def raster_window(
-    transform: Any, width: int, height: int, bounds: tuple[float, ...]
+    transform: Any, width: int, height: int, bounds: tuple[float, ...], name: str = "raster"
 ) -> tuple[int, int, int, int]:
     """``(col0, row0, col1, row1)`` of the pixels meeting ``bounds``, clipped to the raster.
 
@@ -588,13 +611,28 @@ def raster_window(
         Size of the raster in pixels.
     bounds : tuple of float
         ``(xmin, ymin, xmax, ymax)`` to cover, e.g. ``grid.bounds``.
+    name : str, default "raster"
+        What the message calls the raster (``"weights raster"``).
 
     Returns
     -------
     tuple of int
         Columns ``col0 .. col1 - 1`` and rows ``row0 .. row1 - 1``; empty (``col1 <= col0`` or
         ``row1 <= row0``) when the raster does not meet ``bounds``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A pixel size of 0 or a non-finite pixel size or origin (it raised ZeroDivisionError or
+        "cannot convert float NaN to integer").
     """
+    terms = (transform.a, transform.e, transform.c, transform.f)
+    if not (all(math.isfinite(v) for v in terms) and transform.a != 0 and transform.e != 0):
+        raise InputError(
+            f"{name} has no usable geotransform (pixel size {transform.a!r} x {transform.e!r}, "
+            f"origin {transform.c!r}, {transform.f!r}); georeference it in the grid CRS first "
+            "(e.g. `gdal_translate -a_ullr` or `rio edit-info --transform`)"
+        )
     xmin, ymin, xmax, ymax = bounds
     cols = [(x - transform.c) / transform.a for x in (xmin, xmax)]
     rows = [(y - transform.f) / transform.e for y in (ymin, ymax)]

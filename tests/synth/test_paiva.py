@@ -329,6 +329,57 @@ def test_combination_mean_fallback_exact():
     assert filled[3] == 0.0 and filled[4] == 0.0  # no neighbour with records
 
 
+def lone_value_data(lone):
+    """1 x 5 lattice. a=0: three records (9, 10, 11) in cell 0, three (19, 20, 21) in cell 1
+    and a lone record of value ``lone`` in cell 4; a=1: three records in cells 2 (4, 5, 6) and
+    3 (6, 7, 8)."""
+    grid = Grid.regular((0, 0, 50, 10), shape=(1, 5), crs=CRS)
+    rows = [(0, 10.0 + d, 0) for d in (-1, 0, 1)] + [(0, 20.0 + d, 1) for d in (-1, 0, 1)]
+    rows += [(0, lone, 4)] + [(1, mean + d, cell) for cell, mean in ((2, 5.0), (3, 7.0))
+                              for d in (-1, 0, 1)]
+    frame = pd.DataFrame(rows, columns=["a", "z", "cell"])
+    gdf = gpd.GeoDataFrame(frame[["a", "z"]], crs=CRS,
+                           geometry=gpd.points_from_xy(10 * frame.cell + 5, np.full(len(rows), 5)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)  # single-level attribute
+        counts = prepare(gdf, grid, attributes=["a"], continuous="z")
+    return gdf, grid, counts
+
+
+def test_no_kept_neighbour_takes_the_mean_of_the_kept_cells():
+    # Cells 3 and 4 of a=0 have no neighbour of >= 3 records. They took the combination mean
+    # over all cells with records, (10 + 20 + lone) / 3, so lone = 3 * centre - 30: the mean
+    # of the releases' values there published the lone record. The kept cells' mean is 15.
+    for lone in (95.0, 500.0):
+        _, _, counts = lone_value_data(lone)
+        _, mean, sd = counts.covariate("z")
+        raw = synthetic_zbar(counts)[:, 0] * sd[0] + mean[0]
+        np.testing.assert_allclose(raw, [10.0, 20.0, 20.0, 15.0, 15.0], rtol=1e-12)
+
+
+def test_synthesis_sd_ignores_cells_of_one_or_two_records():
+    # Kept cells only: a=0 has means 10, 20 (ν = 1, Σ squares 50), a=1 means 5, 7 (ν = 1, 2);
+    # pooled s0² = 52 / 2 = 26. The lone record's cell weighed in, so the SD estimated from
+    # the releases gave its distance from the other cells' means.
+    for lone in (95.0, 500.0):
+        _, _, counts = lone_value_data(lone)
+        expected = np.sqrt([(50.0 + 4 * 26.0) / 5, (2.0 + 4 * 26.0) / 5])
+        np.testing.assert_allclose(synthesis_sd(counts), expected, rtol=1e-12)
+
+
+def test_a_lone_record_value_does_not_change_the_releases():
+    # The releases' values are a function of the cells of >= 3 records only: changing the lone
+    # record's value from 95 to 500 changes no synthetic value (beyond rounding).
+    releases = []
+    for lone in (95.0, 500.0):
+        gdf, _, counts = lone_value_data(lone)
+        fit = stub_fit(counts, np.ones((1, 10, 5, 2)))
+        releases.append(synthesize(fit, gdf, m=10, seed=3))
+    for a, b in zip(*releases, strict=True):
+        assert a.geometry.geom_equals_exact(b.geometry, 0).all()
+        np.testing.assert_allclose(a["z"], b["z"], rtol=1e-9)
+
+
 @pytest.mark.parametrize(
     ("cell_means", "cell", "expected", "alternative"),
     [
@@ -353,15 +404,16 @@ def test_fallbacks_in_releases(cell_means, cell, expected, alternative):
     assert stats.kstest(release["z"], stats.norm(alternative, sd).cdf).pvalue < ALPHA
 
 
-def combination_counts(cell_means):
+def combination_counts(cell_means, offsets=(-1.0, 0.0, 1.0)):
     """1 x 5 lattice; ``cell_means[a]`` maps cells to the mean z of combination ``a`` there.
 
-    Each cell holds two records of the combination, at its mean ± 1.
+    Each cell holds one record of the combination per offset, at its mean + offset (by
+    default MIN_RECORDS_FOR_VALUES records, so the cell's mean is used).
     """
     grid = Grid.regular((0, 0, 50, 10), shape=(1, 5), crs=CRS)
     rows = [{"a": a, "z": z + offset, "x": 10 * cell + 5, "y": 5}
             for a, cells in cell_means.items() for cell, z in cells.items()
-            for offset in (-1.0, 1.0)]
+            for offset in offsets]
     frame = pd.DataFrame(rows)
     gdf = gpd.GeoDataFrame(frame[["a", "z"]], geometry=gpd.points_from_xy(frame.x, frame.y),
                            crs=CRS)
@@ -396,7 +448,8 @@ def test_a_combination_in_one_cell_does_not_publish_its_value():
 def test_values_of_a_combination_of_two_records_are_warned_about():
     # a=1 has its two records in cell 2: every release centres its values on their mean, so
     # the average of the releases' a=1 rows tends to it as m grows.
-    gdf, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 60.0}, 1: {2: 500.0}})
+    gdf, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 60.0}, 1: {2: 500.0}},
+                                     offsets=(-1.0, 1.0))
     fit = stub_fit(counts, random_lambda(counts, chains=1, draws=40))
     with pytest.warns(PrivacyLeakWarning, match=r"1 attribute combination\(s\) with synthetic "
                                                 r"'z' have fewer than 3 records \('a=1'\).*"
@@ -404,7 +457,8 @@ def test_values_of_a_combination_of_two_records_are_warned_about():
         releases = synthesize(fit, gdf, m=40, seed=2)
     rows = np.concatenate([r.loc[r["a"] == 1, "z"].to_numpy() for r in releases])
     assert abs(rows.mean() - 500.0) < 4 * synthesis_sd(counts)[1] / np.sqrt(rows.size)
-    plenty, counts = combination_counts({0: {0: 10.0, 1: 20.0}, 1: {2: 5.0, 3: 7.0}})
+    plenty, counts = combination_counts({0: {0: 10.0, 1: 20.0}, 1: {2: 5.0, 3: 7.0}},
+                                        offsets=(-1.0, 1.0))
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         synthesize(stub_fit(counts, random_lambda(counts, chains=1, draws=4)), plenty, m=2,

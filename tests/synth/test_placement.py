@@ -384,3 +384,173 @@ def test_nan_pixels_weigh_zero(tmp_path):
         unit_grid(shape=(1, 1)), np.zeros(200, dtype=np.int64), seed=1, weights=path
     )
     assert (xy >= 50).all()
+
+
+# ---------------------------------------------------------------------- uniformity: other cells
+def area_share_test(grid, cell, n, seed, k=6, weights=None):
+    """Chi-square of the points of ``cell`` over a k x k split of its box against exact shares.
+
+    The expected share of a sub-box is its area of intersection with the cell's habitable
+    geometry over the habitable area (shapely's polygon overlay: exact up to rounding). Returns
+    the p-value against those shares and the p-value against the sub-boxes' shares of the box
+    (what a point uniform in the box, not in the cell, would give).
+    """
+    x0, y0, x1, y1 = grid.cell_bounds(cell)[0]
+    xe, ye = np.linspace(x0, x1, k + 1), np.linspace(y0, y1, k + 1)
+    subs = shapely.box(*np.meshgrid(xe[:-1], ye[:-1], indexing="ij"),
+                       *np.meshgrid(xe[1:], ye[1:], indexing="ij")).ravel()
+    habitable = np.asarray(grid.habitable_geometry)[cell]
+    share = shapely.area(shapely.intersection(subs, habitable)) / habitable.area
+    assert share.sum() == pytest.approx(1.0, rel=1e-9)
+    cells = np.full(n, cell)
+    xy = place_in_cells(grid, cells, seed=seed, weights=weights)
+    assert_in_cells(grid, cells, xy)
+    i = np.clip(np.searchsorted(xe, xy[:, 0], side="right") - 1, 0, k - 1)
+    j = np.clip(np.searchsorted(ye, xy[:, 1], side="right") - 1, 0, k - 1)
+    observed = np.bincount(i * k + j, minlength=k * k)
+    assert (observed[share == 0] == 0).all()
+    keep = share > 0
+    p_exact = stats.chisquare(observed[keep], n * share[keep]).pvalue
+    box_share = shapely.area(subs) / shapely.area(subs).sum()
+    p_box = stats.chisquare(observed[keep], n * box_share[keep] / box_share[keep].sum()).pvalue
+    return p_exact, p_box
+
+
+@pytest.mark.parametrize("orientation", ["pointy", "flat"])
+def test_uniform_in_hexagons_chi_square(orientation):
+    grid = Grid.hexagonal((0, 0, 30, 30), cell_size=5.0, orientation=orientation, crs=CRS)
+    assert not grid.fully_habitable.any()
+    p_exact, p_box = area_share_test(grid, grid.n_cells // 2, 20_000, seed=1)
+    assert p_exact > ALPHA
+    assert p_box < ALPHA  # the test has power: uniform over the hexagon's box is refused
+
+
+def test_uniform_in_cells_with_holes_chi_square():
+    # A disc excluded from the middle of a square cell and of a hexagon: habitable geometries
+    # with an interior ring.
+    square = Grid.regular((0, 0, 30, 30), shape=(3, 3), crs=CRS, exclude=Point(15, 15).buffer(3))
+    assert not square.fully_habitable[4]
+    assert len(np.asarray(square.habitable_geometry)[4].interiors) == 1
+    p_exact, p_box = area_share_test(square, 4, 20_000, seed=2)
+    assert p_exact > ALPHA and p_box < ALPHA
+    hexagons = Grid.hexagonal((0, 0, 30, 30), cell_size=5.0, crs=CRS)
+    centre = hexagons.cells.geometry.iloc[hexagons.n_cells // 2].centroid
+    holed = Grid.hexagonal((0, 0, 30, 30), cell_size=5.0, crs=CRS,
+                           exclude=centre.buffer(2.0))
+    p_exact, p_box = area_share_test(holed, holed.n_cells // 2, 20_000, seed=3)
+    assert p_exact > ALPHA and p_box < ALPHA
+
+
+def areal_grid():
+    """Three areas: a concave U with a square hole in its base, a triangle, and a two-part area
+    (a square and a small island). They touch along x = 10 and y = 0."""
+    import geopandas as gpd
+
+    u_shape = Polygon([(0, 0), (10, 0), (10, 10), (7, 10), (7, 4), (3, 4), (3, 10), (0, 10)],
+                      holes=[[(4, 1), (6, 1), (6, 3), (4, 3)]])
+    triangle = Polygon([(10, 0), (20, 0), (10, 10)])
+    two_parts = shapely.MultiPolygon([box(0, -10, 10, 0), box(12, -5, 14, -3)])
+    areas = gpd.GeoDataFrame({"name": ["u", "t", "m"]},
+                             geometry=[u_shape, triangle, two_parts], crs=CRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        return Grid.from_polygons(areas)
+
+
+def test_uniform_in_areal_polygons():
+    grid = areal_grid()
+    assert grid.kind == "areal"
+    # The concave area with a hole: exact area shares of a 5 x 5 split of its box.
+    p_exact, p_box = area_share_test(grid, 0, 20_000, seed=4, k=5)
+    assert p_exact > ALPHA and p_box < ALPHA
+    # The triangle: x has density 2 (20 - x) / 100 on [10, 20], CDF 1 - ((20 - x) / 10)^2.
+    xy = place_in_cells(grid, np.full(5000, 1), seed=5)
+    assert_in_cells(grid, np.full(5000, 1), xy)
+    assert stats.kstest(xy[:, 0], lambda x: 1 - ((20 - np.clip(x, 10, 20)) / 10) ** 2).pvalue \
+        > ALPHA
+    assert stats.kstest(xy[:, 0], stats.uniform(10, 10).cdf).pvalue < ALPHA
+    # The two-part area: the island (area 4 of 104) gets its area share of the points.
+    n = 20_000
+    xy = place_in_cells(grid, np.full(n, 2), seed=6)
+    assert_in_cells(grid, np.full(n, 2), xy)
+    on_island = int((xy[:, 0] > 10).sum())
+    assert stats.binomtest(on_island, n, 4 / 104).pvalue > ALPHA
+
+
+def test_weighted_hexagon_follows_pixel_centre_rule(tmp_path):
+    # 1 m pixels of weight 1 over hexagons of side 5: a point's pixel is one whose centre lies
+    # in the hexagon, each equally likely (the centre rule), and the point is uniform in
+    # pixel ∩ hexagon, so inside the hexagon.
+    grid = Grid.hexagonal((0, 0, 30, 30), cell_size=5.0, crs=CRS)
+    path = write_raster(tmp_path / "w.tif", np.ones((40, 40)), from_origin(-5, 35, 1, 1))
+    cell = grid.n_cells // 2
+    n = 20_000
+    cells = np.full(n, cell)
+    xy = place_in_cells(grid, cells, seed=7, weights=path)
+    assert_in_cells(grid, cells, xy)
+    col, row = np.floor(xy[:, 0]).astype(int), np.floor(xy[:, 1]).astype(int)
+    x0, y0, x1, y1 = grid.cell_bounds(cell)[0]
+    cx, cy = np.meshgrid(np.arange(np.floor(x0), np.ceil(x1)) + 0.5,
+                         np.arange(np.floor(y0), np.ceil(y1)) + 0.5, indexing="ij")
+    centres = np.column_stack([cx.ravel(), cy.ravel()])
+    mine = centres[grid.locate(centres) == cell]
+    observed = {tuple(p): 0 for p in np.floor(mine).astype(int).tolist()}
+    for key in zip(col.tolist(), row.tolist(), strict=True):
+        observed[key] += 1  # a KeyError would be a point in a pixel whose centre is outside
+    counts = np.array(list(observed.values()))
+    assert stats.chisquare(counts).pvalue > ALPHA
+
+
+# ---------------------------------------------------------------------- raster limits
+def test_max_weight_pixels_bounds_the_memory_it_claims(tmp_path):
+    # MAX_WEIGHT_PIXELS was 2**28 "8 bytes each": reading takes over 200 bytes per pixel of
+    # positive weight, so a raster under the limit could need 60 GiB and kill the process
+    # instead of raising MemoryLimitError.
+    import tracemalloc
+
+    from geosynth.synth import placement
+
+    side = 400
+    path = write_raster(tmp_path / "w.tif", np.ones((side, side)),
+                        from_origin(0, 100, 100 / side, 100 / side))
+    grid = unit_grid(shape=(4, 4))
+    tracemalloc.start()
+    try:
+        placement.PixelTable.from_raster(path, grid)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    per_pixel = peak / side**2
+    assert placement.MAX_WEIGHT_PIXELS * per_pixel <= 2.5 * 2**30
+
+
+@pytest.mark.parametrize("transform", [
+    Affine(25, 0, 0, 0, 0, 100),  # zero pixel height: ZeroDivisionError
+    Affine(25, 0, float("nan"), 0, -25, 100),  # NaN origin: "cannot convert float NaN"
+])
+def test_degenerate_geotransforms_are_refused(tmp_path, transform):
+    path = write_raster(tmp_path / "w.tif", np.ones((4, 4)), transform, crs=None)
+    grid = quiet_grid((0, 0, 100, 100), shape=(1, 1))
+    with pytest.raises(InputError, match="weights raster has no usable geotransform"):
+        place_in_cells(grid, [0], weights=path)
+
+
+def test_no_overlap_message_does_not_quote_bounds_derived_from_the_points(tmp_path):
+    import geopandas as gpd
+
+    points = gpd.GeoSeries(gpd.points_from_xy([303.25, 396.5], [507.5, 591.75]), crs=CRS)
+    grid = Grid.from_points(points, shape=(2, 2))
+    assert grid.snap_unit is not None
+    path = write_raster(tmp_path / "w.tif", np.ones((2, 2)), from_origin(1e6, 2e6, 50, 50))
+    with pytest.raises(InputError, match="does not overlap") as info:
+        place_in_cells(grid, [0], weights=path)
+    assert not any(str(v) in str(info.value) for v in grid.bounds)
+
+
+def test_pixels_below_the_coordinate_resolution_are_refused(tmp_path):
+    # 1e-11 m pixels at x = 500,050: a pixel's edges are the same float, and its points were
+    # put just west of it (in the west neighbour when it starts a cell).
+    grid = quiet_grid((500_000, 0, 500_100, 100), shape=(1, 2), crs=CRS)
+    path = write_raster(tmp_path / "w.tif", np.ones((4, 4)), from_origin(500_050, 50, 1e-11, 1e-11))
+    with pytest.raises(InputError, match=r"pixels \(1e-11 x 1e-11\) are too small"):
+        place_in_cells(grid, [1], weights=path)
