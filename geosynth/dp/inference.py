@@ -306,12 +306,17 @@ class CharestPosterior:
     def variance(self) -> np.ndarray:
         """Posterior variance of ``p``, shape (k,), Rao-Blackwellised.
 
-        ``Var[p_i] = E[Var(p_i | x)] + Var(E[p_i | x])`` with ``p | x ~ Dirichlet(γ + x)``.
+        ``Var[p_i] = E[Var(p_i | x)] + Var(E[p_i | x])`` with ``p | x ~ Dirichlet(γ + x)``,
+        written as :func:`charest_moments` writes it: the spread of ``γ_i + x_i`` lost ``x`` in
+        the rounding of a large prior (2e-28 for the exact 1.25e-151 at γ = 1e150) and
+        ``total**2`` overflowed (NaN from γ = 1e154).
         """
         total = self.prior.sum() + self.n
-        a = self.prior + self.x_draws.astype(np.float64)
-        within = (a * (total - a)).mean(axis=0) / (total**2 * (total + 1.0))
-        return within + a.var(axis=0) / total**2
+        x = self.x_draws.astype(np.float64)
+        share = (self.prior + x) / total  # E[p_i | x]
+        rest = ((self.prior.sum() - self.prior) + (self.n - x)) / total  # 1 − share, exactly
+        within = (share * rest).mean(axis=0) / (total + 1.0)
+        return within + x.var(axis=0) / total / total
 
     def hpd(self, level: float = 0.95) -> np.ndarray:
         """Highest posterior density interval of each ``p_i`` from the draws.
@@ -408,6 +413,11 @@ class _Problem:
     binary_input: bool
 
 
+#: Largest total ``Σγ`` of the prior of ``p``: beyond it the gammas of ``p | x`` sum to inf (all
+#: draws of ``p`` were 0) and so do the moments' totals (every posterior mean was 0).
+MAX_PRIOR_TOTAL = np.finfo(np.float64).max / 4
+
+
 def _per_category(values: Any, k: int, name: str) -> np.ndarray:
     check_real_array(values, name, "a number or an array of numbers")  # masked, complex, text
     a = check_alpha(values, name)
@@ -487,12 +497,21 @@ def _validate(synthetic_counts: Any, n: Any, n_synth: Any, alpha: Any, prior: An
         )
     if categories is None:
         categories = tuple(range(k))
+    alpha = _per_category(alpha, k, "alpha")
+    prior = _per_category(prior, k, "prior")
+    if prior.max() > MAX_PRIOR_TOTAL / k:  # Σγ <= k max γ: the sum itself cannot overflow
+        raise InputError(
+            f"prior (max {prior.max():.3g} over {k} categories) can sum beyond "
+            f"{MAX_PRIOR_TOTAL:.3g}, where the draws and moments of p overflow; a prior of "
+            f"1e300 already fixes p at its mean: give every prior value at most "
+            f"{MAX_PRIOR_TOTAL / k:.3g}"
+        )
     return _Problem(
         tables=np.ascontiguousarray(tables, dtype=np.int64),
         n=n,
         n_synth=n_synth,
-        alpha=_per_category(alpha, k, "alpha"),
-        prior=_per_category(prior, k, "prior"),
+        alpha=alpha,
+        prior=prior,
         categories=categories,
         binary_input=binary_input,
     )
@@ -685,7 +704,8 @@ def charest_posterior(
     geosynth.errors.InputError
         Negative or fractional counts; binary successes above ``n_synth``; tables that do not
         sum to ``n_synth``; fewer than two categories; non-positive ``n``, ``n_synth``,
-        ``alpha`` or ``prior``, or a per-category value of the wrong length; an unknown method,
+        ``alpha`` or ``prior``, or a per-category value of the wrong length; a ``prior`` that
+        can sum beyond :data:`MAX_PRIOR_TOTAL` (about 4.5e307); an unknown method,
         or ``"gibbs"``/``"mhl"`` with ``k > 2``; ``burn_in >= n_iter``, ``thin < 1``,
         ``chains`` outside 1 to 1,024, ``step`` outside 1 to ``max(n, 11)``; ``n`` or ``n_synth``
         beyond 2**62; duplicate DataFrame column labels; masked entries; a run of more than

@@ -63,14 +63,32 @@ def _dirichlet_log(state, shape, out_log):
     """Draw ``Dirichlet(shape)`` by normalised gammas; write log probabilities to ``out_log``."""
     k = shape.shape[0]
     total = 0.0
+    top = 0.0
     for i in range(k):
         g = gamma(state, shape[i], 1.0)
         out_log[i] = g
         total += g
-    log_total = math.log(total)
+        top = max(top, g)
+    log_total = _log_sum(total, out_log, top)
     for i in range(k):
         g = out_log[i]
         out_log[i] = math.log(g) - log_total if g > 0.0 else _NEG_INF
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _log_sum(total, values, top):
+    """``log Σ values`` given their float ``total`` and largest value ``top``.
+
+    ``math.log(total)`` unless the sum overflowed to inf (gammas of a synthesizer prior near
+    1e308, a tiny ε): then every log proportion was ``−inf``, the Metropolis ratios of
+    ``"adaptive"`` NaN and the chain never moved. Summed relative to ``top`` there.
+    """
+    if total < np.inf:
+        return math.log(total)
+    scaled = 0.0
+    for i in range(values.shape[0]):
+        scaled += values[i] / top
+    return math.log(top) + math.log(scaled)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -616,6 +634,8 @@ def run_binary_mhl(
             g1 = gamma(state, alpha[0] + successes[m] + x, 1.0)
             g2 = gamma(state, alpha[1] + n_synth - successes[m] + n - x, 1.0)
             log_total = math.log(g1 + g2)
+            if log_total == np.inf:  # α near 1e308: halve first (the chain stuck, ratios NaN)
+                log_total = math.log(0.5 * g1 + 0.5 * g2) + math.log(2.0)
             sum_log_pt += math.log(g1) - log_total if g1 > 0.0 else _NEG_INF
             sum_log_qt += math.log(g2) - log_total if g2 > 0.0 else _NEG_INF
         step = _randint(state, 2 * half_width + 1) - half_width

@@ -87,7 +87,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geosynth._random import SeedLike
+from geosynth._random import SeedLike, check_seed
 from geosynth._validation import (
     as_rectangular_array,
     check_epsilon,
@@ -98,7 +98,7 @@ from geosynth._validation import (
 from geosynth.data import check_declared, domain_codes
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
-from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning
+from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 
 __all__ = [
     "prior_scale",
@@ -113,6 +113,7 @@ __all__ = [
     "FixedParameter",
     "MAX_COUNT",
     "MAX_TABLES",
+    "MAX_SAMPLE_BYTES",
     "finite_alpha",
 ]
 
@@ -164,6 +165,16 @@ MAX_COUNT = 2**62
 #: Largest number of synthetic tables of one sample (each is ``k`` int64; tests of the
 #: sampling distribution draw 10**5 and more).
 MAX_TABLES = 10**7
+
+#: Largest sample (``m × k`` entries, 24 bytes each: the Dirichlet draws and the int64 tables)
+#: :meth:`DirichletMultinomialSynthesizer.sample` may allocate: 2 GiB. ``m = 10**7`` tables of
+#: ``10**4`` categories asked NumPy for 745 GiB after the accountant had been charged.
+MAX_SAMPLE_BYTES = 2**31
+
+#: A concentration total above which normalising Dirichlet gammas can overflow (their sum is
+#: about the total): ``Generator.dirichlet`` then returned all-zero proportions, and the
+#: multinomial put all ``ñ`` records in the last category.
+_GAMMA_SUM_LIMIT = 2.0**1000
 
 
 def _check_size(value: Any, name: str, minimum: int = 1) -> int:
@@ -542,9 +553,17 @@ def draw_dirichlet_multinomial(
     if n_synth == 0:
         return np.zeros((size, k), dtype=np.int64)
     concentration = alpha + counts
-    # Generator.dirichlet switches to a stick-breaking Beta algorithm for small concentrations,
-    # so tiny alphas (large epsilon) do not underflow to an all-zero gamma vector.
-    p = rng.dirichlet(concentration, size=size)
+    if concentration.max() < _GAMMA_SUM_LIMIT / k:  # then the gammas' sum is finite
+        # Generator.dirichlet switches to a stick-breaking Beta algorithm for small
+        # concentrations, so tiny alphas (large epsilon) do not underflow to an all-zero vector.
+        p = rng.dirichlet(concentration, size=size)
+    else:
+        # A huge prior (tiny epsilon, or an explicit alpha near 1e306 with many categories):
+        # the gammas' sum overflowed to inf in Generator.dirichlet, its proportions were all 0
+        # and every table was (0, ..., 0, ñ). The same normalised gammas, each scaled by the
+        # largest concentration before they are summed.
+        gammas = rng.standard_gamma(concentration, size=(size, k)) / concentration.max()
+        p = gammas / gammas.sum(axis=1, keepdims=True)
     return rng.multinomial(n_synth, p).astype(np.int64)
 
 
@@ -687,6 +706,8 @@ class DirichletMultinomialSynthesizer:
             ``n_synth`` was given; ``alpha`` has the wrong length, or is too small for
             ``epsilon``; ``categories`` is not a list of distinct labels, or an array's counts
             are not one per category.
+        geosynth.errors.MemoryLimitError
+            ``m`` tables of ``k`` categories would take more than :data:`MAX_SAMPLE_BYTES`.
 
         Warns
         -----
@@ -709,6 +730,14 @@ class DirichletMultinomialSynthesizer:
         if k < 2:
             raise InputError(
                 f"counts has {k} category; a synthetic table needs at least two categories"
+            )
+        sample_bytes = 24.0 * self.m * k
+        if sample_bytes > MAX_SAMPLE_BYTES:  # refused here, before sample() charges anything
+            raise MemoryLimitError(
+                f"m={self.m:,} synthetic tables of {k:,} categories need "
+                f"{sample_bytes / 2**30:.3g} GiB, more than "
+                f"geosynth.dp.synthesizers.MAX_SAMPLE_BYTES ({MAX_SAMPLE_BYTES / 2**30:g} GiB); "
+                "make fewer tables m per release"
             )
         n = int(x.sum())
         if self._n_synth_given is None and n == 0:
@@ -782,8 +811,8 @@ class DirichletMultinomialSynthesizer:
 
         Raises
         ------
-        geosynth.errors.InputError
-            Called before :meth:`fit`.
+        TypeError, geosynth.errors.InputError
+            Called before :meth:`fit`, or an invalid ``seed``; nothing is spent.
         geosynth.errors.BudgetExceededError
             Raised by the accountant; nothing is drawn.
 
@@ -794,6 +823,7 @@ class DirichletMultinomialSynthesizer:
         """
         if self._counts is None:
             raise InputError(f"{type(self).__name__} is not fitted; call fit(counts) first")
+        check_seed(seed)  # a bad seed raised from the generator after the spend
         if self.accountant is not None:
             self.accountant.spend(self.epsilon, 0.0, label=f"{type(self).__name__}.sample")
         rng = private_generator(seed, where=f"{type(self).__name__}.sample")

@@ -701,3 +701,84 @@ def test_duplicate_category_labels_are_refused():
     tables = pd.DataFrame([[3, 7]], columns=["a", "a"])
     with pytest.raises(InputError, match="duplicate column labels"):
         charest_posterior(tables, n=10, n_synth=10, alpha=1.0, seed=1)
+
+
+# ---------------------------------------------------------------------------- audit: SBC, extremes
+SBC_RUNS = {"exact": (99, 0, 1), "mh": (99 * 10 + 500, 500, 10), "gibbs": (99 * 3 + 200, 200, 3),
+            "mhl": (99 * 20 + 500, 500, 20)}
+
+
+def sbc_pvalues(method, misspecify=1.0, replications=600):
+    """Talts et al. (2018): p ~ Dir(γ), x ~ Mult(n, p), x̃_m ~ DirMult(ñ, α + x), then the rank
+    of the true p_i (and x_i, ties split uniformly) among 99 posterior draws is uniform on 0..99.
+    Returns the chi-square p-value of each rank (10 bins of 10 ranks; p first, then x). The
+    posterior is computed with ``misspecify · α``.
+    """
+    k = 2 if method in ("gibbs", "mhl") else 3
+    n, n_synth = 12, 9
+    alpha, prior = np.linspace(1.0, 3.0, k), np.linspace(0.5, 2.0, k)
+    n_iter, burn_in, thin = SBC_RUNS[method]
+    rng = np.random.default_rng(2018)
+    ranks = np.empty((replications, 2 * k), dtype=np.int64)
+    for r in range(replications):
+        p = rng.dirichlet(prior)
+        x = rng.multinomial(n, p)
+        tables = np.array([rng.multinomial(n_synth, rng.dirichlet(alpha + x)) for _ in range(2)])
+        post = charest_posterior(tables, n, n_synth, misspecify * alpha, prior, method=method,
+                                 n_iter=n_iter, burn_in=burn_in, thin=thin,
+                                 seed=rng.integers(2**32))
+        less, ties = (post.x_draws < x).sum(axis=0), (post.x_draws == x).sum(axis=0)
+        ranks[r, :k] = (post.draws < p).sum(axis=0)
+        ranks[r, k:] = less + rng.integers(0, ties + 1)
+    return np.array([stats.chisquare(np.bincount(c // 10, minlength=10)).pvalue for c in ranks.T])
+
+
+@pytest.mark.parametrize("method", list(SBC_RUNS))
+def test_simulation_based_calibration(method):
+    """Ranks of the truth among posterior draws are uniform (SBC, 600 simulated releases).
+
+    The truth comes from the generative model itself, not from the factorised posterior the
+    module computes, so a wrong likelihood, prior or sampler shows as non-uniform ranks.
+    """
+    assert sbc_pvalues(method).min() > 1e-4
+
+
+def test_simulation_based_calibration_has_power():
+    # The same check on a posterior that takes the synthesizer's α to be a third of its value
+    # (the tables trusted too much): the ranks of x pile up at the ends.
+    assert sbc_pvalues("exact", misspecify=1 / 3).min() < 1e-4  # the threshold above
+
+
+@pytest.mark.parametrize("prior", [1e150, 1e154, 1e200])
+def test_sampled_variance_survives_a_huge_prior(prior):
+    # γ_i + x_i lost x to rounding (variance 2e-28 for 1.25e-151) and total**2 overflowed (NaN).
+    tables = np.array([[35, 65]])
+    post = charest_posterior(tables, 50, 100, 15.65, prior, n_iter=2000, burn_in=0, seed=1)
+    moments = charest_moments(tables, 50, 100, 15.65, prior)
+    np.testing.assert_allclose(post.variance, moments.variance, rtol=1e-9)
+    np.testing.assert_allclose(post.mean, moments.mean, rtol=1e-12)
+
+
+def test_a_prior_summing_beyond_the_float_range_is_refused():
+    # 30 categories of γ = 1e307: every draw of p was 0 and every exact posterior mean 0.
+    tables = np.ones((1, 30), dtype=np.int64)
+    for call in (charest_posterior, charest_moments):
+        with pytest.raises(InputError, match=r"prior \(max 1e\+307 over 30 categories\) can sum "
+                                             r"beyond .* at most 1.5e\+306"):
+            call(tables, 30, 30, 1.0, 1e307)
+    post = charest_posterior(tables, 30, 30, 1.0, 1e306, n_iter=20, burn_in=0, seed=1)
+    np.testing.assert_allclose(post.draws.sum(axis=1), 1.0)
+    np.testing.assert_allclose(post.mean, 1 / 30)
+
+
+def test_explicit_samplers_move_at_a_huge_synthesizer_prior():
+    # α = 1e308: the tables say nothing and x ~ BetaBinomial(10, 1, 1), uniform on 0..10. The
+    # gammas of p̃ summed to inf, every Metropolis ratio was NaN and "mhl" and "adaptive" kept
+    # their start x = 3 for ever.
+    mhl = charest_posterior([3], 10, 10, 1e308, method="mhl", n_iter=4000 * 20 + 1000,
+                            burn_in=1000, thin=20, seed=1)
+    observed = np.bincount(mhl.x_draws[:, 0], minlength=11)
+    assert stats.chisquare(observed).pvalue > 1e-3
+    adaptive = charest_posterior([[3, 3, 4]], 10, 10, 1e308, method="adaptive", n_iter=5000,
+                                 burn_in=500, seed=1)
+    assert len(np.unique(adaptive.x_draws[:, 0])) > 5

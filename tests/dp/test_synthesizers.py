@@ -15,7 +15,13 @@ from geosynth.dp.synthesizers import (
     dirichlet_alpha,
     dirichlet_epsilon,
 )
-from geosynth.errors import BudgetExceededError, DataWarning, InputError, PrivacyLeakWarning
+from geosynth.errors import (
+    BudgetExceededError,
+    DataWarning,
+    InputError,
+    MemoryLimitError,
+    PrivacyLeakWarning,
+)
 
 SUSEP = np.array([21, 6, 24, 2, 19, 10, 21, 4])  # Marcolin (2018) Table 4.1, n = 107
 
@@ -576,3 +582,44 @@ def test_n_synth_and_n_beyond_2_62_refused():
         DirichletMultinomialSynthesizer(1.0, n_synth=10**30)
     with pytest.raises(InputError, match=r"n=10+ is beyond 2\*\*62"):
         BetaBinomialSynthesizer(1.0, n_synth=5).fit(3, n=10**30)
+
+
+# ------------------------------------------------------------ audit: seeds, memory, huge priors
+@pytest.mark.parametrize("seed, error", [("abc", TypeError), (-1, InputError), (1.5, TypeError)])
+def test_a_bad_seed_is_refused_before_any_spend(seed, error):
+    # The seed was checked by the generator after accountant.spend: the budget was gone and
+    # nothing was released.
+    accountant = Accountant(10.0)
+    synth = DirichletMultinomialSynthesizer(1.0, n_synth=10, accountant=accountant).fit([3, 4])
+    with pytest.raises(error, match="seed must be"):
+        synth.sample(seed=seed)
+    assert accountant.spent_epsilon == 0.0
+
+
+def test_a_sample_beyond_the_memory_limit_is_refused_at_fit():
+    # m = 10**7 tables of 10**4 categories: NumPy's MemoryError (745 GiB) after the spend.
+    accountant = Accountant(10.0)
+    synth = DirichletMultinomialSynthesizer(1.0, n_synth=10, m=10**7, accountant=accountant)
+    with pytest.raises(MemoryLimitError, match=r"m=10,000,000 synthetic tables of 10,000 "
+                                               r"categories need 2.24e\+03 GiB.*fewer tables"):
+        synth.fit(np.ones(10**4, dtype=np.int64))
+    assert accountant.spent_epsilon == 0.0
+    DirichletMultinomialSynthesizer(1.0, n_synth=10, m=10**7).fit(SUSEP)  # 1.8 GiB: allowed
+
+
+@pytest.mark.parametrize("alpha", [1e100, 1e308])
+def test_a_huge_prior_draws_the_prior_not_the_last_category(alpha):
+    # α → ∞: p̃ is the prior mean (1/4 each) and x̃ ~ Multinomial(12, 1/4). At α = 1e308 the
+    # four gammas summed to inf in Generator.dirichlet, p̃ came out (0, 0, 0, 0) and every
+    # table was (0, 0, 0, 12). (α = 1e100 is the ordinary path: the check has no special case.)
+    draws, n_synth = 20_000, 12
+    synth = DirichletMultinomialSynthesizer(alpha=alpha, n_synth=n_synth, m=draws)
+    tables = synth.fit([7, 0, 3, 2]).sample(seed=4)
+    assert synth.epsilon_per_release == pytest.approx(n_synth / alpha)  # log1p(ñ / α)
+    expected = draws * stats.binom.pmf(np.arange(n_synth + 1), n_synth, 0.25)
+    keep = expected >= 5
+    for column in tables.T:
+        observed = np.bincount(column, minlength=n_synth + 1)
+        obs = np.append(observed[keep], observed[~keep].sum())
+        exp = np.append(expected[keep], expected[~keep].sum())
+        assert stats.chisquare(obs, exp * draws / exp.sum()).pvalue > 1e-4
