@@ -11,6 +11,7 @@ from geosynth.cli.helpers import (
     check_binary,
     check_columns,
     check_complete,
+    check_coverage_size,
     check_outputs,
     write_text,
 )
@@ -74,6 +75,8 @@ def evaluate(
 
     check_outputs({"--report": report_path}, overwrite,
                   inputs={"ORIGINAL": original_path, "RELEASE": release_path})
+    for label, path in (("ORIGINAL", original_path), ("RELEASE", release_path)):
+        io.existing_file(path, label)  # a pipe or device: named by its argument, not path
     with RunOutputs(overwrite) as outputs:
         if report_path is not None:
             outputs.check_folder("--report", report_path)
@@ -238,11 +241,10 @@ def _check_coverage_inputs(original, releases, name: str, release_name: str) -> 
     """Refuse an --outcome the coverage table cannot use, in the command's own terms.
 
     :func:`geosynth.metrics.quadrant_coverage` needs 2 releases and rectangles of at least
-    ``MIN_POINTS`` original points; its own messages give Python advice (min_points=, a list
-    of GeoDataFrames) for settings the command does not have.
+    ``MIN_POINTS`` original points (:func:`check_coverage_size`); its own messages give Python
+    advice (min_points=, a list of GeoDataFrames) for settings the command does not have.
     """
     from geosynth.io import printable
-    from geosynth.metrics.utility import MIN_POINTS
 
     if len(releases) < 2:
         raise InputError(
@@ -250,12 +252,7 @@ def _check_coverage_inputs(original, releases, name: str, release_name: str) -> 
             f"by their between-release variance), but {printable(release_name)} holds 1 "
             "(synthetic_1); omit --outcome, or evaluate a release written with --m 2 or more"
         )
-    if len(original) < MIN_POINTS:
-        raise InputError(
-            f"--outcome needs at least {MIN_POINTS} original records (every random rectangle of "
-            f"the coverage table holds {MIN_POINTS} of them), but {printable(name)} has "
-            f"{len(original)}; omit --outcome"
-        )
+    check_coverage_size(original, name)
 
 
 def _refuse_identifying(original, attributes: list[str], name: str) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "check_columns",
     "check_complete",
     "check_binary",
+    "check_coverage_size",
     "check_file_name",
     "check_projected",
     "show_progress",
@@ -445,7 +446,8 @@ def check_file_name(path: str | os.PathLike | None, option: str) -> None:
 
 
 def check_complete(frame: gpd.GeoDataFrame, name: str,
-                   columns: Mapping[str, Sequence[str] | str | None]) -> None:
+                   columns: Mapping[str, Sequence[str] | str | None], *,
+                   show_counts: bool = True) -> None:
     """Refuse records without a location, or without a value in a column an option names.
 
     The library's own messages name Python objects (``original``, ``releases[0]``) and give
@@ -459,6 +461,10 @@ def check_complete(frame: gpd.GeoDataFrame, name: str,
         How to call the file in the message.
     columns : mapping of str to column names
         Option to the column(s) it names; None entries are skipped.
+    show_counts : bool, default True
+        False under ``--epsilon``: the message shows no number of records (the number of
+        records is what a differentially private release protects, and terminal output gets
+        pasted).
 
     Raises
     ------
@@ -467,17 +473,20 @@ def check_complete(frame: gpd.GeoDataFrame, name: str,
     """
     from geosynth.io import printable
 
+    def some(count: int) -> str:
+        return f"{count:,} of {len(frame):,}" if show_counts else "some"
+
     located = int((frame.geometry.isna() | frame.geometry.is_empty).sum())
     if located:
-        raise InputError(f"{printable(name)}: {located:,} of {len(frame):,} records have no "
+        raise InputError(f"{printable(name)}: {some(located)} records have no "
                          "location (a missing or empty geometry); drop or fix them in the file")
     for option, wanted in columns.items():
         for column in [] if wanted is None else [wanted] if isinstance(wanted, str) else wanted:
             count = int(frame[column].isna().sum())
             if count:
                 raise InputError(
-                    f"{option} {printable(column)!r}: {printable(name)} has {count:,} of "
-                    f"{len(frame):,} records without a value in that column; drop them or give "
+                    f"{option} {printable(column)!r}: {printable(name)} has {some(count)} "
+                    "records without a value in that column; drop them or give "
                     "them an explicit level in the file"
                 )
 
@@ -508,6 +517,39 @@ def check_binary(frame: gpd.GeoDataFrame, column: str, name: str) -> None:
             f"--outcome: the outcome column {printable(column)!r} of {printable(name)} must be "
             f"binary (0/1 or booleans), but it has {found}; give a 0/1 column (recode it in "
             "the file)"
+        )
+
+
+def check_coverage_size(frame: gpd.GeoDataFrame, name: str, *, show_counts: bool = True) -> None:
+    """Refuse an --outcome whose coverage table cannot draw its rectangles from ``frame``.
+
+    Every random rectangle of :func:`geosynth.metrics.quadrant_coverage` holds ``MIN_POINTS``
+    original records; its own message names ``min_points`` and quadrants, which the commands
+    do not have (and ``geosynth release`` would only meet it after the fit).
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame
+        The original records that are evaluated.
+    name : str
+        How to call the file in the message.
+    show_counts : bool, default True
+        False under ``--epsilon``: the number of records is not shown.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Fewer than ``MIN_POINTS`` records; names --outcome and the fix.
+    """
+    from geosynth.io import printable
+    from geosynth.metrics.utility import MIN_POINTS
+
+    if len(frame) < MIN_POINTS:
+        has = f"has {len(frame)}" if show_counts else "has fewer"
+        raise InputError(
+            f"--outcome needs at least {MIN_POINTS} original records (every random rectangle of "
+            f"the coverage table holds {MIN_POINTS} of them), but {printable(name)} {has}; omit "
+            "--outcome"
         )
 
 

@@ -83,13 +83,14 @@ def parse_grid_spec(spec: str) -> tuple[int, int]:
     return rows, cols
 
 
-#: geosynth._validation.MAX_CHAINS and MAX_RELEASES, geosynth.model.stopping's MAX_TARGET_ESS
-#: and geosynth.lattice.MAX_CELLS, spelled out: importing them would load NumPy with the CLI (a
-#: test holds them equal).
+#: geosynth._validation.MAX_CHAINS and MAX_RELEASES, geosynth.model.stopping's MAX_TARGET_ESS,
+#: geosynth.lattice.MAX_CELLS and geosynth.model.fit.MAX_SWEEPS, spelled out: importing them
+#: would load NumPy with the CLI (a test holds them equal).
 MAX_CHAINS = 1024
 MAX_RELEASES = 10_000
 MAX_TARGET_ESS = 1_000_000
 MAX_CELLS = 4_000_000
+MAX_SWEEPS = 10**9
 
 
 class FiniteFloat(click.FloatRange):
@@ -220,18 +221,26 @@ class PriorList(click.ParamType):
 
 
 class Iterations(click.ParamType):
-    """MCMC sweeps per chain: a positive integer, or ``auto`` (run until converged)."""
+    """MCMC sweeps per chain: an integer from 1 to MAX_SWEEPS, or ``auto`` (run until converged).
+
+    More than MAX_SWEEPS (the fit's cap) is refused here, before the data are read, not by the
+    fit after reading them.
+    """
 
     name = "N|auto"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
-        """Return ``"auto"`` or ``value`` as an int >= 1, or fail naming both forms."""
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        """Return ``"auto"`` or ``value`` as an int in range, or fail naming both forms."""
+        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_SWEEPS:
             return value
         text = str(value).strip().lower()
         if text == "auto":
             return "auto"
         if text.isdecimal() and int(text) >= 1:
+            if int(text) > MAX_SWEEPS:
+                self.fail(f"{int(text):,} sweeps per chain is above the limit of {MAX_SWEEPS:,} "
+                          "(weeks of sampling): give fewer sweeps, or 'auto' (run until "
+                          "converged)", param, ctx)
             return int(text)
         self.fail(f"expected a number of sweeps >= 1 or 'auto' (run until converged), got "
                   f"{value!r}", param, ctx)

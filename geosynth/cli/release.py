@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,10 @@ from geosynth.cli.helpers import (
     LatticeChoice,
     RunOutputs,
     build_grid,
+    check_binary,
     check_columns,
+    check_complete,
+    check_coverage_size,
     check_outputs,
     check_projected,
     derive_seeds,
@@ -189,6 +193,10 @@ def release(
     if outcome is not None and report_path is None:
         raise click.UsageError("--outcome is the coverage column of the --report's evaluation; "
                                "add --report FILE or drop --outcome")
+    if outcome is not None and m < 2:
+        raise click.UsageError("--outcome needs at least 2 releases (the coverage intervals "
+                               "combine the releases by their between-release variance); "
+                               "raise --m to 2 or more, or drop --outcome")
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                         max_seconds)
     given = check_outputs(
@@ -198,6 +206,7 @@ def release(
         inputs={"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
                 "--levels-file": levels_file, "--areas": areas_path},
     )
+    io.existing_file(input_path, "INPUT")  # a pipe or device: named INPUT, not path
     name = Path(input_path).name
     names = ctx.ensure_object(dict).setdefault("names", {})
     names["gdf"] = name
@@ -218,17 +227,17 @@ def release(
                              "is nothing to release")
         check_columns(points, name, {"--attributes": attributes, "--continuous": continuous,
                                      "--outcome": outcome})
-        if outcome is not None:  # checked now, not when the report is made after the fit
-            from geosynth.metrics.utility import binary_outcome
-
-            binary_outcome(points, outcome, name)
         check_projected(points, name)
         region = None if region_path is None else read_polygons(region_path, "--region")
         exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
         grid = build_grid(points, lattice, region, exclude)
-        counts = _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying,
-                          levels)
+        counts, dropped = _prepare(points, grid, attributes, continuous, drop_outside,
+                                   allow_identifying, levels, report_path is not None)
         original = points.loc[counts.record_index]
+        if outcome is not None:  # checked now, on the records evaluated, not after the fit
+            check_complete(original, name, {"--outcome": outcome}, show_counts=epsilon is None)
+            check_binary(original, outcome, name)
+            check_coverage_size(original, name, show_counts=epsilon is None)
         if epsilon is None:
             click.echo(f"Read {counts.n_records} records from {input_path} "
                        f"({points.crs.to_string()})")
@@ -263,7 +272,7 @@ def release(
                                            linked=epsilon is None,
                                            rules="partial" if epsilon is None else "full")
             report = _report(input_path, counts, grid, result, summary, r_hat, evaluation, run,
-                             m, epsilon)
+                             m, epsilon, dropped)
             write_text(report_path, report, outputs=outputs, option="--report", private=True)
         # Last: the release and its audit file are moved into place after the internal files.
         io.write_release(given["--out"], result["public"], fit=result["fit"],
@@ -330,23 +339,48 @@ def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
         )
 
 
-def _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying, levels):
-    """geosynth.prepare; its messages reach the user through cli.messages (option names).
+def _prepare(points, grid, attributes, continuous, drop_outside, allow_identifying, levels,
+             reported=False):
+    """geosynth.prepare and, under --epsilon, what it dropped (None otherwise).
 
-    With ``levels`` (--epsilon) the preparation on the public domain, which refuses nothing on
-    the records' values (--drop-outside and --allow-identifying do not apply).
+    Its messages reach the user through cli.messages (option names). With ``levels``
+    (--epsilon) the preparation on the public domain, which refuses nothing on the records'
+    values (--drop-outside and --allow-identifying do not apply). Its warning of the records it
+    dropped counts them, and the records given: the number of records is what the DP size
+    protects and terminal output gets pasted, so the terminal says only that some were dropped;
+    the counts (returned) go to the internal --report (``reported``).
     """
     import geosynth
+    from geosynth.errors import DataWarning
 
     if levels is not None:
         _require_keyword(geosynth.prepare, "levels", "--levels-file")
-        return geosynth.prepare(points, grid, attributes=attributes, levels=levels)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            counts = geosynth.prepare(points, grid, attributes=attributes, levels=levels)
+        dropped = []
+        for warning in caught:
+            if issubclass(warning.category, DataWarning):  # counts of records: kept back
+                dropped.append(str(warning.message))
+            else:
+                warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                       warning.lineno)
+        if dropped:
+            warnings.warn(
+                "records outside the --levels-file levels or the lattice (or without a usable "
+                "location) were dropped; a dropped record costs no privacy. How many is not "
+                "shown under --epsilon (terminal output gets pasted), "
+                + ("the internal --report has it" if reported else
+                   "add --report FILE (internal) to see it"),
+                DataWarning, stacklevel=2,
+            )
+        return counts, dropped
     options: dict[str, Any] = {}
     if allow_identifying:
         _require_keyword(geosynth.prepare, "allow_identifying", "--allow-identifying")
         options["allow_identifying"] = True
     return geosynth.prepare(points, grid, attributes=attributes, continuous=continuous,
-                            outside="drop" if drop_outside else "error", **options)
+                            outside="drop" if drop_outside else "error", **options), None
 
 
 def _require_keyword(function, keyword: str, option: str) -> None:
@@ -467,7 +501,7 @@ def _describe_fit(fit, run: dict[str, Any]) -> str:
 
 
 def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m,
-            epsilon) -> str:
+            epsilon, dropped=None) -> str:
     fit = result["fit"]
     lines = [
         "# geosynth release report",
@@ -491,6 +525,7 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
             f"- Differential privacy: epsilon = {epsilon:g}"
             + (", but the noise was drawn from --seed: NOT private (tests only)"
                if seeded else ", noise from fresh OS entropy"),
+            *(f"- Dropped before counting: {text}" for text in dropped or ()),
             "",
             "## Privacy ledger",
             "",

@@ -101,6 +101,16 @@ def test_evaluate_missing_file(inputs, tmp_path):
     assert_refused(result, "none.gpkg", "does not exist")
 
 
+def test_evaluate_names_the_argument_of_a_pipe(inputs, written_release, tmp_path):
+    # The message named the Python parameter: "path '.../pipe.gpkg' is not a regular file".
+    pipe = tmp_path / "pipe.gpkg"
+    os.mkfifo(pipe)
+    result = run("evaluate", pipe, written_release)
+    assert_refused(result, f"ORIGINAL {str(pipe)!r} is not a regular file (a pipe or a device)")
+    result = run("evaluate", inputs["gpkg"], pipe)
+    assert_refused(result, f"RELEASE {str(pipe)!r} is not a regular file (a pipe or a device)")
+
+
 def test_evaluate_refuses_existing_report(inputs, written_release, tmp_path):
     report = tmp_path / "evaluation.md"
     report.write_text("keep me")

@@ -103,10 +103,18 @@ def test_dp_release_drops_records_outside_the_declared_levels(inputs, tmp_path):
     levels.write_text(json.dumps({"y": [0], "x1": [1, 2]}))
     result = run("release", inputs["gpkg"], "--attributes", "y,x1", "--grid", "3x3",
                  "--region", inputs["region"], "--epsilon", 1, "--levels-file", levels, *FAST,
-                 "--out", tmp_path / "dp.gpkg")
+                 "--out", tmp_path / "dp.gpkg", "--report", tmp_path / "dp.md")
     assert result.exit_code == 0, result.output
-    assert "with an attribute value outside the declared levels" in result.output
     assert set(io.read_release(tmp_path / "dp.gpkg").releases[0]["y"]) <= {0}
+    # The warning counted the records given and dropped ("of the 120 given ... 54 with an
+    # attribute value outside"): the number of records is what the DP size protects, and
+    # terminal output gets pasted. The terminal says that some were; the report, how many.
+    dropped = int((gpd.read_file(inputs["gpkg"])["y"] != 0).sum())
+    assert "records outside the --levels-file levels or the lattice" in result.output
+    assert "the internal --report has it" in result.output
+    assert "120" not in result.output and str(dropped) not in result.output
+    report = (tmp_path / "dp.md").read_text()
+    assert f"{dropped} with an attribute value outside the declared levels" in report
 
 
 @pytest.mark.parametrize(
@@ -156,14 +164,17 @@ def test_the_cli_caps_options_as_the_library_does():
     from geosynth.cli.options import MAX_CELLS as CLI_MAX_CELLS
     from geosynth.cli.options import MAX_CHAINS
     from geosynth.cli.options import MAX_RELEASES as CLI_MAX_RELEASES
+    from geosynth.cli.options import MAX_SWEEPS as CLI_MAX_SWEEPS
     from geosynth.cli.options import MAX_TARGET_ESS as CLI_MAX_TARGET_ESS
     from geosynth.datasets import MAX_RECORDS
     from geosynth.metrics.utility import MAX_QUADRANTS
+    from geosynth.model.fit import MAX_SWEEPS
     from geosynth.model.stopping import MAX_TARGET_ESS
 
     assert MAX_CHAINS == MODEL_MAX_CHAINS and CLI_MAX_RELEASES == MAX_RELEASES
     assert CLI_MAX_TARGET_ESS == MAX_TARGET_ESS
     assert CLI_MAX_CELLS == geosynth.lattice.MAX_CELLS  # --grid refused at parsing
+    assert CLI_MAX_SWEEPS == MAX_SWEEPS  # --iterations refused at parsing
     target = {(command, p.name): p.type.max for command in ("tune", "release")
               for p in cli.commands[command].params if p.name == "target_ess"}
     assert set(target.values()) == {MAX_TARGET_ESS}  # refused at parsing, before the data
@@ -304,8 +315,54 @@ def test_outcome_is_checked_before_the_fit(inputs, tmp_path):
     assert_refused(result, "--outcome is the coverage column of the --report's evaluation")
     result = run("release", inputs["gpkg"], *GPKG_ARGS, *out, "--outcome", "x2", "--report",
                  tmp_path / "r.md")
-    assert_refused(result, "outcome column 'x2'", "must be binary")
+    assert_refused(result, "--outcome: the outcome column 'x2'", "must be binary")
+    assert "astype" not in result.output  # Python advice: (points.gpkg['x2'] == level)...
     assert "Fitting" not in result.output and not (tmp_path / "r.gpkg").exists()
+
+
+def test_outcome_that_the_report_cannot_use_is_refused_before_the_fit(inputs, tmp_path):
+    # Each was refused by the report's evaluation after the fit, in Python terms ("pass m >= 2
+    # releases, or --outcome None", "min_points=20", "rows [5]").
+    args = ["--outcome", "y", "--report", tmp_path / "r.md", "--out", tmp_path / "r.gpkg"]
+    one = ["--iterations", "40", "--burn-in", "10", "--thin", "2", "--m", 1]
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *one, *args)
+    assert_refused(result, "--outcome needs at least 2 releases", "raise --m to 2 or more")
+    assert "Read " not in result.output  # an option conflict: before reading
+
+    points = gpd.read_file(inputs["gpkg"])
+    small = tmp_path / "small.gpkg"
+    points.iloc[:19].to_file(small)
+    result = run("release", small, *GPKG_ARGS, *FAST, *args)
+    assert_refused(result, "--outcome needs at least 20 original records", "omit --outcome")
+    assert "Fitting" not in result.output and "min_points" not in result.output
+
+    gaps = tmp_path / "gaps.gpkg"
+    points.assign(y=points["y"].astype(float).mask(points.index == 5)).to_file(gaps)
+    result = run("release", gaps, "--attributes", "x1,x2", "--grid", "4x4", *FAST, *args)
+    assert_refused(result, "--outcome 'y': gaps.gpkg has 1 of 120 records without a value")
+    assert "Fitting" not in result.output and "rows [5]" not in result.output
+    assert set(tmp_path.iterdir()) == {small, gaps}  # nothing written
+
+
+def test_outcome_refusals_under_epsilon_show_no_number_of_records(inputs, tmp_path):
+    points = gpd.read_file(inputs["gpkg"])
+    gaps = tmp_path / "gaps.gpkg"
+    points.assign(x2=points["y"].astype(float).mask(points.index == 5)).to_file(gaps)
+    result = run("release", gaps, "--attributes", "y,x1", "--grid", "3x3",
+                 "--region", inputs["region"], "--epsilon", 1, "--levels-file",
+                 inputs["levels"], *FAST, "--outcome", "x2", "--report", tmp_path / "r.md",
+                 "--out", tmp_path / "r.gpkg")
+    assert_refused(result, "--outcome 'x2': gaps.gpkg has some records without a value")
+    assert "120" not in result.output and "Differentially private release" not in result.output
+
+
+def test_an_input_pipe_is_refused_naming_input(tmp_path):
+    # The message named the Python parameter: "path '.../pipe.gpkg' is not a regular file".
+    pipe = tmp_path / "pipe.gpkg"
+    os.mkfifo(pipe)
+    result = run("release", pipe, *GPKG_ARGS, *FAST, "--out", tmp_path / "r.gpkg")
+    assert_refused(result, f"INPUT {str(pipe)!r} is not a regular file (a pipe or a device)")
+    assert list(tmp_path.iterdir()) == [pipe]
 
 
 def test_a_dangling_link_as_output_is_refused_before_the_fit(inputs, tmp_path):
@@ -360,10 +417,12 @@ def test_max_seconds_warns_and_still_writes(inputs, tmp_path):
       ["--target-ess, --max-rhat apply to --iterations auto"]),
      (["--iterations", "many"], ["expected a number of sweeps >= 1 or 'auto'"]),
      (["--iterations", 0], ["expected a number of sweeps >= 1 or 'auto'"]),
+     # refused by the fit after reading the data
+     (["--iterations", 10**13], ["--iterations", "above the limit of 1,000,000,000"]),
      (["--target-ess", 0], ["--target-ess"]),
      (["--max-rhat", 1], ["--max-rhat"]),
      (["--max-seconds", 0], ["--max-seconds"])],
-    ids=["burn-in", "one-chain", "max-seconds-fixed", "target-fixed", "word", "zero",
+    ids=["burn-in", "one-chain", "max-seconds-fixed", "target-fixed", "word", "zero", "huge",
          "target", "rhat", "seconds"],
 )
 def test_stopping_options_are_checked_before_reading(inputs, tmp_path, args, fragments):
