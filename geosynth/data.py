@@ -74,7 +74,9 @@ refuses, among the kept records (``n`` of them), an attribute that is
   data, which the two minimums above let through).
 
 The absolute minimums keep a handful of rare levels in tiny data from tripping the check; a
-rare category in large data (a few singletons among thousands) passes. Pass
+rare category in large data (a few singletons among thousands) passes, with a
+:class:`~geosynth.errors.PrivacyLeakWarning` for any level held by fewer than
+``RARE_LEVEL_RECORDS`` (3) records, which a release publishes all the same. Pass
 ``allow_identifying=True`` only for a column whose levels are public and cannot be linked to a
 person; otherwise drop the column or coarsen it into groups. Combinations of several attributes
 are not checked here (each attribute alone is); the model needs fewer possible combinations than
@@ -139,6 +141,7 @@ __all__ = [
     "is_identifying",
     "identifying_levels",
     "IDENTIFYING_LEVEL_SHARE",
+    "RARE_LEVEL_RECORDS",
     "MAX_CONTINUOUS",
     "IDENTIFYING_MIN_RECORDS",
     "IDENTIFYING_MIN_SINGLETONS",
@@ -151,6 +154,9 @@ _SD_RTOL = 1e-12  # an SD below this fraction of the largest |cell mean| is roun
 IDENTIFYING_LEVEL_SHARE = 0.5
 #: ... checked from this many kept records on.
 IDENTIFYING_MIN_RECORDS = 20
+#: A level held by fewer records than this is rare: :func:`prepare` warns that a release
+#: publishes it (PrivacyLeakWarning), as synthetic values need this many records of a cell.
+RARE_LEVEL_RECORDS = 3
 #: An attribute with at least this many single-record levels ...
 IDENTIFYING_MIN_SINGLETONS = 5
 #: ... holding more than this share of the records has too many sample uniques.
@@ -1530,6 +1536,7 @@ def counts_from_table(
         for k, a in enumerate(attrs)
     }
     _check_identifying(sizes, n_kept, allow_identifying)
+    _warn_of_rare_levels(sizes, n_kept, allow_identifying)
     combo_codes, first, row_combo = np.unique(
         codes, axis=0, return_index=True, return_inverse=True
     )
@@ -1641,6 +1648,31 @@ def identifying_levels(values: pd.Series) -> str | None:
         return None
     return (f"{sizes.size:,} levels among {len(values):,} records, "
             f"{int((sizes == 1).sum()):,} of them held by a single record")
+
+
+def _warn_of_rare_levels(sizes: dict[str, np.ndarray], n_records: int,
+                         allow_identifying: bool) -> None:
+    """PrivacyLeakWarning for attributes with levels of fewer than :data:`RARE_LEVEL_RECORDS`.
+
+    Such attributes pass :func:`is_identifying` (a rare category among many records), but a
+    release publishes every level verbatim: a level held by one record (a rare diagnosis, a
+    name typed into a category column) tells that such a record is in the data. The message
+    counts the rare levels and does not quote them. Not repeated for attributes kept with
+    ``allow_identifying`` (warned about already).
+    """
+    rare = {a: int(np.count_nonzero((per_level > 0) & (per_level < RARE_LEVEL_RECORDS)))
+            for a, per_level in sizes.items()}
+    described = [f"{a!r} ({k} level{'s' if k > 1 else ''})" for a, k in rare.items()
+                 if k and not (allow_identifying and is_identifying(sizes[a], n_records))]
+    if described:
+        warnings.warn(
+            f"attribute(s) {', '.join(described)} have levels held by fewer than "
+            f"{RARE_LEVEL_RECORDS} records; a release publishes each level verbatim, so a rare "
+            "level can single out its records: merge rare levels into broader ones (e.g. "
+            "'other') unless they are public and harmless",
+            PrivacyLeakWarning,
+            stacklevel=4,  # the caller of prepare (through counts_from_table)
+        )
 
 
 def _check_identifying(

@@ -20,7 +20,7 @@ from geosynth.data import (
     locate_records,
     prepare,
 )
-from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError
+from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 
 CRS = "EPSG:31983"  # SIRGAS 2000 / UTM 23S, metres
@@ -946,3 +946,20 @@ def test_domain_drops_unhashable_values_instead_of_raising(grid):
     with pytest.warns(DataWarning, match="1 with an attribute value outside the declared"):
         counts = prepare(gdf, grid, ["sex", "age"], levels=DOMAIN)
     assert counts.counts[0].tolist() == [1, 0, 0, 0, 1, 0]
+
+
+def test_rare_levels_are_warned_about_without_quoting_them(gdf, grid):
+    # A level held by one record passes the identifying check (one rare category among many
+    # records), yet every release publishes it verbatim: it tells that such a record exists.
+    gdf["diagnosis"] = "common"
+    gdf.loc["r3", "diagnosis"] = "Alice Smith"  # a name typed into a category column
+    gdf.loc[["r5", "r6"], "diagnosis"] = "rare"
+    with pytest.warns(PrivacyLeakWarning, match=r"attribute\(s\) 'diagnosis' \(2 levels\) have "
+                                                r"levels held by fewer than 3 records") as caught:
+        prepare(gdf, grid, ["sex", "diagnosis"])
+    assert not any("Alice" in str(w.message) or "rare'" in str(w.message) for w in caught)
+    gdf.loc[["r5", "r6", "r7"], "diagnosis"] = "rare"
+    gdf.loc["r3", "diagnosis"] = "rare"  # every level now held by 3 or more records
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        prepare(gdf, grid, ["sex", "diagnosis"])
