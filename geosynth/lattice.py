@@ -16,6 +16,7 @@ coordinates with a geometric test only for points in partially habitable cells.
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from collections.abc import Sequence
 from decimal import Decimal
@@ -54,6 +55,16 @@ MAX_CELLS = 4_000_000
 # Cells whose habitable area is below this fraction of the box area count as empty (guards against
 # floating-point slivers where a region boundary runs along a cell edge).
 _AREA_RTOL = 1e-12
+# ... or below a strip this many float64 steps of the largest coordinate wide along the cell's
+# perimeter (_sliver_area): at UTM northings (7e6) a region edge digitised on a lattice line
+# (7519104.4) misses the computed line (7519097.8 + 3 * 2.2) by a step of 1e-9, which left the
+# cells beyond it a sliver of 5e-11 of their area, far above _AREA_RTOL: spurious cells, with
+# neighbours, in the model.
+_SLIVER_STEPS = 4
+# Serialises the geometric tests of Grid.locate: shapely prepares a geometry on its first point
+# test, and GEOS's prepared geometries are not thread-safe (libgeos/geos#825): threads locating
+# points in one clipped or areal grid at once crashed the interpreter (double free, segfault).
+_GEOMETRY_LOCK = threading.Lock()
 # How many cell ids an IsolatedCellWarning names.
 _N_NAMED = 10
 # Neighbour steps (drow, dcol) in increasing lattice offset drow*ncols + dcol, so the neighbours of
@@ -64,6 +75,7 @@ _STEPS = {
 }
 _POLYGON_TYPES = (3, 6)  # shapely type ids of Polygon and MultiPolygon
 _POINT_TYPE = 0
+_COLLECTION_TYPE = 7  # shapely type id of GeometryCollection
 #: Lattice kinds: square cells, regular hexagons, or areal units (one cell per polygon).
 KINDS = ("square", "hexagonal", "areal")
 _ORIENTATIONS = ("pointy", "flat")
@@ -114,8 +126,10 @@ class Grid:
       ``x == xmax`` or ``y == ymax`` belong to the last column or the last (northernmost) row.
     * The habitable geometry of a cell is ``box ∩ union(region) − union(exclude)`` and its
       habitable fraction is the area of that geometry over the box area. Cells with no habitable
-      area (outside the region, merely touching it, or wholly excluded) are dropped; the kept cells
-      get ids ``0 .. n_cells - 1`` in row-major order of their lattice positions.
+      area (outside the region, merely touching it, or wholly excluded) are dropped, as are cells
+      left only a rounding sliver where a region or no-go boundary runs along a lattice line (a
+      strip a few float64 steps of the coordinates wide); the kept cells get ids
+      ``0 .. n_cells - 1`` in row-major order of their lattice positions.
     * The adjacency of a clipped lattice is the regular lattice adjacency restricted to the kept
       cells: two kept cells are neighbours if their boxes are lattice neighbours, whatever the
       region looks like between them.
@@ -602,6 +616,9 @@ class Grid:
             habitable, fully = polygons, np.ones(polygons.size, dtype=bool)
             fraction = np.ones(polygons.size)
         keep = fraction > _AREA_RTOL
+        if self._is_clipped:  # an area given thin is kept, a clipping remnant that thin is not
+            keep &= fraction * area > _sliver_area(shapely.length(polygons),
+                                                   shapely.total_bounds(polygons))
         if not keep.any():
             raise GridError(
                 "no cell has habitable area: every cell is outside the region or inside an "
@@ -638,7 +655,8 @@ class Grid:
         area[partial] = shapely.area(habitable[partial])
         area[~alive] = 0.0
         fraction = np.minimum(area / box_area, 1.0)
-        keep = fraction > _AREA_RTOL
+        sliver = _sliver_area(2 * ((x1 - x0) + (y1 - y0)), (xe[0], ye[0], xe[-1], ye[-1]))
+        keep = (fraction > _AREA_RTOL) & (area > sliver)
         if not keep.any():
             raise GridError(
                 "no cell has habitable area: every cell is outside the region or inside an "
@@ -1000,12 +1018,19 @@ class Grid:
             ``points`` has a CRS different from the grid CRS.
         geosynth.errors.InputError
             ``points`` is neither geometries nor an ``(n, 2)`` coordinate array.
+
+        Notes
+        -----
+        Several threads may locate points in one grid at once: its geometric tests take turns
+        (shapely prepares a geometry on its first test, and GEOS's prepared geometries are not
+        thread-safe), the arithmetic runs in parallel.
         """
         x, y = _coordinates(points, self._crs)
         if self.kind == "areal":
-            if "index" not in self._cache:
-                self._cache["index"] = PolygonIndex(self._habitable)
-            return self._cache["index"].locate(x, y)
+            with _GEOMETRY_LOCK:
+                if "index" not in self._cache:
+                    self._cache["index"] = PolygonIndex(self._habitable)
+                return self._cache["index"].locate(x, y)
         if self.kind == "hexagonal":
             cell = self._locate_hexagon(x, y)
             if self._is_clipped:
@@ -1048,7 +1073,10 @@ class Grid:
 
     def _locate_hexagon(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         layout: HexLayout = self._layout
-        finite = np.isfinite(x) & np.isfinite(y)
+        # Within the hexagons' bounds (NaN compares False): far points overflowed the int64
+        # rounding of their row and column ("invalid value encountered in cast").
+        x0, y0, x1, y1 = self._bounds
+        finite = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
         row, col, near_edge = hex_locate(layout, np.where(finite, x, 0.0),
                                          np.where(finite, y, 0.0))
         inside = finite & (row >= 0) & (row < layout.nrows) & (col >= 0) & (col < layout.ncols)
@@ -1081,10 +1109,11 @@ class Grid:
         sel = sel[~self._fully[cell[sel]]]
         if sel.size == 0:
             return
-        if "prepared" not in self._cache:
-            shapely.prepare(self._habitable[~self._fully])
-            self._cache["prepared"] = True
-        hit = shapely.intersects_xy(self._habitable[cell[sel]], x[sel], y[sel])
+        with _GEOMETRY_LOCK:
+            if "prepared" not in self._cache:
+                shapely.prepare(self._habitable[~self._fully])
+                self._cache["prepared"] = True
+            hit = shapely.intersects_xy(self._habitable[cell[sel]], x[sel], y[sel])
         cell[sel[~hit]] = -1
 
     def to_libpysal(self) -> libpysal.weights.W:
@@ -1392,7 +1421,13 @@ def _check_extent(xy: np.ndarray, pad: float) -> None:
 
 
 def _nice_floor(value: float) -> float:
-    """Largest ``m * 10**k`` not above ``value``, with ``m`` in 1, 2, 2.5, 5."""
+    """Largest ``m * 10**k`` not above ``value``, with ``m`` in 1, 2, 2.5, 5.
+
+    0 for a ``value`` that underflowed to 0 (an extent of a few subnormals over the number of
+    cells), which :func:`_snap_outward` refuses as too small.
+    """
+    if value <= 0:  # math.log10 raised "math domain error"
+        return 0.0
     exponent = math.floor(math.log10(value))
     for mantissa in _NICE_MANTISSAS:
         unit = mantissa * 10.0**exponent
@@ -1410,10 +1445,13 @@ def _snap_outward(
     the last edge, ``lower + n * step``, so rounding cannot put it on or below ``vmax``.
     """
     vmin, vmax = float(vmin), float(vmax)
-    if unit <= 4 * math.ulp(max(abs(vmin), abs(vmax))):
+    magnitude = max(abs(vmin), abs(vmax))
+    if unit <= 4 * math.ulp(magnitude):
+        # The order of magnitude only: vmin and vmax are the records' extremes.
+        order = f" (of the order of 1e{math.floor(math.log10(magnitude))})" if magnitude else ""
         raise GridError(
-            f"cells of size {unit} are too small to be told apart at coordinates near {vmin:.3g}; "
-            "use a larger cell_size or a smaller shape"
+            f"cells of size {unit:.3g} are too small to be told apart at the coordinates of the "
+            f"points{order}; use a larger cell_size or a smaller shape"
         )
     i0 = math.ceil(vmin / unit) - 1
     i1 = math.floor(vmax / unit) + 1
@@ -1522,9 +1560,14 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
     if wrong.size:
         kinds = sorted({shapely.get_type_id(g) for g in geoms[wrong]})
         names = [shapely.GeometryType(k).name for k in kinds]
+        fix = "buffer lines or points first"
+        if _COLLECTION_TYPE in kinds:  # what make_valid returns for a polygon with a spike
+            fix = (f"{fix}; keep the polygons of a collection (e.g. the output of make_valid) "
+                   "with shapely.make_valid(geometry, method='structure') (shapely >= 2.1) or "
+                   "GeoSeries.explode() and its Polygon rows")
         raise GridError(
             f"{name} must contain only Polygon/MultiPolygon geometries, found {names} at "
-            f"non-empty positions {wrong[:_N_NAMED].tolist()}; buffer lines or points first"
+            f"non-empty positions {wrong[:_N_NAMED].tolist()}; {fix}"
         )
     invalid = np.flatnonzero(~shapely.is_valid(geoms))
     if invalid.size:
@@ -1660,6 +1703,18 @@ def _lattice_csr(
     return indptr, neighbours[present]
 
 
+def _sliver_area(perimeter: np.ndarray, bounds: Any) -> np.ndarray:
+    """Habitable area below which a cell holds only a rounding sliver along its boundary.
+
+    A strip :data:`_SLIVER_STEPS` float64 steps of the largest coordinate of ``bounds`` wide
+    along the whole ``perimeter``: where a region or no-go boundary runs along a cell edge, the
+    two are computed apart by about one step, far more than :data:`_AREA_RTOL` of a small cell
+    at projected coordinates.
+    """
+    magnitude = float(np.max(np.abs(np.asarray(bounds, dtype=np.float64))))
+    return _SLIVER_STEPS * np.finfo(np.float64).eps * magnitude * perimeter
+
+
 def _relabel_by_first(labels: np.ndarray, n_components: int) -> np.ndarray:
     """Renumber component labels in order of their smallest member."""
     _, first = np.unique(labels, return_index=True)
@@ -1679,7 +1734,8 @@ def _smallest_holding(ids: np.ndarray, shapes: np.ndarray, x: np.ndarray,
     for k in np.argsort(ids, axis=1, kind="stable").T:  # -1 first: skipped
         candidate = ids[np.arange(ids.shape[0]), k]
         test = np.flatnonzero((found < 0) & (candidate >= 0))
-        hit = shapely.intersects_xy(shapes[candidate[test]], x[test], y[test])
+        with _GEOMETRY_LOCK:
+            hit = shapely.intersects_xy(shapes[candidate[test]], x[test], y[test])
         found[test[hit]] = candidate[test[hit]]
     return found
 
@@ -1722,7 +1778,7 @@ def _coordinates(points: Any, crs: pyproj.CRS | None) -> tuple[np.ndarray, np.nd
         return np.empty(0), np.empty(0)
     if arr.dtype == object:
         return _point_xy(arr.ravel())
-    if arr.ndim != 2 or arr.shape[1] != 2 or not np.issubdtype(arr.dtype, np.number):
+    if arr.ndim != 2 or arr.shape[1] != 2 or arr.dtype.kind not in "iuf":  # complex: no x, y
         raise InputError(
             f"points must be point geometries or an (n, 2) array of x, y coordinates, got an "
             f"array of shape {arr.shape} and dtype {arr.dtype}"

@@ -1,3 +1,5 @@
+import threading
+import time
 import warnings
 
 import geopandas as gpd
@@ -407,6 +409,8 @@ def test_locate_bad_input():
         grid.locate([1.0, 2.0, 3.0, 4.0])
     with pytest.raises(InputError, match=r"positions \[1\] are not shapely geometries"):
         grid.locate(np.array([Point(0, 0), "a"], dtype=object))
+    with pytest.raises(InputError, match=r"dtype complex128"):  # the imaginary part was dropped
+        grid.locate(np.array([[1 + 1j, 1.0]]))
 
 
 def test_cell_bounds_rejects_bad_ids():
@@ -732,3 +736,77 @@ def test_a_point_on_a_line_where_the_region_or_a_no_go_area_begins_keeps_its_cel
     # where the east cell holds the line, the point stays there (half-open cells)
     full = Grid.regular((0, 0, 2, 2), shape=(2, 2), exclude=box(1.5, 0, 2, 0.2))
     assert full.locate([[1.0, 0.5]]).tolist() == [1]
+
+
+def test_a_region_digitised_on_lattice_lines_leaves_no_sliver_cells():
+    # At UTM coordinates a region edge read from a file (7519104.4) misses the lattice line
+    # computed from the origin (7519097.8 + 3 * 2.2) by a float64 step: the cells beyond the
+    # region kept a sliver of 5e-11 of their area, far above the relative guard of 1e-12, and
+    # came out as 6 spurious cells with neighbours.
+    region = box(715315.7, 7519097.8, 715322.3, 7519104.4)  # 3 x 3 cells of 2.2 m
+    grid = Grid.regular((715315.7, 7519097.8, 715326.7, 7519108.8), cell_size=2.2,
+                        region=region, crs="EPSG:31983")
+    assert grid.shape == (5, 5) and grid.n_cells == 9
+    assert grid.cell_row.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert grid.cell_col.tolist() == [0, 1, 2] * 3
+    assert np.allclose(grid.habitable_fraction, 1.0)
+    assert (grid.adjacency != lat2W(3, 3, rook=False).sparse).nnz == 0
+    # the same region as a no-go area: the 16 cells around it, not 22
+    around = Grid.regular((715315.7, 7519097.8, 715326.7, 7519108.8), cell_size=2.2,
+                          exclude=region)
+    assert around.n_cells == 16 and np.allclose(around.habitable_fraction, 1.0)
+
+
+def test_locate_from_several_threads_runs_one_geometric_test_at_a_time(monkeypatch):
+    # shapely prepares a geometry on its first point test, and GEOS's prepared geometries are
+    # not thread-safe: threads locating points in one fresh clipped or areal grid crashed the
+    # interpreter (double free, segfault). The geometric tests now take turns.
+    boxes = shapely.box(np.arange(8.0), 0, np.arange(8.0) + 1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        grids = [
+            Grid.regular((0, 0, 8, 1), shape=(1, 8), region=box(0, 0.1, 8, 0.9)),
+            Grid.hexagonal(box(0, 0, 8, 1), cell_size=0.2),
+            Grid.from_polygons(gpd.GeoSeries(boxes)),
+        ]
+    xy = np.column_stack([np.linspace(0, 8, 400), np.linspace(0, 1, 400)])
+    expected = [grid.locate(xy) for grid in grids]
+    running, most = [0], [0]
+    guard = threading.Lock()
+
+    def one_at_a_time(function):
+        def test(*args, **kwargs):
+            with guard:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            time.sleep(0.002)  # lets the other threads in
+            try:
+                return function(*args, **kwargs)
+            finally:
+                with guard:
+                    running[0] -= 1
+        return test
+
+    for name in ("intersects_xy", "contains_properly"):
+        monkeypatch.setattr(shapely, name, one_at_a_time(getattr(shapely, name)))
+    for grid, cells in zip(grids, expected, strict=True):
+        grid._cache.pop("index", None)  # an areal grid builds its index on first use
+        found = []
+        threads = [threading.Thread(target=lambda g=grid, out=found: out.append(g.locate(xy)))
+                   for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(found) == 6 and all(np.array_equal(f, cells) for f in found)
+    assert most[0] == 1
+
+
+def test_a_geometry_collection_is_refused_with_how_to_keep_its_polygons():
+    # make_valid, which the invalid-polygon message recommends, turns a polygon with a spike
+    # into a GeometryCollection: the refusal said only "buffer lines or points first"
+    spiked = Polygon([(0, 0), (2, 0), (2, 2), (3, 2), (2, 2), (0, 2)])
+    repaired = shapely.make_valid(spiked)
+    assert repaired.geom_type == "GeometryCollection"
+    with pytest.raises(GridError, match=r"GEOMETRYCOLLECTION.*method='structure'.*explode"):
+        Grid.regular((0, 0, 4, 4), shape=(2, 2), region=repaired)

@@ -174,6 +174,28 @@ def test_locate_refuses_nothing_and_maps_missing_points_to_minus_one():
         assert cell.tolist() == [-1, -1, -1]
 
 
+def test_far_points_are_outside_a_hexagonal_lattice_without_a_warning():
+    # their rows and columns overflowed int64: "invalid value encountered in cast"
+    grids = (Grid.hexagonal((0, 0, 100, 100), 10),
+             Grid.hexagonal(shapely.box(0, 0, 100, 100), 10, exclude=shapely.box(40, 40, 60, 60)))
+    for grid in grids:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            cell = grid.locate(np.array([[1e300, 50.0], [50.0, -1e300], [-1e20, 1e20]]))
+        assert cell.tolist() == [-1, -1, -1]
+
+
+def test_a_region_made_of_hexagons_of_another_lattice_leaves_no_sliver_cells():
+    # the region's edges meet the new hexagons' edges within a float64 step at UTM coordinates:
+    # two hexagons kept a sliver of 1e-11 of their area and came out as spurious cells
+    x0, y0 = 715315.7, 7519097.8
+    other = Grid.hexagonal((x0, y0, x0 + 30, y0 + 30), cell_size=2.2)
+    region = shapely.union_all(other.cells.geometry.iloc[[0, 1, 2, 8, 9, 10]])
+    grid = Grid.hexagonal(region, cell_size=2.2, crs="EPSG:31983")
+    assert grid.habitable_fraction.min() > 0.1
+    assert grid.n_cells == 12
+
+
 def test_clipped_hexagons_keep_only_habitable_parts():
     region = gpd.GeoSeries([shapely.Point(500, 500).buffer(400)], crs=3857)
     lake = shapely.box(400, 400, 600, 600)

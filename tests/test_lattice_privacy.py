@@ -205,6 +205,24 @@ def test_units_below_the_float_resolution_are_refused():
             Grid.from_points(points, **kwargs)
 
 
+@pytest.mark.parametrize("kind", ["square", "hexagonal"])
+def test_a_refused_unit_names_the_coordinates_order_of_magnitude_not_an_extreme(kind):
+    # the message gave the smallest x of the records to 3 significant figures ("near 7.81e+06")
+    points = gpd.GeoSeries.from_xy([7812345.6, 7812346.6], [7734567.8, 7734569.6], crs=CRS)
+    with pytest.raises(GridError, match=r"too small to be told apart") as err:
+        Grid.from_points(points, cell_size=1e-12, kind=kind)
+    message = str(err.value)
+    assert "of the order of 1e6" in message
+    assert not any(text in message for text in ("7.81", "7.73", "781", "773"))
+
+
+def test_an_extent_that_underflows_the_unit_is_refused_as_too_small():
+    # width / ncols rounded to 0 and math.log10 raised "math domain error" (a ValueError)
+    points = gpd.GeoSeries.from_xy([0.0, 5e-324], [0.0, 1.0], crs=CRS)
+    with pytest.raises(GridError, match="too small to be told apart"):
+        Grid.from_points(points, shape=(2, 2))
+
+
 def test_prepare_warns_when_public_bounds_are_the_records_extremes():
     # Grid.regular(gdf.total_bounds): bounds taken as public but equal to the records'
     # extremes, which every release on the lattice would then publish exactly.
