@@ -300,7 +300,7 @@ def _uniform_points(grid: Grid, cells: np.ndarray, rng: np.random.Generator) -> 
     part = np.flatnonzero(~fully)
     if part.size:
         unique, inverse = np.unique(cells[part], return_inverse=True)
-        geoms = np.asarray(grid.habitable_geometry)[unique]
+        geoms = _own_copies(np.asarray(grid.habitable_geometry)[unique])
         shapely.prepare(geoms)
         boxes = _clip_boxes(shapely.bounds(geoms), grid.cell_bounds(unique))
         box_area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
@@ -597,6 +597,17 @@ def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
         )
 
 
+def _own_copies(geoms: np.ndarray) -> np.ndarray:
+    """Fresh copies of the grid's geometries ``geoms`` (exact: WKB keeps every bit).
+
+    ``shapely.prepare`` changes the geometry objects it is given, and GEOS's prepared
+    geometries are not thread-safe: releases placed in threads on one grid
+    (:func:`geosynth.distributed.synthesize_dask` on a threaded scheduler) would prepare and
+    test the same objects at once, which can crash the interpreter. Each call prepares its own.
+    """
+    return shapely.from_wkb(shapely.to_wkb(geoms))
+
+
 def raster_window(
     transform: Any, width: int, height: int, bounds: tuple[float, ...], name: str = "raster"
 ) -> tuple[int, int, int, int]:
@@ -656,7 +667,7 @@ def _weighted_points(
     xy[full] = _uniform_in_boxes(rng, boxes[full])
     part = np.flatnonzero(~fully)
     if part.size:
-        geoms = np.asarray(grid.habitable_geometry)[cells[part]]
+        geoms = _own_copies(np.asarray(grid.habitable_geometry)[cells[part]])
         shapely.prepare(geoms)
         batch = np.full(part.size, 2, dtype=np.int64)
         xy[part] = _rejection(rng, boxes[part], geoms, batch, cells[part])

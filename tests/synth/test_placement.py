@@ -104,6 +104,25 @@ def test_thin_diagonal_sliver_is_sampled_inside():
     assert stats.kstest(xy[:, 0], stats.uniform(0, 10).cdf).pvalue > ALPHA
 
 
+def test_placement_never_prepares_the_grids_own_geometries(tmp_path):
+    # shapely.prepare changes the objects it is given, and GEOS's prepared geometries are not
+    # thread-safe: releases placed in threads on one grid (synthesize_dask) prepared and tested
+    # the same objects at once. Each call now prepares copies, with the same draws.
+    grid = quiet_grid((0, 0, 10, 10), shape=(2, 2), crs=CRS,
+                      region=Polygon([(0, 0), (10, 0), (0, 10)]))
+    cells = np.repeat(np.arange(grid.n_cells), 50)
+    xy = place_in_cells(grid, cells, seed=3)
+    assert not shapely.is_prepared(np.asarray(grid.habitable_geometry)).any()
+    np.testing.assert_array_equal(place_in_cells(grid, cells, seed=3), xy)
+    # With weights: reading the raster locates its pixels, and the grid prepares its own
+    # geometries for that (under its lock); undone here to see what the placement does.
+    weights = write_raster(tmp_path / "w.tif", np.ones((10, 10)), from_origin(0, 10, 1, 1))
+    place_in_cells(grid, cells, seed=3, weights=weights)
+    shapely.destroy_prepared(np.asarray(grid.habitable_geometry))
+    place_in_cells(grid, cells, seed=3, weights=weights)
+    assert not shapely.is_prepared(np.asarray(grid.habitable_geometry)).any()
+
+
 # ---------------------------------------------------------------------- uniformity
 def test_uniform_in_box_cell_ks():
     grid = Grid.regular((2, 3, 12, 23), shape=(2, 2))
