@@ -16,7 +16,7 @@ __all__ = ["check_run_options", "describe_run", "fixed_burn_in", "fixed_thin", "
 def check_run_options(iterations, burn_in, thin, chains, m) -> None:
     """Refuse run options that cannot work together (a click usage error naming them)."""
     if iterations == "auto":
-        _check_auto_options(burn_in, chains)
+        _check_auto_options(burn_in, thin, chains)
     else:
         _check_fixed_options(iterations, fixed_burn_in(iterations, burn_in),
                              fixed_thin(thin), chains, m)
@@ -37,7 +37,15 @@ def fixed_thin(thin: int | None) -> int:
     return resolve_thin(thin, auto=False)
 
 
-def _check_auto_options(burn_in, chains) -> None:
+def _check_auto_options(burn_in, thin, chains) -> None:
+    from geosynth.model.stopping import MAX_AUTO_THIN  # here, as in fixed_thin
+
+    if thin is not None and thin > MAX_AUTO_THIN:  # the fit refused it after the data were read
+        raise click.UsageError(
+            f"--thin {thin} with --iterations auto is above {MAX_AUTO_THIN}: it is only the "
+            "thinning at first (it doubles as the run grows), and the warm-up runs 64 to 512 "
+            "times --thin sweeps whatever --max-seconds says; leave --thin out"
+        )
     if burn_in is not None:
         raise click.UsageError(
             "--iterations auto discards the first quarter of the sweeps as burn-in: drop "

@@ -419,11 +419,12 @@ def test_max_seconds_warns_and_still_writes(inputs, tmp_path):
      (["--iterations", 0], ["expected a number of sweeps >= 1 or 'auto'"]),
      # refused by the fit after reading the data
      (["--iterations", 10**13], ["--iterations", "above the limit of 1,000,000,000"]),
+     (["--thin", 10**15], ["--thin 1000000000000000 with --iterations auto is above 64"]),
      (["--target-ess", 0], ["--target-ess"]),
      (["--max-rhat", 1], ["--max-rhat"]),
      (["--max-seconds", 0], ["--max-seconds"])],
     ids=["burn-in", "one-chain", "max-seconds-fixed", "target-fixed", "word", "zero", "huge",
-         "target", "rhat", "seconds"],
+         "thin", "target", "rhat", "seconds"],
 )
 def test_stopping_options_are_checked_before_reading(inputs, tmp_path, args, fragments):
     result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "4x4", *args,

@@ -67,6 +67,9 @@ def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
      ["--beta-prior needs --continuous"]),
     (["--grids", "3x3", "--iterations", "auto", "--burn-in", "5", "--report", "x.md"],
      ["--burn-in"]),
+    # refused by the fit after reading the data and building every lattice
+    (["--grids", "3x3", "--iterations", "auto", "--thin", "1000", "--report", "x.md"],
+     ["--thin 1000 with --iterations auto is above 64", "leave --thin out"]),
     (["--grids", "3x3", "--outcome", "nope", "--report", "x.md"], ["nope"]),
     # refused before any fit, not after all of them
     (["--grids", "3x3", "--outcome", "x1", "--report", "x.md"],
