@@ -53,6 +53,7 @@ _INITIAL_SPREAD = 1.3  # k in mode ± k / sqrt(-h''(mode))
 _SLOPE_TOLERANCE = 1e-12
 GAUSSIAN_ENVELOPE_MIN_SHARE = 0.5  # q / (−h''(mode)) above which the Gaussian envelope is tried
 GAUSSIAN_ENVELOPE_TRIES = 4
+_MAX_OUTER_BISECTIONS = 2200  # halvings from a spread of ~1e300 down to a ulp of the mode
 
 
 @njit(cache=True)
@@ -159,13 +160,40 @@ def _build_hull(work, k):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _outer_abscissa(mode, spread, sign, a, w, z, m, q):
-    """Abscissa mode + sign·spread, widened until the slope points back to the mode."""
+    """Abscissa mode + sign·spread, widened until the slope points back to the mode.
+
+    A widening that lands where the density is not finite (an exponential term overflows: a
+    flat prior, ``q = 1e-12``, gives a spread of 10⁶ and e^x = inf there) stays there for
+    every wider spread, so the search then bisects the spread between the last one whose slope
+    did not point back yet and that one (the density is finite, with the right slope, on an
+    interval between them). Before 2026-12 it kept doubling and reported STATUS_MODE_FAILED
+    for such proper densities; where a widening stays finite nothing has changed.
+    """
+    near = 0.0
     for _ in range(60):
         x = mode + sign * spread
         h, dh, _ = log_density_derivatives(x, a, w, z, m, q)
         if sign * dh < 0.0 and math.isfinite(h):
             return x, h, dh, True
+        if not (math.isfinite(h) and math.isfinite(dh)):
+            break
+        near = spread
         spread *= 2.0
+    else:
+        return x, h, dh, False
+    far = spread
+    for _ in range(_MAX_OUTER_BISECTIONS):
+        middle = 0.5 * (near + far)
+        if not near < middle < far:
+            break
+        x = mode + sign * middle
+        h, dh, _ = log_density_derivatives(x, a, w, z, m, q)
+        if not (math.isfinite(h) and math.isfinite(dh)):
+            far = middle
+        elif sign * dh < 0.0:
+            return x, h, dh, True
+        else:
+            near = middle
     return x, h, dh, False
 
 
@@ -264,10 +292,38 @@ def _draw_from_hull(a, w, z, m, q, state, work, k, total):
         h, dh, _ = log_density_derivatives(x, a, w, z, m, q)
         if log_u <= h - upper:
             return x, STATUS_OK, k, total
-        if k < MAX_ABSCISSAE - 1 and math.isfinite(h) and math.isfinite(dh):
-            k = _insert(work, k, x, h, dh)
-            total = _build_hull(work, k)
+        if k < MAX_ABSCISSAE - 1:
+            if not (math.isfinite(h) and math.isfinite(dh)):
+                x, h, dh = _finite_towards_hull(x, work, k, a, w, z, m, q)
+            if math.isfinite(h) and math.isfinite(dh):
+                k = _insert(work, k, x, h, dh)
+                total = _build_hull(work, k)
     return math.nan, STATUS_TOO_MANY_REJECTIONS, k, total
+
+
+@njit(cache=True, error_model="numpy")
+def _finite_towards_hull(x, work, k, a, w, z, m, q):
+    """Find a point between ``x`` and the nearest abscissa where ``h`` and ``h'`` are finite.
+
+    A rejected point where an exponential term overflows (``h = −inf``) cannot join the
+    abscissae, and the hull's tail beyond the last one stays as it was: on a density cut off by
+    an overflow far out in a flat tail (``w = 1e-300``, ``q = 2e-12``: a half-normal of sd
+    7·10⁵ on the left, nothing beyond x ≈ 660 on the right) the tail's tangent barely falls,
+    nearly every proposal lands beyond the cut, and the rejection budget ran out. Halving the
+    way back to the nearest abscissa finds a finite point whose tangent closes the tail. Returns
+    ``(x, h, h')``, with non-finite values when no such point is found.
+    """
+    anchor = work[_X, k - 1] if x > work[_X, k - 1] else work[_X, 0]
+    h, dh = math.nan, math.nan
+    for _ in range(_MAX_OUTER_BISECTIONS):
+        middle = 0.5 * (anchor + x)
+        if middle == anchor or middle == x or not math.isfinite(middle):
+            break
+        x = middle
+        h, dh, _ = log_density_derivatives(x, a, w, z, m, q)
+        if math.isfinite(h) and math.isfinite(dh):
+            break
+    return x, h, dh
 
 
 @njit(cache=True, error_model="numpy")

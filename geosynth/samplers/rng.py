@@ -40,6 +40,7 @@ __all__ = [
 _ONE = np.uint64(1)
 _SHIFT_MANTISSA = np.uint64(11)
 _TWO_POW_MINUS_53 = 1.0 / 9007199254740992.0
+_BELOW_ONE = 1.0 - _TWO_POW_MINUS_53  # the largest double below 1
 
 
 def make_streams(seed, n_streams: int) -> np.ndarray:
@@ -96,8 +97,14 @@ def next_uint64(state):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def uniform_of(bits):
-    """Return the uniform on (0, 1) that :func:`uniform` makes of a given 64-bit output."""
-    return ((bits >> _SHIFT_MANTISSA) + 0.5) * _TWO_POW_MINUS_53
+    """Return the uniform on (0, 1) that :func:`uniform` makes of a given 64-bit output.
+
+    ``(k + 1/2)·2⁻⁵³`` for the top 53 bits ``k``, except that the top ``k = 2⁵³ − 1`` would
+    round to exactly 1.0 (``1 − 2⁻⁵⁴`` is a tie between 1 − 2⁻⁵³ and 1; before 2026-12 it did,
+    once in 2⁵³ draws: ``standard_exponential`` then returned 0 and a slice level equalled
+    ``h(x0)``); it gives 1 − 2⁻⁵³. No other output changes.
+    """
+    return min(((bits >> _SHIFT_MANTISSA) + 0.5) * _TWO_POW_MINUS_53, _BELOW_ONE)
 
 
 @njit(cache=True, inline="always", error_model="numpy")

@@ -204,12 +204,19 @@ def _accepts(x0, x1, left, right, width, log_y, a, w, z, m, q):
     Halve the interval towards ``x1``; once ``x0`` and ``x1`` fall in different halves, reject
     if both ends of the half holding ``x1`` are outside the slice (the doubling from ``x1``
     would have stopped there).
+
+    When ``width`` is below the spacing of the doubles at ``x1`` (a density narrower than that
+    spacing: ``m = 1``, ``q = 1e32``), two neighbouring doubles cannot be halved: the middle
+    rounds to the end that would move, the interval stays as it was and the loop never ended
+    (before 2026-12, a hang). Halving stops there and ``x1``, inside the slice, is accepted;
+    every halving that can split its interval runs as before.
     """
     differ = False
     while right - left > 1.1 * width:
         middle = 0.5 * (left + right)
         if (x0 < middle) != (x1 < middle):
             differ = True
+        before_left, before_right = left, right
         if x1 < middle:
             right = middle
         else:
@@ -217,6 +224,8 @@ def _accepts(x0, x1, left, right, width, log_y, a, w, z, m, q):
         if differ and log_density(left, a, w, z, m, q) <= log_y \
                 and log_density(right, a, w, z, m, q) <= log_y:
             return False
+        if left == before_left and right == before_right:
+            return True  # neighbouring doubles: no halving can split them
     return True
 
 

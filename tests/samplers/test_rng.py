@@ -254,3 +254,38 @@ def test_ziggurat_from_outside_bits_and_its_finish_draw_normals():
     2.8 % outside the rectangles; the fine-bin and tail checks of the xoshiro normals."""
     draws = _normals_from_splitmix(np.uint64(2026), 2_000_000, rng.make_streams(3, 1)[0])
     _assert_normal_fine_bins_and_tails(draws)
+
+
+# ------------------------------------------------------------------------- audit (2026-12)
+def test_uniform_stays_inside_the_open_interval_at_both_extreme_outputs():
+    """The top 53 bits all ones gave (2⁵³ − 1/2)·2⁻⁵³, which rounds to exactly 1.0."""
+    top = rng.uniform_of(np.uint64(2**64 - 1))
+    bottom = rng.uniform_of(np.uint64(0))
+    assert 0.0 < bottom < top < 1.0
+    assert top == 1.0 - 2.0**-53 and bottom == 2.0**-54
+    assert -np.log(top) > 0.0  # standard_exponential never returns 0
+    # every other output is (k + 1/2)·2⁻⁵³ rounded, as before
+    for k in (0, 1, 2**52 - 1, 2**52, 2**53 - 2):
+        bits = np.uint64(k << 11 | 0x7FF)
+        assert rng.uniform_of(bits) == (k + 0.5) * 2.0**-53
+
+
+@njit
+def _uniform_rows(states, n):
+    out = np.empty((states.shape[0], n))
+    for s in range(states.shape[0]):
+        for i in range(n):
+            out[s, i] = rng.uniform(states[s])
+    return out
+
+
+def test_spawned_streams_are_uncorrelated():
+    """64 streams of one seed: the 2,016 pairwise correlations of 10⁵ uniforms, and those at
+    lags 1–3 between neighbouring streams, are N(0, 1/n) draws (KS), none beyond 5/√n."""
+    n = 100_000
+    draws = _uniform_rows(rng.make_streams(2026, 64), n)
+    corr = np.corrcoef(draws)[np.triu_indices(64, 1)] * np.sqrt(n)
+    lagged = [np.corrcoef(draws[s, lag:], draws[s + 1, :-lag])[0, 1] * np.sqrt(n)
+              for s in range(63) for lag in (1, 2, 3)]
+    assert stats.kstest(corr, "norm").pvalue > 0.001
+    assert np.abs(corr).max() < 5.0 and np.abs(lagged).max() < 5.0

@@ -87,3 +87,23 @@ def test_sums_follow_their_documented_order():
         assert sum_of_products(a, b) == _in_documented_order(products)
         assert fixed_order_sum(b) == _in_documented_order(list(b))
         assert abs(sum_of_products(a, b) - math.fsum(products)) <= 1e-12 * max(1.0, n)
+
+
+def test_over_the_whole_float_range_subnormals_included():
+    """Every magnitude from the smallest subnormal to the largest double, both signs: eˣ to
+    1 ulp (1 unit of the smallest subnormal where eˣ is subnormal), expm1 to 2 ulp, and 0, ∞,
+    −1 and NaN exactly where NumPy gives them."""
+    tiny = np.geomspace(5e-324, 1.7e308, 400_000)
+    x = np.concatenate([tiny, -tiny, np.linspace(-760.0, 720.0, 1_000_001),
+                        [0.0, -0.0, 709.782712893384, 709.7827128933841, -745.1332191019411,
+                         -745.1332191019412, np.nan, np.inf, -np.inf]])
+    exp, expm1 = _apply(x)
+    with np.errstate(over="ignore", under="ignore"):
+        ref_exp, ref_expm1 = np.exp(x), np.expm1(x)
+    for value, reference, tolerance in ((exp, ref_exp, 1.0), (expm1, ref_expm1, 2.0)):
+        special = ~np.isfinite(reference) | (reference == 0.0) | (reference == -1.0)
+        np.testing.assert_array_equal(value[special], reference[special])
+        normal = ~special & (np.abs(reference) >= np.finfo(float).tiny)
+        assert _ulps(value[normal], reference[normal]).max() <= tolerance
+        subnormal = ~special & ~normal
+        assert np.abs(value[subnormal] - reference[subnormal]).max() <= 5e-324
