@@ -1,4 +1,4 @@
-"""Samplers on the model's conditional ``a·x − b·e^x − c·x²`` at extreme a, b, c (audit 2026-12).
+"""Samplers on the model's conditional ``a·x − b·e^x − c·x²`` at extreme a, b, c (2026-12).
 
 In the family's terms ``w = [b]``, ``z = 1``, ``m = 0``, ``q = 2c``. Every check is a KS test
 (10⁵ draws, fixed seeds) against an exact CDF: the log-Gamma CDF where ``c = 0``, numerical
@@ -97,7 +97,7 @@ def _warm_tangent_draws(n, x0, a, b, m, q, state):
     return out, status
 
 
-# name: (a, b, c) of a·x − b·e^x − c·x²; all were drawn exactly before the audit.
+# name: (a, b, c) of a·x − b·e^x − c·x²; all were drawn exactly before 2026-12 too.
 MODEL_CASES = {
     "tiny_weight": (5.0, 1e-300, 0.0),
     "huge_weight": (5.0, 1e300, 0.0),

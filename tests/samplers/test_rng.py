@@ -256,7 +256,7 @@ def test_ziggurat_from_outside_bits_and_its_finish_draw_normals():
     _assert_normal_fine_bins_and_tails(draws)
 
 
-# ------------------------------------------------------------------------- audit (2026-12)
+# ------------------------------------------------------------ edges and independence (2026-12)
 def test_uniform_stays_inside_the_open_interval_at_both_extreme_outputs():
     """The top 53 bits all ones gave (2⁵³ − 1/2)·2⁻⁵³, which rounds to exactly 1.0."""
     top = rng.uniform_of(np.uint64(2**64 - 1))
