@@ -544,7 +544,7 @@ def test_parameters_set_by_fit_say_so_before_it():
         _ = DirichletMultinomialSynthesizer(1.0, n_synth=20).alpha
 
 
-# ------------------------------------------------------------ audit: refusals before spend
+# ------------------------------------------------------------ refusals before the spend
 def test_tiny_epsilon_refused_at_fit_before_any_spend():
     accountant = Accountant(10.0)
     synth = DirichletMultinomialSynthesizer(1e-320, n_synth=3, accountant=accountant)
@@ -584,7 +584,7 @@ def test_n_synth_and_n_beyond_2_62_refused():
         BetaBinomialSynthesizer(1.0, n_synth=5).fit(3, n=10**30)
 
 
-# ------------------------------------------------------------ audit: seeds, memory, huge priors
+# ------------------------------------------------------------ seeds, memory, huge priors
 @pytest.mark.parametrize("seed, error", [("abc", TypeError), (-1, InputError), (1.5, TypeError)])
 def test_a_bad_seed_is_refused_before_any_spend(seed, error):
     # The seed was checked by the generator after accountant.spend: the budget was gone and

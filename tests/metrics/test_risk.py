@@ -269,7 +269,7 @@ def test_identification_risk_refuses_bad_inputs():
         identification_risk(original, frame(at_cells([0, 1])), "sex", grid=None)
 
 
-# --------------------------------------------------------------------------- audit
+# -------------------------------------------------------------------------- exact oracle
 
 
 def test_displacement_and_k_anonymity_refuse_a_list_of_releases():

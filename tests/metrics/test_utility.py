@@ -467,7 +467,7 @@ def test_distances_in_degrees_are_refused():
         ripley_k(lonlat, (-44, -20, -43, -19))
 
 
-# --------------------------------------------------------------------------- audit
+# ------------------------------------------------------------------ oracles and CRS checks
 
 
 @pytest.mark.parametrize("q", [[True, False, True], ["0.31", "0.42", "0.27"],
