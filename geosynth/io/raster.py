@@ -59,6 +59,11 @@ def write_intensity_geotiff(
     ``r`` is lattice row ``nrows - 1 - r`` (the lattice counts rows from the south, a GeoTIFF
     from the north), the transform is ``from_origin(xmin, ymax, dx, dy)`` and the CRS is the
     grid's. Cells dropped by clipping to a region are NaN, the nodata value.
+
+    The file holds what ``geosynth.io.write_release(..., include_intensity=True)`` publishes
+    in the grid layer of a release, and no record: it is written readable by others (0666
+    less the umask). Publish it only if the posterior mean intensity may be published: where
+    cells hold few records, λ follows their counts closely.
     """
     import rasterio
 

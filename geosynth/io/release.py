@@ -794,7 +794,15 @@ def _check_grid_and_fit(
 
 
 def _same_lattice(a: Grid, b: Grid) -> bool:
+    """Whether ``a`` and ``b`` have the same cells and the same adjacency.
+
+    The adjacency too: the metadata describes the grid written (its contiguity, components,
+    gap), and a grid of the same cells under rook instead of queen contiguity (or another
+    ``gap``) is not the lattice the fit's ICAR fields were defined on.
+    """
     if a.kind != b.kind or a.n_cells != b.n_cells or not np.allclose(a.bounds, b.bounds):
+        return False
+    if a.is_clipped != b.is_clipped or (a.adjacency != b.adjacency).nnz:
         return False
     if a.kind == "square":
         return (

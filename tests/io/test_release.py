@@ -275,6 +275,10 @@ def test_writer_validates_its_arguments(tmp_path, fitted):
         write_release(path, public, grid=other_grid)
     with pytest.raises(InputError, match="is not the lattice of fit"):
         write_release(path, public, fit=fit, grid=Grid.regular((0, 0, 8, 8), (8, 8), crs=CRS))
+    rook = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(8, 8), crs=CRS, contiguity="rook")
+    assert rook.n_cells == fit.grid.n_cells and rook.bounds == fit.grid.bounds  # same cells
+    with pytest.raises(InputError, match="is not the lattice of fit"):  # but other neighbours
+        write_release(path, public, fit=fit, grid=rook)
     with pytest.raises(InputError, match="include_intensity=True needs fit="):
         write_release(path, public, include_intensity=True)
     with pytest.raises(InputError, match="fit must be the geosynth.PaivaFit"):
