@@ -1535,8 +1535,8 @@ def counts_from_table(
         a: np.bincount(codes[:, k], weights=weights, minlength=len(levels[a])).astype(np.int64)
         for k, a in enumerate(attrs)
     }
-    _check_identifying(sizes, n_kept, allow_identifying)
-    _warn_of_rare_levels(sizes, n_kept, allow_identifying)
+    kept_identifying = _check_identifying(sizes, n_kept, allow_identifying)
+    _warn_of_rare_levels(sizes, kept_identifying)
     combo_codes, first, row_combo = np.unique(
         codes, axis=0, return_index=True, return_inverse=True
     )
@@ -1650,20 +1650,19 @@ def identifying_levels(values: pd.Series) -> str | None:
             f"{int((sizes == 1).sum()):,} of them held by a single record")
 
 
-def _warn_of_rare_levels(sizes: dict[str, np.ndarray], n_records: int,
-                         allow_identifying: bool) -> None:
+def _warn_of_rare_levels(sizes: dict[str, np.ndarray], skipped: list[str]) -> None:
     """PrivacyLeakWarning for attributes with levels of fewer than :data:`RARE_LEVEL_RECORDS`.
 
     Such attributes pass :func:`is_identifying` (a rare category among many records), but a
     release publishes every level verbatim: a level held by one record (a rare diagnosis, a
     name typed into a category column) tells that such a record is in the data. The message
-    counts the rare levels and does not quote them. Not repeated for attributes kept with
-    ``allow_identifying`` (warned about already).
+    counts the rare levels and does not quote them. Not repeated for the ``skipped``
+    attributes (identifying ones kept with ``allow_identifying``, warned about already).
     """
     rare = {a: int(np.count_nonzero((per_level > 0) & (per_level < RARE_LEVEL_RECORDS)))
             for a, per_level in sizes.items()}
     described = [f"{a!r} ({k} level{'s' if k > 1 else ''})" for a, k in rare.items()
-                 if k and not (allow_identifying and is_identifying(sizes[a], n_records))]
+                 if k and a not in skipped]
     if described:
         warnings.warn(
             f"attribute(s) {', '.join(described)} have levels held by fewer than "
@@ -1677,11 +1676,14 @@ def _warn_of_rare_levels(sizes: dict[str, np.ndarray], n_records: int,
 
 def _check_identifying(
     sizes: dict[str, np.ndarray], n_records: int, allow_identifying: bool
-) -> None:
-    """Refuse (or, when allowed, warn about) attributes whose levels identify records."""
+) -> list[str]:
+    """Refuse (or, when allowed, warn about) attributes whose levels identify records.
+
+    Returns the identifying attributes kept (``allow_identifying``; none otherwise).
+    """
     flagged = [a for a, per_level in sizes.items() if is_identifying(per_level, n_records)]
     if not flagged:
-        return
+        return flagged
     described = "; ".join(
         f"attribute {a!r} has {int(np.count_nonzero(sizes[a])):,} distinct levels among "
         f"{n_records:,} records, {int(np.count_nonzero(sizes[a] == 1)):,} of them held by a "
@@ -1696,7 +1698,7 @@ def _check_identifying(
             DataWarning,
             stacklevel=4,  # the caller of prepare (through counts_from_table)
         )
-        return
+        return flagged
     raise InputError(
         f"{described}; such levels (nearly) identify records (more levels than "
         f"{IDENTIFYING_LEVEL_SHARE:.0%} of the records, or over "

@@ -109,11 +109,14 @@ class Measure(NamedTuple):
         utility or diagnostic measure whether a larger value is better.
     description : str
         What the number is, in words.
+    share : bool, default False
+        A share of records (0 to 1): a limit above 1 is a percentage typo.
     """
 
     kind: str
     larger_is: str
     description: str
+    share: bool = False
 
     @property
     def sign(self) -> float:
@@ -136,12 +139,12 @@ MEASURES: dict[str, Measure] = {
         "target's attributes and lattice cell identifies correctly"),
     "true_match_rate": Measure(
         "risk", "riskier",
-        "Reiter & Mitra (2009): share of records matched uniquely and correctly"),
+        "Reiter & Mitra (2009): share of records matched uniquely and correctly", share=True),
     "k_anonymity_below_5": Measure(
         "risk", "riskier",
         "share of records with spatial k-anonymity below 5 (fewer than 5 original points "
         "within the record's displacement of its synthetic point, as MaskMyPy counts), mean "
-        "over releases"),
+        "over releases", share=True),
     "coverage": Measure(
         "utility", "better",
         "quadrant CI coverage (Nunes 2018, §3.3): mean overlap of the original and the "
@@ -164,9 +167,6 @@ MEASURES: dict[str, Measure] = {
     "seconds": Measure("diagnostic", "worse", "wall-clock seconds of the candidate's fit, "
                        "releases and measures"),
 }
-
-#: Risk measures that are shares of records (0 to 1): a limit above 1 is a percentage typo.
-_SHARES = frozenset({"true_match_rate", "k_anonymity_below_5"})
 
 #: Default axes of :meth:`Tuning.plot` and :meth:`Tuning.recommend`.
 DEFAULT_RISK = "true_match_rate"
@@ -642,7 +642,7 @@ def check_risk_limit(risk_limit: Any, risk: str) -> float:
         raise InputError(f"risk_limit must be >= 0 for {risk}, which is never negative, got "
                          f"{limit:g}; pass the largest acceptable {risk} (e.g. 0.05), or None "
                          "for no limit")
-    if limit > 1 and risk in _SHARES:
+    if limit > 1 and MEASURES[risk].share:
         raise InputError(f"risk_limit must be at most 1 for {risk}, a share of records, got "
                          f"{limit:g}; pass a share (e.g. 0.05 for 5%), or None for no limit")
     return limit

@@ -775,7 +775,7 @@ def test_locate_from_several_threads_runs_one_geometric_test_at_a_time(monkeypat
     guard = threading.Lock()
 
     def one_at_a_time(function):
-        def test(*args, **kwargs):
+        def counted(*args, **kwargs):
             with guard:
                 running[0] += 1
                 most[0] = max(most[0], running[0])
@@ -785,7 +785,7 @@ def test_locate_from_several_threads_runs_one_geometric_test_at_a_time(monkeypat
             finally:
                 with guard:
                     running[0] -= 1
-        return test
+        return counted
 
     for name in ("intersects_xy", "contains_properly"):
         monkeypatch.setattr(shapely, name, one_at_a_time(getattr(shapely, name)))

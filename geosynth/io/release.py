@@ -1228,8 +1228,7 @@ def _seed_problem(value: Any, where: str, seed_values: set[int]) -> str | None:
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int | float):
-            if float(item).is_integer() and (abs(int(item)) in long_seeds or abs(float(item))
-                                             in {float(s) for s in long_seeds}):
+            if _is_seed_number(item, long_seeds):
                 return f"{place} holds one of the seeds given in seeds="
         elif isinstance(item, str):
             match = _SEED_TEXT.search(_plain_text(item))
@@ -1273,12 +1272,15 @@ def _holds_seed(text: str, long_seeds: set[int]) -> bool:
         prefix = "(?:0x)?" if hexadecimal.strip("0123456789") else "0x"
         if re.search(rf"(?<![0-9a-z]){prefix}{hexadecimal}(?![0-9a-z])", lowered):
             return True
-    for number in _EXPONENT.findall(text):
-        value = float(number)
-        if value.is_integer() and (int(value) in long_seeds
-                                   or value in {float(s) for s in long_seeds}):
-            return True
-    return False
+    return any(_is_seed_number(float(number), long_seeds)
+               for number in _EXPONENT.findall(text))
+
+
+def _is_seed_number(value: int | float, long_seeds: set[int]) -> bool:
+    """Whether the whole number ``value`` is one of ``long_seeds``, or rounds as one does."""
+    number = float(value)
+    return number.is_integer() and (abs(int(value)) in long_seeds
+                                    or abs(number) in {float(s) for s in long_seeds})
 
 
 def _is_number(value: Any) -> bool:

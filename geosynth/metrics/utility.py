@@ -1282,9 +1282,9 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     sets = [releases] if one else list(releases)
     if not sets:
         raise InputError("releases is empty; pass the m synthetic data sets")
-    frames = [(points, name) for points, name in [(original, "original")] + [
-        (r, f"releases[{k}]") for k, r in enumerate(sets)]
-        if isinstance(points, gpd.GeoDataFrame | gpd.GeoSeries)]  # arrays carry no CRS
+    named = [(original, "original"), *((r, f"releases[{k}]") for k, r in enumerate(sets))]
+    frames = [(points, name) for points, name in named  # arrays carry no CRS
+              if isinstance(points, gpd.GeoDataFrame | gpd.GeoSeries)]
     for points, name in frames:
         check_crs(points, grid, name)
     if grid.crs is None:  # no grid CRS to compare with: the frames must share theirs
