@@ -715,9 +715,8 @@ def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray
     with ``ν₀`` = :data:`SYNTHESIS_SD_PRIOR_DF` and ``s₀²`` the pooled between-cell variance of
     all combinations, ``Σ_b ν_b sd_b² / Σ_b ν_b``; where that is not defined or 0 (no
     combination spans two cells, or none varies between them), the variance of all those
-    cells' raw means around their overall mean stands in for it, and failing that (fewer than
-    two such cells) that of all the non-empty cells. A combination spanning many cells keeps
-    ``sd_b`` nearly as the thesis has it; one held by a single cell gets ``s₀``.
+    cells' raw means around their overall mean stands in for it. A combination spanning many
+    cells keeps ``sd_b`` nearly as the thesis has it; one held by a single cell gets ``s₀``.
 
     ``sd_b``, ``n_b`` and ``s₀`` count only the cells holding at least
     :data:`MIN_RECORDS_FOR_VALUES` records of the combination, whose means the releases centre
@@ -739,9 +738,10 @@ def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray
     Raises
     ------
     geosynth.errors.InputError
-        ``counts`` has no continuous variable, or the covariate's cell means do not vary at all
-        (every record in one cell and combination, or every cell mean equal): any synthetic
-        value would disclose their common value.
+        ``counts`` has no continuous variable, or the means of the cells holding at least
+        :data:`MIN_RECORDS_FOR_VALUES` records of a combination do not vary (fewer than two
+        such cells, or equal means): any synthetic value would disclose their common value, or
+        the noise SD that of the other cells' records.
     """
     if not counts.covariates or counts.zbar_mask is None:
         raise InputError("counts has no continuous variable; prepare(..., continuous=column) first")
@@ -756,15 +756,16 @@ def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray
     df = np.maximum(n_kept - 1.0, 0.0)
     squares = (np.where(kept, raw - centre, 0.0) ** 2).sum(axis=0)
     pooled = squares.sum() / df.sum() if df.sum() > 0 else 0.0
-    for cells in (kept, mask):
-        if not pooled > 0.0:
-            means = raw[cells]
-            pooled = means.var(ddof=1) if means.size > 1 else 0.0
+    if not pooled > 0.0:
+        means = raw[kept]
+        pooled = means.var(ddof=1) if means.size > 1 else 0.0
     if not (np.isfinite(pooled) and pooled > 0.0):
         raise InputError(
-            f"the continuous column {name!r} has one cell mean for every record (all records in "
-            "one cell and combination, or equal means): its synthetic values would disclose "
-            "that value; use a finer lattice or drop the column"
+            f"the continuous column {name!r} has one cell mean for every record (fewer than two "
+            f"cells hold {MIN_RECORDS_FOR_VALUES} or more records of a combination, or their "
+            "means are equal): its synthetic values would disclose that value, or the noise "
+            "SD the values of single records; use a lattice whose cells hold "
+            f"{MIN_RECORDS_FOR_VALUES} or more records in at least two places, or drop the column"
         )
     prior_df = SYNTHESIS_SD_PRIOR_DF
     return np.sqrt((squares + prior_df * pooled) / (df + prior_df))

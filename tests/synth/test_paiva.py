@@ -408,12 +408,14 @@ def combination_counts(cell_means, offsets=(-1.0, 0.0, 1.0)):
     """1 x 5 lattice; ``cell_means[a]`` maps cells to the mean z of combination ``a`` there.
 
     Each cell holds one record of the combination per offset, at its mean + offset (by
-    default MIN_RECORDS_FOR_VALUES records, so the cell's mean is used).
+    default MIN_RECORDS_FOR_VALUES records, so the cell's mean is used); ``offsets`` may map
+    combinations to their own offsets.
     """
     grid = Grid.regular((0, 0, 50, 10), shape=(1, 5), crs=CRS)
+    per_combination = offsets if isinstance(offsets, dict) else dict.fromkeys(cell_means, offsets)
     rows = [{"a": a, "z": z + offset, "x": 10 * cell + 5, "y": 5}
             for a, cells in cell_means.items() for cell, z in cells.items()
-            for offset in offsets]
+            for offset in per_combination[a]]
     frame = pd.DataFrame(rows)
     gdf = gpd.GeoDataFrame(frame[["a", "z"]], geometry=gpd.points_from_xy(frame.x, frame.y),
                            crs=CRS)
@@ -449,7 +451,7 @@ def test_values_of_a_combination_of_two_records_are_warned_about():
     # a=1 has its two records in cell 2: every release centres its values on their mean, so
     # the average of the releases' a=1 rows tends to it as m grows.
     gdf, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 60.0}, 1: {2: 500.0}},
-                                     offsets=(-1.0, 1.0))
+                                     offsets={0: (-1.0, 0.0, 1.0), 1: (-1.0, 1.0)})
     fit = stub_fit(counts, random_lambda(counts, chains=1, draws=40))
     with pytest.warns(PrivacyLeakWarning, match=r"1 attribute combination\(s\) with synthetic "
                                                 r"'z' have fewer than 3 records \('a=1'\).*"
@@ -457,8 +459,7 @@ def test_values_of_a_combination_of_two_records_are_warned_about():
         releases = synthesize(fit, gdf, m=40, seed=2)
     rows = np.concatenate([r.loc[r["a"] == 1, "z"].to_numpy() for r in releases])
     assert abs(rows.mean() - 500.0) < 4 * synthesis_sd(counts)[1] / np.sqrt(rows.size)
-    plenty, counts = combination_counts({0: {0: 10.0, 1: 20.0}, 1: {2: 5.0, 3: 7.0}},
-                                        offsets=(-1.0, 1.0))
+    plenty, counts = combination_counts({0: {0: 10.0, 1: 20.0}, 1: {2: 5.0, 3: 7.0}})
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         synthesize(stub_fit(counts, random_lambda(counts, chains=1, draws=4)), plenty, m=2,
@@ -670,3 +671,19 @@ def test_cell_counts_across_releases_are_binomial(regular_data):
     fixed = np.full(observed.size, round(n_b * p))
     found = np.bincount(np.searchsorted(edges, fixed, side="left"), minlength=expected.size)
     assert stats.chisquare(found, expected).pvalue < ALPHA
+
+
+def test_synthesis_sd_refuses_a_lattice_with_one_cell_of_three_records():
+    # Cell 0 holds 3 records (mean 10), cell 1 one record (value v). The pooled SD fell back to
+    # the variance of every cell mean, (v − 10)²/2: the noise SD, estimable from the releases,
+    # gave |v − 10|, and the releases centre on 10, the one mean they may use.
+    for lone in (95.0, 500.0):
+        grid = Grid.regular((0, 0, 50, 10), shape=(1, 5), crs=CRS)
+        z, x = [9.0, 10.0, 11.0, lone], [5, 5, 5, 15]
+        gdf = gpd.GeoDataFrame({"a": [0] * 4, "z": z}, crs=CRS,
+                               geometry=gpd.points_from_xy(x, [5] * 4))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataWarning)
+            counts = prepare(gdf, grid, attributes=["a"], continuous="z")
+        with pytest.raises(InputError, match="fewer than two cells hold 3 or more records"):
+            synthesis_sd(counts)
