@@ -456,7 +456,9 @@ def _used_levels_only(values: pd.Series) -> pd.Series:
         return values
     import pyarrow as pa
 
-    chunks = pa.chunked_array(values.array).cast(arrow_type.value_type).dictionary_encode()
+    # pa.array takes the column's own arrow data (pa.chunked_array iterated it as a sequence,
+    # splitting each string into characters).
+    chunks = pa.array(values.array).cast(arrow_type.value_type).dictionary_encode()
     chunks = chunks.cast(pa.dictionary(arrow_type.index_type, arrow_type.value_type,
                                        arrow_type.ordered))
     return pd.Series(pd.array(chunks, dtype=values.dtype), index=values.index, name=values.name)

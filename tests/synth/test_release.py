@@ -199,13 +199,15 @@ def test_of_set_records_the_weakest_noise_source(sources, weakest):
     assert ReleaseInfo.of_set(frames).noise == weakest
 
 
-def test_public_arrow_dictionary_holds_only_its_rows_values(regular_data):
+@pytest.mark.parametrize("prefix", ["", "level-"])  # words were split into characters
+def test_public_arrow_dictionary_holds_only_its_rows_values(regular_data, prefix):
     """A pyarrow dictionary column kept the level of a dropped record in its dictionary."""
     pa = pytest.importorskip("pyarrow")
     gdf, grid, _ = regular_data
     gdf = with_a_record_outside(gdf.head(200))
     dictionary = pd.ArrowDtype(pa.dictionary(pa.int8(), pa.string()))
-    gdf["c"] = pd.array(gdf["c"].tolist(), dtype=dictionary)
+    levels = [v if v == "rare-confidential-level" else f"{prefix}{v}" for v in gdf["c"]]
+    gdf["c"] = pd.array(levels, dtype=dictionary)
     with pytest.warns(DataWarning, match="dropped 1 of 201 points"):
         counts = prepare(gdf, grid, attributes=["a", "c"], outside="drop")
     (release,) = synthesize(stub_fit(counts, random_lambda(counts, chains=1, draws=2)), gdf,
