@@ -37,7 +37,9 @@ them. One accountant may be shared by threads (e.g. mechanisms run by a
 ``concurrent.futures`` executor): the check and the record of a spend are one locked step, and
 blocks belong to the thread that opened them, so another thread's spend is never taken for a
 partition of a parallel block it did not open (the threads' releases are on the same data and
-add up).
+add up). Processes do not share it: a copy pickled to another process (e.g. by a
+``ProcessPoolExecutor``) keeps a ledger of its own, and its spends are not charged here; charge
+this accountant for the work sent to other processes.
 
 References
 ----------
@@ -59,7 +61,12 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from geosynth._validation import check_epsilon, check_optional_str, check_probability
+from geosynth._validation import (
+    check_epsilon,
+    check_optional_str,
+    check_probability,
+    is_integer,
+)
 from geosynth.errors import BudgetExceededError, InputError
 
 __all__ = ["Accountant", "check_accountant", "ledger_of"]
@@ -664,13 +671,17 @@ class Accountant:
             raise InputError(
                 f"data is not a complete Accountant.to_dict() record: missing or malformed {error}"
             ) from error
+        # Finite first: a NaN total failed the budget test and was reported as exceeding it.
+        if not all(0 <= value < math.inf for value in totals):  # NaN fails too
+            raise InputError(f"the record's spent totals must be finite and >= 0, got {totals!r}")
         if not (_fits(totals[0], accountant.epsilon) and _fits(totals[1], accountant.delta)):
             raise InputError(
                 f"the record's spent totals epsilon={totals[0]!r}, delta={totals[1]!r} exceed "
                 f"its budget epsilon={accountant.epsilon!r}, delta={accountant.delta!r}"
             )
-        if not all(0 <= value < math.inf for value in totals):  # NaN fails too
-            raise InputError(f"the record's spent totals must be finite and >= 0, got {totals!r}")
+        bad = [b["id"] for b in blocks if not (is_integer(b["id"]) and b["id"] >= 1)]
+        if bad:  # int() raised a bare ValueError or TypeError
+            raise InputError(f"the record's block ids must be integers >= 1, got {bad[:5]!r}")
         root = accountant._root
         root.epsilon, root.delta = _exact(*totals)
         accountant._spent = _exact(*totals)

@@ -11,7 +11,9 @@ Where the noise comes from
 A release (``seed=None``) draws its noise from OpenDP's samplers. They work on exact rational
 arithmetic and so resist the attack of [Mir12]_, which recovers the true value from the pattern
 of representable floating-point outputs of a naive ``numpy`` inverse-CDF Laplace sampler.
-OpenDP's samplers cannot be seeded by design.
+OpenDP's samplers cannot be seeded by design. OpenDP's own privacy map must certify the ε (or
+zCDP ρ) claimed; if it does not, a :class:`~geosynth.errors.SamplerError` is raised before
+anything is spent or drawn.
 
 A ``seed`` is accepted only so that tests are reproducible: it switches to NumPy draws of the
 same distribution and issues a :class:`~geosynth.errors.PrivacyLeakWarning`, because anyone
@@ -52,7 +54,6 @@ from __future__ import annotations
 import math
 import numbers
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, Protocol, TypeVar
@@ -74,7 +75,7 @@ from geosynth._validation import (
 )
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
-from geosynth.errors import InputError, PrivacyLeakWarning, SamplerError
+from geosynth.errors import InputError, SamplerError
 
 __all__ = [
     "MAX_FLOAT_NOISE_SCALE",
@@ -98,6 +99,9 @@ MAX_INTEGER_NOISE_SCALE = 2.0**52 / (40.0 * math.log(2.0))
 
 #: Largest |count| :func:`geometric` accepts: room for 2**62 of noise above it in int64.
 _MAX_INTEGER_VALUE = 2**62
+
+#: Largest sensitivity of :func:`geometric`: OpenDP takes it as an int64.
+_MAX_INTEGER_SENSITIVITY = 2**63 - 1
 
 #: Largest noise scale (Laplace ``b``, Gaussian σ, exponential-mechanism Gumbel scale) of the
 #: float mechanisms: noise beyond 2**10 scales (float max / 4) has probability below e**-1024.
@@ -222,6 +226,14 @@ def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
         raise TypeError(f"{name} must be an integer or an array of integers, got str")
     refuse_masked(x, name)  # np.asarray reads the values under the mask
     array = as_rectangular_array(x, name)
+    if array.dtype.kind == "O" and array.size and all(is_integer(v) for v in array.flat):
+        # Python ints beyond 64 bits (or an object array of ints): int64 if they fit.
+        outside = np.array([not -(2**63) <= v < 2**63 for v in array.flat])
+        if outside.any():
+            raise InputError(
+                f"{name} has values outside the int64 range at {_describe_positions(outside)}"
+            )
+        array = array.astype(np.int64)
     if array.dtype.kind == "b" or array.dtype.kind not in "iuf":
         raise TypeError(
             f"{name} must be an integer or an array of integers, "
@@ -236,7 +248,10 @@ def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
                 "use laplace() for real-valued statistics"
             )
     limit = np.iinfo(np.int64)
-    too_big = (array > limit.max) | (array < limit.min)
+    if array.dtype.kind == "f":  # float(limit.max) is 2**63, which the cast below overflowed
+        too_big = (array >= 2.0**63) | (array < -(2.0**63))
+    else:
+        too_big = (array > limit.max) | (array < limit.min)
     if np.any(too_big):
         raise InputError(
             f"{name} has values outside the int64 range at "
@@ -289,21 +304,31 @@ def _calibrate(
     OpenDP rounds its privacy maps up, so ``scale = sensitivity / epsilon`` can map to
     ``epsilon`` plus one unit in the last place; the scale is then nudged up (a relative change
     of ~1e-16, invisible in the noise) until OpenDP itself certifies the claimed loss.
+
+    Raises
+    ------
+    geosynth.errors.SamplerError
+        If OpenDP still certifies more than ``limit`` after 50 nudges (its privacy map then
+        disagrees with the textbook one). It is raised before the accountant is charged and
+        before any noise is drawn: a release whose loss exceeds the ε it is charged and
+        labelled with is never made (a warning let it through under the default filters).
     """
     measurement = build(scale)
+    loss = measurement.map(d_in)
     for _ in range(50):
-        loss = measurement.map(d_in)
         if loss <= limit:
             return measurement
         scale = math.nextafter(scale * (loss / limit), math.inf)
         measurement = build(scale)
-    warnings.warn(  # pragma: no cover - OpenDP's maps agree with the textbook ones today
-        f"{where}: OpenDP certifies a privacy loss of {measurement.map(d_in)!r}, above the "
-        f"advertised {limit!r}; the release is not exactly as private as requested.",
-        PrivacyLeakWarning,
-        stacklevel=3,
+        loss = measurement.map(d_in)
+    if loss <= limit:
+        return measurement
+    raise SamplerError(
+        f"{where}: OpenDP certifies a privacy loss of {loss!r} for this noise, above the "
+        f"{limit!r} requested, so nothing was spent or released; the installed opendp's "
+        "privacy map disagrees with the textbook one: install the opendp version geosynth is "
+        "tested with (0.16)"
     )
-    return measurement  # pragma: no cover
 
 
 def _float_vector_space(dp: Any, metric: str) -> tuple[Any, Any]:
@@ -513,6 +538,11 @@ def geometric(
     # The exact integer for OpenDP's privacy map: float(2**53 + 1) is 2**53, so the noise was
     # calibrated for a smaller sensitivity than stated.
     d_in = int(sensitivity) if is_integer(sensitivity) else int(delta_1)
+    if d_in > _MAX_INTEGER_SENSITIVITY:  # OpenDP raised a bare ValueError, the seeded path ran
+        raise InputError(
+            f"sensitivity must be at most 2**63 - 1 for geometric() (OpenDP's integer noise is "
+            f"int64), got {sensitivity!r}; no count of people changes by that much: check the bound"
+        )
     epsilon = check_epsilon(epsilon)
     check_optional_str(label, "label")
     check_accountant(accountant)
@@ -615,14 +645,15 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     Returns
     -------
     float
-        The noise standard deviation σ.
+        The noise standard deviation σ (``inf`` if it exceeds the float range).
 
     Raises
     ------
     TypeError
         If a parameter is not a real number.
     geosynth.errors.InputError
-        If a parameter is out of range.
+        If a parameter is out of range, or σ underflows to 0 (a huge ε with a tiny
+        sensitivity).
 
     References
     ----------
@@ -653,6 +684,12 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
         else:
             lo = mid
     sigma = hi * sensitivity
+    if sigma == 0.0:  # the ratio times a tiny sensitivity underflows; sigma / 0 raised below
+        raise InputError(
+            f"epsilon={epsilon!r} with sensitivity={sensitivity!r} and delta={delta!r} gives a "
+            f"noise standard deviation sigma of {hi:.3g} * sensitivity, which underflows to 0; "
+            "use a smaller epsilon or a larger sensitivity"
+        )
     while _gaussian_delta(sigma / sensitivity, epsilon) > delta:  # undo rounding of the product
         sigma = math.nextafter(sigma, math.inf)
     return sigma
@@ -696,7 +733,9 @@ def classic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> 
             f"epsilon must be < 1 for the classic Gaussian bound, got {epsilon!r}; use "
             "analytic_gaussian_sigma(), which is valid for every epsilon"
         )
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    # log(1.25) - log(delta), not log(1.25 / delta): the quotient overflowed to inf (and sigma
+    # with it) for a subnormal delta.
+    return sensitivity * math.sqrt(2.0 * (math.log(1.25) - math.log(delta))) / epsilon
 
 
 def gaussian(
@@ -902,6 +941,11 @@ def exponential(
         raise TypeError(
             "candidates must be a sequence (list, tuple or array) of possible outputs, "
             f"got {type(candidates).__name__}"
+        )
+    if isinstance(candidates, np.ndarray) and candidates.ndim == 0:  # len() raised TypeError
+        raise TypeError(
+            "candidates must be a sequence (list, tuple or array) of possible outputs, got a "
+            "0-dimensional array; wrap a single candidate in a list"
         )
     score_array = check_real_array(scores, "scores")
     if score_array.ndim != 1:

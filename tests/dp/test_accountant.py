@@ -385,6 +385,25 @@ def test_from_dict_refuses_a_malformed_record(record):
         Accountant.from_dict(record)
 
 
+def test_from_dict_says_a_nan_total_is_not_finite_rather_than_over_budget():
+    record = Accountant(1.0).to_dict()
+    record["spent"]["epsilon"] = math.nan
+    with pytest.raises(InputError, match=r"spent totals must be finite and >= 0, got \(nan"):
+        Accountant.from_dict(record)
+
+
+@pytest.mark.parametrize("block_id", ["x", None, 1.5, 0, True])
+def test_from_dict_refuses_a_block_id_that_is_not_a_positive_integer(block_id):
+    """int(id) raised a bare ValueError ('x') or TypeError (None) and 1.5 became block 1."""
+    accountant = Accountant(1.0)
+    with accountant.parallel(label="cells"):
+        accountant.spend(0.5)
+    record = accountant.to_dict()
+    record["blocks"][0]["id"] = block_id
+    with pytest.raises(InputError, match=r"block ids must be integers >= 1, got \["):
+        Accountant.from_dict(record)
+
+
 # ----------------------------------------------------------------------------------------------
 # Validation
 # ----------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ be seeded, so its tests use moderate samples and a per-test false-alarm rate of 
 """
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -23,7 +24,7 @@ from geosynth.dp.mechanisms import (
     geometric,
     laplace,
 )
-from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning
+from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning, SamplerError
 
 P_MIN = 1e-5  # goodness-of-fit tests pass when p > P_MIN
 ALPHA = 1e-5  # family-wise error of one empirical privacy test (Bonferroni over outcomes)
@@ -804,3 +805,127 @@ def test_geometric_refuses_an_integer_sensitivity_beyond_floats_with_an_input_er
     """float(10**400) raised a bare OverflowError before the sensitivity was checked."""
     with pytest.raises(InputError, match=r"sensitivity must be a finite number > 0"):
         geometric([1], sensitivity=10**400, epsilon=1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# OpenDP's privacy map, sigma underflow, absurd integer inputs
+# ----------------------------------------------------------------------------------------------
+
+
+class _UncertifiedMeasurement:
+    """A measurement whose privacy map never certifies the loss asked for (whatever the scale)."""
+
+    def __init__(self, invoked):
+        self.invoked = invoked
+
+    def map(self, d_in):
+        return 1e6
+
+    def __call__(self, value):
+        self.invoked.append(value)
+        return value
+
+
+class _OpenDPWithUncertifiedMaps:
+    """OpenDP with every noise constructor replaced by one building _UncertifiedMeasurement."""
+
+    def __init__(self, dp, invoked):
+        self._dp = dp
+        build = lambda *args, **kwargs: _UncertifiedMeasurement(invoked)  # noqa: E731
+        self.m = type("m", (), {"make_laplace": staticmethod(build),
+                                "make_gaussian": staticmethod(build),
+                                "make_noisy_max": staticmethod(build)})
+
+    def __getattr__(self, name):
+        return getattr(self._dp, name)
+
+
+@pytest.mark.parametrize("name", list(MECHANISM_CALLS))
+def test_a_loss_opendp_does_not_certify_is_refused_before_the_spend(name, monkeypatch):
+    """When OpenDP's own map stayed above the claimed epsilon (rho), a PrivacyLeakWarning was
+    issued and the noise released anyway, charged and labelled at the smaller epsilon."""
+    import geosynth.dp.mechanisms as mechanisms
+
+    call, _, _ = MECHANISM_CALLS[name]
+    invoked = []
+    dp = mechanisms._opendp()
+    monkeypatch.setattr(mechanisms, "_opendp", lambda: _OpenDPWithUncertifiedMaps(dp, invoked))
+    accountant = Accountant(1.0, delta=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(SamplerError, match=rf"^{name}: OpenDP certifies a privacy loss of "
+                           r"1000000.0 .*nothing was spent or released"):
+            call(accountant=accountant)
+    assert invoked == []
+    assert accountant.ledger.empty and accountant.spent_epsilon == 0.0
+
+
+@pytest.mark.parametrize(("sensitivity", "epsilon", "delta"),
+                         [(5e-324, 50.0, 1e-6), (1e-300, 1e300, 0.5), (1e-300, 1e300, 1e-20)])
+def test_a_sigma_that_underflows_is_an_input_error_not_a_zero_division(sensitivity, epsilon,
+                                                                       delta):
+    """sigma = ratio * sensitivity rounded to 0 and the check of delta divided by it."""
+    given = re.escape(f"epsilon={epsilon!r} with sensitivity={sensitivity!r} and delta={delta!r}")
+    match = rf"{given} gives a noise standard deviation sigma of .* underflows to 0; use a smaller"
+    with pytest.raises(InputError, match=match):
+        analytic_gaussian_sigma(sensitivity, epsilon, delta)
+    accountant = Accountant(1e301, delta=0.9)
+    with pytest.raises(InputError, match=match):
+        gaussian(1.0, sensitivity=sensitivity, epsilon=epsilon, delta=delta,
+                 accountant=accountant)
+    assert accountant.ledger.empty
+
+
+def test_classic_sigma_of_a_subnormal_delta_is_finite():
+    """1.25 / delta overflowed to inf for delta < 7e-309, and sigma with it."""
+    sigma = classic_gaussian_sigma(1.0, 0.5, 5e-324)
+    expected = 2 * math.sqrt(2 * (math.log(1.25) - math.log(5e-324)))
+    assert math.isfinite(sigma) and sigma == pytest.approx(expected, rel=1e-14)
+    assert sigma == pytest.approx(77.18358454866917, rel=1e-12)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("sensitivity", [2**63, 2**70, 1e20])
+def test_geometric_refuses_a_sensitivity_beyond_int64_before_the_spend(path, sensitivity):
+    """OpenDP raised a bare ValueError ('not representable by i64'); the seeded path ran."""
+    accountant = Accountant(1e300)
+    kwargs = {"seed": 1} if path == "seeded" else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # refused before the seed warning
+        with pytest.raises(InputError, match=r"sensitivity must be at most 2\*\*63 - 1 for "
+                           r"geometric\(\)"):
+            geometric(1, sensitivity=sensitivity, epsilon=1e30, accountant=accountant, **kwargs)
+    assert accountant.ledger.empty
+
+
+@pytest.mark.parametrize(("x", "position"), [
+    ([1, 2.0**63], 1), ([-(2.0**63) * 2, 1.0], 0), ([1, 10**30], 1), ([[1, 2], [3, -(10**20)]], 3),
+    (10**30, 0),
+])
+def test_geometric_counts_beyond_int64_are_refused_cleanly(x, position):
+    """A float 2**63 passed the range test (float(int64 max) == 2**63) and overflowed in the
+    cast with a RuntimeWarning; Python ints beyond int64 were "a list of dtype object"."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from the cast
+        with pytest.raises(InputError, match=rf"x_int has values outside the int64 range at "
+                           rf"positions \[{position}\]"):
+            geometric(x, sensitivity=1, epsilon=1.0)
+
+
+def test_geometric_takes_ints_held_as_objects_like_laplace_takes_floats():
+    """An object Series of ints (e.g. after a concat with None dropped) was a TypeError."""
+    import pandas as pd
+
+    noisy = geometric(pd.Series([3, 4], dtype=object), sensitivity=1, epsilon=50.0)
+    assert noisy.dtype == np.int64 and noisy.shape == (2,)
+    assert isinstance(geometric(np.array(7, dtype=object), sensitivity=1, epsilon=50.0), int)
+    with pytest.raises(TypeError, match="x_int must be an integer or an array of integers"):
+        geometric(np.array([1, "a"], dtype=object), sensitivity=1, epsilon=1.0)
+
+
+def test_exponential_refuses_a_zero_dimensional_candidates_array():
+    """len() of a 0-d array raised a bare 'len() of unsized object'."""
+    with pytest.raises(TypeError, match="candidates must be a sequence .* 0-dimensional array"):
+        exponential(np.array(5), [0.0], sensitivity=1.0, epsilon=1.0)
+    # Candidates that are ragged sequences themselves are still fine.
+    assert exponential([[1], [1, 2]], [0.0, 1e9], sensitivity=1.0, epsilon=1.0) == [1, 2]

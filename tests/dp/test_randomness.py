@@ -35,3 +35,13 @@ def test_private_seed_of_each_seed_kind():
     with pytest.warns(PrivacyLeakWarning):
         assert 0 <= private_seed(np.random.default_rng(0), where="test") < 2**63
     assert 0 <= private_seed(None) < 2**63  # fresh entropy, no warning
+
+
+def test_unseeded_generators_are_fresh_and_silent():
+    """Without a seed each generator draws fresh OS entropy: no warning, no repeated stream."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        draws = [private_generator(None, where="test").integers(0, 2**63, size=4)
+                 for _ in range(3)]
+        seeds = {private_seed(None) for _ in range(3)}
+    assert len({tuple(d) for d in draws}) == 3 and len(seeds) == 3
