@@ -97,8 +97,14 @@ from geosynth.data import CellCounts, CountTable, check_levels
 from geosynth.dp._randomness import noise_source, private_generator, private_seed
 from geosynth.dp.accountant import Accountant, ledger_of
 from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
-from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
-from geosynth.lattice import Grid
+from geosynth.errors import (
+    CRSError,
+    DataWarning,
+    InputError,
+    MemoryLimitError,
+    PrivacyLeakWarning,
+)
+from geosynth.lattice import Grid, parse_crs, require_projected_crs
 from geosynth.synth.paiva import PosteriorDraws, release_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place
 from geosynth.synth.release import NOISE_EXTERNAL, NOISE_SOURCES, ReleaseInfo, make_release
@@ -605,7 +611,9 @@ def dp_synthesize(
         Refuse (before drawing) when ``m`` releases of the largest allowed size would need more,
         at :data:`RELEASE_BYTES_PER_RECORD` bytes per record.
     crs : optional
-        CRS of the output (default: the grid's).
+        CRS of the lattice's coordinates, for a lattice built without one; otherwise the
+        lattice's CRS (the default), or left out. The points are drawn in the lattice's
+        coordinates and not reprojected: reproject the releases with ``release.to_crs(...)``.
     geometry : str, default "geometry"
         Name of the geometry column.
     weights : str, os.PathLike, rasterio dataset or geosynth.synth.placement.PixelTable, optional
@@ -626,6 +634,8 @@ def dp_synthesize(
     geosynth.errors.InputError
         ``fit`` is not a noise-aware fit, or ``m``, ``n_public``, ``max_records`` or
         ``max_bytes`` is invalid.
+    geosynth.errors.CRSError
+        ``crs`` is not a CRS, is geographic, or differs from the lattice's CRS.
     geosynth.errors.MemoryLimitError
         The releases could need more than ``max_bytes``; nothing was drawn.
     """
@@ -637,6 +647,7 @@ def dp_synthesize(
         )
     m = check_m(m)
     check_geometry_name(geometry, noisy.attributes)
+    crs = _release_crs(crs, noisy.grid)
     n_public, max_records, max_bytes = _check_size_options(n_public, max_records, max_bytes)
     size = _size_rule(noisy, m, n_public, max_records, max_bytes)
     rng = private_generator(seed, where="dp_synthesize")
@@ -648,9 +659,42 @@ def dp_synthesize(
     ]
 
 
+def _release_crs(crs: Any, grid: Grid) -> Any:
+    """Return the releases' CRS: the lattice's, or ``crs`` for a lattice without one.
+
+    The points are in the lattice's coordinates; ``crs="EPSG:4326"`` on a lattice in metres
+    labelled them as degrees (and an unreadable ``crs`` failed in pyproj after the draws).
+    """
+    if crs is None:
+        return grid.crs
+    parsed = parse_crs(crs)
+    if grid.crs is None:
+        require_projected_crs(parsed, "crs")
+        return parsed
+    if not parsed.equals(grid.crs):
+        raise CRSError(
+            f"crs={crs!r} differs from the lattice's CRS {grid.crs.to_string()}: the points are "
+            "drawn in the lattice's coordinates and crs only labels them; leave crs out and "
+            "reproject the releases with release.to_crs(...)"
+        )
+    return grid.crs
+
+
 def _pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
-    """Return the placement table of ``weights`` (None, a raster, or a table already read)."""
-    if weights is None or isinstance(weights, PixelTable):
+    """Return the placement table of ``weights`` (None, a raster, or a table already read).
+
+    A table read for another lattice indexed its cells with this lattice's ids (an IndexError
+    or points in the other lattice's pixels).
+    """
+    if weights is None:
+        return None
+    if isinstance(weights, PixelTable):
+        if np.shape(weights.total) != (grid.n_cells,):
+            raise InputError(
+                f"weights is a PixelTable of {np.shape(weights.total)[0]:,} cells, but the "
+                f"lattice has {grid.n_cells:,}; read it for this lattice with "
+                "PixelTable.from_raster(raster, grid), or pass the raster itself"
+            )
         return weights
     return PixelTable.from_raster(weights, grid)
 
@@ -664,7 +708,7 @@ def _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry) -> 
     xy = place(noisy.grid, cells, rng, table)
     data = noisy.combos.loc[combo, list(noisy.attributes)].reset_index(drop=True)
     info = noisy.release_info().replace(release=release, size=dict(size))
-    return make_release(data, xy, geometry, noisy.grid.crs if crs is None else crs, info)
+    return make_release(data, xy, geometry, crs, info)
 
 
 def _combination_sizes(lam: np.ndarray, totals: np.ndarray, size: dict,

@@ -70,6 +70,7 @@ from geosynth.dp._randomness import noise_source, private_generator
 from geosynth.dp.accountant import check_accountant, ledger_of
 from geosynth.dp.locations import (
     DEFAULT_MAX_BYTES,
+    NEARLY_EXACT_SHARE,
     RELEASE_BYTES_PER_RECORD,
     TOTAL_CAP_SDS,
     check_geometry_name,
@@ -290,6 +291,26 @@ def _noisy_totals(totals: np.ndarray, epsilon: float, seed: SeedLike) -> np.ndar
     return np.maximum(np.asarray(noisy, dtype=np.int64).reshape(totals.shape), 0)
 
 
+def _warn_if_exact_totals(epsilon_totals: float) -> None:
+    """PrivacyLeakWarning when ``epsilon_totals`` leaves nearly every total exact.
+
+    A total gets noise 0 with probability ``tanh(ε_totals / 2)`` (the two-sided geometric
+    mechanism at sensitivity 1), as :func:`geosynth.dp.locations.dp_counts` warns for its
+    counts: ``OnTheMapSynthesizer(100)`` published the exact number of records of every
+    combination, labelled ε-DP, without a word.
+    """
+    exact = math.tanh(epsilon_totals / 2.0)
+    if exact < NEARLY_EXACT_SHARE:
+        return
+    warnings.warn(
+        f"OnTheMapSynthesizer: epsilon_totals={epsilon_totals:g} leaves each combination total "
+        f"exact with probability {exact:.6g}, so the releases publish the exact number of "
+        "records of every combination in all but name. Use a smaller epsilon_totals (or "
+        f"totals_share): below {2.0 * math.atanh(0.5):.3g} most totals get noise",
+        PrivacyLeakWarning, stacklevel=3,
+    )
+
+
 # ---------------------------------------------------------------------- the synthesizer
 class OnTheMapSynthesizer:
     """ε-DP synthetic locations by cell-level Dirichlet-Multinomial draws (OnTheMap).
@@ -317,8 +338,8 @@ class OnTheMapSynthesizer:
     max_bytes : int, default 4 GiB
         Largest memory the ``m`` synthetic tables (:meth:`sample`, ``8·m·G·B`` bytes, checked
         by :meth:`fit`) or the ``m`` point datasets (:meth:`synthesize`, about
-        ``RELEASE_BYTES_PER_RECORD`` bytes per record, checked before anything is spent) may
-        take.
+        ``RELEASE_BYTES_PER_RECORD`` bytes per record: the noise part before anything is
+        spent, the noisy totals once drawn) may take.
 
     Attributes
     ----------
@@ -348,6 +369,13 @@ class OnTheMapSynthesizer:
         A parameter has the wrong type.
     geosynth.errors.InputError
         A parameter value is invalid.
+
+    Warns
+    -----
+    geosynth.errors.PrivacyLeakWarning
+        ``epsilon_totals`` is so large (above about 7.6) that each combination total is
+        published exactly with probability at least
+        :data:`~geosynth.dp.locations.NEARLY_EXACT_SHARE`.
 
     Notes
     -----
@@ -395,6 +423,7 @@ class OnTheMapSynthesizer:
                 f"epsilon_totals >= {1.0 / MAX_INTEGER_NOISE_SCALE:.3g}"
             )
         prior_scale(self.epsilon_cells_per_release, "epsilon_cells / m")
+        _warn_if_exact_totals(self.epsilon_totals)
         check_accountant(accountant)
         self.max_bytes = check_max_bytes(max_bytes)
         self.prior = prior
@@ -515,19 +544,39 @@ class OnTheMapSynthesizer:
         _scaled_weights(w, "prior_weights")
 
     def _check_release_memory(self) -> None:
-        """MemoryLimitError if the ``m`` point datasets could exceed ``max_bytes``.
+        """MemoryLimitError if the noise alone could put ``m`` point datasets over max_bytes.
 
-        Bounds every noisy total by its count plus ``TOTAL_CAP_SDS`` standard deviations of
-        the geometric noise; the message quotes neither the counts nor the bound.
+        Public quantities only: ``TOTAL_CAP_SDS`` standard deviations of the geometric noise
+        of each of the ``B`` totals, ``m`` and ``max_bytes``. A refusal that also counted the
+        records disclosed their number, exactly and for free: raising ``max_bytes`` until the
+        refusal stopped found it. The noisy totals themselves are checked once drawn
+        (:meth:`_check_noisy_size`).
         """
         sd = math.sqrt(2.0) / self.epsilon_totals
-        largest = float(self._counts.sum()) + self.n_combos * (TOTAL_CAP_SDS * sd + 1.0)
-        if self.m * largest * RELEASE_BYTES_PER_RECORD > self.max_bytes:
+        noise = self.n_combos * (TOTAL_CAP_SDS * sd + 1.0)
+        if self.m * noise * RELEASE_BYTES_PER_RECORD > self.max_bytes:
             raise MemoryLimitError(
                 f"m={self.m} point datasets could need more than max_bytes = "
                 f"{self.max_bytes / 2**30:.3g} GiB (about {RELEASE_BYTES_PER_RECORD} bytes per "
-                "synthetic record); make fewer datasets m, use a larger epsilon_totals, or "
-                "raise max_bytes. Nothing was spent"
+                f"synthetic record; the noise of epsilon_totals={self.epsilon_totals:g} alone "
+                f"could add {noise:,.0f} records to each); make fewer datasets m, use a larger "
+                "epsilon_totals, or raise max_bytes. Nothing was spent"
+            )
+
+    def _check_noisy_size(self, n_synth: np.ndarray) -> None:
+        """MemoryLimitError if ``m`` datasets of the noisy totals ``ñ`` exceed ``max_bytes``.
+
+        ``ñ`` is ε-DP, so this refusal (and the size it quotes) is post-processing; it comes
+        after the charge.
+        """
+        records = int(n_synth.sum())
+        need = self.m * records * RELEASE_BYTES_PER_RECORD
+        if need > self.max_bytes:
+            raise MemoryLimitError(
+                f"m={self.m} point datasets of {records:,} records each (the noisy totals) "
+                f"need about {need / 2**30:.3g} GiB, over max_bytes = "
+                f"{self.max_bytes / 2**30:.3g} GiB; make fewer datasets m or raise max_bytes. "
+                f"The noisy totals have cost epsilon={self.epsilon:g}; nothing was released"
             )
 
     # ------------------------------------------------------------------ sampling
@@ -557,7 +606,7 @@ class OnTheMapSynthesizer:
         self._check_ready(seed)
         self._spend()
         rng = private_generator(seed, where="OnTheMapSynthesizer.sample")
-        return self._draw(rng, seed)
+        return self._draw(rng, self._draw_totals(rng, seed))
 
     def synthesize(
         self, seed: SeedLike = None, weights: WeightsLike = None, geometry: str = "geometry"
@@ -593,7 +642,10 @@ class OnTheMapSynthesizer:
             ``weights`` or ``geometry`` (InputError: not a non-empty str, or the name of an
             attribute column); nothing is spent.
         geosynth.errors.MemoryLimitError
-            The ``m`` datasets could take more than ``max_bytes``; nothing is spent.
+            The noise of the totals alone could make the ``m`` datasets take more than
+            ``max_bytes`` (nothing is spent: the check uses public quantities only, never the
+            number of records); or, once drawn, the noisy totals do (then ``epsilon`` is
+            spent and nothing is released).
         geosynth.errors.BudgetExceededError
             From the accountant, before anything is drawn.
         """
@@ -608,7 +660,9 @@ class OnTheMapSynthesizer:
         table = None if weights is None else PixelTable.from_raster(weights, self.grid)
         self._spend()
         rng = private_generator(seed, where="OnTheMapSynthesizer.synthesize")
-        tables = self._draw(rng, seed)
+        n_synth = self._draw_totals(rng, seed)
+        self._check_noisy_size(n_synth)
+        tables = self._draw(rng, n_synth)
         n_combos = self.n_combos
         attributes = self.combos[list(self.attributes)]
         ledger = ledger_of(self.accountant)
@@ -665,11 +719,14 @@ class OnTheMapSynthesizer:
             else:
                 accountant.spend(self.epsilon_cells, 0.0, label="onthemap cells")
 
-    def _draw(self, rng: np.random.Generator, seed: SeedLike) -> np.ndarray:
-        """Noisy totals, then m Dirichlet-Multinomial tables per combination: (m, G, B)."""
-        x = self._counts
+    def _draw_totals(self, rng: np.random.Generator, seed: SeedLike) -> np.ndarray:
+        """Draw the noisy combination totals ``ñ`` (B,) of a release."""
         totals_seed = None if seed is None else int(rng.integers(2**63 - 1))
-        n_synth = _noisy_totals(x.sum(axis=0), self.epsilon_totals, totals_seed)
+        return _noisy_totals(self._counts.sum(axis=0), self.epsilon_totals, totals_seed)
+
+    def _draw(self, rng: np.random.Generator, n_synth: np.ndarray) -> np.ndarray:
+        """Draw m Dirichlet-Multinomial tables per combination given the totals: (m, G, B)."""
+        x = self._counts
         alpha = onthemap_alpha(n_synth, self.epsilon_cells_per_release, self.prior_weights)
         out = np.zeros((self.m, *x.shape), dtype=np.int64)
         for b in range(x.shape[1]):

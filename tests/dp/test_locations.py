@@ -21,7 +21,7 @@ from geosynth.dp.locations import (
     dp_release,
     dp_synthesize,
 )
-from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning
+from geosynth.errors import BudgetExceededError, CRSError, InputError, PrivacyLeakWarning
 from geosynth.synth.release import ReleaseInfo, release_info
 
 LEVELS = {"y": [0, 1], "x1": [1, 2]}
@@ -463,3 +463,117 @@ def test_noisy_counts_built_by_hand_are_checked(scenario_counts, change, error, 
     with pytest.raises(error, match=match):
         NoisyCounts(**{**table, **change})
     assert NoisyCounts(**table).noise_scale == 1.0
+
+
+# --------------------------------------------------------------------------- release CRS
+
+
+def test_dp_synthesize_refuses_a_crs_other_than_the_lattices(scenario_counts,
+                                                             low_epsilon_release):
+    """The points are drawn in the lattice's coordinates: crs='EPSG:4326' labelled metres as
+    degrees, and an unreadable crs failed in pyproj after the draws."""
+    _, counts = scenario_counts
+    fit = low_epsilon_release.fit
+    with pytest.raises(CRSError, match=r"crs='EPSG:4326' differs from the lattice's CRS "
+                       r".*release.to_crs"):
+        dp_synthesize(fit, 1, crs="EPSG:4326")
+    with pytest.raises(CRSError, match="crs 'no such crs' is not a valid CRS"):
+        dp_synthesize(fit, 1, crs="no such crs")
+    (release,) = dp_synthesize(fit, 1, crs=counts.grid.crs.to_string())
+    assert release.crs == counts.grid.crs
+
+
+# --------------------------------------------------------------------------- release distribution
+
+
+class OneDraw:
+    """A noise-aware fit holding one posterior draw: λ and the latent combination totals."""
+
+    n_chains = n_draws = n_eta_draws = 1
+
+    def __init__(self, noisy, lam, totals):
+        self.counts, self.noise_scale = noisy, noisy.noise_scale
+        self.lam = lam
+        self.latent_totals = np.asarray(totals, dtype=np.float64).reshape(1, 1, -1)
+
+    def lambda_draw(self, index):
+        return self.lam
+
+    def draw_position(self, index):
+        return (0, 0)
+
+
+def pooled_chisquare(observed, expected):
+    """Chi-square p-value after pooling the bins with fewer than 5 expected into their
+    neighbours at either end (the target must expect at least 5 somewhere)."""
+    keep = np.flatnonzero(expected >= 5)
+    lo, hi = keep[0], keep[-1]
+    obs = np.concatenate([[observed[:lo + 1].sum()], observed[lo + 1:hi], [observed[hi:].sum()]])
+    exp = np.concatenate([[expected[:lo + 1].sum()], expected[lo + 1:hi], [expected[hi:].sum()]])
+    return stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
+
+
+def test_release_records_fall_in_cells_with_probability_proportional_to_lambda(scenario_counts):
+    """Each record of combination b is in cell i with probability λ_ib / Σ_i' λ_i'b, and the
+    release holds exactly the draw's latent total of every combination (below the cap)."""
+    _, counts = scenario_counts
+    drawn = dp_counts(counts, 1.0, levels=LEVELS)
+    # Stated ε = 0.01 (noise from outside): a cap near 11,000 records keeps the totals whole.
+    noisy = NoisyCounts(counts=np.array(drawn.counts), combos=drawn.combos,
+                        attributes=drawn.attributes, levels=drawn.levels, grid=drawn.grid,
+                        epsilon=0.01, sensitivity=1, neighbours="add-remove")
+    lam = np.random.default_rng(8).uniform(0.5, 1.5, size=noisy.counts.shape)
+    totals = [4000, 2000, 1000, 3000]
+    assert sum(totals) < noisy.total_upper_bound()
+    with pytest.warns(PrivacyLeakWarning):
+        (release,) = dp_synthesize(OneDraw(noisy, lam, totals), 1, seed=21)
+    cells = counts.grid.locate(np.column_stack([release.geometry.x, release.geometry.y]))
+    for b, combo in noisy.combos.iterrows():
+        mine = (release["y"] == combo["y"]).to_numpy() & (release["x1"] == combo["x1"]).to_numpy()
+        assert mine.sum() == totals[b]
+        observed = np.bincount(cells[mine], minlength=noisy.n_cells)
+        expected = totals[b] * lam[:, b] / lam[:, b].sum()
+        assert stats.chisquare(observed, expected).pvalue > 1e-3, b
+
+
+@pytest.mark.parametrize(("totals", "size", "n", "p"), [
+    # n_public: a multinomial split in proportion to the draw's latent totals
+    ([10.0, 30.0, 60.0], {"rule": "n_public", "n_public": 50}, 50, [0.1, 0.3, 0.6]),
+    # n_public with all latent totals 0: in proportion to λ's combination sums
+    ([0.0, 0.0, 0.0], {"rule": "n_public", "n_public": 40}, 40, [0.2, 0.3, 0.5]),
+    # dp-estimate above the cap: thinned to the cap in proportion to the totals
+    ([100.0, 300.0, 600.0], {"rule": "dp-estimate", "cap": 30}, 30, [0.1, 0.3, 0.6]),
+])
+def test_release_sizes_split_as_the_size_rule_states(totals, size, n, p):
+    from geosynth.dp.locations import _combination_sizes
+
+    lam = np.array([[0.1, 0.2, 0.3], [0.1, 0.1, 0.2]])  # combination sums 0.2 : 0.3 : 0.5
+    rng = np.random.default_rng(17)
+    draws = np.array([_combination_sizes(lam, np.array(totals), size, rng)
+                      for _ in range(20_000)])
+    assert np.all(draws.sum(axis=1) == n)
+    for b, share in enumerate(p):
+        expected = stats.binom.pmf(np.arange(n + 1), n, share) * len(draws)
+        observed = np.bincount(draws[:, b], minlength=n + 1)
+        assert pooled_chisquare(observed, expected) > 1e-3, b
+
+
+def test_release_sizes_below_the_cap_are_the_latent_totals():
+    from geosynth.dp.locations import _combination_sizes
+
+    rng = np.random.default_rng(0)
+    sizes = _combination_sizes(np.ones((2, 3)), np.array([3.0, -2.0, 7.0]),
+                               {"rule": "dp-estimate", "cap": 10}, rng)
+    assert sizes.tolist() == [3, 0, 7]
+
+
+def test_dp_synthesize_refuses_a_placement_table_of_another_lattice(scenario_counts,
+                                                                    low_epsilon_release):
+    """A PixelTable read for a 2 x 2 lattice indexed the 64 cells of this one."""
+    from geosynth.synth.placement import PixelTable
+
+    other = PixelTable(boxes=np.zeros((0, 4)), within=np.zeros(0),
+                       start=np.zeros(5, dtype=np.int64), total=np.zeros(4))
+    with pytest.raises(InputError, match=r"weights is a PixelTable of 4 cells, but the "
+                       r"lattice has 64; read it for this lattice"):
+        dp_synthesize(low_epsilon_release.fit, 1, weights=other)

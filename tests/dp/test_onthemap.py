@@ -1,4 +1,5 @@
 import math
+import warnings
 
 import geopandas as gpd
 import numpy as np
@@ -10,6 +11,7 @@ from scipy.special import gammaln
 
 from geosynth import Grid, prepare
 from geosynth.dp.accountant import Accountant
+from geosynth.dp.locations import RELEASE_BYTES_PER_RECORD
 from geosynth.dp.onthemap import OnTheMapSynthesizer, cell_prior, onthemap_alpha
 from geosynth.dp.synthesizers import dirichlet_alpha, draw_dirichlet_multinomial
 from geosynth.errors import (
@@ -517,6 +519,30 @@ def test_point_datasets_beyond_max_bytes_are_refused_before_the_charge(scenario_
         counts, levels=LEVELS).synthesize()) == 2
 
 
+def test_the_refusal_before_the_charge_does_not_depend_on_the_number_of_records(
+        scenario_counts):
+    """The memory check before the charge added the records to the noise bound: raising
+    max_bytes until it stopped refusing gave their number exactly, and spent nothing. Before
+    the charge only the noise bound counts; the noisy totals (ε-DP) are checked once drawn."""
+    import dataclasses
+
+    _, _, counts = scenario_counts
+    larger = dataclasses.replace(counts, counts=counts.counts * 100)  # 30,000 records
+    # The noise bound of 4 totals at epsilon_totals = 0.1 is about 290 records: it fits.
+    max_bytes = 1000 * RELEASE_BYTES_PER_RECORD
+    for table, fits in ((counts, True), (larger, False)):
+        accountant = Accountant(1.0)
+        synth = OnTheMapSynthesizer(1.0, accountant=accountant, max_bytes=max_bytes)
+        synth.fit(table, levels=LEVELS)
+        if fits:
+            assert len(synth.synthesize()) == 1
+        else:
+            with pytest.raises(MemoryLimitError, match=r"of [\d,]{6} records each \(the noisy "
+                               r"totals\).*cost epsilon=1; nothing was released"):
+                synth.synthesize()
+        assert accountant.spent_epsilon == pytest.approx(1.0)  # the same, whatever the records
+
+
 def test_no_overlap_message_does_not_quote_bounds_taken_from_the_points(tmp_path):
     # Grid.from_points bounds follow the outermost confidential points (snapped to a unit).
     points = gpd.GeoDataFrame(geometry=gpd.points_from_xy([1234.5, 1876.25], [5432.5, 5987.75]),
@@ -527,3 +553,14 @@ def test_no_overlap_message_does_not_quote_bounds_taken_from_the_points(tmp_path
         cell_prior(far, grid)
     for bound in grid.bounds:
         assert f"{bound:g}" not in str(info.value) and repr(bound) not in str(info.value)
+
+
+def test_an_epsilon_that_leaves_the_totals_exact_is_warned_about():
+    """At epsilon_totals = 10 a total gets noise with probability 1 − tanh(5) ≈ 1e-4: the
+    release publishes the exact totals, labelled ε-DP, and said nothing."""
+    with pytest.warns(PrivacyLeakWarning, match=r"epsilon_totals=10 leaves each combination "
+                      r"total exact with probability 0\.9999.*below 1\.1 most totals get noise"):
+        OnTheMapSynthesizer(100.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        OnTheMapSynthesizer(70.0, epsilon_totals=7.5)  # tanh(3.75) = 0.9989: not warned
