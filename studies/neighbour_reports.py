@@ -164,7 +164,7 @@ def berlin_regression_table(
                 sizes.append(len(out))
                 unchanged.append(info.n_without_neighbours)
                 if include_coordinates:
-                    resampled = info.n_neighbours >= info.min_neighbours
+                    resampled = info.n_distinct_neighbours >= info.min_neighbours
                     moved = points.index[resampled].intersection(out.index)
                     shift = points.geometry.loc[moved].distance(out.geometry.loc[moved])
                     shifts.append(float(shift.mean()) if len(moved) else 0.0)
@@ -238,7 +238,7 @@ def berlin_rare_record_table(
                 {
                     "eps": eps,
                     "no_neighbours": policy,
-                    "its_neighbours": int(info.n_neighbours[rare]),
+                    "its_neighbours": int(info.n_distinct_neighbours[rare]),
                     "released_unchanged": bool(
                         kept and np.array_equal(released[out.index.get_loc(label)], values[rare])
                     ),
@@ -413,8 +413,8 @@ The most isolated listing (index {listing.name}: {listing_text}) is
   `eps` = 1 the released locations of the others move by
   {float(shift_1.iloc[0]) if len(shift_1) else float("nan"):.0f} m on average.
 * Neighbour resampling is a utility-preserving perturbation, not a privacy guarantee: check
-  `NeighbourResampleInfo.n_neighbours` before a release and suppress (or treat separately) the
-  records with none.
+  `NeighbourResampleInfo.n_distinct_neighbours` before a release and suppress (or treat
+  separately) the records with too few.
 """
 
 

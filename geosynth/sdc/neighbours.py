@@ -31,13 +31,16 @@ Where we differ from the R code
   ``selection="bernoulli"``) or as the R code does (a simple random sample of
   ``floor(n * modprop)`` records, ``selection="exact"``).
 * A selected record is resampled only when it has at least ``min_neighbours`` (default 2)
-  neighbours. In the paper and in R a record with a single neighbour takes every variable from
-  it, so it is released as an exact copy of another record (a certain disclosure, location
-  included with coordinates); here it is handled like a record without neighbours.
-  ``min_neighbours=1`` gives the paper's method.
-* A selected record with fewer than ``min_neighbours`` neighbours is either released unchanged
-  (``no_neighbours="keep"``) or dropped (``"suppress"``); R sets one without neighbours to
-  ``NA``. Both warn with the count.
+  *distinct* neighbours: neighbours identical to each other in every variable count once (its
+  own twins, identical to it, count once too). In the paper and in R a record with a single
+  neighbour takes every variable from it, so it is released as an exact copy of another record
+  (a certain disclosure, location included with coordinates); so does a record whose neighbours
+  are all copies of one record, and a record whose only neighbours are its own twins is
+  released with its own values. Here such records are handled like records without
+  neighbours. ``min_neighbours=1`` gives the paper's method.
+* A selected record with fewer than ``min_neighbours`` distinct neighbours is either released
+  unchanged (``no_neighbours="keep"``) or dropped (``"suppress"``); R sets one without
+  neighbours to ``NA``. Both warn with the count.
 * Records released as an exact copy of another record (every variable drawn from the same
   neighbour) are counted, with a warning; R does not report them.
 * A constant variable (SD 0) contributes nothing to the distance; R's ``scale`` would make it NaN.
@@ -140,9 +143,9 @@ class NeighbourResampleInfo:
     n_selected : int
         Number of records selected for resampling (``modprop``, ``selection``).
     n_without_neighbours : int
-        Selected records with fewer than ``min_neighbours`` other records within ``eps`` (by
-        default: none or one), so not resampled: released unchanged (``no_neighbours="keep"``)
-        or dropped (``"suppress"``).
+        Selected records with fewer than ``min_neighbours`` distinct neighbours (by default: no
+        neighbour, or only copies of one record), so not resampled: released unchanged
+        (``no_neighbours="keep"``) or dropped (``"suppress"``).
     n_suppressed : int
         Records dropped from the release (``n_without_neighbours`` with ``"suppress"``, else 0).
     mean_neighbours : float
@@ -151,8 +154,12 @@ class NeighbourResampleInfo:
     selected : numpy.ndarray of bool, shape (n_records,)
         True for the selected records, in input row order (read-only).
     n_neighbours : numpy.ndarray of int64, shape (n_records,)
-        Number of neighbours of every input record, in input row order (read-only). A selected
-        record is resampled when it has at least ``min_neighbours``.
+        Number of neighbours (other records within ``eps``) of every input record, in input row
+        order (read-only).
+    n_distinct_neighbours : numpy.ndarray of int64, shape (n_records,)
+        Number of distinct neighbours of every input record: its neighbours with records
+        identical in every resampled variable counted once (read-only). A selected record is
+        resampled when it has at least ``min_neighbours``.
     min_neighbours : int
         The ``min_neighbours`` used.
     n_whole_copies : int
@@ -172,6 +179,7 @@ class NeighbourResampleInfo:
     mean_neighbours: float
     selected: np.ndarray
     n_neighbours: np.ndarray
+    n_distinct_neighbours: np.ndarray
     min_neighbours: int
     n_whole_copies: int
     n_location_copies: int = 0
@@ -202,7 +210,12 @@ def _is_numeric_dtype(dtype: Any) -> bool:
 
 def _as_name_list(value: Any, name: str) -> list[Hashable]:
     if isinstance(value, (list, tuple, pd.Index, np.ndarray)):
-        return list(value)
+        names = list(value)
+        unhashable = [v for v in names if not isinstance(v, Hashable)]
+        if unhashable:  # `in df.columns` raised "TypeError: unhashable type: 'list'"
+            raise InputError(f"{name} must be a column name or a flat list of column names, got "
+                             f"{unhashable[0]!r} among them; e.g. {name}=['age', 'sex']")
+        return names
     if isinstance(value, Hashable):
         return [value]
     raise InputError(f"{name} must be a column name or a list of column names, got {value!r}")
@@ -761,6 +774,34 @@ def _whole_copies(graph: _Graph, sources: np.ndarray) -> np.ndarray:
     return (points == points[:, :1]).all(axis=1)
 
 
+def _warn_lost_categories(df: pd.DataFrame, out: pd.DataFrame) -> None:
+    """Warn about categorical columns whose dtype lists categories that only left records held.
+
+    A categorical keeps every category of its dtype after the rows holding them are gone, so a
+    category held only by suppressed records, or only by records whose value was resampled
+    away, is still published in the dtype (a rare diagnosis tells that a record with it is in
+    the data). Counts only: the message names the columns, never a category.
+    """
+    lost = {}
+    for name in df.columns:
+        if isinstance(df[name].dtype, pd.CategoricalDtype):
+            held_before = np.unique(df[name].cat.codes.to_numpy())
+            held_after = np.unique(out[name].cat.codes.to_numpy())
+            n_lost = np.setdiff1d(held_before[held_before >= 0], held_after).size
+            if n_lost:
+                lost[name] = n_lost
+    if lost:
+        described = ", ".join(f"{name!r} ({k})" for name, k in lost.items())
+        warnings.warn(
+            f"categorical column(s) {described} list categories that no released record holds "
+            "but suppressed or resampled records did; the dtype still publishes them, telling "
+            "that such a record is in the data. Drop them before publishing, e.g. "
+            "out[column] = out[column].cat.remove_unused_categories()",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+
+
 def _warn_location_copies(n_copies: int, n_resampled: int) -> None:
     """Warn that ``n_copies`` resampled points are the exact location of an original record."""
     warnings.warn(
@@ -796,8 +837,9 @@ def _warn_too_few(
     )
     warnings.warn(
         f"{n_lonely} of {n_selected} selected records have fewer than "
-        f"min_neighbours={min_neighbours} other records within eps={eps!r} ({n_none} have "
-        f"none; return_info=True gives them: info.selected & (info.n_neighbours < "
+        f"min_neighbours={min_neighbours} other records within eps={eps!r} that differ from "
+        f"each other ({n_none} have none; records identical in every variable count once; "
+        f"return_info=True gives them: info.selected & (info.n_distinct_neighbours < "
         f"{min_neighbours})); they were {action}. Increase eps or lower the weights of "
         "coarse variables"
         + ("" if no_neighbours == "suppress" else ", or pass no_neighbours='suppress'"),
@@ -883,7 +925,8 @@ def neighbour_resample(
     its weight, and for each selected record draw each variable independently from a record
     chosen uniformly among the *other* original records at distance ``< eps`` (see the module
     docstring for categorical variables, coordinates and the differences from the R code). A
-    selected record needs ``min_neighbours`` such records to be resampled.
+    selected record needs ``min_neighbours`` such records, distinct from each other, to be
+    resampled.
 
     Parameters
     ----------
@@ -908,14 +951,16 @@ def neighbour_resample(
         Columns of ``columns`` to treat as categorical although numeric (e.g. integer codes).
         Object, string, category and bool columns are always categorical.
     no_neighbours : {"keep", "suppress"}, default "keep"
-        What happens to a selected record with fewer than ``min_neighbours`` other records
-        within ``eps``: released unchanged (a disclosure risk) or dropped from the release.
-        Either way a :class:`~geosynth.errors.DataWarning` gives the count.
+        What happens to a selected record with fewer than ``min_neighbours`` distinct other
+        records within ``eps``: released unchanged (a disclosure risk) or dropped from the
+        release. Either way a :class:`~geosynth.errors.DataWarning` gives the count.
     min_neighbours : int, default 2
-        Fewest neighbours (>= 1) a selected record needs to be resampled; with fewer it is
-        handled by ``no_neighbours``. With one neighbour every variable would come from it, an
-        exact copy of another record; ``1`` is the paper's method. A record with ``k``
-        neighbours is still copied whole with probability ``k**(1 - V)`` for ``V`` variables.
+        Fewest distinct neighbours (>= 1) a selected record needs to be resampled, neighbours
+        identical to each other in every variable counting once; with fewer it is handled by
+        ``no_neighbours``. With one neighbour (or several copies of one record) every variable
+        would come from it, an exact copy of another record; ``1`` is the paper's method. A
+        record with ``k`` distinct neighbours is still copied whole with probability at least
+        ``k**(1 - V)`` for ``V`` variables.
     selection : {"bernoulli", "exact"}, default "bernoulli"
         Select each record independently with probability ``modprop`` (the paper) or a simple
         random sample of exactly ``floor(n * modprop)`` records (the R code).
@@ -931,9 +976,11 @@ def neighbour_resample(
     Returns
     -------
     pandas.DataFrame or geopandas.GeoDataFrame
-        Same type, columns, dtypes (categoricals keep their categories) and index as ``df``, in
-        the same row order; with ``no_neighbours="suppress"`` the selected records with fewer than
-        ``min_neighbours`` neighbours are missing.
+        Same type, columns, dtypes and index as ``df``, in the same row order; with
+        ``no_neighbours="suppress"`` the selected records with fewer than ``min_neighbours``
+        distinct neighbours are missing. Categorical columns keep the categories of their
+        dtype, also those held only by records suppressed or resampled away (a
+        :class:`~geosynth.errors.PrivacyLeakWarning` then names the columns).
     NeighbourResampleInfo
         Only with ``return_info=True``.
 
@@ -952,12 +999,14 @@ def neighbour_resample(
     Warns
     -----
     geosynth.errors.DataWarning
-        Some selected records had fewer than ``min_neighbours`` neighbours within ``eps``.
+        Some selected records had fewer than ``min_neighbours`` distinct neighbours within
+        ``eps``.
     geosynth.errors.PrivacyLeakWarning
         Some resampled records are an exact copy of another original record in every resampled
         variable (not given when only one variable is resampled: each value is then one
         neighbour's, which is the method); or, with ``include_coordinates``, some are released
-        at the exact location of an original record.
+        at the exact location of an original record; or a categorical column's dtype lists a
+        category that only suppressed or resampled records held.
 
     Examples
     --------
@@ -998,11 +1047,14 @@ def neighbour_resample(
     scaled = _scaled_variables(df, numeric_vars, cat_cols, weights_)
     graph = _neighbour_graph(scaled, float(eps))
     n_neighbours = graph.degree[graph.inverse]
+    # Distinct neighbouring points (a record's twins are one entry, its own point): one of k
+    # copies of the same record is no choice at all.
+    n_distinct = np.diff(graph.indptr)[graph.inverse]
 
     chosen = np.flatnonzero(selected)
-    lonely_mask = selected & (n_neighbours < min_neighbours)
+    lonely_mask = selected & (n_distinct < min_neighbours)
     lonely = np.flatnonzero(lonely_mask)
-    movers = chosen[n_neighbours[chosen] >= min_neighbours]
+    movers = chosen[n_distinct[chosen] >= min_neighbours]
     # One source record per (record, variable): the columns in order, then x and y.
     n_variables = len(cols) + (2 if xy is not None else 0)
     sources = _draw_sources(graph, movers, n_variables, rng)
@@ -1038,12 +1090,15 @@ def neighbour_resample(
     if no_neighbours == "suppress" and lonely.size:
         out = out.iloc[~lonely_mask]
         n_suppressed = int(lonely.size)
+    _warn_lost_categories(df, out)
 
     if not return_info:
         return out
     selected.setflags(write=False)
     n_neighbours = np.asarray(n_neighbours, dtype=np.int64)
     n_neighbours.setflags(write=False)
+    n_distinct = np.asarray(n_distinct, dtype=np.int64)
+    n_distinct.setflags(write=False)
     info = NeighbourResampleInfo(
         n_records=n,
         n_selected=int(chosen.size),
@@ -1052,6 +1107,7 @@ def neighbour_resample(
         mean_neighbours=float(n_neighbours.mean()),
         selected=selected,
         n_neighbours=n_neighbours,
+        n_distinct_neighbours=n_distinct,
         min_neighbours=min_neighbours,
         n_whole_copies=int(copies.sum()),
         n_location_copies=n_location_copies,

@@ -232,6 +232,32 @@ def test_categorical_values_are_drawn_whole_and_keep_their_dtype():
     assert (out["sex"] != df["sex"]).any()
 
 
+def test_categories_held_only_by_suppressed_records_are_warned_about():
+    # The dtype keeps every category: a rare diagnosis whose only record was suppressed (it has
+    # no neighbour) was still published in out["diag"].cat.categories, without a word.
+    rng = np.random.default_rng(0)
+    diag = ["flu"] * 150 + ["cold"] * 149 + ["rare-disease"]
+    df = pd.DataFrame({"age": rng.normal(40.0, 10.0, 300).round(1),
+                       "diag": pd.Categorical(diag), "kept": pd.Categorical(diag)})
+    match = (r"^categorical column\(s\) 'diag' \(1\), 'kept' \(1\) list categories that no "
+             r"released record holds but suppressed or resampled records did")
+    with pytest.warns(PrivacyLeakWarning, match=match) as record, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        out = neighbour_resample(df, 1.0, columns=["age", "diag"], no_neighbours="suppress",
+                                 seed=0)
+    assert "rare-disease" not in out["diag"].tolist()
+    assert "rare-disease" in out["diag"].cat.categories  # the dtype is kept, as documented
+    assert not any("rare-disease" in str(w.message) for w in record)
+    # the fix the message names removes it
+    assert "rare-disease" not in out["diag"].cat.remove_unused_categories().cat.categories
+    # a category unused in the input (a declared code) is not warned about
+    df = mixed_frame()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        neighbour_resample(df, 100.0, seed=0)
+    assert not any("categorical column" in str(w.message) for w in record)
+
+
 def test_an_identifying_categorical_column_is_refused():
     # An ID among the default columns: every record its own level, no record has a neighbour,
     # and all of them were released unchanged, ID included (with a warning only).
@@ -395,7 +421,9 @@ def test_no_neighbours_keep_warns_and_releases_unchanged():
     assert info.n_without_neighbours == int((info.n_neighbours < 2).sum()) > n_none > 0
     (message,) = [str(w.message) for w in record if w.category is DataWarning]
     assert message.startswith(f"{info.n_without_neighbours} of 300 selected records")
-    assert f"({n_none} have none; return_info=True gives them" in message
+    assert (f"({n_none} have none; records identical in every variable count once; "
+            "return_info=True gives them: info.selected & (info.n_distinct_neighbours < 2))"
+            in message)
     assert info.n_suppressed == 0
     assert len(out) == len(df)
     assert out.index.equals(df.index)
@@ -459,6 +487,35 @@ def test_a_record_with_one_neighbour_is_not_copied_from_it():
     pd.testing.assert_frame_equal(out, gdf)  # released unchanged (keep), as the warning says
     out, info = resample(gdf, eps, include_coordinates=True, no_neighbours="suppress", seed=0)
     assert len(out) == 0 and info.n_suppressed == n
+
+
+def test_neighbours_that_are_copies_of_one_record_count_once():
+    # A record whose neighbours are all copies of one record takes every variable from that
+    # record: an exact copy as certain as with a single neighbour. A record whose only
+    # neighbours are its own twins gets its own values back. Both were "resampled" (and kept
+    # by no_neighbours="suppress"); they are records without enough distinct neighbours.
+    rng = np.random.default_rng(0)
+    spread = pd.DataFrame({"a": rng.normal(0.0, 1.0, 200), "b": rng.normal(0.0, 1.0, 200)})
+    triplets = pd.DataFrame({"a": [9.0] * 3, "b": [9.0] * 3})  # rows 200-202
+    pair_and_one = pd.DataFrame({"a": [-9.0, -9.05, -9.05], "b": [-9.0] * 3})  # rows 203-205
+    df = pd.concat([spread, triplets, pair_and_one], ignore_index=True)
+    out, info = resample(df, 0.3, no_neighbours="suppress", seed=1)
+    assert info.n_neighbours[200:].tolist() == [2] * 6
+    assert info.n_distinct_neighbours[200:].tolist() == [1, 1, 1, 1, 2, 2]
+    assert not {200, 201, 202, 203} & set(out.index)
+    assert {204, 205} <= set(out.index)
+    lonely = info.selected & (info.n_distinct_neighbours < 2)
+    assert info.n_without_neighbours == info.n_suppressed == int(lonely.sum())
+    assert out.index.equals(df.index[~lonely])
+    # with keep they are released unchanged and counted, not as copies of another record
+    with pytest.warns(DataWarning, match=r"info\.n_distinct_neighbours < 2"):
+        kept, info = neighbour_resample(df, 0.3, seed=1, return_info=True)
+    pd.testing.assert_frame_equal(kept.loc[200:203], df.loc[200:203])
+    assert info.n_without_neighbours == int(lonely.sum())
+    # the paper's method (min_neighbours=1) copies them: only records with no neighbour stay
+    copied, info = resample(df, 0.3, min_neighbours=1, seed=1)
+    assert info.n_without_neighbours == int((info.n_neighbours == 0).sum())
+    assert (copied.loc[203] == df.loc[204]).all()
 
 
 def test_min_neighbours_raises_the_bar():
@@ -528,10 +585,12 @@ def test_whole_copies_occur_at_rate_k_to_the_one_minus_v(columns, n_variables):
 def test_whole_copies_count_twins_and_a_single_variable_does_not_warn():
     # records identical in every variable are one point: drawing a from one twin and b from the
     # other copies them as surely as drawing both from one
+    # (min_neighbours=1: with the default, records whose neighbours are all twins are not
+    # resampled at all)
     df = pd.DataFrame({"a": [0.0, 0.0, 0.0, 100.0, 100.0, 100.0],
                        "b": [5.0, 5.0, 5.0, 9.0, 9.0, 9.0]})
     with pytest.warns(PrivacyLeakWarning, match=r"^6 of 6 resampled records"):
-        _, info = neighbour_resample(df, 0.5, seed=0, return_info=True)
+        _, info = neighbour_resample(df, 0.5, min_neighbours=1, seed=0, return_info=True)
     assert info.n_whole_copies == 6
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)  # one variable: that is the method
@@ -828,6 +887,14 @@ def test_coordinates_need_points():
     neighbour_resample(gdf, 100.0, seed=0)
 
 
+@pytest.mark.parametrize("name", ["columns", "categorical"])
+def test_nested_column_lists_are_refused(name):
+    # columns=[["age"]] raised "TypeError: unhashable type: 'list'"
+    with pytest.raises(InputError, match=rf"{name} must be a column name or a flat list of "
+                                         r"column names, got \['age'\] among them"):
+        neighbour_resample(mixed_frame(), 1.0, **{name: [["age"], "sex"]})
+
+
 def test_return_info_must_be_a_bool():
     # return_info="no" is truthy: a tuple came back where the caller expected a frame
     with pytest.raises(TypeError, match="return_info must be True or False, got str 'no'"):
@@ -850,5 +917,6 @@ def test_warnings_never_name_record_labels():
         _, info = neighbour_resample(df, eps=0.5, seed=1, return_info=True)
     categories = {w.category for w in record}
     assert {DataWarning, PrivacyLeakWarning} <= categories
-    assert info.n_without_neighbours == 1 and info.n_whole_copies > 0
+    # PAT7 (age 90) has no neighbour; PAT5's two neighbours are both (50, "m")
+    assert info.n_without_neighbours == 2 and info.n_whole_copies > 0
     assert not any("PAT" in str(w.message) or "rows [" in str(w.message) for w in record)

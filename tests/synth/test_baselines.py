@@ -78,6 +78,40 @@ def test_naive_is_uniform_in_the_cell():
     assert stats.kstest(xy[:, 1], stats.uniform(50, 50).cdf).pvalue > ALPHA
 
 
+def test_naive_is_uniform_over_the_habitable_part_of_a_clipped_cell():
+    # One cell whose south-west quarter is excluded: "inside the cell" is the L-shaped
+    # habitable geometry, so each of its twelve 25 x 25 blocks gets 1/12 of the points and the
+    # excluded four get none, wherever in the cell the records are.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)  # a single cell has no neighbour
+        grid = Grid.regular((0, 0, 100, 100), shape=(1, 1), crs=CRS,
+                            exclude=[box(0, 0, 50, 50)])
+    n = 6000
+    gdf = gpd.GeoDataFrame(geometry=gpd.points_from_xy(np.full(n, 99.0), np.full(n, 1.0)),
+                           crs=CRS)
+    (release,) = naive_synthesize(gdf, grid, m=1, seed=4)
+    xy = xy_of(release)
+    block = np.floor(xy[:, 0] / 25).astype(int) * 4 + np.floor(xy[:, 1] / 25).astype(int)
+    counts = np.bincount(block, minlength=16).reshape(4, 4)
+    assert counts[:2, :2].sum() == 0
+    habitable = np.ones((4, 4), dtype=bool)
+    habitable[:2, :2] = False
+    assert stats.chisquare(counts[habitable]).pvalue > ALPHA
+
+
+def test_naive_accepts_a_generator():
+    grid = Grid.regular((0, 0, 120, 90), shape=(3, 4), crs=CRS)
+    gdf = make_points(100, seed=1)
+    by_int = naive_synthesize(gdf, grid, m=2, seed=7)
+    rng = np.random.default_rng(7)
+    by_generator = naive_synthesize(gdf, grid, m=2, seed=rng)
+    for a, b in zip(by_int, by_generator, strict=True):
+        np.testing.assert_array_equal(xy_of(a), xy_of(b))
+    # the stream moves on: a second call with the same Generator gives other points
+    (again,) = naive_synthesize(gdf, grid, m=1, seed=rng)
+    assert not np.array_equal(xy_of(again), xy_of(by_generator[0]))
+
+
 def test_naive_reproducible_and_columns():
     grid = Grid.regular((0, 0, 120, 90), shape=(3, 4), crs=CRS)
     gdf = make_points(200, seed=1)
