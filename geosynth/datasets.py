@@ -21,11 +21,12 @@ from typing import Any, NamedTuple
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import pyogrio
 import pyproj
 from scipy.stats import multivariate_normal
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_bool, check_positive
+from geosynth._validation import check_bool, check_positive, check_unique_columns
 from geosynth.errors import CRSError, DataWarning, InputError
 from geosynth.lattice import parse_crs
 
@@ -50,6 +51,9 @@ __all__ = [
 _SQUARE = 10.0
 #: The most records paiva_scenario simulates (about 1 GB of points and attributes).
 MAX_RECORDS = 10**7
+#: A generating cell must be this many float64 spacings of its coordinates wide, so that the
+#: uniform points inside it are not rounded onto a few positions.
+_RESOLUTION = 1000
 #: The most cells of paiva_scenario's generating grid (its probabilities, one per cell and
 #: combination, take 96 MB there); (100, 100) is the thesis-like default.
 MAX_GENERATING_CELLS = 10**6
@@ -220,8 +224,15 @@ class PaivaScenario:
         Raises
         ------
         InputError
-            If a column is missing or a level is not a scenario level.
+            If ``combos`` is not a DataFrame, a column is missing or repeated, or a level is not
+            a scenario level.
         """
+        if not isinstance(combos, pd.DataFrame):
+            raise InputError(
+                f"combos must be a pandas.DataFrame with columns y, x1, x2, got "
+                f"{type(combos).__name__}; pass e.g. CellCounts.combos"
+            )
+        check_unique_columns(combos, "combos", ("y", "x1", "x2"))
         missing = [c for c in ("y", "x1", "x2") if c not in combos.columns]
         if missing:
             raise InputError(
@@ -269,7 +280,7 @@ class PaivaScenario:
         Raises
         ------
         CRSError
-            If the grid CRS differs from the scenario CRS.
+            If the grid CRS differs from the scenario CRS, or only one of them has a CRS.
         """
         self._check_crs(getattr(grid, "crs", None))
         boxes = np.asarray(grid.cell_bounds(np.arange(grid.n_cells)), dtype=float).reshape(-1, 4)
@@ -289,8 +300,17 @@ class PaivaScenario:
         return out if combos is None else out[:, self.align(combos)]
 
     def _check_crs(self, grid_crs: Any) -> None:
-        if grid_crs is None or self.crs is None:
+        # A grid without a CRS may be in other units (thesis units, km): every box then missed
+        # the square and the intensity was silently zero.
+        if grid_crs is None and self.crs is None:
             return
+        if grid_crs is None or self.crs is None:
+            mine = "no CRS" if self.crs is None else f"CRS {self.crs.to_string()}"
+            raise CRSError(
+                f"the grid has {'no CRS' if grid_crs is None else 'a CRS'} but the scenario has "
+                f"{mine}; build the grid with Grid.regular(scenario.bounds, shape=..., "
+                "crs=scenario.crs)"
+            )
         if pyproj.CRS.from_user_input(grid_crs) != self.crs:
             raise CRSError(
                 f"grid CRS {pyproj.CRS.from_user_input(grid_crs).to_string()} differs from the "
@@ -328,6 +348,15 @@ def _validate_scenario_args(
     if not all(math.isfinite(v + unit * _SQUARE) for v in org):
         raise InputError(f"origin {org} + unit {unit:g} x {_SQUARE:g} (the side of the square) "
                          "overflows float64; give them in metres of a projected CRS")
+    cell = unit * _SQUARE / max(shape)
+    if any(_RESOLUTION * math.ulp(abs(v) + unit * _SQUARE) > cell for v in org):
+        raise InputError(
+            f"unit {unit:g} is too small for origin {org}: a generating cell ({cell:g} CRS "
+            f"units wide) is narrower than {_RESOLUTION} float64 spacings of the coordinates "
+            "there, so the points would be rounded onto a few positions (or all onto the "
+            "origin); give origin and unit "
+            "in the same units, e.g. unit=1000.0 metres with the default origin"
+        )
     return int(n), (int(shape[0]), int(shape[1])), org, unit
 
 
@@ -423,7 +452,8 @@ def paiva_scenario(
     ------
     InputError
         If ``n`` < 1 or ``generating_shape`` (more than :data:`MAX_GENERATING_CELLS` cells
-        included), ``origin`` or ``unit`` is invalid.
+        included), ``origin`` or ``unit`` is invalid, or ``unit`` is too small for ``origin``
+        (a generating cell narrower than a thousand float64 spacings of the coordinates).
     TypeError
         If ``unit`` is not a real number (a bool or a string included), or ``continuous`` is
         not a bool.
@@ -506,6 +536,37 @@ def _band(values: pd.Series, bands: dict[str, tuple[float, float]]) -> np.ndarra
     return np.select(conditions, list(bands), default="")
 
 
+#: Columns of the shipped listings (after renaming) and boundary that berlin_listings reads.
+_BERLIN_POINT_COLUMNS = ("accommodates", "bedrooms", "beds", "bathrooms", "review_score", "price")
+_BERLIN_REGION_COLUMNS = ("neighbourhood",)
+
+
+def _read_berlin(name: str, columns: tuple[str, ...]) -> gpd.GeoDataFrame:
+    """Read one shipped Berlin file, checking that it has its columns and a CRS."""
+    path = _berlin_file(name)
+    fix = ("reinstall libpysal (pip install --force-reinstall libpysal), whose "
+           f"examples/berlin/{name} this is")
+    try:
+        frame = gpd.read_file(path)
+    except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError, OSError,
+            ValueError) as err:  # a damaged or replaced copy
+        raise InputError(f"berlin_listings cannot read {path} ({type(err).__name__}); "
+                         f"{fix}") from None
+    frame = frame.rename(columns=_BERLIN_RENAME)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing or not isinstance(frame, gpd.GeoDataFrame) or frame.crs is None:
+        what = f"lacks the column(s) {missing}" if missing else "has no geometry or no CRS"
+        raise InputError(f"berlin_listings: {path} {what}, which the shipped file has; {fix}")
+    return frame
+
+
+def _whole_numbers(values: pd.Series, minimum: int) -> np.ndarray:
+    """Whether each value is a finite whole number >= ``minimum`` (False where missing)."""
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(v) & (v == np.round(v)) & (v >= minimum)
+
+
 def _berlin_file(name: str) -> str:
     path = importlib.resources.files("libpysal.examples") / "berlin" / name
     if not path.is_file():
@@ -526,7 +587,8 @@ def berlin_listings() -> BerlinListings:
 
     Point columns (the shapefile's truncated names are expanded):
 
-    - ``accommodates`` (int64), ``bedrooms`` (int64), ``beds`` (int64; float64 if it had gaps),
+    - ``accommodates`` (int64), ``bedrooms`` (int64), ``beds`` (int64; float64 if it had gaps
+      or fractions),
       ``bathrooms`` (float64),
       ``review_score`` (float64, 0-100): as shipped;
     - ``price`` (float64): nightly price, the continuous variable;
@@ -537,40 +599,51 @@ def berlin_listings() -> BerlinListings:
       dropped.
 
     Band labels sort (as strings) in their natural order, so the first is the baseline level.
-    Rows with a missing, non-finite or non-positive price, a missing accommodates/bedrooms, or an
-    empty geometry are dropped with a :class:`~geosynth.errors.DataWarning`; the shipped file has
-    none, so all 2203 listings are kept (RangeIndex). All listings lie inside the region.
+    Rows with a missing, non-finite or non-positive price, an accommodates that is not a whole
+    number >= 1 or a bedrooms that is not a whole number >= 0 (missing included: no band holds
+    them), or an empty geometry are dropped with a :class:`~geosynth.errors.DataWarning`; the
+    shipped file has none, so all 2203 listings are kept (RangeIndex). All listings lie inside
+    the region.
 
     Returns
     -------
     BerlinListings
         ``(points, region)``; ``region`` has one polygon and a ``neighbourhood`` column.
+
+    Raises
+    ------
+    FileNotFoundError
+        libpysal does not ship the files (reinstall it).
+    InputError
+        A file cannot be read, or lacks a column, its geometry or its CRS (a damaged copy:
+        reinstall libpysal).
     """
-    points = gpd.read_file(_berlin_file("prenzlauer.zip")).rename(columns=_BERLIN_RENAME)
-    region = gpd.read_file(_berlin_file("prenz_bound.zip")).rename(columns=_BERLIN_RENAME)
+    points = _read_berlin("prenzlauer.zip", _BERLIN_POINT_COLUMNS)
+    region = _read_berlin("prenz_bound.zip", _BERLIN_REGION_COLUMNS)
     points = points.drop(columns=[c for c in ("X", "Y") if c in points.columns])
     price = pd.to_numeric(points["price"], errors="coerce")
     keep = (
         np.isfinite(price.to_numpy(dtype=float))
         & (price.to_numpy(dtype=float) > 0)
-        & points["accommodates"].notna().to_numpy()
-        & points["bedrooms"].notna().to_numpy()
+        & _whole_numbers(points["accommodates"], 1)
+        & _whole_numbers(points["bedrooms"], 0)
         & ~(points.geometry.is_empty | points.geometry.isna()).to_numpy()
     )
     if not keep.all():
         warnings.warn(
             f"berlin_listings dropped {int((~keep).sum())} of {keep.size} listings with a "
-            "missing or non-positive price, missing accommodates/bedrooms or empty geometry",
+            "missing or non-positive price, an accommodates (>= 1) or bedrooms (>= 0) that is "
+            "not a whole number, or an empty geometry",
             DataWarning,
             stacklevel=2,
         )
     points = points.loc[keep].reset_index(drop=True)
     points["price"] = price[keep].to_numpy(dtype=np.float64)
     for col in ("accommodates", "bedrooms", "beds"):
-        if points[col].notna().all():
-            points[col] = points[col].round().astype(np.int64)
+        if _whole_numbers(points[col], -(2**53)).all():  # a fraction is kept, not rounded
+            points[col] = pd.to_numeric(points[col]).round().astype(np.int64)
     for col in ("bathrooms", "review_score"):
-        points[col] = points[col].astype(np.float64)
+        points[col] = pd.to_numeric(points[col], errors="coerce").astype(np.float64)
     points["accommodates_band"] = _band(points["accommodates"], BERLIN_ACCOMMODATES_BANDS)
     points["bedrooms_band"] = _band(points["bedrooms"], BERLIN_BEDROOMS_BANDS)
     points = points[[c for c in points.columns if c != "geometry"] + ["geometry"]]
@@ -605,7 +678,9 @@ def susep_collisions() -> pd.DataFrame:
     Raises
     ------
     InputError
-        The CSV file is missing (geosynth installed without its source tree).
+        The CSV file is missing (geosynth installed without its source tree), or is not the
+        table described above (columns, 8 distinct age band and sex rows, whole non-negative
+        counts, 85 men and 22 women): a damaged or edited copy.
 
     Examples
     --------
@@ -623,6 +698,35 @@ def susep_collisions() -> pd.DataFrame:
             "the geosynth source tree, so install geosynth in editable mode from a checkout "
             "(pip install -e .)"
         )
-    table = pd.read_csv(path, comment="#", dtype={"age_band": str, "sex": str})
+    fix = ("restore data/susep_collisions.csv from a geosynth checkout (it holds Marcolin 2018, "
+           "Table 4.1)")
+    try:
+        table = pd.read_csv(path, comment="#", dtype={"age_band": str, "sex": str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise InputError(f"susep_collisions cannot read {path} ({type(err).__name__}); "
+                         f"{fix}") from None
+    problem = _susep_problem(table)
+    if problem is not None:
+        raise InputError(f"susep_collisions: {path} {problem}; {fix}")
     table["collisions"] = table["collisions"].astype(np.int64)
     return table
+
+
+#: Collisions by sex in Marcolin (2018), Table 4.1.
+_SUSEP_TOTALS = {"female": 22, "male": 85}
+
+
+def _susep_problem(table: pd.DataFrame) -> str | None:
+    """Say how ``table`` differs from the shipped SUSEP table, or None if it does not."""
+    if list(table.columns) != ["age_band", "sex", "collisions"]:
+        return (f"has the columns {[str(c) for c in table.columns]}, not ['age_band', 'sex', "
+                "'collisions']")
+    keys = table[["age_band", "sex"]]
+    if len(table) != 8 or keys.isna().any(axis=None) or keys.duplicated().any():
+        return "does not have 8 rows of distinct age band and sex"
+    if not _whole_numbers(table["collisions"], 0).all():
+        return "has collision counts that are not whole numbers >= 0"
+    totals = pd.to_numeric(table["collisions"]).groupby(table["sex"]).sum().to_dict()
+    if totals != _SUSEP_TOTALS:
+        return f"has collisions by sex {totals}, not the table's {_SUSEP_TOTALS}"
+    return None

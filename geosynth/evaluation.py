@@ -34,7 +34,7 @@ import pandas as pd
 
 from geosynth._messages import CONTROL_CHARACTERS
 from geosynth._random import SeedLike
-from geosynth._validation import check_bool
+from geosynth._validation import check_bool, check_int
 from geosynth.errors import CRSError, InputError
 from geosynth.lattice import Grid
 from geosynth.metrics import (
@@ -126,7 +126,25 @@ class Evaluation:
         return "\n".join(parts)
 
     def plots(self, max_panels: int = 12) -> list[Figure]:
-        """Figures: points per combination (Figs. 5–6) and, with an outcome, intervals (7–8)."""
+        """Figures: points per combination (Figs. 5–6) and, with an outcome, intervals (7–8).
+
+        Parameters
+        ----------
+        max_panels : int, default 12
+            The most combinations shown (the first ones in sorted order), one panel each.
+
+        Returns
+        -------
+        list of matplotlib.figure.Figure
+
+        Raises
+        ------
+        TypeError
+            ``max_panels`` is not an int (a bool or a float included).
+        geosynth.errors.InputError
+            ``max_panels`` < 1.
+        """
+        max_panels = check_int(max_panels, "max_panels", 1, hint="e.g. max_panels=12")
         figures = [self._points_figure(max_panels)]
         if self.quadrants is not None:
             figures.append(self._interval_figure())
@@ -135,19 +153,21 @@ class Evaluation:
     def _points_figure(self, max_panels: int) -> Figure:
         import matplotlib.pyplot as plt
 
-        groups = list(self.original.groupby(self.attributes, sort=True).groups.items())
+        # Rows by position: labels may repeat in an unlinked frame, and .loc of a repeated label
+        # took the rows of every combination that has it.
+        groups = list(self.original.groupby(self.attributes, sort=True).indices.items())
         groups = groups[:max_panels]
         ncols = min(4, len(groups))
         nrows = int(np.ceil(len(groups) / ncols))
         fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows),
                                  squeeze=False)
         release = self.releases[0]
-        synthetic_groups = release.groupby(self.attributes, sort=True).groups
-        for ax, (key, index) in zip(axes.flat, groups, strict=False):
-            orig = self.original.geometry.loc[index]
+        synthetic_groups = release.groupby(self.attributes, sort=True).indices
+        for ax, (key, rows) in zip(axes.flat, groups, strict=False):
+            orig = self.original.geometry.iloc[rows]
             ax.scatter(orig.x, orig.y, s=6, c="black", label="original")
             if key in synthetic_groups:
-                synth = release.geometry.loc[synthetic_groups[key]]
+                synth = release.geometry.iloc[synthetic_groups[key]]
                 ax.scatter(synth.x, synth.y, s=6, c="tab:orange", alpha=0.7, label="release 1")
             ax.set_title(", ".join(f"{a}={v}" for a, v in zip(
                 self.attributes, np.atleast_1d(key), strict=True)), fontsize=8)
@@ -243,7 +263,9 @@ def evaluate(
     geosynth.errors.InputError
         ``releases`` is empty or holds something else than GeoDataFrames; ``attributes`` is
         not a column name or a list of them; a frame lacks an attribute column, has missing
-        values in it, or has invalid points; the first attribute has a level ``"mean"`` (the
+        values in it, or has invalid points; a release's attribute column holds text where
+        the original's holds numbers, or numbers where it holds text (no combination could
+        match); the first attribute has a level ``"mean"`` (the
         label of the tables' mean rows); with ``linked``, a release does not keep the original
         index; with ``outcome``, fewer than 2 releases or fewer original records than a
         rectangle of the coverage table holds (:data:`geosynth.metrics.utility.MIN_POINTS`);
@@ -325,16 +347,23 @@ def linked_records(
     Raises
     ------
     geosynth.errors.InputError
-        ``releases`` is empty, or a release does not keep the original index.
+        ``releases`` is empty, a release does not keep the original index, or a frame has
+        invalid points.
+    geosynth.errors.CRSError
+        The CRSs differ or are geographic, or a release does not overlap the original points
+        (as in :func:`evaluate`: the displacements would measure the gap between two places).
     """
     _check_executor(executor)
     releases = as_releases(releases)  # one frame too (list(frame) gave its column names)
+    check_frames(original, releases)
     for number, release in enumerate(releases):
         if not release.index.equals(original.index):
             raise InputError(
                 f"releases[{number}] does not keep the original index, so its records cannot "
                 "be linked"
             )
+    _check_overlap(frame_xy(original, "original"),
+                   [frame_xy(release, f"releases[{k}]") for k, release in enumerate(releases)])
     rows = _start(_linked_row, [(original, release) for release in releases], executor)
     return _linked_table(rows())
 
@@ -431,6 +460,7 @@ def plan_evaluation(
         check_columns(frame, cols, name, "attribute column")
         xys.append(frame_xy(frame, name))
     check_mean_label(original, cols, "attribute column")
+    _check_level_types(frames, names, cols)
     _check_overlap(xys[0], xys[1:])
     if check_bool(linked, "linked"):
         for number, release in enumerate(releases):
@@ -441,6 +471,44 @@ def plan_evaluation(
                 )
     window = as_bounds(None, np.concatenate(xys), "window")
     return releases, ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked))
+
+
+#: What :func:`pandas.api.types.infer_dtype` calls levels that are numbers (True == 1 too).
+_NUMBER_LEVELS = frozenset({"integer", "floating", "mixed-integer-float", "decimal", "boolean"})
+
+
+def _level_kind(column: pd.Series) -> str | None:
+    """Return ``"numbers"`` or ``"text"`` for the levels of ``column``, None if mixed or empty."""
+    if not column.notna().any():
+        return None
+    values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column
+    inferred = pd.api.types.infer_dtype(values, skipna=True)
+    if inferred in _NUMBER_LEVELS:
+        return "numbers"
+    return "text" if inferred == "string" else None
+
+
+def _check_level_types(frames: list[gpd.GeoDataFrame], names: list[str], cols: list[str]) -> None:
+    """Refuse a release whose levels are text where the original's are numbers, or back.
+
+    Combinations compare by value and type: the text ``"1"`` is not the number ``1``. A release
+    read back from a file with other column types shared no combination with the original, and
+    every table said "no synthetic record" (NaN distances, no risk) without a word. Only the
+    kinds of the columns are compared (no level is named), so a release whose levels happen to
+    miss the original's, as a noisy ε-DP release of few records may, is measured as it is.
+    """
+    for column in cols:
+        kinds = [_level_kind(frame[column]) for frame in frames]
+        for kind, name in zip(kinds[1:], names[1:], strict=True):
+            if kinds[0] is not None and kind is not None and kind != kinds[0]:
+                raise InputError(
+                    f"attribute column {column!r} holds {kinds[0]} in original but {kind} in "
+                    f"{name}; levels compare by value and type (the text '1' is not the number "
+                    f"1), so no record of {name} would be compared with an original record and "
+                    "the tables would show no risk: give the column the same type in every "
+                    f"frame, e.g. {name}[{column!r}].astype(original[{column!r}].dtype) (is "
+                    "original the data the releases were made from?)"
+                )
 
 
 #: Share of points that must lie near the other side's points (:func:`evaluate`, Notes).
@@ -536,7 +604,16 @@ def combine_measures(measures: Sequence[ReleaseMeasures]) -> dict[str, pd.DataFr
     -------
     dict of str to pandas.DataFrame
         ``distance_risk``, ``pattern`` and, when the records are linked, ``linked_records``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``measures`` is empty.
     """
+    measures = list(measures)
+    if not measures:
+        raise InputError("measures is empty; pass the measure_release result of every release, "
+                         "in release order")
     tables = {
         "distance_risk": _average_over_releases([m.distance_risk for m in measures]),
         "pattern": _average_over_releases([m.pattern for m in measures]),

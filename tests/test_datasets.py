@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,8 +12,9 @@ from geosynth.datasets import (
     TABLE3,
     berlin_listings,
     paiva_scenario,
+    susep_collisions,
 )
-from geosynth.errors import CRSError, InputError
+from geosynth.errors import CRSError, DataWarning, InputError
 from geosynth.lattice import Grid
 
 ALPHA = 0.001
@@ -439,3 +442,124 @@ def test_true_intensity_on_a_clipped_grid_uses_the_kept_cells(big):
     assert clipped.n_cells == 50
     kept = full.lattice_to_cell[clipped.cell_row * 10 + clipped.cell_col]
     np.testing.assert_allclose(big.true_intensity(clipped), big.true_intensity(full)[kept])
+
+
+# ---------------------------------------------------------------- CRS, units and tables refused
+
+
+def test_true_intensity_refuses_a_grid_without_crs_beside_a_scenario_with_one(big):
+    # A grid in thesis units without a CRS missed the square: the intensity was silently 0.
+    grid = Grid.regular((0.0, 0.0, 10.0, 10.0), shape=(2, 2), crs=None)
+    with pytest.raises(CRSError, match=r"the grid has no CRS but the scenario has CRS "
+                                       r"EPSG:31983; build the grid with .*crs=scenario.crs"):
+        big.true_intensity(grid)
+    plain = paiva_scenario(n=50, seed=1, crs=None)
+    with pytest.raises(CRSError, match="the grid has a CRS but the scenario has no CRS"):
+        plain.true_intensity(Grid.regular(plain.bounds, shape=(2, 2), crs="EPSG:31983"))
+    lam = plain.true_intensity(Grid.regular(plain.bounds, shape=(2, 2), crs=None))
+    assert lam.sum() == pytest.approx(50)
+
+
+@pytest.mark.parametrize("unit", [1e-12, 1e-9])
+def test_a_unit_too_small_for_the_origin_is_refused(unit):
+    # unit=1e-12 at the default origin: the square collapsed onto the origin (every point the
+    # same) and true_intensity raised IndexError; 1e-9 rounded the points onto a few positions.
+    with pytest.raises(InputError, match=rf"unit {unit:g} is too small for origin "
+                                         r"\(605000.0, 7790000.0\).*same units"):
+        paiva_scenario(n=10, seed=1, unit=unit)
+    small = paiva_scenario(n=10, seed=1, unit=unit, origin=(0.0, 0.0))  # no rounding there
+    assert small.bounds == (0.0, 0.0, unit * 10, unit * 10)
+
+
+def test_align_refuses_what_is_not_a_table_of_columns(big):
+    with pytest.raises(InputError, match="combos must be a pandas.DataFrame .*got list"):
+        big.align([[0, 1, 1]])
+    repeated = pd.DataFrame([[0, 1, 1, 2]], columns=["y", "x1", "x2", "x2"])
+    with pytest.raises(InputError, match=r"combos has several columns named \['x2'\]"):
+        big.align(repeated)
+
+
+# ---------------------------------------------------------------- damaged copies of the data
+
+
+@pytest.fixture
+def berlin_copy(tmp_path, monkeypatch):
+    """Write a changed copy of the shipped listings and make berlin_listings read it."""
+    import geopandas as gpd
+
+    from geosynth import datasets
+
+    shipped = datasets._berlin_file
+
+    def install(change):
+        frame = change(gpd.read_file(shipped("prenzlauer.zip")))
+        path = tmp_path / "prenzlauer.shp"
+        if frame is not None:
+            with warnings.catch_warnings():  # GDAL's note on a copy written without a CRS
+                warnings.simplefilter("ignore", UserWarning)
+                frame.to_file(path, engine="pyogrio")
+        else:
+            path = tmp_path / "prenzlauer.zip"
+            path.write_bytes(b"not a zip file")
+        monkeypatch.setattr(datasets, "_berlin_file", lambda name: str(path)
+                            if name == "prenzlauer.zip" else shipped(name))
+        return path
+
+    return install
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (lambda frame: None, r"berlin_listings cannot read .*prenzlauer.zip \(DataSourceError\)"),
+    (lambda frame: frame.drop(columns="price"), r"lacks the column\(s\) \['price'\]"),
+    (lambda frame: frame.set_crs(None, allow_override=True), "has no geometry or no CRS"),
+])
+def test_a_damaged_copy_of_the_listings_is_refused_with_the_fix(berlin_copy, change, match):
+    # GDAL's DataSourceError, KeyError 'price' and "Cannot transform naive geometries" before.
+    berlin_copy(change)
+    with pytest.raises(InputError, match=match + r".*reinstall libpysal"):
+        berlin_listings()
+
+
+def test_listings_outside_every_band_are_dropped_not_labelled_empty(berlin_copy):
+    # accommodates 0 or bedrooms -1 got the band "" (a level of its own); bedrooms 1.5 was
+    # rounded to 2; beds 2.5 to 2.
+    def change(frame):
+        frame.loc[0, "accommodat"] = 0
+        frame.loc[1, "bedrooms"] = -1.0
+        frame.loc[2, "bedrooms"] = 1.5
+        frame.loc[3, "beds"] = 2.5
+        return frame
+
+    berlin_copy(change)
+    with pytest.warns(DataWarning, match="dropped 3 of 2203 listings"):
+        points = berlin_listings().points
+    assert len(points) == 2200
+    assert set(points.accommodates_band) <= set(BERLIN_ACCOMMODATES_BANDS)
+    assert set(points.bedrooms_band) <= set(BERLIN_BEDROOMS_BANDS)
+    assert points["beds"].dtype == np.float64 and points["beds"].iloc[0] == 2.5
+
+
+SUSEP = ("age_band,sex,collisions\n26-35,male,21\n26-35,female,6\n36-45,male,24\n"
+         "36-45,female,2\n46-55,male,19\n46-55,female,10\n55+,male,21\n55+,female,4\n")
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    (SUSEP.replace("collisions\n", "count\n"), r"has the columns \['age_band', 'sex', 'count'\]"),
+    (SUSEP.replace(",21\n", ",\n", 1), "not whole numbers >= 0"),  # astype: IntCastingNaNError
+    (SUSEP.replace(",2\n", ",2.7\n"), "not whole numbers >= 0"),  # was truncated to 2
+    (SUSEP.replace(",2\n", ",-2\n"), "not whole numbers >= 0"),
+    (SUSEP.replace(",4\n", ",40\n"), r"collisions by sex \{'female': 58, 'male': 85\}"),
+    (SUSEP + "55+,female,0\n", "does not have 8 rows of distinct age band and sex"),
+    (SUSEP.replace("55+,female", "55+,male"), "does not have 8 rows"),
+    ("", r"cannot read .* \(EmptyDataError\)"),
+])
+def test_a_damaged_susep_table_is_refused_with_the_fix(tmp_path, monkeypatch, text, match):
+    from geosynth import datasets
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "susep_collisions.csv").write_text(text)
+    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "geosynth" / "datasets.py"))
+    with pytest.raises(InputError, match=match + ".*restore data/susep_collisions.csv"):
+        susep_collisions()
+    (tmp_path / "data" / "susep_collisions.csv").write_text("# a comment line\n" + SUSEP)
+    assert susep_collisions()["collisions"].sum() == 107

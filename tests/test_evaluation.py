@@ -270,3 +270,98 @@ def test_an_outcome_the_coverage_cannot_use_is_refused_in_the_terms_of_evaluate(
                                          "original has 19; pass outcome=None"):
         evaluate(few[0], few[1:], grid, ATTRIBUTES, outcome="y")
     assert "coverage" not in evaluate(few[0], few[1:], grid, ATTRIBUTES).tables
+
+
+# ---------------------------------------------------------------- releases that cannot match
+
+
+@pytest.mark.parametrize("as_text", ["release", "original"])
+def test_levels_of_another_type_in_a_release_are_refused_not_measured_as_no_risk(
+    scenario, as_text
+):
+    # The text "1" is not the number 1: a release read back with text columns shared no
+    # combination with the original, and every table said "no synthetic record" (NaN).
+    data, grid = scenario
+    original = data.data.copy()
+    releases = geosynth.naive_synthesize(original, grid, m=2, seed=2)
+    if as_text == "release":
+        releases[1] = releases[1].assign(x2=releases[1]["x2"].astype(str))
+        kinds = "holds numbers in original but text in releases\\[1\\]"
+    else:
+        original = original.assign(x2=original["x2"].astype(str))
+        kinds = "holds text in original but numbers in releases\\[0\\]"
+    with pytest.raises(InputError, match=f"attribute column 'x2' {kinds}; levels compare by "
+                                         "value and type.*astype"):
+        evaluate(original, releases, grid, ATTRIBUTES, linked=False)
+
+
+def test_levels_of_the_same_kind_in_other_dtypes_are_measured_alike(scenario):
+    # Floats 1.0 and ints 1 (or categories) are the same levels: nothing to refuse.
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=2)
+    same = evaluate(data.data, releases, grid, ATTRIBUTES, linked=False).tables
+    other = [r.assign(x2=r["x2"].astype(float), x1=r["x1"].astype("category"))
+             for r in releases]
+    tables = evaluate(data.data, other, grid, ATTRIBUTES, linked=False).tables
+    np.testing.assert_array_equal(tables["distance_risk"].to_numpy(),
+                                  same["distance_risk"].to_numpy())
+    empty = [releases[0].iloc[:0].assign(x2=releases[0]["x2"].iloc[:0].astype(str))]
+    assert evaluate(data.data, empty, grid, ATTRIBUTES, linked=False).tables[
+        "distance_risk"]["n_synthetic"].eq(0).all()  # no level, no kind to compare
+
+
+# ---------------------------------------------------------------- figures
+
+
+def test_the_points_figure_takes_each_combinations_own_rows_when_labels_repeat(scenario):
+    # Unlinked frames may repeat index labels; .loc of a label took the rows of every
+    # combination holding it, so a panel showed points of other combinations.
+    data, grid = scenario
+    original = data.data.copy()
+    original.index = np.arange(len(original)) // 2
+    releases = [geosynth.to_public(r, seed=0)
+                for r in geosynth.naive_synthesize(data.data, grid, m=1, seed=2)]
+    result = evaluate(original, releases, grid, ATTRIBUTES, linked=False)
+    figure = result.plots()[0]
+    groups = original.reset_index(drop=True).groupby(ATTRIBUTES, sort=True).indices
+    for ax, rows in zip(figure.axes, groups.values(), strict=False):
+        shown = ax.collections[0].get_offsets()
+        xy = np.column_stack([original.geometry.x.to_numpy()[rows],
+                              original.geometry.y.to_numpy()[rows]])
+        np.testing.assert_array_equal(np.asarray(shown), xy)
+
+
+@pytest.mark.parametrize(("max_panels", "error", "match"), [
+    (0, InputError, "max_panels must be an int >= 1, got 0"),
+    (True, TypeError, "max_panels must be an int, got bool"),
+    (2.0, TypeError, "max_panels must be an int, got float"),
+])
+def test_a_number_of_panels_that_is_not_a_positive_int_is_refused(
+    scenario, max_panels, error, match
+):
+    # max_panels=0 divided by zero; a bool counted as 1 panel.
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=1, seed=2)
+    result = evaluate(data.data, releases, grid, ATTRIBUTES)
+    with pytest.raises(error, match=match):
+        result.plots(max_panels=max_panels)
+
+
+def test_linked_records_alone_refuse_releases_that_do_not_overlap(scenario):
+    # evaluate refused them; the linked_records table alone measured 10,000 km displacements,
+    # which read as no risk.
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=7)
+    far = releases[1].copy()
+    far.geometry = far.geometry.translate(1e7, 0.0)
+    with pytest.raises(CRSError, match=r"do not overlap: fewer than half of the points of "
+                                       r"releases\[1\]"):
+        linked_records(data.data, [releases[0], far])
+    with pytest.raises(CRSError, match=r"releases\[0\] has EPSG:32723 but original has"):
+        linked_records(data.data, [releases[0].to_crs("EPSG:32723")])
+
+
+def test_combining_no_measures_is_refused_naming_the_argument():
+    # measures[0] raised a bare IndexError.
+    with pytest.raises(InputError, match="measures is empty; pass the measure_release result"):
+        combine_measures([])

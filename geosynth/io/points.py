@@ -15,6 +15,7 @@ import pyproj
 import shapely
 
 from geosynth._messages import describe_rows
+from geosynth._validation import check_bool, check_optional_str
 from geosynth.errors import CRSError, InputError
 from geosynth.io._files import (
     POINT_TYPE,
@@ -96,45 +97,56 @@ def read_points(
         the layer is missing or ambiguous, or a geometry is not a Point. No message quotes
         a record's values: an ``x``/``y`` column is named, its bad rows counted, and a CSV
         header line that looks like a record (a file without header) is not repeated.
+        A file whose attribute column is named ``geometry`` besides its geometry column, or
+        (a shapefile) that names two fields alike, is refused: the reader would drop or
+        overwrite that column's values.
     geosynth.errors.CRSError
         ``crs`` is not a valid CRS or contradicts the file's CRS.
     ImportError
         A GeoParquet file is read without the optional package ``pyarrow``.
+    TypeError
+        ``x``, ``y`` or ``layer`` is not a str (or None), or ``check_values`` is not a bool.
 
     Examples
     --------
     >>> points = read_points("listings.csv", x="lon", y="lat", crs="EPSG:4326")  # doctest: +SKIP
     """
+    for name, value in (("x", x), ("y", y), ("layer", layer)):
+        check_optional_str(value, name)
+    check_values = check_bool(check_values, "check_values")
     source = existing_file(path)
     suffix = source.suffix.lower()
     if suffix not in _FORMATS:
         raise InputError(
-            f"cannot read {source.name}: unknown extension {source.suffix!r}; geosynth reads "
-            f"points from {', '.join(sorted(set(_FORMATS)))} files (the format is chosen by "
-            "the extension)"
+            f"cannot read {printable(source.name)}: unknown extension "
+            f"{printable(source.suffix)!r}; geosynth reads points from "
+            f"{', '.join(sorted(set(_FORMATS)))} files (the format is chosen by the extension)"
         )
     kind = _FORMATS[suffix]
     if layer is not None and kind != "GeoPackage":
         raise InputError(
-            f"layer={layer!r} applies to GeoPackage files only, but {source.name} is a {kind} "
-            "file; omit layer"
+            f"layer={printable(layer)!r} applies to GeoPackage files only, but "
+            f"{printable(source.name)} is a {kind} file; omit layer"
         )
     if kind == "CSV":
         gdf = _read_csv(source, x, y, crs, check_values)
     else:
         if x is not None or y is not None:
             raise InputError(
-                f"x and y name the coordinate columns of a CSV file, but {source.name} is a "
-                f"{kind} file with its own geometry; omit x and y (CLI: --x/--y)"
+                "x and y name the coordinate columns of a CSV file, but "
+                f"{printable(source.name)} is a {kind} file with its own geometry; omit x and y "
+                "(CLI: --x/--y)"
             )
         if suffix == ".shp":
-            _check_shapefile_complete(source)
+            _check_shapefile_complete(source, check_values)
         gdf = _read_parquet(source) if kind == "GeoParquet" else _read_ogr(source, layer)
         if not isinstance(gdf, gpd.GeoDataFrame):
             raise InputError(
-                f"{source.name} has no geometry column; save the records as points, or as a "
-                "CSV file read with x=, y= and crs="
+                f"{printable(source.name)} has no geometry column; save the records as points, "
+                "or as a CSV file read with x=, y= and crs="
             )
+        if gdf.geometry.name != "geometry" and "geometry" in gdf.columns:
+            _refuse_geometry_attribute(source, gdf.geometry.name)
         gdf = _assign_crs(gdf, crs, source)
     if not check_values:
         return gdf
@@ -155,8 +167,8 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
     missing = [name for name, value in (("x", x), ("y", y), ("crs", crs)) if value is None]
     if missing:
         raise InputError(
-            f"reading the CSV file {source.name} needs the names of its coordinate columns and "
-            f"their CRS: pass x=, y= and crs= (CLI: --x, --y, --crs); missing: "
+            f"reading the CSV file {printable(source.name)} needs the names of its coordinate "
+            "columns and their CRS: pass x=, y= and crs= (CLI: --x, --y, --crs); missing: "
             f"{', '.join(missing)}"
         )
     if x == y:
@@ -169,9 +181,9 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
     attributes = frame.drop(columns=[x, y])
     if "geometry" in attributes.columns:
         raise InputError(
-            f"{source.name} has a column named 'geometry' besides x={x!r} and y={y!r}; the "
-            "points built from x and y would replace it: rename the column (or, if it holds "
-            "the geometry as text, convert the file to a GeoPackage)"
+            f"{printable(source.name)} has a column named 'geometry' besides x={x!r} and "
+            f"y={y!r}; the points built from x and y would replace it: rename the column (or, "
+            "if it holds the geometry as text, convert the file to a GeoPackage)"
         )
     return gpd.GeoDataFrame(
         attributes,
@@ -299,14 +311,16 @@ def _separator_hint(columns: pd.Index) -> str:
     return ""
 
 
-def _check_shapefile_complete(source: Path) -> None:
+def _check_shapefile_complete(source: Path, check_values: bool = True) -> None:
     """Refuse a .shp shorter than its .shx index says (a copy or download cut short).
 
     GDAL reads such a file without error, the records past the cut without geometry: they
     were then refused as records to drop, or (under ``--epsilon``) dropped, with no word that
     the file itself was incomplete. A shapefile without its ``.dbf`` is refused too: GDAL
     reads the geometries alone, and the missing attributes would surface only as columns that
-    are not in the file.
+    are not in the file. With ``check_values`` False (a differentially private release) the
+    messages give no number of records or bytes: both tell how many records the file holds,
+    which the release's noisy size protects.
     """
     if not any(source.with_suffix(s).is_file() for s in (".dbf", ".DBF")):
         raise InputError(f"{printable(source.name)} has no {printable(source.stem)}.dbf beside "
@@ -328,14 +342,18 @@ def _check_shapefile_complete(source: Path) -> None:
         handle.seek(100 + 8 * (n_records - 1))
         last = handle.read(8)
     if len(last) < 8:
-        raise InputError(f"{printable(index.name)} is truncated: it indexes {n_records} records "
-                         "but ends early; copy the shapefile again (all of its files)")
+        indexes = f"it indexes {n_records} records" if check_values else "it lists records"
+        raise InputError(f"{printable(index.name)} is truncated: {indexes} but ends early; copy "
+                         "the shapefile again (all of its files)")
     offset, length = struct.unpack(">ii", last)
     needed = 2 * (offset + length) + 8  # the last record's header (8 bytes) and content
     if source.stat().st_size < needed:
-        raise InputError(f"{printable(source.name)} is truncated: its index lists {n_records} "
-                         f"records, which need {needed:,} bytes, but the file has "
-                         f"{source.stat().st_size:,}; copy the shapefile again (all of its files)")
+        sizes = (f"its index lists {n_records} records, which need {needed:,} bytes, but the "
+                 f"file has {source.stat().st_size:,}" if check_values else
+                 "it is shorter than its index (.shx) says (sizes not shown when values are "
+                 "not checked, e.g. under --epsilon: they tell the number of records)")
+        raise InputError(f"{printable(source.name)} is truncated: {sizes}; copy the shapefile "
+                         "again (all of its files)")
 
 
 def _read_parquet(source: Path) -> gpd.GeoDataFrame:
@@ -345,9 +363,9 @@ def _read_parquet(source: Path) -> gpd.GeoDataFrame:
         if "Parquet" in pyogrio.list_drivers(read=True):
             return _read_ogr(source, None)
         raise ImportError(
-            f"reading the GeoParquet file {source.name} needs the optional package pyarrow "
-            "(pip install pyarrow); or convert the file to a GeoPackage, e.g. "
-            f"ogr2ogr {source.stem}.gpkg {source.name}"
+            f"reading the GeoParquet file {printable(source.name)} needs the optional package "
+            "pyarrow (pip install pyarrow); or convert the file to a GeoPackage, e.g. "
+            f"ogr2ogr {printable(source.stem)}.gpkg {printable(source.name)}"
         ) from None
     try:
         gdf = gpd.read_parquet(source)
@@ -373,6 +391,9 @@ def _read_ogr(source: Path, layer: str | None) -> gpd.GeoDataFrame | pd.DataFram
         layers = pyogrio.list_layers(source)
         if geopackage:
             layer = _choose_layer(source, layers, layer)
+        info = pyogrio.read_info(source, layer=layer)
+        _check_field_names(source, [str(name) for name in info["fields"]],
+                           info["geometry_name"] if info["geometry_type"] is not None else None)
         return pyogrio.read_dataframe(source, layer=layer)
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
         if geopackage:
@@ -380,6 +401,38 @@ def _read_ogr(source: Path, layer: str | None) -> gpd.GeoDataFrame | pd.DataFram
         raise InputError(
             f"cannot read {printable(source.name)}: {printable(str(err).split(';')[0])[:200]}"
         ) from None
+
+
+def _check_field_names(source: Path, fields: list[str], geometry: str | None) -> None:
+    """Refuse attribute fields that the reader would drop or overwrite, before reading them.
+
+    GDAL looks a field up by its name, so of two fields named alike (possible in a
+    shapefile's .dbf) both columns came back with the values of the last one; and an attribute
+    field named ``geometry`` next to the geometry column (whose GeoPackage default name is
+    ``geom``) was replaced by the geometry without a word. ``geometry`` is the name of the
+    layer's geometry column (``""`` in a shapefile), None if it has none.
+    """
+    repeated = sorted({name for name in fields if fields.count(name) > 1})
+    if repeated:
+        raise InputError(
+            f"{printable(source.name)} has several attribute fields named "
+            f"{', '.join(repr(printable(name)) for name in repeated)}; the reader would give "
+            "every copy the values of one of them: give each field its own name (e.g. in "
+            "QGIS, Layer Properties > Fields) and save the file again"
+        )
+    if geometry is not None and "geometry" in fields:
+        _refuse_geometry_attribute(source, geometry)
+
+
+def _refuse_geometry_attribute(source: Path, geometry: str) -> None:
+    """Refuse an attribute column named ``geometry`` beside a geometry column of another name."""
+    shown = f" {printable(geometry)!r}" if geometry else ""
+    raise InputError(
+        f"{printable(source.name)} has an attribute column named 'geometry' besides its "
+        f"geometry column{shown}; "
+        "the points are returned in a column named 'geometry', which would replace it (or "
+        "stand beside it): rename that attribute column and save the file again"
+    )
 
 
 def _choose_layer(source: Path, layers: np.ndarray, layer: str | None) -> str:
@@ -411,8 +464,8 @@ def _assign_crs(gdf: gpd.GeoDataFrame, crs: Any, source: Path) -> gpd.GeoDataFra
         return gdf.set_crs(crs_obj)
     if not gdf.crs.equals(crs_obj, ignore_axis_order=True):
         raise CRSError(
-            f"crs={crs!r} contradicts the CRS of {source.name} ({gdf.crs.to_string()}); omit "
-            "crs to use the file's CRS, or reproject the file first"
+            f"crs={crs!r} contradicts the CRS of {printable(source.name)} "
+            f"({gdf.crs.to_string()}); omit crs to use the file's CRS, or reproject the file first"
         )
     return gdf
 

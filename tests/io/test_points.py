@@ -462,3 +462,107 @@ def test_an_existing_target_is_named_without_its_control_characters(tmp_path):
         check_target(target, overwrite=False)
     assert "\x1b" not in str(caught.value)
     check_target(target, overwrite=True)
+
+
+# ---------------------------------------------------------------- columns the reader would lose
+
+
+@pytest.mark.parametrize("suffix", [".gpkg", ".parquet"])
+def test_an_attribute_named_geometry_beside_the_geometry_column_is_refused(
+    tmp_path, points, suffix
+):
+    # The GeoPackage default geometry column is 'geom': an attribute 'geometry' was replaced
+    # by the points without a word (GeoParquet kept both under confusable names).
+    path = tmp_path / f"points{suffix}"
+    frame = points.rename_geometry("geom")
+    frame["geometry"] = ["a", "b", "c"]
+    if suffix == ".gpkg":
+        frame.to_file(path, engine="pyogrio")
+    else:
+        frame.to_parquet(path)
+    with pytest.raises(InputError, match=rf"points{suffix} has an attribute column named "
+                                         r"'geometry' besides its geometry column 'geom'.*rename"):
+        read_points(path)
+    with pytest.raises(InputError, match="attribute column named 'geometry'"):
+        read_points(path, check_values=False)  # the file's layout, not its values
+
+
+def _rename_dbf_field(path, old: bytes, new: bytes) -> None:
+    """Rename a field of a shapefile's .dbf in place (names are 11 bytes, NUL-padded)."""
+    raw = bytearray(path.read_bytes())
+    at = raw.find(old.ljust(11, b"\x00"))
+    assert at > 0
+    raw[at:at + 11] = new.ljust(11, b"\x00")
+    path.write_bytes(bytes(raw))
+
+
+def test_a_shapefile_field_named_geometry_is_refused(tmp_path, points):
+    path = tmp_path / "points.shp"
+    points.to_file(path, engine="pyogrio")
+    _rename_dbf_field(path.with_suffix(".dbf"), b"x1", b"geometry")
+    with pytest.raises(InputError, match=r"points.shp has an attribute column named 'geometry' "
+                                         r"besides its geometry column;"):
+        read_points(path)
+
+
+def test_a_shapefile_naming_two_fields_alike_is_refused(tmp_path, points):
+    # GDAL looks fields up by name: both columns 'y' came back with the values of one of them.
+    path = tmp_path / "points.shp"
+    points.to_file(path, engine="pyogrio")
+    _rename_dbf_field(path.with_suffix(".dbf"), b"x1", b"y")
+    with pytest.raises(InputError, match=r"points.shp has several attribute fields named 'y'; "
+                                         r".*give each field its own name"):
+        read_points(path)
+
+
+# ---------------------------------------------------------------- arguments and DP messages
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"x": ["east"], "y": "north"}, r"x must be a str or None, got list"),
+    ({"x": "east", "y": 1}, r"y must be a str or None, got int 1"),
+    ({"x": "east", "y": "north", "check_values": "no"}, r"check_values must be True or False"),
+    ({"x": "east", "y": "north", "check_values": None}, r"check_values must be True or False"),
+])
+def test_arguments_of_the_wrong_type_are_refused_naming_them(tmp_path, kwargs, match):
+    # check_values=None silently meant "check nothing"; x=[...] crashed with "unhashable type".
+    path = tmp_path / "points.csv"
+    path.write_text("east,north\n1,2\n")
+    with pytest.raises(TypeError, match=match):
+        read_points(path, crs=CRS, **kwargs)
+
+
+def test_a_truncated_shapefile_under_dp_names_no_record_count(tmp_path):
+    # The index's record count and the file's size both tell the number of records, which a
+    # differentially private release protects; the terminal output of a failed run gets pasted.
+    n = 1234
+    frame = gpd.GeoDataFrame({"y": [0] * n},
+                             geometry=gpd.points_from_xy([XMIN + 1.0] * n, [YMIN + 1.0] * n),
+                             crs=CRS)
+    path = tmp_path / "points.shp"
+    frame.to_file(path, engine="pyogrio")
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) - 10])
+    with pytest.raises(InputError, match="points.shp is truncated") as caught:
+        read_points(path, check_values=False)
+    text = str(caught.value)
+    sizes = {str(n), f"{n:,}", str(len(raw) - 10), f"{len(raw) - 10:,}", str(len(raw)),
+             f"{len(raw):,}"}
+    assert not any(size in text for size in sizes), text
+    with pytest.raises(InputError, match=f"its index lists {n} records"):
+        read_points(path)
+
+
+@pytest.mark.parametrize(("name", "kwargs"), [
+    ("points\x1b[2J.txt", {}),  # unknown extension
+    ("points\x1b[2J.csv", {}),  # x, y and crs missing
+    ("points\x1b[2J.csv", {"x": "east", "y": "north", "crs": CRS, "layer": "a"}),
+    ("points\x1b[2J.gpkg", {"x": "east"}),
+])
+def test_messages_name_the_file_without_its_control_characters(tmp_path, name, kwargs):
+    # A file name is printed by the CLI: an escape sequence in it could rewrite the terminal.
+    path = tmp_path / name
+    path.write_text("east,north\n1,2\n")
+    with pytest.raises(InputError, match=r"points\?\[2J\.") as caught:
+        read_points(path, **kwargs)
+    assert "\x1b" not in str(caught.value)
