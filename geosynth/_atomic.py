@@ -19,6 +19,11 @@ fails at its last step and leaves nothing. With ``overwrite`` the final step is
 later move of the same commit that fails puts every replaced file back. Private outputs
 (``private=True``) are ``chmod``-ed to 0600 while still inside the 0700 staging folder, so they
 are never readable by others at any moment.
+
+Durability. Before the first move every staged file is flushed to disk (:func:`os.fsync`), and
+after the last one the folders whose entries changed are: without it a power cut soon after a
+commit could leave a target of zero length or with old blocks under its new name (the rename
+reached the disk before the data), an output presented as complete that is not.
 """
 
 from __future__ import annotations
@@ -104,6 +109,7 @@ class AtomicOutputs:
     def __init__(self, overwrite: bool = False) -> None:
         self.overwrite = bool(overwrite)
         self._staged: list[_Staged] = []
+        self._new_folders: list[Path] = []  # created by add: their entries are flushed at commit
         self._done = False
 
     # ------------------------------------------------------------------ staging
@@ -156,6 +162,7 @@ class AtomicOutputs:
             raise ValueError(f"{target} was already added to these outputs")
         remove_stale_staging(target)  # first: it may remove a dead writer's empty claim
         _check_replaceable(target, self.overwrite)
+        self._new_folders.extend(_missing_folders(target.parent))
         target.parent.mkdir(parents=True, exist_ok=True)
         folder = Path(
             tempfile.mkdtemp(prefix=f"{_staging_prefix(target)}{os.getpid()}-", dir=target.parent)
@@ -174,11 +181,13 @@ class AtomicOutputs:
     def commit(self) -> list[Path]:
         """Move every staged file into place, in the order they were added.
 
-        A staged path that was never written is skipped (its target is left as it was). If a
-        move fails (a target in a folder that forbids replacing another user's file, a full
-        disk), the targets moved before it are taken back: with ``overwrite`` each replaced
-        file is restored from a hard link (or copy) kept in its staging folder, and each
-        created one removed, so a failed commit leaves every target as it was.
+        A staged path that was never written is skipped (its target is left as it was). Every
+        staged file is flushed to disk before the first move, and the folders of the targets
+        after the last one (see the module's notes on durability). If a move fails (a target in
+        a folder that forbids replacing another user's file, a full disk), the targets moved
+        before it are taken back: with ``overwrite`` each replaced file is restored from a hard
+        link (or copy) kept in its staging folder, and each created one removed, so a failed
+        commit leaves every target as it was.
 
         Returns
         -------
@@ -193,12 +202,16 @@ class AtomicOutputs:
         geosynth.errors.InputError
             SQLite's journal files appeared beside a target since it was added (a viewer opened
             the old file); targets already moved are taken back likewise.
+        OSError
+            A staged file could not be flushed to disk (a full disk, an I/O error): nothing is
+            replaced; or a target's folder could not be: the targets are taken back likewise.
         """
         if self._done:
             raise ValueError("these outputs were already committed or discarded")
         # (target, backup of what it replaced, GDAL sidecars set aside: (original, kept))
         written: list[tuple[Path, Path | None, list[tuple[Path, Path]]]] = []
         try:
+            present = []
             for staged in self._staged:
                 if not staged.folder.is_dir():
                     raise FileNotFoundError(
@@ -209,6 +222,9 @@ class AtomicOutputs:
                     continue
                 if staged.private:
                     os.chmod(staged.path, _PRIVATE_MODE)
+                _flush_file(staged)  # all of them before the first move
+                present.append(staged)
+            for staged in present:
                 _check_no_sqlite_journal(staged.target)  # a viewer may have opened it since
                 backup = _backup(staged) if self.overwrite else None
                 aside = _set_aside_gdal_sidecars(staged)
@@ -218,6 +234,8 @@ class AtomicOutputs:
                     _put_back(aside)
                     raise
                 written.append((staged.target, backup, aside))
+            _flush_folders([target.parent for target, _, _ in written]
+                           + [folder.parent for folder in self._new_folders])
         except BaseException:
             _take_back(written)
             self.discard()
@@ -327,7 +345,7 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
         return removed
     prefix = _staging_prefix(target)
     for entry in target.parent.iterdir():
-        if not entry.name.startswith(prefix) or not entry.is_dir():
+        if not entry.name.startswith(prefix) or not _own_folder(entry):
             continue
         pid_text = entry.name[len(prefix):].split("-", 1)[0]
         if pid_text.isdecimal() and _process_alive(int(pid_text)):
@@ -338,6 +356,69 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
+
+
+def _own_folder(entry: Path) -> bool:
+    """Whether ``entry`` is a folder (not a symbolic link to one) of this process's user.
+
+    Only such a folder can be a staging folder of ours. In a shared folder another user can
+    create an entry with a staging folder's name (a symbolic link to a folder of theirs, or a
+    folder of their own) holding a claim mark: taken for a dead writer's folder, it made this
+    user's empty file at the target be removed as a dead claim.
+    """
+    try:
+        info = os.lstat(entry)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """Return the folders of the path ``folder`` that do not exist yet, innermost first."""
+    missing = []
+    folder = Path(os.path.abspath(folder))
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _flush_file(staged: _Staged) -> None:
+    """Flush the staged file of ``staged`` to disk; an error names its target."""
+    try:
+        fd = os.open(staged.path, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise OSError(
+            err.errno, f"could not be written to disk ({err.strerror or err}); nothing was "
+            "replaced: free some space or check the disk, then run again", str(staged.target),
+        ) from err
+
+
+def _flush_folders(folders: list[Path]) -> None:
+    """Flush the entries of each folder (the names moved or created in it) to disk.
+
+    A file system that cannot flush a folder (EINVAL, ENOTSUP: some network and FUSE mounts)
+    is left as it is; another error (EIO) is raised, naming the folder.
+    """
+    for folder in dict.fromkeys(os.path.abspath(f) for f in folders):
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError as err:
+            raise OSError(err.errno, f"could not be opened to flush it to disk "
+                          f"({err.strerror or err})", folder) from err
+        try:
+            os.fsync(fd)
+        except OSError as err:
+            if err.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+                raise OSError(err.errno, f"could not be flushed to disk ({err.strerror or err})"
+                              "; the outputs were taken back: check the disk, then run again",
+                              folder) from err
+        finally:
+            os.close(fd)
 
 
 def _staging_prefix(target: Path) -> str:
@@ -372,7 +453,7 @@ def _hold_lock(folder: Path) -> int:
 def _locked(folder: Path) -> bool:
     """Whether a live process holds ``folder``'s lock (False: no lock file, or a free one)."""
     try:
-        fd = os.open(folder / _LOCK_NAME, os.O_RDWR)
+        fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return False
     try:

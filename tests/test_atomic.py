@@ -337,3 +337,144 @@ def test_a_long_file_name_is_written_and_its_stale_staging_found(tmp_path, monke
     assert len(remove_stale_staging(target)) == 1  # its own folder, not the other file's
     assert len(remove_stale_staging(other)) == 1
     assert _names(tmp_path) == [target.name]
+
+
+def test_staged_files_are_flushed_before_the_first_move_and_their_folders_after(
+        tmp_path, monkeypatch):
+    # Without fsync a power cut soon after the commit could leave a target of zero length under
+    # its new name (the rename reached the disk before the data).
+    events = []
+    real_fsync, real_move = os.fsync, atomic._move
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def move(source, target, overwrite):
+        events.append(("move", str(target)))
+        real_move(source, target, overwrite)
+
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    monkeypatch.setattr(atomic, "_move", move)
+    first, second = tmp_path / "a.txt", tmp_path / "new" / "deeper" / "b.txt"
+    with AtomicOutputs() as outputs:
+        outputs.add(first).write_text("a")
+        outputs.add(second, private=True).write_text("b")
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["fsync", "fsync", "move", "move", "fsync", "fsync", "fsync"]
+    assert [os.path.basename(path) for _, path in events[:2]] == ["a.txt", "b.txt"]
+    assert all(STAGING_MARK in path for _, path in events[:2])  # the staged files
+    # The folders whose entries changed: the targets' and those of the folders created.
+    assert sorted(path for _, path in events[4:]) == sorted(
+        [str(tmp_path), str(second.parent), str(second.parent.parent)])
+
+
+def test_a_file_that_cannot_be_flushed_to_disk_replaces_nothing(tmp_path, monkeypatch):
+    import errno
+
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("old a")
+    real_fsync = os.fsync
+
+    def failing(fd):
+        if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")) == "b.txt":
+            raise OSError(errno.EIO, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", failing)
+    outputs = AtomicOutputs(overwrite=True)
+    outputs.add(first).write_text("new a")
+    outputs.add(second).write_text("new b")
+    with pytest.raises(OSError, match=r"could not be written to disk .*nothing was replaced") \
+            as error:
+        outputs.commit()
+    assert error.value.errno == errno.EIO and error.value.filename == str(second)
+    assert first.read_text() == "old a" and _names(tmp_path) == ["a.txt"]
+
+
+def test_a_folder_that_cannot_be_flushed_takes_the_commit_back(tmp_path, monkeypatch):
+    # A file system that cannot flush folders at all (EINVAL) is accepted; an I/O error is not.
+    import errno
+    import stat as stat_module
+
+    real_fsync = os.fsync
+    code = {"value": errno.EINVAL}
+
+    def folder_fails(fd):
+        if stat_module.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(code["value"], os.strerror(code["value"]))
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", folder_fails)
+    target = tmp_path / "a.txt"
+    with atomic_path(target) as tmp:
+        tmp.write_text("old")
+    assert target.read_text() == "old"
+    code["value"] = errno.EIO
+    with pytest.raises(OSError, match="could not be flushed to disk"), atomic_path(target) as tmp:
+        tmp.write_text("new")
+    assert target.read_text() == "old" and _names(tmp_path) == ["a.txt"]
+
+
+def test_staging_names_planted_by_someone_else_are_left_alone(tmp_path):
+    # In a shared folder another user can create an entry with a staging folder's name: a
+    # symbolic link to a folder of theirs, or a folder of their own, holding a claim mark.
+    # Either was taken for a dead writer's folder and this user's empty target removed as its
+    # claim.
+    target = tmp_path / "notes.txt"
+    target.write_text("")
+    prefix = f".notes.txt.{STAGING_MARK}-999999999-"  # a PID no process has
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / ".claimed").write_text("")
+    link = tmp_path / f"{prefix}link"
+    link.symlink_to(elsewhere, target_is_directory=True)
+    assert remove_stale_staging(target) == []
+    assert target.exists() and link.is_symlink() and (elsewhere / ".claimed").exists()
+    if os.geteuid() == 0:  # only root can make a folder of another user here
+        theirs = tmp_path / f"{prefix}theirs"
+        theirs.mkdir()
+        (theirs / ".claimed").write_text("")
+        os.chown(theirs, 65534, 65534)
+        assert remove_stale_staging(target) == []
+        assert target.exists() and (theirs / ".claimed").exists()
+    with pytest.raises(FileExistsError):  # the user's file still blocks a write without overwrite
+        AtomicOutputs().add(target)
+
+
+KILLED_WHILE_WRITING = """
+import os, sys
+import geosynth._atomic as atomic
+point = sys.argv[2]
+if point == "before the move":
+    atomic._move = lambda *args: os._exit(9)
+outputs = atomic.AtomicOutputs(overwrite=True)
+staged = outputs.add(sys.argv[1], private=True)
+with open(staged, "w") as stream:
+    stream.write("confidential 1,2,3\\n")
+    stream.flush()
+    if point == "while writing":
+        os._exit(9)
+    stream.write("confidential 4,5,6\\n")
+outputs.commit()
+"""
+
+
+@pytest.mark.parametrize("point", ["while writing", "before the move"])
+def test_a_private_file_killed_before_its_move_leaves_the_old_file(tmp_path, point):
+    # The half-written (or flushed but unmoved) file stays only in a 0700 staging folder, which
+    # the next write of the same output removes.
+    target = tmp_path / "report.md"
+    target.write_text("old report")
+    os.chmod(target, 0o600)
+    run = subprocess.run([sys.executable, "-c", KILLED_WHILE_WRITING, str(target), point],
+                         check=False)
+    assert run.returncode == 9
+    assert target.read_text() == "old report"
+    leftovers = [p for p in tmp_path.iterdir() if STAGING_MARK in p.name]
+    assert len(leftovers) == 1 and stat.S_IMODE(os.lstat(leftovers[0]).st_mode) == 0o700
+    assert (leftovers[0] / "report.md").read_text().startswith("confidential 1,2,3")
+    with atomic_path(target, private=True) as tmp:
+        tmp.write_text("new report")
+    assert target.read_text() == "new report" and _names(tmp_path) == ["report.md"]
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
