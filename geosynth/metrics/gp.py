@@ -157,7 +157,7 @@ def gp_regression(
         rank deficient); distances between the points that overflow; ``n_draws`` below 1 or
         above :data:`MAX_GP_DRAWS`; a grid that is not a non-empty 1-D array of distinct finite
         positive numbers, or a nugget ratio below :data:`MIN_NUGGET_RATIO`; a ``y`` that ``X``
-        fits exactly.
+        fits exactly; ``names`` that repeat a name.
     TypeError
         ``n_draws`` is not an integer.
 
@@ -178,6 +178,12 @@ def gp_regression(
     names = list(names) if names is not None else [f"x{k}" for k in range(p)]
     if len(names) != p:
         raise InputError(f"names has {len(names)} entries but X has {p} columns")
+    labels = [f"beta[{name}]" for name in names]
+    repeated = sorted({str(n) for n, label in zip(names, labels, strict=True)
+                       if labels.count(label) > 1})
+    if repeated:  # draws() then had two beta[a] columns, which stacked_intervals cross-joined
+        raise InputError(f"names lists {repeated} more than once; give each column of X its own "
+                         "name (e.g. names=['const', 'age'])")
     n_draws = check_int(n_draws, "n_draws", 1, what="posterior draws")
     if n_draws > MAX_GP_DRAWS:  # 10**13 asked for 73 TiB after every grid point was fitted
         raise InputError(f"n_draws must be at most {MAX_GP_DRAWS:,} (posterior draws), got "
@@ -236,7 +242,8 @@ def stacked_intervals(
     original : GPPosterior
         The fit to the original data.
     releases : list of GPPosterior
-        The fits to each release, with the same columns of ``X`` (their draws are pooled).
+        The fits to each release, with the same columns of ``X`` and the same number of draws
+        (their draws are pooled, each release with equal weight).
     level : float, default 0.95
         Credibility of the equal-tailed intervals, in (0, 1).
 
@@ -253,7 +260,8 @@ def stacked_intervals(
         ``level`` is not a real number.
     geosynth.errors.InputError
         ``original`` or a release is not a :class:`GPPosterior`, ``releases`` is empty, a
-        release's columns of ``X`` (its ``names``) are not the original's, or ``level`` is
+        release's columns of ``X`` (its ``names``) are not the original's, releases hold
+        different numbers of draws (each must weigh the same in the pool), or ``level`` is
         not in (0, 1).
     """
     from geosynth.metrics.utility import interval_overlap
@@ -271,7 +279,7 @@ def stacked_intervals(
 
 
 def _check_posteriors(original: Any, releases: Any) -> None:
-    """Refuse fits that are not GPPosterior, or releases fitted with other columns of ``X``.
+    """Refuse fits that are not GPPosterior, or releases of other covariates or draw counts.
 
     A release without ``beta[age]`` gave the interval of the other releases alone; no release
     with it, "b has NaN bounds".
@@ -295,6 +303,15 @@ def _check_posteriors(original: Any, releases: Any) -> None:
             raise InputError(
                 f"releases[{k}] {' and '.join(parts)} among the columns of X (names); fit "
                 f"every release with the original's covariates, names={original.names!r}"
+            )
+        if len(release.sigma2) != len(releases[0].sigma2):
+            # Pooled, each release weighs by its number of draws: 10,000 draws of one release
+            # beside 1,000 of another made the stacked interval mostly the first one's.
+            raise InputError(
+                f"releases[{k}] has {len(release.sigma2):,} posterior draws but releases[0] "
+                f"has {len(releases[0].sigma2):,}; the pooled draws weigh each release by its "
+                "number of draws, and every release must weigh the same (Zhou & Reiter 2010): "
+                "fit every release with the same n_draws"
             )
 
 
@@ -379,7 +396,10 @@ def _check_grid(values: Any, name: str, minimum: float = 0.0) -> np.ndarray:
 def _default_phi_grid(distances: np.ndarray) -> np.ndarray:
     max_distance = distances.max()
     if max_distance <= 0:
-        raise InputError("all coordinates coincide; a spatial regression needs distinct points")
+        # Coordinates 1e-300 apart are distinct, but their distances underflow to 0.
+        raise InputError("all coordinates coincide (or differ by less than about 1e-154, where "
+                         "their distances underflow to 0); a spatial regression needs distinct "
+                         "points, in metres of a projected CRS")
     return 3.0 / (DEFAULT_RANGE_SHARES * max_distance)
 
 

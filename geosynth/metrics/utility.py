@@ -361,7 +361,8 @@ def interval_overlap(a: Any, b: Any, kind: str = "geometric") -> Any:
         Bounds that are not real numbers (booleans, text, complex numbers).
     geosynth.errors.InputError
         Not ``(lower, upper)`` pairs, NaN or infinite bounds or bounds beyond
-        ``MAX_CONTINUOUS`` in absolute value, ``lower > upper``, or an unknown ``kind``.
+        ``MAX_CONTINUOUS`` in absolute value, ``lower > upper``, batches of ``a`` and ``b``
+        that do not broadcast, or an unknown ``kind``.
 
     Notes
     -----
@@ -385,6 +386,12 @@ def interval_overlap(a: Any, b: Any, kind: str = "geometric") -> Any:
         raise InputError(f'kind must be "geometric" or "karr", got {kind!r}')
     la, ua = _bounds(a, "a")
     lb, ub = _bounds(b, "b")
+    try:
+        np.broadcast_shapes(la.shape, lb.shape)
+    except ValueError:  # NumPy's "operands could not be broadcast together" named neither
+        raise InputError(f"a and b hold batches of {la.shape} and {lb.shape} intervals, which "
+                         "do not broadcast; pass one interval per pair (the same batch shape) "
+                         "or a single interval for either") from None
     value = _overlap(la, ua, lb, ub, kind)
     if np.ndim(value) == 0:
         return float(value)
@@ -1032,6 +1039,10 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
     box = as_bounds(window, xy, "window", points)
     xmin, ymin, xmax, ymax = box
     a, b = xmax - xmin, ymax - ymin
+    if not a * b > 0:  # K̂ is |W| times a pair sum: 0 for every r, then a ZeroDivisionError
+        # No sides in the message: a window derived from the points is their extent.
+        raise InputError("window's area underflows float64 (sides below about 1e-154); give "
+                         "the points and the window in metres of a projected CRS")
     r = _radii(radii, min(a, b))
     _check_correction(correction)
     outside = ~((xy[:, 0] >= xmin) & (xy[:, 0] <= xmax) & (xy[:, 1] >= ymin) & (xy[:, 1] <= ymax))

@@ -711,3 +711,22 @@ def test_ripley_k_equals_a_brute_force_sum_with_ties_in_a_rectangle():
         rtol = 1e-3 if correction == "isotropic" else 1e-12
         np.testing.assert_allclose(got, expected, rtol=rtol)
     assert sums["none"][0] == 6  # the three duplicated pairs, both orders, at r = 0
+
+
+def test_interval_overlap_names_batches_that_do_not_broadcast():
+    # NumPy's "operands could not be broadcast together with shapes (3,) (2,)" named neither.
+    with pytest.raises(InputError, match=r"^a and b hold batches of \(3,\) and \(2,\) intervals, "
+                                         r"which do not broadcast"):
+        interval_overlap(np.zeros((3, 2)), np.zeros((2, 2)))
+    single = interval_overlap(np.array([[0.0, 1.0], [0.5, 2.0]]), (0.0, 1.0))
+    np.testing.assert_allclose(single, [1.0, np.sqrt(1 / 3 * 1 / 2)])  # [0.5, 1] covers 1/3, 1/2
+
+
+def test_ripley_k_refuses_a_window_whose_area_underflows():
+    # |W| = 1e-400 is 0 in float64: a ZeroDivisionError in the chunk size, and K̂ = 0 at every r.
+    xy = np.random.default_rng(0).uniform(size=(20, 2)) * 1e-200
+    with pytest.raises(InputError, match=r"^window's area underflows float64") as caught:
+        ripley_k(xy, (0, 0, 1e-200, 1e-200), radii=[0.0, 1e-201])
+    assert "e-20" not in str(caught.value)  # no side: a window from the points is their extent
+    with pytest.raises(InputError, match=r"^window's area underflows float64"):
+        ripley_k(xy, None)
