@@ -12,6 +12,7 @@ if TYPE_CHECKING:  # not at run time: the command line imports this module befor
 __all__ = ["describe_rows", "CONTROL_CHARACTERS", "exact_number"]
 
 SHOW_ROWS = 5
+SHOW_LABEL_CHARS = 60  # longest row label shown
 
 #: C0 controls (newline, tab, ESC), DEL and C1 controls: no file name or label holds them on
 #: purpose, and a terminal may act on any of them.
@@ -33,14 +34,24 @@ def describe_rows(index: pd.Index, bad: np.ndarray, limit: int = SHOW_ROWS) -> s
     Returns
     -------
     str
-        Text such as ``"rows [3, 17, 'a'] and 12 more"`` for error messages.
+        Text such as ``"rows [3, 17, 'a'] and 12 more"`` for error messages: one line, each
+        label cut to a readable length and without control characters.
     """
     import numpy as np
 
     labels = index[np.asarray(bad, dtype=bool)]
-    shown = ", ".join(repr(label) for label in labels[:limit].tolist())
+    shown = ", ".join(_label(label) for label in labels[:limit].tolist())
     more = len(labels) - limit
     return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")
+
+
+def _label(label: object) -> str:
+    """``repr(label)`` without control characters, cut to :data:`SHOW_LABEL_CHARS`.
+
+    An object's own repr may hold an escape sequence or a newline.
+    """
+    shown = CONTROL_CHARACTERS.sub("?", repr(label))
+    return shown if len(shown) <= SHOW_LABEL_CHARS else shown[: SHOW_LABEL_CHARS - 3] + "..."
 
 
 def exact_number(value: float) -> str:

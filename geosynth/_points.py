@@ -30,8 +30,9 @@ def point_coordinates(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str = "gdf"
     Raises
     ------
     geosynth.errors.InputError
-        Naming ``name``, the offending rows and the fix, for a missing geometry column,
-        missing/empty or non-point geometries, and NaN or infinite coordinates.
+        Naming ``name``, the offending rows and the fix, for a missing geometry column, one
+        that holds other values than geometries, missing/empty or non-point geometries, and
+        NaN or infinite coordinates.
     """
     try:
         geoms = np.asarray(frame.geometry.array, dtype=object)
@@ -40,7 +41,14 @@ def point_coordinates(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str = "gdf"
             f"{name} has no active geometry column; set one with {name}.set_geometry(column)"
         ) from err
     index = frame.index
-    type_id = shapely.get_type_id(geoms)
+    try:
+        type_id = shapely.get_type_id(geoms)
+    except TypeError:  # a pandas DataFrame's "geometry" column of text or numbers
+        raise InputError(
+            f"{name}'s geometry column holds values that are not geometries; pass a "
+            f"GeoDataFrame of Point geometries, e.g. geopandas.GeoDataFrame({name}, "
+            "geometry=geopandas.points_from_xy(x, y))"
+        ) from None
     missing = (type_id == -1) | shapely.is_empty(geoms)
     if missing.any():
         raise InputError(

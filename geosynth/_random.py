@@ -8,10 +8,9 @@ the parameter, wherever it is given.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from geosynth._validation import _as_float, _describe, is_integer, is_real
 from geosynth.errors import InputError
 
 __all__ = ["as_generator", "check_seed", "root_seed_sequence", "spawn_seeds", "SeedLike"]
@@ -39,21 +38,22 @@ def check_seed(seed: object, name: str = "seed") -> SeedLike:
     Raises
     ------
     TypeError
-        ``seed`` is a bool, a float, a string or any other type (the message names ``name``).
+        ``seed`` is a bool, a float, a string, a NumPy timedelta or any other type (the message
+        names ``name`` and quotes no list or array).
     geosynth.errors.InputError
         ``seed`` is a negative integer.
     """
     if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
         return seed
-    if isinstance(seed, bool | np.bool_) or not isinstance(seed, numbers.Integral):
-        kind = type(seed).__name__
+    if not is_integer(seed):
         hint = ""
-        if isinstance(seed, numbers.Real) and not isinstance(seed, bool | np.bool_):
-            whole = float(seed).is_integer() and seed >= 0
-            hint = f"; pass an int, e.g. {name}={int(seed) if whole else 42}"
+        if is_real(seed):
+            number = _as_float(seed)  # a Fraction beyond the float range is ±inf
+            whole = 0 <= number <= 2**53 and number.is_integer()
+            hint = f"; pass an int, e.g. {name}={int(number) if whole else 42}"
         elif isinstance(seed, str) and seed.strip().isdecimal():
             hint = f"; pass the number itself, {name}={int(seed.strip())}"
-        raise TypeError(f"{name} must be {_ALLOWED}, got {kind} {seed!r}{hint}")
+        raise TypeError(f"{name} must be {_ALLOWED}, got {_describe(seed)}{hint}")
     if seed < 0:
         raise InputError(
             f"{name} must be {_ALLOWED}; got the negative int {int(seed)}: pass a non-negative "

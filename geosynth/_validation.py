@@ -17,12 +17,15 @@ checked by :func:`geosynth._random.check_seed`, next to the code that turns them
 
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
+from geosynth._messages import CONTROL_CHARACTERS
 from geosynth.errors import InputError
 
 __all__ = [
@@ -39,12 +42,17 @@ __all__ = [
     "check_public_lattice",
     "check_bool",
     "is_integer",
+    "is_real",
     "MAX_CONTINUOUS",
     "refuse_masked",
     "check_unique_columns",
 ]
 
 _SHOW_CHARS = 60  # longest repr of a refused value shown in a message
+
+#: NumPy registers these as numbers (``np.timedelta64`` as an integer), but a flag or a duration
+#: given for a number is a mistake: ``True`` would silently mean 1, a timedelta its tick count.
+_NOT_NUMBERS = (bool, np.bool_, np.timedelta64)
 
 #: The largest |value| of a confidential number (a continuous column, a stream's record): sums of
 #: squares of 10⁸ such values stay finite.
@@ -68,14 +76,19 @@ def check_real(value: Any, name: str) -> float:
     Raises
     ------
     TypeError
-        ``value`` is not a real number: a bool, a string, None, an array, ...
+        ``value`` is not a real number: a bool, a string, None, an array, a NumPy timedelta, ...
     """
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise TypeError(f"{name} must be a real number, got {_describe(value)}"
                         f"{_string_hint(value, name)}")
+    return _as_float(value)
+
+
+def _as_float(value: Any) -> float:
+    """``float(value)``, ±inf for a number beyond the float range (``10**400``, a Fraction)."""
     try:
         return float(value)
-    except OverflowError:  # an int beyond the float range (10**400): ±inf, refused as such
+    except OverflowError:
         return math.inf if value > 0 else -math.inf
 
 
@@ -148,9 +161,10 @@ def refuse_masked(values: Any, name: str) -> None:
     Raises
     ------
     geosynth.errors.InputError
-        ``values`` has masked entries.
+        ``values`` has masked entries (also a pandas Series or Index of a nullable dtype with
+        ``pd.NA``, whose ``.array`` holds the mask).
     """
-    if not np.ma.is_masked(values):
+    if not (np.ma.is_masked(values) or np.ma.is_masked(getattr(values, "array", None))):
         return
     if isinstance(values, np.ma.MaskedArray):
         raise InputError(f"{name} is a masked array with masked entries; drop them or fill "
@@ -186,7 +200,9 @@ def check_real_array(values: Any, name: str, what: str = "an array of real numbe
     ------
     TypeError
         None, text, booleans, dates, complex numbers or other objects (NumPy would turn
-        ``True`` into 1, ``"1"`` into 1.0 and drop an imaginary part with a warning).
+        ``True`` into 1, ``"1"`` into 1.0 and drop an imaginary part with a warning), also as
+        entries of a list or an object array (``[True, 2.5]``, a column of strings); a
+        missing entry (None) becomes NaN, for the caller to refuse.
     geosynth.errors.InputError
         A ragged sequence, an int beyond the float range (``10**400``), or a masked array with
         masked entries.
@@ -195,7 +211,15 @@ def check_real_array(values: Any, name: str, what: str = "an array of real numbe
         raise TypeError(f"{name} must be {what}, got {type(values).__name__}")
     refuse_masked(values, name)
     array = as_rectangular_array(values, name)
-    if array.dtype.kind == "O":
+    # NumPy converts the entries of a list (and astype those of an object array) by value:
+    # [True, 2.5] became [1.0, 2.5], ["1.5"] 1.5, a datetime64 beside a float its day count.
+    from_objects = array.dtype.kind == "O"
+    if from_objects or (array.dtype.kind in "iuf" and isinstance(values, list | tuple)):
+        wrong = _not_number_entries(array if from_objects else values)
+        if wrong:
+            raise TypeError(f"{name} must be {what}, got {type(values).__name__} holding "
+                            f"{', '.join(wrong)} entries")
+    if from_objects:
         try:
             array = array.astype(np.float64)
         except OverflowError:
@@ -208,6 +232,38 @@ def check_real_array(values: Any, name: str, what: str = "an array of real numbe
         raise TypeError(f"{name} must be {what}, got {type(values).__name__} of dtype "
                         f"{array.dtype}")
     return array.astype(np.float64, copy=False)
+
+
+def _not_number_entries(values: list | tuple | np.ndarray) -> list[str]:
+    """Name the types of the entries of a list, tuple or object array that are not numbers.
+
+    E.g. ``["bool", "str"]``; nested lists are searched, and an array inside a list counts by
+    its dtype. Numbers are real numbers but bools, Decimals (a database's NUMERIC column) and
+    None (a missing entry, which becomes NaN).
+    """
+    wrong: set[str] = set()
+    pending = [values]
+    while pending:
+        items = pending.pop()
+        items = list(items.flat) if isinstance(items, np.ndarray) else items
+        for kind in set(map(type, items)):
+            if issubclass(kind, _NOT_NUMBERS) or issubclass(kind, str | bytes):
+                wrong.add(kind.__name__)
+            elif issubclass(kind, numbers.Real | decimal.Decimal | type(None)):
+                continue
+            elif issubclass(kind, list | tuple):  # the rows of a nested list, as one batch
+                pending.append(list(chain.from_iterable(i for i in items if type(i) is kind)))
+            elif hasattr(kind, "__array__") and not issubclass(kind, np.generic):
+                for item in items:  # an array or a Series in a list: NumPy keeps its dtype
+                    if type(item) is kind:
+                        array = np.asarray(item)
+                        if array.dtype.kind == "O":
+                            pending.append(array)
+                        elif array.dtype.kind not in "iuf":
+                            wrong.add(f"{kind.__name__} of dtype {array.dtype}")
+            else:
+                wrong.add(kind.__name__)
+    return sorted(wrong)
 
 
 def check_positive(
@@ -318,6 +374,8 @@ def check_probability(
 def is_integer(value: Any) -> bool:
     """Tell whether ``value`` is a Python or NumPy integer and not a bool (True would mean 1).
 
+    A ``numpy.timedelta64`` (a NumPy integer subclass) is not one either.
+
     Parameters
     ----------
     value : object
@@ -327,7 +385,23 @@ def is_integer(value: Any) -> bool:
     -------
     bool
     """
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+    return isinstance(value, numbers.Integral) and not isinstance(value, _NOT_NUMBERS)
+
+
+def is_real(value: Any) -> bool:
+    """Tell whether ``value`` is a real number (int, float, Fraction, NumPy number), not a bool.
+
+    Parameters
+    ----------
+    value : object
+        The value given.
+
+    Returns
+    -------
+    bool
+        False for bools and ``numpy.timedelta64`` too (NumPy counts both as numbers).
+    """
+    return isinstance(value, numbers.Real) and not isinstance(value, _NOT_NUMBERS)
 
 
 def check_int(
@@ -362,9 +436,10 @@ def check_int(
     label = f"{name} ({what})" if what else name
     if not is_integer(value):
         fix = ""
-        if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
-            whole = math.isfinite(value) and float(value).is_integer() and value >= minimum
-            fix = f"; pass an int, e.g. {name}={int(value) if whole else max(minimum, 1)}"
+        if is_real(value):
+            number = _as_float(value)  # a Fraction beyond the float range is ±inf
+            whole = abs(number) <= 2**53 and number.is_integer() and number >= minimum
+            fix = f"; pass an int, e.g. {name}={int(number) if whole else max(minimum, 1)}"
         raise TypeError(f"{label} must be an int, got {_describe(value)}"
                         f"{fix or _string_hint(value, name, integer=True)}")
     if value < minimum:
@@ -390,7 +465,8 @@ def check_chains(chains: Any) -> None:
         ``chains`` is not an integer (bools are not) from 1 to :data:`MAX_CHAINS`.
     """
     if not is_integer(chains) or not 1 <= chains <= MAX_CHAINS:
-        raise InputError(f"chains must be an integer from 1 to {MAX_CHAINS:,}, got {chains!r}")
+        raise InputError(f"chains must be an integer from 1 to {MAX_CHAINS:,}, got "
+                         f"{_shown(chains)}")
 
 
 def check_m(m: Any, what: str = "number of releases", limit: int = MAX_RELEASES) -> int:
@@ -446,7 +522,7 @@ def check_max_bytes(value: Any) -> int:
         ``value`` is not an integer (a bool, a float such as ``1.5e9``, a string) or is <= 0.
     """
     if not is_integer(value) or value <= 0:
-        raise InputError(f"max_bytes must be a positive int (bytes), got {value!r}")
+        raise InputError(f"max_bytes must be a positive int (bytes), got {_shown(value)}")
     return int(value)
 
 
@@ -536,16 +612,43 @@ def check_public_lattice(grid: Any, where: str) -> None:
 
 
 def _describe(value: Any) -> str:
-    """``"<type> <repr>"`` of a refused value, the repr cut to a readable length."""
-    shown = repr(value)
-    if len(shown) > _SHOW_CHARS:
-        shown = shown[: _SHOW_CHARS - 3] + "..."
-    return f"{type(value).__name__} {shown}"
+    """Describe a refused value: ``"<type> <repr>"`` of one value, only type and size of others.
+
+    The repr is cut to a readable length and loses its control characters. An array, a Series
+    or a list given where one value belongs may be a confidential column (and its repr spans
+    several lines): its values are not quoted.
+    """
+    shown = _shown(value)
+    return f"{type(value).__name__} {shown}" if _is_single_value(value) else shown
+
+
+def _shown(value: Any) -> str:
+    """Show a single value by its cut repr (``True``, ``'2GB'``), others by type and size."""
+    kind = type(value).__name__
+    if not _is_single_value(value):
+        shape = getattr(value, "shape", None)
+        if isinstance(shape, tuple):
+            return f"{kind} of shape {shape}"
+        try:
+            return f"{kind} of length {len(value)}"
+        except Exception:  # no len(), or a len() that fails
+            return kind
+    shown = CONTROL_CHARACTERS.sub("?", repr(value))
+    return shown if len(shown) <= _SHOW_CHARS else shown[: _SHOW_CHARS - 3] + "..."
+
+
+def _is_single_value(value: Any) -> bool:
+    """None, a number, a string, a NumPy scalar or a pandas missing value (``pd.NA``, ``NaT``)."""
+    if value is None or isinstance(value, numbers.Number | str | bytes | np.generic):
+        return True
+    return type(value).__name__ in ("NAType", "NaTType")
 
 
 def _number(value: Any) -> str:
     """Write a refused number as Python does (``-1``, ``0.0``, ``nan``), without NumPy's wrapper."""
-    shown = repr(int(value)) if isinstance(value, numbers.Integral) else repr(float(value))
+    # An int of more than 4,300 digits cannot be printed (a ValueError): shown as a float.
+    exact = isinstance(value, numbers.Integral) and abs(value) < 10**_SHOW_CHARS
+    shown = repr(int(value)) if exact else repr(_as_float(value))
     return shown if len(shown) <= _SHOW_CHARS else shown[: _SHOW_CHARS - 3] + "..."
 
 
@@ -559,7 +662,13 @@ def _string_hint(value: Any, name: str, integer: bool = False) -> str:
         return ""
     if not math.isfinite(number) or (integer and not number.is_integer()):
         return ""
-    return f"; pass the number itself, {name}={int(number) if integer else f'{number:g}'}"
+    if not integer:
+        return f"; pass the number itself, {name}={number:g}"
+    try:  # the digits given: int(float("44444444444444444444")) ends in ...2624
+        whole = int(value.strip())
+    except ValueError:  # "4.0", "1e3"
+        whole = int(number)
+    return f"; pass the number itself, {name}={whole}"
 
 
 def _suffix(hint: str | None) -> str:

@@ -1,14 +1,19 @@
 """The shared checks of geosynth._validation: TypeError for types, InputError for values."""
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pytest
+import shapely
 
 import geosynth
+from geosynth._points import point_coordinates
+from geosynth._random import as_generator, check_seed, spawn_seeds
 from geosynth._validation import (
     check_bool,
+    check_chains,
     check_epsilon,
     check_int,
     check_m,
@@ -205,3 +210,148 @@ def test_check_real_array_refuses_ragged_and_overflowing_input():
     with pytest.raises(InputError, match=r"w has missing values \(pd.NA\); drop them "
                                          r"\(w.dropna\(\)\) or fill them \(w.fillna"):
         check_real_array(pd.array([1.0, None], dtype="Float64"), "w")
+
+
+# Entries NumPy converts by value: a list takes the common float dtype, an object array is cast
+# with float() (True is 1.0, "1.5" is 1.5, a datetime64 beside a float its day count).
+@pytest.mark.parametrize("value", [
+    [True, 2.5],
+    [[1.0, 2.0], [np.bool_(True), 3.0]],
+    [np.array([True, False]), np.array([1.0, 2.0])],
+    [np.datetime64("2020-01-01"), 1.0],
+    np.array([True, 1.5], dtype=object),
+    np.array(["1.5", "2"], dtype=object),
+    np.array([b"1"], dtype=object),
+    pd.Series([True, False], dtype=object),
+    pd.Series(["1.5", "2"], dtype=object),
+])
+def test_check_real_array_refuses_entries_that_are_not_numbers(value):
+    with pytest.raises(TypeError, match=r"^w must be an array of real numbers, got \w+ holding "
+                                        r"[\w, ]+ entries$"):
+        check_real_array(value, "w")
+
+
+def test_check_real_array_keeps_the_numbers_it_accepted():
+    from decimal import Decimal
+
+    assert check_real_array([1, 2.5, np.int32(3)], "w").tolist() == [1.0, 2.5, 3.0]
+    assert check_real_array([[1, 2], (3.0, np.float32(4))], "w").tolist() == [[1, 2], [3, 4]]
+    assert check_real_array([np.array([1, 2]), pd.Series([3.0, 4.0])], "w").shape == (2, 2)
+    objects = np.array([Decimal("1.5"), Fraction(1, 4), 2, None], dtype=object)
+    np.testing.assert_array_equal(check_real_array(objects, "w"), [1.5, 0.25, 2.0, np.nan])
+    assert check_real_array(pd.Series([1, 2], dtype="Int64"), "w").tolist() == [1.0, 2.0]
+
+
+def test_a_nullable_series_with_missing_values_is_refused_like_its_array():
+    # np.asarray turned the Series' pd.NA into NaN; the array was refused naming pd.NA.
+    for values in (pd.Series([1.0, None], dtype="Float64"), pd.Index([1, None], dtype="Int64")):
+        with pytest.raises(InputError, match=r"^w has missing values \(pd.NA\); drop them"):
+            check_real_array(values, "w")
+
+
+@pytest.mark.parametrize("check", [
+    lambda v: check_real(v, "x"), lambda v: check_int(v, "x"), lambda v: check_epsilon(v, "x"),
+])
+def test_a_numpy_timedelta_is_not_a_number(check):
+    # NumPy makes timedelta64 an integer: epsilon=np.timedelta64(1) meant ε = 1, and check_int
+    # failed inside int() with a message naming no parameter.
+    with pytest.raises(TypeError, match=r"^x must be a(n int| real number), got timedelta64"):
+        check(np.timedelta64(5, "D"))
+
+
+@pytest.mark.parametrize("value", [pd.Series([51.50731, 51.50894]),
+                                   np.array([[51.50731, -0.12765]]), [51.50731, -0.12765],
+                                   pd.DataFrame({"x": [51.50731]})])
+def test_messages_do_not_quote_a_column_given_for_one_value(value):
+    # A confidential column passed where a number belongs: the message names its type and
+    # size, never its values (nor the newlines of a Series' repr).
+    for check in (check_real, check_int, check_bool, check_optional_str):
+        with pytest.raises(TypeError) as info:
+            check(value, "x")
+        message = str(info.value)
+        assert "51.5" not in message and "0.127" not in message and "\n" not in message
+        assert f"got {type(value).__name__} of " in message
+    for check in (check_max_bytes, check_chains):
+        with pytest.raises(InputError) as info:
+            check(value)
+        assert "51.5" not in str(info.value) and "\n" not in str(info.value)
+        assert f"got {type(value).__name__} of " in str(info.value)
+    with pytest.raises(InputError, match=r"chains must be an integer from 1 to 1,024, got True$"):
+        check_chains(True)  # a single value is still quoted
+
+
+def test_messages_hold_no_control_characters():
+    class Label:
+        def __repr__(self):
+            return "label\x1b[2J\nsecond line"
+
+    class Text(str):
+        def __repr__(self):
+            return "text\x1b[2J"
+
+    with pytest.raises(TypeError) as info:
+        check_real(Text("1"), "x")
+    assert "\x1b" not in str(info.value)
+    from geosynth._messages import describe_rows
+
+    described = describe_rows(pd.Index([Label(), "x" * 500], dtype=object), np.array([1, 1], bool))
+    assert "\x1b" not in described and "\n" not in described and len(described) < 150
+
+
+def test_numbers_beyond_the_float_range_get_the_usual_errors():
+    huge = Fraction(10**400)  # float() raised OverflowError
+    with pytest.raises(InputError, match=r"^epsilon must be a finite number > 0, got inf"):
+        check_epsilon(huge)
+    with pytest.raises(TypeError, match=r"^n must be an int, got Fraction .*; pass an int"):
+        check_int(huge, "n")
+    with pytest.raises(TypeError, match=r"^n must be an int, got float 1e\+300; pass an int, "
+                                        r"e\.g\. n=1$"):  # not the 301 digits of int(1e300)
+        check_int(1e300, "n")
+
+
+def test_integer_string_hint_keeps_every_digit():
+    # int(float("44444444444444444444")) is 44444444444444442624.
+    with pytest.raises(TypeError, match=r"pass the number itself, n=44444444444444444444$"):
+        check_int("44444444444444444444", "n")
+    with pytest.raises(TypeError, match=r"pass the number itself, n=3$"):
+        check_int(" 3.0 ", "n")
+
+
+
+@pytest.mark.parametrize(("seed", "shown"), [
+    (np.timedelta64(5, "D"), r"got timedelta64 np\.timedelta64\(5,'D'\)$"),  # crashed in int()
+    (Fraction(10**400), r"got Fraction .*; pass an int, e\.g\. seed=42$"),  # OverflowError
+    (list(range(1000)), r"got list of length 1000$"),  # quoted a thousand numbers
+    (np.arange(3), r"got ndarray of shape \(3,\)$"),
+    (np.random.RandomState(1), r"got RandomState$"),
+])
+def test_seeds_of_other_types_are_refused_naming_only_their_type(seed, shown):
+    for user in (check_seed, as_generator, lambda s: spawn_seeds(s, 2)):
+        with pytest.raises(TypeError, match=r"^seed must be None, an int >= 0, .*" + shown):
+            user(seed)
+
+
+def test_valid_seeds_give_the_same_streams_as_before():
+    for seed in (0, 7, np.int64(7), np.uint64(2**64 - 1), 2**200):
+        assert as_generator(seed).random() == np.random.default_rng(seed).random()
+    sequence = np.random.SeedSequence(11)
+    assert as_generator(sequence).random() == as_generator(sequence).random()
+    first = [s.entropy for s in spawn_seeds(sequence, 2)]
+    assert [s.entropy for s in spawn_seeds(sequence, 2)] == first
+
+
+def test_a_geometry_column_of_other_values_is_refused_naming_the_frame():
+    # shapely raised "One of the arguments is of incorrect type", naming nothing.
+    with pytest.raises(InputError, match=r"^points's geometry column holds values that are not "
+                                         r"geometries; pass a GeoDataFrame"):
+        point_coordinates(pd.DataFrame({"geometry": ["POINT (1 2)", "b"]}), "points")
+    frame = pd.DataFrame({"geometry": [shapely.Point(1, 2)]})  # still accepted
+    assert point_coordinates(frame, "points").tolist() == [[1.0, 2.0]]
+
+
+@pytest.mark.parametrize("value", [-(10**5000), 0, -(10**70)],
+                         ids=["5000 digits", "0", "70 digits"])
+def test_check_positive_names_an_int_too_long_to_print(value):
+    # Python refuses to print an int of more than 4,300 digits: the message raised ValueError.
+    with pytest.raises(InputError, match="x must be"):
+        check_positive(value, "x")
