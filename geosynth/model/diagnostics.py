@@ -74,8 +74,10 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
     Parameters
     ----------
     draws : numpy.ndarray, shape (chains, draws) or (chains, draws, P)
-        Any float dtype (ranked and folded in its own precision, the rest in float64, as
-        arviz does); extra trailing axes are flattened into P.
+        Real numbers. float32 and float64 draws are ranked and folded in their own precision,
+        the rest in float64, as arviz does; other dtypes are ranked and folded in float64
+        (arviz folds float16 in float16, so its R-hat can differ in the third decimal). Extra
+        trailing axes are flattened into P.
     workers : int, default 1
         Threads over batches of parameters (NumPy's sorts and FFTs release the GIL).
 
@@ -172,6 +174,12 @@ def _bulk_and_rank(values: np.ndarray, with_rhat: bool) -> tuple[np.ndarray, np.
     if with_rhat:
         bulk = _rhat(z)
         tail = _rhat(z_folded.reshape(values.shape))
+        # A median of ±inf or NaN (half the draws infinite, or a float32 sum that overflows)
+        # makes some |x − median| NaN: arviz's folded R-hat is then NaN, so the bulk one wins.
+        middle = size // 2
+        with np.errstate(invalid="ignore", over="ignore"):
+            median = (sorted_values[:, middle - 1] + sorted_values[:, middle]) / 2
+        tail[~np.isfinite(median)] = np.nan
         rhat = np.where(tail > bulk, tail, bulk)  # Python's max(bulk, tail), as arviz
     ess[has_nan] = np.nan
     rhat[has_nan] = np.nan

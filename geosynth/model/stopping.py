@@ -164,7 +164,11 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
     InputError
         A value out of range, or ``max_seconds`` with a fixed ``n_iter``.
     """
+    # An int beyond the float range is taken, and shown, as the ±inf it converts to: Python
+    # refuses to print an int of more than 4,300 digits (a ValueError in place of the message).
     target = check_real(target_ess, "target_ess")
+    if not math.isfinite(target):
+        target_ess = target
     if not math.isfinite(target) or target < 1 or target > MAX_TARGET_ESS:
         raise InputError(
             f"target_ess must be a number >= 1 and <= {MAX_TARGET_ESS:,} (the bulk effective "
@@ -172,6 +176,8 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
             "400 is the usual choice"
         )
     rhat = check_real(max_rhat, "max_rhat")
+    if not math.isfinite(rhat):
+        max_rhat = rhat
     if not math.isfinite(rhat) or rhat <= 1:
         raise InputError(
             f"max_rhat must be a number > 1 (R-hat tends to 1 from above as chains converge, "
@@ -291,7 +297,8 @@ class ConvergenceCheck(NamedTuple):
     converged : bool
         Every parameter of every group reached the target (a complete pass).
     min_ess, max_r_hat : float
-        Over the parameters checked (NaN if some parameter has none: too few draws).
+        Over the parameters checked (NaN if some parameter has none: too few draws or a
+        non-finite draw).
     worst_ess, worst_r_hat : str
         The parameters where they occur.
     not_converged : tuple of (str, float, float)
@@ -325,8 +332,13 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
 
     A group is evaluated :data:`CHECK_PART` parameters at a time, and a partial check stops at
     the first part that fails. A parameter passes when its bulk ESS is >= ``target_ess`` and
-    its R-hat is < ``max_rhat`` (a parameter constant over every draw, whose R-hat is
-    undefined, passes on its ESS).
+    its R-hat is < ``max_rhat``. A parameter with a non-finite draw fails (its ESS and R-hat
+    are reported as NaN, as Stan's ``posterior`` package, the reference implementation of
+    Vehtari et al. 2021, gives them): λ = exp η overflowing to inf is a sampler that diverged,
+    and inf at every draw, a constant, passed before. A finite parameter at one value over
+    every draw of every chain (R-hat undefined) passes on its ESS: the chains start
+    over-dispersed, so chains that never moved hold different values (R-hat inf, which fails),
+    and one value in all of them is set by the model (θ of a one-cell lattice is 0).
 
     Parameters
     ----------
@@ -362,12 +374,15 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
         for offset in range(0, flat.shape[2], step):
             part = flat[:, :, offset:offset + step]
             if group.log:
-                part = np.exp(part, dtype=np.float64)
+                with np.errstate(over="ignore"):  # an overflow to inf fails just below
+                    part = np.exp(part, dtype=np.float64)
             ess, r_hat = convergence_diagnostics(part, workers=workers)
             values += part.size
+            finite = np.isfinite(part).all(axis=(0, 1))
+            ess, r_hat = np.where(finite, ess, np.nan), np.where(finite, r_hat, np.nan)
             constant = np.isnan(r_hat) & (ess == 2 * chains * (n_draws // 2))
             r_hat = np.where(constant, 1.0, r_hat)
-            bad = ~((ess >= target_ess) & (r_hat < max_rhat))
+            bad = ~((ess >= target_ess) & (r_hat < max_rhat))  # a NaN fails
             low = int(np.argmin(np.nan_to_num(ess, nan=-np.inf)))  # a NaN is the worst
             high = int(np.argmax(np.nan_to_num(r_hat, nan=np.inf)))
             if not math.isnan(min_ess) and not ess[low] >= min_ess:
@@ -487,7 +502,7 @@ class StoppingInfo:
         Retained draws per chain.
     min_ess, max_r_hat : float
         Smallest bulk ESS and largest rank R-hat over the parameters of the last check (all
-        of them unless a Ctrl-C came first; NaN with too few draws).
+        of them unless a Ctrl-C came first; NaN with too few draws or a non-finite draw).
     worst_ess, worst_r_hat : str
         Where they occur: ``"mu"``, ``"alpha[...]"``, ``"tau_phi[...]"``, ``"theta[i]"``,
         ``"beta[i]"``, ``"lambda[i,b]"`` (cell i, combination b).

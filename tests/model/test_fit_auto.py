@@ -191,6 +191,73 @@ def test_a_partial_check_stops_at_the_first_failing_part(monkeypatch):
     assert whole.worst_r_hat == complete.worst_r_hat
 
 
+def test_parameters_with_infinite_draws_have_not_converged():
+    # λ = exp η overflowing to inf at every draw is a constant, which passed on its ESS (the
+    # number of draws) as one set by the model does; Stan's posterior package gives a
+    # parameter with a non-finite draw no ESS or R-hat (Vehtari et al. 2021).
+    rng = np.random.default_rng(5)
+    n = 400
+    eta = rng.normal(size=(2, n, 4)).astype(np.float32)
+    eta[:, :, 1] = 1e4  # λ = inf at every draw
+    eta[0, ::50, 2] = 1e4  # at a few draws
+    group = ParameterGroup("lambda", eta, lambda k: f"lambda[{k},0]", log=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # exp's overflow is no RuntimeWarning for the user
+        check = assess_convergence([group], 100, 1.01, complete=True)
+    assert not check.converged and check.n_not_converged == 2
+    assert {name for name, _, _ in check.not_converged} == {"lambda[1,0]", "lambda[2,0]"}
+    assert all(np.isnan(ess) and np.isnan(r_hat) for _, ess, r_hat in check.not_converged)
+    assert np.isnan(check.min_ess) and np.isnan(check.max_r_hat)
+    # A finite value shared by every draw of every chain is set by the model (θ of a one-cell
+    # lattice is 0; the chains start apart): it passes. Chains each stuck at their own value,
+    # or in two modes, have an R-hat far above any limit.
+    theta = rng.normal(size=(2, n, 3))
+    theta[:, :, 0] = 0.0
+    theta[:, :, 1] = [[0.0], [1.0]]
+    theta[1, :, 2] += 4.0
+    check = assess_convergence([ParameterGroup("theta", theta, lambda i: f"theta[{i}]")], 1, 1.5,
+                               complete=True)
+    assert not check.converged and check.n_not_converged == 2
+    assert {name for name, _, _ in check.not_converged} == {"theta[1]", "theta[2]"}
+    assert check.max_r_hat > 1e15 and check.worst_r_hat == "theta[1]"
+    passes = assess_convergence([ParameterGroup("theta", theta[:, :, :1], str)], 100, 1.01)
+    assert passes.converged and passes.max_r_hat == 1.0
+
+
+def test_a_fit_whose_lambda_overflows_does_not_converge(counts, monkeypatch):
+    """η_00 set past exp's range in every chain: λ_00 = inf at every draw, and the fit reported
+    "converged"; it runs on to max_seconds and the warning names λ_00."""
+    original = runner_module.ChainRunner._run
+
+    def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
+        written = original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
+        out["eta"][chain, row:row + written, 0, 0] = 1e4
+        return written
+
+    monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "overflow", RuntimeWarning)  # the running λ sums
+        with pytest.warns(GeosynthWarning, match="stopped at max_seconds") as record:
+            fit = PaivaModel().fit(counts, seed=7, **AUTO, max_seconds=2)
+    assert fit.stopping.reason == "max_seconds"
+    assert fit.stopping.not_converged[0][0] == "lambda[0,0]"
+    message = next(str(w.message) for w in record if "max_seconds" in str(w.message))
+    assert "Not converged: lambda[0,0] (ESS nan, R-hat nan)" in message
+
+
+def test_a_one_cell_lattice_converges_with_its_theta_at_zero():
+    """θ of a one-cell lattice is 0 at every draw (set by the model): no R-hat, yet converged;
+    refusing constants would run such a fit until max_seconds or Ctrl-C."""
+    scenario = paiva_scenario(n=300, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GeosynthWarning)  # the cell has no neighbour
+        grid = Grid.regular(scenario.bounds, shape=(1, 1), crs=scenario.crs)
+    counts = prepare(scenario.data, grid, attributes=["y"], levels={"y": [0, 1]})
+    fit = PaivaModel().fit(counts, seed=7, **AUTO, max_seconds=60)
+    assert fit.stopping.reason == "converged"
+    assert (fit.theta == 0).all()
+
+
 def test_max_seconds_leaves_time_for_the_final_check(counts, monkeypatch):
     # The final check "expected" to take an hour per stored draw: the chains stop at the
     # first chunk after the first check although max_seconds is far off, and without
@@ -325,6 +392,12 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
      ({"max_seconds": 0}, r"max_seconds must be a finite number > 0, got 0; leave it out"),
      ({"max_seconds": -5}, r"max_seconds must be a finite number > 0"),
      ({"max_seconds": float("inf")}, r"max_seconds must be a finite number > 0"),
+     # ints beyond the float range: ±inf; past 4,300 digits Python's int repr raised ValueError
+     ({"target_ess": 10**5000}, r"target_ess must be a number >= 1 .*got inf;"),
+     ({"target_ess": -10**400}, r"target_ess must be a number >= 1 .*got -inf;"),
+     ({"max_rhat": 10**5000}, r"max_rhat must be a number > 1 .*got inf$"),
+     ({"max_seconds": 10**5000}, r"max_seconds must be a finite number > 0, got inf;"),
+     ({"max_seconds": -10**5000}, r"max_seconds must be a finite number > 0, got -inf;"),
      ({"n_iter": 500, "max_seconds": 60}, r"max_seconds applies to n_iter='auto'"),
      ({"chains": 1}, r"n_iter='auto' needs chains >= 2: .*R-hat"),
      ({"chains": 10**11}, r"chains must be an integer from 1 to 1,024"),
