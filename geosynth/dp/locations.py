@@ -92,7 +92,13 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import SeedLike
-from geosynth._validation import check_epsilon, check_m, check_max_bytes, check_public_lattice
+from geosynth._validation import (
+    check_epsilon,
+    check_m,
+    check_max_bytes,
+    check_public_lattice,
+    refuse_masked,
+)
 from geosynth.data import CellCounts, CountTable, check_levels
 from geosynth.dp._randomness import noise_source, private_generator, private_seed
 from geosynth.dp.accountant import Accountant, ledger_of
@@ -217,15 +223,26 @@ class NoisyCounts(CountTable):
                              f"{self.noise!r}; leave it out for counts noised outside geosynth")
         self._check_privacy()
         counts, shape = self.counts, (getattr(self.grid, "n_cells", None), len(self.combos))
+        refuse_masked(counts, "NoisyCounts: counts")  # a masked table crashed in the fit
         if not isinstance(counts, np.ndarray) or counts.ndim != 2 or counts.dtype.kind not in "iu" \
                 or counts.shape[1] != shape[1] or shape[0] not in (None, counts.shape[0]):
             raise InputError(
                 "NoisyCounts: counts must be an integer numpy array of shape (cells, "
                 f"combinations) = {shape}, got "
                 f"{type(counts).__name__} of shape {getattr(counts, 'shape', None)} and dtype "
-                f"{getattr(counts, 'dtype', None)}; round noisy counts to integers first"
+                f"{getattr(counts, 'dtype', None)}; the noise-aware fit models counts noised by "
+                "the two-sided geometric (discrete Laplace) mechanism, whose counts are integers "
+                "(continuous Laplace noise, rounded, is not that noise)"
             )
-        counts.setflags(write=False)
+        if counts.dtype == np.uint64 and counts.size and counts.max() > np.iinfo(np.int64).max:
+            raise InputError("NoisyCounts: counts beyond the int64 range; no cell holds that many "
+                             "records: check the table (a sentinel or an overflow?)")
+        # The table's own copy, C-ordered int64 for the kernels (a Fortran-ordered table failed
+        # in numba), and read-only: the caller's array is left as it was.
+        own = np.array(counts, dtype=np.int64, order="C")
+        own.setflags(write=False)
+        object.__setattr__(self, "counts", own)
+        object.__setattr__(self, "epsilon", float(self.epsilon))  # a float32 ε: float32 scale
 
     def _check_privacy(self) -> None:
         """Refuse an ε or a neighbour relation a release could not state truthfully.

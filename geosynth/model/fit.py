@@ -15,6 +15,7 @@ so the draws are the same.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import warnings
@@ -31,6 +32,7 @@ from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
 from geosynth.model.coarse import coarse_aggregates
 from geosynth.model.modes import smooth_modes, with_component_constants
+from geosynth.model.noise_aware import ETA_LIMIT
 from geosynth.model.priors import Priors
 from geosynth.model.results import PaivaFit
 from geosynth.model.runner import AutoRunner, ChainRunner, ChainSettings, run_on_executor
@@ -91,7 +93,8 @@ class PaivaModel:
     ``log λ_ib = μ + Σ_k α_k + θ_i + Σ_k φ_ik + Σ_c β_ci·Z̄_cib + ε_ib`` (Paiva et al. 2014;
     Nunes 2018 eqs. 2.1–2.9 and, with ``beta_prior``, 2.19–2.21, over the K continuous
     covariates c of ``prepare(..., continuous=...)`` as §5 generalises it), fitted by a numba
-    Gibbs sampler.
+    Gibbs sampler. A model cannot be changed once made (its fits keep it as ``fit.model``, which
+    the release metadata describes); make another for other settings.
 
     Parameters
     ----------
@@ -153,17 +156,29 @@ class PaivaModel:
         beta_prior = _check_beta_prior(beta_prior)
         if not isinstance(beta_sampler, str) or beta_sampler not in _BETA_SAMPLERS:
             raise InputError(f"beta_sampler must be 'slice' or 'ars', got {beta_sampler!r}")
-        if effects not in ("attribute", "combination"):
+        if not isinstance(effects, str) or effects not in ("attribute", "combination"):
             raise InputError(f"effects must be 'attribute' or 'combination', got {effects!r}")
-        if sampler not in _SAMPLERS:
+        if not isinstance(sampler, str) or sampler not in _SAMPLERS:
             raise InputError(f"sampler must be 'gibbs', 'block' or 'mh', got {sampler!r}")
         if priors is not None and not isinstance(priors, Priors):
             raise InputError(f"priors must be a geosynth.Priors, got {type(priors).__name__}")
-        self.beta_prior = beta_prior
-        self.priors = priors or Priors()
-        self.beta_sampler = beta_sampler
-        self.effects = effects
-        self.sampler = sampler
+        settings = {"beta_prior": beta_prior, "priors": priors or Priors(),
+                    "beta_sampler": beta_sampler, "effects": effects, "sampler": sampler}
+        for name, value in settings.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A fit keeps its model (fit.model, read by the release metadata): a setting changed
+        # afterwards described another model than the one fitted, and an assigned one skipped
+        # the checks above (sampler="bogus" ran the Gibbs sampler without a word).
+        raise AttributeError(
+            f"PaivaModel is immutable (cannot set or delete {name!r}): its fits keep it as "
+            "fit.model; make a new model with the settings you want, PaivaModel(beta_prior=..., "
+            "priors=..., beta_sampler=..., effects=..., sampler=...)"
+        )
+
+    def __delattr__(self, name: str) -> None:
+        self.__setattr__(name, None)
 
     def __repr__(self) -> str:
         return (f"PaivaModel(beta_prior={self.beta_prior!r}, beta_sampler={self.beta_sampler!r}, "
@@ -391,7 +406,8 @@ class PaivaModel:
             block = None
         labels = _beta_labels(counts, data)
         streams = make_streams(seed, chains)
-        released = None if noise is None else (noise, np.asarray(counts.counts, dtype=np.float64))
+        released = None if noise is None else (
+            noise, np.ascontiguousarray(counts.counts, dtype=np.float64))  # the kernels' layout
         if parallel and n_jobs is None:
             n_jobs = 1  # each chain already uses every numba thread
         if auto:
@@ -428,13 +444,14 @@ def _check_beta_prior(beta_prior) -> str | tuple[str, ...] | None:
     """Return ``beta_prior`` (a sequence as a tuple) after checking each prior's name."""
     if beta_prior is None or isinstance(beta_prior, str):
         priors = [beta_prior]
-    elif isinstance(beta_prior, (list, tuple)) and beta_prior:
+    elif (isinstance(beta_prior, (list, tuple)) or isinstance(beta_prior, np.ndarray)
+          and beta_prior.ndim == 1) and len(beta_prior):  # an array was "truth value ambiguous"
         priors = list(beta_prior)
-        beta_prior = tuple(beta_prior)
+        beta_prior = tuple(str(p) if isinstance(p, str) else p for p in beta_prior)
     else:
         priors = [beta_prior]
     # None inside a list is no prior of a covariate: [None] fitted a Normal prior silently.
-    wrong = [p for p in priors if p not in ("normal", "icar")
+    wrong = [p for p in priors if not (isinstance(p, str) and p in ("normal", "icar"))
              and not (p is None and not isinstance(beta_prior, tuple))]
     if wrong:
         raise InputError(
@@ -483,7 +500,10 @@ def _check_noise(counts, noise) -> float | None:
     from geosynth.data import CellCounts
 
     own = getattr(counts, "noise_scale", None)
+    own = None if own is None else float(own)  # a float32 scale compiled the kernels again
     if noise is None:
+        if own is not None:
+            _check_noisy_sizes(counts.counts)
         return own
     if isinstance(counts, CellCounts):
         raise InputError(
@@ -495,10 +515,26 @@ def _check_noise(counts, noise) -> float | None:
             or not 0 < check_real(noise, "noise") < np.inf:
         raise InputError(f"noise must be a finite scale b > 0 of the discrete Laplace noise, "
                          f"got {noise!r}")
-    if own is not None and not np.isclose(noise, own):
+    if own is not None and not math.isclose(noise, own, rel_tol=1e-9):  # np.isclose: atol 1e-8
         raise InputError(f"noise={noise} contradicts the scale {own} recorded in counts; "
                          "omit noise= to use the recorded one")
+    _check_noisy_sizes(counts.counts)
     return float(noise)
+
+
+def _check_noisy_sizes(counts: np.ndarray) -> None:
+    """Refuse noisy counts beyond the intensities a noise-aware fit can reach.
+
+    Its proposals stop at ``λ = e^ETA_LIMIT`` (about 7e10), and each latent count is drawn by
+    enumerating about √λ values: 10**12 in every cell ran for minutes without a word.
+    """
+    limit = math.exp(ETA_LIMIT)
+    if np.size(counts) and np.abs(np.asarray(counts, dtype=np.float64)).max() > limit:
+        raise InputError(
+            f"counts has noisy counts beyond {limit:.2g} in absolute value, more than a "
+            "noise-aware fit's intensities reach (and more records than any cell holds): "
+            "check the table (a sentinel value or an overflow?)"
+        )
 
 
 def check_run_settings(n_iter: Any, burn_in: Any, thin: Any, chains: Any, target_ess: Any,
@@ -668,6 +704,8 @@ def _check_counts_parts(counts) -> None:
         _check_level_codes(combos, attribute, levels.get(attribute))
     if len(attributes) and combos.duplicated([f"{a}_code" for a in attributes]).any():
         raise InputError(f"counts.combos lists a combination of levels twice; {_REBUILD}")
+    for attribute in attributes:
+        _check_level_names(combos, attribute, levels[attribute])
 
 
 def _check_level_codes(combos: pd.DataFrame, attribute: str, levels: Any) -> None:
@@ -682,6 +720,20 @@ def _check_level_codes(combos: pd.DataFrame, attribute: str, levels: Any) -> Non
             or not codes.between(0, len(levels) - 1).all():
         raise InputError(f"counts.combos[{column!r}] must hold integer codes from 0 to "
                          f"{len(levels) - 1} (one per level of {attribute!r}); {_REBUILD}")
+
+
+def _check_level_names(combos: pd.DataFrame, attribute: str, levels: list) -> None:
+    """Refuse levels of ``attribute`` that do not name its coded levels in ``combos``.
+
+    The parameters are named by ``levels``, the combinations (the columns of a release) by
+    ``combos``: a list of levels sorted or replaced in place after prepare misnamed every α
+    and φ.
+    """
+    named = [f"{levels[code]}" for code in combos[f"{attribute}_code"]]
+    if named != [f"{level}" for level in combos[attribute]]:
+        raise InputError(f"counts.levels[{attribute!r}] does not name the levels coded in "
+                         f"counts.combos[{attribute + '_code'!r}] (changed after prepare?); "
+                         f"{_REBUILD}")
 
 
 def _check_records(counts) -> None:
@@ -761,7 +813,8 @@ def build_model_data(counts: CellCounts,
         number of priors than ``counts`` has covariates; or ``counts`` was not made by
         :func:`geosynth.prepare` as it stands (a part missing, as in a pickle of an older
         version, or edited: level codes out of range, counts that are not the records',
-        covariate means of another shape or not finite).
+        covariate means of another shape or not finite); or two parameters would be named
+        alike (an ``=`` in an attribute's name and in another's level).
     """
     from geosynth.data import CellCounts
 
@@ -801,7 +854,8 @@ def build_model_data(counts: CellCounts,
     if covariates:
         _check_zbar(counts, len(covariates))
     # Noisy counts may be negative; they start the latent counts at max(c̃, 0).
-    c = np.maximum(counts.counts, 0).astype(np.float64)
+    # C order for the kernels: astype keeps a Fortran-ordered table's layout, which numba refused.
+    c = np.ascontiguousarray(np.maximum(counts.counts, 0), dtype=np.float64)
     G, B = c.shape
     if model.effects == "combination":
         combo_levels, level_names = _combination_parameters(counts)
@@ -860,7 +914,25 @@ def build_model_data(counts: CellCounts,
              + ["tau_beta" if single else f"tau_beta[{name}]"
                 for name, prior in zip(covariates, beta_priors, strict=True)
                 if prior == BETA_ICAR])
+    _check_unique_names(names)
     return data, tables, names
+
+
+def _check_unique_names(names: list[str]) -> None:
+    """Refuse parameters named alike: the summary kept one of them, ``fit.scalar`` another.
+
+    ``alpha[a=b=c]`` names level ``"b=c"`` of attribute ``a`` and level ``"c"`` of attribute
+    ``"a=b"`` alike; every other name is unique once the attributes' levels and the
+    covariates are (:func:`geosynth.prepare` checks those).
+    """
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InputError(
+            f"the model would name several parameters {repeated}: 'attribute=level' reads "
+            "the same for two attributes (an '=' in a column name and a level), or a covariate "
+            "is listed twice; rename those columns or levels without '=' and prepare the counts "
+            "again"
+        )
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

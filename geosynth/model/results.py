@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 
 __all__ = ["PaivaFit"]
 
+#: The arrays of draws of a fit, each kept as a read-only view.
+_DRAWS = ("scalars", "theta", "beta", "eta", "latent_totals", "eta_draw_index",
+          "lambda_chain_means")
+
 
 @dataclass(eq=False)
 class PaivaFit:
@@ -35,6 +39,9 @@ class PaivaFit:
 
     Fits compare by identity (``==`` is ``is``): comparing their draws element by element is
     :func:`numpy.array_equal`'s work, not a truth value.
+
+    The arrays of draws below are read-only (views of the arrays given): every summary, map and
+    release reads them, so change a copy (``fit.scalar("tau_theta") ** -0.5``, not ``**=``).
 
     Attributes
     ----------
@@ -99,6 +106,25 @@ class PaivaFit:
     def __post_init__(self) -> None:
         if self.eta_draw_index is None and self.eta is not None:
             self.eta_draw_index = np.arange(self.eta.shape[1], dtype=np.int64)
+        self._read_only_draws()
+
+    def __setstate__(self, state: dict) -> None:  # pickle and copy restore the dict directly
+        self.__dict__.update(state)
+        self._read_only_draws()
+
+    def _read_only_draws(self) -> None:
+        """Keep each array of draws as a read-only view.
+
+        An in-place change of a returned array (``fit.scalar("tau_theta") **= -0.5``, a
+        variable of :meth:`to_arviz`) changed the draws of every later summary and release,
+        while the cached posterior mean kept the old ones.
+        """
+        for name in _DRAWS:
+            value = getattr(self, name, None)
+            if isinstance(value, np.ndarray) and value.flags.writeable:
+                view = value.view()
+                view.setflags(write=False)
+                setattr(self, name, view)
 
     @property
     def n_chains(self) -> int:

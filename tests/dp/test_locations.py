@@ -465,6 +465,52 @@ def test_noisy_counts_built_by_hand_are_checked(scenario_counts, change, error, 
     assert NoisyCounts(**table).noise_scale == 1.0
 
 
+def hand_built_table(counts):
+    """The fields of a NoisyCounts built by hand from a dp_counts table of ``counts``."""
+    drawn = dp_counts(counts, 1.0, levels=LEVELS)
+    return {"counts": np.array(drawn.counts), "combos": drawn.combos,
+            "attributes": drawn.attributes, "levels": drawn.levels, "grid": drawn.grid,
+            "epsilon": 1.0, "sensitivity": 1, "neighbours": "add-remove"}
+
+
+def test_noisy_counts_of_other_layouts_fit_like_their_values(scenario_counts):
+    # A Fortran-ordered table failed in numba ("incompatible shape for array"); a float32 ε
+    # made the scale float32 and compiled the kernels again; a masked table failed in NumPy's
+    # broadcasting. The caller's array was also made read-only in place.
+    _, counts = scenario_counts
+    table = hand_built_table(counts)
+    given = np.asfortranarray(table["counts"])
+    noisy = NoisyCounts(**{**table, "counts": given, "epsilon": np.float32(1.0)})
+    assert given.flags.writeable and noisy.counts.flags.c_contiguous
+    assert not noisy.counts.flags.writeable and type(noisy.noise_scale) is float
+    reference = NoisyCounts(**table)
+    fits = [geosynth.PaivaModel().fit(t, n_iter=6, burn_in=2, thin=1, chains=1, seed=4,
+                                      progress=False) for t in (noisy, reference)]
+    np.testing.assert_array_equal(fits[0].scalars, fits[1].scalars)
+    masked = np.ma.masked_array(table["counts"], mask=np.zeros_like(table["counts"], bool))
+    masked[0, 0] = np.ma.masked
+    with pytest.raises(InputError, match="masked"):
+        NoisyCounts(**{**table, "counts": masked})
+    with pytest.raises(InputError, match="int64 range"):
+        NoisyCounts(**{**table, "counts": np.full_like(table["counts"], 2**63, np.uint64)})
+
+
+def test_noisy_counts_beyond_the_fits_intensities_are_refused_before_sweeping(scenario_counts):
+    # 10**12 in every cell ran for minutes: each latent count is drawn by enumeration.
+    _, counts = scenario_counts
+    table = hand_built_table(counts)
+    huge = NoisyCounts(**{**table, "counts": np.full_like(table["counts"], 10**12)})
+    for noise in (None, 1.0):
+        with pytest.raises(InputError, match="beyond 7.2e\\+10"):
+            geosynth.PaivaModel().fit(huge, n_iter=6, burn_in=2, thin=1, chains=1, noise=noise,
+                                      progress=False)
+    # The recorded scale and noise= compare relatively: 1e-12 "agreed" with 1e-9 (atol 1e-8).
+    tiny = NoisyCounts(**{**table, "epsilon": 1e9})
+    with pytest.raises(InputError, match="contradicts the scale"):
+        geosynth.PaivaModel().fit(tiny, n_iter=6, burn_in=2, thin=1, chains=1, noise=1e-12,
+                                  progress=False)
+
+
 # --------------------------------------------------------------------------- release CRS
 
 

@@ -279,6 +279,9 @@ def test_tau_beta_reported_only_where_it_is_sampled(beta_prior, scenario_counts)
         ({"beta_sampler": "gibbs"}, "beta_sampler must be"),
         ({"beta_sampler": ["slice"]}, "beta_sampler must be"),  # was TypeError: unhashable
         ({"effects": "both"}, "effects must be"),
+        # an array of names was numpy's "truth value ... is ambiguous"
+        ({"effects": np.array(["attribute", "combination"])}, "effects must be"),
+        ({"sampler": np.array(["gibbs", "mh"])}, "sampler must be"),
         ({"priors": {"mu_var": 1}}, "priors must be"),
     ],
 )
@@ -366,6 +369,9 @@ TAMPERED_COUNTS = {
         lambda c: {"continuous": ("z", "w")}, r"zbar has shape .* need \(2, 9,"),
     "a grid that is no Grid (AttributeError)": (
         lambda c: {"grid": object()}, r"counts.grid must be a geosynth.Grid"),
+    "levels reordered in place (every alpha and phi misnamed)": (
+        lambda c: {"levels": {a: v[::-1] for a, v in c.levels.items()}},
+        r"counts.levels\['y'\] does not name the levels coded in counts.combos\['y_code'\]"),
 }
 
 
@@ -433,6 +439,76 @@ def _stub_fit(counts, seed=0):
                     scalars=rng.normal(size=(2, 3, 1)),
                     theta=rng.normal(size=(2, 3, G)).astype(np.float32), beta=None,
                     eta=rng.normal(size=(2, 3, G, B)).astype(np.float32))
+
+
+def test_draws_of_a_fit_are_read_only(scenario_counts):
+    """``fit.scalar("tau_theta") **= -0.5`` changed the draws every later summary read."""
+    import copy
+    import pickle
+
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    given = np.random.default_rng(0).normal(size=(2, 3, 1))
+    fit = dataclasses.replace(_stub_fit(counts), scalars=given,
+                              lambda_chain_means=np.ones((2, 9, counts.n_combos)))
+    mean = fit.posterior_mean_lambda()
+    for copied in (fit, pickle.loads(pickle.dumps(fit)), copy.deepcopy(fit)):
+        for name in ("scalars", "theta", "eta", "eta_draw_index", "lambda_chain_means"):
+            with pytest.raises(ValueError, match="read-only"):
+                getattr(copied, name)[...] = 0
+        tau = copied.scalar("mu")
+        with pytest.raises(ValueError, match="read-only"):
+            tau **= -0.5
+        with pytest.raises(ValueError, match="read-only"):
+            copied.to_arviz().posterior["mu"].values[...] = 0
+    np.testing.assert_array_equal(fit.scalars, given)
+    np.testing.assert_array_equal(fit.posterior_mean_lambda(), mean)
+    assert given.flags.writeable  # the caller's own array is left as it was
+
+
+def test_a_model_cannot_be_changed_after_it_is_made(scenario_counts):
+    """A changed model described another model than the one its fits were made by (release
+    metadata), and an assigned setting skipped the checks (sampler="bogus" ran Gibbs)."""
+    import pickle
+
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    fit = _stub_fit(counts)
+    model = fit.model
+    for name, value in (("priors", Priors(theta_rate=1.0)), ("sampler", "bogus"),
+                        ("effects", "combination"), ("beta_prior", "icar"), ("other", 1)):
+        with pytest.raises(AttributeError, match=rf"PaivaModel is immutable \(cannot set or "
+                                                 rf"delete '{name}'\).*make a new model"):
+            setattr(model, name, value)
+    with pytest.raises(AttributeError, match="PaivaModel is immutable"):
+        del model.sampler
+    assert (model.priors, model.sampler, model.effects, model.beta_prior) == (
+        Priors(), "gibbs", "attribute", None)
+    assert repr(pickle.loads(pickle.dumps(model))) == repr(model)
+
+
+def test_beta_prior_as_an_array_of_names():
+    """An array of two names raised numpy's "truth value of an array ... is ambiguous"."""
+    model = PaivaModel(beta_prior=np.array(["normal", "icar"]))
+    assert model.beta_prior == ("normal", "icar")
+    assert all(type(p) is str for p in model.beta_prior)
+    for wrong in (np.array([["normal"]]), np.array("normal"), ["normal", np.array(["icar"])]):
+        with pytest.raises(InputError, match="beta_prior must be None, 'normal', 'icar' or a "
+                                             "list"):
+            PaivaModel(beta_prior=wrong)
+
+
+def test_parameters_named_alike_are_refused(scenario_counts):
+    """Level "b=c" of attribute a and level "c" of attribute "a=b" both named alpha[a=b=c]:
+    the summary kept the second, fit.scalar returned the first."""
+    from geosynth.model.fit import build_model_data
+
+    scenario, grid, _ = scenario_counts(100, shape=(3, 3))
+    data = scenario.data.copy()
+    data["a"] = np.where(data["y"] == 1, "b=c", "0")
+    data["a=b"] = np.where(data["x1"] == 1, "c", "0")
+    counts = prepare(data, grid, attributes=["a", "a=b"])
+    with pytest.raises(InputError, match=re.escape("name several parameters ['alpha[a=b=c]', "
+                                                   "'tau_phi[a=b=c]']") + ".*without '='"):
+        build_model_data(counts, PaivaModel())
 
 
 def test_changing_the_posterior_mean_changes_no_later_result(scenario_counts):

@@ -2,12 +2,17 @@
 scipy's Poisson, and the level move against its exact target."""
 
 import math
+import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import special, stats
 
-from geosynth import PaivaModel
+from geosynth import Grid, PaivaModel
+from geosynth.dp.locations import NoisyCounts
+from geosynth.dp.mechanisms import geometric
+from geosynth.errors import PrivacyLeakWarning
 from geosynth.model.fit import build_model_data
 from geosynth.model.noise_aware import (
     combination_move,
@@ -94,6 +99,52 @@ def test_latent_count_draws_follow_the_exact_conditional(eta, noisy, b):
     mask = exp > 0
     chi2 = ((obs[mask] - exp[mask]) ** 2 / exp[mask]).sum()
     assert stats.chi2.sf(chi2, mask.sum() - 1) > 1e-3
+
+
+@pytest.mark.parametrize("eta, b", [(math.log(0.2), 1.0), (math.log(40.0), 2.0),
+                                    (math.log(150.0), 0.25), (math.log(3.0), 8.0), (2.0, 50.0)])
+def test_latent_log_marginal_is_the_mechanisms_likelihood_up_to_its_normaliser(eta, b):
+    """Times the two-sided geometric normaliser (1 − α)/(1 + α), α = e^{−1/b}, the marginal
+    is P(c̃ | λ) of the mechanism (Ghosh, Roughgarden and Sundararajan 2009): it sums to 1
+    over every released count, negative ones included, so no mass is lost or counted twice."""
+    lam, alpha = math.exp(eta), math.exp(-1.0 / b)
+    reach = 60.0 * (math.sqrt(lam) + b) + 60.0
+    released = np.arange(math.floor(-reach), math.ceil(lam + reach), dtype=np.float64)
+    log_p = np.array([latent_log_marginal(eta, c, 1.0 / b) for c in released])
+    total = math.exp(special.logsumexp(log_p)) * (1.0 - alpha) / (1.0 + alpha)
+    assert total == pytest.approx(1.0, rel=1e-12)
+
+
+def test_latent_draws_given_the_mechanisms_counts_give_back_the_poisson_prior():
+    """True counts c ~ Poisson(λ) noised by :func:`geosynth.dp.mechanisms.geometric` under
+    replace-one neighbours (Δ = 2, ε = 1), then one draw c* of every latent count at the scale
+    the fit reads, 1/NoisyCounts.noise_scale: when the conditional is the posterior of the noise
+    actually added, c* has the prior's law, Poisson(λ) exactly (chi-square of 20,000 draws).
+    Draws at b = 1/ε (Δ ignored) fail this with p ≈ 0, and so do b = 1.5/ε and b = 3/ε."""
+    lam, shape = 6.0, (100, 200)
+    truth = np.random.default_rng(3).poisson(lam, shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # seeded noise: tests only
+        released = geometric(truth, sensitivity=2, epsilon=1.0, seed=4)
+    levels = [f"l{j}" for j in range(shape[1])]
+    combos = pd.DataFrame({"x": levels, "x_code": np.arange(shape[1]),
+                           "n_records": released.sum(axis=0)})
+    noisy = NoisyCounts(counts=released, combos=combos, attributes=("x",), levels={"x": levels},
+                        grid=Grid.regular((0.0, 0.0, 10.0, 10.0), shape=(10, 10)), epsilon=1.0,
+                        sensitivity=2, neighbours="replace")
+    assert noisy.noise_scale == 2.0
+    assert (released < 0).any()  # negative released counts are part of the test
+    rng = make_streams(5, 1)[0]
+    draws = np.array([draw_latent_count(math.log(lam), c, 1.0 / noisy.noise_scale, rng)
+                      for c in released.ravel().astype(np.float64)]).astype(np.int64)
+    support = np.arange(draws.max() + 1)
+    expected = stats.poisson.pmf(support, lam) * draws.size
+    observed = np.bincount(draws)
+    keep = expected >= 5
+    obs = np.append(observed[keep], draws.size - observed[keep].sum())
+    exp = np.append(expected[keep], draws.size - expected[keep].sum())
+    chi2 = ((obs - exp) ** 2 / exp).sum()
+    assert stats.chi2.sf(chi2, obs.size - 1) > 1e-3
 
 
 def noisy_state(make_scenario_counts, model, seed, b, noise_seed):
@@ -192,3 +243,4 @@ def test_combination_move_samples_the_mean_of_a_combinations_errors(make_scenari
     others = np.setdiff1d(np.arange(B), [combo])
     np.testing.assert_array_equal(s.eta[:, others], eta0[:, others])
     assert_follows(offsets, grid, cdf)
+
