@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from geosynth._validation import _as_float, _describe, is_integer, is_real
+from geosynth._validation import as_float, describe_value, is_integer, is_real
 from geosynth.errors import InputError
 
 __all__ = ["as_generator", "check_seed", "root_seed_sequence", "spawn_seeds", "SeedLike"]
@@ -48,12 +48,12 @@ def check_seed(seed: object, name: str = "seed") -> SeedLike:
     if not is_integer(seed):
         hint = ""
         if is_real(seed):
-            number = _as_float(seed)  # a Fraction beyond the float range is ±inf
+            number = as_float(seed)  # a Fraction beyond the float range is ±inf
             whole = 0 <= number <= 2**53 and number.is_integer()
             hint = f"; pass an int, e.g. {name}={int(number) if whole else 42}"
         elif isinstance(seed, str) and seed.strip().isdecimal():
             hint = f"; pass the number itself, {name}={int(seed.strip())}"
-        raise TypeError(f"{name} must be {_ALLOWED}, got {_describe(seed)}{hint}")
+        raise TypeError(f"{name} must be {_ALLOWED}, got {describe_value(seed)}{hint}")
     if seed < 0:
         raise InputError(
             f"{name} must be {_ALLOWED}; got the negative int {int(seed)}: pass a non-negative "

@@ -43,6 +43,8 @@ __all__ = [
     "check_bool",
     "is_integer",
     "is_real",
+    "as_float",
+    "describe_value",
     "MAX_CONTINUOUS",
     "refuse_masked",
     "check_unique_columns",
@@ -79,13 +81,23 @@ def check_real(value: Any, name: str) -> float:
         ``value`` is not a real number: a bool, a string, None, an array, a NumPy timedelta, ...
     """
     if not is_real(value):
-        raise TypeError(f"{name} must be a real number, got {_describe(value)}"
+        raise TypeError(f"{name} must be a real number, got {describe_value(value)}"
                         f"{_string_hint(value, name)}")
-    return _as_float(value)
+    return as_float(value)
 
 
-def _as_float(value: Any) -> float:
-    """``float(value)``, ±inf for a number beyond the float range (``10**400``, a Fraction)."""
+def as_float(value: Any) -> float:
+    """Return ``float(value)``, ±inf for a number beyond the float range.
+
+    Parameters
+    ----------
+    value : numbers.Real
+        A real number (``10**400`` or a huge ``Fraction`` raise OverflowError in ``float``).
+
+    Returns
+    -------
+    float
+    """
     try:
         return float(value)
     except OverflowError:
@@ -437,10 +449,10 @@ def check_int(
     if not is_integer(value):
         fix = ""
         if is_real(value):
-            number = _as_float(value)  # a Fraction beyond the float range is ±inf
+            number = as_float(value)  # a Fraction beyond the float range is ±inf
             whole = abs(number) <= 2**53 and number.is_integer() and number >= minimum
             fix = f"; pass an int, e.g. {name}={int(number) if whole else max(minimum, 1)}"
-        raise TypeError(f"{label} must be an int, got {_describe(value)}"
+        raise TypeError(f"{label} must be an int, got {describe_value(value)}"
                         f"{fix or _string_hint(value, name, integer=True)}")
     if value < minimum:
         raise InputError(f"{label} must be an int >= {minimum}, got {int(value)}{_suffix(hint)}")
@@ -546,7 +558,7 @@ def check_optional_str(value: Any, name: str) -> str | None:
         ``value`` is neither a str nor None.
     """
     if value is not None and not isinstance(value, str):
-        raise TypeError(f"{name} must be a str or None, got {_describe(value)}")
+        raise TypeError(f"{name} must be a str or None, got {describe_value(value)}")
     return value
 
 
@@ -572,7 +584,7 @@ def check_bool(value: Any, name: str) -> bool:
         ``value`` is not a bool.
     """
     if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be True or False, got {_describe(value)}")
+        raise TypeError(f"{name} must be True or False, got {describe_value(value)}")
     return bool(value)
 
 
@@ -611,12 +623,22 @@ def check_public_lattice(grid: Any, where: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _describe(value: Any) -> str:
+def describe_value(value: Any) -> str:
     """Describe a refused value: ``"<type> <repr>"`` of one value, only type and size of others.
 
     The repr is cut to a readable length and loses its control characters. An array, a Series
     or a list given where one value belongs may be a confidential column (and its repr spans
     several lines): its values are not quoted.
+
+    Parameters
+    ----------
+    value : object
+        The value refused.
+
+    Returns
+    -------
+    str
+        E.g. ``"bool True"``, ``"str '2GB'"``, ``"Series of shape (2,)"``.
     """
     shown = _shown(value)
     return f"{type(value).__name__} {shown}" if _is_single_value(value) else shown
@@ -648,7 +670,7 @@ def _number(value: Any) -> str:
     """Write a refused number as Python does (``-1``, ``0.0``, ``nan``), without NumPy's wrapper."""
     # An int of more than 4,300 digits cannot be printed (a ValueError): shown as a float.
     exact = isinstance(value, numbers.Integral) and abs(value) < 10**_SHOW_CHARS
-    shown = repr(int(value)) if exact else repr(_as_float(value))
+    shown = repr(int(value)) if exact else repr(as_float(value))
     return shown if len(shown) <= _SHOW_CHARS else shown[: _SHOW_CHARS - 3] + "..."
 
 
