@@ -27,12 +27,18 @@ from geosynth.errors import GridError
 
 __all__ = ["PolygonIndex", "area_contiguity", "check_no_overlap", "gap_neighbours", "link_islands"]
 
-# Points tested per batch in PolygonIndex.locate (bounds the memory of the candidate pairs).
-_CHUNK = 1_000_000
+# (point, candidate polygon) pairs tested per batch in PolygonIndex.locate: bounds the memory of
+# the pairs (about 70 bytes each) whatever the number of candidates of a bin. Batches of a
+# million points made 1.6 GB of pairs for 20,000 points in a bin of 1,600 small areas (a city's
+# blocks beside large rural ones), and a million points there ran out of memory.
+_MAX_PAIRS = 1_000_000
 # Two areas overlap when their common area exceeds this fraction of the smaller one (shared
 # boundaries of a coverage digitised twice leave slivers far below it).
 _OVERLAP_RTOL = 1e-6
 _N_NAMED = 5
+# An overlap of two areas is a sliver along their common edge (rook neighbours), not a speck at a
+# corner, when its smallest enclosing circle's radius squared exceeds this many times its area.
+_SLIVER_ELONGATION = 8.0
 # Side of the bin lattice of PolygonIndex: this many times the square root of the number of
 # polygons (about 250 bins per polygon), at most _MAX_BINS_SIDE.
 _BINS_PER_SQRT = 16
@@ -47,8 +53,9 @@ def area_contiguity(polygons: np.ndarray, rook: bool, gap: float = 0.0) -> spars
     compares vertices, which misses the T-junctions common between census tracts (a tract's
     corner in the middle of its neighbour's edge). Areas whose interiors meet in a sliver small
     enough for :func:`check_no_overlap` to accept are neighbours too: libpysal's strict rules
-    see no contiguity between overlapping polygons. With a ``gap``, areas whose boundaries come
-    that close are neighbours as well (:func:`gap_neighbours`).
+    see no contiguity between overlapping polygons. Rook neighbours need a sliver along an edge
+    (:func:`_along_an_edge`), not a speck at a corner. With a ``gap``, areas whose boundaries
+    come that close are neighbours as well (:func:`gap_neighbours`).
 
     Parameters
     ----------
@@ -74,7 +81,9 @@ def area_contiguity(polygons: np.ndarray, rook: bool, gap: float = 0.0) -> spars
     sliver = (left != right) & shapely.relate_pattern(polygons[left], polygons[right],
                                                       "T********")
     left, right = left[sliver], right[sliver]  # interiors meet (a sliver check_no_overlap
-    if gap > 0:                                # accepts): neighbours
+    if rook and left.size:                     # accepts): neighbours
+        left, right = _along_an_edge(polygons, left, right)
+    if gap > 0:
         near_left, near_right = gap_neighbours(polygons, gap, rook)
         left, right = np.r_[left, near_left, near_right], np.r_[right, near_right, near_left]
     n = polygons.size
@@ -84,6 +93,23 @@ def area_contiguity(polygons: np.ndarray, rook: bool, gap: float = 0.0) -> spars
     adjacency.data[:] = 1.0
     adjacency.sort_indices()
     return sparse.csr_matrix(adjacency)
+
+
+def _along_an_edge(polygons: np.ndarray, left: np.ndarray, right: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the overlapping pairs whose common area is a sliver along an edge (rook neighbours).
+
+    A shared edge digitised twice leaves a common area far longer than wide; areas meeting at
+    a corner digitised twice (a tract's corner poking into the tract diagonal to it) overlap
+    in a speck about as wide as long, which made them rook neighbours. The common area counts
+    as a sliver when the square of its smallest enclosing circle's radius exceeds
+    :data:`_SLIVER_ELONGATION` times its area: above 8 for a strip more than about 32 times
+    longer than wide, at most 1 for a square or a triangle of fair angles.
+    """
+    overlap = shapely.intersection(polygons[left], polygons[right])
+    along = shapely.minimum_bounding_radius(overlap) ** 2 > _SLIVER_ELONGATION * shapely.area(
+        overlap)
+    return left[along], right[along]
 
 
 def gap_neighbours(polygons: np.ndarray, gap: float, rook: bool) -> tuple[np.ndarray,
@@ -242,7 +268,8 @@ class PolygonIndex:
     The bins are queried once against an STRtree of the polygons: a bin lying in the interior
     of one polygon (``contains_properly``) resolves its points by arithmetic alone; the points
     of a bin crossed by a boundary are tested (``intersects_xy`` on the prepared polygons)
-    against that bin's candidate polygons only.
+    against those of that bin's candidate polygons whose bounding box holds them, in batches
+    of at most :data:`_MAX_PAIRS` (point, candidate) pairs.
 
     Parameters
     ----------
@@ -252,11 +279,13 @@ class PolygonIndex:
 
     def __init__(self, polygons: np.ndarray) -> None:
         self.polygons = polygons
+        self.bounds = shapely.bounds(polygons)
         shapely.prepare(polygons)
         x0, y0, x1, y1 = shapely.total_bounds(polygons)
         side = max(2, min(_MAX_BINS_SIDE, int(math.ceil(_BINS_PER_SQRT * math.sqrt(
             polygons.size)))))
         self.origin = (float(x0), float(y0))
+        self.upper = (float(x1), float(y1))
         self.n_bins = side
         self.step = (max(float(x1 - x0), 1e-300) / side, max(float(y1 - y0), 1e-300) / side)
         col, row = np.meshgrid(np.arange(side), np.arange(side))
@@ -289,9 +318,12 @@ class PolygonIndex:
         -------
         numpy.ndarray of int64, shape (n,)
         """
-        finite = np.isfinite(x) & np.isfinite(y)
-        col = np.floor((np.where(finite, x, self.origin[0]) - self.origin[0]) / self.step[0])
-        row = np.floor((np.where(finite, y, self.origin[1]) - self.origin[1]) / self.step[1])
+        # Within the polygons' bounds (NaN compares False): the bin of a far point overflowed
+        # ("overflow encountered in divide").
+        (x0, y0), (x1, y1) = self.origin, self.upper
+        finite = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
+        col = np.floor((np.where(finite, x, x0) - x0) / self.step[0])
+        row = np.floor((np.where(finite, y, y0) - y0) / self.step[1])
         # A point on the max edge of the extent belongs to the last bin.
         col = np.where(col == self.n_bins, self.n_bins - 1, col)
         row = np.where(row == self.n_bins, self.n_bins - 1, row)
@@ -299,9 +331,16 @@ class PolygonIndex:
         position = np.where(in_bins, row * self.n_bins + col, 0).astype(np.int64)
         cell = np.where(in_bins, self.bin_cell[position], -1)
         rest = np.flatnonzero(in_bins & (cell < 0))
-        for start in range(0, rest.size, _CHUNK):
-            chunk = rest[start : start + _CHUNK]
+        count = np.diff(self.start)[position[rest]]
+        rest, count = rest[count > 0], count[count > 0]  # a bin without polygon: -1 already
+        total = np.cumsum(count)
+        start = 0
+        while start < rest.size:  # batches of at most _MAX_PAIRS pairs (at least one point)
+            before = int(total[start - 1]) if start else 0
+            stop = max(start + 1, int(np.searchsorted(total, before + _MAX_PAIRS, side="right")))
+            chunk = rest[start:stop]
             cell[chunk] = self._test_candidates(position[chunk], x[chunk], y[chunk])
+            start = stop
         return cell
 
     def _test_candidates(self, position: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -311,7 +350,13 @@ class PolygonIndex:
         point = np.repeat(np.arange(position.size), count)
         offset = np.arange(point.size) - np.repeat(np.cumsum(count) - count, count)
         candidate = self.candidates[np.repeat(lo, count) + offset]
-        hit = shapely.intersects_xy(self.polygons[candidate], x[point], y[point])
+        px, py = x[point], y[point]
+        # Only candidates whose bounding box holds the point can hold it (a comparison of
+        # numbers, where the bin of a dense cluster has hundreds of candidates).
+        box = self.bounds[candidate]
+        near = np.flatnonzero((box[:, 0] <= px) & (px <= box[:, 2]) & (box[:, 1] <= py)
+                              & (py <= box[:, 3]))
+        hit = near[shapely.intersects_xy(self.polygons[candidate[near]], px[near], py[near])]
         cell = np.full(position.size, np.iinfo(np.int64).max, dtype=np.int64)
         np.minimum.at(cell, point[hit], candidate[hit])
         cell[cell == np.iinfo(np.int64).max] = -1

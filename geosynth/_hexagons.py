@@ -43,6 +43,9 @@ _CORNERS_I = np.array([1, 0, -1, -1, 0, 1], dtype=np.int64)
 _CORNERS_J = np.array([1, 2, 1, -1, -2, -1], dtype=np.int64)
 # Axial neighbour steps (dq, dr), in increasing order of the offset position they lead to.
 _AXIAL_STEPS = ((0, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (0, 1))
+# Float64 steps of rounding (of the coordinates and of the offsets in sides) that a point may be
+# off its hexagon's edge by (_edge_slack): a safe margin over the few roundings of either.
+_ROUNDING_STEPS = 16
 
 
 class HexLayout(NamedTuple):
@@ -225,8 +228,9 @@ def hex_locate(layout: HexLayout, x: np.ndarray, y: np.ndarray) -> tuple[np.ndar
     row, col : numpy.ndarray of int64
         Outside the layout they are out of ``0..nrows-1`` / ``0..ncols-1``.
     near_edge : numpy.ndarray of bool
-        Points within a relative ``1e-9`` of their hexagon's boundary, where rounding may pick
-        either side: the caller decides them geometrically.
+        Points within a relative ``1e-9`` of their hexagon's boundary, or within a few float64
+        steps of the coordinates (:func:`_edge_slack`), where rounding may pick either side:
+        the caller decides them geometrically.
     """
     u, v = (y, x) if layout.flat else (x, y)
     du = (u - layout.origin[0]) / layout.size
@@ -248,5 +252,21 @@ def hex_locate(layout: HexLayout, x: np.ndarray, y: np.ndarray) -> tuple[np.ndar
     cv = dv - 1.5 * rr
     reach = np.maximum(np.abs(cu), np.abs(cu / 2 + cv * (_SQRT3 / 2)))
     reach = np.maximum(reach, np.abs(-cu / 2 + cv * (_SQRT3 / 2)))
-    near_edge = reach > (_SQRT3 / 2) * (1 - 1e-9)
+    near_edge = reach > (_SQRT3 / 2) * (1 - 1e-9) - _edge_slack(layout, u, v, du, dv)
     return row, col, near_edge
+
+
+def _edge_slack(layout: HexLayout, u: np.ndarray, v: np.ndarray, du: np.ndarray,
+                dv: np.ndarray) -> np.ndarray:
+    """How far (in sides) rounding may move a point across its hexagon's edge.
+
+    The corners of :func:`hex_polygons` are rounded to a float64 step of the coordinates, and
+    the offsets of :func:`hex_locate` to a step of themselves: with small hexagons far from the
+    CRS origin (0.5 m hexagons at a UTM northing of 7.5e6) that is far more than ``1e-9``
+    sides, and a point on an edge or corner went to a hexagon other than the smallest one
+    holding it, or one not holding it, or to none.
+    """
+    magnitude = np.maximum(np.abs(u), np.abs(v))
+    magnitude = np.maximum(magnitude, max(abs(layout.origin[0]), abs(layout.origin[1])))
+    steps = magnitude / layout.size + np.abs(du) + np.abs(dv)
+    return _ROUNDING_STEPS * np.finfo(np.float64).eps * steps

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from libpysal import examples
 from libpysal.graph import Graph
 from libpysal.weights import Queen, Rook
+from scipy import stats
 
 from geosynth import Grid
 from geosynth.errors import GridError, IsolatedCellWarning
@@ -399,3 +400,104 @@ def test_points_on_hexagon_edges_of_a_clipped_lattice_are_never_lost(orientation
     cells = grid.locate(xy)
     assert (cells[touched] >= 0).all() and touched.sum() > 1000
     assert shapely.intersects_xy(habitable[cells[touched]], xy[touched, 0], xy[touched, 1]).all()
+
+
+@pytest.mark.parametrize("orientation", ["pointy", "flat"])
+@pytest.mark.parametrize(("origin", "size"), [(7.5e6, 0.5), (1e7, 1.0), (4e6, 0.2)])
+def test_hexagon_corners_far_from_the_crs_origin_go_to_the_smallest_holding_hexagon(
+        orientation, origin, size):
+    # At UTM northings (up to 1e7 in the south) the corners of small hexagons are rounded to a
+    # float64 step of the coordinates, far more than the 1e-9 sides the arithmetic location
+    # trusted: corners and edge points went to another hexagon than the smallest holding them,
+    # to one not holding them, or (0.2 m hexagons at 4e6) to none.
+    extent = 40 * size
+    grid = Grid.hexagonal((origin, origin, origin + extent, origin + extent), cell_size=size,
+                          orientation=orientation, crs="EPSG:32723")
+    polygons = np.asarray(grid.cells.geometry.array)
+    rng = np.random.default_rng(6)
+    on_edges = [shapely.line_interpolate_point(shapely.boundary(cell), t, normalized=True)
+                for cell in polygons for t in rng.uniform(0, 1, 6)]
+    xy = np.r_[shapely.get_coordinates(polygons), shapely.get_coordinates(np.asarray(on_edges))]
+    cell = grid.locate(xy)
+    hits = covering_cells(polygons, xy[:, 0], xy[:, 1])
+    held = hits.any(axis=1)  # an edge point of the outer boundary may round just outside
+    assert held.mean() > 0.9
+    np.testing.assert_array_equal(cell, np.where(held, np.argmax(hits, axis=1), -1))
+
+
+@pytest.mark.parametrize("orientation", ["pointy", "flat"])
+def test_uniform_points_fall_in_clipped_hexagons_in_proportion_to_their_area(orientation):
+    # Pearson's chi-square of the counts of uniform points in each habitable hexagon (and
+    # outside every one) against the exact expectation N * area / window area.
+    region = shapely.Point(500, 500).buffer(450, quad_segs=64)
+    lake = shapely.box(380, 420, 610, 560)
+    grid = Grid.hexagonal(region, cell_size=40, orientation=orientation, exclude=lake,
+                          crs="EPSG:31983")
+    area = shapely.area(np.asarray(grid.habitable_geometry))
+    assert shapely.area(shapely.union_all(grid.habitable_geometry)) == pytest.approx(
+        region.difference(lake).area, rel=1e-9)
+    n, window = 400_000, (0.0, 0.0, 1000.0, 1000.0)
+    rng = np.random.default_rng(7)
+    xy = rng.uniform(window[:2], window[2:], size=(n, 2))
+    cell = grid.locate(xy)
+    counts = np.bincount(cell + 1, minlength=grid.n_cells + 1)
+    share = np.r_[1e6 - area.sum(), area] / 1e6
+    expected = n * share
+    keep = expected >= 5  # clipped slivers with too few expected points are pooled
+    observed, target = counts[keep], expected[keep]
+    if not keep.all():
+        observed, target = np.r_[observed, counts[~keep].sum()], np.r_[target,
+                                                                        expected[~keep].sum()]
+    statistic, p_value = stats.chisquare(observed, target, ddof=0)
+    assert p_value > 1e-3, (statistic, p_value)
+
+
+def test_areas_overlapping_in_a_speck_at_a_corner_are_queen_not_rook_neighbours():
+    # Four tracts meeting at (1, 1), the first digitised 1e-8 too far: it overlaps its two edge
+    # neighbours in slivers along the edges (rook neighbours) and the tract diagonal to it in a
+    # 1e-8 square at the corner, which made those two rook neighbours as well.
+    d = 1e-8
+    areas = gpd.GeoDataFrame(geometry=[shapely.box(0, 0, 1 + d, 1 + d), shapely.box(1, 0, 2, 1),
+                                       shapely.box(0, 1, 1, 2), shapely.box(1, 1, 2, 2)],
+                             crs=3857)
+    rook = Grid.from_polygons(areas, contiguity="rook")
+    queen = Grid.from_polygons(areas, contiguity="queen")
+    assert binary(rook.adjacency).tolist() == [[0, 1, 1, 0], [1, 0, 0, 1], [1, 0, 0, 1],
+                                               [0, 1, 1, 0]]
+    assert binary(queen.adjacency).tolist() == [[0, 1, 1, 1], [1, 0, 1, 1], [1, 1, 0, 1],
+                                                [1, 1, 1, 0]]
+
+
+def test_areal_locate_in_a_dense_cluster_of_small_areas_holds_bounded_memory():
+    # 1,600 city blocks inside one bin of the point index (beside a large rural area): every
+    # point was paired with all 1,600 candidates at once, 1.6 GB for 20,000 points (a million
+    # points there ran out of memory).
+    import tracemalloc
+
+    k = 40
+    blocks = [shapely.box(i, j, i + 1, j + 1) for j in range(k) for i in range(k)]
+    rural = shapely.box(0, 0, 1e5, 1e5).difference(shapely.box(0, 0, k, k))
+    grid = Grid.from_polygons(gpd.GeoSeries([rural, *blocks], crs=3857))
+    rng = np.random.default_rng(8)
+    x, y = rng.uniform(0, k, 20_000), rng.uniform(0, k, 20_000)
+    grid.locate(np.column_stack([x[:10], y[:10]]))  # builds the index
+    tracemalloc.start()
+    try:
+        cell = grid.locate(np.column_stack([x, y]))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    expected = 1 + np.floor(y).astype(np.int64) * k + np.floor(x).astype(np.int64)
+    np.testing.assert_array_equal(cell, expected)
+    assert peak < 300e6
+
+
+def test_far_points_are_outside_an_areal_lattice_without_a_warning():
+    # their bins in the point index overflowed: "overflow encountered in divide"
+    grid = Grid.from_polygons(gpd.GeoSeries([shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)],
+                                            crs=3857))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cell = grid.locate(np.array([[1e308, -1e308], [-1e308, 0.5], [1.5, 1e308],
+                                     [np.inf, 0.5], [2.0, 1.0]]))
+    assert cell.tolist() == [-1, -1, -1, -1, 1]
