@@ -452,6 +452,11 @@ class ChainRunner:
                     self._collect(out, chain, row, written, scratch)
                 kept[chain] += written
                 bar.update(n)
+        except BaseException:
+            # Stop the other chains now: the caller sees this error only once it has waited
+            # for the chains before this one, which would otherwise run to their end.
+            self.stop.set()
+            raise
         finally:
             bar.close()
 
@@ -553,6 +558,11 @@ class AutoRunner(ChainRunner):
         self.checks = 0
         self.check_seconds = 0.0
         self.last_check: ConvergenceCheck | None = None
+        # Which draws the last check saw: (moves of the window's rows before it, draws per
+        # chain). Rows move only when the window is thinned or its oldest segment dropped.
+        self.window_moves = 0
+        self.checked_window: tuple[int, int] | None = None
+        self.checking = False  # True from the start of a check until it returns
         self.reserve_per_row = 0.0  # seconds of the complete check per stored draw per chain
         self.segment = 0
         self.consistent = True  # False while rows of the window move (see run_all)
@@ -670,6 +680,13 @@ class AutoRunner(ChainRunner):
 
     def _segment(self, c: int, length: int, keep: bool, slot: int) -> None:
         """Run ``length`` sweeps of chain ``c``; store their draws in the window's ``slot``."""
+        try:
+            self._segment_chunks(c, length, keep, slot)
+        except BaseException:
+            self.stop.set()  # stop the other chains now, as ChainRunner.run_chain does
+            raise
+
+    def _segment_chunks(self, c: int, length: int, keep: bool, slot: int) -> None:
         chain = self.chains[c]
         G, B, _ = model_shape(self.data)
         burn, sampling = chunk_sweeps(G, B, self.thin)
@@ -716,6 +733,7 @@ class AutoRunner(ChainRunner):
             self._move_rows(c, range(1, chain.rows, 2))
             chain.segment_rows = [rows // 2 for rows in chain.segment_rows]
         self.thin *= 2
+        self.window_moves += 1
 
     def _drop_oldest(self, j: int) -> None:
         """Drop the draws (and the exp η sum) of segment ``j``, the window's oldest segment."""
@@ -724,6 +742,7 @@ class AutoRunner(ChainRunner):
             self._move_rows(c, range(oldest, oldest + chain.rows))
             chain.sums[j % WINDOW_SEGMENTS] = 0.0
             chain.counts[j % WINDOW_SEGMENTS] = 0
+        self.window_moves += 1
 
     def _groups(self, n: int) -> list[ParameterGroup]:
         """Group the window's first ``n`` draws of every chain in the order of the check."""
@@ -759,8 +778,10 @@ class AutoRunner(ChainRunner):
     def _check(self, complete: bool) -> ConvergenceCheck:
         n = min(chain.rows for chain in self.chains)
         groups = self._groups(n)
+        self.checking = True
         check = assess_convergence(groups, self.target_ess, self.max_rhat,
                                    complete=complete, workers=os.cpu_count() or 1)
+        self.checking = False
         seconds = check.seconds
         if self.deadline is not None and not complete:
             started = time.perf_counter()
@@ -770,6 +791,7 @@ class AutoRunner(ChainRunner):
         self.checks += 1
         self.check_seconds += seconds
         self.last_check = check
+        self.checked_window = (self.window_moves, n)
         postfix = (f"ESS {check.min_ess:.0f}/{self.target_ess:g}, "
                    f"R-hat {check.max_r_hat:.3f}/{self.max_rhat:g}")
         following = self.schedule.boundary(self.segment + 2)  # the end of the next window
@@ -777,6 +799,24 @@ class AutoRunner(ChainRunner):
             chain.bar.total = following
             chain.bar.set_postfix_str(postfix, refresh=True)
         return check
+
+    def _check_after_interrupt(self, n: int) -> ConvergenceCheck | None:
+        """Return a check of the ``n`` draws per chain an interrupted fit returns, or None.
+
+        The last check, when it saw exactly these draws; otherwise (the chains went on
+        sampling after it, or the window moved) a new check of them, so that the ESS and R-hat
+        reported describe the draws returned. None, so NaN in :class:`StoppingInfo`, with
+        fewer than :data:`MIN_DRAWS_AT_DEADLINE` draws, when the Ctrl-C came during a check
+        (not run a second time), or when a second Ctrl-C stops the new check.
+        """
+        if self.last_check is not None and self.checked_window == (self.window_moves, n):
+            return self.last_check
+        if n < MIN_DRAWS_AT_DEADLINE or self.checking:
+            return None
+        try:
+            return self._check(complete=False)
+        except KeyboardInterrupt:
+            return None
 
     def _result(self, reason: str, interrupt: KeyboardInterrupt | None) -> dict:
         chains = self.chains
@@ -790,6 +830,7 @@ class AutoRunner(ChainRunner):
                 reason = "converged"
         elif interrupt is not None:
             self._warn_interrupted(np.array([chain.rows for chain in chains]))
+            check = self._check_after_interrupt(n)
         sweeps = min(chain.sweeps for chain in chains)
         # Every chain's window starts at the same sweep: sweeps made minus the stored draws'.
         burn_in = chains[0].sweeps - self.thin * chains[0].rows

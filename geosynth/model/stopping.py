@@ -501,8 +501,9 @@ class StoppingInfo:
     draws : int
         Retained draws per chain.
     min_ess, max_r_hat : float
-        Smallest bulk ESS and largest rank R-hat over the parameters of the last check (all
-        of them unless a Ctrl-C came first; NaN with too few draws or a non-finite draw).
+        Smallest bulk ESS and largest rank R-hat over the parameters of the last check, a
+        check of the draws returned (after a Ctrl-C, a partial check of them; NaN when none
+        could be made, with too few draws or a non-finite draw).
     worst_ess, worst_r_hat : str
         Where they occur: ``"mu"``, ``"alpha[...]"``, ``"tau_phi[...]"``, ``"theta[i]"``,
         ``"beta[i]"``, ``"lambda[i,b]"`` (cell i, combination b).

@@ -225,3 +225,77 @@ def test_the_callers_stop_event_is_only_read(counts, monkeypatch):
     assert not stop.is_set()
     monkeypatch.undo()
     assert PaivaModel().fit(counts, **RUN, chains=2, stop=stop).interrupted is False
+
+
+def test_stopping_numbers_after_ctrl_c_are_those_of_the_returned_draws(counts, monkeypatch):
+    """A Ctrl-C mid-segment returned the window as it then was, with the ESS and R-hat of the
+    previous check: a window with fewer draws (and, after the oldest segment was dropped,
+    other draws) than the fit holds."""
+    stop = threading.Event()
+    stop_after(monkeypatch, 30, stop)  # mid-segment, after four checks
+    checked = []
+    original = runner_module.assess_convergence
+
+    def assess(groups, *args, **kwargs):
+        check = original(groups, *args, **kwargs)
+        checked.append((groups[0].draws.copy(), check))
+        return check
+
+    monkeypatch.setattr(runner_module, "assess_convergence", assess)
+    run = RUN | {"n_iter": "auto", "burn_in": None}
+    with pytest.warns(GeosynthWarning, match="interrupted: keeping the"):
+        fit = PaivaModel().fit(counts, **run, chains=2, n_jobs=2, stop=stop,
+                               target_ess=100, max_rhat=1.001)
+    stopping = fit.stopping
+    assert fit.interrupted and stopping.reason == "interrupted" and len(checked) >= 2
+    assert stopping.draws == fit.n_draws
+    draws, check = checked[-1]
+    np.testing.assert_array_equal(draws, fit.scalars)  # the last check saw the returned draws
+    assert (stopping.min_ess, stopping.max_r_hat) == (check.min_ess, check.max_r_hat)
+    assert stopping.not_converged == check.not_converged
+    assert stopping.checks == len(checked)
+
+
+def test_ctrl_c_during_a_later_check_reports_no_numbers_of_an_earlier_window(counts,
+                                                                             monkeypatch):
+    """The check Ctrl-C stopped is not run again, and the previous one saw fewer draws."""
+    original = runner_module.assess_convergence
+    calls = []
+
+    def assess(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # as SIGINT's handler raises it in the checking thread
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(runner_module, "assess_convergence", assess)
+    run = RUN | {"n_iter": "auto", "burn_in": None}
+    with pytest.warns(GeosynthWarning, match="interrupted: keeping the"):
+        fit = PaivaModel().fit(counts, **run, chains=2, target_ess=100, max_rhat=1.001)
+    stopping = fit.stopping
+    assert fit.interrupted and stopping.reason == "interrupted" and len(calls) == 2
+    assert np.isnan(stopping.min_ess) and np.isnan(stopping.max_r_hat)
+    assert stopping.not_converged == () and stopping.checks == 1
+
+
+@pytest.mark.parametrize("n_iter", [2000, "auto"])
+def test_a_failed_chain_stops_the_others_at_their_next_chunk(counts, monkeypatch, n_iter):
+    # The error of chain 1 surfaced only once chain 0 was done: chain 0 ran to its end (or,
+    # n_iter="auto", to the end of its segment) before the fit reported the failure.
+    monkeypatch.setattr(storage_module, "MAX_CHUNK_SWEEPS", CHUNK)
+    original = runner_module.ChainRunner._run
+    started = {}
+
+    def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
+        started[chain] = started.get(chain, 0) + 1
+        if chain == 1 and keep:
+            raise RuntimeError("chain 1 failed")
+        if chain == 0 and keep and started[0] > 1:
+            assert self.stop.wait(5), "chain 0 was not told to stop after chain 1 failed"
+        return original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
+
+    monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
+    run_options = RUN | ({"n_iter": n_iter, "burn_in": None} if n_iter == "auto"
+                         else {"n_iter": n_iter})
+    with pytest.raises(RuntimeError, match="chain 1 failed"):
+        PaivaModel().fit(counts, **run_options, chains=2, n_jobs=2, target_ess=10**4)
