@@ -164,11 +164,12 @@ IDENTIFYING_SINGLETON_SHARE = 0.05
 
 #: Columns of a count table (:func:`locate_records`, :func:`count_table`) besides the
 #: attributes: the cell id (-1: in no cell), the number of records and the sum of the
-#: continuous column (0 without one; one column per covariate, :func:`z_sum_columns`). Named so
-#: that they cannot clash with a user's column.
+#: continuous column (0 without one; one column per covariate, :func:`z_sum_columns`). Their
+#: prefix ``"__geosynth_"`` is refused in an attribute's name, so they cannot clash with one.
 CELL_COLUMN = "__geosynth_cell"
 COUNT_COLUMN = "__geosynth_n"
 Z_SUM_COLUMN = "__geosynth_z"
+_INTERNAL_PREFIX = "__geosynth_"  # of the three above; refused as an attribute's name
 
 
 def covariate_names(continuous: Sequence[str] | str | None) -> tuple[str, ...]:
@@ -537,13 +538,14 @@ def prepare(
     InputError
         ``gdf`` is not a GeoDataFrame (a Dask frame: see Notes) or has no rows; missing,
         empty or non-point geometries;
-        attributes empty, duplicated or missing; a ``continuous`` column missing, listed twice,
-        also an attribute, non-numeric, NaN or infinite; NaN in an attribute; points outside
-        the grid with ``outside="error"``; a bad ``outside`` or ``max_bytes``; more possible
-        combinations (product of the numbers of levels) than kept records; an attribute whose
-        levels identify records (unless ``allow_identifying``); levels that cannot be sorted
-        (a mix of types, lists), that are written alike (``1`` and ``"1"``) or whose ``,``
-        gives two combinations the same label (:meth:`CountTable.combination_labels`); several
+        attributes empty, duplicated, missing or named ``"__geosynth_..."``; a ``continuous``
+        column missing, listed twice, also an attribute, non-numeric, NaN or infinite; NaN in
+        an attribute; points outside the grid with ``outside="error"``; a bad ``outside`` or
+        ``max_bytes``; more possible combinations (product of the numbers of levels) than
+        kept records; an attribute whose levels identify records (unless
+        ``allow_identifying``); levels that cannot be sorted (a mix of types, lists), that
+        are written alike (``1`` and ``"1"``) or whose ``,`` gives two combinations the same
+        label (:meth:`CountTable.combination_labels`); several
         columns named as an attribute, or MultiIndex column names; no point in any cell (the
         message reports the bounds of the points and of the grid and suspects a mislabelled
         CRS). With ``levels``, only what the arguments and the frame's columns, dtypes and
@@ -684,7 +686,8 @@ def check_columns(
     ------
     InputError
         MultiIndex column names or no active geometry column; attributes empty, duplicated,
-        missing or clashing with the ``combos`` columns; a ``continuous`` column missing,
+        missing, clashing with the ``combos`` columns or named with the prefix
+        ``"__geosynth_"`` of the count table's columns; a ``continuous`` column missing,
         listed twice, also an attribute, or not numeric; several columns of ``gdf`` share the
         name of an attribute or ``continuous`` column.
     """
@@ -730,6 +733,13 @@ def check_columns(
         raise InputError(
             f"attribute names {clash} clash with the combos columns '<attribute>_code' and "
             "'n_records'; rename them with gdf.rename(columns=...)"
+        )
+    internal = [a for a in attrs if str(a).startswith(_INTERNAL_PREFIX)]
+    if internal:  # the count table's own columns would overwrite (or be summed as) them
+        raise InputError(
+            f"attribute names {internal} start with {_INTERNAL_PREFIX!r}, the prefix of the "
+            "count table's own columns (cell, count, Z sums); rename them with "
+            "gdf.rename(columns=...)"
         )
     for name in covariates:
         _check_numeric(gdf[name])
@@ -1525,8 +1535,8 @@ def counts_from_table(
         levels[name], codes[:, k] = _levels_and_codes(table[name])
         if len(levels[name]) == 1:
             warnings.warn(
-                f"attribute {name!r} has a single level {levels[name][0]!r} among the "
-                f"{n_kept} kept records, so its effect cannot be estimated; "
+                f"attribute {name!r} has a single level among the {n_kept} kept records, "
+                "so its effect cannot be estimated; "
                 "consider removing it from attributes",
                 DataWarning,
                 stacklevel=3,
@@ -1537,9 +1547,7 @@ def counts_from_table(
     }
     kept_identifying = _check_identifying(sizes, n_kept, allow_identifying)
     _warn_of_rare_levels(sizes, kept_identifying)
-    combo_codes, first, row_combo = np.unique(
-        codes, axis=0, return_index=True, return_inverse=True
-    )
+    combo_codes, row_combo = np.unique(codes, axis=0, return_inverse=True)
     row_combo = row_combo.reshape(-1).astype(np.int64)
     n_cells, n_combos = int(grid.n_cells), len(combo_codes)
     covariates = covariate_names(continuous)
@@ -1550,7 +1558,7 @@ def counts_from_table(
     counts = np.bincount(flat, weights=weights, minlength=n_cells * n_combos)
     counts = counts.astype(np.int64).reshape(n_cells, n_combos)
     n_per_combo = np.bincount(row_combo, weights=weights, minlength=n_combos).astype(np.int64)
-    combos = _combos_frame(table, attrs, combo_codes, first, n_per_combo)
+    combos = _combos_frame(table, attrs, codes, combo_codes, n_per_combo)
     _check_labels(levels, lambda: combos)
     zbar = mask = mean = sd = None
     if covariates:
@@ -1762,16 +1770,26 @@ def _check_memory(n_cells: int, n_combos: int, n_covariates: int, max_bytes: int
 def _combos_frame(
     frame: pd.DataFrame,
     attrs: tuple[str, ...],
+    codes: np.ndarray,
     combo_codes: np.ndarray,
-    first: np.ndarray,
     n_per_combo: np.ndarray,
 ) -> pd.DataFrame:
+    """Build the ``combos`` table: each combination's levels (dtypes kept), codes and records.
+
+    A level is written as its first row holds it, the value :func:`_levels_and_codes` keeps in
+    ``levels``: values equal to it but written otherwise (``2.0`` in an object column whose
+    first ``2`` is an int) read as that one level in every combination.
+    """
     columns: dict[Hashable, Any] = {}
     for k, name in enumerate(attrs):
-        columns[name] = frame[name].iloc[first].reset_index(drop=True)
+        level_rows = np.unique(codes[:, k], return_index=True)[1]  # first row of each code
+        values = frame[name].iloc[level_rows[combo_codes[:, k]]].reset_index(drop=True)
+        if isinstance(values.dtype, pd.CategoricalDtype):  # categories = the observed levels
+            values = values.cat.remove_unused_categories()
+        columns[name] = values
         columns[f"{name}_code"] = combo_codes[:, k].astype(np.int64)
     columns["n_records"] = n_per_combo.astype(np.int64)
-    return pd.DataFrame(columns, index=pd.RangeIndex(len(first)))
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(combo_codes)))
 
 
 def _standardise(

@@ -330,8 +330,10 @@ def test_multiindex_column_names_are_refused(gdf, grid):
 
 def test_single_level_attribute_warns_but_works(gdf, grid):
     gdf["const"] = "only"
-    with pytest.warns(DataWarning, match="'const' has a single level 'only'"):
+    with pytest.warns(DataWarning, match="'const' has a single level among the 40") as caught:
         cc = prepare(gdf, grid, ["const", "sex"])
+    # the level is a value of the records (of the only one, in a one-record frame): not quoted
+    assert not any("only" in str(w.message) for w in caught)
     assert cc.levels["const"] == ["only"] and cc.n_combos == 2
     assert (cc.combos["const_code"] == 0).all()
 
@@ -429,7 +431,7 @@ def test_levels_come_from_kept_records():
         warnings.simplefilter("always")
         cc = prepare(df, clipped_grid(), ["g", "h"], outside="drop")
     assert cc.levels["h"] == ["x"]
-    assert any("single level 'x'" in str(w.message) for w in caught)
+    assert any("'h' has a single level among the 6 kept" in str(w.message) for w in caught)
 
 
 # --------------------------------------------------------------------------- zbar
@@ -963,3 +965,134 @@ def test_rare_levels_are_warned_about_without_quoting_them(gdf, grid):
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         prepare(gdf, grid, ["sex", "diagnosis"])
+
+
+# --------------------------------------------------------------------------- column names, dtypes
+
+
+@pytest.mark.parametrize("name", [CELL_COLUMN, COUNT_COLUMN, Z_SUM_COLUMN, Z_SUM_COLUMN + "_1",
+                                  "__geosynth_zone"])
+def test_an_attribute_named_like_a_count_table_column_is_refused(gdf, grid, name):
+    # The count table writes its cell ids, ones and Z sums into these columns: an attribute of
+    # that name was silently replaced by them (levels = cell ids, or a single level 1), and
+    # a name starting like the Z sums was summed by count_table.
+    gdf[name] = np.arange(len(gdf)) % 2
+    with pytest.raises(InputError, match=rf"\['{name}'\] start with '__geosynth_'.*rename"):
+        prepare(gdf, grid, ["sex", name], continuous="z")
+
+
+def test_combos_of_a_categorical_hold_only_its_observed_categories(gdf, grid):
+    # Unused categories (e.g. levels of records filtered out before prepare) are no levels:
+    # neither in levels nor in the dtype of the combos and summary columns.
+    gdf["sex"] = pd.Categorical(gdf["sex"], categories=["x", "m", "Alice", "f"])
+    cc = prepare(gdf, grid, ["sex", "age"])
+    assert cc.levels["sex"] == ["m", "f"]
+    assert cc.combos["sex"].cat.categories.tolist() == ["m", "f"]
+    assert cc.summary()["sex"].cat.categories.tolist() == ["m", "f"]
+    assert cc.combos["sex_code"].tolist() == [
+        cc.levels["sex"].index(v) for v in cc.combos["sex"]
+    ]
+
+
+def _ints_and_floats(age):
+    """``age`` as an object column holding 1 and 1.0 (one level), 2 and 2.0, ..."""
+    mixed = age.astype(object)
+    mixed.iloc[::2] = [float(v) for v in age.iloc[::2]]
+    return mixed
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [
+        lambda sex, age: (sex.astype("string"), age.astype("Int64")),
+        lambda sex, age: (sex.astype("category"), age.astype("category")),
+        lambda sex, age: (sex, _ints_and_floats(age)),
+    ],
+    ids=["nullable", "categorical", "int_and_float"],
+)
+def test_counts_do_not_depend_on_the_dtype_of_the_attributes(gdf, grid, convert):
+    expected = prepare(gdf, grid, ["sex", "age"], continuous="z")
+    converted = gdf.copy()
+    converted["sex"], converted["age"] = convert(gdf["sex"], gdf["age"])
+    cc = prepare(converted, grid, ["sex", "age"], continuous="z")
+    assert cc.levels == expected.levels
+    np.testing.assert_array_equal(cc.counts, expected.counts)
+    np.testing.assert_array_equal(cc.combo_codes, expected.combo_codes)
+    np.testing.assert_array_equal(cc.zbar, expected.zbar)
+    # every combination writes a level as levels does (2 and 2.0 in one column were written
+    # as their combination's first record held them: "age=2" in one label, "age=2.0" in
+    # another, and the model's check of level names refused the counts)
+    assert cc.combination_labels() == [
+        f"sex={cc.levels['sex'][s]},age={cc.levels['age'][a]}" for s, a in cc.combo_codes
+    ]
+
+
+def test_repeated_index_labels_are_kept_as_given(gdf, grid):
+    expected = prepare(gdf, grid, ["sex", "age"])
+    gdf.index = ["same"] * len(gdf)
+    cc = prepare(gdf, grid, ["sex", "age"])
+    assert cc.record_index.tolist() == ["same"] * len(gdf)
+    np.testing.assert_array_equal(cc.counts, expected.counts)
+    np.testing.assert_array_equal(cc.record_cell, expected.record_cell)
+
+
+def test_nullable_missing_values_are_refused_naming_the_rows(gdf, grid):
+    gdf["age"] = gdf["age"].astype("Int64")
+    gdf.loc["r4", "age"] = pd.NA
+    with pytest.raises(InputError, match=r"attribute 'age' has 1 missing .*\['r4'\]"):
+        prepare(gdf, grid, ["sex", "age"])
+    gdf["age"] = gdf["age"].fillna(1)
+    gdf["z"] = gdf["z"].astype("Float64")
+    gdf.loc["r7", "z"] = pd.NA
+    with pytest.raises(InputError, match=r"continuous column 'z' has 1 missing .*\['r7'\]"):
+        prepare(gdf, grid, ["sex", "age"], continuous="z")
+
+
+# --------------------------------------------------------------------------- oracles
+
+
+def test_counts_and_zbar_equal_a_brute_force_count_over_cells_that_cover_the_points():
+    # Points on interior edges, corners and the lattice's outer edges: every point lies in a
+    # cell that covers it (shapely), the one of largest (x0, y0) when several do (cells are
+    # half-open [x0, x1) x [y0, y1), the outer max edges belonging to the last column/row).
+    grid = Grid.regular((0, 0, 12, 9), shape=(3, 4), crs=CRS)
+    rng = np.random.default_rng(3)
+    edges_x, edges_y = [0.0, 3.0, 6.0, 9.0, 12.0], [0.0, 3.0, 6.0, 9.0]
+    xy = np.vstack([
+        [(x, y) for x in edges_x for y in edges_y],  # every corner
+        [(x, rng.uniform(0, 9)) for x in edges_x for _ in range(3)],  # vertical edges
+        [(rng.uniform(0, 12), y) for y in edges_y for _ in range(3)],  # horizontal edges
+        rng.uniform((0, 0), (12, 9), (60, 2)),
+    ])
+    n = len(xy)
+    frame = gpd.GeoDataFrame(
+        {"a": rng.choice(["p", "q"], n), "b": rng.choice([1, 2], n), "z": rng.normal(5, 2, n)},
+        geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # bounds equal extreme points
+        cc = prepare(frame, grid, ["a", "b"], continuous="z")
+
+    boxes = grid.cell_bounds(np.arange(grid.n_cells))
+    cell = np.empty(n, dtype=np.int64)
+    for r, point in enumerate(frame.geometry):
+        covering = [i for i in range(grid.n_cells) if box(*boxes[i]).covers(point)]
+        cell[r] = max(covering, key=lambda i: (boxes[i][0], boxes[i][1]))
+    np.testing.assert_array_equal(cc.record_cell, cell)
+
+    groups = frame.assign(cell=cell).groupby(["a", "b"])
+    combo = groups.ngroup().to_numpy()
+    expected = np.zeros((grid.n_cells, cc.n_combos), dtype=np.int64)
+    np.add.at(expected, (cell, combo), 1)
+    np.testing.assert_array_equal(cc.counts, expected)
+
+    sums = np.zeros_like(expected, dtype=float)
+    np.add.at(sums, (cell, combo), frame["z"].to_numpy())
+    for b in range(cc.n_combos):
+        held = expected[:, b] > 0
+        means = sums[held, b] / expected[held, b]
+        assert cc.zbar_mean[b] == pytest.approx(means.mean(), rel=1e-12)
+        assert cc.zbar_sd[b] == pytest.approx(means.std(ddof=1), rel=1e-12)
+        np.testing.assert_allclose(cc.zbar[held, b], (means - means.mean()) / means.std(ddof=1),
+                                   rtol=1e-10, atol=1e-12)
+        assert (cc.zbar[~held, b] == 0).all()
