@@ -351,7 +351,7 @@ def test_prepare_dask_refuses_mixed_types_the_frame_keeps(client, points, grid):
                 gd.prepare_dask(to_dask(frame, 2), grid, attributes=["m"])
     with dask.config.set({"dataframe.convert-string": True}):  # the default: one level "1"
         ddf = to_dask(mixed, 2)
-        with pytest.warns(geosynth.errors.DataWarning, match="single level '1'"):
+        with pytest.warns(geosynth.errors.DataWarning, match="'m' has a single level"):
             assert gd.prepare_dask(ddf, grid, attributes=["m"]).levels == {"m": ["1"]}
 
 
