@@ -516,7 +516,8 @@ class Grid:
         geosynth.errors.GridError
             Not polygons (or no active geometry column), invalid, empty or overlapping areas,
             an ``id_column`` that is no str or names several columns, duplicate, missing or
-            non-scalar ids (lists), an unknown option, a ``gap`` that is negative, not finite
+            non-scalar ids (lists) or ids written alike (``1`` and ``"1"``), more than
+            :data:`MAX_CELLS` areas, an unknown option, a ``gap`` that is negative, not finite
             or above a tenth of a typical area's side, or no habitable area left.
         geosynth.errors.CRSError
             ``areas`` is in a geographic CRS.
@@ -536,6 +537,11 @@ class Grid:
             raise GridError("areas has no active geometry column; set one with "
                             "areas.set_geometry(column)") from None
         crs = _as_crs(areas.crs, "areas")
+        if len(areas) > MAX_CELLS:  # before any geometric work (a contiguity of all pairs)
+            raise GridError(
+                f"areas has {len(areas):,} areas, more than the limit of {MAX_CELLS:,} cells; "
+                "dissolve them into larger units (or raise geosynth.lattice.MAX_CELLS)"
+            )
         polygons = _area_polygons(areas)
         ids = _area_ids(areas, id_column)
         check_no_overlap(polygons, "areas")
@@ -1877,5 +1883,13 @@ def _area_ids(areas: gpd.GeoDataFrame | gpd.GeoSeries, id_column: str | None) ->
         raise GridError(
             f"id_column {id_column!r} has duplicate values {values}; ids must name one area "
             "each (dissolve the areas by id first: areas.dissolve(by=...))"
+        )
+    alike = ids.astype(str).duplicated(keep=False).to_numpy()
+    if alike.any():  # 1 and "1": one id once written to a file, or shown in a table
+        values = sorted(set(ids[alike].astype(str)))[:_N_NAMED]
+        raise GridError(
+            f"id_column {id_column!r} has distinct values written alike {values} (e.g. the "
+            "number 1 and the text '1'); give the ids one type, e.g. "
+            f"areas[{id_column!r}].astype(str), after checking they name different areas"
         )
     return ids.to_numpy()

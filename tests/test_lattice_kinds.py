@@ -19,6 +19,7 @@ from libpysal.graph import Graph
 from libpysal.weights import Queen, Rook
 from scipy import stats
 
+import geosynth.lattice
 from geosynth import Grid
 from geosynth.errors import GridError, IsolatedCellWarning
 
@@ -323,6 +324,8 @@ def test_areal_exclusions_and_ids_follow_the_kept_areas():
                                          r"\[0, 1\]"),
         ("two_codes", {"id_column": "code"}, "areas has several columns named 'code'"),
         ("no_geometry", {"id_column": "code"}, "areas has no active geometry column"),
+        # 1 and "1" were two ids, one once written to a file
+        ("alike", {"id_column": "code"}, r"distinct values written alike \['1'\]"),
     ],
 )
 def test_from_polygons_refuses_bad_areas_naming_rows_and_fix(areas, kwargs, match):
@@ -336,6 +339,7 @@ def test_from_polygons_refuses_bad_areas_naming_rows_and_fix(areas, kwargs, matc
         "overlap": gpd.GeoDataFrame(geometry=[boxes[0], shapely.box(0.5, 0, 2, 1)], crs=3857),
         "points": gpd.GeoDataFrame(geometry=[boxes[0], shapely.Point(3, 3)], crs=3857),
         "duplicate": gpd.GeoDataFrame({"code": [1, 1]}, geometry=boxes, crs=3857),
+        "alike": gpd.GeoDataFrame({"code": [1, "1"]}, geometry=boxes, crs=3857),
         "frame": boxes,
     }
     with pytest.raises(GridError, match=match):
@@ -501,3 +505,12 @@ def test_far_points_are_outside_an_areal_lattice_without_a_warning():
         cell = grid.locate(np.array([[1e308, -1e308], [-1e308, 0.5], [1.5, 1e308],
                                      [np.inf, 0.5], [2.0, 1.0]]))
     assert cell.tolist() == [-1, -1, -1, -1, 1]
+
+
+def test_from_polygons_refuses_more_areas_than_max_cells_before_any_geometric_work(monkeypatch):
+    boxes = [shapely.box(i, 0, i + 1, 1) for i in range(5)]
+    areas = gpd.GeoDataFrame(geometry=boxes, crs=3857)
+    monkeypatch.setattr(geosynth.lattice, "MAX_CELLS", 4)
+    monkeypatch.setattr(geosynth.lattice, "_area_polygons", None)  # not reached
+    with pytest.raises(GridError, match="5 areas, more than the limit of 4 cells"):
+        Grid.from_polygons(areas)
