@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from geosynth._validation import as_float, describe_value, is_integer, is_real
+from geosynth._validation import describe_value, int_hint, is_integer
 from geosynth.errors import InputError
 
 __all__ = ["as_generator", "check_seed", "root_seed_sequence", "spawn_seeds", "SeedLike"]
@@ -46,12 +46,8 @@ def check_seed(seed: object, name: str = "seed") -> SeedLike:
     if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
         return seed
     if not is_integer(seed):
-        hint = ""
-        if is_real(seed):
-            number = as_float(seed)  # a Fraction beyond the float range is ±inf
-            whole = 0 <= number <= 2**53 and number.is_integer()
-            hint = f"; pass an int, e.g. {name}={int(number) if whole else 42}"
-        elif isinstance(seed, str) and seed.strip().isdecimal():
+        hint = int_hint(seed, name, 0, 42)
+        if isinstance(seed, str) and seed.strip().isdecimal():
             hint = f"; pass the number itself, {name}={int(seed.strip())}"
         raise TypeError(f"{name} must be {_ALLOWED}, got {describe_value(seed)}{hint}")
     if seed < 0:

@@ -43,6 +43,7 @@ __all__ = [
     "check_bool",
     "is_integer",
     "is_real",
+    "int_hint",
     "as_float",
     "describe_value",
     "MAX_CONTINUOUS",
@@ -400,6 +401,32 @@ def is_integer(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, _NOT_NUMBERS)
 
 
+def int_hint(value: Any, name: str, minimum: int, fallback: int) -> str:
+    """Suggest an int for a real number given where one belongs (``""`` for anything else).
+
+    Parameters
+    ----------
+    value : object
+        The value refused.
+    name : str
+        The parameter's name.
+    minimum : int
+        Smallest int allowed: a whole ``value`` at least this large is suggested as it is.
+    fallback : int
+        Suggested otherwise (a fraction, a number beyond 2**53 or below ``minimum``).
+
+    Returns
+    -------
+    str
+        E.g. ``"; pass an int, e.g. n=3"`` for ``3.0``.
+    """
+    if not is_real(value):
+        return ""
+    number = as_float(value)  # a Fraction beyond the float range is ±inf
+    whole = abs(number) <= 2**53 and number.is_integer() and number >= minimum
+    return f"; pass an int, e.g. {name}={int(number) if whole else fallback}"
+
+
 def is_real(value: Any) -> bool:
     """Tell whether ``value`` is a real number (int, float, Fraction, NumPy number), not a bool.
 
@@ -447,11 +474,7 @@ def check_int(
     """
     label = f"{name} ({what})" if what else name
     if not is_integer(value):
-        fix = ""
-        if is_real(value):
-            number = as_float(value)  # a Fraction beyond the float range is ±inf
-            whole = abs(number) <= 2**53 and number.is_integer() and number >= minimum
-            fix = f"; pass an int, e.g. {name}={int(number) if whole else max(minimum, 1)}"
+        fix = int_hint(value, name, minimum, max(minimum, 1))
         raise TypeError(f"{label} must be an int, got {describe_value(value)}"
                         f"{fix or _string_hint(value, name, integer=True)}")
     if value < minimum:

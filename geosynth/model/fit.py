@@ -391,6 +391,8 @@ class PaivaModel:
         max_bytes = _check_storage_arguments(eta_draws, max_bytes)
         check_seed(seed)  # before the counts are read and a block sampler's setup is built
         noise = _check_noise(counts, noise)
+        if noise is not None:
+            _check_noisy_sizes(counts.counts)
         if not isinstance(parallel, (bool, np.bool_)):
             raise InputError(f"parallel must be True or False, got {parallel!r}")
         if parallel and noise is not None:
@@ -502,8 +504,6 @@ def _check_noise(counts, noise) -> float | None:
     own = getattr(counts, "noise_scale", None)
     own = None if own is None else float(own)  # a float32 scale compiled the kernels again
     if noise is None:
-        if own is not None:
-            _check_noisy_sizes(counts.counts)
         return own
     if isinstance(counts, CellCounts):
         raise InputError(
@@ -518,7 +518,6 @@ def _check_noise(counts, noise) -> float | None:
     if own is not None and not math.isclose(noise, own, rel_tol=1e-9):  # np.isclose: atol 1e-8
         raise InputError(f"noise={noise} contradicts the scale {own} recorded in counts; "
                          "omit noise= to use the recorded one")
-    _check_noisy_sizes(counts.counts)
     return float(noise)
 
 
