@@ -20,6 +20,17 @@ later move of the same commit that fails puts every replaced file back. Private 
 (``private=True``) are ``chmod``-ed to 0600 while still inside the 0700 staging folder, so they
 are never readable by others at any moment.
 
+Killed while committing. The moves of several files are not one step: a process killed between
+two of them (``kill -9``, an out-of-memory kill) would leave some targets new and others old,
+e.g. a release whose audit file is the previous run's. So before the first move a commit of
+more than one file writes a journal into every staging folder (the targets, the identity of each
+staged file, the file each one replaces), and removes the first folder's journal once every file
+is in place: that removal is the commit point. The next write of any of those targets finds the
+dead writer's folders (see :func:`remove_stale_staging`) and, if the first journal is still
+there, takes the commit back -- each target that is still the file moved in gets back the file
+it replaced (or is removed if it replaced nothing) -- so a killed commit, like a failed one,
+leaves every target as it was.
+
 Durability. Before the first move every staged file is flushed to disk (:func:`os.fsync`), and
 after the last one the folders whose entries changed are: without it a power cut soon after a
 commit could leave a target of zero length or with old blocks under its new name (the rename
@@ -32,6 +43,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -62,6 +74,7 @@ _NAME_BYTES = 200
 _PRIVATE_MODE = 0o600
 _LOCK_NAME = ".lock"  # in each staging folder, flock-ed by its writer while it runs
 _CLAIM_MARK = ".claimed"  # in a staging folder while its writer's empty claim holds the target
+_JOURNAL_NAME = ".commit.json"  # in each staging folder of a commit of several files while it runs
 # The files SQLite keeps beside a database while it is open (write-ahead log, its index, the
 # rollback journal).
 _SQLITE_JOURNALS = ("-wal", "-shm", "-journal")
@@ -224,9 +237,10 @@ class AtomicOutputs:
                     os.chmod(staged.path, _PRIVATE_MODE)
                 _flush_file(staged)  # all of them before the first move
                 present.append(staged)
-            for staged in present:
+            backups = [_backup(staged) if self.overwrite else None for staged in present]
+            journal = _write_journal(present, backups) if len(present) > 1 else None
+            for staged, backup in zip(present, backups, strict=True):
                 _check_no_sqlite_journal(staged.target)  # a viewer may have opened it since
-                backup = _backup(staged) if self.overwrite else None
                 aside = _set_aside_gdal_sidecars(staged)
                 try:
                     _move(staged.path, staged.target, self.overwrite)
@@ -236,6 +250,8 @@ class AtomicOutputs:
                 written.append((staged.target, backup, aside))
             _flush_folders([target.parent for target, _, _ in written]
                            + [folder.parent for folder in self._new_folders])
+            if journal is not None:
+                journal.unlink()  # the commit point (see the module's notes)
         except BaseException:
             _take_back(written)
             self.discard()
@@ -345,17 +361,128 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
         return removed
     prefix = _staging_prefix(target)
     for entry in target.parent.iterdir():
-        if not entry.name.startswith(prefix) or not _own_folder(entry):
+        if not entry.name.startswith(prefix) or not _abandoned(entry, target):
             continue
-        pid_text = entry.name[len(prefix):].split("-", 1)[0]
-        if pid_text.isdecimal() and _process_alive(int(pid_text)):
-            continue
-        if _locked(entry):  # a live writer whose PID this process cannot see (a container)
-            continue
+        removed.extend(_finish_dead_commit(entry))
         _drop_claim(entry, target)
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
+
+
+def _abandoned(folder: Path, target: Path) -> bool:
+    """Whether ``folder`` is a staging folder of ``target`` whose writer no longer runs."""
+    prefix = _staging_prefix(target)
+    if folder.parent != target.parent or not folder.name.startswith(prefix):
+        return False
+    if not _own_folder(folder):
+        return False
+    pid_text = folder.name[len(prefix):].split("-", 1)[0]
+    if pid_text.isdecimal() and _process_alive(int(pid_text)):
+        return False
+    return not _locked(folder)  # a lock: a live writer whose PID is not visible (a container)
+
+
+@dataclass(frozen=True)
+class _JournalEntry:
+    target: Path
+    folder: Path
+    device: int
+    inode: int  # of the staged file: the target is this file once it has been moved
+    backup: Path | None
+
+
+def _write_journal(present: list[_Staged], backups: list[Path | None]) -> Path:
+    """Write the journal of a commit of several files into each staging folder, the first last.
+
+    Returns the first folder's journal, whose removal is the commit point: a journal found in
+    a dead writer's folder means a commit was under way only while the first one is there
+    (:func:`_finish_dead_commit`).
+    """
+    entries = []
+    for staged, backup in zip(present, backups, strict=True):
+        info = os.stat(staged.path)
+        entries.append({"target": os.path.abspath(staged.target),
+                        "folder": os.path.abspath(staged.folder),
+                        "device": info.st_dev, "inode": info.st_ino,
+                        "backup": None if backup is None else os.path.abspath(backup)})
+    text = json.dumps({"first": entries[0]["folder"], "files": entries})
+    for staged in reversed(present):  # the first folder's last: then every folder holds one
+        with create_new(staged.folder / _JOURNAL_NAME, private=True) as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        _flush_folders([staged.folder])
+    return present[0].folder / _JOURNAL_NAME
+
+
+def _read_journal(folder: Path) -> tuple[Path, list[_JournalEntry]] | None:
+    """Return ``(first folder, entries)`` of ``folder``'s journal; None if none or unreadable."""
+    try:
+        with open(folder / _JOURNAL_NAME, encoding="utf-8") as stream:
+            record = json.load(stream)
+        entries = [
+            _JournalEntry(Path(item["target"]), Path(item["folder"]), int(item["device"]),
+                          int(item["inode"]),
+                          None if item["backup"] is None else Path(item["backup"]))
+            for item in record["files"]
+        ]
+        first = Path(record["first"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    paths = [first] + [p for e in entries for p in (e.target, e.folder, e.backup) if p]
+    if not entries or first != entries[0].folder or not all(p.is_absolute() for p in paths):
+        return None
+    # Only the staging folders of the journal's own targets, and backups inside them.
+    if not all(_staging_prefix(e.target) in e.folder.name and e.folder.parent == e.target.parent
+               and (e.backup is None or e.backup.parent == e.folder) for e in entries):
+        return None
+    return first, entries
+
+
+def _finish_dead_commit(folder: Path) -> list[Path]:
+    """Take back the commit a dead writer left half done, if ``folder`` journals one.
+
+    While the first folder of the commit still holds its journal, the writer died between its
+    first move and the commit point: each target that is still the file moved in gets back the
+    file it replaced (or is removed if it replaced none), with GDAL sidecars set aside for it.
+    Otherwise the commit either finished or moved nothing. Either way the commit's other
+    staging folders are removed, the first one last.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The other staging folders removed (``folder`` itself is left to the caller).
+    """
+    journal = _read_journal(folder)
+    if journal is None:
+        return []
+    first, entries = journal
+    if _abandoned(first, entries[0].target) and _read_journal(first) is not None:
+        for entry in reversed(entries):
+            _undo_move(entry)
+    removed = []
+    others = [e for e in entries if e.folder not in (folder, first)]
+    others += [e for e in entries if e.folder == first != folder]
+    for entry in others:
+        if os.path.lexists(entry.folder) and _abandoned(entry.folder, entry.target):
+            shutil.rmtree(entry.folder, ignore_errors=True)
+            removed.append(entry.folder)
+    return removed
+
+
+def _undo_move(entry: _JournalEntry) -> None:
+    """Restore what ``entry.target`` was before a dead writer's commit moved a file there."""
+    with contextlib.suppress(OSError):
+        info = os.lstat(entry.target)
+        if (info.st_dev, info.st_ino) == (entry.device, entry.inode):
+            if entry.backup is not None and os.path.lexists(entry.backup):
+                os.replace(entry.backup, entry.target)
+            else:
+                os.unlink(entry.target)
+    _put_back([(Path(f"{entry.target}{suffix}"), entry.folder / f".replaced{suffix}")
+               for suffix in _GDAL_SIDECARS
+               if os.path.lexists(entry.folder / f".replaced{suffix}")])
 
 
 def _own_folder(entry: Path) -> bool:

@@ -361,11 +361,14 @@ def test_staged_files_are_flushed_before_the_first_move_and_their_folders_after(
         outputs.add(first).write_text("a")
         outputs.add(second, private=True).write_text("b")
     kinds = [kind for kind, _ in events]
-    assert kinds == ["fsync", "fsync", "move", "move", "fsync", "fsync", "fsync"]
+    assert kinds == ["fsync"] * 6 + ["move", "move"] + ["fsync"] * 3
     assert [os.path.basename(path) for _, path in events[:2]] == ["a.txt", "b.txt"]
-    assert all(STAGING_MARK in path for _, path in events[:2])  # the staged files
+    assert all(STAGING_MARK in path for _, path in events[:6])  # the staged files
+    # Then the commit's journal in each staging folder, and that folder, the first one last.
+    assert [os.path.basename(path) for _, path in events[2:6:2]] == [".commit.json"] * 2
+    assert events[5][1] == os.path.dirname(events[4][1]) == os.path.dirname(events[0][1])
     # The folders whose entries changed: the targets' and those of the folders created.
-    assert sorted(path for _, path in events[4:]) == sorted(
+    assert sorted(path for _, path in events[8:]) == sorted(
         [str(tmp_path), str(second.parent), str(second.parent.parent)])
 
 
@@ -478,3 +481,83 @@ def test_a_private_file_killed_before_its_move_leaves_the_old_file(tmp_path, poi
         tmp.write_text("new report")
     assert target.read_text() == "new report" and _names(tmp_path) == ["report.md"]
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+
+
+KILLED_WHILE_COMMITTING = """
+import os, sys
+import geosynth._atomic as atomic
+folder, point, overwrite = sys.argv[1], sys.argv[2], sys.argv[3] == "overwrite"
+move = atomic._move
+moves = []
+def move_then_maybe_die(*args):
+    move(*args)
+    moves.append(args)
+    if point == "after two moves" and len(moves) == 2:
+        os._exit(9)
+atomic._move = move_then_maybe_die
+if point == "after the commit point":
+    atomic.AtomicOutputs._cleanup = lambda self: os._exit(9)
+outputs = atomic.AtomicOutputs(overwrite=overwrite)
+for name in ("a.tif", "b.json", "c.html"):
+    outputs.add(os.path.join(folder, name)).write_text("new " + name)
+outputs.commit()
+"""
+
+
+def _kill_while_committing(tmp_path, point, overwrite):
+    run = subprocess.run([sys.executable, "-c", KILLED_WHILE_COMMITTING, str(tmp_path), point,
+                          "overwrite" if overwrite else "create"], check=False)
+    assert run.returncode == 9
+
+
+@pytest.mark.parametrize("next_write", ["a.tif", "b.json", "c.html"])
+def test_a_commit_killed_between_its_moves_is_taken_back_by_the_next_write(tmp_path,
+                                                                             next_write):
+    # A kill between two moves left a.tif and b.json new beside the old c.html (a release
+    # beside the previous run's audit file); the next write of any of them restores all three.
+    for name in ("a.tif", "b.json", "c.html"):
+        (tmp_path / name).write_text(f"old {name}")
+    (tmp_path / "a.tif.aux.xml").write_text("old band names")  # set aside for the new a.tif
+    _kill_while_committing(tmp_path, "after two moves", overwrite=True)
+    assert (tmp_path / "a.tif").read_text() == "new a.tif"
+    assert (tmp_path / "c.html").read_text() == "old c.html"
+    assert not (tmp_path / "a.tif.aux.xml").exists()
+    with AtomicOutputs(overwrite=True) as outputs:
+        outputs.add(tmp_path / next_write)  # never written: only the clean-up happens
+    for name in ("a.tif", "b.json", "c.html"):
+        assert (tmp_path / name).read_text() == f"old {name}"
+    assert (tmp_path / "a.tif.aux.xml").read_text() == "old band names"
+    assert _names(tmp_path) == ["a.tif", "a.tif.aux.xml", "b.json", "c.html"]
+
+
+def test_files_created_by_a_killed_commit_are_removed_by_the_next_write(tmp_path):
+    _kill_while_committing(tmp_path, "after two moves", overwrite=False)
+    assert (tmp_path / "b.json").exists() and not (tmp_path / "c.html").exists()
+    with AtomicOutputs() as outputs:  # no FileExistsError: the half commit is taken back first
+        outputs.add(tmp_path / "c.html").write_text("next run")
+    assert _names(tmp_path) == ["c.html"]
+    assert (tmp_path / "c.html").read_text() == "next run"
+
+
+def test_a_commit_killed_after_its_commit_point_is_kept(tmp_path):
+    for name in ("a.tif", "b.json"):
+        (tmp_path / name).write_text(f"old {name}")
+    _kill_while_committing(tmp_path, "after the commit point", overwrite=True)
+    assert len([p for p in tmp_path.iterdir() if STAGING_MARK in p.name]) == 3
+    removed = remove_stale_staging(tmp_path / "c.html")
+    assert len(removed) == 3  # the folders of all three targets, through the journal
+    for name in ("a.tif", "b.json", "c.html"):
+        assert (tmp_path / name).read_text() == f"new {name}"
+    assert _names(tmp_path) == ["a.tif", "b.json", "c.html"]
+
+
+def test_a_damaged_journal_only_removes_its_folder(tmp_path):
+    (tmp_path / "a.tif").write_text("old a.tif")
+    _kill_while_committing(tmp_path, "after two moves", overwrite=True)
+    for folder in tmp_path.iterdir():
+        if STAGING_MARK in folder.name:
+            os.chmod(folder / ".commit.json", 0o600)
+            (folder / ".commit.json").write_text('{"first": "/etc", "files": []}')
+    remove_stale_staging(tmp_path / "a.tif")
+    assert (tmp_path / "a.tif").read_text() == "new a.tif"  # not taken back: nothing to trust
+    assert len([p for p in tmp_path.iterdir() if STAGING_MARK in p.name]) == 2
