@@ -678,6 +678,11 @@ def _shown(value: Any) -> str:
             return f"{kind} of length {len(value)}"
         except Exception:  # no len(), or a len() that fails
             return kind
+    if isinstance(value, int) and abs(value) >= 10**_SHOW_CHARS:  # NumPy ints are 64-bit
+        # Python refuses to print an int of more than 4,300 digits (a ValueError); its first
+        # digits would be cut anyway.
+        digits = math.floor(value.bit_length() * math.log10(2)) + 1
+        return f"{'-' if value < 0 else ''}<{digits:,} digits or so>"
     shown = CONTROL_CHARACTERS.sub("?", repr(value))
     return shown if len(shown) <= _SHOW_CHARS else shown[: _SHOW_CHARS - 3] + "..."
 

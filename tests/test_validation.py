@@ -23,6 +23,7 @@ from geosynth._validation import (
     check_probability,
     check_real,
     check_real_array,
+    describe_value,
 )
 from geosynth.errors import InputError
 
@@ -355,3 +356,14 @@ def test_check_positive_names_an_int_too_long_to_print(value):
     # Python refuses to print an int of more than 4,300 digits: the message raised ValueError.
     with pytest.raises(InputError, match="x must be"):
         check_positive(value, "x")
+
+
+@pytest.mark.parametrize("value", [10**5000, -(10**5000), np.int64(2**62)],
+                         ids=["5000 digits", "-5000 digits", "int64"])
+def test_check_bool_names_an_int_too_long_to_print(value):
+    # describe_value printed the refused value's repr: an int of more than 4,300 digits made
+    # the message itself raise ValueError (Python's limit on int-to-text conversion).
+    with pytest.raises(TypeError, match=r"^flag must be True or False, got int"):
+        check_bool(value, "flag")
+    text = describe_value(value)
+    assert len(text) < 80 and ("digits or so" in text) == (abs(int(value)) > 10**60)
