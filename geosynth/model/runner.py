@@ -20,7 +20,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
 from typing import NamedTuple
 
@@ -94,12 +94,16 @@ def run_on_executor(executor: Executor, data: ModelData, tables: CountTables,
 
     Every task gets the same ``data``, ``tables`` and ``settings`` objects (an executor may
     send each to a worker once) and returns its chain's draws, as
-    :meth:`ChainRunner.run_all` does for one chain; they are concatenated in chain order.
+    :meth:`ChainRunner.run_all` does for one chain; they are concatenated in chain order. The
+    results are taken as the chains finish, so a chain that fails is reported at once (the
+    chains not started are cancelled) rather than after the chains before it have run.
     """
-    futures = [executor.submit(_run_chain_task, data, tables, settings, streams[c], c)
-               for c in range(streams.shape[0])]
+    futures = {executor.submit(_run_chain_task, data, tables, settings, streams[c], c): c
+               for c in range(streams.shape[0])}
+    parts = [None] * len(futures)
     try:
-        parts = [future.result() for future in futures]
+        for future in as_completed(futures):
+            parts[futures[future]] = future.result()
     except BaseException:
         for future in futures:  # a failed chain (or Ctrl-C) stops the chains not started
             future.cancel()

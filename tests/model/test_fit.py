@@ -3,8 +3,9 @@
 import dataclasses
 import functools
 import re
+import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 import geopandas as gpd
 import matplotlib
@@ -205,6 +206,43 @@ def test_chains_as_executor_tasks_equal_chains_in_threads(case, scenario_counts)
     assert (got.scalar_names, got.thin, got.burn_in, got.noise_scale, got.interrupted) == (
         want.scalar_names, want.thin, want.burn_in, want.noise_scale, False)
     np.testing.assert_array_equal(got.posterior_mean_lambda(), want.posterior_mean_lambda())
+
+
+class SecondChainFails(Executor):
+    """Chain 1 fails at once; chain 0 runs until the test ends (or is cancelled)."""
+
+    def __init__(self):
+        self.futures = []
+
+    def submit(self, fn, *args, **kwargs):
+        future = Future()
+        if args[-1] == 1:  # the chain's index
+            future.set_exception(RuntimeError("chain 1 failed"))
+        self.futures.append(future)
+        return future
+
+
+def test_a_failed_chain_is_reported_without_waiting_for_the_chains_before_it(small_fit):
+    # The results were taken in chain order: a chain that failed at once was reported only
+    # after every chain before it had run to its end (hours, on a large lattice).
+    executor, outcome = SecondChainFails(), {}
+
+    def run():
+        try:
+            PaivaModel().fit(small_fit.counts, n_iter=20, burn_in=10, chains=3, progress=False,
+                             executor=executor)
+        except BaseException as err:  # noqa: BLE001 - recorded for the main thread
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    try:
+        assert "chain 1 failed" in repr(outcome.get("error"))
+        assert executor.futures[0].cancelled() and executor.futures[2].cancelled()
+    finally:
+        for future in executor.futures:
+            future.cancel()
 
 
 def test_executor_argument_validated(small_fit):
