@@ -55,7 +55,7 @@ from scipy.spatial.distance import pdist, squareform
 
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_int, check_probability, check_real_array
-from geosynth.errors import DataWarning, InputError
+from geosynth.errors import DataWarning, InputError, MemoryLimitError
 
 __all__ = ["DEFAULT_RANGE_SHARES", "DEFAULT_NUGGET_RATIOS", "GRID_END_SHARE",
            "NEGLIGIBLE_NUGGET_RATIO", "MIN_NUGGET_RATIO", "GPPosterior", "gp_regression",
@@ -158,6 +158,8 @@ def gp_regression(
         above :data:`MAX_GP_DRAWS`; a grid that is not a non-empty 1-D array of distinct finite
         positive numbers, or a nugget ratio below :data:`MIN_NUGGET_RATIO`; a ``y`` that ``X``
         fits exactly; ``names`` that repeat a name.
+    geosynth.errors.MemoryLimitError
+        More than :data:`MAX_GP_POINTS` points.
     TypeError
         ``n_draws`` is not an integer.
 
@@ -363,6 +365,9 @@ def _profile(distances, phi, y, X, nugget_grid):
 
 #: The most posterior draws :func:`gp_regression` returns (β alone takes 8·p bytes each).
 MAX_GP_DRAWS = 10**7
+#: The most points :func:`gp_regression` fits: it holds about four dense n × n float64 matrices
+#: (32·n² bytes, 0.8 GB at 5,000) and decomposes one per decay value in O(n³).
+MAX_GP_POINTS = 5_000
 #: The powers of two (about 1e±150) a y's largest |value| may reach: σ² then stays normal.
 _Y_SCALES = (2.0**-500, 2.0**500)
 #: A weighted residual sum below this share of y's own spread is rounding: ``X`` fits ``y``.
@@ -465,6 +470,14 @@ def _scaled_inputs(coords, y, X):
     n, p = X.shape
     if n <= p + 1:
         raise InputError(f"need more than p + 1 = {p + 1} points, got {n}")
+    if n > MAX_GP_POINTS:  # 50,000 points asked for 80 GB before the first eigendecomposition
+        raise MemoryLimitError(
+            f"gp_regression got {n:,} points, more than geosynth.metrics.gp.MAX_GP_POINTS = "
+            f"{MAX_GP_POINTS:,}: it decomposes dense n × n matrices (about "
+            f"{32 * n * n / 2**30:,.1f} GiB, and time growing as n³ for each decay value); fit "
+            "a random subsample of the points (e.g. rows = rng.choice(n, 2000, replace=False)), "
+            "or raise MAX_GP_POINTS deliberately if the memory and time are available"
+        )
     for name, arr in (("coords", coords), ("y", y), ("X", X)):
         if not np.all(np.isfinite(arr)):
             raise InputError(f"{name} contains NaN or inf; drop or impute those rows first")

@@ -7,7 +7,8 @@ import pytest
 from scipy import stats
 from scipy.spatial.distance import pdist, squareform
 
-from geosynth.errors import DataWarning, InputError
+import geosynth.metrics.gp as gp_module
+from geosynth.errors import DataWarning, InputError, MemoryLimitError
 from geosynth.metrics.gp import GRID_END_SHARE, gp_regression, stacked_intervals
 
 BETA = np.array([2.0, -1.5])
@@ -389,3 +390,16 @@ def test_intervals_at_the_true_covariance_have_their_frequentist_coverage():
                         for name, truth in (("beta[x0]", BETA[0]), ("beta[x1]", BETA[1]),
                                             ("sigma2", SIGMA2), ("tau2", TAU2))])
     np.testing.assert_allclose(np.mean(covered, axis=0), 0.9, atol=0.06)
+
+
+def test_more_points_than_the_dense_matrices_allow_are_refused_before_any_work(monkeypatch):
+    # Every point entered dense n × n matrices: 50,000 points asked for ~80 GB and hours of
+    # eigendecompositions before anything said why.
+    rng = np.random.default_rng(0)
+    monkeypatch.setattr(gp_module, "MAX_GP_POINTS", 40)
+    coords = rng.uniform(0, 100, (41, 2))
+    y, X = rng.normal(size=41), np.column_stack([np.ones(41), rng.normal(size=41)])
+    with pytest.raises(MemoryLimitError, match=r"41 points, more than .*MAX_GP_POINTS = 40"):
+        gp_regression(coords, y, X, n_draws=10, seed=1)
+    post = gp_regression(coords[:40], y[:40], X[:40], n_draws=10, seed=1)  # at the cap: fitted
+    assert post.beta.shape == (10, 2)
