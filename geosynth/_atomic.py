@@ -120,7 +120,9 @@ class AtomicOutputs:
     """
 
     def __init__(self, overwrite: bool = False) -> None:
-        self.overwrite = bool(overwrite)
+        from geosynth._validation import check_bool  # NumPy: not at the CLI's first import
+
+        self.overwrite = check_bool(overwrite, "overwrite")
         self._staged: list[_Staged] = []
         self._new_folders: list[Path] = []  # created by add: their entries are flushed at commit
         self._done = False

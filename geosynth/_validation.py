@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from geosynth._messages import CONTROL_CHARACTERS
-from geosynth.errors import InputError
+from geosynth.errors import InputError, InputTypeError
 
 __all__ = [
     "check_real",
@@ -603,11 +603,12 @@ def check_bool(value: Any, name: str) -> bool:
 
     Raises
     ------
-    TypeError
-        ``value`` is not a bool.
+    geosynth.errors.InputTypeError
+        ``value`` is not a bool (an InputError and a TypeError). A refused array or Series is
+        described by its type and shape only: it may be a confidential column.
     """
     if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be True or False, got {describe_value(value)}")
+        raise InputTypeError(f"{name} must be True or False, got {describe_value(value)}")
     return bool(value)
 
 

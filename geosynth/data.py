@@ -98,7 +98,12 @@ import pandas as pd
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates, usable_points
-from geosynth._validation import MAX_CONTINUOUS, check_max_bytes, check_unique_columns
+from geosynth._validation import (
+    MAX_CONTINUOUS,
+    check_bool,
+    check_max_bytes,
+    check_unique_columns,
+)
 from geosynth.errors import (
     CRSError,
     DataWarning,
@@ -1603,10 +1608,7 @@ def counts_from_table(
 
 
 def _check_allow_identifying(allow_identifying: Any) -> None:
-    if not isinstance(allow_identifying, bool | np.bool_):
-        raise InputError(
-            f"allow_identifying must be True or False, got {allow_identifying!r}"
-        )
+    check_bool(allow_identifying, "allow_identifying")
 
 
 def is_identifying(sizes: np.ndarray, n_records: int) -> bool:

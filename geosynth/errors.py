@@ -16,6 +16,7 @@ from __future__ import annotations
 __all__ = [
     "GeosynthError",
     "InputError",
+    "InputTypeError",
     "CRSError",
     "GridError",
     "MemoryLimitError",
@@ -34,6 +35,10 @@ class GeosynthError(Exception):
 
 class InputError(GeosynthError, ValueError):
     """Input data or a parameter is invalid (wrong type, missing column, NaN, ...)."""
+
+
+class InputTypeError(InputError, TypeError):
+    """A parameter of the wrong type (``"no"`` where True or False belongs); also a TypeError."""
 
 
 class CRSError(InputError):

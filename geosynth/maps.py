@@ -69,6 +69,7 @@ import shapely
 
 from geosynth._atomic import AtomicOutputs, create_new
 from geosynth._points import at_locations, point_coordinates
+from geosynth._validation import check_bool
 from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
 from geosynth.synth.release import (
     INTERNAL_PREFIX,
@@ -246,8 +247,8 @@ def review_map(
     """
     import folium
 
-    public = _check_bool(public, "public")
-    offline = _check_bool(offline, "offline")
+    public = check_bool(public, "public")
+    offline = check_bool(offline, "offline")
     if offline and tiles is not None:
         raise InputError(f"tiles={tiles!r} are loaded from a tile server whenever the map is "
                          "opened, but an offline=True map requests nothing; pass offline=False "
@@ -359,7 +360,7 @@ def save_map(
     if not isinstance(m, folium.Map):
         raise InputError(f"m must be a folium.Map (e.g. from review_map), got "
                          f"{type(m).__module__}.{type(m).__name__}")
-    private = _check_bool(private, "private")
+    private = check_bool(private, "private")
     if not private and getattr(m, _PUBLIC_MARK, None) is not True:
         raise InputError("private=False but m is not a public map of review_map(..., "
                          "public=True): an internal review map shows the confidential records "
@@ -396,12 +397,6 @@ def save_map(
 
 
 # ---------------------------------------------------------------------- validation
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise InputError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def _check_points(frame: Any, name: str) -> None:
     check_geodataframe(frame, name)
     point_coordinates(frame, name)
@@ -481,7 +476,7 @@ def _check_max_points(max_points: Any) -> int | None:
 def _check_linked(linked: Any, public: bool, original: Any,
                   releases: list[gpd.GeoDataFrame]) -> bool:
     if linked is not None:
-        linked = _check_bool(linked, "linked")
+        linked = check_bool(linked, "linked")
     if public:
         if linked:
             raise InputError("linked=True contradicts public=True: a public map never links "

@@ -7,6 +7,7 @@ import pytest
 
 import geosynth._atomic as atomic
 from geosynth._atomic import STAGING_MARK, AtomicOutputs, atomic_path, remove_stale_staging
+from geosynth.errors import InputError
 
 
 def _names(folder):
@@ -561,3 +562,14 @@ def test_a_damaged_journal_only_removes_its_folder(tmp_path):
     remove_stale_staging(tmp_path / "a.tif")
     assert (tmp_path / "a.tif").read_text() == "new a.tif"  # not taken back: nothing to trust
     assert len([p for p in tmp_path.iterdir() if STAGING_MARK in p.name]) == 2
+
+
+@pytest.mark.parametrize("overwrite", ["no", "False", 0, None])
+def test_an_overwrite_that_is_not_a_bool_is_refused(tmp_path, overwrite):
+    # A string such as "no" is truthy: taken as it was, it replaced the existing file (a map
+    # written by maps.write_map(..., overwrite="no") among others).
+    target = tmp_path / "review.html"
+    target.write_text("old")
+    with pytest.raises(InputError, match=r"^overwrite must be True or False, got "):
+        atomic_path(target, overwrite=overwrite).__enter__()
+    assert target.read_text() == "old" and _names(tmp_path) == ["review.html"]

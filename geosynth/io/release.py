@@ -61,6 +61,7 @@ import shapely
 
 from geosynth._atomic import AtomicOutputs, create_new, remove_stale_staging
 from geosynth._messages import describe_rows
+from geosynth._validation import check_bool
 from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
 from geosynth.io._files import (
     MULTIPOLYGON_TYPE,
@@ -416,8 +417,7 @@ def write_release(
 
 def _check_outputs(outputs: Any, overwrite: Any) -> bool:
     """Validate ``outputs``/``overwrite``; return whether existing files may be replaced."""
-    if not isinstance(overwrite, bool | np.bool_):
-        raise InputError(f"overwrite must be True or False, got {overwrite!r}")
+    check_bool(overwrite, "overwrite")
     if outputs is None:
         return bool(overwrite)
     if not isinstance(outputs, AtomicOutputs):
@@ -775,8 +775,7 @@ def _check_grid_and_fit(
         )
     if grid is not None and not isinstance(grid, Grid):
         raise InputError(f"grid must be a geosynth.Grid, got {type(grid).__name__}")
-    if not isinstance(include_intensity, bool | np.bool_):
-        raise InputError(f"include_intensity must be True or False, got {include_intensity!r}")
+    check_bool(include_intensity, "include_intensity")
     if include_intensity and fit is None:
         raise InputError(
             "include_intensity=True needs fit= (the posterior mean intensity comes from the "

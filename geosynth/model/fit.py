@@ -393,8 +393,7 @@ class PaivaModel:
         noise = _check_noise(counts, noise)
         if noise is not None:
             _check_noisy_sizes(counts.counts)
-        if not isinstance(parallel, (bool, np.bool_)):
-            raise InputError(f"parallel must be True or False, got {parallel!r}")
+        check_bool(parallel, "parallel")
         if parallel and noise is not None:
             raise InputError("parallel=True is not available for noise-aware fits (noise=...); "
                              "use parallel=False")

@@ -259,8 +259,7 @@ def _check_scalars(
         raise InputError(f'no_neighbours must be "keep" or "suppress", got {no_neighbours!r}')
     if selection not in ("bernoulli", "exact"):
         raise InputError(f'selection must be "bernoulli" or "exact", got {selection!r}')
-    if not isinstance(include_coordinates, (bool, np.bool_)):
-        raise InputError(f"include_coordinates must be True or False, got {include_coordinates!r}")
+    check_bool(include_coordinates, "include_coordinates")
 
 
 def _geometry_name(df: pd.DataFrame) -> Hashable | None:
