@@ -29,6 +29,10 @@ POLYGON_TYPE = 3
 MULTIPOLYGON_TYPE = 6
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
+# Unicode categories printable() replaces besides the controls: format characters, line and
+# paragraph separators, and lone surrogates (the undecodable bytes of a file name, which a
+# UTF-8 file or terminal cannot take).
+_HIDDEN = frozenset({"Cf", "Zl", "Zp", "Cs"})
 
 
 def existing_file(path: Any, name: str = "path") -> Path:
@@ -138,8 +142,11 @@ def printable(text: Any) -> str:
 
     Text read from a file (layer names, metadata keys and values, attribute levels) may hold
     terminal escape sequences; printed raw they could rewrite the screen or hide lines. C0
-    controls (including newline, tab and ESC), DEL, C1 controls and Unicode format characters
-    (such as right-to-left overrides) are replaced.
+    controls (including newline, tab and ESC), DEL, C1 controls, Unicode format characters
+    (such as right-to-left overrides), the Unicode line and paragraph separators (U+2028,
+    U+2029, which end a line for many readers of a log) and lone surrogates (Python's stand-ins
+    for the bytes of a file name that are not UTF-8, which no UTF-8 output can write) are
+    replaced.
 
     Parameters
     ----------
@@ -159,7 +166,7 @@ def printable(text: Any) -> str:
     text = CONTROL_CHARACTERS.sub("?", str(text))
     if text.isascii():
         return text
-    return "".join("?" if unicodedata.category(char) == "Cf" else char for char in text)
+    return "".join("?" if unicodedata.category(char) in _HIDDEN else char for char in text)
 
 
 def geopackage_problem(source: Path) -> str | None:

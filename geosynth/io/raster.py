@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from geosynth._atomic import atomic_path, remove_stale_staging
+from geosynth._validation import check_bool
 from geosynth.errors import InputError
 from geosynth.io._files import check_target, printable
 from geosynth.lattice import Grid
@@ -21,6 +23,11 @@ __all__ = ["write_intensity_geotiff"]
 # Cell edges may differ from xmin + k * dx by float rounding (the last edge of a lattice built
 # from a shape is set to xmax exactly); anything beyond this fraction of a cell is not regular.
 _REGULAR_RTOL = 1e-6
+
+# GDAL keeps tags and band descriptions in XML, which cannot hold these C0 controls: it drops
+# them, as it drops the whitespace a value begins with and a tag whose value is empty.
+_LOST_CHARACTERS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_LEADING_SPACE = " \t\n\r"
 
 
 def write_intensity_geotiff(
@@ -45,10 +52,14 @@ def write_intensity_geotiff(
     Raises
     ------
     geosynth.errors.InputError
-        ``fit`` is not a PaivaFit, its lattice is not a regular :class:`~geosynth.Grid`, an
-        attribute name contains ``=`` (it cannot name a band tag), the posterior mean
-        intensity is NaN, infinite or beyond the float32 range in a cell, or ``path`` exists
-        and ``overwrite`` is False.
+        ``path`` is not a file path, ``overwrite`` is not a bool, ``fit`` is not a PaivaFit,
+        its lattice is not a :class:`~geosynth.Grid` or its cells are not equally spaced, an
+        attribute name contains ``=`` (it cannot name a band tag), an attribute name or level
+        is empty, begins with whitespace or holds a control character (GDAL would store it
+        altered or not at all), the posterior mean intensity is NaN, infinite or beyond the
+        float32 range in a cell, or ``path`` exists and ``overwrite`` is False.
+    geosynth.errors.GridError
+        The lattice is hexagonal or areal (a GeoTIFF needs square cells).
 
     Notes
     -----
@@ -69,6 +80,7 @@ def write_intensity_geotiff(
 
     from geosynth.model.results import PaivaFit
 
+    _check_arguments(path, overwrite)
     if not isinstance(fit, PaivaFit):
         raise InputError(
             f"fit must be the geosynth.PaivaFit of PaivaModel().fit, got {type(fit).__name__}"
@@ -76,6 +88,7 @@ def write_intensity_geotiff(
     grid = fit.grid
     _check_regular(grid)
     _check_tag_names(fit.counts.attributes)
+    _check_tag_texts(fit.counts.combos, fit.counts.attributes)
     lam = np.asarray(fit.posterior_mean_lambda())
     _check_float32(lam)
     target = Path(path)
@@ -130,6 +143,19 @@ def _write_bands(
             )
 
 
+def _check_arguments(path: Any, overwrite: Any) -> None:
+    """Refuse a ``path`` that is not a file path and an ``overwrite`` that is not a bool.
+
+    A string such as ``"no"`` is truthy: taken as it is, it replaced an existing file.
+    """
+    if not isinstance(path, str | os.PathLike):
+        raise InputError(
+            f"path must be a file path (str or pathlib.Path), got {type(path).__name__}; pass "
+            "the name of the GeoTIFF to write, such as 'intensity.tif'"
+        )
+    check_bool(overwrite, "overwrite")
+
+
 def _check_float32(lam: np.ndarray) -> None:
     """Refuse an intensity a float32 band cannot hold as a value.
 
@@ -159,6 +185,37 @@ def _check_tag_names(attributes: Any) -> None:
                 "of a GeoTIFF band tag (GDAL stores tags as name=value and would read back "
                 "another name and level); rename the column before geosynth.prepare"
             )
+
+
+def _check_tag_texts(combos: Any, attributes: Any) -> None:
+    """Refuse attribute names and levels that GDAL would store altered, or not at all.
+
+    A level ``" b"`` was read back from its band tag as ``"b"`` (two levels ``"b"`` and
+    ``" b"`` as the same one), an empty level as no tag, a control character as nothing.
+    """
+    for attribute in attributes:
+        texts = [(str(attribute), "its name")]
+        texts += [(str(level), f"its level {printable(level)!r}")
+                  for level in dict.fromkeys(combos[attribute].tolist())]
+        for text, what in texts:
+            problem = _tag_text_problem(text)
+            if problem is not None:
+                raise InputError(
+                    f"attribute {printable(attribute)!r}: {what} {problem}, which a GeoTIFF "
+                    "band tag or description does not keep (GDAL would read back another "
+                    "text or none); recode it (e.g. strip the spaces) before geosynth.prepare"
+                )
+
+
+def _tag_text_problem(text: str) -> str | None:
+    """Say why GDAL would not keep ``text`` as it is in a tag, or None if it would."""
+    if not text:
+        return "is empty"
+    if text[0] in _LEADING_SPACE:
+        return "begins with whitespace"
+    if _LOST_CHARACTERS.search(text):
+        return "holds a control character"
+    return None
 
 
 def _check_regular(grid: Any) -> None:

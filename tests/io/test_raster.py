@@ -197,3 +197,63 @@ def test_geotiff_refuses_an_intensity_a_float32_band_cannot_hold(tmp_path, confi
                                          r"\[6\]\).*fit the model again"):
         write_intensity_geotiff(fit, tmp_path / "intensity.tif")
     assert names(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "levels", "message"),
+    [
+        ("y", {0: " b", 1: "b"}, r"attribute 'y': its level ' b' begins with whitespace"),
+        ("y", {0: "", 1: "b"}, r"attribute 'y': its level '' is empty"),
+        ("y", {0: "a\x1bb", 1: "ab"}, r"attribute 'y': its level 'a\?b' holds a control character"),
+        (" grp", None, r"attribute ' grp': its name begins with whitespace"),
+        ("grp\x01", None, r"attribute 'grp\?': its name holds a control character"),
+    ],
+)
+def test_geotiff_refuses_names_and_levels_gdal_would_not_keep(
+    tmp_path, confidential, name, levels, message
+):
+    # GDAL stores tags and descriptions in XML: it read " b" back as "b" (so the bands of " b"
+    # and "b" carried the same tag), an empty level as no tag, and dropped control characters.
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(4, 5), crs=CRS)
+    frame = confidential.rename(columns={"y": name})
+    if levels is not None:
+        frame[name] = frame[name].map(levels)
+    counts = prepare(frame, grid, attributes=[name])
+    fit = _fake_fit(counts, np.ones((grid.n_cells, 2)))
+    with pytest.raises(InputError, match=message + r".*recode it .* before geosynth.prepare"):
+        write_intensity_geotiff(fit, tmp_path / "intensity.tif")
+    assert names(tmp_path) == []
+
+
+def test_geotiff_keeps_levels_with_inner_spaces_and_newlines(tmp_path, confidential):
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(4, 5), crs=CRS)
+    frame = confidential.copy()
+    frame["y"] = frame["y"].map({0: "no one ", 1: "a\nb"})
+    counts = prepare(frame, grid, attributes=["y"])
+    path = write_intensity_geotiff(_fake_fit(counts, np.ones((grid.n_cells, 2))),
+                                   tmp_path / "intensity.tif")
+    with rasterio.open(path) as src:
+        tags = [src.tags(b + 1) for b in range(src.count)]
+        descriptions = src.descriptions
+    expected = counts.combos["y"].tolist()
+    assert sorted(expected) == ["a\nb", "no one "]
+    assert tags == [{"y": level} for level in expected]
+    assert list(descriptions) == counts.combination_labels()
+
+
+@pytest.mark.parametrize("overwrite", ["no", "False", 0, None])
+def test_geotiff_refuses_an_overwrite_that_is_not_a_bool(tmp_path, fitted, overwrite):
+    # A string such as "no" is truthy: it replaced the existing file.
+    fit, _, _ = fitted
+    path = tmp_path / "intensity.tif"
+    path.write_bytes(b"old")
+    with pytest.raises(InputError, match=r"^overwrite must be True or False, got "):
+        write_intensity_geotiff(fit, path, overwrite=overwrite)
+    assert path.read_bytes() == b"old"
+    assert names(tmp_path) == ["intensity.tif"]
+
+
+def test_geotiff_refuses_a_path_that_is_not_a_path(fitted):
+    fit, _, _ = fitted
+    with pytest.raises(InputError, match=r"path must be a file path .*got NoneType"):
+        write_intensity_geotiff(fit, None)
