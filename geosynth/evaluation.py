@@ -64,6 +64,11 @@ __all__ = [
     "plan_evaluation",
     "markdown_code",
     "check_coverage_sizes",
+    "shown_tables",
+    "combining_rules",
+    "suppression_note",
+    "MIN_SHOWN_RECORDS",
+    "DISTANCE_COLUMNS",
 ]
 
 
@@ -118,11 +123,21 @@ class Evaluation:
     quadrants: pd.DataFrame | None = field(default=None, repr=False)
 
     def to_markdown(self) -> str:
-        """All tables as Markdown sections (fixed-width text blocks)."""
+        """All tables as Markdown sections (fixed-width text blocks), as they may be shown.
+
+        The tables go through :func:`shown_tables`: the matched distances of a combination
+        of fewer than :data:`MIN_SHOWN_RECORDS` original records (one person's distance to the
+        synthetic points, which are public) are left out, with a note saying so, and the mean
+        row averages the shown combinations only. :attr:`tables` keep every value. The text
+        still holds the exact original counts (``n_original``): an internal document.
+        """
         parts = []
-        for name, table in self.tables.items():
+        for name, table in shown_tables(self.tables).items():
             block = markdown_code(table.to_string(), block=True)
             parts.append(f"### {name.replace('_', ' ')}\n\n{block}\n")
+            note = suppression_note(name, self.tables[name])
+            if note:
+                parts.append(f"{note}\n")
         return "\n".join(parts)
 
     def plots(self, max_panels: int = 12) -> list[Figure]:
@@ -194,6 +209,101 @@ class Evaluation:
         ax.legend(fontsize=8)
         fig.tight_layout()
         return fig
+
+
+def combining_rules(epsilon: float | None) -> str:
+    """Return the combining rules of the coverage table for a release made with ``epsilon``.
+
+    A Paiva release (``epsilon`` None) keeps the original attributes and makes the locations
+    synthetic: the partially synthetic rules (Reiter 2003). Every value of an ε-DP release is
+    synthetic: the fully synthetic rules (Raghunathan, Reiter & Rubin 2003).
+
+    Parameters
+    ----------
+    epsilon : float or None
+        The release's ε (None: not differentially private).
+
+    Returns
+    -------
+    str
+        ``"partial"`` or ``"full"``, the ``rules`` of :func:`evaluate`.
+    """
+    return "partial" if epsilon is None else "full"
+
+
+#: Fewest original records of a combination whose matched distances the text outputs show.
+MIN_SHOWN_RECORDS = 2
+#: The columns of the ``distance_risk`` table that :func:`shown_tables` leaves out.
+DISTANCE_COLUMNS = ("min_distance", "mean_distance")
+
+
+def shown_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Return the tables as text outputs show them: no distance of a lone record.
+
+    A combination of one original record is one person: its ``min_distance`` and
+    ``mean_distance`` are that person's distance to the synthetic points of the combination,
+    which are public, so a report that is shared would place the person on a circle around
+    them. In the ``distance_risk`` table the two distances of every combination of fewer than
+    :data:`MIN_SHOWN_RECORDS` original records become NaN (:func:`suppression_note` says so),
+    and the mean row's distances average the shown combinations only (the mean over all of
+    them, next to the other rows, gave the left-out value back). Other tables are unchanged.
+
+    Parameters
+    ----------
+    tables : dict of str to pandas.DataFrame
+        :attr:`Evaluation.tables`.
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        The same tables, in the same order; copies where a value was left out.
+    """
+    return {name: _shown(name, table) for name, table in tables.items()}
+
+
+def _lone_rows(name: str, table: pd.DataFrame) -> np.ndarray:
+    """Positions of the combination rows (not the mean row) of too few original records."""
+    if name != "distance_risk" or "n_original" not in table.columns or len(table) < 2:
+        return np.zeros(0, dtype=np.int64)
+    counts = table["n_original"].to_numpy(dtype=np.float64)[:-1]  # the last row is the mean
+    return np.flatnonzero(counts < MIN_SHOWN_RECORDS)
+
+
+def _shown(name: str, table: pd.DataFrame) -> pd.DataFrame:
+    lone = _lone_rows(name, table)
+    if lone.size == 0:
+        return table
+    shown = table.copy()
+    columns = [shown.columns.get_loc(c) for c in DISTANCE_COLUMNS if c in shown.columns]
+    for column in columns:
+        values = shown.iloc[:, column].to_numpy(dtype=np.float64).copy()
+        values[lone] = np.nan
+        values[-1] = nanmean_rows(values[None, :-1])[0]
+        shown.iloc[:, column] = values
+    return shown
+
+
+def suppression_note(name: str, table: pd.DataFrame) -> str:
+    """Return the note under a table from which :func:`shown_tables` left values out, or "".
+
+    Parameters
+    ----------
+    name : str
+        The table's key in :attr:`Evaluation.tables`.
+    table : pandas.DataFrame
+        The table as measured (before :func:`shown_tables`).
+
+    Returns
+    -------
+    str
+        One sentence naming how many combinations' distances are not shown; "" if none.
+    """
+    lone = _lone_rows(name, table)
+    if lone.size == 0:
+        return ""
+    return (f"Not shown (NaN): min_distance and mean_distance of {lone.size} combination(s) of "
+            f"fewer than {MIN_SHOWN_RECORDS} original records, each one person's distance to "
+            "the synthetic points; the mean row averages the other combinations.")
 
 
 def evaluate(
@@ -269,7 +379,8 @@ def evaluate(
         label of the tables' mean rows); with ``linked``, a release does not keep the original
         index; with ``outcome``, fewer than 2 releases or fewer original records than a
         rectangle of the coverage table holds (:data:`geosynth.metrics.utility.MIN_POINTS`);
-        ``executor`` has no ``submit``; or an error of the measures in
+        ``executor`` has no ``submit``; the points of all frames share one x or one y
+        coordinate (the pattern table has no window); or an error of the measures in
         :mod:`geosynth.metrics`.
     geosynth.errors.CRSError
         The CRSs differ, or the CRS is geographic; or the points of a release do not overlap
@@ -469,8 +580,24 @@ def plan_evaluation(
                     f"releases[{number}] does not keep the original index, so its records "
                     "cannot be linked; pass linked=False (e.g. for to_public releases)"
                 )
-    window = as_bounds(None, np.concatenate(xys), "window")
+    window = _pattern_window(np.concatenate(xys))
     return releases, ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked))
+
+
+def _pattern_window(xy: np.ndarray) -> tuple[float, float, float, float]:
+    """Return the window of the Ripley's K functions: the box of every point, of some area.
+
+    :func:`~geosynth.metrics.utility.as_bounds` advised "pass window explicitly", which
+    :func:`evaluate` (and the CLI) cannot. No coordinate is shown: they are the original's.
+    """
+    if not np.all(xy.max(axis=0) > xy.min(axis=0)):
+        raise InputError(
+            "the points of original and the releases all share one x or one y coordinate (a "
+            "single record, or records geocoded to one place or one line), so the pattern "
+            "table's Ripley's K functions have no window of any area; evaluate points spread "
+            "over an area"
+        )
+    return as_bounds(None, xy, "window")
 
 
 #: What :func:`pandas.api.types.infer_dtype` calls levels that are numbers (True == 1 too).

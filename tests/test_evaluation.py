@@ -1,5 +1,6 @@
 from concurrent.futures import ThreadPoolExecutor
 
+import geopandas as gpd
 import matplotlib
 import numpy as np
 import pandas as pd
@@ -365,3 +366,46 @@ def test_combining_no_measures_is_refused_naming_the_argument():
     # measures[0] raised a bare IndexError.
     with pytest.raises(InputError, match="measures is empty; pass the measure_release result"):
         combine_measures([])
+
+
+# ---------------------------------------------------------------- what the text shows
+
+
+def test_the_text_shows_no_distance_of_a_combination_of_one_record(scenario):
+    # A combination of one record is one person: its min/mean distance is that person's
+    # distance to the (public) synthetic points. to_markdown printed it, and the mean row gave
+    # it back from the other rows.
+    data, grid = scenario
+    original = data.data.copy()
+    lone = original.index[0]
+    original.loc[lone, "x2"] = 9  # the only record of its combination
+    releases = [geosynth.to_public(r, seed=0)
+                for r in geosynth.naive_synthesize(original, grid, m=2, seed=2)]
+    result = evaluate(original, releases, grid, ATTRIBUTES, linked=False)
+    table = result.tables["distance_risk"]
+    key = tuple(original.loc[lone, ATTRIBUTES])
+    secret = table.loc[key, "mean_distance"]
+    assert table.loc[key, "n_original"] == 1 and np.isfinite(secret)  # the tables keep it
+    text = result.to_markdown()
+    assert f"{secret:.6f}" not in text and f"{table['mean_distance'].iloc[-1]:.6f}" not in text
+    assert "Not shown (NaN): min_distance and mean_distance of 1 combination(s) of fewer " \
+           "than 2 original records" in text
+    shown = geosynth.evaluation.shown_tables(result.tables)["distance_risk"]
+    assert np.isnan(shown.loc[key, ["min_distance", "mean_distance"]]).all()
+    others = table.drop(index=[key, table.index[-1]])
+    assert shown["mean_distance"].iloc[-1] == pytest.approx(others["mean_distance"].mean())
+    pd.testing.assert_frame_equal(shown.drop(index=[key, table.index[-1]]), others)
+
+
+def test_points_on_one_line_are_refused_in_the_terms_of_evaluate(scenario):
+    # The pattern table's window could not be derived, and the advice was "pass window
+    # explicitly", a parameter evaluate does not have.
+    data, grid = scenario
+    flat = data.data.copy()
+    flat.geometry = gpd.points_from_xy(flat.geometry.x, np.full(len(flat), 7_790_000.0),
+                                       crs=flat.crs)
+    with pytest.raises(InputError, match="share one x or one y coordinate.*evaluate points "
+                                         "spread over an area") as caught:
+        evaluate(flat, [flat, flat], grid, ATTRIBUTES, linked=False)
+    assert "window explicitly" not in str(caught.value)
+    assert not any(char.isdigit() for char in str(caught.value))

@@ -67,10 +67,17 @@ def evaluate(
     RELEASE is checked against the release schema before any measure (like 'geosynth
     inspect'): a file that is not a complete geosynth release, whose audit file belongs to
     another release, or whose layers have no CRS or a geographic one (degrees), is refused.
+
+    The distances of a combination of a single original record (one person's distance to the
+    public synthetic points) are shown nowhere, neither printed nor in the --report. For a
+    differentially private release (its metadata records an epsilon) the coverage intervals
+    take the fully synthetic combining rules, and the exact counts of the original records
+    (what epsilon protects) are not printed, since terminal output gets pasted: only the
+    internal --report has them, marked as confidential.
     """
     import geosynth
     from geosynth import io
-    from geosynth.evaluation import markdown_code
+    from geosynth.evaluation import combining_rules, markdown_code
     from geosynth.io import printable
 
     check_outputs({"--report": report_path}, overwrite,
@@ -85,26 +92,26 @@ def evaluate(
         attributes = _attributes(attributes, release_file.metadata, release_path)
         releases = release_file.releases
         _refuse_empty_layers(releases, release_path)
+        epsilon = release_file.metadata.get("epsilon")
+        private = epsilon is not None
         original = _same_crs(original, releases[0], original_path, crs)
-        _check_inputs(original, releases, attributes, outcome, original_path, release_path)
+        _check_inputs(original, releases, attributes, outcome, original_path, release_path,
+                      show_counts=not private)
         _check_same_data(original, releases, attributes, release_file.metadata,
                          Path(original_path).name)
 
         # The grid only serves the record-linkage measures, which public releases do not allow.
+        # Every value of a DP release is synthetic: the fully synthetic combining rules.
         evaluation = geosynth.evaluate(original, releases, None, attributes, outcome=outcome,
-                                       seed=seed, linked=False)
-        click.echo(f"{len(original)} original records; {len(releases)} releases of "
-                   f"{', '.join(str(len(r)) for r in releases)} records")
-        for name, table in evaluation.tables.items():
-            click.echo(f"\n{name.replace('_', ' ')}:")
-            # Attribute levels and column names come from the files: no control characters.
-            text = table.to_string(float_format="{:,.3f}".format)
-            click.echo("\n".join(printable(line) for line in text.splitlines()))
+                                       seed=seed, linked=False,
+                                       rules=combining_rules(epsilon))
+        _echo_tables(evaluation, releases, private)
         if report_path is not None:
             text = "\n".join([
                 "# geosynth evaluation",
                 "",
                 "Internal document: it describes the confidential data; do not publish it.",
+                *(["", DP_COUNTS_NOTE] if private else []),
                 "",
                 f"- Original: {markdown_code(original_path)}, {len(original)} records",
                 f"- Release: {markdown_code(release_path)}, {len(releases)} releases "
@@ -118,6 +125,40 @@ def evaluate(
         outputs.commit()
     if report_path is not None:
         click.echo(f"\nWrote {printable(report_path)} (internal report)")
+
+
+#: The report's word on the exact counts of a differentially private release's original.
+DP_COUNTS_NOTE = (
+    "Confidential: the release is differentially private, and the number of original records "
+    "and the n_original columns below are exact counts of the confidential data, which epsilon "
+    "protects; never copy them into anything published (the terminal output leaves them out)."
+)
+
+
+def _echo_tables(evaluation, releases, private: bool) -> None:
+    """Print the tables as :func:`geosynth.evaluation.shown_tables` shows them.
+
+    For a differentially private release (``private``) the exact original counts (the number
+    of original records, the ``n_original`` columns) are left out and a line says why.
+    """
+    from geosynth.evaluation import shown_tables, suppression_note
+    from geosynth.io import printable
+
+    sizes = f"{len(releases)} releases of {', '.join(str(len(r)) for r in releases)} records"
+    if private:
+        click.echo(f"{sizes}; the exact counts of the original records (their number, the "
+                   "n_original columns) are not shown for a differentially private release: "
+                   "they are what epsilon protects (the internal --report has them)")
+    else:
+        click.echo(f"{len(evaluation.original)} original records; {sizes}")
+    for name, table in shown_tables(evaluation.tables).items():
+        if private:
+            table = table.drop(columns="n_original", errors="ignore")
+        click.echo(f"\n{name.replace('_', ' ')}:")
+        # Attribute levels and column names come from the files: no control characters.
+        text = table.to_string(float_format="{:,.3f}".format)
+        note = suppression_note(name, evaluation.tables[name])
+        click.echo("\n".join(printable(line) for line in text.splitlines() + [note] if line))
 
 
 def _refuse_empty_layers(releases, release_path: str) -> None:
@@ -135,20 +176,24 @@ def _refuse_empty_layers(releases, release_path: str) -> None:
 
 
 def _check_inputs(original, releases, attributes: list[str], outcome: str | None,
-                  original_path: str, release_path: str) -> None:
-    """Check the columns of ORIGINAL and of every release layer, in the command's terms."""
+                  original_path: str, release_path: str, show_counts: bool = True) -> None:
+    """Check the columns of ORIGINAL and of every release layer, in the command's terms.
+
+    ``show_counts`` is False for a differentially private release: no message shows a number
+    of original records.
+    """
     needed = {"--attributes": attributes, "--outcome": outcome}
     frames = {Path(original_path).name: original}
     frames.update({f"{Path(release_path).name} (release {number})": frame
                    for number, frame in enumerate(releases, start=1)})
     for name, frame in frames.items():
         check_columns(frame, name, needed)
-        check_complete(frame, name, needed)
+        check_complete(frame, name, needed, show_counts=show_counts)
     if outcome is not None:
         for name, frame in frames.items():
             check_binary(frame, outcome, name)
         _check_coverage_inputs(original, releases, Path(original_path).name,
-                               Path(release_path).name)
+                               Path(release_path).name, show_counts)
     _refuse_identifying(original, attributes, Path(original_path).name)
 
 
@@ -237,7 +282,8 @@ def _check_degrees(original, original_path: str, given: str | None) -> None:
         )
 
 
-def _check_coverage_inputs(original, releases, name: str, release_name: str) -> None:
+def _check_coverage_inputs(original, releases, name: str, release_name: str,
+                           show_counts: bool = True) -> None:
     """Refuse an --outcome the coverage table cannot use, in the command's own terms.
 
     :func:`geosynth.metrics.quadrant_coverage` needs 2 releases and rectangles of at least
@@ -252,7 +298,7 @@ def _check_coverage_inputs(original, releases, name: str, release_name: str) -> 
             f"by their between-release variance), but {printable(release_name)} holds 1 "
             "(synthetic_1); omit --outcome, or evaluate a release written with --m 2 or more"
         )
-    check_coverage_size(original, name)
+    check_coverage_size(original, name, show_counts=show_counts)
 
 
 def _refuse_identifying(original, attributes: list[str], name: str) -> None:

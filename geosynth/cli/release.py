@@ -183,6 +183,7 @@ def release(
     """  # noqa: D301 (click's \b keeps the example as written)
     import geosynth
     from geosynth import io
+    from geosynth.evaluation import combining_rules
 
     # One name is the single-covariate form (str) of the Python API; several are a list.
     continuous, beta_prior = _one_or_list(continuous), _one_or_list(beta_prior)
@@ -270,7 +271,7 @@ def release(
             evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
                                            outcome=outcome, seed=result["evaluate_seed"],
                                            linked=epsilon is None,
-                                           rules="partial" if epsilon is None else "full")
+                                           rules=combining_rules(epsilon))
             report = _report(input_path, counts, grid, result, summary, r_hat, evaluation, run,
                              m, epsilon, dropped)
             write_text(report_path, report, outputs=outputs, option="--report", private=True)

@@ -338,3 +338,83 @@ def test_evaluate_help_names_the_crs_refusals():
     text = " ".join(run("evaluate", "--help").output.split())
     assert "checked against the release schema before any measure" in text
     assert "no CRS or a geographic one (degrees), is refused" in text
+
+
+# ---------------------------------------------------------------------- what is printed: no lone
+# record's distance; no exact count of the original of a differentially private release
+def _pair(folder, metadata=None):
+    """40 original points (one the only record of kind 'c') and a release of 2 layers."""
+    rng = np.random.default_rng(3)
+    xy = rng.uniform([XMIN, YMIN], [XMIN + 2000, YMIN + 2000], size=(40, 2))
+    kinds = np.array(["a", "b"])[np.arange(40) % 2]
+    kinds[0] = "c"
+    outcome = (np.arange(40) % 3 == 0).astype(int)
+    original = gpd.GeoDataFrame({"kind": kinds, "y": outcome},
+                                geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS)
+    original_path = folder / "original.gpkg"
+    original.to_file(original_path, engine="pyogrio")
+    releases = []
+    for _ in range(2):
+        moved = xy + rng.normal(0, 50, size=xy.shape)
+        order = rng.permutation(40)
+        releases.append(geosynth.to_public(gpd.GeoDataFrame(
+            {"kind": kinds[order], "y": outcome[order]},
+            geometry=gpd.points_from_xy(moved[:, 0], moved[:, 1]), crs=CRS), seed=rng))
+    release_path = folder / "release.gpkg"
+    io.write_release(release_path, releases, metadata=metadata)
+    return original_path, release_path
+
+
+def test_evaluate_shows_no_distance_of_a_combination_of_one_record(tmp_path):
+    # Kind 'c' has one original record: its distances (printed and in the report) were that
+    # person's distance to the published synthetic points.
+    original, release = _pair(tmp_path)
+    report = tmp_path / "report.md"
+    result = run("evaluate", original, release, "--attributes", "kind", "--report", report)
+    assert result.exit_code == 0, result.output
+    evaluation = geosynth.evaluate(io.read_points(original), io.read_release(release).releases,
+                                   None, ["kind"], linked=False)
+    lone = evaluation.tables["distance_risk"].loc["c"]
+    assert lone["n_original"] == 1
+    text = report.read_text()
+    for value in (lone["min_distance"], lone["mean_distance"]):
+        assert f"{value:,.3f}" not in result.output and f"{value:.4f}" not in text
+    for shown in (result.output, text):
+        assert "Not shown (NaN): min_distance and mean_distance of 1 combination(s)" in shown
+
+
+def test_evaluate_of_a_dp_release_prints_no_exact_count_of_the_original(tmp_path):
+    # The number of original records and the n_original columns are what epsilon protects:
+    # they were printed (terminal output gets pasted) and the report did not say so.
+    original, release = _pair(tmp_path, metadata={"epsilon": 1.0, "method": "paiva-dp"})
+    report = tmp_path / "report.md"
+    result = run("evaluate", original, release, "--attributes", "kind", "--report", report)
+    assert result.exit_code == 0, result.output
+    tables = result.output.split("distance risk:")[1]
+    assert "40 original records" not in result.output and "n_original" not in tables
+    assert "not shown for a differentially private release: they are what epsilon " \
+           "protects" in result.output
+    text = report.read_text()
+    assert "n_original" in text and "Confidential: the release is differentially private, " \
+                                   "and the number of original records" in text
+    small = tmp_path / "small.gpkg"
+    io.read_points(original).iloc[:19].to_file(small, engine="pyogrio")
+    refused = run("evaluate", small, release, "--attributes", "kind", "--outcome", "y")
+    assert_refused(refused, "--outcome needs at least 20 original records", "small.gpkg has "
+                                                                             "fewer; omit")
+    assert "19" not in refused.output
+
+
+def test_evaluate_of_a_dp_release_combines_by_the_fully_synthetic_rules(tmp_path):
+    # Every value of a DP release is synthetic; the partial rules' intervals were too narrow.
+    original, release = _pair(tmp_path, metadata={"epsilon": 1.0, "method": "paiva-dp"})
+    result = run("evaluate", original, release, "--attributes", "kind", "--outcome", "y",
+                 "--seed", 1)
+    assert result.exit_code == 0, result.output
+    row = result.output.split("coverage:")[1].splitlines()[2].split()
+    points, layers = io.read_points(original), io.read_release(release).releases
+    overlap = {rules: geosynth.metrics.quadrant_coverage(points, layers, "y", seed=1,
+                                                         rules=rules).mean_overlap
+               for rules in ("full", "partial")}
+    assert f"{overlap['full']:,.3f}" != f"{overlap['partial']:,.3f}"
+    assert row[1] == f"{overlap['full']:,.3f}"
