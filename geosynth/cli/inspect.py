@@ -33,15 +33,17 @@ def inspect(release_path: str) -> None:
     from geosynth import io
     from geosynth.io import printable
 
+    io.existing_file(release_path, "RELEASE")  # a pipe or device: named RELEASE, not path
     release_file = io.read_release(release_path, check_audit=False)  # validates the file
-    listed = pyogrio.list_layers(release_path)
+    kinds = dict(pyogrio.list_layers(release_path))
+    rows = _row_counts(release_file)
     click.echo(f"Release file: {printable(release_path)}")
     click.echo("Layers:")
-    width = max(len(printable(name)) for name in listed[:, 0])
-    for name, geometry_type in listed:
-        rows = pyogrio.read_info(release_path, layer=name)["features"]
+    width = max(len(printable(name)) for name in release_file.layers)
+    for name in release_file.layers:
+        geometry_type = kinds.get(name)
         kind = printable(geometry_type) if geometry_type is not None else "table"
-        click.echo(f"{_INDENT}{printable(name):<{width}}  {kind:<12} {rows:>8} rows")
+        click.echo(f"{_INDENT}{printable(name):<{width}}  {kind:<12} {rows[name]:>8} rows")
     for number, release in enumerate(release_file.releases, start=1):
         if len(release) == 0:
             click.echo(f"Note: {io.RELEASE_LAYER.format(number)} has no records")
@@ -64,6 +66,22 @@ def inspect(release_path: str) -> None:
     seeds = "it holds the seeds" if record.get("seeds") is not None else "it records no seeds"
     click.echo(f"Audit file: {printable(audit)} exists and its SHA-256 matches this release "
                f"(private: {seeds}; do not publish it)")
+
+
+def _row_counts(release_file) -> dict[str, int]:
+    """Rows of each layer as :func:`geosynth.io.read_release` read and checked them.
+
+    Not GDAL's feature counts: a GeoPackage caches them in ``gpkg_ogr_contents``, which an
+    edit can change without touching a row, and the schema check reads the rows themselves.
+    """
+    from geosynth import io
+
+    counts = {io.RELEASE_LAYER.format(number): len(frame)
+              for number, frame in enumerate(release_file.releases, start=1)}
+    if release_file.grid is not None:
+        counts[io.GRID_LAYER] = len(release_file.grid)
+    counts[io.METADATA_LAYER] = len(release_file.metadata)  # one row per key, none repeated
+    return counts
 
 
 def _echo_columns(release_file) -> None:

@@ -140,8 +140,8 @@ class GridList(click.ParamType):
 @seed_option("Seed for a reproducible comparison (default: drawn, and written to the report).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), required=True,
               help="Markdown report to write: the table, the recommendation and the release "
-              "command; the R-U map goes beside it as <report>.png (both internal: readable "
-              "by you only).")
+              "command; the R-U map goes beside it, its suffix replaced by .png (tune.md: "
+              "tune.png; both internal: readable by you only).")
 @overwrite_option
 @click.pass_context
 def tune(
@@ -220,6 +220,7 @@ def tune(
         raise click.UsageError("--beta-prior needs --continuous: it is the prior of the "
                                "continuous columns' effect on the intensity")
     check_file_name(report_path, "--report")  # before its R-U map's name is derived from it
+    _check_report_suffix(report_path)
     check_run_options(iterations, burn_in, thin, chains, m)
     if risk_limit is not None:
         check_risk_limit(risk_limit, risk)  # before the fits; the message names --risk-limit
@@ -231,6 +232,7 @@ def tune(
     inputs.update({f"--areas {label}": path for label, path in areas_by_label.items()})
     given = check_outputs({"--report": report_path, "R-U map of --report": figure_path},
                           overwrite, inputs=inputs)
+    io.existing_file(input_path, "INPUT")  # a pipe or device: named INPUT, not path
     # Messages name tune's options: --cell-sizes and --grids, not release's --cell-size, --grid.
     ctx.ensure_object(dict).setdefault("names", {}).update(
         {"gdf": Path(input_path).name, "--cell-size": "--cell-sizes", "--grid": "--grids"})
@@ -413,6 +415,22 @@ def _check_points(points, name: str, attributes: list[str], continuous: list[str
                 "levels (nearly) identify records, and a release would publish them verbatim; "
                 "drop it from --attributes, or coarsen it into groups in the file"
             )
+
+
+def _check_report_suffix(report_path: str) -> None:
+    """Refuse a --report ending in .png: the R-U map beside the report takes that name.
+
+    Without this check the message named the map as a second output ("--report and R-U map of
+    --report name the same file") and advised giving each its own file, which no option does.
+    """
+    from geosynth.io import printable
+
+    name = Path(report_path).name
+    if Path(report_path).suffix.lower() == ".png":
+        raise click.BadParameter(
+            f"{printable(name)!r} ends in .png, the name of the R-U map written beside the "
+            "report (its suffix replaced by .png); give the Markdown report another suffix, "
+            "e.g. tune.md", param_hint="--report")
 
 
 def _check_outcome_option(outcome: str | None, attributes: list[str], m: int) -> None:

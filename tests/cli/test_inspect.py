@@ -1,4 +1,5 @@
 import json
+import os
 
 import pandas as pd
 import pyogrio
@@ -167,3 +168,26 @@ def test_inspect_warns_of_columns_the_model_does_not_release(written_release, tm
     assert ("Warning: the release layers have columns that the model (x1, x2, y, z) does not "
             "release: patient, east") in result.output
     assert "drop them before publishing" in result.output
+
+
+def test_inspect_prints_the_rows_it_checked_not_the_cached_counts(tmp_path):
+    # The row counts came from GDAL's cache (gpkg_ogr_contents), which an edit can change
+    # without touching a row: "5 rows" was printed for a layer of 127 that the schema accepted.
+    path = _release(tmp_path / "release.gpkg", n=(4, 6))
+    sql(path, "UPDATE gpkg_ogr_contents SET feature_count = 999")
+    result = run("inspect", path)
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line.split()[-2] for line in result.output.splitlines()
+            if line.endswith(" rows")}
+    metadata_rows = len(io.read_release(path).metadata)
+    assert rows == {"synthetic_1": "4", "synthetic_2": "6", "metadata": str(metadata_rows)}
+    assert "999" not in result.output
+
+
+def test_inspect_names_release_for_a_pipe(tmp_path):
+    # click's exists=True lets a named pipe through; the reader's message named "path".
+    fifo = tmp_path / "release.gpkg"
+    os.mkfifo(fifo)
+    result = run("inspect", fifo)
+    assert_refused(result, "RELEASE", "is not a regular file")
+    assert "path '" not in result.output

@@ -314,3 +314,29 @@ def test_identifying_attributes_are_refused_with_advice_tune_can_follow(inputs, 
                    "drop it from --attributes")
     for fragment in ("Tuning", "--allow-identifying", "pd.cut"):
         assert fragment not in result.output
+
+
+@pytest.mark.parametrize("name", ["tune.png", "tune.PNG"])
+def test_a_report_named_like_its_r_u_map_is_refused_with_a_fix(inputs, tmp_path, name):
+    # --report tune.png was refused as "--report and R-U map of --report name the same file",
+    # advising to give each output its own file, which no option does.
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3", *FAST,
+                 "--report", tmp_path / name)
+    assert_refused(result, "--report", "ends in .png", "e.g. tune.md")
+    assert "give each output its own file" not in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_help_names_the_r_u_map_file_it_writes():
+    # "<report>.png" read as tune.md.png; the map of --report tune.md is tune.png.
+    text = " ".join(run("tune", "--help").output.split())
+    assert "<report>.png" not in text and "tune.md: tune.png" in text
+
+
+def test_tune_names_input_for_a_pipe(tmp_path):
+    # click's exists=True lets a named pipe through; the reader's message named "path".
+    fifo = tmp_path / "points.gpkg"
+    os.mkfifo(fifo)
+    result = run("tune", fifo, *ARGS, "--grids", "3x3", "--report", tmp_path / "t.md")
+    assert_refused(result, "INPUT", "is not a regular file")
+    assert "path '" not in result.output and "Tuning" not in result.output
