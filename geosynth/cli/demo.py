@@ -22,7 +22,7 @@ from geosynth.cli.helpers import (
 )
 from geosynth.cli.options import GridSpec, out_dir_option, overwrite_option
 
-__all__ = ["demo"]
+__all__ = ["demo", "describe_rhat", "ADVICE", "MIN_RHAT_DRAWS"]
 
 #: Seed of the demo when --seed is not given: the demo is reproducible.
 DEFAULT_SEED = 2014
@@ -43,6 +43,21 @@ ATTRIBUTES = ["y", "x1", "x2"]
 CONTINUOUS = "z"
 OUTCOME = "y"
 METHODS = {"paiva": "Paiva", "naive": "Naive"}
+#: The fewest draws per chain of which arviz computes R-hat (each chain split in two halves):
+#: with fewer (--iterations 15 to 21) every R-hat is NaN, printed as "R-hat max: nan".
+MIN_RHAT_DRAWS = 4
+#: The library's advice (as the message layer has rewritten it for release's options) -> what
+#: the demo, whose attributes, continuous column, releases and lattice are fixed, offers instead.
+#: The warnings named --cell-size and a region (the lattice's isolated cells, which only
+#: --grid 1x1 has here) and dropping attributes or publishing fewer releases (combinations of
+#: fewer than 3 records at a small --n), none of which the demo has.
+ADVICE = {
+    "a larger --cell-size or a region that joins them":
+        "a --grid of more than one cell (a 1x1 lattice's single cell has no neighbour)",
+    "coarsen or drop the attributes that make them rare, leave out the continuous column, or "
+    "publish fewer releases":
+        "raise --n, so that every combination holds more records",
+}
 #: Files under figures/ (the evaluation figures are "<method>_points" and "<method>_intervals").
 FIGURES = ["trace", "intensity"] + [f"{m}_{kind}" for m in METHODS for kind in ("points",
                                                                                "intervals")]
@@ -113,6 +128,8 @@ def demo(
                **{f"figure {name} of --out": path for name, path in figure_paths.items()}}
     check_outputs(outputs, overwrite)
     _refuse_nested(outputs)
+    # Warnings and errors give the demo's advice, not release's (see ADVICE).
+    ctx.ensure_object(dict).setdefault("names", {}).update(ADVICE)
 
     with RunOutputs(overwrite) as staged:
         for name, path in outputs.items():  # every folder is checked before the fit
@@ -258,8 +275,8 @@ def _report(result: dict, figures: dict[str, Path], base: Path) -> str:
         f"- Lattice: {describe_lattice(grid)}",
         f"- Model: `{fit.model!r}`, {fit.n_chains} chains x {run['n_iter']} sweeps (burn-in "
         f"{run['burn_in']}, thin {run['thin']}), {fit.n_draws} draws per chain",
-        f"- R-hat max: {r_hat:.3f}"
-        + (" (above 1.05: not converged)" if r_hat > RHAT_LIMIT else ""),
+        f"- R-hat max: {describe_rhat(r_hat, fit.n_draws)}"
+        + (f" (above {RHAT_LIMIT}: not converged)" if r_hat > RHAT_LIMIT else ""),
         f"- Releases: {M} per method; Paiva releases published in `release.gpkg`; Naive "
         "(a uniform point in each record's own cell) is the baseline",
         "",
@@ -309,7 +326,7 @@ def _echo_summary(result: dict, release_path: Path, report: Path, maps_path: Pat
     click.echo(f"Scenario: {counts.n_records} records (Nunes 2018), seed {result['seed']}, "
                f"CRS {grid.crs.to_string()}")
     click.echo(f"Lattice: {describe_lattice(grid)}")
-    click.echo(f"R-hat max: {result['r_hat']:.3f}")
+    click.echo(f"R-hat max: {describe_rhat(result['r_hat'], result['fit'].n_draws)}")
     if result["r_hat"] > RHAT_LIMIT:
         click.echo(f"Warning: R-hat above {RHAT_LIMIT}: the chains have not converged",
                    err=True)
@@ -324,6 +341,32 @@ def _echo_summary(result: dict, release_path: Path, report: Path, maps_path: Pat
     click.echo(f"  {io.audit_path(release_path)}  (seeds; private)")
     click.echo(f"  {report}  (figures in {report.parent / 'figures'})")
     click.echo(f"  {maps_path}  (internal review map)")
+
+
+def describe_rhat(r_hat: float, n_draws: int) -> str:
+    """Return the largest R-hat as text; when it is NaN, say why it could not be computed.
+
+    Parameters
+    ----------
+    r_hat : float
+        The largest finite R-hat of the fit, NaN when there is none
+        (:func:`geosynth.cli.helpers.fit_diagnostics`).
+    n_draws : int
+        Draws kept per chain.
+
+    Returns
+    -------
+    str
+        E.g. ``"1.021"``, or ``"not computable: 3 draws per chain, ..."`` instead of ``"nan"``.
+    """
+    import math
+
+    if not math.isnan(r_hat):
+        return f"{r_hat:.3f}"
+    if n_draws < MIN_RHAT_DRAWS:
+        return (f"not computable: {n_draws} draws per chain, and R-hat needs {MIN_RHAT_DRAWS} "
+                "or more; raise --iterations")
+    return "not computable: no parameter's draws vary (convergence not checked)"
 
 
 def _mean_row(table):

@@ -63,9 +63,20 @@ def inspect(release_path: str) -> None:
     if record is None:
         click.echo("Audit file: none beside the release")
         return
-    seeds = "it holds the seeds" if record.get("seeds") is not None else "it records no seeds"
+    seeds = "it holds the seeds" if _holds_seeds(record) else "it records no seeds"
     click.echo(f"Audit file: {printable(audit)} exists and its SHA-256 matches this release "
                f"(private: {seeds}; do not publish it)")
+
+
+def _holds_seeds(record: dict[str, Any]) -> bool:
+    """Whether the audit record holds a seed: ``seeds`` has a value that is not None.
+
+    ``"seeds": {}`` (a release written with ``seeds={}``) was reported as holding the seeds.
+    """
+    seeds = record.get("seeds")
+    if isinstance(seeds, dict):
+        return any(value is not None for value in seeds.values())
+    return seeds is not None
 
 
 def _row_counts(release_file) -> dict[str, int]:

@@ -51,6 +51,8 @@ LEVELS_PLACEHOLDER = "LEVELS.json"
 _RISKS = ("true_match_rate", "expected_match_risk", "k_anonymity_below_5", "min_distance",
           "mean_distance")
 _UTILITIES = ("coverage", "intensity_correlation", "intensity_l1", "ripley_l_gap")
+#: Keyword arguments of the fit set by the run options (:func:`.fitting.run_settings`).
+_RUN_KEYS = ("n_iter", "burn_in", "thin", "chains", "target_ess", "max_rhat", "max_seconds")
 
 
 class NumberList(click.ParamType):
@@ -273,7 +275,7 @@ def tune(
                                       region=None if areas else region_path,
                                       exclude=exclude_path, m=m, areas=areas,
                                       link_islands=link_islands, area_gap=area_gap,
-                                      drop_outside=drop_outside)
+                                      drop_outside=drop_outside, run=run)
         report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
                          figure_path)
         save_figure(result.plot(risk=risk, utility=utility, risk_limit=risk_limit),
@@ -297,8 +299,13 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                     region: str | None = None, exclude: str | None = None, m: int = 5,
                     out: str = "release.gpkg", areas: str | None = None,
                     link_islands: bool = False, area_gap: float | None = None,
-                    drop_outside: bool = False, levels_file: str | None = None) -> str:
+                    drop_outside: bool = False, levels_file: str | None = None,
+                    run: dict[str, Any] | None = None) -> str:
     """Return the ``geosynth release`` command line of a candidate, shell-quoted.
+
+    The command repeats the MCMC run of ``run`` with the run options whose value is not the
+    one ``geosynth release`` takes by default (without them it fitted with its own defaults,
+    e.g. ``--iterations auto``, not the run that was tuned).
 
     An ε-DP candidate's command has ``--levels-file``, which ``geosynth release --epsilon``
     requires: ``levels_file`` when given, else the placeholder ``LEVELS.json``, to be replaced
@@ -329,6 +336,11 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
     levels_file : str, optional
         With an ε-DP candidate: the ``--levels-file``; default the placeholder
         ``LEVELS.json``.
+    run : dict, optional
+        The fit's keyword arguments of the tuning run
+        (:func:`geosynth.cli.fitting.run_settings`: ``n_iter``, ``burn_in``, ``thin``,
+        ``chains``, ``target_ess``, ``max_rhat``, ``max_seconds``); default: release's own
+        run options.
 
     Returns
     -------
@@ -363,8 +375,39 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                   levels_file or LEVELS_PLACEHOLDER]
     elif drop_outside:
         words += ["--drop-outside"]
-    words += ["--m", str(m), "--out", out]
+    words += [*_run_words(run or {}), "--m", str(m), "--out", out]
     return " ".join(shlex.quote(word) for word in words)
+
+
+def _run_words(run: dict[str, Any]) -> list[str]:
+    """Return the ``geosynth release`` options that repeat ``run``, but those at its default.
+
+    The defaults are release's own, as it resolves them: with ``--iterations N`` the burn-in
+    of N (a quarter) and the fixed thinning, else the options' declared defaults.
+    """
+    from geosynth.cli.fitting import fixed_burn_in, fixed_thin
+    from geosynth.cli.release import release
+
+    words = []
+    n_iter = run.get("n_iter")
+    for param in release.params:
+        key = "n_iter" if param.name == "iterations" else param.name
+        if key not in _RUN_KEYS or run.get(key) is None:
+            continue
+        default = param.default
+        if n_iter != "auto" and key == "burn_in":
+            default = fixed_burn_in(n_iter, None)
+        elif n_iter != "auto" and key == "thin":
+            default = fixed_thin(None)
+        if run[key] != default:
+            value = run[key]
+            words += [param.opts[0], value if isinstance(value, str) else _number(value)]
+    return words
+
+
+def _number(value: float) -> str:
+    """Write an int as it is (a float would round a long one), a float with every digit."""
+    return str(value) if isinstance(value, int) else exact_number(value)
 
 
 def _report(input_path, result, chosen, command, risk, utility, run, m, seed,

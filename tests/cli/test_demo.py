@@ -122,3 +122,31 @@ def test_demo_refuses_a_grid_above_the_cell_limit_in_cli_terms(tmp_path):
     result = run("demo", "--out", tmp_path / "out", "--grid", "3000x3000")
     assert_refused(result, "--grid", "3000x3000 would have more than the limit of 4,000,000")
     assert "MAX_CELLS" not in result.output and list(tmp_path.iterdir()) == []
+
+
+def test_demo_advice_names_its_own_options_and_a_nan_r_hat_says_why(tmp_path):
+    # --grid 1x1 warned "use a larger --cell-size or a region", --n 100 "drop the attributes
+    # ... or publish fewer releases" (the demo has none of these), and 3 draws per chain
+    # printed "R-hat max: nan".
+    out = tmp_path / "out"
+    result = run("demo", "--out", out, "--n", 100, "--grid", "1x1", "--iterations", 15)
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.output.splitlines() if line.startswith("Warning:")]
+    assert any("a --grid of more than one cell" in line for line in warnings), warnings
+    assert any("have fewer than 3 records" in line and "raise --n" in line
+               for line in warnings), warnings
+    for advice in ("--cell-size", "a region", "drop the attributes", "continuous column",
+                   "fewer releases"):
+        assert advice not in result.output, advice
+    assert "R-hat max: nan" not in result.output
+    assert ("R-hat max: not computable: 3 draws per chain, and R-hat needs 4 or more; raise "
+            "--iterations") in result.output
+    assert "R-hat max: not computable: 3 draws per chain" in (out / "report.md").read_text()
+
+
+def test_describe_rhat():
+    from geosynth.cli.demo import describe_rhat
+
+    assert describe_rhat(1.0234, 100) == "1.023"
+    assert describe_rhat(float("nan"), 3).startswith("not computable: 3 draws per chain")
+    assert "draws vary" in describe_rhat(float("nan"), 50)

@@ -191,3 +191,13 @@ def test_inspect_names_release_for_a_pipe(tmp_path):
     result = run("inspect", fifo)
     assert_refused(result, "RELEASE", "is not a regular file")
     assert "path '" not in result.output
+
+
+@pytest.mark.parametrize("seeds", [{}, {"fit": None}])
+def test_inspect_says_an_audit_file_without_a_seed_records_none(tmp_path, seeds):
+    # "seeds": {} was reported as "it holds the seeds".
+    path = _release(tmp_path / "release.gpkg", n=(3,), seeds=seeds)
+    result = run("inspect", path)
+    assert result.exit_code == 0, result.output
+    assert "it records no seeds" in result.output
+    assert "holds the seeds" not in result.output

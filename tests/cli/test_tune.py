@@ -9,7 +9,7 @@ import geopandas as gpd
 import pytest
 import shapely
 
-from geosynth import Candidate
+from geosynth import Candidate, io
 from geosynth.cli.tune import release_command
 from tests.cli.helpers import FAST, assert_refused, run
 
@@ -131,6 +131,52 @@ def test_release_command_quotes_paths_and_repeats_the_settings():
         "city.gpkg", "--m", "3", "--out", "release.gpkg"]
     dp = release_command("p.gpkg", ["y"], Candidate(shape=(10, 12), epsilon=1.5))
     assert "--grid 10x12" in dp and "--epsilon 1.5" in dp
+
+
+def test_the_release_command_repeats_the_run_that_was_tuned(inputs, tmp_path):
+    # The command left out --iterations, --burn-in, --thin and --chains: release fitted with
+    # its own defaults (--iterations auto, 2 chains), not the run that was tuned.
+    points = tmp_path / "my points.gpkg"
+    points.write_bytes(inputs["gpkg"].read_bytes())
+    report = tmp_path / "tune.md"
+    result = run("tune", points, *ARGS, "--grids", "3x3", "--seed", 4, "--iterations", "40",
+                 "--burn-in", "12", "--thin", "2", "--chains", "3", "--m", "2",
+                 "--report", report)
+    assert result.exit_code == 0, result.output
+    command = result.output.split("Release it with:\n")[1].splitlines()[0].strip()
+    assert command in report.read_text()
+    words = shlex.split(command)
+    assert words[2] == str(points)
+    for option, value in (("--iterations", "40"), ("--burn-in", "12"), ("--thin", "2"),
+                          ("--chains", "3"), ("--m", "2")):
+        assert words[words.index(option) + 1] == value, option
+    out = tmp_path / "release.gpkg"
+    words[words.index("--out") + 1] = str(out)
+    released = run(*words[1:])
+    assert released.exit_code == 0, released.output
+    model = io.read_release(out).metadata["model"]
+    assert (model["chains"], model["burn_in"], model["thin"], model["draws_per_chain"]) == (
+        3, 12, 2, 14)
+
+
+def test_the_release_command_names_the_run_options_off_their_default():
+    candidate = Candidate(shape=(3, 3))
+    auto = dict(n_iter="auto", thin=None, chains=2, target_ess=400.0, max_rhat=1.01,
+                max_seconds=None)
+    assert shlex.split(release_command("p.gpkg", ["y"], candidate, run=auto)) == [
+        "geosynth", "release", "p.gpkg", "--attributes", "y", "--grid", "3x3", "--m", "5",
+        "--out", "release.gpkg"]
+    words = shlex.split(release_command("p.gpkg", ["y"], candidate, run={
+        **auto, "thin": 3, "chains": 4, "target_ess": 100.0, "max_rhat": 1.05,
+        "max_seconds": 30.5}))
+    assert " ".join(words[7:-4]) == ("--thin 3 --target-ess 100 --max-rhat 1.05 "
+                                     "--max-seconds 30.5 --chains 4")
+    fixed = dict(n_iter=8000, burn_in=2000, thin=6, chains=2)  # burn-in N/4, thin 6: defaults
+    words = shlex.split(release_command("p.gpkg", ["y"], candidate, run=fixed))
+    assert words[7:-4] == ["--iterations", "8000"]
+    words = shlex.split(release_command("p.gpkg", ["y"], candidate,
+                                        run={**fixed, "burn_in": 100, "thin": 1}))
+    assert words[7:-4] == ["--iterations", "8000", "--burn-in", "100", "--thin", "1"]
 
 
 def test_a_dp_candidates_release_command_names_a_levels_file(inputs, tmp_path):
