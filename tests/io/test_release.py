@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import sqlite3
 import stat
 import struct
 import warnings
@@ -1272,3 +1273,152 @@ def test_a_staging_refusal_names_the_path_once(tmp_path):
     with pytest.raises(InputError, match=r"^\S*release.gpkg has SQLite's release.gpkg-wal") as err:
         write_release(path, [public_like()], overwrite=True)
     assert str(err.value).count(str(path)) == 1
+
+
+# ---------------------------------------------------------------------- GeoPackage tables
+SECRET = "rec-00017 605123.25 7790456.5"
+
+
+def _gpkg_metadata(path):
+    sql(path, "CREATE TABLE IF NOT EXISTS gpkg_metadata (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+              "md_scope TEXT NOT NULL DEFAULT 'dataset', md_standard_uri TEXT NOT NULL, "
+              "mime_type TEXT NOT NULL DEFAULT 'text/xml', metadata TEXT NOT NULL DEFAULT '')",
+        ("INSERT INTO gpkg_metadata (md_standard_uri, metadata) VALUES ('x', ?)", (SECRET,)))
+
+
+def _gpkg_metadata_reference(path):
+    sql(path, "CREATE TABLE IF NOT EXISTS gpkg_metadata_reference (reference_scope TEXT NOT NULL,"
+              " table_name TEXT, column_name TEXT, row_id_value INTEGER, timestamp DATETIME, "
+              "md_file_id INTEGER NOT NULL, md_parent_id INTEGER)",
+        ("INSERT INTO gpkg_metadata_reference VALUES ('row', 'synthetic_1', NULL, 1, ?, 1, NULL)",
+         (SECRET,)))
+
+
+def _gpkg_data_columns(path):
+    sql(path, "CREATE TABLE IF NOT EXISTS gpkg_data_columns (table_name TEXT NOT NULL, "
+              "column_name TEXT NOT NULL, name TEXT, title TEXT, description TEXT, mime_type "
+              "TEXT, constraint_name TEXT)",
+        ("INSERT INTO gpkg_data_columns VALUES ('synthetic_1', 'y', 'y', 'y', ?, NULL, NULL)",
+         (SECRET,)))
+
+
+def _rtree_aux_column(path):
+    """The spatial index rebuilt with an extra column for each box."""
+    with sqlite3.connect(path) as connection:
+        triggers = [row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'rtree_%'")]
+    connection.close()
+    sql(path, *[f'DROP TRIGGER "{trigger}"' for trigger in triggers])
+    sql(path, "CREATE VIRTUAL TABLE t USING rtree(id, minx, maxx, miny, maxy, +note)",
+        ("INSERT INTO t SELECT *, ? FROM rtree_synthetic_1_geom", (SECRET,)),
+        "DROP TABLE rtree_synthetic_1_geom", "ALTER TABLE t RENAME TO rtree_synthetic_1_geom")
+
+
+def _node_bytes(path, nodeno, offset, payload):
+    """Write ``payload`` into the bytes of R*Tree node ``nodeno`` of synthetic_1 at ``offset``."""
+    with sqlite3.connect(path) as connection:
+        (data,) = connection.execute("SELECT data FROM rtree_synthetic_1_geom_node WHERE "
+                                     "nodeno = ?", (nodeno,)).fetchone()
+        data = data[:offset] + payload + data[offset + len(payload):]
+        connection.execute("UPDATE rtree_synthetic_1_geom_node SET data = ? WHERE nodeno = ?",
+                           (data, nodeno))
+    connection.close()
+
+
+_INDEX = r"the spatial index of its layer 'synthetic_1' \(SQLite table 'rtree_synthetic_1_geom'\)"
+
+
+@pytest.mark.parametrize(
+    ("tamper", "message"),
+    [
+        (_gpkg_metadata, r"its SQLite table 'gpkg_metadata' holds rows"),
+        (_gpkg_metadata_reference, r"its SQLite table 'gpkg_metadata_reference' holds rows"),
+        (_gpkg_data_columns, r"its SQLite table 'gpkg_data_columns' holds rows"),
+        (lambda path: sql(path, ("UPDATE gpkg_contents SET description = ? WHERE table_name = "
+                                 "'synthetic_2'", (SECRET,))),
+         r"its SQLite table 'gpkg_contents' gives the layer 'synthetic_2' an identifier, "
+         r"description or time stamp other than GDAL's"),
+        (lambda path: sql(path, ("UPDATE gpkg_contents SET identifier = ? WHERE table_name = "
+                                 "'metadata'", (SECRET,))),
+         r"'gpkg_contents' gives the layer 'metadata' an identifier"),
+        (lambda path: sql(path, ("INSERT INTO gpkg_contents (table_name, data_type, identifier) "
+                                 "VALUES (?, 'tiles', 'x')", (SECRET,))),
+         r"'gpkg_contents' has a row for a table that is not one of its layers"),
+        (lambda path: sql(path, "UPDATE gpkg_contents SET min_x = 605123.25 WHERE table_name = "
+                                "'synthetic_1'"),
+         r"its SQLite table 'gpkg_contents' gives the layer 'synthetic_1' an extent that is "
+         r"not its features'"),
+        (lambda path: sql(path, "UPDATE gpkg_contents SET max_y = 7790456.5 WHERE table_name = "
+                                "'grid'"), r"gives the layer 'grid' an extent"),
+        (lambda path: sql(path, "UPDATE rtree_synthetic_1_geom SET minx = 605123.25, maxx = "
+                                "605123.25, miny = 7790456.5, maxy = 7790456.5 WHERE id = 2"),
+         _INDEX + r" holds other boxes than its features' bounds"),
+        (lambda path: sql(path, "INSERT INTO rtree_synthetic_1_geom VALUES "
+                                "(99, 605123.25, 605123.25, 7790456.5, 7790456.5)"),
+         _INDEX + r" holds other boxes"),
+        (lambda path: sql(path, "UPDATE rtree_synthetic_1_geom_rowid SET nodeno = 605123 WHERE "
+                                "rowid = 3"), _INDEX + r" is not the R\*Tree GDAL writes"),
+        (lambda path: sql(path, "INSERT INTO rtree_synthetic_1_geom_node VALUES "
+                                "(2, zeroblob(1228))"), _INDEX + r" holds other boxes"),
+        (lambda path: _node_bytes(path, 1, 1000, b"rec-00017"), _INDEX + r" holds other boxes"),
+        (lambda path: _node_bytes(path, 1, 0, b"\x00\x07"), _INDEX + r" is not the R\*Tree"),
+        (_rtree_aux_column, _INDEX + r" is not the R\*Tree GDAL writes"),
+    ],
+)
+def test_data_in_the_geopackage_tables_geosynth_leaves_alone_is_refused(release_of_three,
+                                                                        tamper, message):
+    tamper(release_of_three)
+    with pytest.raises(InputError, match=message) as caught:
+        read_release(release_of_three)
+    text = str(caught.value)
+    assert "\n" not in text and "release.gpkg" in text and "rec-" not in text
+    assert "605123" not in text and "7790456" not in text
+    assert "which geosynth never writes" in text and "edited after it was written" in text
+
+
+def _many_points(n, seed):
+    rng = np.random.default_rng(seed)
+    frame = public_like(n)
+    frame.geometry = gpd.points_from_xy(rng.uniform(XMIN, XMAX, n), rng.uniform(YMIN, YMAX, n),
+                                        crs=CRS)
+    return frame
+
+
+@pytest.fixture
+def release_of_many(tmp_path):
+    """A release whose spatial index has inner nodes (and coordinates that are not float32)."""
+    path = tmp_path / "release.gpkg"
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(12, 12), crs=CRS)
+    write_release(path, [_many_points(3000, 1), _many_points(40, 2), public_like(0)], grid=grid)
+    assert [len(r) for r in read_release(path).releases] == [3000, 40, 0]
+    return path
+
+
+def _inner_cell(path):
+    """Offset of the maxx of the first cell of the root, an inner node of synthetic_1."""
+    with sqlite3.connect(path) as connection:
+        (data,) = connection.execute("SELECT data FROM rtree_synthetic_1_geom_node WHERE "
+                                     "nodeno = 1").fetchone()
+    connection.close()
+    assert struct.unpack(">H", data[:2])[0] >= 1  # the root is not a leaf
+    return data, 4 + 8 + 4
+
+
+def _loosen_inner_box(path):
+    data, offset = _inner_cell(path)
+    (maxx,) = struct.unpack(">f", data[offset:offset + 4])
+    _node_bytes(path, 1, offset, struct.pack(">f", maxx + 123.25))
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [_loosen_inner_box,
+     lambda path: sql(path, "UPDATE rtree_synthetic_1_geom_parent SET parentnode = 605123 "
+                            "WHERE nodeno = (SELECT max(nodeno) FROM "
+                            "rtree_synthetic_1_geom_parent)")],
+)
+def test_inner_nodes_of_the_spatial_index_must_be_its_own(release_of_many, tamper):
+    tamper(release_of_many)
+    with pytest.raises(InputError, match=_INDEX + r" holds other boxes than its features'") as err:
+        read_release(release_of_many)
+    assert "605123" not in str(err.value)
