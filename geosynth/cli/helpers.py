@@ -317,6 +317,9 @@ def _output_error(option: str, path: Path, err: OSError) -> InputError:
         return InputError(f"{option} {path} is a directory; give a file name")
     folder = path.parent if str(path.parent) else Path(".")
     reason = err.strerror or str(err)
+    if err.errno == errno.ENAMETOOLONG:
+        return InputError(f"{option} {path}: a file or folder name in that path is longer than "
+                          "the file system allows; choose a shorter name (nothing was written)")
     if err.errno in (errno.EEXIST, errno.ENOTDIR):
         reason = "a part of that path is a file, not a folder"
     return InputError(
@@ -352,8 +355,9 @@ def check_outputs(
     click.BadParameter
         An output name is blank or names a folder (:func:`check_file_name`).
     geosynth.errors.InputError
-        An output is a directory, two options name the same file, an output is an input, or
-        outputs exist and ``overwrite`` is False (all of them are named).
+        An output is a directory, two options name the same file, an output is an input,
+        outputs exist and ``overwrite`` is False (all of them are named), or an output's path
+        cannot be used (a name too long for the file system, a loop of symbolic links).
     """
     for name, path in outputs.items():
         check_file_name(path, name)
@@ -361,9 +365,7 @@ def check_outputs(
     seen = {companion.resolve(): name for name, path in (inputs or {}).items()
             if path is not None for companion in _input_files(Path(path))}
     for name, path in given.items():
-        if path.is_dir():
-            raise InputError(f"{name} {str(path)!r} is a directory; give a file name")
-        key = path.resolve()
+        key = _output_key(name, path)
         if key in seen:
             raise InputError(f"{seen[key]} and {name} name the same file {str(path)!r}; give "
                              "each output its own file")
@@ -375,6 +377,25 @@ def check_outputs(
             "--overwrite to replace, or choose other file names (nothing was written)"
         )
     return given
+
+
+def _output_key(option: str, path: Path) -> Path:
+    """Return the resolved ``path`` of ``option``; refuse a directory or an unusable path.
+
+    ``is_dir`` fails on a name too long for the file system or a folder that cannot be
+    searched, ``resolve`` on a loop of symbolic links: both were tracebacks or an OSError
+    without the option.
+    """
+    try:
+        if path.is_dir():
+            raise InputError(f"{option} {str(path)!r} is a directory; give a file name")
+        return path.resolve()
+    except OSError as err:
+        raise _output_error(option, path, err) from err
+    except RuntimeError as err:  # "Symlink loop from ..." (Python < 3.13)
+        raise InputError(f"{option} {path}: a symbolic link in that path points back to "
+                         "itself; fix the link or choose another path (nothing was written)"
+                         ) from err
 
 
 # The files that make one shapefile besides its .shp (ESRI, 1998; .cpg and .qix by convention).

@@ -152,7 +152,10 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     )
     text = _SQLITE.sub(r"the file is damaged or truncated (\1)", text)
     for api_name, cli_name in (names or {}).items():
-        text = re.sub(rf"(?<![\w.]){re.escape(api_name)}(?![\w.(])", cli_name, text)
+        # A function, not a template: a backslash in a file name (data\cases.csv, copied
+        # from Windows) made re.sub fail with "bad escape" in place of the message.
+        text = re.sub(rf"(?<![\w.]){re.escape(api_name)}(?![\w.(])",
+                      lambda _match, name=cli_name: name, text)
     text = re.sub(r"\(\s*\)", "", text)
     text = re.sub(r"[ \t]{2,}", " ", text)
     return re.sub(r"\s+([;,.])(?=\s|$)", r"\1", text).strip()

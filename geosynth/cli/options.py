@@ -69,18 +69,30 @@ def parse_grid_spec(spec: str) -> tuple[int, int]:
         ``spec`` is not of that form, or has more than :data:`MAX_CELLS` cells (the lattice's
         own message advises Python).
     """
-    parts = str(spec).lower().split("x")
-    if len(parts) != 2 or not all(p.strip().isdecimal() and int(p) > 0 for p in parts):
-        raise click.BadParameter(
-            f"expected ROWSxCOLS with positive integers such as 20x20, got {spec!r}",
-            param_hint="--grid",
-        )
-    rows, cols = int(parts[0]), int(parts[1])
+    parts = [part.strip() for part in str(spec).lower().split("x")]
+    if len(parts) != 2 or not all(part.isdecimal() for part in parts):
+        raise _grid_form_error(spec)
+    digits = [part.lstrip("0") or "0" for part in parts]
+    if any(len(part) > len(str(MAX_CELLS)) for part in digits):  # int() refuses 4,300+ digits
+        raise click.BadParameter(f"that lattice would have more than the limit of "
+                                 f"{MAX_CELLS:,} cells; give fewer rows and columns",
+                                 param_hint="--grid")
+    rows, cols = int(digits[0]), int(digits[1])
+    if rows < 1 or cols < 1:
+        raise _grid_form_error(spec)
     if rows * cols > MAX_CELLS:
         raise click.BadParameter(f"{rows}x{cols} would have more than the limit of "
                                  f"{MAX_CELLS:,} cells; give fewer rows and columns",
                                  param_hint="--grid")
     return rows, cols
+
+
+def _grid_form_error(spec: str) -> click.BadParameter:
+    """Return the refusal of a ``--grid`` that is not ROWSxCOLS with positive integers."""
+    return click.BadParameter(
+        f"expected ROWSxCOLS with positive integers such as 20x20, got {spec!r}",
+        param_hint="--grid",
+    )
 
 
 #: geosynth._validation.MAX_CHAINS and MAX_RELEASES, geosynth.model.stopping's MAX_TARGET_ESS,
@@ -236,12 +248,16 @@ class Iterations(click.ParamType):
         text = str(value).strip().lower()
         if text == "auto":
             return "auto"
-        if text.isdecimal() and int(text) >= 1:
-            if int(text) > MAX_SWEEPS:
-                self.fail(f"{int(text):,} sweeps per chain is above the limit of {MAX_SWEEPS:,} "
+        digits = text.lstrip("0") or "0"
+        if text.isdecimal():
+            # Digits counted first: int() refuses a number of 4,300 digits or more (a traceback).
+            if len(digits) > len(str(MAX_SWEEPS)) or int(digits) > MAX_SWEEPS:
+                shown = f"{int(digits):,}" if len(digits) <= 30 else "that many"
+                self.fail(f"{shown} sweeps per chain is above the limit of {MAX_SWEEPS:,} "
                           "(weeks of sampling): give fewer sweeps, or 'auto' (run until "
                           "converged)", param, ctx)
-            return int(text)
+            if int(digits) >= 1:
+                return int(digits)
         self.fail(f"expected a number of sweeps >= 1 or 'auto' (run until converged), got "
                   f"{value!r}", param, ctx)
 

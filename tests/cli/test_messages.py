@@ -102,6 +102,21 @@ def test_cli_message_names_flags_and_the_hexagons_side():
     assert side == "--hex-size must be a positive number, got 0.001"
 
 
+@pytest.mark.parametrize("name", [r"data\cases.gpkg", r"run\1.gpkg", r"a\g<0>.gpkg"])
+def test_cli_message_keeps_a_file_name_with_backslashes(name):
+    # The name was a re.sub template: "bad escape \c" (a traceback in place of the message)
+    # or, for \1 and \g<0>, another name than the file's.
+    assert cli_message("gdf has no CRS", {"gdf": name}) == f"{name} has no CRS"
+
+
+def test_input_named_with_a_backslash_is_refused_with_a_message(inputs, tmp_path):
+    source = tmp_path / "data\\cases.gpkg"
+    source.write_bytes(Path(inputs["gpkg"]).read_bytes())
+    result = run("release", source, "--attributes", "y,nope", "--grid", "4x4", *FAST,
+                 "--out", tmp_path / "o.gpkg")
+    assert_refused(result, "--attributes", "data\\cases.gpkg has no column 'nope'")
+
+
 def test_every_parameter_maps_to_an_option_of_release_or_tune():
     options = set()
     for command in ("release", "tune"):
