@@ -12,6 +12,7 @@ from geosynth.cli.helpers import (
     check_outputs,
     derive_seeds,
     describe_lattice,
+    describe_rhat,
     fit_diagnostics,
     save_figure,
     show_progress,
@@ -22,7 +23,7 @@ from geosynth.cli.helpers import (
 )
 from geosynth.cli.options import GridSpec, out_dir_option, overwrite_option
 
-__all__ = ["demo", "describe_rhat", "ADVICE", "MIN_RHAT_DRAWS"]
+__all__ = ["demo", "ADVICE"]
 
 #: Seed of the demo when --seed is not given: the demo is reproducible.
 DEFAULT_SEED = 2014
@@ -43,9 +44,6 @@ ATTRIBUTES = ["y", "x1", "x2"]
 CONTINUOUS = "z"
 OUTCOME = "y"
 METHODS = {"paiva": "Paiva", "naive": "Naive"}
-#: The fewest draws per chain of which arviz computes R-hat (each chain split in two halves):
-#: with fewer (--iterations 15 to 21) every R-hat is NaN, printed as "R-hat max: nan".
-MIN_RHAT_DRAWS = 4
 #: The library's advice (as the message layer has rewritten it for release's options) -> what
 #: the demo, whose attributes, continuous column, releases and lattice are fixed, offers instead.
 #: The warnings named --cell-size and a region (the lattice's isolated cells, which only
@@ -275,7 +273,7 @@ def _report(result: dict, figures: dict[str, Path], base: Path) -> str:
         f"- Lattice: {describe_lattice(grid)}",
         f"- Model: `{fit.model!r}`, {fit.n_chains} chains x {run['n_iter']} sweeps (burn-in "
         f"{run['burn_in']}, thin {run['thin']}), {fit.n_draws} draws per chain",
-        f"- R-hat max: {describe_rhat(r_hat, fit.n_draws)}"
+        f"- R-hat max: {describe_rhat(r_hat, fit)}"
         + (f" (above {RHAT_LIMIT}: not converged)" if r_hat > RHAT_LIMIT else ""),
         f"- Releases: {M} per method; Paiva releases published in `release.gpkg`; Naive "
         "(a uniform point in each record's own cell) is the baseline",
@@ -326,7 +324,7 @@ def _echo_summary(result: dict, release_path: Path, report: Path, maps_path: Pat
     click.echo(f"Scenario: {counts.n_records} records (Nunes 2018), seed {result['seed']}, "
                f"CRS {grid.crs.to_string()}")
     click.echo(f"Lattice: {describe_lattice(grid)}")
-    click.echo(f"R-hat max: {describe_rhat(result['r_hat'], result['fit'].n_draws)}")
+    click.echo(f"R-hat max: {describe_rhat(result['r_hat'], result['fit'])}")
     if result["r_hat"] > RHAT_LIMIT:
         click.echo(f"Warning: R-hat above {RHAT_LIMIT}: the chains have not converged",
                    err=True)
@@ -341,32 +339,6 @@ def _echo_summary(result: dict, release_path: Path, report: Path, maps_path: Pat
     click.echo(f"  {io.audit_path(release_path)}  (seeds; private)")
     click.echo(f"  {report}  (figures in {report.parent / 'figures'})")
     click.echo(f"  {maps_path}  (internal review map)")
-
-
-def describe_rhat(r_hat: float, n_draws: int) -> str:
-    """Return the largest R-hat as text; when it is NaN, say why it could not be computed.
-
-    Parameters
-    ----------
-    r_hat : float
-        The largest finite R-hat of the fit, NaN when there is none
-        (:func:`geosynth.cli.helpers.fit_diagnostics`).
-    n_draws : int
-        Draws kept per chain.
-
-    Returns
-    -------
-    str
-        E.g. ``"1.021"``, or ``"not computable: 3 draws per chain, ..."`` instead of ``"nan"``.
-    """
-    import math
-
-    if not math.isnan(r_hat):
-        return f"{r_hat:.3f}"
-    if n_draws < MIN_RHAT_DRAWS:
-        return (f"not computable: {n_draws} draws per chain, and R-hat needs {MIN_RHAT_DRAWS} "
-                "or more; raise --iterations")
-    return "not computable: no parameter's draws vary (convergence not checked)"
 
 
 def _mean_row(table):

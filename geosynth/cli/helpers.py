@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RHAT_LIMIT",
+    "describe_rhat",
     "INTERRUPTED",
     "InterruptWatch",
     "RunOutputs",
@@ -946,6 +947,37 @@ def describe_lattice(grid: Grid) -> str:
     rows, cols = grid.shape
     dx, dy = grid.cell_size
     return (f"{rows}x{cols} cells of {dx:,.0f} x {dy:,.0f} m ({grid.n_cells} habitable, {tail}")
+
+
+#: The fewest chains and draws per chain of which arviz computes R-hat (each chain split in two
+#: halves): with fewer every R-hat is NaN, which the output printed as "R-hat max: nan".
+MIN_RHAT_CHAINS, MIN_RHAT_DRAWS = 2, 4
+
+
+def describe_rhat(r_hat: float, fit: PaivaFit) -> str:
+    """Return the largest R-hat as text; when it is NaN, say why and what to change.
+
+    Parameters
+    ----------
+    r_hat : float
+        The largest finite R-hat of ``fit``, NaN when there is none (:func:`fit_diagnostics`).
+    fit : geosynth.PaivaFit
+        The fit (its chains and draws per chain).
+
+    Returns
+    -------
+    str
+        E.g. ``"1.021"``, or ``"not computable: 1 chain, ..."`` instead of ``"nan"``.
+    """
+    if r_hat == r_hat:  # not NaN
+        return f"{r_hat:.3f}"
+    if fit.n_chains < MIN_RHAT_CHAINS:
+        return (f"not computable: {fit.n_chains} chain, and R-hat compares {MIN_RHAT_CHAINS} or "
+                "more (convergence not checked)")
+    if fit.n_draws < MIN_RHAT_DRAWS:
+        return (f"not computable: {fit.n_draws} draws per chain, and R-hat needs "
+                f"{MIN_RHAT_DRAWS} or more; raise --iterations")
+    return "not computable: no parameter's draws vary (convergence not checked)"
 
 
 def fit_diagnostics(fit: PaivaFit) -> tuple[pd.DataFrame, float]:

@@ -24,6 +24,7 @@ from geosynth.cli.helpers import (
     check_projected,
     derive_seeds,
     describe_lattice,
+    describe_rhat,
     fit_diagnostics,
     read_polygons,
     show_progress,
@@ -483,7 +484,7 @@ def _echo_convergence(r_hat: float, fit) -> None:
     if stopping is not None:
         click.echo(f"Sampler {stopping.describe()}")
         return  # a fit stopped at --max-seconds has warned, naming what has not converged
-    click.echo(f"R-hat max: {r_hat:.3f}")
+    click.echo(f"R-hat max: {describe_rhat(r_hat, fit)}")
     if r_hat > RHAT_LIMIT:
         click.echo(f"Warning: R-hat max {r_hat:.3f} > {RHAT_LIMIT}: the chains have not "
                    "converged; raise --iterations and --burn-in, or use --iterations auto",
@@ -515,7 +516,7 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
         f"- Lattice: {describe_lattice(grid)}",
         f"- Model: `{fit.model!r}`, {_describe_fit(fit, run)}",
         f"- Releases: {m}",
-        f"- R-hat max: {r_hat:.3f}"
+        f"- R-hat max: {describe_rhat(r_hat, result['fit'])}"
         + ("" if not r_hat > RHAT_LIMIT else f" (above {RHAT_LIMIT}: not converged)"),
     ]
     if epsilon is not None:

@@ -145,8 +145,14 @@ def test_demo_advice_names_its_own_options_and_a_nan_r_hat_says_why(tmp_path):
 
 
 def test_describe_rhat():
-    from geosynth.cli.demo import describe_rhat
+    from types import SimpleNamespace
 
-    assert describe_rhat(1.0234, 100) == "1.023"
-    assert describe_rhat(float("nan"), 3).startswith("not computable: 3 draws per chain")
-    assert "draws vary" in describe_rhat(float("nan"), 50)
+    from geosynth.cli.helpers import describe_rhat
+
+    fit = SimpleNamespace(n_chains=2, n_draws=100)
+    assert describe_rhat(1.0234, fit) == "1.023"
+    assert describe_rhat(float("nan"), SimpleNamespace(n_chains=2, n_draws=3)).startswith(
+        "not computable: 3 draws per chain")
+    assert describe_rhat(float("nan"), SimpleNamespace(n_chains=1, n_draws=50)).startswith(
+        "not computable: 1 chain, and R-hat compares 2 or more")
+    assert "draws vary" in describe_rhat(float("nan"), fit)

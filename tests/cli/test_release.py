@@ -415,6 +415,17 @@ def test_max_seconds_warns_and_still_writes(inputs, tmp_path):
     assert "raise --max-seconds, lower --target-ess or raise --max-rhat" in text
 
 
+def test_one_chain_says_why_r_hat_is_not_shown(inputs, tmp_path):
+    # One chain has no R-hat (arviz compares 2 or more): the output read "R-hat max: nan".
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3",
+                 "--iterations", 40, "--chains", 1, "--m", 1, "--out", tmp_path / "o.gpkg",
+                 "--report", tmp_path / "report.md")
+    assert result.exit_code == 0, result.output
+    assert "nan" not in result.output
+    assert "R-hat max: not computable: 1 chain, and R-hat compares 2 or more" in result.output
+    assert "R-hat max: not computable: 1 chain" in (tmp_path / "report.md").read_text()
+
+
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [(["--burn-in", 100], ["--iterations auto discards the first quarter", "--burn-in"]),
