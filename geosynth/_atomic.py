@@ -126,6 +126,7 @@ class AtomicOutputs:
         self._staged: list[_Staged] = []
         self._new_folders: list[Path] = []  # created by add: their entries are flushed at commit
         self._done = False
+        self._cleaned = False  # staging folders removed and their locks closed
 
     # ------------------------------------------------------------------ staging
     def add(self, path: str | os.PathLike, *, private: bool = False) -> Path:
@@ -266,7 +267,9 @@ class AtomicOutputs:
         self._cleanup()
 
     def _cleanup(self) -> None:
-        self._done = True
+        if self._cleaned:  # a lock descriptor closed twice may by then be another file's
+            return
+        self._done = self._cleaned = True
         for staged in self._staged:
             shutil.rmtree(staged.folder, ignore_errors=True)
             with contextlib.suppress(OSError):

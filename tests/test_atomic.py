@@ -573,3 +573,18 @@ def test_an_overwrite_that_is_not_a_bool_is_refused(tmp_path, overwrite):
     with pytest.raises(InputError, match=r"^overwrite must be True or False, got "):
         atomic_path(target, overwrite=overwrite).__enter__()
     assert target.read_text() == "old" and _names(tmp_path) == ["review.html"]
+
+
+def test_discarding_twice_closes_each_lock_once(tmp_path, monkeypatch):
+    # The command line discards its outputs after a failed commit, which had discarded them
+    # already: each staging folder's lock descriptor was closed twice, and by the second time
+    # the number may belong to a file another thread has opened.
+    outputs = AtomicOutputs()
+    outputs.add(tmp_path / "a.txt").write_text("a")
+    outputs.add(tmp_path / "b.txt").write_text("b")
+    outputs.discard()
+    assert _names(tmp_path) == []
+    closed = []
+    monkeypatch.setattr(atomic.os, "close", closed.append)  # closes nothing, records the call
+    outputs.discard()
+    assert closed == []
