@@ -439,7 +439,8 @@ def _read_journal(folder: Path) -> tuple[Path, list[_JournalEntry]] | None:
     if not entries or first != entries[0].folder or not all(p.is_absolute() for p in paths):
         return None
     # Only the staging folders of the journal's own targets, and backups inside them.
-    if not all(_staging_prefix(e.target) in e.folder.name and e.folder.parent == e.target.parent
+    if not all(e.folder.name.startswith(_staging_prefix(e.target))
+               and e.folder.parent == e.target.parent
                and (e.backup is None or e.backup.parent == e.folder) for e in entries):
         return None
     return first, entries
@@ -459,8 +460,9 @@ def _finish_dead_commit(folder: Path) -> list[Path]:
     list of pathlib.Path
         The other staging folders removed (``folder`` itself is left to the caller).
     """
+    folder = Path(os.path.abspath(folder))
     journal = _read_journal(folder)
-    if journal is None:
+    if journal is None or folder not in [entry.folder for entry in journal[1]]:
         return []
     first, entries = journal
     if _abandoned(first, entries[0].target) and _read_journal(first) is not None:
