@@ -52,6 +52,8 @@ def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
 
     Raises
     ------
+    geosynth.errors.InputError
+        ``grid`` is not a Grid, or ``values`` is not one number per cell of it.
     geosynth.errors.GridError
         ``grid`` is not square (hexagons and areas are drawn as polygons instead).
     """
@@ -91,7 +93,7 @@ def combination_panels(
     Raises
     ------
     geosynth.errors.InputError
-        ``grid`` is not a Grid, ``values`` is not (G, B) for it, ``titles`` is not one title
+        ``grid`` is not a Grid, ``values`` is not (G, B) numbers for it, ``titles`` is not one title
         per column, or ``cmap`` names no colour map.
     """
     _check_grid(grid)
@@ -144,7 +146,12 @@ def _check_grid(grid: Any) -> None:
 
 def _cell_values(grid: Grid, values: Any, ndim: int) -> np.ndarray:
     """``values`` as floats, one row per cell of ``grid``: shape (G,) or (G, B)."""
-    array = np.asarray(values, dtype=float)
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise InputError(f"values must hold numbers (NaN where a cell has none), one row per "
+                         f"cell of the grid; got {type(values).__name__} holding something "
+                         f"else (text?): convert the column to float first") from err
     if array.ndim != ndim or array.shape[0] != grid.n_cells or 0 in array.shape:
         wanted = f"({grid.n_cells},)" if ndim == 1 else f"({grid.n_cells}, B)"
         raise InputError(f"values must have shape {wanted}, one row per cell of the grid, got "
@@ -218,10 +225,14 @@ def intensity_figure(fit: PaivaFit, combination: int) -> Figure:
     Raises
     ------
     geosynth.errors.InputError
-        ``combination`` is not in ``[0, B)``.
+        ``fit`` is not a PaivaFit, or ``combination`` is not in ``[0, B)``.
     """
     from geosynth.data import CellCounts
+    from geosynth.model import PaivaFit
 
+    if not isinstance(fit, PaivaFit):
+        raise InputError(f"fit must be the geosynth.PaivaFit of PaivaModel().fit(...), got "
+                         f"{type(fit).__name__}")
     B = fit.counts.counts.shape[1]
     if isinstance(combination, bool) or not isinstance(combination, int | np.integer) \
             or not 0 <= combination < B:
@@ -274,13 +285,17 @@ def ru_map(
     ------
     geosynth.errors.InputError
         ``table`` is not a DataFrame, or lacks the ``risk`` or ``utility`` column, or one of
-        them does not hold numbers.
+        them does not hold numbers, or ``frontier`` is not a list (a string is one label, not
+        a list of its characters).
     TypeError
         ``risk_limit`` is not a real number.
     """
     import matplotlib.pyplot as plt
 
     both = _measures(table, risk, utility).dropna()
+    if not isinstance(frontier, list | tuple):  # a str would be read as its characters
+        raise InputError(f"frontier must be a list of candidate labels (rows of table), got "
+                         f"{type(frontier).__name__}; wrap a single label in a list: [label]")
     if risk_limit is not None:
         risk_limit = check_real(risk_limit, "risk_limit")
     fig, ax = plt.subplots(figsize=(6.4, 4.8))

@@ -109,3 +109,23 @@ def test_combination_panels_refuses_an_unknown_colour_map():
                                          "e.g. 'viridis' or 'magma', got 'nope'"):
         combination_panels(grid, np.ones((4, 2)), ["a", "b"], cmap="nope")
     assert combination_panels(grid, np.ones((4, 2)), ["a", "b"], cmap="magma") is not None
+
+
+def test_bad_fit_values_and_frontier_are_named(grid):
+    # intensity_figure(None, 0) raised AttributeError, text values numpy's ValueError, and a
+    # frontier given as one string was read as a list of its characters ("ab" drew a frontier
+    # from candidate "a" to candidate "b").
+    from geosynth.plots import intensity_figure, ru_map
+
+    with pytest.raises(InputError, match="fit must be the geosynth.PaivaFit"):
+        intensity_figure(None, 0)
+    with pytest.raises(InputError, match="values must hold numbers") as caught:
+        combination_panels(grid, [["secret"]] * 6, ["a"])
+    assert "secret" not in str(caught.value)
+    with pytest.raises(InputError, match="values must hold numbers"):
+        lattice_image(grid, ["x"] * 6)
+    table = pd.DataFrame({"risk": [0.1, 0.2], "utility": [0.5, 0.6]}, index=["a", "b"])
+    for frontier in ("ab", None):
+        with pytest.raises(InputError, match="frontier must be a list of candidate labels"):
+            ru_map(table, "risk", "utility", frontier)
+    assert ru_map(table, "risk", "utility", ("a", "b")) is not None

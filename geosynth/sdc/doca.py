@@ -713,15 +713,7 @@ class Doca:
         self._check_state_bytes(d)
         beta = self.max_clusters
         ring = self.delay + 1
-        with np.errstate(over="ignore"):
-            scale = np.broadcast_to(self.sensitivity, (d,)).astype(float) * d / self.epsilon
-            overflows = not np.all(np.isfinite(scale * _MAX_EXPONENTIAL))
-        if overflows:
-            raise InputError(
-                f"the noise scale d·Δf/ε = {scale.max():.3g} of epsilon={self.epsilon!r} and "
-                f"sensitivity {self.sensitivity.tolist()} overflows; raise epsilon (the release "
-                "would be noise alone)"
-            )
+        scale = _laplace_scale(self.sensitivity, d, self.epsilon)
         self._d = d
         self._state = (
             scale,
@@ -839,11 +831,10 @@ class Doca:
         ``χ + η`` rounds to ``χ``, a lone record's own value.
         """
         smallest = self._state[0] / (self.delay + 1)
-        coarse = smallest < _MIN_NOISE_STEPS * np.spacing(largest)
-        if not coarse.any():
+        coarse = _first_coarse(smallest, largest)
+        if coarse is None:
             return
-        row = int(np.flatnonzero(coarse.any(axis=1))[0])
-        j = int(np.flatnonzero(coarse[row])[0])
+        row, j = coarse
         where = (f"attribute {j} (bounds up to {largest[row, j]:g})" if first_record is None
                  else f"record index {first_record + row}, attribute {j}")
         fix = ("bounds closer to 0" if first_record is None
@@ -1166,8 +1157,10 @@ def naive_laplace(
     Raises
     ------
     InputError
-        On NaN/infinite or non-numeric values, wrong dimensions, or a range of the data wider
-        than ``sensitivity`` (naming the record index, not its value).
+        On NaN/infinite or non-numeric values, wrong dimensions, a range of the data wider
+        than ``sensitivity`` (naming the record index, not its value), a noise scale that
+        overflows, or one so small against the values that the releases would round to the
+        records themselves (as :class:`Doca` refuses it).
     """
     eps = check_epsilon(epsilon)
     sens = _check_sensitivity(sensitivity)
@@ -1188,15 +1181,91 @@ def naive_laplace(
             "most Δf, and a record outside the domain would be released almost exactly; clamp "
             "the data into the public domain first, or pass its width as sensitivity"
         )
+    scale = _naive_scale(records, sens, d, eps)
     if seed is not None:
         warnings.warn(
             PrivacyLeakWarning("naive_laplace(seed=...) makes the noise predictable; tests only"),
             stacklevel=2,
         )
     rng = as_generator(seed)
-    scale = np.broadcast_to(sens, (d,)) * d / eps
     noisy = records + rng.laplace(0.0, 1.0, size=records.shape) * scale
     return noisy.reshape(np.shape(data))
+
+
+def _laplace_scale(sensitivity: np.ndarray, d: int, epsilon: float) -> np.ndarray:
+    """Return the per-attribute Laplace scale ``d·Δf_j/ε``; refuse one that overflows.
+
+    A scale whose largest Laplace draws (:data:`_MAX_EXPONENTIAL` scales) are not finite would
+    release noise alone (inf or NaN).
+
+    Parameters
+    ----------
+    sensitivity : numpy.ndarray
+        Δf, a scalar or one per attribute.
+    d : int
+        Number of attributes.
+    epsilon : float
+        The privacy parameter.
+
+    Returns
+    -------
+    numpy.ndarray, shape (d,)
+    """
+    with np.errstate(over="ignore"):
+        scale = np.broadcast_to(sensitivity, (d,)).astype(float) * d / epsilon
+        overflows = not np.all(np.isfinite(scale * _MAX_EXPONENTIAL))
+    if overflows:
+        raise InputError(
+            f"the noise scale d·Δf/ε = {scale.max():.3g} of epsilon={epsilon!r} and "
+            f"sensitivity {np.asarray(sensitivity).tolist()} overflows; raise epsilon (the "
+            "release would be noise alone)"
+        )
+    return scale
+
+
+def _first_coarse(scale: np.ndarray, largest: np.ndarray) -> tuple[int, int] | None:
+    """Return ``(row, attribute)`` of the first value the noise cannot move, or None.
+
+    A value whose float step times :data:`_MIN_NOISE_STEPS` exceeds its attribute's ``scale``
+    would come back from ``value + η`` (nearly) unchanged: a record's own value.
+
+    Parameters
+    ----------
+    scale : numpy.ndarray, shape (d,)
+        The smallest noise scale of each attribute.
+    largest : numpy.ndarray, shape (rows, d)
+        Bounds of the ``|value|`` of each row.
+
+    Returns
+    -------
+    tuple of int or None
+    """
+    coarse = scale < _MIN_NOISE_STEPS * np.spacing(largest)
+    if not coarse.any():
+        return None
+    row = int(np.flatnonzero(coarse.any(axis=1))[0])
+    return row, int(np.flatnonzero(coarse[row])[0])
+
+
+def _naive_scale(records: np.ndarray, sens: np.ndarray, d: int, eps: float) -> np.ndarray:
+    """Per-attribute scale ``d·Δf_j/ε`` of :func:`naive_laplace`, refused if it is useless.
+
+    As in :class:`Doca` (module docs), a scale that overflows, or that is below ``2**20`` float
+    steps of a record's ``|value|`` (``record + η`` would round back to the record), is refused,
+    naming the record index, never its value.
+    """
+    scale = _laplace_scale(sens, d, eps)
+    coarse = _first_coarse(scale, np.abs(records))
+    if coarse is not None:
+        row, j = coarse
+        raise InputError(
+            f"naive_laplace: record index {row}, attribute {j}: with epsilon={eps!r} and "
+            f"sensitivity {sens.tolist()}, the noise scale d·Δf/ε = {scale[j]:.3g} is below "
+            "2**20 float steps of the value's magnitude: the release would round to the record "
+            "itself; lower epsilon, or subtract a public offset from the attribute so that its "
+            "values lie near 0"
+        )
+    return scale
 
 
 def beta_shape_for_skewness(a: float, skewness: float) -> float:

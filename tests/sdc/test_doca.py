@@ -733,3 +733,22 @@ def test_a_bad_seed_is_refused_without_the_seed_warning():
         warnings.simplefilter("error", PrivacyLeakWarning)
         with pytest.raises(TypeError, match="seed must be None, an int"):
             Doca(1.0, 1.0, seed="42")
+
+
+def test_naive_laplace_refuses_noise_that_rounds_away_or_overflows():
+    # A huge epsilon (or values far from 0) returned the records themselves, bit for bit
+    # (naive_laplace([0.25, 0.5, 0.75], 1e20, 1.0) == the input); a tiny one returned -inf.
+    x = np.array([0.25, 0.5, 0.75])
+    with pytest.raises(InputError, match="record index 0, attribute 0: .* below 2\\*\\*20 "
+                                         "float steps.*lower epsilon") as caught:
+        naive_laplace(x, 1e20, 1.0)
+    assert "0.25" not in str(caught.value)
+    t = 1.7e18 + np.arange(3.0) * 256
+    with pytest.raises(InputError, match="record index 0, attribute 0: .*public offset"):
+        naive_laplace(t, 1.0, 1024.0)
+    with pytest.raises(InputError, match="overflows; raise epsilon"):
+        naive_laplace(x, 5e-324, 1.0)
+    # The boundary, as for Doca: Δf = 1 and the float step 2**-52 of 1.0 accept ε = 2**32.
+    assert not np.any(naive_laplace([0.25, 1.0], 2.0**32, 1.0) == [0.25, 1.0])
+    with pytest.raises(InputError, match="record index 1, attribute 0"):
+        naive_laplace([0.25, 1.0], 2.0**32 * 1.01, 1.0)
