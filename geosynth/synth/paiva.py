@@ -493,11 +493,17 @@ def aligned_rows(gdf: Any, counts: CellCounts) -> gpd.GeoDataFrame:
     Raises
     ------
     geosynth.errors.InputError
-        ``gdf`` is not a GeoDataFrame, lacks a column of ``counts`` or has it twice, or is not
-        the frame ``counts`` was prepared from (labels, attributes or cells differ).
+        ``gdf`` is None or not a GeoDataFrame, lacks a column of ``counts`` or has it twice,
+        or is not the frame ``counts`` was prepared from (labels, attributes or cells differ).
     geosynth.errors.CRSError
         ``gdf`` has no CRS, or another one, than the lattice of ``counts``.
     """
+    if gdf is None:
+        raise InputError(
+            "gdf is missing: a release keeps the attributes of the confidential records and "
+            "draws one point per record; pass the GeoDataFrame given to prepare(), "
+            "synthesize(fit, gdf, m=...)"
+        )
     check_geodataframe(gdf)
     check_crs(gdf, counts.grid)  # the releases take gdf's CRS
     needed = list(counts.attributes) + list(counts.covariates)

@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import shapely
 
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_unique_columns
@@ -347,9 +348,10 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     geopandas.GeoDataFrame
         The rows in a random order with a fresh ``RangeIndex`` (the input order and index labels
         could link synthetic records to confidential ones), the active geometry, and the other
-        columns except geometry columns other than the active one and internal columns (names
-        starting with ``"_"``). A categorical column (or a pyarrow dictionary column) keeps
-        only the categories its rows hold: the others may be values of confidential records
+        columns except geometry columns other than the active one (also an ``object`` column
+        holding shapely geometries) and internal columns (names starting with ``"_"``). A
+        categorical column (or a pyarrow dictionary column) keeps only the categories its rows
+        hold: the others may be values of confidential records
         that are not in the release (a category made from the whole file, a record that
         ``prepare`` dropped), and the dtype would publish them. ``attrs`` metadata and the
         name of the column labels (``columns.name``) are dropped, except the marker
@@ -384,6 +386,7 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
         if c == geometry
         or not (
             isinstance(release[c].dtype, gpd.array.GeometryDtype)
+            or _holds_geometries(release[c])
             or (isinstance(c, str) and c.startswith(INTERNAL_PREFIX))
         )
     ]
@@ -440,6 +443,18 @@ def _check_column_names(release: gpd.GeoDataFrame) -> None:
     check_unique_columns(release, "release")
     check_id_columns(release, "release", "drop the column (release.drop(columns=...)) before "
                      "to_public")
+
+
+def _holds_geometries(values: pd.Series) -> bool:
+    """Whether an object column holds shapely geometries: a geometry column without its dtype.
+
+    A list of shapely points assigned to a column (``release["home"] = list(gdf.geometry)``),
+    or a geometry column passed through ``apply`` or ``astype(object)``, has dtype ``object``:
+    it was kept, and published the points it holds (the confidential locations).
+    """
+    if values.dtype != object:
+        return False
+    return bool(shapely.is_geometry(values.to_numpy()).any())
 
 
 def _used_levels_only(values: pd.Series) -> pd.Series:

@@ -124,25 +124,31 @@ def test_evaluate_refuses_existing_report(inputs, written_release, tmp_path):
 
 # ---------------------------------------------------------------------- release files that are
 # incomplete, edited or foreign (checked by io.read_release before any measure)
-@pytest.fixture
-def small_pair(tmp_path):
-    """An original of 40 points with a text attribute and a release of the same square."""
+def _write_pair(folder, columns, **release_options):
+    """40 original points with ``columns`` and a release of 2 layers of the same square."""
     rng = np.random.default_rng(3)
     xy = rng.uniform([XMIN, YMIN], [XMIN + 2000, YMIN + 2000], size=(40, 2))
-    levels = np.array(["a\x1b[2J", "b\x9b1m"])[np.arange(40) % 2]
-    original = gpd.GeoDataFrame({"kind": levels},
-                                geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS)
-    original_path = tmp_path / "original.gpkg"
+    original = gpd.GeoDataFrame(columns, geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]),
+                                crs=CRS)
+    original_path = folder / "original.gpkg"
     original.to_file(original_path, engine="pyogrio")
     releases = []
     for _ in range(2):
         moved = xy + rng.normal(0, 50, size=xy.shape)
+        order = rng.permutation(40)
         releases.append(geosynth.to_public(gpd.GeoDataFrame(
-            {"kind": levels[rng.permutation(40)]},
+            {name: values[order] for name, values in columns.items()},
             geometry=gpd.points_from_xy(moved[:, 0], moved[:, 1]), crs=CRS), seed=rng))
-    release_path = tmp_path / "release.gpkg"
-    io.write_release(release_path, releases, seeds={"synthesize": 5})
+    release_path = folder / "release.gpkg"
+    io.write_release(release_path, releases, **release_options)
     return original_path, release_path
+
+
+@pytest.fixture
+def small_pair(tmp_path):
+    """An original of 40 points with a text attribute and a release of the same square."""
+    levels = np.array(["a\x1b[2J", "b\x9b1m"])[np.arange(40) % 2]
+    return _write_pair(tmp_path, {"kind": levels}, seeds={"synthesize": 5})
 
 
 def test_evaluate_prints_no_control_characters(small_pair):
@@ -344,25 +350,10 @@ def test_evaluate_help_names_the_crs_refusals():
 # record's distance; no exact count of the original of a differentially private release
 def _pair(folder, metadata=None):
     """40 original points (one the only record of kind 'c') and a release of 2 layers."""
-    rng = np.random.default_rng(3)
-    xy = rng.uniform([XMIN, YMIN], [XMIN + 2000, YMIN + 2000], size=(40, 2))
     kinds = np.array(["a", "b"])[np.arange(40) % 2]
     kinds[0] = "c"
     outcome = (np.arange(40) % 3 == 0).astype(int)
-    original = gpd.GeoDataFrame({"kind": kinds, "y": outcome},
-                                geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS)
-    original_path = folder / "original.gpkg"
-    original.to_file(original_path, engine="pyogrio")
-    releases = []
-    for _ in range(2):
-        moved = xy + rng.normal(0, 50, size=xy.shape)
-        order = rng.permutation(40)
-        releases.append(geosynth.to_public(gpd.GeoDataFrame(
-            {"kind": kinds[order], "y": outcome[order]},
-            geometry=gpd.points_from_xy(moved[:, 0], moved[:, 1]), crs=CRS), seed=rng))
-    release_path = folder / "release.gpkg"
-    io.write_release(release_path, releases, metadata=metadata)
-    return original_path, release_path
+    return _write_pair(folder, {"kind": kinds, "y": outcome}, metadata=metadata)
 
 
 def test_evaluate_shows_no_distance_of_a_combination_of_one_record(tmp_path):

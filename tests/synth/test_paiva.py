@@ -592,6 +592,15 @@ def test_duplicate_labels_are_fine_for_the_same_frame():
     assert release.index.equals(gdf.index)
 
 
+def test_a_missing_gdf_says_to_pass_the_prepared_frame(regular_data):
+    """synthesize(fit, m=1) said "build one with geopandas.GeoDataFrame(df, geometry=...)"."""
+    _, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    with pytest.raises(InputError, match=r"gdf is missing.*pass the GeoDataFrame given to "
+                                         r"prepare\(\)"):
+        synthesize(fit, m=1, seed=1)
+
+
 def test_bad_seed_type(regular_data):
     gdf, _, counts = regular_data
     fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))

@@ -75,6 +75,24 @@ def test_internal_and_extra_geometry_columns_are_dropped(regular_data):
     assert public.geometry.name == "geometry"
 
 
+@pytest.mark.parametrize("how", ["list", "astype", "mixed"])
+def test_geometries_in_an_object_column_are_dropped(release, regular_data, how):
+    """Original points in an object column (not GeometryDtype) were published by to_public."""
+    gdf = regular_data[0]
+    internal = release.copy()
+    points = list(gdf.geometry)
+    if how == "astype":
+        points = gdf.geometry.astype(object)
+    elif how == "mixed":
+        points = [None, "n/a"] + points[2:]
+    internal["home"] = pd.Series(points, index=gdf.index, dtype=object)
+    internal["label"] = pd.Series(["x"] * len(gdf), index=gdf.index, dtype=object)
+    public = to_public(internal, seed=2)
+    assert list(public.columns) == ["a", "c", "z", "geometry", "label"]
+    original = set(map(tuple, shapely.get_coordinates(gdf.geometry.array)))
+    assert original.isdisjoint(map(tuple, shapely.get_coordinates(public.geometry.array)))
+
+
 def test_keeps_a_custom_geometry_name():
     frame = gpd.GeoDataFrame(
         {"v": [1, 2, 3]}, geometry=gpd.points_from_xy([0, 1, 2], [0, 1, 2]), crs="EPSG:31983"
