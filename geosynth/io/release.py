@@ -85,6 +85,7 @@ from geosynth.synth.release import (
     ReleaseInfo,
     ReleaseInfoSource,
     check_id_columns,
+    holds_geometries,
     is_linked,
     is_public,
     refuse_baseline,
@@ -671,7 +672,7 @@ def check_release_columns(
         label = str(column)
         if label.startswith("_"):
             raise InputError(f"{name} has an internal column {label!r}; {fix}")
-        if isinstance(release[column].dtype, gpd.array.GeometryDtype):
+        if holds_geometries(release[column]):  # with or without the geometry dtype
             raise InputError(
                 f"{name} has a second geometry column {label!r} (only the synthetic points may "
                 f"be published); {fix}"

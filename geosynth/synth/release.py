@@ -52,6 +52,7 @@ __all__ = [
     "INTERNAL_PREFIX",
     "ID_COLUMNS",
     "check_id_columns",
+    "holds_geometries",
     "LINKED_ATTR",
     "PUBLIC_ATTR",
     "UNLINKED_METHODS",
@@ -385,8 +386,7 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
         for c in release.columns
         if c == geometry
         or not (
-            isinstance(release[c].dtype, gpd.array.GeometryDtype)
-            or _holds_geometries(release[c])
+            holds_geometries(release[c])
             or (isinstance(c, str) and c.startswith(INTERNAL_PREFIX))
         )
     ]
@@ -445,13 +445,27 @@ def _check_column_names(release: gpd.GeoDataFrame) -> None:
                      "to_public")
 
 
-def _holds_geometries(values: pd.Series) -> bool:
-    """Whether an object column holds shapely geometries: a geometry column without its dtype.
+def holds_geometries(values: pd.Series) -> bool:
+    """Whether ``values`` is a geometry column, with or without its dtype.
 
+    Parameters
+    ----------
+    values : pandas.Series
+        A column of a release.
+
+    Returns
+    -------
+    bool
+        True for a geometry dtype, and for an ``object`` column holding a shapely geometry.
+
+    Notes
+    -----
     A list of shapely points assigned to a column (``release["home"] = list(gdf.geometry)``),
     or a geometry column passed through ``apply`` or ``astype(object)``, has dtype ``object``:
     it was kept, and published the points it holds (the confidential locations).
     """
+    if isinstance(values.dtype, gpd.array.GeometryDtype):
+        return True
     if values.dtype != object:
         return False
     return bool(shapely.is_geometry(values.to_numpy()).any())

@@ -247,6 +247,19 @@ def test_writer_refuses_reset_index_and_internal_columns(tmp_path, fitted):
     assert not path.exists()
 
 
+@pytest.mark.parametrize("convert", [list, lambda column: column.astype(object)],
+                         ids=["list", "astype-object"])
+def test_writer_refuses_geometries_in_a_column_of_objects(tmp_path, confidential, convert):
+    # A column of shapely points without the geometry dtype (a list assigned after to_public)
+    # was written as text: the original locations in a published release.
+    release = public_like()
+    release["home"] = convert(confidential.geometry.iloc[: len(release)].reset_index(drop=True))
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match="second geometry column 'home'"):
+        write_release(path, [release])
+    assert not path.exists()
+
+
 def test_writer_refuses_columns_of_original_labels(tmp_path, confidential, fitted):
     _, _, public = fitted
     path = tmp_path / "release.gpkg"
