@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -421,15 +422,22 @@ def check_id_columns(release: pd.DataFrame, name: str, fix: str) -> None:
     Raises
     ------
     geosynth.errors.InputError
-        A column's name, compared case-insensitively, is in :data:`ID_COLUMNS`.
+        A column's name is in :data:`ID_COLUMNS`, compared without case, surrounding spaces,
+        or the spaces and hyphens a renamed column may have for underscores (``"Cell ID"``,
+        ``"cell-id "`` are ``cell_id``).
     """
     geometry = getattr(getattr(release, "geometry", None), "name", None)
     for column in release.columns:
-        if column != geometry and str(column).lower() in ID_COLUMNS:
+        if column != geometry and _plain_name(column) in ID_COLUMNS:
             raise InputError(
                 f"{name} has a column {str(column)!r}, which identifies records or their cells "
                 f"and must not be published; {fix}"
             )
+
+
+def _plain_name(column: Any) -> str:
+    """``column`` as :data:`ID_COLUMNS` spell names: lower case, ``_`` for spaces and hyphens."""
+    return re.sub(r"[\s\-]+", "_", str(column).strip().lower())
 
 
 def _check_column_names(release: gpd.GeoDataFrame) -> None:

@@ -1136,6 +1136,8 @@ def test_model_metadata_holds_one_covariate_or_a_list(release_of_three, continuo
         ({"Y": [1, 0, 1]}, r"columns 'y' and 'Y', which a GeoPackage \(SQLite\) takes for one"),
         ({"geom": [1, 2, 3]}, r"a column 'geom', a name the GeoPackage layer uses for itself"),
         ({"FID": [1, 2, 3]}, r"a column 'FID', which identifies records"),
+        ({"Cell ID": [1, 2, 3]}, r"a column 'Cell ID', which identifies records"),
+        ({" record-index ": [1, 2, 3]}, r"a column ' record-index ', which identifies records"),
         ({"c": np.array([1j, 2, 3])}, r"column 'c' holds complex numbers"),
         ({"u": np.array([2**64 - 1, 1, 2], dtype=np.uint64)}, r"column 'u' holds integers beyond"),
     ],
