@@ -135,7 +135,8 @@ def synthesize(
     Returns
     -------
     list of geopandas.GeoDataFrame
-        ``m`` releases. Each has one row per kept record, in input order and with the input's
+        ``m`` releases. Each has one row per kept record, in the order of the records given
+        to ``prepare`` (``counts.record_index``, whatever the order of ``gdf``) and with their
         index labels (so evaluation can pair records; publish only ``to_public(release)``), the
         attribute columns (original values), the continuous column(s) (synthetic values) if the
         fit has any, and the synthetic points as geometry (same geometry column name and CRS as
