@@ -567,7 +567,7 @@ def test_a_damaged_journal_only_removes_its_folder(tmp_path):
 @pytest.mark.parametrize("overwrite", ["no", "False", 0, None])
 def test_an_overwrite_that_is_not_a_bool_is_refused(tmp_path, overwrite):
     # A string such as "no" is truthy: taken as it was, it replaced the existing file (a map
-    # written by maps.write_map(..., overwrite="no") among others).
+    # written by maps.save_map(..., overwrite="no") among others).
     target = tmp_path / "review.html"
     target.write_text("old")
     with pytest.raises(InputError, match=r"^overwrite must be True or False, got "):
