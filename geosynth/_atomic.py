@@ -364,9 +364,8 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
     removed = []
     if not target.parent.is_dir():
         return removed
-    prefix = _staging_prefix(target)
     for entry in target.parent.iterdir():
-        if not entry.name.startswith(prefix) or not _abandoned(entry, target):
+        if not _abandoned(entry, target):  # a staging folder of target whose writer is gone
             continue
         removed.extend(_finish_dead_commit(entry))
         _drop_claim(entry, target)

@@ -60,14 +60,18 @@ def exact_number(value: float) -> str:
     ``f"{value:g}"`` keeps six digits: a lattice tuned at 1999.9996 m was printed, and then
     released, as 2000 m, another lattice (25 cells, not 36). Whole numbers lose their ``.0``.
 
+    An int is written as it is (as a float it would lose digits beyond 2**53).
+
     Parameters
     ----------
-    value : float
+    value : float or int
 
     Returns
     -------
     str
         E.g. ``"1999.9996"``, ``"2000"``, ``"1e-05"``.
     """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     text = repr(float(value))
     return text[:-2] if text.endswith(".0") else text

@@ -228,11 +228,9 @@ def intensity_figure(fit: PaivaFit, combination: int) -> Figure:
         ``fit`` is not a PaivaFit, or ``combination`` is not in ``[0, B)``.
     """
     from geosynth.data import CellCounts
-    from geosynth.model import PaivaFit
+    from geosynth.model.results import check_fit
 
-    if not isinstance(fit, PaivaFit):
-        raise InputError(f"fit must be the geosynth.PaivaFit of PaivaModel().fit(...), got "
-                         f"{type(fit).__name__}")
+    check_fit(fit)
     B = fit.counts.counts.shape[1]
     if isinstance(combination, bool) or not isinstance(combination, int | np.integer) \
             or not 0 <= combination < B:

@@ -248,16 +248,17 @@ class Iterations(click.ParamType):
         text = str(value).strip().lower()
         if text == "auto":
             return "auto"
-        digits = text.lstrip("0") or "0"
         if text.isdecimal():
+            digits = text.lstrip("0") or "0"
             # Digits counted first: int() refuses a number of 4,300 digits or more (a traceback).
-            if len(digits) > len(str(MAX_SWEEPS)) or int(digits) > MAX_SWEEPS:
-                shown = f"{int(digits):,}" if len(digits) <= 30 else "that many"
+            number = int(digits) if len(digits) <= 30 else None
+            if number is None or number > MAX_SWEEPS:
+                shown = "that many" if number is None else f"{number:,}"
                 self.fail(f"{shown} sweeps per chain is above the limit of {MAX_SWEEPS:,} "
                           "(weeks of sampling): give fewer sweeps, or 'auto' (run until "
                           "converged)", param, ctx)
-            if int(digits) >= 1:
-                return int(digits)
+            if number >= 1:
+                return number
         self.fail(f"expected a number of sweeps >= 1 or 'auto' (run until converged), got "
                   f"{value!r}", param, ctx)
 

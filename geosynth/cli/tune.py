@@ -401,13 +401,8 @@ def _run_words(run: dict[str, Any]) -> list[str]:
             default = fixed_thin(None)
         if run[key] != default:
             value = run[key]
-            words += [param.opts[0], value if isinstance(value, str) else _number(value)]
+            words += [param.opts[0], value if isinstance(value, str) else exact_number(value)]
     return words
-
-
-def _number(value: float) -> str:
-    """Write an int as it is (a float would round a long one), a float with every digit."""
-    return str(value) if isinstance(value, int) else exact_number(value)
 
 
 def _report(input_path, result, chosen, command, risk, utility, run, m, seed,

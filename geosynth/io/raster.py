@@ -78,13 +78,10 @@ def write_intensity_geotiff(
     """
     import rasterio
 
-    from geosynth.model.results import PaivaFit
+    from geosynth.model.results import check_fit
 
     _check_arguments(path, overwrite)
-    if not isinstance(fit, PaivaFit):
-        raise InputError(
-            f"fit must be the geosynth.PaivaFit of PaivaModel().fit, got {type(fit).__name__}"
-        )
+    check_fit(fit)
     grid = fit.grid
     _check_regular(grid)
     _check_tag_names(fit.counts.attributes)

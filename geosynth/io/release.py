@@ -769,12 +769,10 @@ def _drawn_from_noisy_counts(release: gpd.GeoDataFrame) -> bool:
 def _check_grid_and_fit(
     grid: Any, fit: Any, include_intensity: bool
 ) -> tuple[Grid | None, PaivaFit | None]:
-    from geosynth.model.results import PaivaFit
+    from geosynth.model.results import check_fit
 
-    if fit is not None and not isinstance(fit, PaivaFit):
-        raise InputError(
-            f"fit must be the geosynth.PaivaFit of PaivaModel().fit, got {type(fit).__name__}"
-        )
+    if fit is not None:
+        check_fit(fit)
     if grid is not None and not isinstance(grid, Grid):
         raise InputError(f"grid must be a geosynth.Grid, got {type(grid).__name__}")
     check_bool(include_intensity, "include_intensity")
@@ -1572,15 +1570,12 @@ def _hidden_objects(source: Path, layers: list[str]) -> list[str]:
     a view is SQL that runs when it is read. Each is named ``"table 'x'"`` or ``"view 'x'"``.
     """
     rtree = {f"rtree_{layer}_geom{end}" for layer in layers  # a layer's spatial index
-             for end in ("", "_rowid", "_node", "_parent")}
+             for end in _RTREE_COLUMNS}
     try:
-        connection = sqlite3.connect(f"{source.absolute().as_uri()}?mode=ro", uri=True)
-        try:
+        with contextlib.closing(_read_only(source)) as connection:
             rows = connection.execute(
                 "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')"
             ).fetchall()
-        finally:
-            connection.close()
     except sqlite3.Error as err:
         raise not_a_geopackage(source, err) from None
     return [

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from geosynth.data import CellCounts
 
-__all__ = ["PaivaFit"]
+__all__ = ["PaivaFit", "check_fit"]
 
 #: The arrays of draws of a fit, each kept as a read-only view.
 _DRAWS = ("scalars", "theta", "beta", "eta", "latent_totals", "eta_draw_index",
@@ -255,3 +255,27 @@ class PaivaFit:
         names = [n for n in self.scalar_names if n in idata.posterior]
         axes = az.plot_trace(idata, var_names=names, compact=False)
         return np.asarray(axes).flat[0].figure if axes is not None else plt.gcf()
+
+
+def check_fit(fit: Any) -> PaivaFit:
+    """Return ``fit`` after checking that it is a :class:`PaivaFit`.
+
+    Parameters
+    ----------
+    fit : object
+        What a writer or a figure was given as the fit.
+
+    Returns
+    -------
+    PaivaFit
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``fit`` is not a PaivaFit (the message names its type).
+    """
+    if not isinstance(fit, PaivaFit):
+        raise InputError(
+            f"fit must be the geosynth.PaivaFit of PaivaModel().fit, got {type(fit).__name__}"
+        )
+    return fit
