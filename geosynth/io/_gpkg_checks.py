@@ -10,18 +10,22 @@ geosynth never writes, naming the table, never the content.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyogrio
+import pyproj
 
 from geosynth.errors import InputError
 from geosynth.io._files import not_a_geopackage, printable
 
 __all__ = ["EDITED", "GDAL_ERRORS", "hidden_objects", "check_gpkg_tables",
-           "check_spatial_indexes"]
+           "check_spatial_indexes", "check_unread_room"]
 
 #: The end of every refusal of a file changed after :func:`geosynth.io.write_release`.
 EDITED = "the file was edited after it was written: do not publish it, and write the release again"
@@ -85,6 +89,93 @@ _MAX_RTREE_DEPTH = 64
 _EXTENT_DIGITS = 1e-12
 
 
+# The GeoPackage's ids in the SQLite header: application_id "GPKG", user_version 1.2 to 1.4.
+_GPKG_APPLICATION_ID = 0x47504B47
+_GPKG_VERSIONS = frozenset({10200, 10201, 10300, 10400})
+# Columns of the GeoPackage's own tables (GeoPackage 1.4, annex C; ``definition_12_063`` and
+# ``epoch`` of the CRS WKT extension) and of SQLite's.
+_GPKG_COLUMNS = {
+    "gpkg_spatial_ref_sys": frozenset({"srs_name", "srs_id", "organization",
+                                       "organization_coordsys_id", "definition", "description",
+                                       "definition_12_063", "epoch"}),
+    "gpkg_contents": frozenset({"table_name", "data_type", "identifier", "description",
+                                "last_change", "min_x", "min_y", "max_x", "max_y", "srs_id"}),
+    "gpkg_ogr_contents": frozenset({"table_name", "feature_count"}),
+    "gpkg_geometry_columns": frozenset({"table_name", "column_name", "geometry_type_name",
+                                        "srs_id", "z", "m"}),
+    "gpkg_tile_matrix_set": frozenset({"table_name", "srs_id", "min_x", "min_y", "max_x",
+                                       "max_y"}),
+    "gpkg_tile_matrix": frozenset({"table_name", "zoom_level", "matrix_width", "matrix_height",
+                                   "tile_width", "tile_height", "pixel_x_size", "pixel_y_size"}),
+    "gpkg_extensions": frozenset({"table_name", "column_name", "extension_name", "definition",
+                                  "scope"}),
+    "gpkg_data_columns": frozenset({"table_name", "column_name", "name", "title",
+                                    "description", "mime_type", "constraint_name"}),
+    "gpkg_data_column_constraints": frozenset({"constraint_name", "constraint_type", "value",
+                                               "min", "min_is_inclusive", "max",
+                                               "max_is_inclusive", "description"}),
+    "gpkg_metadata": frozenset({"id", "md_scope", "md_standard_uri", "mime_type", "metadata"}),
+    "gpkg_metadata_reference": frozenset({"reference_scope", "table_name", "column_name",
+                                          "row_id_value", "timestamp", "md_file_id",
+                                          "md_parent_id"}),
+    "sqlite_sequence": frozenset({"name", "seq"}),
+    "sqlite_stat1": frozenset({"tbl", "idx", "stat"}),
+    "sqlite_stat4": frozenset({"tbl", "idx", "neq", "nlt", "ndlt", "sample"}),
+}
+# The columns of a spatial index and its tables (:data:`_RTREE_COLUMNS`).
+_RTREE_NAMES = frozenset(column for columns in _RTREE_COLUMNS.values() for column in columns)
+# The row gpkg_extensions holds for each spatial index, after its table and column.
+_RTREE_EXTENSION = ("gpkg_rtree_index", "http://www.geopackage.org/spec120/#extension_rtree",
+                    "write-only")
+# GDAL's default rows of gpkg_spatial_ref_sys, and its row for layers without a CRS: srs_id ->
+# name, organization, code, description, definition (None: WGS 84's, as the PROJ at hand
+# writes it).
+_DEFAULT_SYSTEMS = {
+    -1: ("Undefined Cartesian SRS", "NONE", -1, "undefined Cartesian coordinate reference system",
+         "undefined"),
+    0: ("Undefined geographic SRS", "NONE", 0, "undefined geographic coordinate reference system",
+        "undefined"),
+    4326: ("WGS 84 geodetic", "EPSG", 4326,
+           "longitude/latitude coordinates in decimal degrees on the WGS 84 spheroid", None),
+    99999: ("Undefined SRS", "GDAL", 99999, "Custom undefined coordinate reference system",
+            'LOCAL_CS["Undefined SRS",LOCAL_DATUM["unknown",32767],UNIT["unknown",0],'
+            'AXIS["Easting",EAST],AXIS["Northing",NORTH]]'),
+}
+# SQL tokens: comments, 'literals', "names" (also `x` and [x]), numbers, words, anything else.
+_SQL_TOKEN = re.compile(r"""--[^\n]*|/\*.*?(?:\*/|$)|'(?:[^']|'')*'?|"(?:[^"]|"")*"?"""
+                        r"""|`(?:[^`]|``)*`?|\[[^\]]*\]?|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?"""
+                        r"""|\.[0-9]+|[A-Za-z_][A-Za-z0-9_$]*|\S""", re.S)
+# SQL words of the schema GDAL writes for a release (the GeoPackage tables, layers of every
+# column kind, spatial indexes and their triggers, the feature-count triggers).
+_SQL_WORDS = frozenset("""
+    ABORT AFTER AND AUTOINCREMENT BEFORE BEGIN BLOB BOOLEAN CONSTRAINT CREATE DATE DATETIME
+    DEFAULT DELETE DOUBLE EACH END FLOAT FOR FOREIGN FROM IN INSERT INTEGER INTO ISNULL KEY
+    LOWER MEDIUMINT NEW NOT NOTNULL NULL OF OLD ON OR PRIMARY RAISE REAL REFERENCES REPLACE ROW
+    RTREE SELECT SET SMALLINT STRFTIME ST_ISEMPTY ST_MAXX ST_MAXY ST_MINX ST_MINY TABLE TEXT
+    TINYINT TRIGGER UNIQUE UPDATE USING VALUES VIRTUAL WHEN WHERE
+    GEOMETRY POINT MULTIPOINT POLYGON MULTIPOLYGON
+    FK_GC_R_SRS_ID FK_GC_SRS FK_GC_TN FK_GTMS_SRS FK_GTMS_TABLE_NAME FK_TMM_TABLE_NAME GE_TCE
+    PK_GEOM_COLS PK_TTM UK_GC_TABLE_NAME
+""".split())
+# The columns of gpkg_tile_matrix whose values GDAL's triggers constrain, and their messages.
+_TILE_MATRIX_COLUMNS = ("zoom_level", "matrix_width", "matrix_height", "pixel_x_size",
+                        "pixel_y_size")
+_SQL_LITERALS = frozenset({"", "now", "%Y-%m-%dT%H:%M:%fZ"} | {
+    f"{action} on table 'gpkg_tile_matrix' violates constraint: {column} {rule}"
+    for action in ("insert", "update")
+    for column, rule in zip(_TILE_MATRIX_COLUMNS, ("cannot be less than 0",
+                                                   "cannot be less than 1",
+                                                   "cannot be less than 1",
+                                                   "must be greater than 0",
+                                                   "must be greater than 0"), strict=True)})
+# EPSG codes GDAL gives well-known units and the Greenwich meridian in WKT1 where PROJ gives none
+# (metre, foot, US survey foot, radian, degree, grad; Greenwich).
+_UNIT_CODES = frozenset({"9001", "9002", "9003", "9101", "9122", "9105", "8901"})
+# WKT tokens: "strings", numbers and words.
+_WKT_TOKEN = re.compile(r'"(?:[^"]|"")*"|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?'
+                        r"|[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _read_only(source: Path) -> sqlite3.Connection:
     """Open the SQLite database ``source`` read-only."""
     return sqlite3.connect(f"{source.absolute().as_uri()}?mode=ro", uri=True)
@@ -96,22 +187,50 @@ def _quote(identifier: str) -> str:
 
 
 def check_gpkg_tables(source: Path, name: str, layers: list[str],
-                       kinds: dict[str, str | None]) -> None:
+                      kinds: dict[str, str | None]) -> None:
     """Refuse data in the GeoPackage's own tables where geosynth writes none.
 
     Rows of :data:`_EMPTY_TABLES`, and ``gpkg_contents`` rows other than GDAL's for the layers
     of a release (identifier: the layer name; no description; the time of writing; no extent
-    for the metadata table), may carry text or numbers (original coordinates, record ids) that
-    travel with the file unseen. The content is not quoted. The extents of the spatial layers
-    are compared with their features by :func:`check_spatial_indexes`.
+    for the metadata table; its data type), may carry text or numbers (original coordinates,
+    record ids) that travel with the file unseen. The content is not quoted. The extents of the
+    spatial layers are compared with their features by :func:`check_spatial_indexes`, the rest
+    of the file by :func:`check_unread_room`.
     """
+    _refuse(source, name, lambda connection: _filled_table(connection)
+            or _contents_problem(connection, layers, kinds))
+
+
+def check_unread_room(source: Path, name: str, layers: list[str],
+                      kinds: dict[str, str | None], crs: str | None) -> None:
+    """Refuse data where no reader of the layers looks: schema, bookkeeping rows, header.
+
+    Run after every other check of a release, whose messages say more. Each of these may carry
+    text or numbers (original coordinates, record ids) that travel with the file unseen: rows
+    of the bookkeeping tables that are not GDAL's for the layers
+    (:func:`_bookkeeping_problem`); coordinate reference systems other than the release's
+    (:func:`_reference_systems_problem`, ``crs`` is the metadata's); SQL of the schema with
+    words, names, literals or comments GDAL never writes, such as triggers, indexes or columns
+    added beside the layers (:func:`_schema_problem`); and a header, free pages or bytes past
+    the database beyond what SQLite and GDAL write (:func:`_file_problem`). The content is not
+    quoted.
+    """
+    _refuse(source, name, lambda connection: _schema_problem(connection, layers)
+            or _bookkeeping_problem(connection, layers, kinds)
+            or _reference_systems_problem(connection, crs)
+            or _file_problem(source, connection))
+
+
+def _refuse(source: Path, name: str,
+            problem_of: Callable[[sqlite3.Connection], str | None]) -> None:
+    """Raise the refusal of a release whose SQLite database ``problem_of`` finds a problem in."""
     try:
         with contextlib.closing(_read_only(source)) as connection:
-            problem = _filled_table(connection) or _contents_problem(connection, layers, kinds)
+            problem = problem_of(connection)
     except sqlite3.Error as err:
         raise not_a_geopackage(source, err) from None
     if problem is not None:
-        raise InputError(f"{name}: its SQLite table {problem}, {_UNSEEN}, so {EDITED}")
+        raise InputError(f"{name}: {problem}, {_UNSEEN}, so {EDITED}")
 
 
 def _filled_table(connection: sqlite3.Connection) -> str | None:
@@ -121,7 +240,7 @@ def _filled_table(connection: sqlite3.Connection) -> str | None:
     for table in _EMPTY_TABLES:
         if table in present and connection.execute(
                 f"SELECT EXISTS (SELECT 1 FROM {_quote(table)})").fetchone()[0]:
-            return f"{table!r} holds rows"
+            return f"its SQLite table {table!r} holds rows"
     return None
 
 
@@ -132,18 +251,261 @@ def _contents_problem(connection: sqlite3.Connection, layers: list[str],
         "SELECT table_name, (identifier IS NULL OR identifier = table_name)"
         " AND (description IS NULL OR description = '')"
         " AND (last_change GLOB ? OR last_change GLOB ?),"
-        " min_x IS NULL AND min_y IS NULL AND max_x IS NULL AND max_y IS NULL"
+        " min_x IS NULL AND min_y IS NULL AND max_x IS NULL AND max_y IS NULL, data_type"
         " FROM gpkg_contents LIMIT ?", (*_LAST_CHANGE, len(layers) + 1)).fetchall()
+    table = "its SQLite table 'gpkg_contents'"
     if len(rows) > len(layers) or any(row[0] not in layers for row in rows):
-        return "'gpkg_contents' has a row for a table that is not one of its layers"
-    for table, plain, no_extent in rows:
+        return f"{table} has a row for a table that is not one of its layers"
+    for layer, plain, no_extent, data_type in rows:
+        shown = printable(layer)
         if not plain:
-            return (f"'gpkg_contents' gives the layer {printable(table)!r} an identifier, "
-                    "description or time stamp other than GDAL's (the layer name, none, the "
-                    "time of writing)")
-        if kinds.get(table) is None and not no_extent:
-            return f"'gpkg_contents' gives the table {printable(table)!r} an extent"
+            return (f"{table} gives the layer {shown!r} an identifier, description or time "
+                    "stamp other than GDAL's (the layer name, none, the time of writing)")
+        if kinds.get(layer) is None and not no_extent:
+            return f"{table} gives the table {shown!r} an extent"
+        if data_type != ("attributes" if kinds.get(layer) is None else "features"):
+            return f"{table} gives the layer {shown!r} a data type other than GDAL's"
     return None
+
+
+def _file_problem(source: Path, connection: sqlite3.Connection) -> str | None:
+    """Describe room for data in the SQLite file outside its tables, or return None.
+
+    The header's GeoPackage ids (``application_id`` ``GPKG``, ``user_version`` of a GeoPackage
+    version), its reserved bytes and the bytes reserved at the end of each page, free pages (a
+    deleted table's data stays in them), and bytes past the database's last page are read by
+    no table.
+    """
+    (application,) = connection.execute("PRAGMA application_id").fetchone()
+    (version,) = connection.execute("PRAGMA user_version").fetchone()
+    (pages,) = connection.execute("PRAGMA page_count").fetchone()
+    (page_size,) = connection.execute("PRAGMA page_size").fetchone()
+    (free,) = connection.execute("PRAGMA freelist_count").fetchone()
+    with open(source, "rb") as file:
+        header = file.read(100)
+    if application != _GPKG_APPLICATION_ID or version not in _GPKG_VERSIONS:
+        return "its SQLite header gives other GeoPackage ids than GDAL's"
+    if header[20] != 0 or any(header[72:92]):
+        return "its SQLite header reserves bytes that SQLite leaves empty"
+    if free:
+        return f"its SQLite file holds {free} free pages (the data of deleted rows or tables)"
+    if source.stat().st_size != pages * page_size:
+        return "its SQLite file holds bytes past its last page"
+    return None
+
+
+def _schema_problem(connection: sqlite3.Connection, layers: list[str]) -> str | None:
+    """Describe SQL in the schema that GDAL does not write for a release, or return None.
+
+    Triggers and indexes must be GDAL's (the spatial-index and feature-count triggers of each
+    layer, the GeoPackage's own on ``gpkg_tile_matrix`` and SQLite's automatic indexes), the
+    GeoPackage's own tables must have their standard columns, and the SQL of every object may
+    use only SQL words GDAL writes, the names of the tables and their columns, the literals of
+    GDAL's constraints, the numbers 0 and 1 and no comment: text anywhere else in the schema
+    (a column's default, a trigger's body, a comment) travels with the file unseen.
+    """
+    objects = connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    tables = {name for kind, name, _, _ in objects if kind == "table"}
+    columns: set[str] = set()
+    for table in tables:
+        found = [row[0] for row in connection.execute("SELECT name FROM pragma_table_info(?)",
+                                                      (table,))]
+        standard = _GPKG_COLUMNS.get(table)
+        if standard is not None and not set(found) <= standard:
+            return f"its SQLite table {table!r} has columns the GeoPackage standard does not"
+        if table in layers or standard is not None:
+            columns.update(found)
+    geometry = dict(connection.execute("SELECT table_name, column_name FROM "
+                                       "gpkg_geometry_columns").fetchall())
+    names = {name for _, name, _, _ in objects} | columns | set(_RTREE_NAMES)
+    for kind, name, table, sql in objects:
+        on = f"on its table {printable(table)!r}"  # tables are checked: names are not
+        if kind != "table" and not _own_trigger_or_index(kind, name, table, sql, tables,
+                                                         geometry.get(table)):
+            return f"its SQLite schema holds {'an' if kind == 'index' else 'a'} {kind} {on} that " \
+                   "GDAL never writes"
+        if sql is not None and not _plain_sql(sql, names):
+            return (f"the SQL of its SQLite {kind} {on} holds words, numbers or comments GDAL "
+                    "never writes")
+    return None
+
+
+def _own_trigger_or_index(kind: str, name: str, table: str, sql: str | None,
+                          tables: set[str], geometry: str | None) -> bool:
+    """Whether the trigger or index ``name`` on ``table`` is one GDAL or SQLite creates.
+
+    ``geometry`` is the table's geometry column (None if it has none).
+    """
+    if table not in tables:
+        return False
+    if kind == "index":
+        return sql is None and re.fullmatch(rf"sqlite_autoindex_{re.escape(table)}_[0-9]+",
+                                            name) is not None
+    if kind != "trigger":
+        return False
+    spatial = f"rtree_{table}_{geometry}_" if geometry is not None else None
+    if spatial is not None and name.startswith(spatial):
+        return re.fullmatch(r"insert|update[1-7]|delete", name[len(spatial):]) is not None
+    if table == "gpkg_tile_matrix":  # the GeoPackage's own constraints
+        pattern = rf"gpkg_tile_matrix_(?:{'|'.join(_TILE_MATRIX_COLUMNS)})_(?:insert|update)"
+    else:
+        pattern = rf"trigger_(?:insert|delete)_feature_count_{re.escape(table)}"
+    return re.fullmatch(pattern, name) is not None
+
+
+def _plain_sql(sql: str, names: set[str]) -> bool:
+    """Whether every token of ``sql`` is a word, name, literal or number GDAL writes."""
+    for token in _SQL_TOKEN.findall(sql):
+        first = token[0]
+        if token.startswith(("--", "/*")):
+            return False
+        if first == "'":
+            if token[1:-1].replace("''", "'") not in names | _SQL_LITERALS:
+                return False
+        elif first in "\"`[":
+            if token[1:-1].replace(first * 2, first) not in names:
+                return False
+        elif first.isdigit() or (first == "." and len(token) > 1):
+            if token not in ("0", "1"):
+                return False
+        elif (first.isalpha() or first == "_") and token.upper() not in _SQL_WORDS \
+                and token not in names:
+            return False
+    return True
+
+
+def _layer_rows(connection: sqlite3.Connection, layer: str) -> tuple[int, int | None]:
+    """Return the number of rows of ``layer`` and its largest feature id (None if empty)."""
+    fid = connection.execute("SELECT name FROM pragma_table_info(?) WHERE pk = 1",
+                             (layer,)).fetchone()
+    key = _quote(fid[0]) if fid is not None else "rowid"
+    return connection.execute(f"SELECT count(*), max({key}) FROM {_quote(layer)}").fetchone()
+
+
+def _bookkeeping_problem(connection: sqlite3.Connection, layers: list[str],
+                         kinds: dict[str, str | None]) -> str | None:
+    """Describe a row of GDAL's and SQLite's bookkeeping tables that a release does not hold.
+
+    ``gpkg_ogr_contents`` (each layer's feature count), ``sqlite_sequence`` (each layer's last
+    feature id), ``gpkg_geometry_columns`` and ``gpkg_extensions`` (one geometry column and one
+    spatial index per spatial layer) hold at most one row per layer, with these values; a row
+    for another table, a second row or another number could be anything.
+    ``sqlite_stat1``/``sqlite_stat4`` (written by ``ANALYZE``, which GDAL does not run for a
+    release) must be empty.
+    """
+    counts = {layer: _layer_rows(connection, layer) for layer in layers}
+    present = {row[0] for row in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for stat in ("sqlite_stat1", "sqlite_stat4"):
+        if stat in present and _rows(connection, stat, "*", 0) is None:
+            return f"its SQLite table {stat!r} holds rows"
+    feature_counts = _rows(connection, "gpkg_ogr_contents", "table_name, feature_count",
+                           len(layers)) if "gpkg_ogr_contents" in present else []
+    if feature_counts is None or any(layer not in counts or count not in (None, counts[layer][0])
+                                     for layer, count in feature_counts):
+        return ("its SQLite table 'gpkg_ogr_contents' holds a row that is not a layer's "
+                "feature count")
+    sequence = _rows(connection, "sqlite_sequence", "name, seq", len(layers)) \
+        if "sqlite_sequence" in present else []
+    if sequence is None or len({layer for layer, _ in sequence}) < len(sequence) or any(
+            layer not in counts or last != (counts[layer][1] or 0) for layer, last in sequence):
+        return ("its SQLite table 'sqlite_sequence' holds a row that is not a layer's last "
+                "feature id")
+    spatial = {layer for layer in layers if kinds.get(layer) is not None}
+    geometry = _rows(connection, "gpkg_geometry_columns", "table_name, column_name",
+                     len(spatial))
+    if geometry is None or not {table for table, _ in geometry} <= spatial:
+        return ("its SQLite table 'gpkg_geometry_columns' has a row for a table that is not "
+                "one of its spatial layers")
+    extensions = _rows(connection, "gpkg_extensions", "table_name, column_name, "
+                       "extension_name, definition, scope", len(geometry)) \
+        if "gpkg_extensions" in present else []
+    if extensions is None or not {tuple(row) for row in extensions} <= {
+            (table, column, *_RTREE_EXTENSION) for table, column in geometry}:
+        return ("its SQLite table 'gpkg_extensions' has a row other than the spatial index of "
+                "a layer")
+    return None
+
+
+def _rows(connection: sqlite3.Connection, table: str, columns: str,
+          most: int) -> list[tuple[Any, ...]] | None:
+    """Return the rows of ``table`` (its ``columns``), or None if it has more than ``most``."""
+    rows = connection.execute(f"SELECT {columns} FROM {_quote(table)} LIMIT ?",
+                              (most + 1,)).fetchall()
+    return rows if len(rows) <= most else None
+
+
+def _reference_systems_problem(connection: sqlite3.Connection, crs: str | None) -> str | None:
+    """Describe a ``gpkg_spatial_ref_sys`` row other than GDAL's for the release's ``crs``.
+
+    GDAL writes its three default rows (undefined Cartesian, undefined geographic, WGS 84) and
+    one row for the layers' CRS: its name, authority and code, or ``unknown``, ``NONE`` and the
+    row's id, no description; or GDAL's own "Undefined SRS" for layers without a CRS. A row
+    used by no layer, a description, a name or words and numbers in a definition that the CRS
+    itself does not have (compared as WKT tokens, so other versions of PROJ may format it
+    differently) could carry anything.
+    """
+    used = {row[0] for row in connection.execute(
+        "SELECT srs_id FROM gpkg_contents UNION SELECT srs_id FROM gpkg_geometry_columns")}
+    expected = _crs_tokens(crs) if crs is not None else None
+    table = "its SQLite table 'gpkg_spatial_ref_sys'"
+    rows = _rows(connection, "gpkg_spatial_ref_sys", "srs_id, srs_name, organization, "
+                 "organization_coordsys_id, definition, description",
+                 len(used | set(_DEFAULT_SYSTEMS)))
+    if rows is None:
+        return f"{table} has a row no layer uses"
+    for srs_id, srs_name, organization, code, definition, description in rows:
+        if srs_id in _DEFAULT_SYSTEMS:
+            *fields, default = _DEFAULT_SYSTEMS[srs_id]
+            if [srs_name, organization, code, description] != fields or not (
+                    definition == default if default is not None
+                    else _wkt_tokens(definition) <= _wgs84_tokens()):
+                return f"{table} changes GDAL's row for {fields[0]}"
+            continue
+        if srs_id not in used:
+            return f"{table} has a row no layer uses"
+        if description not in (None, "") or expected is None or not isinstance(definition, str):
+            return f"{table} describes the layers' CRS in other words than GDAL's"
+        names = {word.strip('"') for word in expected if word.startswith('"')}
+        if (srs_name not in names | {"unknown"}
+                or (organization, code) not in _authorities(crs, srs_id)
+                or not _wkt_tokens(definition) <= expected):
+            return f"{table} describes the layers' CRS in other words than GDAL's"
+    return None
+
+
+@functools.cache
+def _wgs84_tokens() -> set[str]:
+    """Tokens of GDAL's WGS 84 row: EPSG:4326's, and the axes GDAL writes in WKT1."""
+    return _crs_tokens("EPSG:4326") | {"AXIS", "NORTH", "EAST", '"Latitude"', '"Longitude"'}
+
+
+def _wkt_tokens(text: Any) -> set[str]:
+    """Return the quoted strings, numbers and words of the WKT ``text`` (a NUL for no text)."""
+    return set(_WKT_TOKEN.findall(text)) if isinstance(text, str) else {"\0"}
+
+
+def _crs_tokens(crs: str) -> set[str] | None:
+    """Tokens of ``crs`` written as WKT1 (GDAL's GeoPackage definition) and WKT2, or None."""
+    try:
+        parsed = pyproj.CRS(crs)
+    except pyproj.exceptions.CRSError:
+        return None
+    texts = [parsed.to_wkt(version) for version in ("WKT1_GDAL", "WKT2_2019")]
+    tokens = set().union(*(_wkt_tokens(text) for text in texts if text)) | _UNIT_CODES
+    return tokens | {f'"{word}"' for word in tokens if not word.startswith('"')}
+
+
+def _authorities(crs: str | None, srs_id: int) -> set[tuple[str, int]]:
+    """Return the ``(organization, code)`` pairs GDAL may record for ``crs`` in row ``srs_id``."""
+    found = {("NONE", srs_id)}
+    try:
+        authority = pyproj.CRS(crs).to_authority() if crs is not None else None
+    except pyproj.exceptions.CRSError:
+        authority = None
+    if authority is not None and authority[1].isdigit():
+        found.add((authority[0], int(authority[1])))
+    return found
 
 
 def check_spatial_indexes(source: Path, name: str, layers: list[str]) -> None:

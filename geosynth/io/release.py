@@ -78,6 +78,7 @@ from geosynth.io._gpkg_checks import (
     GDAL_ERRORS,
     check_gpkg_tables,
     check_spatial_indexes,
+    check_unread_room,
     hidden_objects,
 )
 from geosynth.lattice import Grid
@@ -1469,7 +1470,14 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         description, a time stamp that is not one, an extent other than its features'; a
         spatial index ``rtree_<layer>_geom`` that is not SQLite's R*Tree with GDAL's columns,
         holds other boxes than the features' bounds, or holds bytes, nodes or inner boxes
-        beside its tree); the message names the table, never its content; or the audit file
+        beside its tree; triggers, indexes, columns of the GeoPackage's tables, or words,
+        literals, numbers or comments in the SQL of its schema that GDAL never writes; rows of
+        ``gpkg_ogr_contents``, ``sqlite_sequence``, ``gpkg_geometry_columns``,
+        ``gpkg_extensions`` or ``sqlite_stat*`` other than GDAL's for the layers; rows of
+        ``gpkg_spatial_ref_sys`` other than GDAL's defaults and the layers' CRS as the metadata
+        records it; GeoPackage ids or reserved bytes in the SQLite header other than SQLite's
+        and GDAL's, free pages, or bytes past the last page); the message names the table,
+        never its content; or the audit file
         beside it does not belong to it (:func:`verify_audit`).
 
     Warns
@@ -1546,6 +1554,7 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
                              f"geosynth never writes there, so {EDITED}")
     check_spatial_indexes(source, name, [*metadata["layers"], *([GRID_LAYER] if grid is not None
                                                                    else [])])
+    check_unread_room(source, name, layers, kinds, metadata.get("crs"))  # last: says least
     audit = None
     if check_audit:
         try:

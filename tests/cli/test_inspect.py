@@ -174,13 +174,16 @@ def test_inspect_prints_the_rows_it_checked_not_the_cached_counts(tmp_path):
     # The row counts came from GDAL's cache (gpkg_ogr_contents), which an edit can change
     # without touching a row: "5 rows" was printed for a layer of 127 that the schema accepted.
     path = _release(tmp_path / "release.gpkg", n=(4, 6))
-    sql(path, "UPDATE gpkg_ogr_contents SET feature_count = 999")
     result = run("inspect", path)
     assert result.exit_code == 0, result.output
     rows = {line.split()[0]: line.split()[-2] for line in result.output.splitlines()
             if line.endswith(" rows")}
     metadata_rows = len(io.read_release(path).metadata)
     assert rows == {"synthetic_1": "4", "synthetic_2": "6", "metadata": str(metadata_rows)}
+    # An edited cache is now refused: a number no reader of the layers sees.
+    sql(path, "UPDATE gpkg_ogr_contents SET feature_count = 999")
+    result = run("inspect", path)
+    assert_refused(result, "'gpkg_ogr_contents' holds a row that is not a layer's feature count")
     assert "999" not in result.output
 
 

@@ -1437,3 +1437,117 @@ def test_inner_nodes_of_the_spatial_index_must_be_its_own(release_of_many, tampe
     with pytest.raises(InputError, match=_INDEX + r" holds other boxes than its features'") as err:
         read_release(release_of_many)
     assert "605123" not in str(err.value)
+
+
+# ---------------------------------------------------------------------- room no reader looks at
+def _append_bytes(path):
+    with open(path, "ab") as file:
+        file.write(SECRET.encode())
+
+
+def _header_bytes(path):
+    with open(path, "r+b") as file:
+        file.seek(72)  # "reserved for expansion", which SQLite leaves zero
+        file.write(SECRET.encode()[:20])
+
+
+def _deleted_table(path):
+    """A table of secrets created and dropped again: its pages stay in the file, free."""
+    sql(path, "CREATE TABLE t (note TEXT)",
+        ("INSERT INTO t SELECT ? || value FROM generate_series(1, 2000)", (SECRET,))
+        if sqlite3.sqlite_version_info >= (3, 41) else
+        ("INSERT INTO t WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n "
+         "WHERE k < 2000) SELECT ? || k FROM n", (SECRET,)),
+        "DROP TABLE t")
+
+
+def _analyze(path):
+    sql(path, "ANALYZE", ("INSERT INTO sqlite_stat1 VALUES ('grid', NULL, ?)", (SECRET,)))
+
+
+_TRIGGER_BODY = "AFTER UPDATE ON synthetic_1 BEGIN SELECT {}; END"
+_ROOM = [
+    (lambda path: sql(path, 'CREATE TRIGGER "rtree_synthetic_1_geom_update1" '
+                            + _TRIGGER_BODY.format(f"'{SECRET}'")),
+     r"the SQL of its SQLite trigger on its table 'synthetic_1' holds words, numbers"),
+    (lambda path: sql(path, 'CREATE TRIGGER "rtree_synthetic_1_geom_update1" '
+                            + _TRIGGER_BODY.format("605123.25")),
+     r"the SQL of its SQLite trigger on its table 'synthetic_1' holds words"),
+    (lambda path: sql(path, 'CREATE TRIGGER "rtree_synthetic_1_geom_update1" '
+                            + _TRIGGER_BODY.format("1 /* rec-00017 */")),
+     r"the SQL of its SQLite trigger on its table 'synthetic_1' holds words"),
+    (lambda path: sql(path, 'CREATE TRIGGER "rec_00017_605123" ' + _TRIGGER_BODY.format("1")),
+     r"its SQLite schema holds a trigger on its table 'synthetic_1' that GDAL never writes"),
+    (lambda path: sql(path, 'CREATE TRIGGER "rtree_synthetic_1_605123_insert" '
+                            + _TRIGGER_BODY.format("1")),
+     r"its SQLite schema holds a trigger on its table 'synthetic_1'"),
+    (lambda path: sql(path, 'CREATE INDEX "rec_00017_605123" ON synthetic_1 (y)'),
+     r"its SQLite schema holds an index on its table 'synthetic_1' that GDAL never writes"),
+    (lambda path: sql(path, "ALTER TABLE gpkg_extensions ADD COLUMN rec_00017_605123 TEXT"),
+     r"its SQLite table 'gpkg_extensions' has columns the GeoPackage standard does not"),
+    (lambda path: sql(path, "ALTER TABLE gpkg_spatial_ref_sys ADD COLUMN epoch DOUBLE "
+                            "DEFAULT 605123.25"),
+     r"the SQL of its SQLite table on its table 'gpkg_spatial_ref_sys' holds words"),
+    (lambda path: sql(path, "UPDATE gpkg_ogr_contents SET feature_count = 605123 WHERE "
+                            "table_name = 'grid'"),
+     r"its SQLite table 'gpkg_ogr_contents' holds a row that is not a layer's feature count"),
+    (lambda path: sql(path, "UPDATE sqlite_sequence SET seq = 605123 WHERE name = 'metadata'"),
+     r"its SQLite table 'sqlite_sequence' holds a row that is not a layer's last feature id"),
+    (lambda path: sql(path, ("INSERT INTO gpkg_extensions VALUES ('synthetic_1', 'y', "
+                             "'gpkg_rtree_index', ?, 'write-only')", (SECRET,))),
+     r"its SQLite table 'gpkg_extensions' has a row other than the spatial index of a layer"),
+    (_analyze, r"its SQLite table 'sqlite_stat1' holds rows"),
+    (lambda path: sql(path, ("INSERT INTO gpkg_spatial_ref_sys VALUES ('x', 605123, 'NONE', "
+                             "605123, ?, NULL)", (SECRET,))),
+     r"its SQLite table 'gpkg_spatial_ref_sys' has a row no layer uses"),
+    (lambda path: sql(path, ("UPDATE gpkg_spatial_ref_sys SET description = ? WHERE srs_id = "
+                             "31983", (SECRET,))),
+     r"'gpkg_spatial_ref_sys' describes the layers' CRS in other words than GDAL's"),
+    (lambda path: sql(path, ("UPDATE gpkg_spatial_ref_sys SET definition = replace(definition,"
+                             " 'UTM zone 23S\"', ?) WHERE srs_id = 31983",
+                             (f'UTM zone 23S {SECRET}"',))),
+     r"'gpkg_spatial_ref_sys' describes the layers' CRS in other words than GDAL's"),
+    (lambda path: sql(path, ("UPDATE gpkg_spatial_ref_sys SET definition = replace(definition,"
+                             " 'AXIS[\"Latitude\",NORTH]', ?) WHERE srs_id = 4326",
+                             (f'AXIS["{SECRET}",NORTH]',))),
+     r"its SQLite table 'gpkg_spatial_ref_sys' changes GDAL's row for WGS 84 geodetic"),
+    (lambda path: sql(path, "PRAGMA user_version = 605123"),
+     r"its SQLite header gives other GeoPackage ids than GDAL's"),
+    (_header_bytes, r"its SQLite header reserves bytes that SQLite leaves empty"),
+    (_deleted_table, r"its SQLite file holds \d+ free pages \(the data of deleted rows"),
+    (_append_bytes, r"its SQLite file holds bytes past its last page"),
+]
+
+
+@pytest.mark.parametrize(("tamper", "message"), _ROOM)
+def test_data_where_no_reader_of_the_layers_looks_is_refused(release_of_three, tamper, message):
+    tamper(release_of_three)
+    with pytest.raises(InputError, match=message) as caught:
+        read_release(release_of_three)
+    text = str(caught.value)
+    assert "\n" not in text and "release.gpkg" in text and "rec-" not in text
+    assert "605123" not in text and "rec_00017" not in text
+    assert "which geosynth never writes" in text and "edited after it was written" in text
+
+
+def test_a_release_in_a_crs_without_authority_reads(tmp_path):
+    """GDAL records such a CRS as 'unknown' (organization NONE), with EPSG codes of its units."""
+    crs = pyproj.CRS("+proj=tmerc +lon_0=-45.5 +k=0.9996 +x_0=500000 +y_0=10000000 "
+                     "+ellps=GRS80 +units=m")
+    path = tmp_path / "release.gpkg"
+    frame = public_like(4).set_crs(crs, allow_override=True)
+    write_release(path, [frame, frame])
+    assert read_release(path).releases[0].crs == crs
+    sql(path, ("UPDATE gpkg_spatial_ref_sys SET definition = replace(definition, "
+               "'PROJCS[\"unknown\"', ?) WHERE srs_id >= 100000", (f'PROJCS["{SECRET}"',)))
+    with pytest.raises(InputError, match="describes the layers' CRS in other words"):
+        read_release(path)
+
+
+def test_a_repeated_bookkeeping_row_is_refused(release_of_three):
+    # sqlite_sequence has no key: a row repeated past a limit of one per layer was never read.
+    sql(path := release_of_three,
+        *["INSERT INTO sqlite_sequence SELECT * FROM sqlite_sequence WHERE name = 'grid'"] * 5,
+        ("INSERT INTO sqlite_sequence VALUES (?, 605123)", (SECRET,)))
+    with pytest.raises(InputError, match="'sqlite_sequence' holds a row that is not a layer"):
+        read_release(path)
