@@ -43,6 +43,8 @@ __all__ = ["PosteriorDraws", "ReleaseMaker", "synthesize", "release_draws", "syn
            "MIN_RECORDS_FOR_VALUES"]
 
 _SHOW = 5
+#: What :func:`synthesize` reads of a fit (the members of :class:`PosteriorDraws`).
+_FIT_ATTRIBUTES = ("counts", "noise_scale", "n_chains", "n_draws", "n_eta_draws", "lambda_draw")
 #: ν₀ of :func:`synthesis_sd`: the prior degrees of freedom of a combination's between-cell
 #: variance. A combination with records in ν₀ + 1 = 5 cells weighs its own estimate and the
 #: pooled one equally; with 41 cells its own gets 91 %.
@@ -370,9 +372,12 @@ def _refuse_dp(fit: Any, epsilon: Any, dp_options: dict[str, Any]) -> None:
             "epsilon, m, ...) or geosynth.synthesize(counts, m=..., epsilon=...)"
         )
     if not isinstance(fit, PosteriorDraws):
+        # Not check_fit of geosynth.model.results: any object with these attributes is a fit.
+        missing = [name for name in _FIT_ATTRIBUTES if not hasattr(fit, name)]
         raise InputError(
             f"fit must be a geosynth.PaivaFit (stored posterior draws of λ), got "
-            f"{type(fit).__name__}; fit one with geosynth.PaivaModel().fit(counts)"
+            f"{type(fit).__name__}, which lacks {', '.join(missing)} of "
+            "geosynth.synth.PosteriorDraws; fit one with geosynth.PaivaModel().fit(counts)"
         )
     if fit.noise_scale is not None:
         raise InputError(

@@ -38,8 +38,8 @@ import pandas as pd
 import shapely
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_unique_columns
-from geosynth.errors import InputError
+from geosynth._validation import check_unique_columns, describe_value, is_integer, is_real
+from geosynth.errors import InputError, InputTypeError
 
 __all__ = [
     "ReleaseInfo",
@@ -113,6 +113,18 @@ NOISE_SEEDED = "seeded"
 NOISE_EXTERNAL = "external"
 #: Every value :attr:`ReleaseInfo.noise` may take.
 NOISE_SOURCES = frozenset({NOISE_OS_ENTROPY, NOISE_SEEDED, NOISE_EXTERNAL})
+#: Fields of :class:`ReleaseInfo` by the type :meth:`ReleaseInfo.from_attrs` reads them as.
+_TEXT_FIELDS = frozenset({"method", "neighbours", "noise", "crs", "intensity", "data", "notes",
+                          "geosynth_version", "created_utc"})
+_INT_FIELDS = frozenset({"release", "posterior_draw", "n_public", "m"})
+_DICT_FIELDS = frozenset({"ledger", "size", "lattice", "model", "priors"})
+#: Deepest nesting of dicts and lists a record's value may have (a cycle is refused, too).
+_MAX_DEPTH = 32
+_RECORD_FIX = (
+    "the record of how the release was made was altered; remove it (del release.attrs"
+    f"[{INFO_ATTR!r}]) or record one with geosynth.synth.release.set_release_info(release, "
+    "ReleaseInfo(...))"
+)
 
 
 @dataclass(frozen=True)
@@ -207,6 +219,21 @@ class ReleaseInfo:
     geosynth_version: str | None = None
     created_utc: str | None = None
 
+    def __post_init__(self) -> None:
+        """Refuse :attr:`parameters` that :meth:`to_attrs` could not keep apart from fields."""
+        if not isinstance(self.parameters, Mapping):
+            raise InputTypeError(
+                f"ReleaseInfo parameters must be a dict, got {describe_value(self.parameters)}"
+            )
+        clash = sorted(set(self.parameters) & {item.name for item in dataclasses.fields(self)},
+                       key=str)
+        if clash:
+            raise InputError(
+                f"ReleaseInfo parameters {clash} are named like its fields: to_attrs writes "
+                "the parameters next to the fields, where one would replace the other; give "
+                f"the value as the field, ReleaseInfo({clash[0]}=...), or rename the parameter"
+            )
+
     def replace(self, **changes: Any) -> ReleaseInfo:
         """Return a copy with ``changes`` (field name -> value) applied.
 
@@ -254,18 +281,41 @@ class ReleaseInfo:
         Returns
         -------
         ReleaseInfo or None
-            None when ``attrs`` holds no record. Keys that are not fields go to
-            :attr:`parameters`.
+            None when ``attrs`` holds no record (or is not a Mapping). Keys that are not fields
+            go to :attr:`parameters`. Values are plain copies: str, int, float, bool, None,
+            and dicts (of str keys) and lists of them; ``n_records`` a tuple.
+
+        Raises
+        ------
+        geosynth.errors.InputTypeError
+            The record is not a dict, has a key that is not a str, a field of another type
+            (``m="3"``, ``n_records=5``), a value that is not plain data (an array, a
+            generator), nested deeper than 32 levels or in a cycle.
+        geosynth.errors.InputError
+            ``noise`` is not one of :data:`NOISE_SOURCES`, or the record has a key
+            ``"parameters"`` (its parameters are keys of the record itself).
         """
         record = attrs.get(INFO_ATTR) if isinstance(attrs, Mapping) else None
-        if not isinstance(record, Mapping):
+        if record is None:
             return None
+        where = f"attrs[{INFO_ATTR!r}]"
+        if not isinstance(record, Mapping):
+            raise InputTypeError(
+                f"{where} must be the dict of ReleaseInfo.to_attrs, got "
+                f"{describe_value(record)}; {_RECORD_FIX}"
+            )
         names = {item.name for item in dataclasses.fields(cls)} - {"parameters"}
-        values = {k: v for k, v in record.items() if k in names}
-        if values.get("n_records") is not None:
-            values["n_records"] = tuple(values["n_records"])
-        parameters = {k: v for k, v in record.items() if k not in names}
-        return cls(**copy.deepcopy(values), parameters=copy.deepcopy(parameters))
+        values, parameters = {}, {}
+        for key, value in record.items():
+            if not isinstance(key, str):
+                raise InputTypeError(
+                    f"{where} keys must be str, got {describe_value(key)}; {_RECORD_FIX}"
+                )
+            if key in names:
+                values[key] = _field_value(key, value, f"{where}[{key!r}]")
+            else:
+                parameters[str.__str__(key)] = _plain_value(value, f"{where}[{_key_text(key)}]")
+        return cls(**values, parameters=parameters)
 
     @classmethod
     def of_set(cls, releases: Iterable[Any]) -> ReleaseInfo:
@@ -318,6 +368,11 @@ def release_info(frame: Any) -> ReleaseInfo | None:
     Returns
     -------
     ReleaseInfo or None
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        The record in ``frame.attrs`` was altered (:meth:`ReleaseInfo.from_attrs`).
     """
     return ReleaseInfo.from_attrs(getattr(frame, "attrs", None))
 
@@ -333,6 +388,70 @@ def set_release_info(frame: Any, info: ReleaseInfo) -> None:
         The record.
     """
     frame.attrs[INFO_ATTR] = info.to_attrs()
+
+
+def _field_value(name: str, value: Any, where: str) -> Any:
+    """Return a field of a record read from ``attrs`` as a plain value of the field's type."""
+    if value is None:
+        return None
+    if name in _TEXT_FIELDS and isinstance(value, str):
+        text = str.__str__(value)  # a plain str: a subclass may carry anything else along
+        if name == "noise" and text not in NOISE_SOURCES:
+            raise InputError(f"{where} must be one of {sorted(NOISE_SOURCES)}, got "
+                             f"{describe_value(text)}; {_RECORD_FIX}")
+        return text
+    if name in _INT_FIELDS and is_integer(value):
+        return int(value)
+    if name == "epsilon" and is_real(value):
+        return float(value)
+    if name == "weighted" and isinstance(value, bool | np.bool_):
+        return bool(value)
+    if name in _DICT_FIELDS and isinstance(value, Mapping):
+        return _plain_value(value, where)
+    if name == "n_records" and isinstance(value, list | tuple) and all(map(is_integer, value)):
+        return tuple(int(n) for n in value)
+    kind = ("a str" if name in _TEXT_FIELDS else "an int" if name in _INT_FIELDS
+            else "a number" if name == "epsilon" else "True or False" if name == "weighted"
+            else "a dict" if name in _DICT_FIELDS else "a list of int")
+    raise InputTypeError(f"{where} must be {kind} or None, got {describe_value(value)}; "
+                         f"{_RECORD_FIX}")
+
+
+def _plain_value(value: Any, where: str, depth: int = 0) -> Any:
+    """Return a copy of ``value`` made of plain JSON-able Python values (tuples: lists)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if is_integer(value):
+        return int(value)
+    if is_real(value):
+        return float(value)
+    if isinstance(value, Mapping | list | tuple) and depth >= _MAX_DEPTH:
+        raise InputTypeError(f"{where} is nested more than {_MAX_DEPTH} levels deep (or holds "
+                             f"itself); {_RECORD_FIX}")
+    if isinstance(value, Mapping):
+        copied = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InputTypeError(f"{where} keys must be str, got {describe_value(key)}; "
+                                     f"{_RECORD_FIX}")
+            copied[str.__str__(key)] = _plain_value(item, f"{where}[{_key_text(key)}]",
+                                                    depth + 1)
+        return copied
+    if isinstance(value, list | tuple):
+        return [_plain_value(item, f"{where}[{k}]", depth + 1) for k, item in enumerate(value)]
+    raise InputTypeError(
+        f"{where} must hold plain values (str, int, float, bool, None, and dicts and lists of "
+        f"them), got {describe_value(value)}; {_RECORD_FIX}"
+    )
+
+
+def _key_text(key: str) -> str:
+    """Return ``repr(key)``, cut to a readable length and without control characters."""
+    return describe_value(str.__str__(key)).removeprefix("str ")
 
 
 def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFrame:
@@ -366,7 +485,8 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     geosynth.errors.InputError
         ``release`` is not a GeoDataFrame with an active geometry column, has MultiIndex
         column labels, several columns of the same name, or a column named like a record or
-        cell identifier (:data:`ID_COLUMNS`).
+        cell identifier (:data:`ID_COLUMNS`); its ``attrs`` hold an altered record or baseline
+        mark (:func:`baseline_method`).
 
     Examples
     --------
@@ -378,6 +498,9 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     >>> public.index.tolist(), sorted(public["y"].tolist())
     ([0, 1], [0, 1])
     """
+    # First: pandas deep-copies attrs into every selection, even of the geometry column, and
+    # a value that cannot be copied would fail there without naming the record.
+    method = baseline_method(release)
     check_geodataframe(release, "release")
     _check_column_names(release)
     rng = as_generator(seed)
@@ -401,7 +524,6 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     public = gpd.GeoDataFrame(public, geometry=geometry, crs=release.crs)
     public.columns = public.columns.rename(None)  # a label of the confidential frame's columns
     public.attrs = {PUBLIC_ATTR: True}
-    method = baseline_method(release)
     if method is not None:
         public.attrs[BASELINE_ATTR] = method
     return public
@@ -546,10 +668,25 @@ def baseline_method(frame: Any) -> str | None:
     Returns
     -------
     str or None
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``attrs[BASELINE_ATTR]`` is set to anything but a method of :data:`BASELINE_METHODS`,
+        or the record is altered (:meth:`ReleaseInfo.from_attrs`).
     """
-    attrs = getattr(frame, "attrs", None) or {}
-    if attrs.get(BASELINE_ATTR) in BASELINE_METHODS:
-        return attrs[BASELINE_ATTR]
+    attrs = getattr(frame, "attrs", None)
+    marker = attrs.get(BASELINE_ATTR) if isinstance(attrs, Mapping) else None
+    if marker is not None:
+        method = str.__str__(marker) if isinstance(marker, str) else None
+        if method not in BASELINE_METHODS:
+            raise InputError(
+                f"attrs[{BASELINE_ATTR!r}] must be one of {sorted(BASELINE_METHODS)} (to_public "
+                f"keeps there the method of a baseline's release), got {describe_value(marker)}; "
+                f"remove it (del release.attrs[{BASELINE_ATTR!r}]) if no baseline made the "
+                "release"
+            )
+        return method
     info = release_info(frame)
     return info.method if info is not None and info.method in BASELINE_METHODS else None
 
@@ -565,11 +702,16 @@ def is_linked(frame: Any) -> bool:
     Returns
     -------
     bool
-        True if ``frame.attrs[LINKED_ATTR]`` is set and ``frame`` is not the output of
-        :func:`to_public`: its row ``k`` (and index label) belongs to confidential record ``k``.
+        True if ``frame.attrs[LINKED_ATTR]`` is set to anything but None or False and
+        ``frame`` is not the output of :func:`to_public`: its row ``k`` (and index label)
+        belongs to confidential record ``k``.
     """
     attrs = getattr(frame, "attrs", None)
-    return isinstance(attrs, dict) and bool(attrs.get(LINKED_ATTR)) and not is_public(frame)
+    if not isinstance(attrs, dict) or is_public(frame):
+        return False
+    marker = attrs.get(LINKED_ATTR)
+    # Any value but None or False counts: the marker fails closed (an array has no truth value).
+    return not (marker is None or (isinstance(marker, bool | np.bool_) and not marker))
 
 
 def is_public(frame: Any) -> bool:
@@ -583,10 +725,14 @@ def is_public(frame: Any) -> bool:
     Returns
     -------
     bool
-        True if ``frame.attrs[PUBLIC_ATTR]`` is set.
+        True if ``frame.attrs[PUBLIC_ATTR]`` is True (as :func:`to_public` sets it); any other
+        value (``"no"``, 1, an array) is not the mark.
     """
     attrs = getattr(frame, "attrs", None)
-    return isinstance(attrs, dict) and bool(attrs.get(PUBLIC_ATTR))
+    if not isinstance(attrs, dict):
+        return False
+    marker = attrs.get(PUBLIC_ATTR)
+    return isinstance(marker, bool | np.bool_) and bool(marker)
 
 
 # ---------------------------------------------------------------------- shared helpers

@@ -482,7 +482,10 @@ def test_synthetic_zbar_needs_a_continuous_variable(regular_data):
 # ---------------------------------------------------------------------- validation
 def test_fit_must_be_a_paiva_fit(regular_data):
     gdf, _, counts = regular_data
-    with pytest.raises(InputError, match="fit must be a geosynth.PaivaFit"):
+    with pytest.raises(InputError, match=r"fit must be a geosynth.PaivaFit .*got CellCounts, "
+                                         r"which lacks noise_scale, n_chains, n_draws, "
+                                         r"n_eta_draws, lambda_draw of geosynth.synth."
+                                         r"PosteriorDraws; fit one with"):
         synthesize(counts, gdf)
 
 

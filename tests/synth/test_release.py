@@ -10,12 +10,14 @@ import pytest
 import shapely
 
 from geosynth import prepare
-from geosynth.errors import DataWarning, InputError
+from geosynth.errors import DataWarning, InputError, InputTypeError
 from geosynth.synth import donut_mask, naive_synthesize, synthesize, to_public
 from geosynth.synth.release import (
+    BASELINE_ATTR,
     LINKED_ATTR,
     PUBLIC_ATTR,
     ReleaseInfo,
+    baseline_method,
     is_linked,
     is_public,
     make_release,
@@ -283,3 +285,122 @@ def test_to_public_refuses_identifier_columns(release, column):
                                          r"records or their cells.*drop the column"):
         to_public(tagged, seed=1)
     assert list(to_public(release, seed=1).columns) == list(release.columns)
+
+
+# ---------------------------------------------------------------------- altered attrs
+def point_frame(attrs):
+    frame = gpd.GeoDataFrame({"a": [1, 2]}, geometry=gpd.points_from_xy([0.0, 1.0], [0.0, 1.0]))
+    frame.attrs = attrs
+    return frame
+
+
+def looped():
+    inner = []
+    inner.append(inner)
+    return {"method": "paiva", "size": {"rule": inner}}
+
+
+@pytest.mark.parametrize(("record", "error", "match"), [
+    ("paiva", InputTypeError, r"attrs\['geosynth'\] must be the dict of ReleaseInfo.to_attrs, "
+                              r"got str 'paiva'"),
+    ({1: "paiva"}, InputTypeError, r"attrs\['geosynth'\] keys must be str, got int 1"),
+    ({"m": "3"}, InputTypeError, r"attrs\['geosynth'\]\['m'\] must be an int or None, got str"),
+    ({"m": True}, InputTypeError, r"\['m'\] must be an int or None, got bool True"),
+    ({"n_records": 5}, InputTypeError, r"\['n_records'\] must be a list of int"),
+    ({"n_records": "123"}, InputTypeError, r"\['n_records'\] must be a list of int"),
+    ({"method": ["naive"]}, InputTypeError, r"\['method'\] must be a str or None, got list "
+                                            r"of length 1"),
+    ({"weighted": "no"}, InputTypeError, r"\['weighted'\] must be True or False"),
+    ({"epsilon": "1"}, InputTypeError, r"\['epsilon'\] must be a number"),
+    ({"ledger": ["spent"]}, InputTypeError, r"\['ledger'\] must be a dict"),
+    ({"noise": "none"}, InputError, r"\['noise'\] must be one of \['external', 'os-entropy', "
+                                    r"'seeded'\], got str 'none'"),
+    ({"ledger": {"rows": [{"xy": np.zeros((3, 2))}]}}, InputTypeError,
+     r"\['ledger'\]\['rows'\]\[0\]\['xy'\] must hold plain values .*got ndarray of shape "
+     r"\(3, 2\)"),
+    ({"secret": {"a": {1, 2}}}, InputTypeError, r"\['secret'\]\['a'\] must hold plain values"),
+    ({"r_min": (x for x in [1.0])}, InputTypeError, r"\['r_min'\] must hold plain values"),
+    ({"size": {("a",): 1}}, InputTypeError, r"\['size'\] keys must be str, got tuple"),
+    (looped(), InputTypeError, r"\['size'\]\['rule'\]\[0\].* nested more than 32 levels"),
+    ({"parameters": {"r_min": 1.0}}, InputError, r"parameters \['parameters'\] are named like "
+                                                 r"its fields"),
+])
+def test_an_altered_record_is_refused_by_name(record, error, match):
+    """Values of the wrong type, unhashable or nested junk raised raw TypeErrors or read back."""
+    frame = point_frame({"geosynth": record})
+    with pytest.raises(error, match=match) as caught:
+        release_info(frame)
+    assert "del release.attrs['geosynth']" in str(caught.value) or error is InputError
+    with pytest.raises(InputError):
+        to_public(frame, seed=1)  # the baseline check reads the record: refused, not guessed
+
+
+def test_a_record_reads_back_as_plain_values():
+    """A str subclass (with anything attached), NumPy scalars and tuples become plain values."""
+
+    class Tagged(str):
+        pass
+
+    method = Tagged("naive")
+    method.confidential = [(612345.0, 7412345.0)]
+    record = {"method": method, "release": np.int64(2), "epsilon": np.float32(0.5),
+              "weighted": np.bool_(False), "n_records": (np.int64(3), 4),
+              "size": {"cap": np.int64(10), "rows": (1, 2.5)}, "r_min": np.float64(1.5)}
+    info = release_info(point_frame({"geosynth": record}))
+    assert type(info.method) is str and info.method == "naive"
+    assert type(info.release) is int and info.release == 2
+    assert type(info.epsilon) is float and info.epsilon == 0.5
+    assert info.weighted is False
+    assert info.n_records == (3, 4) and all(type(n) is int for n in info.n_records)
+    assert info.size == {"cap": 10, "rows": [1, 2.5]} and type(info.size["cap"]) is int
+    assert info.parameters == {"r_min": 1.5} and type(info.parameters["r_min"]) is float
+    json.dumps(info.to_attrs())
+
+
+def test_parameters_named_like_fields_are_refused():
+    """to_attrs wrote the parameter over the field: a naive release read back as 'paiva'."""
+    with pytest.raises(InputError, match=r"parameters \['method'\] are named like its fields.*"
+                                         r"ReleaseInfo\(method=\.\.\.\)"):
+        ReleaseInfo(method="naive", parameters={"method": "paiva"})
+    with pytest.raises(InputTypeError, match="parameters must be a dict, got NoneType"):
+        ReleaseInfo(parameters=None)
+
+
+@pytest.mark.parametrize("marker", [["naive"], {"naive": 1}, "paiva", False, np.array(["naive"])])
+def test_an_altered_baseline_marker_is_refused(marker):
+    """An unhashable marker raised a raw TypeError; any other one was silently not a baseline."""
+    frame = point_frame({BASELINE_ATTR: marker})
+    with pytest.raises(InputError, match=r"attrs\['geosynth_baseline'\] must be one of "
+                                         r"\['donut', 'naive'\].*del release.attrs"):
+        baseline_method(frame)
+
+
+def test_public_form_keeps_a_plain_baseline_marker():
+    """A str subclass marker (and whatever it carries) was kept as it was on the public form."""
+
+    class Tagged(str):
+        pass
+
+    for key in (BASELINE_ATTR, "geosynth"):
+        marker = Tagged("donut")
+        marker.confidential = [(612345.0, 7412345.0)]
+        value = marker if key == BASELINE_ATTR else {"method": marker}
+        public = to_public(point_frame({key: value}), seed=1)
+        assert public.attrs == {PUBLIC_ATTR: True, BASELINE_ATTR: "donut"}
+        assert type(public.attrs[BASELINE_ATTR]) is str
+        assert baseline_method(public) == "donut"
+    assert baseline_method(point_frame({})) is None and baseline_method(object()) is None
+
+
+def test_markers_fail_closed():
+    """Only True marks a public frame; any set linked marker but False marks a linked one."""
+    assert not is_public(point_frame({PUBLIC_ATTR: "no"}))
+    assert not is_public(point_frame({PUBLIC_ATTR: 1}))
+    assert is_public(point_frame({PUBLIC_ATTR: np.bool_(True)}))
+    # "no" was the mark of to_public: a linked frame so marked was written as shuffled.
+    assert is_linked(point_frame({LINKED_ATTR: True, PUBLIC_ATTR: "no"}))
+    assert is_linked(point_frame({LINKED_ATTR: np.array([True, True])}))  # raised ValueError
+    assert is_linked(point_frame({LINKED_ATTR: "yes"}))
+    assert not is_linked(point_frame({LINKED_ATTR: False}))
+    assert not is_linked(point_frame({LINKED_ATTR: np.bool_(False)}))
+    assert not is_linked(point_frame({LINKED_ATTR: True, PUBLIC_ATTR: True}))
