@@ -553,7 +553,7 @@ class DPRelease:
         The noise-aware fit (a function of the noisy counts only).
     noisy : NoisyCounts
     accountant : geosynth.dp.Accountant
-        The budget and its ledger.
+        The budget and its ledger (or the object with a ``spend`` method that was given).
     size : dict
         How the releases' sizes were set (also in each release's ``attrs["geosynth"]["size"]``):
         ``{"rule": "n_public", "n_public": N}`` or ``{"rule": "dp-estimate", "cap": C,
@@ -568,8 +568,12 @@ class DPRelease:
 
     @property
     def epsilon(self) -> float:
-        """Total privacy loss spent."""
-        return self.accountant.spent_epsilon
+        """Privacy loss of these releases: the ε of the noisy counts they post-process.
+
+        Not ``accountant.spent_epsilon``, which also counts what other releases charged a shared
+        accountant (and which an accountant given as any object with ``spend`` may not have).
+        """
+        return self.noisy.epsilon
 
     @property
     def info(self) -> ReleaseInfo:
@@ -581,7 +585,7 @@ class DPRelease:
         record that contradicts the releases'), the size rule and, under the ``"n_public"``
         rule, the published total. Pass it as ``write_release(..., metadata=result.info)``.
         """
-        ledger = self.noisy.ledger if self.noisy.ledger is not None else self.accountant.to_dict()
+        ledger = self.noisy.ledger if self.noisy.ledger is not None else ledger_of(self.accountant)
         return self.noisy.release_info().replace(
             ledger=ledger, size=dict(self.size),
             n_public=self.size.get("n_public") if self.size.get("rule") == "n_public" else None,
@@ -723,7 +727,8 @@ def _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry) -> 
     n_b = _combination_sizes(lam, totals, size, rng)
     cells, combo = _draw_records(lam, n_b, rng)
     xy = place(noisy.grid, cells, rng, table)
-    data = noisy.combos.loc[combo, list(noisy.attributes)].reset_index(drop=True)
+    # Combination b is row b of combos (by position: a hand-built table's index may differ).
+    data = noisy.combos[list(noisy.attributes)].iloc[combo].reset_index(drop=True)
     info = noisy.release_info().replace(release=release, size=dict(size))
     return make_release(data, xy, geometry, crs, info)
 

@@ -49,7 +49,6 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from contextlib import nullcontext
 from typing import Any
 
 import geopandas as gpd
@@ -332,9 +331,9 @@ class OnTheMapSynthesizer:
         Number of synthetic datasets per release; the cell step of each gets ``ε_cells / m``.
         All share one set of noisy totals.
     accountant : object, optional
-        Budget accountant (e.g. :class:`geosynth.dp.Accountant`): ``spend`` is called for the
-        totals and the cells (inside ``accountant.parallel()``, one spend per combination, when
-        it has one) before anything is drawn; ``accountant.check(epsilon)`` first if it exists.
+        Budget accountant (e.g. :class:`geosynth.dp.Accountant`): charged ``epsilon`` by one
+        ``spend`` (totals and cells together) before anything is drawn; a spend it refuses
+        charges nothing, also when threads share it.
     max_bytes : int, default 4 GiB
         Largest memory the ``m`` synthetic tables (:meth:`sample`, ``8·m·G·B`` bytes, checked
         by :meth:`fit`) or the ``m`` point datasets (:meth:`synthesize`, about
@@ -689,35 +688,26 @@ class OnTheMapSynthesizer:
         return releases
 
     def _spend(self) -> None:
-        """Charge the accountant for the totals and the cell step, before any draw.
+        """Charge the accountant ``epsilon`` in one spend, before any draw.
 
-        The totals are one sequential spend of ``epsilon_totals``; the cells one spend of
-        ``epsilon_cells`` per combination inside ``accountant.parallel()`` (disjoint records),
-        or a single spend when the accountant has no parallel blocks. Both sit in one
-        ``accountant.sequential()`` block where the accountant has one: inside a caller's
-        parallel block (one synthesizer per region) they are then one partition costing
-        ``epsilon``, not two partitions of which only the larger counted. With
-        ``accountant.check`` the whole ``epsilon`` is checked first, so a refused release
-        charges nothing.
+        One ``accountant.spend(epsilon)``, labelled with the split: the totals (``epsilon_totals``)
+        and the cell step (``epsilon_cells``, one partition per combination: disjoint records,
+        parallel composition) add up to ``epsilon``. One spend is the accountant's own
+        atomic check-and-record: a spend that does not fit records nothing, even when threads
+        share the accountant. (A check of ``epsilon`` followed by separate spends for the totals
+        and the cells let two threads both pass the check; the later one's cells were then
+        refused after its totals were charged, so the budget paid for a release that never
+        happened.) Inside a caller's parallel block (one synthesizer per region) the spend is
+        one partition costing ``epsilon``.
         """
-        accountant = self.accountant
-        if accountant is None:
+        if self.accountant is None:
             return
-        check = getattr(accountant, "check", None)
-        if callable(check):
-            check(self.epsilon, 0.0)
-        sequential = getattr(accountant, "sequential", None)
-        with sequential(label="onthemap") if callable(sequential) else nullcontext():
-            accountant.spend(self.epsilon_totals, 0.0, label="onthemap totals")
-            parallel = getattr(accountant, "parallel", None)
-            if callable(parallel):
-                with parallel(label="onthemap cells"):
-                    for b in range(self.n_combos):
-                        accountant.spend(
-                            self.epsilon_cells, 0.0, label=f"onthemap cells, combination {b}"
-                        )
-            else:
-                accountant.spend(self.epsilon_cells, 0.0, label="onthemap cells")
+        self.accountant.spend(
+            self.epsilon, 0.0,
+            label=(f"onthemap: totals epsilon={self.epsilon_totals:g} + cells "
+                   f"epsilon={self.epsilon_cells:g} ({self.n_combos} combinations in parallel, "
+                   f"m={self.m})"),
+        )
 
     def _draw_totals(self, rng: np.random.Generator, seed: SeedLike) -> np.ndarray:
         """Draw the noisy combination totals ``ñ`` (B,) of a release."""

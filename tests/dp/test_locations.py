@@ -301,6 +301,28 @@ def test_release_info_keeps_the_ledger_of_its_own_counts(scenario_counts):
     assert first.info.ledger == noisy.ledger != accountant.to_dict()
 
 
+def test_release_epsilon_and_info_are_the_releases_own(scenario_counts):
+    """DPRelease.epsilon was the accountant's spent total (1.5 after another release's 0.5 on a
+    shared accountant), and with an accountant given as any object with ``spend`` (which
+    dp_release accepts) .epsilon and .info raised AttributeError after the budget was spent."""
+    _, counts = scenario_counts
+    shared = Accountant(2.0)
+    shared.spend(0.5, label="an earlier release")
+    noisy = dp_counts(counts, 1.0, shared, levels=LEVELS)
+    assert DPRelease(releases=[], fit=None, noisy=noisy, accountant=shared).epsilon == 1.0
+
+    class Spender:
+        def spend(self, epsilon, delta=0.0, label=None):
+            pass
+
+    spender = Spender()
+    noisy = dp_counts(counts, 1.0, spender, levels=LEVELS)
+    result = DPRelease(releases=[], fit=None, noisy=noisy, accountant=spender,
+                       size={"rule": "dp-estimate", "cap": 9})
+    assert result.epsilon == 1.0
+    assert result.info.ledger is None and result.info.epsilon == 1.0
+
+
 def test_counts_noised_outside_geosynth_record_an_external_source(scenario_counts):
     """A NoisyCounts built by hand (an agency's DP table, or exact counts): geosynth drew no
     noise, so neither it nor its releases may say the noise came from fresh OS entropy."""
@@ -580,6 +602,20 @@ def test_release_records_fall_in_cells_with_probability_proportional_to_lambda(s
         observed = np.bincount(cells[mine], minlength=noisy.n_cells)
         expected = totals[b] * lam[:, b] / lam[:, b].sum()
         assert stats.chisquare(observed, expected).pvalue > 1e-3, b
+
+
+def test_release_attributes_follow_the_combinations_position_not_their_index(scenario_counts):
+    """Combination b is row b of combos. A NoisyCounts built by hand with combos of another
+    index (here reversed) gave the records of combination b the attributes of the row whose
+    index label was b: every record of (y=0, x1=1) was released as (y=1, x1=2)."""
+    _, counts = scenario_counts
+    table = hand_built_table(counts)
+    noisy = NoisyCounts(**{**table, "combos": table["combos"].set_axis([3, 2, 1, 0])})
+    lam = np.ones(noisy.counts.shape)
+    with pytest.warns(PrivacyLeakWarning):
+        (release,) = dp_synthesize(OneDraw(noisy, lam, [5, 0, 0, 7]), 1, seed=2)
+    pairs = sorted(map(tuple, release[["y", "x1"]].to_numpy().tolist()))
+    assert pairs == [(0, 1)] * 5 + [(1, 2)] * 7
 
 
 @pytest.mark.parametrize(("totals", "size", "n", "p"), [

@@ -322,15 +322,51 @@ def test_accountant_ledger_and_atomic_refusal(scenario_counts):
     releases = synth.synthesize(seed=1)
     assert accountant.spent_epsilon == pytest.approx(1.0)
     ledger = accountant.ledger
-    assert ledger["label"].tolist() == ["onthemap totals"] + [
-        f"onthemap cells, combination {b}" for b in range(4)
+    assert ledger["label"].tolist() == [
+        "onthemap: totals epsilon=0.1 + cells epsilon=0.9 (4 combinations in parallel, m=2)"
     ]
-    assert ledger["composition"].tolist() == ["sequential"] + ["parallel"] * 4
+    assert ledger["epsilon"].tolist() == [1.0]
     assert releases[0].attrs["geosynth"]["ledger"]["spent"]["epsilon"] == pytest.approx(1.0)
     with pytest.raises(BudgetExceededError):
         synth.sample(seed=2)
     assert accountant.spent_epsilon == pytest.approx(1.0)  # nothing charged, not even totals
-    assert len(accountant.ledger) == 5
+    assert len(accountant.ledger) == 1
+
+
+def test_threads_sharing_an_accountant_never_charge_a_refused_release():
+    """The charge was a check of ε, then separate spends for the totals and the cells: two
+    threads could both pass the check, and the later one's cells were refused after its totals
+    were charged (1.1 spent of 1.5 for one release). The barrier holds both threads after a
+    check until the other has passed it too, the interleaving that broke."""
+    import threading
+
+    class CheckedTogether(Accountant):
+        barrier = threading.Barrier(2, timeout=10)
+
+        def check(self, epsilon, delta=0.0):
+            super().check(epsilon, delta)
+            self.barrier.wait()
+
+    accountant = CheckedTogether(1.5)
+    synths = [OnTheMapSynthesizer(1.0, accountant=accountant).fit(np.ones((3, 2), dtype=int))
+              for _ in range(2)]
+    outcomes = []
+
+    def release(synth):
+        try:
+            outcomes.append(synth.sample().shape)
+        except BudgetExceededError as error:
+            outcomes.append(error)
+
+    threads = [threading.Thread(target=release, args=(synth,)) for synth in synths]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(type(outcome).__name__ for outcome in outcomes) == [
+        "BudgetExceededError", "tuple"]
+    assert accountant.spent_epsilon == pytest.approx(1.0)  # one release, charged once
+    assert len(accountant.ledger) == 1
 
 
 def test_two_synthesizers_in_a_callers_parallel_block_each_cost_their_epsilon(scenario_counts):
