@@ -79,7 +79,7 @@ from geosynth.evaluation import (
 )
 from geosynth.metrics.matching import as_releases
 from geosynth.model.fit import DEFAULT_BURN_IN, DEFAULT_THIN, PaivaModel
-from geosynth.model.results import PaivaFit
+from geosynth.model.results import PaivaFit, check_fit
 from geosynth.model.storage import DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ if TYPE_CHECKING:
     import geopandas as gpd
 
     from geosynth.lattice import Grid
+    from geosynth.synth.paiva import ReleaseMaker
 
 __all__ = [
     "chain_seeds",
@@ -358,7 +359,7 @@ def fit_dask(
         same retained draws.
     **fit_options
         Other keyword arguments of ``model.fit`` (``parallel``; not ``progress``, ``n_jobs``
-        or ``executor``, which this function sets).
+        or ``executor``, which this function sets, nor ``stop``, which no task can see).
 
     Returns
     -------
@@ -368,7 +369,7 @@ def fit_dask(
     Raises
     ------
     InputError
-        Invalid arguments, or no Dask client.
+        Invalid arguments (``n_iter="auto"``, ``stop``), or no Dask client.
     MemoryLimitError
         The draws of all chains would exceed ``max_bytes``.
     SamplerError
@@ -381,10 +382,16 @@ def fit_dask(
     """
     if not isinstance(model, PaivaModel):
         raise InputError(f"model must be a geosynth.PaivaModel, got {type(model).__name__}")
-    reserved = {"progress", "n_jobs", "executor", "stop"} & set(fit_options)
+    reserved = {"progress", "n_jobs", "executor"} & set(fit_options)
     if reserved:
         raise InputError(f"fit_dask sets {sorted(reserved)} itself; leave them out")
-    if isinstance(n_iter, str):
+    if "stop" in fit_options:
+        raise InputError(
+            "fit_dask takes no stop: its chains run as Dask tasks, which an Event of this "
+            "process cannot reach; stop them with Ctrl-C (nothing is returned) or run "
+            "model.fit(counts, stop=...) in threads of one process"
+        )
+    if isinstance(n_iter, str) and n_iter == "auto":
         raise InputError(
             f"fit_dask needs a fixed n_iter, got {n_iter!r}: the chains of an n_iter='auto' fit "
             "meet at every convergence check, so they run in threads of one process; use "
@@ -442,6 +449,24 @@ def _one_draw_fit(fit: PaivaFit, index: int) -> dict[str, Any]:
             "lambda_chain_means": None}
 
 
+def _without_confidential_values(maker: ReleaseMaker) -> ReleaseMaker:
+    """Return ``maker`` with its rows' points and continuous values blanked: what tasks get.
+
+    A release draws new points and new continuous values; of the records it keeps only their
+    index labels and attribute values, which it publishes anyway. The original coordinates and
+    values need not reach the workers (their memory, and the files they spill to disk).
+    """
+    import geopandas as gpd
+
+    rows, counts = maker.rows, maker.fit.counts
+    frame = pd.DataFrame(rows[list(counts.attributes)])
+    for name in counts.covariates:
+        frame[name] = np.nan  # replaced by the synthetic values in every release
+    name = rows.geometry.name
+    frame[name] = gpd.array.from_shapely(np.full(len(rows), None), crs=rows.crs)
+    return dataclasses.replace(maker, rows=gpd.GeoDataFrame(frame, geometry=name))
+
+
 def _release_task(shared, arrays, seed, release, draw):
     """Dask task: release ``release`` from posterior draw ``draw``, and its placement note.
 
@@ -478,7 +503,9 @@ def synthesize_dask(
     fit : geosynth.PaivaFit
         An exact fit (noise-aware fits go through :func:`geosynth.synthesize`).
     gdf : geopandas.GeoDataFrame
-        The records given to :func:`geosynth.prepare`, in memory; sent to the workers once.
+        The records given to :func:`geosynth.prepare`, in memory, checked in the client. The
+        workers get their index labels and attribute values once (what a release publishes),
+        never their points or continuous values.
     m : int, default 5
         Number of releases.
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
@@ -497,10 +524,16 @@ def synthesize_dask(
     Raises
     ------
     geosynth.errors.InputError
-        ``fit`` is not an exact :class:`~geosynth.PaivaFit`, ``weights`` is not a path, or any
-        error of :func:`geosynth.synthesize` (about ``gdf``, ``m``, ``seed``, the raster).
+        ``fit`` is not an exact :class:`~geosynth.PaivaFit`, ``weights`` is not a path, no
+        Dask client, or any error of :func:`geosynth.synthesize` (about ``gdf``, ``m``, the
+        raster).
     geosynth.errors.CRSError
         As :func:`geosynth.synthesize`.
+    geosynth.errors.SamplerError
+        As :func:`geosynth.synthesize`: a posterior draw of λ is not finite and positive
+        (names the draw of the whole fit).
+    TypeError
+        ``m`` is not an int, or a bad ``seed`` (as for :func:`geosynth.synthesize`).
 
     Warns
     -----
@@ -511,8 +544,7 @@ def synthesize_dask(
     """
     from geosynth.synth.paiva import ReleaseMaker, release_draws, warn_rare_value_combinations
 
-    if not isinstance(fit, PaivaFit):
-        raise InputError(f"fit must be a geosynth.PaivaFit, got {type(fit).__name__}")
+    check_fit(fit)
     if fit.noise_scale is not None:
         raise InputError("synthesize_dask takes exact fits; synthesize a noise-aware fit with "
                          "geosynth.synthesize")
@@ -531,7 +563,8 @@ def synthesize_dask(
         warn_rare_value_combinations(fit.counts, m)
     client = _get_client(client)
     seeds = release_seeds(seed, m)
-    [shared_f] = client.scatter([shared], broadcast=True, hash=False)
+    [shared_f] = client.scatter([_without_confidential_values(shared)], broadcast=True,
+                                hash=False)
     futures = []
     for release, (draw, s) in enumerate(zip(draws, seeds, strict=True)):
         futures.append(client.submit(
@@ -578,7 +611,11 @@ def linked_records_dask(
     Raises
     ------
     geosynth.errors.InputError
-        No Dask client, ``releases`` is empty, or a release does not keep the original index.
+        No Dask client, ``releases`` is empty, or a release does not keep the original index,
+        or any other error of :func:`geosynth.evaluation.linked_records` (``original`` or a
+        release is not a GeoDataFrame or has invalid points).
+    geosynth.errors.CRSError
+        As :func:`geosynth.evaluation.linked_records`.
     """
     client = _get_client(client)
     releases = as_releases(releases)
@@ -716,8 +753,8 @@ _CORNERS_META = pd.DataFrame({"x": np.zeros(0), "y": np.zeros(0)})
 def _partition_extremes(part, grid) -> pd.DataFrame:
     """Return the smallest and largest x and y of a partition's located points (NaN if none).
 
-    Records without a usable point are skipped, not refused: the counting pass has refused
-    them already, or (with ``levels``) drops them.
+    Records without a usable point are skipped, not refused: the counting pass refuses
+    them, or (with ``levels``) drops them.
     """
     usable, xy = usable_points(part)
     xy = xy[usable]
@@ -735,12 +772,29 @@ def _corners(xy: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(corners, columns=["x", "y"])
 
 
-def _warn_if_bounds_touch_partitions(ddf, grid) -> None:
-    """:func:`warn_if_bounds_touch_records` once, over every partition's extreme corners."""
+def _compute_with_extremes(mapped, ddf, grid) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Compute ``mapped`` (a map over ``ddf``) and, in the same read of the data, the extremes.
+
+    The extremes are every partition's smallest and largest located x and y
+    (:func:`_partition_extremes`), for :func:`_warn_if_bounds_touch`; None when the grid is
+    exempt from that check. Computed together, the two maps share the tasks that read the
+    partitions: the data is read once, not once more for the check.
+    """
+    import dask
+
     if grid.kind == "areal" or grid.snap_unit is not None:  # the check's own exemptions
-        return
-    corners = ddf.map_partitions(_partition_extremes, grid, meta=_CORNERS_META).compute().dropna()
-    warn_if_bounds_touch_records(grid, corners.to_numpy())
+        return mapped.compute(), None
+    extremes = ddf.map_partitions(_partition_extremes, grid, meta=_CORNERS_META)
+    return dask.compute(mapped, extremes)
+
+
+def _warn_if_bounds_touch(grid, corners: pd.DataFrame | None) -> None:
+    """:func:`warn_if_bounds_touch_records` once, over every partition's extreme corners.
+
+    Called by :func:`prepare_dask` itself, so that the warning names the caller's line.
+    """
+    if corners is not None:
+        warn_if_bounds_touch_records(grid, corners.dropna().to_numpy())
 
 
 def _partition_records(part, grid, attrs, levels, combo_keys, radix) -> pd.DataFrame:
@@ -772,17 +826,11 @@ def _partition_on_domain(part, grid, domain) -> pd.DataFrame:
     return pd.DataFrame(columns, index=part.index)
 
 
-def _prepare_dask_on_domain(ddf, grid, attributes, continuous, levels, max_bytes) -> CellCounts:
-    """:func:`prepare_dask` with ``levels``: as ``prepare(..., levels=...)``, by partition."""
-    attrs, domain = check_domain_options(ddf, grid, attributes, continuous, levels, max_bytes)
+def _locate_on_domain_dask(ddf, grid, domain) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Every record's cell, domain combination and drop reasons, and the partitions' extremes."""
     meta = _partition_on_domain(ddf._meta, grid, domain)
-    located = ddf.map_partitions(_partition_on_domain, grid, domain, meta=meta).compute()
-    warn_dropped(located.filter(like="dropped_").to_numpy().sum(axis=0), len(located),
-                 stacklevel=4)
-    kept = located[(located["cell"].to_numpy() >= 0) & (located["combo"].to_numpy() >= 0)]
-    _warn_if_bounds_touch_partitions(ddf, grid)
-    return counts_on_domain(kept["cell"].to_numpy(), kept["combo"].to_numpy(), kept.index,
-                            grid, attrs, domain)
+    mapped = ddf.map_partitions(_partition_on_domain, grid, domain, meta=meta)
+    return _compute_with_extremes(mapped, ddf, grid)
 
 
 def _check_known_categories(ddf, attrs) -> None:
@@ -821,7 +869,9 @@ def prepare_dask(
     from its records. A second pass gathers the per-record cell and combination
     (``record_cell``, ``record_combo``, ``record_index``: about 16 bytes per record plus its
     index label, which :func:`geosynth.synthesize` needs); geometries and attributes never
-    leave the workers.
+    leave the workers, but for each partition's smallest and largest located x and y,
+    computed in the first pass for the check of ``grid``'s bounds against the records'
+    extremes (the :class:`~geosynth.errors.PrivacyLeakWarning` of :func:`geosynth.prepare`).
 
     The result equals ``prepare(ddf.compute(), ...)``, except that ``zbar`` may differ in the
     last bits (sums in another order). Error messages about bad rows name (and count) the rows of
@@ -871,8 +921,16 @@ def prepare_dask(
     """
     if not _is_dask_geodataframe(ddf):
         raise InputError(f"gdf must be a dask_geopandas.GeoDataFrame, got {type(ddf).__name__}")
-    if levels is not None:
-        return _prepare_dask_on_domain(ddf, grid, attributes, continuous, levels, max_bytes)
+    if levels is not None:  # as prepare(..., levels=...), by partition
+        attrs, domain = check_domain_options(ddf, grid, attributes, continuous, levels,
+                                             max_bytes)
+        located, extremes = _locate_on_domain_dask(ddf, grid, domain)
+        _warn_if_bounds_touch(grid, extremes)
+        warn_dropped(located.filter(like="dropped_").to_numpy().sum(axis=0), len(located),
+                     stacklevel=3)
+        kept = located[(located["cell"].to_numpy() >= 0) & (located["combo"].to_numpy() >= 0)]
+        return counts_on_domain(kept["cell"].to_numpy(), kept["combo"].to_numpy(), kept.index,
+                                grid, attrs, domain)
     check_prepare_options(grid, outside, max_bytes, allow_identifying)
     meta = ddf._meta
     attrs = check_columns(meta, attributes, continuous)
@@ -884,7 +942,8 @@ def prepare_dask(
     table_meta = _partition_table(meta, grid, attrs, continuous, categories)
     mapped = ddf.map_partitions(_partition_table, grid, attrs, continuous, categories,
                                 meta=table_meta)
-    table = count_table(mapped.compute(), attrs)
+    tables, extremes = _compute_with_extremes(mapped, ddf, grid)
+    table = count_table(tables, attrs)
     n_total = int(table[COUNT_COLUMN].sum())
     if n_total == 0:
         raise InputError("gdf has no rows; prepare needs at least one record")
@@ -906,7 +965,7 @@ def prepare_dask(
         table = table.loc[~out].reset_index(drop=True)
     for a in attrs:  # the partitions' dtypes: a categorical keeps its category order
         table[a] = table[a].astype(meta[a].dtype)
-    _warn_if_bounds_touch_partitions(ddf, grid)
+    _warn_if_bounds_touch(grid, extremes)
 
     def records(levels: dict[str, list], combo_codes: np.ndarray) -> pd.DataFrame:
         """Second pass: the cell and combination of every kept record, in input order."""

@@ -435,11 +435,10 @@ def _common_crs(original: gpd.GeoDataFrame | None, releases: list[gpd.GeoDataFra
 def _check_fit(fit: Any, grid: Any, combination: Any, crs: Any):
     """Validate fit, grid and combination; return (fit, grid, λ column or None, label)."""
     from geosynth.lattice import Grid
-    from geosynth.model import PaivaFit
+    from geosynth.model.results import check_fit
 
-    if fit is not None and not isinstance(fit, PaivaFit):
-        raise InputError(f"fit must be a geosynth.PaivaFit (from PaivaModel().fit), got "
-                         f"{type(fit).__name__}")
+    if fit is not None:
+        check_fit(fit)
     if grid is not None and not isinstance(grid, Grid):
         raise InputError(f"grid must be a geosynth.Grid, got {type(grid).__name__}")
     if isinstance(combination, bool) or not isinstance(combination, numbers.Integral):

@@ -1,6 +1,7 @@
 """Dask execution (geosynth.distributed) equals the in-memory functions, on a LocalCluster."""
 
 import dataclasses
+import os
 import warnings
 
 import geopandas as gpd
@@ -584,3 +585,91 @@ def test_seed_helpers_refuse_what_fit_and_synthesize_refuse():
         with pytest.raises(InputError, match="m .number of releases. must be"):
             gd.release_seeds(1, m)
     assert len(gd.chain_seeds(1, np.int64(3))) == len(gd.release_seeds(1, np.int64(3))) == 3
+
+
+# --------------------------------------------------------------------------- review
+def test_synthesize_dask_refuses_what_is_not_a_fit(client, points):
+    # The one home of the check (geosynth.model.results.check_fit) and its message.
+    for wrong in ("fit", None, prepare(points, Grid.regular((0, 0, 100, 80), shape=(2, 2),
+                                                            crs=CRS), attributes=["a"])):
+        with pytest.raises(InputError, match="^fit must be the geosynth.PaivaFit of "
+                                             r"PaivaModel\(\).fit, got "):
+            gd.synthesize_dask(wrong, points, m=2, seed=1, client=client)
+
+
+def test_fit_dask_says_what_is_wrong_with_n_iter_and_stop(client, fitted):
+    # A str n_iter other than "auto" was told the story of n_iter="auto"; stop= was said to
+    # be set by fit_dask itself, which it never is.
+    import threading
+
+    counts, _ = fitted
+    with pytest.raises(InputError, match="n_iter must be an integer from 1 to") as caught:
+        gd.fit_dask(PaivaModel(), counts, client=client, n_iter="800", burn_in=2, thin=1)
+    assert "auto" not in str(caught.value).split("got")[1]
+    with pytest.raises(InputError, match="fit_dask takes no stop: its chains run as Dask tasks"):
+        gd.fit_dask(PaivaModel(), counts, client=client, stop=threading.Event(), **RUN)
+
+
+def _note_read(part, folder, partition_info=None):
+    """Return ``part`` after leaving a file in ``folder`` for this read of the partition."""
+    (folder / f"read-{partition_info['number']}-{os.urandom(6).hex()}").touch()
+    return part
+
+
+def test_prepare_dask_reads_the_data_as_often_as_documented(client, points, grid, tmp_path):
+    # "The data is read twice" (once with levels): the check of the bounds against the
+    # records' extremes read every partition once more.
+    ddf = to_dask(points, 3)
+    counted = ddf.map_partitions(_note_read, tmp_path, meta=ddf._meta)
+    for kw, passes in ((dict(attributes=["a", "c"]), 2),
+                       (dict(attributes=["a"], levels={"a": [0, 1]}), 1)):
+        for read in tmp_path.iterdir():
+            read.unlink()
+        got = gd.prepare_dask(counted, grid, **kw)
+        assert_counts_equal(got, prepare(points, grid, **kw))
+        assert len(list(tmp_path.iterdir())) == passes * 3
+
+
+def test_prepare_dask_on_a_public_domain_warns_of_bounds_at_the_callers_line(client, points):
+    # The PrivacyLeakWarning named geosynth/distributed.py, and came after the drop warning
+    # (prepare warns of the bounds first).
+    xmin, ymin, xmax, ymax = points.total_bounds
+    on_extremes = Grid.regular((xmin, ymin, xmax, ymax), shape=(4, 5), crs=CRS)
+    odd = points.copy()
+    odd.loc[odd.index[:4], "a"] = 7  # outside the declared levels: dropped with a warning
+    kw = dict(attributes=["a"], levels={"a": [0, 1]})
+    with warnings.catch_warnings(record=True) as memory:
+        warnings.simplefilter("always")
+        prepare(odd, on_extremes, **kw)
+    with warnings.catch_warnings(record=True) as dask:
+        warnings.simplefilter("always")
+        gd.prepare_dask(to_dask(odd, 3), on_extremes, **kw)
+    assert [w.category for w in dask] == [w.category for w in memory] == [
+        PrivacyLeakWarning, DataWarning]
+    assert [str(w.message) for w in dask] == [str(w.message) for w in memory]
+    assert all(w.filename == __file__ for w in dask)
+
+
+def test_synthesize_dask_sends_no_original_point_or_value_to_the_workers(
+        thread_client, points, fitted, monkeypatch):
+    # Every worker got the records' coordinates and continuous values (kept in its memory,
+    # spilled to its disk) though a release draws new ones.
+    _, fit = fitted
+    sent = []
+    scatter = thread_client.scatter
+
+    def spy(data, *args, **kwargs):
+        sent.extend(data)
+        return scatter(data, *args, **kwargs)
+
+    monkeypatch.setattr(thread_client, "scatter", spy)
+    got = gd.synthesize_dask(fit, points, m=2, seed=3, client=thread_client)
+    [shared] = [s for s in sent if hasattr(s, "rows")]
+    rows = shared.rows
+    assert rows.crs == points.crs and rows.geometry.name == points.geometry.name
+    assert rows.geometry.isna().all() and rows["z"].isna().all()
+    assert not np.isin(points["z"].to_numpy(), rows.to_numpy(dtype=object)).any()
+    pd.testing.assert_frame_equal(rows[["a", "c"]], pd.DataFrame(points[["a", "c"]]))
+    for release, expected in zip(got, geosynth.synthesize(fit, points, m=2, seed=3),
+                                 strict=True):
+        pd.testing.assert_frame_equal(release, expected)

@@ -444,7 +444,7 @@ def test_inline_assets_must_be_in_a_figure():
         (dict(releases=lambda r: [r[0], r[1].to_crs(4326)]), CRSError, r"releases\[1\] is in"),
         (dict(releases=lambda r: [r[0].set_crs(None, allow_override=True)]), CRSError,
          r"releases\[0\] has no CRS"),
-        (dict(fit="fit"), InputError, "fit must be a geosynth.PaivaFit"),
+        (dict(fit="fit"), InputError, "fit must be the geosynth.PaivaFit of PaivaModel"),
         (dict(grid="grid"), InputError, "grid must be a geosynth.Grid"),
         (dict(combination=4), InputError, r"combination must be in \[0, 4\)"),
         (dict(combination=-1), InputError, "combination must be in"),
