@@ -15,6 +15,7 @@ coordinates with a geometric test only for points in partially habitable cells.
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 import warnings
@@ -280,7 +281,7 @@ class Grid:
             ``dx`` or ``(dx, dy)``.
         pad : float, default 0.0
             Margin added on every side of the bounds (of the points, or of ``region``) before
-            snapping, in CRS units.
+            snapping, in CRS units. It never grows ``region``: the cells are clipped to it.
         region, exclude : GeoDataFrame, GeoSeries, shapely geometry or sequence of polygons
             As in :meth:`regular`.
         contiguity : {"queen", "rook"}, default "queen"
@@ -577,9 +578,7 @@ class Grid:
             raise GridError(
                 "a hexagonal lattice takes cell_size (the side of a hexagon), not shape"
             )
-        if region is not None:
-            if pad > 0:
-                region = shapely.buffer(region, pad)
+        if region is not None:  # hexagons beyond the region would be clipped away: no pad
             return cls.hexagonal(region, cell_size, orientation, crs, exclude)
         size = _check_cell_size(cell_size)[0]
         xy = point_coordinates(gdf, "gdf")
@@ -683,9 +682,9 @@ class Grid:
             return np.arange(self._shape[0]), np.arange(self._shape[1])
         if not shapely.intersects(region, shapely.box(xe[0], ye[0], xe[-1], ye[-1])):
             raise GridError(
-                f"region (bounds {tuple(np.round(shapely.bounds(region), 6))}) does not "
-                f"intersect the grid bounds {self.bounds}; check that region and grid share "
-                "a CRS and that the bounds cover the region"
+                f"region (bounds {tuple(round(float(v), 6) for v in shapely.bounds(region))}) "
+                f"does not intersect the grid bounds {self.bounds}; check that region and grid "
+                "share a CRS and that the bounds cover the region"
             )
         rx0, ry0, rx1, ry1 = shapely.bounds(region)
         rows = np.flatnonzero((ye[1:] >= ry0) & (ye[:-1] <= ry1))
@@ -728,7 +727,7 @@ class Grid:
                 f"{named}{more}); each forms its own connected component. To connect them use "
                 f"{fix}",
                 IsolatedCellWarning,
-                stacklevel=4,
+                stacklevel=_caller_stacklevel(),
             )
 
     # ------------------------------------------------------------------ attributes
@@ -1144,6 +1143,34 @@ class Grid:
             self._cache["boxes"] = shapely.box(xe[c], ye[r], xe[c + 1], ye[r + 1])
         return _readonly(self._cache["boxes"])
 
+    def __eq__(self, other: object) -> bool:
+        """Whether ``other`` is the same lattice: interchangeable wherever this grid is used.
+
+        Two grids are equal when they have the same kind, CRS, contiguity, cells (lattice edges
+        and positions, or polygons), habitable geometry and fraction, adjacency (with the
+        ``gap`` and :attr:`linked_islands` of an areal lattice), :attr:`area_ids`,
+        :attr:`public_ids` and :attr:`snap_unit`, compared exactly, so grids built alike
+        compare equal.
+        """
+        if not isinstance(other, Grid):
+            return NotImplemented
+        if self is other:
+            return True
+        return (
+            _grid_key(self) == _grid_key(other)
+            and _same_crs_or_none(self._crs, other._crs)
+            and _same_cells(self, other)
+            and _same_adjacency(self.adjacency, other.adjacency)
+        )
+
+    def __hash__(self) -> int:
+        """Hash of the scalar description of the lattice, consistent with :meth:`__eq__`.
+
+        A grid is immutable once built (its arrays are read-only), so equal grids may serve as
+        the same dictionary key.
+        """
+        return hash(_grid_key(self))
+
     def __repr__(self) -> str:
         crs = None if self._crs is None else self._crs.to_string()
         if self.kind != "square":
@@ -1157,6 +1184,61 @@ class Grid:
             f"Grid(shape={self._shape}, n_cells={self.n_cells}, contiguity={self._contiguity!r}, "
             f"is_clipped={self._is_clipped}, n_components={self._n_components}, crs={crs!r})"
         )
+
+
+# ---------------------------------------------------------------------- equality
+def _grid_key(grid: Grid) -> tuple:
+    """Hashable scalar description of ``grid`` (equal grids have equal keys)."""
+    rows = grid.kind != "areal"
+    return (
+        grid.kind,
+        grid.contiguity,
+        grid.n_cells,
+        grid.bounds,
+        grid.is_clipped,
+        grid.public_ids,
+        grid.gap,
+        grid.snap_unit,
+        grid.shape if rows else None,
+        grid.cell_size if rows else None,
+        getattr(grid, "_layout", None),
+    )
+
+
+def _same_crs_or_none(a: pyproj.CRS | None, b: pyproj.CRS | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and _same_crs(a, b))
+
+
+def _same_cells(a: Grid, b: Grid) -> bool:
+    """Tell whether the cells, their fractions and habitable parts (and ids) are the same."""
+    if not np.array_equal(a.habitable_fraction, b.habitable_fraction):
+        return False
+    if a.kind == "areal":
+        ids_a, ids_b = a.area_ids, b.area_ids
+        if (ids_a is None) != (ids_b is None) or not np.array_equal(a.linked_islands,
+                                                                    b.linked_islands):
+            return False
+        if ids_a is not None and ids_a.tolist() != ids_b.tolist():  # type: ignore[union-attr]
+            return False
+    else:
+        if not np.array_equal(a.lattice_to_cell, b.lattice_to_cell):
+            return False
+        if a.kind == "square" and not (np.array_equal(a._xedges, b._xedges)
+                                       and np.array_equal(a._yedges, b._yedges)):
+            return False
+    geometries = []
+    if a.kind != "square":
+        geometries.append((a._boxes(), b._boxes()))
+    if a.is_clipped:
+        geometries.append((a.habitable_geometry, b.habitable_geometry))
+    return all(
+        bool(np.all(shapely.equals_exact(np.asarray(ga), np.asarray(gb), tolerance=0.0)))
+        for ga, gb in geometries
+    )
+
+
+def _same_adjacency(a: sparse.csr_matrix, b: sparse.csr_matrix) -> bool:
+    return a.shape == b.shape and (a != b).nnz == 0
 
 
 # ---------------------------------------------------------------------- validation
@@ -1289,6 +1371,12 @@ def _lattice_shape(
     if shape is not None:
         nrows, ncols = _check_shape(shape)
         dx, dy = (xmax - xmin) / ncols, (ymax - ymin) / nrows
+        if not (dx <= _MAX_EXTENT and dy <= _MAX_EXTENT):  # inf: the extent overflowed float64
+            raise GridError(
+                f"bounds {tuple(bounds)} divided into shape={(nrows, ncols)} give cells of "
+                f"{dx:.3g} x {dy:.3g} CRS units, beyond {_MAX_EXTENT:g} (wider than any projected "
+                "CRS in metres: the Earth is 4e7 m round); check the bounds and their CRS"
+            )
     else:
         dx, dy = _check_cell_size(cell_size)
         cols, rows = (xmax - xmin) / dx - 1e-9, (ymax - ymin) / dy - 1e-9
@@ -1542,8 +1630,11 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
     geosynth.errors.CRSError
         ``obj`` has no CRS, or one that cannot be reprojected to ``crs``.
     """
+    source = None  # the polygons in their own CRS, when reprojected
     if isinstance(obj, gpd.GeoDataFrame | gpd.GeoSeries):
         geoms = np.asarray(_to_grid_crs(obj, name, crs).geometry.array, dtype=object)
+        if obj.crs is not None and crs is not None and not _same_crs(obj.crs, crs):
+            source = np.asarray(obj.geometry.array, dtype=object)
     elif isinstance(obj, shapely.Geometry):
         geoms = np.array([obj], dtype=object)
     elif isinstance(obj, Sequence | np.ndarray) and not isinstance(obj, str):
@@ -1560,8 +1651,9 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
             f"{name} items at positions {not_geom[:_N_NAMED].tolist()} are not "
             "shapely geometries; pass polygons"
         )
-    geoms = geoms[~shapely.is_missing(geoms)]
-    geoms = geoms[~shapely.is_empty(geoms)]
+    present = ~shapely.is_missing(geoms)
+    present[present] = ~shapely.is_empty(geoms[present])
+    geoms = geoms[present]
     wrong = np.flatnonzero(~np.isin(shapely.get_type_id(geoms), _POLYGON_TYPES))
     if wrong.size:
         kinds = sorted({shapely.get_type_id(g) for g in geoms[wrong]})
@@ -1576,6 +1668,14 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
             f"non-empty positions {wrong[:_N_NAMED].tolist()}; {fix}"
         )
     invalid = np.flatnonzero(~shapely.is_valid(geoms))
+    if invalid.size and source is not None and shapely.is_valid(source[present][invalid]).all():
+        raise GridError(
+            f"{name} polygons at non-empty positions {invalid[:_N_NAMED].tolist()} are valid in "
+            f"their CRS {obj.crs.to_string()} but became invalid when reprojected to the grid "
+            f"CRS {crs.to_string()} ({shapely.is_valid_reason(geoms[invalid[0]])}): they reach "
+            f"beyond where the grid CRS is defined; clip {name} to the study area in its own CRS "
+            "before building the grid"
+        )
     if invalid.size:
         raise GridError(
             f"{name} has invalid polygons at non-empty positions {invalid[:_N_NAMED].tolist()} "
@@ -1719,6 +1819,21 @@ def _sliver_area(perimeter: np.ndarray, bounds: Any) -> np.ndarray:
     """
     magnitude = float(np.max(np.abs(np.asarray(bounds, dtype=np.float64))))
     return _SLIVER_STEPS * np.finfo(np.float64).eps * magnitude * perimeter
+
+
+def _caller_stacklevel() -> int:
+    """``stacklevel`` of the first frame outside this module, seen from the function warning.
+
+    The constructors reach :meth:`Grid._set_adjacency` through one to three frames here
+    (``Grid(...)``, :meth:`Grid.regular`, :meth:`Grid.from_points` with hexagons), so a fixed
+    level pointed into this module or past the user's call.
+    """
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # the function that warns: level 1
+    level = 1
+    while frame is not None and frame.f_back is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _relabel_by_first(labels: np.ndarray, n_components: int) -> np.ndarray:

@@ -790,33 +790,11 @@ def _check_grid_and_fit(
         return grid, None
     if grid is None:
         return fit.grid, fit
-    if grid is not fit.grid and not _same_lattice(grid, fit.grid):
+    if grid != fit.grid:  # Grid.__eq__: cells, habitable parts, adjacency, ids, CRS
         raise InputError(
             f"grid {grid!r} is not the lattice of fit ({fit.grid!r}); omit grid to write fit.grid"
         )
     return grid, fit
-
-
-def _same_lattice(a: Grid, b: Grid) -> bool:
-    """Whether ``a`` and ``b`` have the same cells and the same adjacency.
-
-    The adjacency too: the metadata describes the grid written (its contiguity, components,
-    gap), and a grid of the same cells under rook instead of queen contiguity (or another
-    ``gap``) is not the lattice the fit's ICAR fields were defined on.
-    """
-    if a.kind != b.kind or a.n_cells != b.n_cells or not np.allclose(a.bounds, b.bounds):
-        return False
-    if a.is_clipped != b.is_clipped or (a.adjacency != b.adjacency).nnz:
-        return False
-    if a.kind == "square":
-        return (
-            a.shape == b.shape
-            and np.array_equal(a.cell_row, b.cell_row)
-            and np.array_equal(a.cell_col, b.cell_col)
-        )
-    return bool(np.all(shapely.equals_exact(
-        np.asarray(a.cells.geometry.array), np.asarray(b.cells.geometry.array), tolerance=0.0
-    )))
 
 
 def _common_crs(frames: list[gpd.GeoDataFrame], grid: Grid | None) -> pyproj.CRS | None:

@@ -310,6 +310,26 @@ def test_writer_validates_its_arguments(tmp_path, fitted):
     assert not path.exists() and not audit_path(path).exists()
 
 
+def test_a_grid_of_the_same_cells_in_another_region_is_not_the_fits(tmp_path, confidential):
+    # Same cells, neighbours and clipping, but other habitable fractions: the grid layer would
+    # publish them beside a fit made on the first region (the old check compared cells only).
+    def clipped(corner_share):
+        corner = shapely.box(XMIN, YMIN, XMIN + (XMAX - XMIN) * corner_share,
+                             YMIN + (YMAX - YMIN) * corner_share)
+        return Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(8, 8), crs=CRS, exclude=corner)
+
+    grid = clipped(1 / 16)
+    fit = PaivaModel().fit(prepare(confidential, grid, attributes=["y"]), n_iter=20, burn_in=10,
+                           chains=1, seed=FIT_SEED, progress=False)
+    public = [to_public(r, seed=1) for r in synthesize(fit, confidential, m=1, seed=SYNTH_SEED)]
+    other = clipped(1 / 20)
+    assert other.n_cells == grid.n_cells and (other.adjacency != grid.adjacency).nnz == 0
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match="is not the lattice of fit"):
+        write_release(path, public, fit=fit, grid=other)
+    write_release(path, public, fit=fit, grid=clipped(1 / 16))  # built again: the fit's
+
+
 def test_metadata_records_epsilon_and_ledger(tmp_path):
     ledger = {"budget": {"epsilon": 2.0, "delta": 0.0}, "spent": {"epsilon": 1.5, "delta": 0.0}}
     dp_release = public_like()
