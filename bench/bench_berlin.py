@@ -144,11 +144,14 @@ def format_table(results: dict[str, list[dict]], sweeps: int, cell_size: float) 
                         f"{r['theta_min']:.0f} / {r['lambda_min']:.0f} |")
     (base_label, base), (label, rate) = list(rates.items())[0], list(rates.items())[-1]
     ratio, se = ratio_of_means(rate, base)
+    # One seed a side leaves the spread unknown: ratio_of_means's 0 is no standard error.
+    error = (f" ± {se:.1f}** (standard error)" if min(len(rate), len(base)) > 1
+             else "** (one seed: no standard error)")
     return (f"2 chains × {sweeps:,} sweeps (the first {sweeps // 4:,} burn-in), cell "
             f"{cell_size:g} m; target: ratio ≥ {TARGET:g}×.\n\n" + "\n".join(rows)
             + f"\n\nMean ESS/s of the worst precision over {len(rate)} seeds: "
             f"{np.mean(base):.2f} ({base_label}), {np.mean(rate):.2f} ({label}); "
-            f"**ratio {ratio:.1f}× ± {se:.1f}** (standard error).")
+            f"**ratio {ratio:.1f}×{error}.")
 
 
 if __name__ == "__main__":

@@ -210,6 +210,31 @@ def rounds_list(text: str) -> tuple[tuple[int, int], ...]:
     return pairs
 
 
+def square_cells(text: str) -> int:
+    """``--cells``: a square number of cells ≥ 4 (a √G × √G lattice)."""
+    try:
+        cells = int(text)
+    except ValueError:
+        cells = 0
+    if cells < 4 or math.isqrt(cells) ** 2 != cells:
+        raise argparse.ArgumentTypeError(
+            f"--cells {text!r}: give a square number of cells >= 4 (a √G × √G lattice, "
+            "e.g. 1600 = 40 × 40)")
+    return cells
+
+
+def sweep_count(text: str) -> int:
+    """``--sweeps``: recorded sweeps, an integer ≥ 4 (what a bulk ESS needs)."""
+    try:
+        sweeps = int(text)
+    except ValueError:
+        sweeps = 0
+    if sweeps < 4:
+        raise argparse.ArgumentTypeError(
+            f"--sweeps {text!r}: give an integer >= 4 of recorded sweeps, e.g. 10000")
+    return sweeps
+
+
 def run(cells: int = CELLS, sweeps: int = SWEEPS, rounds=ROUNDS, seed: int = SEED) -> str:
     """Measure every configuration of ``rounds`` and return the Markdown table."""
     if math.isqrt(cells) ** 2 != cells:
@@ -221,8 +246,9 @@ def run(cells: int = CELLS, sweeps: int = SWEEPS, rounds=ROUNDS, seed: int = SEE
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cells", type=int, default=CELLS, help="square number of cells")
-    parser.add_argument("--sweeps", type=int, default=SWEEPS, help="recorded sweeps")
+    parser.add_argument("--cells", type=square_cells, default=CELLS,
+                        help="square number of cells")
+    parser.add_argument("--sweeps", type=sweep_count, default=SWEEPS, help="recorded sweeps")
     parser.add_argument("--rounds", type=rounds_list, default=ROUNDS,
                         help="FIELDS+ERRORS extra rounds per configuration, e.g. 0+0,1+1,8+8")
     parser.add_argument("--seed", type=int, default=SEED)

@@ -57,7 +57,7 @@ from geosynth.datasets import paiva_scenario
 kind = sys.argv[1]
 scenario = paiva_scenario(n=500, seed=1)
 grid = geosynth.Grid.regular(scenario.bounds, shape=(10, 10), crs=scenario.crs)
-counts = geosynth.prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
+counts = exact = geosynth.prepare(scenario.data, grid, attributes=["y", "x1", "x2"])
 on_domain = geosynth.prepare(scenario.data, grid, attributes=["y", "x1", "x2"],
                              levels=counts.levels)  # what a DP release needs
 if kind == "noise-aware":
@@ -76,7 +76,7 @@ if len(sys.argv) > 2:  # fit the other kinds named, then list the compiled dispa
             from geosynth.dp import dp_counts
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                data = dp_counts(on_domain, 1.0, seed=1) if other == "noise-aware" else counts
+                data = dp_counts(on_domain, 1.0, seed=1) if other == "noise-aware" else exact
             geosynth.PaivaModel().fit(data, n_iter=1, burn_in=0, thin=1, chains=2, seed=1,
                                       progress=False, parallel=(other == "chromatic"))
     rows = []
@@ -89,7 +89,7 @@ if len(sys.argv) > 2:  # fit the other kinds named, then list the compiled dispa
                 continue
             seconds = []
             for sig in sigs:
-                timers = value.get_metadata(sig).get("timers", {})
+                timers = (value.get_metadata(sig) or {}).get("timers", {})  # None: loaded
                 seconds.append(timers.get("compiler_lock", float("nan")))
             rows.append({"name": f"{name}.{attr}", "signatures": [str(s) for s in sigs],
                          "cached": bool(getattr(value.stats, "cache_path", None)),

@@ -20,6 +20,8 @@ Run: ``python -m bench dp_mixing`` (``BENCH_DP_MIXING_SEEDS=1,2,3``,
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import time
 import warnings
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench._stats import seed_list
 from bench.bench_pymc import scenario_counts
 from geosynth.dp import dp_counts, dp_model
 from geosynth.errors import PrivacyLeakWarning
@@ -102,11 +105,40 @@ def format_table(rows: list[MixingRow], side: int, epsilon: float, sweeps: int) 
     return "\n".join(lines)
 
 
+def _env_number(name: str, default: str, kind: type, low: float, what: str):
+    text = os.environ.get(name, default)
+    try:
+        value = kind(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= low):
+        raise SystemExit(f"{name}={text!r}: give {what}")
+    return value
+
+
+def parse_options() -> tuple[tuple[int, ...], float, int, int]:
+    """Seeds, ε, lattice side and sweeps from the ``BENCH_DP_MIXING_*`` environment variables.
+
+    Raises
+    ------
+    SystemExit
+        Naming the variable and what it takes (``python -m bench`` calls this before any
+        benchmark runs).
+    """
+    try:
+        seeds = seed_list(os.environ.get("BENCH_DP_MIXING_SEEDS", "1,2,3"))
+    except argparse.ArgumentTypeError as error:
+        raise SystemExit(f"BENCH_DP_MIXING_SEEDS: {error}") from None
+    epsilon = _env_number("BENCH_DP_MIXING_EPSILON", "0.5", float, math.ulp(0.0),
+                          "a finite ε > 0, e.g. 0.5")
+    side = _env_number("BENCH_DP_MIXING_SIDE", "40", int, 2, "an integer side >= 2, e.g. 40")
+    sweeps = _env_number("BENCH_DP_MIXING_SWEEPS", "2000", int, 200,
+                         "an integer >= 200 of sweeps per chain, e.g. 2000")
+    return seeds, epsilon, side, sweeps
+
+
 def run() -> str:
-    seeds = [int(s) for s in os.environ.get("BENCH_DP_MIXING_SEEDS", "1,2,3").split(",")]
-    epsilon = float(os.environ.get("BENCH_DP_MIXING_EPSILON", "0.5"))
-    side = int(os.environ.get("BENCH_DP_MIXING_SIDE", "40"))
-    sweeps = int(os.environ.get("BENCH_DP_MIXING_SWEEPS", "2000"))
+    seeds, epsilon, side, sweeps = parse_options()
     counts = release_counts(side)
     measure(counts, epsilon, seeds[0], 200)  # compile (or load) the kernels outside the timings
     rows = [measure(counts, epsilon, seed, sweeps) for seed in seeds]

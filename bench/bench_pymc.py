@@ -54,11 +54,12 @@ usable minimum: from 2 × 200 draws the minimum over thousands of λ's is mostly
 
 **ESS.** One function for every tool: bulk ESS and rank R-hat of every parameter from
 :func:`geosynth.model.diagnostics.convergence_diagnostics` (arviz's definitions, vectorised;
-the peers' draws are shipped back as float32 arrays), over μ (= μ + mean θ), every α
-(= α + mean φ), every τ (τ_θ, every τ_φ, τ_ε), every centred θ_i and every λ_ib (through
-η = log λ: ranks, so the same ESS). The table gives min bulk ESS/s, the worst parameter and its
-ESS, the minimum of each group, and the largest R-hat (a minimum over ~10⁵ parameters from 2
-chains of a few thousand draws is a low, noisy extreme: ratios are good to tens of per cent).
+the peers' θ and η draws are shipped back as float32 arrays, as geosynth stores them), over
+μ (= μ + mean θ), every α (= α + mean φ), every τ (τ_θ, every τ_φ, τ_ε), every centred θ_i
+and every λ_ib (through η = log λ: ranks, so the same ESS). The table gives min bulk ESS/s,
+the worst parameter and its ESS, the minimum of each group, and the largest R-hat (a minimum
+over ~10⁵ parameters from 2 chains of a few thousand draws is a low, noisy extreme: ratios are
+good to tens of per cent).
 
 **The PyMC model** (:func:`_pymc_model`) is geosynth's model written on its identified
 coordinates. geosynth puts on each ICAR field f (θ and every φ_·p) the ICAR density with
@@ -87,7 +88,8 @@ geosynth sampler against the first), with their verdict (``pass`` / ``FAIL``):
   or linear predictor in either moves whole regions and drops it. Correlation is blind to a
   common shift or scale, which is what the μ check is for.
 * |Δμ| / MC se < 3 — Δμ is the difference of the two posterior means of μ = μ + mean θ and
-  se = sqrt(mcse_1² + mcse_2²), each mcse from its own chains' bulk ESS (arviz). The two
+  se = sqrt(mcse_1² + mcse_2²), each mcse arviz's ``mcse(method="mean")`` of its own chains
+  (sd / sqrt(ESS of the mean): the classic ESS, not the rank-normalised bulk ESS). The two
   estimates are independent, so if both samplers target the same posterior Δμ/se is
   approximately N(0, 1) (a t with tens of degrees of freedom, since the mcse is itself
   estimated from a few hundred draws): |Δμ| > 3 se then happens with probability ≈ 0.3–0.5 %
@@ -225,6 +227,19 @@ def peer_run(text: str) -> tuple[int, int]:
     return tune, draws
 
 
+def positive_seconds(text: str) -> float:
+    """``--max-seconds``: a finite number of seconds > 0 (``fit`` refuses others, but only
+    after the whole comparison has run)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(
+            f"--max-seconds is a finite number of seconds > 0 (e.g. 600), got {text!r}")
+    return seconds
+
+
 def _name_list(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(",") if s.strip())
 
@@ -251,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "PaivaModel uses by default)")
     parser.add_argument("--peers", type=_name_list, default=PEERS,
                         help="peers among pymc,nutpie (default both; '' for none)")
-    parser.add_argument("--max-seconds", type=float, default=MAX_SECONDS,
+    parser.add_argument("--max-seconds", type=positive_seconds, default=MAX_SECONDS,
                         help="max_seconds of each n_iter='auto' fit (default 600)")
     parser.add_argument("--seeds", type=seed_list, default=(SEED,),
                         help="the chains' seeds of the comparison, one run of every tool per "
@@ -827,9 +842,13 @@ def verdict_over_seeds(earlier: str | None, verdict: str) -> str:
     """The agreement verdict over seeds: a failure or a missing check at any seed stands.
 
     ``earlier`` is the verdict of the seeds before (None at the first), ``verdict`` this
-    seed's (:func:`agreement`, or ``"not checked"``).
+    seed's (:func:`agreement`, or ``"not checked"``). A failure outranks a missing check (a
+    peer capped at one seed and disagreeing at another has failed), and the first failure
+    stands.
     """
     if earlier is None or earlier == "pass":
+        return verdict
+    if earlier == "not checked" and verdict.startswith("**FAIL"):
         return verdict
     return earlier
 

@@ -51,3 +51,16 @@ def test_rounds_that_are_not_pairs_from_the_default_get_a_clear_error(text):
 
 def test_rounds_parse_into_pairs():
     assert bench_ceiling.rounds_list("0+0,1+0,8+8") == ((0, 0), (1, 0), (8, 8))
+
+
+@pytest.mark.parametrize("argv", [["--cells", "500"], ["--cells", "1"], ["--cells", "x"],
+                                  ["--sweeps", "0"], ["--sweeps", "-10"]])
+def test_bad_cells_or_sweeps_get_a_usage_error_not_a_traceback(argv, capsys):
+    with pytest.raises(SystemExit):
+        bench_ceiling.main(argv)
+    assert argv[0] in capsys.readouterr().err
+
+
+def test_cells_and_sweeps_parse():
+    assert bench_ceiling.square_cells("1600") == 1600
+    assert bench_ceiling.sweep_count("10000") == 10_000

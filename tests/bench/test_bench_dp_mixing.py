@@ -42,3 +42,22 @@ def test_the_table_has_a_row_per_seed_with_its_shares(small_row):
     assert len(rows) == 2
     assert " / ".join(f"{s:.2f}" for s in row.flat_share) in rows[0]
     assert f"{row.max_rhat:.3f}" in rows[0]
+
+
+@pytest.mark.parametrize("name, value", [
+    ("BENCH_DP_MIXING_SEEDS", "1,1"), ("BENCH_DP_MIXING_SEEDS", "a"),
+    ("BENCH_DP_MIXING_EPSILON", "0"), ("BENCH_DP_MIXING_EPSILON", "nan"),
+    ("BENCH_DP_MIXING_SIDE", "1"), ("BENCH_DP_MIXING_SIDE", "4.5"),
+    ("BENCH_DP_MIXING_SWEEPS", "50"),
+])
+def test_bad_settings_in_the_environment_name_their_variable(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit, match=name):
+        bench_dp_mixing.parse_options()
+
+
+def test_settings_default_and_parse(monkeypatch):
+    assert bench_dp_mixing.parse_options() == ((1, 2, 3), 0.5, 40, 2000)
+    monkeypatch.setenv("BENCH_DP_MIXING_SEEDS", "4, 5")
+    monkeypatch.setenv("BENCH_DP_MIXING_EPSILON", "2")
+    assert bench_dp_mixing.parse_options()[:2] == ((4, 5), 2.0)

@@ -146,3 +146,24 @@ def test_no_peer_is_reported_with_the_reason(monkeypatch, tmp_path):
     monkeypatch.setenv(bench_pymc.PEER_ENV, str(tmp_path / "python"))
     python, why = bench_pymc.find_peer()
     assert python is None and "does not exist" in why
+
+
+def test_a_failure_at_a_later_seed_outranks_an_earlier_missing_check():
+    fail = "**FAIL**: \\|Δμ\\| ≥ 3 se"
+    assert bench_pymc.verdict_over_seeds("not checked", fail) == fail
+    # and the summary then reports the failure, not only the missing check
+    verdict = None
+    for seed_verdict in ("pass", "not checked", fail, "pass"):
+        verdict = bench_pymc.verdict_over_seeds(verdict, seed_verdict)
+    assert verdict == fail
+    options = bench_pymc.Options(sizes=(400,), peers=("pymc",), seeds=(1, 2, 3, 4))
+    summary = bench_pymc._summary({(400, "gibbs", "pymc"): verdict}, {}, options, ("gibbs",),
+                                  "python", {})
+    assert "**FAILED**: gibbs vs pymc at G = 400" in summary
+
+
+@pytest.mark.parametrize("bad", ["0", "-5", "nan", "inf", "ten"])
+def test_max_seconds_that_fit_would_refuse_after_the_comparison_are_refused_first(bad):
+    with pytest.raises(SystemExit):
+        bench_pymc.parse_options(["--max-seconds", bad])
+    assert bench_pymc.parse_options(["--max-seconds", "30"]).max_seconds == 30.0
