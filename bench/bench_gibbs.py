@@ -52,8 +52,8 @@ def run() -> str:
     model = PaivaModel()
     model.fit(_counts(10), n_iter=20, burn_in=10, chains=1, seed=0, progress=False)  # compile
     lines = [
-        "| G | B | sweeps | seconds | sweeps/s | µs per sweep per (G·B) | min bulk ESS | "
-        "min bulk ESS/s (parameter) |",
+        "| G | B | sweeps | seconds | sweeps/s | µs per sweep per (G·B) | min bulk ESS of the "
+        "scalars | min bulk ESS/s (scalar) |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for side in SIDES:
