@@ -54,6 +54,7 @@ __all__ = [
     "ID_COLUMNS",
     "check_id_columns",
     "holds_geometries",
+    "holds_encoded_geometries",
     "LINKED_ATTR",
     "PUBLIC_ATTR",
     "UNLINKED_METHODS",
@@ -576,7 +577,7 @@ def _check_column_names(release: gpd.GeoDataFrame) -> None:
 
 
 def holds_geometries(values: pd.Series) -> bool:
-    """Whether ``values`` is a geometry column, with or without its dtype.
+    """Whether ``values`` is a geometry column, with or without its dtype, or encodes geometries.
 
     Parameters
     ----------
@@ -586,19 +587,71 @@ def holds_geometries(values: pd.Series) -> bool:
     Returns
     -------
     bool
-        True for a geometry dtype, and for an ``object`` column holding a shapely geometry.
+        True for a geometry dtype, for an ``object`` column holding a shapely geometry, and
+        for a column of text or bytes holding a non-empty geometry as WKT (or EWKT), WKB (bytes
+        or hex text) or GeoJSON (:func:`holds_encoded_geometries`).
 
     Notes
     -----
     A list of shapely points assigned to a column (``release["home"] = list(gdf.geometry)``),
     or a geometry column passed through ``apply`` or ``astype(object)``, has dtype ``object``:
-    it was kept, and published the points it holds (the confidential locations).
+    it was kept, and published the points it holds (the confidential locations). So was their
+    text (``release["home"] = gdf.geometry.to_wkt()``, ``.to_wkb()``, ``.to_json()``).
     """
     if isinstance(values.dtype, gpd.array.GeometryDtype):
         return True
-    if values.dtype != object:
+    if values.dtype == object and shapely.is_geometry(values.to_numpy()).any():
+        return True
+    return holds_encoded_geometries(values)
+
+
+def holds_encoded_geometries(values: pd.Series) -> bool:
+    """Whether ``values`` holds a non-empty geometry written as WKT, WKB or GeoJSON.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        A column of text (``object``, ``string`` or categorical) or bytes.
+
+    Returns
+    -------
+    bool
+        True when a value (a category, for a categorical column) parses with shapely as a
+        non-empty geometry: WKT or EWKT text (``"POINT (605123.2 7790456.5)"``), WKB bytes or
+        their hex text, or GeoJSON text. Text that only looks like one (``"Point (of
+        interest)"``) is not.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = pd.Series(values.cat.categories)
+    elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
         return False
-    return bool(shapely.is_geometry(values.to_numpy()).any())
+    items = values.dropna().to_numpy(dtype=object)
+    is_text = np.fromiter((isinstance(v, str) for v in items), bool, len(items))
+    is_bytes = np.fromiter((isinstance(v, bytes | bytearray) for v in items), bool, len(items))
+    texts = pd.Series(items[is_text], dtype=object)
+    wkt = texts[texts.str.match(_WKT_START)].str.replace(_SRID, "", regex=True).to_numpy()
+    hex_wkb = texts[texts.str.fullmatch(_HEX_WKB)].to_numpy()
+    geojson = texts[texts.str.match(_GEOJSON_START)].to_numpy()
+    blobs = np.array([bytes(v) for v in items[is_bytes]], dtype=object)
+    parsed = [
+        shapely.from_wkt(wkt, on_invalid="ignore"),
+        shapely.from_wkb(np.concatenate([hex_wkb, blobs]), on_invalid="ignore"),
+        shapely.from_geojson(geojson, on_invalid="ignore"),
+    ]
+    return any(bool((~shapely.is_missing(g) & ~shapely.is_empty(g)).any()) for g in parsed
+               if len(g))
+
+
+# The start of a non-empty geometry in WKT or EWKT, of WKB as hex text (a byte-order byte and a
+# type: 21 bytes at least, a point), and of GeoJSON; candidates that shapely then parses.
+_WKT_START = re.compile(
+    r"\s*(?:SRID=-?\d+\s*;\s*)?(?:MULTI)?(?:POINT|LINESTRING|POLYGON|CURVE|SURFACE)|"
+    r"\s*(?:SRID=-?\d+\s*;\s*)?(?:GEOMETRYCOLLECTION|CIRCULARSTRING|COMPOUNDCURVE|"
+    r"CURVEPOLYGON|TRIANGLE|TIN|POLYHEDRALSURFACE)", re.IGNORECASE)
+# EWKT's prefix, which GEOS's WKT reader refuses.
+_SRID = re.compile(r"^\s*SRID=-?\d+\s*;", re.IGNORECASE)
+_HEX_WKB = re.compile(r"\s*0[01](?:[0-9A-Fa-f]{2}){20,}\s*")
+_GEOJSON_START = re.compile(r"\s*\{.*\"coordinates\"", re.DOTALL)
 
 
 def _used_levels_only(values: pd.Series) -> pd.Series:

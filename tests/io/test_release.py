@@ -260,6 +260,14 @@ def test_writer_refuses_geometries_in_a_column_of_objects(tmp_path, confidential
     assert not path.exists()
 
 
+def test_writer_refuses_geometries_written_as_text(tmp_path, confidential):
+    release = public_like()
+    release["home"] = confidential.geometry.iloc[: len(release)].to_wkt().to_numpy()
+    with pytest.raises(InputError, match="second geometry column 'home'"):
+        write_release(tmp_path / "release.gpkg", [release])
+    assert not (tmp_path / "release.gpkg").exists()
+
+
 def test_writer_refuses_columns_of_original_labels(tmp_path, confidential, fitted):
     _, _, public = fitted
     path = tmp_path / "release.gpkg"

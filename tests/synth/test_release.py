@@ -18,6 +18,7 @@ from geosynth.synth.release import (
     PUBLIC_ATTR,
     ReleaseInfo,
     baseline_method,
+    holds_geometries,
     is_linked,
     is_public,
     make_release,
@@ -93,6 +94,35 @@ def test_geometries_in_an_object_column_are_dropped(release, regular_data, how):
     assert list(public.columns) == ["a", "c", "z", "geometry", "label"]
     original = set(map(tuple, shapely.get_coordinates(gdf.geometry.array)))
     assert original.isdisjoint(map(tuple, shapely.get_coordinates(public.geometry.array)))
+
+
+_ENCODINGS = {
+    "wkt": lambda points: points.to_wkt(),
+    "ewkt": lambda points: "SRID=31983;" + points.to_wkt(),
+    "wkb": lambda points: pd.Series(points.to_wkb(), index=points.index, dtype=object),
+    "hex-wkb": lambda points: points.to_wkb(hex=True),
+    "geojson": lambda points: pd.Series([gpd.GeoSeries([p]).to_json() for p in points],
+                                        index=points.index),
+    "categorical-wkt": lambda points: points.to_wkt().astype("category"),
+}
+
+
+@pytest.mark.parametrize("encoding", list(_ENCODINGS))
+def test_geometries_written_as_text_or_bytes_are_dropped(release, regular_data, encoding):
+    """The original points as WKT, WKB or GeoJSON text were kept by to_public and published."""
+    gdf = regular_data[0]
+    internal = release.copy()
+    internal["home"] = _ENCODINGS[encoding](gdf.geometry)
+    internal["label"] = pd.Series(["Point (of interest)"] * len(gdf), index=gdf.index)
+    assert holds_geometries(internal["home"]) and not holds_geometries(internal["label"])
+    public = to_public(internal, seed=2)
+    assert "home" not in public.columns and "label" in public.columns
+
+
+@pytest.mark.parametrize("values", [["POINT EMPTY", None], ["0101", "cafe" * 20], [b"abc"],
+                                    ['{"coordinates": 1}'], [1.5, 2.5]])
+def test_text_that_holds_no_geometry_is_kept(values):
+    assert not holds_geometries(pd.Series(values))
 
 
 def test_keeps_a_custom_geometry_name():
