@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import secrets
+import shlex
 import signal
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from geosynth._atomic import AtomicOutputs, create_new
+from geosynth._atomic import STAGING_MARK, AtomicOutputs, create_new
 from geosynth.errors import InputError
 
 if TYPE_CHECKING:
@@ -115,7 +116,13 @@ class InterruptWatch:
 
     @contextlib.contextmanager
     def deferred(self) -> Iterator[None]:
-        """Hold Ctrl-C back during the block; raise it (if pressed) when the block ends."""
+        """Hold Ctrl-C back during the block; raise it (if pressed) when the block ends.
+
+        Blocks may nest: only the outermost one raises the interrupt held back.
+        """
+        if self._deferring:  # within an outer block, which raises it
+            yield
+            return
         self._deferring, self._pending = True, False
         try:
             yield
@@ -229,6 +236,8 @@ class RunOutputs:
             return self.outputs.add(path, private=private)
         except OSError as err:
             raise _output_error(option, Path(path), err) from err
+        except InputError as err:  # control characters, SQLite journals: name the option
+            raise InputError(f"{option}: {err}") from err
 
     def check_folder(self, option: str, path: str | os.PathLike) -> None:
         """Check now that ``path`` can be staged later (by a writer given :attr:`outputs`).
@@ -252,8 +261,11 @@ class RunOutputs:
             probe.add(path)
         except OSError as err:
             raise _output_error(option, Path(path), err) from err
+        except InputError as err:  # control characters, SQLite journals: name the option
+            raise InputError(f"{option}: {err}") from err
         finally:
-            probe.discard()
+            with _held_back(_watch()):  # Ctrl-C meanwhile left the probe's folder behind
+                probe.discard()
 
     def commit(self) -> list[Path]:
         """Move every staged file into place, unless the run was interrupted.
@@ -271,17 +283,21 @@ class RunOutputs:
             Ctrl-C was pressed during the run: nothing is written.
         geosynth.errors.InputError
             Without ``--overwrite``, another process created one of the files while this run
-            worked; nothing of this run is left and the other file is kept.
+            worked; nothing of this run is left and the other file is kept. Or a file could
+            not be moved into place (a full disk, a folder that forbids it, a directory made
+            at its name meanwhile): the message names its option and the fix, and every file
+            is left as it was.
         """
         stop_if_interrupted()
-        watch = _watch()
-        hold = watch.deferred() if watch is not None else contextlib.nullcontext()
         ctx = click.get_current_context(silent=True)
-        with hold:
+        with _held_back(_watch()):
             try:
                 written = self.outputs.commit()
             except FileExistsError as err:
                 path = Path(err.filename) if err.filename else None
+                if path is not None and path.is_dir():  # --overwrite would not replace it
+                    raise self._commit_error(IsADirectoryError(
+                        errno.EISDIR, "Is a directory", str(path))) from err
                 option = self._options.get(os.path.abspath(path), "an output") if path else \
                     "an output"
                 raise InputError(
@@ -289,17 +305,72 @@ class RunOutputs:
                     "it was kept and nothing was written: choose another file name, or pass "
                     "--overwrite to replace it"
                 ) from None
+            except OSError as err:  # a raw OSError named no option (e.g. "[Errno 28] ...")
+                raise self._commit_error(err) from err
             self._committed = True
             if ctx is not None and isinstance(ctx.obj, dict):
                 ctx.obj.setdefault("written", []).extend(written)
         return written
 
     def discard(self) -> None:
-        """Remove every staged file and the folders created for them; nothing is written."""
-        self.outputs.discard()
-        for folder in sorted(set(self._new_folders), key=lambda p: len(p.parts), reverse=True):
-            with contextlib.suppress(OSError):
-                folder.rmdir()  # only if empty: never a file of someone else
+        """Remove every staged file and the folders created for them; nothing is written.
+
+        Ctrl-C pressed meanwhile takes effect once all of them are removed: raised in the
+        middle, it left the other staging folders (and the folders made for them) behind.
+        """
+        with _held_back(_watch()):
+            self.outputs.discard()
+            for folder in sorted(set(self._new_folders), key=lambda p: len(p.parts),
+                                 reverse=True):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # only if empty: never a file of someone else
+
+    def _commit_error(self, err: OSError) -> InputError:
+        """Return the message of a file not moved into place: its option and the fix."""
+        found = self._culprits(err)
+        if len(found) == 1:
+            [(path, option)] = found.items()
+            named = f"{option} {path}"
+        else:  # a folder of several outputs, or an unknown file: name them all
+            named = "the outputs " + ", ".join(f"{option} {path}" for path, option in (
+                found or {Path(p): o for p, o in self._options.items()}).items())
+        reason = os.strerror(err.errno) if err.errno else (err.strerror or str(err))
+        undone = "nothing was written and no file was replaced"
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            return InputError(f"{named} could not be written: the disk is full ({reason}); free "
+                              f"some space or write to another disk, then run again ({undone})")
+        if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return InputError(f"{named} could not be moved into place ({reason}); choose a "
+                              f"folder you can write to, or fix its permissions ({undone})")
+        if err.errno == errno.EISDIR:
+            return InputError(f"{named} is a directory (made while this run worked); give a "
+                              f"file name, or remove that directory ({undone})")
+        detail = err.strerror or reason
+        if err.errno == errno.ENOENT:  # e.g. "could not be written: another process removed ..."
+            return InputError(f"{named}: {detail}; run again ({undone})")
+        return InputError(f"{named} could not be written ({detail}); check the disk and the "
+                          f"folder, then run again ({undone})")
+
+    def _culprits(self, err: OSError) -> dict[Path, str]:
+        """Return the outputs an error of the commit is about, ``{target: option}`` (or none).
+
+        The error names the target, a file in the target's staging folder beside it (named
+        ``.<target name>.geosynth-staging-...``), or a folder holding targets.
+        """
+        found: dict[Path, str] = {}
+        for name in (err.filename, err.filename2):
+            if not name:
+                continue
+            path = Path(os.path.abspath(os.fsdecode(name)))
+            for target, option in self._options.items():
+                target = Path(target)
+                staging = (path.parent.parent == target.parent and STAGING_MARK in
+                           path.parent.name and path.parent.name.startswith(f".{target.name}."))
+                if path in (target, target.parent) or staging:
+                    found[target] = option
+            if found:
+                break
+        return found
 
     def _note_new_folders(self, path: Path) -> None:
         """Remember the folders above ``path`` that do not exist yet (created by staging)."""
@@ -307,6 +378,11 @@ class RunOutputs:
         while not folder.exists() and folder != folder.parent:
             self._new_folders.append(folder)
             folder = folder.parent
+
+
+def _held_back(watch: InterruptWatch | None) -> contextlib.AbstractContextManager:
+    """Hold Ctrl-C back during the block through ``watch`` (nothing held back without one)."""
+    return watch.deferred() if watch is not None else contextlib.nullcontext()
 
 
 def _output_error(option: str, path: Path, err: OSError) -> InputError:
@@ -591,7 +667,9 @@ def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
         With the UTM zone to reproject to, when it can be estimated.
     """
     from geosynth.errors import CRSError
+    from geosynth.io import printable
 
+    name = printable(name)
     if points.crs is None:
         raise CRSError(f"{name} has no CRS; pass --crs with the CRS of its coordinates")
     if points.crs.is_geographic:
@@ -599,10 +677,16 @@ def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
             utm = points.estimate_utm_crs().to_string()
         except (RuntimeError, ValueError):  # no valid coordinates to estimate from
             utm = "EPSG:<UTM zone>"
+        # Quoted for the shell: a file name with spaces or metacharacters ("cases (2).gpkg")
+        # made the pasted command fail or run something else. Always in quotes, which also
+        # keeps the command line's rewording of messages off it ("x=1.gpkg" is no --x).
+        word = shlex.quote(name)
+        if not word.startswith("'"):  # only characters that need no quotes: quote it anyway
+            word = f"'{name}'"
         raise CRSError(
             f"{name} is in the geographic CRS {points.crs.to_string()} (degrees); the lattice "
             f"needs a projected CRS in metres: reproject the file first, e.g. to {utm} "
-            f"(ogr2ogr -t_srs {utm} projected.gpkg {name})"
+            f"(ogr2ogr -t_srs {shlex.quote(utm)} projected.gpkg {word})"
         )
 
 
@@ -885,7 +969,7 @@ def _staged_file(path, overwrite, outputs, option, private) -> Iterator[Path]:
         return
     with RunOutputs(overwrite) as own:
         yield own.stage(option, path, private=private)
-        own.outputs.commit()
+        own.commit()  # its errors name the option
 
 
 def text_block(table: pd.DataFrame | pd.Series, float_format: str = "{:,.3f}") -> str:

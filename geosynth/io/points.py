@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import struct
 from pathlib import Path
 from typing import Any
@@ -365,7 +366,8 @@ def _read_parquet(source: Path) -> gpd.GeoDataFrame:
         raise ImportError(
             f"reading the GeoParquet file {printable(source.name)} needs the optional package "
             "pyarrow (pip install pyarrow); or convert the file to a GeoPackage, e.g. "
-            f"ogr2ogr {printable(source.stem)}.gpkg {printable(source.name)}"
+            f"ogr2ogr {shlex.quote(printable(source.stem) + '.gpkg')} "
+            f"{shlex.quote(printable(source.name))}"
         ) from None
     try:
         gdf = gpd.read_parquet(source)

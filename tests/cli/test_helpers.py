@@ -1,6 +1,7 @@
 """Helpers of the subcommands: outputs that cannot be written are refused naming the option."""
 
 import os
+import subprocess
 
 import pytest
 
@@ -29,3 +30,63 @@ def test_output_through_a_loop_of_symbolic_links_is_refused(tmp_path):
     os.symlink("loop", tmp_path / "loop")
     with pytest.raises(InputError, match=r"^--map .*points back to itself"):
         check_outputs({"--map": tmp_path / "loop" / "review.html"}, overwrite=False)
+
+
+@pytest.mark.parametrize("name", ["my cases (2).gpkg", "a;touch pwned.gpkg", "$(id)`x`.gpkg",
+                                  "it's.gpkg"])
+def test_the_ogr2ogr_advice_quotes_the_file_name(name, tmp_path):
+    # The command was printed unquoted: pasted, "my cases (2).gpkg" was a shell syntax error and
+    # "a;touch pwned.gpkg" ran a second command.
+    import shlex
+
+    import geopandas as gpd
+    import shapely
+
+    from geosynth.cli.helpers import check_projected
+    from geosynth.errors import CRSError
+
+    points = gpd.GeoDataFrame(geometry=[shapely.Point(-46.6, -23.5)], crs="EPSG:4326")
+    with pytest.raises(CRSError) as caught:
+        check_projected(points, name)
+    command = str(caught.value).split("(ogr2ogr ")[1].rsplit(")", 1)[0]
+    assert shlex.split(command) == ["-t_srs", "EPSG:32723", "projected.gpkg", name]
+    # As a shell reads it when pasted: no substitution, no second command.
+    shell = subprocess.run(["sh", "-c", f"printf '%s\\n' {command}"], capture_output=True,
+                           text=True, check=False, cwd=tmp_path)
+    assert shell.stdout.splitlines() == ["-t_srs", "EPSG:32723", "projected.gpkg", name]
+
+
+def test_the_ogr2ogr_advice_shows_no_control_character():
+    import geopandas as gpd
+    import shapely
+
+    from geosynth.cli.helpers import check_projected
+    from geosynth.errors import CRSError
+
+    points = gpd.GeoDataFrame(geometry=[shapely.Point(-46.6, -23.5)], crs="EPSG:4326")
+    with pytest.raises(CRSError) as caught:
+        check_projected(points, "cases\x1b[2J.gpkg")
+    assert "\x1b" not in str(caught.value) and "cases?[2J.gpkg" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["x=1.gpkg", "n_iter.gpkg", "my cases.gpkg"])
+def test_the_ogr2ogr_advice_names_the_file_through_the_command(inputs, tmp_path, name):
+    # The command line rewords messages (x=... is --x, n_iter is --iterations): the advice
+    # said "ogr2ogr ... projected.gpkg --x 1.gpkg" for the file x=1.gpkg.
+    import shlex
+    import shutil
+
+    shutil.copy(inputs["wgs84"], tmp_path / name)
+    result = run("tune", tmp_path / name, "--attributes", "y,x1", "--grids", "3x3",
+                 "--report", tmp_path / "t.md")
+    assert_refused(result, "geographic CRS EPSG:4326")
+    command = result.output.split("(ogr2ogr ")[1].split(")\n")[0]
+    assert shlex.split(command)[-2:] == ["projected.gpkg", name]
+
+
+def test_an_output_with_control_characters_is_refused_naming_the_option(inputs, tmp_path):
+    # "the output path '...' contains control characters" named no option.
+    result = run("tune", inputs["gpkg"], "--attributes", "y,x1", "--grids", "3x3",
+                 "--report", tmp_path / "tune\nreport.md")
+    assert_refused(result, "--report: the output path", "contains control characters")
+    assert "Tuning" not in result.output and list(tmp_path.iterdir()) == []

@@ -1,5 +1,6 @@
 """One transaction per run: file modes, all or nothing, Ctrl-C, and two runs to one --out."""
 
+import errno
 import os
 import select
 import signal
@@ -334,3 +335,125 @@ def test_run_outputs_name_the_option_of_a_file_created_meanwhile(tmp_path):
             outputs.commit()
     assert target.read_text() == "theirs"
     assert files(tmp_path) == ["report.md"]
+
+
+# ---------------------------------------------------------------------- errors of the commit
+def fail_in_commit(monkeypatch, before_commit):
+    """Run ``before_commit(outputs)`` just before the outputs of a run are moved into place."""
+    real_commit = AtomicOutputs.commit
+
+    def commit(self):
+        before_commit(self)
+        return real_commit(self)
+
+    monkeypatch.setattr(AtomicOutputs, "commit", commit)
+
+
+def test_a_full_disk_at_commit_names_the_option_and_writes_nothing(inputs, tmp_path,
+                                                                   monkeypatch):
+    # The flush before the moves failed with "Error: [Errno 28] could not be written to disk
+    # ...: '/.../release.gpkg'", an OSError naming no option.
+    def full(descriptor):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    fail_in_commit(monkeypatch, lambda outputs: monkeypatch.setattr(os, "fsync", full))
+    result = run("release", inputs["gpkg"], *ARGS, "--seed", 5,
+                 "--out", tmp_path / "release.gpkg")
+    assert_refused(result, "--out", str(tmp_path / "release.gpkg"), "the disk is full",
+                   "free some space", "nothing was written")
+    assert "Errno" not in result.output
+    assert files(tmp_path) == [] and no_staging(tmp_path)
+
+
+def test_a_move_refused_by_the_folder_names_the_option(inputs, tmp_path, monkeypatch):
+    # "[Errno 13] Permission denied: '<staging folder>/report.md' -> '.../report.md'".
+    real_link = os.link
+
+    def link(source, target, *args, **kwargs):
+        if Path(target).name == "report.md":
+            raise PermissionError(errno.EACCES, "Permission denied", str(source), None,
+                                  str(target))
+        return real_link(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", link)
+    result = run(*release_args(inputs, tmp_path))
+    assert_refused(result, "--report", str(tmp_path / "report.md"), "Permission denied",
+                   "choose a folder you can write to", "nothing was written")
+    assert "Errno" not in result.output and "--out" not in result.output
+    assert files(tmp_path) == [] and no_staging(tmp_path)
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["new", "overwrite"])
+def test_a_directory_made_at_an_output_meanwhile_names_the_option(inputs, tmp_path,
+                                                                  monkeypatch, overwrite):
+    # With --overwrite: "[Errno 21] Is a directory: '.../report.md'"; without, "created by
+    # another process ... pass --overwrite to replace it", which would not replace a directory.
+    report = tmp_path / "report.md"
+    fail_in_commit(monkeypatch, lambda outputs: report.mkdir())
+    result = run(*release_args(inputs, tmp_path, *(["--overwrite"] if overwrite else [])))
+    assert "--overwrite" not in result.output
+    assert_refused(result, "--report", str(report), "is a directory", "give a file name")
+    assert "Errno" not in result.output
+    assert files(tmp_path) == ["report.md"] and report.is_dir() and no_staging(tmp_path)
+
+
+def test_ctrl_c_during_the_cleanup_still_removes_every_staged_file(inputs, tmp_path,
+                                                                   monkeypatch):
+    # Ctrl-C while a failed run removed its staging folders stopped the removal: the others
+    # (with the staged map and report) and the folder made for the map stayed behind.
+    import shutil
+
+    real_write, real_rmtree = io.write_release, shutil.rmtree
+    pressed = []
+
+    def rmtree(path, *args, **kwargs):
+        if not pressed:
+            pressed.append(path)
+            signal.raise_signal(signal.SIGINT)
+        return real_rmtree(path, *args, **kwargs)
+
+    def write_then_ctrl_c(*args, **kwargs):
+        real_write(*args, **kwargs)
+        monkeypatch.setattr(shutil, "rmtree", rmtree)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(io, "write_release", write_then_ctrl_c)
+    result = run("release", inputs["gpkg"], *ARGS, "--seed", 5, "--out",
+                 tmp_path / "release.gpkg", "--map", tmp_path / "maps" / "review.html",
+                 "--report", tmp_path / "report.md")
+    assert pressed
+    interrupted(result)
+    assert files(tmp_path) == [] and no_staging(tmp_path)
+
+
+def test_ctrl_c_held_back_by_nested_blocks_waits_for_the_outer_one():
+    # The inner block's end let Ctrl-C through in the middle of the outer one.
+    from geosynth.cli.helpers import InterruptWatch
+
+    steps = []
+    with pytest.raises(KeyboardInterrupt), InterruptWatch() as watch, watch.deferred():
+        with watch.deferred():
+            steps.append("inner")
+        signal.raise_signal(signal.SIGINT)
+        steps.append("after the inner block")
+    assert steps == ["inner", "after the inner block"] and watch.interrupted
+
+
+def test_ctrl_c_while_the_output_folders_are_checked_leaves_no_staging_folder(inputs, tmp_path,
+                                                                             monkeypatch):
+    # The check of each output folder stages a probe and removes it: Ctrl-C in the removal
+    # left the probe's staging folder beside the output.
+    import shutil
+
+    real_rmtree = shutil.rmtree
+    pressed = []
+
+    def rmtree(path, *args, **kwargs):
+        if not pressed:
+            pressed.append(path)
+            signal.raise_signal(signal.SIGINT)
+        return real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    interrupted(run(*release_args(inputs, tmp_path)))
+    assert pressed and files(tmp_path) == [] and no_staging(tmp_path)

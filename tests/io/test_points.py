@@ -114,6 +114,21 @@ def test_read_points_geoparquet_without_pyarrow(tmp_path, monkeypatch):
         read_points(path)
 
 
+def test_the_ogr2ogr_advice_without_pyarrow_quotes_the_file_names(tmp_path, monkeypatch):
+    # Unquoted, "my points (1).parquet" made the pasted command a shell syntax error, and a
+    # name holding ";" ran a second command.
+    import shlex
+
+    path = tmp_path / "my points (1);x.parquet"
+    path.write_bytes(b"PAR1 not really")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setattr(pyogrio, "list_drivers", lambda **kwargs: {})
+    with pytest.raises(ImportError) as caught:
+        read_points(path)
+    command = str(caught.value).split("e.g. ")[1]
+    assert shlex.split(command) == ["ogr2ogr", "my points (1);x.gpkg", "my points (1);x.parquet"]
+
+
 def test_read_points_csv(tmp_path, points):
     path = tmp_path / "points.csv"
     xy = shapely.get_coordinates(points.geometry)
