@@ -49,7 +49,8 @@ lattice, ``max_bytes``) and
 * counts every combination of the declared levels (``B`` = their product, in code order, empty
   combinations included), so the memory check uses that public number;
 * drops, instead of refusing, a record whose point is missing, empty, not a Point or outside
-  every cell, or whose attribute value is not a declared level (NaN included): under add/remove
+  every cell, or whose attribute value is not a declared level (NaN included; a boolean
+  matches only a boolean level, as ``True == 1`` in Python): under add/remove
   neighbours a dropped record changes at most one count, so the table's sensitivity stays 1;
 * skips the checks that read the values: record-identifying attributes (the published levels
   are the declared ones; the noise protects the counts), more combinations than records, a
@@ -79,8 +80,9 @@ rare category in large data (a few singletons among thousands) passes, with a
 ``RARE_LEVEL_RECORDS`` (3) records, which a release publishes all the same. Pass
 ``allow_identifying=True`` only for a column whose levels are public and cannot be linked to a
 person; otherwise drop the column or coarsen it into groups. Combinations of several attributes
-are not checked here (each attribute alone is); the model needs fewer possible combinations than
-records anyway.
+are not refused (each attribute alone is; the model needs fewer possible combinations than
+records), but combinations that identify records by the rules above (8 x 5 levels over 40
+records, one record each, pass that need) get a :class:`~geosynth.errors.PrivacyLeakWarning`.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ from geosynth._validation import (
     check_bool,
     check_max_bytes,
     check_unique_columns,
+    describe_value,
 )
 from geosynth.errors import (
     CRSError,
@@ -148,6 +151,7 @@ __all__ = [
     "IDENTIFYING_LEVEL_SHARE",
     "RARE_LEVEL_RECORDS",
     "MAX_CONTINUOUS",
+    "continuous_values",
     "IDENTIFYING_MIN_RECORDS",
     "IDENTIFYING_MIN_SINGLETONS",
     "IDENTIFYING_SINGLETON_SHARE",
@@ -543,7 +547,8 @@ def prepare(
     InputError
         ``gdf`` is not a GeoDataFrame (a Dask frame: see Notes) or has no rows; missing,
         empty or non-point geometries;
-        attributes empty, duplicated, missing or named ``"__geosynth_..."``; a ``continuous``
+        attributes empty, duplicated, missing, named by tuples, written alike (``5`` and
+        ``"5"``) or named ``"__geosynth_..."``; a ``continuous``
         column missing, listed twice, also an attribute, non-numeric, NaN or infinite; NaN in
         an attribute; points outside the grid with ``outside="error"``; a bad ``outside`` or
         ``max_bytes``; more possible combinations (product of the numbers of levels) than
@@ -556,7 +561,8 @@ def prepare(
         CRS). With ``levels``, only what the arguments and the frame's columns, dtypes and
         CRS show: an invalid ``levels`` (not a dict, an attribute missing, an empty list, a
         level listed twice, NaN or unhashable, levels written alike or labelling two
-        combinations alike), ``continuous`` given.
+        combinations alike), a boolean column declared with non-boolean levels or a numeric
+        one with boolean levels, ``continuous`` given.
     CRSError
         ``gdf`` has no CRS while the grid has one, the CRSs differ, or ``gdf`` is in degrees.
     MemoryLimitError
@@ -568,6 +574,11 @@ def prepare(
         An attribute has a single level among the kept records, points were dropped, or an
         identifying attribute was kept with ``allow_identifying=True``. With ``levels``: how
         many records were dropped, and why (for the curator; a release does not hold it).
+    PrivacyLeakWarning
+        Two or more lattice bounds equal the located records' extreme coordinates (also with
+        ``levels``). Without ``levels``: an attribute has levels held by fewer than
+        :data:`RARE_LEVEL_RECORDS` records, or the combinations of several attributes
+        (nearly) identify records.
 
     Notes
     -----
@@ -691,7 +702,8 @@ def check_columns(
     ------
     InputError
         MultiIndex column names or no active geometry column; attributes empty, duplicated,
-        missing, clashing with the ``combos`` columns or named with the prefix
+        missing, named by tuples or written alike (``5`` and ``"5"``), clashing with the
+        ``combos`` columns or named with the prefix
         ``"__geosynth_"`` of the count table's columns; a ``continuous`` column missing,
         listed twice, also an attribute, or not numeric; several columns of ``gdf`` share the
         name of an attribute or ``continuous`` column.
@@ -710,7 +722,8 @@ def check_columns(
     available = [c for c in gdf.columns if c != geometry_name]
     if not isinstance(attributes, str | Sequence | pd.Index | np.ndarray):
         raise InputError(f"attributes must be a column name or a list of column names, got "
-                         f"{attributes!r}; e.g. attributes=['sex', 'age_group'] (of {available})")
+                         f"{describe_value(attributes)}; e.g. attributes=['sex', 'age_group'] "
+                         f"(of {available})")  # a Series given here holds confidential values
     attrs = (attributes,) if isinstance(attributes, str) else tuple(attributes)
     if not attrs:
         raise InputError(
@@ -732,6 +745,7 @@ def check_columns(
                 f"continuous column {name!r} is also listed in attributes; use it in one role"
             )
     check_unique_columns(gdf, "gdf", (*attrs, *covariates))
+    _check_names_written_apart(attrs)
     generated = [f"{a}_code" for a in attrs] + ["n_records"]
     clash = sorted(set(attrs) & set(generated), key=str)
     if clash:
@@ -749,6 +763,29 @@ def check_columns(
     for name in covariates:
         _check_numeric(gdf[name])
     return attrs
+
+
+def _check_names_written_apart(attrs: tuple[Hashable, ...]) -> None:
+    """Refuse attributes named by tuples, or whose names are written alike (``5`` and ``"5"``).
+
+    ``combos`` names an attribute's codes ``f"{name}_code"`` and the labels ``f"{name}=level"``:
+    the second ``"5_code"`` column overwrote the first, so attribute 5 took the codes of ``"5"``.
+    """
+    tuples = [a for a in attrs if isinstance(a, tuple)]
+    if tuples:  # a tuple key makes the count table's columns a MultiIndex
+        raise InputError(
+            f"attribute names {tuples} are tuples; name the columns with str, e.g. "
+            "gdf.columns = ['_'.join(map(str, c)) if isinstance(c, tuple) else c for c in "
+            "gdf.columns]"
+        )
+    written = [str(a) for a in attrs]
+    alike = sorted({w for w in written if written.count(w) > 1})
+    if alike:
+        raise InputError(
+            f"attributes {[a for a in attrs if str(a) in alike]} are written alike ({alike}), "
+            "so their code columns and labels in combos and a release would be one; rename "
+            "them with gdf.rename(columns=...)"
+        )
 
 
 def check_crs(gdf: gpd.GeoDataFrame, grid: Any, name: str = "gdf") -> None:
@@ -838,8 +875,26 @@ def _check_numeric(series: pd.Series) -> None:
         )
 
 
-def _continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
-    """Return the float64 values of the (numeric) continuous column; refuse NaN and infinity."""
+def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
+    """Return the float64 values of a continuous column, refusing values :func:`prepare` cannot use.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The confidential points.
+    column : str
+        A continuous column of ``gdf`` whose dtype :func:`check_columns` accepted.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A value is missing, infinite or beyond ±:data:`MAX_CONTINUOUS` (the message names the
+        rows, never the values).
+    """
     _check_no_nan(gdf, column, "continuous column")
     values = gdf[column].to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values)
@@ -1069,8 +1124,9 @@ def check_declared(given: Any, name: str) -> list:
     if _mixes_booleans_and_numbers(pd.Series(declared, dtype=object)):
         raise InputError(f"{name} holds both booleans and numbers, and True is the level 1 "
                          "(False is 0); give levels of one type")
-    repeated = sorted({str(v) for k, v in enumerate(declared) if v in declared[:k]})
-    if repeated or not unique:  # 1 and 1.0: one level, a combination of pure noise
+    if not unique:  # 1 and 1.0: one level, a combination of pure noise
+        seen: set = set()  # by == and hash, in one pass (a scan per level took hours at 10⁶)
+        repeated = sorted({str(v) for v in declared if v in seen or seen.add(v)})
         raise InputError(f"{name} lists {repeated[:5]} more than once; give each public level "
                          "once")
     return declared
@@ -1084,9 +1140,11 @@ def _level_index(declared: list) -> pd.Index:
 def domain_codes(declared: list, values: np.ndarray) -> np.ndarray:
     """Code of each value among declared levels, -1 where it is none of them.
 
-    Values match by ``==`` and hash, so ``1`` and ``1.0`` are one level; an unhashable value (a
-    list in an object column) is no level and gets -1, not an error: the one matching of values
-    to a declared domain (:func:`prepare` with ``levels``, the DP synthesizers' ``categories``).
+    Values match by ``==`` and hash, so ``1`` and ``1.0`` are one level, but a boolean matches
+    only a boolean level (``True == 1`` in Python: a flag was counted as the level ``1``); a
+    value of no level (an unhashable one, a list in an object column, too) gets -1, not an
+    error, so that success does not depend on the records: the one matching of values to a
+    declared domain (:func:`prepare` with ``levels``, the DP synthesizers' ``categories``).
 
     Parameters
     ----------
@@ -1102,12 +1160,30 @@ def domain_codes(declared: list, values: np.ndarray) -> np.ndarray:
     """
     index = _level_index(declared)
     try:
-        return index.get_indexer(values)
+        codes = index.get_indexer(values)
     except TypeError:  # a list or dict in the column: no declared level, dropped, not refused
         hashable = np.array([_is_hashable(v) for v in values], dtype=bool)
         codes = np.full(len(values), -1, dtype=np.intp)
         codes[hashable] = index.get_indexer(values[hashable])
-        return codes
+    level_is_bool = np.array([_is_bool(v) for v in declared], dtype=bool)
+    if level_is_bool.any() or _may_hold_booleans(values):
+        value_is_bool = np.fromiter((_is_bool(v) for v in values), dtype=bool,
+                                    count=len(values))
+        codes[(codes >= 0) & (value_is_bool != level_is_bool[codes])] = -1
+    return codes
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool | np.bool_)
+
+
+def _may_hold_booleans(values: np.ndarray) -> bool:
+    """Whether ``values`` may hold booleans (pandas' inference, in C: no loop over strings)."""
+    return pd.api.types.infer_dtype(values, skipna=True) not in (
+        "string", "bytes", "floating", "integer", "decimal", "empty", "categorical",
+        "datetime64", "datetime", "date", "timedelta64", "timedelta", "time", "period",
+        "interval", "complex",
+    )
 
 
 def _is_hashable(value: Any) -> bool:
@@ -1153,8 +1229,10 @@ def _prepare_on_domain(
     """:func:`prepare` with ``levels``: refusals from public facts only, records dropped."""
     _check_frame_type(gdf)
     attrs, domain = check_domain_options(gdf, grid, attributes, continuous, levels, max_bytes)
-    cell, combo, dropped = locate_on_domain(gdf, grid, domain)
-    warn_dropped(dropped.sum(axis=0), len(gdf), stacklevel=4)
+    # One frame deeper than locate_records: warn_if_bounds_touch_records, locate_on_domain,
+    # this function, prepare, then the user's line.
+    cell, combo, dropped = locate_on_domain(gdf, grid, domain, stacklevel=5)
+    warn_dropped(dropped.sum(axis=0), len(gdf), stacklevel=4)  # warn_dropped, here, prepare
     keep = (cell >= 0) & (combo >= 0)
     return counts_on_domain(cell[keep], combo[keep], gdf.index[keep], grid, attrs, domain)
 
@@ -1190,10 +1268,33 @@ def check_domain_options(
                          "continuous variable yet; drop continuous=")
     check_crs(frame, grid)
     domain = check_levels(levels, attrs)
+    for a, declared in domain.items():
+        _check_boolean_domain(meta[a].dtype, a, declared)
     n_combos = math.prod(len(v) for v in domain.values())
     _check_memory(int(grid.n_cells), n_combos, 0, max_bytes, len(domain))  # public numbers
     _check_labels(domain, lambda: domain_combos(domain))
     return attrs, domain
+
+
+def _check_boolean_domain(dtype: Any, attribute: Hashable, declared: list) -> None:
+    """Refuse, from the dtype, a boolean column declared with numbers or the reverse.
+
+    A boolean matches only a boolean level (:func:`domain_codes`), so every record would be
+    dropped; both facts are public (the schema and the declared levels).
+    """
+    bool_levels = [_is_bool(v) for v in declared]
+    if pd.api.types.is_bool_dtype(dtype) and not all(bool_levels):
+        raise InputError(
+            f"attribute {attribute!r} is a boolean column, but levels[{attribute!r}] are not "
+            f"all booleans (True is not the level 1 here); declare "
+            f"levels[{attribute!r}] = [False, True]"
+        )
+    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype) and any(
+            bool_levels):
+        raise InputError(
+            f"attribute {attribute!r} is a numeric column, but levels[{attribute!r}] holds "
+            "booleans, which no number matches; declare its numeric levels (e.g. [0, 1])"
+        )
 
 
 def counts_on_domain(
@@ -1235,12 +1336,14 @@ def counts_on_domain(
 DROP_REASONS = (
     "without a usable point geometry (missing, empty, not a Point, NaN coordinates)",
     "in no lattice cell (outside the lattice or region, or in an excluded area)",
-    "with an attribute value outside the declared levels (NaN included)",
+    "with an attribute value outside the declared levels (NaN included; True and False "
+    "match only boolean levels)",
 )
 
 
 def locate_on_domain(
-    gdf: gpd.GeoDataFrame, grid: Any, domain: dict[str, list], *, check_bounds: bool = True
+    gdf: gpd.GeoDataFrame, grid: Any, domain: dict[str, list], *, check_bounds: bool = True,
+    stacklevel: int = 4,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cell and domain combination of every record, -1 where it cannot be counted.
 
@@ -1254,6 +1357,9 @@ def locate_on_domain(
     check_bounds : bool, default True
         Warn when the lattice bounds equal the located records' extremes
         (:func:`warn_if_bounds_touch_records`); a partitioned caller checks once over all.
+    stacklevel : int, default 4
+        Of that warning, counted from :func:`warn_if_bounds_touch_records` (4: the caller of
+        the function that calls this one).
 
     Returns
     -------
@@ -1271,9 +1377,7 @@ def locate_on_domain(
                              f"{int(usable.sum())} points; grid must be a geosynth.lattice.Grid")
         cell[usable] = located
         if check_bounds:
-            warn_if_bounds_touch_records(grid, xy[cell >= 0])
-    for a in domain:
-        _check_not_bool_and_number(gdf[a])
+            warn_if_bounds_touch_records(grid, xy[cell >= 0], stacklevel=stacklevel)
     codes = np.stack([domain_codes(declared, gdf[a].to_numpy(dtype=object))
                       for a, declared in domain.items()])
     in_domain = (codes >= 0).all(axis=0)
@@ -1386,7 +1490,7 @@ def locate_records(
         _check_no_nan(gdf, a, "attribute")
         _check_not_bool_and_number(gdf[a])
     covariates = covariate_names(continuous)
-    z = [_continuous_values(gdf, name) for name in covariates] or [np.zeros(len(gdf))]
+    z = [continuous_values(gdf, name) for name in covariates] or [np.zeros(len(gdf))]
     cell = np.asarray(grid.locate(xy), dtype=np.int64).reshape(-1)
     if cell.shape != (len(gdf),):
         raise InputError(
@@ -1403,7 +1507,7 @@ def locate_records(
     return records
 
 
-def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray) -> None:
+def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray, stacklevel: int = 4) -> None:
     """PrivacyLeakWarning when bounds given as public equal located records' coordinates.
 
     ``xy`` (n, 2) holds the located records, or only points with their extremes (a partitioned
@@ -1415,6 +1519,10 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray) -> None:
     metres), so two or more are asked for. Bounds that :meth:`Grid.from_points` derived
     (``snap_unit`` set) are snapped outward and areal lattices follow their public polygons,
     so neither is checked.
+
+    ``stacklevel`` is that of :func:`warnings.warn`: the default names the caller of
+    :func:`prepare` (``prepare`` -> :func:`locate_records` -> this function); a caller with
+    another depth passes its own, so that the warning names the user's line.
     """
     if grid.kind == "areal" or grid.snap_unit is not None or xy.shape[0] == 0:
         return
@@ -1432,7 +1540,7 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray) -> None:
             "(Grid.regular(region.total_bounds, ..., region=region)), or with "
             "Grid.from_points, which snaps the bounds outward",
             PrivacyLeakWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )
 
 
@@ -1557,12 +1665,14 @@ def counts_from_table(
     n_cells, n_combos = int(grid.n_cells), len(combo_codes)
     covariates = covariate_names(continuous)
     _check_sizes(levels, n_kept, n_cells, n_combos, len(covariates), max_bytes)
+    n_per_combo = np.bincount(row_combo, weights=weights, minlength=n_combos).astype(np.int64)
+    if len(attrs) > 1:
+        _warn_of_identifying_combinations(n_per_combo, n_kept, attrs)
 
     row_cell = table[CELL_COLUMN].to_numpy(dtype=np.int64)
     flat = row_cell * n_combos + row_combo
     counts = np.bincount(flat, weights=weights, minlength=n_cells * n_combos)
     counts = counts.astype(np.int64).reshape(n_cells, n_combos)
-    n_per_combo = np.bincount(row_combo, weights=weights, minlength=n_combos).astype(np.int64)
     combos = _combos_frame(table, attrs, codes, combo_codes, n_per_combo)
     _check_labels(levels, lambda: combos)
     zbar = mask = mean = sd = None
@@ -1682,6 +1792,28 @@ def _warn_of_rare_levels(sizes: dict[str, np.ndarray], skipped: list[str]) -> No
             PrivacyLeakWarning,
             stacklevel=4,  # the caller of prepare (through counts_from_table)
         )
+
+
+def _warn_of_identifying_combinations(
+    sizes: np.ndarray, n_records: int, attributes: tuple[Hashable, ...]
+) -> None:
+    """PrivacyLeakWarning when the combinations of the attributes (nearly) identify records.
+
+    Each attribute alone may pass :func:`is_identifying` while their combinations single out
+    records (8 x 5 levels over 40 records, one record each): a release publishes each
+    record's combination verbatim. Warned about, not refused (see the module docstring).
+    """
+    if not is_identifying(sizes, n_records):
+        return
+    warnings.warn(
+        f"the combinations of attributes {list(attributes)} (nearly) identify records: "
+        f"{int(np.count_nonzero(sizes)):,} combinations among {n_records:,} records, "
+        f"{int(np.count_nonzero(sizes == 1)):,} of them held by a single record; a release "
+        "publishes each record's combination verbatim, so use fewer attributes or merge "
+        "levels into broader ones",
+        PrivacyLeakWarning,
+        stacklevel=4,  # the caller of prepare (through counts_from_table)
+    )
 
 
 def _check_identifying(

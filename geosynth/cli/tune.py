@@ -221,6 +221,10 @@ def tune(
     if beta_prior is not None and continuous is None:
         raise click.UsageError("--beta-prior needs --continuous: it is the prior of the "
                                "continuous columns' effect on the intensity")
+    if beta_prior is not None and len(beta_prior) not in (1, len(continuous)):
+        raise click.BadParameter(
+            f"{len(beta_prior)} priors for {len(continuous)} --continuous columns; give one "
+            "prior for all of them, or one per column", param_hint="--beta-prior")
     check_file_name(report_path, "--report")  # before its R-U map's name is derived from it
     _check_report_suffix(report_path)
     check_run_options(iterations, burn_in, thin, chains, m)
@@ -247,7 +251,7 @@ def tune(
         utility = _utility_with_outcome(ctx, utility, points, attributes, outcome, m)
         region = None if region_path is None else read_polygons(region_path, "--region")
         exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
-        prior = None if beta_prior is None else tuple(beta_prior)
+        prior = _priors(beta_prior, continuous)
         candidates = ([geosynth.Candidate(cell_size=size, beta_prior=prior)
                        for size in cell_sizes or []]
                       + [geosynth.Candidate(shape=shape, beta_prior=prior)
@@ -259,6 +263,11 @@ def tune(
                           exclude=exclude),
                           beta_prior=prior, label=name)
                          for name, path in areas_by_label.items()])
+        if continuous and prior is None:  # what the table measures is not all of the release
+            click.echo(f"Note: without --beta-prior the candidates are fitted and measured "
+                       f"without --continuous {printable(','.join(continuous))} (it has no "
+                       "effect on the intensity); the release command releases synthetic "
+                       "values of it, which this comparison does not measure", err=True)
         click.echo(f"Tuning {len(candidates)} candidate lattice(s) of {len(points)} records: "
                    f"{describe_run(run)} each, {m} releases", err=True)
         result = _tune(ctx, points, attributes, candidates, region=region, exclude=exclude,
@@ -442,6 +451,7 @@ def _check_points(points, name: str, attributes: list[str], continuous: list[str
     columns = {"--attributes": attributes, "--continuous": continuous, "--outcome": outcome}
     check_columns(points, name, columns)
     check_complete(points, name, columns)
+    _check_continuous(points, name, attributes, continuous)
     if outcome is not None:
         check_binary(points, outcome, name)
     check_projected(points, name)
@@ -453,6 +463,40 @@ def _check_points(points, name: str, attributes: list[str], continuous: list[str
                 "levels (nearly) identify records, and a release would publish them verbatim; "
                 "drop it from --attributes, or coarsen it into groups in the file"
             )
+
+
+def _priors(beta_prior: list[str] | None,
+            continuous: list[str] | None) -> tuple[str, ...] | None:
+    """Return the candidates' ``beta_prior``: one per --continuous column, as release reads it.
+
+    ``--beta-prior normal`` with two columns is the prior of both in ``geosynth release``; the
+    candidates got a one-prior list, which every fit refused after reading the data.
+    """
+    if beta_prior is None:
+        return None
+    return tuple(beta_prior * len(continuous)) if len(beta_prior) == 1 else tuple(beta_prior)
+
+
+def _check_continuous(points, name: str, attributes: list[str],
+                      continuous: list[str] | None) -> None:
+    """Refuse, before any fit, --continuous columns that ``geosynth release`` refuses.
+
+    Without --beta-prior the candidates' fits leave these columns out, so a column with an
+    infinite value was tuned, and the release command printed for it then failed. The checks
+    are :func:`geosynth.prepare`'s own.
+    """
+    from geosynth.data import check_columns as check_data_columns
+    from geosynth.data import continuous_values
+    from geosynth.errors import InputError
+
+    if not continuous:
+        return
+    check_data_columns(points, attributes, continuous)  # numeric dtypes, as release's prepare
+    for column in continuous:
+        try:
+            continuous_values(points, column)
+        except InputError as err:
+            raise InputError(f"--continuous: {err} (in {name})") from None
 
 
 def _check_report_suffix(report_path: str) -> None:

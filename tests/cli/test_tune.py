@@ -231,6 +231,9 @@ def test_continuous_without_a_beta_prior_is_tuned_as_release_takes_it(inputs, tm
     assert result.exit_code == 0, result.output
     words = shlex.split(result.output.split("Release it with:\n")[1].splitlines()[0])
     assert words[words.index("--continuous") + 1] == "z" and "--beta-prior" not in words
+    # The fits leave z out, the release command synthesizes it: said, not hidden.
+    assert ("Note: without --beta-prior the candidates are fitted and measured without "
+            "--continuous z") in result.output
     refused = run("tune", inputs["gpkg"], *ARGS, "--beta-prior", "normal", "--grids", "3x3",
                   *FAST, "--report", tmp_path / "u.md")
     assert refused.exit_code == 2 and "--beta-prior needs --continuous" in refused.output
@@ -386,3 +389,42 @@ def test_tune_names_input_for_a_pipe(tmp_path):
     result = run("tune", fifo, *ARGS, "--grids", "3x3", "--report", tmp_path / "t.md")
     assert_refused(result, "INPUT", "is not a regular file")
     assert "path '" not in result.output and "Tuning" not in result.output
+
+
+def test_continuous_values_that_release_refuses_are_refused_before_any_fit(inputs, tmp_path):
+    # Without --beta-prior the fits leave the --continuous column out: a column with an
+    # infinite value was tuned, and the release command printed for it failed ("continuous
+    # column 'z' has 1 infinite values").
+    frame = gpd.read_file(inputs["gpkg"])
+    frame.loc[7, "z"] = float("inf")
+    frame.to_file(tmp_path / "inf.gpkg", engine="pyogrio")
+    result = run("tune", tmp_path / "inf.gpkg", *ARGS, "--continuous", "z", "--grids", "3x3",
+                 *FAST, "--report", tmp_path / "t.md")
+    assert_refused(result, "--continuous: continuous column 'z' has 1 infinite values",
+                   "(in inf.gpkg)")
+    assert "Tuning" not in result.output and not (tmp_path / "t.md").exists()
+    released = run("release", tmp_path / "inf.gpkg", "--attributes", "y,x1,x2", "--continuous",
+                   "z", "--grid", "3x3", *FAST, "--out", tmp_path / "r.gpkg")
+    assert released.exit_code == 2 and "infinite" in released.output  # as release refuses it
+
+
+def test_one_beta_prior_is_the_prior_of_every_continuous_column(inputs, tmp_path):
+    # release reads --beta-prior normal as the prior of every --continuous column; tune gave
+    # the candidates a one-prior list, which every fit refused after reading the data.
+    frame = gpd.read_file(inputs["gpkg"])
+    frame["w"] = 2 * frame["z"] + 1
+    frame.to_file(tmp_path / "two.gpkg", engine="pyogrio")
+    args = ["tune", tmp_path / "two.gpkg", *ARGS, "--continuous", "z,w", "--grids", "3x3",
+            "--seed", 2, *FAST]
+    result = run(*args, "--beta-prior", "normal", "--report", tmp_path / "t.md")
+    assert result.exit_code == 0, result.output
+    words = shlex.split(result.output.split("Release it with:\n")[1].splitlines()[0])
+    assert words[words.index("--beta-prior") + 1] == "normal,normal"
+    words[words.index("--out") + 1] = str(tmp_path / "r.gpkg")
+    released = run(*words[1:])
+    assert released.exit_code == 0, released.output
+    assert io.read_release(tmp_path / "r.gpkg").metadata["model"]["beta_prior"] == [
+        "normal", "normal"]
+    refused = run(*args, "--beta-prior", "normal,icar,normal", "--report", tmp_path / "u.md")
+    assert_refused(refused, "--beta-prior", "3 priors for 2 --continuous columns")
+    assert "Tuning" not in refused.output

@@ -1,0 +1,184 @@
+"""Review tests of geosynth.data: warnings' lines, declared domains, names and identifying data."""
+
+import warnings
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+
+from geosynth.data import check_declared, domain_codes, prepare
+from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning
+from geosynth.lattice import Grid
+
+CRS = "EPSG:31983"
+DOMAIN = {"sex": ["f", "m"]}
+
+
+def make_gdf(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    geometry = gpd.points_from_xy(rng.uniform(0, 10, n), rng.uniform(0, 10, n))
+    return gpd.GeoDataFrame({"sex": rng.choice(["m", "f"], n)}, geometry=geometry, crs=CRS,
+                            index=[f"r{i}" for i in range(n)])
+
+
+@pytest.fixture
+def gdf():
+    return make_gdf()
+
+
+@pytest.fixture
+def grid():
+    return Grid.regular((0, 0, 10, 10), shape=(4, 4), crs=CRS)
+
+
+def recorded(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [w for w in caught if issubclass(w.category, DataWarning | PrivacyLeakWarning)]
+
+
+# ------------------------------------------------------------------ warnings name the user's line
+
+
+def test_warnings_of_prepare_with_levels_name_the_callers_line_in_the_same_order(gdf):
+    # A lattice over the records' own bounds (PrivacyLeakWarning) and a record outside it
+    # (DataWarning): with levels= the bounds warning named a line of geosynth/data.py.
+    on_records = Grid.regular(tuple(gdf.total_bounds), shape=(4, 4), crs=CRS)
+    outlier = gdf.iloc[:1].copy()
+    outlier.geometry = gpd.points_from_xy([100.0], [100.0], crs=CRS)
+    outlier.index = ["far"]
+    data = pd.concat([gdf, outlier])
+    with_levels = recorded(lambda: prepare(data, on_records, ["sex"], levels=DOMAIN))
+    without = recorded(lambda: prepare(data, on_records, ["sex"], outside="drop"))
+    assert [w.category for w in with_levels] == [PrivacyLeakWarning, DataWarning]
+    assert [w.category for w in with_levels] == [w.category for w in without]
+    for w in with_levels + without:
+        assert w.filename == __file__, (w.category.__name__, w.filename)
+
+
+# ------------------------------------------------------------------ booleans on a declared domain
+
+
+@pytest.mark.parametrize("flag", [True, np.True_])
+def test_booleans_among_numbers_are_dropped_not_refused_on_a_declared_domain(gdf, grid, flag):
+    # Refusing read the records' values: with the True record the preparation of a DP release
+    # failed, without it it succeeded (an event of epsilon = infinity). It is dropped instead.
+    codes = [1 if k % 2 else 2 for k in range(len(gdf))]
+    gdf["code"] = pd.Series(codes, index=gdf.index, dtype=object)
+    clean = prepare(gdf, grid, ["code"], levels={"code": [1, 2]})
+    gdf.loc["r3", "code"] = flag  # was level 1
+    caught = recorded(lambda: prepare(gdf, grid, ["code"], levels={"code": [1, 2]}))
+    assert [w.category for w in caught] == [DataWarning]
+    assert "1 with an attribute value outside the declared levels" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        counts = prepare(gdf, grid, ["code"], levels={"code": [1, 2]})
+    assert counts.n_records == clean.n_records - 1 and "r3" not in counts.record_index
+    assert counts.combos["n_records"].tolist() == [clean.combos["n_records"][0] - 1,
+                                                    clean.combos["n_records"][1]]
+
+
+def test_domain_codes_match_booleans_only_to_boolean_levels():
+    values = np.array([True, 1, 1.0, False, 0, np.True_, "1"], dtype=object)
+    assert domain_codes([0, 1], values).tolist() == [-1, 1, 1, -1, 0, -1, -1]
+    assert domain_codes([False, True], values).tolist() == [1, -1, -1, 0, -1, 1, -1]
+    assert domain_codes(["0", "1"], values).tolist() == [-1, -1, -1, -1, -1, -1, 1]
+
+
+@pytest.mark.parametrize("column, declared, fix", [
+    (lambda n: np.arange(n) % 2 == 0, [0, 1], r"levels\['b'\] = \[False, True\]"),
+    (lambda n: pd.array(np.arange(n) % 2 == 0, dtype="boolean"), [0, 1], r"\[False, True\]"),
+    (lambda n: np.arange(n) % 2, [False, True], r"numeric levels \(e.g. \[0, 1\]\)"),
+])
+def test_a_boolean_column_declared_with_numbers_is_refused_from_its_dtype(gdf, grid, column,
+                                                                          declared, fix):
+    # Public facts (dtype, declared levels); True was counted as level 1 before, and would now
+    # match nothing (every record dropped).
+    gdf["b"] = column(len(gdf))
+    with pytest.raises(InputError, match=rf"attribute 'b' is a (boolean|numeric) column.*{fix}"):
+        prepare(gdf, grid, ["b"], levels={"b": declared})
+
+
+def test_a_boolean_column_on_boolean_levels_is_counted(gdf, grid):
+    gdf["b"] = np.arange(len(gdf)) % 4 == 0
+    counts = prepare(gdf, grid, ["b"], levels={"b": [False, True]})
+    assert counts.combos["n_records"].tolist() == [30, 10]
+
+
+# ------------------------------------------------------------------ declared levels: linear check
+
+
+class Level:
+    """A level whose comparisons are counted."""
+
+    compared = 0
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __eq__(self, other):
+        Level.compared += 1
+        return isinstance(other, Level) and self.value == other.value
+
+
+def test_checking_declared_levels_is_linear_in_their_number():
+    # Each level was compared with all before it: 10^6 declared levels took hours.
+    Level.compared = 0
+    n = 1000
+    assert len(check_declared([Level(k) for k in range(n)], "levels['x']")) == n
+    assert Level.compared < 10 * n
+    with pytest.raises(InputError, match=r"levels\['x'\] lists \['1.0', '2'\] more than once"):
+        check_declared([1, 2, 3, 1.0, 2], "levels['x']")
+
+
+# ------------------------------------------------------------------ attribute names
+
+
+def test_attributes_given_as_a_column_of_values_are_not_quoted(gdf, grid):
+    gdf["pid"] = [f"P{k:05d}" for k in range(len(gdf))]
+    with pytest.raises(InputError, match=r"got Series of shape \(40,\)") as error:
+        prepare(gdf, grid, gdf["pid"])
+    assert "P0000" not in str(error.value)
+
+
+@pytest.mark.parametrize("levels", [None, {5: ["a", "b"], "5": ["c", "d"]}])
+def test_attributes_written_alike_are_refused(gdf, grid, levels):
+    # combos got one "5_code" column: attribute 5 took the codes of attribute "5".
+    gdf[5] = np.where(np.arange(len(gdf)) < 20, "a", "b")
+    gdf["5"] = np.where(np.arange(len(gdf)) % 2 == 0, "c", "d")
+    with pytest.raises(InputError, match=r"attributes \[5, '5'\] are written alike.*rename"):
+        prepare(gdf, grid, [5, "5"], levels=levels)
+    gdf = gdf.rename(columns={5: "five"})
+    counts = prepare(gdf, grid, ["five", "5"])
+    assert counts.combo_codes.tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
+
+
+# ------------------------------------------------------------------ identifying combinations
+
+
+def test_combinations_that_identify_records_are_warned_about(gdf, grid):
+    # 8 x 5 levels over 40 records, one record each: neither attribute identifies records and
+    # 40 possible combinations are not more than the records, yet every record is unique.
+    gdf["a"] = np.repeat(np.arange(8), 5)
+    gdf["b"] = np.tile(np.arange(5), 8)
+    caught = recorded(lambda: prepare(gdf, grid, ["a", "b"]))
+    assert [w.category for w in caught] == [PrivacyLeakWarning]
+    message = str(caught[0].message)
+    assert "attributes ['a', 'b']" in message and "40 combinations among 40 records" in message
+    assert caught[0].filename == __file__
+    gdf["b"] = np.tile(np.arange(2), 20)  # 16 combinations of 2 or 3 records: no warning
+    assert recorded(lambda: prepare(gdf, grid, ["a", "b"])) == []
+
+
+def test_attributes_named_by_tuples_are_refused(gdf, grid):
+    # The count table's columns became a MultiIndex (a pandas deprecation, an error in pandas 4).
+    gdf[("a", "b")] = np.where(np.arange(len(gdf)) < 20, "x", "y")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no pandas warning on the way to the refusal
+        with pytest.raises(InputError, match=r"attribute names \[\('a', 'b'\)\] are tuples"):
+            prepare(gdf, grid, [("a", "b")])
