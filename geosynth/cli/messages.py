@@ -78,7 +78,8 @@ FLAG_OF_SETTING: dict[str, str] = {
 
 # Parameters whose bare name (no "=") is never an English word, so it can be rewritten anywhere.
 _UNAMBIGUOUS = sorted((p for p in OPTION_OF_PARAMETER if "_" in p), key=len, reverse=True)
-_NAME = r"(?<![\w.\-])({names})"
+# Not inside a file name or path: after "/" or "\", or before ".gpkg" (n_iter.gpkg, x=1.gpkg).
+_NAME = r"(?<![\w.\-/\\])({names})"
 _SETTING = re.compile(
     "|".join(
         re.escape(setting).replace('\\"', '"').replace('"', "[\"']").replace("=", r"\s?=\s?")
@@ -87,9 +88,10 @@ _SETTING = re.compile(
 )
 _ASSIGNMENT = re.compile(
     _NAME.format(names="|".join(sorted(OPTION_OF_PARAMETER, key=len, reverse=True)))
-    + r"\s?=(?!=)\s?(?=(['\"\w(\[+-])?)"
+    + r"\s?=(?!=)\s?(?![\w-]*\.(?:gpkg|csv|parquet|shp|geojson|tif|md|html|png)\b)"
+    + r"(?=(['\"\w(\[+-])?)"
 )
-_BARE = re.compile(_NAME.format(names="|".join(_UNAMBIGUOUS)) + r"(?![\w=])")
+_BARE = re.compile(_NAME.format(names="|".join(_UNAMBIGUOUS)) + r"(?![\w=]|\.\w)")
 _OPTION = re.compile(r"--[a-z][\w-]*")
 # "(CLI: --opt)" after the spelling it annotates, and ", CLI: --opt" inside a parenthesis.
 _NOTE = re.compile(r"\s*\(CLI:?\s+([^()]*)\)")

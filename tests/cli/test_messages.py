@@ -292,3 +292,13 @@ def test_console_script_prints_no_arviz_future_warning(inputs, tmp_path):
     assert (tmp_path / "cache" / "arviz").exists()  # arviz was imported with a fresh stamp
     assert "FutureWarning" not in result.stderr and "ArviZ" not in result.stderr
     assert json.loads(io.audit_path(tmp_path / "o.gpkg").read_text())["seeds"]
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("n_iter.gpkg has no CRS; raise n_iter", "n_iter.gpkg has no CRS; raise --iterations"),
+    ("data/burn_in.csv: lower burn_in", "data/burn_in.csv: lower --burn-in"),
+    ("x=1.gpkg is in degrees; pass x='lon'", "x=1.gpkg is in degrees; pass --x 'lon'"),
+])
+def test_file_names_are_not_rewritten_as_options(message, expected):
+    # A file named like a parameter was printed as "--iterations.gpkg" or "--x 1.gpkg".
+    assert cli_message(message) == expected
