@@ -194,6 +194,9 @@ class RunOutputs:
     def __exit__(self, kind, value, traceback) -> None:
         if not self._committed:  # failed, interrupted, or never committed: nothing is written
             self.discard()
+        if (isinstance(value, OSError) and not isinstance(value, BrokenPipeError)
+                and self._culprits(value)):  # e.g. a full disk while a writer filled its file
+            raise self._commit_error(value) from value
 
     def name(self, option: str, path: str | os.PathLike) -> None:
         """Call ``path`` by ``option`` (e.g. ``"--out"``) in messages.

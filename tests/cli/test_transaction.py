@@ -365,6 +365,24 @@ def test_a_full_disk_at_commit_names_the_option_and_writes_nothing(inputs, tmp_p
     assert files(tmp_path) == [] and no_staging(tmp_path)
 
 
+def test_a_full_disk_while_the_release_is_written_names_the_option(inputs, tmp_path,
+                                                                    monkeypatch):
+    # Before the commit, a writer filling its staged file printed "Error: [Errno 28] No space
+    # left on device: '/.../.release.gpkg.geosynth-staging-.../release.gpkg'".
+    import geosynth.io.release as release_module
+
+    def full(frame, path, layer, target):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(release_module, "_write_layer", full)
+    result = run("release", inputs["gpkg"], *ARGS, "--seed", 5,
+                 "--out", tmp_path / "release.gpkg")
+    assert_refused(result, "--out", str(tmp_path / "release.gpkg"), "the disk is full",
+                   "nothing was written")
+    assert "Errno" not in result.output and "staging" not in result.output
+    assert files(tmp_path) == [] and no_staging(tmp_path)
+
+
 def test_a_move_refused_by_the_folder_names_the_option(inputs, tmp_path, monkeypatch):
     # "[Errno 13] Permission denied: '<staging folder>/report.md' -> '.../report.md'".
     real_link = os.link
