@@ -870,8 +870,9 @@ def _check_numeric(series: pd.Series) -> None:
         or pd.api.types.is_complex_dtype(dtype)
     ):
         raise InputError(
-            f"continuous column {series.name!r} has non-numeric dtype {dtype}; convert it with "
-            f"pd.to_numeric(gdf[{series.name!r}]) or pass it in attributes if it is categorical"
+            f"continuous column {series.name!r} has non-numeric dtype {dtype}; convert it to "
+            f"numbers (in Python, pd.to_numeric(gdf[{series.name!r}])) or pass it in attributes "
+            "if it is categorical"
         )
 
 

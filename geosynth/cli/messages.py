@@ -97,7 +97,7 @@ _OPTION = re.compile(r"--[a-z][\w-]*")
 _NOTE = re.compile(r"\s*\(CLI:?\s+([^()]*)\)")
 _INNER_NOTE = re.compile(r",\s*CLI:?\s+(--[^,()]*?)\s*(,|(?=\)))")
 _CALL = re.compile(r"[\w.]\(")
-_IN_PYTHON = re.compile(r"\s*\(in Python\b[^()]*\)")
+_IN_PYTHON = re.compile(r"\s*\(in Python\b(?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)")
 _PAD_NOTE = re.compile(r"\s*\([^()]*\bpad\b[^()]*\)")
 _PAD_CLAUSE = re.compile(r",?\s+or\s+[^;,()]*\bpad\b[^;,()]*")
 _PYTHON_ALTERNATIVE = re.compile(

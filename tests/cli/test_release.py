@@ -540,3 +540,17 @@ def test_a_csv_with_ids_in_an_unnamed_first_column_is_refused_without_naming_the
                  "--attributes", "y,x1", "--grid", "4x4", *FAST, "--out", tmp_path / "a.gpkg")
     assert_refused(result, "more fields in its records than names in its header line")
     assert "PAT" not in result.output and not (tmp_path / "a.gpkg").exists()
+
+
+def test_a_text_continuous_column_gets_advice_the_command_line_can_follow(two_covariates,
+                                                                          tmp_path):
+    # "convert it with pd.to_numeric(cases.gpkg['label'])": Python advice, with the file name
+    # put where the frame's name was.
+    frame = gpd.read_file(two_covariates)
+    frame["label"] = "a"
+    frame.to_file(tmp_path / "text.gpkg", engine="pyogrio")
+    result = run("release", tmp_path / "text.gpkg", *GPKG_ARGS, "--continuous", "label", *FAST,
+                 "--out", tmp_path / "out.gpkg")
+    assert_refused(result, "continuous column 'label' has non-numeric dtype",
+                   "convert it to numbers or pass it in attributes")
+    assert "to_numeric" not in result.output
