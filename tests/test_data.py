@@ -254,7 +254,7 @@ def test_attributes_that_are_no_column_names_are_refused(gdf, grid, attributes):
 @pytest.mark.parametrize("flag", [True, np.True_])
 def test_an_attribute_of_booleans_and_numbers_is_refused(gdf, grid, flag):
     # True == 1 and they hash alike: the True records were counted as level 1. (On a declared
-    # domain they are dropped instead: test_data_review.py.)
+    # domain they are dropped instead: test_data_checks.py.)
     gdf["code"] = pd.Series([flag if k % 3 == 0 else k % 3 for k in range(len(gdf))],
                             index=gdf.index, dtype=object)
     with pytest.raises(InputError, match=r"attribute 'code' holds both booleans and numbers.*"

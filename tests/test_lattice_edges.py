@@ -1,4 +1,4 @@
-"""Review of geosynth.lattice: extreme bounds, reprojected polygons, messages, grid equality."""
+"""geosynth.lattice at its edges: extreme bounds, reprojected polygons, messages, grid equality."""
 
 import pickle
 import warnings

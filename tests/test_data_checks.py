@@ -1,4 +1,4 @@
-"""Review tests of geosynth.data: warnings' lines, declared domains, names and identifying data."""
+"""Checks of geosynth.data: warnings' lines, declared domains, names and identifying data."""
 
 import warnings
 
