@@ -415,13 +415,11 @@ def test_a_directory_made_at_an_output_meanwhile_names_the_option(inputs, tmp_pa
     assert files(tmp_path) == ["report.md"] and report.is_dir() and no_staging(tmp_path)
 
 
-def test_ctrl_c_during_the_cleanup_still_removes_every_staged_file(inputs, tmp_path,
-                                                                   monkeypatch):
-    # Ctrl-C while a failed run removed its staging folders stopped the removal: the others
-    # (with the staged map and report) and the folder made for the map stayed behind.
+def _ctrl_c_in_the_first_removal(monkeypatch) -> list:
+    """Press Ctrl-C in the first shutil.rmtree from now on; return the list of paths it hit."""
     import shutil
 
-    real_write, real_rmtree = io.write_release, shutil.rmtree
+    real_rmtree = shutil.rmtree
     pressed = []
 
     def rmtree(path, *args, **kwargs):
@@ -430,16 +428,27 @@ def test_ctrl_c_during_the_cleanup_still_removes_every_staged_file(inputs, tmp_p
             signal.raise_signal(signal.SIGINT)
         return real_rmtree(path, *args, **kwargs)
 
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    return pressed
+
+
+def test_ctrl_c_during_the_cleanup_still_removes_every_staged_file(inputs, tmp_path,
+                                                                   monkeypatch):
+    # Ctrl-C while a failed run removed its staging folders stopped the removal: the others
+    # (with the staged map and report) and the folder made for the map stayed behind.
+    real_write = io.write_release
+    removals = []
+
     def write_then_ctrl_c(*args, **kwargs):
         real_write(*args, **kwargs)
-        monkeypatch.setattr(shutil, "rmtree", rmtree)
+        removals.append(_ctrl_c_in_the_first_removal(monkeypatch))
         raise KeyboardInterrupt
 
     monkeypatch.setattr(io, "write_release", write_then_ctrl_c)
     result = run("release", inputs["gpkg"], *ARGS, "--seed", 5, "--out",
                  tmp_path / "release.gpkg", "--map", tmp_path / "maps" / "review.html",
                  "--report", tmp_path / "report.md")
-    assert pressed
+    assert removals and removals[0]  # Ctrl-C was pressed in a removal
     interrupted(result)
     assert files(tmp_path) == [] and no_staging(tmp_path)
 
@@ -461,17 +470,6 @@ def test_ctrl_c_while_the_output_folders_are_checked_leaves_no_staging_folder(in
                                                                              monkeypatch):
     # The check of each output folder stages a probe and removes it: Ctrl-C in the removal
     # left the probe's staging folder beside the output.
-    import shutil
-
-    real_rmtree = shutil.rmtree
-    pressed = []
-
-    def rmtree(path, *args, **kwargs):
-        if not pressed:
-            pressed.append(path)
-            signal.raise_signal(signal.SIGINT)
-        return real_rmtree(path, *args, **kwargs)
-
-    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    pressed = _ctrl_c_in_the_first_removal(monkeypatch)
     interrupted(run(*release_args(inputs, tmp_path)))
     assert pressed and files(tmp_path) == [] and no_staging(tmp_path)
