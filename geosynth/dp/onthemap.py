@@ -310,6 +310,31 @@ def _warn_if_exact_totals(epsilon_totals: float) -> None:
     )
 
 
+def _warn_if_copied_cells(epsilon_cells_per_release: float, prior_weights: np.ndarray) -> None:
+    """PrivacyLeakWarning when the cells' prior is too weak to move any synthetic record.
+
+    A combination's cell probabilities are Dirichlet(``x_b + α_b``) with ``α_ib = w_i ñ_b /
+    (e^ε − 1)``: the expected share of its synthetic records in cells holding none of its
+    original records is ``W_empty ñ_b / ((e^ε − 1) n_b + W ñ_b)``, at most ``W / (e^ε − 1 +
+    W)`` for ``ñ_b`` near ``n_b`` (``W`` the sum of the weights; public numbers only). When
+    that bound is below ``1 −`` :data:`~geosynth.dp.locations.NEARLY_EXACT_SHARE`, the releases
+    copy which cells hold records in all but name, whatever ε they state.
+    """
+    total = float(prior_weights.sum())
+    share = total / (math.expm1(epsilon_cells_per_release) + total)
+    if share >= 1.0 - NEARLY_EXACT_SHARE:
+        return
+    warnings.warn(
+        f"OnTheMapSynthesizer: epsilon_cells / m = {epsilon_cells_per_release:g} gives the "
+        f"cells a prior so weak that at most {share:.3g} of the synthetic records (expected, "
+        "with noisy totals near the true ones) fall in cells holding no original record of "
+        "their combination: the releases publish which cells hold records in all but name. "
+        f"Use a smaller epsilon or a larger m (below {math.log1p(total * 999.0):.3g} per "
+        "release, at least one record in a thousand moves)",
+        PrivacyLeakWarning, stacklevel=3,
+    )
+
+
 # ---------------------------------------------------------------------- the synthesizer
 class OnTheMapSynthesizer:
     """ε-DP synthetic locations by cell-level Dirichlet-Multinomial draws (OnTheMap).
@@ -463,6 +488,13 @@ class OnTheMapSynthesizer:
             or an invalid prior.
         geosynth.errors.MemoryLimitError
             The ``m`` synthetic tables would take more than ``max_bytes``.
+
+        Warns
+        -----
+        geosynth.errors.PrivacyLeakWarning
+            ``epsilon_cells / m`` leaves the cells' prior so weak that under one synthetic
+            record in a thousand is expected outside the cells holding its combination's
+            original records (public numbers only: ε, the lattice and the prior weights).
         """
         if isinstance(counts, CellCounts):
             check_public_lattice(counts.grid, "OnTheMapSynthesizer")
@@ -480,6 +512,7 @@ class OnTheMapSynthesizer:
             table = check_counts(counts, "counts", ndim=2)
             self.grid, self.attributes, self.combos, self.levels = None, (), None, None
         self.prior_weights, self.prior_kind = _prior_weights(self.prior, table.shape[0], self.grid)
+        _warn_if_copied_cells(self.epsilon_cells_per_release, self.prior_weights)
         need = 8 * self.m * table.size
         if need > self.max_bytes:  # sample() holds (m, G, B) int64 tables
             raise MemoryLimitError(

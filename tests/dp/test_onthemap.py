@@ -170,7 +170,8 @@ def test_not_fitted():
 # ---------------------------------------------------------------------- totals
 def test_totals_match_truth_for_large_epsilon(scenario_counts):
     _, _, counts = scenario_counts
-    synth = OnTheMapSynthesizer(80.0, totals_share=0.5, m=3).fit(counts, levels=LEVELS)
+    with pytest.warns(PrivacyLeakWarning, match="which cells hold records in all but name"):
+        synth = OnTheMapSynthesizer(80.0, totals_share=0.5, m=3).fit(counts, levels=LEVELS)
     with pytest.warns(PrivacyLeakWarning):
         tables = synth.sample(seed=1)
     assert tables.shape == (3, 9, 4) and tables.dtype == np.int64
@@ -210,6 +211,28 @@ def test_prior_shapes_the_cells_without_data():
     assert np.all(np.abs(resid.mean(axis=0)) < 5 * resid.std(axis=0) / math.sqrt(len(resid)))
     # A flat prior would leave cells 1 and 3 equal: the shaping is visible.
     assert draws[:, 3].mean() > 3 * draws[:, 1].mean()
+
+
+def test_a_prior_too_weak_to_move_records_is_warned_about_with_a_true_bound():
+    # epsilon_cells / m = 10.37 over 16 cells: at most 16 / (e^10.37 - 1 + 16) = 5e-4 of the
+    # synthetic records may land in cells without an original record of their combination.
+    x = np.zeros((16, 1), dtype=np.int64)
+    x[:8, 0] = 125  # 1,000 records in 8 cells, 8 cells empty
+    epsilon_cells = math.log1p(16 * 1999)
+    with pytest.warns(PrivacyLeakWarning, match=r"at most 0\.0005 of the synthetic records"):
+        synth = OnTheMapSynthesizer(epsilon_cells + 2.0, epsilon_totals=2.0).fit(x)
+    rng = np.random.default_rng(4)
+    draws = np.concatenate([synth.sample(seed=rng)[:, :, 0] for _ in range(400)])
+    moved = draws[:, 8:].sum(axis=1) / draws.sum(axis=1)
+    # Exact expectation given each released total n: 8 (n / s) / (1000 + 16 n / s).
+    n, s = draws.sum(axis=1), math.expm1(epsilon_cells)
+    expected = 8 * (n / s) / (1000 + 16 * n / s)
+    assert np.all(expected < 5e-4)
+    assert abs(moved.mean() - expected.mean()) < 5 * moved.std() / math.sqrt(len(moved))
+    assert moved.sum() > 0  # the prior still moves a few records
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # a tenth of that ε: no warning
+        OnTheMapSynthesizer(epsilon_cells / 10 + 2.0, epsilon_totals=2.0).fit(x)
 
 
 def test_prior_weights_are_floored_and_scaled():
