@@ -513,11 +513,11 @@ def check_spatial_indexes(source: Path, name: str, layers: list[str]) -> None:
 
     GDAL gives a spatial layer an R*Tree of its features' bounding boxes and records their
     extent in ``gpkg_contents``; other boxes there (original coordinates, their extremes) would
-    travel with the file unseen. The index must be SQLite's R*Tree with GDAL's columns, well
-    hold one box per feature, equal to its bounds up to SQLite's float32 rounding and found
-    through its ``_rowid`` table, and nothing beside its tree (:func:`_rtree_nodes_consistent`);
-    the extent is none or the features' own. SQL aggregates and arrays of the index's nodes,
-    no loop over rows.
+    travel with the file unseen. The index must be SQLite's R*Tree with GDAL's columns, hold
+    one box per feature, equal to its bounds up to SQLite's float32 rounding, a ``_rowid``
+    table that finds each box's node, and nothing beside its tree (:func:`_rtree_leaves`);
+    the extent is none or the features' own (:func:`_bounds_problem`: arrays of the features'
+    bounds and of the index's nodes, no loop over rows). An empty layer has no extent.
     """
     try:
         with contextlib.closing(_read_only(source)) as connection:
@@ -565,52 +565,82 @@ def _rtree_structure(connection: sqlite3.Connection,
 
 def _bounds_problem(source: Path, layer: str, index: tuple[str, str, str | None],
                     connection: sqlite3.Connection) -> str | None:
-    """Compare the extent and the spatial index of ``layer`` with its features (GDAL's SQL)."""
-    geometry, fid, rtree = (_quote(part) if part is not None else None for part in index)
-    # One scan for the extent and the number of features (ST_MinX is NULL for no geometry).
-    scan = (f"(SELECT count(ST_MinX({geometry})) AS n, min(ST_MinX({geometry})) AS min_x, "
-            f"min(ST_MinY({geometry})) AS min_y, max(ST_MaxX({geometry})) AS max_x, "
-            f"max(ST_MaxY({geometry})) AS max_y FROM {_quote(layer)}) e")
-    same = " AND ".join(f"abs(c.{edge} - e.{edge}) <= abs(e.{edge}) * {_EXTENT_DIGITS!r} + 1e-36"
-                        for edge in ("min_x", "min_y", "max_x", "max_y"))
-    literal = "'" + layer.replace("'", "''") + "'"
-    parts = [f"""(SELECT count(*) FROM gpkg_contents c WHERE c.table_name = {literal} AND NOT (
-        c.min_x IS NULL AND c.min_y IS NULL AND c.max_x IS NULL AND c.max_y IS NULL
-        OR {same})) AS wrong_extent""", "e.n AS features"]
-    if rtree is not None:
-        near = " AND ".join(
-            f"abs(r.{bound.lower()} - ST_{bound}(f.{geometry})) <= abs(r.{bound.lower()}) * "
-            f"{_RTREE_ROUNDING!r} + 1e-36" for bound in ("MinX", "MaxX", "MinY", "MaxY"))
-        parts += [f"(SELECT count(*) FROM {rtree}) AS boxes",
-                  f"(SELECT count(*) FROM {_quote(index[2] + '_rowid')}) AS rowids",
-                  # each feature looks its box up by id, through the index's _rowid table
-                  f"(SELECT count(*) FROM {_quote(layer)} f CROSS JOIN {rtree} r "
-                  f"ON r.id = f.{fid} WHERE {near}) AS matching"]
+    """Compare the extent and the spatial index of ``layer`` with its features' bounds.
+
+    The features' bounds come from GDAL (:func:`pyogrio.read_bounds`, as ``ST_MinX`` & co.
+    read them; null and empty geometries have none); the index's boxes from its nodes
+    (:func:`_rtree_leaves`), compared in arrays: the rules SQL over the features applied,
+    which took most of the reading of a large release.
+    """
     try:
-        row = pyogrio.read_dataframe(source, sql=f"SELECT {', '.join(parts)} FROM {scan}")
+        fids, bounds = pyogrio.read_bounds(source, layer=layer)
     except GDAL_ERRORS as err:
-        if rtree is None:  # GDAL read the layer itself: the index is what it cannot read
-            raise not_a_geopackage(source, err) from None
-        return (f"the spatial index of its layer {layer!r} (SQLite table {index[2]!r}) is not "
-                "the R*Tree GDAL writes (SQLite finds it corrupt)")
-    row = row.iloc[0]
-    if row["wrong_extent"]:
+        raise not_a_geopackage(source, err) from None
+    located = np.isfinite(bounds).all(axis=0)
+    fids, bounds = np.asarray(fids, dtype=np.int64)[located], bounds[:, located]
+    extent = connection.execute("SELECT min_x, min_y, max_x, max_y FROM gpkg_contents WHERE "
+                                "table_name = ?", (layer,)).fetchone()
+    if extent is not None and not all(edge is None for edge in extent) and not _same_extent(
+            extent, bounds):
         return (f"its SQLite table 'gpkg_contents' gives the layer {layer!r} an extent that is "
                 "not its features'")
-    if rtree is not None and not (
-            row["features"] == row["boxes"] == row["rowids"] == row["matching"]
-            and _rtree_nodes_consistent(connection, index[2])):
-        return (f"the spatial index of its layer {layer!r} (SQLite table {index[2]!r}) holds "
-                "other boxes than its features' bounds")
+    rtree = index[2]
+    if rtree is None:
+        return None
+    named = f"the spatial index of its layer {layer!r} (SQLite table {rtree!r})"
+    leaves = _rtree_leaves(connection, rtree)
+    if leaves is None:
+        return f"{named} holds other boxes than its features' bounds"
+    ids, boxes, nodes = leaves
+    if not _rowids_match(connection, rtree, ids, nodes):
+        return f"{named} is not the R*Tree GDAL writes (its _rowid table is not its tree's)"
+    order = np.argsort(ids, kind="stable")
+    ids, boxes = ids[order], boxes[order]
+    where = np.minimum(np.searchsorted(ids, fids), max(len(ids) - 1, 0))
+    if len(ids) != len(fids) or (len(ids) and not (
+            np.array_equal(ids[where], fids) and (np.diff(ids) > 0).all())):
+        return f"{named} holds other boxes than its features' bounds"
+    features = bounds[[0, 2, 1, 3]].T  # minx, maxx, miny, maxy: the index's columns
+    near = np.abs(boxes[where] - features) <= np.abs(boxes[where]) * _RTREE_ROUNDING + 1e-36
+    if not near.all():
+        return f"{named} holds other boxes than its features' bounds"
     return None
 
 
-def _rtree_nodes_consistent(connection: sqlite3.Connection, rtree: str) -> bool:
-    """Whether the nodes of the R*Tree ``rtree`` hold its tree and nothing more.
+def _same_extent(extent: tuple[Any, ...], bounds: np.ndarray) -> bool:
+    """Whether ``gpkg_contents``' extent is that of the features' ``bounds`` (4, n)."""
+    if bounds.shape[1] == 0 or not all(isinstance(edge, int | float) for edge in extent):
+        return False
+    found = (bounds[0].min(), bounds[1].min(), bounds[2].max(), bounds[3].max())
+    return all(abs(edge - value) <= abs(value) * _EXTENT_DIGITS + 1e-36
+               for edge, value in zip(extent, found, strict=True))
 
-    The comparison of the leaves with the features leaves unread: nodes no parent reaches,
-    bytes past a node's last cell (or before it, outside the root), bounding boxes of inner
-    nodes wider than their children's and the ``_parent`` table. Each could carry other values.
+
+def _rowids_match(connection: sqlite3.Connection, rtree: str, ids: np.ndarray,
+                  nodes: np.ndarray) -> bool:
+    """Whether the ``_rowid`` table of ``rtree`` maps each leaf cell's id to its node, only."""
+    rows = connection.execute(
+        f"SELECT rowid, nodeno FROM {_quote(rtree + '_rowid')} ORDER BY rowid").fetchall()
+    if len(rows) != len(ids) or any(type(value) is not int for row in rows for value in row):
+        return False  # text or reals where SQLite keeps integers
+    recorded = np.array(rows, dtype=np.int64).reshape(-1, 2)
+    order = np.argsort(ids, kind="stable")
+    return np.array_equal(recorded, np.stack([ids[order], nodes[order]], axis=1))
+
+
+def _rtree_leaves(connection: sqlite3.Connection,
+                  rtree: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Return the cells of the leaves of the R*Tree ``rtree``, or None if it holds more.
+
+    The nodes must hold the tree and nothing more: no node that no parent reaches, no bytes
+    past a node's last cell (or before it, outside the root), no inner box wider than its
+    children's, a ``_parent`` table that is the tree's. Each could carry other values.
+
+    Returns
+    -------
+    tuple of numpy.ndarray or None
+        The leaf cells' ids (int64), boxes ``(n, 4)`` (minx, maxx, miny, maxy as float64) and
+        node numbers.
     """
     nodes = _quote(rtree + "_node")
     parents = _quote(rtree + "_parent")
@@ -618,12 +648,12 @@ def _rtree_nodes_consistent(connection: sqlite3.Connection, rtree: str) -> bool:
         f"SELECT count(*), count(*) - 1 - (SELECT count(*) FROM {parents}) FROM {nodes}"
     ).fetchone()
     if extra != 0:  # one parent per node under the root
-        return False
+        return None
     rows = connection.execute(f"SELECT nodeno, data FROM {nodes} ORDER BY nodeno").fetchall()
     sizes = {len(data) if isinstance(data, bytes) else -1 for _, data in rows}
     size = sizes.pop() if len(sizes) == 1 else -1
     if size < 4 or (size - 4) % _RTREE_CELL.itemsize or rows[0][0] != 1:
-        return False
+        return None
     numbers = np.array([number for number, _ in rows], dtype=np.int64)
     raw = np.frombuffer(b"".join(data for _, data in rows), dtype=np.uint8).reshape(count, size)
     cells = raw[:, 4:].view(_RTREE_CELL)
@@ -631,7 +661,7 @@ def _rtree_nodes_consistent(connection: sqlite3.Connection, rtree: str) -> bool:
     depth = int(raw[0, 0]) * 256 + int(raw[0, 1])
     slack = raw[:, 4:].reshape(count, cells.shape[1], _RTREE_CELL.itemsize)[~used]
     if raw[1:, :2].any() or slack.any() or depth > _MAX_RTREE_DEPTH:
-        return False
+        return None
     boxes = cells["box"].astype(np.float64)
     low = np.where(used[..., None], boxes, np.inf).min(axis=1)
     high = np.where(used[..., None], boxes, -np.inf).max(axis=1)
@@ -643,16 +673,20 @@ def _rtree_nodes_consistent(connection: sqlite3.Connection, rtree: str) -> bool:
         where = np.minimum(np.searchsorted(numbers, children), count - 1)
         if not (numbers[where] == children).all() or not np.array_equal(
                 boxes[level][used[level]], union[where]):
-            return False
+            return None
         parents_of.append(np.repeat(numbers[level], used[level].sum(axis=1)))
         level = where
         reached.append(level)
     every = np.concatenate(reached)
     if len(every) != count or len(np.unique(every)) != count:
-        return False
+        return None
     recorded = np.array(connection.execute(
         f"SELECT nodeno, parentnode FROM {parents} ORDER BY nodeno").fetchall(),
         dtype=object).reshape(-1, 2)
     order = np.argsort(numbers[every[1:]])
     expected = np.stack([numbers[every[1:]][order], np.concatenate(parents_of)[order]], axis=1)
-    return np.array_equal(recorded, expected)
+    if not np.array_equal(recorded, expected):
+        return None
+    leaf = used[level]
+    return (cells["id"][level][leaf].astype(np.int64), boxes[level][leaf],
+            np.repeat(numbers[level], leaf.sum(axis=1)))
