@@ -233,10 +233,15 @@ def _refuse(source: Path, name: str,
         raise InputError(f"{name}: {problem}, {_UNSEEN}, so {EDITED}")
 
 
+def _table_names(connection: sqlite3.Connection) -> set[str]:
+    """Return the names of the tables of the database."""
+    return {row[0] for row in connection.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
 def _filled_table(connection: sqlite3.Connection) -> str | None:
     """Describe the first table of :data:`_EMPTY_TABLES` that holds a row, or return None."""
-    present = {row[0] for row in connection.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    present = _table_names(connection)
     for table in _EMPTY_TABLES:
         if table in present and connection.execute(
                 f"SELECT EXISTS (SELECT 1 FROM {_quote(table)})").fetchone()[0]:
@@ -394,8 +399,7 @@ def _bookkeeping_problem(connection: sqlite3.Connection, layers: list[str],
     release) must be empty.
     """
     counts = {layer: _layer_rows(connection, layer) for layer in layers}
-    present = {row[0] for row in connection.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    present = _table_names(connection)
     for stat in ("sqlite_stat1", "sqlite_stat4"):
         if stat in present and _rows(connection, stat, "*", 0) is None:
             return f"its SQLite table {stat!r} holds rows"
@@ -447,7 +451,12 @@ def _reference_systems_problem(connection: sqlite3.Connection, crs: str | None) 
     """
     used = {row[0] for row in connection.execute(
         "SELECT srs_id FROM gpkg_contents UNION SELECT srs_id FROM gpkg_geometry_columns")}
-    expected = _crs_tokens(crs) if crs is not None else None
+    parsed = _parsed_crs(crs)
+    expected = _crs_tokens(parsed) if parsed is not None else None
+    authority = parsed.to_authority() if parsed is not None else None
+    # what GDAL records as organization and code: the CRS's authority, or NONE and the row id
+    recorded = {(authority[0], int(authority[1]))} if authority and authority[1].isdigit() \
+        else set()
     table = "its SQLite table 'gpkg_spatial_ref_sys'"
     rows = _rows(connection, "gpkg_spatial_ref_sys", "srs_id, srs_name, organization, "
                  "organization_coordsys_id, definition, description",
@@ -468,7 +477,7 @@ def _reference_systems_problem(connection: sqlite3.Connection, crs: str | None) 
             return f"{table} describes the layers' CRS in other words than GDAL's"
         names = {word.strip('"') for word in expected if word.startswith('"')}
         if (srs_name not in names | {"unknown"}
-                or (organization, code) not in _authorities(crs, srs_id)
+                or (organization, code) not in recorded | {("NONE", srs_id)}
                 or not _wkt_tokens(definition) <= expected):
             return f"{table} describes the layers' CRS in other words than GDAL's"
     return None
@@ -477,7 +486,8 @@ def _reference_systems_problem(connection: sqlite3.Connection, crs: str | None) 
 @functools.cache
 def _wgs84_tokens() -> set[str]:
     """Tokens of GDAL's WGS 84 row: EPSG:4326's, and the axes GDAL writes in WKT1."""
-    return _crs_tokens("EPSG:4326") | {"AXIS", "NORTH", "EAST", '"Latitude"', '"Longitude"'}
+    return _crs_tokens(pyproj.CRS("EPSG:4326")) | {"AXIS", "NORTH", "EAST", '"Latitude"',
+                                                   '"Longitude"'}
 
 
 def _wkt_tokens(text: Any) -> set[str]:
@@ -485,27 +495,19 @@ def _wkt_tokens(text: Any) -> set[str]:
     return set(_WKT_TOKEN.findall(text)) if isinstance(text, str) else {"\0"}
 
 
-def _crs_tokens(crs: str) -> set[str] | None:
-    """Tokens of ``crs`` written as WKT1 (GDAL's GeoPackage definition) and WKT2, or None."""
+def _parsed_crs(crs: str | None) -> pyproj.CRS | None:
+    """Return the metadata's ``crs`` parsed by pyproj, or None (none, or not a CRS)."""
     try:
-        parsed = pyproj.CRS(crs)
+        return pyproj.CRS(crs) if crs is not None else None
     except pyproj.exceptions.CRSError:
         return None
+
+
+def _crs_tokens(parsed: pyproj.CRS) -> set[str]:
+    """Tokens of a CRS written as WKT1 (GDAL's GeoPackage definition) and WKT2."""
     texts = [parsed.to_wkt(version) for version in ("WKT1_GDAL", "WKT2_2019")]
     tokens = set().union(*(_wkt_tokens(text) for text in texts if text)) | _UNIT_CODES
     return tokens | {f'"{word}"' for word in tokens if not word.startswith('"')}
-
-
-def _authorities(crs: str | None, srs_id: int) -> set[tuple[str, int]]:
-    """Return the ``(organization, code)`` pairs GDAL may record for ``crs`` in row ``srs_id``."""
-    found = {("NONE", srs_id)}
-    try:
-        authority = pyproj.CRS(crs).to_authority() if crs is not None else None
-    except pyproj.exceptions.CRSError:
-        authority = None
-    if authority is not None and authority[1].isdigit():
-        found.add((authority[0], int(authority[1])))
-    return found
 
 
 def check_spatial_indexes(source: Path, name: str, layers: list[str]) -> None:
@@ -522,9 +524,9 @@ def check_spatial_indexes(source: Path, name: str, layers: list[str]) -> None:
     try:
         with contextlib.closing(_read_only(source)) as connection:
             for layer in layers:
-                index, problem = _rtree_structure(connection, layer)
-                if index is not None:
-                    problem = _bounds_problem(source, layer, index, connection)
+                compare, rtree, problem = _rtree_structure(connection, layer)
+                if compare:
+                    problem = _bounds_problem(source, layer, rtree, connection)
                 if problem is not None:
                     raise InputError(f"{name}: {problem}, {_UNSEEN}, so {EDITED}")
     except sqlite3.Error as err:
@@ -532,38 +534,38 @@ def check_spatial_indexes(source: Path, name: str, layers: list[str]) -> None:
 
 
 def _rtree_structure(connection: sqlite3.Connection,
-                     layer: str) -> tuple[tuple[str, str, str | None] | None, str | None]:
-    """Return ``(geometry column, feature id column, R*Tree or None)`` of ``layer``, and a problem.
+                     layer: str) -> tuple[bool, str | None, str | None]:
+    """Return whether ``layer`` has bounds to compare, its R*Tree (or None) and a problem.
 
-    The first is None for a layer GDAL read without a geometry column or feature id (nothing to
-    compare); the R*Tree is None when the layer has no spatial index. The problem is None when
-    the index is absent or SQLite's R*Tree with GDAL's columns, else it says what is wrong.
+    Nothing is compared for a layer GDAL read without a geometry column or feature id; the
+    R*Tree is None when the layer has no spatial index. The problem is None when the index is
+    absent or SQLite's R*Tree with GDAL's columns, else it says what is wrong.
     """
     column = connection.execute("SELECT column_name FROM gpkg_geometry_columns WHERE "
                                 "table_name = ?", (layer,)).fetchone()
     fid = connection.execute("SELECT name FROM pragma_table_info(?) WHERE pk = 1",
                              (layer,)).fetchall()
     if column is None or len(fid) != 1 or not isinstance(column[0], str):
-        return None, None
+        return False, None, None
     rtree = f"rtree_{layer}_{column[0]}"
     found = dict(connection.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?, ?)",
         [rtree + end for end in _RTREE_COLUMNS]).fetchall())
     if not found:
-        return (column[0], fid[0][0], None), None
+        return True, None, None
     problem = (f"the spatial index of its layer {layer!r} (SQLite table {rtree!r}) is not the "
                "R*Tree GDAL writes")
     if len(found) != len(_RTREE_COLUMNS) or not _RTREE_MODULE.match(str(found.get(rtree))):
-        return None, problem
+        return False, None, problem
     for end, expected in _RTREE_COLUMNS.items():
         columns = [row[0] for row in connection.execute(
             "SELECT name FROM pragma_table_info(?)", (rtree + end,))]
         if columns != expected:
-            return None, problem
-    return (column[0], fid[0][0], rtree), None
+            return False, None, problem
+    return True, rtree, None
 
 
-def _bounds_problem(source: Path, layer: str, index: tuple[str, str, str | None],
+def _bounds_problem(source: Path, layer: str, rtree: str | None,
                     connection: sqlite3.Connection) -> str | None:
     """Compare the extent and the spatial index of ``layer`` with its features' bounds.
 
@@ -584,18 +586,16 @@ def _bounds_problem(source: Path, layer: str, index: tuple[str, str, str | None]
             extent, bounds):
         return (f"its SQLite table 'gpkg_contents' gives the layer {layer!r} an extent that is "
                 "not its features'")
-    rtree = index[2]
     if rtree is None:
         return None
     named = f"the spatial index of its layer {layer!r} (SQLite table {rtree!r})"
     leaves = _rtree_leaves(connection, rtree)
     if leaves is None:
         return f"{named} holds other boxes than its features' bounds"
-    ids, boxes, nodes = leaves
+    order = np.argsort(leaves[0], kind="stable")
+    ids, boxes, nodes = (part[order] for part in leaves)
     if not _rowids_match(connection, rtree, ids, nodes):
         return f"{named} is not the R*Tree GDAL writes (its _rowid table is not its tree's)"
-    order = np.argsort(ids, kind="stable")
-    ids, boxes = ids[order], boxes[order]
     where = np.minimum(np.searchsorted(ids, fids), max(len(ids) - 1, 0))
     if len(ids) != len(fids) or (len(ids) and not (
             np.array_equal(ids[where], fids) and (np.diff(ids) > 0).all())):
@@ -618,14 +618,16 @@ def _same_extent(extent: tuple[Any, ...], bounds: np.ndarray) -> bool:
 
 def _rowids_match(connection: sqlite3.Connection, rtree: str, ids: np.ndarray,
                   nodes: np.ndarray) -> bool:
-    """Whether the ``_rowid`` table of ``rtree`` maps each leaf cell's id to its node, only."""
+    """Whether the ``_rowid`` table of ``rtree`` maps each leaf cell's id to its node, only.
+
+    ``ids`` (sorted) and ``nodes``: the leaf cells' ids and node numbers.
+    """
     rows = connection.execute(
         f"SELECT rowid, nodeno FROM {_quote(rtree + '_rowid')} ORDER BY rowid").fetchall()
     if len(rows) != len(ids) or any(type(value) is not int for row in rows for value in row):
         return False  # text or reals where SQLite keeps integers
     recorded = np.array(rows, dtype=np.int64).reshape(-1, 2)
-    order = np.argsort(ids, kind="stable")
-    return np.array_equal(recorded, np.stack([ids[order], nodes[order]], axis=1))
+    return np.array_equal(recorded, np.stack([ids, nodes], axis=1))
 
 
 def _rtree_leaves(connection: sqlite3.Connection,
