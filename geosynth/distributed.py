@@ -450,11 +450,16 @@ def _one_draw_fit(fit: PaivaFit, index: int) -> dict[str, Any]:
 
 
 def _without_confidential_values(maker: ReleaseMaker) -> ReleaseMaker:
-    """Return ``maker`` with its rows' points and continuous values blanked: what tasks get.
+    """Return ``maker`` with the records' points, cells and values blanked: what tasks get.
 
     A release draws new points and new continuous values; of the records it keeps only their
     index labels and attribute values, which it publishes anyway. The original coordinates and
-    values need not reach the workers (their memory, and the files they spill to disk).
+    values need not reach the workers (their memory, and the files they spill to disk), nor
+    what the prepared counts hold of them: each record's cell, the exact count of every
+    (cell, combination) pair and the cell means of the continuous values (of one record where a
+    cell holds one). A release reads the counts' grid, combinations, ``record_combo`` and each
+    covariate's mean and SD per combination only; the filled cell means it draws from are the
+    maker's (:func:`~geosynth.synth.paiva.synthetic_zbar`, computed in the client).
     """
     import geopandas as gpd
 
@@ -464,7 +469,12 @@ def _without_confidential_values(maker: ReleaseMaker) -> ReleaseMaker:
         frame[name] = np.nan  # replaced by the synthetic values in every release
     name = rows.geometry.name
     frame[name] = gpd.array.from_shapely(np.full(len(rows), None), crs=rows.crs)
-    return dataclasses.replace(maker, rows=gpd.GeoDataFrame(frame, geometry=name))
+    blank = dataclasses.replace(
+        counts, counts=np.zeros_like(counts.counts), record_cell=np.zeros_like(counts.record_cell),
+        **{field: None if getattr(counts, field) is None else np.zeros_like(getattr(counts, field))
+           for field in ("zbar", "zbar_mask")})
+    return dataclasses.replace(maker, rows=gpd.GeoDataFrame(frame, geometry=name),
+                               fit=dataclasses.replace(maker.fit, counts=blank))
 
 
 def _release_task(shared, arrays, seed, release, draw):

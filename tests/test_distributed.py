@@ -670,6 +670,11 @@ def test_synthesize_dask_sends_no_original_point_or_value_to_the_workers(
     assert rows.geometry.isna().all() and rows["z"].isna().all()
     assert not np.isin(points["z"].to_numpy(), rows.to_numpy(dtype=object)).any()
     pd.testing.assert_frame_equal(rows[["a", "c"]], pd.DataFrame(points[["a", "c"]]))
+    # nor the records' cells, the exact counts per cell or the cell means of z
+    counts = shared.fit.counts
+    assert fit.counts.counts.any() and fit.counts.zbar.any() and fit.counts.record_cell.any()
+    assert not (counts.counts.any() or counts.record_cell.any() or counts.zbar.any()
+                or counts.zbar_mask.any())
     for release, expected in zip(got, geosynth.synthesize(fit, points, m=2, seed=3),
                                  strict=True):
         pd.testing.assert_frame_equal(release, expected)
