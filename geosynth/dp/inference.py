@@ -419,8 +419,7 @@ MAX_PRIOR_TOTAL = np.finfo(np.float64).max / 4
 
 
 def _per_category(values: Any, k: int, name: str) -> np.ndarray:
-    check_real_array(values, name, "a number or an array of numbers")  # masked, complex, text
-    a = check_alpha(values, name)
+    a = check_alpha(values, name)  # also refuses masked, complex and text values
     if a.size == 1:
         return np.full(k, a[0])
     if a.size != k:

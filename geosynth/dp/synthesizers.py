@@ -93,6 +93,7 @@ from geosynth._validation import (
     check_epsilon,
     check_int,
     check_m,
+    check_real_array,
     refuse_masked,
 )
 from geosynth.data import check_declared, domain_codes
@@ -343,19 +344,14 @@ def check_alpha(alpha: Any, name: str = "alpha") -> np.ndarray:
     Raises
     ------
     TypeError
-        ``alpha`` is a bool or not numeric.
+        ``alpha`` is (or holds) a bool, text, None or another non-number
+        (:func:`geosynth._validation.check_real_array`).
     geosynth.errors.InputError
-        ``alpha`` is ragged, empty, not 1-D, or holds values that are not positive and finite.
+        ``alpha`` is ragged, masked, empty, not 1-D, or holds values that are not positive and
+        finite.
     """
-    if isinstance(alpha, bool):
-        raise TypeError(f"{name} must be a number or an array of numbers, got bool")
-    try:
-        a = np.asarray(alpha)
-    except (TypeError, ValueError) as err:  # ragged sequences
-        raise InputError(f"{name} must be a number or a 1-D array, got {alpha!r}") from err
-    if a.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be numeric, got dtype {a.dtype}")
-    a = np.atleast_1d(a.astype(np.float64))
+    # Masked entries were read through the mask and [True, 2.5] became [1.0, 2.5].
+    a = np.atleast_1d(check_real_array(alpha, name, "a number or an array of numbers"))
     if a.ndim != 1 or a.size == 0:
         raise InputError(f"{name} must be a number or a non-empty 1-D array, got shape {a.shape}")
     bad = ~np.isfinite(a) | (a <= 0)
@@ -703,9 +699,10 @@ class DirichletMultinomialSynthesizer:
         geosynth.errors.InputError
             ``counts`` is not 1-D, has fewer than two categories (or not exactly two for the
             Beta-Binomial), NaN, infinite, fractional or negative values; it sums to 0 and no
-            ``n_synth`` was given; ``alpha`` has the wrong length, or is too small for
-            ``epsilon``; ``categories`` is not a list of distinct labels, or an array's counts
-            are not one per category.
+            ``n_synth`` was given; ``alpha`` has the wrong length, is too small for
+            ``epsilon``, or so small that ``ln(1 + ñ / min α)`` overflows (no privacy);
+            ``categories`` is not a list of distinct labels, or an array's counts are not one
+            per category.
         geosynth.errors.MemoryLimitError
             ``m`` tables of ``k`` categories would take more than :data:`MAX_SAMPLE_BYTES`.
 
@@ -781,6 +778,13 @@ class DirichletMultinomialSynthesizer:
                 "value per category"
             )
         eps_release = dirichlet_epsilon(a, n_synth)
+        if eps_release > _MAX_EPSILON:  # ñ / min α overflowed: the tables were the counts
+            raise InputError(
+                f"alpha (min {a.min():.3g}) is so small that with n_synth={n_synth} one table's "
+                f"epsilon ln(1 + ñ/min α) is {eps_release:g}: no privacy at all (an epsilon "
+                f"above {_MAX_EPSILON:.6g} is refused too); pass epsilon instead of alpha, or an "
+                "alpha near ñ/(e^ε − 1) for the epsilon you want"
+            )
         if eps is not None:
             needed = n_synth / prior_scale(eps / self.m, "epsilon / m")
             if a.min() < needed * (1 - _RTOL):
@@ -913,11 +917,15 @@ class BetaBinomialSynthesizer(DirichletMultinomialSynthesizer):
         if n is None:
             return super().fit(counts, categories)
         n = _check_size(n, "n", 0)
-        x = check_counts(np.atleast_1d(np.asarray(counts)), "x")
-        if x.size != 1:
-            raise InputError(f"with n given, counts must be one number of successes, got {x}")
+        refuse_masked(counts, "counts")  # np.atleast_1d dropped the mask
+        x = check_counts(np.atleast_1d(counts), "counts")
+        if x.size != 1:  # neither the counts nor n quoted: they are the confidential data
+            raise InputError(f"with n given, counts must be one number of successes, got "
+                             f"{x.size} numbers; pass the successes x alone, or the two "
+                             "category counts (x, n − x) without n")
         if n < x[0]:
-            raise InputError(f"successes x={int(x[0])} exceed the number of trials n={n}")
+            raise InputError("the successes (counts) exceed the number of trials n; check "
+                             "that counts is the number of successes among the n trials")
         both, labels = counts_on_categories(np.array([x[0], n - x[0]], dtype=np.int64),
                                             categories, type(self).__name__)
         self._set_counts(both, labels)

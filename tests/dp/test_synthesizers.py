@@ -1,5 +1,6 @@
 import itertools
 import math
+import re
 import warnings
 
 import numpy as np
@@ -93,7 +94,7 @@ def test_epsilon_uses_the_smallest_alpha():
         (lambda: dirichlet_epsilon(0.0, 10), InputError, "positive"),
         (lambda: dirichlet_epsilon([1.0, np.nan], 10), InputError, "positive and finite"),
         (lambda: dirichlet_epsilon([], 10), InputError, "non-empty"),
-        (lambda: dirichlet_epsilon(["a"], 10), TypeError, "numeric"),
+        (lambda: dirichlet_epsilon(["a"], 10), TypeError, "a number or an array of numbers"),
     ],
 )
 def test_map_errors(call, error, match):
@@ -623,3 +624,49 @@ def test_a_huge_prior_draws_the_prior_not_the_last_category(alpha):
         obs = np.append(observed[keep], observed[~keep].sum())
         exp = np.append(expected[keep], expected[~keep].sum())
         assert stats.chisquare(obs, exp * draws / exp.sum()).pvalue > 1e-4
+
+
+# ------------------------------------------------------------ the prior and the successes, read
+@pytest.mark.parametrize("alpha, error, match", [
+    (np.ma.masked_array([1.0, -5.0], mask=[False, True]), InputError, "alpha is a masked array"),
+    ([True, 2.5], TypeError, "alpha must be a number or an array of numbers, got list holding "
+                             "bool"),
+    (10**400, InputError, "alpha must be finite, got an int beyond the float range"),
+], ids=["masked", "bool entry", "10**400"])
+def test_alpha_is_read_as_the_posterior_reads_it(alpha, error, match):
+    # The masked -5 was read through the mask (a prior of [1, -5] refused as "positive", or a
+    # hidden 1e-300 used), True became a prior of 1.0, and 10**400 was "not numeric (object)";
+    # charest_posterior refused all three.
+    with pytest.raises(error, match=match):
+        DirichletMultinomialSynthesizer(alpha=alpha)
+
+
+def test_an_alpha_that_leaves_no_privacy_is_refused_before_any_spend():
+    # ñ / min α overflowed: ε = inf, the tables were the confidential counts, and the only
+    # message (with an accountant) was the accountant's "epsilon must be finite" about an epsilon
+    # the user never gave. The epsilon route refuses an ε above ln(max float) as no privacy.
+    accountant = Accountant(10.0)
+    synth = DirichletMultinomialSynthesizer(alpha=1e-320, n_synth=3, accountant=accountant)
+    with pytest.raises(InputError, match=r"alpha \(min 1e-320\) .* is inf: no privacy at all"):
+        synth.fit([1, 2])
+    assert accountant.spent_epsilon == 0.0
+    synth = DirichletMultinomialSynthesizer(alpha=1e-300, n_synth=3).fit([1, 2])
+    assert synth.epsilon == pytest.approx(math.log1p(3e300))  # the epsilon route's range
+
+
+def test_beta_binomial_masked_successes_are_refused():
+    # np.asarray dropped the mask: the hidden 7 was synthesized as the successes.
+    with pytest.raises(InputError, match="counts is a masked array"):
+        BetaBinomialSynthesizer(1.0).fit(np.ma.masked_array([7], mask=[True]), n=10)
+
+
+@pytest.mark.parametrize("counts, n, match", [
+    (13, 11, "successes .* exceed the number of trials n"),
+    ([13, 17], 50, "one number of successes, got 2 numbers"),
+])
+def test_beta_binomial_refusals_do_not_quote_the_counts(counts, n, match):
+    # "successes x=13 exceed the number of trials n=11", "got [13 17]": the confidential data in
+    # a message (the counts' own refusals give positions, not values).
+    with pytest.raises(InputError, match=match) as info:
+        BetaBinomialSynthesizer(1.0).fit(counts, n=n)
+    assert not {"13", "17", str(n)} & set(re.findall(r"\d+", str(info.value)))
