@@ -89,7 +89,9 @@ def read_points(
     ------
     geosynth.errors.InputError
         The file does not exist or cannot be read, a ``.gpkg`` file is not a GeoPackage or is
-        damaged, a shapefile is truncated or lacks its ``.dbf``, the extension is not one of
+        damaged, a shapefile is truncated or lacks its ``.dbf``, a CSV file is not UTF-8 or a
+        GeoPackage or shapefile holds text that is not in the encoding it declares (e.g. a
+        ``.cpg`` saying UTF-8 over a CP1252 ``.dbf``), the extension is not one of
         the above, the file has no records (e.g. a CSV file with only its header), a CSV file
         has two columns of the same name or records with more fields than its header line
         names, a CSV is read without ``x``, ``y`` and
@@ -198,7 +200,9 @@ def _load_csv(source: Path) -> pd.DataFrame:
     name = printable(source.name)
     try:
         header = pd.read_csv(source, header=None, nrows=1, dtype=str, keep_default_na=False)
-        frame = pd.read_csv(source)
+        # The whole column's type from all its values: in chunks (low_memory) a column of
+        # codes with a letter past the first chunk came back as ints, then strings ('7' and 7).
+        frame = pd.read_csv(source, low_memory=False)
     except pd.errors.EmptyDataError:
         raise InputError(f"the CSV file {name} is empty: no header line and no records") from None
     except UnicodeDecodeError:
@@ -397,12 +401,29 @@ def _read_ogr(source: Path, layer: str | None) -> gpd.GeoDataFrame | pd.DataFram
         _check_field_names(source, [str(name) for name in info["fields"]],
                            info["geometry_name"] if info["geometry_type"] is not None else None)
         return pyogrio.read_dataframe(source, layer=layer)
+    except UnicodeDecodeError as err:
+        raise _not_text(source, err.encoding) from None
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
         if geopackage:
             raise not_a_geopackage(source, err) from None
         raise InputError(
             f"cannot read {printable(source.name)}: {printable(str(err).split(';')[0])[:200]}"
         ) from None
+
+
+def _not_text(source: Path, encoding: str) -> InputError:
+    """Return the error for a file whose field names or values are not ``encoding`` text.
+
+    The codec's own message quotes a byte of the file and its offset: not repeated.
+    """
+    fix = ("if its .cpg file names the wrong encoding, write the right one into it (e.g. "
+           "CP1252), or save the layer again as a GeoPackage"
+           if source.suffix.lower() == ".shp" else "save the layer again from data read with "
+           "the right encoding (GeoPackage text is UTF-8)")
+    return InputError(
+        f"cannot read {printable(source.name)}: some of its field names or text values are not "
+        f"{printable(encoding)} text, the encoding it declares; {fix}"
+    )
 
 
 def _check_field_names(source: Path, fields: list[str], geometry: str | None) -> None:

@@ -74,7 +74,8 @@ perturbed. Such records are counted (:attr:`NeighbourResampleInfo.n_location_cop
 :class:`~geosynth.errors.PrivacyLeakWarning` gives the count.
 Without it the geometry is carried over unchanged, like every column not listed in ``columns``:
 such columns neither count in the distance nor are resampled, so a released record still shows
-its true location next to resampled attributes.
+its true location next to resampled attributes; a :class:`~geosynth.errors.PrivacyLeakWarning`
+names every geometry column copied unchanged (the active one without it, any other always).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
 import geopandas as gpd
@@ -136,6 +137,8 @@ _WHOLE_FLOAT_LIMIT = 2.0**53
 class NeighbourResampleInfo:
     """What :func:`neighbour_resample` did; returned with ``return_info=True``.
 
+    Its repr shows the counts only: the per-record arrays tell which released rows are real.
+
     Attributes
     ----------
     n_records : int
@@ -177,9 +180,11 @@ class NeighbourResampleInfo:
     n_without_neighbours: int
     n_suppressed: int
     mean_neighbours: float
-    selected: np.ndarray
-    n_neighbours: np.ndarray
-    n_distinct_neighbours: np.ndarray
+    # Not in the repr: a printed info (a log, a notebook) would say which released rows are
+    # real records, unchanged because not selected or without enough neighbours.
+    selected: np.ndarray = field(repr=False)
+    n_neighbours: np.ndarray = field(repr=False)
+    n_distinct_neighbours: np.ndarray = field(repr=False)
     min_neighbours: int
     n_whole_copies: int
     n_location_copies: int = 0
@@ -726,6 +731,11 @@ def _neighbour_graph(scaled: _Scaled, eps: float, blocked: bool = True) -> _Grap
     del rows, cols, data
     coo.has_canonical_format = True  # no duplicate entries by construction: skip summing them
     csr = coo.tocsr()
+    # Each row in the order of the distinct points (canonical: sorted by their values), not in
+    # the order the search found the pairs: a draw picks the k-th entry of a row, so the
+    # release must depend on the data and the seed only, not on which search path ran
+    # (_MAX_GROUPS) or on the pair order of scipy's trees.
+    csr.sort_indices()
     del coo
     indptr = csr.indptr.astype(np.int64, copy=False)
     if not dup.size:
@@ -812,6 +822,33 @@ def _warn_location_copies(n_copies: int, n_resampled: int) -> None:
         PrivacyLeakWarning,
         stacklevel=3,
     )
+
+
+def _warn_unchanged_geometries(out: pd.DataFrame, resampled: Hashable | None) -> None:
+    """Warn that geometry columns other than ``resampled`` show the records' true locations.
+
+    Such a column (the active geometry without ``include_coordinates``, or any other geometry
+    column) is copied unchanged, like every column not resampled; but a point is where a
+    patient lives, so the release would publish every record's true location beside its
+    resampled attributes. Counts only: the message names the columns, never a location.
+    """
+    shown = {}
+    for name in out.columns:
+        if name != resampled and isinstance(out[name].dtype, gpd.array.GeometryDtype):
+            geoms = np.asarray(out[name].array, dtype=object)
+            present = int((~(shapely.is_missing(geoms) | shapely.is_empty(geoms))).sum())
+            if present:
+                shown[name] = present
+    if shown:
+        described = ", ".join(f"{name!r} ({k} of {len(out)} records)" for name, k in shown.items())
+        warnings.warn(
+            f"geometry column(s) {described} are copied unchanged: the release shows the true "
+            "location of those records beside their resampled attributes. Resample the active "
+            "geometry's coordinates with include_coordinates=True, and drop any other geometry "
+            "column before publishing",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
 
 
 def _warn_too_few(
@@ -966,7 +1003,8 @@ def neighbour_resample(
     include_coordinates : bool, default False
         Make the ``x`` and ``y`` of a GeoDataFrame's point geometries two more variables: they
         count in the distance, are resampled independently, and the released geometry is rebuilt
-        from the new coordinates (CRS kept). Otherwise the geometry is copied unchanged.
+        from the new coordinates (CRS kept). Otherwise the geometry is copied unchanged (true
+        locations: a :class:`~geosynth.errors.PrivacyLeakWarning` says so).
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Random stream (:func:`geosynth._random.as_generator`).
     return_info : bool, default False
@@ -1005,7 +1043,9 @@ def neighbour_resample(
         variable (not given when only one variable is resampled: each value is then one
         neighbour's, which is the method); or, with ``include_coordinates``, some are released
         at the exact location of an original record; or a categorical column's dtype lists a
-        category that only suppressed or resampled records held.
+        category that only suppressed or resampled records held; or a geometry column is
+        copied unchanged (without ``include_coordinates``, or not the active geometry), so the
+        release shows true locations.
 
     Examples
     --------
@@ -1034,7 +1074,9 @@ def neighbour_resample(
     else:
         selected = rng.random(n) < modprop
 
+    resampled = geometry_name if include_coordinates else None
     if not selected.any() and not return_info:
+        _warn_unchanged_geometries(df, resampled)
         return df.copy()
 
     numeric_cols = [c for c in cols if c not in cats]
@@ -1090,6 +1132,7 @@ def neighbour_resample(
         out = out.iloc[~lonely_mask]
         n_suppressed = int(lonely.size)
     _warn_lost_categories(df, out)
+    _warn_unchanged_geometries(out, resampled)
 
     if not return_info:
         return out

@@ -1,6 +1,7 @@
 """read_points: GeoPackage, GeoParquet, shapefile and CSV files, and what is refused."""
 
 import sys
+import warnings
 
 import geopandas as gpd
 import pandas as pd
@@ -581,3 +582,65 @@ def test_messages_name_the_file_without_its_control_characters(tmp_path, name, k
     with pytest.raises(InputError, match=r"points\?\[2J\.") as caught:
         read_points(path, **kwargs)
     assert "\x1b" not in str(caught.value)
+
+
+# ---------------------------------------------------------------- text and column types
+
+
+def _shapefile_with_latin1_bytes(tmp_path, points, field_name=False):
+    """A shapefile whose .cpg says UTF-8 but whose .dbf holds a CP1252 'é' (a value or a name)."""
+    path = tmp_path / "points.shp"
+    points.to_file(path, engine="pyogrio")
+    dbf = path.with_suffix(".dbf")
+    raw = bytearray(dbf.read_bytes())
+    at = raw.find(b"x1".ljust(11, b"\x00")) if field_name else raw.find(b"b", raw.find(b"\r"))
+    raw[at] = 0xE9
+    dbf.write_bytes(bytes(raw))
+    return path
+
+
+@pytest.mark.parametrize("field_name", [False, True])
+def test_text_not_in_the_declared_encoding_is_an_input_error_quoting_no_byte(
+    tmp_path, points, field_name
+):
+    # pyogrio's UnicodeDecodeError came out raw, quoting the byte and its offset in the file.
+    path = _shapefile_with_latin1_bytes(tmp_path, points, field_name)
+    assert path.with_suffix(".cpg").read_text().upper().replace("-", "") == "UTF8"
+    for check_values in (True, False):
+        with pytest.raises(InputError, match=r"cannot read points.shp: some of its field names "
+                           r"or text values are not utf-8 text.*\.cpg file names the wrong "
+                           r"encoding") as caught:
+            read_points(path, check_values=check_values)
+        assert "0xe9" not in str(caught.value) and "position" not in str(caught.value)
+        assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_a_geopackage_text_value_that_is_not_utf8_is_an_input_error(tmp_path, points):
+    import sqlite3
+
+    path = tmp_path / "points.gpkg"
+    points.to_file(path, layer="records", engine="pyogrio", SPATIAL_INDEX="NO")
+    with sqlite3.connect(path) as connection:  # a value written by a tool ignoring the standard
+        connection.execute("UPDATE records SET x1 = CAST(X'6de9' AS TEXT) WHERE fid = 2")
+    connection.close()
+    with pytest.raises(InputError, match=r"points.gpkg: some of its field names or text values "
+                       r"are not utf-8 text.*GeoPackage text is UTF-8") as caught:
+        read_points(path)
+    assert "0xe9" not in str(caught.value)
+
+
+def test_a_csv_column_gets_one_type_from_all_its_values(tmp_path):
+    # pandas inferred types chunk by chunk: codes that were numbers up to row 262144 came back
+    # as ints there and as strings after it, so one level was two ('7' and 7), with a
+    # DtypeWarning that named no file.
+    n = 270_000
+    codes = [str(i % 50) for i in range(n)]
+    codes[-1] = "A7"
+    frame = pd.DataFrame({"east": range(n), "north": range(n), "zone": codes})
+    path = tmp_path / "points.csv"
+    frame.to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = read_points(path, x="east", y="north", crs=CRS)
+    assert got["zone"].map(type).nunique() == 1
+    assert got["zone"].nunique() == 51

@@ -6,6 +6,7 @@ own helpers.
 """
 
 import math
+import re
 import warnings
 
 import geopandas as gpd
@@ -382,6 +383,19 @@ def test_same_seed_same_output_different_seed_differs():
     pd.testing.assert_frame_equal(a, d)
 
 
+@pytest.mark.parametrize("coordinates", [False, True])
+def test_the_release_depends_on_the_data_and_seed_not_on_the_search_path(monkeypatch,
+                                                                         coordinates):
+    # A draw takes the k-th record of a record's neighbour list, which was in the order the
+    # search found the pairs: the same data and seed gave another release when the search went
+    # through one tree instead of blocks (a tuning constant), or when scipy's trees changed it.
+    data = mixed_gdf(n=1000) if coordinates else mixed_frame(n=1000)
+    blocked, _ = resample(data, 1.5, weights=WEIGHTS, include_coordinates=coordinates, seed=5)
+    monkeypatch.setattr(nbmod, "_MAX_GROUPS", 0)
+    single, _ = resample(data, 1.5, weights=WEIGHTS, include_coordinates=coordinates, seed=5)
+    pd.testing.assert_frame_equal(blocked, single)
+
+
 @pytest.mark.parametrize("modprop", [0.0, 0.013, 0.25, 0.5, 1.0])
 def test_exact_selection_resamples_floor_n_modprop_records(modprop):
     df = mixed_frame()
@@ -654,8 +668,11 @@ def test_records_released_at_a_real_location_are_counted_and_warned(columns):
     # a real location, which was neither counted nor warned about unless every other variable
     # came from that neighbour too.
     gdf = mixed_gdf()[[*columns, "location"]]
-    with pytest.warns(PrivacyLeakWarning, match=r"resampled records are released at the "
-                                                r"exact location of an original record"):
+    # With the coordinates alone a real location is a whole copy, warned as such, unless x and y
+    # came from two records sharing a coordinate (which depends on the draw).
+    match = (r"resampled records are released at the exact location of an original record"
+             + ("" if columns else r"|in all 2 resampled variables \(its location included\)"))
+    with pytest.warns(PrivacyLeakWarning, match=match):
         out, info = neighbour_resample(gdf, 0.4, columns=columns, include_coordinates=True,
                                        seed=3, return_info=True)
     real = set(zip(gdf.geometry.x, gdf.geometry.y, strict=True))
@@ -677,6 +694,32 @@ def test_geometry_is_carried_unchanged_without_include_coordinates():
     columns = list(gdf.columns.drop("location"))
     _, neighbours, _ = brute_force(gdf, 1.5, columns, CATEGORICAL, WEIGHTS)
     np.testing.assert_array_equal(info.n_neighbours, neighbours.sum(1))
+
+
+def unchanged_geometry_warnings(data, **kwargs):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        neighbour_resample(data, 1.5, seed=0, **kwargs)
+    return [str(w.message) for w in record
+            if w.category is PrivacyLeakWarning and "are copied unchanged" in str(w.message)]
+
+
+def test_a_geometry_copied_unchanged_is_warned_about():
+    # Without include_coordinates every record's true location was released beside its
+    # resampled attributes with no word at run time (only the docstring said so).
+    gdf = mixed_gdf()
+    gdf.loc[gdf.index[:3], "location"] = None  # absent geometries show nothing
+    expected = r"geometry column\(s\) 'location' \(297 of 300 records\) are copied unchanged"
+    for kwargs in ({"weights": WEIGHTS}, {"modprop": 0.0}):
+        (message,) = unchanged_geometry_warnings(gdf, **kwargs)
+        assert re.match(expected, message)
+    gdf["home"] = gdf.geometry.buffer(1.0)  # any other geometry column, even when resampling
+    gdf = gdf.iloc[3:]
+    (message,) = unchanged_geometry_warnings(gdf, columns=NUMERIC, include_coordinates=True)
+    assert re.match(r"geometry column\(s\) 'home' \(297 of 297 records\)", message)
+    assert not unchanged_geometry_warnings(gdf.drop(columns="home"), columns=NUMERIC,
+                                           include_coordinates=True)
+    assert not unchanged_geometry_warnings(pd.DataFrame(gdf[NUMERIC]))
 
 
 def test_coordinates_only():
@@ -703,6 +746,19 @@ def test_info_fields():
     assert info.n_neighbours.dtype == np.int64
     with pytest.raises(ValueError, match="read-only"):
         info.selected[0] = True
+
+
+def test_the_info_repr_shows_counts_not_which_records_are_real():
+    # The dataclass repr printed the arrays: a logged or notebook-printed info told which
+    # released rows were not selected (or had too few neighbours), i.e. real records unchanged.
+    df = mixed_frame(n=20)
+    _, info = resample(df, 1.0, modprop=0.5, selection="exact", seed=0)
+    text = repr(info)
+    assert "array" not in text and "True" not in text and "False" not in text
+    for name in ("selected", "n_neighbours", "n_distinct_neighbours"):
+        assert not re.search(rf"\b{name}=", text)
+    assert text.startswith("NeighbourResampleInfo(n_records=20, n_selected=10, ")
+    assert f"n_whole_copies={info.n_whole_copies}" in text
 
 
 def test_memory_guard(monkeypatch):
