@@ -237,7 +237,9 @@ class PaivaModel:
             every β_i (if fitted) and every λ_ib (exp of the stored η = log λ of every retained
             draw) is compared with ``target_ess``, and the maximum
             rank-normalised split R-hat with ``max_rhat`` (arviz's definitions, computed for all
-            parameters at once by :func:`geosynth.model.diagnostics.convergence_diagnostics`).
+            parameters at once by :func:`geosynth.model.diagnostics.convergence_diagnostics`);
+            a parameter that some chain holds at one value over the window is a stuck sampler
+            and fails whatever its ESS (θ of a one-cell lattice, 0 by construction, excepted).
             Checks come when the sweeps have grown by a factor 1.5 or 4/3 and stop at the first
             group of parameters, or part of 16,384 of them, that fails (λ is screened on 2,048
             pairs first), so their cost stays a fraction of the fit's. The first quarter of the

@@ -10,7 +10,7 @@ import pandas as pd
 
 from geosynth._compat import import_arviz
 from geosynth._validation import is_integer
-from geosynth.errors import InputError
+from geosynth.errors import InputError, InputTypeError
 from geosynth.model.stopping import StoppingInfo
 
 if TYPE_CHECKING:
@@ -47,6 +47,9 @@ class PaivaFit:
     ----------
     model : geosynth.model.fit.PaivaModel
         The model that made the fit.
+    scalar_names : tuple of str
+        Names of the columns of ``scalars`` (a list given is kept as a tuple: a name changed
+        in place renamed the draws of every later summary, ``fit.scalar`` and trace plot).
     scalars : numpy.ndarray, shape (chains, draws, S)
         μ, α, τ_θ, τ_φ, τ_ε and (for each covariate under ``beta_prior="icar"`` only, the one
         prior that samples it) τ_β per draw (names in ``scalar_names``). μ and α are reported
@@ -87,7 +90,7 @@ class PaivaFit:
 
     model: Any  # the PaivaModel that made the fit (not imported: fit imports this module)
     counts: CellCounts
-    scalar_names: list[str]
+    scalar_names: tuple[str, ...]
     scalars: np.ndarray
     theta: np.ndarray
     beta: np.ndarray | None
@@ -106,6 +109,10 @@ class PaivaFit:
     def __post_init__(self) -> None:
         if self.eta_draw_index is None and self.eta is not None:
             self.eta_draw_index = np.arange(self.eta.shape[1], dtype=np.int64)
+        names = self.scalar_names
+        if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+            raise InputError(f"scalar_names must be a list or tuple of str (the names of the "
+                             f"columns of scalars), got {type(names).__name__}")
         self._read_only_draws()
 
     def __setstate__(self, state: dict) -> None:  # pickle and copy restore the dict directly
@@ -113,12 +120,14 @@ class PaivaFit:
         self._read_only_draws()
 
     def _read_only_draws(self) -> None:
-        """Keep each array of draws as a read-only view.
+        """Keep each array of draws as a read-only view, and the scalars' names as a tuple.
 
         An in-place change of a returned array (``fit.scalar("tau_theta") **= -0.5``, a
         variable of :meth:`to_arviz`) changed the draws of every later summary and release,
-        while the cached posterior mean kept the old ones.
+        while the cached posterior mean kept the old ones; a name changed in the list
+        ``fit.scalar_names`` renamed a column of the draws.
         """
+        self.scalar_names = tuple(self.scalar_names)
         for name in _DRAWS:
             value = getattr(self, name, None)
             if isinstance(value, np.ndarray) and value.flags.writeable:
@@ -212,10 +221,11 @@ class PaivaFit:
     def scalar(self, name: str) -> np.ndarray:
         """Draws (chains, draws) of the scalar parameter ``name``."""
         if not isinstance(name, str):
-            raise TypeError(f"name must be the str name of a scalar parameter (one of "
-                            f"{self.scalar_names}), got {type(name).__name__}")
+            raise InputTypeError(f"name must be the str name of a scalar parameter (one of "
+                                 f"{list(self.scalar_names)}), got {type(name).__name__}")
         if name not in self.scalar_names:
-            raise InputError(f"unknown parameter {name!r}; available: {self.scalar_names}")
+            raise InputError(f"unknown parameter {name!r}; available: "
+                             f"{list(self.scalar_names)}")
         return self.scalars[:, :, self.scalar_names.index(name)]
 
     def to_arviz(self) -> arviz.InferenceData:

@@ -53,7 +53,8 @@
   only, but rank R-hat also takes the folded R-hat of ``|x − median|``, which exp does not
   keep: η's R-hat was up to 0.02 below λ's): first on at most 2,048 evenly spaced (cell,
   combination) pairs, then, once those pass, on all ``G·B``. The fit stops when every
-  parameter has bulk ESS >= ``target_ess`` and R-hat < ``max_rhat``.
+  parameter has bulk ESS >= ``target_ess`` and R-hat < ``max_rhat``, and no chain holds one
+  value over the whole window (see :func:`assess_convergence`).
 
 With the same seed a fit without ``max_seconds`` makes the same sweeps and draws (the checks
 depend on the draws only, never on timing or the number of threads). ``max_seconds`` stops
@@ -145,6 +146,10 @@ MAX_TARGET_ESS = 1_000_000
 #: chain of every parameter: 16,000 at 1.001, ten times the default's. ``max_rhat=1 + 1e-10``
 #: asked for 1.6·10¹¹, more than ``max_bytes`` held, and ran until Ctrl-C.
 MIN_MAX_RHAT = 1.001
+#: Groups reported centred over their parameters at every draw (θ_i − θ̄,
+#: :func:`geosynth.model.state.record`): a group of one such parameter, θ of a one-cell
+#: lattice, is 0 at every draw by construction, the one reported parameter fixed by design.
+CENTRED_GROUPS = frozenset({"theta"})
 
 
 def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> None:
@@ -298,7 +303,7 @@ class ConvergenceCheck(NamedTuple):
         Every parameter of every group reached the target (a complete pass).
     min_ess, max_r_hat : float
         Over the parameters checked (NaN if some parameter has none: too few draws or a
-        non-finite draw).
+        non-finite draw; R-hat inf where a chain is stuck at one value).
     worst_ess, worst_r_hat : str
         The parameters where they occur.
     not_converged : tuple of (str, float, float)
@@ -335,10 +340,16 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
     its R-hat is < ``max_rhat``. A parameter with a non-finite draw fails (its ESS and R-hat
     are reported as NaN, as Stan's ``posterior`` package, the reference implementation of
     Vehtari et al. 2021, gives them): λ = exp η overflowing to inf is a sampler that diverged,
-    and inf at every draw, a constant, passed before. A finite parameter at one value over
-    every draw of every chain (R-hat undefined) passes on its ESS: the chains start
-    over-dispersed, so chains that never moved hold different values (R-hat inf, which fails),
-    and one value in all of them is set by the model (θ of a one-cell lattice is 0).
+    and inf at every draw, a constant, passed before. A parameter that holds one value over
+    every draw of the window in some chain fails too, with R-hat reported as inf (the value
+    :func:`~geosynth.model.diagnostics.convergence_diagnostics` gives chains that are each
+    constant at different values): every reported parameter has a continuous posterior
+    (Gibbs draws from continuous conditionals; the MH sampler's draws are exact one sweep in
+    ten), so a chain that repeats one value is stuck, not converged. A constant passed before
+    on its ESS (arviz gives the number of draws) and an undefined R-hat (0/0), and one stuck
+    chain among moving ones could pass on the bulk and folded R-hats alone when it sits near
+    the others' median. The one exception is a parameter fixed by design, 0 at every draw:
+    θ of a one-cell lattice (a group of :data:`CENTRED_GROUPS` with one parameter).
 
     Parameters
     ----------
@@ -380,8 +391,7 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
             values += part.size
             finite = np.isfinite(part).all(axis=(0, 1))
             ess, r_hat = np.where(finite, ess, np.nan), np.where(finite, r_hat, np.nan)
-            constant = np.isnan(r_hat) & (ess == 2 * chains * (n_draws // 2))
-            r_hat = np.where(constant, 1.0, r_hat)
+            r_hat = _stuck_chains_fail(part, r_hat, finite, group.name in CENTRED_GROUPS)
             bad = ~((ess >= target_ess) & (r_hat < max_rhat))  # a NaN fails
             low = int(np.argmin(np.nan_to_num(ess, nan=-np.inf)))  # a NaN is the worst
             high = int(np.argmax(np.nan_to_num(r_hat, nan=np.inf)))
@@ -414,6 +424,34 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
         n_not_converged=n_failing, checked=tuple(checked),
         seconds=time.perf_counter() - start, values=values,
     )
+
+
+def _stuck_chains_fail(part: np.ndarray, r_hat: np.ndarray, finite: np.ndarray,
+                      centred: bool) -> np.ndarray:
+    """Return ``r_hat`` with inf where some chain of ``part`` holds one finite value.
+
+    Parameters
+    ----------
+    part : numpy.ndarray, shape (chains, draws, P)
+        The draws checked.
+    r_hat : numpy.ndarray, shape (P,)
+        Their rank R-hat (NaN where a draw is not finite, which already fails).
+    finite : numpy.ndarray of bool, shape (P,)
+        Every draw of the parameter is finite.
+    centred : bool
+        The group is centred (:data:`CENTRED_GROUPS`): a group of one parameter is then 0 at
+        every draw by construction, and passes with R-hat 1 (its ESS is the number of draws).
+
+    Returns
+    -------
+    numpy.ndarray, shape (P,)
+    """
+    if part.shape[1] < 4:  # too few draws for arviz (R-hat NaN, which fails): not "stuck"
+        return r_hat
+    stuck = finite & (part.max(axis=1) == part.min(axis=1)).any(axis=0)
+    if centred and part.shape[2] == 1 and finite[0] and not part.any():
+        return np.ones_like(r_hat)  # θ of a one-cell lattice: 0 by construction
+    return np.where(stuck, np.inf, r_hat)
 
 
 #: :func:`diagnostics_pace` takes a check's own pace when it evaluated at least this many

@@ -91,7 +91,7 @@ def test_constant_and_varying_effects_are_told_apart():
     counts = prepare(two_covariate_data(beta1, beta2, seed=13), GRID, ["a", "b"],
                      continuous=["z1", "z2"])
     fit = PaivaModel(beta_prior="icar").fit(counts, **RUN)
-    assert fit.scalar_names[-2:] == ["tau_beta[z1]", "tau_beta[z2]"]
+    assert fit.scalar_names[-2:] == ("tau_beta[z1]", "tau_beta[z2]")
     posterior_mean = fit.beta.mean(axis=(0, 1))
     assert_sign_pattern(posterior_mean[0], beta1)
     assert_sign_pattern(posterior_mean[1], beta2)

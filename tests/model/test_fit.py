@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from geosynth import Grid, PaivaModel, Priors, prepare
-from geosynth.errors import DataWarning, InputError, MemoryLimitError
+from geosynth.errors import DataWarning, InputError, InputTypeError, MemoryLimitError
 from geosynth.plots import intensity_figure
 
 matplotlib.use("Agg")
@@ -568,9 +568,32 @@ def test_fits_compare_by_identity(scenario_counts):
 
 
 def test_scalar_names_must_be_str(scenario_counts):
+    # A geosynth error (also a TypeError): a raw TypeError escaped `except GeosynthError`.
     _, _, counts = scenario_counts(100, shape=(3, 3))
-    with pytest.raises(TypeError, match=r"name must be the str name .*\['mu'\]\), got ndarray"):
+    with pytest.raises(InputTypeError,
+                       match=r"name must be the str name .*\['mu'\]\), got ndarray"):
         _stub_fit(counts).scalar(np.array(["mu", "mu"]))  # a raw ValueError (ambiguous)
+
+
+def test_scalar_names_cannot_be_changed_after_the_fit(scenario_counts):
+    """``fit.scalar_names`` was the list the fit was made with: a name changed in place
+    renamed a column of the draws for every later ``fit.scalar``, summary and trace plot."""
+    import copy
+
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    fit = _stub_fit(counts)
+    assert fit.scalar_names == ("mu",)
+    with pytest.raises(TypeError):
+        fit.scalar_names[0] = "tau_theta"  # a tuple: no item assignment
+    with pytest.raises(InputError, match=r"unknown parameter 'tau_theta'; available: \['mu'\]"):
+        fit.scalar("tau_theta")
+    assert list(fit.to_arviz().posterior.data_vars) == ["mu", "theta"]
+    older = copy.copy(fit)  # a fit pickled with a list of names is restored with a tuple
+    older.__setstate__({**fit.__dict__, "scalar_names": ["mu"]})
+    assert older.scalar_names == ("mu",)
+    for wrong in ("mu", ["mu", 1], None):
+        with pytest.raises(InputError, match="scalar_names must be a list or tuple of str"):
+            dataclasses.replace(fit, scalar_names=wrong)
 
 
 @pytest.mark.parametrize(

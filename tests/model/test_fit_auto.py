@@ -208,20 +208,78 @@ def test_parameters_with_infinite_draws_have_not_converged():
     assert {name for name, _, _ in check.not_converged} == {"lambda[1,0]", "lambda[2,0]"}
     assert all(np.isnan(ess) and np.isnan(r_hat) for _, ess, r_hat in check.not_converged)
     assert np.isnan(check.min_ess) and np.isnan(check.max_r_hat)
-    # A finite value shared by every draw of every chain is set by the model (θ of a one-cell
-    # lattice is 0; the chains start apart): it passes. Chains each stuck at their own value,
-    # or in two modes, have an R-hat far above any limit.
-    theta = rng.normal(size=(2, n, 3))
-    theta[:, :, 0] = 0.0
-    theta[:, :, 1] = [[0.0], [1.0]]
-    theta[1, :, 2] += 4.0
+    # Chains each stuck at their own value, or in two modes, have an R-hat far above any limit.
+    theta = rng.normal(size=(2, n, 2))
+    theta[:, :, 0] = [[0.0], [1.0]]
+    theta[1, :, 1] += 4.0
     check = assess_convergence([ParameterGroup("theta", theta, lambda i: f"theta[{i}]")], 1, 1.5,
                                complete=True)
     assert not check.converged and check.n_not_converged == 2
-    assert {name for name, _, _ in check.not_converged} == {"theta[1]", "theta[2]"}
-    assert check.max_r_hat > 1e15 and check.worst_r_hat == "theta[1]"
-    passes = assess_convergence([ParameterGroup("theta", theta[:, :, :1], str)], 100, 1.01)
-    assert passes.converged and passes.max_r_hat == 1.0
+    assert check.max_r_hat > 1e15 and check.worst_r_hat == "theta[0]"
+
+
+def test_a_stuck_chain_never_counts_as_converged():
+    """Every reported parameter has a continuous posterior, so a chain that holds one value over
+    the whole window is stuck. A value shared by every chain passed on its ESS (arviz: the
+    number of draws) with an undefined R-hat, and one stuck chain among 32 passed at
+    max_rhat=1.1 (rank R-hat 1.09 at the others' median): both fail, with R-hat inf."""
+    rng = np.random.default_rng(6)
+    n = 400
+    draws = rng.normal(size=(32, n, 3))
+    draws[0, :, 0] = np.median(draws[1:, :, 0])  # chain 0 stuck among moving ones
+    draws[:, :, 1] = 2.5  # every chain stuck at one value
+    ess, r_hat = convergence_diagnostics(draws)
+    assert ess[0] >= 100 and r_hat[0] < 1.1 and ess[1] >= 100  # what passed before
+    names = ["tau_theta", "tau_eps", "mu"]
+    check = assess_convergence([ParameterGroup("scalars", draws, names.__getitem__)], 100, 1.1,
+                               complete=True)
+    assert not check.converged and check.n_not_converged == 2
+    assert {name for name, _, _ in check.not_converged} == {"tau_theta", "tau_eps"}
+    assert all(r == np.inf for _, _, r in check.not_converged) and check.max_r_hat == np.inf
+    assert assess_convergence([ParameterGroup("scalars", draws[:, :, 2:], str)], 100,
+                              1.1).converged
+    # Also in a partial check, and for λ = exp η (every chain at η = 0.3: λ constant).
+    eta = rng.normal(size=(2, n, 4)).astype(np.float32)
+    eta[:, :, 3] = 0.3
+    partial = assess_convergence([ParameterGroup("lambda", eta, str, log=True)], 100, 1.1)
+    assert not partial.converged and partial.not_converged[0][0] == "3"
+
+
+def test_only_theta_of_a_one_cell_lattice_is_fixed_by_design():
+    """θ is reported centred (θ_i − θ̄): on one cell it is 0 at every draw and passes, R-hat 1.
+    θ_i of a larger lattice at 0 in every chain, or a one-cell θ away from 0, is stuck."""
+    rng = np.random.default_rng(7)
+    theta = rng.normal(size=(2, 400, 3))
+    theta[:, :, 0] = 0.0
+    one_cell = assess_convergence([ParameterGroup("theta", theta[:, :, :1] * 0, str)], 100, 1.01)
+    assert one_cell.converged and one_cell.max_r_hat == 1.0
+    stuck = assess_convergence([ParameterGroup("theta", theta, lambda i: f"theta[{i}]")], 100,
+                               1.1, complete=True)
+    assert stuck.n_not_converged == 1 and stuck.not_converged[0][0] == "theta[0]"
+    away = assess_convergence([ParameterGroup("theta", theta[:, :, :1] + 0.5, str)], 100, 1.01)
+    assert not away.converged and away.max_r_hat == np.inf
+    assert not assess_convergence([ParameterGroup("mu", theta[:, :, :1], str)], 100,
+                                  1.01).converged
+
+
+def test_a_fit_with_a_stuck_precision_does_not_converge(counts, monkeypatch):
+    """τ_θ held at 1.0 in every chain (a planted stuck sampler): the fit said "converged"; it
+    runs on to max_seconds and the warning names tau_theta."""
+    original = runner_module.ChainRunner._run
+
+    def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
+        written = original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
+        out["scalars"][chain, row:row + written, self.names.index("tau_theta")] = 1.0
+        return written
+
+    monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
+    with pytest.warns(GeosynthWarning, match="stopped at max_seconds") as record:
+        fit = PaivaModel().fit(counts, seed=7, **AUTO, max_seconds=2)
+    assert fit.stopping.reason == "max_seconds"
+    assert fit.stopping.not_converged[0][0] == "tau_theta"
+    assert (fit.scalar("tau_theta") == 1.0).all()
+    message = next(str(w.message) for w in record if "max_seconds" in str(w.message))
+    assert "Not converged: tau_theta (ESS" in message and "R-hat inf)" in message
 
 
 def test_a_fit_whose_lambda_overflows_does_not_converge(counts, monkeypatch):
