@@ -9,8 +9,8 @@
 Both keep every non-geometry column of the input (a baseline moves locations only) and the input
 index; publish them through :func:`geosynth.synth.to_public` like any release. Drop columns that
 identify records before calling them, or pass ``columns``; a column that repeats the x or y of
-the points (``easting``, ``northing``) is refused. Neither ever returns a point at the exact
-location of an original record: such a draw is made again.
+the points (``easting``, ``northing``), or their longitude or latitude, is refused. Neither
+ever returns a point at the exact location of an original record: such a draw is made again.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import pyproj
 
 from geosynth._messages import describe_rows
 from geosynth._points import at_locations, point_coordinates, refuse_z
@@ -82,7 +83,7 @@ def naive_synthesize(
         3-D geometries, duplicated column names); ``grid`` is not a Grid; points lie in no
         cell (as in :func:`geosynth.prepare`: outside the lattice or region, or inside an
         excluded area); bad ``m``, ``columns`` or ``weights``; a kept column repeats the x or y
-        of the points (e.g. ``easting``).
+        of the points (e.g. ``easting``) or their longitude or latitude.
     geosynth.errors.CRSError
         ``gdf`` (or ``weights``) is not in the grid CRS, or ``gdf`` is in degrees.
     geosynth.errors.SamplerError
@@ -169,7 +170,7 @@ def donut_mask(
         ``gdf`` is not a GeoDataFrame of valid 2-D points (as for :func:`naive_synthesize`);
         ``r_min``/``r_max`` are not finite numbers with ``0 <= r_min < r_max``; ``r_max`` below
         1e-9 of the largest coordinate (float64 could not move the points); bad ``m`` or
-        ``columns``; a kept column repeats the x or y of the points.
+        ``columns``; a kept column repeats the x or y, longitude or latitude of the points.
     geosynth.errors.CRSError
         ``gdf`` is in a geographic CRS (degrees).
     geosynth.errors.SamplerError
@@ -283,29 +284,69 @@ def _check_points(gdf: gpd.GeoDataFrame) -> np.ndarray:
 
 
 def _refuse_coordinate_columns(gdf: gpd.GeoDataFrame, keep: list, xy: np.ndarray) -> None:
-    """Refuse a kept column that repeats the x or y of the original points (e.g. ``easting``).
+    """Refuse a kept column that repeats a coordinate of the original points.
 
-    The release would publish the original location next to the synthetic one. A column is
-    refused when every value present agrees with the coordinate to 1e-6 of it (float32 copies,
-    and metres rounded at the scale of a UTM easting, agree to that).
+    The release would publish the original location next to the synthetic one. Refused: a
+    column whose every present value agrees to 1e-6 of it (float32 copies, and metres rounded
+    at the scale of a UTM easting, agree to that) with the x or y of the points (``easting``),
+    or, for a projected CRS, to 1e-6 or 1e-5 degrees (about a metre) with their longitude or
+    latitude (the ``lon``/``lat`` of a CSV whose points were projected, :func:`_degrees`).
     """
-    for column in keep:
-        values = gdf[column]
-        if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(
-            values.dtype
-        ) or pd.api.types.is_complex_dtype(values.dtype):
-            continue
-        v = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    numeric = _numeric_columns(gdf, keep)
+    if not numeric:
+        return
+    references = [("x", xy[:, 0], 0.0), ("y", xy[:, 1], 0.0)]
+    if any(np.abs(v[~np.isnan(v)]).max() <= 180.0 for _, v in numeric):
+        references += _degrees(gdf.crs, xy)
+    for column, v in numeric:
         present = ~np.isnan(v)
-        if not present.any():
-            continue
-        for axis, label in ((0, "x"), (1, "y")):
-            if np.allclose(v[present], xy[present, axis], rtol=_COORDINATE_RTOL, atol=0.0):
+        for label, coordinate, atol in references:
+            if np.allclose(v[present], coordinate[present], rtol=_COORDINATE_RTOL, atol=atol):
                 raise InputError(
                     f"column {column!r} of gdf holds the {label} coordinate of the original "
                     "points: the release would publish every record's true location next to "
                     f"its synthetic one; drop it, or leave it out of columns="
                 )
+
+
+def _numeric_columns(gdf: gpd.GeoDataFrame, keep: list) -> list[tuple[Any, np.ndarray]]:
+    """``(column, float64 values)`` of the kept real-valued columns with a present value."""
+    numeric = []
+    for column in keep:
+        dtype = gdf[column].dtype
+        if not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(
+            dtype
+        ) or pd.api.types.is_complex_dtype(dtype):
+            continue
+        v = gdf[column].to_numpy(dtype=np.float64, na_value=np.nan)
+        if not np.isnan(v).all():
+            numeric.append((column, v))
+    return numeric
+
+
+def _degrees(crs: Any, xy: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
+    """Longitude and latitude of projected points, in WGS 84 and in the CRS's own datum.
+
+    Records read from a CSV of ``lon``/``lat`` and projected (``gdf.to_crs``) carry those
+    columns along; both datums are tried because the CSV's is usually WGS 84 and the shift to
+    another datum can exceed a metre. Empty for no CRS or a geographic one (its x and y are
+    the degrees) and for a CRS that cannot be transformed.
+    """
+    if crs is None or not crs.is_projected:
+        return []
+    targets = [pyproj.CRS.from_epsg(4326)]
+    if crs.geodetic_crs is not None and not crs.geodetic_crs.equals(targets[0]):
+        targets.append(crs.geodetic_crs)
+    references = []
+    for target in targets:
+        try:
+            transformer = pyproj.Transformer.from_crs(crs, target, always_xy=True)
+            lon, lat = transformer.transform(xy[:, 0], xy[:, 1])
+        except pyproj.exceptions.ProjError:
+            continue
+        references += [("longitude", np.asarray(lon, dtype=np.float64), _DEGREE_ATOL),
+                       ("latitude", np.asarray(lat, dtype=np.float64), _DEGREE_ATOL)]
+    return references
 
 
 def _check_columns(gdf: gpd.GeoDataFrame, columns: Sequence[str] | None) -> list:
@@ -388,6 +429,9 @@ _MAX_RADIUS = 1e100
 _MAX_REDRAWS = 100
 #: Relative agreement with a coordinate that makes a kept column a copy of it.
 _COORDINATE_RTOL = 1e-6
+#: Absolute agreement (degrees, about 1.1 m) with a longitude or latitude that does too: near
+#: the equator or the prime meridian 1e-6 of the value missed a lat/lon rounded to 5 decimals.
+_DEGREE_ATOL = 1e-5
 #: The smallest r_max relative to the coordinates: float64 resolves 2.2e-16 of a coordinate,
 #: so a displacement 1e-9 of it keeps seven digits of its size.
 _MIN_RELATIVE_RADIUS = 1e-9

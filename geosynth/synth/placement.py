@@ -114,8 +114,9 @@ def place_in_cells(
     ------
     geosynth.errors.InputError
         ``grid`` is not a Grid, ``cells`` are not valid cell ids, or ``weights`` is not a readable
-        raster (rotated or degenerate geotransform, negative or infinite weights, no overlap
-        with the grid, no pixel of positive weight in any habitable cell).
+        raster (several data bands or complex values, rotated or degenerate geotransform,
+        negative or infinite weights, no overlap with the grid, no pixel of positive weight in
+        any habitable cell).
     geosynth.errors.CRSError
         The raster CRS differs from the grid CRS, or only one of them has a CRS.
     geosynth.errors.MemoryLimitError
@@ -431,9 +432,10 @@ class PixelTable:
         Raises
         ------
         geosynth.errors.InputError
-            The raster cannot be read, is rotated, has a zero or non-finite pixel size or
-            origin, does not overlap the grid, has negative or infinite weights, or gives no
-            habitable cell a positive weight.
+            The raster cannot be read, has several data bands or complex values, is
+            rotated, has a zero or non-finite pixel size or origin, does not overlap the
+            grid, has negative or infinite weights, or gives no habitable cell a positive
+            weight.
         geosynth.errors.CRSError
             The raster CRS is not the grid's.
         geosynth.errors.MemoryLimitError
@@ -449,6 +451,7 @@ class PixelTable:
     @classmethod
     def _from_dataset(cls, dataset: Any, grid: Grid) -> PixelTable:
         check_raster_crs(dataset.crs, grid.crs)
+        _check_weight_band(dataset)
         t = dataset.transform
         if t.b != 0 or t.d != 0:
             raise InputError(
@@ -543,6 +546,30 @@ class PixelTable:
             left = np.where(active & ~beyond, mid + 1, left)
             right = np.where(active & beyond, mid, right)
         return left
+
+
+def _check_weight_band(dataset: Any) -> None:
+    """Refuse a raster of several data bands or of complex values.
+
+    Band 1 was read whatever the others held (the red of an RGB image, the first of a stack),
+    and complex values lost their imaginary part with a NumPy ComplexWarning. An alpha band
+    beside one data band is a mask, which the read applies.
+    """
+    from rasterio.enums import ColorInterp
+
+    count = getattr(dataset, "count", 1)
+    alpha = sum(c == ColorInterp.alpha for c in getattr(dataset, "colorinterp", ()))
+    if count - alpha > 1:
+        raise InputError(
+            f"weights raster has {count - alpha} data bands; weights are one band: pass a "
+            "single-band raster (e.g. `gdal_translate -b 2 in.tif weights.tif` keeps band 2)"
+        )
+    dtype = str(getattr(dataset, "dtypes", ("float64",))[0])
+    if dtype.startswith("complex"):
+        raise InputError(
+            f"weights raster holds complex values ({dtype}); weights must be real numbers "
+            ">= 0: pass a real band (e.g. the magnitude, `gdal_calc.py --calc='abs(A)'`)"
+        )
 
 
 def _check_some_weight(total: np.ndarray) -> None:

@@ -353,6 +353,41 @@ def test_baselines_refuse_columns_that_repeat_the_coordinates(method):
     assert "near" in release.columns
 
 
+def lon_lat_points(n, lon0, lat0, utm, seed):
+    """Points made from WGS 84 lon/lat and projected to ``utm``, the degrees kept as columns
+    rounded to 5 decimals (about a metre)."""
+    rng = np.random.default_rng(seed)
+    lon, lat = lon0 + rng.uniform(0, 0.01, n), lat0 + rng.uniform(0, 0.01, n)
+    frame = pd.DataFrame({"lon": np.round(lon, 5), "lat": np.round(lat, 5),
+                          "age": rng.integers(0, 90, n)})
+    points = gpd.points_from_xy(lon, lat)
+    return gpd.GeoDataFrame(frame, geometry=points, crs="EPSG:4326").to_crs(utm)
+
+
+@pytest.mark.parametrize("method", ["naive", "donut"])
+@pytest.mark.parametrize(("lon0", "lat0", "utm"), [(-46.6, -23.5, CRS),
+                                                   (3.0, 0.0, "EPSG:32631")])  # near 0 degrees
+def test_baselines_refuse_the_longitude_and_latitude_of_the_points(method, lon0, lat0, utm):
+    # Points built from a CSV's lon/lat and projected keep those columns: the release, and its
+    # to_public form, published every record's true location in degrees.
+    gdf = lon_lat_points(120, lon0, lat0, utm, seed=3)
+    xmin, ymin, xmax, ymax = gdf.total_bounds
+    grid = Grid.regular((xmin - 1, ymin - 1, xmax + 1, ymax + 1), shape=(3, 3), crs=utm)
+    run = {"naive": lambda g, **kw: naive_synthesize(g, grid, m=1, seed=1, **kw),
+           "donut": lambda g, **kw: donut_mask(g, 1.0, 5.0, m=1, seed=1, **kw)}[method]
+    for name, label in (("lon", "longitude"), ("lat", "latitude")):
+        with pytest.raises(InputError, match=rf"column '{name}' of gdf holds the {label} "
+                                             r"coordinate of the original points") as err:
+            run(gdf, columns=[name, "age"])
+        assert f"{gdf[name].iloc[0]:.3f}" not in str(err.value)
+    (release,) = run(gdf, columns=["age"])
+    assert list(release.columns) == ["age", "geometry"]
+    # a column of degrees that are not the points' (lat/lon of another place) is kept
+    elsewhere = gdf.assign(lon=gdf["lon"] + 0.01, lat=gdf["lat"] - 0.01)
+    (release,) = run(elsewhere)
+    assert {"lon", "lat"} <= set(release.columns)
+
+
 def test_redraws_stop_with_a_clear_error_when_only_original_locations_remain():
     # A point drawn exactly on an original location is drawn again. The lattice and the donut
     # radii keep cells and radii above 1e-9 of the coordinates, so through them it is a

@@ -395,6 +395,41 @@ def test_weights_must_be_a_raster(tmp_path):
         place_in_cells(unit_grid(shape=(1, 1)), [0], weights=np.ones((2, 2)))
 
 
+def write_bands(path, values, dtype="float64", **options):
+    """A raster of several bands, ``values`` shaped (bands, rows, cols), over the unit grid."""
+    import rasterio
+
+    values = np.asarray(values)
+    with rasterio.open(path, "w", driver="GTiff", height=values.shape[1],
+                       width=values.shape[2], count=values.shape[0], dtype=dtype, crs=CRS,
+                       transform=from_origin(0, 100, 50, 50), **options) as dst:
+        dst.write(values.astype(dtype))
+    return path
+
+
+def test_rasters_of_several_bands_or_complex_values_are_refused(tmp_path):
+    grid = unit_grid(shape=(1, 1))
+    # Band 1 was read silently: here its weight is all in the north, band 2's in the south.
+    stack = np.zeros((3, 2, 2))
+    stack[0, 0, :] = 1.0
+    stack[1, 1, :] = 1.0
+    path = write_bands(tmp_path / "rgb.tif", stack)
+    with pytest.raises(InputError, match=r"weights raster has 3 data bands.*gdal_translate -b"):
+        place_in_cells(grid, [0], seed=1, weights=path)
+    # Complex weights lost their imaginary part with a NumPy ComplexWarning.
+    path = write_bands(tmp_path / "c.tif", np.full((1, 2, 2), 1 + 1j), dtype="complex64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match=r"complex values \(complex64\)"):
+            place_in_cells(grid, [0], seed=1, weights=path)
+    # One data band with an alpha band: the alpha masks it (a transparent pixel weighs 0).
+    alpha = np.array([np.ones((2, 2)), [[0, 255], [0, 0]]])
+    path = write_bands(tmp_path / "a.tif", alpha, dtype="uint8", photometric="MINISBLACK",
+                       alpha="YES")
+    xy = place_in_cells(grid, np.zeros(200, dtype=np.int64), seed=1, weights=path)
+    assert (xy >= 50).all()  # the north-east pixel, the only opaque one
+
+
 def test_nan_pixels_weigh_zero(tmp_path):
     values = np.full((2, 2), np.nan)
     values[0, 1] = 2.0  # north-east
