@@ -90,6 +90,7 @@ from geosynth.synth.placement import (
     PixelTable,
     WeightsLike,
     check_grid,
+    check_raster_band,
     check_raster_crs,
     place,
     raster_window,
@@ -173,8 +174,8 @@ def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:
     Raises
     ------
     geosynth.errors.InputError
-        The raster cannot be opened, is rotated, does not overlap the grid, or has negative or
-        infinite values over it.
+        The raster cannot be opened, has several data bands or complex values, is rotated, does
+        not overlap the grid, or has negative or infinite values over it.
     geosynth.errors.CRSError
         The raster CRS differs from the grid CRS.
     """
@@ -191,6 +192,7 @@ def _cell_means(dataset: Any, grid: Grid) -> np.ndarray:
     from rasterio.windows import Window
 
     check_raster_crs(dataset.crs, grid.crs)
+    check_raster_band(dataset, "prior")
     t = dataset.transform
     if t.b != 0 or t.d != 0:
         raise InputError(

@@ -54,6 +54,7 @@ __all__ = [
     "PixelTable",
     "WeightsLike",
     "check_grid",
+    "check_raster_band",
     "check_raster_crs",
     "place",
     "unweighted_note",
@@ -451,7 +452,7 @@ class PixelTable:
     @classmethod
     def _from_dataset(cls, dataset: Any, grid: Grid) -> PixelTable:
         check_raster_crs(dataset.crs, grid.crs)
-        _check_weight_band(dataset)
+        check_raster_band(dataset, "weights")
         t = dataset.transform
         if t.b != 0 or t.d != 0:
             raise InputError(
@@ -548,12 +549,24 @@ class PixelTable:
         return left
 
 
-def _check_weight_band(dataset: Any) -> None:
-    """Refuse a raster of several data bands or of complex values.
+def check_raster_band(dataset: Any, name: str) -> None:
+    """Refuse a raster of weights with several data bands or complex values.
 
     Band 1 was read whatever the others held (the red of an RGB image, the first of a stack),
     and complex values lost their imaginary part with a NumPy ComplexWarning. An alpha band
     beside one data band is a mask, which the read applies.
+
+    Parameters
+    ----------
+    dataset : rasterio.io.DatasetReader
+        The open raster.
+    name : str
+        Its parameter, for the message (``"weights"``, ``"prior"``).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Several data bands, or complex values.
     """
     from rasterio.enums import ColorInterp
 
@@ -561,13 +574,13 @@ def _check_weight_band(dataset: Any) -> None:
     alpha = sum(c == ColorInterp.alpha for c in getattr(dataset, "colorinterp", ()))
     if count - alpha > 1:
         raise InputError(
-            f"weights raster has {count - alpha} data bands; weights are one band: pass a "
+            f"{name} raster has {count - alpha} data bands; weights are one band: pass a "
             "single-band raster (e.g. `gdal_translate -b 2 in.tif weights.tif` keeps band 2)"
         )
     dtype = str(getattr(dataset, "dtypes", ("float64",))[0])
     if dtype.startswith("complex"):
         raise InputError(
-            f"weights raster holds complex values ({dtype}); weights must be real numbers "
+            f"{name} raster holds complex values ({dtype}); weights must be real numbers "
             ">= 0: pass a real band (e.g. the magnitude, `gdal_calc.py --calc='abs(A)'`)"
         )
 

@@ -290,6 +290,13 @@ def test_raster_prior_errors(tmp_path):
         cell_prior(negative, grid)
     with pytest.raises(InputError, match="cannot be opened"):
         cell_prior(tmp_path / "missing.tif", grid)
+    # Band 1 of a stack was read silently, whatever the other bands held.
+    stack = tmp_path / "stack.tif"
+    with rasterio.open(stack, "w", driver="GTiff", height=4, width=4, count=3, dtype="float64",
+                       crs=CRS, transform=from_origin(0, 4, 1, 1)) as dst:
+        dst.write(np.ones((3, 4, 4)))
+    with pytest.raises(InputError, match=r"^prior raster has 3 data bands.*gdal_translate -b"):
+        cell_prior(stack, grid)
 
 
 # ---------------------------------------------------------------------- releases
