@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from geosynth._validation import describe_value, int_hint, is_integer
-from geosynth.errors import InputError
+from geosynth.errors import InputError, InputTypeError
 
 __all__ = ["as_generator", "check_seed", "root_seed_sequence", "spawn_seeds", "SeedLike"]
 
@@ -49,7 +49,7 @@ def check_seed(seed: object, name: str = "seed") -> SeedLike:
         hint = int_hint(seed, name, 0, 42)
         if isinstance(seed, str) and seed.strip().isdecimal():
             hint = f"; pass the number itself, {name}={int(seed.strip())}"
-        raise TypeError(f"{name} must be {_ALLOWED}, got {describe_value(seed)}{hint}")
+        raise InputTypeError(f"{name} must be {_ALLOWED}, got {describe_value(seed)}{hint}")
     if seed < 0:
         raise InputError(
             f"{name} must be {_ALLOWED}; got the negative int {int(seed)}: pass a non-negative "

@@ -82,7 +82,7 @@ def check_real(value: Any, name: str) -> float:
         ``value`` is not a real number: a bool, a string, None, an array, a NumPy timedelta, ...
     """
     if not is_real(value):
-        raise TypeError(f"{name} must be a real number, got {describe_value(value)}"
+        raise InputTypeError(f"{name} must be a real number, got {describe_value(value)}"
                         f"{_string_hint(value, name)}")
     return as_float(value)
 
@@ -221,7 +221,7 @@ def check_real_array(values: Any, name: str, what: str = "an array of real numbe
         masked entries.
     """
     if values is None or isinstance(values, str | bytes):
-        raise TypeError(f"{name} must be {what}, got {type(values).__name__}")
+        raise InputTypeError(f"{name} must be {what}, got {type(values).__name__}")
     refuse_masked(values, name)
     array = as_rectangular_array(values, name)
     # NumPy converts the entries of a list (and astype those of an object array) by value:
@@ -230,7 +230,7 @@ def check_real_array(values: Any, name: str, what: str = "an array of real numbe
     if from_objects or (array.dtype.kind in "iuf" and isinstance(values, list | tuple)):
         wrong = _not_number_entries(array if from_objects else values)
         if wrong:
-            raise TypeError(f"{name} must be {what}, got {type(values).__name__} holding "
+            raise InputTypeError(f"{name} must be {what}, got {type(values).__name__} holding "
                             f"{', '.join(wrong)} entries")
     if from_objects:
         try:
@@ -239,10 +239,10 @@ def check_real_array(values: Any, name: str, what: str = "an array of real numbe
             raise InputError(f"{name} must be finite, got an int beyond the float range; check "
                              "it for an overflow") from None
         except (TypeError, ValueError):
-            raise TypeError(f"{name} must be {what}, got {type(values).__name__} holding "
+            raise InputTypeError(f"{name} must be {what}, got {type(values).__name__} holding "
                             "objects that are not numbers") from None
     if array.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be {what}, got {type(values).__name__} of dtype "
+        raise InputTypeError(f"{name} must be {what}, got {type(values).__name__} of dtype "
                         f"{array.dtype}")
     return array.astype(np.float64, copy=False)
 
@@ -475,7 +475,7 @@ def check_int(
     label = f"{name} ({what})" if what else name
     if not is_integer(value):
         fix = int_hint(value, name, minimum, max(minimum, 1))
-        raise TypeError(f"{label} must be an int, got {describe_value(value)}"
+        raise InputTypeError(f"{label} must be an int, got {describe_value(value)}"
                         f"{fix or _string_hint(value, name, integer=True)}")
     if value < minimum:
         raise InputError(f"{label} must be an int >= {minimum}, got {int(value)}{_suffix(hint)}")
@@ -581,7 +581,7 @@ def check_optional_str(value: Any, name: str) -> str | None:
         ``value`` is neither a str nor None.
     """
     if value is not None and not isinstance(value, str):
-        raise TypeError(f"{name} must be a str or None, got {describe_value(value)}")
+        raise InputTypeError(f"{name} must be a str or None, got {describe_value(value)}")
     return value
 
 

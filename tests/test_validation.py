@@ -1,4 +1,4 @@
-"""The shared checks of geosynth._validation: TypeError for types, InputError for values."""
+"""The shared checks of geosynth._validation: InputTypeError for types, InputError for values."""
 
 import math
 from fractions import Fraction
@@ -25,7 +25,7 @@ from geosynth._validation import (
     check_real_array,
     describe_value,
 )
-from geosynth.errors import InputError
+from geosynth.errors import GeosynthError, InputError, InputTypeError
 
 NOT_NUMBERS = [True, False, np.bool_(True), "1.0", "abc", None, [1.0], np.array([1.0]), 1 + 2j]
 
@@ -34,6 +34,16 @@ NOT_NUMBERS = [True, False, np.bool_(True), "1.0", "abc", None, [1.0], np.array(
 def test_check_real_refuses_types(value):
     with pytest.raises(TypeError, match="^x must be a real number, got "):
         check_real(value, "x")
+
+
+@pytest.mark.parametrize("check", [
+    lambda v: check_real(v, "x"), lambda v: check_int(v, "n"), lambda v: check_seed(v),
+    lambda v: check_real_array(v, "a"), lambda v: check_optional_str(v, "s")])
+def test_a_wrong_type_is_a_geosynth_error(check):
+    # A plain TypeError escaped `except GeosynthError` (fit(target_ess="400"), seed="1").
+    with pytest.raises(InputTypeError) as err:
+        check(object())
+    assert isinstance(err.value, GeosynthError) and isinstance(err.value, TypeError)
 
 
 @pytest.mark.parametrize("value", [0, -3, 2.5, np.float32(1.5), np.int64(7), math.inf, math.nan])
