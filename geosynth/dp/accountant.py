@@ -67,7 +67,7 @@ from geosynth._validation import (
     check_probability,
     is_integer,
 )
-from geosynth.errors import BudgetExceededError, InputError
+from geosynth.errors import BudgetExceededError, InputError, InputTypeError
 
 __all__ = ["Accountant", "check_accountant", "ledger_of"]
 
@@ -163,7 +163,7 @@ def check_accountant(accountant: Any) -> None:
         ``accountant`` is not None and has no callable ``spend``.
     """
     if accountant is not None and not callable(getattr(accountant, "spend", None)):
-        raise TypeError(
+        raise InputTypeError(
             "accountant must be a geosynth.dp.accountant.Accountant (or have a "
             f"spend(epsilon, delta, label=...) method), got {type(accountant).__name__}"
         )

@@ -169,7 +169,7 @@ from geosynth._validation import (
 )
 from geosynth.dp import inference_kernels as kernels
 from geosynth.dp.synthesizers import MAX_COUNT, check_alpha, check_counts
-from geosynth.errors import InputError, MemoryLimitError
+from geosynth.errors import InputError, InputTypeError, MemoryLimitError
 from geosynth.samplers.rng import make_streams
 
 __all__ = [
@@ -553,7 +553,7 @@ def _sampler_work(method: str, problem: _Problem, chains: int, n_iter: int, n_ke
 
 def _resolve_method(method: Any, k: int, n: int) -> str:
     if check_optional_str(method, "method") is None:
-        raise TypeError(f"method must be one of {', '.join(map(repr, METHODS))}, got None")
+        raise InputTypeError(f"method must be one of {', '.join(map(repr, METHODS))}, got None")
     if method not in METHODS:
         raise InputError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
     if method == "auto":

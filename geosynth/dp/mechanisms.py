@@ -75,7 +75,7 @@ from geosynth._validation import (
 )
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
-from geosynth.errors import InputError, SamplerError
+from geosynth.errors import InputError, InputTypeError, SamplerError
 
 __all__ = [
     "MAX_FLOAT_NOISE_SCALE",
@@ -223,7 +223,7 @@ def _as_real_array(x: Any, name: str) -> tuple[NDArray[np.float64], bool]:
 def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
     """Return ``x`` as an int64 array (integral floats accepted) and whether it was a scalar."""
     if isinstance(x, str | bytes):
-        raise TypeError(f"{name} must be an integer or an array of integers, got str")
+        raise InputTypeError(f"{name} must be an integer or an array of integers, got str")
     refuse_masked(x, name)  # np.asarray reads the values under the mask
     array = as_rectangular_array(x, name)
     if array.dtype.kind == "O" and array.size and all(is_integer(v) for v in array.flat):
@@ -235,7 +235,7 @@ def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
             )
         array = array.astype(np.int64)
     if array.dtype.kind == "b" or array.dtype.kind not in "iuf":
-        raise TypeError(
+        raise InputTypeError(
             f"{name} must be an integer or an array of integers, "
             f"got {type(x).__name__} of dtype {array.dtype}"
         )
@@ -938,12 +938,12 @@ def exponential(
     if isinstance(candidates, str | bytes) or not (
         isinstance(candidates, Sequence | np.ndarray) or hasattr(candidates, "iloc")
     ):  # a dict was indexed by key (KeyError), a set not at all
-        raise TypeError(
+        raise InputTypeError(
             "candidates must be a sequence (list, tuple or array) of possible outputs, "
             f"got {type(candidates).__name__}"
         )
     if isinstance(candidates, np.ndarray) and candidates.ndim == 0:  # len() raised TypeError
-        raise TypeError(
+        raise InputTypeError(
             "candidates must be a sequence (list, tuple or array) of possible outputs, got a "
             "0-dimensional array; wrap a single candidate in a list"
         )

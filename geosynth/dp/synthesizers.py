@@ -99,7 +99,13 @@ from geosynth._validation import (
 from geosynth.data import check_declared, domain_codes
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
-from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
+from geosynth.errors import (
+    DataWarning,
+    InputError,
+    InputTypeError,
+    MemoryLimitError,
+    PrivacyLeakWarning,
+)
 
 __all__ = [
     "prior_scale",
@@ -396,14 +402,15 @@ def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray
     except TypeError as err:
         raise InputError(f"{name} must be an array of counts, got {type(counts).__name__}") from err
     if a.dtype.kind == "b":
-        raise TypeError(f"{name} must hold integer counts, got booleans; use .astype(int)")
+        raise InputTypeError(f"{name} must hold integer counts, got booleans; use .astype(int)")
     if a.dtype.kind == "O":
         try:
             a = a.astype(np.float64)
         except (TypeError, ValueError) as err:
-            raise TypeError(f"{name} must hold integer counts, got non-numeric values") from err
+            raise InputTypeError(
+                f"{name} must hold integer counts, got non-numeric values") from err
     if a.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold integer counts, got dtype {a.dtype}")
+        raise InputTypeError(f"{name} must hold integer counts, got dtype {a.dtype}")
     if a.ndim != ndim:
         raise InputError(
             f"{name} must be a {ndim}-D array of counts, got {a.ndim}-D (shape {a.shape})"

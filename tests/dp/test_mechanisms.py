@@ -24,7 +24,14 @@ from geosynth.dp.mechanisms import (
     geometric,
     laplace,
 )
-from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning, SamplerError
+from geosynth.dp.synthesizers import DirichletMultinomialSynthesizer
+from geosynth.errors import (
+    BudgetExceededError,
+    InputError,
+    InputTypeError,
+    PrivacyLeakWarning,
+    SamplerError,
+)
 
 P_MIN = 1e-5  # goodness-of-fit tests pass when p > P_MIN
 ALPHA = 1e-5  # family-wise error of one empirical privacy test (Bonferroni over outcomes)
@@ -929,3 +936,15 @@ def test_exponential_refuses_a_zero_dimensional_candidates_array():
         exponential(np.array(5), [0.0], sensitivity=1.0, epsilon=1.0)
     # Candidates that are ragged sequences themselves are still fine.
     assert exponential([[1], [1, 2]], [0.0, 1e9], sensitivity=1.0, epsilon=1.0) == [1, 2]
+
+
+@pytest.mark.parametrize("call", [
+    lambda: geometric("7", sensitivity=1, epsilon=1.0),
+    lambda: exponential({"a": 1}, [1.0], sensitivity=1, epsilon=1.0),
+    lambda: laplace([1.0], sensitivity=1, epsilon=1.0, accountant=object()),
+    lambda: DirichletMultinomialSynthesizer(epsilon=1.0).fit([True, False]),
+])
+def test_a_wrong_type_in_the_dp_layer_is_a_geosynth_error(call):
+    # A plain TypeError escaped `except GeosynthError` around a release.
+    with pytest.raises(InputTypeError):
+        call()
