@@ -375,17 +375,16 @@ _EXACT_FIT = 1e-20
 
 
 def _check_grid(values: Any, name: str, minimum: float = 0.0) -> np.ndarray:
-    """Return a grid of φ or α after checking it: non-empty, 1-D, finite, > 0 and >= minimum."""
-    try:
-        grid = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a 1-D array of positive numbers, got {values!r}") \
-            from None
+    """Return a grid of φ or α after checking it: non-empty, 1-D, finite, > 0 and >= minimum.
+
+    Real numbers only (:func:`check_real_array`): ``np.asarray(values, dtype=float)`` read
+    ``["0.5", "1"]`` as numbers, ``[True, 2.0]`` as ``[1, 2]``, dropped imaginary parts and used
+    the hidden values of a masked array.
+    """
+    grid = check_real_array(values, name, "a 1-D array of positive numbers")
     if grid.ndim != 1 or grid.size == 0 or not (np.isfinite(grid).all() and (grid > 0).all()):
         raise InputError(f"{name} must be a non-empty 1-D array of finite positive numbers, got "
                          f"{np.array2string(grid, threshold=8)}")
-    if np.asarray(values).dtype == bool:
-        raise InputError(f"{name} must hold numbers, got booleans (True would be taken as 1)")
     if np.unique(grid).size != grid.size:  # a repeated value doubled its prior weight
         raise InputError(f"{name} lists a value more than once "
                          f"({np.array2string(grid, threshold=8)}); each grid value is one "

@@ -82,6 +82,7 @@ __all__ = [
     "ripley_distance",
     "MAX_QUADRANTS",
     "MIN_POINTS",
+    "MAX_DATA_SIZE",
     "RULES",
     "check_rules",
 ]
@@ -96,6 +97,9 @@ _MAX_DRAWS_PER_QUADRANT = 200
 MAX_QUADRANTS = 10**7
 #: Default of quadrant_coverage's ``min_points``: original points every rectangle holds.
 MIN_POINTS = 20
+#: The largest data set size combine_fully_synthetic takes: 2**62 records are no data set of
+#: people, and the ratio of two sizes up to it stays a normal float.
+MAX_DATA_SIZE = 2**62
 
 
 # --------------------------------------------------------------------------- combining rules
@@ -219,7 +223,7 @@ def combine_fully_synthetic(
         As :func:`combine_partially_synthetic`, or a size that is not an int.
     geosynth.errors.InputError
         As :func:`combine_partially_synthetic`, or only one of ``n_synthetic``/``n_original``,
-        or a size < 1.
+        or a size < 1 or above :data:`MAX_DATA_SIZE`.
 
     Notes
     -----
@@ -248,9 +252,22 @@ def combine_fully_synthetic(
         )
     ratio = 1.0
     if n_synthetic is not None:
-        ratio = check_int(n_synthetic, "n_synthetic") / check_int(n_original, "n_original")
+        ratio = _check_size(n_synthetic, "n_synthetic") / _check_size(n_original, "n_original")
     est, var, df = _full(qa, ua, ratio)
     return _finish(est, var, df, level, scalar=qa.ndim == 1)
+
+
+def _check_size(value: Any, name: str) -> int:
+    """Return a data set's size after checking it is an int in [1, MAX_DATA_SIZE].
+
+    10**400 records raised Python's OverflowError in ``n_synthetic / n_original``, and as
+    ``n_original`` made the ratio 0.0: a zero variance, a point interval.
+    """
+    size = check_int(value, name)
+    if size > MAX_DATA_SIZE:
+        raise InputError(f"{name} must be at most {MAX_DATA_SIZE:,} (2**62) records, got a "
+                         f"{len(str(size))}-digit number; pass the number of records")
+    return size
 
 
 def _check_qu(q: Any, u: Any, level: Any) -> tuple[np.ndarray, np.ndarray, float]:
@@ -382,8 +399,7 @@ def interval_overlap(a: Any, b: Any, kind: str = "geometric") -> Any:
     >>> interval_overlap((0, 1), (0, 1)), interval_overlap((0, 1), (2, 3), "karr")
     (1.0, -1.0)
     """
-    if kind not in ("geometric", "karr"):
-        raise InputError(f'kind must be "geometric" or "karr", got {kind!r}')
+    _check_kind(kind)
     la, ua = _bounds(a, "a")
     lb, ub = _bounds(b, "b")
     try:
@@ -396,6 +412,12 @@ def interval_overlap(a: Any, b: Any, kind: str = "geometric") -> Any:
     if np.ndim(value) == 0:
         return float(value)
     return value
+
+
+def _check_kind(kind: Any) -> None:
+    """Refuse an overlap measure other than the two names (an array raised NumPy's error)."""
+    if not isinstance(kind, str) or kind not in ("geometric", "karr"):
+        raise InputError(f'kind must be "geometric" or "karr", got {kind!r}')
 
 
 def _overlap(la: np.ndarray, ua: np.ndarray, lb: np.ndarray, ub: np.ndarray,
@@ -586,8 +608,7 @@ def quadrant_coverage(
                          "beyond what the coverage estimate needs (the thesis uses 1,000)")
     min_points = check_int(min_points, "min_points")
     level = check_probability(level, "level", hint="e.g. level=0.95")
-    if kind not in ("geometric", "karr"):
-        raise InputError(f'kind must be "geometric" or "karr", got {kind!r}')
+    _check_kind(kind)
     check_rules(rules)
     xy0 = frame_xy(original, "original")
     y0 = binary_outcome(original, outcome, "original")
@@ -974,9 +995,10 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
     ----------
     points : array-like (n, 2), GeoSeries or GeoDataFrame
         Points, all inside the window.
-    window : tuple of 4 floats or Grid
+    window : tuple of 4 floats, Grid or None
         The rectangular observation window ``(xmin, ymin, xmax, ymax)`` (a Grid gives its
-        bounds; a clipped region's shape is not used).
+        bounds; a clipped region's shape is not used). None: the points' bounding box, whose
+        size error messages then do not show (it is the confidential points' extent).
     radii : array-like, optional
         Increasing radii in ``[0, min(a, b) / 2]``. Default: 51 radii from 0 to ``min(a, b) / 4``
         (Ripley's rule of thumb).
@@ -1043,15 +1065,9 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
         # No sides in the message: a window derived from the points is their extent.
         raise InputError("window's area underflows float64 (sides below about 1e-154); give "
                          "the points and the window in metres of a projected CRS")
-    r = _radii(radii, min(a, b))
+    r = _radii(radii, min(a, b), derived=window is None)
     _check_correction(correction)
-    outside = ~((xy[:, 0] >= xmin) & (xy[:, 0] <= xmax) & (xy[:, 1] >= ymin) & (xy[:, 1] <= ymax))
-    if outside.any():
-        raise InputError(
-            f"{int(outside.sum())} points lie outside the window {box} (positions "
-            f"{np.flatnonzero(outside)[:5].tolist()}); pass a window that contains every point "
-            "or drop the points outside it"
-        )
+    _check_inside(xy, box, "points")
     n = xy.shape[0]
     if n < 2:
         k = np.full(r.size, np.nan)
@@ -1059,10 +1075,7 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
     sums = np.zeros(r.size)
     rmax = float(r[-1])
     tree = cKDTree(xy)
-    per_point = 1.0 + n * math.pi * rmax * rmax / (a * b)  # expected neighbours within rmax
-    chunk = max(1, int(_PAIR_CHUNK / per_point))
-    for start in range(0, n, chunk):
-        idx = np.arange(start, min(n, start + chunk))
+    for idx in _pair_chunks(tree, xy, rmax):
         pairs = cKDTree(xy[idx]).sparse_distance_matrix(tree, rmax, output_type="ndarray")
         i = idx[pairs["i"]]
         j = pairs["j"]
@@ -1084,6 +1097,34 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
         ]
     k = (a * b) / (n * (n - 1)) * np.cumsum(sums)
     return RipleyK(r, k, np.sqrt(k / math.pi))
+
+
+def _pair_chunks(tree: cKDTree, xy: np.ndarray, rmax: float) -> list[np.ndarray]:
+    """Split the points into runs whose pairs within ``rmax`` number about ``_PAIR_CHUNK``.
+
+    The pairs are counted per point first (O(n) memory): sizing the runs by the number of
+    neighbours expected under complete spatial randomness put every point of a cluster in a
+    small part of the window into one run, and 6,000 such points took 2.3 GB (n² pairs).
+    """
+    cumulative = np.cumsum(tree.query_ball_point(xy, rmax, return_length=True))
+    chunks, start, done = [], 0, 0
+    while start < xy.shape[0]:
+        stop = max(start + 1, int(np.searchsorted(cumulative, done + _PAIR_CHUNK, "right")))
+        chunks.append(np.arange(start, stop))
+        start, done = stop, int(cumulative[stop - 1])
+    return chunks
+
+
+def _check_inside(xy: np.ndarray, box: tuple[float, float, float, float], name: str) -> None:
+    """Refuse points outside the closed window ``box``, naming ``name`` and their rows."""
+    xmin, ymin, xmax, ymax = box
+    outside = ~((xy[:, 0] >= xmin) & (xy[:, 0] <= xmax) & (xy[:, 1] >= ymin) & (xy[:, 1] <= ymax))
+    if outside.any():
+        raise InputError(
+            f"{name} has {int(outside.sum())} point(s) outside the window {box} (positions "
+            f"{np.flatnonzero(outside)[:5].tolist()}); pass a window that contains every point "
+            "or drop the points outside it"
+        )
 
 
 def _inside_fraction(
@@ -1111,7 +1152,12 @@ def _check_correction(correction: Any) -> None:
         )
 
 
-def _radii(radii: Any, short_side: float) -> np.ndarray:
+def _radii(radii: Any, short_side: float, derived: bool = False) -> np.ndarray:
+    """Check ``radii`` (default: 51 up to a quarter of ``short_side``).
+
+    With ``derived`` (a window taken from the points' extent) the message on a radius beyond
+    half the shorter side does not show that half: it is the confidential points' extent.
+    """
     if radii is None:
         return np.linspace(0.0, short_side / 4, 51)
     r = check_real_array(radii, "radii", "a 1-d array of distances")
@@ -1120,6 +1166,13 @@ def _radii(radii: Any, short_side: float) -> np.ndarray:
                          f"{r.shape}{'' if np.isfinite(r).all() else ' with NaN or inf'}")
     if (r < 0).any() or (np.diff(r) <= 0).any():
         raise InputError("radii must be non-negative and strictly increasing")
+    if r[-1] > short_side / 2 and derived:
+        raise InputError(
+            f"radii must not exceed half the shorter window side; edge corrections are "
+            f"unreliable beyond it (got max radius {r[-1]:g}). The window is the points' "
+            "bounding box, whose size this message does not show: pass window explicitly, or "
+            "smaller radii"
+        )
     if r[-1] > short_side / 2:
         raise InputError(
             f"radii must not exceed half the shorter window side ({short_side / 2:g}); edge "
@@ -1188,9 +1241,12 @@ def ripley_distance(
     frames = [original, *releases]
     names = ["original"] + [f"releases[{k}]" for k in range(len(releases))]
     xys = [frame_xy(f, name) for f, name in zip(frames, names, strict=True)]
+    derived = window is None
     window = as_bounds(window, np.concatenate(xys), "window", original, "original")
     _check_correction(correction)  # before any K is computed
-    _radii(radii, min(window[2] - window[0], window[3] - window[1]))
+    _radii(radii, min(window[2] - window[0], window[3] - window[1]), derived)
+    for xy, name in zip(xys, names, strict=True):  # ripley_k named neither frame nor row
+        _check_inside(xy, window, name)
     if by is None:
         codes = [np.zeros(len(f), dtype=np.int64) for f in frames]
         keys = pd.Index(["all"])

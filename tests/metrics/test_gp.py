@@ -136,7 +136,8 @@ def test_stacked_intervals_name_a_wrong_argument(fits, original, releases, match
         ({"nugget_grid": [np.inf]}, "nugget_grid must be a non-empty 1-D array of finite"),
         # 73 TiB asked for only after every grid point was fitted
         ({"n_draws": 10**13}, r"n_draws must be at most 10,000,000"),
-        ({"nugget_grid": [True]}, "nugget_grid must hold numbers, got booleans"),
+        ({"nugget_grid": [True]}, "nugget_grid must be a 1-D array of positive numbers, got "
+                                  "list of dtype bool"),
         ({"phi_grid": [1.0, 2.0, 1.0]}, r"phi_grid lists a value more than once"),
         # scipy's "array must not contain infs or NaNs" from the eigensolver
         ({"coords": np.random.default_rng(1).uniform(size=(10, 2)) * 1e160},
@@ -403,3 +404,24 @@ def test_more_points_than_the_dense_matrices_allow_are_refused_before_any_work(m
         gp_regression(coords, y, X, n_draws=10, seed=1)
     post = gp_regression(coords[:40], y[:40], X[:40], n_draws=10, seed=1)  # at the cap: fitted
     assert post.beta.shape == (10, 2)
+
+
+@pytest.mark.parametrize(
+    ("grid", "error", "match"),
+    [
+        # np.asarray(grid, dtype=float) read text as numbers, True as 1, dropped imaginary parts
+        (["0.5", "2"], TypeError, r"^phi_grid must be a 1-D array of positive numbers, got list "
+                                  r"of dtype <U3$"),
+        ([True, 2.0], TypeError, r"^phi_grid must be a 1-D array of positive numbers, got list "
+                                 r"holding bool entries$"),
+        (np.array([1 + 1j, 2.0]), TypeError, r"^phi_grid must be a 1-D array of positive "
+                                             r"numbers, got ndarray of dtype complex128$"),
+        # and fitted the hidden value of a masked entry
+        (np.ma.masked_array([1.0, 2.0], [True, False]), InputError,
+         r"^phi_grid is a masked array with masked entries"),
+    ],
+)
+def test_grids_hold_real_numbers_only(grid, error, match):
+    with pytest.raises(error, match=match) as caught:
+        regression_with(phi_grid=grid, n_draws=10, seed=0)
+    assert isinstance(caught.value, InputError)  # as the grids' other refusals

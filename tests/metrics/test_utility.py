@@ -730,3 +730,78 @@ def test_ripley_k_refuses_a_window_whose_area_underflows():
     assert "e-20" not in str(caught.value)  # no side: a window from the points is their extent
     with pytest.raises(InputError, match=r"^window's area underflows float64"):
         ripley_k(xy, None)
+
+
+def test_ripley_k_enumerates_the_pairs_of_a_cluster_in_bounded_chunks(monkeypatch):
+    # Chunks were sized by the neighbours expected under CSR in the whole window: 400 points in
+    # a 1 x 1 cluster of a 1000 x 1000 window all fell in chunks of 25 points, i.e. 25 · 400 =
+    # 10,000 pairs against a budget of 2,000 (6,000 clustered points took 2.3 GB, n² pairs).
+    # Now every chunk holds at most the budget (400 neighbours per point: 5 points a chunk).
+    rng = np.random.default_rng(7)
+    xy = rng.uniform(0, 1, (400, 2)) + 500
+    box, radii = (0, 0, 1000, 1000), np.linspace(0, 250, 11)
+    expected = ripley_k(xy, box, radii, "translation").k
+    sizes = []
+
+    class Spy(geosynth.metrics.utility.cKDTree):
+        def sparse_distance_matrix(self, other, max_distance, **kwargs):
+            pairs = super().sparse_distance_matrix(other, max_distance, **kwargs)
+            sizes.append(len(pairs))
+            return pairs
+
+    monkeypatch.setattr(geosynth.metrics.utility, "cKDTree", Spy)
+    monkeypatch.setattr(geosynth.metrics.utility, "_PAIR_CHUNK", 2000)
+    got = ripley_k(xy, box, radii, "translation").k
+    assert sum(sizes) == 400 * 400  # every ordered pair (and the self-pairs) once
+    assert max(sizes) <= 2000
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_a_window_derived_from_the_points_is_not_shown_in_the_radii_message():
+    # "half the shorter window side (0.491252)" was half the extent of the confidential points.
+    xy = np.random.default_rng(3).uniform(0, 1, (50, 2)) * [3.0, 1.0] + [1234.5, 678.9]
+    half = (xy[:, 1].max() - xy[:, 1].min()) / 2
+    for call in (lambda: ripley_k(xy, None, radii=[0.0, 60.0]),
+                 lambda: ripley_distance(frame(xy), [frame(xy)], radii=[0.0, 60.0])):
+        with pytest.raises(InputError, match=r"^radii must not exceed half the shorter window "
+                                             r"side;.*pass window explicitly") as caught:
+            call()
+        assert f"{half:g}" not in str(caught.value) and f"{half:.3g}" not in str(caught.value)
+    with pytest.raises(InputError, match=r"half the shorter window side \(0\.5\)"):
+        ripley_k(xy - [1234.5, 678.9], (0, 0, 3, 1), radii=[0.0, 0.6])  # given: shown
+
+
+def test_ripley_distance_names_the_frame_and_row_outside_the_window():
+    # A release's point outside the window was reported as "positions [15]" of no frame: its
+    # position within the combination's subset, not the release's row 45.
+    rng = np.random.default_rng(0)
+    xy = rng.uniform(0, 100, (60, 2))
+    group = np.repeat(["a", "b"], 30)
+    moved = xy.copy()
+    moved[45] = [150.0, 50.0]
+    with pytest.raises(InputError, match=r"^releases\[1\] has 1 point\(s\) outside the window "
+                                         r"\(0\.0, 0\.0, 100\.0, 100\.0\) \(positions \[45\]\)"):
+        ripley_distance(frame(xy, g=group), [frame(xy, g=group), frame(moved, g=group)],
+                        by="g", window=(0, 0, 100, 100))
+
+
+@pytest.mark.parametrize("sizes", [{"n_synthetic": 10**400, "n_original": 1},
+                                   {"n_synthetic": 1, "n_original": 10**400}])
+def test_fully_synthetic_refuses_absurd_sizes(sizes):
+    # n_synthetic = 10**400: Python's OverflowError in the ratio; n_original = 10**400: a ratio
+    # of 0.0, i.e. T = 0 and a point interval when T_f <= 0.
+    name = next(k for k, v in sizes.items() if v > 1)
+    with pytest.raises(InputError, match=rf"^{name} must be at most "
+                                         r"4,611,686,018,427,387,904 \(2\*\*62\) records"):
+        combine_fully_synthetic([1.0, 2.0, 3.0], [5.0, 5.0, 5.0], **sizes)
+    big = combine_fully_synthetic([1.0, 2.0, 3.0], [5.0, 5.0, 5.0], 0.95, 2**62, 2**61)
+    assert big.variance == pytest.approx(2 * 5.0) and big.df == math.inf  # T_f < 0: adjusted
+
+
+def test_an_overlap_kind_that_is_an_array_is_refused():
+    # NumPy's "truth value of an array with more than one element is ambiguous".
+    original = scenario(200, 0)[0]
+    for call in (lambda kind: interval_overlap((0, 1), (0, 2), kind),
+                 lambda kind: quadrant_coverage(original, [original, original], "y", kind=kind)):
+        with pytest.raises(InputError, match=r"^kind must be \"geometric\" or \"karr\""):
+            call(np.array(["karr", "geometric"]))
