@@ -34,8 +34,8 @@ import numpy as np
 from numba import njit
 from scipy import fft, special
 
-from geosynth._validation import is_integer, refuse_masked
-from geosynth.errors import InputError
+from geosynth._validation import as_rectangular_array, is_integer, refuse_masked
+from geosynth.errors import InputError, InputTypeError
 
 __all__ = ["ConvergenceDiagnostics", "convergence_diagnostics"]
 
@@ -89,7 +89,8 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
     Raises
     ------
     geosynth.errors.InputError
-        ``draws`` has fewer than 2 axes or no chain, does not hold real numbers (complex
+        ``draws`` has fewer than 2 axes or no chain, holds chains of different lengths (a
+        ragged sequence: NumPy's ValueError before), does not hold real numbers (complex
         draws lost their imaginary part, strings and objects failed deep in NumPy), or is a
         masked array with masked entries (their hidden values were used).
     TypeError
@@ -106,9 +107,14 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
     """
     refuse_masked(draws, "draws")
     if not is_integer(workers):
-        raise TypeError(f"workers must be an int (threads), got {type(workers).__name__} "
+        raise InputTypeError(f"workers must be an int (threads), got {type(workers).__name__} "
                         f"{workers!r}")
-    draws = np.asarray(draws)
+    try:
+        draws = as_rectangular_array(draws, "draws")
+    except InputError:
+        raise InputError("draws holds chains of different lengths (a ragged sequence); the "
+                         "diagnostics need the same number of draws in every chain: keep "
+                         "each chain's first draws, as many as the shortest has") from None
     if draws.ndim < 2 or draws.shape[0] == 0:
         raise InputError(f"draws must have shape (chains, draws, ...) with at least one chain, "
                          f"got {draws.shape}")

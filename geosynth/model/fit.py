@@ -556,7 +556,8 @@ def check_run_settings(n_iter: Any, burn_in: Any, thin: Any, chains: Any, target
     auto : bool
         Whether ``n_iter`` is ``"auto"``.
     n_iter, burn_in, thin, chains
-        Resolved: defaults filled in, fixed runs' lengths as Python ints.
+        Resolved: defaults filled in, lengths (and an auto run's thin and chains) as Python
+        ints.
 
     Raises
     ------
@@ -568,6 +569,7 @@ def check_run_settings(n_iter: Any, burn_in: Any, thin: Any, chains: Any, target
     thin = resolve_thin(thin, auto=auto)
     if auto:
         _check_auto_run(burn_in, thin, chains, executor)
+        thin, chains = int(thin), int(chains)  # np.uint8 chains wrapped in arithmetic
     else:
         burn_in = DEFAULT_BURN_IN if burn_in is None else burn_in
         n_iter, burn_in, thin, chains = _check_run_arguments(n_iter, burn_in, thin, chains)

@@ -96,7 +96,10 @@ def run_on_executor(executor: Executor, data: ModelData, tables: CountTables,
     send each to a worker once) and returns its chain's draws, as
     :meth:`ChainRunner.run_all` does for one chain; they are concatenated in chain order. The
     results are taken as the chains finish, so a chain that fails is reported at once (the
-    chains not started are cancelled) rather than after the chains before it have run.
+    chains not started are cancelled) rather than after the chains before it have run. A chain
+    interrupted in its worker (Ctrl-C reaches the worker processes of a local pool too) returns
+    the draws it kept: every chain then keeps as many as the shortest, flagged interrupted
+    with a warning, as :meth:`ChainRunner.run_all` does after Ctrl-C.
     """
     futures = {executor.submit(_run_chain_task, data, tables, settings, streams[c], c): c
                for c in range(streams.shape[0])}
@@ -108,12 +111,30 @@ def run_on_executor(executor: Executor, data: ModelData, tables: CountTables,
         for future in futures:  # a failed chain (or Ctrl-C) stops the chains not started
             future.cancel()
         raise
+    draws = _join_chains(parts)
+    if draws["interrupted"]:
+        ChainRunner._warn_interrupted(np.array([part["scalars"].shape[1] for part in parts]))
+    return draws
+
+
+def _join_chains(parts: list[dict]) -> dict:
+    """Concatenate the chains' draws in chain order, the first n of each (n: the fewest kept).
+
+    The chains' η draws are the same prefix of the plan's (``eta_draw_index``), so the
+    shortest chain's index is that of every chain's first n draws. Flagged interrupted when
+    some chain was, or kept fewer draws than another.
+    """
+    kept = [part["scalars"].shape[1] for part in parts]
+    n = min(kept)
+    eta_index = parts[kept.index(n)]["eta_draw_index"]
     draws = {}
     for name in ("scalars", "theta", "beta", "eta", "latent_totals", "lambda_chain_means"):
+        rows = {"eta": eta_index.size, "lambda_chain_means": None}.get(name, n)
         pieces = [part[name] for part in parts]
-        draws[name] = None if pieces[0] is None else np.concatenate(pieces, axis=0)
-    draws["eta_draw_index"] = parts[0]["eta_draw_index"]
-    draws["interrupted"] = False
+        draws[name] = None if pieces[0] is None else np.concatenate(
+            [piece if rows is None else piece[:, :rows] for piece in pieces], axis=0)
+    draws["eta_draw_index"] = eta_index
+    draws["interrupted"] = any(part["interrupted"] for part in parts) or n < max(kept)
     return draws
 
 
@@ -364,12 +385,13 @@ class ChainRunner:
         return draws
 
     @staticmethod
-    def _warn_interrupted(kept: np.ndarray) -> None:
+    def _warn_interrupted(kept: np.ndarray, stacklevel: int = 4) -> None:
+        """Warn that the fit keeps ``kept.min()`` draws per chain; ``stacklevel``: fit's caller."""
         warnings.warn(
             f"interrupted: keeping the {kept.min()} draws per chain made so far (the "
             "posterior mean of λ averages all the draws each chain made); fit.interrupted "
             "is True: inspect these draws, do not publish from them",
-            GeosynthWarning, stacklevel=4,
+            GeosynthWarning, stacklevel=stacklevel,
         )
 
     def kernel(self):
@@ -796,8 +818,7 @@ class AutoRunner(ChainRunner):
         self.check_seconds += seconds
         self.last_check = check
         self.checked_window = (self.window_moves, n)
-        postfix = (f"ESS {check.min_ess:.0f}/{self.target_ess:g}, "
-                   f"R-hat {check.max_r_hat:.3f}/{self.max_rhat:g}")
+        postfix = _postfix(check, self.target_ess, self.max_rhat)
         following = self.schedule.boundary(self.segment + 2)  # the end of the next window
         for chain in self.chains:
             chain.bar.total = following
@@ -833,7 +854,8 @@ class AutoRunner(ChainRunner):
             if check.converged:  # the returned window meets the rule: nothing to warn about
                 reason = "converged"
         elif interrupt is not None:
-            self._warn_interrupted(np.array([chain.rows for chain in chains]))
+            # fit's caller: _warn_interrupted < _result < run_all < fit < caller
+            self._warn_interrupted(np.array([chain.rows for chain in chains]), stacklevel=5)
             check = self._check_after_interrupt(n)
         sweeps = min(chain.sweeps for chain in chains)
         # Every chain's window starts at the same sweep: sweeps made minus the stored draws'.
@@ -879,6 +901,26 @@ class AutoRunner(ChainRunner):
             "stopping": stopping,
         }
         return draws
+
+
+#: Characters of a parameter's name shown after a progress bar (a covariate may have a long name).
+POSTFIX_NAME_CHARS = 30
+
+
+def _postfix(check: ConvergenceCheck, target_ess: float, max_rhat: float) -> str:
+    """Progress bar text of a check: the lowest ESS and highest R-hat, each with its parameter.
+
+    For example ``ESS 85/400 (tau_phi[age]), R-hat 1.034/1.01 (lambda[3,1])``: which
+    parameter holds the fit back, among the groups the check evaluated (a partial check stops
+    at the first group that fails). A name is cut to :data:`POSTFIX_NAME_CHARS` characters.
+    """
+    def named(name: str) -> str:
+        if len(name) > POSTFIX_NAME_CHARS:
+            name = name[:POSTFIX_NAME_CHARS - 3] + "..."
+        return f" ({name})" if name else ""
+
+    return (f"ESS {check.min_ess:.0f}/{target_ess:g}{named(check.worst_ess)}, "
+            f"R-hat {check.max_r_hat:.3f}/{max_rhat:g}{named(check.worst_r_hat)}")
 
 
 def _chunks(total: int, size: int, keep: bool) -> Iterator[tuple[int, bool]]:

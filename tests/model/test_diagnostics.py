@@ -223,3 +223,44 @@ def test_ess_of_ar1_chains_is_their_known_ess():
         ess = convergence_diagnostics(x).ess_bulk
         exact = chains * n * (1 - phi) / (1 + phi)
         assert ess.mean() == pytest.approx(exact, rel=0.04)
+
+
+def test_chains_of_different_lengths_refused():
+    """A list of chains of different lengths raised NumPy's "inhomogeneous shape" ValueError."""
+    chains = [np.arange(10.0), np.arange(9.0)]
+    with pytest.raises(InputError, match="draws holds chains of different lengths .* as many "
+                                         "as the shortest has"):
+        convergence_diagnostics(chains)
+    equal = convergence_diagnostics([chain[:9] for chain in chains])
+    assert equal.ess_bulk.shape == (1,)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.bool_])
+def test_integer_and_bool_draws_equal_arviz(dtype):
+    """Draws with many ties (counts, indicators) are ranked as arviz ranks their floats."""
+    rng = np.random.default_rng(5)
+    counts = rng.poisson(2.0, size=(3, 41, 6))
+    draws = counts > 1 if dtype == np.bool_ else counts.astype(dtype)
+    ours = convergence_diagnostics(draws)
+    ess, rhat = arviz_diagnostics(draws.astype(np.float64))
+    np.testing.assert_allclose(ours.ess_bulk, ess, rtol=1e-10, equal_nan=True)
+    np.testing.assert_allclose(ours.r_hat, rhat, rtol=1e-10, equal_nan=True)
+
+
+@pytest.mark.parametrize("n", [4, 5, 3, 40])
+def test_one_stuck_chain_among_moving_ones_equals_arviz(n):
+    """A chain constant at one value while the others move: arviz's R-hat (finite: the moving
+    chains give a within-chain variance; the stopping rule marks the stuck chain itself)."""
+    rng = np.random.default_rng(6)
+    draws = rng.normal(size=(3, n, 4))
+    draws[1, :, 0] = 0.0  # at the others' centre
+    draws[1, :, 1] = 5.0  # far from them
+    draws[:, :, 2] = np.where(np.arange(3)[:, None] == 2, 1.0, draws[:, :, 2])
+    ours = convergence_diagnostics(draws)
+    ess, rhat = arviz_diagnostics(draws)
+    np.testing.assert_allclose(ours.ess_bulk, ess, rtol=1e-10, equal_nan=True)
+    np.testing.assert_allclose(ours.r_hat, rhat, rtol=1e-10, equal_nan=True)
+    if n >= 4:
+        assert ours.r_hat[1] > 1.5
+    else:
+        assert np.isnan(ours.r_hat).all() and np.isnan(ours.ess_bulk).all()

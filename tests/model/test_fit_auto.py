@@ -500,3 +500,24 @@ def test_progress_bar_shows_ess_and_rhat(counts, capsys):
     PaivaModel().fit(counts, seed=7, **{**AUTO, "progress": True})
     err = capsys.readouterr().err
     assert "ESS " in err and "/100" in err and "R-hat " in err and "/1.01" in err
+
+
+def test_progress_bar_names_the_parameters_holding_the_fit_back(counts, capsys):
+    """The bar showed the worst ESS and R-hat but not whose they were."""
+    fit = PaivaModel().fit(counts, seed=7, **{**AUTO, "progress": True})
+    err = capsys.readouterr().err
+    stopping = fit.stopping
+    assert stopping.worst_ess and stopping.worst_r_hat
+    # The last check's numbers, each with its parameter, as fit.stopping records them.
+    assert (f"ESS {stopping.min_ess:.0f}/100 ({stopping.worst_ess}), "
+            f"R-hat {stopping.max_r_hat:.3f}/1.01 ({stopping.worst_r_hat})") in err
+
+
+def test_progress_bar_cuts_long_names_and_leaves_out_missing_ones():
+    check = stopping_module.ConvergenceCheck(
+        converged=False, min_ess=12.4, max_r_hat=1.23456, worst_ess="beta[" + "x" * 40 + "][3]",
+        worst_r_hat="", not_converged=(), n_not_converged=1, checked=("beta",), seconds=0.0)
+    postfix = runner_module._postfix(check, 400, 1.01)
+    name = postfix[postfix.index("(") + 1:postfix.index(")")]
+    assert len(name) == runner_module.POSTFIX_NAME_CHARS and name.endswith("...")
+    assert postfix.startswith("ESS 12/400 (beta[xxx") and postfix.endswith(", R-hat 1.235/1.01")

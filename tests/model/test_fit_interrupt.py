@@ -60,6 +60,11 @@ def interrupt_at(monkeypatch, sweep, chains):
     monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
 
 
+def live_threads():
+    """The threads that keep the process alive (chain threads; not tqdm's daemon monitor)."""
+    return {thread for thread in threading.enumerate() if not thread.daemon}
+
+
 # (fit options, chains that reach the sweep, draws per chain kept after Ctrl-C at sweep 150)
 PATHS = {
     # One chain in a worker thread: it finishes the chunk it is in (sweeps 150-159).
@@ -299,3 +304,67 @@ def test_a_failed_chain_stops_the_others_at_their_next_chunk(counts, monkeypatch
                          else {"n_iter": n_iter})
     with pytest.raises(RuntimeError, match="chain 1 failed"):
         PaivaModel().fit(counts, **run_options, chains=2, n_jobs=2, target_ess=10**4)
+
+
+@pytest.mark.parametrize("sweep", [150, 50])  # a partial fit; KeyboardInterrupt (burn-in)
+@pytest.mark.parametrize("path", PATHS)
+def test_no_chain_thread_outlives_an_interrupted_fit(counts, monkeypatch, path, sweep):
+    """Ctrl-C returns the partial fit, or raises, only once every chain's thread has ended."""
+    options, chains, _ = PATHS[path]
+    before = live_threads()
+    interrupt_at(monkeypatch, sweep, chains)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GeosynthWarning)
+        try:
+            assert PaivaModel().fit(counts, **RUN, **options).interrupted and sweep == 150
+        except KeyboardInterrupt:
+            assert sweep == 50
+    assert live_threads() <= before
+
+
+def test_an_interrupted_auto_fit_leaves_no_thread_and_warns_at_the_callers_line(counts,
+                                                                             monkeypatch):
+    before = live_threads()
+    stop = threading.Event()
+    stop_after(monkeypatch, 3, stop)
+    run = RUN | {"n_iter": "auto", "burn_in": None}
+    with pytest.warns(GeosynthWarning, match="interrupted: keeping the") as record:
+        fit = PaivaModel().fit(counts, **run, chains=2, n_jobs=2, stop=stop)
+    assert fit.interrupted and live_threads() <= before
+    # The warning names the caller's line (it named fit's own line in geosynth/model/fit.py).
+    assert [warning.filename for warning in record] == [__file__]
+
+
+def test_a_chain_interrupted_in_its_executor_task_gives_a_flagged_partial_fit(counts,
+                                                                            monkeypatch):
+    """Ctrl-C reaches a local pool's worker processes too: the chain interrupted there returns
+    the draws it kept. Chains of different lengths failed in np.concatenate (NumPy's
+    ValueError), and equal ones came back as a whole fit (interrupted=False)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(storage_module, "MAX_CHUNK_SWEEPS", CHUNK)
+    original = runner_module.ChainRunner._run
+
+    def run(self, data, state, n, out, chain, row, keep, scratch, cell_streams=None):
+        if self.first_chain == 1 and keep and row >= 50:  # chain 1's task, at sweep 150
+            raise KeyboardInterrupt  # as SIGINT raises it in the worker
+        return original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
+
+    monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
+    with ThreadPoolExecutor(2) as pool, pytest.warns(
+            GeosynthWarning, match="interrupted: keeping the 50 draws per chain") as record:
+        fit = PaivaModel().fit(counts, **RUN, chains=3, executor=pool)
+    assert __file__ in [warning.filename for warning in record]  # the caller's warning
+    assert fit.interrupted is True and fit.n_draws == 50
+    monkeypatch.undo()
+    monkeypatch.setattr(storage_module, "MAX_CHUNK_SWEEPS", CHUNK)  # same chunks, same draws
+    full = PaivaModel().fit(counts, **RUN, chains=3)
+    assert full.n_draws == 100
+    for name in ("scalars", "theta"):
+        np.testing.assert_array_equal(getattr(fit, name), getattr(full, name)[:, :50])
+    np.testing.assert_array_equal(fit.eta_draw_index,
+                                  full.eta_draw_index[:fit.eta_draw_index.size])
+    np.testing.assert_array_equal(fit.eta, full.eta[:, :fit.eta_draw_index.size])
+    # Chains 0 and 2 ran to their end: their mean of λ averages all their draws.
+    np.testing.assert_array_equal(fit.lambda_chain_means[[0, 2]],
+                                  full.lambda_chain_means[[0, 2]])
