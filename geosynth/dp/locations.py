@@ -222,6 +222,12 @@ class NoisyCounts(CountTable):
             raise InputError(f"NoisyCounts: noise must be one of {sorted(NOISE_SOURCES)}, got "
                              f"{self.noise!r}; leave it out for counts noised outside geosynth")
         self._check_privacy()
+        if not isinstance(self.combos, pd.DataFrame):  # len(None) raised a bare TypeError
+            raise InputError(
+                f"NoisyCounts: combos must be a pandas DataFrame with a row per combination of "
+                f"the public domain, got {type(self.combos).__name__}; take it from dp_counts(...)"
+                ".combos or geosynth.data.domain_combos(levels)"
+            )
         counts, shape = self.counts, (getattr(self.grid, "n_cells", None), len(self.combos))
         refuse_masked(counts, "NoisyCounts: counts")  # a masked table crashed in the fit
         if not isinstance(counts, np.ndarray) or counts.ndim != 2 or counts.dtype.kind not in "iu" \
@@ -248,9 +254,13 @@ class NoisyCounts(CountTable):
         """Refuse an ε or a neighbour relation a release could not state truthfully.
 
         Built by hand, ``epsilon=True``, ``"1"`` or NaN went into every release's record, and
-        ``sensitivity=0`` divided by zero in the noise scale.
+        ``sensitivity=0`` divided by zero in the noise scale. A lattice from
+        :meth:`Grid.from_points` was accepted too: every release then lay within bounds that
+        follow the outermost confidential points, labelled ε-DP (no finite ε holds; see
+        :func:`~geosynth._validation.check_public_lattice`).
         """
         check_epsilon(self.epsilon, "epsilon", hint="pass the ε the counts were noised with")
+        check_public_lattice(self.grid, "NoisyCounts")
         expected = neighbour_sensitivity(self.neighbours)
         if isinstance(self.sensitivity, bool | np.bool_) or self.sensitivity != expected:
             raise InputError(
@@ -283,15 +293,23 @@ class NoisyCounts(CountTable):
         Parameters
         ----------
         max_records : int, optional
-            A lower cap to apply.
+            A lower cap to apply (an int >= 1).
 
         Returns
         -------
         int
+
+        Raises
+        ------
+        geosynth.errors.InputError
+            ``max_records`` is not an int >= 1 (``-5`` was returned as the cap, ``1.5`` cut to
+            1 and ``"a"`` raised a bare ValueError).
         """
+        max_records = _check_count(max_records, "max_records",
+                                   "pass the largest size a release may have, or omit it")
         sd = math.sqrt(self.counts.size) * self.noise_sd
         cap = math.ceil(self.n_records + TOTAL_CAP_SDS * sd)
-        return cap if max_records is None else min(cap, int(max_records))
+        return cap if max_records is None else min(cap, max_records)
 
     def release_info(self) -> ReleaseInfo:
         """Return what a release drawn from these counts records about its privacy.
@@ -653,19 +671,22 @@ def dp_synthesize(
     Raises
     ------
     geosynth.errors.InputError
-        ``fit`` is not a noise-aware fit, or ``m``, ``n_public``, ``max_records`` or
-        ``max_bytes`` is invalid.
+        ``fit`` is not a noise-aware fit, its lattice took its bounds from the points
+        (:func:`~geosynth._validation.check_public_lattice`), or ``m``, ``n_public``,
+        ``max_records`` or ``max_bytes`` is invalid.
     geosynth.errors.CRSError
         ``crs`` is not a CRS, is geographic, or differs from the lattice's CRS.
     geosynth.errors.MemoryLimitError
         The releases could need more than ``max_bytes``; nothing was drawn.
     """
     noisy = getattr(fit, "counts", None)
-    if not isinstance(noisy, NoisyCounts) or fit.latent_totals is None:
+    if not isinstance(noisy, NoisyCounts) or getattr(fit, "latent_totals", None) is None:
         raise InputError(
             "dp_synthesize needs a noise-aware fit of dp_counts(...) output; a fit of exact "
             "counts is not differentially private"
         )
+    # Again here: a NoisyCounts unpickled (or altered) without its checks on such a lattice.
+    check_public_lattice(noisy.grid, "dp_synthesize")
     m = check_m(m)
     check_geometry_name(geometry, noisy.attributes)
     crs = _release_crs(crs, noisy.grid)

@@ -469,6 +469,8 @@ def test_dp_counts_keeps_the_noise_of_an_accountant_without_to_dict(scenario_cou
     ({"neighbours": "swap"}, InputError, "neighbours must be"),
     ({"counts": "float"}, InputError, "counts must be an integer numpy array"),
     ({"counts": "wide"}, InputError, r"counts must be an integer numpy array of shape"),
+    # len(None) raised a bare TypeError
+    ({"combos": None}, InputError, "NoisyCounts: combos must be a pandas DataFrame"),
 ])
 def test_noisy_counts_built_by_hand_are_checked(scenario_counts, change, error, match):
     """ε, the neighbour relation and the table of a hand-built NoisyCounts go into every
@@ -515,6 +517,56 @@ def test_noisy_counts_of_other_layouts_fit_like_their_values(scenario_counts):
         NoisyCounts(**{**table, "counts": masked})
     with pytest.raises(InputError, match="int64 range"):
         NoisyCounts(**{**table, "counts": np.full_like(table["counts"], 2**63, np.uint64)})
+
+
+def test_noisy_counts_on_a_lattice_from_the_points_are_refused(scenario_counts):
+    """dp_counts refuses a lattice whose bounds follow the points, but a NoisyCounts built on
+    one (by hand, or with dataclasses.replace(noisy, grid=...)) was fitted and released: every
+    synthetic point lay within the snapped extremes of the confidential points, labelled ε-DP."""
+    import dataclasses
+
+    scenario, counts = scenario_counts
+    table = hand_built_table(counts)
+    from_points = geosynth.Grid.from_points(scenario.data, shape=(8, 8))
+    assert from_points.n_cells == counts.n_cells
+    with pytest.raises(InputError, match="NoisyCounts is ε-DP but its lattice took its bounds "
+                                         "from the points.*public study region"):
+        NoisyCounts(**{**table, "grid": from_points})
+    with pytest.raises(InputError, match="took its bounds from the points"):
+        dataclasses.replace(NoisyCounts(**table), grid=from_points)
+    # A table that skipped the check (unpickled from an older version, or altered) is refused
+    # where the points are drawn.
+    altered = NoisyCounts(**table)
+    object.__setattr__(altered, "grid", from_points)
+    fit = OneDraw(altered, np.ones(altered.counts.shape), [5, 5, 5, 5])
+    with pytest.raises(InputError, match="dp_synthesize is ε-DP but its lattice took its "
+                                         "bounds from the points"):
+        dp_synthesize(fit, 1)
+
+
+def test_total_upper_bound_checks_max_records(scenario_counts):
+    """max_records=-5 came back as the cap (a negative release size), 1.5 was cut to 1 and
+    "a" raised a bare ValueError."""
+    _, counts = scenario_counts
+    noisy = NoisyCounts(**hand_built_table(counts))
+    cap = noisy.total_upper_bound()
+    assert noisy.total_upper_bound(3) == 3 and noisy.total_upper_bound(cap + 10) == cap
+    for bad in (-5, 0, 1.5, "a", True):
+        with pytest.raises(InputError, match=r"max_records must be an int >= 1 or None, got "):
+            noisy.total_upper_bound(bad)
+
+
+def test_dp_synthesize_names_a_fit_without_latent_totals(scenario_counts):
+    """An object with the counts of a noise-aware fit but no latent totals raised a bare
+    AttributeError instead of saying what dp_synthesize needs."""
+    _, counts = scenario_counts
+
+    class NotAFit:
+        def __init__(self, noisy):
+            self.counts = noisy
+
+    with pytest.raises(InputError, match="dp_synthesize needs a noise-aware fit"):
+        dp_synthesize(NotAFit(NoisyCounts(**hand_built_table(counts))), 1)
 
 
 def test_noisy_counts_beyond_the_fits_intensities_are_refused_before_sweeping(scenario_counts):
