@@ -521,3 +521,25 @@ def test_progress_bar_cuts_long_names_and_leaves_out_missing_ones():
     name = postfix[postfix.index("(") + 1:postfix.index(")")]
     assert len(name) == runner_module.POSTFIX_NAME_CHARS and name.endswith("...")
     assert postfix.startswith("ESS 12/400 (beta[xxx") and postfix.endswith(", R-hat 1.235/1.01")
+
+
+def test_a_complete_check_exponentiates_lambda_part_by_part(monkeypatch):
+    # The final check of a max_seconds fit took exp of every η at once, in float64: twice the
+    # stored float32 draws, on top of max_bytes. Same result part by part, a fraction of it.
+    import tracemalloc
+
+    monkeypatch.setattr(stopping_module, "CHECK_PART", 1_000)
+    rng = np.random.default_rng(4)
+    eta = rng.normal(size=(2, 100, 40_000)).astype(np.float32)
+    group = [ParameterGroup("lambda", eta, lambda i: f"lambda[{i}]", log=True)]
+    assess_convergence([ParameterGroup("lambda", eta[:, :, :10], str, log=True)], 100, 1.05,
+                       complete=True)  # compiled and imported before the measurement
+    tracemalloc.start()
+    check = assess_convergence(group, 100, 1.05, complete=True)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    whole = eta.size * 8  # exp of every draw in float64
+    assert peak < whole / 2, (peak, whole)
+    ess, r_hat = convergence_diagnostics(np.exp(eta.astype(np.float64)))
+    assert check.min_ess == ess.min() and check.max_r_hat == r_hat.max()
+    assert check.converged == bool((ess >= 100).all() and (r_hat < 1.05).all())
