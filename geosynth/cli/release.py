@@ -174,8 +174,10 @@ def release(
     nothing and replaces nothing, and a file that another run created meanwhile is never
     replaced without --overwrite. Without --seed a seed is drawn and written, with the derived
     seeds of each step, to the private audit file <out>.audit.json, so the owner of the data
-    can reproduce the release; the release itself never holds a seed. With --epsilon the noise
-    comes from fresh OS entropy and --seed (tests only) weakens the guarantee.
+    can reproduce the release; the release itself never holds a seed. The seeds of the steps
+    also depend on the records, so a guessed --seed does not undo the public row shuffle. With
+    --epsilon the noise comes from fresh OS entropy and --seed (tests only) weakens the
+    guarantee.
 
     \b
     Example:
@@ -451,6 +453,7 @@ def _paiva_release(counts, original, model, m, seed, run, progress) -> dict[str,
     from geosynth._random import as_generator
 
     _, seeds = derive_seeds(seed, ["fit", "synthesize", "public", "evaluate"])
+    seeds = _keyed_by_records(seeds, original, counts)
     click.echo(f"Fitting {model!r}: {describe_run(run)}", err=True)
     fit = model.fit(counts, seed=seeds["fit"], progress=progress, **run)
     internal = geosynth.synthesize(fit, original, m=m, seed=seeds["synthesize"])
@@ -459,6 +462,47 @@ def _paiva_release(counts, original, model, m, seed, run, progress) -> dict[str,
     return {"fit": fit, "internal": internal, "public": public, "seeds": seeds,
             "metadata": geosynth.ReleaseInfo(method="paiva"), "evaluate_seed": seeds["evaluate"],
             "ledger": None}
+
+
+def _keyed_by_records(seeds: dict[str, int], original, counts) -> dict[str, int]:
+    """Mix a digest of the released records into the seed of every step.
+
+    A --seed is often small (7, 42, a year): from it alone an intruder re-derived the seed of
+    each step (:func:`derive_seeds`) and, with it, the random streams of the fit and the
+    synthesis (and, before :func:`geosynth.to_public` keyed its shuffle by the rows, the
+    public row order). Keyed by the records' coordinates, attributes and continuous values
+    (:func:`geosynth.synth.release.row_digest`), the seeds still reproduce a release from
+    --seed and the same input, but not without the data. The master seed is kept; the keyed
+    seeds go to the private audit file as before.
+
+    Parameters
+    ----------
+    seeds : dict of str to int
+        ``{"seed": master, step: derived seed, ...}`` from :func:`derive_seeds`.
+    original : geopandas.GeoDataFrame
+        The records released (points).
+    counts : geosynth.data.CellCounts
+        Their counts (``attributes`` and ``covariates`` name the released columns).
+
+    Returns
+    -------
+    dict of str to int
+        The same keys; every derived seed a 63-bit int of ``SeedSequence([seed, digest])``.
+    """
+    import numpy as np
+
+    from geosynth.synth.release import row_digest
+
+    columns = [*counts.attributes, *counts.covariates, original.geometry.name]
+    words = row_digest(original[columns])
+    keyed = {}
+    for name, value in seeds.items():
+        if name == "seed":
+            keyed[name] = value
+            continue
+        state = np.random.SeedSequence([value, *words]).generate_state(1, dtype=np.uint64)
+        keyed[name] = int(state[0] >> np.uint64(1))
+    return keyed
 
 
 def _dp_release(counts, epsilon, public_total, m, seed, run, progress,

@@ -47,6 +47,7 @@ __all__ = [
     "release_info",
     "set_release_info",
     "to_public",
+    "row_digest",
     "is_linked",
     "is_public",
     "INFO_ATTR",
@@ -455,6 +456,57 @@ def _key_text(key: str) -> str:
     return describe_value(str.__str__(key)).removeprefix("str ")
 
 
+def row_digest(frame: pd.DataFrame) -> list[int]:
+    """Return a SHA-256 digest of ``frame``'s values, row order included, as eight 32-bit words.
+
+    The key that makes a shuffle or a seed depend on data an intruder does not hold
+    (:func:`to_public`; the command line's seeds, keyed by the records).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Geometry columns are hashed as WKB, the others by
+        :func:`pandas.util.hash_pandas_object` (as text where their values are unhashable).
+        The index and the column names are not.
+
+    Returns
+    -------
+    list of int
+        Words for :class:`numpy.random.SeedSequence`.
+    """
+    import hashlib
+
+    digest = hashlib.sha256(str(len(frame)).encode())
+    for position in range(frame.shape[1]):
+        values = frame.iloc[:, position]
+        if isinstance(values.dtype, gpd.array.GeometryDtype):
+            wkb = shapely.to_wkb(np.asarray(values.array, dtype=object))
+            wkb[pd.isna(wkb)] = b""  # a missing geometry
+            digest.update(b"".join(wkb.tolist()))
+            continue
+        try:
+            words = pd.util.hash_pandas_object(values, index=False).to_numpy()
+        except TypeError:  # lists, dicts: unhashable cells
+            words = pd.util.hash_pandas_object(values.astype(str), index=False).to_numpy()
+        digest.update(np.ascontiguousarray(words, dtype=np.uint64).tobytes())
+    return np.frombuffer(digest.digest(), dtype=np.uint32).tolist()
+
+
+def _public_order(frame: pd.DataFrame, rng: np.random.Generator) -> np.ndarray:
+    """Return the row shuffle of :func:`to_public`, a permutation keyed by ``rng`` and the rows.
+
+    The permutation is drawn from ``SeedSequence([128 bits of rng, row_digest(frame)])``.
+    From the seed alone (``to_public(release, seed=4)``: small seeds are the usual choice) an
+    intruder redrew the permutation and put every release's rows back in the input's order,
+    row k the synthetic version of record k in all m releases. The digest needs the rows in
+    that order, which the published file does not give; the same release and seed still give
+    the same order.
+    """
+    key = rng.integers(0, 2**32, size=4, dtype=np.uint64).tolist()
+    seed = np.random.SeedSequence([*key, *row_digest(frame)])
+    return np.random.default_rng(seed).permutation(len(frame))
+
+
 def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFrame:
     """Return the form of a release that may be published.
 
@@ -463,7 +515,9 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     release : geopandas.GeoDataFrame
         One release from :func:`~geosynth.synth.synthesize` (or a baseline).
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
-        Randomness of the row shuffle; the same seed gives the same order.
+        Randomness of the row shuffle; the same seed gives the same order of the same rows.
+        The shuffle is also keyed by the rows in their input order (:func:`_public_order`), so
+        a guessed seed does not undo it.
 
     Returns
     -------
@@ -515,7 +569,7 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
             or (isinstance(c, str) and c.startswith(INTERNAL_PREFIX))
         )
     ]
-    order = rng.permutation(len(release))
+    order = _public_order(release[keep], rng)
     public = release[keep].iloc[order].reset_index(drop=True)
     for position in range(public.shape[1]):
         values = public.iloc[:, position]

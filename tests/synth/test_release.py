@@ -68,6 +68,20 @@ def test_shuffle_is_reproducible_by_seed(release):
     assert not a.geometry.geom_equals_exact(c.geometry, 0).all()
 
 
+def test_a_guessed_seed_does_not_undo_the_shuffle(release):
+    # The permutation was rng.permutation(n) of the seed alone: an intruder who guessed a
+    # small seed redrew it and put the rows back in the input's order (row k = record k).
+    public = to_public(release, seed=4)
+    order = np.random.default_rng(4).permutation(len(release))
+    back = public.geometry.iloc[np.argsort(order)].reset_index(drop=True)
+    same = back.geom_equals_exact(release.geometry.reset_index(drop=True), 0)
+    assert same.mean() < 0.1, f"{same.mean():.0%} of the rows back in the input's order"
+    # Keyed by the rows in their order: the same rows in another order shuffle otherwise.
+    swapped = release.iloc[[1, 0, *range(2, len(release))]]
+    first = to_public(release, seed=4).geometry
+    assert not first.geom_equals_exact(to_public(swapped, seed=4).geometry, 0).all()
+
+
 def test_internal_and_extra_geometry_columns_are_dropped(regular_data):
     gdf, grid, _ = regular_data
     (naive,) = naive_synthesize(gdf, grid, m=1, seed=1)
