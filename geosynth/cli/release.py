@@ -107,7 +107,8 @@ __all__ = ["release"]
               "(internal; readable by you only).")
 @outcome_option
 @click.option("--include-intensity", is_flag=True,
-              help="Add the posterior mean intensity of each combination to the grid layer.")
+              help="Add the posterior mean intensity of each combination to the grid layer "
+                   "(it follows the exact counts where cells hold few records).")
 @overwrite_option
 @click.pass_context
 def release(

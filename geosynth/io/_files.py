@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import stat
 import unicodedata
+import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from geosynth._messages import CONTROL_CHARACTERS
-from geosynth.errors import InputError
+from geosynth.errors import InputError, PrivacyLeakWarning
 
 __all__ = [
     "read_bounded",
@@ -21,6 +24,7 @@ __all__ = [
     "printable",
     "geopackage_problem",
     "not_a_geopackage",
+    "warn_exact_intensity",
 ]
 
 #: shapely type ids of a Point, a Polygon and a MultiPolygon.
@@ -223,4 +227,39 @@ def not_a_geopackage(source: Path, reason: str | BaseException | None = None) ->
     return InputError(
         f"{printable(source.name)} is not a GeoPackage (or is damaged){detail}; check that the "
         "file was copied completely, or export it again as a GeoPackage (e.g. from QGIS)"
+    )
+
+
+def warn_exact_intensity(fit: Any, lam: np.ndarray, what: str, stacklevel: int) -> None:
+    """Warn that a published intensity of a fit of exact counts follows those counts.
+
+    The posterior mean λ of a (cell, combination) pair is pulled towards its count where few
+    records make it: on the thesis scenario (500 records, 12 combinations, 4x4 cells) the
+    rounded λ of 93 % of the pairs equals the count, 98.6 % of the pairs are told empty or not,
+    and a combination of one record peaks at its cell. A noise-aware fit of ε-DP counts is
+    post-processing of those and gets no warning.
+
+    Parameters
+    ----------
+    fit : geosynth.PaivaFit
+        The fit (``noise_scale`` None: exact counts).
+    lam : numpy.ndarray, shape (G, B)
+        Its posterior mean intensity, as written.
+    what : str
+        How the message names what is written (``"the grid layer of release.gpkg"``).
+    stacklevel : int
+        Of the warning: the writer's caller.
+    """
+    if fit.noise_scale is not None:
+        return
+    counts = np.asarray(fit.counts.counts)
+    share = float(np.mean(np.rint(lam) == counts)) if counts.size else 0.0
+    warnings.warn(
+        f"{what} holds the posterior mean intensity of a fit of the exact counts: rounded, it "
+        f"equals the confidential count of {share:.0%} of the (cell, combination) pairs, and "
+        "a combination held by one record peaks at that record's cell. Publish it only where "
+        "the counts per cell may be published; otherwise leave it out (--include-intensity, "
+        "include_intensity=True, write_intensity_geotiff) or use an epsilon-DP release",
+        PrivacyLeakWarning,
+        stacklevel=stacklevel + 1,
     )

@@ -12,7 +12,7 @@ import numpy as np
 from geosynth._atomic import atomic_path, remove_stale_staging
 from geosynth._validation import check_bool
 from geosynth.errors import InputError
-from geosynth.io._files import check_target, printable
+from geosynth.io._files import check_target, printable, warn_exact_intensity
 from geosynth.lattice import Grid
 
 if TYPE_CHECKING:
@@ -74,7 +74,8 @@ def write_intensity_geotiff(
     The file holds what ``geosynth.io.write_release(..., include_intensity=True)`` publishes
     in the grid layer of a release, and no record: it is written readable by others (0666
     less the umask). Publish it only if the posterior mean intensity may be published: where
-    cells hold few records, λ follows their counts closely.
+    cells hold few records, λ follows their counts closely (a
+    :class:`~geosynth.errors.PrivacyLeakWarning` says how closely, for a fit of exact counts).
     """
     import rasterio
 
@@ -90,6 +91,7 @@ def write_intensity_geotiff(
     _check_float32(lam)
     target = Path(path)
     check_target(target, overwrite)
+    warn_exact_intensity(fit, lam, printable(target.name), stacklevel=2)
     labels = fit.counts.combination_labels()
     nrows, ncols = grid.shape
     bands = np.full((lam.shape[1], nrows, ncols), np.nan, dtype=np.float32)

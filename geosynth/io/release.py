@@ -72,6 +72,7 @@ from geosynth.io._files import (
     not_a_geopackage,
     printable,
     read_bounded,
+    warn_exact_intensity,
 )
 from geosynth.io._gpkg_checks import (
     EDITED,
@@ -333,7 +334,10 @@ def write_release(
         A release has a non-default index, i.e. is not the output of :func:`geosynth.to_public`:
         its index is not written, but its row order may still follow the confidential file.
         Or the releases' DP noise was drawn from a seed (``noise`` ``"seeded"``): the file
-        states their ε, and that the noise was seeded, but they are not private.
+        states their ε, and that the noise was seeded, but they are not private. Or
+        ``include_intensity`` publishes the intensity of a fit of exact counts, which follows
+        them where cells hold few records (the message gives the share of (cell, combination)
+        pairs whose rounded intensity is their count).
 
     Notes
     -----
@@ -390,6 +394,9 @@ def write_release(
     table = _metadata_table(info)
     audit_record = _audit_record(target, seeds) if with_audit else None
     cells = None if lattice is None else _grid_layer(lattice, fit if include_intensity else None)
+    if include_intensity:
+        warn_exact_intensity(fit, fit.posterior_mean_lambda(),
+                             f"the grid layer of {printable(target.name)}", stacklevel=2)
 
     transaction = AtomicOutputs(overwrite=replace) if outputs is None else outputs
     staged: list[Path] = []

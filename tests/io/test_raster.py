@@ -12,7 +12,7 @@ import shapely
 from rasterio.transform import Affine
 
 from geosynth import Grid, PaivaFit, PaivaModel, prepare
-from geosynth.errors import DataWarning, InputError
+from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning
 from geosynth.io import write_intensity_geotiff
 from tests.io.helpers import CRS, XMAX, XMIN, YMAX, YMIN, names
 
@@ -43,6 +43,25 @@ def test_geotiff_round_trip(tmp_path, fitted):
     np.testing.assert_array_equal(
         bands[:, 7 - grid.cell_row, grid.cell_col], lam.T.astype(np.float32)
     )
+
+
+def test_geotiff_of_an_exact_fit_warns_how_closely_it_follows_the_counts(tmp_path, fitted):
+    # The posterior mean of a sparse pair sits near its count: rounded, the file gave most
+    # exact counts per (cell, combination) with no word of it.
+    fit, _, _ = fitted
+    counts = fit.counts.counts
+    share = np.mean(np.rint(fit.posterior_mean_lambda()) == counts)
+    with pytest.warns(PrivacyLeakWarning, match=rf"intensity.tif holds the posterior mean "
+                      rf"intensity of a fit of the exact counts: rounded, it equals the "
+                      rf"confidential count of {share:.0%} of the") as caught:
+        write_intensity_geotiff(fit, tmp_path / "intensity.tif")
+    assert caught[0].filename == __file__
+    assert 0.5 < share < 1  # an honest figure: neither all nor none of the pairs
+    # A noise-aware fit's intensity is post-processing of eps-DP counts: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        dp_like = dataclasses.replace(fit, noise_scale=1.0)
+        write_intensity_geotiff(dp_like, tmp_path / "dp.tif")
 
 
 def _fake_fit(counts, values):
