@@ -265,8 +265,9 @@ def _check_size(value: Any, name: str) -> int:
     """
     size = check_int(value, name)
     if size > MAX_DATA_SIZE:
+        # bit_length, not digits: str() of an int beyond 4,300 digits raises ValueError
         raise InputError(f"{name} must be at most {MAX_DATA_SIZE:,} (2**62) records, got a "
-                         f"{len(str(size))}-digit number; pass the number of records")
+                         f"{size.bit_length()}-bit number; pass the number of records")
     return size
 
 

@@ -786,7 +786,8 @@ def test_ripley_distance_names_the_frame_and_row_outside_the_window():
 
 
 @pytest.mark.parametrize("sizes", [{"n_synthetic": 10**400, "n_original": 1},
-                                   {"n_synthetic": 1, "n_original": 10**400}])
+                                   {"n_synthetic": 1, "n_original": 10**400},
+                                   {"n_synthetic": 1, "n_original": 10**5000}])  # no str()
 def test_fully_synthetic_refuses_absurd_sizes(sizes):
     # n_synthetic = 10**400: Python's OverflowError in the ratio; n_original = 10**400: a ratio
     # of 0.0, i.e. T = 0 and a point interval when T_f <= 0.
