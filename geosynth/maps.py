@@ -261,6 +261,11 @@ def review_map(
         _check_points(original, "original")
     crs = _common_crs(original, releases)
     fit, grid, lam, label = _check_fit(fit, grid, combination, crs)
+    if public and lam is not None:  # the intensity a public map shows, as the writers warn
+        from geosynth.io._files import warn_exact_intensity
+
+        warn_exact_intensity(fit, lam, "a public map", stacklevel=2,
+                             combination=int(combination))
     max_points = _check_max_points(max_points)
     linked = _check_linked(linked, public, original, releases)
 

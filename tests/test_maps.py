@@ -100,6 +100,23 @@ def test_public_map_has_no_original_and_no_displacement(data):
     assert ORIGINAL_LAYER not in html and DISPLACEMENT_LAYER not in html
 
 
+def test_public_map_of_an_exact_fit_warns_how_closely_its_intensity_follows_the_counts(data):
+    # The λ drawn on a public map rounded to the exact count of most cells, with no word said
+    # (write_release(include_intensity=True) of the same fit warned).
+    original, releases, fit, _ = data
+    lam = fit.posterior_mean_lambda()[:, 2]
+    share = np.mean(np.rint(lam) == fit.counts.counts[:, 2])
+    with pytest.warns(PrivacyLeakWarning, match=rf"^a public map holds the posterior mean "
+                      rf"intensity of a fit of the exact counts: rounded, it equals the "
+                      rf"confidential count of {share:.0%} of the cells") as caught:
+        review_map(original, releases, fit=fit, combination=2, public=True)
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():  # an internal map, or one without the fit: no warning
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        review_map(original, releases, fit=fit, combination=2)
+        review_map(original, releases, public=True)
+
+
 def test_public_map_refuses_a_baseline(data):
     # Naive points stay in each record's own cell, donut points within r_max of it: a public
     # map of either publishes the records' locations, as write_release would.

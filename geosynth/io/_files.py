@@ -230,7 +230,8 @@ def not_a_geopackage(source: Path, reason: str | BaseException | None = None) ->
     )
 
 
-def warn_exact_intensity(fit: Any, lam: np.ndarray, what: str, stacklevel: int) -> None:
+def warn_exact_intensity(fit: Any, lam: np.ndarray, what: str, stacklevel: int,
+                         combination: int | None = None) -> None:
     """Warn that a published intensity of a fit of exact counts follows those counts.
 
     The posterior mean λ of a (cell, combination) pair is pulled towards its count where few
@@ -243,23 +244,29 @@ def warn_exact_intensity(fit: Any, lam: np.ndarray, what: str, stacklevel: int) 
     ----------
     fit : geosynth.PaivaFit
         The fit (``noise_scale`` None: exact counts).
-    lam : numpy.ndarray, shape (G, B)
+    lam : numpy.ndarray, shape (G, B), or (G,) with ``combination``
         Its posterior mean intensity, as written.
     what : str
         How the message names what is written (``"the grid layer of release.gpkg"``).
     stacklevel : int
         Of the warning: the writer's caller.
+    combination : int, optional
+        The one combination ``lam`` holds (a map draws one).
     """
     if fit.noise_scale is not None:
         return
     counts = np.asarray(fit.counts.counts)
+    pairs = "(cell, combination) pairs"
+    if combination is not None:
+        counts, pairs = counts[:, combination], "cells"
     share = float(np.mean(np.rint(lam) == counts)) if counts.size else 0.0
     warnings.warn(
         f"{what} holds the posterior mean intensity of a fit of the exact counts: rounded, it "
-        f"equals the confidential count of {share:.0%} of the (cell, combination) pairs, and "
+        f"equals the confidential count of {share:.0%} of the {pairs}, and "
         "a combination held by one record peaks at that record's cell. Publish it only where "
         "the counts per cell may be published; otherwise leave it out (--include-intensity, "
-        "include_intensity=True, write_intensity_geotiff) or use an epsilon-DP release",
+        "include_intensity=True, write_intensity_geotiff, a map's fit=) or use an epsilon-DP "
+        "release",
         PrivacyLeakWarning,
         stacklevel=stacklevel + 1,
     )
