@@ -645,7 +645,9 @@ def dp_synthesize(
         this many. Not protected by ε (see the module docstring). CLI ``--public-total``.
     max_records : int, optional
         Upper bound on a release's size under the DP-estimate rule (lowers the default cap).
-        Not allowed together with ``n_public``.
+        Not allowed together with ``n_public``. Published (every release's record and the
+        file's metadata give the cap) and not protected by ε: a public number, never one
+        taken from the data (``max_records=len(points)`` publishes the exact count).
     max_bytes : int, default 4 GiB
         Refuse (before drawing) when ``m`` releases of the largest allowed size would need more,
         at :data:`RELEASE_BYTES_PER_RECORD` bytes per record.
@@ -1176,6 +1178,8 @@ def dp_release(
         docstring).
     max_records : int, optional
         Lower cap on a release's size under the DP-estimate rule (not with ``n_public``).
+        Published and not protected by ε, as for :func:`dp_synthesize`: never the records'
+        number or anything else taken from the data.
     model : geosynth.PaivaModel, optional
         Default :func:`dp_model`, ``PaivaModel(effects="combination")``: every combination has
         its own level and ICAR field, so its total is learnt from its own noisy counts. (Under
