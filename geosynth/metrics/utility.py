@@ -1167,17 +1167,13 @@ def _radii(radii: Any, short_side: float, derived: bool = False) -> np.ndarray:
                          f"{r.shape}{'' if np.isfinite(r).all() else ' with NaN or inf'}")
     if (r < 0).any() or (np.diff(r) <= 0).any():
         raise InputError("radii must be non-negative and strictly increasing")
-    if r[-1] > short_side / 2 and derived:
-        raise InputError(
-            f"radii must not exceed half the shorter window side; edge corrections are "
-            f"unreliable beyond it (got max radius {r[-1]:g}). The window is the points' "
-            "bounding box, whose size this message does not show: pass window explicitly, or "
-            "smaller radii"
-        )
     if r[-1] > short_side / 2:
+        side = "" if derived else f" ({short_side / 2:g})"
+        hint = (". The window is the points' bounding box, whose size this message does not "
+                "show: pass window explicitly, or smaller radii") if derived else ""
         raise InputError(
-            f"radii must not exceed half the shorter window side ({short_side / 2:g}); edge "
-            f"corrections are unreliable beyond it (got max radius {r[-1]:g})"
+            f"radii must not exceed half the shorter window side{side}; edge corrections are "
+            f"unreliable beyond it (got max radius {r[-1]:g}){hint}"
         )
     return r
 

@@ -450,9 +450,9 @@ def _stuck_chains_fail(part: np.ndarray, r_hat: np.ndarray, finite: np.ndarray,
     """
     if part.shape[1] < 4:  # too few draws for arviz (R-hat NaN, which fails): not "stuck"
         return r_hat
-    stuck = finite & (part.max(axis=1) == part.min(axis=1)).any(axis=0)
     if centred and part.shape[2] == 1 and finite[0] and not part.any():
         return np.ones_like(r_hat)  # θ of a one-cell lattice: 0 by construction
+    stuck = finite & (part.max(axis=1) == part.min(axis=1)).any(axis=0)
     return np.where(stuck, np.inf, r_hat)
 
 
