@@ -47,7 +47,7 @@ from geosynth.metrics import (
     spatial_k_anonymity,
 )
 from geosynth.metrics.matching import as_columns, as_releases, check_columns, check_frames, frame_xy
-from geosynth.metrics.risk import check_mean_label, nanmean_rows, with_mean_row
+from geosynth.metrics.risk import MEAN_LABEL, check_mean_label, nanmean_rows, with_mean_row
 from geosynth.metrics.utility import MIN_POINTS, as_bounds, check_rules
 
 if TYPE_CHECKING:
@@ -68,7 +68,8 @@ __all__ = [
     "combining_rules",
     "suppression_note",
     "MIN_SHOWN_RECORDS",
-    "DISTANCE_COLUMNS",
+    "SUPPRESSED_COLUMNS",
+    "summary_tables",
 ]
 
 
@@ -125,10 +126,10 @@ class Evaluation:
     def to_markdown(self) -> str:
         """All tables as Markdown sections (fixed-width text blocks), as they may be shown.
 
-        The tables go through :func:`shown_tables`: the matched distances of a combination
-        of fewer than :data:`MIN_SHOWN_RECORDS` original records (one person's distance to the
-        synthetic points, which are public) are left out, with a note saying so, and the mean
-        row averages the shown combinations only. :attr:`tables` keep every value. The text
+        The tables go through :func:`shown_tables`: the matched distances and the L distance
+        of a combination of fewer than :data:`MIN_SHOWN_RECORDS` original records (one
+        person's distance to the synthetic points, which are public) are left out, with a note
+        saying so, and the mean row averages the shown combinations only. :attr:`tables` keep every value. The text
         still holds the exact original counts (``n_original``): an internal document.
         """
         parts = []
@@ -231,22 +232,31 @@ def combining_rules(epsilon: float | None) -> str:
     return "partial" if epsilon is None else "full"
 
 
-#: Fewest original records of a combination whose matched distances the text outputs show.
-MIN_SHOWN_RECORDS = 2
-#: The columns of the ``distance_risk`` table that :func:`shown_tables` leaves out.
-DISTANCE_COLUMNS = ("min_distance", "mean_distance")
+#: Fewest original records of a combination whose distances the text outputs show. One record
+#: is one person: its matched distances are that person's distance to the public synthetic
+#: points. Two records are still too few: with one release (``m = 1``) the minimum and the
+#: mean matched distance give both people's distances, and the Ripley's L function of two
+#: points is one step, at their separation, which the L distance to the public points bounds.
+MIN_SHOWN_RECORDS = 3
+#: The columns of each table that :func:`shown_tables` leaves out for too few original records.
+SUPPRESSED_COLUMNS = {
+    "distance_risk": ("min_distance", "mean_distance"),
+    "pattern": ("sup_l_difference",),
+}
 
 
 def shown_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Return the tables as text outputs show them: no distance of a lone record.
+    """Return the tables as text outputs show them: no distance of one or two records.
 
     A combination of one original record is one person: its ``min_distance`` and
     ``mean_distance`` are that person's distance to the synthetic points of the combination,
     which are public, so a report that is shared would place the person on a circle around
-    them. In the ``distance_risk`` table the two distances of every combination of fewer than
-    :data:`MIN_SHOWN_RECORDS` original records become NaN (:func:`suppression_note` says so),
-    and the mean row's distances average the shown combinations only (the mean over all of
-    them, next to the other rows, gave the left-out value back). Other tables are unchanged.
+    them; with two records and one release the two distances give both people's. In the
+    ``distance_risk`` table the two distances, and in the ``pattern`` table the L distance, of
+    every combination of fewer than :data:`MIN_SHOWN_RECORDS` original records become NaN
+    (:func:`suppression_note` says so), and the mean row averages the shown combinations only
+    (the mean over all of them, next to the other rows, gave the left-out value back). Other
+    tables are unchanged.
 
     Parameters
     ----------
@@ -261,9 +271,42 @@ def shown_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return {name: _shown(name, table) for name, table in tables.items()}
 
 
+def summary_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Return the tables as the text of a differentially private release shows them.
+
+    The rows of a per-combination table are the combinations of the *original* records, and
+    their values tell combinations of one, two and more records apart: for an ε-DP release,
+    whose counts are what ε protects, they list which rare combinations exist in the
+    confidential data. Each table with a mean row (``distance_risk``, ``pattern``) becomes
+    that row alone, as :func:`shown_tables` computes it (combinations of fewer than
+    :data:`MIN_SHOWN_RECORDS` records left out of it), without the ``n_original`` and
+    ``n_synthetic`` columns (their mean is over the original combinations); the ``coverage``
+    table, of rectangles holding at least ``MIN_POINTS`` original records, is unchanged. The
+    distances remain measures of the confidential points, which ε does not cover.
+
+    Parameters
+    ----------
+    tables : dict of str to pandas.DataFrame
+        :attr:`Evaluation.tables`.
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        The same tables, in the same order.
+    """
+    summaries = {}
+    for name, table in shown_tables(tables).items():
+        if len(table) and table.index.get_level_values(0)[-1] == MEAN_LABEL:
+            table = table.iloc[-1:].drop(columns=["n_original", "n_synthetic"],
+                                         errors="ignore")
+            table.index = pd.Index(["mean over combinations"])
+        summaries[name] = table
+    return summaries
+
+
 def _lone_rows(name: str, table: pd.DataFrame) -> np.ndarray:
     """Positions of the combination rows (not the mean row) of too few original records."""
-    if name != "distance_risk" or "n_original" not in table.columns or len(table) < 2:
+    if name not in SUPPRESSED_COLUMNS or "n_original" not in table.columns or len(table) < 2:
         return np.zeros(0, dtype=np.int64)
     counts = table["n_original"].to_numpy(dtype=np.float64)[:-1]  # the last row is the mean
     return np.flatnonzero(counts < MIN_SHOWN_RECORDS)
@@ -274,7 +317,7 @@ def _shown(name: str, table: pd.DataFrame) -> pd.DataFrame:
     if lone.size == 0:
         return table
     shown = table.copy()
-    columns = [shown.columns.get_loc(c) for c in DISTANCE_COLUMNS if c in shown.columns]
+    columns = [shown.columns.get_loc(c) for c in SUPPRESSED_COLUMNS[name] if c in shown.columns]
     for column in columns:
         values = shown.iloc[:, column].to_numpy(dtype=np.float64).copy()
         values[lone] = np.nan
@@ -296,14 +339,15 @@ def suppression_note(name: str, table: pd.DataFrame) -> str:
     Returns
     -------
     str
-        One sentence naming how many combinations' distances are not shown; "" if none.
+        One sentence naming how many combinations' values are not shown; "" if none.
     """
     lone = _lone_rows(name, table)
     if lone.size == 0:
         return ""
-    return (f"Not shown (NaN): min_distance and mean_distance of {lone.size} combination(s) of "
-            f"fewer than {MIN_SHOWN_RECORDS} original records, each one person's distance to "
-            "the synthetic points; the mean row averages the other combinations.")
+    columns = " and ".join(SUPPRESSED_COLUMNS[name])
+    return (f"Not shown (NaN): {columns} of {lone.size} combination(s) of fewer than "
+            f"{MIN_SHOWN_RECORDS} original records, too few to show without telling each "
+            "person's distance; the mean row averages the other combinations.")
 
 
 def evaluate(

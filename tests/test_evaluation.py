@@ -389,12 +389,55 @@ def test_the_text_shows_no_distance_of_a_combination_of_one_record(scenario):
     text = result.to_markdown()
     assert f"{secret:.6f}" not in text and f"{table['mean_distance'].iloc[-1]:.6f}" not in text
     assert "Not shown (NaN): min_distance and mean_distance of 1 combination(s) of fewer " \
-           "than 2 original records" in text
+           "than 3 original records" in text
     shown = geosynth.evaluation.shown_tables(result.tables)["distance_risk"]
     assert np.isnan(shown.loc[key, ["min_distance", "mean_distance"]]).all()
     others = table.drop(index=[key, table.index[-1]])
     assert shown["mean_distance"].iloc[-1] == pytest.approx(others["mean_distance"].mean())
     pd.testing.assert_frame_equal(shown.drop(index=[key, table.index[-1]]), others)
+
+
+def test_the_text_shows_no_distance_of_a_combination_of_two_records(scenario):
+    # With one release, the minimum and the mean matched distance of a combination of two
+    # records are both people's distances (the mean gives the second); the L function of two
+    # points is one step at their separation. MIN_SHOWN_RECORDS was 2: all were printed.
+    data, grid = scenario
+    original = data.data.copy()
+    pair = original.index[:2]
+    original.loc[pair[1], ["y", "x1"]] = original.loc[pair[0], ["y", "x1"]].to_numpy()
+    original.loc[pair, "x2"] = 9  # the only two records of their combination
+    release = geosynth.to_public(geosynth.naive_synthesize(original, grid, m=1, seed=2)[0],
+                                 seed=0)
+    result = evaluate(original, [release], grid, ATTRIBUTES, linked=False)
+    key = tuple(original.loc[pair[0], ATTRIBUTES])
+    row = result.tables["distance_risk"].loc[key]
+    assert row["n_original"] == 2 and np.isfinite(row[["min_distance", "mean_distance"]]).all()
+    second = 2 * row["mean_distance"] - row["min_distance"]  # what the printed row gave away
+    assert second >= row["min_distance"]
+    text = result.to_markdown()
+    for value in (row["min_distance"], row["mean_distance"], second):
+        assert f"{value:.6f}" not in text
+    shown = geosynth.evaluation.shown_tables(result.tables)
+    assert np.isnan(shown["distance_risk"].loc[key, ["min_distance", "mean_distance"]]).all()
+    assert np.isnan(shown["pattern"].loc[key, "sup_l_difference"])
+    assert "Not shown (NaN): sup_l_difference of" in text
+
+
+def test_the_summary_tables_keep_only_the_mean_rows(scenario):
+    # The text of a DP release: no row per original combination, no count.
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=2)
+    result = evaluate(data.data, releases, grid, ATTRIBUTES, outcome="y", n_quadrants=50,
+                      seed=1, linked=False)
+    shown = geosynth.evaluation.shown_tables(result.tables)
+    summary = geosynth.evaluation.summary_tables(result.tables)
+    assert list(summary) == list(result.tables)
+    for name in ("distance_risk", "pattern"):
+        assert len(summary[name]) == 1 and "n_original" not in summary[name].columns
+        assert "n_synthetic" not in summary[name].columns
+        expected = shown[name].drop(columns=["n_original", "n_synthetic"]).iloc[-1]
+        np.testing.assert_array_equal(summary[name].iloc[0].to_numpy(), expected.to_numpy())
+    pd.testing.assert_frame_equal(summary["coverage"], result.tables["coverage"])
 
 
 def test_points_on_one_line_are_refused_in_the_terms_of_evaluate(scenario):

@@ -68,12 +68,13 @@ def evaluate(
     inspect'): a file that is not a complete geosynth release, whose audit file belongs to
     another release, or whose layers have no CRS or a geographic one (degrees), is refused.
 
-    The distances of a combination of a single original record (one person's distance to the
-    public synthetic points) are shown nowhere, neither printed nor in the --report. For a
-    differentially private release (its metadata records an epsilon) the coverage intervals
-    take the fully synthetic combining rules, and the exact counts of the original records
-    (what epsilon protects) are not printed, since terminal output gets pasted: only the
-    internal --report has them, marked as confidential.
+    The distances of a combination of fewer than three original records (one person's distance
+    to the public synthetic points) are shown nowhere, neither printed nor in the --report. For
+    a differentially private release (its metadata records an epsilon) the coverage intervals
+    take the fully synthetic combining rules, and only the means over the combinations are
+    printed, since terminal output gets pasted: the rows per combination (which list the
+    combinations of the original records) and the exact counts of the original records (what
+    epsilon protects) are only in the internal --report, marked as confidential.
     """
     import geosynth
     from geosynth import io
@@ -138,26 +139,34 @@ DP_COUNTS_NOTE = (
 def _echo_tables(evaluation, releases, private: bool) -> None:
     """Print the tables as :func:`geosynth.evaluation.shown_tables` shows them.
 
-    For a differentially private release (``private``) the exact original counts (the number
-    of original records, the ``n_original`` columns) are left out and a line says why.
+    For a differentially private release (``private``) only the mean rows are printed, as
+    :func:`geosynth.evaluation.summary_tables` gives them, with a line saying why: the rows
+    per combination listed the combinations of the original records and told those of one,
+    two and more records apart, and the number of original records is what epsilon protects.
     """
-    from geosynth.evaluation import shown_tables, suppression_note
+    from geosynth.evaluation import (
+        MIN_SHOWN_RECORDS,
+        shown_tables,
+        summary_tables,
+        suppression_note,
+    )
     from geosynth.io import printable
 
     sizes = f"{len(releases)} releases of {', '.join(str(len(r)) for r in releases)} records"
     if private:
-        click.echo(f"{sizes}; the exact counts of the original records (their number, the "
-                   "n_original columns) are not shown for a differentially private release: "
-                   "they are what epsilon protects (the internal --report has them)")
+        click.echo(f"{sizes}. For a differentially private release only the means over the "
+                   f"combinations are shown (combinations of fewer than {MIN_SHOWN_RECORDS} "
+                   "original records left out of them): the rows per combination and the exact "
+                   "counts of the original records tell what the confidential data hold, which "
+                   "epsilon protects (the internal --report has them)")
     else:
         click.echo(f"{len(evaluation.original)} original records; {sizes}")
-    for name, table in shown_tables(evaluation.tables).items():
-        if private:
-            table = table.drop(columns="n_original", errors="ignore")
+    shown = (summary_tables if private else shown_tables)(evaluation.tables)
+    for name, table in shown.items():
         click.echo(f"\n{name.replace('_', ' ')}:")
         # Attribute levels and column names come from the files: no control characters.
         text = table.to_string(float_format="{:,.3f}".format)
-        note = suppression_note(name, evaluation.tables[name])
+        note = "" if private else suppression_note(name, evaluation.tables[name])
         click.echo("\n".join(printable(line) for line in text.splitlines() + [note] if line))
 
 

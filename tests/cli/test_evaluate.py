@@ -383,8 +383,8 @@ def test_evaluate_of_a_dp_release_prints_no_exact_count_of_the_original(tmp_path
     assert result.exit_code == 0, result.output
     tables = result.output.split("distance risk:")[1]
     assert "40 original records" not in result.output and "n_original" not in tables
-    assert "not shown for a differentially private release: they are what epsilon " \
-           "protects" in result.output
+    assert "the exact counts of the original records tell what the confidential data hold, " \
+           "which epsilon protects (the internal --report has them)" in result.output
     text = report.read_text()
     assert "n_original" in text and "Confidential: the release is differentially private, " \
                                    "and the number of original records" in text
@@ -394,6 +394,29 @@ def test_evaluate_of_a_dp_release_prints_no_exact_count_of_the_original(tmp_path
     assert_refused(refused, "--outcome needs at least 20 original records", "small.gpkg has "
                                                                              "fewer; omit")
     assert "19" not in refused.output
+
+
+def test_evaluate_of_a_dp_release_prints_only_the_means_over_combinations(tmp_path):
+    # The rows per combination are the combinations of the original records: kind 'c' (one
+    # person) was listed, its NaN distances told it held fewer than 2 records, and the note
+    # counted such combinations. Only the mean rows (as shown_tables computes them) remain.
+    original, release = _pair(tmp_path, metadata={"epsilon": 1.0, "method": "paiva-dp"})
+    result = run("evaluate", original, release, "--attributes", "kind")
+    assert result.exit_code == 0, result.output
+    evaluation = geosynth.evaluate(io.read_points(original), io.read_release(release).releases,
+                                   None, ["kind"], linked=False)
+    shown = geosynth.evaluation.shown_tables(evaluation.tables)
+    body = result.output.split("distance risk:")[1]
+    lines = [line.split() for line in body.splitlines() if line.strip()]
+    assert not any(row[0] in ("a", "b", "c", "kind") for row in lines)
+    assert "Not shown" not in body and "combination(s)" not in body
+    for name, column in (("distance_risk", "mean_distance"), ("pattern", "sup_l_difference")):
+        assert f"{shown[name][column].iloc[-1]:,.3f}" in body
+        for value in shown[name][column].iloc[:-1].dropna():
+            assert f"{value:,.3f}" not in body
+    (tmp_path / "plain").mkdir()
+    plain = run("evaluate", *_pair(tmp_path / "plain"), "--attributes", "kind")
+    assert "\nc " in plain.output  # without epsilon the rows per combination are printed
 
 
 def test_evaluate_of_a_dp_release_combines_by_the_fully_synthetic_rules(tmp_path):
