@@ -9,7 +9,7 @@ if TYPE_CHECKING:  # not at run time: the command line imports this module befor
     import numpy as np
     import pandas as pd
 
-__all__ = ["describe_rows", "CONTROL_CHARACTERS", "exact_number"]
+__all__ = ["describe_rows", "CONTROL_CHARACTERS", "exact_number", "format_bytes"]
 
 SHOW_ROWS = 5
 SHOW_LABEL_CHARS = 60  # longest row label shown
@@ -75,3 +75,36 @@ def exact_number(value: float) -> str:
         return str(value)
     text = repr(float(value))
     return text[:-2] if text.endswith(".0") else text
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in the largest binary unit up to PiB that keeps it >= 1 (``"4.0 GiB"``).
+
+    The one formatter of the memory limits' messages (the fit's ``max_bytes`` and the DP
+    releases' had one each). An int too large for a float, such as ``max_bytes=10**400``,
+    is shown by its power of ten (the float division raised OverflowError in place of the
+    message).
+
+    Parameters
+    ----------
+    n : int or float
+        A number of bytes, >= 0.
+
+    Returns
+    -------
+    str
+        ``"512 bytes"``, ``"1.5 KiB"`` ... ``"12.0 PiB"``, ``"3.4e+09 PiB"``, or
+        ``"about 1e400 bytes"``.
+    """
+    if n < 1024:
+        return f"{int(n):,} bytes"
+    for unit, power in (("KiB", 10), ("MiB", 20), ("GiB", 30), ("TiB", 40)):
+        if n < 2 ** (power + 10):
+            return f"{n / 2**power:,.1f} {unit}"
+    try:
+        value = n / 2**50
+    except OverflowError:  # an int beyond the largest float
+        import math
+
+        return f"about 1e{int(math.log10(n))} bytes"
+    return f"{value:,.1f} PiB" if value < 1e6 else f"{value:.3g} PiB"

@@ -91,6 +91,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from geosynth._messages import format_bytes
 from geosynth._random import SeedLike
 from geosynth._validation import (
     check_epsilon,
@@ -847,21 +848,11 @@ def _size_rule(noisy: NoisyCounts, m: int, n_public: int | None, max_records: in
                    "larger epsilon (in Python, max_records= also caps each release and "
                    "max_bytes raises the limit)")
         raise MemoryLimitError(
-            f"{m} release(s) of {why} could need {_format_bytes(need)} (at "
+            f"{m} release(s) of {why} could need {format_bytes(need)} (at "
             f"{RELEASE_BYTES_PER_RECORD} bytes per record), over max_bytes = "
-            f"{_format_bytes(max_bytes)}; {fix}"
+            f"{format_bytes(max_bytes)}; {fix}"
         )
     return size
-
-
-def _format_bytes(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            if unit == "bytes":
-                return f"{n:,.0f} {unit}"
-            return f"{n:,.1f} {unit}" if n < 1e6 else f"{n:.3g} {unit}"
-        n /= 1024.0
-    return f"{n:.3g} EiB"  # pragma: no cover - loop returns
 
 
 def _format_count(n: float) -> str:
@@ -1006,8 +997,8 @@ def _check_small_epsilon(
         if need > max_bytes:  # not a matter of epsilon
             raise MemoryLimitError(
                 f"{m} release(s) of {name}={records:,} records each could need "
-                f"{_format_bytes(need)} (at {RELEASE_BYTES_PER_RECORD} bytes per record), over "
-                f"max_bytes = {_format_bytes(max_bytes)}; make fewer releases (m={m}) (in "
+                f"{format_bytes(need)} (at {RELEASE_BYTES_PER_RECORD} bytes per record), over "
+                f"max_bytes = {format_bytes(max_bytes)}; make fewer releases (m={m}) (in "
                 "Python, or raise max_bytes). Nothing was spent"
             )
     else:
@@ -1021,8 +1012,8 @@ def _check_small_epsilon(
         need = m * records * RELEASE_BYTES_PER_RECORD
         if need > max_bytes:
             problems.append(
-                f"{m} release(s) of {per_release} could need {_format_bytes(need)}, over "
-                f"max_bytes = {_format_bytes(max_bytes)}"
+                f"{m} release(s) of {per_release} could need {format_bytes(need)}, over "
+                f"max_bytes = {format_bytes(max_bytes)}"
             )
     # Time of the latent-count enumeration of the noise-aware fit.
     calls = float(n_iter) * chains * (_LATENT_CALLS_BASE + n_attributes) * n_counts

@@ -92,7 +92,8 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
         ``draws`` has fewer than 2 axes or no chain, holds chains of different lengths (a
         ragged sequence: NumPy's ValueError before), does not hold real numbers (complex
         draws lost their imaginary part, strings and objects failed deep in NumPy), or is a
-        masked array with masked entries (their hidden values were used).
+        masked array with masked entries (their hidden values were used); or ``workers`` is
+        below 1.
     TypeError
         ``workers`` is not an int.
 
@@ -109,6 +110,9 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
     if not is_integer(workers):
         raise InputTypeError(f"workers must be an int (threads), got {type(workers).__name__} "
                         f"{workers!r}")
+    if workers < 1:  # 0 and -5 ran as one thread without a word
+        raise InputError(f"workers must be an int >= 1 (threads), got {int(workers)}")
+    workers = int(workers)  # np.uint8(2) overflowed in the batch arithmetic below
     try:
         draws = as_rectangular_array(draws, "draws")
     except InputError:
@@ -135,7 +139,6 @@ def convergence_diagnostics(draws: np.ndarray, workers: int = 1) -> ConvergenceD
     dtype = draws.dtype if draws.dtype in (np.float32, np.float64) else np.float64
     # Equal batches, as many as the workers times the fewest rounds that keep each batch
     # within BATCH_VALUES (no worker idles on a short last batch).
-    workers = max(1, workers)
     largest = max(1, BATCH_VALUES // (2 * chains * half))
     step = -(-n_params // (workers * -(-n_params // (workers * largest))))
 

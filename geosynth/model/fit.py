@@ -588,9 +588,12 @@ def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, 
     check_chains(chains)
     n_iter, burn_in, thin, chains = int(n_iter), int(burn_in), int(thin), int(chains)
     if n_iter - burn_in < thin:
+        # thin = 10**30 cannot be met by raising n_iter (at most MAX_SWEEPS): name the thin that
+        # keeps a draw as well.
+        smaller = f" (or pass thin = {n_iter - burn_in} or less)" if n_iter > burn_in else ""
         raise InputError(
             f"n_iter ({n_iter}) - burn_in ({burn_in}) leaves no draw at thin = {thin}; "
-            "raise n_iter or lower burn_in"
+            f"raise n_iter or lower burn_in{smaller}"
         )
     return n_iter, burn_in, thin, chains
 

@@ -13,6 +13,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from geosynth._messages import format_bytes
 from geosynth.errors import GeosynthWarning, MemoryLimitError
 from geosynth.model.state import ModelData, model_shape, recorded_scalars
 from geosynth.model.stopping import MIN_WINDOW_DRAWS, WINDOW_SEGMENTS, AutoSchedule
@@ -148,14 +149,14 @@ def plan_storage(
     need = fixed + chains * n_keep * per_eta
     fits = max(0, (max_bytes - fixed) // (chains * per_eta))
     what = (f"{chains} chain(s) x {n_keep} retained draws of η ({G:,} cells x {B} combinations, "
-            f"{_format_bytes(per_eta)} a draw)")
-    limit = f"max_bytes = {_format_bytes(max_bytes)}"
+            f"{format_bytes(per_eta)} a draw)")
+    limit = f"max_bytes = {format_bytes(max_bytes)}"
     parameters = "scalars, θ and β" if beta else "scalars and θ"
     if fits < 1:
         raise MemoryLimitError(
             f"the draws of the {parameters} of {chains} chain(s) x {n_keep} retained draws "
-            f"({G:,} cells) and the η buffers take {_format_bytes(fixed)}, leaving no room "
-            f"under {limit} for even one stored draw of η ({_format_bytes(chains * per_eta)} "
+            f"({G:,} cells) and the η buffers take {format_bytes(fixed)}, leaving no room "
+            f"under {limit} for even one stored draw of η ({format_bytes(chains * per_eta)} "
             "for all chains); raise thin, lower n_iter or chains, use a coarser grid, or raise "
             "max_bytes"
         )
@@ -163,7 +164,7 @@ def plan_storage(
         k = n_keep
         if need > max_bytes:
             raise MemoryLimitError(
-                f"storing {what} needs {_format_bytes(need)}, above {limit}; pass "
+                f"storing {what} needs {format_bytes(need)}, above {limit}; pass "
                 f"eta_draws='auto' or eta_draws={min(fits, n_keep)} (store η for fewer draws; "
                 "the posterior mean of λ still uses them all), raise thin, use a coarser grid, "
                 "or raise max_bytes"
@@ -172,7 +173,7 @@ def plan_storage(
         k = min(n_keep, int(fits))
         if k < n_keep:
             warnings.warn(
-                f"eta_draws='auto': storing {what} would need {_format_bytes(need)}, above "
+                f"eta_draws='auto': storing {what} would need {format_bytes(need)}, above "
                 f"{limit}, so η is kept for {k} evenly spaced draws per chain ({chains * k} in "
                 f"all, so at most {chains * k} synthetic releases). The posterior mean of λ "
                 f"still averages all {n_keep} draws per chain, and the {parameters} keep "
@@ -184,7 +185,7 @@ def plan_storage(
         if k > fits:
             raise MemoryLimitError(
                 f"storing η for eta_draws={k} of {what} needs "
-                f"{_format_bytes(fixed + chains * k * per_eta)}, above {limit}; pass "
+                f"{format_bytes(fixed + chains * k * per_eta)}, above {limit}; pass "
                 f"eta_draws={int(fits)} or less (or 'auto'), raise thin, or raise max_bytes"
             )
     return StoragePlan(n_keep=n_keep, eta_index=evenly_spaced_draws(n_keep, k),
@@ -224,14 +225,6 @@ def plan_model_storage(data: ModelData, names: list[str], *, noise: bool, stackl
                         stacklevel=stacklevel + 1, **run)
 
 
-def _format_bytes(n: int) -> str:
-    """``n`` bytes in the largest binary unit that keeps it >= 1 (``"4.0 GiB"``)."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{int(n)} bytes"
-
-
 def plan_auto_storage(data: ModelData, names: list[str], *, thin: int, chains: int,
                        noise: bool, target_ess: float, max_rhat: float,
                        max_bytes: int) -> tuple[StoragePlan, AutoSchedule]:
@@ -267,14 +260,14 @@ def plan_auto_storage(data: ModelData, names: list[str], *, thin: int, chains: i
         raise MemoryLimitError(
             f"n_iter='auto' with target_ess={target_ess:g} over {chains} chains keeps up to "
             f"{need} draws per chain, each with its η ({G:,} cells x {B} combinations, "
-            f"{_format_bytes(per_draw)} a draw), but max_bytes = {_format_bytes(max_bytes)} "
+            f"{format_bytes(per_draw)} a draw), but max_bytes = {format_bytes(max_bytes)} "
             f"holds {capacity}; raise max_bytes, lower target_ess, or use a coarser grid"
         )
     schedule = AutoSchedule(thin, chains, target_ess, max_rhat, capacity)
     window = schedule.max_draws
     if window < schedule.wanted_draws:
         warnings.warn(
-            f"n_iter='auto': max_bytes = {_format_bytes(max_bytes)} holds {window} draws per "
+            f"n_iter='auto': max_bytes = {format_bytes(max_bytes)} holds {window} draws per "
             f"chain with their η ({G:,} cells x {B} combinations), fewer than the "
             f"{schedule.wanted_draws} that keep the noise of R-hat itself well below "
             f"max_rhat={max_rhat:g} over every parameter: the fit may run long or stop at "

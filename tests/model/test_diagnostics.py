@@ -129,6 +129,22 @@ def test_workers_must_be_an_int(workers):
         convergence_diagnostics(ar1_draws(2, 20, 2), workers=workers)
 
 
+@pytest.mark.parametrize("workers", [0, -5])
+def test_workers_below_one_refused(workers):
+    """0 and -5 ran as one thread without a word."""
+    with pytest.raises(InputError, match=r"workers must be an int >= 1 \(threads\), got"):
+        convergence_diagnostics(ar1_draws(2, 20, 2), workers=workers)
+
+
+def test_numpy_workers_give_the_numbers_of_the_int():
+    """np.uint8(2) overflowed (OverflowError) in the arithmetic that sizes the batches."""
+    draws = ar1_draws(2, 50, 3)
+    expected = convergence_diagnostics(draws, workers=2)
+    result = convergence_diagnostics(draws, workers=np.uint8(2))
+    np.testing.assert_array_equal(result.r_hat, expected.r_hat)
+    np.testing.assert_array_equal(result.ess_bulk, expected.ess_bulk)
+
+
 @pytest.mark.parametrize("draws", [np.ones((2, 10, 2)) + 1j, np.full((2, 10), "a"),
                                    np.full((2, 10), None, dtype=object)])
 def test_draws_that_are_not_real_numbers_refused(draws):

@@ -620,6 +620,14 @@ def test_run_arguments_validated(kwargs, match, scenario_counts):
         PaivaModel().fit(counts, progress=False, **kwargs)
 
 
+def test_a_thin_above_the_kept_sweeps_names_the_thin_that_keeps_a_draw():
+    """thin=10**30 was told to raise n_iter, which stops at MAX_SWEEPS: no fix that works."""
+    from geosynth.model.fit import check_run_settings
+
+    with pytest.raises(InputError, match=r"or pass thin = 90 or less\)"):
+        check_run_settings(100, 10, 10**30, 2, 400, 1.01, None)
+
+
 def test_errors_before_work(scenario_counts):
     no_z = scenario_counts(100, shape=(3, 3), attributes=["y"], continuous=None).counts
     with pytest.raises(InputError, match="needs a continuous variable"):

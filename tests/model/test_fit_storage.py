@@ -147,6 +147,13 @@ def test_max_bytes_validated(counts, max_bytes):
         PaivaModel().fit(counts, max_bytes=max_bytes, **RUN)
 
 
+@pytest.mark.parametrize("max_bytes", [10**400, 2**1100], ids=["1e400", "2**1100"])
+def test_a_max_bytes_beyond_the_float_range_is_a_limit_like_any_other(counts, max_bytes):
+    """max_bytes = 10**400 raised OverflowError (float division) in place of the fit."""
+    fit = PaivaModel().fit(counts, max_bytes=max_bytes, **RUN)
+    assert fit.n_eta_draws == N_KEEP
+
+
 @pytest.mark.parametrize("kind", [np.uint64, np.uint32, np.int64])
 def test_numpy_max_bytes_is_enforced_as_the_int(counts, kind):
     """A NumPy unsigned max_bytes wrapped around below the fixed bytes and bypassed the limit."""
