@@ -124,9 +124,11 @@ package: ``python -m studies.doca_table1`` from the repository root.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 import warnings
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -138,14 +140,16 @@ from numba import njit
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import (
     MAX_CONTINUOUS,
+    check_bool,
     check_epsilon,
     check_int,
     check_positive,
     check_real,
+    check_real_array,
     check_unique_columns,
     refuse_masked,
 )
-from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
+from geosynth.errors import InputError, InputTypeError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.samplers.rng import make_streams, standard_exponential
 
 __all__ = [
@@ -383,7 +387,7 @@ def _doca_flush(scale, counters, fstate, inv_g, c_min, c_max, c_sum, c_size, c_h
 
 
 def _check_sensitivity(sensitivity: object) -> np.ndarray:
-    values = _numbers(sensitivity)
+    values = _numbers(sensitivity, "sensitivity")
     if values is None or values.ndim > 1 or values.size == 0 or isinstance(sensitivity, bool):
         raise InputError(
             f"sensitivity must be a number or a 1-D sequence with one number per attribute, got "
@@ -397,13 +401,14 @@ def _check_sensitivity(sensitivity: object) -> np.ndarray:
     return values
 
 
-def _numbers(value: object) -> np.ndarray | None:
+def _numbers(value: object, name: str) -> np.ndarray | None:
     """``value`` as a float64 array if it holds only real numbers (int, float), else None.
 
     Text (``"1e3"``), booleans, complex numbers, mappings and ragged sequences are not numbers
     here: ``numpy.asarray(..., dtype=float)`` would turn the first into 1000.0, ``True`` into 1.0
     (as ``_validation.check_real`` refuses ``epsilon=True``) and drop the imaginary part of
-    complex numbers.
+    complex numbers. An int beyond the float range raises :class:`~geosynth.errors.InputError`
+    naming ``name`` (not the value, which may be a record): it was a raw ``OverflowError``.
     """
     if isinstance(value, str | bytes | Mapping):
         return None
@@ -418,13 +423,19 @@ def _numbers(value: object) -> np.ndarray | None:
             return None
     elif array.dtype.kind not in "iuf":
         return None
-    return array.astype(float)
+    try:
+        return array.astype(float)
+    except OverflowError:
+        raise InputError(
+            f"{name} holds an int beyond the float range (about ±1.8e308); check it for an "
+            "overflow, or rescale the attribute"
+        ) from None
 
 
 def _check_bounds(bounds: object) -> tuple[np.ndarray, np.ndarray]:
     """Return the public domain ``(lo, hi)``: scalars or one per attribute, finite, lo < hi."""
-    pair = _numbers(bounds)
-    if pair is None or pair.ndim not in (1, 2) or pair.shape[0] != 2:
+    pair = _numbers(bounds, "bounds")
+    if pair is None or pair.ndim not in (1, 2) or pair.shape[0] != 2 or pair.size == 0:
         raise InputError(
             f"bounds must be a pair (lo, hi) of numbers, or of sequences with one number per "
             f"attribute, got {bounds!r}"
@@ -475,7 +486,7 @@ def _as_records(data: object, what: str, first_index: int, bounded: bool = False
     refuse_masked(data, what)
     if hasattr(data, "columns"):  # a DataFrame
         check_unique_columns(data, what)
-    array = _numbers(data)
+    array = _numbers(data, what)
     if array is None:
         raise InputError(
             f"{what} must hold numbers: scalars, or sequences of the same length d (one value "
@@ -658,6 +669,9 @@ class Doca:
         self._state: tuple[np.ndarray, ...] | None = None
         self._d: int | None = None
         self._scalar_records = False
+        # Releases made by the kernel but not yet handed over by process() (its consumer
+        # stopped early): they are out of the clusters, so they go out first next time.
+        self._outbox: deque[tuple[int, float | np.ndarray]] = deque()
 
     # ---------------------------------------------------------------- state
 
@@ -677,6 +691,14 @@ class Doca:
         self.__dict__.update(state)
         if "_rng_state" not in state:
             self._rng_state = make_streams(None, 1)[0]
+
+    def __copy__(self) -> Doca:
+        """Return an independent copy, as :func:`copy.deepcopy` does.
+
+        A shallow copy shared the arrays of the clusters (and a seeded one the noise state)
+        with the original: records fed to one were published by the other.
+        """
+        return copy.deepcopy(self)
 
     def __repr__(self) -> str:
         sens = float(self.sensitivity) if self.sensitivity.ndim == 0 else self.sensitivity.tolist()
@@ -865,6 +887,11 @@ class Doca:
             for i in range(index.shape[0]):
                 yield int(index[i]), value[i].copy()
 
+    def _deliver(self) -> Iterator[tuple[int, float | np.ndarray]]:
+        """Yield the releases of the outbox, each removed as it is handed over."""
+        while self._outbox:
+            yield self._outbox.popleft()
+
     # ---------------------------------------------------------------- public
 
     def process(
@@ -882,7 +909,10 @@ class Doca:
         Records are handed to the numba kernel ``chunk_size`` at a time, so releases come out
         after each chunk (the algorithm's decisions do not depend on ``chunk_size``; use
         ``chunk_size=1`` for the lowest latency on a slow live stream). Memory is
-        ``O(delay + chunk_size)``; the iterable is consumed lazily.
+        ``O(delay + chunk_size)``; the iterable is consumed lazily. If the loop over the
+        generator stops early, the releases of the last chunk not yet yielded are kept and
+        come first from the next :meth:`process` or :meth:`flush` (they used to be lost: their
+        records were neither pending nor delivered).
 
         Parameters
         ----------
@@ -908,13 +938,22 @@ class Doca:
             column names, records whose number of attributes differs from the stream's (or the
             sensitivity's), or values so far from 0 that the noise would round away (see the
             module documentation).
+        InputTypeError
+            ``stream`` is not iterable (a single number), or ``flush`` is not a bool.
         """
         chunk_size = check_int(chunk_size, "chunk_size", what="records per kernel call")
+        flush = check_bool(flush, "flush")
         if isinstance(stream, str | bytes | Mapping):
             raise InputError(
                 f"stream must hold numbers: an iterable of numbers or of equal-length sequences, "
                 f"not {type(stream).__name__} (its characters or keys are not records)"
             )
+        if not isinstance(stream, Iterable):
+            raise InputTypeError(  # the type only: a single number may be a record
+                f"stream must be an iterable of records (numbers or equal-length sequences), got "
+                f"{type(stream).__name__}; wrap a single record in a list: process([record])"
+            )
+        yield from self._deliver()
         if hasattr(stream, "columns"):  # a DataFrame: iterating it yields its column labels
             check_unique_columns(stream, "stream")
             stream = np.asarray(stream)
@@ -937,7 +976,8 @@ class Doca:
                 self._new_state(records.shape[1])
                 self._scalar_records = np.ndim(chunk) == 1
             index, value, *_ = self._run(records)
-            yield from self._pairs(index, value)
+            self._outbox.extend(self._pairs(index, value))
+            yield from self._deliver()
         if flush:
             yield from self.flush()
 
@@ -951,10 +991,12 @@ class Doca:
         Returns
         -------
         list of tuple of (int, float or numpy.ndarray)
-            ``(index, value)`` of the records published now (at most ``delay``).
+            ``(index, value)`` of the records published now (at most ``delay``), after those a
+            :meth:`process` loop stopped early left undelivered.
         """
         index, value, *_ = self._run_flush()
-        return list(self._pairs(index, value))
+        self._outbox.extend(self._pairs(index, value))
+        return list(self._deliver())
 
     def fit_transform(
         self, data: np.ndarray | Iterable[float], *, return_diagnostics: bool = False
@@ -986,13 +1028,17 @@ class Doca:
             On NaN/infinite or non-numeric (also boolean) values, masked entries, repeated
             column names, values beyond ±1e100 when no ``bounds`` clamp them, a range wider
             than ``sensitivity``, values so far from 0 that the noise would round away, wrong
-            dimensions, or if records fed by :meth:`process` are still pending (call
-            :meth:`flush` first). Nothing of ``data`` is processed then.
+            dimensions, or if records fed by :meth:`process` are still pending or undelivered
+            (call :meth:`flush` first). Nothing of ``data`` is processed then.
+        InputTypeError
+            ``return_diagnostics`` is not a bool.
         """
-        if self.n_pending:
+        return_diagnostics = check_bool(return_diagnostics, "return_diagnostics")
+        if self.n_pending or self._outbox:
             raise InputError(
-                f"{self.n_pending} records fed by process() are not published yet; call flush() "
-                "before fit_transform(), which starts a new stream"
+                f"{self.n_pending + len(self._outbox)} records fed by process() are not "
+                "published or not delivered yet; call flush() before fit_transform(), which "
+                "starts a new stream"
             )
         records = _as_records(data, "data", 0, self.bounds is not None)
         shape = np.shape(data)
@@ -1073,9 +1119,17 @@ def mse(original: np.ndarray, released: np.ndarray) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    InputError
+        Shapes differ, the arrays are empty or hold NaN or infinite values.
+    InputTypeError
+        Text, booleans or other non-numbers (``numpy.asarray(["1"], dtype=float)`` read
+        the text ``"1"`` as 1.0).
     """
-    a = np.asarray(original, dtype=float)
-    b = np.asarray(released, dtype=float)
+    a = check_real_array(original, "original")
+    b = check_real_array(released, "released")
     if a.shape != b.shape:
         raise InputError(
             f"original has shape {a.shape} but released has shape {b.shape}; pass the released "
@@ -1110,9 +1164,17 @@ def histogram_intersection(a: np.ndarray, b: np.ndarray, bins: int | np.ndarray 
     -------
     float
         Between 0 (disjoint) and 1 (identical histograms).
+
+    Raises
+    ------
+    InputError
+        ``a`` or ``b`` is not a non-empty 1-D array of finite numbers, or ``bins`` is not an
+        int ≥ 1 nor at least two finite, strictly increasing edges (NaN edges gave 1.0).
+    InputTypeError
+        Text, booleans or other non-numbers in ``a``, ``b`` or ``bins``.
     """
-    x = np.asarray(a, dtype=float)
-    y = np.asarray(b, dtype=float)
+    x = check_real_array(a, "a")
+    y = check_real_array(b, "b")
     if x.ndim != 1 or y.ndim != 1 or x.size == 0 or y.size == 0:
         raise InputError(
             f"histogram_intersection takes two non-empty 1-D arrays (one attribute), got shapes "
@@ -1120,12 +1182,25 @@ def histogram_intersection(a: np.ndarray, b: np.ndarray, bins: int | np.ndarray 
         )
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise InputError("histogram_intersection: a and b must not hold NaN or infinite values")
-    if isinstance(bins, numbers.Integral):
-        bins = check_int(bins, "bins", what="equal-width bins over the range of a")
-    edges = np.histogram_bin_edges(x, bins=bins)
+    edges = np.histogram_bin_edges(x, bins=_check_bins(bins))
     p = np.histogram(x, bins=edges)[0] / x.size
     q = np.histogram(y, bins=edges)[0] / y.size
     return float(np.minimum(p, q).sum())
+
+
+def _check_bins(bins: object) -> int | np.ndarray:
+    """``bins`` of :func:`histogram_intersection`: an int ≥ 1, or increasing finite edges."""
+    if isinstance(bins, numbers.Integral | np.bool_):
+        return check_int(bins, "bins", what="equal-width bins over the range of a")
+    edges = check_real_array(bins, "bins", what="an int or an array of bin edges")
+    if edges.ndim != 1 or edges.size < 2 or not (
+        np.all(np.isfinite(edges)) and np.all(np.diff(edges) > 0)
+    ):
+        raise InputError(
+            f"bins must be an int >= 1 or at least two finite, strictly increasing bin edges, got "
+            f"an array of shape {edges.shape}; pass e.g. bins=100 or bins=np.linspace(lo, hi, 101)"
+        )
+    return edges
 
 
 def naive_laplace(
@@ -1296,8 +1371,9 @@ def beta_shape_for_skewness(a: float, skewness: float) -> float:
     """
     from scipy import optimize
 
-    def skew(b: float) -> float:
-        return 2.0 * (b - a) * math.sqrt(a + b + 1.0) / ((a + b + 2.0) * math.sqrt(a * b))
+    def skew(b: float) -> float:  # √a·√b: √(a·b) underflowed to 0 for a tiny a
+        return (2.0 * (b - a) * math.sqrt(a + b + 1.0)
+                / ((a + b + 2.0) * math.sqrt(a) * math.sqrt(b)))
 
     a = check_positive(a, "a", hint="the first Beta shape")
     skewness = check_positive(skewness, "skewness", hint="a right-skewed stream")
@@ -1307,7 +1383,9 @@ def beta_shape_for_skewness(a: float, skewness: float) -> float:
             f"skewness={skewness!r} is beyond the {reachable:.4g} a Beta({a:g}, b ≤ "
             f"{_MAX_BETA_SHAPE:g}) reaches; lower it, or lower a (smaller a skews further)"
         )
-    return optimize.brentq(lambda b: skew(b) - skewness, a * (1 + 1e-12), _MAX_BETA_SHAPE)
+    # brentq's default absolute tolerance (2e-12) returned the bracket's end for a < 1e-6
+    return optimize.brentq(lambda b: skew(b) - skewness, a * (1 + 1e-12), _MAX_BETA_SHAPE,
+                           xtol=1e-12 * min(a, 1.0))
 
 
 def simulate_skewed_stream(
@@ -1346,8 +1424,12 @@ def simulate_skewed_stream(
     """
     n = check_int(n, "n", 2, what="records in the stream")
     low, high = check_real(low, "low"), check_real(high, "high")
-    if not (math.isfinite(low) and math.isfinite(high) and high > low):
-        raise InputError(f"need finite low < high, got low={low!r}, high={high!r}")
+    if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(high - low)
+            and high > low):
+        raise InputError(
+            f"need finite low < high whose difference is finite, got low={low!r}, "
+            f"high={high!r}; rescale the stream"
+        )
     b = beta_shape_for_skewness(a, skewness)
     draws = as_generator(seed).beta(a, b, size=n)
     lo, hi = draws.min(), draws.max()

@@ -752,3 +752,110 @@ def test_naive_laplace_refuses_noise_that_rounds_away_or_overflows():
     assert not np.any(naive_laplace([0.25, 1.0], 2.0**32, 1.0) == [0.25, 1.0])
     with pytest.raises(InputError, match="record index 1, attribute 0"):
         naive_laplace([0.25, 1.0], 2.0**32 * 1.01, 1.0)
+
+
+# ----------------------------------------------------------------------- second review
+
+
+def test_a_process_loop_stopped_early_loses_no_release():
+    # The kernel takes a whole chunk's published clusters out of memory; a consumer that broke
+    # out of the loop never got the rest of them, and neither flush() nor process() did either
+    # (65 of 100 records came out, none pending).
+    x = np.random.default_rng(50).uniform(size=100)
+    doca = Doca(1.0, bounds=(0.0, 1.0), delay=5, max_clusters=2)
+    got = []
+    for index, _ in doca.process(x[:50], chunk_size=50):
+        got.append(index)
+        if len(got) == 10:
+            break
+    with pytest.raises(InputError, match="call flush"):  # undelivered releases are kept
+        doca.fit_transform(x)
+    got += [i for i, _ in doca.process(x[50:], chunk_size=50)]
+    got += [i for i, _ in doca.flush()]
+    assert sorted(got) == list(range(100))
+
+
+def test_a_shallow_copy_is_independent_of_the_original():
+    # copy.copy shared the cluster arrays: records fed to the copy moved the original's stream
+    doca = Doca(1.0, bounds=(0.0, 1.0), delay=5)
+    list(doca.process([0.1, 0.2]))
+    twin = copy.copy(doca)
+    list(twin.process([0.3]))
+    assert (doca.n_records, doca.n_pending) == (2, 2)
+    assert (twin.n_records, twin.n_pending) == (3, 3)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda d: d.fit_transform([0.5], return_diagnostics="no"), "return_diagnostics must be"),
+        (lambda d: list(d.process([0.5], flush="no")), "flush must be True or False"),
+        (lambda d: list(d.process(0.123)), "stream must be an iterable of records .* got float"),
+        (lambda d: list(d.process(np.float64(0.123))), "stream must be an iterable"),
+        (lambda d: list(d.process(None)), "stream must be an iterable"),
+    ],
+)
+def test_flags_and_a_single_number_as_stream_are_refused_by_type(call, match):
+    # "no" is truthy: it returned the diagnostics (the exact centroids) or flushed; a number
+    # raised Python's "'float' object is not iterable"
+    from geosynth.errors import InputTypeError
+
+    with pytest.raises(InputTypeError, match=match) as caught:
+        call(Doca(1.0, bounds=(0.0, 1.0), delay=5))
+    assert "0.123" not in str(caught.value)  # a single number may be a record
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: Doca(1.0, 1.0).fit_transform([0.5, 10**400]), "data holds an int beyond"),
+        (lambda: list(Doca(1.0, bounds=(0, 1)).process([0.5, -(10**400)])), "stream holds an"),
+        (lambda: naive_laplace([0.5, 10**400], 1.0, 1.0), "data holds an int beyond"),
+        (lambda: Doca(1.0, bounds=(0, 10**400)), "bounds holds an int beyond"),
+        (lambda: Doca(1.0, [1.0, 10**400]), "sensitivity holds an int beyond"),
+        (lambda: Doca(1.0, bounds=([], [])), "bounds must be a pair"),
+    ],
+)
+def test_ints_beyond_the_float_range_and_empty_bounds_are_refused(call, match):
+    # an int past ±1.8e308 raised a raw OverflowError; bounds=([], []) were accepted
+    with pytest.raises(InputError, match=match) as caught:
+        call()
+    assert "0000" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("bins", "error", "match"),
+    [
+        ([0.0, math.nan], InputError, "finite, strictly increasing"),  # gave 1.0
+        ([3.0, 1.0, 2.0], InputError, "finite, strictly increasing"),
+        ([1.0], InputError, "at least two"),
+        (2.5, InputError, "bins must be an int >= 1 or"),
+        ("auto", TypeError, "bins must be an int or an array of bin edges"),
+    ],
+)
+def test_histogram_intersection_refuses_bad_bins(bins, error, match):
+    with pytest.raises(error, match=match):
+        histogram_intersection([1.0, 2.0, 3.0], [1.0, 2.0], bins=bins)
+
+
+def test_evaluation_helpers_refuse_text():
+    # numpy read ["1", "2"] as numbers: mse(["1", "2"], [1, 2]) was 0.0
+    with pytest.raises(TypeError, match="original must be an array of real numbers"):
+        mse(["1", "2"], [1.0, 2.0])
+    with pytest.raises(TypeError, match="a must be an array of real numbers"):
+        histogram_intersection(["1", "2"], [1.0])
+
+
+def test_simulated_stream_refuses_a_range_that_overflows():
+    # high - low = inf gave a stream of inf and NaN
+    with pytest.raises(InputError, match="difference is finite"):
+        simulate_skewed_stream(10, seed=1, low=-1e308, high=1e308)
+
+
+@pytest.mark.parametrize("a", [1e-300, 1e-20, 1e-8])
+def test_beta_shape_for_a_tiny_first_shape(a):
+    # As a, b -> 0 with b = c·a the skewness tends to (c - 1)/√c, which is 1 at c = φ² =
+    # (3 + √5)/2. brentq's absolute tolerance returned b = a(1 + 1e-12) (skewness 1e-12) for
+    # a = 1e-20, and √(a·b) underflowed to a ZeroDivisionError at a = 1e-300.
+    b = beta_shape_for_skewness(a, 1.0)
+    assert b / a == pytest.approx((3 + math.sqrt(5)) / 2, rel=1e-6)
