@@ -851,6 +851,29 @@ def _mixes_booleans_and_numbers(values: Any) -> bool:
     return kinds == {True, False}
 
 
+def _check_finite_levels(gdf: gpd.GeoDataFrame, column: str) -> None:
+    """Refuse an attribute with infinite values: a level ``inf`` is a computation gone wrong.
+
+    A ratio divided by zero (``inf``) became a level of its own, counted and synthesized like
+    any other, without a word; codes or classes are never infinite on purpose.
+    """
+    series = gdf[column]
+    if pd.api.types.is_float_dtype(series.dtype):
+        bad = np.isinf(series.to_numpy(dtype=np.float64, na_value=np.nan))
+    elif series.dtype == object:
+        bad = np.fromiter((isinstance(v, float | np.floating) and math.isinf(v)
+                           for v in series.array), dtype=bool, count=len(series))
+    else:
+        return
+    if bad.any():
+        raise InputError(
+            f"attribute {column!r} has {int(bad.sum())} infinite values "
+            f"({_rows(gdf.index, bad)}); an infinite level is likely a division by zero: fix or "
+            "drop those rows, or give them a level of their own, e.g. "
+            f"gdf[{column!r}].replace([np.inf, -np.inf], 'unbounded')"
+        )
+
+
 def _check_not_bool_and_number(series: pd.Series) -> None:
     """Refuse an attribute holding booleans and numbers, which would merge into one level."""
     if _mixes_booleans_and_numbers(series):
@@ -1482,13 +1505,15 @@ def locate_records(
     Raises
     ------
     InputError
-        Missing, empty or non-point geometries; NaN in an attribute, or booleans and numbers
-        in one (``True`` would count as ``1``); NaN or infinite values of ``continuous``;
+        Missing, empty or non-point geometries; NaN or infinite values in an attribute, or
+        booleans and numbers in one (``True`` would count as ``1``); NaN or infinite values of
+        ``continuous``;
         ``grid.locate`` returned the wrong number of cells.
     """
     xy = point_coordinates(gdf, "gdf")
     for a in attributes:
         _check_no_nan(gdf, a, "attribute")
+        _check_finite_levels(gdf, a)
         _check_not_bool_and_number(gdf[a])
     covariates = covariate_names(continuous)
     z = [continuous_values(gdf, name) for name in covariates] or [np.zeros(len(gdf))]

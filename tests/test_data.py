@@ -243,6 +243,20 @@ def test_nan_in_attribute(gdf, grid):
         prepare(gdf, grid, ["sex"])
 
 
+@pytest.mark.parametrize("kind", ["float", "object"])
+def test_an_infinite_attribute_value_is_refused(gdf, grid, kind):
+    # A ratio divided by zero became a level 'inf', counted and synthesized without a word.
+    values = np.arange(len(gdf)) % 3 + 0.5
+    gdf["ratio"] = pd.Series(values, index=gdf.index, dtype=kind)
+    gdf.loc["r5", "ratio"] = np.inf
+    gdf.loc["r9", "ratio"] = -np.inf
+    with pytest.raises(InputError, match=r"attribute 'ratio' has 2 infinite values.*"
+                                         r"\['r5', 'r9'\].*replace\(\[np.inf, -np.inf\]"):
+        prepare(gdf, grid, ["ratio"])
+    gdf["ratio"] = gdf["ratio"].replace([np.inf, -np.inf], 9.5)
+    assert prepare(gdf, grid, ["ratio"]).n_records == len(gdf)
+
+
 @pytest.mark.parametrize("attributes", [None, 123])
 def test_attributes_that_are_no_column_names_are_refused(gdf, grid, attributes):
     with pytest.raises(InputError, match=rf"attributes must be a column name or a list of "
