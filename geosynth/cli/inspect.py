@@ -20,6 +20,8 @@ def inspect(release_path: str) -> None:
 
     A release column that the recorded model does not release (a record id, coordinates
     added after geosynth wrote the file) is named in a warning: check it before publishing.
+    A release that records no model (an OnTheMap release) cannot be checked so: a note names
+    all its columns.
 
     RELEASE is first checked against the release schema: a file that is not a complete
     geosynth release (damaged, interrupted, edited) is refused with what is wrong. Also says
@@ -100,7 +102,9 @@ def _echo_columns(release_file) -> None:
 
     A synthetic layer holds the model's attributes and continuous columns only. Another column
     (a record id, the original coordinates) was added after geosynth wrote the file, and the
-    schema check cannot tell what it holds: the one who publishes the file must look.
+    schema check cannot tell what it holds: the one who publishes the file must look. A release
+    without a recorded model (OnTheMap's, or one written by ``write_release`` from Python) has
+    nothing to check its columns against: a note names them all.
     """
     from geosynth.io import printable
 
@@ -109,6 +113,11 @@ def _echo_columns(release_file) -> None:
     click.echo(f"Release columns: {printable(', '.join(columns)) or '(none)'}")
     model = release_file.metadata.get("model")
     if not isinstance(model, dict):
+        if columns:  # OnTheMap and other model-less releases: nothing to check them against
+            click.echo(f"Note: the metadata records no model, so inspect cannot tell which of "
+                       f"the release columns ({printable(', '.join(columns))}) geosynth "
+                       "released and which were added later: check what each holds before "
+                       "publishing", err=True)
         return
     continuous = model.get("continuous") or []
     released = {*model["attributes"], *([continuous] if isinstance(continuous, str)

@@ -7,7 +7,9 @@ group prints (see :class:`geosynth.cli.GeosynthGroup`):
 
 * parameters become their options (:data:`OPTION_OF_PARAMETER`, :data:`FLAG_OF_SETTING`):
   ``layer='x'`` -> ``--layer 'x'``, ``raise n_iter`` -> ``raise --iterations``,
-  ``outside="drop"`` -> ``--drop-outside``;
+  ``outside="drop"`` -> ``--drop-outside``; a parameter that is also an English word only as
+  ``name=`` or after ``raise``, ``lower``, ``omit`` or ``drop`` (``omit layer`` -> ``omit
+  --layer``, ``lower n_iter or chains`` -> ``lower --iterations or --chains``);
 * ``(CLI: --opt)`` notes are dropped when the option is already named, otherwise they replace
   the Python spelling they annotate (``(Grid.from_points(..., region=...), CLI: --region)`` ->
   ``(--region)``);
@@ -92,6 +94,13 @@ _ASSIGNMENT = re.compile(
     + r"(?=(['\"\w(\[+-])?)"
 )
 _BARE = re.compile(_NAME.format(names="|".join(_UNAMBIGUOUS)) + r"(?![\w=]|\.\w)")
+# Any parameter, even a word such as "layer" or "chains", as the object of advice: "omit layer",
+# "lower n_iter or chains", "omit x and y" (a list of names joined by ",", "or", "and" or "/").
+_ADVISED_NAME = (_NAME.format(names="|".join(sorted(OPTION_OF_PARAMETER, key=len, reverse=True)))
+                 + r"(?![\w=(]|\.\w)")
+_ADVICE = re.compile(r"\b(?:raise|lower|omit|drop)\s+" + _ADVISED_NAME
+                     + r"(?:(?:,\s*|\s+or\s+|\s+and\s+|/)" + _ADVISED_NAME + r")*")
+_ADVISED = re.compile(_ADVISED_NAME)
 _OPTION = re.compile(r"--[a-z][\w-]*")
 # "(CLI: --opt)" after the spelling it annotates, and ", CLI: --opt" inside a parenthesis.
 _NOTE = re.compile(r"\s*\(CLI:?\s+([^()]*)\)")
@@ -135,6 +144,8 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     "--layer 'roads': cases.gpkg has no such layer"
     """
     text = str(message)
+    text = _ADVICE.sub(lambda match: _ADVISED.sub(
+        lambda name: OPTION_OF_PARAMETER[name.group(1)], match.group(0)), text)
     text = _inner_notes(text)
     text = _NOTE.sub(_note, text)
     text = _IN_PYTHON.sub("", text)

@@ -188,8 +188,9 @@ def tune(
     --m releases drawn and their disclosure risk and utility measured (see geosynth.tune).
     The report holds the table, the recommendation (the best --utility among the
     candidates within --risk-limit) and the `geosynth release` command line of the
-    recommended candidate, which is also printed; the R-U map is written beside the report
-    as a PNG. Both are internal: they describe the confidential data. Every candidate's
+    recommended candidate, which are also printed; the R-U map is written beside the report
+    as a PNG. All of it is internal, the printed table too: it describes the confidential
+    data. Every candidate's
     coverage is measured on the same random rectangles; the intensity columns on the lattice
     of the coarsest candidate, so they change when a coarser candidate is added.
 
@@ -233,6 +234,13 @@ def tune(
     _check_outcome_option(outcome, attributes, m)
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                        max_seconds)
+    prior = _priors(beta_prior, continuous)
+    lattices = ([geosynth.Candidate(cell_size=size, beta_prior=prior) for size in cell_sizes or []]
+                + [geosynth.Candidate(shape=shape, beta_prior=prior)
+                   for shape in grid_shapes or []]
+                + [geosynth.Candidate(hex_size=size, beta_prior=prior)
+                   for size in hex_sizes or []])
+    _check_area_labels(areas_by_label, lattices)
     figure_path = Path(report_path).with_suffix(".png")
     inputs = {"INPUT": input_path, "--region": region_path, "--exclude": exclude_path}
     inputs.update({f"--areas {label}": path for label, path in areas_by_label.items()})
@@ -251,13 +259,7 @@ def tune(
         utility = _utility_with_outcome(ctx, utility, points, attributes, outcome, m)
         region = None if region_path is None else read_polygons(region_path, "--region")
         exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
-        prior = _priors(beta_prior, continuous)
-        candidates = ([geosynth.Candidate(cell_size=size, beta_prior=prior)
-                       for size in cell_sizes or []]
-                      + [geosynth.Candidate(shape=shape, beta_prior=prior)
-                         for shape in grid_shapes or []]
-                      + [geosynth.Candidate(hex_size=size, beta_prior=prior)
-                         for size in hex_sizes or []]
+        candidates = (lattices
                       + [geosynth.Candidate(grid=build_grid(points, LatticeChoice(
                           areas_path=path, link_islands=link_islands, area_gap=area_gap),
                           exclude=exclude),
@@ -293,6 +295,9 @@ def tune(
         write_text(report_path, report, outputs=outputs, option="--report", private=True)
         outputs.commit()
     table = result.table[[risk, utility, "n_cells"]].to_string(float_format="{:.4g}".format)
+    # The measures describe the confidential records (a rate of 1/n is one matched record).
+    click.echo(f"Candidates (internal: measured on the confidential records of "
+               f"{printable(Path(input_path).name)}; do not publish):")
     # Candidate labels hold the --areas file names: no control characters.
     click.echo("\n".join(printable(line) for line in table.splitlines()))
     click.echo(f"Recommendation: {printable(chosen.reason)}")
@@ -497,6 +502,24 @@ def _check_continuous(points, name: str, attributes: list[str],
             continuous_values(points, column)
         except InputError as err:
             raise InputError(f"--continuous: {err} (in {name})") from None
+
+
+def _check_area_labels(areas_by_label: dict[str, str], lattices: list) -> None:
+    """Refuse an --areas file named like another candidate's label, before reading the data.
+
+    An areal candidate is labelled by its file name: ``--grids 3x3 --areas 3x3`` gave two
+    candidates '3x3', refused by :func:`geosynth.tune` after the data and areas were read, with
+    advice (``label=``) that the command line cannot follow.
+    """
+    from geosynth.io import printable
+
+    taken = {candidate.label for candidate in lattices}
+    clash = sorted(name for name in areas_by_label if name in taken)
+    if clash:
+        raise click.BadParameter(
+            f"the file name {printable(clash[0])!r} is also the label of a --cell-sizes, --grids "
+            "or --hex-sizes candidate (an --areas candidate is labelled by its file name); "
+            "rename or copy the file, e.g. to tracts.gpkg", param_hint="--areas")
 
 
 def _check_report_suffix(report_path: str) -> None:

@@ -204,3 +204,19 @@ def test_inspect_says_an_audit_file_without_a_seed_records_none(tmp_path, seeds)
     assert result.exit_code == 0, result.output
     assert "it records no seeds" in result.output
     assert "holds the seeds" not in result.output
+
+
+def test_inspect_notes_the_columns_of_a_release_without_a_model(tmp_path):
+    # With no model recorded (an OnTheMap release, write_release from Python) an added
+    # column (a patient id, the original x) passed without a word: nothing to check it against.
+    path = _release(tmp_path / "r.gpkg")
+    result = run("inspect", path)
+    assert result.exit_code == 0, result.output
+    assert "Note: the metadata records no model" in result.output
+    with_id = tmp_path / "with_id.gpkg"
+    io.write_release(with_id, [public_like(k, patient=range(k)) for k in (4, 5)])
+    result = run("inspect", with_id)
+    assert result.exit_code == 0, result.output
+    assert ("inspect cannot tell which of the release columns (y, patient) geosynth released"
+            in result.output)
+    assert "check what each holds before publishing" in result.output

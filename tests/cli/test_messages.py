@@ -67,7 +67,7 @@ def assert_cli_wording(text):
         ("m=5 releases need 5 distinct posterior draws; ask for fewer releases",
          "--m 5 releases need 5 distinct posterior draws; ask for fewer releases"),
         ("epsilon=1e-300 is so small that the noise overflows; raise epsilon",
-         "--epsilon 1e-300 is so small that the noise overflows; raise epsilon"),
+         "--epsilon 1e-300 is so small that the noise overflows; raise --epsilon"),
         ("cannot read z.gpkg: 'z.gpkg' not recognized as being in a supported file format.; It "
          "might help to specify the correct driver explicitly by prefixing the file path with "
          "'<DRIVER>:', e.g. 'CSV:path'.",
@@ -301,4 +301,23 @@ def test_console_script_prints_no_arviz_future_warning(inputs, tmp_path):
 ])
 def test_file_names_are_not_rewritten_as_options(message, expected):
     # A file named like a parameter was printed as "--iterations.gpkg" or "--x 1.gpkg".
+    assert cli_message(message) == expected
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("a.csv is a CSV file; omit layer", "a.csv is a CSV file; omit --layer"),
+    ("--crs 'EPSG:4326' contradicts the CRS of a.gpkg (EPSG:31983); omit crs to use the "
+     "file's CRS", "--crs 'EPSG:4326' contradicts the CRS of a.gpkg (EPSG:31983); omit --crs "
+     "to use the file's CRS"),
+    ("a.gpkg is a GeoPackage file with its own geometry; omit x and y (CLI: --x/--y)",
+     "a.gpkg is a GeoPackage file with its own geometry; omit --x and --y"),
+    ("no room; raise thin, lower n_iter or chains, use a coarser grid",
+     "no room; raise --thin, lower --iterations or --chains, use a coarser grid"),
+    ("Use seeds only in tests; omit seed for a release.",
+     "Use seeds only in tests; omit --seed for a release."),
+    ("omit layer.gpkg; drop it", "omit layer.gpkg; drop it"),  # a file name, no parameter
+])
+def test_parameters_named_by_advice_become_options(message, expected):
+    # "omit layer", "omit crs", "lower n_iter or chains": a word-like parameter the advice names
+    # stayed in its Python spelling, naming no option the user could find in --help.
     assert cli_message(message) == expected

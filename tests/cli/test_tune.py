@@ -428,3 +428,32 @@ def test_one_beta_prior_is_the_prior_of_every_continuous_column(inputs, tmp_path
     refused = run(*args, "--beta-prior", "normal,icar,normal", "--report", tmp_path / "u.md")
     assert_refused(refused, "--beta-prior", "3 priors for 2 --continuous columns")
     assert "Tuning" not in refused.output
+
+
+@pytest.mark.parametrize(("args", "name"), [(["--grids", "3x3"], "3x3"),
+                                            (["--cell-sizes", "2000"], "2000 m")])
+def test_an_areas_file_named_like_another_candidate_is_refused_before_any_work(
+        inputs, tmp_path, args, name):
+    # Two candidates '3x3' were refused after the data and areas were read, advising label=,
+    # which the command line does not have.
+    areas = tmp_path / name
+    areas.write_bytes(inputs["region"].read_bytes())
+    result = run("tune", inputs["gpkg"], *ARGS, *args,
+                 "--areas", areas, *FAST, "--report", tmp_path / "t.md")
+    assert_refused(result, "--areas", f"{name!r} is also the label", "rename or copy the file")
+    assert "Tuning" not in result.output and "label=" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_the_printed_table_is_marked_internal(inputs, tmp_path):
+    # The table on stdout (a true_match_rate of 1/n is one record matched) was printed with
+    # no word that, unlike the report beside it, it describes the confidential records.
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3", "--seed", 1, *FAST,
+                 "--report", tmp_path / "t.md")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    heading = next(k for k, line in enumerate(lines) if "true_match_rate" in line)
+    assert lines[heading - 1] == ("Candidates (internal: measured on the confidential records "
+                                  f"of {inputs['gpkg'].name}; do not publish):")
+    assert "All of it is internal, the printed table too" in " ".join(
+        run("tune", "--help").output.split())
