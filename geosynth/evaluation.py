@@ -129,8 +129,9 @@ class Evaluation:
         The tables go through :func:`shown_tables`: the matched distances and the L distance
         of a combination of fewer than :data:`MIN_SHOWN_RECORDS` original records (one
         person's distance to the synthetic points, which are public) are left out, with a note
-        saying so, and the mean row averages the shown combinations only. :attr:`tables` keep every value. The text
-        still holds the exact original counts (``n_original``): an internal document.
+        saying so, and the mean row averages the shown combinations only. :attr:`tables` keep
+        every value. The text still holds the exact original counts (``n_original``): an
+        internal document.
         """
         parts = []
         for name, table in shown_tables(self.tables).items():
