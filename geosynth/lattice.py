@@ -625,10 +625,7 @@ class Grid:
             keep &= fraction * area > _sliver_area(shapely.length(polygons),
                                                    shapely.total_bounds(polygons))
         if not keep.any():
-            raise GridError(
-                "no cell has habitable area: every cell is outside the region or inside an "
-                "excluded area; check the region, exclude and bounds (and their CRS)"
-            )
+            raise _no_habitable_cell()
         self._habitable_fraction = np.minimum(fraction[keep], 1.0)
         self._fully = fully[keep]
         self._habitable = habitable[keep]
@@ -663,10 +660,7 @@ class Grid:
         sliver = _sliver_area(2 * ((x1 - x0) + (y1 - y0)), (xe[0], ye[0], xe[-1], ye[-1]))
         keep = (fraction > _AREA_RTOL) & (area > sliver)
         if not keep.any():
-            raise GridError(
-                "no cell has habitable area: every cell is outside the region or inside an "
-                "excluded area; check the region, exclude and bounds (and their CRS)"
-            )
+            raise _no_habitable_cell()
         self._lattice_to_cell = np.full(nrows * ncols, -1, dtype=np.int64)
         self._lattice_to_cell[pos[keep]] = np.arange(int(keep.sum()), dtype=np.int64)
         self._cell_row, self._cell_col = r[keep], c[keep]
@@ -1807,6 +1801,18 @@ def _lattice_csr(
     indptr = np.zeros(rows.size + 1, dtype=np.int64)
     np.cumsum(np.count_nonzero(present, axis=1), out=indptr[1:])
     return indptr, neighbours[present]
+
+
+def _no_habitable_cell() -> GridError:
+    """The error of a lattice none of whose cells has habitable area (one message, two builds).
+
+    ``region=`` and ``exclude=`` are spelled as parameters so that the command line names its
+    options (``--region``, ``--exclude``).
+    """
+    return GridError(
+        "no cell has habitable area: every cell is outside the region or inside an excluded "
+        "area; check region= and exclude= against the bounds (and their CRS)"
+    )
 
 
 def _sliver_area(perimeter: np.ndarray, bounds: Any) -> np.ndarray:

@@ -82,8 +82,9 @@ def run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
     given = [f"--{name.replace('_', '-')}" for name in ("target_ess", "max_rhat", "max_seconds")
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
     if given:
-        raise click.UsageError(f"{', '.join(given)} apply to --iterations auto only; drop "
-                               f"them, or use --iterations auto")
+        verb, pronoun = ("applies", "it") if len(given) == 1 else ("apply", "them")
+        raise click.UsageError(f"{', '.join(given)} {verb} to --iterations auto only; drop "
+                               f"{pronoun}, or use --iterations auto")
     return dict(n_iter=iterations, burn_in=fixed_burn_in(iterations, burn_in),
                 thin=fixed_thin(thin), chains=chains)
 

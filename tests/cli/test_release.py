@@ -290,6 +290,18 @@ def test_points_in_excluded_areas_are_refused_or_dropped(inputs, tmp_path):
     assert io.read_release(tmp_path / "a.gpkg").metadata["n_records"] == [kept, kept]
 
 
+def test_an_exclude_over_every_cell_names_the_options(inputs, tmp_path):
+    # "check the region, exclude and bounds": words of Python parameters, two copies of it.
+    lake = tmp_path / "lake.gpkg"
+    points = gpd.read_file(inputs["gpkg"])
+    everything = shapely.box(*points.total_bounds).buffer(10_000)
+    gpd.GeoDataFrame(geometry=[everything], crs=points.crs).to_file(lake, engine="pyogrio")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--exclude", lake, *FAST,
+                 "--out", tmp_path / "a.gpkg")
+    assert_refused(result, "no cell has habitable area", "check --region and --exclude against "
+                                                         "the bounds")
+
+
 def test_an_output_never_replaces_an_input(inputs, tmp_path):
     copy = tmp_path / "points.gpkg"
     copy.write_bytes(inputs["gpkg"].read_bytes())
@@ -430,7 +442,7 @@ def test_one_chain_says_why_r_hat_is_not_shown(inputs, tmp_path):
     ("args", "fragments"),
     [(["--burn-in", 100], ["--iterations auto discards the first quarter", "--burn-in"]),
      (["--chains", 1], ["--chains 2 or more", "--chains 1"]),
-     (["--iterations", 300, "--max-seconds", 5], ["--max-seconds apply to --iterations auto"]),
+     (["--iterations", 300, "--max-seconds", 5], ["--max-seconds applies to --iterations auto only; drop it,"]),
      (["--iterations", 300, "--target-ess", 100, "--max-rhat", 1.05],
       ["--target-ess, --max-rhat apply to --iterations auto"]),
      (["--iterations", "many"], ["expected a number of sweeps >= 1 or 'auto'"]),
