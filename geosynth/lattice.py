@@ -1804,7 +1804,7 @@ def _lattice_csr(
 
 
 def _no_habitable_cell() -> GridError:
-    """The error of a lattice none of whose cells has habitable area (one message, two builds).
+    """Return the error of a lattice none of whose cells has habitable area (of both builds).
 
     ``region=`` and ``exclude=`` are spelled as parameters so that the command line names its
     options (``--region``, ``--exclude``).
