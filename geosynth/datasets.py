@@ -23,12 +23,14 @@ import numpy as np
 import pandas as pd
 import pyogrio
 import pyproj
+import shapely
+from scipy import sparse
 from scipy.stats import multivariate_normal
 
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_bool, check_positive, check_unique_columns
 from geosynth.errors import CRSError, DataWarning, InputError
-from geosynth.lattice import parse_crs
+from geosynth.lattice import Grid, parse_crs
 
 __all__ = [
     "PaivaScenario",
@@ -57,6 +59,9 @@ _RESOLUTION = 1000
 #: The most cells of paiva_scenario's generating grid (its probabilities, one per cell and
 #: combination, take 96 MB there); (100, 100) is the thesis-like default.
 MAX_GENERATING_CELLS = 10**6
+#: (analysis polygon, generating cell) pairs intersected per batch by
+#: PaivaScenario.true_intensity on hexagonal and areal lattices (a few hundred bytes each).
+_MAX_PAIRS = 10**6
 
 #: Table 1: p(x1 = 1), p(x1 = 2).
 _P_X1 = np.array([0.6, 0.4])
@@ -258,16 +263,18 @@ class PaivaScenario:
 
         Entry ``[g, b]`` is ``n_b`` times the probability mass that combination ``b``'s generating
         distribution (a generating cell drawn from ``generating_probabilities``, then a uniform
-        point inside it) puts inside the box of analysis cell ``g``. The mass is exact for any
-        axis-aligned analysis lattice, nested in the generating grid or not: a generating cell
-        contributes ``p * overlap_area / cell_area``, computed through the exact (piecewise
-        bilinear) CDF of the generating distribution at the four corners of each box.
+        point inside it) puts inside analysis cell ``g``. The mass is exact for any lattice,
+        nested in the generating grid or not: a generating cell contributes
+        ``p * overlap_area / cell_area``. For square cells it is computed through the exact
+        (piecewise bilinear) CDF of the generating distribution at the four corners of each
+        box; for hexagons and areas from the areas of their intersections with the generating
+        cells (the bounding box of a hexagon holds 4/3 of its mass and overlaps its neighbours').
 
         Parameters
         ----------
         grid : geosynth.lattice.Grid
-            Analysis lattice in the scenario CRS. For clipped grids the mass is that of the full
-            cell box, not of its habitable part.
+            Analysis lattice in the scenario CRS: square, hexagonal or areal. For clipped grids
+            the mass is that of the full cell (box, hexagon or area), not of its habitable part.
         combos : pandas.DataFrame, optional
             If given (e.g. ``CellCounts.combos``), return only the columns of these combinations,
             in this order (see :meth:`align`).
@@ -279,11 +286,25 @@ class PaivaScenario:
 
         Raises
         ------
+        InputError
+            If ``grid`` is not a :class:`geosynth.lattice.Grid`.
         CRSError
             If the grid CRS differs from the scenario CRS, or only one of them has a CRS.
         """
-        self._check_crs(getattr(grid, "crs", None))
-        boxes = np.asarray(grid.cell_bounds(np.arange(grid.n_cells)), dtype=float).reshape(-1, 4)
+        if not isinstance(grid, Grid):
+            raise InputError(f"grid must be a geosynth.Grid, got {type(grid).__name__}; build "
+                             "it with Grid.regular(scenario.bounds, shape=..., crs=scenario.crs)")
+        self._check_crs(grid.crs)
+        if grid.kind == "square":
+            out = self._box_mass(grid.cell_bounds(np.arange(grid.n_cells)))
+        else:
+            out = self._polygon_mass(np.asarray(grid.cells.geometry.array, dtype=object))
+        out = out * self.n_records[None, :]
+        return out if combos is None else out[:, self.align(combos)]
+
+    def _box_mass(self, boxes: np.ndarray) -> np.ndarray:
+        """Return the generating mass (k, 12) inside each ``(x0, y0, x1, y1)`` box (exact CDF)."""
+        boxes = np.asarray(boxes, dtype=float).reshape(-1, 4)
         nr, nc = self.generating_shape
         xmin, ymin, xmax, ymax = self.bounds
         dx, dy = (xmax - xmin) / nc, (ymax - ymin) / nr
@@ -296,8 +317,33 @@ class PaivaScenario:
             _cdf_at(cum, u1, v1) - _cdf_at(cum, u0, v1) - _cdf_at(cum, u1, v0)
             + _cdf_at(cum, u0, v0)
         )
-        out = np.clip(mass.T, 0.0, None) * self.n_records[None, :]
-        return out if combos is None else out[:, self.align(combos)]
+        return np.clip(mass.T, 0.0, None)
+
+    def _polygon_mass(self, polygons: np.ndarray) -> np.ndarray:
+        """Return the generating mass (k, 12) inside each polygon, from its cell overlaps.
+
+        The (polygon, generating cell) pairs are those of the cells meeting the polygon's
+        bounding box, intersected in batches of at most :data:`_MAX_PAIRS`.
+        """
+        nr, nc = self.generating_shape
+        xmin, ymin, xmax, ymax = self.bounds
+        dx, dy = (xmax - xmin) / nc, (ymax - ymin) / nr
+        box = shapely.bounds(polygons)
+        c0, c1 = (np.clip(f((box[:, k] - xmin) / dx), 0, nc).astype(np.int64)
+                  for k, f in ((0, np.floor), (2, np.ceil)))
+        r0, r1 = (np.clip(f((box[:, k] - ymin) / dy), 0, nr).astype(np.int64)
+                  for k, f in ((1, np.floor), (3, np.ceil)))
+        width, count = c1 - c0, (c1 - c0) * (r1 - r0)
+        weight = sparse.csr_matrix((polygons.size, nr * nc))
+        for cells in _batches(count):
+            k, offset = _expand(cells, count[cells])
+            row, col = r0[k] + offset // width[k], c0[k] + offset % width[k]
+            generating = shapely.box(xmin + col * dx, ymin + row * dy, xmin + (col + 1) * dx,
+                                     ymin + (row + 1) * dy)
+            share = shapely.area(shapely.intersection(polygons[k], generating)) / (dx * dy)
+            weight = weight + sparse.csr_matrix((share, (k, row * nc + col)),
+                                                shape=weight.shape)
+        return np.asarray(weight @ self.generating_probabilities.T)
 
     def _check_crs(self, grid_crs: Any) -> None:
         # A grid without a CRS may be in other units (thesis units, km): every box then missed
@@ -317,6 +363,27 @@ class PaivaScenario:
                 f"scenario CRS {self.crs.to_string()}; build the grid with "
                 "Grid.regular(scenario.bounds, shape=..., crs=scenario.crs)"
             )
+
+
+def _batches(count: np.ndarray) -> list[np.ndarray]:
+    """Split ``arange(count.size)`` into runs of at most :data:`_MAX_PAIRS` summed ``count``.
+
+    A run holds at least one index, so one polygon over more pairs is a run of its own.
+    """
+    total = np.cumsum(count)
+    runs, start = [], 0
+    while start < count.size:
+        before = int(total[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(total, before + _MAX_PAIRS, side="right")))
+        runs.append(np.arange(start, stop))
+        start = stop
+    return runs
+
+
+def _expand(cells: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Repeat each of ``cells`` ``count`` times, with its rank ``0 .. count - 1`` in the run."""
+    k = np.repeat(cells, count)
+    return k, np.arange(k.size) - np.repeat(np.cumsum(count) - count, count)
 
 
 def _validate_scenario_args(

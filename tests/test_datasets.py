@@ -1,8 +1,10 @@
 import warnings
 
+import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
+import shapely
 from geopandas.testing import assert_geodataframe_equal
 from scipy import stats
 
@@ -369,6 +371,71 @@ def test_true_intensity_agrees_with_observed_counts(big):
     statistic = ((obs[use] - exp[use]) ** 2 / exp[use]).sum()
     dof = use.sum() - 12
     assert stats.chi2.sf(statistic, dof) > ALPHA
+
+
+def chi_square_pvalue(lam, observed):
+    """Chi-square p-value of (cell, combo) counts against ``lam`` (fixed n_b per combo)."""
+    keep = lam >= 5
+    obs = np.concatenate([observed[keep], (observed * ~keep).sum(axis=0)])
+    exp = np.concatenate([lam[keep], (lam * ~keep).sum(axis=0)])
+    use = exp > 0
+    statistic = ((obs[use] - exp[use]) ** 2 / exp[use]).sum()
+    return stats.chi2.sf(statistic, use.sum() - 12)
+
+
+@pytest.mark.parametrize("orientation", ["pointy", "flat"])
+def test_true_intensity_of_hexagons_is_the_mass_inside_them_not_their_boxes(orientation):
+    # The bounding box of a hexagon holds 4/3 of its area and overlaps the neighbours' boxes:
+    # the truth summed to 4/3 n_b on a covering hexagonal lattice. With a (1, 1) generating
+    # grid the points are uniform on the square, so a hexagon's mass is its area in the square
+    # over the square's area.
+    s = paiva_scenario(n=3_000, seed=5, generating_shape=(1, 1))
+    grid = Grid.hexagonal(s.bounds, 700.0, orientation=orientation, crs=s.crs)
+    lam = s.true_intensity(grid)
+    np.testing.assert_allclose(lam.sum(axis=0), s.n_records, rtol=1e-10)
+    inside = shapely.area(shapely.intersection(np.asarray(grid.cells.geometry.array),
+                                               shapely.box(*s.bounds)))
+    expected = inside[:, None] / 1e8 * s.n_records[None, :]
+    np.testing.assert_allclose(lam, expected, rtol=1e-9, atol=1e-9)
+
+
+def test_true_intensity_of_areas_equals_that_of_the_same_boxes_as_square_cells():
+    # An areal lattice of boxes must get the exact (CDF) mass of a square lattice of the same
+    # boxes, with generating cells not nested in them.
+    s = paiva_scenario(n=2_000, seed=11, generating_shape=(30, 40))
+    square = grid_for(s, (7, 7))
+    areas = gpd.GeoDataFrame(geometry=square.cells.geometry.to_numpy(), crs=s.crs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        areal = Grid.from_polygons(areas, contiguity="rook")
+    np.testing.assert_allclose(s.true_intensity(areal), s.true_intensity(square),
+                               rtol=1e-9, atol=1e-9)
+
+
+def test_true_intensity_of_hexagons_agrees_with_observed_counts(big):
+    grid = Grid.hexagonal(big.bounds, 600.0, crs=big.crs)
+    lam = big.true_intensity(grid)
+    cell = grid.locate(big.data)
+    combo = (big.data.y * 6 + (big.data.x1 - 1) * 3 + (big.data.x2 - 1)).to_numpy()
+    assert (cell >= 0).all()
+    observed = np.zeros_like(lam)
+    np.add.at(observed, (cell, combo), 1)
+    assert chi_square_pvalue(lam, observed) > ALPHA
+
+
+def test_true_intensity_of_hexagons_is_the_same_in_small_batches(big, monkeypatch):
+    import geosynth.datasets
+
+    grid = Grid.hexagonal(big.bounds, 900.0, crs=big.crs)
+    whole = big.true_intensity(grid)
+    monkeypatch.setattr(geosynth.datasets, "_MAX_PAIRS", 37)  # many batches, some one cell
+    np.testing.assert_allclose(big.true_intensity(grid), whole, rtol=1e-12, atol=1e-12)
+
+
+def test_true_intensity_refuses_what_is_not_a_grid(big):
+    with pytest.raises(InputError, match=r"grid must be a geosynth.Grid, got tuple; build it "
+                                         r"with Grid.regular\(scenario.bounds"):
+        big.true_intensity(big.bounds)
 
 
 def test_align_and_combos_argument_reorder_columns(big):
