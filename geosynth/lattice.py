@@ -756,6 +756,15 @@ class Grid:
         return _readonly(links if links is not None else np.empty((0, 2), dtype=np.int64))
 
     @property
+    def n_linked_islands(self) -> int:
+        """Number of islands :attr:`linked_islands` linked (each counted once).
+
+        Two islands nearer each other than the mainland are linked both ways and then to it:
+        three pairs for two islands, which were reported as "3 island(s) linked".
+        """
+        return int(np.unique(self.linked_islands[:, 0]).size)
+
+    @property
     def gap(self) -> float:
         """Digitising gap of an areal lattice's contiguity (``from_polygons(gap=)``), else 0."""
         return float(getattr(self, "_gap", 0.0))

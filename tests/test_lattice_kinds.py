@@ -287,6 +287,11 @@ def test_islands_nearer_each_other_than_the_mainland_are_linked_to_it_too():
     # each island to its nearest, then the pair, by its nearest member, to the mainland's box 2
     assert grid.linked_islands.tolist() == [[3, 4], [4, 3], [3, 2]]
     assert grid.n_neighbours.tolist() == [1, 2, 2, 2, 1]  # a chain 0-1-2-3-4
+    # Two islands, three links: the CLI said "3 island(s) linked" and the metadata recorded 3.
+    assert grid.n_linked_islands == 2
+    from geosynth.cli.helpers import describe_lattice
+
+    assert ", 2 island(s) linked to their nearest area" in describe_lattice(grid)
 
 
 def test_areas_that_are_all_islands_are_linked_into_one_component():

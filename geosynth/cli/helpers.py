@@ -1024,7 +1024,7 @@ def describe_lattice(grid: Grid) -> str:
     clipped = ", clipped to the region/exclusions" if grid.is_clipped else ""
     tail = f"{grid.contiguity} contiguity, {grid.n_components} component(s){clipped})"
     if grid.kind == "areal":
-        linked = len(grid.linked_islands)
+        linked = grid.n_linked_islands
         links = f", {linked} island(s) linked to their nearest area" if linked else ""
         return f"{grid.n_cells} areas ({tail[:-1]}{links})"
     if grid.kind == "hexagonal":

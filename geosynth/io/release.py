@@ -853,7 +853,7 @@ def _lattice_description(grid: Grid) -> dict[str, Any]:
         "kind": grid.kind,
         "shape": list(grid.shape) if square_like else None,
         "cell_size": list(grid.cell_size) if square_like else None,
-        "linked_islands": int(len(grid.linked_islands)),
+        "linked_islands": grid.n_linked_islands,
         "gap": grid.gap if not square_like else None,
         "bounds": list(grid.bounds),
         "contiguity": grid.contiguity,
