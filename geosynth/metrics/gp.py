@@ -19,7 +19,8 @@ seconds per grid value. The thesis fitted the same model by MCMC in R (spBayes);
 sampler targets the same posterior up to the discretisation of (φ, α), which is reported.
 
 Default grids. Effective ranges ``3/φ`` (where the correlation falls to e^{−3} ≈ 0.05) from 2%
-to 300% of the largest distance between the points, 16 values on a log scale: from about the
+to 300% of the largest distance between the points, 16 values on a log scale (the shortest
+rounded up to a power of the grid's ratio, see below): from about the
 spacing of a few hundred points (shorter ranges look like a nugget) to a field whose two
 farthest points still correlate at e^{−1} ≈ 0.37. Uniform priors on φ are often bounded at an
 effective range of about the largest distance, which cuts off fields that vary smoothly across
@@ -29,6 +30,15 @@ An earlier default stopped at 70%: data simulated with an effective range of 74%
 unit square) piled 74% of φ's posterior on that end of the grid. Nugget-to-sill ratios
 ``α = τ²/σ²`` from 0.01 (no nugget to speak of) to 10 (a weak spatial signal in strong noise),
 12 values on a log scale; the cost is one eigendecomposition per φ, so α comes almost free.
+
+The φ grid lies on one fixed lattice: the shortest range, 2% of the largest distance, is rounded
+up to a power of the ratio ``r = 150^{1/15} ≈ 1.40`` of consecutive ranges, so the grid spans 2–2.8%
+to 300–420% of the largest distance. Unrounded, every φ on the grid, hence every quantile of φ's
+draws (the intervals :func:`stacked_intervals` reports), was ``3/(share · D)`` and gave away the
+exact largest distance D between the confidential points, an extreme of the data; rounded, it
+tells D only to within a factor r. Fits to the original and to the releases then also share
+their grid values wherever their ranges overlap, so φ's discrete intervals are compared on the
+same support.
 
 The posterior of φ need not vanish at long ranges: only ``σ²φ`` is consistently estimable
 (Zhang 2004), and as φ → 0 the exponential covariance tends to a linear variogram plus a
@@ -137,7 +147,8 @@ def gp_regression(
         Names of the columns of ``X``.
     phi_grid : numpy.ndarray, optional
         Decay values φ. Default: effective ranges 3/φ from 2% to 300% of the largest distance,
-        16 values on a log scale (see the module docstring for the choice).
+        16 values on a log scale, rounded up onto a fixed lattice so that the grid does not
+        reveal that distance (see the module docstring for the choice).
     nugget_grid : numpy.ndarray, optional
         Nugget-to-sill ratios α = τ²/σ², each at least :data:`MIN_NUGGET_RATIO`. Default: 12
         values from 0.01 to 10 on a log scale.
@@ -192,8 +203,7 @@ def gp_regression(
                          f"{n_draws:,}; a few thousand give intervals to two digits")
     distances = squareform(pdist(coords))
     if not np.isfinite(distances).all():
-        raise InputError("the distances between the points overflow float64 (coordinates "
-                         "near 1e154 or beyond); give the points in metres of a projected CRS")
+        raise InputError(_OVERFLOW)
     phi_grid = (_default_phi_grid(distances) if phi_grid is None
                 else _check_grid(phi_grid, "phi_grid"))
     nugget_grid = (DEFAULT_NUGGET_RATIOS.copy() if nugget_grid is None
@@ -372,6 +382,11 @@ MAX_GP_POINTS = 5_000
 _Y_SCALES = (2.0**-500, 2.0**500)
 #: A weighted residual sum below this share of y's own spread is rounding: ``X`` fits ``y``.
 _EXACT_FIT = 1e-20
+#: Ratio of consecutive default effective ranges; the default φ grid lies on its powers.
+_RANGE_STEP = float((DEFAULT_RANGE_SHARES[-1] / DEFAULT_RANGE_SHARES[0])
+                    ** (1.0 / (DEFAULT_RANGE_SHARES.size - 1)))
+_OVERFLOW = ("the distances between the points overflow float64 (coordinates near 1e154 or "
+             "beyond); give the points in metres of a projected CRS")
 
 
 def _check_grid(values: Any, name: str, minimum: float = 0.0) -> np.ndarray:
@@ -398,13 +413,23 @@ def _check_grid(values: Any, name: str, minimum: float = 0.0) -> np.ndarray:
 
 
 def _default_phi_grid(distances: np.ndarray) -> np.ndarray:
+    """Decays 3/range for the default ranges, on the lattice of powers of _RANGE_STEP.
+
+    The shortest range is 2% of the largest distance rounded up to a power of the grid's ratio,
+    so the grid reveals that distance (an extreme of the points) only to within the ratio.
+    """
     max_distance = distances.max()
     if max_distance <= 0:
         # Coordinates 1e-300 apart are distinct, but their distances underflow to 0.
         raise InputError("all coordinates coincide (or differ by less than about 1e-154, where "
                          "their distances underflow to 0); a spatial regression needs distinct "
                          "points, in metres of a projected CRS")
-    return 3.0 / (DEFAULT_RANGE_SHARES * max_distance)
+    shortest = DEFAULT_RANGE_SHARES[0] * max_distance
+    first = np.ceil(np.log(shortest) / np.log(_RANGE_STEP))
+    ranges = _RANGE_STEP ** (first + np.arange(DEFAULT_RANGE_SHARES.size))
+    if not np.isfinite(ranges).all():
+        raise InputError(_OVERFLOW)
+    return 3.0 / ranges
 
 
 def _warn_grid_ends(mass: np.ndarray, phi_grid: np.ndarray, nugget_grid: np.ndarray) -> None:

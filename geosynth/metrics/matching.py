@@ -11,7 +11,8 @@ same matching in O(n log n) expected time, using two facts:
 
 1. Order the pairs by ``(distance, original index, synthetic index)`` lexicographically; this is a
    strict total order, so Algorithm 1 with that tie-breaking rule (what ``numpy.argmin`` does on
-   the row-major original × synthetic matrix) has a unique result. Under this order the globally
+   the row-major original × synthetic matrix) has a unique result (:func:`greedy_match` first
+   indexes each side in ``(x, y)`` order, see *Ties* below). Under this order the globally
    smallest remaining pair ``(i, j)`` is a *mutual nearest-neighbour pair*: ``j`` is the nearest
    remaining synthetic point of ``i`` when synthetic points are ranked by ``(distance, j)``, and
    ``i`` the nearest remaining original point of ``j`` ranked by ``(distance, i)``.
@@ -37,6 +38,15 @@ rounds at 10⁵ per side) and O(n) rounds for chains of points with decreasing g
 Distances are computed as ``sqrt(dx*dx + dy*dy)`` in float64 with ``dx = x_orig - x_synth``
 (``numpy.hypot`` can differ in the last bit, which matters for exact ties). Ties are exact
 equality of these floats.
+
+Ties. Which of two equally distant pairs is matched first can change the later matches and so
+the matched distances: originals at x = 0 and 2, synthetic points at x = 1 and -1 give
+distances (1, 3) when the synthetic point at 1 is indexed first and (1, 1) otherwise. Breaking
+ties by row number made the risk measures (:func:`geosynth.metrics.distance_risk`) depend on how
+the rows happen to be stored, and ties are common: coordinates snapped to a grid, or homes in one
+building. :func:`greedy_match` therefore ranks each side by ``(x, y)`` (stably, so coincident
+points keep their row order) and breaks ties by these ranks: the matched distances are then a
+function of the two point sets alone, whatever the row order.
 """
 
 from __future__ import annotations
@@ -98,8 +108,7 @@ def greedy_match(original_xy: Any, synthetic_xy: Any) -> GreedyMatch:
     -------
     GreedyMatch
         ``(distances, original_index, synthetic_index)``, each of length
-        ``min(n_orig, n_synth)``, in the order the pairs are matched: sorted by
-        ``(distance, original index, synthetic index)``.
+        ``min(n_orig, n_synth)``, sorted by ``(distance, original index, synthetic index)``.
 
     Raises
     ------
@@ -115,12 +124,13 @@ def greedy_match(original_xy: Any, synthetic_xy: Any) -> GreedyMatch:
 
     Notes
     -----
-    Ties are broken by the strict total order ``(distance, original index, synthetic index)``:
-    among equally distant pairs, the one with the smaller original row wins, then the one with
-    the smaller synthetic row. This is the rule ``numpy.argmin`` applies to the row-major
-    original × synthetic matrix. (R's ``which.min`` on a matrix scans column-major, i.e. breaks
-    ties by synthetic index first, so an R implementation of Algorithm 1 may pair tied points
-    differently; the distances are the same multiset whenever ties do not change them.)
+    Ties are broken by the points' ``(x, y)`` order, not their row numbers: among equally
+    distant pairs, the one whose original point comes first when the originals are sorted by
+    ``(x, y)`` wins, then the one whose synthetic point comes first in that order; coincident
+    points are taken in row order. This is Algorithm 1 with ``numpy.argmin`` on the row-major
+    matrix of the points sorted by ``(x, y)``. The matched distances therefore do not depend on
+    the order of the rows (the module notes show a tie that changed them). An R implementation
+    on unsorted rows (``which.min`` scans column-major) may pair tied points differently.
 
     Examples
     --------
@@ -135,7 +145,7 @@ def greedy_match(original_xy: Any, synthetic_xy: Any) -> GreedyMatch:
     _check_pair_crs(original_xy, synthetic_xy)
     a = as_xy(original_xy, "original_xy")
     b = as_xy(synthetic_xy, "synthetic_xy")
-    return _greedy_match_arrays(a, b, _LEAF_SIZE)
+    return _match_in_xy_order(a, b, _LEAF_SIZE)
 
 
 def greedy_match_distances(original_xy: Any, synthetic_xy: Any) -> np.ndarray:
@@ -191,6 +201,16 @@ def _check_pair_crs(original_xy: Any, synthetic_xy: Any) -> None:
 
 
 # --------------------------------------------------------------------------- driver
+
+
+def _match_in_xy_order(a: np.ndarray, b: np.ndarray, leaf_size: int) -> GreedyMatch:
+    """Greedy matching with ties broken by ``(x, y)`` rank, then row: row order is irrelevant."""
+    order_a = np.lexsort((a[:, 1], a[:, 0]))  # stable: coincident points keep their row order
+    order_b = np.lexsort((b[:, 1], b[:, 0]))
+    m = _greedy_match_arrays(a[order_a], b[order_b], leaf_size)
+    ia, ib = order_a[m.original_index], order_b[m.synthetic_index]
+    order = np.lexsort((ib, ia, m.distances))
+    return GreedyMatch(m.distances[order], ia[order], ib[order])
 
 
 def _greedy_match_arrays(a: np.ndarray, b: np.ndarray, leaf_size: int) -> GreedyMatch:

@@ -9,7 +9,12 @@ from scipy.spatial.distance import pdist, squareform
 
 import geosynth.metrics.gp as gp_module
 from geosynth.errors import DataWarning, InputError, MemoryLimitError
-from geosynth.metrics.gp import GRID_END_SHARE, gp_regression, stacked_intervals
+from geosynth.metrics.gp import (
+    DEFAULT_RANGE_SHARES,
+    GRID_END_SHARE,
+    gp_regression,
+    stacked_intervals,
+)
 
 BETA = np.array([2.0, -1.5])
 SIGMA2, TAU2, PHI = 1.0, 0.25, 3.0
@@ -221,7 +226,10 @@ def test_default_grid_reaches_effective_ranges_beyond_the_region():
         post = gp_regression(coords, y, X, n_draws=4000, seed=1)
     largest = pdist(coords).max()
     ranges = 3.0 / post.grid_mass["phi"].unique()
-    np.testing.assert_allclose([ranges.min(), ranges.max()], [0.02 * largest, 3.0 * largest])
+    # 2% and 300% of the largest distance, rounded up by less than one step of the grid
+    step = (3.0 / 0.02) ** (1 / 15)
+    assert 0.02 * largest <= ranges.min() < 0.02 * largest * step
+    assert 3.0 * largest <= ranges.max() < 3.0 * largest * step
     interval = post.intervals().loc["phi"]
     assert interval["lower"] < PHI < interval["upper"]
     assert _end_shares(post, "phi")[0] < 0.5
@@ -425,3 +433,26 @@ def test_grids_hold_real_numbers_only(grid, error, match):
     with pytest.raises(error, match=match) as caught:
         regression_with(phi_grid=grid, n_draws=10, seed=0)
     assert isinstance(caught.value, InputError)  # as the grids' other refusals
+
+
+@pytest.mark.filterwarnings("ignore::geosynth.errors.DataWarning")  # 40 points bound little
+def test_default_phi_grid_does_not_reveal_the_largest_distance():
+    """The default φ grid was 3/(share · D): every φ, and so φ's interval, gave D exactly.
+
+    D, the largest distance between the confidential points, is an extreme of the data. Scale
+    the points so that 2% of D falls at 30% and at 70% (on a log scale) of one step of the
+    grid's lattice: the two grids must be identical, and D must not be recoverable from them.
+    """
+    coords, y, X = simulate(40, seed=9)
+    step = (DEFAULT_RANGE_SHARES[-1] / DEFAULT_RANGE_SHARES[0]) ** (1 / 15)
+    grids = []
+    for where in (0.3, 0.7):
+        # 2% of the scaled D is step ** (12 + where): strictly inside one lattice cell
+        scale = step ** (12 + where) / (DEFAULT_RANGE_SHARES[0] * pdist(coords).max())
+        post = gp_regression(coords * scale, y, X, n_draws=10, seed=1)
+        grids.append(np.sort(post.grid_mass["phi"].unique()))
+        largest = pdist(coords * scale).max()
+        for share in (DEFAULT_RANGE_SHARES[0], DEFAULT_RANGE_SHARES[-1]):
+            assert not np.isclose(3.0 / (share * grids[-1]), largest, rtol=1e-3).any()
+    np.testing.assert_allclose(grids[0], grids[1], rtol=1e-12)
+    assert len(grids[0]) == 16

@@ -33,6 +33,21 @@ def algorithm_1(original, synthetic):
     return np.array(d, dtype=float), np.array(ia, dtype=np.int64), np.array(ib, dtype=np.int64)
 
 
+def algorithm_1_in_xy_order(original, synthetic):
+    """Algorithm 1 on each side sorted by (x, y) (stably), indices mapped back to the rows.
+
+    The tie rule greedy_match documents; pairs listed by (distance, original row, synthetic row).
+    """
+    a = np.asarray(original, dtype=float).reshape(-1, 2)
+    b = np.asarray(synthetic, dtype=float).reshape(-1, 2)
+    order_a = np.array(sorted(range(len(a)), key=lambda i: (a[i, 0], a[i, 1], i)), dtype=int)
+    order_b = np.array(sorted(range(len(b)), key=lambda j: (b[j, 0], b[j, 1], j)), dtype=int)
+    d, ia, ib = algorithm_1(a[order_a], b[order_b])
+    ia, ib = order_a[ia], order_b[ib]
+    listed = sorted(range(len(d)), key=lambda k: (d[k], ia[k], ib[k]))
+    return d[listed], ia[listed], ib[listed]
+
+
 def assert_same_matching(result, expected):
     d, ia, ib = expected
     np.testing.assert_array_equal(result.original_index, ia)
@@ -66,21 +81,72 @@ def test_equals_brute_force_algorithm_1(data, integer, leaf_size):
     assert_same_matching(result, algorithm_1(a, b))
 
 
+@settings(deadline=None, max_examples=200)
+@given(data=st.data(), integer=st.booleans())
+def test_greedy_match_is_algorithm_1_in_xy_order(data, integer):
+    a = data.draw(points(30, integer), label="original")
+    b = data.draw(points(30, integer), label="synthetic")
+    assert_same_matching(greedy_match(np.asarray(a, float).reshape(-1, 2),
+                                      np.asarray(b, float).reshape(-1, 2)),
+                         algorithm_1_in_xy_order(a, b))
+
+
+def test_a_tie_does_not_make_the_distances_depend_on_the_row_order():
+    # Originals at x = 0, 2; synthetic at x = 1, -1. Three pairs tie at distance 1: matching
+    # (0, x=1) first leaves (2, -1) at 3, matching (0, x=-1) first leaves (2, 1) at 1. By row
+    # index the distances were (1, 3) or (1, 1) depending on which row came first.
+    a = np.array([[0.0, 0.0], [2.0, 0.0]])
+    b = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    results = {tuple(greedy_match_distances(x, y)) for x in (a, a[::-1]) for y in (b, b[::-1])}
+    assert results == {(1.0, 1.0)}  # by (x, y): synthetic x=-1 first, then (2, 1) at 1
+
+
+@settings(deadline=None, max_examples=200)
+@given(data=st.data(), integer=st.booleans())
+def test_matched_distances_do_not_depend_on_the_row_order(data, integer):
+    # Risk tables (min and mean matched distance) must not change when a file's rows are
+    # shuffled; integer coordinates make ties, which broken by row index changed them.
+    a = np.asarray(data.draw(points(30, integer), label="original"), float).reshape(-1, 2)
+    b = np.asarray(data.draw(points(30, integer), label="synthetic"), float).reshape(-1, 2)
+    perm_a = data.draw(st.permutations(range(len(a))), label="perm_a")
+    perm_b = data.draw(st.permutations(range(len(b))), label="perm_b")
+    np.testing.assert_array_equal(greedy_match_distances(a[list(perm_a)], b[list(perm_b)]),
+                                  greedy_match_distances(a, b))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shuffled_lattice_points_give_the_same_distances(seed):
+    # 300 x 220 points on a 7 x 7 lattice, rows shuffled: every distance is tied many times.
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 7, (300, 2)).astype(float)
+    b = rng.integers(0, 7, (220, 2)).astype(float)
+    m = greedy_match(a, b)
+    pa, pb = rng.permutation(300), rng.permutation(220)
+    shuffled = greedy_match(a[pa], b[pb])
+    np.testing.assert_array_equal(shuffled.distances, m.distances)
+    # the same pairs of locations (rows of coincident points may swap)
+    def located_pairs(match, x, y):
+        pairs = np.hstack([x[match.original_index], y[match.synthetic_index]])
+        return pairs[np.lexsort(pairs.T[::-1])]
+
+    np.testing.assert_array_equal(located_pairs(shuffled, a[pa], b[pb]), located_pairs(m, a, b))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_equals_brute_force_with_many_ties(seed):
     # 300 x 220 points on a 7 x 7 integer lattice: every distance is tied many times over.
     rng = np.random.default_rng(seed)
     a = rng.integers(0, 7, (300, 2)).astype(float)
     b = rng.integers(0, 7, (220, 2)).astype(float)
-    assert_same_matching(greedy_match(a, b), algorithm_1(a, b))
-    assert_same_matching(greedy_match(b, a), algorithm_1(b, a))
+    assert_same_matching(greedy_match(a, b), algorithm_1_in_xy_order(a, b))
+    assert_same_matching(greedy_match(b, a), algorithm_1_in_xy_order(b, a))
 
 
 def test_equals_brute_force_on_continuous_points():
     rng = np.random.default_rng(11)
     a = rng.normal(size=(400, 2))
     b = rng.uniform(-2, 2, size=(350, 2))
-    assert_same_matching(greedy_match(a, b), algorithm_1(a, b))
+    assert_same_matching(greedy_match(a, b), algorithm_1_in_xy_order(a, b))
 
 
 def test_docstring_example_by_hand():
@@ -130,7 +196,7 @@ def test_unequal_sizes_far_apart_regions():
     assert np.unique(m.synthetic_index).size == 1000
     assert np.unique(m.original_index).size == 1000
     assert np.all(np.diff(m.distances) >= 0)
-    assert_same_matching(m, algorithm_1(a, b))
+    assert_same_matching(m, algorithm_1_in_xy_order(a, b))
 
 
 def test_empty_sides():
