@@ -14,14 +14,15 @@ saying why in words.
 The measures (:data:`MEASURES` says what each means and which direction is better):
 
 * risk -- the Algorithm 1 matched distances of Nunes (2018, §3.3) (minimum and mean, mean row
-  over combinations: *smaller is riskier*), the Reiter & Mitra (2009) expected match risk and
-  true match rate of an intruder who knows each target's attributes and cell on the
-  candidate's lattice (*larger is riskier*), and the share of records with spatial
-  k-anonymity below 5 (*larger is riskier*);
+  over the combinations of at least :data:`geosynth.evaluation.MIN_SHOWN_RECORDS` original
+  records, as :func:`geosynth.evaluation.shown_tables` shows it: *smaller is riskier*), the
+  Reiter & Mitra (2009) expected match risk and true match rate of an intruder who knows
+  each target's attributes and cell on the candidate's lattice (*larger is riskier*), and the
+  share of records with spatial k-anonymity below 5 (*larger is riskier*);
 * utility -- the quadrant CI coverage of §3.3 (mean interval overlap of the proportion of a
   binary outcome over random rectangles, combining rules for partially synthetic data, or
-  for fully synthetic data with an ε-DP candidate), the Ripley's L gap (mean row, metres:
-  *smaller is better*) and the intensity fidelity on a
+  for fully synthetic data with an ε-DP candidate), the Ripley's L gap (mean row, metres,
+  over the same combinations: *smaller is better*) and the intensity fidelity on a
   **common** lattice, the coarsest candidate's, so that candidates are comparable: the
   correlation of original and synthetic cell counts (*larger is better*) and the L1 distance
   of their cell shares (0 to 2, *smaller is better*);
@@ -40,6 +41,18 @@ a coarser candidate (or removing the coarsest) changes them in every row, and wi
 recommendation by ``intensity_correlation`` or ``intensity_l1``; ``tune(...,
 previous=tuning)`` reuses the finished candidates' fits and releases and measures their
 intensity columns again on the lattice of the new call.
+
+The table is an internal document, and so is the choice it leads to. Every measure compares
+releases with the confidential points, so the recommended lattice and settings are a function
+of the confidential data: publishing them with the release discloses a little about the data
+that no guarantee of the release covers (for ε-DP candidates, beyond their ε; :func:`tune`
+warns). The distances leave out the combinations of fewer than
+:data:`geosynth.evaluation.MIN_SHOWN_RECORDS` records (one or two people's distances to the
+public synthetic points; a mean over all combinations, next to an evaluation report of the
+same releases, gave them back), but the table still describes the confidential points. The
+recommended candidate's measured utility is optimistic (the best of several noisy estimates,
+each from ``m`` releases), and its tuning releases were chosen for it: make the published
+release afresh with the chosen settings and a new seed.
 """
 
 from __future__ import annotations
@@ -129,10 +142,12 @@ MEASURES: dict[str, Measure] = {
     "min_distance": Measure(
         "risk", "safer",
         "smallest Algorithm 1 matched distance between original and synthetic points of a "
-        "combination (Nunes 2018, §3.3), mean over combinations and releases, in CRS units"),
+        "combination (Nunes 2018, §3.3), mean over releases and over the combinations of at "
+        "least 3 original records (MIN_SHOWN_RECORDS), in CRS units"),
     "mean_distance": Measure(
         "risk", "safer",
-        "mean Algorithm 1 matched distance, mean over combinations and releases (CRS units)"),
+        "mean Algorithm 1 matched distance, mean over releases and over the combinations of "
+        "at least 3 original records (CRS units)"),
     "expected_match_risk": Measure(
         "risk", "riskier",
         "Reiter & Mitra (2009): expected number of records an intruder who knows each "
@@ -151,8 +166,8 @@ MEASURES: dict[str, Measure] = {
         "combined synthetic 95% intervals of the outcome's proportion over random rectangles"),
     "ripley_l_gap": Measure(
         "utility", "worse",
-        "largest gap between original and synthetic Ripley's L functions (mean row over "
-        "combinations, CRS units)"),
+        "largest gap between original and synthetic Ripley's L functions (mean row over the "
+        "combinations of at least 3 original records, CRS units)"),
     "intensity_correlation": Measure(
         "utility", "better",
         "correlation of original and synthetic (mean over releases) counts per cell of the "
@@ -204,7 +219,8 @@ class Candidate:
         :class:`geosynth.PaivaModel` ``effects``; an ε-DP candidate fits
         :func:`geosynth.dp.dp_model` with these effects (its weakly informative priors).
     beta_prior : str or tuple of str, optional
-        Prior of the covariate effects (needs ``continuous`` in :func:`tune`).
+        Prior of the covariate effects (needs ``continuous`` in :func:`tune`): one name for
+        every continuous column, or one per column.
     epsilon : float, optional
         Make ε-differentially private releases (:func:`geosynth.dp.dp_release`) instead of
         partially synthetic ones. Needs ``region`` in :func:`tune`; releases of this kind do not
@@ -304,14 +320,16 @@ def _check_shape(shape: Any) -> tuple[int, int]:
 
 
 def _check_beta_prior(prior: Any) -> tuple[str, ...] | None:
+    """Return the priors as a tuple of Python str (a NumPy str took another seed stream)."""
     if prior is None:
         return None
-    priors = (prior,) if isinstance(prior, str) else tuple(prior)
-    bad = [p for p in priors if p not in _BETA_PRIORS]
+    iterable = isinstance(prior, Sequence | np.ndarray) and not isinstance(prior, bytes)
+    priors = (prior,) if isinstance(prior, str) or not iterable else tuple(prior)
+    bad = [p for p in priors if not isinstance(p, str) or p not in _BETA_PRIORS]
     if not priors or bad:
         raise InputError(f"beta_prior must be 'normal' or 'icar' (or one per continuous "
                          f"column), got {prior!r}")
-    return priors
+    return tuple(str(p) for p in priors)
 
 
 def as_candidate(value: Any) -> Candidate:
@@ -482,7 +500,12 @@ class Tuning:
                       limit, x_label=_axis_label(risk), y_label=_axis_label(utility))
 
     def to_markdown(self) -> str:
-        """Return the table as a Markdown text block: one column per candidate, 4 digits."""
+        """Return the table as a Markdown text block: one column per candidate, 4 digits.
+
+        An internal document: its measures describe the confidential points (see the module
+        notes), though no distance of fewer than
+        :data:`geosynth.evaluation.MIN_SHOWN_RECORDS` records is in it.
+        """
         shown = self.table.copy()
         for column in shown.columns:
             if pd.api.types.is_float_dtype(shown[column]):
@@ -783,6 +806,16 @@ def tune(
         With ε candidates: they spend their ε on the same data and are ranked with exact-data
         measures, which the chosen ε does not cover (keep the tuning internal).
 
+    Notes
+    -----
+    The recommendation is chosen by measures of the confidential data, so the chosen settings
+    are themselves a function of it: keep the table, the report and the map internal, and make
+    the published release afresh (new seed) with the chosen settings. The distance columns
+    average the combinations of at least :data:`geosynth.evaluation.MIN_SHOWN_RECORDS`
+    original records only (NaN when there is none), as :func:`geosynth.evaluation.shown_tables`
+    shows them; those combinations are the same for every candidate (with ``outside="drop"``,
+    those of the records each candidate keeps).
+
     Examples
     --------
     >>> from geosynth.datasets import paiva_scenario
@@ -1017,6 +1050,13 @@ def _check_candidate(candidate: Candidate, setup: _Setup) -> None:
     if candidate.beta_prior is not None and setup.continuous is None:
         raise InputError(f"{name} has beta_prior={candidate.beta_prior} but tune() got no "
                          "continuous= column")
+    if candidate.beta_prior is not None:
+        columns = [setup.continuous] if isinstance(setup.continuous, str) else list(
+            setup.continuous)
+        if len(candidate.beta_prior) not in (1, len(columns)):
+            raise InputError(f"{name} has {len(candidate.beta_prior)} beta priors "
+                             f"{list(candidate.beta_prior)} for {len(columns)} continuous "
+                             f"column(s) {columns}; give one prior per column, or one for all")
     if candidate.epsilon is not None:
         if candidate.grid is not None:
             check_public_lattice(candidate.grid, name)
@@ -1212,7 +1252,7 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     if candidate.epsilon is None:
         from geosynth.synth import synthesize
 
-        model = PaivaModel(beta_prior=list(candidate.beta_prior) if with_beta else None,
+        model = PaivaModel(beta_prior=_model_beta_prior(candidate.beta_prior),
                            effects=candidate.effects)
         fit = model.fit(counts, seed=fit_seed, progress=False, stop=stop, **setup.fit_options)
         if stop is not None and stop.is_set():
@@ -1239,6 +1279,13 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     return _CandidateRun(row, grid, [point_coordinates(r, "release") for r in releases])
 
 
+def _model_beta_prior(priors: tuple[str, ...] | None) -> str | list[str] | None:
+    """Return the ``beta_prior`` of :class:`geosynth.PaivaModel` (one name: every covariate)."""
+    if priors is None:
+        return None
+    return priors[0] if len(priors) == 1 else list(priors)
+
+
 def _settings_row(candidate: Candidate, grid: Grid) -> dict:
     return {
         "cell_size": candidate.cell_size if candidate.cell_size is not None else np.nan,
@@ -1252,12 +1299,21 @@ def _settings_row(candidate: Candidate, grid: Grid) -> dict:
 
 
 def _measures(tables: dict[str, pd.DataFrame], linked: bool) -> dict:
-    distance = tables["distance_risk"].iloc[-1]
+    """Return the row's measures: the distances' mean rows as :func:`shown_tables` shows them.
+
+    The mean over every combination, one of one record among them, gave that person's matched
+    distance back next to an evaluation report of the same releases (k times the mean minus
+    the shown rows).
+    """
+    from geosynth.evaluation import shown_tables
+
+    shown = shown_tables(tables)
+    distance = shown["distance_risk"].iloc[-1]
     row = {"min_distance": float(distance["min_distance"]),
            "mean_distance": float(distance["mean_distance"]),
            "expected_match_risk": np.nan, "true_match_rate": np.nan,
            "k_anonymity_below_5": np.nan, "coverage": np.nan,
-           "ripley_l_gap": float(tables["pattern"]["sup_l_difference"].iloc[-1])}
+           "ripley_l_gap": float(shown["pattern"]["sup_l_difference"].iloc[-1])}
     if linked:
         risk = tables["identification_risk"]["value"]
         row["expected_match_risk"] = float(risk["expected_match_risk"])

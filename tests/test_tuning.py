@@ -136,6 +136,8 @@ def test_candidates_are_read_from_numbers_pairs_and_dicts():
     ({"shape": (True, 3)}, "shape must be two integers >= 1"),  # was 1 x 3
     ({"cell_size": 100, "effects": "cell"}, "effects must be"),
     ({"cell_size": 100, "beta_prior": "gamma"}, "beta_prior must be"),
+    ({"cell_size": 100, "beta_prior": 5}, "beta_prior must be"),  # was a raw TypeError
+    ({"cell_size": 100, "beta_prior": b"icar"}, "beta_prior must be"),
     ({"cell_size": 100, "epsilon": 0}, "epsilon must be a finite number > 0"),
     ({"cell_size": 100, "label": " "}, "label must be a non-empty string"),
     ({"cell_size": 100, "colour": "red"}, "unknown candidate setting"),
@@ -445,6 +447,11 @@ def _no_candidate_may_run(monkeypatch):
      "same settings: .*spending its ε twice"),
     ({"risk_limit": 5}, InputError, "risk_limit must be at most 1 for true_match_rate"),
     ({"progress": "no"}, TypeError, "progress must be"),  # "no" is truthy: a bar
+    # refused by PaivaModel.fit in the candidate's task, while the other candidates fitted
+    ({"continuous": "z", "candidates": [(4, 4), {"shape": (4, 4), "beta_prior": ("icar",
+                                                                              "normal")}]},
+     InputError, r"'4x4, icar/normal' has 2 beta priors \['icar', 'normal'\] for 1 continuous "
+     r"column\(s\) \['z'\]; give one prior per column, or one for all"),
 ])
 def test_settings_are_refused_before_any_candidate_runs(scenario, region, monkeypatch, kwargs,
                                                         error, message):
@@ -657,3 +664,65 @@ def test_a_limit_above_1_of_a_share_is_refused_but_not_of_a_count():
             recommend(table, 5, risk=risk)
         assert recommend(table, 1, risk=risk).label == "a"  # 1 is a limit (every record)
     assert recommend(table, 5, risk="expected_match_risk").label == "a"  # a number of records
+
+
+# ------------------------------------------------------------ shown distances, beta priors
+def test_the_distances_leave_out_combinations_of_fewer_than_3_records(scenario, region,
+                                                                      monkeypatch):
+    # The mean row over every combination, one of one record among them, gave that person's
+    # matched distance back: k times the mean minus the rows an evaluation report shows.
+    from geosynth import evaluation
+
+    data = scenario.data.copy()
+    data.loc[data.index[0], "x2"] = 9  # a combination of one record
+    seen = []
+    real = evaluation.evaluate
+
+    def spy(*args, **kwargs):
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(evaluation, "evaluate", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = geosynth.tune(data, ATTRIBUTES, [(4, 4)], region=region, fit_options=QUICK,
+                               m=2, n_quadrants=100, seed=11, progress=False)
+    tables = seen[0].tables
+    raw, shown = tables["distance_risk"], evaluation.shown_tables(tables)["distance_risk"]
+    lone = raw["n_original"].iloc[:-1] < evaluation.MIN_SHOWN_RECORDS
+    assert lone.sum() == 1
+    row = result.table.iloc[0]
+    for column in ("min_distance", "mean_distance"):
+        assert row[column] == shown[column].iloc[-1] != raw[column].iloc[-1]
+        k = len(raw) - 1  # what an intruder with the shown rows computes
+        recovered = k * row[column] - shown[column].iloc[:-1].sum()
+        assert not np.isclose(recovered, raw[column].iloc[:-1][lone].iloc[0])
+    pattern = evaluation.shown_tables(tables)["pattern"]["sup_l_difference"]
+    assert row["ripley_l_gap"] == pattern.iloc[-1]
+    assert f"{raw['min_distance'].iloc[-1]:.4g}" not in result.to_markdown()
+
+
+def test_one_beta_prior_is_for_every_continuous_column(scenario, region):
+    # ("icar",) was passed to the fit as a list of one prior, which two covariates refused
+    # (after the other candidates' fits), though the message said "one str for all of them".
+    data = scenario.data.copy()
+    data["z2"] = np.random.default_rng(0).normal(size=len(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tuned = geosynth.tune(data, ATTRIBUTES, [{"shape": (3, 3), "beta_prior": "icar"}],
+                              continuous=["z", "z2"], region=region, m=2, n_quadrants=50,
+                              seed=3, progress=False, fit_options={"n_iter": 200,
+                                                                   "burn_in": 100})
+    assert tuned.table.loc["3x3, icar", "beta_prior"] == "icar"
+    assert np.isfinite(tuned.table.loc["3x3, icar", "min_distance"])
+
+
+def test_a_numpy_str_prior_takes_the_stream_of_the_python_str():
+    # repr(np.str_("icar")) is not repr("icar"): the candidate's seed stream (a digest of
+    # the settings' repr) differed for the same settings.
+    root = np.random.SeedSequence(7)
+    text = Candidate(cell_size=100, beta_prior="icar")
+    numpy = Candidate(cell_size=100, beta_prior=np.array(["icar"])[0])
+    assert numpy == text and repr(numpy.settings) == repr(text.settings)
+    assert (tuning_module._candidate_seed(root, numpy).generate_state(4).tolist()
+            == tuning_module._candidate_seed(root, text).generate_state(4).tolist())
