@@ -391,6 +391,8 @@ def write_release(
                       seed_values)
     if info.noise == NOISE_SEEDED:
         _warn_seeded_noise(f"{printable(target.name)} is written with", stacklevel=3)
+    if info.method is None:
+        _warn_unknown_method(printable(target.name))
     table = _metadata_table(info)
     audit_record = _audit_record(target, seeds) if with_audit else None
     cells = None if lattice is None else _grid_layer(lattice, fit if include_intensity else None)
@@ -929,6 +931,23 @@ def _warn_seeded_noise(what: str, stacklevel: int) -> None:
         "the release again without a seed)",
         PrivacyLeakWarning,
         stacklevel=stacklevel,
+    )
+
+
+def _warn_unknown_method(name: str) -> None:
+    """PrivacyLeakWarning: nothing says how the points of ``name`` were made.
+
+    ``to_public(original)`` passed every check and published the confidential points, exactly:
+    without a fit, a ``metadata`` method or a record of a geosynth synthesizer on the releases,
+    the writer cannot tell synthetic points from the records themselves.
+    """
+    warnings.warn(
+        f"{name}: nothing records how its points were made (no fit=, no metadata method, no "
+        "record of a geosynth synthesizer on the releases), so the writer cannot tell them "
+        "from the original records, which would be published exactly; pass fit= (or "
+        "metadata={'method': ...} for releases made elsewhere) once you know they are synthetic",
+        PrivacyLeakWarning,
+        stacklevel=3,
     )
 
 

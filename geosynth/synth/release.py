@@ -58,6 +58,7 @@ __all__ = [
     "holds_encoded_geometries",
     "LINKED_ATTR",
     "PUBLIC_ATTR",
+    "PUBLIC_RECORD_FIELDS",
     "UNLINKED_METHODS",
     "BASELINE_ATTR",
     "BASELINE_METHODS",
@@ -337,7 +338,7 @@ class ReleaseInfo:
         """
         infos = [info for info in map(release_info, releases) if info is not None]
         values = {}
-        for name in ("method", "epsilon", "noise", "ledger", "size"):
+        for name in PUBLIC_RECORD_FIELDS:
             recorded = [getattr(info, name) for info in infos if getattr(info, name) is not None]
             values[name] = recorded[-1] if recorded else None
         for weakest in (NOISE_SEEDED, NOISE_EXTERNAL):
@@ -357,6 +358,11 @@ class ReleaseInfoSource(Protocol):
 
     def release_info(self) -> ReleaseInfo:
         """Return the record every release drawn from this object starts from."""
+
+
+#: Fields of a release's record that :func:`to_public` keeps: those the file's metadata states
+#: (:meth:`ReleaseInfo.of_set`), not the release's number or posterior draw.
+PUBLIC_RECORD_FIELDS = ("method", "epsilon", "noise", "ledger", "size")
 
 
 def release_info(frame: Any) -> ReleaseInfo | None:
@@ -532,8 +538,10 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
         ``prepare`` dropped), and the dtype would publish them. ``attrs`` metadata and the
         name of the column labels (``columns.name``) are dropped, except the marker
         ``attrs[PUBLIC_ATTR] = True`` by which :func:`geosynth.io.write_release` knows the rows
-        were shuffled, and on a baseline's release ``attrs[BASELINE_ATTR]`` (its method), by
-        which it refuses to publish one. CRS and column order are kept.
+        were shuffled, on a baseline's release ``attrs[BASELINE_ATTR]`` (its method), by
+        which it refuses to publish one, and the fields :data:`PUBLIC_RECORD_FIELDS` of the
+        release's record (:func:`release_info`: the method, and ε, noise, ledger and size of a
+        DP release), which the file's metadata states. CRS and column order are kept.
 
     Raises
     ------
@@ -556,6 +564,7 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     # First: pandas deep-copies attrs into every selection, even of the geometry column, and
     # a value that cannot be copied would fail there without naming the record.
     method = baseline_method(release)
+    made = release_info(release)
     check_geodataframe(release, "release")
     _check_column_names(release)
     rng = as_generator(seed)
@@ -581,6 +590,9 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     public.attrs = {PUBLIC_ATTR: True}
     if method is not None:
         public.attrs[BASELINE_ATTR] = method
+    if made is not None:  # how the points were made, as write_release publishes it
+        set_release_info(public, ReleaseInfo(**{name: getattr(made, name)
+                                                for name in PUBLIC_RECORD_FIELDS}))
     return public
 
 

@@ -311,10 +311,11 @@ def test_writer_validates_its_arguments(tmp_path, fitted):
         write_release(path, public, fit="fit")
     with pytest.raises(InputError, match=r"metadata\['m'\] is computed by write_release"):
         write_release(path, public, metadata={"m": 3})
+    # (releases made elsewhere: a ledger on Paiva's releases contradicts how they were made)
     with pytest.raises(InputError, match=r"metadata\['ledger'\] has the key 'seed'.*seeds="):
-        write_release(path, public, metadata={"ledger": {"seed": SYNTH_SEED}})
+        write_release(path, [public_like()], metadata={"ledger": {"seed": SYNTH_SEED}})
     with pytest.raises(InputError, match=r"metadata\['ledger'\]\['when'\] of type object cannot"):
-        write_release(path, public, metadata={"ledger": {"when": object()}})
+        write_release(path, [public_like()], metadata={"ledger": {"when": object()}})
     with pytest.raises(InputError, match="seeds must be a dict"):
         write_release(path, public, seeds=SYNTH_SEED)
     with pytest.raises(InputError, match=r"seeds\['synthesize'\] is a numpy Generator"):
@@ -629,7 +630,8 @@ def test_synthesize_output_of_a_default_index_input_is_refused(tmp_path, make_sc
         write_release(tmp_path / "unchecked.gpkg", [rebuilt])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # neither the public form nor a DP release is
-        write_release(tmp_path / "public.gpkg", [to_public(rebuilt, seed=6)])
+        write_release(tmp_path / "public.gpkg", [to_public(rebuilt, seed=6)],
+                      metadata={"method": "paiva"})  # rebuilt: its record is gone too
         write_release(tmp_path / "dp2.gpkg", [dp_like])
 
 
@@ -649,10 +651,29 @@ def test_the_public_form_of_a_baseline_is_refused(tmp_path, make_scenario_counts
     assert names(tmp_path) == []
 
 
+def test_points_of_unknown_origin_are_warned_of(tmp_path, make_scenario_counts):
+    # to_public(original) passed every check: the file held every confidential point exactly.
+    scenario, grid, _ = make_scenario_counts(n=80, seed=4, shape=(4, 4), attributes=["y"])
+    original = to_public(scenario.data[["y", "geometry"]], seed=1)
+    with pytest.warns(PrivacyLeakWarning, match=r"leak.gpkg: nothing records how its points "
+                                                r"were made .*pass fit="):
+        write_release(tmp_path / "leak.gpkg", [original], grid=grid)
+    # releases of a geosynth synthesizer keep their method through to_public: no warning
+    fit = PaivaModel().fit(make_scenario_counts(n=80, seed=4, shape=(4, 4),
+                                                attributes=["y"])[2],
+                           n_iter=40, burn_in=10, chains=1, seed=1, progress=False)
+    public = [to_public(r, seed=2) for r in synthesize(fit, scenario.data, m=1, seed=2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        write_release(tmp_path / "made.gpkg", public, grid=grid)
+    assert read_release(tmp_path / "made.gpkg").metadata["method"] == "paiva"
+
+
 def test_to_public_marks_its_output_and_read_release_too(tmp_path, fitted):
     _, internal, public = fitted
     assert internal[0].attrs[LINKED_ATTR] is True
-    assert public[0].attrs == {PUBLIC_ATTR: True}
+    # the marker of shuffled rows, and how the points were made (no release number or draw)
+    assert public[0].attrs == {PUBLIC_ATTR: True, "geosynth": {"method": "paiva"}}
     path = tmp_path / "release.gpkg"
     write_release(path, public)
     again = read_release(path).releases  # a published file can be written again

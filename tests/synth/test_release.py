@@ -49,7 +49,8 @@ def test_public_release_has_no_index_and_a_shuffled_order(release, regular_data)
     assert isinstance(public.index, pd.RangeIndex) and public.index.start == 0
     assert list(public.columns) == list(release.columns)
     assert public.crs == release.crs
-    assert public.attrs == {PUBLIC_ATTR: True}  # the marker of shuffled rows, nothing else
+    # the marker of shuffled rows and how the points were made, nothing else
+    assert public.attrs == {PUBLIC_ATTR: True, "geosynth": {"method": "paiva"}}
     assert release.attrs[LINKED_ATTR] is True  # the input is not modified
     # Same rows, other order.
     pd.testing.assert_frame_equal(sorted_rows(public), sorted_rows(release))
@@ -430,8 +431,11 @@ def test_public_form_keeps_a_plain_baseline_marker():
         marker.confidential = [(612345.0, 7412345.0)]
         value = marker if key == BASELINE_ATTR else {"method": marker}
         public = to_public(point_frame({key: value}), seed=1)
-        assert public.attrs == {PUBLIC_ATTR: True, BASELINE_ATTR: "donut"}
+        record = {} if key == BASELINE_ATTR else {"geosynth": {"method": "donut"}}
+        assert public.attrs == {PUBLIC_ATTR: True, BASELINE_ATTR: "donut", **record}
         assert type(public.attrs[BASELINE_ATTR]) is str
+        if record:
+            assert type(public.attrs["geosynth"]["method"]) is str
         assert baseline_method(public) == "donut"
     assert baseline_method(point_frame({})) is None and baseline_method(object()) is None
 
