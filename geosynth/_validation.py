@@ -20,6 +20,7 @@ from __future__ import annotations
 import decimal
 import math
 import numbers
+from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
@@ -41,6 +42,7 @@ __all__ = [
     "check_optional_str",
     "check_public_lattice",
     "check_bool",
+    "check_choice",
     "is_integer",
     "is_real",
     "int_hint",
@@ -610,6 +612,42 @@ def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise InputTypeError(f"{name} must be True or False, got {describe_value(value)}")
     return bool(value)
+
+
+def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    """Return ``value`` as a plain str after checking that it is one of ``choices``.
+
+    The one check of a parameter that takes one of a few words (``contiguity="queen"``). An
+    array or Series given for it raised NumPy's "truth value of an array is ambiguous" from
+    ``value not in (...)``; a ``numpy.str_`` is accepted as the word it spells.
+
+    Parameters
+    ----------
+    value : object
+        The value given for the parameter.
+    name : str
+        Name of the parameter, used in the messages.
+    choices : sequence of str
+        The words it may be.
+
+    Returns
+    -------
+    str
+        ``value`` as a ``str`` (not a subclass).
+
+    Raises
+    ------
+    geosynth.errors.InputTypeError
+        ``value`` is not a str (described by type and size only if it is an array or Series).
+    geosynth.errors.InputError
+        ``value`` is a str but not one of ``choices``.
+    """
+    words = ", ".join(repr(c) for c in choices)
+    if not isinstance(value, str):
+        raise InputTypeError(f"{name} must be one of {words}, got {describe_value(value)}")
+    if value not in choices:
+        raise InputError(f"{name} must be one of {words}, got {describe_value(value)}")
+    return str.__str__(value)
 
 
 def check_public_lattice(grid: Any, where: str) -> None:

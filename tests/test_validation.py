@@ -13,6 +13,7 @@ from geosynth._points import point_coordinates
 from geosynth._random import as_generator, check_seed, spawn_seeds
 from geosynth._validation import (
     check_bool,
+    check_choice,
     check_chains,
     check_epsilon,
     check_int,
@@ -377,3 +378,17 @@ def test_check_bool_names_an_int_too_long_to_print(value):
         check_bool(value, "flag")
     text = describe_value(value)
     assert len(text) < 80 and ("digits or so" in text) == (abs(int(value)) > 10**60)
+
+
+@pytest.mark.parametrize("value", [np.array([]), pd.Series(["queen"]), None, 1, ["queen"]])
+def test_check_choice_refuses_what_is_not_a_word_by_type(value):
+    # `value not in ("queen", "rook")` raised NumPy's "truth value ... is ambiguous" on arrays.
+    with pytest.raises(InputTypeError, match=r"contiguity must be one of 'queen', 'rook', got"):
+        check_choice(value, "contiguity", ("queen", "rook"))
+
+
+def test_check_choice_returns_a_plain_str():
+    word = check_choice(np.str_("rook"), "contiguity", ("queen", "rook"))
+    assert word == "rook" and type(word) is str
+    with pytest.raises(InputError, match=r"got str 'hex'"):
+        check_choice("hex", "contiguity", ("queen", "rook"))
