@@ -13,8 +13,8 @@ from geosynth._points import point_coordinates
 from geosynth._random import as_generator, check_seed, spawn_seeds
 from geosynth._validation import (
     check_bool,
-    check_choice,
     check_chains,
+    check_choice,
     check_epsilon,
     check_int,
     check_m,
