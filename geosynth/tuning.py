@@ -1333,8 +1333,11 @@ def _diagnostics(fit) -> dict:
 
     scalars = np.stack([fit.scalar(name) for name in fit.scalar_names], axis=-1)
     result = convergence_diagnostics(scalars)
-    return {"max_r_hat": float(np.nanmax(result.r_hat)),
-            "min_ess": float(np.nanmin(result.ess_bulk))}
+    # One chain has no R-hat (all NaN): nanmax printed NumPy's "All-NaN slice" warning.
+    r_hat = result.r_hat[~np.isnan(result.r_hat)]
+    ess = result.ess_bulk[~np.isnan(result.ess_bulk)]
+    return {"max_r_hat": float(r_hat.max()) if r_hat.size else math.nan,
+            "min_ess": float(ess.min()) if ess.size else math.nan}
 
 
 def _tuning(original_xy, wanted, runs, risk_limit, key, root) -> Tuning:

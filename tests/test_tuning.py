@@ -7,6 +7,7 @@ import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import geopandas as gpd
 import matplotlib
@@ -726,3 +727,13 @@ def test_a_numpy_str_prior_takes_the_stream_of_the_python_str():
     assert numpy == text and repr(numpy.settings) == repr(text.settings)
     assert (tuning_module._candidate_seed(root, numpy).generate_state(4).tolist()
             == tuning_module._candidate_seed(root, text).generate_state(4).tolist())
+
+
+def test_one_chain_has_no_r_hat_and_no_numpy_warning():
+    # --chains 1: nanmax over an all-NaN R-hat printed NumPy's "All-NaN slice" RuntimeWarning.
+    draws = np.random.default_rng(0).normal(size=(1, 200))
+    fit = SimpleNamespace(stopping=None, scalar_names=("mu",), scalar=lambda name: draws)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = tuning_module._diagnostics(fit)
+    assert np.isnan(found["max_r_hat"]) and found["min_ess"] > 50
