@@ -162,14 +162,15 @@ import pandas as pd
 from geosynth._random import check_seed
 from geosynth._validation import (
     MAX_CHAINS,
+    check_choice,
     check_int,
-    check_optional_str,
     check_probability,
     check_real_array,
+    describe_value,
 )
 from geosynth.dp import inference_kernels as kernels
 from geosynth.dp.synthesizers import MAX_COUNT, check_alpha, check_counts
-from geosynth.errors import InputError, InputTypeError, MemoryLimitError
+from geosynth.errors import InputError, MemoryLimitError
 from geosynth.samplers.rng import make_streams
 
 __all__ = [
@@ -552,10 +553,7 @@ def _sampler_work(method: str, problem: _Problem, chains: int, n_iter: int, n_ke
 
 
 def _resolve_method(method: Any, k: int, n: int) -> str:
-    if check_optional_str(method, "method") is None:
-        raise InputTypeError(f"method must be one of {', '.join(map(repr, METHODS))}, got None")
-    if method not in METHODS:
-        raise InputError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
+    method = check_choice(method, "method", METHODS)
     if method == "auto":
         return "exact" if k * (n + 1.0) ** 2 <= EXACT_AUTO_LIMIT else "mh"
     if method in ("gibbs", "mhl") and k != 2:
@@ -705,7 +703,8 @@ def charest_posterior(
         sum to ``n_synth``; fewer than two categories; non-positive ``n``, ``n_synth``,
         ``alpha`` or ``prior``, or a per-category value of the wrong length; a ``prior`` that
         can sum beyond :data:`MAX_PRIOR_TOTAL` (about 4.5e307); an unknown method,
-        or ``"gibbs"``/``"mhl"`` with ``k > 2``; ``burn_in >= n_iter``, ``thin < 1``,
+        or ``"gibbs"``/``"mhl"`` with ``k > 2``; ``n_iter`` above 2**62;
+        ``burn_in >= n_iter``, ``thin < 1``,
         ``chains`` outside 1 to 1,024, ``step`` outside 1 to ``max(n, 11)``; ``n`` or ``n_synth``
         beyond 2**62; duplicate DataFrame column labels; masked entries; a run of more than
         :data:`MAX_WORK` elementary steps (``"exact"``: about ``k (n + 1)²``; the MCMC
@@ -726,6 +725,10 @@ def charest_posterior(
     """
     problem = _validate(synthetic_counts, n, n_synth, alpha, prior)
     n_iter = check_int(n_iter, "n_iter")
+    if n_iter > MAX_COUNT:  # 10**400 overflowed len(range(...)) before the work was checked
+        raise InputError(f"n_iter must be at most 2**62, got {describe_value(n_iter)}: every "
+                         "iteration is at least one step, and a run may take "
+                         f"geosynth.dp.inference.MAX_WORK ({MAX_WORK:.0e}); lower n_iter")
     burn_in = check_int(burn_in, "burn_in", 0)
     thin = check_int(thin, "thin")
     chains = check_int(chains, "chains")

@@ -94,6 +94,7 @@ import pandas as pd
 from geosynth._messages import format_bytes
 from geosynth._random import SeedLike
 from geosynth._validation import (
+    check_choice,
     check_epsilon,
     check_m,
     check_max_bytes,
@@ -885,11 +886,9 @@ def neighbour_sensitivity(neighbours: Any) -> int:
     Raises
     ------
     geosynth.errors.InputError
-        Any other value (a list included).
+        Any other value (an InputTypeError for a list, an array or other non-str).
     """
-    if not isinstance(neighbours, str) or neighbours not in _NEIGHBOURS:
-        raise InputError(f"neighbours must be 'add-remove' or 'replace', got {neighbours!r}")
-    return _NEIGHBOURS[neighbours]
+    return _NEIGHBOURS[check_choice(neighbours, "neighbours", tuple(_NEIGHBOURS))]
 
 
 #: dp_release's default ``burn_in`` for a fixed ``n_iter`` (the exact fit's is 2000).

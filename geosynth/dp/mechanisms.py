@@ -75,10 +75,11 @@ from geosynth._validation import (
 )
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
-from geosynth.errors import InputError, InputTypeError, SamplerError
+from geosynth.errors import InputError, InputTypeError, MemoryLimitError, SamplerError
 
 __all__ = [
     "MAX_FLOAT_NOISE_SCALE",
+    "MAX_VALUE_BYTES",
     "MAX_INTEGER_NOISE_SCALE",
     "laplace",
     "geometric",
@@ -109,6 +110,12 @@ MAX_FLOAT_NOISE_SCALE = sys.float_info.max / 2.0**12
 
 #: Largest |x| the float mechanisms accept, so that x + noise stays below float max.
 _MAX_FLOAT_VALUE = sys.float_info.max / 4.0
+
+#: The most bytes of the 8-byte (float64 or int64) copy of the values (or scores) one mechanism
+#: call makes: 2 GiB, as the synthesizers' ``MAX_SAMPLE_BYTES`` and the posterior's
+#: ``MAX_DRAW_BYTES``. ``laplace(np.ones(10**9, np.int8), ...)`` raised a bare MemoryError
+#: asking for 7.45 GiB. Larger inputs are refused before any budget is spent.
+MAX_VALUE_BYTES = 2**31
 
 _C = TypeVar("_C")
 
@@ -208,8 +215,25 @@ def _describe_positions(bad: NDArray[np.bool_], limit: int = 5) -> str:
     return f"positions [{shown}]" + (f" and {more} more" if more > 0 else "")
 
 
+def _check_copy_bytes(x: Any, name: str) -> None:
+    """Refuse an array whose 8-byte copy exceeds :data:`MAX_VALUE_BYTES`, before copying it.
+
+    The size is read from the array (or pandas object) itself, without converting it; a list
+    is converted by NumPy in any case (and, as Python objects, already takes more memory).
+    """
+    size = getattr(x, "size", None)
+    if is_integer(size) and 8 * size > MAX_VALUE_BYTES:
+        raise MemoryLimitError(
+            f"{name} has {int(size):,} values, whose 8-byte copy would take "
+            f"{8 * size / 2**30:.3g} GiB, more than geosynth.dp.mechanisms.MAX_VALUE_BYTES "
+            f"({MAX_VALUE_BYTES / 2**30:g} GiB); nothing was charged: add noise to it in parts "
+            "(their privacy losses add up unless they concern disjoint records)"
+        )
+
+
 def _as_real_array(x: Any, name: str) -> tuple[NDArray[np.float64], bool]:
     """Return ``x`` as a float64 array and whether it was a scalar."""
+    _check_copy_bytes(x, name)
     array = check_real_array(x, name, "a real number or an array of real numbers")
     bad = ~np.isfinite(array)
     if bad.any():
@@ -225,6 +249,7 @@ def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
     if isinstance(x, str | bytes):
         raise InputTypeError(f"{name} must be an integer or an array of integers, got str")
     refuse_masked(x, name)  # np.asarray reads the values under the mask
+    _check_copy_bytes(x, name)
     array = as_rectangular_array(x, name)
     if array.dtype.kind == "O" and array.size and all(is_integer(v) for v in array.flat):
         # Python ints beyond 64 bits (or an object array of ints): int64 if they fit.
@@ -393,6 +418,8 @@ def laplace(
         not finite and > 0, or the scale ``sensitivity / epsilon`` exceeds
         :data:`MAX_FLOAT_NOISE_SCALE` (the message gives the smallest ε that works). Nothing is
         charged then.
+    geosynth.errors.MemoryLimitError
+        The 8-byte copy of the values would exceed :data:`MAX_VALUE_BYTES`; nothing is charged.
     geosynth.errors.BudgetExceededError
         From ``accountant``, before any noise is drawn.
 
@@ -505,6 +532,8 @@ def geometric(
         ``sensitivity / epsilon`` exceeds :data:`MAX_INTEGER_NOISE_SCALE` (about 1.6e14: the
         int64 output would saturate; the message gives the smallest ε that works). Nothing is
         charged then.
+    geosynth.errors.MemoryLimitError
+        The 8-byte copy of the values would exceed :data:`MAX_VALUE_BYTES`; nothing is charged.
     geosynth.errors.BudgetExceededError
         From ``accountant``, before any noise is drawn.
 
@@ -786,6 +815,8 @@ def gaussian(
     geosynth.errors.InputError
         If ``x`` has NaN/inf or values beyond float max / 4, a parameter is out of range, or
         σ exceeds :data:`MAX_FLOAT_NOISE_SCALE`. Nothing is charged then.
+    geosynth.errors.MemoryLimitError
+        The 8-byte copy of the values would exceed :data:`MAX_VALUE_BYTES`; nothing is charged.
     geosynth.errors.BudgetExceededError
         From ``accountant``, before any noise is drawn.
 
@@ -907,6 +938,8 @@ def exponential(
         If there are no candidates, ``candidates`` and ``scores`` differ in length, a score is
         NaN/inf, ``epsilon`` / ``sensitivity`` is not finite and > 0, or the Gumbel scale
         ``2 * sensitivity / epsilon`` is 0 or exceeds :data:`MAX_FLOAT_NOISE_SCALE`.
+    geosynth.errors.MemoryLimitError
+        The 8-byte copy of the values would exceed :data:`MAX_VALUE_BYTES`; nothing is charged.
     geosynth.errors.BudgetExceededError
         From ``accountant``, before anything is drawn.
 
@@ -947,6 +980,7 @@ def exponential(
             "candidates must be a sequence (list, tuple or array) of possible outputs, got a "
             "0-dimensional array; wrap a single candidate in a list"
         )
+    _check_copy_bytes(scores, "scores")
     score_array = check_real_array(scores, "scores")
     if score_array.ndim != 1:
         raise InputError(

@@ -94,6 +94,7 @@ from geosynth._validation import (
     check_int,
     check_m,
     check_real_array,
+    describe_value,
     refuse_masked,
 )
 from geosynth.data import check_declared, domain_codes
@@ -392,8 +393,8 @@ def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray
     TypeError
         Booleans or non-numeric data.
     geosynth.errors.InputError
-        NaN, infinite, fractional or negative values, a wrong number of dimensions, or no
-        entries.
+        NaN, infinite, fractional or negative values, values beyond 2**62 (also Python ints
+        beyond the float range), a wrong number of dimensions, or no entries.
     """
     values = counts.to_numpy() if isinstance(counts, pd.Series | pd.DataFrame) else counts
     refuse_masked(values, name)
@@ -406,6 +407,9 @@ def check_counts(counts: Any, name: str = "counts", ndim: int = 1) -> np.ndarray
     if a.dtype.kind == "O":
         try:
             a = a.astype(np.float64)
+        except OverflowError:  # an int such as 10**400: float() overflowed unchecked
+            raise InputError(f"{name} has value(s) beyond 2**62; counts of people are far "
+                             "smaller: check the input") from None
         except (TypeError, ValueError) as err:
             raise InputTypeError(
                 f"{name} must hold integer counts, got non-numeric values") from err
@@ -475,7 +479,8 @@ def counts_on_categories(
     Raises
     ------
     geosynth.errors.InputError
-        Invalid counts or categories, or an array whose length is not the number of categories.
+        Invalid counts or categories, or an array whose length is not the number of categories;
+        an InputTypeError for ``categories`` given as a 0-d array.
 
     Warns
     -----
@@ -498,6 +503,11 @@ def counts_on_categories(
             stacklevel=3,
         )
         return x, counts.index.copy()
+    if isinstance(categories, np.ndarray) and categories.ndim == 0:
+        # list() of a 0-d array raised "iteration over a 0-d array" in check_declared
+        raise InputTypeError(f"categories must be a list of labels (or a 1-D array or a "
+                             f"pandas.Index), got {describe_value(categories)}; e.g. "
+                             "categories=['a', 'b']")
     declared = check_declared(categories, "categories")
     labels = (categories.copy() if isinstance(categories, pd.Index)
               else pd.Index(declared, dtype=object, tupleize_cols=False))

@@ -12,13 +12,15 @@ from typing import Any
 import numpy as np
 
 from geosynth._messages import CONTROL_CHARACTERS
-from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth._validation import describe_value
+from geosynth.errors import InputError, InputTypeError, PrivacyLeakWarning
 
 __all__ = [
     "read_bounded",
     "POINT_TYPE",
     "POLYGON_TYPE",
     "MULTIPOLYGON_TYPE",
+    "as_path",
     "existing_file",
     "check_target",
     "printable",
@@ -39,6 +41,33 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 _HIDDEN = frozenset({"Cf", "Zl", "Zp", "Cs"})
 
 
+def as_path(path: Any, name: str = "path") -> Path:
+    """Return ``path`` as a Path after checking that it is a file path (str or os.PathLike).
+
+    ``Path(None)`` raised pathlib's bare TypeError, which names no parameter.
+
+    Parameters
+    ----------
+    path : object
+        The value given for the path.
+    name : str, default "path"
+        How the caller's argument is called, for the error message.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    geosynth.errors.InputTypeError
+        ``path`` is neither a str nor an os.PathLike of a str (None, an int, bytes, ...).
+    """
+    if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
+        raise InputTypeError(f"{name} must be a file path (str or pathlib.Path), got "
+                             f"{describe_value(path)}")
+    return Path(path)
+
+
 def existing_file(path: Any, name: str = "path") -> Path:
     """Return ``path`` as a Path after checking that it names an existing file.
 
@@ -56,11 +85,9 @@ def existing_file(path: Any, name: str = "path") -> Path:
     Raises
     ------
     geosynth.errors.InputError
-        ``path`` is not a path, does not exist or is a directory.
+        ``path`` is not a path (an InputTypeError), does not exist or is a directory.
     """
-    if not isinstance(path, str | os.PathLike):
-        raise InputError(f"{name} must be a file path, got {type(path).__name__}")
-    source = Path(path)
+    source = as_path(path, name)
     if not source.exists():
         raise InputError(f"{name} {str(source)!r} does not exist; check the file name")
     if source.is_dir():

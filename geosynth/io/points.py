@@ -25,6 +25,7 @@ from geosynth.io._files import (
     not_a_geopackage,
     printable,
 )
+from geosynth.lattice import parse_crs
 
 __all__ = ["read_points"]
 
@@ -494,11 +495,17 @@ def _assign_crs(gdf: gpd.GeoDataFrame, crs: Any, source: Path) -> gpd.GeoDataFra
 
 
 def _as_crs(crs: Any) -> pyproj.CRS:
+    """Parse ``crs`` by :func:`geosynth.lattice.parse_crs`, the fix naming the CLI option.
+
+    An array or Series given for ``crs`` raised NumPy's "truth value of an array is ambiguous"
+    ValueError inside pyproj; ``parse_crs`` refuses it (an InputTypeError) by its type.
+    """
     try:
-        return pyproj.CRS.from_user_input(crs)
-    except pyproj.exceptions.CRSError as err:
+        return parse_crs(crs)
+    except CRSError as err:
+        reason = err.__cause__ if err.__cause__ is not None else err
         raise CRSError(
-            f"crs={crs!r} is not a valid CRS ({printable(str(err))[:200]}); pass e.g. "
+            f"crs={crs!r} is not a valid CRS ({printable(str(reason))[:200]}); pass e.g. "
             "'EPSG:31983' (CLI: --crs)"
         ) from None
 

@@ -60,12 +60,13 @@ import shapely
 
 from geosynth._atomic import AtomicOutputs, create_new, remove_stale_staging
 from geosynth._messages import describe_rows
-from geosynth._validation import check_bool
-from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
+from geosynth._validation import check_bool, describe_value, is_integer
+from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.io._files import (
     MULTIPOLYGON_TYPE,
     POINT_TYPE,
     POLYGON_TYPE,
+    as_path,
     check_target,
     existing_file,
     geopackage_problem,
@@ -241,8 +242,14 @@ class ReleaseFile:
 
 
 def audit_path(path: str | os.PathLike) -> Path:
-    """Return the private audit file ``<path>.audit.json`` of the release at ``path``."""
-    return Path(str(Path(path)) + _AUDIT_SUFFIX)
+    """Return the private audit file ``<path>.audit.json`` of the release at ``path``.
+
+    Raises
+    ------
+    geosynth.errors.InputTypeError
+        ``path`` is not a file path (str or os.PathLike).
+    """
+    return Path(str(as_path(path)) + _AUDIT_SUFFIX)
 
 
 def write_release(
@@ -291,7 +298,8 @@ def write_release(
         Free text published in the metadata entry ``notes``; scanned for seeds like
         ``metadata``.
     seeds : Mapping, optional
-        Seeds used to make the releases (name -> int, SeedSequence, list, ...). They are written
+        Seeds used to make the releases (name -> None, an int >= 0, a SeedSequence, or a
+        list or dict of these; NaN, floats, strings and bools are refused). They are written
         to the private audit file ``<path>.audit.json`` (:func:`audit_path`, created mode 0600)
         together with the SHA-256 of the GeoPackage, never into the GeoPackage.
     overwrite : bool, default False
@@ -318,7 +326,8 @@ def write_release(
     Raises
     ------
     geosynth.errors.InputError
-        ``path`` (or its audit file) exists and ``overwrite`` is False, or was created by
+        ``path`` is not a file path (an InputTypeError); ``path`` (or its audit file) exists
+        and ``overwrite`` is False, or was created by
         another process during the write; ``releases`` is empty or not a sequence of point
         GeoDataFrames; a release is the internal output of a synthesizer or may be row-aligned
         with the input; a release has an identifier column (:data:`ID_COLUMNS`, an internal
@@ -374,7 +383,7 @@ def write_release(
     >>> public = [geosynth.to_public(r, seed=k) for k, r in enumerate(releases)]  # doctest: +SKIP
     >>> write_release("release.gpkg", public, fit=fit, seeds={"synthesize": 3})  # doctest: +SKIP
     """
-    target = Path(path)
+    target = as_path(path)
     replace = _check_outputs(outputs, overwrite)
     frames = _check_releases(releases, original_index)
     lattice, fit = _check_grid_and_fit(grid, fit, include_intensity)
@@ -1193,6 +1202,7 @@ def _seed_integers(seeds: Any) -> set[int]:
             f"seeds must be a dict of name -> seed (e.g. {{'synthesize': 3}}), got "
             f"{type(seeds).__name__}"
         )
+    _check_seed_values(seeds)
     found: set[int] = set()
     stack = [_jsonable(dict(seeds), "seeds")]
     while stack:
@@ -1289,6 +1299,32 @@ def _is_seed_number(value: int | float, long_seeds: set[int]) -> bool:
     number = float(value)
     return number.is_integer() and (abs(int(value)) in long_seeds
                                     or abs(number) in {float(s) for s in long_seeds})
+
+
+def _check_seed_values(seeds: Mapping[str, Any]) -> None:
+    """Refuse a value of ``seeds`` that is no seed (NaN, 1.5, "42", True), naming its place.
+
+    A seed is None, an int >= 0 or a SeedSequence (as :func:`geosynth._random.check_seed`
+    takes them), or a list, tuple, integer array or dict of seeds (e.g. the entropy of a
+    SeedSequence). A NaN was written to the audit file as ``null`` and a float as a number no
+    generator takes.
+    """
+    pending: list[tuple[str, Any]] = [(f"seeds[{k!r}]", v) for k, v in seeds.items()]
+    while pending:
+        place, value = pending.pop()
+        if isinstance(value, np.ndarray):
+            value = value.tolist() if value.dtype.kind in "iu" else value
+        if isinstance(value, Mapping):
+            pending.extend((f"{place}[{k!r}]", v) for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            pending.extend((f"{place}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, np.random.Generator):
+            continue  # refused by _jsonable, with the fix
+        elif not (value is None or isinstance(value, np.random.SeedSequence)
+                  or (is_integer(value) and value >= 0)):
+            raise InputTypeError(
+                f"{place} must be None, an int >= 0, a numpy SeedSequence or a list of these, "
+                f"got {describe_value(value)}; record the seed given to the function")
 
 
 def _is_number(value: Any) -> bool:
@@ -1446,7 +1482,8 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         The GeoPackage.
     check_audit : bool, default True
         If the private audit file ``<path>.audit.json`` lies beside the release (and can be
-        read), check that the SHA-256 it records is the GeoPackage's.
+        read), check that the SHA-256 it records is the GeoPackage's. Only True or False (a
+        NumPy bool too) is accepted: ``"no"`` would be truthy, ``None`` falsy.
 
     Returns
     -------
@@ -1457,6 +1494,8 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
 
     Raises
     ------
+    geosynth.errors.InputTypeError
+        ``check_audit`` is not a bool, or ``path`` is not a file path.
     geosynth.errors.InputError
         One message saying what is wrong: the file does not exist, is not a GeoPackage or is
         damaged; it is not a geosynth release (no metadata, another ``format``); it is
@@ -1495,6 +1534,7 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
     A release layer with 0 rows is accepted when its metadata records 0 records (an ε-DP
     release may be empty); ``geosynth evaluate`` refuses it.
     """
+    check_audit = check_bool(check_audit, "check_audit")
     source = existing_file(path)
     name = printable(source.name)
     problem = geopackage_problem(source)
@@ -1599,13 +1639,14 @@ def verify_audit(path: str | os.PathLike) -> dict[str, Any] | None:
     Raises
     ------
     geosynth.errors.InputError
-        The audit file is damaged or not a geosynth audit file, or the SHA-256 it records is
+        ``path`` is not a file path (an InputTypeError); the audit file is damaged or not a
+        geosynth audit file, or the SHA-256 it records is
         not the GeoPackage's: it belongs to another version of the release (e.g. the one a
         later write replaced, or a write killed between the release and its audit file).
     OSError
         The audit file exists but cannot be read (e.g. it belongs to another user).
     """
-    source = Path(path)
+    source = as_path(path)
     audit = audit_path(source)
     if not os.path.lexists(audit):
         return None

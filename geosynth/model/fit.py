@@ -395,11 +395,11 @@ class PaivaModel:
         noise = _check_noise(counts, noise)
         if noise is not None:
             _check_noisy_sizes(counts.counts)
-        check_bool(parallel, "parallel")
+        parallel = check_bool(parallel, "parallel")  # a Python bool from here on
         if parallel and noise is not None:
             raise InputError("parallel=True is not available for noise-aware fits (noise=...); "
                              "use parallel=False")
-        block = self._block_sampler(noise is not None, bool(parallel))
+        block = self._block_sampler(noise is not None, parallel)
         data, tables, names = build_model_data(counts, self)
         if block:
             from geosynth.model.block import block_settings
@@ -420,7 +420,7 @@ class PaivaModel:
                                                 max_rhat=float(max_rhat),
                                                 max_bytes=int(max_bytes))
             runner = AutoRunner(data, tables, names, thin, plan, progress, released,
-                                 parallel=bool(parallel), block=block, schedule=schedule,
+                                 parallel=parallel, block=block, schedule=schedule,
                                  rule=(float(target_ess), float(max_rhat), max_seconds),
                                  started=started, eta_draws=eta_draws, beta_labels=labels,
                                  stop=stop)
@@ -433,11 +433,11 @@ class PaivaModel:
         if executor is not None:
             settings = ChainSettings(names=names, n_iter=int(n_iter), burn_in=int(burn_in),
                                       thin=int(thin), plan=plan, noise=released,
-                                      parallel=bool(parallel), block=block)
+                                      parallel=parallel, block=block)
             draws = run_on_executor(executor, data, tables, settings, streams)
         else:
             runner = ChainRunner(data, tables, names, n_iter, burn_in, thin, plan, progress,
-                                  released, parallel=bool(parallel), block=block, stop=stop)
+                                  released, parallel=parallel, block=block, stop=stop)
             draws = runner.run_all(streams, n_jobs)
         return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
                         burn_in=burn_in, noise_scale=noise, **_shape_beta(draws, counts))

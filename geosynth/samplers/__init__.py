@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from geosynth._validation import check_int, check_real, check_real_array
+from geosynth._validation import check_choice, check_int, check_real, check_real_array
 from geosynth.errors import InputError, SamplerError
 from geosynth.samplers.ars import ars_draw, ars_sample, new_workspace
 from geosynth.samplers.family import STATUS_MESSAGES, STATUS_OK, log_density
@@ -98,8 +98,9 @@ def sample_conditional(
         If a value is out of range: ``a``, ``m``, ``q``, some ``w_j`` or ``z_j`` NaN or
         infinite, ``q < 0`` or some ``w_j < 0`` (not log-concave), ``w`` and ``z`` of
         different shapes, ``size < 0`` or above :data:`MAX_SAMPLE_SIZE`, ``thin < 1``, for
-        ``method="slice"`` ``size × thin`` above :data:`MAX_SLICE_TRANSITIONS`, or an
-        invalid ``method``. The message
+        ``method="slice"`` ``size × thin`` above :data:`MAX_SLICE_TRANSITIONS`, or a
+        ``method`` other than ``"ars"``/``"slice"`` (an InputTypeError if it is no str, e.g.
+        an array). The message
         names the parameter (and the index ``j``).
     SamplerError
         If the density is improper (``q = 0`` and a tail that does not vanish), or a sampler
@@ -119,8 +120,7 @@ def sample_conditional(
         raise InputError(f"q must be >= 0, got {q!r}: it is the prior precision (1/variance); "
                          "pass q=0 for a flat prior")
     w_arr, z_arr = _as_terms(w, z)
-    if method not in ("ars", "slice"):
-        raise InputError(f"method must be 'ars' or 'slice', got {method!r}")
+    method = check_choice(method, "method", ("ars", "slice"))
     size = check_int(size, "size", 0, what="number of draws")
     if size > MAX_SAMPLE_SIZE:  # 10**12 failed in numba with a bare MemoryError
         raise InputError(f"size must be at most {MAX_SAMPLE_SIZE:,} draws, got {size:,}; draw "

@@ -22,8 +22,11 @@ import numpy as np
 from numba import njit
 
 from geosynth._random import root_seed_sequence
+from geosynth._validation import check_int
+from geosynth.errors import InputError
 
 __all__ = [
+    "MAX_STREAMS",
     "make_streams",
     "next_uint64",
     "uniform",
@@ -36,6 +39,11 @@ __all__ = [
     "gamma",
     "gamma_and_log",
 ]
+
+#: The most streams of one :func:`make_streams` call (65,536, about a second of spawning): one
+#: per chain (at most :data:`geosynth._validation.MAX_CHAINS`) or per parallel work item.
+#: ``n_streams = 10**12`` spawned for hours before running out of memory.
+MAX_STREAMS = 1 << 16
 
 _ONE = np.uint64(1)
 _SHIFT_MANTISSA = np.uint64(11)
@@ -52,7 +60,8 @@ def make_streams(seed, n_streams: int) -> np.ndarray:
         Public seed. ``None`` uses fresh OS entropy. A Generator contributes 128 bits drawn from it.
         An int must be >= 0.
     n_streams : int
-        Number of streams (one per chain, or per parallel work item).
+        Number of streams (one per chain, or per parallel work item), from 1 to
+        :data:`MAX_STREAMS`.
 
     Returns
     -------
@@ -62,10 +71,17 @@ def make_streams(seed, n_streams: int) -> np.ndarray:
     Raises
     ------
     TypeError
-        ``seed`` is a bool, float, string or other type (the message names ``seed``).
+        ``seed`` or ``n_streams`` is a bool, float, string or other type (the message names
+        the parameter).
     geosynth.errors.InputError
-        ``seed`` is a negative int.
+        ``seed`` is a negative int, or ``n_streams`` is outside 1 .. :data:`MAX_STREAMS`
+        (checked before any stream is made).
     """
+    n_streams = check_int(n_streams, "n_streams", 1, what="number of random streams")
+    if n_streams > MAX_STREAMS:
+        raise InputError(f"n_streams (number of random streams) must be at most "
+                         f"{MAX_STREAMS:,}, got {n_streams:,}: one stream serves a chain or a "
+                         "parallel work item; pass fewer")
     children = root_seed_sequence(seed).spawn(n_streams)
     states = np.empty((n_streams, 4), dtype=np.uint64)
     for k, child in enumerate(children):

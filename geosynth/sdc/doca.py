@@ -147,6 +147,7 @@ from geosynth._validation import (
     check_real,
     check_real_array,
     check_unique_columns,
+    describe_value,
     refuse_masked,
 )
 from geosynth.errors import InputError, InputTypeError, MemoryLimitError, PrivacyLeakWarning
@@ -414,6 +415,10 @@ def _numbers(value: object, name: str) -> np.ndarray | None:
         return None
     try:
         array = np.asarray(value)
+        if isinstance(value, list | tuple) and array.dtype.kind in "biuf":
+            # NumPy converts the entries by value: (True, 5.0) became [1.0, 5.0]; as objects,
+            # each entry is checked below.
+            array = np.asarray(value, dtype=object)
     except ValueError:  # ragged
         return None
     if array.dtype.kind == "O":
@@ -710,6 +715,15 @@ class Doca:
         )
 
     def _check_state_bytes(self, d: int) -> None:
+        counts = {"delay": self.delay, "max_clusters": self.max_clusters,
+                  "tau_window": self.tau_window}
+        for name, count in counts.items():  # 10**400 overflowed the estimate's float division
+            if count > MAX_STATE_BYTES:
+                raise MemoryLimitError(
+                    f"{name} = {describe_value(count)} is above geosynth.sdc.doca.MAX_STATE_BYTES "
+                    f"= {MAX_STATE_BYTES:,}, and each of its entries of state takes 8 bytes or "
+                    f"more; lower {name}"
+                )
         estimate = ((self.delay + 1) * 24 + self.max_clusters * (3 * 8 * d + 24)
                     + self.tau_window * 8)
         if estimate > MAX_STATE_BYTES:

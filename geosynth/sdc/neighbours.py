@@ -98,13 +98,21 @@ from geosynth._points import at_locations, refuse_z
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import (
     check_bool,
+    check_choice,
     check_int,
     check_positive,
     check_probability,
     check_unique_columns,
+    describe_value,
 )
 from geosynth.data import identifying_levels
-from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
+from geosynth.errors import (
+    DataWarning,
+    InputError,
+    InputTypeError,
+    MemoryLimitError,
+    PrivacyLeakWarning,
+)
 
 __all__ = ["NeighbourResampleInfo", "neighbour_resample", "MAX_NEIGHBOUR_PAIRS"]
 
@@ -214,6 +222,14 @@ def _is_numeric_dtype(dtype: Any) -> bool:
 
 
 def _as_name_list(value: Any, name: str) -> list[Hashable]:
+    """``value`` as a list of column names: one name, or a flat list, tuple, Index or 1-d array.
+
+    A 0-d array raised "iteration over a 0-d array"; it, a Series and other unhashable values
+    are refused by type and size only (they may hold confidential values).
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        raise InputTypeError(f"{name} must be a column name or a flat list of column names, got "
+                             f"{describe_value(value)}; e.g. {name}=['age', 'sex']")
     if isinstance(value, (list, tuple, pd.Index, np.ndarray)):
         names = list(value)
         unhashable = [v for v in names if not isinstance(v, Hashable)]
@@ -223,7 +239,8 @@ def _as_name_list(value: Any, name: str) -> list[Hashable]:
         return names
     if isinstance(value, Hashable):
         return [value]
-    raise InputError(f"{name} must be a column name or a list of column names, got {value!r}")
+    raise InputTypeError(f"{name} must be a column name or a list of column names, got "
+                         f"{describe_value(value)}")
 
 
 def _check_factor(value: Any, name: str, *, hint: str, too_large: str) -> float:
@@ -260,10 +277,8 @@ def _check_scalars(
     )
     check_probability(modprop, "modprop", zero=True, one=True,
                       hint="pass the proportion of records to resample, e.g. modprop=0.2")
-    if no_neighbours not in ("keep", "suppress"):
-        raise InputError(f'no_neighbours must be "keep" or "suppress", got {no_neighbours!r}')
-    if selection not in ("bernoulli", "exact"):
-        raise InputError(f'selection must be "bernoulli" or "exact", got {selection!r}')
+    check_choice(no_neighbours, "no_neighbours", ("keep", "suppress"))
+    check_choice(selection, "selection", ("bernoulli", "exact"))
     check_bool(include_coordinates, "include_coordinates")
 
 
@@ -1025,7 +1040,9 @@ def neighbour_resample(
     ------
     TypeError
         ``eps``, ``modprop``, a weight or ``min_neighbours`` of the wrong type (a bool, a string,
-        a float ``min_neighbours``, ...), or ``return_info`` that is not a bool.
+        a float ``min_neighbours``, ...), ``return_info`` that is not a bool, ``no_neighbours``
+        or ``selection`` that is not a str (e.g. an array), or ``columns``/``categorical`` that
+        is neither a name nor a flat list of names (e.g. a 0-d array).
     geosynth.errors.InputError
         Bad parameter, missing column, unsupported dtype, NaN or infinite values in a variable,
         a categorical or integer variable that identifies records (an ID), no rows, or (with

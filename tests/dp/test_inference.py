@@ -648,7 +648,8 @@ def test_lgamma_difference_is_exact_where_lgamma_cancels():
         (dict(method="mh", step=10**30), InputError, "step must be at most max"),
         (dict(method="mhl", step=12), InputError, r"step must be at most max\(n, 11\)"),
         # an array method raised NumPy's "truth value of an array is ambiguous"
-        (dict(method=np.array(["mh", "exact"])), TypeError, "method must be a str"),
+        (dict(method=np.array(["mh", "exact"])), TypeError,
+         r"method must be one of 'auto', .*, got ndarray of shape \(2,\)"),
         (dict(method=None), TypeError, "method must be one of"),
         # masked entries were read through the mask
         (dict(synthetic_counts=np.ma.masked_array([3, 50], [False, True])), InputError,
@@ -661,6 +662,9 @@ def test_lgamma_difference_is_exact_where_lgamma_cancels():
         (dict(method="mh", n_iter=10**15, thin=10**14, burn_in=0), InputError,
          r"method='mh' with n_iter=1,000,000,000,000,000 .* more than .*MAX_WORK"),
         (dict(method="gibbs", n_iter=10**30, thin=10**29, burn_in=0), InputError, "MAX_WORK"),
+        # 10**400 raised OverflowError from len(range(burn_in, n_iter, thin))
+        (dict(n_iter=10**400), InputError,
+         r"^n_iter must be at most 2\*\*62, got int <401 digits or so>.*MAX_WORK"),
         # explicit "exact" at n = 10**8 passed the table limit and ran for years
         (dict(method="exact", n=10**8), InputError, r"method='exact' .* check n"),
     ],

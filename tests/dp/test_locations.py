@@ -88,10 +88,10 @@ def test_dp_counts_validation(scenario_counts):
     with pytest.raises(InputError, match="neighbours"):
         dp_counts(counts, 1.0, levels=LEVELS, neighbours="swap")
     for unhashable in (["replace"], {"a": 1}):  # a bare "unhashable type" TypeError
-        with pytest.raises(InputError, match=r"neighbours must be 'add-remove' or 'replace', "
-                                             r"got [\[{]"):
+        with pytest.raises(InputError, match=r"neighbours must be one of 'add-remove', "
+                                             r"'replace', got (list|dict) of length 1"):
             dp_counts(counts, 1.0, levels=LEVELS, neighbours=unhashable)
-        with pytest.raises(InputError, match=r"neighbours must be 'add-remove' or 'replace'"):
+        with pytest.raises(InputError, match=r"neighbours must be one of 'add-remove', 'replace'"):
             dp_release(counts, 1.0, levels=LEVELS, neighbours=unhashable)
     with pytest.raises(InputError, match=r"^chains must be an int >= 1, got 'auto'$"):
         dp_release(counts, 1.0, levels=LEVELS, chains="auto")  # offered 'auto' before
@@ -599,6 +599,9 @@ def test_dp_synthesize_refuses_a_crs_other_than_the_lattices(scenario_counts,
         dp_synthesize(fit, 1, crs="EPSG:4326")
     with pytest.raises(CRSError, match="crs 'no such crs' is not a valid CRS"):
         dp_synthesize(fit, 1, crs="no such crs")
+    # an array raised NumPy's "truth value of an array is ambiguous" (refused by parse_crs)
+    with pytest.raises(TypeError, match=r"crs must be a pyproj.CRS.*got ndarray of shape"):
+        dp_synthesize(fit, 1, crs=np.array(["EPSG:31983", "EPSG:4326"]))
     (release,) = dp_synthesize(fit, 1, crs=counts.grid.crs.to_string())
     assert release.crs == counts.grid.crs
 

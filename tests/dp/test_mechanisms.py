@@ -29,6 +29,7 @@ from geosynth.errors import (
     BudgetExceededError,
     InputError,
     InputTypeError,
+    MemoryLimitError,
     PrivacyLeakWarning,
     SamplerError,
 )
@@ -948,3 +949,33 @@ def test_a_wrong_type_in_the_dp_layer_is_a_geosynth_error(call):
     # A plain TypeError escaped `except GeosynthError` around a release.
     with pytest.raises(InputTypeError):
         call()
+
+
+@pytest.mark.parametrize("mechanism", [
+    lambda x, acc: laplace(x, sensitivity=1.0, epsilon=1.0, accountant=acc),
+    lambda x, acc: gaussian(x, sensitivity=1.0, epsilon=0.5, delta=1e-6, accountant=acc),
+    lambda x, acc: geometric(x, sensitivity=1, epsilon=1.0, accountant=acc),
+    lambda x, acc: exponential(range(x.size), x, sensitivity=1.0, epsilon=1.0,
+                               accountant=acc),
+])
+def test_values_whose_copy_is_too_large_are_refused_before_any_spend(mechanism):
+    # laplace(np.ones(10**9, np.int8), ...) raised a bare MemoryError asking for 7.45 GiB
+    # (a view of 10**12 values here: no memory is taken by the input itself).
+    acc = Accountant(10.0)
+    huge = np.broadcast_to(np.int8(1), (10**12,))
+    with pytest.raises(MemoryLimitError, match=r"has 1,000,000,000,000 values, whose 8-byte "
+                                               r"copy .*MAX_VALUE_BYTES \(2 GiB\)"):
+        mechanism(huge, acc)
+    assert acc.spent_epsilon == 0.0
+
+
+def test_the_copy_limit_is_the_documented_one(monkeypatch):
+    from geosynth.dp import mechanisms
+
+    assert mechanisms.MAX_VALUE_BYTES == 2**31
+    monkeypatch.setattr(mechanisms, "MAX_VALUE_BYTES", 80)  # ten 8-byte values
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        assert laplace(np.zeros(10, np.int8), sensitivity=1.0, epsilon=1.0, seed=1).shape == (10,)
+    with pytest.raises(MemoryLimitError, match="has 11 values"):
+        laplace(np.zeros(11, np.int8), sensitivity=1.0, epsilon=1.0, seed=1)

@@ -20,6 +20,7 @@ from geosynth.errors import (
     BudgetExceededError,
     DataWarning,
     InputError,
+    InputTypeError,
     MemoryLimitError,
     PrivacyLeakWarning,
 )
@@ -670,3 +671,29 @@ def test_beta_binomial_refusals_do_not_quote_the_counts(counts, n, match):
     with pytest.raises(InputError, match=match) as info:
         BetaBinomialSynthesizer(1.0).fit(counts, n=n)
     assert not {"13", "17", str(n)} & set(re.findall(r"\d+", str(info.value)))
+
+
+@pytest.mark.parametrize("counts", [10**400, [10**400, 1], [1, -(10**400)]])
+def test_counts_beyond_the_float_range_are_refused(counts):
+    # float(10**400) raised OverflowError ("int too large to convert to float").
+    synth = DirichletMultinomialSynthesizer(epsilon=1, n_synth=100)
+    with pytest.raises(InputError, match=r"^counts has value\(s\) beyond 2\*\*62"):
+        synth.fit(counts)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda: DirichletMultinomialSynthesizer(epsilon=1, n_synth=100).fit(
+        [1, 2, 3], categories=np.array(1.0)),
+    lambda: BetaBinomialSynthesizer(epsilon=1, n_synth=100).fit(
+        [1, 2], categories=np.array("a")),
+    lambda: BetaBinomialSynthesizer(epsilon=1, n_synth=100).fit(
+        1, n=5, categories=np.array(1.0)),
+])
+def test_a_0d_array_of_categories_is_refused_by_name(fit):
+    # list(np.array(1.0)) raised "TypeError: iteration over a 0-d array".
+    with pytest.raises(InputTypeError, match=r"^categories must be a list of labels .*got "
+                                             r"ndarray of shape \(\)"):
+        fit()
+    synth = BetaBinomialSynthesizer(epsilon=1, n_synth=100).fit([1, 2],
+                                                               categories=np.array(["a", "b"]))
+    assert list(synth.categories) == ["a", "b"]

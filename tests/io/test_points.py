@@ -4,12 +4,13 @@ import sys
 import warnings
 
 import geopandas as gpd
+import numpy as np
 import pandas as pd
 import pyogrio
 import pytest
 import shapely
 
-from geosynth.errors import CRSError, InputError
+from geosynth.errors import CRSError, InputError, InputTypeError
 from geosynth.io import read_points
 from tests.io.helpers import CRS, XMAX, XMIN, YMAX, YMIN, assert_same_points
 
@@ -644,3 +645,12 @@ def test_a_csv_column_gets_one_type_from_all_its_values(tmp_path):
         got = read_points(path, x="east", y="north", crs=CRS)
     assert got["zone"].map(type).nunique() == 1
     assert got["zone"].nunique() == 51
+
+
+@pytest.mark.parametrize("crs", [np.array([1, 0]), pd.Series(["EPSG:31983"]), True])
+def test_a_crs_that_is_an_array_or_a_flag_is_refused_by_name(tmp_path, crs):
+    # An array or a Series raised NumPy's "truth value of an array is ambiguous" in pyproj.
+    path = tmp_path / "points.csv"
+    path.write_text("east,north\n1,2\n")
+    with pytest.raises(InputTypeError, match=r"^crs must be a pyproj.CRS"):
+        read_points(path, x="east", y="north", crs=crs)

@@ -33,7 +33,7 @@ from geosynth import (
 from geosynth._atomic import AtomicOutputs
 from geosynth.dp import Accountant, dp_counts
 from geosynth.dp.locations import NoisyCounts
-from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
+from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.io import (
     ID_COLUMNS,
     audit_path,
@@ -1619,3 +1619,55 @@ def test_an_empty_layer_has_no_extent(tmp_path):
               " max_y = 7790456.5 WHERE table_name = 'synthetic_2'")
     assert _unseen_and_unquoted(_refusal(
         path, r"'gpkg_contents' gives the layer 'synthetic_2' an extent that is not its features'"))
+
+
+@pytest.mark.parametrize("flag", [None, 0, [], "no", np.array([True, False]),
+                                  pd.Series([True])])
+def test_read_release_refuses_a_check_audit_that_is_not_a_bool(tmp_path, flag):
+    # None, 0 and [] silently skipped the audit check, "no" turned it on, and an array or a
+    # Series raised NumPy's "truth value of an array is ambiguous".
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like()], seeds={"synthesize": 1})
+    with pytest.raises(InputTypeError, match="check_audit must be True or False"):
+        read_release(path, check_audit=flag)
+    assert read_release(path, check_audit=np.True_).audit == audit_path(path)
+    assert read_release(path, check_audit=False).audit is None
+
+
+@pytest.mark.parametrize("call", [
+    lambda: write_release(None, [public_like()]),
+    lambda: verify_audit(None),
+    lambda: audit_path(1),
+    lambda: read_release(b"release.gpkg"),
+])
+def test_paths_that_are_not_paths_are_refused_by_name(call):
+    # pathlib raised a bare TypeError ("expected str, bytes or os.PathLike object").
+    with pytest.raises(InputTypeError, match=r"^path must be a file path \(str or pathlib.Path\)"):
+        call()
+
+
+@pytest.mark.parametrize("seeds, where", [
+    ({"fit": float("nan")}, r"seeds\['fit'\]"),
+    ({"fit": 1.5}, r"seeds\['fit'\]"),
+    ({"fit": np.float64(3.0)}, r"seeds\['fit'\]"),
+    ({"fit": True}, r"seeds\['fit'\]"),
+    ({"fit": "42"}, r"seeds\['fit'\]"),
+    ({"fit": -1}, r"seeds\['fit'\]"),
+    ({"fit": [1, 2.5]}, r"seeds\['fit'\]\[1\]"),
+    ({"run": {"fit": float("inf")}}, r"seeds\['run'\]\['fit'\]"),
+])
+def test_write_release_refuses_seeds_that_are_no_seeds(tmp_path, seeds, where):
+    # A NaN seed was written to the audit file as null, a float as a number no generator takes.
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputTypeError, match=where + " must be None, an int >= 0"):
+        write_release(path, [public_like()], seeds=seeds)
+    assert not path.exists() and not audit_path(path).exists()
+
+
+def test_write_release_keeps_the_seeds_it_accepts(tmp_path):
+    path = tmp_path / "release.gpkg"
+    seeds = {"fit": 3, "public": np.int64(4), "spawned": [1, 2], "none": None,
+             "sequence": np.random.SeedSequence(5), "array": np.array([6, 7])}
+    write_release(path, [public_like()], seeds=seeds)
+    recorded = json.loads(audit_path(path).read_text())["seeds"]
+    assert recorded["fit"] == 3 and recorded["spawned"] == [1, 2] and recorded["array"] == [6, 7]

@@ -172,3 +172,25 @@ def test_chromatic_chains_run_in_the_calling_thread(counts, monkeypatch):
     here = threading.get_ident()
     assert [t == here for chromatic, t in seen if chromatic] == [True, True]
     assert [t == here for chromatic, t in seen if not chromatic] == [False, False]
+
+
+@pytest.mark.parametrize("auto", [False, True])
+@pytest.mark.parametrize("flag", [np.True_, np.False_])
+def test_a_numpy_bool_reaches_the_runner_as_a_python_bool(counts, monkeypatch, flag, auto):
+    # parallel=np.True_ is accepted; the runners (and anything they compile) see a Python bool.
+    from geosynth.model import fit as fit_module
+
+    class Stop(Exception):
+        pass
+
+    seen = []
+
+    def recording(*args, parallel, **kwargs):
+        seen.append(parallel)
+        raise Stop
+
+    monkeypatch.setattr(fit_module, "AutoRunner" if auto else "ChainRunner", recording)
+    run = dict(n_iter="auto") if auto else dict(n_iter=6, burn_in=2)
+    with pytest.raises(Stop):
+        PaivaModel().fit(counts, thin=1, seed=1, progress=False, parallel=flag, **run)
+    assert seen == [bool(flag)] and type(seen[0]) is bool

@@ -5,6 +5,7 @@ import pytest
 from numba import njit
 from scipy import stats
 
+from geosynth.errors import InputError, InputTypeError
 from geosynth.samplers import rng
 
 
@@ -289,3 +290,24 @@ def test_spawned_streams_are_uncorrelated():
               for s in range(63) for lag in (1, 2, 3)]
     assert stats.kstest(corr, "norm").pvalue > 0.001
     assert np.abs(corr).max() < 5.0 and np.abs(lagged).max() < 5.0
+
+
+@pytest.mark.parametrize("n_streams", [None, "1", True, 3.5, np.float64(2.0)])
+def test_make_streams_refuses_a_count_that_is_not_an_int(n_streams):
+    # None and "1" raised a bare TypeError from SeedSequence.spawn, True and 3.5 another.
+    with pytest.raises(InputTypeError, match=r"^n_streams \(number of random streams\) must be "
+                                             r"an int"):
+        rng.make_streams(1, n_streams)
+
+
+@pytest.mark.parametrize("n_streams", [0, -1, (1 << 16) + 1, 10**12, 10**400])
+def test_make_streams_refuses_a_count_out_of_range_before_any_work(n_streams):
+    # -1 raised OverflowError in SeedSequence; 10**12 spawned for minutes (this test must be
+    # instant: the check comes before spawning).
+    with pytest.raises(InputError, match=r"^n_streams \(number of random streams\) must be"):
+        rng.make_streams(1, n_streams)
+
+
+def test_make_streams_takes_any_int_up_to_its_maximum():
+    assert rng.make_streams(1, np.int64(3)).shape == (3, 4)
+    assert rng.MAX_STREAMS == 1 << 16  # MAX_CHAINS chains each get their stream

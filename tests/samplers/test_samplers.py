@@ -8,7 +8,7 @@ from numba import njit
 from scipy import integrate, special, stats
 from scipy.stats import sampling
 
-from geosynth.errors import InputError, SamplerError
+from geosynth.errors import InputError, InputTypeError, SamplerError
 from geosynth.samplers import (
     ars_draw,
     log_density,
@@ -426,3 +426,12 @@ def test_draws_match_exact_cdf(name, method):
     assert np.all(np.isfinite(draws))
     result = stats.kstest(draws, cdf)
     assert result.pvalue > P_MIN, f"{method} on {name}: KS p = {result.pvalue:.2e}"
+
+
+@pytest.mark.parametrize("method", [np.array(["ars", "slice"]), np.array(["ars"]), ["ars"], None])
+def test_sample_conditional_refuses_a_method_that_is_no_word(method):
+    # An array raised NumPy's "truth value of an array is ambiguous" from `method not in`.
+    with pytest.raises(InputTypeError, match=r"^method must be one of 'ars', 'slice', got "):
+        sample_conditional(1.0, [1.0], 1.0, 0.0, 1.0, method=method)
+    assert sample_conditional(1.0, [1.0], 1.0, 0.0, 1.0, method=np.str_("slice"), seed=1).shape \
+        == (1,)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.sdc import Doca
 from geosynth.sdc.doca import (
     DocaDiagnostics,
@@ -859,3 +859,20 @@ def test_beta_shape_for_a_tiny_first_shape(a):
     # a = 1e-20, and √(a·b) underflowed to a ZeroDivisionError at a = 1e-300.
     b = beta_shape_for_skewness(a, 1.0)
     assert b / a == pytest.approx((3 + math.sqrt(5)) / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["delay", "max_clusters", "tau_window"])
+def test_a_count_beyond_any_memory_is_refused_by_name(name):
+    # 10**400 raised OverflowError ("integer division result too large for a float") while
+    # the state's size was estimated.
+    with pytest.raises(MemoryLimitError, match=rf"^{name} = int <401 digits or so> is above "
+                                               r".*MAX_STATE_BYTES"):
+        Doca(1.0, 1000.0, **{name: 10**400})
+
+
+@pytest.mark.parametrize("bounds", [(True, 5.0), (0.0, np.True_), ([0.0, True], [1.0, 2.0])])
+def test_bounds_holding_a_bool_are_refused(bounds):
+    # NumPy turned (True, 5.0) into [1.0, 5.0]: a flag was silently taken as the bound 1.
+    with pytest.raises(InputError, match=r"^bounds must be a pair \(lo, hi\) of numbers"):
+        Doca(1.0, bounds=bounds)
+    assert Doca(1.0, bounds=(1, 5.0)).sensitivity == 4.0

@@ -18,7 +18,13 @@ from scipy.stats import binom
 from shapely.geometry import LineString, Point
 
 import geosynth.sdc.neighbours as nbmod
-from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
+from geosynth.errors import (
+    DataWarning,
+    InputError,
+    InputTypeError,
+    MemoryLimitError,
+    PrivacyLeakWarning,
+)
 from geosynth.sdc import neighbour_resample
 from geosynth.sdc.neighbours import NeighbourResampleInfo
 
@@ -825,8 +831,9 @@ def test_modprop_of_the_wrong_type(modprop):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"selection": "random"}, r'selection must be "bernoulli" or "exact", got \'random\''),
-        ({"no_neighbours": "drop"}, r'no_neighbours must be "keep" or "suppress"'),
+        ({"selection": "random"}, r"selection must be one of 'bernoulli', 'exact', got str "
+                                  r"'random'"),
+        ({"no_neighbours": "drop"}, r"no_neighbours must be one of 'keep', 'suppress'"),
         ({"include_coordinates": "yes"}, r"include_coordinates must be True or False"),
         ({"weights": {"height": 0.5}}, r"weights names 'height', which is not a resampled"),
         ({"weights": {"age": 0}}, r"weight of 'age' must be a finite number > 0"),
@@ -976,3 +983,26 @@ def test_warnings_never_name_record_labels():
     # PAT7 (age 90) has no neighbour; PAT5's two neighbours are both (50, "m")
     assert info.n_without_neighbours == 2 and info.n_whole_copies > 0
     assert not any("PAT" in str(w.message) or "rows [" in str(w.message) for w in record)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"no_neighbours": np.array(["keep", "suppress"])},
+    {"selection": np.array(["bernoulli", "exact"])},
+    {"selection": pd.Series(["exact"])},
+])
+def test_options_given_as_arrays_are_refused_by_name(kwargs):
+    # `value not in (...)` raised NumPy's "truth value of an array is ambiguous".
+    (name,) = kwargs
+    with pytest.raises(InputTypeError, match=rf"^{name} must be one of .*, got (ndarray|Series) "
+                                             r"of shape"):
+        neighbour_resample(mixed_frame(), 1.0, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["columns", "categorical"])
+def test_a_0d_array_of_column_names_is_refused_by_name(name):
+    # list(np.array("age")) raised "TypeError: iteration over a 0-d array".
+    with pytest.raises(InputTypeError, match=rf"^{name} must be a column name or a flat list of "
+                                             r"column names, got ndarray of shape \(\)"):
+        neighbour_resample(mixed_frame(), 1.0, **{name: np.array("age")})
+    frame = neighbour_resample(mixed_frame(), 1.0, seed=1, columns=np.array(["age"]))
+    assert list(frame.columns) == list(mixed_frame().columns)
