@@ -25,6 +25,7 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from geosynth._messages import CONTROL_CHARACTERS
 from geosynth.errors import InputError, InputTypeError
@@ -45,6 +46,7 @@ __all__ = [
     "check_choice",
     "is_integer",
     "is_real",
+    "is_sequence",
     "int_hint",
     "as_float",
     "describe_value",
@@ -443,6 +445,29 @@ def is_real(value: Any) -> bool:
         False for bools and ``numpy.timedelta64`` too (NumPy counts both as numbers).
     """
     return isinstance(value, numbers.Real) and not isinstance(value, _NOT_NUMBERS)
+
+
+def is_sequence(value: Any) -> bool:
+    """Tell whether ``value`` is a list-like of items: a sequence, a pandas Index or a 1-d array.
+
+    The test of a parameter taking several items (column names, releases, thresholds). A str
+    is not one; nor is a 0-d array (``np.array(1.0)``, whose iteration raised "iteration over
+    a 0-d array") or a 2-d one.
+
+    Parameters
+    ----------
+    value : object
+        The value given.
+
+    Returns
+    -------
+    bool
+    """
+    if isinstance(value, str | bytes):
+        return False
+    if isinstance(value, np.ndarray):
+        return value.ndim == 1
+    return isinstance(value, Sequence) or (isinstance(value, pd.Index) and value.nlevels == 1)
 
 
 def check_int(

@@ -103,14 +103,17 @@ from geosynth._points import point_coordinates, usable_points
 from geosynth._validation import (
     MAX_CONTINUOUS,
     check_bool,
+    check_choice,
     check_max_bytes,
     check_unique_columns,
     describe_value,
+    is_sequence,
 )
 from geosynth.errors import (
     CRSError,
     DataWarning,
     InputError,
+    InputTypeError,
     MemoryLimitError,
     PrivacyLeakWarning,
 )
@@ -445,9 +448,11 @@ class CellCounts(CountTable):
         Raises
         ------
         InputError
-            ``name`` is not a covariate of these counts.
+            ``name`` is not a covariate of these counts (an InputTypeError if it is no str).
         """
         names = self.covariates
+        if not isinstance(name, str):  # an array raised "truth value ... is ambiguous"
+            check_choice(name, "name", names)
         if name not in names:
             raise InputError(f"{name!r} is not a continuous covariate of these counts; they "
                              f"have {list(names)}")
@@ -663,6 +668,8 @@ def check_prepare_options(
         Any of them is invalid (the message says what was given).
     """
     _check_allow_identifying(allow_identifying)
+    if not isinstance(outside, str):  # an array raised "truth value ... is ambiguous"
+        check_choice(outside, "outside", ("error", "drop"))
     if outside not in ("error", "drop"):
         raise InputError(f'outside must be "error" or "drop", got {outside!r}')
     check_max_bytes(max_bytes)
@@ -720,8 +727,8 @@ def check_columns(
             "gdf.columns = ['_'.join(map(str, c)) for c in gdf.columns]"
         )
     available = [c for c in gdf.columns if c != geometry_name]
-    if not isinstance(attributes, str | Sequence | pd.Index | np.ndarray):
-        raise InputError(f"attributes must be a column name or a list of column names, got "
+    if not (isinstance(attributes, str) or is_sequence(attributes)):  # 0-d array: no items
+        raise InputTypeError(f"attributes must be a column name or a list of column names, got "
                          f"{describe_value(attributes)}; e.g. attributes=['sex', 'age_group'] "
                          f"(of {available})")  # a Series given here holds confidential values
     attrs = (attributes,) if isinstance(attributes, str) else tuple(attributes)

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._messages import CONTROL_CHARACTERS
-from geosynth._random import SeedLike
+from geosynth._random import SeedLike, check_seed
 from geosynth._validation import check_bool, check_int
 from geosynth.errors import CRSError, InputError
 from geosynth.lattice import Grid
@@ -48,7 +48,7 @@ from geosynth.metrics import (
 )
 from geosynth.metrics.matching import as_columns, as_releases, check_columns, check_frames, frame_xy
 from geosynth.metrics.risk import MEAN_LABEL, check_mean_label, nanmean_rows, with_mean_row
-from geosynth.metrics.utility import MIN_POINTS, as_bounds, check_rules
+from geosynth.metrics.utility import MIN_POINTS, as_bounds, check_n_quadrants, check_rules
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -425,7 +425,8 @@ def evaluate(
         index; with ``outcome``, fewer than 2 releases or fewer original records than a
         rectangle of the coverage table holds (:data:`geosynth.metrics.utility.MIN_POINTS`);
         ``executor`` has no ``submit``; the points of all frames share one x or one y
-        coordinate (the pattern table has no window); or an error of the measures in
+        coordinate (the pattern table has no window); ``n_quadrants`` or ``seed`` is invalid
+        (checked with or without ``outcome``); or an error of the measures in
         :mod:`geosynth.metrics`.
     geosynth.errors.CRSError
         The CRSs differ, or the CRS is geographic; or the points of a release do not overlap
@@ -445,6 +446,8 @@ def evaluate(
     _check_executor(executor)
     rules = check_rules(rules)
     releases, plan = plan_evaluation(original, releases, attributes, linked)
+    check_n_quadrants(n_quadrants)  # also unused (outcome=None): a typo is no setting
+    check_seed(seed)
     if outcome is not None:
         check_coverage_sizes(len(original), len(releases))
     attributes = list(plan.attributes)
@@ -810,10 +813,14 @@ def check_coverage_sizes(n_original: int, m: int) -> None:
 
     Raises
     ------
+    geosynth.errors.InputTypeError
+        ``n_original`` or ``m`` is not an int (80.5, inf, None).
     geosynth.errors.InputError
         Fewer than 2 releases, or fewer original records than every rectangle holds
         (:data:`geosynth.metrics.utility.MIN_POINTS`).
     """
+    n_original = check_int(n_original, "n_original", 0, what="number of original records")
+    m = check_int(m, "m", 1, what="number of releases")
     if m < 2:
         raise InputError("outcome needs at least 2 releases (the coverage intervals combine the "
                          "releases by their between-release variance); pass m >= 2 releases, "

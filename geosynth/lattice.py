@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import threading
 import warnings
 from collections.abc import Sequence
@@ -40,8 +41,21 @@ from geosynth._hexagons import (
     hex_positions_meeting,
 )
 from geosynth._points import point_coordinates
-from geosynth._validation import check_real
-from geosynth.errors import CRSError, GridError, InputError, IsolatedCellWarning
+from geosynth._validation import (
+    as_float,
+    check_choice,
+    check_real,
+    describe_value,
+    is_integer,
+    is_real,
+)
+from geosynth.errors import (
+    CRSError,
+    GridError,
+    InputError,
+    InputTypeError,
+    IsolatedCellWarning,
+)
 
 if TYPE_CHECKING:
     import libpysal
@@ -52,6 +66,10 @@ __all__ = ["Grid", "parse_crs", "require_projected_crs"]
 #: about 1 GB and 3 s (2,000 × 2,000, measured; 25 million cells took 5.7 GB), far beyond what
 #: a model fit holds. Raise it deliberately if needed.
 MAX_CELLS = 4_000_000
+#: The most cell ids :meth:`Grid.check_cell_ids` converts in one call (0.8 GB of int64 ids,
+#: and 1.6 GB of points placed in them by :func:`geosynth.synth.place_in_cells`): ten times
+#: :data:`geosynth.datasets.MAX_RECORDS`, the largest simulated data set.
+MAX_CELL_IDS = 10**8
 
 # Cells whose habitable area is below this fraction of the box area count as empty (guards against
 # floating-point slivers where a region boundary runs along a cell edge).
@@ -321,16 +339,15 @@ class Grid:
                 f"gdf must be a GeoDataFrame or GeoSeries, got {type(gdf).__name__}; "
                 "convert with geopandas.GeoDataFrame(df, geometry=...)"
             )
-        if not (isinstance(pad, int | float | np.number) and not isinstance(pad, bool)
-                and math.isfinite(pad) and pad >= 0):
-            raise GridError(f"pad must be a finite number >= 0, got {pad!r}")
-        if kind not in ("square", "hexagonal"):
-            raise GridError(
-                f"kind must be 'square' or 'hexagonal', got {kind!r} (areal units: "
-                "Grid.from_polygons)"
-            )
-        if orientation not in _ORIENTATIONS:  # a square lattice ignores it, but not a typo
-            raise GridError(f"orientation must be 'pointy' or 'flat', got {orientation!r}")
+        pad_value = as_float(pad) if is_real(pad) else math.nan  # 10**400: OverflowError
+        if not (math.isfinite(pad_value) and pad_value >= 0):
+            raise GridError(f"pad must be a finite number >= 0, got {describe_value(pad)}")
+        pad = pad_value
+        kind = _check_word(kind, "kind", ("square", "hexagonal"),
+                           " (areal units: Grid.from_polygons)")
+        # a square lattice ignores the orientation, but not a typo
+        orientation = _check_word(orientation, "orientation", _ORIENTATIONS)
+        contiguity = _check_contiguity(contiguity)
         crs = _as_crs(gdf.crs, "gdf")
         region_geom = polygon_union(region, "region", crs)
         if kind == "hexagonal":
@@ -420,8 +437,7 @@ class Grid:
         >>> grid.kind, int(grid.n_neighbours.max())
         ('hexagonal', 6)
         """
-        if orientation not in _ORIENTATIONS:
-            raise GridError(f"orientation must be 'pointy' or 'flat', got {orientation!r}")
+        orientation = _check_word(orientation, "orientation", _ORIENTATIONS)
         if isinstance(cell_size, Sequence | np.ndarray):
             raise GridError(f"cell_size of a hexagonal lattice is one number, got {cell_size!r}")
         size = _check_cell_size(cell_size)[0]
@@ -430,6 +446,9 @@ class Grid:
         crs = _as_crs(crs)
         if _is_bounds(extent):
             bounds, region = _check_bounds(extent), None  # type: ignore[arg-type]
+        elif extent is None:  # its bounds were NaN: "cannot convert NaN to integer"
+            raise GridError("extent must be bounds (xmin, ymin, xmax, ymax) or the polygons of "
+                            "a study region, got None")
         else:
             region = polygon_union(extent, "region", crs)
             bounds = tuple(float(v) for v in shapely.bounds(region))
@@ -528,8 +547,7 @@ class Grid:
                 f"areas must be a GeoDataFrame or GeoSeries of polygons, got "
                 f"{type(areas).__name__}; read them with geopandas.read_file"
             )
-        if islands not in _ISLANDS:
-            raise GridError(f"islands must be 'keep' or 'nearest', got {islands!r}")
+        islands = _check_word(islands, "islands", _ISLANDS)
         if not isinstance(public_ids, bool | np.bool_):
             raise GridError(f"public_ids must be True or False, got {public_ids!r}")
         try:
@@ -955,9 +973,22 @@ class Grid:
         Raises
         ------
         geosynth.errors.InputError
-            Not a 1-d integer array, or an id outside ``0 .. n_cells - 1`` (``name`` is the
-            parameter named in the message).
+            Not a 1-d integer array, more than :data:`MAX_CELL_IDS` ids (refused before they
+            are converted: ``range(10**9)`` raised MemoryError), or an id outside
+            ``0 .. n_cells - 1`` (``name`` is the parameter named in the message).
         """
+        try:
+            size = f"{len(cell_ids):,}" if len(cell_ids) > MAX_CELL_IDS else ""
+        except TypeError:  # a scalar or a 0-d array: refused below as not 1-d
+            size = ""
+        except OverflowError:  # len(range(10**20))
+            size = "over 2**63"
+        if size:
+            raise InputError(
+                f"{name} holds {size} ids, more than the limit of {MAX_CELL_IDS:,} of one "
+                "call (each id becomes 8 bytes, and its point 16); pass them in batches (or "
+                "raise geosynth.lattice.MAX_CELL_IDS)"
+            )
         ids = np.asarray(cell_ids)
         if ids.size == 0 and ids.ndim == 1 and ids.dtype.kind in "fO":  # [] reads as float64
             ids = ids.astype(np.int64)
@@ -1246,9 +1277,18 @@ def _same_adjacency(a: sparse.csr_matrix, b: sparse.csr_matrix) -> bool:
 
 # ---------------------------------------------------------------------- validation
 def _check_contiguity(contiguity: object) -> str:
-    if contiguity not in ("queen", "rook"):
-        raise GridError(f"contiguity must be 'queen' or 'rook', got {contiguity!r}")
-    return str(contiguity)
+    return _check_word(contiguity, "contiguity", ("queen", "rook"))
+
+
+def _check_word(value: object, name: str, choices: Sequence[str], hint: str = "") -> str:
+    """:func:`~geosynth._validation.check_choice`, raising the lattice's GridError.
+
+    The constructors of :class:`Grid` document one error for every invalid argument.
+    """
+    try:
+        return check_choice(value, name, choices)
+    except InputError as err:
+        raise GridError(f"{err}{hint}") from None
 
 
 def _check_gap(gap: Any, polygons: np.ndarray) -> float:
@@ -1278,12 +1318,17 @@ def _as_crs(crs: Any, name: str = "crs") -> pyproj.CRS | None:
     return parsed
 
 
-def parse_crs(crs: Any) -> pyproj.CRS | None:
+def parse_crs(crs: Any, name: str = "crs") -> pyproj.CRS | None:
     """Parse a ``crs`` parameter, refusing what pyproj cannot read with a geosynth error.
+
+    The one parse of a CRS given as a parameter (the lattices, :func:`require_projected_crs`,
+    :func:`geosynth.datasets.paiva_scenario`).
 
     Parameters
     ----------
     crs : pyproj.CRS, str, int or anything pyproj.CRS.from_user_input accepts, or None
+    name : str, default "crs"
+        Name of the parameter, used in the messages.
 
     Returns
     -------
@@ -1291,16 +1336,25 @@ def parse_crs(crs: Any) -> pyproj.CRS | None:
 
     Raises
     ------
+    geosynth.errors.InputTypeError
+        ``crs`` is a bool, an array, a Series or a list (pyproj raised NumPy's "truth value
+        of an array is ambiguous" on an array, and read ``True`` as EPSG:1).
     geosynth.errors.CRSError
         ``crs`` is not a CRS pyproj can read; the message names it and gives an example.
     """
     if crs is None:
         return None
+    if isinstance(crs, bool | np.bool_ | list) or hasattr(crs, "__array__"):
+        raise InputTypeError(
+            f"{name} must be a pyproj.CRS, an EPSG code (int) or a CRS string, got "
+            f"{describe_value(crs)}; pass e.g. {name}='EPSG:31983'"
+        )
     try:
         return pyproj.CRS.from_user_input(crs)
     except pyproj.exceptions.CRSError as err:
+        shown = repr(crs) if isinstance(crs, str) and len(crs) <= 60 else describe_value(crs)
         raise CRSError(
-            f"crs {crs!r} is not a valid CRS ({err}); pass e.g. 'EPSG:31983' or a pyproj.CRS"
+            f"{name} {shown} is not a valid CRS ({err}); pass e.g. 'EPSG:31983' or a pyproj.CRS"
         ) from err
 
 
@@ -1322,12 +1376,15 @@ def require_projected_crs(crs: Any, name: str = "crs", alternative: str = "") ->
 
     Raises
     ------
+    geosynth.errors.InputTypeError
+        ``crs`` is an array, a list or a bool (:func:`parse_crs`).
     geosynth.errors.CRSError
-        ``crs`` is geographic; the message names ``name`` and how to reproject.
+        ``crs`` is not a CRS pyproj can read (:func:`parse_crs`), or is geographic; the
+        message names ``name`` and how to fix it.
     """
     if crs is None:
         return
-    parsed = crs if isinstance(crs, pyproj.CRS) else pyproj.CRS.from_user_input(crs)
+    parsed = crs if isinstance(crs, pyproj.CRS) else parse_crs(crs, name)
     if not parsed.is_geographic:
         return
     subject = f"crs {parsed.to_string()} is" if name == "crs" else (
@@ -1342,13 +1399,15 @@ def require_projected_crs(crs: Any, name: str = "crs", alternative: str = "") ->
 
 
 def _check_bounds(bounds: Sequence[float]) -> Bounds:
+    """Return four finite floats; a bool (``True`` for 1) or an int past float64 is refused."""
     try:
-        values = tuple(float(v) for v in bounds)
-    except (TypeError, ValueError):
+        values = tuple(as_float(v) if is_real(v) else math.nan for v in bounds)
+    except TypeError:  # not iterable
         values = ()
     if len(values) != 4 or not all(math.isfinite(v) for v in values):
         raise GridError(
-            f"bounds must be four finite numbers (xmin, ymin, xmax, ymax), got {bounds!r}"
+            f"bounds must be four finite numbers (xmin, ymin, xmax, ymax), got "
+            f"{_describe_sequence(bounds)}"
         )
     xmin, ymin, xmax, ymax = values
     if xmin >= xmax or ymin >= ymax:
@@ -1421,24 +1480,34 @@ def _check_shape(shape: object) -> tuple[int, int]:
 
 
 def _check_cell_size(cell_size: object) -> tuple[float, float]:
+    """Return ``(dx, dy)``; True (no length), text or an int past float64 (10**400) refused."""
     sizes = cell_size if isinstance(cell_size, Sequence | np.ndarray) else (cell_size, cell_size)
     try:
-        if any(isinstance(v, bool | np.bool_ | str) for v in sizes):  # True is no length
-            raise TypeError
-        dx, dy = (float(v) for v in sizes)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        dx = dy = math.nan
-    if not (math.isfinite(dx) and math.isfinite(dy) and dx > 0 and dy > 0):
+        values = [as_float(v) if is_real(v) else math.nan for v in sizes]  # type: ignore[union-attr]
+    except TypeError:  # a 0-d array
+        values = []
+    dx, dy = values if len(values) == 2 else (math.nan, math.nan)
+    if not (dx > 0 and dy > 0):  # also NaN
         raise GridError(
             f"cell_size must be a positive number or a pair (dx, dy) of positive numbers, "
-            f"got {cell_size!r}"
+            f"got {_describe_sequence(cell_size)}"
         )
     if max(dx, dy) > _MAX_EXTENT:  # a hexagon of side 1e300 overflowed placement's batches
+        shown = repr(cell_size) if math.isfinite(max(dx, dy)) else "(an int past the float range)"
         raise GridError(
-            f"cell_size {cell_size!r} is beyond {_MAX_EXTENT:g} CRS units, wider than any "
+            f"cell_size {shown} is beyond {_MAX_EXTENT:g} CRS units, wider than any "
             "projected CRS in metres (the Earth is 4e7 m round); give the size in metres"
         )
     return dx, dy
+
+
+def _describe_sequence(value: object) -> str:
+    """Show a short tuple or list of numbers (bounds, a cell size) by its repr, else its type."""
+    if isinstance(value, tuple | list) and len(value) <= 4 and all(
+        isinstance(v, numbers.Number) and not (is_integer(v) and abs(v) > 10**20) for v in value
+    ):
+        return repr(value)
+    return describe_value(value)
 
 
 def _check_resolution(size: float, bounds: Bounds) -> None:
@@ -1640,7 +1709,9 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
             source = np.asarray(obj.geometry.array, dtype=object)
     elif isinstance(obj, shapely.Geometry):
         geoms = np.array([obj], dtype=object)
-    elif isinstance(obj, Sequence | np.ndarray) and not isinstance(obj, str):
+    elif (isinstance(obj, Sequence) and not isinstance(obj, str)) or (
+        isinstance(obj, np.ndarray) and obj.ndim == 1  # a 0-d array has no len()
+    ):
         geoms = np.empty(len(obj), dtype=object)
         geoms[:] = list(obj)
     else:

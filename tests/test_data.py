@@ -20,7 +20,14 @@ from geosynth.data import (
     locate_records,
     prepare,
 )
-from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
+from geosynth.errors import (
+    CRSError,
+    DataWarning,
+    InputError,
+    InputTypeError,
+    MemoryLimitError,
+    PrivacyLeakWarning,
+)
 from geosynth.lattice import Grid
 
 CRS = "EPSG:31983"  # SIRGAS 2000 / UTM 23S, metres
@@ -393,7 +400,8 @@ def test_bad_grid(gdf):
 
 @pytest.mark.parametrize("outside", ["ignore", None, "DROP"])
 def test_bad_outside(gdf, grid, outside):
-    with pytest.raises(InputError, match=r'outside must be "error" or "drop"'):
+    # None is no str: check_choice's type error
+    with pytest.raises(InputError, match=r'outside must be ("error" or "drop"|one of \'error)'):
         prepare(gdf, grid, ["sex"], outside=outside)
 
 
@@ -1111,3 +1119,26 @@ def test_counts_and_zbar_equal_a_brute_force_count_over_cells_that_cover_the_poi
         np.testing.assert_allclose(cc.zbar[held, b], (means - means.mean()) / means.std(ddof=1),
                                    rtol=1e-10, atol=1e-12)
         assert (cc.zbar[~held, b] == 0).all()
+
+
+# --------------------------------------------------------------------------- fuzzed arguments
+
+
+def test_outside_given_an_array_is_a_type_error(gdf, grid):
+    # `outside not in ("error", "drop")` raised "truth value of an array is ambiguous".
+    with pytest.raises(InputTypeError, match=r"^outside must be one of 'error', 'drop', got "
+                                             r"ndarray of shape \(2,\)"):
+        prepare(gdf, grid, ["sex"], outside=np.array(["error", "drop"]))
+
+
+@pytest.mark.parametrize("attributes", [np.array(1.0), np.array("sex"), np.array([["sex"]])])
+def test_attributes_given_a_0d_or_2d_array_is_a_type_error(gdf, grid, attributes):
+    # tuple(np.array(1.0)) raised "iteration over a 0-d array".
+    with pytest.raises(InputTypeError, match=r"^attributes must be a column name or a list"):
+        prepare(gdf, grid, attributes)
+
+
+def test_covariate_name_given_an_array_is_a_type_error(gdf, grid):
+    cc = prepare(gdf, grid, ["sex"], continuous="z")
+    with pytest.raises(InputTypeError, match=r"^name must be one of 'z', got ndarray"):
+        cc.covariate(np.array(["z", "z"]))

@@ -16,7 +16,7 @@ from geosynth.datasets import (
     paiva_scenario,
     susep_collisions,
 )
-from geosynth.errors import CRSError, DataWarning, InputError
+from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError
 from geosynth.lattice import Grid
 
 ALPHA = 0.001
@@ -198,6 +198,13 @@ def test_an_unreadable_crs_is_refused_naming_it():
     # pyproj's own CRSError (not a geosynth error, naming no parameter) came out before
     with pytest.raises(CRSError, match=r"crs 'EPSG:nope' is not a valid CRS .* 'EPSG:31983'"):
         paiva_scenario(n=10, crs="EPSG:nope")
+
+
+@pytest.mark.parametrize("crs", [np.array(["EPSG:31983", "EPSG:31983"]), True])
+def test_a_crs_that_is_an_array_or_a_bool_is_a_type_error(crs):
+    # An array raised NumPy's "truth value of an array is ambiguous" inside pyproj.
+    with pytest.raises(InputTypeError, match=r"^crs must be a pyproj.CRS, an EPSG code"):
+        paiva_scenario(n=10, crs=crs)
 
 
 # ---------------------------------------------------------------- attribute distributions

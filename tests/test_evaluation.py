@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 import geosynth
-from geosynth.errors import CRSError, InputError
+from geosynth.errors import CRSError, InputError, InputTypeError
 from geosynth.evaluation import (
+    check_coverage_sizes,
     combine_measures,
     evaluate,
     linked_records,
@@ -452,3 +453,45 @@ def test_points_on_one_line_are_refused_in_the_terms_of_evaluate(scenario):
         evaluate(flat, [flat, flat], grid, ATTRIBUTES, linked=False)
     assert "window explicitly" not in str(caught.value)
     assert not any(char.isdigit() for char in str(caught.value))
+
+
+# --------------------------------------------------------------------------- fuzzed arguments
+@pytest.mark.parametrize("n_quadrants", [np.nan, object(), "1", 0])
+def test_n_quadrants_is_checked_without_an_outcome_too(scenario, n_quadrants):
+    # With outcome=None, a NaN, an object or a str was accepted silently.
+    data, grid = scenario
+    releases = [data.data, data.data]
+    with pytest.raises(InputError, match=r"^n_quadrants must be an int"):
+        evaluate(data.data, releases, grid, ATTRIBUTES, n_quadrants=n_quadrants)
+
+
+def test_an_outcome_named_by_an_array_is_a_type_error(scenario):
+    data, grid = scenario
+    with pytest.raises(InputTypeError, match=r"^outcome column must be a column name"):
+        evaluate(data.data, [data.data, data.data], grid, ATTRIBUTES,
+                 outcome=np.array(["y", "x1"]))  # was "truth value ... is ambiguous"
+
+
+@pytest.mark.parametrize("call", [
+    lambda d, g: evaluate(d, np.array(1.0), g, ATTRIBUTES),
+    lambda d, g: evaluate(d, [d], g, np.array(1.0)),
+    lambda d, g: plan_evaluation(d, np.array(1.0), ATTRIBUTES, True),
+    lambda d, g: plan_evaluation(d, [d], np.array("y"), True),
+    lambda d, g: linked_records(d, np.array(1.0)),
+])
+def test_a_0d_array_for_releases_or_attributes_is_a_type_error(scenario, call):
+    # list(np.array(1.0)) raised "iteration over a 0-d array".
+    data, grid = scenario
+    with pytest.raises(InputTypeError, match=r"^(releases|attributes) must be a"):
+        call(data.data, grid)
+
+
+@pytest.mark.parametrize(("n_original", "m", "match"), [
+    (80.5, 2, r"^n_original \(number of original records\) must be an int"),
+    (None, 2, r"^n_original \(number of original records\) must be an int"),
+    (80, np.inf, r"^m \(number of releases\) must be an int"),
+])
+def test_check_coverage_sizes_refuses_what_is_no_count(n_original, m, match):
+    # 80.5 and inf were accepted; None raised "'<' not supported".
+    with pytest.raises(InputTypeError, match=match):
+        check_coverage_sizes(n_original, m)

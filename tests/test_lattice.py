@@ -13,7 +13,7 @@ from shapely import affinity
 from shapely.geometry import Point, Polygon, box
 
 from geosynth import lattice
-from geosynth.errors import CRSError, GridError, InputError, IsolatedCellWarning
+from geosynth.errors import CRSError, GridError, InputError, InputTypeError, IsolatedCellWarning
 from geosynth.lattice import Grid
 
 
@@ -586,7 +586,7 @@ def test_clipped_locate_agrees_with_shapely(setup, data):
         (dict(bounds=(0, 0, 1, 1), cell_size=1e300), r"cell_size 1e\+300 is beyond 1e\+12"),
         (
             dict(bounds=(0, 0, 1, 1), shape=(2, 2), contiguity="x"),
-            r"^contiguity must be 'queen' or 'rook', got 'x'$",
+            r"^contiguity must be one of 'queen', 'rook', got str 'x'$",
         ),
         (
             dict(bounds=(0, 0, 1e6, 1e6), cell_size=0.1),
@@ -810,3 +810,82 @@ def test_a_geometry_collection_is_refused_with_how_to_keep_its_polygons():
     assert repaired.geom_type == "GeometryCollection"
     with pytest.raises(GridError, match=r"GEOMETRYCOLLECTION.*method='structure'.*explode"):
         Grid.regular((0, 0, 4, 4), shape=(2, 2), region=repaired)
+
+
+# ------------------------------------------------------------------ fuzzed arguments
+_ARRAY = np.array(["queen", "rook"])
+_POINTS = gpd.GeoSeries.from_xy([0.0, 10.0, 3.0], [0.0, 10.0, 7.0], crs=3857)
+_AREAS = gpd.GeoDataFrame(geometry=[box(0, 0, 1, 1), box(1, 0, 2, 1)], crs=3857)
+
+
+@pytest.mark.parametrize(
+    ("build", "name"),
+    [
+        (lambda: Grid.regular((0, 0, 4, 4), shape=(2, 2), contiguity=_ARRAY), "contiguity"),
+        (lambda: Grid.from_points(_POINTS, shape=(2, 2), kind=_ARRAY), "kind"),
+        (lambda: Grid.from_points(_POINTS, shape=(2, 2), orientation=_ARRAY), "orientation"),
+        (lambda: Grid.from_points(_POINTS, shape=(2, 2), contiguity=_ARRAY), "contiguity"),
+        (lambda: Grid.hexagonal((0, 0, 4, 4), 1.0, orientation=_ARRAY), "orientation"),
+        (lambda: Grid.from_polygons(_AREAS, islands=_ARRAY), "islands"),
+        (lambda: Grid.from_polygons(_AREAS, contiguity=_ARRAY), "contiguity"),
+    ],
+)
+def test_a_word_option_given_an_array_is_refused_naming_it(build, name):
+    # `option not in (...)` raised NumPy's "truth value of an array is ambiguous".
+    with pytest.raises(GridError, match=rf"^{name} must be one of .*got ndarray of shape \(2,\)"):
+        build()
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda crs: Grid.regular((0, 0, 4, 4), shape=(2, 2), crs=crs),
+        lambda crs: Grid.hexagonal((0, 0, 4, 4), 1.0, crs=crs),
+        lambda crs: lattice.parse_crs(crs),
+        lambda crs: lattice.require_projected_crs(crs),
+    ],
+)
+@pytest.mark.parametrize("crs", [np.array([3857, 3857]), [3857], True])
+def test_a_crs_given_an_array_list_or_bool_is_a_type_error_naming_crs(build, crs):
+    with pytest.raises(InputTypeError, match=r"^crs must be a pyproj.CRS, an EPSG code"):
+        build(crs)
+
+
+@pytest.mark.parametrize("crs", ["bogus", np.nan, 1])
+def test_require_projected_crs_refuses_what_pyproj_cannot_read_with_our_crs_error(crs):
+    # pyproj's own CRSError (a RuntimeError) escaped.
+    with pytest.raises(CRSError, match=r"^crs .* is not a valid CRS .*pass e.g. 'EPSG:"):
+        lattice.require_projected_crs(crs)
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: Grid.regular((0, 0, 4, 4), cell_size=10**400), r"cell_size \(an int past"),
+        (lambda: Grid.regular((0, 0, 4, 4), cell_size=(1, 10**400)), r"cell_size \(an int past"),
+        (lambda: Grid.from_points(_POINTS, cell_size=10**400), r"cell_size \(an int past"),
+        (lambda: Grid.hexagonal((0, 0, 4, 4), cell_size=10**400), r"cell_size \(an int past"),
+        (lambda: Grid.from_points(_POINTS, shape=(2, 2), pad=10**400),
+         r"pad must be a finite number >= 0, got int <401 digits"),
+        (lambda: Grid.regular((0, 0, 10**400, 4), shape=(2, 2)), "bounds must be four finite"),
+        (lambda: Grid.regular((True, 0, 5, 5), shape=(2, 2)), "bounds must be four finite"),
+        (lambda: Grid.regular((0, 0, "5", 5), shape=(2, 2)), "bounds must be four finite"),
+        (lambda: Grid.hexagonal(None, cell_size=1.0), "extent must be bounds"),
+        (lambda: Grid.hexagonal(np.array(1.0), cell_size=1.0), "region must be a GeoDataFrame"),
+        (lambda: Grid.regular((0, 0, 4, 4), cell_size=np.array(1.0)), "cell_size must be"),
+    ],
+)
+def test_huge_ints_bools_and_missing_extents_are_grid_errors(build, match):
+    # 10**400 raised OverflowError, None "cannot convert NaN to integer", a 0-d array
+    # "len() of unsized object"; True was accepted as the number 1.
+    with pytest.raises(GridError, match=match):
+        build()
+
+
+def test_check_cell_ids_refuses_too_many_ids_before_converting_them():
+    # np.asarray(range(10**9)) raised MemoryError (8 GB) inside check_cell_ids.
+    grid = Grid.regular((0, 0, 4, 4), shape=(2, 2))
+    for ids in (range(lattice.MAX_CELL_IDS + 1), range(10**20)):
+        with pytest.raises(InputError, match=r"^cells holds .* ids, more than the limit"):
+            grid.check_cell_ids(ids, "cells")
+    assert grid.check_cell_ids(range(4)).tolist() == [0, 1, 2, 3]

@@ -355,7 +355,7 @@ def test_hexagonal_refuses_bad_arguments():
     with pytest.raises(GridError, match="orientation"):
         Grid.hexagonal((0, 0, 1, 1), 0.1, orientation="diagonal")
     points = gpd.GeoSeries(gpd.points_from_xy([0.0, 1.0], [0.0, 1.0]), crs=3857)
-    with pytest.raises(GridError, match="orientation must be 'pointy' or 'flat'"):
+    with pytest.raises(GridError, match="orientation must be one of 'pointy', 'flat'"):
         Grid.from_points(points, shape=(2, 2), orientation="diagonal")  # a square typo
     with pytest.raises(GridError, match="one number"):
         Grid.hexagonal((0, 0, 1, 1), (0.1, 0.2))

@@ -25,6 +25,7 @@ from geosynth._validation import (
     check_real,
     check_real_array,
     describe_value,
+    is_sequence,
 )
 from geosynth.errors import GeosynthError, InputError, InputTypeError
 
@@ -392,3 +393,15 @@ def test_check_choice_returns_a_plain_str():
     assert word == "rook" and type(word) is str
     with pytest.raises(InputError, match=r"got str 'hex'"):
         check_choice("hex", "contiguity", ("queen", "rook"))
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (["a"], True), (("a", "b"), True), (np.array(["a"]), True), (pd.Index(["a"]), True),
+    (range(3), True), ("ab", False), (b"ab", False), (np.array(1.0), False),
+    (np.array([["a"]]), False), (pd.MultiIndex.from_tuples([("a", 1)]), False),
+    (pd.Series(["a"]), False), (None, False), ({"a"}, False),
+])
+def test_is_sequence_takes_lists_and_1d_arrays_only(value, expected):
+    # A 0-d array passed isinstance(..., np.ndarray) checks and raised "iteration over a 0-d
+    # array" where its items were listed.
+    assert is_sequence(value) is expected

@@ -64,8 +64,8 @@ from scipy import linalg
 from scipy.spatial.distance import pdist, squareform
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_int, check_probability, check_real_array
-from geosynth.errors import DataWarning, InputError, MemoryLimitError
+from geosynth._validation import check_int, check_probability, check_real_array, is_sequence
+from geosynth.errors import DataWarning, InputError, InputTypeError, MemoryLimitError
 
 __all__ = ["DEFAULT_RANGE_SHARES", "DEFAULT_NUGGET_RATIOS", "GRID_END_SHARE",
            "NEGLIGIBLE_NUGGET_RATIO", "MIN_NUGGET_RATIO", "GPPosterior", "gp_regression",
@@ -184,9 +184,8 @@ def gp_regression(
     """
     coords, y, X, y_scale, x_scale = _scaled_inputs(coords, y, X)
     n, p = X.shape
-    if names is not None and (isinstance(names, str)
-                              or not isinstance(names, Sequence | np.ndarray | pd.Index)):
-        raise InputError(f"names must be a list of the {p} column names of X, got "
+    if names is not None and not is_sequence(names):  # 0-d array: "iteration over a 0-d array"
+        raise InputTypeError(f"names must be a list of the {p} column names of X, got "
                          f"{type(names).__name__}; e.g. names=['const', 'age']")
     names = list(names) if names is not None else [f"x{k}" for k in range(p)]
     if len(names) != p:

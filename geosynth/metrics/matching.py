@@ -51,7 +51,7 @@ function of the two point sets alone, whatever the row order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, NamedTuple
 
 import geopandas as gpd
@@ -61,8 +61,14 @@ from numba import njit
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates
-from geosynth._validation import MAX_CONTINUOUS, check_real_array, check_unique_columns
-from geosynth.errors import CRSError, InputError
+from geosynth._validation import (
+    MAX_CONTINUOUS,
+    check_real_array,
+    check_unique_columns,
+    describe_value,
+    is_sequence,
+)
+from geosynth.errors import CRSError, InputError, InputTypeError
 from geosynth.lattice import require_projected_crs
 
 __all__ = ["GreedyMatch", "greedy_match", "greedy_match_distances"]
@@ -622,12 +628,15 @@ def as_releases(releases: Any) -> list[gpd.GeoDataFrame]:
 
     Raises
     ------
+    geosynth.errors.InputTypeError
+        Neither a GeoDataFrame nor a list, tuple or 1-d array of them (a 0-d array raised
+        "iteration over a 0-d array").
     geosynth.errors.InputError
         Empty, or an item is not a GeoDataFrame.
     """
     items = [releases] if isinstance(releases, gpd.GeoDataFrame) else releases
-    if isinstance(items, str) or not isinstance(items, Sequence | np.ndarray):
-        raise InputError(
+    if not is_sequence(items):  # a 0-d array raised "iteration over a 0-d array"
+        raise InputTypeError(
             f"releases must be a GeoDataFrame or a list of GeoDataFrames, got "
             f"{type(releases).__name__}"
         )
@@ -706,15 +715,22 @@ def as_columns(columns: str | Sequence[str], name: str) -> list[str]:
 
     Raises
     ------
+    geosynth.errors.InputTypeError
+        Not a str, a sequence or a 1-d array (e.g. None, a number, a 0-d array), or an entry
+        is no column name (a list or an array).
     geosynth.errors.InputError
-        Not a str or a sequence (e.g. None, a number), empty, or duplicated names.
+        Empty, or duplicated names.
     """
-    if not isinstance(columns, str | Sequence | pd.Index | np.ndarray):
-        raise InputError(
+    if not (isinstance(columns, str) or is_sequence(columns)):  # 0-d array: no items
+        raise InputTypeError(
             f"{name} must be a column name or a list of column names, got "
             f"{type(columns).__name__}; e.g. {name}=['y']"
         )
     cols = [columns] if isinstance(columns, str) else list(columns)
+    unnamed = sorted({type(c).__name__ for c in cols if not isinstance(c, Hashable)})
+    if unnamed:  # an array entry: "truth value ... is ambiguous" in the duplicate check
+        raise InputTypeError(f"{name} must list column names, got {', '.join(unnamed)} entries; "
+                             f"e.g. {name}=['y']")
     if not cols:
         raise InputError(f"{name} is empty; name at least one attribute column")
     duplicated = sorted({c for c in cols if cols.count(c) > 1}, key=str)
@@ -740,11 +756,15 @@ def check_columns(frame: pd.DataFrame, columns: list[str], frame_name: str, role
     Raises
     ------
     geosynth.errors.InputError
-        A column is missing, names several columns of ``frame``, or has missing values.
+        A column is missing, names several columns of ``frame``, or has missing values (an
+        InputTypeError if a name is an array or list).
     """
     geometry = getattr(getattr(frame, "geometry", None), "name", None)
     available = [c for c in frame.columns if c != geometry]
     for column in columns:
+        if not isinstance(column, Hashable):  # an array: "truth value ... is ambiguous"
+            raise InputTypeError(f"{role} must be a column name (a str), got "
+                                 f"{describe_value(column)}")
         if column == geometry or column not in available:
             raise InputError(
                 f"{role} {column!r} is not a column of {frame_name}; available columns: {available}"

@@ -30,8 +30,8 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from geosynth._messages import describe_rows as _rows
-from geosynth._validation import check_bool, check_real_array
-from geosynth.errors import CRSError, InputError
+from geosynth._validation import check_bool, check_choice, check_real_array, is_sequence
+from geosynth.errors import CRSError, InputError, InputTypeError
 from geosynth.metrics.matching import (
     as_columns,
     as_releases,
@@ -338,8 +338,8 @@ def k_anonymity_summary(
     0.5
     """
     values = _k_values(k)
-    if isinstance(thresholds, str) or not isinstance(thresholds, Sequence | np.ndarray):
-        raise InputError(f"thresholds must be a sequence of positive integers, got "
+    if not is_sequence(thresholds):  # a 0-d array raised "iteration over a 0-d array"
+        raise InputTypeError(f"thresholds must be a sequence of positive integers, got "
                          f"{type(thresholds).__name__}; e.g. thresholds=(5, 25) or (5,)")
     out = {
         "n": float(values.size),
@@ -507,6 +507,8 @@ def identification_risk(
     ``T_j = 1`` whatever its synthetic locations are. ``n_unique_attributes`` counts them; they
     need attribute coarsening or suppression.
     """
+    if not isinstance(weighting, str):  # an array raised "truth value ... is ambiguous"
+        check_choice(weighting, "weighting", ("reiter_mitra", "share"))
     if weighting not in ("reiter_mitra", "share"):
         raise InputError(f'weighting must be "reiter_mitra" or "share", got {weighting!r}')
     releases = as_releases(releases)

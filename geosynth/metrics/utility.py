@@ -38,9 +38,11 @@ from geosynth._validation import (
     check_probability,
     check_real,
     check_real_array,
+    describe_value,
+    is_sequence,
 )
 from geosynth.data import check_crs
-from geosynth.errors import InputError
+from geosynth.errors import InputError, InputTypeError
 from geosynth.lattice import require_projected_crs
 from geosynth.metrics.matching import (
     as_columns,
@@ -81,6 +83,7 @@ __all__ = [
     "ripley_k",
     "ripley_distance",
     "MAX_QUADRANTS",
+    "check_n_quadrants",
     "MIN_POINTS",
     "MAX_DATA_SIZE",
     "RULES",
@@ -603,10 +606,7 @@ def quadrant_coverage(
             "quadrant_coverage needs at least 2 releases (the combining rules use the "
             "between-release variance); pass the list of m synthetic GeoDataFrames"
         )
-    n_quadrants = check_int(n_quadrants, "n_quadrants")
-    if n_quadrants > MAX_QUADRANTS:
-        raise InputError(f"n_quadrants={n_quadrants:,} is above {MAX_QUADRANTS:,} rectangles, "
-                         "beyond what the coverage estimate needs (the thesis uses 1,000)")
+    n_quadrants = check_n_quadrants(n_quadrants)
     min_points = check_int(min_points, "min_points")
     level = check_probability(level, "level", hint="e.g. level=0.95")
     _check_kind(kind)
@@ -854,6 +854,32 @@ def binary_outcome(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
             f"{found}; recode it, e.g. (gdf[{column!r}] == level).astype(int)"
         )
     return values.astype(bool)
+
+
+def check_n_quadrants(n_quadrants: Any) -> int:
+    """Return the number of random rectangles of :func:`quadrant_coverage` as an int.
+
+    Parameters
+    ----------
+    n_quadrants : object
+        The value given.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    geosynth.errors.InputTypeError
+        Not an int (a float, NaN, a string; :func:`geosynth._validation.check_int`).
+    geosynth.errors.InputError
+        Below 1 or above :data:`MAX_QUADRANTS`.
+    """
+    n_quadrants = check_int(n_quadrants, "n_quadrants")
+    if n_quadrants > MAX_QUADRANTS:
+        raise InputError(f"n_quadrants={n_quadrants:,} is above {MAX_QUADRANTS:,} rectangles, "
+                         "beyond what the coverage estimate needs (the thesis uses 1,000)")
+    return n_quadrants
 
 
 def non_binary(values: pd.Series) -> str | None:
@@ -1335,7 +1361,8 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     Raises
     ------
     geosynth.errors.InputError
-        ``grid`` is not a lattice, ``releases`` is empty, or points are invalid (:func:`as_xy`).
+        ``grid`` is not a lattice, ``original`` has no points, ``releases`` is empty or not a
+        list of data sets (an InputTypeError), or points are invalid (:func:`as_xy`).
     geosynth.errors.CRSError
         A frame's CRS is not the grid's (its points would fall outside every cell, silently),
         or, on a grid without a CRS, the frames' CRSs differ.
@@ -1343,6 +1370,11 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     check_grid_type(grid)
     one = isinstance(releases, gpd.GeoDataFrame | gpd.GeoSeries) or (
         isinstance(releases, np.ndarray) and releases.ndim == 2)  # one release, not a list
+    if not (one or is_sequence(releases) or getattr(releases, "ndim", None) == 3):
+        raise InputTypeError(  # None raised "'NoneType' object is not iterable"
+            f"releases must be a list of synthetic data sets (GeoDataFrames, GeoSeries or (n, 2) "
+            f"arrays), got {describe_value(releases)}"
+        )
     sets = [releases] if one else list(releases)
     if not sets:
         raise InputError("releases is empty; pass the m synthetic data sets")
@@ -1354,7 +1386,11 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     if grid.crs is None:  # no grid CRS to compare with: the frames must share theirs
         for points, name in frames[1:]:
             check_same_crs(frames[0][0], points, name, frames[0][1])
-    counts = _counts_per_cell(grid, as_xy(original, "original"))
+    original_xy = as_xy(original, "original")
+    if not len(original_xy):  # nothing to compare with: every measure was NaN
+        raise InputError("original has no points; pass the confidential points the releases "
+                         "were made from")
+    counts = _counts_per_cell(grid, original_xy)
     synthetic = np.mean([_counts_per_cell(grid, as_xy(r, f"releases[{k}]"))
                          for k, r in enumerate(sets)], axis=0)
     correlation = np.nan

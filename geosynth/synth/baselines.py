@@ -28,9 +28,9 @@ import pyproj
 from geosynth._messages import describe_rows
 from geosynth._points import at_locations, point_coordinates, refuse_z
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_m, check_real, check_unique_columns
+from geosynth._validation import check_m, check_real, check_unique_columns, is_sequence
 from geosynth.data import check_crs
-from geosynth.errors import CRSError, DataWarning, InputError, SamplerError
+from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError, SamplerError
 from geosynth.lattice import Grid
 from geosynth.synth.placement import (
     PixelTable,
@@ -169,7 +169,8 @@ def donut_mask(
     geosynth.errors.InputError
         ``gdf`` is not a GeoDataFrame of valid 2-D points (as for :func:`naive_synthesize`);
         ``r_min``/``r_max`` are not finite numbers with ``0 <= r_min < r_max``; ``r_max`` below
-        1e-9 of the largest coordinate (float64 could not move the points); bad ``m`` or
+        1e-9 of the largest coordinate (float64 could not move the points) or beyond
+        :data:`MAX_DONUT_METRES` (half the Earth's circumference, in the CRS unit); bad ``m`` or
         ``columns``; a kept column repeats the x or y, longitude or latitude of the points.
     geosynth.errors.CRSError
         ``gdf`` is in a geographic CRS (degrees).
@@ -200,6 +201,7 @@ def donut_mask(
             "have no fixed length; reproject to a projected CRS in metres with "
             "gdf.to_crs(gdf.estimate_utm_crs())"
         )
+    _check_radius_span(r_max, gdf.crs)
     data = pd.DataFrame(gdf[keep]).copy()
     geometry = gdf.geometry.name
 
@@ -356,10 +358,10 @@ def _check_columns(gdf: gpd.GeoDataFrame, columns: Sequence[str] | None) -> list
         return available
     if isinstance(columns, str):
         chosen = [columns]
-    elif isinstance(columns, Sequence | pd.Index | np.ndarray):
+    elif is_sequence(columns):  # a 0-d array raised "iteration over a 0-d array"
         chosen = list(columns)
     else:
-        raise InputError(
+        raise InputTypeError(
             f"columns must be a list of column names of gdf, got {type(columns).__name__}; "
             f"e.g. columns={available[:2]}"
         )
@@ -399,10 +401,26 @@ def _check_radii(r_min: Any, r_max: Any) -> tuple[float, float]:
             f"donut radii must satisfy 0 <= r_min < r_max, got r_min={r_min!r}, "
             f"r_max={r_max!r}; r_min is the smallest displacement, r_max the largest"
         )
-    if r_max > _MAX_RADIUS:  # r² overflows; no map is that large anyway
-        raise InputError(f"r_max={r_max!r} is beyond {_MAX_RADIUS:g} CRS units (the radii are "
-                         "squared); give the displacement in metres of a projected CRS")
     return float(r_min), float(r_max)
+
+
+def _check_radius_span(r_max: float, crs: Any) -> None:
+    """Refuse an ``r_max`` beyond :data:`MAX_DONUT_METRES` (in the CRS's linear unit).
+
+    ``r_max=2**63`` put masked points at ±8.5e18 m, silently. Without a CRS the coordinate
+    unit is taken as the metre.
+    """
+    per_unit = 1.0  # metres per CRS unit
+    if crs is not None and crs.axis_info and crs.axis_info[0].unit_conversion_factor:
+        per_unit = float(crs.axis_info[0].unit_conversion_factor)
+    limit = MAX_DONUT_METRES / per_unit
+    if r_max > limit:
+        unit = "CRS units" if crs is None else f"CRS units ({crs.axis_info[0].unit_name})"
+        raise InputError(
+            f"r_max={r_max:g} is beyond {limit:g} {unit} ({MAX_DONUT_METRES:g} m, half the "
+            "Earth's circumference: no two places are farther apart); give the displacement in "
+            "the CRS units, e.g. r_min=50, r_max=250 metres"
+        )
 
 
 def _check_resolution(r_max: float, xy: np.ndarray) -> None:
@@ -422,8 +440,10 @@ def _check_resolution(r_max: float, xy: np.ndarray) -> None:
         )
 
 
-#: The largest donut radius: r² stays finite with room, and it is 10⁸⁶ times Earth's size.
-_MAX_RADIUS = 1e100
+#: The largest donut radius, in metres: half the Earth's circumference (20,004 km), farther
+#: than any two places on Earth; geomasking moves points by tens to thousands of metres
+#: (Hampton et al. 2010). Beyond it (r_max=2**63 put points at ±8.5e18 m) r_max is a mistake.
+MAX_DONUT_METRES = 2.0e7
 #: Most rounds of redrawing points that land on an original location (each round redraws only
 #: those; one is rare, a second rarer still unless float64 holds few values in a cell).
 _MAX_REDRAWS = 100

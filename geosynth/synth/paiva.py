@@ -362,6 +362,25 @@ def warn_rare_value_combinations(counts: CellCounts, m: int) -> None:
     )
 
 
+def _check_draws(fit: Any) -> None:
+    """Refuse a ``fit`` that is no :class:`PosteriorDraws` (None raised AttributeError)."""
+    if not isinstance(fit, PosteriorDraws):
+        # Not check_fit of geosynth.model.results: any object with these attributes is a fit.
+        missing = [name for name in _FIT_ATTRIBUTES if not hasattr(fit, name)]
+        raise InputError(
+            f"fit must be a geosynth.PaivaFit (stored posterior draws of λ), got "
+            f"{type(fit).__name__}, which lacks {', '.join(missing)} of "
+            "geosynth.synth.PosteriorDraws; fit one with geosynth.PaivaModel().fit(counts)"
+        )
+
+
+def _check_counts(counts: Any) -> None:
+    """Refuse ``counts`` that are no :class:`~geosynth.data.CellCounts` (None: AttributeError)."""
+    if not isinstance(counts, CellCounts):
+        raise InputError(f"counts must be the geosynth.data.CellCounts of geosynth.prepare, got "
+                         f"{type(counts).__name__}")
+
+
 def _refuse_dp(fit: Any, epsilon: Any, dp_options: dict[str, Any]) -> None:
     """Refuse what only :mod:`geosynth.dp` synthesizes, and anything that is not a fit."""
     if epsilon is not None or dp_options:
@@ -371,14 +390,7 @@ def _refuse_dp(fit: Any, epsilon: Any, dp_options: dict[str, Any]) -> None:
             "make an ε-differentially private release with geosynth.dp.dp_release(counts, "
             "epsilon, m, ...) or geosynth.synthesize(counts, m=..., epsilon=...)"
         )
-    if not isinstance(fit, PosteriorDraws):
-        # Not check_fit of geosynth.model.results: any object with these attributes is a fit.
-        missing = [name for name in _FIT_ATTRIBUTES if not hasattr(fit, name)]
-        raise InputError(
-            f"fit must be a geosynth.PaivaFit (stored posterior draws of λ), got "
-            f"{type(fit).__name__}, which lacks {', '.join(missing)} of "
-            "geosynth.synth.PosteriorDraws; fit one with geosynth.PaivaModel().fit(counts)"
-        )
+    _check_draws(fit)
     if fit.noise_scale is not None:
         raise InputError(
             "fit is a noise-aware fit of differentially private counts, which holds no "
@@ -407,8 +419,9 @@ def release_draws(fit: PosteriorDraws, m: int) -> np.ndarray:
     Raises
     ------
     geosynth.errors.InputError
-        ``m`` is not an int >= 1 or exceeds ``T``.
+        ``fit`` is not a :class:`PosteriorDraws`; ``m`` is not an int >= 1 or exceeds ``T``.
     """
+    _check_draws(fit)
     m = check_m(m)
     total = int(fit.n_chains * fit.n_eta_draws)
     if m > total and fit.n_eta_draws < fit.n_draws:
@@ -453,8 +466,10 @@ def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarr
     Raises
     ------
     geosynth.errors.InputError
-        ``counts`` has no continuous variable, or ``covariate`` is not one of its covariates.
+        ``counts`` is not a CellCounts or has no continuous variable, or ``covariate`` is not
+        one of its covariates.
     """
+    _check_counts(counts)
     if not counts.covariates or counts.zbar is None or counts.zbar_mask is None:
         raise InputError("counts has no continuous variable; prepare(..., continuous=column) first")
     if covariate is None and not isinstance(counts.continuous, str):
@@ -750,11 +765,12 @@ def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray
     Raises
     ------
     geosynth.errors.InputError
-        ``counts`` has no continuous variable, or the means of the cells holding at least
-        :data:`MIN_RECORDS_FOR_VALUES` records of a combination do not vary (fewer than two
-        such cells, or equal means): any synthetic value would disclose their common value, or
-        the noise SD that of the other cells' records.
+        ``counts`` is not a CellCounts or has no continuous variable, or the means of the
+        cells holding at least :data:`MIN_RECORDS_FOR_VALUES` records of a combination do not
+        vary (fewer than two such cells, or equal means): any synthetic value would disclose
+        their common value, or the noise SD that of the other cells' records.
     """
+    _check_counts(counts)
     if not counts.covariates or counts.zbar_mask is None:
         raise InputError("counts has no continuous variable; prepare(..., continuous=column) first")
     name = counts.covariates[0] if covariate is None else covariate

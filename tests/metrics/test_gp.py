@@ -8,7 +8,7 @@ from scipy import stats
 from scipy.spatial.distance import pdist, squareform
 
 import geosynth.metrics.gp as gp_module
-from geosynth.errors import DataWarning, InputError, MemoryLimitError
+from geosynth.errors import DataWarning, InputError, InputTypeError, MemoryLimitError
 from geosynth.metrics.gp import (
     DEFAULT_RANGE_SHARES,
     GRID_END_SHARE,
@@ -456,3 +456,11 @@ def test_default_phi_grid_does_not_reveal_the_largest_distance():
             assert not np.isclose(3.0 / (share * grids[-1]), largest, rtol=1e-3).any()
     np.testing.assert_allclose(grids[0], grids[1], rtol=1e-12)
     assert len(grids[0]) == 16
+
+
+@pytest.mark.parametrize("names", [np.array(1.0), np.array("x"), 5])
+def test_names_that_are_no_list_are_a_type_error(names):
+    # list(np.array(1.0)) raised "iteration over a 0-d array".
+    coords, y, X = simulate(10, 0)
+    with pytest.raises(InputTypeError, match=r"^names must be a list of the 2 column names"):
+        gp_regression(coords, y, X, names=names)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from geosynth import Grid
-from geosynth.errors import CRSError, InputError
+from geosynth.errors import CRSError, InputError, InputTypeError
 from geosynth.metrics import intensity_fidelity
 
 GRID = Grid.regular((0.0, 0.0, 4.0, 1.0), shape=(1, 4), crs=3857)  # cells 0..3 along x
@@ -102,3 +102,17 @@ def test_frames_in_different_crss_are_refused_on_a_grid_without_one():
     with pytest.raises(CRSError, match=r"releases\[1\] has CRS EPSG:31983 but releases\[0\] has"):
         intensity_fidelity(xy, [original, other], grid)
     assert intensity_fidelity(original, [original, xy], grid).l1 == 0.0  # arrays: no CRS
+
+
+@pytest.mark.parametrize("releases", [None, 5, np.array(1.0)])
+def test_releases_that_are_no_list_are_a_type_error(releases):
+    # list(None) raised "'NoneType' object is not iterable".
+    with pytest.raises(InputTypeError, match=r"^releases must be a list of synthetic data sets"):
+        intensity_fidelity(_points([1, 1, 1, 1]), releases, GRID)
+
+
+@pytest.mark.parametrize("original", [[], np.empty((0, 2))])
+def test_an_original_without_points_is_refused_not_measured_as_nan(original):
+    # Both measures were NaN: nothing to compare the releases with.
+    with pytest.raises(InputError, match=r"^original has no points"):
+        intensity_fidelity(original, [_points([1, 1, 1, 1])], GRID)

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from geosynth import Grid
-from geosynth.errors import CRSError, InputError
+from geosynth.errors import CRSError, InputError, InputTypeError
 from geosynth.metrics import (
     displacement,
     distance_risk,
@@ -386,3 +386,37 @@ def test_identification_risk_equals_the_definitions_on_random_small_cases():
                 assert risk.false_match_rate == pytest.approx(unique.count(False) / len(unique))
             else:
                 assert np.isnan(risk.false_match_rate)
+
+
+# --------------------------------------------------------------------------- fuzzed arguments
+def _pair():
+    original = frame([[0, 0], [1, 1], [2, 2]], sex=["m", "f", "m"])
+    grid = Grid.regular((-1, -1, 3, 3), shape=(2, 2), crs=CRS)
+    return original, original.copy(), grid
+
+
+def test_weighting_given_an_array_is_a_type_error():
+    original, release, grid = _pair()
+    with pytest.raises(InputTypeError, match=r"^weighting must be one of 'reiter_mitra', "
+                                             r"'share', got ndarray"):
+        identification_risk(original, [release], "sex", grid, weighting=np.array(["share"] * 2))
+
+
+@pytest.mark.parametrize("call", [
+    lambda o, r, g: distance_risk(o, np.array(1.0), "sex"),
+    lambda o, r, g: distance_risk(o, [r], np.array(1.0)),
+    lambda o, r, g: identification_risk(o, np.array(1.0), "sex", g),
+    lambda o, r, g: identification_risk(o, [r], np.array("sex"), g),
+    lambda o, r, g: k_anonymity_summary(np.array([1, 5, 30]), thresholds=np.array(5)),
+    lambda o, r, g: distance_risk(o, [r], np.array([["sex"]])),
+])
+def test_a_0d_array_for_a_list_argument_is_a_type_error(call):
+    # list(np.array(1.0)) raised "iteration over a 0-d array".
+    with pytest.raises(InputTypeError, match=r"must be a"):
+        call(*_pair())
+
+
+def test_a_column_named_by_an_array_is_a_type_error():
+    original, release, _ = _pair()
+    with pytest.raises(InputTypeError, match=r"^by must list column names, got ndarray entries"):
+        distance_risk(original, [release], [np.array(["sex", "sex"])])  # "truth value ..."

@@ -17,6 +17,7 @@ from geosynth.errors import (
     CRSError,
     DataWarning,
     InputError,
+    InputTypeError,
     IsolatedCellWarning,
     SamplerError,
 )
@@ -276,7 +277,7 @@ def test_donut_without_crs_is_accepted():
         (math.nan, 5, "r_min must be a finite number"),
         ("1", 5, "r_min must be a finite number"),
         (True, 5, "r_min must be a finite number"),
-        (0, 1e200, r"r_max=1e\+200 is beyond 1e\+100 CRS units"),  # r² overflowed
+        (0, 1e200, r"r_max=1e\+200 is beyond 2e\+07 CRS units \(metre\)"),  # r² overflowed
         (0, 10**400, "r_max must be a finite number"),  # an OverflowError escaped
     ],
 )
@@ -408,3 +409,30 @@ def test_redraws_stop_with_a_clear_error_when_only_original_locations_remain():
     with pytest.raises(SamplerError, match=r"f kept drawing 3 point\(s\) exactly on original "
                                            r"records' locations after 100 draws"):
         baselines._away_from_originals(lambda rows: xy[rows], xy, "f")
+
+
+@pytest.mark.parametrize("method", ["naive", "donut"])
+def test_columns_given_a_0d_array_is_a_type_error(method):
+    # list(np.array("a")) raised "iteration over a 0-d array".
+    gdf = donut_input(20)
+    with pytest.raises(InputTypeError, match=r"^columns must be a list of column names of gdf"):
+        if method == "naive":
+            naive_synthesize(gdf, Grid.regular(gdf.total_bounds, shape=(2, 2), crs=CRS),
+                             m=1, columns=np.array(1.0))
+        else:
+            donut_mask(gdf, 1, 2, m=1, columns=np.array(1.0))
+
+
+@pytest.mark.parametrize(("crs", "r_max", "unit"), [
+    (CRS, 2**63, "metre"), (CRS, 2.0e7 + 1, "metre"), ("EPSG:2277", 7e7, "US survey foot"),
+    (None, 1e8, "CRS units"),
+])
+def test_donut_radius_beyond_half_the_earth_is_refused(crs, r_max, unit):
+    # r_max=2**63 was accepted: masked points at ±8.5e18 m.
+    with pytest.raises(InputError, match=rf"r_max=.* is beyond .*{unit}\)? \(2e\+07 m, half "):
+        donut_mask(donut_input(20, crs=crs), 10, r_max, m=1)
+
+
+def test_donut_radius_up_to_half_the_earth_is_accepted():
+    (release,) = donut_mask(donut_input(20), 10, 2.0e7, m=1, seed=1)
+    assert len(release) == 20

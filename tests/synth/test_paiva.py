@@ -699,3 +699,17 @@ def test_synthesis_sd_refuses_a_lattice_with_one_cell_of_three_records():
             counts = prepare(gdf, grid, attributes=["a"], continuous="z")
         with pytest.raises(InputError, match="fewer than two cells hold 3 or more records"):
             synthesis_sd(counts)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: release_draws(None, 2), r"^fit must be a geosynth.PaivaFit .* got NoneType"),
+        (lambda: synthetic_zbar(None), r"^counts must be the geosynth.data.CellCounts"),
+        (lambda: synthesis_sd(None), r"^counts must be the geosynth.data.CellCounts"),
+    ],
+)
+def test_none_for_a_fit_or_counts_is_refused_naming_it(call, match):
+    # Each raised AttributeError ('NoneType' object has no attribute ...).
+    with pytest.raises(InputError, match=match):
+        call()
