@@ -25,7 +25,8 @@ from scipy.sparse.csgraph import connected_components
 
 from geosynth.errors import GridError
 
-__all__ = ["PolygonIndex", "area_contiguity", "check_no_overlap", "gap_neighbours", "link_islands"]
+__all__ = ["PolygonIndex", "area_contiguity", "check_no_overlap", "gap_neighbours", "link_islands",
+           "pair_batches", "ranks_in_runs"]
 
 # (point, candidate polygon) pairs tested per batch in PolygonIndex.locate: bounds the memory of
 # the pairs (about 70 bytes each) whatever the number of candidates of a bin. Batches of a
@@ -333,14 +334,9 @@ class PolygonIndex:
         rest = np.flatnonzero(in_bins & (cell < 0))
         count = np.diff(self.start)[position[rest]]
         rest, count = rest[count > 0], count[count > 0]  # a bin without polygon: -1 already
-        total = np.cumsum(count)
-        start = 0
-        while start < rest.size:  # batches of at most _MAX_PAIRS pairs (at least one point)
-            before = int(total[start - 1]) if start else 0
-            stop = max(start + 1, int(np.searchsorted(total, before + _MAX_PAIRS, side="right")))
+        for start, stop in pair_batches(count, _MAX_PAIRS):
             chunk = rest[start:stop]
             cell[chunk] = self._test_candidates(position[chunk], x[chunk], y[chunk])
-            start = stop
         return cell
 
     def _test_candidates(self, position: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -348,7 +344,7 @@ class PolygonIndex:
         lo, hi = self.start[position], self.start[position + 1]
         count = hi - lo
         point = np.repeat(np.arange(position.size), count)
-        offset = np.arange(point.size) - np.repeat(np.cumsum(count) - count, count)
+        offset = ranks_in_runs(count)
         candidate = self.candidates[np.repeat(lo, count) + offset]
         px, py = x[point], y[point]
         # Only candidates whose bounding box holds the point can hold it (a comparison of
@@ -361,3 +357,45 @@ class PolygonIndex:
         np.minimum.at(cell, point[hit], candidate[hit])
         cell[cell == np.iinfo(np.int64).max] = -1
         return cell
+
+
+def pair_batches(count: np.ndarray, max_pairs: int) -> list[tuple[int, int]]:
+    """Split items ``0 .. len(count) - 1`` into runs whose ``count`` sum to at most ``max_pairs``.
+
+    A run holds at least one item, so an item of more pairs is a run of its own.
+
+    Parameters
+    ----------
+    count : numpy.ndarray of int, shape (n,)
+        Pairs of each item (e.g. candidate polygons of each point).
+    max_pairs : int
+        The most pairs of a run of several items.
+
+    Returns
+    -------
+    list of tuple of int
+        ``(start, stop)`` of each run, in order, covering every item.
+    """
+    total = np.cumsum(count)
+    runs, start = [], 0
+    while start < count.size:
+        before = int(total[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(total, before + max_pairs, side="right")))
+        runs.append((start, stop))
+        start = stop
+    return runs
+
+
+def ranks_in_runs(count: np.ndarray) -> np.ndarray:
+    """Rank ``0 .. count[i] - 1`` of each element of ``np.repeat(items, count)`` in its run.
+
+    Parameters
+    ----------
+    count : numpy.ndarray of int, shape (n,)
+        Length of each run.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (count.sum(),)
+    """
+    return np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)

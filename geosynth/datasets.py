@@ -27,6 +27,7 @@ import shapely
 from scipy import sparse
 from scipy.stats import multivariate_normal
 
+from geosynth._areas import pair_batches, ranks_in_runs
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_bool, check_positive, check_unique_columns
 from geosynth.errors import CRSError, DataWarning, InputError
@@ -335,8 +336,9 @@ class PaivaScenario:
                   for k, f in ((1, np.floor), (3, np.ceil)))
         width, count = c1 - c0, (c1 - c0) * (r1 - r0)
         weight = sparse.csr_matrix((polygons.size, nr * nc))
-        for cells in _batches(count):
-            k, offset = _expand(cells, count[cells])
+        for start, stop in pair_batches(count, _MAX_PAIRS):
+            cells = np.arange(start, stop)
+            k, offset = np.repeat(cells, count[cells]), ranks_in_runs(count[cells])
             row, col = r0[k] + offset // width[k], c0[k] + offset % width[k]
             generating = shapely.box(xmin + col * dx, ymin + row * dy, xmin + (col + 1) * dx,
                                      ymin + (row + 1) * dy)
@@ -363,27 +365,6 @@ class PaivaScenario:
                 f"scenario CRS {self.crs.to_string()}; build the grid with "
                 "Grid.regular(scenario.bounds, shape=..., crs=scenario.crs)"
             )
-
-
-def _batches(count: np.ndarray) -> list[np.ndarray]:
-    """Split ``arange(count.size)`` into runs of at most :data:`_MAX_PAIRS` summed ``count``.
-
-    A run holds at least one index, so one polygon over more pairs is a run of its own.
-    """
-    total = np.cumsum(count)
-    runs, start = [], 0
-    while start < count.size:
-        before = int(total[start - 1]) if start else 0
-        stop = max(start + 1, int(np.searchsorted(total, before + _MAX_PAIRS, side="right")))
-        runs.append(np.arange(start, stop))
-        start = stop
-    return runs
-
-
-def _expand(cells: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Repeat each of ``cells`` ``count`` times, with its rank ``0 .. count - 1`` in the run."""
-    k = np.repeat(cells, count)
-    return k, np.arange(k.size) - np.repeat(np.cumsum(count) - count, count)
 
 
 def _validate_scenario_args(

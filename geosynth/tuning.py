@@ -1051,8 +1051,9 @@ def _check_candidate(candidate: Candidate, setup: _Setup) -> None:
         raise InputError(f"{name} has beta_prior={candidate.beta_prior} but tune() got no "
                          "continuous= column")
     if candidate.beta_prior is not None:
-        columns = [setup.continuous] if isinstance(setup.continuous, str) else list(
-            setup.continuous)
+        from geosynth.data import covariate_names
+
+        columns = list(covariate_names(setup.continuous))
         if len(candidate.beta_prior) not in (1, len(columns)):
             raise InputError(f"{name} has {len(candidate.beta_prior)} beta priors "
                              f"{list(candidate.beta_prior)} for {len(columns)} continuous "

@@ -104,6 +104,7 @@ from geosynth._validation import (
     check_probability,
     check_unique_columns,
     describe_value,
+    is_sequence,
 )
 from geosynth.data import identifying_levels
 from geosynth.errors import (
@@ -227,10 +228,7 @@ def _as_name_list(value: Any, name: str) -> list[Hashable]:
     A 0-d array raised "iteration over a 0-d array"; it, a Series and other unhashable values
     are refused by type and size only (they may hold confidential values).
     """
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        raise InputTypeError(f"{name} must be a column name or a flat list of column names, got "
-                             f"{describe_value(value)}; e.g. {name}=['age', 'sex']")
-    if isinstance(value, (list, tuple, pd.Index, np.ndarray)):
+    if is_sequence(value):
         names = list(value)
         unhashable = [v for v in names if not isinstance(v, Hashable)]
         if unhashable:  # `in df.columns` raised "TypeError: unhashable type: 'list'"
@@ -239,8 +237,8 @@ def _as_name_list(value: Any, name: str) -> list[Hashable]:
         return names
     if isinstance(value, Hashable):
         return [value]
-    raise InputTypeError(f"{name} must be a column name or a list of column names, got "
-                         f"{describe_value(value)}")
+    raise InputTypeError(f"{name} must be a column name or a flat list of column names, got "
+                         f"{describe_value(value)}; e.g. {name}=['age', 'sex']")
 
 
 def _check_factor(value: Any, name: str, *, hint: str, too_large: str) -> float:
