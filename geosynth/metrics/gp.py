@@ -167,7 +167,9 @@ def gp_regression(
         Invalid points, response or design (not real numbers, NaN, a design that is (nearly)
         rank deficient); distances between the points that overflow; ``n_draws`` below 1 or
         above :data:`MAX_GP_DRAWS`; a grid that is not a non-empty 1-D array of distinct finite
-        positive numbers, or a nugget ratio below :data:`MIN_NUGGET_RATIO`; a ``y`` that ``X``
+        positive numbers, a φ grid of more than :data:`MAX_PHI_VALUES` or a nugget grid of more
+        than :data:`MAX_NUGGET_VALUES` values, or a nugget ratio below
+        :data:`MIN_NUGGET_RATIO`; a ``y`` that ``X``
         fits exactly; ``names`` that repeat a name.
     geosynth.errors.MemoryLimitError
         More than :data:`MAX_GP_POINTS` points.
@@ -204,9 +206,10 @@ def gp_regression(
     if not np.isfinite(distances).all():
         raise InputError(_OVERFLOW)
     phi_grid = (_default_phi_grid(distances) if phi_grid is None
-                else _check_grid(phi_grid, "phi_grid"))
+                else _check_grid(phi_grid, "phi_grid", MAX_PHI_VALUES))
     nugget_grid = (DEFAULT_NUGGET_RATIOS.copy() if nugget_grid is None
-                   else _check_grid(nugget_grid, "nugget_grid", MIN_NUGGET_RATIO))
+                   else _check_grid(nugget_grid, "nugget_grid", MAX_NUGGET_VALUES,
+                                    MIN_NUGGET_RATIO))
     fits = [_profile(distances, phi, y, X, nugget_grid) for phi in phi_grid]
     log_post = np.array([[f["log_post"] for f in row] for row in fits])
     mass = np.exp(log_post - log_post.max())
@@ -377,6 +380,12 @@ MAX_GP_DRAWS = 10**7
 #: The most points :func:`gp_regression` fits: it holds about four dense n × n float64 matrices
 #: (32·n² bytes, 0.8 GB at 5,000) and decomposes one per decay value in O(n³).
 MAX_GP_POINTS = 5_000
+#: The most decay values φ a grid may hold: each costs one eigendecomposition of an n × n
+#: matrix (about 20 s at :data:`MAX_GP_POINTS`); 10**6 values ran for days without a message.
+MAX_PHI_VALUES = 200
+#: The most nugget ratios a grid may hold: each costs O(n·p²) per decay value and keeps its
+#: conditional moments until the draws.
+MAX_NUGGET_VALUES = 1_000
 #: The powers of two (about 1e±150) a y's largest |value| may reach: σ² then stays normal.
 _Y_SCALES = (2.0**-500, 2.0**500)
 #: A weighted residual sum below this share of y's own spread is rounding: ``X`` fits ``y``.
@@ -388,8 +397,8 @@ _OVERFLOW = ("the distances between the points overflow float64 (coordinates nea
              "beyond); give the points in metres of a projected CRS")
 
 
-def _check_grid(values: Any, name: str, minimum: float = 0.0) -> np.ndarray:
-    """Return a grid of φ or α after checking it: non-empty, 1-D, finite, > 0 and >= minimum.
+def _check_grid(values: Any, name: str, max_size: int, minimum: float = 0.0) -> np.ndarray:
+    """Return a grid of φ or α: non-empty, 1-D, at most max_size values, finite, >= minimum > 0.
 
     Real numbers only (:func:`check_real_array`): ``np.asarray(values, dtype=float)`` read
     ``["0.5", "1"]`` as numbers, ``[True, 2.0]`` as ``[1, 2]``, dropped imaginary parts and used
@@ -399,6 +408,10 @@ def _check_grid(values: Any, name: str, minimum: float = 0.0) -> np.ndarray:
     if grid.ndim != 1 or grid.size == 0 or not (np.isfinite(grid).all() and (grid > 0).all()):
         raise InputError(f"{name} must be a non-empty 1-D array of finite positive numbers, got "
                          f"{np.array2string(grid, threshold=8)}")
+    if grid.size > max_size:
+        raise InputError(f"{name} must hold at most {max_size:,} values, got {grid.size:,}; "
+                         "each is fitted in turn, and a few dozen on a log scale locate the "
+                         "posterior mass (a warning says when it sits on an end of the grid)")
     if np.unique(grid).size != grid.size:  # a repeated value doubled its prior weight
         raise InputError(f"{name} lists a value more than once "
                          f"({np.array2string(grid, threshold=8)}); each grid value is one "

@@ -144,6 +144,11 @@ def test_stacked_intervals_name_a_wrong_argument(fits, original, releases, match
         ({"nugget_grid": [True]}, "nugget_grid must be a 1-D array of positive numbers, got "
                                   "list of dtype bool"),
         ({"phi_grid": [1.0, 2.0, 1.0]}, r"phi_grid lists a value more than once"),
+        # one eigendecomposition per value, without a message: 10**6 values ran for days
+        ({"phi_grid": np.geomspace(1e-3, 1e3, 201)}, r"^phi_grid must hold at most 200 values, "
+                                                     r"got 201"),
+        ({"nugget_grid": np.geomspace(1e-3, 1e3, 1001)}, r"^nugget_grid must hold at most "
+                                                         r"1,000 values, got 1,001"),
         # scipy's "array must not contain infs or NaNs" from the eigensolver
         ({"coords": np.random.default_rng(1).uniform(size=(10, 2)) * 1e160},
          "distances between the points overflow"),
