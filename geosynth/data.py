@@ -138,6 +138,7 @@ __all__ = [
     "warn_dropped",
     "DROP_REASONS",
     "check_outside",
+    "check_kept_labels",
     "check_prepare_options",
     "count_table",
     "covariate_names",
@@ -555,7 +556,9 @@ def prepare(
         attributes empty, duplicated, missing, named by tuples, written alike (``5`` and
         ``"5"``) or named ``"__geosynth_..."``; a ``continuous``
         column missing, listed twice, also an attribute, non-numeric, NaN or infinite; NaN in
-        an attribute; points outside the grid with ``outside="error"``; a bad ``outside`` or
+        an attribute; points outside the grid with ``outside="error"``, or with
+        ``outside="drop"`` while ``gdf.index`` repeats a label (:func:`check_kept_labels`);
+        a bad ``outside`` or
         ``max_bytes``; more possible combinations (product of the numbers of levels) than
         kept records; an attribute whose levels identify records (unless
         ``allow_identifying``); levels that cannot be sorted (a mix of types, lists), that
@@ -613,6 +616,8 @@ def prepare(
         if n_out == len(gdf):
             none_left = no_overlap_message(len(gdf), point_coordinates(gdf, "gdf"), grid,
                                             gdf.crs)
+        if outside == "drop" and none_left is None:
+            check_kept_labels(gdf.index, n_out)
         check_outside(n_out, len(gdf), _rows(gdf.index, out), outside, none_left=none_left,
                       stacklevel=2)
         records = records[~out]
@@ -865,6 +870,8 @@ def _check_finite_levels(gdf: gpd.GeoDataFrame, column: str) -> None:
     any other, without a word; codes or classes are never infinite on purpose.
     """
     series = gdf[column]
+    if isinstance(series.dtype, pd.CategoricalDtype):  # inf among the categories' values
+        series = series.astype(series.cat.categories.dtype)
     if pd.api.types.is_float_dtype(series.dtype):
         bad = np.isinf(series.to_numpy(dtype=np.float64, na_value=np.nan))
     elif series.dtype == object:
@@ -991,6 +998,43 @@ def check_outside(
             f'{where}; pass outside="drop" to drop them, or build a grid that covers them'
         )
     warnings.warn(f"dropped {where}", DataWarning, stacklevel=stacklevel + 1)
+
+
+def check_kept_labels(index: pd.Index, n_dropped: int, name: str = "gdf") -> None:
+    """Refuse duplicated row labels when records are dropped: the kept ones are named by label.
+
+    :class:`CellCounts` names its kept records by their labels (``record_index``); with some
+    records dropped (``outside="drop"``) those labels are all that tells which rows of ``gdf``
+    were kept, and a repeated label names several rows: ``gdf.loc[counts.record_index]``
+    returned each of them once per repetition (1,040 rows for 52 kept records), and
+    :func:`geosynth.synthesize` refused the frame only after the fit. With no record dropped,
+    ``record_index`` is ``gdf.index`` row for row, so repeated labels are kept as given.
+
+    Parameters
+    ----------
+    index : pandas.Index
+        The row labels of all the records (kept and dropped).
+    n_dropped : int
+        Records dropped.
+    name : str, default "gdf"
+        How the caller's argument is called, for the message.
+
+    Raises
+    ------
+    InputError
+        ``n_dropped > 0`` and ``index`` repeats a label (the message names a few).
+    """
+    if n_dropped == 0 or index.is_unique:
+        return
+    repeated = index[index.duplicated()].unique()
+    raise InputError(
+        f"{name} has {len(repeated)} index labels shared by several rows "
+        f"({_rows(repeated, np.ones(len(repeated), dtype=bool))}) and {n_dropped} of its "
+        "records are dropped (in no grid cell), so the labels of the kept records "
+        "(counts.record_index) cannot tell which rows they are; give every row its own label "
+        f"before prepare and synthesize, e.g. {name} = {name}.reset_index(drop=True) (or "
+        f"{name}.reset_index() to keep the old labels as a column)"
+    )
 
 
 def _coarse(value: float) -> str:

@@ -264,6 +264,19 @@ def test_an_infinite_attribute_value_is_refused(gdf, grid, kind):
     assert prepare(gdf, grid, ["ratio"]).n_records == len(gdf)
 
 
+def test_an_infinite_category_is_refused(gdf, grid):
+    # A categorical column (e.g. pd.cut labels kept as floats, or astype("category") of a
+    # ratio) slipped past the check: its dtype is neither float nor object.
+    values = np.arange(len(gdf)) % 3 + 0.5
+    values[[5, 9]] = [np.inf, -np.inf]
+    gdf["ratio"] = pd.Categorical(values)
+    with pytest.raises(InputError, match=r"attribute 'ratio' has 2 infinite values.*"
+                                         r"\['r5', 'r9'\]"):
+        prepare(gdf, grid, ["ratio"])
+    gdf["ratio"] = pd.Categorical(np.where(np.isinf(values), 9.5, values))
+    assert prepare(gdf, grid, ["ratio"]).levels["ratio"] == [0.5, 1.5, 2.5, 9.5]
+
+
 @pytest.mark.parametrize("attributes", [None, 123])
 def test_attributes_that_are_no_column_names_are_refused(gdf, grid, attributes):
     with pytest.raises(InputError, match=rf"attributes must be a column name or a list of "
@@ -1057,6 +1070,30 @@ def test_repeated_index_labels_are_kept_as_given(gdf, grid):
     assert cc.record_index.tolist() == ["same"] * len(gdf)
     np.testing.assert_array_equal(cc.counts, expected.counts)
     np.testing.assert_array_equal(cc.record_cell, expected.record_cell)
+
+
+def test_repeated_index_labels_are_refused_when_records_are_dropped(gdf, grid):
+    # The kept records are named by label (record_index): with a label on two rows and a
+    # record dropped, gdf.loc[counts.record_index] returned each such row twice per label,
+    # and synthesize(fit, gdf) refused the frame only after the fit.
+    gdf.index = [f"r{i % 20}" for i in range(len(gdf))]  # r0 .. r19, each on two rows
+    points = gdf.geometry.array.copy()
+    points[0] = Point(20.0, 5.0)  # row 0 (label r0, as row 20) outside the lattice
+    gdf = gdf.set_geometry(points)
+    with pytest.raises(InputError, match=r"gdf has 20 index labels shared by several rows "
+                                         r"\(rows \['r0', 'r1', .* and 15 more\) and 1 of its "
+                                         r"records are dropped.*reset_index\(drop=True\)"):
+        prepare(gdf, grid, ["sex", "age"], outside="drop")
+    with pytest.raises(InputError, match=r"1 of 40 points fall in no grid cell"):
+        prepare(gdf, grid, ["sex", "age"])  # outside="error": that error, not the labels'
+    with pytest.warns(DataWarning, match=r"dropped 1 of 40 points .*rows \[0\]"):
+        kept = prepare(gdf.reset_index(drop=True), grid, ["sex", "age"], outside="drop")
+    assert kept.record_index.tolist() == list(range(1, 40))
+
+
+def test_repeated_index_labels_are_kept_when_no_record_is_dropped(gdf, grid):
+    gdf.index = ["same"] * len(gdf)
+    assert prepare(gdf, grid, ["sex", "age"], outside="drop").n_records == len(gdf)
 
 
 def test_nullable_missing_values_are_refused_naming_the_rows(gdf, grid):
