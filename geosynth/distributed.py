@@ -58,6 +58,7 @@ from geosynth.data import (
     check_columns,
     check_crs,
     check_domain_options,
+    check_kept_labels,
     check_outside,
     check_prepare_options,
     count_table,
@@ -971,6 +972,8 @@ def prepare_dask(
         if n_out == n_total:  # with the points' bounds, as prepare: degrees in a metric CRS?
             corners = ddf.map_partitions(_partition_corners, meta=_CORNERS_META).compute()
             none_left = no_overlap_message(n_total, corners.dropna().to_numpy(), grid, ddf.crs)
+        if outside == "drop" and none_left is None:  # partitions often number rows from 0
+            check_kept_labels(ddf.index.compute(), n_out)
         check_outside(n_out, n_total, rows, outside, none_left=none_left, stacklevel=2)
         table = table.loc[~out].reset_index(drop=True)
     for a in attrs:  # the partitions' dtypes: a categorical keeps its category order

@@ -312,6 +312,19 @@ def test_prepare_dask_outside_points(client, points, grid):
     assert "bounds about" in str(dask.value)
 
 
+def test_prepare_dask_refuses_repeated_labels_when_records_are_dropped(client, points, grid):
+    # Partitions read from separate files often number their rows from 0 again: the kept
+    # records' labels (record_index) then named several rows each, as in prepare.
+    small = Grid.regular((0, 0, 100, 40), shape=(2, 5), crs=CRS)
+    halves = [points.iloc[:300].reset_index(drop=True), points.iloc[300:].reset_index(drop=True)]
+    ddf = to_dask(pd.concat(halves), 2)
+    assert ddf.npartitions == 2
+    with pytest.raises(InputError, match=r"gdf has 300 index labels shared by several rows .*"
+                                         r"reset_index\(drop=True\)"):
+        gd.prepare_dask(ddf, small, attributes=["a"], outside="drop")
+    assert gd.prepare_dask(ddf, grid, attributes=["a"], outside="drop").n_records == 600
+
+
 def test_prepare_dask_checks_metadata_and_partitions(client, points, grid):
     ddf = to_dask(points, 2)
     with pytest.raises(InputError, match="not a column"):
