@@ -102,6 +102,22 @@ Read this before relying on DOCA:
   ``d·Δf_j/((δ+1)·ε)`` is below ``2**20`` float steps (:func:`numpy.spacing`) of the largest
   ``|value|`` of attribute ``j`` seen: a Laplace draw of scale ``b`` lands within half a step
   ``u`` of 0 with probability ``1 − exp(−u/(2b)) < u/(2b)``, below ``2**-21`` there.
+* **Budget accounting.** With ``accountant=`` (a :class:`geosynth.dp.accountant.Accountant`)
+  a stream is charged ``ε`` *once* (label ``"DOCA"``), before its first record enters a
+  cluster, hence before any noise is drawn; a spend the budget cannot pay raises
+  :class:`~geosynth.errors.BudgetExceededError` and nothing is processed or released. Not
+  ``ε`` per published cluster: each record is in exactly one cluster, and a changed record
+  changes one member of one cluster, whose release is ``ε``-DP for the centroid's
+  sensitivity ``Δf/|C|``, so the releases of the disjoint clusters compose in parallel to
+  ``ε`` (§3.2; McSherry 2009) — the paper's claim, with the caveat of the first point: it
+  holds conditionally on the clustering, which depends on the data, so the ledger records the
+  paper's nominal ε, not a proven guarantee (nor one for add/remove-one neighbours, which
+  change a cluster's size). Records fed after :meth:`Doca.flush` continue the stream (new
+  records, new clusters) and cost nothing more. Each :meth:`Doca.fit_transform` starts a new
+  stream and is charged again (sequential composition: it may hold the same people). A copy
+  (:func:`copy.copy`, :func:`copy.deepcopy`) shares the accountant and is charged again when
+  it next draws noise: it releases the pending records and the rest of the stream a second
+  time. A pickled copy carries a copy of the accountant, with a ledger of its own.
 * Noise comes from fresh OS entropy by default. A ``seed`` makes the noise reproducible (hence
   predictable) and is accepted only for tests; it issues
   :class:`~geosynth.errors.PrivacyLeakWarning`. The diagnostics of
@@ -143,6 +159,7 @@ from geosynth._validation import (
     check_bool,
     check_epsilon,
     check_int,
+    check_optional_str,
     check_positive,
     check_real,
     check_real_array,
@@ -589,7 +606,7 @@ class Doca:
     Parameters
     ----------
     epsilon : float
-        Privacy budget ``ε > 0`` of each release (split evenly across ``d`` attributes).
+        Privacy budget ``ε > 0`` of each stream (split evenly across ``d`` attributes).
     sensitivity : float or array-like of float, shape (d,), optional
         Global sensitivity ``Δf`` (per attribute for multivariate records): the largest change of
         one record's value, the width of the attribute's public domain. A scalar applies to
@@ -608,12 +625,18 @@ class Doca:
     bounds : (lo, hi), each a float or array-like of shape (d,), optional
         The public domain of the records: records are clamped into it before they join a
         cluster, so one record moves its centroid by at most ``(hi − lo)/|C|``.
+    accountant : geosynth.dp.accountant.Accountant, optional
+        Charged ``(epsilon, 0)`` once per stream, before the stream's first record joins a
+        cluster (no noise is drawn before); see *Budget accounting* in the module docs.
+    label : str, optional
+        Ledger label for the accountant (default ``"DOCA"``).
 
     Raises
     ------
     TypeError
-        If ``epsilon`` is not a real number (a bool or a string such as ``"1.0"`` included) or
-        ``delay``, ``max_clusters`` or ``tau_window`` is not an int.
+        If ``epsilon`` is not a real number (a bool or a string such as ``"1.0"`` included),
+        ``delay``, ``max_clusters`` or ``tau_window`` is not an int, ``label`` is not a str or
+        ``accountant`` has no ``spend`` method.
     InputError
         If a parameter is out of range (it names the parameter and the fix), or neither
         ``sensitivity`` nor ``bounds`` is given.
@@ -648,6 +671,8 @@ class Doca:
         seed: SeedLike = None,
         *,
         bounds: tuple[object, object] | None = None,
+        accountant: object = None,
+        label: str | None = None,
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.bounds = None if bounds is None else _check_bounds(bounds)
@@ -660,6 +685,13 @@ class Doca:
             tau_window, "tau_window", what="m, the published clusters averaged into τ"
         )
         self._check_state_bytes(1 if self.sensitivity.ndim == 0 else self.sensitivity.size)
+        self.label = check_optional_str(label, "label")
+        if accountant is not None:  # geosynth.dp is imported only when an accountant is given
+            from geosynth.dp.accountant import check_accountant
+
+            check_accountant(accountant)
+        self.accountant = accountant
+        self._charged = False  # whether the accountant paid for the current stream
         self._rng_state = make_streams(seed, 1)[0]  # validates seed before the warning below
         self._seeded = seed is not None
         if seed is not None:
@@ -689,11 +721,12 @@ class Doca:
         state = dict(self.__dict__)
         if not self._seeded:
             del state["_rng_state"]
+        state["_charged"] = False  # a copy releases the stream again: it pays again
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         """Restore a pickled or copied Doca; an unseeded one draws fresh OS entropy."""
-        self.__dict__.update(state)
+        self.__dict__.update({"accountant": None, "label": None, "_charged": False} | state)
         if "_rng_state" not in state:
             self._rng_state = make_streams(None, 1)[0]
 
@@ -704,6 +737,19 @@ class Doca:
         with the original: records fed to one were published by the other.
         """
         return copy.deepcopy(self)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Doca:
+        """Return an independent copy that shares the accountant (one budget for both).
+
+        A copy with a deep-copied accountant charged its spends to a ledger of its own, so its
+        second release of the same records never reached the original budget.
+        """
+        if self.accountant is not None:
+            memo[id(self.accountant)] = self.accountant
+        twin = type(self).__new__(type(self))
+        memo[id(self)] = twin
+        twin.__setstate__(copy.deepcopy(self.__getstate__(), memo))
+        return twin
 
     def __repr__(self) -> str:
         sens = float(self.sensitivity) if self.sensitivity.ndim == 0 else self.sensitivity.tolist()
@@ -770,6 +816,20 @@ class Doca:
             np.full(ring, -1, dtype=np.int64),  # r_next
             np.zeros(self.tau_window),  # il_hist
         )
+        self._charged = False  # a new stream: not paid for yet
+
+    def _charge(self) -> None:
+        """Charge the accountant ``epsilon`` for the current stream, once, before any noise.
+
+        Raises :class:`~geosynth.errors.BudgetExceededError` (from the accountant) when the
+        budget cannot pay; the stream then stays unpaid, and nothing is processed.
+        """
+        if self._charged:
+            return
+        if self.accountant is not None:
+            self.accountant.spend(self.epsilon, 0.0, label="DOCA" if self.label is None
+                                  else self.label)
+        self._charged = True
 
     def _counter(self, slot: int) -> int:
         return 0 if self._state is None else int(self._state[1][slot])
@@ -822,6 +882,8 @@ class Doca:
         (scale, counters, fstate, g_min, g_max, inv_g, c_min, c_max, c_sum, c_size, c_head,
          c_tail, c_order, r_index, r_cluster, r_next, il_hist) = self._state
         records = self._in_domain(records, g_min, g_max)
+        if records.shape[0]:
+            self._charge()  # after every refusal of the chunk, before its first record
         capacity = records.shape[0] + int(counters[_N_PENDING])
         out = _out_buffers(capacity, self._d)
         n_out, n_cl = _doca_kernel(records, self.delay, self.max_clusters, scale, counters,
@@ -888,6 +950,8 @@ class Doca:
             return _trim(_out_buffers(0, 1), 0, 0)
         (scale, counters, fstate, g_min, g_max, inv_g, c_min, c_max, c_sum, c_size, c_head,
          c_tail, c_order, r_index, r_cluster, r_next, il_hist) = self._state
+        if counters[_N_PENDING]:
+            self._charge()  # a copy that never paid for the records it would publish
         out = _out_buffers(int(counters[_N_PENDING]), self._d)
         n_out, n_cl = _doca_flush(scale, counters, fstate, inv_g, c_min, c_max, c_sum, c_size,
                                   c_head, c_order, r_index, r_cluster, r_next, il_hist,
@@ -954,6 +1018,9 @@ class Doca:
             module documentation).
         InputTypeError
             ``stream`` is not iterable (a single number), or ``flush`` is not a bool.
+        geosynth.errors.BudgetExceededError
+            From ``accountant``, at the first chunk of a stream (or of a copy's continuation),
+            before any of its records is clustered or any noise drawn.
         """
         chunk_size = check_int(chunk_size, "chunk_size", what="records per kernel call")
         flush = check_bool(flush, "flush")
@@ -1007,6 +1074,12 @@ class Doca:
         list of tuple of (int, float or numpy.ndarray)
             ``(index, value)`` of the records published now (at most ``delay``), after those a
             :meth:`process` loop stopped early left undelivered.
+
+        Raises
+        ------
+        geosynth.errors.BudgetExceededError
+            From ``accountant``, when a copy that has not paid for its stream would publish
+            pending records; nothing is published then.
         """
         index, value, *_ = self._run_flush()
         self._outbox.extend(self._pairs(index, value))
@@ -1046,6 +1119,9 @@ class Doca:
             (call :meth:`flush` first). Nothing of ``data`` is processed then.
         InputTypeError
             ``return_diagnostics`` is not a bool.
+        geosynth.errors.BudgetExceededError
+            From ``accountant`` (each call is a new stream, charged ``epsilon``), before any
+            record is clustered or any noise drawn.
         """
         return_diagnostics = check_bool(return_diagnostics, "return_diagnostics")
         if self.n_pending or self._outbox:
@@ -1397,8 +1473,11 @@ def beta_shape_for_skewness(a: float, skewness: float) -> float:
             f"skewness={skewness!r} is beyond the {reachable:.4g} a Beta({a:g}, b ≤ "
             f"{_MAX_BETA_SHAPE:g}) reaches; lower it, or lower a (smaller a skews further)"
         )
-    # brentq's default absolute tolerance (2e-12) returned the bracket's end for a < 1e-6
-    return optimize.brentq(lambda b: skew(b) - skewness, a * (1 + 1e-12), _MAX_BETA_SHAPE,
+    # brentq's default absolute tolerance (2e-12) returned the bracket's end for a < 1e-6. The
+    # bracket starts at b = a, where the skewness is exactly 0: from a·(1 + 1e-12) a target
+    # below that point's skewness (1e-13) raised scipy's "f(a) and f(b) must have different
+    # signs".
+    return optimize.brentq(lambda b: skew(b) - skewness, a, _MAX_BETA_SHAPE,
                            xtol=1e-12 * min(a, 1.0))
 
 

@@ -486,6 +486,18 @@ def test_beta_shape_for_skewness_matches_scipy_and_refuses_left_skew():
 # ----------------------------------------------------------------- the public domain
 
 
+@pytest.mark.parametrize("skewness", [1e-300, 1e-13])
+def test_beta_shape_for_a_tiny_skewness(skewness):
+    # The bracket started at b = a·(1 + 1e-12), whose skewness is already ≈ 3.7e-13 for a = 2:
+    # a smaller target raised scipy's raw "f(a) and f(b) must have different signs". The root
+    # lies within brentq's xtol (2e-12) of the answer and d(skewness)/db at b = a is
+    # 2√(2a + 1)/((2a + 2)·a) = √5/6 < 0.38, so the skewness is off by less than 1e-12.
+    b = beta_shape_for_skewness(2.0, skewness)
+    assert b >= 2.0
+    assert float(stats.beta(2.0, b).stats(moments="s")) == pytest.approx(skewness, abs=1e-12)
+    assert math.isfinite(b)
+
+
 def test_a_record_outside_the_sensitivity_is_refused_before_it_is_processed():
     # 999 values in [0, 1] and a secret 123,456 at Δf = 1: the secret came out as ~41,152 in a
     # cluster of three (3 × 41,152 ≈ the secret)
