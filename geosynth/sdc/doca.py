@@ -1298,6 +1298,9 @@ def naive_laplace(
     epsilon: float,
     sensitivity: float | np.ndarray,
     seed: SeedLike = None,
+    *,
+    accountant: object = None,
+    label: str | None = None,
 ) -> np.ndarray:
     """Add an independent Laplace(0, Δf/ε) draw to every record: the paper's baseline (§4).
 
@@ -1314,6 +1317,11 @@ def naive_laplace(
     seed : None or seed-like, optional
         ``None`` (default) uses fresh OS entropy; a seed issues
         :class:`~geosynth.errors.PrivacyLeakWarning`.
+    accountant : geosynth.dp.accountant.Accountant, optional
+        Charged ``(epsilon, 0)`` once, after the checks and before any noise is drawn: each
+        record's release is ``ε``-DP and the records are disjoint (parallel composition).
+    label : str, optional
+        Ledger label for the accountant (default ``"naive Laplace"``).
 
     Returns
     -------
@@ -1326,8 +1334,17 @@ def naive_laplace(
         than ``sensitivity`` (naming the record index, not its value), a noise scale that
         overflows, or one so small against the values that the releases would round to the
         records themselves (as :class:`Doca` refuses it).
+    TypeError
+        ``label`` is not a str or ``accountant`` has no ``spend`` method.
+    geosynth.errors.BudgetExceededError
+        From ``accountant``, before any noise is drawn.
     """
     eps = check_epsilon(epsilon)
+    label = check_optional_str(label, "label")
+    if accountant is not None:  # geosynth.dp is imported only when an accountant is given
+        from geosynth.dp.accountant import check_accountant
+
+        check_accountant(accountant)
     sens = _check_sensitivity(sensitivity)
     records = _as_records(data, "data", 0)
     d = records.shape[1]
@@ -1353,6 +1370,8 @@ def naive_laplace(
             stacklevel=2,
         )
     rng = as_generator(seed)
+    if accountant is not None:
+        accountant.spend(eps, 0.0, label="naive Laplace" if label is None else label)
     noisy = records + rng.laplace(0.0, 1.0, size=records.shape) * scale
     return noisy.reshape(np.shape(data))
 

@@ -15,6 +15,7 @@ import pytest
 from geosynth.dp.accountant import Accountant
 from geosynth.errors import BudgetExceededError, InputError, PrivacyLeakWarning
 from geosynth.sdc import Doca
+from geosynth.sdc.doca import naive_laplace
 
 
 def _uniform(n, d, seed):
@@ -143,3 +144,20 @@ def test_a_copy_shares_the_accountant_and_pays_for_releasing_the_stream_again():
 def test_a_bad_accountant_or_label_is_refused_by_type(kwargs, match):
     with pytest.raises(TypeError, match=match):
         Doca(1.0, bounds=(0.0, 1.0), **kwargs)
+
+
+def test_naive_laplace_charges_epsilon_once_before_its_noise():
+    accountant = Accountant(1.0)
+    data = _uniform(500, 2, 3)
+    released = naive_laplace(data, 0.6, 1.0, accountant=accountant, label="baseline")
+    assert released.shape == data.shape and not np.array_equal(released, data)
+    assert accountant.ledger["label"].tolist() == ["baseline"]
+    assert accountant.spent_epsilon == 0.6
+    with pytest.raises(BudgetExceededError):
+        naive_laplace(data, 0.6, 1.0, accountant=accountant)
+    assert accountant.spent_epsilon == 0.6  # refused: nothing spent, nothing released
+    with pytest.raises(InputError, match="widens the range"):  # refused input costs nothing
+        naive_laplace(data * 3.0, 0.1, 1.0, accountant=accountant)
+    assert accountant.ledger["label"].tolist() == ["baseline"]
+    naive_laplace(data, 0.1, 1.0, accountant=accountant)
+    assert accountant.ledger["label"].tolist() == ["baseline", "naive Laplace"]
