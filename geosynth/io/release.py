@@ -130,9 +130,10 @@ METADATA_LAYER = "metadata"
 #: without it (or whose layers disagree with it) is incomplete or not a geosynth release.
 COMPLETE_KEY = "complete"
 #: Metadata keys a caller may set through ``metadata=`` (each type-checked): ``method`` (str),
-#: ``epsilon`` (a number > 0), ``ledger`` (the ε ledger, e.g. ``Accountant.to_dict()``),
-#: ``size`` (how the size of an ε-DP release was set, a dict such as
-#: ``{"rule": "n_public", "n_public": N}``; default: the releases' ``attrs["geosynth"]["size"]``),
+#: ``epsilon`` (a number > 0), ``ledger`` (the ε ledger: ``Accountant.to_dict()``, or some of
+#: its entries, and no other key), ``size`` (how the size of an ε-DP release was set:
+#: ``{"rule": "n_public", "n_public": N}`` or the ``"dp-estimate"`` rule of
+#: :mod:`geosynth.dp.locations`; default: the releases' ``attrs["geosynth"]["size"]``),
 #: ``data`` (a public description of the data, str) and ``n_public`` (a published record total,
 #: int >= 0), and ``noise`` (where a DP release's noise came from: ``"os-entropy"``,
 #: ``"seeded"`` or ``"external"``, see :attr:`~geosynth.synth.release.ReleaseInfo.noise`). Free
@@ -334,8 +335,10 @@ def write_release(
         ``_`` column, an extra geometry column, or labels of ``original_index``); releases or
         grid disagree on the CRS; ``grid``/``fit`` have the wrong type or disagree;
         ``include_intensity`` without ``fit``; ``metadata`` has a key outside
-        :data:`METADATA_KEYS` or a value of the wrong type; ``metadata`` or ``notes`` hold a
-        seed; invalid ``seeds``; ``overwrite=True`` with ``outputs`` that may not overwrite.
+        :data:`METADATA_KEYS` or a value of the wrong type (a ``ledger`` or ``size``, also one
+        recorded on the releases, with a key or value that is not of their schema);
+        ``metadata`` or ``notes`` hold a seed; invalid ``seeds``; ``overwrite=True`` with
+        ``outputs`` that may not overwrite.
 
     Warns
     -----
@@ -1016,27 +1019,18 @@ def _file_info(
     from_fit = _fit_info(fit)
     _check_privacy_claim(given, found, from_fit)
     ledger = given.ledger or found.ledger or from_fit.ledger
-    epsilon = given.epsilon or found.epsilon or from_fit.epsilon
-    if epsilon is None and isinstance(ledger, Mapping):
-        epsilon = (ledger.get("spent") or {}).get("epsilon")
     info = given.replace(
         method=given.method or found.method or from_fit.method,
-        epsilon=epsilon,
+        epsilon=given.epsilon or found.epsilon or from_fit.epsilon,
         noise=given.noise or found.noise or from_fit.noise,
         ledger=ledger,
         size=given.size or found.size,
         notes=notes,
     )
-    # Everything that did not come from the library itself is scanned for seeds.
-    for key in ("method", "epsilon", "ledger", "size", "notes", "data", "n_public"):
-        where = "notes" if key == "notes" else f"metadata[{key!r}]"
-        problem = _seed_problem(_jsonable(getattr(info, key), where), where, seed_values)
-        if problem is not None:
-            raise InputError(
-                f"{problem}; seeds and generator state must not be published: pass seeds as "
-                "seeds= (they go to the private audit file) and remove them from metadata= and "
-                "notes="
-            )
+    _check_published(info, seed_values)
+    spent = ledger.get("spent", {}).get("epsilon") if ledger is not None else None
+    if info.epsilon is None and spent:  # the ledger's total (0: nothing was spent, no ε)
+        info = info.replace(epsilon=spent)
     return info.replace(
         geosynth_version=geosynth.__version__,
         created_utc=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -1052,6 +1046,24 @@ def _file_info(
             else None
         ),
     )
+
+
+def _check_published(info: ReleaseInfo, seed_values: set[int]) -> None:
+    """Refuse a record holding a seed, or a ledger or size that :func:`read_release` refuses."""
+    # Everything that did not come from the library itself is scanned for seeds.
+    for key in ("method", "epsilon", "ledger", "size", "notes", "data", "n_public"):
+        where = "notes" if key == "notes" else f"metadata[{key!r}]"
+        problem = _seed_problem(_jsonable(getattr(info, key), where), where, seed_values)
+        if problem is not None:
+            raise InputError(
+                f"{problem}; seeds and generator state must not be published: pass seeds as "
+                "seeds= (they go to the private audit file) and remove them from metadata= and "
+                "notes="
+            )
+    for key in ("ledger", "size"):  # after the seeds: a seed is the worse problem
+        problem = _type_problem(_jsonable(getattr(info, key), key), _SCHEMA[key], key)
+        if problem is not None:
+            raise InputError(f"metadata {problem}; {_SCHEMA_FIX[key]}")
 
 
 def _metadata_table(info: ReleaseInfo) -> pd.DataFrame:
@@ -1400,9 +1412,11 @@ def _sha256(path: Path) -> str:
 
 
 # ---------------------------------------------------------------------- reading releases
-# The schema of format version 2: key -> type. A type is "str", "int", "number", "bool",
-# "dict" (any JSON object), ("optional", type), ("list", type, length or None),
-# ("mapping", type of every value), ("either", type, type) or a dict of required fields.
+# The schema of format version 2: key -> type. A type is one of _SCALARS ("str", "int", ...),
+# ("optional", type), ("list", type, length or None), ("mapping", type of every value),
+# ("either", type, type), ("one_of", word, word), a dict of required fields, ("some_of", dict)
+# of fields each of which may be left out, or ("tagged", key, {word: dict}): the dict of fields
+# named by the value of ``key``.
 # One name or several (continuous covariates and their β priors; files with one str still read).
 _NAMES = ("either", "str", ("list", "str", None))
 _LATTICE_FIELDS = {
@@ -1441,6 +1455,35 @@ _MODEL_SCHEMA = {
     "continuous": ("optional", _NAMES),
     "combinations": ("list", "str", None),
 }
+# The ε ledger: Accountant.to_dict() of geosynth.dp.accountant (rows of its LEDGER_COLUMNS,
+# blocks of its BLOCK_COLUMNS). A caller's ledger (metadata=) may leave parts out, add none: a
+# key added by hand was published, and printed by ``geosynth inspect``, as part of the ledger.
+_COMPOSITION = ("one_of", "sequential", "parallel")
+_COST = {"epsilon": "nonneg", "delta": "delta"}
+_LEDGER_SCHEMA = ("some_of", {
+    "format": ("one_of", "geosynth.dp.Accountant"),
+    "version": "int",
+    "budget": {"epsilon": "epsilon", "delta": "delta"},
+    "spent": _COST,
+    "remaining": {"epsilon": "epsilon_left", "delta": "delta"},
+    "ledger": ("list", {"label": ("optional", "str"), **_COST, "composition": _COMPOSITION,
+                        "group": ("optional", "int"), "cumulative_epsilon": "nonneg",
+                        "cumulative_delta": "delta"}, None),
+    "blocks": ("list", {"id": "int", "label": ("optional", "str"), "composition": _COMPOSITION,
+                        "parent": ("optional", "int"), **_COST}, None),
+})
+# How the size of an ε-DP release was set: one of the two rules of geosynth.dp.locations.
+_SIZE_SCHEMA = ("tagged", "rule", {
+    "n_public": {"rule": "str", "n_public": "int"},
+    "dp-estimate": {"rule": "str", "cap": "int",
+                    "cap_from": ("one_of", "noisy total + 5 sd", "max_records"),
+                    "noisy_total": "integer"},  # of noisy counts: may be negative
+})
+_SCHEMA_FIX = {
+    "ledger": "pass the ledger of a geosynth.dp.Accountant, accountant.to_dict(), or leave it out",
+    "size": "pass {'rule': 'n_public', 'n_public': N} for releases sized to a published total "
+            "N, or leave size out (a DP release records its own)",
+}
 _SCHEMA: dict[str, Any] = {
     "format": "str",
     "format_version": "int",
@@ -1457,8 +1500,8 @@ _SCHEMA: dict[str, Any] = {
     "priors": ("optional", ("mapping", "number")),
     "epsilon": ("optional", "epsilon"),
     "noise": ("optional", "str"),
-    "ledger": ("optional", "dict"),
-    "size": ("optional", "dict"),
+    "ledger": ("optional", _LEDGER_SCHEMA),
+    "size": ("optional", _SIZE_SCHEMA),
     "intensity": ("optional", "str"),
     "notes": ("optional", "str"),
     "data": ("optional", "str"),
@@ -1702,15 +1745,25 @@ def _read_layer(source: Path, layer: str, limit: int) -> pd.DataFrame:
 
 
 def _json_value(text: str) -> Any:
-    """``json.loads`` limited in size and depth, refusing NaN/Infinity; ValueError otherwise."""
+    """``json.loads`` limited in size, depth and to finite numbers; ValueError otherwise.
+
+    NaN, ±Infinity and floats beyond the float range (``1e999``, which ``json`` reads as inf)
+    are refused.
+    """
     if len(text) > _MAX_VALUE_CHARS:
         raise ValueError(f"it is longer than {_MAX_VALUE_CHARS} characters")
 
     def refuse(constant: str) -> Any:
         raise ValueError(f"{constant} is not a JSON number")
 
+    def finite(number: str) -> float:
+        value = float(number)  # 1e999 overflows to inf, a number past NaN/Infinity's refusal
+        if not math.isfinite(value):
+            raise ValueError(f"{number[:40]} is beyond the range of a float")
+        return value
+
     try:
-        value = json.loads(text, parse_constant=refuse)
+        value = json.loads(text, parse_constant=refuse, parse_float=finite)
     except RecursionError:
         raise ValueError(f"it is nested more than {_MAX_DEPTH} levels deep") from None
     except json.JSONDecodeError as err:
@@ -1802,16 +1855,16 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
             name, f"its metadata says m = {m} but lists the release layers "
             f"{_shown(metadata['layers'])} with {len(metadata['n_records'])} record counts"
         )
+    if metadata.get("noise") is not None and metadata["noise"] not in NOISE_SOURCES:
+        raise InputError(
+            f"{name}: metadata noise is {printable(metadata['noise'])!r}, not one of "
+            f"{sorted(NOISE_SOURCES)}; the file was not written by geosynth or was edited"
+        )
     if _claims_privacy_without_it(info_from_metadata(metadata)):
         raise InputError(
             f"{name}: its metadata says method {printable(metadata['method'])!r}, made without "
             "differential privacy, yet states an epsilon, a noise or a privacy ledger; the file "
             "was edited to claim a privacy it does not have"
-        )
-    if metadata.get("noise") is not None and metadata["noise"] not in NOISE_SOURCES:
-        raise InputError(
-            f"{name}: metadata noise is {printable(metadata['noise'])!r}, not one of "
-            f"{sorted(NOISE_SOURCES)}; the file was not written by geosynth or was edited"
         )
     complete = metadata[COMPLETE_KEY]
     if complete["n_layers"] != len(complete["layers"]):
@@ -1825,60 +1878,98 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
 
 def _type_problem(value: Any, spec: Any, where: str) -> str | None:
     """Describe how ``value`` does not match the schema type ``spec``, or return None."""
-    if isinstance(spec, tuple) and spec[0] == "optional":
+    if isinstance(spec, dict):
+        return _fields_problem(value, spec, where, required=True)
+    kind = spec[0] if isinstance(spec, tuple) else None
+    if kind == "optional":
         return None if value is None else _type_problem(value, spec[1], where)
-    if isinstance(spec, tuple) and spec[0] == "either":
+    if kind == "either":
         problems = [_type_problem(value, option, where) for option in spec[1:]]
         if None in problems:
             return None
         # The problem of the option a value of this JSON type was meant for.
         return problems[-1] if isinstance(value, list) else problems[0]
-    if isinstance(spec, dict):
-        if not isinstance(value, dict):
-            return f"{where!r} must be an object, got {_json_type(value)}"
-        missing = [key for key in spec if key not in value]
-        extra = [key for key in value if key not in spec]
-        if missing or extra:
-            return (f"{where!r} has missing fields {_shown(missing)} / unknown fields "
-                    f"{_shown(extra)}")
-        for key, inner in spec.items():
-            problem = _type_problem(value[key], inner, f"{where}.{key}")
-            if problem is not None:
-                return problem
-        return None
-    if isinstance(spec, tuple) and spec[0] == "list":
+    if kind == "some_of":
+        return _fields_problem(value, spec[1], where, required=False)
+    if kind == "tagged":
+        return _tagged_problem(value, spec[1], spec[2], where)
+    if kind == "one_of":
+        if isinstance(value, str) and value in spec[1:]:
+            return None
+        return f"{printable(where)!r} must be one of {list(spec[1:])}, got {_json_type(value)}"
+    if kind == "list":
         _, item, length = spec
         if not isinstance(value, list):
-            return f"{where!r} must be a list, got {_json_type(value)}"
+            return f"{printable(where)!r} must be a list, got {_json_type(value)}"
         if length is not None and len(value) != length:
-            return f"{where!r} must have {length} items, got {len(value)}"
+            return f"{printable(where)!r} must have {length} items, got {len(value)}"
         for i, inner in enumerate(value):
             problem = _type_problem(inner, item, f"{where}[{i}]")
             if problem is not None:
                 return problem
         return None
-    if isinstance(spec, tuple) and spec[0] == "mapping":
+    if kind == "mapping":
         if not isinstance(value, dict):
-            return f"{where!r} must be an object, got {_json_type(value)}"
+            return f"{printable(where)!r} must be an object, got {_json_type(value)}"
         for key, inner in value.items():
             problem = _type_problem(inner, spec[1], f"{where}.{key}")
             if problem is not None:
                 return problem
         return None
-    checks = {
-        "str": lambda v: isinstance(v, str),
-        "int": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-        "bool": lambda v: isinstance(v, bool),
-        "dict": lambda v: isinstance(v, dict),
-        "epsilon": lambda v: (isinstance(v, int | float) and not isinstance(v, bool) and v > 0)
-        or v == "inf",
-    }
-    if checks[spec](value):
+    check, wanted = _SCALARS[spec]
+    if check(value):
         return None
-    wanted = {"str": "text", "int": "an integer >= 0", "number": "a number",
-              "bool": "true or false", "dict": "an object", "epsilon": "a number > 0"}[spec]
     return f"{printable(where)!r} must be {wanted}, got {_json_type(value)}"
+
+
+def _fields_problem(value: Any, spec: dict[str, Any], where: str, required: bool) -> str | None:
+    """Describe how the object ``value`` does not have the fields ``spec``, or return None."""
+    if not isinstance(value, dict):
+        return f"{printable(where)!r} must be an object, got {_json_type(value)}"
+    extra = [key for key in value if key not in spec]
+    if extra:
+        return (f"{printable(where)!r} has unknown fields {_shown(extra)} (geosynth writes "
+                f"only {_shown(list(spec))})")
+    missing = [key for key in spec if key not in value] if required else []
+    if missing:
+        return f"{printable(where)!r} has missing fields {_shown(missing)}"
+    for key in value:
+        problem = _type_problem(value[key], spec[key], f"{where}.{key}")
+        if problem is not None:
+            return problem
+    return None
+
+
+def _tagged_problem(value: Any, tag: str, options: dict[str, dict], where: str) -> str | None:
+    """Check ``value`` against the fields ``options[value[tag]]``."""
+    if not isinstance(value, dict):
+        return f"{printable(where)!r} must be an object, got {_json_type(value)}"
+    word = value.get(tag)
+    if not (isinstance(word, str) and word in options):
+        return (f"{printable(f'{where}.{tag}')!r} must be one of {sorted(options)}, got "
+                f"{_json_type(word)}")
+    return _fields_problem(value, options[word], where, required=True)
+
+
+def _json_number(value: Any) -> bool:
+    """Whether the JSON value ``value`` is a number (not text, not true/false)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# The scalar types of the schema: a test of the decoded JSON value and what it must be.
+_SCALARS = {
+    "str": (lambda v: isinstance(v, str), "text"),
+    "int": (lambda v: _json_number(v) and isinstance(v, int) and v >= 0, "an integer >= 0"),
+    "integer": (lambda v: _json_number(v) and isinstance(v, int), "an integer"),
+    "number": (_json_number, "a number"),
+    "nonneg": (lambda v: _json_number(v) and v >= 0, "a number >= 0"),
+    "delta": (lambda v: _json_number(v) and 0 <= v <= 1, "a number from 0 to 1"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "dict": (lambda v: isinstance(v, dict), "an object"),
+    "epsilon": (lambda v: (_json_number(v) and v > 0) or v == "inf", "a number > 0"),
+    "epsilon_left": (lambda v: (_json_number(v) and v >= 0) or v == "inf",
+                     'a number >= 0 or "inf"'),
+}
 
 
 def _json_type(value: Any) -> str:

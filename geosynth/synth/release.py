@@ -38,7 +38,19 @@ import pandas as pd
 import shapely
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_unique_columns, describe_value, is_integer, is_real
+from geosynth._validation import (
+    as_float,
+    check_bool,
+    check_choice,
+    check_epsilon,
+    check_int,
+    check_optional_str,
+    check_unique_columns,
+    describe_value,
+    is_integer,
+    is_real,
+    is_sequence,
+)
 from geosynth.errors import InputError, InputTypeError
 
 __all__ = [
@@ -121,6 +133,10 @@ _TEXT_FIELDS = frozenset({"method", "neighbours", "noise", "crs", "intensity", "
                           "geosynth_version", "created_utc"})
 _INT_FIELDS = frozenset({"release", "posterior_draw", "n_public", "m"})
 _DICT_FIELDS = frozenset({"ledger", "size", "lattice", "model", "priors"})
+#: Smallest value of each integer field of :class:`ReleaseInfo`.
+_INT_MINIMUM = {"release": 0, "posterior_draw": 0, "n_public": 0, "m": 1}
+_EPSILON_FIX = ("record the privacy loss the release was made with, e.g. ReleaseInfo(epsilon=1.0), "
+                "or leave epsilon None for a release without differential privacy")
 #: Deepest nesting of dicts and lists a record's value may have (a cycle is refused, too).
 _MAX_DEPTH = 32
 _RECORD_FIX = (
@@ -190,6 +206,17 @@ class ReleaseInfo:
     created_utc : str or None
         ISO 8601 time the file was written.
 
+    Raises
+    ------
+    geosynth.errors.InputTypeError
+        A field of the wrong type: ``method=float("nan")``, ``release=1.0``, ``epsilon=True``,
+        ``ledger=[...]``, ``n_records=5``, ``parameters`` not a dict.
+    geosynth.errors.InputError
+        A value out of range: ``release``, ``posterior_draw``, ``n_public`` or a count of
+        ``n_records`` below 0, ``m`` below 1, ``epsilon`` NaN or <= 0 (``inf`` is a record of
+        no privacy guarantee, and is kept), ``noise`` not one of :data:`NOISE_SOURCES`, or
+        ``parameters`` named like a field.
+
     Examples
     --------
     >>> info = ReleaseInfo(method="donut", release=0, parameters={"r_min": 1.0, "r_max": 2.0})
@@ -223,7 +250,16 @@ class ReleaseInfo:
     created_utc: str | None = None
 
     def __post_init__(self) -> None:
-        """Refuse :attr:`parameters` that :meth:`to_attrs` could not keep apart from fields."""
+        """Check every field, and refuse :attr:`parameters` named like a field.
+
+        A recorded field is replaced by its plain value (:func:`_checked_field`): an int for
+        ``np.int64(2)``, a float for ε, a tuple for ``n_records``. Parameters named like a
+        field would be written over it by :meth:`to_attrs`.
+        """
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if value is not None and item.name != "parameters":
+                object.__setattr__(self, item.name, _checked_field(item.name, value))
         if not isinstance(self.parameters, Mapping):
             raise InputTypeError(
                 f"ReleaseInfo parameters must be a dict, got {describe_value(self.parameters)}"
@@ -318,7 +354,10 @@ class ReleaseInfo:
                 values[key] = _field_value(key, value, f"{where}[{key!r}]")
             else:
                 parameters[str.__str__(key)] = _plain_value(value, f"{where}[{_key_text(key)}]")
-        return cls(**values, parameters=parameters)
+        try:
+            return cls(**values, parameters=parameters)
+        except InputError as err:  # a value out of range (release=-1, epsilon=nan)
+            raise type(err)(f"{where}: {err}; {_RECORD_FIX}") from None
 
     @classmethod
     def of_set(cls, releases: Iterable[Any]) -> ReleaseInfo:
@@ -398,6 +437,37 @@ def set_release_info(frame: Any, info: ReleaseInfo) -> None:
     frame.attrs[INFO_ATTR] = info.to_attrs()
 
 
+def _checked_field(name: str, value: Any) -> Any:
+    """Return the recorded (not None) field ``name`` of a :class:`ReleaseInfo` as a plain value.
+
+    Raises
+    ------
+    geosynth.errors.InputTypeError
+        ``value`` is not of the field's type.
+    geosynth.errors.InputError
+        ``value`` is out of the field's range.
+    """
+    label = f"ReleaseInfo.{name}"
+    if name == "noise":
+        return check_choice(value, label, sorted(NOISE_SOURCES))
+    if name in _TEXT_FIELDS:
+        return check_optional_str(value, label)
+    if name in _INT_FIELDS:
+        return check_int(value, label, _INT_MINIMUM[name])
+    if name == "epsilon":
+        return check_epsilon(value, label, allow_infinity=True, hint=_EPSILON_FIX)
+    if name == "weighted":
+        return check_bool(value, label)
+    if name == "n_records":
+        if not is_sequence(value):
+            raise InputTypeError(f"{label} must be a list of int (the records of each "
+                                 f"release) or None, got {describe_value(value)}")
+        return tuple(check_int(n, f"{label}[{k}]", 0) for k, n in enumerate(value))
+    if not isinstance(value, Mapping):  # ledger, size, lattice, model, priors
+        raise InputTypeError(f"{label} must be a dict or None, got {describe_value(value)}")
+    return value
+
+
 def _field_value(name: str, value: Any, where: str) -> Any:
     """Return a field of a record read from ``attrs`` as a plain value of the field's type."""
     if value is None:
@@ -411,7 +481,7 @@ def _field_value(name: str, value: Any, where: str) -> Any:
     if name in _INT_FIELDS and is_integer(value):
         return int(value)
     if name == "epsilon" and is_real(value):
-        return float(value)
+        return as_float(value)  # 10**400 or a huge Fraction: inf, not an OverflowError
     if name == "weighted" and isinstance(value, bool | np.bool_):
         return bool(value)
     if name in _DICT_FIELDS and isinstance(value, Mapping):
@@ -436,7 +506,7 @@ def _plain_value(value: Any, where: str, depth: int = 0) -> Any:
     if is_integer(value):
         return int(value)
     if is_real(value):
-        return float(value)
+        return as_float(value)
     if isinstance(value, Mapping | list | tuple) and depth >= _MAX_DEPTH:
         raise InputTypeError(f"{where} is nested more than {_MAX_DEPTH} levels deep (or holds "
                              f"itself); {_RECORD_FIX}")

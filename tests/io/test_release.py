@@ -31,7 +31,7 @@ from geosynth import (
     to_public,
 )
 from geosynth._atomic import AtomicOutputs
-from geosynth.dp import Accountant, dp_counts
+from geosynth.dp import Accountant, dp_counts, dp_release
 from geosynth.dp.locations import NoisyCounts
 from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.io import (
@@ -357,12 +357,18 @@ def test_metadata_records_epsilon_and_ledger(tmp_path):
         and "grid" not in read_release(path).layers
     )
 
-    given = {"ledger": {**ledger, "extra": ("a", np.int64(2), np.float64(np.inf))}}
-    write_release(path, [public_like()], metadata=given, notes="a test", overwrite=True)
+    uncapped = {"budget": {"epsilon": np.float64(np.inf), "delta": 0.0}, "version": np.int64(1),
+                "spent": ledger["spent"]}
+    write_release(path, [public_like()], metadata={"ledger": uncapped}, notes="a test",
+                  overwrite=True)
     meta = read_release(path).metadata
     assert meta["ledger"]["spent"] == ledger["spent"] and meta["epsilon"] == 1.5
-    assert meta["ledger"]["extra"] == ["a", 2, "inf"] and meta["method"] is None
-    assert meta["notes"] == "a test"
+    assert meta["ledger"]["budget"]["epsilon"] == "inf" and meta["ledger"]["version"] == 1
+    assert meta["method"] is None and meta["notes"] == "a test"
+    # The ledger has the keys of Accountant.to_dict(): an added one is not published.
+    with pytest.raises(InputError, match=r"metadata 'ledger' has unknown fields \['extra'\]"):
+        write_release(path, [public_like()], metadata={"ledger": {**ledger, "extra": ("a", 2)}},
+                      overwrite=True)
 
 
 @pytest.mark.parametrize("point", ["POINT EMPTY", "POINT (nan nan)", "POINT Z (1 2 3)",
@@ -405,7 +411,7 @@ def test_metadata_given_as_a_release_info_writes_the_same_table(tmp_path):
         table.loc[table["key"] == "created_utc", "value"] = "when"
     pd.testing.assert_frame_equal(*tables)  # the fields the writer computes are its own
     assert read_release(as_info).info.n_public == 4
-    with pytest.raises(InputError, match=r"metadata\['epsilon'\] must be a number > 0"):
+    with pytest.raises(InputError, match=r"ReleaseInfo.epsilon must be a number > 0"):
         write_release(tmp_path / "bad.gpkg", [public_like()], metadata=ReleaseInfo(epsilon=-1.0))
     with pytest.raises(InputError, match="metadata must be a dict of str keys or a ReleaseInfo"):
         write_release(tmp_path / "bad.gpkg", [public_like()], metadata=[("method", "x")])
@@ -501,6 +507,114 @@ def test_an_infinite_epsilon_reads_back(tmp_path):
     got = read_release(path)
     assert got.metadata["epsilon"] == "inf" and got.info.epsilon == float("inf")
     assert metadata_from_info(got.info) == got.metadata
+
+
+# ---------------------------------------------------------------------- ledger and size schema
+@pytest.fixture(scope="module")
+def dp_results():
+    """Real ε-DP releases under the three size rules, one charged to a shared accountant with an
+    uncapped budget and a parallel block (every part of Accountant.to_dict())."""
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS)
+    counts = prepare(public_like(8), grid, attributes=["y"], levels={"y": [0, 1]})
+    accountant = Accountant(float("inf"))
+    with accountant.parallel(label="regions"):
+        accountant.spend(0.25, label="another release")
+    run = {"m": 1, "levels": {"y": [0, 1]}, "n_iter": 60, "burn_in": 20, "thin": 2,
+           "chains": 1, "progress": False}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", geosynth.errors.DataWarning)  # 8 records: mostly noise
+        return [dp_release(counts, 1.0, accountant=accountant, **run),
+                dp_release(counts, 1.0, n_public=8, **run),
+                dp_release(counts, 1.0, max_records=5, **run)]
+
+
+def test_the_ledger_and_size_geosynth_writes_read_back(tmp_path, dp_results):
+    rules = [(result.info.size["rule"], result.info.size.get("cap_from"))
+             for result in dp_results]
+    assert rules == [("dp-estimate", "noisy total + 5 sd"), ("n_public", None),
+                     ("dp-estimate", "max_records")]
+    assert [block["composition"] for block in dp_results[0].info.ledger["blocks"]] == ["parallel"]
+    for k, result in enumerate(dp_results):
+        path = tmp_path / f"dp{k}.gpkg"
+        write_release(path, result.releases, metadata=result.info)
+        info = read_release(path).info
+        assert info.ledger == json.loads(json.dumps(result.info.ledger))  # "inf": a JSON text
+        assert info.size == result.info.size
+
+
+@pytest.mark.parametrize(("key", "spoil", "message"), [
+    ("ledger", lambda v: {**v, "certified_by": "IRB 2024"},
+     r"'ledger' has unknown fields \['certified_by'\]"),
+    ("ledger", lambda v: {**v, "spent": {**v["spent"], "note": "x"}},
+     r"'ledger.spent' has unknown fields \['note'\]"),
+    ("ledger", lambda v: {**v, "ledger": [{**v["ledger"][0], "approved": True}]},
+     r"'ledger.ledger\[0\]' has unknown fields \['approved'\]"),
+    ("ledger", lambda v: {**v, "spent": {"epsilon": -1.0, "delta": 0.0}},
+     r"'ledger.spent.epsilon' must be a number >= 0, got a number -1.0"),
+    ("ledger", lambda v: {**v, "spent": {"epsilon": "0.1", "delta": 0.0}},
+     r"'ledger.spent.epsilon' must be a number >= 0, got text"),
+    ("ledger", lambda v: {**v, "budget": {"epsilon": 1.0, "delta": 2}},
+     r"'ledger.budget.delta' must be a number from 0 to 1"),
+    ("ledger", lambda v: {**v, "version": True}, r"'ledger.version' must be an integer >= 0"),
+    ("ledger", lambda v: {**v, "format": "my ledger"}, r"'ledger.format' must be one of"),
+    ("ledger", lambda v: {**v, "blocks": [{**v["blocks"][0], "composition": "serial"}]},
+     r"'ledger.blocks\[0\].composition' must be one of \['sequential', 'parallel'\]"),
+    ("ledger", lambda v: {k: w for k, w in v.items() if k != "ledger"} | {"ledger": {}},
+     r"'ledger.ledger' must be a list"),
+    ("size", lambda v: {**v, "reviewed": "yes"}, r"'size' has unknown fields \['reviewed'\]"),
+    ("size", lambda v: {**v, "rule": "exact"},
+     r"'size.rule' must be one of \['dp-estimate', 'n_public'\], got text"),
+    ("size", lambda v: {**v, "cap": "31"}, r"'size.cap' must be an integer >= 0, got text"),
+    ("size", lambda v: {**v, "cap_from": "the true total"}, r"'size.cap_from' must be one of"),
+    ("size", lambda v: {"rule": "n_public"}, r"'size' has missing fields \['n_public'\]"),
+    ("size", lambda v: [v], r"'size' must be an object, got a list"),
+])
+def test_a_ledger_or_size_edited_by_hand_is_refused_by_key(tmp_path, dp_results, key, spoil,
+                                                             message):
+    """Both were any JSON object: a key added to the file was read, and printed by inspect."""
+    path = tmp_path / "dp.gpkg"
+    write_release(path, dp_results[0].releases, metadata=dp_results[0].info)
+    assert not audit_path(path).exists()  # no audit file: the schema is the only check
+    set_metadata(path, key, spoil(metadata_value(path, key)))
+    with pytest.raises(InputError, match=rf"dp.gpkg: metadata {message}.*was edited"):
+        read_release(path)
+
+
+@pytest.mark.parametrize(("metadata", "message"), [
+    ({"ledger": {"spent": {"epsilon": 1.0, "delta": 0.0}, "approved_by": "IRB"}},
+     r"metadata 'ledger' has unknown fields \['approved_by'\].*Accountant"),
+    ({"ledger": {"spent": {"epsilon": np.nan, "delta": 0.0}}},
+     r"metadata 'ledger.spent.epsilon' must be a number >= 0, got null"),
+    ({"size": {"rule": "n_public", "n_public": 4, "checked": True}},
+     r"metadata 'size' has unknown fields \['checked'\].*'rule': 'n_public'"),
+    ({"size": {"rule": "n_public", "n_public": "4"}},
+     r"metadata 'size.n_public' must be an integer >= 0, got text"),
+    ({"ledger": {"spent": [1.0]}}, r"metadata 'ledger.spent' must be an object, got a list"),
+])
+def test_a_ledger_or_size_outside_the_schema_is_not_written(tmp_path, metadata, message):
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match=message):
+        write_release(path, [public_like()], metadata=metadata)
+    assert names(tmp_path) == []
+
+
+def test_a_ledger_that_spent_nothing_states_no_epsilon(tmp_path):
+    """ε was taken from the ledger's spent total: 0 was written, and the file did not read."""
+    path = tmp_path / "release.gpkg"
+    ledger = {"spent": {"epsilon": 0.0, "delta": 0.0}}
+    write_release(path, [public_like()], metadata={"ledger": ledger})
+    info = read_release(path).info
+    assert info.epsilon is None and info.ledger == ledger
+
+
+def test_a_number_beyond_the_float_range_is_refused(tmp_path):
+    """json reads 1e999 as inf, past the refusal of NaN and Infinity: ε read as infinite."""
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like()], metadata={"epsilon": 1.0})
+    sql(path, ("UPDATE metadata SET value = '1e999' WHERE key = 'epsilon'", ()))
+    with pytest.raises(InputError, match=r"the metadata value of 'epsilon' is not valid \(1e999 "
+                                         r"is beyond the range of a float\)"):
+        read_release(path)
 
 
 def test_metadata_from_info_needs_the_file_fields():
@@ -1256,9 +1370,15 @@ def test_seeds_in_other_spellings_are_found(tmp_path, kwargs, message):
 def test_ordinary_text_with_numbers_is_not_taken_for_a_seed(tmp_path):
     notes = ("Seed bank survey of 2019: 100 seedlings, 918 273 plots, sizes 1.5e3 m2 "
              "(United States 2019, seeding 2020)")
+    size = {"rule": "n_public", "n_public": 4}
     write_release(tmp_path / "release.gpkg", [public_like()], notes=notes,
-                  seeds={"synthesize": SYNTH_SEED}, metadata={"size": {"rule": ["n", 4]}})
+                  seeds={"synthesize": SYNTH_SEED}, metadata={"size": size})
     assert read_release(tmp_path / "release.gpkg").metadata["notes"] == notes
+    # A pair that is no seed is not taken for one: it is refused as a size, not as a seed.
+    with pytest.raises(InputError, match=r"metadata 'size.rule' must be one of \['dp-estimate', "
+                                         r"'n_public'\], got a list \[\"n\", 4\]; pass"):
+        write_release(tmp_path / "other.gpkg", [public_like()], seeds={"synthesize": SYNTH_SEED},
+                      metadata={"size": {"rule": ["n", 4]}})
 
 
 # ---------------------------------------------------------------------- repeated labels

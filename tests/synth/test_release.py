@@ -411,6 +411,72 @@ def test_parameters_named_like_fields_are_refused():
         ReleaseInfo(parameters=None)
 
 
+@pytest.mark.parametrize(("fields", "error", "match"), [
+    ({"method": float("nan")}, InputTypeError, r"ReleaseInfo.method must be a str or None, got "
+                                               r"float nan"),
+    ({"data": 3}, InputTypeError, r"ReleaseInfo.data must be a str or None, got int 3"),
+    ({"release": -1}, InputError, r"ReleaseInfo.release must be an int >= 0, got -1"),
+    ({"release": 1.0}, InputTypeError, r"ReleaseInfo.release must be an int, got float 1.0; "
+                                       r"pass an int"),
+    ({"posterior_draw": True}, InputTypeError, r"ReleaseInfo.posterior_draw must be an int, got "
+                                               r"bool True"),
+    ({"n_public": -5}, InputError, r"ReleaseInfo.n_public must be an int >= 0, got -5"),
+    ({"m": 0}, InputError, r"ReleaseInfo.m must be an int >= 1, got 0"),
+    ({"epsilon": float("nan")}, InputError, r"ReleaseInfo.epsilon must be a number > 0 \(or "
+                                            r"inf\), got nan; record the privacy loss"),
+    ({"epsilon": -1.0}, InputError, r"ReleaseInfo.epsilon must be a number > 0"),
+    ({"epsilon": 0}, InputError, r"ReleaseInfo.epsilon must be a number > 0"),
+    ({"epsilon": True}, InputTypeError, r"ReleaseInfo.epsilon must be a real number, got bool"),
+    ({"epsilon": "1.0"}, InputTypeError, r"ReleaseInfo.epsilon must be a real number, got str"),
+    ({"weighted": "no"}, InputTypeError, r"ReleaseInfo.weighted must be True or False"),
+    ({"noise": "none"}, InputError, r"ReleaseInfo.noise must be one of 'external', "
+                                    r"'os-entropy', 'seeded', got str 'none'"),
+    ({"ledger": ["spent"]}, InputTypeError, r"ReleaseInfo.ledger must be a dict or None, got "
+                                            r"list"),
+    ({"size": "n_public"}, InputTypeError, r"ReleaseInfo.size must be a dict or None"),
+    ({"n_records": 5}, InputTypeError, r"ReleaseInfo.n_records must be a list of int"),
+    ({"n_records": [3, -1]}, InputError, r"ReleaseInfo.n_records\[1\] must be an int >= 0, "
+                                         r"got -1"),
+])
+def test_release_info_refuses_a_field_of_the_wrong_type_or_range(fields, error, match):
+    """The constructor took anything: method=nan, release=-1, epsilon=nan were recorded."""
+    with pytest.raises(error, match=match):
+        ReleaseInfo(**fields)
+    with pytest.raises(error, match=match):
+        ReleaseInfo().replace(**fields)
+
+
+def test_release_info_keeps_plain_values_and_an_infinite_epsilon():
+    info = ReleaseInfo(release=np.int64(2), epsilon=np.float32(0.5), weighted=np.bool_(True),
+                       n_records=np.array([3, 4]), m=np.int64(2))
+    assert type(info.release) is int and type(info.epsilon) is float and info.weighted is True
+    assert info.n_records == (3, 4) and all(type(n) is int for n in info.n_records)
+    json.dumps(info.to_attrs())
+    assert ReleaseInfo(epsilon=float("inf")).epsilon == float("inf")  # no privacy, stated
+
+
+def test_a_number_beyond_the_float_range_reads_as_infinite():
+    """float() of 10**400 or a huge Fraction raised a bare OverflowError."""
+    from fractions import Fraction
+
+    huge = Fraction(10**400)
+    info = release_info(point_frame({"geosynth": {"epsilon": 10**400, "r_max": huge}}))
+    assert info.epsilon == float("inf") and info.parameters == {"r_max": float("inf")}
+
+
+@pytest.mark.parametrize(("record", "match"), [
+    ({"release": -1}, r"attrs\['geosynth'\]: ReleaseInfo.release must be an int >= 0"),
+    ({"epsilon": float("nan")}, r"attrs\['geosynth'\]: ReleaseInfo.epsilon must be a number > "
+                                r"0 \(or inf\), got nan"),
+    ({"m": 0}, r"attrs\['geosynth'\]: ReleaseInfo.m must be an int >= 1"),
+    ({"n_records": [2, -2]}, r"ReleaseInfo.n_records\[1\] must be an int >= 0"),
+])
+def test_a_record_out_of_range_is_refused_with_the_fix(record, match):
+    with pytest.raises(InputError, match=match) as caught:
+        release_info(point_frame({"geosynth": record}))
+    assert "del release.attrs['geosynth']" in str(caught.value)
+
+
 @pytest.mark.parametrize("marker", [["naive"], {"naive": 1}, "paiva", False, np.array(["naive"])])
 def test_an_altered_baseline_marker_is_refused(marker):
     """An unhashable marker raised a raw TypeError; any other one was silently not a baseline."""
