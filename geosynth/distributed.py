@@ -548,12 +548,12 @@ def synthesize_dask(
 
     Warns
     -----
-    geosynth.errors.PrivacyLeakWarning
-        A combination of fewer than three records gets synthetic continuous values.
     geosynth.errors.DataWarning
-        With ``weights``: a release placed points in cells without a pixel of positive weight.
+        A combination with no cell of three or more records gets synthetic continuous values
+        from the means of all combinations (:func:`geosynth.synth.paiva.warn_pooled_combinations`);
+        with ``weights``: a release placed points in cells without a pixel of positive weight.
     """
-    from geosynth.synth.paiva import ReleaseMaker, release_draws, warn_rare_value_combinations
+    from geosynth.synth.paiva import ReleaseMaker, release_draws, warn_pooled_combinations
 
     check_fit(fit)
     if fit.noise_scale is not None:
@@ -571,7 +571,7 @@ def synthesize_dask(
     shared = ReleaseMaker.of(template, gdf, weights)
     draws = release_draws(fit, m).tolist()
     if fit.counts.covariates:
-        warn_rare_value_combinations(fit.counts, m)
+        warn_pooled_combinations(fit.counts)
     client = _get_client(client)
     seeds = release_seeds(seed, m)
     [shared_f] = client.scatter([_without_confidential_values(shared)], broadcast=True,

@@ -47,13 +47,12 @@ METHODS = {"paiva": "Paiva", "naive": "Naive"}
 #: The library's advice (as the message layer has rewritten it for release's options) -> what
 #: the demo, whose attributes, continuous column, releases and lattice are fixed, offers instead.
 #: The warnings named --cell-size and a region (the lattice's isolated cells, which only
-#: --grid 1x1 has here) and dropping attributes or publishing fewer releases (combinations of
-#: fewer than 3 records at a small --n), none of which the demo has.
+#: --grid 1x1 has here) and coarser attributes (combinations with no cell of 3 records at a
+#: small --n), none of which the demo has.
 ADVICE = {
     "a larger --cell-size or a region that joins them":
         "a --grid of more than one cell (a 1x1 lattice's single cell has no neighbour)",
-    "coarsen or drop the attributes that make them rare, leave out the continuous column, or "
-    "publish fewer releases":
+    "coarsen the lattice or the attributes that make them rare if that association matters":
         "raise --n, so that every combination holds more records",
 }
 #: Files under figures/ (the evaluation figures are "<method>_points" and "<method>_intervals").

@@ -33,14 +33,14 @@ from scipy import sparse
 from geosynth._random import SeedLike, spawn_seeds
 from geosynth._validation import check_m, check_unique_columns
 from geosynth.data import CellCounts, check_crs
-from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning, SamplerError
+from geosynth.errors import DataWarning, InputError, SamplerError
 from geosynth.model.storage import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place, unweighted_note
 from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release
 
 __all__ = ["PosteriorDraws", "ReleaseMaker", "synthesize", "release_draws", "synthetic_zbar",
-           "synthesis_sd", "warn_rare_value_combinations", "SYNTHESIS_SD_PRIOR_DF",
-           "MIN_RECORDS_FOR_VALUES"]
+           "synthesis_sd", "warn_pooled_combinations", "kept_pairs",
+           "SYNTHESIS_SD_PRIOR_DF", "MIN_RECORDS_FOR_VALUES"]
 
 _SHOW = 5
 #: What :func:`synthesize` reads of a fit (the members of :class:`PosteriorDraws`).
@@ -49,10 +49,10 @@ _FIT_ATTRIBUTES = ("counts", "noise_scale", "n_chains", "n_draws", "n_eta_draws"
 #: variance. A combination with records in ν₀ + 1 = 5 cells weighs its own estimate and the
 #: pooled one equally; with 41 cells its own gets 91 %.
 SYNTHESIS_SD_PRIOR_DF = 4.0
-#: A combination with fewer records than this gets a PrivacyLeakWarning when it has synthetic
-#: continuous values: their centre is those records' own mean (see :func:`synthesize`). A cell
-#: holding fewer records of a combination does not centre its synthetic values on their mean:
-#: it takes its neighbours', as an empty cell does (:func:`synthetic_zbar`).
+#: The fewest records of a combination a cell must hold for its synthetic continuous values to
+#: centre on their mean. A cell holding fewer takes its neighbours' means, as an empty cell
+#: does, and a combination with no such cell the means of all combinations around each cell
+#: (:func:`synthetic_zbar`): a mean of one or two records is their values.
 MIN_RECORDS_FOR_VALUES = 3
 
 
@@ -193,20 +193,27 @@ def synthesize(
     combination spans many cells, the pooled SD where it spans one (both over the cells of at
     least :data:`MIN_RECORDS_FOR_VALUES` records of a combination). Where ``(i, b)`` held no
     original record, ``Z̄_ib`` is the mean of ``Z̄_jb`` over the neighbours ``j`` of ``i`` that
-    held records of ``b``, and the mean of ``Z̄_jb`` over all cells ``j`` that did if none of
-    the neighbours did (:func:`synthetic_zbar`; the thesis' 0, the combination mean, also
-    averages the cells of one or two records, and published their values).
+    hold :data:`MIN_RECORDS_FOR_VALUES` or more records of ``b``, and the mean of ``Z̄_jb`` over
+    all cells ``j`` that do if none of the neighbours does (:func:`synthetic_zbar`; the thesis'
+    0, the combination mean, also averages the cells of one or two records, and published
+    their values).
     Where it held fewer than :data:`MIN_RECORDS_FOR_VALUES` (one or two records), the same
     fallback stands in for ``Z̄_ib``, a departure from the thesis: its cell mean is then those
     records' own values, and every synthetic record of ``b`` drawn into cell ``i`` centres on
     it, so the average of those values over the releases published a lone record's value (a
-    record of 95 among values up to 24.5 came out as 96.8 ± 0.7 from 20 releases). With
-    several continuous
-    covariates each column is drawn so, from its own ``Z̄``, mean and SD, one normal per record
-    and covariate in the order of ``counts.covariates``. A combination of one or two records
-    still centres on their own mean in every release, so the average of the ``m`` releases
-    reveals it ever more closely as ``m`` grows: :func:`warn_rare_value_combinations` says so
-    (a :class:`~geosynth.errors.PrivacyLeakWarning`).
+    record of 95 among values up to 24.5 came out as 96.8 ± 0.7 from 20 releases). A
+    combination with no cell of :data:`MIN_RECORDS_FOR_VALUES` records (every combination of
+    one or two records) centres on the raw means of all combinations' such cells around the
+    synthetic cell, not on its own mean, which is its records' values (a departure too; the
+    thesis' 0 published them in every release): :func:`warn_pooled_combinations` names them.
+    With several continuous covariates each column is drawn so, from its own ``Z̄``, mean and
+    SD, one normal per record and covariate in the order of ``counts.covariates``.
+
+    What remains published is the mean of each cell's :data:`MIN_RECORDS_FOR_VALUES` or more
+    records of a combination, with noise: one extreme value among a cell's few records moves
+    that mean far from the others', and the releases show it (a value of 98,765 among a cell's
+    12 values below 90 came back as a cell average of 8,289, standard error 250, over 5
+    releases). Top-code or transform a skewed column before :func:`geosynth.prepare`.
 
     Examples
     --------
@@ -227,7 +234,7 @@ def synthesize(
     maker = ReleaseMaker.of(fit, gdf, weights)
     draws = release_draws(fit, m)
     if fit.counts.covariates:
-        warn_rare_value_combinations(fit.counts, m)
+        warn_pooled_combinations(fit.counts)
     releases = []
     for release, (draw, stream) in enumerate(zip(draws.tolist(), spawn_seeds(seed, m),
                                                  strict=True)):
@@ -327,41 +334,6 @@ class ReleaseMaker:
         return out, unweighted_note(self.table, cells)
 
 
-def warn_rare_value_combinations(counts: CellCounts, m: int) -> None:
-    """Warn when a combination of fewer than three records gets synthetic continuous values.
-
-    Every release centres such a combination's values on its records' own (cell) means, with
-    independent noise of SD ``s̃_b``: an intruder who finds its rows in the ``m`` public
-    releases (the attribute values are published) averages them and recovers the mean of those
-    one or two records to within about ``s̃_b / √(m·n_b)``.
-
-    Parameters
-    ----------
-    counts : geosynth.data.CellCounts
-        Prepared data with continuous covariates (``combos["n_records"]``: records per
-        combination, every one of them released).
-    m : int
-        Number of releases.
-    """
-    held = counts.combos["n_records"].to_numpy()
-    rare = np.flatnonzero((held > 0) & (held < MIN_RECORDS_FOR_VALUES))
-    if rare.size == 0:
-        return
-    labels = counts.combination_labels()
-    shown = ", ".join(repr(labels[b]) for b in rare[:_SHOW]) + (", ..." if rare.size > _SHOW
-                                                                 else "")
-    warnings.warn(
-        f"{rare.size} attribute combination(s) with synthetic "
-        f"{', '.join(map(repr, counts.covariates))} have fewer than {MIN_RECORDS_FOR_VALUES} "
-        f"records ({shown}): their values centre on those records' own mean, which the average "
-        f"over the {m} releases reveals to within the noise SD / sqrt({m}); coarsen or drop "
-        "the attributes that make them rare, leave out the continuous column, or publish "
-        "fewer releases",
-        PrivacyLeakWarning,
-        stacklevel=3,
-    )
-
-
 def _check_draws(fit: Any) -> None:
     """Refuse a ``fit`` that is no :class:`PosteriorDraws` (None raised AttributeError)."""
     if not isinstance(fit, PosteriorDraws):
@@ -455,13 +427,22 @@ def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarr
     -------
     numpy.ndarray of float64, shape (G, B) or (K, G, B)
         ``zbar`` where cell ``i`` holds at least :data:`MIN_RECORDS_FOR_VALUES` records of
-        ``b``. Elsewhere (no record, or one or two whose mean would be published: see
-        :func:`synthesize`) the mean of ``zbar[j, b]`` over the neighbours ``j`` of cell ``i``
-        (``grid.indptr/indices``) that hold that many; when none does, the mean of ``zbar`` over
-        all the cells of ``b`` that hold that many, and 0 (the standardised combination mean)
-        when no cell does. Not 0 when some cell does: the combination mean averages the means
-        of all its cells, a lone record's too, which the releases would then publish (its value
-        is twice that mean minus the other cell's, when ``b`` has one other cell).
+        ``b`` (a *kept* pair). Elsewhere (no record, or one or two whose mean would be
+        published: see :func:`synthesize`) the mean of ``zbar[j, b]`` over the neighbours ``j``
+        of cell ``i`` (``grid.indptr/indices``) whose pair is kept; when none is, the mean of
+        ``zbar`` over all the kept pairs of ``b``. A combination with no kept pair at all takes
+        the raw means of the kept pairs of *every* combination in cell ``i`` and its
+        neighbours (or, when none has one, of all kept pairs), standardised with ``b``'s own
+        mean and SD, so that its centre is that pooled raw mean.
+
+        Not the thesis' 0 (the combination mean) for those: that mean averages the means of
+        all the combination's cells, so a combination whose records are spread one or two to a
+        cell, or one of a single record, published its records' mean in every release (a
+        planted 98,765 among values below 90, in a combination of three records each alone in
+        its cell, came back as 3 × the published centre minus the other two: 98,755 from one
+        release; one record's value to within the pooled SD). The synthetic values of such a
+        combination keep no association with its attributes, only with where its synthetic
+        points fall; :func:`warn_pooled_combinations` names them.
 
     Raises
     ------
@@ -474,15 +455,14 @@ def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarr
         raise InputError("counts has no continuous variable; prepare(..., continuous=column) first")
     if covariate is None and not isinstance(counts.continuous, str):
         return np.stack([synthetic_zbar(counts, name) for name in counts.covariates])
-    zbar = counts.covariate(counts.covariates[0] if covariate is None else covariate)[0]
+    zbar, mean, sd = counts.covariate(counts.covariates[0] if covariate is None else covariate)
     grid = counts.grid
     n = grid.n_cells
     indices = np.asarray(grid.indices)
     adjacency = sparse.csr_matrix(
         (np.ones(indices.size), indices, np.asarray(grid.indptr)), shape=(n, n)
     )
-    kept = np.asarray(counts.zbar_mask, dtype=bool) & (
-        np.asarray(counts.counts) >= MIN_RECORDS_FOR_VALUES)
+    kept = kept_pairs(counts)
     mask = kept.astype(np.float64)
     zbar = np.asarray(zbar, dtype=np.float64)
     total = adjacency @ (zbar * mask)
@@ -492,7 +472,74 @@ def synthetic_zbar(counts: CellCounts, covariate: str | None = None) -> np.ndarr
                         where=n_kept > 0)
     fill = np.divide(total, n_with, out=np.broadcast_to(overall, total.shape).copy(),
                      where=n_with > 0)
+    alone = n_kept == 0  # no kept pair: its own mean is the records' (see Returns)
+    if alone.any() and kept.any():
+        pooled = _pooled_raw_means(zbar * sd + mean, kept, adjacency)
+        fill[:, alone] = (pooled[:, None] - np.asarray(mean)[alone]) / np.asarray(sd)[alone]
     return np.where(kept, zbar, fill)
+
+
+def kept_pairs(counts: CellCounts) -> np.ndarray:
+    """(cell, combination) pairs whose raw mean the releases may centre on: (G, B) bool.
+
+    Those holding at least :data:`MIN_RECORDS_FOR_VALUES` records (their mean is an aggregate
+    of that many; a mean of one or two records is their values).
+    """
+    return (np.asarray(counts.zbar_mask, dtype=bool)
+            & (np.asarray(counts.counts) >= MIN_RECORDS_FOR_VALUES))
+
+
+def _pooled_raw_means(raw: np.ndarray, kept: np.ndarray, adjacency: sparse.csr_matrix
+                      ) -> np.ndarray:
+    """Mean raw cell mean of the kept pairs of every combination, per cell (G,).
+
+    Over cell ``i`` and its neighbours; over all kept pairs where none of those has one.
+    """
+    sums = np.where(kept, raw, 0.0).sum(axis=1)
+    numbers = kept.sum(axis=1).astype(np.float64)
+    near = adjacency + sparse.identity(adjacency.shape[0], format="csr")
+    near_sums, near_numbers = near @ sums, near @ numbers
+    overall = sums.sum() / numbers.sum()
+    return np.divide(near_sums, near_numbers, out=np.full(sums.shape, overall),
+                     where=near_numbers > 0)
+
+
+def warn_pooled_combinations(counts: CellCounts) -> None:
+    """Say which combinations get synthetic values from the pooled means of all combinations.
+
+    A combination with no cell holding :data:`MIN_RECORDS_FOR_VALUES` of its records (every
+    combination of one or two records, and those spread thinly) centres its synthetic values
+    on the means of the other combinations around each synthetic cell (:func:`synthetic_zbar`):
+    their association with its attributes is not kept, so an analysis of the continuous
+    column by those attributes would be biased towards no difference.
+
+    Parameters
+    ----------
+    counts : geosynth.data.CellCounts
+        Prepared data with continuous covariates.
+
+    Warns
+    -----
+    geosynth.errors.DataWarning
+        Naming up to five such combinations.
+    """
+    alone = np.flatnonzero((counts.combos["n_records"].to_numpy() > 0)
+                           & ~kept_pairs(counts).any(axis=0))
+    if alone.size == 0:
+        return
+    labels = counts.combination_labels()
+    shown = ", ".join(repr(labels[b]) for b in alone[:_SHOW]) + (", ..." if alone.size > _SHOW
+                                                                 else "")
+    warnings.warn(
+        f"{alone.size} attribute combination(s) have no cell holding {MIN_RECORDS_FOR_VALUES} "
+        f"or more of their records ({shown}): their synthetic "
+        f"{', '.join(map(repr, counts.covariates))} follow the cell means of all combinations "
+        "around their synthetic cells, not their own records' values (which they would "
+        "disclose), so they keep no association with those attributes; coarsen the lattice or "
+        "the attributes that make them rare if that association matters",
+        DataWarning,
+        stacklevel=3,
+    )
 
 
 # ---------------------------------------------------------------------- internals
@@ -776,7 +823,7 @@ def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray
     name = counts.covariates[0] if covariate is None else covariate
     zbar, mean, sd = counts.covariate(name)
     mask = np.asarray(counts.zbar_mask, dtype=bool)
-    kept = mask & (np.asarray(counts.counts) >= MIN_RECORDS_FOR_VALUES)
+    kept = kept_pairs(counts)
     raw = np.where(mask, zbar * sd + mean, 0.0)
     n_kept = kept.sum(axis=0)
     centre = np.divide(np.where(kept, raw, 0.0).sum(axis=0), n_kept,

@@ -125,18 +125,17 @@ def test_demo_refuses_a_grid_above_the_cell_limit_in_cli_terms(tmp_path):
 
 
 def test_demo_advice_names_its_own_options_and_a_nan_r_hat_says_why(tmp_path):
-    # --grid 1x1 warned "use a larger --cell-size or a region", --n 100 "drop the attributes
-    # ... or publish fewer releases" (the demo has none of these), and 3 draws per chain
+    # --grid 1x1 warned "use a larger --cell-size or a region", --n 100 "coarsen the lattice
+    # or the attributes" (the demo has none of these), and 3 draws per chain
     # printed "R-hat max: nan".
     out = tmp_path / "out"
     result = run("demo", "--out", out, "--n", 100, "--grid", "1x1", "--iterations", 15)
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.output.splitlines() if line.startswith("Warning:")]
     assert any("a --grid of more than one cell" in line for line in warnings), warnings
-    assert any("have fewer than 3 records" in line and "raise --n" in line
+    assert any("have no cell holding 3 or more of their records" in line and "raise --n" in line
                for line in warnings), warnings
-    for advice in ("--cell-size", "a region", "drop the attributes", "continuous column",
-                   "fewer releases"):
+    for advice in ("--cell-size", "a region", "coarsen the lattice", "the attributes that make"):
         assert advice not in result.output, advice
     assert "R-hat max: nan" not in result.output
     assert ("R-hat max: not computable: 3 draws per chain, and R-hat needs 4 or more; raise "

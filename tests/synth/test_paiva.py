@@ -34,6 +34,7 @@ from geosynth.synth.paiva import (
     MIN_RECORDS_FOR_VALUES,
     SYNTHESIS_SD_PRIOR_DF,
     continuous_values,
+    kept_pairs,
 )
 from tests.synth.helpers import (
     CRS,
@@ -447,23 +448,64 @@ def test_a_combination_in_one_cell_does_not_publish_its_value():
     assert np.mean(np.abs(z - 1e6) < 1.0) < 0.05  # N(0, 26.5²) puts 3 % within ±1
 
 
-def test_values_of_a_combination_of_two_records_are_warned_about():
-    # a=1 has its two records in cell 2: every release centres its values on their mean, so
-    # the average of the releases' a=1 rows tends to it as m grows.
+def test_values_of_a_combination_of_two_records_do_not_centre_on_their_mean():
+    # a=1 has its two records (499 and 501) in cell 2: every release centred its values on
+    # their mean, so the average of the releases' a=1 rows tended to 500 as m grew. Now they
+    # centre on the kept means of all combinations around each synthetic cell: cells 0, 1
+    # and 4 of a=0 (10, 20, 60), never 500.
     gdf, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 60.0}, 1: {2: 500.0}},
                                      offsets={0: (-1.0, 0.0, 1.0), 1: (-1.0, 1.0)})
     fit = stub_fit(counts, random_lambda(counts, chains=1, draws=40))
-    with pytest.warns(PrivacyLeakWarning, match=r"1 attribute combination\(s\) with synthetic "
-                                                r"'z' have fewer than 3 records \('a=1'\).*"
-                                                r"average over the 40 releases"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         releases = synthesize(fit, gdf, m=40, seed=2)
-    rows = np.concatenate([r.loc[r["a"] == 1, "z"].to_numpy() for r in releases])
-    assert abs(rows.mean() - 500.0) < 4 * synthesis_sd(counts)[1] / np.sqrt(rows.size)
+    pooled = [str(w.message) for w in caught if w.category is DataWarning
+              and "no cell holding 3 or more" in str(w.message)]
+    assert len(pooled) == 1 and "1 attribute combination(s)" in pooled[0] and "'a=1'" in pooled[0]
+    assert not [w for w in caught if w.category is PrivacyLeakWarning]
+    # The centre of each cell, derived: the mean of the kept raw means of cell i and its
+    # neighbours (a 1 x 5 line), whatever the combination.
+    centres = {0: (10 + 20) / 2, 1: (10 + 20) / 2, 2: 20.0, 3: 60.0, 4: 60.0}
+    noise = synthesis_sd(counts)[1]
+    for release in releases[:10]:
+        rows = release.loc[release["a"] == 1]
+        cells = cells_of(counts.grid, rows)
+        expected = np.array([centres[c] for c in cells])
+        standardised = (rows["z"].to_numpy() - expected) / noise
+        assert np.abs(standardised).max() < 6  # 500 would be ≥ 17 noise SDs away
+    everything = np.concatenate([r.loc[r["a"] == 1, "z"].to_numpy() for r in releases])
+    assert abs(everything.mean() - 500.0) > 400
     plenty, counts = combination_counts({0: {0: 10.0, 1: 20.0}, 1: {2: 5.0, 3: 7.0}})
     with warnings.catch_warnings():
-        warnings.simplefilter("error", PrivacyLeakWarning)
+        warnings.simplefilter("error")
         synthesize(stub_fit(counts, random_lambda(counts, chains=1, draws=4)), plenty, m=2,
                    seed=2)
+
+
+def test_a_combination_spread_one_record_to_a_cell_does_not_publish_its_mean():
+    # The attack: a=1 has three records, 42.46, 42.50 and a planted 98,765.43, each alone in
+    # its cell. Its centre was its own mean (the thesis' 0): 3 × centre − 2 × typical value
+    # gave back 98,755 from one release. Its values now centre on the other combination's
+    # kept means around each cell, which do not depend on a=1's records.
+    gdf, counts = combination_counts(
+        {0: {0: 40.0, 1: 45.0, 2: 41.0, 3: 44.0, 4: 42.0}, 1: {0: 0.0, 2: 0.0, 4: 0.0}},
+        offsets={0: (-1.0, 0.0, 1.0), 1: (0.0,)})
+    planted = gdf.index[gdf["a"] == 1]
+    gdf.loc[planted, "z"] = [42.46, 42.50, 98_765.43]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        counts = prepare(gdf, counts.grid, attributes=["a"], continuous="z")
+    assert not kept_pairs(counts)[:, 1].any() and kept_pairs(counts)[:, 0].all()
+    _, mean, sd = counts.covariate("z")
+    raw = synthetic_zbar(counts)[:, 1] * sd[1] + mean[1]
+    kept_means = np.array([40.0, 45.0, 41.0, 44.0, 42.0])
+    expected = [kept_means[max(i - 1, 0):i + 2].mean() for i in range(5)]
+    np.testing.assert_allclose(raw, expected, rtol=1e-12)
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=20))
+    with pytest.warns(DataWarning, match=r"'a=1'\): their synthetic 'z' follow the cell means"):
+        releases = synthesize(fit, gdf, m=20, seed=7)
+    values = np.concatenate([r.loc[r["a"] == 1, "z"].to_numpy() for r in releases])
+    assert values.max() < 1_000  # the planted value's mean (32,950) was each release's centre
 
 
 def test_synthesis_sd_refuses_a_column_with_one_cell_mean():
