@@ -199,7 +199,7 @@ def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fit
 
 def test_synthesize_dask_gives_the_workers_warnings_in_the_client(client, points, grid,
                                                                    tmp_path):
-    """The privacy warning (with the m of the call) and the raster's note reach the caller."""
+    """The pooled combination's warning and the raster's note reach the caller."""
     from tests.synth.helpers import from_origin, write_raster
 
     rare = points.copy()
@@ -217,8 +217,8 @@ def test_synthesize_dask_gives_the_workers_warnings_in_the_client(client, points
         geosynth.synthesize(fit, rare, m=3, seed=4, weights=path)
     assert [(w.category, str(w.message)) for w in got] == [
         (w.category, str(w.message)) for w in want]
-    assert [w.category for w in got] == [PrivacyLeakWarning] + [DataWarning] * 3
-    assert "a=9" in str(got[0].message) and "over the 3 releases" in str(got[0].message)
+    assert [w.category for w in got] == [DataWarning] * 4
+    assert "'a=9'" in str(got[0].message) and "no cell holding 3" in str(got[0].message)
     assert all("hold no pixel centre of positive weight" in str(w.message) for w in got[1:])
     assert all(w.filename == __file__ for w in got)
 
