@@ -19,7 +19,9 @@ A *public* map (``public=True``) is one that may leave the analyst's machine: it
 original points nor the displacement lines, and its releases are drawn in their public form
 (:func:`geosynth.to_public` columns, no index, x and y only, rows ordered by coordinates, so the
 order of the confidential file is not in the HTML). Given ``original``, a public map refuses a
-release with a point at a record's exact location (the confidential frame passed as a release).
+release with a point at a record's exact location (the confidential frame passed as a release)
+or with more points within 0.1 m of records than chance placement explains (a rounded, shifted
+or reprojected copy of them; see :func:`review_map`, Notes).
 The page's title says which kind a map is (:data:`INTERNAL_TITLE`, :data:`PUBLIC_TITLE`), and an
 internal map shows a banner saying it must not be published; :func:`save_map` writes only a
 public map readable by others.
@@ -69,8 +71,8 @@ import shapely
 
 from geosynth._atomic import AtomicOutputs, create_new
 from geosynth._points import at_locations, point_coordinates
-from geosynth._validation import check_bool
-from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
+from geosynth._validation import check_bool, check_int, describe_value
+from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.synth.release import (
     INTERNAL_PREFIX,
     check_geodataframe,
@@ -128,11 +130,27 @@ _RELEASE_COLORS = (
     "#8c564b", "#e377c2", "#bcbd22", "#17becf",
 )
 _SUBSAMPLE_SEED = 0  # max_points keeps the same rows on every call
+# A public map's test of near copies of the records (_near_copies): radius of a near point and
+# of the context that estimates the chance of one (metres), the bound of the placement density
+# near a record over its average in the context, and the chance of a refused synthetic release.
+_NEAR_M = 0.1
+_CONTEXT_M = 10.0
+_BORDER_FACTOR = 4.0
+_NEAR_ALPHA = 1e-9
+_EARTH_RADIUS_M = 6_371_008.8  # mean radius (IUGG)
+_ORIGINAL_FIX = ("map the synthetic releases of geosynth.synthesize, or draw an internal map "
+                 "with public=False")
 
 
 def release_layer_name(number: int) -> str:
-    """Name of the layer of release ``number`` (1-based): ``"Release 1"``, ``"Release 2"``, ..."""
-    return f"Release {number}"
+    """Name of the layer of release ``number`` (1-based): ``"Release 1"``, ``"Release 2"``, ...
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``number`` is not an int >= 1 (a TypeError too when it is not an int).
+    """
+    return f"Release {check_int(number, 'number', 1, what='1-based release number')}"
 
 
 def intensity_layer_name(label: str) -> str:
@@ -140,7 +158,15 @@ def intensity_layer_name(label: str) -> str:
 
     Leaflet's layer control shows names as HTML, so the label (attribute names and levels, the
     data's text) is escaped: a level such as ``<img onerror=...>`` stays text.
+
+    Raises
+    ------
+    geosynth.errors.InputTypeError
+        ``label`` is not a str.
     """
+    if not isinstance(label, str):
+        raise InputTypeError(f"label must be a str such as 'y=0, x1=1' (a label of "
+                             f"fit.counts.combination_labels()), got {describe_value(label)}")
     return f"Posterior mean λ: {html.escape(label)}"
 
 
@@ -178,8 +204,9 @@ def review_map(
         their public form (no index, internal columns dropped, points in x and y only, rows
         ordered by coordinates) and no per-cell record counts in the choropleth tooltips.
         Columns a release file may not hold either (identifiers, see Raises) are refused, and,
-        given ``original``, so is a release with a point at a record's exact location (pass
-        ``original`` to have this checked; without it, see Warns). The choropleth of ``fit``
+        given ``original``, so is a release with a point at a record's exact location or too
+        many near it (see Notes; pass ``original`` to have this checked; without it, see
+        Warns). The choropleth of ``fit``
         is still drawn: pass a fit only if the posterior mean intensity may be published.
     combination : int, default 0
         Row of ``fit.counts.combos`` whose intensity is drawn.
@@ -212,14 +239,17 @@ def review_map(
     Raises
     ------
     geosynth.errors.InputError
-        A frame is not a GeoDataFrame of valid points, ``releases`` is empty, ``fit`` is not a
-        PaivaFit, ``grid`` does not match the fit, ``combination`` is out of range,
-        ``max_points`` is not a positive int, ``linked=True`` with a public map or with
-        labels not in ``original``, ``tiles`` with ``offline=True``, a public map of a
+        A frame is not a GeoDataFrame of valid points or has no rows, ``releases`` is empty,
+        ``fit`` is not a PaivaFit, ``grid`` does not match the fit, ``combination`` is out of
+        range, ``max_points`` is not a positive int, ``linked=True`` with a public map or with
+        labels not in ``original``, ``tiles`` with ``offline=True`` or naming no tile provider
+        (pass a :class:`folium.TileLayer` for a tile URL), a public map of a
         Naive or donut baseline (their points stay at the records' own locations), or a public
         map of a release with a column that identifies records (named like
         :data:`geosynth.io.ID_COLUMNS`, or, given ``original``, holding its index labels) or,
-        given ``original``, with a point at the exact location of one of its records.
+        given ``original``, with a point at the exact location of one of its records or with
+        more points within 0.1 m of its records than chance placement explains (a rounded,
+        shifted or reprojected copy of them; see below).
     geosynth.errors.CRSError
         A frame or the grid has no CRS, or the CRSs differ.
 
@@ -229,6 +259,24 @@ def review_map(
         A public map without ``original`` of a release that no geosynth function marked (it
         may be the confidential points): neither the record of :func:`geosynth.synthesize`
         nor the mark of :func:`geosynth.to_public` or :func:`geosynth.io.read_release`.
+
+    Notes
+    -----
+    A public map refuses a release that holds the records' locations: a point at a record's
+    exact location (a continuous placement never lands on one), or ``k`` points within
+    ``r = 0.1 m`` of a record (of distinct record locations, in metres: geographic coordinates
+    are measured on a sphere) when ``k`` is implausible for points placed independently of the
+    records. Synthetic points fall uniformly within lattice cells (or raster pixels), so in
+    dense data some land near records by chance: their expected number is at most
+    ``μ = 4 (r/R)² P_R``, where ``P_R`` counts the (point, record) pairs closer than
+    ``R = 10 m``; the factor 4 bounds the placement density near a record over its average
+    within ``R`` (at least a quarter of the disc lies in the record's cell when cells and pixels
+    are at least ``R`` wide). ``k`` is a sum of independent Bernoulli variables of mean at most
+    ``μ``, and the release is refused when the Chernoff bound of ``P(k' >= k)``,
+    ``exp(-μ) (eμ/k)^k``, is below 1e-9. A rounded (to 0.1 m or finer), shifted (by less than
+    ``r``) or reprojected copy has ``k = n`` against ``μ ≈ 4·10⁻⁴ n (1 + records within R)``. A
+    synthetic release of 20 000 records spread over a hectare has about
+    ``n (1 - exp(-2π r²/m²)) ≈ 1 200`` points near records by chance, and ``μ ≈ 4 600``.
 
     Examples
     --------
@@ -253,12 +301,16 @@ def review_map(
         raise InputError(f"tiles={tiles!r} are loaded from a tile server whenever the map is "
                          "opened, but an offline=True map requests nothing; pass offline=False "
                          "for a basemap")
+    _check_tiles(tiles)
     releases = _check_releases(releases)
     if original is None and not public:
         raise InputError("original is None; pass the confidential points, or public=True for a "
                          "map without them")
     if original is not None:
         _check_points(original, "original")
+        if len(original) == 0:
+            raise InputError("original has no records; pass the confidential points, or "
+                             "original=None with public=True for a map without them")
     crs = _common_crs(original, releases)
     fit, grid, lam, label = _check_fit(fit, grid, combination, crs)
     if public and lam is not None:  # the intensity a public map shows, as the writers warn
@@ -418,7 +470,35 @@ def _check_releases(releases: Any) -> list[gpd.GeoDataFrame]:
         raise InputError("releases is empty; pass the synthetic releases to draw")
     for number, release in enumerate(releases):
         _check_points(release, f"releases[{number}]")
+        if len(release) == 0:
+            raise InputError(f"releases[{number}] has no points (an empty release, e.g. filtered "
+                             "to no rows); pass releases with points, or leave it out")
     return releases
+
+
+def _check_tiles(tiles: Any) -> None:
+    """Refuse a basemap folium cannot draw: the name of a tile provider, a provider or a layer.
+
+    A tile URL needs an attribution, which a :class:`folium.TileLayer` carries.
+    """
+    import folium
+    import xyzservices
+
+    if tiles is None or isinstance(tiles, xyzservices.TileProvider | folium.TileLayer):
+        return
+    if isinstance(tiles, str):
+        try:
+            xyzservices.providers.query_name(
+                "OpenStreetMap Mapnik" if tiles.lower() == "openstreetmap" else tiles)
+            return
+        except ValueError:
+            pass
+    raise InputError(
+        f"tiles must name a tile provider of xyzservices (e.g. 'OpenStreetMap' or "
+        f"'CartoDB positron'), or be an xyzservices.TileProvider or a folium.TileLayer (e.g. "
+        f"folium.TileLayer(url, attr=...) for a tile URL, which needs its attribution), got "
+        f"{describe_value(tiles)}"
+    )
 
 
 def _common_crs(original: gpd.GeoDataFrame | None, releases: list[gpd.GeoDataFrame]):
@@ -529,12 +609,17 @@ def _public_form(release: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
 
 
 def _refuse_original_locations(releases: list[gpd.GeoDataFrame], original: Any) -> None:
-    """Refuse releases of a public map that hold a point at a record's exact location.
+    """Refuse releases of a public map that hold records' locations, exactly or nearly.
 
     The confidential frame itself (or rows of it) passed as a release was drawn as a public
-    layer, with every coordinate and column of the records. Without ``original``, a release
-    that no geosynth function marked (the record of a synthesizer, or the mark of
-    :func:`geosynth.to_public` and :func:`geosynth.io.read_release`) is warned about.
+    layer, with every coordinate and column of the records; so was a near copy of it (rounded
+    to the millimetre, shifted by 1 mm, or reprojected there and back), which escaped a test of
+    exact equality. A release is refused when one of its points is at a record's exact location
+    (a continuous placement never lands there) or when more of its points lie within
+    :data:`_NEAR_M` of a record than chance placement explains (:func:`_near_copies`).
+    Without ``original``, a release that no geosynth function marked (the record of a
+    synthesizer, or the mark of :func:`geosynth.to_public` and
+    :func:`geosynth.io.read_release`) is warned about.
     """
     if original is None:
         for number, release in enumerate(releases):
@@ -555,9 +640,66 @@ def _refuse_original_locations(releases: list[gpd.GeoDataFrame], original: Any) 
             raise InputError(
                 f"releases[{number}] has {int(copies.sum())} of its {len(release)} points at the "
                 "exact location of a record of original (is it the confidential frame?): a "
-                "public map would publish them; map the synthetic releases of "
-                "geosynth.synthesize, or draw an internal map with public=False"
+                f"public map would publish them; {_ORIGINAL_FIX}"
             )
+    metric = _metric_coordinates(np.unique(locations, axis=0), original.crs)
+    for number, release in enumerate(releases):
+        near, expected = _near_copies(
+            _metric_coordinates(point_coordinates(release, f"releases[{number}]"), original.crs),
+            metric)
+        if near:
+            raise InputError(
+                f"releases[{number}] has {near} of its {len(release)} points within "
+                f"{_NEAR_M:g} m of a record of original, where points placed independently of "
+                f"the records would put about {expected:.2g} (a chance of less than "
+                f"{_NEAR_ALPHA:g} of so many): it is a rounded, shifted or reprojected copy of "
+                f"the confidential points, and a public map would publish them; {_ORIGINAL_FIX}"
+            )
+
+
+def _metric_coordinates(xy: np.ndarray, crs: Any) -> np.ndarray:
+    """Coordinates in metres: projected ones scaled by their unit; lon/lat on a sphere, 3-D.
+
+    Longitude and latitude become points on a sphere of the Earth's mean radius, whose chord
+    lengths are the distances (to 0.5 % of the ellipsoid's, at any scale below a kilometre).
+    """
+    if crs.is_geographic:
+        lon, lat = np.radians(xy[:, 0]), np.radians(xy[:, 1])
+        return _EARTH_RADIUS_M * np.column_stack(
+            [np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])
+    unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
+    return xy * unit
+
+
+def _near_copies(points: np.ndarray, records: np.ndarray) -> tuple[int, float]:
+    """Count the ``points`` within :data:`_NEAR_M` of ``records`` if too many for chance.
+
+    ``k`` points lie within ``r = _NEAR_M`` of one of the distinct record locations
+    ``records`` (both in metres). Under independent placement, uniform within cells or pixels
+    at least ``R = _CONTEXT_M`` wide, ``k`` is a sum of independent Bernoulli variables whose
+    mean is at most ``μ = c (r/R)² P_R`` in expectation (``c = _BORDER_FACTOR``, ``P_R`` the
+    number of (point, record) pairs closer than ``R``; see :func:`review_map`, Notes). The
+    release is refused when the Chernoff bound ``P(k' >= k) <= exp(-μ) (eμ/k)^k`` is below
+    ``_NEAR_ALPHA``.
+
+    Returns
+    -------
+    (int, float)
+        ``(k, μ)`` when the release is refused, else ``(0, μ)``.
+    """
+    from scipy.spatial import cKDTree
+
+    if len(points) == 0 or len(records) == 0:
+        return 0, 0.0
+    tree = cKDTree(records)
+    distance, _ = tree.query(points, distance_upper_bound=_NEAR_M)
+    near = int(np.isfinite(distance).sum())
+    pairs = float(cKDTree(points).count_neighbors(tree, _CONTEXT_M))
+    expected = _BORDER_FACTOR * (_NEAR_M / _CONTEXT_M) ** 2 * pairs
+    if near <= expected:
+        return 0, expected
+    log_bound = -expected + near + near * np.log(expected / near) if expected > 0 else -np.inf
+    return (near, expected) if log_bound < np.log(_NEAR_ALPHA) else (0, expected)
 
 
 def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any) -> None:

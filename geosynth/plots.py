@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geosynth._validation import check_real
+from geosynth._validation import MAX_CONTINUOUS, check_real
 from geosynth.errors import InputError
 
 if TYPE_CHECKING:
@@ -25,11 +25,15 @@ __all__ = [
     "intensity_figure",
     "ru_map",
     "CONFIDENTIAL_NOTE",
+    "MAX_PANELS",
 ]
 
 # Said in the titles of figures of exact counts (CellCounts): they show each cell's records,
 # ones and twos included, and may not leave the internal review.
 CONFIDENTIAL_NOTE = "confidential exact counts: internal review only"
+#: The most panels of one figure (:func:`combination_panels`): 16 rows of 4, 48 inches tall;
+#: 5 000 panels of one call needed gigabytes and raised MemoryError.
+MAX_PANELS = 64
 
 
 def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
@@ -93,11 +97,16 @@ def combination_panels(
     Raises
     ------
     geosynth.errors.InputError
-        ``grid`` is not a Grid, ``values`` is not (G, B) numbers for it, ``titles`` is not one title
-        per column, or ``cmap`` names no colour map.
+        ``grid`` is not a Grid, ``values`` is not (G, B) numbers for it, ``B`` exceeds
+        :data:`MAX_PANELS`, ``titles`` is not one title per column, or ``cmap`` names no colour
+        map.
     """
     _check_grid(grid)
     values = _cell_values(grid, values, 2)
+    if values.shape[1] > MAX_PANELS:
+        raise InputError(f"values has {values.shape[1]} columns, one panel each, but a figure "
+                         f"draws at most {MAX_PANELS} panels (MAX_PANELS); pass a subset of the "
+                         f"columns, e.g. values[:, :{MAX_PANELS}] with their titles")
     if not isinstance(titles, list | tuple) or len(titles) != values.shape[1]:
         raise InputError(f"titles must be a list of {values.shape[1]} panel titles, one per "
                          f"column of values, got {titles!r}")
@@ -192,13 +201,19 @@ def counts_figure(cell_counts: CellCounts) -> Figure:
     Raises
     ------
     geosynth.errors.InputError
-        ``cell_counts`` is not a count table.
+        ``cell_counts`` is not a count table, or has more than :data:`MAX_PANELS` combinations.
     """
     from geosynth.data import CellCounts, CountTable
 
     if not isinstance(cell_counts, CountTable):
         raise InputError(f"cell_counts must be the CellCounts of geosynth.prepare (or noisy "
                          f"counts), got {type(cell_counts).__name__}")
+    n_combos = cell_counts.counts.shape[1]
+    if n_combos > MAX_PANELS:
+        raise InputError(f"cell_counts has {n_combos} combinations, one panel each, but a figure "
+                         f"draws at most {MAX_PANELS} (MAX_PANELS); draw a subset with "
+                         f"combination_panels(cell_counts.grid, cell_counts.counts[:, columns], "
+                         f"titles)")
     titles = cell_counts.combination_labels(sep=", ")
     suptitle = "Records per cell and combination"
     if isinstance(cell_counts, CellCounts):
@@ -259,8 +274,9 @@ def ru_map(
     Parameters
     ----------
     table : pandas.DataFrame
-        One row per candidate, indexed by label, with the ``risk`` and ``utility`` columns
-        (rows missing either are listed in the title, not drawn).
+        One row per candidate, indexed by label, with the ``risk`` and ``utility`` columns.
+        Rows whose measures are missing, infinite or beyond ±1e100 (which no axis can hold)
+        are listed in the title, not drawn.
     risk, utility : str
         Columns drawn on the x and y axes.
     frontier : list of str
@@ -268,7 +284,7 @@ def ru_map(
     chosen : str, optional
         Label of the recommended candidate, circled.
     risk_limit : float, optional
-        Drawn as a vertical dashed line.
+        Drawn as a vertical dashed line; a finite number within ±1e100.
     x_label, y_label : str, optional
         Axis labels (default the column names).
 
@@ -284,18 +300,22 @@ def ru_map(
     geosynth.errors.InputError
         ``table`` is not a DataFrame, or lacks the ``risk`` or ``utility`` column, or one of
         them does not hold numbers, or ``frontier`` is not a list (a string is one label, not
-        a list of its characters).
+        a list of its characters), or ``risk_limit`` is NaN, infinite or beyond ±1e100.
     TypeError
         ``risk_limit`` is not a real number.
     """
     import matplotlib.pyplot as plt
 
-    both = _measures(table, risk, utility).dropna()
+    both = _measures(table, risk, utility)
+    both = both[both.abs().le(MAX_CONTINUOUS).all(axis=1)]  # NaN, inf: no place on an axis
     if not isinstance(frontier, list | tuple):  # a str would be read as its characters
         raise InputError(f"frontier must be a list of candidate labels (rows of table), got "
                          f"{type(frontier).__name__}; wrap a single label in a list: [label]")
     if risk_limit is not None:
         risk_limit = check_real(risk_limit, "risk_limit")
+        if not abs(risk_limit) <= MAX_CONTINUOUS:
+            raise InputError(f"risk_limit must be a finite number (at most {MAX_CONTINUOUS:g} "
+                             f"in size), got {risk_limit!r}; pass None for no limit line")
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     ax.scatter(both[risk], both[utility], color="tab:blue", zorder=3)
     for label, (x, y) in both.iterrows():
@@ -315,7 +335,8 @@ def ru_map(
     missing = [_plain(label) for label in table.index if label not in both.index]
     title = "R-U confidentiality map"
     if missing:
-        title += f"\n(not drawn, missing a measure: {', '.join(missing)})"
+        title += (f"\n(not drawn, a measure missing, infinite or beyond ±1e100: "
+                  f"{', '.join(missing)})")
     ax.set_title(title)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize=8)

@@ -16,6 +16,7 @@ import folium
 import geopandas as gpd
 import numpy as np
 import pytest
+import scipy.spatial
 import shapely
 
 import geosynth
@@ -273,6 +274,64 @@ def test_public_map_refuses_the_original_points_as_a_release(data):
     review_map(original, [original], public=False)  # an internal map may show them
 
 
+NEAR_COPY = (r"releases\[0\] has (\d+) of its \d+ points within 0.1 m of a record of "
+             r"original, .*rounded, shifted or reprojected copy")
+
+
+def exactly_elsewhere(frame: gpd.GeoDataFrame, original: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
+    """The rows of ``frame`` at no record's exact location (what the exact test let through)."""
+    exact = shapely.get_coordinates(frame.geometry)[:, None, :] == \
+        shapely.get_coordinates(original.geometry)[None, :, :]
+    return frame[~exact.all(axis=2).any(axis=1)]
+
+
+def test_public_map_refuses_near_copies_of_the_original(data):
+    # Only points at a record's exact location were refused: the records rounded to 1 mm,
+    # shifted by 1 mm, or reprojected to EPSG:4326 and back (exact for 12 of 150) were drawn.
+    original, releases, _, _ = data
+    rounded = original.set_geometry(shapely.set_precision(original.geometry.array, 0.001))
+    shifted = original.set_geometry(original.translate(0.001, 0.0))
+    round_trip = exactly_elsewhere(original.to_crs(4326).to_crs(original.crs), original)
+    assert 0 < len(round_trip) and len(exactly_elsewhere(rounded, original)) == len(original)
+    mixed = geosynth.to_public(releases[0], seed=1)
+    mixed.geometry.array[:5] = original.geometry.iloc[:5].translate(0.01, -0.01).array
+    for shown, near in ((rounded, len(original)), (shifted, len(original)),
+                        (round_trip, len(round_trip)), (mixed, 5)):
+        with pytest.raises(InputError, match=NEAR_COPY) as caught:
+            review_map(original, [shown], public=True)
+        assert re.search(NEAR_COPY, str(caught.value)).group(1) == str(near)
+    # Geographic coordinates: 1e-8 degrees is about 1 mm.
+    lonlat = original.to_crs(4326)
+    with pytest.raises(InputError, match=NEAR_COPY):
+        review_map(lonlat, [lonlat.set_geometry(lonlat.translate(1e-8, 1e-8))], public=True)
+    review_map(lonlat, [release.to_crs(4326) for release in releases], public=True)
+    review_map(original, releases, public=True)  # the synthetic releases of the fit pass
+    review_map(original, [shifted], public=False)  # an internal map may show them
+
+
+def test_public_map_allows_chance_coincidences_of_dense_synthetic_points():
+    # 20 000 records spread over a hectare (2 per m²): uniform placement within the cells puts
+    # a point within r = 0.1 m of a record with p = 1 - (1 - πr²/A)^n, ~1 200 points by chance
+    # (a rule refusing any near point would refuse every such release), while a 1 mm shift of
+    # the records is still refused.
+    grid = geosynth.Grid.regular((0, 0, 100, 100), shape=(2, 2), crs=3857)
+    xy = np.random.default_rng(0).uniform(0, 100, (20_000, 2))
+    original = gpd.GeoDataFrame(geometry=gpd.points_from_xy(*xy.T), crs=3857)
+    cells = grid.locate(original)
+    p = 1 - (1 - np.pi * 0.1**2 / 100**2) ** len(xy)
+    expected, sd = len(xy) * p, np.sqrt(len(xy) * p * (1 - p))
+    tree = scipy.spatial.cKDTree(xy)
+    for seed in range(3):
+        synthetic = geosynth.synth.place_in_cells(grid, cells, seed=seed)
+        near = np.isfinite(tree.query(synthetic, distance_upper_bound=0.1)[0]).sum()
+        assert abs(near - expected) < 4 * sd  # the premise: ~1 200 chance coincidences
+        release = gpd.GeoDataFrame(geometry=gpd.points_from_xy(*synthetic.T), crs=3857)
+        review_map(original, [release], public=True, max_points=10)
+    with pytest.raises(InputError, match=NEAR_COPY):
+        review_map(original, [original.set_geometry(original.translate(0.001, 0.0))],
+                   public=True, max_points=10)
+
+
 def test_public_map_drops_z_and_m_values(data):
     # A 3-D point's z was written into the public page's GeoJSON.
     original, releases, _, _ = data
@@ -481,6 +540,34 @@ def test_bad_inputs_name_the_parameter(data, change, error, match):
         kwargs[key] = value(releases) if callable(value) else value
     with pytest.raises(error, match=match):
         review_map(**kwargs)
+
+
+def test_empty_frames_tiles_and_layer_names_are_refused_by_name(data):
+    # An empty release raised NumPy's "zero-size array to reduction operation", tiles=123
+    # AttributeError, a tile URL folium's "Custom tiles must have an attribution" ValueError,
+    # intensity_layer_name(None) AttributeError; an empty original centred the map on NaN and
+    # release_layer_name(-1) returned "Release -1".
+    original, releases, _, _ = data
+    with pytest.raises(InputError, match=r"releases\[1\] has no points"):
+        review_map(original, [releases[0], releases[1].iloc[:0]])
+    with pytest.raises(InputError, match=r"original has no records"):
+        review_map(original.iloc[:0], releases)
+    for tiles in (123, "https://tiles.example/{z}/{x}/{y}.png", "no such provider"):
+        with pytest.raises(InputError, match=r"tiles must name a tile provider of xyzservices.*"
+                                             r"folium.TileLayer\(url, attr=...\)"):
+            review_map(None, releases, public=True, tiles=tiles, offline=False)
+    custom = folium.TileLayer("https://tiles.example/{z}/{x}/{y}.png", attr="Example")
+    html = review_map(None, releases, public=True, tiles=custom,
+                      offline=False).get_root().render()
+    assert "tiles.example" in html
+    with pytest.raises(TypeError, match="label must be a str"):
+        intensity_layer_name(None)
+    for number in (-1, 0):
+        with pytest.raises(InputError, match=r"number \(1-based release number\) must be an "
+                                             r"int >= 1"):
+            release_layer_name(number)
+    with pytest.raises(TypeError, match="number"):
+        release_layer_name(True)
 
 
 def test_grid_must_match_fit_and_crs(data):

@@ -129,3 +129,44 @@ def test_bad_fit_values_and_frontier_are_named(grid):
         with pytest.raises(InputError, match="frontier must be a list of candidate labels"):
             ru_map(table, "risk", "utility", frontier)
     assert ru_map(table, "risk", "utility", ("a", "b")) is not None
+
+
+def test_ru_map_lists_measures_no_axis_can_hold_and_refuses_a_bad_limit():
+    # Values [inf, 1e308] raised matplotlib's "arange: cannot compute length", an infinite
+    # measure was dropped from the drawing without a word, and risk_limit=nan was accepted.
+    from geosynth.plots import ru_map
+
+    table = pd.DataFrame({"risk": [np.inf, 1e308, 0.1, 0.2], "utility": [0.5, 0.6, -np.inf, 0.7]},
+                         index=["inf", "huge", "minus", "ok"])
+    figure = ru_map(table, "risk", "utility", list(table.index))
+    figure.canvas.draw()
+    assert figure.axes[0].get_title().endswith(
+        "(not drawn, a measure missing, infinite or beyond ±1e100: inf, huge, minus)")
+    assert [text.get_text() for text in figure.axes[0].texts] == ["ok"]
+    for limit in (np.nan, np.inf, -1e308):
+        with pytest.raises(InputError, match=r"risk_limit must be a finite number .*pass None "
+                                             r"for no limit line"):
+            ru_map(table, "risk", "utility", ["ok"], risk_limit=limit)
+
+
+def test_combination_panels_caps_the_panels_naming_the_argument(grid):
+    # 5 000 columns made a figure 3 750 inches tall and raised MemoryError.
+    import geopandas as gpd
+
+    import geosynth
+    from geosynth.plots import MAX_PANELS
+
+    with pytest.raises(InputError, match=rf"values has 5000 columns, one panel each, but a "
+                                         rf"figure draws at most {MAX_PANELS} panels"):
+        combination_panels(grid, np.ones((6, 5000)), ["t"] * 5000)
+    with pytest.raises(InputError, match=rf"values has {MAX_PANELS + 1} columns"):
+        combination_panels(grid, np.ones((6, MAX_PANELS + 1)), ["t"] * (MAX_PANELS + 1))
+    n = 13 * 5 * 4  # records; levels a: 13, b: 5, i.e. 65 combinations
+    points = gpd.GeoDataFrame({"a": np.arange(n) % 13, "b": np.arange(n) // 13 % 5},
+                              geometry=gpd.points_from_xy(np.full(n, 0.5), np.full(n, 0.5)),
+                              crs=3857)
+    counts = geosynth.prepare(points, grid, attributes=["a", "b"])
+    assert counts.counts.shape[1] == MAX_PANELS + 1
+    with pytest.raises(InputError, match=rf"cell_counts has {MAX_PANELS + 1} combinations.*"
+                                         r"combination_panels\(cell_counts.grid"):
+        counts_figure(counts)
