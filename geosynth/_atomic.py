@@ -16,9 +16,11 @@ if the target appeared meanwhile, e.g. a second run writing the same file) follo
 the staged name, so two concurrent runs cannot both create the same output: the second one
 fails at its last step and leaves nothing. With ``overwrite`` the final step is
 :func:`os.replace`, after a hard link to the file it replaces is kept in the staging folder: a
-later move of the same commit that fails puts every replaced file back. Private outputs
-(``private=True``) are ``chmod``-ed to 0600 while still inside the 0700 staging folder, so they
-are never readable by others at any moment.
+later move of the same commit that fails puts every replaced file back. Only a regular file
+or a symbolic link (the link itself) is ever replaced: a named pipe, a device or a socket at a
+target is refused when it is added and again at commit, with or without ``overwrite``.
+Private outputs (``private=True``) are ``chmod``-ed to 0600 while still inside the 0700
+staging folder, so they are never readable by others at any moment.
 
 Killed while committing. The moves of several files are not one step: a process killed between
 two of them (``kill -9``, an out-of-memory kill) would leave some targets new and others old,
@@ -154,17 +156,22 @@ class AtomicOutputs:
         FileExistsError
             ``path`` exists and ``overwrite`` is False.
         geosynth.errors.InputError
-            SQLite's journal files (``<path>-wal``, ``-shm``, ``-journal``) are beside ``path``.
+            ``path`` is not a file path (an InputTypeError: None, bytes, a number); it is a
+            named pipe, a device or a socket (never replaced, even with ``overwrite``); its
+            folder cannot be created or written, or a name in it is too long for the file
+            system (the error's ``__cause__`` is the OSError); or SQLite's journal files
+            (``<path>-wal``, ``-shm``, ``-journal``) are beside it. The message names ``path``
+            and the fix.
         IsADirectoryError
             ``path`` is a directory.
         ValueError
             ``path`` was already added, or the outputs were committed or discarded.
-        OSError
-            The folder of ``path`` cannot be created or written.
         """
+        from geosynth.io._files import as_path  # geopandas: not at the CLI's first import
+
         if self._done:
             raise ValueError("these outputs were already committed or discarded")
-        target = Path(path)
+        target = as_path(path)
         if CONTROL_CHARACTERS.search(str(target)):
             # GDAL drops them from the staged name: the write failed only after all the work,
             # with a message about free space.
@@ -176,17 +183,34 @@ class AtomicOutputs:
                              "on disk")
         if any(_same_path(target, staged.target) for staged in self._staged):
             raise ValueError(f"{target} was already added to these outputs")
-        remove_stale_staging(target)  # first: it may remove a dead writer's empty claim
         _check_replaceable(target, self.overwrite)
-        self._new_folders.extend(_missing_folders(target.parent))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        folder = Path(
-            tempfile.mkdtemp(prefix=f"{_staging_prefix(target)}{os.getpid()}-", dir=target.parent)
-        )
+        folder, lock = self._make_staging_folder(target)
         staged = _Staged(target=target, folder=folder, path=folder / target.name,
-                         private=private, lock=_hold_lock(folder))
+                         private=private, lock=lock)
         self._staged.append(staged)
         return staged.path
+
+    def _make_staging_folder(self, target: Path) -> tuple[Path, int]:
+        """Create the folders of ``target`` and its staging folder, locked; return both.
+
+        A folder that cannot be created or written (a read-only or virtual file system such as
+        ``/proc``, a part of the path that is a file) raised the OSError of the staging
+        folder, a name the user never gave.
+        """
+        from geosynth.io._files import output_path_error
+
+        try:
+            self._new_folders.extend(_missing_folders(target.parent))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(target)}{os.getpid()}-",
+                                           dir=target.parent))
+        except OSError as err:
+            raise output_path_error(target, err) from err
+        try:
+            return folder, _hold_lock(folder)
+        except OSError as err:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise output_path_error(target, err) from err
 
     @property
     def targets(self) -> list[Path]:
@@ -217,11 +241,15 @@ class AtomicOutputs:
             targets already moved by this commit are removed again and nothing else is written.
         geosynth.errors.InputError
             SQLite's journal files appeared beside a target since it was added (a viewer opened
-            the old file); targets already moved are taken back likewise.
+            the old file); targets already moved are taken back likewise. Or, with
+            ``overwrite``, a named pipe, device or socket was made at a target since it was
+            added: nothing is replaced.
         OSError
             A staged file could not be flushed to disk (a full disk, an I/O error): nothing is
             replaced; or a target's folder could not be: the targets are taken back likewise.
         """
+        from geosynth.io._files import check_replaceable_file
+
         if self._done:
             raise ValueError("these outputs were already committed or discarded")
         # (target, backup of what it replaced, GDAL sidecars set aside: (original, kept))
@@ -236,6 +264,8 @@ class AtomicOutputs:
                     )
                 if not staged.path.exists():  # never written by the caller
                     continue
+                if self.overwrite:  # a pipe or device made at the target since it was added
+                    check_replaceable_file(staged.target)
                 if staged.private:
                     os.chmod(staged.path, _PRIVATE_MODE)
                 _flush_file(staged)  # all of them before the first move
@@ -644,9 +674,26 @@ def _process_alive(pid: int) -> bool:
 
 
 def _check_replaceable(target: Path, overwrite: bool) -> None:
-    if target.is_dir():
+    """Refuse a target that is a directory, a pipe, a device or a socket, or exists already.
+
+    Stale staging folders of ``target`` are removed first (one may hold a dead writer's empty
+    claim of it). Without ``overwrite`` an existing target raises :class:`FileExistsError`;
+    with it only a regular file or a symbolic link may be replaced
+    (:func:`geosynth.io.check_replaceable_file`). A path that cannot be examined (a name
+    too long for the file system) raises :class:`geosynth.errors.InputError`.
+    """
+    from geosynth.io._files import check_replaceable_file, output_path_error
+
+    try:
+        remove_stale_staging(target)
+        is_dir = target.is_dir()
+        check_replaceable_file(target)
+        exists = os.path.lexists(target)  # a dangling symbolic link exists too
+    except OSError as err:  # e.g. "[Errno 36] File name too long"
+        raise output_path_error(target, err) from err
+    if is_dir:
         raise IsADirectoryError(errno.EISDIR, "is a directory; give a file name", str(target))
-    if os.path.lexists(target) and not overwrite:  # a dangling symbolic link exists too
+    if exists and not overwrite:
         raise FileExistsError(
             errno.EEXIST, "exists; pass overwrite=True (CLI: --overwrite) to replace it",
             str(target),

@@ -409,10 +409,16 @@ def save_map(
     ------
     geosynth.errors.InputError
         ``m`` is not a folium.Map, ``private=False`` for a map not drawn by
-        ``review_map(..., public=True)``, ``path`` is a directory, ``path`` exists and files
-        may not be replaced, or ``overwrite=True`` with ``outputs`` that may not overwrite.
+        ``review_map(..., public=True)``, ``path`` is a directory, a named pipe, a device or a
+        socket, its folder cannot be written or a name in it is too long, ``path`` exists and
+        files may not be replaced, or ``overwrite=True`` with ``outputs`` that may not
+        overwrite.
+    geosynth.errors.InputTypeError
+        ``path`` is not a file path (None, a number, bytes).
     """
     import folium
+
+    from geosynth.io._files import as_path
 
     if not isinstance(m, folium.Map):
         raise InputError(f"m must be a folium.Map (e.g. from review_map), got "
@@ -429,13 +435,13 @@ def save_map(
     if outputs is not None and overwrite and not outputs.overwrite:
         raise InputError("overwrite=True but outputs=AtomicOutputs(overwrite=False): the "
                          "outputs decide whether files are replaced")
-    target = Path(path)
-    if target.is_dir():
-        raise InputError(f"path {target} is a directory; pass a file name such as "
-                         f"{target / 'review.html'}")
+    target = as_path(path)  # None, a number or bytes: refused by name
     transaction = AtomicOutputs(overwrite=overwrite) if outputs is None else outputs
     try:
         staged = transaction.add(target, private=private)
+    except IsADirectoryError as err:
+        raise InputError(f"path {target} is a directory; pass a file name such as "
+                         f"{target / 'review.html'}") from err
     except FileExistsError as err:
         raise InputError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace "
                          "it") from err

@@ -1,4 +1,5 @@
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -7,7 +8,7 @@ import pytest
 
 import geosynth._atomic as atomic
 from geosynth._atomic import STAGING_MARK, AtomicOutputs, atomic_path, remove_stale_staging
-from geosynth.errors import InputError
+from geosynth.errors import InputError, InputTypeError
 
 
 def _names(folder):
@@ -99,17 +100,109 @@ def test_add_refuses_directories_duplicates_and_reuse(tmp_path):
 
 
 def test_unwritable_folder_fails_when_added(tmp_path):
+    # A raw OSError (FileExistsError, PermissionError) whose file was a folder of the path or
+    # the staging folder: a writer without a CLI said nothing about the path it was given.
     if os.geteuid() == 0:
         # root ignores directory modes: use a folder under a regular file instead
         blocker = tmp_path / "file"
         blocker.write_text("")
-        with pytest.raises(OSError):
+        with pytest.raises(InputError, match=r"^path '.*file/out.txt': cannot write in the "
+                           r"folder .*a part of that path is a file, not a folder") as caught:
             AtomicOutputs().add(blocker / "out.txt")
+        assert isinstance(caught.value.__cause__, OSError)
         return
     folder = tmp_path / "ro"
     folder.mkdir(mode=0o500)
-    with pytest.raises(PermissionError):
+    with pytest.raises(InputError, match="cannot write in the folder") as caught:
         AtomicOutputs().add(folder / "out.txt")
+    assert isinstance(caught.value.__cause__, PermissionError)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_a_folder_no_file_can_be_made_in_is_named_not_its_staging_folder():
+    # "[Errno 2] No such file or directory: '/proc/.x.html.geosynth-staging-...'"
+    with pytest.raises(InputError, match=r"^path '/proc/x.html': cannot write in the folder "
+                       r"'/proc' .*choose a folder you can write to") as caught:
+        AtomicOutputs().add("/proc/x.html")
+    assert STAGING_MARK not in str(caught.value)
+
+
+@pytest.mark.parametrize("path", [None, 5, b"x.html"], ids=["None", "int", "bytes"])
+def test_a_path_that_is_not_a_file_path_is_refused_naming_path(path):
+    # Path(None) / Path(b"x"): pathlib's bare TypeError, naming no parameter.
+    with pytest.raises(InputTypeError, match=r"^path must be a file path \(str or "
+                       r"pathlib.Path\), got"):
+        AtomicOutputs().add(path)
+
+
+def test_a_name_too_long_for_the_file_system_is_refused_naming_path(tmp_path):
+    # is_dir() raised "[Errno 36] File name too long", an OSError naming no parameter.
+    with pytest.raises(InputError, match=r"^path '.*': a file or folder name in that path is "
+                       r"longer than the file system allows; choose a shorter name"):
+        AtomicOutputs().add(tmp_path / ("a" * 300 + ".html"))
+    assert _names(tmp_path) == []
+
+
+def _special_files(folder):
+    """A named pipe and a Unix socket in ``folder``, as (label, path); the socket is bound."""
+    fifo = folder / "pipe.gpkg"
+    os.mkfifo(fifo)
+    server = socket.socket(socket.AF_UNIX)
+    sock = folder / "s.gpkg"
+    server.bind(str(sock))
+    return [("named pipe", fifo), ("socket", sock)], server
+
+
+@pytest.mark.parametrize("overwrite", [True, False], ids=["overwrite", "new"])
+def test_a_pipe_or_socket_at_the_target_is_never_replaced(tmp_path, overwrite):
+    # With overwrite, os.replace put a regular file in place of the named pipe (as root, of
+    # /dev/null); without, the message advised overwrite=True, which would have done so.
+    specials, server = _special_files(tmp_path)
+    with server:
+        for label, path in specials:
+            outputs = AtomicOutputs(overwrite=overwrite)
+            with pytest.raises(InputError, match=rf"^path '.*{path.name}' is a {label}.*, not a "
+                               r"regular file: an output replaces only a regular file"):
+                outputs.add(path)
+            outputs.discard()
+        assert stat.S_ISFIFO(os.lstat(tmp_path / "pipe.gpkg").st_mode)
+        assert stat.S_ISSOCK(os.lstat(tmp_path / "s.gpkg").st_mode)
+    assert _names(tmp_path) == ["pipe.gpkg", "s.gpkg"]
+
+
+def test_a_pipe_made_at_the_target_after_it_was_added_is_not_replaced(tmp_path):
+    target, other = tmp_path / "release.gpkg", tmp_path / "report.md"
+    outputs = AtomicOutputs(overwrite=True)
+    outputs.add(other).write_text("report")
+    outputs.add(target).write_text("release")
+    os.mkfifo(target)  # e.g. by another program while the fit ran
+    with pytest.raises(InputError, match="is a named pipe"):
+        outputs.commit()
+    assert stat.S_ISFIFO(os.lstat(target).st_mode) and not other.exists()
+    assert _names(tmp_path) == ["release.gpkg"]  # no staging folder left
+
+
+def test_overwrite_replaces_a_symbolic_link_to_a_pipe_not_the_pipe(tmp_path):
+    fifo, link = tmp_path / "pipe", tmp_path / "link.txt"
+    os.mkfifo(fifo)
+    link.symlink_to(fifo)
+    with atomic_path(link, overwrite=True) as tmp:
+        tmp.write_text("new")
+    assert link.read_text() == "new" and not link.is_symlink()
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_save_map_with_overwrite_keeps_a_named_pipe(tmp_path):
+    # A writer outside geosynth.io gets the check from AtomicOutputs.add.
+    import folium
+
+    from geosynth.maps import save_map
+
+    fifo = tmp_path / "review.html"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="is a named pipe"):
+        save_map(folium.Map(), fifo, overwrite=True)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and _names(tmp_path) == ["review.html"]
 
 
 def test_stale_staging_of_a_killed_process_is_removed(tmp_path):

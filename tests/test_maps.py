@@ -682,3 +682,22 @@ def test_save_map_checks_its_arguments(data, tmp_path):
         save_map("<html>", tmp_path / "a.html")
     with pytest.raises(InputError, match="is a directory"):
         save_map(review_map(None, releases, public=True), tmp_path)
+
+
+@pytest.mark.parametrize("path", [None, 5, b"x.html"])
+def test_save_map_refuses_a_path_that_is_no_path_by_name(path, tmp_path):
+    # Path(None) raised a raw TypeError before anything was checked.
+    import folium
+
+    from geosynth.errors import InputTypeError
+
+    with pytest.raises(InputTypeError, match=r"^path must be a file path"):
+        save_map(folium.Map(), path)
+
+
+def test_save_map_names_a_file_name_too_long(tmp_path):
+    import folium
+
+    with pytest.raises(InputError, match=r"longer than the file system allows"):
+        save_map(folium.Map(), tmp_path / ("a" * 300 + ".html"))
+    assert list(tmp_path.iterdir()) == []

@@ -237,10 +237,8 @@ class RunOutputs:
         self._note_new_folders(Path(path))
         try:
             return self.outputs.add(path, private=private)
-        except OSError as err:
-            raise _output_error(option, Path(path), err) from err
-        except InputError as err:  # control characters, SQLite journals: name the option
-            raise InputError(f"{option}: {err}") from err
+        except (OSError, InputError) as err:
+            raise _staging_error(option, Path(path), err) from err
 
     def check_folder(self, option: str, path: str | os.PathLike) -> None:
         """Check now that ``path`` can be staged later (by a writer given :attr:`outputs`).
@@ -262,10 +260,8 @@ class RunOutputs:
         probe = AtomicOutputs(overwrite=self.outputs.overwrite)
         try:
             probe.add(path)
-        except OSError as err:
-            raise _output_error(option, Path(path), err) from err
-        except InputError as err:  # control characters, SQLite journals: name the option
-            raise InputError(f"{option}: {err}") from err
+        except (OSError, InputError) as err:
+            raise _staging_error(option, Path(path), err) from err
         finally:
             with _held_back(_watch()):  # Ctrl-C meanwhile left the probe's folder behind
                 probe.discard()
@@ -388,24 +384,25 @@ def _held_back(watch: InterruptWatch | None) -> contextlib.AbstractContextManage
     return watch.deferred() if watch is not None else contextlib.nullcontext()
 
 
+def _staging_error(option: str, path: Path, err: OSError | InputError) -> InputError:
+    """Name ``option`` in the error of staging ``path`` (:meth:`AtomicOutputs.add`)."""
+    if isinstance(err, OSError):
+        return _output_error(option, path, err)
+    if isinstance(err.__cause__, OSError):  # a folder that cannot be written: say it anew
+        return _output_error(option, path, err.__cause__)
+    return InputError(f"{option}: {err}")  # control characters, a pipe, SQLite journals
+
+
 def _output_error(option: str, path: Path, err: OSError) -> InputError:
     """Build the message of an output that cannot be staged: option, folder and fix."""
+    from geosynth.io._files import output_path_error
+
     if isinstance(err, FileExistsError) and err.filename == str(path):
         return InputError(f"{option} {path} already exists; pass --overwrite to replace it, or "
                           "choose another file name (nothing was written)")
     if isinstance(err, IsADirectoryError) and err.filename == str(path):
         return InputError(f"{option} {path} is a directory; give a file name")
-    folder = path.parent if str(path.parent) else Path(".")
-    reason = err.strerror or str(err)
-    if err.errno == errno.ENAMETOOLONG:
-        return InputError(f"{option} {path}: a file or folder name in that path is longer than "
-                          "the file system allows; choose a shorter name (nothing was written)")
-    if err.errno in (errno.EEXIST, errno.ENOTDIR):
-        reason = "a part of that path is a file, not a folder"
-    return InputError(
-        f"{option} {path}: cannot write in the folder {folder} ({reason}); choose a folder you "
-        "can write to (checked before any work: nothing was written)"
-    )
+    return output_path_error(path, err, option)
 
 
 def check_outputs(
@@ -435,7 +432,8 @@ def check_outputs(
     click.BadParameter
         An output name is blank or names a folder (:func:`check_file_name`).
     geosynth.errors.InputError
-        An output is a directory, two options name the same file, an output is an input,
+        An output is a directory, a named pipe, a device or a socket (never replaced, even
+        with ``--overwrite``), two options name the same file, an output is an input,
         outputs exist and ``overwrite`` is False (all of them are named), or an output's path
         cannot be used (a name too long for the file system, a loop of symbolic links).
     """
@@ -450,6 +448,8 @@ def check_outputs(
             raise InputError(f"{seen[key]} and {name} name the same file {str(path)!r}; give "
                              "each output its own file")
         seen[key] = name
+    for name, path in given.items():  # first: --overwrite would not replace them either
+        _refuse_special_file(name, path)
     existing = [f"{path} ({name})" for name, path in given.items() if os.path.lexists(path)]
     if existing and not overwrite:
         raise InputError(
@@ -476,6 +476,16 @@ def _output_key(option: str, path: Path) -> Path:
         raise InputError(f"{option} {path}: a symbolic link in that path points back to "
                          "itself; fix the link or choose another path (nothing was written)"
                          ) from err
+
+
+def _refuse_special_file(option: str, path: Path) -> None:
+    """Refuse an output ``path`` that is a named pipe, a device or a socket, naming ``option``."""
+    from geosynth.io._files import check_replaceable_file
+
+    try:
+        check_replaceable_file(path, option)
+    except OSError as err:
+        raise _output_error(option, path, err) from err
 
 
 # The files that make one shapefile besides its .shp (ESRI, 1998; .cpg and .qix by convention).

@@ -20,6 +20,7 @@ from geosynth.cli.helpers import (
     check_columns,
     check_complete,
     check_coverage_size,
+    check_file_name,
     check_outputs,
     check_projected,
     derive_seeds,
@@ -93,8 +94,8 @@ __all__ = ["release"]
               "levels.")
 @seed_option()
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True,
-              help="Release GeoPackage to write (public: layers synthetic_1..m, grid, "
-              "metadata). Seeds go to <out>.audit.json beside it (private).")
+              help="Release GeoPackage to write, named *.gpkg (public: layers synthetic_1..m, "
+              "grid, metadata). Seeds go to <out>.audit.json beside it (private).")
 @click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
               help="Write an interactive review map: one self-contained HTML file that opens "
               "without internet and requests nothing (internal: shows the original points; "
@@ -195,6 +196,7 @@ def release(
                             public_area_ids, link_islands, area_gap)
     _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains, sampler)
+    _check_out_extension(out_path)
     if outcome is not None and report_path is None:
         raise click.UsageError("--outcome is the coverage column of the --report's evaluation; "
                                "add --report FILE or drop --outcome")
@@ -308,6 +310,22 @@ def _check_options(lattice, epsilon, region_path, continuous, beta_prior,
     check_run_options(iterations, burn_in, thin, chains, m)
     _check_dp_options(epsilon, region_path or lattice.areas_path, continuous, beta_prior,
                       levels_file, public_total, sampler)
+
+
+def _check_out_extension(out_path: str) -> None:
+    """Refuse an --out whose name does not end in .gpkg, before any work.
+
+    The release is a GeoPackage whatever its name: GDAL wrote ``--out rel`` with pyogrio's raw
+    RuntimeWarning (a GeoPackage needs the ``.gpkg`` extension, OGC 12-128r18, Req. 3), and
+    ``--out r.csv`` was refused only after the whole fit.
+    """
+    check_file_name(out_path, "--out")  # a blank name or a folder: its own message
+    if Path(out_path).suffix.lower() != ".gpkg":
+        from geosynth.io import printable
+
+        raise click.BadParameter(
+            f"{printable(out_path)!r} does not end in .gpkg: the release is a GeoPackage; give "
+            "a file name ending in .gpkg, such as release.gpkg", param_hint="--out")
 
 
 def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,

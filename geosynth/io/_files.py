@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import unicodedata
@@ -23,6 +24,8 @@ __all__ = [
     "as_path",
     "existing_file",
     "check_target",
+    "check_replaceable_file",
+    "output_path_error",
     "printable",
     "geopackage_problem",
     "not_a_geopackage",
@@ -39,6 +42,10 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 # paragraph separators, and lone surrogates (the undecodable bytes of a file name, which a
 # UTF-8 file or terminal cannot take).
 _HIDDEN = frozenset({"Cf", "Zl", "Zp", "Cs"})
+# What an existing output path may be besides a regular file or a symbolic link (which an
+# output replaces) or a directory (refused apart): never replaced, even with overwrite.
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 def as_path(path: Any, name: str = "path") -> Path:
@@ -139,7 +146,7 @@ def read_bounded(path: Path, max_bytes: int, label: str) -> bytes:
 
 
 def check_target(target: Path, overwrite: bool) -> None:
-    """Refuse an output ``target`` that is a directory, or exists while ``overwrite`` is False.
+    """Refuse an output ``target`` that cannot be written or exists while ``overwrite`` is False.
 
     Parameters
     ----------
@@ -151,21 +158,96 @@ def check_target(target: Path, overwrite: bool) -> None:
     Raises
     ------
     geosynth.errors.InputError
-        Names the path and the fix.
+        ``target`` is a directory, a pipe, a device or a socket (:func:`check_replaceable_file`),
+        lies under a file, has a name too long for the file system (:func:`output_path_error`),
+        or exists while ``overwrite`` is False; the message names the path and the fix.
     """
-    if target.is_dir():
-        raise InputError(
-            f"path {str(target)!r} is a directory; pass a file name such as release.gpkg"
-        )
-    for folder in target.absolute().parents:
-        if os.path.lexists(folder):
-            if not folder.is_dir():
-                raise InputError(f"cannot write {printable(str(target))}: {printable(str(folder))} "
-                                 "is a file, not a folder; choose another folder")
-            break
-    if os.path.lexists(target) and not overwrite:
+    try:
+        if target.is_dir():
+            raise InputError(
+                f"path {str(target)!r} is a directory; pass a file name such as release.gpkg"
+            )
+        check_replaceable_file(target)
+        for folder in target.absolute().parents:
+            if os.path.lexists(folder):
+                if not folder.is_dir():
+                    raise InputError(f"cannot write {printable(str(target))}: "
+                                     f"{printable(str(folder))} is a file, not a folder; choose "
+                                     "another folder")
+                break
+        exists = os.path.lexists(target)
+    except OSError as err:  # is_dir: "[Errno 36] File name too long", a folder not searchable
+        raise output_path_error(target, err) from err
+    if exists and not overwrite:
         raise InputError(f"{printable(str(target))} exists; pass overwrite=True (CLI: "
                          "--overwrite) to replace it")
+
+
+def check_replaceable_file(target: Path, name: str = "path") -> None:
+    """Refuse an output ``target`` that exists as a named pipe, a device or a socket.
+
+    An output replaces a regular file (or a symbolic link, itself: never what it points to).
+    ``os.replace`` would as well put a GeoPackage in place of a named pipe another program
+    reads, or, run as root, of ``/dev/null``; so such a path is refused, with or without
+    ``overwrite``. A directory is left to the caller (refused with its own message).
+
+    Parameters
+    ----------
+    target : pathlib.Path
+        The output path.
+    name : str, default "path"
+        How the caller's argument (or command-line option) is called, for the message.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``target`` is a named pipe, a character or block device, or a socket.
+    OSError
+        ``target`` cannot be examined (a name too long for the file system, a folder that
+        cannot be searched).
+    """
+    try:
+        mode = os.lstat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (yet)
+        return
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode):
+        return
+    kind = next((label for test, label in _SPECIAL_FILES if test(mode)), "a special file")
+    raise InputError(
+        f"{name} {printable(str(target))!r} is {kind}, not a regular file: an output replaces "
+        "only a regular file (or a symbolic link), even with overwrite=True (CLI: "
+        "--overwrite); give the name of a file on disk (nothing was written)"
+    )
+
+
+def output_path_error(target: Path, err: OSError, name: str = "path") -> InputError:
+    """Return the error of an output path whose folder cannot hold it, naming it and the fix.
+
+    Parameters
+    ----------
+    target : pathlib.Path
+        The output path.
+    err : OSError
+        What failed: examining ``target`` or creating its folder or a file in it.
+    name : str, default "path"
+        How the caller's argument (or command-line option) is called, for the message.
+
+    Returns
+    -------
+    geosynth.errors.InputError
+        ``"<name> '<target>': cannot write in the folder '<folder>' (<why>); ..."``, or, for a
+        name longer than the file system allows, advice to choose a shorter one.
+    """
+    shown = printable(str(target))
+    if err.errno == errno.ENAMETOOLONG:
+        return InputError(f"{name} {shown!r}: a file or folder name in that path is longer than "
+                          "the file system allows; choose a shorter name (nothing was written)")
+    folder = printable(str(target.parent) if str(target.parent) else ".")
+    reason = err.strerror or str(err)
+    if err.errno in (errno.EEXIST, errno.ENOTDIR):
+        reason = "a part of that path is a file, not a folder"
+    return InputError(f"{name} {shown!r}: cannot write in the folder {folder!r} ({reason}); "
+                      "choose a folder you can write to (nothing was written)")
 
 
 def printable(text: Any) -> str:

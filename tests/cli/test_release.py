@@ -1,6 +1,7 @@
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import shapely
 from click.testing import CliRunner
 
+import geosynth
 import geosynth.lattice
 from geosynth import io
 from geosynth.cli import cli
@@ -594,3 +596,51 @@ def test_a_guessed_seed_does_not_undo_the_row_shuffle(written_release):
     agreement = np.mean(unshuffled[0] == unshuffled[1])
     # Independent rows agree as often as two random records' combinations: about 0.15 here.
     assert agreement < 0.5, f"the guessed seed restores the row order ({agreement:.0%} agree)"
+
+
+def _no_fit(monkeypatch):
+    def no_fit(*args, **kwargs):
+        raise AssertionError("the outputs must be checked before the fit")
+
+    monkeypatch.setattr(geosynth.PaivaModel, "fit", no_fit)
+
+
+@pytest.mark.parametrize("name", ["rel", "r.csv", "r.gpkg.bak"])
+def test_out_without_the_gpkg_extension_is_refused_before_the_fit(inputs, tmp_path, name,
+                                                                   monkeypatch):
+    # --out rel printed pyogrio's raw "RuntimeWarning: ... non conformant file extension";
+    # --out r.csv was refused only after the whole fit.
+    _no_fit(monkeypatch)
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--out", tmp_path / name)
+    assert_refused(result, "Invalid value for --out", f"{name}' does not end in .gpkg",
+                   "such as release.gpkg")
+    assert "RuntimeWarning" not in result.output and list(tmp_path.iterdir()) == []
+
+
+def test_out_with_an_upper_case_gpkg_extension_is_a_release(inputs, tmp_path):
+    out = tmp_path / "R.GPKG"
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "RuntimeWarning" not in result.output and "extension" not in result.output
+    assert io.read_release(out).m == 2
+
+
+@pytest.mark.parametrize("option", ["--out", "--report"])
+@pytest.mark.parametrize("overwrite", [True, False], ids=["overwrite", "new"])
+def test_overwrite_never_replaces_a_named_pipe(inputs, tmp_path, option, overwrite,
+                                               monkeypatch):
+    # mkfifo r.gpkg; --out r.gpkg --overwrite: the pipe became a regular GeoPackage (as root,
+    # --out /dev/null --overwrite replaced the device). Without --overwrite the message
+    # advised --overwrite.
+    _no_fit(monkeypatch)
+    fifo = tmp_path / ("r.gpkg" if option == "--out" else "report.md")
+    os.mkfifo(fifo)
+    outputs = {"--out": tmp_path / "r.gpkg", option: fifo}
+    args = [arg for pair in outputs.items() for arg in pair]
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, *args,
+                 *(["--overwrite"] if overwrite else []))
+    assert_refused(result, f"{option} '{fifo}' is a named pipe (FIFO), not a regular file",
+                   "even with --overwrite", "nothing was written")
+    assert "already exist" not in result.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [fifo.name]

@@ -1,8 +1,16 @@
 """The checks shared by the readers and writers of geosynth.io (geosynth/io/_files.py)."""
 
+import os
+import socket
+import stat
+import warnings
+
 import pytest
 
-from geosynth.io import printable
+from geosynth._atomic import STAGING_MARK
+from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth.io import printable, write_intensity_geotiff, write_release
+from geosynth.io._files import check_target
 
 
 @pytest.mark.parametrize(
@@ -23,3 +31,64 @@ def test_printable_leaves_one_line_a_utf8_output_can_write(text, expected):
 def test_printable_keeps_ordinary_text():
     assert printable("São Paulo, 東京 – y=1") == "São Paulo, 東京 – y=1"
     assert printable("a\x1b[31mb\u202ec\n") == "a?[31mb?c?"
+
+
+# ---------------------------------------------------------------- output paths of the writers
+def _writers(fitted):
+    """(name, write(path, overwrite)) of each geosynth.io writer, on the session's small fit."""
+    fit, _, public = fitted
+
+    def release(path, overwrite):
+        return write_release(path, public, fit=fit, seeds={"fit": 1}, overwrite=overwrite)
+
+    def geotiff(path, overwrite):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)  # an exact fit's intensity
+            return write_intensity_geotiff(fit, path, overwrite=overwrite)
+
+    return {"write_release": release, "write_intensity_geotiff": geotiff}
+
+
+WRITERS = ["write_release", "write_intensity_geotiff"]
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("overwrite", [True, False], ids=["overwrite", "new"])
+def test_writers_never_replace_a_named_pipe(fitted, tmp_path, writer, overwrite):
+    # With overwrite=True the pipe became a regular file (as root, /dev/null did); without,
+    # the message advised overwrite=True.
+    fifo = tmp_path / "out.gpkg"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=r"^path '.*out.gpkg' is a named pipe \(FIFO\), not a "
+                       r"regular file: an output replaces only a regular file"):
+        _writers(fitted)[writer](fifo, overwrite)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.gpkg"]
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_writers_name_a_path_too_long_for_the_file_system(fitted, tmp_path, writer):
+    # "[Errno 36] File name too long", a raw OSError.
+    with pytest.raises(InputError, match=r"^path '.*': a file or folder name in that path is "
+                       "longer than the file system allows; choose a shorter name"):
+        _writers(fitted)[writer](tmp_path / ("a" * 300 + ".gpkg"), False)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize("writer", WRITERS)
+def test_writers_name_a_folder_no_file_can_be_made_in(fitted, writer):
+    # A raw FileNotFoundError naming the staging folder '/proc/.b.gpkg.geosynth-staging-...'.
+    with pytest.raises(InputError, match=r"^path '/proc/b.gpkg(.audit.json)?': cannot write in "
+                       r"the folder '/proc' .*choose a folder you can write to") as caught:
+        _writers(fitted)[writer]("/proc/b.gpkg", False)
+    assert STAGING_MARK not in str(caught.value)
+
+
+def test_check_target_refuses_a_socket_even_with_overwrite(tmp_path):
+    path = tmp_path / "s.tif"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        with pytest.raises(InputError, match=r"is a socket, not a regular file"):
+            check_target(path, overwrite=True)
+    check_target(tmp_path / "new.tif", overwrite=False)  # a new file passes
