@@ -18,9 +18,10 @@ checked by :func:`geosynth._random.check_seed`, next to the code that turns them
 from __future__ import annotations
 
 import decimal
+import inspect
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -31,6 +32,7 @@ from geosynth._messages import CONTROL_CHARACTERS
 from geosynth.errors import InputError, InputTypeError
 
 __all__ = [
+    "check_keywords",
     "check_real",
     "check_real_array",
     "as_rectangular_array",
@@ -787,3 +789,43 @@ def _string_hint(value: Any, name: str, integer: bool = False) -> str:
 
 def _suffix(hint: str | None) -> str:
     return f"; {hint}" if hint else ""
+
+
+def check_keywords(options: Mapping[str, Any], function: Any, name: str, given: str,
+                   set_by_caller: frozenset[str] = frozenset()) -> None:
+    """Refuse keyword arguments that ``function`` does not take, before any work.
+
+    The one check of keyword arguments passed on to a fit (``fit_options`` of
+    :func:`geosynth.tune`, ``**fit_options`` of :func:`geosynth.distributed.fit_dask`): the
+    fit's own TypeError came after every candidate's lattice, or after the Dask tasks were set
+    up.
+
+    Parameters
+    ----------
+    options : mapping of str to object
+        The keyword arguments given.
+    function : callable
+        The function they are passed to (its signature is read); one that takes ``**kwargs``
+        accepts every key.
+    name : str
+        How the message names ``function`` (``"PaivaModel.fit"``).
+    given : str
+        How the message names ``options`` (``"fit_options"``).
+    set_by_caller : frozenset of str, optional
+        Parameters of ``function`` the caller sets itself: refused too, and not offered.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A key that is not a keyword parameter of ``function``, or that the caller sets;
+        the message lists the keys accepted.
+    """
+    parameters = inspect.signature(function).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return
+    named = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    accepted = named - set(set_by_caller)
+    unknown = sorted(set(options) - accepted, key=str)
+    if unknown:
+        raise InputError(f"{given} has {unknown}, which {name} does not take; use keys among "
+                         f"{sorted(accepted)}")

@@ -28,9 +28,10 @@ from scipy import sparse
 from scipy.stats import multivariate_normal
 
 from geosynth._areas import pair_batches, ranks_in_runs
+from geosynth._messages import format_bytes
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_bool, check_positive, check_unique_columns
-from geosynth.errors import CRSError, DataWarning, InputError
+from geosynth._validation import check_bool, check_max_bytes, check_positive, check_unique_columns
+from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError
 from geosynth.lattice import Grid, parse_crs
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "susep_collisions",
     "MAX_RECORDS",
     "MAX_GENERATING_CELLS",
+    "SCENARIO_MAX_BYTES",
+    "scenario_bytes",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -52,8 +55,19 @@ __all__ = [
 
 #: Side of the thesis study square [0, 10] x [0, 10] (thesis units).
 _SQUARE = 10.0
-#: The most records paiva_scenario simulates (about 1 GB of points and attributes).
+#: The most records paiva_scenario simulates (about 3.7 GiB at its peak: see
+#: :func:`scenario_bytes`; more than the default ``max_bytes`` allows).
 MAX_RECORDS = 10**7
+#: The default ``max_bytes`` of :func:`paiva_scenario`: about 5 million records. 10 million
+#: (3.7 GiB at the peak) ended in a raw MemoryError under a 4 GB memory limit.
+SCENARIO_MAX_BYTES = 2 * 2**30
+#: Peak bytes per record of paiva_scenario: its shapely point (about 200 bytes), coordinates,
+#: attributes and their random draws. 355-370 measured (Linux, peak resident size, 1 to 3
+#: million records), rounded up.
+_BYTES_PER_RECORD = 400
+#: Peak bytes per cell of the generating grid (its probabilities and their cumulative sums):
+#: 250 measured at a million cells, rounded up.
+_BYTES_PER_GENERATING_CELL = 256
 #: A generating cell must be this many float64 spacings of its coordinates wide, so that the
 #: uniform points inside it are not rounded onto a few positions.
 _RESOLUTION = 1000
@@ -408,6 +422,42 @@ def _validate_scenario_args(
     return int(n), (int(shape[0]), int(shape[1])), org, unit
 
 
+def scenario_bytes(n: int, generating_shape: tuple[int, int] = (100, 100)) -> int:
+    """Estimate the peak memory of :func:`paiva_scenario`, in bytes.
+
+    Parameters
+    ----------
+    n : int
+        Number of records.
+    generating_shape : tuple of (int, int), default (100, 100)
+        ``(nrows, ncols)`` of the generating grid.
+
+    Returns
+    -------
+    int
+        About 400 bytes per record (a shapely point, its coordinates, the attributes and
+        their draws) and 256 per generating cell: an upper bound of the peak resident size
+        measured on Linux (355-370 bytes per record from 1 to 3 million records).
+    """
+    return _BYTES_PER_RECORD * int(n) + _BYTES_PER_GENERATING_CELL * math.prod(
+        map(int, generating_shape))
+
+
+def _check_scenario_memory(n: int, shape: tuple[int, int], max_bytes: Any) -> None:
+    """Refuse a scenario whose estimated peak memory is above ``max_bytes``, before any draw."""
+    limit = check_max_bytes(max_bytes)
+    need = scenario_bytes(n, shape)
+    if need <= limit:
+        return
+    most = (limit - scenario_bytes(0, shape)) // _BYTES_PER_RECORD
+    fix = (f"pass n={most:,} or fewer" if most >= 1
+           else "pass a smaller generating_shape (the thesis-like default is (100, 100))")
+    raise MemoryLimitError(
+        f"paiva_scenario(n={n:,}) needs about {format_bytes(need)} at its peak (about "
+        f"{_BYTES_PER_RECORD} bytes a record), over max_bytes = {format_bytes(limit)}; {fix}, "
+        f"or a larger max_bytes if the memory is there (max_bytes={need} here)")
+
+
 def _check_origin(origin: Any) -> tuple[float, float]:
     """Return ``origin`` as two finite floats (bools and text refused)."""
     try:
@@ -458,6 +508,7 @@ def paiva_scenario(
     crs: Any = "EPSG:31983",
     origin: tuple[float, float] = (605_000.0, 7_790_000.0),
     unit: float = 1000.0,
+    max_bytes: int = SCENARIO_MAX_BYTES,
 ) -> PaivaScenario:
     """Simulate the confidential data of Nunes (2018), §3.1 and §4.
 
@@ -491,6 +542,9 @@ def paiva_scenario(
         CRS coordinates of the thesis point (0, 0), the south-west corner of the square.
     unit : float, default 1000
         CRS units per thesis unit (1000 m: the square is 10 km wide).
+    max_bytes : int, default SCENARIO_MAX_BYTES (2 GiB)
+        Largest memory the simulation may take at its peak (:func:`scenario_bytes`, about
+        400 bytes a record): checked before anything is drawn.
 
     Returns
     -------
@@ -507,8 +561,12 @@ def paiva_scenario(
         not a bool.
     CRSError
         If ``crs`` is not a CRS pyproj can read, or is geographic.
+    MemoryLimitError
+        If the simulation would take more than ``max_bytes`` (:func:`scenario_bytes`); nothing
+        was drawn.
     """
     n, shape, org, unit = _validate_scenario_args(n, generating_shape, origin, unit)
+    _check_scenario_memory(n, shape, max_bytes)
     continuous = check_bool(continuous, "continuous")
     rng = as_generator(seed)
     crs_obj = parse_crs(crs)

@@ -49,7 +49,7 @@ import pandas as pd
 from geosynth._messages import describe_rows
 from geosynth._points import point_coordinates, usable_points
 from geosynth._random import root_seed_sequence, spawn_seeds
-from geosynth._validation import check_chains, check_m
+from geosynth._validation import check_chains, check_keywords, check_m
 from geosynth.data import (
     CELL_COLUMN,
     COUNT_COLUMN,
@@ -319,6 +319,10 @@ def _parent_of(child: np.random.SeedSequence) -> np.random.SeedSequence:
                                   n_children_spawned=child.spawn_key[-1])
 
 
+#: Parameters of ``PaivaModel.fit`` that :func:`fit_dask` sets itself (or that no task sees).
+_SET_BY_FIT_DASK = frozenset({"self", "counts", "progress", "n_jobs", "executor", "stop"})
+
+
 def fit_dask(
     model: PaivaModel,
     counts: CellCounts,
@@ -370,7 +374,8 @@ def fit_dask(
     Raises
     ------
     InputError
-        Invalid arguments (``n_iter="auto"``, ``stop``), or no Dask client.
+        Invalid arguments (``n_iter="auto"``, ``stop``, a keyword argument ``model.fit`` does
+        not take), or no Dask client.
     MemoryLimitError
         The draws of all chains would exceed ``max_bytes``.
     SamplerError
@@ -392,6 +397,10 @@ def fit_dask(
             "process cannot reach; stop them with Ctrl-C (nothing is returned) or run "
             "model.fit(counts, stop=...) in threads of one process"
         )
+
+    # Before any Dask work: the fit's own TypeError came after the tasks were set up.
+    check_keywords(fit_options, model.fit, f"{type(model).__name__}.fit",
+                   "fit_dask(**fit_options)", _SET_BY_FIT_DASK)
     if isinstance(n_iter, str) and n_iter == "auto":
         raise InputError(
             f"fit_dask needs a fixed n_iter, got {n_iter!r}: the chains of an n_iter='auto' fit "

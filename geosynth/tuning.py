@@ -81,11 +81,15 @@ from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, root_seed_sequence
 from geosynth._validation import (
     check_bool,
+    check_choice,
     check_int,
+    check_keywords,
     check_m,
     check_positive,
     check_public_lattice,
     check_real,
+    check_real_array,
+    check_unique_columns,
     is_integer,
 )
 from geosynth.errors import InputError, PrivacyLeakWarning
@@ -101,8 +105,10 @@ __all__ = [
     "Measure",
     "Recommendation",
     "Tuning",
+    "MAX_CANDIDATES",
     "as_candidate",
     "check_risk_limit",
+    "check_ru_table",
     "coverage_outcome",
     "frontier",
     "recommend",
@@ -191,6 +197,10 @@ DEFAULT_UTILITY = "coverage"
 STORED_LIMIT: Any = object()
 #: Fit options of a candidate unless ``fit_options`` says otherwise: run until converged.
 DEFAULT_FIT_OPTIONS: dict[str, Any] = {"n_iter": "auto", "max_seconds": 900.0}
+#: The most candidates of one :func:`tune` call. Each is a whole fit (up to 15 minutes by
+#: default), ``m`` releases and an evaluation; 5,000 cell sizes ran for days after building
+#: every lattice, and an R-U map or a report of more than a hundred points cannot be read.
+MAX_CANDIDATES = 100
 _EFFECTS = ("attribute", "combination")
 _BETA_PRIORS = ("normal", "icar")
 
@@ -373,6 +383,11 @@ def _candidates(candidates: Any) -> list[Candidate]:
     if isinstance(candidates, str | bytes) or not isinstance(candidates, Sequence):
         raise InputError("candidates must be a list: cell sizes, (rows, cols) pairs, dicts or "
                          "Candidate objects")
+    if len(candidates) > MAX_CANDIDATES:
+        raise InputError(f"candidates has {len(candidates):,} entries, more than the limit of "
+                         f"{MAX_CANDIDATES} (each is a whole fit, m releases and an "
+                         "evaluation); compare a few lattices first, e.g. [100, 250, 500, "
+                         "1000], then refine around the best in another call")
     out = [as_candidate(c) for c in candidates]
     if not out:
         raise InputError("candidates is empty; give at least one lattice, e.g. [250, 500]")
@@ -518,12 +533,78 @@ def _axis_label(column: str) -> str:
     return f"{column.replace('_', ' ')} (larger is {MEASURES[column].larger_is})"
 
 
-def _measure(column: str, kind: str) -> Measure:
-    measure = MEASURES.get(column)
-    if measure is None or measure.kind != kind:
-        names = [k for k, v in MEASURES.items() if v.kind == kind]
-        raise InputError(f"{kind} must be one of {names}, got {column!r}")
-    return measure
+def _measure(column: Any, kind: str) -> Measure:
+    """Return the :class:`Measure` of ``column``, refusing a name not of that ``kind``."""
+    names = [k for k, v in MEASURES.items() if v.kind == kind]
+    return MEASURES[check_choice(column, kind, names)]
+
+
+def check_ru_table(table: Any, risk: Any, utility: Any) -> pd.DataFrame:
+    """Return the risk and utility columns of an R-U table as floats, or refuse the table.
+
+    The one check of a table of candidates (:func:`frontier`, :func:`recommend`, and the map
+    of :func:`geosynth.plots.ru_map`): one row per candidate, labelled once, with numbers in
+    both columns. NaN marks a measure a candidate has not (an ε-DP candidate's linked risks).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per candidate, indexed by label (:attr:`Tuning.table`).
+    risk, utility : str
+        Columns of ``table`` (any names: the map draws any two columns).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns ``risk`` and ``utility`` as float64, same index (NaN kept).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``table`` is not a DataFrame, lacks a column or has it twice, repeats a label (its
+        rows were matched by label: a repeated one raised pandas' "truth value of a Series is
+        ambiguous"), or has ±inf in a column.
+    geosynth.errors.InputTypeError
+        A column holds text (``"0.1"``: a table read from a file as strings was compared as
+        numbers silently), booleans or other objects; convert it with ``pd.to_numeric``.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise InputError(f"table must be a pandas DataFrame of candidates (Tuning.table), got "
+                         f"{type(table).__name__}")
+    for role, column in (("risk", risk), ("utility", utility)):
+        if not isinstance(column, str) or column not in table.columns:
+            raise InputError(f"{role}={column!r} is not a column of table; its columns are "
+                             f"{[str(c) for c in table.columns]}")
+    check_unique_columns(table, "table", [risk, utility])
+    repeated = table.index[table.index.duplicated()].unique()
+    if len(repeated):
+        raise InputError(f"table has several rows labelled {list(repeated)[:5]}; each row is "
+                         "one candidate, labelled once: rename the copies or drop them "
+                         "(table[~table.index.duplicated()] keeps the first)")
+    return pd.DataFrame({column: _ru_column(table[column], role, column)
+                         for role, column in (("risk", risk), ("utility", utility))},
+                        index=table.index)[[risk, utility]]
+
+
+def _ru_column(values: pd.Series, role: str, column: str) -> np.ndarray:
+    """Return one measure of an R-U table as floats: numbers or NaN, never ±inf or text."""
+    name = f"{role} column {column!r} of table"
+    kinds = pd.api.types
+    if (kinds.is_numeric_dtype(values) and not kinds.is_bool_dtype(values)
+            and not kinds.is_complex_dtype(values)):  # nullable Float64/Int64: pd.NA is NaN
+        array = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:  # an object column: numbers and missing values (check_real_array names the rest)
+        known = values.astype(object).where(values.notna(), None)  # pd.NA: None, read as NaN
+        try:
+            array = check_real_array(known, name, "numbers (NaN where a candidate has none)")
+        except InputError as err:  # the fix, for text read from a file
+            raise type(err)(f"{err}; give numbers (pd.to_numeric(table[{column!r}]) converts "
+                            "text)") from None
+    infinite = values.index[np.isinf(array)]
+    if len(infinite):
+        raise InputError(f"{name} is infinite for {list(infinite)[:5]}; a measure is a finite "
+                         "number, or NaN where the candidate has none")
+    return array
 
 
 def frontier(table: pd.DataFrame, risk: str = DEFAULT_RISK,
@@ -545,6 +626,13 @@ def frontier(table: pd.DataFrame, risk: str = DEFAULT_RISK,
     -------
     list of str
         Sorted from the least to the most risky.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``risk`` or ``utility`` is not a measure of its kind (:data:`MEASURES`), or the table
+        is refused by :func:`check_ru_table` (a missing or repeated column, a repeated label,
+        text or ±inf in a column).
     """
     r, u = _oriented(table, risk, utility)
     keep = []
@@ -558,10 +646,7 @@ def frontier(table: pd.DataFrame, risk: str = DEFAULT_RISK,
 def _oriented(table: pd.DataFrame, risk: str, utility: str) -> tuple[pd.Series, pd.Series]:
     """Risk (larger = riskier) and utility (larger = better) of the rows that have both."""
     r_measure, u_measure = _measure(risk, "risk"), _measure(utility, "utility")
-    for column in (risk, utility):
-        if column not in table:
-            raise InputError(f"the table has no column {column!r}")
-    both = table[[risk, utility]].astype(float).dropna()
+    both = check_ru_table(table, risk, utility).dropna()
     return both[risk] * r_measure.sign, both[utility] * u_measure.sign
 
 
@@ -596,8 +681,9 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     Raises
     ------
     geosynth.errors.InputError
-        Unknown or wrong-kind columns, a non-finite limit, a negative one of a rate or count,
-        one above 1 of a share, or no candidate with both measures.
+        Unknown or wrong-kind columns, a table :func:`check_ru_table` refuses (repeated
+        labels, text or ±inf in the measures), a non-finite limit, a negative one of a rate
+        or count, one above 1 of a share, or no candidate with both measures.
     """
     r_measure, u_measure = _measure(risk, "risk"), _measure(utility, "utility")
     r, u = _oriented(table, risk, utility)
@@ -655,17 +741,18 @@ def check_risk_limit(risk_limit: Any, risk: str) -> float:
     Raises
     ------
     geosynth.errors.InputError
-        Not a finite number, negative for a measure that is never negative, or above 1 for
-        a share.
+        ``risk`` is not a risk measure of :data:`MEASURES`; ``risk_limit`` is not a finite
+        number, is negative for a measure that is never negative, or above 1 for a share.
     """
+    measure = _measure(risk, "risk")
     limit = check_real(risk_limit, "risk_limit")
     if not math.isfinite(limit):
         raise InputError(f"risk_limit must be a finite number, got {risk_limit!r}")
-    if limit < 0 and MEASURES[risk].larger_is == "riskier":
+    if limit < 0 and measure.larger_is == "riskier":
         raise InputError(f"risk_limit must be >= 0 for {risk}, which is never negative, got "
                          f"{limit:g}; pass the largest acceptable {risk} (e.g. 0.05), or None "
                          "for no limit")
-    if limit > 1 and MEASURES[risk].share:
+    if limit > 1 and measure.share:
         raise InputError(f"risk_limit must be at most 1 for {risk}, a share of records, got "
                          f"{limit:g}; pass a share (e.g. 0.05 for 5%), or None for no limit")
     return limit
@@ -977,11 +1064,8 @@ def _check_fit_options(options: dict, candidates: list[Candidate]) -> None:
         parameters = inspect.signature(function).parameters
         if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
             continue  # takes any keyword (a wrapper): the fit itself checks them
-        accepted = set(parameters) - _SET_BY_TUNE
-        unknown = sorted(set(options) - accepted, key=str)
-        if unknown:
-            raise InputError(f"fit_options has {unknown}, which {name} (the fit of the {kind} "
-                             f"candidates) does not take; use keys among {sorted(accepted)}")
+        check_keywords(options, function, f"{name} (the fit of the {kind} candidates)",
+                       "fit_options", _SET_BY_TUNE)
         _check_run_settings(options, parameters, name, kind)
 
 

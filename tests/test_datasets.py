@@ -16,7 +16,7 @@ from geosynth.datasets import (
     paiva_scenario,
     susep_collisions,
 )
-from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError
+from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError, MemoryLimitError
 from geosynth.lattice import Grid
 
 ALPHA = 0.001
@@ -165,6 +165,27 @@ def test_origin_unit_and_crs_map_the_square():
 def test_invalid_arguments_raise_input_error(kwargs, match):
     with pytest.raises(InputError, match=match):
         paiva_scenario(**kwargs)
+
+
+def test_a_scenario_above_its_memory_limit_is_refused_before_any_draw():
+    # n=10,000,000 (inside the documented range) took 3.7 GiB at its peak: a raw MemoryError
+    # from shapely.points under a 4 GB limit.
+    with pytest.raises(MemoryLimitError, match=r"paiva_scenario\(n=10,000,000\) needs about "
+                       r"3\.7 GiB .* over max_bytes = 2\.0 GiB; pass n=5,36\d,\d{3} or fewer"):
+        paiva_scenario(n=10**7, seed=1)
+    from geosynth.datasets import SCENARIO_MAX_BYTES, scenario_bytes
+
+    assert scenario_bytes(10**7) > SCENARIO_MAX_BYTES >= scenario_bytes(5 * 10**6)
+    # the limit is the caller's: exactly the estimate passes, a byte less is refused
+    need = scenario_bytes(150, (20, 20))
+    assert len(paiva_scenario(n=150, seed=1, generating_shape=(20, 20),
+                              max_bytes=need).data) == 150
+    with pytest.raises(MemoryLimitError, match="pass n=149 or fewer"):
+        paiva_scenario(n=150, seed=1, generating_shape=(20, 20), max_bytes=need - 1)
+    with pytest.raises(MemoryLimitError, match="pass a smaller generating_shape"):
+        paiva_scenario(n=10, generating_shape=(1000, 1000), max_bytes=2**20)
+    with pytest.raises(InputError, match="max_bytes must be a positive int"):
+        paiva_scenario(n=10, max_bytes=1.5e9)
 
 
 @pytest.mark.parametrize("unit", [True, "1000", None])

@@ -186,6 +186,21 @@ def test_fit_dask_rejects_bad_arguments(client, fitted):
         gd.fit_dask(PaivaModel(), counts, client=client, n_iter="auto")
 
 
+def test_fit_dask_refuses_a_keyword_the_fit_does_not_take_before_any_dask_work(
+        client, fitted, monkeypatch):
+    # a raw TypeError "PaivaModel.fit() got an unexpected keyword argument", from the fit run
+    # on the Dask executor
+    counts, _ = fitted
+
+    def no_dask(*args, **kwargs):
+        raise AssertionError("fit_dask set up Dask work before refusing the keyword")
+
+    monkeypatch.setattr(gd, "_get_client", no_dask)
+    with pytest.raises(InputError, match=r"fit_dask\(\*\*fit_options\) has \['bogus'\], which "
+                       r"PaivaModel.fit does not take; use keys among \[.*'parallel'"):
+        gd.fit_dask(PaivaModel(), counts, client=client, bogus=1, **RUN)
+
+
 def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fitted):
     _, fit = fitted
     m, seed = 4, 21

@@ -106,6 +106,50 @@ def test_frontier_keeps_exactly_the_non_dominated_candidates():
         assert beaten == (label not in frontier(table))
 
 
+@pytest.mark.parametrize("table, error, message", [
+    # repeated labels: pandas' "truth value of a Series is ambiguous"
+    (pd.DataFrame({"true_match_rate": [.1, .1], "coverage": [1, 1]}, index=["a", "a"]),
+     InputError, r"table has several rows labelled \['a'\].*table\[~table.index.duplicated"),
+    # text read from a file: compared as numbers silently (frontier), a format error (recommend)
+    (pd.DataFrame({"true_match_rate": ["1", "2"], "coverage": [1, 1]}, index=["a", "b"]),
+     geosynth.errors.InputTypeError,
+     r"risk column 'true_match_rate' of table must be numbers .* holding str entries"),
+    (pd.DataFrame({"true_match_rate": [.1, .2], "coverage": [True, False]}, index=["a", "b"]),
+     geosynth.errors.InputTypeError, r"utility column 'coverage' of table .* holding bool entries"),
+    # ±inf was ranked as the riskiest or the most useful candidate
+    (pd.DataFrame({"true_match_rate": [np.inf, .1], "coverage": [.5, .6]}, index=["a", "b"]),
+     InputError, r"risk column 'true_match_rate' of table is infinite for \['a'\]"),
+    (pd.DataFrame({"true_match_rate": [.2, .1], "coverage": [.5, -np.inf]}, index=["a", "b"]),
+     InputError, r"utility column 'coverage' of table is infinite for \['b'\]"),
+    (pd.DataFrame([[.2, .3, .5]], columns=["true_match_rate", "true_match_rate", "coverage"]),
+     InputError,
+     r"table has several columns named \['true_match_rate'\]"),
+])
+def test_frontier_and_recommend_refuse_a_table_they_cannot_read(table, error, message):
+    with pytest.raises(error, match=message):
+        frontier(table)
+    with pytest.raises(error, match=message):
+        recommend(table, 0.5)
+
+
+def test_missing_measures_may_be_nan_or_pd_na():
+    # An ε-DP candidate has no linked risk: NaN (or pd.NA of a nullable column) leaves it out.
+    table = pd.DataFrame({"true_match_rate": pd.array([0.1, None, 0.3], dtype="Float64"),
+                          "coverage": [0.5, 0.9, 0.7]}, index=["a", "dp", "c"])
+    assert frontier(table) == ["a", "c"]
+    assert frontier(table.astype({"true_match_rate": object})) == ["a", "c"]
+    assert "left out for a missing true_match_rate or coverage: ['dp']" in recommend(
+        table).reason
+
+
+def test_check_risk_limit_names_an_unknown_risk():
+    # a limit of an unknown measure was returned unchecked
+    with pytest.raises(InputError, match=r"risk must be one of .*'true_match_rate'.*'nope'"):
+        tuning_module.check_risk_limit(0.1, "nope")
+    with pytest.raises(InputError, match="risk must be one of"):
+        tuning_module.check_risk_limit(0.1, "coverage")  # a utility, not a risk
+
+
 def test_every_measure_has_a_direction():
     assert set(MEASURES) >= {"min_distance", "mean_distance", "expected_match_risk",
                              "true_match_rate", "k_anonymity_below_5", "coverage",
@@ -448,6 +492,9 @@ def _no_candidate_may_run(monkeypatch):
      "same settings: .*spending its ε twice"),
     ({"risk_limit": 5}, InputError, "risk_limit must be at most 1 for true_match_rate"),
     ({"progress": "no"}, TypeError, "progress must be"),  # "no" is truthy: a bar
+    # 5,000 cell sizes built every lattice, then fitted each for minutes
+    ({"candidates": list(range(1000, 1101))}, InputError,
+     r"candidates has 101 entries, more than the limit of 100 .*compare a few lattices"),
     # refused by PaivaModel.fit in the candidate's task, while the other candidates fitted
     ({"continuous": "z", "candidates": [(4, 4), {"shape": (4, 4), "beta_prior": ("icar",
                                                                               "normal")}]},

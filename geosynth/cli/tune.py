@@ -207,6 +207,8 @@ def tune(
     if not cell_sizes and not grid_shapes and not hex_sizes and not areas_paths:
         raise click.UsageError("give the candidate lattices: --cell-sizes 100,250,500, "
                                "--grids 10x10,20x20, --hex-sizes 150,300 and/or --areas FILE")
+    _check_candidate_count({"--cell-sizes": cell_sizes, "--grids": grid_shapes,
+                            "--hex-sizes": hex_sizes, "--areas": areas_paths})
     for option, value in (("--link-islands", link_islands), ("--area-gap", area_gap)):
         if value and not areas_paths:
             raise click.UsageError(f"{option} applies to --areas only; add --areas FILE or "
@@ -502,6 +504,26 @@ def _check_continuous(points, name: str, attributes: list[str],
             continuous_values(points, column)
         except InputError as err:
             raise InputError(f"--continuous: {err} (in {name})") from None
+
+
+def _check_candidate_count(given: dict[str, Any]) -> None:
+    """Refuse more candidates than :data:`geosynth.tuning.MAX_CANDIDATES`, before any reading.
+
+    5,000 --cell-sizes printed "Tuning 5000 candidate lattice(s)" and ran for minutes building
+    lattices, before a fit of each.
+    """
+    from geosynth.tuning import MAX_CANDIDATES
+
+    counts = {option: len(values) for option, values in given.items() if values}
+    total = sum(counts.values())
+    if total > MAX_CANDIDATES:
+        options = (", ".join(f"{option} ({count:,})" for option, count in counts.items())
+                   if len(counts) > 1 else next(iter(counts)))
+        raise click.BadParameter(
+            f"{total:,} candidates, more than the limit of {MAX_CANDIDATES} (each is a whole "
+            "fit, --m releases and an evaluation); compare a few lattices first, e.g. "
+            "--cell-sizes 100,250,500,1000, then refine around the best in another run",
+            param_hint=options)
 
 
 def _check_area_labels(areas_by_label: dict[str, str], lattices: list) -> None:

@@ -117,6 +117,18 @@ def test_demo_refuses_too_few_records_before_the_fit(tmp_path, n):
     assert "Fitting" not in result.output and list(tmp_path.iterdir()) == []
 
 
+def test_demo_refuses_more_records_than_it_can_evaluate_before_the_fit(tmp_path):
+    # --n 10000000 was inside the range and ended in a raw MemoryError of the simulation under
+    # a 4 GB limit; any --n far above 10,000 ran for hours (the evaluation is quadratic).
+    result = run("demo", "--out", tmp_path / "out", "--n", 10_001, "--grid", "4x4",
+                 "--iterations", 40)
+    assert_refused(result, "--n", "10001 is not in the range 100<=x<=10000")
+    assert "Fitting" not in result.output and list(tmp_path.iterdir()) == []
+    help_text = run("demo", "--help").output
+    assert "to 10,000 (the evaluation's time grows with the square of --n" in " ".join(
+        help_text.split())
+
+
 def test_demo_refuses_a_grid_above_the_cell_limit_in_cli_terms(tmp_path):
     # The lattice's message ended "(or raise geosynth.lattice.MAX_CELLS)": Python advice.
     result = run("demo", "--out", tmp_path / "out", "--grid", "3000x3000")

@@ -113,6 +113,22 @@ def test_bad_options_are_refused(inputs, tmp_path, args, fragments):
     assert not (tmp_path / "x.md").exists()
 
 
+@pytest.mark.parametrize("lattices, hint", [
+    (["--cell-sizes", ",".join(str(1000 + i) for i in range(101))], "--cell-sizes:"),
+    (["--cell-sizes", ",".join(str(1000 + i) for i in range(60)),
+      "--grids", ",".join(f"{i}x{i}" for i in range(2, 43))], "--cell-sizes (60), --grids (41):"),
+])
+def test_more_candidates_than_the_limit_are_refused_before_anything_else(inputs, tmp_path,
+                                                                         lattices, hint):
+    # 5,000 --cell-sizes printed "Tuning 5000 candidate lattice(s)" and ran for minutes before
+    # any fit. Refused first: here before --continuous x2 (also an attribute) is.
+    result = run("tune", inputs["gpkg"], *ARGS, *lattices, "--continuous", "x2",
+                 "--report", tmp_path / "x.md")
+    assert_refused(result, hint, "101 candidates, more than the limit of 100",
+                   "compare a few lattices first")
+    assert "Tuning" not in result.output and not (tmp_path / "x.md").exists()
+
+
 def test_an_existing_report_is_refused_before_any_work(inputs, tmp_path):
     report = tmp_path / "tune.md"
     report.write_text("keep me")
