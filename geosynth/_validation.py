@@ -33,6 +33,7 @@ from geosynth.errors import InputError, InputTypeError
 
 __all__ = [
     "check_keywords",
+    "check_ru_table",
     "check_real",
     "check_real_array",
     "as_rectangular_array",
@@ -829,3 +830,72 @@ def check_keywords(options: Mapping[str, Any], function: Any, name: str, given: 
     if unknown:
         raise InputError(f"{given} has {unknown}, which {name} does not take; use keys among "
                          f"{sorted(accepted)}")
+
+
+def check_ru_table(table: Any, risk: Any, utility: Any) -> pd.DataFrame:
+    """Return the risk and utility columns of an R-U table as floats, or refuse the table.
+
+    The one check of a table of candidates (:func:`geosynth.tuning.frontier`,
+    :func:`geosynth.tuning.recommend` and the map of :func:`geosynth.plots.ru_map`): one row
+    per candidate, labelled once, with numbers in both columns. NaN marks a measure a
+    candidate has not (an ε-DP candidate's linked risks).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per candidate, indexed by label (:attr:`geosynth.tuning.Tuning.table`).
+    risk, utility : str
+        Columns of ``table`` (any names: the map draws any two columns).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The columns ``risk`` and ``utility`` as float64, same index (NaN kept).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``table`` is not a DataFrame, lacks a column or has it twice, repeats a label (its
+        rows were matched by label: a repeated one raised pandas' "truth value of a Series is
+        ambiguous"), or has ±inf in a column.
+    geosynth.errors.InputTypeError
+        A column holds text (``"0.1"``: a table read from a file as strings was compared as
+        numbers silently), booleans or other objects; convert it with ``pd.to_numeric``.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise InputError(f"table must be a pandas DataFrame of candidates (Tuning.table), got "
+                         f"{type(table).__name__}")
+    for role, column in (("risk", risk), ("utility", utility)):
+        if not isinstance(column, str) or column not in table.columns:
+            raise InputError(f"{role}={column!r} is not a column of table; its columns are "
+                             f"{[str(c) for c in table.columns]}")
+    check_unique_columns(table, "table", [risk, utility])
+    repeated = table.index[table.index.duplicated()].unique()
+    if len(repeated):
+        raise InputError(f"table has several rows labelled {list(repeated)[:5]}; each row is "
+                         "one candidate, labelled once: rename the copies or drop them "
+                         "(table[~table.index.duplicated()] keeps the first)")
+    return pd.DataFrame({column: _ru_column(table[column], role, column)
+                         for role, column in (("risk", risk), ("utility", utility))},
+                        index=table.index)[[risk, utility]]
+
+
+def _ru_column(values: pd.Series, role: str, column: str) -> np.ndarray:
+    """Return one measure of an R-U table as floats: numbers or NaN, never ±inf or text."""
+    name = f"{role} column {column!r} of table"
+    kinds = pd.api.types
+    if (kinds.is_numeric_dtype(values) and not kinds.is_bool_dtype(values)
+            and not kinds.is_complex_dtype(values)):  # nullable Float64/Int64: pd.NA is NaN
+        array = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:  # an object column: numbers and missing values (check_real_array names the rest)
+        known = values.astype(object).where(values.notna(), None)  # pd.NA: None, read as NaN
+        try:
+            array = check_real_array(known, name, "numbers (NaN where a candidate has none)")
+        except InputError as err:  # the fix, for text read from a file
+            raise type(err)(f"{err}; give numbers (pd.to_numeric(table[{column!r}]) converts "
+                            "text)") from None
+    infinite = values.index[np.isinf(array)]
+    if len(infinite):
+        raise InputError(f"{name} is infinite for {list(infinite)[:5]}; a measure is a finite "
+                         "number, or NaN where the candidate has none")
+    return array

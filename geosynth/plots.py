@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geosynth._validation import MAX_CONTINUOUS, check_real
+from geosynth._validation import MAX_CONTINUOUS, check_real, check_ru_table
 from geosynth.errors import InputError
 
 if TYPE_CHECKING:
@@ -275,8 +275,8 @@ def ru_map(
     ----------
     table : pandas.DataFrame
         One row per candidate, indexed by label, with the ``risk`` and ``utility`` columns.
-        Rows whose measures are missing, infinite or beyond ±1e100 (which no axis can hold)
-        are listed in the title, not drawn.
+        Rows whose measures are missing (NaN) or beyond ±1e100 (which no axis can hold) are
+        listed in the title, not drawn; an infinite measure is refused.
     risk, utility : str
         Columns drawn on the x and y axes.
     frontier : list of str
@@ -298,16 +298,17 @@ def ru_map(
     Raises
     ------
     geosynth.errors.InputError
-        ``table`` is not a DataFrame, or lacks the ``risk`` or ``utility`` column, or one of
-        them does not hold numbers, or ``frontier`` is not a list (a string is one label, not
+        ``table`` is refused by :func:`geosynth._validation.check_ru_table` (not a DataFrame,
+        a missing or repeated column, a repeated label, text or ±inf in a measure), or
+        ``frontier`` is not a list (a string is one label, not
         a list of its characters), or ``risk_limit`` is NaN, infinite or beyond ±1e100.
     TypeError
         ``risk_limit`` is not a real number.
     """
     import matplotlib.pyplot as plt
 
-    both = _measures(table, risk, utility)
-    both = both[both.abs().le(MAX_CONTINUOUS).all(axis=1)]  # NaN, inf: no place on an axis
+    both = check_ru_table(table, risk, utility)
+    both = both[both.abs().le(MAX_CONTINUOUS).all(axis=1)]  # NaN, 1e308: no place on an axis
     if not isinstance(frontier, list | tuple):  # a str would be read as its characters
         raise InputError(f"frontier must be a list of candidate labels (rows of table), got "
                          f"{type(frontier).__name__}; wrap a single label in a list: [label]")
@@ -335,30 +336,10 @@ def ru_map(
     missing = [_plain(label) for label in table.index if label not in both.index]
     title = "R-U confidentiality map"
     if missing:
-        title += (f"\n(not drawn, a measure missing, infinite or beyond ±1e100: "
+        title += (f"\n(not drawn, a measure missing or beyond ±1e100: "
                   f"{', '.join(missing)})")
     ax.set_title(title)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     return fig
-
-
-def _measures(table: Any, risk: Any, utility: Any) -> pd.DataFrame:
-    """Return the ``risk`` and ``utility`` columns of an R-U table as floats, or refuse them."""
-    import pandas as pd
-
-    if not isinstance(table, pd.DataFrame):
-        raise InputError(f"table must be a pandas DataFrame of candidates, got "
-                         f"{type(table).__name__}")
-    columns = {}
-    for role, column in (("risk", risk), ("utility", utility)):
-        if column not in table.columns:
-            raise InputError(f"{role}={column!r} is not a column of table; its columns are "
-                             f"{[str(c) for c in table.columns]}")
-        try:
-            columns[column] = table[column].astype(float)
-        except (TypeError, ValueError) as err:
-            raise InputError(f"{role} column {column!r} must hold numbers (NaN where a "
-                             f"candidate has none), got dtype {table[column].dtype}") from err
-    return pd.DataFrame(columns, index=table.index)[[risk, utility]]

@@ -76,7 +76,7 @@ def test_ru_map_refuses_missing_or_textual_measures_naming_them():
     with pytest.raises(InputError, match=r"risk='riks' is not a column of table; its columns "
                                          r"are \['risk', 'utility', 'note'\]"):
         ru_map(table, "riks", "utility", ["a"])
-    with pytest.raises(InputError, match=r"utility column 'note' must hold numbers"):
+    with pytest.raises(InputError, match=r"utility column 'note' of table must be numbers"):
         ru_map(table, "risk", "note", ["a"])
     with pytest.raises(TypeError, match="risk_limit must be a real number"):
         ru_map(table, "risk", "utility", ["a"], risk_limit="0.1")
@@ -136,17 +136,34 @@ def test_ru_map_lists_measures_no_axis_can_hold_and_refuses_a_bad_limit():
     # measure was dropped from the drawing without a word, and risk_limit=nan was accepted.
     from geosynth.plots import ru_map
 
-    table = pd.DataFrame({"risk": [np.inf, 1e308, 0.1, 0.2], "utility": [0.5, 0.6, -np.inf, 0.7]},
-                         index=["inf", "huge", "minus", "ok"])
+    table = pd.DataFrame({"risk": [np.nan, 1e308, 0.1, 0.2], "utility": [0.5, 0.6, -1e200, 0.7]},
+                         index=["missing", "huge", "minus", "ok"])
     figure = ru_map(table, "risk", "utility", list(table.index))
     figure.canvas.draw()
     assert figure.axes[0].get_title().endswith(
-        "(not drawn, a measure missing, infinite or beyond ±1e100: inf, huge, minus)")
+        "(not drawn, a measure missing or beyond ±1e100: missing, huge, minus)")
     assert [text.get_text() for text in figure.axes[0].texts] == ["ok"]
     for limit in (np.nan, np.inf, -1e308):
         with pytest.raises(InputError, match=r"risk_limit must be a finite number .*pass None "
                                              r"for no limit line"):
             ru_map(table, "risk", "utility", ["ok"], risk_limit=limit)
+
+
+def test_ru_map_checks_its_table_as_the_tuning_does():
+    # ru_map had a check of its own: text ("0.1") was converted, a repeated label and ±inf
+    # accepted, where frontier and recommend refuse them.
+    from geosynth.plots import ru_map
+
+    good = pd.DataFrame({"risk": [0.1, 0.2], "utility": [0.5, 0.7]}, index=["a", "b"])
+    bad = [
+        (good.assign(risk=["0.1", "0.2"]), r"pd.to_numeric"),
+        (good.set_axis(["a", "a"]), r"several rows labelled \['a'\]"),
+        (good.assign(utility=[np.inf, 0.7]), r"utility column 'utility' of table is infinite "
+                                              r"for \['a'\]"),
+    ]
+    for table, message in bad:
+        with pytest.raises(InputError, match=message):
+            ru_map(table, "risk", "utility", ["a"])
 
 
 def test_combination_panels_caps_the_panels_naming_the_argument(grid):
