@@ -245,8 +245,9 @@ def review_map(
         labels not in ``original``, ``tiles`` with ``offline=True`` or naming no tile provider
         (pass a :class:`folium.TileLayer` for a tile URL), a public map of a
         Naive or donut baseline (their points stay at the records' own locations), or a public
-        map of a release with a column that identifies records (named like
-        :data:`geosynth.io.ID_COLUMNS`, or, given ``original``, holding its index labels) or,
+        map of a release with a column that identifies records (named like one,
+        :func:`geosynth.synth.release.is_identifier_name`, unless ``fit``'s model releases
+        it, or, given ``original``, holding its index labels) or,
         given ``original``, with a point at the exact location of one of its records or with
         more points within 0.1 m of its records than chance placement explains (a rounded,
         shifted or reprojected copy of them; see below).
@@ -328,7 +329,7 @@ def review_map(
                             "geosynth.synthesize")
         _refuse_original_locations(releases, original)
         releases = [_public_form(release) for release in releases]
-        _check_public_columns(releases, original)
+        _check_public_columns(releases, original, fit)
     shown = [_subsample(release, max_points) for release in releases]
     extents = [release.total_bounds for release in releases]
     if not public:
@@ -708,18 +709,22 @@ def _near_copies(points: np.ndarray, records: np.ndarray) -> tuple[int, float]:
     return (near, expected) if log_bound < np.log(_NEAR_ALPHA) else (0, expected)
 
 
-def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any) -> None:
+def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any, fit: Any) -> None:
     """Refuse the columns of public releases that a release file may not hold either.
 
     A column named like a record or cell identifier (an ``index`` column of patient ids left
-    by ``reset_index()``) or, with ``original``, whose distinct values are its index labels.
+    by ``reset_index()``, a ``patient_id``) unless ``fit``'s model releases it (an attribute
+    ``region_id``), or, with ``original``, whose distinct values are its index labels.
     """
-    from geosynth.io.release import check_release_columns
+    from geosynth.io.release import check_release_columns, released_columns
 
     labels = None if original is None else original.index
+    released = frozenset() if fit is None else released_columns(
+        {"attributes": list(fit.counts.attributes), "continuous": fit.counts.continuous})
     for number, release in enumerate(releases):
         check_release_columns(release, release.geometry.name, f"releases[{number}]", labels,
-                              "drop it (release.drop(columns=...)) before drawing a public map")
+                              "drop it (release.drop(columns=...)) before drawing a public map",
+                              released=released)
 
 
 def _subsample(frame: gpd.GeoDataFrame, max_points: int | None) -> gpd.GeoDataFrame:

@@ -701,3 +701,22 @@ def test_save_map_names_a_file_name_too_long(tmp_path):
     with pytest.raises(InputError, match=r"longer than the file system allows"):
         save_map(folium.Map(), tmp_path / ("a" * 300 + ".html"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_public_map_refuses_an_identifier_unless_the_fit_releases_it(data):
+    # The identifier rule of the release files (is_identifier_name): a patient_id added to a
+    # release is refused; a model attribute named like one is drawn when fit= says so.
+    original, releases, _, grid = data
+    public = geosynth.to_public(releases[0], seed=3)
+    with pytest.raises(InputError, match=r"column 'patient_id', which identifies records"):
+        review_map(None, [public.assign(patient_id=np.arange(len(public)))], public=True)
+    renamed = original.rename(columns={"x1": "region_id"})
+    counts = geosynth.prepare(renamed, grid, attributes=["y", "region_id"])
+    fit = geosynth.PaivaModel().fit(counts, n_iter=60, burn_in=20, thin=2, chains=1, seed=1,
+                                    progress=False)
+    release = geosynth.to_public(geosynth.synthesize(fit, renamed, m=1, seed=2)[0], seed=3)
+    with pytest.raises(InputError, match=r"column 'region_id', which identifies records"):
+        review_map(None, [release], public=True)
+    with pytest.warns(PrivacyLeakWarning, match="intensity"):
+        drawn = review_map(None, [release], fit=fit, public=True)
+    assert "region_id" in tooltip_fields(layers(drawn)[release_layer_name(1)])

@@ -18,8 +18,10 @@ _SHORT = 60  # characters of JSON printed on the key's line
 def inspect(release_path: str) -> None:
     """Print the layers of RELEASE (row counts, geometry types, columns) and its metadata.
 
-    A release column that the recorded model does not release (a record id, coordinates
-    added after geosynth wrote the file) is named in a warning: check it before publishing.
+    A release column named like a record identifier (patient_id, patientId, case_no, uuid)
+    that the recorded model does not release is refused as an edit. Another column that the
+    model does not release (coordinates added after geosynth wrote the file) is named in a
+    warning: check it before publishing.
     A release that records no model (an OnTheMap release) cannot be checked so: a note names
     all its columns.
 
@@ -107,6 +109,7 @@ def _echo_columns(release_file) -> None:
     nothing to check its columns against: a note names them all.
     """
     from geosynth.io import printable
+    from geosynth.io.release import released_columns
 
     frame = release_file.releases[0]
     columns = [str(c) for c in frame.columns if c != frame.geometry.name]
@@ -119,9 +122,7 @@ def _echo_columns(release_file) -> None:
                        "released and which were added later: check what each holds before "
                        "publishing", err=True)
         return
-    continuous = model.get("continuous") or []
-    released = {*model["attributes"], *([continuous] if isinstance(continuous, str)
-                                        else continuous)}
+    released = released_columns(model)
     extra = [column for column in columns if column not in released]
     if extra:
         click.echo(f"Warning: the release layers have columns that the model "

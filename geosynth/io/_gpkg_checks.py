@@ -25,7 +25,7 @@ from geosynth.errors import InputError
 from geosynth.io._files import not_a_geopackage, printable
 
 __all__ = ["EDITED", "GDAL_ERRORS", "hidden_objects", "check_gpkg_tables",
-           "check_spatial_indexes", "check_unread_room"]
+           "check_column_types", "check_spatial_indexes", "check_unread_room"]
 
 #: The end of every refusal of a file changed after :func:`geosynth.io.write_release`.
 EDITED = "the file was edited after it was written: do not publish it, and write the release again"
@@ -199,6 +199,77 @@ def check_gpkg_tables(source: Path, name: str, layers: list[str],
     """
     _refuse(source, name, lambda connection: _filled_table(connection)
             or _contents_problem(connection, layers, kinds))
+
+
+# The values each column type GDAL declares holds (SQLite's ``typeof``), and the range of its
+# integers (BOOLEAN, and GDAL's narrower integer types): declared type -> (storage classes,
+# smallest, largest, what the message says). SQLite keeps any value in any column (text in an
+# INTEGER column when it is no number) and GDAL converts what it reads: "7a" in an INTEGER
+# column was read as 7, 1.5 as 1, "abc" in a REAL column as 0.0, 7 in a BOOLEAN one as True.
+_COLUMN_TYPES = {
+    "INTEGER": (("integer",), None, None, "integers"),
+    "MEDIUMINT": (("integer",), -(2**31), 2**31 - 1, "32-bit integers"),
+    "SMALLINT": (("integer",), -(2**15), 2**15 - 1, "16-bit integers"),
+    "TINYINT": (("integer",), -(2**7), 2**7 - 1, "8-bit integers"),
+    "BOOLEAN": (("integer",), 0, 1, "0 or 1 (false or true)"),
+    "REAL": (("real",), None, None, "numbers"),
+    "FLOAT": (("real",), None, None, "numbers"),
+    "DOUBLE": (("real",), None, None, "numbers"),
+    "TEXT": (("text",), None, None, "text"),
+    "DATE": (("text",), None, None, "dates as text"),
+    "DATETIME": (("text",), None, None, "date-times as text"),
+    "BLOB": (("blob",), None, None, "binary data"),
+}
+
+
+def check_column_types(source: Path, name: str, layers: list[str]) -> None:
+    """Refuse a value of a layer's column that is not of the column's declared type.
+
+    An edit such as ``UPDATE synthetic_1 SET y = '7a'`` keeps text in an INTEGER column
+    (SQLite allows it), which GDAL reads as another value (7, a NaN, or a record that
+    ``geosynth evaluate`` drops) than SQLite and other readers see. Every column GDAL writes
+    is checked (its geometry column by the layer's own checks), with one scan of each layer;
+    NULL is every type's missing value. The message names the layer, the column and the
+    number of such values, never a value.
+    """
+    try:
+        with contextlib.closing(_read_only(source)) as connection:
+            for layer in layers:
+                problem = _typed_layer_problem(connection, layer)
+                if problem is not None:
+                    raise InputError(f"{name}: {problem}, so {EDITED}")
+    except sqlite3.Error as err:
+        raise not_a_geopackage(source, err) from None
+
+
+def _typed_layer_problem(connection: sqlite3.Connection, layer: str) -> str | None:
+    """Describe the first column of ``layer`` holding values not of its type, or return None."""
+    geometry = connection.execute("SELECT column_name FROM gpkg_geometry_columns WHERE "
+                                  "table_name = ?", (layer,)).fetchone()
+    columns, tests = [], []
+    for column, declared, key in connection.execute(
+            "SELECT name, type, pk FROM pragma_table_info(?)", (layer,)).fetchall():
+        if key or (geometry is not None and column == geometry[0]):
+            continue  # the feature id (SQLite's rowid: an integer) and the geometry
+        base = str(declared).split("(")[0].strip().upper()
+        classes, low, high, _ = _COLUMN_TYPES.get(base, ((), None, None, ""))
+        quoted = _quote(column)
+        wrong = f"typeof({quoted}) NOT IN ('null', {', '.join(repr(c) for c in classes)})" \
+            if classes else f"typeof({quoted}) != 'null'"
+        if low is not None:
+            wrong += f" OR ({quoted} NOT BETWEEN {low} AND {high} AND typeof({quoted}) = 'integer')"
+        columns.append((column, declared, base))
+        tests.append(f"coalesce(sum({wrong}), 0)")
+    if not tests:
+        return None
+    counts = connection.execute(f"SELECT {', '.join(tests)} FROM {_quote(layer)}").fetchone()
+    for (column, declared, base), count in zip(columns, counts, strict=True):
+        if count:
+            wanted = _COLUMN_TYPES[base][3] if base in _COLUMN_TYPES else "values GDAL reads"
+            return (f"its layer {printable(layer)!r} holds {count} value(s) in its column "
+                    f"{printable(column)!r} (declared {printable(str(declared))[:20]}) that are "
+                    f"not {wanted}, which GDAL reads as other values")
+    return None
 
 
 def check_unread_room(source: Path, name: str, layers: list[str],

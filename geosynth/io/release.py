@@ -10,8 +10,9 @@ What a release file may hold. Everything in the GeoPackage is meant to be publis
 holds original coordinates, the cells of the original records, the index of the confidential
 input, or a seed: pass releases through :func:`geosynth.to_public` first. :func:`write_release`
 refuses the internal (row-aligned) output of the synthesizers, never writes the index, refuses
-columns named like record or cell identifiers (:data:`ID_COLUMNS`) and, given
-``original_index=``, columns whose values are labels of the confidential input. The metadata
+columns named like record or cell identifiers (:func:`~geosynth.synth.release.is_identifier_name`)
+and, given ``fit=``, every column its model does not release, and, given ``original_index=``,
+columns whose values are labels of the confidential input. The metadata
 follows one schema owned by geosynth: callers may set only :data:`METADATA_KEYS`, free text
 goes to ``notes``, and both are scanned for seeds.
 
@@ -78,6 +79,7 @@ from geosynth.io._files import (
 from geosynth.io._gpkg_checks import (
     EDITED,
     GDAL_ERRORS,
+    check_column_types,
     check_gpkg_tables,
     check_spatial_indexes,
     check_unread_room,
@@ -117,6 +119,7 @@ __all__ = [
     "COMPLETE_KEY",
     "ID_COLUMNS",
     "METADATA_KEYS",
+    "released_columns",
     "RESERVED_KEYS",
 ]
 
@@ -283,6 +286,8 @@ def write_release(
         :attr:`Grid.cells`). Defaults to ``fit.grid`` when ``fit`` is given.
     fit : geosynth.PaivaFit, optional
         The fit behind the releases: its model, priors and sampler settings go to the metadata.
+        The releases may then hold only the columns its model releases (its attributes and
+        continuous columns, :func:`released_columns`) beside the points.
     include_intensity : bool, default False
         Add to the ``grid`` layer one column ``lambda_<combination>`` (e.g.
         ``lambda_y=1,x1=2``) per attribute combination with the posterior mean intensity
@@ -331,8 +336,10 @@ def write_release(
         and ``overwrite`` is False, or was created by
         another process during the write; ``releases`` is empty or not a sequence of point
         GeoDataFrames; a release is the internal output of a synthesizer or may be row-aligned
-        with the input; a release has an identifier column (:data:`ID_COLUMNS`, an internal
-        ``_`` column, an extra geometry column, or labels of ``original_index``); releases or
+        with the input; a release has an identifier column (named like one,
+        :func:`~geosynth.synth.release.is_identifier_name`, unless ``fit``'s model releases it;
+        an internal ``_`` column, an extra geometry column, or labels of ``original_index``),
+        or, given ``fit``, a column its model does not release (``orig_x``); releases or
         grid disagree on the CRS; ``grid``/``fit`` have the wrong type or disagree;
         ``include_intensity`` without ``fit``; ``metadata`` has a key outside
         :data:`METADATA_KEYS` or a value of the wrong type (a ``ledger`` or ``size``, also one
@@ -388,8 +395,9 @@ def write_release(
     """
     target = as_path(path)
     replace = _check_outputs(outputs, overwrite)
-    frames = _check_releases(releases, original_index)
     lattice, fit = _check_grid_and_fit(grid, fit, include_intensity)
+    frames = _check_releases(releases, original_index,
+                             None if fit is None else released_columns(_model_description(fit)))
     crs = _common_crs(frames, lattice)
     audit = audit_path(target)
     check_target(target, replace)
@@ -513,8 +521,12 @@ def _write_layer(frame: pd.DataFrame, path: Path, layer: str, target: Path) -> N
 
 
 
-def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame]:
-    """Validate the releases and return them ready to write (index dropped)."""
+def _check_releases(releases: Any, original_index: Any,
+                    released: frozenset[str] | None) -> list[gpd.GeoDataFrame]:
+    """Validate the releases and return them ready to write (index dropped).
+
+    ``released``: the columns the fit's model releases (None: no fit).
+    """
     if isinstance(releases, pd.DataFrame) or not isinstance(releases, Sequence):
         raise InputError(
             f"releases must be a list of GeoDataFrames, got {type(releases).__name__}; wrap a "
@@ -536,7 +548,10 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
             raise InputError(
                 f"{name} has no active geometry column; pass the releases of geosynth.to_public"
             ) from err
-        check_release_columns(release, geometry, name, original)
+        if not is_linked(release):  # a baseline's public form: whatever its columns
+            refuse_baseline(release, name, "it is for comparison, not for publication; "
+                            "publish the releases of geosynth.synthesize")
+        check_release_columns(release, geometry, name, original, released=released or ())
         if is_linked(release):
             raise InputError(
                 f"{name} is the internal output of geosynth.synthesize (or of a baseline): its "
@@ -544,8 +559,7 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
                 "synthetic to confidential records; pass geosynth.to_public(release), which "
                 "shuffles the rows and drops the index"
             )
-        refuse_baseline(release, name, "it is for comparison, not for publication; publish "
-                        "the releases of geosynth.synthesize")
+        _check_model_columns(release, geometry, name, released)
         _check_release_index(release, name, original)
         _check_geopackage_columns(release, geometry, name)
         wrong = _not_plain_points(release)
@@ -565,6 +579,41 @@ def _check_releases(releases: Any, original_index: Any) -> list[gpd.GeoDataFrame
             "have): pass the releases of one run, or give them the same columns and types"
         )
     return frames
+
+
+def released_columns(model: Mapping[str, Any]) -> frozenset[str]:
+    """Return the columns a model releases beside the points: its attributes and covariates.
+
+    Parameters
+    ----------
+    model : Mapping
+        The description of a fitted model, as the metadata entry ``model`` of a release file
+        holds it (``ReleaseFile.metadata["model"]``): ``attributes`` (a list of names) and
+        ``continuous`` (None, one name, or a list of names).
+
+    Returns
+    -------
+    frozenset of str
+    """
+    continuous = model.get("continuous") or []
+    return frozenset([*model.get("attributes", []),
+                      *([continuous] if isinstance(continuous, str) else continuous)])
+
+
+def _check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
+                         released: frozenset[str] | None) -> None:
+    """Refuse columns that the fit's model (``released``: its columns) did not make."""
+    if released is None:
+        return
+    extra = [str(c) for c in release.columns if c != geometry and c not in released]
+    if extra:
+        raise InputError(
+            f"{name} has columns {_shown(extra)} that the model of fit does not release (its "
+            f"attributes and continuous columns: {_shown(sorted(released))}): the model did "
+            "not make them (a record id, the original coordinates or values added to the "
+            "release), and they would publish what they hold about the confidential records; "
+            "drop them (release.drop(columns=...)), or pass the fit whose model made them"
+        )
 
 
 def _column_kind(dtype: Any) -> str:
@@ -667,7 +716,7 @@ _READ_FIX = f"geosynth never writes such a column, so {EDITED}"
 
 def check_release_columns(
     release: gpd.GeoDataFrame, geometry: str, name: str, original: pd.Index | None,
-    fix: str = _WRITE_FIX,
+    fix: str = _WRITE_FIX, *, released: Sequence[str] | frozenset[str] = (),
 ) -> None:
     """Refuse columns that may not be published: when writing, reading, or mapping a release.
 
@@ -684,14 +733,19 @@ def check_release_columns(
         distinct labels of it (repeated or not), are refused too.
     fix : str, optional
         What to do instead, ending the message.
+    released : sequence or frozenset of str, optional
+        Columns the model released (:func:`released_columns`): they may be named like
+        identifiers (an attribute ``region_id`` of a few levels).
 
     Raises
     ------
     geosynth.errors.InputError
-        A column named like an identifier (:data:`ID_COLUMNS`), an internal ``_`` column, a
-        second geometry column, or (given ``original``) a column linked to its labels.
+        An internal ``_`` column, a second geometry column, (given ``original``) a column
+        linked to its labels, or a column named like an identifier
+        (:func:`~geosynth.synth.release.is_identifier_name`) that is not in ``released``: the
+        message ends with ``fix`` or, for an identifier of a column that could be an
+        attribute, says that a model's attribute is let through by ``fit=``.
     """
-    check_id_columns(release, name, fix)
     for column in release.columns:
         if column == geometry:
             continue
@@ -717,6 +771,10 @@ def check_release_columns(
                 f"index (original_index) ({labels.size} of them in {len(values)} rows), so "
                 f"they link synthetic to confidential records; {fix}"
             )
+    if fix == _WRITE_FIX and not released:
+        fix = (f"{fix}; if it is an attribute the model released, pass fit= (write_release "
+               "then lets the model's attributes through) or rename it")
+    check_id_columns(release, name, fix, released=released)
 
 
 def _original_labels(values: pd.Series, original: pd.Index) -> np.ndarray:
@@ -1608,6 +1666,7 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
     metadata = _decode_metadata(table, name)
     _check_schema(metadata, name)
     check_gpkg_tables(source, name, layers, kinds)  # a geosynth release: its own tables
+    check_column_types(source, name, layers)  # before GDAL reads its values as others
     if metadata.get("noise") == NOISE_SEEDED:
         _warn_seeded_noise(f"{name} holds", stacklevel=3)
     releases = _read_releases(source, name, metadata, layers, kinds)
@@ -1639,6 +1698,9 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         if extra:
             raise InputError(f"{name}: its grid layer has columns {_shown(extra)}, which "
                              f"geosynth never writes there, so {EDITED}")
+        problem = _lattice_problem(lattice, grid)
+        if problem is not None:
+            raise InputError(f"{name}: its metadata 'lattice' {problem}, so {EDITED}")
     check_spatial_indexes(source, name, [*metadata["layers"], *([GRID_LAYER] if grid is not None
                                                                    else [])])
     check_unread_room(source, name, layers, kinds, metadata.get("crs"))  # last: says least
@@ -1650,6 +1712,81 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
             audit = None
     return ReleaseFile(releases=releases, grid=grid, metadata=metadata, layers=layers,
                        audit=audit)
+
+
+# Relative tolerance of a square lattice's extent against its shape times its cell size (the
+# edges are sums of float64 steps).
+_EXTENT_RTOL = 1e-9
+
+
+def _lattice_problem(lattice: dict[str, Any], grid: gpd.GeoDataFrame) -> str | None:
+    """Describe how the metadata's ``lattice`` disagrees with the grid layer, or return None.
+
+    ``n_cells`` is the grid layer's rows (checked before). A square or hexagonal lattice has a
+    ``shape`` (an areal one none), at least as many places as cells, each cell's ``row`` and
+    ``col`` in it, one cell per place; a square lattice spans ``shape`` times ``cell_size``
+    and, unclipped, fills every place; an unclipped hexagonal one keeps cells in its first
+    row and column and in its last or the one before (it drops the hexagons of its last row
+    or column that miss the extent). ``[10**12, 5]`` passed and was printed as the shape.
+    """
+    shape, kind = lattice.get("shape"), lattice.get("kind", "square")
+    if kind not in ("square", "hexagonal", "areal"):
+        return f"names the lattice kind {printable(kind)[:40]!r}, which geosynth does not make"
+    if (shape is None) != (kind == "areal") or (lattice.get("cell_size") is None) != (
+            kind == "areal"):
+        return f"gives a {kind} lattice {'a' if kind == 'areal' else 'no'} shape or cell size"
+    if shape is None:
+        return None
+    rows, cols = shape
+    found = f"has the shape {rows} x {cols}, but its grid layer"
+    if rows < 1 or cols < 1 or lattice["n_cells"] > rows * cols:
+        return f"{found} has {lattice['n_cells']} cells"
+    place = [grid.get(column) for column in ("row", "col")]
+    if any(p is None or not pd.api.types.is_integer_dtype(p) for p in place):
+        return f"{found} has no integer row and col columns"
+    row, col = (np.asarray(p, dtype=np.int64) for p in place)
+    if len(row) and (row.min() < 0 or col.min() < 0 or row.max() >= rows or col.max() >= cols):
+        return f"{found} has cells in rows 0..{row.max()} and columns 0..{col.max()}"
+    if len(np.unique(row * cols + col)) != len(row):
+        return f"{found} has two cells in one place"
+    return _extent_problem(lattice, row, col, np.asarray(grid.geometry.array, dtype=object),
+                           found)
+
+
+def _extent_problem(lattice: dict[str, Any], row: np.ndarray, col: np.ndarray,
+                    cells: np.ndarray, found: str) -> str | None:
+    """Check the extent and the unclipped cells of a lattice (see :func:`_lattice_problem`)."""
+    (rows, cols), (dx, dy) = lattice["shape"], lattice["cell_size"]
+    xmin, ymin, xmax, ymax = lattice["bounds"]
+    if lattice.get("kind", "square") == "square":
+        if not (math.isclose(xmax - xmin, cols * dx, rel_tol=_EXTENT_RTOL)
+                and math.isclose(ymax - ymin, rows * dy, rel_tol=_EXTENT_RTOL)):
+            return (f"has the shape {rows} x {cols} of cells {dx} x {dy}, which do not span "
+                    "its bounds")
+        if not lattice["is_clipped"] and lattice["n_cells"] != rows * cols:
+            return f"{found} has {lattice['n_cells']} cells and is not clipped"
+        return _misplaced_cells(lattice, row, col, cells)
+    if not lattice["is_clipped"] and len(row) and (
+            row.min() != 0 or col.min() != 0 or row.max() < rows - 2 or col.max() < cols - 2):
+        return f"{found} has cells in rows {row.min()}..{row.max()} and columns " \
+               f"{col.min()}..{col.max()}, and is not clipped"
+    return None
+
+
+def _misplaced_cells(lattice: dict[str, Any], row: np.ndarray, col: np.ndarray,
+                     cells: np.ndarray) -> str | None:
+    """Describe the cells of a square lattice that lie outside their row and column's box."""
+    (dx, dy), (xmin, ymin, _, _) = lattice["cell_size"], lattice["bounds"]
+    box = np.stack([xmin + col * dx, ymin + row * dy, xmin + (col + 1) * dx,
+                    ymin + (row + 1) * dy], axis=1)
+    slack = _EXTENT_RTOL * max(abs(v) for v in lattice["bounds"]) + 1e-9 * max(dx, dy)
+    bounds = shapely.bounds(cells)
+    outside = ((bounds[:, :2] < box[:, :2] - slack) | (bounds[:, 2:] > box[:, 2:] + slack))
+    misplaced = int(outside.any(axis=1).sum())
+    if misplaced:
+        return (f"has the shape {lattice['shape'][0]} x {lattice['shape'][1]} of cells {dx} x "
+                f"{dy}, but {misplaced} cells of its grid layer lie outside their places")
+    return None
 
 
 def _grid_columns(metadata: dict[str, Any]) -> set[str]:
@@ -2001,6 +2138,8 @@ def _read_releases(
     except pyproj.exceptions.CRSError:
         raise InputError(f"{name}: metadata 'crs' is not a valid CRS ({printable(crs)[:80]})") \
             from None
+    model = metadata["model"]
+    released = released_columns(model) if model is not None else frozenset()
     releases = []
     for layer, count in zip(metadata["layers"], metadata["n_records"], strict=True):
         kind = kinds.get(layer)
@@ -2022,7 +2161,7 @@ def _read_releases(
             raise _incomplete(name, f"its layer {layer!r} is in {_crs_label(frame.crs)}, but its "
                                     f"metadata records {printable(crs)[:80]}")
         check_release_columns(frame, frame.geometry.name, f"{name}: its layer {layer!r}", None,
-                               _READ_FIX)
+                              _READ_FIX, released=released)
         frame.attrs = {PUBLIC_ATTR: True}  # a published file: its rows are not linked
         releases.append(frame)
     differ = _schema_difference(releases, [repr(printable(layer)) for layer in metadata["layers"]])

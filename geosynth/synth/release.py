@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -65,6 +66,9 @@ __all__ = [
     "INFO_ATTR",
     "INTERNAL_PREFIX",
     "ID_COLUMNS",
+    "IDENTIFIER_WORDS",
+    "IDENTIFIER_ENDINGS",
+    "is_identifier_name",
     "check_id_columns",
     "holds_geometries",
     "holds_encoded_geometries",
@@ -86,8 +90,9 @@ __all__ = [
 #: dropped by :func:`to_public`.
 INTERNAL_PREFIX = "_"
 #: Column names (compared case-insensitively) that identify records or their cells: a release
-#: column with one of these names is refused by :func:`to_public` and by the writers and maps
-#: of :mod:`geosynth.io` and :mod:`geosynth.maps`.
+#: column with one of these names is refused by :func:`to_public`; the writers and maps of
+#: :mod:`geosynth.io` and :mod:`geosynth.maps` refuse every name :func:`is_identifier_name`
+#: takes for an identifier (these and more).
 ID_COLUMNS = frozenset(
     {
         "index",
@@ -101,6 +106,19 @@ ID_COLUMNS = frozenset(
         "original_index",
     }
 )
+#: Words that make a column name an identifier wherever they stand in it (``id``,
+#: ``patient_id``, ``id_paciente``, ``patientId``, ``OBJECTID``, ``uuid``): record, row, object
+#: and person identifiers (``ssn``; ``cpf``, the Brazilian taxpayer number; ``prontuario``, a
+#: Brazilian medical record; ``eid``, UK Biobank's participant id).
+IDENTIFIER_WORDS = frozenset({
+    "id", "ids", "idx", "uid", "uuid", "guid", "gid", "pid", "oid", "eid", "fid", "objectid",
+    "globalid", "rowid", "ssn", "cpf", "prontuario",
+})
+#: Words that make a column name an identifier as its last word after another one: a record's
+#: number or key (``patient_no``, ``case_number``, ``Fall_Nr``, ``AreaKey``); ``key`` and
+#: ``number`` alone too. Not first (``num_rooms``, ``nr_children``, ``no_show`` count or
+#: describe) and not ``num`` (``age_num`` is a numeric age).
+IDENTIFIER_ENDINGS = frozenset({"no", "nr", "number", "key"})
 #: ``attrs`` key of the :class:`ReleaseInfo` record of a release (a plain dict).
 INFO_ATTR = "geosynth"
 #: ``attrs`` key (value True) of a release whose rows are aligned with the confidential input:
@@ -666,7 +684,60 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     return public
 
 
-def check_id_columns(release: pd.DataFrame, name: str, fix: str) -> None:
+def is_identifier_name(column: Any) -> bool:
+    """Whether a column name looks like the name of a record or cell identifier.
+
+    The one rule of geosynth for the names of identifiers, used by
+    :func:`geosynth.io.write_release`, :func:`geosynth.io.read_release` (so ``geosynth
+    inspect`` and ``geosynth evaluate``) and the public maps of :mod:`geosynth.maps`.
+
+    Parameters
+    ----------
+    column : Any
+        A column label (compared as ``str(column)``).
+
+    Returns
+    -------
+    bool
+        True for a name of :data:`ID_COLUMNS` (without case, surrounding spaces, or the spaces
+        and hyphens of ``"Cell ID"``), a name one of whose words is in
+        :data:`IDENTIFIER_WORDS`, or whose last word, after another word, is in
+        :data:`IDENTIFIER_ENDINGS` (``key`` and ``number`` alone too). Words are split at
+        ``_``, spaces, hyphens and other punctuation, between digits and letters, and at the
+        capitals of camelCase (``patientId`` is ``patient``, ``id``); accents are ignored.
+        Whole words only: ``valid``, ``idade`` (Portuguese: age), ``NU_IDADE_N``, ``width``,
+        ``paid``, ``key_stage`` and ``num_rooms`` are not identifiers. A name glued in one
+        case (``PATIENTID``) is one word and cannot be told from ``VALID``: it is not.
+
+    Examples
+    --------
+    >>> [is_identifier_name(c) for c in ("patient_id", "patientId", "id_paciente", "Case No",
+    ...                                  "uuid", "AreaKey")]
+    [True, True, True, True, True, True]
+    >>> [is_identifier_name(c) for c in ("valid", "idade", "width", "x1", "num_rooms")]
+    [False, False, False, False, False]
+    """
+    if _plain_name(column) in ID_COLUMNS:
+        return True
+    words = _name_words(column)
+    if IDENTIFIER_WORDS.intersection(words):
+        return True
+    if not words or words[-1] not in IDENTIFIER_ENDINGS:
+        return False
+    return len(words) > 1 or words[-1] in {"key", "number"}
+
+
+def _name_words(column: Any) -> list[str]:
+    """Return the lower-case words of a column name (see :func:`is_identifier_name`)."""
+    text = unicodedata.normalize("NFKD", str(column))
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text)
+    text = re.sub(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])", " ", text)
+    return [word for word in re.split(r"[\W_]+", text.lower()) if word]
+
+
+def check_id_columns(release: pd.DataFrame, name: str, fix: str, *,
+                     released: Iterable[Any] = ()) -> None:
     """Refuse a column (other than the active geometry) named like an identifier.
 
     Parameters
@@ -677,17 +748,21 @@ def check_id_columns(release: pd.DataFrame, name: str, fix: str) -> None:
         How the message names the release.
     fix : str
         What to do instead, ending the message.
+    released : iterable, optional
+        Columns the model released (its attributes and continuous columns): let through
+        whatever their names (an attribute ``region_id`` of a few levels is no identifier;
+        :func:`geosynth.prepare` refuses attributes whose levels identify records).
 
     Raises
     ------
     geosynth.errors.InputError
-        A column's name is in :data:`ID_COLUMNS`, compared without case, surrounding spaces,
-        or the spaces and hyphens a renamed column may have for underscores (``"Cell ID"``,
-        ``"cell-id "`` are ``cell_id``).
+        A column's name is an identifier's (:func:`is_identifier_name`) and not in
+        ``released``.
     """
     geometry = getattr(getattr(release, "geometry", None), "name", None)
+    allowed = set(released)
     for column in release.columns:
-        if column != geometry and _plain_name(column) in ID_COLUMNS:
+        if column != geometry and column not in allowed and is_identifier_name(column):
             raise InputError(
                 f"{name} has a column {str(column)!r}, which identifies records or their cells "
                 f"and must not be published; {fix}"
@@ -708,8 +783,15 @@ def _check_column_names(release: gpd.GeoDataFrame) -> None:
             "release.columns], keeping the geometry column's name"
         )
     check_unique_columns(release, "release")
-    check_id_columns(release, "release", "drop the column (release.drop(columns=...)) before "
-                     "to_public")
+    # The names of ID_COLUMNS only: to_public does not know the model, whose attributes may be
+    # named like identifiers (write_release, given fit=, does).
+    for column in release.columns:
+        if _plain_name(column) in ID_COLUMNS and column != release.geometry.name:
+            raise InputError(
+                f"release has a column {str(column)!r}, which identifies records or their "
+                "cells and must not be published; drop the column (release.drop(columns=...)) "
+                "before to_public"
+            )
 
 
 def holds_geometries(values: pd.Series) -> bool:

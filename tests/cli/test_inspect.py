@@ -1,5 +1,6 @@
 import json
 import os
+import sqlite3
 
 import pandas as pd
 import pyogrio
@@ -220,3 +221,41 @@ def test_inspect_notes_the_columns_of_a_release_without_a_model(tmp_path):
     assert ("inspect cannot tell which of the release columns (y, patient) geosynth released"
             in result.output)
     assert "check what each holds before publishing" in result.output
+
+
+def test_inspect_refuses_an_identifier_a_bogus_lattice_shape_and_a_mistyped_value(
+        written_release, tmp_path):
+    # Each was accepted, and the shape printed: [10**12, 4] beside 16 cells of a 4 x 4 grid;
+    # text in an INTEGER column (evaluate then dropped the record); a patient_id added by hand
+    # was only warned of.
+    def copy(name):
+        path = tmp_path / name
+        path.write_bytes(written_release.read_bytes())
+        return path
+
+    shaped = copy("shaped.gpkg")
+    lattice = json.loads(sql_value(shaped, "lattice"))
+    set_metadata(shaped, "lattice", {**lattice, "shape": [10**12, 4]})
+    assert_refused(run("inspect", shaped), "its metadata 'lattice' has the shape "
+                                           "1000000000000 x 4", "was edited after it was written")
+    typed = copy("typed.gpkg")
+    with sqlite3.connect(typed) as connection:
+        for function in ("ST_IsEmpty", "ST_MinX", "ST_MaxX", "ST_MinY", "ST_MaxY"):
+            connection.create_function(function, 1, lambda geometry: 0)
+        connection.execute("UPDATE synthetic_1 SET y = '7a' WHERE fid = 1")
+    connection.close()
+    assert_refused(run("inspect", typed), "its layer 'synthetic_1' holds 1 value(s) in its "
+                                          "column 'y' (declared INTEGER) that are not integers")
+    named = copy("named.gpkg")
+    for number in (1, 2):
+        layer = pyogrio.read_dataframe(named, layer=f"synthetic_{number}")
+        pyogrio.write_dataframe(layer.assign(patient_id=range(len(layer))), named,
+                                layer=f"synthetic_{number}")
+    assert_refused(run("inspect", named), "has a column 'patient_id', which identifies records")
+
+
+def sql_value(path, key):
+    with sqlite3.connect(path) as connection:
+        (text,) = connection.execute("SELECT value FROM metadata WHERE key = ?", (key,)).fetchone()
+    connection.close()
+    return text

@@ -1791,3 +1791,189 @@ def test_write_release_keeps_the_seeds_it_accepts(tmp_path):
     write_release(path, [public_like()], seeds=seeds)
     recorded = json.loads(audit_path(path).read_text())["seeds"]
     assert recorded["fit"] == 3 and recorded["spawned"] == [1, 2] and recorded["array"] == [6, 7]
+
+
+# ---------------------------------------------------------------------- identifiers, model columns
+@pytest.mark.parametrize("column", ["id", "patient_id", "patientId", "id_paciente", "patient_no",
+                                    "case_number", "uuid", "AreaKey", "OBJECTID"])
+def test_writer_refuses_columns_named_like_identifiers(tmp_path, column):
+    # Only index, fid, cell_id and the like were refused: id, patient_id, patient_no, uuid
+    # were written without a word.
+    path = tmp_path / "release.gpkg"
+    with pytest.raises(InputError, match=rf"release 1 \(synthetic_1\) has a column '{column}', "
+                                         r"which identifies records.*drop it.*if it is an "
+                                         r"attribute the model released, pass fit="):
+        write_release(path, [public_like(4, **{column: [3, 1, 2, 0]})])
+    assert not path.exists()
+
+
+def test_ordinary_attribute_names_are_not_taken_for_identifiers(tmp_path):
+    # Whole words only: idade is Portuguese for age, valid and width hold no identifier.
+    columns = {"idade": [30, 41, 52, 63], "valid": [True, False, True, True],
+               "width": [1.0, 2.0, 3.0, 4.0], "key_stage": [1, 2, 2, 3],
+               "num_rooms": [1, 2, 3, 4], "NU_IDADE_N": [4030, 4041, 4052, 4063]}
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like(4, **columns)], metadata={"method": "paiva"})
+    assert list(read_release(path).releases[0].columns) == ["y", *columns, "geometry"]
+
+
+def test_writer_given_a_fit_refuses_columns_its_model_does_not_release(tmp_path, fitted,
+                                                                       confidential):
+    # fit= says which columns the model releases; the original x and a patient number were
+    # published beside them.
+    fit, _, public = fitted
+    path = tmp_path / "release.gpkg"
+    added = public[0].assign(orig_x=confidential.geometry.x.to_numpy(),
+                             patient=np.arange(len(public[0])))
+    with pytest.raises(InputError, match=r"release 1 \(synthetic_1\) has columns \['orig_x', "
+                                         r"'patient'\] that the model of fit does not release "
+                                         r"\(its attributes and continuous columns: \['x1', "
+                                         r"'x2', 'y', 'z'\]\).*drop them"):
+        write_release(path, [added, public[1]], fit=fit)
+    with pytest.raises(InputError, match=r"has a column 'patient_no', which identifies records"):
+        write_release(path, [public[0].assign(patient_no=1), public[1]], fit=fit)
+    assert not path.exists()
+    write_release(path, [public[0][["y", "geometry"]], public[1][["y", "geometry"]]], fit=fit)
+    assert read_release(path).m == 2  # fewer columns than the model releases: nothing added
+
+
+def test_a_model_attribute_named_like_an_identifier_is_written_with_its_fit(tmp_path,
+                                                                          confidential):
+    # An attribute of few levels named like an identifier (Brazil's ID_MUNICIP, a municipality
+    # code) is the model's: written given fit=, read back, refused without it.
+    data = confidential.rename(columns={"x1": "ID_MUNICIP"})
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(4, 4), crs=CRS)
+    counts = prepare(data, grid, attributes=["y", "ID_MUNICIP"])
+    fit = PaivaModel().fit(counts, n_iter=30, burn_in=10, chains=1, seed=1, progress=False)
+    public = [to_public(r, seed=2) for r in synthesize(fit, data, m=1, seed=3)]
+    path = tmp_path / "release.gpkg"
+    write_release(path, public, fit=fit)
+    assert "ID_MUNICIP" in read_release(path).releases[0].columns
+    with pytest.raises(InputError, match=r"has a column 'ID_MUNICIP', which identifies records"
+                                         r".*pass fit="):
+        write_release(tmp_path / "without_fit.gpkg", public)
+
+
+def test_read_release_refuses_an_identifier_the_model_does_not_release(release_of_three):
+    # The model of the file releases y; a patient_id added by hand was read as a release column.
+    set_metadata(release_of_three, "model", _model())
+    _column_added("patient_id")(release_of_three)
+    with pytest.raises(InputError, match=r"its layer 'synthetic_2' has a column 'patient_id', "
+                                         r"which identifies records.*was edited"):
+        read_release(release_of_three)
+
+
+def test_read_release_lets_through_a_model_attribute_named_like_an_identifier(tmp_path):
+    path = tmp_path / "release.gpkg"
+    frames = [public_like(4, ID_MUNICIP=[1, 2, 1, 2])]
+    with pytest.raises(InputError, match=r"column 'ID_MUNICIP', which identifies records"):
+        write_release(path, frames, metadata={"method": "paiva"})
+    write_release(path, [f.rename(columns={"ID_MUNICIP": "m"}) for f in frames],
+                  metadata={"method": "paiva"})
+    sql(path, 'ALTER TABLE synthetic_1 RENAME COLUMN "m" TO "ID_MUNICIP"')
+    with pytest.raises(InputError, match=r"column 'ID_MUNICIP', which identifies records"):
+        read_release(path)
+    set_metadata(path, "model", _model(attributes=["y", "ID_MUNICIP"]))
+    assert list(read_release(path).releases[0].columns) == ["y", "ID_MUNICIP", "geometry"]
+
+
+# ---------------------------------------------------------------------- lattice and value types
+def _lattice_changed(**changes):
+    def tamper(path):
+        set_metadata(path, "lattice", {**metadata_value(path, "lattice"), **changes})
+    return tamper
+
+
+@pytest.mark.parametrize(
+    ("tamper", "message"),
+    [
+        (_lattice_changed(shape=[10**12, 5]), r"has the shape 1000000000000 x 5 of cells .* "
+                                              r"which do not span its bounds"),
+        (_lattice_changed(shape=[10**12, 5], cell_size=[2000.0, 1e-8]),
+         r"has the shape 1000000000000 x 5, but its grid layer has 25 cells and is not clipped"),
+        (_lattice_changed(shape=[5, 6], cell_size=[2000.0 * 5 / 6, 2000.0]),
+         r"has the shape 5 x 6, but its grid layer has 25 cells and is not clipped"),
+        (_lattice_changed(shape=[4, 5], cell_size=[2000.0, 2500.0]),
+         r"has the shape 4 x 5, but its grid layer has 25 cells"),
+        (_lattice_changed(shape=[5, 6], cell_size=[2000.0 * 5 / 6, 2000.0], is_clipped=True),
+         r"has the shape 5 x 6 of cells .*, but 25 cells of its grid layer lie outside their "
+         r"places"),
+        (_lattice_changed(shape=None), r"gives a square lattice no shape or cell size"),
+        (_lattice_changed(kind="triangular"), r"names the lattice kind 'triangular'"),
+    ],
+)
+def test_a_lattice_that_disagrees_with_its_grid_layer_is_refused(release_of_three, tamper,
+                                                                 message):
+    # shape [10**12, 5] beside 25 cells and a grid layer of 25 rows was read and printed.
+    tamper(release_of_three)
+    with pytest.raises(InputError, match=rf"release.gpkg: its metadata 'lattice' (?:{message})"
+                                         r".*was edited after it was written"):
+        read_release(release_of_three)
+
+
+@pytest.mark.parametrize("orientation", ["pointy", "flat"])
+def test_a_hexagonal_lattice_is_checked_against_its_grid_layer(tmp_path, orientation):
+    path = tmp_path / "release.gpkg"
+    grid = Grid.hexagonal((XMIN, YMIN, XMAX, YMAX), cell_size=1500.0, orientation=orientation,
+                          crs=CRS)
+    write_release(path, [public_like(4)], grid=grid, metadata={"method": "paiva"})
+    rows, cols = read_release(path).metadata["lattice"]["shape"]
+    set_metadata(path, "lattice", {**metadata_value(path, "lattice"), "shape": [rows + 5, cols]})
+    with pytest.raises(InputError, match=rf"has the shape {rows + 5} x {cols}, but its grid "
+                                         r"layer has cells in rows 0\.\.\d+ .* not clipped"):
+        read_release(path)
+
+
+def _edit_values(path, statement):
+    """Run an UPDATE on a layer, as GDAL's SQL or a database browser would (its R*Tree
+    triggers call SpatiaLite-style functions, which plain sqlite3 lacks)."""
+    with sqlite3.connect(path) as connection:
+        for function in ("ST_IsEmpty", "ST_MinX", "ST_MaxX", "ST_MinY", "ST_MaxY"):
+            connection.create_function(function, 1, lambda geometry: 0)
+        connection.execute(statement)
+    connection.close()
+
+
+@pytest.fixture
+def typed_release(tmp_path):
+    path = tmp_path / "release.gpkg"
+    frame = public_like(4, z=[0.5, 1.5, 2.5, 3.5], kind=["a", "b", "a", "c"],
+                        flag=[True, False, True, True])
+    write_release(path, [frame, frame], metadata={"method": "paiva"})
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("UPDATE synthetic_1 SET y = '7a' WHERE fid = 1", r"column 'y' \(declared INTEGER\) that "
+                                                          r"are not integers"),
+        ("UPDATE synthetic_2 SET y = 1.5 WHERE fid = 2", r"'synthetic_2' holds 1 value\(s\) in "
+                                                         r"its column 'y'"),
+        ("UPDATE synthetic_1 SET z = 'abc' WHERE fid > 1",
+         r"holds 3 value\(s\) in its column 'z' \(declared REAL\) that are not numbers"),
+        ("UPDATE synthetic_1 SET kind = X'00' WHERE fid = 1", r"column 'kind' \(declared TEXT\) "
+                                                              r"that are not text"),
+        ("UPDATE synthetic_1 SET flag = 7 WHERE fid = 1", r"column 'flag' \(declared BOOLEAN\) "
+                                                          r"that are not 0 or 1"),
+        ("UPDATE grid SET n_neighbours = 'x' WHERE fid = 1", r"'grid' holds 1 value"),
+    ],
+)
+def test_values_not_of_their_column_type_are_refused(typed_release, edit, message):
+    # SQLite keeps text in an INTEGER column, and GDAL read '7a' as 7, 'abc' as 0.0 and a flag
+    # of 7 as True: evaluate then counted other records than the file holds.
+    if "grid" in edit:
+        write_release(typed_release, [public_like(4)], overwrite=True, metadata={"method": "paiva"},
+                      grid=Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS))
+    _edit_values(typed_release, edit)
+    with pytest.raises(InputError, match=rf"release.gpkg: its layer .*{message}.*GDAL reads as "
+                                         r"other values, so the file was edited after it was "
+                                         r"written"):
+        read_release(typed_release)
+
+
+def test_missing_and_converted_values_of_a_column_type_are_read(typed_release):
+    # NULL is every type's missing value; SQLite stores '5' in a TEXT column as text.
+    _edit_values(typed_release, "UPDATE synthetic_1 SET y = NULL, z = 4, kind = 5 WHERE fid = 1")
+    first = read_release(typed_release).releases[0]
+    assert first["kind"].tolist()[0] == "5" and first["z"].tolist()[0] == 4.0

@@ -19,6 +19,7 @@ from geosynth.synth.release import (
     ReleaseInfo,
     baseline_method,
     holds_geometries,
+    is_identifier_name,
     is_linked,
     is_public,
     make_release,
@@ -518,3 +519,30 @@ def test_markers_fail_closed():
     assert not is_linked(point_frame({LINKED_ATTR: False}))
     assert not is_linked(point_frame({LINKED_ATTR: np.bool_(False)}))
     assert not is_linked(point_frame({LINKED_ATTR: True, PUBLIC_ATTR: True}))
+
+
+# ---------------------------------------------------------------------- identifier names
+@pytest.mark.parametrize("name", [
+    "id", "ID", "patient_id", "patientId", "PatientID", "id_paciente", "ID_MUNICIP", "Cell ID",
+    "patient_no", "case_number", "Fall_Nr", "AreaKey", "key", "number", "uuid", "GUID",
+    "OBJECTID", "GlobalID", "rowid", "id2", "número_id", "person.id", "fid", "index", "level_0",
+])
+def test_names_of_identifiers_are_identifiers(name):
+    # Only the exact names of ID_COLUMNS were: id, patient_id, patient_no and uuid were not.
+    assert is_identifier_name(name)
+
+
+@pytest.mark.parametrize("name", [
+    "valid", "isValid", "idade", "IDADE", "NU_IDADE_N", "width", "paid", "cidade", "video",
+    "identity", "key_stage", "num_rooms", "nr_children", "no_show", "age_num", "NO2", "no",
+    "x1", "y", "z", "neighbourhood", "PATIENTID", "grid", "monkey",
+])
+def test_ordinary_attribute_names_are_not_identifiers(name):
+    # Whole words only: idade (Portuguese: age) and NU_IDADE_N (SINAN's age) are attributes.
+    assert not is_identifier_name(name)
+
+
+def test_to_public_keeps_an_attribute_named_like_an_identifier(release):
+    # It does not know the model: write_release, given fit=, lets the model's attributes through.
+    tagged = release.assign(ID_MUNICIP=1)
+    assert "ID_MUNICIP" in to_public(tagged, seed=1).columns
