@@ -561,8 +561,8 @@ def frontier(table: pd.DataFrame, risk: str = DEFAULT_RISK,
     ------
     geosynth.errors.InputError
         ``risk`` or ``utility`` is not a measure of its kind (:data:`MEASURES`), or the table
-        is refused by :func:`check_ru_table` (a missing or repeated column, a repeated label,
-        text or ±inf in a column).
+        is refused by :func:`~geosynth._validation.check_ru_table` (a missing or repeated
+        column, a repeated label, text or ±inf in a column).
     """
     r, u = _oriented(table, risk, utility)
     keep = []
@@ -611,9 +611,10 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     Raises
     ------
     geosynth.errors.InputError
-        Unknown or wrong-kind columns, a table :func:`check_ru_table` refuses (repeated
-        labels, text or ±inf in the measures), a non-finite limit, a negative one of a rate
-        or count, one above 1 of a share, or no candidate with both measures.
+        Unknown or wrong-kind columns, a table :func:`~geosynth._validation.check_ru_table`
+        refuses (repeated labels, text or ±inf in the measures), a non-finite limit, a
+        negative one of a rate or count, one above 1 of a share, or no candidate with both
+        measures.
     """
     r_measure, u_measure = _measure(risk, "risk"), _measure(utility, "utility")
     r, u = _oriented(table, risk, utility)
