@@ -29,7 +29,7 @@ import copy
 import dataclasses
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -717,7 +717,7 @@ def is_identifier_name(column: Any) -> bool:
     >>> [is_identifier_name(c) for c in ("valid", "idade", "width", "x1", "num_rooms")]
     [False, False, False, False, False]
     """
-    if _plain_name(column) in ID_COLUMNS:
+    if _in_id_columns(column):
         return True
     words = _name_words(column)
     if IDENTIFIER_WORDS.intersection(words):
@@ -737,7 +737,8 @@ def _name_words(column: Any) -> list[str]:
 
 
 def check_id_columns(release: pd.DataFrame, name: str, fix: str, *,
-                     released: Iterable[Any] = ()) -> None:
+                     released: Iterable[Any] = (),
+                     rule: Callable[[Any], bool] = is_identifier_name) -> None:
     """Refuse a column (other than the active geometry) named like an identifier.
 
     Parameters
@@ -752,26 +753,31 @@ def check_id_columns(release: pd.DataFrame, name: str, fix: str, *,
         Columns the model released (its attributes and continuous columns): let through
         whatever their names (an attribute ``region_id`` of a few levels is no identifier;
         :func:`geosynth.prepare` refuses attributes whose levels identify records).
+    rule : callable, default :func:`is_identifier_name`
+        Whether a column name is an identifier's (:func:`to_public`, which does not know the
+        model, takes only the names of :data:`ID_COLUMNS`).
 
     Raises
     ------
     geosynth.errors.InputError
-        A column's name is an identifier's (:func:`is_identifier_name`) and not in
-        ``released``.
+        A column's name is an identifier's (``rule``) and not in ``released``.
     """
     geometry = getattr(getattr(release, "geometry", None), "name", None)
     allowed = set(released)
     for column in release.columns:
-        if column != geometry and column not in allowed and is_identifier_name(column):
+        if column != geometry and column not in allowed and rule(column):
             raise InputError(
                 f"{name} has a column {str(column)!r}, which identifies records or their cells "
                 f"and must not be published; {fix}"
             )
 
 
-def _plain_name(column: Any) -> str:
-    """``column`` as :data:`ID_COLUMNS` spell names: lower case, ``_`` for spaces and hyphens."""
-    return re.sub(r"[\s\-]+", "_", str(column).strip().lower())
+def _in_id_columns(column: Any) -> bool:
+    """Whether ``column`` is a name of :data:`ID_COLUMNS` (``"Cell ID"`` is ``cell_id``).
+
+    Compared in lower case, without surrounding spaces, with ``_`` for spaces and hyphens.
+    """
+    return re.sub(r"[\s\-]+", "_", str(column).strip().lower()) in ID_COLUMNS
 
 
 def _check_column_names(release: gpd.GeoDataFrame) -> None:
@@ -785,13 +791,8 @@ def _check_column_names(release: gpd.GeoDataFrame) -> None:
     check_unique_columns(release, "release")
     # The names of ID_COLUMNS only: to_public does not know the model, whose attributes may be
     # named like identifiers (write_release, given fit=, does).
-    for column in release.columns:
-        if _plain_name(column) in ID_COLUMNS and column != release.geometry.name:
-            raise InputError(
-                f"release has a column {str(column)!r}, which identifies records or their "
-                "cells and must not be published; drop the column (release.drop(columns=...)) "
-                "before to_public"
-            )
+    check_id_columns(release, "release", "drop the column (release.drop(columns=...)) before "
+                     "to_public", rule=_in_id_columns)
 
 
 def holds_geometries(values: pd.Series) -> bool:
