@@ -559,10 +559,11 @@ def synthesize_dask(
     -----
     geosynth.errors.DataWarning
         A combination with no cell of three or more records gets synthetic continuous values
-        from the means of all combinations (:func:`geosynth.synth.paiva.warn_pooled_combinations`);
+        from the means of all combinations, and a cell mean beyond the fences of all cell
+        means is not published (:func:`geosynth.synth.paiva.warn_withheld_means`);
         with ``weights``: a release placed points in cells without a pixel of positive weight.
     """
-    from geosynth.synth.paiva import ReleaseMaker, release_draws, warn_pooled_combinations
+    from geosynth.synth.paiva import ReleaseMaker, release_draws, warn_withheld_means
 
     check_fit(fit)
     if fit.noise_scale is not None:
@@ -580,7 +581,7 @@ def synthesize_dask(
     shared = ReleaseMaker.of(template, gdf, weights)
     draws = release_draws(fit, m).tolist()
     if fit.counts.covariates:
-        warn_pooled_combinations(fit.counts)
+        warn_withheld_means(fit.counts)
     client = _get_client(client)
     seeds = release_seeds(seed, m)
     [shared_f] = client.scatter([_without_confidential_values(shared)], broadcast=True,

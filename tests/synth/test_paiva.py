@@ -31,10 +31,13 @@ from geosynth.synth import (
     to_public,
 )
 from geosynth.synth.paiva import (
+    MIN_FENCE_MEANS,
     MIN_RECORDS_FOR_VALUES,
+    OUTLYING_FENCE,
     SYNTHESIS_SD_PRIOR_DF,
     continuous_values,
     kept_pairs,
+    outlying_means,
 )
 from tests.synth.helpers import (
     CRS,
@@ -506,6 +509,88 @@ def test_a_combination_spread_one_record_to_a_cell_does_not_publish_its_mean():
         releases = synthesize(fit, gdf, m=20, seed=7)
     values = np.concatenate([r.loc[r["a"] == 1, "z"].to_numpy() for r in releases])
     assert values.max() < 1_000  # the planted value's mean (32,950) was each release's centre
+
+
+def planted_line(values_per_cell, n_cells=25, seed=0):
+    """1 x ``n_cells`` lattice, one combination; ``values_per_cell`` values in U(20, 89) per
+    cell (``values_per_cell`` may map cells to lists of extra values)."""
+    rng = np.random.default_rng(seed)
+    grid = Grid.regular((0, 0, 10 * n_cells, 10), shape=(1, n_cells), crs=CRS)
+    rows = [(cell, z) for cell in range(n_cells) for z in rng.uniform(20, 89, values_per_cell)]
+    return grid, rows
+
+
+def line_frame(grid, rows):
+    frame = pd.DataFrame(rows, columns=["cell", "z"]).assign(a=0)
+    gdf = gpd.GeoDataFrame(frame[["a", "z"]], crs=CRS,
+                           geometry=gpd.points_from_xy(10 * frame.cell + 5, np.full(len(rows), 5)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)  # single-level attribute
+        return gdf, prepare(gdf, grid, attributes=["a"], continuous="z")
+
+
+def test_a_planted_extreme_does_not_show_as_its_cell_mean():
+    # The attack of the README: 12 values below 90 and a planted 98,765 in cell 12. The
+    # synthetic values drawn into cell 12 centred on its mean (7,649 here): averaged over the
+    # releases, 13 x that - 12 x a typical value gave the planted value back. Now that mean is
+    # withheld and cell 12 takes its neighbours' kept means, 11 and 13.
+    grid, rows = planted_line(12)
+    gdf, counts = line_frame(grid, rows + [(12, 98_765.0)])
+    raw = counts.zbar[:, 0] * counts.zbar_sd[0] + counts.zbar_mean[0]
+    assert raw[12] > 7_000
+    assert np.flatnonzero(outlying_means(counts)[:, 0]).tolist() == [12]
+    assert not kept_pairs(counts)[12, 0] and kept_pairs(counts)[[11, 13], 0].all()
+    fit = stub_fit(counts, np.ones((1, 5, grid.n_cells, 1)))
+    with pytest.warns(DataWarning, match=r"1 cell mean\(s\) of 'z' lie beyond the far-out") as got:
+        releases = synthesize(fit, gdf, m=5, seed=8)
+    assert all(w.filename == __file__ for w in got)  # the caller's line
+    in_cell = np.concatenate([r.loc[grid.locate(r.geometry) == 12, "z"].to_numpy()
+                              for r in releases])
+    noise = synthesis_sd(counts)[0]
+    centre = raw[[11, 13]].mean()
+    assert in_cell.size > 20
+    assert abs(in_cell.mean() - centre) < 4 * noise / np.sqrt(in_cell.size)
+    assert in_cell.max() < 1_000
+
+
+def test_outlying_means_are_those_beyond_the_fences_of_the_other_means():
+    # Derived by brute force: each kept mean against np.quantile's quartiles of the others (or
+    # their mean absolute deviation from their median where the quartiles coincide).
+    rng = np.random.default_rng(3)
+    flagged = zero_iqr = 0
+    for trial in range(6):
+        n_cells = MIN_FENCE_MEANS + 1 + 4 * trial
+        grid, rows = planted_line(3, n_cells=n_cells, seed=trial)
+        if trial % 2:  # ties, and (trial 3, 5) a zero IQR: 80 % of the cells hold 50, 50, 50
+            rows = [(c, 50.0 if c < 0.8 * n_cells and trial > 1 else round(z, -1))
+                    for c, z in rows]
+        rows += [(int(rng.integers(n_cells)), v) for v in rng.lognormal(5, 2, 3)]
+        _, counts = line_frame(grid, rows)
+        raw = counts.zbar[:, 0] * counts.zbar_sd[0] + counts.zbar_mean[0]
+        expected = []
+        for i in range(n_cells):
+            others = np.delete(raw, i)
+            q1, median, q3 = np.quantile(others, [0.25, 0.5, 0.75])
+            spread = q3 - q1 if q3 > q1 else np.mean(np.abs(others - median))
+            zero_iqr += q3 == q1
+            expected.append(not q1 - OUTLYING_FENCE * spread <= raw[i]
+                            <= q3 + OUTLYING_FENCE * spread)
+        assert outlying_means(counts)[:, 0].tolist() == expected
+        flagged += sum(expected)
+    assert flagged > 0 and zero_iqr > 0  # both branches exercised
+
+
+def test_no_mean_is_withheld_from_a_bulk_without_extremes_or_too_few_means():
+    grid, rows = planted_line(5, n_cells=60, seed=4)
+    gdf, counts = line_frame(grid, rows)
+    assert not outlying_means(counts).any()
+    fit = stub_fit(counts, np.ones((1, 2, grid.n_cells, 1)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        synthesize(fit, gdf, m=2, seed=1)
+    grid, rows = planted_line(12, n_cells=MIN_FENCE_MEANS)  # too few others to judge by
+    _, counts = line_frame(grid, rows + [(3, 98_765.0)])
+    assert not outlying_means(counts).any()
 
 
 def test_synthesis_sd_refuses_a_column_with_one_cell_mean():
