@@ -86,6 +86,7 @@ from geosynth.dp.synthesizers import (
 )
 from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.lattice import Grid
+from geosynth.synth import placement
 from geosynth.synth.placement import (
     PixelTable,
     WeightsLike,
@@ -178,6 +179,9 @@ def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:
         not overlap the grid, or has negative or infinite values over it.
     geosynth.errors.CRSError
         The raster CRS differs from the grid CRS.
+    geosynth.errors.MemoryLimitError
+        The raster has more than :data:`geosynth.synth.placement.MAX_WEIGHT_PIXELS` pixels over
+        the grid (checked before they are read).
     """
     check_grid(grid)
     return read_raster(
@@ -205,6 +209,15 @@ def _cell_means(dataset: Any, grid: Grid) -> np.ndarray:
         raise InputError(
             f"prior raster (bounds {tuple(dataset.bounds)}) does not overlap the grid "
             f"bounds{shown}; check that both use the same CRS"
+        )
+    n_pixels = (col1 - col0) * (row1 - row0)
+    if n_pixels > placement.MAX_WEIGHT_PIXELS:  # 8000² pixels took 6 GiB and 20 s to average
+        raise MemoryLimitError(
+            f"prior raster has {n_pixels:,} pixels over the grid, above "
+            f"geosynth.synth.placement.MAX_WEIGHT_PIXELS = {placement.MAX_WEIGHT_PIXELS:,} "
+            "(about 100 bytes each to average); the prior is one mean per cell, so resample "
+            "the raster to coarser pixels (e.g. `gdalwarp -tr -r average`), or raise "
+            "MAX_WEIGHT_PIXELS deliberately"
         )
     band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
     values = np.ma.filled(band.astype(np.float64), np.nan)
@@ -484,12 +497,15 @@ class OnTheMapSynthesizer:
         TypeError
             ``counts`` or ``prior`` has the wrong type.
         geosynth.errors.InputError
-            Invalid counts (not 2-D, negative, fractional, NaN), a lattice whose bounds came from
+            Invalid counts (not 2-D, negative, fractional, NaN; also the ``counts`` of a
+            CellCounts, which its class does not check), a lattice whose bounds came from
             the points (``counts.grid.snap_unit`` set), a CellCounts not prepared on a declared
             domain or ``levels`` other than it (:func:`~geosynth.dp.locations.public_domain`),
             or an invalid prior.
         geosynth.errors.MemoryLimitError
-            The ``m`` synthetic tables would take more than ``max_bytes``.
+            The ``m`` synthetic tables would take more than ``max_bytes`` (for a CellCounts,
+            checked on the size of the public domain before its table is built), or a raster
+            prior has too many pixels (:func:`cell_prior`).
 
         Warns
         -----
@@ -501,6 +517,12 @@ class OnTheMapSynthesizer:
         if isinstance(counts, CellCounts):
             check_public_lattice(counts.grid, "OnTheMapSynthesizer")
             domain = public_domain(counts, levels, where="OnTheMapSynthesizer")
+            # Before full_table builds the (G, B) table and the B combinations: a domain over
+            # max_bytes took gigabytes and seconds before this refusal (public numbers only).
+            self._check_table_memory(counts.grid.n_cells, math.prod(map(len, domain.values())))
+            # A CellCounts built or replaced by hand is not checked by its class: -3 failed in
+            # NumPy's Dirichlet after the charge, 1.5 became 1 and NaN -2**63 in full_table.
+            check_counts(counts.counts, "counts.counts", ndim=2)
             table, combos = full_table(counts, domain)
             self.grid: Grid | None = counts.grid
             self.attributes: tuple[str, ...] = tuple(counts.attributes)
@@ -515,16 +537,23 @@ class OnTheMapSynthesizer:
             self.grid, self.attributes, self.combos, self.levels = None, (), None, None
         self.prior_weights, self.prior_kind = _prior_weights(self.prior, table.shape[0], self.grid)
         _warn_if_copied_cells(self.epsilon_cells_per_release, self.prior_weights)
-        need = 8 * self.m * table.size
-        if need > self.max_bytes:  # sample() holds (m, G, B) int64 tables
+        self._check_table_memory(*table.shape)
+        self._counts = np.asarray(table, dtype=np.int64)
+        return self
+
+    def _check_table_memory(self, n_cells: int, n_combos: int) -> None:
+        """MemoryLimitError if ``m`` int64 tables of ``G × B`` exceed ``max_bytes``.
+
+        :meth:`sample` holds the ``(m, G, B)`` tables; ``G``, ``B`` and ``m`` are public.
+        """
+        need = 8 * self.m * n_cells * n_combos
+        if need > self.max_bytes:
             raise MemoryLimitError(
-                f"m={self.m} synthetic tables of {table.shape[0]:,} cells x {table.shape[1]:,} "
+                f"m={self.m} synthetic tables of {n_cells:,} cells x {n_combos:,} "
                 f"combinations need {need / 2**30:.3g} GiB, over max_bytes = "
                 f"{self.max_bytes / 2**30:.3g} GiB; use fewer datasets m, a coarser lattice or "
                 "fewer attribute levels, or raise max_bytes"
             )
-        self._counts = np.asarray(table, dtype=np.int64)
-        return self
 
     @property
     def n_cells(self) -> int:

@@ -1,3 +1,4 @@
+import dataclasses
 import math
 import warnings
 
@@ -265,6 +266,20 @@ def test_raster_prior_is_averaged_over_cells(tmp_path):
     synth = OnTheMapSynthesizer(1.0, prior=str(path)).fit(counts)
     assert synth.prior_kind == "raster"
     np.testing.assert_allclose(synth.prior_weights, [1.0, 4.5, 2.0, 1.0])  # NE floored to 2
+
+
+def test_a_prior_raster_beyond_the_pixel_limit_is_refused_before_it_is_read(tmp_path,
+                                                                           monkeypatch):
+    # The weights raster had this limit, the prior none: an 8000 x 8000 prior took 6 GiB and
+    # 20 s to average at fit, a larger one ran out of memory.
+    grid = Grid.regular((0, 0, 4, 4), shape=(2, 2), crs=CRS)
+    path = write_raster(tmp_path / "prior.tif", np.ones((4, 4)), from_origin(0, 4, 1, 1))
+    monkeypatch.setattr("geosynth.synth.placement.MAX_WEIGHT_PIXELS", 15)
+    with pytest.raises(MemoryLimitError, match=r"prior raster has 16 pixels over the grid, "
+                                               r"above .*MAX_WEIGHT_PIXELS = 15"):
+        cell_prior(path, grid)
+    monkeypatch.setattr("geosynth.synth.placement.MAX_WEIGHT_PIXELS", 16)
+    np.testing.assert_allclose(cell_prior(path, grid), np.ones(4))
 
 
 def test_coarse_raster_prior_samples_cell_centres(tmp_path):
@@ -569,6 +584,42 @@ def test_tables_beyond_max_bytes_are_refused_at_fit():
     OnTheMapSynthesizer(1.0, m=2).fit(counts)  # 160 MB: fine
     with pytest.raises(InputError, match="max_bytes must be a positive int"):
         OnTheMapSynthesizer(1.0, max_bytes=0)
+
+
+def test_a_domain_beyond_max_bytes_is_refused_before_the_full_table_is_built(
+    scenario_counts, monkeypatch
+):
+    # 9 cells x 4 combinations x 8 bytes = 288 bytes: full_table (G x B int64 table, the B
+    # combinations as Python tuples and a DataFrame) was built first, gigabytes for a large
+    # domain, and only then refused.
+    _, _, counts = scenario_counts
+    built = []
+    monkeypatch.setattr("geosynth.dp.onthemap.full_table",
+                        lambda *args: built.append(args) or pytest.fail("full_table was built"))
+    with pytest.raises(MemoryLimitError, match=r"m=1 synthetic tables of 9 cells x 4 combin"):
+        OnTheMapSynthesizer(1.0, max_bytes=287).fit(counts)
+    assert built == []
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        (-3, InputError, r"counts\.counts has 1 negative value\(s\) at positions \[\[0, 0\]\]"),
+        (1.5, InputError, r"counts\.counts has 1 non-integer value\(s\)"),
+        (np.nan, InputError, r"counts\.counts has 1 NaN or infinite value\(s\)"),
+        (True, TypeError, r"counts\.counts must hold integer counts, got booleans"),
+    ],
+)
+def test_cell_counts_with_invalid_counts_are_refused_at_fit(scenario_counts, value, error,
+                                                            match):
+    # CellCounts does not check its own counts: one built or replaced by hand with -3 was
+    # fitted and failed in NumPy's Dirichlet after the charge; 1.5 was truncated to 1 and NaN
+    # became -2**63 silently.
+    _, _, counts = scenario_counts
+    bad = counts.counts.astype(type(value))
+    bad[0, 0] = value
+    with pytest.raises(error, match=match):
+        OnTheMapSynthesizer(1.0).fit(dataclasses.replace(counts, counts=bad))
 
 
 def test_point_datasets_beyond_max_bytes_are_refused_before_the_charge(scenario_counts):
