@@ -72,6 +72,8 @@ record (or share a coordinate), which for a record with ``k`` neighbours happens
 probability at least ``1/k`` (one half with two neighbours). Locations are recombined, not
 perturbed. Such records are counted (:attr:`NeighbourResampleInfo.n_location_copies`) and a
 :class:`~geosynth.errors.PrivacyLeakWarning` gives the count.
+Records that ``modprop`` does not select keep their true location; a
+:class:`~geosynth.errors.PrivacyLeakWarning` gives their count.
 Without it the geometry is carried over unchanged, like every column not listed in ``columns``:
 such columns neither count in the distance nor are resampled, so a released record still shows
 its true location next to resampled attributes; a :class:`~geosynth.errors.PrivacyLeakWarning`
@@ -837,6 +839,24 @@ def _warn_location_copies(n_copies: int, n_resampled: int) -> None:
     )
 
 
+def _warn_unselected_locations(n_unselected: int, n: int, modprop: float) -> None:
+    """Warn that ``n_unselected`` records not selected keep their true location.
+
+    With ``include_coordinates`` a record that ``modprop`` does not select is released
+    unchanged, its point included: a true location that no other warning counted (with
+    ``modprop=0`` the release was a silent copy of every location). Counts only.
+    """
+    if n_unselected == 0:
+        return
+    warnings.warn(
+        f"{n_unselected} of {n} records were not selected for resampling "
+        f"(modprop={float(modprop):g}) and are released unchanged, at their true location. "
+        "Pass modprop=1 to resample every record's coordinates",
+        PrivacyLeakWarning,
+        stacklevel=3,
+    )
+
+
 def _warn_unchanged_geometries(out: pd.DataFrame, resampled: Hashable | None) -> None:
     """Warn that geometry columns other than ``resampled`` show the records' true locations.
 
@@ -1057,7 +1077,8 @@ def neighbour_resample(
         Some resampled records are an exact copy of another original record in every resampled
         variable (not given when only one variable is resampled: each value is then one
         neighbour's, which is the method); or, with ``include_coordinates``, some are released
-        at the exact location of an original record; or a categorical column's dtype lists a
+        at the exact location of an original record, or some were not selected
+        (``modprop < 1``) and keep their true location; or a categorical column's dtype lists a
         category that only suppressed or resampled records held; or a geometry column is
         copied unchanged (without ``include_coordinates``, or not the active geometry), so the
         release shows true locations.
@@ -1090,6 +1111,8 @@ def neighbour_resample(
         selected = rng.random(n) < modprop
 
     resampled = geometry_name if include_coordinates else None
+    if include_coordinates:
+        _warn_unselected_locations(int(n - selected.sum()), n, modprop)
     if not selected.any() and not return_info:
         _warn_unchanged_geometries(df, resampled)
         return df.copy()

@@ -115,9 +115,9 @@ def place_in_cells(
     ------
     geosynth.errors.InputError
         ``grid`` is not a Grid, ``cells`` are not valid cell ids, or ``weights`` is not a readable
-        raster (several data bands or complex values, rotated or degenerate geotransform,
-        negative or infinite weights, no overlap with the grid, no pixel of positive weight in
-        any habitable cell).
+        raster (several data bands or complex values, rotated, degenerate or missing
+        geotransform, negative or infinite weights, no overlap with the grid, no pixel of
+        positive weight in any habitable cell).
     geosynth.errors.CRSError
         The raster CRS differs from the grid CRS, or only one of them has a CRS.
     geosynth.errors.MemoryLimitError
@@ -434,9 +434,9 @@ class PixelTable:
         ------
         geosynth.errors.InputError
             The raster cannot be read, has several data bands or complex values, is
-            rotated, has a zero or non-finite pixel size or origin, does not overlap the
-            grid, has negative or infinite weights, or gives no habitable cell a positive
-            weight.
+            rotated, has a zero or non-finite pixel size or origin or no geotransform
+            (rasterio's identity), does not overlap the grid, has negative or infinite
+            weights, or gives no habitable cell a positive weight.
         geosynth.errors.CRSError
             The raster CRS is not the grid's.
         geosynth.errors.MemoryLimitError
@@ -675,7 +675,10 @@ def raster_window(
     ------
     geosynth.errors.InputError
         A pixel size of 0 or a non-finite pixel size or origin (it raised ZeroDivisionError or
-        "cannot convert float NaN to integer").
+        "cannot convert float NaN to integer"), or the identity geotransform, which rasterio
+        gives a raster with no geotransform (one not georeferenced, or georeferenced only by
+        GCPs or RPCs): its pixels were taken as 1-unit squares from ``(0, 0)`` with rows
+        running *north*, so an image's top rows weighted the south of a grid near the origin.
     """
     terms = (transform.a, transform.e, transform.c, transform.f)
     if not (all(math.isfinite(v) for v in terms) and transform.a != 0 and transform.e != 0):
@@ -683,6 +686,13 @@ def raster_window(
             f"{name} has no usable geotransform (pixel size {transform.a!r} x {transform.e!r}, "
             f"origin {transform.c!r}, {transform.f!r}); georeference it in the grid CRS first "
             "(e.g. `gdal_translate -a_ullr` or `rio edit-info --transform`)"
+        )
+    if tuple(transform)[:6] == (1.0, 0.0, 0.0, 0.0, 1.0, 0.0):
+        raise InputError(
+            f"{name} has no geotransform (rasterio gives the identity for a raster that is not "
+            "georeferenced, or is georeferenced only by GCPs or RPCs); georeference it in the "
+            "grid CRS first (e.g. `gdalwarp` with its GCPs, `gdal_translate -a_ullr` or "
+            "`rio edit-info --transform`)"
         )
     xmin, ymin, xmax, ymax = bounds
     cols = [(x - transform.c) / transform.a for x in (xmin, xmax)]

@@ -1006,3 +1006,33 @@ def test_a_0d_array_of_column_names_is_refused_by_name(name):
         neighbour_resample(mixed_frame(), 1.0, **{name: np.array("age")})
     frame = neighbour_resample(mixed_frame(), 1.0, seed=1, columns=np.array(["age"]))
     assert list(frame.columns) == list(mixed_frame().columns)
+
+
+def test_records_not_selected_keep_their_true_location_with_a_warning():
+    # With include_coordinates, records modprop does not select are released at their true
+    # location; no warning counted them (modprop=0 returned every location silently).
+    gdf = mixed_gdf()
+    with pytest.warns(PrivacyLeakWarning, match=r"^300 of 300 records were not selected "
+                      r"for resampling \(modprop=0\) and are released unchanged, at their true "
+                      r"location"):
+        out = neighbour_resample(gdf, 1.0, modprop=0, include_coordinates=True, seed=1)
+    pd.testing.assert_frame_equal(out, gdf)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        out, info = neighbour_resample(gdf, 1.5, modprop=0.5, selection="exact",
+                                       weights=WEIGHTS, include_coordinates=True, seed=0,
+                                       return_info=True)
+    messages = [str(w.message) for w in record if w.category is PrivacyLeakWarning
+                and "not selected" in str(w.message)]
+    assert messages == [f"{int((~info.selected).sum())} of 300 records were not selected for "
+                        "resampling (modprop=0.5) and are released unchanged, at their true "
+                        "location. Pass modprop=1 to resample every record's coordinates"]
+    assert out.geometry[~info.selected].geom_equals(gdf.geometry[~info.selected]).all()
+    with warnings.catch_warnings(record=True) as record:  # every record selected: no warning
+        warnings.simplefilter("always")
+        neighbour_resample(gdf, 1.5, weights=WEIGHTS, include_coordinates=True, seed=0)
+    assert not [w for w in record if "not selected" in str(w.message)]
+    with warnings.catch_warnings(record=True) as record:  # no coordinates resampled: no warning
+        warnings.simplefilter("always")
+        neighbour_resample(pd.DataFrame(gdf[NUMERIC]), 1.5, modprop=0.5, seed=0)
+    assert not [w for w in record if "not selected" in str(w.message)]

@@ -608,3 +608,23 @@ def test_pixels_below_the_coordinate_resolution_are_refused(tmp_path):
     path = write_raster(tmp_path / "w.tif", np.ones((4, 4)), from_origin(500_050, 50, 1e-11, 1e-11))
     with pytest.raises(InputError, match=r"pixels \(1e-11 x 1e-11\) are too small"):
         place_in_cells(grid, [1], weights=path)
+
+
+def test_a_raster_without_geotransform_is_refused(tmp_path):
+    # rasterio reads a raster with no geotransform (not georeferenced, or only by GCPs) with
+    # the identity: 1-unit pixels from (0, 0), rows running north. With neither a CRS, the
+    # weight of the image's top rows was put in the south of the grid, with no geosynth error.
+    import rasterio
+    from rasterio.errors import NotGeoreferencedWarning
+
+    values = np.zeros((100, 100), dtype="float32")
+    values[:10, :] = 1.0  # the top rows of the image
+    path = tmp_path / "plain.tif"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotGeoreferencedWarning)
+        with rasterio.open(path, "w", driver="GTiff", width=100, height=100, count=1,
+                           dtype="float32") as dst:
+            dst.write(values, 1)
+        grid = quiet_grid((0, 0, 100, 100), shape=(1, 1))
+        with pytest.raises(InputError, match=r"weights raster has no geotransform.*gdalwarp"):
+            place_in_cells(grid, np.zeros(50, dtype=np.int64), seed=1, weights=path)
