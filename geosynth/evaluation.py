@@ -123,6 +123,17 @@ class Evaluation:
     attributes: list[str] = field(repr=False)
     quadrants: pd.DataFrame | None = field(default=None, repr=False)
 
+    def __repr__(self) -> str:
+        """Name the tables, not their values: a printed result gets pasted into logs and tickets.
+
+        The dataclass repr printed every table in full: the distances of a combination of one
+        record (one person's distance to the public synthetic points), which the text outputs
+        leave out (:func:`shown_tables`), and the exact counts of the original per combination,
+        which a differentially private release protects. Use :meth:`to_markdown` for the tables
+        as they may be shown.
+        """
+        return f"Evaluation(tables={list(self.tables)})"
+
     def to_markdown(self) -> str:
         """All tables as Markdown sections (fixed-width text blocks), as they may be shown.
 
@@ -262,7 +273,8 @@ def shown_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     Parameters
     ----------
     tables : dict of str to pandas.DataFrame
-        :attr:`Evaluation.tables`.
+        :attr:`Evaluation.tables` (or metric tables under those names, with or without their
+        mean row).
 
     Returns
     -------
@@ -297,7 +309,7 @@ def summary_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """
     summaries = {}
     for name, table in shown_tables(tables).items():
-        if len(table) and table.index.get_level_values(0)[-1] == MEAN_LABEL:
+        if _has_mean_row(table):
             table = table.iloc[-1:].drop(columns=["n_original", "n_synthetic"],
                                          errors="ignore")
             table.index = pd.Index(["mean over combinations"])
@@ -305,11 +317,22 @@ def summary_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return summaries
 
 
+def _has_mean_row(table: pd.DataFrame) -> bool:
+    """Whether the last row of ``table`` is the mean row of :func:`with_mean_row`."""
+    return len(table) > 0 and table.index.get_level_values(0)[-1] == MEAN_LABEL
+
+
 def _lone_rows(name: str, table: pd.DataFrame) -> np.ndarray:
-    """Positions of the combination rows (not the mean row) of too few original records."""
-    if name not in SUPPRESSED_COLUMNS or "n_original" not in table.columns or len(table) < 2:
+    """Positions of the combination rows (not the mean row) of too few original records.
+
+    A table without a mean row (a metric called with ``mean_row=False``) is all combinations:
+    its last row was taken for the mean, neither checked nor kept (the mean replaced it).
+    """
+    if name not in SUPPRESSED_COLUMNS or "n_original" not in table.columns:
         return np.zeros(0, dtype=np.int64)
-    counts = table["n_original"].to_numpy(dtype=np.float64)[:-1]  # the last row is the mean
+    counts = table["n_original"].to_numpy(dtype=np.float64)
+    if _has_mean_row(table):
+        counts = counts[:-1]
     return np.flatnonzero(counts < MIN_SHOWN_RECORDS)
 
 
@@ -322,7 +345,8 @@ def _shown(name: str, table: pd.DataFrame) -> pd.DataFrame:
     for column in columns:
         values = shown.iloc[:, column].to_numpy(dtype=np.float64).copy()
         values[lone] = np.nan
-        values[-1] = nanmean_rows(values[None, :-1])[0]
+        if _has_mean_row(table):
+            values[-1] = nanmean_rows(values[None, :-1])[0]
         shown.iloc[:, column] = values
     return shown
 

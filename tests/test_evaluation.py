@@ -495,3 +495,39 @@ def test_check_coverage_sizes_refuses_what_is_no_count(n_original, m, match):
     # 80.5 and inf were accepted; None raised "'<' not supported".
     with pytest.raises(InputTypeError, match=match):
         check_coverage_sizes(n_original, m)
+
+
+def test_the_repr_shows_no_table(scenario):
+    # The dataclass repr printed every table: the distance of a combination of one record,
+    # which the text outputs leave out, and the exact counts of the original per combination.
+    data, grid = scenario
+    original = data.data.copy()
+    original.loc[original.index[0], "x2"] = 9  # the only record of its combination
+    releases = [geosynth.to_public(r, seed=0)
+                for r in geosynth.naive_synthesize(original, grid, m=2, seed=2)]
+    result = evaluate(original, releases, grid, ATTRIBUTES, linked=False)
+    table = result.tables["distance_risk"]
+    key = tuple(original.loc[original.index[0], ATTRIBUTES])
+    assert table.loc[key, "n_original"] == 1
+    text = repr(result)
+    assert text == "Evaluation(tables=['distance_risk', 'pattern'])"
+    assert f"{table.loc[key, 'mean_distance']:.3f}" not in text and "n_original" not in text
+
+
+def test_the_text_of_a_table_without_mean_row_hides_its_last_combination_too(scenario):
+    # shown_tables took the last row for the mean row: a lone record's distance in the last
+    # row of distance_risk(..., mean_row=False) was shown, and replaced by a mean when not.
+    data, grid = scenario
+    original = data.data.copy()
+    lone = original.index[0]
+    original.loc[lone, ATTRIBUTES] = [original["y"].max(), 99, 9]  # alone, sorted last
+    releases = [geosynth.to_public(r, seed=0)
+                for r in geosynth.naive_synthesize(original, grid, m=2, seed=2)]
+    table = distance_risk(original, releases, by=ATTRIBUTES, mean_row=False)
+    key = tuple(original.loc[lone, ATTRIBUTES])
+    assert table.index[-1] == key and table.loc[key, "n_original"] == 1
+    shown = geosynth.evaluation.shown_tables({"distance_risk": table})["distance_risk"]
+    assert np.isnan(shown.loc[key, ["min_distance", "mean_distance"]]).all()
+    pd.testing.assert_frame_equal(shown.iloc[:-1], table.iloc[:-1])  # the others as measured
+    note = geosynth.evaluation.suppression_note("distance_risk", table)
+    assert "of 1 combination(s)" in note

@@ -95,7 +95,7 @@ def evaluate(
         _refuse_empty_layers(releases, release_path)
         epsilon = release_file.metadata.get("epsilon")
         private = epsilon is not None
-        original = _same_crs(original, releases[0], original_path, crs)
+        original = _same_crs(original, releases[0], original_path, crs, show_counts=not private)
         _check_inputs(original, releases, attributes, outcome, original_path, release_path,
                       show_counts=not private)
         _check_same_data(original, releases, attributes, release_file.metadata,
@@ -203,7 +203,7 @@ def _check_inputs(original, releases, attributes: list[str], outcome: str | None
             check_binary(frame, outcome, name)
         _check_coverage_inputs(original, releases, Path(original_path).name,
                                Path(release_path).name, show_counts)
-    _refuse_identifying(original, attributes, Path(original_path).name)
+    _refuse_identifying(original, attributes, Path(original_path).name, show_counts)
 
 
 def _attributes(attributes: list[str] | None, metadata: dict, release_path: str) -> list[str]:
@@ -221,11 +221,16 @@ def _attributes(attributes: list[str] | None, metadata: dict, release_path: str)
     return [str(a) for a in recorded]
 
 
-def _same_crs(original, release, original_path: str, given: str | None):
-    """``original`` in the CRS of the releases (reprojected if it has another one)."""
+def _same_crs(original, release, original_path: str, given: str | None, *,
+              show_counts: bool = True):
+    """``original`` in the CRS of the releases (reprojected if it has another one).
+
+    ``show_counts`` is False for a differentially private release: no message shows a number
+    of original records.
+    """
     from geosynth.io import printable
 
-    _check_degrees(original, original_path, given)
+    _check_degrees(original, original_path, given, show_counts=show_counts)
     _check_release_crs(release.crs, original.crs)
     if original.crs is None:
         if release.crs is not None:
@@ -266,12 +271,15 @@ def _check_release_crs(crs, original_crs) -> None:
         )
 
 
-def _check_degrees(original, original_path: str, given: str | None) -> None:
+def _check_degrees(original, original_path: str, given: str | None, *,
+                   show_counts: bool = True) -> None:
     """Refuse coordinates out of the range of a geographic CRS: the CRS is wrong, not the data.
 
     Metres declared as EPSG:4326 became infinite coordinates when reprojected, refused as
     "points with NaN or infinite coordinates; drop or fix them", which blamed the data. No
-    coordinate or extreme is shown: they are the confidential points'.
+    coordinate or extreme is shown: they are the confidential points'. Without
+    ``show_counts`` (a differentially private release) no number of points either: "137 of
+    137 points" was the exact number of original records, which epsilon protects.
     """
     crs = original.crs
     if crs is None or not crs.is_geographic:
@@ -282,9 +290,10 @@ def _check_degrees(original, original_path: str, given: str | None) -> None:
     if out.any():
         source, fix = ("--crs", "pass --crs with") if given is not None else (
             "the CRS recorded in the file", "save the file again with")
+        counted = f"{int(out.sum()):,} of {len(original):,} points" if show_counts else "points"
         raise CRSError(
-            f"{printable(Path(original_path).name)}: {int(out.sum()):,} of {len(original):,} "
-            "points have coordinates outside the range of degrees (|longitude| <= 180, "
+            f"{printable(Path(original_path).name)}: {counted} "
+            "have coordinates outside the range of degrees (|longitude| <= 180, "
             f"|latitude| <= 90) of the geographic CRS {printable(crs.to_string())}: the likely "
             f"cause is a wrong CRS ({source}), not the data; {fix} the CRS the coordinates are "
             "really in (e.g. the projected CRS of the release, in metres)"
@@ -310,18 +319,23 @@ def _check_coverage_inputs(original, releases, name: str, release_name: str,
     check_coverage_size(original, name, show_counts=show_counts)
 
 
-def _refuse_identifying(original, attributes: list[str], name: str) -> None:
+def _refuse_identifying(original, attributes: list[str], name: str,
+                        show_counts: bool = True) -> None:
     """Refuse --attributes that identify records: the tables would print the original values.
 
     The tables have a row per level combination with its number of original records, so a
     column with nearly one level per record (a continuous value, an ID) prints them one by
     one. The rules are :func:`geosynth.prepare`'s (:func:`geosynth.data.is_identifying`).
+    Without ``show_counts`` (a differentially private release) the message counts nothing:
+    its "120 levels among 137 records" gave the exact number of original records.
     """
     from geosynth.data import identifying_levels
 
     for column in attributes:
         described = identifying_levels(original[column])
         if described is not None:
+            if not show_counts:
+                described = "nearly one level per record"
             raise InputError(
                 f"--attributes {column!r} of {name} has {described}: the tables would print "
                 "the original values one per row; evaluate by the release's attributes (omit "

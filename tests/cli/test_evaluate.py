@@ -432,3 +432,26 @@ def test_evaluate_of_a_dp_release_combines_by_the_fully_synthetic_rules(tmp_path
                for rules in ("full", "partial")}
     assert f"{overlap['full']:,.3f}" != f"{overlap['partial']:,.3f}"
     assert row[1] == f"{overlap['full']:,.3f}"
+
+
+def test_evaluate_of_a_dp_release_refuses_without_counting_the_original(tmp_path):
+    # The refusals of identifying --attributes ("40 levels among 40 records") and of metres
+    # declared as degrees ("40 of 40 points") gave the exact number of original records.
+    kinds = np.array(["a", "b"])[np.arange(40) % 2]
+    original, release = _write_pair(tmp_path, {"kind": kinds, "z": np.arange(40)},
+                                    metadata={"epsilon": 1.0, "method": "paiva-dp"})
+    identifying = run("evaluate", original, release, "--attributes", "kind,z")
+    assert_refused(identifying, "--attributes 'z' of original.gpkg has nearly one level per "
+                                "record", "would print the original values")
+    degrees = tmp_path / "degrees.gpkg"
+    io.read_points(original).set_crs(4326, allow_override=True).to_file(degrees,
+                                                                        engine="pyogrio")
+    wrong = run("evaluate", degrees, release, "--attributes", "kind")
+    assert_refused(wrong, "degrees.gpkg: points have coordinates outside the range of degrees")
+    for result in (identifying, wrong):
+        assert not re.search(r"\b40\b", result.output)
+    (tmp_path / "plain").mkdir()  # without epsilon the counts are shown
+    plain = _write_pair(tmp_path / "plain", {"kind": kinds, "z": np.arange(40)},
+                        metadata={"method": "paiva"})
+    assert "40 levels among 40 records" in run("evaluate", *plain, "--attributes",
+                                               "kind,z").output
