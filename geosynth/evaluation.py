@@ -111,7 +111,10 @@ class Evaluation:
     ----------
     tables : dict of str to pandas.DataFrame
         ``distance_risk`` (Tables 4–6 layout) and ``pattern`` (Ripley's L distance per
-        combination); when the releases keep the original index (so records can be linked),
+        combination; each K function from at most
+        :data:`~geosynth.metrics.utility.MAX_K_POINTS` points, see
+        :func:`~geosynth.metrics.utility.k_subsample`); when the releases keep the original
+        index (so records can be linked),
         ``identification_risk`` (Reiter & Mitra 2009) and ``linked_records`` (displacement,
         spatial k-anonymity); with an ``outcome``, ``coverage`` (mean interval overlap over
         random rectangles, §3.3).

@@ -23,7 +23,7 @@ from geosynth.metrics import (
     ripley_distance,
     ripley_k,
 )
-from geosynth.metrics.utility import _inside_fraction, _rect_counts
+from geosynth.metrics.utility import MAX_K_POINTS, _inside_fraction, _rect_counts, k_subsample
 
 CRS = "EPSG:31983"
 
@@ -362,6 +362,58 @@ def test_ripley_distance_zero_for_identical_and_positive_for_clustered():
     assert (table.loc[["a", "b"], "sup_l_difference"] > 3).all()
     overall = ripley_distance(original, release, window=(0, 0, 100, 100), mean_row=False)
     assert overall.index.tolist() == ["all"] and overall["n_original"].tolist() == [600]
+
+
+def test_thinned_k_is_unbiased_for_the_k_of_all_points():
+    # Derived: a simple random sample of k of n points holds each ordered pair with
+    # probability k(k-1)/(n(n-1)), which K's 1/(k(k-1)) cancels, and an (isotropic) pair weight
+    # does not depend on the sample, so E[K_sample] is K of all the points. Monte Carlo over
+    # 3,000 samples, within 4 standard errors at every radius.
+    rng = np.random.default_rng(11)
+    xy = np.vstack([rng.uniform(0, 100, (30, 2)), rng.normal(40, 3, (30, 2))])
+    window, radii = (0, 0, 100, 100), np.linspace(0, 25, 6)
+    full = ripley_k(xy, window, radii).k
+    samples = np.array([ripley_k(xy[rng.choice(60, 15, replace=False)], window, radii).k
+                        for _ in range(3000)])
+    se = samples.std(axis=0, ddof=1) / np.sqrt(len(samples))
+    assert np.all(np.abs(samples.mean(axis=0) - full)[1:] < 4 * se[1:])
+    # ripley_k's max_points is exactly that estimator on k_subsample's sample, which depends
+    # on n and max_points only (not on where the points are), and holds distinct positions
+    chosen = k_subsample(60, 15)
+    assert len(set(chosen.tolist())) == 15 and np.all(np.diff(chosen) > 0)
+    np.testing.assert_array_equal(k_subsample(60, 15), chosen)
+    np.testing.assert_array_equal(ripley_k(xy, window, radii, max_points=15).k,
+                                  ripley_k(xy[chosen], window, radii).k)
+    assert k_subsample(60, 60) == slice(None) and k_subsample(60, None) == slice(None)
+
+
+def test_ripley_distance_thins_large_combinations_and_counts_them_all():
+    rng = np.random.default_rng(2)
+    n = MAX_K_POINTS + 500
+    original = frame(rng.uniform(0, 100, (n, 2)), b=np.repeat(["a"], n))
+    release = frame(rng.uniform(0, 100, (n, 2)), b=np.repeat(["a"], n))
+    window, radii = (0, 0, 100, 100), np.linspace(0, 25, 6)
+    table = ripley_distance(original, release, window=window, radii=radii, mean_row=False)
+    xy_o = np.column_stack([original.geometry.x, original.geometry.y])
+    xy_r = np.column_stack([release.geometry.x, release.geometry.y])
+    chosen = k_subsample(n, MAX_K_POINTS)
+    expected = np.max(np.abs(ripley_k(xy_o[chosen], window, radii).l
+                             - ripley_k(xy_r[chosen], window, radii).l))
+    assert table["sup_l_difference"].iloc[0] == expected
+    assert table["n_original"].iloc[0] == n and table["n_synthetic"].iloc[0] == n
+    assert expected < 0.5  # both uniform: thinning leaves no gap a poor synthesis would show
+
+
+@pytest.mark.parametrize(("max_points", "error", "match"), [
+    (1, InputError, "max_points must be an int >= 2, got 1; a K function needs pairs"),
+    (2.5, TypeError, "max_points must be an int, got float"),
+])
+def test_ripley_max_points_is_checked(max_points, error, match):
+    original = frame(np.random.default_rng(0).uniform(0, 10, (5, 2)))
+    with pytest.raises(error, match=match):
+        ripley_distance(original, original, window=(0, 0, 10, 10), max_points=max_points)
+    with pytest.raises(error, match=match):
+        ripley_k([[1, 1], [2, 2]], (0, 0, 10, 10), max_points=max_points)
 
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
