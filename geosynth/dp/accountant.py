@@ -34,9 +34,10 @@ nothing, so no noise is drawn for it.
 Totals are kept as exact rationals of the float spends: with float sums, a spend below half an
 ulp of the total vanished (``1.0 + 1e-16 == 1.0``), so a spent budget paid for any number of
 them. One accountant may be shared by threads (e.g. mechanisms run by a
-``concurrent.futures`` executor): the check and the record of a spend are one locked step, and
-blocks belong to the thread that opened them, so another thread's spend is never taken for a
-partition of a parallel block it did not open (the threads' releases are on the same data and
+``concurrent.futures`` executor) and by asyncio tasks: the check and the record of a spend are
+one locked step, and blocks belong to the thread, or the asyncio task, that opened them, so
+another's spend is never taken for a partition of a parallel block it did not open (their
+releases are on the same data and
 add up). Processes do not share it: a copy pickled to another process (e.g. by a
 ``ProcessPoolExecutor``) keeps a ledger of its own, and its spends are not charged here; charge
 this accountant for the work sent to other processes.
@@ -50,8 +51,10 @@ References
 
 from __future__ import annotations
 
+import asyncio
 import math
 import numbers
+import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -92,6 +95,9 @@ _FORMAT = "geosynth.dp.Accountant"
 _FORMAT_VERSION = 1
 
 
+#: The largest float: a total above it cannot be shown (an uncapped budget allows it).
+_FLOAT_MAX = Fraction(sys.float_info.max)
+
 Cost = tuple[Fraction, Fraction]
 _ZERO: Cost = (Fraction(0), Fraction(0))
 
@@ -106,6 +112,21 @@ class _Block:
     parent: int | None
     epsilon: Fraction = Fraction(0)
     delta: Fraction = Fraction(0)
+
+
+def _flow() -> tuple[int, asyncio.Task | None]:
+    """Return who owns the blocks opened now: this thread, and the asyncio task running in it.
+
+    Tasks of one event loop share a thread: keyed by thread alone, a task's spends made while
+    another task's parallel block was open (at an ``await`` inside it) were partitions of that
+    block, charged by the maximum (nine spends of 1 cost 1). The task itself is the key, not its
+    ``id``, which a later task could reuse.
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop running in this thread
+        task = None
+    return threading.get_ident(), task
 
 
 def _combine(composition: Composition, first: Cost, second: Cost) -> Cost:
@@ -198,11 +219,62 @@ def _to_json_number(value: float) -> float | str:
 
 
 def _from_json_number(value: Any, name: str) -> float:
-    if value == "inf":
+    if isinstance(value, str) and value == "inf":
         return math.inf
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InputError(f"{name} must be a number or 'inf' in an accountant dict, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond the float range
+        return math.inf if value > 0 else -math.inf
+
+
+def _check_number(value: Any, name: str) -> None:
+    """Refuse a ledger or block number that is not finite and >= 0 (NaN included)."""
+    if not 0 <= _from_json_number(value, name) < math.inf:
+        raise InputError(f"{name} must be a finite number >= 0 in an accountant dict, got "
+                         f"{value!r}")
+
+
+def _check_entries(rows: list[dict], blocks: list[dict], spent: tuple[float, float]) -> None:
+    """Refuse ledger rows and blocks :meth:`Accountant.ledger` and ``blocks`` cannot show.
+
+    A string ε raised a bare ValueError only when the ledger was read, and a record whose
+    spent totals were below its own ledger's (e.g. edited to 0) restored the spent budget.
+    """
+    ids = [b["id"] for b in blocks]
+    bad = [i for i in ids if not (is_integer(i) and i >= 1)]
+    if bad:  # int() raised a bare ValueError or TypeError
+        raise InputError(f"the record's block ids must be integers >= 1, got {bad[:5]!r}")
+    if len(set(ids)) != len(ids):
+        raise InputError(f"the record's block ids must be distinct, got {ids!r}")
+    for k, row in enumerate(rows):
+        _check_entry(row, f"ledger row {k}", "group", ids)
+    for k, block in enumerate(blocks):
+        _check_entry(block, f"block {k}", "parent", ids)
+    charged = [max((float(row[f"cumulative_{c}"]) for row in rows), default=0.0)
+               for c in ("epsilon", "delta")]
+    if spent[0] < charged[0] or spent[1] < charged[1]:
+        raise InputError(
+            f"the record's spent totals epsilon={spent[0]!r}, delta={spent[1]!r} are below "
+            f"what its own ledger charged (epsilon={charged[0]!r}, delta={charged[1]!r}); "
+            "the record was altered: restore the accountant from the original record"
+        )
+
+
+def _check_entry(entry: dict, where: str, link: str, ids: list) -> None:
+    """Check one ledger row or block: numbers, composition, label and its block link."""
+    for column in ("epsilon", "delta", "cumulative_epsilon", "cumulative_delta"):
+        if column in entry:
+            _check_number(entry[column], f"{where}: {column}")
+    if entry["composition"] not in ("sequential", "parallel"):
+        raise InputError(f"{where}: composition must be 'sequential' or 'parallel', got "
+                         f"{entry['composition']!r}")
+    if not (entry[link] is None or (is_integer(entry[link]) and entry[link] in ids)):
+        raise InputError(f"{where}: {link} must be None or a block id of the record {ids!r}, "
+                         f"got {entry[link]!r}")
+    if not (entry["label"] is None or isinstance(entry["label"], str)):
+        raise InputError(f"{where}: label must be a str or None, got {entry['label']!r}")
 
 
 class Accountant:
@@ -271,7 +343,7 @@ class Accountant:
         )
         self._delta = _check_delta(delta, "budgets")
         self._root = _Block(None, None, "sequential", None)
-        self._open: dict[int, list[_Block]] = {}  # each thread's open blocks, outermost first
+        self._open: dict[Any, list[_Block]] = {}  # each _flow()'s open blocks, outermost first
         self._lock = threading.RLock()
         self._rows: list[dict[str, Any]] = []
         self._blocks: dict[int, dict[str, Any]] = {}
@@ -318,9 +390,24 @@ class Accountant:
         return self.remaining_epsilon, self.remaining_delta
 
     def __getstate__(self) -> dict[str, Any]:
-        """Return the state to pickle or copy: everything but the lock (which cannot be)."""
+        """Return the state to pickle or copy: a snapshot of its own, with no block open.
+
+        As :meth:`from_dict`, the copy holds what was charged so far and its open blocks are
+        closed: a copy made inside a block kept that block open for ever under this thread's
+        id, so every later spend of the copy was one more partition of a parallel block
+        (charged by the maximum: any number of spends of 0.5 fitted a budget of 1). The ledger
+        and blocks are the copy's own (a shallow copy shared them and the total, and its
+        spends were charged to the original but not shown in its ``spent_epsilon``). The lock
+        is left out (it cannot be pickled).
+        """
         with self._lock:
             state = dict(self.__dict__)
+            state.update(
+                _root=_Block(None, None, "sequential", None, *self._spent),
+                _open={},
+                _rows=[dict(row) for row in self._rows],
+                _blocks=self._block_records(),
+            )
         del state["_lock"]
         return state
 
@@ -340,17 +427,17 @@ class Accountant:
     # ----------------------------------------------------------------------------------------
 
     def _stack(self) -> list[_Block]:
-        """Return the calling thread's open blocks (a new, unstored list when it has none)."""
-        return self._open.get(threading.get_ident(), [])
+        """Return the caller's (:func:`_flow`) open blocks (a new, unstored list if none)."""
+        return self._open.get(_flow(), [])
 
     def _total(self, leaf: Cost | None = None) -> Cost:
-        """Return the exact top-level total, with ``leaf`` added to this thread's innermost block.
+        """Return the exact top-level total, with ``leaf`` added to the caller's innermost block.
 
-        The top level is sequential: its own cost plus what every thread's open blocks cost so
-        far (threads sharing an accountant release on the same data, so their costs add; a
-        spend in one thread is never a partition of another thread's parallel block).
+        The top level is sequential: its own cost plus what the open blocks of every thread and
+        asyncio task (:func:`_flow`) cost so far (they release on the same data, so their costs
+        add; a spend in one is never a partition of another's parallel block).
         """
-        me = threading.get_ident()
+        me = _flow()
         total = (self._root.epsilon, self._root.delta)
         for ident, stack in [*self._open.items(), *([] if me in self._open else [(me, [])])]:
             child = leaf if ident == me else None
@@ -370,6 +457,11 @@ class Accountant:
 
     def _refuse_if_over(self, epsilon: float, delta: float, label: str | None) -> Cost:
         total = self._total(_exact(epsilon, delta))
+        if total[0] > _FLOAT_MAX:  # float(total) overflowed after the spend was half-recorded
+            raise InputError(
+                f"spending epsilon={epsilon!r} would raise the total beyond the largest float "
+                f"({sys.float_info.max:.4g}), which the ledger cannot record; nothing was spent"
+            )
         if _fits(total[0], self._epsilon) and _fits(total[1], self._delta):
             return total
         what = f" for {label!r}" if label is not None else ""
@@ -458,7 +550,7 @@ class Accountant:
     def _block(self, composition: Composition, label: str | None) -> Iterator[Accountant]:
         label = check_optional_str(label, "label")
         with self._lock:
-            stack = self._open.setdefault(threading.get_ident(), [])
+            stack = self._open.setdefault(_flow(), [])
             parent = stack[-1].id if stack else None
             block = _Block(self._next_id, label, composition, parent)
             self._next_id += 1
@@ -477,12 +569,20 @@ class Accountant:
             raise RuntimeError("composition blocks must be closed in reverse order")
         stack.pop()
         if not stack:
-            del self._open[threading.get_ident()]
+            del self._open[_flow()]
         outer = stack[-1] if stack else self._root
         outer.epsilon, outer.delta = _combine(
             outer.composition, (outer.epsilon, outer.delta), (block.epsilon, block.delta)
         )
         self._blocks[block.id].update(epsilon=float(block.epsilon), delta=float(block.delta))
+
+    def _block_records(self) -> dict[int, dict[str, Any]]:
+        """Return copies of the block records, open ones with their cost so far (lock held)."""
+        blocks = {key: dict(record) for key, record in self._blocks.items()}
+        for stack in self._open.values():
+            for block in stack:
+                blocks[block.id].update(epsilon=float(block.epsilon), delta=float(block.delta))
+        return blocks
 
     def parallel(self, label: str | None = None) -> AbstractContextManager[Accountant]:
         """Open a block of spends on *disjoint* partitions, combined by their maximum.
@@ -614,11 +714,7 @@ class Accountant:
             :attr:`ledger` columns, ``group`` ``None`` at the top level) and ``blocks``.
         """
         with self._lock:
-            blocks = {key: dict(record) for key, record in self._blocks.items()}
-            for stack in self._open.values():  # open blocks: their cost so far
-                for block in stack:
-                    blocks[block.id].update(epsilon=float(block.epsilon),
-                                            delta=float(block.delta))
+            blocks = self._block_records()
             return {
                 "format": _FORMAT,
                 "version": _FORMAT_VERSION,
@@ -649,12 +745,16 @@ class Accountant:
         Raises
         ------
         geosynth.errors.InputError
-            If ``data`` is not such a dict, or its spent totals exceed its budget.
+            If ``data`` is not such a dict (of this version), a ledger row or block is
+            malformed, or its spent totals exceed its budget or fall below its own ledger's.
         """
         if not isinstance(data, Mapping) or data.get("format") != _FORMAT:
             raise InputError(
                 f"data must be a dict made by Accountant.to_dict() (format {_FORMAT!r})"
             )
+        if data.get("version") != _FORMAT_VERSION:  # a later format was read as this one
+            raise InputError(f"data is an accountant record of version {data.get('version')!r}; "
+                             f"this geosynth reads version {_FORMAT_VERSION}: upgrade geosynth")
         try:
             budget, spent = data["budget"], data["spent"]
             accountant = cls(
@@ -679,9 +779,7 @@ class Accountant:
                 f"the record's spent totals epsilon={totals[0]!r}, delta={totals[1]!r} exceed "
                 f"its budget epsilon={accountant.epsilon!r}, delta={accountant.delta!r}"
             )
-        bad = [b["id"] for b in blocks if not (is_integer(b["id"]) and b["id"] >= 1)]
-        if bad:  # int() raised a bare ValueError or TypeError
-            raise InputError(f"the record's block ids must be integers >= 1, got {bad[:5]!r}")
+        _check_entries(rows, blocks, totals)
         root = accountant._root
         root.epsilon, root.delta = _exact(*totals)
         accountant._spent = _exact(*totals)

@@ -400,6 +400,8 @@ def dp_counts(
     check_public_lattice(counts.grid, "dp_counts")
     domain = public_domain(counts, levels)
     table, combos = full_table(counts, domain)
+    # From public quantities, before the spend: under an error filter it refuses the release.
+    _warn_if_nearly_exact(check_epsilon(epsilon), sensitivity, table.size)
     noisy = geometric(table, sensitivity=sensitivity, epsilon=epsilon, seed=seed,
                       accountant=accountant, label="dp_counts")
     noisy = np.asarray(noisy, dtype=np.int64).reshape(table.shape)
@@ -410,7 +412,6 @@ def dp_counts(
         ledger=ledger_of(accountant), noise=noise_source(seed),
     )
     _warn_if_mostly_noise(result)
-    _warn_if_nearly_exact(result)
     return result
 
 
@@ -439,23 +440,24 @@ def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:
     )
 
 
-def _warn_if_nearly_exact(noisy: NoisyCounts) -> None:
+def _warn_if_nearly_exact(epsilon: float, sensitivity: int, n_counts: int) -> None:
     """PrivacyLeakWarning when ε is so large that nearly every count is published exactly.
 
     A count gets noise 0 with probability ``(1 − α)/(1 + α) = tanh(ε / 2Δ)``, ``α = e^{−ε/Δ}``
-    (public: it depends on ε and the sensitivity only). ε = 1e300 published the exact table,
-    labelled ε-DP, without a word.
+    (public: it depends on ε and the sensitivity only, so it is issued before the spend; after
+    it, an error filter refused the release once the budget was charged). ε = 1e300 published
+    the exact table, labelled ε-DP, without a word.
     """
-    exact = math.tanh(noisy.epsilon / (2.0 * noisy.sensitivity))
+    exact = math.tanh(epsilon / (2.0 * sensitivity))
     if exact < NEARLY_EXACT_SHARE:
         return
-    expected = (1.0 - exact) * noisy.counts.size
+    expected = (1.0 - exact) * n_counts
     warnings.warn(
-        f"dp_counts: epsilon={noisy.epsilon:g} (sensitivity {noisy.sensitivity}) leaves each "
+        f"dp_counts: epsilon={epsilon:g} (sensitivity {sensitivity}) leaves each "
         f"count exact with probability {exact:.6g}: about {expected:.3g} of the "
-        f"{noisy.counts.size:,} counts get any noise, so the release is the exact table in all "
+        f"{n_counts:,} counts get any noise, so the release is the exact table in all "
         "but name. Use a smaller epsilon: below "
-        f"{2.0 * noisy.sensitivity * math.atanh(0.5):.3g} most counts get noise",
+        f"{2.0 * sensitivity * math.atanh(0.5):.3g} most counts get noise",
         PrivacyLeakWarning, stacklevel=3,
     )
 

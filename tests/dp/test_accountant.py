@@ -468,3 +468,119 @@ def test_an_accountant_still_pickles_and_copies_with_its_lock():
         clone.spend(0.75)
         assert clone._lock is not accountant._lock
         assert accountant.spent_epsilon == 0.25
+
+
+@pytest.mark.parametrize("clone", ["pickle", "deepcopy", "copy"])
+def test_a_copy_made_inside_a_block_sums_its_later_spends(clone):
+    """A copy made inside a parallel block kept the block open for ever under this thread's
+    id: every later spend of the copy was one more partition, charged by the maximum, so a
+    hundred spends of 0.5 fitted a budget of 1.0."""
+    import copy
+    import pickle
+
+    make = {"pickle": lambda a: pickle.loads(pickle.dumps(a)), "deepcopy": copy.deepcopy,
+            "copy": copy.copy}[clone]
+    accountant = Accountant(1.0)
+    with accountant.parallel(label="cells"):
+        accountant.spend(0.5, label="cell 0")
+        twin = make(accountant)
+    assert twin.spent_epsilon == 0.5
+    assert twin.blocks["epsilon"].tolist() == [0.5]  # the open block, with its cost so far
+    twin.spend(0.5, label="after the block")
+    with pytest.raises(BudgetExceededError):
+        twin.spend(0.5)
+    assert twin.ledger["composition"].tolist() == ["parallel", "sequential"]
+    assert accountant.spent_epsilon == 0.5 and len(accountant.ledger) == 1
+
+
+def test_a_shallow_copy_has_a_ledger_of_its_own():
+    """copy.copy shared the total and the ledger: the copy's spends were charged to the
+    original (which refused 0.1 with 0.5 said to remain) and listed in its ledger."""
+    import copy
+
+    accountant = Accountant(1.0)
+    accountant.spend(0.5, label="original")
+    twin = copy.copy(accountant)
+    twin.spend(0.5, label="copy")
+    assert len(accountant.ledger) == 1
+    accountant.spend(0.25)
+    assert accountant.spent_epsilon == accountant.ledger["cumulative_epsilon"].iloc[-1] == 0.75
+
+
+def _spent_record():
+    accountant = Accountant(1.0)
+    accountant.spend(0.5, label="count")
+    with accountant.parallel(label="cells"):
+        accountant.spend(0.25, label="cell 0")
+    return accountant.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("alter", "match"),
+    [
+        (lambda r: r["spent"].update(epsilon=0.0), "below what its own ledger charged"),
+        (lambda r: r.update(version=99), "version 99"),
+        (lambda r: r["ledger"][0].update(epsilon="0.5"), r"ledger row 0: epsilon"),
+        (lambda r: r["ledger"][1].update(cumulative_epsilon=math.nan),
+         r"ledger row 1: cumulative_epsilon must be a finite number"),
+        (lambda r: r["ledger"][1].update(group="x"), r"ledger row 1: group"),
+        (lambda r: r["ledger"][0].update(composition="magic"), "composition"),
+        (lambda r: r["ledger"][0].update(label=5), "label must be a str"),
+        (lambda r: r["blocks"][0].update(epsilon="x"), r"block 0: epsilon"),
+        (lambda r: r["blocks"][0].update(parent=7), r"block 0: parent"),
+        (lambda r: r["blocks"].append(dict(r["blocks"][0])), "block ids must be distinct"),
+    ],
+)
+def test_from_dict_refuses_an_altered_ledger(alter, match):
+    """Spent totals edited below the ledger's restored the spent budget; malformed rows raised
+    a bare ValueError only when the ledger was read, and a later version was read as this."""
+    record = _spent_record()
+    Accountant.from_dict(record)  # the unaltered record is fine
+    alter(record)
+    with pytest.raises(InputError, match=match):
+        Accountant.from_dict(record)
+
+
+def test_a_total_beyond_the_float_range_is_refused_whole():
+    """An uncapped ledger charged 2 * 1.7e308 and then failed to show it (OverflowError): the
+    total was charged without a ledger row, and spent_epsilon raised from then on."""
+    accountant = Accountant(math.inf)
+    accountant.spend(1.7e308)
+    with pytest.raises(InputError, match="beyond the largest float"):
+        accountant.spend(1.7e308)
+    assert accountant.spent_epsilon == 1.7e308 and len(accountant.ledger) == 1
+    json.dumps(accountant.to_dict(), allow_nan=False)
+
+
+def test_another_asyncio_tasks_spend_is_not_a_partition_of_an_open_parallel_block():
+    """Tasks of one event loop share a thread: a spend of one task while another's parallel
+    block was open (at an await inside it) was a partition of that block, charged by the
+    maximum, so any number of spends of 1 fitted a budget of 1."""
+    import asyncio
+
+    accountant = Accountant(1.5)
+    refused = []
+
+    async def regions(opened, spent):
+        with accountant.parallel(label="regions"):
+            accountant.spend(1.0, label="north")
+            opened.set()
+            await spent.wait()  # the other task spends while this block is open
+            accountant.spend(1.0, label="south")
+
+    async def other(opened, spent):
+        await opened.wait()
+        try:
+            accountant.spend(1.0, label="same data")
+        except BudgetExceededError:
+            refused.append(True)
+        spent.set()
+
+    async def main():
+        opened, spent = asyncio.Event(), asyncio.Event()
+        await asyncio.gather(regions(opened, spent), other(opened, spent))
+
+    asyncio.run(main())
+    assert refused == [True]
+    assert accountant.spent_epsilon == 1.0
+    assert accountant.ledger["label"].tolist() == ["north", "south"]

@@ -714,3 +714,15 @@ def test_dp_synthesize_refuses_a_placement_table_of_another_lattice(scenario_cou
     with pytest.raises(InputError, match=r"weights is a PixelTable of 4 cells, but the "
                        r"lattice has 64; read it for this lattice"):
         dp_synthesize(low_epsilon_release.fit, 1, weights=other)
+
+
+def test_the_nearly_exact_warning_comes_before_the_spend(scenario_counts):
+    """It depends on epsilon only, yet was issued after the noise: under an error filter the
+    release was refused once the budget had been charged for it."""
+    _, counts = scenario_counts
+    accountant = Accountant(1e300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        with pytest.raises(PrivacyLeakWarning, match="exact table in all but name"):
+            dp_counts(counts, 1e300, accountant, levels=LEVELS)
+    assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
