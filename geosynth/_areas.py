@@ -151,7 +151,7 @@ def gap_neighbours(polygons: np.ndarray, gap: float, rook: bool) -> tuple[np.nda
     return left, right
 
 
-def check_no_overlap(polygons: np.ndarray, name: str) -> None:
+def check_no_overlap(polygons: np.ndarray, name: str, labels: np.ndarray | None = None) -> None:
     """Refuse areas whose interiors overlap (a point would belong to two areas).
 
     Parameters
@@ -160,11 +160,14 @@ def check_no_overlap(polygons: np.ndarray, name: str) -> None:
         The areas.
     name : str
         How the caller's argument is called, for the message.
+    labels : numpy.ndarray, shape (n,), optional
+        Row labels of the areas (their frame's index), by which the message names them, as
+        the other checks of the areas do; row positions by default.
 
     Raises
     ------
     geosynth.errors.GridError
-        Naming the first overlapping pairs (row positions) and the fix.
+        Naming the first overlapping pairs and the fix.
     """
     tree = shapely.STRtree(polygons)
     left, right = tree.query(polygons, predicate="intersects")
@@ -176,7 +179,8 @@ def check_no_overlap(polygons: np.ndarray, name: str) -> None:
     smaller = np.minimum(shapely.area(polygons[left]), shapely.area(polygons[right]))
     bad = np.flatnonzero(common > _OVERLAP_RTOL * smaller)
     if bad.size:
-        pairs = ", ".join(f"({left[k]}, {right[k]})" for k in bad[:_N_NAMED])
+        labels = (np.arange(polygons.size) if labels is None else np.asarray(labels)).tolist()
+        pairs = ", ".join(f"({labels[left[k]]!r}, {labels[right[k]]!r})" for k in bad[:_N_NAMED])
         more = f" and {bad.size - _N_NAMED} more" if bad.size > _N_NAMED else ""
         raise GridError(
             f"{name} overlap: rows {pairs}{more} share interior area, so a point could belong "

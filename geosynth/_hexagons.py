@@ -139,6 +139,12 @@ def hex_positions_meeting(layout: HexLayout, box: tuple[float, float, float, flo
                           ) -> tuple[np.ndarray, np.ndarray]:
     """Offset positions ``row * ncols + col`` whose hexagon meets the interior of ``box``.
 
+    A hexagon whose bounding box lies within ``box`` meets it, one whose bounding box is apart
+    from the interior of ``box`` does not (both read from the vertex lattice, bit-identical to
+    the corners of :func:`hex_polygons`); only the hexagons crossing the border of ``box`` are
+    intersected with it. Intersecting every hexagon took 23 s of the 29 s of a lattice of a
+    million hexagons (about 100 s at :data:`geosynth.lattice.MAX_CELLS`).
+
     Parameters
     ----------
     layout : HexLayout
@@ -154,9 +160,18 @@ def hex_positions_meeting(layout: HexLayout, box: tuple[float, float, float, flo
     """
     position = np.arange(layout.nrows * layout.ncols, dtype=np.int64)
     row, col = np.divmod(position, layout.ncols)
-    polygons = hex_polygons(layout, row, col)
-    meets = shapely.area(shapely.intersection(polygons, shapely.box(*box))) > 0
-    return position[meets], polygons[meets]
+    ci, cj = 2 * col + (row & 1), 3 * row
+    # The extreme corners: i - 1 and i + 1 across, j - 2 and j + 2 along (_CORNERS_I, _J).
+    x0, y0 = _corner_coordinates(layout, ci - 1, cj - 2)
+    x1, y1 = _corner_coordinates(layout, ci + 1, cj + 2)
+    del ci, cj
+    xmin, ymin, xmax, ymax = box
+    meets = (x0 >= xmin) & (x1 <= xmax) & (y0 >= ymin) & (y1 <= ymax)
+    apart = (x1 <= xmin) | (x0 >= xmax) | (y1 <= ymin) | (y0 >= ymax)
+    border = np.flatnonzero(~meets & ~apart)
+    crossing = hex_polygons(layout, row[border], col[border])
+    meets[border] = shapely.area(shapely.intersection(crossing, shapely.box(*box))) > 0
+    return position[meets], hex_polygons(layout, row[meets], col[meets])
 
 
 def hex_neighbours(

@@ -563,7 +563,7 @@ class Grid:
             )
         polygons = _area_polygons(areas)
         ids = _area_ids(areas, id_column)
-        check_no_overlap(polygons, "areas")
+        check_no_overlap(polygons, "areas", np.asarray(areas.index))
         gap = _check_gap(gap, polygons)
         grid = cls.__new__(cls)
         grid._kind, grid._crs = "areal", crs
@@ -1769,9 +1769,10 @@ def _to_grid_crs(
         return obj
     if crs is None:
         raise CRSError(
-            f"{name} has CRS {obj.crs.to_string()} but the grid has no CRS; pass "
-            f"crs={obj.crs.to_string()!r} to Grid.regular (or points with a CRS to "
-            f"Grid.from_points), or drop the CRS of {name}"
+            f"{name} has CRS {obj.crs.to_string()} but the grid has no CRS; give the grid its "
+            f"CRS (crs={obj.crs.to_string()!r} of Grid.regular or Grid.hexagonal, the CRS of "
+            f"the points of Grid.from_points or of the areas of Grid.from_polygons, e.g. "
+            f"areas.set_crs(...)), or drop the CRS of {name}"
         )
     return obj.to_crs(crs)
 

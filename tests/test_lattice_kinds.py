@@ -21,7 +21,7 @@ from scipy import stats
 
 import geosynth.lattice
 from geosynth import Grid
-from geosynth.errors import GridError, IsolatedCellWarning
+from geosynth.errors import CRSError, GridError, IsolatedCellWarning
 
 # Coordinates in metres; the files state no CRS (Georgia's fit UTM zone 17N; Columbus is in
 # arbitrary planar units, given a projected CRS for the test).
@@ -519,3 +519,46 @@ def test_from_polygons_refuses_more_areas_than_max_cells_before_any_geometric_wo
     monkeypatch.setattr(geosynth.lattice, "_area_polygons", None)  # not reached
     with pytest.raises(GridError, match="5 areas, more than the limit of 4 cells"):
         Grid.from_polygons(areas)
+
+
+@pytest.mark.parametrize("flat", [False, True])
+def test_hexagons_meeting_the_bounds_intersect_only_the_border_ones(monkeypatch, flat):
+    # Intersecting every hexagon with the bounds took 23 s of the 29 s of a million hexagons;
+    # only those crossing the border need it, and the cells are those a brute force keeps.
+    from geosynth._hexagons import hex_layout, hex_polygons, hex_positions_meeting
+
+    bounds = (500_003.7, 7_500_011.2, 502_417.9, 7_502_093.4)
+    layout = hex_layout(bounds, 20.0, flat)
+    row, col = np.divmod(np.arange(layout.nrows * layout.ncols), layout.ncols)
+    everyone = hex_polygons(layout, row, col)
+    expected = np.flatnonzero(shapely.area(shapely.intersection(everyone, shapely.box(*bounds)))
+                              > 0)
+    intersected = []
+    real = shapely.intersection
+    monkeypatch.setattr(shapely, "intersection",
+                        lambda a, b, **kw: intersected.append(np.size(a)) or real(a, b, **kw))
+    position, polygons = hex_positions_meeting(layout, bounds)
+    np.testing.assert_array_equal(position, expected)
+    assert shapely.equals_exact(polygons, everyone[expected], tolerance=0.0).all()
+    # The border: about a perimeter's worth of hexagons, a few percent of its 5,112.
+    assert sum(intersected) < 0.1 * everyone.size
+
+
+def test_overlapping_areas_are_named_by_their_row_labels_as_the_other_checks_name_them():
+    # The pair was named by positions ("rows (0, 1)") where every other check of the areas
+    # names the frame's labels: areas.loc[[0, 1]] then showed other areas, or none.
+    boxes = [shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1), shapely.box(1.5, 0, 3, 1)]
+    areas = gpd.GeoDataFrame(geometry=boxes, crs=3857, index=[30, 10, 20])
+    with pytest.raises(GridError, match=r"overlap: rows \(10, 20\) share"):
+        Grid.from_polygons(areas)
+    with pytest.raises(GridError, match=r"overlap: rows \('b', 'c'\) share"):
+        Grid.from_polygons(areas.set_axis(["a", "b", "c"]))
+
+
+def test_exclude_with_a_crs_beside_areas_without_one_says_to_give_the_areas_their_crs():
+    # The fix given was "pass crs=... to Grid.regular", which Grid.from_polygons does not take.
+    areas = gpd.GeoSeries([shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)])
+    exclude = gpd.GeoSeries([shapely.box(0, 0, 0.5, 0.5)], crs=32723)
+    with pytest.raises(CRSError, match=r"exclude has CRS EPSG:32723 but the grid has no CRS; "
+                                       r".*of the areas of Grid.from_polygons"):
+        Grid.from_polygons(areas, exclude=exclude)
