@@ -1694,6 +1694,7 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
     Returns
     -------
     numpy.ndarray of shapely Polygon/MultiPolygon
+        In 2-D (a z coordinate is dropped: a lattice is planar).
 
     Raises
     ------
@@ -1759,7 +1760,7 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
         )
     if geoms.size == 0:
         raise GridError(f"{name} has no non-empty polygon; pass None to skip it")
-    return geoms
+    return shapely.force_2d(geoms)  # see _area_polygons
 
 
 def _to_grid_crs(
@@ -2034,7 +2035,7 @@ def _is_bounds(extent: Any) -> bool:
 
 
 def _area_polygons(areas: gpd.GeoDataFrame | gpd.GeoSeries) -> np.ndarray:
-    """Return the polygons of ``areas``; refuse missing, empty, non-polygon, invalid rows."""
+    """Return the polygons of ``areas`` in 2-D; refuse missing, empty, non-polygon, invalid rows."""
     geoms = np.asarray(areas.geometry.array, dtype=object)
     missing = np.flatnonzero(shapely.is_missing(geoms) | shapely.is_empty(geoms))
     wrong = np.flatnonzero(~np.isin(shapely.get_type_id(geoms), _POLYGON_TYPES))
@@ -2051,7 +2052,10 @@ def _area_polygons(areas: gpd.GeoDataFrame | gpd.GeoSeries) -> np.ndarray:
             raise GridError(f"areas rows {named} {what}; {fix}")
     if geoms.size == 0:
         raise GridError("areas has no rows; pass the polygons of the areal units")
-    return geoms
+    # A lattice is planar: a z coordinate (an export from a 3-D source) is ignored by every
+    # geometry step, but it stayed in the cells, so a release's grid layer held 3-D polygons
+    # that read_release refused as edited ("do not publish it").
+    return shapely.force_2d(geoms)
 
 
 def _area_ids(areas: gpd.GeoDataFrame | gpd.GeoSeries, id_column: str | None) -> np.ndarray | None:

@@ -343,6 +343,25 @@ def test_a_grid_of_the_same_cells_in_another_region_is_not_the_fits(tmp_path, co
     write_release(path, public, fit=fit, grid=clipped(1 / 16))  # built again: the fit's
 
 
+def test_a_release_on_areas_with_z_coordinates_reads_back(tmp_path, confidential):
+    # Areas exported from a 3-D source kept their z in the cells: the grid layer held 3-D
+    # polygons, and read_release refused the file just written as edited ("do not publish it").
+    step_x, step_y = (XMAX - XMIN) / 4, (YMAX - YMIN) / 4
+    areas = gpd.GeoSeries([shapely.force_3d(shapely.box(XMIN + i * step_x, YMIN + j * step_y,
+                                                        XMIN + (i + 1) * step_x,
+                                                        YMIN + (j + 1) * step_y), 812.0)
+                           for i in range(4) for j in range(4)], crs=CRS)
+    assert shapely.has_z(np.asarray(areas.array)).all()
+    grid = Grid.from_polygons(areas)
+    fit = PaivaModel().fit(prepare(confidential, grid, attributes=["y"]), n_iter=20, burn_in=10,
+                           chains=1, seed=FIT_SEED, progress=False)
+    public = [to_public(r, seed=1) for r in synthesize(fit, confidential, m=1, seed=SYNTH_SEED)]
+    path = tmp_path / "release.gpkg"
+    write_release(path, public, fit=fit)
+    cells = read_release(path).grid
+    assert len(cells) == 16 and not shapely.has_z(np.asarray(cells.geometry.array)).any()
+
+
 def test_metadata_records_epsilon_and_ledger(tmp_path):
     ledger = {"budget": {"epsilon": 2.0, "delta": 0.0}, "spent": {"epsilon": 1.5, "delta": 0.0}}
     dp_release = public_like()
