@@ -1737,8 +1737,7 @@ def counts_from_table(
     }
     kept_identifying = _check_identifying(sizes, n_kept, allow_identifying)
     _warn_of_rare_levels(sizes, kept_identifying)
-    combo_codes, row_combo = np.unique(codes, axis=0, return_inverse=True)
-    row_combo = row_combo.reshape(-1).astype(np.int64)
+    combo_codes, row_combo = _unique_rows(codes, [len(levels[a]) for a in attrs])
     n_cells, n_combos = int(grid.n_cells), len(combo_codes)
     covariates = covariate_names(continuous)
     _check_sizes(levels, n_kept, n_cells, n_combos, len(covariates), max_bytes)
@@ -1792,6 +1791,27 @@ def counts_from_table(
         zbar_sd=sd,
         grid=grid,
     )
+
+
+def _unique_rows(codes: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, axis=0, return_inverse=True)`` of level codes, by flat index.
+
+    Rows of codes in ``[0, sizes[k])`` sort as their C-order flat indices do, so the unique
+    flat indices give the same rows in the same (lexicographic) order. ``axis=0`` sorts rows
+    through a structured view: 16 s of a 14.7 s ``prepare`` of a million records (0.1 s so).
+    Falls back to it when the flat index would overflow int64.
+
+    Returns
+    -------
+    combo_codes : numpy.ndarray of int64, shape (B, K)
+    row_combo : numpy.ndarray of int64, shape (len(codes),)
+    """
+    if len(sizes) == 0 or math.prod(sizes) >= 2**62:
+        unique, inverse = np.unique(codes, axis=0, return_inverse=True)
+        return unique, inverse.reshape(-1).astype(np.int64)
+    flat, inverse = np.unique(np.ravel_multi_index(tuple(codes.T), sizes), return_inverse=True)
+    unique = np.column_stack(np.unravel_index(flat, sizes)).astype(np.int64, copy=False)
+    return unique, inverse.reshape(-1).astype(np.int64)
 
 
 def _check_allow_identifying(allow_identifying: Any) -> None:

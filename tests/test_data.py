@@ -1179,3 +1179,20 @@ def test_covariate_name_given_an_array_is_a_type_error(gdf, grid):
     cc = prepare(gdf, grid, ["sex"], continuous="z")
     with pytest.raises(InputTypeError, match=r"^name must be one of 'z', got ndarray"):
         cc.covariate(np.array(["z", "z"]))
+
+
+@pytest.mark.parametrize("sizes", [[2, 3, 4, 2], [1], [7], [300, 2, 7], [2**31, 2**31, 3]])
+def test_combinations_by_flat_index_are_numpys_unique_rows(sizes):
+    # The rows and order of np.unique(axis=0), which prepare used (7 s at a million records);
+    # the last sizes overflow a flat index and take that path itself.
+    from geosynth.data import _unique_rows
+
+    rng = np.random.default_rng(len(sizes))
+    for n in (1, 10, 5_000):
+        codes = np.column_stack([rng.integers(0, s, n) for s in sizes]).astype(np.int64)
+        codes[-1] = [s - 1 for s in sizes]  # the largest code of every attribute
+        unique, inverse = np.unique(codes, axis=0, return_inverse=True)
+        got_unique, got_inverse = _unique_rows(codes, sizes)
+        np.testing.assert_array_equal(got_unique, unique)
+        np.testing.assert_array_equal(got_inverse, inverse.reshape(-1))
+        assert got_unique.dtype == np.int64 and got_inverse.dtype == np.int64
