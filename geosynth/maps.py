@@ -10,10 +10,13 @@
   coloured by length (internal review of releases that keep the original index);
 * ``"Grid"`` -- the lattice cell outlines (when a grid but no fit is given).
 
-Points carry their attribute columns as tooltips. Every layer is drawn with
-:meth:`geopandas.GeoDataFrame.explore`, which reprojects to EPSG:4326. :func:`save_map` writes
-the map as one standalone HTML file, atomically, created with mode 0600 (owner only) unless the
-map is declared public (``private=False``).
+Points carry their attribute columns as tooltips (the data's text HTML-escaped, and never read
+as a template). Every layer is a :class:`folium.GeoJson` in EPSG:4326, built from the coordinate
+and column arrays; its style is set by the page (one style per layer, or a colour per cell or
+line from the legend's scale), so a map of ``max_points`` points per layer is written in seconds:
+each drawn point adds about 0.2 kB to the page, each displacement line as much.
+:func:`save_map` writes the map as one standalone HTML file, atomically, created with mode 0600
+(owner only) unless the map is declared public (``private=False``).
 
 A *public* map (``public=True``) is one that may leave the analyst's machine: it has neither the
 original points nor the displacement lines, and its releases are drawn in their public form
@@ -64,14 +67,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import folium
 import geopandas as gpd
+import jinja2
 import numpy as np
 import pandas as pd
 import shapely
+import shapely.geometry
+from branca.element import Figure, MacroElement
 
 from geosynth._atomic import AtomicOutputs, create_new
 from geosynth._points import at_locations, point_coordinates
 from geosynth._validation import check_bool, check_int, describe_value
+from geosynth._vendor import RawText
 from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.synth.release import (
     INTERNAL_PREFIX,
@@ -82,8 +90,6 @@ from geosynth.synth.release import (
 )
 
 if TYPE_CHECKING:
-    import folium
-
     from geosynth.lattice import Grid
     from geosynth.model import PaivaFit
 
@@ -92,6 +98,7 @@ __all__ = [
     "save_map",
     "release_layer_name",
     "intensity_layer_name",
+    "DEFAULT_MAX_POINTS",
     "ORIGINAL_LAYER",
     "DISPLACEMENT_LAYER",
     "GRID_LAYER",
@@ -100,6 +107,10 @@ __all__ = [
     "PUBLIC_TITLE",
 ]
 
+#: Default ``max_points`` of :func:`review_map` and of ``geosynth release --map-max-points``:
+#: points drawn per layer (each adds about 0.2 kB to the page, and so does each of its
+#: displacement lines: every point of a million records in 5 releases would make 2 GB).
+DEFAULT_MAX_POINTS = 10_000
 #: Name of the layer of the confidential points (internal maps only).
 ORIGINAL_LAYER = "Original (internal)"
 #: Name of the layer of lines from original to synthetic points (internal, linked releases).
@@ -177,7 +188,7 @@ def review_map(
     grid: Grid | None = None,
     public: bool = False,
     combination: int = 0,
-    max_points: int | None = None,
+    max_points: int | None = DEFAULT_MAX_POINTS,
     *,
     linked: bool | None = None,
     tiles: Any = None,
@@ -210,9 +221,10 @@ def review_map(
         is still drawn: pass a fit only if the posterior mean intensity may be published.
     combination : int, default 0
         Row of ``fit.counts.combos`` whose intensity is drawn.
-    max_points : int, optional
+    max_points : int or None, default :data:`DEFAULT_MAX_POINTS` (10 000)
         Draw at most this many points per layer (a fixed random subset, the same on every call;
-        layer names are unchanged). Default: all.
+        layer names are unchanged); the displacement layer has a line per drawn point of each
+        release. None draws every point (a page of millions of points may not open).
     linked : bool, optional
         Whether each release row is the synthetic version of the original row with the same
         index label, which the ``"Displacement"`` layer needs. Default: True for internal maps
@@ -294,8 +306,6 @@ def review_map(
     ...  and layer.control]
     ['Posterior mean λ: y=0', 'Original (internal)', 'Release 1', 'Release 2', 'Displacement']
     """
-    import folium
-
     public = check_bool(public, "public")
     offline = check_bool(offline, "offline")
     if offline and tiles is not None:
@@ -350,9 +360,8 @@ def review_map(
         _add_intensity(m, grid, lam, label, None if public else fit.counts.counts[:, combination])
     elif grid is not None:
         cells = grid.cells[["cell_id", "geometry"]]
-        folium.GeoJson(_geojson(cells), name=GRID_LAYER, tooltip=_tooltip(cells),
-                       style_function=lambda feature: {"color": "#555555", "weight": 1,
-                                                       "fill": False}).add_to(m)
+        _Layer(_geojson(cells), GRID_LAYER, {"color": "#555555", "weight": 1, "fill": False},
+               tooltip=_tooltip(cells)).add_to(m)
     if not public:
         _add_points(m, _subsample(original, max_points), ORIGINAL_LAYER, _ORIGINAL_COLOR)
     for number, release in enumerate(shown, start=1):
@@ -360,7 +369,7 @@ def review_map(
         _add_points(m, release, release_layer_name(number), color)
     if linked:
         _add_displacement(m, original, shown, crs)
-    folium.LayerControl(collapsed=False).add_to(m)
+    _LayerControl(collapsed=False).add_to(m)
     xmin, ymin, xmax, ymax = _bounds_4326(np.vstack(extents), crs)
     m.location = [(ymin + ymax) / 2, (xmin + xmax) / 2]
     m.fit_bounds([[ymin, xmin], [ymax, xmax]])
@@ -417,8 +426,6 @@ def save_map(
     geosynth.errors.InputTypeError
         ``path`` is not a file path (None, a number, bytes).
     """
-    import folium
-
     from geosynth.io._files import as_path
 
     if not isinstance(m, folium.Map):
@@ -488,7 +495,6 @@ def _check_tiles(tiles: Any) -> None:
 
     A tile URL needs an attribution, which a :class:`folium.TileLayer` carries.
     """
-    import folium
     import xyzservices
 
     if tiles is None or isinstance(tiles, xyzservices.TileProvider | folium.TileLayer):
@@ -735,60 +741,101 @@ def _subsample(frame: gpd.GeoDataFrame, max_points: int | None) -> gpd.GeoDataFr
 
 
 def _geojson(frame: gpd.GeoDataFrame) -> dict:
-    """FeatureCollection in EPSG:4326 without the index (feature ids are row positions)."""
+    """FeatureCollection in EPSG:4326 without the index (feature ids are row positions).
+
+    Built from the coordinate and column arrays (no per-row conversion through a JSON text);
+    the properties are those of :meth:`geopandas.GeoDataFrame.to_json` (missing values null),
+    with the data's text HTML-escaped (:func:`_property_values`).
+    """
     geometry = frame.geometry.name
-    keep = [c for c in frame.columns
-            if c == geometry or not isinstance(frame[c].dtype, gpd.array.GeometryDtype)]
-    try:
-        data = json.loads(frame[keep].to_json(drop_id=True, to_wgs84=True))
-    except TypeError as err:  # bytes, sets, ...: "Object of type bytes is not JSON serializable"
-        columns = [str(c) for c in keep if c != geometry and not _serialisable(frame[c])]
+    columns = [c for c in frame.columns
+               if c != geometry and not isinstance(frame[c].dtype, gpd.array.GeometryDtype)]
+    values = _property_values(frame, columns)
+    keys = [str(c) for c in columns]
+    shapes = _geometries(frame.geometry.to_crs(4326))
+    rows = zip(*values, strict=True) if values else [()] * len(shapes)
+    features = [{"type": "Feature", "id": number,
+                 "properties": dict(zip(keys, row, strict=True)), "geometry": shape}
+                for number, (shape, row) in enumerate(zip(shapes, rows, strict=False))]
+    return {"type": "FeatureCollection", "features": features}
+
+
+def _property_values(frame: gpd.GeoDataFrame, columns: list) -> list[list]:
+    """Each column's values as JSON-ready Python values, the data's text HTML-escaped.
+
+    folium's tooltips fill their table with innerHTML: strings are escaped, and so is the JSON
+    text of a list or dict (the tooltip shows ``JSON.stringify(value)``). Missing values are
+    None (null).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A column holds values JSON cannot write (bytes, sets, timestamps, ...).
+    """
+    result, refused = [], []
+    for column in columns:
+        series = frame[column]
+        values = series.astype(object).to_numpy(copy=True)
+        values[series.isna().to_numpy()] = None
+        values = values.tolist()
+        try:
+            json.dumps(values)
+        except (TypeError, ValueError) as err:
+            refused.append((str(column), err))
+            continue
+        if not pd.api.types.is_numeric_dtype(series.dtype):  # text, categories, objects
+            values = [_escaped(value) for value in values]
+        result.append(values)
+    if refused:
         raise InputError(
-            f"cannot draw a layer: its column(s) {columns} hold values a web map cannot show "
-            f"({err}); decode or drop them before drawing the map"
-        ) from None
-    for number, feature in enumerate(data["features"]):
-        feature["id"] = number
-        # folium's tooltips fill their table with innerHTML: the data's text must stay text.
-        properties = feature.get("properties") or {}
-        for key, value in properties.items():
-            if isinstance(value, str):
-                properties[key] = html.escape(value)
-            elif isinstance(value, dict | list):  # the tooltip shows JSON.stringify(value)
-                properties[key] = html.escape(json.dumps(value, ensure_ascii=False,
-                                                          separators=(",", ":")))
-    return data
+            f"cannot draw a layer: its column(s) {[name for name, _ in refused]} hold values a "
+            f"web map cannot show ({refused[0][1]}); decode or drop them before drawing the map"
+        )
+    return result
 
 
-def _serialisable(values: pd.Series) -> bool:
-    """Tell whether a column's values can be written as JSON (not bytes, sets, ...)."""
-    try:
-        json.dumps(values.dropna().tolist(), default=None)
-    except (TypeError, ValueError):
-        return False
-    return True
+def _escaped(value: Any) -> Any:
+    """``value`` with its text HTML-escaped: a str, or the JSON text of a list or dict."""
+    if isinstance(value, str):
+        return html.escape(value)
+    if isinstance(value, dict | list | tuple):
+        return html.escape(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return value
+
+
+def _geometries(geometry: gpd.GeoSeries) -> list[dict]:
+    """GeoJSON geometries of ``geometry`` (EPSG:4326), coordinates as lists of floats.
+
+    Points, and line strings of equally many vertices (the displacement lines), are read from
+    :func:`shapely.get_coordinates` at once; other shapes (cells) one by one.
+    """
+    array = geometry.array
+    kinds = set(shapely.get_type_id(array).tolist())
+    has_z = shapely.has_z(array)
+    counts = shapely.get_num_coordinates(array)
+    if kinds == {0} and (has_z.all() or not has_z.any()):  # z as geopandas writes it
+        xy = shapely.get_coordinates(array, include_z=bool(has_z.all()))
+        return [{"type": "Point", "coordinates": c} for c in xy.tolist()]
+    if kinds == {1} and len(set(counts.tolist())) == 1 and not has_z.any():
+        lines = shapely.get_coordinates(array).reshape(len(array), int(counts[0]), 2)
+        return [{"type": "LineString", "coordinates": c} for c in lines.tolist()]
+    return json.loads(json.dumps([shapely.geometry.mapping(shape) for shape in array]))
 
 
 def _tooltip(frame: gpd.GeoDataFrame, aliases: list[str] | None = None):
-    import folium
-
     fields = [str(c) for c in frame.columns if c != frame.geometry.name
               and not isinstance(frame[c].dtype, gpd.array.GeometryDtype)]
     if not fields:
         return None
     # Shown as HTML (innerHTML): column names are the data's text too.
     shown = [html.escape(alias) for alias in (fields if aliases is None else aliases)]
-    return folium.GeoJsonTooltip(fields, aliases=shown, localize=True)
+    return _GeoJsonTooltip(fields, aliases=shown, localize=True)
 
 
 def _add_points(m: folium.Map, frame: gpd.GeoDataFrame, name: str, color: str) -> None:
-    import folium
-
     style = {"color": color, "fillColor": color, "weight": 1, "fillOpacity": 0.7}
-    folium.GeoJson(
-        _geojson(frame), name=name, marker=folium.CircleMarker(radius=3, fill=True),
-        style_function=lambda feature: style, tooltip=_tooltip(frame),
-    ).add_to(m)
+    _Layer(_geojson(frame), name, style, tooltip=_tooltip(frame),
+           marker=folium.CircleMarker(radius=3, fill=True)).add_to(m)
 
 
 def _linear_colormap(name: str, values: np.ndarray, caption: str):
@@ -804,10 +851,30 @@ def _linear_colormap(name: str, values: np.ndarray, caption: str):
     return colormap
 
 
+def _colours(colormap: Any, values: np.ndarray) -> np.ndarray:
+    """``colormap(value)`` ("#rrggbbaa") of each value, computed as branca does, at once.
+
+    :meth:`branca.colormap.LinearColormap.rgba_floats_tuple`: the colours of the index values
+    around ``x`` mixed in proportion, the end colours beyond the ends; each channel then
+    becomes ``int(u * 255.9999)``.
+    """
+    index = np.asarray(colormap.index, dtype=float)
+    colors = np.asarray(colormap.colors, dtype=float)
+    x = np.asarray(values, dtype=float)
+    upper = np.clip(np.searchsorted(index, x, side="left"), 1, len(index) - 1)
+    low, high = index[upper - 1], index[upper]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(low < high, (x - low) * 1.0 / (high - low), 1.0)[:, None]
+    rgba = (1.0 - p) * colors[upper - 1] + p * colors[upper]
+    rgba = np.where((x <= index[0])[:, None], colors[0], rgba)
+    rgba = np.where((x >= index[-1])[:, None], colors[-1], rgba)
+    channels, codes = np.unique((rgba * 255.9999).astype(np.int64), axis=0, return_inverse=True)
+    palette = np.array(["#" + "".join(f"{u:02x}" for u in row) for row in channels.tolist()])
+    return palette[codes.reshape(-1)]
+
+
 def _add_intensity(m: folium.Map, grid: Grid, lam: np.ndarray, label: str,
                    records: np.ndarray | None) -> None:
-    import folium
-
     cells = grid.cells[["cell_id", "geometry"]].copy()
     cells["lambda"] = lam
     aliases = ["cell", "posterior mean λ"]
@@ -815,20 +882,15 @@ def _add_intensity(m: folium.Map, grid: Grid, lam: np.ndarray, label: str,
         cells["records"] = np.asarray(records, dtype=np.int64)
         aliases.append("records (original)")
     colormap = _linear_colormap("YlOrRd_09", lam, "Posterior mean λ per cell")
-
-    def style(feature: dict) -> dict:
-        return {"fillColor": colormap(feature["properties"]["lambda"]), "color": "#666666",
-                "weight": 0.5, "fillOpacity": 0.6}
-
-    folium.GeoJson(_geojson(cells), name=intensity_layer_name(label), style_function=style,
-                   tooltip=_tooltip(cells, aliases)).add_to(m)
+    _Layer(_geojson(cells), intensity_layer_name(label),
+           {"color": "#666666", "weight": 0.5, "fillOpacity": 0.6},
+           colours=("fillColor", _colours(colormap, lam)),
+           tooltip=_tooltip(cells, aliases)).add_to(m)
     colormap.add_to(m)
 
 
 def _add_displacement(m: folium.Map, original: gpd.GeoDataFrame,
                       releases: list[gpd.GeoDataFrame], crs: Any) -> None:
-    import folium
-
     frames = []
     for number, release in enumerate(releases, start=1):
         start = point_coordinates(original.loc[release.index], "original")
@@ -841,15 +903,11 @@ def _add_displacement(m: folium.Map, original: gpd.GeoDataFrame,
     lines = gpd.GeoDataFrame(pd.concat(frames, ignore_index=True), geometry="geometry", crs=crs)
     unit = "metre" if crs.is_geographic else crs.axis_info[0].unit_name
     unit = {"metre": "m", "foot": "ft", "US survey foot": "US ft"}.get(unit, unit)
-    colormap = _linear_colormap("plasma", lines["displacement"].to_numpy(),
-                                f"Displacement ({unit})")
-
-    def style(feature: dict) -> dict:
-        return {"color": colormap(feature["properties"]["displacement"]), "weight": 1.5,
-                "opacity": 0.8}
-
-    folium.GeoJson(_geojson(lines), name=DISPLACEMENT_LAYER, style_function=style, show=False,
-                   tooltip=_tooltip(lines, ["release", f"displacement ({unit})"])).add_to(m)
+    displacement = lines["displacement"].to_numpy()
+    colormap = _linear_colormap("plasma", displacement, f"Displacement ({unit})")
+    _Layer(_geojson(lines), DISPLACEMENT_LAYER, {"weight": 1.5, "opacity": 0.8},
+           colours=("color", _colours(colormap, displacement)), show=False,
+           tooltip=_tooltip(lines, ["release", f"displacement ({unit})"])).add_to(m)
     colormap.add_to(m)
 
 
@@ -872,3 +930,85 @@ def _bounds_4326(extents: np.ndarray, crs: Any) -> tuple[float, float, float, fl
     xmax, ymax = extents[:, 2].max(), extents[:, 3].max()
     transformer = Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
     return transformer.transform_bounds(xmin, ymin, xmax, ymax, densify_pts=21)
+
+
+# ---------------------------------------------------------------------- page elements
+class _TextMacro(MacroElement):
+    """MacroElement whose rendered header, html and script join the page as text.
+
+    branca's :meth:`~branca.element.MacroElement.render` wraps each rendered part in an
+    ``Element``, whose template compiles it again as Jinja: the data's text written into it
+    (GeoJSON, column names, attribute levels) was evaluated (``{{ 7*7 }}`` became ``49``, and
+    any expression ran), and compiling the embedded GeoJSON of a large layer took minutes.
+    """
+
+    def render(self, **kwargs) -> None:
+        """Add the rendered parts to the page's Figure, then render the children."""
+        figure = self.get_root()
+        if not isinstance(figure, Figure):
+            raise TypeError(f"a {type(self).__name__} must be in a branca Figure to be rendered")
+        macros = self._template.module.__dict__
+        for part in ("header", "html", "script"):
+            if macros.get(part) is not None:
+                getattr(figure, part).add_child(RawText(str(macros[part](self, kwargs))),
+                                                name=self.get_name())
+        for child in self._children.values():
+            child.render(**kwargs)
+
+
+# Layers' JSON without the spaces of ", " and ": " (|tojson still escapes <, >, & and ').
+_JSON_ENV = jinja2.Environment()
+_JSON_ENV.policies["json.dumps_kwargs"] = {"separators": (",", ":")}
+
+
+class _Layer(folium.GeoJson, _TextMacro):
+    """GeoJSON layer drawn with one style (a constant, or a colour per feature from a palette).
+
+    The style is JavaScript of the page (no per-feature style function in Python, no style
+    table per feature id); point features are circle markers of ``marker``'s options.
+    """
+
+    _template = _JSON_ENV.from_string("""
+{% macro script(this, kwargs) %}
+    {%- if this.colour_key %}
+    var {{ this.get_name() }}_colours = {{ this.palette|tojson }};
+    var {{ this.get_name() }}_codes = {{ this.codes|tojson }};
+    {%- endif %}
+    function {{ this.get_name() }}_style(feature) {
+        var style = {{ this.base_style|tojson }};
+        {%- if this.colour_key %}
+        style[{{ this.colour_key|tojson }}] =
+            {{ this.get_name() }}_colours[{{ this.get_name() }}_codes[feature.id]];
+        {%- endif %}
+        return style;
+    }
+    var {{ this.get_name() }} = L.geoJson(null, {
+        style: {{ this.get_name() }}_style,
+        {%- if this.marker %}
+        pointToLayer: function (feature, latlng) {
+            return L.circleMarker(latlng, Object.assign(
+                {{ this.marker.options|tojson }}, {{ this.get_name() }}_style(feature)));
+        },
+        {%- endif %}
+    });
+    {{ this.get_name() }}.addData({{ this.data|tojson }});
+{% endmacro %}
+""")
+
+    def __init__(self, data: dict, name: str, style: dict, *,
+                 colours: tuple[str, np.ndarray] | None = None, **kwargs: Any) -> None:
+        super().__init__(data, name=name, **kwargs)
+        self.base_style = style
+        self.colour_key, self.palette, self.codes = None, [], []
+        if colours is not None:
+            palette, codes = np.unique(colours[1], return_inverse=True)
+            self.colour_key = colours[0]
+            self.palette, self.codes = palette.tolist(), codes.reshape(-1).tolist()
+
+
+class _GeoJsonTooltip(folium.GeoJsonTooltip, _TextMacro):
+    """folium's GeoJSON tooltip, its script (column names) never compiled as Jinja."""
+
+
+class _LayerControl(folium.LayerControl, _TextMacro):
+    """folium's layer control, its script (layer names) never compiled as Jinja."""

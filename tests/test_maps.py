@@ -24,6 +24,7 @@ from geosynth._atomic import AtomicOutputs
 from geosynth._vendor import ASSETS, InlineAssets
 from geosynth.errors import CRSError, GeosynthWarning, InputError, PrivacyLeakWarning
 from geosynth.maps import (
+    DEFAULT_MAX_POINTS,
     DISPLACEMENT_LAYER,
     GRID_LAYER,
     INTERNAL_TITLE,
@@ -215,6 +216,67 @@ def test_max_points_draws_a_fixed_subset(data):
         assert first[name].data == again[name].data
     assert len(layers(review_map(original, releases, max_points=10**6))[ORIGINAL_LAYER]
                .data["features"]) == len(original)
+
+
+def test_max_points_defaults_to_the_command_lines_cap():
+    # review_map drew every point by default (the CLI drew 10 000): a million records made a
+    # page of 11 million features that no browser opens.
+    from geosynth.cli.release import release
+
+    (option,) = [p for p in release.params if p.name == "map_max_points"]
+    assert option.default is None and DEFAULT_MAX_POINTS == 10_000  # None: the map's default
+    assert f"DEFAULT_MAX_POINTS, {DEFAULT_MAX_POINTS:,})" in option.help
+    xy = np.random.default_rng(0).uniform(0, 1000, (DEFAULT_MAX_POINTS + 50, 2))
+    original = gpd.GeoDataFrame(geometry=gpd.points_from_xy(*xy.T), crs=3857)
+    synthetic = original.set_geometry(original.translate(3.0, 4.0))
+    drawn = layers(review_map(original, synthetic, linked=True))
+    for name in (ORIGINAL_LAYER, release_layer_name(1), DISPLACEMENT_LAYER):
+        assert len(drawn[name].data["features"]) == DEFAULT_MAX_POINTS
+    every = layers(review_map(original, synthetic, max_points=None, linked=False))
+    assert len(every[release_layer_name(1)].data["features"]) == len(original)
+
+
+def test_the_datas_text_is_never_run_as_a_template(data, make_scenario_counts):
+    # branca compiled each rendered layer, tooltip and layer control again as a Jinja
+    # template: a level "{{ 7*7 }}" was shown as "49" (and any expression ran while the page
+    # was written), and a level "{# ..." failed with a TemplateSyntaxError.
+    original, releases, _, _ = data
+    texts = ["{{ 7*7 }}", "{# open", "<b>{% raw %}</b>"]
+    release = releases[0].assign(note=(texts * len(releases[0]))[:len(releases[0])])
+    release = release.rename(columns={"x1": "{{ 6*7 }}"})
+    scenario, grid, _ = make_scenario_counts(n=60, seed=2, shape=(3, 3), attributes=["y"])
+    levels = scenario.data.assign(grp=["{{ 5*5 }}", "b"] * 30)
+    counts = geosynth.prepare(levels, grid, ["grp"])
+    fit = geosynth.PaivaModel().fit(counts, n_iter=30, burn_in=10, chains=1, seed=1,
+                                    progress=False)
+    combination = counts.combination_labels(sep=", ").index("grp={{ 5*5 }}")
+    m = review_map(original, [release], fit=fit, combination=combination)
+    html = m.get_root().render()
+    for text in ("{{ 7*7 }}", "{# open", "{% raw %}", '"{{ 6*7 }}"', "grp={{ 5*5 }}"):
+        assert text in html
+    assert set(feature_property(layers(m)[release_layer_name(1)], "note")) == {
+        "{{ 7*7 }}", "{# open", "&lt;b&gt;{% raw %}&lt;/b&gt;"}
+
+
+def test_colours_are_the_legends(data):
+    # Each cell and line takes the colour of its value on the legend's scale, as branca's
+    # colormap computes it (the page maps each feature to a colour of a palette).
+    original, releases, fit, _ = data
+    m = review_map(original, releases, fit=fit, combination=1)
+    intensity, lines = (layers(m)[intensity_layer_name(LABELS[1])],
+                        layers(m)[DISPLACEMENT_LAYER])
+    legends = [c for c in m._children.values() if isinstance(c, branca.colormap.LinearColormap)]
+    for layer, legend, name in ((intensity, legends[0], "lambda"),
+                                (lines, legends[1], "displacement")):
+        values = feature_property(layer, name)
+        assert [layer.palette[code] for code in layer.codes] == [legend(v) for v in values]
+        assert len(set(layer.palette)) == len(layer.palette) > 1
+    edges = np.array(legends[1].index)  # every stop of the scale, between and beyond them
+    values = np.concatenate([edges, (edges[1:] + edges[:-1]) / 2, [edges[0] - 1, edges[-1] + 1],
+                             np.random.default_rng(0).uniform(edges[0], edges[-1], 500)])
+    from geosynth.maps import _colours
+
+    assert _colours(legends[1], values).tolist() == [legends[1](v) for v in values]
 
 
 # ---------------------------------------------------------------------- leaks and assets

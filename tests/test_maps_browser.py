@@ -11,6 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
+import branca.colormap
 import folium
 import pytest
 
@@ -45,6 +46,7 @@ RENDERED = """name => window[name].getLayers()
     .filter(layer => layer._path && layer._path.isConnected).length"""
 ON_MAP = "([map, layer]) => window[map].hasLayer(window[layer])"
 PATHS = "() => document.querySelectorAll('.leaflet-overlay-pane path').length"
+OPTION = "([name, key]) => window[name].getLayers().map(layer => layer.options[key])"
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +159,19 @@ def test_internal_review_map(review_data, open_map, tmp_path, offline):
         release_layer_name(2): len(releases[1]),
         DISPLACEMENT_LAYER: 0,  # hidden until switched on
     }
+    # Styles: the legends' colour of each cell and line, the release's colour for its points.
+    legends = [c for c in m._children.values() if isinstance(c, branca.colormap.LinearColormap)]
+    lam = fit.posterior_mean_lambda()[:, COMBINATION]
+    assert page.evaluate(OPTION, [variables[intensity_layer_name(LABEL)], "fillColor"]) == [
+        legends[0](value) for value in lam]
+    assert set(page.evaluate(OPTION, [variables[release_layer_name(2)], "fillColor"])) == {
+        "#ff7f0e"}
+    assert set(page.evaluate(OPTION, [variables[ORIGINAL_LAYER], "radius"])) == {3}
+    displacement = [feature["properties"]["displacement"] for feature in next(
+        c for c in m._children.values() if getattr(c, "layer_name", None) == DISPLACEMENT_LAYER
+    ).data["features"]]
+    assert page.evaluate(OPTION, [variables[DISPLACEMENT_LAYER], "color"]) == [
+        legends[1](value) for value in displacement]
     screenshot = tmp_path / "review.png"
     page.screenshot(path=screenshot)
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

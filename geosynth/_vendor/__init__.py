@@ -28,7 +28,7 @@ from branca.element import CssLink, Element, Figure, JavascriptLink
 
 from geosynth.errors import GeosynthWarning, InputError
 
-__all__ = ["ASSETS", "InlineAssets", "VendoredAsset", "inline_html"]
+__all__ = ["ASSETS", "InlineAssets", "RawText", "VendoredAsset", "inline_html"]
 
 
 @dataclass(frozen=True)
@@ -155,17 +155,23 @@ def inline_html(name: str, licence: str = "full") -> str:
     return f"<{tag}>{comment}{_code(name)}</{tag}>"
 
 
-class _RawHtml(Element):
-    """Element rendered as the given HTML (an Element's template would parse it as Jinja)."""
+class RawText(Element):
+    """Element rendered as the given text (an Element's template would parse it as Jinja).
 
-    def __init__(self, html: str) -> None:
+    Parameters
+    ----------
+    text : str
+        HTML or script, written into the page unchanged.
+    """
+
+    def __init__(self, text: str) -> None:
         super().__init__()
-        self._name = "RawHtml"
-        self.html = html
+        self._name = "RawText"
+        self.text = text
 
     def render(self, **kwargs) -> str:
-        """Return the HTML unchanged."""
-        return self.html
+        """Return the text unchanged."""
+        return self.text
 
 
 class InlineAssets(Element):
@@ -204,5 +210,5 @@ class InlineAssets(Element):
                               GeosynthWarning, stacklevel=2)
             licence = "reference" if asset.package in packages else "full"
             packages.add(asset.package)
-            figure.header.add_child(_RawHtml(inline_html(name, licence)), name=name)
+            figure.header.add_child(RawText(inline_html(name, licence)), name=name)
         return ""

@@ -100,9 +100,9 @@ __all__ = ["release"]
               help="Write an interactive review map: one self-contained HTML file that opens "
               "without internet and requests nothing (internal: shows the original points; "
               "readable by you only).")
-@click.option("--map-max-points", type=click.IntRange(min=0), default=10_000, show_default=True,
-              help="Draw at most this many points per map layer (a fixed random subset); 0 "
-              "draws all.")
+@click.option("--map-max-points", type=click.IntRange(min=0), default=None,
+              help="Draw at most this many points per map layer (a fixed random subset; "
+              "default: geosynth.maps.DEFAULT_MAX_POINTS, 10,000); 0 draws all.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
               help="Write a Markdown report: fit diagnostics and risk/utility tables "
               "(internal; readable by you only).")
@@ -149,7 +149,7 @@ def release(
     seed: int | None,
     out_path: str,
     map_path: str | None,
-    map_max_points: int,
+    map_max_points: int | None,
     report_path: str | None,
     outcome: str | None,
     include_intensity: bool,
@@ -270,8 +270,9 @@ def release(
         if map_path is not None:
             from geosynth import maps
 
+            shown = maps.DEFAULT_MAX_POINTS if map_max_points is None else map_max_points or None
             review = maps.review_map(original, result["internal"], fit=result["fit"],
-                                     max_points=map_max_points or None, offline=True)
+                                     max_points=shown, offline=True)
             maps.save_map(review, map_path, outputs=outputs.outputs, private=True)
         if report_path is not None:
             evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
