@@ -20,14 +20,16 @@ projected CRS; ``releases`` is a GeoDataFrame or a list of them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-from scipy.spatial import cKDTree
+from numba import njit
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._validation import check_bool, check_choice, check_real_array, is_sequence
@@ -69,6 +71,10 @@ MEAN_LABEL = "mean"
 # Spatial k-anonymity counts points on the circle; the radius is widened by this relative amount
 # so that rounding never drops the record's own original point (at exactly the displacement).
 _BALL_RTOL = 1e-9
+# Points per leaf of the counting kd-tree (fastest of 16-128 at 10^6 points), and the fewest
+# circles worth a thread pool.
+_BALL_LEAF = 64
+_BALL_THREADED = 20_000
 # Match probabilities within this relative distance of the maximum count as tied (they are sums
 # of at most m fractions 1/F, exact up to rounding).
 _TIE_RTOL = 1e-10
@@ -299,10 +305,201 @@ def spatial_k_anonymity(
     if pop.shape[0] == 0 or xy1.shape[0] == 0:
         k = np.zeros(xy1.shape[0], dtype=np.int64)
     else:
-        k = cKDTree(pop).query_ball_point(
-            xy1, r=d * (1.0 + _BALL_RTOL), return_length=True, workers=-1
-        )
-    return pd.Series(np.asarray(k, dtype=np.int64), index=original.index, name="k_anonymity")
+        k = _circle_counts(pop, xy1, d * (1.0 + _BALL_RTOL))
+    return pd.Series(k, index=original.index, name="k_anonymity")
+
+
+def _circle_counts(points: np.ndarray, centres: np.ndarray, radius: np.ndarray) -> np.ndarray:
+    """Count the ``points`` in each closed circle, exactly as a point-by-point test would.
+
+    Point ``p`` is in the circle of centre ``c`` and radius ``r`` when
+    ``(p_x - c_x)**2 + (p_y - c_y)**2 <= r * r`` in float64, the test of
+    ``scipy.spatial.cKDTree.query_ball_point(..., return_length=True)``.
+
+    Parameters
+    ----------
+    points : numpy.ndarray, shape (n, 2)
+        Finite coordinates, n >= 1.
+    centres : numpy.ndarray, shape (m, 2)
+        Finite circle centres.
+    radius : numpy.ndarray, shape (m,)
+        Finite radii >= 0.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (m,)
+
+    Notes
+    -----
+    A kd-tree keeps the count and the bounding box of the points of each node, so a node whose
+    box lies inside a circle adds its count without visiting its points, and only the leaves
+    crossing the circle are tested point by point: about ``sqrt(n)`` work per circle instead of
+    the ``k`` points in it (a large share of n when releases move points kilometres). The
+    shortcuts are exact, not approximate: ``fl(p_x - c_x)`` is monotone in ``p_x`` and squares
+    and sums round monotonically, so the test evaluated at a box's farthest corner bounds the
+    tests of all its points from above, and at its nearest point from below.
+    """
+    tree = _ball_tree(np.ascontiguousarray(points, dtype=np.float64), _BALL_LEAF)
+    xy = np.ascontiguousarray(centres, dtype=np.float64)
+    r = np.ascontiguousarray(radius, dtype=np.float64)
+    order = _locality_order(xy, r)
+    out = np.zeros(xy.shape[0], dtype=np.int64)
+    workers = os.cpu_count() or 1
+    if workers == 1 or xy.shape[0] < _BALL_THREADED:
+        _ball_counts(*tree, xy, r, order, out, 0, xy.shape[0])
+        return out
+    # Contiguous runs of the locality order share the tree nodes they visit (cache).
+    bounds = np.linspace(0, xy.shape[0], 4 * workers + 1).astype(np.int64)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda i: _ball_counts(*tree, xy, r, order, out, bounds[i],
+                                             bounds[i + 1]), range(bounds.size - 1)))
+    return out
+
+
+def _locality_order(xy: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Order circles by radius band, then along a Morton curve: neighbours cross the same leaves.
+
+    Only the speed depends on it (3x at 10^6 circles, from cache reuse), not the counts.
+    """
+    n = xy.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo = xy.min(axis=0)
+    span = float(np.max(xy.max(axis=0) - lo))
+    cells = np.zeros(xy.shape, dtype=np.uint64)
+    if span > 0:
+        cells = np.minimum((xy - lo) / span * 65535.0, 65535.0).astype(np.uint64)
+    code = _spread_bits(cells[:, 0]) | (_spread_bits(cells[:, 1]) << np.uint64(1))
+    bands = int(np.ceil(n ** (1 / 3)))
+    band = np.empty(n, dtype=np.int64)
+    band[np.argsort(r, kind="stable")] = np.arange(n) * bands // n
+    return np.lexsort((code, band))
+
+
+def _spread_bits(v: np.ndarray) -> np.ndarray:
+    """Interleave zeros between the 16 low bits of ``v`` (one axis of a Morton code)."""
+    for shift, mask in ((8, 0x00FF00FF), (4, 0x0F0F0F0F), (2, 0x33333333), (1, 0x55555555)):
+        v = (v | (v << np.uint64(shift))) & np.uint64(mask)
+    return v
+
+
+@njit(cache=True, nogil=True)
+def _ball_select(xy, perm, axis, lo, hi, k):  # pragma: no cover - numba
+    """Reorder ``perm[lo:hi]`` by ``xy[:, axis]`` so that position k holds its rank."""
+    hi -= 1
+    while hi > lo:
+        a = xy[perm[lo], axis]
+        b = xy[perm[(lo + hi) // 2], axis]
+        c = xy[perm[hi], axis]
+        pivot = max(min(a, b), min(max(a, b), c))  # median of three
+        i = lo
+        j = hi
+        while i <= j:  # Hoare partition: equal keys are swapped, so duplicates split evenly
+            while xy[perm[i], axis] < pivot:
+                i += 1
+            while xy[perm[j], axis] > pivot:
+                j -= 1
+            if i <= j:
+                t = perm[i]
+                perm[i] = perm[j]
+                perm[j] = t
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            break
+
+
+@njit(cache=True, nogil=True)
+def _ball_tree(xy, leaf_size):  # pragma: no cover - numba
+    """Median-split kd-tree: points in leaf order, node ranges, first child, bounding boxes.
+
+    Returns ``(x, y, lo, hi, child, box)``: node ``i`` holds points ``lo[i]:hi[i]`` of the
+    reordered ``x, y``; its children are ``child[i]`` and ``child[i] + 1`` (-1 for a leaf);
+    ``box[i]`` = (xmin, xmax, ymin, ymax) over its points (coordinates of actual points).
+    """
+    n = xy.shape[0]
+    perm = np.arange(n)
+    cap = 2 * (2 * n // leaf_size + 1) + 1
+    lo = np.empty(cap, np.int64)
+    hi = np.empty(cap, np.int64)
+    child = np.full(cap, -1, np.int64)
+    box = np.empty((cap, 4))
+    todo = np.empty(cap, np.int64)
+    lo[0], hi[0], todo[0] = 0, n, 0
+    n_nodes, sp = 1, 1
+    while sp > 0:
+        sp -= 1
+        node = todo[sp]
+        x0, x1, y0, y1 = np.inf, -np.inf, np.inf, -np.inf
+        for k in range(lo[node], hi[node]):
+            x0 = min(x0, xy[perm[k], 0])
+            x1 = max(x1, xy[perm[k], 0])
+            y0 = min(y0, xy[perm[k], 1])
+            y1 = max(y1, xy[perm[k], 1])
+        box[node, 0], box[node, 1], box[node, 2], box[node, 3] = x0, x1, y0, y1
+        if hi[node] - lo[node] <= leaf_size:
+            continue
+        mid = (lo[node] + hi[node]) // 2
+        _ball_select(xy, perm, 0 if x1 - x0 >= y1 - y0 else 1, lo[node], hi[node], mid)
+        c = n_nodes
+        n_nodes += 2
+        lo[c], hi[c], lo[c + 1], hi[c + 1] = lo[node], mid, mid, hi[node]
+        child[node] = c
+        todo[sp], todo[sp + 1] = c, c + 1
+        sp += 2
+    x = np.empty(n)
+    y = np.empty(n)
+    for k in range(n):
+        x[k] = xy[perm[k], 0]
+        y[k] = xy[perm[k], 1]
+    return x, y, lo[:n_nodes].copy(), hi[:n_nodes].copy(), child[:n_nodes].copy(), box[:n_nodes]
+
+
+@njit(cache=True, nogil=True)
+def _ball_count(x, y, lo, hi, child, box, qx, qy, r2, stack):  # pragma: no cover - numba
+    """Points with ``(x - qx)**2 + (y - qy)**2 <= r2``; see :func:`_circle_counts` (exactness)."""
+    count = 0
+    stack[0] = 0
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        node = stack[sp]
+        a = box[node, 0] - qx
+        b = box[node, 1] - qx
+        c = box[node, 2] - qy
+        d = box[node, 3] - qy
+        fx = max(abs(a), abs(b))  # farthest corner: every point's test is at most this
+        fy = max(abs(c), abs(d))
+        if fx * fx + fy * fy <= r2:
+            count += hi[node] - lo[node]
+            continue
+        nx = a if a > 0.0 else (b if b < 0.0 else 0.0)  # nearest point of the box
+        ny = c if c > 0.0 else (d if d < 0.0 else 0.0)
+        if nx * nx + ny * ny > r2:
+            continue
+        if child[node] < 0:
+            for k in range(lo[node], hi[node]):
+                dx = x[k] - qx
+                dy = y[k] - qy
+                count += dx * dx + dy * dy <= r2
+            continue
+        stack[sp] = child[node]
+        stack[sp + 1] = child[node] + 1
+        sp += 2
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _ball_counts(x, y, lo, hi, child, box, xy, r, order, out, start, stop):  # pragma: no cover
+    """``out[i]`` = points in circle i, for i in ``order[start:stop]``."""
+    stack = np.empty(128, np.int64)  # a depth-first stack never exceeds the tree depth + 1
+    for j in range(start, stop):
+        i = order[j]
+        out[i] = _ball_count(x, y, lo, hi, child, box, xy[i, 0], xy[i, 1], r[i] * r[i], stack)
 
 
 def k_anonymity_summary(

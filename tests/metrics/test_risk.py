@@ -157,6 +157,63 @@ def test_spatial_k_anonymity_with_address_population():
         spatial_k_anonymity(original, release, addresses.to_crs("EPSG:3857"))
 
 
+def _brute_k(population, centres, moved):
+    """Point-by-point count of the closed circles, the test scipy's query_ball_point applies."""
+    r = moved * (1.0 + 1e-9)  # the documented relative widening of the radius
+    dx = population[None, :, 0] - centres[:, None, 0]
+    dy = population[None, :, 1] - centres[:, None, 1]
+    return ((dx * dx + dy * dy) <= (r * r)[:, None]).sum(axis=1).tolist()
+
+
+def _lattice_case(rng, offset, step):
+    """Lattice points with duplicates, moved by Pythagorean steps (many points on circles)."""
+    xy = rng.integers(0, 40, (1500, 2)) * step + offset
+    moves = np.array([[3, 4], [-4, 3], [0, 5], [5, 0], [1, 1], [0, 0], [12, -5], [-8, -15]])
+    return xy, xy + moves[rng.integers(0, moves.shape[0], xy.shape[0])] * step
+
+
+def _boundary_population(rng, centres, moved):
+    """Points on each circle and one ulp either side, plus duplicates of them."""
+    r = moved * (1.0 + 1e-9)
+    angle = rng.uniform(0, 2 * np.pi, (centres.shape[0], 6))
+    ring = centres[:, None, :] + r[:, None, None] * np.stack([np.cos(angle), np.sin(angle)], 2)
+    ring = ring.reshape(-1, 2)
+    pts = np.concatenate([ring, np.nextafter(ring, np.inf), np.nextafter(ring, -np.inf), ring])
+    return pts
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+@pytest.mark.parametrize(
+    ("offset", "step"),
+    [((0.0, 0.0), 1.0), ((500_000.0, 7_800_000.0), 1.0), ((500_000.0, 7_800_000.0), 0.25),
+     ((-3.0, 2.0), 1e-3)],
+)
+def test_spatial_k_anonymity_equals_a_point_by_point_count(offset, step, threaded, monkeypatch):
+    # Exact boundaries: integer and huge UTM coordinates, duplicates, zero displacements, points
+    # on every circle and one ulp inside or outside it. The count must be the closed-circle
+    # test point by point, whatever shortcut finds it (the fast path must not round).
+    from scipy.spatial import cKDTree
+
+    from geosynth.metrics import risk
+
+    monkeypatch.setattr(risk, "_BALL_THREADED", 0 if threaded else 10**9, raising=False)
+    rng = np.random.default_rng(7)
+    xy, moved_xy = _lattice_case(rng, np.array(offset), step)
+    original, release = frame(xy), frame(moved_xy)
+    moved = displacement(original, release).to_numpy()
+    k = spatial_k_anonymity(original, release)
+    assert k.tolist() == _brute_k(xy, moved_xy, moved)
+    assert (k >= 1).all()
+    ball = cKDTree(xy).query_ball_point(moved_xy, r=moved * (1 + 1e-9), return_length=True)
+    assert k.tolist() == ball.tolist()
+    population = _boundary_population(rng, moved_xy[:300], moved[:300])
+    population = np.concatenate([population, xy])
+    k = spatial_k_anonymity(original, release, frame(population))
+    assert k.tolist() == _brute_k(population, moved_xy, moved)
+    ball = cKDTree(population).query_ball_point(moved_xy, r=moved * (1 + 1e-9), return_length=True)
+    assert k.tolist() == ball.tolist()
+
+
 def test_k_anonymity_summary_refuses_bad_input():
     with pytest.raises(InputError, match="non-empty"):
         k_anonymity_summary([])
