@@ -271,7 +271,10 @@ def release(
             from geosynth import maps
 
             shown = maps.DEFAULT_MAX_POINTS if map_max_points is None else map_max_points or None
-            review = maps.review_map(original, result["internal"], fit=result["fit"],
+            # The model's columns only: the input's others (ids, incomes, dates) went into the
+            # map's tooltips, and a date column made the map fail after the fit.
+            columns = [*counts.attributes, *counts.covariates, original.geometry.name]
+            review = maps.review_map(original[columns], result["internal"], fit=result["fit"],
                                      max_points=shown, offline=True)
             maps.save_map(review, map_path, outputs=outputs.outputs, private=True)
         if report_path is not None:

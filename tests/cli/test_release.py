@@ -646,3 +646,19 @@ def test_overwrite_never_replaces_a_named_pipe(inputs, tmp_path, option, overwri
     assert "already exist" not in result.output
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == [fifo.name]
+
+
+def test_the_review_map_shows_only_the_models_columns(inputs, tmp_path):
+    # The map drew every column of the input: patient ids and a column of dates (which also
+    # made the map fail after the fit: 'Object of type Timestamp is not JSON serializable').
+    data = gpd.read_file(inputs["gpkg"])
+    data["patient_id"] = [f"P{k:06d}" for k in range(len(data))]
+    data["notified"] = pd.Timestamp("2024-01-01") + pd.to_timedelta(np.arange(len(data)), "D")
+    path = tmp_path / "points.gpkg"
+    data.to_file(path, engine="pyogrio")
+    result = run("release", path, *GPKG_ARGS, *FAST, "--out", tmp_path / "r.gpkg",
+                 "--map", tmp_path / "map.html")
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "map.html").read_text()
+    assert "P000017" not in page and "patient_id" not in page and "notified" not in page
+    assert "x2" in page  # an attribute of the model is still shown
