@@ -31,7 +31,7 @@ from geosynth._validation import check_bool, check_chains, check_max_bytes, chec
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
 from geosynth.model.coarse import coarse_aggregates
-from geosynth.model.modes import smooth_modes, with_component_constants
+from geosynth.model.modes import modes_per_field, smooth_modes, with_component_constants
 from geosynth.model.noise_aware import ETA_LIMIT
 from geosynth.model.priors import Priors
 from geosynth.model.results import PaivaFit
@@ -878,7 +878,8 @@ def build_model_data(counts: CellCounts,
     # One (G, B) slice per covariate; one slice of zeros without β (the kernels' layout).
     zbar = np.stack([counts.covariate(name)[0] for name in covariates] or [np.zeros((G, B))])
     modes, mode_eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
-                                           np.asarray(grid.indices, dtype=np.int64))
+                                           np.asarray(grid.indices, dtype=np.int64),
+                                           modes_per_field(P))
     # The moves along the modes also move each component's constant (modes module docstring).
     modes = with_component_constants(modes, np.asarray(grid.component, dtype=np.int64),
                                      grid.n_components)

@@ -56,11 +56,29 @@ __all__ = [
     "field_exp_sums",
     "likelihood_hessian",
     "joint_mode_proposal",
+    "modes_per_field",
+    "MAX_JOINT_DIMENSION",
     "apply_joint_step",
 ]
 
 N_MODES = 12  # modes per field; the slow ones of the bench's lattices (module docstring)
+#: Largest dimension ``(1 + P)·K`` of :func:`joint_mode_proposal` that :func:`modes_per_field`
+#: allows: its dense Cholesky costs ``D³/3`` flops a sweep and its Hessian ``G·D²``. With the
+#: 12 modes of every field, an attribute of 200 levels made D = 2,400: 7 s a sweep on 25 cells,
+#: and a fit that never reached its first progress update (nor heard Ctrl-C).
+MAX_JOINT_DIMENSION = 240
 _DENSE_UP_TO = 600  # cells: below this, all eigenvectors by dense eigh (exact and cheap)
+
+
+def modes_per_field(n_levels: int) -> int:
+    """Return the modes per field K of a model of ``n_levels`` φ fields.
+
+    :data:`N_MODES`, fewer (at least 1) where ``(1 + n_levels)·K`` would exceed
+    :data:`MAX_JOINT_DIMENSION`. Any K gives an exact Metropolis–Hastings move; fewer modes
+    move the slow directions of each field less, which matters little beside 20 or more
+    levels' fields sharing the cells.
+    """
+    return max(1, min(N_MODES, MAX_JOINT_DIMENSION // (1 + int(n_levels))))
 
 
 def smooth_modes(indptr: np.ndarray, indices: np.ndarray, n_modes: int = N_MODES

@@ -7,16 +7,22 @@ reverse proposal changes it), and its likelihood Hessian against the sum of the 
 outer products. Calibration of the whole sweep with these moves: ``test_sbc.py``.
 """
 
+import warnings
+
+import geopandas as gpd
 import numpy as np
 import pytest
 from scipy import sparse, stats
 
-from geosynth import Grid
+from geosynth import Grid, PaivaModel, prepare
 from geosynth.model.modes import (
+    MAX_JOINT_DIMENSION,
+    N_MODES,
     apply_joint_step,
     joint_mode_proposal,
     likelihood_hessian,
     mode_precision,
+    modes_per_field,
     smooth_modes,
     with_component_constants,
 )
@@ -252,3 +258,24 @@ def test_component_constants_are_orthonormal_columns_after_the_modes():
     np.testing.assert_allclose(out[:6], 3.0 * eigenvalues)
     # Coordinate sqrt(n_c)·mean_c: variance n_c·level_var under the mean's prior.
     np.testing.assert_allclose(out[6:], 1.0 / (sizes * LEVEL_VAR))
+
+
+def test_the_joint_move_keeps_its_dimension_bounded_as_levels_grow():
+    # 12 modes for each of 200 levels' fields made a joint move of dimension 2,412: its dense
+    # Cholesky took seconds a sweep (a fit of one attribute of 200 levels on 25 cells: 87 s for
+    # 12 sweeps, uninterruptible). Models of up to 19 levels keep every mode.
+    assert [modes_per_field(p) for p in (0, 4, 19)] == [N_MODES] * 3
+    for levels in (20, 47, 199, 10_000):
+        k = modes_per_field(levels)
+        assert k >= 1 and ((1 + levels) * k <= MAX_JOINT_DIMENSION or k == 1)
+        assert (1 + levels) * (k + 1) > MAX_JOINT_DIMENSION or k == N_MODES  # the most that fit
+    grid = Grid.regular((0, 0, 50, 50), shape=(5, 5))
+    rng = np.random.default_rng(0)
+    xy = rng.uniform(0, 50, (400, 2))
+    gdf = gpd.GeoDataFrame({"pid": np.arange(400) % 200}, geometry=gpd.points_from_xy(*xy.T))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        counts = prepare(gdf, grid, attributes=["pid"], allow_identifying=True)
+        fit = PaivaModel().fit(counts, n_iter=12, burn_in=6, thin=1, chains=1, seed=1,
+                               progress=False)
+    assert np.isfinite(fit.posterior_mean_lambda()).all()
