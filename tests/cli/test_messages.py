@@ -321,3 +321,21 @@ def test_parameters_named_by_advice_become_options(message, expected):
     # "omit layer", "omit crs", "lower n_iter or chains": a word-like parameter the advice names
     # stayed in its Python spelling, naming no option the user could find in --help.
     assert cli_message(message) == expected
+
+
+def test_the_exact_intensity_warning_names_the_flag_once_on_the_command_line():
+    # "(--include-intensity, --include-intensity, write_intensity_geotiff, ...)": the message
+    # named the flag and the Python setting, which the command line rewrites to the same flag.
+    import warnings
+    from types import SimpleNamespace
+
+    from geosynth.cli.messages import cli_message
+    from geosynth.io._files import warn_exact_intensity
+
+    fit = SimpleNamespace(noise_scale=None, counts=SimpleNamespace(counts=np.ones((4, 2))))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_exact_intensity(fit, np.ones((4, 2)), "the grid layer", stacklevel=1)
+    (message,) = [str(w.message) for w in caught]
+    assert "include_intensity=True" in message
+    assert cli_message(message).count("--include-intensity") == 1
