@@ -1344,18 +1344,20 @@ def check_domain_options(
     check_crs(frame, grid)
     domain = check_levels(levels, attrs)
     for a, declared in domain.items():
-        _check_boolean_domain(meta[a].dtype, a, declared)
+        _check_domain_dtype(meta[a].dtype, a, declared)
     n_combos = math.prod(len(v) for v in domain.values())
     _check_memory(int(grid.n_cells), n_combos, 0, max_bytes, len(domain))  # public numbers
     _check_labels(domain, lambda: domain_combos(domain))
     return attrs, domain
 
 
-def _check_boolean_domain(dtype: Any, attribute: Hashable, declared: list) -> None:
-    """Refuse, from the dtype, a boolean column declared with numbers or the reverse.
+def _check_domain_dtype(dtype: Any, attribute: Hashable, declared: list) -> None:
+    """Refuse, from the dtype, declared levels that no value of the column can match.
 
-    A boolean matches only a boolean level (:func:`domain_codes`), so every record would be
-    dropped; both facts are public (the schema and the declared levels).
+    A boolean column declared with numbers or the reverse (a boolean matches only a boolean
+    level, :func:`domain_codes`), a numeric column declared with text only, a text column with
+    no text: every record would be dropped. Both facts are public (the schema and the declared
+    levels); an object column may hold anything and is not judged.
     """
     bool_levels = [_is_bool(v) for v in declared]
     if pd.api.types.is_bool_dtype(dtype) and not all(bool_levels):
@@ -1370,6 +1372,27 @@ def _check_boolean_domain(dtype: Any, attribute: Hashable, declared: list) -> No
             f"attribute {attribute!r} is a numeric column, but levels[{attribute!r}] holds "
             "booleans, which no number matches; declare its numeric levels (e.g. [0, 1])"
         )
+    # Text for a numeric column or numbers for a text column: every record was dropped, and a
+    # DP release of pure noise written (levels ["1", "2"] from a JSON file for a column of 1, 2).
+    numbers_declared = [v for v in declared if isinstance(v, numbers.Real) and not _is_bool(v)]
+    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype) and (
+            not numbers_declared):
+        raise InputError(
+            f"attribute {attribute!r} is a numeric column, but levels[{attribute!r}] holds no "
+            f"number ({_shown_levels(declared)}), which no value matches: every record would "
+            f"be dropped; declare its levels as numbers (e.g. [1, 2], not [\"1\", \"2\"])"
+        )
+    if isinstance(dtype, pd.StringDtype) and not any(isinstance(v, str) for v in declared):
+        raise InputError(
+            f"attribute {attribute!r} is a text column, but levels[{attribute!r}] holds no "
+            f"text ({_shown_levels(declared)}), which no value matches: every record would be "
+            f"dropped; declare its levels as text (e.g. [\"1\", \"2\"], not [1, 2])"
+        )
+
+
+def _shown_levels(declared: list) -> str:
+    shown = ", ".join(repr(v) for v in declared[:3])
+    return shown + (", ..." if len(declared) > 3 else "")
 
 
 def counts_on_domain(

@@ -1196,3 +1196,20 @@ def test_combinations_by_flat_index_are_numpys_unique_rows(sizes):
         np.testing.assert_array_equal(got_unique, unique)
         np.testing.assert_array_equal(got_inverse, inverse.reshape(-1))
         assert got_unique.dtype == np.int64 and got_inverse.dtype == np.int64
+
+
+@pytest.mark.parametrize(("domain", "match"), [
+    ({"sex": ["f", "m"], "age": ["1", "2", "3"]},
+     r"'age' is a numeric column, but levels\['age'\] holds no number \('1', '2', '3'\)"),
+    ({"sex": [1, 2], "age": [1, 2, 3]},
+     r"'sex' is a text column, but levels\['sex'\] holds no text \(1, 2\)"),
+])
+def test_domain_levels_no_value_of_the_column_can_match_are_refused(grid, domain, match):
+    # Levels ["1", "2"] from a JSON file for a column of numbers matched no record: every
+    # record was dropped, with only the generic warning, and a DP release of noise written.
+    gdf = small_frame(sex=["f", "m"], age=[1, 3], xy=[(1, 1), (6, 1)])
+    gdf["sex"] = gdf["sex"].astype("str")
+    with pytest.raises(InputError, match=match):
+        prepare(gdf, grid, ["sex", "age"], levels=domain)
+    with pytest.warns(DataWarning, match="outside the declared levels"):  # some can match
+        prepare(gdf, grid, ["sex", "age"], levels={"sex": ["f", "m"], "age": [1, "2", "3"]})
