@@ -163,7 +163,49 @@ def read_points(
             + (" and layer (CLI: --layer)" if kind == "GeoPackage" else "")
         )
     _check_point_types(gdf, source, kind)
+    _check_area_of_use(gdf, source)
     return gdf
+
+
+#: Degrees beyond a projected CRS's area of use within which points are still taken as in it
+#: (a study region may straddle a UTM zone's edge).
+AREA_OF_USE_MARGIN = 5.0
+
+
+def _check_area_of_use(gdf: gpd.GeoDataFrame, source: Path) -> None:
+    """Refuse points far outside the area of use of their projected CRS: another CRS's numbers.
+
+    Longitudes and latitudes read as UTM metres (EPSG:31983 at x = -44, y = -19.9: the South
+    Pole) or swapped eastings and northings made a lattice and a release of meaningless
+    cells, without a word. Only the corners of the points' extent are projected back; the
+    message shows none of them (they are the records' extremes).
+    """
+    crs = gdf.crs
+    area = None if crs is None or not crs.is_projected else crs.area_of_use
+    if area is None:
+        return
+    xy = shapely.get_coordinates(np.asarray(gdf.geometry.array, dtype=object))
+    xy = xy[np.isfinite(xy).all(axis=1)]
+    if xy.size == 0:
+        return
+    (x0, y0), (x1, y1) = xy.min(axis=0), xy.max(axis=0)
+    to_degrees = pyproj.Transformer.from_crs(crs, 4326, always_xy=True)
+    lon, lat = (np.asarray(v) for v in to_degrees.transform([x0, x1, x0, x1], [y0, y0, y1, y1],
+                                                            errcheck=False))
+    west, south, east, north = area.bounds
+    margin = AREA_OF_USE_MARGIN
+    outside = ~(np.isfinite(lon) & np.isfinite(lat)) | (lat < south - margin) | (
+        lat > north + margin)
+    if west <= east:  # an area across the antimeridian is not judged by longitude
+        outside |= (lon < west - margin) | (lon > east + margin)
+    if outside.any():
+        raise CRSError(
+            f"{printable(source.name)}: its points lie far outside the area where "
+            f"{printable(crs.to_string())} is used ({printable(area.name.rstrip('.'))}), so their "
+            "coordinates are not in that CRS: longitudes and latitudes given as metres, x and "
+            "y swapped, or another CRS's numbers; give the CRS the coordinates are really in "
+            "(CLI: --crs, --x/--y)"
+        )
 
 
 def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,

@@ -7,6 +7,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pyogrio
+import pyproj
 import pytest
 import shapely
 
@@ -637,7 +638,8 @@ def test_a_csv_column_gets_one_type_from_all_its_values(tmp_path):
     n = 270_000
     codes = [str(i % 50) for i in range(n)]
     codes[-1] = "A7"
-    frame = pd.DataFrame({"east": range(n), "north": range(n), "zone": codes})
+    frame = pd.DataFrame({"east": 600_000 + np.arange(n) % 5_000,
+                          "north": 7_790_000 + np.arange(n) // 5_000, "zone": codes})
     path = tmp_path / "points.csv"
     frame.to_csv(path, index=False)
     with warnings.catch_warnings():
@@ -654,3 +656,20 @@ def test_a_crs_that_is_an_array_or_a_flag_is_refused_by_name(tmp_path, crs):
     path.write_text("east,north\n1,2\n")
     with pytest.raises(InputTypeError, match=r"^crs must be a pyproj.CRS"):
         read_points(path, x="east", y="north", crs=crs)
+
+
+@pytest.mark.parametrize(("x", "y"), [("lon", "lat"), ("north", "east")])
+def test_coordinates_far_outside_the_crs_area_of_use_are_refused(tmp_path, x, y):
+    # Degrees read as EPSG:31983 metres (the South Pole, in UTM 23S) and swapped eastings and
+    # northings were read, and released on a lattice of meaningless cells, without a word.
+    rng = np.random.default_rng(0)
+    lon, lat = rng.uniform(-44.0, -43.9, 30), rng.uniform(-19.95, -19.87, 30)
+    east, north = pyproj.Transformer.from_crs(4326, 31983, always_xy=True).transform(lon, lat)
+    path = tmp_path / "points.csv"
+    pd.DataFrame({"lon": lon, "lat": lat, "east": east, "north": north}).to_csv(path, index=False)
+    assert len(read_points(path, x="east", y="north", crs="EPSG:31983")) == 30
+    assert len(read_points(path, x="lon", y="lat", crs="EPSG:4326")) == 30
+    with pytest.raises(CRSError, match=r"points.csv: its points lie far outside the area where "
+                       r"EPSG:31983 is used \(Brazil - between 48°W and 42°W") as caught:
+        read_points(path, x=x, y=y, crs="EPSG:31983")
+    assert "-19.9" not in str(caught.value) and "-43.9" not in str(caught.value)
