@@ -13,7 +13,7 @@ import contextlib
 import functools
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -581,7 +581,10 @@ def _crs_tokens(parsed: pyproj.CRS) -> set[str]:
     return tokens | {f'"{word}"' for word in tokens if not word.startswith('"')}
 
 
-def check_spatial_indexes(source: Path, name: str, layers: list[str]) -> None:
+def check_spatial_indexes(
+    source: Path, name: str, layers: list[str],
+    bounds: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> None:
     """Refuse spatial indexes and extents of ``layers`` that are not their features' own.
 
     GDAL gives a spatial layer an R*Tree of its features' bounding boxes and records their
@@ -591,13 +594,19 @@ def check_spatial_indexes(source: Path, name: str, layers: list[str]) -> None:
     table that finds each box's node, and nothing beside its tree (:func:`_rtree_leaves`);
     the extent is none or the features' own (:func:`_bounds_problem`: arrays of the features'
     bounds and of the index's nodes, no loop over rows). An empty layer has no extent.
+
+    ``bounds`` maps a layer to the feature ids and bounds ``(4, n)`` of all its features as
+    GDAL reads them (:func:`pyogrio.read_bounds`'s result), when the caller read them already
+    (e.g. from the points it read); the other layers' are read here.
     """
+    known = {} if bounds is None else bounds
     try:
         with contextlib.closing(_read_only(source)) as connection:
             for layer in layers:
                 compare, rtree, problem = _rtree_structure(connection, layer)
                 if compare:
-                    problem = _bounds_problem(source, layer, rtree, connection)
+                    problem = _bounds_problem(source, layer, rtree, connection,
+                                              known.get(layer))
                 if problem is not None:
                     raise InputError(f"{name}: {problem}, {_UNSEEN}, so {EDITED}")
     except sqlite3.Error as err:
@@ -637,16 +646,18 @@ def _rtree_structure(connection: sqlite3.Connection,
 
 
 def _bounds_problem(source: Path, layer: str, rtree: str | None,
-                    connection: sqlite3.Connection) -> str | None:
+                    connection: sqlite3.Connection,
+                    known: tuple[np.ndarray, np.ndarray] | None = None) -> str | None:
     """Compare the extent and the spatial index of ``layer`` with its features' bounds.
 
-    The features' bounds come from GDAL (:func:`pyogrio.read_bounds`, as ``ST_MinX`` & co.
-    read them; null and empty geometries have none); the index's boxes from its nodes
-    (:func:`_rtree_leaves`), compared in arrays: the rules SQL over the features applied,
-    which took most of the reading of a large release.
+    The features' bounds come from GDAL (``known``, the ids and bounds of the features the
+    caller read, else :func:`pyogrio.read_bounds`, as ``ST_MinX`` & co. read them; null and
+    empty geometries have none); the index's boxes from its nodes (:func:`_rtree_leaves`),
+    compared in arrays: the rules SQL over the features applied, which took most of the
+    reading of a large release.
     """
     try:
-        fids, bounds = pyogrio.read_bounds(source, layer=layer)
+        fids, bounds = pyogrio.read_bounds(source, layer=layer) if known is None else known
     except GDAL_ERRORS as err:
         raise not_a_geopackage(source, err) from None
     located = np.isfinite(bounds).all(axis=0)
@@ -691,12 +702,17 @@ def _rowids_match(connection: sqlite3.Connection, rtree: str, ids: np.ndarray,
                   nodes: np.ndarray) -> bool:
     """Whether the ``_rowid`` table of ``rtree`` maps each leaf cell's id to its node, only.
 
-    ``ids`` (sorted) and ``nodes``: the leaf cells' ids and node numbers.
+    ``ids`` (sorted) and ``nodes``: the leaf cells' ids and node numbers. Only rows of
+    integers are loaded (SQL's ``typeof``, not a loop over rows): text or reals where SQLite
+    keeps integers leave fewer rows than the table has.
     """
+    table = _quote(rtree + "_rowid")
+    (count,) = connection.execute(f"SELECT count(*) FROM {table}").fetchone()
+    if count != len(ids):
+        return False
     rows = connection.execute(
-        f"SELECT rowid, nodeno FROM {_quote(rtree + '_rowid')} ORDER BY rowid").fetchall()
-    if len(rows) != len(ids) or any(type(value) is not int for row in rows for value in row):
-        return False  # text or reals where SQLite keeps integers
+        f"SELECT rowid, nodeno FROM {table} WHERE typeof(rowid) = 'integer' AND "
+        "typeof(nodeno) = 'integer' ORDER BY rowid").fetchall()
     recorded = np.array(rows, dtype=np.int64).reshape(-1, 2)
     return np.array_equal(recorded, np.stack([ids, nodes], axis=1))
 

@@ -510,6 +510,8 @@ def _write_layer(frame: pd.DataFrame, path: Path, layer: str, target: Path) -> N
     options: dict[str, Any] = {}
     if isinstance(frame, gpd.GeoDataFrame) and len(frame) == 0:
         options["geometry_type"] = "Point" if layer != GRID_LAYER else "Polygon"
+    elif _ARROW_WRITE and _RELEASE_LAYER_RE.match(layer) and _arrow_writable(frame):
+        options["use_arrow"] = True  # the same file, written faster
     try:
         pyogrio.write_dataframe(frame, path, layer=layer, driver="GPKG", **options)
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
@@ -519,6 +521,40 @@ def _write_layer(frame: pd.DataFrame, path: Path, layer: str, target: Path) -> N
             "it again (nothing was replaced)"
         ) from None
 
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """Return the leading ``major.minor`` of version ``text`` as numbers (``(0, 0)``: none)."""
+    found = re.match(r"(\d+)\.(\d+)", text)
+    return tuple(int(part) for part in found.groups()) if found else (0, 0)
+
+
+# Whether pyogrio can hand a layer to GDAL through Arrow (GDAL >= 3.8; pyogrio 0.11 writes the
+# feature ids of a GeoPackage through Arrow as feature by feature).
+_ARROW_WRITE = (tuple(pyogrio.__gdal_version__) >= (3, 8, 0)
+                and _version(pyogrio.__version__) >= (0, 11))
+
+
+def _arrow_writable(frame: pd.DataFrame) -> bool:
+    """Whether pyogrio writes ``frame`` through Arrow as it does feature by feature.
+
+    True for a point layer of named (text) columns of NumPy booleans, integers (unsigned up
+    to 32 bits) and 32- or 64-bit floats: the same column types and values. Other columns
+    are not: Arrow writes integers held as objects as INTEGER (feature by feature: TEXT) and
+    unsigned 64-bit integers as REAL.
+    """
+    if not isinstance(frame, gpd.GeoDataFrame):
+        return False
+    geometry = frame.geometry.name
+    return all(isinstance(column, str) and (column == geometry or _plain_dtype(dtype))
+               for column, dtype in frame.dtypes.items())
+
+
+def _plain_dtype(dtype: Any) -> bool:
+    """Whether ``dtype`` is a NumPy bool, integer (unsigned up to 32 bits) or float32/64."""
+    return isinstance(dtype, np.dtype) and (
+        dtype.kind in "bi" or (dtype.kind == "u" and dtype.itemsize <= 4)
+        or (dtype.kind == "f" and dtype.itemsize in (4, 8)))
 
 
 def _check_releases(releases: Any, original_index: Any,
@@ -701,13 +737,21 @@ def _not_plain_points(frame: gpd.GeoDataFrame) -> np.ndarray:
     ``POINT EMPTY`` and ``POINT (nan nan)`` have the point type too, and a Z or M value would
     be published unchecked.
     """
+    return _plain_points(frame)[0]
+
+
+def _plain_points(frame: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Return :func:`_not_plain_points`' mask and the coordinates ``(n, 2)`` of the points.
+
+    The coordinates are those of every row when the mask is all False.
+    """
     geoms = np.asarray(frame.geometry.array, dtype=object)
     wrong = shapely.get_type_id(geoms) != POINT_TYPE
     wrong |= shapely.is_empty(geoms) | shapely.has_z(geoms) | shapely.has_m(geoms)
     kept = np.flatnonzero(~wrong)
-    xy = shapely.get_coordinates(geoms[kept])
+    xy = shapely.get_coordinates(geoms if len(kept) == len(geoms) else geoms[kept])
     wrong[kept[~np.isfinite(xy).all(axis=1)]] = True
-    return wrong
+    return wrong, xy
 
 
 _WRITE_FIX = "drop it (release.drop(columns=...)) and pass geosynth.to_public(release)"
@@ -1669,7 +1713,7 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
     check_column_types(source, name, layers)  # before GDAL reads its values as others
     if metadata.get("noise") == NOISE_SEEDED:
         _warn_seeded_noise(f"{name} holds", stacklevel=3)
-    releases = _read_releases(source, name, metadata, layers, kinds)
+    releases, bounds = _read_releases(source, name, metadata, layers, kinds)
     lattice = metadata["lattice"]
     grid = None
     if lattice is not None:
@@ -1702,7 +1746,7 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         if problem is not None:
             raise InputError(f"{name}: its metadata 'lattice' {problem}, so {EDITED}")
     check_spatial_indexes(source, name, [*metadata["layers"], *([GRID_LAYER] if grid is not None
-                                                                   else [])])
+                                                                   else [])], bounds)
     check_unread_room(source, name, layers, kinds, metadata.get("crs"))  # last: says least
     audit = None
     if check_audit:
@@ -1869,16 +1913,23 @@ def _shown(names: Sequence[str]) -> str:
     return "[" + ", ".join(repr(printable(name)) for name in names) + "]"
 
 
-def _read_layer(source: Path, layer: str, limit: int) -> pd.DataFrame:
+def _read_layer(source: Path, layer: str, limit: int,
+                fids: list[np.ndarray] | None = None) -> pd.DataFrame:
     """Read at most ``limit`` rows of ``layer``.
 
     A file whose layer holds more rows than its metadata records is refused without loading
-    every row (10**8 added rows filled the memory before the count was compared).
+    every row (10**8 added rows filled the memory before the count was compared). Given
+    ``fids``, the rows' feature ids are appended to it (the frame keeps its default index).
     """
     try:
-        return pyogrio.read_dataframe(source, layer=layer, max_features=limit)
+        frame = pyogrio.read_dataframe(source, layer=layer, max_features=limit,
+                                       fid_as_index=fids is not None)
     except GDAL_ERRORS as err:
         raise not_a_geopackage(source, err) from None
+    if fids is not None:
+        fids.append(np.asarray(frame.index, dtype=np.int64))
+        frame.index = pd.RangeIndex(len(frame))
+    return frame
 
 
 def _json_value(text: str) -> Any:
@@ -2118,8 +2169,13 @@ def _json_type(value: Any) -> str:
 def _read_releases(
     source: Path, name: str, metadata: dict[str, Any], layers: list[str],
     kinds: dict[str, str | None],
-) -> list[gpd.GeoDataFrame]:
-    """Check the file's layers against the ``complete`` entry and read the release layers."""
+) -> tuple[list[gpd.GeoDataFrame], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Check the file's layers against the ``complete`` entry and read the release layers.
+
+    Returns the releases and, per release layer, its feature ids and the bounds ``(4, n)`` of
+    its points (as :func:`pyogrio.read_bounds` gives them) for
+    :func:`~geosynth.io._gpkg_checks.check_spatial_indexes`.
+    """
     listed = metadata[COMPLETE_KEY]["layers"]
     missing = [layer for layer in listed if layer not in layers]
     if missing:
@@ -2140,23 +2196,25 @@ def _read_releases(
             from None
     model = metadata["model"]
     released = released_columns(model) if model is not None else frozenset()
-    releases = []
+    releases, bounds = [], {}
     for layer, count in zip(metadata["layers"], metadata["n_records"], strict=True):
         kind = kinds.get(layer)
         if kind is None or "point" not in kind.lower():
             raise _incomplete(name, f"its layer {layer!r} is {'a table' if kind is None else kind}"
                                     ", not a point layer")
-        frame = _read_layer(source, layer, count + 1)
+        fids: list[np.ndarray] = []
+        frame = _read_layer(source, layer, count + 1, fids)
         if not isinstance(frame, gpd.GeoDataFrame):
             raise _incomplete(name, f"its layer {layer!r} has no geometry")
         if len(frame) != count:
             rows = f"more than {count}" if len(frame) > count else len(frame)
             raise _incomplete(name, f"its layer {layer!r} has {rows} rows but its "
                                     f"metadata records {count}")
-        wrong = _not_plain_points(frame)
+        wrong, xy = _plain_points(frame)
         if wrong.any():
             raise _incomplete(name, f"its layer {layer!r} has {int(wrong.sum())} "
                                     f"{_NOT_PLAIN_POINTS}")
+        bounds[layer] = (fids[0], xy[:, [0, 1, 0, 1]].T)  # a point's minx, miny, maxx, maxy
         if not _crs_equal(frame.crs, expected_crs):
             raise _incomplete(name, f"its layer {layer!r} is in {_crs_label(frame.crs)}, but its "
                                     f"metadata records {printable(crs)[:80]}")
@@ -2168,4 +2226,4 @@ def _read_releases(
     if differ is not None:
         raise InputError(f"{name}: its release layers differ: {differ}; geosynth writes every "
                          f"release layer with the same columns and column kinds, so {EDITED}")
-    return releases
+    return releases, bounds

@@ -1565,6 +1565,12 @@ _INDEX = r"the spatial index of its layer 'synthetic_1' \(SQLite table 'rtree_sy
          _INDEX + r" holds other boxes"),
         (lambda path: sql(path, "UPDATE rtree_synthetic_1_geom_rowid SET nodeno = 605123 WHERE "
                                 "rowid = 3"), _INDEX + r" is not the R\*Tree GDAL writes"),
+        # the same node number as text or a real (read as the same integer by NumPy)
+        (lambda path: sql(path, "UPDATE rtree_synthetic_1_geom_rowid SET nodeno = "
+                                "CAST(nodeno AS TEXT) WHERE rowid = 3"),
+         _INDEX + r" is not the R\*Tree GDAL writes"),
+        (lambda path: sql(path, "UPDATE rtree_synthetic_1_geom_rowid SET nodeno = nodeno + 0.0 "
+                                "WHERE rowid = 3"), _INDEX + r" is not the R\*Tree GDAL writes"),
         (lambda path: sql(path, "INSERT INTO rtree_synthetic_1_geom_node VALUES "
                                 "(2, zeroblob(1228))"), _INDEX + r" holds other boxes"),
         (lambda path: _node_bytes(path, 1, 1000, b"rec-00017"), _INDEX + r" holds other boxes"),
@@ -1639,6 +1645,99 @@ def test_inner_nodes_of_the_spatial_index_must_be_its_own(release_of_many, tampe
     with pytest.raises(InputError, match=_INDEX + r" holds other boxes than its features'") as err:
         read_release(release_of_many)
     assert "605123" not in str(err.value)
+
+
+def test_the_release_layers_are_read_once_their_bounds_from_their_points(release_of_many,
+                                                                         monkeypatch):
+    # read_release compared the spatial indexes with pyogrio.read_bounds, which read every
+    # release layer through GDAL a second time (about half the reading of a large release).
+    # A point's bounds are its x and y, as GDAL gives them:
+    releases = read_release(release_of_many).releases
+    for k, release in enumerate(releases, start=1):
+        fids, bounds = pyogrio.read_bounds(release_of_many, layer=f"synthetic_{k}")
+        xy = shapely.get_coordinates(np.asarray(release.geometry.array))
+        assert np.array_equal(bounds, xy[:, [0, 1, 0, 1]].T)
+        assert np.array_equal(fids, np.arange(1, len(release) + 1))
+    real, read = pyogrio.read_bounds, []
+
+    def recorded(path, layer=None, **kwargs):
+        read.append(layer)
+        return real(path, layer=layer, **kwargs)
+
+    monkeypatch.setattr(pyogrio, "read_bounds", recorded)
+    again = read_release(release_of_many).releases
+    assert read == ["grid"]
+    for release, before in zip(again, releases, strict=True):
+        assert isinstance(release.index, pd.RangeIndex) and release.index.name is None
+        pd.testing.assert_frame_equal(release, before)
+
+
+def _layer_content(path, layer):
+    """What the GeoPackage at ``path`` holds for ``layer``: its schema, its rows (with their
+    SQLite types), its spatial index and its rows of the GeoPackage's tables (no time stamp)."""
+    with sqlite3.connect(path) as connection:
+        def rows(query, *parameters):
+            return [tuple((type(value).__name__, value) for value in row)
+                    for row in connection.execute(query, parameters)]
+
+        rtree = f"rtree_{layer}_geom"
+        content = {
+            "schema": rows("SELECT type, name, sql FROM sqlite_master WHERE tbl_name IN (?, ?) "
+                           "ORDER BY name", layer, rtree),
+            "rows": rows(f'SELECT * FROM "{layer}" ORDER BY fid'),
+            "contents": rows("SELECT table_name, data_type, identifier, description, min_x, "
+                             "min_y, max_x, max_y, srs_id FROM gpkg_contents WHERE "
+                             "table_name = ?", layer),
+            "geometry": rows("SELECT * FROM gpkg_geometry_columns WHERE table_name = ?", layer),
+            "count": rows("SELECT * FROM gpkg_ogr_contents WHERE table_name = ?", layer),
+            "extensions": rows("SELECT * FROM gpkg_extensions WHERE table_name = ?", layer),
+        }
+        for end in ("_node", "_parent", "_rowid"):
+            content[end] = rows(f'SELECT * FROM "{rtree}{end}" ORDER BY 1')
+    connection.close()
+    return content
+
+
+@pytest.mark.parametrize("object_column", [False, True])
+def test_release_layers_hold_what_gdal_writes_feature_by_feature(tmp_path, monkeypatch,
+                                                                  object_column):
+    # write_release hands release layers of NumPy numbers and booleans to GDAL through Arrow
+    # (faster); the file must be the one pyogrio writes feature by feature. Arrow would write
+    # integers held as objects as INTEGER where feature by feature writes TEXT.
+    rng = np.random.default_rng(5)
+    release = _many_points(500, 3)
+    release["x1"] = rng.integers(-3, 3, 500).astype(np.int8)
+    release["x2"] = rng.integers(0, 2**32, 500, dtype=np.uint32)
+    release["z"] = np.where(rng.random(500) < 0.2, np.nan, rng.normal(size=500))
+    release["w"] = rng.normal(size=500).astype(np.float32)
+    release["b"] = rng.random(500) < 0.5
+    if object_column:
+        release["x1"] = release["x1"].astype(object)
+    fast, plain = tmp_path / "fast.gpkg", tmp_path / "plain.gpkg"
+    arrow = []
+    real = pyogrio.write_dataframe
+
+    def recorded(frame, target, **kwargs):
+        arrow.append(bool(kwargs.get("use_arrow")))
+        real(frame, target, **kwargs)
+
+    monkeypatch.setattr(pyogrio, "write_dataframe", recorded)
+    write_release(fast, [release, release.iloc[:7]])
+
+    def feature_by_feature(frame, target, **kwargs):
+        real(frame, target, **{**kwargs, "use_arrow": False})
+
+    monkeypatch.setattr(pyogrio, "write_dataframe", feature_by_feature)
+    write_release(plain, [release, release.iloc[:7]])
+    for layer in ("synthetic_1", "synthetic_2"):
+        assert _layer_content(fast, layer) == _layer_content(plain, layer)
+    declared = {row[1][1]: row[2][1] for row in _layer_content(fast, "synthetic_1")["schema"]}
+    declared = declared["synthetic_1"]
+    assert ('"x1" TEXT' if object_column else '"x1" SMALLINT') in declared
+    assert '"x2" INTEGER' in declared and '"w" FLOAT' in declared and '"b" BOOLEAN' in declared
+    if pyogrio.__gdal_version__ >= (3, 8, 0):  # the fast path is taken where it is the same
+        assert arrow == [not object_column] * 2 + [False]  # the releases, not the metadata
+    read_release(fast)
 
 
 # ---------------------------------------------------------------------- room no reader looks at
