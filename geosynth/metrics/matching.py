@@ -261,8 +261,12 @@ def pair_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _select(perm, xy, axis, lo, hi, k):  # pragma: no cover - numba
-    """Reorder ``perm[lo:hi]`` by ``xy[:, axis]`` so that position k holds its rank (select)."""
+def select_rank(perm, xy, axis, lo, hi, k):  # pragma: no cover - numba
+    """Reorder ``perm[lo:hi]`` by ``xy[:, axis]`` so that position k holds its rank (select).
+
+    Quickselect with a median-of-three pivot and Hoare's partition; the kd-trees of the
+    greedy matching and of :func:`geosynth.metrics.risk.spatial_k_anonymity` split by it.
+    """
     hi -= 1
     while hi > lo:
         mid = (lo + hi) // 2
@@ -339,7 +343,7 @@ def _build_tree(xy, leaf_size):  # pragma: no cover - numba
             continue
         axis = 0 if (x1 - x0) >= (y1 - y0) else 1
         mid = (start + stop) // 2
-        _select(perm, xy, axis, start, stop, mid)
+        select_rank(perm, xy, axis, start, stop, mid)
         c = n_nodes
         n_nodes += 2
         lo[c] = start

@@ -42,6 +42,7 @@ from geosynth.metrics.matching import (
     frame_xy,
     greedy_match_distances,
     pair_distance,
+    select_rank,
 )
 
 if TYPE_CHECKING:
@@ -384,36 +385,6 @@ def _spread_bits(v: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _ball_select(xy, perm, axis, lo, hi, k):  # pragma: no cover - numba
-    """Reorder ``perm[lo:hi]`` by ``xy[:, axis]`` so that position k holds its rank."""
-    hi -= 1
-    while hi > lo:
-        a = xy[perm[lo], axis]
-        b = xy[perm[(lo + hi) // 2], axis]
-        c = xy[perm[hi], axis]
-        pivot = max(min(a, b), min(max(a, b), c))  # median of three
-        i = lo
-        j = hi
-        while i <= j:  # Hoare partition: equal keys are swapped, so duplicates split evenly
-            while xy[perm[i], axis] < pivot:
-                i += 1
-            while xy[perm[j], axis] > pivot:
-                j -= 1
-            if i <= j:
-                t = perm[i]
-                perm[i] = perm[j]
-                perm[j] = t
-                i += 1
-                j -= 1
-        if k <= j:
-            hi = j
-        elif k >= i:
-            lo = i
-        else:
-            break
-
-
-@njit(cache=True, nogil=True)
 def _ball_tree(xy, leaf_size):  # pragma: no cover - numba
     """Median-split kd-tree: points in leaf order, node ranges, first child, bounding boxes.
 
@@ -444,7 +415,7 @@ def _ball_tree(xy, leaf_size):  # pragma: no cover - numba
         if hi[node] - lo[node] <= leaf_size:
             continue
         mid = (lo[node] + hi[node]) // 2
-        _ball_select(xy, perm, 0 if x1 - x0 >= y1 - y0 else 1, lo[node], hi[node], mid)
+        select_rank(perm, xy, 0 if x1 - x0 >= y1 - y0 else 1, lo[node], hi[node], mid)
         c = n_nodes
         n_nodes += 2
         lo[c], hi[c], lo[c + 1], hi[c + 1] = lo[node], mid, mid, hi[node]
