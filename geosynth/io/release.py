@@ -598,7 +598,7 @@ def _check_releases(releases: Any, original_index: Any,
         _check_model_columns(release, geometry, name, released)
         _check_release_index(release, name, original)
         _check_geopackage_columns(release, geometry, name)
-        wrong = _not_plain_points(release)
+        wrong, _ = _plain_points(release)
         if wrong.any():
             raise InputError(
                 f"{name} has {int(wrong.sum())} {_NOT_PLAIN_POINTS} "
@@ -731,19 +731,12 @@ def _check_geopackage_columns(release: gpd.GeoDataFrame, geometry: str, name: st
 _NOT_PLAIN_POINTS = "missing, empty, non-finite, 3-D (Z/M) or non-point geometries"
 
 
-def _not_plain_points(frame: gpd.GeoDataFrame) -> np.ndarray:
+def _plain_points(frame: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Mask of rows whose geometry is not one point with finite x and y and nothing more.
 
     ``POINT EMPTY`` and ``POINT (nan nan)`` have the point type too, and a Z or M value would
-    be published unchecked.
-    """
-    return _plain_points(frame)[0]
-
-
-def _plain_points(frame: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Return :func:`_not_plain_points`' mask and the coordinates ``(n, 2)`` of the points.
-
-    The coordinates are those of every row when the mask is all False.
+    be published unchecked. Also returns the points' coordinates ``(n, 2)`` (those of every
+    row when the mask is all False).
     """
     geoms = np.asarray(frame.geometry.array, dtype=object)
     wrong = shapely.get_type_id(geoms) != POINT_TYPE

@@ -1174,14 +1174,19 @@ def k_subsample(n: int, max_points: int | None) -> np.ndarray | slice:
     geosynth.errors.InputError
         ``max_points < 2``.
     """
-    if max_points is None:
-        return slice(None)
-    max_points = check_int(max_points, "max_points", minimum=2,
-                           hint="a K function needs pairs of points; pass None for no limit")
-    if n <= max_points:
+    max_points = _check_max_points(max_points)
+    if max_points is None or n <= max_points:
         return slice(None)
     rng = np.random.default_rng([n, max_points])
     return np.sort(rng.choice(n, size=max_points, replace=False))
+
+
+def _check_max_points(max_points: Any) -> int | None:
+    """Return ``max_points`` (None or an int >= 2) of :func:`k_subsample`, or raise."""
+    if max_points is None:
+        return None
+    return check_int(max_points, "max_points", minimum=2,
+                     hint="a K function needs pairs of points; pass None for no limit")
 
 
 def _pair_chunks(tree: cKDTree, xy: np.ndarray, rmax: float) -> list[np.ndarray]:
@@ -1330,7 +1335,7 @@ def ripley_distance(
     derived = window is None
     window = as_bounds(window, np.concatenate(xys), "window", original, "original")
     _check_correction(correction)  # before any K is computed
-    k_subsample(0, max_points)
+    _check_max_points(max_points)  # before any K is computed
     _radii(radii, min(window[2] - window[0], window[3] - window[1]), derived)
     for xy, name in zip(xys, names, strict=True):  # ripley_k named neither frame nor row
         _check_inside(xy, window, name)
