@@ -1,12 +1,20 @@
-"""Reading confidential point records: GeoPackage, GeoParquet, shapefile or CSV files."""
+"""Reading confidential point records: GeoPackage, GeoParquet, shapefile, GeoJSON, ... files.
+
+GeoPackage, GeoParquet, shapefile, GeoJSON, FlatGeobuf, zip and CSV files are read: vector
+files through pyogrio (GDAL), the one dataset of a ``.zip`` archive through GDAL's ``/vsizip/``
+without unpacking it, CSV files through pandas with their separator, decimal mark and encoding
+as options.
+"""
 
 from __future__ import annotations
 
+import codecs
 import os
 import shlex
 import struct
-from pathlib import Path
-from typing import Any
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO, NamedTuple
 
 import geopandas as gpd
 import numpy as np
@@ -16,8 +24,8 @@ import pyproj
 import shapely
 
 from geosynth._messages import describe_rows
-from geosynth._validation import check_bool, check_optional_str
-from geosynth.errors import CRSError, InputError
+from geosynth._validation import check_bool, check_optional_str, describe_value
+from geosynth.errors import CRSError, InputError, InputTypeError
 from geosynth.io._files import (
     POINT_TYPE,
     existing_file,
@@ -35,14 +43,36 @@ _ROW_MEANING = {
     "GeoPackage": "counted from 0 in file order; they are not GeoPackage fids",
     "shapefile": "counted from 0 in file order",
     "GeoParquet": "counted from 0 in file order",
+    "GeoJSON": "counted from 0 in the order of the file's features; they are not feature ids",
+    "FlatGeobuf": "counted from 0 in file order, which for a FlatGeobuf with a spatial index "
+                  "is along a Hilbert curve, not the order the features were written in",
 }
 _FORMATS = {
     ".gpkg": "GeoPackage",
     ".parquet": "GeoParquet",
     ".geoparquet": "GeoParquet",
     ".shp": "shapefile",
+    ".geojson": "GeoJSON",
+    ".json": "GeoJSON",
+    ".fgb": "FlatGeobuf",
+    ".zip": "zip",
     ".csv": "CSV",
 }
+#: The datasets a .zip archive may hold (read through /vsizip/); a shapefile by its .shp.
+_ZIPPED = (".shp", ".gpkg", ".geojson", ".json", ".fgb")
+#: The CSV options and their defaults (given for another format they are refused).
+_CSV_DEFAULTS = {"sep": ",", "decimal": ".", "encoding": "utf-8"}
+#: A number written with a leading zero ("01", "-007", "0450"): a code, kept as text.
+_LEADING_ZERO = r"^\s*[+-]?0[0-9]"
+
+
+class _Dataset(NamedTuple):
+    """What GDAL opens: ``path`` (a file, or ``/vsizip/...``), its format and zip member."""
+
+    path: str | Path
+    kind: str
+    suffix: str
+    member: str | None = None
 
 
 def read_points(
@@ -52,15 +82,28 @@ def read_points(
     y: str | None = None,
     crs: Any = None,
     layer: str | None = None,
+    sep: str = ",",
+    decimal: str = ".",
+    encoding: str = "utf-8",
     check_values: bool = True,
 ) -> gpd.GeoDataFrame:
-    """Read confidential point records from a GeoPackage, GeoParquet, shapefile or CSV file.
+    r"""Read confidential point records from a point file (GeoPackage, CSV, GeoJSON, ...).
+
+    GeoPackage, GeoParquet, shapefile, GeoJSON, FlatGeobuf, zip or CSV files are read.
 
     Parameters
     ----------
     path : str or os.PathLike
-        ``.gpkg``, ``.parquet`` (or ``.geoparquet``), ``.shp`` or ``.csv`` file (the format is
-        chosen by the extension).
+        ``.gpkg``, ``.parquet`` (or ``.geoparquet``), ``.shp``, ``.geojson`` (or ``.json``),
+        ``.fgb``, ``.zip`` or ``.csv`` file (the format is chosen by the extension). A ``.zip``
+        archive must hold exactly one ``.shp`` (with its ``.shx``, ``.dbf``, ``.prj``),
+        ``.gpkg``, ``.geojson``, ``.json`` or ``.fgb`` dataset, which is read as if unpacked
+        (folders inside the archive, ``__MACOSX`` and hidden files are ignored). GeoJSON
+        coordinates are longitudes and latitudes in WGS 84 (RFC 7946): such points come back
+        in EPSG:4326, as GDAL reads them (unless the file names another CRS in a legacy
+        ``crs`` member); like any geographic CRS, they are refused by :class:`geosynth.Grid`
+        and :func:`geosynth.prepare`, which need a projected CRS in metres: reproject them,
+        e.g. ``points.to_crs(points.estimate_utm_crs())``.
     x, y : str, optional
         CSV only: names of the columns holding the coordinates. They become the point geometry
         and are not kept as attribute columns.
@@ -68,8 +111,18 @@ def read_points(
         CSV: the CRS of the coordinates (required). Other formats: the CRS of a file that has
         none; it must agree with the file's own CRS if the file has one.
     layer : str, optional
-        GeoPackage only: the layer to read. May be omitted when the file has one layer, or one
-        point layer.
+        GeoPackage only (also one in a ``.zip``): the layer to read. May be omitted when the
+        file has one layer, or one point layer.
+    sep : str, default ","
+        CSV only: the one character separating the fields of a record, e.g. ``";"`` for the
+        CSV files of European spreadsheets or ``"\t"`` (a tab) for tab-separated files.
+    decimal : str, default "."
+        CSV only: the one character marking decimals in numbers, e.g. ``","`` (with
+        ``sep=";"``); it applies to the coordinates and to numeric attribute columns.
+    encoding : str, default "utf-8"
+        CSV only: the text encoding of the file, any codec Python knows (``"cp1252"``,
+        ``"latin-1"``, ``"utf-16"``...). With UTF-8 a byte-order mark at the start of the file
+        is skipped.
     check_values : bool, default True
         False for a differentially private release (CLI ``--epsilon``): refuse nothing that
         depends on the records' values, since that refusal would itself disclose them. A file
@@ -86,64 +139,75 @@ def read_points(
         or empty geometries are passed through (:func:`geosynth.prepare` reports them with their
         rows).
 
+        CSV attribute columns: a column whose values are all numbers (or missing) is read as
+        numbers, ``True``/``False`` as booleans, any other as text. A column holding a number
+        written with a leading zero (``"01"``, ``"007"``, ``"-01"``, ``"0450"``: postal,
+        district or ICD codes) is kept as text, every value as written, so that ``"01"`` and
+        ``"1"`` stay two levels and no zero is lost (``"0"``, ``"0.5"``, or ``"0,5"`` with
+        ``decimal=","``, are numbers). Missing values are the empty fields and pandas'
+        default missing-value words, in every column: ``NA``, ``N/A``, ``n/a``, ``NaN``,
+        ``nan``, ``-NaN``, ``-nan``, ``NULL``, ``null``, ``None``, ``<NA>``, ``#N/A``,
+        ``#N/A N/A``, ``#NA``, ``1.#IND``, ``-1.#IND``, ``1.#QNAN``, ``-1.#QNAN`` (so a
+        country code ``NA``, Namibia, is read as missing).
+
     Raises
     ------
     geosynth.errors.InputError
         The file does not exist or cannot be read, a ``.gpkg`` file is not a GeoPackage or is
-        damaged, a shapefile is truncated or lacks its ``.dbf``, a CSV file is not UTF-8 or a
+        damaged, a shapefile is truncated or lacks its ``.dbf``, a ``.zip`` file is not a zip
+        archive or holds no dataset or several, a CSV file is not text in ``encoding`` or a
         GeoPackage or shapefile holds text that is not in the encoding it declares (e.g. a
         ``.cpg`` saying UTF-8 over a CP1252 ``.dbf``), the extension is not one of
         the above, the file has no records (e.g. a CSV file with only its header), a CSV file
         has two columns of the same name or records with more fields than its header line
         names, a CSV is read without ``x``, ``y`` and
         ``crs``, an ``x``/``y`` column is missing or holds non-numeric, missing or infinite
-        values, ``x``/``y``/``layer`` are given for a format they do not apply to,
-        the layer is missing or ambiguous, or a geometry is not a Point. No message quotes
-        a record's values: an ``x``/``y`` column is named, its bad rows counted, and a CSV
-        header line that looks like a record (a file without header) is not repeated.
-        A file whose attribute column is named ``geometry`` besides its geometry column, or
-        (a shapefile) that names two fields alike, is refused: the reader would drop or
-        overwrite that column's values.
+        values, ``x``/``y``/``layer``/``sep``/``decimal``/``encoding`` are given for a format
+        they do not apply to, ``sep`` or ``decimal`` is not one character (or is a digit, a
+        quote or a line break) or both are the same, ``encoding`` is not a text encoding
+        Python knows, the layer is missing or ambiguous, or a geometry is not a Point. No
+        message quotes a record's values: an ``x``/``y`` column is named, its bad rows
+        counted, and a CSV header line that looks like a record (a file without header) is
+        not repeated. A file whose attribute column is named ``geometry`` besides its
+        geometry column, or (a shapefile) that names two fields alike, is refused: the reader
+        would drop or overwrite that column's values.
     geosynth.errors.CRSError
-        ``crs`` is not a valid CRS or contradicts the file's CRS.
+        ``crs`` is not a valid CRS or contradicts the file's CRS; the points lie far outside
+        the area of use of their projected CRS, or (GeoJSON) beyond the range of degrees of
+        its geographic CRS: their numbers are another CRS's.
     ImportError
         A GeoParquet file is read without the optional package ``pyarrow``.
     TypeError
-        ``x``, ``y`` or ``layer`` is not a str (or None), or ``check_values`` is not a bool.
+        ``x``, ``y`` or ``layer`` is not a str (or None), ``sep``, ``decimal`` or ``encoding``
+        is not a str, or ``check_values`` is not a bool.
 
     Examples
     --------
     >>> points = read_points("listings.csv", x="lon", y="lat", crs="EPSG:4326")  # doctest: +SKIP
+    >>> points = read_points("casos.csv", x="x", y="y", crs="EPSG:31983", sep=";",
+    ...                      decimal=",", encoding="cp1252")  # doctest: +SKIP
     """
     for name, value in (("x", x), ("y", y), ("layer", layer)):
         check_optional_str(value, name)
     check_values = check_bool(check_values, "check_values")
+    options = _csv_options(sep, decimal, encoding)
     source = existing_file(path)
-    suffix = source.suffix.lower()
-    if suffix not in _FORMATS:
-        raise InputError(
-            f"cannot read {printable(source.name)}: unknown extension "
-            f"{printable(source.suffix)!r}; geosynth reads points from "
-            f"{', '.join(sorted(set(_FORMATS)))} files (the format is chosen by the extension)"
-        )
-    kind = _FORMATS[suffix]
-    if layer is not None and kind != "GeoPackage":
-        raise InputError(
-            f"layer={printable(layer)!r} applies to GeoPackage files only, but "
-            f"{printable(source.name)} is a {kind} file; omit layer"
-        )
+    dataset = _dataset(source)
+    kind = dataset.kind
+    what = f"{printable(source.name)} {'holds' if dataset.member else 'is'} a {kind} file"
+    _refuse_options_of_other_formats(what, kind, layer, options)
     if kind == "CSV":
-        gdf = _read_csv(source, x, y, crs, check_values)
+        gdf = _read_csv(source, x, y, crs, options, check_values)
     else:
         if x is not None or y is not None:
             raise InputError(
-                "x and y name the coordinate columns of a CSV file, but "
-                f"{printable(source.name)} is a {kind} file with its own geometry; omit x and y "
+                f"x and y name the coordinate columns of a CSV file, but {what} with its own "
+                "geometry; omit x and y "
                 "(CLI: --x/--y)"
             )
-        if suffix == ".shp":
-            _check_shapefile_complete(source, check_values)
-        gdf = _read_parquet(source) if kind == "GeoParquet" else _read_ogr(source, layer)
+        if dataset.suffix == ".shp":
+            _check_shapefile_complete(source, dataset, check_values)
+        gdf = _read_parquet(source) if kind == "GeoParquet" else _read_ogr(source, dataset, layer)
         if not isinstance(gdf, gpd.GeoDataFrame):
             raise InputError(
                 f"{printable(source.name)} has no geometry column; save the records as points, "
@@ -164,7 +228,137 @@ def read_points(
         )
     _check_point_types(gdf, source, kind)
     _check_area_of_use(gdf, source)
+    if kind == "GeoJSON":
+        _check_degrees(gdf, source)
     return gdf
+
+
+class _CsvOptions(NamedTuple):
+    sep: str
+    decimal: str
+    encoding: str
+
+
+def _csv_options(sep: Any, decimal: Any, encoding: Any) -> _CsvOptions:
+    """Check ``sep``, ``decimal`` and ``encoding`` (types, then values), naming the fix."""
+    for name, value in (("sep", sep), ("decimal", decimal), ("encoding", encoding)):
+        if not isinstance(value, str):
+            raise InputTypeError(f"{name} must be a str, got {describe_value(value)}")
+    for name, value in (("sep", sep), ("decimal", decimal)):
+        _check_csv_character(name, value)
+    if sep == decimal:
+        raise InputError(f"sep and decimal must differ, got {sep!r} for both; for a file such "
+                         "as '1,5;2,5' pass sep=';' and decimal=',' (CLI: --sep ';' "
+                         "--decimal ',')")
+    try:
+        codecs.lookup(encoding)
+        "a".encode(encoding)  # refuses codecs that are not text encodings ('hex', 'zlib')
+    except UnicodeError:  # a text encoding without "a"
+        pass
+    except LookupError:
+        raise InputError(f"encoding={printable(encoding)!r} is not a text encoding Python "
+                         "knows; pass the file's encoding, e.g. 'utf-8', 'cp1252' or "
+                         "'latin-1' (CLI: --encoding)") from None
+    return _CsvOptions(sep, decimal, encoding)
+
+
+def _check_csv_character(name: str, value: str) -> None:
+    """Refuse a ``sep`` or ``decimal`` that is not one character a CSV number can sit beside."""
+    if len(value) != 1:
+        tab = " (a tab is the one character '\\t')" if value in ("\\t", "tab", "TAB") else ""
+        raise InputError(f"{name} must be one character, got {printable(value)!r} "
+                         f"({len(value)} characters){tab}; e.g. {name}="
+                         f"{_CSV_EXAMPLES[name]} (CLI: --{name})")
+    if value.isdigit() or value in "\"\r\n" or (name == "decimal" and value.isspace()):
+        what = ("a digit, the quote '\"', a line break or a space" if name == "decimal" else
+                "a digit, the quote '\"' or a line break")
+        raise InputError(f"{name}={value!r} cannot be {what}; e.g. "
+                         f"{name}={_CSV_EXAMPLES[name]} (CLI: --{name})")
+
+
+_CSV_EXAMPLES = {"sep": "',' or ';' or '\\t'", "decimal": "'.' or ','"}
+
+
+def _refuse_options_of_other_formats(what: str, kind: str, layer: str | None,
+                                     options: _CsvOptions) -> None:
+    """Refuse ``layer`` for a file that is not a GeoPackage, CSV options for a non-CSV file.
+
+    ``what`` says what the file is (``"points.zip holds a shapefile file"``).
+    """
+    if layer is not None and kind != "GeoPackage":
+        raise InputError(
+            f"layer={printable(layer)!r} applies to GeoPackage files only, but {what}; omit "
+            "layer"
+        )
+    given = [name for name, default in _CSV_DEFAULTS.items()
+             if _normal(name, getattr(options, name)) != _normal(name, default)]
+    if given and kind != "CSV":
+        shown = ", ".join(f"{name}={printable(getattr(options, name))!r}" for name in given)
+        raise InputError(
+            f"{shown} appl{'ies' if len(given) == 1 else 'y'} to CSV files only, but {what}; "
+            f"omit {', '.join(given)} (CLI: "
+            f"{', '.join('--' + name for name in given)})"
+        )
+
+
+def _normal(name: str, value: str) -> str:
+    """Return an encoding by its codec's name ('UTF8' is 'utf-8'), other options as given."""
+    return codecs.lookup(value).name if name == "encoding" else value
+
+
+def _dataset(source: Path) -> _Dataset:
+    """Return what to read of ``source`` by its extension: the file, or the dataset in a zip."""
+    suffix = source.suffix.lower()
+    if suffix not in _FORMATS:
+        raise InputError(
+            f"cannot read {printable(source.name)}: unknown extension "
+            f"{printable(source.suffix)!r}; geosynth reads points from "
+            f"{', '.join(sorted(set(_FORMATS)))} files (the format is chosen by the extension)"
+        )
+    if suffix != ".zip":
+        return _Dataset(source, _FORMATS[suffix], suffix)
+    member = _zipped_member(source)
+    inner = PurePosixPath(member).suffix.lower()
+    # Braces let GDAL take the whole archive path, even one holding ".zip/" in a folder name.
+    return _Dataset(f"/vsizip/{{{source}}}/{member}", _FORMATS[inner], inner, member)
+
+
+def _zip_names(source: Path) -> list[str]:
+    """Return the names of the files in the zip archive ``source`` (not its folders)."""
+    try:
+        with zipfile.ZipFile(source) as archive:
+            return [info.filename for info in archive.infolist() if not info.is_dir()]
+    except (zipfile.BadZipFile, OSError, EOFError) as err:
+        reason = "it is not a zip archive, or is damaged or cut short" if isinstance(
+            err, zipfile.BadZipFile | EOFError) else printable(err.strerror or type(err).__name__)
+        raise InputError(f"cannot read {printable(source.name)}: {reason}; copy or zip the "
+                         "file again") from None
+
+
+def _zipped_member(source: Path) -> str:
+    """Return the one dataset of the zip archive ``source``, refusing none or several."""
+    names = _zip_names(source)
+    candidates = [name for name in names if PurePosixPath(name).suffix.lower() in _ZIPPED
+                  and not _ignored_member(name)]
+    if len(candidates) == 1:
+        return candidates[0]
+    wanted = ", ".join(_ZIPPED)
+    if not candidates:
+        held = [printable(name) for name in names[:10]] + (["..."] if len(names) > 10 else [])
+        raise InputError(f"{printable(source.name)} holds no dataset geosynth reads (a {wanted} "
+                         f"file); it holds {held if names else 'nothing'}: zip the point "
+                         "file itself (a shapefile with its .shx, .dbf and .prj)")
+    shown = [printable(name) for name in candidates[:10]] + (
+        ["..."] if len(candidates) > 10 else [])
+    raise InputError(f"{printable(source.name)} holds {len(candidates)} datasets ({shown}); "
+                     "geosynth reads a zip holding one: unzip it and pass the file to read, or "
+                     "zip that one alone")
+
+
+def _ignored_member(name: str) -> bool:
+    """Whether ``name`` is a macOS resource fork (``__MACOSX/``, ``._p.shp``) or hidden."""
+    parts = PurePosixPath(name).parts
+    return "__MACOSX" in parts or any(part.startswith(".") for part in parts)
 
 
 #: Degrees beyond a projected CRS's area of use within which points are still taken as in it
@@ -208,7 +402,31 @@ def _check_area_of_use(gdf: gpd.GeoDataFrame, source: Path) -> None:
         )
 
 
-def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
+def _check_degrees(gdf: gpd.GeoDataFrame, source: Path) -> None:
+    """Refuse GeoJSON points beyond the range of degrees of their geographic CRS.
+
+    GDAL reads a GeoJSON file without a ``crs`` member in EPSG:4326 (RFC 7946), whatever its
+    numbers: the UTM metres of ``GeoDataFrame.to_json()`` came back as degrees, and ``crs=``
+    could not correct them (it contradicted the file's EPSG:4326). No coordinate is shown.
+    """
+    crs = gdf.crs
+    if crs is None or not crs.is_geographic:
+        return
+    xy = shapely.get_coordinates(np.asarray(gdf.geometry.array, dtype=object))
+    xy = xy[np.isfinite(xy).all(axis=1)]
+    if ((np.abs(xy[:, 0]) > 180) | (np.abs(xy[:, 1]) > 90)).any():
+        name = printable(source.name)
+        raise CRSError(
+            f"{name}: its points lie outside the range of degrees (|longitude| <= 180, "
+            f"|latitude| <= 90) of {printable(crs.to_string())}, the CRS of a GeoJSON file "
+            "that names none (RFC 7946): their numbers are another CRS's (e.g. metres); save "
+            "the file with the CRS its coordinates are in, e.g. ogr2ogr -a_srs EPSG:<code> "
+            f"{shlex.quote(printable(source.stem) + '.gpkg')} {shlex.quote(name)}, and read "
+            "that GeoPackage"
+        )
+
+
+def _read_csv(source: Path, x: str | None, y: str | None, crs: Any, options: _CsvOptions,
               check_values: bool = True) -> gpd.GeoDataFrame:
     missing = [name for name, value in (("x", x), ("y", y), ("crs", crs)) if value is None]
     if missing:
@@ -221,8 +439,8 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
         raise InputError(f"x and y must name two different columns (CLI: --x, --y), got {x!r} "
                          "for both")
     crs_obj = _as_crs(crs)
-    frame = _load_csv(source)
-    coordinates = {name: _csv_coordinates(frame, source, name, column, check_values)
+    frame = _load_csv(source, options)
+    coordinates = {name: _csv_coordinates(frame, source, name, column, options, check_values)
                    for name, column in (("x", x), ("y", y))}
     attributes = frame.drop(columns=[x, y])
     if "geometry" in attributes.columns:
@@ -232,28 +450,33 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any,
             "if it holds the geometry as text, convert the file to a GeoPackage)"
         )
     return gpd.GeoDataFrame(
-        attributes,
+        _keep_codes_as_text(source, attributes, options),
         geometry=gpd.points_from_xy(coordinates["x"], coordinates["y"]),
         crs=crs_obj,
     )
 
 
-def _load_csv(source: Path) -> pd.DataFrame:
+def _load_csv(source: Path, options: _CsvOptions) -> pd.DataFrame:
     """Read a CSV file whole, after checking its layout (header names, fields per record)."""
+    header = _read_csv_text(source, options, header=None, nrows=1, dtype=str,
+                            keep_default_na=False)
+    # The whole column's type from all its values: in chunks (low_memory) a column of
+    # codes with a letter past the first chunk came back as ints, then strings ('7' and 7).
+    frame = _read_csv_text(source, options, decimal=options.decimal, low_memory=False)
+    _check_csv_layout(source, header.iloc[0].tolist() if len(header) else [], frame, options)
+    return frame
+
+
+def _read_csv_text(source: Path, options: _CsvOptions, **kwargs: Any) -> pd.DataFrame:
+    """``pd.read_csv`` of ``source`` with ``options``, its failures as InputErrors."""
     name = printable(source.name)
     try:
-        header = pd.read_csv(source, header=None, nrows=1, dtype=str, keep_default_na=False)
-        # The whole column's type from all its values: in chunks (low_memory) a column of
-        # codes with a letter past the first chunk came back as ints, then strings ('7' and 7).
-        frame = pd.read_csv(source, low_memory=False)
+        return pd.read_csv(source, sep=options.sep, encoding=options.encoding, **kwargs)
     except pd.errors.EmptyDataError:
         raise InputError(f"the CSV file {name} is empty: no header line and no records") from None
-    except UnicodeDecodeError:
+    except UnicodeError:
         # The codec's message quotes a byte of the file (and its offset): say only what is wrong.
-        raise InputError(
-            f"cannot read the CSV file {name}: it is not UTF-8 text; save it as UTF-8 CSV (or "
-            "check that this is the right file)"
-        ) from None
+        raise InputError(_not_in_encoding(name, options.encoding)) from None
     except pd.errors.ParserError as err:
         raise InputError(f"cannot read the CSV file {name}: {printable(str(err))[:200]}") from None
     except MemoryError:
@@ -263,11 +486,45 @@ def _load_csv(source: Path) -> pd.DataFrame:
     except OSError as err:  # permissions, a file removed or unreadable after the checks
         raise InputError(f"cannot read the CSV file {name}: "
                          f"{printable(err.strerror or type(err).__name__)}") from None
-    _check_csv_layout(source, header.iloc[0].tolist() if len(header) else [], frame)
-    return frame
 
 
-def _check_csv_layout(source: Path, names: list, frame: pd.DataFrame) -> None:
+def _not_in_encoding(name: str, encoding: str) -> str:
+    """Return the message for a CSV file that is not text in ``encoding`` (no byte of it quoted)."""
+    if codecs.lookup(encoding).name == "utf-8":
+        return (f"cannot read the CSV file {name}: it is not UTF-8 text; save it as UTF-8 CSV, "
+                "or pass the encoding it is saved in, e.g. encoding='cp1252' for a Windows "
+                "(Excel) file (CLI: --encoding cp1252); or check that this is the right file")
+    return (f"cannot read the CSV file {name}: it is not {printable(encoding)} text "
+            f"(encoding={printable(encoding)!r}); pass the encoding it is saved in, e.g. "
+            "'utf-8' or 'cp1252' (CLI: --encoding)")
+
+
+def _keep_codes_as_text(source: Path, attributes: pd.DataFrame,
+                        options: _CsvOptions) -> pd.DataFrame:
+    """Return ``attributes`` with numeric columns of codes written with leading zeros as text.
+
+    pandas read "01", "007" and "0450" as the numbers 1, 7 and 450: postal and district codes
+    lost their zeros, and "01" and "1" became one level. The numeric columns are read again
+    as written, and a column holding such a number is kept as that text.
+    """
+    numeric = [column for column in attributes.columns
+               if pd.api.types.is_numeric_dtype(attributes[column].dtype)
+               and not pd.api.types.is_bool_dtype(attributes[column].dtype)]
+    if not numeric:
+        return attributes
+    text = _read_csv_text(source, options, usecols=numeric, dtype=str, low_memory=False)
+    codes = [column for column in numeric
+             if text[column].str.contains(_LEADING_ZERO, regex=True, na=False).any()]
+    if not codes:
+        return attributes
+    attributes = attributes.copy()
+    for column in codes:
+        attributes[column] = text[column].to_numpy()
+    return attributes
+
+
+def _check_csv_layout(source: Path, names: list, frame: pd.DataFrame,
+                      options: _CsvOptions) -> None:
     """Refuse records with more fields than the header names, and repeated column names."""
     if not frame.index.equals(pd.RangeIndex(len(frame))):
         # A header line with fewer names than the records have fields: pandas silently takes the
@@ -277,7 +534,7 @@ def _check_csv_layout(source: Path, names: list, frame: pd.DataFrame) -> None:
             f"the CSV file {printable(source.name)} has more fields in its records than names in "
             "its header line (pandas would take the first column, e.g. record IDs, as row "
             "labels); give every column a name in the header line, e.g. write the file with "
-            f"DataFrame.to_csv(index=False){_separator_hint(frame.columns)}"
+            f"DataFrame.to_csv(index=False){_separator_hint(frame.columns, options)}"
         )
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated and _looks_like_a_record(repeated):
@@ -296,20 +553,21 @@ def _check_csv_layout(source: Path, names: list, frame: pd.DataFrame) -> None:
 
 
 def _csv_coordinates(frame: pd.DataFrame, source: Path, name: str, column: str,
-                     check_values: bool) -> np.ndarray:
+                     options: _CsvOptions, check_values: bool) -> np.ndarray:
     """Return coordinate column ``column`` as float64 after its checks (``name``: x or y)."""
     if column not in frame.columns:
         raise InputError(
             f"{name}={column!r}: {printable(source.name)} has no column {column!r}; "
-            f"{_describe_header(frame.columns)}"
+            f"{_describe_header(frame.columns, options)}"
         )
     raw = frame[column]
-    values = _numbers(raw)
+    values = _numbers(raw, options.decimal)
     where = f"{name}={column!r}: column {column!r} of {printable(source.name)} has"
     not_numeric = (values.isna() & raw.notna()).to_numpy()
     if not_numeric.any() and check_values:
         raise InputError(f"{where} {int(not_numeric.sum())} non-numeric values "
-                         f"({_csv_rows(frame.index, not_numeric)}); coordinates must be numbers")
+                         f"({_csv_rows(frame.index, not_numeric)}); coordinates must be numbers"
+                         f"{_decimal_hint(options)}")
     absent = values.isna().to_numpy()
     if absent.any() and check_values:
         raise InputError(f"{where} {int(absent.sum())} missing values "
@@ -324,14 +582,31 @@ def _csv_coordinates(frame: pd.DataFrame, source: Path, name: str, column: str,
     return coordinates
 
 
-def _numbers(raw: pd.Series) -> pd.Series:
-    """Return the numbers of a coordinate column, NaN where a value is none (True/False too)."""
+def _decimal_hint(options: _CsvOptions) -> str:
+    """Say which decimal mark numbers are read with, and how to read the other usual one."""
+    other = "','" if options.decimal == "." else "'.'"
+    return (f" with {options.decimal!r} as the decimal mark (for {other} pass decimal={other}, "
+            f"CLI: --decimal {other})")
+
+
+def _numbers(raw: pd.Series, decimal: str = ".") -> pd.Series:
+    """Return the numbers of a coordinate column, NaN where a value is none (True/False too).
+
+    pandas converts a column of numbers written with ``decimal``; a column it kept as text
+    (some value is not a number) is converted value by value with the same decimal mark, so
+    that under ``check_values=False`` one bad value does not make the others missing.
+    """
     if pd.api.types.is_bool_dtype(raw.dtype):  # pandas reads "True"/"False" as bool, not 1/0
         return pd.Series(np.nan, index=raw.index)
+    if decimal != "." and not pd.api.types.is_numeric_dtype(raw.dtype):
+        text = raw.astype(str)
+        # "1.5" is not a number when the decimal mark is "," (it may be 1.5 or 15).
+        dotted = text.str.contains(".", regex=False, na=False).to_numpy(dtype=bool)
+        raw = text.str.replace(decimal, ".", regex=False).mask(dotted, "")
     return pd.to_numeric(raw, errors="coerce")
 
 
-def _describe_header(columns: pd.Index) -> str:
+def _describe_header(columns: pd.Index, options: _CsvOptions) -> str:
     """Describe the CSV header's column names for a message, unless it looks like a record.
 
     A file without a header line has its first record read as column names: listing them
@@ -343,7 +618,8 @@ def _describe_header(columns: pd.Index) -> str:
         return (f"its first line holds {count} number(s) where column names belong (not "
                 "repeated here: they may be a record's values); if the file has no header "
                 "line, add one naming every column")
-    return f"its columns are {[printable(name) for name in names]}{_separator_hint(columns)}"
+    return (f"its columns are {[printable(name) for name in names]}"
+            f"{_separator_hint(columns, options)}{_bom_hint(names, options)}")
 
 
 def _looks_like_a_record(names: list) -> bool:
@@ -351,15 +627,34 @@ def _looks_like_a_record(names: list) -> bool:
     return bool(pd.to_numeric(pd.Series(names, dtype=object), errors="coerce").notna().any())
 
 
-def _separator_hint(columns: pd.Index) -> str:
-    """Return a hint for a file whose fields are separated by ';' or tabs (one column)."""
-    if any(separator in str(name) for name in columns for separator in (";", "\t")):
-        return ("; the header line holds ';' or tabs: geosynth reads comma-separated files "
-                "(with '.' as the decimal point), so save the file as such")
+_SEPARATORS = {";": "';'", "\t": "'\\t' (a tab)", ",": "','", "|": "'|'"}
+
+
+def _separator_hint(columns: pd.Index, options: _CsvOptions) -> str:
+    """Return a hint for a file whose fields are separated by another character than ``sep``."""
+    found = [char for char in _SEPARATORS if char != options.sep
+             and any(char in str(name) for name in columns)]
+    if len(columns) > 1:  # split by sep already: a comma in a name is likely part of it
+        found = [char for char in found if char != ","]
+    if not found:
+        return ""
+    char = found[0]
+    decimal = (" and decimal=',' (CLI: --decimal ',') if its numbers have decimal commas"
+               if char == ";" and options.decimal == "." else "")
+    return (f"; the header line holds {_SEPARATORS[char]} where sep={options.sep!r} was "
+            f"expected: pass sep={_SEPARATORS[char].split(' ')[0]} (CLI: --sep){decimal}")
+
+
+def _bom_hint(names: list[str], options: _CsvOptions) -> str:
+    """Hint at a UTF-8 file read in another encoding (its byte-order mark became 'ï»¿')."""
+    if names and names[0].startswith("\u00ef\u00bb\u00bf"):
+        return ("; the file starts with the byte-order mark of UTF-8 text, read here as "
+                f"{printable(options.encoding)}: pass encoding='utf-8' (CLI: --encoding)")
     return ""
 
 
-def _check_shapefile_complete(source: Path, check_values: bool = True) -> None:
+def _check_shapefile_complete(source: Path, dataset: _Dataset | None = None,
+                              check_values: bool = True) -> None:
     """Refuse a .shp shorter than its .shx index says (a copy or download cut short).
 
     GDAL reads such a file without error, the records past the cut without geometry: they
@@ -368,39 +663,78 @@ def _check_shapefile_complete(source: Path, check_values: bool = True) -> None:
     reads the geometries alone, and the missing attributes would surface only as columns that
     are not in the file. With ``check_values`` False (a differentially private release) the
     messages give no number of records or bytes: both tell how many records the file holds,
-    which the release's noisy size protects.
+    which the release's noisy size protects. A shapefile in a zip archive (``dataset``) is
+    checked in the archive.
     """
+    if dataset is not None and dataset.member is not None:
+        _check_zipped_shapefile(source, dataset.member, check_values)
+        return
     if not any(source.with_suffix(s).is_file() for s in (".dbf", ".DBF")):
-        raise InputError(f"{printable(source.name)} has no {printable(source.stem)}.dbf beside "
-                         "it, which holds the records' attributes; copy the shapefile again "
-                         "(all of its files: .shp, .shx, .dbf and .prj)")
+        raise _without_dbf(printable(source.name), f"{printable(source.stem)}.dbf", "beside it")
     index = source.with_suffix(".shx")
     if not index.is_file():
         index = source.with_suffix(".SHX")
     if not index.is_file():
         return  # GDAL rebuilds a missing index (SHAPE_RESTORE_SHX) or says so itself
-    with open(index, "rb") as handle:  # the header and the last entry, not the whole index
-        header = handle.read(100)
-        if len(header) < 100:
-            return
-        n_words = struct.unpack(">i", header[24:28])[0]
-        n_records = max(0, (2 * n_words - 100) // 8)
-        if n_records == 0:
-            return
-        handle.seek(100 + 8 * (n_records - 1))
-        last = handle.read(8)
+    with open(index, "rb") as handle:
+        _check_index(handle, printable(index.name), printable(source.name),
+                     source.stat().st_size, check_values)
+
+
+def _check_zipped_shapefile(source: Path, member: str, check_values: bool) -> None:
+    """:func:`_check_shapefile_complete` of the shapefile ``member`` of the zip ``source``."""
+    stem, zipped = member[:-4], printable(source.name)
+    try:
+        with zipfile.ZipFile(source) as archive:
+            names = {name.lower(): name for name in archive.namelist()}
+            if f"{stem}.dbf".lower() not in names:
+                raise _without_dbf(f"{printable(member)} in {zipped}",
+                                   f"{printable(PurePosixPath(stem).name)}.dbf", "beside it in "
+                                   "the archive")
+            index = names.get(f"{stem}.shx".lower())
+            if index is None:
+                return
+            with archive.open(index) as handle:
+                _check_index(handle, f"{printable(index)} in {zipped}",
+                             f"{printable(member)} in {zipped}",
+                             archive.getinfo(member).file_size, check_values)
+    except NotImplementedError:  # a compression zipfile lacks: GDAL decides
+        return
+    except (zipfile.BadZipFile, EOFError, OSError):
+        raise InputError(f"cannot read {zipped}: it is damaged or cut short; copy or zip the "
+                         "file again") from None
+
+
+def _without_dbf(shown: str, dbf: str, where: str) -> InputError:
+    """Return the error of a shapefile ``shown`` without its ``dbf``."""
+    return InputError(f"{shown} has no {dbf} {where}, which holds the records' attributes; "
+                      "copy the shapefile again (all of its files: .shp, .shx, .dbf and .prj)")
+
+
+def _check_index(handle: BinaryIO, index: str, shown: str, size: int,
+                 check_values: bool) -> None:
+    """Refuse a .shx ``handle`` cut short, or a .shp (``size`` bytes) shorter than it says."""
+    header = handle.read(100)  # the header and the last entry, not the whole index
+    if len(header) < 100:
+        return
+    n_words = struct.unpack(">i", header[24:28])[0]
+    n_records = max(0, (2 * n_words - 100) // 8)
+    if n_records == 0:
+        return
+    handle.seek(100 + 8 * (n_records - 1))
+    last = handle.read(8)
     if len(last) < 8:
         indexes = f"it indexes {n_records} records" if check_values else "it lists records"
-        raise InputError(f"{printable(index.name)} is truncated: {indexes} but ends early; copy "
+        raise InputError(f"{index} is truncated: {indexes} but ends early; copy "
                          "the shapefile again (all of its files)")
     offset, length = struct.unpack(">ii", last)
     needed = 2 * (offset + length) + 8  # the last record's header (8 bytes) and content
-    if source.stat().st_size < needed:
+    if size < needed:
         sizes = (f"its index lists {n_records} records, which need {needed:,} bytes, but the "
-                 f"file has {source.stat().st_size:,}" if check_values else
+                 f"file has {size:,}" if check_values else
                  "it is shorter than its index (.shx) says (sizes not shown when values are "
                  "not checked, e.g. under --epsilon: they tell the number of records)")
-        raise InputError(f"{printable(source.name)} is truncated: {sizes}; copy the shapefile "
+        raise InputError(f"{shown} is truncated: {sizes}; copy the shapefile "
                          "again (all of its files)")
 
 
@@ -409,7 +743,7 @@ def _read_parquet(source: Path) -> gpd.GeoDataFrame:
         import pyarrow  # noqa: F401
     except ImportError:
         if "Parquet" in pyogrio.list_drivers(read=True):
-            return _read_ogr(source, None)
+            return _read_ogr(source, _Dataset(source, "GeoParquet", source.suffix.lower()), None)
         raise ImportError(
             f"reading the GeoParquet file {printable(source.name)} needs the optional package "
             "pyarrow (pip install pyarrow); or convert the file to a GeoPackage, e.g. "
@@ -430,39 +764,44 @@ def _read_parquet(source: Path) -> gpd.GeoDataFrame:
     return gdf.reset_index(drop=True)
 
 
-def _read_ogr(source: Path, layer: str | None) -> gpd.GeoDataFrame | pd.DataFrame:
-    geopackage = source.suffix.lower() == ".gpkg"
-    if geopackage:
+def _read_ogr(source: Path, dataset: _Dataset,
+              layer: str | None) -> gpd.GeoDataFrame | pd.DataFrame:
+    """Read ``dataset`` (``source`` itself, or its member) through pyogrio, after its checks."""
+    geopackage = dataset.kind == "GeoPackage"
+    zipped = dataset.member is not None
+    if geopackage and not zipped:
         problem = geopackage_problem(source)
         if problem is not None:
             raise not_a_geopackage(source, problem)
     try:
-        layers = pyogrio.list_layers(source)
+        layers = pyogrio.list_layers(dataset.path)
         if geopackage:
             layer = _choose_layer(source, layers, layer)
-        info = pyogrio.read_info(source, layer=layer)
+        info = pyogrio.read_info(dataset.path, layer=layer)
         _check_field_names(source, [str(name) for name in info["fields"]],
                            info["geometry_name"] if info["geometry_type"] is not None else None)
-        return pyogrio.read_dataframe(source, layer=layer)
+        return pyogrio.read_dataframe(dataset.path, layer=layer)
     except UnicodeDecodeError as err:
-        raise _not_text(source, err.encoding) from None
+        raise _not_text(source, dataset, err.encoding) from None
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
-        if geopackage:
+        if geopackage and not zipped:
             raise not_a_geopackage(source, err) from None
+        shown = f"{printable(dataset.member)} in {printable(source.name)}" if zipped else (
+            printable(source.name))
         raise InputError(
-            f"cannot read {printable(source.name)}: {printable(str(err).split(';')[0])[:200]}"
+            f"cannot read {shown}: {printable(str(err).split(';')[0])[:200]}"
         ) from None
 
 
-def _not_text(source: Path, encoding: str) -> InputError:
+def _not_text(source: Path, dataset: _Dataset, encoding: str) -> InputError:
     """Return the error for a file whose field names or values are not ``encoding`` text.
 
     The codec's own message quotes a byte of the file and its offset: not repeated.
     """
     fix = ("if its .cpg file names the wrong encoding, write the right one into it (e.g. "
            "CP1252), or save the layer again as a GeoPackage"
-           if source.suffix.lower() == ".shp" else "save the layer again from data read with "
-           "the right encoding (GeoPackage text is UTF-8)")
+           if dataset.suffix == ".shp" else "save the layer again from data read with "
+           f"the right encoding ({dataset.kind} text is UTF-8)")
     return InputError(
         f"cannot read {printable(source.name)}: some of its field names or text values are not "
         f"{printable(encoding)} text, the encoding it declares; {fix}"

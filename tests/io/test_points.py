@@ -406,12 +406,18 @@ def test_a_semicolon_or_tab_separated_csv_gets_a_hint(tmp_path):
     path = tmp_path / "points.csv"
     path.write_text("east;north;y\n1,5;2,5;0\n")  # decimal commas: more fields than names
     with pytest.raises(InputError, match=r"more fields in its records.*header line holds ';' "
-                       "or tabs: geosynth reads comma-separated files"):
+                       r"where sep=',' was expected: pass sep=';' \(CLI: --sep\) and "
+                       r"decimal=','"):
         read_points(path, x="east", y="north", crs=CRS)
     path.write_text("east\tnorth\ty\n1.5\t2.5\t0\n")
     with pytest.raises(InputError, match=r"no column 'east'; its columns are \['east\?north\?y'\]"
-                       r"; the header line holds ';' or tabs"):
+                       r"; the header line holds '\\t' \(a tab\) where sep=',' was expected: "
+                       r"pass sep='\\t' \(CLI: --sep\)$"):
         read_points(path, x="east", y="north", crs=CRS)
+    assert len(read_points(path, x="east", y="north", crs="EPSG:4326", sep="\t")) == 1
+    path.write_text("east,north,y\n1.5,2.5,0\n")  # a comma-separated file read with sep=";"
+    with pytest.raises(InputError, match=r"holds ',' where sep=';' was expected: pass sep=','"):
+        read_points(path, x="east", y="north", crs=CRS, sep=";")
     path.write_text("east,north,y\n1.5,2.5,0\n")
     with pytest.raises(InputError, match=r"its columns are \['east', 'north', 'y'\]$"):
         read_points(path, x="lon", y="north", crs=CRS)
@@ -673,3 +679,312 @@ def test_coordinates_far_outside_the_crs_area_of_use_are_refused(tmp_path, x, y)
                        r"EPSG:31983 is used \(Brazil - between 48°W and 42°W") as caught:
         read_points(path, x=x, y=y, crs="EPSG:31983")
     assert "-19.9" not in str(caught.value) and "-43.9" not in str(caught.value)
+
+
+# ---------------------------------------------------------------- GeoJSON, FlatGeobuf, zip
+
+
+def _write_zip(path, files):
+    """A zip archive at ``path`` holding ``files``: {name inside the archive: file or bytes}."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, content in files.items():
+            data = content if isinstance(content, bytes) else content.read_bytes()
+            archive.writestr(name, data)
+    return path
+
+
+def _shapefile_parts(tmp_path, points, stem="points"):
+    folder = tmp_path / f"shp_{stem}"
+    folder.mkdir()
+    points.to_file(folder / f"{stem}.shp", engine="pyogrio")
+    return {p.name: p for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("suffix", [".geojson", ".json"])
+def test_read_points_geojson_comes_back_in_wgs84(tmp_path, points, suffix):
+    # RFC 7946: GeoJSON is longitude/latitude in WGS 84; the points are not reprojected, and a
+    # lattice then refuses them (as any geographic CRS) asking for a projected CRS.
+    from geosynth import Grid
+
+    path = tmp_path / f"points{suffix}"
+    wgs84 = points.to_crs(4326)
+    pyogrio.write_dataframe(wgs84, path, driver="GeoJSON")
+    got = read_points(path)
+    assert got.crs.equals(pyproj.CRS("EPSG:4326"))
+    np.testing.assert_allclose(shapely.get_coordinates(got.geometry.values),
+                               shapely.get_coordinates(wgs84.geometry), rtol=0, atol=1e-12)
+    assert got["x1"].tolist() == ["a", "b", "a"] and got["y"].tolist() == [0, 1, 1]
+    pd.testing.assert_index_equal(got.index, pd.RangeIndex(3))
+    with pytest.raises(CRSError, match="geographic"):
+        Grid.from_points(got, shape=(2, 2))
+    back = shapely.get_coordinates(got.to_crs(CRS).geometry.values)
+    np.testing.assert_allclose(back, shapely.get_coordinates(points.geometry), rtol=0, atol=1e-3)
+
+
+def test_read_points_geojson_with_a_crs_member_keeps_it(tmp_path, points):
+    path = tmp_path / "points.geojson"
+    points.to_file(path, driver="GeoJSON", engine="pyogrio")  # GDAL writes the legacy member
+    assert_same_points(read_points(path), points)
+    assert_same_points(read_points(path, crs=CRS), points)
+
+
+def test_geojson_metres_read_as_degrees_are_refused_without_quoting_them(tmp_path):
+    # GDAL reads a GeoJSON without a "crs" member in EPSG:4326 whatever its numbers: UTM metres
+    # came back as "degrees" and crs= could not correct them.
+    path = tmp_path / "points.geojson"
+    features = [{"type": "Feature", "properties": {"y": 0},
+                 "geometry": {"type": "Point", "coordinates": [605100.5, 7790200.25]}}]
+    import json
+
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    with pytest.raises(CRSError, match=r"points.geojson: its points lie outside the range of "
+                       r"degrees .*RFC 7946.*ogr2ogr -a_srs EPSG:<code> points.gpkg "
+                       r"points.geojson") as caught:
+        read_points(path)
+    assert "605100" not in str(caught.value) and "7790200" not in str(caught.value)
+    assert len(read_points(path, check_values=False)) == 1  # a refusal on values: not under DP
+
+
+def test_read_points_geojson_and_flatgeobuf_get_the_same_checks(tmp_path, points):
+    mixed = points.copy()
+    mixed.geometry = [points.geometry[0], points.geometry[1].buffer(1.0), points.geometry[2]]
+    for suffix, kind in ((".geojson", "GeoJSON"), (".fgb", "FlatGeobuf")):
+        path = tmp_path / f"mixed{suffix}"
+        mixed.to_file(path, engine="pyogrio")
+        with pytest.raises(InputError, match=r"1 non-point geometries.*rows \[\d\]; "
+                           r"counted from 0 in (the order of the file's features|file order)"):
+            read_points(path)
+        with pytest.raises(InputError, match=rf"layer='a' applies to GeoPackage files only, but "
+                           rf"mixed{suffix} is a {kind} file"):
+            read_points(path, layer="a")
+        with pytest.raises(InputError, match="x and y name the coordinate columns of a CSV"):
+            read_points(path, x="east", y="north")
+    xy = shapely.get_coordinates(points.geometry)
+    swapped = points.set_geometry(gpd.points_from_xy(xy[:, 1], xy[:, 0], crs=CRS))
+    swapped.to_file(tmp_path / "swapped.fgb", engine="pyogrio")  # northings as eastings
+    with pytest.raises(CRSError, match="far outside the area where EPSG:31983 is used"):
+        read_points(tmp_path / "swapped.fgb")
+
+
+def test_read_points_flatgeobuf(tmp_path, points):
+    path = tmp_path / "points.fgb"
+    points.to_file(path, engine="pyogrio", SPATIAL_INDEX="NO")
+    assert_same_points(read_points(path), points)
+    # With its spatial index (GDAL's default) the file stores the features along a Hilbert
+    # curve: "file order" is that order, as the row meaning says.
+    points.to_file(path, engine="pyogrio")
+    got = read_points(path)
+    assert sorted(got["z"].tolist()) == sorted(points["z"].tolist())
+    mixed = points.copy()
+    mixed.geometry = [points.geometry[0], points.geometry[1].buffer(1.0), points.geometry[2]]
+    mixed.to_file(path, engine="pyogrio")
+    with pytest.raises(InputError, match=r"counted from 0 in file order, which for a "
+                       r"FlatGeobuf with a spatial index is along a Hilbert curve"):
+        read_points(path)
+
+
+def test_read_points_zipped_shapefile(tmp_path, points):
+    # As mailed: a folder inside the archive and macOS's resource forks beside the files.
+    parts = _shapefile_parts(tmp_path, points)
+    files = {f"export/{name}": path for name, path in parts.items()}
+    files.update({f"__MACOSX/export/._{name}": b"\x00\x05\x16\x07" for name in parts})
+    files["export/readme.txt"] = b"points of 2024"
+    path = _write_zip(tmp_path / "points.zip", files)
+    got = read_points(path)
+    assert_same_points(got, points)
+    pd.testing.assert_index_equal(got.index, pd.RangeIndex(3))
+
+
+def test_read_points_zipped_geopackage_and_geojson(tmp_path, points):
+    gpkg = tmp_path / "p.gpkg"
+    points.to_file(gpkg, layer="records", engine="pyogrio")
+    points.to_file(gpkg, layer="more", engine="pyogrio")
+    path = _write_zip(tmp_path / "gpkg.zip", {"p.gpkg": gpkg})
+    with pytest.raises(InputError, match=r"2 layers .* pass layer="):
+        read_points(path)
+    assert_same_points(read_points(path, layer="records"), points)
+    geojson = tmp_path / "p.geojson"
+    points.to_file(geojson, driver="GeoJSON", engine="pyogrio")
+    path = _write_zip(tmp_path / "json.zip", {"p.geojson": geojson})
+    assert_same_points(read_points(path), points)
+    with pytest.raises(InputError, match="layer='records' applies to GeoPackage files only, "
+                       "but json.zip holds a GeoJSON file; omit layer"):
+        read_points(path, layer="records")
+
+
+def test_a_zip_with_two_datasets_or_none_is_refused_naming_them(tmp_path, points):
+    files = {f"a/{name}": p for name, p in _shapefile_parts(tmp_path, points, "homes").items()}
+    files.update({f"b/{name}": p for name, p in _shapefile_parts(tmp_path, points, "work").items()})
+    path = _write_zip(tmp_path / "two.zip", files)
+    with pytest.raises(InputError, match=r"two.zip holds 2 datasets \(\['a/homes.shp', "
+                       r"'b/work.shp'\]\); geosynth reads a zip holding one"):
+        read_points(path)
+    path = _write_zip(tmp_path / "none.zip", {"readme.txt": b"x", "points.csv": b"x,y\n1,2\n"})
+    with pytest.raises(InputError, match=r"none.zip holds no dataset geosynth reads \(a \.shp, "
+                       r"\.gpkg, \.geojson, \.json, \.fgb file\); it holds \['readme.txt', "
+                       r"'points.csv'\]"):
+        read_points(path)
+    empty = _write_zip(tmp_path / "empty.zip", {})
+    with pytest.raises(InputError, match="empty.zip holds no dataset.*it holds nothing"):
+        read_points(empty)
+    broken = tmp_path / "broken.zip"
+    broken.write_bytes(b"PK\x03\x04 cut short")
+    with pytest.raises(InputError, match="cannot read broken.zip: it is not a zip archive"):
+        read_points(broken)
+
+
+@pytest.mark.parametrize("check_values", [True, False])
+def test_a_zipped_shapefile_without_dbf_or_cut_short_is_refused(tmp_path, points, check_values):
+    parts = _shapefile_parts(tmp_path, points)
+    without = _write_zip(tmp_path / "nodbf.zip",
+                         {n: p for n, p in parts.items() if not n.endswith(".dbf")})
+    with pytest.raises(InputError, match=r"points.shp in nodbf.zip has no points.dbf beside it "
+                       r"in the archive"):
+        read_points(without, check_values=check_values)
+    files = dict(parts)
+    files["points.shp"] = parts["points.shp"].read_bytes()[:-10]
+    cut = _write_zip(tmp_path / "cut.zip", files)
+    shown = "its index lists 3 records" if check_values else "it is shorter than its index"
+    with pytest.raises(InputError, match=rf"points.shp in cut.zip is truncated: {shown}"):
+        read_points(cut, check_values=check_values)
+
+
+# ---------------------------------------------------------------- CSV: sep, decimal, encoding
+
+
+def test_a_european_csv_is_read_with_sep_decimal_and_encoding(tmp_path, points):
+    # Excel in Brazil, France or Germany saves ";"-separated CP1252 text with decimal commas.
+    xy = shapely.get_coordinates(points.geometry)
+    frame = pd.DataFrame({"leste": xy[:, 0], "norte": xy[:, 1], "y": points["y"],
+                          "x1": ["São Paulo", "Jundiaí", "São Paulo"], "z": points["z"]})
+    path = tmp_path / "casos.csv"
+    frame.to_csv(path, sep=";", decimal=",", encoding="latin-1", index=False)
+    assert b"605100,5;7790200,25" in path.read_bytes()
+    got = read_points(path, x="leste", y="norte", crs=CRS, sep=";", decimal=",",
+                      encoding="latin-1")
+    np.testing.assert_array_equal(shapely.get_coordinates(got.geometry.values), xy)
+    assert got["z"].tolist() == [1.5, 2.5, 3.5] and got["z"].dtype == np.float64
+    assert got["x1"].tolist() == ["São Paulo", "Jundiaí", "São Paulo"]
+    assert got["y"].tolist() == [0, 1, 1]
+    # Read as UTF-8 (the default), the same file is refused naming the way out.
+    with pytest.raises(InputError, match=r"is not UTF-8 text; .*encoding='cp1252'.*--encoding"):
+        read_points(path, x="leste", y="norte", crs=CRS, sep=";", decimal=",")
+
+
+def test_decimal_commas_under_dp_keep_the_other_coordinates(tmp_path):
+    # A column with one value that is not a number stays text: each value is read with the
+    # decimal comma, and only the bad one loses its coordinate.
+    path = tmp_path / "points.csv"
+    path.write_text("east;north;y\n1,5;2,5;0\nabc;3,5;1\n4,5;1.5;0\n")
+    got = read_points(path, x="east", y="north", crs=CRS, sep=";", decimal=",",
+                      check_values=False)
+    assert got.geometry.x.tolist()[0::2] == [1.5, 4.5] and np.isnan(got.geometry.x[1])
+    assert got.geometry.y.tolist()[:2] == [2.5, 3.5] and np.isnan(got.geometry.y[2])
+    with pytest.raises(InputError, match=r"x='east'.*1 non-numeric values \(rows \[1\];.*with "
+                       r"',' as the decimal mark"):
+        read_points(path, x="east", y="north", crs=CRS, sep=";", decimal=",")
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"sep": None}, InputTypeError, r"^sep must be a str, got NoneType None$"),
+    ({"decimal": 1}, InputTypeError, r"^decimal must be a str, got int 1$"),
+    ({"encoding": b"utf-8"}, InputTypeError, r"^encoding must be a str, got bytes"),
+    ({"sep": ";;"}, InputError, r"^sep must be one character, got ';;' \(2 characters\)"),
+    ({"sep": "\\t"}, InputError, r"sep must be one character.*a tab is the one character"),
+    ({"sep": ""}, InputError, r"^sep must be one character, got '' \(0 characters\)"),
+    ({"decimal": ",."}, InputError, r"^decimal must be one character.*\(CLI: --decimal\)$"),
+    ({"sep": '"'}, InputError, r"^sep='\"' cannot be a digit, the quote"),
+    ({"decimal": "1"}, InputError, r"^decimal='1' cannot be a digit"),
+    ({"sep": ";", "decimal": ";"}, InputError, r"^sep and decimal must differ, got ';' for both"),
+    ({"decimal": ","}, InputError, r"^sep and decimal must differ, got ',' for both; .*"
+                                   r"pass sep=';' and decimal=','"),
+    ({"encoding": "latin-9000"}, InputError, r"^encoding='latin-9000' is not a text encoding "
+                                             r"Python knows; .*\(CLI: --encoding\)$"),
+    ({"encoding": "hex"}, InputError, r"^encoding='hex' is not a text encoding"),
+])
+def test_csv_options_are_checked_naming_them(tmp_path, kwargs, error, match):
+    path = tmp_path / "points.csv"
+    path.write_text("east,north\n1,2\n")
+    with pytest.raises(error, match=match):
+        read_points(path, x="east", y="north", crs=CRS, **kwargs)
+
+
+@pytest.mark.parametrize(("kwargs", "shown"), [
+    ({"sep": ";"}, r"sep=';' applies to CSV files only, but points.gpkg is a GeoPackage file; "
+                   r"omit sep \(CLI: --sep\)$"),
+    ({"sep": ";", "encoding": "cp1252"}, r"sep=';', encoding='cp1252' apply to CSV files "
+                                         r"only.*omit sep, encoding \(CLI: --sep, --encoding\)"),
+])
+def test_csv_options_for_another_format_are_refused(tmp_path, points, kwargs, shown):
+    path = tmp_path / "points.gpkg"
+    points.to_file(path, layer="records", engine="pyogrio")
+    with pytest.raises(InputError, match=shown):
+        read_points(path, **kwargs)
+    assert_same_points(read_points(path, sep=",", decimal=".", encoding="UTF8"), points)
+
+
+def test_a_csv_not_in_the_given_encoding_names_it_without_quoting_bytes(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_bytes("east,north,y\n1,2,café\n".encode())
+    with pytest.raises(InputError, match=r"points.csv: it is not ascii text "
+                       r"\(encoding='ascii'\); pass the encoding it is saved in") as caught:
+        read_points(path, x="east", y="north", crs=CRS, encoding="ascii")
+    assert "0xc3" not in str(caught.value) and "position" not in str(caught.value)
+    assert read_points(path, x="east", y="north", crs="EPSG:4326")["y"].tolist() == ["café"]
+
+
+def test_a_utf8_byte_order_mark_is_skipped_or_named(tmp_path):
+    # Excel's "CSV UTF-8" starts with a byte-order mark: read as UTF-8 it is skipped (as
+    # before); read as CP1252 the first column was named 'ï»¿east' and "not found".
+    path = tmp_path / "points.csv"
+    path.write_bytes(b"\xef\xbb\xbfeast,north\n1,2\n")
+    for encoding in ("utf-8", "UTF8", "utf-8-sig"):
+        got = read_points(path, x="east", y="north", crs="EPSG:4326", encoding=encoding)
+        assert got.geometry.x.tolist() == [1.0]
+    with pytest.raises(InputError, match=r"no column 'east'.*starts with the byte-order mark "
+                       r"of UTF-8 text, read here as cp1252: pass encoding='utf-8'"):
+        read_points(path, x="east", y="north", crs="EPSG:4326", encoding="cp1252")
+    utf16 = tmp_path / "utf16.csv"
+    utf16.write_bytes("east\tnorth\tz\n1,5\t2\tcafé\n".encode("utf-16"))  # Excel's "Unicode text"
+    got = read_points(utf16, x="east", y="north", crs="EPSG:4326", sep="\t", decimal=",",
+                      encoding="utf-16")
+    assert got.geometry.x.tolist() == [1.5] and got["z"].tolist() == ["café"]
+
+
+# ---------------------------------------------------------------- CSV: codes with leading zeros
+
+
+def test_csv_codes_with_leading_zeros_are_kept_as_text(tmp_path):
+    # pandas read "01" as 1: CEP/ZIP and district codes lost their zeros, and "01" and "1" were
+    # one level.
+    path = tmp_path / "points.csv"
+    path.write_text("east,north,district,cep,sign,plain,share,missing\n"
+                    "1,2,01,01310100,-01,0,0.5,007\n"
+                    "3,4,1,04538133,2,10,1.25,\n"
+                    "5,6,0450,20040002,3,-3,0,NA\n")
+    got = read_points(path, x="east", y="north", crs="EPSG:4326")
+    assert got["district"].tolist() == ["01", "1", "0450"]
+    assert got["district"].nunique() == 3
+    assert got["cep"].tolist() == ["01310100", "04538133", "20040002"]
+    assert got["sign"].tolist() == ["-01", "2", "3"]
+    assert got["plain"].tolist() == [0, 10, -3] and got["plain"].dtype == np.int64
+    assert got["share"].tolist() == [0.5, 1.25, 0.0] and got["share"].dtype == np.float64
+    assert got["missing"].iloc[0] == "007" and got["missing"].iloc[1:].isna().all()
+
+
+def test_csv_leading_zero_rule_under_decimal_commas(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("east;north;share;code\n1,5;2,5;0,5;01,5\n3,5;4,5;0;2\n")
+    got = read_points(path, x="east", y="north", crs="EPSG:4326", sep=";", decimal=",")
+    assert got["share"].tolist() == [0.5, 0.0]
+    assert got["code"].tolist() == ["01,5", "2"]  # as written: a code, not 1.5
+    assert got.geometry.x.tolist() == [1.5, 3.5]
+
+
+def test_csv_coordinates_with_leading_zeros_are_numbers(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("east,north\n01.5,002\n3,4\n")
+    got = read_points(path, x="east", y="north", crs="EPSG:4326")
+    assert got.geometry.x.tolist() == [1.5, 3.0] and got.geometry.y.tolist() == [2.0, 4.0]
