@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from geosynth._random import SeedLike
     from geosynth.data import CellCounts
-    from geosynth.synth.paiva import PosteriorDraws
+    from geosynth.synth.paiva import LimitsLike, PosteriorDraws
     from geosynth.synth.placement import WeightsLike
 
 __all__ = ["synthesize"]
@@ -29,6 +29,7 @@ def synthesize(
     seed: SeedLike = None,
     weights: WeightsLike = None,
     *,
+    limits: LimitsLike = None,
     epsilon: float | None = None,
     **dp_options: Any,
 ) -> list[gpd.GeoDataFrame]:
@@ -59,6 +60,11 @@ def synthesize(
     weights : str, os.PathLike or rasterio dataset, optional
         Raster of non-negative weights in the grid CRS to place points within their cell
         (:func:`geosynth.synth.place_in_cells`).
+    limits : dict of str to (float or None, float or None), optional
+        The range of continuous columns, ``{column: (low, high)}`` with None for an open end,
+        for a fit of exact counts: their synthetic values are drawn truncated to it (see
+        :func:`geosynth.synth.synthesize`). Refused with ``epsilon`` or a noise-aware fit,
+        whose releases have no continuous column.
     epsilon : float, optional
         Make an ε-differentially private release of the counts ``fit``; the ledger is in each
         release's ``attrs["geosynth"]``.
@@ -76,7 +82,8 @@ def synthesize(
     Raises
     ------
     geosynth.errors.InputError
-        ``gdf`` with ``epsilon`` or with a noise-aware fit; ``epsilon`` or DP options with a fit
+        ``gdf`` or ``limits`` with ``epsilon`` or with a noise-aware fit; ``epsilon`` or DP
+        options with a fit
         (they go with the counts); DP options without ``epsilon``; with ``epsilon``, a first
         argument that is not the CellCounts of :func:`geosynth.prepare`; and everything the
         function dispatched to raises.
@@ -85,7 +92,14 @@ def synthesize(
 
     noise_aware = isinstance(fit, paiva.PosteriorDraws) and fit.noise_scale is not None
     if epsilon is None and not dp_options and not noise_aware:
-        return paiva.synthesize(fit, gdf, m, seed, weights)
+        return paiva.synthesize(fit, gdf, m, seed, weights, limits=limits)
+    if limits is not None:
+        from geosynth.errors import InputError
+
+        raise InputError(
+            "limits bound the synthetic continuous values of releases of an exact fit; an "
+            "ε-differentially private release has no continuous column: drop limits="
+        )
     return _dp_synthesize(fit, gdf, m, seed, weights, epsilon, dp_options)
 
 

@@ -39,7 +39,7 @@ import itertools
 import os
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING, Any
 
@@ -505,6 +505,7 @@ def synthesize_dask(
     seed=None,
     weights: str | os.PathLike | None = None,
     *,
+    limits: Mapping[str, tuple[float | None, float | None]] | None = None,
     client: distributed.Client | None = None,
 ) -> list[gpd.GeoDataFrame]:
     """Make ``m`` releases like :func:`geosynth.synthesize`, one Dask task per release.
@@ -533,6 +534,12 @@ def synthesize_dask(
     weights : str or os.PathLike, optional
         Path of the weights raster, read and checked in the client (as by
         :func:`geosynth.synthesize`) and sent to every worker once.
+    limits : dict of str to (float or None, float or None), optional
+        The range of continuous columns, ``{column: (low, high)}`` with None for an open end:
+        their synthetic values are drawn from the normal truncated to it, as by
+        :func:`geosynth.synth.synthesize` (not in Nunes 2018; public knowledge stated by the
+        analyst, never derived from the data). Checked in the client, with the original values
+        against them.
     client : distributed.Client, optional
         Default: the current client.
 
@@ -546,7 +553,7 @@ def synthesize_dask(
     geosynth.errors.InputError
         ``fit`` is not an exact :class:`~geosynth.PaivaFit`, ``weights`` is not a path, no
         Dask client, or any error of :func:`geosynth.synthesize` (about ``gdf``, ``m``, the
-        raster).
+        raster, ``limits``).
     geosynth.errors.CRSError
         As :func:`geosynth.synthesize`.
     geosynth.errors.SamplerError
@@ -576,9 +583,9 @@ def synthesize_dask(
     template = dataclasses.replace(fit, scalars=None, theta=None, beta=None, eta=None,
                                    latent_totals=None, eta_draw_index=None,
                                    lambda_chain_means=None)
-    # gdf and weights checked here, not in m tasks (an error of the raster reached the client
-    # as a bare Exception: its rasterio cause does not unpickle)
-    shared = ReleaseMaker.of(template, gdf, weights)
+    # gdf, weights and limits checked here, not in m tasks (an error of the raster reached the
+    # client as a bare Exception: its rasterio cause does not unpickle)
+    shared = ReleaseMaker.of(template, gdf, weights, limits)
     draws = release_draws(fit, m).tolist()
     if fit.counts.covariates:
         warn_withheld_means(fit.counts)

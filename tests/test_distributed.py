@@ -201,15 +201,34 @@ def test_fit_dask_refuses_a_keyword_the_fit_does_not_take_before_any_dask_work(
         gd.fit_dask(PaivaModel(), counts, client=client, bogus=1, **RUN)
 
 
-def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fitted):
+@pytest.mark.parametrize("kind", ["none", "open", "tight"])
+def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fitted, kind):
     _, fit = fitted
     m, seed = 4, 21
-    got = gd.synthesize_dask(fit, points, m=m, seed=seed, client=client)
-    want = geosynth.synthesize(fit, points, m=m, seed=seed)
+    limits = {"none": None, "open": {"z": (0, None)},
+              "tight": {"z": (np.floor(points["z"].min()), np.ceil(points["z"].max()))}}[kind]
+    got = gd.synthesize_dask(fit, points, m=m, seed=seed, limits=limits, client=client)
+    want = geosynth.synthesize(fit, points, m=m, seed=seed, limits=limits)
     assert len(got) == m
     for release, expected in zip(got, want, strict=True):
         pd.testing.assert_frame_equal(release, expected)
         assert release.attrs == expected.attrs
+    if limits is not None:  # drawn truncated, and within the limits
+        plain = geosynth.synthesize(fit, points, m=m, seed=seed)
+        low, high = limits["z"]
+        for release, unlimited in zip(got, plain, strict=True):
+            assert not np.array_equal(release["z"], unlimited["z"])
+            assert (release["z"] >= low).all() and (high is None or (release["z"] <= high).all())
+
+
+def test_synthesize_dask_checks_the_limits_in_the_client(client, points, fitted):
+    _, fit = fitted
+    below = int((points["z"] < 6).sum())
+    with pytest.raises(InputError, match=rf"^{below} record\(s\) of gdf have 'z' outside "
+                                         r"limits\['z'\] = \(6, None\)"):
+        gd.synthesize_dask(fit, points, m=2, seed=1, limits={"z": (6, None)}, client=client)
+    with pytest.raises(InputError, match=r"range for 'age', which is not a continuous column"):
+        gd.synthesize_dask(fit, points, m=2, seed=1, limits={"age": (0, 120)}, client=client)
 
 
 def test_synthesize_dask_gives_the_workers_warnings_in_the_client(client, points, grid,

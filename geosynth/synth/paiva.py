@@ -9,7 +9,8 @@ independently of the other records, then a point inside that cell (see
 :mod:`geosynth.synth.placement`). With a continuous variable Z the record also gets a synthetic
 value drawn around the standardised cell mean of its synthetic cell and combination (§2.2.2);
 with several continuous covariates (Nunes 2018, §5) one such value per covariate, each column
-drawn the same way from its own cell means.
+drawn the same way from its own cell means. Given the analyst's ``limits`` of a column's range
+(not in the thesis), its values are drawn from that normal truncated to them.
 The attributes of each record are kept, so a release is *partially* synthetic:
 ``D̃^(l) = (S̃^(l), X, Z̃^(l))``.
 
@@ -21,19 +22,28 @@ this module never imports :mod:`geosynth.dp`.
 
 from __future__ import annotations
 
+import math
 import warnings
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import geopandas as gpd
 import numpy as np
 import pandas as pd
-from scipy import sparse
+from scipy import sparse, stats
 
 from geosynth._random import SeedLike, spawn_seeds
-from geosynth._validation import check_m, check_unique_columns
+from geosynth._validation import (
+    as_float,
+    check_m,
+    check_unique_columns,
+    describe_value,
+    is_real,
+    is_sequence,
+)
 from geosynth.data import CellCounts, check_crs
-from geosynth.errors import DataWarning, InputError, SamplerError
+from geosynth.errors import DataWarning, InputError, InputTypeError, SamplerError
 from geosynth.model.storage import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place, unweighted_note
 from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release
@@ -44,6 +54,10 @@ __all__ = ["PosteriorDraws", "ReleaseMaker", "synthesize", "release_draws", "syn
            "SYNTHESIS_SD_PRIOR_DF", "MIN_RECORDS_FOR_VALUES"]
 
 _SHOW = 5
+#: Limits of a covariate's synthetic values, ``(low, high)`` floats (±inf: an open end).
+Limits = tuple[float, float]
+#: What :func:`synthesize` takes as ``limits``: covariate -> ``(low, high)``, None an open end.
+LimitsLike = Mapping[str, tuple[float | None, float | None]] | None
 #: What :func:`synthesize` reads of a fit (the members of :class:`PosteriorDraws`).
 _FIT_ATTRIBUTES = ("counts", "noise_scale", "n_chains", "n_draws", "n_eta_draws", "lambda_draw")
 #: ν₀ of :func:`synthesis_sd`: the prior degrees of freedom of a combination's between-cell
@@ -111,6 +125,7 @@ def synthesize(
     seed: SeedLike = None,
     weights: WeightsLike = None,
     *,
+    limits: LimitsLike = None,
     epsilon: None = None,
     **dp_options: Any,
 ) -> list[gpd.GeoDataFrame]:
@@ -134,6 +149,15 @@ def synthesize(
         points within their synthetic cell; see :func:`geosynth.synth.place_in_cells`. It changes
         where in a cell a point goes, never which cell. It must be public data, never derived
         from ``gdf``: points go only to its pixels of positive weight.
+    limits : dict of str to (float or None, float or None), optional
+        The range of continuous columns, ``{column: (low, high)}`` with None for an open end
+        (``{"age": (0, 120)}``, ``{"income": (0, None)}``): their synthetic values are drawn
+        from the normal of eq. 2.27 truncated to ``[low, high]`` (see Notes). The analyst's
+        statement of what values the variable can take, public knowledge, never the range of
+        the data: geosynth does not derive limits from ``gdf`` (a release bounded by the
+        column's observed minimum and maximum would publish them). Every original value of the
+        released records must lie within. None (default) or ``{}``: no limits, the draws of the
+        thesis; ``(None, None)`` is no limit either.
     epsilon : None
         Not accepted here: an ε-differentially private release is made by
         :func:`geosynth.dp.dp_release` (or ``geosynth.synthesize(counts, m, epsilon=...)``).
@@ -159,7 +183,12 @@ def synthesize(
         DP options are given; ``gdf`` is not a GeoDataFrame or is not the frame ``fit`` was
         prepared from (labels, attributes or cells differ), or holds a fitted column twice;
         ``m`` is not an int >= 1 or exceeds the number of stored posterior draws of λ; a draw
-        of λ is not shaped (cells, combinations) of ``fit.counts``; invalid ``weights``.
+        of λ is not shaped (cells, combinations) of ``fit.counts``; invalid ``weights``;
+        ``limits`` names a column that is not a continuous covariate of the fit, has a low end
+        not below its high end or a NaN or infinite end (:class:`~geosynth.errors.
+        InputTypeError`: ``limits`` not a dict, an entry not a pair, an end not a real number
+        or None, or a bool), or an original value of a released record lies outside its
+        column's limits (the message gives how many, never a value).
     geosynth.errors.CRSError
         ``gdf`` or ``weights`` is not in the grid CRS.
     geosynth.errors.SamplerError
@@ -222,6 +251,20 @@ def synthesize(
     mean of every other such cell, with noise: an attacker who knows all but one of its records
     bounds the last one. Top-code or transform a skewed column before :func:`geosynth.prepare`.
 
+    *Limits* (a departure from the thesis, whose eq. 2.27 draws from the whole normal). A
+    variable with a range (an age, a count, an income, a percentage) gets values outside it
+    from eq. 2.27 wherever a cell mean lies within a few noise SDs of a bound: a release with
+    negative ages or incomes is not credible, and breaks analyses that take logarithms. With
+    ``limits={column: (low, high)}`` its synthetic value is drawn from the same normal
+    truncated to ``[low, high]``, by inverse CDF: ``Z̃ = F⁻¹(u)``, ``u`` uniform, ``F`` the CDF of
+    ``Normal(centre, s̃_b²)`` truncated (:func:`scipy.stats.truncnorm`), one uniform per record
+    from the release's generator, so the same seed gives the same release. Near a bound the
+    synthetic values of a cell then average away from the bound, not on their centre (the
+    mean of a truncated normal), a shift that eq. 2.27 does not have.
+    The limits are public knowledge stated by the analyst, not a property of the data; limits
+    taken from the data (its minimum and maximum) would make every release bound the
+    confidential extremes, so geosynth never derives them and refuses data outside them.
+
     Examples
     --------
     >>> import geosynth
@@ -238,7 +281,7 @@ def synthesize(
     """
     _refuse_dp(fit, epsilon, dp_options)
     m = check_m(m)
-    maker = ReleaseMaker.of(fit, gdf, weights)
+    maker = ReleaseMaker.of(fit, gdf, weights, limits)
     draws = release_draws(fit, m)
     if fit.counts.covariates:
         warn_withheld_means(fit.counts)
@@ -273,6 +316,9 @@ class ReleaseMaker:
         (:func:`synthetic_zbar`).
     noise : dict of str to numpy.ndarray
         Each covariate's noise SD per combination (:func:`synthesis_sd`).
+    limits : dict of str to (float, float)
+        ``(low, high)`` of the covariates whose synthetic values are truncated (±inf: an open
+        end, as checked by :func:`synthesize`); the others are not.
     """
 
     fit: PosteriorDraws
@@ -280,14 +326,16 @@ class ReleaseMaker:
     table: PixelTable | None
     filled: dict[str, np.ndarray]
     noise: dict[str, np.ndarray]
+    limits: dict[str, Limits] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, fit: PosteriorDraws, gdf: Any, weights: WeightsLike = None) -> ReleaseMaker:
-        """Check ``gdf`` against ``fit``, read ``weights`` and compute the covariates' tables.
+    def of(cls, fit: PosteriorDraws, gdf: Any, weights: WeightsLike = None,
+           limits: LimitsLike = None) -> ReleaseMaker:
+        """Check ``gdf`` and ``limits`` against ``fit``, read ``weights``, compute the tables.
 
         Parameters
         ----------
-        fit, gdf, weights
+        fit, gdf, weights, limits
             As for :func:`synthesize`.
 
         Returns
@@ -296,10 +344,13 @@ class ReleaseMaker:
         """
         counts = fit.counts
         rows = aligned_rows(gdf, counts)
+        checked = _checked_limits(limits, counts.covariates)
+        _check_within_limits(rows, checked)
         table = None if weights is None else PixelTable.from_raster(weights, counts.grid)
         return cls(fit=fit, rows=rows, table=table,
                    filled={name: synthetic_zbar(counts, name) for name in counts.covariates},
-                   noise={name: synthesis_sd(counts, name) for name in counts.covariates})
+                   noise={name: synthesis_sd(counts, name) for name in counts.covariates},
+                   limits=checked)
 
     def release(self, release: int, draw: int, rng: np.random.Generator, *,
                 posterior_draw: int | None = None) -> tuple[gpd.GeoDataFrame, str | None]:
@@ -334,7 +385,7 @@ class ReleaseMaker:
         xy = place(counts.grid, cells, rng, self.table, warn=False)
         for name in counts.covariates:
             data[name] = continuous_values(counts, self.filled[name], cells, combo, rng, name,
-                                           self.noise[name])
+                                           self.noise[name], limits=self.limits.get(name))
         info = ReleaseInfo(method="paiva", release=release, posterior_draw=posterior_draw,
                            weighted=self.table is not None)
         out = make_release(data, xy, self.rows.geometry.name, self.rows.crs, info)
@@ -868,11 +919,15 @@ def continuous_values(
     rng: np.random.Generator,
     covariate: str | None = None,
     noise_sd: np.ndarray | None = None,
+    *,
+    limits: Limits | None = None,
 ) -> np.ndarray:
     """Synthetic Z: ``Normal(zbar[cell, b] * sd_b + mean_b, s̃_b²)`` (Nunes 2018, eq. 2.27, SD).
 
     ``s̃_b`` is :func:`synthesis_sd`, the thesis' ``sd_b`` moderated so that a combination
-    held by few cells does not publish its records' values (see :func:`synthesize`).
+    held by few cells does not publish its records' values (see :func:`synthesize`). With
+    ``limits``, the same normal truncated to ``[low, high]`` (not in the thesis: see
+    :func:`synthesize`).
 
     Parameters
     ----------
@@ -891,6 +946,11 @@ def continuous_values(
     noise_sd : numpy.ndarray of float64, shape (B,), optional
         :func:`synthesis_sd` of the covariate, when the caller already has it (one per fit, not
         per release); computed here otherwise.
+    limits : (float, float), optional
+        ``(low, high)`` floats, ``-inf`` or ``inf`` for an open end, ``low < high``: the values
+        are drawn truncated to ``[low, high]`` by inverse CDF (one uniform per record, in
+        record order, instead of one normal). They are the analyst's public statement of the
+        variable's range, never derived from the data. None: the whole normal, as eq. 2.27.
 
     Returns
     -------
@@ -901,7 +961,125 @@ def continuous_values(
     centre = zbar[cells, combo] * np.asarray(sd)[combo] + np.asarray(mean)[combo]
     if noise_sd is None:
         noise_sd = synthesis_sd(counts, name)
-    return rng.normal(centre, np.asarray(noise_sd)[combo])
+    if limits is None:
+        return rng.normal(centre, np.asarray(noise_sd)[combo])
+    return _truncated_normal(centre, np.asarray(noise_sd)[combo], limits, rng)
+
+
+def _truncated_normal(centre: np.ndarray, sd: np.ndarray, limits: Limits,
+                      rng: np.random.Generator) -> np.ndarray:
+    """``Normal(centre, sd²)`` truncated to ``limits``, by inverse CDF: one uniform per value.
+
+    :func:`scipy.stats.truncnorm` computes the quantile in log space, exact far in a tail. A
+    uniform of 0 (probability 2⁻⁵³) is taken as 2⁻⁵⁴, which would be an infinite value at an
+    open low end; rounding of ``centre + sd · z`` is clipped to the limits.
+    """
+    low, high = limits
+    u = rng.random(np.shape(centre))
+    u[u == 0.0] = 2.0**-54
+    values = stats.truncnorm.ppf(u, (low - centre) / sd, (high - centre) / sd, loc=centre,
+                                 scale=sd)
+    return np.clip(values, low, high)
+
+
+def _checked_limits(limits: Any, covariates: list[str] | tuple[str, ...]) -> dict[str, Limits]:
+    """``limits`` of :func:`synthesize` as ``{covariate: (low, high)}`` floats, ±inf open ends.
+
+    Entries ``(None, None)`` (no limit) are left out, so their columns are drawn as without
+    limits.
+    """
+    if limits is None:
+        return {}
+    if not isinstance(limits, Mapping):
+        raise InputTypeError(
+            "limits must be a dict {column: (low, high)} of continuous columns' ranges, with "
+            f"None for an open end, e.g. limits={{'age': (0, 120)}}; got {describe_value(limits)}"
+        )
+    checked = {}
+    for name, pair in limits.items():
+        if name not in covariates:
+            having = (f"whose continuous columns are {list(covariates)}" if covariates else
+                      "which has no continuous column (prepare(..., continuous=column))")
+            raise InputError(
+                f"limits give a range for {name!r}, which is not a continuous column of the "
+                f"fit, {having}; give limits for those columns only"
+            )
+        low, high = _checked_pair(name, pair)
+        if low > -math.inf or high < math.inf:
+            checked[name] = (low, high)
+    return checked
+
+
+def _checked_pair(name: str, pair: Any) -> Limits:
+    """One entry of ``limits``: a (low, high) pair of finite numbers or None, low < high."""
+    if not (is_sequence(pair) and len(pair) == 2):
+        raise InputTypeError(
+            f"limits[{name!r}] must be a pair (low, high), with None for an open end, e.g. "
+            f"(0, 120) or (0, None); got {describe_value(pair)}"
+        )
+    ends = []
+    for position, (end, open_end) in enumerate(zip(pair, (-math.inf, math.inf), strict=True)):
+        if end is None:
+            ends.append(open_end)
+            continue
+        if not is_real(end):
+            raise InputTypeError(
+                f"limits[{name!r}][{position}] must be a real number or None (an open end), "
+                f"got {describe_value(end)}"
+            )
+        number = as_float(end)
+        if not math.isfinite(number):
+            raise InputError(
+                f"limits[{name!r}][{position}] must be a finite number, got {number!r}; use None "
+                f"for an open end, e.g. limits={{{name!r}: (0, None)}}"
+            )
+        ends.append(number)
+    low, high = ends
+    if not low < high:
+        raise InputError(
+            f"limits[{name!r}] = {_limits_text((low, high))} is empty: its low end must be below "
+            "its high end; give (low, high), e.g. (0, 120)"
+        )
+    return low, high
+
+
+def _check_within_limits(rows: pd.DataFrame, limits: dict[str, Limits]) -> None:
+    """Refuse original values of the released records outside their column's limits.
+
+    The message counts them and quotes none (the values are confidential).
+    """
+    for name, (low, high) in limits.items():
+        values = rows[name].to_numpy(dtype=np.float64)
+        outside = int(((values < low) | (values > high)).sum())
+        if outside:
+            raise InputError(
+                f"{outside} record(s) of gdf have {name!r} outside limits[{name!r}] = "
+                f"{_limits_text((low, high))}: the synthetic values are drawn within the limits, "
+                "which must hold every original value; widen the limits to every value the "
+                f"variable can take, or clean the data (find the records with "
+                f"{_outside_selector(name, low, high)})"
+            )
+
+
+def _limits_text(limits: Limits) -> str:
+    """Write ``limits`` as the caller does: ``(0, 120)``, ``(0, None)``."""
+    return f"({_end_text(limits[0])}, {_end_text(limits[1])})"
+
+
+def _end_text(end: float) -> str:
+    """Write one end of limits: ``None`` for an open one, a whole number as an int."""
+    if math.isinf(end):
+        return "None"
+    return repr(int(end)) if end.is_integer() and abs(end) < 2**53 else repr(end)
+
+
+def _outside_selector(name: str, low: float, high: float) -> str:
+    """Write the pandas expression selecting the rows of ``gdf`` outside ``(low, high)``."""
+    if math.isinf(high):
+        return f"gdf[gdf[{name!r}] < {_end_text(low)}]"
+    if math.isinf(low):
+        return f"gdf[gdf[{name!r}] > {_end_text(high)}]"
+    return f"gdf[~gdf[{name!r}].between({_end_text(low)}, {_end_text(high)})]"
 
 
 def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray:
