@@ -23,9 +23,12 @@ The measures (:data:`MEASURES` says what each means and which direction is bette
   binary outcome over random rectangles, combining rules for partially synthetic data, or
   for fully synthetic data with an ε-DP candidate), the Ripley's L gap (mean row, metres,
   over the same combinations: *smaller is better*) and the intensity fidelity on a
-  **common** lattice, the coarsest candidate's, so that candidates are comparable: the
-  correlation of original and synthetic cell counts (*larger is better*) and the L1 distance
-  of their cell shares (0 to 2, *smaller is better*);
+  **common** lattice, the finest candidate's, so that candidates are comparable and a lattice
+  is credited for the detail it keeps: the correlation of original and synthetic cell counts
+  (*larger is better*) and the L1 distance of their cell shares (0 to 2, *smaller is
+  better*). On the coarsest lattice, as first measured, every finer lattice nested in it
+  keeps its counts as well as the coarsest does: detail finer than its cells was not
+  measured, and the tie went to the coarsest;
 * diagnostics and cost -- the largest R-hat and smallest bulk ESS of the fit, and seconds.
 
 Each candidate runs as one task of an executor (a thread pool by default, a Dask client's
@@ -36,8 +39,8 @@ candidates differ by their releases, not by the rectangles drawn. A row's column
 the two intensity columns therefore depend on the data, the shared settings, the root seed
 and the candidate's own settings only: adding or removing other candidates, their order and
 the executor do not change them (ε candidates excepted: their noise is fresh OS entropy). The
-intensity columns are measured on the lattice of the coarsest candidate of the call, so adding
-a coarser candidate (or removing the coarsest) changes them in every row, and with them a
+intensity columns are measured on the lattice of the finest candidate of the call, so adding
+a finer candidate (or removing the finest) changes them in every row, and with them a
 recommendation by ``intensity_correlation`` or ``intensity_l1``; ``tune(...,
 previous=tuning)`` reuses the finished candidates' fits and releases and measures their
 intensity columns again on the lattice of the new call.
@@ -111,6 +114,7 @@ __all__ = [
     "frontier",
     "recommend",
     "tune",
+    "tuned_outcome",
 ]
 
 
@@ -175,7 +179,7 @@ MEASURES: dict[str, Measure] = {
     "intensity_correlation": Measure(
         "utility", "better",
         "correlation of original and synthetic (mean over releases) counts per cell of the "
-        "common lattice (the coarsest candidate's)"),
+        "common lattice (the finest candidate's)"),
     "intensity_l1": Measure(
         "utility", "worse",
         "L1 distance of original and synthetic cell shares on the common lattice, from 0 "
@@ -443,7 +447,7 @@ class Tuning:
         The default limit of :meth:`recommend`.
     reference : str
         Label of the candidate whose lattice the intensity fidelity is measured on: the
-        coarsest of this tuning's candidates (the intensity columns depend on it).
+        finest of this tuning's candidates (the intensity columns depend on it).
     """
 
     table: pd.DataFrame
@@ -742,7 +746,7 @@ def tune(
     :class:`geosynth.PaivaModel` with the candidate's settings, ``m`` releases
     (:func:`geosynth.synthesize`, or :func:`geosynth.dp.dp_release` for an ε candidate) and
     :func:`geosynth.evaluate`; then the intensity fidelity of every candidate on the lattice of
-    the one with the fewest cells. See :data:`MEASURES` for the columns.
+    the one with the most cells. See :data:`MEASURES` for the columns.
 
     Parameters
     ----------
@@ -774,8 +778,8 @@ def tune(
         rectangles, drawn from one stream derived from the root seed (common random numbers).
         So the same seed gives the same table whatever the executor or the order, and a
         candidate's row does not depend on the other candidates, except its two intensity
-        columns: they are measured on the lattice of the coarsest candidate of the call, which
-        a coarser candidate added changes. ε candidates draw their noise from fresh OS entropy
+        columns: they are measured on the lattice of the finest candidate of the call, which
+        a finer candidate added changes. ε candidates draw their noise from fresh OS entropy
         (never from a seed), so their rows change between runs.
     outcome : str, optional
         Binary attribute (one of ``attributes``: the releases carry those columns only) of the
@@ -792,7 +796,7 @@ def tune(
     previous : Tuning, optional
         A tuning of the same data and settings: candidates it holds are not rerun (their
         fits, releases and other measures are reused), and their intensity columns are
-        measured again on the lattice of this call's coarsest candidate.
+        measured again on the lattice of this call's finest candidate.
     progress : bool, default True
         Show a progress bar across candidates.
     outside : {"error", "drop"}, default "error"
@@ -927,12 +931,39 @@ def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants
         raise InputError(f'outside must be "error" or "drop" (as in geosynth.prepare), got '
                          f"{outside!r}")
     return _Setup(attributes, continuous, region, exclude, m,
-                  _outcome(gdf, attributes, outcome, m), _n_quadrants(n_quadrants),
+                  tuned_outcome(gdf, attributes, outcome, m), _n_quadrants(n_quadrants),
                   _fit_options(fit_options), outside)
 
 
-def _outcome(gdf, attributes: list[str], outcome: str | None, m: int) -> str | None:
-    """Return the coverage outcome: none with one release, unless asked for (refused then)."""
+def tuned_outcome(gdf: gpd.GeoDataFrame, attributes: list[str], outcome: str | None,
+                  m: int) -> str | None:
+    """Return the outcome whose coverage :func:`tune` measures, or None (no coverage column).
+
+    :func:`coverage_outcome`, then what the coverage needs: ``m >= 2`` releases, enough
+    records to fill a rectangle and a bounding box of the records with width and height.
+    Without them the default outcome gives no coverage column, and an ``outcome`` asked for is
+    refused (before any fit).
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The confidential points.
+    attributes : list of str
+        Their attribute columns.
+    outcome : str or None
+        The column asked for, or None for the default.
+    m : int
+        Releases per candidate.
+
+    Returns
+    -------
+    str or None
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``outcome`` is given but its coverage cannot be measured.
+    """
     from geosynth.evaluation import check_coverage_sizes
 
     chosen = coverage_outcome(gdf, attributes, outcome)
@@ -944,11 +975,31 @@ def _outcome(gdf, attributes: list[str], outcome: str | None, m: int) -> str | N
         return None
     try:  # before any fit: the coverage was refused after every candidate's
         check_coverage_sizes(len(gdf), m)
+        _check_coverage_extent(gdf, outcome)
     except InputError:
         if outcome is None:  # the default outcome: no coverage column then
             return None
         raise
     return chosen
+
+
+def _check_coverage_extent(gdf: gpd.GeoDataFrame, outcome: str | None) -> None:
+    """Refuse records whose bounding box has no width or height: no coverage rectangle fits.
+
+    :func:`geosynth.metrics.quadrant_coverage` draws the rectangles in that box (tune gives it
+    no other bounds) and refused it after every candidate's fit, advising to pass bounds,
+    which tune does not take.
+    """
+    from geosynth.metrics.utility import as_bounds
+
+    try:
+        as_bounds(None, point_coordinates(gdf, "gdf"), "bounds")
+    except InputError:  # its message advises bounds=; no coordinate in this one either
+        raise InputError(
+            f"outcome={outcome!r}: the coverage rectangles are drawn in the records' bounding "
+            "box, which has no width or no height (every record shares one x or one y "
+            "coordinate, e.g. geocoded to one place), so no coverage can be measured; leave "
+            "outcome unset (no coverage column) or check the geocoding") from None
 
 
 def _n_quadrants(n_quadrants: Any) -> int:
@@ -1360,9 +1411,11 @@ def _tuning(original_xy, wanted, runs, risk_limit, key, root) -> Tuning:
     """Assemble the table: the candidates' rows plus the intensity fidelity on one lattice."""
     from geosynth.metrics import intensity_fidelity
 
-    # The coarsest lattice; ties by the settings' text, not by the order the candidates came
-    # in (4x6 and 6x4 swapped their intensity columns when listed the other way round).
-    reference = min(wanted, key=lambda c: (runs[c.settings].grid.n_cells, repr(c.settings)))
+    # The finest lattice: on the coarsest, every candidate nested in it kept its counts as well
+    # as the coarsest itself, so the detail of the finer ones went unmeasured and a tie went
+    # to the coarsest. Ties by the settings' text, not by the order the candidates came in
+    # (4x6 and 6x4 swapped their intensity columns when listed the other way round).
+    reference = min(wanted, key=lambda c: (-runs[c.settings].grid.n_cells, repr(c.settings)))
     grid = runs[reference.settings].grid
     rows = {}
     for candidate in wanted:

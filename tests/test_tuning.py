@@ -229,7 +229,7 @@ def test_tune_measures_every_candidate(two):
     table = two.table
     assert list(table.index) == ["4x4", "8x8"]
     assert list(table["n_cells"]) == [16, 64]
-    assert two.reference == "4x4"  # the coarsest lattice is the common one
+    assert two.reference == "8x8"  # the finest lattice is the common one
     for column in MEASURES:
         assert np.isfinite(table[column]).all(), column
     assert ((table["true_match_rate"] >= 0) & (table["true_match_rate"] <= 1)).all()
@@ -410,7 +410,7 @@ def test_finer_lattices_raise_risk_and_coverage_as_in_the_thesis():
 
 
 def test_lattices_of_equal_size_give_the_same_table_in_either_order(scenario, region):
-    # The intensity columns are measured on the coarsest lattice; between 4x6 and 6x4 the one
+    # The intensity columns are measured on the finest lattice; between 4x6 and 6x4 the one
     # listed first was taken, so swapping them changed both rows (and the recommendation).
     first = _tune(scenario, region, [(4, 6), (6, 4)])
     second = _tune(scenario, region, [(6, 4), (4, 6)])
@@ -580,12 +580,12 @@ def test_points_outside_the_region_are_refused_or_dropped(scenario):
 
 def test_previous_measures_the_intensity_columns_again_on_the_new_reference(scenario, region,
                                                                              two, monkeypatch):
-    # The intensity columns are measured on the coarsest candidate's lattice: adding a coarser
+    # The intensity columns are measured on the finest candidate's lattice: adding a finer
     # candidate changes them in every row, also in the rows reused from previous.
     calls = count_runs(monkeypatch)
-    more = _tune(scenario, region, [(4, 4), (8, 8), (2, 2)], previous=two)
-    assert calls == ["2x2"] and more.reference == "2x2"
-    fresh = _tune(scenario, region, [(4, 4), (8, 8), (2, 2)])
+    more = _tune(scenario, region, [(4, 4), (8, 8), (12, 12)], previous=two)
+    assert calls == ["12x12"] and more.reference == "12x12"
+    fresh = _tune(scenario, region, [(4, 4), (8, 8), (12, 12)])
     intensity = ["intensity_correlation", "intensity_l1"]
     pd.testing.assert_frame_equal(more.table[intensity], fresh.table[intensity])
     assert (more.table.loc[["4x4", "8x8"], intensity] != two.table[intensity]).any(axis=None)
@@ -648,6 +648,30 @@ def test_the_default_outcome_is_left_out_when_too_few_records_fill_a_rectangle()
         warnings.simplefilter("ignore")
         result = geosynth.tune(small, ["y"], [(3, 3)], m=2, progress=False, seed=1,
                                fit_options={"n_iter": 60, "burn_in": 20})
+    assert np.isnan(result.table["coverage"].iloc[0])
+
+
+def test_records_on_one_line_have_no_coverage_and_an_asked_one_is_refused_before_any_fit(
+        scenario, region, monkeypatch):
+    # Records geocoded to one place (or one street running north): the coverage rectangles
+    # are drawn in the records' bounding box, which has no width. Every candidate was fitted
+    # (15 minutes each by default) before evaluate refused it, advising to "pass bounds
+    # explicitly", which tune has no parameter for.
+    data = scenario.data.copy()
+    data.geometry = gpd.points_from_xy(np.full(len(data), 610000.0), scenario.data.geometry.y,
+                                       crs=scenario.data.crs)
+    fits = []
+    monkeypatch.setattr(geosynth.PaivaModel, "fit",
+                        lambda *args, **kwargs: fits.append(1) or pytest.fail("fitted"))
+    with pytest.raises(InputError, match=r"outcome='y'.*no width or no height.*leave outcome "
+                                         r"unset") as caught:
+        geosynth.tune(data, ["y"], [(3, 3)], outcome="y", region=region, progress=False)
+    assert fits == [] and "610000" not in str(caught.value)
+    monkeypatch.undo()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = geosynth.tune(data, ["y"], [(3, 3)], region=region, m=2, progress=False,
+                               seed=1, fit_options={"n_iter": 60, "burn_in": 20})
     assert np.isnan(result.table["coverage"].iloc[0])
 
 
@@ -784,3 +808,61 @@ def test_one_chain_has_no_r_hat_and_no_numpy_warning():
         warnings.simplefilter("error")
         found = tuning_module._diagnostics(fit)
     assert np.isnan(found["max_r_hat"]) and found["min_ess"] > 50
+
+
+# ----------------------------------------------------------------------------- intensity
+def _checkerboard(n: int, rng: np.random.Generator, high: float = 0.9):
+    """Points on a 10 km square whose 4 x 4 checkerboard's 8 'high' cells hold ``high``."""
+    x0, y0, side = 605000.0, 7790000.0, 10000.0
+    i, j = np.divmod(np.arange(16), 4)
+    share = np.where((i + j) % 2 == 0, high / 8, (1 - high) / 8)
+    cell = rng.choice(16, size=n, p=share)
+    x = x0 + (j[cell] + rng.random(n)) * side / 4
+    y = y0 + (i[cell] + rng.random(n)) * side / 4
+    data = gpd.GeoDataFrame({"y": rng.integers(0, 2, n)}, geometry=gpd.points_from_xy(x, y),
+                            crs="EPSG:31983")
+    return data, shapely.box(x0, y0, x0 + side, y0 + side)
+
+
+def _redrawn_in_own_cell(xy: np.ndarray, grid, rng: np.random.Generator) -> np.ndarray:
+    """Each point moved uniformly within its square cell: a lattice-level synthesizer that
+    keeps every cell's count (the limit of a model that reproduces the counts exactly)."""
+    (xmin, ymin, xmax, ymax), (rows, cols) = grid.bounds, grid.shape
+    size = np.array([(xmax - xmin) / cols, (ymax - ymin) / rows])
+    corner = np.array([xmin, ymin])
+    index = np.floor((xy - corner) / size)
+    return corner + (index + rng.random(xy.shape)) * size
+
+
+def test_the_intensity_columns_credit_the_detail_a_lattice_keeps(monkeypatch):
+    """A 4 x 4 checkerboard (the high cells hold 90 % of the points) tuned on nested 2 x 2,
+    4 x 4 and 8 x 8 lattices, each release keeping every cell count of its own lattice.
+
+    Derived: the 2 x 2 cells each hold two high and two low checkerboard cells, so the 2 x 2
+    release spreads the points evenly, 1/64 per 8 x 8 cell, where the original has 0.9/32
+    (high) or 0.1/32 (low): an L1 distance of 32 |0.9/32 - 1/64| + 32 |0.1/32 - 1/64| = 0.8;
+    the 4 x 4 release keeps the pattern (L1 of sampling noise only) and the 8 x 8 one every
+    8 x 8 count (L1 0). On the coarsest lattice, where the columns were measured, all three
+    releases keep every count: all scored a perfect 0, and the recommendation by them went to
+    the coarsest (a tie goes to fewer cells), the one that erased the pattern.
+    """
+    data, region = _checkerboard(2000, np.random.default_rng(3))
+    rng = np.random.default_rng(4)
+
+    def run(gdf, candidate, setup, seed, stop=None, grid=None):
+        xy = np.column_stack([gdf.geometry.x, gdf.geometry.y])
+        row = {**tuning_module._settings_row(candidate, grid),
+               **{name: np.nan for name in MEASURES}, "true_match_rate": 0.0}
+        return tuning_module._CandidateRun(
+            row, grid, [_redrawn_in_own_cell(xy, grid, rng) for _ in range(5)])
+
+    monkeypatch.setattr(tuning_module, "run_candidate", run)
+    tuning = geosynth.tune(data, ["y"], [(2, 2), (4, 4), (8, 8)], region=region,
+                           progress=False, seed=1)
+    l1 = tuning.table["intensity_l1"]
+    assert tuning.reference == "8x8"
+    assert abs(l1["2x2"] - 0.8) < 0.05
+    assert l1["8x8"] < 1e-12 and l1["4x4"] < 0.2
+    assert tuning.table["intensity_correlation"]["2x2"] < 0.5
+    for utility in ("intensity_l1", "intensity_correlation"):
+        assert tuning.recommend(None, utility=utility).label == "8x8"

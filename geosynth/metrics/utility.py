@@ -1410,7 +1410,7 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     """How well releases reproduce the original counts per cell of ``grid``.
 
     Releases fitted on different lattices are comparable on one common lattice (for
-    :func:`geosynth.tune`, the coarsest candidate's); points outside the lattice are not
+    :func:`geosynth.tune`, the finest candidate's); points outside the lattice are not
     counted.
 
     Parameters
