@@ -144,15 +144,13 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     "--layer 'roads': cases.gpkg has no such layer"
     """
     text = str(message)
-    text = _ADVICE.sub(lambda match: _ADVISED.sub(
-        lambda name: OPTION_OF_PARAMETER[name.group(1)], match.group(0)), text)
+    quoted = _quoted_spans(text)
+    text = _ADVICE.sub(lambda match: _unless_quoted(match, quoted, lambda advice: _ADVISED.sub(
+        lambda name: OPTION_OF_PARAMETER[name.group(1)], advice.group(0))), text)
     text = _inner_notes(text)
     text = _NOTE.sub(_note, text)
     text = _IN_PYTHON.sub("", text)
-    text = _PAD_NOTE.sub("", text)
-    text = _PAD_CLAUSE.sub("", text)
-    text = "; ".join(part for k, part in enumerate(text.split("; "))
-                     if k == 0 or not re.search(r"\bpad\b", part))
+    text = _drop_pad_advice(text)
     text = _PYTHON_ALTERNATIVE.sub("", text)
     text = _SETTING.sub(lambda match: _flag(match.group(0)), text)
     quoted = _quoted_spans(text)
@@ -166,9 +164,12 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     text = _SQLITE.sub(r"the file is damaged or truncated (\1)", text)
     for api_name, cli_name in (names or {}).items():
         # A function, not a template: a backslash in a file name (data\cases.csv, copied
-        # from Windows) made re.sub fail with "bad escape" in place of the message.
+        # from Windows) made re.sub fail with "bad escape" in place of the message. Not in a
+        # quoted value: a column or layer named 'gdf' is the data's name.
+        quoted = _quoted_spans(text)
         text = re.sub(rf"(?<![\w.]){re.escape(api_name)}(?![\w.(])",
-                      lambda _match, name=cli_name: name, text)
+                      lambda match, name=cli_name, spans=quoted: _unless_quoted(
+                          match, spans, lambda _: name), text)
     text = re.sub(r"\(\s*\)", "", text)
     text = re.sub(r"[ \t]{2,}", " ", text)
     return re.sub(r"\s+([;,.])(?=\s|$)", r"\1", text).strip()
@@ -177,6 +178,27 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
 # A quoted value: a quote not preceded by a letter (an apostrophe, "record's", is) up to the
 # same quote not followed by one; or the index of a parameter name (tau_phi[y=1]).
 _QUOTED = re.compile(r"(?<!\w)(['\"])[^'\"\n]*?\1(?!\w)|\[[^\[\]\n]*\]")
+
+
+def _drop_pad_advice(text: str) -> str:
+    """Remove the notes, alternatives and clauses about ``pad`` (no option sets it).
+
+    A ``pad`` in a quoted value is the data's name (a layer or column called 'pad') and keeps
+    its clause: "its layers are ['pad', 'roads']" was dropped whole.
+    """
+    for pattern in (_PAD_NOTE, _PAD_CLAUSE):
+        quoted = _quoted_spans(text)
+        text = pattern.sub(lambda match, spans=quoted: (
+            "" if _names_pad(match.group(0), match.start(), spans) else match.group(0)), text)
+    parts = text.split("; ")
+    return "; ".join(part for k, part in enumerate(parts)
+                     if k == 0 or not _names_pad(part, 0, _quoted_spans(part)))
+
+
+def _names_pad(text: str, offset: int, quoted: list[tuple[int, int]]) -> bool:
+    """Whether ``text`` (at ``offset`` of the spans' text) says ``pad`` outside quoted values."""
+    return any(not any(start <= offset + word.start() < end for start, end in quoted)
+               for word in re.finditer(r"\bpad\b", text))
 
 
 def _quoted_spans(text: str) -> list[tuple[int, int]]:

@@ -35,6 +35,7 @@ __all__ = [
     "beta_prior_option",
     "region_option",
     "exclude_option",
+    "layer_option",
     "m_option",
     "run_options",
 ]
@@ -402,6 +403,7 @@ def lattice_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Lattice of areal units: one cell per polygon of FILE (census tracts, "
             "districts, ...), neighbours sharing a boundary. The areas are the study region "
             "(no --region)."),
+        layer_option("--areas"),
         click.option(
             "--area-id", default=None, metavar="COLUMN",
             help="With --areas: column of unique area identifiers (kept internal unless "
@@ -433,16 +435,15 @@ beta_prior_option = click.option(
     help="Prior of the per-cell effect of the --continuous column(s) on the intensity: normal or "
     "icar, or one per column, comma-separated (e.g. normal,icar) (default: no such effect).")
 
-exclude_option = click.option(
-    "--exclude", "exclude_path", type=EXISTING_FILE, default=None,
-    help="Polygon layer of no-go areas (lakes, parks) removed from the cells.")
-
-
-def region_option(more_help: str = "") -> Callable:
-    """``--region FILE``: the study region polygons (the lattice covers and is clipped to it).
+def layer_option(option: str, multiple: bool = False, more_help: str = "") -> Callable:
+    """``--region-layer LAYER`` and its kind: the layer of a polygon file of several layers.
 
     Parameters
     ----------
+    option : str
+        The file option, e.g. ``"--region"``; the layer option is ``option + "-layer"``.
+    multiple : bool, default False
+        Whether the option repeats (as ``tune --areas``).
     more_help : str, optional
         A sentence the command adds to the option's help.
 
@@ -452,9 +453,46 @@ def region_option(more_help: str = "") -> Callable:
         The click decorator of the option.
     """
     return click.option(
-        "--region", "region_path", type=EXISTING_FILE, default=None,
-        help="Polygon layer of the study region: cells are clipped to its union and the lattice "
-        f"covers its bounds.{' ' + more_help if more_help else ''}")
+        f"{option}-layer", f"{option.lstrip('-')}_layer", default=None, metavar="LAYER",
+        multiple=multiple,
+        help=f"With {option}: the layer to read of a file of several (a GeoPackage, a zipped "
+        "folder of shapefiles). Without it the file's only polygon layer is read; a file of "
+        f"several is refused, naming them.{' ' + more_help if more_help else ''}")
+
+
+def exclude_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--exclude FILE`` and ``--exclude-layer LAYER``: no-go areas removed from the cells."""
+    options = [
+        click.option("--exclude", "exclude_path", type=EXISTING_FILE, default=None,
+                     metavar="FILE",
+                     help="Polygon layer of no-go areas (lakes, parks) removed from the "
+                     "cells."),
+        layer_option("--exclude"),
+    ]
+    return _apply(options, f)
+
+
+def region_option(more_help: str = "") -> Callable:
+    """``--region FILE`` (the study region: the lattice covers it) and ``--region-layer``.
+
+    Parameters
+    ----------
+    more_help : str, optional
+        A sentence the command adds to the option's help.
+
+    Returns
+    -------
+    Callable
+        The click decorator of ``--region`` and ``--region-layer``.
+    """
+    options = [
+        click.option(
+            "--region", "region_path", type=EXISTING_FILE, default=None,
+            help="Polygon layer of the study region: cells are clipped to its union and the "
+            f"lattice covers its bounds.{' ' + more_help if more_help else ''}"),
+        layer_option("--region"),
+    ]
+    return lambda f: _apply(options, f)
 
 
 def m_option(help_text: str = "Number of synthetic releases.") -> Callable:

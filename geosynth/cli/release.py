@@ -21,6 +21,7 @@ from geosynth.cli.helpers import (
     check_complete,
     check_coverage_size,
     check_file_name,
+    check_layer_options,
     check_outputs,
     check_projected,
     derive_seeds,
@@ -125,12 +126,15 @@ def release(
     cell_size: float | None,
     hex_size: float | None,
     areas_path: str | None,
+    areas_layer: str | None,
     area_id: str | None,
     public_area_ids: bool,
     link_islands: bool,
     area_gap: float | None,
     region_path: str | None,
+    region_layer: str | None,
     exclude_path: str | None,
+    exclude_layer: str | None,
     drop_outside: bool,
     m: int,
     iterations: int | str,
@@ -164,7 +168,9 @@ def release(
     (census tracts, districts; give exactly one). Bounds taken from the points depend on the
     confidential data (the extreme records), so a differentially private release (--epsilon)
     requires a public --region or public --areas, and --levels-file, the public levels of each
-    attribute.
+    attribute. Polygon files may be GeoPackages, zipped shapefiles (.zip), GeoJSON or any
+    format GDAL reads; of a file of several layers, --region-layer, --exclude-layer and
+    --areas-layer name the one to read.
 
     Without --region the lattice bounds are derived from the points after snapping them
     outward to a coarse value, so they still reveal the extent of the points to within about a
@@ -193,7 +199,9 @@ def release(
     # One name is the single-covariate form (str) of the Python API; several are a list.
     continuous, beta_prior = _one_or_list(continuous), _one_or_list(beta_prior)
     lattice = LatticeChoice(grid_shape, cell_size, hex_size, areas_path, area_id,
-                            public_area_ids, link_islands, area_gap)
+                            public_area_ids, link_islands, area_gap, areas_layer=areas_layer)
+    check_layer_options({"--region": (region_path, region_layer),
+                         "--exclude": (exclude_path, exclude_layer)})
     _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains, sampler)
     _check_out_extension(out_path)
@@ -235,8 +243,10 @@ def release(
         check_columns(points, name, {"--attributes": attributes, "--continuous": continuous,
                                      "--outcome": outcome})
         check_projected(points, name)
-        region = None if region_path is None else read_polygons(region_path, "--region")
-        exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
+        region = (None if region_path is None else
+                  read_polygons(region_path, "--region", region_layer))
+        exclude = (None if exclude_path is None else
+                   read_polygons(exclude_path, "--exclude", exclude_layer))
         grid = build_grid(points, lattice, region, exclude)
         counts, dropped = _prepare(points, grid, attributes, continuous, drop_outside,
                                    allow_identifying, levels, report_path is not None)

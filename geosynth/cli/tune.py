@@ -18,6 +18,7 @@ from geosynth.cli.helpers import (
     check_columns,
     check_complete,
     check_file_name,
+    check_layer_options,
     check_outputs,
     check_projected,
     derive_seeds,
@@ -35,6 +36,7 @@ from geosynth.cli.options import (
     beta_prior_option,
     continuous_option,
     exclude_option,
+    layer_option,
     m_option,
     overwrite_option,
     points_options,
@@ -108,6 +110,10 @@ class GridList(click.ParamType):
               help="A candidate lattice of areal units (census tracts, districts): a polygon "
               "file, one cell per polygon; repeat for several. --region does not apply to "
               "them.")
+@layer_option("--areas", multiple=True,
+              more_help="Repeat it once per --areas, in the same order (the first layer is of "
+              "the first file), e.g. for two layers of one GeoPackage: --areas city.gpkg "
+              "--areas-layer tracts --areas city.gpkg --areas-layer districts.")
 @click.option("--link-islands", is_flag=True,
               help="With --areas: link each area without a neighbour to its nearest area "
               "instead of making it its own component.")
@@ -158,12 +164,15 @@ def tune(
     grid_shapes: list[tuple[int, int]] | None,
     hex_sizes: list[float] | None,
     areas_paths: tuple[str, ...],
+    areas_layer: tuple[str, ...],
     link_islands: bool,
     area_gap: float | None,
     continuous: list[str] | None,
     beta_prior: list[str] | None,
     region_path: str | None,
+    region_layer: str | None,
     exclude_path: str | None,
+    exclude_layer: str | None,
     drop_outside: bool,
     m: int,
     iterations: int | str,
@@ -192,7 +201,8 @@ def tune(
     as a PNG. All of it is internal, the printed table too: it describes the confidential
     data. Every candidate's
     coverage is measured on the same random rectangles; the intensity columns on the lattice
-    of the coarsest candidate, so they change when a coarser candidate is added.
+    of the finest candidate (crediting the detail each keeps), so they change when a finer
+    candidate is added.
 
     \b
     Example:
@@ -213,10 +223,9 @@ def tune(
         if value and not areas_paths:
             raise click.UsageError(f"{option} applies to --areas only; add --areas FILE or "
                                    f"drop {option}")
-    areas_by_label = {Path(path).name: path for path in areas_paths}
-    if len(areas_by_label) != len(areas_paths):
-        raise click.UsageError(f"--areas files need distinct names (they label the "
-                               f"candidates): got {[Path(p).name for p in areas_paths]}")
+    check_layer_options({"--region": (region_path, region_layer),
+                         "--exclude": (exclude_path, exclude_layer)})
+    areas_by_label = _areas_by_label(areas_paths, areas_layer)
     both = sorted(set(attributes) & set(continuous or []))
     if both:
         raise click.UsageError(f"{', '.join(both)} listed in both --attributes and --continuous; "
@@ -245,7 +254,7 @@ def tune(
     _check_area_labels(areas_by_label, lattices)
     figure_path = Path(report_path).with_suffix(".png")
     inputs = {"INPUT": input_path, "--region": region_path, "--exclude": exclude_path}
-    inputs.update({f"--areas {label}": path for label, path in areas_by_label.items()})
+    inputs.update({f"--areas {label}": path for label, (path, _) in areas_by_label.items()})
     given = check_outputs({"--report": report_path, "R-U map of --report": figure_path},
                           overwrite, inputs=inputs)
     io.existing_file(input_path, "INPUT")  # a pipe or device: named INPUT, not path
@@ -259,14 +268,16 @@ def tune(
         points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer)
         _check_points(points, Path(input_path).name, attributes, continuous, outcome)
         utility = _utility_with_outcome(ctx, utility, points, attributes, outcome, m)
-        region = None if region_path is None else read_polygons(region_path, "--region")
-        exclude = None if exclude_path is None else read_polygons(exclude_path, "--exclude")
+        region = (None if region_path is None else
+                  read_polygons(region_path, "--region", region_layer))
+        exclude = (None if exclude_path is None else
+                   read_polygons(exclude_path, "--exclude", exclude_layer))
         candidates = (lattices
                       + [geosynth.Candidate(grid=build_grid(points, LatticeChoice(
-                          areas_path=path, link_islands=link_islands, area_gap=area_gap),
-                          exclude=exclude),
+                          areas_path=path, areas_layer=layer, link_islands=link_islands,
+                          area_gap=area_gap), exclude=exclude),
                           beta_prior=prior, label=name)
-                         for name, path in areas_by_label.items()])
+                         for name, (path, layer) in areas_by_label.items()])
         if continuous and prior is None:  # what the table measures is not all of the release
             click.echo(f"Note: without --beta-prior the candidates are fitted and measured "
                        f"without --continuous {printable(','.join(continuous))} (it has no "
@@ -282,11 +293,13 @@ def tune(
         chosen = result.recommend(risk_limit=risk_limit, risk=risk, utility=utility)
         command = None
         if chosen.candidate is not None:
-            areas = areas_by_label.get(chosen.label)
+            areas, chosen_layer = areas_by_label.get(chosen.label, (None, None))
             command = release_command(input_path, attributes, chosen.candidate, layer=layer,
                                       x=x_column, y=y_column, crs=crs, continuous=continuous,
                                       region=None if areas else region_path,
-                                      exclude=exclude_path, m=m, areas=areas,
+                                      region_layer=None if areas else region_layer,
+                                      exclude=exclude_path, exclude_layer=exclude_layer,
+                                      m=m, areas=areas, areas_layer=chosen_layer,
                                       link_islands=link_islands, area_gap=area_gap,
                                       drop_outside=drop_outside, run=run)
         report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
@@ -314,7 +327,9 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                     crs: str | None = None, continuous: list[str] | None = None,
                     region: str | None = None, exclude: str | None = None, m: int = 5,
                     out: str = "release.gpkg", areas: str | None = None,
-                    link_islands: bool = False, area_gap: float | None = None,
+                    region_layer: str | None = None, exclude_layer: str | None = None,
+                    areas_layer: str | None = None, link_islands: bool = False,
+                    area_gap: float | None = None,
                     drop_outside: bool = False, levels_file: str | None = None,
                     run: dict[str, Any] | None = None) -> str:
     """Return the ``geosynth release`` command line of a candidate, shell-quoted.
@@ -342,6 +357,9 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         The release file.
     areas : str, optional
         The polygon file of an areal candidate (``candidate.grid``).
+    region_layer, exclude_layer, areas_layer : str, optional
+        The layers read of ``region``, ``exclude`` and ``areas`` (``--region-layer``, ...),
+        repeated: without them ``geosynth release`` refuses a file of several polygon layers.
     link_islands : bool, default False
         ``--link-islands`` of the areal candidate.
     area_gap : float, optional
@@ -374,7 +392,9 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
     elif candidate.grid is not None:
         if areas is None:
             raise ValueError("an areal candidate's release command needs its areas file")
-        words += ["--areas", areas] + (["--link-islands"] if link_islands else [])
+        words += ["--areas", areas] + (["--areas-layer", areas_layer]
+                                        if areas_layer is not None else [])
+        words += ["--link-islands"] if link_islands else []
         if area_gap is not None:
             words += ["--area-gap", exact_number(area_gap)]
     else:
@@ -383,9 +403,10 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         words += ["--continuous", ",".join(continuous)]
     if candidate.beta_prior is not None:
         words += ["--beta-prior", ",".join(candidate.beta_prior)]
-    for option, value in (("--region", region), ("--exclude", exclude)):
+    for option, value, chosen in (("--region", region, region_layer),
+                                  ("--exclude", exclude, exclude_layer)):
         if value is not None:
-            words += [option, value]
+            words += [option, value] + ([f"{option}-layer", chosen] if chosen is not None else [])
     if candidate.epsilon is not None:
         words += ["--epsilon", exact_number(candidate.epsilon), "--levels-file",
                   levels_file or LEVELS_PLACEHOLDER]
@@ -431,7 +452,8 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
         f"Input: `{Path(input_path).name}`; {m} releases per candidate; fits: "
         f"{describe_run(run)}; seed {seed} (internal: rerun with --seed {seed}).",
         f"Intensity fidelity is measured on the lattice of {result.reference!r} (the "
-        "coarsest), so that every candidate is compared on the same cells.",
+        "finest), so that every candidate is compared on the same cells and credited for the "
+        "detail it keeps.",
         "",
         "## Recommendation",
         "",
@@ -526,6 +548,28 @@ def _check_candidate_count(given: dict[str, Any]) -> None:
             param_hint=options)
 
 
+def _areas_by_label(paths: tuple[str, ...],
+                    layers: tuple[str, ...]) -> dict[str, tuple[str, str | None]]:
+    """Return the --areas candidates, ``{label: (file, layer)}``, checked before any reading.
+
+    A candidate is labelled by its file name, and by ``name:layer`` when --areas-layer gives
+    its layer (two layers of one GeoPackage are two candidates).
+    """
+    if layers and len(layers) != len(paths):
+        raise click.UsageError(
+            f"give --areas-layer once per --areas, in the same order (the first layer is of "
+            f"the first file), or not at all: got {len(paths)} --areas and {len(layers)} "
+            "--areas-layer")
+    paired = list(zip(paths, layers or [None] * len(paths), strict=True))
+    found = {Path(path).name if layer is None else f"{Path(path).name}:{layer}": (path, layer)
+             for path, layer in paired}
+    if len(found) != len(paired):
+        raise click.UsageError(f"--areas files need distinct names, or distinct --areas-layer "
+                               f"(they label the candidates): got "
+                               f"{[Path(p).name for p in paths]}")
+    return found
+
+
 def _check_area_labels(areas_by_label: dict[str, str], lattices: list) -> None:
     """Refuse an --areas file named like another candidate's label, before reading the data.
 
@@ -579,12 +623,13 @@ def _utility_with_outcome(ctx: click.Context, utility: str, points, attributes: 
                           outcome: str | None, m: int) -> str:
     """Check, before any fit, that the utility measure can be computed; return the one to use.
 
-    coverage needs a binary outcome column (:func:`geosynth.tuning.coverage_outcome`) and
-    two releases or more. Without them, the default utility falls back to
+    coverage needs a binary outcome column (:func:`geosynth.tuning.coverage_outcome`), two
+    releases or more and records enough to fill a rectangle
+    (:func:`geosynth.tuning.tuned_outcome`). Without them, the default utility falls back to
     intensity_correlation (said on stderr), and an explicit ``--utility coverage`` is refused:
     the ranking would fail after every fit.
     """
-    from geosynth.tuning import coverage_outcome
+    from geosynth.tuning import coverage_outcome, tuned_outcome
 
     if m < 2:
         missing, fix = "--m 2 or more (--m 1 has no coverage)", "raise --m"
@@ -592,6 +637,10 @@ def _utility_with_outcome(ctx: click.Context, utility: str, points, attributes: 
         missing = (f"a binary --outcome column (0/1 or booleans), and the first attribute "
                    f"{attributes[0]!r} is not one")
         fix = "pass --outcome COLUMN"
+    elif tuned_outcome(points, attributes, outcome, m) is None:  # an --outcome: refused there
+        missing = ("records enough to fill a rectangle, spread in x and y (tune leaves the "
+                   "coverage out)")
+        fix = "use more records"
     else:
         return utility
     if utility != "coverage":

@@ -339,3 +339,43 @@ def test_the_exact_intensity_warning_names_the_flag_once_on_the_command_line():
     (message,) = [str(w.message) for w in caught]
     assert "include_intensity=True" in message
     assert cli_message(message).count("--include-intensity") == 1
+
+
+@pytest.mark.parametrize(("message", "names", "expected"), [
+    # A layer called 'pad': the clause listing the layers was dropped as advice about pad.
+    ("layer='roads' (CLI: --layer): c.gpkg has no such layer; its layers are ['pad', 'roads2']",
+     {}, "--layer 'roads': c.gpkg has no such layer; its layers are ['pad', 'roads2']"),
+    ("--region-layer 'x': --region c.gpkg has 1 layer: 'old (pad)' (Polygon), none of them "
+     "named so; give one of those names", {},
+     "--region-layer 'x': --region c.gpkg has 1 layer: 'old (pad)' (Polygon), none of them "
+     "named so; give one of those names"),
+    # A column or layer called 'gdf' became the name of the input file.
+    ("--attributes 'gdf' is not a column of gdf; available columns: ['gdf', 'y']",
+     {"gdf": "c.csv"},
+     "--attributes 'gdf' is not a column of c.csv; available columns: ['gdf', 'y']"),
+    # A layer called 'drop m' became 'drop --m'.
+    ("c.gpkg has 2 layers: 'drop m' (Polygon), 'x' (Point); drop m", {},
+     "c.gpkg has 2 layers: 'drop m' (Polygon), 'x' (Point); drop --m"),
+    # Outside quoted values the advice about pad still goes.
+    ("the records of gdf (with pad) span more; use x, or pad it; z", {"gdf": "c.csv"},
+     "the records of c.csv span more; use x; z"),
+])
+def test_quoted_names_of_the_data_are_not_rewritten(message, names, expected):
+    assert cli_message(message, names) == expected
+
+
+def test_polygon_layers_named_like_parameters_reach_the_user_intact(inputs, tmp_path):
+    region = gpd.read_file(inputs["region"])
+    path = tmp_path / "city.gpkg"
+    for layer in ("pad", "gdf", "n_iter", "m=2"):
+        region.to_file(path, layer=layer, engine="pyogrio")
+    result = run("release", inputs["gpkg"], *ARGS, "--region", path, "--out",
+                 tmp_path / "o.gpkg")
+    assert_refused(result, "--region city.gpkg has 4 layers: 'pad' (Polygon), 'gdf' (Polygon), "
+                   "'n_iter' (Polygon), 'm=2' (Polygon); 4 of them of polygons: add "
+                   "--region-layer LAYER to choose the one to read")
+    result = run("release", inputs["gpkg"], *ARGS, "--region", path, "--region-layer", "pads",
+                 "--out", tmp_path / "o.gpkg")
+    assert_refused(result, "--region-layer 'pads': --region city.gpkg has 4 layers: 'pad' "
+                   "(Polygon), 'gdf' (Polygon), 'n_iter' (Polygon), 'm=2' (Polygon), none of "
+                   "them named so; give one of those names")

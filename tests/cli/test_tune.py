@@ -325,6 +325,20 @@ def test_one_release_ranks_by_intensity_without_coverage(inputs, tmp_path):
             "intensity_correlation") in result.output
 
 
+def test_too_few_records_for_a_rectangle_rank_by_intensity_without_coverage(inputs, tmp_path):
+    # 15 records cannot fill a coverage rectangle of 20: tune left the coverage out (NaN), and
+    # the default --utility coverage then failed after every fit ("no candidate has both").
+    small = gpd.read_file(inputs["gpkg"]).iloc[:15]
+    small.to_file(tmp_path / "small.gpkg", engine="pyogrio")
+    result = run("tune", tmp_path / "small.gpkg", "--attributes", "y", "--grids", "3x3",
+                 "--seed", 1, *FAST, "--report", tmp_path / "t.md")
+    assert result.exit_code == 0, result.output
+    assert "ranking by --utility intensity_correlation" in result.output
+    refused = run("tune", tmp_path / "small.gpkg", "--attributes", "y", "--grids", "3x3",
+                  "--utility", "coverage", *FAST, "--report", tmp_path / "u.md")
+    assert refused.exit_code != 0 and "--utility coverage needs" in refused.output
+
+
 @pytest.mark.parametrize(("column", "row", "message", "advice"), [
     ("y", 5, "--attributes 'y': gap.gpkg has 1 of 120 records without a value", "dropna"),
     ("geometry", 3, "gap.gpkg: 1 of 120 records have no location", "geometry.isna"),
