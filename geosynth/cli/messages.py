@@ -36,6 +36,11 @@ OPTION_OF_PARAMETER: dict[str, str] = {
     "x": "--x",
     "y": "--y",
     "crs": "--crs",
+    "sep": "--sep",
+    "decimal": "--decimal",
+    "encoding": "--encoding",
+    "limits": "--limit",
+    "weights": "--weights",
     "attributes": "--attributes",
     "continuous": "--continuous",
     "shape": "--grid",
@@ -159,7 +164,7 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     text = _BARE.sub(lambda match: _unless_quoted(
         match, quoted, lambda m: OPTION_OF_PARAMETER[m.group(1)]), text)
     text = _GDAL_DRIVER_ADVICE.sub(
-        " (give a GeoPackage, GeoParquet, shapefile or CSV file)", text
+        " (give a GeoPackage, GeoParquet, shapefile, GeoJSON, FlatGeobuf, zip or CSV file)", text
     )
     text = _SQLITE.sub(r"the file is damaged or truncated (\1)", text)
     for api_name, cli_name in (names or {}).items():

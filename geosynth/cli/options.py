@@ -17,6 +17,7 @@ __all__ = [
     "FiniteFloat",
     "GridSpec",
     "CommaList",
+    "LimitSpec",
     "PriorList",
     "Iterations",
     "stopping_options",
@@ -28,6 +29,9 @@ __all__ = [
     "outcome_option",
     "report_option",
     "points_options",
+    "CsvCharacter",
+    "csv_reading",
+    "csv_words",
     "grid_option",
     "cell_size_option",
     "lattice_options",
@@ -162,6 +166,42 @@ class GridSpec(click.ParamType):
             return parse_grid_spec(value)
         except click.BadParameter as err:
             self.fail(err.message, param, ctx)
+
+
+class LimitSpec(click.ParamType):
+    """``COLUMN=LOW:HIGH``, the range of a continuous column; an end left empty is open.
+
+    ``age=0:120`` -> ``("age", (0.0, 120.0))``, ``income=0:`` -> ``("income", (0.0, None))``.
+    Whether the column is a continuous one, and the ends' order, are checked by
+    :func:`geosynth.synthesize` (its ``limits``).
+    """
+
+    name = "COLUMN=LOW:HIGH"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        """Return ``(column, (low, high))``, None for an end left empty."""
+        if isinstance(value, tuple):
+            return value
+        column, equals, ends = str(value).partition("=")
+        low, colon, high = ends.partition(":")
+        if not (equals and colon and column.strip()):
+            self.fail(f"expected COLUMN=LOW:HIGH such as age=0:120 (an end left empty is open: "
+                      f"income=0:), got {value!r}", param, ctx)
+        return column.strip(), (self._end(low, value, param, ctx),
+                                self._end(high, value, param, ctx))
+
+    def _end(self, text: str, value: Any, param: click.Parameter | None,
+             ctx: click.Context | None) -> float | None:
+        if not text.strip():
+            return None
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            self.fail(f"{text!r} in {value!r} is not a finite number; leave an end empty for an "
+                      "open end, e.g. income=0:", param, ctx)
+        return number
 
 
 class CommaList(click.ParamType):
@@ -365,8 +405,71 @@ def points_options(f: Callable) -> Callable:
         click.option("--crs", default=None, metavar="CRS",
                      help="CRS of the coordinates, e.g. EPSG:31983 (required for CSV; for other "
                      "formats only when the file has none)."),
+        click.option("--sep", type=CsvCharacter(), default=None, metavar="CHAR",
+                     help="CSV only: the field separator, e.g. ';' or tab (\\t) "
+                     "[default: ,]."),
+        click.option("--decimal", type=CsvCharacter(), default=None, metavar="CHAR",
+                     help="CSV only: the decimal mark of numbers, e.g. ',' (with --sep ';') "
+                     "[default: .]."),
+        click.option("--encoding", default=None, metavar="CODEC",
+                     help="CSV only: the text encoding, e.g. cp1252 or latin-1 for files saved "
+                     "by Windows spreadsheets [default: utf-8]."),
     ]
     return _apply(options, f)
+
+
+class CsvCharacter(click.ParamType):
+    r"""One character of a CSV layout (``--sep``, ``--decimal``); ``\t`` or ``tab`` is a tab.
+
+    A tab is hard to type on a command line: ``--sep '\t'`` (two characters) and ``--sep tab``
+    mean the tab character. Anything else is passed on as typed and checked by
+    :func:`geosynth.io.read_points` (one character, not a digit or quote, ``--sep`` and
+    ``--decimal`` different).
+    """
+
+    name = "CHAR"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> str:
+        """Return ``value``, with the spellings of a tab turned into the tab character."""
+        text = str(value)
+        return "\t" if text.lower() in ("\\t", "tab") else text
+
+
+def csv_reading(sep: str | None, decimal: str | None, encoding: str | None) -> dict[str, str]:
+    """Return the keyword arguments of :func:`geosynth.io.read_points` for the CSV options given.
+
+    Parameters
+    ----------
+    sep, decimal, encoding : str or None
+        ``--sep``, ``--decimal`` and ``--encoding`` (None: not given, the reader's default).
+
+    Returns
+    -------
+    dict of str to str
+        The options given, by the reader's parameter names.
+    """
+    given = {"sep": sep, "decimal": decimal, "encoding": encoding}
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def csv_words(reading: dict[str, str]) -> list[str]:
+    """Return the command-line words that repeat ``reading`` (of :func:`csv_reading`).
+
+    Parameters
+    ----------
+    reading : dict of str to str
+        The CSV options given.
+
+    Returns
+    -------
+    list of str
+        E.g. ``["--sep", ";", "--decimal", ","]``; a tab separator as ``tab``.
+    """
+    words = []
+    for name, value in reading.items():
+        words += [f"--{name}", "tab" if value == "\t" else value]
+    return words
 
 
 grid_option = click.option(

@@ -37,9 +37,11 @@ from geosynth.cli.helpers import (
 from geosynth.cli.options import (
     EXISTING_FILE,
     FiniteFloat,
+    LimitSpec,
     attributes_option,
     beta_prior_option,
     continuous_option,
+    csv_reading,
     exclude_option,
     lattice_options,
     m_option,
@@ -68,6 +70,15 @@ __all__ = ["release"]
 @m_option()
 @run_options
 @beta_prior_option
+@click.option("--weights", "weights_path", type=EXISTING_FILE, default=None, metavar="RASTER",
+              help="Raster of public non-negative weights (e.g. population density, in the "
+              "lattice CRS) that places each synthetic point within its cell; default: "
+              "uniformly over the cell's habitable part. Never a raster made from INPUT.")
+@click.option("--limit", "limit_specs", type=LimitSpec(), multiple=True,
+              help="The range a --continuous column's values can take, e.g. age=0:120 or "
+              "income=0: (an end left empty is open); repeat for several columns. Its synthetic "
+              "values are drawn within it. State the variable's public range, never the "
+              "data's minimum and maximum (the release would bound them).")
 @click.option("--sampler", type=click.Choice(["gibbs", "mh", "block"]), default="gibbs",
               show_default=True,
               help="MCMC updates: gibbs (exact single-site draws), mh (single-site "
@@ -120,6 +131,9 @@ def release(
     x_column: str | None,
     y_column: str | None,
     crs: str | None,
+    sep: str | None,
+    decimal: str | None,
+    encoding: str | None,
     attributes: list[str],
     continuous: list[str] | None,
     grid_shape: tuple[int, int] | None,
@@ -136,6 +150,8 @@ def release(
     exclude_path: str | None,
     exclude_layer: str | None,
     drop_outside: bool,
+    weights_path: str | None,
+    limit_specs: tuple[tuple[str, tuple[float | None, float | None]], ...],
     m: int,
     iterations: int | str,
     burn_in: int | None,
@@ -161,16 +177,17 @@ def release(
 ) -> None:
     """Fit the Paiva et al. (2014) model to INPUT and write m synthetic releases.
 
-    INPUT is a point file: GeoPackage, GeoParquet, shapefile, or CSV (with --x, --y and --crs),
-    in a projected CRS (metres). The lattice is --grid ROWSxCOLS, --cell-size METRES (square
-    cells) or --hex-size METRES (hexagons) over the study bounds -- the bounds of --region if
-    given, else the total bounds of the points -- or --areas FILE, one cell per areal unit
-    (census tracts, districts; give exactly one). Bounds taken from the points depend on the
-    confidential data (the extreme records), so a differentially private release (--epsilon)
-    requires a public --region or public --areas, and --levels-file, the public levels of each
-    attribute. Polygon files may be GeoPackages, zipped shapefiles (.zip), GeoJSON or any
-    format GDAL reads; of a file of several layers, --region-layer, --exclude-layer and
-    --areas-layer name the one to read.
+    INPUT is a point file: GeoPackage, GeoParquet, shapefile, GeoJSON, FlatGeobuf, a .zip of one of
+    those, or CSV (with --x, --y and --crs; --sep, --decimal and --encoding for files saved by
+    spreadsheets), in a projected CRS (metres). The lattice is --grid ROWSxCOLS, --cell-size
+    METRES (square cells) or --hex-size METRES (hexagons) over the study bounds -- the bounds of
+    --region if given, else the total bounds of the points -- or --areas FILE, one cell per
+    areal unit (census tracts, districts; give exactly one). Bounds taken from the points depend
+    on the confidential data (the extreme records), so a differentially private release
+    (--epsilon) requires a public --region or public --areas, and --levels-file, the public
+    levels of each attribute. Polygon files may be GeoPackages, zipped shapefiles (.zip),
+    GeoJSON or any format GDAL reads; of a file of several layers, --region-layer,
+    --exclude-layer and --areas-layer name the one to read.
 
     Without --region the lattice bounds are derived from the points after snapping them
     outward to a coarse value, so they still reveal the extent of the points to within about a
@@ -205,6 +222,7 @@ def release(
     _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains, sampler)
     _check_out_extension(out_path)
+    limits = _limits(limit_specs, continuous)
     if outcome is not None and report_path is None:
         raise click.UsageError("--outcome is the coverage column of the --report's evaluation; "
                                "add --report FILE or drop --outcome")
@@ -219,7 +237,8 @@ def release(
          "--report": report_path},
         overwrite,
         inputs={"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
-                "--levels-file": levels_file, "--areas": areas_path},
+                "--levels-file": levels_file, "--areas": areas_path,
+                "--weights": weights_path},
     )
     io.existing_file(input_path, "INPUT")  # a pipe or device: named INPUT, not path
     name = Path(input_path).name
@@ -236,7 +255,8 @@ def release(
 
         # Under DP nothing that depends on the records' values is refused (prepare drops them).
         points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer,
-                                check_values=epsilon is None)
+                                check_values=epsilon is None,
+                                **csv_reading(sep, decimal, encoding))
         if len(points) == 0 and epsilon is None:
             raise InputError(f"{name} has no records (only a header or an empty layer); there "
                              "is nothing to release")
@@ -251,6 +271,13 @@ def release(
         counts, dropped = _prepare(points, grid, attributes, continuous, drop_outside,
                                    allow_identifying, levels, report_path is not None)
         original = points.loc[counts.record_index]
+        # Checked before the fit, which they cost when refused by synthesize after it.
+        if limits is not None:
+            from geosynth.synth.paiva import check_limits
+
+            check_limits(original, limits, counts.covariates)
+        if weights_path is not None:
+            _check_weights(weights_path, grid)
         if outcome is not None:  # checked now, on the records evaluated, not after the fit
             check_complete(original, name, {"--outcome": outcome}, show_counts=epsilon is None)
             check_binary(original, outcome, name)
@@ -267,12 +294,13 @@ def release(
 
         if epsilon is None:
             model = geosynth.PaivaModel(beta_prior=beta_prior, sampler=sampler)
-            result = _paiva_release(counts, original, model, m, seed, run, progress)
+            result = _paiva_release(counts, original, model, m, seed, run, progress, limits,
+                                    weights_path)
         else:
             from geosynth.dp import dp_model
 
             result = _dp_release(counts, epsilon, public_total, m, seed, run, progress,
-                                 dp_model(sampler))
+                                 dp_model(sampler), weights_path)
         stop_if_interrupted(result["fit"])
         summary, r_hat = fit_diagnostics(result["fit"])
         _echo_convergence(r_hat, result["fit"])
@@ -324,6 +352,40 @@ def _check_options(lattice, epsilon, region_path, continuous, beta_prior,
     check_run_options(iterations, burn_in, thin, chains, m)
     _check_dp_options(epsilon, region_path or lattice.areas_path, continuous, beta_prior,
                       levels_file, public_total, sampler)
+
+
+def _check_weights(path: str, grid) -> None:
+    """Read the --weights raster against the lattice now, naming the option in a refusal."""
+    from geosynth.errors import CRSError
+    from geosynth.io import printable
+    from geosynth.synth.placement import PixelTable
+
+    try:
+        PixelTable.from_raster(path, grid)
+    except (CRSError, InputError) as err:
+        raise type(err)(f"--weights {printable(Path(path).name)}: {err}") from None
+
+
+def _limits(specs, continuous) -> dict[str, tuple[float | None, float | None]] | None:
+    """``--limit`` options as the ``limits`` of :func:`geosynth.synthesize`, checked now.
+
+    A column limited twice, or one that is not a --continuous column, is refused before the
+    data are read (after the fit it cost the whole run).
+    """
+    if not specs:
+        return None
+    names = [continuous] if isinstance(continuous, str) else list(continuous or [])
+    limits = {}
+    for column, ends in specs:
+        if column in limits:
+            raise click.UsageError(f"--limit gives {column!r} twice; give one range per column")
+        if column not in names:
+            having = (f"the --continuous columns are {','.join(names)}" if names else
+                      "there is no --continuous column")
+            raise click.UsageError(f"--limit {column}=...: {column!r} is not a --continuous "
+                                   f"column ({having}); limit those columns only")
+        limits[column] = ends
+    return limits
 
 
 def _check_out_extension(out_path: str) -> None:
@@ -481,7 +543,8 @@ def _echo_region_advice(grid) -> None:
     )
 
 
-def _paiva_release(counts, original, model, m, seed, run, progress) -> dict[str, Any]:
+def _paiva_release(counts, original, model, m, seed, run, progress, limits=None,
+                   weights=None) -> dict[str, Any]:
     import geosynth
     from geosynth._random import as_generator
 
@@ -489,7 +552,8 @@ def _paiva_release(counts, original, model, m, seed, run, progress) -> dict[str,
     seeds = _keyed_by_records(seeds, original, counts)
     click.echo(f"Fitting {model!r}: {describe_run(run)}", err=True)
     fit = model.fit(counts, seed=seeds["fit"], progress=progress, **run)
-    internal = geosynth.synthesize(fit, original, m=m, seed=seeds["synthesize"])
+    internal = geosynth.synthesize(fit, original, m=m, seed=seeds["synthesize"],
+                                   weights=weights, limits=limits)
     shuffle = as_generator(seeds["public"])
     public = [geosynth.to_public(r, seed=shuffle) for r in internal]
     return {"fit": fit, "internal": internal, "public": public, "seeds": seeds,
@@ -538,8 +602,8 @@ def _keyed_by_records(seeds: dict[str, int], original, counts) -> dict[str, int]
     return keyed
 
 
-def _dp_release(counts, epsilon, public_total, m, seed, run, progress,
-                model) -> dict[str, Any]:
+def _dp_release(counts, epsilon, public_total, m, seed, run, progress, model,
+                weights=None) -> dict[str, Any]:
     from geosynth.dp import dp_release
 
     click.echo(f"Differentially private release, epsilon = {epsilon:g}: {describe_run(run)}",
@@ -548,7 +612,7 @@ def _dp_release(counts, epsilon, public_total, m, seed, run, progress,
     if public_total is not None:
         _require_keyword(dp_release, "n_public", "--public-total")
         options["n_public"] = public_total
-    result = dp_release(counts, epsilon, m, model=model, progress=progress,
+    result = dp_release(counts, epsilon, m, model=model, progress=progress, weights=weights,
                         seed=seed, **options, **run)
     info = result.info  # method, epsilon, the ledger, the size rule and n_public
     return {"fit": result.fit, "internal": result.releases, "public": result.releases,

@@ -35,6 +35,8 @@ from geosynth.cli.options import (
     attributes_option,
     beta_prior_option,
     continuous_option,
+    csv_reading,
+    csv_words,
     exclude_option,
     layer_option,
     m_option,
@@ -159,6 +161,9 @@ def tune(
     x_column: str | None,
     y_column: str | None,
     crs: str | None,
+    sep: str | None,
+    decimal: str | None,
+    encoding: str | None,
     attributes: list[str],
     cell_sizes: list[float] | None,
     grid_shapes: list[tuple[int, int]] | None,
@@ -265,7 +270,9 @@ def tune(
     with RunOutputs(overwrite) as outputs:
         for option, path in given.items():
             outputs.check_folder(option, path)
-        points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer)
+        reading = csv_reading(sep, decimal, encoding)
+        points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer,
+                                **reading)
         _check_points(points, Path(input_path).name, attributes, continuous, outcome)
         utility = _utility_with_outcome(ctx, utility, points, attributes, outcome, m)
         region = (None if region_path is None else
@@ -295,7 +302,8 @@ def tune(
         if chosen.candidate is not None:
             areas, chosen_layer = areas_by_label.get(chosen.label, (None, None))
             command = release_command(input_path, attributes, chosen.candidate, layer=layer,
-                                      x=x_column, y=y_column, crs=crs, continuous=continuous,
+                                      x=x_column, y=y_column, crs=crs, reading=reading,
+                                      continuous=continuous,
                                       region=None if areas else region_path,
                                       region_layer=None if areas else region_layer,
                                       exclude=exclude_path, exclude_layer=exclude_layer,
@@ -324,7 +332,8 @@ def tune(
 
 def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                     layer: str | None = None, x: str | None = None, y: str | None = None,
-                    crs: str | None = None, continuous: list[str] | None = None,
+                    crs: str | None = None, reading: dict[str, str] | None = None,
+                    continuous: list[str] | None = None,
                     region: str | None = None, exclude: str | None = None, m: int = 5,
                     out: str = "release.gpkg", areas: str | None = None,
                     region_layer: str | None = None, exclude_layer: str | None = None,
@@ -353,6 +362,9 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         Its lattice and settings.
     layer, x, y, crs, continuous, region, exclude, m
         The options of the tuning run, repeated.
+    reading : dict of str to str, optional
+        The CSV options of the tuning run (:func:`~geosynth.cli.options.csv_reading`),
+        repeated.
     out : str, default "release.gpkg"
         The release file.
     areas : str, optional
@@ -384,6 +396,7 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
     for option, value in (("--layer", layer), ("--x", x), ("--y", y), ("--crs", crs)):
         if value is not None:
             words += [option, value]
+    words += csv_words(reading or {})
     words += ["--attributes", ",".join(attributes)]
     if candidate.cell_size is not None:
         words += ["--cell-size", exact_number(candidate.cell_size)]

@@ -48,9 +48,9 @@ from geosynth.model.storage import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place, unweighted_note
 from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release
 
-__all__ = ["PosteriorDraws", "ReleaseMaker", "synthesize", "release_draws", "synthetic_zbar",
-           "synthesis_sd", "warn_pooled_combinations", "kept_pairs", "outlying_means",
-           "warn_withheld_means", "OUTLYING_FENCE", "MIN_FENCE_MEANS",
+__all__ = ["PosteriorDraws", "ReleaseMaker", "synthesize", "check_limits", "release_draws",
+           "synthetic_zbar", "synthesis_sd", "warn_pooled_combinations", "kept_pairs",
+           "outlying_means", "warn_withheld_means", "OUTLYING_FENCE", "MIN_FENCE_MEANS",
            "SYNTHESIS_SD_PRIOR_DF", "MIN_RECORDS_FOR_VALUES"]
 
 _SHOW = 5
@@ -344,8 +344,7 @@ class ReleaseMaker:
         """
         counts = fit.counts
         rows = aligned_rows(gdf, counts)
-        checked = _checked_limits(limits, counts.covariates)
-        _check_within_limits(rows, checked)
+        checked = check_limits(rows, limits, counts.covariates)
         table = None if weights is None else PixelTable.from_raster(weights, counts.grid)
         return cls(fit=fit, rows=rows, table=table,
                    filled={name: synthetic_zbar(counts, name) for name in counts.covariates},
@@ -1043,6 +1042,37 @@ def _checked_pair(name: str, pair: Any) -> Limits:
     return low, high
 
 
+def check_limits(gdf: Any, limits: LimitsLike, covariates: list[str] | tuple[str, ...]
+                 ) -> dict[str, Limits]:
+    """Check ``limits`` of :func:`synthesize` and the records' values against them.
+
+    :func:`synthesize` makes this check itself; a caller that fits first (the command line)
+    makes it before the fit, so that bad limits cost no run.
+
+    Parameters
+    ----------
+    gdf : pandas.DataFrame
+        The records to release, with the ``covariates`` columns.
+    limits : dict of str to (float or None, float or None) or None
+        As for :func:`synthesize`.
+    covariates : sequence of str
+        The continuous columns the fit has.
+
+    Returns
+    -------
+    dict of str to (float, float)
+        ``(low, high)`` per limited covariate, ±inf for an open end.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        As :func:`synthesize` raises for ``limits``.
+    """
+    checked = _checked_limits(limits, covariates)
+    _check_within_limits(gdf, checked)
+    return checked
+
+
 def _check_within_limits(rows: pd.DataFrame, limits: dict[str, Limits]) -> None:
     """Refuse original values of the released records outside their column's limits.
 
@@ -1052,12 +1082,13 @@ def _check_within_limits(rows: pd.DataFrame, limits: dict[str, Limits]) -> None:
         values = rows[name].to_numpy(dtype=np.float64)
         outside = int(((values < low) | (values > high)).sum())
         if outside:
+            ends = ":".join("" if math.isinf(end) else _end_text(end) for end in (low, high))
             raise InputError(
                 f"{outside} record(s) of gdf have {name!r} outside limits[{name!r}] = "
-                f"{_limits_text((low, high))}: the synthetic values are drawn within the limits, "
-                "which must hold every original value; widen the limits to every value the "
-                f"variable can take, or clean the data (find the records with "
-                f"{_outside_selector(name, low, high)})"
+                f"{_limits_text((low, high))} (CLI: --limit {name}={ends}): the synthetic values "
+                "are drawn within the limits, which must hold every original value; widen the "
+                "limits to every value the variable can take, or clean the data (in Python, "
+                f"find the records with {_outside_selector(name, low, high)})"
             )
 
 

@@ -72,7 +72,7 @@ def assert_cli_wording(text):
          "might help to specify the correct driver explicitly by prefixing the file path with "
          "'<DRIVER>:', e.g. 'CSV:path'.",
          "cannot read z.gpkg: 'z.gpkg' not recognized as being in a supported file format (give "
-         "a GeoPackage, GeoParquet, shapefile or CSV file)"),
+         "a GeoPackage, GeoParquet, shapefile, GeoJSON, FlatGeobuf, zip or CSV file)"),
         ("cannot read t.gpkg: sqlite3_prepare_v2(SELECT COUNT(*) FROM t WHERE a IN ('b')) "
          "failed: database disk image is malformed; database disk image is malformed",
          "cannot read t.gpkg: the file is damaged or truncated (database disk image is "

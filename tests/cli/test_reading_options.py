@@ -1,0 +1,178 @@
+"""CLI options of how the points are read and released: --sep/--decimal/--encoding, --limit,
+--weights."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from geosynth import io
+from geosynth.cli.options import csv_reading
+from geosynth.cli.tune import release_command
+from geosynth.datasets import paiva_scenario
+from tests.cli.helpers import FAST, assert_refused, run
+
+SCENARIO = paiva_scenario(n=120, seed=5)
+
+
+def _release_points(path):
+    """The first release of a written release file."""
+    return io.read_release(path).releases[0]
+
+
+@pytest.fixture(scope="module")
+def european_csv(tmp_path_factory):
+    """The scenario as a spreadsheet in Portugal or Brazil saves it: ';', ',' and CP1252."""
+    data = SCENARIO.data
+    table = data.drop(columns="geometry").assign(
+        este=data.geometry.x, norte=data.geometry.y,
+        bairro=np.where(data.y == 1, "São João", "Savassi"))
+    path = tmp_path_factory.mktemp("csv") / "casos.csv"
+    table.to_csv(path, sep=";", decimal=",", index=False, encoding="cp1252")
+    return path
+
+
+def test_a_european_csv_is_released_with_sep_decimal_and_encoding(european_csv, tmp_path):
+    out = tmp_path / "release.gpkg"
+    result = run("release", european_csv, "--x", "este", "--y", "norte", "--crs", SCENARIO.crs,
+                 "--sep", ";", "--decimal", ",", "--encoding", "cp1252",
+                 "--attributes", "bairro,x1", "--grid", "3x3", "--seed", 1, *FAST, "--out", out)
+    assert result.exit_code == 0, result.output
+    release = _release_points(out)
+    assert len(release) == len(SCENARIO.data)
+    assert set(release["bairro"]) == {"São João", "Savassi"}
+
+
+def test_without_the_options_the_european_csv_is_refused_with_the_fix(european_csv, tmp_path):
+    result = run("release", european_csv, "--x", "este", "--y", "norte", "--crs", SCENARIO.crs,
+                 "--attributes", "x1", "--grid", "3x3", *FAST, "--out", tmp_path / "r.gpkg")
+    assert result.exit_code != 0
+    assert "--encoding" in result.output and "encoding=" not in result.output
+    assert not (tmp_path / "r.gpkg").exists()
+
+
+def test_a_tab_is_typed_as_tab_or_backslash_t(tmp_path):
+    data = SCENARIO.data
+    table = data.drop(columns="geometry").assign(east=data.geometry.x, north=data.geometry.y)
+    path = tmp_path / "points.tsv.csv"
+    table.to_csv(path, sep="\t", index=False)
+    for spelling in ("tab", "\\t"):
+        out = tmp_path / f"release_{len(spelling)}.gpkg"
+        result = run("release", path, "--x", "east", "--y", "north", "--crs", SCENARIO.crs,
+                     "--sep", spelling, "--attributes", "y", "--grid", "3x3", *FAST,
+                     "--out", out)
+        assert result.exit_code == 0, result.output
+        assert len(_release_points(out)) == len(data)
+
+
+def test_csv_options_for_a_geopackage_are_refused_naming_the_option(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], "--sep", ";", "--attributes", "y", "--grid", "3x3",
+                 *FAST, "--out", tmp_path / "r.gpkg")
+    assert result.exit_code != 0
+    assert "--sep" in result.output and "CSV files only" in result.output
+
+
+def test_tune_repeats_the_csv_options_in_the_release_command():
+    class Candidate:
+        cell_size, hex_size, grid, shape, beta_prior, epsilon = None, None, None, (4, 4), None, None
+
+    reading = csv_reading("\t", ",", "cp1252")
+    command = release_command("casos.csv", ["y"], Candidate(), x="e", y="n", crs="EPSG:31983",
+                              reading=reading)
+    assert "--sep tab --decimal , --encoding cp1252" in command
+    assert csv_reading(None, None, None) == {}
+
+
+@pytest.fixture(scope="module")
+def z_range():
+    z = SCENARIO.data["z"]
+    return math.floor(z.min()), math.ceil(z.max())
+
+
+def _release_z(inputs, out, *limits):
+    result = run("release", inputs["gpkg"], "--attributes", "y,x1", "--continuous", "z",
+                 "--grid", "4x4", "--seed", 11, "--iterations", "40", "--burn-in", "10",
+                 "--thin", "2", "--m", "5", *limits, "--out", out)
+    assert result.exit_code == 0, result.output
+    return pd.concat(io.read_release(out).releases)["z"].to_numpy()
+
+
+def test_limit_keeps_the_synthetic_values_in_the_range(inputs, tmp_path, z_range):
+    low, high = z_range
+    free = _release_z(inputs, tmp_path / "free.gpkg")
+    # The range is tight around the data: the whole normal of eq. 2.27 leaves it.
+    assert ((free < low) | (free > high)).sum() > 0
+    limited = _release_z(inputs, tmp_path / "limited.gpkg", "--limit", f"z={low}:{high}")
+    assert limited.min() >= low and limited.max() <= high
+    open_high = _release_z(inputs, tmp_path / "open.gpkg", "--limit", f"z={low}:")
+    assert open_high.min() >= low
+
+
+@pytest.mark.parametrize(("limits", "fragments"), [
+    (["--limit", "age"], ["COLUMN=LOW:HIGH", "'age'"]),
+    (["--limit", "z=a:3"], ["'a'", "not a finite number"]),
+    (["--limit", "z=nan:3"], ["not a finite number"]),
+    (["--limit", "w=0:1"], ["'w' is not a --continuous column", "the --continuous columns are z"]),
+    (["--limit", "z=0:1", "--limit", "z=0:2"], ["'z' twice"]),
+])
+def test_bad_limits_are_refused_before_the_data_are_read(inputs, tmp_path, limits, fragments):
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--continuous", "z",
+                 "--grid", "3x3", *FAST, *limits, "--out", tmp_path / "r.gpkg")
+    assert_refused(result, *fragments)
+    assert "Read " not in result.output  # refused before reading INPUT
+
+
+def test_data_outside_the_limit_are_counted_never_shown(inputs, tmp_path, z_range):
+    low, high = z_range
+    middle = (low + high) / 2
+    z = SCENARIO.data["z"]
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--continuous", "z",
+                 "--grid", "3x3", *FAST, "--limit", f"z={middle}:", "--out", tmp_path / "r.gpkg")
+    assert result.exit_code != 0
+    assert f"{int((z < middle).sum())} record(s)" in result.output
+    assert f"--limit z={middle:g}:" in result.output and "Fitting" not in result.output
+    assert "gdf" not in result.output and "in Python" not in result.output
+    for value in z[z < middle]:
+        assert f"{value:.3f}"[:-1] not in result.output
+    assert not (tmp_path / "r.gpkg").exists()
+
+
+def test_weights_place_every_point_in_the_weighted_pixels(inputs, tmp_path):
+    rasterio = pytest.importorskip("rasterio")
+    x0, y0, x1, y1 = (b + d for b, d in zip(SCENARIO.bounds, (-100, -100, 100, 100),
+                                            strict=True))
+    rows = cols = 4
+    cw, ch = (x1 - x0) / cols, (y1 - y0) / rows
+    # Two pixels per cell side; weight only in the south-west pixel of each cell.
+    pixels = np.zeros((2 * rows, 2 * cols), dtype="float32")
+    pixels[1::2, 0::2] = 1.0  # raster rows count from the north: odd rows are cells' south
+    path = tmp_path / "density.tif"
+    with rasterio.open(path, "w", driver="GTiff", width=2 * cols, height=2 * rows, count=1,
+                       dtype="float32", crs=SCENARIO.crs,
+                       transform=rasterio.transform.from_origin(x0, y1, cw / 2, ch / 2)) as dst:
+        dst.write(pixels, 1)
+    out = tmp_path / "release.gpkg"
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", f"{rows}x{cols}",
+                 "--region", inputs["region"], "--weights", path, "--seed", 3, *FAST,
+                 "--out", out)
+    assert result.exit_code == 0, result.output
+    release = _release_points(out)
+    fx = np.mod(release.geometry.x - x0, cw) / cw
+    fy = np.mod(release.geometry.y - y0, ch) / ch
+    assert (fx <= 0.5 + 1e-9).all() and (fy <= 0.5 + 1e-9).all()
+
+
+def test_weights_in_another_crs_are_refused_naming_the_option(inputs, tmp_path):
+    rasterio = pytest.importorskip("rasterio")
+    path = tmp_path / "degrees.tif"
+    with rasterio.open(path, "w", driver="GTiff", width=2, height=2, count=1, dtype="float32",
+                       crs="EPSG:4326",
+                       transform=rasterio.transform.from_origin(-44, -19, 0.1, 0.1)) as dst:
+        dst.write(np.ones((2, 2), dtype="float32"), 1)
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3",
+                 "--weights", path, *FAST, "--out", tmp_path / "r.gpkg")
+    assert result.exit_code != 0
+    assert "--weights degrees.tif: weights raster CRS EPSG:4326 differs" in result.output
+    assert "Fitting" not in result.output
+    assert not (tmp_path / "r.gpkg").exists()
