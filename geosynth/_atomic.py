@@ -801,3 +801,105 @@ def _drop_claim(folder: Path, target: Path) -> None:
 
 def _same_path(a: Path, b: Path) -> bool:
     return os.path.abspath(a) == os.path.abspath(b)
+
+
+# ---------------------------------------------------------------------- writers' side
+def transaction_overwrite(outputs: AtomicOutputs | None, overwrite: object) -> bool:
+    """Check a writer's ``outputs`` and ``overwrite``; return whether files may be replaced.
+
+    A writer that takes ``outputs`` (a caller's transaction, e.g. the command line's) stages
+    its file into it; ``overwrite`` must then agree with the transaction's.
+
+    Parameters
+    ----------
+    outputs : AtomicOutputs or None
+        The caller's transaction, or None (the writer commits its own).
+    overwrite : bool
+        The writer's ``overwrite`` argument.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``outputs`` is not an AtomicOutputs, or ``overwrite=True`` with outputs that may not
+        overwrite (an InputTypeError: ``overwrite`` not a bool).
+    """
+    from geosynth._validation import check_bool  # NumPy: not at the CLI's first import
+
+    check_bool(overwrite, "overwrite")
+    if outputs is None:
+        return bool(overwrite)
+    if not isinstance(outputs, AtomicOutputs):
+        raise InputError(
+            f"outputs must be a geosynth._atomic.AtomicOutputs, got {type(outputs).__name__}"
+        )
+    if overwrite and not outputs.overwrite:
+        raise InputError(
+            "overwrite=True but outputs=AtomicOutputs(overwrite=False): the outputs decide "
+            "whether files are replaced; create them with overwrite=True"
+        )
+    return outputs.overwrite
+
+
+def stage_output(transaction: AtomicOutputs, target: Path, *, private: bool,
+                 example: str) -> Path:
+    """``transaction.add(target)``, its errors as InputError naming the path and the fix.
+
+    Parameters
+    ----------
+    transaction : AtomicOutputs
+        Where to stage.
+    target : pathlib.Path
+        The file to write.
+    private : bool
+        Mode 0600.
+    example : str
+        A file name to suggest when ``target`` is a directory (``"release.gpkg"``).
+
+    Returns
+    -------
+    pathlib.Path
+        The staged path to write.
+    """
+    try:
+        return transaction.add(target, private=private)
+    except InputError:  # already names the path and the fix
+        raise
+    except FileExistsError:
+        raise InputError(
+            f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it"
+        ) from None
+    except IsADirectoryError:
+        raise InputError(
+            f"path {str(target)!r} is a directory; pass a file name such as {example}"
+        ) from None
+    except ValueError as err:
+        raise InputError(f"{target}: {err}") from None
+
+
+def drop_staged(transaction: AtomicOutputs, outputs: AtomicOutputs | None,
+                staged: list[Path]) -> None:
+    """Undo a writer's failed write: discard its own transaction, or remove its staged files.
+
+    In the caller's transaction (``outputs``) a staged path that does not exist is skipped by
+    its commit; SQLite's journal files beside a staged GeoPackage go too.
+
+    Parameters
+    ----------
+    transaction : AtomicOutputs
+        The transaction written into (``outputs``, or the writer's own).
+    outputs : AtomicOutputs or None
+        The caller's transaction, None if the writer made its own.
+    staged : list of pathlib.Path
+        The paths the writer staged.
+    """
+    if outputs is None:
+        transaction.discard()
+        return
+    for path in staged:
+        for leftover in (path, *(Path(f"{path}{end}") for end in ("-journal", "-wal", "-shm"))):
+            if os.path.lexists(leftover):
+                leftover.unlink()

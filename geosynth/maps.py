@@ -76,7 +76,13 @@ import shapely
 import shapely.geometry
 from branca.element import Figure, MacroElement
 
-from geosynth._atomic import AtomicOutputs, create_new
+from geosynth._atomic import (
+    AtomicOutputs,
+    create_new,
+    drop_staged,
+    stage_output,
+    transaction_overwrite,
+)
 from geosynth._points import at_locations, point_coordinates
 from geosynth._validation import check_bool, check_int, describe_value
 from geosynth._vendor import RawText
@@ -437,33 +443,20 @@ def save_map(
                          "public=True): an internal review map shows the confidential records "
                          "and must stay readable by its owner only; save it with private=True "
                          "(the default), or draw the map with public=True to share it")
-    if outputs is not None and not isinstance(outputs, AtomicOutputs):
-        raise InputError(f"outputs must be a geosynth._atomic.AtomicOutputs, got "
-                         f"{type(outputs).__name__}")
-    if outputs is not None and overwrite and not outputs.overwrite:
-        raise InputError("overwrite=True but outputs=AtomicOutputs(overwrite=False): the "
-                         "outputs decide whether files are replaced")
+    replace = transaction_overwrite(outputs, overwrite)
     target = as_path(path)  # None, a number or bytes: refused by name
-    transaction = AtomicOutputs(overwrite=overwrite) if outputs is None else outputs
+    transaction = AtomicOutputs(overwrite=replace) if outputs is None else outputs
+    staged: list[Path] = []
     try:
-        staged = transaction.add(target, private=private)
-    except IsADirectoryError as err:
-        raise InputError(f"path {target} is a directory; pass a file name such as "
-                         f"{target / 'review.html'}") from err
-    except FileExistsError as err:
-        raise InputError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace "
-                         "it") from err
-    try:
-        with create_new(staged, private=private, binary=True) as stream:
+        staged.append(stage_output(transaction, target, private=private,
+                                   example="review.html"))
+        with create_new(staged[0], private=private, binary=True) as stream:
             m.save(stream, close_file=False)
-    except BaseException:
         if outputs is None:
-            transaction.discard()
-        elif staged.exists():
-            staged.unlink()  # the caller's commit skips a staged path that was never written
+            transaction.commit()
+    except BaseException:
+        drop_staged(transaction, outputs, staged)
         raise
-    if outputs is None:
-        transaction.commit()
     return target
 
 

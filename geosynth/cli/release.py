@@ -122,6 +122,12 @@ __all__ = ["release"]
 @click.option("--include-intensity", is_flag=True,
               help="Add the posterior mean intensity of each combination to the grid layer "
                    "(it follows the exact counts where cells hold few records).")
+@click.option("--intensity-tif", "intensity_path", type=click.Path(dir_okay=False), default=None,
+              metavar="PATH",
+              help="Also write the posterior mean intensity as a GeoTIFF, one band per "
+              "attribute combination (--grid or --cell-size lattices). Public like the release: "
+              "where cells hold few records it follows their counts closely (a warning says "
+              "how closely).")
 @overwrite_option
 @click.pass_context
 def release(
@@ -173,6 +179,7 @@ def release(
     report_path: str | None,
     outcome: str | None,
     include_intensity: bool,
+    intensity_path: str | None,
     overwrite: bool,
 ) -> None:
     """Fit the Paiva et al. (2014) model to INPUT and write m synthetic releases.
@@ -223,6 +230,10 @@ def release(
                    levels_file, public_total, m, iterations, burn_in, thin, chains, sampler)
     _check_out_extension(out_path)
     limits = _limits(limit_specs, continuous)
+    if intensity_path is not None and (hex_size is not None or areas_path is not None):
+        raise click.UsageError("--intensity-tif needs square cells (--grid or --cell-size): a "
+                               "GeoTIFF's pixels cannot be hexagons or areal units; use "
+                               "--include-intensity for the release's grid layer instead")
     if outcome is not None and report_path is None:
         raise click.UsageError("--outcome is the coverage column of the --report's evaluation; "
                                "add --report FILE or drop --outcome")
@@ -234,7 +245,7 @@ def release(
                         max_seconds)
     given = check_outputs(
         {"--out": out_path, "audit file of --out": io.audit_path(out_path), "--map": map_path,
-         "--report": report_path},
+         "--report": report_path, "--intensity-tif": intensity_path},
         overwrite,
         inputs={"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
                 "--levels-file": levels_file, "--areas": areas_path,
@@ -323,6 +334,9 @@ def release(
             report = _report(input_path, counts, grid, result, summary, r_hat, evaluation, run,
                              m, epsilon, dropped)
             write_text(report_path, report, outputs=outputs, option="--report", private=True)
+        if intensity_path is not None:
+            io.write_intensity_geotiff(result["fit"], given["--intensity-tif"],
+                                       outputs=outputs.outputs)
         # Last: the release and its audit file are moved into place after the internal files.
         io.write_release(given["--out"], result["public"], fit=result["fit"],
                          include_intensity=include_intensity, metadata=result["metadata"],
@@ -337,6 +351,8 @@ def release(
         click.echo(f"Wrote {map_path} (internal review map: shows the original points)")
     if report_path is not None:
         click.echo(f"Wrote {report_path} (internal report)")
+    if intensity_path is not None:
+        click.echo(f"Wrote {intensity_path} (posterior mean intensity, GeoTIFF)")
 
 
 # ---------------------------------------------------------------------- steps

@@ -9,8 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geosynth._atomic import atomic_path, remove_stale_staging
-from geosynth._validation import check_bool
+from geosynth._atomic import (
+    AtomicOutputs,
+    drop_staged,
+    remove_stale_staging,
+    stage_output,
+    transaction_overwrite,
+)
 from geosynth.errors import InputError
 from geosynth.io._files import check_target, printable, warn_exact_intensity
 from geosynth.lattice import Grid
@@ -31,7 +36,8 @@ _LEADING_SPACE = " \t\n\r"
 
 
 def write_intensity_geotiff(
-    fit: PaivaFit, path: str | os.PathLike, *, overwrite: bool = False
+    fit: PaivaFit, path: str | os.PathLike, *, overwrite: bool = False,
+    outputs: AtomicOutputs | None = None,
 ) -> Path:
     """Write the posterior mean intensity of a fit as a north-up float32 GeoTIFF.
 
@@ -42,12 +48,17 @@ def write_intensity_geotiff(
     path : str or os.PathLike
         The GeoTIFF to write.
     overwrite : bool, default False
-        Replace an existing file.
+        Replace an existing file. With ``outputs``, whether files may be replaced is
+        ``outputs.overwrite`` (``overwrite=True`` is then refused unless it agrees).
+    outputs : geosynth._atomic.AtomicOutputs, optional
+        A transaction of the caller (e.g. the command line, which also writes a release): the
+        GeoTIFF is staged into it and moved into place by the caller's commit, together with
+        the other files. Without it, the GeoTIFF is moved into place at once.
 
     Returns
     -------
     pathlib.Path
-        ``path``.
+        ``path`` (with ``outputs``: where the GeoTIFF will be once committed).
 
     Raises
     ------
@@ -57,7 +68,8 @@ def write_intensity_geotiff(
         attribute name contains ``=`` (it cannot name a band tag), an attribute name or level
         is empty, begins with whitespace or holds a control character (GDAL would store it
         altered or not at all), the posterior mean intensity is NaN, infinite or beyond the
-        float32 range in a cell, or ``path`` exists and ``overwrite`` is False.
+        float32 range in a cell, or ``path`` exists and ``overwrite`` is False (or
+        ``overwrite=True`` with ``outputs`` that may not overwrite).
     geosynth.errors.GridError
         The lattice is hexagonal or areal (a GeoTIFF needs square cells).
 
@@ -81,7 +93,8 @@ def write_intensity_geotiff(
 
     from geosynth.model.results import check_fit
 
-    _check_arguments(path, overwrite)
+    _check_path(path)
+    replace = transaction_overwrite(outputs, overwrite)
     check_fit(fit)
     grid = fit.grid
     _check_regular(grid)
@@ -90,7 +103,7 @@ def write_intensity_geotiff(
     lam = np.asarray(fit.posterior_mean_lambda())
     _check_float32(lam)
     target = Path(path)
-    check_target(target, overwrite)
+    check_target(target, replace)
     warn_exact_intensity(fit, lam, printable(target.name), stacklevel=2)
     labels = fit.counts.combination_labels()
     nrows, ncols = grid.shape
@@ -111,11 +124,20 @@ def write_intensity_geotiff(
         "compress": "deflate",
     }
     remove_stale_staging(target)
+    transaction = AtomicOutputs(overwrite=replace) if outputs is None else outputs
+    staged: list[Path] = []
     try:
-        with atomic_path(target, overwrite=overwrite) as tmp:
-            _write_bands(tmp, profile, bands, fit, labels)
+        staged.append(stage_output(transaction, target, private=False,
+                                   example="intensity.tif"))
+        _write_bands(staged[0], profile, bands, fit, labels)
+        if outputs is None:
+            transaction.commit()
     except FileExistsError as err:  # created by another process during the write
+        drop_staged(transaction, outputs, staged)
         raise InputError(f"{err.filename} {err.strerror}") from None
+    except BaseException:
+        drop_staged(transaction, outputs, staged)
+        raise
     return target
 
 
@@ -142,17 +164,13 @@ def _write_bands(
             )
 
 
-def _check_arguments(path: Any, overwrite: Any) -> None:
-    """Refuse a ``path`` that is not a file path and an ``overwrite`` that is not a bool.
-
-    A string such as ``"no"`` is truthy: taken as it is, it replaced an existing file.
-    """
+def _check_path(path: Any) -> None:
+    """Refuse a ``path`` that is not a file path."""
     if not isinstance(path, str | os.PathLike):
         raise InputError(
             f"path must be a file path (str or pathlib.Path), got {type(path).__name__}; pass "
             "the name of the GeoTIFF to write, such as 'intensity.tif'"
         )
-    check_bool(overwrite, "overwrite")
 
 
 def _check_float32(lam: np.ndarray) -> None:

@@ -176,3 +176,41 @@ def test_weights_in_another_crs_are_refused_naming_the_option(inputs, tmp_path):
     assert "--weights degrees.tif: weights raster CRS EPSG:4326 differs" in result.output
     assert "Fitting" not in result.output
     assert not (tmp_path / "r.gpkg").exists()
+
+
+def test_intensity_tif_is_written_with_the_release(inputs, tmp_path):
+    rasterio = pytest.importorskip("rasterio")
+    out, tif = tmp_path / "release.gpkg", tmp_path / "maps" / "intensity.tif"
+    result = run("release", inputs["gpkg"], "--attributes", "y,x1", "--grid", "4x5",
+                 "--seed", 2, *FAST, "--out", out, "--intensity-tif", tif)
+    assert result.exit_code == 0, result.output
+    assert f"Wrote {tif}" in result.output
+    with rasterio.open(tif) as raster:
+        bands = raster.read()
+        assert (raster.count, raster.height, raster.width) == (4, 4, 5)  # 2 x 2 combinations
+        assert raster.crs.to_epsg() == 31983
+        assert raster.descriptions[0].startswith("y=")
+    assert np.isfinite(bands).all() and (bands > 0).all()
+    assert tif.stat().st_mode & 0o044  # public, like the release
+
+
+def test_intensity_tif_of_hexagons_is_refused_before_the_data_are_read(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--hex-size", "1500", *FAST,
+                 "--out", tmp_path / "r.gpkg", "--intensity-tif", tmp_path / "i.tif")
+    assert_refused(result, "--intensity-tif needs square cells")
+    assert "Read " not in result.output
+
+
+def test_a_run_failing_after_the_geotiff_is_staged_writes_none(inputs, tmp_path, monkeypatch):
+    from geosynth import io as geosynth_io
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(geosynth_io, "write_release", full_disk)
+    tif = tmp_path / "intensity.tif"
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3", *FAST,
+                 "--out", tmp_path / "r.gpkg", "--intensity-tif", tif)
+    assert result.exit_code != 0
+    assert not tif.exists() and not (tmp_path / "r.gpkg").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
