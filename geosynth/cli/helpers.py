@@ -737,12 +737,6 @@ def derive_seeds(seed: int | None, names: Sequence[str]) -> tuple[int, dict[str,
     return seed, {"seed": seed, **derived}
 
 
-#: Layers named in a message at most (a GeoPackage of a whole municipality may hold hundreds).
-MAX_LAYERS_SHOWN = 12
-#: Characters of a layer name shown in a message at most.
-MAX_LAYER_NAME = 60
-
-
 def read_polygons(path: str | os.PathLike, option: str,
                   layer: str | None = None) -> gpd.GeoDataFrame:
     """Read a polygon layer (study region, excluded areas, areal units) named by ``option``.
@@ -751,12 +745,16 @@ def read_polygons(path: str | os.PathLike, option: str,
     folder of shapefiles) is read at ``layer``. Without ``layer``, its only layer of polygons
     is read (said on stderr), and a file with several such layers, or layers of unknown
     geometry type, is refused with their names: the first layer was read before, whatever it
-    held. Zipped shapefiles (``.zip``) and GeoJSON are read as GDAL reads them.
+    held. A ``.zip`` archive is read as :func:`geosynth.io.read_points` reads one (its one
+    dataset, or its shapefiles all in one folder, as layers), and the layer chosen as it
+    chooses one (:func:`geosynth.io.vector_source`, :func:`geosynth.io.choose_layer`); a
+    shapefile (plain or zipped) without its ``.dbf`` or cut short is refused.
 
     Parameters
     ----------
     path : str or os.PathLike
-        The file (any format GDAL reads).
+        The file (any format GDAL reads; in a ``.zip``, a ``.shp``, ``.gpkg``, ``.geojson``,
+        ``.json`` or ``.fgb`` dataset).
     option : str
         The command-line option that named it, e.g. ``"--region"``, for the messages; its
         layer option is ``option + "-layer"`` (``--region-layer``).
@@ -771,8 +769,10 @@ def read_polygons(path: str | os.PathLike, option: str,
     Raises
     ------
     geosynth.errors.InputError
-        The file cannot be read, has no layer named ``layer``, has several layers and no
-        ``layer`` picks one, holds no polygon (no record, or only missing or empty
+        The file cannot be read (a ``.zip`` that is no zip archive, or holds no dataset or
+        several not of one folder of shapefiles; a shapefile without ``.dbf`` or truncated),
+        has no layer named ``layer``, has several layers and no ``layer`` picks one, holds no
+        polygon (no record, or only missing or empty
         geometries), or holds geometries other than polygons.
     geosynth.errors.GridError
         Invalid polygons (the lattice's check, :func:`geosynth.lattice.check_polygons`).
@@ -781,20 +781,30 @@ def read_polygons(path: str | os.PathLike, option: str,
     import numpy as np
     import pyogrio
 
-    from geosynth.io import existing_file, printable
+    from geosynth.io import (
+        LayerOption,
+        check_shapefile_complete,
+        choose_layer,
+        existing_file,
+        printable,
+        vector_source,
+    )
     from geosynth.lattice import check_polygons
 
     source = existing_file(path, option)  # a pipe would block the reader
     shown = f"{option} {printable(source.name)}"
     unreadable = (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError, ValueError)
-    dataset = _zipped_folder(source, shown)
+    dataset = vector_source(source, shown)
     try:
-        layers = pyogrio.list_layers(dataset)
+        layers = pyogrio.list_layers(dataset.path)
     except unreadable as err:
         raise InputError(f"cannot read {shown}: {printable(err)[:300]}") from err
-    chosen = _polygon_layer(layers, shown, option, layer)
+    chosen, note = choose_layer(layers, shown, "polygon", LayerOption(f"{option}-layer"), layer)
+    if note is not None:
+        click.echo(f"Note: {note}", err=True)
+    check_shapefile_complete(source, dataset, shown, chosen)
     try:
-        frame = gpd.read_file(dataset, engine="pyogrio", layer=chosen)
+        frame = gpd.read_file(dataset.path, engine="pyogrio", layer=chosen)
     except unreadable as err:
         raise InputError(f"cannot read {shown}: {printable(err)[:300]}") from err
     if not isinstance(frame, gpd.GeoDataFrame) or (frame.geometry.is_empty
@@ -810,38 +820,6 @@ def read_polygons(path: str | os.PathLike, option: str,
     return frame
 
 
-#: Suffixes of the vector files looked for in a zip archive (a shapefile's .shp stands for it).
-_ZIPPED_DATA = (".shp", ".gpkg", ".geojson", ".json", ".gml", ".kml", ".fgb", ".sqlite")
-
-
-def _zipped_folder(source: Path, shown: str) -> Path | str:
-    """Return ``source``, or the GDAL path of the one folder of a zip archive holding its data.
-
-    GDAL reads the top level of a zip (``/vsizip/``): a zipped folder (``city/city.shp``, as
-    made by zipping the folder itself; macOS adds ``__MACOSX/`` copies) was "not recognized as
-    being in a supported file format". Archives with data at the top or in several folders are
-    left to GDAL; a ``.zip`` that is no zip archive is refused (GDAL said it "does not exist").
-    """
-    import zipfile
-
-    if source.suffix.lower() != ".zip":
-        return source
-    try:
-        with zipfile.ZipFile(source) as archive:
-            entries = [Path(name) for name in archive.namelist()
-                       if Path(name).suffix.lower() in _ZIPPED_DATA
-                       and not Path(name).name.startswith("._")
-                       and Path(name).parts[0] != "__MACOSX"]
-    except (OSError, zipfile.BadZipFile) as err:
-        raise InputError(f"cannot read {shown}: it is not a zip archive, or a damaged one "
-                         f"({err}); zip the files again, or give the polygon file itself") \
-            from None
-    folders = {entry.parent.as_posix() for entry in entries}
-    if len(folders) != 1 or folders == {"."}:
-        return source
-    return f"/vsizip/{source.resolve().as_posix()}/{folders.pop()}"
-
-
 def check_layer_options(layers: Mapping[str, tuple[Any, str | None]]) -> None:
     """Refuse a layer option given without its file option, naming both (click.UsageError).
 
@@ -855,53 +833,6 @@ def check_layer_options(layers: Mapping[str, tuple[Any, str | None]]) -> None:
         if layer is not None and not path:
             raise click.UsageError(f"{option}-layer applies to {option} only (the layer of its "
                                    f"file); add {option} FILE or drop {option}-layer")
-
-
-def _polygon_layer(layers: Any, shown: str, option: str, layer: str | None) -> str | None:
-    """Return the layer of a polygon file to read (None: its only one), or refuse, naming all.
-
-    ``layers`` is :func:`pyogrio.list_layers`'s ``(name, geometry type)`` rows. A layer of
-    polygons is one whose declared type names polygons (``Polygon``, ``MultiPolygon Z``,
-    ``CurvePolygon``); one of type ``Unknown`` (any geometry) or ``GeometryCollection`` may
-    hold polygons too, so it stops the choice of the only polygon layer.
-    """
-    from geosynth.io import printable
-
-    rows = [(str(name), "no geometry" if kind is None else str(kind)) for name, kind in layers]
-    names, kinds = [name for name, _ in rows], [kind for _, kind in rows]
-    if layer is not None:
-        if layer not in names:
-            raise InputError(f"{option}-layer {printable(layer)[:MAX_LAYER_NAME]!r}: "
-                             f"{_describe_layers(shown, names, kinds)}, none of them named so; "
-                             f"give one of those names")
-        return layer
-    if len(names) <= 1:
-        return None  # no layer: the reader's own message
-    polygons = [name for name, kind in zip(names, kinds, strict=True) if "polygon" in kind.lower()]
-    unknown = [name for name, kind in zip(names, kinds, strict=True)
-               if "unknown" in kind.lower() or "collection" in kind.lower()]
-    if len(polygons) == 1 and not unknown:
-        click.echo(f"Note: {shown}: read its only polygon layer "
-                   f"{printable(polygons[0])[:MAX_LAYER_NAME]!r} (of {len(names)} layers; "
-                   f"{option}-layer LAYER reads another)", err=True)
-        return polygons[0]
-    held = (f"{len(polygons)} of them of polygons" if not unknown else
-            f"{len(polygons)} of them of polygons and {len(unknown)} of any geometry type")
-    raise InputError(f"{_describe_layers(shown, names, kinds)}; {held}: add {option}-layer "
-                     "LAYER to choose the one to read")
-
-
-def _describe_layers(shown: str, names: list[str], kinds: list[str]) -> str:
-    """``"--region city.gpkg has 3 layers: 'a' (Polygon), ..."``, printable and truncated."""
-    from geosynth.io import printable
-
-    listed = ", ".join(f"{printable(name)[:MAX_LAYER_NAME]!r} ({printable(kind)})"
-                       for name, kind in zip(names[:MAX_LAYERS_SHOWN], kinds, strict=False))
-    if not names:
-        return f"{shown} has no layer"
-    more = len(names) - MAX_LAYERS_SHOWN
-    return (f"{shown} has {len(names)} layer{'s' if len(names) != 1 else ''}: {listed}"
-            + (f" and {more} more" if more > 0 else ""))
 
 
 @dataclass(frozen=True)

@@ -397,7 +397,8 @@ def points_options(f: Callable) -> Callable:
     """``--layer``, ``--x``, ``--y``, ``--crs``: how to read a point file (see io.read_points)."""
     options = [
         click.option("--layer", default=None,
-                     help="GeoPackage layer of the points (when the file has several)."),
+                     help="Layer of the points, of a file of several (a GeoPackage, or a .zip "
+                     "of shapefiles in one folder); default: its only point layer."),
         click.option("--x", "x_column", default=None, metavar="COLUMN",
                      help="CSV only: column of the x coordinates (easting)."),
         click.option("--y", "y_column", default=None, metavar="COLUMN",

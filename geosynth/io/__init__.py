@@ -16,6 +16,11 @@
 * :func:`printable` -- text read from a file, safe to print on a terminal.
 * :func:`read_bounded` -- a small regular file read whole (no pipe, device or huge file).
 * :func:`existing_file` -- a path checked to name an existing regular file.
+* :func:`vector_source` / :func:`choose_layer` / :func:`check_shapefile_complete` -- what
+  :func:`read_points` and the command line's polygon reader share: the one dataset (or one
+  folder of shapefiles) of a ``.zip`` archive, the layer to read of a file of several (the one
+  given, else the only one of the geometry wanted, else a refusal naming every layer; messages
+  name the layer option by a :class:`LayerOption`), and a shapefile checked complete.
 
 What a release file may hold. Everything in the GeoPackage is meant to be published, so it never
 holds original coordinates, the cells of the original records, the index of the confidential
@@ -35,6 +40,13 @@ complete geosynth releases, with one message saying what is wrong.
 """
 
 from geosynth.io._files import existing_file, printable, read_bounded
+from geosynth.io._vector import (
+    LayerOption,
+    VectorSource,
+    check_shapefile_complete,
+    choose_layer,
+    vector_source,
+)
 from geosynth.io.points import read_points
 from geosynth.io.raster import write_intensity_geotiff
 from geosynth.io.release import (
@@ -67,6 +79,11 @@ __all__ = [
     "printable",
     "existing_file",
     "read_bounded",
+    "VectorSource",
+    "vector_source",
+    "LayerOption",
+    "choose_layer",
+    "check_shapefile_complete",
     "RELEASE_LAYER",
     "GRID_LAYER",
     "METADATA_LAYER",

@@ -1,9 +1,10 @@
 """Reading confidential point records: GeoPackage, GeoParquet, shapefile, GeoJSON, ... files.
 
 GeoPackage, GeoParquet, shapefile, GeoJSON, FlatGeobuf, zip and CSV files are read: vector
-files through pyogrio (GDAL), the one dataset of a ``.zip`` archive through GDAL's ``/vsizip/``
-without unpacking it, CSV files through pandas with their separator, decimal mark and encoding
-as options.
+files through pyogrio (GDAL), the one dataset (or one folder of shapefiles) of a ``.zip``
+archive through GDAL's ``/vsizip/`` without unpacking it (:mod:`geosynth.io._vector`, shared
+with the command line's polygon reader), CSV files through pandas with their separator, decimal
+mark and encoding as options.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from __future__ import annotations
 import codecs
 import os
 import shlex
-import struct
-import zipfile
-from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, NamedTuple
+import warnings
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import geopandas as gpd
 import numpy as np
@@ -25,13 +25,20 @@ import shapely
 
 from geosynth._messages import describe_rows
 from geosynth._validation import check_bool, check_optional_str, describe_value
-from geosynth.errors import CRSError, InputError, InputTypeError
+from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError
 from geosynth.io._files import (
     POINT_TYPE,
     existing_file,
     geopackage_problem,
     not_a_geopackage,
     printable,
+)
+from geosynth.io._vector import (
+    LayerOption,
+    VectorSource,
+    check_shapefile_complete,
+    choose_layer,
+    vector_source,
 )
 from geosynth.lattice import parse_crs
 
@@ -58,21 +65,12 @@ _FORMATS = {
     ".zip": "zip",
     ".csv": "CSV",
 }
-#: The datasets a .zip archive may hold (read through /vsizip/); a shapefile by its .shp.
-_ZIPPED = (".shp", ".gpkg", ".geojson", ".json", ".fgb")
+#: How messages name the layer option of read_points.
+_LAYER = LayerOption("--layer", "layer")
 #: The CSV options and their defaults (given for another format they are refused).
 _CSV_DEFAULTS = {"sep": ",", "decimal": ".", "encoding": "utf-8"}
 #: A number written with a leading zero ("01", "-007", "0450"): a code, kept as text.
 _LEADING_ZERO = r"^\s*[+-]?0[0-9]"
-
-
-class _Dataset(NamedTuple):
-    """What GDAL opens: ``path`` (a file, or ``/vsizip/...``), its format and zip member."""
-
-    path: str | Path
-    kind: str
-    suffix: str
-    member: str | None = None
 
 
 def read_points(
@@ -96,9 +94,10 @@ def read_points(
     path : str or os.PathLike
         ``.gpkg``, ``.parquet`` (or ``.geoparquet``), ``.shp``, ``.geojson`` (or ``.json``),
         ``.fgb``, ``.zip`` or ``.csv`` file (the format is chosen by the extension). A ``.zip``
-        archive must hold exactly one ``.shp`` (with its ``.shx``, ``.dbf``, ``.prj``),
-        ``.gpkg``, ``.geojson``, ``.json`` or ``.fgb`` dataset, which is read as if unpacked
-        (folders inside the archive, ``__MACOSX`` and hidden files are ignored). GeoJSON
+        archive must hold exactly one ``.gpkg``, ``.geojson``, ``.json`` or ``.fgb`` dataset,
+        or shapefiles (each ``.shp`` with its ``.shx``, ``.dbf``, ``.prj``) all in one folder,
+        which is read as if unpacked: several shapefiles are its layers (``__MACOSX`` and
+        hidden files are ignored). GeoJSON
         coordinates are longitudes and latitudes in WGS 84 (RFC 7946): such points come back
         in EPSG:4326, as GDAL reads them (unless the file names another CRS in a legacy
         ``crs`` member); like any geographic CRS, they are refused by :class:`geosynth.Grid`
@@ -111,8 +110,11 @@ def read_points(
         CSV: the CRS of the coordinates (required). Other formats: the CRS of a file that has
         none; it must agree with the file's own CRS if the file has one.
     layer : str, optional
-        GeoPackage only (also one in a ``.zip``): the layer to read. May be omitted when the
-        file has one layer, or one point layer.
+        The layer to read of a file of layers: a GeoPackage, or a ``.zip`` of a GeoPackage or
+        of shapefiles in one folder (each shapefile a layer, named as the file without
+        ``.shp``); other formats hold one layer. May be omitted when the file has one layer,
+        or one layer of points and none of unknown geometry type: that layer is read, with a
+        :class:`~geosynth.errors.DataWarning` saying so.
     sep : str, default ","
         CSV only: the one character separating the fields of a record, e.g. ``";"`` for the
         CSV files of European spreadsheets or ``"\t"`` (a tab) for tab-separated files.
@@ -150,27 +152,33 @@ def read_points(
         ``#N/A N/A``, ``#NA``, ``1.#IND``, ``-1.#IND``, ``1.#QNAN``, ``-1.#QNAN`` (so a
         country code ``NA``, Namibia, is read as missing).
 
+    Warns
+    -----
+    geosynth.errors.DataWarning
+        A file of several layers was read at its only point layer, no ``layer`` given.
+
     Raises
     ------
     geosynth.errors.InputError
         The file does not exist or cannot be read, a ``.gpkg`` file is not a GeoPackage or is
         damaged, a shapefile is truncated or lacks its ``.dbf``, a ``.zip`` file is not a zip
-        archive or holds no dataset or several, a CSV file is not text in ``encoding`` or a
-        GeoPackage or shapefile holds text that is not in the encoding it declares (e.g. a
-        ``.cpg`` saying UTF-8 over a CP1252 ``.dbf``), the extension is not one of
-        the above, the file has no records (e.g. a CSV file with only its header), a CSV file
-        has two columns of the same name or records with more fields than its header line
-        names, a CSV is read without ``x``, ``y`` and
-        ``crs``, an ``x``/``y`` column is missing or holds non-numeric, missing or infinite
-        values, ``x``/``y``/``layer``/``sep``/``decimal``/``encoding`` are given for a format
-        they do not apply to, ``sep`` or ``decimal`` is not one character (or is a digit, a
-        quote or a line break) or both are the same, ``encoding`` is not a text encoding
-        Python knows, the layer is missing or ambiguous, or a geometry is not a Point. No
-        message quotes a record's values: an ``x``/``y`` column is named, its bad rows
-        counted, and a CSV header line that looks like a record (a file without header) is
-        not repeated. A file whose attribute column is named ``geometry`` besides its
-        geometry column, or (a shapefile) that names two fields alike, is refused: the reader
-        would drop or overwrite that column's values.
+        archive or holds no dataset or several (other than shapefiles of one folder), a CSV
+        file is not text in ``encoding`` or a GeoPackage or shapefile holds text that is not in
+        the encoding it declares (e.g. a ``.cpg`` saying UTF-8 over a CP1252 ``.dbf``), the
+        extension is not one of the above, the file has no records (e.g. a CSV file with only
+        its header), a CSV file has two columns of the same name or records with more fields
+        than its header line names, a CSV is read without ``x``, ``y`` and ``crs``, an
+        ``x``/``y`` column is missing or holds non-numeric, missing or infinite values,
+        ``x``/``y``/``sep``/``decimal``/``encoding`` are given for a format they do not apply
+        to, ``layer`` for a format of one layer, ``sep`` or ``decimal`` is not one character
+        (or is a digit, a quote or a line break) or both are the same, ``encoding`` is not a
+        text encoding Python knows, the layer is missing or ambiguous (the message names every
+        layer with its geometry type), or a geometry is not a Point. No message quotes a
+        record's values: an ``x``/``y`` column is named, its bad rows counted, and a CSV header
+        line that looks like a record (a file without header) is not repeated. A file whose
+        attribute column is named ``geometry`` besides its geometry column, or (a shapefile)
+        that names two fields alike, is refused: the reader would drop or overwrite that
+        column's values.
     geosynth.errors.CRSError
         ``crs`` is not a valid CRS or contradicts the file's CRS; the points lie far outside
         the area of use of their projected CRS, or (GeoJSON) beyond the range of degrees of
@@ -193,9 +201,9 @@ def read_points(
     options = _csv_options(sep, decimal, encoding)
     source = existing_file(path)
     dataset = _dataset(source)
-    kind = dataset.kind
-    what = f"{printable(source.name)} {'holds' if dataset.member else 'is'} a {kind} file"
-    _refuse_options_of_other_formats(what, kind, layer, options)
+    kind = _FORMATS[dataset.suffix]
+    what = f"{printable(source.name)} {'holds' if dataset.zipped else 'is'} a {kind} file"
+    _refuse_options_of_other_formats(what, dataset.layered, kind, layer, options)
     if kind == "CSV":
         gdf = _read_csv(source, x, y, crs, options, check_values)
     else:
@@ -205,9 +213,8 @@ def read_points(
                 "geometry; omit x and y "
                 "(CLI: --x/--y)"
             )
-        if dataset.suffix == ".shp":
-            _check_shapefile_complete(source, dataset, check_values)
-        gdf = _read_parquet(source) if kind == "GeoParquet" else _read_ogr(source, dataset, layer)
+        gdf = _read_parquet(source) if kind == "GeoParquet" else _read_ogr(
+            source, dataset, layer, check_values)
         if not isinstance(gdf, gpd.GeoDataFrame):
             raise InputError(
                 f"{printable(source.name)} has no geometry column; save the records as points, "
@@ -224,7 +231,7 @@ def read_points(
             f"{printable(source.name)}{where} has no records"
             + (" (only a header line)" if kind == "CSV" else "")
             + "; geosynth needs the confidential points: check that this is the right file"
-            + (" and layer (CLI: --layer)" if kind == "GeoPackage" else "")
+            + (" and layer (CLI: --layer)" if dataset.layered else "")
         )
     _check_point_types(gdf, source, kind)
     _check_area_of_use(gdf, source)
@@ -279,16 +286,17 @@ def _check_csv_character(name: str, value: str) -> None:
 _CSV_EXAMPLES = {"sep": "',' or ';' or '\\t'", "decimal": "'.' or ','"}
 
 
-def _refuse_options_of_other_formats(what: str, kind: str, layer: str | None,
+def _refuse_options_of_other_formats(what: str, layered: bool, kind: str, layer: str | None,
                                      options: _CsvOptions) -> None:
-    """Refuse ``layer`` for a file that is not a GeoPackage, CSV options for a non-CSV file.
+    """Refuse ``layer`` for a file of one layer, CSV options for a non-CSV file.
 
-    ``what`` says what the file is (``"points.zip holds a shapefile file"``).
+    ``what`` says what the file is (``"points.zip holds a shapefile file"``); ``layered``
+    whether its format holds layers (:attr:`VectorSource.layered`).
     """
-    if layer is not None and kind != "GeoPackage":
+    if layer is not None and not layered:
         raise InputError(
-            f"layer={printable(layer)!r} applies to GeoPackage files only, but {what}; omit "
-            "layer"
+            f"layer={printable(layer)!r} applies to files of several layers only (a GeoPackage, "
+            f"or a zip of shapefiles in one folder), but {what}, which holds one; omit layer"
         )
     given = [name for name, default in _CSV_DEFAULTS.items()
              if _normal(name, getattr(options, name)) != _normal(name, default)]
@@ -306,7 +314,7 @@ def _normal(name: str, value: str) -> str:
     return codecs.lookup(value).name if name == "encoding" else value
 
 
-def _dataset(source: Path) -> _Dataset:
+def _dataset(source: Path) -> VectorSource:
     """Return what to read of ``source`` by its extension: the file, or the dataset in a zip."""
     suffix = source.suffix.lower()
     if suffix not in _FORMATS:
@@ -315,50 +323,7 @@ def _dataset(source: Path) -> _Dataset:
             f"{printable(source.suffix)!r}; geosynth reads points from "
             f"{', '.join(sorted(set(_FORMATS)))} files (the format is chosen by the extension)"
         )
-    if suffix != ".zip":
-        return _Dataset(source, _FORMATS[suffix], suffix)
-    member = _zipped_member(source)
-    inner = PurePosixPath(member).suffix.lower()
-    # Braces let GDAL take the whole archive path, even one holding ".zip/" in a folder name.
-    return _Dataset(f"/vsizip/{{{source}}}/{member}", _FORMATS[inner], inner, member)
-
-
-def _zip_names(source: Path) -> list[str]:
-    """Return the names of the files in the zip archive ``source`` (not its folders)."""
-    try:
-        with zipfile.ZipFile(source) as archive:
-            return [info.filename for info in archive.infolist() if not info.is_dir()]
-    except (zipfile.BadZipFile, OSError, EOFError) as err:
-        reason = "it is not a zip archive, or is damaged or cut short" if isinstance(
-            err, zipfile.BadZipFile | EOFError) else printable(err.strerror or type(err).__name__)
-        raise InputError(f"cannot read {printable(source.name)}: {reason}; copy or zip the "
-                         "file again") from None
-
-
-def _zipped_member(source: Path) -> str:
-    """Return the one dataset of the zip archive ``source``, refusing none or several."""
-    names = _zip_names(source)
-    candidates = [name for name in names if PurePosixPath(name).suffix.lower() in _ZIPPED
-                  and not _ignored_member(name)]
-    if len(candidates) == 1:
-        return candidates[0]
-    wanted = ", ".join(_ZIPPED)
-    if not candidates:
-        held = [printable(name) for name in names[:10]] + (["..."] if len(names) > 10 else [])
-        raise InputError(f"{printable(source.name)} holds no dataset geosynth reads (a {wanted} "
-                         f"file); it holds {held if names else 'nothing'}: zip the point "
-                         "file itself (a shapefile with its .shx, .dbf and .prj)")
-    shown = [printable(name) for name in candidates[:10]] + (
-        ["..."] if len(candidates) > 10 else [])
-    raise InputError(f"{printable(source.name)} holds {len(candidates)} datasets ({shown}); "
-                     "geosynth reads a zip holding one: unzip it and pass the file to read, or "
-                     "zip that one alone")
-
-
-def _ignored_member(name: str) -> bool:
-    """Whether ``name`` is a macOS resource fork (``__MACOSX/``, ``._p.shp``) or hidden."""
-    parts = PurePosixPath(name).parts
-    return "__MACOSX" in parts or any(part.startswith(".") for part in parts)
+    return vector_source(source, printable(source.name))
 
 
 #: Degrees beyond a projected CRS's area of use within which points are still taken as in it
@@ -493,7 +458,7 @@ def _not_in_encoding(name: str, encoding: str) -> str:
     if codecs.lookup(encoding).name == "utf-8":
         return (f"cannot read the CSV file {name}: it is not UTF-8 text; save it as UTF-8 CSV, "
                 "or pass the encoding it is saved in, e.g. encoding='cp1252' for a Windows "
-                "(Excel) file (CLI: --encoding cp1252); or check that this is the right file")
+                "(Excel) file (CLI: --encoding); or check that this is the right file")
     return (f"cannot read the CSV file {name}: it is not {printable(encoding)} text "
             f"(encoding={printable(encoding)!r}); pass the encoding it is saved in, e.g. "
             "'utf-8' or 'cp1252' (CLI: --encoding)")
@@ -653,97 +618,12 @@ def _bom_hint(names: list[str], options: _CsvOptions) -> str:
     return ""
 
 
-def _check_shapefile_complete(source: Path, dataset: _Dataset | None = None,
-                              check_values: bool = True) -> None:
-    """Refuse a .shp shorter than its .shx index says (a copy or download cut short).
-
-    GDAL reads such a file without error, the records past the cut without geometry: they
-    were then refused as records to drop, or (under ``--epsilon``) dropped, with no word that
-    the file itself was incomplete. A shapefile without its ``.dbf`` is refused too: GDAL
-    reads the geometries alone, and the missing attributes would surface only as columns that
-    are not in the file. With ``check_values`` False (a differentially private release) the
-    messages give no number of records or bytes: both tell how many records the file holds,
-    which the release's noisy size protects. A shapefile in a zip archive (``dataset``) is
-    checked in the archive.
-    """
-    if dataset is not None and dataset.member is not None:
-        _check_zipped_shapefile(source, dataset.member, check_values)
-        return
-    if not any(source.with_suffix(s).is_file() for s in (".dbf", ".DBF")):
-        raise _without_dbf(printable(source.name), f"{printable(source.stem)}.dbf", "beside it")
-    index = source.with_suffix(".shx")
-    if not index.is_file():
-        index = source.with_suffix(".SHX")
-    if not index.is_file():
-        return  # GDAL rebuilds a missing index (SHAPE_RESTORE_SHX) or says so itself
-    with open(index, "rb") as handle:
-        _check_index(handle, printable(index.name), printable(source.name),
-                     source.stat().st_size, check_values)
-
-
-def _check_zipped_shapefile(source: Path, member: str, check_values: bool) -> None:
-    """:func:`_check_shapefile_complete` of the shapefile ``member`` of the zip ``source``."""
-    stem, zipped = member[:-4], printable(source.name)
-    try:
-        with zipfile.ZipFile(source) as archive:
-            names = {name.lower(): name for name in archive.namelist()}
-            if f"{stem}.dbf".lower() not in names:
-                raise _without_dbf(f"{printable(member)} in {zipped}",
-                                   f"{printable(PurePosixPath(stem).name)}.dbf", "beside it in "
-                                   "the archive")
-            index = names.get(f"{stem}.shx".lower())
-            if index is None:
-                return
-            with archive.open(index) as handle:
-                _check_index(handle, f"{printable(index)} in {zipped}",
-                             f"{printable(member)} in {zipped}",
-                             archive.getinfo(member).file_size, check_values)
-    except NotImplementedError:  # a compression zipfile lacks: GDAL decides
-        return
-    except (zipfile.BadZipFile, EOFError, OSError):
-        raise InputError(f"cannot read {zipped}: it is damaged or cut short; copy or zip the "
-                         "file again") from None
-
-
-def _without_dbf(shown: str, dbf: str, where: str) -> InputError:
-    """Return the error of a shapefile ``shown`` without its ``dbf``."""
-    return InputError(f"{shown} has no {dbf} {where}, which holds the records' attributes; "
-                      "copy the shapefile again (all of its files: .shp, .shx, .dbf and .prj)")
-
-
-def _check_index(handle: BinaryIO, index: str, shown: str, size: int,
-                 check_values: bool) -> None:
-    """Refuse a .shx ``handle`` cut short, or a .shp (``size`` bytes) shorter than it says."""
-    header = handle.read(100)  # the header and the last entry, not the whole index
-    if len(header) < 100:
-        return
-    n_words = struct.unpack(">i", header[24:28])[0]
-    n_records = max(0, (2 * n_words - 100) // 8)
-    if n_records == 0:
-        return
-    handle.seek(100 + 8 * (n_records - 1))
-    last = handle.read(8)
-    if len(last) < 8:
-        indexes = f"it indexes {n_records} records" if check_values else "it lists records"
-        raise InputError(f"{index} is truncated: {indexes} but ends early; copy "
-                         "the shapefile again (all of its files)")
-    offset, length = struct.unpack(">ii", last)
-    needed = 2 * (offset + length) + 8  # the last record's header (8 bytes) and content
-    if size < needed:
-        sizes = (f"its index lists {n_records} records, which need {needed:,} bytes, but the "
-                 f"file has {size:,}" if check_values else
-                 "it is shorter than its index (.shx) says (sizes not shown when values are "
-                 "not checked, e.g. under --epsilon: they tell the number of records)")
-        raise InputError(f"{shown} is truncated: {sizes}; copy the shapefile "
-                         "again (all of its files)")
-
-
 def _read_parquet(source: Path) -> gpd.GeoDataFrame:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
         if "Parquet" in pyogrio.list_drivers(read=True):
-            return _read_ogr(source, _Dataset(source, "GeoParquet", source.suffix.lower()), None)
+            return _read_ogr(source, VectorSource(source, source.suffix.lower()), None)
         raise ImportError(
             f"reading the GeoParquet file {printable(source.name)} needs the optional package "
             "pyarrow (pip install pyarrow); or convert the file to a GeoPackage, e.g. "
@@ -764,19 +644,26 @@ def _read_parquet(source: Path) -> gpd.GeoDataFrame:
     return gdf.reset_index(drop=True)
 
 
-def _read_ogr(source: Path, dataset: _Dataset,
-              layer: str | None) -> gpd.GeoDataFrame | pd.DataFrame:
-    """Read ``dataset`` (``source`` itself, or its member) through pyogrio, after its checks."""
-    geopackage = dataset.kind == "GeoPackage"
-    zipped = dataset.member is not None
-    if geopackage and not zipped:
+def _read_ogr(source: Path, dataset: VectorSource, layer: str | None,
+              check_values: bool = True) -> gpd.GeoDataFrame | pd.DataFrame:
+    """Read ``dataset`` (``source`` itself, or its member) through pyogrio, after its checks.
+
+    A shapefile is checked complete (:func:`geosynth.io._vector.check_shapefile_complete`),
+    a plain GeoPackage to be one, and the layer to read chosen by
+    :func:`geosynth.io._vector.choose_layer` (warning when it picks the only point layer).
+    """
+    geopackage = dataset.suffix == ".gpkg"
+    if geopackage and not dataset.zipped:
         problem = geopackage_problem(source)
         if problem is not None:
             raise not_a_geopackage(source, problem)
+    shown = printable(source.name)
     try:
-        layers = pyogrio.list_layers(dataset.path)
-        if geopackage:
-            layer = _choose_layer(source, layers, layer)
+        layer, note = choose_layer(pyogrio.list_layers(dataset.path), shown, "point", _LAYER,
+                                   layer)
+        if note is not None:
+            warnings.warn(note, DataWarning, stacklevel=3)
+        check_shapefile_complete(source, dataset, shown, layer, check_values)
         info = pyogrio.read_info(dataset.path, layer=layer)
         _check_field_names(source, [str(name) for name in info["fields"]],
                            info["geometry_name"] if info["geometry_type"] is not None else None)
@@ -784,16 +671,15 @@ def _read_ogr(source: Path, dataset: _Dataset,
     except UnicodeDecodeError as err:
         raise _not_text(source, dataset, err.encoding) from None
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
-        if geopackage and not zipped:
+        if geopackage and not dataset.zipped:
             raise not_a_geopackage(source, err) from None
-        shown = f"{printable(dataset.member)} in {printable(source.name)}" if zipped else (
-            printable(source.name))
+        where = f"{printable(dataset.member)} in {shown}" if dataset.member else shown
         raise InputError(
-            f"cannot read {shown}: {printable(str(err).split(';')[0])[:200]}"
+            f"cannot read {where}: {printable(str(err).split(';')[0])[:200]}"
         ) from None
 
 
-def _not_text(source: Path, dataset: _Dataset, encoding: str) -> InputError:
+def _not_text(source: Path, dataset: VectorSource, encoding: str) -> InputError:
     """Return the error for a file whose field names or values are not ``encoding`` text.
 
     The codec's own message quotes a byte of the file and its offset: not repeated.
@@ -801,7 +687,7 @@ def _not_text(source: Path, dataset: _Dataset, encoding: str) -> InputError:
     fix = ("if its .cpg file names the wrong encoding, write the right one into it (e.g. "
            "CP1252), or save the layer again as a GeoPackage"
            if dataset.suffix == ".shp" else "save the layer again from data read with "
-           f"the right encoding ({dataset.kind} text is UTF-8)")
+           f"the right encoding ({_FORMATS[dataset.suffix]} text is UTF-8)")
     return InputError(
         f"cannot read {printable(source.name)}: some of its field names or text values are not "
         f"{printable(encoding)} text, the encoding it declares; {fix}"
@@ -837,27 +723,6 @@ def _refuse_geometry_attribute(source: Path, geometry: str) -> None:
         f"geometry column{shown}; "
         "the points are returned in a column named 'geometry', which would replace it (or "
         "stand beside it): rename that attribute column and save the file again"
-    )
-
-
-def _choose_layer(source: Path, layers: np.ndarray, layer: str | None) -> str:
-    names = [str(name) for name in layers[:, 0]]
-    if layer is not None:
-        if layer not in names:
-            raise InputError(
-                f"layer={printable(layer)!r} (CLI: --layer): {printable(source.name)} has no such "
-                f"layer; its layers are {[printable(name) for name in names]}"
-            )
-        return layer
-    points = [str(n) for n, kind in layers if kind is not None and "point" in str(kind).lower()]
-    if len(names) == 1:
-        return names[0]
-    if len(points) == 1:
-        return points[0]
-    raise InputError(
-        f"{printable(source.name)} has {len(names)} layers "
-        f"({[printable(name) for name in names]}) and {len(points)} of them hold points; pass "
-        "layer= (CLI: --layer) to choose one"
     )
 
 

@@ -288,3 +288,67 @@ def test_a_zipped_folder_is_read_and_a_file_that_is_no_zip_is_refused(inputs, tm
     with pytest.raises(InputError, match=r"^cannot read --region fake\.zip: it is not a zip "
                        r"archive, or a damaged one .*zip the files again"):
         read_polygons(fake, "--region")
+
+
+# ---------------------------------------------------------------------- one rule with read_points
+def test_a_geopackage_of_points_and_a_polygon_is_read_at_its_polygon_layer(inputs, tmp_path,
+                                                                           capsys):
+    # The same choice read_points makes of its point layer (there with a DataWarning).
+    region = gpd.read_file(inputs["region"])
+    path = tmp_path / "both.gpkg"
+    gpd.read_file(inputs["gpkg"]).to_file(path, layer="cases", engine="pyogrio")
+    region.to_file(path, layer="limit", engine="pyogrio")
+    frame = read_polygons(path, "--exclude")
+    assert frame.geometry.geom_equals(region.geometry).all()
+    assert ("Note: --exclude both.gpkg: read its only polygon layer 'limit' (of 2 layers; "
+            "--exclude-layer LAYER reads another)") in capsys.readouterr().err
+    # INPUT, the same file: its point layer, said in the command line's words.
+    result = run("release", path, *ARGS, "--grid", "3x3", "--seed", 1, *FAST, "--out",
+                 tmp_path / "r.gpkg")
+    assert result.exit_code == 0, result.output
+    assert ("Warning: both.gpkg: read its only point layer 'cases' (of 2 layers; --layer reads "
+            "another)") in result.output
+
+
+def test_a_geopackage_in_a_zipped_folder_is_read_as_read_points_reads_it(city, tmp_path):
+    # The folder of a zipped GeoPackage was opened as a folder of shapefiles: unreadable.
+    archive = tmp_path / "city.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.write(city, "data/city.gpkg")
+    frame = read_polygons(archive, "--areas", "bairros")
+    assert len(frame) == 4
+    with pytest.raises(InputError, match=r"^--region city\.zip has 5 layers: 'rivers' "
+                       r"\(LineString\).*add --region-layer LAYER"):
+        read_polygons(archive, "--region")
+
+
+def test_a_zip_of_datasets_in_two_folders_is_refused_naming_them(inputs, tmp_path):
+    region = gpd.read_file(inputs["region"])
+    region.to_file(tmp_path / "limit.geojson", engine="pyogrio")
+    archive = tmp_path / "two.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for folder in ("2023", "2024"):
+            zipped.write(tmp_path / "limit.geojson", f"{folder}/limit.geojson")
+    with pytest.raises(InputError, match=r"^--region two\.zip holds 2 datasets \(\['2023/limit"
+                       r"\.geojson', '2024/limit\.geojson'\]\); geosynth reads a zip holding "
+                       "one"):
+        read_polygons(archive, "--region")
+
+
+def test_a_region_shapefile_without_dbf_or_cut_short_is_refused(inputs, tmp_path):
+    # read_points's check: GDAL read the polygons up to the cut, or without their attributes.
+    region = gpd.read_file(inputs["region"])
+    region.to_file(tmp_path / "limit.shp", engine="pyogrio")
+    archive = tmp_path / "nodbf.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for part in tmp_path.glob("limit.*"):
+            if part.suffix != ".dbf":
+                zipped.write(part, f"city/{part.name}")
+    with pytest.raises(InputError, match=r"^city/limit\.shp in --region nodbf\.zip has no "
+                       r"limit\.dbf beside it in the archive"):
+        read_polygons(archive, "--region")
+    shp = tmp_path / "limit.shp"
+    shp.write_bytes(shp.read_bytes()[:-10])
+    with pytest.raises(InputError, match=r"^--region limit\.shp is truncated: its index lists 1 "
+                       r"records"):
+        read_polygons(shp, "--region")

@@ -48,7 +48,8 @@ def test_without_the_options_the_european_csv_is_refused_with_the_fix(european_c
     result = run("release", european_csv, "--x", "este", "--y", "norte", "--crs", SCENARIO.crs,
                  "--attributes", "x1", "--grid", "3x3", *FAST, "--out", tmp_path / "r.gpkg")
     assert result.exit_code != 0
-    assert "--encoding" in result.output and "encoding=" not in result.output
+    assert "--encoding 'cp1252' for a Windows (Excel) file;" in result.output
+    assert "encoding=" not in result.output
     assert not (tmp_path / "r.gpkg").exists()
 
 

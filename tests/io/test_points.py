@@ -11,7 +11,7 @@ import pyproj
 import pytest
 import shapely
 
-from geosynth.errors import CRSError, InputError, InputTypeError
+from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError
 from geosynth.io import read_points
 from tests.io.helpers import CRS, XMAX, XMIN, YMAX, YMIN, assert_same_points
 
@@ -26,19 +26,28 @@ def test_read_points_geopackage_layers(tmp_path, points):
     path = tmp_path / "points.gpkg"
     points.to_file(path, layer="records", engine="pyogrio")
     points.to_file(path, layer="more_records", engine="pyogrio")
-    with pytest.raises(InputError, match=r"2 layers .* pass layer="):
+    with pytest.raises(InputError, match=r"2 layers: 'records' \(Point\), 'more_records' "
+                       r"\(Point\); 2 of them of points: pass layer="):
         read_points(path)
     assert_same_points(read_points(path, layer="records"), points)
-    with pytest.raises(InputError, match=r"layer='nope'.*no such layer.*records"):
+    with pytest.raises(InputError, match=r"layer='nope'.*has 2 layers: 'records' \(Point\).*"
+                       r"none of them named so"):
         read_points(path, layer="nope")
 
 
 def test_read_points_geopackage_picks_the_only_point_layer(tmp_path, points):
+    # It was picked silently (the CLI's polygon reader said so on stderr): now both say so.
     path = tmp_path / "points.gpkg"
     points.to_file(path, layer="records", engine="pyogrio")
     region = gpd.GeoDataFrame(geometry=[shapely.box(XMIN, YMIN, XMAX, YMAX)], crs=CRS)
     region.to_file(path, layer="region", engine="pyogrio")
-    assert_same_points(read_points(path), points)
+    with pytest.warns(DataWarning, match=r"^points.gpkg: read its only point layer 'records' "
+                      r"\(of 2 layers; layer= \(CLI: --layer\) reads another\)$") as got:
+        assert_same_points(read_points(path), points)
+    assert got[0].filename == __file__  # the warning points at the caller of read_points
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_same_points(read_points(path, layer="records"), points)  # chosen: no warning
 
 
 def test_read_points_shapefile(tmp_path, points):
@@ -202,7 +211,9 @@ def test_read_points_bad_arguments(tmp_path, points):
         read_points(gpkg, x="east", y="north")
     csv = tmp_path / "points.csv"
     csv.write_text("east,north\n1,2\n")
-    with pytest.raises(InputError, match="layer='records' applies to GeoPackage files only"):
+    with pytest.raises(InputError, match=r"layer='records' applies to files of several layers "
+                       r"only \(a GeoPackage, or a zip of shapefiles in one folder\), but "
+                       r"points.csv is a CSV file, which holds one; omit layer"):
         read_points(csv, x="east", y="north", crs=CRS, layer="records")
     with pytest.raises(CRSError, match=r"crs='EPSG:4326' contradicts the CRS.*EPSG:31983"):
         read_points(gpkg, crs="EPSG:4326")
@@ -300,7 +311,8 @@ def test_layer_messages_name_the_cli_option(tmp_path, points):
     path = tmp_path / "points.gpkg"
     points.to_file(path, layer="records", engine="pyogrio")
     points.to_file(path, layer="more", engine="pyogrio")
-    with pytest.raises(InputError, match=r"pass layer= \(CLI: --layer\) to choose one"):
+    with pytest.raises(InputError, match=r"pass layer= \(CLI: --layer\) to choose the one to "
+                       "read"):
         read_points(path)
     with pytest.raises(InputError, match=r"layer='nope' \(CLI: --layer\)"):
         read_points(path, layer="nope")
@@ -756,8 +768,8 @@ def test_read_points_geojson_and_flatgeobuf_get_the_same_checks(tmp_path, points
         with pytest.raises(InputError, match=r"1 non-point geometries.*rows \[\d\]; "
                            r"counted from 0 in (the order of the file's features|file order)"):
             read_points(path)
-        with pytest.raises(InputError, match=rf"layer='a' applies to GeoPackage files only, but "
-                           rf"mixed{suffix} is a {kind} file"):
+        with pytest.raises(InputError, match=rf"layer='a' applies to files of several layers "
+                           rf"only .*, but mixed{suffix} is a {kind} file, which holds one"):
             read_points(path, layer="a")
         with pytest.raises(InputError, match="x and y name the coordinate columns of a CSV"):
             read_points(path, x="east", y="north")
@@ -802,15 +814,15 @@ def test_read_points_zipped_geopackage_and_geojson(tmp_path, points):
     points.to_file(gpkg, layer="records", engine="pyogrio")
     points.to_file(gpkg, layer="more", engine="pyogrio")
     path = _write_zip(tmp_path / "gpkg.zip", {"p.gpkg": gpkg})
-    with pytest.raises(InputError, match=r"2 layers .* pass layer="):
+    with pytest.raises(InputError, match=r"gpkg.zip has 2 layers: .* pass layer="):
         read_points(path)
     assert_same_points(read_points(path, layer="records"), points)
     geojson = tmp_path / "p.geojson"
     points.to_file(geojson, driver="GeoJSON", engine="pyogrio")
     path = _write_zip(tmp_path / "json.zip", {"p.geojson": geojson})
     assert_same_points(read_points(path), points)
-    with pytest.raises(InputError, match="layer='records' applies to GeoPackage files only, "
-                       "but json.zip holds a GeoJSON file; omit layer"):
+    with pytest.raises(InputError, match="layer='records' applies to files of several layers "
+                       r"only .*, but json.zip holds a GeoJSON file, which holds one; omit layer"):
         read_points(path, layer="records")
 
 

@@ -1,0 +1,383 @@
+"""Vector files of several datasets or layers: zip archives, the layer to read, shapefiles.
+
+One home for what :func:`geosynth.io.read_points` and the command line's polygon reader
+(``--region``, ``--exclude``, ``--areas``) share:
+
+* :func:`vector_source` -- what GDAL opens of a file: the file itself, or, in a ``.zip``
+  archive (read through GDAL's ``/vsizip/`` without unpacking it), its one dataset or its one
+  folder of shapefiles (whose shapefiles are its layers).
+* :func:`choose_layer` -- the layer to read of a file of several: the one given, else the only
+  layer of the geometry wanted (said in a note), else a refusal naming every layer with its
+  geometry type.
+* :func:`check_shapefile_complete` -- a shapefile (plain or zipped) without its ``.dbf``, or
+  shorter than its ``.shx`` index says, refused.
+"""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO, NamedTuple
+
+from geosynth.errors import InputError
+from geosynth.io._files import printable
+
+__all__ = [
+    "ZIPPED_SUFFIXES",
+    "MAX_MEMBERS_SHOWN",
+    "MAX_LAYERS_SHOWN",
+    "MAX_LAYER_NAME",
+    "VectorSource",
+    "vector_source",
+    "LayerOption",
+    "choose_layer",
+    "describe_layers",
+    "check_shapefile_complete",
+]
+
+#: The datasets a .zip archive may hold (read through /vsizip/); a shapefile by its .shp.
+ZIPPED_SUFFIXES = (".shp", ".gpkg", ".geojson", ".json", ".fgb")
+#: Names of the files of an archive shown in a message at most.
+MAX_MEMBERS_SHOWN = 10
+#: Layers named in a message at most (a GeoPackage of a whole municipality may hold hundreds).
+MAX_LAYERS_SHOWN = 12
+#: Characters of a layer name shown in a message at most.
+MAX_LAYER_NAME = 60
+
+
+class VectorSource(NamedTuple):
+    """What GDAL opens of a vector file.
+
+    Attributes
+    ----------
+    path : str or pathlib.Path
+        The file itself, or its ``/vsizip/`` path: the dataset read, or the folder of
+        shapefiles read (its shapefiles are its layers).
+    suffix : str
+        The dataset's extension, lower case (``".shp"`` for a folder of shapefiles).
+    zipped : bool
+        Whether the dataset is read from a zip archive.
+    member : str
+        In a zip: the dataset file read, or the folder of shapefiles read (``""`` for the top
+        of the archive).
+    shapefiles : tuple of str
+        In a zip: the ``.shp`` members read (one, or those of the folder).
+    """
+
+    path: str | Path
+    suffix: str
+    zipped: bool = False
+    member: str = ""
+    shapefiles: tuple[str, ...] = ()
+
+    @property
+    def layered(self) -> bool:
+        """Whether its format holds layers: a GeoPackage, or a zipped folder of shapefiles."""
+        return self.suffix == ".gpkg" or (self.zipped and self.suffix == ".shp")
+
+
+def vector_source(source: Path, shown: str) -> VectorSource:
+    """Return what GDAL opens of ``source``: itself, or the dataset of a ``.zip`` archive.
+
+    In an archive, folders, ``__MACOSX`` and hidden files (``._points.shp``) are ignored;
+    shapefiles all in one folder are read as that folder (its shapefiles are its layers; one
+    shapefile alone is read as itself), one other dataset (:data:`ZIPPED_SUFFIXES`) as that
+    member. Anything else is refused naming the datasets found, as is a ``.zip`` that is no zip
+    archive (GDAL said it "does not exist").
+
+    Parameters
+    ----------
+    source : pathlib.Path
+        An existing file (:func:`geosynth.io.existing_file`).
+    shown : str
+        How messages name it (``"points.zip"``, ``"--region city.zip"``), printable.
+
+    Returns
+    -------
+    VectorSource
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``source`` is a ``.zip`` file that is no zip archive (or a damaged one), or that holds
+        no dataset, or several that are not shapefiles of one folder.
+    """
+    suffix = source.suffix.lower()
+    if suffix != ".zip":
+        return VectorSource(source, suffix)
+    names = _zip_names(source, shown)
+    candidates = [name for name in names if PurePosixPath(name).suffix.lower() in ZIPPED_SUFFIXES
+                  and not _ignored_member(name)]
+    shapefiles = tuple(name for name in candidates if name.lower().endswith(".shp"))
+    # Braces let GDAL take the whole archive path, even one holding ".zip/" in a folder name.
+    archive = f"/vsizip/{{{source.as_posix()}}}"
+    folders = {PurePosixPath(name).parent.as_posix() for name in shapefiles}
+    if shapefiles and len(shapefiles) == len(candidates) and len(folders) == 1:
+        folder = folders.pop()
+        member = shapefiles[0] if len(shapefiles) == 1 else "" if folder == "." else folder
+        return VectorSource(f"{archive}/{member}" if member else archive, ".shp", True, member,
+                            shapefiles)
+    if len(candidates) == 1:
+        member = candidates[0]
+        return VectorSource(f"{archive}/{member}", PurePosixPath(member).suffix.lower(), True,
+                            member)
+    raise _refused_archive(shown, names, candidates)
+
+
+def _zip_names(source: Path, shown: str) -> list[str]:
+    """Return the names of the files in the zip archive ``source`` (not its folders)."""
+    try:
+        with zipfile.ZipFile(source) as archive:
+            return [info.filename for info in archive.infolist() if not info.is_dir()]
+    except (zipfile.BadZipFile, OSError, EOFError) as err:
+        reason = ("it is not a zip archive, or a damaged one or cut short"
+                  if isinstance(err, zipfile.BadZipFile | EOFError)
+                  else printable(err.strerror or type(err).__name__))
+        raise InputError(f"cannot read {shown}: {reason}; copy or zip the files again") from None
+
+
+def _ignored_member(name: str) -> bool:
+    """Whether ``name`` is a macOS resource fork (``__MACOSX/``, ``._p.shp``) or hidden."""
+    parts = PurePosixPath(name).parts
+    return "__MACOSX" in parts or any(part.startswith(".") for part in parts)
+
+
+def _shown_names(names: list[str]) -> list[str]:
+    """``names``, printable, at most :data:`MAX_MEMBERS_SHOWN` of them (then ``"..."``)."""
+    return [printable(name) for name in names[:MAX_MEMBERS_SHOWN]] + (
+        ["..."] if len(names) > MAX_MEMBERS_SHOWN else [])
+
+
+def _refused_archive(shown: str, names: list[str], candidates: list[str]) -> InputError:
+    """Return the error of an archive holding no dataset, or several not of one folder."""
+    if not candidates:
+        return InputError(
+            f"{shown} holds no dataset geosynth reads (a {', '.join(ZIPPED_SUFFIXES)} file); "
+            f"it holds {_shown_names(names) if names else 'nothing'}: zip the data file itself "
+            "(a shapefile with its .shx, .dbf and .prj)")
+    return InputError(
+        f"{shown} holds {len(candidates)} datasets ({_shown_names(candidates)}); geosynth reads "
+        "a zip holding one (or shapefiles all in one folder, its layers): unzip it and pass the "
+        "file to read, or zip that one alone")
+
+
+class LayerOption(NamedTuple):
+    """How messages name the option choosing a layer.
+
+    Attributes
+    ----------
+    cli : str
+        The command-line option, e.g. ``"--layer"`` or ``"--region-layer"``.
+    parameter : str, optional
+        The Python parameter (``"layer"``) for a library function, whose messages name it with
+        the option in a note (``layer='x' (CLI: --layer)``); None for a command-line reader.
+    """
+
+    cli: str
+    parameter: str | None = None
+
+    def given(self, value: str) -> str:
+        """``"layer='x' (CLI: --layer)"`` or ``"--region-layer 'x'"``, printable, truncated."""
+        shown = repr(printable(value)[:MAX_LAYER_NAME])
+        return (f"{self.parameter}={shown} (CLI: {self.cli})" if self.parameter else
+                f"{self.cli} {shown}")
+
+    def named(self) -> str:
+        """``"layer= (CLI: --layer)"`` or ``"--region-layer LAYER"``."""
+        return f"{self.parameter}= (CLI: {self.cli})" if self.parameter else f"{self.cli} LAYER"
+
+    def advice(self) -> str:
+        """``"pass layer= (CLI: --layer)"`` or ``"add --region-layer LAYER"``."""
+        return f"{'pass' if self.parameter else 'add'} {self.named()}"
+
+
+def choose_layer(layers: Any, shown: str, wanted: str, option: LayerOption,
+                 layer: str | None = None) -> tuple[str | None, str | None]:
+    """Return the layer to read of a file and a note saying why, or refuse, naming every layer.
+
+    The layer given is read if the file has it. Without one, the only layer is read, and of a
+    file of several the only layer of the geometry ``wanted``, with a note saying so. A layer
+    is of that geometry when its declared type names it (``Point``, ``MultiPoint Z``;
+    ``Polygon``, ``MultiPolygon``, ``CurvePolygon``); one of type ``Unknown`` (any geometry)
+    or ``GeometryCollection`` may hold it too, so it stops the choice.
+
+    Parameters
+    ----------
+    layers : array-like of (str, str or None)
+        The ``(name, geometry type)`` rows of :func:`pyogrio.list_layers`.
+    shown : str
+        How messages name the file (``"points.gpkg"``, ``"--region city.gpkg"``), printable.
+    wanted : {"point", "polygon"}
+        The geometry to read.
+    option : LayerOption
+        How messages name the layer option.
+    layer : str, optional
+        The layer given.
+
+    Returns
+    -------
+    layer : str or None
+        The layer to read; None for a file without layers (the reader's own message).
+    note : str or None
+        Why that layer, when the file has several and none was given; the caller says it
+        (a warning, or a note on stderr).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        The file has no layer named ``layer``, or several layers and none is the only one of
+        the geometry wanted (none of unknown type).
+    """
+    rows = [(str(name), "no geometry" if kind is None else str(kind)) for name, kind in layers]
+    names, kinds = [name for name, _ in rows], [kind for _, kind in rows]
+    if layer is not None:
+        if layer not in names:
+            raise InputError(f"{option.given(layer)}: {describe_layers(shown, names, kinds)}, "
+                             "none of them named so; give one of those names")
+        return layer, None
+    if len(names) <= 1:
+        return (names[0] if names else None), None
+    matching = [name for name, kind in rows if wanted in kind.lower()]
+    unknown = [name for name, kind in rows
+               if "unknown" in kind.lower() or "collection" in kind.lower()]
+    if len(matching) == 1 and not unknown:
+        return matching[0], (f"{shown}: read its only {wanted} layer "
+                             f"{printable(matching[0])[:MAX_LAYER_NAME]!r} (of {len(names)} "
+                             f"layers; {option.named()} reads another)")
+    held = f"{len(matching)} of them of {wanted}s" + (
+        f" and {len(unknown)} of any geometry type" if unknown else "")
+    raise InputError(f"{describe_layers(shown, names, kinds)}; {held}: "
+                     f"{option.advice()} to choose the one to read")
+
+
+def describe_layers(shown: str, names: list[str], kinds: list[str]) -> str:
+    """``"--region city.gpkg has 3 layers: 'a' (Polygon), ..."``, printable and truncated.
+
+    Parameters
+    ----------
+    shown : str
+        How the file is named, printable.
+    names, kinds : list of str
+        Its layers' names and geometry types.
+
+    Returns
+    -------
+    str
+        At most :data:`MAX_LAYERS_SHOWN` layers, each name cut at :data:`MAX_LAYER_NAME`
+        characters.
+    """
+    if not names:
+        return f"{shown} has no layer"
+    listed = ", ".join(f"{printable(name)[:MAX_LAYER_NAME]!r} ({printable(kind)})"
+                       for name, kind in zip(names[:MAX_LAYERS_SHOWN], kinds, strict=False))
+    more = len(names) - MAX_LAYERS_SHOWN
+    return (f"{shown} has {len(names)} layer{'s' if len(names) != 1 else ''}: {listed}"
+            + (f" and {more} more" if more > 0 else ""))
+
+
+def check_shapefile_complete(source: Path, vector: VectorSource, shown: str,
+                             layer: str | None = None, check_values: bool = True) -> None:
+    """Refuse a shapefile without its ``.dbf``, or shorter than its ``.shx`` index says.
+
+    GDAL reads a ``.shp`` cut short (a copy or download interrupted) without error, the
+    records past the cut without geometry: they were refused as records to drop, or dropped,
+    with no word that the file itself was incomplete. Without its ``.dbf`` GDAL reads the
+    geometries alone, and the missing attributes surfaced only as columns that are not in the
+    file. Only the index's header and last entry are read. Anything but a shapefile passes.
+
+    Parameters
+    ----------
+    source : pathlib.Path
+        The file given: the ``.shp``, or the zip archive holding it.
+    vector : VectorSource
+        What is read of it (:func:`vector_source`).
+    shown : str
+        How messages name ``source`` (``"points.shp"``, ``"--region city.zip"``), printable.
+    layer : str, optional
+        The layer read of a zipped folder of shapefiles (a shapefile's name without ``.shp``).
+    check_values : bool, default True
+        False for a differentially private release: the messages then give no number of
+        records or bytes, which tell how many records the file holds (protected by the
+        release's noisy size).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        The shapefile has no ``.dbf`` beside it, or it or its index is truncated.
+    """
+    if vector.suffix != ".shp":
+        return
+    if vector.zipped:
+        member = (vector.shapefiles[0] if len(vector.shapefiles) == 1 else
+                  next((name for name in vector.shapefiles
+                        if PurePosixPath(name).stem == layer), None))
+        if member is not None:
+            _check_zipped_shapefile(source, member, shown, check_values)
+        return
+    if not any(source.with_suffix(s).is_file() for s in (".dbf", ".DBF")):
+        raise _without_dbf(shown, f"{printable(source.stem)}.dbf", "beside it")
+    index = source.with_suffix(".shx")
+    if not index.is_file():
+        index = source.with_suffix(".SHX")
+    if not index.is_file():
+        return  # GDAL rebuilds a missing index (SHAPE_RESTORE_SHX) or says so itself
+    with open(index, "rb") as handle:
+        _check_index(handle, printable(index.name), shown, source.stat().st_size, check_values)
+
+
+def _check_zipped_shapefile(source: Path, member: str, shown: str, check_values: bool) -> None:
+    """:func:`check_shapefile_complete` of the shapefile ``member`` of the zip ``source``."""
+    stem = member[:-4]
+    try:
+        with zipfile.ZipFile(source) as archive:
+            names = {name.lower(): name for name in archive.namelist()}
+            if f"{stem}.dbf".lower() not in names:
+                raise _without_dbf(f"{printable(member)} in {shown}",
+                                   f"{printable(PurePosixPath(stem).name)}.dbf", "beside it in "
+                                   "the archive")
+            index = names.get(f"{stem}.shx".lower())
+            if index is None:
+                return
+            with archive.open(index) as handle:
+                _check_index(handle, f"{printable(index)} in {shown}",
+                             f"{printable(member)} in {shown}",
+                             archive.getinfo(member).file_size, check_values)
+    except NotImplementedError:  # a compression zipfile lacks: GDAL decides
+        return
+    except (zipfile.BadZipFile, EOFError, OSError):
+        raise InputError(f"cannot read {shown}: it is damaged or cut short; copy or zip the "
+                         "file again") from None
+
+
+def _without_dbf(shown: str, dbf: str, where: str) -> InputError:
+    """Return the error of a shapefile ``shown`` without its ``dbf``."""
+    return InputError(f"{shown} has no {dbf} {where}, which holds the records' attributes; "
+                      "copy the shapefile again (all of its files: .shp, .shx, .dbf and .prj)")
+
+
+def _check_index(handle: BinaryIO, index: str, shown: str, size: int,
+                 check_values: bool) -> None:
+    """Refuse a .shx ``handle`` cut short, or a .shp (``size`` bytes) shorter than it says."""
+    header = handle.read(100)  # the header and the last entry, not the whole index
+    if len(header) < 100:
+        return
+    n_words = struct.unpack(">i", header[24:28])[0]
+    n_records = max(0, (2 * n_words - 100) // 8)
+    if n_records == 0:
+        return
+    handle.seek(100 + 8 * (n_records - 1))
+    last = handle.read(8)
+    if len(last) < 8:
+        indexes = f"it indexes {n_records} records" if check_values else "it lists records"
+        raise InputError(f"{index} is truncated: {indexes} but ends early; copy "
+                         "the shapefile again (all of its files)")
+    offset, length = struct.unpack(">ii", last)
+    needed = 2 * (offset + length) + 8  # the last record's header (8 bytes) and content
+    if size < needed:
+        sizes = (f"its index lists {n_records} records, which need {needed:,} bytes, but the "
+                 f"file has {size:,}" if check_values else
+                 "it is shorter than its index (.shx) says (sizes not shown when values are "
+                 "not checked, e.g. under --epsilon: they tell the number of records)")
+        raise InputError(f"{shown} is truncated: {sizes}; copy the shapefile "
+                         "again (all of its files)")
