@@ -213,6 +213,10 @@ def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fit
     for release, expected in zip(got, want, strict=True):
         pd.testing.assert_frame_equal(release, expected)
         assert release.attrs == expected.attrs
+        recorded = release.attrs["geosynth"].get("limits")  # same record as in memory
+        assert recorded == (None if limits is None else
+                            {"z": [float(end) if end is not None else None
+                                   for end in limits["z"]]})
     if limits is not None:  # drawn truncated, and within the limits
         plain = geosynth.synthesize(fit, points, m=m, seed=seed)
         low, high = limits["z"]

@@ -23,7 +23,8 @@ def inspect(release_path: str) -> None:
     model does not release (coordinates added after geosynth wrote the file) is named in a
     warning: check it before publishing.
     A release that records no model (an OnTheMap release) cannot be checked so: a note names
-    all its columns.
+    all its columns. Columns drawn within the analyst's limits (release --limit) are named with
+    their range: their values were drawn truncated to it.
 
     RELEASE is first checked against the release schema: a file that is not a complete
     geosynth release (damaged, interrupted, edited) is refused with what is wrong. Also says
@@ -57,6 +58,7 @@ def inspect(release_path: str) -> None:
     metadata = io.metadata_from_info(release_file.info)
     for line in _pretty_lines(metadata, 1):
         click.echo(line)
+    _echo_limits(metadata.get("limits"))
     audit = io.audit_path(release_path)
     try:
         record = io.verify_audit(release_path)  # InputError: it belongs to another release
@@ -70,6 +72,22 @@ def inspect(release_path: str) -> None:
     seeds = "it holds the seeds" if _holds_seeds(record) else "it records no seeds"
     click.echo(f"Audit file: {printable(audit)} exists and its SHA-256 matches this release "
                f"(private: {seeds}; do not publish it)")
+
+
+def _echo_limits(limits: dict[str, list[float | None]] | None) -> None:
+    """Say which columns were drawn truncated to the analyst's limits, and to what range.
+
+    The limits are the analyst's public statements (``--limit``), not data: a truncated draw
+    moves the mean and spread of values near a bound, which users of the file must know.
+    """
+    from geosynth.io import printable
+
+    for column, (low, high) in (limits or {}).items():
+        ends = ("-inf" if low is None else repr(low), "inf" if high is None else repr(high))
+        click.echo(printable(f"Limits: the synthetic values of {column!r} were drawn from a "
+                             f"normal truncated to [{ends[0]}, {ends[1]}], the analyst's stated "
+                             "range; near a bound their mean and spread differ from an "
+                             "untruncated draw's"))
 
 
 def _holds_seeds(record: dict[str, Any]) -> bool:

@@ -59,7 +59,14 @@ import pyogrio
 import pyproj
 import shapely
 
-from geosynth._atomic import AtomicOutputs, create_new, remove_stale_staging
+from geosynth._atomic import (
+    AtomicOutputs,
+    create_new,
+    drop_staged,
+    remove_stale_staging,
+    stage_output,
+    transaction_overwrite,
+)
 from geosynth._messages import describe_rows
 from geosynth._validation import check_bool, describe_value, is_integer
 from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
@@ -88,6 +95,7 @@ from geosynth.io._gpkg_checks import (
 from geosynth.lattice import Grid
 from geosynth.synth.release import (
     ID_COLUMNS,
+    LIMITS_PARAMETER,
     NOISE_SEEDED,
     NOISE_SOURCES,
     PUBLIC_ATTR,
@@ -95,6 +103,7 @@ from geosynth.synth.release import (
     ReleaseInfo,
     ReleaseInfoSource,
     check_id_columns,
+    check_recorded_limits,
     holds_geometries,
     is_linked,
     is_public,
@@ -166,8 +175,12 @@ _FORMAT = "geosynth-release"
 # 2: the metadata ends with the ``complete`` entry, user text is in ``notes``.
 # 3: an optional ``noise`` entry says whether a DP release's noise was seeded.
 _FORMAT_VERSION = 3
+# 4: an optional ``limits`` entry records the analyst's limits of truncated continuous columns.
+# Written only by files that have it, so a file without limits is the version-3 file it was and
+# a geosynth that cannot read the limits says "upgrade" instead of calling the file edited.
+_LIMITS_VERSION = 4
 # Versions read: a version-2 file is a version-3 file without ``noise``.
-_READ_VERSIONS = frozenset({2, 3})
+_READ_VERSIONS = frozenset({2, 3, _LIMITS_VERSION})
 # Methods whose releases carry no differential privacy: a record naming one with an ε lies.
 _EXACT_METHODS = frozenset({"paiva", "naive", "donut"})
 _AUDIT_SUFFIX = ".audit.json"
@@ -367,9 +380,12 @@ def write_release(
     nearest area; the digitising ``gap`` of an areal lattice's contiguity), bounds,
     contiguity, number of cells and components, whether clipped, and ``bounds_snap_unit``:
     None for public bounds, else how precisely bounds derived from the points reveal their
-    extremes), ``model`` and ``priors`` (with ``fit``), ``epsilon``,
-    ``noise`` (when known), ``ledger`` and ``size`` (from ``metadata`` or, for differentially
-    private releases, ``attrs["geosynth"]``), ``intensity``, ``notes``, ``data`` and
+    extremes), ``model`` and ``priors`` (with ``fit``), ``limits`` (when the releases
+    record them: ``{"age": [0.0, 120.0]}``, the analyst's range each truncated continuous
+    column was drawn within, null an open end; public statements, not data; the file is then
+    format version 4), ``epsilon``, ``noise`` (when known), ``ledger`` and ``size`` (from
+    ``metadata`` or, for differentially private releases, ``attrs["geosynth"]``),
+    ``intensity``, ``notes``, ``data`` and
     ``n_public`` (when given) and, as its last row, ``complete`` (every layer of the file and
     their number). Each value is a JSON text (``null`` when unknown).
 
@@ -394,7 +410,7 @@ def write_release(
     >>> write_release("release.gpkg", public, fit=fit, seeds={"synthesize": 3})  # doctest: +SKIP
     """
     target = as_path(path)
-    replace = _check_outputs(outputs, overwrite)
+    replace = transaction_overwrite(outputs, overwrite)
     lattice, fit = _check_grid_and_fit(grid, fit, include_intensity)
     frames = _check_releases(releases, original_index,
                              None if fit is None else released_columns(_model_description(fit)))
@@ -428,9 +444,10 @@ def write_release(
         # rerun, never a release whose seeds are lost in a staging folder.
         if audit_record is not None:
             remove_stale_staging(audit)
-            staged.append(_stage(transaction, audit, private=True))
+            staged.append(stage_output(transaction, audit, private=True,
+                                       example="release.gpkg"))
         remove_stale_staging(target)
-        tmp = _stage(transaction, target, private=False)
+        tmp = stage_output(transaction, target, private=False, example="release.gpkg")
         staged.append(tmp)
         layers = [(frame, RELEASE_LAYER.format(k)) for k, frame in enumerate(frames, start=1)]
         layers += [] if cells is None else [(cells, GRID_LAYER)]
@@ -444,61 +461,12 @@ def write_release(
         if outputs is None:
             transaction.commit()
     except FileExistsError as err:
-        _drop(transaction, outputs, staged)
+        drop_staged(transaction, outputs, staged)
         raise InputError(f"{err.filename} {err.strerror}") from None
     except BaseException:
-        _drop(transaction, outputs, staged)
+        drop_staged(transaction, outputs, staged)
         raise
     return target
-
-
-def _check_outputs(outputs: Any, overwrite: Any) -> bool:
-    """Validate ``outputs``/``overwrite``; return whether existing files may be replaced."""
-    check_bool(overwrite, "overwrite")
-    if outputs is None:
-        return bool(overwrite)
-    if not isinstance(outputs, AtomicOutputs):
-        raise InputError(
-            f"outputs must be a geosynth._atomic.AtomicOutputs, got {type(outputs).__name__}"
-        )
-    if overwrite and not outputs.overwrite:
-        raise InputError(
-            "overwrite=True but outputs=AtomicOutputs(overwrite=False): the outputs decide "
-            "whether files are replaced; create them with overwrite=True"
-        )
-    return outputs.overwrite
-
-
-def _stage(transaction: AtomicOutputs, target: Path, private: bool) -> Path:
-    """``transaction.add(target)``, its errors as InputError naming the path and the fix."""
-    try:
-        return transaction.add(target, private=private)
-    except InputError:  # already names the path and the fix
-        raise
-    except FileExistsError:
-        raise InputError(
-            f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it"
-        ) from None
-    except IsADirectoryError:
-        raise InputError(
-            f"path {str(target)!r} is a directory; pass a file name such as release.gpkg"
-        ) from None
-    except ValueError as err:
-        raise InputError(f"{target}: {err}") from None
-
-
-def _drop(transaction: AtomicOutputs, outputs: AtomicOutputs | None, staged: list[Path]) -> None:
-    """Undo a failed write: discard our own transaction, or remove our staged files.
-
-    In the caller's transaction a staged path that does not exist is skipped by its commit.
-    """
-    if outputs is None:
-        transaction.discard()
-        return
-    for path in staged:
-        for leftover in (path, *(Path(f"{path}{end}") for end in ("-journal", "-wal", "-shm"))):
-            if os.path.lexists(leftover):
-                leftover.unlink()
 
 
 def _write_layer(frame: pd.DataFrame, path: Path, layer: str, target: Path) -> None:
@@ -1121,6 +1089,7 @@ def _file_info(
         ledger=ledger,
         size=given.size or found.size,
         notes=notes,
+        parameters=_file_limits(found, frames),
     )
     _check_published(info, seed_values)
     spent = ledger.get("spent", {}).get("epsilon") if ledger is not None else None
@@ -1141,6 +1110,17 @@ def _file_info(
             else None
         ),
     )
+
+
+def _file_limits(found: ReleaseInfo, frames: list[gpd.GeoDataFrame]) -> dict[str, Any]:
+    """Return the releases' recorded ``limits`` of the columns the file's release layers hold.
+
+    Limits are the analyst's public statements, not data: writing them discloses nothing, and
+    tells users of the file which columns were drawn truncated, and to what range.
+    """
+    limits = found.parameters.get(LIMITS_PARAMETER) or {}
+    held = {column: pair for column, pair in limits.items() if column in frames[0].columns}
+    return {LIMITS_PARAMETER: held} if held else {}
 
 
 def _check_published(info: ReleaseInfo, seed_values: set[int]) -> None:
@@ -1186,10 +1166,12 @@ def metadata_from_info(info: ReleaseInfo) -> dict[str, Any]:
     dict
         ``format``, ``format_version``, ``geosynth_version``, ``created_utc``, ``crs``, ``m``,
         ``layers``, ``n_records``, ``method``, ``lattice``, ``model``, ``priors``,
-        ``epsilon``, ``noise``, ``ledger``, ``size``, ``intensity``, ``notes``, ``data`` and
-        ``n_public`` (these three only when set) and, last, ``complete`` (every layer of the
-        file: the releases, ``grid`` when a lattice is described, ``metadata``). Values are
-        plain JSON (``null`` when unknown; an infinite ε is ``"inf"``).
+        ``limits`` (only when ``info.parameters`` records them), ``epsilon``, ``noise``,
+        ``ledger``, ``size``, ``intensity``, ``notes``, ``data`` and ``n_public`` (these
+        three only when set) and, last, ``complete`` (every layer of the file: the releases,
+        ``grid`` when a lattice is described, ``metadata``). Values are plain JSON (``null``
+        when unknown; an infinite ε is ``"inf"``). ``format_version`` is 4 with ``limits``,
+        else 3.
 
     Raises
     ------
@@ -1202,12 +1184,14 @@ def metadata_from_info(info: ReleaseInfo) -> dict[str, Any]:
         raise InputError("a release file's record needs m and n_records (write_release sets "
                          "them)")
     layers = [RELEASE_LAYER.format(k) for k in range(1, info.m + 1)]
-    values: dict[str, Any] = {"format": _FORMAT, "format_version": _FORMAT_VERSION}
+    limited = LIMITS_PARAMETER in info.parameters
+    values: dict[str, Any] = {"format": _FORMAT,
+                              "format_version": _LIMITS_VERSION if limited else _FORMAT_VERSION}
     for key in _INFO_KEYS:
         if key == "layers":
             values[key] = layers
             continue
-        value = getattr(info, key)
+        value = info.parameters.get(key) if key == LIMITS_PARAMETER else getattr(info, key)
         if key not in _OPTIONAL_KEYS or value is not None:
             values[key] = _jsonable(value, f"metadata[{key!r}]")
     every_layer = [*layers, *([GRID_LAYER] if info.lattice is not None else []), METADATA_LAYER]
@@ -1227,10 +1211,14 @@ def info_from_metadata(metadata: Mapping[str, Any]) -> ReleaseInfo:
     -------
     geosynth.synth.release.ReleaseInfo
         Every field the file records (per-release fields such as ``release`` are None);
-        ``n_records`` as a tuple, an ε of ``"inf"`` as ``math.inf``.
+        ``n_records`` as a tuple, an ε of ``"inf"`` as ``math.inf``, ``limits`` in
+        :attr:`~geosynth.synth.release.ReleaseInfo.parameters`.
         ``metadata_from_info(info_from_metadata(metadata))`` gives the table back.
     """
-    values = {key: metadata.get(key) for key in _INFO_KEYS if key != "layers"}
+    values = {key: metadata.get(key) for key in _INFO_KEYS
+              if key not in {"layers", LIMITS_PARAMETER}}
+    limits = metadata.get(LIMITS_PARAMETER)
+    values["parameters"] = {} if limits is None else {LIMITS_PARAMETER: limits}
     if values["n_records"] is not None:
         values["n_records"] = tuple(values["n_records"])
     if values["epsilon"] == "inf":
@@ -1593,6 +1581,8 @@ _SCHEMA: dict[str, Any] = {
                                      _SQUARE_LATTICE_SCHEMA)),
     "model": ("optional", _MODEL_SCHEMA),
     "priors": ("optional", ("mapping", "number")),
+    # column -> [low, high] (null: an open end) of a release drawn with limits (version 4)
+    LIMITS_PARAMETER: ("optional", ("mapping", ("list", ("optional", "number"), 2))),
     "epsilon": ("optional", "epsilon"),
     "noise": ("optional", "str"),
     "ledger": ("optional", _LEDGER_SCHEMA),
@@ -1604,9 +1594,10 @@ _SCHEMA: dict[str, Any] = {
     COMPLETE_KEY: {"layers": ("list", "str", None), "n_layers": "int"},
 }
 #: Keys the writer writes only when given.
-_OPTIONAL_KEYS = frozenset({"noise", "data", "n_public"})
+_OPTIONAL_KEYS = frozenset({"noise", "data", "n_public", LIMITS_PARAMETER})
 #: Keys of the table between ``format_version`` and ``complete``, in file order: each holds the
-#: ReleaseInfo field of its name, except ``layers`` (the release layers, from ``m``).
+#: ReleaseInfo field of its name, except ``layers`` (the release layers, from ``m``) and
+#: ``limits`` (``ReleaseInfo.parameters["limits"]``).
 _INFO_KEYS = tuple(key for key in _SCHEMA if key not in {"format", "format_version",
                                                           COMPLETE_KEY})
 
@@ -1642,7 +1633,9 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         as ``synthetic_01``, duplicate or unknown metadata keys, a metadata table without its
         ``key``/``value`` columns, a value that is not JSON, nested too deeply or of the wrong
         type, a release layer that is not a point layer or in another CRS, a grid layer with
-        a column the writer never gives it, or cells with Z or M coordinates, an SQLite table
+        a column the writer never gives it, or cells with Z or M coordinates, ``limits``
+        that are no limits (an end not finite, low >= high, two open ends) or name a column
+        the releases do not have, an SQLite table
         that is neither a layer nor one of the GeoPackage's own, or any SQL view); or it holds
         data geosynth never writes in the GeoPackage's own tables, so it was altered after it
         was written (rows in ``gpkg_metadata``, ``gpkg_metadata_reference``,
@@ -1707,6 +1700,11 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
     if metadata.get("noise") == NOISE_SEEDED:
         _warn_seeded_noise(f"{name} holds", stacklevel=3)
     releases, bounds = _read_releases(source, name, metadata, layers, kinds)
+    unheld = [column for column in metadata.get(LIMITS_PARAMETER) or {}
+              if column not in releases[0].columns]
+    if unheld:
+        raise InputError(f"{name}: its metadata 'limits' name columns {_shown(unheld)} that its "
+                         f"releases do not have, so {EDITED}")
     lattice = metadata["lattice"]
     grid = None
     if lattice is not None:
@@ -2002,7 +2000,7 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
         if isinstance(version, int) and not isinstance(version, bool) and version > 1:
             raise InputError(
                 f"{name} has release format version {version}; this geosynth reads version "
-                f"{_FORMAT_VERSION}: upgrade geosynth"
+                f"{max(_READ_VERSIONS)}: upgrade geosynth"
             )
         raise _incomplete(
             name, f"its format version is {printable(json.dumps(version))[:40]}, not "
@@ -2041,6 +2039,7 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
             f"{name}: metadata noise is {printable(metadata['noise'])!r}, not one of "
             f"{sorted(NOISE_SOURCES)}; the file was not written by geosynth or was edited"
         )
+    _check_limits_entry(metadata, version, name)
     if _claims_privacy_without_it(info_from_metadata(metadata)):
         raise InputError(
             f"{name}: its metadata says method {printable(metadata['method'])!r}, made without "
@@ -2055,6 +2054,21 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
     if complete["layers"] != [*expected, *grid, METADATA_LAYER]:
         raise _incomplete(name, f"its {COMPLETE_KEY!r} entry lists the layers "
                                 f"{_shown(complete['layers'])}, not those of its metadata")
+
+
+def _check_limits_entry(metadata: dict[str, Any], version: int, name: str) -> None:
+    """Refuse a ``limits`` entry that geosynth never writes (absurd ends, an older version)."""
+    limits = metadata.get(LIMITS_PARAMETER)
+    if limits is None:
+        return
+    if version < _LIMITS_VERSION:
+        raise InputError(f"{name}: its metadata has 'limits', which release format version "
+                         f"{version} does not have, so {EDITED}")
+    try:
+        check_recorded_limits(limits, "'limits'")
+    except InputError as err:
+        raise InputError(f"{name}: metadata {printable(str(err))}; geosynth never writes such "
+                         f"limits, so {EDITED}") from None
 
 
 def _type_problem(value: Any, spec: Any, where: str) -> str | None:

@@ -46,7 +46,12 @@ from geosynth.data import CellCounts, check_crs
 from geosynth.errors import DataWarning, InputError, InputTypeError, SamplerError
 from geosynth.model.storage import evenly_spaced_draws
 from geosynth.synth.placement import PixelTable, WeightsLike, place, unweighted_note
-from geosynth.synth.release import ReleaseInfo, check_geodataframe, make_release
+from geosynth.synth.release import (
+    LIMITS_PARAMETER,
+    ReleaseInfo,
+    check_geodataframe,
+    make_release,
+)
 
 __all__ = ["PosteriorDraws", "ReleaseMaker", "synthesize", "check_limits", "release_draws",
            "synthetic_zbar", "synthesis_sd", "warn_pooled_combinations", "kept_pairs",
@@ -264,6 +269,10 @@ def synthesize(
     The limits are public knowledge stated by the analyst, not a property of the data; limits
     taken from the data (its minimum and maximum) would make every release bound the
     confidential extremes, so geosynth never derives them and refuses data outside them.
+    Each release records them (``attrs["geosynth"]``: ``parameters["limits"]``, kept by
+    :func:`to_public`), and so does a file written by :func:`geosynth.io.write_release` (its
+    ``limits`` metadata entry, shown by ``geosynth inspect``), so that users of a release know
+    which columns were drawn truncated, and to what range.
 
     Examples
     --------
@@ -386,9 +395,24 @@ class ReleaseMaker:
             data[name] = continuous_values(counts, self.filled[name], cells, combo, rng, name,
                                            self.noise[name], limits=self.limits.get(name))
         info = ReleaseInfo(method="paiva", release=release, posterior_draw=posterior_draw,
-                           weighted=self.table is not None)
+                           weighted=self.table is not None,
+                           parameters=_limits_parameters(self.limits, counts.covariates))
         out = make_release(data, xy, self.rows.geometry.name, self.rows.crs, info)
         return out, unweighted_note(self.table, cells)
+
+
+def _limits_parameters(limits: dict[str, Limits],
+                       covariates: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """Return the record's parameters for ``limits``: ``{"limits": {column: [low, high]}}``.
+
+    JSON-friendly (an open end None), in the fit's order of the covariates; ``{}`` without
+    limits, so that such a release records nothing new. The limits are public statements of
+    the analyst, never derived from the data (:func:`check_limits`): recording them discloses
+    nothing, and tells users of the release that its values were drawn truncated.
+    """
+    recorded = {name: [None if math.isinf(end) else end for end in limits[name]]
+                for name in covariates if name in limits}
+    return {LIMITS_PARAMETER: recorded} if recorded else {}
 
 
 def _check_draws(fit: Any) -> None:

@@ -75,6 +75,9 @@ __all__ = [
     "LINKED_ATTR",
     "PUBLIC_ATTR",
     "PUBLIC_RECORD_FIELDS",
+    "PUBLIC_PARAMETERS",
+    "LIMITS_PARAMETER",
+    "check_recorded_limits",
     "UNLINKED_METHODS",
     "BASELINE_ATTR",
     "BASELINE_METHODS",
@@ -204,7 +207,9 @@ class ReleaseInfo:
         A published total of records the release was sized to.
     parameters : dict
         Settings of the method (the donut radii ``r_min``, ``r_max``; OnTheMap's
-        ``epsilon_totals``, ``epsilon_cells`` and ``prior``).
+        ``epsilon_totals``, ``epsilon_cells`` and ``prior``; the ``limits`` of a Paiva
+        release's truncated continuous columns, ``{"age": [0.0, 120.0]}`` with None for an
+        open end, see :func:`check_recorded_limits`).
     m : int or None
         Number of releases in the set.
     n_records : tuple of int or None
@@ -233,7 +238,8 @@ class ReleaseInfo:
         A value out of range: ``release``, ``posterior_draw``, ``n_public`` or a count of
         ``n_records`` below 0, ``m`` below 1, ``epsilon`` NaN or <= 0 (``inf`` is a record of
         no privacy guarantee, and is kept), ``noise`` not one of :data:`NOISE_SOURCES`, or
-        ``parameters`` named like a field.
+        ``parameters`` named like a field, or ``parameters["limits"]`` that are no limits
+        (:func:`check_recorded_limits`).
 
     Examples
     --------
@@ -282,6 +288,10 @@ class ReleaseInfo:
             raise InputTypeError(
                 f"ReleaseInfo parameters must be a dict, got {describe_value(self.parameters)}"
             )
+        if LIMITS_PARAMETER in self.parameters:
+            limits = check_recorded_limits(self.parameters[LIMITS_PARAMETER],
+                                           f"ReleaseInfo parameters[{LIMITS_PARAMETER!r}]")
+            object.__setattr__(self, "parameters", {**self.parameters, LIMITS_PARAMETER: limits})
         clash = sorted(set(self.parameters) & {item.name for item in dataclasses.fields(self)},
                        key=str)
         if clash:
@@ -391,7 +401,15 @@ class ReleaseInfo:
         ReleaseInfo
             ``method``, ``epsilon``, ``noise``, ``ledger`` and ``size``, each the value of the
             last release that records one, except that ``noise`` is the weakest any release
-            records: :data:`NOISE_SEEDED`, then :data:`NOISE_EXTERNAL`.
+            records: :data:`NOISE_SEEDED`, then :data:`NOISE_EXTERNAL`; and the
+            :data:`PUBLIC_PARAMETERS` the releases record (the ``limits``).
+
+        Raises
+        ------
+        geosynth.errors.InputError
+            Releases with a record disagree on a parameter of :data:`PUBLIC_PARAMETERS` (one
+            set records limits another does not have): the file's one record would misstate
+            how some of its releases were drawn.
         """
         infos = [info for info in map(release_info, releases) if info is not None]
         values = {}
@@ -402,7 +420,7 @@ class ReleaseInfo:
             if weakest in (info.noise for info in infos):
                 values["noise"] = weakest
                 break
-        return cls(**values)
+        return cls(**values, parameters=_shared_parameters(infos))
 
 
 @runtime_checkable
@@ -420,6 +438,15 @@ class ReleaseInfoSource(Protocol):
 #: Fields of a release's record that :func:`to_public` keeps: those the file's metadata states
 #: (:meth:`ReleaseInfo.of_set`), not the release's number or posterior draw.
 PUBLIC_RECORD_FIELDS = ("method", "epsilon", "noise", "ledger", "size")
+#: Key of :attr:`ReleaseInfo.parameters` holding the analyst's limits of the continuous columns
+#: whose synthetic values were drawn truncated (``synthesize(..., limits=...)``).
+LIMITS_PARAMETER = "limits"
+#: Parameters of a release's record that :func:`to_public` keeps and
+#: :func:`geosynth.io.write_release` writes (the others, e.g. the donut radii, stay in the
+#: internal record). Limits are public statements of the analyst (an age lies in 0 .. 120),
+#: never derived from the data: recording them discloses nothing about the records, and users
+#: of the file need them to know that the values were truncated (a mean near a bound moves).
+PUBLIC_PARAMETERS = (LIMITS_PARAMETER,)
 
 
 def release_info(frame: Any) -> ReleaseInfo | None:
@@ -453,6 +480,86 @@ def set_release_info(frame: Any, info: ReleaseInfo) -> None:
         The record.
     """
     frame.attrs[INFO_ATTR] = info.to_attrs()
+
+
+def check_recorded_limits(value: Any, where: str) -> dict[str, list[float | None]]:
+    """Check the ``limits`` recorded in a release's record (attrs or file) and return a copy.
+
+    The recorded form of :func:`geosynth.synthesize`'s ``limits`` (checked there): plain JSON.
+
+    Parameters
+    ----------
+    value : Any
+        The recorded limits: ``{column: [low, high]}``, an end None where it is open.
+    where : str
+        What the message calls it (``"ReleaseInfo parameters['limits']"``).
+
+    Returns
+    -------
+    dict of str to list
+        ``{column: [low, high]}`` in the given order, each end a float or None.
+
+    Raises
+    ------
+    geosynth.errors.InputTypeError
+        ``value`` is not a dict of str keys, an entry is not a pair, an end not a real number
+        or None.
+    geosynth.errors.InputError
+        ``value`` is empty, an end is not finite, an entry has two open ends or low >= high:
+        :func:`~geosynth.synth.synthesize` records none of them.
+    """
+    if not isinstance(value, Mapping) or not value:
+        kind = InputError if isinstance(value, Mapping) else InputTypeError
+        raise kind(f"{where} must be a non-empty dict {{column: [low, high]}} (None for an open "
+                   f"end), got {describe_value(value)}; leave it out of a release drawn "
+                   "without limits")
+    checked = {}
+    for column, pair in value.items():
+        if not isinstance(column, str):
+            raise InputTypeError(f"{where} keys must be column names (str), got "
+                                 f"{describe_value(column)}")
+        checked[str.__str__(column)] = _recorded_pair(pair, f"{where}[{_key_text(column)}]")
+    return checked
+
+
+def _recorded_pair(pair: Any, where: str) -> list[float | None]:
+    """One recorded entry of limits: ``[low, high]``, finite numbers or None, low < high."""
+    if not (isinstance(pair, list | tuple) and len(pair) == 2):
+        raise InputTypeError(f"{where} must be a pair [low, high] (None for an open end), got "
+                             f"{describe_value(pair)}")
+    ends: list[float | None] = []
+    for end in pair:
+        if end is not None and not is_real(end):
+            raise InputTypeError(f"{where} ends must be numbers or None, got "
+                                 f"{describe_value(end)}")
+        ends.append(None if end is None else as_float(end))
+    low, high = ends
+    if any(end is not None and not np.isfinite(end) for end in ends):
+        raise InputError(f"{where} = {ends} has an end that is not a finite number (an open end "
+                         "is None)")
+    if low is None and high is None:
+        raise InputError(f"{where} has two open ends, which limits nothing; synthesize records "
+                         "only the columns it truncates")
+    if low is not None and high is not None and not low < high:
+        raise InputError(f"{where} = {ends} is empty: its low end must be below its high end")
+    return ends
+
+
+def _shared_parameters(infos: list[ReleaseInfo]) -> dict[str, Any]:
+    """Return the :data:`PUBLIC_PARAMETERS` the records ``infos`` share; refuse any that differ."""
+    shared = {}
+    for name in PUBLIC_PARAMETERS:
+        recorded = [info.parameters.get(name) for info in infos]
+        differ = [value for value in recorded if value != recorded[0]]
+        if differ:
+            raise InputError(
+                f"the releases record different {name}, {recorded[0]!r} and {differ[0]!r} (None: "
+                f"not recorded); a file records one set of {name} for all its releases: write "
+                f"the releases drawn with the same {name} together"
+            )
+        if recorded and recorded[0] is not None:
+            shared[name] = recorded[0]
+    return shared
 
 
 def _checked_field(name: str, value: Any) -> Any:
@@ -649,7 +756,8 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
         were shuffled, on a baseline's release ``attrs[BASELINE_ATTR]`` (its method), by
         which it refuses to publish one, and the fields :data:`PUBLIC_RECORD_FIELDS` of the
         release's record (:func:`release_info`: the method, and ε, noise, ledger and size of a
-        DP release), which the file's metadata states. CRS and column order are kept.
+        DP release) and its :data:`PUBLIC_PARAMETERS` (the ``limits`` of a Paiva release),
+        which the file's metadata states. CRS and column order are kept.
 
     Raises
     ------
@@ -699,8 +807,11 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     if method is not None:
         public.attrs[BASELINE_ATTR] = method
     if made is not None:  # how the points were made, as write_release publishes it
+        kept = {name: made.parameters[name] for name in PUBLIC_PARAMETERS
+                if name in made.parameters}
         set_release_info(public, ReleaseInfo(**{name: getattr(made, name)
-                                                for name in PUBLIC_RECORD_FIELDS}))
+                                                for name in PUBLIC_RECORD_FIELDS},
+                                             parameters=kept))
     return public
 
 

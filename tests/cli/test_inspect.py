@@ -259,3 +259,21 @@ def sql_value(path, key):
         (text,) = connection.execute("SELECT value FROM metadata WHERE key = ?", (key,)).fetchone()
     connection.close()
     return text
+
+
+def test_inspect_shows_the_limits_the_values_were_drawn_within(tmp_path):
+    """A release drawn with --limit must say so: truncation moves the mean near a bound."""
+    import numpy as np
+
+    frames = [public_like(k, z=np.linspace(1.0, 2.0, k)) for k in (4, 5)]
+    for frame in frames:
+        frame.attrs["geosynth"] = {"method": "paiva", "limits": {"z": [0.0, None]}}
+    path = io.write_release(tmp_path / "limited.gpkg", frames)
+    result = run("inspect", path)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert '    limits: {"z": [0.0, null]}' in lines
+    assert ("Limits: the synthetic values of 'z' were drawn from a normal truncated to "
+            "[0.0, inf], the analyst's stated range") in result.output
+    plain = run("inspect", _release(tmp_path / "plain.gpkg"))
+    assert plain.exit_code == 0 and "limits:" not in plain.output.lower()

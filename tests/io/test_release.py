@@ -162,6 +162,85 @@ def test_release_round_trip(tmp_path, fitted):
     assert "seed" not in json.dumps(meta).lower()
 
 
+# ---------------------------------------------------------------------- limits
+def test_limits_of_the_releases_are_recorded_in_the_file(tmp_path, confidential, fitted):
+    """A file of releases drawn truncated did not say so: its users took them as untruncated."""
+    fit, _, unlimited = fitted
+    low = float(np.floor(confidential["z"].min()))
+    internal = synthesize(fit, confidential, m=2, seed=SYNTH_SEED, limits={"z": (low, None)})
+    public = [to_public(r, seed=s) for r, s in zip(internal, PUBLIC_SEEDS, strict=True)]
+    path = write_release(tmp_path / "limited.gpkg", public, fit=fit)
+    got = read_release(path)
+    meta = got.metadata
+    assert meta["limits"] == {"z": [low, None]} and meta["format_version"] == 4
+    keys = list(meta)
+    assert keys[keys.index("priors") + 1] == "limits"
+    assert got.info.parameters == {"limits": {"z": [low, None]}}
+    assert metadata_from_info(got.info) == meta and info_from_metadata(meta) == got.info
+    assert metadata_value(path, "limits") == {"z": [low, None]}
+    # Releases without limits: the file is as before, version 3 without the key.
+    plain = read_release(write_release(tmp_path / "plain.gpkg", unlimited, fit=fit)).metadata
+    assert "limits" not in plain and plain["format_version"] == 3
+
+
+def limited_release(path, limits=None, n=(4, 5)):
+    frames = [public_like(k, z=np.linspace(1.0, 2.0, k)) for k in n]
+    for frame in frames:
+        frame.attrs["geosynth"] = {"method": "paiva",
+                                   "limits": limits or {"z": [0.0, None]}}
+    return write_release(path, frames)
+
+
+def test_releases_drawn_with_other_limits_are_not_written_together(tmp_path):
+    frames = [public_like(4, z=np.ones(4)) for _ in range(3)]
+    frames[0].attrs["geosynth"] = {"method": "paiva", "limits": {"z": [0.0, None]}}
+    frames[1].attrs["geosynth"] = {"method": "paiva", "limits": {"z": [0.0, 5.0]}}
+    frames[2].attrs["geosynth"] = {"method": "paiva"}
+    for pair in (frames[:2], frames[::2]):
+        with pytest.raises(InputError, match=r"the releases record different limits"):
+            write_release(tmp_path / "mixed.gpkg", pair)
+    assert not (tmp_path / "mixed.gpkg").exists()
+
+
+def test_limits_of_a_column_the_file_does_not_hold_are_not_written(tmp_path):
+    frame = public_like(4, z=np.ones(4))
+    frame.attrs["geosynth"] = {"method": "paiva", "limits": {"z": [0.0, None], "w": [0, 1]}}
+    meta = read_release(write_release(tmp_path / "r.gpkg", [frame])).metadata
+    assert meta["limits"] == {"z": [0.0, None]}
+    dropped = frame.drop(columns="z")
+    meta = read_release(write_release(tmp_path / "r.gpkg", [dropped], overwrite=True)).metadata
+    assert "limits" not in meta and meta["format_version"] == 3
+
+
+@pytest.mark.parametrize(("limits", "message"), [
+    ({"z": [5, 1]}, r"metadata 'limits'\['z'\] = \[5.0, 1.0\] is empty.*geosynth never "
+                    r"writes such limits, so the file was edited"),
+    ({"z": [None, None]}, r"metadata 'limits'\['z'\] has two open ends"),
+    ({"z": [0, 10**400]}, r"metadata 'limits'\['z'\] = \[0.0, inf\] has an end that is not "
+                          r"a finite"),
+    ({"z": ["a", 1]}, r"metadata 'limits.z\[0\]' must be a number, got text"),
+    ({"z": [0]}, r"metadata 'limits.z' must have 2 items, got 1"),
+    ([0, 1], r"metadata 'limits' must be an object, got a list"),
+    ({}, r"metadata 'limits' must be a non-empty dict"),
+    ({"age": [0, 120]}, r"its metadata 'limits' name columns \['age'\] that its releases "
+                        r"do not have"),
+])
+def test_absurd_limits_in_a_file_are_refused(tmp_path, limits, message):
+    path = limited_release(tmp_path / "release.gpkg")
+    assert read_release(path).info.parameters == {"limits": {"z": [0.0, None]}}
+    set_metadata(path, "limits", limits)
+    with pytest.raises(InputError, match=r"^release.gpkg: " + message):
+        read_release(path)
+
+
+def test_limits_in_a_file_of_an_older_format_version_are_refused(tmp_path):
+    path = limited_release(tmp_path / "release.gpkg")
+    set_metadata(path, "format_version", 3)
+    with pytest.raises(InputError, match=r"its metadata has 'limits', which release format "
+                                         r"version 3 does not have, so the file was edited"):
+        read_release(path)
+
+
 def test_release_file_does_not_leak_the_confidential_data(tmp_path, confidential, fitted):
     fit, _, public = fitted
     path = tmp_path / "release.gpkg"
@@ -946,8 +1025,9 @@ def test_a_file_without_the_complete_entry_is_refused(tmp_path):
     with pytest.raises(InputError, match=r"its format version is 1, not 3 \(releases of "
                                          r"geosynth 0.1"):
         read_release(path)
-    set_metadata(path, "format_version", 4)
-    with pytest.raises(InputError, match=r"format version 4.*upgrade geosynth"):
+    set_metadata(path, "format_version", 5)  # 4 records limits
+    with pytest.raises(InputError, match=r"format version 5; this geosynth reads version 4: "
+                                         r"upgrade geosynth"):
         read_release(path)
 
 

@@ -1,5 +1,6 @@
 """synthesize(..., limits=): synthetic continuous values truncated to a stated range."""
 
+import json
 import math
 
 import geopandas as gpd
@@ -134,6 +135,25 @@ def test_no_limits_draw_as_without_the_argument(ranged_data, none):
     got = synthesize(fit, gdf, m=2, seed=12, limits=none)
     for release, expected in zip(got, want, strict=True):
         pd.testing.assert_frame_equal(pd.DataFrame(release), pd.DataFrame(expected))
+        assert release.attrs == expected.attrs and "limits" not in release.attrs["geosynth"]
+
+
+# ---------------------------------------------------------------------- the record
+def test_releases_record_their_limits_as_plain_json(ranged_data):
+    """Users of a release could not tell that its values were drawn truncated, nor to what."""
+    gdf, _, counts = ranged_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    # Given out of the fit's covariate order (z, w, v), as ints, with a no-limit entry.
+    limits = {"v": (None, 0), "z": (None, None), "w": (0, 30)}
+    releases = synthesize(fit, gdf, m=2, seed=15, limits=limits)
+    for release in releases:
+        record = release.attrs["geosynth"]["limits"]
+        assert record == {"w": [0.0, 30.0], "v": [None, 0.0]}
+        assert list(record) == ["w", "v"] and type(record["w"][0]) is float
+        assert json.loads(json.dumps(record)) == record
+        assert geosynth.synth.release.release_info(release).parameters == {"limits": record}
+        public = geosynth.to_public(release, seed=1)
+        assert public.attrs["geosynth"] == {"method": "paiva", "limits": record}
 
 
 def test_limits_change_only_the_limited_column_and_those_drawn_after_it(ranged_data):

@@ -265,6 +265,62 @@ def test_of_set_records_the_weakest_noise_source(sources, weakest):
     assert ReleaseInfo.of_set(frames).noise == weakest
 
 
+# ---------------------------------------------------------------------- recorded limits
+def limited_frame(record):
+    frame = gpd.GeoDataFrame({"z": [1.0]}, geometry=gpd.points_from_xy([0.0], [0.0]))
+    frame.attrs = {"geosynth": record, LINKED_ATTR: True}
+    return frame
+
+
+def test_to_public_keeps_the_limits_and_no_other_parameter():
+    """Limits are the analyst's public statements; other parameters stay internal."""
+    record = {"method": "paiva", "release": 1, "limits": {"z": [0, None]}, "r_min": 1.0,
+              "note": "from seed 12345"}
+    public = to_public(limited_frame(record), seed=1)
+    assert public.attrs["geosynth"] == {"method": "paiva", "limits": {"z": [0.0, None]}}
+    plain = to_public(limited_frame({"method": "paiva", "r_min": 1.0}), seed=1)
+    assert plain.attrs["geosynth"] == {"method": "paiva"}
+
+
+def test_of_set_records_the_limits_its_releases_share():
+    frames = [limited_frame({"method": "paiva", "limits": {"z": [0.0, 9.0]}}) for _ in range(2)]
+    assert ReleaseInfo.of_set(frames).parameters == {"limits": {"z": [0.0, 9.0]}}
+    assert ReleaseInfo.of_set([limited_frame({"method": "paiva"})]).parameters == {}
+    for other in ({"method": "paiva", "limits": {"z": [0.0, 8.0]}}, {"method": "paiva"}):
+        with pytest.raises(InputError, match=r"the releases record different limits, \{'z': "
+                                             r"\[0.0, 9.0\]\} and .*one set of limits"):
+            ReleaseInfo.of_set([*frames, limited_frame(other)])
+
+
+@pytest.mark.parametrize(("limits", "error", "match"), [
+    ({}, InputError, r"must be a non-empty dict"),
+    ([["z", 0, 1]], InputTypeError, r"must be a non-empty dict \{column: \[low, high\]\}"),
+    ({"z": [0.0]}, InputTypeError, r"\['z'\] must be a pair \[low, high\]"),
+    ({"z": "0:1"}, InputTypeError, r"\['z'\] must be a pair"),
+    ({"z": [0.0, "1"]}, InputTypeError, r"\['z'\] ends must be numbers or None, got str"),
+    ({"z": [True, 2.0]}, InputTypeError, r"ends must be numbers or None, got bool"),
+    ({"z": [0.0, float("inf")]}, InputError, r"not a finite number"),
+    ({"z": [float("nan"), 1.0]}, InputError, r"not a finite number"),
+    ({"z": [0, 10**400]}, InputError, r"not a finite number"),
+    ({"z": [None, None]}, InputError, r"two open ends, which limits nothing"),
+    ({"z": [5.0, 5.0]}, InputError, r"\['z'\] = \[5.0, 5.0\] is empty"),
+    ({"z": [120.0, 0.0]}, InputError, r"is empty: its low end must be below its high end"),
+])
+def test_absurd_recorded_limits_are_refused(limits, error, match):
+    with pytest.raises(error, match=r"ReleaseInfo parameters\['limits'\].*" + match):
+        ReleaseInfo(method="paiva", parameters={"limits": limits})
+    with pytest.raises(error, match=r"attrs\['geosynth'\]: .*" + match):
+        release_info(limited_frame({"method": "paiva", "limits": limits}))
+
+
+def test_recorded_limits_read_back_as_plain_floats():
+    info = ReleaseInfo(parameters={"limits": {"z": (np.int64(0), np.float32(2.5)),
+                                              "w": [None, 3]}})
+    assert info.parameters == {"limits": {"z": [0.0, 2.5], "w": [None, 3.0]}}
+    assert all(type(end) is float for end in info.parameters["limits"]["z"])
+    assert ReleaseInfo.from_attrs({"geosynth": info.to_attrs()}) == info
+
+
 @pytest.mark.parametrize("prefix", ["", "level-"])  # words were split into characters
 def test_public_arrow_dictionary_holds_only_its_rows_values(regular_data, prefix):
     """A pyarrow dictionary column kept the level of a dropped record in its dictionary."""
