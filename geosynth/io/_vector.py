@@ -110,8 +110,7 @@ def vector_source(source: Path, shown: str) -> VectorSource:
     candidates = [name for name in names if PurePosixPath(name).suffix.lower() in ZIPPED_SUFFIXES
                   and not _ignored_member(name)]
     shapefiles = tuple(name for name in candidates if name.lower().endswith(".shp"))
-    # Braces let GDAL take the whole archive path, even one holding ".zip/" in a folder name.
-    archive = f"/vsizip/{{{source.as_posix()}}}"
+    archive = _vsizip(source)
     folders = {PurePosixPath(name).parent.as_posix() for name in shapefiles}
     if shapefiles and len(shapefiles) == len(candidates) and len(folders) == 1:
         folder = folders.pop()
@@ -123,6 +122,23 @@ def vector_source(source: Path, shown: str) -> VectorSource:
         return VectorSource(f"{archive}/{member}", PurePosixPath(member).suffix.lower(), True,
                             member)
     raise _refused_archive(shown, names, candidates)
+
+
+def _vsizip(source: Path) -> str:
+    """Return GDAL's ``/vsizip/`` path of the archive ``source``.
+
+    Braces let GDAL take the whole archive path, even one holding ".zip/" in a folder name;
+    but GDAL ends the archive at the brace closing the first, so a path whose braces do not
+    pair (``x}.zip``, ``{x.zip``) is given without them (GDAL then finds the archive as the
+    first ``.zip`` along the path that is a file).
+    """
+    path = source.as_posix()
+    depth = 0
+    for char in path:
+        depth += (char == "{") - (char == "}")
+        if depth < 0:
+            break
+    return f"/vsizip/{{{path}}}" if depth == 0 else f"/vsizip/{path}"
 
 
 def _zip_names(source: Path, shown: str) -> list[str]:

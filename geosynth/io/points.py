@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import shlex
 import warnings
 from pathlib import Path
@@ -69,8 +70,10 @@ _FORMATS = {
 _LAYER = LayerOption("--layer", "layer")
 #: The CSV options and their defaults (given for another format they are refused).
 _CSV_DEFAULTS = {"sep": ",", "decimal": ".", "encoding": "utf-8"}
-#: A number written with a leading zero ("01", "-007", "0450"): a code, kept as text.
-_LEADING_ZERO = r"^\s*[+-]?0[0-9]"
+#: A number written with a leading zero ("01", "-007", "0450"): a code, kept as text. The
+#: spaces are those pandas skips before a number, spelt out: with ``\s`` pandas matched in
+#: Python, value by value (7 s for 10⁶ rows of 4 numeric columns), not in pyarrow.
+_LEADING_ZERO = r"^[ \t\n\v\f\r]*[+-]?0[0-9]"
 
 
 def read_points(
@@ -155,7 +158,10 @@ def read_points(
     Warns
     -----
     geosynth.errors.DataWarning
-        A file of several layers was read at its only point layer, no ``layer`` given.
+        A file of several layers was read at its only point layer, no ``layer`` given; or GDAL
+        warned while reading the file (e.g. a malformed coordinate): its warnings, which may
+        quote a record's values, are replaced by one that quotes none (and, with
+        ``check_values=False``, does not count them).
 
     Raises
     ------
@@ -404,7 +410,7 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any, options: _Cs
         raise InputError(f"x and y must name two different columns (CLI: --x, --y), got {x!r} "
                          "for both")
     crs_obj = _as_crs(crs)
-    frame = _load_csv(source, options)
+    frame = _load_csv(source, options, check_values)
     coordinates = {name: _csv_coordinates(frame, source, name, column, options, check_values)
                    for name, column in (("x", x), ("y", y))}
     attributes = frame.drop(columns=[x, y])
@@ -421,19 +427,26 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any, options: _Cs
     )
 
 
-def _load_csv(source: Path, options: _CsvOptions) -> pd.DataFrame:
+def _load_csv(source: Path, options: _CsvOptions, check_values: bool = True) -> pd.DataFrame:
     """Read a CSV file whole, after checking its layout (header names, fields per record)."""
     header = _read_csv_text(source, options, header=None, nrows=1, dtype=str,
                             keep_default_na=False)
     # The whole column's type from all its values: in chunks (low_memory) a column of
     # codes with a letter past the first chunk came back as ints, then strings ('7' and 7).
-    frame = _read_csv_text(source, options, decimal=options.decimal, low_memory=False)
+    frame = _read_csv_text(source, options, check_values=check_values,
+                           decimal=options.decimal, low_memory=False)
     _check_csv_layout(source, header.iloc[0].tolist() if len(header) else [], frame, options)
     return frame
 
 
-def _read_csv_text(source: Path, options: _CsvOptions, **kwargs: Any) -> pd.DataFrame:
-    """``pd.read_csv`` of ``source`` with ``options``, its failures as InputErrors."""
+def _read_csv_text(source: Path, options: _CsvOptions, check_values: bool = True,
+                   **kwargs: Any) -> pd.DataFrame:
+    """``pd.read_csv`` of ``source`` with ``options``, its failures as InputErrors.
+
+    pandas' parser errors name the line of the bad record ("Expected 2 fields in line 4"): for
+    a last line, the number of records. Without ``check_values`` (a DP release) no number of
+    them is shown.
+    """
     name = printable(source.name)
     try:
         return pd.read_csv(source, sep=options.sep, encoding=options.encoding, **kwargs)
@@ -443,7 +456,12 @@ def _read_csv_text(source: Path, options: _CsvOptions, **kwargs: Any) -> pd.Data
         # The codec's message quotes a byte of the file (and its offset): say only what is wrong.
         raise InputError(_not_in_encoding(name, options.encoding)) from None
     except pd.errors.ParserError as err:
-        raise InputError(f"cannot read the CSV file {name}: {printable(str(err))[:200]}") from None
+        reason = printable(str(err).strip())[:200]
+        if not check_values:
+            reason = (re.sub(r"\d+", "N", reason) + " (numbers not shown when values are not "
+                      "checked, e.g. under --epsilon: a line number tells how many records "
+                      "precede it)")
+        raise InputError(f"cannot read the CSV file {name}: {reason}") from None
     except MemoryError:
         raise InputError(f"the CSV file {name} is too large to read into memory; convert it to "
                          "a GeoPackage or GeoParquet file of points, or read it on a machine "
@@ -455,7 +473,13 @@ def _read_csv_text(source: Path, options: _CsvOptions, **kwargs: Any) -> pd.Data
 
 def _not_in_encoding(name: str, encoding: str) -> str:
     """Return the message for a CSV file that is not text in ``encoding`` (no byte of it quoted)."""
-    if codecs.lookup(encoding).name == "utf-8":
+    codec = codecs.lookup(encoding).name
+    if codec in ("utf-16", "utf-32"):
+        return (f"cannot read the CSV file {name}: it is not {printable(encoding)} text with a "
+                "byte-order mark, which that encoding needs at the start of the file; pass "
+                f"the byte order it is saved in, e.g. encoding='{codec}-le' (Windows) or "
+                f"'{codec}-be' (CLI: --encoding), or check that this is the right file")
+    if codec == "utf-8":
         return (f"cannot read the CSV file {name}: it is not UTF-8 text; save it as UTF-8 CSV, "
                 "or pass the encoding it is saved in, e.g. encoding='cp1252' for a Windows "
                 "(Excel) file (CLI: --encoding); or check that this is the right file")
@@ -502,11 +526,13 @@ def _check_csv_layout(source: Path, names: list, frame: pd.DataFrame,
             f"DataFrame.to_csv(index=False){_separator_hint(frame.columns, options)}"
         )
     repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated and _looks_like_a_record(repeated):
+    # A first record read as the header repeats its text values too ('F', 'F'): the whole line
+    # is judged, not the repeated names alone.
+    if repeated and _looks_like_a_record(names):
         raise InputError(
-            f"the CSV file {printable(source.name)} repeats a number in its first line, where "
-            "column names belong (not repeated here: they may be a record's values); if the "
-            "file has no header line, add one naming every column"
+            f"the CSV file {printable(source.name)} repeats a name in its first line, which "
+            "holds a number where column names belong (not repeated here: they may be a "
+            "record's values); if the file has no header line, add one naming every column"
         )
     if repeated:
         raise InputError(
@@ -532,7 +558,7 @@ def _csv_coordinates(frame: pd.DataFrame, source: Path, name: str, column: str,
     if not_numeric.any() and check_values:
         raise InputError(f"{where} {int(not_numeric.sum())} non-numeric values "
                          f"({_csv_rows(frame.index, not_numeric)}); coordinates must be numbers"
-                         f"{_decimal_hint(options)}")
+                         f"{_decimal_hint(options, raw[not_numeric])}")
     absent = values.isna().to_numpy()
     if absent.any() and check_values:
         raise InputError(f"{where} {int(absent.sum())} missing values "
@@ -547,11 +573,21 @@ def _csv_coordinates(frame: pd.DataFrame, source: Path, name: str, column: str,
     return coordinates
 
 
-def _decimal_hint(options: _CsvOptions) -> str:
-    """Say which decimal mark numbers are read with, and how to read the other usual one."""
+def _decimal_hint(options: _CsvOptions, bad: pd.Series) -> str:
+    """Say which decimal mark numbers are read with, and how to read the other usual one.
+
+    Numbers with thousands separators (``1.234,5``, ``1,234.5``) are read with neither mark:
+    for them, the other mark was the wrong fix. No value of ``bad`` is quoted.
+    """
+    shown = f" with {options.decimal!r} as the decimal mark"
+    text = bad.astype(str)
+    if (text.str.contains(".", regex=False) & text.str.contains(",", regex=False)).any():
+        return (f"{shown}; some hold both '.' and ',', as numbers with thousands separators "
+                "do ('1.234,5' or '1,234.5'), which are not read: save the coordinates "
+                "without digit grouping (in a spreadsheet, a number format without the "
+                "thousands separator)")
     other = "','" if options.decimal == "." else "'.'"
-    return (f" with {options.decimal!r} as the decimal mark (for {other} pass decimal={other}, "
-            f"CLI: --decimal {other})")
+    return f"{shown} (for {other} pass decimal={other}, CLI: --decimal {other})"
 
 
 def _numbers(raw: pd.Series, decimal: str = ".") -> pd.Series:
@@ -579,7 +615,7 @@ def _describe_header(columns: pd.Index, options: _CsvOptions) -> str:
     """
     names = [str(name) for name in columns]
     if _looks_like_a_record(names):
-        count = int(pd.to_numeric(pd.Series(names, dtype=object), errors="coerce").notna().sum())
+        count = int(_number_like(names).sum())
         return (f"its first line holds {count} number(s) where column names belong (not "
                 "repeated here: they may be a record's values); if the file has no header "
                 "line, add one naming every column")
@@ -589,7 +625,19 @@ def _describe_header(columns: pd.Index, options: _CsvOptions) -> str:
 
 def _looks_like_a_record(names: list) -> bool:
     """Whether header names hold a number, as a first record read as the header does."""
-    return bool(pd.to_numeric(pd.Series(names, dtype=object), errors="coerce").notna().any())
+    return bool(_number_like(names).any())
+
+
+def _number_like(names: list) -> np.ndarray:
+    """Which ``names`` are numbers, written with either decimal mark or digit grouping.
+
+    Whatever ``decimal`` the file is read with: the coordinate ``-46,5`` of a first record read
+    as the header under ``decimal=","`` was no number to pandas, and was quoted.
+    """
+    text = pd.Series([str(name) for name in names], dtype=object)
+    plain = pd.to_numeric(text, errors="coerce").notna()
+    ungrouped = pd.to_numeric(text.str.replace(r"[.,\s]", "", regex=True), errors="coerce")
+    return (plain | ungrouped.notna()).to_numpy(dtype=bool)
 
 
 _SEPARATORS = {";": "';'", "\t": "'\\t' (a tab)", ",": "','", "|": "'|'"}
@@ -659,15 +707,16 @@ def _read_ogr(source: Path, dataset: VectorSource, layer: str | None,
             raise not_a_geopackage(source, problem)
     shown = printable(source.name)
     try:
-        layer, note = choose_layer(pyogrio.list_layers(dataset.path), shown, "point", _LAYER,
-                                   layer)
-        if note is not None:
-            warnings.warn(note, DataWarning, stacklevel=3)
-        check_shapefile_complete(source, dataset, shown, layer, check_values)
-        info = pyogrio.read_info(dataset.path, layer=layer)
-        _check_field_names(source, [str(name) for name in info["fields"]],
-                           info["geometry_name"] if info["geometry_type"] is not None else None)
-        return pyogrio.read_dataframe(dataset.path, layer=layer)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            layer, note = choose_layer(pyogrio.list_layers(dataset.path), shown, "point",
+                                       _LAYER, layer)
+            check_shapefile_complete(source, dataset, shown, layer, check_values)
+            info = pyogrio.read_info(dataset.path, layer=layer)
+            _check_field_names(source, [str(name) for name in info["fields"]],
+                               info["geometry_name"] if info["geometry_type"] is not None
+                               else None)
+            frame = pyogrio.read_dataframe(dataset.path, layer=layer)
     except UnicodeDecodeError as err:
         raise _not_text(source, dataset, err.encoding) from None
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
@@ -677,6 +726,32 @@ def _read_ogr(source: Path, dataset: VectorSource, layer: str | None,
         raise InputError(
             f"cannot read {where}: {printable(str(err).split(';')[0])[:200]}"
         ) from None
+    if note is not None:
+        warnings.warn(note, DataWarning, stacklevel=3)
+    _warn_unquoted(caught, shown, check_values)
+    return frame
+
+
+def _warn_unquoted(caught: list[warnings.WarningMessage], shown: str,
+                   check_values: bool) -> None:
+    """Pass on the warnings ``caught`` while reading, GDAL's replaced by one that quotes none.
+
+    pyogrio passes GDAL's warnings on as RuntimeWarnings, which quote what GDAL could not read:
+    a record's coordinates (``Invalid coord dimension for '[ -46.123456 ]'``) or a field's
+    value. Their number is not given when values are not checked (a DP release): it counts
+    records.
+    """
+    gdal = [w for w in caught if issubclass(w.category, RuntimeWarning)
+            and "pyogrio" in Path(w.filename).parts]
+    for w in caught:
+        if w not in gdal:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if gdal:
+        count = f"{len(gdal)} problem(s)" if check_values else "problems"
+        warnings.warn(f"{shown}: GDAL reported {count} reading it (not quoted: GDAL's messages "
+                      "may quote records' values, e.g. a malformed coordinate); a record it "
+                      "could not read comes back without geometry or without that value: "
+                      "check the file, e.g. with ogrinfo", DataWarning, stacklevel=4)
 
 
 def _not_text(source: Path, dataset: VectorSource, encoding: str) -> InputError:

@@ -352,3 +352,15 @@ def test_a_region_shapefile_without_dbf_or_cut_short_is_refused(inputs, tmp_path
     with pytest.raises(InputError, match=r"^--region limit\.shp is truncated: its index lists 1 "
                        r"records"):
         read_polygons(shp, "--region")
+
+
+def test_a_zipped_region_whose_name_has_an_unpaired_brace_is_read(inputs, tmp_path):
+    # "/vsizip/{.../city}.zip}" ended the archive at "city": "does not exist in the file system".
+    region = gpd.read_file(inputs["region"])
+    region.to_file(tmp_path / "limit.shp", engine="pyogrio")
+    archive = tmp_path / "city}.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for part in tmp_path.glob("limit.*"):
+            zipped.write(part, part.name)
+    frame = read_polygons(archive, "--region")
+    assert frame.geometry.geom_equals(region.geometry).all()

@@ -464,10 +464,21 @@ def test_a_headerless_csv_repeating_a_value_is_not_quoted_as_repeated_names(tmp_
     # The first record "5,5,7,0" read as a header "repeated" the name '5': a record's value.
     path = tmp_path / "points.csv"
     path.write_text("5,5,7,0\n1,2,3,4\n")
-    with pytest.raises(InputError, match="repeats a number in its first line.*no header line"
-                       ) as caught:
+    with pytest.raises(InputError, match="repeats a name in its first line, which holds a "
+                       "number.*no header line") as caught:
         read_points(path, x="east", y="north", crs=CRS)
     assert "'5'" not in str(caught.value)
+
+
+def test_a_headerless_csv_repeating_a_text_value_is_not_quoted(tmp_path):
+    # The first record "5,6,F,F" read as a header repeated the name 'F' (a record's sex,
+    # diagnosis code...), quoted because 'F' is no number; its numbers show it is a record.
+    path = tmp_path / "points.csv"
+    path.write_text("5,6,F,F\n1,2,M,M\n")
+    with pytest.raises(InputError, match="repeats a name in its first line, which holds a "
+                       "number.*no header line") as caught:
+        read_points(path, x="east", y="north", crs=CRS)
+    assert "'F'" not in str(caught.value)
 
 
 @pytest.mark.parametrize(("error", "match"), [
@@ -1000,3 +1011,96 @@ def test_csv_coordinates_with_leading_zeros_are_numbers(tmp_path):
     path.write_text("east,north\n01.5,002\n3,4\n")
     got = read_points(path, x="east", y="north", crs="EPSG:4326")
     assert got.geometry.x.tolist() == [1.5, 3.0] and got.geometry.y.tolist() == [2.0, 4.0]
+
+
+def test_a_utf16_csv_without_byte_order_mark_names_the_byte_order(tmp_path):
+    # Python's 'utf-16' needs a byte-order mark: a file saved without one was "not utf-16
+    # text", with 'utf-8' or 'cp1252' as the fix.
+    path = tmp_path / "points.csv"
+    path.write_bytes("east,north\n1,2\n".encode("utf-16-le"))
+    with pytest.raises(InputError, match=r"not utf-16 text with a byte-order mark.*"
+                       r"encoding='utf-16-le' \(Windows\) or 'utf-16-be'"):
+        read_points(path, x="east", y="north", crs="EPSG:4326", encoding="utf-16")
+    got = read_points(path, x="east", y="north", crs="EPSG:4326", encoding="utf-16-le")
+    assert got.geometry.x.tolist() == [1.0]
+
+
+def test_csv_code_columns_are_found_without_pythons_regex_per_value(tmp_path, monkeypatch):
+    # The leading-zero pattern used \s, which pandas' pyarrow strings cannot match: every
+    # value of every numeric column went through Python's re (7 s for 10⁶ rows of 4 columns).
+    pytest.importorskip("pyarrow")
+    from pandas.core.strings import object_array
+
+    path = tmp_path / "points.csv"
+    path.write_text("east,north,code,n\n1,2,01,5\n3,4,\v07,6\n5,6, 2,-0\n")
+    if not hasattr(pd.read_csv(path, dtype=str)["code"].array, "_pa_array"):
+        pytest.skip("this pandas reads CSV text as Python objects")
+
+    if not hasattr(object_array.ObjectStringArrayMixin, "_str_contains"):
+        pytest.skip("this pandas matches text elsewhere")
+
+    def python_regex(*args, **kwargs):
+        raise AssertionError("matched value by value in Python")
+
+    monkeypatch.setattr(object_array.ObjectStringArrayMixin, "_str_contains", python_regex)
+    got = read_points(path, x="east", y="north", crs="EPSG:4326")
+    assert got["code"].tolist() == ["01", "\v07", " 2"]  # every value as written
+    assert got["n"].tolist() == [5, 6, 0] and got["n"].dtype == np.int64
+
+
+def test_gdal_warnings_quoting_a_coordinate_are_replaced(tmp_path):
+    # GDAL's warning for a malformed GeoJSON point quoted its coordinate, passed on by pyogrio
+    # as a RuntimeWarning and printed by the command line, under --epsilon too.
+    path = tmp_path / "points.geojson"
+    path.write_text('{"type": "FeatureCollection", "features": ['
+                    '{"type": "Feature", "properties": {"a": 1}, "geometry": '
+                    '{"type": "Point", "coordinates": [-46.123456]}}, '
+                    '{"type": "Feature", "properties": {"a": 2}, "geometry": '
+                    '{"type": "Point", "coordinates": [-46.5, -23.5]}}]}')
+    for check_values, count in ((True, "1 problem(s)"), (False, "problems")):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = read_points(path, check_values=check_values)
+        assert len(got) == 2 and got.geometry.iloc[1].x == -46.5
+        shown = [str(w.message) for w in caught]
+        assert not any("46.12" in text for text in shown), shown
+        assert [w.category for w in caught] == [DataWarning]
+        assert f"GDAL reported {count} reading it (not quoted" in shown[0]
+        assert caught[0].filename == __file__
+
+
+@pytest.mark.parametrize(("text", "decimal"), [("7.654,3;2,5", ","), ("7,654.3;2.5", ".")])
+def test_coordinates_with_thousands_separators_are_not_sent_to_the_other_decimal_mark(
+        tmp_path, text, decimal):
+    # "1.234,5" under decimal=',' was refused "(for '.' pass decimal='.')": not a number under
+    # '.' either. The value itself is not quoted.
+    path = tmp_path / "points.csv"
+    path.write_text(f"east;north\n{text}\n3;4\n")
+    with pytest.raises(InputError, match=r"x='east'.*1 non-numeric values.*hold both '\.' and "
+                       r"',', as numbers with thousands separators do") as caught:
+        read_points(path, x="east", y="north", crs=CRS, sep=";", decimal=decimal)
+    assert "pass decimal" not in str(caught.value) and "654" not in str(caught.value)
+
+
+def test_a_headerless_csv_with_decimal_commas_is_not_quoted(tmp_path):
+    # Its first record read as the header: "-46,512" was no number to pandas, so the
+    # "no column" message listed the names, the record's coordinates among them.
+    path = tmp_path / "points.csv"
+    path.write_text("-46,512;-23,5;F\n3;4;M\n")
+    with pytest.raises(InputError, match=r"no column 'east'; its first line holds 2 number\(s\) "
+                       r"where column names belong") as caught:
+        read_points(path, x="east", y="north", crs="EPSG:4326", sep=";", decimal=",")
+    assert "512" not in str(caught.value) and "'F'" not in str(caught.value)
+
+
+def test_a_csv_parser_error_under_dp_gives_no_line_number(tmp_path):
+    # "Expected 2 fields in line 4, saw 3": a bad last line told the number of records,
+    # which a DP release protects by its noisy size.
+    path = tmp_path / "points.csv"
+    path.write_text("east,north\n1,2\n3,4\n5,6,7\n")
+    with pytest.raises(InputError, match=r"Expected 2 fields in line 4, saw 3$"):
+        read_points(path, x="east", y="north", crs="EPSG:4326")
+    with pytest.raises(InputError, match=r"Expected N fields in line N, saw N \(numbers not "
+                       r"shown when values are not checked") as caught:
+        read_points(path, x="east", y="north", crs="EPSG:4326", check_values=False)
+    assert not any(char.isdigit() for char in str(caught.value))

@@ -134,3 +134,16 @@ def test_choose_layer_names_the_option_as_asked():
                        r"\(Point\), 'b' \(Polygon\), 't' \(no geometry\), none of them named "
                        r"so; give one of those names$"):
         choose_layer(layers, "--areas f.gpkg", "polygon", LayerOption("--areas-layer"), "x")
+
+
+@pytest.mark.parametrize("name", ["x}.zip", "{x.zip", "}{x.zip", "a{b}.zip"])
+def test_a_zip_whose_path_has_unpaired_braces_is_read(tmp_path, points, name):
+    # GDAL ends a braced archive path at the brace closing the first: "/vsizip/{.../x}.zip}"
+    # opened ".../x", and an analyst's "x}.zip" was refused as not existing.
+    archive = tmp_path / name
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("points.geojson", points.to_crs(4326).to_json())
+    assert vector_source(archive, name).member == "points.geojson"
+    got = read_points(archive)
+    assert len(got) == len(points)
+    np.testing.assert_allclose(got.geometry.x, points.to_crs(4326).geometry.x)
