@@ -16,6 +16,7 @@ lattice and tests the rest against the prepared polygons through STRtree queries
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import numpy as np
@@ -198,7 +199,10 @@ def link_islands(polygons: np.ndarray, adjacency: sparse.csr_matrix) -> tuple[sp
     other: two offshore areas nearer to each other than to the mainland would form a two-area
     component of their own, which the user asked to connect. So a group made only of islands is
     then linked, by its nearest pair, to the nearest area outside the group, until no such group
-    is left (or the islands are all there is).
+    is left (or the islands are all there is). Groups are taken in the order of their smallest
+    id, and a group that reaches another group made only of islands is the first group again:
+    its growth is Prim's (1957) algorithm, run until it reaches an area with neighbours
+    (:func:`_link_island_groups`).
 
     Parameters
     ----------
@@ -212,7 +216,9 @@ def link_islands(polygons: np.ndarray, adjacency: sparse.csr_matrix) -> tuple[sp
     adjacency : scipy.sparse.csr_matrix
         With the new links in both directions.
     links : numpy.ndarray of int64, shape (k, 2)
-        ``(island, nearest)`` pairs added; ties go to the smaller id of the nearest areas.
+        ``(island, nearest)`` pairs added; ties go to the smaller id of the nearest areas. A
+        group's link is its ``(member, area)`` pair of smallest distance, then smallest area id,
+        then smallest member id.
     """
     islands = np.flatnonzero(np.diff(adjacency.indptr) == 0)
     if islands.size == 0 or polygons.size < 2:
@@ -222,12 +228,12 @@ def link_islands(polygons: np.ndarray, adjacency: sparse.csr_matrix) -> tuple[sp
     order = np.lexsort((target, source))
     source, target = source[order], target[order]
     first = np.r_[True, source[1:] != source[:-1]]
-    links = [np.column_stack([islands[source[first]], target[first]])]
-    linked = _with_links(adjacency, links[0])
-    while (group := _island_group(linked, islands)) is not None:
-        links.append(_nearest_outside(polygons, group))
-        linked = _with_links(linked, links[-1])
-    return linked, np.concatenate(links).astype(np.int64)
+    links = np.column_stack([islands[source[first]], target[first]])
+    linked = _with_links(adjacency, links)
+    more = _link_island_groups(polygons, tree, linked, islands)
+    if len(more):
+        linked = _with_links(linked, more)
+    return linked, np.concatenate([links, more]).astype(np.int64)
 
 
 def _with_links(adjacency: sparse.csr_matrix, links: np.ndarray) -> sparse.csr_matrix:
@@ -244,27 +250,168 @@ def _with_links(adjacency: sparse.csr_matrix, links: np.ndarray) -> sparse.csr_m
     return linked
 
 
-def _island_group(adjacency: sparse.csr_matrix, islands: np.ndarray) -> np.ndarray | None:
-    """Members of the first connected component made only of islands, unless it is all areas."""
-    n_components, labels = connected_components(adjacency, directed=False)
-    if n_components == 1:
-        return None
-    mainland = np.ones(adjacency.shape[0], dtype=bool)
+def _link_island_groups(polygons: np.ndarray, tree: shapely.STRtree, linked: sparse.csr_matrix,
+                        islands: np.ndarray) -> np.ndarray:
+    """Link each group made only of islands, by its nearest pair, to the nearest area outside.
+
+    The rule is a loop: take the group (connected component of ``linked`` holding no area with
+    neighbours) of smallest id, link its ``(member, area)`` pair of smallest distance (then
+    smallest area id, then smallest member id), and start again until no such group is left or
+    all areas are one component. A group linked to another island-only group is still the one
+    of smallest id, so the loop grows it, link by link, until it reaches an area with neighbours:
+    Prim's (1957) algorithm from that group. It is run so, with one component labelling and a
+    list of the nearest areas of each island (:class:`_NearestAreas`), instead of a labelling
+    and an STRtree of all other areas per link, quadratic in the number of island-only groups.
+    """
+    n_components, labels = connected_components(linked, directed=False)
+    mainland = np.ones(polygons.size, dtype=bool)
     mainland[islands] = False
-    touched = np.zeros(n_components, dtype=bool)
-    touched[labels[mainland]] = True
-    only_islands = np.flatnonzero(~touched)
-    return None if only_islands.size == 0 else np.flatnonzero(labels == only_islands[0])
+    anchored = np.zeros(n_components, dtype=bool)
+    anchored[labels[mainland]] = True
+    groups = np.flatnonzero(~anchored)
+    if n_components == 1 or groups.size == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(n_components + 1))
+    members = [order[bounds[c]:bounds[c + 1]].tolist() for c in range(n_components)]
+    nearest = _NearestAreas(polygons, tree, labels, order[np.isin(labels[order], groups)])
+    reached = anchored[labels]  # in a component holding an area with neighbours
+    inside = np.zeros(polygons.size, dtype=bool)
+    links: list[tuple[int, int]] = []
+    for group in groups.tolist():
+        if not reached[members[group][0]]:
+            links += _grow(group, members, labels, reached, inside, nearest)
+    return np.array(links, dtype=np.int64).reshape(-1, 2)
 
 
-def _nearest_outside(polygons: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Find the ``(member, area)`` pair of smallest boundary distance from ``group`` to the rest."""
-    outside = np.setdiff1d(np.arange(polygons.size), group)
-    tree = shapely.STRtree(polygons[outside])
-    (source, target), distance = tree.query_nearest(polygons[group], return_distance=True,
-                                                    all_matches=True)
-    best = np.lexsort((group[source], outside[target], distance))[0]
-    return np.array([[group[source[best]], outside[target[best]]]])
+def _grow(group: int, members: list[list[int]], labels: np.ndarray, reached: np.ndarray,
+          inside: np.ndarray, nearest: _NearestAreas) -> list[tuple[int, int]]:
+    """Links of ``group`` (Prim's algorithm) until it reaches ``reached`` or holds all areas.
+
+    A heap holds one ``(distance, area, member)`` entry per member: the nearest area of that
+    member not yet inside the group (stale once that area joins the group, then replaced), or
+    its radius when its list is used up; the used-up lists of that radius are then extended.
+    """
+    heap: list[tuple[float, int, int]] = []
+    grown: list[int] = []
+    used_up: set[int] = set()
+    links: list[tuple[int, int]] = []
+
+    def push(member: int) -> None:
+        entry = nearest.entry(member, inside)
+        if entry[1] == nearest.beyond:
+            used_up.add(member)
+        heapq.heappush(heap, entry)
+
+    def absorb(component: int) -> None:
+        inside[members[component]] = True
+        grown.extend(members[component])
+        for member in members[component]:
+            push(member)
+
+    absorb(group)
+    while len(grown) < inside.size:
+        distance, area, member = heapq.heappop(heap)
+        if area == nearest.beyond and distance == nearest.radius[member]:
+            # the others of this radius come next: extend them together
+            due = [m for m in used_up if nearest.radius[m] <= distance]
+            nearest.extend(np.array(sorted(due)))
+            used_up.difference_update(due)
+        elif area < nearest.beyond and not inside[area]:
+            links.append((member, area))
+            if reached[area]:
+                break
+            absorb(int(labels[area]))
+        push(member)
+    reached[grown] = True
+    inside[grown] = False
+    return links
+
+
+class _NearestAreas:
+    """The areas nearest to each island, by boundary distance then id, found in growing radii.
+
+    The list of an island holds every other area within its radius (distances by
+    ``shapely.distance``, the island first, as ``STRtree.query_nearest`` measures them): first a
+    radius reaching an area outside the island's component, then, when the group's growth has
+    used them all, a radius twice as large plus a typical area side (:meth:`extend`).
+
+    Parameters
+    ----------
+    polygons : numpy.ndarray of shapely geometries, shape (n,)
+        The areas.
+    tree : shapely.STRtree
+        Of ``polygons``.
+    labels : numpy.ndarray of int, shape (n,)
+        Connected component of each area.
+    islands : numpy.ndarray of int
+        The islands whose lists are needed.
+    """
+
+    def __init__(self, polygons: np.ndarray, tree: shapely.STRtree, labels: np.ndarray,
+                 islands: np.ndarray) -> None:
+        self.polygons, self.tree, self.beyond = polygons, tree, polygons.size
+        # a typical area side (valid polygons have a positive area); dwithin's slack covers
+        # rounding at the magnitude of the coordinates
+        self.step = max(float(np.median(np.sqrt(shapely.area(polygons)))), 1e-300)
+        self.rounding = 1e-9 * float(np.abs(shapely.total_bounds(polygons)).max())
+        self.radius: dict[int, float] = {}
+        self.near: dict[int, list[int]] = {}
+        self.dist: dict[int, list[float]] = {}
+        self.position: dict[int, int] = {}
+        radius = np.full(islands.size, self.step)
+        while islands.size:
+            source, area, distance = self._within(islands, radius)
+            out = np.zeros(islands.size, dtype=bool)
+            out[source[labels[area] != labels[islands[source]]]] = True
+            keep = out[source]
+            self._store(islands[out], radius[out], np.cumsum(out)[source[keep]] - 1, area[keep],
+                        distance[keep])
+            islands, radius = islands[~out], 2.0 * radius[~out] + self.step
+
+    def _within(self, islands: np.ndarray, radius: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                         np.ndarray]:
+        """``(index in islands, area, distance)`` of the other areas within ``radius``."""
+        slack = radius + 1e-9 * radius + self.rounding
+        source, area = self.tree.query(self.polygons[islands], predicate="dwithin",
+                                       distance=slack)
+        keep = area != islands[source]
+        source, area = source[keep], area[keep]
+        distance = shapely.distance(self.polygons[islands[source]], self.polygons[area])
+        keep = distance <= radius[source]
+        return source[keep], area[keep], distance[keep]
+
+    def _store(self, islands: np.ndarray, radius: np.ndarray, source: np.ndarray,
+               area: np.ndarray, distance: np.ndarray) -> None:
+        """Keep the lists of ``islands``, sorted by distance then area id."""
+        order = np.lexsort((area, distance, source))
+        bounds = np.searchsorted(source[order], np.arange(islands.size + 1)).tolist()
+        near, dist = area[order].tolist(), distance[order].tolist()
+        for i, (island, reach) in enumerate(zip(islands.tolist(), radius.tolist(), strict=True)):
+            self.radius[island], self.position[island] = reach, 0
+            self.near[island] = near[bounds[i]:bounds[i + 1]]
+            self.dist[island] = dist[bounds[i]:bounds[i + 1]]
+
+    def entry(self, island: int, inside: np.ndarray) -> tuple[float, int, int]:
+        """``(distance, area, island)`` of the nearest area not ``inside``, or of the radius.
+
+        ``(radius, beyond, island)``, past every area at the radius, says the list is used up.
+        """
+        near, at = self.near[island], self.position[island]
+        while at < len(near) and inside[near[at]]:
+            at += 1
+        self.position[island] = at
+        if at < len(near):
+            return self.dist[island][at], near[at], island
+        return self.radius[island], self.beyond, island
+
+    def extend(self, islands: np.ndarray) -> None:
+        """Replace the used-up lists of ``islands`` by the areas in larger rings."""
+        old = np.array([self.radius[island] for island in islands.tolist()])
+        reach = 2.0 * old + self.step
+        source, area, distance = self._within(islands, reach)
+        keep = distance > old[source]
+        self._store(islands, reach, source[keep], area[keep], distance[keep])
 
 
 class PolygonIndex:
