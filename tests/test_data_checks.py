@@ -182,3 +182,38 @@ def test_attributes_named_by_tuples_are_refused(gdf, grid):
         warnings.simplefilter("error")  # no pandas warning on the way to the refusal
         with pytest.raises(InputError, match=r"attribute names \[\('a', 'b'\)\] are tuples"):
             prepare(gdf, grid, [("a", "b")])
+
+
+def _scattered(n, seed=0):
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(0, 10_000, size=(n, 2))
+    return gpd.GeoDataFrame({"y": rng.integers(0, 2, n)},
+                            geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs="EPSG:3857")
+
+
+def test_a_lattice_of_hundreds_of_cells_per_record_is_refused_with_a_cell_size():
+    # 10 m cells over 10 km for 400 records: 1,000,000 cells, 2,500 per record.
+    gdf = _scattered(400)
+    grid = Grid.regular((0, 0, 10_000, 10_000), cell_size=10, crs="EPSG:3857")
+    with pytest.raises(InputError) as err:
+        prepare(gdf, grid, attributes=["y"])
+    message = str(err.value)
+    assert "1,000,000 cells for 400 records (2,500 cells per record" in message
+    # One record per cell: 10 m x sqrt(2,500) = 500 m.
+    assert "cell_size=500 (CLI: --cell-size)" in message
+
+
+def test_a_fine_lattice_with_records_enough_or_few_cells_passes():
+    grid = Grid.regular((0, 0, 10_000, 10_000), shape=(100, 100), crs="EPSG:3857")  # 10,000
+    assert prepare(_scattered(101), grid, attributes=["y"]).n_cells == 10_000  # 99 per record
+    small = Grid.regular((0, 0, 10_000, 10_000), shape=(99, 100), crs="EPSG:3857")
+    assert prepare(_scattered(3), small, attributes=["y"]).n_cells == 9_900  # too few to judge
+
+
+def test_a_lattice_on_a_public_domain_is_not_judged_by_its_records():
+    # Under DP the refusal would depend on the number of records: not made there.
+    grid = Grid.regular((0, 0, 10_000, 10_000), cell_size=50, crs="EPSG:3857")  # 40,000 cells
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        counts = prepare(_scattered(40), grid, attributes=["y"], levels={"y": [0, 1]})
+    assert counts.n_cells == 40_000
