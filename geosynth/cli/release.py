@@ -287,8 +287,8 @@ def release(
             from geosynth.synth.paiva import check_limits
 
             check_limits(original, limits, counts.covariates)
-        if weights_path is not None:
-            _check_weights(weights_path, grid)
+        # Read once, here: the releases place points with this table.
+        weights = None if weights_path is None else _weights_table(weights_path, grid)
         if outcome is not None:  # checked now, on the records evaluated, not after the fit
             check_complete(original, name, {"--outcome": outcome}, show_counts=epsilon is None)
             check_binary(original, outcome, name)
@@ -306,12 +306,12 @@ def release(
         if epsilon is None:
             model = geosynth.PaivaModel(beta_prior=beta_prior, sampler=sampler)
             result = _paiva_release(counts, original, model, m, seed, run, progress, limits,
-                                    weights_path)
+                                    weights)
         else:
             from geosynth.dp import dp_model
 
             result = _dp_release(counts, epsilon, public_total, m, seed, run, progress,
-                                 dp_model(sampler), weights_path)
+                                 dp_model(sampler), weights)
         stop_if_interrupted(result["fit"])
         summary, r_hat = fit_diagnostics(result["fit"])
         _echo_convergence(r_hat, result["fit"])
@@ -370,14 +370,14 @@ def _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                       levels_file, public_total, sampler)
 
 
-def _check_weights(path: str, grid) -> None:
-    """Read the --weights raster against the lattice now, naming the option in a refusal."""
+def _weights_table(path: str, grid):
+    """Read the --weights raster for the lattice now, naming the option in a refusal."""
     from geosynth.errors import CRSError
     from geosynth.io import printable
     from geosynth.synth.placement import PixelTable
 
     try:
-        PixelTable.from_raster(path, grid)
+        return PixelTable.from_raster(path, grid)
     except (CRSError, InputError) as err:
         raise type(err)(f"--weights {printable(Path(path).name)}: {err}") from None
 

@@ -114,7 +114,7 @@ from geosynth.errors import (
 )
 from geosynth.lattice import Grid, parse_crs, require_projected_crs
 from geosynth.synth.paiva import PosteriorDraws, release_draws
-from geosynth.synth.placement import PixelTable, WeightsLike, place
+from geosynth.synth.placement import WeightsLike, pixel_table, place
 from geosynth.synth.release import NOISE_EXTERNAL, NOISE_SOURCES, ReleaseInfo, make_release
 
 if TYPE_CHECKING:
@@ -700,7 +700,7 @@ def dp_synthesize(
     size = _size_rule(noisy, m, n_public, max_records, max_bytes)
     rng = private_generator(seed, where="dp_synthesize")
     draws = release_draws(fit, m)
-    table = _pixel_table(weights, noisy.grid)
+    table = pixel_table(weights, noisy.grid)
     return [
         _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry)
         for release, draw in enumerate(draws.tolist())
@@ -726,25 +726,6 @@ def _release_crs(crs: Any, grid: Grid) -> Any:
             "reproject the releases with release.to_crs(...)"
         )
     return grid.crs
-
-
-def _pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
-    """Return the placement table of ``weights`` (None, a raster, or a table already read).
-
-    A table read for another lattice indexed its cells with this lattice's ids (an IndexError
-    or points in the other lattice's pixels).
-    """
-    if weights is None:
-        return None
-    if isinstance(weights, PixelTable):
-        if np.shape(weights.total) != (grid.n_cells,):
-            raise InputError(
-                f"weights is a PixelTable of {np.shape(weights.total)[0]:,} cells, but the "
-                f"lattice has {grid.n_cells:,}; read it for this lattice with "
-                "PixelTable.from_raster(raster, grid), or pass the raster itself"
-            )
-        return weights
-    return PixelTable.from_raster(weights, grid)
 
 
 def _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry) -> gpd.GeoDataFrame:
@@ -1256,7 +1237,7 @@ def dp_release(
     run = _fit_settings(model, n_iter, burn_in, thin, chains, progress, stop, target_ess,
                         max_rhat, max_seconds)
     check_geometry_name(geometry, counts.attributes)
-    table = _pixel_table(weights, counts.grid)  # a public raster: read before the spend
+    table = pixel_table(weights, counts.grid)  # a public raster: read before the spend
     n_combos = math.prod(len(counts.levels[a]) for a in counts.attributes)  # the domain's
     _check_small_epsilon(
         epsilon=float(epsilon), sensitivity=sensitivity, n_cells=counts.n_cells,

@@ -45,7 +45,13 @@ from geosynth._validation import (
 from geosynth.data import CellCounts, check_crs
 from geosynth.errors import DataWarning, InputError, InputTypeError, SamplerError
 from geosynth.model.storage import evenly_spaced_draws
-from geosynth.synth.placement import PixelTable, WeightsLike, place, unweighted_note
+from geosynth.synth.placement import (
+    PixelTable,
+    WeightsLike,
+    pixel_table,
+    place,
+    unweighted_note,
+)
 from geosynth.synth.release import (
     LIMITS_PARAMETER,
     ReleaseInfo,
@@ -149,10 +155,12 @@ def synthesize(
         Number of releases.
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Randomness; the same seed (and inputs) gives the same releases.
-    weights : str, os.PathLike or rasterio dataset, optional
-        Raster of non-negative weights (e.g. population density) in the grid CRS, used to place
-        points within their synthetic cell; see :func:`geosynth.synth.place_in_cells`. It changes
-        where in a cell a point goes, never which cell. It must be public data, never derived
+    weights : str, os.PathLike, rasterio dataset or PixelTable, optional
+        Raster of non-negative weights (e.g. population density) in the grid CRS (or its
+        table already read for the grid, :func:`~geosynth.synth.placement.pixel_table`), used
+        to place points within their synthetic cell; see
+        :func:`geosynth.synth.place_in_cells`. It changes where in a cell a point goes, never
+        which cell. It must be public data, never derived
         from ``gdf``: points go only to its pixels of positive weight.
     limits : dict of str to (float or None, float or None), optional
         The range of continuous columns, ``{column: (low, high)}`` with None for an open end
@@ -354,7 +362,7 @@ class ReleaseMaker:
         counts = fit.counts
         rows = aligned_rows(gdf, counts)
         checked = check_limits(rows, limits, counts.covariates)
-        table = None if weights is None else PixelTable.from_raster(weights, counts.grid)
+        table = pixel_table(weights, counts.grid)
         return cls(fit=fit, rows=rows, table=table,
                    filled={name: synthetic_zbar(counts, name) for name in counts.covariates},
                    noise={name: synthesis_sd(counts, name) for name in counts.covariates},

@@ -52,6 +52,7 @@ from geosynth.lattice import Grid
 __all__ = [
     "place_in_cells",
     "PixelTable",
+    "pixel_table",
     "WeightsLike",
     "check_grid",
     "check_raster_band",
@@ -722,3 +723,38 @@ def _weighted_points(
         batch = np.full(part.size, 2, dtype=np.int64)
         xy[part] = _rejection(rng, boxes[part], geoms, batch, cells[part])
     return xy
+
+
+def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
+    """Return the placement table of ``weights`` (None, a raster, or a table already read).
+
+    A table read for another lattice indexed its cells with this lattice's ids (an IndexError
+    or points in the other lattice's pixels).
+
+    Parameters
+    ----------
+    weights : None, str, os.PathLike, rasterio dataset or PixelTable
+        The weights raster, or its table read for ``grid`` (:meth:`PixelTable.from_raster`).
+    grid : geosynth.lattice.Grid
+        The lattice.
+
+    Returns
+    -------
+    PixelTable or None
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A PixelTable of another number of cells, or an invalid raster.
+    """
+    if weights is None:
+        return None
+    if isinstance(weights, PixelTable):
+        if np.shape(weights.total) != (grid.n_cells,):
+            raise InputError(
+                f"weights is a PixelTable of {np.shape(weights.total)[0]:,} cells, but the "
+                f"lattice has {grid.n_cells:,}; read it for this lattice with "
+                "PixelTable.from_raster(raster, grid), or pass the raster itself"
+            )
+        return weights
+    return PixelTable.from_raster(weights, grid)
