@@ -47,6 +47,9 @@ __all__ = [
     "check_public_lattice",
     "check_bool",
     "check_choice",
+    "check_range",
+    "range_end_text",
+    "range_text",
     "is_integer",
     "is_real",
     "is_sequence",
@@ -676,6 +679,89 @@ def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise InputError(f"{name} must be one of {words}, got {describe_value(value)}")
     return str.__str__(value)
+
+
+def check_range(pair: Any, name: str) -> tuple[float, float]:
+    """Return a range ``(low, high)`` as floats after checking it, ±inf for an open end.
+
+    The one check of a continuous column's range: the ``limits`` of
+    :func:`geosynth.synthesize`, ``--limit`` on the command line, and the limits recorded in
+    a release (its attrs or its file).
+
+    Parameters
+    ----------
+    pair : object
+        The range given: two ends, each a finite real number or None for an open end.
+    name : str
+        What the message calls it (``"limits['age']"``).
+
+    Returns
+    -------
+    (float, float)
+        ``low < high``, ``-inf``/``inf`` for an open end; ``(None, None)`` is ``(-inf, inf)``.
+
+    Raises
+    ------
+    geosynth.errors.InputTypeError
+        ``pair`` is not two items, or an end is not a real number or None (a bool, a str).
+    geosynth.errors.InputError
+        An end is not finite (use None for an open end), or ``low >= high``.
+    """
+    if not (is_sequence(pair) and len(pair) == 2):
+        raise InputTypeError(
+            f"{name} must be a pair (low, high), with None for an open end, e.g. (0, 120) or "
+            f"(0, None); got {describe_value(pair)}"
+        )
+    ends = []
+    for position, (end, open_end) in enumerate(zip(pair, (-math.inf, math.inf), strict=True)):
+        if end is None:
+            ends.append(open_end)
+            continue
+        if not is_real(end):
+            raise InputTypeError(f"{name}[{position}] must be a real number or None (an open "
+                                 f"end), got {describe_value(end)}")
+        number = as_float(end)
+        if not math.isfinite(number):
+            raise InputError(f"{name}[{position}] must be a finite number, got {number!r}; use "
+                             "None for an open end, e.g. (0, None)")
+        ends.append(number)
+    low, high = ends
+    if not low < high:
+        raise InputError(f"{name} = {range_text((low, high))} is empty: its low end must be "
+                         "below its high end; give (low, high), e.g. (0, 120)")
+    return low, high
+
+
+def range_text(limits: tuple[float, float]) -> str:
+    """Write a range as the caller does: ``(0, 120)``, ``(0, None)`` (see :func:`check_range`).
+
+    Parameters
+    ----------
+    limits : (float, float)
+        ``(low, high)``, ±inf for an open end.
+
+    Returns
+    -------
+    str
+    """
+    return f"({range_end_text(limits[0])}, {range_end_text(limits[1])})"
+
+
+def range_end_text(end: float) -> str:
+    """Write one end of a range: ``None`` for an open one, a whole number as an int.
+
+    Parameters
+    ----------
+    end : float
+        The end, ±inf when open.
+
+    Returns
+    -------
+    str
+    """
+    if math.isinf(end):
+        return "None"
+    return repr(int(end)) if end.is_integer() and abs(end) < 2**53 else repr(end)
 
 
 def check_public_lattice(grid: Any, where: str) -> None:

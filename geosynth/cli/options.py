@@ -172,8 +172,8 @@ class LimitSpec(click.ParamType):
     """``COLUMN=LOW:HIGH``, the range of a continuous column; an end left empty is open.
 
     ``age=0:120`` -> ``("age", (0.0, 120.0))``, ``income=0:`` -> ``("income", (0.0, None))``.
-    Whether the column is a continuous one, and the ends' order, are checked by
-    :func:`geosynth.synthesize` (its ``limits``).
+    The ends' order is checked here, by the check of :func:`geosynth.synthesize`'s ``limits``;
+    whether the column is a continuous one, by the command.
     """
 
     name = "COLUMN=LOW:HIGH"
@@ -187,8 +187,16 @@ class LimitSpec(click.ParamType):
         if not (equals and colon and column.strip()):
             self.fail(f"expected COLUMN=LOW:HIGH such as age=0:120 (an end left empty is open: "
                       f"income=0:), got {value!r}", param, ctx)
-        return column.strip(), (self._end(low, value, param, ctx),
-                                self._end(high, value, param, ctx))
+        ends = (self._end(low, value, param, ctx), self._end(high, value, param, ctx))
+        from geosynth._validation import check_range
+        from geosynth.errors import InputError
+
+        try:
+            check_range(ends, f"--limit {column.strip()}")
+        except InputError:  # the only error left: low >= high
+            self.fail(f"{value!r} is an empty range: its low end must be below its high end, "
+                      "e.g. age=0:120", param, ctx)
+        return column.strip(), ends
 
     def _end(self, text: str, value: Any, param: click.Parameter | None,
              ctx: click.Context | None) -> float | None:

@@ -35,12 +35,12 @@ from scipy import sparse, stats
 
 from geosynth._random import SeedLike, spawn_seeds
 from geosynth._validation import (
-    as_float,
     check_m,
+    check_range,
     check_unique_columns,
     describe_value,
-    is_real,
-    is_sequence,
+    range_end_text,
+    range_text,
 )
 from geosynth.data import CellCounts, check_crs
 from geosynth.errors import DataWarning, InputError, InputTypeError, SamplerError
@@ -1035,43 +1035,10 @@ def _checked_limits(limits: Any, covariates: list[str] | tuple[str, ...]) -> dic
                 f"limits give a range for {name!r}, which is not a continuous column of the "
                 f"fit, {having}; give limits for those columns only"
             )
-        low, high = _checked_pair(name, pair)
+        low, high = check_range(pair, f"limits[{name!r}]")
         if low > -math.inf or high < math.inf:
             checked[name] = (low, high)
     return checked
-
-
-def _checked_pair(name: str, pair: Any) -> Limits:
-    """One entry of ``limits``: a (low, high) pair of finite numbers or None, low < high."""
-    if not (is_sequence(pair) and len(pair) == 2):
-        raise InputTypeError(
-            f"limits[{name!r}] must be a pair (low, high), with None for an open end, e.g. "
-            f"(0, 120) or (0, None); got {describe_value(pair)}"
-        )
-    ends = []
-    for position, (end, open_end) in enumerate(zip(pair, (-math.inf, math.inf), strict=True)):
-        if end is None:
-            ends.append(open_end)
-            continue
-        if not is_real(end):
-            raise InputTypeError(
-                f"limits[{name!r}][{position}] must be a real number or None (an open end), "
-                f"got {describe_value(end)}"
-            )
-        number = as_float(end)
-        if not math.isfinite(number):
-            raise InputError(
-                f"limits[{name!r}][{position}] must be a finite number, got {number!r}; use None "
-                f"for an open end, e.g. limits={{{name!r}: (0, None)}}"
-            )
-        ends.append(number)
-    low, high = ends
-    if not low < high:
-        raise InputError(
-            f"limits[{name!r}] = {_limits_text((low, high))} is empty: its low end must be below "
-            "its high end; give (low, high), e.g. (0, 120)"
-        )
-    return low, high
 
 
 def check_limits(gdf: Any, limits: LimitsLike, covariates: list[str] | tuple[str, ...]
@@ -1114,35 +1081,23 @@ def _check_within_limits(rows: pd.DataFrame, limits: dict[str, Limits]) -> None:
         values = rows[name].to_numpy(dtype=np.float64)
         outside = int(((values < low) | (values > high)).sum())
         if outside:
-            ends = ":".join("" if math.isinf(end) else _end_text(end) for end in (low, high))
+            ends = ":".join("" if math.isinf(end) else range_end_text(end) for end in (low, high))
             raise InputError(
                 f"{outside} record(s) of gdf have {name!r} outside limits[{name!r}] = "
-                f"{_limits_text((low, high))} (CLI: --limit {name}={ends}): the synthetic values "
+                f"{range_text((low, high))} (CLI: --limit {name}={ends}): the synthetic values "
                 "are drawn within the limits, which must hold every original value; widen the "
                 "limits to every value the variable can take, or clean the data (in Python, "
                 f"find the records with {_outside_selector(name, low, high)})"
             )
 
 
-def _limits_text(limits: Limits) -> str:
-    """Write ``limits`` as the caller does: ``(0, 120)``, ``(0, None)``."""
-    return f"({_end_text(limits[0])}, {_end_text(limits[1])})"
-
-
-def _end_text(end: float) -> str:
-    """Write one end of limits: ``None`` for an open one, a whole number as an int."""
-    if math.isinf(end):
-        return "None"
-    return repr(int(end)) if end.is_integer() and abs(end) < 2**53 else repr(end)
-
-
 def _outside_selector(name: str, low: float, high: float) -> str:
     """Write the pandas expression selecting the rows of ``gdf`` outside ``(low, high)``."""
     if math.isinf(high):
-        return f"gdf[gdf[{name!r}] < {_end_text(low)}]"
+        return f"gdf[gdf[{name!r}] < {range_end_text(low)}]"
     if math.isinf(low):
-        return f"gdf[gdf[{name!r}] > {_end_text(high)}]"
-    return f"gdf[~gdf[{name!r}].between({_end_text(low)}, {_end_text(high)})]"
+        return f"gdf[gdf[{name!r}] > {range_end_text(high)}]"
+    return f"gdf[~gdf[{name!r}].between({range_end_text(low)}, {range_end_text(high)})]"
 
 
 def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray:

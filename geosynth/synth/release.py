@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
@@ -46,6 +47,7 @@ from geosynth._validation import (
     check_epsilon,
     check_int,
     check_optional_str,
+    check_range,
     check_unique_columns,
     describe_value,
     is_integer,
@@ -523,26 +525,12 @@ def check_recorded_limits(value: Any, where: str) -> dict[str, list[float | None
 
 
 def _recorded_pair(pair: Any, where: str) -> list[float | None]:
-    """One recorded entry of limits: ``[low, high]``, finite numbers or None, low < high."""
-    if not (isinstance(pair, list | tuple) and len(pair) == 2):
-        raise InputTypeError(f"{where} must be a pair [low, high] (None for an open end), got "
-                             f"{describe_value(pair)}")
-    ends: list[float | None] = []
-    for end in pair:
-        if end is not None and not is_real(end):
-            raise InputTypeError(f"{where} ends must be numbers or None, got "
-                                 f"{describe_value(end)}")
-        ends.append(None if end is None else as_float(end))
-    low, high = ends
-    if any(end is not None and not np.isfinite(end) for end in ends):
-        raise InputError(f"{where} = {ends} has an end that is not a finite number (an open end "
-                         "is None)")
-    if low is None and high is None:
+    """One recorded entry of limits: a range of :func:`check_range`, not open at both ends."""
+    low, high = check_range(pair, where)
+    if math.isinf(low) and math.isinf(high):
         raise InputError(f"{where} has two open ends, which limits nothing; synthesize records "
                          "only the columns it truncates")
-    if low is not None and high is not None and not low < high:
-        raise InputError(f"{where} = {ends} is empty: its low end must be below its high end")
-    return ends
+    return [None if math.isinf(end) else end for end in (low, high)]
 
 
 def _shared_parameters(infos: list[ReleaseInfo]) -> dict[str, Any]:
