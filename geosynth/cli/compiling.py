@@ -22,7 +22,7 @@ import click
 
 from geosynth.cli.helpers import INTERRUPTED
 
-__all__ = ["compile_samplers", "wanted_kinds", "KINDS"]
+__all__ = ["compile_samplers", "compile_kind", "wanted_kinds", "KINDS"]
 
 #: Kinds of fit whose kernels differ (those the "compiling the sampler" notice names); the
 #: "mh" sampler and the β extension run the serial kernels. Spelled out rather than read from
@@ -31,8 +31,24 @@ __all__ = ["compile_samplers", "wanted_kinds", "KINDS"]
 KINDS = ("serial", "noise-aware", "chromatic", "block")
 
 
-def _compile_kind(kind: str) -> tuple[str, float]:
-    """Fit a small lattice with the kernels of ``kind``; return the kind and the seconds taken."""
+def compile_kind(kind: str) -> tuple[str, float]:
+    """Fit a small lattice with the kernels of ``kind``, compiling them into numba's cache.
+
+    What ``geosynth compile`` runs per kind (in a worker process); a kernel already in the
+    cache is loaded, not compiled.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+
+    Returns
+    -------
+    kind : str
+        ``kind``, as given.
+    seconds : float
+        Seconds taken.
+    """
     from geosynth import Grid, PaivaModel, prepare
     from geosynth.datasets import paiva_scenario
 
@@ -94,7 +110,7 @@ def compile_samplers(kinds: str, jobs: int) -> None:
     # Pool can be terminated on Ctrl-C, which a ProcessPoolExecutor cannot.
     pool = multiprocessing.get_context("fork").Pool(min(jobs, len(wanted)))
     try:
-        for kind, seconds in pool.imap(_compile_kind, wanted):
+        for kind, seconds in pool.imap(compile_kind, wanted):
             click.echo(f"  {kind}: {seconds:.0f} s", err=True)
     except KeyboardInterrupt:
         # Not the group's "nothing was written": numba's cache keeps what was compiled. The
