@@ -101,7 +101,7 @@ def evaluate(
         _refuse_empty_layers(releases, release_path)
         epsilon = release_file.metadata.get("epsilon")
         private = epsilon is not None
-        original = _same_crs(original, releases[0], original_path, crs, show_counts=not private)
+        original = _same_crs(original, releases[0], original_path)
         _check_inputs(original, releases, attributes, outcome, original_path, release_path,
                       show_counts=not private)
         _check_same_data(original, releases, attributes, release_file.metadata,
@@ -227,16 +227,14 @@ def _attributes(attributes: list[str] | None, metadata: dict, release_path: str)
     return [str(a) for a in recorded]
 
 
-def _same_crs(original, release, original_path: str, given: str | None, *,
-              show_counts: bool = True):
+def _same_crs(original, release, original_path: str):
     """``original`` in the CRS of the releases (reprojected if it has another one).
 
-    ``show_counts`` is False for a differentially private release: no message shows a number
-    of original records.
+    Coordinates beyond the range of degrees of a geographic CRS were refused by
+    :func:`geosynth.io.read_points` (the CRS is wrong, not the data).
     """
     from geosynth.io import printable
 
-    _check_degrees(original, original_path, given, show_counts=show_counts)
     _check_release_crs(release.crs, original.crs)
     if original.crs is None:
         if release.crs is not None:
@@ -274,35 +272,6 @@ def _check_release_crs(crs, original_crs) -> None:
             f"RELEASE is in the geographic CRS {printable(crs.to_string())} (degrees), so "
             "distances would be in degrees; evaluate a release in a projected CRS in metres "
             "(geosynth release writes the projected CRS of its input)"
-        )
-
-
-def _check_degrees(original, original_path: str, given: str | None, *,
-                   show_counts: bool = True) -> None:
-    """Refuse coordinates out of the range of a geographic CRS: the CRS is wrong, not the data.
-
-    Metres declared as EPSG:4326 became infinite coordinates when reprojected, refused as
-    "points with NaN or infinite coordinates; drop or fix them", which blamed the data. No
-    coordinate or extreme is shown: they are the confidential points'. Without
-    ``show_counts`` (a differentially private release) no number of points either: "137 of
-    137 points" was the exact number of original records, which epsilon protects.
-    """
-    crs = original.crs
-    if crs is None or not crs.is_geographic:
-        return
-    from geosynth.io import printable
-
-    out = (original.geometry.x.abs() > 180) | (original.geometry.y.abs() > 90)
-    if out.any():
-        source, fix = ("--crs", "pass --crs with") if given is not None else (
-            "the CRS recorded in the file", "save the file again with")
-        counted = f"{int(out.sum()):,} of {len(original):,} points" if show_counts else "points"
-        raise CRSError(
-            f"{printable(Path(original_path).name)}: {counted} "
-            "have coordinates outside the range of degrees (|longitude| <= 180, "
-            f"|latitude| <= 90) of the geographic CRS {printable(crs.to_string())}: the likely "
-            f"cause is a wrong CRS ({source}), not the data; {fix} the CRS the coordinates are "
-            "really in (e.g. the projected CRS of the release, in metres)"
         )
 
 

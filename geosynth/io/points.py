@@ -187,8 +187,8 @@ def read_points(
         column's values.
     geosynth.errors.CRSError
         ``crs`` is not a valid CRS or contradicts the file's CRS; the points lie far outside
-        the area of use of their projected CRS, or (GeoJSON) beyond the range of degrees of
-        its geographic CRS: their numbers are another CRS's.
+        the area of use of their projected CRS, or beyond the range of degrees of their
+        geographic CRS: their numbers are another CRS's.
     ImportError
         A GeoParquet file is read without the optional package ``pyarrow``.
     TypeError
@@ -241,8 +241,7 @@ def read_points(
         )
     _check_point_types(gdf, source, kind)
     _check_area_of_use(gdf, source)
-    if kind == "GeoJSON":
-        _check_degrees(gdf, source)
+    _check_degrees(gdf, source, kind)
     return gdf
 
 
@@ -373,28 +372,47 @@ def _check_area_of_use(gdf: gpd.GeoDataFrame, source: Path) -> None:
         )
 
 
-def _check_degrees(gdf: gpd.GeoDataFrame, source: Path) -> None:
-    """Refuse GeoJSON points beyond the range of degrees of their geographic CRS.
+def _check_degrees(gdf: gpd.GeoDataFrame, source: Path, kind: str) -> None:
+    """Refuse points beyond the range of degrees of their geographic CRS: another CRS's numbers.
 
     GDAL reads a GeoJSON file without a ``crs`` member in EPSG:4326 (RFC 7946), whatever its
     numbers: the UTM metres of ``GeoDataFrame.to_json()`` came back as degrees, and ``crs=``
-    could not correct them (it contradicted the file's EPSG:4326). No coordinate is shown.
+    could not correct them (it contradicted the file's EPSG:4326). A CSV read with
+    ``crs="EPSG:4326"``, or a GeoPackage or shapefile declaring it, over metres was refused
+    only by the lattice, as a geographic CRS to project: projecting the "degrees" gave
+    meaningless places or infinities. A CRS whose axes are not in degrees (grads, radians)
+    is not judged. No coordinate is shown.
     """
     crs = gdf.crs
     if crs is None or not crs.is_geographic:
         return
+    if any(axis.unit_name != "degree" for axis in crs.axis_info[:2]):
+        return
     xy = shapely.get_coordinates(np.asarray(gdf.geometry.array, dtype=object))
     xy = xy[np.isfinite(xy).all(axis=1)]
-    if ((np.abs(xy[:, 0]) > 180) | (np.abs(xy[:, 1]) > 90)).any():
-        name = printable(source.name)
-        raise CRSError(
-            f"{name}: its points lie outside the range of degrees (|longitude| <= 180, "
-            f"|latitude| <= 90) of {printable(crs.to_string())}, the CRS of a GeoJSON file "
-            "that names none (RFC 7946): their numbers are another CRS's (e.g. metres); save "
-            "the file with the CRS its coordinates are in, e.g. ogr2ogr -a_srs EPSG:<code> "
-            f"{shlex.quote(printable(source.stem) + '.gpkg')} {shlex.quote(name)}, and read "
-            "that GeoPackage"
-        )
+    if not ((np.abs(xy[:, 0]) > 180) | (np.abs(xy[:, 1]) > 90)).any():
+        return
+    name = printable(source.name)
+    if kind == "CSV":
+        fix = ("give crs= the CRS the x and y columns are in (CLI: --crs), e.g. the projected "
+               "CRS of metres they were written in")
+        declared = f"{printable(crs.to_string())}, the crs given"
+    elif kind == "GeoJSON":
+        fix = (f"save the file with the CRS its coordinates are in, e.g. ogr2ogr -a_srs "
+               f"EPSG:<code> {shlex.quote(printable(source.stem) + '.gpkg')} "
+               f"{shlex.quote(name)}, and read that GeoPackage")
+        declared = (f"{printable(crs.to_string())}, the CRS of a GeoJSON file that names none "
+                    "(RFC 7946)")
+    else:
+        fix = (f"save the file with the CRS its coordinates are in, e.g. ogr2ogr -a_srs "
+               f"EPSG:<code> {shlex.quote(printable(source.stem) + '_fixed.gpkg')} "
+               f"{shlex.quote(name)}, and read that GeoPackage")
+        declared = f"{printable(crs.to_string())}, the CRS the file declares"
+    raise CRSError(
+        f"{name}: its points lie outside the range of degrees (|longitude| <= 180, "
+        f"|latitude| <= 90) of {declared}: their numbers are another CRS's (e.g. metres); "
+        f"{fix}"
+    )
 
 
 def _read_csv(source: Path, x: str | None, y: str | None, crs: Any, options: _CsvOptions,

@@ -215,9 +215,9 @@ def test_evaluate_blames_the_crs_for_metres_declared_as_degrees(inputs, written_
     # It said "original has 120 points with NaN or infinite coordinates; drop or fix them".
     result = run("evaluate", inputs["csv"], written_release, "--x", "east", "--y", "north",
                  "--crs", "EPSG:4326", "--attributes", "y")
-    assert_refused(result, "points.csv: 120 of 120 points have coordinates outside the range "
-                           "of degrees", "geographic CRS EPSG:4326: the likely cause is a wrong "
-                           "CRS (--crs), not the data; pass --crs with")
+    assert_refused(result, "points.csv: its points lie outside the range of degrees",
+                   "of EPSG:4326, the crs given: their numbers are another CRS's (e.g. metres); "
+                   "give --crs the CRS the x and y columns are in")
     assert "NaN" not in result.output
     error = result.output[result.output.index("Error:"):]
     assert not re.search(r"\d{4,}", error.replace("4326", ""))  # no coordinate nor extreme
@@ -447,7 +447,8 @@ def test_evaluate_of_a_dp_release_refuses_without_counting_the_original(tmp_path
     io.read_points(original).set_crs(4326, allow_override=True).to_file(degrees,
                                                                         engine="pyogrio")
     wrong = run("evaluate", degrees, release, "--attributes", "kind")
-    assert_refused(wrong, "degrees.gpkg: points have coordinates outside the range of degrees")
+    assert_refused(wrong, "degrees.gpkg: its points lie outside the range of degrees",
+                   "the CRS the file declares")
     for result in (identifying, wrong):
         assert not re.search(r"\b40\b", result.output)
     (tmp_path / "plain").mkdir()  # without epsilon the counts are shown

@@ -770,6 +770,40 @@ def test_geojson_metres_read_as_degrees_are_refused_without_quoting_them(tmp_pat
     assert len(read_points(path, check_values=False)) == 1  # a refusal on values: not under DP
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".gpkg", ".shp"])
+def test_metres_declared_as_degrees_are_refused_in_every_format(tmp_path, suffix):
+    # Only GeoJSON was checked: a CSV read with crs="EPSG:4326" over UTM metres, or a
+    # GeoPackage declaring it, went on to the lattice, which asked to project the "degrees".
+    path = tmp_path / f"points{suffix}"
+    frame = gpd.GeoDataFrame({"y": [0, 1]}, crs="EPSG:4326",
+                             geometry=gpd.points_from_xy([60.5, 605100.5], [-19.9, 7790200.25]))
+    if suffix == ".csv":
+        frame.assign(east=frame.geometry.x, north=frame.geometry.y).drop(
+            columns="geometry").to_csv(path, index=False)
+        options, fix = {"x": "east", "y": "north", "crs": "EPSG:4326"}, r"give crs= .*--crs"
+    else:
+        frame.to_file(path, engine="pyogrio")
+        options, fix = {}, rf"ogr2ogr -a_srs EPSG:<code> points_fixed.gpkg points{suffix}"
+    with pytest.raises(CRSError, match=rf"points{suffix}: its points lie outside the range of "
+                       rf"degrees .* of EPSG:4326, the (crs given|CRS the file declares): .*"
+                       + fix) as caught:
+        read_points(path, **options)
+    assert "605100" not in str(caught.value) and "7790200" not in str(caught.value)
+    assert len(read_points(path, check_values=False, **options)) == 2  # not under DP
+    frame.geometry = gpd.points_from_xy([60.5, 179.9], [-19.9, -89.9], crs="EPSG:4326")
+    frame.to_file(tmp_path / "degrees.gpkg", engine="pyogrio")  # degrees: read
+    assert len(read_points(tmp_path / "degrees.gpkg")) == 2
+
+
+def test_a_geographic_crs_in_grads_is_not_judged_in_degrees(tmp_path):
+    # NTF (Paris) counts latitudes in grads: 95 gr is a valid latitude (85.5 degrees).
+    path = tmp_path / "grads.gpkg"
+    gpd.GeoDataFrame({"y": [0]}, geometry=gpd.points_from_xy([2.0], [95.0]),
+                     crs="EPSG:4807").to_file(path, engine="pyogrio")
+    assert pyproj.CRS("EPSG:4807").axis_info[0].unit_name == "grad"
+    assert len(read_points(path)) == 1
+
+
 def test_read_points_geojson_and_flatgeobuf_get_the_same_checks(tmp_path, points):
     mixed = points.copy()
     mixed.geometry = [points.geometry[0], points.geometry[1].buffer(1.0), points.geometry[2]]
