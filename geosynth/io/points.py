@@ -393,21 +393,18 @@ def _check_degrees(gdf: gpd.GeoDataFrame, source: Path, kind: str) -> None:
     if not ((np.abs(xy[:, 0]) > 180) | (np.abs(xy[:, 1]) > 90)).any():
         return
     name = printable(source.name)
+    declared = printable(crs.to_string())
     if kind == "CSV":
+        declared += ", the crs given"
         fix = ("give crs= the CRS the x and y columns are in (CLI: --crs), e.g. the projected "
                "CRS of metres they were written in")
-        declared = f"{printable(crs.to_string())}, the crs given"
-    elif kind == "GeoJSON":
-        fix = (f"save the file with the CRS its coordinates are in, e.g. ogr2ogr -a_srs "
-               f"EPSG:<code> {shlex.quote(printable(source.stem) + '.gpkg')} "
-               f"{shlex.quote(name)}, and read that GeoPackage")
-        declared = (f"{printable(crs.to_string())}, the CRS of a GeoJSON file that names none "
-                    "(RFC 7946)")
     else:
+        declared += (", the CRS of a GeoJSON file that names none (RFC 7946)"
+                     if kind == "GeoJSON" else ", the CRS the file declares")
+        saved = printable(source.stem) + (
+            "_fixed.gpkg" if source.suffix.lower() == ".gpkg" else ".gpkg")
         fix = (f"save the file with the CRS its coordinates are in, e.g. ogr2ogr -a_srs "
-               f"EPSG:<code> {shlex.quote(printable(source.stem) + '_fixed.gpkg')} "
-               f"{shlex.quote(name)}, and read that GeoPackage")
-        declared = f"{printable(crs.to_string())}, the CRS the file declares"
+               f"EPSG:<code> {shlex.quote(saved)} {shlex.quote(name)}, and read that GeoPackage")
     raise CRSError(
         f"{name}: its points lie outside the range of degrees (|longitude| <= 180, "
         f"|latitude| <= 90) of {declared}: their numbers are another CRS's (e.g. metres); "

@@ -783,7 +783,8 @@ def test_metres_declared_as_degrees_are_refused_in_every_format(tmp_path, suffix
         options, fix = {"x": "east", "y": "north", "crs": "EPSG:4326"}, r"give crs= .*--crs"
     else:
         frame.to_file(path, engine="pyogrio")
-        options, fix = {}, rf"ogr2ogr -a_srs EPSG:<code> points_fixed.gpkg points{suffix}"
+        saved = "points_fixed.gpkg" if suffix == ".gpkg" else "points.gpkg"
+        options, fix = {}, rf"ogr2ogr -a_srs EPSG:<code> {saved} points{suffix}"
     with pytest.raises(CRSError, match=rf"points{suffix}: its points lie outside the range of "
                        rf"degrees .* of EPSG:4326, the (crs given|CRS the file declares): .*"
                        + fix) as caught:
