@@ -348,8 +348,7 @@ def _check_area_of_use(gdf: gpd.GeoDataFrame, source: Path) -> None:
     area = None if crs is None or not crs.is_projected else crs.area_of_use
     if area is None:
         return
-    xy = shapely.get_coordinates(np.asarray(gdf.geometry.array, dtype=object))
-    xy = xy[np.isfinite(xy).all(axis=1)]
+    xy = _finite_coordinates(gdf)
     if xy.size == 0:
         return
     (x0, y0), (x1, y1) = xy.min(axis=0), xy.max(axis=0)
@@ -372,6 +371,12 @@ def _check_area_of_use(gdf: gpd.GeoDataFrame, source: Path) -> None:
         )
 
 
+def _finite_coordinates(gdf: gpd.GeoDataFrame) -> np.ndarray:
+    """Return the points' (x, y) of finite coordinates, (n, 2): what the CRS checks judge."""
+    xy = shapely.get_coordinates(np.asarray(gdf.geometry.array, dtype=object))
+    return xy[np.isfinite(xy).all(axis=1)]
+
+
 def _check_degrees(gdf: gpd.GeoDataFrame, source: Path, kind: str) -> None:
     """Refuse points beyond the range of degrees of their geographic CRS: another CRS's numbers.
 
@@ -388,8 +393,7 @@ def _check_degrees(gdf: gpd.GeoDataFrame, source: Path, kind: str) -> None:
         return
     if any(axis.unit_name != "degree" for axis in crs.axis_info[:2]):
         return
-    xy = shapely.get_coordinates(np.asarray(gdf.geometry.array, dtype=object))
-    xy = xy[np.isfinite(xy).all(axis=1)]
+    xy = _finite_coordinates(gdf)
     if not ((np.abs(xy[:, 0]) > 180) | (np.abs(xy[:, 1]) > 90)).any():
         return
     name = printable(source.name)
