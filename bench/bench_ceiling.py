@@ -91,7 +91,7 @@ class Config(NamedTuple):
         return name, self.tau_int[name]
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def _extra_rounds(data, s, comp_sum, column, fields, errors):
     """``fields`` rounds of the fields' block, then ``errors`` of the errors'; a status."""
     for _ in range(fields):
@@ -110,7 +110,7 @@ def _extra_rounds(data, s, comp_sum, column, fields, errors):
     return STATUS_OK
 
 
-@njit(nogil=True)
+@njit(cache=True, nogil=True)
 def _run(data, s, n_sweeps, adapt, fields, errors, out):
     """Sweeps with the extra rounds; row t of ``out``: the scalars the fit records after t."""
     data, s = borrowed(data), borrowed(s)

@@ -45,12 +45,15 @@ flattened into every call), which made the one-thread chromatic sweep 40% slower
 serial one. The kernels are cached like the serial ones (numba caches ``parallel=True``
 functions; a cold compile takes ~2 minutes of CPU, so paying it once per checkout matters).
 
-Speed. On the 2-core benchmark machine (a VM whose timings vary by ±15% between runs) the
-chromatic sweep on 2 threads is 1.4× the serial sweep at G = 6,400 and 1.4–1.8× at
-G = 25,600, B = 12, and slower than serial at G = 1,600 (``python -m bench parallel``;
-``bench/RESULTS.md``). One thread of it costs 10–20% more than the serial sweep (colour-by-
-colour passes over strided cells, ~60 parallel loops per sweep and their serial bookkeeping);
-the second thread speeds the parallel part up 1.6–1.8×. A parallel loop itself costs ~4 µs.
+Speed. On a 2-core benchmark machine (Intel Xeon VM, ``python -m bench parallel``, B = 12)
+the chromatic sweep on 2 threads costs about the serial sweep at G = 1,600 (3.8 ms) and is
+1.05–1.1× faster at G = 6,400 and 25,600; one thread of it costs 15–25% more than the serial
+sweep (colour-by-colour passes over strided cells, ~60 parallel loops per sweep and their
+serial bookkeeping). A parallel loop costs ~4 µs on an idle machine and far more when another
+process holds a core, so :func:`_for_blocks` runs a single block (≤ :data:`BLOCK` cells) on the
+calling thread, and writes no array expression (numba turns each, e.g. a slice assignment, into
+a parallel loop of its own: zeroing the unused rows of ``partial`` that way launched up to 63
+loops per call, 1 ms per sweep at G = 9 and half the sweep's time at G = 1,600).
 """
 
 from __future__ import annotations
@@ -429,13 +432,19 @@ def _for_blocks(op, cells, field, phi, combos, obs, aux, params, streams, old, s
     n = cells.shape[0]
     size = max(BLOCK, (n + MAX_BLOCKS - 1) // MAX_BLOCKS)
     n_blocks = (n + size - 1) // size
-    for blk in prange(n_blocks):
-        partial[blk, 0] = _block(op, cells, blk * size, min(n, (blk + 1) * size), partial[blk],
-                                 field, phi, combos, obs, aux, params, streams, old, status,
-                                 eta, expeta, eps, counts, zbar, czbar, indptr, indices,
-                                 component, component_size)
+    if n_blocks == 1:  # no parallel region: launching one costs more than a block's work
+        partial[0, 0] = _block(op, cells, 0, n, partial[0], field, phi, combos, obs, aux,
+                               params, streams, old, status, eta, expeta, eps, counts, zbar,
+                               czbar, indptr, indices, component, component_size)
+    else:
+        for blk in prange(n_blocks):
+            partial[blk, 0] = _block(op, cells, blk * size, min(n, (blk + 1) * size),
+                                     partial[blk], field, phi, combos, obs, aux, params, streams,
+                                     old, status, eta, expeta, eps, counts, zbar, czbar, indptr,
+                                     indices, component, component_size)
     for blk in range(n_blocks, MAX_BLOCKS):
-        partial[blk, :] = 0.0
+        for j in range(partial.shape[1]):  # a slice assignment would be a parallel region
+            partial[blk, j] = 0.0
     total = 0.0
     for blk in range(n_blocks):
         total += partial[blk, 0]
