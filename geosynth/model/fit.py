@@ -294,7 +294,9 @@ class PaivaModel:
             colouring of the lattice at once on all numba threads (``numba.set_num_threads``),
             see :mod:`geosynth.model.parallel`. Same posterior as the serial sampler, different
             draws; for a given ``seed`` the draws do not depend on the number of threads.
-            Worth it from a few thousand cells. Chains then run one after another unless
+            Worth it only when cores outnumber chains: on 2 threads a sweep is 1.05–1.1×
+            the serial one's speed at 6,400–25,600 cells (``bench/RESULTS.md``,
+            2026-12-04). Chains then run one after another unless
             ``n_jobs`` says otherwise. Not available for noise-aware fits. A run option rather
             than a model option: it changes how, not what, is sampled.
         eta_draws : int, "all" or "auto", default "auto"
