@@ -131,6 +131,7 @@ __all__ = [
     "check_cells_per_record",
     "MAX_CELLS_PER_RECORD",
     "MIN_CELLS_CHECKED",
+    "WARN_CELLS_PER_RECORD",
     "check_levels",
     "check_declared",
     "check_domain_options",
@@ -1992,7 +1993,10 @@ def _check_sizes(
 #: with 99 % of the cells empty the lattice is far finer than the data (often a cell size in
 #: the wrong unit or a typo), not a design.
 MAX_CELLS_PER_RECORD = 100
-#: Lattices of fewer cells are never refused for their cells per record.
+#: Cells per record beyond which a lattice gets a DataWarning (from :data:`MIN_CELLS_CHECKED`
+#: cells, up to :data:`MAX_CELLS_PER_RECORD`): at least 95 % of the cells empty.
+WARN_CELLS_PER_RECORD = 20
+#: Lattices of fewer cells are never refused or warned of for their cells per record.
 MIN_CELLS_CHECKED = 10_000
 
 
@@ -2004,8 +2008,12 @@ def check_cells_per_record(grid: Grid, n_records: int) -> None:
     10 m cell, would place synthetic points next to the records' own cells. The model of
     Paiva et al. (2014) pools counts between neighbouring cells; it assumes cells that hold
     records, a few per cell in their examples. The message suggests the cell size of about one
-    record per cell for square and hexagonal lattices. (Not called when a lattice is prepared
-    on a public domain: the decision would depend on the number of records.)
+    record per cell for square and hexagonal lattices. Between
+    :data:`WARN_CELLS_PER_RECORD` and :data:`MAX_CELLS_PER_RECORD` cells per record the lattice
+    is prepared with a :class:`~geosynth.errors.DataWarning` that says the same and points to
+    ``geosynth tune``, which compares cell sizes by disclosure risk and utility. (Not called
+    when a lattice is prepared on a public domain: the decision would depend on the number of
+    records.)
 
     Parameters
     ----------
@@ -2019,25 +2027,44 @@ def check_cells_per_record(grid: Grid, n_records: int) -> None:
     geosynth.errors.InputError
         The lattice has at least :data:`MIN_CELLS_CHECKED` cells and more than
         :data:`MAX_CELLS_PER_RECORD` per record.
+
+    Warns
+    -----
+    geosynth.errors.DataWarning
+        The lattice has at least :data:`MIN_CELLS_CHECKED` cells and more than
+        :data:`WARN_CELLS_PER_RECORD` per record (and not more than
+        :data:`MAX_CELLS_PER_RECORD`).
     """
     n_cells = int(grid.n_cells)
-    if n_cells < MIN_CELLS_CHECKED or n_cells <= MAX_CELLS_PER_RECORD * max(n_records, 1):
+    if n_cells < MIN_CELLS_CHECKED or n_cells <= WARN_CELLS_PER_RECORD * max(n_records, 1):
         return
     ratio = n_cells / max(n_records, 1)
-    if grid.kind == "areal":
-        fix = "give fewer, larger areas"
-    else:
-        side = grid.cell_size[0] * math.sqrt(ratio)
-        digits = 10 ** math.floor(math.log10(side))
-        suggested = math.ceil(side / digits) * digits
-        fix = (f"choose larger cells, e.g. cell_size={suggested:g} (CLI: --cell-size), about "
-               "one record per cell, or a few (check the unit: metres of the grid CRS)")
+    size = (f"the lattice has {n_cells:,} cells for {n_records:,} records ({ratio:,.0f} cells "
+            "per record")
+    if n_cells <= MAX_CELLS_PER_RECORD * max(n_records, 1):
+        warnings.warn(
+            f"{size}): at least {1 - 1 / WARN_CELLS_PER_RECORD:.0%} of the cells will be "
+            "empty, the fit is slow for the data it has, and the finer the cells the closer "
+            f"synthetic points fall to the records; {_coarser_cells(grid, ratio)}, or compare "
+            "cell sizes by disclosure risk and utility with `geosynth tune`",
+            DataWarning, stacklevel=4)
+        return
     raise InputError(
-        f"the lattice has {n_cells:,} cells for {n_records:,} records ({ratio:,.0f} cells per "
-        f"record, more than {MAX_CELLS_PER_RECORD:,}): almost every cell would be empty, the "
+        f"{size}, more than {MAX_CELLS_PER_RECORD:,}): almost every cell would be empty, the "
         "fit would take hours, and with each record alone in a tiny cell the releases would "
-        f"place synthetic points next to the records; {fix}"
+        f"place synthetic points next to the records; {_coarser_cells(grid, ratio)}"
     )
+
+
+def _coarser_cells(grid: Grid, ratio: float) -> str:
+    """Return the fix for ``ratio`` cells per record: cells of about one record each."""
+    if grid.kind == "areal":
+        return "give fewer, larger areas"
+    side = grid.cell_size[0] * math.sqrt(ratio)
+    digits = 10 ** math.floor(math.log10(side))
+    suggested = math.ceil(side / digits) * digits
+    return (f"choose larger cells, e.g. cell_size={suggested:g} (CLI: --cell-size), about "
+            "one record per cell, or a few (check the unit: metres of the grid CRS)")
 
 
 def _check_combinations(levels: dict[str, list], n_records: int) -> None:

@@ -205,9 +205,35 @@ def test_a_lattice_of_hundreds_of_cells_per_record_is_refused_with_a_cell_size()
 
 def test_a_fine_lattice_with_records_enough_or_few_cells_passes():
     grid = Grid.regular((0, 0, 10_000, 10_000), shape=(100, 100), crs="EPSG:3857")  # 10,000
-    assert prepare(_scattered(101), grid, attributes=["y"]).n_cells == 10_000  # 99 per record
+    with pytest.warns(DataWarning, match="99 cells per record"):
+        assert prepare(_scattered(101), grid, attributes=["y"]).n_cells == 10_000
     small = Grid.regular((0, 0, 10_000, 10_000), shape=(99, 100), crs="EPSG:3857")
-    assert prepare(_scattered(3), small, attributes=["y"]).n_cells == 9_900  # too few to judge
+    with warnings.catch_warnings():
+        # too few cells to judge: not even a warning (3 records do get another one)
+        warnings.filterwarnings("error", message=".*cells per record")
+        assert prepare(_scattered(3), small, attributes=["y"]).n_cells == 9_900
+
+
+def test_a_lattice_of_20_to_100_cells_per_record_is_prepared_with_a_warning_and_a_fix():
+    # 100 m cells over 10 km for 400 records: 10,000 cells, 25 per record; the warning names
+    # the cell size of about one record per cell (100 m x sqrt(25) = 500 m) and the tuner,
+    # and points at the caller's line.
+    grid = Grid.regular((0, 0, 10_000, 10_000), cell_size=100, crs="EPSG:3857")
+    with pytest.warns(DataWarning) as caught:
+        counts = prepare(_scattered(400), grid, attributes=["y"])
+    assert counts.n_cells == 10_000
+    [warning] = [w for w in caught if "cells per record" in str(w.message)]
+    message = str(warning.message)
+    assert "10,000 cells for 400 records (25 cells per record)" in message
+    assert "cell_size=500 (CLI: --cell-size)" in message and "geosynth tune" in message
+    assert warning.filename == __file__
+
+
+def test_twenty_cells_per_record_or_fewer_get_no_warning():
+    grid = Grid.regular((0, 0, 10_000, 10_000), cell_size=100, crs="EPSG:3857")  # 10,000 cells
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert prepare(_scattered(500), grid, attributes=["y"]).n_cells == 10_000  # 20 each
 
 
 def test_a_lattice_on_a_public_domain_is_not_judged_by_its_records():
