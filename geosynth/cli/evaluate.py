@@ -54,6 +54,7 @@ def evaluate(
     sep: str | None,
     decimal: str | None,
     encoding: str | None,
+    na_values: list[str] | None,
     attributes: list[str] | None,
     outcome: str | None,
     seed: int | None,
@@ -63,11 +64,11 @@ def evaluate(
     """Compare the releases in RELEASE (a geosynth GeoPackage) with the ORIGINAL points.
 
     ORIGINAL is read like the INPUT of 'geosynth release' (--layer, --x, --y, --crs, --sep,
-    --decimal, --encoding). The published releases are shuffled and carry no record index, so
-    only the measures that need no record linkage are computed: distance risk (greedy-matched
-    distances per combination, Nunes 2018 Tables 4-6), the Ripley's L pattern distance and, with
-    --outcome, the coverage of the outcome's proportion over random rectangles (--seed fixes the
-    rectangles).
+    --decimal, --encoding, --na-values). The published releases are shuffled and carry no record
+    index, so only the measures that need no record linkage are computed: distance risk
+    (greedy-matched distances per combination, Nunes 2018 Tables 4-6), the Ripley's L pattern
+    distance and, with --outcome, the coverage of the outcome's proportion over random rectangles
+    (--seed fixes the rectangles).
 
     RELEASE is checked against the release schema before any measure (like 'geosynth
     inspect'): a file that is not a complete geosynth release, whose audit file belongs to
@@ -94,7 +95,7 @@ def evaluate(
         if report_path is not None:
             outputs.check_folder("--report", report_path)
         original = io.read_points(original_path, x=x_column, y=y_column, crs=crs, layer=layer,
-                                  **csv_reading(sep, decimal, encoding))
+                                  **csv_reading(sep, decimal, encoding, na_values))
         release_file = io.read_release(release_path)
         attributes = _attributes(attributes, release_file.metadata, release_path)
         releases = release_file.releases

@@ -43,7 +43,6 @@ __all__ = [
     "check_projected",
     "show_progress",
     "derive_seeds",
-    "read_polygons",
     "check_layer_options",
     "build_grid",
     "LatticeChoice",
@@ -737,89 +736,6 @@ def derive_seeds(seed: int | None, names: Sequence[str]) -> tuple[int, dict[str,
     return seed, {"seed": seed, **derived}
 
 
-def read_polygons(path: str | os.PathLike, option: str,
-                  layer: str | None = None) -> gpd.GeoDataFrame:
-    """Read a polygon layer (study region, excluded areas, areal units) named by ``option``.
-
-    A file of several layers (a municipal GeoPackage of districts, parks and rivers; a zipped
-    folder of shapefiles) is read at ``layer``. Without ``layer``, its only layer of polygons
-    is read (said on stderr), and a file with several such layers, or layers of unknown
-    geometry type, is refused with their names: the first layer was read before, whatever it
-    held. A ``.zip`` archive is read as :func:`geosynth.io.read_points` reads one (its one
-    dataset, or its shapefiles all in one folder, as layers), and the layer chosen as it
-    chooses one (:func:`geosynth.io.vector_source`, :func:`geosynth.io.choose_layer`); a
-    shapefile (plain or zipped) without its ``.dbf`` or cut short is refused.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file (any format GDAL reads; in a ``.zip``, a ``.shp``, ``.gpkg``, ``.geojson``,
-        ``.json`` or ``.fgb`` dataset).
-    option : str
-        The command-line option that named it, e.g. ``"--region"``, for the messages; its
-        layer option is ``option + "-layer"`` (``--region-layer``).
-    layer : str, optional
-        The layer to read (the value of the layer option).
-
-    Returns
-    -------
-    geopandas.GeoDataFrame
-        Its Polygon and MultiPolygon records.
-
-    Raises
-    ------
-    geosynth.errors.InputError
-        The file cannot be read (a ``.zip`` that is no zip archive, or holds no dataset or
-        several not of one folder of shapefiles; a shapefile without ``.dbf`` or truncated),
-        has no layer named ``layer``, has several layers and no ``layer`` picks one, holds no
-        polygon (no record, or only missing or empty
-        geometries), or holds geometries other than polygons.
-    geosynth.errors.GridError
-        Invalid polygons (the lattice's check, :func:`geosynth.lattice.check_polygons`).
-    """
-    import geopandas as gpd
-    import numpy as np
-    import pyogrio
-
-    from geosynth.io import (
-        LayerOption,
-        check_shapefile_complete,
-        choose_layer,
-        existing_file,
-        printable,
-        vector_source,
-    )
-    from geosynth.lattice import check_polygons
-
-    source = existing_file(path, option)  # a pipe would block the reader
-    shown = f"{option} {printable(source.name)}"
-    unreadable = (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError, ValueError)
-    dataset = vector_source(source, shown)
-    try:
-        layers = pyogrio.list_layers(dataset.path)
-    except unreadable as err:
-        raise InputError(f"cannot read {shown}: {printable(err)[:300]}") from err
-    chosen, note = choose_layer(layers, shown, "polygon", LayerOption(f"{option}-layer"), layer)
-    if note is not None:
-        click.echo(f"Note: {note}", err=True)
-    check_shapefile_complete(source, dataset, shown, chosen)
-    try:
-        frame = gpd.read_file(dataset.path, engine="pyogrio", layer=chosen)
-    except unreadable as err:
-        raise InputError(f"cannot read {shown}: {printable(err)[:300]}") from err
-    if not isinstance(frame, gpd.GeoDataFrame) or (frame.geometry.is_empty
-                                                     | frame.geometry.isna()).all():
-        raise InputError(f"{shown} has no polygon; give a polygon layer")
-    kinds = sorted(set(frame.geom_type.dropna()) - {"Polygon", "MultiPolygon"})
-    if kinds:
-        raise InputError(f"{shown} holds {kinds} geometries; give a polygon layer "
-                         "(buffer points or lines first)")
-    # The lattice's own check of the polygons (validity above all), here so that a refusal
-    # names the option and the file, not the Python parameter ("region has invalid polygons").
-    check_polygons(np.asarray(frame.geometry.array, dtype=object), shown, None)
-    return frame
-
-
 def check_layer_options(layers: Mapping[str, tuple[Any, str | None]]) -> None:
     """Refuse a layer option given without its file option, naming both (click.UsageError).
 
@@ -927,12 +843,13 @@ def build_grid(
     -------
     geosynth.lattice.Grid
     """
+    from geosynth.io import read_polygons
     from geosynth.lattice import Grid
 
     region = _in_crs_of(region, points, "--region")
     if lattice.areas_path is not None:
-        areas = _in_crs_of(read_polygons(lattice.areas_path, "--areas", lattice.areas_layer),
-                           points, "--areas")
+        areas = _in_crs_of(read_polygons(lattice.areas_path, lattice.areas_layer,
+                                         option="--areas"), points, "--areas")
         if lattice.area_id is not None and lattice.area_id not in areas.columns:
             raise InputError(f"--area-id {lattice.area_id!r} is not a column of --areas "
                              f"{Path(lattice.areas_path).name} (columns: "

@@ -39,6 +39,7 @@ OPTION_OF_PARAMETER: dict[str, str] = {
     "sep": "--sep",
     "decimal": "--decimal",
     "encoding": "--encoding",
+    "na_values": "--na-values",
     "limits": "--limit",
     "weights": "--weights",
     "attributes": "--attributes",
@@ -81,6 +82,7 @@ FLAG_OF_SETTING: dict[str, str] = {
     "allow_identifying=True": "--allow-identifying",
     "include_intensity=True": "--include-intensity",
     'islands="nearest"': "--link-islands",  # a flag: "--link-islands 'nearest'" is no option
+    "na_values=[]": "--na-values ''",  # only empty fields: "--na-values []" would read '[]'
 }
 
 # Parameters whose bare name (no "=") is never an English word, so it can be rewritten anywhere.

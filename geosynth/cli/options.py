@@ -30,6 +30,7 @@ __all__ = [
     "report_option",
     "points_options",
     "CsvCharacter",
+    "NaWords",
     "csv_reading",
     "csv_words",
     "grid_option",
@@ -423,6 +424,11 @@ def points_options(f: Callable) -> Callable:
         click.option("--encoding", default=None, metavar="CODEC",
                      help="CSV only: the text encoding, e.g. cp1252 or latin-1 for files saved "
                      "by Windows spreadsheets [default: utf-8]."),
+        click.option("--na-values", "na_values", type=NaWords(), default=None, metavar="WORDS",
+                     help="CSV only: the comma-separated words that mean a missing value "
+                     "besides empty fields, e.g. '-99' or '.'; '' for empty fields only, so "
+                     "that NA (Namibia), None or null stay text [default: pandas' words: NA, "
+                     "N/A, NULL, None, NaN, ...]."),
     ]
     return _apply(options, f)
 
@@ -445,38 +451,80 @@ class CsvCharacter(click.ParamType):
         return "\t" if text.lower() in ("\\t", "tab") else text
 
 
-def csv_reading(sep: str | None, decimal: str | None, encoding: str | None) -> dict[str, str]:
+class NaWords(click.ParamType):
+    """``--na-values``: comma-separated words read as missing, as a list; ``''``: none.
+
+    ``--na-values 'NA, -99'`` is ``["NA", "-99"]`` (spaces around a word dropped: a field is
+    matched as written, and ``' -99'`` would match none); ``--na-values ''`` is ``[]``, only
+    empty fields are missing values. The words are checked by
+    :func:`geosynth.io.read_points`.
+    """
+
+    name = "WORDS"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> list[str]:
+        """Split ``value`` at commas into its words, empty ones dropped.
+
+        Parameters
+        ----------
+        value : str or list of str
+            ``"NA,-99"`` from the command line, or an already converted list.
+        param : click.Parameter or None
+            The option being converted.
+        ctx : click.Context or None
+            The command's context.
+
+        Returns
+        -------
+        list of str
+            The words in the order given, without repeats; ``[]`` for ``""``.
+        """
+        if isinstance(value, list):
+            return value
+        words = [word.strip() for word in str(value).split(",")]
+        return list(dict.fromkeys(word for word in words if word))
+
+
+def csv_reading(sep: str | None, decimal: str | None, encoding: str | None,
+                na_values: list[str] | None = None) -> dict[str, str | list[str]]:
     """Return the keyword arguments of :func:`geosynth.io.read_points` for the CSV options given.
 
     Parameters
     ----------
     sep, decimal, encoding : str or None
         ``--sep``, ``--decimal`` and ``--encoding`` (None: not given, the reader's default).
+    na_values : list of str, optional
+        ``--na-values`` (:class:`NaWords`; None: not given, pandas' default words).
 
     Returns
     -------
-    dict of str to str
+    dict of str to str or list of str
         The options given, by the reader's parameter names.
     """
-    given = {"sep": sep, "decimal": decimal, "encoding": encoding}
+    given = {"sep": sep, "decimal": decimal, "encoding": encoding, "na_values": na_values}
     return {name: value for name, value in given.items() if value is not None}
 
 
-def csv_words(reading: dict[str, str]) -> list[str]:
+def csv_words(reading: dict[str, str | list[str]]) -> list[str]:
     """Return the command-line words that repeat ``reading`` (of :func:`csv_reading`).
 
     Parameters
     ----------
-    reading : dict of str to str
+    reading : dict of str to str or list of str
         The CSV options given.
 
     Returns
     -------
     list of str
-        E.g. ``["--sep", ";", "--decimal", ","]``; a tab separator as ``tab``.
+        E.g. ``["--sep", ";", "--decimal", ","]``; a tab separator as ``tab``, the words of
+        ``na_values`` joined by commas (``""`` for none).
     """
     words = []
     for name, value in reading.items():
+        if name == "na_values":
+            words += ["--na-values", ",".join(value)]
+            continue
         words += [f"--{name}", "tab" if value == "\t" else value]
     return words
 

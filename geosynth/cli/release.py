@@ -28,7 +28,6 @@ from geosynth.cli.helpers import (
     describe_lattice,
     describe_rhat,
     fit_diagnostics,
-    read_polygons,
     show_progress,
     stop_if_interrupted,
     summary_block,
@@ -140,6 +139,7 @@ def release(
     sep: str | None,
     decimal: str | None,
     encoding: str | None,
+    na_values: list[str] | None,
     attributes: list[str],
     continuous: list[str] | None,
     grid_shape: tuple[int, int] | None,
@@ -185,16 +185,16 @@ def release(
     """Fit the Paiva et al. (2014) model to INPUT and write m synthetic releases.
 
     INPUT is a point file: GeoPackage, GeoParquet, shapefile, GeoJSON, FlatGeobuf, a .zip of one of
-    those, or CSV (with --x, --y and --crs; --sep, --decimal and --encoding for files saved by
-    spreadsheets), in a projected CRS (metres). The lattice is --grid ROWSxCOLS, --cell-size
-    METRES (square cells) or --hex-size METRES (hexagons) over the study bounds -- the bounds of
-    --region if given, else the total bounds of the points -- or --areas FILE, one cell per
-    areal unit (census tracts, districts; give exactly one). Bounds taken from the points depend
-    on the confidential data (the extreme records), so a differentially private release
-    (--epsilon) requires a public --region or public --areas, and --levels-file, the public
-    levels of each attribute. Polygon files may be GeoPackages, zipped shapefiles (.zip),
-    GeoJSON or any format GDAL reads; of a file of several layers, --region-layer,
-    --exclude-layer and --areas-layer name the one to read.
+    those, or CSV (with --x, --y and --crs; --sep, --decimal, --encoding and --na-values for files
+    saved by spreadsheets), in a projected CRS (metres). The lattice is --grid ROWSxCOLS,
+    --cell-size METRES (square cells) or --hex-size METRES (hexagons) over the study bounds -- the
+    bounds of --region if given, else the total bounds of the points -- or --areas FILE, one cell
+    per areal unit (census tracts, districts; give exactly one). Bounds taken from the points depend
+    on the confidential data (the extreme records), so a differentially private release (--epsilon)
+    requires a public --region or public --areas, and --levels-file, the public levels of each
+    attribute. Polygon files may be GeoPackages, zipped shapefiles (.zip), GeoJSON or any format
+    GDAL reads; of a file of several layers, --region-layer, --exclude-layer and --areas-layer name
+    the one to read.
 
     Without --region the lattice bounds are derived from the points after snapping them
     outward to a coarse value, so they still reveal the extent of the points to within about a
@@ -267,7 +267,7 @@ def release(
         # Under DP nothing that depends on the records' values is refused (prepare drops them).
         points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer,
                                 check_values=epsilon is None,
-                                **csv_reading(sep, decimal, encoding))
+                                **csv_reading(sep, decimal, encoding, na_values))
         if len(points) == 0 and epsilon is None:
             raise InputError(f"{name} has no records (only a header or an empty layer); there "
                              "is nothing to release")
@@ -275,9 +275,9 @@ def release(
                                      "--outcome": outcome})
         check_projected(points, name)
         region = (None if region_path is None else
-                  read_polygons(region_path, "--region", region_layer))
+                  io.read_polygons(region_path, region_layer, option="--region"))
         exclude = (None if exclude_path is None else
-                   read_polygons(exclude_path, "--exclude", exclude_layer))
+                   io.read_polygons(exclude_path, exclude_layer, option="--exclude"))
         grid = build_grid(points, lattice, region, exclude)
         counts, dropped = _prepare(points, grid, attributes, continuous, drop_outside,
                                    allow_identifying, levels, report_path is not None)

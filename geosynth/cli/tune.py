@@ -22,7 +22,6 @@ from geosynth.cli.helpers import (
     check_outputs,
     check_projected,
     derive_seeds,
-    read_polygons,
     save_figure,
     show_progress,
     write_text,
@@ -164,6 +163,7 @@ def tune(
     sep: str | None,
     decimal: str | None,
     encoding: str | None,
+    na_values: list[str] | None,
     attributes: list[str],
     cell_sizes: list[float] | None,
     grid_shapes: list[tuple[int, int]] | None,
@@ -270,15 +270,15 @@ def tune(
     with RunOutputs(overwrite) as outputs:
         for option, path in given.items():
             outputs.check_folder(option, path)
-        reading = csv_reading(sep, decimal, encoding)
+        reading = csv_reading(sep, decimal, encoding, na_values)
         points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer,
                                 **reading)
         _check_points(points, Path(input_path).name, attributes, continuous, outcome)
         utility = _utility_with_outcome(ctx, utility, points, attributes, outcome, m)
         region = (None if region_path is None else
-                  read_polygons(region_path, "--region", region_layer))
+                  io.read_polygons(region_path, region_layer, option="--region"))
         exclude = (None if exclude_path is None else
-                   read_polygons(exclude_path, "--exclude", exclude_layer))
+                   io.read_polygons(exclude_path, exclude_layer, option="--exclude"))
         candidates = (lattices
                       + [geosynth.Candidate(grid=build_grid(points, LatticeChoice(
                           areas_path=path, areas_layer=layer, link_islands=link_islands,

@@ -1,7 +1,10 @@
-"""Files in and out: confidential points, GeoPackage releases and intensity GeoTIFFs.
+"""Files in and out: confidential points, public polygons, GeoPackage releases and GeoTIFFs.
 
 * :func:`read_points` -- the confidential records from a GeoPackage, GeoParquet, shapefile or
   CSV file, as a point GeoDataFrame.
+* :func:`read_polygons` -- a public polygon layer (a study region, excluded areas, areal units)
+  of a GeoPackage, shapefile, GeoJSON, zip... file, checked as the lattice checks polygons: the
+  reader of the command line's ``--region``, ``--exclude`` and ``--areas`` too.
 * :func:`write_release` / :func:`read_release` -- a release as one GeoPackage: layers
   ``synthetic_1`` .. ``synthetic_m`` (the synthetic records), ``grid`` (the lattice cells,
   optionally with the posterior mean intensity) and ``metadata`` (a non-spatial ``key, value``
@@ -17,7 +20,7 @@
 * :func:`read_bounded` -- a small regular file read whole (no pipe, device or huge file).
 * :func:`existing_file` -- a path checked to name an existing regular file.
 * :func:`vector_source` / :func:`choose_layer` / :func:`check_shapefile_complete` -- what
-  :func:`read_points` and the command line's polygon reader share: the one dataset (or one
+  :func:`read_points` and :func:`read_polygons` share: the one dataset (or one
   folder of shapefiles) of a ``.zip`` archive, the layer to read of a file of several (the one
   given, else the only one of the geometry wanted, else a refusal naming every layer; messages
   name the layer option by a :class:`LayerOption`), and a shapefile checked complete.
@@ -48,6 +51,7 @@ from geosynth.io._vector import (
     vector_source,
 )
 from geosynth.io.points import read_points
+from geosynth.io.polygons import read_polygons
 from geosynth.io.raster import write_intensity_geotiff
 from geosynth.io.release import (
     COMPLETE_KEY,
@@ -69,6 +73,7 @@ from geosynth.io.release import (
 __all__ = [
     "ReleaseFile",
     "read_points",
+    "read_polygons",
     "write_release",
     "read_release",
     "verify_audit",

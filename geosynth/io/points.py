@@ -3,8 +3,8 @@
 GeoPackage, GeoParquet, shapefile, GeoJSON, FlatGeobuf, zip and CSV files are read: vector
 files through pyogrio (GDAL), the one dataset (or one folder of shapefiles) of a ``.zip``
 archive through GDAL's ``/vsizip/`` without unpacking it (:mod:`geosynth.io._vector`, shared
-with the command line's polygon reader), CSV files through pandas with their separator, decimal
-mark and encoding as options.
+with :func:`geosynth.io.read_polygons`), CSV files through pandas with their separator, decimal
+mark, encoding and missing-value words as options.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -69,7 +70,9 @@ _FORMATS = {
 #: How messages name the layer option of read_points.
 _LAYER = LayerOption("--layer", "layer")
 #: The CSV options and their defaults (given for another format they are refused).
-_CSV_DEFAULTS = {"sep": ",", "decimal": ".", "encoding": "utf-8"}
+_CSV_DEFAULTS = {"sep": ",", "decimal": ".", "encoding": "utf-8", "na_values": None}
+#: How many of the missing-value words read in a text column a warning names.
+_WORDS_SHOWN = 3
 #: A number written with a leading zero ("01", "-007", "0450"): a code, kept as text. The
 #: spaces are those pandas skips before a number, spelt out: with ``\s`` pandas matched in
 #: Python, value by value (7 s for 10⁶ rows of 4 numeric columns), not in pyarrow.
@@ -86,6 +89,7 @@ def read_points(
     sep: str = ",",
     decimal: str = ".",
     encoding: str = "utf-8",
+    na_values: Sequence[str] | None = None,
     check_values: bool = True,
 ) -> gpd.GeoDataFrame:
     r"""Read confidential point records from a point file (GeoPackage, CSV, GeoJSON, ...).
@@ -128,6 +132,15 @@ def read_points(
         CSV only: the text encoding of the file, any codec Python knows (``"cp1252"``,
         ``"latin-1"``, ``"utf-16"``...). With UTF-8 a byte-order mark at the start of the file
         is skipped.
+    na_values : list or tuple of str, optional
+        CSV only: the words that mean a missing value, besides empty fields, which always do;
+        each matches a whole field as written (``"n/a"`` is not ``"N/A"``), in every column.
+        None (the default): pandas' default words (listed under Returns). ``[]``: only empty
+        fields, so that ``NA`` (Namibia's country code), ``None`` or ``null`` stay text;
+        ``["-99"]`` or ``["."]`` for files that write a missing value so (a word that is a
+        number also matches that number written otherwise, ``-99.0``, as pandas matches; a
+        number column holding a word not listed is read as text). A bare str is refused: pass
+        a list, e.g. ``["NA"]``.
     check_values : bool, default True
         False for a differentially private release (CLI ``--epsilon``): refuse nothing that
         depends on the records' values, since that refusal would itself disclose them. A file
@@ -149,11 +162,12 @@ def read_points(
         written with a leading zero (``"01"``, ``"007"``, ``"-01"``, ``"0450"``: postal,
         district or ICD codes) is kept as text, every value as written, so that ``"01"`` and
         ``"1"`` stay two levels and no zero is lost (``"0"``, ``"0.5"``, or ``"0,5"`` with
-        ``decimal=","``, are numbers). Missing values are the empty fields and pandas'
-        default missing-value words, in every column: ``NA``, ``N/A``, ``n/a``, ``NaN``,
-        ``nan``, ``-NaN``, ``-nan``, ``NULL``, ``null``, ``None``, ``<NA>``, ``#N/A``,
-        ``#N/A N/A``, ``#NA``, ``1.#IND``, ``-1.#IND``, ``1.#QNAN``, ``-1.#QNAN`` (so a
-        country code ``NA``, Namibia, is read as missing).
+        ``decimal=","``, are numbers). Missing values are the empty fields and, with
+        ``na_values=None``, pandas' default missing-value words, in every column: ``NA``,
+        ``N/A``, ``n/a``, ``NaN``, ``nan``, ``-NaN``, ``-nan``, ``NULL``, ``null``, ``None``,
+        ``<NA>``, ``#N/A``, ``#N/A N/A``, ``#NA``, ``1.#IND``, ``-1.#IND``, ``1.#QNAN``,
+        ``-1.#QNAN`` (so a country code ``NA``, Namibia, is read as missing, with a warning);
+        with ``na_values`` given, only the empty fields and its words.
 
     Warns
     -----
@@ -161,30 +175,33 @@ def read_points(
         A file of several layers was read at its only point layer, no ``layer`` given; or GDAL
         warned while reading the file (e.g. a malformed coordinate): its warnings, which may
         quote a record's values, are replaced by one that quotes none (and, with
-        ``check_values=False``, does not count them).
+        ``check_values=False``, does not count them); or, with ``na_values=None``, some
+        values of a CSV text column (or of a column left with no value) were pandas' default
+        missing-value words, read as missing: one warning per column names it, the words and
+        their number, and the fix ``na_values=[]`` (with ``check_values=False`` only the
+        column and the fix: the words and their number depend on the records).
 
     Raises
     ------
     geosynth.errors.InputError
         The file does not exist or cannot be read, a ``.gpkg`` file is not a GeoPackage or is
         damaged, a shapefile is truncated or lacks its ``.dbf``, a ``.zip`` file is not a zip
-        archive or holds no dataset or several (other than shapefiles of one folder), a CSV
-        file is not text in ``encoding`` or a GeoPackage or shapefile holds text that is not in
-        the encoding it declares (e.g. a ``.cpg`` saying UTF-8 over a CP1252 ``.dbf``), the
-        extension is not one of the above, the file has no records (e.g. a CSV file with only
-        its header), a CSV file has two columns of the same name or records with more fields
-        than its header line names, a CSV is read without ``x``, ``y`` and ``crs``, an
-        ``x``/``y`` column is missing or holds non-numeric, missing or infinite values,
-        ``x``/``y``/``sep``/``decimal``/``encoding`` are given for a format they do not apply
-        to, ``layer`` for a format of one layer, ``sep`` or ``decimal`` is not one character
-        (or is a digit, a quote or a line break) or both are the same, ``encoding`` is not a
-        text encoding Python knows, the layer is missing or ambiguous (the message names every
-        layer with its geometry type), or a geometry is not a Point. No message quotes a
-        record's values: an ``x``/``y`` column is named, its bad rows counted, and a CSV header
-        line that looks like a record (a file without header) is not repeated. A file whose
-        attribute column is named ``geometry`` besides its geometry column, or (a shapefile)
-        that names two fields alike, is refused: the reader would drop or overwrite that
-        column's values.
+        archive or holds no dataset or several (other than shapefiles of one folder), a CSV file is
+        not text in ``encoding`` or a GeoPackage or shapefile holds text that is not in the encoding
+        it declares (e.g. a ``.cpg`` saying UTF-8 over a CP1252 ``.dbf``), the extension is not one
+        of the above, the file has no records (e.g. a CSV file with only its header), a CSV file has
+        two columns of the same name or records with more fields than its header line names, a CSV
+        is read without ``x``, ``y`` and ``crs``, an ``x``/``y`` column is missing or holds
+        non-numeric, missing or infinite values,
+        ``x``/``y``/``sep``/``decimal``/``encoding``/``na_values`` are given for a format they do
+        not apply to, ``layer`` for a format of one layer, ``sep`` or ``decimal`` is not one
+        character (or is a digit, a quote or a line break) or both are the same, ``encoding`` is not
+        a text encoding Python knows, the layer is missing or ambiguous (the message names every
+        layer with its geometry type), or a geometry is not a Point. No message quotes a record's
+        values: an ``x``/``y`` column is named, its bad rows counted, and a CSV header line that
+        looks like a record (a file without header) is not repeated. A file whose attribute column
+        is named ``geometry`` besides its geometry column, or (a shapefile) that names two fields
+        alike, is refused: the reader would drop or overwrite that column's values.
     geosynth.errors.CRSError
         ``crs`` is not a valid CRS or contradicts the file's CRS; the points lie far outside
         the area of use of their projected CRS, or beyond the range of degrees of their
@@ -193,18 +210,22 @@ def read_points(
         A GeoParquet file is read without the optional package ``pyarrow``.
     TypeError
         ``x``, ``y`` or ``layer`` is not a str (or None), ``sep``, ``decimal`` or ``encoding``
-        is not a str, or ``check_values`` is not a bool.
+        is not a str, ``na_values`` is not None or a list or tuple of str (a bare str is
+        refused too: is ``"NA,n/a"`` one word or two?), or ``check_values`` is not a bool (a
+        :class:`geosynth.errors.InputTypeError`).
 
     Examples
     --------
     >>> points = read_points("listings.csv", x="lon", y="lat", crs="EPSG:4326")  # doctest: +SKIP
     >>> points = read_points("casos.csv", x="x", y="y", crs="EPSG:31983", sep=";",
     ...                      decimal=",", encoding="cp1252")  # doctest: +SKIP
+    >>> countries = read_points("visits.csv", x="x", y="y", crs="EPSG:3857",
+    ...                         na_values=[])  # doctest: +SKIP
     """
     for name, value in (("x", x), ("y", y), ("layer", layer)):
         check_optional_str(value, name)
     check_values = check_bool(check_values, "check_values")
-    options = _csv_options(sep, decimal, encoding)
+    options = _csv_options(sep, decimal, encoding, na_values)
     source = existing_file(path)
     dataset = _dataset(source)
     kind = _FORMATS[dataset.suffix]
@@ -249,13 +270,16 @@ class _CsvOptions(NamedTuple):
     sep: str
     decimal: str
     encoding: str
+    #: The words read as missing besides empty fields; None: pandas' default words.
+    na_values: tuple[str, ...] | None = None
 
 
-def _csv_options(sep: Any, decimal: Any, encoding: Any) -> _CsvOptions:
-    """Check ``sep``, ``decimal`` and ``encoding`` (types, then values), naming the fix."""
+def _csv_options(sep: Any, decimal: Any, encoding: Any, na_values: Any = None) -> _CsvOptions:
+    """Check ``sep``, ``decimal``, ``encoding`` and ``na_values`` (types, then values)."""
     for name, value in (("sep", sep), ("decimal", decimal), ("encoding", encoding)):
         if not isinstance(value, str):
             raise InputTypeError(f"{name} must be a str, got {describe_value(value)}")
+    words = _na_words(na_values)
     for name, value in (("sep", sep), ("decimal", decimal)):
         _check_csv_character(name, value)
     if sep == decimal:
@@ -271,7 +295,41 @@ def _csv_options(sep: Any, decimal: Any, encoding: Any) -> _CsvOptions:
         raise InputError(f"encoding={printable(encoding)!r} is not a text encoding Python "
                          "knows; pass the file's encoding, e.g. 'utf-8', 'cp1252' or "
                          "'latin-1' (CLI: --encoding)") from None
-    return _CsvOptions(sep, decimal, encoding)
+    return _CsvOptions(sep, decimal, encoding, words)
+
+
+def _na_words(na_values: Any) -> tuple[str, ...] | None:
+    """Check ``na_values``: None, or a list or tuple of str (returned as a tuple, no repeats).
+
+    A bare str is refused: pandas takes ``"NA"`` as one word, but ``"NA,n/a"`` (the command
+    line's spelling) would then be one word too, matching nothing.
+    """
+    if na_values is None:
+        return None
+    if isinstance(na_values, str):
+        example = [word.strip() for word in na_values.split(",") if word.strip()]
+        fix = (f"pass a list, e.g. na_values={repr([printable(w) for w in example])[:80]} "
+               "(na_values=[]: only empty fields)" if example else
+               "pass a list: na_values=[] for only empty fields")
+        raise InputTypeError(
+            f"na_values must be a list or tuple of str, got {describe_value(na_values)}: a "
+            f"bare str is ambiguous (one word, or several?); {fix}"
+        )
+    if not isinstance(na_values, (list, tuple)):
+        raise InputTypeError(
+            f"na_values must be a list or tuple of str (or None), got "
+            f"{describe_value(na_values)}; pass e.g. na_values=['NA', '-99'], or na_values=[] "
+            "to read only empty fields as missing"
+        )
+    for index, word in enumerate(na_values):
+        if not isinstance(word, str):
+            written = (str(word) if isinstance(word, (int, float)) and not isinstance(
+                word, bool) else "NA")
+            raise InputTypeError(
+                f"na_values[{index}] must be a str, the word as written in the file, got "
+                f"{describe_value(word)}; pass e.g. na_values=[{printable(written)[:40]!r}]"
+            )
+    return tuple(dict.fromkeys(na_values))
 
 
 def _check_csv_character(name: str, value: str) -> None:
@@ -306,17 +364,25 @@ def _refuse_options_of_other_formats(what: str, layered: bool, kind: str, layer:
     given = [name for name, default in _CSV_DEFAULTS.items()
              if _normal(name, getattr(options, name)) != _normal(name, default)]
     if given and kind != "CSV":
-        shown = ", ".join(f"{name}={printable(getattr(options, name))!r}" for name in given)
+        shown = ", ".join(f"{name}={_shown_option(name, getattr(options, name))}"
+                          for name in given)
         raise InputError(
             f"{shown} appl{'ies' if len(given) == 1 else 'y'} to CSV files only, but {what}; "
             f"omit {', '.join(given)} (CLI: "
-            f"{', '.join('--' + name for name in given)})"
+            f"{', '.join('--' + name.replace('_', '-') for name in given)})"
         )
 
 
-def _normal(name: str, value: str) -> str:
+def _normal(name: str, value: Any) -> Any:
     """Return an encoding by its codec's name ('UTF8' is 'utf-8'), other options as given."""
     return codecs.lookup(value).name if name == "encoding" else value
+
+
+def _shown_option(name: str, value: Any) -> str:
+    """Show a CSV option's value for a message: ``';'``, or ``['NA', '-99']`` for na_values."""
+    if name == "na_values":
+        return repr([printable(word) for word in value])
+    return repr(printable(value))
 
 
 def _dataset(source: Path) -> VectorSource:
@@ -439,8 +505,11 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any, options: _Cs
             f"y={y!r}; the points built from x and y would replace it: rename the column (or, "
             "if it holds the geometry as text, convert the file to a GeoPackage)"
         )
+    attributes = _keep_codes_as_text(source, attributes, options)
+    if options.na_values is None:
+        _warn_missing_words(source, frame, attributes, options, check_values)
     return gpd.GeoDataFrame(
-        _keep_codes_as_text(source, attributes, options),
+        attributes,
         geometry=gpd.points_from_xy(coordinates["x"], coordinates["y"]),
         crs=crs_obj,
     )
@@ -453,7 +522,7 @@ def _load_csv(source: Path, options: _CsvOptions, check_values: bool = True) -> 
     # The whole column's type from all its values: in chunks (low_memory) a column of
     # codes with a letter past the first chunk came back as ints, then strings ('7' and 7).
     frame = _read_csv_text(source, options, check_values=check_values,
-                           decimal=options.decimal, low_memory=False)
+                           decimal=options.decimal, low_memory=False, **_na_arguments(options))
     _check_csv_layout(source, header.iloc[0].tolist() if len(header) else [], frame, options)
     return frame
 
@@ -520,7 +589,8 @@ def _keep_codes_as_text(source: Path, attributes: pd.DataFrame,
                and not pd.api.types.is_bool_dtype(attributes[column].dtype)]
     if not numeric:
         return attributes
-    text = _read_csv_text(source, options, usecols=numeric, dtype=str, low_memory=False)
+    text = _read_csv_text(source, options, usecols=numeric, dtype=str, low_memory=False,
+                          **_na_arguments(options))
     codes = [column for column in numeric
              if text[column].str.contains(_LEADING_ZERO, regex=True, na=False).any()]
     if not codes:
@@ -529,6 +599,67 @@ def _keep_codes_as_text(source: Path, attributes: pd.DataFrame,
     for column in codes:
         attributes[column] = text[column].to_numpy()
     return attributes
+
+
+def _na_arguments(options: _CsvOptions) -> dict[str, Any]:
+    """``pd.read_csv``'s missing-value arguments for ``options.na_values`` (None: pandas' own)."""
+    if options.na_values is None:
+        return {}
+    # Without keep_default_na, pandas reads no field as missing unless told: "" is the empty one.
+    return {"keep_default_na": False, "na_values": ["", *options.na_values]}
+
+
+def _warn_missing_words(source: Path, frame: pd.DataFrame, attributes: pd.DataFrame,
+                        options: _CsvOptions, check_values: bool) -> None:
+    """Warn, one warning per column, of text read as missing as pandas' default NA words.
+
+    ``NA`` (Namibia), ``None`` or ``null`` in a text column became missing values without a
+    word, then ``prepare`` refused them as NaN in a file that holds none. Text columns (and
+    columns left without any value) holding missing values are read again as written; numeric
+    columns are not judged: there ``NA`` is a missing number. ``frame`` is the file as read
+    (its columns in file order), ``attributes`` its attribute columns as returned. With
+    ``check_values=False`` (a DP release) the warning names only the column and the fix: the
+    words and their number depend on the records.
+    """
+    judged = [column for column in attributes.columns
+              if _is_text_or_empty(attributes[column]) and attributes[column].isna().any()]
+    if not judged:
+        return
+    positions = sorted(frame.columns.get_loc(column) for column in judged)
+    raw = _read_csv_text(source, options, check_values=check_values, usecols=positions,
+                         dtype=str, na_filter=False, low_memory=False)
+    if len(raw) != len(attributes) or raw.shape[1] != len(positions):
+        return  # not read alike (cannot happen with the same options): nothing to compare
+    name = printable(source.name)
+    for index, position in enumerate(positions):
+        column = frame.columns[position]
+        written = raw.iloc[:, index].to_numpy(dtype=object)
+        words = written[attributes[column].isna().to_numpy() & (written != "")]
+        if len(words) == 0:
+            continue
+        shown = f"column {printable(column)!r} of {name}"
+        if check_values:
+            counts = pd.Series(words, dtype=object).value_counts()
+            listed = ", ".join(repr(printable(word)) for word in counts.index[:_WORDS_SHOWN])
+            if len(counts) > _WORDS_SHOWN:
+                listed += f" and {len(counts) - _WORDS_SHOWN} other word(s)"
+            found = (f"{shown}: {len(words)} value(s) written {listed} (pandas' default "
+                     "missing-value words) were read as missing")
+        else:
+            found = (f"{shown}: values written as pandas' default missing-value words (NA, "
+                     "None, null, ...) were read as missing (which and how many not shown when "
+                     "values are not checked)")
+        warnings.warn(f"{found}; if they are text (e.g. NA, the country code of Namibia), "
+                      "pass na_values=[] to keep them as text, or list in na_values only the "
+                      "words that mean missing (CLI: --na-values)", DataWarning, stacklevel=4)
+
+
+def _is_text_or_empty(values: pd.Series) -> bool:
+    """Whether a column read from CSV holds text (not True/False), or no value at all."""
+    if values.isna().all():
+        return True
+    return pd.api.types.is_string_dtype(values.dtype) and pd.api.types.infer_dtype(
+        values, skipna=True) == "string"
 
 
 def _check_csv_layout(source: Path, names: list, frame: pd.DataFrame,

@@ -1,5 +1,5 @@
-"""CLI options of how the points are read and released: --sep/--decimal/--encoding, --limit,
---weights."""
+"""CLI options of how the points are read and released: --sep/--decimal/--encoding/--na-values,
+--limit, --weights."""
 
 import math
 
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from geosynth import io
-from geosynth.cli.options import csv_reading
+from geosynth.cli.options import NaWords, csv_reading
 from geosynth.cli.tune import release_command
 from geosynth.datasets import paiva_scenario
 from tests.cli.helpers import FAST, assert_refused, run
@@ -83,6 +83,72 @@ def test_tune_repeats_the_csv_options_in_the_release_command():
                               reading=reading)
     assert "--sep tab --decimal , --encoding cp1252" in command
     assert csv_reading(None, None, None) == {}
+
+
+# ---------------------------------------------------------------------- --na-values
+
+
+def test_na_values_are_split_at_commas_and_empty_is_none():
+    words = NaWords()
+    assert words.convert("NA, -99,,NA", None, None) == ["NA", "-99"]
+    assert words.convert(".", None, None) == ["."]
+    assert words.convert("", None, None) == []
+    assert words.convert(["n/a"], None, None) == ["n/a"]
+    assert csv_reading(None, None, None, []) == {"na_values": []}
+    assert csv_reading(None, None, None, None) == {}
+
+
+@pytest.mark.parametrize(("na_values", "repeated"), [
+    (["NA", "-99"], "--na-values NA,-99 --attributes"),
+    ([], "--na-values '' --attributes"),
+])
+def test_tune_repeats_na_values_in_the_release_command(na_values, repeated):
+    class Candidate:
+        cell_size, hex_size, grid, shape, beta_prior, epsilon = None, None, None, (4, 4), None, None
+
+    reading = csv_reading(";", None, None, na_values)
+    command = release_command("casos.csv", ["y"], Candidate(), x="e", y="n", crs="EPSG:31983",
+                              reading=reading)
+    assert f"--sep ';' {repeated}" in command
+
+
+@pytest.fixture(scope="module")
+def namibia_csv(tmp_path_factory):
+    """The scenario with a country column of ISO codes: NA is Namibia."""
+    data = SCENARIO.data
+    table = data.drop(columns="geometry").assign(
+        east=data.geometry.x, north=data.geometry.y,
+        country=np.where(data.y == 1, "NA", "ZA"))
+    path = tmp_path_factory.mktemp("csv") / "visits.csv"
+    table.to_csv(path, index=False)
+    return path
+
+
+def test_na_values_empty_keeps_namibia_and_the_warning_names_it(namibia_csv, tmp_path):
+    common = ["--x", "east", "--y", "north", "--crs", SCENARIO.crs, "--attributes", "country",
+              "--grid", "3x3", "--seed", 1, *FAST]
+    refused = run("release", namibia_csv, *common, "--out", tmp_path / "r.gpkg")
+    assert refused.exit_code != 0
+    assert ("Warning: column 'country' of visits.csv: "
+            f"{int((SCENARIO.data.y == 1).sum())} value(s) written 'NA'") in refused.output
+    assert "pass --na-values '' to keep them as text" in refused.output
+    assert "na_values" not in refused.output
+    out = tmp_path / "release.gpkg"
+    result = run("release", namibia_csv, *common, "--na-values", "", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "Warning: column 'country'" not in result.output
+    assert set(_release_points(out)["country"]) == {"NA", "ZA"}
+
+
+def test_na_values_for_a_geopackage_are_refused_naming_the_option(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], "--na-values", "", "--attributes", "y", "--grid",
+                 "3x3", *FAST, "--out", tmp_path / "r.gpkg")
+    assert_refused(result, "--na-values '' applies to CSV files only", "omit --na-values")
+
+
+@pytest.mark.parametrize("command", ["release", "tune", "evaluate"])
+def test_every_command_reading_csv_takes_na_values(command):
+    assert "--na-values WORDS" in run(command, "--help").output
 
 
 @pytest.fixture(scope="module")

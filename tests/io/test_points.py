@@ -36,7 +36,7 @@ def test_read_points_geopackage_layers(tmp_path, points):
 
 
 def test_read_points_geopackage_picks_the_only_point_layer(tmp_path, points):
-    # It was picked silently (the CLI's polygon reader said so on stderr): now both say so.
+    # It was picked silently (read_polygons said so): now both say so.
     path = tmp_path / "points.gpkg"
     points.to_file(path, layer="records", engine="pyogrio")
     region = gpd.GeoDataFrame(geometry=[shapely.box(XMIN, YMIN, XMAX, YMAX)], crs=CRS)
@@ -974,13 +974,18 @@ def test_csv_options_are_checked_naming_them(tmp_path, kwargs, error, match):
                    r"omit sep \(CLI: --sep\)$"),
     ({"sep": ";", "encoding": "cp1252"}, r"sep=';', encoding='cp1252' apply to CSV files "
                                          r"only.*omit sep, encoding \(CLI: --sep, --encoding\)"),
+    ({"na_values": []}, r"^na_values=\[\] applies to CSV files only, but points.gpkg is a "
+                        r"GeoPackage file; omit na_values \(CLI: --na-values\)$"),
+    ({"sep": ";", "na_values": ("NA",)}, r"sep=';', na_values=\['NA'\] apply to CSV files "
+                                         r"only.*\(CLI: --sep, --na-values\)$"),
 ])
 def test_csv_options_for_another_format_are_refused(tmp_path, points, kwargs, shown):
     path = tmp_path / "points.gpkg"
     points.to_file(path, layer="records", engine="pyogrio")
     with pytest.raises(InputError, match=shown):
         read_points(path, **kwargs)
-    assert_same_points(read_points(path, sep=",", decimal=".", encoding="UTF8"), points)
+    assert_same_points(read_points(path, sep=",", decimal=".", encoding="UTF8",
+                                   na_values=None), points)
 
 
 def test_a_csv_not_in_the_given_encoding_names_it_without_quoting_bytes(tmp_path):
@@ -1011,6 +1016,115 @@ def test_a_utf8_byte_order_mark_is_skipped_or_named(tmp_path):
     assert got.geometry.x.tolist() == [1.5] and got["z"].tolist() == ["café"]
 
 
+# ---------------------------------------------------------------- CSV: missing-value words
+
+
+def _namibia_csv(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("x,y,country,age\n0.5,0.5,NA,30\n1.5,0.5,DE,40\n")
+    return path
+
+
+def _no_data_warning(path, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        return read_points(path, x="x", y="y", crs="EPSG:3857", **kwargs)
+
+
+def test_namibia_stays_na_with_na_values_empty_and_is_warned_of_by_default(tmp_path):
+    # pandas read the country code NA (Namibia) as missing without a word: prepare then
+    # refused the column for a NaN the file does not hold.
+    path = _namibia_csv(tmp_path)
+    with pytest.warns(DataWarning, match=r"^column 'country' of points.csv: 1 value\(s\) "
+                      r"written 'NA' \(pandas' default missing-value words\) were read as "
+                      r"missing; .*pass na_values=\[\] to keep them as text") as caught:
+        got = read_points(path, x="x", y="y", crs="EPSG:3857")
+    assert len(caught) == 1
+    assert got["country"].isna().tolist() == [True, False]
+    kept = _no_data_warning(path, na_values=[])
+    assert kept["country"].tolist() == ["NA", "DE"] and kept["age"].tolist() == [30, 40]
+    assert _no_data_warning(path, na_values=())["country"].tolist() == ["NA", "DE"]
+
+
+def test_missing_words_are_warned_of_per_text_column_never_quoted_under_dp(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("x,y,country,age,flag,note\n"
+                    "0.5,0.5,NA,NA,True,\n"
+                    "1.5,0.5,None,40,NA,ok\n"
+                    "2.5,0.5,null,,False,\n"
+                    "3.5,0.5,n/a,1,True,NULL\n"
+                    "4.5,0.5,None,1,True,ok\n")
+    with pytest.warns(DataWarning) as caught:
+        got = read_points(path, x="x", y="y", crs="EPSG:3857")
+    messages = [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
+    # One warning per text column; none for the numbers (NA is a missing age) or True/False.
+    assert len(messages) == 2
+    country, note = messages
+    assert country.startswith("column 'country' of points.csv: 5 value(s) written 'None', ")
+    assert "and 1 other word(s)" in country
+    assert note.startswith("column 'note' of points.csv: 1 value(s) written 'NULL' (")
+    assert got["age"].isna().tolist() == [True, False, True, False, False]
+    assert got["note"].isna().sum() == 3  # two empty fields (no warning) and NULL
+    with pytest.warns(DataWarning) as caught:
+        read_points(path, x="x", y="y", crs="EPSG:3857", check_values=False)
+    messages = [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
+    assert len(messages) == 2
+    for message, column in zip(messages, ("country", "note"), strict=True):
+        assert message.startswith(f"column {column!r} of points.csv: values written as pandas'")
+        assert "na_values=[]" in message
+        # No count and no word of the records (the list 'NA, None, null, ...' is pandas').
+        assert not any(char.isdigit() for char in message)
+        assert "NULL" not in message and "n/a" not in message and "written 'N" not in message
+
+
+def test_a_column_of_missing_words_only_is_warned_of(tmp_path):
+    # Every record from Namibia: pandas read a column of numbers that are all missing.
+    path = tmp_path / "points.csv"
+    path.write_text("x,y,country\n0.5,0.5,NA\n1.5,0.5,NA\n")
+    with pytest.warns(DataWarning, match=r"column 'country' of points.csv: 2 value\(s\) "
+                      r"written 'NA' "):
+        read_points(path, x="x", y="y", crs="EPSG:3857")
+    assert _no_data_warning(path, na_values=[])["country"].tolist() == ["NA", "NA"]
+
+
+def test_na_values_lists_the_only_missing_words(tmp_path):
+    # Natural Earth writes a missing ISO code as -99; SAS and Stata exports write ".".
+    path = tmp_path / "points.csv"
+    path.write_text("x,y,country,age,code\n"
+                    "0.5,0.5,-99,.,01\n"
+                    "1.5,0.5,NA,40,-99\n"
+                    "2.5,0.5,.,,02\n"
+                    "3.5,0.5,DE,50,\n")
+    got = _no_data_warning(path, na_values=["-99", "."])
+    assert got["country"].tolist()[1::2] == ["NA", "DE"]
+    assert got["country"].isna().tolist() == [True, False, True, False]
+    assert got["age"].dtype == np.float64 and got["age"].isna().tolist() == [True, False, True,
+                                                                              False]
+    # Codes with leading zeros are read again as text with the same missing words.
+    assert got["code"].tolist()[0::2] == ["01", "02"]
+    assert got["code"].isna().tolist() == [False, True, False, True]
+    only = _no_data_warning(path, na_values=["."])
+    assert only["country"].tolist()[:2] == ["-99", "NA"]
+
+
+@pytest.mark.parametrize(("na_values", "match"), [
+    ("NA", r"^na_values must be a list or tuple of str, got str 'NA': a bare str is ambiguous "
+           r".*pass a list, e.g. na_values=\['NA'\]"),
+    ("NA, n/a", r"^na_values must be a list or tuple of str.*e.g. na_values=\['NA', 'n/a'\]"),
+    ("", r"^na_values must be a list or tuple of str, got str '': .*na_values=\[\] for only "
+         r"empty fields$"),
+    ({"NA"}, r"^na_values must be a list or tuple of str \(or None\), got set of length 1"),
+    (pd.Series(["NA"]), r"^na_values must be a list or tuple of str \(or None\), got Series"),
+    (["NA", -99], r"^na_values\[1\] must be a str, the word as written in the file, got int "
+                  r"-99; pass e.g. na_values=\['-99'\]$"),
+    ([None], r"^na_values\[0\] must be a str.*got NoneType None"),
+])
+def test_na_values_of_another_type_are_refused_naming_the_fix(tmp_path, na_values, match):
+    path = _namibia_csv(tmp_path)
+    with pytest.raises(InputTypeError, match=match):
+        read_points(path, x="x", y="y", crs="EPSG:3857", na_values=na_values)
+
+
 # ---------------------------------------------------------------- CSV: codes with leading zeros
 
 
@@ -1022,7 +1136,9 @@ def test_csv_codes_with_leading_zeros_are_kept_as_text(tmp_path):
                     "1,2,01,01310100,-01,0,0.5,007\n"
                     "3,4,1,04538133,2,10,1.25,\n"
                     "5,6,0450,20040002,3,-3,0,NA\n")
-    got = read_points(path, x="east", y="north", crs="EPSG:4326")
+    with pytest.warns(DataWarning, match=r"column 'missing' of points.csv: 1 value\(s\) written "
+                      r"'NA'"):  # a column of codes is text: NA may be one
+        got = read_points(path, x="east", y="north", crs="EPSG:4326")
     assert got["district"].tolist() == ["01", "1", "0450"]
     assert got["district"].nunique() == 3
     assert got["cep"].tolist() == ["01310100", "04538133", "20040002"]

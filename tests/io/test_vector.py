@@ -1,12 +1,14 @@
-"""Zip archives and layers, one rule for read_points and the CLI's polygon reader (io._vector).
+"""Zip archives and layers, one rule for read_points and read_polygons (io._vector).
 
 read_points read the one dataset of a zip and refused a zipped folder of several shapefiles
 (its layers, which the polygon reader read); it chose a layer of a GeoPackage only, silently,
 even beside a layer of unknown geometry type (which the polygon reader refused).
 """
 
+import struct
 import warnings
 import zipfile
+import zlib
 
 import geopandas as gpd
 import numpy as np
@@ -14,7 +16,14 @@ import pytest
 import shapely
 
 from geosynth.errors import DataWarning, InputError
-from geosynth.io import LayerOption, choose_layer, read_points, vector_source
+from geosynth.io import (
+    LayerOption,
+    _vector,
+    choose_layer,
+    read_points,
+    read_polygons,
+    vector_source,
+)
 from tests.io.helpers import CRS, XMAX, XMIN, YMAX, YMIN, assert_same_points
 
 LAYER = LayerOption("--layer", "layer")
@@ -136,6 +145,23 @@ def test_choose_layer_names_the_option_as_asked():
         choose_layer(layers, "--areas f.gpkg", "polygon", LayerOption("--areas-layer"), "x")
 
 
+def test_a_layer_parameter_without_a_command_line_option_is_named_alone():
+    # read_polygons serves Python callers; the command line passes its own option to it, so
+    # its Python messages have no "(CLI: ...)" note to name (there are three layer options).
+    python = LayerOption(None, "layer")
+    assert python.given("x") == "layer='x'"
+    assert python.advice() == "pass layer="
+    layers = np.array([["a", "Polygon"], ["b", "Polygon"]], dtype=object)
+    with pytest.raises(InputError, match=r"^f.gpkg has 2 layers: 'a' \(Polygon\), 'b' "
+                       r"\(Polygon\); 2 of them of polygons: pass layer= to choose the one to "
+                       r"read$"):
+        choose_layer(layers, "f.gpkg", "polygon", python)
+    assert choose_layer(layers[:1].tolist() + [["t", "LineString"]], "f.gpkg", "polygon",
+                        python)[1] == ("f.gpkg: read its only polygon layer 'a' (of 2 layers; "
+                                       "layer= reads another)")
+    assert LAYER.given("x") == "layer='x' (CLI: --layer)"  # read_points' words unchanged
+
+
 @pytest.mark.parametrize("name", ["x}.zip", "{x.zip", "}{x.zip", "a{b}.zip"])
 def test_a_zip_whose_path_has_unpaired_braces_is_read(tmp_path, points, name):
     # GDAL ends a braced archive path at the brace closing the first: "/vsizip/{.../x}.zip}"
@@ -147,3 +173,187 @@ def test_a_zip_whose_path_has_unpaired_braces_is_read(tmp_path, points, name):
     got = read_points(archive)
     assert len(got) == len(points)
     np.testing.assert_allclose(got.geometry.x, points.to_crs(4326).geometry.x)
+
+
+# ------------------------------------------------------------------------------ zip bombs
+# GDAL inflated a member until its compressed data ended and pyogrio loaded it whole: a small
+# archive could fill the memory. It read an encrypted member as if it were not, read a stored
+# member whose bytes no longer matched its CRC-32 without a word, and said only
+# "cpl_unzOpenCurrentFile() failed" of a bzip2 member or of headers that disagree.
+
+def _padded_geojson(points, spaces):
+    """The points as GeoJSON with ``spaces`` blanks before its last brace (still valid JSON)."""
+    text = points.to_crs(4326).to_json().encode()
+    return text[:-1] + b" " * spaces + text[-1:]
+
+
+def _zip_one(path, name, data, method=zipfile.ZIP_DEFLATED):
+    with zipfile.ZipFile(path, "w", compression=method) as zipped:
+        zipped.writestr(name, data)
+    return path
+
+
+def _patch(path, **fields):
+    """Rewrite fields of the one member's local header and (unless ``local_only``) directory.
+
+    ``fields``: ``flags``, ``method`` (2 bytes), ``crc``, ``packed``, ``size`` (4 bytes); the
+    local header is at offset 0, the directory entry at the last ``PK\\x01\\x02``.
+    """
+    central_only = fields.pop("central_only", False)
+    data = bytearray(path.read_bytes())
+    central = data.rfind(b"PK\x01\x02")
+    offsets = {"flags": (6, 8, "<H"), "method": (8, 10, "<H"), "crc": (14, 16, "<I"),
+               "packed": (18, 20, "<I"), "size": (22, 24, "<I")}
+    for field, value in fields.items():
+        local, in_directory, form = offsets[field]
+        places = [central + in_directory] + ([] if central_only else [local])
+        for offset in places:
+            struct.pack_into(form, data, offset, value)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_zip_member_larger_than_the_limit_is_refused_before_gdal(tmp_path, points,
+                                                                   monkeypatch):
+    monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", 1024**2)
+    body = _padded_geojson(points, 2 * 1024**2)
+    path = _zip_one(tmp_path / "big.zip", "data/p.geojson", body)
+    with pytest.raises(InputError, match=r"^data/p.geojson in big.zip declares more than 1 MiB "
+                       r"\(1,048,576 bytes\) uncompressed, more than geosynth reads from a zip "
+                       r"archive \(a zip bomb fills the memory\): check the archive; if it is "
+                       r"the data you meant, unzip it and pass the file itself$"):
+        read_points(path)
+    monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", len(body))
+    assert len(read_points(path)) == len(points)  # at the limit
+
+
+def test_the_files_of_a_zipped_shapefile_count_together(tmp_path, points, monkeypatch):
+    path = _zip_shapefiles(tmp_path, {"homes": points}, "set.zip")
+    with zipfile.ZipFile(path) as zipped:
+        sizes = {info.filename: info.file_size for info in zipped.infolist()
+                 if info.filename.startswith("export/")}
+    assert len(sizes) >= 4  # .shp, .shx, .dbf, .prj (and .cpg)
+    monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", sum(sizes.values()) - 1)  # each one below
+    largest = max(sizes, key=sizes.get)
+    with pytest.raises(InputError, match=rf"^the {len(sizes)} files of shapefiles read in "
+                       rf"set.zip \(the largest {largest}\) declare more than [\d,]+ bytes "
+                       "uncompressed"):
+        read_points(path)
+    monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", sum(sizes.values()))  # __MACOSX not counted
+    assert_same_points(read_points(path), points)
+
+
+def test_a_small_zip_of_65_mib_compressed_a_thousand_times_is_refused_as_a_bomb(tmp_path,
+                                                                                points):
+    # At the module's own limits: 65 MiB of blanks deflate to about 65 kB.
+    path = tmp_path / "bomb.zip"
+    text = points.to_crs(4326).to_json().encode()
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zipped:
+        with zipped.open("p.geojson", "w") as member:
+            member.write(text[:-1])
+            for _ in range(65):
+                member.write(b" " * 1024**2)
+            member.write(text[-1:])
+    assert path.stat().st_size < 1024**2
+    with pytest.raises(InputError, match=r"^p.geojson in bomb.zip declares more than 250 times "
+                       r"its compressed size uncompressed \(and over 64 MiB \(67,108,864 "
+                       r"bytes\)\), where GIS data compress less than 50 times: it looks like "
+                       r"a zip bomb\. Check the archive; if it is the data you meant, unzip it "
+                       r"and pass the file itself$"):
+        read_points(path)
+
+
+def test_a_zipped_shapefile_with_a_blank_dbf_is_no_bomb(tmp_path, points, monkeypatch):
+    # A .dbf of blank or constant fields deflates ~1000x, as zeros do: the ratio is that of
+    # the shapefile's files together (their .shp of coordinates compresses little).
+    monkeypatch.setattr(_vector, "MIN_ZIP_RATIO_BYTES", 0)
+    rng = np.random.default_rng(0)
+    many = gpd.GeoDataFrame({"note": [""] * 20_000}, geometry=gpd.points_from_xy(
+        rng.uniform(XMIN, XMAX, 20_000), rng.uniform(YMIN, YMAX, 20_000)), crs=CRS)
+    path = tmp_path / "blank.zip"
+    many.to_file(tmp_path / "blank.shp", engine="pyogrio")
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zipped:
+        for part in tmp_path.glob("blank.*"):
+            if part.suffix != ".zip":
+                zipped.write(part, part.name)
+        dbf = zipped.getinfo("blank.dbf")
+    assert dbf.file_size > _vector.MAX_ZIP_RATIO * dbf.compress_size
+    assert len(read_points(path)) == len(many)
+
+
+@pytest.mark.parametrize("lie", ["more", "disagree", "cut", "crc"])
+def test_a_zip_member_whose_headers_lie_is_refused(tmp_path, points, lie):
+    body = _padded_geojson(points, 5 * 1024**2)
+    method = zipfile.ZIP_STORED if lie == "crc" else zipfile.ZIP_DEFLATED
+    path = _zip_one(tmp_path / "lie.zip", "p.geojson", body, method)
+    with zipfile.ZipFile(path) as zipped:
+        packed = zipped.getinfo("p.geojson").compress_size
+    if lie == "more":  # declares 1000 bytes (and their CRC-32): GDAL inflated all 5 MB
+        _patch(path, size=1000, crc=zlib.crc32(body[:1000]))
+        with zipfile.ZipFile(path) as zipped:
+            assert len(zipped.read("p.geojson")) == 1000  # Python's zipfile saw no lie
+        reason = "it holds more data than the archive declares"
+    elif lie == "disagree":  # GDAL: "cpl_unzOpenCurrentFile() failed"
+        _patch(path, size=1000, central_only=True)
+        reason = "its own header and the archive's directory disagree"
+    elif lie == "cut":
+        _patch(path, packed=packed // 2)
+        reason = "it is cut short"
+    else:  # a digit of a stored coordinate changed: GDAL read the wrong point
+        data = bytearray(path.read_bytes())
+        at = data.index(b"coordinates") + 20
+        data[at] = ord("1") if data[at] != ord("1") else ord("2")
+        path.write_bytes(bytes(data))
+        reason = r"its data do not match their checksum \(CRC-32\)"
+    with pytest.raises(InputError, match=rf"^p.geojson in lie.zip is damaged or crafted: "
+                       rf"{reason}.*; copy or zip the files again \(an archive still refused "
+                       r"after a fresh copy may be a zip bomb\)$"):
+        read_points(path)
+
+
+@pytest.mark.parametrize("flags", [{"flags": 0x1}, {"flags": 0x1, "method": 99}])
+def test_an_encrypted_zip_member_is_refused_with_a_printable_name(tmp_path, points, flags):
+    # GDAL read a member flagged encrypted as if it were not (its ciphertext as data).
+    name = "data\x1b[2J/p.geojson"
+    path = _patch(_zip_one(tmp_path / "secret.zip", name, _padded_geojson(points, 0),
+                           zipfile.ZIP_STORED), **flags)
+    with pytest.raises(InputError, match=r"^data\?\[2J/p.geojson in secret.zip is encrypted "
+                       r"\(password-protected\), which geosynth does not read: unzip it with "
+                       "its password and pass the file itself, or zip it again without a "
+                       "password$"):
+        read_points(path)
+
+
+@pytest.mark.parametrize(("method", "name"), [(zipfile.ZIP_BZIP2, "bzip2"),
+                                              (zipfile.ZIP_LZMA, "LZMA")])
+def test_a_zip_member_compressed_as_gdal_cannot_read_is_refused(tmp_path, points, method,
+                                                                name):
+    path = _zip_one(tmp_path / "odd.zip", "p.geojson", _padded_geojson(points, 0), method)
+    with pytest.raises(InputError, match=rf"^p.geojson in odd.zip is compressed with {name} "
+                       rf"\(zip method {method}\), which GDAL cannot read in a zip archive: zip "
+                       r"it again with the usual compression \(Deflate, any zip tool's "
+                       r"default\), or unzip it and pass the file itself$"):
+        read_points(path)
+
+
+def test_a_zip_inside_a_zip_is_refused_naming_it(tmp_path, points):
+    inner = _zip_one(tmp_path / "inner.zip", "p.geojson", _padded_geojson(points, 0))
+    outer = tmp_path / "outer.zip"
+    with zipfile.ZipFile(outer, "w") as zipped:
+        zipped.write(inner, "data/inner.zip")
+        zipped.writestr("readme.txt", b"points")
+    with pytest.raises(InputError, match=r"^outer.zip holds no dataset geosynth reads but a zip "
+                       r"archive \(\['data/inner.zip'\]\); geosynth does not open a zip inside "
+                       r"a zip: unzip outer.zip and pass the archive inside it$"):
+        read_points(outer)
+
+
+def test_the_polygon_reader_refuses_a_zip_bomb_naming_its_option(tmp_path, monkeypatch):
+    monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", 1024**2)
+    region = gpd.GeoDataFrame(geometry=[shapely.box(XMIN, YMIN, XMAX, YMAX)], crs=CRS)
+    path = _zip_one(tmp_path / "city.zip", "city.geojson", _padded_geojson(region, 2 * 1024**2))
+    with pytest.raises(InputError, match=r"^city.geojson in --region city.zip declares more "
+                       r"than 1 MiB"):
+        read_polygons(path, option="--region")
+    monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", 4 * 1024**2)
+    assert len(read_polygons(path, option="--region")) == 1
