@@ -7,54 +7,30 @@ their option: here, that their messages are those they always gave, word for wor
 """
 
 import shlex
-import zipfile
 
 import geopandas as gpd
-import numpy as np
 import pytest
-import shapely
 
 from geosynth import Candidate
 from geosynth.cli.tune import release_command
 from tests.cli.helpers import FAST, assert_refused, run
+from tests.io.helpers import write_city, write_one_polygon_layer, zip_shapefiles
 
 ARGS = ["--attributes", "y,x1"]
 
 
 @pytest.fixture(scope="module")
 def city(inputs, tmp_path_factory):
-    """A municipal GeoPackage: a river (first), the city limit, four districts and schools."""
-    region = gpd.read_file(inputs["region"])
-    crs = region.crs
-    x0, y0, x1, y1 = region.total_bounds
-    xs, ys = np.linspace(x0, x1, 3), np.linspace(y0, y1, 3)
-    path = tmp_path_factory.mktemp("city") / "city.gpkg"
-    # The river is the first layer: a polygon reader that takes the first layer fails on it;
-    # the parks are polygons, so a first-polygon-layer reader would read no-go areas as region.
-    gpd.GeoDataFrame(geometry=[shapely.LineString([(x0, y0), (x1, y1)])], crs=crs).to_file(
-        path, layer="rivers", engine="pyogrio")
-    gpd.GeoDataFrame(geometry=[shapely.box(x0, y0, x0 + 300, y0 + 300)], crs=crs).to_file(
-        path, layer="parks", engine="pyogrio")
-    gpd.GeoDataFrame({"name": ["city"]}, geometry=list(region.geometry), crs=crs).to_file(
-        path, layer="limite", engine="pyogrio")
-    boxes = [shapely.box(xs[i], ys[j], xs[i + 1], ys[j + 1]) for j in range(2) for i in range(2)]
-    gpd.GeoDataFrame({"code": list("ABCD")}, geometry=boxes, crs=crs).to_file(
-        path, layer="bairros", engine="pyogrio")
-    gpd.GeoDataFrame(geometry=[shapely.Point(x0 + 1, y0 + 1)], crs=crs).to_file(
-        path, layer="schools", engine="pyogrio")
-    return path
+    """A municipal GeoPackage: a river (first), parks, the city limit, four districts, schools."""
+    return write_city(tmp_path_factory.mktemp("city") / "city.gpkg",
+                      gpd.read_file(inputs["region"]))
 
 
 @pytest.fixture(scope="module")
 def one_polygon_layer(inputs, tmp_path_factory):
     """A GeoPackage of a line layer (first) and the region, its only polygon layer."""
-    region = gpd.read_file(inputs["region"])
-    x0, y0, x1, y1 = region.total_bounds
-    path = tmp_path_factory.mktemp("limit") / "limit.gpkg"
-    gpd.GeoDataFrame(geometry=[shapely.LineString([(x0, y0), (x1, y1)])],
-                     crs=region.crs).to_file(path, layer="roads", engine="pyogrio")
-    region.to_file(path, layer="limit", engine="pyogrio")
-    return path
+    return write_one_polygon_layer(tmp_path_factory.mktemp("limit") / "limit.gpkg",
+                                   gpd.read_file(inputs["region"]))
 
 
 # ---------------------------------------------------------------------- the commands
@@ -165,17 +141,6 @@ def test_help_shows_the_layer_options(command):
     assert "With --region: the layer to read of a file of several" in text
 
 
-def _zip_shapefiles(folder, frames, name):
-    """Write each ``{stem: frame}`` as a shapefile and zip them all into ``name``."""
-    archive = folder / name
-    with zipfile.ZipFile(archive, "w") as zipped:
-        for stem, frame in frames.items():
-            frame.to_file(folder / f"{stem}.shp", engine="pyogrio")
-            for part in folder.glob(f"{stem}.*"):
-                zipped.write(part, part.name)
-    return archive
-
-
 @pytest.mark.parametrize(("case", "message"), [
     ("region-rivers", "Error: --region city.gpkg holds ['LineString'] geometries; give a polygon "
      "layer (buffer points or lines first)\n"),
@@ -200,7 +165,7 @@ def test_the_commands_give_the_readers_messages_word_for_word(inputs, city, tmp_
     elif case == "exclude-zip":
         region = gpd.read_file(inputs["region"])
         parks = gpd.read_file(city, layer="parks")
-        archive = _zip_shapefiles(folder, {"limit": region, "parks": parks}, "city.zip")
+        archive = zip_shapefiles(folder, {"limit": region, "parks": parks}, "city.zip")
         options = ["--grid", "3x3", "--exclude", archive]
     else:
         fake = folder / "fake.zip"

@@ -5,6 +5,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import zipfile
 
 import geopandas as gpd
 import numpy as np
@@ -115,3 +116,48 @@ def public_like(n=4):
     frame.attrs = {geosynth.synth.release.PUBLIC_ATTR: True}
     return frame
 """
+
+
+def write_city(path, region):
+    """Write a municipal GeoPackage at ``path``: a river (first), parks, the city limit
+    (``region``, layer 'limite'), four districts ('bairros') and schools; return ``path``.
+
+    The river is the first layer: a polygon reader that takes the first layer fails on it; the
+    parks are polygons, so a first-polygon-layer reader would read no-go areas as the region.
+    """
+    crs = region.crs
+    x0, y0, x1, y1 = region.total_bounds
+    xm, ym = (x0 + x1) / 2, (y0 + y1) / 2
+    gpd.GeoDataFrame(geometry=[shapely.LineString([(x0, y0), (x1, y1)])], crs=crs).to_file(
+        path, layer="rivers", engine="pyogrio")
+    gpd.GeoDataFrame(geometry=[shapely.box(x0, y0, x0 + 300, y0 + 300)], crs=crs).to_file(
+        path, layer="parks", engine="pyogrio")
+    region.to_file(path, layer="limite", engine="pyogrio")
+    boxes = [shapely.box(*corner) for corner in ((x0, y0, xm, ym), (xm, y0, x1, ym),
+                                                 (x0, ym, xm, y1), (xm, ym, x1, y1))]
+    gpd.GeoDataFrame({"code": list("ABCD")}, geometry=boxes, crs=crs).to_file(
+        path, layer="bairros", engine="pyogrio")
+    gpd.GeoDataFrame(geometry=[shapely.Point(x0 + 1, y0 + 1)], crs=crs).to_file(
+        path, layer="schools", engine="pyogrio")
+    return path
+
+
+def write_one_polygon_layer(path, region):
+    """Write a GeoPackage of a line layer ('roads', first) and ``region`` ('limit'), its only
+    polygon layer, at ``path``; return ``path``."""
+    x0, y0, x1, y1 = region.total_bounds
+    gpd.GeoDataFrame(geometry=[shapely.LineString([(x0, y0), (x1, y1)])],
+                     crs=region.crs).to_file(path, layer="roads", engine="pyogrio")
+    region.to_file(path, layer="limit", engine="pyogrio")
+    return path
+
+
+def zip_shapefiles(folder, frames, name):
+    """Write each ``{stem: frame}`` as a shapefile in ``folder`` and zip them all into ``name``."""
+    archive = folder / name
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for stem, frame in frames.items():
+            frame.to_file(folder / f"{stem}.shp", engine="pyogrio")
+            for part in folder.glob(f"{stem}.*"):
+                zipped.write(part, part.name)
+    return archive

@@ -17,7 +17,16 @@ import shapely
 import geosynth
 from geosynth.errors import DataWarning, GridError, InputError, InputTypeError
 from geosynth.io import read_polygons
-from tests.io.helpers import CRS, XMAX, XMIN, YMAX, YMIN
+from tests.io.helpers import (
+    CRS,
+    XMAX,
+    XMIN,
+    YMAX,
+    YMIN,
+    write_city,
+    write_one_polygon_layer,
+    zip_shapefiles,
+)
 
 LAYERS = ("'rivers' (LineString), 'parks' (Polygon), 'limite' (Polygon), 'bairros' (Polygon), "
           "'schools' (Point)")
@@ -33,45 +42,13 @@ def region():
 @pytest.fixture(scope="module")
 def city(region, tmp_path_factory):
     """A municipal GeoPackage: a river (first), parks, the city limit, four districts, schools."""
-    x0, y0, x1, y1 = region.total_bounds
-    xm, ym = (x0 + x1) / 2, (y0 + y1) / 2
-    path = tmp_path_factory.mktemp("city") / "city.gpkg"
-    # The river is the first layer: a polygon reader that takes the first layer fails on it;
-    # the parks are polygons, so a first-polygon-layer reader would read no-go areas as region.
-    gpd.GeoDataFrame(geometry=[shapely.LineString([(x0, y0), (x1, y1)])], crs=CRS).to_file(
-        path, layer="rivers", engine="pyogrio")
-    gpd.GeoDataFrame(geometry=[shapely.box(x0, y0, x0 + 300, y0 + 300)], crs=CRS).to_file(
-        path, layer="parks", engine="pyogrio")
-    region.to_file(path, layer="limite", engine="pyogrio")
-    boxes = [shapely.box(*corner) for corner in ((x0, y0, xm, ym), (xm, y0, x1, ym),
-                                                 (x0, ym, xm, y1), (xm, ym, x1, y1))]
-    gpd.GeoDataFrame({"code": list("ABCD")}, geometry=boxes, crs=CRS).to_file(
-        path, layer="bairros", engine="pyogrio")
-    gpd.GeoDataFrame(geometry=[shapely.Point(x0 + 1, y0 + 1)], crs=CRS).to_file(
-        path, layer="schools", engine="pyogrio")
-    return path
+    return write_city(tmp_path_factory.mktemp("city") / "city.gpkg", region)
 
 
 @pytest.fixture(scope="module")
 def one_polygon_layer(region, tmp_path_factory):
     """A GeoPackage of a line layer (first) and the region, its only polygon layer."""
-    x0, y0, x1, y1 = region.total_bounds
-    path = tmp_path_factory.mktemp("limit") / "limit.gpkg"
-    gpd.GeoDataFrame(geometry=[shapely.LineString([(x0, y0), (x1, y1)])], crs=CRS).to_file(
-        path, layer="roads", engine="pyogrio")
-    region.to_file(path, layer="limit", engine="pyogrio")
-    return path
-
-
-def _zip_shapefiles(folder, frames, name):
-    """Write each ``{stem: frame}`` as a shapefile and zip them all into ``name``."""
-    archive = folder / name
-    with zipfile.ZipFile(archive, "w") as zipped:
-        for stem, frame in frames.items():
-            frame.to_file(folder / f"{stem}.shp", engine="pyogrio")
-            for part in folder.glob(f"{stem}.*"):
-                zipped.write(part, part.name)
-    return archive
+    return write_one_polygon_layer(tmp_path_factory.mktemp("limit") / "limit.gpkg", region)
 
 
 # ---------------------------------------------------------------------- Python's messages
@@ -179,7 +156,7 @@ def test_invalid_or_missing_polygons_are_refused_naming_the_file(tmp_path):
 
 def test_zipped_shapefiles_need_layer_in_python_words(region, city, tmp_path):
     parks = gpd.read_file(city, layer="parks")
-    double = _zip_shapefiles(tmp_path, {"limit": region, "parks": parks}, "city.zip")
+    double = zip_shapefiles(tmp_path, {"limit": region, "parks": parks}, "city.zip")
     with pytest.raises(InputError, match=r"^exclude city\.zip has 2 layers: .*'parks' "
                        r"\(Polygon\); 2 of them of polygons: pass layer= to choose"):
         read_polygons(double, name="exclude")
@@ -273,10 +250,10 @@ def test_a_geojson_region_is_read(region, tmp_path):
 
 
 def test_zipped_shapefiles_are_read_and_several_need_the_layer(region, city, tmp_path):
-    single = _zip_shapefiles(tmp_path, {"limit": region}, "limit.zip")
+    single = zip_shapefiles(tmp_path, {"limit": region}, "limit.zip")
     assert read_polygons(single, option="--region").geometry.geom_equals(region.geometry).all()
     parks = gpd.read_file(city, layer="parks")
-    double = _zip_shapefiles(tmp_path, {"limit": region, "parks": parks}, "city.zip")
+    double = zip_shapefiles(tmp_path, {"limit": region, "parks": parks}, "city.zip")
     with pytest.raises(InputError, match=r"--exclude city\.zip has 2 layers: .*'parks' "
                        r"\(Polygon\).*add --exclude-layer LAYER"):
         read_polygons(double, option="--exclude")
