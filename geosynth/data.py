@@ -849,7 +849,9 @@ def _check_no_nan(gdf: gpd.GeoDataFrame, column: str, role: str) -> None:
             f"{role} {column!r} has {int(bad.sum())} missing (NaN) values "
             f"({_rows(gdf.index, bad)}); drop those rows, "
             f"e.g. gdf.dropna(subset=[{column!r}]), or fill them"
-            + (" with an explicit level" if role == "attribute" else "")
+            + (" with an explicit level (from a CSV file, text such as NA, None or null is "
+               "read as missing unless na_values=[] is given)"
+               if role == "attribute" else "")
         )
 
 

@@ -246,7 +246,9 @@ def test_attribute_name_clash_with_combos_columns(gdf, grid):
 
 def test_nan_in_attribute(gdf, grid):
     gdf.loc[["r5", "r9"], "sex"] = None
-    with pytest.raises(InputError, match=r"attribute 'sex' has 2 missing.*\['r5', 'r9'\].*dropna"):
+    with pytest.raises(InputError, match=r"attribute 'sex' has 2 missing.*\['r5', 'r9'\].*dropna"
+                       r".*text such as NA, None or null is read as missing unless "
+                       r"na_values=\[\] is given\)$"):
         prepare(gdf, grid, ["sex"])
 
 
@@ -302,8 +304,9 @@ def test_an_attribute_of_booleans_and_numbers_is_refused(gdf, grid, flag):
 
 def test_nan_in_continuous(gdf, grid):
     gdf.loc["r6", "z"] = np.nan
-    with pytest.raises(InputError, match=r"continuous column 'z' has 1 missing.*\['r6'\]"):
+    with pytest.raises(InputError, match=r"continuous column 'z' has 1 missing.*\['r6'\]") as err:
         prepare(gdf, grid, ["sex"], continuous="z")
+    assert "na_values" not in str(err.value)  # a missing number is no text read as missing
 
 
 def test_infinite_continuous(gdf, grid):

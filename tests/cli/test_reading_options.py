@@ -132,6 +132,7 @@ def test_na_values_empty_keeps_namibia_and_the_warning_names_it(namibia_csv, tmp
     assert ("Warning: column 'country' of visits.csv: "
             f"{int((SCENARIO.data.y == 1).sum())} value(s) written 'NA'") in refused.output
     assert "pass --na-values '' to keep them as text" in refused.output
+    assert "is read as missing unless --na-values '' is given)" in refused.output  # the error
     assert "na_values" not in refused.output
     out = tmp_path / "release.gpkg"
     result = run("release", namibia_csv, *common, "--na-values", "", "--out", out)
