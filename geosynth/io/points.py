@@ -628,8 +628,6 @@ def _warn_missing_words(source: Path, frame: pd.DataFrame, attributes: pd.DataFr
     positions = sorted(frame.columns.get_loc(column) for column in judged)
     raw = _read_csv_text(source, options, check_values=check_values, usecols=positions,
                          dtype=str, na_filter=False, low_memory=False)
-    if len(raw) != len(attributes) or raw.shape[1] != len(positions):
-        return  # not read alike (cannot happen with the same options): nothing to compare
     name = printable(source.name)
     for index, position in enumerate(positions):
         column = frame.columns[position]

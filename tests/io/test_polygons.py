@@ -344,10 +344,6 @@ def test_a_region_shapefile_without_dbf_or_cut_short_is_refused(region, tmp_path
 
 def test_a_zipped_region_whose_name_has_an_unpaired_brace_is_read(region, tmp_path):
     # "/vsizip/{.../city}.zip}" ended the archive at "city": "does not exist in the file system".
-    region.to_file(tmp_path / "limit.shp", engine="pyogrio")
-    archive = tmp_path / "city}.zip"
-    with zipfile.ZipFile(archive, "w") as zipped:
-        for part in tmp_path.glob("limit.*"):
-            zipped.write(part, part.name)
+    archive = zip_shapefiles(tmp_path, {"limit": region}, "city}.zip")
     frame = read_polygons(archive, option="--region")
     assert frame.geometry.geom_equals(region.geometry).all()
