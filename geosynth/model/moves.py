@@ -28,10 +28,10 @@ from numba import njit
 from geosynth.model.conditionals import (
     component_means,
     component_sums,
+    draw_tau_eps,
     icar_prior,
     icar_quadratic_parts,
     shift_cell_eta_z,
-    update_tau_eps,
 )
 from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.modes import (
@@ -81,11 +81,12 @@ __all__ = [
     "NO_LEVEL",
     "intercept_shift",
     "move_intercept",
-    "eps_scale_terms",
+    "eps_round_sums",
     "shift_cells_eps",
     "shift_eps_draw",
     "shift_eps",
     "scale_move_eps",
+    "scale_eps_sums",
     "field_scale_cycle",
     "field_scale_cycles",
     "scale_moves",
@@ -184,8 +185,13 @@ def eps_exp_change(eps, expeta, factor, grow):
 
 
 #: Rounds of (Gibbs τ_ε, scale move of ε with μ) per sweep, but for one where the errors' remap
-#: move runs with steps at least as long as this move's (:func:`error_scale_rounds`).
-EPS_SCALE_ROUNDS = 3
+#: move runs with steps at least as long as this move's (:func:`error_scale_rounds`). Eight,
+#: not the earlier three: on the bench's scenario at G = 1,600, τ_ε was the slowest parameter
+#: (integrated autocorrelation time 7.3 sweeps, one chain of 20,000); eight rounds take it to
+#: 5.4–5.9 for 0.28 ms (8 %) more a sweep, and sixteen gained nothing more (5.7). A round costs
+#: one measuring pass, and one applying pass when accepted, since the rounds carry their sums
+#: (:func:`scale_eps_sums`) (``bench/RESULTS.md``, 2026-12-04, fortieth session).
+EPS_SCALE_ROUNDS = 8
 
 
 #: Burn-in sweeps between refreshes of the joint mode move's likelihood Hessian.
@@ -369,15 +375,37 @@ def move_intercept(s, kind, p, delta):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def eps_scale_terms(data, s):
-    """``(Σ c_ib·ε_ib, Σ e^η_ib)``: the sums :func:`intercept_shift` needs for ε's move."""
+def eps_round_sums(s, sums):
+    """Set ``sums`` to ``(Σ ε_ib², Σ c_ib·ε_ib, Σ e^η_ib)`` in one pass over the G·B entries.
+
+    The sums the rounds of ε's scale move need: τ_ε's Gibbs draw the first, the move's
+    likelihood change (:func:`intercept_shift`) the other two. An accepted move changes them
+    by known factors (:func:`scale_eps_sums`), so a round's only pass is its measuring pass.
+    """
+    squares = 0.0
     linear = 0.0
     exp_total = 0.0
     for i in range(s.counts.shape[0]):
         for b in range(s.counts.shape[1]):
-            linear += s.counts[i, b] * s.eps[i, b]
+            e = s.eps[i, b]
+            squares += e * e
+            linear += s.counts[i, b] * e
             exp_total += s.expeta[i, b]
-    return linear, exp_total
+    sums[0] = squares
+    sums[1] = linear
+    sums[2] = exp_total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_eps_sums(sums, factor):
+    """Carry :func:`eps_round_sums` through an accepted scale move ε → (1 + ``factor``)·ε.
+
+    Σ ε² and Σ c·ε scale by (1 + factor)² and 1 + factor; Σ e^η stays put, as the intercept's
+    shift δ = −log(S(u)/S(0)) keeps it (:func:`intercept_shift`).
+    """
+    grow = 1.0 + factor
+    sums[0] *= grow * grow
+    sums[1] *= grow
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -517,19 +545,19 @@ def shift_eps(data, s, p, intercept_var, intercept):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def scale_move_eps(data, s, slot, adapt):
+def scale_move_eps(data, s, slot, adapt, sums):
     """Apply the scale move of :func:`field_scale_cycle` to the iid errors ε and τ_ε (no centring).
 
     ε ~ N(0, 1/τ_ε) iid on G·B entries: the normalising constant τ^{GB/2}, the Jacobian
     e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``; μ moves
-    with ε so that the expected count stays put (:func:`intercept_shift`). ``s.entry_work[0]``
-    is the measuring pass's scratch (:func:`eps_exp_change`).
+    with ε so that the expected count stays put (:func:`intercept_shift`). ``sums`` holds
+    :func:`eps_round_sums` of the state and is carried through an accepted move;
+    ``s.entry_work[0]`` is the measuring pass's scratch (:func:`eps_exp_change`).
     """
     u, factor = scale_proposal(s, slot)
-    linear, exp_total = eps_scale_terms(data, s)
     exp_change = eps_exp_change(s.eps, s.expeta, factor, s.entry_work[0])
-    offset, delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, linear, exp_change,
-                                           exp_total, factor)
+    offset, delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, sums[1], exp_change,
+                                           sums[2], factor)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
                                     data.priors[EPS_A], data.priors[EPS_B])
     if accept:
@@ -537,6 +565,7 @@ def scale_move_eps(data, s, slot, adapt):
         s.mu[0] += offset
         for i in range(s.counts.shape[0]):
             scale_eps_cell(s.eps, i, factor, s.eta, s.expeta, True, offset, 0.0)
+        scale_eps_sums(sums, factor)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -866,9 +895,10 @@ def error_scale_rounds(data, s, adapt):
     steps three times as long as the scale move's (σ 1.2 against 0.4) and does their work
     (τ_ε's autocorrelation time 2.6 sweeps with three rounds, 2.8 with one). So one round
     follows the remap where it ran with a proposal scale at least the scale move's, and
-    :data:`EPS_SCALE_ROUNDS` otherwise: where it is skipped (the bench's scenario, where the
-    rounds lift τ_ε's ESS by 40 %) and where it runs with shorter steps than the rounds make,
-    which alone also move μ with the errors (``bench/RESULTS.md``, 2026-11-26 and 2026-11-27).
+    :data:`EPS_SCALE_ROUNDS` otherwise: where it is skipped (the bench's scenario, where three
+    rounds lifted τ_ε's ESS by 40 % and eight by about 30 % more) and where it runs with shorter
+    steps than the rounds make, which alone also move μ with the errors (``bench/RESULTS.md``,
+    2026-11-26, 2026-11-27 and 2026-12-04).
     """
     ran = remap_errors(data, s, adapt)
     if ran and s.scale_log_sd[remap_errors_slot(s)] >= s.scale_log_sd[eps_scale_slot(s)]:
@@ -882,12 +912,16 @@ def error_scale_moves(data, s, adapt):
 
     Each round is the scale move of ε with μ (:func:`scale_move_eps`), each after the first
     preceded by τ_ε's Gibbs draw: the serial sweep's ε moves (the chromatic sweep makes the
-    same rounds with its parallel passes).
+    same rounds with its parallel passes). One pass at the start sums what the rounds need
+    (:func:`eps_round_sums`); each accepted move carries the sums on (:func:`scale_eps_sums`).
     """
+    sums = np.empty(3)
     for r in range(error_scale_rounds(data, s, adapt)):
-        if r > 0:
-            update_tau_eps(data, s)
-        scale_move_eps(data, s, eps_scale_slot(s), adapt)
+        if r == 0:
+            eps_round_sums(s, sums)
+        else:
+            draw_tau_eps(data, s, sums[0])
+        scale_move_eps(data, s, eps_scale_slot(s), adapt, sums)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -73,24 +73,25 @@ from geosynth.model.conditionals import (
     draw_eps_cell,
     draw_field_cell,
     draw_precisions,
+    draw_tau_eps,
     icar_proposal_prior,
     icar_quadratic_add,
     shift_cell_eta,
     shift_cell_eta_z,
-    update_tau_eps,
 )
 from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.moves import (
     KIND_THETA,
     NO_LEVEL,
+    eps_round_sums,
     eps_scale_slot,
-    eps_scale_terms,
     error_scale_rounds,
     field_scale_cycles,
     intercept_shift,
     mode_moves,
     scale_beta_cell,
     scale_eps_cell,
+    scale_eps_sums,
     shift_eps_draw,
     shift_move,
 )
@@ -830,23 +831,26 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
     # ε: the remap move, then rounds of (τ_ε's Gibbs draw, the scale move with μ) as in the
     # serial sweep; no component means (comp_sum is ignored by the ε operations).
     slot = eps_scale_slot(s)
+    sums = np.empty(3)
     for r in range(error_scale_rounds(data, s, adapt)):
-        if r > 0:
-            update_tau_eps(data, s)
+        if r == 0:
+            eps_round_sums(s, sums)
+        else:
+            draw_tau_eps(data, s, sums[0])
         u, factor = scale_proposal(s, slot)
-        linear, exp_total = eps_scale_terms(data, s)
         w.params[0] = factor
         w.params[1] = 0.0
         exp_change = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, data.all_combos, w.obs,
                               w.obs)
-        w.params[1], delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, linear,
-                                                    exp_change, exp_total, factor)
+        w.params[1], delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, sums[1],
+                                                    exp_change, sums[2], factor)
         accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
                                         pr[EPS_A], pr[EPS_B])
         if accept:
             s.tau_eps[0] = new_tau
             s.mu[0] += w.params[1]
             _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
+            scale_eps_sums(sums, factor)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -27,8 +27,10 @@ from geosynth.model.conditionals import update_eps
 from geosynth.model.moves import (
     EPS_SCALE_ROUNDS,
     NO_LEVEL,
+    eps_round_sums,
     eps_scale_slot,
     error_scale_rounds,
+    scale_move_eps,
     shift_cells_eps,
 )
 from geosynth.model.remap import (
@@ -204,3 +206,25 @@ def test_one_round_of_the_error_scale_move_follows_only_a_remap_with_long_steps(
         before = state.rng.copy()
         assert error_scale_rounds(data, state, False) == rounds
         assert (state.rng != before).any() == runs
+
+
+def test_the_error_scale_move_carries_its_sums_through_accepted_moves():
+    """The rounds of ε's scale move do not recompute Σε², Σ c·ε and Σ e^η: each move carries
+    them (scale_eps_sums). After every proposal, accepted or refused, they must equal a fresh
+    pass over the state (Σ e^η unchanged: the intercept's shift keeps the expected count)."""
+    data, state, _ = _case(6)
+    compute_eta(data, state)
+    slot = eps_scale_slot(state)
+    state.scale_log_sd[slot] = np.log(0.3)
+    sums, fresh = np.empty(3), np.empty(3)
+    eps_round_sums(state, sums)
+    exp_total = sums[2]
+    accepted = 0
+    for _ in range(300):
+        before = state.tau_eps[0]
+        scale_move_eps(data, state, slot, False, sums)
+        accepted += state.tau_eps[0] != before
+        eps_round_sums(state, fresh)
+        np.testing.assert_allclose(sums, fresh, rtol=1e-10)
+    assert 30 < accepted < 270
+    assert sums[2] == pytest.approx(exp_total, rel=1e-10)
