@@ -383,7 +383,10 @@ def test_finer_lattices_raise_risk_and_coverage_as_in_the_thesis():
     then reach R-hat ≤ 1.017 and bulk ESS ≥ 203 (measured 2026-12-03), and the test takes half
     the time. The releases' noise dominates the chain length's: with 8,000 sweeps the mean
     matched distances were 100.4, 100.5, 83.9 and the coverage 0.822, 0.830, 0.841; with
-    4,000 they are 99.7, 87.0, 70.8 and 0.818, 0.842, 0.822.
+    4,000 they are 99.7, 87.0, 70.8 and 0.818, 0.842, 0.822. The step from 5x5 to 10x10 is
+    within that noise (100.4 and 100.5 with 8,000 sweeps; 94.1 and 107.3 with 4,000 and the
+    fortieth session's sampler, whose 20x20 gave 72.4), so only the steps to 20x20 are held:
+    below 90 % of 5x5 and below 10x10.
 
     The thesis' coverage rises by 0.007 only (0.730, 0.676, 0.737), below what three draws
     resolve: with the sampler of 2026-11-27 (eighth session) the three scenarios' coverage
@@ -405,7 +408,7 @@ def test_finer_lattices_raise_risk_and_coverage_as_in_the_thesis():
     distance, risk, coverage = (mean[c].to_numpy() for c in
                                 ("min_distance", "expected_match_risk", "coverage"))
     assert distance[2] < 0.9 * distance[0]  # risk rises from 5x5 to 20x20 ...
-    assert distance[1] <= distance[0] * 1.05 and distance[2] <= distance[1] * 1.05  # ... on the way
+    assert distance[2] < distance[1]  # ... and from 10x10 to 20x20
     # Not asserted: that Reiter & Mitra's expected match risk rises too. The thesis' tables
     # report distances and coverage only, and on this scenario the identification count is
     # within its noise: per scenario 5x5 vs 20x20 went 13.7/17.9, 11.9/14.5, 13.1/10.4 with
