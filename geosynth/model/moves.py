@@ -85,6 +85,8 @@ __all__ = [
     "shift_cells_eps",
     "shift_eps_draw",
     "shift_eps",
+    "eps_round_start",
+    "accept_eps_scale",
     "scale_move_eps",
     "scale_eps_sums",
     "field_scale_cycle",
@@ -545,17 +547,27 @@ def shift_eps(data, s, p, intercept_var, intercept):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def scale_move_eps(data, s, slot, adapt, sums):
-    """Apply the scale move of :func:`field_scale_cycle` to the iid errors ε and τ_ε (no centring).
+def eps_round_start(data, s, r, sums):
+    """Begin round ``r`` of ε's scale moves (the serial and the chromatic sweep's).
 
-    ε ~ N(0, 1/τ_ε) iid on G·B entries: the normalising constant τ^{GB/2}, the Jacobian
-    e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``; μ moves
-    with ε so that the expected count stays put (:func:`intercept_shift`). ``sums`` holds
-    :func:`eps_round_sums` of the state and is carried through an accepted move;
-    ``s.entry_work[0]`` is the measuring pass's scratch (:func:`eps_exp_change`).
+    Round 0 sums the state into ``sums`` (:func:`eps_round_sums`); every later round draws
+    τ_ε from its Gamma conditional given the carried Σε².
     """
-    u, factor = scale_proposal(s, slot)
-    exp_change = eps_exp_change(s.eps, s.expeta, factor, s.entry_work[0])
+    if r == 0:
+        eps_round_sums(s, sums)
+    else:
+        draw_tau_eps(data, s, sums[0])
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def accept_eps_scale(data, s, slot, adapt, u, factor, exp_change, sums):
+    """Metropolis test of ε's scale move by ``1 + factor``, measured as ``exp_change``.
+
+    The move's ratio comes from :func:`intercept_shift` (μ moves with ε) and
+    :func:`scale_accept`. If accepted, τ_ε and μ take their new values and ``sums`` is carried
+    (:func:`scale_eps_sums`); ε, η and exp η are the caller's to move (serially or in
+    parallel) by ``factor`` with μ's shift. Returns ``(accept, shift of μ)``.
+    """
     offset, delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, sums[1], exp_change,
                                            sums[2], factor)
     accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
@@ -563,9 +575,26 @@ def scale_move_eps(data, s, slot, adapt, sums):
     if accept:
         s.tau_eps[0] = new_tau
         s.mu[0] += offset
+        scale_eps_sums(sums, factor)
+    return accept, offset
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def scale_move_eps(data, s, slot, adapt, sums):
+    """Apply the scale move of :func:`field_scale_cycle` to the iid errors ε and τ_ε (no centring).
+
+    ε ~ N(0, 1/τ_ε) iid on G·B entries: the normalising constant τ^{GB/2}, the Jacobian
+    e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``; μ moves
+    with ε so that the expected count stays put (:func:`accept_eps_scale`). ``sums`` holds
+    :func:`eps_round_sums` of the state and is carried through an accepted move;
+    ``s.entry_work[0]`` is the measuring pass's scratch (:func:`eps_exp_change`).
+    """
+    u, factor = scale_proposal(s, slot)
+    exp_change = eps_exp_change(s.eps, s.expeta, factor, s.entry_work[0])
+    accept, offset = accept_eps_scale(data, s, slot, adapt, u, factor, exp_change, sums)
+    if accept:
         for i in range(s.counts.shape[0]):
             scale_eps_cell(s.eps, i, factor, s.eta, s.expeta, True, offset, 0.0)
-        scale_eps_sums(sums, factor)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -917,10 +946,7 @@ def error_scale_moves(data, s, adapt):
     """
     sums = np.empty(3)
     for r in range(error_scale_rounds(data, s, adapt)):
-        if r == 0:
-            eps_round_sums(s, sums)
-        else:
-            draw_tau_eps(data, s, sums[0])
+        eps_round_start(data, s, r, sums)
         scale_move_eps(data, s, eps_scale_slot(s), adapt, sums)
 
 

@@ -73,7 +73,6 @@ from geosynth.model.conditionals import (
     draw_eps_cell,
     draw_field_cell,
     draw_precisions,
-    draw_tau_eps,
     icar_proposal_prior,
     icar_quadratic_add,
     shift_cell_eta,
@@ -81,17 +80,14 @@ from geosynth.model.conditionals import (
 )
 from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.moves import (
-    KIND_THETA,
-    NO_LEVEL,
-    eps_round_sums,
+    accept_eps_scale,
+    eps_round_start,
     eps_scale_slot,
     error_scale_rounds,
     field_scale_cycles,
-    intercept_shift,
     mode_moves,
     scale_beta_cell,
     scale_eps_cell,
-    scale_eps_sums,
     shift_eps_draw,
     shift_move,
 )
@@ -107,8 +103,6 @@ from geosynth.model.state import (
     BETA_B,
     BETA_ICAR,
     BETA_VAR,
-    EPS_A,
-    EPS_B,
     LEVEL_VAR,
     MU_VAR,
     SAMPLER_SLICE,
@@ -833,24 +827,15 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
     slot = eps_scale_slot(s)
     sums = np.empty(3)
     for r in range(error_scale_rounds(data, s, adapt)):
-        if r == 0:
-            eps_round_sums(s, sums)
-        else:
-            draw_tau_eps(data, s, sums[0])
+        eps_round_start(data, s, r, sums)
         u, factor = scale_proposal(s, slot)
         w.params[0] = factor
         w.params[1] = 0.0
         exp_change = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, data.all_combos, w.obs,
                               w.obs)
-        w.params[1], delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, sums[1],
-                                                    exp_change, sums[2], factor)
-        accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
-                                        pr[EPS_A], pr[EPS_B])
+        accept, w.params[1] = accept_eps_scale(data, s, slot, adapt, u, factor, exp_change, sums)
         if accept:
-            s.tau_eps[0] = new_tau
-            s.mu[0] += w.params[1]
             _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
-            scale_eps_sums(sums, factor)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
