@@ -34,14 +34,19 @@ are checked, together:
   than the archive declares (a crafted header, which GDAL would inflate in full), whose
   checksum (CRC-32) does not match (GDAL reads damaged data without a word), or whose local
   header contradicts the archive's directory (GDAL said "cpl_unzOpenCurrentFile() failed") is
-  refused. This costs one pass of zlib over the files (0.1 s for a GeoJSON of 85 MB); Python
-  cannot inflate Deflate64, whose files are checked by their declared sizes only.
+  refused. This costs one pass of zlib over the files (0.1 s for a GeoJSON of 85 MB); a
+  Deflate64 file (Windows' own zip folders write them) is inflated by ``inflate64`` (Python's
+  zlib cannot), in steps that bound each call's output (:func:`_deflate64_data`): Deflate64
+  packs zeros 26,000 times, so a bomb of 2 GiB declaring 1 kB fits in 80 kB.
 
 GDAL's own guard, a refusal of a declared ratio far above Deflate's limit, let a 65 MiB GeoJSON
 of blanks deflated 1000x through, and trusts the declared sizes.
 
-The number of files in an archive is not limited: it is bounded by the archive's size (each
-takes at least 46 bytes of its directory), and 5000 shapefiles in one folder (25000 files)
+The archive's directory (its list of files) may take at most :data:`MAX_ZIP_DIRECTORY_BYTES`
+(4 MiB), read from its end record before Python's zipfile parses it: zipfile builds an object
+of every entry (each takes at least 46 bytes of the directory, about 600 of memory), so a
+100 MB archive of two million empty files would take over a gigabyte before any check ran.
+4 MiB hold some 40,000 files of 100-byte names; 5000 shapefiles in one folder (25000 files)
 took GDAL 5 s to open.
 """
 
@@ -50,8 +55,11 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, NamedTuple
+
+import inflate64
 
 from geosynth.errors import InputError
 from geosynth.io._files import printable
@@ -64,6 +72,7 @@ __all__ = [
     "MAX_ZIP_BYTES",
     "MAX_ZIP_RATIO",
     "MIN_ZIP_RATIO_BYTES",
+    "MAX_ZIP_DIRECTORY_BYTES",
     "VectorSource",
     "vector_source",
     "LayerOption",
@@ -88,6 +97,8 @@ MAX_ZIP_BYTES = 2 * 1024**3
 MAX_ZIP_RATIO = 250
 #: Uncompressed bytes of those files above which :data:`MAX_ZIP_RATIO` applies.
 MIN_ZIP_RATIO_BYTES = 64 * 1024**2
+#: Bytes a zip archive's directory may take at most (its end record says, before zipfile reads).
+MAX_ZIP_DIRECTORY_BYTES = 4 * 1024**2
 
 # The files of a shapefile GDAL may read beside its .shp (a folder's .dbf alone is a layer).
 _SHAPEFILE_PARTS = frozenset({".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx"})
@@ -95,7 +106,11 @@ _SHAPEFILE_PARTS = frozenset({".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".
 _STORED, _DEFLATED, _DEFLATE64 = 0, 8, 9
 _METHODS = {12: "bzip2", 14: "LZMA", 93: "Zstandard", 95: "XZ", 98: "PPMd", 99: "AES encryption"}
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # a zip's local file header (30 bytes)
+_END_RECORD = struct.Struct("<4sHHHHIIH")  # end of central directory record (22 bytes)
+_ZIP64_LOCATOR = struct.Struct("<4sIQI")  # Zip64 end of central directory locator (20 bytes)
+_ZIP64_END = struct.Struct("<4sQHHIIQQQQ")  # Zip64 end of central directory record (56 bytes)
 _CHUNK = 1 << 20
+_DEFLATE64_STEP = 128  # compressed bytes inflated a call (_deflate64_data)
 
 
 class VectorSource(NamedTuple):
@@ -202,8 +217,17 @@ def _vsizip(source: Path) -> str:
 
 
 def _zip_infos(source: Path, shown: str) -> list[zipfile.ZipInfo]:
-    """Return the files in the zip archive ``source`` (not its folders)."""
+    """Return the files in the zip archive ``source`` (not its folders).
+
+    An archive whose directory takes more than :data:`MAX_ZIP_DIRECTORY_BYTES` is refused
+    before zipfile reads it (module docstring).
+    """
     try:
+        if _directory_bytes(source) > MAX_ZIP_DIRECTORY_BYTES:
+            raise InputError(f"{shown} lists more files than geosynth reads from a zip archive "
+                             f"(its directory takes more than {_bytes(MAX_ZIP_DIRECTORY_BYTES)}"
+                             "; GIS data take a few files): unzip it and pass the dataset "
+                             "itself")
         with zipfile.ZipFile(source) as archive:
             return [info for info in archive.infolist() if not info.is_dir()]
     except (zipfile.BadZipFile, OSError, EOFError) as err:
@@ -211,6 +235,39 @@ def _zip_infos(source: Path, shown: str) -> list[zipfile.ZipInfo]:
                   if isinstance(err, zipfile.BadZipFile | EOFError)
                   else printable(err.strerror or type(err).__name__))
         raise InputError(f"cannot read {shown}: {reason}; copy or zip the files again") from None
+
+
+def _directory_bytes(source: Path) -> int:
+    """Return the size of the zip archive ``source``'s directory, as its end records give it.
+
+    The end record is found as zipfile finds it: the archive's last 22 bytes if they are one
+    without a comment, else the last record signature in the last 64 KiB + 22 bytes. With
+    Zip64, zipfile takes the size from the Zip64 end record just before the locator, and other
+    readers from the one the locator points to: the larger of all is returned. Returns 0 where
+    no record is found (zipfile then refuses the file).
+    """
+    with open(source, "rb") as handle:
+        size = handle.seek(0, 2)
+        start = max(size - (1 << 16) - _END_RECORD.size, 0)
+        handle.seek(start)
+        tail = handle.read()
+        at = len(tail) - _END_RECORD.size
+        if at < 0 or not (tail.startswith(b"PK\x05\x06", at) and tail.endswith(b"\x00\x00")):
+            at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or at + _END_RECORD.size > len(tail):
+            return 0
+        sizes = [_END_RECORD.unpack_from(tail, at)[5]]
+        locator = start + at - _ZIP64_LOCATOR.size
+        if locator >= 0:
+            handle.seek(locator)
+            signature, _, offset, _ = _ZIP64_LOCATOR.unpack(handle.read(_ZIP64_LOCATOR.size))
+            if signature == b"PK\x06\x07":
+                for record_at in (locator - _ZIP64_END.size, offset):
+                    handle.seek(max(record_at, 0))
+                    record = handle.read(_ZIP64_END.size)
+                    if len(record) == _ZIP64_END.size and record.startswith(b"PK\x06\x06"):
+                        sizes.append(_ZIP64_END.unpack(record)[8])
+        return max(sizes)
 
 
 def _check_members(source: Path, shown: str, infos: list[zipfile.ZipInfo]) -> None:
@@ -275,8 +332,7 @@ def _check_member_data(handle: BinaryIO, info: zipfile.ZipInfo, where: str) -> N
     (the bytes the directory gives it, which GDAL reads), inflated and counted in chunks
     (nothing kept), must be as long as the directory says and match its CRC-32: GDAL inflates
     them all, so a header declaring less let a bomb pass the size checks (Python's zipfile
-    stops at the declared size, and a CRC of those bytes then matches). A Deflate64 file is
-    checked by its header only.
+    stops at the declared size, and a CRC of those bytes then matches).
     """
     handle.seek(info.header_offset)
     header = handle.read(_LOCAL_HEADER.size)
@@ -291,35 +347,77 @@ def _check_member_data(handle: BinaryIO, info: zipfile.ZipInfo, where: str) -> N
                                                                     strict=True)):
         raise _damaged(where, "its own header and the archive's directory disagree on its "
                        "compression or size")
-    if method == _DEFLATE64:
-        return
     if method == _STORED and info.compress_size != info.file_size:
         raise _damaged(where, "it is stored uncompressed, yet its compressed and uncompressed "
                        "sizes differ")
     handle.seek(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
-    inflater = zlib.decompressobj(-15) if method == _DEFLATED else None
-    length, checksum, left = 0, 0, info.compress_size
-    while inflater is None or not inflater.eof:
-        if inflater is not None and inflater.unconsumed_tail:
-            packed_data = inflater.unconsumed_tail
-        else:
-            packed_data = handle.read(min(_CHUNK, left))
-            left -= len(packed_data)
-        try:
-            data = packed_data if inflater is None else inflater.decompress(packed_data, _CHUNK)
-        except zlib.error:
-            raise _damaged(where, "its compressed data are corrupt") from None
-        if not packed_data and not data:
-            break
+    length, checksum = 0, 0
+    for data in _MEMBER_DATA[method](handle, info.compress_size, where):
         length += len(data)
         checksum = zlib.crc32(data, checksum)
         if length > info.file_size:
             raise _damaged(where, "it holds more data than the archive declares (GDAL would "
                            "inflate them all)")
-    if length < info.file_size or (inflater is not None and not inflater.eof):
+    if length < info.file_size:
         raise _damaged(where, "it is cut short")
     if checksum != info.CRC:
         raise _damaged(where, "its data do not match their checksum (CRC-32)")
+
+
+def _stored_data(handle: BinaryIO, left: int, where: str) -> Iterator[bytes]:
+    """Yield the ``left`` bytes of a stored file, at most :data:`_CHUNK` at a time."""
+    while left:
+        data = handle.read(min(_CHUNK, left))
+        if not data:
+            raise _damaged(where, "it is cut short")
+        left -= len(data)
+        yield data
+
+
+def _deflated_data(handle: BinaryIO, left: int, where: str) -> Iterator[bytes]:
+    """Yield a Deflate file's data, inflated from its ``left`` compressed bytes in chunks.
+
+    zlib inflates at most :data:`_CHUNK` bytes a call, whatever the compression ratio.
+    """
+    inflater = zlib.decompressobj(-15)
+    while not inflater.eof:
+        if inflater.unconsumed_tail:
+            packed = inflater.unconsumed_tail
+        else:
+            packed = handle.read(min(_CHUNK, left))
+            left -= len(packed)
+        try:
+            data = inflater.decompress(packed, _CHUNK)
+        except zlib.error:
+            raise _damaged(where, "its compressed data are corrupt") from None
+        if not packed and not data:
+            raise _damaged(where, "it is cut short")
+        yield data
+
+
+def _deflate64_data(handle: BinaryIO, left: int, where: str) -> Iterator[bytes]:
+    """Yield a Deflate64 file's data, inflated from its ``left`` compressed bytes in steps.
+
+    Python's zlib cannot inflate Deflate64 (Deflate with a 64 KiB window and matches of up to
+    65,538 bytes), so ``inflate64`` does, which takes no output limit: it is fed
+    :data:`_DEFLATE64_STEP` compressed bytes a call, which hold at most 57 longest matches
+    (18 bits each), so a call returns at most 3.7 MB (3.4 MB measured on zeros, which
+    Deflate64 packs 26,000 times: a bomb of 2 GiB fits in 80 kB).
+    """
+    inflater = inflate64.Inflater()
+    while not inflater.eof:
+        packed = handle.read(min(_DEFLATE64_STEP, left))
+        if not packed:
+            raise _damaged(where, "it is cut short")
+        left -= len(packed)
+        try:
+            data = inflater.inflate(packed)
+        except ValueError:
+            raise _damaged(where, "its compressed data are corrupt") from None
+        yield data
+
+
+_MEMBER_DATA = {_STORED: _stored_data, _DEFLATED: _deflated_data, _DEFLATE64: _deflate64_data}
 
 
 def _damaged(where: str, reason: str) -> InputError:

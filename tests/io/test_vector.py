@@ -6,11 +6,13 @@ even beside a layer of unknown geometry type (which the polygon reader refused).
 """
 
 import struct
+import tracemalloc
 import warnings
 import zipfile
 import zlib
 
 import geopandas as gpd
+import inflate64
 import numpy as np
 import pytest
 import shapely
@@ -309,6 +311,127 @@ def test_a_zip_member_whose_headers_lie_is_refused(tmp_path, points, lie):
                        rf"{reason}.*; copy or zip the files again \(an archive still refused "
                        r"after a fresh copy may be a zip bomb\)$"):
         read_points(path)
+
+
+def _assert_geojson_read(path, points):
+    """``read_points(path)`` gives back the points of :func:`_padded_geojson` (via EPSG:4326)."""
+    got = read_points(path).to_crs(CRS)
+    np.testing.assert_allclose(shapely.get_coordinates(got.geometry.values),
+                               shapely.get_coordinates(points.geometry), atol=1e-6)
+    assert got["y"].tolist() == points["y"].tolist()
+
+
+def _zip_deflate64(path, name, data):
+    """Zip ``data`` as ``name`` compressed with Deflate64 (method 9, which zipfile cannot write).
+
+    The Deflate64 stream is stored, then its headers say method 9 with the data's size and CRC.
+    """
+    deflater = inflate64.Deflater()
+    packed = deflater.deflate(data) + deflater.flush()
+    _zip_one(path, name, packed, zipfile.ZIP_STORED)
+    return _patch(path, method=9, crc=zlib.crc32(data), size=len(data))
+
+
+def test_a_deflate64_member_is_inflated_to_be_checked_and_then_read(tmp_path, points):
+    # Windows' zip folders write Deflate64, which GDAL reads and Python's zlib cannot inflate:
+    # it was checked by its declared sizes only, so a crafted header let a bomb through.
+    path = _zip_deflate64(tmp_path / "win.zip", "p.geojson", _padded_geojson(points, 100_000))
+    with zipfile.ZipFile(path) as zipped:
+        info = zipped.getinfo("p.geojson")
+    assert info.compress_type == 9 and info.compress_size < info.file_size / 10
+    _assert_geojson_read(path, points)
+
+
+@pytest.mark.parametrize("lie", ["more", "cut", "crc", "corrupt"])
+def test_a_deflate64_member_whose_data_are_not_as_declared_is_refused(tmp_path, points, lie):
+    body = _padded_geojson(points, 5 * 1024**2)
+    path = _zip_deflate64(tmp_path / "lie.zip", "p.geojson", body)
+    with zipfile.ZipFile(path) as zipped:
+        packed = zipped.getinfo("p.geojson").compress_size
+    if lie == "more":  # declares 1000 bytes: GDAL would inflate all 5 MB
+        _patch(path, size=1000, crc=zlib.crc32(body[:1000]))
+        reason = "it holds more data than the archive declares"
+    elif lie == "cut":
+        _patch(path, packed=packed // 2)
+        reason = "it is cut short"
+    elif lie == "crc":
+        _patch(path, crc=zlib.crc32(body) ^ 1)
+        reason = r"its data do not match their checksum \(CRC-32\)"
+    else:  # the first block's type made 3, which Deflate64 reserves
+        data = bytearray(path.read_bytes())
+        data[data.index(b"p.geojson") + len("p.geojson")] |= 0b110
+        path.write_bytes(bytes(data))
+        reason = "its compressed data are corrupt"
+    with pytest.raises(InputError, match=rf"^p.geojson in lie.zip is damaged or crafted: "
+                       rf"{reason}"):
+        read_points(path)
+
+
+def test_a_deflate64_bomb_is_inflated_in_bounded_steps(tmp_path, monkeypatch):
+    # Deflate64 packs 256 MiB of zeros into ~10 kB (its matches reach 65,538 bytes) and
+    # inflate64 takes no output limit: fed 128 bytes a call, no call returns more than 3.7 MB.
+    monkeypatch.setattr(_vector, "MAX_ZIP_RATIO", 10**9)  # let the check inflate it all
+    path = _zip_deflate64(tmp_path / "zeros.zip", "p.geojson", bytes(256 * 1024**2))
+    assert path.stat().st_size < 20_000
+    tracemalloc.start()
+    try:
+        assert vector_source(path, "zeros.zip").member == "p.geojson"  # as declared: it passes
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024**2
+
+
+def _zip_with_many_files(path, points, files):
+    """Zip the points as ``p.geojson`` beside ``files`` empty text files."""
+    with zipfile.ZipFile(path, "w") as zipped:
+        zipped.writestr("p.geojson", _padded_geojson(points, 0))
+        for k in range(files):
+            zipped.writestr(f"notes/{k:06d}.txt", b"")
+    return path
+
+
+def _refuse_zipfile(*args, **kwargs):
+    raise AssertionError("zipfile read the archive's directory")
+
+
+def test_an_archive_listing_too_many_files_is_refused_before_zipfile_reads_it(
+        tmp_path, points, monkeypatch):
+    # zipfile builds an object of every entry before any check: two million empty files in a
+    # 100 MB archive took over a gigabyte of memory.
+    path = _zip_with_many_files(tmp_path / "many.zip", points, 2000)  # 2000 x 63 bytes
+    monkeypatch.setattr(_vector, "MAX_ZIP_DIRECTORY_BYTES", 100_000)
+    with monkeypatch.context() as patched:
+        patched.setattr(_vector.zipfile, "ZipFile", _refuse_zipfile)
+        with pytest.raises(InputError, match=r"^many.zip lists more files than geosynth reads "
+                           r"from a zip archive \(its directory takes more than 100,000 bytes; "
+                           r"GIS data take a few files\): unzip it and pass the dataset "
+                           r"itself$"):
+            read_points(path)
+    monkeypatch.setattr(_vector, "MAX_ZIP_DIRECTORY_BYTES", 200_000)
+    _assert_geojson_read(path, points)
+
+
+@pytest.mark.parametrize("comment", [b"", b"exported by hand"])  # last 22 bytes; searched
+def test_the_zip64_end_record_is_what_counts_when_the_classic_one_understates(
+        tmp_path, points, monkeypatch, comment):
+    # Past 65,535 files zipfile writes a Zip64 end record and reads its directory size from
+    # it: a classic end record patched to say 0 bytes must not hide the directory.
+    path = _zip_with_many_files(tmp_path / "zip64.zip", points, 65_536)
+    data = bytearray(path.read_bytes())
+    end = data.rfind(b"PK\x05\x06")
+    assert data[end - 20:end - 16] == b"PK\x06\x07"  # zipfile wrote the Zip64 records
+    directory = struct.unpack_from("<I", data, end + 12)[0]
+    struct.pack_into("<I", data, end + 12, 0)
+    struct.pack_into("<H", data, end + 20, len(comment))
+    path.write_bytes(bytes(data) + comment)
+    with zipfile.ZipFile(path) as zipped:
+        assert len(zipped.infolist()) == 65_537  # zipfile reads the whole directory
+    monkeypatch.setattr(_vector, "MAX_ZIP_DIRECTORY_BYTES", directory - 1)
+    with pytest.raises(InputError, match=r"^zip64.zip lists more files than geosynth reads"):
+        read_points(path)
+    monkeypatch.setattr(_vector, "MAX_ZIP_DIRECTORY_BYTES", directory)
+    _assert_geojson_read(path, points)
 
 
 @pytest.mark.parametrize("flags", [{"flags": 0x1}, {"flags": 0x1, "method": 99}])
