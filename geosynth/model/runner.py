@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import mmap
 import os
 import signal
 import sys
@@ -66,6 +67,8 @@ __all__ = [
 # n_iter="auto": max_seconds stops a chain only once it holds this many draws (arviz's minimum
 # for ESS and R-hat), so that even a fit stopped at once reports its diagnostics.
 MIN_DRAWS_AT_DEADLINE = 4
+#: Bytes from which a fixed-length fit's draw arrays are populated up front (_populated_empty).
+POPULATE_MIN_BYTES = 1 << 20
 
 
 # Seconds a cold compilation of each sampler's kernels took on the 2-core benchmark machine
@@ -317,15 +320,8 @@ class ChainRunner:
         G, B, _ = model_shape(self.data)
         n_keep, eta_index = self.plan.n_keep, self.plan.eta_index
         has_beta = len(self.data.beta_priors) > 0
-        fields = self.data.zbar.shape[0]
-        out = {
-            "scalars": np.zeros((chains, n_keep, recorded_scalars(self.data))),
-            "theta": np.zeros((chains, n_keep, G), dtype=np.float32),
-            "beta": np.zeros((chains, n_keep if has_beta else 0, fields, G), dtype=np.float32),
-            "eta": np.zeros((chains, eta_index.size, G, B), dtype=np.float32),
-            "latent_totals": np.zeros((chains, n_keep if self.inv_scale else 0, B)),
-            "lambda_sum": np.zeros((chains, G, B)),
-        }
+        out = _draw_outputs(self.data, chains, n_keep, eta_index.size, self.inv_scale, True)
+        out["lambda_sum"] = np.zeros((chains, G, B))
         kept = np.zeros(chains, dtype=np.int64)
         if self.progress:
             self.compile_kernels(streams[0], out)  # before the bars, so their ETA is right
@@ -523,6 +519,48 @@ class ChainRunner:
             out["eta"][chain, j] = scratch.eta[index[j] - row]
 
 
+def _draw_outputs(data: ModelData, chains: int, rows: int, eta_rows: int, noise: bool,
+                  populate: bool) -> dict[str, np.ndarray]:
+    """Return the arrays the kernels record ``rows`` draws a chain in (η: ``eta_rows``), unset.
+
+    With ``populate`` (a fixed-length fit, which fills them), their memory is mapped in one
+    call up front (:func:`_populated_empty`) rather than page by page as the draws are
+    written; an ``n_iter="auto"`` fit, which may stop long before its rows are full, maps it
+    as it goes. The kernels write every column of each row they record
+    (:func:`~geosynth.model.state.record`), and the fit keeps only the rows every chain made,
+    so no unset value is ever read.
+    """
+    G, B, _ = model_shape(data)
+    has_beta = len(data.beta_priors) > 0
+    empty = _populated_empty if populate else np.empty
+    return {
+        "scalars": empty((chains, rows, recorded_scalars(data)), np.float64),
+        "theta": empty((chains, rows, G), np.float32),
+        "beta": empty((chains, rows if has_beta else 0, data.zbar.shape[0], G), np.float32),
+        "eta": empty((chains, eta_rows, G, B), np.float32),
+        "latent_totals": empty((chains, rows if noise else 0, B), np.float64),
+    }
+
+
+def _populated_empty(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """Return an uninitialised array whose memory the OS maps now, in one call (Linux).
+
+    Anonymous memory is otherwise mapped a 4 KiB page at a time on first write. On the
+    bench's 2-core VM (Firecracker, whose guest hands freed pages back to the host) such a
+    fault costs about 10 µs: storing η's draws at 1,600 cells × 12 took 0.2 ms of a 3.9 ms
+    sweep at thin 1, against 0.05 ms when the pages are populated first
+    (``mmap(MAP_POPULATE)``: 44 ms for 192 MB against 430 ms page by page; ``bench/RESULTS.md``,
+    2026-12-04, forty-first session). Elsewhere (no ``MAP_POPULATE``) and for small arrays it
+    is ``np.empty``.
+    """
+    size = math.prod(shape) * np.dtype(dtype).itemsize
+    flags = getattr(mmap, "MAP_POPULATE", 0)
+    if size == 0 or size < POPULATE_MIN_BYTES or not flags:  # mmap maps no 0 bytes
+        return np.empty(shape, dtype)
+    block = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flags)
+    return np.frombuffer(block, dtype).reshape(shape)  # the array keeps the mapping alive
+
+
 class _ChunkBuffers(NamedTuple):
     """Per-chain scratch: η of one chunk's draws, discarded β (if not fitted), one exp η term.
 
@@ -607,15 +645,7 @@ class AutoRunner(ChainRunner):
         n_chains = streams.shape[0]
         G, B, _ = model_shape(self.data)
         rows = self.plan.n_keep
-        has_beta = len(self.data.beta_priors) > 0
-        fields = self.data.zbar.shape[0]
-        out = {
-            "scalars": np.zeros((n_chains, rows, recorded_scalars(self.data))),
-            "theta": np.zeros((n_chains, rows, G), dtype=np.float32),
-            "beta": np.zeros((n_chains, rows if has_beta else 0, fields, G), dtype=np.float32),
-            "eta": np.zeros((n_chains, rows, G, B), dtype=np.float32),
-            "latent_totals": np.zeros((n_chains, rows if self.inv_scale else 0, B)),
-        }
+        out = _draw_outputs(self.data, n_chains, rows, rows, self.inv_scale, False)
         self.out = out
         if self.progress:
             self.compile_kernels(streams[0], out)  # before the bars, so their ETA is right
