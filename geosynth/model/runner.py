@@ -67,7 +67,7 @@ __all__ = [
 # n_iter="auto": max_seconds stops a chain only once it holds this many draws (arviz's minimum
 # for ESS and R-hat), so that even a fit stopped at once reports its diagnostics.
 MIN_DRAWS_AT_DEADLINE = 4
-#: Bytes from which a fixed-length fit's draw arrays are populated up front (_populated_empty).
+#: Bytes from which a fixed-length fit's draw arrays are populated up front (_populated_zeros).
 POPULATE_MIN_BYTES = 1 << 20
 
 
@@ -521,42 +521,41 @@ class ChainRunner:
 
 def _draw_outputs(data: ModelData, chains: int, rows: int, eta_rows: int, noise: bool,
                   populate: bool) -> dict[str, np.ndarray]:
-    """Return the arrays the kernels record ``rows`` draws a chain in (η: ``eta_rows``), unset.
+    """Return the zeroed arrays the kernels record ``rows`` draws a chain in (η: ``eta_rows``).
 
     With ``populate`` (a fixed-length fit, which fills them), their memory is mapped in one
-    call up front (:func:`_populated_empty`) rather than page by page as the draws are
+    call up front (:func:`_populated_zeros`) rather than page by page as the draws are
     written; an ``n_iter="auto"`` fit, which may stop long before its rows are full, maps it
-    as it goes. The kernels write every column of each row they record
-    (:func:`~geosynth.model.state.record`), and the fit keeps only the rows every chain made,
-    so no unset value is ever read.
+    as it goes (``np.zeros``). Zeroed either way, never ``np.empty``: memory the process freed
+    may hold the records' values, and no row may show them.
     """
     G, B, _ = model_shape(data)
     has_beta = len(data.beta_priors) > 0
-    empty = _populated_empty if populate else np.empty
+    zeros = _populated_zeros if populate else np.zeros
     return {
-        "scalars": empty((chains, rows, recorded_scalars(data)), np.float64),
-        "theta": empty((chains, rows, G), np.float32),
-        "beta": empty((chains, rows if has_beta else 0, data.zbar.shape[0], G), np.float32),
-        "eta": empty((chains, eta_rows, G, B), np.float32),
-        "latent_totals": empty((chains, rows if noise else 0, B), np.float64),
+        "scalars": zeros((chains, rows, recorded_scalars(data)), np.float64),
+        "theta": zeros((chains, rows, G), np.float32),
+        "beta": zeros((chains, rows if has_beta else 0, data.zbar.shape[0], G), np.float32),
+        "eta": zeros((chains, eta_rows, G, B), np.float32),
+        "latent_totals": zeros((chains, rows if noise else 0, B), np.float64),
     }
 
 
-def _populated_empty(shape: tuple[int, ...], dtype: type) -> np.ndarray:
-    """Return an uninitialised array whose memory the OS maps now, in one call (Linux).
+def _populated_zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """Return an array of zeros whose memory the OS maps now, in one call (Linux).
 
-    Anonymous memory is otherwise mapped a 4 KiB page at a time on first write. On the
-    bench's 2-core VM (Firecracker, whose guest hands freed pages back to the host) such a
-    fault costs about 10 µs: storing η's draws at 1,600 cells × 12 took 0.2 ms of a 3.9 ms
-    sweep at thin 1, against 0.05 ms when the pages are populated first
-    (``mmap(MAP_POPULATE)``: 44 ms for 192 MB against 430 ms page by page; ``bench/RESULTS.md``,
-    2026-12-04, forty-first session). Elsewhere (no ``MAP_POPULATE``) and for small arrays it
-    is ``np.empty``.
+    Anonymous memory (``np.zeros``' too) is otherwise mapped a 4 KiB page at a time on first
+    write. On the bench's 2-core VM (Firecracker, whose guest hands freed pages back to the
+    host) such a fault costs about 10 µs: storing η's draws at 1,600 cells × 12 took 0.2 ms of
+    a 3.9 ms sweep at thin 1, against 0.03 ms with the pages populated first, that included
+    (``mmap(MAP_POPULATE)``, which the OS fills with zeros: 44 ms for 192 MB against 430 ms
+    page by page; ``bench/RESULTS.md``, 2026-12-04, forty-first session). Elsewhere (no
+    ``MAP_POPULATE``) and for small arrays it is ``np.zeros``.
     """
     size = math.prod(shape) * np.dtype(dtype).itemsize
     flags = getattr(mmap, "MAP_POPULATE", 0)
     if size == 0 or size < POPULATE_MIN_BYTES or not flags:  # mmap maps no 0 bytes
-        return np.empty(shape, dtype)
+        return np.zeros(shape, dtype)
     block = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flags)
     return np.frombuffer(block, dtype).reshape(shape)  # the array keeps the mapping alive
 
