@@ -46,6 +46,8 @@ from geosynth.model.state import (
     UPDATE_MH,
     CountTables,
     ModelData,
+    sorted_adjacency,
+    upper_neighbours,
 )
 from geosynth.model.stopping import AUTO_THIN, MAX_AUTO_THIN, check_auto_arguments
 from geosynth.model.storage import DEFAULT_MAX_BYTES, plan_auto_storage, plan_model_storage
@@ -887,6 +889,7 @@ def build_model_data(counts: CellCounts,
                                      grid.n_components)
     coarse_ptr, coarse_cells = coarse_aggregates(np.asarray(grid.indptr, dtype=np.int64),
                                                  np.asarray(grid.indices, dtype=np.int64))
+    indptr, indices = sorted_adjacency(grid.indptr, grid.indices)
     tables = CountTables(
         counts=c,
         cell_counts=c.sum(axis=1),
@@ -899,8 +902,9 @@ def build_model_data(counts: CellCounts,
         level_combos_ptr=level_combos_ptr,
         level_combos=level_combos,
         all_combos=np.arange(B, dtype=np.int64),
-        indptr=np.ascontiguousarray(grid.indptr, dtype=np.int64),
-        indices=np.ascontiguousarray(grid.indices, dtype=np.int64),
+        indptr=indptr,
+        indices=indices,
+        upper=upper_neighbours(indptr, indices),
         component=np.ascontiguousarray(grid.component, dtype=np.int64),
         component_size=np.bincount(grid.component, minlength=grid.n_components).astype(float),
         zbar=np.array(zbar, dtype=np.float64, order="C"),

@@ -331,7 +331,8 @@ def _add_per_combination_cells(cells, lo, hi, values, delta, expeta, sign):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _precision_sums_cells(cells, lo, hi, beta, with_beta, with_eps, eps, indptr, indices, out):
+def _precision_sums_cells(cells, lo, hi, beta, with_beta, with_eps, eps, indptr, indices, upper,
+                          out):
     """Sum β's ICAR quadratic and Σ ε² over cells[lo:hi] into ``out`` (β, ε).
 
     ``beta`` is one covariate's field; ``with_eps`` False leaves the ε column at 0 (the pass of
@@ -341,7 +342,7 @@ def _precision_sums_cells(cells, lo, hi, beta, with_beta, with_eps, eps, indptr,
     for j in range(lo, hi):
         i = cells[j]
         if with_beta:
-            out[0] = icar_quadratic_add(beta, i, indptr, indices, out[0])
+            out[0] = icar_quadratic_add(beta, i, upper[i], indptr[i + 1], indices, out[0])
         if with_eps:
             for b in range(eps.shape[1]):
                 out[1] += eps[i, b] * eps[i, b]
@@ -369,7 +370,8 @@ def _scale_eps_cells(cells, lo, hi, eps, factor, eta, expeta, apply, offset):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams, old, status,
-           eta, expeta, eps, counts, zbar, czbar, indptr, indices, component, component_size):
+           eta, expeta, eps, counts, zbar, czbar, indptr, indices, upper, component,
+           component_size):
     """Run operation ``op`` on cells[lo:hi] (one parallel work item); return its partial sum.
 
     Plain arrays only: passing the model's NamedTuples into the parallel loop cost ~20 µs per
@@ -400,7 +402,7 @@ def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams
         _add_per_combination_cells(cells, lo, hi, eps, aux, eta[:0], -1.0)
     elif op == _OP_PRECISION_SUMS:
         _precision_sums_cells(cells, lo, hi, obs, params[0] > 0.0, params[1] > 0.0, eps,
-                              indptr, indices, row)
+                              indptr, indices, upper, row)
         return row[0]
     elif op == _OP_SCALE_LOGLIK_BETA or op == _OP_SCALE_APPLY_BETA:
         return _scale_beta_cells(cells, lo, hi, field, aux, component, params[0], zbar, counts,
@@ -413,7 +415,7 @@ def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def _for_blocks(op, cells, field, phi, combos, obs, aux, params, streams, old, status, partial,
-                eta, expeta, eps, counts, zbar, czbar, indptr, indices, component,
+                eta, expeta, eps, counts, zbar, czbar, indptr, indices, upper, component,
                 component_size):
     """Run ``op`` over ``cells`` in at most :data:`MAX_BLOCKS` blocks on all numba threads.
 
@@ -430,13 +432,13 @@ def _for_blocks(op, cells, field, phi, combos, obs, aux, params, streams, old, s
     if n_blocks == 1:  # no parallel region: launching one costs more than a block's work
         partial[0, 0] = _block(op, cells, 0, n, partial[0], field, phi, combos, obs, aux,
                                params, streams, old, status, eta, expeta, eps, counts, zbar,
-                               czbar, indptr, indices, component, component_size)
+                               czbar, indptr, indices, upper, component, component_size)
     else:
         for blk in prange(n_blocks):
             partial[blk, 0] = _block(op, cells, blk * size, min(n, (blk + 1) * size),
                                      partial[blk], field, phi, combos, obs, aux, params, streams,
                                      old, status, eta, expeta, eps, counts, zbar, czbar, indptr,
-                                     indices, component, component_size)
+                                     indices, upper, component, component_size)
     for blk in range(n_blocks, MAX_BLOCKS):
         for j in range(partial.shape[1]):  # a slice assignment would be a parallel region
             partial[blk, j] = 0.0
@@ -515,7 +517,7 @@ def _launch(op, data, s, w, cells, field, combos, obs, aux):
     c = w.covariate[0]
     return _for_blocks(w.ops[op], cells, field, s.phi, combos, obs, aux, w.params, w.streams,
                        w.old, w.status, w.partial, s.eta, s.expeta, s.eps, s.counts,
-                       data.zbar[c], s.cell_czbar[c], data.indptr, data.indices,
+                       data.zbar[c], s.cell_czbar[c], data.indptr, data.indices, data.upper,
                        data.component, data.component_size)
 
 

@@ -164,11 +164,11 @@ def _map_cells(field, tau, new_tau, n, tau_eps, start, eps_sum, comp_sum, level_
         comp_sum[c] += value - field[i]
         field[i] = value
         log_jacobian += log_ratio
-        for t in range(lo, hi):  # edges to cells already mapped
-            j = data.indices[t]
-            if (j < i) == forward:
-                diff = value - field[j]
-                quadratic += diff * diff
+        # Edges to the cells already mapped: the neighbours j < i going forward, j > i back.
+        first, stop = (lo, data.upper[i]) if forward else (data.upper[i], hi)
+        for t in range(first, stop):
+            diff = value - field[data.indices[t]]
+            quadratic += diff * diff
         d = value - start[i]
         eps_change += d * (n * d - 2.0 * eps_sum[i])
     return log_jacobian, quadratic, eps_change

@@ -61,6 +61,8 @@ __all__ = [
     "B_BETA",
     "B_EPS",
     "ModelData",
+    "sorted_adjacency",
+    "upper_neighbours",
     "model_shape",
     "CountTables",
     "GibbsState",
@@ -116,7 +118,8 @@ class ModelData(NamedTuple):
     level_combos: np.ndarray  # int64
     all_combos: np.ndarray  # int64 (B,) 0..B-1: the combinations θ and β touch
     indptr: np.ndarray  # int64 (G + 1,) adjacency CSR
-    indices: np.ndarray  # int64
+    indices: np.ndarray  # int64, sorted within each row
+    upper: np.ndarray  # int64 (G,) first t in row i with indices[t] > i (upper_neighbours)
     component: np.ndarray  # int64 (G,)
     component_size: np.ndarray  # float64 (C,)
     zbar: np.ndarray  # float64 (max(K, 1), G, B) per covariate; zeros without one (K = 0)
@@ -129,6 +132,31 @@ class ModelData(NamedTuple):
     mode_eigenvalues: np.ndarray  # float64 (K,) eigenvalues of the K smooth modes
     coarse_ptr: np.ndarray  # int64 (n_aggregates + 1,) CSR of the nested cell aggregates
     coarse_cells: np.ndarray  # int64 their cells, finest level first (model.coarse)
+
+
+def sorted_adjacency(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return the CSR adjacency ``(indptr, indices)`` as int64, each row's indices sorted.
+
+    The lattices already sort them; the kernels rely on it (:func:`upper_neighbours`).
+    """
+    indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int64)
+    rows = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+    return indptr, np.ascontiguousarray(indices[np.lexsort((indices, rows))])
+
+
+def upper_neighbours(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """For each cell i, the first position t of its row with ``indices[t] > i``.
+
+    With each row sorted (:func:`sorted_adjacency`), row i's neighbours j < i are
+    ``indices[indptr[i]:upper[i]]`` and its neighbours j > i ``indices[upper[i]:indptr[i + 1]]``:
+    the kernels that visit each edge once, or only the neighbours already mapped in a pass
+    over the cells, take a slice instead of testing every neighbour.
+    """
+    G = indptr.size - 1
+    rows = np.repeat(np.arange(G), np.diff(indptr))
+    below = np.bincount(rows, weights=indices <= rows, minlength=G)
+    return np.ascontiguousarray(indptr[:-1] + below.astype(np.int64))
 
 
 def model_shape(data: ModelData) -> tuple[int, int, int]:
