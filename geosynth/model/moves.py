@@ -86,9 +86,21 @@ __all__ = [
     "shift_eps_draw",
     "shift_eps",
     "eps_round_start",
-    "accept_eps_scale",
     "scale_move_eps",
     "scale_eps_sums",
+    "EPS_SERIES_ORDER",
+    "EPS_SERIES_TOLERANCE",
+    "EPS_SQUARES",
+    "EPS_LINEAR",
+    "EPS_EXP_TOTAL",
+    "EPS_SCALE",
+    "EPS_SHIFT",
+    "EPS_REACH",
+    "EPS_MOMENTS",
+    "EPS_ROUND_SUMS",
+    "series_tail",
+    "eps_series_change",
+    "apply_eps_scale",
     "field_scale_cycle",
     "field_scale_cycles",
     "scale_moves",
@@ -190,9 +202,11 @@ def eps_exp_change(eps, expeta, factor, grow):
 #: move runs with steps at least as long as this move's (:func:`error_scale_rounds`). Eight,
 #: not the earlier three: on the bench's scenario at G = 1,600, τ_ε was the slowest parameter
 #: (integrated autocorrelation time 7.3 sweeps, one chain of 20,000); eight rounds take it to
-#: 5.4–5.9 for 0.28 ms (8 %) more a sweep, and sixteen gained nothing more (5.7). A round costs
-#: one measuring pass, and one applying pass when accepted, since the rounds carry their sums
-#: (:func:`scale_eps_sums`) (``bench/RESULTS.md``, 2026-12-04, fortieth session).
+#: 5.4–5.9 for 0.28 ms (8 %) more a sweep, and sixteen gained nothing more (5.7)
+#: (``bench/RESULTS.md``, 2026-12-04, fortieth session). The rounds then cost a measuring pass
+#: each and an applying pass per accepted one; since they are measured from the moments of
+#: the errors (:func:`eps_series_change`), all of them cost one pass for the moments and one
+#: to apply the accepted moves: 0.15 ms against 0.5 ms at 1,600 cells (2026-12-05).
 EPS_SCALE_ROUNDS = 8
 
 
@@ -376,38 +390,138 @@ def move_intercept(s, kind, p, delta):
         s.mu[0] += delta
 
 
+#: Highest power k of the series Σ_k a^k·M_k/k!, M_k = Σ_ib e^η_ib·ε_ib^k, that measures the
+#: rounds of ε's scale move (:func:`eps_series_change`); a round whose truncation bound passes
+#: :data:`EPS_SERIES_TOLERANCE` is measured by a pass over the entries instead.
+EPS_SERIES_ORDER = 16
+
+#: Bound of the truncated terms of :func:`eps_series_change` relative to Σ e^η: 2⁻⁵², the
+#: rounding of the double-precision sum it replaces.
+EPS_SERIES_TOLERANCE = 2.0 ** -52
+
+# Slots of the sums the rounds of ε's scale move carry (eps_round_sums): Σε², Σ c·ε, Σ e^η,
+# the scale g and the shift of η that the accepted rounds have yet to apply to the state
+# (apply_eps_scale), max |ε| when the moments were taken, then M_k/k! for k = 0..ORDER.
+EPS_SQUARES, EPS_LINEAR, EPS_EXP_TOTAL, EPS_SCALE, EPS_SHIFT, EPS_REACH, EPS_MOMENTS = range(7)
+
+#: Length of the array of :func:`eps_round_sums`.
+EPS_ROUND_SUMS = EPS_MOMENTS + EPS_SERIES_ORDER + 1
+
+# 1/k for k = 1..ORDER (index k − 1): the moments' pass multiplies (a division by a constant
+# stays a division, several times slower).
+_INVERSES = 1.0 / np.arange(1.0, EPS_SERIES_ORDER + 1.0)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def eps_round_sums(s, sums):
-    """Set ``sums`` to ``(Σ ε_ib², Σ c_ib·ε_ib, Σ e^η_ib)`` in one pass over the G·B entries.
+    """Fill ``sums`` (:data:`EPS_ROUND_SUMS`) in one pass over the G·B entries of the state.
 
-    The sums the rounds of ε's scale move need: τ_ε's Gibbs draw the first, the move's
-    likelihood change (:func:`intercept_shift`) the other two. An accepted move changes them
-    by known factors (:func:`scale_eps_sums`), so a round's only pass is its measuring pass.
+    The sums the rounds of ε's scale move need: Σε² for τ_ε's Gibbs draw, Σ c_ib·ε_ib and
+    Σ e^η for the move's likelihood change (:func:`intercept_shift`), and the moments
+    M_k/k! = Σ e^η_ib·ε_ib^k / k! with max |ε_ib|, from which :func:`eps_series_change`
+    measures any scale of these errors without a pass. No scale or shift is pending.
     """
     squares = 0.0
     linear = 0.0
-    exp_total = 0.0
+    reach = 0.0
+    moments = sums[EPS_MOMENTS:]
+    moments[:] = 0.0
     for i in range(s.counts.shape[0]):
         for b in range(s.counts.shape[1]):
             e = s.eps[i, b]
             squares += e * e
             linear += s.counts[i, b] * e
-            exp_total += s.expeta[i, b]
-    sums[0] = squares
-    sums[1] = linear
-    sums[2] = exp_total
+            reach = max(reach, abs(e))
+            term = s.expeta[i, b]
+            moments[0] += term
+            for k in range(1, EPS_SERIES_ORDER + 1):
+                term *= e * _INVERSES[k - 1]
+                moments[k] += term
+    sums[EPS_SQUARES] = squares
+    sums[EPS_LINEAR] = linear
+    sums[EPS_EXP_TOTAL] = moments[0]
+    sums[EPS_SCALE] = 1.0
+    sums[EPS_SHIFT] = 0.0
+    sums[EPS_REACH] = reach
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def scale_eps_sums(sums, factor):
+def scale_eps_sums(sums, factor, offset):
     """Carry :func:`eps_round_sums` through an accepted scale move ε → (1 + ``factor``)·ε.
 
     Σ ε² and Σ c·ε scale by (1 + factor)² and 1 + factor; Σ e^η stays put, as the intercept's
-    shift δ = −log(S(u)/S(0)) keeps it (:func:`intercept_shift`).
+    shift δ = −log(S(u)/S(0)) keeps it (:func:`intercept_shift`). The move joins those that
+    :func:`apply_eps_scale` has yet to apply: g → (1 + factor)·g, and η's shift grows by
+    ``offset`` (the moments stay those of the errors the rounds began with).
     """
     grow = 1.0 + factor
-    sums[0] *= grow * grow
-    sums[1] *= grow
+    sums[EPS_SQUARES] *= grow * grow
+    sums[EPS_LINEAR] *= grow
+    sums[EPS_SCALE] *= grow
+    sums[EPS_SHIFT] += offset
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def series_tail(x):
+    """Bound of Σ_{k > EPS_SERIES_ORDER} x^k/k! for x ≥ 0: x^{n+1}·e^x/(n + 1)!, n the order.
+
+    The Lagrange remainder of e^x's Taylor polynomial of degree n (the series'
+    :data:`EPS_SERIES_ORDER`).
+    """
+    n = EPS_SERIES_ORDER
+    return math.exp((n + 1) * math.log(x) + x - math.lgamma(n + 2.0)) if x > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def eps_series_change(sums, factor):
+    """Σ e^η·(e^{d} − 1), d = ε·factor, from the moments of :func:`eps_round_sums`; or NaN.
+
+    With ε₀ and η₀ the errors and η the rounds began with, and the accepted rounds' pending
+    scale g and shift Δ (ε = g·ε₀, η = η₀ + (g − 1)·ε₀ + Δ), the move to ε' = (1 + factor)·ε
+    changes Σ e^η by e^Δ·(S(a) − S(b)) with S(x) = Σ e^{η₀}·e^{x·ε₀} = Σ_k x^k·M_k/k!,
+    b = g − 1 and a = b + g·factor. Since e^Δ·S(b) = Σ e^η (the rounds keep it), the change
+    is Σ e^η · (S(a) − S(b)) / S(b): the differences a^k − b^k by the recurrence
+    a^k − b^k = a·(a^{k−1} − b^{k−1}) + (a − b)·b^{k−1} (no cancellation for a close to b).
+    The series stops at :data:`EPS_SERIES_ORDER`; the terms it drops are at most
+    Σ e^{η₀}·(T(|a|·r) + T(|b|·r)), T the tail of :func:`series_tail` and r = max |ε₀|. NaN
+    when that bound passes :data:`EPS_SERIES_TOLERANCE` of S(b) (the result is Σ e^η times the
+    ratio of the two series): the caller then measures the move in a pass over the entries
+    (:func:`scale_move_eps`).
+    """
+    g = sums[EPS_SCALE]
+    step = g * factor
+    b = g - 1.0
+    a = b + step
+    moments = sums[EPS_MOMENTS:]
+    at_b = moments[0]
+    change = 0.0
+    power_b = 1.0  # b^{k−1}
+    difference = 0.0  # a^{k−1} − b^{k−1}
+    for k in range(1, EPS_SERIES_ORDER + 1):
+        difference = a * difference + step * power_b
+        power_b *= b
+        change += difference * moments[k]
+        at_b += power_b * moments[k]
+    reach = sums[EPS_REACH]
+    dropped = moments[0] * (series_tail(abs(a) * reach) + series_tail(abs(b) * reach))
+    if not dropped <= EPS_SERIES_TOLERANCE * at_b:  # NaN or inf fail too
+        return np.nan
+    return sums[EPS_EXP_TOTAL] * change / at_b
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def apply_eps_scale(s, sums):
+    """Apply the rounds' pending scale g and shift Δ to ε, η and exp η in one pass.
+
+    ε → g·ε, η → η + (g − 1)·ε + Δ, exp η recomputed (:func:`scale_eps_cell`); ``sums`` then
+    holds no pending move, and its moments are stale until :func:`eps_round_sums` runs.
+    """
+    factor, offset = sums[EPS_SCALE] - 1.0, sums[EPS_SHIFT]
+    if factor != 0.0 or offset != 0.0:
+        for i in range(s.counts.shape[0]):
+            scale_eps_cell(s.eps, i, factor, s.eta, s.expeta, True, offset, 0.0)
+    sums[EPS_SCALE] = 1.0
+    sums[EPS_SHIFT] = 0.0
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -548,7 +662,7 @@ def shift_eps(data, s, p, intercept_var, intercept):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def eps_round_start(data, s, r, sums):
-    """Begin round ``r`` of ε's scale moves (the serial and the chromatic sweep's).
+    """Begin round ``r`` of ε's scale moves.
 
     Round 0 sums the state into ``sums`` (:func:`eps_round_sums`); every later round draws
     τ_ε from its Gamma conditional given the carried Σε².
@@ -556,27 +670,7 @@ def eps_round_start(data, s, r, sums):
     if r == 0:
         eps_round_sums(s, sums)
     else:
-        draw_tau_eps(data, s, sums[0])
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def accept_eps_scale(data, s, slot, adapt, u, factor, exp_change, sums):
-    """Metropolis test of ε's scale move by ``1 + factor``, measured as ``exp_change``.
-
-    The move's ratio comes from :func:`intercept_shift` (μ moves with ε) and
-    :func:`scale_accept`. If accepted, τ_ε and μ take their new values and ``sums`` is carried
-    (:func:`scale_eps_sums`); ε, η and exp η are the caller's to move (serially or in
-    parallel) by ``factor`` with μ's shift. Returns ``(accept, shift of μ)``.
-    """
-    offset, delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, sums[1], exp_change,
-                                           sums[2], factor)
-    accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
-                                    data.priors[EPS_A], data.priors[EPS_B])
-    if accept:
-        s.tau_eps[0] = new_tau
-        s.mu[0] += offset
-        scale_eps_sums(sums, factor)
-    return accept, offset
+        draw_tau_eps(data, s, sums[EPS_SQUARES])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -585,16 +679,35 @@ def scale_move_eps(data, s, slot, adapt, sums):
 
     ε ~ N(0, 1/τ_ε) iid on G·B entries: the normalising constant τ^{GB/2}, the Jacobian
     e^{GB·u − 2u} and the Gamma prior again leave ``−2·shape·u − rate·(τ' − τ)``; μ moves
-    with ε so that the expected count stays put (:func:`accept_eps_scale`). ``sums`` holds
-    :func:`eps_round_sums` of the state and is carried through an accepted move;
-    ``s.entry_work[0]`` is the measuring pass's scratch (:func:`eps_exp_change`).
+    with ε so that the expected count stays put (:func:`intercept_shift`, :func:`scale_accept`).
+    ``sums`` holds :func:`eps_round_sums` and is carried through an accepted move
+    (:func:`scale_eps_sums`).
+
+    The move's change of Σ e^η comes from the moments (:func:`eps_series_change`), and an
+    accepted move only joins the pending scale and shift that :func:`apply_eps_scale` applies
+    after the last round (:func:`error_scale_moves`): the rounds cost one pass for the moments
+    and one to apply, not a pass to measure each and one to apply each accepted one. Where the
+    series cannot vouch for the step (a long one, or errors far out), the pending moves are
+    applied, the change is measured in a pass over the entries (:func:`eps_exp_change`,
+    ``s.entry_work[0]`` its scratch) and the moments are taken afresh.
     """
     u, factor = scale_proposal(s, slot)
-    exp_change = eps_exp_change(s.eps, s.expeta, factor, s.entry_work[0])
-    accept, offset = accept_eps_scale(data, s, slot, adapt, u, factor, exp_change, sums)
+    exp_change = eps_series_change(sums, factor)
+    measured = math.isnan(exp_change)
+    if measured:
+        apply_eps_scale(s, sums)
+        exp_change = eps_exp_change(s.eps, s.expeta, factor, s.entry_work[0])
+    offset, delta_loglik = intercept_shift(data, s, KIND_THETA, NO_LEVEL, sums[EPS_LINEAR],
+                                           exp_change, sums[EPS_EXP_TOTAL], factor)
+    accept, new_tau = scale_accept(s, slot, adapt, delta_loglik, u, s.tau_eps[0],
+                                    data.priors[EPS_A], data.priors[EPS_B])
     if accept:
-        for i in range(s.counts.shape[0]):
-            scale_eps_cell(s.eps, i, factor, s.eta, s.expeta, True, offset, 0.0)
+        s.tau_eps[0] = new_tau
+        s.mu[0] += offset
+        scale_eps_sums(sums, factor, offset)
+    if measured:
+        apply_eps_scale(s, sums)
+        eps_round_sums(s, sums)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -940,14 +1053,15 @@ def error_scale_moves(data, s, adapt):
     """Make the remap move of (ε, τ_ε), then the rounds of :func:`error_scale_rounds`.
 
     Each round is the scale move of ε with μ (:func:`scale_move_eps`), each after the first
-    preceded by τ_ε's Gibbs draw: the serial sweep's ε moves (the chromatic sweep makes the
-    same rounds with its parallel passes). One pass at the start sums what the rounds need
-    (:func:`eps_round_sums`); each accepted move carries the sums on (:func:`scale_eps_sums`).
+    preceded by τ_ε's Gibbs draw. One pass at the start sums what the rounds need
+    (:func:`eps_round_sums`), each accepted move carries the sums on (:func:`scale_eps_sums`),
+    and one pass at the end applies the accepted moves to the state (:func:`apply_eps_scale`).
     """
-    sums = np.empty(3)
+    sums = np.empty(EPS_ROUND_SUMS)
     for r in range(error_scale_rounds(data, s, adapt)):
         eps_round_start(data, s, r, sums)
         scale_move_eps(data, s, eps_scale_slot(s), adapt, sums)
+    apply_eps_scale(s, sums)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -26,10 +26,12 @@ The same correction covers the per-cell moves (θ_i + k, ε_i· − k) and (φ_i
 which are drawn colour by colour in the same way.
 
 Everything else is parallel too. The sweep's passes over the whole lattice — μ and α, the
-shifts (μ, ε) and (α_p, ε), the precision sums and the scale moves — are reductions and maps
-over cells; μ and every α_p are drawn from *one* pass of the totals Σ_i exp η_ib (an earlier
-draw of μ or α_p' by δ just multiplies the totals of its combinations by e^δ) and their
-shifts applied to η in one more pass, and likewise for the shifts against ε with Σ_i ε_ib.
+shifts (μ, ε) and (α_p, ε), the precision sums and the scale moves of β — are reductions and
+maps over cells (ε's scale moves are the serial sweep's: two passes over the entries for all
+their rounds, :func:`geosynth.model.moves.error_scale_moves`); μ and every α_p are drawn from
+*one* pass of the totals Σ_i exp η_ib (an earlier draw of μ or α_p' by δ just multiplies the
+totals of its combinations by e^δ) and their shifts applied to η in one more pass, and
+likewise for the shifts against ε with Σ_i ε_ib.
 What stays serial is O(G) (component sums, the accept/reject tests) or O(1) per sweep.
 
 Reproducibility. Each cell owns a xoshiro256** stream (row i of ``cell_streams``, (G, 4)
@@ -80,14 +82,10 @@ from geosynth.model.conditionals import (
 )
 from geosynth.model.metropolis import scale_accept, scale_proposal
 from geosynth.model.moves import (
-    accept_eps_scale,
-    eps_round_start,
-    eps_scale_slot,
-    error_scale_rounds,
+    error_scale_moves,
     field_scale_cycles,
     mode_moves,
     scale_beta_cell,
-    scale_eps_cell,
     shift_eps_draw,
     shift_move,
 )
@@ -218,9 +216,7 @@ _OP_PRECISION_SUMS = np.int64(8)
 # Δ log-likelihood of scaling β_c· about its component means (aux), and the move
 _OP_SCALE_LOGLIK_BETA = np.int64(9)
 _OP_SCALE_APPLY_BETA = np.int64(10)
-_OP_SCALE_LOGLIK_EPS = np.int64(11)
-_OP_SCALE_APPLY_EPS = np.int64(12)
-_N_OPS = 13
+_N_OPS = 11
 _EXACT = np.int64(UPDATE_EXACT)  # the chromatic sweep draws every one-term conditional by ARS
 _TRUE = np.bool_(True)  # a bool argument, not Literal[bool](True): one specialisation
 MAX_BLOCKS = 64  # work items per parallel loop at most (per-item cost ~0.1–0.5 µs)
@@ -360,15 +356,6 @@ def _scale_beta_cells(cells, lo, hi, beta, comp_mean, component, factor, zbar, c
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _scale_eps_cells(cells, lo, hi, eps, factor, eta, expeta, apply, offset):
-    """:func:`geosynth.model.moves.scale_eps_cell` over cells[lo:hi]."""
-    total = 0.0
-    for j in range(lo, hi):
-        total = scale_eps_cell(eps, cells[j], factor, eta, expeta, apply, offset, total)
-    return total
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams, old, status,
            eta, expeta, eps, counts, zbar, czbar, indptr, indices, upper, component,
            component_size):
@@ -407,9 +394,6 @@ def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams
     elif op == _OP_SCALE_LOGLIK_BETA or op == _OP_SCALE_APPLY_BETA:
         return _scale_beta_cells(cells, lo, hi, field, aux, component, params[0], zbar, counts,
                                  eta, expeta, op == _OP_SCALE_APPLY_BETA)
-    elif op == _OP_SCALE_LOGLIK_EPS or op == _OP_SCALE_APPLY_EPS:
-        return _scale_eps_cells(cells, lo, hi, eps, params[0], eta, expeta,
-                                op == _OP_SCALE_APPLY_EPS, params[1])
     return 0.0
 
 
@@ -813,7 +797,8 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
     """Scale moves of θ, φ_·p, each ICAR β_c· and ε (in rounds), in the serial order and slots.
 
     θ and φ_·p run :func:`geosynth.model.moves.field_scale_cycles` as the serial sweep does
-    (its rounds cost O(G) each and run serially); the β and ε moves measure and apply their
+    (its rounds cost O(G) each and run serially), and so does ε, whose rounds make one pass to
+    take their sums and one to apply the accepted moves; the β moves measure and apply their
     passes over the cells in parallel.
     """
     field_scale_cycles(data, s, comp_sum, column, adapt)
@@ -825,19 +810,8 @@ def _scale_moves_parallel(data, s, w, comp_sum, column, adapt):
         s.tau_beta[c] = _scale_move_beta_parallel(data, s, w, c, s.tau_beta[c], pr[BETA_A],
                                                   pr[BETA_B], 1 + P + c, adapt, comp_sum)
     # ε: the remap move, then rounds of (τ_ε's Gibbs draw, the scale move with μ) as in the
-    # serial sweep; no component means (comp_sum is ignored by the ε operations).
-    slot = eps_scale_slot(s)
-    sums = np.empty(3)
-    for r in range(error_scale_rounds(data, s, adapt)):
-        eps_round_start(data, s, r, sums)
-        u, factor = scale_proposal(s, slot)
-        w.params[0] = factor
-        w.params[1] = 0.0
-        exp_change = _run_all(_OP_SCALE_LOGLIK_EPS, data, s, w, s.theta, data.all_combos, w.obs,
-                              w.obs)
-        accept, w.params[1] = accept_eps_scale(data, s, slot, adapt, u, factor, exp_change, sums)
-        if accept:
-            _run_all(_OP_SCALE_APPLY_EPS, data, s, w, s.theta, data.all_combos, w.obs, w.obs)
+    # serial sweep, whose rounds make two passes over the entries in all.
+    error_scale_moves(data, s, adapt)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

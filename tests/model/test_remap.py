@@ -25,11 +25,19 @@ from scipy import stats
 
 from geosynth.model.conditionals import update_eps
 from geosynth.model.moves import (
+    EPS_EXP_TOTAL,
+    EPS_REACH,
+    EPS_ROUND_SUMS,
+    EPS_SCALE,
     EPS_SCALE_ROUNDS,
     NO_LEVEL,
+    apply_eps_scale,
+    eps_exp_change,
     eps_round_sums,
     eps_scale_slot,
+    eps_series_change,
     error_scale_rounds,
+    scale_eps_sums,
     scale_move_eps,
     shift_cells_eps,
 )
@@ -208,23 +216,74 @@ def test_one_round_of_the_error_scale_move_follows_only_a_remap_with_long_steps(
         assert (state.rng != before).any() == runs
 
 
+def _applied(state, sums):
+    """A copy of ``state`` with the rounds' pending scale and shift applied (apply_eps_scale)."""
+    copy = state._replace(eps=state.eps.copy(), eta=state.eta.copy(),
+                          expeta=state.expeta.copy())
+    apply_eps_scale(copy, sums.copy())
+    return copy
+
+
 def test_the_error_scale_move_carries_its_sums_through_accepted_moves():
-    """The rounds of ε's scale move do not recompute Σε², Σ c·ε and Σ e^η: each move carries
-    them (scale_eps_sums). After every proposal, accepted or refused, they must equal a fresh
-    pass over the state (Σ e^η unchanged: the intercept's shift keeps the expected count)."""
+    """The rounds of ε's scale move do not recompute Σε², Σ c·ε and Σ e^η, nor move the state:
+    each accepted move carries the sums and joins the pending scale and shift. After every
+    proposal, accepted or refused, the sums must equal a fresh pass over the state with the
+    pending moves applied (Σ e^η unchanged: the intercept's shift keeps the expected count).
+    With long steps (sd 0.3) some proposals fall outside the series' reach and are measured
+    in a pass, which applies the pending moves and takes the moments afresh."""
     data, state, _ = _case(6)
     compute_eta(data, state)
     slot = eps_scale_slot(state)
     state.scale_log_sd[slot] = np.log(0.3)
-    sums, fresh = np.empty(3), np.empty(3)
+    sums, fresh = np.empty(EPS_ROUND_SUMS), np.empty(EPS_ROUND_SUMS)
     eps_round_sums(state, sums)
-    exp_total = sums[2]
-    accepted = 0
+    exp_total = sums[EPS_EXP_TOTAL]
+    accepted, pending = 0, 0
     for _ in range(300):
         before = state.tau_eps[0]
         scale_move_eps(data, state, slot, False, sums)
         accepted += state.tau_eps[0] != before
-        eps_round_sums(state, fresh)
-        np.testing.assert_allclose(sums, fresh, rtol=1e-10)
+        pending += sums[EPS_SCALE] != 1.0
+        eps_round_sums(_applied(state, sums), fresh)
+        np.testing.assert_allclose(sums[:EPS_SCALE], fresh[:EPS_SCALE], rtol=1e-10)
     assert 30 < accepted < 270
-    assert sums[2] == pytest.approx(exp_total, rel=1e-10)
+    assert 0 < pending < 300  # both the series and the measuring pass were used
+    assert sums[EPS_EXP_TOTAL] == pytest.approx(exp_total, rel=1e-10)
+    apply_eps_scale(state, sums)
+    eta = state.eta.copy()
+    compute_eta(data, state)  # the applied moves leave η and exp η consistent with μ and ε
+    np.testing.assert_allclose(state.eta, eta, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_series_measures_a_scale_of_the_errors_as_a_pass_does(seed):
+    """eps_series_change (the moments' series, with pending scales and shifts) against
+    eps_exp_change (the pass over the entries) on the state with those moves applied: equal to
+    rounding wherever the series answers, and NaN (not a wrong value) beyond its reach."""
+    data, state, _ = _case(seed)
+    rng = np.random.default_rng(seed)
+    state.eps[:] = rng.normal(0.0, 1.5, state.eps.shape)
+    compute_eta(data, state)
+    sums = np.empty(EPS_ROUND_SUMS)
+    eps_round_sums(state, sums)
+    grow = np.empty_like(state.eps)
+    answered = 0
+    for _ in range(40):
+        factor = rng.normal(0.0, 0.05)
+        series = eps_series_change(sums, factor)
+        applied = _applied(state, sums)
+        exact = eps_exp_change(applied.eps, applied.expeta, factor, grow)
+        if np.isnan(series):
+            reach = sums[EPS_REACH] * max(abs(sums[EPS_SCALE] - 1.0),
+                                          abs(sums[EPS_SCALE] * (1.0 + factor) - 1.0))
+            assert reach > 0.3  # the series vouches for every step within 0.3 of reach
+        else:
+            answered += 1
+            assert series == pytest.approx(exact, rel=1e-12, abs=1e-12 * sums[EPS_EXP_TOTAL])
+        # Pend a move as an accepted round would (the intercept's shift keeps Σ e^η).
+        step = rng.normal(0.0, 0.02)
+        change = eps_series_change(sums, step)
+        if not np.isnan(change):
+            scale_eps_sums(sums, step, -np.log1p(change / sums[EPS_EXP_TOTAL]))
+    assert answered > 20
+    assert np.isnan(eps_series_change(sums, 10.0))
