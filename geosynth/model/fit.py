@@ -881,15 +881,12 @@ def build_model_data(counts: CellCounts,
     ).astype(np.int64)
     # One (G, B) slice per covariate; one slice of zeros without β (the kernels' layout).
     zbar = np.stack([counts.covariate(name)[0] for name in covariates] or [np.zeros((G, B))])
-    modes, mode_eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
-                                           np.asarray(grid.indices, dtype=np.int64),
-                                           modes_per_field(P))
+    indptr, indices = sorted_adjacency(grid.indptr, grid.indices)
+    modes, mode_eigenvalues = smooth_modes(indptr, indices, modes_per_field(P))
     # The moves along the modes also move each component's constant (modes module docstring).
     modes = with_component_constants(modes, np.asarray(grid.component, dtype=np.int64),
                                      grid.n_components)
-    coarse_ptr, coarse_cells = coarse_aggregates(np.asarray(grid.indptr, dtype=np.int64),
-                                                 np.asarray(grid.indices, dtype=np.int64))
-    indptr, indices = sorted_adjacency(grid.indptr, grid.indices)
+    coarse_ptr, coarse_cells = coarse_aggregates(indptr, indices)
     tables = CountTables(
         counts=c,
         cell_counts=c.sum(axis=1),
