@@ -77,18 +77,21 @@ def exact_number(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def format_bytes(n: float) -> str:
+def format_bytes(n: float, exact: bool = False) -> str:
     """``n`` bytes in the largest binary unit up to PiB that keeps it >= 1 (``"4.0 GiB"``).
 
-    The one formatter of the memory limits' messages (the fit's ``max_bytes`` and the DP
-    releases' had one each). An int too large for a float, such as ``max_bytes=10**400``,
-    is shown by its power of ten (the float division raised OverflowError in place of the
-    message).
+    The one formatter of the memory and size limits' messages (the fit's ``max_bytes``, the DP
+    releases' and the zip archives' limits had one each). An int too large for a float, such
+    as ``max_bytes=10**400``, is shown by its power of ten (the float division raised
+    OverflowError in place of the message).
 
     Parameters
     ----------
     n : int or float
         A number of bytes, >= 0.
+    exact : bool, default False
+        Follow a rounded size with the exact count, ``"64.0 MiB (67,108,864 bytes)"`` (for
+        limits a user compares with a file's size).
 
     Returns
     -------
@@ -98,6 +101,8 @@ def format_bytes(n: float) -> str:
     """
     if n < 1024:
         return f"{int(n):,} bytes"
+    if exact:
+        return f"{format_bytes(n)} ({int(n):,} bytes)"
     for unit, power in (("KiB", 10), ("MiB", 20), ("GiB", 30), ("TiB", 40)):
         if n < 2 ** (power + 10):
             return f"{n / 2**power:,.1f} {unit}"

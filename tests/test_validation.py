@@ -9,6 +9,7 @@ import pytest
 import shapely
 
 import geosynth
+from geosynth._messages import format_bytes
 from geosynth._points import point_coordinates
 from geosynth._random import as_generator, check_seed, spawn_seeds
 from geosynth._validation import (
@@ -405,3 +406,14 @@ def test_is_sequence_takes_lists_and_1d_arrays_only(value, expected):
     # A 0-d array passed isinstance(..., np.ndarray) checks and raised "iteration over a 0-d
     # array" where its items were listed.
     assert is_sequence(value) is expected
+
+
+@pytest.mark.parametrize(("n", "exact", "expected"), [
+    (512, False, "512 bytes"), (512, True, "512 bytes"), (1536, False, "1.5 KiB"),
+    (64 * 2**20, True, "64.0 MiB (67,108,864 bytes)"), (2 * 2**30, False, "2.0 GiB"),
+    (2 * 2**30, True, "2.0 GiB (2,147,483,648 bytes)"), (3 * 2**40, False, "3.0 TiB"),
+    (10**400, False, "about 1e400 bytes"),
+])
+def test_format_bytes_rounds_to_a_binary_unit_and_can_add_the_exact_count(n, exact, expected):
+    # The zip limits' messages had a formatter of their own ("64 MiB (67,108,864 bytes)").
+    assert format_bytes(n, exact=exact) == expected

@@ -61,6 +61,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import inflate64
 
+from geosynth._messages import format_bytes
 from geosynth.errors import InputError
 from geosynth.io._files import printable
 
@@ -225,7 +226,8 @@ def _zip_infos(source: Path, shown: str) -> list[zipfile.ZipInfo]:
     try:
         if _directory_bytes(source) > MAX_ZIP_DIRECTORY_BYTES:
             raise InputError(f"{shown} lists more files than geosynth reads from a zip archive "
-                             f"(its directory takes more than {_bytes(MAX_ZIP_DIRECTORY_BYTES)}"
+                             "(its directory takes more than "
+                             f"{format_bytes(MAX_ZIP_DIRECTORY_BYTES, exact=True)}"
                              "; GIS data take a few files): unzip it and pass the dataset "
                              "itself")
         with zipfile.ZipFile(source) as archive:
@@ -296,16 +298,17 @@ def _check_members(source: Path, shown: str, infos: list[zipfile.ZipInfo]) -> No
             f"the {len(infos)} files of shapefiles read in {shown} (the largest {largest}) "
             "declare")
     if total > MAX_ZIP_BYTES:
-        raise InputError(f"{what} more than {_bytes(MAX_ZIP_BYTES)} uncompressed, more than "
-                         "geosynth reads from a zip archive (a zip bomb fills the memory): "
-                         "check the archive; if it is the data you meant, unzip it and pass "
-                         "the file itself")
+        raise InputError(f"{what} more than {format_bytes(MAX_ZIP_BYTES, exact=True)} "
+                         "uncompressed, more than geosynth reads from a zip archive (a zip "
+                         "bomb fills the memory): check the archive; if it is the data you "
+                         "meant, unzip it and pass the file itself")
     packed = sum(info.compress_size for info in infos)
     if total > MIN_ZIP_RATIO_BYTES and total > MAX_ZIP_RATIO * packed:
         raise InputError(f"{what} more than {MAX_ZIP_RATIO} times "
                          f"{'its' if len(infos) == 1 else 'their'} compressed size "
-                         f"uncompressed (and over {_bytes(MIN_ZIP_RATIO_BYTES)}), where GIS "
-                         "data compress less than 50 times: it looks like a zip bomb. Check "
+                         "uncompressed (and over "
+                         f"{format_bytes(MIN_ZIP_RATIO_BYTES, exact=True)}), where GIS data "
+                         "compress less than 50 times: it looks like a zip bomb. Check "
                          "the archive; if it is the data you meant, unzip it and pass the "
                          "file itself")
     try:
@@ -315,14 +318,6 @@ def _check_members(source: Path, shown: str, infos: list[zipfile.ZipInfo]) -> No
     except OSError as err:
         raise InputError(f"cannot read {shown}: {printable(err.strerror or type(err).__name__)}"
                          "; copy or zip the files again") from None
-
-
-def _bytes(size: int) -> str:
-    """``"2 GiB (2,147,483,648 bytes)"``, ``"64 MiB (67,108,864 bytes)"``."""
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2)):
-        if size >= scale:
-            return f"{size / scale:g} {unit} ({size:,} bytes)"
-    return f"{size:,} bytes"
 
 
 def _check_member_data(handle: BinaryIO, info: zipfile.ZipInfo, where: str) -> None:

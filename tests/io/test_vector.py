@@ -220,7 +220,7 @@ def test_a_zip_member_larger_than_the_limit_is_refused_before_gdal(tmp_path, poi
     monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", 1024**2)
     body = _padded_geojson(points, 2 * 1024**2)
     path = _zip_one(tmp_path / "big.zip", "data/p.geojson", body)
-    with pytest.raises(InputError, match=r"^data/p.geojson in big.zip declares more than 1 MiB "
+    with pytest.raises(InputError, match=r"^data/p.geojson in big.zip declares more than 1.0 MiB "
                        r"\(1,048,576 bytes\) uncompressed, more than geosynth reads from a zip "
                        r"archive \(a zip bomb fills the memory\): check the archive; if it is "
                        r"the data you meant, unzip it and pass the file itself$"):
@@ -235,10 +235,12 @@ def test_the_files_of_a_zipped_shapefile_count_together(tmp_path, points, monkey
         sizes = {info.filename: info.file_size for info in zipped.infolist()
                  if info.filename.startswith("export/")}
     assert len(sizes) >= 4  # .shp, .shx, .dbf, .prj (and .cpg)
-    monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", sum(sizes.values()) - 1)  # each one below
+    limit = sum(sizes.values()) - 1  # each one below
+    monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", limit)
     largest = max(sizes, key=sizes.get)
+    shown = f"{limit:,} bytes" if limit < 1024 else rf"{limit / 1024:.1f} KiB \({limit:,} bytes\)"
     with pytest.raises(InputError, match=rf"^the {len(sizes)} files of shapefiles read in "
-                       rf"set.zip \(the largest {largest}\) declare more than [\d,]+ bytes "
+                       rf"set.zip \(the largest {largest}\) declare more than {shown} "
                        "uncompressed"):
         read_points(path)
     monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", sum(sizes.values()))  # __MACOSX not counted
@@ -258,7 +260,7 @@ def test_a_small_zip_of_65_mib_compressed_a_thousand_times_is_refused_as_a_bomb(
             member.write(text[-1:])
     assert path.stat().st_size < 1024**2
     with pytest.raises(InputError, match=r"^p.geojson in bomb.zip declares more than 250 times "
-                       r"its compressed size uncompressed \(and over 64 MiB \(67,108,864 "
+                       r"its compressed size uncompressed \(and over 64.0 MiB \(67,108,864 "
                        r"bytes\)\), where GIS data compress less than 50 times: it looks like "
                        r"a zip bomb\. Check the archive; if it is the data you meant, unzip it "
                        r"and pass the file itself$"):
@@ -404,7 +406,8 @@ def test_an_archive_listing_too_many_files_is_refused_before_zipfile_reads_it(
     with monkeypatch.context() as patched:
         patched.setattr(_vector.zipfile, "ZipFile", _refuse_zipfile)
         with pytest.raises(InputError, match=r"^many.zip lists more files than geosynth reads "
-                           r"from a zip archive \(its directory takes more than 100,000 bytes; "
+                           r"from a zip archive \(its directory takes more than 97.7 KiB \(100,000 "
+                           r"bytes\); "
                            r"GIS data take a few files\): unzip it and pass the dataset "
                            r"itself$"):
             read_points(path)
@@ -476,7 +479,7 @@ def test_the_polygon_reader_refuses_a_zip_bomb_naming_its_option(tmp_path, monke
     region = gpd.GeoDataFrame(geometry=[shapely.box(XMIN, YMIN, XMAX, YMAX)], crs=CRS)
     path = _zip_one(tmp_path / "city.zip", "city.geojson", _padded_geojson(region, 2 * 1024**2))
     with pytest.raises(InputError, match=r"^city.geojson in --region city.zip declares more "
-                       r"than 1 MiB"):
+                       r"than 1.0 MiB"):
         read_polygons(path, option="--region")
     monkeypatch.setattr(_vector, "MAX_ZIP_BYTES", 4 * 1024**2)
     assert len(read_polygons(path, option="--region")) == 1
