@@ -85,6 +85,8 @@ __all__ = [
     "shift_cells_eps",
     "shift_eps_draw",
     "shift_eps",
+    "shift_level_intercepts",
+    "shift_errors",
     "eps_round_start",
     "scale_move_eps",
     "scale_eps_sums",
@@ -658,6 +660,41 @@ def shift_eps(data, s, p, intercept_var, intercept):
             for i in range(G):
                 s.eps[i, combos[t]] -= k
     return k
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shift_level_intercepts(data, s, comp_sum, column):
+    """Make the exact shifts (α_p + k, φ_·p − k) of :func:`shift_move`, level by level.
+
+    The serial and the chromatic sweeps make them after φ's draws. ``column`` (shape (G,)) is
+    scratch for φ's column p; ``comp_sum`` for its component sums.
+    """
+    G = s.counts.shape[0]
+    for p in range(s.alpha.shape[0]):
+        for i in range(G):
+            column[i] = s.phi[i, p]
+        s.alpha[p] += shift_move(
+            column, data, data.priors[ALPHA_VAR], data.priors[LEVEL_VAR], s.alpha[p],
+            comp_sum, s.rng,
+        )
+        for i in range(G):
+            s.phi[i, p] = column[i]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def shift_errors(data, s, comp_sum, column):
+    """Make every exact shift against the errors, after their draws.
+
+    The per-cell shifts (θ_i + k, ε_i· − k) and, for each level p, (φ_ip + k, ε_ib − k)
+    (:func:`shift_cells_eps`), then (μ + k, ε − k) and each (α_p + k, ε_ib − k)
+    (:func:`shift_eps`). ``comp_sum`` and ``column`` are scratch.
+    """
+    shift_cells_eps(data, s, comp_sum, column, NO_LEVEL)
+    for p in range(s.alpha.shape[0]):
+        shift_cells_eps(data, s, comp_sum, column, p)
+    s.mu[0] += shift_eps(data, s, NO_LEVEL, data.priors[MU_VAR], s.mu[0])
+    for p in range(s.alpha.shape[0]):
+        s.alpha[p] += shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -87,6 +87,7 @@ from geosynth.model.moves import (
     mode_moves,
     scale_beta_cell,
     shift_eps_draw,
+    shift_level_intercepts,
     shift_move,
 )
 from geosynth.model.state import (
@@ -668,11 +669,7 @@ def _update_fields_parallel(data, s, w, comp_sum, column):
         _store_column(column, p, s.phi)
         if st != STATUS_OK:
             return 16 * B_PHI + st
-    for p in range(s.alpha.shape[0]):
-        _copy_column(s.phi, p, column)
-        s.alpha[p] += shift_move(column, data, pr[ALPHA_VAR], level_var, s.alpha[p],
-                                  comp_sum, s.rng)
-        _store_column(column, p, s.phi)
+    shift_level_intercepts(data, s, comp_sum, column)
     for c in range(data.beta_priors.shape[0]):
         icar = data.beta_priors[c] == BETA_ICAR
         w.covariate[0] = c

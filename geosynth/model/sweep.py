@@ -25,16 +25,14 @@ from geosynth.model.conditionals import (
     update_theta,
 )
 from geosynth.model.moves import (
-    NO_LEVEL,
     error_scale_moves,
     mode_moves,
     scale_moves,
-    shift_cells_eps,
-    shift_eps,
+    shift_errors,
+    shift_level_intercepts,
     shift_move,
 )
 from geosynth.model.state import (
-    ALPHA_VAR,
     B_ALPHA,
     B_BETA,
     B_EPS,
@@ -110,16 +108,7 @@ def sweep(data, s, comp_sum, column, adapt=False):
     status = update_phi(data, s, comp_sum, column)
     if status != STATUS_OK:
         return 16 * B_PHI + status
-    G = s.counts.shape[0]
-    for p in range(s.alpha.shape[0]):
-        for i in range(G):
-            column[i] = s.phi[i, p]
-        s.alpha[p] += shift_move(
-            column, data, data.priors[ALPHA_VAR], data.priors[LEVEL_VAR], s.alpha[p],
-            comp_sum, s.rng,
-        )
-        for i in range(G):
-            s.phi[i, p] = column[i]
+    shift_level_intercepts(data, s, comp_sum, column)
     for c in range(data.beta_priors.shape[0]):
         status = update_beta(data, s, comp_sum, c)
         if status != STATUS_OK:
@@ -131,12 +120,7 @@ def sweep(data, s, comp_sum, column, adapt=False):
     status = update_eps(data, s)
     if status != STATUS_OK:
         return 16 * B_EPS + status
-    shift_cells_eps(data, s, comp_sum, column, NO_LEVEL)
-    for p in range(s.alpha.shape[0]):
-        shift_cells_eps(data, s, comp_sum, column, p)
-    s.mu[0] += shift_eps(data, s, NO_LEVEL, data.priors[MU_VAR], s.mu[0])
-    for p in range(s.alpha.shape[0]):
-        s.alpha[p] += shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
+    shift_errors(data, s, comp_sum, column)
     update_precisions(data, s)
     scale_moves(data, s, comp_sum, column, adapt)
     return STATUS_OK
@@ -275,12 +259,7 @@ def update_errors(data, s, comp_sum, column, adapt):
     status = update_eps(data, s)
     if status != STATUS_OK:
         return 16 * B_EPS + status
-    shift_cells_eps(data, s, comp_sum, column, NO_LEVEL)
-    for p in range(s.alpha.shape[0]):
-        shift_cells_eps(data, s, comp_sum, column, p)
-    s.mu[0] += shift_eps(data, s, NO_LEVEL, data.priors[MU_VAR], s.mu[0])
-    for p in range(s.alpha.shape[0]):
-        s.alpha[p] += shift_eps(data, s, p, data.priors[ALPHA_VAR], s.alpha[p])
+    shift_errors(data, s, comp_sum, column)
     update_tau_eps(data, s)
     error_scale_moves(data, s, adapt)
     return STATUS_OK
