@@ -14,13 +14,15 @@ twenty numba loops of ``math.exp`` over G·B values, measured in the same proces
 The parts, in the sweep's order:
 
 - *the single-site conditionals*, which any sampler of this kind draws: μ and every α_p,
-  θ, every φ_·p, every ε_ib, and the Gibbs draws of the precisions;
+  θ, every φ_·p, every ε_ib, and τ_ε (the Gibbs draws of τ_θ and every τ_φ open each round
+  of the fields' scale cycles, and are timed with them: one ICAR quadratic a field);
 - *the moves that mix*: the shifts of the intercepts with their fields, the joint move along
   the smooth modes, the coarse shifts, the shifts against the errors, the fields' scale cycles
   and remap moves, ε's remap and scale rounds.
 
-The first group alone is what a sweep with no mixing move would cost; where it is above the
-issue's 20 passes, no sweep that draws every ε_ib, θ_i and φ_ip exactly can meet that target.
+The first group is what a sweep with no mixing move would cost, short of τ_θ's and the τ_φ's
+draws; where it is above the issue's 20 passes, no sweep that draws every ε_ib, θ_i and φ_ip
+exactly can meet that target.
 
 Run: ``python -m bench sweep_cost`` or ``python -m bench.bench_sweep_cost [--cells 1600,6400]``.
 """
@@ -77,7 +79,7 @@ PARTS = (
     ("θ draws", "conditional"),
     ("φ draws", "conditional"),
     ("ε draws", "conditional"),
-    ("precisions' Gibbs draws", "conditional"),
+    ("τ_ε's Gibbs draw", "conditional"),
     ("shifts of μ with θ, α_p with φ_·p", "move"),
     ("joint move along the smooth modes", "move"),
     ("coarse shifts", "move"),
