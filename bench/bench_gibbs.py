@@ -11,7 +11,9 @@ The samplers table compares ``PaivaModel(sampler="gibbs")`` (single site, exact 
 ``sampler="block"`` (GMRF block updates of each field jointly with its precision,
 :mod:`geosynth.model.block`): two chains, min bulk ESS over μ, α, every τ, every θ_i and every
 λ_ib per second of the fit, and the cost of one sweep in passes of ``exp`` over G·B, the floor
-measured in the same run (a numba loop of ``math.exp`` over G·B values).
+measured in the same run (a numba loop of ``math.exp`` over G·B values). That cost is the wall
+time of a short ``fit`` from its first sweep, set-up and burn-in adaptation included: an upper
+bound; ``bench_sweep_cost`` times the default sweep after burn-in, part by part.
 
 The second table times the noise-aware fit of ε-DP counts (geosynth.dp.dp_counts, the latent
 true counts redrawn every sweep by exact enumeration) against the exact fit of the same data.
