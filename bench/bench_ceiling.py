@@ -133,6 +133,26 @@ def _run(data, s, n_sweeps, adapt, fields, errors, out):
     return STATUS_OK
 
 
+def burnt_in_chain(counts, burn_in: int, seed: int):
+    """One chain of the default ``PaivaModel()`` on ``counts`` after ``burn_in`` default sweeps.
+
+    The burn-in sweeps tune the proposal scales, as a fit's do.
+
+    Returns
+    -------
+    data : ModelData
+    s : GibbsState
+        The chain's state after burn-in.
+    names : list of str
+        The recorded scalars' names.
+    """
+    data, tables, names = build_model_data(counts, PaivaModel())
+    s = initial_state(data, tables, make_streams(seed, 1)[0])
+    if _run(data, s, burn_in, True, 0, 0, np.zeros((0, 0))) != STATUS_OK:
+        raise RuntimeError("the burn-in's sampler failed")
+    return data, s, names
+
+
 def measure(counts, fields: int, errors: int, sweeps: int = SWEEPS, burn_in: int = BURN_IN,
             seed: int = SEED) -> Config:
     """Run one chain with the extra rounds and return its timings and autocorrelation times.
@@ -152,10 +172,7 @@ def measure(counts, fields: int, errors: int, sweeps: int = SWEEPS, burn_in: int
     -------
     Config
     """
-    data, tables, names = build_model_data(counts, PaivaModel())
-    s = initial_state(data, tables, make_streams(seed, 1)[0])
-    if _run(data, s, burn_in, True, 0, 0, np.zeros((0, 0))) != STATUS_OK:
-        raise RuntimeError("the burn-in's sampler failed")
+    data, s, names = burnt_in_chain(counts, burn_in, seed)
     out = np.zeros((sweeps, recorded_scalars(data)))
     start = time.perf_counter()
     if _run(data, s, sweeps, False, fields, errors, out) != STATUS_OK:

@@ -40,10 +40,9 @@ from numba import njit
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_ceiling import square_cells  # noqa: E402
+from bench.bench_ceiling import burnt_in_chain, square_cells  # noqa: E402
 from bench.bench_gibbs import exp_pass_seconds  # noqa: E402
 from bench.bench_pymc import scenario_counts  # noqa: E402
-from geosynth import PaivaModel  # noqa: E402
 from geosynth.model.borrow import borrowed  # noqa: E402
 from geosynth.model.coarse import coarse_shifts  # noqa: E402
 from geosynth.model.conditionals import (  # noqa: E402
@@ -52,7 +51,6 @@ from geosynth.model.conditionals import (  # noqa: E402
     update_precisions,
     update_theta,
 )
-from geosynth.model.fit import build_model_data  # noqa: E402
 from geosynth.model.moves import (  # noqa: E402
     error_scale_moves,
     field_scale_cycles,
@@ -61,10 +59,8 @@ from geosynth.model.moves import (  # noqa: E402
     shift_level_intercepts,
     shift_move,
 )
-from geosynth.model.runner import initial_state  # noqa: E402
-from geosynth.model.state import LEVEL_VAR, MU_VAR, compute_eta  # noqa: E402
-from geosynth.model.sweep import run_chunk, sweep, update_intercepts  # noqa: E402
-from geosynth.samplers.rng import make_streams  # noqa: E402
+from geosynth.model.state import LEVEL_VAR, MU_VAR  # noqa: E402
+from geosynth.model.sweep import sweep, update_intercepts  # noqa: E402
 
 CELLS = (1600, 6400)
 BURN_IN = 1500
@@ -139,15 +135,7 @@ def measure(cells: int, burn_in: int = BURN_IN, seed: int = SEED) -> dict:
         one ``exp`` pass over G·B; ``"cells"``, ``"combinations"``.
     """
     counts = scenario_counts(cells)
-    data, tables, _ = build_model_data(counts, PaivaModel())
-    s = initial_state(data, tables, make_streams(seed, 1)[0])
-    none = np.zeros((0, 0))
-    status, _ = run_chunk(data, s, burn_in, 1, none, np.zeros((0, 0), np.float32),
-                          np.zeros((0, 0, 0), np.float32), np.zeros((0, 0, 0), np.float32),
-                          0, False)
-    if status:
-        raise RuntimeError("the burn-in's sampler failed")
-    compute_eta(data, s)
+    data, s, _ = burnt_in_chain(counts, burn_in, seed)
     calls = max(1, CALLS // cells)
     best = [float("inf")] * (WHOLE_SWEEP + 1)
     for part in range(WHOLE_SWEEP + 1):  # compile every branch before timing
