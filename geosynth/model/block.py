@@ -34,7 +34,8 @@ b of terms exp(z_ib β_i), so its steps cost G·B exps.
 :mod:`geosynth.model.sweep` (:func:`~geosynth.model.sweep.update_intercepts`,
 :func:`~geosynth.model.sweep.update_errors`, the exact shift moves). The proposal parameter F
 of each field is tuned during burn-in towards 44% acceptance (stored in the state's
-``scale_log_sd`` slot of that field, as log(F − 1)); after burn-in it is fixed.
+``scale_log_sd``, in the field's slot of :func:`block_slot`, as log(F − 1)); after burn-in it is
+fixed.
 
 Measured (Nunes 2018 scenario, 5 records per cell, B = 12, G = 400, 2 chains of 2,000 sweeps,
 min bulk ESS/s over μ, α, every τ, θ and λ): single-site ``gibbs`` 5.6; this sampler with the
@@ -95,6 +96,7 @@ __all__ = [
     "build_block_structure",
     "block_settings",
     "new_block_work",
+    "block_slot",
     "gaussian_approximation",
     "block_update",
     "block_sweep",
@@ -505,6 +507,24 @@ def block_update(data, st, w, kind, tau, shape, rate, level_var, q_sqrt, n_steps
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def block_slot(s, kind, p):
+    """Slot in ``s.scale_log_sd`` of the block update's log(F − 1) for θ (p unused), φ_·p or β_p.
+
+    The block updates' own slots, after the rough-part moves' (layout in
+    :func:`~geosynth.model.metropolis.scale_proposal`). Until 2026-12 they reused the slots of
+    the single-site sweep's scale moves with the intercept (0, 1 + p, 1 + P + c), which the
+    hybrid sweep tunes as log σ of u in the same burn-in: one value tuned towards two meanings.
+    """
+    P = s.alpha.shape[0]
+    first = 5 + 4 * P + s.beta.shape[0]
+    if kind == KIND_THETA:
+        return first
+    if kind == KIND_PHI:
+        return first + 1 + p
+    return first + 1 + P + p
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def _adapt_log_f(s, slot, accepted, adapt):
     """Robbins–Monro step of log(F − 1) towards SCALE_TARGET_ACCEPTANCE during burn-in."""
     if adapt:
@@ -519,15 +539,13 @@ def _field_block(data, st, w, s, kind, p, q_sqrt, adapt, n_steps, sign):
     G, B = s.counts.shape
     perm = st.pattern.perm
     pr = data.priors
+    slot = block_slot(s, kind, p)
     if kind == KIND_THETA:
-        tau, shape, rate, level_var, slot = s.tau_theta[0], pr[THETA_A], pr[THETA_B], \
-            pr[LEVEL_VAR], 0
+        tau, shape, rate, level_var = s.tau_theta[0], pr[THETA_A], pr[THETA_B], pr[LEVEL_VAR]
     elif kind == KIND_PHI:
-        tau, shape, rate, level_var, slot = s.tau_phi[p], pr[PHI_A], pr[PHI_B], \
-            pr[LEVEL_VAR], 1 + p
+        tau, shape, rate, level_var = s.tau_phi[p], pr[PHI_A], pr[PHI_B], pr[LEVEL_VAR]
     else:
-        tau, shape, rate, level_var, slot = s.tau_beta[p], pr[BETA_A], pr[BETA_B], \
-            pr[BETA_VAR], 1 + s.alpha.shape[0] + p
+        tau, shape, rate, level_var = s.tau_beta[p], pr[BETA_A], pr[BETA_B], pr[BETA_VAR]
     _level_precisions(data, level_var, q_sqrt)
     lo, hi = (data.level_combos_ptr[p], data.level_combos_ptr[p + 1]) \
         if kind == KIND_PHI else (0, 0)

@@ -31,7 +31,7 @@ def scale_proposal(s, slot):
     Parameters
     ----------
     s : GibbsState
-        The chain's state: ``s.scale_log_sd`` (float64 (4P + 6 + max(K, 1),)) gives log sd,
+        The chain's state: ``s.scale_log_sd`` (float64 (5P + 7 + 2·max(K, 1),)) gives log sd,
         ``s.rng`` (uint64 (4,)) is advanced.
     slot : int
         Index into ``s.scale_log_sd``: 0 for θ, 1 + p for φ_·p, 1 + P + c for β_c·, and
@@ -40,8 +40,10 @@ def scale_proposal(s, slot):
         3 + P + max(K, 1) + p for φ_·p's, then 3 + 2P + max(K, 1) for θ's remap move
         (:func:`geosynth.model.remap.remap_move`) and 4 + 2P + max(K, 1) + p for φ_·p's, then
         4 + 3P + max(K, 1) for θ's rough-part move (:func:`geosynth.model.moves.field_scale_cycle`)
-        and 5 + 3P + max(K, 1) + p for φ_·p's, and last, 5 + 4P + max(K, 1), ε's
-        (:func:`geosynth.model.remap.remap_errors`).
+        and 5 + 3P + max(K, 1) + p for φ_·p's, then the block sampler's log(F − 1),
+        5 + 4P + max(K, 1) for θ, 6 + 4P + max(K, 1) + p for φ_·p and 6 + 5P + max(K, 1) + c
+        for β_c· (:func:`geosynth.model.block.block_slot`), and last, 6 + 5P + 2·max(K, 1),
+        ε's remap move (:func:`geosynth.model.remap.remap_errors`).
 
     Returns
     -------
@@ -68,7 +70,7 @@ def scale_accept(s, slot, adapt, delta_loglik, u, tau, shape, rate):
     ----------
     s : GibbsState
         The chain's state: ``s.rng`` (uint64 (4,)) is advanced, and ``s.scale_log_sd``
-        (float64 (4P + 6 + max(K, 1),)) adapted when ``adapt``.
+        (float64 (5P + 7 + 2·max(K, 1),)) adapted when ``adapt``.
     slot : int
         Index into ``s.scale_log_sd`` (see :func:`scale_proposal`).
     adapt : bool

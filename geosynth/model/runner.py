@@ -219,7 +219,7 @@ def initial_state(data: ModelData, tables: CountTables, stream: np.ndarray) -> G
         work=new_workspace(),
         wbuf=np.zeros(max(B, 1)),
         zbuf=np.zeros(max(B, 1)),
-        scale_log_sd=np.full(4 * n_levels + 6 + fields, np.log(0.1)),
+        scale_log_sd=np.full(5 * n_levels + 7 + 2 * fields, np.log(0.1)),
         marginal_log_sd=np.full(
             marginal_slot_count(n_levels, data.combo_levels.shape[1], B), np.log(0.3)),
         cell_work=np.zeros((4, G)),

@@ -206,9 +206,10 @@ class GibbsState(NamedTuple):
     work: np.ndarray  # float64 (5, MAX_ABSCISSAE) ARS scratch
     wbuf: np.ndarray  # float64 (max(B, 1),) weights scratch
     zbuf: np.ndarray  # float64 (max(B, 1),) exponents scratch
-    scale_log_sd: np.ndarray  # float64 (4P + 6 + max(K, 1),) scale moves: θ, φ_p, β_c, ε,
+    scale_log_sd: np.ndarray  # float64 (5P + 7 + 2·max(K, 1),) scale moves: θ, φ_p, β_c, ε,
     #                           then the error-absorbing ones of θ and φ_p, the remap moves
-    #                           of θ and φ_p, the rough-part moves of θ and φ_p, and the
+    #                           of θ and φ_p, the rough-part moves of θ and φ_p, the block
+    #                           updates of θ, φ_p and β_c (block.block_slot), and the
     #                           errors' remap move (metropolis.scale_proposal)
     marginal_log_sd: np.ndarray  # float64 (3 + P + K + B,): noise_aware.marginal_slot_count
     cell_work: np.ndarray  # float64 (4, G) scratch of the scale cycles

@@ -203,3 +203,56 @@ def test_samplers_agree_with_exact_single_site_gibbs(scenario_counts, sampler):
         difference = abs(draws.mean() - other.mean())
         # 4.5 combined standard errors: ~30 comparisons, a false alarm rate below 1e-3.
         assert difference < 4.5 * np.hypot(*se), (name, draws.mean(), other.mean(), se)
+
+
+def _block_chain_start(counts):
+    from geosynth.model.runner import initial_state
+
+    data, tables, _ = build_model_data(counts, geosynth.PaivaModel(beta_prior="icar",
+                                                                   sampler="block"))
+    return data, initial_state(data, tables, make_streams(4, 1)[0])
+
+
+def _single_site_slots(s):
+    """Every slot of ``s.scale_log_sd`` that the single-site sweep's moves read and tune."""
+    from geosynth.model.moves import eps_scale_slot, field_scale_slots
+    from geosynth.model.remap import remap_errors_slot
+
+    P, K = s.alpha.shape[0], s.beta.shape[0]
+    split, remap, rough = field_scale_slots(s)
+    slots = set(range(1 + P + K)) | {eps_scale_slot(s), remap_errors_slot(s)}
+    for first in (split, remap, rough):
+        slots |= set(range(first, first + 1 + P))
+    return slots
+
+
+def _block_slots(s):
+    P, K = s.alpha.shape[0], s.beta.shape[0]
+    return ([bk.block_slot(s, bk.KIND_THETA, -1)]
+            + [bk.block_slot(s, bk.KIND_PHI, p) for p in range(P)]
+            + [bk.block_slot(s, bk.KIND_BETA, c) for c in range(K)])
+
+
+def test_block_updates_tune_slots_of_their_own(scenario_counts):
+    """The block updates' log(F − 1) and the single-site scale moves' log σ never share a slot.
+
+    The hybrid sweep runs both in each burn-in sweep; with one slot per field for both (before
+    2026-12) each tuned the other's proposal scale.
+    """
+    data, s = _block_chain_start(scenario_counts)
+    block, single = _block_slots(s), _single_site_slots(s)
+    assert len(set(block)) == len(block) == 1 + s.alpha.shape[0] + s.beta.shape[0]
+    assert not set(block) & single
+    assert set(block) | single == set(range(s.scale_log_sd.shape[0]))
+    # Block sweeps alone (hybrid off) in burn-in: only the block and the errors' slots move.
+    st, n_steps, sign, _ = bk.block_settings(data)
+    before = s.scale_log_sd.copy()
+    status, _ = bk.run_chunk_block(data, s, 3, 1, np.zeros((0, 0)), np.zeros((0, 0), np.float32),
+                                   np.zeros((0, 0, 0), np.float32),
+                                   np.zeros((0, 0, 0), np.float32), 0, False, st, n_steps, sign,
+                                   False)
+    assert status == 0
+    moved = set(np.flatnonzero(s.scale_log_sd != before))
+    assert set(block) <= moved
+    P, K = s.alpha.shape[0], s.beta.shape[0]
+    assert not moved & set(range(1 + P + K))  # the fields' scale moves with the intercept
