@@ -693,10 +693,12 @@ def run_chunk_block(data, s, n_sweeps, thin, out_scalars, out_theta, out_beta, o
         Number of sweeps of this chunk.
     thin : int
         Record every ``thin``-th sweep.
-    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 4)
-        Recorded scalars (see :func:`geosynth.model.state.record`).
-    out_theta, out_beta : numpy.ndarray of float32, shape (rows, G)
-        Recorded centred θ and β.
+    out_scalars : numpy.ndarray of float64, shape (rows, 2P + 3 + max(K, 1))
+        Recorded scalars, one row per kept draw (see :func:`~geosynth.model.state.record`).
+    out_theta : numpy.ndarray of float32, shape (rows, G)
+        Recorded centred θ.
+    out_beta : numpy.ndarray of float32, shape (rows, max(K, 1), G)
+        Recorded β, one field per covariate.
     out_eta : numpy.ndarray of float32, shape (rows, G, B)
         Recorded η.
     row : int

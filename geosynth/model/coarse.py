@@ -133,7 +133,7 @@ def _aggregate_sums(cells, mark, stamp, expeta, cell_counts, cell_level_counts, 
     field sees and Σ over edges (i ∈ A, j ∉ A) of f_i − f_j. Returns the number of those edges.
     This helper and :func:`_draw_shifts`, called once per aggregate, take the arrays they read
     rather than ``data`` and ``s``: numba increments and decrements the reference count of
-    every array of an argument at each call (atomically), 45 arrays for the two tuples.
+    every array of an argument at each call (atomically), 46 arrays for the two tuples.
     """
     P = phi.shape[1]
     for t in range(cells.shape[0]):

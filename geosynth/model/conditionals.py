@@ -101,7 +101,7 @@ __all__ = [
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _mh_update(update, rng):
-    """Whether this update is a Newton-proposal MH step (else an exact ARS draw).
+    """Whether this update is a Newton-proposal MH step (else an exact draw).
 
     Under UPDATE_MH each update is an exact draw with probability :data:`MH_EXACT_SHARE`,
     whatever the state: a mixture of two kernels that both leave the conditional invariant, so
@@ -117,10 +117,11 @@ def _mh_update(update, rng):
 def _draw1(x0, a, wex, m, q, update, rng):
     """Update x0 under ``a·x − W·e^x − q(x − m)²/2`` given ``wex`` = W·e^{x0}.
 
-    ``update`` is ``ModelData.scalar_update``: UPDATE_EXACT draws from the conditional by ARS;
+    ``update`` is ``ModelData.scalar_update``: UPDATE_EXACT draws from the conditional exactly
+    (:func:`~geosynth.samplers.tangent.tangent_draw`: tangent envelopes, ARS as the fallback);
     UPDATE_MH takes one Newton-proposal Metropolis–Hastings step
     (:mod:`geosynth.samplers.newton_mh`), except with probability :data:`MH_EXACT_SHARE`, when
-    it draws by ARS (see :func:`_mh_update`). The stream is its one array argument (see
+    it draws exactly too (see :func:`_mh_update`). The stream is its one array argument (see
     :func:`~geosynth.samplers.ars.ars_draw_single`).
     """
     if _mh_update(update, rng):

@@ -40,12 +40,13 @@ draws. Work is split into blocks whose boundaries depend on the number of cells 
 per-block partial sums are added in block order after each parallel loop, so the draws do
 not depend on the number of threads or their scheduling (tested bitwise).
 
-Layout. One parallel loop, :func:`_for_blocks`, runs every operation (a run-time code) over
-blocks of cells, and the per-cell loops take plain arrays: passing the model's NamedTuples
-into the parallel region cost ~20 µs per loop and ~0.5 µs per block (their ~36 arrays are
-flattened into every call), which made the one-thread chromatic sweep 40% slower than the
-serial one. The kernels are cached like the serial ones (numba caches ``parallel=True``
-functions; a cold compile takes ~2 minutes of CPU, so paying it once per checkout matters).
+Layout. One parallel loop, :func:`_for_blocks`, runs every operation (a run-time code) over blocks
+of cells, and the per-cell loops take plain arrays: passing the model's NamedTuples into the
+parallel region cost ~20 µs per loop and ~0.5 µs per block (their arrays, ~36 then and 60 with the
+chromatic work's now, are flattened into every call), which made the one-thread chromatic sweep 40%
+slower than the serial one. The kernels are cached like the serial ones (numba caches
+``parallel=True`` functions; a cold compile takes ~2 minutes of CPU, so paying it once per checkout
+matters).
 
 Speed. On a 2-core benchmark machine (Intel Xeon VM, ``python -m bench parallel``, B = 12)
 the chromatic sweep on 2 threads costs about the serial sweep at G = 1,600 (3.8 ms) and is
@@ -201,7 +202,7 @@ def cell_streams_for(stream: np.ndarray, n_cells: int) -> np.ndarray:
 # Operations of :func:`_for_blocks`, as np.int64 (numba types a global np.int64 as int64, a
 # plain int constant as a literal, which would compile one specialisation per operation).
 # Colour-class draws (``cells``: one colour class):
-_OP_DRAW_FIELD = np.int64(0)  # θ or φ_·p: one-term ARS per cell (params: τ, level_var)
+_OP_DRAW_FIELD = np.int64(0)  # θ or φ_·p: one-term exact draw per cell (τ, level_var)
 # β_ci: multi-term ARS or slice (params: τ_β,c, β variance, ICAR?, slice?)
 _OP_DRAW_BETA = np.int64(1)
 # Gaussian move (f_i + k, ε_ib − k), b in combos (params: τ, level_var, τ_ε)
@@ -218,7 +219,7 @@ _OP_PRECISION_SUMS = np.int64(8)
 _OP_SCALE_LOGLIK_BETA = np.int64(9)
 _OP_SCALE_APPLY_BETA = np.int64(10)
 _N_OPS = 11
-_EXACT = np.int64(UPDATE_EXACT)  # the chromatic sweep draws every one-term conditional by ARS
+_EXACT = np.int64(UPDATE_EXACT)  # the chromatic sweep draws every one-term conditional exactly
 _TRUE = np.bool_(True)  # a bool argument, not Literal[bool](True): one specialisation
 MAX_BLOCKS = 64  # work items per parallel loop at most (per-item cost ~0.1–0.5 µs)
 
@@ -363,7 +364,8 @@ def _block(op, cells, lo, hi, row, field, phi, combos, obs, aux, params, streams
     """Run operation ``op`` on cells[lo:hi] (one parallel work item); return its partial sum.
 
     Plain arrays only: passing the model's NamedTuples into the parallel loop cost ~20 µs per
-    loop and ~0.5 µs per work item (their ~36 arrays are flattened into every call). Multi-
+    loop and ~0.5 µs per work item (their arrays, 60 with the chromatic work's, are flattened
+    into every call). Multi-
     valued partial sums go to ``row`` (this block's row of the partial-sum matrix).
     """
     if op == _OP_DRAW_FIELD:
@@ -817,7 +819,8 @@ def sweep_chromatic(data, s, comp_sum, column, adapt, w):
 
     Same blocks in the same order as the serial sweep: μ, α (parallel sums over the lattice),
     θ, shift(μ, θ), φ, shift(α, φ), each β_c· colour by colour (with the MH correction of the
-    module docstring), the smooth-mode moves (serial), ε over all cells, the per-cell shifts
+    module docstring), the smooth-mode moves and the coarse shifts of θ and φ_·p (serial),
+    ε over all cells, the per-cell shifts
     (θ_i, ε_i·) and (φ_ip, ε_ib) colour by colour, shift(μ, ε), shift(α, ε), the precisions
     and the scale moves (parallel sums).
     ``w`` is the chain's :class:`ChromaticWork`. Returns 0 or 16·block + sampler status.

@@ -47,6 +47,8 @@ class PaivaFit:
     ----------
     model : geosynth.model.fit.PaivaModel
         The model that made the fit.
+    counts : geosynth.data.CellCounts
+        The counts it was fitted to.
     scalar_names : tuple of str
         Names of the columns of ``scalars`` (a list given is kept as a tuple: a name changed
         in place renamed the draws of every later summary, ``fit.scalar`` and trace plot).
@@ -63,6 +65,10 @@ class PaivaFit:
     eta : numpy.ndarray of float32, shape (chains, n_eta_draws, G, B)
         Linear predictor log λ of the stored draws: ``eta[c, j]`` is retained draw
         ``eta_draw_index[j]`` of chain ``c``.
+    thin : int
+        Sweeps between two retained draws.
+    burn_in : int
+        Sweeps each chain discarded before its first retained draw.
     noise_scale : float or None
         Scale of the discrete Laplace noise of a noise-aware fit (None: exact counts).
     latent_totals : numpy.ndarray, shape (chains, draws, B), or None

@@ -335,21 +335,21 @@ def assess_convergence(groups: Sequence[ParameterGroup], target_ess: float, max_
                        *, complete: bool = False, workers: int = 1) -> ConvergenceCheck:
     """Bulk ESS and rank R-hat of the groups in order, stopping at the first that fails.
 
-    A group is evaluated :data:`CHECK_PART` parameters at a time, and a partial check stops at
-    the first part that fails. A parameter passes when its bulk ESS is >= ``target_ess`` and
-    its R-hat is < ``max_rhat``. A parameter with a non-finite draw fails (its ESS and R-hat
-    are reported as NaN, as Stan's ``posterior`` package, the reference implementation of
-    Vehtari et al. 2021, gives them): λ = exp η overflowing to inf is a sampler that diverged,
-    and inf at every draw, a constant, passed before. A parameter that holds one value over
-    every draw of the window in some chain fails too, with R-hat reported as inf (the value
-    :func:`~geosynth.model.diagnostics.convergence_diagnostics` gives chains that are each
-    constant at different values): every reported parameter has a continuous posterior
-    (Gibbs draws from continuous conditionals; the MH sampler's draws are exact one sweep in
-    ten), so a chain that repeats one value is stuck, not converged. A constant passed before
-    on its ESS (arviz gives the number of draws) and an undefined R-hat (0/0), and one stuck
-    chain among moving ones could pass on the bulk and folded R-hats alone when it sits near
-    the others' median. The one exception is a parameter fixed by design, 0 at every draw:
-    θ of a one-cell lattice (a group of :data:`CENTRED_GROUPS` with one parameter).
+    A group is evaluated :data:`CHECK_PART` parameters at a time, and a partial check stops at the
+    first part that fails. A parameter passes when its bulk ESS is >= ``target_ess`` and its R-hat
+    is < ``max_rhat``. A parameter with a non-finite draw fails (its ESS and R-hat are reported as
+    NaN, as Stan's ``posterior`` package, the reference implementation of Vehtari et al. 2021, gives
+    them): λ = exp η overflowing to inf is a sampler that diverged, and inf at every draw, a
+    constant, passed before. A parameter that holds one value over every draw of the window in some
+    chain fails too, with R-hat reported as inf (the value
+    :func:`~geosynth.model.diagnostics.convergence_diagnostics` gives chains that are each constant
+    at different values): every reported parameter has a continuous posterior (Gibbs draws from
+    continuous conditionals; each update of the MH sampler is an exact draw with probability
+    ``MH_EXACT_SHARE``, 0.1), so a chain that repeats one value is stuck, not converged. A constant
+    passed before on its ESS (arviz gives the number of draws) and an undefined R-hat (0/0), and one
+    stuck chain among moving ones could pass on the bulk and folded R-hats alone when it sits near
+    the others' median. The one exception is a parameter fixed by design, 0 at every draw: θ of a
+    one-cell lattice (a group of :data:`CENTRED_GROUPS` with one parameter).
 
     Parameters
     ----------

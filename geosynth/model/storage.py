@@ -230,11 +230,13 @@ def plan_auto_storage(data: ModelData, names: list[str], *, thin: int, chains: i
                        max_bytes: int) -> tuple[StoragePlan, AutoSchedule]:
     """Rows of the stored window of an ``n_iter="auto"`` fit, and its schedule.
 
-    Every retained draw keeps its η (the λ check and the releases use them), so a draw costs
-    ``8·S + 4·G`` (θ) ``+ 4·G`` (β, if fitted) ``+ 8·B`` (latent totals, if noise-aware)
-    ``+ 4·G·B`` (η) bytes, and a chain's buffers ``40·G·B`` (four float64 sums of exp η, one per
-    segment of the window, and a scratch term) plus a chunk's discarded β. The draws per chain
-    that fit in ``max_bytes`` bound the window (:class:`~geosynth.model.stopping.AutoSchedule`).
+    Every retained draw keeps its η (the λ check and the releases use them), so a draw costs ``8·S +
+    4·G`` (θ) ``+ 4·G·K`` (β, one field per fitted covariate) ``+ 8·B`` (latent totals, if
+    noise-aware) ``+ 4·G·B`` (η) bytes, S the kernels' recorded scalars
+    (:func:`~geosynth.model.state.recorded_scalars`), and a chain's buffers ``40·G·B`` (four float64
+    sums of exp η, one per segment of the window, and a scratch term) plus a chunk's discarded β.
+    The draws per chain that fit in ``max_bytes`` bound the window
+    (:class:`~geosynth.model.stopping.AutoSchedule`).
 
     Raises
     ------

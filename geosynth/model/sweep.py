@@ -90,7 +90,7 @@ def sweep(data, s, comp_sum, column, adapt=False):
     -------
     int
         ``STATUS_OK`` (0), or ``16 * block + status`` with ``block`` a ``B_*`` code (index into
-        :data:`BLOCK_NAMES`) and ``status`` a ``STATUS_*`` code of
+        :data:`~geosynth.model.state.BLOCK_NAMES`) and ``status`` a ``STATUS_*`` code of
         :mod:`geosynth.samplers.family`; the state is then partly updated.
     """
     status = update_mu(data, s)

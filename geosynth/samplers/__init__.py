@@ -6,8 +6,12 @@ Every conditional belongs to one log-concave family (see :mod:`geosynth.samplers
 
 and is drawn either by adaptive rejection sampling (:mod:`.ars`, independent exact draws) or by
 slice sampling (:mod:`.slice`, a Markov transition). :func:`sample_conditional` is the
-convenience entry point; the Gibbs engine calls the kernels :func:`ars_draw` and
-:func:`slice_step` directly with explicit random streams from :func:`make_streams`.
+convenience entry point. The Gibbs engine calls the kernels directly with explicit random
+streams from :func:`make_streams`: :func:`~geosynth.samplers.tangent.tangent_draw` (exact draws
+from tangent envelopes, :func:`~geosynth.samplers.ars.ars_draw_single` as their fallback) for
+the one-term conditionals, :func:`ars_draw` or
+:func:`~geosynth.samplers.slice.slice_step_unchecked` for β, and
+:func:`~geosynth.samplers.newton_mh.newton_mh_step` under ``sampler="mh"``.
 """
 
 from __future__ import annotations

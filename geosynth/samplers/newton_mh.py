@@ -24,9 +24,11 @@ is accepted.
 Why it exists: an exact ARS draw of such a conditional costs 0.2–0.3 µs (a Newton search for the
 mode, an envelope, a test); this step costs one ``exp``, one ``log``, a normal and an
 exponential variate, and the caller passes ``W·e^x`` at the current point (which the engine keeps
-as ``exp(η)``), so no ``exp`` is spent on it. A sweep of the model is dominated by the G·B errors
-ε_ib, and the step makes it about three times cheaper; the chain has the same stationary
-distribution (a Metropolis-within-Gibbs step leaves the conditional invariant).
+as ``exp(η)``), so no ``exp`` is spent on it. A sweep of the model was dominated by the G·B errors
+ε_ib, and the step made it about three times cheaper than ARS draws did. The engine's exact
+draws of ε are now vectorised passes of a tangent envelope, and ``sampler="mh"`` is no cheaper
+a sweep (``bench/RESULTS.md``). The chain has the same stationary distribution (a
+Metropolis-within-Gibbs step leaves the conditional invariant).
 """
 
 from __future__ import annotations

@@ -130,10 +130,10 @@ def slice_step(x0, a, w, z, m, q, state):
 def slice_step_unchecked(x0, a, w, z, m, q, state):
     """:func:`slice_step` without its checks, for callers that validated the density.
 
-    The Gibbs engine (:func:`geosynth.model.conditionals.draw_beta_cell`) and
-    :func:`slice_sample` call it once per transition on densities that are valid by
-    construction; a non-log-concave (some ``w_j < 0``) or improper (``q < 0``) density would
-    be drawn from silently here.
+    The Gibbs engine (:func:`geosynth.model.conditionals.draw_beta_cell`) calls it once per
+    transition on densities that are valid by construction (:func:`slice_sample` finds the width
+    once and calls :func:`slice_transition`); a non-log-concave (some ``w_j < 0``) or improper (``q
+    < 0``) density would be drawn from silently here.
 
     Parameters
     ----------
