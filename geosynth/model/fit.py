@@ -31,7 +31,12 @@ from geosynth._validation import check_bool, check_chains, check_max_bytes, chec
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError
 from geosynth.model.coarse import coarse_aggregates
-from geosynth.model.modes import modes_per_field, smooth_modes, with_component_constants
+from geosynth.model.modes import (
+    joint_components,
+    modes_per_field,
+    smooth_modes,
+    with_component_constants,
+)
 from geosynth.model.noise_aware import ETA_LIMIT
 from geosynth.model.priors import Priors
 from geosynth.model.results import PaivaFit
@@ -124,14 +129,15 @@ class PaivaModel:
         mean and true intensity from about 0.61 to about 0.83 at n = 500 (see
         ``tests/model/test_recovery.py``).
     sampler : {"gibbs", "mh", "block"}, default "gibbs"
-        ``"gibbs"``: single-site updates of every parameter, each scalar conditional drawn
-        exactly (ARS), with exact shift moves and scale moves of each field with its precision
-        (:mod:`geosynth.model.sweep`). ``"mh"``: the same sweep, but μ, α, θ_i, φ_ip and
-        ε_ib move by one Metropolis–Hastings step with a Newton (IWLS) Gaussian proposal
-        (Gamerman 1997; :mod:`geosynth.samplers.newton_mh`), one in ten by an exact draw
-        instead: same posterior, a sweep about 1.6–1.9 times cheaper and almost as effective
-        (see ``bench/RESULTS.md``); not with ``parallel=True``. ``"block"``: each sweep adds,
-        for θ, every φ_·p and (under ``beta_prior="icar"``) β, a joint Metropolis–Hastings
+        ``"gibbs"``: single-site updates of every parameter, each scalar conditional drawn exactly
+        (tangent envelopes with an ARS fallback; β by ARS or slice), with exact shift moves and
+        scale moves of each field with its precision (:mod:`geosynth.model.sweep`). ``"mh"``: the
+        same sweep, but μ, α, θ_i, φ_ip and ε_ib move by one Metropolis–Hastings step with a Newton
+        (IWLS) Gaussian proposal (Gamerman 1997; :mod:`geosynth.samplers.newton_mh`), one in ten by
+        an exact draw instead: same posterior; it was 1.5 times cheaper a sweep when the exact draws
+        were ARS, and is no cheaper now (on the Berlin listings 11.7 ms a sweep against 10.0:
+        ``bench/RESULTS.md``); not with ``parallel=True``. ``"block"``: each sweep
+        adds, for θ, every φ_·p and (under ``beta_prior="icar"``) β, a joint Metropolis–Hastings
         update of the whole field with its precision from a GMRF approximation of its full
         conditional (Knorr-Held & Rue 2002; :mod:`geosynth.model.block`); on the Nunes (2018)
         scenario it is slower per effective draw. Not with ``noise`` or ``parallel=True``.
@@ -310,8 +316,8 @@ class PaivaModel:
             Stored η draws are what :meth:`~geosynth.model.results.PaivaFit.lambda_draw` and
             :func:`geosynth.synthesize` use: one per release.
 
-            * ``"all"``: every retained draw; refused with :class:`MemoryLimitError` if that
-              exceeds ``max_bytes``.
+            * ``"all"``: every retained draw; refused with
+              :class:`~geosynth.errors.MemoryLimitError` if that exceeds ``max_bytes``.
             * an int ``k >= 1``: ``k`` evenly spaced retained draws per chain (retained draw
               ``floor((j + 1/2)·n/k)`` for ``j = 0 .. k-1`` of the ``n`` retained draws; all of
               them when ``k >= n``).
@@ -884,8 +890,10 @@ def build_model_data(counts: CellCounts,
     indptr, indices = sorted_adjacency(grid.indptr, grid.indices)
     modes, mode_eigenvalues = smooth_modes(indptr, indices, modes_per_field(P))
     # The moves along the modes also move each component's constant (modes module docstring).
+    component_size = np.bincount(grid.component, minlength=grid.n_components).astype(float)
+    kept = joint_components(component_size, P, modes.shape[1])
     modes = with_component_constants(modes, np.asarray(grid.component, dtype=np.int64),
-                                     grid.n_components)
+                                     grid.n_components, kept)
     coarse_ptr, coarse_cells = coarse_aggregates(indptr, indices)
     tables = CountTables(
         counts=c,
@@ -903,7 +911,7 @@ def build_model_data(counts: CellCounts,
         indices=indices,
         upper=upper_neighbours(indptr, indices),
         component=np.ascontiguousarray(grid.component, dtype=np.int64),
-        component_size=np.bincount(grid.component, minlength=grid.n_components).astype(float),
+        component_size=component_size,
         zbar=np.array(zbar, dtype=np.float64, order="C"),
         priors=model.priors.to_array(),
         beta_priors=beta_priors,
@@ -911,6 +919,7 @@ def build_model_data(counts: CellCounts,
         scalar_update=UPDATE_MH if model.sampler == "mh" else UPDATE_EXACT,
         modes=modes,
         mode_eigenvalues=mode_eigenvalues,
+        mode_constant_size=component_size[kept],
         coarse_ptr=coarse_ptr,
         coarse_cells=coarse_cells,
     )

@@ -10,7 +10,8 @@ the field's shape) of the level effects.
 
 The move here is a block update of θ and of every φ_·p at once, each restricted to the span of
 its K smoothest modes (the K eigenvectors of Q with the smallest non-zero eigenvalues) and the
-constant of each connected component (:func:`with_component_constants`): f → f + V z_f for
+constant of each connected component (:func:`with_component_constants`; of the largest
+:func:`joint_components` where there are many): f → f + V z_f for
 each field f, drawn from the Gaussian approximation of the conditional of z = (z_θ, z_φ·1, …)
 at the current state — a Newton step, as in the block updates of Knorr-Held & Rue (2002, §3)
 and Rue & Held (2005, §4.4.1) — and accepted by Metropolis–Hastings
@@ -52,6 +53,7 @@ __all__ = [
     "N_MODES",
     "smooth_modes",
     "with_component_constants",
+    "joint_components",
     "mode_precision",
     "field_exp_sums",
     "likelihood_hessian",
@@ -62,10 +64,13 @@ __all__ = [
 ]
 
 N_MODES = 12  # modes per field; the slow ones of the bench's lattices (module docstring)
-#: Largest dimension ``(1 + P)·K`` of :func:`joint_mode_proposal` that :func:`modes_per_field`
-#: allows: its dense Cholesky costs ``D³/3`` flops a sweep and its Hessian ``G·D²``. With the
-#: 12 modes of every field, an attribute of 200 levels made D = 2,400: 7 s a sweep on 25 cells,
-#: and a fit that never reached its first progress update (nor heard Ctrl-C).
+#: Largest dimension ``D = (1 + P)·(K + C')`` of :func:`joint_mode_proposal` (K modes and C'
+#: component constants per field) that :func:`modes_per_field` and :func:`joint_components`
+#: allow (beyond it only for one mode and one constant a field): its dense Cholesky costs
+#: ``D³/3`` flops a sweep and its Hessian ``G·D²``. With the 12 modes of every field, an
+#: attribute of 200 levels made D = 2,400: 7 s a sweep on 25 cells, and a fit that never
+#: reached its first progress update (nor heard Ctrl-C); a lattice of 144 islands with five
+#: levels' fields made D = 936 from the constants alone: 54 ms a sweep on 576 cells.
 MAX_JOINT_DIMENSION = 240
 _DENSE_UP_TO = 600  # cells: below this, all eigenvectors by dense eigh (exact and cheap)
 
@@ -74,7 +79,8 @@ def modes_per_field(n_levels: int) -> int:
     """Return the modes per field K of a model of ``n_levels`` φ fields.
 
     :data:`N_MODES`, fewer (at least 1) where ``(1 + n_levels)·K`` would exceed
-    :data:`MAX_JOINT_DIMENSION`. Any K gives an exact Metropolis–Hastings move; fewer modes
+    :data:`MAX_JOINT_DIMENSION` (the component constants, :func:`joint_components`, share what
+    is left). Any K gives an exact Metropolis–Hastings move; fewer modes
     move the slow directions of each field less, which matters little beside 20 or more
     levels' fields sharing the cells.
     """
@@ -129,9 +135,9 @@ def smooth_modes(indptr: np.ndarray, indices: np.ndarray, n_modes: int = N_MODES
     return np.ascontiguousarray(vectors[:, keep]), np.ascontiguousarray(values[keep])
 
 
-def with_component_constants(modes: np.ndarray, component: np.ndarray,
-                             n_components: int) -> np.ndarray:
-    """Append to ``modes`` the unit-norm constant of each connected component.
+def with_component_constants(modes: np.ndarray, component: np.ndarray, n_components: int,
+                             kept: np.ndarray | None = None) -> np.ndarray:
+    """Append to ``modes`` the unit-norm constant of each connected component (or of ``kept``).
 
     Parameters
     ----------
@@ -141,25 +147,64 @@ def with_component_constants(modes: np.ndarray, component: np.ndarray,
         Component of each cell.
     n_components : int
         Number of components C.
+    kept : numpy.ndarray of int64, shape (C',), optional
+        The components whose constants to append, increasing (:func:`joint_components`); all
+        C by default.
 
     Returns
     -------
-    numpy.ndarray of float64, shape (G, K + C)
-        The modes, then column K + c = 1/sqrt(n_c) on component c's cells, 0 elsewhere: still
-        orthonormal.
+    numpy.ndarray of float64, shape (G, K + C')
+        The modes, then column K + j = 1/sqrt(n_c) on the cells of component c = kept[j], 0
+        elsewhere: still orthonormal.
     """
-    constants = np.zeros((modes.shape[0], n_components))
+    kept = np.arange(n_components) if kept is None else np.asarray(kept, dtype=np.int64)
     sizes = np.bincount(component, minlength=n_components)
-    constants[np.arange(modes.shape[0]), component] = 1.0 / np.sqrt(sizes[component])
+    column = np.full(n_components, -1)
+    column[kept] = np.arange(kept.shape[0])
+    rows = np.flatnonzero(column[component] >= 0)
+    constants = np.zeros((modes.shape[0], kept.shape[0]))
+    constants[rows, column[component[rows]]] = 1.0 / np.sqrt(sizes[component[rows]])
     return np.ascontiguousarray(np.hstack([modes, constants]))
 
 
+def joint_components(component_size: np.ndarray, n_levels: int, n_modes: int) -> np.ndarray:
+    """Return the components whose constants the joint mode move carries, increasing.
+
+    Every component while C fits the budget ``max(1, MAX_JOINT_DIMENSION // (1 + n_levels) −
+    n_modes)`` a field; beyond it the largest (ties to the lower index). Any subset keeps the
+    move exact: it is a Metropolis–Hastings move along the span of the columns, and the prior
+    stays diagonal in their coordinates (the constants are in the ICAR structure's null space).
+    The smallest components lose nothing that matters: their few cells' single-site draws move
+    their means at once, and the joint move's cost grows as the cube of its dimension
+    (:data:`MAX_JOINT_DIMENSION`).
+
+    Parameters
+    ----------
+    component_size : numpy.ndarray, shape (C,)
+        Cells in each component.
+    n_levels : int
+        P, the φ fields besides θ.
+    n_modes : int
+        K, the smooth modes a field (:func:`modes_per_field`).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (C',)
+    """
+    sizes = np.asarray(component_size)
+    budget = max(1, MAX_JOINT_DIMENSION // (1 + int(n_levels)) - int(n_modes))
+    if sizes.shape[0] <= budget:
+        return np.arange(sizes.shape[0], dtype=np.int64)
+    largest = np.argsort(-sizes, kind="stable")[:budget]
+    return np.sort(largest).astype(np.int64)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def mode_precision(eigenvalues, tau, component_size, level_var, out):
+def mode_precision(eigenvalues, tau, constant_size, level_var, out):
     """Prior precisions of the coordinates of :func:`with_component_constants`' columns.
 
-    Mode k (k < K): τλ_k, the ICAR prior along the eigenvector. Constant of component c
-    (column K + c, coordinate sqrt(n_c)·mean_c): 1/(n_c·level_var), the N(0, level_var) prior
+    Mode k (k < K): τλ_k, the ICAR prior along the eigenvector. Constant j of component c
+    (column K + j, coordinate sqrt(n_c)·mean_c): 1/(n_c·level_var), the N(0, level_var) prior
     of the component's mean; the ICAR density is flat along it.
 
     Parameters
@@ -168,27 +213,28 @@ def mode_precision(eigenvalues, tau, component_size, level_var, out):
         From :func:`smooth_modes`.
     tau : float
         The field's ICAR precision.
-    component_size : numpy.ndarray of float64, shape (C,)
-        Cells in each component.
+    constant_size : numpy.ndarray of float64, shape (C',)
+        Cells in each component whose constant is a column (``ModelData.mode_constant_size``).
     level_var : float
         Prior variance of a component's mean.
-    out : numpy.ndarray of float64, shape (K + C,)
+    out : numpy.ndarray of float64, shape (K + C',)
         Overwritten with the precisions.
     """
     K = eigenvalues.shape[0]
     for k in range(K):
         out[k] = tau * eigenvalues[k]
-    for c in range(component_size.shape[0]):
-        out[K + c] = 1.0 / (component_size[c] * level_var)
+    for j in range(constant_size.shape[0]):
+        out[K + j] = 1.0 / (constant_size[j] * level_var)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _cholesky(a):
-    """Lower Cholesky factor of the K × K matrix whose lower triangle is ``a``, in place.
+    """Lower Cholesky factor of the D × D matrix whose lower triangle is ``a``, in place.
 
     Returns ``Σ log L_kk`` (half the log-determinant), or NaN if ``a`` is not positive
-    definite. Hand-written: K ≤ 16 inside the sweep, where a LAPACK call's overhead and
-    contiguity copies cost more than the arithmetic.
+    definite. Hand-written: inside the sweep D is the joint move's dimension, at most about
+    :data:`MAX_JOINT_DIMENSION` (65 on the bench's lattice, where a LAPACK call's overhead and
+    contiguity copies cost more than the arithmetic).
     """
     K = a.shape[0]
     half_log_det = 0.0

@@ -256,10 +256,10 @@ def mode_moves(data, s, adapt):
     P = s.alpha.shape[0]
     precision = np.empty((1 + P) * K)
     level_var = data.priors[LEVEL_VAR]
-    mode_precision(data.mode_eigenvalues, s.tau_theta[0], data.component_size, level_var,
+    mode_precision(data.mode_eigenvalues, s.tau_theta[0], data.mode_constant_size, level_var,
                    precision[:K])
     for p in range(P):
-        mode_precision(data.mode_eigenvalues, s.tau_phi[p], data.component_size, level_var,
+        mode_precision(data.mode_eigenvalues, s.tau_phi[p], data.mode_constant_size, level_var,
                        precision[(1 + p) * K:(2 + p) * K])
     log_ratio = joint_mode_proposal(s.theta, s.phi, precision, s.mode_hessian, s.cell_counts,
                                     s.cell_level_counts, data.combo_levels, s.expeta,

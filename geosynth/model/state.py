@@ -126,10 +126,12 @@ class ModelData(NamedTuple):
     priors: np.ndarray  # float64 (12,) Priors.to_array()
     beta_priors: np.ndarray  # int64 (K,) BETA_NORMAL / BETA_ICAR per covariate; (0,) without β
     beta_sampler: int  # SAMPLER_ARS / SAMPLER_SLICE
-    scalar_update: int  # UPDATE_EXACT (ARS draws) / UPDATE_MH (Newton-proposal MH steps)
-    modes: np.ndarray  # float64 (G, K + C) smoothest eigenvectors of D_W − W, then the
-    #                    component constants (modes.smooth_modes, modes.with_component_constants)
+    scalar_update: int  # UPDATE_EXACT (exact draws) / UPDATE_MH (Newton-proposal MH steps)
+    modes: np.ndarray  # float64 (G, K + C') smoothest eigenvectors of D_W − W, then the
+    #                    constants of C' components (modes.smooth_modes, modes.joint_components,
+    #                    modes.with_component_constants)
     mode_eigenvalues: np.ndarray  # float64 (K,) eigenvalues of the K smooth modes
+    mode_constant_size: np.ndarray  # float64 (C',) cells of those C' components
     coarse_ptr: np.ndarray  # int64 (n_aggregates + 1,) CSR of the nested cell aggregates
     coarse_cells: np.ndarray  # int64 their cells, finest level first (model.coarse)
 

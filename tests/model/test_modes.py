@@ -12,6 +12,7 @@ import warnings
 import geopandas as gpd
 import numpy as np
 import pytest
+import shapely
 from scipy import sparse, stats
 
 from geosynth import Grid, PaivaModel, prepare
@@ -19,6 +20,7 @@ from geosynth.model.modes import (
     MAX_JOINT_DIMENSION,
     N_MODES,
     apply_joint_step,
+    joint_components,
     joint_mode_proposal,
     likelihood_hessian,
     mode_precision,
@@ -119,23 +121,26 @@ def _log_proposal(fields, precision, hessian, counts, eta, basis, z):
     return stats.multivariate_normal(mean, np.linalg.inv(full)).logpdf(z)
 
 
+#: The components whose constants the basis carries: none, both, the first alone.
+CONSTANTS = {"none": [], "all": [0, 1], "first": [0]}
+
+
 def _joint_case(seed, constants):
     """Fields, η, counts, the basis, precisions and a Hessian on the two-component lattice."""
     grid = _split_lattice()
     component = np.asarray(grid.component, dtype=np.int64)
     modes, eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
                                       np.asarray(grid.indices, dtype=np.int64), n_modes=6)
-    basis = with_component_constants(modes, component, 2) if constants else modes
+    kept = np.array(CONSTANTS[constants], dtype=np.int64)
+    basis = with_component_constants(modes, component, 2, kept)
     K = basis.shape[1]
     sizes = np.bincount(component).astype(float)
     rng = np.random.default_rng(seed)
     G, B, P = grid.n_cells, COMBO_LEVELS.shape[0], 3
     taus = np.array([0.3, 4.0, 1.2, 0.7])
     precision = np.empty(4 * K)
-    full = np.empty(8)
     for f, tau in enumerate(taus):
-        mode_precision(eigenvalues, tau, sizes, LEVEL_VAR, full)
-        precision[f * K:(f + 1) * K] = full[:K]
+        mode_precision(eigenvalues, tau, sizes[kept], LEVEL_VAR, precision[f * K:(f + 1) * K])
     # Smooth fields (the ICAR priors' kind) with a little roughness.
     theta = 0.3 + modes @ rng.normal(0.0, 0.8, modes.shape[1]) + rng.normal(0.0, 0.1, G)
     phi = modes @ rng.normal(0.0, 0.5, (modes.shape[1], P)) + rng.normal(0.0, 0.1, (G, P))
@@ -160,7 +165,7 @@ def _split_lattice():
 
 
 def test_the_likelihood_hessian_is_the_sum_of_the_poisson_terms_outer_products():
-    case = _joint_case(5, constants=True)
+    case = _joint_case(5, constants="all")
     design = _design(case["basis"])
     expected = np.einsum("ib,ibd,ibe->de", np.exp(case["eta"]), design, design)
     out = np.empty_like(expected)
@@ -168,17 +173,19 @@ def test_the_likelihood_hessian_is_the_sum_of_the_poisson_terms_outer_products()
     np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-10)
 
 
-@pytest.mark.parametrize("constants", [False, True])
+@pytest.mark.parametrize("constants", list(CONSTANTS))
 def test_the_joint_move_s_log_ratio_is_the_metropolis_hastings_ratio(constants):
     """With the component constants the move also changes each component's mean: the target
-    then includes the means' N(0, level_var) priors (as ``mode_precision`` says)."""
+    then includes the means' N(0, level_var) priors (as ``mode_precision`` says). With the
+    first component's constant alone (:func:`joint_components` past its budget) the second
+    component's means stay put and the ratio is still exact."""
     case = _joint_case(7, constants)
     basis, component, eta = case["basis"], case["component"], case["eta"]
     G, K = basis.shape
     structure = _structure(case["grid"])
     fields = [case["theta"]] + list(case["phi"].T)
     design = _design(basis)
-    moved_means = False
+    moved_means = np.zeros(2, dtype=bool)
     for draw in range(5):
         work = np.zeros((3, 4, G))
         log_ratio = joint_mode_proposal(case["theta"], case["phi"], case["precision"],
@@ -191,7 +198,7 @@ def test_the_joint_move_s_log_ratio_is_the_metropolis_hastings_ratio(constants):
         np.testing.assert_allclose(np.concatenate([basis @ z[f * K:(f + 1) * K]
                                                    for f in range(4)]), steps.ravel(),
                                    atol=1e-12)  # each field's step is V z_f
-        moved_means |= abs(steps[0][component == 1].mean()) > 1e-6
+        moved_means |= [abs(steps[0][component == c].mean()) > 1e-6 for c in (0, 1)]
         moved = [f + step for f, step in zip(fields, steps, strict=True)]
         new_eta = eta + design @ z
         expected = (_log_target(moved, case["taus"], case["counts"], new_eta, structure,
@@ -203,13 +210,13 @@ def test_the_joint_move_s_log_ratio_is_the_metropolis_hastings_ratio(constants):
                     - _log_proposal(fields, case["precision"], case["hessian"], case["counts"],
                                     eta, basis, z))
         assert log_ratio == pytest.approx(expected, abs=1e-8)
-    assert moved_means == constants
+    np.testing.assert_array_equal(moved_means, [c in CONSTANTS[constants] for c in (0, 1)])
 
 
 def test_an_accepted_joint_move_keeps_eta_and_the_fields_consistent():
     """Moves with the Hessian at the current state are accepted often, and apply_joint_step
     moves η by Δθ_i + Σ_{p ∈ b} Δφ_ip with exp η in step."""
-    case = _joint_case(3, constants=True)
+    case = _joint_case(3, constants="all")
     basis, eta = case["basis"], case["eta"].copy()
     theta, phi = case["theta"].copy(), case["phi"].copy()
     G, B = eta.shape
@@ -277,5 +284,61 @@ def test_the_joint_move_keeps_its_dimension_bounded_as_levels_grow():
         warnings.simplefilter("ignore")
         counts = prepare(gdf, grid, attributes=["pid"], allow_identifying=True)
         fit = PaivaModel().fit(counts, n_iter=12, burn_in=6, thin=1, chains=1, seed=1,
+                               progress=False)
+    assert np.isfinite(fit.posterior_mean_lambda()).all()
+
+
+def test_the_joint_move_carries_the_largest_components_constants_within_its_budget():
+    sizes = np.array([5.0, 1.0, 9.0, 1.0, 5.0, 2.0])
+    # P = 0, K = 12: a budget of 228 constants takes every component, in order.
+    np.testing.assert_array_equal(joint_components(sizes, 0, 12), np.arange(6))
+    # MAX_JOINT_DIMENSION // 60 = 4 a field, 4 of them modes: one constant, the largest.
+    np.testing.assert_array_equal(joint_components(sizes, 59, 4), [2])
+    # 240 // 40 − 3 = 3 constants: the three largest components (9, 5 and 5 cells).
+    np.testing.assert_array_equal(joint_components(sizes, 39, 3), [0, 2, 4])
+    # 240 // 2 − 118 = 2 constants: 9 and the first 5 (ties go to the lower index).
+    np.testing.assert_array_equal(joint_components(sizes, 1, 118), [0, 2])
+    # With a subset the constants stay orthonormal columns of the kept components only.
+    grid = _split_lattice()
+    component = np.asarray(grid.component, dtype=np.int64)
+    modes, _ = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
+                            np.asarray(grid.indices, dtype=np.int64), n_modes=6)
+    basis = with_component_constants(modes, component, 2, np.array([1]))
+    assert basis.shape == (grid.n_cells, 7)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(7), atol=1e-12)
+    np.testing.assert_allclose(basis[component == 1, 6], 1 / np.sqrt((component == 1).sum()))
+    assert not basis[component == 0, 6].any()
+
+
+def test_many_islands_keep_the_joint_move_within_its_dimension():
+    """144 islands of 2 × 2 cells and five levels' fields: the constants of all 144 components
+    made the joint move 6 × 156 = 936-dimensional (54 ms a sweep on 576 cells; 1.7 ms with 28)."""
+    from geosynth.model.fit import build_model_data
+
+    side = 12
+    region = shapely.union_all([shapely.box(300 * i, 300 * j, 300 * i + 200, 300 * j + 200)
+                                for i in range(side) for j in range(side)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grid = Grid.regular((0, 0, 300 * side, 300 * side), shape=(3 * side, 3 * side),
+                            region=region)
+    assert grid.n_components == side * side
+    rng = np.random.default_rng(2)
+    xy = rng.uniform(0, 300 * side, (3000, 2))
+    gdf = gpd.GeoDataFrame({"y": rng.integers(0, 3, 3000).astype(str),
+                            "x": rng.integers(0, 4, 3000).astype(str)},
+                           geometry=gpd.points_from_xy(*xy.T))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        counts = prepare(gdf, grid, attributes=["y", "x"], outside="drop")
+        data, _, _ = build_model_data(counts, PaivaModel())
+        P = data.level_combos_ptr.shape[0] - 1
+        K = data.mode_eigenvalues.shape[0]
+        assert (P, K) == (5, N_MODES)
+        kept = MAX_JOINT_DIMENSION // (1 + P) - K  # 28 of the 144 (all of 4 cells)
+        assert data.modes.shape[1] == K + kept and data.mode_constant_size.shape == (kept,)
+        np.testing.assert_array_equal(data.mode_constant_size, 4.0)
+        assert (1 + P) * data.modes.shape[1] <= MAX_JOINT_DIMENSION
+        fit = PaivaModel().fit(counts, n_iter=40, burn_in=20, thin=1, chains=1, seed=1,
                                progress=False)
     assert np.isfinite(fit.posterior_mean_lambda()).all()
