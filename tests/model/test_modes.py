@@ -74,6 +74,37 @@ def test_sparse_modes_match_dense_ones_and_repeat_bit_for_bit():
     np.testing.assert_array_equal(modes, again)
 
 
+def test_modes_of_many_components_are_the_union_of_their_spectra():
+    """A 676-cell lattice (eigsh path) with 41 islands: pairs, 3-cell paths, single cells and a
+    30-cell path.
+
+    The long path's smoothest eigenvalues (2 − 2cos(kπ/30)) fall among the big component's,
+    so the modes mix components; each must still be an eigenvector of the whole Q, and the
+    eigenvalues the smallest non-zero ones of the dense spectrum.
+    """
+    grid = Grid.regular((0.0, 0.0, 26.0, 26.0), shape=(26, 26))
+    pair = np.array([[0, 1], [1, 0]])
+    path = np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]])
+    long_path = sparse.diags([np.ones(29), np.ones(29)], [-1, 1])
+    blocks = ([grid.adjacency] + [sparse.csr_matrix(m) for m in [pair, path, [[0]]] * 13 + [pair]]
+              + [long_path])
+    adjacency = sparse.block_diag(blocks, format="csr")
+    indptr, indices = adjacency.indptr.astype(np.int64), adjacency.indices.astype(np.int64)
+    n_components, component = sparse.csgraph.connected_components(adjacency, directed=False)
+    assert n_components == 42 and adjacency.shape[0] == 676 + 13 * 6 + 2 + 30
+    structure = np.diag(np.asarray(adjacency.sum(axis=1)).ravel()) - adjacency.toarray()
+    modes, eigenvalues = smooth_modes(indptr, indices, n_modes=12)
+    exact = np.linalg.eigvalsh(structure)
+    np.testing.assert_allclose(eigenvalues, exact[n_components:n_components + 12], rtol=1e-8)
+    np.testing.assert_allclose(modes.T @ modes, np.eye(12), atol=1e-8)
+    np.testing.assert_allclose(structure @ modes, modes * eigenvalues, atol=1e-8)
+    for c in range(n_components):
+        np.testing.assert_allclose((component == c) @ modes, 0.0, atol=1e-8)
+    assert (np.abs(modes[-30:]) > 1e-6).any() and (np.abs(modes[:676]) > 1e-6).any()
+    again, _ = smooth_modes(indptr, indices, n_modes=12)
+    np.testing.assert_array_equal(modes, again)
+
+
 def test_a_lattice_with_fewer_modes_than_asked_gives_all_it_has():
     grid = Grid.regular((0.0, 0.0, 3.0, 3.0), shape=(3, 3))
     modes, eigenvalues = smooth_modes(np.asarray(grid.indptr, dtype=np.int64),
