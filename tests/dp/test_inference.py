@@ -384,8 +384,19 @@ def susep_replication():
 
 
 def test_susep_table_4_2_is_the_confidential_posterior():
+    """The bundled table (the package's data, not this file's copy) gives Table 4.2: the
+    Dir(0.5 + x) posterior means of the confidential counts, (x + 0.5)/(107 + 8·0.5)."""
+    from geosynth.datasets import susep_collisions
+
+    table = susep_collisions()
+    bands = ["26-35", "36-45", "46-55", "55+"]
+    order = [(band, sex) for band in bands for sex in ("male", "female")]
+    counts = table.set_index(["age_band", "sex"]).loc[order, "collisions"].to_numpy()
+    np.testing.assert_array_equal(counts, SUSEP_COUNTS)
+    np.testing.assert_array_equal(table.set_index(["age_band", "sex"]).loc[order].index
+                                  .get_level_values("sex") == "female", SUSEP_FEMALE)
     # the thesis truncates to 4 decimals (0.05856 is printed 0.0585)
-    np.testing.assert_allclose((SUSEP_COUNTS + 0.5) / 111, TABLE_4_2, atol=1e-4)
+    np.testing.assert_allclose((counts + 0.5) / (counts.sum() + 8 * 0.5), TABLE_4_2, atol=1e-4)
 
 
 def test_susep_sampled_means_match_exact_moments(susep_replication):

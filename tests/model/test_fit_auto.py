@@ -473,8 +473,11 @@ def test_bad_stopping_rules_refused(counts, kwargs, match):
         PaivaModel().fit(counts, **{"n_iter": "auto", "progress": False, **kwargs})
 
 
-def test_the_smallest_max_rhat_is_accepted():
-    stopping_module.check_auto_arguments(400, stopping_module.MIN_MAX_RHAT, None, auto=True)
+def test_the_smallest_max_rhat_is_accepted_and_the_next_smaller_refused():
+    smallest = stopping_module.MIN_MAX_RHAT
+    assert stopping_module.check_auto_arguments(400, smallest, None, auto=True) is None
+    with pytest.raises(InputError, match=f"max_rhat must be at least {smallest}"):
+        stopping_module.check_auto_arguments(400, np.nextafter(smallest, 0.0), None, auto=True)
 
 
 @pytest.mark.parametrize(

@@ -203,7 +203,8 @@ def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="sli
     Return the grid and the tracked draws. One attribute (B = 2) or, with ``two_attributes``,
     two (B = 4: levels x=b and y=d, each with its α, φ and τ_φ).
 
-    ``kernel`` is ``"gibbs"``, ``"mh"``, ``"block"``, ``"chromatic"`` or ``"noise-aware"``;
+    ``kernel`` is ``"gibbs"``, ``"mh"``, ``"block"``, ``"chromatic"``, ``"noise-aware"`` or
+    ``"noise-aware+mh"`` (the noise-aware fit with ``sampler="mh"``);
     ``beta`` adds one covariate with a ``"normal"`` or ``"icar"`` prior, or two
     (``"icar+normal"``), each with standard normal Z̄ (fixed); ``planted`` follows each sweep
     by :func:`wrong_tau_theta`. ``drawn_noise_scale`` is the scale of the noise the harness
@@ -213,7 +214,9 @@ def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="sli
                         crs="EPSG:3857")
     rng = np.random.default_rng(seed)
     start = starting_counts(grid, rng, two_attributes)
-    sampler = kernel if kernel in ("mh", "block") else "gibbs"
+    noise_aware = kernel.startswith("noise-aware")
+    sampler = kernel.removeprefix("noise-aware+") if kernel in ("mh", "block", "noise-aware+mh") \
+        else "gibbs"
     data, tables, _ = build_model_data(start, PaivaModel(priors=PRIORS, sampler=sampler))
     if beta is not None:
         kinds = beta.split("+")
@@ -230,7 +233,7 @@ def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="sli
     outputs = (np.zeros((1, recorded_scalars(data))), np.zeros((1, G), np.float32),
                np.zeros((1, s.beta.shape[0], G), np.float32), np.zeros((1, G, B), np.float32))
     noisy = start.counts.astype(float)
-    inv_scale = 1.0 / NOISE_SCALE if kernel == "noise-aware" else 0.0
+    inv_scale = 1.0 / NOISE_SCALE if noise_aware else 0.0
     if kernel == "block":
         extra = block_settings(data)
         step = lambda keep: run_chunk_block(data, s, 1, 1, *outputs, 0, keep, *extra)  # noqa: E731
@@ -239,7 +242,7 @@ def geweke_chain(kernel, n_sweeps, seed, *, side=3, beta=None, beta_sampler="sli
         streams = cell_streams_for(s.rng, G)
         step = lambda keep: run_chunk_parallel(  # noqa: E731
             data, s, 1, 1, *outputs, 0, keep, *colours, streams)
-    elif kernel == "noise-aware":
+    elif noise_aware:
         totals = np.zeros((1, B))
         update_latent_counts(data, s, noisy, inv_scale)
         step = lambda keep: run_chunk_noise_aware(  # noqa: E731
@@ -303,6 +306,7 @@ def geweke_draws(kernel, n_sweeps, seed, *, chains=CHAINS, **options):
     ("gibbs", 3, 150_000, "normal", "ars"),
     ("gibbs", 3, 150_000, "icar+normal", "slice"),  # two covariates (Nunes 2018, §5)
     ("noise-aware", 3, 300_000, None, "slice"),
+    ("noise-aware+mh", 3, 300_000, None, "slice"),  # the noise-aware fit's MH updates
     ("chromatic", 3, 30_000, "icar", "slice"),
 ])
 def test_sweep_leaves_the_joint_law_invariant(kernel, side, n_sweeps, beta, beta_sampler):

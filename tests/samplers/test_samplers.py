@@ -52,6 +52,21 @@ CASES = {
 }
 
 
+def target_log_density(x, a, w, z, m, q):
+    """``a·x − Σ_j w_j e^{z_j x} − q(x − m)²/2``, written here: the targets the draws are
+    tested against do not go through the package's ``log_density``."""
+    return a * x - sum(wj * math.exp(zj * x) for wj, zj in zip(w, z, strict=True)) \
+        - 0.5 * q * (x - m) ** 2
+
+
+def target_log_ratio(x, x0, a, w, z, m, q):
+    """h(x) − h(x0) of :func:`target_log_density` without its cancellation far from m:
+    (x − m)² − (x0 − m)² = (x − x0)(x + x0 − 2m)."""
+    return (a * (x - x0)
+            - sum(wj * (math.exp(zj * x) - math.exp(zj * x0)) for wj, zj in zip(w, z, strict=True))
+            - 0.5 * q * (x - x0) * ((x - m) + (x0 - m)))
+
+
 def exact_cdf(a, w, z, m, q):
     """CDF of the normalised density by numerical integration around the mode."""
     w = np.asarray(w, float)
@@ -59,10 +74,8 @@ def exact_cdf(a, w, z, m, q):
     mode, curvature, status = find_mode(m if q > 0 else 0.0, a, w, z, m, q)
     assert status == 0
     scale = 1.0 / math.sqrt(curvature)
-    h_mode = log_density(mode, a, w, z, m, q)
-
     def density(x):
-        return math.exp(log_density(x, a, w, z, m, q) - h_mode)
+        return math.exp(target_log_ratio(x, mode, a, w, z, m, q))
 
     lo, hi = mode - 40 * scale, mode + 40 * scale
     grid = np.linspace(lo, hi, 40_001)
@@ -76,14 +89,30 @@ def exact_cdf(a, w, z, m, q):
     return lambda x: np.interp(x, grid, cdf), density, mode, scale
 
 
+@pytest.mark.parametrize("name", list(CASES))
+def test_log_density_and_its_derivatives_are_the_family_s(name):
+    """The package's h, h' and h'' against the formula and its derivatives written out here
+    (h' = a − Σ w_j z_j e^{z_j x} − q(x − m), h'' = −Σ w_j z_j² e^{z_j x} − q)."""
+    a, w, z, m, q = CASES[name]
+    wa, za = np.asarray(w, float), np.asarray(z, float)
+    mode, curvature, _ = find_mode(m if q > 0 else 0.0, a, wa, za, m, q)
+    for x in mode + np.array([-3.0, -0.5, 0.0, 0.7, 2.0]) / math.sqrt(curvature):
+        terms = wa * np.exp(za * x)
+        expected = (target_log_density(x, a, w, z, m, q),
+                    a - (terms * za).sum() - q * (x - m),
+                    -(terms * za * za).sum() - q)
+        assert log_density(x, a, wa, za, m, q) == pytest.approx(expected[0], rel=1e-12,
+                                                                 abs=1e-9)
+        h, h1, h2 = log_density_derivatives(x, a, wa, za, m, q)
+        assert (h, h1, h2) == pytest.approx(expected, rel=1e-10, abs=1e-9)
+
+
 class _Density:
     def __init__(self, a, w, z, m, q):
         self.args = (a, np.asarray(w, float), np.asarray(z, float), m, q)
         _, _, self.mode, _ = exact_cdf(a, w, z, m, q)
-        self.h_mode = log_density(self.mode, *self.args)
-
     def pdf(self, x):
-        return math.exp(log_density(x, *self.args) - self.h_mode)
+        return math.exp(target_log_ratio(x, self.mode, *self.args))
 
 
 @pytest.mark.parametrize("name", ["zero_counts", "huge_counts", "many_terms", "mixed_sign_z",
