@@ -97,6 +97,7 @@ from typing import TYPE_CHECKING, Any
 import geopandas as gpd
 import numpy as np
 import pandas as pd
+import shapely
 
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates, usable_points
@@ -1632,12 +1633,7 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray, stacklevel: int = 4
     """
     if grid.kind == "areal" or grid.snap_unit is not None or xy.shape[0] == 0:
         return
-    xmin, ymin, xmax, ymax = grid.bounds
-    tolerance = 1e-9 * max(xmax - xmin, ymax - ymin)
-    extremes = {"xmin": (xmin, xy[:, 0].min()), "ymin": (ymin, xy[:, 1].min()),
-                "xmax": (xmax, xy[:, 0].max()), "ymax": (ymax, xy[:, 1].max())}
-    touching = [name for name, (bound, value) in extremes.items()
-                if abs(bound - value) <= tolerance]
+    touching = _bounds_at_extremes(grid.bounds, xy)
     if len(touching) >= 2:
         warnings.warn(
             f"the lattice bounds {', '.join(touching)} equal the extreme coordinates of the "
@@ -1648,6 +1644,32 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray, stacklevel: int = 4
             PrivacyLeakWarning,
             stacklevel=stacklevel,
         )
+        return
+    if grid.fully_habitable.all():
+        return
+    # A clipped lattice publishes each cell's habitable fraction (the release's grid layer),
+    # from which a region's edge inside a cell is read back: region=box(*gdf.total_bounds)
+    # gave the records' xmin and xmax to every digit, and so would their convex hull.
+    touching = _bounds_at_extremes(shapely.total_bounds(grid.habitable_geometry), xy)
+    if len(touching) >= 2:
+        warnings.warn(
+            f"the habitable extent of the lattice (its region= less exclude=) has "
+            f"{', '.join(touching)} equal to the extreme coordinates of the records: the "
+            "release's habitable fractions publish them exactly (a region built from the "
+            "records, such as their bounding box or convex hull?); clip the lattice to a "
+            "public study region instead",
+            PrivacyLeakWarning,
+            stacklevel=stacklevel,
+        )
+
+
+def _bounds_at_extremes(bounds, xy: np.ndarray) -> list[str]:
+    """Which of ``bounds`` (xmin, ymin, xmax, ymax) equal the records' extremes in ``xy``."""
+    xmin, ymin, xmax, ymax = (float(v) for v in bounds)
+    tolerance = 1e-9 * max(xmax - xmin, ymax - ymin)
+    extremes = {"xmin": (xmin, xy[:, 0].min()), "ymin": (ymin, xy[:, 1].min()),
+                "xmax": (xmax, xy[:, 0].max()), "ymax": (ymax, xy[:, 1].max())}
+    return [name for name, (bound, value) in extremes.items() if abs(bound - value) <= tolerance]
 
 
 def count_table(table: pd.DataFrame, attributes: Sequence[str]) -> pd.DataFrame:

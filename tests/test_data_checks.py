@@ -6,6 +6,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
+import shapely
 
 from geosynth.data import check_declared, domain_codes, prepare
 from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning
@@ -243,3 +244,25 @@ def test_a_lattice_on_a_public_domain_is_not_judged_by_its_records():
         warnings.simplefilter("ignore")
         counts = prepare(_scattered(40), grid, attributes=["y"], levels={"y": [0, 1]})
     assert counts.n_cells == 40_000
+
+
+# ------------------------------------------------------------------ regions built from the records
+
+
+@pytest.mark.parametrize("shape", ["box", "hull"])
+def test_a_region_built_from_the_records_is_a_privacy_leak_warning(gdf, shape):
+    """region=box(*gdf.total_bounds) on a grid over public bounds: the release's habitable
+    fractions gave the records' xmin and xmax to every digit, with no warning. Their convex
+    hull has the same extent."""
+    points = shapely.union_all(gdf.geometry.values)
+    region = (shapely.box(*gdf.total_bounds) if shape == "box" else shapely.convex_hull(points))
+    lattice = Grid.regular((-5.0, -5.0, 15.0, 15.0), shape=(4, 4), crs=CRS, region=region)
+    caught = recorded(lambda: prepare(gdf, lattice, ["sex"]))
+    assert [w.category for w in caught] == [PrivacyLeakWarning]
+    message = str(caught[0].message)
+    assert "habitable extent" in message and "xmin, ymin, xmax, ymax" in message
+    assert caught[0].filename == __file__
+    # A public region a little wider than the records is not flagged.
+    wider = Grid.regular((-5.0, -5.0, 15.0, 15.0), shape=(4, 4), crs=CRS,
+                         region=shapely.buffer(region, 0.5))
+    assert recorded(lambda: prepare(gdf, wider, ["sex"])) == []
