@@ -713,17 +713,21 @@ def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any, fit: 
 
     A column named like a record or cell identifier (an ``index`` column of patient ids left
     by ``reset_index()``, a ``patient_id``) unless ``fit``'s model releases it (an attribute
-    ``region_id``), or, with ``original``, whose distinct values are its index labels.
+    ``region_id``), or, with ``original``, whose distinct values are its index labels; and,
+    given ``fit``, any column its model does not release, as :func:`geosynth.write_release`
+    refuses (an ``orig_x`` column reached the map's HTML).
     """
-    from geosynth.io.release import check_release_columns, released_columns
+    from geosynth.io.release import check_model_columns, check_release_columns, released_columns
 
     labels = None if original is None else original.index
     released = frozenset() if fit is None else released_columns(
         {"attributes": list(fit.counts.attributes), "continuous": fit.counts.continuous})
     for number, release in enumerate(releases):
-        check_release_columns(release, release.geometry.name, f"releases[{number}]", labels,
+        name, geometry = f"releases[{number}]", release.geometry.name
+        check_release_columns(release, geometry, name, labels,
                               "drop it (release.drop(columns=...)) before drawing a public map",
                               released=released)
+        check_model_columns(release, geometry, name, None if fit is None else released)
 
 
 def _subsample(frame: gpd.GeoDataFrame, max_points: int | None) -> gpd.GeoDataFrame:

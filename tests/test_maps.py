@@ -316,6 +316,19 @@ def test_public_map_refuses_identifier_columns(data):
     review_map(original, [labelled], public=False)  # an internal map may show them
 
 
+def test_public_map_with_fit_refuses_columns_its_model_does_not_release(data):
+    # orig_x/orig_y added to a release went into a public map's HTML (write_release refused
+    # the same frame given fit=).
+    original, releases, fit, _ = data
+    public = geosynth.to_public(releases[0], seed=1)
+    leaked = public.assign(orig_x=np.arange(len(public)) * 1.5)
+    with pytest.raises(InputError, match=r"releases\[0\] has columns \['orig_x'\] that the "
+                                         "model of fit does not release"):
+        review_map(None, [leaked], fit=fit, public=True)
+    review_map(None, [public], fit=fit, public=True)  # the model's own columns pass
+    review_map(original, [leaked], fit=fit, public=False)  # an internal map may show them
+
+
 def test_public_map_refuses_the_original_points_as_a_release(data):
     # The confidential frame passed as the "synthetic" one was drawn as a public layer: every
     # original coordinate and column (z, x2) was in the page.

@@ -563,7 +563,7 @@ def _check_releases(releases: Any, original_index: Any,
                 "synthetic to confidential records; pass geosynth.to_public(release), which "
                 "shuffles the rows and drops the index"
             )
-        _check_model_columns(release, geometry, name, released)
+        check_model_columns(release, geometry, name, released)
         _check_release_index(release, name, original)
         _check_geopackage_columns(release, geometry, name)
         wrong, _ = _plain_points(release)
@@ -604,7 +604,7 @@ def released_columns(model: Mapping[str, Any]) -> frozenset[str]:
                       *([continuous] if isinstance(continuous, str) else continuous)])
 
 
-def _check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
+def check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
                          released: frozenset[str] | None) -> None:
     """Refuse columns that the fit's model (``released``: its columns) did not make."""
     if released is None:
