@@ -66,11 +66,11 @@ __all__ = [
 N_MODES = 12  # modes per field; the slow ones of the bench's lattices (module docstring)
 #: Largest dimension ``D = (1 + P)·(K + C')`` of :func:`joint_mode_proposal` (K modes and C'
 #: component constants per field) that :func:`modes_per_field` and :func:`joint_components`
-#: allow (beyond it only for one mode and one constant a field): its dense Cholesky costs
-#: ``D³/3`` flops a sweep and its Hessian ``G·D²``. With the 12 modes of every field, an
-#: attribute of 200 levels made D = 2,400: 7 s a sweep on 25 cells, and a fit that never
-#: reached its first progress update (nor heard Ctrl-C); a lattice of 144 islands with five
-#: levels' fields made D = 936 from the constants alone: 54 ms a sweep on 576 cells.
+#: allow (beyond it by one constant a field at most): its dense Cholesky costs ``D³/3`` flops
+#: a sweep and its Hessian ``G·D²``. With the 12 modes of every field, an attribute of 200
+#: levels made D = 2,400: 7 s a sweep on 25 cells, and a fit that never reached its first
+#: progress update (nor heard Ctrl-C); a lattice of 144 islands with five levels' fields made
+#: D = 936 from the constants alone: 54 ms a sweep on 576 cells.
 MAX_JOINT_DIMENSION = 240
 _DENSE_UP_TO = 600  # cells: below this, all eigenvectors by dense eigh (exact and cheap)
 
@@ -78,13 +78,16 @@ _DENSE_UP_TO = 600  # cells: below this, all eigenvectors by dense eigh (exact a
 def modes_per_field(n_levels: int) -> int:
     """Return the modes per field K of a model of ``n_levels`` φ fields.
 
-    :data:`N_MODES`, fewer (at least 1) where ``(1 + n_levels)·K`` would exceed
+    :data:`N_MODES`, fewer where ``(1 + n_levels)·K`` would exceed
     :data:`MAX_JOINT_DIMENSION` (the component constants, :func:`joint_components`, share what
-    is left). Any K gives an exact Metropolis–Hastings move; fewer modes
-    move the slow directions of each field less, which matters little beside 20 or more
-    levels' fields sharing the cells.
+    is left), and 0 — no joint move — where one mode and one constant a field would
+    (``n_levels`` ≥ 120; with 1 + P fields the move's cost grows as (1 + P)³: 48 ms a sweep at
+    P = 400 and 0.4 s at P = 800 with one mode and one constant a field). Any K gives an exact
+    Metropolis–Hastings move; fewer modes move the slow directions of each field less, which
+    matters little beside 20 or more levels' fields sharing the cells.
     """
-    return max(1, min(N_MODES, MAX_JOINT_DIMENSION // (1 + int(n_levels))))
+    per_field = MAX_JOINT_DIMENSION // (1 + int(n_levels))
+    return 0 if per_field < 2 else min(N_MODES, per_field)
 
 
 def smooth_modes(indptr: np.ndarray, indices: np.ndarray, n_modes: int = N_MODES
@@ -130,22 +133,23 @@ def smooth_modes(indptr: np.ndarray, indices: np.ndarray, n_modes: int = N_MODES
     if n_components == 1:
         values, vectors = _nonconstant_eigenpairs(structure.tocsc(), wanted)
         return np.ascontiguousarray(vectors), np.ascontiguousarray(values)
-    structure = structure.tocsr()
-    found_values, found_vectors = [], []
-    for c in range(n_components):
-        cells = np.flatnonzero(component == c)
-        if cells.shape[0] < 2:
-            continue
-        values, vectors = _nonconstant_eigenpairs(
-            structure[cells][:, cells].tocsc(), min(wanted, cells.shape[0] - 1))
-        embedded = np.zeros((G, values.shape[0]))
-        embedded[cells] = vectors
-        found_values.append(values)
-        found_vectors.append(embedded)
-    values = np.concatenate(found_values)
-    order = np.argsort(values, kind="stable")[:wanted]
-    vectors = np.hstack(found_vectors)[:, order]
-    return np.ascontiguousarray(vectors), np.ascontiguousarray(values[order])
+    # Cells grouped by component (increasing within each): every block is contiguous in Q's
+    # permutation, and each component's vectors stay (n_c, k) until the smallest are chosen.
+    order = np.argsort(component, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(component, minlength=n_components))])
+    grouped = structure.tocsr()[order][:, order].tocsr()
+    found = []
+    for c in np.flatnonzero(np.diff(starts) >= 2):
+        lo, hi = starts[c], starts[c + 1]
+        values, vectors = _nonconstant_eigenpairs(grouped[lo:hi, lo:hi].tocsc(),
+                                                  min(wanted, hi - lo - 1))
+        found.extend((value, lo, hi, vectors[:, k]) for k, value in enumerate(values))
+    chosen = sorted(range(len(found)), key=lambda j: found[j][0])[:wanted]  # stable: ties in order
+    modes = np.zeros((G, len(chosen)))
+    for column, j in enumerate(chosen):
+        _, lo, hi, vector = found[j]
+        modes[order[lo:hi], column] = vector
+    return modes, np.array([found[j][0] for j in chosen])
 
 
 def _nonconstant_eigenpairs(structure: sparse.csc_matrix, wanted: int
@@ -200,13 +204,16 @@ def with_component_constants(modes: np.ndarray, component: np.ndarray, n_compone
 def joint_components(component_size: np.ndarray, n_levels: int, n_modes: int) -> np.ndarray:
     """Return the components whose constants the joint mode move carries, increasing.
 
-    Every component while C fits the budget ``max(1, MAX_JOINT_DIMENSION // (1 + n_levels) −
-    n_modes)`` a field; beyond it the largest (ties to the lower index). Any subset keeps the
-    move exact: it is a Metropolis–Hastings move along the span of the columns, and the prior
-    stays diagonal in their coordinates (the constants are in the ICAR structure's null space).
-    The smallest components lose nothing that matters: their few cells' single-site draws move
-    their means at once, and the joint move's cost grows as the cube of its dimension
-    (:data:`MAX_JOINT_DIMENSION`).
+    Every component while C fits the budget ``min(N_MODES, max(1, MAX_JOINT_DIMENSION //
+    (1 + n_levels) − n_modes))`` a field; beyond it the largest (ties to the lower index); none
+    without a joint move (:func:`modes_per_field`). Any subset keeps the move
+    exact: it is a Metropolis–Hastings move along the span of the columns, and the prior stays
+    diagonal in their coordinates (the constants are in the ICAR structure's null space). The
+    others' constants still move each sweep: with eight or more components the multigrid
+    aggregates (:mod:`geosynth.model.coarse`) coarsen until each component is one aggregate,
+    whose exact shift moves that component's mean field by field. The joint move's cost grows
+    as the cube of its dimension (:data:`MAX_JOINT_DIMENSION`), and every cell's row of the
+    modes is dense, so each constant column costs G more products in each of its passes.
 
     Parameters
     ----------
@@ -222,7 +229,10 @@ def joint_components(component_size: np.ndarray, n_levels: int, n_modes: int) ->
     numpy.ndarray of int64, shape (C',)
     """
     sizes = np.asarray(component_size)
-    budget = max(1, MAX_JOINT_DIMENSION // (1 + int(n_levels)) - int(n_modes))
+    per_field = MAX_JOINT_DIMENSION // (1 + int(n_levels))
+    if per_field < 2:  # no joint move (modes_per_field)
+        return np.zeros(0, dtype=np.int64)
+    budget = min(N_MODES, max(1, per_field - int(n_modes)))
     if sizes.shape[0] <= budget:
         return np.arange(sizes.shape[0], dtype=np.int64)
     largest = np.argsort(-sizes, kind="stable")[:budget]

@@ -247,6 +247,8 @@ def mode_moves(data, s, adapt):
     adapt : bool
         Burn-in: the Hessian may be refreshed.
     """
+    if data.modes.shape[1] == 0:  # no joint move (modes.modes_per_field)
+        return
     sweeps = s.mode_hessian_sweeps
     if sweeps[0] == 0 or (adapt and sweeps[0] % HESSIAN_REFRESH == 0):
         _refresh_mode_hessian(data, s, 1.0 if sweeps[0] == 0 else 0.5)
