@@ -759,8 +759,8 @@ def check_release_columns(
             raise InputError(f"{name} has an internal column {label!r}; {fix}")
         if holds_geometries(release[column]):  # with or without the geometry dtype
             raise InputError(
-                f"{name} has a second geometry column {label!r} (only the synthetic points may "
-                f"be published); {fix}"
+                f"{name} has a second geometry column {label!r}, or coordinates in it (lists, "
+                f"text of numbers; only the synthetic points may be published); {fix}"
             )
         if original is None:
             continue

@@ -74,6 +74,7 @@ __all__ = [
     "check_id_columns",
     "holds_geometries",
     "holds_encoded_geometries",
+    "holds_coordinates",
     "LINKED_ATTR",
     "PUBLIC_ATTR",
     "PUBLIC_RECORD_FIELDS",
@@ -925,9 +926,10 @@ def holds_geometries(values: pd.Series) -> bool:
     Returns
     -------
     bool
-        True for a geometry dtype, for an ``object`` column holding a shapely geometry, and
-        for a column of text or bytes holding a non-empty geometry as WKT (or EWKT), WKB (bytes
-        or hex text) or GeoJSON (:func:`holds_encoded_geometries`).
+        True for a geometry dtype, for an ``object`` column holding a shapely geometry, for a
+        column of text or bytes holding a non-empty geometry as WKT (or EWKT), WKB (bytes or
+        hex text) or GeoJSON (:func:`holds_encoded_geometries`), and for a column holding
+        coordinates in another form (:func:`holds_coordinates`).
 
     Notes
     -----
@@ -940,7 +942,46 @@ def holds_geometries(values: pd.Series) -> bool:
         return True
     if values.dtype == object and shapely.is_geometry(values.to_numpy()).any():
         return True
-    return holds_encoded_geometries(values)
+    return holds_encoded_geometries(values) or holds_coordinates(values)
+
+
+def holds_coordinates(values: pd.Series) -> bool:
+    """Whether ``values`` holds coordinates as containers or as text of two to four numbers.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        A column of a release.
+
+    Returns
+    -------
+    bool
+        True when a value is a list, tuple, dict, set or array (``[x, y]``, ``{"x": x}``: a
+        release column holds scalars), or when most rows hold text of two to four numbers
+        separated by commas, semicolons or spaces, bracketed or not (``"605123.2 7790456.5"``,
+        ``"(605123.2, 7790456.5)"``, also as ``str`` writes a tuple of NumPy floats,
+        ``"(np.float64(605123.2), np.float64(7790456.5))"``) and most of those texts are
+        distinct, as one location per
+        record is. An attribute whose few levels read ``"1 2"`` is not.
+
+    Notes
+    -----
+    Probing the writers as an attacker would: a column of ``[x, y]`` lists, of
+    ``{"x": x, "y": y}`` dicts, of ``f"{x} {y}"`` or ``str((x, y))`` text was written to the
+    release file (the lists as their text) and drawn on public maps; only shapely geometries,
+    WKT, WKB and GeoJSON were caught.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(object)
+    elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
+        return False
+    items = values.dropna().to_numpy(dtype=object)
+    if any(isinstance(v, list | tuple | dict | set | frozenset | np.ndarray) for v in items):
+        return True
+    texts = pd.Series([v for v in items if isinstance(v, str)], dtype=object)
+    texts = texts.str.replace(_NUMPY_SCALAR, r"\1", regex=True)  # str((x, y)) of NumPy floats
+    numeric = texts[texts.str.fullmatch(_COORDINATE_TEXT)]
+    return 2 * numeric.size > items.size >= 2 and 2 * numeric.nunique() > numeric.size
 
 
 def holds_encoded_geometries(values: pd.Series) -> bool:
@@ -990,6 +1031,12 @@ _WKT_START = re.compile(
 _SRID = re.compile(r"^\s*SRID=-?\d+\s*;", re.IGNORECASE)
 _HEX_WKB = re.compile(r"\s*0[01](?:[0-9A-Fa-f]{2}){20,}\s*")
 _GEOJSON_START = re.compile(r"\s*\{.*\"coordinates\"", re.DOTALL)
+# Two to four numbers separated by commas, semicolons or spaces, in brackets or not.
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMPY_SCALAR = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)")
+_COORDINATE_TEXT = re.compile(
+    rf"\s*[\[(]?\s*{_NUMBER}(?:\s*[,;]\s*|\s+){_NUMBER}(?:(?:\s*[,;]\s*|\s+){_NUMBER}){{0,2}}"
+    r"\s*[\])]?\s*")
 
 
 def _used_levels_only(values: pd.Series) -> pd.Series:

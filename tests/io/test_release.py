@@ -350,6 +350,28 @@ def test_writer_refuses_geometries_written_as_text(tmp_path, confidential):
     assert not (tmp_path / "release.gpkg").exists()
 
 
+_COORDINATE_FORMS = {
+    "lists": lambda xy: [[x, y] for x, y in xy],
+    "tuples": lambda xy: [(x, y) for x, y in xy],
+    "dicts": lambda xy: [{"x": x, "y": y} for x, y in xy],
+    "text": lambda xy: [f"{x} {y}" for x, y in xy],
+    "tuple-text": lambda xy: [str((x, y)) for x, y in xy],
+}
+
+
+@pytest.mark.parametrize("form", list(_COORDINATE_FORMS))
+def test_writer_refuses_coordinates_in_other_forms(tmp_path, confidential, form):
+    # Lists, dicts or text of the original coordinates were written (the lists as text) and
+    # drawn on public maps: only shapely geometries, WKT, WKB and GeoJSON were caught.
+    release = public_like()
+    xy = shapely.get_coordinates(confidential.geometry.iloc[: len(release)])
+    release["home"] = _COORDINATE_FORMS[form](xy)
+    with pytest.raises(InputError, match="second geometry column 'home', or coordinates"):
+        write_release(tmp_path / "release.gpkg", [release])
+    assert not (tmp_path / "release.gpkg").exists()
+    assert "home" not in geosynth.to_public(release, seed=1).columns
+
+
 def test_writer_refuses_columns_of_original_labels(tmp_path, confidential, fitted):
     _, _, public = fitted
     path = tmp_path / "release.gpkg"
