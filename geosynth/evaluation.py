@@ -49,6 +49,7 @@ from geosynth.metrics import (
 from geosynth.metrics.matching import as_columns, as_releases, check_columns, check_frames, frame_xy
 from geosynth.metrics.risk import MEAN_LABEL, check_mean_label, nanmean_rows, with_mean_row
 from geosynth.metrics.utility import MIN_POINTS, as_bounds, check_n_quadrants, check_rules
+from geosynth.synth.release import is_public
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -650,6 +651,12 @@ def plan_evaluation(
     _check_overlap(xys[0], xys[1:])
     if check_bool(linked, "linked"):
         for number, release in enumerate(releases):
+            if is_public(release):  # a fresh RangeIndex equals a default-indexed original's
+                raise InputError(
+                    f"releases[{number}] is a public release (geosynth.to_public or a DP "
+                    "release): its rows are shuffled and no longer belong to the records of "
+                    "original; pass linked=False, or the internal output of geosynth.synthesize"
+                )
             if not release.index.equals(original.index):
                 raise InputError(
                     f"releases[{number}] does not keep the original index, so its records "

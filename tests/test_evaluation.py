@@ -75,6 +75,14 @@ def test_public_releases_skip_linked_records(scenario):
     shuffled = [r.iloc[::-1] for r in geosynth.naive_synthesize(data.data, grid, m=1, seed=2)]
     with pytest.raises(InputError, match="linked=False"):
         evaluate(data.data, shuffled, grid, ATTRIBUTES)
+    # A default-indexed original and a public release's fresh RangeIndex are equal indexes:
+    # record k was linked to the unrelated shuffled row k.
+    default = data.data.reset_index(drop=True)
+    public = [geosynth.to_public(r, seed=0) for r in geosynth.naive_synthesize(default, grid, m=2,
+                                                                                seed=2)]
+    assert public[0].index.equals(default.index)
+    with pytest.raises(InputError, match=r"releases\[0\] is a public release .*linked=False"):
+        evaluate(default, public, grid, ATTRIBUTES)
 
 
 def test_empty_releases_refused(scenario):

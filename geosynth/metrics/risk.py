@@ -928,7 +928,21 @@ def _check_index(frame: pd.DataFrame, name: str) -> None:
 
 
 def _aligned_xy(original: pd.DataFrame, release: gpd.GeoDataFrame, name: str) -> np.ndarray:
-    """Coordinates of ``release`` reordered to the index of ``original`` (same label set)."""
+    """Coordinates of ``release`` reordered to the index of ``original`` (same label set).
+
+    A public release (:func:`geosynth.to_public`, or a DP one) is refused: its rows are shuffled
+    and its fresh RangeIndex pairs record k with an unrelated row k of a default-indexed
+    ``original``, which gave displacement and spatial k-anonymity numbers without a word.
+    """
+    from geosynth.synth.release import is_public
+
+    if is_public(release):
+        raise InputError(
+            f"{name} is a public release (geosynth.to_public or a DP release): its rows are "
+            "shuffled and no longer belong to the records of original, and this measure links "
+            "each record to its synthetic point by index; pass the internal output of "
+            "geosynth.synthesize (before to_public)"
+        )
     _check_index(original, "original")
     _check_index(release, name)
     missing = original.index.difference(release.index, sort=False)

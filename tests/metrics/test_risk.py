@@ -130,6 +130,23 @@ def test_displacement_refuses_unlinked_records():
         displacement(original, frame([[0, 0], [1, 1]], index=[0, 0]))
 
 
+def test_record_level_measures_refuse_a_public_release():
+    """to_public's fresh RangeIndex equals a default-indexed original's: displacement and
+    spatial k-anonymity paired record k with the unrelated shuffled row k, without a word."""
+    import geosynth
+    from geosynth.synth.release import LINKED_ATTR
+
+    original = frame([[0, 0], [10, 0], [20, 5]], index=[0, 1, 2])
+    internal = frame([[3, 4], [13, 4], [20, 9]], index=[0, 1, 2])
+    internal.attrs[LINKED_ATTR] = True
+    public = geosynth.to_public(internal, seed=1)
+    assert public.index.equals(original.index)
+    for measure in (displacement, spatial_k_anonymity):
+        with pytest.raises(InputError, match="release is a public release .*before to_public"):
+            measure(original, public)
+    assert displacement(original, internal).tolist() == [5.0, 5.0, 4.0]
+
+
 def test_spatial_k_anonymity_by_hand():
     original = frame([[0, 0], [1, 0], [3, 0], [10, 0]])
     release = frame([[2, 0], [1, 0], [3, 5], [6, 0]])
