@@ -525,6 +525,16 @@ def _plain_dtype(dtype: Any) -> bool:
         or (dtype.kind == "f" and dtype.itemsize in (4, 8)))
 
 
+def _as_original_index(original_index: Any) -> pd.Index:
+    """``original_index`` as a pandas Index; an InputError for a scalar or string."""
+    if isinstance(original_index, str | bytes) or not hasattr(original_index, "__len__"):
+        raise InputError(
+            f"original_index must be the index of the confidential records (gdf.index), got "
+            f"{type(original_index).__name__}"
+        )
+    return pd.Index(original_index)
+
+
 def _check_releases(releases: Any, original_index: Any,
                     released: frozenset[str] | None) -> list[gpd.GeoDataFrame]:
     """Validate the releases and return them ready to write (index dropped).
@@ -538,7 +548,7 @@ def _check_releases(releases: Any, original_index: Any,
         )
     if len(releases) == 0:
         raise InputError("releases is empty; pass at least one release")
-    original = None if original_index is None else pd.Index(original_index)
+    original = None if original_index is None else _as_original_index(original_index)
     frames = []
     for k, release in enumerate(releases, start=1):
         name = f"release {k} ({RELEASE_LAYER.format(k)})"
@@ -680,6 +690,10 @@ def _check_geopackage_columns(release: gpd.GeoDataFrame, geometry: str, name: st
         if column == geometry:
             continue
         label = str(column)
+        if not isinstance(column, str):  # pyogrio failed on it with an AttributeError
+            raise InputError(f"{name} has a column labelled {column!r} ({type(column).__name__}),"
+                             " but a GeoPackage names its columns by text; rename it "
+                             "(release.rename(columns=str))")
         if label.lower() in _GEOPACKAGE_RESERVED:
             raise InputError(f"{name} has a column {label!r}, a name the GeoPackage layer uses "
                              "for itself (geometry, feature id); rename it")
@@ -780,6 +794,34 @@ def check_release_columns(
         fix = (f"{fix}; if it is an attribute the model released, pass fit= (write_release "
                "then lets the model's attributes through) or rename it")
     check_id_columns(release, name, fix, released=released)
+    if not released:
+        _check_identifying_values(release, geometry, name, fix)
+
+
+def _check_identifying_values(release: gpd.GeoDataFrame, geometry: str, name: str,
+                              fix: str) -> None:
+    """Refuse a column whose values single out rows, as prepare refuses such an attribute.
+
+    Without the model's columns (``fit=``) a column of distinct values under a neutral name
+    (``record=np.arange(n)``) was written: after to_public it still tied each synthetic point
+    to one record. Floating-point columns are let through (synthetic continuous values are
+    distinct by nature), and releases of fewer than ``IDENTIFYING_MIN_RECORDS`` rows, where a
+    binary attribute of two rows would count as unique (the name checks still apply there).
+    """
+    from geosynth.data import IDENTIFYING_MIN_RECORDS, identifying_levels
+
+    if len(release) < IDENTIFYING_MIN_RECORDS:
+        return
+    for column in release.columns:
+        values = release[column]
+        if column == geometry or pd.api.types.is_float_dtype(values.dtype):
+            continue
+        described = identifying_levels(values.astype(str))
+        if described is not None:
+            raise InputError(
+                f"{name}: the values of column {str(column)!r} single out its rows "
+                f"({described}), as a record identifier would; {fix}"
+            )
 
 
 def _original_labels(values: pd.Series, original: pd.Index) -> np.ndarray:

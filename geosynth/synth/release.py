@@ -820,7 +820,8 @@ def is_identifier_name(column: Any) -> bool:
     -------
     bool
         True for a name of :data:`ID_COLUMNS` (without case, surrounding spaces, or the spaces
-        and hyphens of ``"Cell ID"``), a name one of whose words is in
+        and hyphens of ``"Cell ID"``), for pandas' ``"Unnamed: 0"`` (the index that
+        ``to_csv`` wrote, read back as a column), a name one of whose words is in
         :data:`IDENTIFIER_WORDS`, or whose last word, after another word, is in
         :data:`IDENTIFIER_ENDINGS` (``key`` and ``number`` alone too). Words are split at
         ``_``, spaces, hyphens and other punctuation, between digits and letters, and at the
@@ -837,7 +838,7 @@ def is_identifier_name(column: Any) -> bool:
     >>> [is_identifier_name(c) for c in ("valid", "idade", "width", "x1", "num_rooms")]
     [False, False, False, False, False]
     """
-    if _in_id_columns(column):
+    if _in_id_columns(column) or _PANDAS_UNNAMED.fullmatch(str(column).strip()):
         return True
     words = _name_words(column)
     if IDENTIFIER_WORDS.intersection(words):
@@ -1031,6 +1032,8 @@ _WKT_START = re.compile(
 _SRID = re.compile(r"^\s*SRID=-?\d+\s*;", re.IGNORECASE)
 _HEX_WKB = re.compile(r"\s*0[01](?:[0-9A-Fa-f]{2}){20,}\s*")
 _GEOJSON_START = re.compile(r"\s*\{.*\"coordinates\"", re.DOTALL)
+# The name pandas gives a CSV column without a header: the index to_csv wrote.
+_PANDAS_UNNAMED = re.compile(r"Unnamed: \d+")
 # Two to four numbers separated by commas, semicolons or spaces, in brackets or not.
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _NUMPY_SCALAR = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)")

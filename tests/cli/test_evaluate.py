@@ -438,7 +438,7 @@ def test_evaluate_of_a_dp_release_refuses_without_counting_the_original(tmp_path
     # The refusals of identifying --attributes ("40 levels among 40 records") and of metres
     # declared as degrees ("40 of 40 points") gave the exact number of original records.
     kinds = np.array(["a", "b"])[np.arange(40) % 2]
-    original, release = _write_pair(tmp_path, {"kind": kinds, "z": np.arange(40)},
+    original, release = _write_pair(tmp_path, {"kind": kinds, "z": np.arange(40) * 1.5},
                                     metadata={"epsilon": 1.0, "method": "paiva-dp"})
     identifying = run("evaluate", original, release, "--attributes", "kind,z")
     assert_refused(identifying, "--attributes 'z' of original.gpkg has nearly one level per "
@@ -452,7 +452,7 @@ def test_evaluate_of_a_dp_release_refuses_without_counting_the_original(tmp_path
     for result in (identifying, wrong):
         assert not re.search(r"\b40\b", result.output)
     (tmp_path / "plain").mkdir()  # without epsilon the counts are shown
-    plain = _write_pair(tmp_path / "plain", {"kind": kinds, "z": np.arange(40)},
+    plain = _write_pair(tmp_path / "plain", {"kind": kinds, "z": np.arange(40) * 1.5},
                         metadata={"method": "paiva"})
     assert "40 levels among 40 records" in run("evaluate", *plain, "--attributes",
                                                "kind,z").output

@@ -1530,10 +1530,43 @@ def test_integer_labels_spelled_as_text_are_refused_and_integer_values_pass(tmp_
     leaky = public_like(n=50, ref=[str(label) for label in original[:50]])
     with pytest.raises(InputError, match=r"column 'ref' are distinct labels"):
         write_release(path, [leaky], original_index=original)
-    # an integer attribute whose values happen to be row numbers of a default index
-    ages = np.random.default_rng(2).integers(0, 90, 50)
-    write_release(path, [public_like(n=50, age=ages)], original_index=pd.RangeIndex(300))
-    assert read_release(path).releases[0]["age"].tolist() == ages.tolist()
+    # an integer attribute whose values happen to be row numbers of a default index (age
+    # bands: ages in years over 50 rows would single out rows, as prepare refuses them)
+    bands = np.random.default_rng(2).integers(0, 9, 50)
+    write_release(path, [public_like(n=50, age_band=bands)], original_index=pd.RangeIndex(300))
+    assert read_release(path).releases[0]["age_band"].tolist() == bands.tolist()
+
+
+def test_writer_names_columns_labelled_by_other_than_text_and_a_bad_original_index(tmp_path):
+    # pyogrio's AttributeError ('int' object has no attribute 'encode') and pandas' TypeError
+    # (Index(...) must be called with a collection).
+    path = tmp_path / "release.gpkg"
+    for label in (7, ("y", "a")):
+        release = public_like()
+        release[label] = 1
+        with pytest.raises(InputError, match=r"a column labelled .* but a GeoPackage names its "
+                                             r"columns by text; rename it"):
+            write_release(path, [release])
+    with pytest.raises(InputError, match="original_index must be the index of the "
+                                         "confidential records"):
+        write_release(path, [public_like()], original_index="abc")
+    assert not path.exists()
+
+
+def test_writer_without_fit_refuses_columns_whose_values_single_out_rows(tmp_path):
+    # record=np.arange(n) under a neutral name was written: after to_public it still tied each
+    # synthetic point to one record. With fit= only the model's columns pass, which prepare
+    # checked; floats (synthetic continuous values) are distinct by nature.
+    path = tmp_path / "release.gpkg"
+    rng = np.random.default_rng(4)
+    for column in (np.arange(40), [f"r{k}" for k in range(40)], rng.integers(0, 90, 40)):
+        with pytest.raises(InputError, match=r"column 'record' single out its rows .* pass "
+                                             r"fit="):
+            write_release(path, [public_like(n=40, record=column)])
+        assert not path.exists()
+    write_release(path, [public_like(n=40, z=rng.normal(size=40), band=np.arange(40) % 4)])
+    with pytest.raises(InputError, match="column 'Unnamed: 0', which identifies records"):
+        write_release(tmp_path / "other.gpkg", [public_like(n=4, **{"Unnamed: 0": range(4)})])
 
 
 # ---------------------------------------------------------------------- hidden SQLite objects
@@ -1808,7 +1841,8 @@ def test_release_layers_hold_what_gdal_writes_feature_by_feature(tmp_path, monke
     rng = np.random.default_rng(5)
     release = _many_points(500, 3)
     release["x1"] = rng.integers(-3, 3, 500).astype(np.int8)
-    release["x2"] = rng.integers(0, 2**32, 500, dtype=np.uint32)
+    # uint32 beyond int32, a few levels (distinct values would single out rows)
+    release["x2"] = rng.choice(np.array([0, 2**31, 2**32 - 1], dtype=np.uint32), 500)
     release["z"] = np.where(rng.random(500) < 0.2, np.nan, rng.normal(size=500))
     release["w"] = rng.normal(size=500).astype(np.float32)
     release["b"] = rng.random(500) < 0.5
