@@ -32,6 +32,7 @@ from geosynth._messages import CONTROL_CHARACTERS
 from geosynth.errors import InputError, InputTypeError
 
 __all__ = [
+    "check_no_nul",
     "check_keywords",
     "check_ru_table",
     "check_real",
@@ -797,6 +798,24 @@ def check_public_lattice(grid: Any, where: str) -> None:
 # --------------------------------------------------------------------------------------------
 # Pieces of the messages
 # --------------------------------------------------------------------------------------------
+
+
+def check_no_nul(path: str, name: str) -> None:
+    """Refuse a file path holding a NUL character, naming the parameter.
+
+    The operating system's calls raised a bare ValueError ("embedded null byte") on such a
+    path, and GDAL read the name only up to it (a weights raster ``w.tif``, a NUL, then more,
+    opened ``w.tif``).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``path`` contains the NUL character.
+    """
+    if "\x00" in path:
+        shown = CONTROL_CHARACTERS.sub("?", repr(path))
+        raise InputError(f"{name} {shown} contains a NUL character; give the file's name "
+                         "without it")
 
 
 def describe_value(value: Any) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from geosynth._messages import CONTROL_CHARACTERS
-from geosynth._validation import describe_value
+from geosynth._validation import check_no_nul, describe_value
 from geosynth.errors import InputError, InputTypeError, PrivacyLeakWarning
 
 __all__ = [
@@ -68,10 +68,13 @@ def as_path(path: Any, name: str = "path") -> Path:
     ------
     geosynth.errors.InputTypeError
         ``path`` is neither a str nor an os.PathLike of a str (None, an int, bytes, ...).
+    geosynth.errors.InputError
+        ``path`` holds a NUL character (:func:`~geosynth._validation.check_no_nul`).
     """
     if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
         raise InputTypeError(f"{name} must be a file path (str or pathlib.Path), got "
                              f"{describe_value(path)}")
+    check_no_nul(os.fspath(path), name)
     return Path(path)
 
 

@@ -16,6 +16,7 @@ from geosynth._atomic import (
     stage_output,
     transaction_overwrite,
 )
+from geosynth._validation import check_no_nul
 from geosynth.errors import InputError
 from geosynth.io._files import check_target, printable, warn_exact_intensity
 from geosynth.lattice import Grid
@@ -165,12 +166,13 @@ def _write_bands(
 
 
 def _check_path(path: Any) -> None:
-    """Refuse a ``path`` that is not a file path."""
+    """Refuse a ``path`` that is not a file path, or holds a NUL character."""
     if not isinstance(path, str | os.PathLike):
         raise InputError(
             f"path must be a file path (str or pathlib.Path), got {type(path).__name__}; pass "
             "the name of the GeoTIFF to write, such as 'intensity.tif'"
         )
+    check_no_nul(os.fspath(path), "path")
 
 
 def _check_float32(lam: np.ndarray) -> None:

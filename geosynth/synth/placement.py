@@ -46,6 +46,7 @@ import pyproj
 import shapely
 
 from geosynth._random import SeedLike, as_generator
+from geosynth._validation import check_no_nul
 from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError, SamplerError
 from geosynth.lattice import Grid
 
@@ -199,6 +200,7 @@ def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str
     if isinstance(source, str | os.PathLike):
         import rasterio
 
+        check_no_nul(os.fspath(source), name)
         try:
             dataset = rasterio.open(source)
         except rasterio.errors.RasterioIOError as err:

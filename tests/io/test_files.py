@@ -75,6 +75,23 @@ def test_writers_name_a_path_too_long_for_the_file_system(fitted, tmp_path, writ
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("writer", WRITERS)
+def test_writers_name_a_path_with_a_nul_character(fitted, tmp_path, writer):
+    # write_intensity_geotiff raised a bare ValueError ("embedded null byte").
+    with pytest.raises(InputError, match=r"^path '.*out\\x00.gpkg' contains a NUL character"):
+        _writers(fitted)[writer](str(tmp_path / "out\x00.gpkg"), False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_weights_raster_path_with_a_nul_character_is_refused(fitted, confidential, tmp_path):
+    # GDAL opened the name up to the NUL: "w.tif\x00x" read w.tif.
+    import geosynth
+
+    with pytest.raises(InputError, match=r"^weights '.*w.tif\\x00x' contains a NUL character"):
+        geosynth.synthesize(fitted[0], confidential, m=1, seed=1,
+                            weights=str(tmp_path / "w.tif\x00x"))
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
 @pytest.mark.parametrize("writer", WRITERS)
 def test_writers_name_a_folder_no_file_can_be_made_in(fitted, writer):
