@@ -267,8 +267,10 @@ def _prior_weights(prior: Any, n_cells: int, grid: Grid | None) -> tuple[np.ndar
         w = check_real_array(prior, "prior", "an array of weights or a raster")
         kind = "array"
         if w.shape != (n_cells,):
+            got = f"the single value {float(w):g}" if w.ndim == 0 else f"shape {w.shape}"
             raise InputError(
-                f"prior must have one weight per cell, shape ({n_cells},), got shape {w.shape}"
+                f"prior must have one weight per cell, shape ({n_cells},), got {got}; for a "
+                "flat prior leave it out (prior=None)"
             )
         if not np.isfinite(w).all() or (w < 0).any():
             raise InputError(

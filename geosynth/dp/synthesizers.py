@@ -502,6 +502,12 @@ def counts_on_categories(
             PrivacyLeakWarning,
             stacklevel=3,
         )
+        if isinstance(counts.index, pd.MultiIndex):
+            if counts.index.has_duplicates:
+                raise InputError("the index of counts (the categories) lists a label more than "
+                                 "once; give each category once")
+        else:  # two columns 'a', or one named NaN
+            check_declared(list(counts.index), "the index of counts (the categories)")
         return x, counts.index.copy()
     if isinstance(categories, np.ndarray) and categories.ndim == 0:
         # list() of a 0-d array raised "iteration over a 0-d array" in check_declared

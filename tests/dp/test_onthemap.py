@@ -122,6 +122,8 @@ def test_constructor_errors(kwargs, error, match):
         ([[1, 2], [3, 4]], [[1.0], [2.0, 3.0]], InputError, "prior is a ragged sequence"),
         # ... and a ratio of 1e600 made the weights infinite: alpha failed after the charge.
         ([[1, 2], [3, 4]], [1e-300, 1e300], InputError, r"spans more than 1e\+100"),
+        # ... and a single value said "got shape ()"
+        ([[1, 2], [3, 4]], -1.0, InputError, r"got the single value -1; for a flat prior leave"),
     ],
 )
 def test_fit_errors(counts, prior, error, match):

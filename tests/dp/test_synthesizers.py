@@ -266,6 +266,20 @@ def test_series_without_categories_warns_that_its_labels_are_published():
         DirichletMultinomialSynthesizer(1.0, n_synth=8).fit(np.array([5, 3]))
 
 
+@pytest.mark.parametrize("index, match", [
+    (["a", "a"], r"lists \['a'\] more than once"),
+    (["a", np.nan], "holds a missing value"),
+    (pd.MultiIndex.from_tuples([("a", 1), ("a", 1)]), "lists a label more than once"),
+])
+def test_a_series_whose_labels_repeat_or_are_missing_is_refused(index, match):
+    # Two columns both named 'a' (or one named NaN) were released.
+    counts = pd.Series([5, 3], index=index)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(InputError, match=f"the index of counts \\(the categories\\) {match}"):
+            DirichletMultinomialSynthesizer(1.0, n_synth=8).fit(counts)
+
+
 def test_declared_categories_fix_the_columns_whatever_the_records():
     # value_counts() lists the categories that have records: "rare" appears in one data set
     # only. On declared categories both releases have the same columns, and the absent
