@@ -1806,10 +1806,11 @@ def counts_from_table(
     zbar = mask = mean = sd = None
     if covariates:
         parts = []
-        for column in z_sum_columns(len(covariates)):
+        for name, column in zip(covariates, z_sum_columns(len(covariates)), strict=True):
             sums = np.bincount(flat, weights=table[column].to_numpy(dtype=np.float64),
-                               minlength=n_cells * n_combos)
-            parts.append(_standardise(sums.reshape(n_cells, n_combos), counts))
+                               minlength=n_cells * n_combos).reshape(n_cells, n_combos)
+            _check_covariate_varies(name, sums, counts)
+            parts.append(_standardise(sums, counts))
         mask = parts[0][1]
         if isinstance(continuous, str):
             zbar, _, mean, sd = parts[0]
@@ -2151,6 +2152,33 @@ def _combos_frame(
         columns[f"{name}_code"] = combo_codes[:, k].astype(np.int64)
     columns["n_records"] = n_per_combo.astype(np.int64)
     return pd.DataFrame(columns, index=pd.RangeIndex(len(combo_codes)))
+
+
+def _check_covariate_varies(name: str, sums: np.ndarray, counts: np.ndarray) -> None:
+    """Refuse a continuous column whose cell means are one value, or differ by too little.
+
+    "Too little": their differences' squares underflow to 0. A constant column was prepared and
+    fitted (its β confounded with the intercept) and refused only by :func:`geosynth.synthesize`, as
+    "one cell mean for every record"; values of the order of 1e-310 got the same message. From the
+    cell sums, so a partitioned preparation checks the whole column. The message names no value.
+    """
+    held = counts > 0
+    if held.sum() < 2:
+        return
+    means = sums[held] / counts[held]
+    spread = float(means.max() - means.min())
+    if spread == 0.0:
+        raise InputError(
+            f"continuous column {name!r} has the same value in every record (every cell mean "
+            "is one value): a covariate must vary for its effect to be estimated, and its "
+            "synthetic values would publish that value; drop it from continuous="
+        )
+    if spread < math.sqrt(np.finfo(np.float64).tiny):  # their squares underflow to 0
+        raise InputError(
+            f"continuous column {name!r} varies by less than 1e-154 between cells, too little "
+            "for the squares of its deviations to be represented; rescale it (e.g. multiply "
+            "it by a power of ten)"
+        )
 
 
 def _standardise(

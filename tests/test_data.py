@@ -326,6 +326,19 @@ def test_continuous_values_that_overflow_the_sd_are_refused(gdf, grid):
     assert np.isfinite(prepare(gdf, grid, ["sex"], continuous="z").zbar_sd).all()
 
 
+def test_a_continuous_column_that_does_not_vary_is_refused_by_prepare(gdf, grid):
+    # A constant column was fitted and refused only by synthesize ("one cell mean for every
+    # record"); values of the order of 1e-310 got the same message.
+    with pytest.raises(InputError, match=r"'z' has the same value in every record .*drop it "
+                                         r"from continuous="):
+        prepare(gdf.assign(z=5.0), grid, ["sex"], continuous="z")
+    spread = np.linspace(1.0, 2.0, len(gdf))
+    with pytest.raises(InputError, match=r"'z' varies by less than 1e-154 .*rescale it"):
+        prepare(gdf.assign(z=spread * 1e-310), grid, ["sex"], continuous="z")
+    counts = prepare(gdf.assign(z=spread * 1e-150), grid, ["sex"], continuous="z")
+    assert np.isfinite(counts.zbar).all() and counts.zbar.std() > 0
+
+
 @pytest.mark.parametrize("values", [["a", "b"] * 20, [True, False] * 20])
 def test_non_numeric_continuous(gdf, grid, values):
     gdf["w"] = values
