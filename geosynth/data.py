@@ -99,6 +99,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from geosynth._identifiers import is_identifier_name
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import point_coordinates, usable_points
 from geosynth._validation import (
@@ -761,6 +762,13 @@ def check_columns(
             raise InputError(
                 f"continuous column {name!r} is also listed in attributes; use it in one role"
             )
+        if is_identifier_name(name):  # a release publishes its synthetic values under it
+            raise InputError(
+                f"continuous column {name!r} is named like a record identifier: its synthetic "
+                "values would follow the identifiers' order, and with it the records' (rows "
+                "sorted by place or time get neighbouring ids); drop it from continuous=, or "
+                "rename it if it is a measurement"
+            )
     check_unique_columns(gdf, "gdf", (*attrs, *covariates))
     _check_names_written_apart(attrs)
     generated = [f"{a}_code" for a in attrs] + ["n_records"]
@@ -948,6 +956,12 @@ def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
             f"continuous column {column!r} has {int(bad.sum())} infinite values "
             f"({_rows(gdf.index, bad)}); drop or replace them"
         )
+    if _is_row_numbering(values):
+        raise InputError(
+            f"continuous column {column!r} holds {values.size:,} distinct whole numbers in an "
+            "unbroken run, as a row number or record id does: its synthetic values would "
+            "follow the records' order; drop it from continuous="
+        )
     huge = np.abs(values) > MAX_CONTINUOUS
     if huge.any():  # squares of such values overflow the cell means' SD (to inf)
         raise InputError(
@@ -955,6 +969,20 @@ def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
             f"({_rows(gdf.index, huge)}); rescale the column (e.g. to thousands or millions)"
         )
     return values
+
+
+def _is_row_numbering(values: np.ndarray) -> bool:
+    """Whether ``values`` (20 or more) are distinct whole numbers forming one unbroken run.
+
+    A record id or row number (0..n−1, 1017..1316) passed as a continuous column was released
+    with synthetic values that followed the input's row order (r = 0.66 with the synthetic
+    northing of records sorted by northing), found probing the command line. A measurement
+    rarely takes every whole number of a range exactly once.
+    """
+    if values.size < IDENTIFYING_MIN_RECORDS or not np.all(values == np.round(values)):
+        return False
+    return (float(values.max() - values.min()) == values.size - 1
+            and np.unique(values).size == values.size)
 
 
 def check_outside(

@@ -326,6 +326,27 @@ def test_continuous_values_that_overflow_the_sd_are_refused(gdf, grid):
     assert np.isfinite(prepare(gdf, grid, ["sex"], continuous="z").zbar_sd).all()
 
 
+@pytest.mark.parametrize("name", ["id", "person_id", "patientId", "Unnamed: 0"])
+def test_a_continuous_column_named_like_an_identifier_is_refused(gdf, grid, name):
+    # --continuous id was released with synthetic values following the records' order (r =
+    # 0.66 with the synthetic northing of records sorted by northing); --attributes id was
+    # refused by its levels.
+    values = np.random.default_rng(1).normal(size=len(gdf))
+    with pytest.raises(InputError, match=f"continuous column '{name}' is named like a record "
+                                         "identifier.*drop it from continuous="):
+        prepare(gdf.assign(**{name: values}), grid, ["sex"], continuous=name)
+
+
+def test_a_continuous_column_of_row_numbers_is_refused(gdf, grid):
+    n = len(gdf)
+    for run in (np.arange(n), np.arange(1017, 1017 + n)[::-1] * 1.0):
+        with pytest.raises(InputError, match=f"'seq' holds {n:,} distinct whole numbers in an "
+                                             "unbroken run"):
+            prepare(gdf.assign(seq=run), grid, ["sex"], continuous="seq")
+    gappy = np.arange(n) * 2  # whole numbers with gaps: a measurement may be so
+    assert prepare(gdf.assign(seq=gappy), grid, ["sex"], continuous="seq").zbar is not None
+
+
 def test_a_continuous_column_that_does_not_vary_is_refused_by_prepare(gdf, grid):
     # A constant column was fitted and refused only by synthesize ("one cell mean for every
     # record"); values of the order of 1e-310 got the same message.

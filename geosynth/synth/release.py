@@ -29,7 +29,6 @@ import copy
 import dataclasses
 import math
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -39,6 +38,13 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from geosynth._identifiers import (
+    ID_COLUMNS,
+    IDENTIFIER_ENDINGS,
+    IDENTIFIER_WORDS,
+    in_id_columns,
+    is_identifier_name,
+)
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import (
     as_float,
@@ -95,36 +101,6 @@ __all__ = [
 #: Columns whose name starts with this prefix are bookkeeping (e.g. pandas' ``_merge``) and are
 #: dropped by :func:`to_public`.
 INTERNAL_PREFIX = "_"
-#: Column names (compared case-insensitively) that identify records or their cells: a release
-#: column with one of these names is refused by :func:`to_public`; the writers and maps of
-#: :mod:`geosynth.io` and :mod:`geosynth.maps` refuse every name :func:`is_identifier_name`
-#: takes for an identifier (these and more).
-ID_COLUMNS = frozenset(
-    {
-        "index",
-        "level_0",
-        "fid",
-        "cell",
-        "cell_id",
-        "record_cell",
-        "record_index",
-        "record_combo",
-        "original_index",
-    }
-)
-#: Words that make a column name an identifier wherever they stand in it (``id``,
-#: ``patient_id``, ``id_paciente``, ``patientId``, ``OBJECTID``, ``uuid``): record, row, object
-#: and person identifiers (``ssn``; ``cpf``, the Brazilian taxpayer number; ``prontuario``, a
-#: Brazilian medical record; ``eid``, UK Biobank's participant id).
-IDENTIFIER_WORDS = frozenset({
-    "id", "ids", "idx", "uid", "uuid", "guid", "gid", "pid", "oid", "eid", "fid", "objectid",
-    "globalid", "rowid", "ssn", "cpf", "prontuario",
-})
-#: Words that make a column name an identifier as its last word after another one: a record's
-#: number or key (``patient_no``, ``case_number``, ``Fall_Nr``, ``AreaKey``); ``key`` and
-#: ``number`` alone too. Not first (``num_rooms``, ``nr_children``, ``no_show`` count or
-#: describe) and not ``num`` (``age_num`` is a numeric age).
-IDENTIFIER_ENDINGS = frozenset({"no", "nr", "number", "key"})
 #: ``attrs`` key of the :class:`ReleaseInfo` record of a release (a plain dict).
 INFO_ATTR = "geosynth"
 #: ``attrs`` key (value True) of a release whose rows are aligned with the confidential input:
@@ -804,59 +780,6 @@ def to_public(release: gpd.GeoDataFrame, seed: SeedLike = None) -> gpd.GeoDataFr
     return public
 
 
-def is_identifier_name(column: Any) -> bool:
-    """Whether a column name looks like the name of a record or cell identifier.
-
-    The one rule of geosynth for the names of identifiers, used by
-    :func:`geosynth.io.write_release`, :func:`geosynth.io.read_release` (so ``geosynth
-    inspect`` and ``geosynth evaluate``) and the public maps of :mod:`geosynth.maps`.
-
-    Parameters
-    ----------
-    column : Any
-        A column label (compared as ``str(column)``).
-
-    Returns
-    -------
-    bool
-        True for a name of :data:`ID_COLUMNS` (without case, surrounding spaces, or the spaces
-        and hyphens of ``"Cell ID"``), for pandas' ``"Unnamed: 0"`` (the index that
-        ``to_csv`` wrote, read back as a column), a name one of whose words is in
-        :data:`IDENTIFIER_WORDS`, or whose last word, after another word, is in
-        :data:`IDENTIFIER_ENDINGS` (``key`` and ``number`` alone too). Words are split at
-        ``_``, spaces, hyphens and other punctuation, between digits and letters, and at the
-        capitals of camelCase (``patientId`` is ``patient``, ``id``); accents are ignored.
-        Whole words only: ``valid``, ``idade`` (Portuguese: age), ``NU_IDADE_N``, ``width``,
-        ``paid``, ``key_stage`` and ``num_rooms`` are not identifiers. A name glued in one
-        case (``PATIENTID``) is one word and cannot be told from ``VALID``: it is not.
-
-    Examples
-    --------
-    >>> [is_identifier_name(c) for c in ("patient_id", "patientId", "id_paciente", "Case No",
-    ...                                  "uuid", "AreaKey")]
-    [True, True, True, True, True, True]
-    >>> [is_identifier_name(c) for c in ("valid", "idade", "width", "x1", "num_rooms")]
-    [False, False, False, False, False]
-    """
-    if _in_id_columns(column) or _PANDAS_UNNAMED.fullmatch(str(column).strip()):
-        return True
-    words = _name_words(column)
-    if IDENTIFIER_WORDS.intersection(words):
-        return True
-    if not words or words[-1] not in IDENTIFIER_ENDINGS:
-        return False
-    return len(words) > 1 or words[-1] in {"key", "number"}
-
-
-def _name_words(column: Any) -> list[str]:
-    """Return the lower-case words of a column name (see :func:`is_identifier_name`)."""
-    text = unicodedata.normalize("NFKD", str(column))
-    text = "".join(c for c in text if not unicodedata.combining(c))
-    text = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text)
-    text = re.sub(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])", " ", text)
-    return [word for word in re.split(r"[\W_]+", text.lower()) if word]
-
-
 def check_id_columns(release: pd.DataFrame, name: str, fix: str, *,
                      released: Iterable[Any] = (),
                      rule: Callable[[Any], bool] = is_identifier_name) -> None:
@@ -893,14 +816,6 @@ def check_id_columns(release: pd.DataFrame, name: str, fix: str, *,
             )
 
 
-def _in_id_columns(column: Any) -> bool:
-    """Whether ``column`` is a name of :data:`ID_COLUMNS` (``"Cell ID"`` is ``cell_id``).
-
-    Compared in lower case, without surrounding spaces, with ``_`` for spaces and hyphens.
-    """
-    return re.sub(r"[\s\-]+", "_", str(column).strip().lower()) in ID_COLUMNS
-
-
 def _check_column_names(release: gpd.GeoDataFrame) -> None:
     """Refuse column labels that :func:`to_public` cannot tell apart (MultiIndex, repeats)."""
     if isinstance(release.columns, pd.MultiIndex):
@@ -913,7 +828,7 @@ def _check_column_names(release: gpd.GeoDataFrame) -> None:
     # The names of ID_COLUMNS only: to_public does not know the model, whose attributes may be
     # named like identifiers (write_release, given fit=, does).
     check_id_columns(release, "release", "drop the column (release.drop(columns=...)) before "
-                     "to_public", rule=_in_id_columns)
+                     "to_public", rule=in_id_columns)
 
 
 def holds_geometries(values: pd.Series) -> bool:
@@ -1032,8 +947,6 @@ _WKT_START = re.compile(
 _SRID = re.compile(r"^\s*SRID=-?\d+\s*;", re.IGNORECASE)
 _HEX_WKB = re.compile(r"\s*0[01](?:[0-9A-Fa-f]{2}){20,}\s*")
 _GEOJSON_START = re.compile(r"\s*\{.*\"coordinates\"", re.DOTALL)
-# The name pandas gives a CSV column without a header: the index to_csv wrote.
-_PANDAS_UNNAMED = re.compile(r"Unnamed: \d+")
 # Two to four numbers separated by commas, semicolons or spaces, in brackets or not.
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _NUMPY_SCALAR = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)")

@@ -518,6 +518,20 @@ def test_bad_continuous_columns_exit_2(two_covariates, tmp_path, args, fragments
     assert_refused(result, *fragments)
 
 
+def test_an_id_column_as_continuous_exits_2_naming_the_option(inputs, tmp_path):
+    # --continuous id was released: its synthetic values followed the input's row order.
+    points = gpd.read_file(inputs["gpkg"])
+    path = tmp_path / "ids.gpkg"
+    points.assign(id=np.arange(len(points)), seq=np.arange(len(points)) + 1.0).to_file(
+        path, engine="pyogrio")
+    for column, fragment in (("id", "is named like a record identifier"),
+                             ("seq", "distinct whole numbers in an unbroken run")):
+        result = run("release", path, *GPKG_ARGS, "--continuous", column, *FAST,
+                     "--out", tmp_path / "out.gpkg")
+        assert_refused(result, fragment, "drop it from --continuous")
+        assert not (tmp_path / "out.gpkg").exists()
+
+
 @pytest.mark.parametrize("sampler", ["mh", "block"])
 def test_sampler_option_reaches_the_model(inputs, tmp_path, sampler):
     result = run("release", inputs["gpkg"], *GPKG_ARGS, "--sampler", sampler, "--seed", 2, *FAST,
