@@ -10,7 +10,19 @@ from typing import Any
 
 import click
 
-__all__ = ["check_run_options", "describe_run", "fixed_burn_in", "fixed_thin", "run_settings"]
+__all__ = ["check_beta_prior", "check_run_options", "describe_run", "fixed_burn_in", "fixed_thin",
+           "run_settings"]
+
+
+def check_beta_prior(continuous, beta_prior) -> None:
+    """Refuse ``--beta-prior`` without ``--continuous``, before any data is read.
+
+    ``geosynth release`` refused it only after reading the data and printing "Fitting", in the
+    API's words ("prepare the counts with --continuous 'column'").
+    """
+    if beta_prior is not None and continuous is None:
+        raise click.UsageError("--beta-prior needs --continuous: it is the prior of the "
+                               "continuous columns' effect on the intensity")
 
 
 def check_run_options(iterations, burn_in, thin, chains, m) -> None:

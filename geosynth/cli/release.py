@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from geosynth.cli.fitting import check_run_options, describe_run, run_settings
+from geosynth.cli.fitting import check_beta_prior, check_run_options, describe_run, run_settings
 from geosynth.cli.helpers import (
     RHAT_LIMIT,
     LatticeChoice,
@@ -220,6 +220,7 @@ def release(
     from geosynth import io
     from geosynth.evaluation import combining_rules
 
+    check_beta_prior(continuous, beta_prior)
     # One name is the single-covariate form (str) of the Python API; several are a list.
     continuous, beta_prior = _one_or_list(continuous), _one_or_list(beta_prior)
     lattice = LatticeChoice(grid_shape, cell_size, hex_size, areas_path, area_id,

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from geosynth._messages import exact_number
-from geosynth.cli.fitting import check_run_options, describe_run, run_settings
+from geosynth.cli.fitting import check_beta_prior, check_run_options, describe_run, run_settings
 from geosynth.cli.helpers import (
     LatticeChoice,
     RunOutputs,
@@ -235,9 +235,7 @@ def tune(
     if both:
         raise click.UsageError(f"{', '.join(both)} listed in both --attributes and --continuous; "
                                "give each column one role")
-    if beta_prior is not None and continuous is None:
-        raise click.UsageError("--beta-prior needs --continuous: it is the prior of the "
-                               "continuous columns' effect on the intensity")
+    check_beta_prior(continuous, beta_prior)
     if beta_prior is not None and len(beta_prior) not in (1, len(continuous)):
         raise click.BadParameter(
             f"{len(beta_prior)} priors for {len(continuous)} --continuous columns; give one "

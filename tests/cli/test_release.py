@@ -509,8 +509,10 @@ def test_release_with_two_continuous_columns(two_covariates, tmp_path):
          ["--beta-prior", "normal or icar"]),
         (["--continuous", "z,z2", "--beta-prior", "normal,icar,icar"],
          ["--beta-prior lists 3 priors", "2 continuous covariates"]),
+        # refused after reading the data and printing "Fitting", in the API's words
+        (["--beta-prior", "normal"], ["--beta-prior needs --continuous"]),
     ],
-    ids=["repeated", "also-attribute", "bad-prior", "prior-count"],
+    ids=["repeated", "also-attribute", "bad-prior", "prior-count", "prior-alone"],
 )
 def test_bad_continuous_columns_exit_2(two_covariates, tmp_path, args, fragments):
     result = run("release", two_covariates, *GPKG_ARGS, *args, *FAST,
