@@ -83,6 +83,7 @@ from geosynth._messages import exact_number
 from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, root_seed_sequence
 from geosynth._validation import (
+    MAX_CONTINUOUS,
     check_bool,
     check_choice,
     check_int,
@@ -681,8 +682,9 @@ def check_risk_limit(risk_limit: Any, risk: str) -> float:
     """
     measure = _measure(risk, "risk")
     limit = check_real(risk_limit, "risk_limit")
-    if not math.isfinite(limit):
-        raise InputError(f"risk_limit must be a finite number, got {risk_limit!r}")
+    if not abs(limit) <= MAX_CONTINUOUS:  # also NaN; beyond it the R-U map failed after the fits
+        raise InputError(f"risk_limit must be a finite number (at most {MAX_CONTINUOUS:g} in "
+                         f"size), got {risk_limit!r}; pass None for no limit")
     if limit < 0 and measure.larger_is == "riskier":
         raise InputError(f"risk_limit must be >= 0 for {risk}, which is never negative, got "
                          f"{limit:g}; pass the largest acceptable {risk} (e.g. 0.05), or None "

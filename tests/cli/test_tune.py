@@ -81,6 +81,9 @@ def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
     # nan and inf were refused by the library after every candidate's fit
     (["--grids", "3x3", "--risk-limit", "nan", "--report", "x.md"],
      ["--risk-limit", "not a finite number"]),
+    # 1e300 passed, every candidate was fitted, then the R-U map refused it
+    (["--grids", "3x3", "--risk", "min_distance", "--risk-limit", "1e300", "--report", "x.md"],
+     ["--risk-limit must be a finite number (at most 1e+100 in size)"]),
     (["--grids", "3x3", "--iterations", "auto", "--max-seconds", "inf", "--report", "x.md"],
      ["--max-seconds", "not a finite number"]),
     # an outcome the releases do not carry, and coverage with one release: refused after
