@@ -5,7 +5,8 @@ The library's messages name the parameters of the Python API (``layer=``, ``n_it
 command line only the options exist, so :func:`cli_message` rewrites every message the ``geosynth``
 group prints (see :class:`geosynth.cli.GeosynthGroup`):
 
-* parameters become their options (:data:`OPTION_OF_PARAMETER`, :data:`FLAG_OF_SETTING`):
+* parameters become their options (:data:`OPTION_OF_PARAMETER`, :data:`FLAG_OF_SETTING`;
+  ``pass weights=None`` becomes ``drop --weights``):
   ``layer='x'`` -> ``--layer 'x'``, ``raise n_iter`` -> ``raise --iterations``,
   ``outside="drop"`` -> ``--drop-outside``; a parameter that is also an English word only as
   ``name=`` or after ``raise``, ``lower``, ``omit`` or ``drop`` (``omit layer`` -> ``omit
@@ -100,6 +101,10 @@ _ASSIGNMENT = re.compile(
     + r"\s?=(?!=)\s?(?![\w-]*\.(?:gpkg|csv|parquet|shp|geojson|tif|md|html|png)\b)"
     + r"(?=(['\"\w(\[+-])?)"
 )
+# "pass weights=None": the command line leaves an option out (not "--weights None").
+_PASS_NONE = re.compile(
+    r"\bpass\s+" + _NAME.format(names="|".join(sorted(OPTION_OF_PARAMETER, key=len, reverse=True)))
+    + r"\s?=\s?None\b")
 _BARE = re.compile(_NAME.format(names="|".join(_UNAMBIGUOUS)) + r"(?![\w=]|\.\w)")
 # Any parameter, even a word such as "layer" or "chains", as the object of advice: "omit layer",
 # "lower n_iter or chains", "omit x and y" (a list of names joined by ",", "or", "and" or "/").
@@ -160,6 +165,7 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     text = _drop_pad_advice(text)
     text = _PYTHON_ALTERNATIVE.sub("", text)
     text = _SETTING.sub(lambda match: _flag(match.group(0)), text)
+    text = _PASS_NONE.sub(lambda match: "drop " + OPTION_OF_PARAMETER[match.group(1)], text)
     quoted = _quoted_spans(text)
     text = _ASSIGNMENT.sub(lambda match: _unless_quoted(match, quoted, _assignment), text)
     quoted = _quoted_spans(text)

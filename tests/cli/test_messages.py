@@ -84,10 +84,14 @@ def assert_cli_wording(text):
          "record's m=2 releases; not converged: tau_phi[y=1]", "2 attribute combination(s) "
          "have fewer than 3 records ('y=0,x1=2', 'a=1,m=2'); the record's --m 2 releases; not "
          "converged: tau_phi[y=1]"),
+        # an option left out, not "--weights None"
+        ("check the nodata value, or pass weights=None for uniform placement",
+         "check the nodata value, or drop --weights for uniform placement"),
     ],
     ids=["iterations", "layer", "bare-layer", "csv-columns", "overwrite", "inner-note",
          "drop-outside", "allow-identifying", "no-records", "single-record-pad", "pad-only",
-         "shape-cell-size", "m", "epsilon", "gdal-advice", "sqlite", "untouched", "labels"],
+         "shape-cell-size", "m", "epsilon", "gdal-advice", "sqlite", "untouched", "labels",
+         "none"],
 )
 def test_cli_message_names_options_not_parameters(message, expected):
     assert cli_message(message, {"gdf": "cases.csv"}) == expected
