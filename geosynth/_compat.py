@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import warnings
+from collections.abc import Iterator
 from types import ModuleType
 
-__all__ = ["import_arviz"]
+__all__ = ["import_arviz", "quiet_arviz_shape_check"]
 
 
 def import_arviz() -> ModuleType:
@@ -27,3 +30,30 @@ def import_arviz() -> ModuleType:
         import arviz
 
     return arviz
+
+
+@contextlib.contextmanager
+def quiet_arviz_shape_check() -> Iterator[None]:
+    """Within the block, drop arviz's log record "Shape validation failed" (one chain).
+
+    R-hat needs two chains; with one, arviz returns NaN (which geosynth reports) and logs a
+    WARNING through :mod:`logging` that the command line printed raw ("arviz - WARNING -
+    Shape validation failed: input_shape: (1, 5), ..."). Only that record is dropped.
+    """
+    # arviz 0.2x logs through ``arviz._log = logging.Logger("arviz")``, made outside the
+    # logging registry, so logging.getLogger("arviz") is another logger.
+    logger = getattr(import_arviz(), "_log", None)
+    if not isinstance(logger, logging.Logger):
+        logger = logging.getLogger("arviz")
+    handlers = [logger, *logger.handlers]
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Shape validation failed")
+
+    for handler in handlers:
+        handler.addFilter(keep)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(keep)

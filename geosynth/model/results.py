@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from geosynth._compat import import_arviz
+from geosynth._compat import import_arviz, quiet_arviz_shape_check
 from geosynth._validation import is_integer
 from geosynth.errors import InputError, InputTypeError
 from geosynth.model.stopping import StoppingInfo
@@ -259,7 +259,8 @@ class PaivaFit:
         az = import_arviz()
         idata = self.to_arviz()
         names = [n for n in self.scalar_names if n in idata.posterior]
-        return az.summary(idata, var_names=names, filter_vars=None)
+        with quiet_arviz_shape_check():  # one chain: r_hat is NaN, and arviz logs why
+            return az.summary(idata, var_names=names, filter_vars=None)
 
     def trace_plot(self) -> Figure:
         """Trace and density of μ, α and the precisions (Nunes 2018, Figure 2)."""
