@@ -442,12 +442,15 @@ def check_outputs(
     given = {name: Path(path) for name, path in outputs.items() if path is not None}
     seen = {companion.resolve(): name for name, path in (inputs or {}).items()
             if path is not None for companion in _input_files(Path(path))}
+    keys = {}
     for name, path in given.items():
         key = _output_key(name, path)
         if key in seen:
             raise InputError(f"{seen[key]} and {name} name the same file {str(path)!r}; give "
                              "each output its own file")
         seen[key] = name
+        keys[name] = key
+    _refuse_sidecar_names(given, keys)
     for name, path in given.items():  # first: --overwrite would not replace them either
         _refuse_special_file(name, path)
     existing = [f"{path} ({name})" for name, path in given.items() if os.path.lexists(path)]
@@ -457,6 +460,22 @@ def check_outputs(
             "--overwrite to replace, or choose other file names (nothing was written)"
         )
     return given
+
+
+# SQLite's files beside a GeoPackage while it is written: an output so named was refused only
+# by the final move into place, after the fit, in words blaming "a program (such as QGIS)".
+_SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
+
+
+def _refuse_sidecar_names(given: Mapping[str, Path], keys: Mapping[str, Path]) -> None:
+    """Refuse an output named as another output GeoPackage's SQLite sidecar (``r.gpkg-wal``)."""
+    sidecars = {key.with_name(key.name + suffix): name for name, key in keys.items()
+                if key.suffix.lower() == ".gpkg" for suffix in _SQLITE_SIDECARS}
+    for name, key in keys.items():
+        if key in sidecars:
+            raise InputError(f"{name} {str(given[name])!r} is the name SQLite gives a file "
+                             f"beside {sidecars[key]} while writing it; give {name} another "
+                             "name (nothing was written)")
 
 
 def _output_key(option: str, path: Path) -> Path:

@@ -246,6 +246,18 @@ def test_same_file_for_two_outputs_is_refused(inputs, tmp_path):
     assert_refused(result, "--out and --report name the same file")
 
 
+@pytest.mark.parametrize("sidecar", ["-wal", "-shm", "-journal"])
+def test_an_output_named_as_the_release_s_sqlite_sidecar_is_refused_before_the_fit(
+        inputs, tmp_path, sidecar):
+    # Refused only by the final move into place, after the fit, blaming "a program (such as
+    # QGIS)".
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--out", tmp_path / "r.gpkg",
+                 "--map", tmp_path / f"r.gpkg{sidecar}")
+    assert_refused(result, f"--map '{tmp_path / f'r.gpkg{sidecar}'}' is the name SQLite gives "
+                           "a file beside --out while writing it")
+    assert "Fitting" not in result.output and list(tmp_path.iterdir()) == []
+
+
 def test_console_script_prints_no_traceback_unless_verbose(inputs, tmp_path):
     script = Path(sys.executable).with_name("geosynth")
     args = ["release", str(inputs["gpkg"]), "--attributes", "nope", "--grid", "4x4",
