@@ -274,6 +274,9 @@ def release(
                              "is nothing to release")
         check_columns(points, name, {"--attributes": attributes, "--continuous": continuous,
                                      "--outcome": outcome})
+        if epsilon is None:  # prepare's messages give pandas advice ("gdf.dropna(...)")
+            check_complete(points, name, {"--attributes": attributes,
+                                          "--continuous": continuous})
         check_projected(points, name)
         region = (None if region_path is None else
                   io.read_polygons(region_path, region_layer, option="--region"))

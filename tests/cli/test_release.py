@@ -258,6 +258,23 @@ def test_an_output_named_as_the_release_s_sqlite_sidecar_is_refused_before_the_f
     assert "Fitting" not in result.output and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(("column", "row", "message", "advice"), [
+    ("y", 5, "--attributes 'y': gap.gpkg has 1 of ", "dropna"),
+    ("geometry", 3, "gap.gpkg: 1 of ", "geometry.isna"),
+])
+def test_missing_values_and_locations_are_refused_in_the_file_s_terms(inputs, tmp_path, column,
+                                                                     row, message, advice):
+    # release gave pandas advice ("e.g. gdf.dropna(subset=['y'])", and a garbled
+    # "gap.gpkg[~(gdf.geometry.isna | ...)]"); tune and evaluate named the file and option.
+    frame = gpd.read_file(inputs["gpkg"])
+    frame.loc[row, column] = None
+    frame.to_file(tmp_path / "gap.gpkg", engine="pyogrio")
+    result = run("release", tmp_path / "gap.gpkg", *GPKG_ARGS, *FAST,
+                 "--out", tmp_path / "out.gpkg")
+    assert_refused(result, message, "in the file")
+    assert advice not in result.output and not (tmp_path / "out.gpkg").exists()
+
+
 def test_console_script_prints_no_traceback_unless_verbose(inputs, tmp_path):
     script = Path(sys.executable).with_name("geosynth")
     args = ["release", str(inputs["gpkg"]), "--attributes", "nope", "--grid", "4x4",
