@@ -614,10 +614,13 @@ def check_complete(frame: gpd.GeoDataFrame, name: str,
         for column in [] if wanted is None else [wanted] if isinstance(wanted, str) else wanted:
             count = int(frame[column].isna().sum())
             if count:
+                csv = str(name).lower().endswith((".csv", ".txt", ".tsv"))
                 raise InputError(
                     f"{option} {printable(column)!r}: {printable(name)} has {some(count)} "
                     "records without a value in that column; drop them or give "
                     "them an explicit level in the file"
+                    + (" (from a CSV file, text such as NA, None or null is read as missing "
+                       "unless --na-values '' is given)" if csv else "")
                 )
 
 

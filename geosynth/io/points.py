@@ -735,7 +735,7 @@ def _decimal_hint(options: _CsvOptions, bad: pd.Series) -> str:
                 "without digit grouping (in a spreadsheet, a number format without the "
                 "thousands separator)")
     other = "','" if options.decimal == "." else "'.'"
-    return f"{shown} (for {other} pass decimal={other}, CLI: --decimal {other})"
+    return f"{shown} (for {other} pass decimal={other})"
 
 
 def _numbers(raw: pd.Series, decimal: str = ".") -> pd.Series:
