@@ -61,7 +61,8 @@ def is_identifier_name(column: Any) -> bool:
 
     The one rule of geosynth for the names of identifiers, used by
     :func:`geosynth.io.write_release`, :func:`geosynth.io.read_release` (so ``geosynth
-    inspect`` and ``geosynth evaluate``) and the public maps of :mod:`geosynth.maps`.
+    inspect`` and ``geosynth evaluate``), the public maps of :mod:`geosynth.maps`, and
+    :func:`geosynth.prepare` for continuous columns.
 
     Parameters
     ----------

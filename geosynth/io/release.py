@@ -615,7 +615,7 @@ def released_columns(model: Mapping[str, Any]) -> frozenset[str]:
 
 
 def check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
-                         released: frozenset[str] | None) -> None:
+                        released: frozenset[str] | None) -> None:
     """Refuse columns that the fit's model (``released``: its columns) did not make."""
     if released is None:
         return
