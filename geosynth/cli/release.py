@@ -238,6 +238,9 @@ def release(
     if outcome is not None and report_path is None:
         raise click.UsageError("--outcome is the coverage column of the --report's evaluation; "
                                "add --report FILE or drop --outcome")
+    if map_max_points is not None and map_path is None:  # was accepted and did nothing
+        raise click.UsageError("--map-max-points limits the points of the --map; add --map FILE "
+                               "or drop --map-max-points")
     if outcome is not None and m < 2:
         raise click.UsageError("--outcome needs at least 2 releases (the coverage intervals "
                                "combine the releases by their between-release variance); "

@@ -360,6 +360,15 @@ def test_an_output_never_replaces_a_file_read_with_an_input(inputs, written_rele
     assert audit.read_bytes() == seeds
 
 
+def test_map_max_points_without_a_map_is_refused(inputs, tmp_path):
+    # accepted and ignored, where --outcome without --report was refused
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--out", tmp_path / "r.gpkg",
+                 "--map-max-points", 100)
+    assert_refused(result, "--map-max-points limits the points of the --map",
+                   "add --map FILE or drop --map-max-points")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_outcome_is_checked_before_the_fit(inputs, tmp_path):
     out = ["--out", tmp_path / "r.gpkg"]
     result = run("release", inputs["gpkg"], *GPKG_ARGS, *out, "--outcome", "y")
