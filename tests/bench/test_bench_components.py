@@ -30,7 +30,8 @@ def test_measure_reports_the_joint_move_within_its_cap(small):
     from geosynth.model.modes import MAX_JOINT_DIMENSION
 
     result = bench_components.measure(40)
-    assert result["components"] == 41 and result["ms"] > 0 and result["setup_s"] > 0
+    # ms is a difference of two short fits' times here: noise, possibly negative, not checked
+    assert result["components"] == 41 and np.isfinite(result["ms"]) and result["setup_s"] > 0
     assert result["dimension"] <= MAX_JOINT_DIMENSION
 
 
