@@ -69,6 +69,7 @@ from geosynth._atomic import (
 )
 from geosynth._messages import describe_rows
 from geosynth._validation import check_bool, describe_value, is_integer
+from geosynth.data import IDENTIFYING_MIN_RECORDS, identifying_levels
 from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.io._files import (
     MULTIPOLYGON_TYPE,
@@ -808,8 +809,6 @@ def _check_identifying_values(release: gpd.GeoDataFrame, geometry: str, name: st
     distinct by nature), and releases of fewer than ``IDENTIFYING_MIN_RECORDS`` rows, where a
     binary attribute of two rows would count as unique (the name checks still apply there).
     """
-    from geosynth.data import IDENTIFYING_MIN_RECORDS, identifying_levels
-
     if len(release) < IDENTIFYING_MIN_RECORDS:
         return
     for column in release.columns:

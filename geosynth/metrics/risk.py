@@ -44,6 +44,7 @@ from geosynth.metrics.matching import (
     pair_distance,
     select_rank,
 )
+from geosynth.synth.release import is_public
 
 if TYPE_CHECKING:
     from geosynth.lattice import Grid
@@ -934,8 +935,6 @@ def _aligned_xy(original: pd.DataFrame, release: gpd.GeoDataFrame, name: str) ->
     and its fresh RangeIndex pairs record k with an unrelated row k of a default-indexed
     ``original``, which gave displacement and spatial k-anonymity numbers without a word.
     """
-    from geosynth.synth.release import is_public
-
     if is_public(release):
         raise InputError(
             f"{name} is a public release (geosynth.to_public or a DP release): its rows are "
