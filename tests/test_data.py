@@ -614,6 +614,11 @@ def test_properties_against_pandas(df):
             with pytest.raises(InputError, match="no record is left|possible combinations"):
                 prepare(df, grid, ["a", "b"], **options)
             return
+        means = kept.groupby(["cell", "a", "b"])["z"].mean()
+        if len(means) > 1 and means.nunique() == 1:  # a covariate that does not vary
+            with pytest.raises(InputError, match="same value in every record"):
+                prepare(df, grid, ["a", "b"], **options)
+            return
         cc = prepare(df, grid, ["a", "b"], **options)
 
     # kept records: exactly those located, in input order
