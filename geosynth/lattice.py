@@ -51,6 +51,7 @@ from geosynth._validation import (
 )
 from geosynth.errors import (
     CRSError,
+    DataWarning,
     GridError,
     InputError,
     InputTypeError,
@@ -158,7 +159,10 @@ class Grid:
       strictly inside an excluded area are refused).
     * Connected components are numbered in order of their smallest cell id.
     * ``region`` and ``exclude`` given as a GeoDataFrame or GeoSeries with a CRS are reprojected
-      to the grid CRS; geometries without a CRS are taken to be in the grid CRS.
+      to the grid CRS; geometries without a CRS are taken to be in the grid CRS. An ``exclude``
+      that removes no area from any cell (far from the region: usually coordinates in another
+      CRS) warns (:class:`~geosynth.errors.DataWarning`), as it would let points into the
+      no-go areas it was meant to keep them out of.
 
     Examples
     --------
@@ -1808,11 +1812,24 @@ def _clip_boxes(
         alive, fully = inside | partial, inside
     if exclude is not None:
         covered, partial = _classify(tree, candidates, exclude)
+        removes = (covered & alive).any()
         alive &= ~covered
         fully &= ~(covered | partial)
         partial &= alive
+        before = shapely.area(habitable[partial])
         habitable[partial] = shapely.difference(habitable[partial], exclude)
+        if not (removes or (shapely.area(habitable[partial]) < before).any()):
+            warnings.warn(_exclude_misses_cells(exclude, candidates.window), DataWarning,
+                          stacklevel=4)
     return habitable, fully, alive
+
+
+def _exclude_misses_cells(exclude: shapely.Geometry, window: tuple[float, ...]) -> str:
+    """Return the warning for an ``exclude`` that removes no part of any cell (a CRS mix-up)."""
+    bounds = tuple(round(float(v), 6) for v in shapely.bounds(exclude))
+    return (f"the excluded areas (bounds {bounds}) remove no part of any cell of the lattice "
+            f"(bounds {tuple(round(float(v), 6) for v in window)}), so the release may place "
+            "points in them: check that exclude= and the grid share a CRS, or drop exclude")
 
 
 def _classify(

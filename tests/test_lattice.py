@@ -13,7 +13,14 @@ from shapely import affinity
 from shapely.geometry import Point, Polygon, box
 
 from geosynth import lattice
-from geosynth.errors import CRSError, GridError, InputError, InputTypeError, IsolatedCellWarning
+from geosynth.errors import (
+    CRSError,
+    DataWarning,
+    GridError,
+    InputError,
+    InputTypeError,
+    IsolatedCellWarning,
+)
 from geosynth.lattice import Grid
 
 
@@ -24,6 +31,7 @@ def neighbour_image(grid):
 def quiet_grid(*args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IsolatedCellWarning)
+        warnings.simplefilter("ignore", DataWarning)  # random exclusions may miss the region
         return Grid.regular(*args, **kwargs)
 
 
@@ -235,6 +243,25 @@ def test_exclusion_drops_covered_cells_and_sets_fractions():
     # boxes touching the exclusion are not fully habitable; those away from it are
     assert not grid.fully_habitable[grid.lattice_to_cell[0]]  # touches the corner (1, 1)
     assert grid.fully_habitable[grid.lattice_to_cell[15]]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"exclude": box(200, 200, 400, 400)},  # e.g. given in another, undeclared CRS
+        {"exclude": box(4, 0, 8, 4)},  # touches the lattice along its east edge only
+        {"region": box(0, 0, 2, 4), "exclude": box(3, 1, 4, 3)},  # only outside the region
+    ],
+)
+def test_exclusion_that_removes_nothing_warns_naming_exclude_and_the_crs(kwargs):
+    with pytest.warns(DataWarning, match=r"excluded areas .* remove no part .*exclude= and the "
+                                         r"grid share a CRS"):
+        grid = Grid.regular((0, 0, 4, 4), shape=(4, 4), **kwargs)
+    assert np.all(grid.habitable_fraction == 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)  # any overlap at all is a real exclusion
+        grid = Grid.regular((0, 0, 4, 4), shape=(4, 4), exclude=box(3.9, 3.9, 5, 5))
+    assert grid.habitable_fraction.min() == pytest.approx(0.99)
 
 
 def test_triangle_exclusion_hand_computed_areas():

@@ -87,6 +87,17 @@ def test_release_reads_the_region_exclusion_and_areas_layers_given(inputs, city,
     assert "Lattice: 4 areas" in areal.output
 
 
+def test_release_warns_of_an_exclusion_far_from_every_cell_naming_the_option(inputs, tmp_path):
+    far = gpd.read_file(inputs["region"]).translate(1e6, 1e6)  # as if in another CRS
+    path = tmp_path / "lakes.gpkg"
+    gpd.GeoDataFrame(geometry=far).to_file(path, engine="pyogrio")
+    result = run("release", inputs["gpkg"], *ARGS, "--grid", "3x3", "--exclude", path,
+                 "--seed", 1, *FAST, "--out", tmp_path / "r.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "Warning: the excluded areas" in result.output
+    assert "check that --exclude and the grid share a CRS, or drop --exclude" in result.output
+
+
 def test_release_reads_a_geojson_region(inputs, tmp_path):
     path = tmp_path / "region.geojson"
     gpd.read_file(inputs["region"]).to_file(path, engine="pyogrio")

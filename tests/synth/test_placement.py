@@ -28,6 +28,7 @@ ALPHA = 1e-3
 def quiet_grid(*args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IsolatedCellWarning)
+        warnings.simplefilter("ignore", DataWarning)  # random holes may miss the region
         return Grid.regular(*args, **kwargs)
 
 
