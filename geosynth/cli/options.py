@@ -102,11 +102,13 @@ def _grid_form_error(spec: str) -> click.BadParameter:
 
 
 #: geosynth._validation.MAX_CHAINS and MAX_RELEASES, geosynth.model.stopping's MAX_TARGET_ESS,
-#: geosynth.lattice.MAX_CELLS and geosynth.model.fit.MAX_SWEEPS, spelled out: importing them
-#: would load NumPy with the CLI (a test holds them equal).
+#: MIN_MAX_RHAT and MAX_MAX_RHAT, geosynth.lattice.MAX_CELLS and geosynth.model.fit.MAX_SWEEPS,
+#: spelled out: importing them would load NumPy with the CLI (a test holds them equal).
 MAX_CHAINS = 1024
 MAX_RELEASES = 10_000
 MAX_TARGET_ESS = 1_000_000
+MIN_MAX_RHAT = 1.001
+MAX_MAX_RHAT = 2.0
 MAX_CELLS = 4_000_000
 MAX_SWEEPS = 10**9
 
@@ -320,9 +322,11 @@ def stopping_options(f: Callable) -> Callable:
                      show_default=True,
                      help="With --iterations auto: the bulk effective sample size (all chains "
                      "together) that every parameter must reach."),
-        click.option("--max-rhat", type=FiniteFloat(min=1, min_open=True), default=1.01,
+        click.option("--max-rhat", type=FiniteFloat(min=MIN_MAX_RHAT, max=MAX_MAX_RHAT),
+                     default=1.01,
                      show_default=True,
-                     help="With --iterations auto: every parameter's R-hat must be below it."),
+                     help="With --iterations auto: every parameter's R-hat must be below it "
+                     "(1.001 to 2; 1.1 is the most lenient limit in common use)."),
         click.option("--max-seconds", type=FiniteFloat(min=0, min_open=True),
                      default=None, metavar="SECONDS",
                      help="With --iterations auto: stop after this many seconds even if not "

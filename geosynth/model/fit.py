@@ -343,7 +343,9 @@ class PaivaModel:
         max_rhat : float, default 1.01
             With ``n_iter="auto"``: every parameter's R-hat must be below it; at least
             :data:`~geosynth.model.stopping.MIN_MAX_RHAT` (1.001: a smaller limit would keep
-            the fit running by the noise of R-hat itself).
+            the fit running by the noise of R-hat itself), at most
+            :data:`~geosynth.model.stopping.MAX_MAX_RHAT` (2: a larger one accepts chains
+            that have not met).
         max_seconds : float, optional
             With ``n_iter="auto"``: stop at the next chunk of sweeps after this many seconds of
             wall-clock time since the call (compilation included; the warm-up always

@@ -87,6 +87,7 @@ __all__ = [
     "AUTO_THIN",
     "AutoSchedule",
     "ConvergenceCheck",
+    "MAX_MAX_RHAT",
     "MIN_MAX_RHAT",
     "MIN_WINDOW_DRAWS",
     "PACE_MIN_VALUES",
@@ -146,6 +147,12 @@ MAX_TARGET_ESS = 1_000_000
 #: chain of every parameter: 16,000 at 1.001, ten times the default's. ``max_rhat=1 + 1e-10``
 #: asked for 1.6·10¹¹, more than ``max_bytes`` held, and ran until Ctrl-C.
 MIN_MAX_RHAT = 1.001
+#: The largest ``max_rhat``. R-hat² is about 1 + B/W (between- over within-chain variance), so
+#: at 2 the chains' means spread three times as widely as each chain does: chains that have
+#: not met. A larger limit switched the check off (``max_rhat=1e300`` was taken), and an auto
+#: fit then stopped at the ESS alone. 1.1 (Gelman and Rubin's threshold) is the most lenient in
+#: common use.
+MAX_MAX_RHAT = 2.0
 #: Groups reported centred over their parameters at every draw (θ_i − θ̄,
 #: :func:`geosynth.model.state.record`): a group of one such parameter, θ of a one-cell
 #: lattice, is 0 at every draw by construction, the one reported parameter fixed by design.
@@ -187,6 +194,13 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
         raise InputError(
             f"max_rhat must be a number > 1 (R-hat tends to 1 from above as chains converge, "
             f"so a limit <= 1 is never met; 1.01 is the usual choice), got {max_rhat!r}"
+        )
+    if rhat > MAX_MAX_RHAT:
+        raise InputError(
+            f"max_rhat must be at most {MAX_MAX_RHAT:g}, got {max_rhat!r}: chains with an R-hat "
+            "of 2 spread three times as widely between them as within each, so a larger limit "
+            "accepts chains that have not met; 1.01 is the usual choice, 1.1 the most lenient "
+            "in common use"
         )
     if rhat < MIN_MAX_RHAT:
         raise InputError(

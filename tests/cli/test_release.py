@@ -172,13 +172,15 @@ def test_the_cli_caps_options_as_the_library_does():
     from geosynth.cli.demo import MAX_RECORDS as DEMO_MAX_RECORDS
     from geosynth.cli.options import MAX_CELLS as CLI_MAX_CELLS
     from geosynth.cli.options import MAX_CHAINS
+    from geosynth.cli.options import MAX_MAX_RHAT as CLI_MAX_MAX_RHAT
     from geosynth.cli.options import MAX_RELEASES as CLI_MAX_RELEASES
     from geosynth.cli.options import MAX_SWEEPS as CLI_MAX_SWEEPS
     from geosynth.cli.options import MAX_TARGET_ESS as CLI_MAX_TARGET_ESS
+    from geosynth.cli.options import MIN_MAX_RHAT as CLI_MIN_MAX_RHAT
     from geosynth.datasets import MAX_RECORDS
     from geosynth.metrics.utility import MAX_QUADRANTS
     from geosynth.model.fit import MAX_SWEEPS
-    from geosynth.model.stopping import MAX_TARGET_ESS
+    from geosynth.model.stopping import MAX_MAX_RHAT, MAX_TARGET_ESS, MIN_MAX_RHAT
 
     assert MAX_CHAINS == MODEL_MAX_CHAINS and CLI_MAX_RELEASES == MAX_RELEASES
     assert CLI_MAX_TARGET_ESS == MAX_TARGET_ESS
@@ -187,6 +189,10 @@ def test_the_cli_caps_options_as_the_library_does():
     target = {(command, p.name): p.type.max for command in ("tune", "release")
               for p in cli.commands[command].params if p.name == "target_ess"}
     assert set(target.values()) == {MAX_TARGET_ESS}  # refused at parsing, before the data
+    assert (CLI_MIN_MAX_RHAT, CLI_MAX_MAX_RHAT) == (MIN_MAX_RHAT, MAX_MAX_RHAT)
+    rhat = {(command, p.type.min, p.type.max) for command in ("tune", "release")
+            for p in cli.commands[command].params if p.name == "max_rhat"}
+    assert rhat == {("tune", MIN_MAX_RHAT, MAX_MAX_RHAT), ("release", MIN_MAX_RHAT, MAX_MAX_RHAT)}
     caps = {(command, p.name): p.type.max for command in ("demo", "tune", "release")
             for p in cli.commands[command].params if isinstance(p.type, click.IntRange)}
     # the demo's own cap (its evaluation grows with n²) within the scenario's
@@ -495,9 +501,11 @@ def test_one_chain_says_why_r_hat_is_not_shown(inputs, tmp_path):
      (["--thin", 10**15], ["--thin 1000000000000000 with --iterations auto is above 64"]),
      (["--target-ess", 0], ["--target-ess"]),
      (["--max-rhat", 1], ["--max-rhat"]),
+     (["--max-rhat", "1.0005"], ["--max-rhat", "1.001<=x<=2"]),
+     (["--max-rhat", "1e300"], ["--max-rhat", "1.001<=x<=2"]),
      (["--max-seconds", 0], ["--max-seconds"])],
     ids=["burn-in", "one-chain", "max-seconds-fixed", "target-fixed", "word", "zero", "huge",
-         "thin", "target", "rhat", "seconds"],
+         "thin", "target", "rhat", "rhat-noise", "rhat-off", "seconds"],
 )
 def test_stopping_options_are_checked_before_reading(inputs, tmp_path, args, fragments):
     result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "4x4", *args,

@@ -447,6 +447,9 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
      # below R-hat's own noise at any window memory holds: ran until Ctrl-C
      ({"max_rhat": 1 + 1e-10}, r"max_rhat must be at least 1.001, got 1.0000000001: .*Ctrl-C"),
      ({"max_rhat": 1.0009}, r"max_rhat must be at least 1.001"),
+     # a limit no chains can miss switched the R-hat check off
+     ({"max_rhat": 1e300}, r"max_rhat must be at most 2, got 1e\+300: .*have not met"),
+     ({"max_rhat": 2.0001}, r"max_rhat must be at most 2"),
      ({"max_seconds": 0}, r"max_seconds must be a finite number > 0, got 0; leave it out"),
      ({"max_seconds": -5}, r"max_seconds must be a finite number > 0"),
      ({"max_seconds": float("inf")}, r"max_seconds must be a finite number > 0"),
@@ -478,6 +481,13 @@ def test_the_smallest_max_rhat_is_accepted_and_the_next_smaller_refused():
     assert stopping_module.check_auto_arguments(400, smallest, None, auto=True) is None
     with pytest.raises(InputError, match=f"max_rhat must be at least {smallest}"):
         stopping_module.check_auto_arguments(400, np.nextafter(smallest, 0.0), None, auto=True)
+
+
+def test_the_largest_max_rhat_is_accepted_and_the_next_larger_refused():
+    largest = stopping_module.MAX_MAX_RHAT
+    assert stopping_module.check_auto_arguments(400, largest, None, auto=True) is None
+    with pytest.raises(InputError, match=f"max_rhat must be at most {largest:g}"):
+        stopping_module.check_auto_arguments(400, np.nextafter(largest, 3.0), None, auto=True)
 
 
 @pytest.mark.parametrize(
