@@ -760,7 +760,7 @@ def check_columns(
     for name in covariates:
         if name in attrs:
             raise InputError(
-                f"continuous column {name!r} is also listed in attributes; use it in one role"
+                f"continuous column {name!r} is also listed in attributes=; use it in one role"
             )
         if is_identifier_name(name):  # a release publishes its synthetic values under it
             raise InputError(
@@ -923,8 +923,8 @@ def _check_numeric(series: pd.Series) -> None:
     ):
         raise InputError(
             f"continuous column {series.name!r} has non-numeric dtype {dtype}; convert it to "
-            f"numbers (in Python, pd.to_numeric(gdf[{series.name!r}])) or pass it in attributes "
-            "if it is categorical"
+            f"numbers (in Python, pd.to_numeric(gdf[{series.name!r}])) or move it to "
+            "attributes= if it is categorical"
         )
 
 

@@ -2105,7 +2105,7 @@ def _area_ids(areas: gpd.GeoDataFrame | gpd.GeoSeries, id_column: str | None) ->
         values = sorted(set(ids[duplicated].astype(str)))[:_N_NAMED]
         raise GridError(
             f"id_column {id_column!r} has duplicate values {values}; ids must name one area "
-            "each (dissolve the areas by id first: areas.dissolve(by=...))"
+            "each (dissolve the areas by id first (in Python, areas.dissolve(by=...)))"
         )
     alike = ids.astype(str).duplicated(keep=False).to_numpy()
     if alike.any():  # 1 and "1": one id once written to a file, or shown in a table

@@ -993,8 +993,9 @@ def _check_point_types(gdf: gpd.GeoDataFrame, source: Path, kind: str) -> None:
         raise InputError(
             f"{printable(source.name)} has {int(wrong.sum())} non-point geometries ({kinds}; "
             f"{describe_rows(gdf.index, wrong)}; {_ROW_MEANING[kind]}); geosynth needs one "
-            "Point per record: split MultiPoints with gdf.explode() or replace polygons by "
-            "gdf.representative_point(), and save the file again"
+            "Point per record: split MultiPoints into points and replace polygons by a point "
+            "inside each (in Python, gdf.explode() and gdf.representative_point()), and save "
+            "the file again"
         )
 
 

@@ -116,6 +116,17 @@ def test_unknown_area_id_column_is_named(inputs, areas, tmp_path):
     assert "district" in result.output
 
 
+def test_duplicate_area_ids_are_refused_in_gis_words(inputs, areas, tmp_path):
+    frame = gpd.read_file(areas)
+    frame.loc[1, "district"] = "D0"
+    frame.to_file(tmp_path / "twice.gpkg", engine="pyogrio")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", tmp_path / "twice.gpkg",
+                 "--area-id", "district", *FAST, "--out", tmp_path / "x.gpkg")
+    assert_refused(result, "--area-id 'district' has duplicate values ['D0']",
+                   "(dissolve the areas by id first)")
+    assert "areas.dissolve" not in result.output
+
+
 def test_tune_takes_hexagon_candidates_and_prints_their_release_command(inputs, tmp_path):
     result = run("tune", inputs["gpkg"], *GPKG_ARGS, "--hex-sizes", "1500,3000",
                  "--region", inputs["region"], "--iterations", 60, "--burn-in", 20, "--m", 2,

@@ -67,6 +67,22 @@ def test_a_tab_is_typed_as_tab_or_backslash_t(tmp_path):
         assert len(_release_points(out)) == len(data)
 
 
+def test_multipoints_are_refused_in_gis_words(inputs, tmp_path):
+    import geopandas as gpd
+    import shapely
+
+    frame = gpd.read_file(inputs["gpkg"])
+    frame.loc[0, "geometry"] = shapely.MultiPoint([(0, 0), (1, 1)])
+    frame.to_file(tmp_path / "multi.gpkg", engine="pyogrio")
+    result = run("release", tmp_path / "multi.gpkg", "--attributes", "y", "--grid", "3x3",
+                 *FAST, "--out", tmp_path / "x.gpkg")
+    # the GeoPackage layer becomes one of MultiPoints: every record is refused
+    assert_refused(result, "multi.gpkg has 120 non-point geometries (['MultiPoint']",
+                   "split MultiPoints into points and replace polygons by a point inside each, "
+                   "and save the file again")
+    assert "explode" not in result.output and "gdf" not in result.output
+
+
 def test_csv_options_for_a_geopackage_are_refused_naming_the_option(inputs, tmp_path):
     result = run("release", inputs["gpkg"], "--sep", ";", "--attributes", "y", "--grid", "3x3",
                  *FAST, "--out", tmp_path / "r.gpkg")

@@ -550,7 +550,7 @@ def test_release_with_two_continuous_columns(two_covariates, tmp_path):
     ("args", "fragments"),
     [
         (["--continuous", "z,z"], ["--continuous", "listed more than once"]),
-        (["--continuous", "z,y"], ["continuous column 'y' is also listed in attributes"]),
+        (["--continuous", "z,y"], ["continuous column 'y' is also listed in --attributes"]),
         (["--continuous", "z,z2", "--beta-prior", "normal,gamma"],
          ["--beta-prior", "normal or icar"]),
         (["--continuous", "z,z2", "--beta-prior", "normal,icar,icar"],
@@ -631,7 +631,7 @@ def test_a_text_continuous_column_gets_advice_the_command_line_can_follow(two_co
     result = run("release", tmp_path / "text.gpkg", *GPKG_ARGS, "--continuous", "label", *FAST,
                  "--out", tmp_path / "out.gpkg")
     assert_refused(result, "continuous column 'label' has non-numeric dtype",
-                   "convert it to numbers or pass it in attributes")
+                   "convert it to numbers or move it to --attributes if it is categorical")
     assert "to_numeric" not in result.output
 
 

@@ -260,7 +260,7 @@ def test_memory_bound_counts_each_covariate(opposite):
 
 @pytest.mark.parametrize(("continuous", "message"), [
     (["z1", "z1"], r"continuous lists \['z1'\] more than once; name each column once"),
-    (["z1", "a"], r"continuous column 'a' is also listed in attributes; use it in one role"),
+    (["z1", "a"], r"continuous column 'a' is also listed in attributes=; use it in one role"),
     (["z1", "label"], r"continuous column 'label' has non-numeric dtype .*pd.to_numeric"),
     (["z1", "gap"], r"continuous column 'gap' has 1 missing \(NaN\) values .*dropna"),
     (["z1", "nope"], r"continuous column 'nope' is not a column of gdf"),
