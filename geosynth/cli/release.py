@@ -208,8 +208,8 @@ def release(
     seeds of each step, to the private audit file <out>.audit.json, so the owner of the data
     can reproduce the release; the release itself never holds a seed. The seeds of the steps
     also depend on the records, so a guessed --seed does not undo the public row shuffle. With
-    --epsilon the noise comes from fresh OS entropy and --seed (tests only) weakens the
-    guarantee.
+    --epsilon every random draw comes from fresh OS entropy: --seed is refused, no seed is
+    recorded, and the release cannot be reproduced.
 
     \b
     Example:
@@ -228,7 +228,8 @@ def release(
     check_layer_options({"--region": (region_path, region_layer),
                          "--exclude": (exclude_path, exclude_layer)})
     _check_options(lattice, epsilon, region_path, continuous, beta_prior,
-                   levels_file, public_total, m, iterations, burn_in, thin, chains, sampler)
+                   levels_file, public_total, m, iterations, burn_in, thin, chains, sampler,
+                   seed)
     _check_out_extension(out_path)
     limits = _limits(limit_specs, continuous)
     if intensity_path is not None and (hex_size is not None or areas_path is not None):
@@ -317,7 +318,7 @@ def release(
         else:
             from geosynth.dp import dp_model
 
-            result = _dp_release(counts, epsilon, public_total, m, seed, run, progress,
+            result = _dp_release(counts, epsilon, public_total, m, run, progress,
                                  dp_model(sampler), weights)
         stop_if_interrupted(result["fit"])
         summary, r_hat = fit_diagnostics(result["fit"])
@@ -370,11 +371,11 @@ def _one_or_list(names: list[str] | None) -> str | list[str] | None:
 
 def _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains,
-                   sampler) -> None:
+                   sampler, seed) -> None:
     lattice.check(region_path)
     check_run_options(iterations, burn_in, thin, chains, m)
     _check_dp_options(epsilon, region_path or lattice.areas_path, continuous, beta_prior,
-                      levels_file, public_total, sampler)
+                      levels_file, public_total, sampler, seed)
 
 
 def _weights_table(path: str, grid):
@@ -428,13 +429,19 @@ def _check_out_extension(out_path: str) -> None:
 
 
 def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,
-                      public_total, sampler) -> None:
+                      public_total, sampler, seed) -> None:
     if epsilon is None:
         for option, value in (("--levels-file", levels_file), ("--public-total", public_total)):
             if value is not None:
                 raise click.UsageError(f"{option} applies to differentially private releases "
                                        f"only; add --epsilon or drop {option}")
         return
+    if seed is not None:  # was taken, with warnings: a release stating an epsilon it lacked
+        raise click.UsageError(
+            "--seed cannot be used with --epsilon: differentially private noise must come from "
+            "fresh OS entropy, since whoever knows or guesses the seed can replay the noise and "
+            "remove it; drop --seed (a DP release cannot be reproduced, by design)"
+        )
     if region_path is None:
         raise click.UsageError(
             "--epsilon needs --region (or public --areas): without it the lattice bounds are "
@@ -625,7 +632,7 @@ def _keyed_by_records(seeds: dict[str, int], original, counts) -> dict[str, int]
     return keyed
 
 
-def _dp_release(counts, epsilon, public_total, m, seed, run, progress, model,
+def _dp_release(counts, epsilon, public_total, m, run, progress, model,
                 weights=None) -> dict[str, Any]:
     from geosynth.dp import dp_release
 
@@ -636,11 +643,10 @@ def _dp_release(counts, epsilon, public_total, m, seed, run, progress, model,
         _require_keyword(dp_release, "n_public", "--public-total")
         options["n_public"] = public_total
     result = dp_release(counts, epsilon, m, model=model, progress=progress, weights=weights,
-                        seed=seed, **options, **run)
+                        **options, **run)  # no seed: _check_dp_options refused --seed
     info = result.info  # method, epsilon, the ledger, the size rule and n_public
     return {"fit": result.fit, "internal": result.releases, "public": result.releases,
-            "seeds": None if seed is None else {"seed": seed}, "metadata": info,
-            "evaluate_seed": None, "ledger": info.ledger}
+            "seeds": None, "metadata": info, "evaluate_seed": None, "ledger": info.ledger}
 
 
 def _echo_convergence(r_hat: float, fit) -> None:
@@ -684,13 +690,8 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
         + ("" if not r_hat > RHAT_LIMIT else f" (above {RHAT_LIMIT}: not converged)"),
     ]
     if epsilon is not None:
-        from geosynth.synth.release import NOISE_SEEDED
-
-        seeded = result["metadata"].noise == NOISE_SEEDED
         lines += [
-            f"- Differential privacy: epsilon = {epsilon:g}"
-            + (", but the noise was drawn from --seed: NOT private (tests only)"
-               if seeded else ", noise from fresh OS entropy"),
+            f"- Differential privacy: epsilon = {epsilon:g}, noise from fresh OS entropy",
             *(f"- Dropped before counting: {text}" for text in dropped or ()),
             "",
             "## Privacy ledger",

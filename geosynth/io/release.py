@@ -321,7 +321,9 @@ def write_release(
         Seeds used to make the releases (name -> None, an int >= 0, a SeedSequence, or a
         list or dict of these; NaN, floats, strings and bools are refused). They are written
         to the private audit file ``<path>.audit.json`` (:func:`audit_path`, created mode 0600)
-        together with the SHA-256 of the GeoPackage, never into the GeoPackage.
+        together with the SHA-256 of the GeoPackage, never into the GeoPackage. Refused for
+        a differentially private release (one stating an ``epsilon``): no seed may sit beside
+        one.
     overwrite : bool, default False
         Replace an existing file and its audit file. When a release is replaced without
         ``seeds``, its audit file is replaced by one that records no seeds (and the new SHA-256),
@@ -426,6 +428,12 @@ def write_release(
     seed_values = _seed_integers(seeds)
     info = _file_info(releases, frames, lattice, fit, include_intensity, metadata, notes, crs,
                       seed_values)
+    if seeds is not None and info.epsilon is not None:
+        raise InputError(
+            f"seeds= for {printable(target.name)}, a differentially private release (epsilon "
+            f"{info.epsilon:g}): its noise comes from fresh OS entropy, so no seed reproduces it, "
+            "and a seed beside it would be that of a test's replayable noise; drop seeds"
+        )
     if info.noise == NOISE_SEEDED:
         _warn_seeded_noise(f"{printable(target.name)} is written with", stacklevel=3)
     if info.method is None:

@@ -4,6 +4,7 @@ import re
 import stat
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -74,26 +75,38 @@ def whole_numbers(output):
 
 def test_dp_release_records_the_ledger(inputs, tmp_path):
     out = tmp_path / "dp.gpkg"
-    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--region", inputs["region"],
-                 "--epsilon", 1.5, "--levels-file", inputs["levels"], "--seed", 3, *FAST,
-                 "--out", out, "--report", tmp_path / "dp.md")
-    assert result.exit_code == 0, result.output
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        result = run("release", inputs["gpkg"], *GPKG_ARGS, "--region", inputs["region"],
+                     "--epsilon", 1.5, "--levels-file", inputs["levels"], *FAST,
+                     "--out", out, "--report", tmp_path / "dp.md")
+        assert result.exit_code == 0, result.output
+        metadata = io.read_release(out).metadata
     # The exact number of records is what the DP size protects: never on the terminal.
     assert "Read " in result.output and 120 not in whole_numbers(result.output)
     assert "number of records is not shown" in result.output
     assert "120 records" in (tmp_path / "dp.md").read_text()  # the internal report has it
-    assert "NOT differentially private" in result.output  # a seed weakens the guarantee
+    assert "NOT differentially private" not in result.output
     assert "levels are taken from the confidential data" not in result.output
-    assert "dp.gpkg is written with differentially private releases whose noise was drawn " \
-        "from a seed" in result.output
-    with pytest.warns(PrivacyLeakWarning, match="noise was drawn from a seed"):
-        metadata = io.read_release(out).metadata
-    assert metadata["epsilon"] == 1.5 and metadata["noise"] == "seeded"
+    assert "Seeds:" not in result.output and not io.audit_path(out).exists()
+    assert metadata["epsilon"] == 1.5 and metadata["noise"] == "os-entropy"
     assert metadata["ledger"]["spent"]["epsilon"] == pytest.approx(1.5)
     assert metadata["lattice"]["is_clipped"] is True
     report = (tmp_path / "dp.md").read_text()
     assert "Privacy ledger" in report
-    assert "epsilon = 1.5, but the noise was drawn from --seed: NOT private" in report
+    assert "epsilon = 1.5, noise from fresh OS entropy" in report
+
+
+def test_dp_release_refuses_a_seed_before_reading(inputs, tmp_path):
+    # --seed was taken with warnings: a file stating epsilon 1.5 for noise that anyone
+    # guessing --seed 3 could replay and subtract, and the seed in the audit file beside it.
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--region", inputs["region"],
+                 "--epsilon", 1.5, "--levels-file", inputs["levels"], "--seed", 3, *FAST,
+                 "--out", tmp_path / "dp.gpkg")
+    assert_refused(result, "--seed cannot be used with --epsilon", "fresh OS entropy",
+                   "drop --seed")
+    assert "Read " not in result.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_dp_release_without_levels_file_is_refused(inputs, tmp_path):
@@ -592,7 +605,7 @@ def test_sampler_option_reaches_the_model(inputs, tmp_path, sampler):
 def test_dp_release_takes_the_mh_sampler(inputs, tmp_path):
     result = run("release", inputs["gpkg"], *GPKG_ARGS, "--region", inputs["region"],
                  "--epsilon", 1.5, "--levels-file", inputs["levels"], "--sampler", "mh",
-                 "--seed", 3, *FAST, "--out", tmp_path / "dp.gpkg")
+                 *FAST, "--out", tmp_path / "dp.gpkg")
     assert result.exit_code == 0, result.output
 
 

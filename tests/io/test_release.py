@@ -518,6 +518,23 @@ def test_metadata_cannot_claim_a_privacy_the_releases_do_not_have(tmp_path, fitt
     assert read_release(path).metadata["epsilon"] is None
 
 
+@pytest.mark.parametrize("noise", [None, "os-entropy", "seeded"])
+def test_a_differentially_private_release_takes_no_seeds(tmp_path, noise):
+    # The CLI wrote a seeded DP release's seed to the audit file beside it: whoever read it
+    # could replay the noise. No seed may sit beside a DP release, whatever its noise.
+    metadata = {"method": "paiva-dp", "epsilon": 1.5, **({} if noise is None else
+                                                          {"noise": noise})}
+    path = tmp_path / "dp.gpkg"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # "seeded" warns too
+        with pytest.raises(InputError, match=r"seeds= for dp.gpkg, a differentially private "
+                           r"release \(epsilon 1.5\).*drop seeds"):
+            write_release(path, [public_like()], metadata=metadata, seeds={"synthesize": 3})
+    assert list(tmp_path.iterdir()) == []
+    write_release(path, [public_like()], metadata={"method": "paiva-dp", "epsilon": 1.5})
+    assert not audit_path(path).exists()
+
+
 def test_metadata_given_as_a_release_info_writes_the_same_table(tmp_path):
     ledger = {"spent": {"epsilon": 1.5, "delta": 0.0}}
     given = {"method": "paiva-dp", "epsilon": 1.5, "n_public": 4, "ledger": ledger}
