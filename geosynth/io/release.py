@@ -1075,6 +1075,26 @@ def _warn_unknown_method(name: str) -> None:
     )
 
 
+def _check_drawn_from_a_fit(releases: Sequence[gpd.GeoDataFrame]) -> None:
+    """Refuse, beside ``fit=``, a release that no geosynth synthesizer recorded drawing.
+
+    ``fit=`` names the method in the file, so ``to_public(original)`` given with a fit was
+    published as the fit's synthetic points, with no warning: every point a confidential
+    record's own location. The synthesizers record themselves on each release
+    (:func:`geosynth.synth.release.release_info`), and :func:`geosynth.to_public` keeps it.
+    """
+    for k, release in enumerate(releases, start=1):
+        if release_info(release) is None:
+            raise InputError(
+                f"release {k} ({RELEASE_LAYER.format(k)}) carries no record of the synthesizer "
+                "that drew it, so with fit= the file would call points of unknown origin (the "
+                "original records themselves, for to_public of the input) the fit's synthetic "
+                "points; pass geosynth.to_public(r) of each release r that geosynth.synthesize "
+                "drew from the fit (pandas keeps the record through selections and renames; "
+                "pd.concat and some constructors drop it)"
+            )
+
+
 def _claims_privacy_without_it(info: ReleaseInfo) -> bool:
     """Whether a record names a method made without DP and yet an ε, a noise or a ledger."""
     return info.method in _EXACT_METHODS and any(
@@ -1128,6 +1148,8 @@ def _file_info(
     if notes is not None and not isinstance(notes, str):
         raise InputError(f"notes must be a str (free text), got {type(notes).__name__}")
     found = ReleaseInfo.of_set(releases)
+    if fit is not None:
+        _check_drawn_from_a_fit(releases)
     from_fit = _fit_info(fit)
     _check_privacy_claim(given, found, from_fit)
     ledger = given.ledger or found.ledger or from_fit.ledger

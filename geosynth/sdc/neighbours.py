@@ -116,6 +116,7 @@ from geosynth.errors import (
     MemoryLimitError,
     PrivacyLeakWarning,
 )
+from geosynth.synth.release import LINKED_ATTR, ReleaseInfo, set_release_info
 
 __all__ = ["NeighbourResampleInfo", "neighbour_resample", "MAX_NEIGHBOUR_PAIRS"]
 
@@ -934,6 +935,19 @@ def _warn_whole_copies(
     )
 
 
+def _as_baseline(out: pd.DataFrame) -> pd.DataFrame:
+    """Mark ``out`` as the row-aligned output of the neighbour baseline, and return it.
+
+    Its points are records' true locations, so :func:`geosynth.io.write_release` and the public
+    review maps refuse it, even after :func:`geosynth.to_public`; the record replaces the
+    input's ``attrs``.
+    """
+    out.attrs = {}
+    set_release_info(out, ReleaseInfo(method="neighbour"))
+    out.attrs[LINKED_ATTR] = True
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Public function
 # --------------------------------------------------------------------------------------------
@@ -1050,7 +1064,10 @@ def neighbour_resample(
         ``no_neighbours="suppress"`` the selected records with fewer than ``min_neighbours``
         distinct neighbours are missing. Categorical columns keep the categories of their
         dtype, also those held only by records suppressed or resampled away (a
-        :class:`~geosynth.errors.PrivacyLeakWarning` then names the columns).
+        :class:`~geosynth.errors.PrivacyLeakWarning` then names the columns). Its ``attrs``
+        mark it as the row-aligned output of a baseline (method ``"neighbour"``): its points
+        are records' true locations, so :func:`geosynth.io.write_release` and public review
+        maps refuse it, also after :func:`geosynth.to_public`.
     NeighbourResampleInfo
         Only with ``return_info=True``.
 
@@ -1115,7 +1132,7 @@ def neighbour_resample(
         _warn_unselected_locations(int(n - selected.sum()), n, modprop)
     if not selected.any() and not return_info:
         _warn_unchanged_geometries(df, resampled)
-        return df.copy()
+        return _as_baseline(df.copy())
 
     numeric_cols = [c for c in cols if c not in cats]
     cat_cols = [c for c in cols if c in cats]
@@ -1171,6 +1188,7 @@ def neighbour_resample(
         n_suppressed = int(lonely.size)
     _warn_lost_categories(df, out)
     _warn_unchanged_geometries(out, resampled)
+    _as_baseline(out)
 
     if not return_info:
         return out

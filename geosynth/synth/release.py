@@ -111,9 +111,16 @@ PUBLIC_ATTR = "geosynth_public"
 #: Methods of :func:`make_release` whose records are drawn from noisy counts, not one per
 #: confidential record (ε-DP locations, OnTheMap): their rows are not aligned with the input.
 UNLINKED_METHODS = frozenset({"paiva-dp", "onthemap"})
-#: Methods whose points stay in (Naive) or next to (donut) each record's own location: baselines
-#: to compare with, never to publish.
-BASELINE_METHODS = frozenset({"naive", "donut"})
+#: Methods whose points stay in (Naive) or next to (donut) each record's own location, or are
+#: records' true locations (Matloff and Tendick's neighbour resampling,
+#: :func:`geosynth.sdc.neighbour_resample`): baselines to compare with, never to publish.
+BASELINE_METHODS = frozenset({"naive", "donut", "neighbour"})
+#: Where each baseline's points lie, as :func:`refuse_baseline` says it.
+_BASELINE_POINTS = {
+    "naive": "stay in each record's own cell",
+    "donut": "stay next to each record's own location",
+    "neighbour": "are records' true locations (their own, or their neighbours' coordinates)",
+}
 #: ``attrs`` key that :func:`to_public` keeps on the public form of a baseline (its method).
 BASELINE_ATTR = "geosynth_baseline"
 #: :attr:`ReleaseInfo.noise` of a DP release whose noise came from fresh OS entropy.
@@ -998,13 +1005,13 @@ def refuse_baseline(frame: Any, name: str, fix: str) -> None:
     Raises
     ------
     geosynth.errors.InputError
-        ``frame`` was made by the Naive or donut baseline.
+        ``frame`` was made by a baseline (the Naive, donut or neighbour method).
     """
     method = baseline_method(frame)
     if method is not None:
         raise InputError(
-            f"{name} was made by the {method} baseline, whose points stay in (naive) or next "
-            f"to (donut) each record's own location, next to all its other columns: {fix}"
+            f"{name} was made by the {method} baseline, whose points {_BASELINE_POINTS[method]}, "
+            f"next to all its other columns: {fix}"
         )
 
 

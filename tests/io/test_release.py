@@ -44,7 +44,7 @@ from geosynth.io import (
     verify_audit,
     write_release,
 )
-from geosynth.synth.release import LINKED_ATTR, PUBLIC_ATTR
+from geosynth.synth.release import LINKED_ATTR, PUBLIC_ATTR, set_release_info
 from tests.io.helpers import (
     CRS,
     FIT_SEED,
@@ -561,6 +561,13 @@ def _noise_aware_fit(noisy):
                     beta=None, eta=eta, noise_scale=noisy.noise_scale)
 
 
+def _drawn_like(method="paiva-dp"):
+    """A public-looking release with the record a synthesizer leaves (fit= needs one)."""
+    frame = public_like()
+    set_release_info(frame, ReleaseInfo(method=method))
+    return frame
+
+
 def test_a_fit_of_counts_noised_elsewhere_is_written_as_external(tmp_path):
     """Counts geosynth did not noise: the file says "external", and metadata cannot upgrade it."""
     grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS)
@@ -573,8 +580,8 @@ def test_a_fit_of_counts_noised_elsewhere_is_written_as_external(tmp_path):
     path = tmp_path / "external.gpkg"
     with pytest.raises(InputError, match=r"metadata\['noise'\] = 'os-entropy' contradicts how "
                                          r"these releases were made \(noise 'external'\)"):
-        write_release(path, [public_like()], fit=fit, metadata={"noise": "os-entropy"})
-    write_release(path, [public_like()], fit=fit)
+        write_release(path, [_drawn_like()], fit=fit, metadata={"noise": "os-entropy"})
+    write_release(path, [_drawn_like()], fit=fit)
     info = read_release(path).info
     assert (info.noise, info.epsilon) == ("external", 1.0)
 
@@ -586,10 +593,10 @@ def test_a_noise_aware_fit_gives_its_epsilon_and_ledger(tmp_path):
     with pytest.warns(PrivacyLeakWarning):
         fit = _noise_aware_fit(dp_counts(counts, 1.0, accountant, seed=3))
     path = tmp_path / "dp.gpkg"
-    # to_public dropped the releases' records; the seeded noise is said on writing and reading
+    # the releases record no noise; the fit's seeded noise is said on writing and reading
     with pytest.warns(PrivacyLeakWarning, match="dp.gpkg is written with .* noise was drawn "
                                                 "from a seed .* not differentially private"):
-        write_release(path, [public_like()], fit=fit)
+        write_release(path, [_drawn_like()], fit=fit)
     with pytest.warns(PrivacyLeakWarning, match="dp.gpkg holds .* noise was drawn from a seed"):
         info = read_release(path).info
     assert info.method == "paiva-dp" and info.epsilon == 1.0 and info.noise == "seeded"
@@ -606,10 +613,10 @@ def test_a_seeded_release_cannot_be_written_as_private(tmp_path):
     path = tmp_path / "dp.gpkg"
     with pytest.raises(InputError, match=r"metadata\['noise'\] = 'os-entropy' contradicts how "
                                          r"these releases were made \(noise 'seeded'\)"):
-        write_release(path, [public_like()], fit=seeded, metadata={"noise": "os-entropy"})
+        write_release(path, [_drawn_like()], fit=seeded, metadata={"noise": "os-entropy"})
     with pytest.raises(InputError, match=r"metadata\['noise'\] must be one of \['external', "
                                          r"'os-entropy', 'seeded'\], got 'none'"):
-        write_release(path, [public_like()], fit=seeded, metadata={"noise": "none"})
+        write_release(path, [_drawn_like()], fit=seeded, metadata={"noise": "none"})
     with pytest.raises(InputError, match="method 'paiva', made without differential privacy, "
                                          "and an epsilon, a noise or a ledger"):
         write_release(path, [public_like()], metadata={"method": "paiva", "noise": "seeded"})
@@ -618,7 +625,7 @@ def test_a_seeded_release_cannot_be_written_as_private(tmp_path):
     fresh = _noise_aware_fit(dp_counts(counts, 1.0))  # OS entropy: no warning anywhere
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        write_release(path, [public_like()], fit=fresh)
+        write_release(path, [_drawn_like()], fit=fresh)
         assert read_release(path).info.noise == "os-entropy"
     set_metadata(path, "noise", "replayed")
     with pytest.raises(InputError, match="metadata noise is 'replayed', not one of"):
@@ -917,6 +924,14 @@ def test_points_of_unknown_origin_are_warned_of(tmp_path, make_scenario_counts):
         warnings.simplefilter("error", PrivacyLeakWarning)
         write_release(tmp_path / "made.gpkg", public, grid=grid)
     assert read_release(tmp_path / "made.gpkg").metadata["method"] == "paiva"
+    # fit= named the method: the original points were written as the fit's, with no warning
+    with pytest.raises(InputError, match=r"release 2 \(synthetic_2\) carries no record of the "
+                                         r"synthesizer .*pass geosynth.to_public\(r\)"):
+        write_release(tmp_path / "fit.gpkg", [*public, original], fit=fit)
+    assert not (tmp_path / "fit.gpkg").exists()
+    # the record survives what an analyst does to a release: select, rename, reproject
+    edited = public[0][["y", "geometry"]].rename(columns={"y": "y"}).to_crs(grid.crs)
+    write_release(tmp_path / "edited.gpkg", [edited], fit=fit)
 
 
 def test_to_public_marks_its_output_and_read_release_too(tmp_path, fitted):

@@ -18,6 +18,7 @@ from scipy.stats import binom
 from shapely.geometry import LineString, Point
 
 import geosynth.sdc.neighbours as nbmod
+from geosynth import to_public
 from geosynth.errors import (
     DataWarning,
     InputError,
@@ -25,8 +26,10 @@ from geosynth.errors import (
     MemoryLimitError,
     PrivacyLeakWarning,
 )
+from geosynth.io import write_release
 from geosynth.sdc import neighbour_resample
 from geosynth.sdc.neighbours import NeighbourResampleInfo
+from geosynth.synth.release import baseline_method, is_linked
 
 CRS = "EPSG:31983"
 WEIGHTS = {"sex": 0.2, "region": 0.3, "owner": 0.5}
@@ -1036,3 +1039,22 @@ def test_records_not_selected_keep_their_true_location_with_a_warning():
         warnings.simplefilter("always")
         neighbour_resample(pd.DataFrame(gdf[NUMERIC]), 1.5, modprop=0.5, seed=0)
     assert not [w for w in record if "not selected" in str(w.message)]
+
+
+def test_the_output_is_a_baseline_that_the_writer_refuses_even_when_public(tmp_path):
+    # Its points are records' true locations (its own, or its neighbours'): written as a
+    # release, 120 of 120 points were original ones.
+    gdf = pairs_gdf()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        moved = neighbour_resample(gdf, 0.5, include_coordinates=True, seed=0)
+        kept = neighbour_resample(gdf, 0.5, modprop=0, seed=0)
+    for out in (moved, kept):
+        assert baseline_method(out) == "neighbour" and is_linked(out)
+        public = to_public(out, seed=1)
+        assert baseline_method(public) == "neighbour"
+        with pytest.raises(InputError, match=r"made by the neighbour baseline, whose points are "
+                                             r"records' true locations"):
+            write_release(tmp_path / "r.gpkg", [public])
+    assert list(tmp_path.iterdir()) == []
+    assert gdf.attrs == {}  # the input is not marked

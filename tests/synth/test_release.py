@@ -540,7 +540,7 @@ def test_an_altered_baseline_marker_is_refused(marker):
     """An unhashable marker raised a raw TypeError; any other one was silently not a baseline."""
     frame = point_frame({BASELINE_ATTR: marker})
     with pytest.raises(InputError, match=r"attrs\['geosynth_baseline'\] must be one of "
-                                         r"\['donut', 'naive'\].*del release.attrs"):
+                                         r"\['donut', 'naive', 'neighbour'\].*del release.attrs"):
         baseline_method(frame)
 
 
