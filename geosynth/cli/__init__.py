@@ -13,13 +13,15 @@ as one ``Warning: ...`` line each on stderr, like the progress bars (``geosynth 
 bars).
 
 Ctrl-C anywhere in a command (imports, reading, fitting, writing) prints one line,
-``Interrupted: nothing was written``, and exits with status 130: the commands stage every output
-and move them into place only at the very end (:class:`geosynth.cli.helpers.RunOutputs`), so an
-interrupted run leaves no file behind and replaces none, even with ``--overwrite``.
+``Interrupted: nothing was written``, and exits with status 130 (SIGTERM and SIGHUP likewise,
+with 143 and 129): the commands stage every output and move them into place only at the very
+end (:class:`geosynth.cli.helpers.RunOutputs`), so an interrupted run leaves no file behind and
+replaces none, even with ``--overwrite``.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
 import warnings
@@ -62,14 +64,21 @@ class GeosynthGroup(click.Group):
 
 
 def _interrupted(ctx: click.Context) -> None:
-    """Print the one line of an interrupted run and exit with status 130."""
+    """Print the one line of an interrupted run and exit with status 128 + the signal's number.
+
+    130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP, as a shell reports a process
+    those signals ended.
+    """
+    watch = (ctx.obj or {}).get("interrupts")
+    signum = watch.signum if isinstance(watch, InterruptWatch) else int(signal.SIGINT)
+    by = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
     written = (ctx.obj or {}).get("written") or []
     if written:
-        click.echo(f"Interrupted after the outputs were written: "
+        click.echo(f"Interrupted{by} after the outputs were written: "
                    f"{', '.join(map(str, written))}", err=True)
     else:
-        click.echo("Interrupted: nothing was written", err=True)
-    ctx.exit(INTERRUPTED)
+        click.echo(f"Interrupted{by}: nothing was written", err=True)
+    ctx.exit(INTERRUPTED if signum == signal.SIGINT else 128 + signum)
 
 
 def _warning_printer(show_other, watch: InterruptWatch, obj: dict):

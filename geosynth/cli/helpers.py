@@ -31,6 +31,7 @@ __all__ = [
     "RHAT_LIMIT",
     "describe_rhat",
     "INTERRUPTED",
+    "WATCHED_SIGNALS",
     "InterruptWatch",
     "RunOutputs",
     "stop_if_interrupted",
@@ -60,46 +61,61 @@ RHAT_LIMIT = 1.05
 INTERRUPTED = 130
 
 
+#: Signals a command run ends on as on Ctrl-C (SIGINT): SIGTERM is what ``timeout``, ``kill``,
+#: batch schedulers, systemd and Docker send, SIGHUP what a closed terminal sends. Python's
+#: default for both ended the process at once, leaving the staged outputs (a review map with
+#: the original points, the internal report) in hidden folders until the next run.
+WATCHED_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                        if hasattr(signal, name))
+
+
 class InterruptWatch:
     """Notice every Ctrl-C of a command run, even one that a library step caught and survived.
 
     A fit stopped by Ctrl-C may keep its partial draws and return normally; the command must
     still abort. Used as a context manager around a command (by the ``geosynth`` group), the
-    watch installs a SIGINT handler that records the interrupt and raises
-    :class:`KeyboardInterrupt` as Python's default handler does, so :attr:`interrupted` stays
-    True whoever catches the exception. :meth:`deferred` holds Ctrl-C back while the outputs are
-    moved into place, so that a run ends either with all of its files or with none of them.
+    watch installs a handler of SIGINT (and of SIGTERM and SIGHUP, :data:`WATCHED_SIGNALS`)
+    that records the interrupt and raises :class:`KeyboardInterrupt` as Python's default SIGINT
+    handler does, so :attr:`interrupted` stays True whoever catches the exception, and
+    :attr:`signum` says which signal it was. :meth:`deferred` holds the signal back while the
+    outputs are moved into place, so that a run ends either with all of its files or with none
+    of them.
 
-    Outside the main thread (where signal handlers cannot be set) or when SIGINT is ignored (a
-    background job), the watch only records what it is told through :meth:`note`.
+    Outside the main thread (where signal handlers cannot be set) the watch only records what
+    it is told through :meth:`note`; a signal that is ignored (SIGINT of a background job, SIGHUP
+    under ``nohup``) stays ignored.
     """
 
     def __init__(self) -> None:
         self.interrupted = False
-        self._previous: Any = None
-        self._installed = False
+        #: The signal that interrupted the run (SIGINT when told through :meth:`note`).
+        self.signum: int = int(signal.SIGINT)
+        self._previous: dict[int, Any] = {}
         self._deferring = False
         self._pending = False
 
     def __enter__(self) -> InterruptWatch:
         if threading.current_thread() is threading.main_thread():
-            previous = signal.getsignal(signal.SIGINT)
-            if previous is not signal.SIG_IGN:
-                self._previous = previous
-                signal.signal(signal.SIGINT, self._handle)
-                self._installed = True
+            for signum in WATCHED_SIGNALS:
+                previous = signal.getsignal(signum)
+                if previous is not signal.SIG_IGN:
+                    self._previous[signum] = previous
+                    signal.signal(signum, self._handle)
         return self
 
     def __exit__(self, kind, value, traceback) -> None:
         if isinstance(value, KeyboardInterrupt):
             self.interrupted = True
-        if self._installed:
-            previous = signal.default_int_handler if self._previous is None else self._previous
-            signal.signal(signal.SIGINT, previous)
-            self._installed = False
+        for signum, previous in self._previous.items():
+            if previous is None:  # set outside Python: restore the defaults
+                previous = (signal.default_int_handler if signum == signal.SIGINT
+                            else signal.SIG_DFL)
+            signal.signal(signum, previous)
+        self._previous = {}
 
     def _handle(self, signum, frame) -> None:
         self.interrupted = True
+        self.signum = int(signum)
         if self._deferring:
             self._pending = True
             return

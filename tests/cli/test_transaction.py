@@ -289,8 +289,15 @@ def test_ctrl_c_during_the_commit_is_held_back(inputs, tmp_path, monkeypatch):
     assert io.read_release(tmp_path / "release.gpkg").m == 2
 
 
-def test_sigint_to_the_console_script(inputs, tmp_path):
-    """A real Ctrl-C (SIGINT) during the fit: exit 130, one line, nothing on disk."""
+@pytest.mark.parametrize(("signum", "status", "line"), [
+    (signal.SIGINT, 130, "Interrupted: nothing was written"),
+    # timeout, kill, schedulers and Docker send SIGTERM: it ended the process at once, and the
+    # staged review map (the original points) and report stayed in hidden folders
+    (signal.SIGTERM, 143, "Interrupted by SIGTERM: nothing was written"),
+    (signal.SIGHUP, 129, "Interrupted by SIGHUP: nothing was written"),
+], ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_to_the_console_script(inputs, tmp_path, signum, status, line):
+    """A real Ctrl-C (SIGINT) or SIGTERM during the fit: one line, nothing on disk."""
     script = Path(sys.executable).with_name("geosynth")
     out = tmp_path / "out"
     args = [str(script), "-q", "release", str(inputs["gpkg"]), "--attributes", "y,x1",
@@ -310,15 +317,15 @@ def test_sigint_to_the_console_script(inputs, tmp_path):
                 seen += os.read(process.stderr.fileno(), 4096)
         assert b"Fitting" in seen, seen
         time.sleep(1.0)  # in the sampler (or still compiling it)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         stdout, stderr = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
     stderr = (seen + stderr).decode()
-    assert process.returncode == 130, stderr
-    assert stderr.rstrip().endswith("Interrupted: nothing was written"), stderr
+    assert process.returncode == status, stderr
+    assert stderr.rstrip().endswith(line), stderr
     assert stderr.count("Interrupted") == 1 and "Traceback" not in stderr, stderr
     assert not out.exists() or files(out) == []
 
