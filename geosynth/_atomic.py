@@ -50,7 +50,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -61,6 +61,7 @@ from geosynth.errors import InputError
 __all__ = [
     "AtomicOutputs",
     "atomic_path",
+    "companion_of",
     "create_new",
     "private_file_mode",
     "remove_stale_staging",
@@ -83,6 +84,34 @@ _SQLITE_JOURNALS = ("-wal", "-shm", "-journal")
 # GDAL's files about a raster or vector file, read as part of it: auxiliary metadata and
 # statistics, overviews, masks.
 _GDAL_SIDECARS = (".aux.xml", ".ovr", ".msk")
+
+
+def companion_of(path: Path, others: Iterable[Path]) -> Path | None:
+    """Return the one of ``others`` beside which GDAL or SQLite keeps a file named ``path``.
+
+    GDAL reads ``<file>.aux.xml``, ``.ovr`` and ``.msk`` as part of ``<file>`` (and a commit
+    sets them aside with the file it replaces, :func:`_set_aside_gdal_sidecars`); SQLite keeps
+    ``<file>-wal``, ``-shm`` and ``-journal`` beside an open GeoPackage. An output so named was
+    deleted by the commit that moved ``<file>`` in, after the run had said it was written. The
+    suffix is compared without case (it is on case-insensitive file systems).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        An output.
+    others : iterable of pathlib.Path
+        The other outputs, compared with ``path`` as given (resolve them alike).
+
+    Returns
+    -------
+    pathlib.Path or None
+        The output ``path`` is a companion file of, or None.
+    """
+    for other in others:
+        if path.parent == other.parent and path.name.lower() in {
+                (other.name + suffix).lower() for suffix in _GDAL_SIDECARS + _SQLITE_JOURNALS}:
+            return other
+    return None
 
 
 def private_file_mode() -> int:
@@ -183,12 +212,28 @@ class AtomicOutputs:
                              "on disk")
         if any(_same_path(target, staged.target) for staged in self._staged):
             raise ValueError(f"{target} was already added to these outputs")
+        self._refuse_companions(target)
         _check_replaceable(target, self.overwrite)
         folder, lock = self._make_staging_folder(target)
         staged = _Staged(target=target, folder=folder, path=folder / target.name,
                          private=private, lock=lock)
         self._staged.append(staged)
         return staged.path
+
+    def _refuse_companions(self, target: Path) -> None:
+        """Refuse ``target`` if it is a GDAL or SQLite companion of an output, or has one."""
+        key = _path_key(target)
+        for staged in self._staged:
+            other = _path_key(staged.target)
+            owner, companion = ((staged.target, target) if companion_of(key, [other])
+                                else (target, staged.target) if companion_of(other, [key])
+                                else (None, None))
+            if owner is not None:
+                raise InputError(
+                    f"the output {str(companion)!r} is the name GDAL or SQLite gives a file "
+                    f"beside the output {str(owner)!r}, read as part of it and removed when it "
+                    "is replaced; give it another name (nothing was written)"
+                )
 
     def _make_staging_folder(self, target: Path) -> tuple[Path, int]:
         """Create the folders of ``target`` and its staging folder, locked; return both.
@@ -799,8 +844,19 @@ def _drop_claim(folder: Path, target: Path) -> None:
             os.unlink(target)
 
 
+def _path_key(path: Path) -> Path:
+    """``path`` with its folder resolved (links followed), its own name kept.
+
+    A link named as the output is replaced, not followed; links in its folders name the same
+    places: ``a.txt`` and ``link/a.txt`` with ``link -> .`` compared unequal by ``abspath``, and
+    the second silently won (or the commit blamed "another process").
+    """
+    absolute = Path(os.path.abspath(path))
+    return Path(os.path.realpath(absolute.parent)) / absolute.name
+
+
 def _same_path(a: Path, b: Path) -> bool:
-    return os.path.abspath(a) == os.path.abspath(b)
+    return _path_key(a) == _path_key(b)
 
 
 # ---------------------------------------------------------------------- writers' side

@@ -99,6 +99,33 @@ def test_add_refuses_directories_duplicates_and_reuse(tmp_path):
         outputs.add(tmp_path / "y.txt")
 
 
+def test_add_sees_the_same_file_through_a_linked_folder(tmp_path):
+    # abspath compared them unequal: with overwrite the second silently won, without it the
+    # commit blamed "another process"
+    (tmp_path / "here").symlink_to(tmp_path, target_is_directory=True)
+    outputs = AtomicOutputs(overwrite=True)
+    outputs.add(tmp_path / "a.txt")
+    with pytest.raises(ValueError, match="already added"):
+        outputs.add(tmp_path / "here" / "a.txt")
+    outputs.discard()
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ("int.tif", "int.tif.aux.xml"), ("int.tif.OVR", "int.tif"), ("r.gpkg", "r.gpkg-wal"),
+])
+def test_add_refuses_an_output_named_as_another_s_companion_file(tmp_path, first, second):
+    # The commit moved int.tif in after int.tif.aux.xml and set its "stale sidecar" aside,
+    # deleting the output just written.
+    outputs = AtomicOutputs(overwrite=False)
+    outputs.add(tmp_path / first)
+    with pytest.raises(InputError, match=r"is the name GDAL or SQLite gives a file beside the "
+                                         r"output .*give it another name"):
+        outputs.add(tmp_path / second)
+    outputs.add(tmp_path / "int.tif.md")  # another name is fine
+    outputs.discard()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_unwritable_folder_fails_when_added(tmp_path):
     # A raw OSError (FileExistsError, PermissionError) whose file was a folder of the path or
     # the staging folder: a writer without a CLI said nothing about the path it was given.

@@ -478,20 +478,22 @@ def check_outputs(
     return given
 
 
-# SQLite's files beside a GeoPackage while it is written: an output so named was refused only
-# by the final move into place, after the fit, in words blaming "a program (such as QGIS)".
-_SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
-
-
 def _refuse_sidecar_names(given: Mapping[str, Path], keys: Mapping[str, Path]) -> None:
-    """Refuse an output named as another output GeoPackage's SQLite sidecar (``r.gpkg-wal``)."""
-    sidecars = {key.with_name(key.name + suffix): name for name, key in keys.items()
-                if key.suffix.lower() == ".gpkg" for suffix in _SQLITE_SIDECARS}
+    """Refuse an output named as another output's GDAL or SQLite companion file.
+
+    ``r.gpkg-wal`` was refused only by the final move into place, after the fit, in words
+    blaming "a program (such as QGIS)"; ``--report int.tif.aux.xml`` beside ``--intensity-tif
+    int.tif`` was written, then removed with the GeoTIFF's stale sidecars.
+    """
+    from geosynth._atomic import companion_of
+
     for name, key in keys.items():
-        if key in sidecars:
-            raise InputError(f"{name} {str(given[name])!r} is the name SQLite gives a file "
-                             f"beside {sidecars[key]} while writing it; give {name} another "
-                             "name (nothing was written)")
+        owner = companion_of(key, [other for other in keys.values() if other != key])
+        if owner is not None:
+            option = next(o for o, k in keys.items() if k == owner)
+            raise InputError(f"{name} {str(given[name])!r} is the name GDAL or SQLite gives a "
+                             f"file beside {option}, read as part of it and removed when it "
+                             f"is replaced; give {name} another name (nothing was written)")
 
 
 def _output_key(option: str, path: Path) -> Path:

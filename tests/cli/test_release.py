@@ -272,8 +272,22 @@ def test_an_output_named_as_the_release_s_sqlite_sidecar_is_refused_before_the_f
     # QGIS)".
     result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--out", tmp_path / "r.gpkg",
                  "--map", tmp_path / f"r.gpkg{sidecar}")
-    assert_refused(result, f"--map '{tmp_path / f'r.gpkg{sidecar}'}' is the name SQLite gives "
-                           "a file beside --out while writing it")
+    assert_refused(result, f"--map '{tmp_path / f'r.gpkg{sidecar}'}' is the name GDAL or SQLite "
+                           "gives a file beside --out")
+    assert "Fitting" not in result.output and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("option", "sidecar"), [("--report", ".aux.xml"), ("--map", ".ovr"),
+                                                 ("--report", ".MSK")])
+def test_an_output_named_as_the_geotiff_s_gdal_sidecar_is_refused_before_the_fit(
+        inputs, tmp_path, option, sidecar):
+    # Written, then removed with the GeoTIFF's stale sidecars when the GeoTIFF moved in; the
+    # run said "Wrote int.tif.aux.xml (internal report)".
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--grid", "4x4", *FAST,
+                 "--out", tmp_path / "r.gpkg", "--intensity-tif", tmp_path / "int.tif",
+                 option, tmp_path / f"int.tif{sidecar}")
+    assert_refused(result, f"{option} '{tmp_path / f'int.tif{sidecar}'}' is the name GDAL or "
+                           "SQLite gives a file beside --intensity-tif")
     assert "Fitting" not in result.output and list(tmp_path.iterdir()) == []
 
 
