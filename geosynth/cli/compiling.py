@@ -15,12 +15,13 @@ compiled stays in the cache.
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import time
 import warnings
 
 import click
 
-from geosynth.cli.helpers import INTERRUPTED
+from geosynth.cli.helpers import INTERRUPTED, WATCHED_SIGNALS
 
 __all__ = ["compile_samplers", "compile_kind", "wanted_kinds", "KINDS"]
 
@@ -88,6 +89,18 @@ def wanted_kinds(kinds: str) -> list[str]:
     return wanted
 
 
+def _terminate_by_default() -> None:
+    """Let SIGTERM and SIGHUP end a worker at once, as ``Pool.terminate`` expects.
+
+    A forked worker inherits the command's :class:`~geosynth.cli.helpers.InterruptWatch`
+    handlers, by which they raised KeyboardInterrupt inside the compilation instead, and
+    ``terminate`` waited for it to end.
+    """
+    for signum in WATCHED_SIGNALS:
+        if signum != signal.SIGINT:
+            signal.signal(signum, signal.SIG_DFL)
+
+
 @click.command("compile", short_help="Compile the samplers ahead of the first fit.")
 @click.option("--kinds", default=",".join(KINDS), show_default=True,
               help="Comma-separated kinds of fit to compile: "
@@ -108,7 +121,8 @@ def compile_samplers(kinds: str, jobs: int) -> None:
                "time ...", err=True)
     # Forked: this process has not loaded numba (the kernels load in the workers), and a
     # Pool can be terminated on Ctrl-C, which a ProcessPoolExecutor cannot.
-    pool = multiprocessing.get_context("fork").Pool(min(jobs, len(wanted)))
+    pool = multiprocessing.get_context("fork").Pool(min(jobs, len(wanted)),
+                                                     initializer=_terminate_by_default)
     try:
         for kind, seconds in pool.imap(compile_kind, wanted):
             click.echo(f"  {kind}: {seconds:.0f} s", err=True)

@@ -466,7 +466,6 @@ def check_outputs(
                              "each output its own file")
         seen[key] = name
         keys[name] = key
-    _refuse_sidecar_names(given, keys)
     for name, path in given.items():  # first: --overwrite would not replace them either
         _refuse_special_file(name, path)
     existing = [f"{path} ({name})" for name, path in given.items() if os.path.lexists(path)]
@@ -476,24 +475,6 @@ def check_outputs(
             "--overwrite to replace, or choose other file names (nothing was written)"
         )
     return given
-
-
-def _refuse_sidecar_names(given: Mapping[str, Path], keys: Mapping[str, Path]) -> None:
-    """Refuse an output named as another output's GDAL or SQLite companion file.
-
-    ``r.gpkg-wal`` was refused only by the final move into place, after the fit, in words
-    blaming "a program (such as QGIS)"; ``--report int.tif.aux.xml`` beside ``--intensity-tif
-    int.tif`` was written, then removed with the GeoTIFF's stale sidecars.
-    """
-    from geosynth._atomic import companion_of
-
-    for name, key in keys.items():
-        owner = companion_of(key, [other for other in keys.values() if other != key])
-        if owner is not None:
-            option = next(o for o, k in keys.items() if k == owner)
-            raise InputError(f"{name} {str(given[name])!r} is the name GDAL or SQLite gives a "
-                             f"file beside {option}, read as part of it and removed when it "
-                             f"is replaced; give {name} another name (nothing was written)")
 
 
 def _output_key(option: str, path: Path) -> Path:

@@ -7,6 +7,7 @@ option reads and behaves the same in every command (as in rasterio's ``rio``).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +15,11 @@ import click
 
 __all__ = [
     "EXISTING_FILE",
+    "GEOTIFF_FILE",
+    "MAP_FILE",
+    "OutputFile",
+    "RELEASE_FILE",
+    "REPORT_FILE",
     "FiniteFloat",
     "GridSpec",
     "CommaList",
@@ -129,6 +135,52 @@ class FiniteFloat(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite {self.what}", param, ctx)
         return number
+
+
+class OutputFile(click.Path):
+    """A file to write whose name ends in one of ``suffixes`` (any case), checked at parsing.
+
+    Any name was taken: ``--map old_release.gpkg --overwrite`` replaced a release with an
+    internal map of the original points, beside the audit file of the release that was gone,
+    and ``--out r.csv`` was refused only after the whole fit. A blank name or one ending in a
+    separator is left to :func:`geosynth.cli.helpers.check_file_name`, which says so.
+
+    Parameters
+    ----------
+    suffixes : tuple of str
+        The accepted suffixes, lower case, the usual one first (``(".html", ".htm")``).
+    what : str
+        What the file is, in the message (``"the review map is an HTML file"``).
+    example : str
+        A name to suggest (``"review.html"``).
+    """
+
+    def __init__(self, suffixes: tuple[str, ...], what: str, example: str) -> None:
+        super().__init__(dir_okay=False)
+        self.suffixes, self.what, self.example = suffixes, what, example
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        """Return ``value`` as click.Path does, or fail if its suffix is not accepted."""
+        path = super().convert(value, param, ctx)
+        text = os.fspath(path)
+        name = os.path.basename(text)  # blank for a blank name or one ending in a separator
+        if name.strip() and not name.lower().endswith(self.suffixes):
+            from geosynth.io import printable
+
+            ends = ", ".join(self.suffixes[:-1]) + f" or {self.suffixes[-1]}" \
+                if len(self.suffixes) > 1 else self.suffixes[0]
+            self.fail(f"{printable(text)!r} does not end in {ends}: {self.what}; give a file "
+                      f"name ending in {self.suffixes[0]}, such as {self.example}", param, ctx)
+        return path
+
+
+#: The outputs of the commands, by kind.
+RELEASE_FILE = OutputFile((".gpkg",), "the release is a GeoPackage", "release.gpkg")
+MAP_FILE = OutputFile((".html", ".htm"), "the review map is an HTML file", "review.html")
+REPORT_FILE = OutputFile((".md", ".markdown", ".txt"), "the report is a Markdown text",
+                         "report.md")
+GEOTIFF_FILE = OutputFile((".tif", ".tiff"), "the intensity surface is a GeoTIFF",
+                          "intensity.tif")
 
 
 class Metres(FiniteFloat):
@@ -375,7 +427,7 @@ outcome_option = click.option(
 report_option = click.option(
     "--report",
     "report_path",
-    type=click.Path(dir_okay=False),
+    type=REPORT_FILE,
     default=None,
     help="Write the evaluation tables to this Markdown file (internal: it describes the "
     "confidential data; readable by you only).",

@@ -20,7 +20,6 @@ from geosynth.cli.helpers import (
     check_columns,
     check_complete,
     check_coverage_size,
-    check_file_name,
     check_layer_options,
     check_outputs,
     check_projected,
@@ -35,6 +34,10 @@ from geosynth.cli.helpers import (
 )
 from geosynth.cli.options import (
     EXISTING_FILE,
+    GEOTIFF_FILE,
+    MAP_FILE,
+    RELEASE_FILE,
+    REPORT_FILE,
     FiniteFloat,
     LimitSpec,
     attributes_option,
@@ -104,24 +107,24 @@ __all__ = ["release"]
               "the release publishes every level verbatim; use only for public, non-linkable "
               "levels.")
 @seed_option()
-@click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True,
+@click.option("--out", "out_path", type=RELEASE_FILE, required=True,
               help="Release GeoPackage to write, named *.gpkg (public: layers synthetic_1..m, "
               "grid, metadata). Seeds go to <out>.audit.json beside it (private).")
-@click.option("--map", "map_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--map", "map_path", type=MAP_FILE, default=None,
               help="Write an interactive review map: one self-contained HTML file that opens "
               "without internet and requests nothing (internal: shows the original points; "
               "readable by you only).")
 @click.option("--map-max-points", type=click.IntRange(min=0), default=None,
               help="Draw at most this many points per map layer (a fixed random subset; "
               "default: geosynth.maps.DEFAULT_MAX_POINTS, 10,000); 0 draws all.")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--report", "report_path", type=REPORT_FILE, default=None,
               help="Write a Markdown report: fit diagnostics and risk/utility tables "
               "(internal; readable by you only).")
 @outcome_option
 @click.option("--include-intensity", is_flag=True,
               help="Add the posterior mean intensity of each combination to the grid layer "
                    "(it follows the exact counts where cells hold few records).")
-@click.option("--intensity-tif", "intensity_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--intensity-tif", "intensity_path", type=GEOTIFF_FILE, default=None,
               metavar="PATH",
               help="Also write the posterior mean intensity as a GeoTIFF, one band per "
               "attribute combination (--grid or --cell-size lattices). Public like the release: "
@@ -230,7 +233,6 @@ def release(
     _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains, sampler,
                    seed)
-    _check_out_extension(out_path)
     limits = _limits(limit_specs, continuous)
     if intensity_path is not None and (hex_size is not None or areas_path is not None):
         raise click.UsageError("--intensity-tif needs square cells (--grid or --cell-size): a "
@@ -410,22 +412,6 @@ def _limits(specs, continuous) -> dict[str, tuple[float | None, float | None]] |
                                    f"column ({having}); limit those columns only")
         limits[column] = ends
     return limits
-
-
-def _check_out_extension(out_path: str) -> None:
-    """Refuse an --out whose name does not end in .gpkg, before any work.
-
-    The release is a GeoPackage whatever its name: GDAL wrote ``--out rel`` with pyogrio's raw
-    RuntimeWarning (a GeoPackage needs the ``.gpkg`` extension, OGC 12-128r18, Req. 3), and
-    ``--out r.csv`` was refused only after the whole fit.
-    """
-    check_file_name(out_path, "--out")  # a blank name or a folder: its own message
-    if Path(out_path).suffix.lower() != ".gpkg":
-        from geosynth.io import printable
-
-        raise click.BadParameter(
-            f"{printable(out_path)!r} does not end in .gpkg: the release is a GeoPackage; give "
-            "a file name ending in .gpkg, such as release.gpkg", param_hint="--out")
 
 
 def _check_dp_options(epsilon, region_path, continuous, beta_prior, levels_file,

@@ -28,6 +28,7 @@ from geosynth.cli.helpers import (
 )
 from geosynth.cli.options import (
     EXISTING_FILE,
+    REPORT_FILE,
     FiniteFloat,
     GridSpec,
     Metres,
@@ -147,7 +148,7 @@ class GridList(click.ParamType):
 @click.option("--quadrants", "n_quadrants", type=click.IntRange(min=1, max=10**7), default=1000,
               show_default=True, help="Random rectangles of the coverage measure.")
 @seed_option("Seed for a reproducible comparison (default: drawn, and written to the report).")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False), required=True,
+@click.option("--report", "report_path", type=REPORT_FILE, required=True,
               help="Markdown report to write: the table, the recommendation and the release "
               "command; the R-U map goes beside it, its suffix replaced by .png (tune.md: "
               "tune.png; both internal: readable by you only).")
@@ -241,7 +242,6 @@ def tune(
             f"{len(beta_prior)} priors for {len(continuous)} --continuous columns; give one "
             "prior for all of them, or one per column", param_hint="--beta-prior")
     check_file_name(report_path, "--report")  # before its R-U map's name is derived from it
-    _check_report_suffix(report_path)
     check_run_options(iterations, burn_in, thin, chains, m)
     if risk_limit is not None:
         check_risk_limit(risk_limit, risk)  # before the fits; the message names --risk-limit
@@ -597,22 +597,6 @@ def _check_area_labels(areas_by_label: dict[str, str], lattices: list) -> None:
             f"the file name {printable(clash[0])!r} is also the label of a --cell-sizes, --grids "
             "or --hex-sizes candidate (an --areas candidate is labelled by its file name); "
             "rename or copy the file, e.g. to tracts.gpkg", param_hint="--areas")
-
-
-def _check_report_suffix(report_path: str) -> None:
-    """Refuse a --report ending in .png: the R-U map beside the report takes that name.
-
-    Without this check the message named the map as a second output ("--report and R-U map of
-    --report name the same file") and advised giving each its own file, which no option does.
-    """
-    from geosynth.io import printable
-
-    name = Path(report_path).name
-    if Path(report_path).suffix.lower() == ".png":
-        raise click.BadParameter(
-            f"{printable(name)!r} ends in .png, the name of the R-U map written beside the "
-            "report (its suffix replaced by .png); give the Markdown report another suffix, "
-            "e.g. tune.md", param_hint="--report")
 
 
 def _check_outcome_option(outcome: str | None, attributes: list[str], m: int) -> None:

@@ -260,34 +260,25 @@ def test_overwrite_replaces_existing_outputs(inputs, tmp_path):
 
 
 def test_same_file_for_two_outputs_is_refused(inputs, tmp_path):
+    (tmp_path / "x.md").symlink_to(tmp_path / "x.gpkg")
     result = run("release", inputs["gpkg"], *GPKG_ARGS, "--out", tmp_path / "x.gpkg",
-                 "--report", tmp_path / "x.gpkg")
+                 "--report", tmp_path / "x.md")
     assert_refused(result, "--out and --report name the same file")
 
 
-@pytest.mark.parametrize("sidecar", ["-wal", "-shm", "-journal"])
-def test_an_output_named_as_the_release_s_sqlite_sidecar_is_refused_before_the_fit(
-        inputs, tmp_path, sidecar):
-    # Refused only by the final move into place, after the fit, blaming "a program (such as
-    # QGIS)".
-    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--out", tmp_path / "r.gpkg",
-                 "--map", tmp_path / f"r.gpkg{sidecar}")
-    assert_refused(result, f"--map '{tmp_path / f'r.gpkg{sidecar}'}' is the name GDAL or SQLite "
-                           "gives a file beside --out")
-    assert "Fitting" not in result.output and list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize(("option", "sidecar"), [("--report", ".aux.xml"), ("--map", ".ovr"),
-                                                 ("--report", ".MSK")])
-def test_an_output_named_as_the_geotiff_s_gdal_sidecar_is_refused_before_the_fit(
-        inputs, tmp_path, option, sidecar):
-    # Written, then removed with the GeoTIFF's stale sidecars when the GeoTIFF moved in; the
-    # run said "Wrote int.tif.aux.xml (internal report)".
+@pytest.mark.parametrize(("option", "name"), [("--map", "r.gpkg-wal"), ("--map", "r.gpkg-shm"),
+                                              ("--report", "int.tif.aux.xml"),
+                                              ("--report", "int.tif.MSK")])
+def test_an_output_named_as_another_s_sqlite_or_gdal_sidecar_is_refused_before_the_fit(
+        inputs, tmp_path, option, name):
+    # r.gpkg-wal was refused only by the final move into place, after the fit, blaming "a
+    # program (such as QGIS)"; int.tif.aux.xml was written, then removed with the GeoTIFF's
+    # stale sidecars ("Wrote int.tif.aux.xml (internal report)"). No such name has the suffix
+    # of a map or a report.
     result = run("release", inputs["gpkg"], *GPKG_ARGS, "--grid", "4x4", *FAST,
                  "--out", tmp_path / "r.gpkg", "--intensity-tif", tmp_path / "int.tif",
-                 option, tmp_path / f"int.tif{sidecar}")
-    assert_refused(result, f"{option} '{tmp_path / f'int.tif{sidecar}'}' is the name GDAL or "
-                           "SQLite gives a file beside --intensity-tif")
+                 option, tmp_path / name)
+    assert_refused(result, f"Invalid value for '{option}'", f"{name}' does not end in")
     assert "Fitting" not in result.output and list(tmp_path.iterdir()) == []
 
 
@@ -381,16 +372,22 @@ def test_an_output_never_replaces_a_file_read_with_an_input(inputs, written_rele
     shapefile = tmp_path / "points.shp"
     gpd.read_file(inputs["gpkg"]).to_file(shapefile)
     dbf = shapefile.with_suffix(".dbf").read_bytes()
-    result = run("release", shapefile, *GPKG_ARGS, "--out", tmp_path / "r.gpkg",
-                 "--report", shapefile.with_suffix(".dbf"), "--overwrite")
-    assert_refused(result, "INPUT and --report name the same file")
-    assert shapefile.with_suffix(".dbf").read_bytes() == dbf
+    (tmp_path / "dbf.md").symlink_to(shapefile.with_suffix(".dbf"))
+    for report, message in ((shapefile.with_suffix(".dbf"), "does not end in .md"),
+                            (tmp_path / "dbf.md", "INPUT and --report name the same file")):
+        result = run("release", shapefile, *GPKG_ARGS, "--out", tmp_path / "r.gpkg",
+                     "--report", report, "--overwrite")
+        assert_refused(result, message)
+        assert shapefile.with_suffix(".dbf").read_bytes() == dbf
     audit = io.audit_path(written_release)
     seeds = audit.read_bytes()
-    result = run("evaluate", inputs["gpkg"], written_release, "--attributes", "y",
-                 "--report", audit, "--overwrite")
-    assert_refused(result, "RELEASE and --report name the same file")
-    assert audit.read_bytes() == seeds
+    (tmp_path / "audit.md").symlink_to(audit)
+    for report, message in ((audit, "does not end in .md"),
+                            (tmp_path / "audit.md", "RELEASE and --report name the same file")):
+        result = run("evaluate", inputs["gpkg"], written_release, "--attributes", "y",
+                     "--report", report, "--overwrite")
+        assert_refused(result, message)
+        assert audit.read_bytes() == seeds
 
 
 def test_map_max_points_without_a_map_is_refused(inputs, tmp_path):
@@ -703,9 +700,29 @@ def test_out_without_the_gpkg_extension_is_refused_before_the_fit(inputs, tmp_pa
     # --out r.csv was refused only after the whole fit.
     _no_fit(monkeypatch)
     result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--out", tmp_path / name)
-    assert_refused(result, "Invalid value for --out", f"{name}' does not end in .gpkg",
+    assert_refused(result, "Invalid value for '--out'", f"{name}' does not end in .gpkg",
                    "such as release.gpkg")
     assert "RuntimeWarning" not in result.output and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("option", "name", "fragment"), [
+    ("--map", "old.gpkg", "does not end in .html or .htm: the review map is an HTML file"),
+    ("--report", "old.gpkg", "does not end in .md, .markdown or .txt: the report is a Markdown"),
+    ("--intensity-tif", "old.gpkg", "does not end in .tif or .tiff: the intensity surface is a "
+                                    "GeoTIFF"),
+    ("--intensity-tif", "notes.md", "does not end in .tif or .tiff"),
+])
+def test_an_output_of_the_wrong_kind_is_refused_before_the_fit(inputs, tmp_path, option, name,
+                                                               fragment, monkeypatch):
+    # --map old.gpkg --overwrite replaced a release with an internal map of the original
+    # points, beside the audit file of the release that was gone.
+    _no_fit(monkeypatch)
+    (tmp_path / name).write_text("a file the run must keep")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--grid", "4x4", *FAST, "--out",
+                 tmp_path / "new.gpkg", option, tmp_path / name, "--overwrite")
+    assert_refused(result, f"Invalid value for '{option}'", fragment)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    assert (tmp_path / name).read_text() == "a file the run must keep"
 
 
 def test_out_with_an_upper_case_gpkg_extension_is_a_release(inputs, tmp_path):

@@ -404,7 +404,8 @@ def test_a_report_named_like_its_r_u_map_is_refused_with_a_fix(inputs, tmp_path,
     # advising to give each output its own file, which no option does.
     result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3", *FAST,
                  "--report", tmp_path / name)
-    assert_refused(result, "--report", "ends in .png", "e.g. tune.md")
+    assert_refused(result, "--report", f"{name}' does not end in .md, .markdown or .txt: the "
+                   "report is a Markdown text", "such as report.md")
     assert "give each output its own file" not in result.output
     assert list(tmp_path.iterdir()) == []
 
