@@ -296,7 +296,7 @@ def release(
         if limits is not None:
             from geosynth.synth.paiva import check_limits
 
-            check_limits(original, limits, counts.covariates)
+            check_limits(original, limits, counts.covariates, warn=False)  # synthesize warns
         # Read once, here: the releases place points with this table.
         weights = None if weights_path is None else _weights_table(weights_path, grid)
         if outcome is not None:  # checked now, on the records evaluated, not after the fit

@@ -43,7 +43,13 @@ from geosynth._validation import (
     range_text,
 )
 from geosynth.data import CellCounts, check_crs
-from geosynth.errors import DataWarning, InputError, InputTypeError, SamplerError
+from geosynth.errors import (
+    DataWarning,
+    InputError,
+    InputTypeError,
+    PrivacyLeakWarning,
+    SamplerError,
+)
 from geosynth.model.storage import evenly_spaced_draws
 from geosynth.synth.placement import (
     PixelTable,
@@ -276,11 +282,13 @@ def synthesize(
     mean of a truncated normal), a shift that eq. 2.27 does not have.
     The limits are public knowledge stated by the analyst, not a property of the data; limits
     taken from the data (its minimum and maximum) would make every release bound the
-    confidential extremes, so geosynth never derives them and refuses data outside them.
-    Each release records them (``attrs["geosynth"]``: ``parameters["limits"]``, kept by
-    :func:`to_public`), and so does a file written by :func:`geosynth.io.write_release` (its
-    ``limits`` metadata entry, shown by ``geosynth inspect``), so that users of a release know
-    which columns were drawn truncated, and to what range.
+    confidential extremes, so geosynth never derives them, refuses data outside them, and warns
+    (:class:`~geosynth.errors.PrivacyLeakWarning`) of an end equal to the column's smallest or
+    largest value among the records. Each release records them (``attrs["geosynth"]``:
+    ``parameters["limits"]``, kept by :func:`to_public`), and so does a file written by
+    :func:`geosynth.io.write_release` (its ``limits`` metadata entry, shown by ``geosynth
+    inspect``), so that users of a release know which columns were drawn truncated, and to what
+    range.
 
     Examples
     --------
@@ -1041,8 +1049,8 @@ def _checked_limits(limits: Any, covariates: list[str] | tuple[str, ...]) -> dic
     return checked
 
 
-def check_limits(gdf: Any, limits: LimitsLike, covariates: list[str] | tuple[str, ...]
-                 ) -> dict[str, Limits]:
+def check_limits(gdf: Any, limits: LimitsLike, covariates: list[str] | tuple[str, ...], *,
+                 warn: bool = True) -> dict[str, Limits]:
     """Check ``limits`` of :func:`synthesize` and the records' values against them.
 
     :func:`synthesize` makes this check itself; a caller that fits first (the command line)
@@ -1056,6 +1064,10 @@ def check_limits(gdf: Any, limits: LimitsLike, covariates: list[str] | tuple[str
         As for :func:`synthesize`.
     covariates : sequence of str
         The continuous columns the fit has.
+    warn : bool, default True
+        Warn (:class:`~geosynth.errors.PrivacyLeakWarning`) of an end of the limits that is the
+        column's smallest or largest value among the records: the release publishes it. False
+        for a check ahead of :func:`synthesize`, which warns.
 
     Returns
     -------
@@ -1069,7 +1081,32 @@ def check_limits(gdf: Any, limits: LimitsLike, covariates: list[str] | tuple[str
     """
     checked = _checked_limits(limits, covariates)
     _check_within_limits(gdf, checked)
+    if warn:
+        _warn_of_limits_at_extremes(gdf, checked)
     return checked
+
+
+def _warn_of_limits_at_extremes(rows: pd.DataFrame, limits: dict[str, Limits]) -> None:
+    """PrivacyLeakWarning: an end of a column's limits is its smallest or largest value.
+
+    A release publishes its limits (the metadata's ``limits``), so ``limits={"z": (z.min(),
+    z.max())}`` published both confidential extremes to every digit, with no warning. A bound the
+    variable takes by definition (0 for an age) may equal an extreme too: the message says so.
+    """
+    for name, (low, high) in limits.items():
+        values = rows[name].to_numpy(dtype=np.float64)
+        ends = [word for word, end, extreme in (("smallest", low, values.min()),
+                                                ("largest", high, values.max()))
+                if end == extreme]
+        if ends:
+            warnings.warn(
+                f"limits[{name!r}] (CLI: --limit {name}=...) has the {' and the '.join(ends)} "
+                f"{name!r} among the records as an end: a release publishes its limits, so "
+                "this publishes a confidential extreme unless the bound is public by definition "
+                "(such as 0 for an age); give bounds the variable can take, not those of the data",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
 
 
 def _check_within_limits(rows: pd.DataFrame, limits: dict[str, Limits]) -> None:

@@ -2,6 +2,7 @@
 
 import json
 import math
+import warnings
 
 import geopandas as gpd
 import numpy as np
@@ -11,7 +12,7 @@ from scipy import stats
 
 import geosynth
 from geosynth import Grid, prepare
-from geosynth.errors import InputError, InputTypeError
+from geosynth.errors import InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.synth import synthesis_sd, synthesize, synthetic_zbar
 from geosynth.synth.paiva import continuous_values
 from tests.synth.helpers import CRS, make_points, random_lambda, stub_fit
@@ -252,3 +253,20 @@ def test_values_on_the_limits_are_within(ranged_data):
     w = gdf["w"]
     (release,) = synthesize(fit, gdf, m=1, seed=2, limits={"w": (w.min(), w.max())})
     assert release["w"].between(w.min(), w.max()).all()
+
+
+def test_limits_at_the_records_extremes_are_warned_of(ranged_data):
+    # limits={"z": (z.min(), z.max())} published both confidential extremes in the release's
+    # metadata, to every digit, with no warning.
+    gdf, _, counts = ranged_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=1))
+    extremes = (float(gdf["w"].min()), float(gdf["w"].max()))
+    with pytest.warns(PrivacyLeakWarning, match=r"limits\['w'\] \(CLI: --limit w=\.\.\.\) has "
+                                                r"the smallest and the largest 'w' among the "
+                                                r"records as an end: .*publishes a confidential"):
+        synthesize(fit, gdf, m=1, seed=8, limits={"w": extremes})
+    with pytest.warns(PrivacyLeakWarning, match=r"has the largest 'w' among"):
+        synthesize(fit, gdf, m=1, seed=8, limits={"w": (0, extremes[1])})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # bounds the data do not reach
+        synthesize(fit, gdf, m=1, seed=8, limits={"w": (0, math.ceil(extremes[1]))})
