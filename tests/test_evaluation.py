@@ -1,3 +1,4 @@
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import geopandas as gpd
@@ -7,7 +8,7 @@ import pandas as pd
 import pytest
 
 import geosynth
-from geosynth.errors import CRSError, InputError, InputTypeError
+from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.evaluation import (
     check_coverage_sizes,
     combine_measures,
@@ -31,11 +32,29 @@ def scenario(make_scenario_counts):
 def test_identical_releases_have_zero_distance_and_full_coverage(scenario):
     data, grid = scenario
     copies = [data.data.copy(), data.data.copy()]
-    result = evaluate(data.data, copies, grid, ATTRIBUTES, outcome="y", n_quadrants=100, seed=1)
+    with pytest.warns(PrivacyLeakWarning, match=r"releases 1, 2 \(of 2"):
+        result = evaluate(data.data, copies, grid, ATTRIBUTES, outcome="y", n_quadrants=100,
+                          seed=1)
     assert result.tables["distance_risk"]["mean_distance"].max() == pytest.approx(0.0)
     assert result.tables["coverage"]["mean_overlap"].iloc[0] == pytest.approx(1.0)
     assert result.tables["pattern"]["sup_l_difference"].max() == pytest.approx(0.0, abs=1e-9)
     assert np.all(result.tables["linked_records"]["mean_displacement"] == 0.0)
+
+
+def test_a_release_holding_one_original_location_is_named(scenario):
+    # Averaged over the releases, the matched distances hid a layer of the originals.
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=3, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # synthetic points: no warning
+        evaluate(data.data, releases, grid, ATTRIBUTES)
+    edited = releases[1].copy()
+    column = edited.columns.get_loc(edited.geometry.name)
+    edited.iloc[7, column] = data.data.geometry.iloc[40]  # another record's location
+    with pytest.warns(PrivacyLeakWarning, match=r"^release 2 \(of 3, counted from 1\) put "
+                                                r"points exactly at the locations of original "
+                                                r"records: .*do not publish them$"):
+        evaluate(data.data, [releases[0], edited, releases[2]], grid, ATTRIBUTES)
 
 
 def test_naive_releases_are_evaluated_with_figures(scenario):

@@ -72,7 +72,9 @@ def evaluate(
 
     RELEASE is checked against the release schema before any measure (like 'geosynth
     inspect'): a file that is not a complete geosynth release, whose audit file belongs to
-    another release, or whose layers have no CRS or a geographic one (degrees), is refused.
+    another release, or whose layers have no CRS or a geographic one (degrees), is refused. A
+    layer with a point exactly at an original point's location is named in a warning: it
+    publishes that location.
 
     The distances of a combination of fewer than three original records (one person's distance
     to the public synthetic points) are shown nowhere, neither printed nor in the --report. For
