@@ -360,8 +360,10 @@ def write_release(
         ``include_intensity`` without ``fit``; ``metadata`` has a key outside
         :data:`METADATA_KEYS` or a value of the wrong type (a ``ledger`` or ``size``, also one
         recorded on the releases, with a key or value that is not of their schema);
-        ``metadata`` or ``notes`` hold a seed; invalid ``seeds``; ``overwrite=True`` with
-        ``outputs`` that may not overwrite.
+        ``metadata`` or ``notes`` hold a seed; invalid ``seeds``, or ``seeds`` beside a
+        release stating an ε; ``overwrite=True`` with ``outputs`` that may not overwrite; a
+        release with points outside the cells of the grid; given ``fit``, a release that
+        records no synthesizer (:func:`geosynth.synth.release.release_info`).
 
     Warns
     -----
@@ -441,6 +443,14 @@ def write_release(
     table = _metadata_table(info)
     audit_record = _audit_record(target, seeds) if with_audit else None
     cells = None if lattice is None else _grid_layer(lattice, fit if include_intensity else None)
+    beyond = [] if cells is None else [k for k, frame in enumerate(frames, start=1)
+                                       if _beyond_cells(frame, cells)]
+    if beyond:
+        raise InputError(
+            f"release {beyond[0]} ({RELEASE_LAYER.format(beyond[0])}) has points outside the "
+            "cells of the grid, so it was not drawn on that lattice (a reader would take the "
+            "file for an edited one); pass the grid (or fit) the releases were drawn with"
+        )
     if include_intensity:
         warn_exact_intensity(fit, fit.posterior_mean_lambda(),
                              f"the grid layer of {printable(target.name)}", stacklevel=2)
@@ -1706,7 +1716,9 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         type, a release layer that is not a point layer or in another CRS, a grid layer with
         a column the writer never gives it, or cells with Z or M coordinates, ``limits``
         that are no limits (an end not finite, low >= high, two open ends) or name a column
-        the releases do not have, an SQLite table
+        the releases do not have, values geosynth never draws (a point outside the grid
+        layer's cells, a missing value in a column of the model, a value outside the recorded
+        ``limits``), an SQLite table
         that is neither a layer nor one of the GeoPackage's own, or any SQL view); or it holds
         data geosynth never writes in the GeoPackage's own tables, so it was altered after it
         was written (rows in ``gpkg_metadata``, ``gpkg_metadata_reference``,
@@ -1807,6 +1819,7 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         problem = _lattice_problem(lattice, grid)
         if problem is not None:
             raise InputError(f"{name}: its metadata 'lattice' {problem}, so {EDITED}")
+    _check_release_values(releases, metadata, grid, name)
     check_spatial_indexes(source, name, [*metadata["layers"], *([GRID_LAYER] if grid is not None
                                                                    else [])], bounds)
     check_unread_room(source, name, layers, kinds, metadata.get("crs"))  # last: says least
@@ -1818,6 +1831,53 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
             audit = None
     return ReleaseFile(releases=releases, grid=grid, metadata=metadata, layers=layers,
                        audit=audit)
+
+
+def _check_release_values(releases: list[gpd.GeoDataFrame], metadata: dict[str, Any],
+                          grid: gpd.GeoDataFrame | None, name: str) -> None:
+    """Refuse release values that geosynth never draws, naming the layer and never the value.
+
+    Every synthetic point lies in a cell of the grid layer; the model's columns hold no missing
+    value; a continuous column with recorded ``limits`` lies within them. A release edited
+    after it was written (a point moved 1,000 km away, as an extreme original record would be;
+    ``z`` set to 1e300 or to NULL) passed ``read_release``, ``inspect`` and ``evaluate``.
+    """
+    model = metadata.get("model") or {}
+    continuous = model.get("continuous")
+    columns = [*(model.get("attributes") or []),
+               *([continuous] if isinstance(continuous, str) else continuous or [])]
+    limits = metadata.get(LIMITS_PARAMETER) or {}
+    for k, release in enumerate(releases, start=1):
+        layer = RELEASE_LAYER.format(k)
+        if grid is not None and _beyond_cells(release, grid):
+            raise InputError(f"{name}: layer {layer} has points outside its grid layer, "
+                             f"where geosynth never places one, so {EDITED}")
+        missing = [c for c in columns if c in release.columns and release[c].isna().any()]
+        if missing:
+            raise InputError(f"{name}: layer {layer} has missing values in {_shown(missing)}, "
+                             f"which geosynth never writes, so {EDITED}")
+        for column, (low, high) in limits.items():
+            values = pd.to_numeric(release[column], errors="coerce").to_numpy(dtype=np.float64)
+            low = -math.inf if low is None else low
+            high = math.inf if high is None else high
+            if ((values < low) | (values > high)).any():
+                raise InputError(f"{name}: layer {layer} has values of {printable(column)!r} "
+                                 f"outside its metadata 'limits', so {EDITED}")
+
+
+def _beyond_cells(release: gpd.GeoDataFrame, cells: gpd.GeoDataFrame) -> bool:
+    """Whether a point of ``release`` lies outside the bounding box of the ``cells``.
+
+    The check of the writer (against the grid it writes) and of the reader (against the grid
+    layer); the box, not each cell, so that no point drawn in a cell is refused by rounding.
+    """
+    if len(release) == 0:
+        return False
+    box = shapely.total_bounds(np.asarray(cells.geometry.array))
+    x0, y0, x1, y1 = shapely.total_bounds(np.asarray(release.geometry.array))
+    slack = _EXTENT_RTOL * max(box[2] - box[0], box[3] - box[1])
+    return bool(x0 < box[0] - slack or y0 < box[1] - slack or x1 > box[2] + slack
+                or y1 > box[3] + slack)
 
 
 # Relative tolerance of a square lattice's extent against its shape times its cell size (the

@@ -2262,3 +2262,69 @@ def test_missing_and_converted_values_of_a_column_type_are_read(typed_release):
     _edit_values(typed_release, "UPDATE synthetic_1 SET y = NULL, z = 4, kind = 5 WHERE fid = 1")
     first = read_release(typed_release).releases[0]
     assert first["kind"].tolist()[0] == "5" and first["z"].tolist()[0] == 4.0
+
+
+# ---------------------------------------------------------------------- values never drawn
+@pytest.fixture
+def release_with_limits(tmp_path, fitted, confidential):
+    fit = fitted[0]
+    drawn = synthesize(fit, confidential, m=2, seed=SYNTH_SEED, limits={"z": (0.0, 200.0)})
+    path = tmp_path / "release.gpkg"
+    write_release(path, [to_public(r, seed=k) for k, r in enumerate(drawn)], fit=fit)
+    return path
+
+
+def _rewritten(path, edit, out):
+    """Write every layer of ``path`` again with GDAL to ``out``, ``edit`` applied to synthetic_1.
+
+    A consistent GeoPackage: its tables, extents and spatial indexes are GDAL's own, so only
+    the values can tell the edit.
+    """
+    layers = all_layers(path)
+    layers["synthetic_1"] = edit(layers["synthetic_1"])
+    for layer, frame in layers.items():
+        pyogrio.write_dataframe(frame, out, layer=layer, append=out.exists())
+    return out
+
+
+def _moved_far(frame):
+    frame = frame.copy()
+    frame.geometry = frame.geometry.translate(1e6, 0.0)  # as an extreme record would be
+    return frame
+
+
+def _value_set(column, value):
+    def edit(frame):
+        frame = frame.copy()
+        frame[column] = frame[column].astype(np.float64)  # a numeric column still
+        frame.loc[0, column] = value
+        return frame
+    return edit
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (_moved_far, r"layer synthetic_1 has points outside its grid layer"),
+    (_value_set("z", np.nan), r"layer synthetic_1 has missing values in \['z'\]"),
+    (_value_set("y", np.nan), r"layer synthetic_1 has missing values in \['y'\]"),
+    (_value_set("z", 1e300), r"layer synthetic_1 has values of 'z' outside its metadata "
+                             r"'limits'"),
+], ids=["far-point", "null-z", "null-attribute", "z-beyond-limits"])
+def test_values_geosynth_never_draws_are_refused_as_edited(release_with_limits, edit, message):
+    # Each passed read_release, inspect and evaluate: the checks read the tables, not the values.
+    assert read_release(release_with_limits).metadata["limits"] == {"z": [0.0, 200.0]}
+    folder = release_with_limits.parent
+    assert read_release(_rewritten(release_with_limits, lambda frame: frame,
+                                   folder / "same.gpkg")).m == 2
+    with pytest.raises(InputError, match=message + r".*, so the file was edited after it was "
+                                                   r"written"):
+        read_release(_rewritten(release_with_limits, edit, folder / "edited.gpkg"))
+
+
+def test_releases_beyond_the_grid_are_refused_before_writing(tmp_path, fitted):
+    # written, then refused by the reader as an edited file
+    fit, _, public = fitted
+    far = Grid.regular((0.0, 0.0, 10.0, 10.0), shape=(2, 2), crs=CRS)
+    with pytest.raises(InputError, match=r"release 1 \(synthetic_1\) has points outside the "
+                                         r"cells of the grid.*pass the grid"):
+        write_release(tmp_path / "far.gpkg", public, grid=far)
+    assert names(tmp_path) == []
