@@ -63,6 +63,7 @@ __all__ = [
     "atomic_path",
     "companion_of",
     "create_new",
+    "interrupted_commit",
     "private_file_mode",
     "remove_stale_staging",
     "STAGING_MARK",
@@ -447,6 +448,35 @@ def remove_stale_staging(target: str | os.PathLike) -> list[Path]:
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
+
+
+def interrupted_commit(target: str | os.PathLike) -> bool:
+    """Whether a writer of ``target`` died while moving its files into place.
+
+    Then ``target`` and the files committed with it (a release and its audit file) may be half
+    new and half old, and the files they replaced wait in the dead writer's staging folders:
+    the next write of any of them (:func:`remove_stale_staging`) puts them back. Deleting or
+    moving the mismatched files instead loses them (the seeds of the earlier release).
+
+    Parameters
+    ----------
+    target : str or os.PathLike
+        An output path.
+
+    Returns
+    -------
+    bool
+    """
+    target = Path(os.path.abspath(target))
+    if not target.parent.is_dir():
+        return False
+    for entry in target.parent.iterdir():
+        journal = _read_journal(entry) if _abandoned(entry, target) else None
+        if journal is not None:
+            first, entries = journal
+            if _abandoned(first, entries[0].target) and _read_journal(first) is not None:
+                return True
+    return False
 
 
 def _abandoned(folder: Path, target: Path) -> bool:

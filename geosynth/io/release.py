@@ -63,6 +63,7 @@ from geosynth._atomic import (
     AtomicOutputs,
     create_new,
     drop_staged,
+    interrupted_commit,
     remove_stale_staging,
     stage_output,
     transaction_overwrite,
@@ -2012,6 +2013,15 @@ def verify_audit(path: str | os.PathLike) -> dict[str, Any] | None:
     if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
         raise InputError(f"{damaged} (it records no sha256)")
     if record["sha256"] != _sha256(source):
+        if interrupted_commit(source) or interrupted_commit(audit):
+            raise InputError(
+                f"the audit file {label} does not belong to this release: a write of "
+                f"{printable(source.name)} was killed while it moved the release and its audit "
+                "file into place, and the files it replaced wait beside them; write the "
+                "release again, replacing it (overwrite=True), which first puts the earlier "
+                "release and its audit file back, and do not move or delete either file "
+                "before (that would lose the earlier release's seeds)"
+            )
         raise InputError(
             f"the audit file {label} does not belong to this release: the SHA-256 it records is "
             f"not that of {printable(source.name)} (it describes another version of the file, "

@@ -30,7 +30,7 @@ from geosynth import (
     synthesize,
     to_public,
 )
-from geosynth._atomic import AtomicOutputs
+from geosynth._atomic import AtomicOutputs, remove_stale_staging
 from geosynth.dp import Accountant, dp_counts, dp_release
 from geosynth.dp.locations import NoisyCounts
 from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
@@ -1119,10 +1119,17 @@ def test_kill_between_audit_and_release_is_detected(tmp_path):
     assert path.read_bytes() == old_release
     assert len(read_release(path, check_audit=False).releases[0]) == 4
     with pytest.raises(InputError, match=r"the audit file release.gpkg.audit.json does not belong "
-                                         r"to this release"):
+                                         r"to this release: a write of release.gpkg was killed "
+                                         r"while .* write the release again, .*do not move or "
+                                         r"delete either file"):
         read_release(path)
     with pytest.raises(InputError, match="does not belong to this release"):
         verify_audit(path)
+    # "move it away, and write the release again" lost the earlier release's seeds, which
+    # waited in the dead writer's staging folder; the next write of the file puts them back
+    remove_stale_staging(path)
+    assert json.loads(audit_path(path).read_text())["seeds"] == {"synthesize": 1}
+    assert len(read_release(path).releases[0]) == 4
 
 
 def test_kill_before_a_new_release_leaves_its_audit_file_alone(tmp_path):
