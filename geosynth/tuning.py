@@ -774,7 +774,7 @@ def tune(
     executor : concurrent.futures.Executor, optional
         Runs one task per candidate: default a thread pool of ``cpu_count // 2`` threads (each
         fit runs two chains); a Dask client's ``client.get_executor()`` for many candidates.
-    seed : None, int or numpy.random.SeedSequence
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Root seed. Each candidate fits and releases with a stream derived from it and the
         candidate's settings, and every candidate's coverage is measured on the same random
         rectangles, drawn from one stream derived from the root seed (common random numbers).

@@ -1122,7 +1122,7 @@ def dp_release(
     max_bytes: int = DEFAULT_MAX_BYTES,
     weights: WeightsLike = None,
     geometry: str = "geometry",
-    seed: int | None = None,
+    seed: SeedLike = None,
     target_ess: float = 400,
     max_rhat: float = 1.01,
     max_seconds: float | None = None,
@@ -1171,8 +1171,9 @@ def dp_release(
         Public placement raster (see :func:`dp_synthesize`).
     geometry : str
         Geometry column name of the releases.
-    seed : None or int
-        Tests only: reproducible noise and draws, with a :class:`PrivacyLeakWarning`.
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        Tests only: reproducible noise and draws, with a :class:`PrivacyLeakWarning` (the
+        command line refuses a seed with ``--epsilon``).
 
     Returns
     -------

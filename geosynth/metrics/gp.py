@@ -154,7 +154,7 @@ def gp_regression(
         values from 0.01 to 10 on a log scale.
     n_draws : int, default 2000
         Independent posterior draws.
-    seed : None, int or numpy.random.Generator
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Seed of the posterior draws.
 
     Returns
