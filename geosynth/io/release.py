@@ -868,18 +868,19 @@ def _original_labels(values: pd.Series, original: pd.Index) -> np.ndarray:
 def _check_release_index(release: gpd.GeoDataFrame, name: str, original: pd.Index | None) -> None:
     index = release.index
     if isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1:
+        # Not only with as many rows as the input: with one row dropped, the rows were still
+        # the input's, in its order, and passed with no warning.
         if (
             original is not None
-            and len(release) == len(original)
             and len(release) > 1
             and not is_public(release)
             and not _drawn_from_noisy_counts(release)
         ):
             raise InputError(
-                f"{name} has as many rows ({len(release)}) as the confidential input "
-                "(original_index) and a default 0..n-1 index, and it is not the output of "
-                "geosynth.to_public: its row k may still be confidential record k (rows in the "
-                "input's order); pass geosynth.to_public(release), which shuffles the rows"
+                f"{name} has a default 0..n-1 index and is not the output of "
+                "geosynth.to_public, beside the confidential input's index (original_index): "
+                "its row k may still be confidential record k (rows in the input's order); pass "
+                "geosynth.to_public(release), which shuffles the rows"
             )
         if original is None and len(release) > 1 and not (
                 is_public(release) or _drawn_from_noisy_counts(release)):
