@@ -65,6 +65,7 @@ __all__ = [
     "create_new",
     "interrupted_commit",
     "private_file_mode",
+    "refuse_held_by_another_user",
     "remove_stale_staging",
     "STAGING_MARK",
 ]
@@ -773,7 +774,43 @@ def _check_replaceable(target: Path, overwrite: bool) -> None:
             errno.EEXIST, "exists; pass overwrite=True (CLI: --overwrite) to replace it",
             str(target),
         )
+    if exists:
+        refuse_held_by_another_user(target)
     _check_no_sqlite_journal(target)
+
+
+def refuse_held_by_another_user(target: str | os.PathLike, name: str | None = None) -> None:
+    """Refuse a ``target`` that the sticky bit of its folder keeps this process from replacing.
+
+    In such a folder (``/tmp``, shared project folders) a file another user owns can be
+    replaced only by that user or root: the run was refused at the final move, after the fit,
+    although every output is meant to be checked before any work.
+
+    Parameters
+    ----------
+    target : str or os.PathLike
+        An output that exists.
+    name : str, optional
+        How the message names it (e.g. ``"r.gpkg (--out)"``); default the path.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``target`` belongs to another user and its folder has the sticky bit.
+    """
+    target = Path(target)
+    try:
+        owner = os.lstat(target).st_uid
+        folder = os.stat(target.parent)
+    except OSError:
+        return
+    me = os.geteuid()
+    if folder.st_mode & stat.S_ISVTX and me != 0 and me not in (owner, folder.st_uid):
+        raise InputError(
+            f"{name or target} belongs to another user, in a folder with the sticky bit (such "
+            "as /tmp), where only its owner may replace it; choose another file name (nothing "
+            "was written)"
+        )
 
 
 def _set_aside_gdal_sidecars(staged: _Staged) -> list[tuple[Path, Path]]:

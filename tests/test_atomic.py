@@ -126,6 +126,29 @@ def test_add_refuses_an_output_named_as_another_s_companion_file(tmp_path, first
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_file_of_another_user_in_a_sticky_folder_is_refused_when_added(tmp_path,
+                                                                         monkeypatch):
+    # Only its owner (or root) may replace it there: the run failed at the final move, after
+    # the fit. Seen as another user: the file and the folder are this user's.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    target = shared / "r.gpkg"
+    target.write_text("theirs")
+    outputs = AtomicOutputs(overwrite=True)
+    outputs.add(target)  # ours: replaceable
+    outputs.discard()
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(target).st_uid + 4242)
+    with pytest.raises(InputError, match=r"r.gpkg belongs to another user, in a folder with the "
+                                         r"sticky bit .*choose another file name"):
+        AtomicOutputs(overwrite=True).add(target)
+    os.chmod(shared, 0o777)  # without the sticky bit, anyone who may write the folder may
+    outputs = AtomicOutputs(overwrite=True)
+    outputs.add(target)
+    outputs.discard()
+    assert target.read_text() == "theirs" and os.listdir(shared) == ["r.gpkg"]
+
+
 def test_unwritable_folder_fails_when_added(tmp_path):
     # A raw OSError (FileExistsError, PermissionError) whose file was a folder of the path or
     # the staging folder: a writer without a CLI said nothing about the path it was given.

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from geosynth._atomic import STAGING_MARK, AtomicOutputs, create_new
+from geosynth._atomic import (
+    STAGING_MARK,
+    AtomicOutputs,
+    create_new,
+    refuse_held_by_another_user,
+)
 from geosynth.errors import InputError
 
 if TYPE_CHECKING:
@@ -474,6 +479,9 @@ def check_outputs(
             f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; pass "
             "--overwrite to replace, or choose other file names (nothing was written)"
         )
+    for name, path in given.items():
+        if os.path.lexists(path):
+            refuse_held_by_another_user(path, f"{path} ({name})")
     return given
 
 

@@ -480,3 +480,19 @@ def test_ctrl_c_while_the_output_folders_are_checked_leaves_no_staging_folder(in
     pressed = _ctrl_c_in_the_first_removal(monkeypatch)
     interrupted(run(*release_args(inputs, tmp_path)))
     assert pressed and files(tmp_path) == [] and no_staging(tmp_path)
+
+
+def test_an_output_another_user_owns_in_a_sticky_folder_is_refused_before_reading(
+        inputs, tmp_path, monkeypatch):
+    # refused at the final move, after the fit; seen as another user (the file is ours)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    (shared / "r.gpkg").write_bytes(b"their release")
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(shared / "r.gpkg").st_uid + 4242)
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "4x4",
+                 "--iterations", "40", "--out", shared / "r.gpkg", "--overwrite")
+    assert_refused(result, "r.gpkg (--out) belongs to another user, in a folder with the sticky "
+                           "bit")
+    assert "Read " not in result.output
+    assert (shared / "r.gpkg").read_bytes() == b"their release"
