@@ -19,7 +19,8 @@ group prints (see :class:`geosynth.cli.GeosynthGroup`):
   alternatives;
 * ``gdf`` (the API's name for the points) becomes the name of the input file;
 * GDAL's and SQLite's raw texts for files that are not (intact) GeoPackages become one sentence
-  that says what to give instead.
+  that says what to give instead;
+* ``max_bytes = 2 GiB`` (no option sets it) becomes ``the memory limit of 2 GiB``.
 
 Adding an option to a command? Add its parameter here, so that messages name it.
 """
@@ -128,6 +129,8 @@ _GDAL_DRIVER_ADVICE = re.compile(
     r"\.?;?\s*It might help to specify the correct driver explicitly by prefixing the file path "
     r"with '<DRIVER>:', e\.g\. 'CSV:path'\.?"
 )
+# "over max_bytes = 2 GiB": the memory limit, which the command line keeps at its default.
+_MEMORY_LIMIT = re.compile(r"\bmax_bytes\s?=\s?(?=\d)")
 _SQLITE = re.compile(r"sqlite3_\w+\((?:[^()]|\([^()]*\))*\) failed: ([^;]+)(?:;\s*\1)?")
 
 
@@ -175,6 +178,7 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
         " (give a GeoPackage, GeoParquet, shapefile, GeoJSON, FlatGeobuf, zip or CSV file)", text
     )
     text = _SQLITE.sub(r"the file is damaged or truncated (\1)", text)
+    text = _MEMORY_LIMIT.sub("the memory limit of ", text)  # no option sets max_bytes
     for api_name, cli_name in (names or {}).items():
         # A function, not a template: a backslash in a file name (data\cases.csv, copied
         # from Windows) made re.sub fail with "bad escape" in place of the message. Not in a
@@ -254,8 +258,11 @@ def _note(match: re.Match) -> str:
     """``TEXT (CLI: --opt)``: drop the note when TEXT names --opt in API terms, else keep it."""
     note = match.group(1).strip()
     options = _OPTION.findall(note)
-    clause = match.string[: match.start()].rsplit(";", 1)[-1]
-    only_options = not re.sub(r"--[\w-]+|[,/\s]|\band\b|\bor\b", "", note)
+    # Clauses end at "; ": a quoted ';' (sep=';') is a value, and split "pass sep=';' (CLI:
+    # --sep)" so that the note stayed beside the option it repeats.
+    clause = match.string[: match.start()].rsplit("; ", 1)[-1]
+    # The note's values too ("--decimal ','" after "decimal=','") repeat the clause's.
+    only_options = not re.sub(r"--[\w-]+|'[^']*'|\"[^\"]*\"|[,/\s]|\band\b|\bor\b", "", note)
     if options and only_options and set(options) <= _parameters_in(clause):
         return ""
     return f" ({note})"

@@ -833,6 +833,13 @@ def _read_parquet(source: Path) -> gpd.GeoDataFrame:
                        f"cannot read ({printable(str(err))[:200]}); repair it, e.g. with "
                        "gdf.set_crs(..., allow_override=True) and to_parquet") from None
     except (ValueError, OSError, shapely.errors.ShapelyError) as err:
+        if "Missing geo metadata" in str(err):  # geopandas' advice was pandas.read_parquet
+            raise InputError(
+                f"{printable(source.name)} is a Parquet file without geometry (no GeoParquet "
+                "'geo' metadata): save the points with their geometry as GeoParquet or a "
+                "GeoPackage, or their coordinates as columns of a CSV file read with x= and y= "
+                "(in Python, GeoDataFrame.to_parquet writes GeoParquet)"
+            ) from None
         raise InputError(f"cannot read the GeoParquet file {printable(source.name)}: "
                          f"{printable(str(err))[:200]}") from None
     # geopandas stores a frame's own index (e.g. patient ids) in the file and restores it; rows

@@ -87,11 +87,16 @@ def assert_cli_wording(text):
         # an option left out, not "--weights None"
         ("check the nodata value, or pass weights=None for uniform placement",
          "check the nodata value, or drop --weights for uniform placement"),
+        # no option sets max_bytes: its value is the memory limit
+        ("5 release(s) could need 3 GiB, over max_bytes = 2 GiB; make fewer releases (m=5) "
+         "(in Python, or raise max_bytes). Nothing was spent",
+         "5 release(s) could need 3 GiB, over the memory limit of 2 GiB; make fewer releases "
+         "(--m 5). Nothing was spent"),
     ],
     ids=["iterations", "layer", "bare-layer", "csv-columns", "overwrite", "inner-note",
          "drop-outside", "allow-identifying", "no-records", "single-record-pad", "pad-only",
          "shape-cell-size", "m", "epsilon", "gdal-advice", "sqlite", "untouched", "labels",
-         "none"],
+         "none", "memory-limit"],
 )
 def test_cli_message_names_options_not_parameters(message, expected):
     assert cli_message(message, {"gdf": "cases.csv"}) == expected

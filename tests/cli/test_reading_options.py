@@ -3,9 +3,11 @@
 
 import math
 
+import geopandas as gpd
 import numpy as np
 import pandas as pd
 import pytest
+import shapely
 
 from geosynth import io
 from geosynth.cli.options import NaWords, csv_reading
@@ -53,6 +55,19 @@ def test_without_the_options_the_european_csv_is_refused_with_the_fix(european_c
     assert not (tmp_path / "r.gpkg").exists()
 
 
+def test_a_semicolon_file_read_with_commas_gets_the_options_to_pass(inputs, tmp_path):
+    # "pass --sep ';' (--sep) and --decimal ',' (--decimal ',')": the notes stayed, as a
+    # quoted ';' split the clause
+    frame = gpd.read_file(inputs["gpkg"])
+    table = frame.drop(columns="geometry").assign(east=frame.geometry.x, north=frame.geometry.y)
+    table.to_csv(tmp_path / "semi.csv", sep=";", index=False)
+    result = run("release", tmp_path / "semi.csv", "--x", "east", "--y", "north", "--crs",
+                 SCENARIO.crs, "--attributes", "y", "--grid", "3x3", *FAST, "--out",
+                 tmp_path / "r.gpkg")
+    assert_refused(result, "the header line holds ';' where --sep ',' was expected: pass --sep "
+                           "';' and --decimal ',' if its numbers have decimal commas")
+
+
 def test_a_tab_is_typed_as_tab_or_backslash_t(tmp_path):
     data = SCENARIO.data
     table = data.drop(columns="geometry").assign(east=data.geometry.x, north=data.geometry.y)
@@ -68,9 +83,6 @@ def test_a_tab_is_typed_as_tab_or_backslash_t(tmp_path):
 
 
 def test_multipoints_are_refused_in_gis_words(inputs, tmp_path):
-    import geopandas as gpd
-    import shapely
-
     frame = gpd.read_file(inputs["gpkg"])
     frame.loc[0, "geometry"] = shapely.MultiPoint([(0, 0), (1, 1)])
     frame.to_file(tmp_path / "multi.gpkg", engine="pyogrio")

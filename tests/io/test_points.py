@@ -99,6 +99,17 @@ def _tampered_parquet(tmp_path, points, change):
     return bad
 
 
+def test_a_parquet_file_without_geometry_gets_a_fix_not_pandas_advice(tmp_path, points):
+    # geopandas' own text: "Missing geo metadata ... Use pandas.read_parquet/read_feather".
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "plain.parquet"
+    pd.DataFrame(points.drop(columns="geometry")).to_parquet(path)
+    message = r"plain.parquet is a Parquet file without geometry \(no GeoParquet 'geo' metadata"
+    with pytest.raises(InputError, match=message + r"\): save the points") as err:
+        read_points(path)
+    assert "read_parquet" not in str(err.value)
+
+
 def test_tampered_geoparquet_gives_clear_errors(tmp_path, points):
     pa = pytest.importorskip("pyarrow")
 
