@@ -473,10 +473,8 @@ def interrupted_commit(target: str | os.PathLike) -> bool:
         return False
     for entry in target.parent.iterdir():
         journal = _read_journal(entry) if _abandoned(entry, target) else None
-        if journal is not None:
-            first, entries = journal
-            if _abandoned(first, entries[0].target) and _read_journal(first) is not None:
-                return True
+        if journal is not None and _half_done(journal):
+            return True
     return False
 
 
@@ -551,6 +549,16 @@ def _read_journal(folder: Path) -> tuple[Path, list[_JournalEntry]] | None:
     return first, entries
 
 
+def _half_done(journal: tuple[Path, list[_JournalEntry]]) -> bool:
+    """Whether a journalled commit's dead writer stopped between its first move and its end.
+
+    Its first folder still holds the journal: the writer removes it there last, at the commit
+    point.
+    """
+    first, entries = journal
+    return _abandoned(first, entries[0].target) and _read_journal(first) is not None
+
+
 def _finish_dead_commit(folder: Path) -> list[Path]:
     """Take back the commit a dead writer left half done, if ``folder`` journals one.
 
@@ -570,7 +578,7 @@ def _finish_dead_commit(folder: Path) -> list[Path]:
     if journal is None or folder not in [entry.folder for entry in journal[1]]:
         return []
     first, entries = journal
-    if _abandoned(first, entries[0].target) and _read_journal(first) is not None:
+    if _half_done(journal):
         for entry in reversed(entries):
             _undo_move(entry)
     removed = []
