@@ -86,6 +86,7 @@ from geosynth._atomic import (
 from geosynth._points import at_locations, point_coordinates
 from geosynth._validation import check_bool, check_int, describe_value
 from geosynth._vendor import RawText
+from geosynth.data import warn_if_bounds_touch_records
 from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.synth.release import (
     INTERNAL_PREFIX,
@@ -344,6 +345,9 @@ def review_map(
                             "it with public=False (internal), or map the releases of "
                             "geosynth.synthesize")
         _refuse_original_locations(releases, original)
+        if original is not None and grid is not None:  # the grid's outline is drawn
+            warn_if_bounds_touch_records(grid, point_coordinates(original, "original"),
+                                         stacklevel=3)
         releases = [_public_form(release) for release in releases]
         _check_public_columns(releases, original, fit)
     shown = [_subsample(release, max_points) for release in releases]

@@ -31,6 +31,8 @@ __all__ = [
 # Said in the titles of figures of exact counts (CellCounts): they show each cell's records,
 # ones and twos included, and may not leave the internal review.
 CONFIDENTIAL_NOTE = "confidential exact counts: internal review only"
+#: In the title of an R-U map: its risks and utilities are measured on the confidential records.
+RU_MAP_NOTE = "internal: measured on the confidential records"
 #: The most panels of one figure (:func:`combination_panels`): 16 rows of 4, 48 inches tall;
 #: 5 000 panels of one call needed gigabytes and raised MemoryError.
 MAX_PANELS = 64
@@ -334,7 +336,7 @@ def ru_map(
     ax.set_xlabel(_plain(x_label or risk))
     ax.set_ylabel(_plain(y_label or utility))
     missing = [_plain(label) for label in table.index if label not in both.index]
-    title = "R-U confidentiality map"
+    title = f"R-U confidentiality map ({RU_MAP_NOTE})"
     if missing:
         title += (f"\n(not drawn, a measure missing or beyond ±1e100: "
                   f"{', '.join(missing)})")

@@ -133,6 +133,20 @@ def test_public_map_refuses_a_baseline(data):
         review_map(original, [release], public=False)  # internal review: allowed
 
 
+def test_public_map_on_a_grid_over_the_records_bounds_warns(data):
+    # The grid's outline, drawn on the public map, gave the records' bounding box back to
+    # 1e-9 m, with no warning: the grid-only path never ran prepare's check.
+    original, releases, _, grid = data
+    public = [geosynth.to_public(r, seed=k) for k, r in enumerate(releases)]
+    tight = geosynth.Grid.regular(tuple(original.total_bounds), shape=(4, 4), crs=grid.crs)
+    with pytest.warns(PrivacyLeakWarning, match=r"the lattice bounds .* equal the extreme "
+                                                r"coordinates of the records"):
+        review_map(original, public, grid=tight, public=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)  # the scenario's public bounds
+        review_map(original, public, grid=grid, public=True)
+
+
 def test_public_map_without_original_and_fit(data):
     _, releases, _, _ = data
     m = review_map(None, releases, public=True)

@@ -66,6 +66,8 @@ def test_data_text_is_drawn_as_text_not_mathtext(grid, label):
     figure.canvas.draw()
     (annotation, _) = figure.axes[0].texts
     assert annotation._preprocess_math(annotation.get_text()) == (label, False)
+    # its measures are the records': the figure says it is internal, as the report does
+    assert "internal: measured on the confidential records" in figure.axes[0].get_title()
 
 
 def test_ru_map_refuses_missing_or_textual_measures_naming_them():

@@ -460,6 +460,9 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
     lines = [
         "# Choosing the lattice: risk and utility of the candidates",
         "",
+        "Internal document: its measures are taken on the confidential records (their rates "
+        "reveal how many there are); do not publish it or the R-U map beside it.",
+        "",
         f"Input: `{Path(input_path).name}`; {m} releases per candidate; fits: "
         f"{describe_run(run)}; seed {seed} (internal: rerun with --seed {seed}).",
         f"Intensity fidelity is measured on the lattice of {result.reference!r} (the "

@@ -24,7 +24,8 @@ def test_tune_writes_report_and_map_and_prints_the_release_command(inputs, tmp_p
     assert result.exit_code == 0, result.output
     text = report.read_text()
     for fragment in ("## Recommendation", "## Candidates", "3x3", "5x5", "2000 m",
-                     "true_match_rate", "intensity_l1", "seed 3", "geosynth release"):
+                     "true_match_rate", "intensity_l1", "seed 3", "geosynth release",
+                     "Internal document: its measures are taken on the confidential records"):
         assert fragment in text, fragment
     png = tmp_path / "tune.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
