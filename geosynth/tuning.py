@@ -183,8 +183,8 @@ MEASURES: dict[str, Measure] = {
         "common lattice (the finest candidate's)"),
     "intensity_l1": Measure(
         "utility", "worse",
-        "L1 distance of original and synthetic cell shares on the common lattice, from 0 "
-        "(identical) to 2 (disjoint)"),
+        "L1 distance of original and synthetic cell shares on the common lattice (points "
+        "beyond it count as misplaced), from 0 (identical) to 2 (disjoint)"),
     "max_r_hat": Measure(
         "diagnostic", "worse", "largest rank-normalised split R-hat of the fit"),
     "min_ess": Measure("diagnostic", "better", "smallest bulk effective sample size of the fit"),
@@ -266,9 +266,12 @@ class Candidate:
                 object.__setattr__(self, name, check_positive(getattr(self, name), name))
         if self.shape is not None:
             object.__setattr__(self, "shape", _check_shape(self.shape))
-        if self.effects not in _EFFECTS:
+        if not isinstance(self.effects, str) or self.effects not in _EFFECTS:
             raise InputError(f"effects must be 'attribute' or 'combination', got "
                              f"{self.effects!r}")
+        # A plain str: numpy.str_('combination') equals 'combination' but its repr, which tags
+        # the candidate's seed stream, differs, so it drew other releases.
+        object.__setattr__(self, "effects", str(self.effects))
         object.__setattr__(self, "beta_prior", _check_beta_prior(self.beta_prior))
         if self.epsilon is not None:
             object.__setattr__(self, "epsilon", check_positive(self.epsilon, "epsilon"))
@@ -366,10 +369,11 @@ def as_candidate(value: Any) -> Candidate:
     if isinstance(value, Candidate):
         return value
     if isinstance(value, Mapping):
-        unknown = sorted(set(value) - set(Candidate.__dataclass_fields__))
+        settings = sorted(name for name, spec in Candidate.__dataclass_fields__.items()
+                          if spec.init)  # not _grid_digest, which the Candidate computes
+        unknown = sorted(set(value) - set(settings), key=str)
         if unknown:
-            raise InputError(f"unknown candidate setting(s) {unknown}; use "
-                             f"{sorted(Candidate.__dataclass_fields__)}")
+            raise InputError(f"unknown candidate setting(s) {unknown}; use {settings}")
         return Candidate(**value)
     if isinstance(value, bool | np.bool_):
         raise InputError(f"a candidate must be a cell size, (rows, cols), dict or Candidate, "

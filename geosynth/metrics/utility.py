@@ -1384,20 +1384,30 @@ class IntensityFidelity(NamedTuple):
         releases) per cell; larger is better, 1 at most. NaN when either is constant (e.g. a
         lattice of one cell).
     l1 : float
-        ``Σ_i |o_i/Σo − s_i/Σs|``, the L1 distance of the two distributions of points over the
-        cells (twice their total-variation distance): 0 for the same shares, 2 when no cell
-        holds both; smaller is better. NaN when either side has no point on the lattice (it
-        has no distribution).
+        ``Σ_i |o_i/n_o − s_i/n_s| + |o_out/n_o − s_out/n_s|``, the L1 distance of the two
+        distributions of points over the cells and the outside of the lattice, with ``n_o``,
+        ``n_s`` all the points (twice their total-variation distance): 0 for the same shares, 2
+        when no cell holds both; smaller is better. A point outside the lattice is mass in the
+        wrong place: a release fitted on a coarser lattice, whose bounds snap outward to its
+        own cells, spread 16-19 % of its points beyond the finest lattice, and dropping them
+        (the shares renormalised over the rest) favoured the coarse lattice. NaN when either
+        side has no point.
     original : numpy.ndarray of float64, shape (G,)
         Original points per cell: confidential, so the repr shows only their number.
     synthetic : numpy.ndarray of float64, shape (G,)
         Synthetic points per cell, mean over releases.
+    original_outside : float
+        Original points outside the lattice (confidential, like ``original``).
+    synthetic_outside : float
+        Synthetic points outside the lattice, mean over releases.
     """
 
     correlation: float
     l1: float
     original: np.ndarray
     synthetic: np.ndarray
+    original_outside: float = 0.0
+    synthetic_outside: float = 0.0
 
     def __repr__(self) -> str:
         """Show the two measures, not the counts: the original's are confidential per cell."""
@@ -1410,8 +1420,9 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     """How well releases reproduce the original counts per cell of ``grid``.
 
     Releases fitted on different lattices are comparable on one common lattice (for
-    :func:`geosynth.tune`, the finest candidate's); points outside the lattice are not
-    counted.
+    :func:`geosynth.tune`, the finest candidate's); points outside the lattice count as one
+    more place in ``l1`` (mass in the wrong place), not in ``correlation``, which compares the
+    cells.
 
     Parameters
     ----------
@@ -1459,18 +1470,22 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     if not len(original_xy):  # nothing to compare with: every measure was NaN
         raise InputError("original has no points; pass the confidential points the releases "
                          "were made from")
-    counts = _counts_per_cell(grid, original_xy)
-    synthetic = np.mean([_counts_per_cell(grid, as_xy(r, f"releases[{k}]"))
-                         for k, r in enumerate(sets)], axis=0)
+    binned = _counts_per_cell(grid, original_xy)  # the last bin: outside the lattice
+    synthetic_binned = np.mean([_counts_per_cell(grid, as_xy(r, f"releases[{k}]"))
+                                for k, r in enumerate(sets)], axis=0)
+    counts, synthetic = binned[:-1], synthetic_binned[:-1]
     correlation = np.nan
     if counts.std() > 0 and synthetic.std() > 0:
         correlation = float(np.corrcoef(counts, synthetic)[0, 1])
     l1 = np.nan
-    if counts.sum() > 0 and synthetic.sum() > 0:
-        l1 = float(np.abs(counts / counts.sum() - synthetic / synthetic.sum()).sum())
-    return IntensityFidelity(correlation, l1, counts, synthetic)
+    if binned.sum() > 0 and synthetic_binned.sum() > 0:
+        l1 = float(np.abs(binned / binned.sum() - synthetic_binned / synthetic_binned.sum()).sum())
+    return IntensityFidelity(correlation, l1, counts, synthetic, float(binned[-1]),
+                             float(synthetic_binned[-1]))
 
 
 def _counts_per_cell(grid: Grid, xy: np.ndarray) -> np.ndarray:
+    """Points per cell, and in a last bin the points outside the lattice (G + 1 bins)."""
     cells = grid.locate(xy)
-    return np.bincount(cells[cells >= 0], minlength=grid.n_cells).astype(np.float64)
+    return np.bincount(np.where(cells >= 0, cells, grid.n_cells),
+                       minlength=grid.n_cells + 1).astype(np.float64)

@@ -45,11 +45,23 @@ def test_one_release_not_in_a_list_is_one_release():
         assert (got.correlation, got.l1) == (want.correlation, want.l1)
 
 
-def test_points_outside_are_not_counted_and_constant_counts_have_no_correlation():
+def test_points_outside_are_misplaced_mass_and_constant_counts_have_no_correlation():
     outside = np.vstack([_points([1, 1, 1, 1]), [[10.0, 10.0]]])
     result = intensity_fidelity(outside, [_points([1, 1, 1, 1])], GRID)
-    assert result.original.sum() == 4 and result.l1 == 0.0
-    assert np.isnan(result.correlation)  # both constant
+    assert result.original.sum() == 4 and result.original_outside == 1
+    # shares 1/5 in each cell and 1/5 outside, against 1/4 in each cell and none outside
+    assert result.l1 == pytest.approx(4 * (1 / 4 - 1 / 5) + 1 / 5)
+    assert np.isnan(result.correlation)  # both constant (the outside is not a cell)
+
+
+def test_a_release_spread_beyond_the_lattice_is_charged_for_it():
+    # A release on a coarser lattice snapped outward put points beyond the common lattice;
+    # dropped and the rest renormalised, they cost nothing and favoured the coarse lattice.
+    spread = np.vstack([_points([3, 0, 2, 1]), [[-1.0, 0.5]] * 2])
+    result = intensity_fidelity(_points([3, 0, 2, 1]), [spread], GRID)
+    assert result.synthetic_outside == 2 and result.original_outside == 0
+    assert result.l1 == pytest.approx(2 / 8 * 2)  # 2/8 outside, and 6/8 of each share inside
+    assert result.correlation == pytest.approx(1.0)  # the same pattern over the cells
 
 
 def test_no_release_is_refused():
@@ -78,12 +90,14 @@ def test_a_frame_in_another_crs_is_refused_not_counted_as_outside():
         intensity_fidelity(original.set_crs(None, allow_override=True), [original], GRID)
 
 
-def test_a_side_with_no_point_on_the_lattice_has_no_l1():
-    # Before, its shares were zeros and l1 came out as a plausible-looking 1.0.
+def test_a_release_with_no_point_on_the_lattice_is_as_far_as_can_be():
+    # Once its shares were zeros and l1 came out as a plausible-looking 1.0; all its mass is
+    # misplaced: the largest distance, 2. No point at all has no distribution.
     outside = np.array([[10.0, 10.0], [11.0, 10.0]])
     result = intensity_fidelity(_points([3, 0, 2, 1]), [outside], GRID)
-    assert np.isnan(result.l1) and np.isnan(result.correlation)
-    assert result.synthetic.sum() == 0
+    assert result.l1 == 2.0 and np.isnan(result.correlation)
+    assert result.synthetic.sum() == 0 and result.synthetic_outside == 2
+    assert np.isnan(intensity_fidelity(_points([3, 0, 2, 1]), [np.empty((0, 2))], GRID).l1)
 
 
 def test_frames_in_different_crss_are_refused_on_a_grid_without_one():
