@@ -186,8 +186,11 @@ MEASURES: dict[str, Measure] = {
         "L1 distance of original and synthetic cell shares on the common lattice (points "
         "beyond it count as misplaced), from 0 (identical) to 2 (disjoint)"),
     "max_r_hat": Measure(
-        "diagnostic", "worse", "largest rank-normalised split R-hat of the fit"),
-    "min_ess": Measure("diagnostic", "better", "smallest bulk effective sample size of the fit"),
+        "diagnostic", "worse", "largest rank-normalised split R-hat of the fit: over every "
+        "parameter (λ included) with n_iter='auto', over the scalars (μ, α, the τ's) with a "
+        "fixed n_iter"),
+    "min_ess": Measure("diagnostic", "better", "smallest bulk effective sample size of the fit, "
+                       "over the same parameters as max_r_hat"),
     "seconds": Measure("diagnostic", "worse", "wall-clock seconds of the candidate's fit, "
                        "releases and measures"),
 }
@@ -781,7 +784,9 @@ def tune(
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Root seed. Each candidate fits and releases with a stream derived from it and the
         candidate's settings, and every candidate's coverage is measured on the same random
-        rectangles, drawn from one stream derived from the root seed (common random numbers).
+        rectangles, drawn from one stream derived from the root seed (common random numbers;
+        with ``outside="drop"``, within the box of the records each candidate keeps, so
+        candidates that drop different records get different rectangles).
         So the same seed gives the same table whatever the executor or the order, and a
         candidate's row does not depend on the other candidates, except its two intensity
         columns: they are measured on the lattice of the finest candidate of the call, which
