@@ -376,9 +376,9 @@ def warn_exact_intensity(fit: Any, lam: np.ndarray, what: str, stacklevel: int,
         f"{what} holds the posterior mean intensity of a fit of the exact counts: rounded, it "
         f"equals the confidential count of {share:.0%} of the {pairs}, and "
         "a combination held by one record stands out at that record's cell. Publish it only "
-        "where the counts per cell may be published; otherwise leave it out "
-        "(include_intensity=True, write_intensity_geotiff, a map's fit=) or use an epsilon-DP "
-        "release",
+        "where the counts per cell may be published; otherwise leave it out (in Python, "
+        "include_intensity=True, write_intensity_geotiff, a map's fit=) (CLI: "
+        "--include-intensity, --intensity-tif) or use an epsilon-DP release",
         PrivacyLeakWarning,
         stacklevel=stacklevel + 1,
     )

@@ -294,6 +294,9 @@ def test_intensity_tif_is_written_with_the_release(inputs, tmp_path):
                  "--seed", 2, *FAST, "--out", out, "--intensity-tif", tif)
     assert result.exit_code == 0, result.output
     assert f"Wrote {tif}" in result.output
+    # the warning that it follows the exact counts names the options, not Python's names
+    assert "otherwise leave it out (--include-intensity, --intensity-tif)" in result.output
+    assert "write_intensity_geotiff" not in result.output
     with rasterio.open(tif) as raster:
         bands = raster.read()
         assert (raster.count, raster.height, raster.width) == (4, 4, 5)  # 2 x 2 combinations
