@@ -1025,7 +1025,7 @@ def _n_quadrants(n_quadrants: Any) -> int:
 
 #: Arguments of the fits that tune sets itself, per candidate.
 _SET_BY_TUNE = frozenset({"self", "counts", "seed", "progress", "executor", "stop", "epsilon",
-                          "m", "model"})
+                          "m", "model", "noise"})  # noise: an ε-DP candidate's counts carry it
 
 
 def _fit_options(fit_options: Any) -> dict:
@@ -1060,6 +1060,21 @@ def _check_fit_options(options: dict, candidates: list[Candidate]) -> None:
         check_keywords(options, function, f"{name} (the fit of the {kind} candidates)",
                        "fit_options", _SET_BY_TUNE)
         _check_run_settings(options, parameters, name, kind)
+        _check_other_settings(options, name, kind)
+
+
+def _check_other_settings(options: dict, name: str, kind: str) -> None:
+    """Check the fits' other settings (``parallel``, ``n_jobs``, ...) before any candidate runs."""
+    from geosynth.model.fit import check_fit_settings
+
+    settings = {key: options[key] for key in ("n_jobs", "eta_draws", "max_bytes", "parallel")
+                if key in options}
+    try:
+        check_fit_settings(**settings)
+    except (InputError, TypeError) as err:
+        err.add_note(f"(fit_options of geosynth.tune, for {name}, the fit of the {kind} "
+                     "candidates)")
+        raise
 
 
 #: The run settings of the fits, checked by :func:`geosynth.model.fit.check_run_settings`.

@@ -474,7 +474,7 @@ def _no_candidate_may_run(monkeypatch):
     ({"fit_options": {"n_iterr": 5}}, InputError,
      r"fit_options has \['n_iterr'\], which PaivaModel.fit .* does not take; use keys among"),
     ({"fit_options": {"noise": 0.5}, "candidates": [{"shape": (4, 4), "epsilon": 1.0}]},
-     InputError, r"fit_options has \['noise'\], which dp_release"),
+     InputError, r"fit_options may not set \['noise'\]: tune sets them per candidate"),
     ({"fit_options": {"model": None}}, InputError, r"fit_options may not set \['model'\]"),
     ({"fit_options": [1, 2]}, InputError, "fit_options must be a mapping"),
     ({"continuous": "nope"}, InputError, "continuous column 'nope' is not a column of gdf"),
@@ -894,3 +894,25 @@ def test_a_private_field_is_no_candidate_setting():
                                          r"use \['beta_prior', 'cell_size', 'effects', "
                                          r"'epsilon', 'grid', 'hex_size', 'label', 'shape'\]"):
         as_candidate({"shape": (3, 3), "_grid_digest": "x"})
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"parallel": "yes"}, r"parallel must be True or False"),
+    ({"n_jobs": 0}, r"n_jobs must be an integer >= 1"),
+    ({"eta_draws": 0}, r"eta_draws must be 'all', 'auto' or an integer >= 1"),
+    ({"noise": 1.0}, r"fit_options may not set \['noise'\]: tune sets them per candidate"),
+])
+def test_fit_options_are_checked_before_any_candidate_runs(options, message, monkeypatch):
+    # parallel="yes" was refused by each candidate's fit, in a note naming whichever candidate
+    # failed first ('4x4' in one run, '3x3' in another), and never naming fit_options.
+    import geosynth.tuning as tuning
+
+    def no_candidate(*args, **kwargs):
+        raise AssertionError("a candidate ran")
+
+    monkeypatch.setattr(tuning, "run_candidate", no_candidate)
+    scenario = geosynth.datasets.paiva_scenario(n=60, seed=5)
+    with pytest.raises(InputError, match=message) as caught:
+        geosynth.tune(scenario.data, ["y"], [(3, 3), (4, 4)], fit_options=options, seed=1)
+    notes = " ".join(getattr(caught.value, "__notes__", []))
+    assert "noise" in options or "fit_options of geosynth.tune" in notes

@@ -61,7 +61,8 @@ from geosynth.samplers.rng import make_streams
 if TYPE_CHECKING:
     from geosynth.data import CellCounts
 
-__all__ = ["DEFAULT_BURN_IN", "DEFAULT_THIN", "PaivaModel", "build_model_data", "resolve_thin"]
+__all__ = ["DEFAULT_BURN_IN", "DEFAULT_THIN", "PaivaModel", "build_model_data",
+           "check_fit_settings", "resolve_thin"]
 
 
 DEFAULT_BURN_IN = 2000
@@ -398,16 +399,16 @@ class PaivaModel:
         """
         started = time.monotonic()
         progress = check_bool(progress, "progress")
+        max_bytes, parallel = check_fit_settings(n_jobs=n_jobs, eta_draws=eta_draws,
+                                                 max_bytes=max_bytes, parallel=parallel)
         _check_executor(executor, n_jobs)
         auto, n_iter, burn_in, thin, chains = check_run_settings(
             n_iter, burn_in, thin, chains, target_ess, max_rhat, max_seconds, stop=stop,
             executor=executor)
-        max_bytes = _check_storage_arguments(eta_draws, max_bytes)
         check_seed(seed)  # before the counts are read and a block sampler's setup is built
         noise = _check_noise(counts, noise)
         if noise is not None:
             _check_noisy_sizes(counts.counts)
-        parallel = check_bool(parallel, "parallel")  # a Python bool from here on
         if parallel and noise is not None:
             raise InputError("parallel=True is not available for noise-aware fits (noise=...); "
                              "use parallel=False")
@@ -492,10 +493,37 @@ def _shape_beta(draws: dict, counts: CellCounts) -> dict:
     return draws
 
 
-def _check_executor(executor: object, n_jobs: int | None) -> None:
+def check_fit_settings(*, n_jobs: Any = None, eta_draws: Any = "auto",
+                       max_bytes: Any = DEFAULT_MAX_BYTES, parallel: Any = False
+                       ) -> tuple[int, bool]:
+    """Check the settings of :meth:`PaivaModel.fit` that are not its run's length.
+
+    The check the fit makes, also made by callers that pass these settings on to many fits
+    (:func:`geosynth.tune`'s ``fit_options``), before any of them: a bad ``parallel`` was
+    refused by each candidate's fit, naming a different candidate from run to run.
+
+    Parameters
+    ----------
+    n_jobs, eta_draws, max_bytes, parallel
+        As for :meth:`PaivaModel.fit`.
+
+    Returns
+    -------
+    (int, bool)
+        ``max_bytes`` and ``parallel`` as Python values.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A value out of range or of the wrong type, naming the parameter.
+    """
     if n_jobs is not None and (not is_integer(n_jobs) or n_jobs < 1):
         raise InputError(f"n_jobs must be an integer >= 1 (threads running chains) or None "
                          f"(one per chain, at most the CPUs), got {n_jobs!r}")
+    return _check_storage_arguments(eta_draws, max_bytes), check_bool(parallel, "parallel")
+
+
+def _check_executor(executor: object, n_jobs: int | None) -> None:
     if executor is None:
         return
     if not callable(getattr(executor, "submit", None)):
