@@ -60,6 +60,7 @@ release afresh with the chosen settings and a new seed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import inspect
@@ -69,7 +70,7 @@ import threading
 import time
 import warnings
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -1069,8 +1070,15 @@ def _check_other_settings(options: dict, name: str, kind: str) -> None:
 
     settings = {key: options[key] for key in ("n_jobs", "eta_draws", "max_bytes", "parallel")
                 if key in options}
-    try:
+    with _noted_as_fit_options(name, kind):
         check_fit_settings(**settings)
+
+
+@contextlib.contextmanager
+def _noted_as_fit_options(name: str, kind: str) -> Iterator[None]:
+    """Add to an error of the block a note that it is about ``fit_options``, for ``name``."""
+    try:
+        yield
     except (InputError, TypeError) as err:
         err.add_note(f"(fit_options of geosynth.tune, for {name}, the fit of the {kind} "
                      "candidates)")
@@ -1095,12 +1103,8 @@ def _check_run_settings(options: dict, parameters: Mapping[str, inspect.Paramete
     if kind == "ε-DP" and run["burn_in"] is None and not (
             isinstance(run["n_iter"], str) and run["n_iter"] == "auto"):
         run["burn_in"] = DP_BURN_IN  # dp_release's own default for a fixed n_iter
-    try:
+    with _noted_as_fit_options(name, kind):
         check_run_settings(**run)
-    except (InputError, TypeError) as err:
-        err.add_note(f"(fit_options of geosynth.tune, for {name}, the fit of the {kind} "
-                     "candidates)")
-        raise
 
 
 def _warn_of_dp_candidates(candidates: list[Candidate]) -> None:
