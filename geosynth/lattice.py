@@ -71,6 +71,9 @@ MAX_CELLS = 4_000_000
 #: and 1.6 GB of points placed in them by :func:`geosynth.synth.place_in_cells`): ten times
 #: :data:`geosynth.datasets.MAX_RECORDS`, the largest simulated data set.
 MAX_CELL_IDS = 10**8
+#: The widest extent (and cell size) of a lattice, in CRS units: coordinates in millimetres of
+#: the whole Earth (4e7 m round) stay below it.
+MAX_EXTENT = 1e12
 
 # Cells whose habitable area is below this fraction of the box area count as empty (guards against
 # floating-point slivers where a region boundary runs along a cell edge).
@@ -1437,10 +1440,10 @@ def _lattice_shape(
     if shape is not None:
         nrows, ncols = _check_shape(shape)
         dx, dy = (xmax - xmin) / ncols, (ymax - ymin) / nrows
-        if not (dx <= _MAX_EXTENT and dy <= _MAX_EXTENT):  # inf: the extent overflowed float64
+        if not (dx <= MAX_EXTENT and dy <= MAX_EXTENT):  # inf: the extent overflowed float64
             raise GridError(
                 f"bounds {tuple(bounds)} divided into shape={(nrows, ncols)} give cells of "
-                f"{dx:.3g} x {dy:.3g} CRS units, beyond {_MAX_EXTENT:g} (wider than any projected "
+                f"{dx:.3g} x {dy:.3g} CRS units, beyond {MAX_EXTENT:g} (wider than any projected "
                 "CRS in metres: the Earth is 4e7 m round); check the bounds and their CRS"
             )
     else:
@@ -1496,10 +1499,10 @@ def _check_cell_size(cell_size: object) -> tuple[float, float]:
             f"cell_size must be a positive number or a pair (dx, dy) of positive numbers, "
             f"got {_describe_sequence(cell_size)}"
         )
-    if max(dx, dy) > _MAX_EXTENT:  # a hexagon of side 1e300 overflowed placement's batches
+    if max(dx, dy) > MAX_EXTENT:  # a hexagon of side 1e300 overflowed placement's batches
         shown = repr(cell_size) if math.isfinite(max(dx, dy)) else "(an int past the float range)"
         raise GridError(
-            f"cell_size {shown} is beyond {_MAX_EXTENT:g} CRS units, wider than any "
+            f"cell_size {shown} is beyond {MAX_EXTENT:g} CRS units, wider than any "
             "projected CRS in metres (the Earth is 4e7 m round); give the size in metres"
         )
     return dx, dy
@@ -1546,10 +1549,6 @@ def _edges(vmin: float, vmax: float, n: int, step: float, exact_max: bool) -> np
     return edges  # increasing: _check_resolution keeps step far above float64's spacing
 
 
-#: The widest extent :meth:`Grid.from_points` derives bounds from (coordinates in millimetres
-#: of the whole Earth stay below it).
-_MAX_EXTENT = 1e12
-
 
 def _check_extent(xy: np.ndarray, pad: float) -> None:
     """Refuse points whose bounds cannot carry a lattice (none, too wide, or zero width/height)."""
@@ -1563,9 +1562,9 @@ def _check_extent(xy: np.ndarray, pad: float) -> None:
             f"gdf has no records, so the lattice bounds cannot be derived from it; {fix}"
         )
     extent = float(np.max(xy.max(axis=0) - xy.min(axis=0))) + 2.0 * pad
-    if not extent <= _MAX_EXTENT:  # also inf, where ±1e308 coordinates overflow the width
+    if not extent <= MAX_EXTENT:  # also inf, where ±1e308 coordinates overflow the width
         raise GridError(
-            f"the records of gdf (with pad) span more than {_MAX_EXTENT:g} CRS units, beyond any "
+            f"the records of gdf (with pad) span more than {MAX_EXTENT:g} CRS units, beyond any "
             f"projected CRS in metres (the Earth is 4e7 m round); check the coordinates and "
             f"their CRS, or {fix}"
         )

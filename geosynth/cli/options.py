@@ -108,14 +108,16 @@ def _grid_form_error(spec: str) -> click.BadParameter:
 
 
 #: geosynth._validation.MAX_CHAINS and MAX_RELEASES, geosynth.model.stopping's MAX_TARGET_ESS,
-#: MIN_MAX_RHAT and MAX_MAX_RHAT, geosynth.lattice.MAX_CELLS and geosynth.model.fit.MAX_SWEEPS,
-#: spelled out: importing them would load NumPy with the CLI (a test holds them equal).
+#: MIN_MAX_RHAT and MAX_MAX_RHAT, geosynth.lattice.MAX_CELLS and MAX_EXTENT, and
+#: geosynth.model.fit.MAX_SWEEPS, spelled out: importing them would load NumPy with the CLI (a
+#: test holds them equal).
 MAX_CHAINS = 1024
 MAX_RELEASES = 10_000
 MAX_TARGET_ESS = 1_000_000
 MIN_MAX_RHAT = 1.001
 MAX_MAX_RHAT = 2.0
 MAX_CELLS = 4_000_000
+MAX_EXTENT = 1e12
 MAX_SWEEPS = 10**9
 
 
@@ -131,10 +133,10 @@ class FiniteFloat(click.FloatRange):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
         """Return ``value`` as a float in the range, or fail naming a NaN or infinite value."""
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):  # first: "inf is not in the range 0<x<=1e12" said less
             self.fail(f"{value!r} is not a finite {self.what}", param, ctx)
-        return number
+        return super().convert(number, param, ctx)
 
 
 class OutputFile(click.Path):
@@ -184,13 +186,16 @@ GEOTIFF_FILE = OutputFile((".tif", ".tiff"), "the intensity surface is a GeoTIFF
 
 
 class Metres(FiniteFloat):
-    """A finite length in metres above 0."""
+    """A finite length in metres above 0 and at most :data:`MAX_EXTENT` (1e12).
+
+    ``--cell-size 1e300`` was refused by the lattice, after the data were read.
+    """
 
     name = "metres"
     what = "number of metres"
 
     def __init__(self) -> None:
-        super().__init__(min=0, min_open=True)
+        super().__init__(min=0, min_open=True, max=MAX_EXTENT)
 
 
 class GridSpec(click.ParamType):

@@ -28,6 +28,7 @@ from geosynth.cli.helpers import (
 )
 from geosynth.cli.options import (
     EXISTING_FILE,
+    MAX_EXTENT,
     REPORT_FILE,
     FiniteFloat,
     GridSpec,
@@ -73,8 +74,9 @@ class NumberList(click.ParamType):
         except ValueError:
             self.fail(f"expected comma-separated numbers such as 100,250,500, got {value!r}",
                       param, ctx)
-        if any(not 0 < x < float("inf") for x in numbers):
-            self.fail(f"cell sizes must be finite numbers > 0, got {value!r}", param, ctx)
+        if any(not 0 < x <= MAX_EXTENT for x in numbers):  # 1e300 was refused after "Tuning"
+            self.fail(f"cell sizes must be numbers > 0 and at most {MAX_EXTENT:g} metres (wider "
+                      f"than any projected CRS), got {value!r}", param, ctx)
         if len(set(numbers)) != len(numbers):
             self.fail(f"a cell size is listed more than once in {value!r}", param, ctx)
         return numbers

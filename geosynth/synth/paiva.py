@@ -1095,6 +1095,8 @@ def _warn_of_limits_at_extremes(rows: pd.DataFrame, limits: dict[str, Limits]) -
     """
     for name, (low, high) in limits.items():
         values = rows[name].to_numpy(dtype=np.float64)
+        if values.size == 0:  # no record: no extreme
+            continue
         ends = [word for word, end, extreme in (("smallest", low, values.min()),
                                                 ("largest", high, values.max()))
                 if end == extreme]

@@ -146,9 +146,13 @@ def test_dp_release_drops_records_outside_the_declared_levels(inputs, tmp_path):
          ["--attributes", "income", "its columns are"]),
         (["{gpkg}", "--attributes", "y", "--grid", "4by4"], ["--grid", "ROWSxCOLS"]),
         (["{gpkg}", "--attributes", "y", "--grid", "0x4"], ["ROWSxCOLS"]),
+        # refused by the lattice after the data were read
+        (["{gpkg}", "--attributes", "y", "--cell-size", "1e300"],
+         ["--cell-size", "1e+300 is not in the range"]),
         (["{gpkg}", "--attributes", "y", "--grid", "\u00b2x2"], ["ROWSxCOLS"]),  # "²".isdigit()
         (["{gpkg}", *GPKG_ARGS, "--chains", "100000000000"], ["--chains", "1<=x<=1024"]),
-        (["{gpkg}", "--attributes", "y", "--hex-size", "1e300"], ["beyond 1e+12"]),
+        (["{gpkg}", "--attributes", "y", "--hex-size", "1e300"],
+         ["--hex-size", "1e+300 is not in the range"]),
         (["{gpkg}", "--attributes", "y", "--grid", "4x4", "--cell-size", 500],
          ["exactly one of --grid"]),
         (["{gpkg}", "--attributes", "y"], ["exactly one of --grid"]),
@@ -166,7 +170,8 @@ def test_dp_release_drops_records_outside_the_declared_levels(inputs, tmp_path):
         (["{gpkg}", *GPKG_ARGS, "--region", "{region}", "--epsilon", "nan",
           "--levels-file", "{levels}"], ["--epsilon", "'nan' is not a finite number"]),
     ],
-    ids=["missing-file", "missing-column", "bad-grid", "zero-grid", "superscript-grid",
+    ids=["missing-file", "missing-column", "bad-grid", "zero-grid", "huge-cell-size",
+         "superscript-grid",
          "huge-chains", "huge-hexagon", "grid-and-cell-size",
          "no-lattice", "empty-attribute", "geographic-crs", "csv-without-xy",
          "epsilon-with-continuous", "epsilon-without-region", "levels-without-epsilon",
@@ -198,6 +203,9 @@ def test_the_cli_caps_options_as_the_library_does():
     assert MAX_CHAINS == MODEL_MAX_CHAINS and CLI_MAX_RELEASES == MAX_RELEASES
     assert CLI_MAX_TARGET_ESS == MAX_TARGET_ESS
     assert CLI_MAX_CELLS == geosynth.lattice.MAX_CELLS  # --grid refused at parsing
+    from geosynth.cli.options import MAX_EXTENT as CLI_MAX_EXTENT
+
+    assert CLI_MAX_EXTENT == geosynth.lattice.MAX_EXTENT  # --cell-size, --cell-sizes at parsing
     assert CLI_MAX_SWEEPS == MAX_SWEEPS  # --iterations refused at parsing
     target = {(command, p.name): p.type.max for command in ("tune", "release")
               for p in cli.commands[command].params if p.name == "target_ess"}

@@ -105,6 +105,9 @@ def test_the_same_seed_gives_the_same_report(inputs, tmp_path):
     (["--grids", "3x3", "--report", "x.md/"], ["--report", "give a file name"]),
     (["--grids", "3x3,3000x3000", "--report", "x.md"],
      ["--grids", "3000x3000 would have more than the limit of 4,000,000 cells"]),
+    # 1e300 was refused by the lattice after "Tuning" had started
+    (["--cell-sizes", "500,1e300", "--report", "x.md"],
+     ["--cell-sizes", "at most 1e+12 metres", "'500,1e300'"]),
     # refused after "Tuning", as "continuous column 'x2' is also listed in attributes"
     (["--grids", "3x3", "--continuous", "x2", "--report", "x.md"],
      ["x2 listed in both --attributes and --continuous"]),
