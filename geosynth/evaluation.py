@@ -520,8 +520,8 @@ def _warn_of_original_locations(original: gpd.GeoDataFrame,
 
     A synthetic point placed at random in its cell meets a record's location with probability
     0, so any such point is a leak (a release edited back, a baseline that keeps locations,
-    the original itself). Averaged over releases, the matched distances hid it: one layer of
-    the originals among five synthetic ones reported a mean distance of 37.5 m. The message
+    the original itself). Averaged over releases, the matched distances hid it: a layer of the
+    originals beside a synthetic one reported a mean distance of 37.5 m. The message
     names the releases, not how many points: for an ε-DP release that count would describe the
     records outside the guarantee.
     """
