@@ -1815,7 +1815,7 @@ def _clip_boxes(
         alive &= ~covered
         fully &= ~(covered | partial)
         partial &= alive
-        before = shapely.area(habitable[partial])
+        before = None if removes else shapely.area(habitable[partial])  # only then needed
         habitable[partial] = shapely.difference(habitable[partial], exclude)
         if not (removes or (shapely.area(habitable[partial]) < before).any()):
             warnings.warn(_exclude_misses_cells(exclude, candidates.window), DataWarning,

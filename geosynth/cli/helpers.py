@@ -621,7 +621,7 @@ def check_complete(frame: gpd.GeoDataFrame, name: str,
         for column in [] if wanted is None else [wanted] if isinstance(wanted, str) else wanted:
             count = int(frame[column].isna().sum())
             if count:
-                csv = str(name).lower().endswith((".csv", ".txt", ".tsv"))
+                csv = Path(str(name)).suffix.lower() == ".csv"  # the readers' only CSV suffix
                 raise InputError(
                     f"{option} {printable(column)!r}: {printable(name)} has {some(count)} "
                     "records without a value in that column; drop them or give "

@@ -444,8 +444,9 @@ def write_release(
     table = _metadata_table(info)
     audit_record = _audit_record(target, seeds) if with_audit else None
     cells = None if lattice is None else _grid_layer(lattice, fit if include_intensity else None)
-    beyond = [] if cells is None else [k for k, frame in enumerate(frames, start=1)
-                                       if _beyond_cells(frame, cells)]
+    box = None if cells is None else shapely.total_bounds(np.asarray(cells.geometry.array))
+    beyond = [] if box is None else [k for k, frame in enumerate(frames, start=1)
+                                     if _beyond_box(frame, box)]
     if beyond:
         raise InputError(
             f"release {beyond[0]} ({RELEASE_LAYER.format(beyond[0])}) has points outside the "
@@ -1849,9 +1850,10 @@ def _check_release_values(releases: list[gpd.GeoDataFrame], metadata: dict[str, 
     columns = [*(model.get("attributes") or []),
                *([continuous] if isinstance(continuous, str) else continuous or [])]
     limits = metadata.get(LIMITS_PARAMETER) or {}
+    box = None if grid is None else shapely.total_bounds(np.asarray(grid.geometry.array))
     for k, release in enumerate(releases, start=1):
         layer = RELEASE_LAYER.format(k)
-        if grid is not None and _beyond_cells(release, grid):
+        if box is not None and _beyond_box(release, box):
             raise InputError(f"{name}: layer {layer} has points outside its grid layer, "
                              f"where geosynth never places one, so {EDITED}")
         missing = [c for c in columns if c in release.columns and release[c].isna().any()]
@@ -1867,15 +1869,14 @@ def _check_release_values(releases: list[gpd.GeoDataFrame], metadata: dict[str, 
                                  f"outside its metadata 'limits', so {EDITED}")
 
 
-def _beyond_cells(release: gpd.GeoDataFrame, cells: gpd.GeoDataFrame) -> bool:
-    """Whether a point of ``release`` lies outside the bounding box of the ``cells``.
+def _beyond_box(release: gpd.GeoDataFrame, box: np.ndarray) -> bool:
+    """Whether a point of ``release`` lies outside ``box``, the bounding box of the cells.
 
     The check of the writer (against the grid it writes) and of the reader (against the grid
     layer); the box, not each cell, so that no point drawn in a cell is refused by rounding.
     """
     if len(release) == 0:
         return False
-    box = shapely.total_bounds(np.asarray(cells.geometry.array))
     x0, y0, x1, y1 = shapely.total_bounds(np.asarray(release.geometry.array))
     slack = _EXTENT_RTOL * max(box[2] - box[0], box[3] - box[1])
     return bool(x0 < box[0] - slack or y0 < box[1] - slack or x1 > box[2] + slack

@@ -1080,23 +1080,22 @@ def check_limits(gdf: Any, limits: LimitsLike, covariates: list[str] | tuple[str
         As :func:`synthesize` raises for ``limits``.
     """
     checked = _checked_limits(limits, covariates)
-    _check_within_limits(gdf, checked)
-    if warn:
-        _warn_of_limits_at_extremes(gdf, checked)
+    values = {name: gdf[name].to_numpy(dtype=np.float64) for name in checked}
+    for name, (low, high) in checked.items():  # every column first: a refusal before a warning
+        _check_within_limits(name, values[name], low, high)
+    for name, (low, high) in checked.items() if warn else ():
+        _warn_of_limits_at_extremes(name, values[name], low, high)
     return checked
 
 
-def _warn_of_limits_at_extremes(rows: pd.DataFrame, limits: dict[str, Limits]) -> None:
-    """PrivacyLeakWarning: an end of a column's limits is its smallest or largest value.
+def _warn_of_limits_at_extremes(name: str, values: np.ndarray, low: float, high: float) -> None:
+    """PrivacyLeakWarning: an end of column ``name``'s limits is its smallest or largest value.
 
     A release publishes its limits (the metadata's ``limits``), so ``limits={"z": (z.min(),
     z.max())}`` published both confidential extremes to every digit, with no warning. A bound the
     variable takes by definition (0 for an age) may equal an extreme too: the message says so.
     """
-    for name, (low, high) in limits.items():
-        values = rows[name].to_numpy(dtype=np.float64)
-        if values.size == 0:  # no record: no extreme
-            continue
+    if values.size:  # no record: no extreme
         ends = [word for word, end, extreme in (("smallest", low, values.min()),
                                                 ("largest", high, values.max()))
                 if end == extreme]
@@ -1111,23 +1110,21 @@ def _warn_of_limits_at_extremes(rows: pd.DataFrame, limits: dict[str, Limits]) -
             )
 
 
-def _check_within_limits(rows: pd.DataFrame, limits: dict[str, Limits]) -> None:
+def _check_within_limits(name: str, values: np.ndarray, low: float, high: float) -> None:
     """Refuse original values of the released records outside their column's limits.
 
     The message counts them and quotes none (the values are confidential).
     """
-    for name, (low, high) in limits.items():
-        values = rows[name].to_numpy(dtype=np.float64)
-        outside = int(((values < low) | (values > high)).sum())
-        if outside:
-            ends = ":".join("" if math.isinf(end) else range_end_text(end) for end in (low, high))
-            raise InputError(
-                f"{outside} record(s) of gdf have {name!r} outside limits[{name!r}] = "
-                f"{range_text((low, high))} (CLI: --limit {name}={ends}): the synthetic values "
-                "are drawn within the limits, which must hold every original value; widen the "
-                "limits to every value the variable can take, or clean the data (in Python, "
-                f"find the records with {_outside_selector(name, low, high)})"
-            )
+    outside = int(((values < low) | (values > high)).sum())
+    if outside:
+        ends = ":".join("" if math.isinf(end) else range_end_text(end) for end in (low, high))
+        raise InputError(
+            f"{outside} record(s) of gdf have {name!r} outside limits[{name!r}] = "
+            f"{range_text((low, high))} (CLI: --limit {name}={ends}): the synthetic values "
+            "are drawn within the limits, which must hold every original value; widen the "
+            "limits to every value the variable can take, or clean the data (in Python, "
+            f"find the records with {_outside_selector(name, low, high)})"
+        )
 
 
 def _outside_selector(name: str, low: float, high: float) -> str:
