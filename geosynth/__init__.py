@@ -30,26 +30,38 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Priors": ("geosynth.model", "Priors"),
     "ReleaseInfo": ("geosynth.synth", "ReleaseInfo"),
     "synthesize": ("geosynth._shortcuts", "synthesize"),
-    "naive_synthesize": ("geosynth.synth", "naive_synthesize"),
+    "naive_synthesize": ("geosynth._shortcuts", "naive_synthesize"),
     "donut_mask": ("geosynth.synth", "donut_mask"),
     "to_public": ("geosynth.synth", "to_public"),
     "Candidate": ("geosynth.tuning", "Candidate"),
     "Tuning": ("geosynth.tuning", "Tuning"),
     "tune": ("geosynth.tuning", "tune"),
     **{name: (f"geosynth.{name}", None) for name in (
-        "datasets", "distributed", "dp", "errors", "io", "maps", "metrics", "samplers", "sdc",
-        "synth",
+        "datasets", "distributed", "dp", "errors", "io", "maps", "metrics", "rasters",
+        "samplers", "sdc", "synth",
     )},
 }
 
 if TYPE_CHECKING:  # what static tools and IDEs see
-    from geosynth import datasets, distributed, dp, errors, io, maps, metrics, samplers, sdc, synth
-    from geosynth._shortcuts import synthesize
+    from geosynth import (
+        datasets,
+        distributed,
+        dp,
+        errors,
+        io,
+        maps,
+        metrics,
+        rasters,
+        samplers,
+        sdc,
+        synth,
+    )
+    from geosynth._shortcuts import naive_synthesize, synthesize
     from geosynth.data import CellCounts, prepare
     from geosynth.evaluation import Evaluation, evaluate
     from geosynth.lattice import Grid
     from geosynth.model import PaivaFit, PaivaModel, Priors
-    from geosynth.synth import ReleaseInfo, donut_mask, naive_synthesize, to_public
+    from geosynth.synth import ReleaseInfo, donut_mask, to_public
     from geosynth.tuning import Candidate, Tuning, tune
 
 
@@ -90,6 +102,7 @@ __all__ = [
     "metrics",
     "naive_synthesize",
     "prepare",
+    "rasters",
     "samplers",
     "sdc",
     "synth",

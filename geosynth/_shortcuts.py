@@ -4,11 +4,15 @@
 (:func:`geosynth.synth.synthesize`), ε-differentially private releases through
 :mod:`geosynth.dp` (:func:`~geosynth.dp.dp_release`, :func:`~geosynth.dp.dp_synthesize`). The
 core never imports :mod:`geosynth.dp`; this module is the one place that chooses between them.
+:func:`naive_synthesize` is ``geosynth.naive_synthesize``. Both take a weights raster as a path
+or an open dataset, read here by :func:`geosynth.rasters.read_weights`: the core places points
+by the table read, and opens no file.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -16,10 +20,11 @@ if TYPE_CHECKING:
 
     from geosynth._random import SeedLike
     from geosynth.data import CellCounts
+    from geosynth.lattice import Grid
+    from geosynth.rasters import WeightsLike
     from geosynth.synth.paiva import LimitsLike, PosteriorDraws
-    from geosynth.synth.placement import WeightsLike
 
-__all__ = ["synthesize"]
+__all__ = ["naive_synthesize", "synthesize"]
 
 
 def synthesize(
@@ -57,9 +62,9 @@ def synthesize(
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Randomness; the same seed (and inputs) gives the same releases. For a DP release a
         seed is for tests only (it triggers a :class:`~geosynth.errors.PrivacyLeakWarning`).
-    weights : str, os.PathLike or rasterio dataset, optional
+    weights : str, os.PathLike, rasterio dataset or geosynth.synth.PixelTable, optional
         Raster of non-negative weights in the grid CRS to place points within their cell
-        (:func:`geosynth.synth.place_in_cells`).
+        (:func:`geosynth.synth.place_in_cells`), read by :func:`geosynth.rasters.read_weights`.
     limits : dict of str to (float or None, float or None), optional
         The range of continuous columns, ``{column: (low, high)}`` with None for an open end,
         for a fit of exact counts: their synthetic values are drawn truncated to it (see
@@ -92,7 +97,8 @@ def synthesize(
 
     noise_aware = isinstance(fit, paiva.PosteriorDraws) and fit.noise_scale is not None
     if epsilon is None and not dp_options and not noise_aware:
-        return paiva.synthesize(fit, gdf, m, seed, weights, limits=limits)
+        table = _read_weights(weights, getattr(getattr(fit, "counts", None), "grid", None))
+        return paiva.synthesize(fit, gdf, m, seed, table, limits=limits)
     if limits is not None:
         from geosynth.errors import InputError
 
@@ -138,3 +144,51 @@ def _dp_synthesize(fit, gdf, m, seed, weights, epsilon, dp_options) -> list[gpd.
             f"{type(fit).__name__}"
         )
     return dp_release(fit, epsilon, m, weights=weights, seed=seed, **dp_options).releases
+
+
+def naive_synthesize(
+    gdf: gpd.GeoDataFrame,
+    grid: Grid,
+    m: int = 5,
+    seed: SeedLike = None,
+    weights: WeightsLike = None,
+    columns: Sequence[str] | None = None,
+) -> list[gpd.GeoDataFrame]:
+    """Naive releases: a uniform point inside each record's own cell (Nunes 2018, §3.2).
+
+    :func:`geosynth.synth.naive_synthesize`, with ``weights`` also a raster.
+
+    Parameters
+    ----------
+    gdf, grid, m, seed, columns
+        As for :func:`geosynth.synth.naive_synthesize`.
+    weights : str, os.PathLike, rasterio dataset or geosynth.synth.PixelTable, optional
+        Raster of non-negative weights in the grid CRS to place points within their cell,
+        read by :func:`geosynth.rasters.read_weights`; default uniform.
+
+    Returns
+    -------
+    list of geopandas.GeoDataFrame
+        ``m`` releases (see :func:`geosynth.synth.naive_synthesize`).
+
+    Raises
+    ------
+    geosynth.errors.InputError, geosynth.errors.CRSError, geosynth.errors.MemoryLimitError
+        An invalid raster (:func:`geosynth.rasters.read_weights`), and everything
+        :func:`geosynth.synth.naive_synthesize` raises.
+    """
+    from geosynth.synth.baselines import naive_synthesize as naive
+
+    return naive(gdf, grid, m, seed, _read_weights(weights, grid), columns)
+
+
+def _read_weights(weights: WeightsLike, grid: Any) -> Any:
+    """Read a raster path or dataset for ``grid`` into its placement table; pass others on.
+
+    Without a :class:`~geosynth.lattice.Grid` (a first argument that is not a fit), ``weights``
+    is passed on as given, for the core to refuse the first argument.
+    """
+    from geosynth.lattice import Grid
+    from geosynth.rasters import pixel_table
+
+    return pixel_table(weights, grid) if isinstance(grid, Grid) else weights

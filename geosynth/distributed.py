@@ -82,6 +82,7 @@ from geosynth.metrics.matching import as_releases
 from geosynth.model.fit import DEFAULT_BURN_IN, DEFAULT_THIN, PaivaModel
 from geosynth.model.results import PaivaFit, check_fit
 from geosynth.model.storage import DEFAULT_MAX_BYTES
+from geosynth.rasters import read_weights
 
 if TYPE_CHECKING:
     import dask_geopandas
@@ -585,7 +586,8 @@ def synthesize_dask(
                                    lambda_chain_means=None)
     # gdf, weights and limits checked here, not in m tasks (an error of the raster reached the
     # client as a bare Exception: its rasterio cause does not unpickle)
-    shared = ReleaseMaker.of(template, gdf, weights, limits)
+    table = None if weights is None else read_weights(weights, fit.counts.grid)
+    shared = ReleaseMaker.of(template, gdf, table, limits)
     draws = release_draws(fit, m).tolist()
     if fit.counts.covariates:
         warn_withheld_means(fit.counts)

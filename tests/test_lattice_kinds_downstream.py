@@ -145,7 +145,8 @@ def test_raster_weights_place_points_in_weighted_pixels_of_the_polygon(tmp_path)
                        transform=from_origin(0.0, 5000.0, 100.0, 100.0)) as dst:
         dst.write(values, 1)
     straddling = grid.locate([[3000.0, 2500.0]])[0]
-    xy = place_in_cells(grid, np.full(2000, straddling), seed=9, weights=path)
+    xy = place_in_cells(grid, np.full(2000, straddling), seed=9,
+                        weights=geosynth.rasters.read_weights(path, grid))
     assert (grid.locate(xy) == straddling).all()
     assert (xy[:, 0] <= 3000.0).all()
 

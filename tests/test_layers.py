@@ -14,7 +14,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "geosynth"
 
 CORE = ("lattice", "data", "samplers", "model", "synth", "metrics", "evaluation")
-OUTSIDE_CORE = ("distributed", "io", "plots", "maps", "cli", "dp", "sdc", "tuning")
+OUTSIDE_CORE = ("distributed", "io", "plots", "maps", "cli", "dp", "sdc", "tuning", "rasters")
 
 
 def _module_name(path: Path) -> str:
@@ -126,6 +126,38 @@ def test_core_never_imports_outer_layers(core):
                 bad.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{line} imports "
                            f"{target}{'.' + name if name else ''}")
     assert bad == []
+
+
+#: Libraries of file formats, maps, the command line and Dask: the outer layers' (io, maps, cli,
+#: distributed, rasters), never the core's.
+OUTER_LIBRARIES = ("rasterio", "pyogrio", "fiona", "sqlite3", "folium", "click", "dask",
+                   "distributed")
+
+
+def _libraries(module: str) -> list[tuple[str, int]]:
+    """(top-level name, line) of every import of a library outside geosynth in ``module``."""
+    found = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name.split(".")[0], node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.append((node.module.split(".")[0], node.lineno))
+    return found
+
+
+@pytest.mark.parametrize("core", CORE)
+def test_core_never_imports_file_formats_maps_the_cli_or_dask(core):
+    # synth.placement opened weights rasters with rasterio; geosynth.rasters reads them now,
+    # and the core places points by the table of arrays it returns.
+    bad = [f"{MODULES[module].relative_to(PACKAGE.parent)}:{line} imports {library}"
+           for module in MODULES if _top(module) == core
+           for library, line in _libraries(module) if library in OUTER_LIBRARIES]
+    assert bad == []
+
+
+def test_the_library_check_sees_a_rasterio_import():
+    # A guard for the test itself: the reader of rasters imports rasterio (inside functions).
+    assert "rasterio" in {library for library, _ in _libraries("geosynth.rasters")}
 
 
 def test_no_private_name_crosses_a_module():

@@ -384,10 +384,10 @@ def _weights_table(path: str, grid):
     """Read the --weights raster for the lattice now, naming the option in a refusal."""
     from geosynth.errors import CRSError
     from geosynth.io import printable
-    from geosynth.synth.placement import PixelTable
+    from geosynth.rasters import read_weights
 
     try:
-        return PixelTable.from_raster(path, grid)
+        return read_weights(path, grid)
     except (CRSError, InputError) as err:
         raise type(err)(f"--weights {printable(Path(path).name)}: {err}") from None
 

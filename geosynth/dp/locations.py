@@ -113,8 +113,9 @@ from geosynth.errors import (
     PrivacyLeakWarning,
 )
 from geosynth.lattice import Grid, parse_crs, require_projected_crs
+from geosynth.rasters import WeightsLike, pixel_table
 from geosynth.synth.paiva import PosteriorDraws, release_draws
-from geosynth.synth.placement import WeightsLike, pixel_table, place
+from geosynth.synth.placement import place
 from geosynth.synth.release import NOISE_EXTERNAL, NOISE_SOURCES, ReleaseInfo, make_release
 
 if TYPE_CHECKING:
@@ -661,7 +662,7 @@ def dp_synthesize(
         coordinates and not reprojected: reproject the releases with ``release.to_crs(...)``.
     geometry : str, default "geometry"
         Name of the geometry column.
-    weights : str, os.PathLike, rasterio dataset or geosynth.synth.placement.PixelTable, optional
+    weights : str, os.PathLike, rasterio dataset or geosynth.synth.PixelTable, optional
         Public raster of placement weights within cells (see
         :func:`geosynth.synth.place_in_cells`), or its table already read for ``fit``'s grid.
     seed : None or int

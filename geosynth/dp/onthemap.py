@@ -86,17 +86,8 @@ from geosynth.dp.synthesizers import (
 )
 from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.lattice import Grid
-from geosynth.synth import placement
-from geosynth.synth.placement import (
-    PixelTable,
-    WeightsLike,
-    check_grid,
-    check_raster_band,
-    check_raster_crs,
-    place,
-    raster_window,
-    read_raster,
-)
+from geosynth.rasters import WeightsLike, pixel_table, read_band, read_raster
+from geosynth.synth.placement import check_grid, place
 from geosynth.synth.release import ReleaseInfo, make_release
 
 __all__ = ["OnTheMapSynthesizer", "onthemap_alpha", "cell_prior", "MAX_PRIOR_RATIO"]
@@ -180,8 +171,8 @@ def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:
     geosynth.errors.CRSError
         The raster CRS differs from the grid CRS.
     geosynth.errors.MemoryLimitError
-        The raster has more than :data:`geosynth.synth.placement.MAX_WEIGHT_PIXELS` pixels over
-        the grid (checked before they are read).
+        The raster has more than :data:`geosynth.rasters.MAX_WEIGHT_PIXELS` pixels over the
+        grid (checked before they are read).
     """
     check_grid(grid)
     return read_raster(
@@ -193,41 +184,8 @@ def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:
 
 
 def _cell_means(dataset: Any, grid: Grid) -> np.ndarray:
-    from rasterio.windows import Window
-
-    check_raster_crs(dataset.crs, grid.crs)
-    check_raster_band(dataset, "prior")
-    t = dataset.transform
-    if t.b != 0 or t.d != 0:
-        raise InputError(
-            "prior raster has a rotated or sheared geotransform; warp it to a north-up grid first"
-        )
-    col0, row0, col1, row1 = raster_window(t, dataset.width, dataset.height, grid.bounds)
-    if col1 <= col0 or row1 <= row0:
-        # The bounds of a lattice built from the points follow the outermost records: not quoted.
-        shown = "" if getattr(grid, "snap_unit", None) is not None else f" {grid.bounds}"
-        raise InputError(
-            f"prior raster (bounds {tuple(dataset.bounds)}) does not overlap the grid "
-            f"bounds{shown}; check that both use the same CRS"
-        )
-    n_pixels = (col1 - col0) * (row1 - row0)
-    if n_pixels > placement.MAX_WEIGHT_PIXELS:  # 8000² pixels took 6 GiB and 20 s to average
-        raise MemoryLimitError(
-            f"prior raster has {n_pixels:,} pixels over the grid, above "
-            f"geosynth.synth.placement.MAX_WEIGHT_PIXELS = {placement.MAX_WEIGHT_PIXELS:,} "
-            "(about 100 bytes each to average); the prior is one mean per cell, so resample "
-            "the raster to coarser pixels (e.g. `gdalwarp -tr -r average`), or raise "
-            "MAX_WEIGHT_PIXELS deliberately"
-        )
-    band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
-    values = np.ma.filled(band.astype(np.float64), np.nan)
+    values, t, row0, col0 = read_band(dataset, grid, "prior")
     valid = ~np.isnan(values)
-    if (np.isinf(values) | (values < 0)).any():
-        n_bad = int((np.isinf(values) | (values < 0)).sum())
-        raise InputError(
-            f"prior raster has {n_bad} negative or infinite pixel values over the grid; weights "
-            "must be finite and >= 0 (set nodata for pixels without data)"
-        )
     rows, cols = np.nonzero(valid)
     xc = t.c + (cols + col0 + 0.5) * t.a
     yc = t.f + (rows + row0 + 0.5) * t.e
@@ -722,7 +680,7 @@ class OnTheMapSynthesizer:
             )
         check_geometry_name(geometry, self.attributes)
         self._check_release_memory()
-        table = None if weights is None else PixelTable.from_raster(weights, self.grid)
+        table = pixel_table(weights, self.grid)
         self._spend()
         rng = private_generator(seed, where="OnTheMapSynthesizer.synthesize")
         n_synth = self._draw_totals(rng, seed)

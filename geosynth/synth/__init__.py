@@ -8,7 +8,8 @@
   record's own cell.
 * :func:`donut_mask` -- donut geomasking, the health-agency standard.
 * :func:`place_in_cells` -- points inside the habitable geometry of given cells, uniform or in
-  proportion to a weights raster.
+  proportion to a weights raster (a :class:`PixelTable`, read by
+  :func:`geosynth.rasters.read_weights`).
 * :func:`to_public` -- what may be published: shuffled rows, no index, no internal columns.
 * :class:`ReleaseInfo` -- how a release was made, kept in its ``attrs["geosynth"]``
   (:func:`release_info`) and written as the metadata of a release file by
@@ -26,10 +27,11 @@ from geosynth.synth.paiva import (
     synthesize,
     synthetic_zbar,
 )
-from geosynth.synth.placement import place_in_cells
+from geosynth.synth.placement import PixelTable, place_in_cells
 from geosynth.synth.release import ReleaseInfo, release_info, to_public
 
 __all__ = [
+    "PixelTable",
     "PosteriorDraws",
     "ReleaseInfo",
     "donut_mask",

@@ -34,8 +34,8 @@ from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError, S
 from geosynth.lattice import Grid
 from geosynth.synth.placement import (
     PixelTable,
-    WeightsLike,
     check_grid,
+    check_pixel_table,
     place,
     unweighted_note,
 )
@@ -49,7 +49,7 @@ def naive_synthesize(
     grid: Grid,
     m: int = 5,
     seed: SeedLike = None,
-    weights: WeightsLike = None,
+    weights: PixelTable | None = None,
     columns: Sequence[str] | None = None,
 ) -> list[gpd.GeoDataFrame]:
     """Naive releases: a uniform point inside each record's own cell (Nunes 2018, §3.2).
@@ -64,9 +64,11 @@ def naive_synthesize(
         Number of releases.
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Randomness; the same seed gives the same releases.
-    weights : str, os.PathLike or rasterio dataset, optional
+    weights : PixelTable, optional
         Raster of non-negative weights in the grid CRS to place points within the cell in
-        proportion to (see :func:`geosynth.synth.place_in_cells`); default uniform.
+        proportion to (see :func:`geosynth.synth.place_in_cells`), read for ``grid`` by
+        :func:`geosynth.rasters.read_weights` (:func:`geosynth.naive_synthesize` takes the
+        raster's path itself); default uniform.
     columns : sequence of str, optional
         Non-geometry columns to keep; default all of them.
 
@@ -85,7 +87,7 @@ def naive_synthesize(
         excluded area); bad ``m``, ``columns`` or ``weights``; a kept column repeats the x or y
         of the points (e.g. ``easting``) or their longitude or latitude.
     geosynth.errors.CRSError
-        ``gdf`` (or ``weights``) is not in the grid CRS, or ``gdf`` is in degrees.
+        ``gdf`` is not in the grid CRS, or is in degrees.
     geosynth.errors.SamplerError
         Points keep landing on original locations (a cell spans only a few float64 values).
 
@@ -105,7 +107,7 @@ def naive_synthesize(
     _refuse_coordinate_columns(gdf, keep, xy)
     check_crs(gdf, grid)
     cells = _cells_of(gdf, grid, xy)
-    table = None if weights is None else PixelTable.from_raster(weights, grid)
+    table = check_pixel_table(weights, grid)
     data = pd.DataFrame(gdf[keep]).copy()
     geometry = gdf.geometry.name
     note = unweighted_note(table, cells)

@@ -53,8 +53,7 @@ from geosynth.errors import (
 from geosynth.model.storage import evenly_spaced_draws
 from geosynth.synth.placement import (
     PixelTable,
-    WeightsLike,
-    pixel_table,
+    check_pixel_table,
     place,
     unweighted_note,
 )
@@ -140,7 +139,7 @@ def synthesize(
     gdf: gpd.GeoDataFrame | None = None,
     m: int = 5,
     seed: SeedLike = None,
-    weights: WeightsLike = None,
+    weights: PixelTable | None = None,
     *,
     limits: LimitsLike = None,
     epsilon: None = None,
@@ -161,10 +160,10 @@ def synthesize(
         Number of releases.
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Randomness; the same seed (and inputs) gives the same releases.
-    weights : str, os.PathLike, rasterio dataset or PixelTable, optional
-        Raster of non-negative weights (e.g. population density) in the grid CRS (or its
-        table already read for the grid, :func:`~geosynth.synth.placement.pixel_table`), used
-        to place points within their synthetic cell; see
+    weights : PixelTable, optional
+        Raster of non-negative weights (e.g. population density) in the grid CRS, read for
+        the grid by :func:`geosynth.rasters.read_weights` (:func:`geosynth.synthesize` takes the
+        raster's path itself), used to place points within their synthetic cell; see
         :func:`geosynth.synth.place_in_cells`. It changes where in a cell a point goes, never
         which cell. It must be public data, never derived
         from ``gdf``: points go only to its pixels of positive weight.
@@ -209,7 +208,7 @@ def synthesize(
         or None, or a bool), or an original value of a released record lies outside its
         column's limits (the message gives how many, never a value).
     geosynth.errors.CRSError
-        ``gdf`` or ``weights`` is not in the grid CRS.
+        ``gdf`` is not in the grid CRS.
     geosynth.errors.SamplerError
         A posterior draw of λ is not finite and positive for some combination.
 
@@ -354,9 +353,9 @@ class ReleaseMaker:
     limits: dict[str, Limits] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, fit: PosteriorDraws, gdf: Any, weights: WeightsLike = None,
+    def of(cls, fit: PosteriorDraws, gdf: Any, weights: PixelTable | None = None,
            limits: LimitsLike = None) -> ReleaseMaker:
-        """Check ``gdf`` and ``limits`` against ``fit``, read ``weights``, compute the tables.
+        """Check ``gdf``, ``weights`` and ``limits`` against ``fit``, compute the tables.
 
         Parameters
         ----------
@@ -370,7 +369,7 @@ class ReleaseMaker:
         counts = fit.counts
         rows = aligned_rows(gdf, counts)
         checked = check_limits(rows, limits, counts.covariates)
-        table = pixel_table(weights, counts.grid)
+        table = check_pixel_table(weights, counts.grid)
         return cls(fit=fit, rows=rows, table=table,
                    filled={name: synthetic_zbar(counts, name) for name in counts.covariates},
                    noise={name: synthesis_sd(counts, name) for name in counts.covariates},

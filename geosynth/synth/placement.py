@@ -26,6 +26,8 @@ rounds):
   at pixel centres, not averaged over areas: a pixel straddling a cell edge gives its whole
   weight to the cell holding its centre, and the strip of the other cell under it receives no
   point. Choose a raster whose pixels are much smaller than the cells (or aligned with them).
+  The raster comes as a :class:`PixelTable` of arrays: :func:`geosynth.rasters.read_weights`
+  reads a file into one, so that this module, like the rest of the core, opens no file.
 
 Points are drawn in half-open boxes ``[x0, x1) x [y0, y1)``, the convention of
 :meth:`Grid.locate <geosynth.lattice.Grid.locate>`, so ``grid.locate`` of a placed point returns
@@ -34,45 +36,27 @@ the cell it was placed in.
 
 from __future__ import annotations
 
-import math
-import os
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyproj
 import shapely
 
 from geosynth._random import SeedLike, as_generator
-from geosynth._validation import check_no_nul
-from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError, SamplerError
+from geosynth.errors import DataWarning, InputError, SamplerError
 from geosynth.lattice import Grid
 
 __all__ = [
     "place_in_cells",
     "PixelTable",
-    "pixel_table",
-    "WeightsLike",
+    "check_pixel_table",
+    "check_weight_values",
     "check_grid",
-    "check_raster_band",
-    "check_raster_crs",
     "place",
     "unweighted_note",
-    "raster_window",
-    "read_raster",
-    "MAX_WEIGHT_PIXELS",
 ]
-
-WeightsLike = Any  # str | os.PathLike | rasterio dataset opened for reading
-
-#: Most pixels of a weights raster read over the lattice: about 2 GiB at the peak of reading.
-MAX_WEIGHT_PIXELS = 2**23
-# Peak memory of PixelTable.from_raster per pixel of positive weight (233 bytes measured: the
-# float64 copy, the pixel boxes before and after sorting by cell, their centres and cells). The
-# limit was 2**28 pixels "8 bytes each": a raster under it could take 60 GiB and be killed.
-_BYTES_PER_PIXEL = 256
 
 # Candidate points per pending point and round are capped at _MAX_BATCH and, over all pending
 # points of a round, at about _MAX_CANDIDATES (memory ~ 40 bytes per candidate).
@@ -87,7 +71,7 @@ def place_in_cells(
     grid: Grid,
     cells: np.ndarray | list[int],
     seed: SeedLike = None,
-    weights: WeightsLike = None,
+    weights: PixelTable | None = None,
 ) -> np.ndarray:
     """Draw one point inside the habitable geometry of each given cell.
 
@@ -99,11 +83,12 @@ def place_in_cells(
         Cell id of each point to draw, in ``0 .. grid.n_cells - 1`` (repeats allowed).
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Randomness; the same seed gives the same points.
-    weights : str, os.PathLike or rasterio dataset, optional
+    weights : PixelTable, optional
         A single-band raster of non-negative weights (e.g. population density) in the CRS of
-        ``grid``. Within its cell a point falls in a pixel with probability proportional to the
-        pixel's weight among the pixels whose centre lies in the cell's habitable geometry, then
-        uniformly in ``pixel ∩ habitable geometry``. Nodata and NaN pixels weigh 0. Without it,
+        ``grid``, read for ``grid`` by :func:`geosynth.rasters.read_weights`. Within its cell a
+        point falls in a pixel with probability proportional to the pixel's weight among the
+        pixels whose centre lies in the cell's habitable geometry, then uniformly in
+        ``pixel ∩ habitable geometry``. Nodata and NaN pixels weigh 0. Without it,
         points are uniform over the habitable geometry. The raster must be public data, not
         derived from the confidential records: points fall only in its pixels of positive
         weight, so a fine raster of the records' own density would put them where records are.
@@ -116,14 +101,8 @@ def place_in_cells(
     Raises
     ------
     geosynth.errors.InputError
-        ``grid`` is not a Grid, ``cells`` are not valid cell ids, or ``weights`` is not a readable
-        raster (several data bands or complex values, rotated, degenerate or missing
-        geotransform, negative or infinite weights, no overlap with the grid, no pixel of
-        positive weight in any habitable cell).
-    geosynth.errors.CRSError
-        The raster CRS differs from the grid CRS, or only one of them has a CRS.
-    geosynth.errors.MemoryLimitError
-        The raster has more than :data:`MAX_WEIGHT_PIXELS` pixels over the grid.
+        ``grid`` is not a Grid, ``cells`` are not valid cell ids, or ``weights`` is not a
+        PixelTable read for this lattice (:func:`check_pixel_table`).
     geosynth.errors.SamplerError
         A habitable geometry is too thin to be hit by rejection sampling.
 
@@ -144,7 +123,7 @@ def place_in_cells(
     check_grid(grid)
     cell_ids = grid.check_cell_ids(cells, "cells")
     rng = as_generator(seed)
-    table = None if weights is None else PixelTable.from_raster(weights, grid)
+    table = check_pixel_table(weights, grid)
     return place(grid, cell_ids, rng, table)
 
 
@@ -169,56 +148,6 @@ def check_grid(grid: Any, name: str = "grid") -> None:
             f"{name} must be a geosynth.lattice.Grid, got {type(grid).__name__}; build one with "
             "geosynth.Grid.regular(bounds, shape=..., crs=...)"
         )
-
-
-def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str) -> Any:
-    """Return ``read(dataset)`` for a raster path (opened and closed here) or an open dataset.
-
-    Parameters
-    ----------
-    source : str, os.PathLike or rasterio dataset
-        The raster.
-    name : str
-        The parameter ``source`` was given as, for errors.
-    read : callable
-        ``read(dataset)`` computes the result from the open dataset.
-    open_hint : str
-        What to pass instead when a path cannot be opened.
-    expected : str
-        What the parameter may be, for the error on another type.
-
-    Returns
-    -------
-    Any
-        ``read(dataset)``.
-
-    Raises
-    ------
-    geosynth.errors.InputError
-        A path that is not a readable raster, a closed dataset or another type.
-    """
-    if isinstance(source, str | os.PathLike):
-        import rasterio
-
-        check_no_nul(os.fspath(source), name)
-        try:
-            dataset = rasterio.open(source)
-        except rasterio.errors.RasterioIOError as err:
-            raise InputError(
-                f"{name} {os.fspath(source)!r} cannot be opened as a raster ({err}); {open_hint}"
-            ) from err
-        with dataset:
-            try:
-                return read(dataset)
-            except rasterio.errors.RasterioIOError as err:  # e.g. a truncated file
-                raise InputError(
-                    f"{name} {os.fspath(source)!r} cannot be read ({err}); {open_hint}"
-                ) from None
-    if not all(hasattr(source, a) for a in ("read", "transform", "crs", "width", "height")):
-        raise InputError(f"{name} must be {expected}, got {type(source).__name__}")
-    if getattr(source, "closed", False):
-        raise InputError(f"{name} is a closed rasterio dataset; pass an open one or a path")
-    return read(source)
 
 
 def place(
@@ -419,13 +348,21 @@ class PixelTable:
     total: np.ndarray
 
     @classmethod
-    def from_raster(cls, weights: WeightsLike, grid: Grid) -> PixelTable:
-        """Read band 1 of ``weights`` over the grid bounds and group its pixels by cell.
+    def from_band(cls, values: np.ndarray, transform: Any, row0: int, col0: int,
+                  grid: Grid) -> PixelTable:
+        """Group the pixels of positive weight of a raster window by the cell holding their centre.
+
+        :func:`geosynth.rasters.read_weights` reads a raster file or dataset into this table.
 
         Parameters
         ----------
-        weights : str, os.PathLike or rasterio dataset
-            Single-band raster of non-negative weights in the grid CRS, north-up.
+        values : numpy.ndarray of float, shape (rows, cols)
+            The window's weights, finite and ``>= 0``; NaN (no data) weighs 0.
+        transform : affine.Affine
+            North-up geotransform of the raster (no rotation); ``transform.a``, ``.c``, ``.e``
+            and ``.f`` are read.
+        row0, col0 : int
+            Raster row and column of ``values[0, 0]``.
         grid : geosynth.lattice.Grid
             The lattice.
 
@@ -436,61 +373,14 @@ class PixelTable:
         Raises
         ------
         geosynth.errors.InputError
-            The raster cannot be read, has several data bands or complex values, is
-            rotated, has a zero or non-finite pixel size or origin or no geotransform
-            (rasterio's identity), does not overlap the grid, has negative or infinite
-            weights, or gives no habitable cell a positive weight.
-        geosynth.errors.CRSError
-            The raster CRS is not the grid's.
-        geosynth.errors.MemoryLimitError
-            The raster has more than :data:`MAX_WEIGHT_PIXELS` pixels over the grid.
+            Negative or infinite weights, pixels too small to tell apart at the grid's
+            coordinates, or no habitable cell with a positive weight.
         """
-        return read_raster(
-            weights, "weights", lambda dataset: cls._from_dataset(dataset, grid),
-            open_hint="pass the path of a GeoTIFF (or another GDAL raster) or an open rasterio "
-                      "dataset",
-            expected="a raster path or an open rasterio dataset",
-        )
-
-    @classmethod
-    def _from_dataset(cls, dataset: Any, grid: Grid) -> PixelTable:
-        check_raster_crs(dataset.crs, grid.crs)
-        check_raster_band(dataset, "weights")
-        t = dataset.transform
-        if t.b != 0 or t.d != 0:
-            raise InputError(
-                "weights raster has a rotated or sheared geotransform; warp it to a north-up "
-                "grid first (e.g. rasterio.warp.reproject or `rio warp`)"
-            )
-        col0, row0, col1, row1 = raster_window(t, dataset.width, dataset.height, grid.bounds,
-                                               name="weights raster")
-        if col1 <= col0 or row1 <= row0:
-            # The bounds of a lattice built from the points follow the outermost records:
-            # not quoted.
-            shown = "" if grid.snap_unit is not None else f" {grid.bounds}"
-            raise InputError(
-                f"weights raster (bounds {tuple(dataset.bounds)}) does not overlap the grid "
-                f"bounds{shown}; check that both use the same CRS"
-            )
-        from rasterio.windows import Window
-
-        n_pixels = (col1 - col0) * (row1 - row0)
-        if n_pixels > MAX_WEIGHT_PIXELS:
-            raise MemoryLimitError(
-                f"weights raster has {n_pixels:,} pixels over the grid, above "
-                f"geosynth.synth.placement.MAX_WEIGHT_PIXELS = {MAX_WEIGHT_PIXELS:,} (about "
-                f"{n_pixels * _BYTES_PER_PIXEL / 2**30:,.0f} GiB to read); resample it to "
-                "coarser pixels (e.g. `gdalwarp -tr`), or raise MAX_WEIGHT_PIXELS deliberately"
-            )
-        band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
-        values = np.ma.filled(band.astype(np.float64), 0.0)
+        check_grid(grid)
+        values = np.array(values, dtype=np.float64)
+        check_weight_values(values, "weights")
         values[np.isnan(values)] = 0.0
-        if np.isinf(values).any() or (values < 0).any():
-            n_bad = int((np.isinf(values) | (values < 0)).sum())
-            raise InputError(
-                f"weights raster has {n_bad} negative or infinite pixel values over the grid; "
-                "weights must be finite and >= 0 (set nodata for pixels without data)"
-            )
+        t = transform
         if values.max(initial=0.0) > 0.0:
             # Only ratios within a cell matter; scaled to at most 1, a cell's sum cannot
             # overflow (finite weights near 1e308 summed to inf, and every cell fell back to
@@ -552,42 +442,6 @@ class PixelTable:
         return left
 
 
-def check_raster_band(dataset: Any, name: str) -> None:
-    """Refuse a raster of weights with several data bands or complex values.
-
-    Band 1 was read whatever the others held (the red of an RGB image, the first of a stack),
-    and complex values lost their imaginary part with a NumPy ComplexWarning. An alpha band
-    beside one data band is a mask, which the read applies.
-
-    Parameters
-    ----------
-    dataset : rasterio.io.DatasetReader
-        The open raster.
-    name : str
-        Its parameter, for the message (``"weights"``, ``"prior"``).
-
-    Raises
-    ------
-    geosynth.errors.InputError
-        Several data bands, or complex values.
-    """
-    from rasterio.enums import ColorInterp
-
-    count = getattr(dataset, "count", 1)
-    alpha = sum(c == ColorInterp.alpha for c in getattr(dataset, "colorinterp", ()))
-    if count - alpha > 1:
-        raise InputError(
-            f"{name} raster has {count - alpha} data bands; weights are one band: pass a "
-            "single-band raster (e.g. `gdal_translate -b 2 in.tif weights.tif` keeps band 2)"
-        )
-    dtype = str(getattr(dataset, "dtypes", ("float64",))[0])
-    if dtype.startswith("complex"):
-        raise InputError(
-            f"{name} raster holds complex values ({dtype}); weights must be real numbers "
-            ">= 0: pass a real band (e.g. the magnitude, `gdal_calc.py --calc='abs(A)'`)"
-        )
-
-
 def _check_some_weight(total: np.ndarray) -> None:
     """Refuse a raster that gives no cell any weight (all zero, nodata or NaN over the grid).
 
@@ -603,43 +457,6 @@ def _check_some_weight(total: np.ndarray) -> None:
         )
 
 
-def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
-    """Refuse a raster whose CRS is not the grid's (or only one of them has a CRS).
-
-    Parameters
-    ----------
-    raster_crs : rasterio.crs.CRS or None
-        ``dataset.crs`` of the raster.
-    grid_crs : pyproj.CRS or None
-        ``grid.crs``.
-
-    Raises
-    ------
-    geosynth.errors.CRSError
-        The CRSs differ (axis order aside), or one of them is missing; the message says how to
-        reproject or set the CRS.
-    """
-    if raster_crs is None and grid_crs is None:
-        return
-    if raster_crs is None:
-        raise CRSError(
-            f"weights raster has no CRS while the grid uses {grid_crs.to_string()}; set it "
-            "(e.g. `rio edit-info --crs` or dataset.crs = ...) if the raster is in that CRS"
-        )
-    if grid_crs is None:
-        raise CRSError(
-            f"weights raster has CRS {raster_crs.to_string()} but the grid has none; build the "
-            "grid with that crs"
-        )
-    crs = pyproj.CRS.from_wkt(raster_crs.to_wkt())
-    if not crs.equals(grid_crs, ignore_axis_order=True):
-        raise CRSError(
-            f"weights raster CRS {crs.to_string()} differs from the grid CRS "
-            f"{grid_crs.to_string()}; reproject the raster to the grid CRS first (e.g. "
-            "`rio warp --dst-crs` or rasterio.warp.reproject)"
-        )
-
-
 def _own_copies(geoms: np.ndarray) -> np.ndarray:
     """Fresh copies of the grid's geometries ``geoms`` (exact: WKB keeps every bit).
 
@@ -649,62 +466,6 @@ def _own_copies(geoms: np.ndarray) -> np.ndarray:
     test the same objects at once, which can crash the interpreter. Each call prepares its own.
     """
     return shapely.from_wkb(shapely.to_wkb(geoms))
-
-
-def raster_window(
-    transform: Any, width: int, height: int, bounds: tuple[float, ...], name: str = "raster"
-) -> tuple[int, int, int, int]:
-    """``(col0, row0, col1, row1)`` of the pixels meeting ``bounds``, clipped to the raster.
-
-    Parameters
-    ----------
-    transform : affine.Affine
-        North-up geotransform of the raster (no rotation), so pixel columns and rows are
-        affine in x and y.
-    width, height : int
-        Size of the raster in pixels.
-    bounds : tuple of float
-        ``(xmin, ymin, xmax, ymax)`` to cover, e.g. ``grid.bounds``.
-    name : str, default "raster"
-        What the message calls the raster (``"weights raster"``).
-
-    Returns
-    -------
-    tuple of int
-        Columns ``col0 .. col1 - 1`` and rows ``row0 .. row1 - 1``; empty (``col1 <= col0`` or
-        ``row1 <= row0``) when the raster does not meet ``bounds``.
-
-    Raises
-    ------
-    geosynth.errors.InputError
-        A pixel size of 0 or a non-finite pixel size or origin (it raised ZeroDivisionError or
-        "cannot convert float NaN to integer"), or the identity geotransform, which rasterio
-        gives a raster with no geotransform (one not georeferenced, or georeferenced only by
-        GCPs or RPCs): its pixels were taken as 1-unit squares from ``(0, 0)`` with rows
-        running *north*, so an image's top rows weighted the south of a grid near the origin.
-    """
-    terms = (transform.a, transform.e, transform.c, transform.f)
-    if not (all(math.isfinite(v) for v in terms) and transform.a != 0 and transform.e != 0):
-        raise InputError(
-            f"{name} has no usable geotransform (pixel size {transform.a!r} x {transform.e!r}, "
-            f"origin {transform.c!r}, {transform.f!r}); georeference it in the grid CRS first "
-            "(e.g. `gdal_translate -a_ullr` or `rio edit-info --transform`)"
-        )
-    if tuple(transform)[:6] == (1.0, 0.0, 0.0, 0.0, 1.0, 0.0):
-        raise InputError(
-            f"{name} has no geotransform (rasterio gives the identity for a raster that is not "
-            "georeferenced, or is georeferenced only by GCPs or RPCs); georeference it in the "
-            "grid CRS first (e.g. `gdalwarp` with its GCPs, `gdal_translate -a_ullr` or "
-            "`rio edit-info --transform`)"
-        )
-    xmin, ymin, xmax, ymax = bounds
-    cols = [(x - transform.c) / transform.a for x in (xmin, xmax)]
-    rows = [(y - transform.f) / transform.e for y in (ymin, ymax)]
-    col0 = max(0, math.floor(min(cols)))
-    row0 = max(0, math.floor(min(rows)))
-    col1 = min(width, math.ceil(max(cols)))
-    row1 = min(height, math.ceil(max(rows)))
-    return col0, row0, col1, row1
 
 
 def _weighted_points(
@@ -727,16 +488,19 @@ def _weighted_points(
     return xy
 
 
-def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
-    """Return the placement table of ``weights`` (None, a raster, or a table already read).
+def check_pixel_table(weights: Any, grid: Grid) -> PixelTable | None:
+    """Return ``weights`` (None or a :class:`PixelTable` read for ``grid``), or refuse it.
 
-    A table read for another lattice indexed its cells with this lattice's ids (an IndexError
-    or points in the other lattice's pixels).
+    The core places points by a table of arrays and opens no file: a raster is read into a
+    table by :func:`geosynth.rasters.read_weights` (which :func:`geosynth.synthesize`,
+    :func:`geosynth.naive_synthesize`, :mod:`geosynth.dp` and the CLI's ``--weights`` call on a
+    path). A table read for another lattice indexed its cells with this lattice's ids (an
+    IndexError or points in the other lattice's pixels).
 
     Parameters
     ----------
-    weights : None, str, os.PathLike, rasterio dataset or PixelTable
-        The weights raster, or its table read for ``grid`` (:meth:`PixelTable.from_raster`).
+    weights : None or PixelTable
+        The placement table.
     grid : geosynth.lattice.Grid
         The lattice.
 
@@ -747,16 +511,45 @@ def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
     Raises
     ------
     geosynth.errors.InputError
-        A PixelTable of another number of cells, or an invalid raster.
+        ``weights`` is a raster path, a dataset or another type, or a PixelTable of another
+        number of cells.
     """
     if weights is None:
         return None
-    if isinstance(weights, PixelTable):
-        if np.shape(weights.total) != (grid.n_cells,):
-            raise InputError(
-                f"weights is a PixelTable of {np.shape(weights.total)[0]:,} cells, but the "
-                f"lattice has {grid.n_cells:,}; read it for this lattice with "
-                "PixelTable.from_raster(raster, grid), or pass the raster itself"
-            )
-        return weights
-    return PixelTable.from_raster(weights, grid)
+    if not isinstance(weights, PixelTable):
+        raise InputError(
+            f"weights must be a geosynth.synth.PixelTable here, got {type(weights).__name__}; "
+            "read the raster with geosynth.rasters.read_weights(raster, grid) and pass the "
+            "table (geosynth.synthesize, geosynth.naive_synthesize and the CLI's --weights take "
+            "the raster's path itself)"
+        )
+    if np.shape(weights.total) != (grid.n_cells,):
+        raise InputError(
+            f"weights is a PixelTable of {np.shape(weights.total)[0]:,} cells, but the "
+            f"lattice has {grid.n_cells:,}; read it for this lattice with "
+            "geosynth.rasters.read_weights(raster, grid), or pass the raster itself"
+        )
+    return weights
+
+
+def check_weight_values(values: np.ndarray, name: str) -> None:
+    """Refuse negative or infinite weights (NaN, no data, is allowed).
+
+    Parameters
+    ----------
+    values : numpy.ndarray of float
+        Pixel weights.
+    name : str
+        What they are, for the message (``"weights"``, ``"prior"``).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Some weights are negative or infinite.
+    """
+    bad = np.isinf(values) | (values < 0)
+    if bad.any():
+        raise InputError(
+            f"{name} raster has {int(bad.sum())} negative or infinite pixel values over the "
+            "grid; weights must be finite and >= 0 (set nodata for pixels without data)"
+        )

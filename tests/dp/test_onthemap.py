@@ -276,11 +276,11 @@ def test_a_prior_raster_beyond_the_pixel_limit_is_refused_before_it_is_read(tmp_
     # 20 s to average at fit, a larger one ran out of memory.
     grid = Grid.regular((0, 0, 4, 4), shape=(2, 2), crs=CRS)
     path = write_raster(tmp_path / "prior.tif", np.ones((4, 4)), from_origin(0, 4, 1, 1))
-    monkeypatch.setattr("geosynth.synth.placement.MAX_WEIGHT_PIXELS", 15)
+    monkeypatch.setattr("geosynth.rasters.MAX_WEIGHT_PIXELS", 15)
     with pytest.raises(MemoryLimitError, match=r"prior raster has 16 pixels over the grid, "
                                                r"above .*MAX_WEIGHT_PIXELS = 15"):
         cell_prior(path, grid)
-    monkeypatch.setattr("geosynth.synth.placement.MAX_WEIGHT_PIXELS", 16)
+    monkeypatch.setattr("geosynth.rasters.MAX_WEIGHT_PIXELS", 16)
     np.testing.assert_allclose(cell_prior(path, grid), np.ones(4))
 
 

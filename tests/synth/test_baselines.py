@@ -21,6 +21,7 @@ from geosynth.errors import (
     IsolatedCellWarning,
     SamplerError,
 )
+from geosynth.rasters import read_weights
 from geosynth.synth import donut_mask, naive_synthesize
 from tests.synth.helpers import CRS, from_origin, make_points, write_raster
 
@@ -132,7 +133,7 @@ def test_naive_with_weights(tmp_path):
     values[::2, ::2] = 1.0  # the north-west pixel of each cell
     path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 25, 25))
     gdf = make_points(500, bounds=(0, 0, 100, 100), seed=2)
-    (release,) = naive_synthesize(gdf, grid, m=1, seed=1, weights=path)
+    (release,) = naive_synthesize(gdf, grid, m=1, seed=1, weights=read_weights(path, grid))
     np.testing.assert_array_equal(grid.locate(release.geometry), grid.locate(gdf.geometry))
     xy = xy_of(release)
     assert ((xy[:, 0] % 50 < 25) & (xy[:, 1] % 50 >= 25)).all()
@@ -146,7 +147,7 @@ def test_naive_warns_once_about_cells_without_weight(tmp_path):
     gdf = make_points(200, bounds=(0, 0, 100, 100), seed=2)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        releases = naive_synthesize(gdf, grid, m=3, seed=1, weights=path)
+        releases = naive_synthesize(gdf, grid, m=3, seed=1, weights=read_weights(path, grid))
     notes = [w for w in record if issubclass(w.category, DataWarning)]
     assert len(notes) == 1  # was one per release
     assert "3 cell(s) hold no pixel centre of positive weight" in str(notes[0].message)

@@ -22,6 +22,7 @@ from geosynth.errors import (
     PrivacyLeakWarning,
     SamplerError,
 )
+from geosynth.rasters import read_weights
 from geosynth.synth import (
     PosteriorDraws,
     release_draws,
@@ -229,7 +230,7 @@ def test_weights_move_points_within_cells_not_between(tmp_path, regular_data):
     path = write_raster(tmp_path / "w.tif", values, from_origin(0, 90, 10, 10))
     fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
     (plain,) = synthesize(fit, gdf, m=1, seed=3)
-    (weighted,) = synthesize(fit, gdf, m=1, seed=3, weights=path)
+    (weighted,) = synthesize(fit, gdf, m=1, seed=3, weights=read_weights(path, grid))
     np.testing.assert_array_equal(cells_of(grid, plain), cells_of(grid, weighted))
     assert weighted.attrs["geosynth"]["weighted"] is True
     xy = shapely.get_coordinates(weighted.geometry.array)

@@ -19,6 +19,7 @@ from geosynth.errors import (
     InputError,
     IsolatedCellWarning,
 )
+from geosynth.rasters import read_weights
 from geosynth.synth import place_in_cells
 from tests.synth.helpers import CRS, from_origin, write_raster
 
@@ -30,6 +31,11 @@ def quiet_grid(*args, **kwargs):
         warnings.simplefilter("ignore", IsolatedCellWarning)
         warnings.simplefilter("ignore", DataWarning)  # random holes may miss the region
         return Grid.regular(*args, **kwargs)
+
+
+def place_weighted(grid, cells, seed=None, raster=None):
+    """``place_in_cells`` with the raster read for the grid, as geosynth.synthesize reads it."""
+    return place_in_cells(grid, cells, seed=seed, weights=read_weights(raster, grid))
 
 
 def assert_in_cells(grid, cells, xy):
@@ -117,7 +123,8 @@ def test_placement_never_prepares_the_grids_own_geometries(tmp_path):
     np.testing.assert_array_equal(place_in_cells(grid, cells, seed=3), xy)
     # With weights: reading the raster locates its pixels, and the grid prepares its own
     # geometries for that (under its lock); undone here to see what the placement does.
-    weights = write_raster(tmp_path / "w.tif", np.ones((10, 10)), from_origin(0, 10, 1, 1))
+    path = write_raster(tmp_path / "w.tif", np.ones((10, 10)), from_origin(0, 10, 1, 1))
+    weights = read_weights(path, grid)
     place_in_cells(grid, cells, seed=3, weights=weights)
     shapely.destroy_prepared(np.asarray(grid.habitable_geometry))
     place_in_cells(grid, cells, seed=3, weights=weights)
@@ -199,7 +206,7 @@ def test_all_weight_in_one_quadrant_puts_all_points_there(tmp_path):
     values[:5, 5:] = 1.0  # rows count from the north: the north-east quadrant
     path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 10, 10))
     grid = unit_grid(shape=(1, 1))
-    xy = place_in_cells(grid, np.zeros(3000, dtype=np.int64), seed=2, weights=path)
+    xy = place_weighted(grid, np.zeros(3000, dtype=np.int64), seed=2, raster=path)
     assert (xy[:, 0] >= 50).all() and (xy[:, 1] >= 50).all()
     assert stats.kstest(xy[:, 0], stats.uniform(50, 50).cdf).pvalue > ALPHA
     assert stats.kstest(xy[:, 1], stats.uniform(50, 50).cdf).pvalue > ALPHA
@@ -213,7 +220,7 @@ def test_a_cell_of_small_weights_beside_one_of_huge_weights(tmp_path):
     grid = Grid.regular((0, 0, 4, 1), shape=(1, 2), crs=CRS)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        xy = place_in_cells(grid, np.ones(20_000, dtype=np.int64), seed=1, weights=path)
+        xy = place_weighted(grid, np.ones(20_000, dtype=np.int64), seed=1, raster=path)
     heavier = int((xy[:, 0] >= 3).sum())
     assert stats.binomtest(heavier, 20_000, 0.75).pvalue > ALPHA
 
@@ -226,25 +233,25 @@ def test_weights_near_the_float_maximum_keep_their_ratios(tmp_path):
     grid = Grid.regular((0, 0, 4, 1), shape=(1, 2), crs=CRS)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        xy = place_in_cells(grid, np.zeros(20_000, dtype=np.int64), seed=3, weights=path)
+        xy = place_weighted(grid, np.zeros(20_000, dtype=np.int64), seed=3, raster=path)
     heavier = int((xy[:, 0] >= 1).sum())
     assert stats.binomtest(heavier, 20_000, 1.53 / 2.53).pvalue > ALPHA
 
 
 def test_truncated_and_huge_weight_rasters_are_refused_clearly(tmp_path, monkeypatch):
+    from geosynth import rasters
     from geosynth.errors import MemoryLimitError
-    from geosynth.synth import placement
 
     values = np.random.default_rng(4).random((200, 200))
     path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 0.5, 0.5))
-    monkeypatch.setattr(placement, "MAX_WEIGHT_PIXELS", 100)
+    monkeypatch.setattr(rasters, "MAX_WEIGHT_PIXELS", 100)
     with pytest.raises(MemoryLimitError, match="40,000 pixels over the grid.*gdalwarp -tr"):
-        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=path)
+        place_weighted(unit_grid(shape=(1, 1)), [0], raster=path)
     monkeypatch.undo()
     truncated = tmp_path / "t.tif"
     truncated.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     with pytest.raises(InputError, match="t.tif' cannot be (opened as a raster|read)"):
-        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=truncated)
+        place_weighted(unit_grid(shape=(1, 1)), [0], raster=truncated)
 
 
 def pixel_of(xy, size=25.0, top=100.0):
@@ -262,7 +269,7 @@ def test_pixel_proportions_follow_weights_chi_square(tmp_path):
     grid = unit_grid(shape=(2, 2))
     for cell, rows, cols in [(0, [2, 3], [0, 1]), (3, [0, 1], [2, 3])]:
         n = 20_000
-        xy = place_in_cells(grid, np.full(n, cell), seed=cell, weights=path)
+        xy = place_weighted(grid, np.full(n, cell), seed=cell, raster=path)
         row, col = pixel_of(xy)
         observed = np.zeros((4, 4), dtype=int)
         np.add.at(observed, (row, col), 1)
@@ -285,7 +292,7 @@ def test_pixel_centre_rule_and_partial_cells(tmp_path):
     path = write_raster(tmp_path / "w.tif", np.ones((10, 10)), from_origin(0, 100, 10, 10))
     grid = unit_grid(shape=(1, 1), exclude=box(-1, -1, 45, 101))
     n = 12_000
-    xy = place_in_cells(grid, np.zeros(n, dtype=np.int64), seed=6, weights=path)
+    xy = place_weighted(grid, np.zeros(n, dtype=np.int64), seed=6, raster=path)
     assert_in_cells(grid, np.zeros(n, dtype=np.int64), xy)
     assert (xy[:, 0] >= 45).all()
     col = np.floor(xy[:, 0] / 10).astype(int)
@@ -303,7 +310,7 @@ def test_nodata_pixels_get_no_points(tmp_path):
     values[3, 1] = 1.0
     path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 25, 25), nodata=-9999.0)
     grid = unit_grid(shape=(2, 2))
-    xy = place_in_cells(grid, np.zeros(500, dtype=np.int64), seed=1, weights=path)
+    xy = place_weighted(grid, np.zeros(500, dtype=np.int64), seed=1, raster=path)
     row, col = pixel_of(xy)
     assert ((row == 3) & (col == 1)).all()
 
@@ -315,9 +322,9 @@ def test_dataset_and_path_give_the_same_points(tmp_path):
     path = write_raster(tmp_path / "w.tif", rng.random((8, 8)), from_origin(0, 100, 12.5, 12.5))
     grid = unit_grid(shape=(2, 2))
     cells = np.arange(4).repeat(50)
-    from_path = place_in_cells(grid, cells, seed=9, weights=path)
+    from_path = place_weighted(grid, cells, seed=9, raster=path)
     with rasterio.open(path) as dataset:
-        from_dataset = place_in_cells(grid, cells, seed=9, weights=dataset)
+        from_dataset = place_weighted(grid, cells, seed=9, raster=dataset)
         assert not dataset.closed
     np.testing.assert_array_equal(from_path, from_dataset)
     assert_in_cells(grid, cells, from_path)
@@ -330,7 +337,7 @@ def test_raster_larger_than_grid_and_offset(tmp_path):
     path = write_raster(tmp_path / "w.tif", values, from_origin(-30, 130, 7, 7))
     grid = unit_grid(shape=(2, 2))
     cells = np.array([0, 2] * 200)
-    xy = place_in_cells(grid, cells, seed=2, weights=path)
+    xy = place_weighted(grid, cells, seed=2, raster=path)
     assert_in_cells(grid, cells, xy)
     assert ((xy[:, 0] >= 40) & (xy[:, 0] < 47)).all()
 
@@ -342,7 +349,7 @@ def test_cells_without_weight_fall_back_to_uniform(tmp_path):
     grid = unit_grid(shape=(2, 2))
     cells = np.array([0] * 10 + [3] * 2000)
     with pytest.warns(DataWarning, match=r"1 cell\(s\) hold no pixel centre.*\[3\]"):
-        xy = place_in_cells(grid, cells, seed=2, weights=path)
+        xy = place_weighted(grid, cells, seed=2, raster=path)
     assert_in_cells(grid, cells, xy)
     assert (xy[:10] < 25).all()
     assert stats.kstest(xy[10:, 0], stats.uniform(50, 50).cdf).pvalue > ALPHA
@@ -353,17 +360,17 @@ def test_raster_crs_must_match(tmp_path):
         tmp_path / "w.tif", np.ones((2, 2)), from_origin(0, 100, 50, 50), crs="EPSG:32723"
     )
     with pytest.raises(CRSError, match="differs from the grid CRS"):
-        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=path)
+        place_weighted(unit_grid(shape=(1, 1)), [0], raster=path)
     no_crs = write_raster(
         tmp_path / "n.tif", np.ones((2, 2)), from_origin(0, 100, 50, 50), crs=None
     )
     with pytest.raises(CRSError, match="has no CRS"):
-        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=no_crs)
+        place_weighted(unit_grid(shape=(1, 1)), [0], raster=no_crs)
     grid_without_crs = quiet_grid((0, 0, 100, 100), shape=(1, 1))
     with pytest.raises(CRSError, match="the grid has none"):
-        place_in_cells(grid_without_crs, [0], weights=path)
+        place_weighted(grid_without_crs, [0], raster=path)
     # Neither has a CRS: accepted.
-    assert place_in_cells(grid_without_crs, [0], weights=no_crs, seed=0).shape == (1, 2)
+    assert place_weighted(grid_without_crs, [0], raster=no_crs, seed=0).shape == (1, 2)
 
 
 @pytest.mark.parametrize(
@@ -384,16 +391,16 @@ def test_raster_crs_must_match(tmp_path):
 def test_bad_rasters_are_refused(tmp_path, values, transform, match):
     path = write_raster(tmp_path / "w.tif", values, transform)
     with pytest.raises(InputError, match=match):
-        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=path)
+        place_weighted(unit_grid(shape=(1, 1)), [0], raster=path)
 
 
 def test_weights_must_be_a_raster(tmp_path):
     not_raster = tmp_path / "w.txt"
     not_raster.write_text("hello")
     with pytest.raises(InputError, match="cannot be opened as a raster"):
-        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=not_raster)
+        place_weighted(unit_grid(shape=(1, 1)), [0], raster=not_raster)
     with pytest.raises(InputError, match="raster path or an open rasterio dataset"):
-        place_in_cells(unit_grid(shape=(1, 1)), [0], weights=np.ones((2, 2)))
+        place_weighted(unit_grid(shape=(1, 1)), [0], raster=np.ones((2, 2)))
 
 
 def write_bands(path, values, dtype="float64", **options):
@@ -416,18 +423,18 @@ def test_rasters_of_several_bands_or_complex_values_are_refused(tmp_path):
     stack[1, 1, :] = 1.0
     path = write_bands(tmp_path / "rgb.tif", stack)
     with pytest.raises(InputError, match=r"weights raster has 3 data bands.*gdal_translate -b"):
-        place_in_cells(grid, [0], seed=1, weights=path)
+        place_weighted(grid, [0], seed=1, raster=path)
     # Complex weights lost their imaginary part with a NumPy ComplexWarning.
     path = write_bands(tmp_path / "c.tif", np.full((1, 2, 2), 1 + 1j), dtype="complex64")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(InputError, match=r"complex values \(complex64\)"):
-            place_in_cells(grid, [0], seed=1, weights=path)
+            place_weighted(grid, [0], seed=1, raster=path)
     # One data band with an alpha band: the alpha masks it (a transparent pixel weighs 0).
     alpha = np.array([np.ones((2, 2)), [[0, 255], [0, 0]]])
     path = write_bands(tmp_path / "a.tif", alpha, dtype="uint8", photometric="MINISBLACK",
                        alpha="YES")
-    xy = place_in_cells(grid, np.zeros(200, dtype=np.int64), seed=1, weights=path)
+    xy = place_weighted(grid, np.zeros(200, dtype=np.int64), seed=1, raster=path)
     assert (xy >= 50).all()  # the north-east pixel, the only opaque one
 
 
@@ -435,8 +442,8 @@ def test_nan_pixels_weigh_zero(tmp_path):
     values = np.full((2, 2), np.nan)
     values[0, 1] = 2.0  # north-east
     path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 50, 50))
-    xy = place_in_cells(
-        unit_grid(shape=(1, 1)), np.zeros(200, dtype=np.int64), seed=1, weights=path
+    xy = place_weighted(
+        unit_grid(shape=(1, 1)), np.zeros(200, dtype=np.int64), seed=1, raster=path
     )
     assert (xy >= 50).all()
 
@@ -541,7 +548,7 @@ def test_weighted_hexagon_follows_pixel_centre_rule(tmp_path):
     cell = grid.n_cells // 2
     n = 20_000
     cells = np.full(n, cell)
-    xy = place_in_cells(grid, cells, seed=7, weights=path)
+    xy = place_weighted(grid, cells, seed=7, raster=path)
     assert_in_cells(grid, cells, xy)
     col, row = np.floor(xy[:, 0]).astype(int), np.floor(xy[:, 1]).astype(int)
     x0, y0, x1, y1 = grid.cell_bounds(cell)[0]
@@ -563,7 +570,7 @@ def test_max_weight_pixels_bounds_the_memory_it_claims(tmp_path):
     # instead of raising MemoryLimitError.
     import tracemalloc
 
-    from geosynth.synth import placement
+    from geosynth import rasters
 
     side = 400
     path = write_raster(tmp_path / "w.tif", np.ones((side, side)),
@@ -571,12 +578,12 @@ def test_max_weight_pixels_bounds_the_memory_it_claims(tmp_path):
     grid = unit_grid(shape=(4, 4))
     tracemalloc.start()
     try:
-        placement.PixelTable.from_raster(path, grid)
+        read_weights(path, grid)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     per_pixel = peak / side**2
-    assert placement.MAX_WEIGHT_PIXELS * per_pixel <= 2.5 * 2**30
+    assert rasters.MAX_WEIGHT_PIXELS * per_pixel <= 2.5 * 2**30
 
 
 @pytest.mark.parametrize("transform", [
@@ -587,7 +594,7 @@ def test_degenerate_geotransforms_are_refused(tmp_path, transform):
     path = write_raster(tmp_path / "w.tif", np.ones((4, 4)), transform, crs=None)
     grid = quiet_grid((0, 0, 100, 100), shape=(1, 1))
     with pytest.raises(InputError, match="weights raster has no usable geotransform"):
-        place_in_cells(grid, [0], weights=path)
+        place_weighted(grid, [0], raster=path)
 
 
 def test_no_overlap_message_does_not_quote_bounds_derived_from_the_points(tmp_path):
@@ -598,7 +605,7 @@ def test_no_overlap_message_does_not_quote_bounds_derived_from_the_points(tmp_pa
     assert grid.snap_unit is not None
     path = write_raster(tmp_path / "w.tif", np.ones((2, 2)), from_origin(1e6, 2e6, 50, 50))
     with pytest.raises(InputError, match="does not overlap") as info:
-        place_in_cells(grid, [0], weights=path)
+        place_weighted(grid, [0], raster=path)
     assert not any(str(v) in str(info.value) for v in grid.bounds)
 
 
@@ -608,7 +615,7 @@ def test_pixels_below_the_coordinate_resolution_are_refused(tmp_path):
     grid = quiet_grid((500_000, 0, 500_100, 100), shape=(1, 2), crs=CRS)
     path = write_raster(tmp_path / "w.tif", np.ones((4, 4)), from_origin(500_050, 50, 1e-11, 1e-11))
     with pytest.raises(InputError, match=r"pixels \(1e-11 x 1e-11\) are too small"):
-        place_in_cells(grid, [1], weights=path)
+        place_weighted(grid, [1], raster=path)
 
 
 def test_a_raster_without_geotransform_is_refused(tmp_path):
@@ -628,4 +635,4 @@ def test_a_raster_without_geotransform_is_refused(tmp_path):
             dst.write(values, 1)
         grid = quiet_grid((0, 0, 100, 100), shape=(1, 1))
         with pytest.raises(InputError, match=r"weights raster has no geotransform.*gdalwarp"):
-            place_in_cells(grid, np.zeros(50, dtype=np.int64), seed=1, weights=path)
+            place_weighted(grid, np.zeros(50, dtype=np.int64), seed=1, raster=path)

@@ -1,0 +1,390 @@
+"""Public rasters read over a lattice: placement weights and cell priors.
+
+A raster of public weights (e.g. population density) places synthetic points within their cells
+(:func:`read_weights` → :class:`geosynth.synth.PixelTable`) or weighs the cells of a
+differentially private prior (:func:`geosynth.dp.cell_prior`). Both read band 1 of a north-up
+raster in the grid's CRS over the grid's bounds, through :func:`read_band`, the one place that
+checks a raster's CRS, bands, geotransform, overlap, size and values.
+
+This module sits above the core: :mod:`geosynth.synth` places points by a
+:class:`~geosynth.synth.PixelTable` of arrays and never opens a file. The layers and the top
+(:func:`geosynth.synthesize`, :func:`geosynth.naive_synthesize`, :mod:`geosynth.dp`,
+:mod:`geosynth.distributed`, the CLI's ``--weights``) take a raster path or an open rasterio
+dataset and read it here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyproj
+
+from geosynth._validation import check_no_nul
+from geosynth.errors import CRSError, InputError, MemoryLimitError
+from geosynth.lattice import Grid
+from geosynth.synth.placement import PixelTable, check_pixel_table, check_weight_values
+
+__all__ = [
+    "MAX_WEIGHT_PIXELS",
+    "Band",
+    "WeightsLike",
+    "check_raster_band",
+    "check_raster_crs",
+    "pixel_table",
+    "raster_window",
+    "read_band",
+    "read_raster",
+    "read_weights",
+]
+
+WeightsLike = Any  # str | os.PathLike | rasterio dataset opened for reading | PixelTable
+
+#: Most pixels of a raster read over the lattice: about 2 GiB at the peak of reading.
+MAX_WEIGHT_PIXELS = 2**23
+# Peak memory of read_weights per pixel of positive weight (233 bytes measured: the float64
+# copy, the pixel boxes before and after sorting by cell, their centres and cells). The limit
+# was 2**28 pixels "8 bytes each": a raster under it could take 60 GiB and be killed.
+_BYTES_PER_PIXEL = 256
+
+
+class Band(NamedTuple):
+    """Band 1 of a raster over a grid's bounds.
+
+    Attributes
+    ----------
+    values : numpy.ndarray of float64, shape (rows, cols)
+        The window's pixels; NaN where nodata, masked or NaN. Finite and ``>= 0`` elsewhere.
+    transform : affine.Affine
+        The raster's north-up geotransform (of the whole raster, not the window).
+    row0, col0 : int
+        The window's first row and column in the raster.
+    """
+
+    values: np.ndarray
+    transform: Any
+    row0: int
+    col0: int
+
+
+def read_weights(weights: WeightsLike, grid: Grid) -> PixelTable:
+    """Read a raster of public weights for placing points in the cells of ``grid``.
+
+    Parameters
+    ----------
+    weights : str, os.PathLike or rasterio dataset
+        Single-band raster of non-negative weights in the grid CRS, north-up.
+    grid : geosynth.lattice.Grid
+        The lattice.
+
+    Returns
+    -------
+    geosynth.synth.PixelTable
+        The table :func:`geosynth.synth.place_in_cells`, :func:`geosynth.synth.synthesize` and
+        :func:`geosynth.synth.naive_synthesize` take as ``weights``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        The raster cannot be read, has several data bands or complex values, is
+        rotated, has a zero or non-finite pixel size or origin or no geotransform
+        (rasterio's identity), does not overlap the grid, has negative or infinite
+        weights, or gives no habitable cell a positive weight.
+    geosynth.errors.CRSError
+        The raster CRS is not the grid's.
+    geosynth.errors.MemoryLimitError
+        The raster has more than :data:`MAX_WEIGHT_PIXELS` pixels over the grid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from affine import Affine
+    >>> from rasterio.io import MemoryFile
+    >>> from geosynth.lattice import Grid
+    >>> grid = Grid.regular((0, 0, 2, 1), shape=(1, 2), crs="EPSG:3857")
+    >>> north_up = Affine(1, 0, 0, 0, -1, 1)  # 1 m pixels from the north-west corner (0, 1)
+    >>> profile = dict(driver="GTiff", width=2, height=1, count=1, dtype="float64",
+    ...                crs="EPSG:3857", transform=north_up)
+    >>> with MemoryFile() as memory, memory.open(**profile) as raster:
+    ...     raster.write(np.array([[0.0, 1.0]]), 1)
+    ...     table = read_weights(raster, grid)
+    >>> table.total.tolist()
+    [0.0, 1.0]
+    """
+    return read_raster(
+        weights, "weights", lambda dataset: PixelTable.from_band(
+            *read_band(dataset, grid, "weights"), grid),
+        open_hint="pass the path of a GeoTIFF (or another GDAL raster) or an open rasterio "
+                  "dataset",
+        expected="a raster path or an open rasterio dataset",
+    )
+
+
+def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
+    """Return the placement table of ``weights``: None, a raster (read here) or a table read.
+
+    Parameters
+    ----------
+    weights : None, str, os.PathLike, rasterio dataset or geosynth.synth.PixelTable
+        The weights raster, or its table read for ``grid`` (:func:`read_weights`).
+    grid : geosynth.lattice.Grid
+        The lattice.
+
+    Returns
+    -------
+    geosynth.synth.PixelTable or None
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A PixelTable of another number of cells, or what :func:`read_weights` raises.
+    """
+    if weights is None or isinstance(weights, PixelTable):
+        return check_pixel_table(weights, grid)
+    return read_weights(weights, grid)
+
+
+def read_band(dataset: Any, grid: Grid, name: str) -> Band:
+    """Band 1 of an open raster over ``grid``'s bounds, checked as a raster of public weights.
+
+    Parameters
+    ----------
+    dataset : rasterio.io.DatasetReader
+        The open raster.
+    grid : geosynth.lattice.Grid
+        The lattice.
+    name : str
+        The parameter the raster was given as (``"weights"``, ``"prior"``), for messages.
+
+    Returns
+    -------
+    Band
+
+    Raises
+    ------
+    geosynth.errors.CRSError
+        The raster's CRS is not the grid's (:func:`check_raster_crs`).
+    geosynth.errors.InputError
+        Several data bands or complex values, a rotated, degenerate or missing geotransform, no
+        overlap with the grid, or negative or infinite values over it.
+    geosynth.errors.MemoryLimitError
+        More than :data:`MAX_WEIGHT_PIXELS` pixels over the grid, checked before any is read.
+    """
+    from rasterio.windows import Window
+
+    check_raster_crs(dataset.crs, grid.crs)
+    check_raster_band(dataset, name)
+    t = dataset.transform
+    if t.b != 0 or t.d != 0:
+        raise InputError(
+            f"{name} raster has a rotated or sheared geotransform; warp it to a north-up grid "
+            "first (e.g. rasterio.warp.reproject or `rio warp`)"
+        )
+    col0, row0, col1, row1 = raster_window(t, dataset.width, dataset.height, grid.bounds,
+                                           name=f"{name} raster")
+    if col1 <= col0 or row1 <= row0:
+        # The bounds of a lattice built from the points follow the outermost records: not quoted.
+        shown = "" if grid.snap_unit is not None else f" {grid.bounds}"
+        raise InputError(
+            f"{name} raster (bounds {tuple(dataset.bounds)}) does not overlap the grid "
+            f"bounds{shown}; check that both use the same CRS"
+        )
+    n_pixels = (col1 - col0) * (row1 - row0)
+    if n_pixels > MAX_WEIGHT_PIXELS:  # 8000² pixels took 6 GiB and 20 s to average
+        raise MemoryLimitError(
+            f"{name} raster has {n_pixels:,} pixels over the grid, above "
+            f"geosynth.rasters.MAX_WEIGHT_PIXELS = {MAX_WEIGHT_PIXELS:,} (about "
+            f"{n_pixels * _BYTES_PER_PIXEL / 2**30:,.0f} GiB to read); resample it to coarser "
+            "pixels (e.g. `gdalwarp -tr`, with `-r average` for a prior), or raise "
+            "MAX_WEIGHT_PIXELS deliberately"
+        )
+    band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
+    values = np.ma.filled(band.astype(np.float64), np.nan)
+    check_weight_values(values, name)
+    return Band(values, t, row0, col0)
+
+
+def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str) -> Any:
+    """Return ``read(dataset)`` for a raster path (opened and closed here) or an open dataset.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or rasterio dataset
+        The raster.
+    name : str
+        The parameter ``source`` was given as, for errors.
+    read : callable
+        ``read(dataset)`` computes the result from the open dataset.
+    open_hint : str
+        What to pass instead when a path cannot be opened.
+    expected : str
+        What the parameter may be, for the error on another type.
+
+    Returns
+    -------
+    Any
+        ``read(dataset)``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A path that is not a readable raster, a closed dataset or another type.
+    """
+    if isinstance(source, str | os.PathLike):
+        import rasterio
+
+        check_no_nul(os.fspath(source), name)
+        try:
+            dataset = rasterio.open(source)
+        except rasterio.errors.RasterioIOError as err:
+            raise InputError(
+                f"{name} {os.fspath(source)!r} cannot be opened as a raster ({err}); {open_hint}"
+            ) from err
+        with dataset:
+            try:
+                return read(dataset)
+            except rasterio.errors.RasterioIOError as err:  # e.g. a truncated file
+                raise InputError(
+                    f"{name} {os.fspath(source)!r} cannot be read ({err}); {open_hint}"
+                ) from None
+    if not all(hasattr(source, a) for a in ("read", "transform", "crs", "width", "height")):
+        raise InputError(f"{name} must be {expected}, got {type(source).__name__}")
+    if getattr(source, "closed", False):
+        raise InputError(f"{name} is a closed rasterio dataset; pass an open one or a path")
+    return read(source)
+
+
+
+def check_raster_band(dataset: Any, name: str) -> None:
+    """Refuse a raster of weights with several data bands or complex values.
+
+    Band 1 was read whatever the others held (the red of an RGB image, the first of a stack),
+    and complex values lost their imaginary part with a NumPy ComplexWarning. An alpha band
+    beside one data band is a mask, which the read applies.
+
+    Parameters
+    ----------
+    dataset : rasterio.io.DatasetReader
+        The open raster.
+    name : str
+        Its parameter, for the message (``"weights"``, ``"prior"``).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Several data bands, or complex values.
+    """
+    from rasterio.enums import ColorInterp
+
+    count = getattr(dataset, "count", 1)
+    alpha = sum(c == ColorInterp.alpha for c in getattr(dataset, "colorinterp", ()))
+    if count - alpha > 1:
+        raise InputError(
+            f"{name} raster has {count - alpha} data bands; weights are one band: pass a "
+            "single-band raster (e.g. `gdal_translate -b 2 in.tif weights.tif` keeps band 2)"
+        )
+    dtype = str(getattr(dataset, "dtypes", ("float64",))[0])
+    if dtype.startswith("complex"):
+        raise InputError(
+            f"{name} raster holds complex values ({dtype}); weights must be real numbers "
+            ">= 0: pass a real band (e.g. the magnitude, `gdal_calc.py --calc='abs(A)'`)"
+        )
+
+
+
+def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
+    """Refuse a raster whose CRS is not the grid's (or only one of them has a CRS).
+
+    Parameters
+    ----------
+    raster_crs : rasterio.crs.CRS or None
+        ``dataset.crs`` of the raster.
+    grid_crs : pyproj.CRS or None
+        ``grid.crs``.
+
+    Raises
+    ------
+    geosynth.errors.CRSError
+        The CRSs differ (axis order aside), or one of them is missing; the message says how to
+        reproject or set the CRS.
+    """
+    if raster_crs is None and grid_crs is None:
+        return
+    if raster_crs is None:
+        raise CRSError(
+            f"weights raster has no CRS while the grid uses {grid_crs.to_string()}; set it "
+            "(e.g. `rio edit-info --crs` or dataset.crs = ...) if the raster is in that CRS"
+        )
+    if grid_crs is None:
+        raise CRSError(
+            f"weights raster has CRS {raster_crs.to_string()} but the grid has none; build the "
+            "grid with that crs"
+        )
+    crs = pyproj.CRS.from_wkt(raster_crs.to_wkt())
+    if not crs.equals(grid_crs, ignore_axis_order=True):
+        raise CRSError(
+            f"weights raster CRS {crs.to_string()} differs from the grid CRS "
+            f"{grid_crs.to_string()}; reproject the raster to the grid CRS first (e.g. "
+            "`rio warp --dst-crs` or rasterio.warp.reproject)"
+        )
+
+
+
+def raster_window(
+    transform: Any, width: int, height: int, bounds: tuple[float, ...], name: str = "raster"
+) -> tuple[int, int, int, int]:
+    """``(col0, row0, col1, row1)`` of the pixels meeting ``bounds``, clipped to the raster.
+
+    Parameters
+    ----------
+    transform : affine.Affine
+        North-up geotransform of the raster (no rotation), so pixel columns and rows are
+        affine in x and y.
+    width, height : int
+        Size of the raster in pixels.
+    bounds : tuple of float
+        ``(xmin, ymin, xmax, ymax)`` to cover, e.g. ``grid.bounds``.
+    name : str, default "raster"
+        What the message calls the raster (``"weights raster"``).
+
+    Returns
+    -------
+    tuple of int
+        Columns ``col0 .. col1 - 1`` and rows ``row0 .. row1 - 1``; empty (``col1 <= col0`` or
+        ``row1 <= row0``) when the raster does not meet ``bounds``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A pixel size of 0 or a non-finite pixel size or origin (it raised ZeroDivisionError or
+        "cannot convert float NaN to integer"), or the identity geotransform, which rasterio
+        gives a raster with no geotransform (one not georeferenced, or georeferenced only by
+        GCPs or RPCs): its pixels were taken as 1-unit squares from ``(0, 0)`` with rows
+        running *north*, so an image's top rows weighted the south of a grid near the origin.
+    """
+    terms = (transform.a, transform.e, transform.c, transform.f)
+    if not (all(math.isfinite(v) for v in terms) and transform.a != 0 and transform.e != 0):
+        raise InputError(
+            f"{name} has no usable geotransform (pixel size {transform.a!r} x {transform.e!r}, "
+            f"origin {transform.c!r}, {transform.f!r}); georeference it in the grid CRS first "
+            "(e.g. `gdal_translate -a_ullr` or `rio edit-info --transform`)"
+        )
+    if tuple(transform)[:6] == (1.0, 0.0, 0.0, 0.0, 1.0, 0.0):
+        raise InputError(
+            f"{name} has no geotransform (rasterio gives the identity for a raster that is not "
+            "georeferenced, or is georeferenced only by GCPs or RPCs); georeference it in the "
+            "grid CRS first (e.g. `gdalwarp` with its GCPs, `gdal_translate -a_ullr` or "
+            "`rio edit-info --transform`)"
+        )
+    xmin, ymin, xmax, ymax = bounds
+    cols = [(x - transform.c) / transform.a for x in (xmin, xmax)]
+    rows = [(y - transform.f) / transform.e for y in (ymin, ymax)]
+    col0 = max(0, math.floor(min(cols)))
+    row0 = max(0, math.floor(min(rows)))
+    col1 = min(width, math.ceil(max(cols)))
+    row1 = min(height, math.ceil(max(rows)))
+    return col0, row0, col1, row1
+
+

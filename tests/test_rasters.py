@@ -1,0 +1,143 @@
+"""Public rasters read over a lattice, and the core that places points by their tables."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import geosynth
+from geosynth import Grid, rasters
+from geosynth.errors import DataWarning, InputError
+from geosynth.synth import PixelTable, naive_synthesize, place_in_cells, synthesize
+from geosynth.synth.placement import check_pixel_table
+from tests.synth.helpers import (
+    CRS,
+    from_origin,
+    make_points,
+    random_lambda,
+    stub_fit,
+    write_raster,
+)
+
+
+@pytest.fixture
+def grid():
+    return Grid.regular((0, 0, 100, 100), shape=(2, 2), crs=CRS)
+
+
+@pytest.fixture
+def raster(tmp_path):
+    values = np.zeros((4, 4))
+    values[::2, ::2] = 1.0  # the north-west pixel of each cell
+    values[0, 0] = 3.0
+    return write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 25, 25))
+
+
+def test_read_weights_groups_the_pixels_by_cell(grid, raster):
+    table = rasters.read_weights(raster, grid)
+    assert isinstance(table, PixelTable)
+    # Cells count from the south-west; the weights are scaled to a largest pixel of 1.
+    np.testing.assert_allclose(table.total, [1 / 3, 1 / 3, 1.0, 1 / 3])
+    np.testing.assert_array_equal(table.start, [0, 1, 2, 3, 4])
+    np.testing.assert_allclose(table.boxes, [[0, 25, 25, 50], [50, 25, 75, 50],
+                                             [0, 75, 25, 100], [50, 75, 75, 100]])
+
+
+def test_a_path_an_open_dataset_and_the_arrays_give_one_table(grid, raster):
+    import rasterio
+
+    from_path = rasters.read_weights(raster, grid)
+    with rasterio.open(raster) as dataset:
+        from_dataset = rasters.read_weights(dataset, grid)
+        band = rasters.read_band(dataset, grid, "weights")
+    from_arrays = PixelTable.from_band(*band, grid)
+    for table in (from_dataset, from_arrays):
+        for name in ("boxes", "within", "start", "total"):
+            np.testing.assert_array_equal(getattr(table, name), getattr(from_path, name))
+
+
+def test_pixel_table_passes_none_and_tables_and_reads_the_rest(grid, raster):
+    assert rasters.pixel_table(None, grid) is None
+    table = rasters.read_weights(raster, grid)
+    assert rasters.pixel_table(table, grid) is table
+    np.testing.assert_array_equal(rasters.pixel_table(str(raster), grid).total, table.total)
+    other = Grid.regular((0, 0, 100, 100), shape=(1, 2), crs=CRS)
+    with pytest.raises(InputError, match=r"PixelTable of 4 cells, but the lattice has 2"):
+        rasters.pixel_table(table, other)
+
+
+@pytest.mark.parametrize("weights", ["w.tif", np.ones((2, 2)), 1.0])
+def test_the_core_opens_no_file_and_names_the_reader(grid, weights):
+    # The core (geosynth.synth) places points by a table of arrays: a raster path given to
+    # it is refused with the reader to call, not opened.
+    gdf = make_points(40, bounds=(0, 0, 100, 100), seed=1, continuous=False)
+    counts = geosynth.prepare(gdf, grid, attributes=["a"])
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    calls = [lambda: place_in_cells(grid, [0], seed=1, weights=weights),
+             lambda: synthesize(fit, gdf, m=1, seed=1, weights=weights),
+             lambda: naive_synthesize(gdf, grid, m=1, seed=1, weights=weights)]
+    for call in calls:
+        with pytest.raises(InputError, match=r"weights must be a geosynth\.synth\.PixelTable "
+                                             r"here.*geosynth\.rasters\.read_weights"):
+            call()
+    with pytest.raises(InputError, match="PixelTable"):
+        check_pixel_table(weights, grid)
+
+
+def test_the_top_level_reads_a_raster_path_as_the_core_reads_its_table(grid, raster):
+    gdf = make_points(300, bounds=(0, 0, 100, 100), seed=2, continuous=False)
+    counts = geosynth.prepare(gdf, grid, attributes=["a"])
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    table = rasters.read_weights(raster, grid)
+    pairs = [
+        (geosynth.synthesize(fit, gdf, m=1, seed=5, weights=raster),
+         synthesize(fit, gdf, m=1, seed=5, weights=table)),
+        (geosynth.naive_synthesize(gdf, grid, m=1, seed=5, weights=str(raster)),
+         naive_synthesize(gdf, grid, m=1, seed=5, weights=table)),
+    ]
+    for (top,), (core,) in pairs:
+        assert top.geometry.geom_equals_exact(core.geometry, 0).all()
+        xy = np.column_stack([top.geometry.x, top.geometry.y])
+        assert ((xy[:, 0] % 50 < 25) & (xy[:, 1] % 50 >= 25)).all()  # the weighted pixels
+
+
+def test_the_top_level_refuses_a_bad_first_argument_before_reading(grid, tmp_path):
+    # Without a fit's grid there is nothing to read the raster for: the fit is refused.
+    gdf = make_points(20, bounds=(0, 0, 100, 100), seed=2, continuous=False)
+    with pytest.raises(InputError) as info:
+        geosynth.synthesize("not a fit", gdf, m=1, weights=tmp_path / "missing.tif")
+    assert "missing.tif" not in str(info.value)
+    with pytest.raises(InputError, match="grid must be a geosynth.lattice.Grid"):
+        geosynth.naive_synthesize(gdf, "not a grid", m=1, weights=tmp_path / "missing.tif")
+
+
+def test_a_prior_and_weights_share_one_reader_of_band_checks(grid, tmp_path):
+    # The DP prior's raster is checked by the same read_band as the weights: its messages
+    # name the prior.
+    from geosynth.dp.onthemap import cell_prior
+
+    path = write_raster(tmp_path / "n.tif", -np.ones((4, 4)), from_origin(0, 100, 25, 25))
+    with pytest.raises(InputError, match="^prior raster has 16 negative or infinite"):
+        cell_prior(path, grid)
+    with pytest.raises(InputError, match="^weights raster has 16 negative or infinite"):
+        rasters.read_weights(path, grid)
+
+
+def test_nan_weights_of_a_table_built_from_arrays_weigh_zero(grid):
+    values = np.full((4, 4), np.nan)
+    values[0, 1] = 2.0  # north-west cell, its north-east pixel
+    table = PixelTable.from_band(values, from_origin(0, 100, 25, 25), 0, 0, grid)
+    np.testing.assert_allclose(table.total, [0, 0, 1, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        xy = place_in_cells(grid, np.full(100, 2), seed=1, weights=table)
+    assert ((xy[:, 0] >= 25) & (xy[:, 0] < 50) & (xy[:, 1] >= 75)).all()
+    with pytest.raises(InputError, match="negative or infinite"):
+        PixelTable.from_band(-values, from_origin(0, 100, 25, 25), 0, 0, grid)
+
+
+def test_the_examples_in_the_docstrings_run():
+    import doctest
+
+    result = doctest.testmod(rasters)
+    assert result.attempted > 0 and result.failed == 0
