@@ -101,7 +101,7 @@ import shapely
 
 from geosynth._identifiers import is_identifier_name
 from geosynth._messages import describe_rows as _rows
-from geosynth._points import point_coordinates, usable_points
+from geosynth._points import holds_geometries, point_coordinates, usable_points
 from geosynth._validation import (
     MAX_CONTINUOUS,
     check_bool,
@@ -165,6 +165,7 @@ __all__ = [
     "IDENTIFYING_MIN_RECORDS",
     "IDENTIFYING_MIN_SINGLETONS",
     "IDENTIFYING_SINGLETON_SHARE",
+    "SMALL_LEVEL_RECORDS",
 ]
 
 _SD_RTOL = 1e-12  # an SD below this fraction of the largest |cell mean| is rounding noise
@@ -176,6 +177,10 @@ IDENTIFYING_MIN_RECORDS = 20
 #: A level held by fewer records than this is rare: :func:`prepare` warns that a release
 #: publishes it (PrivacyLeakWarning), as synthetic values need this many records of a cell.
 RARE_LEVEL_RECORDS = 3
+#: An attribute most of whose records share their level with fewer than this many records in all
+#: (a patient's id over their few visits, a household's over its members) gets a
+#: PrivacyLeakWarning: each level is published verbatim and names a small group of records.
+SMALL_LEVEL_RECORDS = 5
 #: An attribute with at least this many single-record levels ...
 IDENTIFYING_MIN_SINGLETONS = 5
 #: ... holding more than this share of the records has too many sample uniques.
@@ -958,9 +963,10 @@ def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
         )
     if _is_row_numbering(values):
         raise InputError(
-            f"continuous column {column!r} holds {values.size:,} distinct whole numbers in an "
-            "unbroken run, as a row number or record id does: its synthetic values would "
-            "follow the records' order; drop it from continuous="
+            f"continuous column {column!r} holds {values.size:,} distinct whole numbers in a "
+            "nearly regular run (one step between most of them), as a row number or record id "
+            "does, gaps or not: its synthetic values would follow the records' order; drop it "
+            "from continuous="
         )
     huge = np.abs(values) > MAX_CONTINUOUS
     if huge.any():  # squares of such values overflow the cell means' SD (to inf)
@@ -972,17 +978,27 @@ def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
 
 
 def _is_row_numbering(values: np.ndarray) -> bool:
-    """Whether ``values`` (20 or more) are distinct whole numbers forming one unbroken run.
+    """Whether ``values`` (20 or more) are distinct whole numbers in a nearly regular run.
 
     A record id or row number (0..n−1, 1017..1316) passed as a continuous column was released
     with synthetic values that followed the input's row order (r = 0.66 with the synthetic
-    northing of records sorted by northing), found probing the command line. A measurement
-    rarely takes every whole number of a range exactly once.
+    northing of records sorted by northing), found probing the command line. The first check
+    wanted every whole number of the range exactly once: ids with one number missing, or
+    numbered in steps of 2, passed (r = 0.65). Now :data:`_SEQUENCE_SHARE` of the gaps between
+    the sorted values being one and the same step is enough. A measurement rarely takes
+    distinct whole values so evenly spaced.
     """
     if values.size < IDENTIFYING_MIN_RECORDS or not np.all(values == np.round(values)):
         return False
-    return (float(values.max() - values.min()) == values.size - 1
-            and np.unique(values).size == values.size)
+    gaps = np.diff(np.sort(values))
+    if not (gaps > 0).all():
+        return False
+    _, repeats = np.unique(gaps, return_counts=True)
+    return bool(repeats.max() >= _SEQUENCE_SHARE * gaps.size)
+
+
+# The share of equal gaps that makes distinct whole numbers a sequence (_is_row_numbering).
+_SEQUENCE_SHARE = 0.9
 
 
 def check_outside(
@@ -1553,25 +1569,49 @@ def warn_dropped(counts: np.ndarray, n_records: int, stacklevel: int = 2) -> Non
 
 
 def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
-    """Levels present in ``series`` in code order (category order, else ``sorted``) and codes."""
+    """Levels present in ``series`` in code order (category order, else ``sorted``) and codes.
+
+    Levels that hold locations are refused (:func:`_refuse_locations`).
+    """
     if isinstance(series.dtype, pd.CategoricalDtype):
         categories = series.cat.categories
         raw = series.cat.codes.to_numpy()
         observed = np.zeros(len(categories), dtype=bool)
         observed[raw] = True
+        _refuse_locations(series.name, categories[observed].tolist())
         return categories[observed].tolist(), (np.cumsum(observed) - 1)[raw]
     unique = series.drop_duplicates().tolist()
     try:
         levels = sorted(unique)
         codes = pd.Categorical(series, categories=levels).codes
     except TypeError as err:  # unorderable (1 and "a", complex) or unhashable (lists) values
+        if any(isinstance(v, shapely.Geometry) for v in unique):
+            _refuse_locations(series.name, unique)
         kinds = sorted({type(v).__name__ for v in unique})
         raise InputError(
             f"attribute {series.name!r} mixes values of types {kinds} that cannot be sorted into "
             "levels (or holds values such as lists, which are no level); make them one type of "
             f"text or number, e.g. gdf[{series.name!r}].astype(str)"
         ) from err
+    _refuse_locations(series.name, levels)
     return levels, codes
+
+
+def _refuse_locations(name: Hashable, levels: list) -> None:
+    """Refuse an attribute whose levels are locations (:func:`~geosynth._points.holds_geometries`).
+
+    Block centroids as ``(x, y)`` tuples or WKT text were accepted as levels, and the release
+    then lost the column (:func:`geosynth.synth.to_public` drops columns holding locations)
+    while its metadata listed it: a modelled attribute gone without a word, or published.
+    """
+    if holds_geometries(pd.Series(levels, dtype=object)):
+        raise InputError(
+            f"attribute {name!r} holds locations (geometries, their WKT, WKB or GeoJSON text, "
+            "or coordinates as text or as tuples); a release publishes attribute levels "
+            "verbatim, and drops columns of locations: drop it from attributes (the records' "
+            "locations are the geometry column, which geosynth replaces), or replace it by a "
+            "label of each area (e.g. a district name)"
+        )
 
 
 def locate_records(
@@ -1816,14 +1856,15 @@ def counts_from_table(
     }
     kept_identifying = _check_identifying(sizes, n_kept, allow_identifying)
     _warn_of_rare_levels(sizes, kept_identifying)
+    _warn_of_small_levels(sizes, n_kept, kept_identifying)
     combo_codes, row_combo = _unique_rows(codes, [len(levels[a]) for a in attrs])
     n_cells, n_combos = int(grid.n_cells), len(combo_codes)
     covariates = covariate_names(continuous)
     _check_sizes(levels, n_kept, n_cells, n_combos, len(covariates), max_bytes)
     check_cells_per_record(grid, n_kept)
     n_per_combo = np.bincount(row_combo, weights=weights, minlength=n_combos).astype(np.int64)
-    if len(attrs) > 1:
-        _warn_of_identifying_combinations(n_per_combo, n_kept, attrs)
+    if len(attrs) > 1 and not _warn_of_identifying_combinations(n_per_combo, n_kept, attrs):
+        _warn_of_unique_combinations(n_per_combo, attrs, sizes)
 
     row_cell = table[CELL_COLUMN].to_numpy(dtype=np.int64)
     flat = row_cell * n_combos + row_combo
@@ -1972,9 +2013,61 @@ def _warn_of_rare_levels(sizes: dict[str, np.ndarray], skipped: list[str]) -> No
         )
 
 
+def _warn_of_small_levels(sizes: dict[str, np.ndarray], n_records: int,
+                          skipped: list[str]) -> None:
+    """PrivacyLeakWarning for attributes whose levels hold small groups of records.
+
+    Most records (more than half, from :data:`IDENTIFYING_MIN_RECORDS` records) in levels of
+    fewer than :data:`SMALL_LEVEL_RECORDS` records: a patient's id over three visits each has
+    no level of one record and fewer levels than half the records, so it passes
+    :func:`is_identifying`, yet each level is published verbatim and names its records. Not
+    repeated for the ``skipped`` attributes (identifying ones, warned about already).
+    """
+    small = {}
+    for a, per_level in sizes.items():
+        in_small = int(per_level[(per_level > 0) & (per_level < SMALL_LEVEL_RECORDS)].sum())
+        if (a not in skipped and n_records >= IDENTIFYING_MIN_RECORDS
+                and in_small > 0.5 * n_records):
+            small[a] = (in_small, int(np.count_nonzero(per_level)))
+    if small:
+        described = ", ".join(f"{a!r} ({k:,} of the {n_records:,} records, {m:,} levels)"
+                              for a, (k, m) in small.items())
+        warnings.warn(
+            f"attribute(s) {described}: most records share their level with fewer than "
+            f"{SMALL_LEVEL_RECORDS - 1} others; a release publishes each level verbatim, so "
+            "levels this small name groups of records, as an id repeated over a person's few "
+            "visits does: drop such a column or merge its levels into broader groups",
+            PrivacyLeakWarning,
+            stacklevel=4,  # the caller of prepare (through counts_from_table)
+        )
+
+
+def _warn_of_unique_combinations(n_per_combo: np.ndarray, attributes: tuple[Hashable, ...],
+                                 sizes: dict[str, np.ndarray]) -> None:
+    """PrivacyLeakWarning for combinations held by a single record.
+
+    As :func:`_warn_of_rare_levels` for one attribute: one woman among 100 HIV records passes
+    every per-attribute rule, and each release publishes her combination, telling that she is
+    in the data. Counted, never quoted; not repeated when single-record levels of the
+    attributes, warned about already, account for every such combination.
+    """
+    unique = int(np.count_nonzero(n_per_combo == 1))
+    unique_levels = sum(int(np.count_nonzero(v == 1)) for v in sizes.values())
+    if unique <= unique_levels:
+        return
+    warnings.warn(
+        f"{unique:,} combination(s) of attributes {list(attributes)} are held by a single "
+        "record; a release publishes each record's combination verbatim, so such a "
+        "combination singles out its record: use fewer attributes or merge levels into "
+        "broader ones unless the combinations are public and harmless",
+        PrivacyLeakWarning,
+        stacklevel=4,  # the caller of prepare (through counts_from_table)
+    )
+
+
 def _warn_of_identifying_combinations(
     sizes: np.ndarray, n_records: int, attributes: tuple[Hashable, ...]
-) -> None:
+) -> bool:
     """PrivacyLeakWarning when the combinations of the attributes (nearly) identify records.
 
     Each attribute alone may pass :func:`is_identifying` while their combinations single out
@@ -1992,6 +2085,7 @@ def _warn_of_identifying_combinations(
         PrivacyLeakWarning,
         stacklevel=4,  # the caller of prepare (through counts_from_table)
     )
+    return True
 
 
 def _check_identifying(
@@ -1999,15 +2093,20 @@ def _check_identifying(
 ) -> list[str]:
     """Refuse (or, when allowed, warn about) attributes whose levels identify records.
 
+    By their levels (:func:`is_identifying`), or by their name (:func:`is_identifier_name`:
+    ``patient_id`` with three visits per patient passed the level rules, and the writers let a
+    fitted model's attribute through under any name).
+
     Returns the identifying attributes kept (``allow_identifying``; none otherwise).
     """
-    flagged = [a for a, per_level in sizes.items() if is_identifying(per_level, n_records)]
+    flagged = [a for a, per_level in sizes.items()
+               if is_identifying(per_level, n_records) or is_identifier_name(a)]
     if not flagged:
         return flagged
     described = "; ".join(
         f"attribute {a!r} has {int(np.count_nonzero(sizes[a])):,} distinct levels among "
         f"{n_records:,} records, {int(np.count_nonzero(sizes[a] == 1)):,} of them held by a "
-        "single record"
+        f"single record{', and is named like a record identifier' * is_identifier_name(a)}"
         for a in flagged
     )
     names = ", ".join(repr(a) for a in flagged)
@@ -2020,8 +2119,8 @@ def _check_identifying(
         )
         return flagged
     raise InputError(
-        f"{described}; such levels (nearly) identify records (more levels than "
-        f"{IDENTIFYING_LEVEL_SHARE:.0%} of the records, or over "
+        f"{described}; such levels (nearly) identify records (a name like an identifier's, "
+        f"more levels than {IDENTIFYING_LEVEL_SHARE:.0%} of the records, or over "
         f"{IDENTIFYING_SINGLETON_SHARE:.0%} of the records alone in their level, or every "
         "record alone in its level), and a release "
         f"would publish them verbatim. Drop the column {names}, or coarsen it into groups "

@@ -266,3 +266,68 @@ def test_a_region_built_from_the_records_is_a_privacy_leak_warning(gdf, shape):
     wider = Grid.regular((-5.0, -5.0, 15.0, 15.0), shape=(4, 4), crs=CRS,
                          region=shapely.buffer(region, 0.5))
     assert recorded(lambda: prepare(gdf, wider, ["sex"])) == []
+
+
+# ------------------------------------------------------------------ identifiers past the levels
+
+
+def test_an_attribute_named_like_an_identifier_is_refused_whatever_its_levels(grid):
+    # Three visits per patient: no level of one record, levels not above half the records, so
+    # the level rules passed it, and the writers let a fitted attribute through by any name:
+    # every release published the patients' ids.
+    gdf = make_gdf(n=198, seed=1)
+    gdf["patient_id"] = np.random.default_rng(2).permutation(np.repeat(np.arange(66), 3))
+    with pytest.raises(InputError, match=r"'patient_id' has 66 distinct levels among 198 "
+                                         r"records, 0 of them held by a single record, and is "
+                                         r"named like a record identifier.*allow_identifying"):
+        prepare(gdf, grid, ["patient_id"])
+    with pytest.warns(DataWarning, match="kept because allow_identifying=True"):
+        counts = prepare(gdf, grid, ["patient_id"], allow_identifying=True)
+    assert counts.n_combos == 66
+
+
+def test_an_attribute_of_small_groups_is_warned_about(grid):
+    gdf = make_gdf(n=198, seed=1)
+    gdf["visitor"] = np.random.default_rng(2).permutation(np.repeat(np.arange(66), 3))
+    caught = recorded(lambda: prepare(gdf, grid, ["visitor"]))
+    assert [w.category for w in caught] == [PrivacyLeakWarning]
+    message = str(caught[0].message)
+    assert "'visitor' (198 of the 198 records, 66 levels)" in message
+    assert "fewer than 4 others" in message and caught[0].filename == __file__
+    # Groups of five or more records each, or few records in small groups: no warning.
+    gdf["visitor"] = np.repeat(np.arange(33), 6)
+    assert recorded(lambda: prepare(gdf, grid, ["visitor"])) == []
+    gdf["visitor"] = np.r_[np.zeros(99, int), np.repeat(np.arange(1, 34), 3)]  # half
+    assert recorded(lambda: prepare(gdf, grid, ["visitor"])) == []
+
+
+def test_a_combination_of_one_record_is_warned_about_without_naming_it(grid):
+    # One woman among the HIV records: each attribute has large levels, and the combinations
+    # are far from identifying, but every release publishes hers.
+    gdf = make_gdf(n=200, seed=3)
+    gdf["sex"] = np.repeat(["F", "M"], 100)
+    gdf["dx"] = np.r_[["HIV"], ["flu"] * 99, ["HIV"] * 33, ["flu"] * 67]
+    caught = recorded(lambda: prepare(gdf, grid, ["sex", "dx"]))
+    assert [w.category for w in caught] == [PrivacyLeakWarning]
+    message = str(caught[0].message)
+    assert "1 combination(s) of attributes ['sex', 'dx'] are held by a single record" in message
+    assert "HIV" not in message and caught[0].filename == __file__
+    gdf.loc[gdf.index[1], "dx"] = "HIV"  # two women: no warning
+    assert recorded(lambda: prepare(gdf, grid, ["sex", "dx"])) == []
+
+
+@pytest.mark.parametrize("kind", ["tuples", "wkt", "points", "categorical_wkt"])
+def test_an_attribute_of_locations_is_refused(grid, kind):
+    # Block centroids as (x, y) tuples or WKT text were accepted, then dropped from the release
+    # (to_public drops columns of locations) while its metadata listed them.
+    gdf = make_gdf(n=40, seed=4)
+    xy = np.floor(shapely.get_coordinates(gdf.geometry.array) / 5) * 5 + 2.5
+    points = shapely.points(xy)
+    values = {"tuples": [tuple(p) for p in xy], "wkt": list(shapely.to_wkt(points)),
+              "points": list(points),
+              "categorical_wkt": pd.Categorical(shapely.to_wkt(points))}[kind]
+    gdf["block"] = pd.Series(values, index=gdf.index, dtype=None if kind.startswith("cat")
+                             else object)
+    with pytest.raises(InputError, match=r"attribute 'block' holds locations .*drop it from "
+                                         r"attributes"):
+        prepare(gdf, grid, ["sex", "block"], allow_identifying=True)

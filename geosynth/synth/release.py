@@ -28,7 +28,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -45,6 +44,7 @@ from geosynth._identifiers import (
     in_id_columns,
     is_identifier_name,
 )
+from geosynth._points import holds_coordinates, holds_encoded_geometries, holds_geometries
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import (
     as_float,
@@ -836,130 +836,6 @@ def _check_column_names(release: gpd.GeoDataFrame) -> None:
     # named like identifiers (write_release, given fit=, does).
     check_id_columns(release, "release", "drop the column (release.drop(columns=...)) before "
                      "to_public", rule=in_id_columns)
-
-
-def holds_geometries(values: pd.Series) -> bool:
-    """Whether ``values`` is a geometry column, with or without its dtype, or encodes geometries.
-
-    Parameters
-    ----------
-    values : pandas.Series
-        A column of a release.
-
-    Returns
-    -------
-    bool
-        True for a geometry dtype, for an ``object`` column holding a shapely geometry, for a
-        column of text or bytes holding a non-empty geometry as WKT (or EWKT), WKB (bytes or
-        hex text) or GeoJSON (:func:`holds_encoded_geometries`), and for a column holding
-        coordinates in another form (:func:`holds_coordinates`).
-
-    Notes
-    -----
-    A list of shapely points assigned to a column (``release["home"] = list(gdf.geometry)``),
-    or a geometry column passed through ``apply`` or ``astype(object)``, has dtype ``object``:
-    it was kept, and published the points it holds (the confidential locations). So was their
-    text (``release["home"] = gdf.geometry.to_wkt()``, ``.to_wkb()``, ``.to_json()``).
-    """
-    if isinstance(values.dtype, gpd.array.GeometryDtype):
-        return True
-    if values.dtype == object and shapely.is_geometry(values.to_numpy()).any():
-        return True
-    return holds_encoded_geometries(values) or holds_coordinates(values)
-
-
-def holds_coordinates(values: pd.Series) -> bool:
-    """Whether ``values`` holds coordinates as containers or as text of two to four numbers.
-
-    Parameters
-    ----------
-    values : pandas.Series
-        A column of a release.
-
-    Returns
-    -------
-    bool
-        True when a value is a list, tuple, dict, set or array (``[x, y]``, ``{"x": x}``: a
-        release column holds scalars), or when most rows hold text of two to four numbers
-        separated by commas, semicolons or spaces, bracketed or not (``"605123.2 7790456.5"``,
-        ``"(605123.2, 7790456.5)"``, also as ``str`` writes a tuple of NumPy floats,
-        ``"(np.float64(605123.2), np.float64(7790456.5))"``) and most of those texts are
-        distinct, as one location per
-        record is. An attribute whose few levels read ``"1 2"`` is not.
-
-    Notes
-    -----
-    Probing the writers as an attacker would: a column of ``[x, y]`` lists, of
-    ``{"x": x, "y": y}`` dicts, of ``f"{x} {y}"`` or ``str((x, y))`` text was written to the
-    release file (the lists as their text) and drawn on public maps; only shapely geometries,
-    WKT, WKB and GeoJSON were caught.
-    """
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        values = values.astype(object)
-    elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
-        return False
-    items = values.dropna().to_numpy(dtype=object)
-    if any(isinstance(v, list | tuple | dict | set | frozenset | np.ndarray) for v in items):
-        return True
-    texts = pd.Series([v for v in items if isinstance(v, str)], dtype=object)
-    texts = texts.str.replace(_NUMPY_SCALAR, r"\1", regex=True)  # str((x, y)) of NumPy floats
-    numeric = texts[texts.str.fullmatch(_COORDINATE_TEXT)]
-    return 2 * numeric.size > items.size >= 2 and 2 * numeric.nunique() > numeric.size
-
-
-def holds_encoded_geometries(values: pd.Series) -> bool:
-    """Whether ``values`` holds a non-empty geometry written as WKT, WKB or GeoJSON.
-
-    Parameters
-    ----------
-    values : pandas.Series
-        A column of text (``object``, ``string`` or categorical) or bytes.
-
-    Returns
-    -------
-    bool
-        True when a value (a category, for a categorical column) parses with shapely as a
-        non-empty geometry: WKT or EWKT text (``"POINT (605123.2 7790456.5)"``), WKB bytes or
-        their hex text, or GeoJSON text. Text that only looks like one (``"Point (of
-        interest)"``) is not.
-    """
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        values = pd.Series(values.cat.categories)
-    elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
-        return False
-    items = values.dropna().to_numpy(dtype=object)
-    is_text = np.fromiter((isinstance(v, str) for v in items), bool, len(items))
-    is_bytes = np.fromiter((isinstance(v, bytes | bytearray) for v in items), bool, len(items))
-    texts = pd.Series(items[is_text], dtype=object)
-    wkt = texts[texts.str.match(_WKT_START)].str.replace(_SRID, "", regex=True).to_numpy()
-    hex_wkb = texts[texts.str.fullmatch(_HEX_WKB)].to_numpy()
-    geojson = texts[texts.str.match(_GEOJSON_START)].to_numpy()
-    blobs = np.array([bytes(v) for v in items[is_bytes]], dtype=object)
-    parsed = [
-        shapely.from_wkt(wkt, on_invalid="ignore"),
-        shapely.from_wkb(np.concatenate([hex_wkb, blobs]), on_invalid="ignore"),
-        shapely.from_geojson(geojson, on_invalid="ignore"),
-    ]
-    return any(bool((~shapely.is_missing(g) & ~shapely.is_empty(g)).any()) for g in parsed
-               if len(g))
-
-
-# The start of a non-empty geometry in WKT or EWKT, of WKB as hex text (a byte-order byte and a
-# type: 21 bytes at least, a point), and of GeoJSON; candidates that shapely then parses.
-_WKT_START = re.compile(
-    r"\s*(?:SRID=-?\d+\s*;\s*)?(?:MULTI)?(?:POINT|LINESTRING|POLYGON|CURVE|SURFACE)|"
-    r"\s*(?:SRID=-?\d+\s*;\s*)?(?:GEOMETRYCOLLECTION|CIRCULARSTRING|COMPOUNDCURVE|"
-    r"CURVEPOLYGON|TRIANGLE|TIN|POLYHEDRALSURFACE)", re.IGNORECASE)
-# EWKT's prefix, which GEOS's WKT reader refuses.
-_SRID = re.compile(r"^\s*SRID=-?\d+\s*;", re.IGNORECASE)
-_HEX_WKB = re.compile(r"\s*0[01](?:[0-9A-Fa-f]{2}){20,}\s*")
-_GEOJSON_START = re.compile(r"\s*\{.*\"coordinates\"", re.DOTALL)
-# Two to four numbers separated by commas, semicolons or spaces, in brackets or not.
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-_NUMPY_SCALAR = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)")
-_COORDINATE_TEXT = re.compile(
-    rf"\s*[\[(]?\s*{_NUMBER}(?:\s*[,;]\s*|\s+){_NUMBER}(?:(?:\s*[,;]\s*|\s+){_NUMBER}){{0,2}}"
-    r"\s*[\])]?\s*")
 
 
 def _used_levels_only(values: pd.Series) -> pd.Series:
