@@ -17,7 +17,8 @@ from geosynth._random import SeedLike, as_generator, check_seed
 from geosynth.errors import PrivacyLeakWarning
 from geosynth.synth.release import NOISE_OS_ENTROPY, NOISE_SEEDED
 
-__all__ = ["noise_source", "private_generator", "private_seed", "warn_seeded"]
+__all__ = ["after_noise_generator", "noise_source", "private_generator", "private_seed",
+           "warn_seeded"]
 
 
 def noise_source(seed: SeedLike) -> str:
@@ -76,6 +77,32 @@ def private_generator(seed: SeedLike = None, *, where: str = "DP release") -> np
     seed = check_seed(seed)
     warn_seeded(where)
     return as_generator(seed)
+
+
+def after_noise_generator(noise: np.random.Generator, seed: SeedLike) -> np.random.Generator:
+    """Return the generator of what follows a mechanism's noise: shuffles, placed points.
+
+    Points placed within their cells publish the generator's outputs (a point's offset in a
+    box of public bounds is a uniform draw, to 53 bits): drawn from the generator of the noise,
+    they showed the state that had drawn it, and PCG64 is not a cryptographic generator. The
+    noise's generator is therefore never used for what is published after it.
+
+    Parameters
+    ----------
+    noise : numpy.random.Generator
+        The generator that drew the noise (:func:`private_generator`).
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        The noise's ``seed``: ``None`` gives a generator of fresh OS entropy, independent of
+        ``noise``; a seed (tests only, warned about already) a child spawned from ``noise``,
+        so that the same seed gives the same releases.
+
+    Returns
+    -------
+    numpy.random.Generator
+    """
+    if seed is None:
+        return np.random.default_rng(np.random.SeedSequence(secrets.randbits(128)))
+    return noise.spawn(1)[0]
 
 
 def private_seed(seed: SeedLike = None, *, where: str = "DP release") -> int:

@@ -46,6 +46,7 @@ pure ε-DP; expect the prior (``Σ_i α_ib`` against ``n_b``) to dominate the sy
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import warnings
@@ -65,7 +66,7 @@ from geosynth._validation import (
     check_real_array,
 )
 from geosynth.data import CellCounts
-from geosynth.dp._randomness import noise_source, private_generator
+from geosynth.dp._randomness import after_noise_generator, noise_source, private_generator
 from geosynth.dp.accountant import check_accountant, ledger_of
 from geosynth.dp.locations import (
     DEFAULT_MAX_BYTES,
@@ -257,10 +258,15 @@ def _scaled_weights(w: np.ndarray, name: str) -> np.ndarray:
 
 # ---------------------------------------------------------------------- the totals mechanism
 def _noisy_totals(totals: np.ndarray, epsilon: float, seed: SeedLike) -> np.ndarray:
-    """Two-sided geometric noise on the totals (L1 sensitivity 1), clamped at 0."""
-    with warnings.catch_warnings():
-        # A seeded caller has already warned once.
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
+    """Two-sided geometric noise on the totals (L1 sensitivity 1), clamped at 0.
+
+    The seeded caller's warning is not repeated. Only then are the warning filters changed:
+    they are the whole process's, and changing them for every release hid other threads'
+    privacy warnings while the totals were drawn.
+    """
+    with warnings.catch_warnings() if seed is not None else contextlib.nullcontext():
+        if seed is not None:
+            warnings.simplefilter("ignore", PrivacyLeakWarning)  # warned about once already
         noisy = geometric(totals, sensitivity=1, epsilon=epsilon, seed=seed)
     return np.maximum(np.asarray(noisy, dtype=np.int64).reshape(totals.shape), 0)
 
@@ -686,6 +692,7 @@ class OnTheMapSynthesizer:
         n_synth = self._draw_totals(rng, seed)
         self._check_noisy_size(n_synth)
         tables = self._draw(rng, n_synth)
+        rng = after_noise_generator(rng, seed)  # the noise's own generator publishes nothing
         n_combos = self.n_combos
         attributes = self.combos[list(self.attributes)]
         ledger = ledger_of(self.accountant)

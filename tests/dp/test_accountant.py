@@ -584,3 +584,24 @@ def test_another_asyncio_tasks_spend_is_not_a_partition_of_an_open_parallel_bloc
     assert refused == [True]
     assert accountant.spent_epsilon == 1.0
     assert accountant.ledger["label"].tolist() == ["north", "south"]
+
+
+def test_a_saved_total_is_never_below_what_was_spent():
+    # to_dict rounded the exact total to the nearest float, and from_dict restored that float
+    # exactly: spends below half a unit of its last place vanished at every round trip.
+    from fractions import Fraction
+
+    accountant = Accountant(1.0)
+    accountant.spend(0.5)
+    exact = Fraction(0.5)
+    for _ in range(200):
+        accountant.spend(5e-17)
+        exact += Fraction(5e-17)
+        accountant = Accountant.from_dict(accountant.to_dict())
+        assert Fraction(accountant.spent_epsilon) >= exact
+    assert accountant.spent_epsilon > 0.5
+    # A total a float holds exactly is saved as it is.
+    exact_total = Accountant(2.0)
+    exact_total.spend(0.5)
+    exact_total.spend(0.25)
+    assert exact_total.to_dict()["spent"]["epsilon"] == 0.75

@@ -1,5 +1,6 @@
 import dataclasses
 import math
+import sys
 import warnings
 
 import geopandas as gpd
@@ -683,3 +684,61 @@ def test_an_epsilon_that_leaves_the_totals_exact_is_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         OnTheMapSynthesizer(70.0, epsilon_totals=7.5)  # tanh(3.75) = 0.9989: not warned
+
+
+@pytest.mark.parametrize("seed", [None, 7])
+def test_points_are_placed_by_a_generator_that_drew_no_noise(scenario_counts, monkeypatch,
+                                                              seed):
+    # A placed point's offset in its cell is a generator's uniform, to 53 bits: placed by the
+    # generator of the Dirichlet-Multinomial noise, the releases showed the outputs of the
+    # state that drew it (PCG64 is not cryptographic).
+    from geosynth.dp import onthemap
+
+    seen = {}
+    draw, place = OnTheMapSynthesizer._draw, onthemap.place
+
+    def spy_draw(self, rng, n_synth):
+        seen["noise"] = rng
+        seen["noise_state"] = rng.bit_generator.state["state"]["state"]
+        return draw(self, rng, n_synth)
+
+    def spy_place(grid, cells, rng, table):
+        seen.setdefault("placement", rng)
+        return place(grid, cells, rng, table)
+
+    monkeypatch.setattr(OnTheMapSynthesizer, "_draw", spy_draw)
+    monkeypatch.setattr(onthemap, "place", spy_place)
+    counts = scenario_counts[2]
+    synth = OnTheMapSynthesizer(epsilon=3.0, m=1).fit(counts, levels=LEVELS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        first = synth.synthesize(seed=seed)
+    assert seen["placement"] is not seen["noise"]
+    placement_state = seen["placement"].bit_generator.state["state"]["state"]
+    assert placement_state != seen["noise"].bit_generator.state["state"]["state"]
+    assert placement_state != seen["noise_state"]
+    if seed is not None:  # a seed still gives the same release
+        seen.clear()
+        again = OnTheMapSynthesizer(epsilon=3.0, m=1).fit(counts, levels=LEVELS)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            second = again.synthesize(seed=seed)
+        assert first[0].geometry.geom_equals_exact(second[0].geometry, 0).all()
+
+
+def test_an_unseeded_release_leaves_the_warning_filters_alone(scenario_counts, monkeypatch):
+    # The totals' step entered warnings.catch_warnings() for every release: the filters are
+    # the process's, so other threads' privacy warnings were swallowed meanwhile.
+    from geosynth.dp import onthemap
+
+    entered = []
+    original = warnings.catch_warnings
+
+    def counting(*args, **kwargs):
+        entered.append(sys._getframe(1).f_code.co_name)
+        return original(*args, **kwargs)
+
+    synth = OnTheMapSynthesizer(epsilon=3.0, m=1).fit(scenario_counts[2], levels=LEVELS)
+    monkeypatch.setattr(onthemap.warnings, "catch_warnings", counting)
+    synth.synthesize()
+    assert "_noisy_totals" not in entered
