@@ -2013,6 +2013,15 @@ def _warn_of_rare_levels(sizes: dict[str, np.ndarray], skipped: list[str]) -> No
         )
 
 
+def _in_small_levels(per_level: np.ndarray, n_records: int) -> int:
+    """Count the records in levels of fewer than :data:`SMALL_LEVEL_RECORDS`, if most are; else 0.
+
+    From :data:`IDENTIFYING_MIN_RECORDS` records (fewer: 0). Most: more than half.
+    """
+    in_small = int(per_level[(per_level > 0) & (per_level < SMALL_LEVEL_RECORDS)].sum())
+    return in_small if n_records >= IDENTIFYING_MIN_RECORDS and in_small > n_records / 2 else 0
+
+
 def _warn_of_small_levels(sizes: dict[str, np.ndarray], n_records: int,
                           skipped: list[str]) -> None:
     """PrivacyLeakWarning for attributes whose levels hold small groups of records.
@@ -2023,12 +2032,9 @@ def _warn_of_small_levels(sizes: dict[str, np.ndarray], n_records: int,
     :func:`is_identifying`, yet each level is published verbatim and names its records. Not
     repeated for the ``skipped`` attributes (identifying ones, warned about already).
     """
-    small = {}
-    for a, per_level in sizes.items():
-        in_small = int(per_level[(per_level > 0) & (per_level < SMALL_LEVEL_RECORDS)].sum())
-        if (a not in skipped and n_records >= IDENTIFYING_MIN_RECORDS
-                and in_small > 0.5 * n_records):
-            small[a] = (in_small, int(np.count_nonzero(per_level)))
+    small = {a: (_in_small_levels(per_level, n_records), int(np.count_nonzero(per_level)))
+             for a, per_level in sizes.items() if a not in skipped}
+    small = {a: v for a, v in small.items() if v[0]}
     if small:
         described = ", ".join(f"{a!r} ({k:,} of the {n_records:,} records, {m:,} levels)"
                               for a, (k, m) in small.items())
@@ -2093,14 +2099,16 @@ def _check_identifying(
 ) -> list[str]:
     """Refuse (or, when allowed, warn about) attributes whose levels identify records.
 
-    By their levels (:func:`is_identifying`), or by their name (:func:`is_identifier_name`:
-    ``patient_id`` with three visits per patient passed the level rules, and the writers let a
-    fitted model's attribute through under any name).
+    By their levels (:func:`is_identifying`), or by their name (:func:`is_identifier_name`)
+    with levels of small groups (:func:`_in_small_levels`): ``patient_id`` with three visits
+    per patient passed the level rules, and the writers let a fitted model's attribute through
+    under any name. An area's code (``ID_MUNICIP``, 150 records a level) is not a record's.
 
     Returns the identifying attributes kept (``allow_identifying``; none otherwise).
     """
     flagged = [a for a, per_level in sizes.items()
-               if is_identifying(per_level, n_records) or is_identifier_name(a)]
+               if is_identifying(per_level, n_records)
+               or (is_identifier_name(a) and _in_small_levels(per_level, n_records))]
     if not flagged:
         return flagged
     described = "; ".join(

@@ -329,14 +329,20 @@ def _has_mean_row(table: pd.DataFrame) -> bool:
 
 
 def _lone_rows(name: str, table: pd.DataFrame) -> np.ndarray:
-    """Positions of the combination rows (not the mean row) of too few original records.
+    """Positions of the combination rows (not the mean row) of too few records on a side.
 
+    Too few original records, or too few synthetic points: with one synthetic point of a
+    combination, public, its minimum matched distance is the distance to the nearest original
+    record of that combination, which draws a circle through it (a fully synthetic release
+    may hold fewer points of a combination than the original).
     A table without a mean row (a metric called with ``mean_row=False``) is all combinations:
     its last row was taken for the mean, neither checked nor kept (the mean replaced it).
     """
     if name not in SUPPRESSED_COLUMNS or "n_original" not in table.columns:
         return np.zeros(0, dtype=np.int64)
     counts = table["n_original"].to_numpy(dtype=np.float64)
+    if "n_synthetic" in table.columns:
+        counts = np.fmin(counts, table["n_synthetic"].to_numpy(dtype=np.float64))
     if _has_mean_row(table):
         counts = counts[:-1]
     return np.flatnonzero(counts < MIN_SHOWN_RECORDS)
@@ -377,8 +383,9 @@ def suppression_note(name: str, table: pd.DataFrame) -> str:
         return ""
     columns = " and ".join(SUPPRESSED_COLUMNS[name])
     return (f"Not shown (NaN): {columns} of {lone.size} combination(s) of fewer than "
-            f"{MIN_SHOWN_RECORDS} original records, too few to show without telling each "
-            "person's distance; the mean row averages the other combinations.")
+            f"{MIN_SHOWN_RECORDS} original records or synthetic points, too few to show "
+            "without telling each person's distance; the mean row averages the other "
+            "combinations.")
 
 
 def evaluate(
@@ -607,12 +614,15 @@ class ReleasePlan:
     window : tuple of 4 floats
         ``(xmin, ymin, xmax, ymax)``: the bounding box of the original and all releases, the
         window shared by every Ripley's K function (:func:`geosynth.metrics.ripley_distance`).
+        Left out of the plan's printed form: its ends are the original records' extremes
+        wherever these lie beyond the releases, and the plan goes to every task of an
+        executor (and to its logs).
     linked : bool
         Measure the displacement and spatial k-anonymity of the linked records.
     """
 
     attributes: tuple[str, ...]
-    window: tuple[float, float, float, float]
+    window: tuple[float, float, float, float] = field(repr=False)
     linked: bool
 
 

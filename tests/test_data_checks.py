@@ -284,6 +284,9 @@ def test_an_attribute_named_like_an_identifier_is_refused_whatever_its_levels(gr
     with pytest.warns(DataWarning, match="kept because allow_identifying=True"):
         counts = prepare(gdf, grid, ["patient_id"], allow_identifying=True)
     assert counts.n_combos == 66
+    # An area's code is not a record's: large groups pass under any name.
+    gdf["ID_MUNICIP"] = np.repeat([3550308, 3304557], 99)
+    assert recorded(lambda: prepare(gdf, grid, ["ID_MUNICIP"])) == []
 
 
 def test_an_attribute_of_small_groups_is_warned_about(grid):

@@ -558,3 +558,35 @@ def test_the_text_of_a_table_without_mean_row_hides_its_last_combination_too(sce
     pd.testing.assert_frame_equal(shown.iloc[:-1], table.iloc[:-1])  # the others as measured
     note = geosynth.evaluation.suppression_note("distance_risk", table)
     assert "of 1 combination(s)" in note
+
+
+def test_a_combination_of_too_few_synthetic_points_is_not_shown_either():
+    # Five original records of a = 1, and one public synthetic point of a = 1 at (13, 4): the
+    # shown minimum distance, 5.0, was exactly its distance to the original at (10, 0).
+    original = gpd.GeoDataFrame(
+        {"a": [1, 1, 1, 1, 1, 0, 0, 0, 0]},
+        geometry=gpd.points_from_xy([10, 30, 50, 70, 90, 12, 34, 56, 78],
+                                    [0, 20, 40, 60, 80, 5, 25, 45, 65]), crs="EPSG:3857")
+    release = gpd.GeoDataFrame(
+        {"a": [1, 0, 0, 0, 0]},
+        geometry=gpd.points_from_xy([13, 15, 35, 55, 75], [4, 9, 29, 49, 69]), crs="EPSG:3857")
+    table = distance_risk(original, [release], by=["a"])
+    assert table.loc[1, "n_original"] == 5 and table.loc[1, "n_synthetic"] == 1
+    assert table.loc[1, "min_distance"] == pytest.approx(5.0)
+    shown = geosynth.evaluation.shown_tables({"distance_risk": table})["distance_risk"]
+    assert np.isnan(shown.loc[1, ["min_distance", "mean_distance"]]).all()
+    assert not np.isnan(shown.loc[0, ["min_distance", "mean_distance"]]).any()
+    note = geosynth.evaluation.suppression_note("distance_risk", table)
+    assert "of 1 combination(s) of fewer than 3 original records or synthetic points" in note
+
+
+def test_a_release_plan_does_not_print_the_original_extremes():
+    # The plan's window is the box of the original and the releases: printed (a Dask task's
+    # arguments, a log), it showed an original point beyond the releases, -7.25.
+    original = gpd.GeoDataFrame({"a": [1, 1, 0]}, geometry=gpd.points_from_xy(
+        [-7.25, 20.0, 40.0], [0.0, 3.0, 5.0]), crs="EPSG:3857")
+    release = original.assign(geometry=gpd.points_from_xy([1.5, 20.5, 39.0], [0.5, 2.0, 4.0],
+                                                          crs="EPSG:3857"))
+    _, plan = geosynth.evaluation.plan_evaluation(original, [release], ["a"], linked=False)
+    assert plan.window[0] == -7.25
+    assert "-7.25" not in repr(plan) and "window" not in repr(plan)

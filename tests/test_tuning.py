@@ -916,3 +916,21 @@ def test_fit_options_are_checked_before_any_candidate_runs(options, message, mon
         geosynth.tune(scenario.data, ["y"], [(3, 3), (4, 4)], fit_options=options, seed=1)
     notes = " ".join(getattr(caught.value, "__notes__", []))
     assert "noise" in options or "fit_options of geosynth.tune" in notes
+
+
+def test_a_rectangle_a_release_left_empty_scores_zero_in_the_tuning_table():
+    # quadrant_coverage leaves it out of mean_overlap; ranked by that, a candidate that emptied
+    # a dense area (no interval there at all) beat one that kept it with the wrong outcome.
+    from geosynth.tuning import _measures
+
+    def row(mean_overlap, n_undefined):
+        tables = {"distance_risk": pd.DataFrame({"min_distance": [1.0], "mean_distance": [2.0]},
+                                                index=["mean"]),
+                  "pattern": pd.DataFrame({"sup_l_difference": [0.5]}, index=["mean"]),
+                  "coverage": pd.DataFrame({"mean_overlap": [mean_overlap],
+                                            "n_quadrants": [500], "n_undefined": [n_undefined]})}
+        return _measures(tables, linked=False)["coverage"]
+
+    assert row(0.8, 0) == pytest.approx(0.8)
+    assert row(0.62, 100) == pytest.approx(0.62 * 400 / 500)
+    assert row(float("nan"), 500) == 0.0

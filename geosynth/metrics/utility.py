@@ -1037,7 +1037,8 @@ def ripley_k(points: Any, window: Any, radii: Any = None, correction: str = "iso
         size error messages then do not show (it is the confidential points' extent).
     radii : array-like, optional
         Increasing radii in ``[0, min(a, b) / 2]``. Default: 51 radii from 0 to ``min(a, b) / 4``
-        (Ripley's rule of thumb).
+        (Ripley's rule of thumb); without ``window``, to that rounded down to a power of
+        2^(1/4), so that the radii do not give the points' extent back.
     correction : {"isotropic", "translation", "none"}, default "isotropic"
         Edge correction.
     max_points : int, optional
@@ -1246,10 +1247,16 @@ def _radii(radii: Any, short_side: float, derived: bool = False) -> np.ndarray:
     """Check ``radii`` (default: 51 up to a quarter of ``short_side``).
 
     With ``derived`` (a window taken from the points' extent) the message on a radius beyond
-    half the shorter side does not show that half: it is the confidential points' extent.
+    half the shorter side does not show that half: it is the confidential points' extent. So
+    the default radii do not either: they end at a quarter of it rounded down to a power of
+    :data:`_RADII_RATIO` (``k.r[-1] * 4`` gave the side of the points' box to every digit, on
+    the x axis of any published L plot).
     """
     if radii is None:
-        return np.linspace(0.0, short_side / 4, 51)
+        top = short_side / 4
+        if derived and top > 0:
+            top = _RADII_RATIO ** math.floor(math.log(top, _RADII_RATIO))
+        return np.linspace(0.0, top, 51)
     r = check_real_array(radii, "radii", "a 1-d array of distances")
     if r.ndim != 1 or r.size == 0 or not np.isfinite(r).all():
         raise InputError(f"radii must be a non-empty 1-d array of finite numbers, got shape "
@@ -1265,6 +1272,10 @@ def _radii(radii: Any, short_side: float, derived: bool = False) -> np.ndarray:
             f"unreliable beyond it (got max radius {r[-1]:g}){hint}"
         )
     return r
+
+
+# The largest default radius of a window derived from the points is a power of this ratio.
+_RADII_RATIO = 2 ** 0.25
 
 
 def ripley_distance(

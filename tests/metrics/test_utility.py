@@ -858,3 +858,20 @@ def test_an_overlap_kind_that_is_an_array_is_refused():
                  lambda kind: quadrant_coverage(original, [original, original], "y", kind=kind)):
         with pytest.raises(InputError, match=r"^kind must be \"geometric\" or \"karr\""):
             call(np.array(["karr", "geometric"]))
+
+
+def test_default_radii_of_a_derived_window_do_not_give_the_extent_back():
+    # With window=None the box is the points' own: k.r[-1] * 4 was its shorter side, to every
+    # digit (982.5036308238417 for points spanning that).
+    rng = np.random.default_rng(5)
+    sides = []
+    for side in (982.5036308238417, 990.0, 1000.0):
+        xy = np.vstack([[0.0, 0.0], [side, 2 * side], rng.uniform(0, side, (50, 2))])
+        r = ripley_k(xy, None).r
+        assert side / 4 / 2 ** 0.25 < r[-1] <= side / 4
+        steps = math.log(r[-1], 2 ** 0.25)  # a power of 2^(1/4)
+        assert abs(steps - round(steps)) < 1e-9
+        sides.append(r[-1])
+    assert sides[0] == sides[1]  # extents within a step give the same radii
+    given = ripley_k(xy, (0.0, 0.0, 1000.0, 2000.0)).r  # a public window: as before
+    assert given[-1] == 250.0
