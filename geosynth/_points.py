@@ -22,6 +22,7 @@ __all__ = [
     "holds_coordinates",
     "holds_encoded_geometries",
     "holds_geometries",
+    "levels_hold_locations",
     "point_coordinates",
     "refuse_z",
     "usable_points",
@@ -296,3 +297,29 @@ _NUMPY_SCALAR = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)")
 _COORDINATE_TEXT = re.compile(
     rf"\s*[\[(]?\s*{_NUMBER}(?:\s*[,;]\s*|\s+){_NUMBER}(?:(?:\s*[,;]\s*|\s+){_NUMBER}){{0,2}}"
     r"\s*[\])]?\s*")
+
+
+def levels_hold_locations(levels: list) -> bool:
+    """Whether the distinct levels of an attribute are locations.
+
+    Shapely geometries, their WKT, WKB or GeoJSON (:func:`holds_encoded_geometries`), or
+    containers of two to four real numbers (``(x, y)`` tuples). Not text of numbers:
+    :func:`holds_coordinates` tells coordinates from labels such as ``"1,5"`` (a decimal comma)
+    or ``"18 64"`` (an age band) by most *rows* being distinct, which every list of distinct
+    levels is.
+
+    Parameters
+    ----------
+    levels : list
+        The distinct values of an attribute.
+
+    Returns
+    -------
+    bool
+    """
+    values = pd.Series(levels, dtype=object)
+    if shapely.is_geometry(values.to_numpy()).any() or holds_encoded_geometries(values):
+        return True
+    return any(isinstance(v, list | tuple | np.ndarray) and 2 <= len(v) <= 4
+               and all(isinstance(c, int | float | np.number) and not isinstance(c, bool)
+                       for c in v) for v in levels)

@@ -93,10 +93,12 @@ def synthesize(
         argument that is not the CellCounts of :func:`geosynth.prepare`; and everything the
         function dispatched to raises.
     """
+    from geosynth._validation import check_m
     from geosynth.synth import paiva
 
     noise_aware = isinstance(fit, paiva.PosteriorDraws) and fit.noise_scale is not None
     if epsilon is None and not dp_options and not noise_aware:
+        check_m(m)  # before a raster of up to 2 GiB is read
         table = _read_weights(weights, getattr(getattr(fit, "counts", None), "grid", None))
         return paiva.synthesize(fit, gdf, m, seed, table, limits=limits)
     if limits is not None:
@@ -177,8 +179,10 @@ def naive_synthesize(
         An invalid raster (:func:`geosynth.rasters.read_weights`), and everything
         :func:`geosynth.synth.naive_synthesize` raises.
     """
+    from geosynth._validation import check_m
     from geosynth.synth.baselines import naive_synthesize as naive
 
+    check_m(m)  # before a raster of up to 2 GiB is read
     return naive(gdf, grid, m, seed, _read_weights(weights, grid), columns)
 
 

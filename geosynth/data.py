@@ -79,10 +79,17 @@ rare category in large data (a few singletons among thousands) passes, with a
 :class:`~geosynth.errors.PrivacyLeakWarning` for any level held by fewer than
 ``RARE_LEVEL_RECORDS`` (3) records, which a release publishes all the same. Pass
 ``allow_identifying=True`` only for a column whose levels are public and cannot be linked to a
-person; otherwise drop the column or coarsen it into groups. Combinations of several attributes
+person; otherwise drop the column or coarsen it into groups. An attribute *named* like an
+identifier (:func:`~geosynth._identifiers.is_identifier_name`: ``patient_id``) with most
+records in levels of fewer than ``SMALL_LEVEL_RECORDS`` (5) is refused too (three visits per
+patient pass the rules above); under any name such small groups get a
+:class:`~geosynth.errors.PrivacyLeakWarning`, and an area's code of large groups
+(``ID_MUNICIP``) passes. Combinations of several attributes
 are not refused (each attribute alone is; the model needs fewer possible combinations than
 records), but combinations that identify records by the rules above (8 x 5 levels over 40
-records, one record each, pass that need) get a :class:`~geosynth.errors.PrivacyLeakWarning`.
+records, one record each, pass that need), or a combination held by a single record, get a
+:class:`~geosynth.errors.PrivacyLeakWarning`. Attributes holding locations (geometries, their
+WKT, WKB or GeoJSON, ``(x, y)`` tuples) are refused: a release would drop or publish them.
 """
 
 from __future__ import annotations
@@ -101,7 +108,7 @@ import shapely
 
 from geosynth._identifiers import is_identifier_name
 from geosynth._messages import describe_rows as _rows
-from geosynth._points import holds_geometries, point_coordinates, usable_points
+from geosynth._points import levels_hold_locations, point_coordinates, usable_points
 from geosynth._validation import (
     MAX_CONTINUOUS,
     check_bool,
@@ -571,10 +578,13 @@ def prepare(
         ``outside="drop"`` while ``gdf.index`` repeats a label (:func:`check_kept_labels`);
         a bad ``outside`` or
         ``max_bytes``; more possible combinations (product of the numbers of levels) than
-        kept records; an attribute whose levels identify records (unless
-        ``allow_identifying``); levels that cannot be sorted (a mix of types, lists), that
-        are written alike (``1`` and ``"1"``) or whose ``,`` gives two combinations the same
-        label (:meth:`CountTable.combination_labels`); several
+        kept records; an attribute whose levels identify records, or named like an
+        identifier with most records in levels of fewer than :data:`SMALL_LEVEL_RECORDS`
+        (unless ``allow_identifying``); an attribute holding locations (geometries, WKT, WKB,
+        GeoJSON, tuples of numbers) or tuples; a ``continuous`` column of row numbers (distinct
+        whole numbers nearly all one step apart); levels that cannot be sorted (a mix of
+        types, lists), that are written alike (``1`` and ``"1"``) or whose ``,`` gives two
+        combinations the same label (:meth:`CountTable.combination_labels`); several
         columns named as an attribute, or MultiIndex column names; no point in any cell (the
         message reports the bounds of the points and of the grid and suspects a mislabelled
         CRS). With ``levels``, only what the arguments and the frame's columns, dtypes and
@@ -596,8 +606,9 @@ def prepare(
     PrivacyLeakWarning
         Two or more lattice bounds equal the located records' extreme coordinates (also with
         ``levels``). Without ``levels``: an attribute has levels held by fewer than
-        :data:`RARE_LEVEL_RECORDS` records, or the combinations of several attributes
-        (nearly) identify records.
+        :data:`RARE_LEVEL_RECORDS` records, or most of its records in levels of fewer than
+        :data:`SMALL_LEVEL_RECORDS`; the combinations of several attributes (nearly) identify
+        records, or some combination is held by a single record of no single-record level.
 
     Notes
     -----
@@ -1598,19 +1609,25 @@ def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
 
 
 def _refuse_locations(name: Hashable, levels: list) -> None:
-    """Refuse an attribute whose levels are locations (:func:`~geosynth._points.holds_geometries`).
+    """Refuse an attribute whose levels are locations (:func:`levels_hold_locations`).
 
     Block centroids as ``(x, y)`` tuples or WKT text were accepted as levels, and the release
     then lost the column (:func:`geosynth.synth.to_public` drops columns holding locations)
     while its metadata listed it: a modelled attribute gone without a word, or published.
     """
-    if holds_geometries(pd.Series(levels, dtype=object)):
+    if levels_hold_locations(levels):
         raise InputError(
             f"attribute {name!r} holds locations (geometries, their WKT, WKB or GeoJSON text, "
-            "or coordinates as text or as tuples); a release publishes attribute levels "
+            "or coordinates as tuples of numbers); a release publishes attribute levels "
             "verbatim, and drops columns of locations: drop it from attributes (the records' "
             "locations are the geometry column, which geosynth replaces), or replace it by a "
             "label of each area (e.g. a district name)"
+        )
+    if any(isinstance(v, tuple | frozenset) for v in levels):  # to_public drops such columns
+        raise InputError(
+            f"attribute {name!r} holds tuples (or sets), which a release cannot keep as levels; "
+            f"make each level one text or number, e.g. gdf[{name!r}].map('/'.join) for tuples "
+            "of text"
         )
 
 
@@ -1864,7 +1881,7 @@ def counts_from_table(
     check_cells_per_record(grid, n_kept)
     n_per_combo = np.bincount(row_combo, weights=weights, minlength=n_combos).astype(np.int64)
     if len(attrs) > 1 and not _warn_of_identifying_combinations(n_per_combo, n_kept, attrs):
-        _warn_of_unique_combinations(n_per_combo, attrs, sizes)
+        _warn_of_unique_combinations(n_per_combo, combo_codes, attrs, sizes)
 
     row_cell = table[CELL_COLUMN].to_numpy(dtype=np.int64)
     flat = row_cell * n_combos + row_combo
@@ -2048,18 +2065,21 @@ def _warn_of_small_levels(sizes: dict[str, np.ndarray], n_records: int,
         )
 
 
-def _warn_of_unique_combinations(n_per_combo: np.ndarray, attributes: tuple[Hashable, ...],
+def _warn_of_unique_combinations(n_per_combo: np.ndarray, combo_codes: np.ndarray,
+                                 attributes: tuple[Hashable, ...],
                                  sizes: dict[str, np.ndarray]) -> None:
-    """PrivacyLeakWarning for combinations held by a single record.
+    """PrivacyLeakWarning for combinations held by a single record of no single-record level.
 
     As :func:`_warn_of_rare_levels` for one attribute: one woman among 100 HIV records passes
     every per-attribute rule, and each release publishes her combination, telling that she is
-    in the data. Counted, never quoted; not repeated when single-record levels of the
-    attributes, warned about already, account for every such combination.
+    in the data. Counted, never quoted; a combination one of whose levels holds one record
+    only is left to :func:`_warn_of_rare_levels`, which has warned of it already.
     """
-    unique = int(np.count_nonzero(n_per_combo == 1))
-    unique_levels = sum(int(np.count_nonzero(v == 1)) for v in sizes.values())
-    if unique <= unique_levels:
+    alone_in_a_level = np.zeros(n_per_combo.shape, dtype=bool)
+    for k, attribute in enumerate(attributes):
+        alone_in_a_level |= sizes[attribute][combo_codes[:, k]] == 1
+    unique = int(np.count_nonzero((n_per_combo == 1) & ~alone_in_a_level))
+    if unique == 0:
         return
     warnings.warn(
         f"{unique:,} combination(s) of attributes {list(attributes)} are held by a single "
@@ -2127,7 +2147,8 @@ def _check_identifying(
         )
         return flagged
     raise InputError(
-        f"{described}; such levels (nearly) identify records (a name like an identifier's, "
+        f"{described}; such levels (nearly) identify records (a name like an identifier's "
+        f"with most records in levels of fewer than {SMALL_LEVEL_RECORDS}, "
         f"more levels than {IDENTIFYING_LEVEL_SHARE:.0%} of the records, or over "
         f"{IDENTIFYING_SINGLETON_SHARE:.0%} of the records alone in their level, or every "
         "record alone in its level), and a release "

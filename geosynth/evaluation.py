@@ -144,11 +144,11 @@ class Evaluation:
         """All tables as Markdown sections (fixed-width text blocks), as they may be shown.
 
         The tables go through :func:`shown_tables`: the matched distances and the L distance
-        of a combination of fewer than :data:`MIN_SHOWN_RECORDS` original records (one
-        person's distance to the synthetic points, which are public) are left out, with a note
-        saying so, and the mean row averages the shown combinations only. :attr:`tables` keep
-        every value. The text still holds the exact original counts (``n_original``): an
-        internal document.
+        of a combination of fewer than :data:`MIN_SHOWN_RECORDS` original records or synthetic
+        points (one person's distance to the synthetic points, which are public) are left
+        out, with a note saying so, and the mean row averages the shown combinations only.
+        :attr:`tables` keep every value. The text still holds the exact original counts
+        (``n_original``): an internal document.
         """
         parts = []
         for name, table in shown_tables(self.tables).items():
@@ -250,13 +250,14 @@ def combining_rules(epsilon: float | None) -> str:
     return "partial" if epsilon is None else "full"
 
 
-#: Fewest original records of a combination whose distances the text outputs show. One record
-#: is one person: its matched distances are that person's distance to the public synthetic
-#: points. Two records are still too few: with one release (``m = 1``) the minimum and the
-#: mean matched distance give both people's distances, and the Ripley's L function of two
-#: points is one step, at their separation, which the L distance to the public points bounds.
+#: Fewest original records (and synthetic points) of a combination whose distances the text
+#: outputs show. One record is one person: its matched distances are that person's distance to
+#: the public synthetic points. Two records are still too few: with one release (``m = 1``)
+#: the minimum and the mean matched distance give both people's distances, and the Ripley's L
+#: function of two points is one step, at their separation, which the L distance to the public
+#: points bounds.
 MIN_SHOWN_RECORDS = 3
-#: The columns of each table that :func:`shown_tables` leaves out for too few original records.
+#: The columns of each table that :func:`shown_tables` leaves out for too few records.
 SUPPRESSED_COLUMNS = {
     "distance_risk": ("min_distance", "mean_distance"),
     "pattern": ("sup_l_difference",),
@@ -271,7 +272,8 @@ def shown_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     which are public, so a report that is shared would place the person on a circle around
     them; with two records and one release the two distances give both people's. In the
     ``distance_risk`` table the two distances, and in the ``pattern`` table the L distance, of
-    every combination of fewer than :data:`MIN_SHOWN_RECORDS` original records become NaN
+    every combination of fewer than :data:`MIN_SHOWN_RECORDS` original records (or synthetic
+    points, on average over the releases) become NaN
     (:func:`suppression_note` says so), and the mean row averages the shown combinations only
     (the mean over all of them, next to the other rows, gave the left-out value back). Other
     tables are unchanged.
@@ -334,7 +336,10 @@ def _lone_rows(name: str, table: pd.DataFrame) -> np.ndarray:
     Too few original records, or too few synthetic points: with one synthetic point of a
     combination, public, its minimum matched distance is the distance to the nearest original
     record of that combination, which draws a circle through it (a fully synthetic release
-    may hold fewer points of a combination than the original).
+    may hold fewer points of a combination than the original). ``n_synthetic`` is the mean
+    over the releases: with several, a combination of one point in one release and many in
+    the others is shown, its distances averaged over the releases (the one point's among
+    them, not alone).
     A table without a mean row (a metric called with ``mean_row=False``) is all combinations:
     its last row was taken for the mean, neither checked nor kept (the mean replaced it).
     """

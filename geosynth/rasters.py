@@ -25,7 +25,7 @@ import pyproj
 from geosynth._validation import check_no_nul
 from geosynth.errors import CRSError, InputError, MemoryLimitError
 from geosynth.lattice import Grid
-from geosynth.synth.placement import PixelTable, check_pixel_table, check_weight_values
+from geosynth.synth.placement import PixelTable, check_pixel_table
 
 __all__ = [
     "MAX_WEIGHT_PIXELS",
@@ -56,7 +56,7 @@ class Band(NamedTuple):
     Attributes
     ----------
     values : numpy.ndarray of float64, shape (rows, cols)
-        The window's pixels; NaN where nodata, masked or NaN. Finite and ``>= 0`` elsewhere.
+        The window's pixels; NaN where nodata, masked or NaN.
     transform : affine.Affine
         The raster's north-up geotransform (of the whole raster, not the window).
     row0, col0 : int
@@ -167,14 +167,16 @@ def read_band(dataset: Any, grid: Grid, name: str) -> Band:
     geosynth.errors.CRSError
         The raster's CRS is not the grid's (:func:`check_raster_crs`).
     geosynth.errors.InputError
-        Several data bands or complex values, a rotated, degenerate or missing geotransform, no
-        overlap with the grid, or negative or infinite values over it.
+        Several data bands or complex values, a rotated, degenerate or missing geotransform, or
+        no overlap with the grid. The values are the caller's to check
+        (:func:`geosynth.synth.placement.check_weight_values`: :meth:`PixelTable.from_band
+        <geosynth.synth.PixelTable.from_band>` and the DP prior do).
     geosynth.errors.MemoryLimitError
         More than :data:`MAX_WEIGHT_PIXELS` pixels over the grid, checked before any is read.
     """
     from rasterio.windows import Window
 
-    check_raster_crs(dataset.crs, grid.crs)
+    check_raster_crs(dataset.crs, grid.crs, name)
     check_raster_band(dataset, name)
     t = dataset.transform
     if t.b != 0 or t.d != 0:
@@ -195,15 +197,13 @@ def read_band(dataset: Any, grid: Grid, name: str) -> Band:
     if n_pixels > MAX_WEIGHT_PIXELS:  # 8000² pixels took 6 GiB and 20 s to average
         raise MemoryLimitError(
             f"{name} raster has {n_pixels:,} pixels over the grid, above "
-            f"geosynth.rasters.MAX_WEIGHT_PIXELS = {MAX_WEIGHT_PIXELS:,} (about "
-            f"{n_pixels * _BYTES_PER_PIXEL / 2**30:,.0f} GiB to read); resample it to coarser "
-            "pixels (e.g. `gdalwarp -tr`, with `-r average` for a prior), or raise "
-            "MAX_WEIGHT_PIXELS deliberately"
+            f"geosynth.rasters.MAX_WEIGHT_PIXELS = {MAX_WEIGHT_PIXELS:,} (up to "
+            f"{n_pixels * _BYTES_PER_PIXEL / 2**30:,.0f} GiB to read and group by cell); "
+            "resample it to coarser pixels (e.g. `gdalwarp -tr`, with `-r average` for a "
+            "prior), or raise MAX_WEIGHT_PIXELS deliberately"
         )
     band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
-    values = np.ma.filled(band.astype(np.float64), np.nan)
-    check_weight_values(values, name)
-    return Band(values, t, row0, col0)
+    return Band(np.ma.filled(band.astype(np.float64), np.nan), t, row0, col0)
 
 
 def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str) -> Any:
@@ -294,7 +294,7 @@ def check_raster_band(dataset: Any, name: str) -> None:
 
 
 
-def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
+def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None, name: str = "weights") -> None:
     """Refuse a raster whose CRS is not the grid's (or only one of them has a CRS).
 
     Parameters
@@ -303,6 +303,8 @@ def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
         ``dataset.crs`` of the raster.
     grid_crs : pyproj.CRS or None
         ``grid.crs``.
+    name : str, default "weights"
+        The raster's parameter, for the messages (``"weights"``, ``"prior"``).
 
     Raises
     ------
@@ -314,18 +316,18 @@ def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None) -> None:
         return
     if raster_crs is None:
         raise CRSError(
-            f"weights raster has no CRS while the grid uses {grid_crs.to_string()}; set it "
+            f"{name} raster has no CRS while the grid uses {grid_crs.to_string()}; set it "
             "(e.g. `rio edit-info --crs` or dataset.crs = ...) if the raster is in that CRS"
         )
     if grid_crs is None:
         raise CRSError(
-            f"weights raster has CRS {raster_crs.to_string()} but the grid has none; build the "
+            f"{name} raster has CRS {raster_crs.to_string()} but the grid has none; build the "
             "grid with that crs"
         )
     crs = pyproj.CRS.from_wkt(raster_crs.to_wkt())
     if not crs.equals(grid_crs, ignore_axis_order=True):
         raise CRSError(
-            f"weights raster CRS {crs.to_string()} differs from the grid CRS "
+            f"{name} raster CRS {crs.to_string()} differs from the grid CRS "
             f"{grid_crs.to_string()}; reproject the raster to the grid CRS first (e.g. "
             "`rio warp --dst-crs` or rasterio.warp.reproject)"
         )

@@ -317,6 +317,14 @@ def test_a_combination_of_one_record_is_warned_about_without_naming_it(grid):
     assert "HIV" not in message and caught[0].filename == __file__
     gdf.loc[gdf.index[1], "dx"] = "HIV"  # two women: no warning
     assert recorded(lambda: prepare(gdf, grid, ["sex", "dx"])) == []
+    # A record alone in two levels (warned of as rare levels) did not hide her: the unique
+    # combinations were compared with the number of single-record levels, 2 here.
+    gdf.loc[gdf.index[1], "dx"] = "flu"
+    gdf.loc[gdf.index[-1], ["sex", "dx"]] = ["X", "TB"]
+    caught = recorded(lambda: prepare(gdf, grid, ["sex", "dx"]))
+    messages = [str(w.message) for w in caught]
+    assert any("1 combination(s) of attributes ['sex', 'dx']" in m for m in messages)
+    assert any("have levels held by fewer than 3 records" in m for m in messages)
 
 
 @pytest.mark.parametrize("kind", ["tuples", "wkt", "points", "categorical_wkt"])
@@ -334,3 +342,21 @@ def test_an_attribute_of_locations_is_refused(grid, kind):
     with pytest.raises(InputError, match=r"attribute 'block' holds locations .*drop it from "
                                          r"attributes"):
         prepare(gdf, grid, ["sex", "block"], allow_identifying=True)
+
+
+@pytest.mark.parametrize("levels", [["1,0", "1,5", "2,0"], ["0 17", "18 64", "65 99"],
+                                    ["1;2", "3;4", "5;6"]])
+def test_text_levels_of_numbers_are_levels_not_locations(grid, levels):
+    # Decimal-comma text and age bands read as coordinate text when the check ran on the
+    # distinct levels (all distinct, as coordinates are).
+    gdf = make_gdf(n=60, seed=5)
+    gdf["band"] = np.resize(levels, 60)
+    assert prepare(gdf, grid, ["band"]).levels["band"] == sorted(levels)
+
+
+def test_tuples_of_labels_are_refused_as_no_level(grid):
+    gdf = make_gdf(n=40, seed=5)
+    gdf["group"] = pd.Series([("f", "adult"), ("m", "child")] * 20, index=gdf.index,
+                             dtype=object)
+    with pytest.raises(InputError, match=r"'group' holds tuples.*map\('/'.join\)"):
+        prepare(gdf, grid, ["group"])

@@ -88,7 +88,7 @@ from geosynth.dp.synthesizers import (
 from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 from geosynth.rasters import WeightsLike, pixel_table, read_band, read_raster
-from geosynth.synth.placement import check_grid, place
+from geosynth.synth.placement import check_grid, check_weight_values, place
 from geosynth.synth.release import ReleaseInfo, make_release
 
 __all__ = ["OnTheMapSynthesizer", "onthemap_alpha", "cell_prior", "MAX_PRIOR_RATIO"]
@@ -186,6 +186,7 @@ def cell_prior(raster: WeightsLike, grid: Grid) -> np.ndarray:
 
 def _cell_means(dataset: Any, grid: Grid) -> np.ndarray:
     values, t, row0, col0 = read_band(dataset, grid, "prior")
+    check_weight_values(values, "prior")
     valid = ~np.isnan(values)
     rows, cols = np.nonzero(valid)
     xc = t.c + (cols + col0 + 0.5) * t.a
@@ -647,7 +648,7 @@ class OnTheMapSynthesizer:
         seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
             ``None`` for a release; a seed for tests only (warns). The same seed gives the counts
             of :meth:`sample` with that seed.
-        weights : str, os.PathLike or rasterio dataset, optional
+        weights : str, os.PathLike, rasterio dataset or geosynth.synth.PixelTable, optional
             Public raster to place points within their cell in proportion to (see
             :func:`geosynth.synth.place_in_cells`); default uniform over the habitable part.
         geometry : str, default "geometry"

@@ -1307,7 +1307,9 @@ def ripley_distance(
         Rectangular window shared by all the K functions. Default: the bounding box of all
         points of ``original`` and ``releases``.
     radii : array-like, optional
-        Radii (see :func:`ripley_k`); default 51 radii up to a quarter of the shorter side.
+        Radii (see :func:`ripley_k`); default 51 radii up to a quarter of the window's shorter
+        side, derived or given (not rounded as :func:`ripley_k`'s of a derived window: the
+        radii are not in this table).
     correction : {"isotropic", "translation", "none"}, default "isotropic"
         Edge correction.
     mean_row : bool, default True

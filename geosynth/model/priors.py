@@ -10,12 +10,20 @@ import numpy as np
 
 from geosynth.errors import InputError
 
-__all__ = ["Priors", "HYPERPARAMETER_RANGE"]
+__all__ = ["Priors", "HYPERPARAMETER_RANGE", "MAX_LEVEL_VARIANCE"]
 
 #: Smallest and largest value of every hyperparameter (variances, Gamma shapes and rates):
 #: a variance of 10⁶ on the log scale is vaguer than any intensity needs, and a rate of 10⁻⁶
 #: puts the prior mean of a precision at 10⁶ times its shape.
 HYPERPARAMETER_RANGE = (1e-6, 1e6)
+#: Largest variance of the Normal priors on levels (``mu_var``, ``alpha_var``, ``level_var``,
+#: ``beta_var``): a prior standard deviation of 100 on the log scale. The data identify only
+#: sums of levels (μ plus θ's mean in each component, α_kj plus φ_kj's mean): their
+#: differences move by their priors alone. With ``mu_var`` and ``level_var`` both 10⁶, inside
+#: :data:`HYPERPARAMETER_RANGE`, μ and θ's mean wandered apart by ±1,000 and e^η of a part of
+#: η overflowed: every fit failed with a SamplerError that named the counts, not the priors.
+MAX_LEVEL_VARIANCE = 1e4
+_LEVEL_VARIANCES = ("mu_var", "alpha_var", "level_var", "beta_var")
 
 
 def _finite(value: numbers.Real) -> bool:
@@ -32,7 +40,10 @@ class Priors:
     Parameters
     ----------
     mu_var : float, default 100
-        Variance ``v_μ`` of the Normal prior on the intercept μ (eq. 2.5).
+        Variance ``v_μ`` of the Normal prior on the intercept μ (eq. 2.5). This and the other
+        variances of levels (``alpha_var``, ``level_var``, ``beta_var``) are at most
+        :data:`MAX_LEVEL_VARIANCE` (10⁴); the other hyperparameters lie in
+        :data:`HYPERPARAMETER_RANGE`.
     alpha_var : float, default 100
         Variance ``v_α`` of the Normal prior on every attribute effect α_kj (eq. 2.6).
     level_var : float, default 100
@@ -80,9 +91,10 @@ class Priors:
                     f"Priors.{name} must be a finite positive number, got {value!r}; the "
                     "defaults are vague but proper"
                 )
-            if not low <= value <= high:  # 1e300 failed deep in the sampler, naming no prior
+            top = MAX_LEVEL_VARIANCE if name in _LEVEL_VARIANCES else high
+            if not low <= value <= top:  # 1e300 failed deep in the sampler, naming no prior
                 raise InputError(
-                    f"Priors.{name} = {value!r} is outside [{low:g}, {high:g}]: the sampler's "
+                    f"Priors.{name} = {value!r} is outside [{low:g}, {top:g}]: the sampler's "
                     "updates overflow or stall at such scales, and no prior on log intensities "
                     f"needs one; the default is {getattr(Priors, name):g}"
                 )

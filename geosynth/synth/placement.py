@@ -527,7 +527,8 @@ def check_pixel_table(weights: Any, grid: Grid) -> PixelTable | None:
         raise InputError(
             f"weights is a PixelTable of {np.shape(weights.total)[0]:,} cells, but the "
             f"lattice has {grid.n_cells:,}; read it for this lattice with "
-            "geosynth.rasters.read_weights(raster, grid), or pass the raster itself"
+            "geosynth.rasters.read_weights(raster, grid) (geosynth.synthesize and "
+            "geosynth.naive_synthesize take the raster's path itself)"
         )
     return weights
 

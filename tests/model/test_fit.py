@@ -351,7 +351,22 @@ def test_priors_validated():
         with pytest.raises(InputError, match=rf"Priors.{name} = {shown} is outside "
                                              r"\[1e-06, 1e\+06\].*the default is"):
             Priors(**{name: value})
-    assert Priors(mu_var=1e6, theta_rate=1e-6).to_array()[0] == 1e6
+    assert Priors(mu_var=1e4, theta_rate=1e-6).to_array()[0] == 1e4
+    # Variances of levels stop at 1e4: mu_var and level_var both 1e6 failed every fit.
+    for name in ("mu_var", "alpha_var", "level_var", "beta_var"):
+        with pytest.raises(InputError, match=rf"Priors.{name} = 1000000.0 is outside "
+                                             r"\[1e-06, 10000\]"):
+            Priors(**{name: 1e6})
+
+
+def test_the_vaguest_level_priors_allowed_fit(scenario_counts):
+    # With mu_var and level_var at 1e6 (then allowed) μ and θ's mean wandered apart until
+    # e^η of a part overflowed: a SamplerError in every fit. At the new cap, finite draws.
+    _, _, counts = scenario_counts(200, shape=(5, 5))
+    vague = Priors(mu_var=1e4, alpha_var=1e4, level_var=1e4)
+    fit = PaivaModel(priors=vague).fit(counts, n_iter=400, burn_in=100, chains=1, seed=2,
+                                       progress=False)
+    assert np.isfinite(fit.posterior_mean_lambda()).all()
 
 
 def test_counts_the_kernels_cannot_take_are_refused(scenario_counts):
