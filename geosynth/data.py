@@ -2335,6 +2335,22 @@ def _check_covariate_varies(name: str, sums: np.ndarray, counts: np.ndarray) -> 
             "for the squares of its deviations to be represented; rescale it (e.g. multiply "
             "it by a power of ten)"
         )
+    if spread < _MIN_RELATIVE_SPREAD * float(np.abs(means).max()):
+        # 37.25 ± 1e-9: standardised, the jitter became the covariate (β fitted on rounding
+        # noise), and every synthetic value was 37.25, the value a constant column is refused
+        # for publishing.
+        raise InputError(
+            f"continuous column {name!r} varies between cells by less than "
+            f"{_MIN_RELATIVE_SPREAD:g} of its values: in effect one value, which its synthetic "
+            "values would publish, and a spread of rounding noise, which its effect would be "
+            "fitted on; drop it from continuous= (or subtract its common value first if the "
+            "differences are real)"
+        )
+
+
+# The smallest spread of a continuous column's cell means relative to their size
+# (_check_covariate_varies): a float32 column carries 7 digits, a float64 one 16.
+_MIN_RELATIVE_SPREAD = 1e-8
 
 
 def _standardise(

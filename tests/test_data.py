@@ -364,6 +364,15 @@ def test_a_continuous_column_that_does_not_vary_is_refused_by_prepare(gdf, grid)
         prepare(gdf.assign(z=spread * 1e-310), grid, ["sex"], continuous="z")
     counts = prepare(gdf.assign(z=spread * 1e-150), grid, ["sex"], continuous="z")
     assert np.isfinite(counts.zbar).all() and counts.zbar.std() > 0
+    # 37.25 with a jitter of 1e-9: every synthetic value was 37.25, and β was fitted on the
+    # jitter (standardised to full scale).
+    jitter = np.random.default_rng(4).normal(0.0, 1e-9, len(gdf))
+    with pytest.raises(InputError, match=r"'z' varies between cells by less than 1e-08 of its "
+                                         r"values: in effect one value"):
+        prepare(gdf.assign(z=37.25 + jitter), grid, ["sex"], continuous="z")
+    # A small relative spread that is real (a latitude to 1e-4 degrees) passes.
+    assert prepare(gdf.assign(z=45.0 + spread * 1e-4), grid, ["sex"], continuous="z").zbar \
+        is not None
 
 
 @pytest.mark.parametrize("values", [["a", "b"] * 20, [True, False] * 20])

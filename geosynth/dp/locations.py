@@ -113,6 +113,7 @@ from geosynth.errors import (
     PrivacyLeakWarning,
 )
 from geosynth.lattice import Grid, parse_crs, require_projected_crs
+from geosynth.model.stopping import DEFAULT_MAX_RHAT, DEFAULT_TARGET_ESS
 from geosynth.rasters import WeightsLike, pixel_table
 from geosynth.synth.paiva import PosteriorDraws, release_draws
 from geosynth.synth.placement import place
@@ -1124,8 +1125,8 @@ def dp_release(
     weights: WeightsLike = None,
     geometry: str = "geometry",
     seed: SeedLike = None,
-    target_ess: float = 400,
-    max_rhat: float = 1.01,
+    target_ess: float = DEFAULT_TARGET_ESS,
+    max_rhat: float = DEFAULT_MAX_RHAT,
     max_seconds: float | None = None,
     stop: threading.Event | None = None,
 ) -> DPRelease:

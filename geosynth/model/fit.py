@@ -54,7 +54,13 @@ from geosynth.model.state import (
     sorted_adjacency,
     upper_neighbours,
 )
-from geosynth.model.stopping import AUTO_THIN, MAX_AUTO_THIN, check_auto_arguments
+from geosynth.model.stopping import (
+    AUTO_THIN,
+    DEFAULT_MAX_RHAT,
+    DEFAULT_TARGET_ESS,
+    MAX_AUTO_THIN,
+    check_auto_arguments,
+)
 from geosynth.model.storage import DEFAULT_MAX_BYTES, plan_auto_storage, plan_model_storage
 from geosynth.samplers.rng import make_streams
 
@@ -224,8 +230,8 @@ class PaivaModel:
         eta_draws: int | Literal["all", "auto"] = "auto",
         *,
         executor: Executor | None = None,
-        target_ess: float = 400,
-        max_rhat: float = 1.01,
+        target_ess: float = DEFAULT_TARGET_ESS,
+        max_rhat: float = DEFAULT_MAX_RHAT,
         max_seconds: float | None = None,
         stop: threading.Event | None = None,
     ) -> PaivaFit:

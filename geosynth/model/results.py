@@ -218,6 +218,11 @@ class PaivaFit:
 
     def _stored(self, index: int) -> tuple[int, int]:
         total = self.n_chains * self.n_eta_draws
+        if total == 0:  # "[-0, 0)" told nothing
+            raise InputError(
+                "this fit stored no draw of η: it was interrupted before the first of its "
+                "eta_draws planned draws (spread over the planned run); run the fit to its end"
+            )
         # True would be draw 1, and 1.0 an IndexError
         if not is_integer(index) or not -total <= index < total:
             raise InputError(f"index must be an integer in [-{total}, {total}) (negative counts "

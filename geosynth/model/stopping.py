@@ -87,6 +87,8 @@ __all__ = [
     "AUTO_THIN",
     "AutoSchedule",
     "ConvergenceCheck",
+    "DEFAULT_MAX_RHAT",
+    "DEFAULT_TARGET_ESS",
     "MAX_MAX_RHAT",
     "MIN_MAX_RHAT",
     "MIN_WINDOW_DRAWS",
@@ -159,6 +161,12 @@ MAX_MAX_RHAT = 2.0
 CENTRED_GROUPS = frozenset({"theta"})
 
 
+#: The stopping rule's defaults (:meth:`PaivaModel.fit`, :func:`geosynth.dp.dp_release`): a
+#: bulk ESS of 400 for every parameter (Vehtari et al. 2021) and R-hat below 1.01.
+DEFAULT_TARGET_ESS = 400.0
+DEFAULT_MAX_RHAT = 1.01
+
+
 def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> None:
     """Validate the stopping rule of :meth:`PaivaModel.fit` (``auto``: ``n_iter="auto"``).
 
@@ -167,14 +175,16 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
     target_ess, max_rhat, max_seconds
         As for :meth:`PaivaModel.fit`.
     auto : bool
-        Whether ``n_iter="auto"``; ``max_seconds`` is refused otherwise.
+        Whether ``n_iter="auto"``; ``max_seconds``, and ``target_ess`` or ``max_rhat`` other
+        than their defaults, are refused otherwise.
 
     Raises
     ------
     TypeError
         A value that is not a real number (a string, a bool, None for the first two).
     InputError
-        A value out of range, or ``max_seconds`` with a fixed ``n_iter``.
+        A value out of range, or ``max_seconds`` (``target_ess`` or ``max_rhat`` other than
+        their defaults) with a fixed ``n_iter``.
     """
     # An int beyond the float range is taken, and shown, as the ±inf it converts to: Python
     # refuses to print an int of more than 4,300 digits (a ValueError in place of the message).
@@ -216,6 +226,13 @@ def check_auto_arguments(target_ess, max_rhat, max_seconds, *, auto: bool) -> No
         raise InputError(
             "max_seconds applies to n_iter='auto' (stop when converged or at max_seconds); "
             "with a fixed n_iter the fit runs all its sweeps: drop max_seconds or pass "
+            "n_iter='auto'"
+        )
+    if not auto and (target != DEFAULT_TARGET_ESS or rhat != DEFAULT_MAX_RHAT):
+        # Ignored before, without a word: fit(n_iter=50, target_ess=5000) ran its 50 sweeps.
+        raise InputError(
+            "target_ess and max_rhat are the stopping rule of n_iter='auto'; with a fixed "
+            "n_iter the fit runs all its sweeps whatever they say: drop them, or pass "
             "n_iter='auto'"
         )
 

@@ -492,6 +492,15 @@ def release_draws(fit: PosteriorDraws, m: int) -> np.ndarray:
     _check_draws(fit)
     m = check_m(m)
     total = int(fit.n_chains * fit.n_eta_draws)
+    if m > total and getattr(fit, "interrupted", False):
+        # eta_draws=k spaces its k draws over the planned run: an early stop reaches few or
+        # none of them, and "refit with a larger eta_draws" sent the user the wrong way.
+        raise InputError(
+            f"m={m} releases need {m} distinct posterior draws of λ but the fit was interrupted "
+            f"with η stored for only {total} ({fit.n_chains} chain(s) x {fit.n_eta_draws}); "
+            "its stored draws are spread over the planned run, which it did not finish: run "
+            "the fit to its end, or ask for fewer releases"
+        )
     if m > total and fit.n_eta_draws < fit.n_draws:
         raise InputError(
             f"m={m} releases need {m} distinct posterior draws of λ but the fit stored η for "

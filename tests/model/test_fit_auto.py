@@ -460,6 +460,9 @@ def test_memory_too_small_for_the_target_is_refused_before_sampling(counts):
      ({"max_seconds": 10**5000}, r"max_seconds must be a finite number > 0, got inf;"),
      ({"max_seconds": -10**5000}, r"max_seconds must be a finite number > 0, got -inf;"),
      ({"n_iter": 500, "max_seconds": 60}, r"max_seconds applies to n_iter='auto'"),
+     # ignored without a word before: the fit ran its 500 sweeps
+     ({"n_iter": 500, "target_ess": 5000}, r"target_ess and max_rhat are the stopping rule"),
+     ({"n_iter": 500, "max_rhat": 1.5}, r"target_ess and max_rhat are the stopping rule"),
      ({"chains": 1}, r"n_iter='auto' needs chains >= 2: .*R-hat"),
      ({"chains": 10**11}, r"chains must be an integer from 1 to 1,024"),
      ({"burn_in": 100}, r"n_iter='auto' discards the first quarter .* takes no burn_in"),

@@ -300,10 +300,10 @@ def test_a_failed_chain_stops_the_others_at_their_next_chunk(counts, monkeypatch
         return original(self, data, state, n, out, chain, row, keep, scratch, cell_streams)
 
     monkeypatch.setattr(runner_module.ChainRunner, "_run", run)
-    run_options = RUN | ({"n_iter": n_iter, "burn_in": None} if n_iter == "auto"
-                         else {"n_iter": n_iter})
+    run_options = RUN | ({"n_iter": n_iter, "burn_in": None, "target_ess": 10**4}
+                         if n_iter == "auto" else {"n_iter": n_iter})
     with pytest.raises(RuntimeError, match="chain 1 failed"):
-        PaivaModel().fit(counts, **run_options, chains=2, n_jobs=2, target_ess=10**4)
+        PaivaModel().fit(counts, **run_options, chains=2, n_jobs=2)
 
 
 @pytest.mark.parametrize("sweep", [150, 50])  # a partial fit; KeyboardInterrupt (burn-in)
@@ -368,3 +368,22 @@ def test_a_chain_interrupted_in_its_executor_task_gives_a_flagged_partial_fit(co
     # Chains 0 and 2 ran to their end: their mean of λ averages all their draws.
     np.testing.assert_array_equal(fit.lambda_chain_means[[0, 2]],
                                   full.lambda_chain_means[[0, 2]])
+
+
+def test_an_interrupted_fit_without_eta_draws_says_so(counts, monkeypatch):
+    # eta_draws=5 spaces five draws over the planned 100 (the first is draw 10): stopped
+    # after the first chunk of 10 draws, none was stored. lambda_draw said "index must be an
+    # integer in [-0, 0)", and synthesize "refit with a larger eta_draws", to a user who had
+    # asked for 5.
+    import geosynth
+    from geosynth.errors import InputError
+
+    interrupt_at(monkeypatch, 91, {0})  # in the chunk of sweeps 100-109
+    with pytest.warns(GeosynthWarning, match="interrupted"):
+        fit = PaivaModel().fit(counts, **RUN, chains=1, eta_draws=5)
+    assert fit.interrupted and fit.n_eta_draws == 0
+    with pytest.raises(InputError, match="stored no draw of η: it was interrupted"):
+        fit.lambda_draw(0)
+    with pytest.raises(InputError, match=r"the fit was interrupted with η stored for only 0 "
+                                         r".*run the fit to its end"):
+        geosynth.synth.release_draws(fit, 1)
