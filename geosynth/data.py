@@ -108,7 +108,12 @@ import shapely
 
 from geosynth._identifiers import is_identifier_name
 from geosynth._messages import describe_rows as _rows
-from geosynth._points import levels_hold_locations, point_coordinates, usable_points
+from geosynth._points import (
+    holds_coordinates,
+    levels_hold_locations,
+    point_coordinates,
+    usable_points,
+)
 from geosynth._validation import (
     MAX_CONTINUOUS,
     check_bool,
@@ -996,20 +1001,27 @@ def _is_row_numbering(values: np.ndarray) -> bool:
     northing of records sorted by northing), found probing the command line. The first check
     wanted every whole number of the range exactly once: ids with one number missing, or
     numbered in steps of 2, passed (r = 0.65). Now :data:`_SEQUENCE_SHARE` of the gaps between
-    the sorted values being one and the same step is enough. A measurement rarely takes
-    distinct whole values so evenly spaced.
+    the sorted values being one and the same step is enough, or distinct values at most
+    :data:`_DENSE_STEP` apart on average. A measurement rarely takes distinct whole values so
+    evenly spaced, or so densely.
     """
     if values.size < IDENTIFYING_MIN_RECORDS or not np.all(values == np.round(values)):
         return False
     gaps = np.diff(np.sort(values))
     if not (gaps > 0).all():
         return False
+    if float(values.max() - values.min()) <= _DENSE_STEP * gaps.size:
+        return True  # distinct and dense: 300 draws of a measurement from 1,200 values collide
     _, repeats = np.unique(gaps, return_counts=True)
     return bool(repeats.max() >= _SEQUENCE_SHARE * gaps.size)
 
 
 # The share of equal gaps that makes distinct whole numbers a sequence (_is_row_numbering).
 _SEQUENCE_SHARE = 0.9
+# Distinct whole numbers at most this far apart on average are record numbers too (300 visit
+# numbers drawn from 1-600 passed): n distinct draws from a range of 4n values happen with
+# probability about exp(-n/8), 5e-17 for 300 records.
+_DENSE_STEP = 4.0
 
 
 def check_outside(
@@ -1589,7 +1601,7 @@ def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
         raw = series.cat.codes.to_numpy()
         observed = np.zeros(len(categories), dtype=bool)
         observed[raw] = True
-        _refuse_locations(series.name, categories[observed].tolist())
+        _refuse_locations(series, categories[observed].tolist())
         return categories[observed].tolist(), (np.cumsum(observed) - 1)[raw]
     unique = series.drop_duplicates().tolist()
     try:
@@ -1597,37 +1609,43 @@ def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
         codes = pd.Categorical(series, categories=levels).codes
     except TypeError as err:  # unorderable (1 and "a", complex) or unhashable (lists) values
         if any(isinstance(v, shapely.Geometry) for v in unique):
-            _refuse_locations(series.name, unique)
+            _refuse_locations(series, unique)
         kinds = sorted({type(v).__name__ for v in unique})
         raise InputError(
             f"attribute {series.name!r} mixes values of types {kinds} that cannot be sorted into "
             "levels (or holds values such as lists, which are no level); make them one type of "
             f"text or number, e.g. gdf[{series.name!r}].astype(str)"
         ) from err
-    _refuse_locations(series.name, levels)
+    _refuse_locations(series, levels)
     return levels, codes
 
 
-def _refuse_locations(name: Hashable, levels: list) -> None:
-    """Refuse an attribute whose levels are locations (:func:`levels_hold_locations`).
+def _refuse_locations(series: pd.Series, levels: list) -> None:
+    """Refuse an attribute whose levels are locations.
 
-    Block centroids as ``(x, y)`` tuples or WKT text were accepted as levels, and the release
-    then lost the column (:func:`geosynth.synth.to_public` drops columns holding locations)
-    while its metadata listed it: a modelled attribute gone without a word, or published.
+    Judged on the levels (:func:`levels_hold_locations`: geometries, their encodings, tuples
+    of numbers) and on the rows (:func:`holds_coordinates`: text of numbers, most rows
+    distinct, as one location per record is). Block centroids as ``(x, y)`` tuples or WKT text
+    were accepted as levels, and the release then lost the column
+    (:func:`geosynth.synth.to_public` drops columns holding locations) while its metadata
+    listed it: a modelled attribute gone without a word. With ``allow_identifying``, each
+    record's ``"x, y"`` text went into the metadata's combination labels, in the public file.
     """
-    if levels_hold_locations(levels):
-        raise InputError(
-            f"attribute {name!r} holds locations (geometries, their WKT, WKB or GeoJSON text, "
-            "or coordinates as tuples of numbers); a release publishes attribute levels "
-            "verbatim, and drops columns of locations: drop it from attributes (the records' "
-            "locations are the geometry column, which geosynth replaces), or replace it by a "
-            "label of each area (e.g. a district name)"
-        )
-    if any(isinstance(v, tuple | frozenset) for v in levels):  # to_public drops such columns
+    name = series.name
+    if any(isinstance(v, tuple | frozenset) for v in levels) and not levels_hold_locations(
+            levels):  # to_public drops such columns
         raise InputError(
             f"attribute {name!r} holds tuples (or sets), which a release cannot keep as levels; "
             f"make each level one text or number, e.g. gdf[{name!r}].map('/'.join) for tuples "
             "of text"
+        )
+    if levels_hold_locations(levels) or holds_coordinates(series):
+        raise InputError(
+            f"attribute {name!r} holds locations (geometries, their WKT, WKB or GeoJSON text, "
+            "or coordinates as tuples or text of numbers); a release publishes attribute "
+            "levels verbatim, and drops columns of locations: drop it from attributes (the "
+            "records' locations are the geometry column, which geosynth replaces), or replace "
+            "it by a label of each area (e.g. a district name)"
         )
 
 

@@ -327,10 +327,18 @@ def check_raster_crs(raster_crs: Any, grid_crs: pyproj.CRS | None, name: str = "
     crs = pyproj.CRS.from_wkt(raster_crs.to_wkt())
     if not crs.equals(grid_crs, ignore_axis_order=True):
         raise CRSError(
-            f"{name} raster CRS {crs.to_string()} differs from the grid CRS "
-            f"{grid_crs.to_string()}; reproject the raster to the grid CRS first (e.g. "
-            "`rio warp --dst-crs` or rasterio.warp.reproject)"
+            f"{name} raster CRS {_crs_label(crs)} differs from the grid CRS "
+            f"{_crs_label(grid_crs)}; reproject the raster to the grid CRS first (e.g. "
+            "`rio warp --dst-crs` or rasterio.warp.reproject), or, if it only looks different "
+            "(the same projection without an EPSG code), set the grid's CRS on it (`rio "
+            "edit-info --crs`)"
         )
+
+
+def _crs_label(crs: pyproj.CRS) -> str:
+    """``crs.to_string()``, or its name where that is a WKT of hundreds of characters."""
+    text = crs.to_string()
+    return text if len(text) <= 80 else f"{crs.name!r} (no authority code)"
 
 
 

@@ -347,6 +347,10 @@ def test_a_continuous_column_of_row_numbers_is_refused(gdf, grid):
         with pytest.raises(InputError, match=f"'seq' holds {n:,} distinct whole numbers in a "
                                              "nearly regular run"):
             prepare(gdf.assign(seq=run), grid, ["sex"], continuous="seq")
+    # Visit numbers drawn from 1-600 for 300 records: distinct and dense, steps of 1 to 4.
+    visits = np.sort(np.random.default_rng(8).choice(np.arange(1, 2 * n + 1), n, replace=False))
+    with pytest.raises(InputError, match="distinct whole numbers in a nearly regular run"):
+        prepare(gdf.assign(seq=visits), grid, ["sex"], continuous="seq")
     # Distinct whole numbers unevenly spaced, as rounded measurements are, pass.
     rng = np.random.default_rng(3)
     measured = np.cumsum(rng.integers(1, 40, n))

@@ -327,14 +327,18 @@ def test_a_combination_of_one_record_is_warned_about_without_naming_it(grid):
     assert any("have levels held by fewer than 3 records" in m for m in messages)
 
 
-@pytest.mark.parametrize("kind", ["tuples", "wkt", "points", "categorical_wkt"])
+@pytest.mark.parametrize("kind", ["tuples", "wkt", "points", "categorical_wkt", "text"])
 def test_an_attribute_of_locations_is_refused(grid, kind):
     # Block centroids as (x, y) tuples or WKT text were accepted, then dropped from the release
     # (to_public drops columns of locations) while its metadata listed them.
     gdf = make_gdf(n=40, seed=4)
     xy = np.floor(shapely.get_coordinates(gdf.geometry.array) / 5) * 5 + 2.5
     points = shapely.points(xy)
+    exact = shapely.get_coordinates(gdf.geometry.array)
     values = {"tuples": [tuple(p) for p in xy], "wkt": list(shapely.to_wkt(points)),
+              # each record's own "x, y": with allow_identifying, the combination labels of the
+              # release's metadata held them all
+              "text": [f"{x:.1f}, {y:.1f}" for x, y in exact],
               "points": list(points),
               "categorical_wkt": pd.Categorical(shapely.to_wkt(points))}[kind]
     gdf["block"] = pd.Series(values, index=gdf.index, dtype=None if kind.startswith("cat")

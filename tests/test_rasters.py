@@ -141,3 +141,18 @@ def test_the_examples_in_the_docstrings_run():
 
     result = doctest.testmod(rasters)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_crs_without_authority_code_is_named_shortly(grid, tmp_path):
+    # UTM 23S on GRS80 with a null towgs84, written from proj4: refused as another CRS (the
+    # datum is not formally SIRGAS 2000), with a WKT of about 900 characters in the message.
+    from geosynth.errors import CRSError
+
+    proj4 = "+proj=utm +zone=23 +south +ellps=GRS80 +towgs84=0,0,0,0,0,0,0 +units=m +no_defs"
+    path = write_raster(tmp_path / "p.tif", np.ones((4, 4)), from_origin(0, 100, 25, 25),
+                        crs=proj4)
+    with pytest.raises(CRSError) as info:
+        rasters.read_weights(path, grid)
+    message = str(info.value)
+    assert "PROJCS[" not in message and len(message) < 500
+    assert "(no authority code)" in message and "rio edit-info --crs" in message

@@ -49,6 +49,10 @@ class GeosynthGroup(click.Group):
         try:
             with watch, warnings.catch_warnings():
                 warnings.showwarning = _warning_printer(warnings.showwarning, watch, obj)
+                # arviz's guess that draws came transposed, raw with its file path, when a short
+                # run keeps fewer draws than chains: the R-hat line says what to change.
+                warnings.filterwarnings("ignore", r"More chains \(\d+\) than draws",
+                                        UserWarning)
                 return super().invoke(ctx)
         except KeyboardInterrupt:
             _interrupted(ctx)

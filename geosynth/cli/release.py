@@ -640,7 +640,11 @@ def _echo_convergence(r_hat: float, fit) -> None:
     if stopping is not None:
         click.echo(f"Sampler {stopping.describe()}")
         return  # a fit stopped at --max-seconds has warned, naming what has not converged
-    click.echo(f"R-hat max: {describe_rhat(r_hat, fit)}")
+    described = describe_rhat(r_hat, fit)
+    if fit.n_chains > 1 and described.startswith("not computable"):  # too few draws: a problem
+        click.echo(f"Warning: R-hat max {described}", err=True)
+    else:
+        click.echo(f"R-hat max: {described}")
     if r_hat > RHAT_LIMIT:
         click.echo(f"Warning: R-hat max {r_hat:.3f} > {RHAT_LIMIT}: the chains have not "
                    "converged; raise --iterations and --burn-in, or use --iterations auto",

@@ -146,7 +146,7 @@ import numbers
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import islice
 
@@ -305,6 +305,10 @@ def _publish(k, t_pub, scale, counters, fstate, inv_g, c_min, c_max, c_sum, c_si
     counters[_N_ACTIVE] = n_active - 1
     c_size[k] = 0
     c_head[k] = -1
+    for j in range(d):  # a freed slot kept its exact min, max and sum (in pickles too)
+        c_min[k, j] = 0.0
+        c_max[k, j] = 0.0
+        c_sum[k, j] = 0.0
     return n_out, n_cl + 1
 
 
@@ -589,10 +593,12 @@ class DocaDiagnostics:
         Noise draws made (one ``d``-vector per published cluster), ``== k``.
     """
 
-    publication_time: np.ndarray
-    cluster: np.ndarray
-    cluster_sizes: np.ndarray
-    cluster_noise: np.ndarray
+    # Not in the printed form: the noise and the clusters give the exact centroids back (with
+    # singleton clusters, the records' values), and a printed object goes to logs.
+    publication_time: np.ndarray = field(repr=False)
+    cluster: np.ndarray = field(repr=False)
+    cluster_sizes: np.ndarray = field(repr=False)
+    cluster_noise: np.ndarray = field(repr=False)
     max_clusters_used: int
     n_noise_draws: int
 
@@ -716,7 +722,11 @@ class Doca:
         """Return the state to pickle or copy, without the noise state unless seeded.
 
         Two objects that draw the same noise for different data reveal the exact differences of
-        their centroids; :meth:`__setstate__` gives an unseeded copy fresh OS entropy.
+        their centroids; :meth:`__setstate__` gives an unseeded copy fresh OS entropy. The
+        state is confidential: it holds the pending records' exact cluster sums and ranges,
+        the stream's exact minimum and maximum (the global range) and the information losses
+        behind ``τ``. Published clusters leave nothing (their slots are zeroed). Keep a pickle
+        of a :class:`Doca` with the data.
         """
         state = dict(self.__dict__)
         if not self._seeded:
@@ -1060,7 +1070,12 @@ class Doca:
             self._outbox.extend(self._pairs(index, value))
             yield from self._deliver()
         if flush:
-            yield from self.flush()
+            # Through the outbox, as a chunk's releases: a caller that stops reading during the
+            # flush finds the rest in the next flush(), not lost (flush() listed them all at
+            # once, out of the outbox).
+            index, value, *_ = self._run_flush()
+            self._outbox.extend(self._pairs(index, value))
+            yield from self._deliver()
 
     def flush(self) -> list[tuple[int, float | np.ndarray]]:
         """Publish every cluster still in memory (at the end of the stream).

@@ -343,9 +343,7 @@ def _check_columns(
                 f"column {c!r} has dtype {dtype}, which is neither numeric nor categorical; "
                 f"convert it (e.g. df[{c!r}].astype('category')) or leave it out of columns="
             )
-    for c in cols:
-        _check_not_identifying(df[c], c, c in cats)
-    for c in cols:
+    for c in cols:  # first: a NaN among distinct whole numbers was counted as one more value
         bad = df[c].isna().to_numpy(dtype=bool)
         if bad.any():
             raise InputError(
@@ -353,6 +351,8 @@ def _check_columns(
                 f"({_rows(df.index, bad)}); drop those rows, e.g. df.dropna(subset=[{c!r}]), "
                 "or fill them"
             )
+    for c in cols:
+        _check_not_identifying(df[c], c, c in cats)
         if c not in cats:
             values = df[c].to_numpy(dtype=np.float64)
             bad = ~np.isfinite(values)

@@ -507,6 +507,17 @@ def test_max_seconds_warns_and_still_writes(inputs, tmp_path):
     assert "raise --max-seconds, lower --target-ess or raise --max-rhat" in text
 
 
+def test_too_few_draws_for_r_hat_is_a_warning_and_arviz_stays_quiet(inputs, tmp_path):
+    # --iterations 10 kept one draw per chain: arviz's "More chains (2) than draws (1)"
+    # printed raw with its file path, twice, and the R-hat line read as a plain result.
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3",
+                 "--iterations", 10, "--burn-in", 9, "--thin", 1, "--m", 1,
+                 "--out", tmp_path / "o.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "More chains" not in result.output and "arviz" not in result.output
+    assert "Warning: R-hat max not computable: 1 draws per chain" in result.output
+
+
 def test_one_chain_says_why_r_hat_is_not_shown(inputs, tmp_path):
     # One chain has no R-hat (arviz compares 2 or more): the output read "R-hat max: nan".
     result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3",

@@ -888,3 +888,38 @@ def test_bounds_holding_a_bool_are_refused(bounds):
     with pytest.raises(InputError, match=r"^bounds must be a pair \(lo, hi\) of numbers"):
         Doca(1.0, bounds=bounds)
     assert Doca(1.0, bounds=(1, 5.0)).sensitivity == 4.0
+
+
+def test_a_published_cluster_leaves_nothing_in_the_state():
+    # _publish freed a slot by its size and head only: its exact min, max and sum stayed, and
+    # went into pickles (a lone record of 9.75, published as 16.40, was in the pickle).
+    doca = Doca(1.0, bounds=(0, 10), delay=2, max_clusters=2)
+    doca.fit_transform([3.0, 7.25, 1.5, 9.75, 4.0, 6.5])
+    (_, _, _, _, _, _, c_min, c_max, c_sum, c_size, *_) = pickle.loads(pickle.dumps(doca))._state
+    assert (c_size == 0).all()  # everything published
+    for name, values in (("c_min", c_min), ("c_max", c_max), ("c_sum", c_sum)):
+        assert (values == 0.0).all(), name
+
+
+def test_stopping_to_read_a_flushing_process_loses_no_release():
+    # process(flush=True) listed the whole flush at once, out of the outbox: a caller that
+    # stopped reading after one release lost the others (flush() then returned []).
+    doca = Doca(1.0, bounds=(0, 10), delay=100, max_clusters=3, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        got = []
+        for k, pair in enumerate(doca.process([1.0, 2, 3, 4, 5, 6], flush=True)):
+            got.append(pair[0])
+            if k == 1:
+                break
+        rest = [i for i, _ in doca.flush()]
+    assert sorted(got + rest) == list(range(6))
+
+
+def test_printed_diagnostics_show_no_noise():
+    doca = Doca(1.0, bounds=(0, 10), delay=1, max_clusters=1, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        _, diagnostics = doca.fit_transform([3.0, 7.25, 1.5], return_diagnostics=True)
+    text = repr(diagnostics)
+    assert "cluster_noise" not in text and f"{diagnostics.cluster_noise[0, 0]:.4f}" not in text

@@ -1058,3 +1058,12 @@ def test_the_output_is_a_baseline_that_the_writer_refuses_even_when_public(tmp_p
             write_release(tmp_path / "r.gpkg", [public])
     assert list(tmp_path.iterdir()) == []
     assert gdf.attrs == {}  # the input is not marked
+
+
+def test_a_missing_value_is_named_before_an_identifier_is_suspected():
+    # Whole-number floats with one NaN and the others distinct were reported as an identifier
+    # ("3 distinct values among 3 records"): the NaN was counted as one more value.
+    df = pd.DataFrame({"age": [30.0, np.nan, 41.0, 30.0], "w": [1.0, 2.0, 3.0, 4.0]},
+                      index=["a", "b", "c", "d"])
+    with pytest.raises(InputError, match=r"column 'age' has 1 missing \(NaN\) values"):
+        neighbour_resample(df, 0.5, columns=["age", "w"], seed=1)
