@@ -1001,27 +1001,29 @@ def _is_row_numbering(values: np.ndarray) -> bool:
     northing of records sorted by northing), found probing the command line. The first check
     wanted every whole number of the range exactly once: ids with one number missing, or
     numbered in steps of 2, passed (r = 0.65). Now :data:`_SEQUENCE_SHARE` of the gaps between
-    the sorted values being one and the same step is enough, or distinct values at most
-    :data:`_DENSE_STEP` apart on average. A measurement rarely takes distinct whole values so
-    evenly spaced, or so densely.
+    the sorted values being one and the same step is enough, or distinct values so dense that
+    a measurement's would have collided (:data:`_COLLISION_EXPONENT`). A measurement rarely
+    takes distinct whole values so evenly spaced, or so densely.
     """
     if values.size < IDENTIFYING_MIN_RECORDS or not np.all(values == np.round(values)):
         return False
     gaps = np.diff(np.sort(values))
     if not (gaps > 0).all():
         return False
-    if float(values.max() - values.min()) <= _DENSE_STEP * gaps.size:
-        return True  # distinct and dense: 300 draws of a measurement from 1,200 values collide
+    n = values.size
+    if float(values.max() - values.min()) + 1 <= n * n / (2 * _COLLISION_EXPONENT):
+        return True  # distinct though dense: a measurement's values would collide
     _, repeats = np.unique(gaps, return_counts=True)
     return bool(repeats.max() >= _SEQUENCE_SHARE * gaps.size)
 
 
 # The share of equal gaps that makes distinct whole numbers a sequence (_is_row_numbering).
 _SEQUENCE_SHARE = 0.9
-# Distinct whole numbers at most this far apart on average are record numbers too (300 visit
-# numbers drawn from 1-600 passed): n distinct draws from a range of 4n values happen with
-# probability about exp(-n/8), 5e-17 for 300 records.
-_DENSE_STEP = 4.0
+# n distinct whole numbers within a range of R values are record numbers too when a
+# measurement's n values would all differ with probability below e^-14 (about 1e-6): the
+# birthday bound exp(-n²/2R) (300 visit numbers drawn from 1-600 passed). Never below 28
+# records: n distinct whole numbers span n values at least, and n²/28 < n below 28.
+_COLLISION_EXPONENT = 14.0
 
 
 def check_outside(

@@ -347,10 +347,15 @@ def test_a_continuous_column_of_row_numbers_is_refused(gdf, grid):
         with pytest.raises(InputError, match=f"'seq' holds {n:,} distinct whole numbers in a "
                                              "nearly regular run"):
             prepare(gdf.assign(seq=run), grid, ["sex"], continuous="seq")
-    # Visit numbers drawn from 1-600 for 300 records: distinct and dense, steps of 1 to 4.
-    visits = np.sort(np.random.default_rng(8).choice(np.arange(1, 2 * n + 1), n, replace=False))
+    # Visit numbers drawn from 1-600 for 300 records: distinct and dense, steps of 1 to 4. A
+    # measurement's 300 values in 600 would collide (probability of none: about e^-75).
+    many = make_gdf(n=300, seed=8)
+    visits = np.random.default_rng(8).choice(np.arange(1, 601), 300, replace=False)
     with pytest.raises(InputError, match="distinct whole numbers in a nearly regular run"):
-        prepare(gdf.assign(seq=visits), grid, ["sex"], continuous="seq")
+        prepare(many.assign(seq=visits), grid, ["sex"], continuous="seq")
+    # 300 distinct values among 10,000 are not dense: a measurement may take them.
+    spread = np.random.default_rng(9).choice(np.arange(10_000), 300, replace=False)
+    assert prepare(many.assign(seq=spread), grid, ["sex"], continuous="seq").zbar is not None
     # Distinct whole numbers unevenly spaced, as rounded measurements are, pass.
     rng = np.random.default_rng(3)
     measured = np.cumsum(rng.integers(1, 40, n))
