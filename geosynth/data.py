@@ -88,8 +88,10 @@ patient pass the rules above); under any name such small groups get a
 are not refused (each attribute alone is; the model needs fewer possible combinations than
 records), but combinations that identify records by the rules above (8 x 5 levels over 40
 records, one record each, pass that need), or a combination held by a single record, get a
-:class:`~geosynth.errors.PrivacyLeakWarning`. Attributes holding locations (geometries, their
-WKT, WKB or GeoJSON, ``(x, y)`` tuples) are refused: a release would drop or publish them.
+:class:`~geosynth.errors.PrivacyLeakWarning`. Without ``levels=``, attributes holding locations
+(geometries, their WKT, WKB or GeoJSON, ``(x, y)`` tuples, each record's ``"x, y"`` text) are
+refused: a release would drop or publish them. (With ``levels=`` the levels are the curator's
+declared public domain.)
 """
 
 from __future__ import annotations
@@ -582,14 +584,15 @@ def prepare(
         an attribute; points outside the grid with ``outside="error"``, or with
         ``outside="drop"`` while ``gdf.index`` repeats a label (:func:`check_kept_labels`);
         a bad ``outside`` or
-        ``max_bytes``; more possible combinations (product of the numbers of levels) than
-        kept records; an attribute whose levels identify records, or named like an
-        identifier with most records in levels of fewer than :data:`SMALL_LEVEL_RECORDS`
-        (unless ``allow_identifying``); an attribute holding locations (geometries, WKT, WKB,
-        GeoJSON, tuples of numbers) or tuples; a ``continuous`` column of row numbers (distinct
-        whole numbers nearly all one step apart); levels that cannot be sorted (a mix of
-        types, lists), that are written alike (``1`` and ``"1"``) or whose ``,`` gives two
-        combinations the same label (:meth:`CountTable.combination_labels`); several
+        ``max_bytes``; more possible combinations (product of the numbers of levels) than kept
+        records; an attribute whose levels identify records, or named like an identifier with most
+        records in levels of fewer than :data:`SMALL_LEVEL_RECORDS` (unless ``allow_identifying``);
+        an attribute holding locations (geometries, WKT, WKB, GeoJSON, tuples of numbers, coordinate
+        text) or tuples; a ``continuous`` column of row numbers (distinct whole numbers nearly all
+        one step apart, or n of them within n²/28 values) or varying by less than 1e-8 of its
+        values; levels that cannot be sorted (a mix of types, lists), that are written alike (``1``
+        and ``"1"``) or whose ``,`` gives two combinations the same label
+        (:meth:`CountTable.combination_labels`); several
         columns named as an attribute, or MultiIndex column names; no point in any cell (the
         message reports the bounds of the points and of the grid and suspects a mislabelled
         CRS). With ``levels``, only what the arguments and the frame's columns, dtypes and
@@ -980,9 +983,10 @@ def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
     if _is_row_numbering(values):
         raise InputError(
             f"continuous column {column!r} holds {values.size:,} distinct whole numbers in a "
-            "nearly regular run (one step between most of them), as a row number or record id "
-            "does, gaps or not: its synthetic values would follow the records' order; drop it "
-            "from continuous="
+            "nearly regular run (one step between most of them) or too densely for a "
+            "measurement (whose values would collide), as row numbers or record ids do, gaps "
+            "or not: its synthetic values would follow the records' order; drop it from "
+            "continuous="
         )
     huge = np.abs(values) > MAX_CONTINUOUS
     if huge.any():  # squares of such values overflow the cell means' SD (to inf)

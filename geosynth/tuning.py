@@ -13,12 +13,12 @@ saying why in words.
 
 The measures (:data:`MEASURES` says what each means and which direction is better):
 
-* risk -- the Algorithm 1 matched distances of Nunes (2018, §3.3) (minimum and mean, mean row
-  over the combinations of at least :data:`geosynth.evaluation.MIN_SHOWN_RECORDS` original
-  records, as :func:`geosynth.evaluation.shown_tables` shows it: *smaller is riskier*), the
-  Reiter & Mitra (2009) expected match risk and true match rate of an intruder who knows
-  each target's attributes and cell on the candidate's lattice (*larger is riskier*), and the
-  share of records with spatial k-anonymity below 5 (*larger is riskier*);
+* risk -- the Algorithm 1 matched distances of Nunes (2018, §3.3) (minimum and mean, mean row over
+  the combinations of at least :data:`geosynth.evaluation.MIN_SHOWN_RECORDS` original records and
+  synthetic points, as :func:`geosynth.evaluation.shown_tables` shows it: *smaller is riskier*), the
+  Reiter & Mitra (2009) expected match risk and true match rate of an intruder who knows each
+  target's attributes and cell on the candidate's lattice (*larger is riskier*), and the share of
+  records with spatial k-anonymity below 5 (*larger is riskier*);
 * utility -- the quadrant CI coverage of §3.3 (mean interval overlap of the proportion of a
   binary outcome over random rectangles, combining rules for partially synthetic data, or
   for fully synthetic data with an ε-DP candidate; a rectangle in which a release has no point
@@ -52,9 +52,9 @@ releases with the confidential points, so the recommended lattice and settings a
 of the confidential data: publishing them with the release discloses a little about the data
 that no guarantee of the release covers (for ε-DP candidates, beyond their ε; :func:`tune`
 warns). The distances leave out the combinations of fewer than
-:data:`geosynth.evaluation.MIN_SHOWN_RECORDS` records (one or two people's distances to the
-public synthetic points; a mean over all combinations, next to an evaluation report of the
-same releases, gave them back), but the table still describes the confidential points. The
+:data:`geosynth.evaluation.MIN_SHOWN_RECORDS` records or synthetic points (one or two people's
+distances to the public synthetic points; a mean over all combinations, next to an evaluation report
+of the same releases, gave them back), but the table still describes the confidential points. The
 recommended candidate's measured utility is optimistic (the best of several noisy estimates,
 each from ``m`` releases), and its tuning releases were chosen for it: make the published
 release afresh with the chosen settings and a new seed.
@@ -155,11 +155,11 @@ MEASURES: dict[str, Measure] = {
         "risk", "safer",
         "smallest Algorithm 1 matched distance between original and synthetic points of a "
         "combination (Nunes 2018, §3.3), mean over releases and over the combinations of at "
-        "least 3 original records (MIN_SHOWN_RECORDS), in CRS units"),
+        "least 3 original records and synthetic points (MIN_SHOWN_RECORDS), in CRS units"),
     "mean_distance": Measure(
         "risk", "safer",
         "mean Algorithm 1 matched distance, mean over releases and over the combinations of "
-        "at least 3 original records (CRS units)"),
+        "at least 3 original records and synthetic points (CRS units)"),
     "expected_match_risk": Measure(
         "risk", "riskier",
         "Reiter & Mitra (2009): expected number of records an intruder who knows each "
@@ -180,7 +180,7 @@ MEASURES: dict[str, Measure] = {
     "ripley_l_gap": Measure(
         "utility", "worse",
         "largest gap between original and synthetic Ripley's L functions (mean row over the "
-        "combinations of at least 3 original records, CRS units)"),
+        "combinations of at least 3 original records and synthetic points, CRS units)"),
     "intensity_correlation": Measure(
         "utility", "better",
         "correlation of original and synthetic (mean over releases) counts per cell of the "
@@ -849,9 +849,11 @@ def tune(
     are themselves a function of it: keep the table, the report and the map internal, and make
     the published release afresh (new seed) with the chosen settings. The distance columns
     average the combinations of at least :data:`geosynth.evaluation.MIN_SHOWN_RECORDS`
-    original records only (NaN when there is none), as :func:`geosynth.evaluation.shown_tables`
-    shows them; those combinations are the same for every candidate (with ``outside="drop"``,
-    those of the records each candidate keeps).
+    original records and synthetic points (on average over the releases) only (NaN when there
+    is none), as :func:`geosynth.evaluation.shown_tables` shows them; for partially synthetic
+    candidates, which keep every record's combination, those combinations are the same for
+    every candidate (with ``outside="drop"``, those of the records each candidate keeps); an
+    ε-DP candidate's releases may hold fewer points of a combination, and leave it out.
 
     Examples
     --------

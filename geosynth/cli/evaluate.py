@@ -76,8 +76,9 @@ def evaluate(
     layer with a point exactly at an original point's location is named in a warning: it
     publishes that location.
 
-    The distances of a combination of fewer than three original records (one person's distance
-    to the public synthetic points) are shown nowhere, neither printed nor in the --report. For
+    The distances of a combination of fewer than three original records, or of fewer than
+    three synthetic points on average over the releases (one person's distance to the public
+    synthetic points), are shown nowhere, neither printed nor in the --report. For
     a differentially private release (its metadata records an epsilon) the coverage intervals
     take the fully synthetic combining rules, and only the means over the combinations are
     printed, since terminal output gets pasted: the rows per combination (which list the
@@ -165,9 +166,10 @@ def _echo_tables(evaluation, releases, private: bool) -> None:
     if private:
         click.echo(f"{sizes}. For a differentially private release only the means over the "
                    f"combinations are shown (combinations of fewer than {MIN_SHOWN_RECORDS} "
-                   "original records left out of them): the rows per combination and the exact "
-                   "counts of the original records tell what the confidential data hold, which "
-                   "epsilon protects (the internal --report has them)")
+                   "original records or synthetic points left out of them): the rows per "
+                   "combination and the exact counts of the original records tell what the "
+                   "confidential data hold, which epsilon protects (the internal --report has "
+                   "them)")
     else:
         click.echo(f"{len(evaluation.original)} original records; {sizes}")
     shown = (summary_tables if private else shown_tables)(evaluation.tables)

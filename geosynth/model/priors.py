@@ -12,9 +12,9 @@ from geosynth.errors import InputError
 
 __all__ = ["Priors", "HYPERPARAMETER_RANGE", "MAX_LEVEL_VARIANCE"]
 
-#: Smallest and largest value of every hyperparameter (variances, Gamma shapes and rates):
-#: a variance of 10⁶ on the log scale is vaguer than any intensity needs, and a rate of 10⁻⁶
-#: puts the prior mean of a precision at 10⁶ times its shape.
+#: Smallest and largest value of every hyperparameter (Gamma shapes and rates; the variances of
+#: levels stop at :data:`MAX_LEVEL_VARIANCE`): a rate of 10⁻⁶ puts the prior mean of a
+#: precision at 10⁶ times its shape.
 HYPERPARAMETER_RANGE = (1e-6, 1e6)
 #: Largest variance of the Normal priors on levels (``mu_var``, ``alpha_var``, ``level_var``,
 #: ``beta_var``): a prior standard deviation of 100 on the log scale. The data identify only
