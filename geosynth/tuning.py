@@ -99,6 +99,7 @@ from geosynth._validation import (
     is_integer,
 )
 from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth.model.stopping import DEFAULT_MAX_RHAT
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -642,15 +643,17 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     left_out = (f"; left out for a missing {risk} or {utility}: {missing}" if missing else "")
     limit_text = ""
     if risk_limit is not None:
-        limit = check_risk_limit(risk_limit, risk) * r_measure.sign
+        limit_value = check_risk_limit(risk_limit, risk)
+        limit = limit_value * r_measure.sign
         relation = "<=" if r_measure.sign > 0 else ">="
-        limit_text = f" within the limit {risk} {relation} {risk_limit:g}"
+        limit_text = f" within the limit {risk} {relation} {exact_number(limit_value)}"
         qualified = r.index[r <= limit + 1e-12 * abs(limit)]
         if len(qualified) == 0:
             safest = min(r.index, key=lambda label: (r[label], str(label)))
             return Recommendation(None, None, (
-                f"no candidate is within the limit {risk} {relation} {risk_limit:g}; the least "
-                f"risky is {safest!r} ({risk} = {table.at[safest, risk]:.4g}): relax the "
+                f"no candidate is within the limit {risk} {relation} "
+                f"{exact_number(limit_value)}; the least risky is {safest!r} ({risk} = "
+                f"{exact_number(float(table.at[safest, risk]))}): relax the "
                 "limit, or add coarser lattices or stronger settings (e.g. a smaller ε)"
                 + left_out))
     else:
@@ -664,15 +667,20 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     if ties:
         reason += (f"; tied with {ties} on {utility}, it is the less risky, coarser or first "
                    "by label")
+    r_hat = float(table.at[best, "max_r_hat"]) if "max_r_hat" in table else math.nan
+    if r_hat > DEFAULT_MAX_RHAT:  # recommended without a word before, at R-hat 1.052
+        reason += (f"; its fit has not converged (largest R-hat {r_hat:.3f} > "
+                   f"{DEFAULT_MAX_RHAT}): fit it longer before trusting its measures")
     return Recommendation(best, None, reason + left_out)
 
 
 def check_risk_limit(risk_limit: Any, risk: str) -> float:
     """Return ``risk_limit`` as a float: finite, >= 0 for rates and counts, <= 1 for shares.
 
-    A negative limit of a measure that is never negative (where larger is riskier) leaves no
-    candidate within it, which reads as "everything is too risky" instead of a typo; a limit
-    above 1 of a share (5 meant as 5 %) let every candidate through, however risky.
+    No risk measure is ever negative: a negative limit of a rate left no candidate within it,
+    which read as "everything is too risky" instead of a typo, and one of a distance (where
+    larger is safer) let every candidate through, as no limit; a limit above 1 of a share (5
+    meant as 5 %) let every candidate through, however risky.
 
     Parameters
     ----------
@@ -689,17 +697,19 @@ def check_risk_limit(risk_limit: Any, risk: str) -> float:
     ------
     geosynth.errors.InputError
         ``risk`` is not a risk measure of :data:`MEASURES`; ``risk_limit`` is not a finite
-        number, is negative for a measure that is never negative, or above 1 for a share.
+        number, is negative, or above 1 for a share.
     """
     measure = _measure(risk, "risk")
     limit = check_real(risk_limit, "risk_limit")
     if not abs(limit) <= MAX_CONTINUOUS:  # also NaN; beyond it the R-U map failed after the fits
         raise InputError(f"risk_limit must be a finite number (at most {MAX_CONTINUOUS:g} in "
                          f"size), got {risk_limit!r}; pass None for no limit")
-    if limit < 0 and measure.larger_is == "riskier":
+    if limit < 0:  # a negative distance limit let every candidate through, as no limit
+        largest = "largest" if measure.larger_is == "riskier" else "smallest"
+        example = "0.05" if measure.larger_is == "riskier" else "50"
         raise InputError(f"risk_limit must be >= 0 for {risk}, which is never negative, got "
-                         f"{limit:g}; pass the largest acceptable {risk} (e.g. 0.05), or None "
-                         "for no limit")
+                         f"{limit:g}; pass the {largest} acceptable {risk} (e.g. {example}), or "
+                         "None for no limit")
     if limit > 1 and measure.share:
         raise InputError(f"risk_limit must be at most 1 for {risk}, a share of records, got "
                          f"{limit:g}; pass a share (e.g. 0.05 for 5%), or None for no limit")

@@ -537,8 +537,27 @@ def test_a_negative_limit_of_a_rate_is_refused_by_recommend():
     table = _table({"a": (0.001, 0.7, 20), "b": (0.004, 0.8, 80)})
     with pytest.raises(InputError, match="risk_limit must be >= 0 for true_match_rate"):
         recommend(table, -0.01)
+    # A distance is never negative either: ">= -1" let every candidate through, as no limit.
     distances = pd.DataFrame({"min_distance": [50.0], "coverage": [0.9]}, index=["a"])
-    assert recommend(distances, -1.0, risk="min_distance").label == "a"  # ">= -1": no limit
+    with pytest.raises(InputError, match=r"risk_limit must be >= 0 for min_distance.*the "
+                                         r"smallest acceptable min_distance \(e.g. 50\)"):
+        recommend(distances, -1.0, risk="min_distance")
+    assert recommend(distances, None, risk="min_distance").label == "a"
+
+
+def test_the_reason_writes_the_limit_exactly_and_names_an_unconverged_choice():
+    # ":g" printed 0.0199999999 as 0.02: "no candidate is within ... <= 0.02; the least risky
+    # is 'a' (true_match_rate = 0.02)" contradicted itself.
+    table = _table({"a": (0.02, 0.7, 20), "b": (0.04, 0.8, 80)})
+    reason = recommend(table, 0.0199999999).reason
+    assert "<= 0.0199999999;" in reason and "(true_match_rate = 0.02)" in reason
+    # A candidate whose fit has not converged was recommended without a word.
+    table["max_r_hat"] = [1.001, 1.052]
+    reason = recommend(table, 0.05).reason
+    assert reason.startswith("'b' has the best coverage")
+    assert "its fit has not converged (largest R-hat 1.052 > 1.01)" in reason
+    table["max_r_hat"] = [1.001, 1.004]
+    assert "converged" not in recommend(table, 0.05).reason
 
 
 def test_regions_given_as_lists_are_told_apart_by_their_area(scenario, region, monkeypatch):
