@@ -1607,8 +1607,9 @@ def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
         raw = series.cat.codes.to_numpy()
         observed = np.zeros(len(categories), dtype=bool)
         observed[raw] = True
-        _refuse_locations(series, categories[observed].tolist())
-        return categories[observed].tolist(), (np.cumsum(observed) - 1)[raw]
+        levels = categories[observed].tolist()
+        _refuse_locations(series, levels)
+        return levels, (np.cumsum(observed) - 1)[raw]
     unique = series.drop_duplicates().tolist()
     try:
         levels = sorted(unique)
@@ -1638,14 +1639,14 @@ def _refuse_locations(series: pd.Series, levels: list) -> None:
     record's ``"x, y"`` text went into the metadata's combination labels, in the public file.
     """
     name = series.name
-    if any(isinstance(v, tuple | frozenset) for v in levels) and not levels_hold_locations(
-            levels):  # to_public drops such columns
+    located = levels_hold_locations(levels)  # parses WKT, WKB and GeoJSON: once
+    if any(isinstance(v, tuple | frozenset) for v in levels) and not located:
         raise InputError(
             f"attribute {name!r} holds tuples (or sets), which a release cannot keep as levels; "
             f"make each level one text or number, e.g. gdf[{name!r}].map('/'.join) for tuples "
             "of text"
         )
-    if levels_hold_locations(levels) or holds_coordinates(series):
+    if located or holds_coordinates(series):
         raise InputError(
             f"attribute {name!r} holds locations (geometries, their WKT, WKB or GeoJSON text, "
             "or coordinates as tuples or text of numbers); a release publishes attribute "

@@ -46,7 +46,6 @@ pure ε-DP; expect the prior (``Σ_i α_ib`` against ``n_b``) to dominate the sy
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import warnings
@@ -265,10 +264,12 @@ def _noisy_totals(totals: np.ndarray, epsilon: float, seed: SeedLike) -> np.ndar
     they are the whole process's, and changing them for every release hid other threads'
     privacy warnings while the totals were drawn.
     """
-    with warnings.catch_warnings() if seed is not None else contextlib.nullcontext():
-        if seed is not None:
+    if seed is None:
+        noisy = geometric(totals, sensitivity=1, epsilon=epsilon)
+    else:
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)  # warned about once already
-        noisy = geometric(totals, sensitivity=1, epsilon=epsilon, seed=seed)
+            noisy = geometric(totals, sensitivity=1, epsilon=epsilon, seed=seed)
     return np.maximum(np.asarray(noisy, dtype=np.int64).reshape(totals.shape), 0)
 
 
