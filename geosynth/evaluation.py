@@ -49,8 +49,20 @@ from geosynth.metrics import (
     spatial_k_anonymity,
 )
 from geosynth.metrics.matching import as_columns, as_releases, check_columns, check_frames, frame_xy
-from geosynth.metrics.risk import MEAN_LABEL, check_mean_label, nanmean_rows, with_mean_row
-from geosynth.metrics.utility import MIN_POINTS, as_bounds, check_n_quadrants, check_rules
+from geosynth.metrics.risk import (
+    MEAN_LABEL,
+    IdentificationRisk,
+    check_mean_label,
+    nanmean_rows,
+    with_mean_row,
+)
+from geosynth.metrics.utility import (
+    MIN_POINTS,
+    QuadrantCoverage,
+    as_bounds,
+    check_n_quadrants,
+    check_rules,
+)
 from geosynth.synth.release import is_public
 
 if TYPE_CHECKING:
@@ -61,6 +73,7 @@ __all__ = [
     "ReleaseMeasures",
     "ReleasePlan",
     "combine_measures",
+    "evaluation_tables",
     "evaluate",
     "linked_records",
     "measure_release",
@@ -121,6 +134,9 @@ class Evaluation:
         ``identification_risk`` (Reiter & Mitra 2009) and ``linked_records`` (displacement,
         spatial k-anonymity); with an ``outcome``, ``coverage`` (mean interval overlap over
         random rectangles, §3.3).
+    measures : list of ReleaseMeasures
+        :func:`measure_release` of each release, in release order: the tables of a subset of
+        the releases (:func:`evaluation_tables`) need no release measured again.
     """
 
     tables: dict[str, pd.DataFrame]
@@ -128,6 +144,7 @@ class Evaluation:
     releases: list[gpd.GeoDataFrame] = field(repr=False)
     attributes: list[str] = field(repr=False)
     quadrants: pd.DataFrame | None = field(default=None, repr=False)
+    measures: list[ReleaseMeasures] = field(default_factory=list, repr=False)
 
     def __repr__(self) -> str:
         """Name the tables, not their values: a printed result gets pasted into logs and tickets.
@@ -509,21 +526,47 @@ def evaluate(
     if outcome is not None:
         coverage = quadrant_coverage(original, releases, outcome, n_quadrants=n_quadrants,
                                      seed=seed, rules=rules)
-    per_release = combine_measures(collect())
+    measures = collect()
+    tables = evaluation_tables(measures, identification, coverage)
+    quadrants = None if coverage is None else coverage.quadrants
+    return Evaluation(tables=tables, original=original, releases=releases,
+                      attributes=attributes, quadrants=quadrants, measures=measures)
+
+
+def evaluation_tables(measures: Sequence[ReleaseMeasures],
+                      identification: IdentificationRisk | None = None,
+                      coverage: QuadrantCoverage | None = None) -> dict[str, pd.DataFrame]:
+    """Return the tables of :func:`evaluate` from the measures of its releases.
+
+    The one place that assembles them: :func:`evaluate` calls it with every release, and
+    :func:`geosynth.tune` with all releases but one, for the Monte Carlo error of its measures.
+
+    Parameters
+    ----------
+    measures : sequence of ReleaseMeasures
+        :func:`measure_release` of each release, in release order.
+    identification : IdentificationRisk, optional
+        :func:`geosynth.metrics.identification_risk` of the same releases (linked records).
+    coverage : QuadrantCoverage, optional
+        :func:`geosynth.metrics.quadrant_coverage` of the same releases.
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        As :attr:`Evaluation.tables`.
+    """
+    per_release = combine_measures(measures)
     tables = {"distance_risk": per_release["distance_risk"], "pattern": per_release["pattern"]}
     if identification is not None:
         tables["identification_risk"] = identification.summary().to_frame("value")
         tables["linked_records"] = per_release["linked_records"]
-    quadrants = None
     if coverage is not None:
-        quadrants = coverage.quadrants
         tables["coverage"] = pd.DataFrame({
             "mean_overlap": [coverage.mean_overlap],
             "n_quadrants": [coverage.n_quadrants],
             "n_undefined": [coverage.n_undefined],
         })
-    return Evaluation(tables=tables, original=original, releases=releases,
-                      attributes=attributes, quadrants=quadrants)
+    return tables
 
 
 def _warn_of_original_locations(original: gpd.GeoDataFrame,

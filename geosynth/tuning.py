@@ -33,6 +33,13 @@ The measures (:data:`MEASURES` says what each means and which direction is bette
   measured, and the tie went to the coarsest;
 * diagnostics and cost -- the largest R-hat and smallest bulk ESS of the fit, and seconds.
 
+Every risk and utility measure is an estimate from ``m`` releases: :attr:`Tuning.errors` holds
+its Monte Carlo standard error, the delete-one jackknife over the releases (each release left
+out in turn; for a mean over releases, exactly its standard error ``sd / sqrt(m)``), and
+:meth:`Tuning.recommend` says when the pick is within two of them of another candidate or of
+the limit, where another seed may pick otherwise. With ``m = 5`` the pick among three
+lattices of close utility changed with the seed, and nothing said so.
+
 Each candidate runs as one task of an executor (a thread pool by default, a Dask client's
 ``get_executor()`` for many) with a seed stream of its own, derived from the root seed and the
 candidate's settings; the coverage of every candidate is measured on the same random
@@ -113,10 +120,13 @@ __all__ = [
     "Recommendation",
     "Tuning",
     "MAX_CANDIDATES",
+    "ERROR_MEASURES",
+    "ERROR_MULTIPLE",
     "as_candidate",
     "check_risk_limit",
     "coverage_outcome",
     "frontier",
+    "jackknife_errors",
     "recommend",
     "tune",
     "tuned_outcome",
@@ -200,6 +210,11 @@ MEASURES: dict[str, Measure] = {
                        "releases and measures"),
 }
 
+#: The columns of :attr:`Tuning.errors`: the measures of the releases, which change with the
+#: random draws (the diagnostics describe the fit).
+ERROR_MEASURES = [name for name, measure in MEASURES.items() if measure.kind != "diagnostic"]
+#: A pick within this many Monte Carlo standard errors of another is not told apart.
+ERROR_MULTIPLE = 2.0
 #: Default axes of :meth:`Tuning.plot` and :meth:`Tuning.recommend`.
 DEFAULT_RISK = "true_match_rate"
 DEFAULT_UTILITY = "coverage"
@@ -461,12 +476,21 @@ class Tuning:
     reference : str
         Label of the candidate whose lattice the intensity fidelity is measured on: the
         finest of this tuning's candidates (the intensity columns depend on it).
+    errors : pandas.DataFrame or None
+        The Monte Carlo standard error of each risk and utility measure
+        (:data:`ERROR_MEASURES`), same index as :attr:`table`: the delete-one jackknife over
+        the ``m`` releases (:func:`jackknife_errors`): how much a measure would move with
+        another seed. It is rough for small ``m`` (5 replicates at the default), and it sees the
+        releases' randomness given the fit, not the fit's own Monte Carlo error (small for a
+        converged fit; an unconverged one is named by :meth:`recommend`). NaN with ``m = 1``,
+        and for the coverage with ``m = 2``.
     """
 
     table: pd.DataFrame
     candidates: dict[str, Candidate]
     risk_limit: float | None = None
     reference: str = ""
+    errors: pd.DataFrame | None = None
     _runs: dict = field(default_factory=dict, repr=False)
     _key: dict = field(default_factory=dict, repr=False)
     _root: Any = field(default=None, repr=False)
@@ -490,7 +514,7 @@ class Tuning:
         Recommendation
         """
         limit = self._limit(risk_limit, risk)
-        chosen = recommend(self.table, limit, risk, utility)
+        chosen = recommend(self.table, limit, risk, utility, errors=self.errors)
         return chosen._replace(candidate=self.candidates.get(chosen.label))
 
     def frontier(self, risk: str = DEFAULT_RISK, utility: str = DEFAULT_UTILITY) -> list[str]:
@@ -532,11 +556,15 @@ class Tuning:
     def to_markdown(self) -> str:
         """Return the table as a Markdown text block: one column per candidate, 4 digits.
 
-        An internal document: its measures describe the confidential points (see the module
-        notes), though no distance of fewer than
+        The measures are followed by their Monte Carlo standard errors (:attr:`errors`, rows
+        ending in ``(se)``). An internal document: its measures describe the confidential
+        points (see the module notes), though no distance of fewer than
         :data:`geosynth.evaluation.MIN_SHOWN_RECORDS` records is in it.
         """
-        shown = self.table.copy()
+        blocks = [self.table]
+        if self.errors is not None:
+            blocks.append(self.errors.add_suffix(" (se)"))
+        shown = pd.concat(blocks, axis=1)
         for column in shown.columns:
             if pd.api.types.is_float_dtype(shown[column]):
                 shown[column] = shown[column].map(lambda v: f"{v:.4g}")
@@ -598,7 +626,8 @@ def _oriented(table: pd.DataFrame, risk: str, utility: str) -> tuple[pd.Series, 
 
 
 def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = DEFAULT_RISK,
-              utility: str = DEFAULT_UTILITY) -> Recommendation:
+              utility: str = DEFAULT_UTILITY, *,
+              errors: pd.DataFrame | None = None) -> Recommendation:
     """Pick the candidate of best utility among those within a risk limit.
 
     Ties in utility go to the less risky candidate, then to the one with fewer cells (a coarser
@@ -607,6 +636,12 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     ``risk`` or ``utility`` is missing (NaN: e.g. the linked risks of an ε-DP candidate) are
     never recommended, not even without a limit, since their risk is unknown; the reason
     names them.
+
+    Every measure is an estimate from ``m`` releases. With ``errors`` (the Monte Carlo
+    standard errors, :attr:`Tuning.errors`) the reason says when the pick is not told apart
+    from another candidate within the limit (their utilities differ by less than
+    :data:`ERROR_MULTIPLE` standard errors of the difference, the two taken as independent)
+    and when the pick's risk is that close to the limit: another seed may pick otherwise.
 
     Parameters
     ----------
@@ -617,6 +652,9 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
         None: every candidate with both measures qualifies.
     risk, utility : str
         Columns of the table (see :data:`MEASURES`).
+    errors : pandas.DataFrame, optional
+        Standard errors of the measures by label (:attr:`Tuning.errors`); labels or columns it
+        lacks, and NaN, are taken as unknown.
 
     Returns
     -------
@@ -671,7 +709,44 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     if r_hat > DEFAULT_MAX_RHAT:  # recommended without a word before, at R-hat 1.052
         reason += (f"; its fit has not converged (largest R-hat {r_hat:.3f} > "
                    f"{DEFAULT_MAX_RHAT}): fit it longer before trusting its measures")
+    if errors is not None:
+        reason += _monte_carlo_note(table, _error_table(errors, table), best, qualified, u,
+                                    utility, risk, limit_value if risk_limit is not None else None)
     return Recommendation(best, None, reason + left_out)
+
+
+def _error_table(errors: Any, table: pd.DataFrame) -> pd.DataFrame:
+    """``errors`` aligned on the rows of ``table`` (unknown: NaN), refusing what is no table."""
+    if not isinstance(errors, pd.DataFrame):
+        raise InputError(f"errors must be a DataFrame of standard errors by label (Tuning.errors) "
+                         f"or None, got {type(errors).__name__}")
+    aligned = errors.reindex(index=table.index)
+    return aligned.apply(pd.to_numeric, errors="coerce")
+
+
+def _monte_carlo_note(table: pd.DataFrame, errors: pd.DataFrame, best: Any, qualified: Any,
+                      u: pd.Series, utility: str, risk: str, limit: float | None) -> str:
+    """Say when the pick is within Monte Carlo error of another candidate or of the limit."""
+    def error(label: Any, column: str) -> float:
+        return float(errors.at[label, column]) if column in errors else math.nan
+
+    def shown(label: Any, column: str) -> str:
+        return f"{table.at[label, column]:.4g} ± {error(label, column):.2g}"
+
+    note = ""
+    close = [label for label in qualified if label != best
+             and u[best] - u[label] < ERROR_MULTIPLE * math.hypot(error(best, utility),
+                                                                  error(label, utility))]
+    if close:
+        described = ", ".join(f"{label!r} ({shown(label, utility)})" for label in close)
+        note += (f"; its {utility} ({shown(best, utility)}, ± one Monte Carlo standard error) "
+                 f"is within {ERROR_MULTIPLE:g} standard errors of {described}: another seed "
+                 "may pick otherwise; raise m to tell them apart")
+    value = float(table.at[best, risk])
+    if limit is not None and abs(value - limit) < ERROR_MULTIPLE * error(best, risk):
+        note += (f"; its {risk} ({shown(best, risk)}) is within {ERROR_MULTIPLE:g} Monte Carlo "
+                 f"standard errors of the limit {exact_number(limit)}")
+    return note
 
 
 def check_risk_limit(risk_limit: Any, risk: str) -> float:
@@ -724,6 +799,8 @@ class _CandidateRun:
     row: dict
     grid: Grid
     synthetic_xy: list[np.ndarray]
+    #: The row's release measures with each release left out in turn (the jackknife).
+    replicates: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -1386,9 +1463,11 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     evaluation = evaluate(gdf, releases, grid, setup.attributes, outcome=setup.outcome,
                           n_quadrants=setup.n_quadrants, seed=setup.coverage_seed,
                           linked=linked, rules="partial" if linked else "full")
-    row = {**_settings_row(candidate, grid), **_measures(evaluation.tables, linked),
+    replicates = _release_errors(evaluation, grid, setup, linked)
+    row = {**_settings_row(candidate, grid, len(gdf)), **_measures(evaluation.tables, linked),
            **_diagnostics(fit), "seconds": time.perf_counter() - start}
-    return _CandidateRun(row, grid, [point_coordinates(r, "release") for r in releases])
+    return _CandidateRun(row, grid, [point_coordinates(r, "release") for r in releases],
+                         replicates)
 
 
 def _model_beta_prior(priors: tuple[str, ...] | None) -> str | list[str] | None:
@@ -1398,12 +1477,13 @@ def _model_beta_prior(priors: tuple[str, ...] | None) -> str | list[str] | None:
     return priors[0] if len(priors) == 1 else list(priors)
 
 
-def _settings_row(candidate: Candidate, grid: Grid) -> dict:
+def _settings_row(candidate: Candidate, grid: Grid, n_records: int) -> dict:
     return {
         "cell_size": candidate.cell_size if candidate.cell_size is not None else np.nan,
         "hex_size": candidate.hex_size if candidate.hex_size is not None else np.nan,
         "shape": f"{grid.shape[0]}x{grid.shape[1]}" if grid.kind != "areal" else "-",
         "n_cells": grid.n_cells,
+        "n_records": n_records,
         "effects": candidate.effects,
         "beta_prior": "/".join(candidate.beta_prior) if candidate.beta_prior else "-",
         "epsilon": candidate.epsilon if candidate.epsilon is not None else np.inf,
@@ -1434,6 +1514,63 @@ def _measures(tables: dict[str, pd.DataFrame], linked: bool) -> dict:
     if "coverage" in tables:
         row["coverage"] = _coverage_score(tables["coverage"].iloc[0])
     return row
+
+
+def _release_errors(evaluation, grid: Grid, setup: _Setup, linked: bool) -> list[dict]:
+    """Measure the candidate's releases with each release left out in turn.
+
+    The delete-one jackknife's replicates (:func:`jackknife_errors`): the per-release measures
+    are kept by the evaluation, so only the identification risk and the coverage, which need
+    all releases at once, are computed again, on the same rectangles (the coverage seed). The
+    coverage of one release has no combining rules: with ``m = 2`` its replicates are NaN.
+    """
+    from geosynth.evaluation import evaluation_tables
+    from geosynth.metrics import identification_risk, quadrant_coverage
+
+    original, releases = evaluation.original, evaluation.releases
+    replicates = []
+    for left_out in range(len(releases) if len(releases) > 1 else 0):
+        kept = [release for k, release in enumerate(releases) if k != left_out]
+        measures = [m for k, m in enumerate(evaluation.measures) if k != left_out]
+        identification = (identification_risk(original, kept, setup.attributes, grid)
+                          if linked else None)
+        coverage = None
+        if setup.outcome is not None and len(kept) > 1:
+            coverage = quadrant_coverage(original, kept, setup.outcome,
+                                         n_quadrants=setup.n_quadrants, seed=setup.coverage_seed,
+                                         rules="partial" if linked else "full")
+        replicates.append(_measures(evaluation_tables(measures, identification, coverage),
+                                    linked))
+    return replicates
+
+
+def jackknife_errors(replicates: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Return the delete-one jackknife standard errors (Efron & Stein 1981) of m replicates.
+
+    ``se = sqrt((m - 1) / m * sum_k (t_k - t_mean)^2)``, where ``t_k`` is the measure with
+    release k left out. For a mean over releases it is the standard error of that mean,
+    ``sd / sqrt(m)``, exactly; for a measure of all releases at once (the identification risk,
+    the coverage) it estimates the spread of the measure over repeated sets of m releases.
+
+    Parameters
+    ----------
+    replicates : sequence of mapping of str to float
+        One mapping per left-out release, the same keys in each.
+
+    Returns
+    -------
+    dict of str to float
+        The standard error of each key; NaN when a replicate is NaN or there are fewer than 2.
+    """
+    if len(replicates) < 2:
+        return {name: math.nan for name in (replicates[0] if replicates else {})}
+    errors = {}
+    for name in replicates[0]:
+        values = np.array([float(r[name]) for r in replicates])
+        m = values.size
+        spread = float(np.sum((values - values.mean()) ** 2))
+        errors[name] = math.sqrt((m - 1) / m * spread) if np.isfinite(spread) else math.nan
+    return errors
 
 
 def _coverage_score(coverage: pd.Series) -> float:
@@ -1469,23 +1606,36 @@ def _diagnostics(fit) -> dict:
 
 def _tuning(original_xy, wanted, runs, risk_limit, key, root) -> Tuning:
     """Assemble the table: the candidates' rows plus the intensity fidelity on one lattice."""
-    from geosynth.metrics import intensity_fidelity
-
     # The finest lattice: on the coarsest, every candidate nested in it kept its counts as well
     # as the coarsest itself, so the detail of the finer ones went unmeasured and a tie went
     # to the coarsest. Ties by the settings' text, not by the order the candidates came in
     # (4x6 and 6x4 swapped their intensity columns when listed the other way round).
     reference = min(wanted, key=lambda c: (-runs[c.settings].grid.n_cells, repr(c.settings)))
     grid = runs[reference.settings].grid
-    rows = {}
+    rows, errors = {}, {}
     for candidate in wanted:
         run = runs[candidate.settings]
-        fidelity = intensity_fidelity(original_xy, run.synthetic_xy, grid)
-        rows[candidate.label] = {**run.row, "intensity_correlation": fidelity.correlation,
-                                 "intensity_l1": fidelity.l1}
-    columns = ["cell_size", "hex_size", "shape", "n_cells", "effects", "beta_prior", "epsilon",
-               *MEASURES]
+        rows[candidate.label] = {**run.row, **_intensity(original_xy, run.synthetic_xy, grid)}
+        replicates = [
+            {**replicate, **_intensity(original_xy, run.synthetic_xy[:k] + run.synthetic_xy[k + 1:],
+                                       grid)}
+            for k, replicate in enumerate(run.replicates)]
+        errors[candidate.label] = {name: math.nan for name in ERROR_MEASURES}
+        errors[candidate.label].update(jackknife_errors(replicates))
+    columns = ["cell_size", "hex_size", "shape", "n_cells", "n_records", "effects", "beta_prior",
+               "epsilon", *MEASURES]
     table = pd.DataFrame.from_dict(rows, orient="index")[columns]
     table.index.name = "candidate"
+    error_table = pd.DataFrame.from_dict(errors, orient="index")[ERROR_MEASURES]
+    error_table.index.name = "candidate"
     return Tuning(table=table, candidates={c.label: c for c in wanted}, risk_limit=risk_limit,
-                  reference=reference.label, _runs=dict(runs), _key=key, _root=root)
+                  reference=reference.label, errors=error_table, _runs=dict(runs), _key=key,
+                  _root=root)
+
+
+def _intensity(original_xy: np.ndarray, synthetic_xy: list[np.ndarray], grid: Grid) -> dict:
+    """Return the intensity columns of a row (:func:`~geosynth.metrics.intensity_fidelity`)."""
+    from geosynth.metrics import intensity_fidelity
+
+    fidelity = intensity_fidelity(original_xy, synthetic_xy, grid)
+    return {"intensity_correlation": fidelity.correlation, "intensity_l1": fidelity.l1}

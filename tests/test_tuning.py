@@ -21,7 +21,15 @@ from geosynth import tuning as tuning_module
 from geosynth.datasets import paiva_scenario
 from geosynth.dp import dp_model, dp_release
 from geosynth.errors import InputError, PrivacyLeakWarning
-from geosynth.tuning import MEASURES, Candidate, as_candidate, frontier, recommend
+from geosynth.tuning import (
+    ERROR_MEASURES,
+    MEASURES,
+    Candidate,
+    as_candidate,
+    frontier,
+    jackknife_errors,
+    recommend,
+)
 
 matplotlib.use("Agg")
 
@@ -602,6 +610,7 @@ def test_points_outside_the_region_are_refused_or_dropped(scenario):
         dropped = geosynth.tune(data, ATTRIBUTES, [(3, 3)], outside="drop", **options)
     assert np.isfinite(dropped.table.loc["3x3", ["true_match_rate", "coverage"]]
                        .astype(float)).all()
+    assert dropped.table.at["3x3", "n_records"] == len(data) - outside  # rows describe these
     with pytest.raises(InputError, match="previous was made with other outside"):
         geosynth.tune(data, ATTRIBUTES, [(3, 3)], previous=dropped, **options)
 
@@ -879,7 +888,7 @@ def test_the_intensity_columns_credit_the_detail_a_lattice_keeps(monkeypatch):
 
     def run(gdf, candidate, setup, seed, stop=None, grid=None):
         xy = np.column_stack([gdf.geometry.x, gdf.geometry.y])
-        row = {**tuning_module._settings_row(candidate, grid),
+        row = {**tuning_module._settings_row(candidate, grid, len(gdf)),
                **{name: np.nan for name in MEASURES}, "true_match_rate": 0.0}
         return tuning_module._CandidateRun(
             row, grid, [_redrawn_in_own_cell(xy, grid, rng) for _ in range(5)])
@@ -953,3 +962,60 @@ def test_a_rectangle_a_release_left_empty_scores_zero_in_the_tuning_table():
     assert row(0.8, 0) == pytest.approx(0.8)
     assert row(0.62, 100) == pytest.approx(0.62 * 400 / 500)
     assert row(float("nan"), 500) == 0.0
+
+
+# ----------------------------------------------------------------------------- Monte Carlo error
+def test_the_jackknife_of_a_mean_is_its_standard_error():
+    # Leaving release k out of a mean over m releases gives (sum - x_k) / (m - 1); the
+    # delete-one jackknife of these replicates is the standard error of the mean, sd / sqrt(m).
+    x = np.random.default_rng(4).gamma(2.0, size=7)
+    replicates = [{"share": (x.sum() - x_k) / (x.size - 1), "nan": np.nan} for x_k in x]
+    errors = jackknife_errors(replicates)
+    assert errors["share"] == pytest.approx(x.std(ddof=1) / np.sqrt(x.size), rel=1e-12)
+    assert np.isnan(errors["nan"])
+    assert np.isnan(jackknife_errors(replicates[:1])["share"])  # one release: unknown
+
+
+def test_the_errors_are_the_spread_of_the_measures_over_seeds(scenario, region):
+    # The jackknife over one tuning's releases predicts how far another seed moves a measure:
+    # its mean over 24 seeds is compared with the measures' standard deviation over them
+    # (0.68-1.22 here). It sees the releases' randomness given the fit, not the short fit's own
+    # Monte Carlo error, so it may fall short; the usual slips (the standard error of the
+    # replicates, no (m - 1) / m) are off by a factor of 4.
+    tables, errors = [], []
+    for seed in range(24):
+        tuning = _tune(scenario, region, [(6, 6)], m=5, seed=seed,
+                       fit_options={"n_iter": 300, "burn_in": 100})
+        tables.append(tuning.table.iloc[0])
+        errors.append(tuning.errors.iloc[0])
+    spread = pd.DataFrame(tables)[ERROR_MEASURES].astype(float).std()
+    ratio = pd.DataFrame(errors).mean() / spread
+    assert list(tuning.errors.columns) == ERROR_MEASURES
+    assert ((ratio > 0.5) & (ratio < 1.6)).all(), ratio.to_dict()
+
+
+def test_the_errors_need_two_releases_and_the_coverage_three(two, scenario, region):
+    assert np.isfinite(two.errors.drop(columns="coverage")).all().all()  # m = 2
+    assert two.errors["coverage"].isna().all()  # one release left: no combining rules
+    one = _tune(scenario, region, [(4, 4)], m=1)
+    assert one.errors.isna().all().all()
+    assert "(se)" in two.to_markdown()
+
+
+def test_recommend_says_when_the_pick_is_within_monte_carlo_error():
+    table = _table({"a": (0.010, 0.80, 16), "b": (0.020, 0.78, 36), "c": (0.030, 0.60, 64)})
+    errors = pd.DataFrame({"coverage": [0.02, 0.01, 0.01], "true_match_rate": 0.004},
+                          index=["a", "b", "c"])
+    reason = recommend(table, 0.05, errors=errors).reason
+    assert "within 2 standard errors of 'b' (0.78 ± 0.01)" in reason  # 0.02 < 2 * 0.0224
+    assert "'c'" not in reason and "of the limit" not in reason
+    far = recommend(table, 0.05, errors=errors.assign(coverage=0.005)).reason
+    assert "Monte Carlo" not in far
+    assert recommend(table, 0.05).reason == far  # no errors: nothing said
+    near = recommend(table, 0.012, errors=errors).reason  # 0.010 is 0.5 se below the limit
+    assert "its true_match_rate (0.01 ± 0.004) is within 2 Monte Carlo standard errors of the " \
+           "limit 0.012" in near
+    unknown = recommend(table, 0.05, errors=errors.drop(index="b")).reason
+    assert "'b'" not in unknown  # no error known for b: not compared
+    with pytest.raises(InputError, match="errors must be a DataFrame"):
+        recommend(table, 0.05, errors={"a": 0.1})

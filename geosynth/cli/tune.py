@@ -317,7 +317,10 @@ def tune(
                     option="R-U map of --report", private=True)
         write_text(report_path, report, outputs=outputs, option="--report", private=True)
         outputs.commit()
-    table = result.table[[risk, utility, "n_cells"]].to_string(float_format="{:.4g}".format)
+    shown = result.table[[risk, utility, "n_cells"]].copy()
+    for column in (risk, utility):  # ± one Monte Carlo standard error (jackknife over --m)
+        shown.insert(shown.columns.get_loc(column) + 1, f"{column} se", result.errors[column])
+    table = shown.to_string(float_format="{:.4g}".format)
     # The measures describe the confidential records (a rate of 1/n is one matched record).
     click.echo(f"Candidates (internal: measured on the confidential records of "
                f"{printable(Path(input_path).name)}; do not publish):")
@@ -483,6 +486,9 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
               "report.", "", "## What the columns mean", ""]
     lines += [f"- `{name}` ({measure.kind}; larger is {measure.larger_is}): "
               f"{measure.description}." for name, measure in MEASURES.items()]
+    lines += ["- `<measure> (se)`: its Monte Carlo standard error, the delete-one jackknife "
+              f"over the {m} releases: how far another seed may move it (rough for few "
+              "releases; NaN with one)."]
     return "\n".join(lines) + "\n"
 
 

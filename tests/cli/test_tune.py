@@ -25,6 +25,7 @@ def test_tune_writes_report_and_map_and_prints_the_release_command(inputs, tmp_p
     text = report.read_text()
     for fragment in ("## Recommendation", "## Candidates", "3x3", "5x5", "2000 m",
                      "true_match_rate", "intensity_l1", "seed 3", "geosynth release",
+                     "coverage (se)", "`<measure> (se)`: its Monte Carlo standard error",
                      "Internal document: its measures are taken on the confidential records"):
         assert fragment in text, fragment
     png = tmp_path / "tune.png"
@@ -32,6 +33,9 @@ def test_tune_writes_report_and_map_and_prints_the_release_command(inputs, tmp_p
     for path in (report, png):  # internal files
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert "Recommendation: '" in result.output
+    header = next(line for line in result.output.splitlines() if "true_match_rate" in line)
+    assert header.split() == ["true_match_rate", "true_match_rate", "se", "coverage",
+                              "coverage", "se", "n_cells"]  # each measure ± its error
     command = result.output.split("Release it with:\n")[1].splitlines()[0].strip()
     words = shlex.split(command)
     assert words[:3] == ["geosynth", "release", str(inputs["gpkg"])]
