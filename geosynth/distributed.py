@@ -15,7 +15,7 @@ those public names:
 * :func:`fit_dask` -- ``model.fit(..., executor=...)`` with one Dask task per Gibbs chain; the
   draws equal those of the in-process fit with the same ``seed``.
 * :func:`synthesize_dask` -- one task per release, each with its own random stream
-  (:func:`release_seeds`).
+  (:func:`~geosynth.synth.paiva.release_seeds`, keyed by the records).
 * :func:`evaluate_dask` -- ``geosynth.evaluate(..., executor=...)`` with one task per release
   for the per-release measures, combined in the client; the tables equal the in-memory ones.
   :func:`linked_records_dask` likewise for the linked-record table alone.
@@ -48,7 +48,7 @@ import pandas as pd
 
 from geosynth._messages import describe_rows
 from geosynth._points import point_coordinates, usable_points
-from geosynth._random import root_seed_sequence, spawn_seeds
+from geosynth._random import root_seed_sequence
 from geosynth._validation import check_chains, check_keywords, check_m
 from geosynth.data import (
     CELL_COLUMN,
@@ -98,7 +98,6 @@ __all__ = [
     "fit_dask",
     "linked_records_dask",
     "prepare_dask",
-    "release_seeds",
     "synthesize_dask",
     "warm_up",
 ]
@@ -420,33 +419,6 @@ def fit_dask(
 
 
 # --------------------------------------------------------------------------- releases
-def release_seeds(seed, m: int) -> list[np.random.SeedSequence]:
-    """Seed of each of ``m`` releases, as :func:`geosynth.synthesize` derives them.
-
-    Release ``l`` draws with ``numpy.random.default_rng(release_seeds(seed, m)[l])``, so it
-    does not depend on the other releases or on where it runs.
-
-    Parameters
-    ----------
-    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
-        The ``seed`` of :func:`geosynth.synthesize` (a Generator is advanced).
-    m : int
-        Number of releases.
-
-    Returns
-    -------
-    list of numpy.random.SeedSequence
-        ``m`` independent children of ``seed``.
-
-    Raises
-    ------
-    TypeError, geosynth.errors.InputError
-        ``m`` is not an int from 1 to 10,000 (as for :func:`geosynth.synthesize`), or a bad
-        ``seed``.
-    """
-    return spawn_seeds(seed, check_m(m))
-
-
 def _one_draw_fit(fit: PaivaFit, index: int) -> dict[str, Any]:
     """Return stored η draw ``index``'s arrays, shaped as a 1-chain 1-draw fit."""
     chain, retained = fit.draw_position(index)
@@ -512,7 +484,8 @@ def synthesize_dask(
     """Make ``m`` releases like :func:`geosynth.synthesize`, one Dask task per release.
 
     Release ``l`` uses posterior draw ``release_draws(fit, m)[l]`` and its own generator
-    ``numpy.random.default_rng(release_seeds(seed, m)[l])``, as in memory, so releases do not
+    ``numpy.random.default_rng(release_seeds(seed, m, records)[l])`` (keyed by the records),
+    as in memory, so releases do not
     depend on one another, any subset can be recomputed, and they equal the releases of
     :func:`geosynth.synthesize` for the same seed. Its warnings are given here, in the client,
     as in memory: the :class:`~geosynth.errors.PrivacyLeakWarning` on combinations too rare for
@@ -592,7 +565,7 @@ def synthesize_dask(
     if fit.counts.covariates:
         warn_withheld_means(fit.counts)
     client = _get_client(client)
-    seeds = release_seeds(seed, m)
+    seeds = shared.seeds(seed, m)
     [shared_f] = client.scatter([_without_confidential_values(shared)], broadcast=True,
                                 hash=False)
     futures = []

@@ -103,13 +103,6 @@ def test_chain_seeds_reproduce_the_chain_streams_of_fit(seed):
     np.testing.assert_array_equal(got, want)
 
 
-def test_release_seeds_are_distinct_and_reproducible():
-    a, b = gd.release_seeds(4, 3), gd.release_seeds(4, 3)
-    states = [s.generate_state(4).tolist() for s in a]
-    assert states == [s.generate_state(4).tolist() for s in b]
-    assert len({tuple(s) for s in states}) == 3
-
-
 # --------------------------------------------------------------------------- cluster
 def test_warm_up_compiles_once_per_worker(client):
     again = gd.warm_up(client)
@@ -629,13 +622,7 @@ def test_seed_helpers_refuse_what_fit_and_synthesize_refuse():
     for chains in (True, 0, -1, 2.0, 10**11):
         with pytest.raises(InputError, match="chains must be an integer from 1 to 1,024"):
             gd.chain_seeds(1, chains)
-    for m in (True, 2.0):
-        with pytest.raises(TypeError, match="m .number of releases. must be an int"):
-            gd.release_seeds(1, m)
-    for m in (0, 10**11):
-        with pytest.raises(InputError, match="m .number of releases. must be"):
-            gd.release_seeds(1, m)
-    assert len(gd.chain_seeds(1, np.int64(3))) == len(gd.release_seeds(1, np.int64(3))) == 3
+    assert len(gd.chain_seeds(1, np.int64(3))) == 3
 
 
 # --------------------------------------------------------------------------- review

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
-from geosynth._random import SeedLike, spawn_seeds
+from geosynth._random import SeedLike, root_seed_sequence
 from geosynth._validation import (
     check_m,
     check_range,
@@ -62,9 +62,11 @@ from geosynth.synth.release import (
     ReleaseInfo,
     check_geodataframe,
     make_release,
+    row_digest,
 )
 
 __all__ = ["PosteriorDraws", "ReleaseMaker", "synthesize", "check_limits", "release_draws",
+           "release_seeds",
            "synthetic_zbar", "synthesis_sd", "warn_pooled_combinations", "kept_pairs",
            "outlying_means", "warn_withheld_means", "OUTLYING_FENCE", "MIN_FENCE_MEANS",
            "SYNTHESIS_SD_PRIOR_DF", "MIN_RECORDS_FOR_VALUES"]
@@ -221,9 +223,10 @@ def synthesize(
     blocks, so ``m`` releases use ``m`` distinct draws spread over all chains (thinned draws are
     close to independent, §2.1.2 asks for an independent draw per release). Release ``l``
     draws from its own generator, seeded by the ``l``-th of ``m`` children spawned from
-    ``seed`` (:meth:`numpy.random.SeedSequence.spawn`; :class:`ReleaseMaker`), so it can be
-    made alone, in any order or on a Dask worker (:func:`geosynth.distributed.synthesize_dask`)
-    and be the same release.
+    ``seed`` keyed by the records (:func:`release_seeds`), so it can be made alone, in any
+    order or on a Dask worker (:func:`geosynth.distributed.synthesize_dask`) and be the same
+    release, and a guessed seed (small ones are the usual choice) does not give an intruder
+    the release's random numbers without the records.
 
     *Cell probabilities.* ``p_i ∝ λ_ib`` and nothing else. λ_ib is already the expected count
     of the habitable part of cell ``i``: the modelled counts are the records located in that
@@ -310,13 +313,46 @@ def synthesize(
     if fit.counts.covariates:
         warn_withheld_means(fit.counts)
     releases = []
-    for release, (draw, stream) in enumerate(zip(draws.tolist(), spawn_seeds(seed, m),
-                                                 strict=True)):
+    streams = maker.seeds(seed, m)
+    for release, (draw, stream) in enumerate(zip(draws.tolist(), streams, strict=True)):
         out, note = maker.release(release, draw, np.random.default_rng(stream))
         if note is not None:
             warnings.warn(note, DataWarning, stacklevel=2)
         releases.append(out)
     return releases
+
+
+def release_seeds(seed: SeedLike, m: int, records: pd.DataFrame) -> list[np.random.SeedSequence]:
+    """Return the seed of each of ``m`` releases: children of ``seed`` keyed by the records.
+
+    Spawned from ``SeedSequence([256 bits of seed, row_digest(records)])``
+    (:func:`~geosynth.synth.release.row_digest`). From ``seed`` alone (``seed=2``) an intruder
+    drew every uniform and normal of a release: each point's offset in its cell (published to
+    the last bit) matched it to its record, undoing the public row shuffle, and the noise of
+    the continuous values came off to 1e-14, leaving the cell means. The same seed and records
+    still give the same releases; child ``l`` does not depend on ``m``.
+
+    Parameters
+    ----------
+    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        The ``seed`` of :func:`synthesize` (a Generator is advanced).
+    m : int
+        Number of releases.
+    records : pandas.DataFrame
+        The records released, in order: their attributes, covariates and points.
+
+    Returns
+    -------
+    list of numpy.random.SeedSequence
+
+    Raises
+    ------
+    TypeError, geosynth.errors.InputError
+        ``m`` is not an int from 1 to 10,000, or a bad ``seed``.
+    """
+    m = check_m(m)
+    words = root_seed_sequence(seed).generate_state(8).tolist()
+    return np.random.SeedSequence([*words, *row_digest(records)]).spawn(m)
 
 
 @dataclass(frozen=True)
@@ -374,6 +410,12 @@ class ReleaseMaker:
                    filled={name: synthetic_zbar(counts, name) for name in counts.covariates},
                    noise={name: synthesis_sd(counts, name) for name in counts.covariates},
                    limits=checked)
+
+    def seeds(self, seed: SeedLike, m: int) -> list[np.random.SeedSequence]:
+        """Return the seed of each of ``m`` releases (:func:`release_seeds` of the rows)."""
+        counts = self.fit.counts
+        columns = [*counts.attributes, *counts.covariates, self.rows.geometry.name]
+        return release_seeds(seed, m, self.rows[columns])
 
     def release(self, release: int, draw: int, rng: np.random.Generator, *,
                 posterior_draw: int | None = None) -> tuple[gpd.GeoDataFrame, str | None]:

@@ -39,6 +39,7 @@ from geosynth.synth.paiva import (
     continuous_values,
     kept_pairs,
     outlying_means,
+    release_seeds,
 )
 from tests.synth.helpers import (
     CRS,
@@ -871,3 +872,46 @@ def test_too_few_cell_means_to_judge_an_extreme_value_are_said():
     assert len(coarse) == 1 and "18 cell and combination pair(s)" in coarse[0]
     assert "9870000" not in coarse[0] and "9,870,000" not in coarse[0]
     assert said((6, 6)) == []  # 72 pairs: judged (and the extreme one withheld)
+
+
+# ---------------------------------------------------------------------- release seeds
+def _offsets_in_cells(grid, release):
+    """Each point's x offset in its cell, as a fraction of the cell width (public)."""
+    x0 = grid.bounds[0]
+    width = (grid.bounds[2] - grid.bounds[0]) / grid.shape[1]
+    return np.round(((release.geometry.x.to_numpy() - x0) % width) / width, 9)
+
+
+def test_a_guessed_seed_does_not_give_the_releases_random_numbers():
+    # Seeded by SeedSequence(seed).spawn(m)[l] alone, a release's x offsets in its cells were
+    # the uniforms that followed its n cell uniforms: from seed=2 an intruder matched each
+    # public point to its record (undoing the row shuffle) and took the noise off the
+    # continuous values. Keyed by the records, the guess finds none of them.
+    gdf = make_points(400, seed=1)
+    grid = Grid.regular((0.0, 0.0, 120.0, 90.0), shape=(3, 4), crs=CRS)
+    counts = prepare(gdf, grid, attributes=["a", "c"], continuous="z")
+    fit = stub_fit(counts, random_lambda(counts))
+    release = synthesize(fit, gdf, m=2, seed=2)[0]
+    guess = np.random.default_rng(np.random.SeedSequence(2).spawn(2)[0])
+    guess.random(len(gdf))  # the cells' uniforms
+    guessed = set(np.round(guess.random(len(gdf)), 9).tolist())
+    assert not guessed & set(_offsets_in_cells(grid, release).tolist())
+    again = synthesize(fit, gdf, m=2, seed=2)[0]
+    pd.testing.assert_frame_equal(release, again)  # the same seed and records: the same
+
+
+def test_release_seeds_are_keyed_by_the_records_and_independent_of_m():
+    records = make_points(50, seed=3)
+    first = [s.generate_state(4).tolist() for s in release_seeds(4, 3, records)]
+    assert first == [s.generate_state(4).tolist() for s in release_seeds(4, 3, records)]
+    assert len({tuple(s) for s in first}) == 3
+    assert [s.generate_state(4).tolist() for s in release_seeds(4, 5, records)][:3] == first
+    edited = records.copy()
+    edited.loc[edited.index[7], "z"] += 1.0  # one value of one record
+    assert [s.generate_state(4).tolist() for s in release_seeds(4, 3, edited)][0] != first[0]
+    for m in (True, 2.0):
+        with pytest.raises(TypeError, match="m .number of releases. must be an int"):
+            release_seeds(1, m, records)
+    for m in (0, 10**11):
+        with pytest.raises(InputError, match="m .number of releases. must be"):
+            release_seeds(1, m, records)
