@@ -1743,11 +1743,16 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray, stacklevel: int = 4
     """
     if grid.kind == "areal" or grid.snap_unit is not None or xy.shape[0] == 0:
         return
-    touching = _bounds_at_extremes(grid.bounds, xy)
+    # A hexagonal lattice's own bounds are its hexagons' outer edge; what it publishes to every
+    # digit is the south-west corner of the bounds it was built over, its first hexagon's centre.
+    hexagonal = grid.kind == "hexagonal"
+    bounds = (*grid.origin, math.nan, math.nan) if hexagonal else grid.bounds
+    touching = _bounds_at_extremes(bounds, xy)
     if len(touching) >= 2:
         warnings.warn(
-            f"the lattice bounds {', '.join(touching)} equal the extreme coordinates of the "
-            "records: a release on this lattice publishes them exactly (a grid over "
+            f"the lattice {'origin' if hexagonal else 'bounds'} {', '.join(touching)} equal the "
+            "extreme coordinates of the records: a release on this lattice publishes them "
+            "exactly (a grid over "
             "gdf.total_bounds?); build the lattice over a public study region "
             "(Grid.regular(region.total_bounds, ..., region=region)), or with "
             "Grid.from_points, which snaps the bounds outward",
@@ -1776,7 +1781,10 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray, stacklevel: int = 4
 def _bounds_at_extremes(bounds, xy: np.ndarray) -> list[str]:
     """Which of ``bounds`` (xmin, ymin, xmax, ymax) equal the records' extremes in ``xy``."""
     xmin, ymin, xmax, ymax = (float(v) for v in bounds)
-    tolerance = 1e-9 * max(xmax - xmin, ymax - ymin)
+    span = max(xmax - xmin, ymax - ymin)
+    if not math.isfinite(span):  # a hexagonal lattice's origin alone
+        span = float(np.ptp(xy, axis=0).max())
+    tolerance = 1e-9 * span
     extremes = {"xmin": (xmin, xy[:, 0].min()), "ymin": (ymin, xy[:, 1].min()),
                 "xmax": (xmax, xy[:, 0].max()), "ymax": (ymax, xy[:, 1].max())}
     return [name for name, (bound, value) in extremes.items() if abs(bound - value) <= tolerance]

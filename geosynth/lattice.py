@@ -764,6 +764,20 @@ class Grid:
         return (float(xe[0]), float(ye[0]), float(xe[-1]), float(ye[-1]))
 
     @property
+    def origin(self) -> tuple[float, float] | None:
+        """Centre ``(x, y)`` of the first hexagon of a hexagonal lattice, else None.
+
+        It is the south-west corner ``(xmin, ymin)`` of the bounds (or region) the lattice was
+        built over, to every digit, and a release's grid layer gives it back (a corner of that
+        hexagon has its x; the mean of its corners, its y).
+        """
+        layout = getattr(self, "_layout", None)
+        if layout is None:
+            return None
+        u0, v0 = layout.origin
+        return (v0, u0) if layout.flat else (u0, v0)
+
+    @property
     def area_ids(self) -> np.ndarray | None:
         """Identifier of each area of an areal lattice (``id_column``), else None."""
         ids = getattr(self, "_area_ids", None)

@@ -239,3 +239,27 @@ def test_prepare_warns_when_public_bounds_are_the_records_extremes():
         warnings.simplefilter("error")  # bounds beyond the records, or snapped outward
         prepare(gdf, Grid.regular((-10.0, -10.0, 910.0, 710.0), shape=(4, 4), crs=CRS), ["sex"])
         prepare(gdf, Grid.from_points(gdf, shape=(4, 4)), ["sex"])
+
+
+@pytest.mark.parametrize("orientation", ["pointy", "flat"])
+def test_prepare_warns_when_a_hexagonal_lattice_starts_at_the_records_extremes(orientation):
+    # Grid.hexagonal(gdf.total_bounds) centres its first hexagon on (xmin, ymin): a corner of
+    # it has the records' extreme to every digit, in the release's grid layer. Its bounds are
+    # the hexagons' outer edge, which the check compared, so nothing warned.
+    rng = np.random.default_rng(8)
+    gdf = gpd.GeoDataFrame({"sex": rng.choice(["f", "m"], 60)},
+                           geometry=gpd.points_from_xy(rng.uniform(0, 900, 60),
+                                                       rng.uniform(0, 700, 60)), crs=CRS)
+    xmin, ymin = gdf.total_bounds[:2]
+    grid = Grid.hexagonal(gdf.total_bounds, cell_size=100, crs=CRS, orientation=orientation)
+    assert grid.origin == (xmin, ymin)
+    corners = shapely.get_coordinates(grid.cells.geometry)
+    assert (corners[:, 0 if orientation == "pointy" else 1]
+            == (xmin if orientation == "pointy" else ymin)).any()  # published to every digit
+    with pytest.warns(PrivacyLeakWarning, match=r"lattice origin xmin, ymin equal the extreme"):
+        prepare(gdf, grid, ["sex"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prepare(gdf, Grid.hexagonal((-10.0, -10.0, 910.0, 710.0), cell_size=100, crs=CRS,
+                                    orientation=orientation), ["sex"])
+    assert Grid.regular((0.0, 0.0, 10.0, 10.0), shape=(2, 2), crs=CRS).origin is None
