@@ -25,7 +25,7 @@ from geosynth.errors import InputError
 from geosynth.io._files import not_a_geopackage, printable
 
 __all__ = ["EDITED", "GDAL_ERRORS", "hidden_objects", "check_gpkg_tables",
-           "check_column_types", "check_spatial_indexes", "check_unread_room"]
+           "check_column_types", "check_spatial_indexes", "check_unread_room", "stored_columns"]
 
 #: The end of every refusal of a file changed after :func:`geosynth.io.write_release`.
 EDITED = "the file was edited after it was written: do not publish it, and write the release again"
@@ -220,6 +220,26 @@ _COLUMN_TYPES = {
     "DATETIME": (("text",), None, None, "date-times as text"),
     "BLOB": (("blob",), None, None, "binary data"),
 }
+
+
+def stored_columns(source: Path, layer: str) -> list[str]:
+    """Return the columns of ``layer``'s table other than its feature id and its geometry.
+
+    What GDAL reads is compared with them: a column named as the geometry GDAL gives back
+    (``geometry`` beside a geometry column ``geom``) is replaced by the points when read, so
+    its values travel with the file unseen by :func:`~geosynth.io.read_release` and
+    ``geosynth inspect``.
+    """
+    try:
+        with contextlib.closing(_read_only(source)) as connection:
+            geometry = connection.execute("SELECT column_name FROM gpkg_geometry_columns WHERE "
+                                          "table_name = ?", (layer,)).fetchone()
+            rows = connection.execute("SELECT name, pk FROM pragma_table_info(?)",
+                                      (layer,)).fetchall()
+    except sqlite3.Error as err:
+        raise not_a_geopackage(source, err) from None
+    skipped = None if geometry is None else geometry[0]
+    return [str(column) for column, key in rows if not key and column != skipped]
 
 
 def check_column_types(source: Path, name: str, layers: list[str]) -> None:

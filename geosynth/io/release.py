@@ -93,6 +93,7 @@ from geosynth.io._gpkg_checks import (
     check_spatial_indexes,
     check_unread_room,
     hidden_objects,
+    stored_columns,
 )
 from geosynth.lattice import Grid
 from geosynth.synth.release import (
@@ -697,7 +698,9 @@ def _schema_difference(frames: Sequence[gpd.GeoDataFrame], labels: Sequence[str]
 
 # Column names a GeoPackage layer written by GDAL uses itself: its geometry and feature id (an
 # "fid" column is refused before, as an identifier).
-_GEOPACKAGE_RESERVED = frozenset({"geom", "fid"})
+# "geometry" is the name GDAL gives the geometry when read: a column of that name beside the
+# layer's geometry was written, then replaced by the points when read (its values unseen).
+_GEOPACKAGE_RESERVED = frozenset({"geom", "fid", "geometry"})
 
 
 def _check_geopackage_columns(release: gpd.GeoDataFrame, geometry: str, name: str) -> None:
@@ -1814,6 +1817,7 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         if third.any():
             raise InputError(f"{name}: its grid layer has {int(third.sum())} cells with Z or M "
                              f"coordinates, which geosynth never writes, so {EDITED}")
+        _check_stored_columns(source, name, GRID_LAYER, grid)
         extra = [str(c) for c in grid.columns
                  if c != grid.geometry.name and str(c) not in _grid_columns(metadata)]
         if extra:
@@ -1834,6 +1838,16 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
             audit = None
     return ReleaseFile(releases=releases, grid=grid, metadata=metadata, layers=layers,
                        audit=audit)
+
+
+def _check_stored_columns(source: Path, name: str, layer: str, frame: pd.DataFrame) -> None:
+    """Refuse columns of ``layer``'s table that GDAL did not read (:func:`stored_columns`)."""
+    read = {str(column) for column in frame.columns if column != frame.geometry.name}
+    unread = [column for column in stored_columns(source, layer) if column not in read]
+    if unread:
+        raise InputError(f"{name}: its layer {layer!r} has columns {_shown(unread)} that GDAL "
+                         "does not read back (a column named as the geometry is replaced by "
+                         f"the points: its values travel unseen), so {EDITED}")
 
 
 def _check_release_values(releases: list[gpd.GeoDataFrame], metadata: dict[str, Any],
@@ -2365,6 +2379,11 @@ def _read_releases(
             raise _incomplete(name, f"its layer {layer!r} has {int(wrong.sum())} "
                                     f"{_NOT_PLAIN_POINTS}")
         bounds[layer] = (fids[0], xy[:, [0, 1, 0, 1]].T)  # a point's minx, miny, maxx, maxy
+        if not np.array_equal(fids[0], np.arange(1, count + 1)):
+            raise InputError(f"{name}: its layer {layer!r} has feature ids other than 1 to "
+                             f"{count}, which geosynth writes (a number per point, which GIS "
+                             f"programs show as a column), so {EDITED}")
+        _check_stored_columns(source, name, layer, frame)
         if not _crs_equal(frame.crs, expected_crs):
             raise _incomplete(name, f"its layer {layer!r} is in {_crs_label(frame.crs)}, but its "
                                     f"metadata records {printable(crs)[:80]}")

@@ -2310,13 +2310,30 @@ def _value_set(column, value):
     return edit
 
 
+def _numbered(frame):
+    frame = frame.copy()
+    frame["fid"] = np.random.default_rng(0).permutation(len(frame)) * 7 + 10017  # record ids
+    return frame
+
+
+def _beside_the_geometry(frame):
+    frame = frame.rename_geometry("location")
+    frame["geometry"] = frame.geometry.x + 0.5  # read back as the points: never seen
+    return frame
+
+
 @pytest.mark.parametrize(("edit", "message"), [
     (_moved_far, r"layer synthetic_1 has points outside its grid layer"),
+    (_numbered, r"layer 'synthetic_1' has feature ids other than 1 to \d+, which geosynth "
+                r"writes"),
+    (_beside_the_geometry, r"layer 'synthetic_1' has columns \['geometry'\] that GDAL does "
+                           r"not read back"),
     (_value_set("z", np.nan), r"layer synthetic_1 has missing values in \['z'\]"),
     (_value_set("y", np.nan), r"layer synthetic_1 has missing values in \['y'\]"),
     (_value_set("z", 1e300), r"layer synthetic_1 has values of 'z' outside its metadata "
                              r"'limits'"),
-], ids=["far-point", "null-z", "null-attribute", "z-beyond-limits"])
+], ids=["far-point", "feature-ids", "hidden-column", "null-z", "null-attribute",
+         "z-beyond-limits"])
 def test_values_geosynth_never_draws_are_refused_as_edited(release_with_limits, edit, message):
     # Each passed read_release, inspect and evaluate: the checks read the tables, not the values.
     assert read_release(release_with_limits).metadata["limits"] == {"z": [0.0, 200.0]}
@@ -2326,6 +2343,22 @@ def test_values_geosynth_never_draws_are_refused_as_edited(release_with_limits, 
     with pytest.raises(InputError, match=message + r".*, so the file was edited after it was "
                                                    r"written"):
         read_release(_rewritten(release_with_limits, edit, folder / "edited.gpkg"))
+
+
+def test_a_column_named_as_the_read_geometry_is_refused_before_writing(tmp_path, fitted):
+    # Written beside the geometry column "geom", it was read back as the points: its values
+    # (here the points' x) were in the published file, unseen by read_release and inspect.
+    # (With fit= the model's columns are checked first.)
+    _, _, public = fitted
+    hidden = [frame.rename_geometry("location") for frame in public]
+    for frame in hidden:
+        frame["geometry"] = frame.geometry.x
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # no fit: nothing says how made
+        with pytest.raises(InputError, match=r"has a column 'geometry', a name the GeoPackage "
+                                             r"layer uses for itself"):
+            write_release(tmp_path / "hidden.gpkg", hidden)
+    assert names(tmp_path) == []
 
 
 def test_releases_beyond_the_grid_are_refused_before_writing(tmp_path, fitted):
