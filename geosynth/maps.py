@@ -91,7 +91,7 @@ from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWar
 from geosynth.synth.release import (
     INTERNAL_PREFIX,
     check_geodataframe,
-    is_public,
+    is_published,
     refuse_baseline,
     release_info,
 )
@@ -269,16 +269,18 @@ def review_map(
         it, or, given ``original``, holding its index labels) or,
         given ``original``, with a point at the exact location of one of its records or with
         more points within 0.1 m of its records than chance placement explains (a rounded,
-        shifted or reprojected copy of them; see below).
+        shifted or reprojected copy of them; see below), or with float columns holding
+        records' coordinates.
     geosynth.errors.CRSError
         A frame or the grid has no CRS, or the CRSs differ.
 
     Warns
     -----
     geosynth.errors.PrivacyLeakWarning
-        A public map without ``original`` of a release that no geosynth function marked (it
-        may be the confidential points): neither the record of :func:`geosynth.synthesize`
-        nor the mark of :func:`geosynth.to_public` or :func:`geosynth.io.read_release`.
+        A public map without ``original`` of a release that may be the confidential points:
+        it carries neither the record of the synthesizer that drew it (which
+        :func:`geosynth.to_public` keeps; its mark alone is given to any frame) nor the mark
+        of :func:`geosynth.io.read_release`.
 
     Notes
     -----
@@ -627,23 +629,34 @@ def _refuse_original_locations(releases: list[gpd.GeoDataFrame], original: Any) 
     exact equality. A release is refused when one of its points is at a record's exact location
     (a continuous placement never lands there) or when more of its points lie within
     :data:`_NEAR_M` of a record than chance placement explains (:func:`_near_copies`).
-    Without ``original``, a release that no geosynth function marked (the record of a
-    synthesizer, or the mark of :func:`geosynth.to_public` and
-    :func:`geosynth.io.read_release`) is warned about.
+    Without ``original``, a release that carries neither the record of the synthesizer that
+    drew it (which :func:`geosynth.to_public` keeps) nor the mark of
+    :func:`geosynth.io.read_release` is warned about: ``to_public(original)`` is marked public
+    like any release, and its map published every record without a word. With ``original``,
+    a float column holding records' coordinates is refused too (:func:`_coordinate_columns`).
     """
     if original is None:
         for number, release in enumerate(releases):
-            if release_info(release) is None and not is_public(release):
+            if release_info(release) is None and not is_published(release):
                 warnings.warn(
-                    f"releases[{number}] is not marked as a release of geosynth (it has neither "
-                    "the record of geosynth.synthesize nor the mark of geosynth.to_public or "
-                    "read_release): it may be the confidential points themselves; pass "
-                    "original= to have its points checked against the records",
+                    f"releases[{number}] carries no record of the geosynth synthesizer that drew "
+                    "it (geosynth.to_public keeps it) and was not read from a release file "
+                    "(read_release): it may be the confidential points themselves, "
+                    "to_public(original) included; pass original= to have its points checked "
+                    "against the records",
                     PrivacyLeakWarning,
                     stacklevel=3,
                 )
         return
     locations = point_coordinates(original, "original")
+    for number, release in enumerate(releases):
+        columns = _coordinate_columns(release, locations)
+        if columns:
+            raise InputError(
+                f"releases[{number}] has float columns {columns} holding coordinates of records "
+                "of original (a synthetic value equals one with probability 0): a public map "
+                f"would publish them; drop them (release.drop(columns=...)), or {_ORIGINAL_FIX}"
+            )
     for number, release in enumerate(releases):
         copies = at_locations(point_coordinates(release, f"releases[{number}]"), locations)
         if copies.any():
@@ -665,6 +678,24 @@ def _refuse_original_locations(releases: list[gpd.GeoDataFrame], original: Any) 
                 f"{_NEAR_ALPHA:g} of so many): it is a rounded, shifted or reprojected copy of "
                 f"the confidential points, and a public map would publish them; {_ORIGINAL_FIX}"
             )
+
+
+def _coordinate_columns(release: gpd.GeoDataFrame, locations: np.ndarray) -> list[str]:
+    """Float columns of ``release`` with two or more values equal to a record's x or y.
+
+    The records' eastings and northings added as columns passed the checks of the points:
+    a synthetic continuous value lands on a coordinate with probability 0, and one may by
+    rounding, so two are asked for.
+    """
+    coordinates = np.unique(locations)
+    found = []
+    for column in release.columns:
+        values = release[column]
+        if column == release.geometry.name or values.dtype.kind != "f":
+            continue
+        if np.isin(values.to_numpy(), coordinates).sum() >= 2:
+            found.append(str(column))
+    return found
 
 
 def _metric_coordinates(xy: np.ndarray, crs: Any) -> np.ndarray:

@@ -354,13 +354,39 @@ def test_public_map_refuses_the_original_points_as_a_release(data):
         with pytest.raises(InputError, match=r"releases\[0\] has \d+ of its \d+ points at the "
                                              r"exact location of a record of original"):
             review_map(original, [shown], public=True)
-    with pytest.warns(PrivacyLeakWarning, match=r"releases\[0\] is not marked as a release"):
-        review_map(None, [original], public=True)
+    for shown in (original, geosynth.to_public(original, seed=1)):  # the mark of to_public
+        # alone (any frame gets it) passed without a word, and the page held every record
+        with pytest.warns(PrivacyLeakWarning, match=r"releases\[0\] carries no record of the "
+                                                    r"geosynth synthesizer that drew it"):
+            review_map(None, [shown], public=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         review_map(None, releases, public=True)  # synthesized releases carry their record
         review_map(None, [geosynth.to_public(r, seed=1) for r in releases], public=True)
     review_map(original, [original], public=False)  # an internal map may show them
+
+
+def test_public_map_refuses_records_coordinates_as_columns(data):
+    # The records' eastings and northings added to a synthetic release passed the checks of
+    # its points (the ones at no record's location) into the public page.
+    original, releases, _, _ = data
+    leaked = releases[0].copy()
+    leaked["ox"] = original.loc[leaked.index].geometry.x.to_numpy()
+    leaked["oy"] = original.loc[leaked.index].geometry.y.to_numpy() + 0.0
+    with pytest.raises(InputError, match=r"releases\[0\] has float columns \['ox', 'oy'\] "
+                                         r"holding coordinates of records of original"):
+        review_map(original, [leaked], public=True)
+    review_map(original, releases, public=True)  # synthetic z: no coordinate
+    review_map(original, [leaked], public=False)  # an internal map may show them
+
+
+def test_a_release_read_from_a_file_is_public_already(data, tmp_path):
+    original, releases, fit, _ = data
+    path = tmp_path / "release.gpkg"
+    geosynth.io.write_release(path, [geosynth.to_public(r, seed=1) for r in releases], fit=fit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        review_map(None, geosynth.io.read_release(path).releases, public=True)
 
 
 NEAR_COPY = (r"releases\[0\] has (\d+) of its \d+ points within 0.1 m of a record of "

@@ -102,6 +102,7 @@ from geosynth.synth.release import (
     NOISE_SEEDED,
     NOISE_SOURCES,
     PUBLIC_ATTR,
+    PUBLISHED_ATTR,
     UNLINKED_METHODS,
     ReleaseInfo,
     ReleaseInfoSource,
@@ -2389,7 +2390,7 @@ def _read_releases(
                                     f"metadata records {printable(crs)[:80]}")
         check_release_columns(frame, frame.geometry.name, f"{name}: its layer {layer!r}", None,
                               _READ_FIX, released=released)
-        frame.attrs = {PUBLIC_ATTR: True}  # a published file: its rows are not linked
+        frame.attrs = {PUBLIC_ATTR: True, PUBLISHED_ATTR: True}  # its rows are not linked
         releases.append(frame)
     differ = _schema_difference(releases, [repr(printable(layer)) for layer in metadata["layers"]])
     if differ is not None:

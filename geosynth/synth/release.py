@@ -14,6 +14,7 @@ fresh one:
 * :data:`LINKED_ATTR` -- set by the synthesizers whose row ``k`` is made from confidential record
   ``k`` (``synthesize``, ``naive_synthesize``, ``donut_mask``); such a frame is never written.
 * :data:`PUBLIC_ATTR` -- set by :func:`to_public` (shuffled rows, fresh index).
+* :data:`PUBLISHED_ATTR` -- set by :func:`geosynth.io.read_release` (read from a published file).
 
 How a release was made is one record, :class:`ReleaseInfo`, built by the synthesizers (and by
 :mod:`geosynth.dp`) and kept in ``attrs["geosynth"]`` as a plain JSON-able dict
@@ -71,6 +72,7 @@ __all__ = [
     "row_digest",
     "is_linked",
     "is_public",
+    "is_published",
     "INFO_ATTR",
     "INTERNAL_PREFIX",
     "ID_COLUMNS",
@@ -83,6 +85,7 @@ __all__ = [
     "holds_coordinates",
     "LINKED_ATTR",
     "PUBLIC_ATTR",
+    "PUBLISHED_ATTR",
     "PUBLIC_RECORD_FIELDS",
     "PUBLIC_PARAMETERS",
     "LIMITS_PARAMETER",
@@ -108,6 +111,9 @@ INFO_ATTR = "geosynth"
 LINKED_ATTR = "geosynth_linked"
 #: ``attrs`` key (value True) of the output of :func:`to_public`: rows shuffled, fresh index.
 PUBLIC_ATTR = "geosynth_public"
+#: ``attrs`` key (value True) of a release read from a published file
+#: (:func:`geosynth.io.read_release`): showing it publishes nothing new.
+PUBLISHED_ATTR = "geosynth_published"
 #: Methods of :func:`make_release` whose records are drawn from noisy counts, not one per
 #: confidential record (ε-DP locations, OnTheMap): their rows are not aligned with the input.
 UNLINKED_METHODS = frozenset({"paiva-dp", "onthemap"})
@@ -965,10 +971,34 @@ def is_public(frame: Any) -> bool:
         True if ``frame.attrs[PUBLIC_ATTR]`` is True (as :func:`to_public` sets it); any other
         value (``"no"``, 1, an array) is not the mark.
     """
+    return _marked(frame, PUBLIC_ATTR)
+
+
+def is_published(frame: Any) -> bool:
+    """Whether ``frame`` was read from a release file (:func:`geosynth.io.read_release`).
+
+    :func:`geosynth.to_public` marks what it returns as public whatever it is given, the
+    confidential records too; a frame read from a published file is public already.
+
+    Parameters
+    ----------
+    frame : Any
+        A release.
+
+    Returns
+    -------
+    bool
+        True if ``frame.attrs[PUBLISHED_ATTR]`` is True.
+    """
+    return _marked(frame, PUBLISHED_ATTR)
+
+
+def _marked(frame: Any, key: str) -> bool:
+    """Whether ``frame.attrs[key]`` is True (any other value is not the mark)."""
     attrs = getattr(frame, "attrs", None)
     if not isinstance(attrs, dict):
         return False
-    marker = attrs.get(PUBLIC_ATTR)
+    marker = attrs.get(key)
     return isinstance(marker, bool | np.bool_) and bool(marker)
 
 
