@@ -764,6 +764,22 @@ class Grid:
         return (float(xe[0]), float(ye[0]), float(xe[-1]), float(ye[-1]))
 
     @property
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Column and row edges ``(x_edges, y_edges)`` of a square lattice, increasing.
+
+        Column ``c`` of the full lattice spans ``x_edges[c] .. x_edges[c + 1]`` and row ``r``
+        ``y_edges[r] .. y_edges[r + 1]`` (rows from the south); position ``r * ncols + c``
+        (:attr:`lattice_to_cell`).
+
+        Raises
+        ------
+        geosynth.errors.GridError
+            The lattice is hexagonal or areal.
+        """
+        self.require_square("edges")
+        return _readonly(self._xedges), _readonly(self._yedges)
+
+    @property
     def origin(self) -> tuple[float, float] | None:
         """Centre ``(x, y)`` of the first hexagon of a hexagonal lattice, else None.
 

@@ -44,8 +44,8 @@ WeightsLike = Any  # str | os.PathLike | rasterio dataset opened for reading | P
 
 #: Most pixels of a raster read over the lattice: about 2 GiB at the peak of reading.
 MAX_WEIGHT_PIXELS = 2**23
-# Peak memory of read_weights per pixel of positive weight (233 bytes measured: the float64
-# copy, the pixel boxes before and after sorting by cell, their centres and cells). The limit
+# Peak memory of read_weights per pixel of positive weight (at most 256 bytes measured: the
+# float64 copy, the pixel boxes, their pieces per cell before and after sorting). The limit
 # was 2**28 pixels "8 bytes each": a raster under it could take 60 GiB and be killed.
 _BYTES_PER_PIXEL = 256
 

@@ -250,7 +250,7 @@ def test_synthesize_dask_gives_the_workers_warnings_in_the_client(client, points
         (w.category, str(w.message)) for w in want]
     assert [w.category for w in got] == [DataWarning] * 4
     assert "'a=9'" in str(got[0].message) and "no cell holding 3" in str(got[0].message)
-    assert all("hold no pixel centre of positive weight" in str(w.message) for w in got[1:])
+    assert all("are covered by no pixel of positive weight" in str(w.message) for w in got[1:])
     assert all(w.filename == __file__ for w in got)
 
 

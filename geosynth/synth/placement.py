@@ -17,15 +17,17 @@ rounds):
   candidates sized from the acceptance rate ``area / bbox area`` (doubling every round the point
   stays pending) and keeps the *first* accepted candidate of each batch, which is exactly uniform
   over the habitable geometry.
-* With a weights raster (e.g. population density): a pixel is chosen within the cell with
-  probability proportional to its weight among the pixels whose *centre* lies in the cell's
-  habitable geometry, then the point is uniform in ``pixel ∩ cell box ∩ habitable geometry``
-  (rejection as above). A cell none of whose pixel centres carries positive weight falls back to
-  uniform placement, with a :class:`~geosynth.errors.DataWarning`; a raster that gives no cell
-  any weight (all zero, nodata or NaN over the grid) is refused. The raster is thus sampled
-  at pixel centres, not averaged over areas: a pixel straddling a cell edge gives its whole
-  weight to the cell holding its centre, and the strip of the other cell under it receives no
-  point. Choose a raster whose pixels are much smaller than the cells (or aligned with them).
+* With a weights raster (e.g. population density): each pixel of positive weight is split
+  into its pieces ``pixel ∩ cell``, each weighing the pixel's weight times the share of the
+  pixel's area that is the cell's habitable part; a piece is chosen within the cell with
+  probability proportional to its weight, then the point is uniform in ``piece ∩ habitable
+  geometry`` (rejection as above). The density of points within a cell is thus the raster's,
+  area for area, whatever the pixels' size and alignment: the earlier rule gave a pixel
+  straddling a cell edge wholly to the cell holding its centre, and the strip of the other cell
+  under it got no point (36 % of a 250 m cell under a 100 m raster). A cell that no pixel of
+  positive weight covers falls back to uniform placement, with a
+  :class:`~geosynth.errors.DataWarning`; a raster that gives no cell any weight (all zero,
+  nodata or NaN over the grid) is refused.
   The raster comes as a :class:`PixelTable` of arrays: :func:`geosynth.rasters.read_weights`
   reads a file into one, so that this module, like the rest of the core, opens no file.
 
@@ -37,7 +39,7 @@ the cell it was placed in.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -65,6 +67,8 @@ _MAX_CANDIDATES = 2**21
 # A point not placed after this many rounds (> 6e7 candidates at full batch) raises SamplerError.
 _MAX_ROUNDS = 1000
 _SHOW = 10
+#: Pixel boxes queried against the cells of a hexagonal or areal lattice at once.
+_CHUNK_PIXELS = 2**18
 
 
 def place_in_cells(
@@ -109,8 +113,8 @@ def place_in_cells(
     Warns
     -----
     DataWarning
-        With ``weights``: some requested cells contain no pixel centre of positive weight, so
-        their points are placed uniformly.
+        With ``weights``: no pixel of positive weight covers some requested cells, so their
+        points are placed uniformly.
 
     Examples
     --------
@@ -194,7 +198,7 @@ def place(
 
 
 def unweighted_note(table: PixelTable | None, cells: np.ndarray) -> str | None:
-    """Say which of ``cells`` hold no pixel centre of positive weight, or None if all do.
+    """Say which of ``cells`` no pixel of positive weight covers, or None if one covers each.
 
     Their points are placed uniformly over the cell's habitable geometry (:func:`place`).
 
@@ -216,7 +220,7 @@ def unweighted_note(table: PixelTable | None, cells: np.ndarray) -> str | None:
     if not uniform.any():
         return None
     empty = np.unique(cells[uniform])
-    return (f"{empty.size} cell(s) hold no pixel centre of positive weight in the weights "
+    return (f"{empty.size} cell(s) are covered by no pixel of positive weight in the weights "
             f"raster (cell ids {empty[:_SHOW].tolist()}{' ...' if empty.size > _SHOW else ''}); "
             f"their {int(uniform.sum())} point(s) are placed uniformly over the cell's habitable "
             "geometry")
@@ -326,31 +330,43 @@ def _rejection(
 # ---------------------------------------------------------------------- raster weights
 @dataclass(frozen=True)
 class PixelTable:
-    """Positive-weight raster pixels grouped by the cell holding their centre.
+    """Pieces of positive-weight raster pixels, each ``pixel ∩ cell``, grouped by cell.
+
+    A pixel over several cells is split among them, each piece weighing the pixel's weight
+    times the share of the pixel's area that is the habitable part of the cell, so that the
+    density of placed points within a cell follows the raster, area for area.
 
     Attributes
     ----------
     boxes : numpy.ndarray of float64, shape (P, 4)
-        ``pixel ∩ cell box`` of each pixel, sorted by cell.
+        ``pixel ∩ cell box`` of each piece, sorted by cell.
     within : numpy.ndarray of float64, shape (P,)
-        Running sum of the pixel weights within each cell, restarting at each cell's first
-        pixel (one sum over all cells made a small cell's weights a difference of two large
+        Running sum of the piece weights within each cell, restarting at each cell's first
+        piece (one sum over all cells made a small cell's weights a difference of two large
         sums: next to pixels of weight 1e17, a cell's pixels of weight 1 and 3 summed to 0).
     start : numpy.ndarray of int64, shape (G + 1,)
-        Pixels of cell ``i`` are ``start[i] .. start[i + 1] - 1``.
+        Pieces of cell ``i`` are ``start[i] .. start[i + 1] - 1``.
     total : numpy.ndarray of float64, shape (G,)
-        Total weight of each cell (0 where no pixel centre of positive weight).
+        Total weight of each cell (0 where no pixel of positive weight covers any of its
+        habitable part).
+    acceptance : numpy.ndarray of float64, shape (P,)
+        Habitable share of each piece's box, in (0, 1] (1 in a fully habitable square cell):
+        the rate at which points uniform in the box land in the cell.
+    grid : geosynth.lattice.Grid or None
+        The lattice the table was made for (:func:`check_pixel_table` compares it).
     """
 
     boxes: np.ndarray
     within: np.ndarray
     start: np.ndarray
     total: np.ndarray
+    acceptance: np.ndarray | None = None
+    grid: Grid | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_band(cls, values: np.ndarray, transform: Any, row0: int, col0: int,
                   grid: Grid) -> PixelTable:
-        """Group the pixels of positive weight of a raster window by the cell holding their centre.
+        """Split the pixels of positive weight of a raster window among the cells they cover.
 
         :func:`geosynth.rasters.read_weights` reads a raster file or dataset into this table.
 
@@ -374,7 +390,7 @@ class PixelTable:
         ------
         geosynth.errors.InputError
             Negative or infinite weights, pixels too small to tell apart at the grid's
-            coordinates, or no habitable cell with a positive weight.
+            coordinates, or no habitable cell covered by a pixel of positive weight.
         """
         check_grid(grid)
         values = np.array(values, dtype=np.float64)
@@ -391,16 +407,9 @@ class PixelTable:
         rows, cols = rows + row0, cols + col0
         xa, xb = t.c + cols * t.a, t.c + (cols + 1) * t.a
         ya, yb = t.f + rows * t.e, t.f + (rows + 1) * t.e
-        centre = np.column_stack([(xa + xb) / 2, (ya + yb) / 2])
-        cell = grid.locate(centre) if centre.size else np.empty(0, dtype=np.int64)
-        inside = cell >= 0
-        order = np.argsort(cell[inside], kind="stable")
-        cell = cell[inside][order]
-        pixel = np.column_stack(
-            [np.minimum(xa, xb), np.minimum(ya, yb), np.maximum(xa, xb), np.maximum(ya, yb)]
-        )[inside][order]
-        boxes = _clip_boxes(pixel, grid.cell_bounds(cell))
-        if ((boxes[:, 2] <= boxes[:, 0]) | (boxes[:, 3] <= boxes[:, 1])).any():
+        pixels = np.column_stack(
+            [np.minimum(xa, xb), np.minimum(ya, yb), np.maximum(xa, xb), np.maximum(ya, yb)])
+        if ((pixels[:, 2] <= pixels[:, 0]) | (pixels[:, 3] <= pixels[:, 1])).any():
             # Pixels below the float resolution of the coordinates: a point "in" one was put
             # beside it, possibly in the next cell (or rejection sampling ran 6e7 candidates).
             raise InputError(
@@ -408,13 +417,23 @@ class PixelTable:
                 "apart at the grid's coordinates; resample it to coarser pixels (e.g. "
                 "`gdalwarp -tr`)"
             )
-        sorted_w = w[inside][order]
-        within = pd.Series(sorted_w).groupby(cell).cumsum().to_numpy()
+        pixel, cell = _covered_cells(grid, pixels)
+        boxes = _clip_boxes(pixels[pixel], grid.cell_bounds(cell))
+        habitable = _habitable_areas(grid, cell, boxes)
+        box_area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+        pixel_area = (pixels[pixel, 2] - pixels[pixel, 0]) * (pixels[pixel, 3] - pixels[pixel, 1])
+        keep = habitable > 0
+        weight = w[pixel] * habitable / pixel_area
+        order = np.argsort(cell[keep], kind="stable")
+        cell, boxes, weight = cell[keep][order], boxes[keep][order], weight[keep][order]
+        acceptance = np.minimum(habitable[keep][order] / box_area[keep][order], 1.0)
+        within = pd.Series(weight).groupby(cell).cumsum().to_numpy()
         start = np.searchsorted(cell, np.arange(grid.n_cells + 1), side="left")
         last = np.maximum(start[1:] - 1, 0)
         total = np.where(start[1:] > start[:-1], within[last] if within.size else 0.0, 0.0)
         _check_some_weight(total)
-        return cls(boxes=boxes, within=within, start=start, total=total)
+        return cls(boxes=boxes, within=within, start=start, total=total, acceptance=acceptance,
+                   grid=grid)
 
     def choose(self, cells: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Pixel (row of ``boxes``) for each cell, with probability ∝ weight within the cell.
@@ -442,6 +461,57 @@ class PixelTable:
         return left
 
 
+def _covered_cells(grid: Grid, pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``(pixel, cell)`` of the pixel boxes ``(P, 4)`` and the cells they overlap.
+
+    On a square lattice from its edges (a pixel covers a range of rows and columns); on
+    hexagons and areas from a spatial index of the cells' habitable geometry, in chunks.
+    Pairs that only touch are kept here and weigh 0 (:func:`_habitable_areas`).
+    """
+    if grid.kind == "square":
+        x_edges, y_edges = grid.edges
+        c0 = np.searchsorted(x_edges, pixels[:, 0], side="right") - 1
+        c1 = np.searchsorted(x_edges, pixels[:, 2], side="left") - 1
+        r0 = np.searchsorted(y_edges, pixels[:, 1], side="right") - 1
+        r1 = np.searchsorted(y_edges, pixels[:, 3], side="left") - 1
+        c0, r0 = np.maximum(c0, 0), np.maximum(r0, 0)
+        c1, r1 = np.minimum(c1, x_edges.size - 2), np.minimum(r1, y_edges.size - 2)
+        ncols, nrows = np.maximum(c1 - c0 + 1, 0), np.maximum(r1 - r0 + 1, 0)
+        pixel = np.repeat(np.arange(pixels.shape[0]), ncols * nrows)
+        offset = np.arange(pixel.size) - np.repeat(np.cumsum(ncols * nrows) - ncols * nrows,
+                                                   ncols * nrows)
+        col = c0[pixel] + offset % ncols[pixel]
+        row = r0[pixel] + offset // ncols[pixel]
+        shape_cols = x_edges.size - 1
+        position = row * shape_cols + col
+        cell = np.asarray(grid.lattice_to_cell)[position] if position.size else position
+        found = cell >= 0
+        return pixel[found], cell[found]
+    tree = shapely.STRtree(grid.habitable_geometry)
+    pixel_parts, cell_parts = [], []
+    for first in range(0, pixels.shape[0], _CHUNK_PIXELS):
+        chunk = pixels[first:first + _CHUNK_PIXELS]
+        found = tree.query(shapely.box(*chunk.T), predicate="intersects")
+        pixel_parts.append(found[0] + first)
+        cell_parts.append(found[1])
+    if not pixel_parts:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return (np.concatenate(pixel_parts).astype(np.int64),
+            np.concatenate(cell_parts).astype(np.int64))
+
+
+def _habitable_areas(grid: Grid, cell: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """Area of each ``box ∩ habitable geometry of cell``: the box's own in a full square cell."""
+    width = np.maximum(boxes[:, 2] - boxes[:, 0], 0.0)
+    height = np.maximum(boxes[:, 3] - boxes[:, 1], 0.0)
+    area = width * height
+    part = np.flatnonzero(~np.asarray(grid.fully_habitable)[cell] & (area > 0))
+    if part.size:
+        geoms = np.asarray(grid.habitable_geometry)[cell[part]]
+        area[part] = shapely.area(shapely.intersection(shapely.box(*boxes[part].T), geoms))
+    return area
+
+
 def _check_some_weight(total: np.ndarray) -> None:
     """Refuse a raster that gives no cell any weight (all zero, nodata or NaN over the grid).
 
@@ -450,10 +520,9 @@ def _check_some_weight(total: np.ndarray) -> None:
     """
     if not (total > 0).any():
         raise InputError(
-            "weights raster has no pixel of positive weight whose centre lies in a habitable "
-            "cell of the grid (every pixel over the grid is 0, nodata or NaN, or outside the "
-            "region); check the band, the extent and the nodata value, or pass weights=None "
-            "for uniform placement"
+            "weights raster has no pixel of positive weight over a habitable cell of the grid "
+            "(every pixel over the grid is 0, nodata or NaN, or outside the region); check the "
+            "band, the extent and the nodata value, or pass weights=None for uniform placement"
         )
 
 
@@ -475,7 +544,8 @@ def _weighted_points(
     xy = np.empty((cells.size, 2))
     if cells.size == 0:
         return xy
-    boxes = table.boxes[table.choose(cells, rng)]
+    piece = table.choose(cells, rng)
+    boxes = table.boxes[piece]
     fully = np.asarray(grid.fully_habitable)[cells]
     full = np.flatnonzero(fully)
     xy[full] = _uniform_in_boxes(rng, boxes[full])
@@ -483,7 +553,9 @@ def _weighted_points(
     if part.size:
         geoms = _own_copies(np.asarray(grid.habitable_geometry)[cells[part]])
         shapely.prepare(geoms)
-        batch = np.full(part.size, 2, dtype=np.int64)
+        acceptance = (np.full(part.size, 0.5) if table.acceptance is None
+                      else np.clip(table.acceptance[piece[part]], 1e-300, 1.0))
+        batch = np.clip(np.ceil(1.5 / acceptance), 1, _MAX_BATCH).astype(np.int64)
         xy[part] = _rejection(rng, boxes[part], geoms, batch, cells[part])
     return xy
 
@@ -529,6 +601,14 @@ def check_pixel_table(weights: Any, grid: Grid) -> PixelTable | None:
             f"lattice has {grid.n_cells:,}; read it for this lattice with "
             "geosynth.rasters.read_weights(raster, grid) (geosynth.synthesize and "
             "geosynth.naive_synthesize take the raster's path itself)"
+        )
+    # A table of the same number of cells read for another lattice put every point in that
+    # lattice's pixels, outside this one (and its region), without a word.
+    if weights.grid is None or not (weights.grid is grid or weights.grid == grid):
+        raise InputError(
+            "weights is a PixelTable read for another lattice (or made without one): its "
+            "pixels would place points in that lattice's cells; read it for this lattice with "
+            "geosynth.rasters.read_weights(raster, grid)"
         )
     return weights
 

@@ -150,7 +150,7 @@ def test_naive_warns_once_about_cells_without_weight(tmp_path):
         releases = naive_synthesize(gdf, grid, m=3, seed=1, weights=read_weights(path, grid))
     notes = [w for w in record if issubclass(w.category, DataWarning)]
     assert len(notes) == 1  # was one per release
-    assert "3 cell(s) hold no pixel centre of positive weight" in str(notes[0].message)
+    assert "3 cell(s) are covered by no pixel of positive weight" in str(notes[0].message)
     for release in releases:
         np.testing.assert_array_equal(grid.locate(release.geometry), grid.locate(gdf.geometry))
 

@@ -36,6 +36,7 @@ from geosynth.synth.paiva import (
     MIN_RECORDS_FOR_VALUES,
     OUTLYING_FENCE,
     SYNTHESIS_SD_PRIOR_DF,
+    ReleaseMaker,
     continuous_values,
     kept_pairs,
     outlying_means,
@@ -375,12 +376,14 @@ def test_synthesis_sd_ignores_cells_of_one_or_two_records():
 
 def test_a_lone_record_value_does_not_change_the_releases():
     # The releases' values are a function of the cells of >= 3 records only: changing the lone
-    # record's value from 95 to 500 changes no synthetic value (beyond rounding).
+    # record's value from 95 to 500 changes no synthetic value (beyond rounding). The same
+    # generators are given to both (synthesize keys its streams by the records, lone included).
     releases = []
     for lone in (95.0, 500.0):
         gdf, _, counts = lone_value_data(lone)
-        fit = stub_fit(counts, np.ones((1, 10, 5, 2)))
-        releases.append(synthesize(fit, gdf, m=10, seed=3))
+        maker = ReleaseMaker.of(stub_fit(counts, np.ones((1, 10, 5, 2))), gdf)
+        releases.append([maker.release(k, k, np.random.default_rng([3, k]))[0]
+                         for k in range(10)])
     for a, b in zip(*releases, strict=True):
         assert a.geometry.geom_equals_exact(b.geometry, 0).all()
         np.testing.assert_allclose(a["z"], b["z"], rtol=1e-9)

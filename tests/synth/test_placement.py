@@ -286,9 +286,10 @@ def test_pixel_proportions_follow_weights_chi_square(tmp_path):
             assert stats.chisquare(counts[positive], uniform).pvalue < ALPHA
 
 
-def test_pixel_centre_rule_and_partial_cells(tmp_path):
-    # Excluding x < 45 keeps the pixel column [40, 50) (its centre x = 45 is on the boundary,
-    # which counts as habitable); its points fall in [45, 50). Columns 4..9 are equally likely.
+def test_pixel_area_rule_and_partial_cells(tmp_path):
+    # Excluding x < 45 keeps the habitable half [45, 50) of the pixel column [40, 50): it weighs
+    # half a whole column, so columns 4..9 are drawn in the ratio 1/2 : 1 : 1 : 1 : 1 : 1 (a
+    # uniform density over the habitable part, as the constant raster says).
     path = write_raster(tmp_path / "w.tif", np.ones((10, 10)), from_origin(0, 100, 10, 10))
     grid = unit_grid(shape=(1, 1), exclude=box(-1, -1, 45, 101))
     n = 12_000
@@ -298,10 +299,37 @@ def test_pixel_centre_rule_and_partial_cells(tmp_path):
     col = np.floor(xy[:, 0] / 10).astype(int)
     counts = np.bincount(col, minlength=10)
     assert counts[:4].sum() == 0
-    assert stats.chisquare(counts[4:]).pvalue > ALPHA
+    share = np.array([0.5, 1, 1, 1, 1, 1]) / 5.5
+    assert stats.chisquare(counts[4:], n * share).pvalue > ALPHA
     # Uniform within the habitable half of column 4.
     in4 = xy[col == 4, 0]
     assert stats.kstest(in4, stats.uniform(45, 5).cdf).pvalue > ALPHA
+
+
+def test_pixels_straddling_cell_edges_leave_no_strip_empty(tmp_path):
+    # 250 m cells under a constant raster of 100 m pixels: each pixel went wholly to the cell
+    # holding its centre, and the strips of the other cell under it got no point (36 % of one
+    # cell). Split by area, the points are uniform over every cell.
+    grid = quiet_grid((0, 0, 500, 500), crs=CRS, shape=(2, 2))
+    path = write_raster(tmp_path / "w.tif", np.ones((5, 5)), from_origin(0, 500, 100, 100))
+    for cell in range(grid.n_cells):
+        xy = place_weighted(grid, np.full(4000, cell), seed=cell, raster=path)
+        x0, y0, x1, y1 = grid.cell_bounds(cell)[0]
+        assert stats.kstest(xy[:, 0], stats.uniform(x0, x1 - x0).cdf).pvalue > ALPHA
+        assert stats.kstest(xy[:, 1], stats.uniform(y0, y1 - y0).cdf).pvalue > ALPHA
+
+
+def test_a_table_read_for_another_lattice_is_refused(tmp_path):
+    # Read for a 2 x 2 lattice elsewhere, the table had this one's number of cells: every
+    # point went into the other lattice's pixels, outside this one, without a word.
+    path = write_raster(tmp_path / "w.tif", np.ones((4, 4)), from_origin(0, 100, 25, 25))
+    here = unit_grid(shape=(2, 2))
+    elsewhere = quiet_grid((5000, 5000, 5100, 5100), crs=CRS, shape=(2, 2))
+    other = write_raster(tmp_path / "o.tif", np.ones((4, 4)), from_origin(5000, 5100, 25, 25))
+    with pytest.raises(InputError, match="weights is a PixelTable read for another lattice"):
+        place_in_cells(here, [0, 1], seed=1, weights=read_weights(other, elsewhere))
+    same = quiet_grid((0, 0, 100, 100), crs=CRS, shape=(2, 2))  # built alike: equal
+    assert place_in_cells(here, [0, 1], seed=1, weights=read_weights(path, same)).shape == (2, 2)
 
 
 def test_nodata_pixels_get_no_points(tmp_path):
@@ -348,7 +376,8 @@ def test_cells_without_weight_fall_back_to_uniform(tmp_path):
     path = write_raster(tmp_path / "w.tif", values, from_origin(0, 100, 25, 25))
     grid = unit_grid(shape=(2, 2))
     cells = np.array([0] * 10 + [3] * 2000)
-    with pytest.warns(DataWarning, match=r"1 cell\(s\) hold no pixel centre.*\[3\]"):
+    with pytest.warns(DataWarning, match=r"1 cell\(s\) are covered by no pixel of positive "
+                                         r"weight.*\[3\]"):
         xy = place_weighted(grid, cells, seed=2, raster=path)
     assert_in_cells(grid, cells, xy)
     assert (xy[:10] < 25).all()
@@ -383,8 +412,8 @@ def test_raster_crs_must_match(tmp_path):
         # every point silently fell back to uniform placement (a warning only)
         (np.zeros((2, 2)), from_origin(0, 100, 50, 50), "no pixel of positive weight"),
         (np.full((2, 2), np.nan), from_origin(0, 100, 50, 50), "no pixel of positive weight"),
-        # the only weight is over the grid but its pixel centre is outside it
-        (np.array([[1.0, 0.0], [0.0, 0.0]]), from_origin(-90, 190, 100, 100),
+        # the only weight touches the grid at a corner: no area of it
+        (np.array([[1.0, 0.0], [0.0, 0.0]]), from_origin(-100, 200, 100, 100),
          "no pixel of positive weight"),
     ],
 )
@@ -539,10 +568,10 @@ def test_uniform_in_areal_polygons():
     assert stats.binomtest(on_island, n, 4 / 104).pvalue > ALPHA
 
 
-def test_weighted_hexagon_follows_pixel_centre_rule(tmp_path):
-    # 1 m pixels of weight 1 over hexagons of side 5: a point's pixel is one whose centre lies
-    # in the hexagon, each equally likely (the centre rule), and the point is uniform in
-    # pixel ∩ hexagon, so inside the hexagon.
+def test_weighted_hexagon_follows_the_pixel_areas(tmp_path):
+    # 1 m pixels of weight 1 over hexagons of side 5: each pixel's share of the hexagon's points
+    # is the area of pixel ∩ hexagon over the hexagon's (the pixel centre rule gave pixels
+    # straddling the edge all or nothing), and every point is inside the hexagon.
     grid = Grid.hexagonal((0, 0, 30, 30), cell_size=5.0, crs=CRS)
     path = write_raster(tmp_path / "w.tif", np.ones((40, 40)), from_origin(-5, 35, 1, 1))
     cell = grid.n_cells // 2
@@ -550,17 +579,19 @@ def test_weighted_hexagon_follows_pixel_centre_rule(tmp_path):
     cells = np.full(n, cell)
     xy = place_weighted(grid, cells, seed=7, raster=path)
     assert_in_cells(grid, cells, xy)
-    col, row = np.floor(xy[:, 0]).astype(int), np.floor(xy[:, 1]).astype(int)
+    hexagon = grid.cells.geometry.iloc[cell]
     x0, y0, x1, y1 = grid.cell_bounds(cell)[0]
-    cx, cy = np.meshgrid(np.arange(np.floor(x0), np.ceil(x1)) + 0.5,
-                         np.arange(np.floor(y0), np.ceil(y1)) + 0.5, indexing="ij")
-    centres = np.column_stack([cx.ravel(), cy.ravel()])
-    mine = centres[grid.locate(centres) == cell]
-    observed = {tuple(p): 0 for p in np.floor(mine).astype(int).tolist()}
-    for key in zip(col.tolist(), row.tolist(), strict=True):
-        observed[key] += 1  # a KeyError would be a point in a pixel whose centre is outside
-    counts = np.array(list(observed.values()))
-    assert stats.chisquare(counts).pvalue > ALPHA
+    corners = [(i, j) for i in range(int(np.floor(x0)), int(np.ceil(x1)))
+               for j in range(int(np.floor(y0)), int(np.ceil(y1)))]
+    areas = shapely.area(shapely.intersection(
+        shapely.box(*np.array([(i, j, i + 1, j + 1) for i, j in corners]).T), hexagon))
+    covered = areas > 1e-9
+    position = {corner: k for k, corner in enumerate(corners)}
+    pixel = [position[key] for key in zip(np.floor(xy[:, 0]).astype(int).tolist(),
+                                          np.floor(xy[:, 1]).astype(int).tolist(), strict=True)]
+    counts = np.bincount(pixel, minlength=len(corners))
+    assert counts[~covered].sum() == 0
+    assert stats.chisquare(counts[covered], n * areas[covered] / hexagon.area).pvalue > ALPHA
 
 
 # ---------------------------------------------------------------------- raster limits
