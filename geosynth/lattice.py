@@ -1423,6 +1423,7 @@ def require_projected_crs(crs: Any, name: str = "crs", alternative: str = "") ->
         return
     parsed = crs if isinstance(crs, pyproj.CRS) else parse_crs(crs, name)
     if not parsed.is_geographic:
+        _refuse_third_axis(parsed, name)
         return
     subject = f"crs {parsed.to_string()} is" if name == "crs" else (
         f"{name} uses the CRS {parsed.to_string()}, which is"
@@ -1433,6 +1434,26 @@ def require_projected_crs(crs: Any, name: str = "crs", alternative: str = "") ->
         f"metres: reproject the points with {frame}.to_crs({frame}.estimate_utm_crs()) and "
         f"build the grid in that CRS{alternative}"
     )
+
+
+def _refuse_third_axis(crs: pyproj.CRS, name: str) -> None:
+    """Refuse a projected CRS with a vertical axis (compound) and a geocentric one.
+
+    A compound CRS (EPSG:31983+5720) passed every step, and the release file then recorded it
+    in words GDAL does not read back the same: the reader refused the file just written as an
+    edited one. The lattice lives on the horizontal plane.
+    """
+    if len(crs.axis_info) <= 2 and not crs.is_compound:
+        return
+    frame = "gdf" if name == "crs" else name
+    owner = f"crs {crs.to_string()}" if name == "crs" else f"{name}'s CRS {crs.to_string()}"
+    if crs.is_geocentric:
+        raise CRSError(f"{owner} is geocentric (x, y, z from the Earth's centre); cells, areas "
+                       f"and distances need a projected CRS in metres: reproject with "
+                       f"{frame}.to_crs({frame}.estimate_utm_crs())")
+    raise CRSError(f"{owner} has a vertical axis; the lattice lives on the horizontal plane: "
+                   f"use its horizontal CRS, {frame}.set_crs({frame}.crs.to_2d(), "
+                   f"allow_override=True) (here {crs.to_2d().to_string()})")
 
 
 def _check_bounds(bounds: Sequence[float]) -> Bounds:

@@ -198,6 +198,19 @@ def test_geographic_crs_is_refused_by_every_constructor(crs):
     require_projected_crs(CRS)
 
 
+def test_a_crs_with_a_vertical_axis_or_geocentric_is_refused():
+    # A compound CRS passed every step, and the release file recorded it in words GDAL does
+    # not read back: the reader refused the file just written as an edited one.
+    with pytest.raises(CRSError, match=r"crs EPSG:31983\+5720 has a vertical axis.*to_2d\(\).*"
+                                       r"\(here EPSG:31983\)"):
+        Grid.regular((0, 0, 1, 1), shape=(2, 2), crs="EPSG:31983+5720")
+    points = gpd.GeoSeries.from_xy([0.0, 5.0], [0.0, 5.0], crs="EPSG:31983+5720")
+    with pytest.raises(CRSError, match=r"gdf's CRS EPSG:31983\+5720 has a vertical axis"):
+        Grid.from_points(points, shape=(2, 2))
+    with pytest.raises(CRSError, match=r"EPSG:4978 is geocentric"):
+        Grid.regular((0, 0, 1, 1), shape=(2, 2), crs="EPSG:4978")
+
+
 def test_units_below_the_float_resolution_are_refused():
     points = gpd.GeoSeries.from_xy([7e6, 7e6 + 1e-9], [7e6, 7e6 + 1e-9], crs=CRS)
     for kwargs in ({"shape": (3, 3)}, {"cell_size": 1e-12}):

@@ -455,6 +455,15 @@ def write_release(
             "cells of the grid, so it was not drawn on that lattice (a reader would take the "
             "file for an edited one); pass the grid (or fit) the releases were drawn with"
         )
+    written = metadata_from_info(info)
+    for k, frame in enumerate(frames, start=1):
+        problem = _value_problem(frame, written)
+        if problem is not None:
+            raise InputError(
+                f"release {k} ({RELEASE_LAYER.format(k)}) has {problem}: no geosynth "
+                "synthesizer drew them (a reader would take the file for an edited one); "
+                "write the releases as geosynth.synthesize drew them"
+            )
     if include_intensity:
         warn_exact_intensity(fit, fit.posterior_mean_lambda(),
                              f"the grid layer of {printable(target.name)}", stacklevel=2)
@@ -1860,28 +1869,38 @@ def _check_release_values(releases: list[gpd.GeoDataFrame], metadata: dict[str, 
     after it was written (a point moved 1,000 km away, as an extreme original record would be;
     ``z`` set to 1e300 or to NULL) passed ``read_release``, ``inspect`` and ``evaluate``.
     """
-    model = metadata.get("model") or {}
-    continuous = model.get("continuous")
-    columns = [*(model.get("attributes") or []),
-               *([continuous] if isinstance(continuous, str) else continuous or [])]
-    limits = metadata.get(LIMITS_PARAMETER) or {}
     box = None if grid is None else shapely.total_bounds(np.asarray(grid.geometry.array))
     for k, release in enumerate(releases, start=1):
         layer = RELEASE_LAYER.format(k)
         if box is not None and _beyond_box(release, box):
             raise InputError(f"{name}: layer {layer} has points outside its grid layer, "
                              f"where geosynth never places one, so {EDITED}")
-        missing = [c for c in columns if c in release.columns and release[c].isna().any()]
-        if missing:
-            raise InputError(f"{name}: layer {layer} has missing values in {_shown(missing)}, "
-                             f"which geosynth never writes, so {EDITED}")
-        for column, (low, high) in limits.items():
-            values = pd.to_numeric(release[column], errors="coerce").to_numpy(dtype=np.float64)
-            low = -math.inf if low is None else low
-            high = math.inf if high is None else high
-            if ((values < low) | (values > high)).any():
-                raise InputError(f"{name}: layer {layer} has values of {printable(column)!r} "
-                                 f"outside its metadata 'limits', so {EDITED}")
+        problem = _value_problem(release, metadata)
+        if problem is not None:
+            raise InputError(f"{name}: layer {layer} has {problem}, so {EDITED}")
+
+
+def _value_problem(release: gpd.GeoDataFrame, metadata: Mapping[str, Any]) -> str | None:
+    """Describe values of the model's columns that geosynth never draws, or return None.
+
+    A missing value, or a value of a continuous column outside its recorded ``limits``: the
+    reader refuses such a file as edited, so the writer refuses to write one (a NaN written by
+    the caller made a file the reader then called edited).
+    """
+    model = metadata.get("model") or {}
+    continuous = model.get("continuous")
+    columns = [*(model.get("attributes") or []),
+               *([continuous] if isinstance(continuous, str) else continuous or [])]
+    missing = [c for c in columns if c in release.columns and release[c].isna().any()]
+    if missing:
+        return f"missing values in {_shown(missing)}, which geosynth never writes"
+    for column, (low, high) in (metadata.get(LIMITS_PARAMETER) or {}).items():
+        values = pd.to_numeric(release[column], errors="coerce").to_numpy(dtype=np.float64)
+        low = -math.inf if low is None else low
+        high = math.inf if high is None else high
+        if ((values < low) | (values > high)).any():
+            return f"values of {printable(column)!r} outside its metadata 'limits'"
+    return None
 
 
 def _beyond_box(release: gpd.GeoDataFrame, box: np.ndarray) -> bool:

@@ -2361,6 +2361,25 @@ def test_a_column_named_as_the_read_geometry_is_refused_before_writing(tmp_path,
     assert names(tmp_path) == []
 
 
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda frame: frame.assign(z=frame["z"].where(frame.index != 0)),
+     r"release 1 \(synthetic_1\) has missing values in \['z'\]"),
+    (lambda frame: frame.assign(z=frame["z"].where(frame.index != 0, 500.0)),
+     r"release 1 \(synthetic_1\) has values of 'z' outside its metadata 'limits'"),
+], ids=["missing", "beyond-limits"])
+def test_values_the_reader_refuses_are_refused_before_writing(tmp_path, fitted, confidential,
+                                                              edit, message):
+    # Written without a word, then refused by read_release as an edited file.
+    fit = fitted[0]
+    drawn = synthesize(fit, confidential, m=2, seed=SYNTH_SEED, limits={"z": (0.0, 200.0)})
+    public = [to_public(r, seed=k) for k, r in enumerate(drawn)]
+    public[0] = edit(public[0])
+    with pytest.raises(InputError, match=message + r".*a reader would take the file for an "
+                                                   r"edited one"):
+        write_release(tmp_path / "r.gpkg", public, fit=fit)
+    assert names(tmp_path) == []
+
+
 def test_releases_beyond_the_grid_are_refused_before_writing(tmp_path, fitted):
     # written, then refused by the reader as an edited file
     fit, _, public = fitted
