@@ -1189,6 +1189,7 @@ def _file_info(
         parameters=_file_limits(found, frames),
     )
     _check_published(info, seed_values)
+    _check_crs_text(crs, seed_values)
     spent = ledger.get("spent", {}).get("epsilon") if ledger is not None else None
     if info.epsilon is None and spent:  # the ledger's total (0: nothing was spent, no ε)
         info = info.replace(epsilon=spent)
@@ -1236,6 +1237,22 @@ def _check_published(info: ReleaseInfo, seed_values: set[int]) -> None:
         problem = _type_problem(_jsonable(getattr(info, key), key), _SCHEMA[key], key)
         if problem is not None:
             raise InputError(f"metadata {problem}; {_SCHEMA_FIX[key]}")
+
+
+def _check_crs_text(crs: pyproj.CRS | None, seed_values: set[int]) -> None:
+    """Refuse a CRS whose published text holds a seed.
+
+    A CRS without an authority code is published as its WKT, twice (the metadata's ``crs`` and
+    the GeoPackage's ``gpkg_spatial_ref_sys``), name and remarks included: a custom CRS named
+    "seed 918273645" put the seed given to ``seeds=`` into the file four times.
+    """
+    label = _crs_label(crs)
+    if label is None or crs.to_authority() is not None:
+        return
+    problem = _seed_problem(label, "the releases' CRS (its WKT is published)", seed_values)
+    if problem is not None:
+        raise InputError(f"{problem}; seeds must not be published: give the CRS a name and "
+                         "remarks without them (or use its EPSG code)")
 
 
 def _metadata_table(info: ReleaseInfo) -> pd.DataFrame:

@@ -2380,6 +2380,24 @@ def test_values_the_reader_refuses_are_refused_before_writing(tmp_path, fitted, 
     assert names(tmp_path) == []
 
 
+def test_a_seed_in_the_text_of_a_crs_is_not_published(tmp_path):
+    # A CRS without an authority code is published as its WKT (name and remarks included),
+    # which the seed scan did not read: the seed went into the file four times.
+    seed = 918273645
+    base = pyproj.CRS("+proj=tmerc +lat_0=0 +lon_0=-44.3 +k=0.99991 +x_0=500000 "
+                      "+y_0=10000000 +ellps=GRS80 +units=m +no_defs").to_json_dict()
+    named = pyproj.CRS.from_json_dict({**base, "name": f"local grid (seed {seed})"})
+    assert named.to_authority() is None
+    frame = gpd.GeoDataFrame({"y": np.arange(30) % 2},
+                             geometry=gpd.points_from_xy(10.0 * np.arange(30), np.zeros(30)),
+                             crs=named)
+    with pytest.raises(InputError, match=r"the releases' CRS \(its WKT is published\).*seeds "
+                                         r"must not be published"):
+        write_release(tmp_path / "r.gpkg", [to_public(frame, seed=1)],
+                      metadata={"method": "paiva"}, seeds={"synthesize": seed})
+    assert names(tmp_path) == []
+
+
 def test_releases_beyond_the_grid_are_refused_before_writing(tmp_path, fitted):
     # written, then refused by the reader as an edited file
     fit, _, public = fitted
