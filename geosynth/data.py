@@ -337,9 +337,18 @@ def _check_labels(levels: dict[str, list], combos: Callable[[], pd.DataFrame]) -
     each level name the columns, bands and parameters of a release; two alike would overwrite
     one another. Levels of an attribute written alike (``1`` and ``"1"``) are refused; so are
     combinations labelled alike, which needs a ``,`` in a level (``a="1,b=2", b="3"`` and
-    ``a="1", b="2,b=3"``): the labels are only built then. No level is quoted.
+    ``a="1", b="2,b=3"``): the labels are only built then. No level is quoted. A level holding
+    a NUL character is refused: files cut text there ("zone<NUL>north" and "zone<NUL>south"
+    were read back from a release as one level "zone").
     """
     for attribute, values in levels.items():
+        if any("\x00" in f"{v}" for v in values):
+            raise InputError(
+                f"attribute {attribute!r} has levels holding a NUL character, where GeoPackages "
+                "and most GIS files cut text (two such levels would be read back as one); "
+                f"remove it, e.g. gdf[{attribute!r}] = gdf[{attribute!r}].str.replace('\\x00', "
+                "'')"
+            )
         if len({f"{v}" for v in values}) < len(values):
             raise InputError(
                 f"attribute {attribute!r} has levels that are written alike (e.g. 1 and '1'), "

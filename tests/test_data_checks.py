@@ -9,6 +9,7 @@ import pytest
 import shapely
 
 from geosynth.data import check_declared, domain_codes, prepare
+from geosynth.datasets import paiva_scenario
 from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 
@@ -364,3 +365,14 @@ def test_tuples_of_labels_are_refused_as_no_level(grid):
                              dtype=object)
     with pytest.raises(InputError, match=r"'group' holds tuples.*map\('/'.join\)"):
         prepare(gdf, grid, ["group"])
+
+
+def test_levels_holding_a_nul_character_are_refused():
+    # Files cut text at a NUL: "zone\x00north" and "zone\x00south" were fitted as two levels
+    # and read back from the release as one, "zone".
+    scenario = paiva_scenario(n=120, seed=2)
+    data = scenario.data.assign(grp=np.where(scenario.data["y"] == 1, "zone\x00north",
+                                             "zone\x00south"))
+    grid = Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
+    with pytest.raises(InputError, match=r"attribute 'grp' has levels holding a NUL character"):
+        prepare(data, grid, ["grp"])

@@ -597,6 +597,7 @@ def _check_releases(releases: Any, original_index: Any,
         if not is_linked(release):  # a baseline's public form: whatever its columns
             refuse_baseline(release, name, "it is for comparison, not for publication; "
                             "publish the releases of geosynth.synthesize")
+        _check_storable_values(release, geometry, name)
         check_release_columns(release, geometry, name, original, released=released or ())
         if is_linked(release):
             raise InputError(
@@ -742,6 +743,48 @@ def _check_geopackage_columns(release: gpd.GeoDataFrame, geometry: str, name: st
         if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
             raise InputError(f"{name}: column {label!r} holds integers beyond int64, which a "
                              "GeoPackage cannot store; store them as text or float")
+
+
+
+def _check_storable_values(release: gpd.GeoDataFrame, geometry: str, name: str) -> None:
+    """Refuse names and values a GeoPackage cuts or cannot store, before any check reads them.
+
+    Text is cut at a NUL character (levels "zone<NUL>north" and "zone<NUL>south" were read
+    back as one level "zone") and must be UTF-8 (a lone surrogate, from a file name decoded
+    with ``surrogateescape``, failed the write with a bare encoding error); durations failed
+    it with an error naming no column.
+    """
+    for column in release.columns:
+        if column == geometry:
+            continue
+        if isinstance(column, str) and not _storable_text(column):
+            raise InputError(f"{name} has a column name {ascii(column)} holding a NUL character "
+                             "or text that is not UTF-8, which a GeoPackage cuts or cannot "
+                             "store; rename it")
+        values = release[column]
+        label = ascii(str(column))
+        if values.dtype.kind == "m":
+            raise InputError(f"{name}: column {label} holds durations (timedelta), which a "
+                             "GeoPackage cannot store; store them as numbers (e.g. "
+                             f"release[{label}].dt.total_seconds())")
+        bad = [k for k, v in enumerate(values.tolist())
+               if isinstance(v, str) and not _storable_text(v)]
+        if bad:
+            raise InputError(f"{name}: column {label} has {len(bad)} text value(s) holding a "
+                             "NUL character or text that is not UTF-8 (rows "
+                             f"{bad[:5]}), which a GeoPackage cuts (merging levels) or cannot "
+                             "store; clean them (e.g. .str.replace('\\x00', ''))")
+
+
+def _storable_text(text: str) -> bool:
+    """Whether a GeoPackage stores ``text`` as it is: UTF-8, no NUL (SQLite cuts text there)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _NOT_PLAIN_POINTS = "missing, empty, non-finite, 3-D (Z/M) or non-point geometries"

@@ -1467,6 +1467,14 @@ def test_model_metadata_holds_one_covariate_or_a_list(release_of_three, continuo
         ({" record-index ": [1, 2, 3]}, r"a column ' record-index ', which identifies records"),
         ({"c": np.array([1j, 2, 3])}, r"column 'c' holds complex numbers"),
         ({"u": np.array([2**64 - 1, 1, 2], dtype=np.uint64)}, r"column 'u' holds integers beyond"),
+        # Cut at the NUL, "zone\x00north" and "zone\x00south" were read back as one level.
+        ({"g": np.array(["zone\x00north", "zone\x00south", "zone\x00south"], dtype=object)},
+         r"column 'g' has 3 text value\(s\) holding a NUL character"),
+        ({"a\x00b": [1, 0, 1]}, r"a column name 'a\\x00b' holding a NUL character"),
+        # a file name decoded with surrogateescape: a bare UnicodeEncodeError of pyarrow
+        ({"g": pd.Series(["a\udcff", "b", "c"], dtype=object)}, r"text that is not UTF-8"),
+        # pyogrio's NotImplementedError named no column
+        ({"d": pd.to_timedelta([1, 2, 3], unit="D")}, r"column 'd' holds durations"),
     ],
 )
 def test_columns_a_geopackage_cannot_hold_are_refused_before_writing(tmp_path, columns, match):
