@@ -176,6 +176,7 @@ __all__ = [
     "RARE_LEVEL_RECORDS",
     "MAX_CONTINUOUS",
     "continuous_values",
+    "check_not_row_numbers",
     "IDENTIFYING_MIN_RECORDS",
     "IDENTIFYING_MIN_SINGLETONS",
     "IDENTIFYING_SINGLETON_SHARE",
@@ -989,6 +990,32 @@ def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
             f"continuous column {column!r} has {int(bad.sum())} infinite values "
             f"({_rows(gdf.index, bad)}); drop or replace them"
         )
+    check_not_row_numbers(values, column)
+    huge = np.abs(values) > MAX_CONTINUOUS
+    if huge.any():  # squares of such values overflow the cell means' SD (to inf)
+        raise InputError(
+            f"continuous column {column!r} has {int(huge.sum())} values beyond ±{MAX_CONTINUOUS:g} "
+            f"({_rows(gdf.index, huge)}); rescale the column (e.g. to thousands or millions)"
+        )
+    return values
+
+
+def check_not_row_numbers(values: np.ndarray, column: str) -> None:
+    """Refuse a continuous column whose values are row numbers or record ids.
+
+    Parameters
+    ----------
+    values : numpy.ndarray of float64
+        Every record's value (a partitioned preparation passes the column's distinct values
+        when there are as many as records: the only case in which the column can be refused).
+    column : str
+        Its name, for the message.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        :func:`_is_row_numbering`.
+    """
     if _is_row_numbering(values):
         raise InputError(
             f"continuous column {column!r} holds {values.size:,} distinct whole numbers in a "
@@ -997,13 +1024,6 @@ def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
             "or not: its synthetic values would follow the records' order; drop it from "
             "continuous="
         )
-    huge = np.abs(values) > MAX_CONTINUOUS
-    if huge.any():  # squares of such values overflow the cell means' SD (to inf)
-        raise InputError(
-            f"continuous column {column!r} has {int(huge.sum())} values beyond ±{MAX_CONTINUOUS:g} "
-            f"({_rows(gdf.index, huge)}); rescale the column (e.g. to thousands or millions)"
-        )
-    return values
 
 
 def _is_row_numbering(values: np.ndarray) -> bool:

@@ -59,11 +59,13 @@ from geosynth.data import (
     check_crs,
     check_domain_options,
     check_kept_labels,
+    check_not_row_numbers,
     check_outside,
     check_prepare_options,
     count_table,
     counts_from_table,
     counts_on_domain,
+    covariate_names,
     locate_on_domain,
     locate_records,
     no_overlap_message,
@@ -879,8 +881,11 @@ def prepare_dask(
     The result equals ``prepare(ddf.compute(), ...)``, except that ``zbar`` may differ in the
     last bits (sums in another order). Error messages about bad rows name (and count) the rows of
     one failing partition: with several, which one may change from run to run. The data is
-    read twice (three times when points fall in no cell): ``ddf.persist()`` first if computing
-    it is costly, and the two passes must see the same records (else ``InputError``).
+    read twice (once more when points fall in no cell, and once more for the continuous
+    columns, whose distinct values are gathered to refuse record numbers as
+    :func:`geosynth.prepare` does: judged by partition, ids in small partitions passed):
+    ``ddf.persist()`` first if computing it is costly, and the two passes must see the same
+    records (else ``InputError``).
 
     With ``levels`` (the preparation of a differentially private release, see "Preparation on
     a public domain" in :mod:`geosynth.data`) one pass locates every record on the declared
@@ -940,6 +945,7 @@ def prepare_dask(
     check_crs(ddf, grid)
     _check_known_categories(ddf, attrs)
 
+    _check_covariates_of_all_partitions(ddf, covariate_names(continuous))
     categories = {a: meta[a].cat.categories.tolist() for a in attrs
                   if isinstance(meta[a].dtype, pd.CategoricalDtype)}
     table_meta = _partition_table(meta, grid, attrs, continuous, categories)
@@ -987,6 +993,24 @@ def prepare_dask(
                                allow_identifying=allow_identifying, records=records)
     _check_passes_agree(counts)
     return counts
+
+
+def _check_covariates_of_all_partitions(ddf: dask_geopandas.GeoDataFrame,
+                                        columns: Sequence[str]) -> None:
+    """Refuse record numbers as a continuous column, judged on all partitions at once.
+
+    Each partition was checked alone (:func:`geosynth.data.locate_records`): record ids split
+    into partitions of fewer than 20 rows, or too few for the density rule, passed what
+    :func:`geosynth.prepare` refuses (and a partition's refusal gave its own count). A column
+    can only be record numbers when its values are distinct, so only its distinct values are
+    gathered, and checked when they are as many as its values; before the partitions' checks.
+    """
+    import dask
+
+    for column in columns:
+        distinct, count = dask.compute(ddf[column].drop_duplicates(), ddf[column].count())
+        if len(distinct) == int(count):
+            check_not_row_numbers(distinct.to_numpy(dtype=np.float64), column)
 
 
 def _check_passes_agree(counts: CellCounts) -> None:

@@ -295,6 +295,19 @@ def test_prepare_dask_equals_prepare(client, points, grid, npartitions):
         pd.testing.assert_frame_equal(got.combos, same.combos)  # dtypes too
 
 
+@pytest.mark.parametrize("npartitions", [4, 150])
+def test_prepare_dask_refuses_record_numbers_split_among_partitions(client, points, grid,
+                                                                   npartitions):
+    # Each partition was checked alone: 600 record numbers in 150 partitions of 4 rows (below
+    # the 20 the check needs), or 4 partitions of 150 (too few for the density rule), passed
+    # what prepare refuses.
+    numbered = points.assign(score=np.random.default_rng(1).permutation(len(points)) + 1000.0)
+    with pytest.raises(InputError, match=r"continuous column 'score' holds 600 distinct whole"):
+        prepare(numbered, grid, attributes="a", continuous="score")
+    with pytest.raises(InputError, match=r"continuous column 'score' holds 600 distinct whole"):
+        gd.prepare_dask(to_dask(numbered, npartitions), grid, attributes="a", continuous="score")
+
+
 def test_prepare_dask_warns_once_of_bounds_on_the_records_extremes(client, points):
     # The extremes of x and y sit in different partitions: each partition alone sees at most
     # one touching bound (no warning), and a worker's warning never reached the client.
