@@ -161,6 +161,8 @@ def read_band(dataset: Any, grid: Grid, name: str) -> Band:
     Returns
     -------
     Band
+        The band's values unpacked (``raw * scale + offset``, as GDAL defines a band's scale
+        and offset), no data as NaN.
 
     Raises
     ------
@@ -203,7 +205,14 @@ def read_band(dataset: Any, grid: Grid, name: str) -> Band:
             "prior), or raise MAX_WEIGHT_PIXELS deliberately"
         )
     band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
-    return Band(np.ma.filled(band.astype(np.float64), np.nan), t, row0, col0)
+    values = np.ma.filled(band.astype(np.float64), np.nan)
+    # The stored values are packed: GDAL's value = raw * scale + offset. A uint16 raster of
+    # raw 1000 and 1010 with offset -1000 (weights 0 and 10) put half the points in the pixel
+    # of weight 0.
+    scale, offset = dataset.scales[0], dataset.offsets[0]
+    if scale != 1.0 or offset != 0.0:
+        values = values * scale + offset
+    return Band(values, t, row0, col0)
 
 
 def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str) -> Any:

@@ -156,3 +156,21 @@ def test_a_crs_without_authority_code_is_named_shortly(grid, tmp_path):
     message = str(info.value)
     assert "PROJCS[" not in message and len(message) < 500
     assert "(no authority code)" in message and "rio edit-info --crs" in message
+
+
+def test_packed_values_are_read_unpacked(tmp_path, grid):
+    # A uint16 band storing raw 1000 and 1010 with scale 0.5 and offset -500 holds the weights
+    # 0 and 5: read raw, the pixel of weight 0 got half the points.
+    import rasterio
+
+    path = tmp_path / "packed.tif"
+    with rasterio.open(path, "w", driver="GTiff", height=1, width=4, count=1, dtype="uint16",
+                       crs=CRS, transform=from_origin(0, 100, 25, 100)) as dst:
+        dst.write(np.array([[1000, 1010, 1000, 1010]], dtype=np.uint16), 1)
+        dst.offsets = (-500.0,)
+        dst.scales = (0.5,)
+    with rasterio.open(path) as dataset:
+        band = rasters.read_band(dataset, grid, "weights")
+    np.testing.assert_array_equal(band.values, [[0.0, 5.0, 0.0, 5.0]])  # raw * 0.5 - 500
+    xy = place_in_cells(grid, np.full(500, 2), seed=1, weights=rasters.read_weights(path, grid))
+    assert (xy[:, 0] >= 25).all()  # cell 2's pixel of positive weight is its east half
