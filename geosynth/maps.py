@@ -84,7 +84,7 @@ from geosynth._atomic import (
     transaction_overwrite,
 )
 from geosynth._points import at_locations, point_coordinates
-from geosynth._validation import check_bool, check_int, describe_value
+from geosynth._validation import check_bool, check_int, check_unique_columns, describe_value
 from geosynth._vendor import RawText
 from geosynth.data import warn_if_bounds_touch_records
 from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
@@ -469,6 +469,7 @@ def save_map(
 # ---------------------------------------------------------------------- validation
 def _check_points(frame: Any, name: str) -> None:
     check_geodataframe(frame, name)
+    check_unique_columns(frame, name)  # frame[c] of a repeated name is a frame: a bare error
     point_coordinates(frame, name)
 
 
@@ -553,6 +554,9 @@ def _check_fit(fit: Any, grid: Any, combination: Any, crs: Any):
     if grid.n_cells != n_cells:
         raise InputError(f"grid has {grid.n_cells} cells but fit has {n_cells}; pass the grid the "
                          "fit was prepared on (or omit grid to use fit.grid)")
+    if grid != fit.grid:  # of as many cells, elsewhere or transposed: λ drawn on wrong cells
+        raise InputError("grid is not the lattice fit was prepared on (as many cells, but other "
+                         "ones); pass fit.grid (or omit grid)")
     if not 0 <= combination < n_combos:
         raise InputError(f"combination must be in [0, {n_combos}) (rows of fit.counts.combos), "
                          f"got {combination}")
@@ -861,7 +865,9 @@ def _tooltip(frame: gpd.GeoDataFrame, aliases: list[str] | None = None):
         return None
     # Shown as HTML (innerHTML): column names are the data's text too.
     shown = [html.escape(alias) for alias in (fields if aliases is None else aliases)]
-    return _GeoJsonTooltip(fields, aliases=shown, localize=True)
+    # Not localized: toLocaleString() keeps 3 decimals, and a cell's posterior mean λ of
+    # 0.00049 (common on fine lattices) read "0".
+    return _GeoJsonTooltip(fields, aliases=shown, localize=False)
 
 
 def _add_points(m: folium.Map, frame: gpd.GeoDataFrame, name: str, color: str) -> None:

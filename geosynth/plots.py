@@ -177,8 +177,14 @@ def _draw_cells(ax: Any, grid: Grid, values: np.ndarray, cmap: str) -> Any:
         return ax.imshow(lattice_image(grid, values), origin="lower",
                          extent=(xmin, xmax, ymin, ymax), cmap=cmap)
     cells = grid.cells[["geometry"]].assign(value=np.asarray(values, dtype=float))
+    before = len(ax.collections)
     cells.plot(column="value", ax=ax, cmap=cmap, edgecolor="none")  # geopandas draws holes
-    collection = ax.collections[-1]
+    # The collection of the values; geopandas draws no cell of NaN, and none at all when every
+    # value is NaN (the last collection of the axes was then an IndexError).
+    from matplotlib.cm import ScalarMappable
+
+    drawn = [c for c in ax.collections[before:] if c.get_array() is not None]
+    collection = drawn[-1] if drawn else ScalarMappable(cmap=cmap)
     xmin, ymin, xmax, ymax = grid.bounds
     ax.set_xlim(xmin, xmax)
     ax.set_ylim(ymin, ymax)

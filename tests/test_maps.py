@@ -172,6 +172,11 @@ def test_points_are_in_epsg4326_with_attribute_tooltips(data):
     assert feature_property(layer, "x1") == releases[0]["x1"].tolist()
 
 
+def layer_tooltips_localize(m) -> bool:
+    """Whether a tooltip of the map's page formats values with toLocaleString()."""
+    return "toLocaleString()" in m.get_root().render()
+
+
 @pytest.mark.parametrize("combination", [0, 3])
 def test_choropleth_is_posterior_mean_lambda(data, combination):
     original, releases, fit, grid = data
@@ -183,6 +188,9 @@ def test_choropleth_is_posterior_mean_lambda(data, combination):
     assert feature_property(layer, "records") == fit.counts.counts[:, combination].tolist()
     legends = [c for c in m._children.values() if isinstance(c, branca.colormap.LinearColormap)]
     assert legends[0].vmin == fit.posterior_mean_lambda()[:, combination].min()
+    # Tooltips show the values as stored: toLocaleString() kept 3 decimals, and a λ of
+    # 0.00049 read "0".
+    assert not layer_tooltips_localize(m)
 
 
 def test_public_choropleth_has_no_record_counts(data):
@@ -685,11 +693,28 @@ def test_empty_frames_tiles_and_layer_names_are_refused_by_name(data):
         release_layer_name(True)
 
 
+def test_repeated_column_names_are_refused_naming_the_frame(data):
+    # frame[c] of a repeated name is a frame: a bare AttributeError ('DataFrame' object has
+    # no attribute 'dtype') came out of the tooltips.
+    original, releases, _, _ = data
+    repeated = original.copy()
+    repeated.columns = ["y", "y", "x2", "z", "geometry"]
+    repeated = repeated.set_geometry("geometry")
+    with pytest.raises(InputError, match=r"original has .*'y'"):
+        review_map(repeated, releases)
+
+
 def test_grid_must_match_fit_and_crs(data):
     original, releases, fit, grid = data
     other = geosynth.Grid.regular(grid.bounds, shape=(3, 3), crs=grid.crs)
     with pytest.raises(InputError, match="grid has 9 cells but fit has 30"):
         review_map(original, releases, fit=fit, grid=other)
+    # As many cells, transposed (6 x 5 for 5 x 6): λ was drawn on the wrong cells.
+    transposed = geosynth.Grid.regular(grid.bounds, shape=grid.shape[::-1], crs=grid.crs)
+    with pytest.raises(InputError, match="grid is not the lattice fit was prepared on"):
+        review_map(original, releases, fit=fit, grid=transposed)
+    review_map(original, releases, fit=fit, grid=geosynth.Grid.regular(
+        grid.bounds, shape=grid.shape, crs=grid.crs))  # built alike: the same lattice
     wrong_crs = geosynth.Grid.regular((0, 0, 10, 10), shape=(2, 2), crs="EPSG:3857")
     with pytest.raises(CRSError, match="grid is in"):
         review_map(original, releases, grid=wrong_crs)

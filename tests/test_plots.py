@@ -48,6 +48,19 @@ def test_combination_panels_draws_one_panel_per_column(grid):
     assert titled == ["a", "b"]
 
 
+def test_a_hexagonal_panel_of_no_value_is_drawn_empty():
+    # geopandas draws no cell of NaN: with every value NaN the panel read the axes' last
+    # collection, an IndexError; with some NaN the colour bar must be the values'.
+    hexagons = Grid.hexagonal((0, 0, 30, 30), cell_size=5.0, crs=3857)
+    values = np.column_stack([np.full(hexagons.n_cells, np.nan),
+                              np.where(np.arange(hexagons.n_cells) % 2, np.nan, 3.0)])
+    figure = combination_panels(hexagons, values, ["none", "half"])
+    figure.canvas.draw()
+    bars = [ax for ax in figure.axes if not ax.get_title()]
+    low, high = bars[1].get_ylim()
+    assert low < 3.0 < high < 4.0  # the values' colour bar (3 alone), not 0..1 of no value
+
+
 @pytest.mark.parametrize("label", ["income=$0-$25k", r"a$\frac$b"])
 def test_data_text_is_drawn_as_text_not_mathtext(grid, label):
     # Combination labels and candidate names are the data's text: a pair of "$" made them a
