@@ -718,7 +718,12 @@ class Grid:
         return sparse.csr_matrix((np.ones(indices.size), indices, indptr), shape=(n, n))
 
     def _set_adjacency(self, adjacency: sparse.csr_matrix) -> None:
-        """Store a binary symmetric CSR adjacency, its components, and warn about islands."""
+        """Store a binary symmetric CSR adjacency, its components, and warn about islands.
+
+        The last step of every constructor: it also warns of a CRS that distorts lengths where
+        the lattice lies (:func:`_warn_of_distortion`).
+        """
+        _warn_of_distortion(self._crs, self.bounds)
         self._adjacency = adjacency
         self._indptr = adjacency.indptr.astype(np.int64)
         self._indices = adjacency.indices.astype(np.int64)
@@ -1974,6 +1979,43 @@ def _sliver_area(perimeter: np.ndarray, bounds: Any) -> np.ndarray:
     """
     magnitude = float(np.max(np.abs(np.asarray(bounds, dtype=np.float64))))
     return _SLIVER_STEPS * np.finfo(np.float64).eps * magnitude * perimeter
+
+
+#: A lattice whose CRS scales lengths by more than this fraction at its centre is warned about.
+MAX_SCALE_DISTORTION = 0.05
+
+
+def _warn_of_distortion(crs: pyproj.CRS | None, bounds: Bounds) -> None:
+    """DataWarning when the CRS scales lengths far from 1 at the lattice's centre.
+
+    Web Mercator (EPSG:3857) at 60°N doubles every length: cells "250 m" wide were 125 m on the
+    ground, a quarter of the area meant, and the matched distances of the disclosure risk were
+    twice the true ones, so a release looked safer than it was. A projected CRS in its area of
+    use (UTM in its zone, a national grid) scales lengths by well under 1 %.
+    """
+    if crs is None or not crs.is_projected:
+        return
+    x = (bounds[0] + bounds[2]) / 2
+    y = (bounds[1] + bounds[3]) / 2
+    try:
+        lon, lat = pyproj.Transformer.from_crs(crs, crs.geodetic_crs, always_xy=True).transform(
+            x, y)
+        factors = pyproj.Proj(crs).get_factors(lon, lat)
+    except (pyproj.exceptions.ProjError, pyproj.exceptions.CRSError, TypeError):
+        return
+    unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
+    scale = math.sqrt(factors.areal_scale) if factors.areal_scale > 0 else math.nan
+    if not math.isfinite(scale) or abs(scale - 1.0) <= MAX_SCALE_DISTORTION:
+        return
+    warnings.warn(
+        f"the lattice's CRS ({crs.to_string()}) scales lengths by {scale:.3g} at the lattice's "
+        f"centre (longitude {lon:.4g}, latitude {lat:.4g}): 100 CRS units ({100 * unit:g} m "
+        f"on the map) measure {100 * unit / scale:.3g} m on the ground, so cells and every "
+        "distance (the disclosure risk's among them) are off by as much; reproject the points "
+        "to a CRS made for the area, e.g. gdf.to_crs(gdf.estimate_utm_crs())",
+        DataWarning,
+        stacklevel=_caller_stacklevel(),
+    )
 
 
 def _caller_stacklevel() -> int:

@@ -411,6 +411,7 @@ def test_points_on_hexagon_edges_of_a_clipped_lattice_are_never_lost(orientation
     assert shapely.intersects_xy(habitable[cells[touched]], xy[touched, 0], xy[touched, 1]).all()
 
 
+@pytest.mark.filterwarnings("ignore:the lattice's CRS:geosynth.errors.DataWarning")  # far out
 @pytest.mark.parametrize("orientation", ["pointy", "flat"])
 @pytest.mark.parametrize(("origin", "size"), [(7.5e6, 0.5), (1e7, 1.0), (4e6, 0.2)])
 def test_hexagon_corners_far_from_the_crs_origin_go_to_the_smallest_holding_hexagon(

@@ -11,13 +11,14 @@ import warnings
 
 import geopandas as gpd
 import numpy as np
+import pyproj
 import pytest
 import shapely
 from shapely.geometry import Point, box
 
 from geosynth import prepare
 from geosynth.cli.helpers import LatticeChoice, build_grid
-from geosynth.errors import CRSError, GridError, InputError, PrivacyLeakWarning
+from geosynth.errors import CRSError, DataWarning, GridError, InputError, PrivacyLeakWarning
 from geosynth.lattice import Grid, require_projected_crs
 
 CRS = "EPSG:31983"
@@ -209,6 +210,22 @@ def test_a_crs_with_a_vertical_axis_or_geocentric_is_refused():
         Grid.from_points(points, shape=(2, 2))
     with pytest.raises(CRSError, match=r"EPSG:4978 is geocentric"):
         Grid.regular((0, 0, 1, 1), shape=(2, 2), crs="EPSG:4978")
+
+
+def test_a_crs_that_distorts_lengths_where_the_lattice_lies_is_warned_about():
+    # Web Mercator at 60°N scales lengths by sec(60°) = 2: cells "250 m" wide were 125 m on
+    # the ground and the matched distances of the risk twice the true ones.
+    oslo = pyproj.Transformer.from_crs(4326, 3857, always_xy=True).transform(10.75, 60.0)
+    bounds = (oslo[0] - 5000, oslo[1] - 5000, oslo[0] + 5000, oslo[1] + 5000)
+    with pytest.warns(DataWarning, match=r"EPSG:3857\) scales lengths by 2 at the lattice's "
+                                         r"centre .*latitude 60\).*measure 50 m on the ground"):
+        Grid.regular(bounds, cell_size=250, crs="EPSG:3857")
+    with pytest.warns(DataWarning, match=r"scales lengths by 2"):
+        Grid.hexagonal(bounds, cell_size=250, crs="EPSG:3857")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Grid.regular((605000, 7790000, 615000, 7800000), cell_size=250, crs=CRS)  # in its zone
+        Grid.regular((0, 0, 1000, 1000), cell_size=250, crs="EPSG:3857")  # at the equator
 
 
 def test_units_below_the_float_resolution_are_refused():
