@@ -141,6 +141,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CellCounts",
     "CountTable",
+    "labels_of",
     "prepare",
     "check_columns",
     "check_crs",
@@ -319,12 +320,29 @@ class CountTable:
             One label per combination ``b`` (row ``b`` of ``combos``), attributes in the order
             of ``attributes``.
         """
-        return _labels(self.combos, self.attributes, sep)
+        return labels_of(self.combos, self.attributes, sep)
 
 
-def _labels(combos: pd.DataFrame, attributes: Sequence[Hashable], sep: str = ",") -> list[str]:
-    """Label each row of ``combos`` (:meth:`CountTable.combination_labels`)."""
-    columns = [combos[attribute].tolist() for attribute in attributes]
+def labels_of(rows: pd.DataFrame, attributes: Sequence[Hashable], sep: str = ",") -> list[str]:
+    """Label each row of ``rows`` by its attributes' levels (:meth:`CountTable.combination_labels`).
+
+    The one label builder: of the combinations of counts, and of the records of a release read
+    back (:func:`geosynth.io.read_release` checks that they hold fitted combinations).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Holds the ``attributes`` columns.
+    attributes : sequence of hashable
+        The attributes, in label order.
+    sep : str, default ","
+        Text between the ``attribute=level`` parts.
+
+    Returns
+    -------
+    list of str
+    """
+    columns = [rows[attribute].tolist() for attribute in attributes]
     return [
         sep.join(f"{attribute}={level}" for attribute, level in zip(attributes, row, strict=True))
         for row in zip(*columns, strict=True)
@@ -359,7 +377,7 @@ def _check_labels(levels: dict[str, list], combos: Callable[[], pd.DataFrame]) -
     with_comma = [a for a, values in levels.items() if any("," in f"{v}" for v in values)]
     if not with_comma:  # each "attribute=level" part ends at the next ","
         return
-    labels = _labels(combos(), list(levels))
+    labels = labels_of(combos(), list(levels))
     if len(set(labels)) < len(labels):
         raise InputError(
             f"levels of attribute(s) {with_comma} contain ',', which separates the parts of a "

@@ -70,7 +70,7 @@ from geosynth._atomic import (
 )
 from geosynth._messages import describe_rows
 from geosynth._validation import check_bool, describe_value, is_integer
-from geosynth.data import IDENTIFYING_MIN_RECORDS, identifying_levels
+from geosynth.data import IDENTIFYING_MIN_RECORDS, identifying_levels, labels_of
 from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.io._files import (
     MULTIPOLYGON_TYPE,
@@ -1935,9 +1935,28 @@ def _check_release_values(releases: list[gpd.GeoDataFrame], metadata: dict[str, 
         if box is not None and _beyond_box(release, box):
             raise InputError(f"{name}: layer {layer} has points outside its grid layer, "
                              f"where geosynth never places one, so {EDITED}")
-        problem = _value_problem(release, metadata)
+        problem = _value_problem(release, metadata) or _combination_problem(release, metadata)
         if problem is not None:
             raise InputError(f"{name}: layer {layer} has {problem}, so {EDITED}")
+
+
+def _combination_problem(release: gpd.GeoDataFrame, metadata: Mapping[str, Any]) -> str | None:
+    """Describe records of combinations the model did not fit, or return None.
+
+    Every record of a release is of a combination of the model's (``model.combinations``):
+    an attribute set to a level no record had (``x1 = 99``) passed the reader. Not checked
+    when the file names no model or its attributes are not all columns.
+    """
+    model = metadata.get("model") or {}
+    attributes = model.get("attributes") or []
+    fitted = model.get("combinations")
+    if not attributes or fitted is None or not set(attributes) <= set(release.columns):
+        return None
+    unknown = set(labels_of(release, attributes)) - set(fitted)
+    if unknown:
+        return (f"{len(unknown)} combination(s) of attribute levels that its model did not fit "
+                "(geosynth draws records of the fitted combinations only)")
+    return None
 
 
 def _value_problem(release: gpd.GeoDataFrame, metadata: Mapping[str, Any]) -> str | None:

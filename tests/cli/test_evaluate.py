@@ -297,16 +297,19 @@ def test_evaluate_names_the_option_of_missing_values_and_locations(small_pair, t
 
 def test_evaluate_names_the_option_of_an_outcome_of_the_release(inputs, written_release,
                                                                 tmp_path):
-    copy = tmp_path / "copy.gpkg"
-    copy.write_bytes(written_release.read_bytes())
-    _rewrite_layers(copy, lambda layer: layer.assign(y=layer["y"] * 7 + 3))
-    result = run("evaluate", inputs["gpkg"], copy, "--attributes", "y,x1", "--outcome", "x1")
+    result = run("evaluate", inputs["gpkg"], written_release, "--attributes", "y,x1",
+                 "--outcome", "x1")
     assert_refused(result, "--outcome: the outcome column 'x1' of points.gpkg must be binary",
                    "1 other distinct value(s)", "recode it in the file")
     assert "gdf[" not in result.output and "astype" not in result.output
+    # A release whose outcome is not binary holds levels its model did not fit: it was edited,
+    # and the file is refused before its outcome is read.
+    copy = tmp_path / "copy.gpkg"
+    copy.write_bytes(written_release.read_bytes())
+    _rewrite_layers(copy, lambda layer: layer.assign(y=layer["y"] * 7 + 3))
     result = run("evaluate", inputs["gpkg"], copy, "--attributes", "x1", "--outcome", "y")
-    assert_refused(result, "--outcome: the outcome column 'y' of copy.gpkg (release 1) must be "
-                           "binary", "2 other distinct value(s)")
+    assert_refused(result, "copy.gpkg: layer synthetic_1 has", "that its model did not fit",
+                   "the file was edited")
     assert "releases[0]" not in result.output
 
 

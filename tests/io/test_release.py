@@ -1269,7 +1269,8 @@ def _model(**changes):
     return {
         "name": "PaivaModel", "beta_prior": None, "beta_sampler": "slice",
         "effects": "attribute", "chains": 1, "draws_per_chain": 10, "burn_in": 5, "thin": 1,
-        "noise_scale": None, "attributes": ["y"], "continuous": None, "combinations": ["y=0"],
+        "noise_scale": None, "attributes": ["y"], "continuous": None,
+        "combinations": ["y=0", "y=1"],
         **changes,
     }
 
@@ -2174,7 +2175,8 @@ def test_read_release_lets_through_a_model_attribute_named_like_an_identifier(tm
     sql(path, 'ALTER TABLE synthetic_1 RENAME COLUMN "m" TO "ID_MUNICIP"')
     with pytest.raises(InputError, match=r"column 'ID_MUNICIP', which identifies records"):
         read_release(path)
-    set_metadata(path, "model", _model(attributes=["y", "ID_MUNICIP"]))
+    set_metadata(path, "model", _model(attributes=["y", "ID_MUNICIP"], combinations=[
+        "y=0,ID_MUNICIP=1", "y=1,ID_MUNICIP=2"]))
     assert list(read_release(path).releases[0].columns) == ["y", "ID_MUNICIP", "geometry"]
 
 
@@ -2340,8 +2342,11 @@ def _beside_the_geometry(frame):
     (_value_set("y", np.nan), r"layer synthetic_1 has missing values in \['y'\]"),
     (_value_set("z", 1e300), r"layer synthetic_1 has values of 'z' outside its metadata "
                              r"'limits'"),
+    (lambda frame: frame.assign(x1=frame["x1"].where(frame.index != 0, 99)),
+     r"layer synthetic_1 has 1 combination\(s\) of attribute levels that its model did not "
+     r"fit"),
 ], ids=["far-point", "feature-ids", "hidden-column", "null-z", "null-attribute",
-         "z-beyond-limits"])
+         "z-beyond-limits", "unfitted-level"])
 def test_values_geosynth_never_draws_are_refused_as_edited(release_with_limits, edit, message):
     # Each passed read_release, inspect and evaluate: the checks read the tables, not the values.
     assert read_release(release_with_limits).metadata["limits"] == {"z": [0.0, 200.0]}
