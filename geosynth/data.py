@@ -2324,7 +2324,8 @@ def _coarser_cells(grid: Grid, ratio: float) -> str:
     side = grid.cell_size[0] * math.sqrt(ratio)
     digits = 10 ** math.floor(math.log10(side))
     suggested = math.ceil(side / digits) * digits
-    return (f"choose larger cells, e.g. cell_size={suggested:g} (CLI: --cell-size), about "
+    option = "--hex-size" if grid.kind == "hexagonal" else "--cell-size"  # squares otherwise
+    return (f"choose larger cells, e.g. cell_size={suggested:g} (CLI: {option}), about "
             "one record per cell, or a few (check the unit: metres of the grid CRS)")
 
 

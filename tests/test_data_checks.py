@@ -231,6 +231,16 @@ def test_a_lattice_of_20_to_100_cells_per_record_is_prepared_with_a_warning_and_
     assert warning.filename == __file__
 
 
+def test_the_fix_for_hexagons_names_their_own_option():
+    # --cell-size would switch the command line to squares; hexagons take --hex-size.
+    grid = Grid.hexagonal((0, 0, 10_000, 10_000), cell_size=60, crs="EPSG:3857")
+    with pytest.warns(DataWarning) as caught:
+        prepare(_scattered(400), grid, attributes=["y"])
+    [warning] = [w for w in caught if "cells per record" in str(w.message)]
+    assert "(CLI: --hex-size)" in str(warning.message)
+    assert "--cell-size" not in str(warning.message)
+
+
 def test_twenty_cells_per_record_or_fewer_get_no_warning():
     grid = Grid.regular((0, 0, 10_000, 10_000), cell_size=100, crs="EPSG:3857")  # 10,000 cells
     with warnings.catch_warnings():
