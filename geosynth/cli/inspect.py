@@ -56,6 +56,9 @@ def inspect(release_path: str) -> None:
     click.echo("Metadata:")
     # Read back through the schema: the record that was written, as the file holds it.
     metadata = io.metadata_from_info(release_file.info)
+    for key in ("format", "format_version"):  # the file's, not the version this one writes
+        if key in release_file.metadata:
+            metadata[key] = release_file.metadata[key]
     for line in _pretty_lines(metadata, 1):
         click.echo(line)
     _echo_limits(metadata.get("limits"))

@@ -277,3 +277,14 @@ def test_inspect_shows_the_limits_the_values_were_drawn_within(tmp_path):
             "[0.0, inf], the analyst's stated range") in result.output
     plain = run("inspect", _release(tmp_path / "plain.gpkg"))
     assert plain.exit_code == 0 and "limits:" not in plain.output.lower()
+
+
+def test_inspect_shows_the_files_own_format_version(tmp_path):
+    # The metadata was derived again for the version this one writes: a version 2 file read
+    # "format_version: 3".
+    path = tmp_path / "release.gpkg"
+    io.write_release(path, [public_like()], metadata={"epsilon": 1.0})
+    set_metadata(path, "format_version", 2)
+    result = run("inspect", path)
+    assert result.exit_code == 0, result.output
+    assert "    format_version: 2" in result.output.splitlines()
