@@ -142,7 +142,8 @@ def as_rectangular_array(values: Any, name: str) -> np.ndarray:
                          "rectangular array or a flat list of numbers") from None
 
 
-def check_unique_columns(frame: Any, name: str, columns: Any = None) -> None:
+def check_unique_columns(frame: Any, name: str, columns: Any = None,
+                         as_text: bool = False) -> None:
     """Refuse a frame in which several columns share a name (among ``columns``, if given).
 
     ``frame[column]`` is then a DataFrame, not a column: the callers crashed on it, counted
@@ -156,14 +157,17 @@ def check_unique_columns(frame: Any, name: str, columns: Any = None) -> None:
         How the caller's argument is called (``gdf``, ``release``), for the message.
     columns : iterable of column names, optional
         Only these names matter (the ones the caller reads); default every column.
+    as_text : bool, default False
+        Compare the names as text, for a caller that names columns by text (a web map's
+        properties): ``0`` and ``"0"`` are then one name.
 
     Raises
     ------
     geosynth.errors.InputError
         Naming the repeated names and the fix.
     """
-    labels = list(frame.columns)
-    wanted = labels if columns is None else list(columns)
+    labels = [str(c) for c in frame.columns] if as_text else list(frame.columns)
+    wanted = labels if columns is None else [str(c) if as_text else c for c in columns]
     repeated = sorted({c for c in wanted if labels.count(c) > 1}, key=str)
     if repeated:
         raise InputError(

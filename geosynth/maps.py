@@ -469,7 +469,8 @@ def save_map(
 # ---------------------------------------------------------------------- validation
 def _check_points(frame: Any, name: str) -> None:
     check_geodataframe(frame, name)
-    check_unique_columns(frame, name)  # frame[c] of a repeated name is a frame: a bare error
+    # frame[c] of a repeated name is a frame (a bare error); 0 and "0" were one tooltip field
+    check_unique_columns(frame, name, as_text=True)
     point_coordinates(frame, name)
 
 

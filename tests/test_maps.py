@@ -702,6 +702,10 @@ def test_repeated_column_names_are_refused_naming_the_frame(data):
     repeated = repeated.set_geometry("geometry")
     with pytest.raises(InputError, match=r"original has .*'y'"):
         review_map(repeated, releases)
+    # 0 and "0" were one field of the page's properties: one column shown twice, one lost
+    alike = original.rename(columns={"x2": 0, "z": "0"})
+    with pytest.raises(InputError, match=r"original has several columns named \['0'\]"):
+        review_map(alike, releases)
 
 
 def test_grid_must_match_fit_and_crs(data):
