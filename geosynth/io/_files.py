@@ -167,9 +167,8 @@ def check_target(target: Path, overwrite: bool) -> None:
     """
     try:
         if target.is_dir():
-            raise InputError(
-                f"path {str(target)!r} is a directory; pass a file name such as release.gpkg"
-            )
+            raise InputError(f"path {str(target)!r} is a directory; pass a file name in it "
+                             "(e.g. release.gpkg, intensity.tif)")
         check_replaceable_file(target)
         for folder in target.absolute().parents:
             if os.path.lexists(folder):

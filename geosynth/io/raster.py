@@ -195,7 +195,9 @@ def _check_float32(lam: np.ndarray) -> None:
 def _check_tag_names(attributes: Any) -> None:
     """Refuse attribute names that cannot name a band tag (GDAL stores tags as ``name=value``).
 
-    A tag ``grp=x`` of level ``a`` was read back as the tag ``grp`` of level ``x=a``.
+    A tag ``grp=x`` of level ``a`` was read back as the tag ``grp`` of level ``x=a``; an
+    attribute ``a,b`` could not be told from two attributes ``a`` and ``b`` in the dataset's
+    ``attributes`` tag, which lists them separated by commas.
     """
     for attribute in attributes:
         if "=" in str(attribute):
@@ -203,6 +205,12 @@ def _check_tag_names(attributes: Any) -> None:
                 f"attribute {printable(attribute)!r} contains '=', which cannot be in the name "
                 "of a GeoTIFF band tag (GDAL stores tags as name=value and would read back "
                 "another name and level); rename the column before geosynth.prepare"
+            )
+        if "," in str(attribute):
+            raise InputError(
+                f"attribute {printable(attribute)!r} contains ',', which separates the "
+                "attributes in the GeoTIFF's 'attributes' tag (it would read as two); rename "
+                "the column before geosynth.prepare"
             )
 
 

@@ -199,6 +199,10 @@ def test_geotiff_refuses_an_attribute_name_a_band_tag_cannot_hold(tmp_path, conf
     with pytest.raises(InputError, match=r"attribute 'grp=x' contains '=', which cannot be in "
                                          r"the name of a GeoTIFF band tag"):
         write_intensity_geotiff(fit, path)
+    # The dataset's 'attributes' tag lists them with commas: "a,b" read as two attributes.
+    counts = prepare(confidential.rename(columns={"y": "a,b"}), grid, attributes=["a,b"])
+    with pytest.raises(InputError, match=r"attribute 'a,b' contains ',', which separates"):
+        write_intensity_geotiff(_fake_fit(counts, np.ones((grid.n_cells, 2))), path)
     assert names(tmp_path) == []
 
 
@@ -276,3 +280,11 @@ def test_geotiff_refuses_a_path_that_is_not_a_path(fitted):
     fit, _, _ = fitted
     with pytest.raises(InputError, match=r"path must be a file path .*got NoneType"):
         write_intensity_geotiff(fit, None)
+
+
+def test_a_folder_given_as_the_path_names_a_geotiff_too(tmp_path, fitted):
+    # The message named release.gpkg, a GeoPackage, for the GeoTIFF's path.
+    fit = fitted[0]
+    with pytest.raises(InputError, match=r"is a directory; pass a file name in it \(e.g. "
+                                         r"release.gpkg, intensity.tif\)"):
+        write_intensity_geotiff(fit, tmp_path)
