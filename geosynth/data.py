@@ -1843,7 +1843,8 @@ def count_table(table: pd.DataFrame, attributes: Sequence[str]) -> pd.DataFrame:
     The map step of a partitioned count (on the records of one partition, from
     :func:`locate_records`) and its combine step (on the concatenated tables of all
     partitions): sums of counts and of Z are associative, so the order of the partitions only
-    changes the last bits of the Z sums.
+    changes the last bits of the Z sums. An attribute holding booleans and numbers (in
+    different partitions, each of one type) is refused: the groups would merge True with 1.
 
     Parameters
     ----------
@@ -1859,6 +1860,8 @@ def count_table(table: pd.DataFrame, attributes: Sequence[str]) -> pd.DataFrame:
         A count table with a ``RangeIndex``: columns :data:`CELL_COLUMN`, the attributes,
         :data:`COUNT_COLUMN` and the Z sums, groups in order of first appearance.
     """
+    for attribute in attributes:  # the partitions' booleans and numbers meet here
+        _check_not_bool_and_number(table[attribute])
     keys = [CELL_COLUMN, *attributes]
     grouped = table.groupby(keys, sort=False, observed=True, dropna=False)
     sums = [COUNT_COLUMN] + [c for c in table.columns if str(c).startswith(Z_SUM_COLUMN)]

@@ -749,7 +749,12 @@ def _partition_table(part, grid, attrs, continuous, categories) -> pd.DataFrame:
     """Map step: validate one partition's rows and count its points per (cell, attributes)."""
     _check_partition_crs(part, grid)
     _check_partition_columns(part, attrs, continuous, categories)
-    return count_table(locate_records(part, grid, attrs, continuous, check_bounds=False), attrs)
+    table = count_table(locate_records(part, grid, attrs, continuous, check_bounds=False), attrs)
+    for a in attrs:  # the groups' keys of an object column of booleans came out as bool, which
+        # the concatenation with another partition's integers turned into 1 and 0 unseen
+        if part[a].dtype == object:
+            table[a] = table[a].astype(object)
+    return table
 
 
 _CORNERS_META = pd.DataFrame({"x": np.zeros(0), "y": np.zeros(0)})

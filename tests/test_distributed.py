@@ -19,6 +19,8 @@ distributed = pytest.importorskip(
 dask_geopandas = pytest.importorskip(
     "dask_geopandas", reason="the dask extra (dask[distributed], dask-geopandas) is not installed")
 
+import dask  # noqa: E402
+
 from geosynth import distributed as gd  # noqa: E402
 
 CRS = "EPSG:31983"
@@ -306,6 +308,19 @@ def test_prepare_dask_refuses_record_numbers_split_among_partitions(client, poin
         prepare(numbered, grid, attributes="a", continuous="score")
     with pytest.raises(InputError, match=r"continuous column 'score' holds 600 distinct whole"):
         gd.prepare_dask(to_dask(numbered, npartitions), grid, attributes="a", continuous="score")
+
+
+def test_prepare_dask_refuses_booleans_and_numbers_in_different_partitions(client, points,
+                                                                          grid):
+    # Each partition held one type and passed; the groups of their tables merged True with 1,
+    # and the error blamed the data for changing between passes ("persist it first").
+    flags = pd.Series([bool(k % 2) for k in range(300)] + [k % 2 for k in range(300)],
+                      dtype=object)
+    data = points.assign(flag=flags.to_numpy())
+    with dask.config.set({"dataframe.convert-string": False}):
+        ddf = to_dask(data, 2).persist()
+        with pytest.raises(InputError, match=r"attribute 'flag' holds both booleans and numbers"):
+            gd.prepare_dask(ddf, grid, attributes="flag")
 
 
 def test_prepare_dask_warns_once_of_bounds_on_the_records_extremes(client, points):
