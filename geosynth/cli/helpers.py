@@ -528,6 +528,39 @@ def _input_files(path: Path) -> list[Path]:
     return files
 
 
+def release_provenance(ctx: click.Context, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """How a release was made, for its private audit file: the command, options and inputs.
+
+    The seeds alone did not reproduce a release: nothing said which points, region, levels
+    or ``--weights`` raster it was made from, nor with which options. The options are as the
+    command received them; each input file (with a shapefile's parts) is recorded by its
+    absolute path and SHA-256, so a changed input is told from the one used.
+
+    Parameters
+    ----------
+    ctx : click.Context
+        The command's context (``ctx.params``: its options and arguments).
+    inputs : mapping of str to path or None
+        Input option (or argument) name to the file it named; None entries are skipped.
+
+    Returns
+    -------
+    dict
+        ``{"command": ..., "options": {...}, "inputs": {name: {file: sha256, ...}}}``.
+    """
+    from geosynth.io import file_sha256
+
+    files: dict[str, dict[str, str]] = {}
+    for option, path in inputs.items():
+        if path is None:
+            continue
+        read = [path, *_input_files(path)[2:]] if (path := Path(path)) else []  # no audit file
+        files[option] = {str(p.absolute()): file_sha256(p) for p in read if p.is_file()}
+    options = {name: list(value) if isinstance(value, tuple) else value
+               for name, value in ctx.params.items()}
+    return {"command": ctx.command_path, "options": options, "inputs": files}
+
+
 def check_columns(frame: gpd.GeoDataFrame, name: str,
                   columns: Mapping[str, Sequence[str] | str | None]) -> None:
     """Refuse a file ``name`` that lacks a column named by an option.

@@ -27,6 +27,7 @@ from geosynth.cli.helpers import (
     describe_lattice,
     describe_rhat,
     fit_diagnostics,
+    release_provenance,
     show_progress,
     stop_if_interrupted,
     summary_block,
@@ -250,14 +251,12 @@ def release(
                                "raise --m to 2 or more, or drop --outcome")
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                         max_seconds)
+    inputs = {"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
+              "--levels-file": levels_file, "--areas": areas_path, "--weights": weights_path}
     given = check_outputs(
         {"--out": out_path, "audit file of --out": io.audit_path(out_path), "--map": map_path,
          "--report": report_path, "--intensity-tif": intensity_path},
-        overwrite,
-        inputs={"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
-                "--levels-file": levels_file, "--areas": areas_path,
-                "--weights": weights_path},
-    )
+        overwrite, inputs=inputs)
     io.existing_file(input_path, "INPUT")  # a pipe or device: named INPUT, not path
     name = Path(input_path).name
     names = ctx.ensure_object(dict).setdefault("names", {})
@@ -351,12 +350,15 @@ def release(
         io.write_release(given["--out"], result["public"], fit=result["fit"],
                          include_intensity=include_intensity, metadata=result["metadata"],
                          seeds=result["seeds"], original_index=points.index,
-                         outputs=outputs.outputs)
+                         outputs=outputs.outputs, provenance=release_provenance(ctx, inputs))
         outputs.commit()
 
     click.echo(f"Wrote {out_path} ({m} releases, grid, metadata)")
     if result["seeds"] is not None:
         click.echo(f"Seeds: {io.audit_path(out_path)} (private, do not publish)")
+    else:  # under --epsilon: no seed, but the inputs and options
+        click.echo(f"Inputs and options: {io.audit_path(out_path)} (private, no seed; do not "
+                   "publish)")
     if map_path is not None:
         click.echo(f"Wrote {map_path} (internal review map: shows the original points)")
     if report_path is not None:

@@ -42,7 +42,7 @@ leaves no partial file under the final name, never replaces a file created meanw
 complete geosynth releases, with one message saying what is wrong.
 """
 
-from geosynth.io._files import existing_file, printable, read_bounded
+from geosynth.io._files import existing_file, file_sha256, printable, read_bounded
 from geosynth.io._vector import (
     LayerOption,
     VectorSource,
@@ -84,6 +84,7 @@ __all__ = [
     "printable",
     "existing_file",
     "read_bounded",
+    "file_sha256",
     "VectorSource",
     "vector_source",
     "LayerOption",

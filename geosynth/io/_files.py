@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import stat
 import unicodedata
@@ -30,6 +31,7 @@ __all__ = [
     "geopackage_problem",
     "not_a_geopackage",
     "warn_exact_intensity",
+    "file_sha256",
 ]
 
 #: shapely type ids of a Point, a Polygon and a MultiPolygon.
@@ -381,3 +383,16 @@ def warn_exact_intensity(fit: Any, lam: np.ndarray, what: str, stacklevel: int,
         PrivacyLeakWarning,
         stacklevel=stacklevel + 1,
     )
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """Return the SHA-256 of the file ``path``, as hexadecimal text (read in 1 MiB blocks).
+
+    What an audit file records of its release (:func:`geosynth.io.verify_audit`) and of the
+    inputs it was made from (the command line's ``provenance``).
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

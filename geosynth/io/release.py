@@ -39,7 +39,6 @@ edited are refused.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -79,6 +78,7 @@ from geosynth.io._files import (
     as_path,
     check_target,
     existing_file,
+    file_sha256,
     geopackage_problem,
     not_a_geopackage,
     printable,
@@ -286,6 +286,7 @@ def write_release(
     overwrite: bool = False,
     original_index: pd.Index | Sequence | None = None,
     outputs: AtomicOutputs | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``m`` public releases, the lattice and the metadata to one GeoPackage.
 
@@ -342,6 +343,12 @@ def write_release(
         The GeoPackage and then its audit file are staged into it (``outputs.add``) and moved
         into place by the caller's commit; whether they may replace existing files is
         ``outputs.overwrite``. Without it, ``write_release`` commits its own transaction.
+    provenance : Mapping, optional
+        How the release was made, for its owner to make it again: e.g. the input files with
+        their SHA-256 and the options (the command line records its own). JSON values (text,
+        numbers, booleans, None, lists and mappings with text keys), written to the private
+        audit file (``"provenance"``), never into the GeoPackage; an audit file is written for
+        it even without ``seeds``.
 
     Returns
     -------
@@ -427,7 +434,7 @@ def write_release(
     check_target(target, replace)
     # The audit file is part of the release: written with seeds, and replaced (by a record
     # without seeds) when an old one would otherwise describe a release that is gone.
-    with_audit = seeds is not None or os.path.lexists(audit)
+    with_audit = seeds is not None or provenance is not None or os.path.lexists(audit)
     if with_audit:
         check_target(audit, replace)
     seed_values = _seed_integers(seeds)
@@ -444,7 +451,7 @@ def write_release(
     if info.method is None:
         _warn_unknown_method(printable(target.name))
     table = _metadata_table(info)
-    audit_record = _audit_record(target, seeds) if with_audit else None
+    audit_record = _audit_record(target, seeds, provenance) if with_audit else None
     cells = None if lattice is None else _grid_layer(lattice, fit if include_intensity else None)
     box = None if cells is None else shapely.total_bounds(np.asarray(cells.geometry.array))
     beyond = [] if box is None else [k for k, frame in enumerate(frames, start=1)
@@ -487,7 +494,7 @@ def write_release(
         for frame, layer in layers:
             _write_layer(frame, tmp, layer, target)
         if audit_record is not None:
-            audit_record["sha256"] = _sha256(tmp)
+            audit_record["sha256"] = file_sha256(tmp)
             with create_new(staged[0], private=True) as handle:
                 handle.write(json.dumps(audit_record, indent=2) + "\n")
         if outputs is None:
@@ -1623,8 +1630,12 @@ def _jsonable(value: Any, name: str) -> Any:
     )
 
 
-def _audit_record(target: Path, seeds: Any) -> dict[str, Any]:
+def _audit_record(target: Path, seeds: Any, provenance: Any = None) -> dict[str, Any]:
     import geosynth
+
+    if provenance is not None and not isinstance(provenance, Mapping):
+        raise InputError(f"provenance must be a mapping of name -> JSON value (the inputs and "
+                         f"options of the release), got {type(provenance).__name__}")
 
     record: dict[str, Any] = {
         "note": "PRIVATE: these seeds with the confidential data reproduce the release; "
@@ -1637,18 +1648,13 @@ def _audit_record(target: Path, seeds: Any) -> dict[str, Any]:
     if seeds is None:
         record["note"] = (
             "PRIVATE: no seeds were recorded for this release (e.g. differentially private "
-            "noise from fresh OS entropy); this file replaced the audit file of the release it "
-            "overwrote"
+            "noise from fresh OS entropy)"
+            + ("; it records how the release was made" if provenance is not None else
+               "; this file replaced the audit file of the release it overwrote")
         )
+    if provenance is not None:
+        record["provenance"] = _jsonable(dict(provenance), "provenance")
     return record
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------------- reading releases
@@ -2127,7 +2133,7 @@ def verify_audit(path: str | os.PathLike) -> dict[str, Any] | None:
         raise InputError(f"{damaged} ({printable(err)})") from None
     if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
         raise InputError(f"{damaged} (it records no sha256)")
-    if record["sha256"] != _sha256(source):
+    if record["sha256"] != file_sha256(source):
         if interrupted_commit(source) or interrupted_commit(audit):
             raise InputError(
                 f"the audit file {label} does not belong to this release: a write of "

@@ -1,3 +1,4 @@
+import hashlib
 import json
 import os
 import re
@@ -44,6 +45,12 @@ def test_release_from_geopackage_writes_release_map_and_report(inputs, tmp_path)
     audit = json.loads(io.audit_path(out).read_text())
     assert audit["seeds"]["seed"] == 7 and {"fit", "synthesize"} <= set(audit["seeds"])
     assert "seed" not in json.dumps(written.metadata).lower()
+    # How it was made, for its owner: the inputs by SHA-256 and the options.
+    provenance = audit["provenance"]
+    assert provenance["inputs"]["INPUT"] == {str(inputs["gpkg"].absolute()): hashlib.sha256(
+        inputs["gpkg"].read_bytes()).hexdigest()}
+    assert provenance["options"]["continuous"] == ["z"] and provenance["options"]["seed"] == 7
+    assert provenance["command"].endswith("release")
 
     html = (tmp_path / "review.html").read_text()
     assert "Release 1" in html and "Original (internal)" in html
@@ -88,7 +95,10 @@ def test_dp_release_records_the_ledger(inputs, tmp_path):
     assert "120 records" in (tmp_path / "dp.md").read_text()  # the internal report has it
     assert "NOT differentially private" not in result.output
     assert "levels are taken from the confidential data" not in result.output
-    assert "Seeds:" not in result.output and not io.audit_path(out).exists()
+    assert "Seeds:" not in result.output
+    audit = json.loads(io.audit_path(out).read_text())  # how it was made, never a seed
+    assert audit["seeds"] is None and audit["provenance"]["options"]["epsilon"] == 1.5
+    assert set(audit["provenance"]["inputs"]) == {"INPUT", "--region", "--levels-file"}
     assert metadata["epsilon"] == 1.5 and metadata["noise"] == "os-entropy"
     assert metadata["ledger"]["spent"]["epsilon"] == pytest.approx(1.5)
     assert metadata["lattice"]["is_clipped"] is True

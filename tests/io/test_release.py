@@ -2419,3 +2419,18 @@ def test_releases_beyond_the_grid_are_refused_before_writing(tmp_path, fitted):
                                          r"cells of the grid.*pass the grid"):
         write_release(tmp_path / "far.gpkg", public, grid=far)
     assert names(tmp_path) == []
+
+
+def test_provenance_goes_to_the_audit_file_only(tmp_path):
+    # The seeds alone did not say which inputs and options made a release.
+    path = tmp_path / "release.gpkg"
+    provenance = {"inputs": {"INPUT": {"/data/cases.gpkg": "ab" * 32}}, "options": {"m": 2}}
+    write_release(path, [public_like()], metadata={"epsilon": 1.0}, provenance=provenance)
+    audit = json.loads(audit_path(path).read_text())
+    assert audit["provenance"] == provenance and audit["seeds"] is None
+    assert stat.S_IMODE(audit_path(path).stat().st_mode) == 0o600
+    assert b"cases.gpkg" not in path.read_bytes()
+    assert verify_audit(path)["provenance"] == provenance
+    with pytest.raises(InputError, match="provenance must be a mapping"):
+        write_release(tmp_path / "other.gpkg", [public_like()], metadata={"epsilon": 1.0},
+                      provenance=["cases.gpkg"])
