@@ -342,11 +342,23 @@ def labels_of(rows: pd.DataFrame, attributes: Sequence[Hashable], sep: str = ","
     -------
     list of str
     """
-    columns = [rows[attribute].tolist() for attribute in attributes]
+    columns = [[_level_text(level) for level in rows[attribute].tolist()]
+               for attribute in attributes]
     return [
         sep.join(f"{attribute}={level}" for attribute, level in zip(attributes, row, strict=True))
         for row in zip(*columns, strict=True)
     ]
+
+
+def _level_text(level: Any) -> str:
+    """Return a level as its label writes it: -0.0 as 0.0 (one level; files store 0.0).
+
+    A level -0.0 (rounding a small negative value) was labelled "-0.0"; the GeoPackage stores
+    it as 0.0, and the release read back held a combination its model did not fit.
+    """
+    if isinstance(level, float | np.floating) and level == 0:
+        return str(type(level)(0.0))
+    return f"{level}"
 
 
 def _check_labels(levels: dict[str, list], combos: Callable[[], pd.DataFrame]) -> None:

@@ -1990,7 +1990,9 @@ def _warn_of_distortion(crs: pyproj.CRS | None, bounds: Bounds) -> None:
 
     Web Mercator (EPSG:3857) at 60°N doubles every length: cells "250 m" wide were 125 m on the
     ground, a quarter of the area meant, and the matched distances of the disclosure risk were
-    twice the true ones, so a release looked safer than it was. A projected CRS in its area of
+    twice the true ones, so a release looked safer than it was. An equal-area CRS keeps areas
+    but not lengths: Mollweide (the CRS of global population grids) at 60°N stretches the
+    meridians by 1.9, so both directions' scales are checked. A projected CRS in its area of
     use (UTM in its zone, a national grid) scales lengths by well under 1 %.
     """
     if crs is None or not crs.is_projected:
@@ -2004,15 +2006,23 @@ def _warn_of_distortion(crs: pyproj.CRS | None, bounds: Bounds) -> None:
     except (pyproj.exceptions.ProjError, pyproj.exceptions.CRSError, TypeError):
         return
     unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
-    scale = math.sqrt(factors.areal_scale) if factors.areal_scale > 0 else math.nan
-    if not math.isfinite(scale) or abs(scale - 1.0) <= MAX_SCALE_DISTORTION:
+    # The smallest and largest scale over all directions (Tissot's indicatrix): an equal-area
+    # CRS (Mollweide, EPSG:6933) keeps areas (areal scale 1) while stretching one direction and
+    # shrinking another.
+    low, high = sorted((factors.tissot_semiminor, factors.tissot_semimajor))
+    if not (math.isfinite(low) and math.isfinite(high) and low > 0):
         return
+    if 1 - MAX_SCALE_DISTORTION <= low and high <= 1 + MAX_SCALE_DISTORTION:
+        return
+    scales = f"{high:.3g}" if high - low <= 1e-3 * high else f"{low:.3g} to {high:.3g}"
+    ground = (f"{100 * unit / high:.3g}" if high - low <= 1e-3 * high
+              else f"{100 * unit / high:.3g} to {100 * unit / low:.3g}")
     warnings.warn(
-        f"the lattice's CRS ({crs.to_string()}) scales lengths by {scale:.3g} at the lattice's "
+        f"the lattice's CRS ({crs.to_string()}) scales lengths by {scales} at the lattice's "
         f"centre (longitude {lon:.4g}, latitude {lat:.4g}): 100 CRS units ({100 * unit:g} m "
-        f"on the map) measure {100 * unit / scale:.3g} m on the ground, so cells and every "
-        "distance (the disclosure risk's among them) are off by as much; reproject the points "
-        "to a CRS made for the area, e.g. gdf.to_crs(gdf.estimate_utm_crs())",
+        f"on the map) measure {ground} m on the ground, so cells and every distance (the "
+        "disclosure risk's among them) are off by as much; reproject the points to a CRS made "
+        "for the area, e.g. gdf.to_crs(gdf.estimate_utm_crs())",
         DataWarning,
         stacklevel=_caller_stacklevel(),
     )

@@ -7,6 +7,7 @@ from them; its errors say what is wrong with the points and how to give a lattic
 """
 
 import math
+import re
 import warnings
 
 import geopandas as gpd
@@ -222,6 +223,15 @@ def test_a_crs_that_distorts_lengths_where_the_lattice_lies_is_warned_about():
         Grid.regular(bounds, cell_size=250, crs="EPSG:3857")
     with pytest.warns(DataWarning, match=r"scales lengths by 2"):
         Grid.hexagonal(bounds, cell_size=250, crs="EPSG:3857")
+    # Equal-area (Mollweide): areas kept, lengths not; the smallest and largest scales over the
+    # directions multiply to 1, and the areal scale alone said nothing.
+    far = pyproj.Transformer.from_crs(4326, "ESRI:54009", always_xy=True).transform(150, 60)
+    with pytest.warns(DataWarning, match=r"ESRI:54009\) scales lengths by") as caught:
+        Grid.regular((far[0], far[1], far[0] + 1e4, far[1] + 1e4), cell_size=250,
+                     crs="ESRI:54009")
+    low, high = map(float, re.search(r"scales lengths by ([\d.]+) to ([\d.]+)",
+                                     str(caught[0].message)).groups())
+    assert low * high == pytest.approx(1, rel=5e-3) and high > 1.05
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Grid.regular((605000, 7790000, 615000, 7800000), cell_size=250, crs=CRS)  # in its zone

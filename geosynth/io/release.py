@@ -770,6 +770,8 @@ def _check_storable_values(release: gpd.GeoDataFrame, geometry: str, name: str) 
                              "store; rename it")
         values = release[column]
         label = ascii(str(column))
+        if values.dtype.kind in "biufcM":
+            continue  # numbers and dates hold no text
         if values.dtype.kind == "m":
             raise InputError(f"{name}: column {label} holds durations (timedelta), which a "
                              "GeoPackage cannot store; store them as numbers (e.g. "
@@ -1296,10 +1298,21 @@ def _check_crs_text(crs: pyproj.CRS | None, seed_values: set[int]) -> None:
     the GeoPackage's ``gpkg_spatial_ref_sys``), name and remarks included: a custom CRS named
     "seed 918273645" put the seed given to ``seeds=`` into the file four times.
     """
-    label = _crs_label(crs)
-    if label is None or crs.to_authority() is not None:
+    if crs is None or crs.to_authority() is not None:
         return
-    problem = _seed_problem(label, "the releases' CRS (its WKT is published)", seed_values)
+    # Its names and remarks, the free text of a CRS: its parameters are numbers (a false
+    # easting of 500000) that a seed may equal by chance, and no name can change them.
+    texts: list[str] = []
+    stack: list[Any] = [crs.to_json_dict()]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            texts += [str(v) for k, v in item.items() if k in ("name", "remarks", "scope")]
+            stack += [v for k, v in item.items() if k not in ("name", "remarks", "scope")]
+        elif isinstance(item, list):
+            stack += item
+    problem = _seed_problem(" ; ".join(texts), "the releases' CRS (its WKT is published)",
+                            seed_values)
     if problem is not None:
         raise InputError(f"{problem}; seeds must not be published: give the CRS a name and "
                          "remarks without them (or use its EPSG code)")
@@ -1958,7 +1971,8 @@ def _combination_problem(release: gpd.GeoDataFrame, metadata: Mapping[str, Any])
     fitted = model.get("combinations")
     if not attributes or fitted is None or not set(attributes) <= set(release.columns):
         return None
-    unknown = set(labels_of(release, attributes)) - set(fitted)
+    present = pd.DataFrame(release[attributes]).drop_duplicates()  # a label per combination
+    unknown = set(labels_of(present, attributes)) - set(fitted)
     if unknown:
         return (f"{len(unknown)} combination(s) of attribute levels that its model did not fit "
                 "(geosynth draws records of the fitted combinations only)")

@@ -31,6 +31,7 @@ from geosynth import (
     to_public,
 )
 from geosynth._atomic import AtomicOutputs, remove_stale_staging
+from geosynth.data import labels_of
 from geosynth.dp import Accountant, dp_counts, dp_release
 from geosynth.dp.locations import NoisyCounts
 from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
@@ -2409,6 +2410,10 @@ def test_a_seed_in_the_text_of_a_crs_is_not_published(tmp_path):
         write_release(tmp_path / "r.gpkg", [to_public(frame, seed=1)],
                       metadata={"method": "paiva"}, seeds={"synthesize": seed})
     assert names(tmp_path) == []
+    # Its parameters are numbers a seed may equal by chance (a false easting of 500000).
+    plain = frame.set_crs(pyproj.CRS.from_json_dict(base), allow_override=True)
+    write_release(tmp_path / "r.gpkg", [to_public(plain, seed=1)],
+                  metadata={"method": "paiva"}, seeds={"synthesize": 500000})
 
 
 def test_releases_beyond_the_grid_are_refused_before_writing(tmp_path, fitted):
@@ -2434,3 +2439,14 @@ def test_provenance_goes_to_the_audit_file_only(tmp_path):
     with pytest.raises(InputError, match="provenance must be a mapping"):
         write_release(tmp_path / "other.gpkg", [public_like()], metadata={"epsilon": 1.0},
                       provenance=["cases.gpkg"])
+
+
+def test_a_level_of_minus_zero_reads_back_as_its_combination(tmp_path):
+    # A level -0.0 (rounding a small negative value) was labelled "-0.0"; the GeoPackage stores
+    # 0.0, and the file geosynth wrote was refused as edited (a combination not fitted).
+    frame = public_like(4, a=np.array([-0.0, 1.0, -0.0, 1.0]))
+    assert labels_of(frame, ["a"]) == ["a=0.0", "a=1.0", "a=0.0", "a=1.0"]
+    path = tmp_path / "release.gpkg"
+    write_release(path, [frame], metadata={"method": "paiva"})
+    set_metadata(path, "model", _model(attributes=["a"], combinations=["a=0.0", "a=1.0"]))
+    assert read_release(path).m == 1
