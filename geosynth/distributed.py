@@ -1007,13 +1007,18 @@ def _check_covariates_of_all_partitions(ddf: dask_geopandas.GeoDataFrame,
     Each partition was checked alone (:func:`geosynth.data.locate_records`): record ids split
     into partitions of fewer than 20 rows, or too few for the density rule, passed what
     :func:`geosynth.prepare` refuses (and a partition's refusal gave its own count). A column
-    can only be record numbers when its values are distinct, so only its distinct values are
-    gathered, and checked when they are as many as its values; before the partitions' checks.
+    can only be record numbers when its values are distinct whole numbers: a measurement with
+    one value that is not whole (almost always) is let through by one reduction, and only a
+    column of whole numbers has its distinct values gathered, checked when they are as many as
+    its values; before the partitions' checks.
     """
     import dask
 
     for column in columns:
-        distinct, count = dask.compute(ddf[column].drop_duplicates(), ddf[column].count())
+        values = ddf[column]
+        if bool(((values % 1) != 0).any().compute()):  # NaN too: refused later, by name
+            continue
+        distinct, count = dask.compute(values.drop_duplicates(), values.count())
         if len(distinct) == int(count):
             check_not_row_numbers(distinct.to_numpy(dtype=np.float64), column)
 

@@ -310,6 +310,19 @@ def test_prepare_dask_refuses_record_numbers_split_among_partitions(client, poin
         gd.prepare_dask(to_dask(numbered, npartitions), grid, attributes="a", continuous="score")
 
 
+def test_prepare_dask_gathers_no_measurement_to_the_client(client, points, grid, monkeypatch):
+    # Measured values are distinct: the record-number check gathered every value of the column
+    # to the client, the data this path is for being too large for it.
+    gathered = []
+    monkeypatch.setattr(gd, "check_not_row_numbers",
+                        lambda values, column: gathered.append(column))
+    gd.prepare_dask(to_dask(points, 4), grid, attributes="a", continuous="z")
+    assert gathered == []
+    whole = points.assign(z=np.round(points["z"] * 10))
+    gd.prepare_dask(to_dask(whole, 4), grid, attributes="a", continuous="z")
+    assert gathered == ([] if whole["z"].duplicated().any() else ["z"])
+
+
 def test_prepare_dask_refuses_booleans_and_numbers_in_different_partitions(client, points,
                                                                           grid):
     # Each partition held one type and passed; the groups of their tables merged True with 1,
