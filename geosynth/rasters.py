@@ -42,11 +42,13 @@ __all__ = [
 
 WeightsLike = Any  # str | os.PathLike | rasterio dataset opened for reading | PixelTable
 
-#: Most pixels of a raster read over the lattice: about 2 GiB at the peak of reading.
+#: Most pixels of a raster read over the lattice, about 2 GiB at the peak of reading; for a
+#: weights raster counted in pieces (a pixel over k cells is k pieces, :func:`read_weights`).
 MAX_WEIGHT_PIXELS = 2**23
-# Peak memory of read_weights per pixel of positive weight (at most 256 bytes measured: the
-# float64 copy, the pixel boxes, their pieces per cell before and after sorting). The limit
-# was 2**28 pixels "8 bytes each": a raster under it could take 60 GiB and be killed.
+# Peak memory of read_weights per piece of a pixel of positive weight (at most 256 bytes
+# measured: the float64 copy, the pixel boxes, the pieces per cell in chunks and after
+# sorting). The limit was 2**28 pixels "8 bytes each": a raster under it could take 60 GiB and
+# be killed; then pixels as large as the cells, each in four of them, took 630 bytes a pixel.
 _BYTES_PER_PIXEL = 256
 
 
@@ -115,7 +117,7 @@ def read_weights(weights: WeightsLike, grid: Grid) -> PixelTable:
     """
     return read_raster(
         weights, "weights", lambda dataset: PixelTable.from_band(
-            *read_band(dataset, grid, "weights"), grid),
+            *read_band(dataset, grid, "weights", pieces=True), grid),
         open_hint="pass the path of a GeoTIFF (or another GDAL raster) or an open rasterio "
                   "dataset",
         expected="a raster path or an open rasterio dataset",
@@ -146,7 +148,7 @@ def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
     return read_weights(weights, grid)
 
 
-def read_band(dataset: Any, grid: Grid, name: str) -> Band:
+def read_band(dataset: Any, grid: Grid, name: str, pieces: bool = False) -> Band:
     """Band 1 of an open raster over ``grid``'s bounds, checked as a raster of public weights.
 
     Parameters
@@ -157,6 +159,10 @@ def read_band(dataset: Any, grid: Grid, name: str) -> Band:
         The lattice.
     name : str
         The parameter the raster was given as (``"weights"``, ``"prior"``), for messages.
+    pieces : bool, default False
+        Count the pixels in the pieces a weights table splits them into (one per cell a pixel
+        overlaps, :meth:`PixelTable.from_band <geosynth.synth.PixelTable.from_band>`),
+        estimated from the pixels' and the cells' sizes, against :data:`MAX_WEIGHT_PIXELS`.
 
     Returns
     -------
@@ -196,13 +202,16 @@ def read_band(dataset: Any, grid: Grid, name: str) -> Band:
             f"bounds{shown}; check that both use the same CRS"
         )
     n_pixels = (col1 - col0) * (row1 - row0)
-    if n_pixels > MAX_WEIGHT_PIXELS:  # 8000² pixels took 6 GiB and 20 s to average
+    split = _pieces_per_pixel(t, grid) if pieces else 1.0
+    if n_pixels * split > MAX_WEIGHT_PIXELS:  # 8000² pixels took 6 GiB and 20 s to average
+        counted = ("" if split == 1.0 else
+                   f" (about {split:.2g} pieces each, one per cell a pixel overlaps)")
         raise MemoryLimitError(
-            f"{name} raster has {n_pixels:,} pixels over the grid, above "
+            f"{name} raster has {n_pixels:,} pixels over the grid{counted}, above "
             f"geosynth.rasters.MAX_WEIGHT_PIXELS = {MAX_WEIGHT_PIXELS:,} (up to "
-            f"{n_pixels * _BYTES_PER_PIXEL / 2**30:,.0f} GiB to read and group by cell); "
-            "resample it to coarser pixels (e.g. `gdalwarp -tr`, with `-r average` for a "
-            "prior), or raise MAX_WEIGHT_PIXELS deliberately"
+            f"{n_pixels * split * _BYTES_PER_PIXEL / 2**30:,.0f} GiB to read and group by "
+            "cell); resample it to coarser pixels (e.g. `gdalwarp -tr`, with `-r average` for "
+            "a prior), or raise MAX_WEIGHT_PIXELS deliberately"
         )
     band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
     values = np.ma.filled(band.astype(np.float64), np.nan)
@@ -213,6 +222,18 @@ def read_band(dataset: Any, grid: Grid, name: str) -> Band:
     if scale != 1.0 or offset != 0.0:
         values = values * scale + offset
     return Band(values, t, row0, col0)
+
+
+def _pieces_per_pixel(transform: Any, grid: Grid) -> float:
+    """Return the cells a pixel is expected to overlap: ``(1 + pw / cw) * (1 + ph / ch)``.
+
+    For a pixel placed at random over cells of the median cell's bounding box: one piece for
+    pixels far smaller than the cells, four for pixels as large as them.
+    """
+    boxes = grid.cell_bounds(np.arange(grid.n_cells))
+    width = float(np.median(boxes[:, 2] - boxes[:, 0]))
+    height = float(np.median(boxes[:, 3] - boxes[:, 1]))
+    return (1 + abs(transform.a) / width) * (1 + abs(transform.e) / height)
 
 
 def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str) -> Any:

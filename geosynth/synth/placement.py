@@ -68,7 +68,7 @@ _MAX_CANDIDATES = 2**21
 _MAX_ROUNDS = 1000
 _SHOW = 10
 #: Pixel boxes queried against the cells of a hexagonal or areal lattice at once.
-_CHUNK_PIXELS = 2**18
+_CHUNK_PIXELS = 2**15
 
 
 def place_in_cells(
@@ -417,16 +417,11 @@ class PixelTable:
                 "apart at the grid's coordinates; resample it to coarser pixels (e.g. "
                 "`gdalwarp -tr`)"
             )
-        pixel, cell = _covered_cells(grid, pixels)
-        boxes = _clip_boxes(pixels[pixel], grid.cell_bounds(cell))
-        habitable = _habitable_areas(grid, cell, boxes)
-        box_area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-        pixel_area = (pixels[pixel, 2] - pixels[pixel, 0]) * (pixels[pixel, 3] - pixels[pixel, 1])
-        keep = habitable > 0
-        weight = w[pixel] * habitable / pixel_area
-        order = np.argsort(cell[keep], kind="stable")
-        cell, boxes, weight = cell[keep][order], boxes[keep][order], weight[keep][order]
-        acceptance = np.minimum(habitable[keep][order] / box_area[keep][order], 1.0)
+        del values, rows, cols, xa, xb, ya, yb  # the pieces are made in chunks of pixels
+        cell, boxes, weight, acceptance = _pieces(grid, pixels, w)
+        order = np.argsort(cell, kind="stable")
+        cell, boxes = cell[order], boxes[order]
+        weight, acceptance = weight[order], acceptance[order]
         within = pd.Series(weight).groupby(cell).cumsum().to_numpy()
         start = np.searchsorted(cell, np.arange(grid.n_cells + 1), side="left")
         last = np.maximum(start[1:] - 1, 0)
@@ -461,12 +456,46 @@ class PixelTable:
         return left
 
 
-def _covered_cells(grid: Grid, pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pieces(grid: Grid, pixels: np.ndarray,
+            w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return the pieces ``pixel ∩ cell`` of positive habitable area (cell, box, weight, rate).
+
+    Made :data:`_CHUNK_PIXELS` pixels at a time, so that the temporaries of the overlaps and
+    the areas are bounded whatever the raster's size (a pixel may cover up to four cells).
+    On hexagons and areas the cells' geometries are indexed and prepared once.
+    """
+    geoms = tree = None
+    if grid.kind != "square":
+        geoms = _own_copies(np.asarray(grid.habitable_geometry))
+        shapely.prepare(geoms)
+        tree = shapely.STRtree(geoms)
+    elif not np.asarray(grid.fully_habitable).all():
+        geoms = _own_copies(np.asarray(grid.habitable_geometry))
+        shapely.prepare(geoms)
+    parts: list[tuple[np.ndarray, ...]] = []
+    for first in range(0, pixels.shape[0], _CHUNK_PIXELS):
+        chunk = pixels[first:first + _CHUNK_PIXELS]
+        pixel, cell = _covered_cells(grid, chunk, tree)
+        boxes = _clip_boxes(chunk[pixel], grid.cell_bounds(cell))
+        habitable = _habitable_areas(grid, cell, boxes, geoms)
+        keep = habitable > 0
+        pixel, cell, boxes, habitable = pixel[keep], cell[keep], boxes[keep], habitable[keep]
+        pixel_area = (chunk[pixel, 2] - chunk[pixel, 0]) * (chunk[pixel, 3] - chunk[pixel, 1])
+        box_area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+        parts.append((cell, boxes, w[first + pixel] * habitable / pixel_area,
+                      np.minimum(habitable / box_area, 1.0)))
+    if not parts:
+        return (np.empty(0, dtype=np.int64), np.empty((0, 4)), np.empty(0), np.empty(0))
+    return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+
+
+def _covered_cells(grid: Grid, pixels: np.ndarray,
+                   tree: shapely.STRtree | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Pairs ``(pixel, cell)`` of the pixel boxes ``(P, 4)`` and the cells they overlap.
 
     On a square lattice from its edges (a pixel covers a range of rows and columns); on
-    hexagons and areas from a spatial index of the cells' habitable geometry, in chunks.
-    Pairs that only touch are kept here and weigh 0 (:func:`_habitable_areas`).
+    hexagons and areas from ``tree``, a spatial index of the cells' habitable geometry. Pairs
+    that only touch are kept here and weigh 0 (:func:`_habitable_areas`).
     """
     if grid.kind == "square":
         x_edges, y_edges = grid.edges
@@ -487,28 +516,27 @@ def _covered_cells(grid: Grid, pixels: np.ndarray) -> tuple[np.ndarray, np.ndarr
         cell = np.asarray(grid.lattice_to_cell)[position] if position.size else position
         found = cell >= 0
         return pixel[found], cell[found]
-    tree = shapely.STRtree(grid.habitable_geometry)
-    pixel_parts, cell_parts = [], []
-    for first in range(0, pixels.shape[0], _CHUNK_PIXELS):
-        chunk = pixels[first:first + _CHUNK_PIXELS]
-        found = tree.query(shapely.box(*chunk.T), predicate="intersects")
-        pixel_parts.append(found[0] + first)
-        cell_parts.append(found[1])
-    if not pixel_parts:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    return (np.concatenate(pixel_parts).astype(np.int64),
-            np.concatenate(cell_parts).astype(np.int64))
+    found = tree.query(shapely.box(*pixels.T), predicate="intersects")
+    return found[0].astype(np.int64), found[1].astype(np.int64)
 
 
-def _habitable_areas(grid: Grid, cell: np.ndarray, boxes: np.ndarray) -> np.ndarray:
-    """Area of each ``box ∩ habitable geometry of cell``: the box's own in a full square cell."""
+def _habitable_areas(grid: Grid, cell: np.ndarray, boxes: np.ndarray,
+                     geoms: np.ndarray | None) -> np.ndarray:
+    """Area of each ``box ∩ habitable geometry of cell`` (``geoms``: the cells' prepared copies).
+
+    The box's own area in a fully habitable square cell, and wherever the box lies inside the
+    cell's geometry (most pieces of a hexagon); an intersection only for the rest, the pieces
+    on a cell's edge.
+    """
     width = np.maximum(boxes[:, 2] - boxes[:, 0], 0.0)
     height = np.maximum(boxes[:, 3] - boxes[:, 1], 0.0)
     area = width * height
     part = np.flatnonzero(~np.asarray(grid.fully_habitable)[cell] & (area > 0))
     if part.size:
-        geoms = np.asarray(grid.habitable_geometry)[cell[part]]
-        area[part] = shapely.area(shapely.intersection(shapely.box(*boxes[part].T), geoms))
+        pieces = shapely.box(*boxes[part].T)
+        own = geoms[cell[part]]
+        edge = ~shapely.contains(own, pieces)
+        area[part[edge]] = shapely.area(shapely.intersection(pieces[edge], own[edge]))
     return area
 
 

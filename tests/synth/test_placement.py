@@ -18,6 +18,7 @@ from geosynth.errors import (
     GridError,
     InputError,
     IsolatedCellWarning,
+    MemoryLimitError,
 )
 from geosynth.rasters import read_weights
 from geosynth.synth import place_in_cells
@@ -603,18 +604,35 @@ def test_max_weight_pixels_bounds_the_memory_it_claims(tmp_path):
 
     from geosynth import rasters
 
+    # Split among the cells they overlap, pixels as large as the cells and offset from them
+    # make four pieces each (630 bytes a pixel), so the limit counts pieces: both a fine raster
+    # (a piece a pixel) and the worst one stay within the memory the limit claims.
     side = 400
-    path = write_raster(tmp_path / "w.tif", np.ones((side, side)),
+    fine = write_raster(tmp_path / "w.tif", np.ones((side, side)),
                         from_origin(0, 100, 100 / side, 100 / side))
-    grid = unit_grid(shape=(4, 4))
-    tracemalloc.start()
-    try:
-        read_weights(path, grid)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    per_pixel = peak / side**2
-    assert rasters.MAX_WEIGHT_PIXELS * per_pixel <= 2.5 * 2**30
+    coarse = write_raster(tmp_path / "c.tif", np.ones((side, side)),
+                          from_origin(0.5, 100.5, 1.0, 1.0))
+    for path, grid in ((fine, unit_grid(shape=(4, 4))), (coarse, unit_grid(shape=(100, 100)))):
+        tracemalloc.start()
+        try:
+            table = read_weights(path, grid)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert rasters.MAX_WEIGHT_PIXELS * peak / table.boxes.shape[0] <= 2.5 * 2**30
+
+
+def test_the_pixel_limit_counts_the_pieces_of_pixels_over_several_cells(tmp_path,
+                                                                         monkeypatch):
+    from geosynth import rasters
+
+    monkeypatch.setattr(rasters, "MAX_WEIGHT_PIXELS", 100)
+    grid = unit_grid(shape=(8, 8))  # cells of 12.5
+    small = write_raster(tmp_path / "s.tif", np.ones((8, 8)), from_origin(0, 100, 1.25, 1.25))
+    assert read_weights(small, grid).boxes.shape[0] == 64  # 64 pixels, one piece each
+    large = write_raster(tmp_path / "l.tif", np.ones((8, 8)), from_origin(-6, 106, 12.5, 12.5))
+    with pytest.raises(MemoryLimitError, match=r"64 pixels over the grid \(about 4 pieces each"):
+        read_weights(large, grid)  # 64 pixels, each over four cells: 256 pieces
 
 
 @pytest.mark.parametrize("transform", [
