@@ -76,7 +76,9 @@ __all__ = ["release"]
 @click.option("--weights", "weights_path", type=EXISTING_FILE, default=None, metavar="RASTER",
               help="Raster of public non-negative weights (e.g. population density, in the "
               "lattice CRS) that places each synthetic point within its cell; default: "
-              "uniformly over the cell's habitable part. Never a raster made from INPUT.")
+              "uniformly over the cell's habitable part. Never a raster made from INPUT (one "
+              "whose positive pixels cover a sliver of the cells yet hold the records is "
+              "warned about).")
 @click.option("--limit", "limit_specs", type=LimitSpec(), multiple=True,
               help="The range a --continuous column's values can take, e.g. age=0:120 or "
               "income=0: (an end left empty is open); repeat for several columns. Its synthetic "

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 
+from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, root_seed_sequence
 from geosynth._validation import (
     check_m,
@@ -56,6 +57,7 @@ from geosynth.synth.placement import (
     check_pixel_table,
     place,
     unweighted_note,
+    warn_if_weights_follow_records,
 )
 from geosynth.synth.release import (
     LIMITS_PARAMETER,
@@ -406,6 +408,8 @@ class ReleaseMaker:
         rows = aligned_rows(gdf, counts)
         checked = check_limits(rows, limits, counts.covariates)
         table = check_pixel_table(weights, counts.grid)
+        warn_if_weights_follow_records(table, counts.grid, point_coordinates(rows, "gdf"),
+                                       stacklevel=4)
         return cls(fit=fit, rows=rows, table=table,
                    filled={name: synthetic_zbar(counts, name) for name in counts.covariates},
                    noise={name: synthesis_sd(counts, name) for name in counts.covariates},

@@ -47,7 +47,7 @@ import pandas as pd
 import shapely
 
 from geosynth._random import SeedLike, as_generator
-from geosynth.errors import DataWarning, InputError, SamplerError
+from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning, SamplerError
 from geosynth.lattice import Grid
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "check_grid",
     "place",
     "unweighted_note",
+    "warn_if_weights_follow_records",
 ]
 
 # Candidate points per pending point and round are capped at _MAX_BATCH and, over all pending
@@ -639,6 +640,70 @@ def check_pixel_table(weights: Any, grid: Grid) -> PixelTable | None:
             "geosynth.rasters.read_weights(raster, grid)"
         )
     return weights
+
+
+def warn_if_weights_follow_records(table: PixelTable | None, grid: Grid, xy: np.ndarray,
+                                   stacklevel: int = 3) -> None:
+    """PrivacyLeakWarning when the weights' positive pixels are little more than the records.
+
+    A raster made from the records (their density at a fine bandwidth, one pixel of weight per
+    record) is no public weight: the synthetic points are drawn into the pixels, so a release
+    largely put the records back (92 % within 15 m of one). Its sign: nearly all the records
+    (:data:`_FOLLOWED_SHARE`) lie in pixels of positive weight that cover a sliver
+    (:data:`_SLIVER_SHARE`) of their cells' habitable area. Public rasters of where people
+    live can look alike in sparse places (building footprints in the countryside), so this is a
+    warning. Judged on at most 10,000 records.
+
+    Parameters
+    ----------
+    table : PixelTable or None
+        The placement table (None: nothing to check).
+    grid : geosynth.lattice.Grid
+        Its lattice.
+    xy : numpy.ndarray of float64, shape (n, 2)
+        The records' coordinates.
+    stacklevel : int, default 3
+        Of :func:`warnings.warn`.
+    """
+    if table is None or xy.shape[0] == 0:
+        return
+    rng = np.random.default_rng(0)  # a fixed sample: the same warning for the same data
+    sample = xy if xy.shape[0] <= 10_000 else xy[rng.choice(xy.shape[0], 10_000, replace=False)]
+    cells = np.asarray(grid.locate(sample))
+    sample, cells = sample[cells >= 0], cells[cells >= 0]
+    if cells.size == 0:
+        return
+    first, count = table.start[cells], table.start[cells + 1] - table.start[cells]
+    owner = np.repeat(np.arange(cells.size), count)
+    piece = first[owner] + np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
+    boxes, x, y = table.boxes[piece], sample[owner, 0], sample[owner, 1]
+    inside = (x >= boxes[:, 0]) & (x <= boxes[:, 2]) & (y >= boxes[:, 1]) & (y <= boxes[:, 3])
+    held = np.bincount(owner[inside], minlength=cells.size) > 0
+    used = np.unique(cells)
+    pieces = np.concatenate([np.arange(table.start[c], table.start[c + 1]) for c in used])
+    widths = table.boxes[pieces, 2] - table.boxes[pieces, 0]
+    heights = table.boxes[pieces, 3] - table.boxes[pieces, 1]
+    acceptance = 1.0 if table.acceptance is None else table.acceptance[pieces]
+    covered = float(np.sum(widths * heights * acceptance))
+    habitable = float(np.sum(shapely.area(np.asarray(grid.habitable_geometry)[used])))
+    if held.mean() >= _FOLLOWED_SHARE and covered < _SLIVER_SHARE * habitable:
+        warnings.warn(
+            f"the weights raster's pixels of positive weight cover {covered / habitable:.2%} of "
+            f"the habitable area of the cells that hold records, yet {held.mean():.0%} of the "
+            "records lie in them: a raster made from the records (their density) would place "
+            "the synthetic points on them; use a public raster (population, buildings), and "
+            "if it is one, check that it is not the records' own density",
+            PrivacyLeakWarning,
+            stacklevel=stacklevel,
+        )
+
+
+#: Share of the records in pixels of positive weight (with :data:`_SLIVER_SHARE`) that makes a
+#: weights raster look made from them.
+_FOLLOWED_SHARE = 0.9
+#: Share of the habitable area that pixels of positive weight cover, below which they are a
+#: sliver of it.
+_SLIVER_SHARE = 0.02
 
 
 def check_weight_values(values: np.ndarray, name: str) -> None:

@@ -19,6 +19,7 @@ from geosynth.errors import (
     InputError,
     IsolatedCellWarning,
     MemoryLimitError,
+    PrivacyLeakWarning,
 )
 from geosynth.rasters import read_weights
 from geosynth.synth import place_in_cells
@@ -685,3 +686,23 @@ def test_a_raster_without_geotransform_is_refused(tmp_path):
         grid = quiet_grid((0, 0, 100, 100), shape=(1, 1))
         with pytest.raises(InputError, match=r"weights raster has no geotransform.*gdalwarp"):
             place_weighted(grid, np.zeros(50, dtype=np.int64), seed=1, raster=path)
+
+
+def test_a_weights_raster_made_from_the_records_is_warned_about():
+    # Positive only in the 10 m pixels holding a record (a density of the cases at a fine
+    # bandwidth): every synthetic point was drawn into a record's pixel. The positive pixels
+    # cover a sliver of the cells yet hold every record.
+    from geosynth.synth.placement import PixelTable, warn_if_weights_follow_records
+
+    grid = unit_grid(shape=(2, 2))
+    xy = np.random.default_rng(3).uniform(0, 100, (40, 2))
+    values = np.zeros((100, 100))
+    values[(100 - xy[:, 1]).astype(int), xy[:, 0].astype(int)] = 1.0  # 1 m pixels
+    made = PixelTable.from_band(values, from_origin(0, 100, 1, 1), 0, 0, grid)
+    with pytest.warns(PrivacyLeakWarning, match=r"cover 0\.\d+% of the habitable area .* yet "
+                                                r"100% of the records lie in them"):
+        warn_if_weights_follow_records(made, grid, xy)
+    public = PixelTable.from_band(np.ones((100, 100)), from_origin(0, 100, 1, 1), 0, 0, grid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_weights_follow_records(public, grid, xy)
