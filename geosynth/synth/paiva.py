@@ -1160,25 +1160,34 @@ def check_limits(gdf: Any, limits: LimitsLike, covariates: list[str] | tuple[str
 
 
 def _warn_of_limits_at_extremes(name: str, values: np.ndarray, low: float, high: float) -> None:
-    """PrivacyLeakWarning: an end of column ``name``'s limits is its smallest or largest value.
+    """PrivacyLeakWarning: an end of column ``name``'s limits is at its smallest or largest value.
 
     A release publishes its limits (the metadata's ``limits``), so ``limits={"z": (z.min(),
-    z.max())}`` published both confidential extremes to every digit, with no warning. A bound the
-    variable takes by definition (0 for an age) may equal an extreme too: the message says so.
+    z.max())}`` published both confidential extremes to every digit, with no warning; so did
+    them rounded (22.867 for 22.86721): an end within :data:`_NEAR_EXTREME` of the values'
+    range of an extreme is warned about too. A bound the variable takes by definition (0 for an
+    age) may equal an extreme: the message says so.
     """
     if values.size:  # no record: no extreme
+        near = _NEAR_EXTREME * float(values.max() - values.min())
         ends = [word for word, end, extreme in (("smallest", low, values.min()),
                                                 ("largest", high, values.max()))
-                if end == extreme]
+                if abs(end - extreme) <= near]
         if ends:
             warnings.warn(
-                f"limits[{name!r}] (CLI: --limit {name}=...) has the {' and the '.join(ends)} "
-                f"{name!r} among the records as an end: a release publishes its limits, so "
-                "this publishes a confidential extreme unless the bound is public by definition "
-                "(such as 0 for an age); give bounds the variable can take, not those of the data",
+                f"limits[{name!r}] (CLI: --limit {name}=...) has an end at (or within "
+                f"{_NEAR_EXTREME:.1%} of the values' range of) the {' and the '.join(ends)} "
+                f"{name!r} among the records: a release publishes its limits, so this publishes "
+                "a confidential extreme unless the bound is public by definition (such as 0 "
+                "for an age); give bounds the variable can take, not those of the data",
                 PrivacyLeakWarning,
                 stacklevel=3,
             )
+
+
+#: An end of the limits this close to an extreme of the values, as a share of their range, is
+#: taken for the extreme (rounded).
+_NEAR_EXTREME = 1e-3
 
 
 def _check_within_limits(name: str, values: np.ndarray, low: float, high: float) -> None:

@@ -262,11 +262,18 @@ def test_limits_at_the_records_extremes_are_warned_of(ranged_data):
     fit = stub_fit(counts, random_lambda(counts, chains=1, draws=1))
     extremes = (float(gdf["w"].min()), float(gdf["w"].max()))
     with pytest.warns(PrivacyLeakWarning, match=r"limits\['w'\] \(CLI: --limit w=\.\.\.\) has "
-                                                r"the smallest and the largest 'w' among the "
-                                                r"records as an end: .*publishes a confidential"):
+                                                r"an end at .* the smallest and the largest 'w' "
+                                                r"among the records: .*publishes a confidential"):
         synthesize(fit, gdf, m=1, seed=8, limits={"w": extremes})
-    with pytest.warns(PrivacyLeakWarning, match=r"has the largest 'w' among"):
+    with pytest.warns(PrivacyLeakWarning, match=r"the largest 'w' among"):
         synthesize(fit, gdf, m=1, seed=8, limits={"w": (0, extremes[1])})
+    # Rounded, the extremes were published to within the rounding, with no warning.
+    spread = extremes[1] - extremes[0]
+    rounded = (extremes[0] - 4e-4 * spread, extremes[1] + 4e-4 * spread)
+    with pytest.warns(PrivacyLeakWarning, match=r"within 0\.1% of the values' range of\) the "
+                                                r"smallest and the largest 'w'"):
+        synthesize(fit, gdf, m=1, seed=8, limits={"w": rounded})
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)  # bounds the data do not reach
         synthesize(fit, gdf, m=1, seed=8, limits={"w": (0, math.ceil(extremes[1]))})
+        synthesize(fit, gdf, m=1, seed=8, limits={"w": (extremes[0] - 2e-3 * spread, None)})
