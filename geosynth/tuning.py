@@ -640,8 +640,10 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     Every measure is an estimate from ``m`` releases. With ``errors`` (the Monte Carlo
     standard errors, :attr:`Tuning.errors`) the reason says when the pick is not told apart
     from another candidate within the limit (their utilities differ by less than
-    :data:`ERROR_MULTIPLE` standard errors of the difference, the two taken as independent)
-    and when the pick's risk is that close to the limit: another seed may pick otherwise.
+    :data:`ERROR_MULTIPLE` standard errors of the difference, the two taken as independent),
+    when the pick's risk is that close to the limit, when a more useful candidate is beyond
+    the limit by less than that (another seed may pick otherwise), and when the pick's error
+    is unknown (too few releases).
 
     Parameters
     ----------
@@ -734,18 +736,35 @@ def _monte_carlo_note(table: pd.DataFrame, errors: pd.DataFrame, best: Any, qual
         return f"{table.at[label, column]:.4g} ± {error(label, column):.2g}"
 
     note = ""
-    close = [label for label in qualified if label != best
-             and u[best] - u[label] < ERROR_MULTIPLE * math.hypot(error(best, utility),
-                                                                  error(label, utility))]
+    others = [label for label in qualified if label != best]
+    if others and not math.isfinite(error(best, utility)):
+        note += (f"; the Monte Carlo error of its {utility} is unknown (too few releases: the "
+                 "jackknife needs 2, the coverage 3), so whether another seed would pick "
+                 "otherwise cannot be told; raise m")
+    close = [label for label in others
+             if u[best] - u[label] < ERROR_MULTIPLE * math.hypot(error(best, utility),
+                                                                 error(label, utility))]
     if close:
         described = ", ".join(f"{label!r} ({shown(label, utility)})" for label in close)
         note += (f"; its {utility} ({shown(best, utility)}, ± one Monte Carlo standard error) "
                  f"is within {ERROR_MULTIPLE:g} standard errors of {described}: another seed "
                  "may pick otherwise; raise m to tell them apart")
+    if limit is None:
+        return note
     value = float(table.at[best, risk])
-    if limit is not None and abs(value - limit) < ERROR_MULTIPLE * error(best, risk):
+    if abs(value - limit) < ERROR_MULTIPLE * error(best, risk):
         note += (f"; its {risk} ({shown(best, risk)}) is within {ERROR_MULTIPLE:g} Monte Carlo "
                  f"standard errors of the limit {exact_number(limit)}")
+    # More useful candidates beyond the limit by less than their error: another seed may let
+    # them in, and pick one of them.
+    beyond = [label for label in u.index if label not in set(qualified) and u[label] > u[best]
+              and abs(float(table.at[label, risk]) - limit)
+              < ERROR_MULTIPLE * error(label, risk)]
+    if beyond:
+        described = ", ".join(f"{label!r} ({shown(label, risk)})" for label in beyond)
+        note += (f"; {described} {'is' if len(beyond) == 1 else 'are'} more useful and beyond "
+                 f"the limit by less than {ERROR_MULTIPLE:g} Monte Carlo standard errors of "
+                 f"{risk}: another seed may let {'it' if len(beyond) == 1 else 'them'} in")
     return note
 
 

@@ -1017,5 +1017,14 @@ def test_recommend_says_when_the_pick_is_within_monte_carlo_error():
            "limit 0.012" in near
     unknown = recommend(table, 0.05, errors=errors.drop(index="b")).reason
     assert "'b'" not in unknown  # no error known for b: not compared
+    # The pick's own error unknown (m = 2 gives the coverage none): said, not a clear pick.
+    none = recommend(table, 0.05, errors=errors.assign(coverage=np.nan)).reason
+    assert "the Monte Carlo error of its coverage is unknown" in none
+    # More useful, beyond the limit by less than 2 standard errors: another seed may let it in.
+    useful = table.assign(coverage=[0.70, 0.78, 0.60])
+    beyond = recommend(useful, 0.015, errors=errors.assign(coverage=0.001)).reason
+    assert beyond.startswith("'a' has the best coverage")
+    assert ("'b' (0.02 ± 0.004) is more useful and beyond the limit by less than 2 Monte Carlo "
+            "standard errors of true_match_rate") in beyond
     with pytest.raises(InputError, match="errors must be a DataFrame"):
         recommend(table, 0.05, errors={"a": 0.1})

@@ -488,7 +488,7 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
               f"{measure.description}." for name, measure in MEASURES.items()]
     lines += ["- `<measure> (se)`: its Monte Carlo standard error, the delete-one jackknife "
               f"over the {m} releases: how far another seed may move it (rough for few "
-              "releases; NaN with one)."]
+              "releases; NaN with one release, and for the coverage with two)."]
     return "\n".join(lines) + "\n"
 
 
