@@ -247,6 +247,11 @@ def release(
     if map_max_points is not None and map_path is None:  # was accepted and did nothing
         raise click.UsageError("--map-max-points limits the points of the --map; add --map FILE "
                                "or drop --map-max-points")
+    if outcome is not None and outcome not in attributes:  # found after the whole fit
+        raise click.UsageError(
+            f"--outcome {io.printable(outcome)!r} is not one of --attributes: the releases carry "
+            "the attributes (and --continuous) only, so its coverage cannot be measured; add "
+            "it to --attributes or pick one of them")
     if outcome is not None and m < 2:
         raise click.UsageError("--outcome needs at least 2 releases (the coverage intervals "
                                "combine the releases by their between-release variance); "
@@ -301,7 +306,6 @@ def release(
         # Read once, here: the releases place points with this table.
         weights = None if weights_path is None else _weights_table(weights_path, grid)
         if outcome is not None:  # checked now, on the records evaluated, not after the fit
-            check_complete(original, name, {"--outcome": outcome}, show_counts=epsilon is None)
             check_binary(original, outcome, name)
             check_coverage_size(original, name, show_counts=epsilon is None)
         if epsilon is None:

@@ -426,6 +426,11 @@ def test_outcome_is_checked_before_the_fit(inputs, tmp_path):
     assert_refused(result, "--outcome: the outcome column 'x2'", "must be binary")
     assert "astype" not in result.output  # Python advice: (points.gpkg['x2'] == level)...
     assert "Fitting" not in result.output and not (tmp_path / "r.gpkg").exists()
+    # Not an attribute: refused after the whole fit, naming "releases[0]".
+    result = run("release", inputs["gpkg"], "--attributes", "x1,x2", "--grid", "4x4", *out,
+                 "--outcome", "y", "--report", tmp_path / "r.md")
+    assert_refused(result, "--outcome 'y' is not one of --attributes")
+    assert "Fitting" not in result.output and "releases[0]" not in result.output
 
 
 def test_outcome_that_the_report_cannot_use_is_refused_before_the_fit(inputs, tmp_path):
@@ -446,8 +451,8 @@ def test_outcome_that_the_report_cannot_use_is_refused_before_the_fit(inputs, tm
 
     gaps = tmp_path / "gaps.gpkg"
     points.assign(y=points["y"].astype(float).mask(points.index == 5)).to_file(gaps)
-    result = run("release", gaps, "--attributes", "x1,x2", "--grid", "4x4", *FAST, *args)
-    assert_refused(result, "--outcome 'y': gaps.gpkg has 1 of 120 records without a value")
+    result = run("release", gaps, "--attributes", "y,x1,x2", "--grid", "4x4", *FAST, *args)
+    assert_refused(result, "--attributes 'y'", "1 of 120 records")  # an attribute: complete
     assert "Fitting" not in result.output and "rows [5]" not in result.output
     assert set(tmp_path.iterdir()) == {small, gaps}  # nothing written
 
@@ -460,7 +465,7 @@ def test_outcome_refusals_under_epsilon_show_no_number_of_records(inputs, tmp_pa
                  "--region", inputs["region"], "--epsilon", 1, "--levels-file",
                  inputs["levels"], *FAST, "--outcome", "x2", "--report", tmp_path / "r.md",
                  "--out", tmp_path / "r.gpkg")
-    assert_refused(result, "--outcome 'x2': gaps.gpkg has some records without a value")
+    assert_refused(result, "--outcome 'x2' is not one of --attributes")  # an option conflict
     assert 120 not in whole_numbers(result.output)
     assert "Differentially private release" not in result.output
 
