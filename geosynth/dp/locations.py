@@ -823,7 +823,7 @@ def _size_rule(noisy: NoisyCounts, m: int, n_public: int | None, max_records: in
     if need > max_bytes:
         if n_public is not None:
             why = f"n_public={n_public} records each"
-            fix = f"make fewer releases (m={m}) (in Python, or raise max_bytes)"
+            fix = _fewer_releases_fix(m, "n_public")
         else:
             why = (f"up to {largest:,} records each (the noisy total "
                    f"{int(noisy.counts.sum()):,} plus 5 sd of its noise at "
@@ -982,8 +982,8 @@ def _check_small_epsilon(
             raise MemoryLimitError(
                 f"{m} release(s) of {name}={records:,} records each could need "
                 f"{format_bytes(need)} (at {RELEASE_BYTES_PER_RECORD} bytes per record), over "
-                f"max_bytes = {format_bytes(max_bytes)}; make fewer releases (m={m}) (in "
-                "Python, or raise max_bytes). Nothing was spent"
+                f"max_bytes = {format_bytes(max_bytes)}; {_fewer_releases_fix(m, name)}. "
+                "Nothing was spent"
             )
     else:
         sd_total = math.sqrt(n_counts) * _discrete_laplace_sd(min(scale, 1e300))
@@ -1266,3 +1266,12 @@ def dp_release(
                                  max_bytes=max_bytes, geometry=geometry, weights=table,
                                  seed=None if seed is None else fit_seed + 1)
     return DPRelease(releases=releases, fit=fit, noisy=noisy, accountant=accountant, size=size)
+
+
+def _fewer_releases_fix(m: int, name: str) -> str:
+    """Return the fix of releases too large for ``max_bytes``: fewer, or a smaller ``name``.
+
+    It read "make fewer releases (m=1)" for one release, quoting the value given as the fix.
+    """
+    fewer = f"make fewer releases (m={m}) or " if m > 1 else ""
+    return f"{fewer}give a smaller {name} (in Python, or raise max_bytes)"

@@ -121,6 +121,10 @@ def test_a_public_total_too_large_for_memory_is_refused_before_spending(small_co
                        r"records each could need 1.2 TiB .* make fewer releases \(m=5\)"):
         dp_release(small_counts, 1.0, levels=LEVELS, n_public=10**9, accountant=accountant)
     assert accountant.spent_epsilon == 0.0
+    # One release: "make fewer releases (m=1)" quoted the value given as the fix.
+    with pytest.raises(MemoryLimitError, match=r"need .*; give a smaller n_public") as info:
+        dp_release(small_counts, 1.0, 1, levels=LEVELS, n_public=5 * 10**9)
+    assert "fewer releases" not in str(info.value)
 
 
 @pytest.mark.parametrize(
