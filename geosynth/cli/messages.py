@@ -163,7 +163,7 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     text = _ADVICE.sub(lambda match: _unless_quoted(match, quoted, lambda advice: _ADVISED.sub(
         lambda name: OPTION_OF_PARAMETER[name.group(1)], advice.group(0))), text)
     text = _inner_notes(text)
-    text = _NOTE.sub(_note, text)
+    text = _NOTE.sub(lambda match: _note(match, names or {}), text)
     text = _IN_PYTHON.sub("", text)
     text = _drop_pad_advice(text)
     text = _PYTHON_ALTERNATIVE.sub("", text)
@@ -254,8 +254,12 @@ def _flag_key(setting: str) -> str:
     return re.sub(r"\s", "", setting).replace("'", '"')
 
 
-def _note(match: re.Match) -> str:
-    """``TEXT (CLI: --opt)``: drop the note when TEXT names --opt in API terms, else keep it."""
+def _note(match: re.Match, names: Mapping[str, str]) -> str:
+    """``TEXT (CLI: --opt)``: drop the note when TEXT names --opt in API terms, else keep it.
+
+    ``names`` renames options too (hexagons' ``--cell-size`` is ``--hex-size``): the note of a
+    ``cell_size=`` then names the same option ("--hex-size 400 (--hex-size)" was shown).
+    """
     note = match.group(1).strip()
     options = _OPTION.findall(note)
     # Clauses end at "; ": a quoted ';' (sep=';') is a value, and split "pass sep=';' (CLI:
@@ -263,7 +267,8 @@ def _note(match: re.Match) -> str:
     clause = match.string[: match.start()].rsplit("; ", 1)[-1]
     # The note's values too ("--decimal ','" after "decimal=','") repeat the clause's.
     only_options = not re.sub(r"--[\w-]+|'[^']*'|\"[^\"]*\"|[,/\s]|\band\b|\bor\b", "", note)
-    if options and only_options and set(options) <= _parameters_in(clause):
+    named = {names.get(option, option) for option in _parameters_in(clause)}
+    if options and only_options and set(options) <= named:
         return ""
     return f" ({note})"
 

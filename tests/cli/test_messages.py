@@ -109,6 +109,10 @@ def test_cli_message_names_flags_and_the_hexagons_side():
     side = cli_message("cell_size must be a positive number, got 0.001", {"--cell-size":
                                                                           "--hex-size"})
     assert side == "--hex-size must be a positive number, got 0.001"
+    # The note names the hexagons' option: "--hex-size 400 (--hex-size)" was shown.
+    coarser = cli_message("choose larger cells, e.g. cell_size=400 (CLI: --hex-size), about one",
+                          {"--cell-size": "--hex-size"})
+    assert coarser == "choose larger cells, e.g. --hex-size 400, about one"
 
 
 @pytest.mark.parametrize("name", [r"data\cases.gpkg", r"run\1.gpkg", r"a\g<0>.gpkg"])
