@@ -90,6 +90,9 @@ def evaluate(
     from geosynth.evaluation import combining_rules, markdown_code
     from geosynth.io import printable
 
+    if seed is not None and outcome is None:  # was accepted and did nothing
+        raise click.UsageError("--seed fixes the random rectangles of the --outcome's coverage; "
+                               "add --outcome COLUMN or drop --seed")
     check_outputs({"--report": report_path}, overwrite,
                   inputs={"ORIGINAL": original_path, "RELEASE": release_path})
     for label, path in (("ORIGINAL", original_path), ("RELEASE", release_path)):

@@ -459,3 +459,10 @@ def test_evaluate_of_a_dp_release_refuses_without_counting_the_original(tmp_path
                         metadata={"method": "paiva"})
     assert "40 levels among 40 records" in run("evaluate", *plain, "--attributes",
                                                "kind,z").output
+
+
+def test_a_seed_without_an_outcome_is_refused(inputs, written_release):
+    # It draws the coverage's rectangles only: without --outcome it was accepted and did nothing.
+    result = run("evaluate", inputs["gpkg"], written_release, "--attributes", "y", "--seed", 5)
+    assert_refused(result, "--seed fixes the random rectangles", "add --outcome COLUMN or drop "
+                                                                  "--seed")
