@@ -1,7 +1,7 @@
 """Normalise the ``seed`` argument accepted by every random function.
 
 Every public function that draws random numbers takes ``seed`` and passes it through
-:func:`check_seed` (directly, or via :func:`as_generator`, :func:`spawn_seeds` or
+:func:`check_seed` (directly, or via :func:`as_generator`, :func:`root_seed_sequence` or
 :func:`geosynth.samplers.rng.make_streams`), so a bad seed is refused with one message naming
 the parameter, wherever it is given.
 """
@@ -13,7 +13,7 @@ import numpy as np
 from geosynth._validation import describe_value, int_hint, is_integer
 from geosynth.errors import InputError, InputTypeError
 
-__all__ = ["as_generator", "check_seed", "root_seed_sequence", "spawn_seeds", "SeedLike"]
+__all__ = ["as_generator", "check_seed", "root_seed_sequence", "SeedLike"]
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
@@ -117,28 +117,3 @@ def root_seed_sequence(seed: SeedLike, name: str = "seed") -> np.random.SeedSequ
                                       pool_size=seed.pool_size,
                                       n_children_spawned=seed.n_children_spawned)
     return np.random.SeedSequence(seed)
-
-
-def spawn_seeds(seed: SeedLike, n: int) -> list[np.random.SeedSequence]:
-    """Return ``n`` independent child seeds of ``seed`` (one per release or task).
-
-    Work item ``k`` draws with ``numpy.random.default_rng(spawn_seeds(seed, n)[k])``, so its
-    randomness does not depend on the order in which items run (or on which machine).
-
-    Parameters
-    ----------
-    seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
-        ``None`` uses fresh OS entropy; a Generator is advanced to derive the parent seed.
-    n : int
-        Number of children.
-
-    Returns
-    -------
-    list of numpy.random.SeedSequence
-
-    Raises
-    ------
-    TypeError, geosynth.errors.InputError
-        As :func:`check_seed`.
-    """
-    return root_seed_sequence(seed).spawn(n)

@@ -11,7 +11,7 @@ import shapely
 import geosynth
 from geosynth._messages import format_bytes
 from geosynth._points import point_coordinates
-from geosynth._random import as_generator, check_seed, spawn_seeds
+from geosynth._random import as_generator, check_seed, root_seed_sequence
 from geosynth._validation import (
     check_bool,
     check_chains,
@@ -340,7 +340,7 @@ def test_integer_string_hint_keeps_every_digit():
     (np.random.RandomState(1), r"got RandomState$"),
 ])
 def test_seeds_of_other_types_are_refused_naming_only_their_type(seed, shown):
-    for user in (check_seed, as_generator, lambda s: spawn_seeds(s, 2)):
+    for user in (check_seed, as_generator, root_seed_sequence):
         with pytest.raises(TypeError, match=r"^seed must be None, an int >= 0, .*" + shown):
             user(seed)
 
@@ -350,8 +350,8 @@ def test_valid_seeds_give_the_same_streams_as_before():
         assert as_generator(seed).random() == np.random.default_rng(seed).random()
     sequence = np.random.SeedSequence(11)
     assert as_generator(sequence).random() == as_generator(sequence).random()
-    first = [s.entropy for s in spawn_seeds(sequence, 2)]
-    assert [s.entropy for s in spawn_seeds(sequence, 2)] == first
+    first = [s.entropy for s in root_seed_sequence(sequence).spawn(2)]
+    assert [s.entropy for s in root_seed_sequence(sequence).spawn(2)] == first
 
 
 def test_a_geometry_column_of_other_values_is_refused_naming_the_frame():

@@ -68,7 +68,7 @@ _MAX_CANDIDATES = 2**21
 # A point not placed after this many rounds (> 6e7 candidates at full batch) raises SamplerError.
 _MAX_ROUNDS = 1000
 _SHOW = 10
-#: Pixel boxes queried against the cells of a hexagonal or areal lattice at once.
+#: Pixels split into their pieces at once (:func:`_pieces`): bounds the temporaries.
 _CHUNK_PIXELS = 2**15
 
 
