@@ -1046,7 +1046,18 @@ def _grid_layer(grid: Grid, fit: PaivaFit | None) -> gpd.GeoDataFrame:
         cells = cells.drop(columns=["area_id"], errors="ignore")
     if fit is not None:
         lam = fit.posterior_mean_lambda()
-        for b, label in enumerate(fit.counts.combination_labels()):
+        labels = fit.counts.combination_labels()
+        seen: dict[str, str] = {}
+        for label in labels:  # SQLite's column names ignore case: GDAL failed mid-write
+            if label.lower() in seen:
+                raise InputError(
+                    f"combinations {printable(seen[label.lower()])!r} and {printable(label)!r} "
+                    "differ only in case, and their intensity columns (lambda_<combination>) "
+                    "would be one column of a GeoPackage, whose names ignore case; write "
+                    "without include_intensity (CLI: --include-intensity), or recode the levels"
+                )
+            seen[label.lower()] = label
+        for b, label in enumerate(labels):
             cells[f"lambda_{label}"] = lam[:, b]
     return cells
 

@@ -2450,3 +2450,18 @@ def test_a_level_of_minus_zero_reads_back_as_its_combination(tmp_path):
     write_release(path, [frame], metadata={"method": "paiva"})
     set_metadata(path, "model", _model(attributes=["a"], combinations=["a=0.0", "a=1.0"]))
     assert read_release(path).m == 1
+
+
+def test_combinations_differing_only_in_case_are_refused_with_the_intensity(tmp_path,
+                                                                           confidential):
+    # lambda_c=A and lambda_c=a are one column of a GeoPackage: GDAL failed mid-write with
+    # "Error adding field".
+    data = confidential.assign(c=np.where(confidential["y"] == 1, "A", "a"))
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(4, 4), crs=CRS)
+    counts = prepare(data, grid, attributes=["c"])
+    fit = PaivaModel().fit(counts, n_iter=40, burn_in=20, chains=1, seed=1, progress=False)
+    public = [to_public(r, seed=1) for r in synthesize(fit, data, m=1, seed=2)]
+    with pytest.raises(InputError, match=r"combinations 'c=A' and 'c=a' differ only in case"):
+        write_release(tmp_path / "r.gpkg", public, fit=fit, include_intensity=True)
+    assert names(tmp_path) == []
+    write_release(tmp_path / "r.gpkg", public, fit=fit)  # without the intensity columns
