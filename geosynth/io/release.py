@@ -464,7 +464,7 @@ def write_release(
         )
     written = metadata_from_info(info)
     for k, frame in enumerate(frames, start=1):
-        problem = _value_problem(frame, written)
+        problem = _value_problem(frame, written) or _combination_problem(frame, written)
         if problem is not None:
             raise InputError(
                 f"release {k} ({RELEASE_LAYER.format(k)}) has {problem}: no geosynth "

@@ -2380,7 +2380,10 @@ def test_a_column_named_as_the_read_geometry_is_refused_before_writing(tmp_path,
      r"release 1 \(synthetic_1\) has missing values in \['z'\]"),
     (lambda frame: frame.assign(z=frame["z"].where(frame.index != 0, 500.0)),
      r"release 1 \(synthetic_1\) has values of 'z' outside its metadata 'limits'"),
-], ids=["missing", "beyond-limits"])
+    (lambda frame: frame.assign(x1=frame["x1"].where(frame.index != 0, 99)),
+     r"release 1 \(synthetic_1\) has 1 combination\(s\) of attribute levels that its model "
+     r"did not fit"),
+], ids=["missing", "beyond-limits", "unfitted-level"])
 def test_values_the_reader_refuses_are_refused_before_writing(tmp_path, fitted, confidential,
                                                               edit, message):
     # Written without a word, then refused by read_release as an edited file.
