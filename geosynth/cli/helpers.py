@@ -554,7 +554,8 @@ def release_provenance(ctx: click.Context, inputs: Mapping[str, Any]) -> dict[st
     for option, path in inputs.items():
         if path is None:
             continue
-        read = [path, *_input_files(path)[2:]] if (path := Path(path)) else []  # no audit file
+        path = Path(path)
+        read = [path, *_input_files(path)[2:]]  # with a shapefile's parts, not an audit file
         files[option] = {str(p.absolute()): file_sha256(p) for p in read if p.is_file()}
     options = {name: list(value) if isinstance(value, tuple) else value
                for name, value in ctx.params.items()}
