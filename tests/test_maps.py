@@ -392,9 +392,14 @@ def test_a_release_read_from_a_file_is_public_already(data, tmp_path):
     original, releases, fit, _ = data
     path = tmp_path / "release.gpkg"
     geosynth.io.write_release(path, [geosynth.to_public(r, seed=1) for r in releases], fit=fit)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        review_map(None, geosynth.io.read_release(path).releases, public=True)
+    read = geosynth.io.read_release(path).releases
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = review_map(None, read, public=True)
+    assert [str(w.message) for w in caught if issubclass(w.category, PrivacyLeakWarning)] == []
+    assert {release_layer_name(k) for k in (1, 2)} <= set(layers(m))  # both releases drawn
+    with pytest.warns(PrivacyLeakWarning, match="was not read from a release file"):
+        review_map(None, [geosynth.to_public(r, seed=1) for r in read], public=True)  # re-marked
 
 
 NEAR_COPY = (r"releases\[0\] has (\d+) of its \d+ points within 0.1 m of a record of "

@@ -507,9 +507,7 @@ def _covered_cells(grid: Grid, pixels: np.ndarray,
         c0, r0 = np.maximum(c0, 0), np.maximum(r0, 0)
         c1, r1 = np.minimum(c1, x_edges.size - 2), np.minimum(r1, y_edges.size - 2)
         ncols, nrows = np.maximum(c1 - c0 + 1, 0), np.maximum(r1 - r0 + 1, 0)
-        pixel = np.repeat(np.arange(pixels.shape[0]), ncols * nrows)
-        offset = np.arange(pixel.size) - np.repeat(np.cumsum(ncols * nrows) - ncols * nrows,
-                                                   ncols * nrows)
+        pixel, offset = _ranges(ncols * nrows)
         col = c0[pixel] + offset % ncols[pixel]
         row = r0[pixel] + offset // ncols[pixel]
         shape_cols = x_edges.size - 1
@@ -519,6 +517,12 @@ def _covered_cells(grid: Grid, pixels: np.ndarray,
         return pixel[found], cell[found]
     found = tree.query(shapely.box(*pixels.T), predicate="intersects")
     return found[0].astype(np.int64), found[1].astype(np.int64)
+
+
+def _ranges(count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Expand runs of ``count[k]`` items: each item's run ``k`` and its offset in the run."""
+    owner = np.repeat(np.arange(count.size), count)
+    return owner, np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
 
 
 def _habitable_areas(grid: Grid, cell: np.ndarray, boxes: np.ndarray,
@@ -673,14 +677,14 @@ def warn_if_weights_follow_records(table: PixelTable | None, grid: Grid, xy: np.
     sample, cells = sample[cells >= 0], cells[cells >= 0]
     if cells.size == 0:
         return
-    first, count = table.start[cells], table.start[cells + 1] - table.start[cells]
-    owner = np.repeat(np.arange(cells.size), count)
-    piece = first[owner] + np.arange(owner.size) - np.repeat(np.cumsum(count) - count, count)
+    owner, offset = _ranges(table.start[cells + 1] - table.start[cells])
+    piece = table.start[cells][owner] + offset
     boxes, x, y = table.boxes[piece], sample[owner, 0], sample[owner, 1]
     inside = (x >= boxes[:, 0]) & (x <= boxes[:, 2]) & (y >= boxes[:, 1]) & (y <= boxes[:, 3])
     held = np.bincount(owner[inside], minlength=cells.size) > 0
     used = np.unique(cells)
-    pieces = np.concatenate([np.arange(table.start[c], table.start[c + 1]) for c in used])
+    of_used, offset = _ranges(table.start[used + 1] - table.start[used])
+    pieces = table.start[used][of_used] + offset
     widths = table.boxes[pieces, 2] - table.boxes[pieces, 0]
     heights = table.boxes[pieces, 3] - table.boxes[pieces, 1]
     acceptance = 1.0 if table.acceptance is None else table.acceptance[pieces]
