@@ -2,6 +2,7 @@
 
 import warnings
 
+import geopandas as gpd
 import numpy as np
 import pytest
 import shapely
@@ -22,7 +23,7 @@ from geosynth.errors import (
     PrivacyLeakWarning,
 )
 from geosynth.rasters import read_weights
-from geosynth.synth import place_in_cells
+from geosynth.synth import PixelTable, place_in_cells
 from tests.synth.helpers import CRS, from_origin, write_raster
 
 ALPHA = 1e-3
@@ -537,7 +538,6 @@ def test_uniform_in_cells_with_holes_chi_square():
 def areal_grid():
     """Three areas: a concave U with a square hole in its base, a triangle, and a two-part area
     (a square and a small island). They touch along x = 10 and y = 0."""
-    import geopandas as gpd
 
     u_shape = Polygon([(0, 0), (10, 0), (10, 10), (7, 10), (7, 4), (3, 4), (3, 10), (0, 10)],
                       holes=[[(4, 1), (6, 1), (6, 3), (4, 3)]])
@@ -636,6 +636,31 @@ def test_the_pixel_limit_counts_the_pieces_of_pixels_over_several_cells(tmp_path
         read_weights(large, grid)  # 64 pixels, each over four cells: 256 pieces
 
 
+@pytest.mark.parametrize("kind", ["hexagons", "areas"])
+def test_the_pixel_limit_counts_the_pieces_over_hexagons_and_areas(kind):
+    # The pieces a pixel makes were estimated from the cells' boxes, as for squares: pixels half
+    # as large as hexagons made 1.81 pieces each against 1.61 estimated, and the limit let
+    # through a table a ninth larger than it claimed. The estimate is now the mean area of the
+    # cells' Minkowski sums with the pixel, exact for convex cells away from the edge.
+    from geosynth.rasters import _pieces_per_pixel
+
+    bounds = (0.0, 0.0, 3000.0, 3000.0)
+    if kind == "hexagons":
+        grid = Grid.hexagonal(bounds, 100.0, crs=CRS)
+    else:
+        seeds = shapely.multipoints(np.random.default_rng(0).uniform(0, 3000, (300, 2)))
+        cells = shapely.intersection(
+            shapely.get_parts(shapely.voronoi_polygons(seeds, extend_to=shapely.box(*bounds))),
+            shapely.box(*bounds))
+        grid = Grid.from_polygons(gpd.GeoSeries(cells, crs=CRS))
+    for size in (10.0, 50.0):
+        side = int(3000 / size)
+        transform = Affine(size, 0, size / 3, 0, -size, 3000 + size / 3)
+        table = PixelTable.from_band(np.ones((side, side)), transform, 0, 0, grid)
+        made = table.boxes.shape[0] / side**2
+        assert _pieces_per_pixel(transform, grid) == pytest.approx(made, rel=0.03)
+
+
 @pytest.mark.parametrize("transform", [
     Affine(25, 0, 0, 0, 0, 100),  # zero pixel height: ZeroDivisionError
     Affine(25, 0, float("nan"), 0, -25, 100),  # NaN origin: "cannot convert float NaN"
@@ -648,8 +673,6 @@ def test_degenerate_geotransforms_are_refused(tmp_path, transform):
 
 
 def test_no_overlap_message_does_not_quote_bounds_derived_from_the_points(tmp_path):
-    import geopandas as gpd
-
     points = gpd.GeoSeries(gpd.points_from_xy([303.25, 396.5], [507.5, 591.75]), crs=CRS)
     grid = Grid.from_points(points, shape=(2, 2))
     assert grid.snap_unit is not None
@@ -692,7 +715,7 @@ def test_a_weights_raster_made_from_the_records_is_warned_about():
     # Positive only in the 10 m pixels holding a record (a density of the cases at a fine
     # bandwidth): every synthetic point was drawn into a record's pixel. The positive pixels
     # cover a sliver of the cells yet hold every record.
-    from geosynth.synth.placement import PixelTable, warn_if_weights_follow_records
+    from geosynth.synth.placement import warn_if_weights_follow_records
 
     grid = unit_grid(shape=(2, 2))
     xy = np.random.default_rng(3).uniform(0, 100, (40, 2))
