@@ -204,7 +204,7 @@ def read_band(dataset: Any, grid: Grid, name: str, pieces: bool = False) -> Band
     n_pixels = (col1 - col0) * (row1 - row0)
     split = _pieces_per_pixel(t, grid) if pieces else 1.0
     if n_pixels * split > MAX_WEIGHT_PIXELS:  # 8000² pixels took 6 GiB and 20 s to average
-        counted = ("" if split == 1.0 else
+        counted = ("" if split < 1.05 else  # not "about 1 pieces each"
                    f" (about {split:.2g} pieces each, one per cell a pixel overlaps)")
         raise MemoryLimitError(
             f"{name} raster has {n_pixels:,} pixels over the grid{counted}, above "

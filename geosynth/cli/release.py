@@ -323,8 +323,14 @@ def release(
             result = _paiva_release(counts, original, model, m, seed, run, progress, limits,
                                     weights)
         else:
-            from geosynth.dp import dp_model
+            import shapely
 
+            from geosynth.dp import dp_model
+            from geosynth.synth.placement import warn_if_weights_follow_records
+
+            # synthesize gives this warning from the records; dp_release has only their counts.
+            warn_if_weights_follow_records(weights, grid, shapely.get_coordinates(
+                original.geometry.to_numpy()))
             result = _dp_release(counts, epsilon, public_total, m, run, progress,
                                  dp_model(sampler), weights)
         stop_if_interrupted(result["fit"])

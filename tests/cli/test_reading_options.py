@@ -326,3 +326,29 @@ def test_a_run_failing_after_the_geotiff_is_staged_writes_none(inputs, tmp_path,
     assert result.exit_code != 0
     assert not tif.exists() and not (tmp_path / "r.gpkg").exists()
     assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
+def test_a_dp_release_warns_of_weights_made_from_the_records(inputs, tmp_path):
+    # synthesize warned of a raster positive only in the records' pixels; a DP release (which
+    # fits the noisy counts, not the records) placed its points with it without a word.
+    rasterio = pytest.importorskip("rasterio")
+    x0, y0, x1, y1 = (b + d for b, d in zip(SCENARIO.bounds, (-100, -100, 100, 100),
+                                            strict=True))
+    size = 10.0
+    cols, rows = int(np.ceil((x1 - x0) / size)), int(np.ceil((y1 - y0) / size))
+    pixels = np.zeros((rows, cols), dtype="float32")
+    points = gpd.read_file(inputs["gpkg"])
+    pixels[((y1 - points.geometry.y) / size).astype(int),
+           ((points.geometry.x - x0) / size).astype(int)] = 1.0
+    path = tmp_path / "cases.tif"
+    with rasterio.open(path, "w", driver="GTiff", width=cols, height=rows, count=1,
+                       dtype="float32", crs=SCENARIO.crs,
+                       transform=rasterio.transform.from_origin(x0, y1, size, size)) as dst:
+        dst.write(pixels, 1)
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "4x4",
+                 "--region", inputs["region"], "--epsilon", 1, "--levels-file",
+                 inputs["levels"], "--weights", path, *FAST, "--out", tmp_path / "r.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "of the records lie in them" in result.output
+    assert (result.output.index("of the records lie in them")
+            < result.output.index("Differentially private release"))
