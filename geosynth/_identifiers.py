@@ -45,7 +45,7 @@ ID_COLUMNS = frozenset(
 #: Brazilian medical record; ``eid``, UK Biobank's participant id).
 IDENTIFIER_WORDS = frozenset({
     "id", "ids", "idx", "uid", "uuid", "guid", "gid", "pid", "oid", "eid", "fid", "objectid",
-    "globalid", "rowid", "ssn", "cpf", "prontuario",
+    "globalid", "rowid", "ssn", "cpf", "prontuario", "mrn",  # a medical record number
 })
 #: Words that make a column name an identifier as its last word after another one: a record's
 #: number or key (``patient_no``, ``case_number``, ``Fall_Nr``, ``AreaKey``); ``key`` and

@@ -172,6 +172,7 @@ __all__ = [
     "Z_SUM_COLUMN",
     "z_sum_columns",
     "is_identifying",
+    "identifies_records",
     "identifying_levels",
     "IDENTIFYING_LEVEL_SHARE",
     "RARE_LEVEL_RECORDS",
@@ -2081,24 +2082,55 @@ def is_identifying(sizes: np.ndarray, n_records: int) -> bool:
     return nearly_unique or many_singletons or unique
 
 
-def identifying_levels(values: pd.Series) -> str | None:
-    """Describe ``values`` if their levels identify records (:func:`is_identifying`), else None.
+def identifying_levels(values: pd.Series, name: Hashable | None = None) -> str | None:
+    """Describe ``values`` if their levels identify records (:func:`identifies_records`).
 
     Parameters
     ----------
     values : pandas.Series
         One column of the records (NaN counts as a level).
+    name : hashable, optional
+        The column's name, for the rule on names like an identifier's (None: levels only).
 
     Returns
     -------
     str or None
-        ``"<levels> levels among <n> records, <k> of them held by a single record"``.
+        ``"<levels> levels among <n> records, <k> of them held by a single record"`` (and
+        ``", and is named like a record identifier"`` when the name counted), else None.
     """
     sizes = values.value_counts(dropna=False).to_numpy()
-    if not is_identifying(sizes, len(values)):
+    if not identifies_records(sizes, len(values), name):
         return None
+    named = name is not None and is_identifier_name(name)
     return (f"{sizes.size:,} levels among {len(values):,} records, "
-            f"{int((sizes == 1).sum()):,} of them held by a single record")
+            f"{int((sizes == 1).sum()):,} of them held by a single record"
+            f"{', and is named like a record identifier' * named}")
+
+
+def identifies_records(sizes: np.ndarray, n_records: int, name: Hashable | None = None) -> bool:
+    """Tell whether an attribute identifies records: the one rule of prepare and the SDC tools.
+
+    By its levels (:func:`is_identifying`), or by its name (:func:`is_identifier_name`) with
+    most records in levels of fewer than :data:`SMALL_LEVEL_RECORDS` (``patient_id`` over
+    three visits each passes the level rules). An area's code (``ID_MUNICIP``, 150 records a
+    level) is not a record's.
+
+    Parameters
+    ----------
+    sizes : numpy.ndarray of int
+        Records per level (zeros are ignored).
+    n_records : int
+        All records.
+    name : hashable, optional
+        The attribute's name (None: the level rules only).
+
+    Returns
+    -------
+    bool
+    """
+    return is_identifying(sizes, n_records) or (
+        name is not None and is_identifier_name(name)
+        and bool(_in_small_levels(sizes, n_records)))
 
 
 def _warn_of_rare_levels(sizes: dict[str, np.ndarray], skipped: list[str]) -> None:
@@ -2214,16 +2246,13 @@ def _check_identifying(
 ) -> list[str]:
     """Refuse (or, when allowed, warn about) attributes whose levels identify records.
 
-    By their levels (:func:`is_identifying`), or by their name (:func:`is_identifier_name`)
-    with levels of small groups (:func:`_in_small_levels`): ``patient_id`` with three visits
-    per patient passed the level rules, and the writers let a fitted model's attribute through
-    under any name. An area's code (``ID_MUNICIP``, 150 records a level) is not a record's.
+    By :func:`identifies_records`: the writers let a fitted model's attribute through under
+    any name.
 
     Returns the identifying attributes kept (``allow_identifying``; none otherwise).
     """
     flagged = [a for a, per_level in sizes.items()
-               if is_identifying(per_level, n_records)
-               or (is_identifier_name(a) and _in_small_levels(per_level, n_records))]
+               if identifies_records(per_level, n_records, a)]
     if not flagged:
         return flagged
     described = "; ".join(

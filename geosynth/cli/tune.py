@@ -507,7 +507,7 @@ def _check_points(points, name: str, attributes: list[str], continuous: list[str
         check_binary(points, outcome, name)
     check_projected(points, name)
     for column in attributes:
-        described = identifying_levels(points[column])
+        described = identifying_levels(points[column], column)
         if described is not None:  # prepare's advice names --allow-identifying, not in tune
             raise InputError(
                 f"--attributes {printable(column)!r} of {printable(name)} has {described}: such "

@@ -378,7 +378,7 @@ def _whole_number_floats(values: pd.Series) -> bool:
             and bool(np.all(finite == np.round(finite))))
 
 
-def _describe_identifier(values: pd.Series) -> tuple[str, str] | None:
+def _describe_identifier(values: pd.Series, name: Hashable) -> tuple[str, str] | None:
     """``(kind, description)`` of a numeric column that identifies records, else None.
 
     An integer column by the rules of :func:`geosynth.data.identifying_levels`. A float column
@@ -387,7 +387,7 @@ def _describe_identifier(values: pd.Series) -> tuple[str, str] | None:
     to whole units (income in dollars) repeats, an ID never does.
     """
     if pd.api.types.is_integer_dtype(values.dtype):
-        described = identifying_levels(values)
+        described = identifying_levels(values, name)
         return None if described is None else ("integer", described)
     n = len(values)
     if n < 2 or not _whole_number_floats(values) or values.nunique(dropna=False) < n:
@@ -398,13 +398,14 @@ def _describe_identifier(values: pd.Series) -> tuple[str, str] | None:
 def _check_not_identifying(values: pd.Series, name: Hashable, categorical: bool) -> None:
     """Refuse a categorical or integer column whose values identify records (an ID).
 
-    Categorical and integer columns by the rules of :func:`geosynth.data.identifying_levels`,
-    whole-number float columns when every value is distinct (:func:`_describe_identifier`).
+    Categorical and integer columns by the rules of :func:`geosynth.data.identifying_levels`
+    (their levels, and their name as :func:`geosynth.prepare` judges it), whole-number float
+    columns when every value is distinct (:func:`_describe_identifier`).
     Other float columns are not checked: a continuous measurement is distinct for every record
     without being an identifier.
     """
     if categorical:
-        described = identifying_levels(values)
+        described = identifying_levels(values, name)
         if described is not None:
             raise InputError(
                 f"categorical column {name!r} has {described}: an identifier. Its records have "
@@ -412,7 +413,7 @@ def _check_not_identifying(values: pd.Series, name: Hashable, categorical: bool)
                 "from columns= (an ID) or coarsen it into groups"
             )
         return
-    found = _describe_identifier(values)
+    found = _describe_identifier(values, name)
     if found is None:
         return
     kind, described = found
@@ -885,6 +886,10 @@ def _warn_unchanged_geometries(out: pd.DataFrame, resampled: Hashable | None) ->
         )
 
 
+# What becomes of a selected record without enough neighbours, by no_neighbours.
+_UNRESAMPLED = {"keep": "released unchanged", "suppress": "dropped from the release"}
+
+
 def _warn_too_few(
     lonely: np.ndarray,
     n_neighbours: np.ndarray,
@@ -900,11 +905,8 @@ def _warn_too_few(
     """
     n_lonely = int(lonely.sum())
     n_none = int((lonely & (n_neighbours == 0)).sum())
-    action = (
-        "dropped from the release (no_neighbours='suppress')"
-        if no_neighbours == "suppress"
-        else "released unchanged (no_neighbours='keep'), a disclosure risk"
-    )
+    action = f"{_UNRESAMPLED[no_neighbours]} (no_neighbours={no_neighbours!r})" + (
+        "" if no_neighbours == "suppress" else ", a disclosure risk")
     warnings.warn(
         f"{n_lonely} of {n_selected} selected records have fewer than "
         f"min_neighbours={min_neighbours} other records within eps={eps!r} that differ from "
@@ -913,7 +915,8 @@ def _warn_too_few(
         f"{min_neighbours})); they were {action}. Increase eps or lower the weights of "
         "coarse variables"
         + ("" if no_neighbours == "suppress" else ", or pass no_neighbours='suppress'"),
-        DataWarning,
+        # Released unchanged, they are the records themselves: a disclosure, not a data issue.
+        DataWarning if no_neighbours == "suppress" else PrivacyLeakWarning,
         stacklevel=3,
     )
 
@@ -1120,6 +1123,13 @@ def neighbour_resample(
     xy = _point_xy(df) if include_coordinates else None
     rng = as_generator(seed)
     n = len(df)
+    # No record could be resampled (all kept or dropped); the default 2 is kept on tiny frames.
+    if min_neighbours > max(n - 1, 2):
+        raise InputError(
+            f"min_neighbours={min_neighbours} is more than the {n - 1:,} other records a record "
+            f"can have as neighbours, so every record would be {_UNRESAMPLED[no_neighbours]}; "
+            "pass a smaller min_neighbours (2 or more)"
+        )
 
     if selection == "exact":
         selected = np.zeros(n, dtype=bool)

@@ -282,6 +282,35 @@ def test_an_identifying_categorical_column_is_refused():
         neighbour_resample(code, 1.5, columns=["age", "code"], categorical=["code"], seed=1)
 
 
+@pytest.mark.parametrize("dtype", ["str", "int64"])
+def test_an_id_repeated_over_a_few_visits_is_refused_as_prepare_refuses_it(dtype):
+    # Two visits per patient: no level of one record, so the level rules passed it, and with
+    # min_neighbours=2 every record kept its own patient_id (the records released unchanged with
+    # only a DataWarning). prepare refuses the column by its name and small levels.
+    df = mixed_frame(n=200, seed=3).assign(patient_id=np.repeat(np.arange(5000, 5100), 2))
+    df = df.astype({"patient_id": dtype})
+    kind = "categorical" if dtype == "str" else "integer"
+    with pytest.raises(InputError, match=rf"{kind} column 'patient_id' has 100 levels among 200 "
+                                         r"records, 0 of them held by a single record, and is "
+                                         r"named like a record identifier: an identifier"):
+        neighbour_resample(df, 1.5, categorical=["patient_id"] * (dtype == "str"), seed=3)
+    # an area's code of many records a level is no record's id, whatever its name
+    area = df.drop(columns="patient_id").assign(area_id=np.repeat(np.arange(10), 20))
+    resample(area, 1.5, categorical=["area_id"], seed=3)
+
+
+def test_records_released_unchanged_are_a_privacy_warning():
+    # Records without enough neighbours are released as they are under the default
+    # no_neighbours="keep": the records themselves, not a data issue.
+    df = mixed_frame(n=200, seed=3)
+    for action, category in (("keep", PrivacyLeakWarning), ("suppress", DataWarning)):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            neighbour_resample(df, 1e-9, no_neighbours=action, seed=3)
+        (warned,) = [w for w in record if "selected records have" in str(w.message)]
+        assert warned.category is category, action
+
+
 @pytest.mark.parametrize("dtype", ["int64", "Int64", "uint32"])
 def test_an_identifying_integer_column_is_refused(dtype):
     # An integer ID among the default columns was resampled as a number: every released ID was
@@ -290,8 +319,9 @@ def test_an_identifying_integer_column_is_refused(dtype):
     df = mixed_frame(n=300, seed=2)
     ids = df.assign(patient_id=np.arange(100_001, 100_301)).astype({"patient_id": dtype})
     with pytest.raises(InputError, match=r"integer column 'patient_id' has 300 levels among 300 "
-                                         r"records, 300 of them held by a single record: an "
-                                         r"identifier.*drop it from columns=.*categorical="):
+                                         r"records, 300 of them held by a single record, and is "
+                                         r"named like a record identifier: an identifier.*drop "
+                                         r"it from columns=.*categorical="):
         neighbour_resample(ids, 1.5, seed=1)
     ssn = df.assign(ssn=rng.permutation(300) * 7919 + 10**8)  # scattered, not consecutive
     with pytest.raises(InputError, match=r"integer column 'ssn' has 300 levels"):
@@ -437,12 +467,11 @@ def test_bernoulli_selection_size_is_binomial():
 def test_no_neighbours_keep_warns_and_releases_unchanged():
     df = mixed_frame()
     match = r"selected records have fewer than min_neighbours=2 other records within eps=0\.8"
-    with pytest.warns(DataWarning, match=match) as record, warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
+    with pytest.warns(PrivacyLeakWarning, match=match) as record:
         out, info = neighbour_resample(df, 0.8, weights=WEIGHTS, seed=0, return_info=True)
     n_none = int((info.n_neighbours == 0).sum())
     assert info.n_without_neighbours == int((info.n_neighbours < 2).sum()) > n_none > 0
-    (message,) = [str(w.message) for w in record if w.category is DataWarning]
+    (message,) = [str(w.message) for w in record if "selected records have" in str(w.message)]
     assert message.startswith(f"{info.n_without_neighbours} of 300 selected records")
     assert (f"({n_none} have none; records identical in every variable count once; "
             "return_info=True gives them: info.selected & (info.n_distinct_neighbours < 2))"
@@ -502,10 +531,10 @@ def test_a_record_with_one_neighbour_is_not_copied_from_it():
                                   gdf.iloc[twin].reset_index(drop=True))
     # default min_neighbours=2: not resampled, handled (and counted) as without neighbours
     match = rf"^{n} of {n} selected records have fewer than min_neighbours=2 other records"
-    with pytest.warns(DataWarning, match=match), warnings.catch_warnings():
-        warnings.simplefilter("error", PrivacyLeakWarning)  # no whole copy of another record
+    with pytest.warns(PrivacyLeakWarning, match=match) as record:
         out, info = neighbour_resample(gdf, eps, include_coordinates=True, seed=0,
                                        return_info=True)
+    assert not any("exact copy" in str(w.message) for w in record)  # of another record
     assert info.n_without_neighbours == n and info.n_whole_copies == 0
     pd.testing.assert_frame_equal(out, gdf)  # released unchanged (keep), as the warning says
     out, info = resample(gdf, eps, include_coordinates=True, no_neighbours="suppress", seed=0)
@@ -531,7 +560,7 @@ def test_neighbours_that_are_copies_of_one_record_count_once():
     assert info.n_without_neighbours == info.n_suppressed == int(lonely.sum())
     assert out.index.equals(df.index[~lonely])
     # with keep they are released unchanged and counted, not as copies of another record
-    with pytest.warns(DataWarning, match=r"info\.n_distinct_neighbours < 2"):
+    with pytest.warns(PrivacyLeakWarning, match=r"info\.n_distinct_neighbours < 2"):
         kept, info = neighbour_resample(df, 0.3, seed=1, return_info=True)
     pd.testing.assert_frame_equal(kept.loc[200:203], df.loc[200:203])
     assert info.n_without_neighbours == int(lonely.sum())
@@ -565,6 +594,14 @@ def test_min_neighbours_raises_the_bar():
 def test_bad_min_neighbours(value, error, match):
     with pytest.raises(error, match=match):
         neighbour_resample(mixed_frame(), 1.0, min_neighbours=value)
+
+
+def test_min_neighbours_beyond_the_other_records_is_refused():
+    # min_neighbours=10**30 resampled nothing: every record was released as it was.
+    with pytest.raises(InputError, match=r"min_neighbours=300 is more than the 299 other records "
+                                         r"a record can have as neighbours, so every record "
+                                         r"would be released unchanged"):
+        neighbour_resample(mixed_frame(n=300), 1.0, min_neighbours=300)
 
 
 def clusters_gdf(n_clusters, size):
@@ -982,7 +1019,7 @@ def test_warnings_never_name_record_labels():
         warnings.simplefilter("always")
         _, info = neighbour_resample(df, eps=0.5, seed=1, return_info=True)
     categories = {w.category for w in record}
-    assert {DataWarning, PrivacyLeakWarning} <= categories
+    assert PrivacyLeakWarning in categories
     # PAT7 (age 90) has no neighbour; PAT5's two neighbours are both (50, "m")
     assert info.n_without_neighbours == 2 and info.n_whole_copies > 0
     assert not any("PAT" in str(w.message) or "rows [" in str(w.message) for w in record)

@@ -583,6 +583,7 @@ def test_markers_fail_closed():
     "id", "ID", "patient_id", "patientId", "PatientID", "id_paciente", "ID_MUNICIP", "Cell ID",
     "patient_no", "case_number", "Fall_Nr", "AreaKey", "key", "number", "uuid", "GUID",
     "OBJECTID", "GlobalID", "rowid", "id2", "número_id", "person.id", "fid", "index", "level_0",
+    "MRN", "patient_mrn",
 ])
 def test_names_of_identifiers_are_identifiers(name):
     # Only the exact names of ID_COLUMNS were: id, patient_id, patient_no and uuid were not.
