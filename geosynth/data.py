@@ -1388,6 +1388,31 @@ def domain_codes(declared: list, values: np.ndarray) -> np.ndarray:
     return codes
 
 
+def _as_declared(values: pd.Series, declared: list) -> np.ndarray:
+    """Return ``values`` for :func:`domain_codes`, a text column's numbers and booleans read.
+
+    A CSV file read for a DP release holds its attributes as text: pandas' types follow the
+    records' values (one record "unknown" in a column of codes made it text, and the declared
+    levels ``[1, 2]`` then refused the release: made or refused by one record). A text value
+    that is no declared text level matches the declared number it reads as (``"1"``,
+    ``"1.0"``, ``" 1"``) or the declared boolean (``"True"``, ``"false"``).
+    """
+    out = values.to_numpy(dtype=object)
+    if not isinstance(values.dtype, pd.StringDtype):
+        return out
+    free = values.notna().to_numpy(dtype=bool) & ~values.isin(
+        [v for v in declared if isinstance(v, str)]).to_numpy(dtype=bool)
+    if any(isinstance(v, numbers.Real) and not _is_bool(v) for v in declared):
+        read = pd.to_numeric(values.where(free), errors="coerce").to_numpy(dtype=np.float64)
+        hit = free & np.isfinite(read)
+        out[hit] = read[hit]
+    if any(_is_bool(v) for v in declared):
+        lower = values.where(free).str.strip().str.lower()
+        for word, flag in (("true", True), ("false", False)):
+            out[(lower == word).fillna(False).to_numpy(dtype=bool)] = flag
+    return out
+
+
 def _is_bool(value: Any) -> bool:
     return isinstance(value, bool | np.bool_)
 
@@ -1495,9 +1520,9 @@ def _check_domain_dtype(dtype: Any, attribute: Hashable, declared: list) -> None
     """Refuse, from the dtype, declared levels that no value of the column can match.
 
     A boolean column declared with numbers or the reverse (a boolean matches only a boolean
-    level, :func:`domain_codes`), a numeric column declared with text only, a text column with
-    no text: every record would be dropped. Both facts are public (the schema and the declared
-    levels); an object column may hold anything and is not judged.
+    level, :func:`domain_codes`), a numeric column declared with text only: every record would
+    be dropped. Both facts are public (the schema and the declared levels); an object or text
+    column may hold anything and is not judged.
     """
     bool_levels = [_is_bool(v) for v in declared]
     if pd.api.types.is_bool_dtype(dtype) and not all(bool_levels):
@@ -1522,12 +1547,8 @@ def _check_domain_dtype(dtype: Any, attribute: Hashable, declared: list) -> None
             f"number ({_shown_levels(declared)}), which no value matches: every record would "
             f"be dropped; declare its levels as numbers (e.g. [1, 2], not [\"1\", \"2\"])"
         )
-    if isinstance(dtype, pd.StringDtype) and not any(isinstance(v, str) for v in declared):
-        raise InputError(
-            f"attribute {attribute!r} is a text column, but levels[{attribute!r}] holds no "
-            f"text ({_shown_levels(declared)}), which no value matches: every record would be "
-            f"dropped; declare its levels as text (e.g. [\"1\", \"2\"], not [1, 2])"
-        )
+    # A text column is not judged: its values may read as the declared numbers and booleans
+    # (_as_declared), as a CSV file's do under DP.
 
 
 def _shown_levels(declared: list) -> str:
@@ -1616,7 +1637,7 @@ def locate_on_domain(
         cell[usable] = located
         if check_bounds:
             warn_if_bounds_touch_records(grid, xy[cell >= 0], stacklevel=stacklevel)
-    codes = np.stack([domain_codes(declared, gdf[a].to_numpy(dtype=object))
+    codes = np.stack([domain_codes(declared, _as_declared(gdf[a], declared))
                       for a, declared in domain.items()])
     in_domain = (codes >= 0).all(axis=0)
     combo = np.full(len(gdf), -1, dtype=np.int64)

@@ -146,7 +146,10 @@ def read_points(
         depends on the records' values, since that refusal would itself disclose them. A file
         with no records is then read as an empty frame, non-Point geometries are passed
         through and missing, non-numeric or infinite CSV coordinates become points without
-        finite coordinates; ``geosynth.prepare(..., levels=...)`` drops such records.
+        finite coordinates; ``geosynth.prepare(..., levels=...)`` drops such records. A CSV
+        file's attribute columns are then all read as text, whatever they hold (the types
+        pandas infers follow the records' values), and ``prepare`` matches the declared
+        numbers and booleans to the text values that read as them.
 
     Returns
     -------
@@ -505,7 +508,8 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any, options: _Cs
             f"y={y!r}; the points built from x and y would replace it: rename the column (or, "
             "if it holds the geometry as text, convert the file to a GeoPackage)"
         )
-    attributes = _keep_codes_as_text(source, attributes, options)
+    if check_values:  # under DP every attribute is text already
+        attributes = _keep_codes_as_text(source, attributes, options)
     if options.na_values is None:
         _warn_missing_words(source, frame, attributes, options, check_values)
     return gpd.GeoDataFrame(
@@ -521,8 +525,13 @@ def _load_csv(source: Path, options: _CsvOptions, check_values: bool = True) -> 
                             keep_default_na=False)
     # The whole column's type from all its values: in chunks (low_memory) a column of
     # codes with a letter past the first chunk came back as ints, then strings ('7' and 7).
+    # Under DP every column is text: a type from the values would tell them (one record
+    # "unknown" made a column of codes text), and geosynth.prepare reads the declared levels'
+    # numbers and booleans from the text.
+    typed = {} if check_values else {"dtype": str}
     frame = _read_csv_text(source, options, check_values=check_values,
-                           decimal=options.decimal, low_memory=False, **_na_arguments(options))
+                           decimal=options.decimal, low_memory=False, **typed,
+                           **_na_arguments(options))
     _check_csv_layout(source, header.iloc[0].tolist() if len(header) else [], frame, options)
     return frame
 

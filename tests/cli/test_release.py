@@ -107,6 +107,23 @@ def test_dp_release_records_the_ledger(inputs, tmp_path):
     assert "epsilon = 1.5, noise from fresh OS entropy" in report
 
 
+def test_a_dp_release_of_a_csv_file_does_not_hang_on_one_record(inputs, tmp_path):
+    # pandas typed each CSV column from its values: one record x1 = "unknown" made the column
+    # text, and the declared levels [1, 2] then refused the release. Made or refused by one
+    # record is a disclosure (epsilon infinite for that event); now both are made.
+    table = pd.read_csv(inputs["csv"])
+    extra = table.iloc[:1].assign(x1="unknown")
+    with_extra = tmp_path / "with_extra.csv"
+    pd.concat([table, extra]).to_csv(with_extra, index=False)
+    for path in (inputs["csv"], with_extra):
+        out = tmp_path / f"{path.stem}.gpkg"
+        result = run("release", path, "--x", "east", "--y", "north", "--crs", "EPSG:31983",
+                     *GPKG_ARGS, "--region", inputs["region"], "--epsilon", 1,
+                     "--levels-file", inputs["levels"], *FAST, "--out", out)
+        assert result.exit_code == 0, result.output
+        assert set(io.read_release(out).releases[0]["x1"]) <= {1, 2}
+
+
 def test_dp_release_refuses_a_seed_before_reading(inputs, tmp_path):
     # --seed was taken with warnings: a file stating epsilon 1.5 for noise that anyone
     # guessing --seed 3 could replay and subtract, and the seed in the audit file beside it.
