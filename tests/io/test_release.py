@@ -463,6 +463,21 @@ def test_a_release_on_areas_with_z_coordinates_reads_back(tmp_path, confidential
     assert len(cells) == 16 and not shapely.has_z(np.asarray(cells.geometry.array)).any()
 
 
+def test_a_dp_release_is_not_refused_by_the_number_of_records(tmp_path):
+    # A DP release of two points with zones 0 and 5 was refused beside an input of 6 rows (its
+    # values "distinct labels of the original index") and written beside one of 5: after the
+    # budget was spent, whether anything was published told the number of records.
+    ledger = {"budget": {"epsilon": 1.0, "delta": 0.0}, "spent": {"epsilon": 1.0, "delta": 0.0}}
+    release = public_like(n=2, zone=[0, 5])
+    release.attrs["geosynth"] = {"method": "paiva-dp", "epsilon": 1.0, "ledger": ledger}
+    for n_records in (5, 6):
+        write_release(tmp_path / f"dp{n_records}.gpkg", [release],
+                      original_index=pd.RangeIndex(n_records))
+    exact = public_like(n=2, zone=[0, 5])  # not DP: its rows may be records, and are checked
+    with pytest.raises(InputError, match="distinct labels of the original index"):
+        write_release(tmp_path / "exact.gpkg", [exact], original_index=pd.RangeIndex(6))
+
+
 def test_metadata_records_epsilon_and_ledger(tmp_path):
     ledger = {"budget": {"epsilon": 2.0, "delta": 0.0}, "spent": {"epsilon": 1.5, "delta": 0.0}}
     dp_release = public_like()
