@@ -848,9 +848,9 @@ def check_release_columns(
         An internal ``_`` column, a second geometry column, (given ``original``, and not of
         a DP release, which no record's label can be in) a column linked to its labels, or a
         column named like an identifier (:func:`~geosynth.synth.release.is_identifier_name`)
-        that is not in ``released``: the
-        message ends with ``fix`` or, for an identifier of a column that could be an
-        attribute, says that a model's attribute is let through by ``fit=``.
+        that is not in ``released``: the message ends with ``fix`` or, for an identifier of a
+        column that could be an attribute, says that a model's attribute is let through by
+        ``fit=``.
     """
     noisy = _drawn_from_noisy_counts(release)
     for column in release.columns:
