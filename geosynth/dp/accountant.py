@@ -52,6 +52,7 @@ References
 from __future__ import annotations
 
 import asyncio
+import copy
 import math
 import numbers
 import sys
@@ -72,7 +73,7 @@ from geosynth._validation import (
 )
 from geosynth.errors import BudgetExceededError, InputError, InputTypeError
 
-__all__ = ["Accountant", "check_accountant", "ledger_of"]
+__all__ = ["Accountant", "check_accountant", "deepcopy_sharing_budget", "ledger_of"]
 
 #: Relative slack allowed when comparing a total with the budget, so that e.g. ten spends of
 #: 0.1 fit a budget of 1.0 despite floating-point rounding.
@@ -165,6 +166,39 @@ def ledger_of(accountant: Any) -> dict | None:
     """
     to_dict = getattr(accountant, "to_dict", None)
     return to_dict() if callable(to_dict) else None
+
+
+def deepcopy_sharing_budget(holder: Any, memo: dict[int, Any]) -> Any:
+    """Return a deep copy of ``holder`` that shares its ``accountant``: one budget for both.
+
+    The ``__deepcopy__`` of a mechanism that charges an accountant: a copy with a deep-copied
+    accountant charged its spends to a ledger of its own, so the copy's release of the same
+    records (a second ε) never reached the original budget. The state is the holder's
+    ``__getstate__``, restored by its ``__setstate__`` when it has one.
+
+    Parameters
+    ----------
+    holder : object
+        The mechanism, with an ``accountant`` attribute (None: nothing shared).
+    memo : dict
+        :func:`copy.deepcopy`'s memo.
+
+    Returns
+    -------
+    object
+        The copy, of ``type(holder)``.
+    """
+    accountant = getattr(holder, "accountant", None)
+    if accountant is not None:
+        memo[id(accountant)] = accountant
+    twin = type(holder).__new__(type(holder))
+    memo[id(holder)] = twin
+    state = copy.deepcopy(holder.__getstate__(), memo)
+    if hasattr(twin, "__setstate__"):
+        twin.__setstate__(state)
+    else:
+        twin.__dict__.update(state)
+    return twin
 
 
 def check_accountant(accountant: Any) -> None:

@@ -66,7 +66,7 @@ from geosynth._validation import (
 )
 from geosynth.data import CellCounts
 from geosynth.dp._randomness import after_noise_generator, noise_source, private_generator
-from geosynth.dp.accountant import check_accountant, ledger_of
+from geosynth.dp.accountant import check_accountant, deepcopy_sharing_budget, ledger_of
 from geosynth.dp.locations import (
     DEFAULT_MAX_BYTES,
     NEARLY_EXACT_SHARE,
@@ -436,6 +436,14 @@ class OnTheMapSynthesizer:
         self.prior = prior
         self.accountant = accountant
         self._counts: np.ndarray | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> OnTheMapSynthesizer:
+        """Return a deep copy that shares the accountant (one budget for both).
+
+        A copy with a ledger of its own released the same records again while each ledger
+        showed one spend (:func:`~geosynth.dp.accountant.deepcopy_sharing_budget`).
+        """
+        return deepcopy_sharing_budget(self, memo)
 
     # ------------------------------------------------------------------ fitting
     def fit(

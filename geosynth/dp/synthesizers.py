@@ -99,7 +99,7 @@ from geosynth._validation import (
 )
 from geosynth.data import check_declared, domain_codes
 from geosynth.dp._randomness import private_generator
-from geosynth.dp.accountant import check_accountant
+from geosynth.dp.accountant import check_accountant, deepcopy_sharing_budget
 from geosynth.errors import (
     DataWarning,
     InputError,
@@ -688,6 +688,14 @@ class DirichletMultinomialSynthesizer:
         check_accountant(accountant)
         self.accountant = accountant
         self._counts: np.ndarray | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DirichletMultinomialSynthesizer:
+        """Return a deep copy that shares the accountant (one budget for both).
+
+        A copy with a ledger of its own released the same records again while each ledger
+        showed one spend (:func:`~geosynth.dp.accountant.deepcopy_sharing_budget`).
+        """
+        return deepcopy_sharing_budget(self, memo)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, counts: Any, categories: Any = None) -> DirichletMultinomialSynthesizer:

@@ -754,12 +754,9 @@ class Doca:
         A copy with a deep-copied accountant charged its spends to a ledger of its own, so its
         second release of the same records never reached the original budget.
         """
-        if self.accountant is not None:
-            memo[id(self.accountant)] = self.accountant
-        twin = type(self).__new__(type(self))
-        memo[id(self)] = twin
-        twin.__setstate__(copy.deepcopy(self.__getstate__(), memo))
-        return twin
+        from geosynth.dp.accountant import deepcopy_sharing_budget
+
+        return deepcopy_sharing_budget(self, memo)
 
     def __repr__(self) -> str:
         sens = float(self.sensitivity) if self.sensitivity.ndim == 0 else self.sensitivity.tolist()

@@ -82,6 +82,24 @@ def test_synthesizer_alpha_uses_epsilon_cells_per_release(scenario_counts):
     np.testing.assert_allclose(alpha.max(axis=0), alpha.min(axis=0))  # flat prior
 
 
+def test_a_deep_copy_spends_the_same_budget(scenario_counts):
+    # A deep copy had an accountant of its own: the copy and the original each released the
+    # same records at the full epsilon, and each ledger showed one spend.
+    import copy
+
+    _, _, counts = scenario_counts
+    budget = Accountant(2.0)
+    synth = OnTheMapSynthesizer(2.0, accountant=budget).fit(counts, levels=LEVELS)
+    twin = copy.deepcopy(synth)
+    assert twin.accountant is budget
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # the small-epsilon advice
+        synth.sample()
+        with pytest.raises(BudgetExceededError):
+            twin.sample()
+    assert budget.spent_epsilon == pytest.approx(2.0)
+
+
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [

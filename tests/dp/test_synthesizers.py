@@ -711,3 +711,17 @@ def test_a_0d_array_of_categories_is_refused_by_name(fit):
     synth = BetaBinomialSynthesizer(epsilon=1, n_synth=100).fit([1, 2],
                                                                categories=np.array(["a", "b"]))
     assert list(synth.categories) == ["a", "b"]
+
+
+def test_a_deep_copy_of_a_synthesizer_spends_the_same_budget():
+    # A deep copy had an accountant of its own: 2 epsilon released, each ledger saying 1.
+    import copy
+
+    budget = Accountant(1.0)
+    synth = DirichletMultinomialSynthesizer(1.0, n_synth=50, accountant=budget).fit([20, 30])
+    twin = copy.deepcopy(synth)
+    assert twin.accountant is budget and twin.alpha is not synth.alpha
+    synth.sample(seed=None)
+    with pytest.raises(BudgetExceededError):
+        twin.sample(seed=None)
+    assert budget.spent_epsilon == pytest.approx(1.0)
