@@ -89,7 +89,12 @@ Read this before relying on DOCA:
   does), and ``Δf = hi − lo``. Given only a ``sensitivity``, a chunk of the stream that would
   make the records' range wider than ``Δf`` is refused before it is processed: an outlier far
   outside the domain would otherwise come out almost exactly (a record of 123,456 among values
-  in [0, 1] at ``Δf = 1`` was released as 41,152 in a cluster of three). The paper's choice
+  in [0, 1] at ``Δf = 1`` was released as 41,152 in a cluster of three). That window is no
+  domain: two neighbouring streams whose ranges are both at most ``Δf`` can differ in one
+  record by up to ``2·Δf`` (1, 1, 1, 0 and 1, 1, 1, 2 at ``Δf = 1``), so the noise of scale
+  ``Δf/(|C|·ε)`` is ``2ε``-DP (conditionally on the clustering), and whether a chunk is
+  refused depends on the records. Without ``bounds`` the accountant is therefore charged
+  ``2ε``, with a :class:`~geosynth.errors.PrivacyLeakWarning`. The paper's choice
   ``Δf = 1.5·(max − min)`` of the data itself is data-dependent and leaks the range; fix the
   domain from public knowledge instead.
 * Noise is drawn in floating point (difference of two exponentials from xoshiro256** uniforms):
@@ -102,22 +107,22 @@ Read this before relying on DOCA:
   ``d·Δf_j/((δ+1)·ε)`` is below ``2**20`` float steps (:func:`numpy.spacing`) of the largest
   ``|value|`` of attribute ``j`` seen: a Laplace draw of scale ``b`` lands within half a step
   ``u`` of 0 with probability ``1 − exp(−u/(2b)) < u/(2b)``, below ``2**-21`` there.
-* **Budget accounting.** With ``accountant=`` (a :class:`geosynth.dp.accountant.Accountant`)
-  a stream is charged ``ε`` *once* (label ``"DOCA"``), before its first record enters a
-  cluster, hence before any noise is drawn; a spend the budget cannot pay raises
-  :class:`~geosynth.errors.BudgetExceededError` and nothing is processed or released. Not
-  ``ε`` per published cluster: each record is in exactly one cluster, and a changed record
-  changes one member of one cluster, whose release is ``ε``-DP for the centroid's
-  sensitivity ``Δf/|C|``, so the releases of the disjoint clusters compose in parallel to
-  ``ε`` (§3.2; McSherry 2009) — the paper's claim, with the caveat of the first point: it
-  holds conditionally on the clustering, which depends on the data, so the ledger records the
-  paper's nominal ε, not a proven guarantee (nor one for add/remove-one neighbours, which
-  change a cluster's size). Records fed after :meth:`Doca.flush` continue the stream (new
-  records, new clusters) and cost nothing more. Each :meth:`Doca.fit_transform` starts a new
-  stream and is charged again (sequential composition: it may hold the same people). A copy
-  (:func:`copy.copy`, :func:`copy.deepcopy`) shares the accountant and is charged again when
-  it next draws noise: it releases the pending records and the rest of the stream a second
-  time. A pickled copy carries a copy of the accountant, with a ledger of its own.
+* **Budget accounting.** With ``accountant=`` (a :class:`geosynth.dp.accountant.Accountant`) a
+  stream is charged ``ε`` (``2ε`` without ``bounds``, above) *once* (label ``"DOCA"``), before its
+  first record enters a cluster, hence before any noise is drawn; a spend the budget cannot pay
+  raises :class:`~geosynth.errors.BudgetExceededError` and nothing is processed or released. Not
+  ``ε`` per published cluster: each record is in exactly one cluster, and a changed record changes
+  one member of one cluster, whose release is ``ε``-DP for the centroid's sensitivity ``Δf/|C|``,
+  so the releases of the disjoint clusters compose in parallel to ``ε`` (§3.2; McSherry 2009) —
+  the paper's claim, with the caveat of the first point: it holds conditionally on the clustering,
+  which depends on the data, so the ledger records the paper's nominal ε, not a proven guarantee
+  (nor one for add/remove-one neighbours, which change a cluster's size). Records fed after
+  :meth:`Doca.flush` continue the stream (new records, new clusters) and cost nothing more. Each
+  :meth:`Doca.fit_transform` starts a new stream and is charged again (sequential composition: it
+  may hold the same people). A copy (:func:`copy.copy`, :func:`copy.deepcopy`) shares the
+  accountant and is charged again when it next draws noise: it releases the pending records and
+  the rest of the stream a second time. A pickled copy carries a copy of the accountant, with a
+  ledger of its own.
 * Noise comes from fresh OS entropy by default. A ``seed`` makes the noise reproducible (hence
   predictable) and is accepted only for tests; it issues
   :class:`~geosynth.errors.PrivacyLeakWarning`. The diagnostics of
@@ -475,6 +480,29 @@ def _check_bounds(bounds: object) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def _stream_cost(epsilon: float, bounds: tuple[np.ndarray, np.ndarray] | None) -> float:
+    """Return the ε a stream costs: ``epsilon``, twice that without public ``bounds``.
+
+    Without bounds two neighbouring streams, each of range at most Δf, can differ in one record
+    by up to 2·Δf (module docs, "What guarantee holds").
+    """
+    return epsilon if bounds is not None else 2.0 * epsilon
+
+
+def _warn_without_bounds(what: str) -> None:
+    """PrivacyLeakWarning for a release given a sensitivity but no public domain."""
+    warnings.warn(
+        PrivacyLeakWarning(
+            f"{what} without bounds: two neighbouring inputs, each of range at most "
+            "sensitivity=Δf, can differ in one record by up to 2·Δf, so the noise is 2ε-DP "
+            "(an accountant is charged 2ε), and whether records are refused for a range wider "
+            "than Δf depends on them; pass bounds=(lo, hi), the public domain (records are "
+            "clamped into it)"
+        ),
+        stacklevel=3,
+    )
+
+
 def _domain_sensitivity(
     sensitivity: object, bounds: tuple[np.ndarray, np.ndarray] | None
 ) -> np.ndarray:
@@ -617,7 +645,8 @@ class Doca:
         Global sensitivity ``Δf`` (per attribute for multivariate records): the largest change of
         one record's value, the width of the attribute's public domain. A scalar applies to
         every attribute. Defaults to ``hi − lo`` of ``bounds``; without ``bounds``, a chunk
-        whose records would span more than ``Δf`` is refused.
+        whose records would span more than ``Δf`` is refused, and a stream costs ``2ε``
+        (module docs), with a :class:`~geosynth.errors.PrivacyLeakWarning`.
     delay : int, default 1000
         Delay constraint ``δ``: a record is published at most ``delay`` arrivals after its own.
     max_clusters : int, default 50
@@ -632,8 +661,9 @@ class Doca:
         The public domain of the records: records are clamped into it before they join a
         cluster, so one record moves its centroid by at most ``(hi − lo)/|C|``.
     accountant : geosynth.dp.accountant.Accountant, optional
-        Charged ``(epsilon, 0)`` once per stream, before the stream's first record joins a
-        cluster (no noise is drawn before); see *Budget accounting* in the module docs.
+        Charged ``(epsilon, 0)`` (``(2·epsilon, 0)`` without ``bounds``) once per stream,
+        before the stream's first record joins a cluster (no noise is drawn before); see
+        *Budget accounting* in the module docs.
     label : str, optional
         Ledger label for the accountant (default ``"DOCA"``).
 
@@ -683,6 +713,8 @@ class Doca:
         self.epsilon = check_epsilon(epsilon)
         self.bounds = None if bounds is None else _check_bounds(bounds)
         self.sensitivity = _domain_sensitivity(sensitivity, self.bounds)
+        if self.bounds is None:
+            _warn_without_bounds("Doca")
         self.delay = check_int(delay, "delay", what="the delay constraint δ, in arrivals")
         self.max_clusters = check_int(
             max_clusters, "max_clusters", what="β, the most clusters held in memory"
@@ -834,8 +866,8 @@ class Doca:
         if self._charged:
             return
         if self.accountant is not None:
-            self.accountant.spend(self.epsilon, 0.0, label="DOCA" if self.label is None
-                                  else self.label)
+            self.accountant.spend(_stream_cost(self.epsilon, self.bounds), 0.0,
+                                  label="DOCA" if self.label is None else self.label)
         self._charged = True
 
     def _counter(self, slot: int) -> int:
@@ -1308,9 +1340,10 @@ def _check_bins(bins: object) -> int | np.ndarray:
 def naive_laplace(
     data: np.ndarray,
     epsilon: float,
-    sensitivity: float | np.ndarray,
+    sensitivity: float | np.ndarray | None = None,
     seed: SeedLike = None,
     *,
+    bounds: tuple[object, object] | None = None,
     accountant: object = None,
     label: str | None = None,
 ) -> np.ndarray:
@@ -1318,20 +1351,26 @@ def naive_laplace(
 
     For ``(n, d)`` records each attribute gets ``Laplace(0, d·Δf_j/ε)`` (budget split evenly, as
     in :class:`Doca`). Uses numpy's floating-point sampler (not hardened against Mironov's
-    attack). Data whose range exceeds ``Δf`` are refused, as by :class:`Doca`: an outlier
-    outside the domain would be released almost exactly.
+    attack). With ``bounds`` the records are clamped into the public domain; without, data
+    whose range exceeds ``Δf`` are refused, as by :class:`Doca` (an outlier outside the domain
+    would be released almost exactly), and the release is ``2ε``-DP (:class:`Doca`'s module
+    docs), with a :class:`~geosynth.errors.PrivacyLeakWarning`.
 
     Parameters
     ----------
     data : array-like, shape (n,) or (n, d)
     epsilon : float
-    sensitivity : float or array-like of float, shape (d,)
+    sensitivity : float or array-like of float, shape (d,), optional
+        ``Δf``; defaults to ``hi − lo`` of ``bounds`` (one of the two is needed).
     seed : None or seed-like, optional
         ``None`` (default) uses fresh OS entropy; a seed issues
         :class:`~geosynth.errors.PrivacyLeakWarning`.
+    bounds : (lo, hi), each a float or array-like of shape (d,), optional
+        The public domain of the records, as for :class:`Doca`.
     accountant : geosynth.dp.accountant.Accountant, optional
-        Charged ``(epsilon, 0)`` once, after the checks and before any noise is drawn: each
-        record's release is ``ε``-DP and the records are disjoint (parallel composition).
+        Charged ``(epsilon, 0)`` (``(2·epsilon, 0)`` without ``bounds``) once, after the
+        checks and before any noise is drawn: each record's release is ``ε``-DP and the
+        records are disjoint (parallel composition).
     label : str, optional
         Ledger label for the accountant (default ``"naive Laplace"``).
 
@@ -1357,16 +1396,22 @@ def naive_laplace(
         from geosynth.dp.accountant import check_accountant
 
         check_accountant(accountant)
-    sens = _check_sensitivity(sensitivity)
-    records = _as_records(data, "data", 0)
+    domain = None if bounds is None else _check_bounds(bounds)
+    sens = _domain_sensitivity(sensitivity, domain)
+    records = _as_records(data, "data", 0, bounded=domain is not None)
     d = records.shape[1]
     if sens.ndim == 1 and sens.size != d:
         raise InputError(
-            f"data have d={d} attributes but sensitivity has {sens.size} values; pass one per "
-            "attribute (or a scalar)"
+            f"data have d={d} attributes but sensitivity (or bounds) has {sens.size} values; "
+            "pass one per attribute (or a scalar)"
         )
     width = np.broadcast_to(sens, (d,))
-    outside = _first_outside_domain(records, np.full(d, np.inf), np.full(d, -np.inf), width)
+    if domain is not None:
+        records = np.clip(records, *domain)
+        outside = None
+    else:
+        _warn_without_bounds("naive_laplace")
+        outside = _first_outside_domain(records, np.full(d, np.inf), np.full(d, -np.inf), width)
     if outside is not None:
         row, j = outside
         raise InputError(
@@ -1383,7 +1428,8 @@ def naive_laplace(
         )
     rng = as_generator(seed)
     if accountant is not None:
-        accountant.spend(eps, 0.0, label="naive Laplace" if label is None else label)
+        accountant.spend(_stream_cost(eps, domain), 0.0,
+                         label="naive Laplace" if label is None else label)
     noisy = records + rng.laplace(0.0, 1.0, size=records.shape) * scale
     return noisy.reshape(np.shape(data))
 

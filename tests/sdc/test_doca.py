@@ -286,8 +286,8 @@ def test_no_seed_uses_fresh_entropy_without_warning():
     x = simulate_skewed_stream(5_000, seed=21)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        a = Doca(1.0, 100_000.0, delay=50, max_clusters=5).fit_transform(x)
-        b = Doca(1.0, 100_000.0, delay=50, max_clusters=5).fit_transform(x)
+        a = Doca(1.0, bounds=(0.0, 100_000.0), delay=50, max_clusters=5).fit_transform(x)
+        b = Doca(1.0, bounds=(0.0, 100_000.0), delay=50, max_clusters=5).fit_transform(x)
     assert np.all(a != b)
 
 
@@ -744,7 +744,7 @@ def test_a_bad_seed_is_refused_without_the_seed_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         with pytest.raises(TypeError, match="seed must be None, an int"):
-            Doca(1.0, 1.0, seed="42")
+            Doca(1.0, bounds=(0.0, 1.0), seed="42")
 
 
 def test_naive_laplace_refuses_noise_that_rounds_away_or_overflows():
@@ -923,3 +923,22 @@ def test_printed_diagnostics_show_no_noise():
         _, diagnostics = doca.fit_transform([3.0, 7.25, 1.5], return_diagnostics=True)
     text = repr(diagnostics)
     assert "cluster_noise" not in text and f"{diagnostics.cluster_noise[0, 0]:.4f}" not in text
+
+
+def test_without_bounds_a_stream_costs_twice_epsilon_and_warns():
+    # Both streams pass the range check at sensitivity 1, yet their last records differ by 2:
+    # the noise of scale 1/(|C| epsilon) is 2 epsilon-DP, and the ledger said epsilon.
+    from geosynth.dp.accountant import Accountant
+
+    for stream in ([1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 2.0]):
+        budget = Accountant(10.0)
+        with pytest.warns(PrivacyLeakWarning, match=r"Doca without bounds: .* up to 2·Δf"):
+            doca = Doca(1.0, sensitivity=1.0, delay=1, max_clusters=1, accountant=budget)
+        doca.fit_transform(np.array(stream))
+        assert budget.spent_epsilon == pytest.approx(2.0)
+    budget = Accountant(10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        Doca(1.0, bounds=(0.0, 2.0), delay=1, max_clusters=1, accountant=budget).fit_transform(
+            np.array([1.0, 1.0, 1.0, 2.0]))
+    assert budget.spent_epsilon == pytest.approx(1.0)

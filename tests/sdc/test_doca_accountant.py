@@ -149,15 +149,23 @@ def test_a_bad_accountant_or_label_is_refused_by_type(kwargs, match):
 def test_naive_laplace_charges_epsilon_once_before_its_noise():
     accountant = Accountant(1.0)
     data = _uniform(500, 2, 3)
-    released = naive_laplace(data, 0.6, 1.0, accountant=accountant, label="baseline")
+    released = naive_laplace(data, 0.6, bounds=(0.0, 1.0), accountant=accountant,
+                             label="baseline")
     assert released.shape == data.shape and not np.array_equal(released, data)
     assert accountant.ledger["label"].tolist() == ["baseline"]
     assert accountant.spent_epsilon == 0.6
     with pytest.raises(BudgetExceededError):
-        naive_laplace(data, 0.6, 1.0, accountant=accountant)
+        naive_laplace(data, 0.6, bounds=(0.0, 1.0), accountant=accountant)
     assert accountant.spent_epsilon == 0.6  # refused: nothing spent, nothing released
-    with pytest.raises(InputError, match="widens the range"):  # refused input costs nothing
+    # Without bounds the range is checked (and refused: at no cost), and a release costs 2ε
+    # (two neighbouring inputs of range at most 1 can differ in one record by 2).
+    with pytest.raises(InputError, match="widens the range"), pytest.warns(PrivacyLeakWarning):
         naive_laplace(data * 3.0, 0.1, 1.0, accountant=accountant)
     assert accountant.ledger["label"].tolist() == ["baseline"]
-    naive_laplace(data, 0.1, 1.0, accountant=accountant)
+    with pytest.warns(PrivacyLeakWarning, match="naive_laplace without bounds"):
+        naive_laplace(data, 0.1, 1.0, accountant=accountant)
     assert accountant.ledger["label"].tolist() == ["baseline", "naive Laplace"]
+    assert accountant.spent_epsilon == pytest.approx(0.8)
+    # bounds clamp the records into the domain instead of refusing them
+    far = naive_laplace(np.array([0.5, 1e6]), 1e3, bounds=(0.0, 1.0))
+    assert abs(far[1] - 1.0) < 0.1
