@@ -483,10 +483,10 @@ def evaluate(
         label of the tables' mean rows); with ``linked``, a release does not keep the original
         index; with ``outcome``, fewer than 2 releases or fewer original records than a
         rectangle of the coverage table holds (:data:`geosynth.metrics.utility.MIN_POINTS`);
-        ``executor`` has no ``submit``; the points of all frames share one x or one y
-        coordinate (the pattern table has no window); ``n_quadrants`` or ``seed`` is invalid
-        (checked with or without ``outcome``); or an error of the measures in
-        :mod:`geosynth.metrics`.
+        ``executor`` has no ``submit``; ``grid`` is not a Grid (nor None); the original
+        points are all at one place and ``grid`` is None (the pattern table has no window);
+        ``n_quadrants`` or ``seed`` is invalid (checked with or without ``outcome``); or an
+        error of the measures in :mod:`geosynth.metrics`.
     geosynth.errors.CRSError
         The CRSs differ, or the CRS is geographic; or the points of a release do not overlap
         the original points (see Notes).
@@ -510,7 +510,7 @@ def evaluate(
     """
     _check_executor(executor)
     rules = check_rules(rules)
-    releases, plan = plan_evaluation(original, releases, attributes, linked)
+    releases, plan = plan_evaluation(original, releases, attributes, linked, grid)
     check_n_quadrants(n_quadrants)  # also unused (outcome=None): a typo is no setting
     check_seed(seed)
     if outcome is not None:
@@ -660,8 +660,11 @@ class ReleasePlan:
     attributes : tuple of str
         Attribute columns that define the combinations.
     window : tuple of 4 floats
-        ``(xmin, ymin, xmax, ymax)``: the bounding box of the original and all releases, the
-        window shared by every Ripley's K function (:func:`geosynth.metrics.ripley_distance`).
+        ``(xmin, ymin, xmax, ymax)``: the box of the lattice and the original points (without
+        a lattice, the original's box widened by :data:`OVERLAP_MARGIN` of its longer side),
+        the window shared by every Ripley's K function
+        (:func:`geosynth.metrics.ripley_distance`); a release's points outside it are left
+        out of its pattern.
         Left out of the plan's printed form: its ends are the original records' extremes
         wherever these lie beyond the releases, and the plan goes to every task of an
         executor (and to its logs).
@@ -699,6 +702,7 @@ def plan_evaluation(
     releases: Sequence[gpd.GeoDataFrame],
     attributes: str | Sequence[str],
     linked: bool,
+    grid: Grid | None = None,
 ) -> tuple[list[gpd.GeoDataFrame], ReleasePlan]:
     """Check the inputs of :func:`evaluate` and fix what the per-release measures share.
 
@@ -715,6 +719,9 @@ def plan_evaluation(
         Attribute columns that define the combinations.
     linked : bool
         Whether the releases must keep the original index.
+    grid : Grid, optional
+        The releases' lattice: with the original points, it fixes the window of the pattern
+        table (:attr:`ReleasePlan.window`).
 
     Returns
     -------
@@ -756,24 +763,37 @@ def plan_evaluation(
                     f"releases[{number}] does not keep the original index, so its records "
                     "cannot be linked; pass linked=False (e.g. for to_public releases)"
                 )
-    window = _pattern_window(np.concatenate(xys))
+    window = _pattern_window(xys[0], grid)
     return releases, ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked))
 
 
-def _pattern_window(xy: np.ndarray) -> tuple[float, float, float, float]:
-    """Return the window of the Ripley's K functions: the box of every point, of some area.
+def _pattern_window(original: np.ndarray, grid: Grid | None) -> tuple[float, float, float, float]:
+    """Return the window of the Ripley's K functions, fixed before any release is seen.
 
-    :func:`~geosynth.metrics.utility.as_bounds` advised "pass window explicitly", which
-    :func:`evaluate` (and the CLI) cannot. No coordinate is shown: they are the original's.
+    The box of the lattice and the original points (the releases' points lie in the lattice's
+    cells); without a lattice, the original points' box widened as for the overlap check
+    (:data:`OVERLAP_MARGIN` of its longer side). The box of the original and every release
+    made a release's L gap depend on the others (one point 600 m east in another release moved
+    it from 3.44 to 4.31) and the original's own L function on the releases. No coordinate is
+    shown: they are the original's.
     """
-    if not np.all(xy.max(axis=0) > xy.min(axis=0)):
+    if grid is not None:
+        if not isinstance(grid, Grid):
+            raise InputError(f"grid must be a geosynth.Grid (the releases' lattice) or None, got "
+                             f"{type(grid).__name__}")
+        x0, y0, x1, y1 = grid.bounds
+        low = np.minimum(original.min(axis=0), [x0, y0])
+        high = np.maximum(original.max(axis=0), [x1, y1])
+    else:
+        low, high, _ = _widened_box(original)
+    if not np.all(high > low):
         raise InputError(
-            "the points of original and the releases all share one x or one y coordinate (a "
-            "single record, or records geocoded to one place or one line), so the pattern "
-            "table's Ripley's K functions have no window of any area; evaluate points spread "
-            "over an area"
+            "the original points are all at one place (a single record, or records geocoded "
+            "to one place), so the pattern table's Ripley's K functions have no window of any "
+            "area; evaluate points spread over an area, or pass the releases' grid"
         )
-    return as_bounds(None, xy, "window")
+    return as_bounds((float(low[0]), float(low[1]), float(high[0]), float(high[1])),
+                     original, "window")
 
 
 #: What :func:`pandas.api.types.infer_dtype` calls levels that are numbers (True == 1 too).
@@ -883,10 +903,19 @@ def measure_release(
     linked = _linked_row(original, release) if plan.linked else None
     return ReleaseMeasures(
         distance_risk=distance_risk(original, release, by=attributes, mean_row=False),
-        pattern=ripley_distance(original, release, by=attributes, window=plan.window,
-                                mean_row=False),
+        pattern=ripley_distance(original, _in_window(release, plan.window), by=attributes,
+                                window=plan.window, mean_row=False),
         linked_records=linked,
     )
+
+
+def _in_window(release: gpd.GeoDataFrame,
+               window: tuple[float, float, float, float]) -> gpd.GeoDataFrame:
+    """Return the points of ``release`` inside ``window`` (all of a release in its lattice)."""
+    x0, y0, x1, y1 = window
+    xy = frame_xy(release, "release")
+    inside = (xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1)
+    return release if inside.all() else release[inside]
 
 
 def combine_measures(measures: Sequence[ReleaseMeasures]) -> dict[str, pd.DataFrame]:

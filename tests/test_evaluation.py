@@ -134,11 +134,33 @@ def test_tables_combined_per_release_equal_the_metrics_on_all_releases(scenario)
                                   distance_risk(data.data, releases, by=ATTRIBUTES),
                                   check_exact=True)
     pd.testing.assert_frame_equal(result.tables["pattern"],
-                                  ripley_distance(data.data, releases, by=ATTRIBUTES),
+                                  ripley_distance(data.data, releases, by=ATTRIBUTES,
+                                                  window=grid),
                                   check_exact=True)
     row = result.tables["distance_risk"].loc[(1, 2, 3)]
     assert row["n_synthetic"] == pytest.approx(2 / 3 * row["n_original"])  # 0 in release 1
     assert np.isfinite(row["min_distance"])  # averaged over the releases that have points
+
+
+def test_a_release_s_pattern_does_not_depend_on_the_other_releases(scenario):
+    # The window of the K functions was the box of the original and every release: a point of
+    # another release far east widened it, and this release's L gap moved (3.44 to 4.31 in the
+    # probe), as did the original's own L function. It is now the lattice's box.
+    data, grid = scenario
+    first, second = geosynth.naive_synthesize(data.data, grid, m=2, seed=6)
+    x0, y0, x1, y1 = grid.bounds
+    far = second.copy()
+    far.geometry = far.geometry.where(
+        far.index != far.index[0], gpd.points_from_xy([x1 + 3 * (x1 - x0)], [y1], crs=far.crs))
+    alone = evaluate(data.data, [first], grid, ATTRIBUTES, linked=False)
+    together = evaluate(data.data, [first, far], grid, ATTRIBUTES, linked=False)
+    pd.testing.assert_frame_equal(alone.measures[0].pattern, together.measures[0].pattern,
+                                  check_exact=True)
+    # the point outside the lattice is left out of its release's pattern, not refused
+    inside = evaluate(data.data, [second.drop(index=second.index[0])], grid, ATTRIBUTES,
+                      linked=False)
+    pd.testing.assert_frame_equal(together.measures[1].pattern, inside.measures[0].pattern,
+                                  check_exact=True)
 
 
 def test_errors_name_the_release_and_the_executor(scenario):
@@ -249,7 +271,7 @@ def test_executor_measures_each_release_in_a_task_with_the_same_tables(scenario)
 def test_plan_measure_combine_are_the_steps_of_evaluate(scenario):
     data, grid = scenario
     releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=6)
-    checked, plan = plan_evaluation(data.data, releases, ATTRIBUTES, linked=True)
+    checked, plan = plan_evaluation(data.data, releases, ATTRIBUTES, linked=True, grid=grid)
     assert plan.attributes == tuple(ATTRIBUTES) and plan.linked
     tables = combine_measures([measure_release(data.data, r, plan) for r in checked])
     want = evaluate(data.data, releases, grid, ATTRIBUTES).tables
@@ -468,18 +490,22 @@ def test_the_summary_tables_keep_only_the_mean_rows(scenario):
     pd.testing.assert_frame_equal(summary["coverage"], result.tables["coverage"])
 
 
-def test_points_on_one_line_are_refused_in_the_terms_of_evaluate(scenario):
+def test_points_at_one_place_without_a_grid_are_refused_in_the_terms_of_evaluate(scenario):
     # The pattern table's window could not be derived, and the advice was "pass window
     # explicitly", a parameter evaluate does not have.
     data, grid = scenario
     flat = data.data.copy()
     flat.geometry = gpd.points_from_xy(flat.geometry.x, np.full(len(flat), 7_790_000.0),
                                        crs=flat.crs)
-    with pytest.raises(InputError, match="share one x or one y coordinate.*evaluate points "
-                                         "spread over an area") as caught:
-        evaluate(flat, [flat, flat], grid, ATTRIBUTES, linked=False)
+    one_place = flat.assign(geometry=gpd.points_from_xy(np.full(len(flat), 650_000.0),
+                                                        flat.geometry.y, crs=flat.crs))
+    with pytest.raises(InputError, match="all at one place.*evaluate points spread over an "
+                                         "area, or pass the releases' grid") as caught:
+        evaluate(one_place, [one_place, one_place], None, ATTRIBUTES, linked=False)
     assert "window explicitly" not in str(caught.value)
     assert not any(char.isdigit() for char in str(caught.value))
+    # the lattice gives the window an area
+    assert "pattern" in evaluate(flat, [flat, flat], grid, ATTRIBUTES, linked=False).tables
 
 
 # --------------------------------------------------------------------------- fuzzed arguments
@@ -581,12 +607,12 @@ def test_a_combination_of_too_few_synthetic_points_is_not_shown_either():
 
 
 def test_a_release_plan_does_not_print_the_original_extremes():
-    # The plan's window is the box of the original and the releases: printed (a Dask task's
-    # arguments, a log), it showed an original point beyond the releases, -7.25.
+    # The plan's window is the box of the original, widened: printed (a Dask task's arguments,
+    # a log), it showed an original point beyond the releases, -7.25.
     original = gpd.GeoDataFrame({"a": [1, 1, 0]}, geometry=gpd.points_from_xy(
         [-7.25, 20.0, 40.0], [0.0, 3.0, 5.0]), crs="EPSG:3857")
     release = original.assign(geometry=gpd.points_from_xy([1.5, 20.5, 39.0], [0.5, 2.0, 4.0],
                                                           crs="EPSG:3857"))
     _, plan = geosynth.evaluation.plan_evaluation(original, [release], ["a"], linked=False)
-    assert plan.window[0] == -7.25
-    assert "-7.25" not in repr(plan) and "window" not in repr(plan)
+    assert plan.window[0] == pytest.approx(-7.25 - 0.1 * 47.25)
+    assert "-11.975" not in repr(plan) and "window" not in repr(plan)
