@@ -344,10 +344,18 @@ def _full(
     return est, var, df
 
 
+#: Degrees of freedom below which the t quantile is taken as infinite (:func:`_finish`).
+_TINY_DF = 0.01
+
+
 def _finish(
     est: np.ndarray, var: np.ndarray, df: np.ndarray, level: float, scalar: bool
 ) -> CombinedEstimate:
     quantile = stats.t.ppf(0.5 + level / 2, df)
+    # The quantile grows without bound as ν -> 0 (past 1e128 at ν = 0.01 for level 0.95), but
+    # SciPy's stops growing there (6.7e3 at ν = 1e-300) and is NaN at ν = 0, which the fully
+    # synthetic ν reaches when 1 - m·ū/((m+1)·b) rounds to 0: an infinite interval instead.
+    quantile = np.where(df < _TINY_DF, np.inf, quantile)
     half = quantile * np.sqrt(var)
     half = np.where(var == 0, 0.0, half)  # a point interval, whatever the quantile
     out = (est, var, df, est - half, est + half)

@@ -85,6 +85,16 @@ def test_fully_synthetic_by_hand():
     assert r.upper - r.estimate == pytest.approx(stats.t.ppf(0.975, 0.78125) * math.sqrt(5 / 6))
 
 
+def test_fully_synthetic_interval_is_infinite_when_its_df_vanishes():
+    # 1 - m·ū/((m+1)·b) rounded to 0 with T_f = 1.4e-17 > 0: ν = 0, SciPy's quantile NaN, and
+    # the rectangle counted as "undefined" (a release without points) in the coverage table.
+    q = [0.010411663480752398, 0.7542954919436754, 0.21977454200524427, 0.2170653405771461,
+         0.15654818743323762]
+    r = combine_fully_synthetic(q, [0.09603333300374758] * 5)
+    assert r.df == 0.0 and r.variance > 0
+    assert r.lower == -np.inf and r.upper == np.inf
+
+
 def test_fully_synthetic_negative_variance_adjustment():
     # q = (1, 1.1), u = 1: b = 0.005, T_f = 1.5·0.005 - 1 < 0 -> T* = (n_syn/n) ū.
     r = combine_fully_synthetic([1.0, 1.1], [1.0, 1.0])
