@@ -23,7 +23,7 @@ The measures (:data:`MEASURES` says what each means and which direction is bette
   binary outcome over random rectangles, combining rules for partially synthetic data, or
   for fully synthetic data with an ε-DP candidate; a rectangle in which a release has no point
   scores 0, not left out as in :func:`geosynth.metrics.quadrant_coverage`, so that emptying
-  dense areas is not rewarded), the Ripley's L gap (mean row, metres,
+  dense areas is not rewarded), the Ripley's L gap (mean row, CRS units,
   over the same combinations: *smaller is better*) and the intensity fidelity on a
   **common** lattice, the finest candidate's, so that candidates are comparable and a lattice
   is credited for the detail it keeps: the correlation of original and synthetic cell counts
@@ -241,11 +241,11 @@ class Candidate:
     Parameters
     ----------
     cell_size : float, optional
-        Side of the square cells, in CRS units (metres).
+        Side of the square cells, in CRS units.
     shape : tuple of (int, int), optional
         ``(nrows, ncols)`` cells over the region (or the snapped bounds of the points).
     hex_size : float, optional
-        Side of regular hexagons (centre to corner), in metres (:meth:`geosynth.Grid.hexagonal`).
+        Side of regular hexagons (centre to corner), in CRS units (:meth:`geosynth.Grid.hexagonal`).
     grid : geosynth.Grid, optional
         A lattice built beforehand, used as it is (``region`` and ``exclude`` of :func:`tune`
         do not apply to it): typically areal units from :meth:`geosynth.Grid.from_polygons`
@@ -280,8 +280,8 @@ class Candidate:
     def __post_init__(self) -> None:
         lattices = (self.cell_size, self.shape, self.hex_size, self.grid)
         if sum(v is not None for v in lattices) != 1:
-            raise InputError("a Candidate needs exactly one of cell_size (metres), shape "
-                             "(rows, cols), hex_size (metres) and grid (a geosynth.Grid)")
+            raise InputError("a Candidate needs exactly one of cell_size (CRS units), shape "
+                             "(rows, cols), hex_size (CRS units) and grid (a geosynth.Grid)")
         if self.grid is not None:
             object.__setattr__(self, "_grid_digest", _grid_digest(self.grid))
         for name in ("cell_size", "hex_size"):
@@ -377,7 +377,7 @@ def as_candidate(value: Any) -> Candidate:
     Parameters
     ----------
     value : Candidate, float, tuple of (int, int) or dict
-        A number is a cell size in metres; a pair of integers a shape; a dict the keyword
+        A number is a cell size in CRS units; a pair of integers a shape; a dict the keyword
         arguments of :class:`Candidate`.
 
     Returns
@@ -875,7 +875,7 @@ def tune(
     attributes : sequence of str or str
         Attribute columns that define the combinations.
     candidates : sequence
-        Cell sizes (metres), ``(rows, cols)`` pairs, dicts of :class:`Candidate` settings or
+        Cell sizes (CRS units), ``(rows, cols)`` pairs, dicts of :class:`Candidate` settings or
         Candidates, e.g. ``[100, 250, 500, 1000]``.
     region, exclude : GeoDataFrame, GeoSeries or shapely geometry, optional
         Study region (the lattice spans its bounds and is clipped to it; required by ε
