@@ -147,12 +147,15 @@ class Measure(NamedTuple):
         What the number is, in words.
     share : bool, default False
         A share of records (0 to 1): a limit above 1 is a percentage typo.
+    count : bool, default False
+        A number of records: it grows with the records a candidate describes (``n_records``).
     """
 
     kind: str
     larger_is: str
     description: str
     share: bool = False
+    count: bool = False
 
     @property
     def sign(self) -> float:
@@ -174,7 +177,7 @@ MEASURES: dict[str, Measure] = {
     "expected_match_risk": Measure(
         "risk", "riskier",
         "Reiter & Mitra (2009): expected number of records an intruder who knows each "
-        "target's attributes and lattice cell identifies correctly"),
+        "target's attributes and lattice cell identifies correctly", count=True),
     "true_match_rate": Measure(
         "risk", "riskier",
         "Reiter & Mitra (2009): share of records matched uniquely and correctly", share=True),
@@ -711,6 +714,12 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     if r_hat > DEFAULT_MAX_RHAT:  # recommended without a word before, at R-hat 1.052
         reason += (f"; its fit has not converged (largest R-hat {r_hat:.3f} > "
                    f"{DEFAULT_MAX_RHAT}): fit it longer before trusting its measures")
+    if r_measure.count and "n_records" in table:
+        described = table.loc[qualified, "n_records"]
+        if described.nunique() > 1:  # outside="drop": each lattice keeps its own records
+            reason += (f"; {risk} counts records, and the candidates describe "
+                       f"{int(described.min()):,} to {int(described.max()):,} of them (records "
+                       "outside a lattice dropped): compare a share, e.g. true_match_rate")
     if errors is not None:
         reason += _monte_carlo_note(table, _error_table(errors, table), best, qualified, u,
                                     utility, risk, limit_value if risk_limit is not None else None)

@@ -55,6 +55,21 @@ def test_recommend_takes_the_best_utility_within_the_limit():
     assert recommend(table).label == "100 m"  # no limit: best utility overall
 
 
+def test_recommend_says_when_a_count_of_records_compares_candidates_of_other_sizes():
+    # expected_match_risk counts records: with outside="drop" each lattice keeps its own
+    # records, and the candidate that dropped 200 of 1,000 looked a fifth safer.
+    table = pd.DataFrame({"expected_match_risk": [10.0, 8.0], "coverage": [0.8, 0.8],
+                          "n_cells": [100, 100], "n_records": [1000, 800]},
+                         index=["kept all", "dropped 200"])
+    reason = recommend(table, risk="expected_match_risk").reason
+    assert ("expected_match_risk counts records, and the candidates describe 800 to 1,000 of "
+            "them" in reason)
+    same = table.assign(n_records=1000)
+    assert "counts records" not in recommend(same, risk="expected_match_risk").reason
+    assert "counts records" not in recommend(table.rename(
+        columns={"expected_match_risk": "true_match_rate"})).reason  # a share: comparable
+
+
 def test_recommend_breaks_ties_by_risk_then_cells_then_order():
     table = _table({"a": (0.005, 0.8, 100), "b": (0.002, 0.8, 400), "c": (0.009, 0.7, 10)})
     chosen = recommend(table, risk_limit=0.01)
