@@ -20,7 +20,8 @@ group prints (see :class:`geosynth.cli.GeosynthGroup`):
 * ``gdf`` (the API's name for the points) becomes the name of the input file;
 * GDAL's and SQLite's raw texts for files that are not (intact) GeoPackages become one sentence
   that says what to give instead;
-* ``max_bytes = 2 GiB`` (no option sets it) becomes ``the memory limit of 2 GiB``.
+* ``max_bytes = 2 GiB`` (no option sets it) becomes ``the memory limit of 2 GiB``;
+* ``gdf.to_crs(gdf.estimate_utm_crs())`` becomes the ``ogr2ogr`` command that reprojects a file.
 
 Adding an option to a command? Add its parameter here, so that messages name it.
 """
@@ -131,6 +132,10 @@ _GDAL_DRIVER_ADVICE = re.compile(
 )
 # "over max_bytes = 2 GiB": the memory limit, which the command line keeps at its default.
 _MEMORY_LIMIT = re.compile(r"\bmax_bytes\s?=\s?(?=\d)")
+# Python's reprojection to the area's UTM zone: an ogr2ogr command on the command line.
+_TO_UTM = re.compile(r"\b(\w+)\.to_crs\(\1\.estimate_utm_crs\(\)\)")
+_OGR2OGR = ("ogr2ogr -t_srs EPSG:326NN projected.gpkg {input} (NN: the area's UTM zone; 327NN "
+            "south of the equator)")
 _SQLITE = re.compile(r"sqlite3_\w+\((?:[^()]|\([^()]*\))*\) failed: ([^;]+)(?:;\s*\1)?")
 
 
@@ -158,7 +163,8 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     >>> cli_message("layer='roads' (CLI: --layer): cases.gpkg has no such layer")
     "--layer 'roads': cases.gpkg has no such layer"
     """
-    text = str(message)
+    text = _TO_UTM.sub(lambda match: _OGR2OGR.format(
+        input=(names or {}).get(match.group(1), "INPUT")), str(message))
     quoted = _quoted_spans(text)
     text = _ADVICE.sub(lambda match: _unless_quoted(match, quoted, lambda advice: _ADVISED.sub(
         lambda name: OPTION_OF_PARAMETER[name.group(1)], advice.group(0))), text)

@@ -115,6 +115,23 @@ def test_cli_message_names_flags_and_the_hexagons_side():
     assert coarser == "choose larger cells, e.g. --hex-size 400, about one"
 
 
+def test_cli_message_gives_the_ogr2ogr_command_for_python_s_reprojection():
+    # "gdf.to_crs(gdf.estimate_utm_crs())" reached the terminal as
+    # "gdf.to_crs(gdf.estimate_utm_crs)": the empty brackets stripped, and Python.
+    from geosynth.lattice import Grid
+
+    message = ("reproject the points to a CRS made for the area, e.g. "
+               "gdf.to_crs(gdf.estimate_utm_crs())")
+    assert cli_message(message, {"gdf": "merc.gpkg"}) == (
+        "reproject the points to a CRS made for the area, e.g. ogr2ogr -t_srs EPSG:326NN "
+        "projected.gpkg merc.gpkg (NN: the area's UTM zone; 327NN south of the equator)")
+    with pytest.warns(Warning) as caught:  # the lattice's own warning reads so too
+        Grid.regular((-4_900_000, -2_300_000, -4_890_000, -2_290_000), shape=(2, 2),
+                     crs="EPSG:3857")
+    (warned,) = [str(w.message) for w in caught if "scales lengths" in str(w.message)]
+    assert "ogr2ogr -t_srs" in cli_message(warned, {"gdf": "merc.gpkg"})
+
+
 @pytest.mark.parametrize("name", [r"data\cases.gpkg", r"run\1.gpkg", r"a\g<0>.gpkg"])
 def test_cli_message_keeps_a_file_name_with_backslashes(name):
     # The name was a re.sub template: "bad escape \c" (a traceback in place of the message)
