@@ -15,14 +15,18 @@ __all__ = ["check_beta_prior", "check_run_options", "describe_run", "fixed_burn_
 
 
 def check_beta_prior(continuous, beta_prior) -> None:
-    """Refuse ``--beta-prior`` without ``--continuous``, before any data is read.
+    """Refuse ``--beta-prior`` without ``--continuous``, or not one per column, before reading.
 
-    ``geosynth release`` refused it only after reading the data and printing "Fitting", in the
-    API's words ("prepare the counts with --continuous 'column'").
+    ``geosynth release`` refused both only after reading the data and printing "Fitting", in
+    the API's words ("prepare the counts with --continuous 'column'", "or one str for all").
     """
     if beta_prior is not None and continuous is None:
         raise click.UsageError("--beta-prior needs --continuous: it is the prior of the "
                                "continuous columns' effect on the intensity")
+    if beta_prior is not None and len(beta_prior) not in (1, len(continuous)):
+        raise click.BadParameter(
+            f"{len(beta_prior)} priors for {len(continuous)} --continuous columns; give one "
+            "prior for all of them, or one per column", param_hint="--beta-prior")
 
 
 def check_run_options(iterations, burn_in, thin, chains, m) -> None:

@@ -239,10 +239,6 @@ def tune(
         raise click.UsageError(f"{', '.join(both)} listed in both --attributes and --continuous; "
                                "give each column one role")
     check_beta_prior(continuous, beta_prior)
-    if beta_prior is not None and len(beta_prior) not in (1, len(continuous)):
-        raise click.BadParameter(
-            f"{len(beta_prior)} priors for {len(continuous)} --continuous columns; give one "
-            "prior for all of them, or one per column", param_hint="--beta-prior")
     check_file_name(report_path, "--report")  # before its R-U map's name is derived from it
     check_run_options(iterations, burn_in, thin, chains, m)
     if risk_limit is not None:

@@ -629,7 +629,7 @@ def test_release_with_two_continuous_columns(two_covariates, tmp_path):
         (["--continuous", "z,z2", "--beta-prior", "normal,gamma"],
          ["--beta-prior", "normal or icar"]),
         (["--continuous", "z,z2", "--beta-prior", "normal,icar,icar"],
-         ["--beta-prior lists 3 priors", "2 continuous covariates"]),
+         ["--beta-prior", "3 priors for 2 --continuous columns"]),
         # refused after reading the data and printing "Fitting", in the API's words
         (["--beta-prior", "normal"], ["--beta-prior needs --continuous"]),
     ],
@@ -639,6 +639,7 @@ def test_bad_continuous_columns_exit_2(two_covariates, tmp_path, args, fragments
     result = run("release", two_covariates, *GPKG_ARGS, *args, *FAST,
                  "--out", tmp_path / "out.gpkg")
     assert_refused(result, *fragments)
+    assert "Fitting" not in result.output  # refused before the fit
 
 
 def test_an_id_column_as_continuous_exits_2_naming_the_option(inputs, tmp_path):
