@@ -806,16 +806,17 @@ def check_risk_limit(risk_limit: Any, risk: str) -> float:
     limit = check_real(risk_limit, "risk_limit")
     if not abs(limit) <= MAX_CONTINUOUS:  # also NaN; beyond it the R-U map failed after the fits
         raise InputError(f"risk_limit must be a finite number (at most {MAX_CONTINUOUS:g} in "
-                         f"size), got {risk_limit!r}; pass None for no limit")
+                         f"size), got {risk_limit!r}; pass risk_limit=None for no limit")
     if limit < 0:  # a negative distance limit let every candidate through, as no limit
         largest = "largest" if measure.larger_is == "riskier" else "smallest"
         example = "0.05" if measure.larger_is == "riskier" else "50"
         raise InputError(f"risk_limit must be >= 0 for {risk}, which is never negative, got "
                          f"{limit:g}; pass the {largest} acceptable {risk} (e.g. {example}), or "
-                         "None for no limit")
+                         "pass risk_limit=None for no limit")
     if limit > 1 and measure.share:
         raise InputError(f"risk_limit must be at most 1 for {risk}, a share of records, got "
-                         f"{limit:g}; pass a share (e.g. 0.05 for 5%), or None for no limit")
+                         f"{limit:g}; pass a share (e.g. 0.05 for 5%), or pass risk_limit=None for "
+                         "no limit")
     return limit
 
 

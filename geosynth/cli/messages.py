@@ -20,7 +20,8 @@ group prints (see :class:`geosynth.cli.GeosynthGroup`):
 * ``gdf`` (the API's name for the points) becomes the name of the input file;
 * GDAL's and SQLite's raw texts for files that are not (intact) GeoPackages become one sentence
   that says what to give instead;
-* ``max_bytes = 2 GiB`` (no option sets it) becomes ``the memory limit of 2 GiB``;
+* ``max_bytes = 2 GiB`` (no option sets it) becomes ``the memory limit of 2 GiB``, and advice
+  to raise a module constant (``geosynth.lattice.MAX_CELLS``) is removed;
 * ``gdf.to_crs(gdf.estimate_utm_crs())`` becomes the ``ogr2ogr`` command that reprojects a file.
 
 Adding an option to a command? Add its parameter here, so that messages name it.
@@ -132,6 +133,11 @@ _GDAL_DRIVER_ADVICE = re.compile(
 )
 # "over max_bytes = 2 GiB": the memory limit, which the command line keeps at its default.
 _MEMORY_LIMIT = re.compile(r"\bmax_bytes\s?=\s?(?=\d)")
+# "(or raise geosynth.lattice.MAX_CELLS)", ", or raise MAX_WEIGHT_PIXELS deliberately": the
+# module constants no option sets.
+_RAISE_CONSTANT = re.compile(
+    r"\s*\(or raise (?:geosynth\.[\w.]+\.)?[A-Z][A-Z_]+\)"
+    r"|,?\s+or raise (?:geosynth\.[\w.]+\.)?[A-Z][A-Z_]+(?: deliberately)?")
 # Python's reprojection to the area's UTM zone: an ogr2ogr command on the command line.
 _TO_UTM = re.compile(r"\b(\w+)\.to_crs\(\1\.estimate_utm_crs\(\)\)")
 _OGR2OGR = ("ogr2ogr -t_srs EPSG:326NN projected.gpkg {input} (NN: the area's UTM zone; 327NN "
@@ -185,6 +191,7 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     )
     text = _SQLITE.sub(r"the file is damaged or truncated (\1)", text)
     text = _MEMORY_LIMIT.sub("the memory limit of ", text)  # no option sets max_bytes
+    text = _RAISE_CONSTANT.sub("", text)  # no option sets geosynth's limits
     for api_name, cli_name in (names or {}).items():
         # A function, not a template: a backslash in a file name (data\cases.csv, copied
         # from Windows) made re.sub fail with "bad escape" in place of the message. Not in a

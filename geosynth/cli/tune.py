@@ -26,6 +26,7 @@ from geosynth.cli.helpers import (
     show_progress,
     write_text,
 )
+from geosynth.cli.messages import cli_message
 from geosynth.cli.options import (
     EXISTING_FILE,
     MAX_EXTENT,
@@ -322,7 +323,7 @@ def tune(
                f"{printable(Path(input_path).name)}; do not publish):")
     # Candidate labels hold the --areas file names: no control characters.
     click.echo("\n".join(printable(line) for line in table.splitlines()))
-    click.echo(f"Recommendation: {printable(chosen.reason)}")
+    click.echo(f"Recommendation: {printable(cli_message(chosen.reason))}")
     if command is not None:
         click.echo(f"Release it with:\n  {printable(command)}")
     click.echo(f"Wrote {printable(report_path)} and {printable(figure_path)} (internal report "
@@ -472,7 +473,7 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
         "",
         "## Recommendation",
         "",
-        chosen.reason + ".",
+        cli_message(chosen.reason) + ".",
         "",
     ]
     if command is not None:

@@ -492,7 +492,7 @@ def _read_csv(source: Path, x: str | None, y: str | None, crs: Any, options: _Cs
         raise InputError(
             f"reading the CSV file {printable(source.name)} needs the names of its coordinate "
             "columns and their CRS: pass x=, y= and crs= (CLI: --x, --y, --crs); missing: "
-            f"{', '.join(missing)}"
+            f"{', '.join(f'{name}=' for name in missing)}"
         )
     if x == y:
         raise InputError(f"x and y must name two different columns (CLI: --x, --y), got {x!r} "

@@ -11,6 +11,7 @@ import pyproj
 import pytest
 import shapely
 
+from geosynth.cli.messages import cli_message
 from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError
 from geosynth.io import read_points
 from tests.io.helpers import CRS, XMAX, XMIN, YMAX, YMIN, assert_same_points
@@ -166,13 +167,17 @@ def test_read_points_csv(tmp_path, points):
 
 @pytest.mark.parametrize(
     ("kwargs", "missing"),
-    [({}, "x, y, crs"), ({"x": "east", "y": "north"}, "crs"), ({"crs": CRS, "y": "n"}, "x")],
+    [({}, "x=, y=, crs="), ({"x": "east", "y": "north"}, "crs="), ({"crs": CRS, "y": "n"}, "x=")],
 )
 def test_read_points_csv_needs_x_y_crs(tmp_path, kwargs, missing):
     path = tmp_path / "points.csv"
     path.write_text("east,north\n1,2\n")
-    with pytest.raises(InputError, match=rf"--x, --y, --crs\); missing: {missing}$"):
+    with pytest.raises(InputError, match=rf"--x, --y, --crs\); missing: {missing}$") as caught:
         read_points(path, **kwargs)
+    # parameters the command line names as options: "missing: crs" was left as is
+    shown = cli_message(str(caught.value))
+    assert shown.endswith("missing: " + ", ".join(f"--{name}" for name in
+                                                  missing.replace("=", "").split(", ")))
 
 
 def test_a_csv_column_named_geometry_is_not_silently_replaced(tmp_path):
