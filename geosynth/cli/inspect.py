@@ -121,35 +121,26 @@ def _row_counts(release_file) -> dict[str, int]:
 
 
 def _echo_columns(release_file) -> None:
-    """Print the columns of the release layers; warn of any the recorded model does not release.
+    """Print the columns of the release layers, with a note when no model is recorded.
 
-    A synthetic layer holds the model's attributes and continuous columns only. Another column
-    (a record id, the original coordinates) was added after geosynth wrote the file, and the
-    schema check cannot tell what it holds: the one who publishes the file must look. A release
-    without a recorded model (OnTheMap's, or one written by ``write_release`` from Python) has
-    nothing to check its columns against: a note names them all.
+    A synthetic layer holds the model's attributes and continuous columns only: another column
+    (a record id, the original coordinates) was added after geosynth wrote the file, and
+    :func:`geosynth.io.read_release` refuses it. A release without a recorded model (OnTheMap's,
+    or one written by ``write_release`` from Python) has nothing to check its columns against:
+    a note names them all, for the one who publishes the file to look at.
     """
     from geosynth.io import printable
-    from geosynth.io.release import released_columns
 
     frame = release_file.releases[0]
     columns = [str(c) for c in frame.columns if c != frame.geometry.name]
     click.echo(f"Release columns: {printable(', '.join(columns)) or '(none)'}")
-    model = release_file.metadata.get("model")
-    if not isinstance(model, dict):
-        if columns:  # OnTheMap and other model-less releases: nothing to check them against
-            click.echo(f"Note: the metadata records no model, so inspect cannot tell which of "
-                       f"the release columns ({printable(', '.join(columns))}) geosynth "
-                       "released and which were added later: check what each holds before "
-                       "publishing", err=True)
-        return
-    released = released_columns(model)
-    extra = [column for column in columns if column not in released]
-    if extra:
-        click.echo(f"Warning: the release layers have columns that the model "
-                   f"({printable(', '.join(sorted(released)))}) does not release: "
-                   f"{printable(', '.join(extra))}; they were added after geosynth wrote the "
-                   "file: check what they hold, and drop them before publishing", err=True)
+    # With a model recorded, read_release refused any column it does not release.
+    if not isinstance(release_file.metadata.get("model"), dict) and columns:
+        # OnTheMap and other model-less releases: nothing to check them against
+        click.echo(f"Note: the metadata records no model, so inspect cannot tell which of "
+                   f"the release columns ({printable(', '.join(columns))}) geosynth "
+                   "released and which were added later: check what each holds before "
+                   "publishing", err=True)
 
 
 def _pretty_lines(value: dict[str, Any], depth: int) -> list[str]:

@@ -670,6 +670,22 @@ def check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
         )
 
 
+def _check_recorded_columns(frame: gpd.GeoDataFrame, name: str, layer: str,
+                            released: frozenset[str]) -> None:
+    """Refuse a column of a release layer that the model its metadata records does not release.
+
+    The writer refuses them (:func:`check_model_columns`), so one in a file was added since:
+    ``orig_x`` holding the records' eastings was read by ``evaluate`` without a word.
+    """
+    extra = [str(c) for c in frame.columns if c != frame.geometry.name and c not in released]
+    if extra:
+        raise InputError(
+            f"{name}: its layer {layer!r} has columns {_shown(extra)} that the model its "
+            f"metadata records does not release (its columns: {_shown(sorted(released))}); "
+            f"geosynth writes no other, so {EDITED}"
+        )
+
+
 def _column_kind(dtype: Any) -> str:
     """How a GeoPackage stores a column of ``dtype``: numeric, text, bool or date/time."""
     if isinstance(dtype, pd.CategoricalDtype):  # written as its categories' values
@@ -2523,6 +2539,8 @@ def _read_releases(
                                     f"metadata records {printable(crs)[:80]}")
         check_release_columns(frame, frame.geometry.name, f"{name}: its layer {layer!r}", None,
                               _READ_FIX, released=released)
+        if model is not None:  # written with fit=, which refuses any other column
+            _check_recorded_columns(frame, name, layer, released)
         frame.attrs = {PUBLIC_ATTR: True, PUBLISHED_ATTR: True}  # its rows are not linked
         releases.append(frame)
     differ = _schema_difference(releases, [repr(printable(layer)) for layer in metadata["layers"]])

@@ -2462,7 +2462,7 @@ def test_provenance_goes_to_the_audit_file_only(tmp_path):
 def test_a_level_of_minus_zero_reads_back_as_its_combination(tmp_path):
     # A level -0.0 (rounding a small negative value) was labelled "-0.0"; the GeoPackage stores
     # 0.0, and the file geosynth wrote was refused as edited (a combination not fitted).
-    frame = public_like(4, a=np.array([-0.0, 1.0, -0.0, 1.0]))
+    frame = public_like(4, a=np.array([-0.0, 1.0, -0.0, 1.0])).drop(columns="y")
     assert labels_of(frame, ["a"]) == ["a=0.0", "a=1.0", "a=0.0", "a=1.0"]
     path = tmp_path / "release.gpkg"
     write_release(path, [frame], metadata={"method": "paiva"})
@@ -2483,3 +2483,21 @@ def test_combinations_differing_only_in_case_are_refused_with_the_intensity(tmp_
         write_release(tmp_path / "r.gpkg", public, fit=fit, include_intensity=True)
     assert names(tmp_path) == []
     write_release(tmp_path / "r.gpkg", public, fit=fit)  # without the intensity columns
+
+
+def test_a_column_added_to_a_release_of_a_recorded_model_is_refused(tmp_path,
+                                                                     make_scenario_counts):
+    # orig_x, holding the records' eastings, added to a release whose metadata records its
+    # model: inspect only warned and evaluate read it without a word. The writer refuses any
+    # column the model does not release, so a file holding one was edited.
+    scenario, _, counts = make_scenario_counts(n=80, seed=4, shape=(4, 4), attributes=["y"])
+    fit = PaivaModel().fit(counts, n_iter=40, burn_in=10, chains=1, seed=1, progress=False)
+    public = [to_public(r, seed=2) for r in synthesize(fit, scenario.data, m=1, seed=2)]
+    path = tmp_path / "release.gpkg"
+    write_release(path, public, fit=fit)
+    assert read_release(path).metadata["model"] is not None
+    sql(path, "ALTER TABLE synthetic_1 ADD COLUMN orig_x REAL")
+    with pytest.raises(InputError, match=r"its layer 'synthetic_1' has columns \['orig_x'\] "
+                                         r"that the model its metadata records does not release"
+                                         r".*the file was edited after it was written"):
+        read_release(path)
