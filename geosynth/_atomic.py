@@ -66,6 +66,7 @@ __all__ = [
     "interrupted_commit",
     "private_file_mode",
     "refuse_held_by_another_user",
+    "refuse_shared_folder",
     "remove_stale_staging",
     "STAGING_MARK",
 ]
@@ -249,6 +250,7 @@ class AtomicOutputs:
         try:
             self._new_folders.extend(_missing_folders(target.parent))
             target.parent.mkdir(parents=True, exist_ok=True)
+            refuse_shared_folder(target.parent)
             folder = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(target)}{os.getpid()}-",
                                            dir=target.parent))
         except OSError as err:
@@ -265,6 +267,10 @@ class AtomicOutputs:
         return [staged.target for staged in self._staged]
 
     # ------------------------------------------------------------------ ending
+    def unwritten(self) -> list[Path]:
+        """Return the targets whose staged file was never written (:meth:`commit` skips them)."""
+        return [staged.target for staged in self._staged if not staged.path.exists()]
+
     def commit(self) -> list[Path]:
         """Move every staged file into place, in the order they were added.
 
@@ -785,6 +791,36 @@ def _check_replaceable(target: Path, overwrite: bool) -> None:
     if exists:
         refuse_held_by_another_user(target)
     _check_no_sqlite_journal(target)
+
+
+def refuse_shared_folder(folder: str | os.PathLike) -> None:
+    """Refuse an output folder that every user may change: writable by others, not sticky.
+
+    There another user may rename any entry, the private staging folder included, and put a
+    link to a folder of theirs in its place (probed as ``nobody`` in a 0777 folder): the commit
+    then followed it, ``chmod``-ing a file of root's that the link named and publishing the
+    intruder's file as the audit file. A sticky folder (``/tmp``) lets only an entry's owner
+    rename it. The folder's owner and group can still change it: they are trusted.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The folder of an output.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``folder`` is writable by others and has no sticky bit.
+    """
+    mode = os.stat(folder).st_mode
+    if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+        raise InputError(
+            f"the folder {str(folder)!r} of an output can be changed by every user (mode "
+            f"{stat.S_IMODE(mode):o}, no sticky bit), who could swap the files being written "
+            "for others; write into a folder only you (and your group) can change, or make "
+            f"it sticky as /tmp is (chmod o-w or chmod +t {str(folder)!r}); nothing was "
+            "written"
+        )
 
 
 def refuse_held_by_another_user(target: str | os.PathLike, name: str | None = None) -> None:

@@ -142,11 +142,32 @@ def test_a_file_of_another_user_in_a_sticky_folder_is_refused_when_added(tmp_pat
     with pytest.raises(InputError, match=r"r.gpkg belongs to another user, in a folder with the "
                                          r"sticky bit .*choose another file name"):
         AtomicOutputs(overwrite=True).add(target)
-    os.chmod(shared, 0o777)  # without the sticky bit, anyone who may write the folder may
+    os.chmod(shared, 0o775)  # without the sticky bit, anyone who may write the folder may
     outputs = AtomicOutputs(overwrite=True)
     outputs.add(target)
     outputs.discard()
     assert target.read_text() == "theirs" and os.listdir(shared) == ["r.gpkg"]
+
+
+def test_a_folder_every_user_may_change_is_refused_when_added(tmp_path):
+    # There another user may rename the private staging folder and link their own in its
+    # place; a sticky folder lets only an entry's owner rename it.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    with pytest.raises(InputError, match=r"can be changed by every user \(mode 777, no sticky "
+                                         r"bit\).*nothing was written"):
+        AtomicOutputs().add(shared / "r.gpkg")
+    assert os.listdir(shared) == []
+    for mode in (0o1777, 0o775, 0o700):
+        os.chmod(shared, mode)
+        outputs = AtomicOutputs()
+        outputs.add(shared / "r.gpkg")
+        outputs.discard()
+    outputs = AtomicOutputs()
+    outputs.add(tmp_path / "mine.gpkg")
+    assert outputs.unwritten() == [tmp_path / "mine.gpkg"]
+    outputs.discard()
 
 
 def test_unwritable_folder_fails_when_added(tmp_path):

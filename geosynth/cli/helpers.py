@@ -310,6 +310,12 @@ class RunOutputs:
         """
         stop_if_interrupted()
         ctx = click.get_current_context(silent=True)
+        unwritten = self.outputs.unwritten()
+        if unwritten:  # "Wrote m.html" was printed for a map that was never moved into place
+            path = unwritten[0]
+            option = self._options.get(os.path.abspath(path), "an output")
+            raise InputError(f"{option} {path} was not written (its staging folder was changed "
+                             "by another process?); nothing was written")
         with _held_back(_watch()):
             try:
                 written = self.outputs.commit()

@@ -344,6 +344,38 @@ def test_run_outputs_name_the_option_of_a_file_created_meanwhile(tmp_path):
     assert files(tmp_path) == ["report.md"]
 
 
+def test_run_outputs_refuse_to_commit_a_file_never_written(tmp_path):
+    # The commit skipped a staged file that was not there, and the command printed "Wrote
+    # map.html" for a map that was never moved into place.
+    from geosynth.cli.helpers import RunOutputs
+
+    with pytest.raises(InputError, match=r"--map .*map\.html was not written.*nothing was "
+                                         r"written"):
+        with RunOutputs(overwrite=False) as outputs:
+            outputs.stage("--report", tmp_path / "report.md", private=True).write_text("ours")
+            outputs.stage("--map", tmp_path / "map.html", private=True)
+            outputs.commit()
+    assert files(tmp_path) == []
+
+
+def test_an_output_folder_every_user_may_change_is_refused_before_reading(inputs, tmp_path):
+    # In a 0777 folder another user renamed the private staging folder and put a link to a
+    # folder of theirs in its place: the commit chmod-ed the file the link named and published
+    # their file as the audit file. A sticky folder (/tmp) lets only an entry's owner rename it.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3", *FAST,
+                 "--out", shared / "r.gpkg")
+    assert_refused(result, "can be changed by every user (mode 777, no sticky bit)",
+                   "chmod o-w or chmod +t")
+    assert "Read " not in result.output and files(shared) == []
+    shared.chmod(0o1777)  # sticky: accepted
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "3x3", *FAST,
+                 "--seed", 1, "--out", shared / "r.gpkg")
+    assert result.exit_code == 0, result.output
+
+
 # ---------------------------------------------------------------------- errors of the commit
 def fail_in_commit(monkeypatch, before_commit):
     """Run ``before_commit(outputs)`` just before the outputs of a run are moved into place."""
