@@ -301,12 +301,19 @@ class AtomicOutputs:
             A staged file could not be flushed to disk (a full disk, an I/O error): nothing is
             replaced; or a target's folder could not be: the targets are taken back likewise.
         """
-        from geosynth.io._files import check_replaceable_file
-
         if self._done:
             raise ValueError("these outputs were already committed or discarded")
         # (target, backup of what it replaced, GDAL sidecars set aside: (original, kept))
         written: list[tuple[Path, Path | None, list[tuple[Path, Path]]]] = []
+        with _folders_locked(staged.target.parent for staged in self._staged):
+            self._commit_locked(written)
+        self._cleanup()
+        return [target for target, _, _ in written]
+
+    def _commit_locked(self, written: list) -> None:
+        """Make the moves of :meth:`commit` (its targets' folders locked by the caller)."""
+        from geosynth.io._files import check_replaceable_file
+
         try:
             present = []
             for staged in self._staged:
@@ -342,8 +349,6 @@ class AtomicOutputs:
             _take_back(written)
             self.discard()
             raise
-        self._cleanup()
-        return [target for target, _, _ in written]
 
     def discard(self) -> None:
         """Remove every staged file; no target is touched."""
@@ -688,6 +693,32 @@ def _staging_prefix(target: Path) -> str:
         digest = hashlib.sha256(encoded).hexdigest()[:12]
         name = f"{os.fsdecode(encoded[:_NAME_BYTES - 13])}~{digest}"
     return f".{name}.{STAGING_MARK}-"
+
+
+@contextlib.contextmanager
+def _folders_locked(folders: Iterable[Path]) -> Iterator[None]:
+    """Hold an exclusive flock on each folder (in sorted order) while the block runs.
+
+    Two runs with ``overwrite`` committing the same outputs at once interleaved their moves:
+    the release of one beside the audit file, map and report of the other, each run reporting
+    success (its seeds lost). Commits to the same folders now run one after the other, each
+    leaving a whole set. A folder that cannot be opened or locked (a file system without
+    flock) is left unlocked, as before.
+    """
+    held = []
+    try:
+        for folder in sorted({Path(f).resolve() for f in folders}):
+            try:
+                fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            except OSError:
+                continue
+            held.append(fd)
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)  # closing releases the flock
 
 
 def _hold_lock(folder: Path) -> int:

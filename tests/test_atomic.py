@@ -80,6 +80,33 @@ def test_second_writer_without_overwrite_fails_at_commit_and_takes_back_its_file
     assert two_written is None and _names(tmp_path) == ["b.txt"]
 
 
+def test_two_commits_of_the_same_outputs_run_one_after_the_other(tmp_path, monkeypatch):
+    # Two runs with overwrite committing at once interleaved their moves: one's release beside
+    # the other's audit file, both reporting success. The second now waits for the first.
+    import threading
+
+    first, second = tmp_path / "r.gpkg", tmp_path / "r.gpkg.audit.json"
+    one, two = AtomicOutputs(overwrite=True), AtomicOutputs(overwrite=True)
+    for outputs, text in ((one, "one"), (two, "two")):
+        outputs.add(first).write_text(text)
+        outputs.add(second).write_text(text)
+    real_move, started = atomic._move, []
+
+    def move(*args):
+        if not started:  # the first move of the first commit: the second commit starts now
+            started.append(threading.Thread(target=two.commit))
+            started[0].start()
+            started[0].join(timeout=0.5)
+            assert started[0].is_alive()  # waiting for the folder's lock
+        return real_move(*args)
+
+    monkeypatch.setattr(atomic, "_move", move)
+    one.commit()
+    started[0].join(timeout=30)
+    assert not started[0].is_alive()
+    assert first.read_text() == second.read_text() == "two"  # a whole set, not a mix
+
+
 def test_unwritten_staged_path_is_skipped(tmp_path):
     with AtomicOutputs() as outputs:
         outputs.add(tmp_path / "never.txt")
