@@ -748,7 +748,10 @@ class Grid:
                 fix = f"{fix}a larger cell_size or a region that joins them"
             warnings.warn(
                 f"{isolated.size} cell(s) have no {self._contiguity} neighbour (cell ids "
-                f"{named}{more}); each forms its own connected component. To connect them use "
+                f"{named}{more}); each forms its own connected component, whose level has a "
+                "vague prior and no neighbour to be pooled with, so the model fits it from its "
+                "own records: its synthetic counts follow theirs closely, combination by "
+                "combination. To connect them use "
                 f"{fix}",
                 IsolatedCellWarning,
                 stacklevel=_caller_stacklevel(),

@@ -110,6 +110,12 @@ class PaivaModel:
     Gibbs sampler. A model cannot be changed once made (its fits keep it as ``fit.model``, which
     the release metadata describes); make another for other settings.
 
+    The thesis' lattice is connected. On one of several components each ICAR field's mean over
+    a component gets a N(0, ``priors.level_var``) prior, so a cell without neighbours (a
+    component of one, :class:`~geosynth.errors.IsolatedCellWarning`) is fitted from its own
+    records, combination by combination, pooled with nothing: connect it (a larger cell, a
+    region that joins it, ``islands="nearest"`` for areas) before a release.
+
     Parameters
     ----------
     beta_prior : {None, "normal", "icar"} or sequence of them, default None

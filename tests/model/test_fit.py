@@ -665,3 +665,33 @@ def test_empty_counts_warn_and_return_prior():
     # towards zero (P(no record) = e^-Λ); only the proper intercept prior keeps log Λ finite.
     total = fit.posterior_mean_lambda().sum()
     assert total < 3.0
+
+
+def test_an_isolated_cell_is_fitted_from_its_own_records_as_its_warning_says():
+    # A cell without neighbours is its own component, whose level has a vague prior: the fit
+    # follows its records' counts (16 women, 0 men) where a mainland cell of the same counts
+    # is pooled with its neighbours (4 and 4 each). IsolatedCellWarning says so.
+    import shapely
+
+    from geosynth.errors import IsolatedCellWarning
+
+    cells = [shapely.box(c * 100, r * 100, c * 100 + 100, r * 100 + 100)
+             for r in range(5) for c in range(5)] + [shapely.box(2000, 2000, 2100, 2100)]
+    with pytest.warns(IsolatedCellWarning, match=r"cell ids 25\).*fits it from its own "
+                                                 r"records: its synthetic counts follow theirs"):
+        grid = Grid.from_polygons(gpd.GeoSeries(cells, crs="EPSG:32633"))
+    rng = np.random.default_rng(0)
+    rows = []
+    for cell in range(26):
+        x0, y0, x1, y1 = cells[cell].bounds
+        women, men = (16, 0) if cell in (12, 25) else (4, 4)
+        for sex, n in (("f", women), ("m", men)):
+            rows += [(sex, x, y) for x, y in zip(rng.uniform(x0, x1, n), rng.uniform(y0, y1, n),
+                                                 strict=True)]
+    sex, x, y = zip(*rows, strict=True)
+    gdf = gpd.GeoDataFrame({"sex": sex}, geometry=gpd.points_from_xy(x, y), crs="EPSG:32633")
+    counts = prepare(gdf, grid, ["sex"])
+    fit = PaivaModel().fit(counts, n_iter=2000, burn_in=500, chains=2, seed=1, progress=False)
+    lam = fit.posterior_mean_lambda()
+    assert abs(lam[25, 0] - 16) < 3 and lam[25, 1] < 0.5  # the island: its own counts
+    assert lam[12, 1] > 1.5 and lam[12, 0] < 10  # the mainland cell: pooled
