@@ -15,11 +15,12 @@ so the draws are the same.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,7 +30,7 @@ import pandas as pd
 from geosynth._random import check_seed
 from geosynth._validation import check_bool, check_chains, check_max_bytes, check_real, is_integer
 from geosynth.data import covariate_names
-from geosynth.errors import DataWarning, InputError
+from geosynth.errors import DataWarning, InputError, SamplerError
 from geosynth.model.coarse import coarse_aggregates
 from geosynth.model.modes import (
     joint_components,
@@ -438,34 +439,55 @@ class PaivaModel:
             noise, np.ascontiguousarray(counts.counts, dtype=np.float64))  # the kernels' layout
         if parallel and n_jobs is None:
             n_jobs = 1  # each chain already uses every numba thread
-        if auto:
-            plan, schedule = plan_auto_storage(data, names, thin=int(thin), chains=int(chains),
-                                                noise=noise is not None,
-                                                target_ess=float(target_ess),
-                                                max_rhat=float(max_rhat),
-                                                max_bytes=int(max_bytes))
-            runner = AutoRunner(data, tables, names, thin, plan, progress, released,
-                                 parallel=parallel, block=block, schedule=schedule,
-                                 rule=(float(target_ess), float(max_rhat), max_seconds),
-                                 started=started, eta_draws=eta_draws, beta_labels=labels,
-                                 stop=stop)
-            draws = _shape_beta(runner.run_all(streams, n_jobs), counts)
-            return PaivaFit(model=self, counts=counts, scalar_names=names, noise_scale=noise,
-                            **draws)
-        plan = plan_model_storage(data, names, n_iter=n_iter, burn_in=burn_in, thin=thin,
-                                  chains=chains, noise=noise is not None, eta_draws=eta_draws,
-                                  max_bytes=max_bytes, stacklevel=3)
-        if executor is not None:
-            settings = ChainSettings(names=names, n_iter=int(n_iter), burn_in=int(burn_in),
-                                      thin=int(thin), plan=plan, noise=released,
-                                      parallel=parallel, block=block)
-            draws = run_on_executor(executor, data, tables, settings, streams)
-        else:
-            runner = ChainRunner(data, tables, names, n_iter, burn_in, thin, plan, progress,
-                                  released, parallel=parallel, block=block, stop=stop)
-            draws = runner.run_all(streams, n_jobs)
-        return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
-                        burn_in=burn_in, noise_scale=noise, **_shape_beta(draws, counts))
+        with _naming_changed_priors(self.priors):  # a failed update blamed only the counts
+            if auto:
+                plan, schedule = plan_auto_storage(data, names, thin=int(thin), chains=int(chains),
+                                                    noise=noise is not None,
+                                                    target_ess=float(target_ess),
+                                                    max_rhat=float(max_rhat),
+                                                    max_bytes=int(max_bytes))
+                runner = AutoRunner(data, tables, names, thin, plan, progress, released,
+                                     parallel=parallel, block=block, schedule=schedule,
+                                     rule=(float(target_ess), float(max_rhat), max_seconds),
+                                     started=started, eta_draws=eta_draws, beta_labels=labels,
+                                     stop=stop)
+                draws = _shape_beta(runner.run_all(streams, n_jobs), counts)
+                return PaivaFit(model=self, counts=counts, scalar_names=names, noise_scale=noise,
+                                **draws)
+            plan = plan_model_storage(data, names, n_iter=n_iter, burn_in=burn_in, thin=thin,
+                                      chains=chains, noise=noise is not None, eta_draws=eta_draws,
+                                      max_bytes=max_bytes, stacklevel=3)
+            if executor is not None:
+                settings = ChainSettings(names=names, n_iter=int(n_iter), burn_in=int(burn_in),
+                                          thin=int(thin), plan=plan, noise=released,
+                                          parallel=parallel, block=block)
+                draws = run_on_executor(executor, data, tables, settings, streams)
+            else:
+                runner = ChainRunner(data, tables, names, n_iter, burn_in, thin, plan, progress,
+                                      released, parallel=parallel, block=block, stop=stop)
+                draws = runner.run_all(streams, n_jobs)
+            return PaivaFit(model=self, counts=counts, scalar_names=names, thin=thin,
+                            burn_in=burn_in, noise_scale=noise, **_shape_beta(draws, counts))
+
+
+@contextlib.contextmanager
+def _naming_changed_priors(priors: Priors) -> Iterator[None]:
+    """Add the priors that differ from the defaults to a SamplerError raised in the block.
+
+    ``Priors(phi_rate=1e6, eps_rate=1e6)`` passes its range checks, then the μ update failed
+    with "check the counts and the current state for NaN or inf", naming no prior.
+    """
+    try:
+        yield
+    except SamplerError as err:
+        changed = {name: value for name, value in priors.to_dict().items()
+                   if value != getattr(Priors, name)}
+        if not changed:
+            raise
+        shown = ", ".join(f"{name}={value:g}" for name, value in changed.items())
+        raise SamplerError(f"{err}; the priors differ from the defaults ({shown}): "
+                           "hyperparameters this far from them can drive the state to "
+                           "overflow, so try the defaults") from err
 
 
 def _check_beta_prior(beta_prior) -> str | tuple[str, ...] | None:

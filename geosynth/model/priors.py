@@ -57,7 +57,10 @@ class Priors:
         variance of the Normal prior on β's mean within each component.
     theta_shape, theta_rate : float, default 1, 0.1
         Gamma(shape, rate) prior of the ICAR precision τ_θ (eq. 2.7): prior mean 10, 95% between
-        0.25 and 37, i.e. neighbouring log intensities differ by about 0.16 to 2 a priori. The
+        0.25 and 37. The ICAR is not scaled (as in the thesis; Sørbye & Rue 2014 scale it), so
+        what τ_θ means depends on the lattice: on a 10 × 10 queen lattice neighbouring log
+        intensities differ by 0.54/√τ_θ in root mean square (0.74/√τ_θ with rook), about 0.09
+        to 1.1 over that range (this said 0.16 to 2, the conditional spread 1/√τ_θ). The
         thesis recommends "vague" Gamma priors without values; rate 0.01 (BUGS' habit) puts
         mass on precisions of several hundred, where weakly observed fields are flat and the
         chains mix badly, with no gain in fit on the thesis scenario.

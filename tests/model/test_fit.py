@@ -695,3 +695,32 @@ def test_an_isolated_cell_is_fitted_from_its_own_records_as_its_warning_says():
     lam = fit.posterior_mean_lambda()
     assert abs(lam[25, 0] - 16) < 3 and lam[25, 1] < 0.5  # the island: its own counts
     assert lam[12, 1] > 1.5 and lam[12, 0] < 10  # the mainland cell: pooled
+
+
+def test_the_theta_prior_s_neighbour_differences_are_as_documented():
+    # Priors' docstring: on a 10 x 10 lattice neighbouring log intensities differ by
+    # 0.54/sqrt(tau) (queen) and 0.74/sqrt(tau) (rook) in root mean square: the mean over the
+    # edges of Var(theta_i - theta_j) under the ICAR of precision 1 (pseudo-inverse of Q).
+    for contiguity, documented in (("queen", 0.54), ("rook", 0.74)):
+        grid = Grid.regular((0, 0, 10, 10), shape=(10, 10), crs="EPSG:32633",
+                            contiguity=contiguity)
+        adjacency = grid.adjacency.toarray()
+        covariance = np.linalg.pinv(np.diag(adjacency.sum(axis=1)) - adjacency)
+        i, j = np.nonzero(np.triu(adjacency))
+        rms = np.sqrt(np.mean(covariance[i, i] + covariance[j, j] - 2 * covariance[i, j]))
+        assert rms == pytest.approx(documented, abs=0.005)
+    assert "0.54/√τ_θ" in Priors.__doc__ and "0.74/√τ_θ" in Priors.__doc__
+
+
+def test_a_failed_update_names_the_priors_that_differ_from_the_defaults(make_scenario_counts):
+    # Priors(phi_shape=1e-6, phi_rate=1e6, eps_shape=1e-6, eps_rate=1e6) pass the range checks;
+    # the mu update then failed with "check the counts and the current state", naming no prior.
+    from geosynth.errors import SamplerError
+
+    _, _, counts = make_scenario_counts(n=200, seed=1, shape=(5, 5), attributes=["y", "x1"])
+    priors = Priors(phi_shape=1e-6, phi_rate=1e6, eps_shape=1e-6, eps_rate=1e6)
+    with pytest.raises(SamplerError, match=r"the priors differ from the defaults \(phi_shape="
+                                           r"1e-06, phi_rate=1e\+06, eps_shape=1e-06, eps_rate="
+                                           r"1e\+06\).*try the defaults"):
+        PaivaModel(priors=priors).fit(counts, n_iter=300, burn_in=100, thin=1, seed=1,
+                                      progress=False)
