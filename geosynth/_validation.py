@@ -534,9 +534,13 @@ def check_chains(chains: Any) -> None:
 
     Raises
     ------
+    geosynth.errors.InputTypeError
+        ``chains`` is a float (``2.0``).
     geosynth.errors.InputError
         ``chains`` is not an integer (bools are not) from 1 to :data:`MAX_CHAINS`.
     """
+    if isinstance(chains, float | np.floating):
+        check_int(chains, "chains")  # 2.0: a type error with its fix
     if not is_integer(chains) or not 1 <= chains <= MAX_CHAINS:
         raise InputError(f"chains must be an integer from 1 to {MAX_CHAINS:,}, got "
                          f"{_shown(chains)}")

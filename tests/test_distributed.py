@@ -11,7 +11,7 @@ import pytest
 
 import geosynth
 from geosynth import Grid, PaivaModel, prepare
-from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning
+from geosynth.errors import DataWarning, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.samplers.rng import make_streams
 
 distributed = pytest.importorskip(
@@ -660,9 +660,12 @@ def test_prepare_dask_refuses_data_that_changes_between_passes(client, points, g
 
 def test_seed_helpers_refuse_what_fit_and_synthesize_refuse():
     # True gave one seed, 0 none, -1 a bare OverflowError, 10**11 ran until memory ran out.
-    for chains in (True, 0, -1, 2.0, 10**11):
+    for chains in (True, 0, -1, 10**11):
         with pytest.raises(InputError, match="chains must be an integer from 1 to 1,024"):
             gd.chain_seeds(1, chains)
+    with pytest.raises(InputTypeError, match=r"chains must be an int, got float 2\.0; pass an "
+                                             r"int, e\.g\. chains=2"):
+        gd.chain_seeds(1, 2.0)
     assert len(gd.chain_seeds(1, np.int64(3))) == 3
 
 

@@ -28,7 +28,14 @@ import numpy as np
 import pandas as pd
 
 from geosynth._random import check_seed
-from geosynth._validation import check_bool, check_chains, check_max_bytes, check_real, is_integer
+from geosynth._validation import (
+    check_bool,
+    check_chains,
+    check_int,
+    check_max_bytes,
+    check_real,
+    is_integer,
+)
 from geosynth.data import covariate_names
 from geosynth.errors import DataWarning, InputError, SamplerError
 from geosynth.model.coarse import coarse_aggregates
@@ -653,6 +660,9 @@ def check_run_settings(n_iter: Any, burn_in: Any, thin: Any, chains: Any, target
 
 def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, int]:
     """Check a fixed run's lengths; return them as Python ints (NumPy unsigned ones included)."""
+    for name, value in (("n_iter", n_iter), ("burn_in", burn_in), ("thin", thin)):
+        if isinstance(value, float | np.floating):  # 60.0: a type error with its fix, as seed=
+            check_int(value, name)
     if not is_integer(n_iter) or not 1 <= n_iter <= MAX_SWEEPS:
         raise InputError(f"n_iter must be an integer from 1 to {MAX_SWEEPS:,} (sweeps per "
                          f"chain) or 'auto' (run until converged), got {n_iter!r}")

@@ -627,6 +627,11 @@ def test_scalar_names_cannot_be_changed_after_the_fit(scenario_counts):
         ({"burn_in": False}, r"burn_in must be an integer >= 0, got False"),
         ({"n_jobs": 0}, r"n_jobs must be an integer >= 1"),
         ({"n_jobs": "2"}, r"n_jobs must be an integer >= 1 .* got '2'"),
+        # floats are type errors with their fix (seed=1.5 was; n_iter=60.0 was not)
+        ({"n_iter": 60.0}, r"n_iter must be an int, got float 60\.0; pass an int, e\.g\. "
+                           r"n_iter=60"),
+        ({"burn_in": 20.0}, r"burn_in must be an int, got float 20\.0"),
+        ({"chains": 2.0}, r"chains must be an int, got float 2\.0"),
     ],
 )
 def test_run_arguments_validated(kwargs, match, scenario_counts):
