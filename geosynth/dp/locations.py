@@ -44,7 +44,10 @@ Size of a release. One of two rules, recorded in every release's ``attrs["geosyn
   ``cap = ceil(max(T̃, 0) + 5σ)``, where ``T̃`` is the noisy total of the table and
   ``σ = √K · sd`` the standard deviation of its noise (``K`` counts, each with the discrete
   Laplace sd ``√(2α) / (1 − α)``, ``α = e^{−1/b}``): the true total exceeds the cap with
-  probability below 0.1% (about 3e-7 for tables of many counts); ``max_records=`` lowers the
+  probability below 0.05% (at most 4.2e-4, for one count; up to 1.9e-4 for 25 counts, at the
+  large ε whose noise is nearly nil; about 3e-7, the Gaussian tail, once the noise of the total
+  is wide, ``σ`` well above 1, as at ε ≤ 1: computed by convolving the counts' noise; this
+  said 3e-7 for tables of many counts whatever ε); ``max_records=`` lowers the
   cap. A draw above the cap is cut down to it by a multinomial draw in proportion to the
   combinations' totals (so one combination may, by chance, get more than its own total). See
   :meth:`NoisyCounts.total_upper_bound`.

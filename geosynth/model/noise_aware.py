@@ -296,7 +296,11 @@ def _marginal_shift(s, noisy, inv_scale, delta, combos, i, lm, lm_new):
         for t in range(combos.shape[0]):
             b = combos[t]
             e = s.eta[r, b]
-            if abs(e + delta) > ETA_LIMIT:
+            # Out of the box from either end: a move into it from outside was accepted by the
+            # usual ratio while its reverse was always refused, which broke detailed balance
+            # (the sweep draws η without the limit). Refused both ways, the move is the
+            # identity outside the box and an exact Metropolis step inside it.
+            if abs(e) > ETA_LIMIT or abs(e + delta) > ETA_LIMIT:
                 return -math.inf
             v = latent_log_marginal(e + delta, noisy[r, b], inv_scale)
             lm_new[r, b] = v
@@ -526,7 +530,7 @@ def marginal_moves(data, s, noisy, inv_scale, comp_sum, adapt, lm, lm_new):
             x = s.eps[i, b]
             delta = sd * standard_normal(s.rng)
             e = s.eta[i, b]
-            if abs(e + delta) > ETA_LIMIT:
+            if abs(e) > ETA_LIMIT or abs(e + delta) > ETA_LIMIT:  # as in _marginal_shift
                 continue
             proposed = latent_log_marginal(e + delta, noisy[i, b], inv_scale)
             log_ratio = proposed - lm[i, b] - 0.5 * tau * ((x + delta) ** 2 - x * x)

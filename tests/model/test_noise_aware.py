@@ -244,3 +244,25 @@ def test_combination_move_samples_the_mean_of_a_combinations_errors(make_scenari
     np.testing.assert_array_equal(s.eta[:, others], eta0[:, others])
     assert_follows(offsets, grid, cdf)
 
+
+
+def test_a_move_from_beyond_the_eta_limit_is_refused_as_its_reverse_is(make_scenario_counts):
+    # The collapsed moves refused a proposal beyond |eta| = ETA_LIMIT but not a state beyond
+    # it: from eta = 25.5 a move into the box was accepted by the usual ratio while its reverse
+    # was always refused, so detailed balance failed there. Outside the box the move is now
+    # the identity (the sweep, which draws eta without the limit, brings the chain back).
+    from geosynth.model.noise_aware import ETA_LIMIT
+
+    data, s, noisy, lm = noisy_state(make_scenario_counts, PaivaModel(), 4, 1.0, 1)
+    combo = 2
+    s.eps[:, combo] += ETA_LIMIT + 0.5 - s.eta[:, combo]
+    s.eta[:, combo] = ETA_LIMIT + 0.5
+    s.expeta[:, combo] = np.exp(s.eta[:, combo])
+    for i in range(noisy.shape[0]):
+        lm[i, combo] = latent_log_marginal(s.eta[i, combo], noisy[i, combo], 1.0)
+    slot = combination_move_slot(s.alpha.shape[0], data.combo_levels.shape[1], combo)
+    s.marginal_log_sd[slot] = math.log(2.0)  # most proposals land inside the box
+    scratch = np.empty_like(lm)
+    for _ in range(200):
+        combination_move(data, s, noisy, 1.0, combo, False, lm, scratch)
+    assert np.all(s.eta[:, combo] == ETA_LIMIT + 0.5)
