@@ -120,7 +120,7 @@ from geosynth.model.stopping import DEFAULT_MAX_RHAT, DEFAULT_TARGET_ESS
 from geosynth.rasters import WeightsLike, pixel_table
 from geosynth.synth.paiva import PosteriorDraws, release_draws
 from geosynth.synth.placement import place
-from geosynth.synth.release import NOISE_EXTERNAL, NOISE_SOURCES, ReleaseInfo, make_release
+from geosynth.synth.release import NOISE_EXTERNAL, ReleaseInfo, make_release
 
 if TYPE_CHECKING:
     from geosynth.model import PaivaModel
@@ -208,7 +208,8 @@ class NoisyCounts(CountTable):
     noise : str
         ``"os-entropy"`` from :func:`dp_counts`, ``"seeded"`` when it was given a seed (tests
         only: the counts are then not ε-DP, and every release drawn from them records so), or
-        ``"external"`` (the default: counts built by the caller).
+        ``"external"`` for counts built by the caller (not a parameter: only :func:`dp_counts`
+        states that geosynth drew the noise).
     """
 
     counts: np.ndarray
@@ -220,14 +221,13 @@ class NoisyCounts(CountTable):
     sensitivity: int
     neighbours: str
     ledger: dict | None = None
-    noise: str = NOISE_EXTERNAL
+    # Not a parameter: only dp_counts, which drew the noise, sets it. A hand-built table of the
+    # exact counts stated noise="os-entropy" at epsilon=0.1, and so did every release of it.
+    noise: str = field(default=NOISE_EXTERNAL, init=False)
     continuous: None = None
     zbar: None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.noise, str) or self.noise not in NOISE_SOURCES:
-            raise InputError(f"NoisyCounts: noise must be one of {sorted(NOISE_SOURCES)}, got "
-                             f"{self.noise!r}; leave it out for counts noised outside geosynth")
         self._check_privacy()
         if not isinstance(self.combos, pd.DataFrame):  # len(None) raised a bare TypeError
             raise InputError(
@@ -414,8 +414,9 @@ def dp_counts(
     result = NoisyCounts(
         counts=noisy, combos=combos, attributes=tuple(counts.attributes), levels=domain,
         grid=counts.grid, epsilon=float(epsilon), sensitivity=sensitivity, neighbours=neighbours,
-        ledger=ledger_of(accountant), noise=noise_source(seed),
+        ledger=ledger_of(accountant),
     )
+    object.__setattr__(result, "noise", noise_source(seed))  # frozen; only here
     _warn_if_mostly_noise(result)
     return result
 
