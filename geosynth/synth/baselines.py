@@ -7,8 +7,11 @@
   distance between ``r_min`` and ``r_max``, uniform in *area* over the annulus.
 
 Both keep every non-geometry column of the input (a baseline moves locations only) and the input
-index; publish them through :func:`geosynth.synth.to_public` like any release. Drop columns that
-identify records before calling them, or pass ``columns``; a column that repeats the x or y of
+index, so that :func:`geosynth.evaluate` can measure them beside a synthesizer's releases; they
+are for that comparison, not for publication (:func:`geosynth.io.write_release` refuses them,
+after :func:`geosynth.synth.to_public` too: each keeps every record's values and moves its point
+within its cell or a few hundred metres). Drop columns that identify records before calling
+them, or pass ``columns``; a column that repeats the x or y of
 the points (``easting``, ``northing``), or their longitude or latitude, is refused. Neither
 ever returns a point at the exact location of an original record: such a draw is made again.
 """
