@@ -771,6 +771,10 @@ def _describe_header(columns: pd.Index, options: _CsvOptions) -> str:
     would print that record's coordinates (and ID) in the message.
     """
     names = [str(name) for name in columns]
+    if names and names[0].lstrip().startswith("#"):  # a comment line read as the header
+        return ("its first line starts with '#', a comment line, which is read as the header "
+                "(not quoted here); remove the comment lines so that the first line names the "
+                "columns")
     if _looks_like_a_record(names):
         count = int(_number_like(names).sum())
         return (f"its first line holds {count} number(s) where column names belong (not "

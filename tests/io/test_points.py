@@ -165,6 +165,18 @@ def test_read_points_csv(tmp_path, points):
     assert "east" not in got.columns and "north" not in got.columns
 
 
+def test_a_csv_file_starting_with_a_comment_line_is_explained(tmp_path):
+    # The bundled data/susep_collisions.csv starts with "# Ford Fusion collisions ...": read as
+    # the header, it gave "has no column 'lon'; its columns are ['# Ford Fusion ...', ...]".
+    path = tmp_path / "points.csv"
+    path.write_text("# Collisions by driver, Belo Horizonte, 2011\nlon,lat,sex\n1,2,f\n")
+    with pytest.raises(InputError, match=r"x='lon': points.csv has no column 'lon'; its first "
+                                         r"line starts with '#', a comment line.*remove the "
+                                         r"comment lines") as caught:
+        read_points(path, x="lon", y="lat", crs=CRS)
+    assert "Collisions" not in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "missing"),
     [({}, "x=, y=, crs="), ({"x": "east", "y": "north"}, "crs="), ({"crs": CRS, "y": "n"}, "x=")],
