@@ -650,7 +650,7 @@ class Grid:
             keep &= fraction * area > _sliver_area(shapely.length(polygons),
                                                    shapely.total_bounds(polygons))
         if not keep.any():
-            raise _no_habitable_cell()
+            raise _no_habitable_cell(bool(np.any(fraction > 0)))
         self._habitable_fraction = np.minimum(fraction[keep], 1.0)
         self._fully = fully[keep]
         self._habitable = habitable[keep]
@@ -685,7 +685,7 @@ class Grid:
         sliver = _sliver_area(2 * ((x1 - x0) + (y1 - y0)), (xe[0], ye[0], xe[-1], ye[-1]))
         keep = (fraction > _AREA_RTOL) & (area > sliver)
         if not keep.any():
-            raise _no_habitable_cell()
+            raise _no_habitable_cell(bool(np.any(area > 0)))
         self._lattice_to_cell = np.full(nrows * ncols, -1, dtype=np.int64)
         self._lattice_to_cell[pos[keep]] = np.arange(int(keep.sum()), dtype=np.int64)
         self._cell_row, self._cell_col = r[keep], c[keep]
@@ -1960,12 +1960,21 @@ def _lattice_csr(
     return indptr, neighbours[present]
 
 
-def _no_habitable_cell() -> GridError:
+def _no_habitable_cell(touched: bool = False) -> GridError:
     """Return the error of a lattice none of whose cells has habitable area (of both builds).
 
-    ``region=`` and ``exclude=`` are spelled as parameters so that the command line names its
-    options (``--region``, ``--exclude``).
+    ``touched``: some cell overlaps the habitable region, by less than a rounding sliver of it
+    (cells of 1e12 m over a city's region were "outside the region"). ``region=`` and
+    ``exclude=`` are spelled as parameters so that the command line names its options
+    (``--region``, ``--exclude``).
     """
+    if touched:
+        return GridError(
+            "no cell has habitable area: the habitable region is a rounding sliver (below "
+            f"{_AREA_RTOL:g} of the area) of every cell it overlaps, so the cells are far "
+            "larger than the region; choose cells smaller than the region (a smaller cell_size= or "
+            "a larger shape=)"
+        )
     return GridError(
         "no cell has habitable area: every cell is outside the region or inside an excluded "
         "area; check region= and exclude= against the bounds (and their CRS)"

@@ -629,7 +629,12 @@ def test_clipped_locate_agrees_with_shapely(setup, data):
         ),
         (
             dict(bounds=(0, 0, 1, 1), shape=(2, 2), exclude=box(-1, -1, 2, 2)),
-            r"no cell has habitable area",
+            r"no cell has habitable area: every cell is outside the region",
+        ),
+        (  # a region inside one huge cell was "outside the region"
+            dict(bounds=(0, 0, 1e12, 1e12), shape=(1, 1), region=box(10, 10, 1000, 1000)),
+            r"no cell has habitable area: the habitable region is a rounding sliver .* choose "
+            r"cells smaller than the region",
         ),
         (
             dict(bounds=(0, 0, 1, 1), shape=(2, 2), region=Point(0.5, 0.5)),
