@@ -1046,6 +1046,13 @@ def check_not_row_numbers(values: np.ndarray, column: str) -> None:
     ------
     geosynth.errors.InputError
         :func:`_is_row_numbering`.
+
+    Warns
+    -----
+    geosynth.errors.PrivacyLeakWarning
+        Distinct whole numbers short of that but still unlikely for a measurement (they would
+        all differ with probability below e^-6, :data:`_WARN_COLLISION_EXPONENT`): a study's
+        medical record numbers, sequential with gaps of up to 50, passed without a word.
     """
     if _is_row_numbering(values):
         raise InputError(
@@ -1055,6 +1062,27 @@ def check_not_row_numbers(values: np.ndarray, column: str) -> None:
             "or not: its synthetic values would follow the records' order; drop it from "
             "continuous="
         )
+    if _distinct_whole_numbers(values) and \
+            _value_range(values) <= values.size ** 2 / (2 * _WARN_COLLISION_EXPONENT):
+        warnings.warn(
+            f"continuous column {column!r} holds {values.size:,} distinct whole numbers, more "
+            "densely than a measurement's would all differ (their chance is below 0.25%), as "
+            "record numbers with gaps do: if it is one, drop it from continuous=",
+            PrivacyLeakWarning,
+            stacklevel=5,
+        )
+
+
+def _distinct_whole_numbers(values: np.ndarray) -> bool:
+    """Whether ``values`` (at least :data:`IDENTIFYING_MIN_RECORDS`) are distinct whole numbers."""
+    if values.size < IDENTIFYING_MIN_RECORDS or not np.all(values == np.round(values)):
+        return False
+    return bool((np.diff(np.sort(values)) > 0).all())
+
+
+def _value_range(values: np.ndarray) -> float:
+    """Return how many whole numbers ``values`` span: ``max - min + 1``."""
+    return float(values.max() - values.min()) + 1
 
 
 def _is_row_numbering(values: np.ndarray) -> bool:
@@ -1069,13 +1097,11 @@ def _is_row_numbering(values: np.ndarray) -> bool:
     a measurement's would have collided (:data:`_COLLISION_EXPONENT`). A measurement rarely
     takes distinct whole values so evenly spaced, or so densely.
     """
-    if values.size < IDENTIFYING_MIN_RECORDS or not np.all(values == np.round(values)):
+    if not _distinct_whole_numbers(values):
         return False
     gaps = np.diff(np.sort(values))
-    if not (gaps > 0).all():
-        return False
     n = values.size
-    if float(values.max() - values.min()) + 1 <= n * n / (2 * _COLLISION_EXPONENT):
+    if _value_range(values) <= n * n / (2 * _COLLISION_EXPONENT):
         return True  # distinct though dense: a measurement's values would collide
     _, repeats = np.unique(gaps, return_counts=True)
     return bool(repeats.max() >= _SEQUENCE_SHARE * gaps.size)
@@ -1088,6 +1114,8 @@ _SEQUENCE_SHARE = 0.9
 # birthday bound exp(-n²/2R) (300 visit numbers drawn from 1-600 passed). Never below 28
 # records: n distinct whole numbers span n values at least, and n²/28 < n below 28.
 _COLLISION_EXPONENT = 14.0
+# ... and warned about when that probability is below e^-6 (0.25 %) (check_not_row_numbers).
+_WARN_COLLISION_EXPONENT = 6.0
 
 
 def check_outside(

@@ -362,6 +362,24 @@ def test_a_continuous_column_of_row_numbers_is_refused(gdf, grid):
     assert prepare(gdf.assign(seq=measured), grid, ["sex"], continuous="seq").zbar is not None
 
 
+def test_a_continuous_column_of_record_numbers_with_gaps_is_warned_about(grid):
+    # A study's medical record numbers, sequential with gaps of 1 to 50, passed without a word:
+    # 500 distinct whole numbers over about 12,750, which a measurement's would all avoid
+    # repeating with probability about e^-9.8.
+    many = make_gdf(n=500, seed=8)
+    rng = np.random.default_rng(0)
+    numbers = 5_000_000 + np.cumsum(rng.integers(1, 51, 500))
+    with pytest.warns(PrivacyLeakWarning, match=r"'regnum' holds 500 distinct whole numbers, "
+                                                r"more densely than a measurement's"):
+        prepare(many.assign(regnum=numbers * 1.0), grid, ["sex"], continuous="regnum")
+    # incomes in whole units over a range of 200,000 may all differ (about e^-0.6): no warning
+    incomes = rng.choice(np.arange(500, 200_000), 500, replace=False) * 1.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        prepare(many.assign(income=incomes), grid, ["sex"], continuous="income")
+    assert not [w for w in caught if "distinct whole numbers" in str(w.message)]
+
+
 def test_a_continuous_column_that_does_not_vary_is_refused_by_prepare(gdf, grid):
     # A constant column was fitted and refused only by synthesize ("one cell mean for every
     # record"); values of the order of 1e-310 got the same message.
