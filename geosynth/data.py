@@ -172,6 +172,7 @@ __all__ = [
     "Z_SUM_COLUMN",
     "z_sum_columns",
     "is_identifying",
+    "declared_attributes",
     "identifies_records",
     "identifying_levels",
     "IDENTIFYING_LEVEL_SHARE",
@@ -1414,6 +1415,32 @@ def domain_codes(declared: list, values: np.ndarray) -> np.ndarray:
                                     count=len(values))
         codes[(codes >= 0) & (value_is_bool != level_is_bool[codes])] = -1
     return codes
+
+
+def declared_attributes(frame: pd.DataFrame, levels: dict[str, list]) -> pd.DataFrame:
+    """Return ``frame`` with each attribute of ``levels`` as the declared levels' values.
+
+    A CSV file read for a DP release holds its attributes as text, which :func:`prepare`
+    matches to the declared numbers and booleans (``"1"`` to ``1``): the records it kept then
+    carry the same values as the release, for the evaluation and the outcome's check (a text
+    ``y`` of "0" and "1" was refused as not binary, after the noisy counts were drawn).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The records, e.g. those :func:`prepare` kept (``counts.record_index``).
+    levels : dict of str to list
+        The declared domain (``counts.levels``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy; each attribute's type inferred from its values (int64 for whole numbers).
+    """
+    return frame.assign(**{
+        attribute: pd.Series(_as_declared(frame[attribute], declared),
+                             index=frame.index).infer_objects()
+        for attribute, declared in levels.items()})
 
 
 def _as_declared(values: pd.Series, declared: list) -> np.ndarray:

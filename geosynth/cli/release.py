@@ -298,6 +298,10 @@ def release(
         counts, dropped = _prepare(points, grid, attributes, continuous, drop_outside,
                                    allow_identifying, levels, report_path is not None)
         original = points.loc[counts.record_index]
+        if epsilon is not None:  # a CSV's text as the declared levels read it (prepare's match)
+            from geosynth.data import declared_attributes
+
+            original = declared_attributes(original, counts.levels)
         # Checked before the fit, which they cost when refused by synthesize after it.
         if limits is not None:
             from geosynth.synth.paiva import check_limits

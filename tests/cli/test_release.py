@@ -117,11 +117,15 @@ def test_a_dp_release_of_a_csv_file_does_not_hang_on_one_record(inputs, tmp_path
     pd.concat([table, extra]).to_csv(with_extra, index=False)
     for path in (inputs["csv"], with_extra):
         out = tmp_path / f"{path.stem}.gpkg"
+        # the report's evaluation and --outcome read the kept records as the declared levels
+        # (a text y of "0" and "1" was refused as not binary, after the noisy counts)
         result = run("release", path, "--x", "east", "--y", "north", "--crs", "EPSG:31983",
                      *GPKG_ARGS, "--region", inputs["region"], "--epsilon", 1,
-                     "--levels-file", inputs["levels"], *FAST, "--out", out)
+                     "--levels-file", inputs["levels"], *FAST, "--out", out,
+                     "--report", tmp_path / f"{path.stem}.md", "--outcome", "y")
         assert result.exit_code == 0, result.output
         assert set(io.read_release(out).releases[0]["x1"]) <= {1, 2}
+        assert "### coverage" in (tmp_path / f"{path.stem}.md").read_text()
 
 
 def test_dp_release_refuses_a_seed_before_reading(inputs, tmp_path):
