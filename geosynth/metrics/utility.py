@@ -356,7 +356,8 @@ def _finish(
     # SciPy's stops growing there (6.7e3 at ν = 1e-300) and is NaN at ν = 0, which the fully
     # synthetic ν reaches when 1 - m·ū/((m+1)·b) rounds to 0: an infinite interval instead.
     quantile = np.where(df < _TINY_DF, np.inf, quantile)
-    half = quantile * np.sqrt(var)
+    with np.errstate(invalid="ignore"):  # inf * 0 where var = 0: a point interval, below
+        half = quantile * np.sqrt(var)
     half = np.where(var == 0, 0.0, half)  # a point interval, whatever the quantile
     out = (est, var, df, est - half, est + half)
     if scalar:

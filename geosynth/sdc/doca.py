@@ -115,14 +115,14 @@ Read this before relying on DOCA:
   one member of one cluster, whose release is ``ε``-DP for the centroid's sensitivity ``Δf/|C|``,
   so the releases of the disjoint clusters compose in parallel to ``ε`` (§3.2; McSherry 2009) —
   the paper's claim, with the caveat of the first point: it holds conditionally on the clustering,
-  which depends on the data, so the ledger records the paper's nominal ε, not a proven guarantee
-  (nor one for add/remove-one neighbours, which change a cluster's size). Records fed after
-  :meth:`Doca.flush` continue the stream (new records, new clusters) and cost nothing more. Each
-  :meth:`Doca.fit_transform` starts a new stream and is charged again (sequential composition: it
-  may hold the same people). A copy (:func:`copy.copy`, :func:`copy.deepcopy`) shares the
-  accountant and is charged again when it next draws noise: it releases the pending records and
-  the rest of the stream a second time. A pickled copy carries a copy of the accountant, with a
-  ledger of its own.
+  which depends on the data, so the ledger records the paper's nominal ε (2ε without bounds), not
+  a proven guarantee (nor one for add/remove-one neighbours, which change a cluster's size).
+  Records fed after :meth:`Doca.flush` continue the stream (new records, new clusters) and cost
+  nothing more. Each :meth:`Doca.fit_transform` starts a new stream and is charged again
+  (sequential composition: it may hold the same people). A copy (:func:`copy.copy`,
+  :func:`copy.deepcopy`) shares the accountant and is charged again when it next draws noise: it
+  releases the pending records and the rest of the stream a second time. A pickled copy carries a
+  copy of the accountant, with a ledger of its own.
 * Noise comes from fresh OS entropy by default. A ``seed`` makes the noise reproducible (hence
   predictable) and is accepted only for tests; it issues
   :class:`~geosynth.errors.PrivacyLeakWarning`. The diagnostics of

@@ -2,6 +2,7 @@
 
 import doctest
 import math
+import warnings
 
 import geopandas as gpd
 import numpy as np
@@ -93,6 +94,10 @@ def test_fully_synthetic_interval_is_infinite_when_its_df_vanishes():
     r = combine_fully_synthetic(q, [0.09603333300374758] * 5)
     assert r.df == 0.0 and r.variance > 0
     assert r.lower == -np.inf and r.upper == np.inf
+    with warnings.catch_warnings():  # a point interval (no variance) warns of no inf * 0
+        warnings.simplefilter("error")
+        point = combine_fully_synthetic([1.0, 1.0, 1.0], [0.0, 0.0, 0.0])
+    assert point.lower == point.upper == 1.0
 
 
 def test_fully_synthetic_negative_variance_adjustment():
