@@ -1452,9 +1452,12 @@ def _as_declared(values: pd.Series, declared: list) -> np.ndarray:
     that is no declared text level matches the declared number it reads as (``"1"``,
     ``"1.0"``, ``" 1"``) or the declared boolean (``"True"``, ``"false"``).
     """
-    out = values.to_numpy(dtype=object)
-    if not isinstance(values.dtype, pd.StringDtype):
+    out = values.to_numpy(dtype=object, copy=True)
+    # pandas 2 reads a CSV's text as object; pandas 3 as StringDtype
+    if not (isinstance(values.dtype, pd.StringDtype) or (
+            values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) == "string")):
         return out
+    values = values.astype("string")
     free = values.notna().to_numpy(dtype=bool) & ~values.isin(
         [v for v in declared if isinstance(v, str)]).to_numpy(dtype=bool)
     if any(isinstance(v, numbers.Real) and not _is_bool(v) for v in declared):
