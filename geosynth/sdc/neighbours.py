@@ -95,6 +95,7 @@ import shapely
 from scipy import sparse
 from scipy.spatial import cKDTree
 
+from geosynth._identifiers import is_identifier_name
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import at_locations, refuse_z
 from geosynth._random import SeedLike, as_generator
@@ -390,8 +391,11 @@ def _describe_identifier(values: pd.Series, name: Hashable) -> tuple[str, str] |
         described = identifying_levels(values, name)
         return None if described is None else ("integer", described)
     n = len(values)
-    if n < 2 or not _whole_number_floats(values) or values.nunique(dropna=False) < n:
+    if n < 2 or not _whole_number_floats(values):
         return None
+    if values.nunique(dropna=False) < n:  # a measurement repeats; an ID by its name does too
+        described = identifying_levels(values, name) if is_identifier_name(name) else None
+        return None if described is None else ("whole-number float", described)
     return "whole-number float", f"{n:,} distinct values among {n:,} records"
 
 

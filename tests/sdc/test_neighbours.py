@@ -282,14 +282,14 @@ def test_an_identifying_categorical_column_is_refused():
         neighbour_resample(code, 1.5, columns=["age", "code"], categorical=["code"], seed=1)
 
 
-@pytest.mark.parametrize("dtype", ["str", "int64"])
+@pytest.mark.parametrize("dtype", ["str", "int64", "float64"])
 def test_an_id_repeated_over_a_few_visits_is_refused_as_prepare_refuses_it(dtype):
     # Two visits per patient: no level of one record, so the level rules passed it, and with
     # min_neighbours=2 every record kept its own patient_id (the records released unchanged with
     # only a DataWarning). prepare refuses the column by its name and small levels.
     df = mixed_frame(n=200, seed=3).assign(patient_id=np.repeat(np.arange(5000, 5100), 2))
     df = df.astype({"patient_id": dtype})
-    kind = "categorical" if dtype == "str" else "integer"
+    kind = {"str": "categorical", "int64": "integer", "float64": "whole-number float"}[dtype]
     with pytest.raises(InputError, match=rf"{kind} column 'patient_id' has 100 levels among 200 "
                                          r"records, 0 of them held by a single record, and is "
                                          r"named like a record identifier: an identifier"):
