@@ -334,7 +334,7 @@ def release(
 
             # synthesize gives this warning from the records; dp_release has only their counts.
             warn_if_weights_follow_records(weights, grid, shapely.get_coordinates(
-                original.geometry.to_numpy()))
+                original.geometry.to_numpy()), show_shares=False)  # numbers of the records
             result = _dp_release(counts, epsilon, public_total, m, run, progress,
                                  dp_model(sampler), weights)
         stop_if_interrupted(result["fit"])

@@ -647,7 +647,7 @@ def check_pixel_table(weights: Any, grid: Grid) -> PixelTable | None:
 
 
 def warn_if_weights_follow_records(table: PixelTable | None, grid: Grid, xy: np.ndarray,
-                                   stacklevel: int = 3) -> None:
+                                   stacklevel: int = 3, *, show_shares: bool = True) -> None:
     """PrivacyLeakWarning when the weights' positive pixels are little more than the records.
 
     A raster made from the records (their density at a fine bandwidth, one pixel of weight per
@@ -668,6 +668,9 @@ def warn_if_weights_follow_records(table: PixelTable | None, grid: Grid, xy: np.
         The records' coordinates.
     stacklevel : int, default 3
         Of :func:`warnings.warn`.
+    show_shares : bool, default True
+        Quote the shares of records and area. False for a DP release, whose terminal output
+        may be pasted: the shares are numbers of the records.
     """
     if table is None or xy.shape[0] == 0:
         return
@@ -691,10 +694,12 @@ def warn_if_weights_follow_records(table: PixelTable | None, grid: Grid, xy: np.
     covered = float(np.sum(widths * heights * acceptance))
     habitable = float(np.sum(shapely.area(np.asarray(grid.habitable_geometry)[used])))
     if held.mean() >= _FOLLOWED_SHARE and covered < _SLIVER_SHARE * habitable:
+        area, share = ((f"{covered / habitable:.2%}", f"{held.mean():.0%}") if show_shares
+                       else ("a sliver", "nearly all"))
         warnings.warn(
-            f"the weights raster's pixels of positive weight cover {covered / habitable:.2%} of "
-            f"the habitable area of the cells that hold records, yet {held.mean():.0%} of the "
-            "records lie in them: a raster made from the records (their density) would place "
+            f"the weights raster's pixels of positive weight cover {area} of the habitable "
+            f"area of the cells that hold records, yet {share} of the records lie in them: a "
+            "raster made from the records (their density) would place "
             "the synthetic points on them; use a public raster (population, buildings), and "
             "if it is one, check that it is not the records' own density",
             PrivacyLeakWarning,
