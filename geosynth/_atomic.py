@@ -50,6 +50,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -305,8 +306,12 @@ class AtomicOutputs:
             raise ValueError("these outputs were already committed or discarded")
         # (target, backup of what it replaced, GDAL sidecars set aside: (original, kept))
         written: list[tuple[Path, Path | None, list[tuple[Path, Path]]]] = []
-        with _folders_locked(staged.target.parent for staged in self._staged):
-            self._commit_locked(written)
+        try:
+            with _folders_locked(staged.target.parent for staged in self._staged):
+                self._commit_locked(written)
+        except BaseException:
+            self.discard()  # also when the folders' locks were not had: nothing written
+            raise
         self._cleanup()
         return [target for target, _, _ in written]
 
@@ -713,12 +718,38 @@ def _folders_locked(folders: Iterable[Path]) -> Iterator[None]:
             except OSError:
                 continue
             held.append(fd)
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            _wait_for_lock(fd, folder)
         yield
     finally:
         for fd in held:
             os.close(fd)  # closing releases the flock
+
+
+#: Seconds a commit waits for another one into the same folder (commits take seconds).
+COMMIT_WAIT_SECONDS = 60.0
+
+
+def _wait_for_lock(fd: int, folder: Path) -> None:
+    """Take the flock of ``folder`` (open as ``fd``), waiting at most COMMIT_WAIT_SECONDS.
+
+    A blocking flock waited for ever, silently, with Ctrl-C held back until the commit ended.
+    A file system without flock leaves the folder unlocked, as before.
+    """
+    deadline = time.monotonic() + COMMIT_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise InputError(
+                    f"another run has been moving its outputs into {str(folder)!r} for over "
+                    f"{COMMIT_WAIT_SECONDS:g} s; nothing was written: run again once it has "
+                    "finished"
+                ) from None
+            time.sleep(0.05)
+        except OSError:
+            return
 
 
 def _hold_lock(folder: Path) -> int:

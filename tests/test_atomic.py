@@ -779,3 +779,21 @@ def test_discarding_twice_closes_each_lock_once(tmp_path, monkeypatch):
     monkeypatch.setattr(atomic.os, "close", closed.append)  # closes nothing, records the call
     outputs.discard()
     assert closed == []
+
+
+def test_a_commit_waits_for_another_one_at_most_a_while(tmp_path, monkeypatch):
+    # The flock of the target's folder blocked for ever, silently, and Ctrl-C waited with it.
+    import fcntl
+
+    monkeypatch.setattr(atomic, "COMMIT_WAIT_SECONDS", 0.3)
+    outputs = AtomicOutputs()
+    outputs.add(tmp_path / "r.gpkg").write_text("ours")
+    other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX)  # another run's commit, holding the folder
+        with pytest.raises(InputError, match=r"another run has been moving its outputs into "
+                                             r".* for over 0\.3 s; nothing was written"):
+            outputs.commit()
+    finally:
+        os.close(other)
+    assert _names(tmp_path) == []
