@@ -249,8 +249,12 @@ class AtomicOutputs:
         from geosynth.io._files import output_path_error
 
         try:
-            self._new_folders.extend(_missing_folders(target.parent))
-            target.parent.mkdir(parents=True, exist_ok=True)
+            missing = _missing_folders(target.parent)
+            self._new_folders.extend(missing)
+            for folder in reversed(missing):  # 0755 at most: under umask 0 mkdir gave 0777
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(folder, 0o755)
+            target.parent.mkdir(parents=True, exist_ok=True)  # the errors of a path's file
             refuse_shared_folder(target.parent)
             folder = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(target)}{os.getpid()}-",
                                            dir=target.parent))
@@ -856,33 +860,36 @@ def _check_replaceable(target: Path, overwrite: bool) -> None:
 
 
 def refuse_shared_folder(folder: str | os.PathLike) -> None:
-    """Refuse an output folder that every user may change: writable by others, not sticky.
+    """Refuse an output folder that every user may change: it or a folder above it.
 
-    There another user may rename any entry, the private staging folder included, and put a
-    link to a folder of theirs in its place (probed as ``nobody`` in a 0777 folder): the commit
-    then followed it, ``chmod``-ing a file of root's that the link named and publishing the
-    intruder's file as the audit file. A sticky folder (``/tmp``) lets only an entry's owner
-    rename it. The folder's owner and group can still change it: they are trusted.
+    In a folder writable by others without the sticky bit another user may rename any entry,
+    the private staging folder included (or, one level up, the output's folder itself), and
+    put a link to a folder of theirs in its place (probed as ``nobody`` in a 0777 folder): the
+    commit then followed it, ``chmod``-ing a file of root's that the link named and publishing
+    the intruder's file as the audit file. A sticky folder (``/tmp``) lets only an entry's
+    owner rename it. The folders' owners and groups can still change them: they are trusted.
 
     Parameters
     ----------
     folder : str or os.PathLike
-        The folder of an output.
+        The folder of an output (its real path and every folder above it are checked).
 
     Raises
     ------
     geosynth.errors.InputError
-        ``folder`` is writable by others and has no sticky bit.
+        ``folder`` or a folder above it is writable by others and has no sticky bit.
     """
-    mode = os.stat(folder).st_mode
-    if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
-        raise InputError(
-            f"the folder {str(folder)!r} of an output can be changed by every user (mode "
-            f"{stat.S_IMODE(mode):o}, no sticky bit), who could swap the files being written "
-            "for others; write into a folder only you (and your group) can change, or make "
-            f"it sticky as /tmp is (chmod o-w or chmod +t {str(folder)!r}); nothing was "
-            "written"
-        )
+    path = Path(os.path.realpath(folder))
+    for checked in (path, *path.parents):
+        mode = os.stat(checked).st_mode
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+            raise InputError(
+                f"the folder {str(checked)!r} of an output can be changed by every user (mode "
+                f"{stat.S_IMODE(mode):o}, no sticky bit), who could swap the files being "
+                "written for others; write into a folder only you (and your group) can "
+                "change, or make it sticky as /tmp is (chmod o-w or chmod +t "
+                f"{str(checked)!r}); nothing was written"
+            )
 
 
 def refuse_held_by_another_user(target: str | os.PathLike, name: str | None = None) -> None:

@@ -191,6 +191,22 @@ def test_a_folder_every_user_may_change_is_refused_when_added(tmp_path):
         outputs = AtomicOutputs()
         outputs.add(shared / "r.gpkg")
         outputs.discard()
+    # A folder above the output's: another user may rename the output's folder itself.
+    os.chmod(shared, 0o777)
+    (shared / "out").mkdir(mode=0o755)
+    with pytest.raises(InputError, match=r"the folder '.*shared' of an output can be changed "
+                                         r"by every user"):
+        AtomicOutputs().add(shared / "out" / "r.gpkg")
+    os.chmod(shared, 0o755)
+    # Folders made for an output are 0755 at most: under umask 0 they were 0777, then refused.
+    old = os.umask(0)
+    try:
+        outputs = AtomicOutputs()
+        outputs.add(shared / "new" / "sub" / "r.gpkg")
+        outputs.discard()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(shared / "new" / "sub").st_mode) == 0o755
     outputs = AtomicOutputs()
     outputs.add(tmp_path / "mine.gpkg")
     assert outputs.unwritten() == [tmp_path / "mine.gpkg"]
