@@ -37,7 +37,7 @@ from geosynth._messages import CONTROL_CHARACTERS
 from geosynth._points import at_locations
 from geosynth._random import SeedLike, check_seed
 from geosynth._validation import check_bool, check_int
-from geosynth.errors import CRSError, InputError, PrivacyLeakWarning
+from geosynth.errors import CRSError, DataWarning, InputError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 from geosynth.metrics import (
     displacement,
@@ -764,6 +764,7 @@ def plan_evaluation(
                     "cannot be linked; pass linked=False (e.g. for to_public releases)"
                 )
     window = _pattern_window(xys[0], grid)
+    _warn_of_points_outside(xys[1:], window, grid is None)
     return releases, ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked))
 
 
@@ -907,6 +908,31 @@ def measure_release(
                                 window=plan.window, mean_row=False),
         linked_records=linked,
     )
+
+
+def _warn_of_points_outside(xys: list[np.ndarray], window: tuple[float, float, float, float],
+                            no_grid: bool) -> None:
+    """DataWarning naming the releases with points outside the pattern table's window.
+
+    They are left out of that release's Ripley's L gap (:func:`_in_window`): without a lattice
+    a release spread 2 km beyond the records scored better than a close one. Counts of the
+    releases' points only (public), no coordinate.
+    """
+    x0, y0, x1, y1 = window
+    outside = {k: int(np.count_nonzero((xy[:, 0] < x0) | (xy[:, 0] > x1) | (xy[:, 1] < y0)
+                                       | (xy[:, 1] > y1)))
+               for k, xy in enumerate(xys)}
+    described = ", ".join(f"releases[{k}] ({n:,} of {xys[k].shape[0]:,})"
+                          for k, n in outside.items() if n)
+    if described:
+        fix = "; pass the releases' grid" if no_grid else ""
+        warnings.warn(
+            f"{described}: points outside the pattern table's window (the lattice's box with "
+            "the original points', or without a lattice the original points' box widened by "
+            f"10 %) are left out of the release's Ripley's L gap{fix}",
+            DataWarning,
+            stacklevel=4,
+        )
 
 
 def _in_window(release: gpd.GeoDataFrame,

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import geosynth
-from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
+from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.evaluation import (
     check_coverage_sizes,
     combine_measures,
@@ -153,7 +153,9 @@ def test_a_release_s_pattern_does_not_depend_on_the_other_releases(scenario):
     far.geometry = far.geometry.where(
         far.index != far.index[0], gpd.points_from_xy([x1 + 3 * (x1 - x0)], [y1], crs=far.crs))
     alone = evaluate(data.data, [first], grid, ATTRIBUTES, linked=False)
-    together = evaluate(data.data, [first, far], grid, ATTRIBUTES, linked=False)
+    with pytest.warns(DataWarning, match=r"releases\[1\] \(1 of \d+\): points outside the "
+                                         r"pattern table's window .* are left out"):
+        together = evaluate(data.data, [first, far], grid, ATTRIBUTES, linked=False)
     pd.testing.assert_frame_equal(alone.measures[0].pattern, together.measures[0].pattern,
                                   check_exact=True)
     # the point outside the lattice is left out of its release's pattern, not refused
