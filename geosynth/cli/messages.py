@@ -142,6 +142,23 @@ _RAISE_CONSTANT = re.compile(
 _TO_UTM = re.compile(r"\b(\w+)\.to_crs\(\1\.estimate_utm_crs\(\)\)")
 _OGR2OGR = ("ogr2ogr -t_srs EPSG:326NN projected.gpkg {input} (NN: the area's UTM zone; 327NN "
             "south of the equator)")
+
+
+def _ogr2ogr(source: str | None) -> str:
+    """Return the ogr2ogr command that reprojects ``source`` (the input's name; None: INPUT).
+
+    The name is quoted for the shell ("my cases.csv" was two words); a CSV file also needs its
+    coordinate columns and CRS named (GDAL reads no geometry from it otherwise).
+    """
+    import shlex
+
+    command = _OGR2OGR.format(input="INPUT" if source is None else shlex.quote(source))
+    if source is not None and source.lower().endswith(".csv"):
+        command += (", adding -s_srs <its CRS> -oo X_POSSIBLE_NAMES=<x column> "
+                    "-oo Y_POSSIBLE_NAMES=<y column> for a CSV file")
+    return command
+
+
 _SQLITE = re.compile(r"sqlite3_\w+\((?:[^()]|\([^()]*\))*\) failed: ([^;]+)(?:;\s*\1)?")
 
 
@@ -169,8 +186,7 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     >>> cli_message("layer='roads' (CLI: --layer): cases.gpkg has no such layer")
     "--layer 'roads': cases.gpkg has no such layer"
     """
-    text = _TO_UTM.sub(lambda match: _OGR2OGR.format(
-        input=(names or {}).get(match.group(1), "INPUT")), str(message))
+    text = _TO_UTM.sub(lambda match: _ogr2ogr((names or {}).get(match.group(1))), str(message))
     quoted = _quoted_spans(text)
     text = _ADVICE.sub(lambda match: _unless_quoted(match, quoted, lambda advice: _ADVISED.sub(
         lambda name: OPTION_OF_PARAMETER[name.group(1)], advice.group(0))), text)
