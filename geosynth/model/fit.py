@@ -660,15 +660,13 @@ def check_run_settings(n_iter: Any, burn_in: Any, thin: Any, chains: Any, target
 
 def _check_run_arguments(n_iter, burn_in, thin, chains) -> tuple[int, int, int, int]:
     """Check a fixed run's lengths; return them as Python ints (NumPy unsigned ones included)."""
-    for name, value in (("n_iter", n_iter), ("burn_in", burn_in), ("thin", thin)):
-        if isinstance(value, float | np.floating):  # 60.0: a type error with its fix, as seed=
-            check_int(value, name)
+    if isinstance(n_iter, float | np.floating):  # 60.0: a type error with its fix, as seed=
+        check_int(n_iter, "n_iter")
     if not is_integer(n_iter) or not 1 <= n_iter <= MAX_SWEEPS:
         raise InputError(f"n_iter must be an integer from 1 to {MAX_SWEEPS:,} (sweeps per "
                          f"chain) or 'auto' (run until converged), got {n_iter!r}")
-    for name, value, minimum in (("burn_in", burn_in, 0), ("thin", thin, 1)):
-        if not is_integer(value) or value < minimum:
-            raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    _check_length(burn_in, "burn_in", 0)
+    _check_length(thin, "thin", 1)
     check_chains(chains)
     n_iter, burn_in, thin, chains = int(n_iter), int(burn_in), int(thin), int(chains)
     if n_iter - burn_in < thin:
@@ -692,10 +690,21 @@ def _check_stop(stop: Any, executor: Any) -> None:
                          "of an executor; drop one of them")
 
 
+def _check_length(value: Any, name: str, minimum: int) -> None:
+    """Refuse a run length (burn_in, thin) that is no integer >= ``minimum``.
+
+    A float (``20.0``) is a type error with its fix, as ``seed=`` gives; a bool, a str or a
+    smaller number an InputError naming the value.
+    """
+    if isinstance(value, float | np.floating):
+        check_int(value, name)
+    if not is_integer(value) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
 def _check_auto_run(burn_in, thin, chains, executor) -> None:
     """Refuse what ``n_iter="auto"`` cannot do, naming the alternative."""
-    if not is_integer(thin) or thin < 1:
-        raise InputError(f"thin must be an integer >= 1, got {thin!r}")
+    _check_length(thin, "thin", 1)
     if thin > MAX_AUTO_THIN:
         raise InputError(
             f"thin={int(thin)} with n_iter='auto' is above {MAX_AUTO_THIN}: it is only the "
