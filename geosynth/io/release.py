@@ -659,7 +659,7 @@ def check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
     """Refuse columns that the fit's model (``released``: its columns) did not make."""
     if released is None:
         return
-    extra = [str(c) for c in release.columns if c != geometry and c not in released]
+    extra = _unreleased_columns(release, geometry, released)
     if extra:
         raise InputError(
             f"{name} has columns {_shown(extra)} that the model of fit does not release (its "
@@ -670,6 +670,12 @@ def check_model_columns(release: gpd.GeoDataFrame, geometry: Any, name: str,
         )
 
 
+def _unreleased_columns(release: gpd.GeoDataFrame, geometry: Any,
+                        released: frozenset[str]) -> list[str]:
+    """Return the columns of ``release`` other than its geometry that are not in ``released``."""
+    return [str(c) for c in release.columns if c != geometry and c not in released]
+
+
 def _check_recorded_columns(frame: gpd.GeoDataFrame, name: str, layer: str,
                             released: frozenset[str]) -> None:
     """Refuse a column of a release layer that the model its metadata records does not release.
@@ -677,7 +683,7 @@ def _check_recorded_columns(frame: gpd.GeoDataFrame, name: str, layer: str,
     The writer refuses them (:func:`check_model_columns`), so one in a file was added since:
     ``orig_x`` holding the records' eastings was read by ``evaluate`` without a word.
     """
-    extra = [str(c) for c in frame.columns if c != frame.geometry.name and c not in released]
+    extra = _unreleased_columns(frame, frame.geometry.name, released)
     if extra:
         raise InputError(
             f"{name}: its layer {layer!r} has columns {_shown(extra)} that the model its "
