@@ -422,6 +422,7 @@ def evaluate(
     *,
     executor: Executor | None = None,
     rules: str = "partial",
+    lattice_bounds: Sequence[float] | None = None,
 ) -> Evaluation:
     """Measure the disclosure risk and the utility of m releases of ``original``.
 
@@ -467,6 +468,10 @@ def evaluate(
     rules : {"partial", "full"}, default "partial"
         Combining rules of the coverage table (:func:`geosynth.metrics.quadrant_coverage`):
         ``"full"`` for releases in which every value is synthetic, such as ε-DP releases.
+    lattice_bounds : (xmin, ymin, xmax, ymax), optional
+        The box of the releases' lattice when ``grid`` is None (a release file's grid layer,
+        ``release_file.grid.total_bounds``): with the original points', the window of the
+        pattern table (:attr:`ReleasePlan.window`).
 
     Returns
     -------
@@ -510,7 +515,11 @@ def evaluate(
     """
     _check_executor(executor)
     rules = check_rules(rules)
-    releases, plan = plan_evaluation(original, releases, attributes, linked, grid)
+    if grid is not None and not isinstance(grid, Grid):
+        raise InputError(f"grid must be a geosynth.Grid (the releases' lattice) or None, got "
+                         f"{type(grid).__name__}; pass a lattice's box as lattice_bounds=")
+    releases, plan = plan_evaluation(original, releases, attributes, linked,
+                                     grid if grid is not None else lattice_bounds)
     check_n_quadrants(n_quadrants)  # also unused (outcome=None): a typo is no setting
     check_seed(seed)
     if outcome is not None:
@@ -702,7 +711,7 @@ def plan_evaluation(
     releases: Sequence[gpd.GeoDataFrame],
     attributes: str | Sequence[str],
     linked: bool,
-    grid: Grid | None = None,
+    grid: Grid | Sequence[float] | None = None,
 ) -> tuple[list[gpd.GeoDataFrame], ReleasePlan]:
     """Check the inputs of :func:`evaluate` and fix what the per-release measures share.
 
@@ -719,9 +728,9 @@ def plan_evaluation(
         Attribute columns that define the combinations.
     linked : bool
         Whether the releases must keep the original index.
-    grid : Grid, optional
-        The releases' lattice: with the original points, it fixes the window of the pattern
-        table (:attr:`ReleasePlan.window`).
+    grid : Grid or (xmin, ymin, xmax, ymax), optional
+        The releases' lattice, or its box: with the original points, it fixes the window of
+        the pattern table (:attr:`ReleasePlan.window`).
 
     Returns
     -------
@@ -768,7 +777,8 @@ def plan_evaluation(
     return releases, ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked))
 
 
-def _pattern_window(original: np.ndarray, grid: Grid | None) -> tuple[float, float, float, float]:
+def _pattern_window(original: np.ndarray,
+                    grid: Grid | Sequence[float] | None) -> tuple[float, float, float, float]:
     """Return the window of the Ripley's K functions, fixed before any release is seen.
 
     The box of the lattice and the original points (the releases' points lie in the lattice's
@@ -779,10 +789,10 @@ def _pattern_window(original: np.ndarray, grid: Grid | None) -> tuple[float, flo
     shown: they are the original's.
     """
     if grid is not None:
-        if not isinstance(grid, Grid):
-            raise InputError(f"grid must be a geosynth.Grid (the releases' lattice) or None, got "
-                             f"{type(grid).__name__}")
-        x0, y0, x1, y1 = grid.bounds
+        if isinstance(grid, Grid):
+            x0, y0, x1, y1 = grid.bounds
+        else:  # the box of a lattice known from a release file (lattice_bounds)
+            x0, y0, x1, y1 = as_bounds(grid, original, "lattice_bounds")
         low = np.minimum(original.min(axis=0), [x0, y0])
         high = np.maximum(original.max(axis=0), [x1, y1])
     else:

@@ -165,6 +165,22 @@ def test_a_release_s_pattern_does_not_depend_on_the_other_releases(scenario):
                                   check_exact=True)
 
 
+def test_the_pattern_window_can_be_the_box_of_a_release_file_s_lattice(scenario):
+    # geosynth evaluate has the grid layer of the release file, not a Grid: its box (with the
+    # original's) is the window, as the Grid's is, so a release spread over the lattice beyond
+    # the records keeps all its points in its L gap.
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=6)
+    with_grid = evaluate(data.data, releases, grid, ATTRIBUTES, linked=False)
+    with_box = evaluate(data.data, releases, None, ATTRIBUTES, linked=False,
+                        lattice_bounds=grid.cells.total_bounds)
+    pd.testing.assert_frame_equal(with_grid.tables["pattern"], with_box.tables["pattern"],
+                                  check_exact=True)
+    with pytest.raises(InputError, match=r"grid must be a geosynth.Grid .*got str; pass a "
+                                         r"lattice's box as lattice_bounds="):
+        evaluate(data.data, releases, "grid", ATTRIBUTES, linked=False)
+
+
 def test_errors_name_the_release_and_the_executor(scenario):
     data, grid = scenario
     releases = geosynth.naive_synthesize(data.data, grid, m=2, seed=2)

@@ -116,9 +116,14 @@ def evaluate(
 
         # The grid only serves the record-linkage measures, which public releases do not allow.
         # Every value of a DP release is synthetic: the fully synthetic combining rules.
+        # The grid layer's box, with the original's, is the pattern table's window: a DP
+        # release spread over the region beyond the records lost those points from its L gap.
+        lattice_bounds = (None if release_file.grid is None or release_file.grid.empty
+                          else tuple(release_file.grid.total_bounds))
         evaluation = geosynth.evaluate(original, releases, None, attributes, outcome=outcome,
                                        seed=seed, linked=False,
-                                       rules=combining_rules(epsilon))
+                                       rules=combining_rules(epsilon),
+                                       lattice_bounds=lattice_bounds)
         _echo_tables(evaluation, releases, private)
         if report_path is not None:
             text = "\n".join([
