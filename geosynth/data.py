@@ -1055,7 +1055,10 @@ def check_not_row_numbers(values: np.ndarray, column: str) -> None:
         all differ with probability below e^-6, :data:`_WARN_COLLISION_EXPONENT`): a study's
         medical record numbers, sequential with gaps of up to 50, passed without a word.
     """
-    if _is_row_numbering(values):
+    gaps = _whole_number_gaps(values)
+    if gaps is None:  # not distinct whole numbers: a measurement
+        return
+    if _is_row_numbering(gaps):
         raise InputError(
             f"continuous column {column!r} holds {values.size:,} distinct whole numbers in a "
             "nearly regular run (one step between most of them) or too densely for a "
@@ -1063,8 +1066,7 @@ def check_not_row_numbers(values: np.ndarray, column: str) -> None:
             "or not: its synthetic values would follow the records' order; drop it from "
             "continuous="
         )
-    if _distinct_whole_numbers(values) and \
-            _value_range(values) <= values.size ** 2 / (2 * _WARN_COLLISION_EXPONENT):
+    if _dense(gaps, _WARN_COLLISION_EXPONENT):
         warnings.warn(
             f"continuous column {column!r} holds {values.size:,} distinct whole numbers, more "
             "densely than a measurement's would all differ (their chance is below 0.25%), as "
@@ -1074,20 +1076,32 @@ def check_not_row_numbers(values: np.ndarray, column: str) -> None:
         )
 
 
-def _distinct_whole_numbers(values: np.ndarray) -> bool:
-    """Whether ``values`` (at least :data:`IDENTIFYING_MIN_RECORDS`) are distinct whole numbers."""
+def _whole_number_gaps(values: np.ndarray) -> np.ndarray | None:
+    """Return the gaps of the sorted ``values`` if they are distinct whole numbers, else None.
+
+    At least :data:`IDENTIFYING_MIN_RECORDS` of them; sorted once for both of
+    :func:`check_not_row_numbers`'s rules.
+    """
     if values.size < IDENTIFYING_MIN_RECORDS or not np.all(values == np.round(values)):
-        return False
-    return bool((np.diff(np.sort(values)) > 0).all())
+        return None
+    gaps = np.diff(np.sort(values))
+    return gaps if (gaps > 0).all() else None
 
 
-def _value_range(values: np.ndarray) -> float:
-    """Return how many whole numbers ``values`` span: ``max - min + 1``."""
-    return float(values.max() - values.min()) + 1
+def _dense(gaps: np.ndarray, exponent: float) -> bool:
+    """Whether the ``n`` values of ``gaps`` span too few whole numbers ``R`` for a measurement.
+
+    Its ``n`` values would all differ with probability below ``e^-exponent`` (the birthday
+    bound ``exp(-n²/2R)``).
+    """
+    n = gaps.size + 1
+    return float(gaps.sum()) + 1 <= n * n / (2 * exponent)
 
 
-def _is_row_numbering(values: np.ndarray) -> bool:
-    """Whether ``values`` (20 or more) are distinct whole numbers in a nearly regular run.
+def _is_row_numbering(gaps: np.ndarray) -> bool:
+    """Whether distinct whole numbers (``gaps`` of their sorted values) are a run of row numbers.
+
+    A nearly regular run, or values too dense for a measurement's.
 
     A record id or row number (0..n−1, 1017..1316) passed as a continuous column was released
     with synthetic values that followed the input's row order (r = 0.66 with the synthetic
@@ -1098,11 +1112,7 @@ def _is_row_numbering(values: np.ndarray) -> bool:
     a measurement's would have collided (:data:`_COLLISION_EXPONENT`). A measurement rarely
     takes distinct whole values so evenly spaced, or so densely.
     """
-    if not _distinct_whole_numbers(values):
-        return False
-    gaps = np.diff(np.sort(values))
-    n = values.size
-    if _value_range(values) <= n * n / (2 * _COLLISION_EXPONENT):
+    if _dense(gaps, _COLLISION_EXPONENT):
         return True  # distinct though dense: a measurement's values would collide
     _, repeats = np.unique(gaps, return_counts=True)
     return bool(repeats.max() >= _SEQUENCE_SHARE * gaps.size)
@@ -1452,11 +1462,11 @@ def _as_declared(values: pd.Series, declared: list) -> np.ndarray:
     that is no declared text level matches the declared number it reads as (``"1"``,
     ``"1.0"``, ``" 1"``) or the declared boolean (``"True"``, ``"false"``).
     """
-    out = values.to_numpy(dtype=object, copy=True)
     # pandas 2 reads a CSV's text as object; pandas 3 as StringDtype
     if not (isinstance(values.dtype, pd.StringDtype) or (
             values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) == "string")):
-        return out
+        return values.to_numpy(dtype=object)  # as it is: domain_codes only reads it
+    out = values.to_numpy(dtype=object, copy=True)
     values = values.astype("string")
     free = values.notna().to_numpy(dtype=bool) & ~values.isin(
         [v for v in declared if isinstance(v, str)]).to_numpy(dtype=bool)

@@ -928,10 +928,7 @@ def _warn_of_points_outside(xys: list[np.ndarray], window: tuple[float, float, f
     a release spread 2 km beyond the records scored better than a close one. Counts of the
     releases' points only (public), no coordinate.
     """
-    x0, y0, x1, y1 = window
-    outside = {k: int(np.count_nonzero((xy[:, 0] < x0) | (xy[:, 0] > x1) | (xy[:, 1] < y0)
-                                       | (xy[:, 1] > y1)))
-               for k, xy in enumerate(xys)}
+    outside = {k: int(np.count_nonzero(~_inside(xy, window))) for k, xy in enumerate(xys)}
     described = ", ".join(f"releases[{k}] ({n:,} of {xys[k].shape[0]:,})"
                           for k, n in outside.items() if n)
     if described:
@@ -948,10 +945,14 @@ def _warn_of_points_outside(xys: list[np.ndarray], window: tuple[float, float, f
 def _in_window(release: gpd.GeoDataFrame,
                window: tuple[float, float, float, float]) -> gpd.GeoDataFrame:
     """Return the points of ``release`` inside ``window`` (all of a release in its lattice)."""
-    x0, y0, x1, y1 = window
-    xy = frame_xy(release, "release")
-    inside = (xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1)
+    inside = _inside(frame_xy(release, "release"), window)
     return release if inside.all() else release[inside]
+
+
+def _inside(xy: np.ndarray, window: tuple[float, float, float, float]) -> np.ndarray:
+    """Return which points of ``xy`` lie in the closed box ``window`` (xmin, ymin, xmax, ymax)."""
+    x0, y0, x1, y1 = window
+    return (xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1)
 
 
 def combine_measures(measures: Sequence[ReleaseMeasures]) -> dict[str, pd.DataFrame]:
