@@ -172,7 +172,13 @@ from geosynth._validation import (
     describe_value,
     refuse_masked,
 )
-from geosynth.errors import InputError, InputTypeError, MemoryLimitError, PrivacyLeakWarning
+from geosynth.errors import (
+    DataWarning,
+    InputError,
+    InputTypeError,
+    MemoryLimitError,
+    PrivacyLeakWarning,
+)
 from geosynth.samplers.rng import make_streams, standard_exponential
 
 __all__ = [
@@ -480,6 +486,35 @@ def _check_bounds(bounds: object) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def _warn_if_bounds_transposed(
+    bounds: tuple[np.ndarray, np.ndarray], records: np.ndarray, stacklevel: int = 3
+) -> None:
+    """Warn when two attributes' ``bounds`` look given as one ``(lo, hi)`` pair per attribute.
+
+    ``bounds=[[x_lo, x_hi], [y_lo, y_hi]]`` reads as ``lo = (x_lo, x_hi)``, ``hi = (y_lo, y_hi)``
+    (diffprivlib's convention): for projected coordinates (eastings far below northings) that
+    is a valid domain which holds the records, far wider than meant, so the release is ε-DP and
+    mostly noise. The tell: every record lies in the other reading's box, at most a hundredth
+    of the domain's area. The warning goes to the curator, not into the release.
+    """
+    lo, hi = bounds
+    if records.shape[1] != 2 or lo.shape != (2,) or not (lo[0] < lo[1] and hi[0] < hi[1]):
+        return
+    other_lo, other_hi = np.array([lo[0], hi[0]]), np.array([lo[1], hi[1]])
+    inside = np.all((records >= other_lo) & (records <= other_hi))
+    if inside and np.prod(other_hi - other_lo) <= 0.01 * np.prod(hi - lo):
+        warnings.warn(
+            DataWarning(
+                f"bounds are read as (lo, hi) = ({lo.tolist()}, {hi.tolist()}): attribute 0 "
+                f"in [{lo[0]:g}, {hi[0]:g}], attribute 1 in [{lo[1]:g}, {hi[1]:g}], a domain "
+                "over 100 times the area of the box every record lies in; if you meant one "
+                f"(lo, hi) pair per attribute, pass bounds=({other_lo.tolist()}, "
+                f"{other_hi.tolist()}) (the noise scales with the domain's width)"
+            ),
+            stacklevel=stacklevel,
+        )
+
+
 def _stream_cost(epsilon: float, bounds: tuple[np.ndarray, np.ndarray] | None) -> float:
     """Return the ε a stream costs: ``epsilon``, twice that without public ``bounds``.
 
@@ -659,7 +694,9 @@ class Doca:
         :class:`~geosynth.errors.PrivacyLeakWarning`.
     bounds : (lo, hi), each a float or array-like of shape (d,), optional
         The public domain of the records: records are clamped into it before they join a
-        cluster, so one record moves its centroid by at most ``(hi − lo)/|C|``.
+        cluster, so one record moves its centroid by at most ``(hi − lo)/|C|``. For two
+        attributes give ``([x_lo, y_lo], [x_hi, y_hi])``, not one pair per attribute; a
+        :class:`~geosynth.errors.DataWarning` points out that mix-up when the records tell.
     accountant : geosynth.dp.accountant.Accountant, optional
         Charged ``(epsilon, 0)`` (``(2·epsilon, 0)`` without ``bounds``) once per stream,
         before the stream's first record joins a cluster (no noise is drawn before); see
@@ -856,6 +893,12 @@ class Doca:
             np.zeros(self.tau_window),  # il_hist
         )
         self._charged = False  # a new stream: not paid for yet
+
+    def _open_stream(self, records: np.ndarray) -> None:
+        """Start a stream's state for the records' ``d``; warn of transposed ``bounds``."""
+        self._new_state(records.shape[1])
+        if self.bounds is not None:
+            _warn_if_bounds_transposed(self.bounds, records, stacklevel=4)
 
     def _charge(self) -> None:
         """Charge the accountant ``epsilon`` for the current stream, once, before any noise.
@@ -1093,7 +1136,7 @@ class Doca:
         for chunk in chunks:
             records = _as_records(chunk, "stream", self.n_records, self.bounds is not None)
             if self._state is None:
-                self._new_state(records.shape[1])
+                self._open_stream(records)
                 self._scalar_records = np.ndim(chunk) == 1
             index, value, *_ = self._run(records)
             self._outbox.extend(self._pairs(index, value))
@@ -1186,7 +1229,7 @@ class Doca:
             )
         n, d = records.shape
         self._state = None
-        self._new_state(d)
+        self._open_stream(records)
         self._in_domain(records, self._state[3], self._state[4])  # refuse before processing any
         self._scalar_records = len(shape) == 1
         released = np.empty((n, d))
@@ -1407,6 +1450,7 @@ def naive_laplace(
         )
     width = np.broadcast_to(sens, (d,))
     if domain is not None:
+        _warn_if_bounds_transposed(domain, records)
         records = np.clip(records, *domain)
         outside = None
     else:

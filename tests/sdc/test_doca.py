@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from geosynth.errors import InputError, MemoryLimitError, PrivacyLeakWarning
+from geosynth.errors import DataWarning, InputError, MemoryLimitError, PrivacyLeakWarning
 from geosynth.sdc import Doca
 from geosynth.sdc.doca import (
     DocaDiagnostics,
@@ -561,6 +561,45 @@ def test_bounds_and_sensitivity_are_validated(kwargs, match):
 def test_bounds_per_attribute_must_match_the_records():
     with pytest.raises(InputError, match="bounds has 2 per side"):
         Doca(1.0, bounds=([0.0, 0.0], [1.0, 1.0])).fit_transform(np.zeros((4, 3)))
+
+
+def _eastings_northings(n=200, seed=34):
+    rng = np.random.default_rng(seed)
+    return np.c_[rng.uniform(500e3, 510e3, n), rng.uniform(5.0e6, 5.01e6, n)]
+
+
+@pytest.mark.parametrize(
+    "release",
+    [
+        lambda b, x: Doca(1.0, bounds=b, delay=20, seed=35).fit_transform(x),
+        lambda b, x: list(Doca(1.0, bounds=b, delay=20, seed=35).process(x, flush=True)),
+        lambda b, x: naive_laplace(x, 1.0, bounds=b, seed=35),
+    ],
+    ids=["fit_transform", "process", "naive_laplace"],
+)
+def test_bounds_given_as_one_pair_per_attribute_are_pointed_out(release):
+    # [[x_lo, x_hi], [y_lo, y_hi]] reads as lo=(x_lo, x_hi), hi=(y_lo, y_hi): for eastings below
+    # northings a valid domain holding every record, millions of metres wide
+    x = _eastings_northings()
+    meant = ([499e3, 4.99e6], [511e3, 5.02e6])
+    transposed = [[499e3, 511e3], [4.99e6, 5.02e6]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        release(transposed, x)
+        release(meant, x)
+    said = [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
+    assert len(said) == 1
+    assert "bounds=([499000.0, 4990000.0], [511000.0, 5020000.0])" in said[0]
+    assert all(w.filename == __file__ for w in caught if issubclass(w.category, DataWarning))
+
+
+def test_a_wide_domain_of_two_attributes_is_not_mistaken_for_one_pair_each():
+    # lo=(0, 10), hi=(100, 200) as meant; the records fill it, not the other reading's box
+    x = np.random.default_rng(36).uniform([0.0, 10.0], [100.0, 200.0], size=(200, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        Doca(1.0, bounds=([0.0, 10.0], [100.0, 200.0]), delay=20, seed=37).fit_transform(x)
 
 
 @pytest.mark.parametrize(
