@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from geosynth.model import PaivaFit
 
 __all__ = [
-    "RHAT_LIMIT",
     "describe_rhat",
     "INTERRUPTED",
     "WATCHED_SIGNALS",
@@ -60,8 +59,6 @@ __all__ = [
     "fit_diagnostics",
 ]
 
-#: R-hat above this value is reported as a convergence problem.
-RHAT_LIMIT = 1.05
 #: Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 INTERRUPTED = 130
 

@@ -108,14 +108,18 @@ def _grid_form_error(spec: str) -> click.BadParameter:
 
 
 #: geosynth._validation.MAX_CHAINS and MAX_RELEASES, geosynth.model.stopping's MAX_TARGET_ESS,
-#: MIN_MAX_RHAT and MAX_MAX_RHAT, geosynth.lattice.MAX_CELLS and MAX_EXTENT, and
-#: geosynth.model.fit.MAX_SWEEPS, spelled out: importing them would load NumPy with the CLI (a
-#: test holds them equal).
+#: MIN_MAX_RHAT, MAX_MAX_RHAT, DEFAULT_TARGET_ESS and DEFAULT_MAX_RHAT, geosynth.lattice.MAX_CELLS
+#: and MAX_EXTENT, and geosynth.model.fit.MAX_SWEEPS, spelled out: importing them would load
+#: NumPy with the CLI (a test holds them equal). An R-hat above DEFAULT_MAX_RHAT is also what
+#: every command reports as not converged (it was 1.05 there, so a fixed-length run at R-hat
+#: 1.04 passed without a word that --iterations auto and tune call unconverged).
 MAX_CHAINS = 1024
 MAX_RELEASES = 10_000
 MAX_TARGET_ESS = 1_000_000
 MIN_MAX_RHAT = 1.001
 MAX_MAX_RHAT = 2.0
+DEFAULT_TARGET_ESS = 400
+DEFAULT_MAX_RHAT = 1.01
 MAX_CELLS = 4_000_000
 MAX_EXTENT = 1e12
 MAX_SWEEPS = 10**9
@@ -375,12 +379,13 @@ class Iterations(click.ParamType):
 def stopping_options(f: Callable) -> Callable:
     """``--target-ess``, ``--max-rhat``, ``--max-seconds``: when ``--iterations auto`` stops."""
     options = [
-        click.option("--target-ess", type=FiniteFloat(min=1, max=MAX_TARGET_ESS), default=400,
+        click.option("--target-ess", type=FiniteFloat(min=1, max=MAX_TARGET_ESS),
+                     default=DEFAULT_TARGET_ESS,
                      show_default=True,
                      help="With --iterations auto: the bulk effective sample size (all chains "
                      "together) that every parameter must reach."),
         click.option("--max-rhat", type=FiniteFloat(min=MIN_MAX_RHAT, max=MAX_MAX_RHAT),
-                     default=1.01,
+                     default=DEFAULT_MAX_RHAT,
                      show_default=True,
                      help="With --iterations auto: every parameter's R-hat must be below it "
                      "(1.001 to 2; 1.1 is the most lenient limit in common use)."),

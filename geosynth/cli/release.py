@@ -12,7 +12,6 @@ import click
 
 from geosynth.cli.fitting import check_beta_prior, check_run_options, describe_run, run_settings
 from geosynth.cli.helpers import (
-    RHAT_LIMIT,
     LatticeChoice,
     RunOutputs,
     build_grid,
@@ -34,6 +33,7 @@ from geosynth.cli.helpers import (
     write_text,
 )
 from geosynth.cli.options import (
+    DEFAULT_MAX_RHAT,
     EXISTING_FILE,
     GEOTIFF_FILE,
     MAP_FILE,
@@ -663,8 +663,8 @@ def _echo_convergence(r_hat: float, fit) -> None:
         click.echo(f"Warning: R-hat max {described}", err=True)
     else:
         click.echo(f"R-hat max: {described}")
-    if r_hat > RHAT_LIMIT:
-        click.echo(f"Warning: R-hat max {r_hat:.3f} > {RHAT_LIMIT}: the chains have not "
+    if r_hat > DEFAULT_MAX_RHAT:
+        click.echo(f"Warning: R-hat max {r_hat:.3f} > {DEFAULT_MAX_RHAT}: the chains have not "
                    "converged; raise --iterations and --burn-in, or use --iterations auto",
                    err=True)
 
@@ -695,7 +695,7 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
         f"- Model: `{fit.model!r}`, {_describe_fit(fit, run)}",
         f"- Releases: {m}",
         f"- R-hat max: {describe_rhat(r_hat, result['fit'])}"
-        + ("" if not r_hat > RHAT_LIMIT else f" (above {RHAT_LIMIT}: not converged)"),
+        + ("" if not r_hat > DEFAULT_MAX_RHAT else f" (above {DEFAULT_MAX_RHAT}: not converged)"),
     ]
     if epsilon is not None:
         lines += [

@@ -242,6 +242,11 @@ def test_the_cli_caps_options_as_the_library_does():
               for p in cli.commands[command].params if p.name == "target_ess"}
     assert set(target.values()) == {MAX_TARGET_ESS}  # refused at parsing, before the data
     assert (CLI_MIN_MAX_RHAT, CLI_MAX_MAX_RHAT) == (MIN_MAX_RHAT, MAX_MAX_RHAT)
+    from geosynth.cli import options
+    from geosynth.model import stopping
+
+    assert (options.DEFAULT_TARGET_ESS, options.DEFAULT_MAX_RHAT) == (
+        stopping.DEFAULT_TARGET_ESS, stopping.DEFAULT_MAX_RHAT)
     rhat = {(command, p.type.min, p.type.max) for command in ("tune", "release")
             for p in cli.commands[command].params if p.name == "max_rhat"}
     assert rhat == {("tune", MIN_MAX_RHAT, MAX_MAX_RHAT), ("release", MIN_MAX_RHAT, MAX_MAX_RHAT)}
@@ -824,3 +829,17 @@ def test_the_review_map_shows_only_the_models_columns(inputs, tmp_path):
     page = (tmp_path / "map.html").read_text()
     assert "P000017" not in page and "patient_id" not in page and "notified" not in page
     assert "x2" in page  # an attribute of the model is still shown
+
+
+@pytest.mark.parametrize(("r_hat", "warned"), [(1.03, True), (1.009, False)])
+def test_a_fixed_length_run_is_not_converged_above_the_librarys_r_hat(r_hat, warned, capsys):
+    # The commands warned above R-hat 1.05, while fit(max_rhat=) and tune call a fit
+    # unconverged above 1.01: a run at 1.03 passed here without a word.
+    from types import SimpleNamespace
+
+    from geosynth.cli.release import _echo_convergence
+
+    _echo_convergence(r_hat, SimpleNamespace(stopping=None, n_chains=2))
+    said = capsys.readouterr()
+    assert f"R-hat max: {r_hat:.3f}" in said.out
+    assert ("Warning: R-hat max" in said.err and "> 1.01" in said.err) is warned
