@@ -128,7 +128,6 @@ if TYPE_CHECKING:
 __all__ = [
     "NoisyCounts",
     "NoiseAwareDraws",
-    "NEARLY_EXACT_SHARE",
     "neighbour_sensitivity",
     "DPRelease",
     "dp_counts",
@@ -163,9 +162,6 @@ MAX_NOISE_SECONDS = 3600.0
 _NOISE_SLOWDOWN = 10.0
 # The mostly-noise warning compares b with max(T̃ − 2σ, 0) / G, a ~97.7% lower bound.
 _MOSTLY_NOISE_SDS = 2.0
-#: dp_counts warns when a count is published exactly (noise 0) with at least this probability,
-#: ``tanh(ε / 2Δ)`` for the two-sided geometric mechanism: from ε/Δ ≈ 7.6 on.
-NEARLY_EXACT_SHARE = 0.999
 # Cost of one enumeration of a latent count (latent_log_marginal / draw_latent_count), twice
 # what the Zen 5 benchmark machine measured (2026-11-29, λ from 1 to 1e10, b from 1 to 1e6):
 # 40-56 ns, and 16-23 ns per unit of sqrt(λ) where the noise lets the walk reach it.
@@ -389,8 +385,8 @@ def dp_counts(
         mean from the noisy total): the release will be mostly noise.
     geosynth.errors.PrivacyLeakWarning
         ε is so large that a count is published exactly with probability at least
-        :data:`NEARLY_EXACT_SHARE` (ε/Δ above about 7.6): the release is the exact table in all
-        but name.
+        :data:`~geosynth.dp.mechanisms.NEARLY_EXACT_SHARE` (ε/Δ above about 7.6): the release
+        is the exact table in all but name (from :func:`~geosynth.dp.mechanisms.geometric`).
     """
     if not isinstance(counts, CellCounts):
         raise InputError(f"counts must be the CellCounts of geosynth.prepare, got "
@@ -405,8 +401,7 @@ def dp_counts(
     check_public_lattice(counts.grid, "dp_counts")
     domain = public_domain(counts, levels)
     table, combos = full_table(counts, domain)
-    # From public quantities, before the spend: under an error filter it refuses the release.
-    _warn_if_nearly_exact(check_epsilon(epsilon), sensitivity, table.size)
+    # geometric warns of an epsilon that leaves the counts exact, before the spend
     noisy = geometric(table, sensitivity=sensitivity, epsilon=epsilon, seed=seed,
                       accountant=accountant, label="dp_counts")
     noisy = np.asarray(noisy, dtype=np.int64).reshape(table.shape)
@@ -443,28 +438,6 @@ def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:
         f"{noisy.n_cells} cells): the counts, and every release drawn from them, will be mostly "
         f"noise. Use {larger}, a coarser lattice or fewer attributes",
         DataWarning, stacklevel=3,
-    )
-
-
-def _warn_if_nearly_exact(epsilon: float, sensitivity: int, n_counts: int) -> None:
-    """PrivacyLeakWarning when ε is so large that nearly every count is published exactly.
-
-    A count gets noise 0 with probability ``(1 − α)/(1 + α) = tanh(ε / 2Δ)``, ``α = e^{−ε/Δ}``
-    (public: it depends on ε and the sensitivity only, so it is issued before the spend; after
-    it, an error filter refused the release once the budget was charged). ε = 1e300 published
-    the exact table, labelled ε-DP, without a word.
-    """
-    exact = math.tanh(epsilon / (2.0 * sensitivity))
-    if exact < NEARLY_EXACT_SHARE:
-        return
-    expected = (1.0 - exact) * n_counts
-    warnings.warn(
-        f"dp_counts: epsilon={epsilon:g} (sensitivity {sensitivity}) leaves each "
-        f"count exact with probability {exact:.6g}: about {expected:.3g} of the "
-        f"{n_counts:,} counts get any noise, so the release is the exact table in all "
-        "but name. Use a smaller epsilon: below "
-        f"{2.0 * sensitivity * math.atanh(0.5):.3g} most counts get noise",
-        PrivacyLeakWarning, stacklevel=3,
     )
 
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, Protocol, TypeVar
@@ -75,12 +76,20 @@ from geosynth._validation import (
 )
 from geosynth.dp._randomness import private_generator
 from geosynth.dp.accountant import check_accountant
-from geosynth.errors import InputError, InputTypeError, MemoryLimitError, SamplerError
+from geosynth.errors import (
+    InputError,
+    InputTypeError,
+    MemoryLimitError,
+    PrivacyLeakWarning,
+    SamplerError,
+)
 
 __all__ = [
     "MAX_FLOAT_NOISE_SCALE",
     "MAX_VALUE_BYTES",
     "MAX_INTEGER_NOISE_SCALE",
+    "NEARLY_EXACT_SHARE",
+    "warn_if_nearly_exact",
     "laplace",
     "geometric",
     "gaussian",
@@ -97,6 +106,10 @@ _FLOAT_GRANULARITY_K = -1074
 #: exceeds 2**52 in absolute value with probability at most 2 exp(-2**52 / scale) = 2**-39 per
 #: value, leaving int64 (2**63) a margin of 2**11 for the count itself.
 MAX_INTEGER_NOISE_SCALE = 2.0**52 / (40.0 * math.log(2.0))
+
+#: :func:`geometric` warns when a count is published exactly (noise 0) with at least this
+#: probability, ``tanh(ε / 2Δ)``: from ε/Δ ≈ 7.6 on.
+NEARLY_EXACT_SHARE = 0.999
 
 #: Largest |count| :func:`geometric` accepts: room for 2**62 of noise above it in int64.
 _MAX_INTEGER_VALUE = 2**62
@@ -483,6 +496,63 @@ def laplace(
 # --------------------------------------------------------------------------------------------
 
 
+def warn_if_nearly_exact(
+    epsilon: float,
+    sensitivity: int,
+    n_counts: int | None,
+    where: str,
+    *,
+    name: str = "epsilon",
+    what: str = "count",
+    fix: str = "Use a smaller epsilon",
+    stacklevel: int = 3,
+) -> None:
+    """Warn when the geometric mechanism would publish nearly every count exactly.
+
+    A count gets noise 0 with probability ``(1 − α)/(1 + α) = tanh(ε / 2Δ)``, ``α = e^{−ε/Δ}``.
+    From :data:`NEARLY_EXACT_SHARE` on, the release is the exact counts in all but name,
+    whatever ε it states. The share depends on ε and Δ only (public), so the warning comes
+    before any spend: under an error filter nothing is charged.
+
+    Parameters
+    ----------
+    epsilon : float
+        Privacy-loss parameter ε > 0.
+    sensitivity : int
+        L1 sensitivity Δ.
+    n_counts : int or None
+        Number of counts released, for the expected number that get any noise (None: not
+        known yet).
+    where : str
+        The caller named in the message (``"geometric"``, ``"dp_counts"``, ...).
+    name : str, default "epsilon"
+        The parameter holding ε, in the message (``"epsilon_totals"``).
+    what : str, default "count"
+        What a count is, in the message (``"combination total"``).
+    fix : str, default "Use a smaller epsilon"
+        The fix, in the message; the ε below which most counts get noise follows it.
+    stacklevel : int, default 3
+        Passed to :func:`warnings.warn`.
+
+    Warns
+    -----
+    PrivacyLeakWarning
+        ``tanh(ε / 2Δ) >= NEARLY_EXACT_SHARE``.
+    """
+    exact = math.tanh(epsilon / (2.0 * sensitivity))
+    if exact < NEARLY_EXACT_SHARE:
+        return
+    noised = ("" if n_counts is None else
+              f": about {(1.0 - exact) * n_counts:.3g} of the {n_counts:,} {what}s get any noise")
+    warnings.warn(
+        f"{where}: {name}={epsilon:g} (sensitivity {sensitivity:g}) leaves each {what} exact "
+        f"with probability {exact:.6g}{noised}, so the release publishes them exactly in all "
+        f"but name. {fix}: below {2.0 * sensitivity * math.atanh(0.5):.3g} most {what}s get "
+        "noise",
+        PrivacyLeakWarning, stacklevel=stacklevel,
+    )
+
+
 def geometric(
     x_int: ArrayLike,
     *,
@@ -537,6 +607,13 @@ def geometric(
     geosynth.errors.BudgetExceededError
         From ``accountant``, before any noise is drawn.
 
+    Warns
+    -----
+    PrivacyLeakWarning
+        A ``seed`` is given (tests only), or ε is so large that a count is published exactly
+        with probability at least :data:`NEARLY_EXACT_SHARE` (:func:`warn_if_nearly_exact`),
+        before any spend.
+
     Notes
     -----
     OpenDP's ``make_laplace`` on ``i64`` vectors samples this distribution exactly (Canonne,
@@ -584,6 +661,7 @@ def geometric(
         "2**-39 and the output would saturate)",
     )
 
+    warn_if_nearly_exact(epsilon, d_in, values.size, "geometric" if label is None else label)
     if seed is None:
         dp = _opendp()
         domain = dp.vector_domain(dp.atom_domain(T="i64"))

@@ -69,14 +69,18 @@ from geosynth.dp._randomness import after_noise_generator, noise_source, private
 from geosynth.dp.accountant import check_accountant, deepcopy_sharing_budget, ledger_of
 from geosynth.dp.locations import (
     DEFAULT_MAX_BYTES,
-    NEARLY_EXACT_SHARE,
     RELEASE_BYTES_PER_RECORD,
     TOTAL_CAP_SDS,
     check_geometry_name,
     full_table,
     public_domain,
 )
-from geosynth.dp.mechanisms import MAX_INTEGER_NOISE_SCALE, geometric
+from geosynth.dp.mechanisms import (
+    MAX_INTEGER_NOISE_SCALE,
+    NEARLY_EXACT_SHARE,
+    geometric,
+    warn_if_nearly_exact,
+)
 from geosynth.dp.synthesizers import (
     FixedParameter,
     check_counts,
@@ -281,16 +285,9 @@ def _warn_if_exact_totals(epsilon_totals: float) -> None:
     counts: ``OnTheMapSynthesizer(100)`` published the exact number of records of every
     combination, labelled ε-DP, without a word.
     """
-    exact = math.tanh(epsilon_totals / 2.0)
-    if exact < NEARLY_EXACT_SHARE:
-        return
-    warnings.warn(
-        f"OnTheMapSynthesizer: epsilon_totals={epsilon_totals:g} leaves each combination total "
-        f"exact with probability {exact:.6g}, so the releases publish the exact number of "
-        "records of every combination in all but name. Use a smaller epsilon_totals (or "
-        f"totals_share): below {2.0 * math.atanh(0.5):.3g} most totals get noise",
-        PrivacyLeakWarning, stacklevel=3,
-    )
+    warn_if_nearly_exact(epsilon_totals, 1, None, "OnTheMapSynthesizer", name="epsilon_totals",
+                         what="combination total", stacklevel=4,
+                         fix="Use a smaller epsilon_totals (or totals_share)")
 
 
 def _warn_if_copied_cells(epsilon_cells_per_release: float, prior_weights: np.ndarray) -> None:
@@ -300,7 +297,7 @@ def _warn_if_copied_cells(epsilon_cells_per_release: float, prior_weights: np.nd
     (e^ε − 1)``: the expected share of its synthetic records in cells holding none of its
     original records is ``W_empty ñ_b / ((e^ε − 1) n_b + W ñ_b)``, at most ``W / (e^ε − 1 +
     W)`` for ``ñ_b`` near ``n_b`` (``W`` the sum of the weights; public numbers only). When
-    that bound is below ``1 −`` :data:`~geosynth.dp.locations.NEARLY_EXACT_SHARE`, the releases
+    that bound is below ``1 −`` :data:`~geosynth.dp.mechanisms.NEARLY_EXACT_SHARE`, the releases
     copy which cells hold records in all but name, whatever ε they state.
     """
     total = float(prior_weights.sum())
@@ -382,7 +379,7 @@ class OnTheMapSynthesizer:
     geosynth.errors.PrivacyLeakWarning
         ``epsilon_totals`` is so large (above about 7.6) that each combination total is
         published exactly with probability at least
-        :data:`~geosynth.dp.locations.NEARLY_EXACT_SHARE`.
+        :data:`~geosynth.dp.mechanisms.NEARLY_EXACT_SHARE`.
 
     Notes
     -----

@@ -729,6 +729,6 @@ def test_the_nearly_exact_warning_comes_before_the_spend(scenario_counts):
     accountant = Accountant(1e300)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        with pytest.raises(PrivacyLeakWarning, match="exact table in all but name"):
+        with pytest.raises(PrivacyLeakWarning, match="publishes them exactly in all but name"):
             dp_counts(counts, 1e300, accountant, levels=LEVELS)
     assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty

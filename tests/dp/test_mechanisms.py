@@ -994,3 +994,24 @@ def test_the_copy_limit_is_the_documented_one(monkeypatch):
         assert laplace(np.zeros(10, np.int8), sensitivity=1.0, epsilon=1.0, seed=1).shape == (10,)
     with pytest.raises(MemoryLimitError, match="has 11 values"):
         laplace(np.zeros(11, np.int8), sensitivity=1.0, epsilon=1.0, seed=1)
+
+
+def test_geometric_warns_of_an_epsilon_that_leaves_the_counts_exact_before_the_spend():
+    # geometric([3, 0, 12], epsilon=1e300) returned the counts themselves, labelled ε-DP,
+    # without a word (dp_counts and OnTheMapSynthesizer warned; the mechanism did not).
+    accountant = Accountant(1e301)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        with pytest.raises(PrivacyLeakWarning, match=r"geometric: epsilon=1e\+300 \(sensitivity "
+                           r"1\) leaves each count exact with probability 1: about 0 of the 3 "
+                           r"counts get any noise.*below 1\.1 most counts get noise"):
+            geometric([3, 0, 12], sensitivity=1, epsilon=1e300, accountant=accountant)
+    assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
+    # P(K = 0) = tanh(ε / 2Δ) crosses 0.999 at ε/Δ = 2·atanh(0.999) = 7.6004
+    threshold = 2 * math.atanh(0.999)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        geometric([3], sensitivity=2, epsilon=2 * threshold * 0.999)
+    with pytest.warns(PrivacyLeakWarning,
+                      match=r"counts: epsilon=15.2.*sensitivity 2.*of the 1 counts"):
+        geometric([3], sensitivity=2, epsilon=2 * threshold * 1.001, label="counts")

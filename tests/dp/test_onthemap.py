@@ -696,8 +696,9 @@ def test_no_overlap_message_does_not_quote_bounds_taken_from_the_points(tmp_path
 def test_an_epsilon_that_leaves_the_totals_exact_is_warned_about():
     """At epsilon_totals = 10 a total gets noise with probability 1 − tanh(5) ≈ 1e-4: the
     release publishes the exact totals, labelled ε-DP, and said nothing."""
-    with pytest.warns(PrivacyLeakWarning, match=r"epsilon_totals=10 leaves each combination "
-                      r"total exact with probability 0\.9999.*below 1\.1 most totals get noise"):
+    with pytest.warns(PrivacyLeakWarning, match=r"epsilon_totals=10 \(sensitivity 1\) leaves "
+                      r"each combination total exact with probability 0\.9999.*smaller "
+                      r"epsilon_totals \(or totals_share\): below 1\.1 most combination totals"):
         OnTheMapSynthesizer(100.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
