@@ -205,13 +205,16 @@ def holds_geometries(values: pd.Series) -> bool:
     return holds_encoded_geometries(values) or holds_coordinates(values)
 
 
-def holds_coordinates(values: pd.Series) -> bool:
+def holds_coordinates(values: pd.Series, weights: np.ndarray | None = None) -> bool:
     """Whether ``values`` holds coordinates as containers or as text of two to four numbers.
 
     Parameters
     ----------
     values : pandas.Series
         A column of a release.
+    weights : numpy.ndarray of int, optional
+        The records each row stands for (a table of counts: a row per cell and level); by
+        default one each. The rule below counts records, not rows.
 
     Returns
     -------
@@ -235,13 +238,19 @@ def holds_coordinates(values: pd.Series) -> bool:
         values = values.astype(object)
     elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
         return False
-    items = values.dropna().to_numpy(dtype=object)
+    present = values.notna().to_numpy(dtype=bool)
+    items = values.to_numpy(dtype=object)[present]
     if any(isinstance(v, list | tuple | dict | set | frozenset | np.ndarray) for v in items):
         return True
-    texts = pd.Series([v for v in items if isinstance(v, str)], dtype=object)
+    counts = (np.ones(items.size, dtype=np.int64) if weights is None
+              else np.asarray(weights, dtype=np.int64)[present])
+    is_text = np.fromiter((isinstance(v, str) for v in items), bool, items.size)
+    texts = pd.Series(items[is_text], dtype=object)
     texts = texts.str.replace(_NUMPY_SCALAR, r"\1", regex=True)  # str((x, y)) of NumPy floats
-    numeric = texts[texts.str.fullmatch(_COORDINATE_TEXT)]
-    return 2 * numeric.size > items.size >= 2 and 2 * numeric.nunique() > numeric.size
+    numeric = texts.str.fullmatch(_COORDINATE_TEXT).to_numpy(dtype=bool)
+    n_numeric = int(counts[is_text][numeric].sum())
+    return (2 * n_numeric > int(counts.sum()) >= 2
+            and 2 * texts[numeric].nunique() > n_numeric)
 
 
 def holds_encoded_geometries(values: pd.Series) -> bool:

@@ -1746,10 +1746,13 @@ def warn_dropped(counts: np.ndarray, n_records: int, stacklevel: int = 2) -> Non
 # --------------------------------------------------------------------------- encoding and counting
 
 
-def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
+def _levels_and_codes(
+    series: pd.Series, weights: np.ndarray | None = None
+) -> tuple[list, np.ndarray]:
     """Levels present in ``series`` in code order (category order, else ``sorted``) and codes.
 
-    Levels that hold locations are refused (:func:`_refuse_locations`).
+    Levels that hold locations are refused (:func:`_refuse_locations`; ``weights``, the records
+    each row counts, as there).
     """
     if isinstance(series.dtype, pd.CategoricalDtype):
         categories = series.cat.categories
@@ -1757,7 +1760,7 @@ def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
         observed = np.zeros(len(categories), dtype=bool)
         observed[raw] = True
         levels = categories[observed].tolist()
-        _refuse_locations(series, levels)
+        _refuse_locations(series, levels, weights)
         return levels, (np.cumsum(observed) - 1)[raw]
     unique = series.drop_duplicates().tolist()
     try:
@@ -1765,23 +1768,24 @@ def _levels_and_codes(series: pd.Series) -> tuple[list, np.ndarray]:
         codes = pd.Categorical(series, categories=levels).codes
     except TypeError as err:  # unorderable (1 and "a", complex) or unhashable (lists) values
         if any(isinstance(v, shapely.Geometry) for v in unique):
-            _refuse_locations(series, unique)
+            _refuse_locations(series, unique, weights)
         kinds = sorted({type(v).__name__ for v in unique})
         raise InputError(
             f"attribute {series.name!r} mixes values of types {kinds} that cannot be sorted into "
             "levels (or holds values such as lists, which are no level); make them one type of "
             f"text or number, e.g. gdf[{series.name!r}].astype(str)"
         ) from err
-    _refuse_locations(series, levels)
+    _refuse_locations(series, levels, weights)
     return levels, codes
 
 
-def _refuse_locations(series: pd.Series, levels: list) -> None:
+def _refuse_locations(series: pd.Series, levels: list, weights: np.ndarray | None) -> None:
     """Refuse an attribute whose levels are locations.
 
     Judged on the levels (:func:`levels_hold_locations`: geometries, their encodings, tuples
-    of numbers) and on the rows (:func:`holds_coordinates`: text of numbers, most rows
-    distinct, as one location per record is). Block centroids as ``(x, y)`` tuples or WKT text
+    of numbers) and on the records (:func:`holds_coordinates`: text of numbers, most records
+    distinct, as one location per record is; ``weights`` are the records each row counts, as
+    in a table of counts). Block centroids as ``(x, y)`` tuples or WKT text
     were accepted as levels, and the release then lost the column
     (:func:`geosynth.synth.to_public` drops columns holding locations) while its metadata
     listed it: a modelled attribute gone without a word. With ``allow_identifying``, each
@@ -1795,7 +1799,7 @@ def _refuse_locations(series: pd.Series, levels: list) -> None:
             f"make each level one text or number, e.g. gdf[{name!r}].map('/'.join) for tuples "
             "of text"
         )
-    if located or holds_coordinates(series):
+    if located or holds_coordinates(series, weights):
         raise InputError(
             f"attribute {name!r} holds locations (geometries, their WKT, WKB or GeoJSON text, "
             "or coordinates as tuples or text of numbers); a release publishes attribute "
@@ -2043,7 +2047,7 @@ def counts_from_table(
     levels: dict[str, list] = {}
     codes = np.empty((len(table), len(attrs)), dtype=np.int64)
     for k, name in enumerate(attrs):
-        levels[name], codes[:, k] = _levels_and_codes(table[name])
+        levels[name], codes[:, k] = _levels_and_codes(table[name], weights)
         if len(levels[name]) == 1:
             warnings.warn(
                 f"attribute {name!r} has a single level among the {n_kept} kept records, "

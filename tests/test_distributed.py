@@ -441,6 +441,25 @@ def test_prepare_dask_refuses_mixed_types_the_frame_keeps(client, points, grid):
             assert gd.prepare_dask(ddf, grid, attributes=["m"]).levels == {"m": ["1"]}
 
 
+def test_prepare_dask_judges_coordinates_as_text_by_records_not_groups(client):
+    # 60 records carry their own "x y" (31 addresses, most shared by two), 40 read "unknown":
+    # prepare refused the column; the Dask path judged its table of counts, a row per cell
+    # and level (31 rows of addresses against over 31 of "unknown" on 100 cells), and
+    # accepted it, publishing the addresses as levels.
+    grid = Grid.regular((0, 0, 100, 80), shape=(10, 10), crs=CRS)
+    rng = np.random.default_rng(3)
+    at = rng.uniform(1, 79, (31, 2))
+    shared = np.repeat(at, np.r_[np.full(29, 2), 1, 1], axis=0)
+    where = np.r_[shared, rng.uniform(1, 79, (40, 2))]
+    text = [f"{x:.1f} {y:.1f}" for x, y in shared] + ["unknown"] * 40
+    located = gpd.GeoDataFrame({"loc": np.array(text, dtype=object)},
+                               geometry=gpd.points_from_xy(*where.T), crs=CRS)
+    for prepared in (lambda: prepare(located, grid, attributes=["loc"]),
+                     lambda: gd.prepare_dask(to_dask(located, 1), grid, attributes=["loc"])):
+        with pytest.raises(InputError, match="attribute 'loc' holds locations"):
+            prepared()
+
+
 def test_prepare_dask_checks_the_crs_of_every_partition(client, points, grid):
     """A partition's CRS is not the metadata's: its coordinates were counted as the grid's."""
     import dask
