@@ -1462,14 +1462,12 @@ def _as_declared(values: pd.Series, declared: list) -> np.ndarray:
     that is no declared text level matches the declared number it reads as (``"1"``,
     ``"1.0"``, ``" 1"``) or the declared boolean (``"True"``, ``"false"``).
     """
-    # pandas 2 reads a CSV's text as object; pandas 3 as StringDtype
-    if not (isinstance(values.dtype, pd.StringDtype) or (
-            values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) == "string")):
+    text = _text_values(values)
+    if text is None:
         return values.to_numpy(dtype=object)  # as it is: domain_codes only reads it
     out = values.to_numpy(dtype=object, copy=True)
-    values = values.astype("string")
-    free = values.notna().to_numpy(dtype=bool) & ~values.isin(
-        [v for v in declared if isinstance(v, str)]).to_numpy(dtype=bool)
+    values = values.where(text).astype("string")
+    free = text & ~values.isin([v for v in declared if isinstance(v, str)]).to_numpy(dtype=bool)
     if any(isinstance(v, numbers.Real) and not _is_bool(v) for v in declared):
         read = pd.to_numeric(values.where(free), errors="coerce").to_numpy(dtype=np.float64)
         hit = free & np.isfinite(read)
@@ -1479,6 +1477,27 @@ def _as_declared(values: pd.Series, declared: list) -> np.ndarray:
         for word, flag in (("true", True), ("false", False)):
             out[(lower == word).fillna(False).to_numpy(dtype=bool)] = flag
     return out
+
+
+def _text_values(values: pd.Series) -> np.ndarray | None:
+    """Where ``values`` holds text (a mask), judged value by value; None when nowhere.
+
+    pandas 2 reads a CSV's text as object, pandas 3 as StringDtype. One column judged as a
+    whole let one record decide for all: a single int among "1", "2" texts switched the
+    reading off, and 40 records of the declared levels were dropped (one record changed 40
+    counts).
+    """
+    if isinstance(values.dtype, pd.StringDtype):
+        return values.notna().to_numpy(dtype=bool)
+    if values.dtype != object:
+        return None
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind == "string":
+        return values.notna().to_numpy(dtype=bool)
+    if not kind.startswith("mixed"):
+        return None
+    return np.fromiter((isinstance(v, str) for v in values.to_numpy(dtype=object)), bool,
+                       len(values))
 
 
 def _is_bool(value: Any) -> bool:

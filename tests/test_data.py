@@ -1304,6 +1304,22 @@ def test_a_text_column_matches_the_declared_numbers_and_booleans_it_reads_as(gri
                       {"age": 1, "flag": True, "code": "a"}]
 
 
+@pytest.mark.parametrize("other", [1, 2.0, True])
+def test_one_record_of_another_type_does_not_change_how_the_others_are_read(grid, other):
+    # Text was read as the declared numbers only when the whole column was text: one record
+    # holding the int 1 among "1" and "2" dropped every other record (one record changed five
+    # counts, under DP where it may change one).
+    xy = [(1, 1), (6, 1), (1, 6), (6, 6), (2, 2), (7, 7)]
+    gdf = small_frame(sex=["f"] * 6, age=[1, 2] * 3, xy=xy)
+    gdf["age"] = pd.Series(["1", "2", "1", "2", "1", other], dtype=object)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)  # True: outside the declared levels
+        counts = prepare(gdf, grid, ["age"], levels={"age": [1, 2]})
+        alone = prepare(gdf.iloc[:5], grid, ["age"], levels={"age": [1, 2]})
+    assert counts.record_index.tolist() == list(range(5 if other is True else 6))
+    np.testing.assert_array_equal(counts.record_combo[:5], alone.record_combo)
+
+
 @pytest.mark.parametrize(("domain", "match"), [
     ({"sex": ["f", "m"], "age": ["1", "2", "3"]},
      r"'age' is a numeric column, but levels\['age'\] holds no number \('1', '2', '3'\)"),
