@@ -722,33 +722,54 @@ def _check_partition_crs(part, grid) -> None:
                        "give every partition the same CRS") from None
 
 
-def _check_partition_columns(part, attrs, continuous, categories) -> None:
-    """:func:`check_columns` on one partition, and its categories against the metadata's.
+def _check_partition_columns(part, attrs, continuous, dtypes) -> None:
+    """:func:`check_columns` on one partition, and its attributes' dtypes against the metadata's.
 
     A partition built apart (``dd.from_delayed(..., verify_meta=False)``, a
     ``map_partitions`` with a ``meta=``) can hold dtypes its metadata does not: a bool
-    continuous column was summed as 0 and 1 (``prepare`` refuses it), and a categorical value
-    outside the metadata's categories was counted as another level.
+    continuous column was summed as 0 and 1 (``prepare`` refuses it), a categorical value
+    outside the metadata's categories was counted as another level, and a float level 1.5 of
+    one partition was cast to the metadata's int 1. Text as object or as str (pandas and Dask
+    convert one into the other), and integers of any width, are the same here.
     """
     try:
         check_columns(part, attrs, continuous)
     except InputError as err:
         raise InputError(f"a partition of gdf does not match the frame's metadata: {err}; "
                          "give every partition the metadata's columns and dtypes") from None
-    for a, levels in categories.items():
-        dtype = part[a].dtype
-        if not isinstance(dtype, pd.CategoricalDtype) or dtype.categories.tolist() != levels:
+    for a, want in dtypes.items():
+        have = part[a].dtype
+        if isinstance(want, pd.CategoricalDtype):
+            if not isinstance(have, pd.CategoricalDtype) or (
+                    have.categories.tolist() != want.categories.tolist()):
+                raise InputError(
+                    f"a partition of gdf holds categorical attribute {a!r} as {have}, not with "
+                    f"the categories of the frame's metadata {want.categories.tolist()}; give "
+                    f"every partition the same categories, e.g. "
+                    f"ddf = ddf.categorize(columns=[{a!r}])"
+                )
+        elif not _same_kind_of_level(have, want):
             raise InputError(
-                f"a partition of gdf holds categorical attribute {a!r} as {dtype}, not with the "
-                f"categories of the frame's metadata {levels}; give every partition the same "
-                f"categories, e.g. ddf = ddf.categorize(columns=[{a!r}])"
+                f"a partition of gdf holds attribute {a!r} as {have}, the frame's metadata as "
+                f"{want}: its values would be cast to the metadata's type (a float 1.5 counted "
+                f"as the int 1); give every partition one dtype, e.g. "
+                f"ddf[{a!r}] = ddf[{a!r}].astype({str(want)!r})"
             )
 
 
-def _partition_table(part, grid, attrs, continuous, categories) -> pd.DataFrame:
+def _same_kind_of_level(have: Any, want: Any) -> bool:
+    """Whether levels of dtype ``have`` keep their values as ``want``'s (see the caller)."""
+    def text(dtype: Any) -> bool:
+        return pd.api.types.is_object_dtype(dtype) or isinstance(dtype, pd.StringDtype)
+
+    return bool(have == want or (text(have) and text(want)) or (
+        pd.api.types.is_integer_dtype(have) and pd.api.types.is_integer_dtype(want)))
+
+
+def _partition_table(part, grid, attrs, continuous, dtypes) -> pd.DataFrame:
     """Map step: validate one partition's rows and count its points per (cell, attributes)."""
     _check_partition_crs(part, grid)
-    _check_partition_columns(part, attrs, continuous, categories)
+    _check_partition_columns(part, attrs, continuous, dtypes)
     table = count_table(locate_records(part, grid, attrs, continuous, check_bounds=False), attrs)
     for a in attrs:  # the groups' keys of an object column of booleans came out as bool, which
         # the concatenation with another partition's integers turned into 1 and 0 unseen
@@ -951,10 +972,9 @@ def prepare_dask(
     _check_known_categories(ddf, attrs)
 
     _check_covariates_of_all_partitions(ddf, covariate_names(continuous))
-    categories = {a: meta[a].cat.categories.tolist() for a in attrs
-                  if isinstance(meta[a].dtype, pd.CategoricalDtype)}
-    table_meta = _partition_table(meta, grid, attrs, continuous, categories)
-    mapped = ddf.map_partitions(_partition_table, grid, attrs, continuous, categories,
+    dtypes = {a: meta[a].dtype for a in attrs}
+    table_meta = _partition_table(meta, grid, attrs, continuous, dtypes)
+    mapped = ddf.map_partitions(_partition_table, grid, attrs, continuous, dtypes,
                                 meta=table_meta)
     tables, extremes = _compute_with_extremes(mapped, ddf, grid)
     table = count_table(tables, attrs)

@@ -460,6 +460,29 @@ def test_prepare_dask_judges_coordinates_as_text_by_records_not_groups(client):
             prepared()
 
 
+def test_prepare_dask_refuses_an_attribute_of_another_dtype_in_a_partition(client, points, grid):
+    # A partition of floats under int metadata was cast to it: level 1.5 was counted as 1,
+    # without a word (prepare of the same records keeps 1.0, 1.5 and 2.0 apart).
+    from dask import delayed
+
+    ints, floats = points.iloc[:300], points.iloc[300:]
+    floats = floats.assign(a=floats["a"] + 0.5 * (np.arange(300) % 2))
+    for other in (floats, floats.assign(a=floats["a"].astype(str))):
+        ddf = dask.dataframe.from_delayed([delayed(ints), delayed(other)], meta=ints.iloc[:0],
+                                          verify_meta=False)
+        with pytest.raises(InputError, match=r"a partition of gdf holds attribute 'a' as "
+                           r"(float64|str|object), the frame's metadata as int64: .*"
+                           r"ddf\['a'\] = ddf\['a'\]\.astype\('int64'\)"):
+            gd.prepare_dask(ddf, grid, attributes=["a"])
+    # integers of another width keep their values, and text as object or str is text
+    same = dask.dataframe.from_delayed(
+        [delayed(ints), delayed(points.iloc[300:].assign(a=points["a"].iloc[300:]
+                                                           .astype("int32")))],
+        meta=ints.iloc[:0], verify_meta=False)
+    assert_counts_equal(gd.prepare_dask(same, grid, attributes=["a"]),
+                        prepare(points, grid, attributes=["a"]))
+
+
 def test_prepare_dask_checks_the_crs_of_every_partition(client, points, grid):
     """A partition's CRS is not the metadata's: its coordinates were counted as the grid's."""
     import dask
