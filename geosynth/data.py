@@ -994,7 +994,9 @@ def _check_numeric(series: pd.Series) -> None:
         )
 
 
-def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
+def continuous_values(
+    gdf: gpd.GeoDataFrame, column: str, *, check_row_numbers: bool = True
+) -> np.ndarray:
     """Return the float64 values of a continuous column, refusing values :func:`prepare` cannot use.
 
     Parameters
@@ -1003,6 +1005,9 @@ def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
         The confidential points.
     column : str
         A continuous column of ``gdf`` whose dtype :func:`check_columns` accepted.
+    check_row_numbers : bool, default True
+        Refuse record numbers (:func:`check_not_row_numbers`); a judgement on all the
+        records, which a partition alone cannot make.
 
     Returns
     -------
@@ -1022,7 +1027,8 @@ def continuous_values(gdf: gpd.GeoDataFrame, column: str) -> np.ndarray:
             f"continuous column {column!r} has {int(bad.sum())} infinite values "
             f"({_rows(gdf.index, bad)}); drop or replace them"
         )
-    check_not_row_numbers(values, column)
+    if check_row_numbers:
+        check_not_row_numbers(values, column)
     huge = np.abs(values) > MAX_CONTINUOUS
     if huge.any():  # squares of such values overflow the cell means' SD (to inf)
         raise InputError(
@@ -1854,8 +1860,10 @@ def locate_records(
         The continuous column(s) (checked).
     check_bounds : bool, default True
         Warn when bounds given as public equal the records' extremes
-        (:func:`warn_if_bounds_touch_records`); a partition sees only its own extremes, so a
-        partitioned count checks once over all of them instead.
+        (:func:`warn_if_bounds_touch_records`), and refuse record numbers in ``continuous``
+        (:func:`check_not_row_numbers`). A partition sees only its own records (a run of
+        record numbers sorted into it, its own extremes), so a partitioned count checks both
+        once over all of them instead.
 
     Returns
     -------
@@ -1879,7 +1887,8 @@ def locate_records(
         _check_finite_levels(gdf, a)
         _check_not_bool_and_number(gdf[a])
     covariates = covariate_names(continuous)
-    z = [continuous_values(gdf, name) for name in covariates] or [np.zeros(len(gdf))]
+    z = [continuous_values(gdf, name, check_row_numbers=check_bounds)
+         for name in covariates] or [np.zeros(len(gdf))]
     cell = np.asarray(grid.locate(xy), dtype=np.int64).reshape(-1)
     if cell.shape != (len(gdf),):
         raise InputError(

@@ -310,6 +310,17 @@ def test_prepare_dask_refuses_record_numbers_split_among_partitions(client, poin
         gd.prepare_dask(to_dask(numbered, npartitions), grid, attributes="a", continuous="score")
 
 
+def test_prepare_dask_judges_record_numbers_on_the_whole_column_only(client, points, grid):
+    # A partition holding a run 0..149 (the data sorted by the column) was refused on its own,
+    # though the whole column, with a repeated value, is no record numbers: prepare accepts it.
+    rng = np.random.default_rng(2)
+    score = np.r_[np.arange(150.0), rng.integers(10**6, 10**9, 449).astype(float), 7.0]
+    scored = points.assign(score=score)
+    want = prepare(scored, grid, attributes="a", continuous="score")
+    assert_counts_equal(gd.prepare_dask(to_dask(scored, 4), grid, attributes="a",
+                                        continuous="score"), want)
+
+
 def test_prepare_dask_gathers_no_measurement_to_the_client(client, points, grid, monkeypatch):
     # Measured values are distinct: the record-number check gathered every value of the column
     # to the client, the data this path is for being too large for it.
