@@ -922,8 +922,10 @@ def prepare_dask(
     Dask turns object columns into strings when it builds a frame from pandas (its
     ``dataframe.convert-string`` option, on by default), so an object attribute that mixes
     ``1`` and ``"1"`` reaches this function as the one level ``"1"``, where :func:`geosynth.prepare`
-    refuses the column. Build the frame under ``dask.config.set({"dataframe.convert-string":
-    False})`` to have it refused here too, or give the column one type first.
+    refuses the column; one of ``2`` and ``2.0`` as the two levels ``"2"`` and ``"2.0"`` (one
+    level for :func:`geosynth.prepare`), and one of booleans as ``"False"`` and ``"True"``,
+    sorted as text. Build the frame under ``dask.config.set({"dataframe.convert-string":
+    False})`` to keep the values as they are, or give the column one type first.
 
     Parameters
     ----------
