@@ -634,25 +634,33 @@ def _refuse_original_locations(releases: list[gpd.GeoDataFrame], original: Any) 
     exact equality. A release is refused when one of its points is at a record's exact location
     (a continuous placement never lands there) or when more of its points lie within
     :data:`_NEAR_M` of a record than chance placement explains (:func:`_near_copies`).
-    Without ``original``, a release that carries neither the record of the synthesizer that
-    drew it (which :func:`geosynth.to_public` keeps) nor the mark of
-    :func:`geosynth.io.read_release` is warned about: ``to_public(original)`` is marked public
-    like any release, and its map published every record without a word. With ``original``,
-    a float column holding records' coordinates is refused too (:func:`_coordinate_columns`).
+    A release that carries neither the record of the synthesizer that drew it (which
+    :func:`geosynth.to_public` keeps) nor the mark of :func:`geosynth.io.read_release` is
+    warned about, with ``original`` or without: ``to_public(original)`` is marked public like
+    any release, and its map published every record without a word; a copy of the records
+    moved by 5 m, or rounded to 10 m, passes the checks against ``original`` (and it went
+    unwarned when ``original`` was given). With ``original``, a float column holding records'
+    coordinates is refused too (:func:`_coordinate_columns`).
     """
-    if original is None:
-        for number, release in enumerate(releases):
-            if release_info(release) is None and not is_published(release):
-                warnings.warn(
-                    f"releases[{number}] carries no record of the geosynth synthesizer that drew "
-                    "it (geosynth.to_public keeps it) and was not read from a release file "
-                    "(read_release): it may be the confidential points themselves, "
-                    "to_public(original) included; pass original= to have its points checked "
-                    "against the records",
-                    PrivacyLeakWarning,
-                    stacklevel=3,
-                )
-        return
+    if original is not None:
+        _refuse_records_in(releases, original)
+    check = ("pass original= to have its points checked against the records" if original is None
+             else "its points are not near the records', but a copy moved or rounded by more "
+             f"than {_NEAR_M:g} m would not be either")
+    for number, release in enumerate(releases):
+        if release_info(release) is None and not is_published(release):
+            warnings.warn(
+                f"releases[{number}] carries no record of the geosynth synthesizer that drew "
+                "it (geosynth.to_public keeps it) and was not read from a release file "
+                "(read_release): it may be the confidential points themselves, "
+                f"to_public(original) or a masked copy included; {check}",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+
+
+def _refuse_records_in(releases: list[gpd.GeoDataFrame], original: gpd.GeoDataFrame) -> None:
+    """Refuse releases holding records' coordinates (columns, exact or near points)."""
     locations = point_coordinates(original, "original")
     for number, release in enumerate(releases):
         columns = _coordinate_columns(release, locations)

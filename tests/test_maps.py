@@ -374,6 +374,24 @@ def test_public_map_refuses_the_original_points_as_a_release(data):
     review_map(original, [original], public=False)  # an internal map may show them
 
 
+@pytest.mark.parametrize("mask", ["moved", "rounded"])
+def test_public_map_warns_of_a_masked_copy_of_the_records_with_original_given(data, mask):
+    # A copy of the records moved by 5 m or rounded to 10 m passes the checks against
+    # original; without original= it was warned about, and with it, the careful call, drawn
+    # with every record's attributes and z without a word.
+    original, releases, _, _ = data
+    copy = original.copy()
+    copy.geometry = (copy.geometry.translate(5.0, -5.0) if mask == "moved"
+                     else copy.geometry.set_precision(10.0))
+    for given in (None, original):
+        with pytest.warns(PrivacyLeakWarning, match=r"releases\[0\] carries no record of the "
+                          r"geosynth synthesizer.*a masked copy included"):
+            review_map(given, [copy], public=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        review_map(original, releases, public=True)  # synthesized releases carry their record
+
+
 def test_public_map_refuses_records_coordinates_as_columns(data):
     # The records' eastings and northings added to a synthetic release passed the checks of
     # its points (the ones at no record's location) into the public page.
