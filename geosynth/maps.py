@@ -86,7 +86,7 @@ from geosynth._atomic import (
 from geosynth._points import at_locations, point_coordinates
 from geosynth._validation import check_bool, check_int, check_unique_columns, describe_value
 from geosynth._vendor import RawText
-from geosynth.data import warn_if_bounds_touch_records
+from geosynth.data import CellCounts, CountTable, warn_if_bounds_touch_records
 from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.synth.release import (
     INTERNAL_PREFIX,
@@ -369,7 +369,7 @@ def review_map(
     m.default_js = [(name, url) for name, url in m.default_js if name in USED_DEFAULT_ASSETS]
     m.default_css = [(name, url) for name, url in m.default_css if name in USED_DEFAULT_ASSETS]
     if lam is not None:
-        _add_intensity(m, grid, lam, label, None if public else fit.counts.counts[:, combination])
+        _add_intensity(m, grid, lam, label, None if public else fit.counts, combination)
     elif grid is not None:
         cells = grid.cells[["cell_id", "geometry"]]
         _Layer(_geojson(cells), GRID_LAYER, {"color": "#555555", "weight": 1, "fill": False},
@@ -921,13 +921,19 @@ def _colours(colormap: Any, values: np.ndarray) -> np.ndarray:
 
 
 def _add_intensity(m: folium.Map, grid: Grid, lam: np.ndarray, label: str,
-                   records: np.ndarray | None) -> None:
+                   counts: CountTable | None, combination: int) -> None:
+    """Draw the posterior mean λ of each cell; on an internal map, with the counts fitted.
+
+    The counts of a DP fit are noisy (negative ones too): the tooltip read "records
+    (original)" over them, and a reviewer took "-3" or "8" for the confidential truth.
+    """
     cells = grid.cells[["cell_id", "geometry"]].copy()
     cells["lambda"] = lam
     aliases = ["cell", "posterior mean λ"]
-    if records is not None:
-        cells["records"] = np.asarray(records, dtype=np.int64)
-        aliases.append("records (original)")
+    if counts is not None:
+        cells["records"] = np.asarray(counts.counts[:, combination], dtype=np.int64)
+        aliases.append("records (original)" if isinstance(counts, CellCounts)
+                       else "noisy count (DP, not the records)")
     colormap = _linear_colormap("YlOrRd_09", lam, "Posterior mean λ per cell")
     _Layer(_geojson(cells), intensity_layer_name(label),
            {"color": "#666666", "weight": 0.5, "fillOpacity": 0.6},

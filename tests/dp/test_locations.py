@@ -732,3 +732,16 @@ def test_the_nearly_exact_warning_comes_before_the_spend(scenario_counts):
         with pytest.raises(PrivacyLeakWarning, match="publishes them exactly in all but name"):
             dp_counts(counts, 1e300, accountant, levels=LEVELS)
     assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
+
+
+def test_an_internal_map_of_a_dp_fit_labels_its_counts_noisy(scenario_counts,
+                                                            low_epsilon_release):
+    # The tooltip read "records (original)" over the noisy counts (negative ones too): a
+    # reviewer took noise for the confidential truth.
+    from geosynth.maps import review_map
+
+    scenario, counts = scenario_counts
+    fit = low_epsilon_release.fit
+    assert (fit.counts.counts != counts.counts).any()  # noise
+    page = review_map(scenario.data, low_epsilon_release.releases, fit=fit).get_root().render()
+    assert "noisy count (DP, not the records)" in page and "records (original)" not in page
