@@ -409,6 +409,8 @@ def raster_window(
         gives a raster with no geotransform (one not georeferenced, or georeferenced only by
         GCPs or RPCs): its pixels were taken as 1-unit squares from ``(0, 0)`` with rows
         running *north*, so an image's top rows weighted the south of a grid near the origin.
+        A pixel size so small that the grid spans more pixels than a float counts (1e-320:
+        OverflowError).
     """
     terms = (transform.a, transform.e, transform.c, transform.f)
     if not (all(math.isfinite(v) for v in terms) and transform.a != 0 and transform.e != 0):
@@ -427,6 +429,12 @@ def raster_window(
     xmin, ymin, xmax, ymax = bounds
     cols = [(x - transform.c) / transform.a for x in (xmin, xmax)]
     rows = [(y - transform.f) / transform.e for y in (ymin, ymax)]
+    if not all(math.isfinite(v) for v in cols + rows):  # a subnormal pixel size overflowed
+        raise InputError(
+            f"{name} has pixels of {transform.a!r} x {transform.e!r}, so small that the grid's "
+            "extent spans more pixels than a float counts; check its geotransform (the pixel "
+            "size is in the units of its CRS)"
+        )
     col0 = max(0, math.floor(min(cols)))
     row0 = max(0, math.floor(min(rows)))
     col1 = min(width, math.ceil(max(cols)))

@@ -672,6 +672,17 @@ def test_degenerate_geotransforms_are_refused(tmp_path, transform):
         place_weighted(grid, [0], raster=path)
 
 
+def test_a_subnormal_pixel_size_is_refused_with_its_geotransform(tmp_path):
+    # 1e-320 passed the checks of a finite, non-zero pixel size, then overflowed: a bare
+    # "OverflowError: cannot convert float infinity to integer".
+    path = write_raster(tmp_path / "w.tif", np.ones((4, 4)), Affine(1e-320, 0, 0, 0, -1, 100),
+                        crs=None)
+    grid = quiet_grid((0, 0, 100, 100), shape=(1, 1))
+    with pytest.raises(InputError, match=r"weights raster has pixels of 1e-320 x -1.0, so small "
+                                         r"that the grid's extent spans more pixels"):
+        place_weighted(grid, [0], raster=path)
+
+
 def test_no_overlap_message_does_not_quote_bounds_derived_from_the_points(tmp_path):
     points = gpd.GeoSeries(gpd.points_from_xy([303.25, 396.5], [507.5, 591.75]), crs=CRS)
     grid = Grid.from_points(points, shape=(2, 2))
