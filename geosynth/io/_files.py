@@ -15,7 +15,7 @@ import numpy as np
 
 from geosynth._messages import CONTROL_CHARACTERS
 from geosynth._validation import check_no_nul, describe_value
-from geosynth.errors import InputError, InputTypeError, PrivacyLeakWarning
+from geosynth.errors import DataWarning, InputError, InputTypeError, PrivacyLeakWarning
 
 __all__ = [
     "read_bounded",
@@ -31,6 +31,7 @@ __all__ = [
     "geopackage_problem",
     "not_a_geopackage",
     "warn_exact_intensity",
+    "warn_without_crs",
     "file_sha256",
 ]
 
@@ -383,6 +384,22 @@ def warn_exact_intensity(fit: Any, lam: np.ndarray, what: str, stacklevel: int,
         PrivacyLeakWarning,
         stacklevel=stacklevel + 1,
     )
+
+
+def warn_without_crs(crs: Any, what: str, stacklevel: int) -> None:
+    """DataWarning for a published file without a CRS, which GIS software cannot place.
+
+    The library accepts points and a grid without one (the command line asks for a
+    projected CRS); their GeoTIFF and release file were written without a word, and a GIS
+    then put them at its own origin or refused them.
+    """
+    if crs is None:
+        warnings.warn(
+            f"{what} has no CRS, so GIS software cannot place it; give the points and the grid "
+            "their CRS (gdf.set_crs(...), Grid.regular(..., crs=...)) before preparing the "
+            "counts",
+            DataWarning, stacklevel=stacklevel + 1,
+        )
 
 
 def file_sha256(path: str | os.PathLike) -> str:

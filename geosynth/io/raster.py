@@ -18,7 +18,7 @@ from geosynth._atomic import (
 )
 from geosynth._validation import check_no_nul
 from geosynth.errors import InputError
-from geosynth.io._files import check_target, printable, warn_exact_intensity
+from geosynth.io._files import check_target, printable, warn_exact_intensity, warn_without_crs
 from geosynth.lattice import Grid
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ def write_intensity_geotiff(
     target = Path(path)
     check_target(target, replace)
     warn_exact_intensity(fit, lam, printable(target.name), stacklevel=2)
+    warn_without_crs(grid.crs, printable(target.name), stacklevel=2)
     labels = fit.counts.combination_labels()
     nrows, ncols = grid.shape
     bands = np.full((lam.shape[1], nrows, ncols), np.nan, dtype=np.float32)

@@ -84,6 +84,7 @@ from geosynth.io._files import (
     printable,
     read_bounded,
     warn_exact_intensity,
+    warn_without_crs,
 )
 from geosynth.io._gpkg_checks import (
     EDITED,
@@ -474,6 +475,7 @@ def write_release(
     if include_intensity:
         warn_exact_intensity(fit, fit.posterior_mean_lambda(),
                              f"the grid layer of {printable(target.name)}", stacklevel=2)
+    warn_without_crs(crs, printable(target.name), stacklevel=2)
 
     transaction = AtomicOutputs(overwrite=replace) if outputs is None else outputs
     staged: list[Path] = []

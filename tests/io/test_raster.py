@@ -288,3 +288,24 @@ def test_a_folder_given_as_the_path_names_a_geotiff_too(tmp_path, fitted):
     with pytest.raises(InputError, match=r"is a directory; pass a file name in it \(e.g. "
                                          r"release.gpkg, intensity.tif\)"):
         write_intensity_geotiff(fit, tmp_path)
+
+
+def test_files_without_a_crs_are_pointed_out(tmp_path, confidential):
+    # Points and a grid without a CRS gave a GeoTIFF and a release file without one, without
+    # a word: GIS software put them at its own origin or refused them.
+    from geosynth import synthesize, to_public
+    from geosynth.io import write_release
+
+    data = confidential.set_crs(None, allow_override=True)
+    grid = Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(4, 4))
+    counts = prepare(data, grid, attributes=["y"])
+    fit = PaivaModel().fit(counts, n_iter=40, burn_in=20, chains=1, seed=1, progress=False)
+    public = [to_public(r, seed=2) for r in synthesize(fit, data, m=1, seed=3)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write_intensity_geotiff(fit, tmp_path / "no_crs.tif")
+        write_release(tmp_path / "no_crs.gpkg", public, fit=fit)
+    said = [(str(w.message), w.filename) for w in caught if w.category is DataWarning]
+    assert [text.split(" has no CRS")[0] for text, _ in said] == ["no_crs.tif", "no_crs.gpkg"]
+    assert all("GIS software cannot place it" in text and where == __file__
+               for text, where in said)
