@@ -106,7 +106,7 @@ from geosynth._validation import (
     is_integer,
 )
 from geosynth.errors import InputError, PrivacyLeakWarning
-from geosynth.model.stopping import DEFAULT_MAX_RHAT
+from geosynth.model.stopping import DEFAULT_MAX_RHAT, DEFAULT_TARGET_ESS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -210,7 +210,8 @@ MEASURES: dict[str, Measure] = {
     "min_ess": Measure("diagnostic", "better", "smallest bulk effective sample size of the fit, "
                        "over the same parameters as max_r_hat"),
     "seconds": Measure("diagnostic", "worse", "wall-clock seconds of the candidate's fit, "
-                       "releases and measures"),
+                       "releases and measures (with the wait for a core beside the other "
+                       "candidates)"),
 }
 
 #: The columns of :attr:`Tuning.errors`: the measures of the releases, which change with the
@@ -710,10 +711,7 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
     if ties:
         reason += (f"; tied with {ties} on {utility}, it is the less risky, coarser or first "
                    "by label")
-    r_hat = float(table.at[best, "max_r_hat"]) if "max_r_hat" in table else math.nan
-    if r_hat > DEFAULT_MAX_RHAT:  # recommended without a word before, at R-hat 1.052
-        reason += (f"; its fit has not converged (largest R-hat {r_hat:.3f} > "
-                   f"{DEFAULT_MAX_RHAT}): fit it longer before trusting its measures")
+    reason += _convergence_note(table, best)
     if r_measure.count and "n_records" in table:
         described = table.loc[qualified, "n_records"]
         if described.nunique() > 1:  # outside="drop": each lattice keeps its own records
@@ -724,6 +722,26 @@ def recommend(table: pd.DataFrame, risk_limit: float | None = None, risk: str = 
         reason += _monte_carlo_note(table, _error_table(errors, table), best, qualified, u,
                                     utility, risk, limit_value if risk_limit is not None else None)
     return Recommendation(best, None, reason + left_out)
+
+
+def _convergence_note(table: pd.DataFrame, best: Any) -> str:
+    """Say when the pick's fit has not converged, or when nothing tells (the rule of ``fit``).
+
+    Recommended without a word before: a fit at R-hat 1.052, one whose R-hat is unknown (one
+    chain) and one of 5 effective draws, which ``n_iter="auto"`` would have run on.
+    """
+    r_hat = float(table.at[best, "max_r_hat"]) if "max_r_hat" in table else math.nan
+    ess = float(table.at[best, "min_ess"]) if "min_ess" in table else math.nan
+    if r_hat > DEFAULT_MAX_RHAT:
+        return (f"; its fit has not converged (largest R-hat {r_hat:.3f} > {DEFAULT_MAX_RHAT}): "
+                "fit it longer before trusting its measures")
+    if ess < DEFAULT_TARGET_ESS:
+        return (f"; its fit has {ess:.0f} effective draws of its worst parameter (n_iter='auto' "
+                f"runs to {DEFAULT_TARGET_ESS:g}): fit it longer before trusting its measures")
+    if "max_r_hat" in table and math.isnan(r_hat):
+        return ("; its fit's convergence is unknown (no R-hat: one chain, or too few draws): "
+                "fit it with 2 or more chains before trusting its measures")
+    return ""
 
 
 def _error_table(errors: Any, table: pd.DataFrame) -> pd.DataFrame:
@@ -910,8 +928,13 @@ def tune(
         So the same seed gives the same table whatever the executor or the order, and a
         candidate's row does not depend on the other candidates, except its two intensity
         columns: they are measured on the lattice of the finest candidate of the call, which
-        a finer candidate added changes. ε candidates draw their noise from fresh OS entropy
-        (never from a seed), so their rows change between runs.
+        a finer candidate added changes; its ``seconds``, which count the wait for a core
+        beside the other candidates (and numba's compilation on a fresh install, for the
+        first fits); and every measure of a fit stopped by ``max_seconds`` (of the default
+        ``fit_options``) before converging: its sweeps depend on the machine's speed and
+        load (its R-hat or ESS then falls short, and :meth:`Tuning.recommend` says so). ε
+        candidates draw their noise from fresh OS entropy (never from a seed), so their rows
+        change between runs.
     outcome : str, optional
         Binary attribute (one of ``attributes``: the releases carry those columns only) of the
         coverage measure; default the first attribute when it holds only 0 and 1 (or
@@ -948,8 +971,9 @@ def tune(
         mapping, has keys the fit does not take or run settings it refuses (e.g. ``burn_in``
         beyond ``n_iter``), two candidates with the same settings, a ``risk_limit`` below 0 or
         above 1, a candidate whose lattice cannot be built (e.g. too many cells), a bad
-        ``outside``, ``region`` or ``exclude``; an ε candidate without ``region`` or with
-        ``continuous``; a ``beta_prior`` without ``continuous``; ``previous`` made from other
+        ``outside``, ``region`` or ``exclude``; an ε candidate without ``region`` or with a
+        ``beta_prior`` (``continuous`` is for candidates with one; the others, ε or not, do not
+        read it); a ``beta_prior`` without ``continuous``; ``previous`` made from other
         data, settings or seed; and what :func:`geosynth.prepare`, the fit, the releases and
         the evaluation raise (with a note naming the candidate).
 

@@ -581,6 +581,15 @@ def test_the_reason_writes_the_limit_exactly_and_names_an_unconverged_choice():
     assert "its fit has not converged (largest R-hat 1.052 > 1.01)" in reason
     table["max_r_hat"] = [1.001, 1.004]
     assert "converged" not in recommend(table, 0.05).reason
+    # Nor did one of 5 effective draws, or one whose R-hat is unknown (one chain).
+    table["min_ess"] = [900.0, 4.67]
+    assert ("its fit has 5 effective draws of its worst parameter (n_iter='auto' runs to 400)"
+            in recommend(table, 0.05).reason)
+    table["max_r_hat"], table["min_ess"] = [1.001, np.nan], [900.0, 450.0]
+    assert "its fit's convergence is unknown (no R-hat: one chain, or too few draws)" in \
+        recommend(table, 0.05).reason
+    table["max_r_hat"] = [1.001, 1.009]
+    assert "fit it" not in recommend(table, 0.05).reason
 
 
 def test_regions_given_as_lists_are_told_apart_by_their_area(scenario, region, monkeypatch):
