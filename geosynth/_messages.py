@@ -9,7 +9,12 @@ if TYPE_CHECKING:  # not at run time: the command line imports this module befor
     import numpy as np
     import pandas as pd
 
-__all__ = ["describe_rows", "CONTROL_CHARACTERS", "exact_number", "format_bytes"]
+__all__ = ["describe_rows", "CONTROL_CHARACTERS", "exact_number", "format_bytes", "NOISY_COUNTS"]
+
+#: What maps and figures call the counts of a differentially private fit: its noise (negative
+#: counts too) was labelled "records (original)", "Records per cell" and "observed counts", and
+#: read as the confidential truth.
+NOISY_COUNTS = "noisy counts (DP, not the records)"
 
 SHOW_ROWS = 5
 SHOW_LABEL_CHARS = 60  # longest row label shown

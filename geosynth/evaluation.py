@@ -227,6 +227,9 @@ class Evaluation:
         for ax in list(axes.flat)[len(groups):]:
             ax.set_axis_off()
         axes.flat[0].legend(fontsize=7)
+        # Beside release 1's points (public), the black dots are placed on a map: say so.
+        fig.suptitle("Original records (black): confidential, internal review only",
+                     fontsize=9)
         fig.tight_layout()
         return fig
 

@@ -83,6 +83,7 @@ from geosynth._atomic import (
     stage_output,
     transaction_overwrite,
 )
+from geosynth._messages import NOISY_COUNTS
 from geosynth._points import at_locations, point_coordinates
 from geosynth._validation import check_bool, check_int, check_unique_columns, describe_value
 from geosynth._vendor import RawText
@@ -933,7 +934,7 @@ def _add_intensity(m: folium.Map, grid: Grid, lam: np.ndarray, label: str,
     if counts is not None:
         cells["records"] = np.asarray(counts.counts[:, combination], dtype=np.int64)
         aliases.append("records (original)" if isinstance(counts, CellCounts)
-                       else "noisy count (DP, not the records)")
+                       else NOISY_COUNTS)
     colormap = _linear_colormap("YlOrRd_09", lam, "Posterior mean λ per cell")
     _Layer(_geojson(cells), intensity_layer_name(label),
            {"color": "#666666", "weight": 0.5, "fillOpacity": 0.6},

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from geosynth._messages import NOISY_COUNTS
 from geosynth._validation import MAX_CONTINUOUS, check_real, check_ru_table
 from geosynth.errors import InputError
 
@@ -223,9 +224,9 @@ def counts_figure(cell_counts: CellCounts) -> Figure:
                          f"combination_panels(cell_counts.grid, cell_counts.counts[:, columns], "
                          f"titles)")
     titles = cell_counts.combination_labels(sep=", ")
-    suptitle = "Records per cell and combination"
-    if isinstance(cell_counts, CellCounts):
-        suptitle += f" ({CONFIDENTIAL_NOTE})"
+    suptitle = (f"Records per cell and combination ({CONFIDENTIAL_NOTE})"
+                if isinstance(cell_counts, CellCounts)
+                else f"{NOISY_COUNTS[0].upper()}{NOISY_COUNTS[1:]} per cell and combination")
     return combination_panels(cell_counts.grid, cell_counts.counts, titles, suptitle=suptitle)
 
 
@@ -261,9 +262,11 @@ def intensity_figure(fit: PaivaFit, combination: int) -> Figure:
     values = np.column_stack([fit.counts.counts[:, combination],
                               fit.posterior_mean_lambda()[:, combination]])
     label = fit.counts.combination_labels(sep=", ")[combination]
-    if isinstance(fit.counts, CellCounts):
+    exact = isinstance(fit.counts, CellCounts)
+    if exact:
         label += f"\n(observed counts are {CONFIDENTIAL_NOTE})"
-    return combination_panels(fit.grid, values, ["observed counts", "posterior mean λ"],
+    return combination_panels(fit.grid, values,
+                              ["observed counts" if exact else NOISY_COUNTS, "posterior mean λ"],
                               suptitle=label)
 
 

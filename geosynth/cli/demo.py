@@ -260,6 +260,8 @@ def side_by_side(tables: dict[str, object]) -> object:
 
 
 def _report(result: dict, figures: dict[str, Path], base: Path) -> str:
+    from geosynth.evaluation import suppression_note
+
     counts, grid, fit, run = result["counts"], result["grid"], result["fit"], result["run"]
 
     def image(name: str, caption: str) -> str:
@@ -268,6 +270,9 @@ def _report(result: dict, figures: dict[str, Path], base: Path) -> str:
     r_hat = result["r_hat"]
     lines = [
         "# geosynth demo: the Nunes (2018) scenario",
+        "",
+        "Internal document: it describes the confidential data (here simulated); do not "
+        "publish it.",
         "",
         f"Simulated confidential data (Nunes 2018, §3.1), seed {result['seed']}: run "
         f"`{_command(result)}` again for the same releases, tables and figures. The seeds "
@@ -298,17 +303,33 @@ def _report(result: dict, figures: dict[str, Path], base: Path) -> str:
         "coverage is the mean overlap of the outcome's intervals over random rectangles.",
         "",
     ]
-    evaluations = result["evaluations"]
-    names = [n for n in evaluations["paiva"].tables if n in evaluations["naive"].tables]
-    for name in names:
-        table = side_by_side({METHODS[m]: evaluations[m].tables[name] for m in METHODS})
+    shown = _shown(result["evaluations"])
+    for name in shown["paiva"]:
+        table = side_by_side({METHODS[m]: shown[m][name] for m in METHODS})
         lines += [f"### {name.replace('_', ' ')}", "", text_block(table)]
+        notes = {suppression_note(name, result["evaluations"][m].tables[name]) for m in METHODS}
+        lines += [f"{note}\n" for note in sorted(notes) if note]
     lines += ["## Figures", ""]
     for method, label in METHODS.items():
         lines += [f"### {label}", "",
                   image(f"{method}_points", f"{label}: original and release 1 points"), "",
                   image(f"{method}_intervals", f"{label}: intervals"), ""]
     return "\n".join(lines)
+
+
+def _shown(evaluations: dict) -> dict[str, dict]:
+    """Each method's tables as text outputs show them, those both methods have.
+
+    Through :func:`geosynth.evaluation.shown_tables`, as ``geosynth evaluate`` and the release
+    report show them: the demo's report and summary printed the distances of combinations of
+    one record (one person's distance to the public synthetic points), and a mean row that
+    averaged them in.
+    """
+    from geosynth.evaluation import shown_tables
+
+    names = [n for n in evaluations["paiva"].tables if n in evaluations["naive"].tables]
+    return {method: {name: table for name, table in shown_tables(evaluations[method].tables)
+                     .items() if name in names} for method in METHODS}
 
 
 def _command(result: dict) -> str:
@@ -334,9 +355,9 @@ def _echo_summary(result: dict, release_path: Path, report: Path, maps_path: Pat
     if result["r_hat"] > DEFAULT_MAX_RHAT:
         click.echo(f"Warning: R-hat above {DEFAULT_MAX_RHAT}: the chains have not converged",
                    err=True)
+    shown = _shown(result["evaluations"])
     mean_rows = pd.DataFrame({
-        label: _mean_row(result["evaluations"][method].tables["distance_risk"])
-        for method, label in METHODS.items()
+        label: _mean_row(shown[method]["distance_risk"]) for method, label in METHODS.items()
     }).T
     click.echo("Distance risk, mean over combinations (metres):")
     click.echo(mean_rows.to_string(float_format="{:,.1f}".format))

@@ -56,6 +56,23 @@ def test_demo_writes_release_report_figures_and_map(tmp_path):
         pd.testing.assert_frame_equal(pd.DataFrame(a), pd.DataFrame(b))
 
 
+def test_demo_report_shows_no_distance_of_one_record_and_says_it_is_internal(tmp_path):
+    # The report and the summary printed the distances of combinations of one record (one
+    # person's distance to the public synthetic points), as geosynth evaluate does not, and
+    # the report did not say it was internal.
+    result = run("demo", "--out", tmp_path, "--n", 100, "--grid", "4x4", "--iterations", 40)
+    assert result.exit_code == 0, result.output
+    report = (tmp_path / "report.md").read_text()
+    assert "Internal document: it describes the confidential data" in report
+    distance = report.split("### distance risk")[1].split("###")[0]
+    assert "Not shown (NaN): min_distance and mean_distance of" in distance
+    # n_original, n_synthetic and the two distances of each method end every row
+    rows = [line.split() for line in distance.splitlines() if line.strip()[:1].isdigit()]
+    lone = [row for row in rows if float(row[-6].replace(",", "")) < 3]
+    assert lone and all(row[-4:] == ["NaN"] * 4 for row in lone)
+    assert all("NaN" not in row for row in rows if row not in lone)
+
+
 def test_demo_map_defaults_to_out_maps(tmp_path):
     result = run("demo", "--out", tmp_path, "--seed", 3, *TINY)
     assert result.exit_code == 0, result.output

@@ -744,4 +744,11 @@ def test_an_internal_map_of_a_dp_fit_labels_its_counts_noisy(scenario_counts,
     fit = low_epsilon_release.fit
     assert (fit.counts.counts != counts.counts).any()  # noise
     page = review_map(scenario.data, low_epsilon_release.releases, fit=fit).get_root().render()
-    assert "noisy count (DP, not the records)" in page and "records (original)" not in page
+    assert "noisy counts (DP, not the records)" in page and "records (original)" not in page
+    # nor did the figures: "Records per cell" and "observed counts" over the noise
+    from geosynth.plots import counts_figure, intensity_figure
+
+    titles = [ax.get_title() for ax in intensity_figure(fit, 0).axes]
+    assert "noisy counts (DP, not the records)" in titles and "observed counts" not in titles
+    suptitle = counts_figure(fit.counts)._suptitle.get_text()
+    assert suptitle == "Noisy counts (DP, not the records) per cell and combination"
