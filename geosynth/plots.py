@@ -312,7 +312,8 @@ def ru_map(
         ``table`` is refused by :func:`geosynth._validation.check_ru_table` (not a DataFrame,
         a missing or repeated column, a repeated label, text or ±inf in a measure), or
         ``frontier`` is not a list (a string is one label, not
-        a list of its characters), or ``risk_limit`` is NaN, infinite or beyond ±1e100.
+        a list of its characters), ``frontier`` or ``chosen`` holds a label that is no row of
+        ``table``, or ``risk_limit`` is NaN, infinite or beyond ±1e100.
     TypeError
         ``risk_limit`` is not a real number.
     """
@@ -323,6 +324,11 @@ def ru_map(
     if not isinstance(frontier, list | tuple):  # a str would be read as its characters
         raise InputError(f"frontier must be a list of candidate labels (rows of table), got "
                          f"{type(frontier).__name__}; wrap a single label in a list: [label]")
+    unknown = [label for label in [*frontier, *([] if chosen is None else [chosen])]
+               if label not in table.index]
+    if unknown:  # a typo drew a map with no recommendation, and no word of it
+        raise InputError(f"frontier and chosen must be labels of table's rows, but {unknown} "
+                         f"are not (rows: {list(table.index)[:10]}); pass labels of table.index")
     if risk_limit is not None:
         risk_limit = check_real(risk_limit, "risk_limit")
         if not abs(risk_limit) <= MAX_CONTINUOUS:

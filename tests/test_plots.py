@@ -179,6 +179,11 @@ def test_ru_map_checks_its_table_as_the_tuning_does():
     for table, message in bad:
         with pytest.raises(InputError, match=message):
             ru_map(table, "risk", "utility", ["a"])
+    # A typo in the recommended label drew a map with no recommendation, and no word of it.
+    for frontier, chosen in ((["a"], "zz"), (["a", "nope"], None), (["a"], 3)):
+        with pytest.raises(InputError, match=r"frontier and chosen must be labels of table's "
+                                             r"rows, but \[.*\] are not"):
+            ru_map(good, "risk", "utility", frontier, chosen=chosen)
 
 
 def test_combination_panels_caps_the_panels_naming_the_argument(grid):
