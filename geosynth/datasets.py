@@ -384,26 +384,8 @@ class PaivaScenario:
 def _validate_scenario_args(
     n: Any, generating_shape: Any, origin: Any, unit: Any
 ) -> tuple[int, tuple[int, int], tuple[float, float], float]:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_RECORDS:
-        raise InputError(f"n must be an integer number of records from 1 to {MAX_RECORDS:,}, "
-                         f"got {n!r}")
-    try:
-        shape = tuple(generating_shape)
-    except TypeError:
-        shape = ()
-    if len(shape) != 2 or not all(
-        isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1 for s in shape
-    ):
-        raise InputError(
-            f"generating_shape must be (nrows, ncols) of positive integers, got "
-            f"{generating_shape!r}; the thesis-like default is (100, 100)"
-        )
-    if int(shape[0]) * int(shape[1]) > MAX_GENERATING_CELLS:
-        raise InputError(
-            f"generating_shape {tuple(map(int, shape))} has more than "
-            f"{MAX_GENERATING_CELLS:,} cells (each holds a probability per combination); the "
-            "thesis-like default is (100, 100)"
-        )
+    n = _check_records(n, 1)
+    shape = _check_generating_shape(generating_shape)
     org = _check_origin(origin)
     unit = check_positive(unit, "unit", hint="the length of one thesis unit in CRS units, "
                           "e.g. unit=1000.0 (metres)")
@@ -419,7 +401,39 @@ def _validate_scenario_args(
             "origin); give origin and unit "
             "in the same units, e.g. unit=1000.0 metres with the default origin"
         )
-    return int(n), (int(shape[0]), int(shape[1])), org, unit
+    return n, shape, org, unit
+
+
+def _check_records(n: Any, least: int) -> int:
+    """Return ``n``, an int number of records from ``least`` to :data:`MAX_RECORDS`."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not (
+            least <= n <= MAX_RECORDS):
+        raise InputError(f"n must be an integer number of records from {least} to "
+                         f"{MAX_RECORDS:,}, got {n!r}")
+    return int(n)
+
+
+def _check_generating_shape(generating_shape: Any) -> tuple[int, int]:
+    """Return ``(nrows, ncols)``: a tuple, list or array of two positive ints, not too many.
+
+    A set or a dict was taken in its iteration order (``{5, 10}`` gave ``(10, 5)``).
+    """
+    shape = (tuple(generating_shape)
+             if isinstance(generating_shape, tuple | list | np.ndarray) else ())
+    if len(shape) != 2 or not all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1 for s in shape
+    ):
+        raise InputError(
+            f"generating_shape must be (nrows, ncols) of positive integers, got "
+            f"{generating_shape!r}; the thesis-like default is (100, 100)"
+        )
+    if int(shape[0]) * int(shape[1]) > MAX_GENERATING_CELLS:
+        raise InputError(
+            f"generating_shape {tuple(map(int, shape))} has more than "
+            f"{MAX_GENERATING_CELLS:,} cells (each holds a probability per combination); the "
+            "thesis-like default is (100, 100)"
+        )
+    return int(shape[0]), int(shape[1])
 
 
 def scenario_bytes(n: int, generating_shape: tuple[int, int] = (100, 100)) -> int:
@@ -438,9 +452,16 @@ def scenario_bytes(n: int, generating_shape: tuple[int, int] = (100, 100)) -> in
         About 400 bytes per record (a shapely point, its coordinates, the attributes and
         their draws) and 256 per generating cell: an upper bound of the peak resident size
         measured on Linux (355-370 bytes per record from 1 to 3 million records).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``n`` is not an int from 0 to :data:`MAX_RECORDS`, or ``generating_shape`` is not
+        two positive ints (as :func:`paiva_scenario` refuses them).
     """
-    return _BYTES_PER_RECORD * int(n) + _BYTES_PER_GENERATING_CELL * math.prod(
-        map(int, generating_shape))
+    n = _check_records(n, 0)
+    return _BYTES_PER_RECORD * n + _BYTES_PER_GENERATING_CELL * math.prod(
+        _check_generating_shape(generating_shape))
 
 
 def _check_scenario_memory(n: int, shape: tuple[int, int], max_bytes: Any) -> None:

@@ -1,3 +1,4 @@
+import math
 import warnings
 
 import geopandas as gpd
@@ -208,6 +209,21 @@ def test_a_generating_grid_of_one_row_or_column_works(shape):
     assert s.generating_probabilities.shape == (12, shape[0] * shape[1])
     np.testing.assert_allclose(s.generating_probabilities.sum(axis=1), 1.0)
     assert len(s.data) == 40
+
+
+def test_scenario_sizes_are_checked_as_the_scenario_checks_them():
+    # scenario_bytes(-5) was smaller than for 0 records, nan a bare ValueError, 2.7 records on
+    # a 2.9 x 2.9 grid truncated; a set {5, 10} as generating_shape became (10, 5).
+    from geosynth.datasets import scenario_bytes
+
+    for n, shape in ((-5, (100, 100)), (math.nan, (100, 100)), (2.7, (2, 2)), (True, (2, 2)),
+                     (10, (2.9, 2.9)), (10, {5, 10}), (10, {5: 1, 10: 2})):
+        with pytest.raises(InputError, match=r"^(n must be an integer number of records from 0|"
+                                             r"generating_shape must be \(nrows, ncols\))"):
+            scenario_bytes(n, shape)
+    with pytest.raises(InputError, match=r"generating_shape must be \(nrows, ncols\)"):
+        paiva_scenario(n=5, seed=1, generating_shape={5, 10})
+    assert scenario_bytes(0, [2, 3]) == scenario_bytes(0, np.array([3, 2]))
 
 
 def test_geographic_crs_is_refused():
