@@ -35,6 +35,7 @@ from geosynth.samplers.family import (
     check_family,
     find_mode_full,
     log_density_derivatives,
+    weighted_exp,
 )
 from geosynth.samplers.rng import standard_exponential, standard_normal, uniform
 
@@ -371,7 +372,7 @@ def ars_sample(size, a, w, z, m, q, state):
 @njit(cache=True, error_model="numpy")
 def _single_term(x, a, weight, m, q):
     """h, h', h'' of the one-term family ``a·x − weight·e^x − q(x − m)²/2``."""
-    e = weight * math.exp(x)
+    e = weighted_exp(weight, x) if weight > 0.0 else 0.0
     d = x - m
     return a * x - e - 0.5 * q * d * d, a - e - q * d, -e - q
 

@@ -30,6 +30,7 @@ __all__ = [
     "STATUS_BAD_ARRAYS",
     "STATUS_MESSAGES",
     "check_family",
+    "weighted_exp",
     "log_density",
     "log_density_derivatives",
     "find_mode",
@@ -111,6 +112,21 @@ def check_family(a, w, z, m, q):
     return STATUS_IMPROPER
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def weighted_exp(w, zx):
+    """``w·e^{zx}`` for ``w > 0``, through logs where ``e^{zx}`` alone overflows.
+
+    A tiny weight moves a proper density's mode beyond ``zx = 709.78``: ``w·exp(zx)`` was
+    ``inf`` there (``w = 1e-303``, ``a = 1e6``: mode 711.5), so the slice sampler drew from the
+    density cut off at 709.78, silently, and ARS failed its mode search. The same bits as
+    ``w·exp(zx)`` wherever that is finite.
+    """
+    e = math.exp(zx)
+    if e < math.inf:
+        return w * e
+    return math.exp(math.log(w) + zx)
+
+
 @njit(cache=True, error_model="numpy")
 def log_density(x, a, w, z, m, q):
     """Unnormalised log density at ``x`` (``-inf`` where a term overflows).
@@ -139,7 +155,7 @@ def log_density(x, a, w, z, m, q):
     h = a * x - 0.5 * q * d * d
     for j in range(w.shape[0]):
         if w[j] > 0.0:
-            h -= w[j] * math.exp(z[j] * x)
+            h -= weighted_exp(w[j], z[j] * x)
     return h
 
 
@@ -174,7 +190,7 @@ def log_density_derivatives(x, a, w, z, m, q):
     d2h = -q
     for j in range(w.shape[0]):
         if w[j] > 0.0:
-            e = w[j] * math.exp(z[j] * x)
+            e = weighted_exp(w[j], z[j] * x)
             h -= e
             dh -= z[j] * e
             d2h -= z[j] * z[j] * e

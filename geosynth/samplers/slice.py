@@ -171,8 +171,14 @@ def slice_transition(x0, a, w, z, m, q, state, width):
         STATUS_OK or STATUS_SLICE_BUDGET (then ``x0``).
     """
     log_y = log_density(x0, a, w, z, m, q) - standard_exponential(state)
+    # A width below the spacing of doubles at x0 froze the chain: left and right rounded to x0,
+    # the interval never grew, and x0 was returned as a draw, STATUS_OK, forever (a nearly
+    # flat density, whose width was set at a far-off mode estimate).
+    width = max(width, abs(x0) * 2.0**-40)
     left = x0 - width * uniform(state)
     right = left + width
+    if not left < right:
+        return x0, STATUS_SLICE_BUDGET
     h_left = log_density(left, a, w, z, m, q)
     h_right = log_density(right, a, w, z, m, q)
     for _ in range(MAX_DOUBLINGS):

@@ -129,11 +129,33 @@ def gaussian_tangent_try(x0, wex, centre, sd, z, u, vector):
         grow = exp_vec(d)
         gap = wex * (grow - 1.0 - d)
         return (d < _MAX_STEP) & (u <= exp_vec(-gap)), x, wex * grow
-    if not d < _MAX_STEP:
-        return False, x, math.inf
+    if not d < _MAX_STEP:  # e^d overflows; W·e^x may not, from a tiny W·e^{x0}
+        return _far_try(x, d, wex, u)
     grow = math.exp(d)
     gap = wex * (grow - 1.0 - d)
     return u <= 1.0 - gap or u <= math.exp(-gap), x, wex * grow
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _far_try(x, d, wex, u):
+    """Decide a proposal ``d >= 700`` above ``x0`` through logs: accepted, x, W·e^x.
+
+    Such a proposal was refused outright, right only where ``W·e^x`` overflows: from
+    ``W·e^{x0} = e^{-700}`` (``x0 = −700``, ``W = 1``) the mode lies 700 up and nearly every
+    proposal there should be accepted, so the draws were those of the density cut off at
+    ``x0 + 700``, mixed with the fallback's (KS D = 0.13). A proposal is refused where ``W·e^x``
+    overflows (its acceptance is below ``e^{-e^{709}}``).
+
+    The vectorised tries (``vector=True``) still refuse it: they serve ε's entries, whose
+    current ``η`` would have to lie below −690 for it to matter.
+    """
+    if wex == 0.0:  # W = 0: the envelope is the density
+        return d == d, x, 0.0
+    log_new = math.log(wex) + d
+    if not log_new < _MAX_STEP:
+        return False, x, math.inf
+    new_wex = math.exp(log_new)
+    return u <= math.exp(-(new_wex - wex * (1.0 + d))), x, new_wex
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -184,7 +206,11 @@ def tangent_draw(x0, a, wex, m, q, state):
                     gap = 0.5 * q * d * d
                     u = uniform(state)
                     if u <= 1.0 - gap or u <= math.exp(-gap):
-                        return x1 + d, g, STATUS_OK
+                        # x1 + d, without its cancellation when q = 0: x1 = x0 + (a − wex)/wex
+                        # is then 1e306 for a tiny wex, and x1 + d lost the draw (0.0 for a
+                        # mode at 704.6). With q > 0 the same bits as before.
+                        x = x1 + d if q > 0.0 else x0 + (log_g - math.log(wex))
+                        return x, g, STATUS_OK
     x, status = ars_draw_single(x0, a, _shift(wex, -x0), m, q, state)
     if status != STATUS_OK:
         return x, math.nan, status

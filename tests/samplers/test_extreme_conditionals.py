@@ -209,3 +209,50 @@ def test_slice_on_a_density_narrower_than_the_double_spacing_terminates():
 def test_ars_on_a_density_narrower_than_the_double_spacing(m, q):
     x = sample_conditional(0.0, [0.0], 1.0, m, q, size=300, seed=3)
     assert np.all(np.abs(x - m) <= 4 * np.spacing(m))
+
+
+def test_tangent_draws_from_far_below_the_mode_are_exact():
+    # From W·e^{x0} = e^-700 a proposal 700 or more up was refused outright, though nearly
+    # every one there should be accepted: the draws were those of the density cut off at
+    # x0 + 700, mixed with the fallback's (KS D = 0.13).
+    cdf, _ = _model_cdf(0.0, 1.0, 0.5)
+    state = make_streams(2027, 1)[0]
+    draws = np.empty(20_000)
+    for i in range(draws.size):  # each from x0 = -700, as one update of a far-off state
+        draws[i], _, status = tangent_draw(-700.0, 0.0, math.exp(-700.0), 0.0, 1.0, state)
+        assert status == 0
+    assert stats.kstest(draws, cdf).pvalue > P_MIN
+
+
+def test_tangent_gamma_envelope_keeps_the_draw_of_a_tiny_weight_without_prior():
+    # q = 0: x1 = x0 + (a − wex)/wex is 1e15 for wex = 1e-14, and x1 + d lost the draw
+    # (21 distinct values in 20,000; every draw 0.0 at wex = 1e-17).
+    for wex in (1e-14, 1e-17):
+        state = make_streams(2028, 1)[0]
+        draws = np.array([tangent_draw(0.0, 10.0, wex, 0.0, 0.0, state)[0]
+                          for _ in range(20_000)])
+        assert stats.kstest(draws, _log_gamma_cdf(10.0, wex)).pvalue > P_MIN
+
+
+@pytest.mark.parametrize("method", ["slice", "ars"])
+def test_a_mode_beyond_the_overflow_of_exp_is_sampled(method):
+    # w = 1e-303, a = 1e6: the mode lies at 711.5, where exp(x) overflows though w·e^x does
+    # not; the slice sampler drew the density cut off at 709.78 (every draw 709.783), ARS
+    # failed its mode search.
+    draws = sample_conditional(1e6, [1e-303], [1.0], 0.0, 0.0, size=20_000, method=method,
+                               seed=5)
+    assert stats.kstest(draws, _log_gamma_cdf(1e6, 1e-303)).pvalue > P_MIN
+
+
+def test_slice_on_a_nearly_flat_density_never_freezes_silently():
+    # a = 1e-20, w = 1, q = 0 (log Gamma(1e-20)): the width was set at a far-off mode estimate,
+    # the chain drifted to |x| where it was below the spacing of doubles, and every later draw
+    # was the same value with STATUS_OK. It either samples or fails with a SamplerError.
+    from geosynth.errors import SamplerError
+
+    try:
+        draws = sample_conditional(1e-20, [1.0], [1.0], 0.0, 0.0, size=20_000, method="slice",
+                                   seed=6)
+    except SamplerError:
+        return
+    assert np.unique(draws).size > draws.size // 2
