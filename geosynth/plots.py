@@ -348,10 +348,12 @@ def ru_map(
                    label=f"recommended: {_plain(chosen)}")
     if risk_limit is not None:
         ax.axvline(risk_limit, color="grey", linestyle="--", label=f"risk limit {risk_limit:g}")
+    ax.margins(0.1)  # room for the labels of the points at the edges
     ax.set_xlabel(_plain(x_label or risk))
     ax.set_ylabel(_plain(y_label or utility))
     missing = [_plain(label) for label in table.index if label not in both.index]
-    title = f"R-U confidentiality map ({RU_MAP_NOTE})"
+    # Two lines: on one, the note ran past the 6.4-inch figure and lost its ")".
+    title = f"R-U confidentiality map\n({RU_MAP_NOTE})"
     if missing:
         title += (f"\n(not drawn, a measure missing or beyond ±1e100: "
                   f"{', '.join(missing)})")

@@ -164,6 +164,21 @@ def test_ru_map_lists_measures_no_axis_can_hold_and_refuses_a_bad_limit():
             ru_map(table, "risk", "utility", ["ok"], risk_limit=limit)
 
 
+def test_ru_map_keeps_its_title_and_labels_inside_the_figure():
+    # The one-line title ran past the 6.4-inch figure (its closing ")" cut off), and the label
+    # of the rightmost candidate too.
+    from geosynth.plots import ru_map
+
+    table = pd.DataFrame({"risk": [0.1, 0.2, 0.3], "util": [0.5, 0.6, 0.8]},
+                         index=["2x2", "3x3", "4x4"])
+    figure = ru_map(table, "risk", "util", list(table.index), chosen="4x4")
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    for text in [figure.axes[0].title, *figure.axes[0].texts]:
+        box = text.get_window_extent(renderer)
+        assert 0 <= box.x0 and box.x1 <= figure.bbox.width, text.get_text()
+
+
 def test_ru_map_checks_its_table_as_the_tuning_does():
     # ru_map had a check of its own: text ("0.1") was converted, a repeated label and ±inf
     # accepted, where frontier and recommend refuse them.
