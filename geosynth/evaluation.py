@@ -169,7 +169,8 @@ class Evaluation:
         """
         parts = []
         for name, table in shown_tables(self.tables).items():
-            block = markdown_code(table.to_string(), block=True)
+            # Three decimals, as the command line prints them (pandas' default printed six).
+            block = markdown_code(table.to_string(float_format="{:,.3f}".format), block=True)
             parts.append(f"### {name.replace('_', ' ')}\n\n{block}\n")
             note = suppression_note(name, self.tables[name])
             if note:

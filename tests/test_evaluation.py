@@ -455,7 +455,8 @@ def test_the_text_shows_no_distance_of_a_combination_of_one_record(scenario):
     secret = table.loc[key, "mean_distance"]
     assert table.loc[key, "n_original"] == 1 and np.isfinite(secret)  # the tables keep it
     text = result.to_markdown()
-    assert f"{secret:.6f}" not in text and f"{table['mean_distance'].iloc[-1]:.6f}" not in text
+    for value in (secret, table["mean_distance"].iloc[-1]):  # as printed: 3 decimals
+        assert f"{value:,.3f}" not in text and f"{value:.6f}" not in text
     assert "Not shown (NaN): min_distance and mean_distance of 1 combination(s) of fewer " \
            "than 3 original records" in text
     shown = geosynth.evaluation.shown_tables(result.tables)["distance_risk"]
@@ -484,7 +485,7 @@ def test_the_text_shows_no_distance_of_a_combination_of_two_records(scenario):
     assert second >= row["min_distance"]
     text = result.to_markdown()
     for value in (row["min_distance"], row["mean_distance"], second):
-        assert f"{value:.6f}" not in text
+        assert f"{value:,.3f}" not in text and f"{value:.6f}" not in text
     shown = geosynth.evaluation.shown_tables(result.tables)
     assert np.isnan(shown["distance_risk"].loc[key, ["min_distance", "mean_distance"]]).all()
     assert np.isnan(shown["pattern"].loc[key, "sup_l_difference"])
