@@ -55,12 +55,13 @@ def lattice_image(grid: Grid, values: np.ndarray) -> np.ma.MaskedArray:
     Returns
     -------
     numpy.ma.MaskedArray of float64, shape (nrows, ncols)
-        Cells dropped by clipping (and NaN values) are masked.
+        Cells dropped by clipping (and NaN or infinite values) are masked.
 
     Raises
     ------
     geosynth.errors.InputError
-        ``grid`` is not a Grid, or ``values`` is not one number per cell of it.
+        ``grid`` is not a Grid, or ``values`` is not one number per cell of it (finite ones
+        within ±1e100).
     geosynth.errors.GridError
         ``grid`` is not square (hexagons and areas are drawn as polygons instead).
     """
@@ -100,7 +101,8 @@ def combination_panels(
     Raises
     ------
     geosynth.errors.InputError
-        ``grid`` is not a Grid, ``values`` is not (G, B) numbers for it, ``B`` exceeds
+        ``grid`` is not a Grid, ``values`` is not (G, B) numbers for it (finite ones within
+        ±1e100), ``B`` exceeds
         :data:`MAX_PANELS`, ``titles`` is not one title per column, or ``cmap`` names no colour
         map.
     """
@@ -168,6 +170,11 @@ def _cell_values(grid: Grid, values: Any, ndim: int) -> np.ndarray:
         wanted = f"({grid.n_cells},)" if ndim == 1 else f"({grid.n_cells}, B)"
         raise InputError(f"values must have shape {wanted}, one row per cell of the grid, got "
                          f"shape {array.shape}")
+    huge = np.isfinite(array) & (np.abs(array) > MAX_CONTINUOUS)
+    if huge.any():  # 1e308 raised matplotlib's "arange: cannot compute length" (colour bar)
+        raise InputError(f"values holds {int(huge.sum())} finite values beyond "
+                         f"±{MAX_CONTINUOUS:g}, which no colour scale can hold; rescale them, "
+                         "or set them to NaN (drawn as no value)")
     return array
 
 

@@ -164,6 +164,17 @@ def test_ru_map_lists_measures_no_axis_can_hold_and_refuses_a_bad_limit():
             ru_map(table, "risk", "utility", ["ok"], risk_limit=limit)
 
 
+def test_values_no_colour_scale_can_hold_are_refused_and_infinities_masked(grid):
+    # 1e308 raised matplotlib's "arange: cannot compute length" from the colour bar.
+    values = np.full((grid.n_cells, 1), 1.0)
+    values[0, 0] = 1e308
+    with pytest.raises(InputError, match=r"values holds 1 finite values beyond ±1e\+100"):
+        combination_panels(grid, values, ["t"])
+    values[0, 0] = np.inf
+    assert np.ma.is_masked(lattice_image(grid, values[:, 0])[0, 0])
+    assert combination_panels(grid, values, ["t"]) is not None
+
+
 def test_ru_map_keeps_its_title_and_labels_inside_the_figure():
     # The one-line title ran past the 6.4-inch figure (its closing ")" cut off), and the label
     # of the rightmost candidate too.
