@@ -7,6 +7,9 @@ be scored against the truth.
 
 :func:`berlin_listings` loads the Prenzlauer Berg (Berlin) AirBnB listings that libpysal ships
 (``libpysal/examples/berlin``), read from the installed package without network access.
+
+:func:`susep_collisions` loads the 107 SUSEP Ford Fusion collisions by driver sex and age band
+that Marcolin (2018, Table 4.1) synthesizes with the Dirichlet-multinomial synthesizer.
 """
 
 from __future__ import annotations
