@@ -1,6 +1,8 @@
 import threading
 import time
 import warnings
+from decimal import Decimal
+from fractions import Fraction
 
 import geopandas as gpd
 import numpy as np
@@ -497,7 +499,9 @@ def test_point_inside_is_located_in_the_one_box_holding_it(data, grid):
         holders = half_open_contains(grid, x, y)
         assert holders.tolist() == [cell]
         col = cell % ncols
-        assert grid.cell_bounds(cell)[0, 0] == (xmin + col * ((xmax - xmin) / ncols))
+        # the double nearest the decimal edge the bounds mean (xmin + col·width/ncols)
+        low, high = Fraction(repr(float(xmin))), Fraction(repr(float(xmax)))
+        assert grid.cell_bounds(cell)[0, 0] == float(low + col * (high - low) / ncols)
 
 
 @settings(deadline=None, max_examples=100)
@@ -921,3 +925,25 @@ def test_check_cell_ids_refuses_too_many_ids_before_converting_them():
         with pytest.raises(InputError, match=r"^cells holds .* ids, more than the limit"):
             grid.check_cell_ids(ids, "cells")
     assert grid.check_cell_ids(range(4)).tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("size", [0.1, 2.2, 30.48, 1.1])
+def test_points_on_the_lines_go_east_and_north_whatever_the_decimal_size(size):
+    # Edges computed as xmin + k·size in floats fell one float step off many decimal lines:
+    # 40-75 % of the points on lines went west or south, against the half-open rule, and
+    # records rounded onto the lines (coarse geocoding) counted 0 and 20 in alternate columns
+    # of 10 each.
+    x0, y0 = 500_000.0, 7_519_097.8
+    grid = Grid.regular((x0, y0, x0 + 20 * size, y0 + 20 * size), cell_size=size)
+    k = np.arange(20)
+    # the lines as a file's text reads them: "500002.2" is the double nearest 500,002.2
+    columns = [float(Decimal(repr(x0)) + j * Decimal(repr(size))) for j in k]
+    rows = [float(Decimal(repr(y0)) + j * Decimal(repr(size))) for j in k]
+    np.testing.assert_array_equal(
+        grid.locate(np.column_stack([columns, np.full(20, y0 + 0.5 * size)])), k)
+    np.testing.assert_array_equal(
+        grid.locate(np.column_stack([np.full(20, x0 + 0.5 * size), rows])), k * 20)
+    # and Grid.regular((0, 0, 1, 1), shape=(10, 10)) put 0.3 and 0.7 in the cells before them
+    tenths = Grid.regular((0, 0, 1, 1), shape=(10, 10))
+    np.testing.assert_array_equal(tenths.locate([[0.3, 0.05], [0.4, 0.05], [0.6, 0.05],
+                                                 [0.7, 0.05]]), [3, 4, 6, 7])
