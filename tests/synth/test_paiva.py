@@ -564,6 +564,31 @@ def test_a_planted_extreme_does_not_show_as_its_cell_mean():
     assert in_cell.max() < 1_000
 
 
+def test_an_extreme_is_judged_among_its_own_combinations_means_too():
+    # Income near 3,000 in group "lo" and 30,000 in "hi": the fences of all the means spanned
+    # the gap, and a planted 300,000 among 14 "lo" records (cell mean 24,290) passed them, so
+    # the releases gave it back within 1 %. Its combination's own means (near 3,000) refuse it.
+    rng = np.random.default_rng(9)
+    n_cells = 30
+    grid = Grid.regular((0, 0, 10 * n_cells, 10), shape=(1, n_cells), crs=CRS)
+    cells = np.repeat(np.arange(n_cells), 14)
+    frame = pd.concat([
+        pd.DataFrame({"cell": cells, "grp": "lo", "z": rng.normal(3_000, 400, cells.size)}),
+        pd.DataFrame({"cell": cells, "grp": "hi", "z": rng.normal(30_000, 4_000, cells.size)}),
+    ], ignore_index=True)
+    frame.loc[0, "z"] = 300_000.0  # a "lo" record of cell 0
+    gdf = gpd.GeoDataFrame(frame[["grp", "z"]], crs=CRS, geometry=gpd.points_from_xy(
+        10 * frame.cell + 5, np.full(len(frame), 5.0)))
+    counts = prepare(gdf, grid, attributes=["grp"], continuous="z")
+    lo = counts.combos["grp"].tolist().index("lo")
+    raw = counts.zbar * counts.zbar_sd + counts.zbar_mean  # (G, B) cell means
+    assert 20_000 < raw[0, lo] < 30_000
+    others = np.delete(raw.ravel(), np.ravel_multi_index((0, lo), raw.shape))
+    q1, q3 = np.quantile(others, [0.25, 0.75])  # the means span 3,000-30,000
+    assert raw[0, lo] < q3 + OUTLYING_FENCE * (q3 - q1)  # inside the pooled fences
+    assert np.argwhere(outlying_means(counts)).tolist() == [[0, lo]]
+
+
 def test_outlying_means_are_those_beyond_the_fences_of_the_other_means():
     # Derived by brute force: each kept mean against np.quantile's quartiles of the others (or
     # their mean absolute deviation from their median where the quartiles coincide).
