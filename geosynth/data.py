@@ -1916,30 +1916,19 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray, stacklevel: int = 4
     One such bound alone can be chance (a record on the edge of a public region, both in whole
     metres), so two or more are asked for. Bounds that :meth:`Grid.from_points` derived
     (``snap_unit`` set) are snapped outward and areal lattices follow their public polygons,
-    so neither is checked.
+    so neither's bounds are checked; the habitable extent of any clipped lattice is: an
+    ``exclude`` of "where nobody lives" (the snapped lattice less the records' box) published
+    the records' four extremes to every digit through the habitable fractions, on a
+    :meth:`Grid.from_points` lattice that this check skipped.
 
     ``stacklevel`` is that of :func:`warnings.warn`: the default names the caller of
     :func:`prepare` (``prepare`` -> :func:`locate_records` -> this function); a caller with
     another depth passes its own, so that the warning names the user's line.
     """
-    if grid.kind == "areal" or grid.snap_unit is not None or xy.shape[0] == 0:
+    if xy.shape[0] == 0:
         return
-    # A hexagonal lattice's own bounds are its hexagons' outer edge; what it publishes to every
-    # digit is the south-west corner of the bounds it was built over, its first hexagon's centre.
-    hexagonal = grid.kind == "hexagonal"
-    bounds = (*grid.origin, math.nan, math.nan) if hexagonal else grid.bounds
-    touching = _bounds_at_extremes(bounds, xy)
-    if len(touching) >= 2:
-        warnings.warn(
-            f"the lattice {'origin' if hexagonal else 'bounds'} {', '.join(touching)} equal the "
-            "extreme coordinates of the records: a release on this lattice publishes them "
-            "exactly (a grid over "
-            "gdf.total_bounds?); build the lattice over a public study region "
-            "(Grid.regular(region.total_bounds, ..., region=region)), or with "
-            "Grid.from_points, which snaps the bounds outward",
-            PrivacyLeakWarning,
-            stacklevel=stacklevel,
-        )
+    if grid.kind != "areal" and grid.snap_unit is None and _warn_if_lattice_bounds_touch(
+            grid, xy, stacklevel + 1):
         return
     if grid.fully_habitable.all():
         return
@@ -1957,6 +1946,28 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray, stacklevel: int = 4
             PrivacyLeakWarning,
             stacklevel=stacklevel,
         )
+
+
+def _warn_if_lattice_bounds_touch(grid: Grid, xy: np.ndarray, stacklevel: int) -> bool:
+    """Warn when the lattice bounds equal the records' extremes; return whether it warned."""
+    # A hexagonal lattice's own bounds are its hexagons' outer edge; what it publishes to every
+    # digit is the south-west corner of the bounds it was built over, its first hexagon's centre.
+    hexagonal = grid.kind == "hexagonal"
+    bounds = (*grid.origin, math.nan, math.nan) if hexagonal else grid.bounds
+    touching = _bounds_at_extremes(bounds, xy)
+    if len(touching) < 2:
+        return False
+    warnings.warn(
+        f"the lattice {'origin' if hexagonal else 'bounds'} {', '.join(touching)} equal the "
+        "extreme coordinates of the records: a release on this lattice publishes them "
+        "exactly (a grid over "
+        "gdf.total_bounds?); build the lattice over a public study region "
+        "(Grid.regular(region.total_bounds, ..., region=region)), or with "
+        "Grid.from_points, which snaps the bounds outward",
+        PrivacyLeakWarning,
+        stacklevel=stacklevel,
+    )
+    return True
 
 
 def _bounds_at_extremes(bounds, xy: np.ndarray) -> list[str]:

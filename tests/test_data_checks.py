@@ -279,6 +279,25 @@ def test_a_region_built_from_the_records_is_a_privacy_leak_warning(gdf, shape):
     assert recorded(lambda: prepare(gdf, wider, ["sex"])) == []
 
 
+@pytest.mark.parametrize("kind", ["square", "hexagonal"])
+def test_an_exclude_built_from_the_records_is_a_privacy_leak_warning_on_snapped_bounds(gdf,
+                                                                                      kind):
+    # Grid.from_points snaps its bounds outward, so the check of the habitable extent was
+    # skipped with them: exclude = the lattice less the records' box ("where nobody lives")
+    # published the records' four extremes to every digit through the habitable fractions.
+    options = {"shape": (4, 4)} if kind == "square" else {"cell_size": 2.0, "kind": kind}
+    snapped = Grid.from_points(gdf, **options)
+    nobody = shapely.difference(shapely.box(*snapped.bounds).buffer(10.0),
+                                shapely.box(*gdf.total_bounds))
+    lattice = Grid.from_points(gdf, exclude=nobody, **options)
+    assert lattice.snap_unit is not None
+    caught = recorded(lambda: prepare(gdf, lattice, ["sex"]))
+    assert [w.category for w in caught] == [PrivacyLeakWarning]
+    assert "habitable extent" in str(caught[0].message)
+    assert caught[0].filename == __file__
+    assert recorded(lambda: prepare(gdf, snapped, ["sex"])) == []
+
+
 # ------------------------------------------------------------------ identifiers past the levels
 
 
