@@ -742,6 +742,8 @@ class Grid:
             fix = "contiguity='queen', " if self._contiguity == "rook" else ""
             if self.kind == "areal" and self.n_cells == 1:
                 fix = "more than one area (a single area has nothing to link to)"
+            elif self.n_cells == 1:  # "a larger cell_size" was the wrong way
+                fix = "a smaller cell_size (a single cell has nothing to link to)"
             elif self.kind == "areal":
                 fix = f"{fix}islands='nearest' (links each to its nearest area, as BYM users do)"
             else:
@@ -1865,11 +1867,14 @@ def _to_grid_crs(
     if obj.crs is None or (crs is not None and _same_crs(obj.crs, crs)):
         return obj
     if crs is None:
+        # A geographic CRS was suggested as the grid's, which the grid then refused.
+        suggested = ("a projected CRS in metres (crs=... of Grid.regular or Grid.hexagonal, "
+                     f"e.g. {name}.estimate_utm_crs())" if obj.crs.is_geographic
+                     else f"crs={obj.crs.to_string()!r} of Grid.regular or Grid.hexagonal")
         raise CRSError(
             f"{name} has CRS {obj.crs.to_string()} but the grid has no CRS; give the grid its "
-            f"CRS (crs={obj.crs.to_string()!r} of Grid.regular or Grid.hexagonal, the CRS of "
-            f"the points of Grid.from_points or of the areas of Grid.from_polygons, e.g. "
-            f"areas.set_crs(...)), or drop the CRS of {name}"
+            f"CRS ({suggested}, the CRS of the points of Grid.from_points or of the areas of "
+            f"Grid.from_polygons, e.g. areas.set_crs(...)), or drop the CRS of {name}"
         )
     return obj.to_crs(crs)
 

@@ -736,6 +736,18 @@ def test_region_with_crs_needs_a_grid_crs():
     pts = gpd.GeoSeries([Point(0, 0), Point(1, 1)])
     with pytest.raises(CRSError, match=r"region has CRS EPSG:3857 but the grid has no CRS"):
         Grid.from_points(pts, shape=(2, 2), region=region)
+    # A geographic region's CRS was suggested as the grid's, which the grid then refused.
+    degrees = gpd.GeoSeries([box(-44, -20, -43.9, -19.9)], crs=4326)
+    with pytest.raises(CRSError,
+                       match=r"give the grid its CRS \(a projected CRS in metres") as info:
+        Grid.regular((0, 0, 1, 1), shape=(2, 2), region=degrees)
+    assert "crs='EPSG:4326'" not in str(info.value)
+
+
+def test_a_single_cell_is_told_to_use_smaller_cells():
+    # "use a larger cell_size" for a lattice of one cell: the fix is smaller cells.
+    with pytest.warns(IsolatedCellWarning, match=r"a smaller cell_size \(a single cell"):
+        Grid.hexagonal(box(0, 0, 50, 50), cell_size=100)
 
 
 def test_invalid_crs():
