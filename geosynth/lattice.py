@@ -705,6 +705,7 @@ class Grid:
                 f"does not intersect the grid bounds {self.bounds}; check that region and grid "
                 "share a CRS and that the bounds cover the region"
             )
+        _warn_if_region_beyond(region, shapely.box(xe[0], ye[0], xe[-1], ye[-1]))
         rx0, ry0, rx1, ry1 = shapely.bounds(region)
         rows = np.flatnonzero((ye[1:] >= ry0) & (ye[:-1] <= ry1))
         cols = np.flatnonzero((xe[1:] >= rx0) & (xe[:-1] <= rx1))
@@ -1877,6 +1878,26 @@ def _to_grid_crs(
             f"Grid.from_polygons, e.g. areas.set_crs(...)), or drop the CRS of {name}"
         )
     return obj.to_crs(crs)
+
+
+def _warn_if_region_beyond(region: shapely.Geometry, lattice: shapely.Geometry) -> None:
+    """DataWarning when more than 1 % of ``region`` lies beyond the lattice's bounds.
+
+    ``Grid.regular((0, 0, 10, 10), ..., region=box(0, 0, 100, 100))`` cut 99 % of the region
+    off without a word, and every point there was located in no cell.
+    """
+    if shapely.contains(lattice, region):
+        return
+    outside = shapely.area(shapely.difference(region, lattice))
+    if outside > 0.01 * shapely.area(region):
+        warnings.warn(
+            f"{outside / shapely.area(region):.0%} of the region's area lies beyond the grid "
+            f"bounds {tuple(round(float(v), 6) for v in shapely.bounds(lattice))}, left out of "
+            "the lattice (points there are in no cell); build the grid over the region's "
+            "bounds (Grid.regular(region.total_bounds, ..., region=region))",
+            DataWarning,
+            stacklevel=_caller_stacklevel(),
+        )
 
 
 # ---------------------------------------------------------------------- vectorised kernels

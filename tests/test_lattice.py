@@ -959,3 +959,16 @@ def test_points_on_the_lines_go_east_and_north_whatever_the_decimal_size(size):
     tenths = Grid.regular((0, 0, 1, 1), shape=(10, 10))
     np.testing.assert_array_equal(tenths.locate([[0.3, 0.05], [0.4, 0.05], [0.6, 0.05],
                                                  [0.7, 0.05]]), [3, 4, 6, 7])
+
+
+def test_a_region_beyond_the_bounds_is_pointed_out():
+    # Grid.regular((0, 0, 10, 10), ..., region=box(0, 0, 100, 100)) cut 99 % of the region off
+    # without a word: every point there was located in no cell.
+    with pytest.warns(DataWarning, match=r"99% of the region's area lies beyond the grid bounds "
+                                         r"\(0\.0, 0\.0, 10\.0, 10\.0\)"):
+        grid = Grid.regular((0, 0, 10, 10), cell_size=1, region=box(0, 0, 100, 100))
+    assert grid.locate([[50.0, 50.0]]).tolist() == [-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        Grid.regular((0, 0, 10, 10), cell_size=1, region=box(0, 0, 10.05, 10))  # 0.5 %
+        Grid.regular((0, 0, 10, 10), cell_size=1, region=box(1, 1, 9, 9))
