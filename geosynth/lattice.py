@@ -577,6 +577,7 @@ class Grid:
         grid._contiguity = _check_contiguity(contiguity)
         grid._public_ids = bool(public_ids)
         kept = grid._set_cells(polygons, None, polygon_union(exclude, "exclude", crs))
+        _warn_of_dropped_areas(np.asarray(areas.index), kept)
         grid._area_ids = None if ids is None else ids[kept]
         polygons = polygons[kept]
         adjacency = area_contiguity(polygons, rook=grid._contiguity == "rook", gap=gap)
@@ -1878,6 +1879,26 @@ def _to_grid_crs(
             f"Grid.from_polygons, e.g. areas.set_crs(...)), or drop the CRS of {name}"
         )
     return obj.to_crs(crs)
+
+
+def _warn_of_dropped_areas(labels: np.ndarray, kept: np.ndarray) -> None:
+    """DataWarning naming the areas ``exclude`` removed from an areal lattice (``kept``: positions).
+
+    The cells are numbered over the areas kept: four areas a-d with b excluded gave three
+    cells, cell 1 being area c, without a word, and results joined back by position went to
+    the wrong areas.
+    """
+    dropped = np.delete(labels, kept)
+    if dropped.size:
+        more = f" and {dropped.size - _N_NAMED} more" if dropped.size > _N_NAMED else ""
+        warnings.warn(
+            f"exclude covers {dropped.size} area(s) entirely (or but for a sliver), left out of "
+            f"the lattice (areas.index {dropped[:_N_NAMED].tolist()}{more}): the cells are "
+            "numbered over the areas kept, so cell k is not areas.iloc[k]; join results by "
+            "grid.area_ids (id_column=), not by position",
+            DataWarning,
+            stacklevel=_caller_stacklevel(),
+        )
 
 
 def _warn_if_region_beyond(region: shapely.Geometry, lattice: shapely.Geometry) -> None:
