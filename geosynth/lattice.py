@@ -306,7 +306,9 @@ class Grid:
             ``dx`` or ``(dx, dy)``.
         pad : float, default 0.0
             Margin added on every side of the bounds (of the points, or of ``region``) before
-            snapping, in CRS units. It never grows ``region``: the cells are clipped to it.
+            snapping, in CRS units. It never grows ``region``: the cells are clipped to it (and a
+            hexagonal lattice over a ``region`` ignores it: its hexagons are laid from the
+            region's bounds, and a pad would only add hexagons clipped away).
         region, exclude : GeoDataFrame, GeoSeries, shapely geometry or sequence of polygons
             As in :meth:`regular`.
         contiguity : {"queen", "rook"}, default "queen"
