@@ -56,10 +56,25 @@ def test_dp_counts_covers_the_public_domain_and_charges_the_accountant(make_scen
 
 
 def test_dp_counts_replace_neighbours_double_the_scale(scenario_counts):
+    # The drawn noise, not only the noise_scale property (sensitivity / epsilon): noise drawn
+    # at sensitivity 1 under "replace" (half the scale, twice the epsilon) passed before.
+    from tests.dp.test_mechanisms import discrete_laplace_pmf
+
     _, counts = scenario_counts
     with pytest.warns(PrivacyLeakWarning):
         noisy = dp_counts(counts, 2.0, levels=LEVELS, neighbours="replace", seed=2)
     assert noisy.noise_scale == pytest.approx(1.0)
+    noise = (noisy.counts - counts.counts).ravel()
+    edges = np.arange(-3, 4)  # bins ≤ -3, -2, ..., 2, ≥ 3
+    observed = np.bincount(np.clip(noise, -3, 3) + 3, minlength=7)
+
+    def expected(sensitivity):
+        inner = discrete_laplace_pmf(edges[1:-1], 2.0, sensitivity)
+        tail = (1.0 - inner.sum()) / 2
+        return noise.size * np.r_[tail, inner, tail]
+
+    assert stats.chisquare(observed, expected(2)).pvalue > 1e-3  # scale 2/2 = 1
+    assert stats.chisquare(observed, expected(1)).pvalue < 1e-6  # scale 1/2: refused
 
 
 def test_an_epsilon_that_leaves_the_counts_exact_is_warned_about(scenario_counts):

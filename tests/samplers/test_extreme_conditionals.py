@@ -124,14 +124,16 @@ def _model_cdf(a, b, c):
 @pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
 @pytest.mark.parametrize("name", list(MODEL_CASES))
 @pytest.mark.parametrize("sampler", ["ars", "slice", "ars_draw", "single", "tangent"])
-def test_model_conditional_at_extreme_parameters(name, sampler):
+def test_model_conditional_at_extreme_parameters(name, sampler, request):
     a, b, c = MODEL_CASES[name]
     q = 2.0 * c
     if sampler == "tangent" and name == "tiny_count":
         # log Gamma(0.01) falls below −745 in ~6e-4 of draws: W·e^x underflows to 0, which
         # tangent_draw's next call takes as W = 0 (improper with q = 0). Its wex argument
         # cannot carry W there: a known limitation, to fix with the engine passing log W.
-        pytest.xfail("tangent_draw: W·e^x = 0 after an underflow is read as W = 0")
+        # Run, strictly: a fix shows as a failure to remove this mark.
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="tangent_draw: W·e^x = 0 after an underflow is read as W = 0"))
     cdf, mode = _model_cdf(a, b, c)
     state = make_streams(2026, 1)[0]
     w, z = np.array([b]), np.array([1.0])
