@@ -39,13 +39,14 @@ edited are refused.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
 import unicodedata
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -493,8 +494,9 @@ def write_release(
         layers = [(frame, RELEASE_LAYER.format(k)) for k, frame in enumerate(frames, start=1)]
         layers += [] if cells is None else [(cells, GRID_LAYER)]
         layers.append((table, METADATA_LAYER))  # last: its last row marks the file complete
-        for frame, layer in layers:
-            _write_layer(frame, tmp, layer, target)
+        with _gdal_dates():
+            for frame, layer in layers:
+                _write_layer(frame, tmp, layer, target)
         if audit_record is not None:
             audit_record["sha256"] = file_sha256(tmp)
             with create_new(staged[0], private=True) as handle:
@@ -508,6 +510,51 @@ def write_release(
         drop_staged(transaction, outputs, staged)
         raise
     return target
+
+
+def _creation_time() -> datetime:
+    """When a file is written: ``SOURCE_DATE_EPOCH`` (seconds, UTC) if set, else now.
+
+    The reproducible-builds convention: a release written twice from the same data and seeds
+    differed in its bytes only in the times of writing (the metadata's ``created_utc`` and
+    GDAL's ``gpkg_contents.last_change``), so a reproduction could not be checked against the
+    audit file's SHA-256. With ``SOURCE_DATE_EPOCH`` set, both take its time, and the file is
+    the same to the byte.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``SOURCE_DATE_EPOCH`` is set but is no whole number of seconds from 0 to year 9999.
+    """
+    text = os.environ.get("SOURCE_DATE_EPOCH")
+    if text is None:
+        return datetime.now(UTC)
+    try:
+        return datetime.fromtimestamp(int(text.strip()), UTC)
+    except (ValueError, OverflowError, OSError):
+        raise InputError(
+            f"SOURCE_DATE_EPOCH is {printable(text)[:40]!r}, not a whole number of seconds since "
+            "1970-01-01 UTC; set it to one (e.g. SOURCE_DATE_EPOCH=$(date +%s)) or unset it"
+        ) from None
+
+
+@contextlib.contextmanager
+def _gdal_dates() -> Iterator[None]:
+    """Have GDAL date the GeoPackage's tables at :func:`_creation_time` when it is fixed.
+
+    GDAL's ``OGR_CURRENT_DATE`` (its own reproducible-builds option), set for the writes and
+    restored after (a process-wide option: not set without ``SOURCE_DATE_EPOCH``).
+    """
+    if os.environ.get("SOURCE_DATE_EPOCH") is None:
+        yield
+        return
+    fixed = _creation_time().strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    before = pyogrio.get_gdal_config_option("OGR_CURRENT_DATE")
+    pyogrio.set_gdal_config_options({"OGR_CURRENT_DATE": fixed})
+    try:
+        yield
+    finally:
+        pyogrio.set_gdal_config_options({"OGR_CURRENT_DATE": before})
 
 
 def _write_layer(frame: pd.DataFrame, path: Path, layer: str, target: Path) -> None:
@@ -1286,7 +1333,7 @@ def _file_info(
         info = info.replace(epsilon=spent)
     return info.replace(
         geosynth_version=geosynth.__version__,
-        created_utc=datetime.now(UTC).isoformat(timespec="seconds"),
+        created_utc=_creation_time().isoformat(timespec="seconds"),
         crs=_crs_label(crs),
         m=len(frames),
         n_records=tuple(len(frame) for frame in frames),
@@ -1694,7 +1741,7 @@ def _audit_record(target: Path, seeds: Any, provenance: Any = None) -> dict[str,
         "do not publish this file",
         "release": target.name,
         "geosynth_version": geosynth.__version__,
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created_utc": _creation_time().isoformat(timespec="seconds"),
         "seeds": None if seeds is None else _jsonable(dict(seeds), "seeds"),
     }
     if seeds is None:

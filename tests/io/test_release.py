@@ -2501,3 +2501,36 @@ def test_a_column_added_to_a_release_of_a_recorded_model_is_refused(tmp_path,
                                          r"that the model its metadata records does not release"
                                          r".*the file was edited after it was written"):
         read_release(path)
+
+
+def test_a_release_written_again_with_source_date_epoch_is_the_same_to_the_byte(
+        tmp_path, fitted, monkeypatch):
+    # Written twice from the same data and seeds, the files differed only in the times of
+    # writing (created_utc, GDAL's gpkg_contents.last_change): a reproduction could not be
+    # checked against the audit file's SHA-256.
+    import hashlib
+    import sqlite3
+    import time
+
+    fit, _, public = fitted
+    seeds = {"fit": FIT_SEED}
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    digests, audits = [], []
+    for name in ("a", "b"):
+        path = tmp_path / name / "release.gpkg"
+        path.parent.mkdir()
+        write_release(path, public, fit=fit, seeds=seeds)
+        digests.append(hashlib.sha256(path.read_bytes()).hexdigest())
+        audits.append(json.loads(audit_path(path).read_text()))
+        time.sleep(1.1)  # a second apart: the clock would show
+    assert digests[0] == digests[1] == audits[0]["sha256"] == audits[1]["sha256"]
+    assert read_release(tmp_path / "a" / "release.gpkg").metadata["created_utc"] == \
+        "2023-11-14T22:13:20+00:00"
+    with sqlite3.connect(tmp_path / "a" / "release.gpkg") as connection:
+        dates = connection.execute("SELECT DISTINCT last_change FROM gpkg_contents").fetchall()
+    connection.close()
+    assert dates == [("2023-11-14T22:13:20.000Z",)]
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    with pytest.raises(InputError, match=r"SOURCE_DATE_EPOCH is 'yesterday', not a whole number"):
+        write_release(tmp_path / "c.gpkg", public, fit=fit)
+    assert not (tmp_path / "c.gpkg").exists()
