@@ -669,6 +669,15 @@ def _echo_convergence(r_hat: float, fit) -> None:
                    err=True)
 
 
+def _rhat_limit(fit) -> float:
+    """Return the R-hat above which the report calls the fit unconverged (``--max-rhat``: auto).
+
+    The report judged an ``--iterations auto --max-rhat 1.1`` fit, converged by its own
+    rule, "above 1.01: not converged".
+    """
+    return DEFAULT_MAX_RHAT if fit.stopping is None else fit.stopping.max_rhat
+
+
 def _describe_fit(fit, run: dict[str, Any]) -> str:
     """Chains, sweeps, burn-in, thin and draws of the fit, for the report."""
     stopping = fit.stopping
@@ -695,7 +704,7 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
         f"- Model: `{fit.model!r}`, {_describe_fit(fit, run)}",
         f"- Releases: {m}",
         f"- R-hat max: {describe_rhat(r_hat, result['fit'])}"
-        + ("" if not r_hat > DEFAULT_MAX_RHAT else f" (above {DEFAULT_MAX_RHAT}: not converged)"),
+        + ("" if not r_hat > _rhat_limit(fit) else f" (above {_rhat_limit(fit)}: not converged)"),
     ]
     if epsilon is not None:
         lines += [

@@ -527,6 +527,8 @@ def test_iterations_auto_is_the_default_and_says_how_the_fit_stopped(inputs, tmp
     assert "Sampler converged after" in result.output and "R-hat max" not in result.output
     assert io.read_release(out).m == 2
     assert "--iterations auto: converged after" in report.read_text()
+    # judged by its own --max-rhat: "above 1.01: not converged" followed "converged ... 1.1"
+    assert "not converged" not in report.read_text()
 
 
 def test_iterations_number_keeps_the_fixed_run(inputs, tmp_path):
