@@ -813,7 +813,10 @@ def warn_pooled_combinations(counts: CellCounts, stacklevel: int = 3) -> None:
     combination of one or two records, and those spread thinly) centres its synthetic values
     on the means of the other combinations around each synthetic cell (:func:`synthetic_zbar`):
     their association with its attributes is not kept, so an analysis of the continuous
-    column by those attributes would be biased towards no difference.
+    column by those attributes would be biased towards no difference. So does a combination
+    whose every such cell mean is withheld for one covariate (:func:`outlying_means`), for
+    that covariate alone: said apart, naming it (one warning blamed every covariate, and the
+    want of records).
 
     Parameters
     ----------
@@ -825,26 +828,42 @@ def warn_pooled_combinations(counts: CellCounts, stacklevel: int = 3) -> None:
     Warns
     -----
     geosynth.errors.DataWarning
-        Naming up to five such combinations.
+        Naming up to five such combinations (and the covariate, for withheld means).
     """
-    without = np.logical_or.reduce([~kept_pairs(counts, name).any(axis=0)
-                                    for name in counts.covariates])
-    alone = np.flatnonzero((counts.combos["n_records"].to_numpy() > 0) & without)
-    if alone.size == 0:
-        return
+    present = counts.combos["n_records"].to_numpy() > 0
+    few = present & ~_enough_records(counts).any(axis=0)
     labels = counts.combination_labels()
-    shown = ", ".join(repr(labels[b]) for b in alone[:_SHOW]) + (", ..." if alone.size > _SHOW
-                                                                 else "")
-    warnings.warn(
-        f"{alone.size} attribute combination(s) have no cell holding {MIN_RECORDS_FOR_VALUES} "
-        f"or more of their records ({shown}): their synthetic "
-        f"{', '.join(map(repr, counts.covariates))} follow the cell means of all combinations "
-        "around their synthetic cells, not their own records' values (which they would "
-        "disclose), so they keep no association with those attributes; coarsen the lattice or "
-        "the attributes that make them rare if that association matters",
-        DataWarning,
-        stacklevel=stacklevel,
-    )
+
+    def named(combos: np.ndarray) -> str:
+        return ", ".join(repr(labels[b]) for b in combos[:_SHOW]) + (
+            ", ..." if combos.size > _SHOW else "")
+
+    if few.any():
+        warnings.warn(
+            f"{int(few.sum())} attribute combination(s) have no cell holding "
+            f"{MIN_RECORDS_FOR_VALUES} or more of their records ({named(np.flatnonzero(few))}): "
+            f"their synthetic {', '.join(map(repr, counts.covariates))} follow the cell means "
+            "of all combinations around their synthetic cells, not their own records' values "
+            "(which they would disclose), so they keep no association with those attributes; "
+            "coarsen the lattice or the attributes that make them rare if that association "
+            "matters",
+            DataWarning,
+            stacklevel=stacklevel,
+        )
+    for name in counts.covariates:  # withheld as outlying: that covariate alone
+        withheld = present & ~few & ~kept_pairs(counts, name).any(axis=0)
+        if withheld.any():
+            warnings.warn(
+                f"the synthetic {name!r} of {int(withheld.sum())} attribute combination(s) "
+                f"({named(np.flatnonzero(withheld))}) follow the cell means of all "
+                "combinations around their synthetic cells: every cell mean of "
+                f"{MIN_RECORDS_FOR_VALUES} or more of their records lies beyond the far-out "
+                "fences (an extreme value among them), so that column keeps no association "
+                f"with those attributes; top-code or transform {name!r} before prepare() if "
+                "its extremes are real values to keep",
+                DataWarning,
+                stacklevel=stacklevel,
+            )
 
 
 # ---------------------------------------------------------------------- internals

@@ -41,6 +41,7 @@ from geosynth.synth.paiva import (
     kept_pairs,
     outlying_means,
     release_seeds,
+    warn_pooled_combinations,
 )
 from tests.synth.helpers import (
     CRS,
@@ -587,6 +588,33 @@ def test_an_extreme_is_judged_among_its_own_combinations_means_too():
     q1, q3 = np.quantile(others, [0.25, 0.75])  # the means span 3,000-30,000
     assert raw[0, lo] < q3 + OUTLYING_FENCE * (q3 - q1)  # inside the pooled fences
     assert np.argwhere(outlying_means(counts)).tolist() == [[0, lo]]
+
+
+def test_a_combination_pooled_for_one_covariate_is_named_for_that_one():
+    # Four "rare" records in one cell, one with an extreme z2: its z2 mean was withheld, and
+    # the warning said the combination had no cell of 3 or more records and that both z1
+    # and z2 lost their association with the attributes (z1 kept its own mean).
+    rng = np.random.default_rng(10)
+    n_cells = 30
+    grid = Grid.regular((0, 0, 10 * n_cells, 10), shape=(1, n_cells), crs=CRS)
+    cells = np.repeat(np.arange(n_cells), 6)
+    frame = pd.DataFrame({"cell": np.r_[cells, [5] * 4],
+                          "grp": ["common"] * cells.size + ["rare"] * 4,
+                          "z1": rng.normal(12, 1, cells.size + 4),
+                          "z2": rng.normal(1e5, 1e4, cells.size + 4)})
+    frame.loc[frame.index[-1], "z2"] = 2e7
+    gdf = gpd.GeoDataFrame(frame[["grp", "z1", "z2"]], crs=CRS, geometry=gpd.points_from_xy(
+        10 * frame.cell + 5, np.full(len(frame), 5.0)))
+    counts = prepare(gdf, grid, attributes=["grp"], continuous=["z1", "z2"])
+    rare = counts.combos["grp"].tolist().index("rare")
+    assert kept_pairs(counts, "z1")[5, rare] and not kept_pairs(counts, "z2")[5, rare]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_pooled_combinations(counts)
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1 and said[0].startswith(
+        "the synthetic 'z2' of 1 attribute combination(s) ('grp=rare') follow the cell means")
+    assert "'z1'" not in said[0] and "no cell holding" not in said[0]
 
 
 def test_outlying_means_are_those_beyond_the_fences_of_the_other_means():
