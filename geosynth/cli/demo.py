@@ -55,7 +55,7 @@ METHODS = {"paiva": "Paiva", "naive": "Naive"}
 #: --grid 1x1 has here) and coarser attributes (combinations with no cell of 3 records at a
 #: small --n), none of which the demo has.
 ADVICE = {
-    "a larger --cell-size or a region that joins them":
+    "a smaller --cell-size (a single cell has nothing to link to)":
         "a --grid of more than one cell (a 1x1 lattice's single cell has no neighbour)",
     "coarsen the lattice or the attributes that make them rare if that association matters":
         "raise --n, so that every combination holds more records",
