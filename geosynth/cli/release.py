@@ -307,6 +307,11 @@ def release(
             from geosynth.synth.paiva import check_limits
 
             check_limits(original, limits, counts.covariates, warn=False)  # synthesize warns
+        if counts.covariates and epsilon is None:  # a column whose cell means do not vary
+            from geosynth.synth.paiva import synthesis_sd
+
+            for column in counts.covariates:
+                synthesis_sd(counts, column)
         # Read once, here: the releases place points with this table.
         weights = None if weights_path is None else _weights_table(weights_path, grid)
         if outcome is not None:  # checked now, on the records evaluated, not after the fit

@@ -845,3 +845,16 @@ def test_a_fixed_length_run_is_not_converged_above_the_librarys_r_hat(r_hat, war
     said = capsys.readouterr()
     assert f"R-hat max: {r_hat:.3f}" in said.out
     assert ("Warning: R-hat max" in said.err and "> 1.01" in said.err) is warned
+
+
+def test_a_continuous_column_without_two_cell_means_is_refused_before_the_fit(inputs,
+                                                                             tmp_path):
+    # synthesize refused it after the whole fit: on a 1 x 1 lattice with one combination,
+    # one cell mean is all there is.
+    points = gpd.read_file(inputs["gpkg"])
+    path = tmp_path / "coarse.gpkg"
+    points.assign(y=0).to_file(path, engine="pyogrio")
+    result = run("release", path, "--attributes", "y", "--continuous", "z", "--grid", "1x1",
+                 *FAST, "--out", tmp_path / "out.gpkg")
+    assert_refused(result, "the continuous column 'z' has one cell mean for every record")
+    assert "Fitting" not in result.output
