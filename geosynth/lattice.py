@@ -1861,7 +1861,9 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
             "make_valid method)"
         )
     if geoms.size == 0:
-        raise GridError(f"{name} has no non-empty polygon; pass None to skip it")
+        # "pass None to skip it" was wrong for Grid.hexagonal's extent, which is required
+        raise GridError(f"{name} has no non-empty polygon, so it covers no area; pass the "
+                        "polygons of an area")
     return shapely.force_2d(geoms)  # see _area_polygons
 
 

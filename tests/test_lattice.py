@@ -972,3 +972,10 @@ def test_a_region_beyond_the_bounds_is_pointed_out():
         warnings.simplefilter("error", DataWarning)
         Grid.regular((0, 0, 10, 10), cell_size=1, region=box(0, 0, 10.05, 10))  # 0.5 %
         Grid.regular((0, 0, 10, 10), cell_size=1, region=box(1, 1, 9, 9))
+
+
+def test_an_empty_extent_is_not_told_to_be_skipped():
+    # "pass None to skip it": Grid.hexagonal's extent is required (None is refused)
+    with pytest.raises(GridError, match=r"has no non-empty polygon, so it covers no area") as info:
+        Grid.hexagonal(Polygon(), 1.0)
+    assert "None" not in str(info.value)
