@@ -209,7 +209,7 @@ def _run(seed: int, n_records: int, shape: tuple[int, int], iterations: int,
     return {"seed": seed, "n": n_records, "shape": shape, "seeds": seeds, "data": data,
             "grid": grid, "counts": counts,
             "fit": fit, "run": run, "releases": releases, "evaluations": evaluations,
-            "public": public, "summary": summary, "r_hat": r_hat}
+            "shown": _shown(evaluations), "public": public, "summary": summary, "r_hat": r_hat}
 
 
 def _review_map(result: dict):
@@ -303,7 +303,7 @@ def _report(result: dict, figures: dict[str, Path], base: Path) -> str:
         "coverage is the mean overlap of the outcome's intervals over random rectangles.",
         "",
     ]
-    shown = _shown(result["evaluations"])
+    shown = result["shown"]
     for name in shown["paiva"]:
         table = side_by_side({METHODS[m]: shown[m][name] for m in METHODS})
         lines += [f"### {name.replace('_', ' ')}", "", text_block(table)]
@@ -355,7 +355,7 @@ def _echo_summary(result: dict, release_path: Path, report: Path, maps_path: Pat
     if result["r_hat"] > DEFAULT_MAX_RHAT:
         click.echo(f"Warning: R-hat above {DEFAULT_MAX_RHAT}: the chains have not converged",
                    err=True)
-    shown = _shown(result["evaluations"])
+    shown = result["shown"]
     mean_rows = pd.DataFrame({
         label: _mean_row(shown[method]["distance_risk"]) for method, label in METHODS.items()
     }).T

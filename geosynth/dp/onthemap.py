@@ -277,19 +277,6 @@ def _noisy_totals(totals: np.ndarray, epsilon: float, seed: SeedLike) -> np.ndar
     return np.maximum(np.asarray(noisy, dtype=np.int64).reshape(totals.shape), 0)
 
 
-def _warn_if_exact_totals(epsilon_totals: float) -> None:
-    """PrivacyLeakWarning when ``epsilon_totals`` leaves nearly every total exact.
-
-    A total gets noise 0 with probability ``tanh(ε_totals / 2)`` (the two-sided geometric
-    mechanism at sensitivity 1), as :func:`geosynth.dp.locations.dp_counts` warns for its
-    counts: ``OnTheMapSynthesizer(100)`` published the exact number of records of every
-    combination, labelled ε-DP, without a word.
-    """
-    warn_if_nearly_exact(epsilon_totals, 1, None, "OnTheMapSynthesizer", name="epsilon_totals",
-                         what="combination total", stacklevel=4,
-                         fix="Use a smaller epsilon_totals (or totals_share)")
-
-
 def _warn_if_copied_cells(epsilon_cells_per_release: float, prior_weights: np.ndarray) -> None:
     """PrivacyLeakWarning when the cells' prior is too weak to move any synthetic record.
 
@@ -427,7 +414,11 @@ class OnTheMapSynthesizer:
                 f"epsilon_totals >= {1.0 / MAX_INTEGER_NOISE_SCALE:.3g}"
             )
         prior_scale(self.epsilon_cells_per_release, "epsilon_cells / m")
-        _warn_if_exact_totals(self.epsilon_totals)
+        # OnTheMapSynthesizer(100) published the exact number of records of every combination,
+        # labelled ε-DP, without a word: a total is exact with probability tanh(ε_totals / 2).
+        warn_if_nearly_exact(self.epsilon_totals, 1, None, "OnTheMapSynthesizer",
+                             name="epsilon_totals", what="combination total", stacklevel=3,
+                             fix="Use a smaller epsilon_totals (or totals_share)")
         check_accountant(accountant)
         self.max_bytes = check_max_bytes(max_bytes)
         self.prior = prior

@@ -598,12 +598,22 @@ def test_bounds_given_as_one_pair_per_attribute_are_pointed_out(release):
 
 
 def test_a_wide_domain_of_two_attributes_is_not_mistaken_for_one_pair_each():
-    # lo=(0, 10), hi=(100, 200) as meant; the records fill it, not the other reading's box
-    x = np.random.default_rng(36).uniform([0.0, 10.0], [100.0, 200.0], size=(200, 2))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DataWarning)
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
-        Doca(1.0, bounds=([0.0, 10.0], [100.0, 200.0]), delay=20, seed=37).fit_transform(x)
+    # lo=(0, 1), hi=(1000, 1001) as meant: records filling it are not warned about; records
+    # all in the other reading's box ([0, 1] x [1000, 1001], a millionth of the area) are.
+    rng = np.random.default_rng(36)
+    bounds = ([0.0, 1.0], [1000.0, 1001.0])
+    filling = rng.uniform([0.0, 1.0], [1000.0, 1001.0], size=(200, 2))
+    cornered = rng.uniform([0.0, 1000.0], [1.0, 1001.0], size=(200, 2))
+    said = {}
+    for name, x in (("filling", filling), ("cornered", cornered)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            released = Doca(1.0, bounds=bounds, delay=20, seed=37).fit_transform(x)
+        assert released.shape == x.shape
+        said[name] = [str(w.message) for w in caught if issubclass(w.category, DataWarning)]
+    assert said["filling"] == []
+    assert len(said["cornered"]) == 1 and "bounds=([0.0, 1000.0], [1.0, 1001.0])" in \
+        said["cornered"][0]
 
 
 @pytest.mark.parametrize(
