@@ -220,6 +220,20 @@ def test_synthesize_dask_releases_equal_in_memory_synthesize(client, points, fit
             assert (release["z"] >= low).all() and (high is None or (release["z"] <= high).all())
 
 
+def test_synthesize_dask_draws_several_covariates_jointly_as_in_memory(client, points, grid):
+    """The noise correlation comes from the records, in the client; the workers never see them."""
+    data = points.assign(w=2.0 * points["z"] + np.random.default_rng(5).normal(0, 0.3,
+                                                                           len(points)))
+    counts = prepare(data, grid, attributes=["a"], continuous=["z", "w"])
+    fit = PaivaModel().fit(counts, chains=1, seed=3, progress=False, **RUN)
+    limits = {"w": (0.0, None)}
+    got = gd.synthesize_dask(fit, data, m=2, seed=9, limits=limits, client=client)
+    want = geosynth.synthesize(fit, data, m=2, seed=9, limits=limits)
+    for release, expected in zip(got, want, strict=True):
+        pd.testing.assert_frame_equal(release, expected)
+        assert np.corrcoef(release["z"], release["w"])[0, 1] > 0.9
+
+
 def test_synthesize_dask_checks_the_limits_in_the_client(client, points, fitted):
     _, fit = fitted
     below = int((points["z"] < 6).sum())

@@ -23,6 +23,7 @@ from geosynth.synth.baselines import donut_mask, naive_synthesize
 from geosynth.synth.paiva import (
     PosteriorDraws,
     release_draws,
+    synthesis_correlation,
     synthesis_sd,
     synthesize,
     synthetic_zbar,
@@ -41,6 +42,7 @@ __all__ = [
     "release_info",
     "synthesize",
     "synthetic_zbar",
+    "synthesis_correlation",
     "synthesis_sd",
     "to_public",
 ]

@@ -1,0 +1,198 @@
+"""Several continuous covariates: their synthetic noise is correlated as the records' departures.
+
+Data are simulated with a known within-cell correlation of the two columns in each
+combination (0.8 in one, -0.5 in the other) and cell means drawn apart, so the target of
+``synthesis_correlation`` is known exactly, and the releases' noise (a synthetic value less its
+centre, over its noise SD) is tested against it: each margin by KS against the standard normal
+(or, with limits, its truncated CDF against the uniform), the pair by Fisher's z.
+"""
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from geosynth import Grid, prepare
+from geosynth.synth import synthesis_correlation, synthesis_sd, synthesize, synthetic_zbar
+from geosynth.synth.paiva import SYNTHESIS_SD_PRIOR_DF, correlation_roots
+from tests.synth.helpers import CRS, stub_fit
+
+ALPHA = 1e-3
+GRID = Grid.regular((0.0, 0.0, 6.0, 6.0), shape=(6, 6), crs=CRS)
+WITHIN = {"p": 0.8, "q": -0.5}
+
+
+def correlated_records(seed, per_cell=40, within=WITHIN, shift=(0.0, 0.0)):
+    """Records of combinations ``within`` on GRID; departures correlated as ``within`` says."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for level, rho in within.items():
+        means = rng.normal(0.0, 1.0, (GRID.n_cells, 2))  # the columns' cell means: unrelated
+        for i in range(GRID.n_cells):
+            x0, y0, x1, y1 = GRID.cell_bounds([i])[0]
+            departures = rng.multivariate_normal([0.0, 0.0], [[1.0, rho], [rho, 1.0]], per_cell)
+            z = means[i] + 0.5 * departures + np.asarray(shift)
+            frames.append(gpd.GeoDataFrame(
+                {"a": level, "z1": z[:, 0], "z2": z[:, 1]},
+                geometry=gpd.points_from_xy(rng.uniform(x0, x1, per_cell),
+                                            rng.uniform(y0, y1, per_cell)), crs=CRS))
+    records = gpd.GeoDataFrame(pd.concat(frames, ignore_index=True), geometry="geometry",
+                               crs=CRS)
+    records.index = 1000 + rng.permutation(len(records))  # labels are not positions
+    return records
+
+
+@pytest.fixture(scope="module")
+def correlated():
+    data = correlated_records(3)
+    return data, prepare(data, GRID, ["a"], continuous=["z1", "z2"])
+
+
+def standard_noise(counts, release, limits=None):
+    """Each record's synthetic noise over its SD, (n, 2): what the releases drew."""
+    cells = GRID.locate(release.geometry)
+    combo = np.asarray(counts.record_combo)
+    noise = []
+    for name in counts.covariates:
+        _, mean, sd = counts.covariate(name)
+        centre = synthetic_zbar(counts, name)[cells, combo] * sd[combo] + mean[combo]
+        scale = synthesis_sd(counts, name)[combo]
+        if limits is None:
+            noise.append((release[name].to_numpy() - centre) / scale)
+        else:  # the copula's normal: Φ⁻¹ of the truncated CDF at the value
+            low, high = limits[name]
+            u = stats.truncnorm.cdf(release[name].to_numpy(), (low - centre) / scale,
+                                    (high - centre) / scale, loc=centre, scale=scale)
+            assert stats.kstest(u, "uniform").pvalue > ALPHA, name
+            noise.append(stats.norm.ppf(u))
+    return np.stack(noise, axis=1)
+
+
+def assert_correlation(sample, rho):
+    """Fisher's z test of the sample correlation of ``sample`` (n, 2) against ``rho``."""
+    r = np.corrcoef(sample.T)[0, 1]
+    z = (np.arctanh(r) - np.arctanh(rho)) * np.sqrt(len(sample) - 3)
+    assert 2 * stats.norm.sf(abs(z)) > ALPHA, (r, rho)
+
+
+def test_noise_correlation_is_the_records_within_cell_correlation(correlated):
+    data, counts = correlated
+    correlation = synthesis_correlation(counts, data)
+    assert correlation.shape == (2, 2, 2)
+    np.testing.assert_array_equal(np.diagonal(correlation, axis1=1, axis2=2), 1.0)
+    # 36 cells x 40 records: 1,404 degrees of freedom each; the sample r has SE < 0.025, and
+    # the moderation moves it by 4 / 1,408 of the distance to the pooled value.
+    for b, level in enumerate(counts.levels["a"]):
+        assert abs(correlation[b, 0, 1] - WITHIN[level]) < 0.1
+    # The cell means themselves are unrelated: the between-cell correlation is not the target.
+    assert abs(correlation[0, 0, 1] - correlation[1, 0, 1]) > 1.0
+
+
+def test_a_combination_of_few_records_is_moderated_towards_the_pooled_covariance():
+    """Moderated as synthesis_sd (Smyth 2004), the covariance matrices, then scaled."""
+    data = correlated_records(5, within={"p": 0.9})
+    rng = np.random.default_rng(6)
+    cells = np.repeat([0, 7, 14, 21], 3)  # 3 records in each of 4 cells: 8 degrees of freedom
+    departures = rng.multivariate_normal([0.0, 0.0], [[1.0, -0.9], [-0.9, 1.0]], cells.size)
+    bounds = GRID.cell_bounds(cells)
+    centres = (bounds[:, :2] + bounds[:, 2:]) / 2
+    few = gpd.GeoDataFrame({"a": "q", "z1": departures[:, 0], "z2": departures[:, 1]},
+                           geometry=gpd.points_from_xy(*centres.T), crs=CRS)
+    both = gpd.GeoDataFrame(pd.concat([data, few], ignore_index=True), crs=CRS)
+    counts = prepare(both, GRID, ["a"], continuous=["z1", "z2"])
+    correlation = synthesis_correlation(counts, both)
+
+    def scatter(frame):  # departures from the cell means, summed products; degrees of freedom
+        cell = GRID.locate(frame.geometry)
+        d = frame[["z1", "z2"]] - frame.groupby(cell)[["z1", "z2"]].transform("mean")
+        return d.to_numpy().T @ d.to_numpy(), len(frame) - np.unique(cell).size
+
+    (s_p, df_p), (s_q, df_q) = scatter(data), scatter(few)
+    pooled = (s_p + s_q) / (df_p + df_q)
+    moderated = (s_q + SYNTHESIS_SD_PRIOR_DF * pooled) / (df_q + SYNTHESIS_SD_PRIOR_DF)
+    expected = moderated[0, 1] / np.sqrt(moderated[0, 0] * moderated[1, 1])
+    q = list(counts.levels["a"]).index("q")
+    assert correlation[q, 0, 1] == pytest.approx(expected, rel=1e-9)
+    own = s_q[0, 1] / np.sqrt(s_q[0, 0] * s_q[1, 1])
+    assert own < expected < correlation[1 - q, 0, 1]  # between its own and the pooled
+
+
+@pytest.mark.parametrize("limits", [None, {"z1": (-2.5, 2.5), "z2": (-1.0, None)}])
+@pytest.mark.filterwarnings("error")
+def test_releases_draw_each_margin_exactly_and_the_pair_correlated(correlated, limits):
+    data, counts = correlated
+    target = synthesis_correlation(counts, data)
+    if limits is not None:  # records within the limits, none at an end (that would warn)
+        data = data[data["z1"].between(-2.4, 2.4) & (data["z2"] > -0.9)]
+        counts = prepare(data, GRID, ["a"], continuous=["z1", "z2"])
+        target = synthesis_correlation(counts, data)
+    fit = stub_fit(counts, np.ones((1, 4, GRID.n_cells, 2)))
+    opened = None if limits is None else {k: (lo, np.inf if hi is None else hi)
+                                          for k, (lo, hi) in limits.items()}
+    for release in synthesize(fit, data, m=2, seed=8, limits=limits):
+        noise = standard_noise(counts, release, opened)
+        for b in range(2):
+            members = np.asarray(counts.record_combo) == b
+            for k in range(2):
+                assert stats.kstest(noise[members, k], "norm").pvalue > ALPHA
+            assert_correlation(noise[members], target[b, 0, 1])
+
+
+def test_records_correlated_within_keep_it_in_the_releases():
+    """An income linear in age (r = 0.99 among the records) stays so; apart it fell to 0.5."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    x, y = rng.uniform(0, 6, n), rng.uniform(0, 6, n)
+    age = 30 + 3 * x + rng.normal(0, 12, n)
+    records = gpd.GeoDataFrame({"a": rng.choice(["f", "m"], n), "age": age,
+                                "income": 500 + 60 * age + rng.normal(0, 90, n)},
+                               geometry=gpd.points_from_xy(x, y), crs=CRS)
+    counts = prepare(records, GRID, ["a"], continuous=["age", "income"])
+    fit = stub_fit(counts, np.asarray(counts.counts, dtype=float)[None, None] + 0.5)
+    original = np.corrcoef(records["age"], records["income"])[0, 1]
+    release = synthesize(fit, records, m=1, seed=2)[0]
+    assert abs(np.corrcoef(release["age"], release["income"])[0, 1] - original) < 0.02
+    slope = np.polyfit(release["age"], release["income"], 1)[0]
+    assert slope == pytest.approx(60, rel=0.05)
+
+
+def test_columns_that_are_one_another_rescaled_stay_so():
+    """z2 = 3·z1 + 5: a singular correlation; the noise of both is one normal."""
+    data = correlated_records(4)
+    data["z2"] = 3 * data["z1"] + 5
+    counts = prepare(data, GRID, ["a"], continuous=["z1", "z2"])
+    np.testing.assert_allclose(synthesis_correlation(counts, data)[:, 0, 1], 1.0)
+    release = synthesize(stub_fit(counts, np.ones((1, 2, GRID.n_cells, 2))), data, m=1,
+                         seed=1)[0]
+    np.testing.assert_allclose(release["z2"], 3 * release["z1"] + 5, rtol=1e-9, atol=1e-9)
+
+
+def test_roots_reproduce_their_correlation():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(5, 3, 3))
+    covariance = a @ np.swapaxes(a, 1, 2)
+    scale = np.sqrt(np.diagonal(covariance, axis1=1, axis2=2))
+    correlation = covariance / (scale[:, :, None] * scale[:, None, :])
+    correlation[0] = 1.0  # rank one: every column the same
+    roots = correlation_roots(correlation)
+    np.testing.assert_allclose(roots @ np.swapaxes(roots, 1, 2), correlation, atol=1e-12)
+    np.testing.assert_array_equal(roots[1:], np.tril(roots[1:]))  # Cholesky where it exists
+
+
+def test_one_covariate_draws_as_before(correlated):
+    """The copula is for two or more columns: one column's draws are eq. 2.27's normals."""
+    data, _ = correlated
+    counts = prepare(data, GRID, ["a"], continuous="z1")
+    fit = stub_fit(counts, np.ones((1, 2, GRID.n_cells, 2)))
+    release = synthesize(fit, data, m=1, seed=3)[0]
+    noise = standard_noise(counts, release)[:, 0]
+    assert stats.kstest(noise, "norm").pvalue > ALPHA
+
+
+def test_synthesis_correlation_checks_the_records(correlated):
+    data, counts = correlated
+    from geosynth.errors import InputError
+
+    with pytest.raises(InputError, match="prepare"):
+        synthesis_correlation(counts, data.iloc[:-1])
