@@ -38,9 +38,9 @@ def inspect(release_path: str) -> None:
     from geosynth import io
     from geosynth.io import printable
 
-    io.existing_file(release_path, "RELEASE")  # a pipe or device: named RELEASE, not path
-    release_file = io.read_release(release_path, check_audit=False)  # validates the file
-    kinds = dict(pyogrio.list_layers(release_path))
+    source = io.existing_file(release_path, "RELEASE")  # a pipe or device: named RELEASE
+    release_file = io.read_release(source, check_audit=False)  # validates the file
+    kinds = dict(pyogrio.list_layers(source))  # as GDAL reads it (" r.gpkg" absolute)
     rows = _row_counts(release_file)
     click.echo(f"Release file: {printable(release_path)}")
     click.echo("Layers:")

@@ -10,6 +10,7 @@ import unicodedata
 import warnings
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import numpy as np
 
@@ -24,6 +25,7 @@ __all__ = [
     "MULTIPOLYGON_TYPE",
     "as_path",
     "existing_file",
+    "gdal_path",
     "check_target",
     "check_replaceable_file",
     "output_path_error",
@@ -47,6 +49,10 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 _HIDDEN = frozenset({"Cf", "Zl", "Zp", "Cs"})
 # What an existing output path may be besides a regular file or a symbolic link (which an
 # output replaces) or a directory (refused apart): never replaced, even with overwrite.
+# URL schemes GDAL's Python bindings (pyogrio, rasterio) read a path's start as, ``s3:r.gpkg``
+# the object ``r.gpkg`` on S3 (pyogrio.util.SCHEMES, rasterio._path.SCHEMES).
+_GDAL_SCHEMES = frozenset({"file", "zip", "tar", "gzip", "http", "https", "ftp", "s3", "gs",
+                           "az", "adls", "adl", "hdfs", "webhdfs", "oss", "swift"})
 _SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
                   (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
@@ -81,6 +87,43 @@ def as_path(path: Any, name: str = "path") -> Path:
     return Path(path)
 
 
+def gdal_path(path: Path, name: str = "path") -> Path:
+    """Return ``path`` as GDAL's bindings read it as this file: refuse a ``!`` in it.
+
+    pyogrio reads ``a!b.gpkg`` as the member ``b.gpkg`` of an archive ``a``, so a release
+    written to ``r!cases.gpkg`` was added to an existing ``cases.gpkg`` (the confidential
+    input, say) in place, and reading ``a!x.gpkg`` read ``x.gpkg``. It also reads ``s3:r.gpkg``
+    and ``http:r.gpkg`` as URLs and drops a leading space (``" r.gpkg"`` read ``r.gpkg``):
+    such a relative path is returned absolute, which it reads as the file.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        A file to read or write.
+    name : str, default "path"
+        How the caller's argument is called, for the error message.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``, or ``path.absolute()`` where GDAL would read the relative path otherwise.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``path`` holds a ``!``; the message names the path and the fix.
+    """
+    text = str(path)
+    if "!" in text:
+        raise InputError(f"{name} {printable(text)!r} holds a '!', after which GDAL reads the "
+                         "name of a file inside an archive: it would read or write another "
+                         "file; rename the file (or its folder) without '!'")
+    scheme = urlparse(text.lstrip()).scheme.lower()
+    if text != text.lstrip() or (scheme and all(p in _GDAL_SCHEMES for p in scheme.split("+"))):
+        return path.absolute()
+    return path
+
+
 def existing_file(path: Any, name: str = "path") -> Path:
     """Return ``path`` as a Path after checking that it names an existing file.
 
@@ -98,9 +141,10 @@ def existing_file(path: Any, name: str = "path") -> Path:
     Raises
     ------
     geosynth.errors.InputError
-        ``path`` is not a path (an InputTypeError), does not exist or is a directory.
+        ``path`` is not a path (an InputTypeError), does not exist or is a directory, or holds
+        a ``!`` (:func:`gdal_path`; a relative path GDAL would misread is returned absolute).
     """
-    source = as_path(path, name)
+    source = gdal_path(as_path(path, name), name)
     if not source.exists():
         raise InputError(f"{name} {str(source)!r} does not exist; check the file name")
     if source.is_dir():
@@ -164,10 +208,12 @@ def check_target(target: Path, overwrite: bool) -> None:
     Raises
     ------
     geosynth.errors.InputError
-        ``target`` is a directory, a pipe, a device or a socket (:func:`check_replaceable_file`),
+        ``target`` holds a ``!`` (:func:`gdal_path`), is a directory, a pipe, a device or a
+        socket (:func:`check_replaceable_file`),
         lies under a file, has a name too long for the file system (:func:`output_path_error`),
         or exists while ``overwrite`` is False; the message names the path and the fix.
     """
+    gdal_path(target)
     try:
         if target.is_dir():
             raise InputError(f"path {str(target)!r} is a directory; pass a file name in it "

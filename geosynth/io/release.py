@@ -295,7 +295,8 @@ def write_release(
     Parameters
     ----------
     path : str or os.PathLike
-        The GeoPackage to write (GeoPackage whatever the extension; ``.gpkg`` is customary).
+        The GeoPackage to write, named ``*.gpkg`` (the GeoPackage standard's extension; GDAL
+        took ``r.kml`` for a KML file and rewrote it with each layer, keeping only the last).
     releases : sequence of geopandas.GeoDataFrame
         The releases to publish, each the output of :func:`geosynth.to_public` (or a public
         differentially private release). They are written as layers ``synthetic_1`` ..
@@ -360,8 +361,8 @@ def write_release(
     Raises
     ------
     geosynth.errors.InputError
-        ``path`` is not a file path (an InputTypeError); ``path`` (or its audit file) exists
-        and ``overwrite`` is False, or was created by
+        ``path`` is not a file path (an InputTypeError), does not end in ``.gpkg`` or holds a
+        ``!``; ``path`` (or its audit file) exists and ``overwrite`` is False, or was created by
         another process during the write; ``releases`` is empty or not a sequence of point
         GeoDataFrames; a release is the internal output of a synthesizer or may be row-aligned
         with the input; a release has an identifier column (named like one,
@@ -427,6 +428,10 @@ def write_release(
     >>> write_release("release.gpkg", public, fit=fit, seeds={"synthesize": 3})  # doctest: +SKIP
     """
     target = as_path(path)
+    if target.suffix.lower() != ".gpkg":
+        raise InputError(f"path {printable(str(target))!r} must end in .gpkg: a release is a "
+                         "GeoPackage, and GDAL takes other names for other formats (r.kml for "
+                         f"KML, keeping one layer); name it {printable(_gpkg_name(target))}")
     replace = transaction_overwrite(outputs, overwrite)
     lattice, fit = _check_grid_and_fit(grid, fit, include_intensity)
     frames = _check_releases(releases, original_index,
@@ -555,6 +560,11 @@ def _gdal_dates() -> Iterator[None]:
         yield
     finally:
         pyogrio.set_gdal_config_options({"OGR_CURRENT_DATE": before})
+
+
+def _gpkg_name(path: Path) -> str:
+    """Name ``path`` as a GeoPackage: ``r.kml`` -> ``r.gpkg``, ``r.gpkg.zip`` -> ``r.gpkg``."""
+    return path.stem if path.stem.lower().endswith(".gpkg") else f"{path.stem}.gpkg"
 
 
 def _write_layer(frame: pd.DataFrame, path: Path, layer: str, target: Path) -> None:

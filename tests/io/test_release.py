@@ -2534,3 +2534,40 @@ def test_a_release_written_again_with_source_date_epoch_is_the_same_to_the_byte(
     with pytest.raises(InputError, match=r"SOURCE_DATE_EPOCH is 'yesterday', not a whole number"):
         write_release(tmp_path / "c.gpkg", public, fit=fit)
     assert not (tmp_path / "c.gpkg").exists()
+
+
+# ---------------------------------------------------------------------- paths GDAL misreads
+def test_a_path_with_a_bang_is_refused_and_leaves_the_file_it_names_alone(tmp_path,
+                                                                          monkeypatch):
+    # pyogrio read "r!cases.gpkg" as the member cases.gpkg of an archive "r": the release was
+    # added, in place and with no overwrite, to the existing cases.gpkg (the input, say).
+    monkeypatch.chdir(tmp_path)
+    cases = write_release(tmp_path / "cases.gpkg", [public_like(4)])
+    before = cases.read_bytes()
+    for target in ("r!cases.gpkg", str(tmp_path / "r!cases.gpkg"), "sub/release!.gpkg"):
+        with pytest.raises(InputError, match="holds a '!'.*rename the file"):
+            write_release(target, [public_like(5)])
+        with pytest.raises(InputError, match="holds a '!'"):
+            read_release(target)
+    assert cases.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cases.gpkg"]
+
+
+def test_a_leading_space_or_a_url_scheme_reads_the_file_named(tmp_path, monkeypatch):
+    # " r.gpkg" was read as r.gpkg (pyogrio drops the space) and "s3:r.gpkg" as an S3 object.
+    monkeypatch.chdir(tmp_path)
+    write_release(tmp_path / "r.gpkg", [public_like(4)])
+    for name, n in ((" r.gpkg", 6), ("s3:r.gpkg", 7)):
+        write_release(name, [public_like(n)])
+        assert len(read_release(name).releases[0]) == n
+    assert len(read_release("r.gpkg").releases[0]) == 4
+
+
+@pytest.mark.parametrize(("name", "fix"), [("r.kml", "r.gpkg"), ("r.gpkg.zip", "r.gpkg"),
+                                         ("release", "release.gpkg"), ("r.csv", "r.gpkg")])
+def test_a_release_file_is_named_gpkg(tmp_path, name, fix):
+    # GDAL took r.kml for KML and rewrote it with each layer: a release of one layer was
+    # committed, with its audit file, as written.
+    with pytest.raises(InputError, match=rf"must end in \.gpkg.*name it {fix}$"):
+        write_release(tmp_path / name, [public_like(4)])
+    assert list(tmp_path.iterdir()) == []
