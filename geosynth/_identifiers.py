@@ -13,6 +13,7 @@ import unicodedata
 from typing import Any
 
 __all__ = [
+    "INTERNAL_PREFIX",
     "ID_COLUMNS",
     "IDENTIFIER_WORDS",
     "IDENTIFIER_ENDINGS",
@@ -22,6 +23,9 @@ __all__ = [
     "name_words",
 ]
 
+#: Columns whose name starts with this prefix are bookkeeping (e.g. pandas' ``_merge``): dropped
+#: by :func:`geosynth.to_public`, so :func:`geosynth.prepare` refuses attributes so named.
+INTERNAL_PREFIX = "_"
 #: Column names (compared case-insensitively) that identify records or their cells: a release
 #: column with one of these names is refused by :func:`to_public`; the writers and maps of
 #: :mod:`geosynth.io` and :mod:`geosynth.maps` refuse every name :func:`is_identifier_name`

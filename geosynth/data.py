@@ -108,7 +108,12 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from geosynth._identifiers import is_identifier_name
+from geosynth._identifiers import (
+    ID_COLUMNS,
+    INTERNAL_PREFIX,
+    in_id_columns,
+    is_identifier_name,
+)
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import (
     holds_coordinates,
@@ -792,17 +797,17 @@ def check_columns(
         listed twice, also an attribute, or not numeric; several columns of ``gdf`` share the
         name of an attribute or ``continuous`` column.
     """
+    if isinstance(gdf.columns, pd.MultiIndex):  # first: it hides the geometry column
+        raise InputError(
+            "gdf has MultiIndex (several-level) column names; flatten them first, e.g. "
+            "gdf.columns = ['_'.join(map(str, c)) for c in gdf.columns]"
+        )
     try:
         geometry_name = gdf.geometry.name
     except AttributeError as err:
         raise InputError(
             "gdf has no active geometry column; set one with gdf.set_geometry(column)"
         ) from err
-    if isinstance(gdf.columns, pd.MultiIndex):
-        raise InputError(
-            "gdf has MultiIndex (several-level) column names; flatten them first, e.g. "
-            "gdf.columns = ['_'.join(map(str, c)) for c in gdf.columns]"
-        )
     available = [c for c in gdf.columns if c != geometry_name]
     if not (isinstance(attributes, str) or is_sequence(attributes)):  # 0-d array: no items
         raise InputTypeError(f"attributes must be a column name or a list of column names, got "
@@ -817,6 +822,7 @@ def check_columns(
     if duplicated:
         raise InputError(f"attributes lists {duplicated} more than once; name each column once")
     covariates = covariate_names(continuous)
+    _check_names_are_text((*attrs, *covariates))
     for name, role in [(a, "attribute") for a in attrs] + [(z, "continuous column")
                                                            for z in covariates]:
         if name == geometry_name or name not in available:
@@ -836,7 +842,6 @@ def check_columns(
                 "rename it if it is a measurement"
             )
     check_unique_columns(gdf, "gdf", (*attrs, *covariates))
-    _check_names_written_apart(attrs)
     generated = [f"{a}_code" for a in attrs] + ["n_records"]
     clash = sorted(set(attrs) & set(generated), key=str)
     if clash:
@@ -851,31 +856,50 @@ def check_columns(
             "count table's own columns (cell, count, Z sums); rename them with "
             "gdf.rename(columns=...)"
         )
+    _check_publishable_names((*attrs, *covariates))
     for name in covariates:
         _check_numeric(gdf[name])
     return attrs
 
 
-def _check_names_written_apart(attrs: tuple[Hashable, ...]) -> None:
-    """Refuse attributes named by tuples, or whose names are written alike (``5`` and ``"5"``).
+def _check_publishable_names(names: tuple[str, ...]) -> None:
+    """Refuse columns a public release cannot carry under their names, before any work.
 
-    ``combos`` names an attribute's codes ``f"{name}_code"`` and the labels ``f"{name}=level"``:
-    the second ``"5_code"`` column overwrote the first, so attribute 5 took the codes of ``"5"``.
+    :func:`geosynth.to_public` drops columns whose names start with ``"_"`` (bookkeeping such
+    as pandas' ``_merge``) and refuses those named like record or cell identifiers
+    (:data:`~geosynth._identifiers.ID_COLUMNS`: ``index``, ``cell``, ``fid``): an attribute
+    ``_sex`` was left out of every public release without a word (the file's metadata still
+    listed it), and one named ``index`` was refused only after the fit, with advice to drop it.
     """
-    tuples = [a for a in attrs if isinstance(a, tuple)]
-    if tuples:  # a tuple key makes the count table's columns a MultiIndex
+    hidden = [n for n in names if n.startswith(INTERNAL_PREFIX)]
+    identifiers = [n for n in names if in_id_columns(n)]
+    if hidden or identifiers:
+        reasons = ([f"{hidden} start with {INTERNAL_PREFIX!r}, the mark of bookkeeping columns "
+                    "that to_public drops"] if hidden else []) + (
+            [f"{identifiers} are names of record or cell identifiers ({sorted(ID_COLUMNS)}), "
+             "which to_public refuses"] if identifiers else [])
+        example = (hidden + identifiers)[0]
+        renamed = (example.lstrip(INTERNAL_PREFIX) or "column") if hidden else f"{example}_group"
         raise InputError(
-            f"attribute names {tuples} are tuples; name the columns with str, e.g. "
-            "gdf.columns = ['_'.join(map(str, c)) if isinstance(c, tuple) else c for c in "
-            "gdf.columns]"
+            f"the columns {' and '.join(reasons)}: a public release cannot carry them; rename "
+            f"them, e.g. gdf = gdf.rename(columns={{{example!r}: {renamed!r}}})"
         )
-    written = [str(a) for a in attrs]
-    alike = sorted({w for w in written if written.count(w) > 1})
-    if alike:
+
+
+def _check_names_are_text(names: tuple[Hashable, ...]) -> None:
+    """Refuse attribute or continuous columns not named by a str (``5``, ``None``, a tuple).
+
+    A release's columns, the labels of the combinations and a GeoPackage's columns are
+    text: a column ``5`` passed ``prepare`` and failed the fit with a message naming no
+    column, and ``5`` and ``"5"`` made one ``"5_code"`` column in ``combos``.
+    """
+    other = [n for n in names if not isinstance(n, str)]
+    if other:
         raise InputError(
-            f"attributes {[a for a in attrs if str(a) in alike]} are written alike ({alike}), "
-            "so their code columns and labels in combos and a release would be one; rename "
-            "them with gdf.rename(columns=...)"
+            f"the columns {other!r} are named by {type(other[0]).__name__}, not text: a "
+            "release's columns and the labels of its combinations are text; name them with "
+            "str, e.g. gdf.columns = ['_'.join(map(str, c)) if isinstance(c, tuple) else "
+            "str(c) for c in gdf.columns]"
         )
 
 

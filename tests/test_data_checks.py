@@ -149,15 +149,41 @@ def test_attributes_given_as_a_column_of_values_are_not_quoted(gdf, grid):
 
 
 @pytest.mark.parametrize("levels", [None, {5: ["a", "b"], "5": ["c", "d"]}])
-def test_attributes_written_alike_are_refused(gdf, grid, levels):
-    # combos got one "5_code" column: attribute 5 took the codes of attribute "5".
+def test_attributes_not_named_by_text_are_refused(gdf, grid, levels):
+    # combos got one "5_code" column: attribute 5 took the codes of attribute "5"; a column
+    # 5 alone passed prepare and failed the fit with a message naming no column.
     gdf[5] = np.where(np.arange(len(gdf)) < 20, "a", "b")
     gdf["5"] = np.where(np.arange(len(gdf)) % 2 == 0, "c", "d")
-    with pytest.raises(InputError, match=r"attributes \[5, '5'\] are written alike.*rename"):
-        prepare(gdf, grid, [5, "5"], levels=levels)
+    for attributes in ([5, "5"], [5]):
+        with pytest.raises(InputError, match=r"the columns \[5\] are named by int, not text"):
+            prepare(gdf, grid, attributes, levels=levels)
     gdf = gdf.rename(columns={5: "five"})
     counts = prepare(gdf, grid, ["five", "5"])
     assert counts.combo_codes.tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
+
+
+@pytest.mark.parametrize(("renamed", "attributes", "continuous", "refusal"), [
+    ({"sex": "_sex"}, ["_sex"], None, r"\['_sex'\] start with '_'.*\{'_sex': 'sex'\}"),
+    ({"z": "_income"}, ["sex"], "_income", r"\['_income'\] start with '_'"),
+    ({"sex": "index"}, ["index"], None, r"\['index'\] are names of record or cell identifiers"),
+    ({"sex": "Cell"}, ["Cell"], None, r"\['Cell'\] are names of record or cell identifiers"),
+])
+def test_columns_a_public_release_cannot_carry_are_refused_before_any_work(
+        gdf, grid, renamed, attributes, continuous, refusal):
+    # to_public dropped an attribute "_sex" from every public release without a word (the
+    # file's metadata still listed it), and refused one named "index" only after the fit.
+    data = gdf.assign(z=np.linspace(0.0, 1.0, len(gdf))).rename(columns=renamed)
+    with pytest.raises(InputError, match=refusal):
+        prepare(data, grid, attributes, continuous=continuous)
+
+
+def test_multiindex_column_names_are_named_before_the_geometry(gdf, grid):
+    # geopandas finds no geometry among MultiIndex columns: "set one with set_geometry" was
+    # the message, which does not help
+    flat = gdf.copy()
+    flat.columns = pd.MultiIndex.from_tuples([(c, "") for c in gdf.columns])
+    with pytest.raises(InputError, match="MultiIndex"):
+        prepare(flat, grid, ["sex"])
 
 
 # ------------------------------------------------------------------ identifying combinations
@@ -182,7 +208,7 @@ def test_attributes_named_by_tuples_are_refused(gdf, grid):
     gdf[("a", "b")] = np.where(np.arange(len(gdf)) < 20, "x", "y")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no pandas warning on the way to the refusal
-        with pytest.raises(InputError, match=r"attribute names \[\('a', 'b'\)\] are tuples"):
+        with pytest.raises(InputError, match=r"the columns \[\('a', 'b'\)\] are named by tuple"):
             prepare(gdf, grid, [("a", "b")])
 
 

@@ -42,6 +42,7 @@ from geosynth._identifiers import (
     ID_COLUMNS,
     IDENTIFIER_ENDINGS,
     IDENTIFIER_WORDS,
+    INTERNAL_PREFIX,
     in_id_columns,
     is_identifier_name,
 )
@@ -101,9 +102,6 @@ __all__ = [
     "NOISE_SOURCES",
 ]
 
-#: Columns whose name starts with this prefix are bookkeeping (e.g. pandas' ``_merge``) and are
-#: dropped by :func:`to_public`.
-INTERNAL_PREFIX = "_"
 #: ``attrs`` key of the :class:`ReleaseInfo` record of a release (a plain dict).
 INFO_ATTR = "geosynth"
 #: ``attrs`` key (value True) of a release whose rows are aligned with the confidential input:
