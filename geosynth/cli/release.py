@@ -302,7 +302,11 @@ def release(
             from geosynth.data import declared_attributes
 
             original = declared_attributes(original, counts.levels)
-        # Checked before the fit, which they cost when refused by synthesize after it.
+        # Checked before the fit, which they cost when refused by synthesize (or the writer)
+        # after it: names and values the GeoPackage cannot hold (under DP, names only).
+        released = original[[*counts.attributes, *counts.covariates, original.geometry.name]]
+        io.check_storable_columns(released if epsilon is None else released.iloc[:0],
+                                  f"{name} (--attributes, --continuous)")
         if limits is not None:
             from geosynth.synth.paiva import check_limits
 

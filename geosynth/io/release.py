@@ -135,6 +135,7 @@ __all__ = [
     "ID_COLUMNS",
     "METADATA_KEYS",
     "released_columns",
+    "check_storable_columns",
     "RESERVED_KEYS",
 ]
 
@@ -802,6 +803,11 @@ def _schema_difference(frames: Sequence[gpd.GeoDataFrame], labels: Sequence[str]
 _GEOPACKAGE_RESERVED = frozenset({"geom", "fid", "geometry"})
 
 
+# A model's column renamed in a release is refused (write_release(fit=) lets through only the
+# model's columns): it is renamed in the records, before prepare and the fit.
+_BEFORE_PREPARE = " (a model's attribute or continuous column: in the records given to prepare)"
+
+
 def _check_geopackage_columns(release: gpd.GeoDataFrame, geometry: str, name: str) -> None:
     """Refuse columns a GeoPackage cannot hold as they are (GDAL failed on them mid-write).
 
@@ -819,10 +825,11 @@ def _check_geopackage_columns(release: gpd.GeoDataFrame, geometry: str, name: st
                              "(release.rename(columns=str))")
         if label.lower() in _GEOPACKAGE_RESERVED:
             raise InputError(f"{name} has a column {label!r}, a name the GeoPackage layer uses "
-                             "for itself (geometry, feature id); rename it")
+                             f"for itself (geometry, feature id); rename it{_BEFORE_PREPARE}")
         if label.lower() in seen:
             raise InputError(f"{name} has columns {seen[label.lower()]!r} and {label!r}, which "
-                             "a GeoPackage (SQLite) takes for one (names ignore case); rename one")
+                             "a GeoPackage (SQLite) takes for one (names ignore case); rename "
+                             f"one{_BEFORE_PREPARE}")
         seen[label.lower()] = label
         values = release[column]
         if values.dtype.kind == "c":
@@ -851,8 +858,11 @@ def _check_storable_values(release: gpd.GeoDataFrame, geometry: str, name: str) 
                              "store; rename it")
         values = release[column]
         label = ascii(str(column))
-        if values.dtype.kind in "biufcM":
-            continue  # numbers and dates hold no text
+        if values.dtype.kind == "M":
+            _check_milliseconds(values, name, label)
+            continue  # dates hold no text
+        if values.dtype.kind in "biufc":
+            continue  # numbers hold no text
         if values.dtype.kind == "m":
             raise InputError(f"{name}: column {label} holds durations (timedelta), which a "
                              "GeoPackage cannot store; store them as numbers (e.g. "
@@ -864,6 +874,50 @@ def _check_storable_values(release: gpd.GeoDataFrame, geometry: str, name: str) 
                              "NUL character or text that is not UTF-8 (rows "
                              f"{bad[:5]}), which a GeoPackage cuts (merging levels) or cannot "
                              "store; clean them (e.g. .str.replace('\\x00', ''))")
+
+
+def _check_milliseconds(values: pd.Series, name: str, label: str) -> None:
+    """Refuse date/times finer than a millisecond: a GeoPackage stores them to the millisecond.
+
+    Levels ``08:00:00`` and ``08:00:00.0004`` of an attribute were written as one, the file
+    passing every check (the merged value is a fitted level); ``.0001`` and ``.0002`` were
+    read back as an edited file.
+    """
+    finer = values.notna() & (values != values.dt.floor("ms"))
+    if finer.any():
+        raise InputError(
+            f"{name}: column {label} has {int(finer.sum())} date/time value(s) finer than a "
+            "millisecond, which a GeoPackage stores to the millisecond: values that differ "
+            "below it would be one; round them before geosynth.prepare (gdf[column] = "
+            "gdf[column].dt.round('ms'))"
+        )
+
+
+def check_storable_columns(frame: gpd.GeoDataFrame, name: str) -> None:
+    """Refuse column names and values a release GeoPackage cannot hold as they are.
+
+    :func:`write_release` makes these checks on each release; a caller that fits first (the
+    command line) makes them on the records' released columns before the fit, so that a name
+    or a value the file cannot hold costs no run.
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame
+        The columns a release would hold (the model's attributes and continuous columns) and
+        the geometry.
+    name : str
+        How the messages name ``frame``.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Names a GeoPackage takes for one (``Age`` and ``age``) or for its own (``geom``),
+        text it cuts (a NUL) or cannot store, durations, complex numbers, integers beyond
+        int64, or date/times finer than a millisecond.
+    """
+    geometry = frame.geometry.name
+    _check_storable_values(frame, geometry, name)
+    _check_geopackage_columns(frame, geometry, name)
 
 
 def _storable_text(text: str) -> bool:

@@ -858,3 +858,36 @@ def test_a_continuous_column_without_two_cell_means_is_refused_before_the_fit(in
                  *FAST, "--out", tmp_path / "out.gpkg")
     assert_refused(result, "the continuous column 'z' has one cell mean for every record")
     assert "Fitting" not in result.output
+
+
+@pytest.mark.parametrize(("columns", "attributes", "refusal"), [
+    ({"Y": "y"}, "y,Y", "has columns 'y' and 'Y', which a GeoPackage (SQLite) takes for one"),
+    ({"geom": "x1"}, "y,geom", "has a column 'geom', a name the GeoPackage layer uses"),
+])
+def test_names_a_geopackage_cannot_hold_are_refused_before_the_fit(inputs, tmp_path, columns,
+                                                                   attributes, refusal):
+    # The writer refused them after the whole fit, and renaming the release's column then
+    # was refused as a column the model does not release.
+    table = pd.read_csv(inputs["csv"])
+    table = table.assign(**{new: table[old] for new, old in columns.items()})
+    path = tmp_path / "cases.csv"
+    table.to_csv(path, index=False)
+    result = run("release", path, "--x", "east", "--y", "north", "--crs", "EPSG:31983",
+                 "--attributes", attributes, "--grid", "4x4", *FAST,
+                 "--out", tmp_path / "out.gpkg")
+    assert_refused(result, "cases.csv (--attributes, --continuous)", refusal)
+    assert "Fitting" not in result.output and not (tmp_path / "out.gpkg").exists()
+
+
+def test_date_times_finer_than_a_millisecond_are_refused_before_the_fit(inputs, tmp_path):
+    # Levels 08:00:00 and 08:00:00.0004 were written as one level, the file passing every
+    # check (the merged value is a fitted level).
+    points = gpd.read_file(inputs["gpkg"])
+    start = pd.Timestamp("2020-03-01 08:00:00")
+    points["when"] = np.where(points["y"] == 1, start, start + pd.Timedelta("400us"))
+    path = tmp_path / "times.parquet"
+    points.to_parquet(path)
+    result = run("release", path, "--attributes", "y,when", "--grid", "4x4", *FAST,
+                 "--out", tmp_path / "out.gpkg")
+    assert_refused(result, "column 'when' has", "finer than a millisecond", "dt.round('ms')")
+    assert "Fitting" not in result.output

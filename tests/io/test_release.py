@@ -2571,3 +2571,18 @@ def test_a_release_file_is_named_gpkg(tmp_path, name, fix):
     with pytest.raises(InputError, match=rf"must end in \.gpkg.*name it {fix}$"):
         write_release(tmp_path / name, [public_like(4)])
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("finer", ["400us", "100ns"])
+def test_date_times_finer_than_a_millisecond_are_refused(tmp_path, finer):
+    # GDAL stores milliseconds: levels 08:00:00 and 08:00:00.0004 were written as one; .0001
+    # and .0002 were read back as an edited file.
+    start = pd.Timestamp("2020-03-01 08:00:00", tz="UTC")
+    when = [start, start + pd.Timedelta(finer), start, start + pd.Timedelta("2ms")]
+    with pytest.raises(InputError, match=r"'when' has 1 date/time value\(s\) finer than a "
+                                         r"millisecond.*dt\.round\('ms'\)"):
+        write_release(tmp_path / "r.gpkg", [public_like(4, when=when)])
+    assert list(tmp_path.iterdir()) == []
+    whole = [start, start + pd.Timedelta("1ms"), start, start + pd.Timedelta("2ms")]
+    read = read_release(write_release(tmp_path / "r.gpkg", [public_like(4, when=whole)]))
+    assert read.releases[0]["when"].nunique() == 3
