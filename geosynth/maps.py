@@ -816,14 +816,18 @@ def _property_values(frame: gpd.GeoDataFrame, columns: list) -> list[list]:
     Raises
     ------
     geosynth.errors.InputError
-        A column holds values JSON cannot write (bytes, sets, timestamps, ...).
+        A column holds values JSON cannot write (bytes, sets, ...); date/times are written as
+        ISO 8601 text.
     """
     result, refused = [], []
     for column in columns:
         series = frame[column]
-        values = series.astype(object).to_numpy(copy=True)
-        values[series.isna().to_numpy()] = None
-        values = values.tolist()
+        if series.dtype.kind in "Mm":  # a date/time attribute failed the map after the fit
+            values = [None if pd.isna(v) else _time_text(v) for v in series.tolist()]
+        else:
+            values = series.astype(object).to_numpy(copy=True)
+            values[series.isna().to_numpy()] = None
+            values = values.tolist()
         try:
             json.dumps(values)
         except (TypeError, ValueError) as err:
@@ -838,6 +842,11 @@ def _property_values(frame: gpd.GeoDataFrame, columns: list) -> list[list]:
             f"web map cannot show ({refused[0][1]}); decode or drop them before drawing the map"
         )
     return result
+
+
+def _time_text(value: pd.Timestamp | pd.Timedelta) -> str:
+    """Write a date/time as ISO 8601 text (``2020-03-01T08:00:00``), a duration as pandas does."""
+    return value.isoformat() if isinstance(value, pd.Timestamp) else str(value)
 
 
 def _escaped(value: Any) -> Any:

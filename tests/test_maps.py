@@ -15,6 +15,7 @@ import branca.colormap
 import folium
 import geopandas as gpd
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.spatial
 import shapely
@@ -516,6 +517,20 @@ def test_a_column_a_web_map_cannot_show_is_named(data):
     with pytest.raises(InputError, match=r"its column\(s\) \['blob'\] hold values a web map "
                                          r"cannot show .*decode or drop them"):
         review_map(original, [release])
+
+
+def test_date_times_are_shown_as_iso_text(data):
+    # a date/time attribute failed the map (after the whole fit, in the command line) with
+    # "Object of type Timestamp is not JSON serializable"
+    original, releases, _, _ = data
+    n = len(releases[0])
+    when = pd.Series(pd.Timestamp("2020-03-01 08:00:00.001"), index=releases[0].index)
+    when.iloc[0] = pd.NaT
+    release = releases[0].assign(when=when, took=pd.Timedelta("90s"))
+    layer = layers(review_map(original, [release]))[release_layer_name(1)]
+    assert sorted(feature_property(layer, "when"), key=str) == (
+        ["2020-03-01T08:00:00.001000"] * (n - 1) + [None])
+    assert set(feature_property(layer, "took")) == {"0 days 00:01:30"}
 
 
 def test_cdn_html_loads_only_leaflet_and_d3(data):
