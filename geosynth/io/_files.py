@@ -237,10 +237,11 @@ def check_target(target: Path, overwrite: bool) -> None:
 def check_replaceable_file(target: Path, name: str = "path") -> None:
     """Refuse an output ``target`` that exists as a named pipe, a device or a socket.
 
-    An output replaces a regular file (or a symbolic link, itself: never what it points to).
-    ``os.replace`` would as well put a GeoPackage in place of a named pipe another program
-    reads, or, run as root, of ``/dev/null``; so such a path is refused, with or without
-    ``overwrite``. A directory is left to the caller (refused with its own message).
+    An output replaces a regular file (or a symbolic link to one, or a dangling one: the link
+    itself, never what it points to). ``os.replace`` would as well put a GeoPackage in place
+    of a named pipe another program reads, or, run as root, of ``/dev/null``, and replaced the
+    link ``/dev/stdout`` for the whole system; so such a path, or a link to one, is refused,
+    with or without ``overwrite``. A directory is left to the caller (refused apart).
 
     Parameters
     ----------
@@ -252,7 +253,8 @@ def check_replaceable_file(target: Path, name: str = "path") -> None:
     Raises
     ------
     geosynth.errors.InputError
-        ``target`` is a named pipe, a character or block device, or a socket.
+        ``target`` is a named pipe, a character or block device, or a socket, or a symbolic
+        link to one (``/dev/stdout``).
     OSError
         ``target`` cannot be examined (a name too long for the file system, a folder that
         cannot be searched).
@@ -261,13 +263,19 @@ def check_replaceable_file(target: Path, name: str = "path") -> None:
         mode = os.lstat(target).st_mode
     except (FileNotFoundError, NotADirectoryError):  # nothing there (yet)
         return
-    if stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode):
+    link = ""
+    if stat.S_ISLNK(mode):  # /dev/stdout, a link to a terminal: replaced for the whole system
+        try:
+            mode, link = os.stat(target).st_mode, "a symbolic link to "
+        except OSError:  # dangling, or a loop: the link itself is replaced
+            return
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return
     kind = next((label for test, label in _SPECIAL_FILES if test(mode)), "a special file")
     raise InputError(
-        f"{name} {printable(str(target))!r} is {kind}, not a regular file: an output replaces "
-        "only a regular file (or a symbolic link), even with overwrite=True (CLI: "
-        "--overwrite); give the name of a file on disk (nothing was written)"
+        f"{name} {printable(str(target))!r} is {link}{kind}, not a regular file: an output "
+        "replaces only a regular file (or a symbolic link to one), even with overwrite=True "
+        "(CLI: --overwrite); give the name of a file on disk (nothing was written)"
     )
 
 

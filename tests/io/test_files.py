@@ -67,6 +67,27 @@ def test_writers_never_replace_a_named_pipe(fitted, tmp_path, writer, overwrite)
 
 
 @pytest.mark.parametrize("writer", WRITERS)
+def test_writers_never_replace_a_link_to_a_pipe_or_device(fitted, tmp_path, writer):
+    # With overwrite=True a link such as /dev/stdout was replaced by the release, for the
+    # whole system when run as root.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target in (fifo, "/dev/null"):
+        link = tmp_path / "out.gpkg"
+        link.symlink_to(target)
+        with pytest.raises(InputError, match=r"is a symbolic link to a (named pipe|character "
+                           r"device).*only a regular file \(or a symbolic link to one\)"):
+            _writers(fitted)[writer](link, True)
+        assert os.readlink(link) == str(target)
+        link.unlink()
+    regular = tmp_path / "old.gpkg"
+    regular.write_bytes(b"old")
+    (tmp_path / "out.gpkg").symlink_to(regular)
+    _writers(fitted)[writer](tmp_path / "out.gpkg", True)  # the link itself is replaced
+    assert regular.read_bytes() == b"old" and not (tmp_path / "out.gpkg").is_symlink()
+
+
+@pytest.mark.parametrize("writer", WRITERS)
 def test_writers_name_a_path_too_long_for_the_file_system(fitted, tmp_path, writer):
     # "[Errno 36] File name too long", a raw OSError.
     with pytest.raises(InputError, match=r"^path '.*': a file or folder name in that path is "
