@@ -360,8 +360,15 @@ class AtomicOutputs:
             raise
 
     def discard(self) -> None:
-        """Remove every staged file; no target is touched."""
+        """Remove every staged file, and the folders made for them; no target is touched.
+
+        A folder is removed only if empty (never a file of someone else): a failed write to
+        ``new/sub/r.gpkg`` left ``new/sub`` behind.
+        """
         self._cleanup()
+        for folder in sorted(set(self._new_folders), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
     def _cleanup(self) -> None:
         if self._cleaned:  # a lock descriptor closed twice may by then be another file's

@@ -203,10 +203,10 @@ def test_a_folder_every_user_may_change_is_refused_when_added(tmp_path):
     try:
         outputs = AtomicOutputs()
         outputs.add(shared / "new" / "sub" / "r.gpkg")
+        assert stat.S_IMODE(os.stat(shared / "new" / "sub").st_mode) == 0o755
         outputs.discard()
     finally:
         os.umask(old)
-    assert stat.S_IMODE(os.stat(shared / "new" / "sub").st_mode) == 0o755
     outputs = AtomicOutputs()
     outputs.add(tmp_path / "mine.gpkg")
     assert outputs.unwritten() == [tmp_path / "mine.gpkg"]
@@ -816,3 +816,21 @@ def test_a_commit_waits_for_another_one_at_most_a_while(tmp_path, monkeypatch):
     finally:
         os.close(other)
     assert _names(tmp_path) == []
+
+
+def test_a_failed_write_removes_the_folders_made_for_it_and_nothing_else(tmp_path):
+    # A failed write_release("new/sub/r.gpkg") left new/sub behind (the command line removed
+    # them, the Python writers did not).
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(RuntimeError):
+        with atomic_path(tmp_path / "new" / "sub" / "r.txt") as staged:
+            staged.write_text("half")
+            raise RuntimeError("the writer failed")
+    with AtomicOutputs(overwrite=False) as outputs:
+        outputs.add(tmp_path / "kept" / "deeper" / "r.txt")
+        (tmp_path / "kept" / "other.txt").write_text("someone else's")
+        outputs.discard()
+    assert _names(tmp_path) == ["kept"] and _names(tmp_path / "kept") == ["other.txt"]
+    with atomic_path(tmp_path / "made" / "r.txt") as staged:  # a success keeps its folders
+        staged.write_text("done")
+    assert (tmp_path / "made" / "r.txt").read_text() == "done"

@@ -203,7 +203,6 @@ class RunOutputs:
     def __init__(self, overwrite: bool) -> None:
         self.outputs = AtomicOutputs(overwrite=overwrite)
         self._options: dict[str, str] = {}
-        self._new_folders: list[Path] = []  # created for the outputs; removed if nothing is written
         self._committed = False
 
     def __enter__(self) -> RunOutputs:
@@ -252,7 +251,6 @@ class RunOutputs:
             ``--overwrite``; the message names ``option`` and the folder.
         """
         self.name(option, path)
-        self._note_new_folders(Path(path))
         try:
             return self.outputs.add(path, private=private)
         except (OSError, InputError) as err:
@@ -274,7 +272,6 @@ class RunOutputs:
             As :meth:`stage`.
         """
         self.name(option, path)
-        self._note_new_folders(Path(path))
         probe = AtomicOutputs(overwrite=self.outputs.overwrite)
         try:
             probe.add(path)
@@ -343,10 +340,6 @@ class RunOutputs:
         """
         with _held_back(_watch()):
             self.outputs.discard()
-            for folder in sorted(set(self._new_folders), key=lambda p: len(p.parts),
-                                 reverse=True):
-                with contextlib.suppress(OSError):
-                    folder.rmdir()  # only if empty: never a file of someone else
 
     def _commit_error(self, err: OSError) -> InputError:
         """Return the message of a file not moved into place: its option and the fix."""
@@ -395,12 +388,6 @@ class RunOutputs:
                 break
         return found
 
-    def _note_new_folders(self, path: Path) -> None:
-        """Remember the folders above ``path`` that do not exist yet (created by staging)."""
-        folder = path.absolute().parent
-        while not folder.exists() and folder != folder.parent:
-            self._new_folders.append(folder)
-            folder = folder.parent
 
 
 def _held_back(watch: InterruptWatch | None) -> contextlib.AbstractContextManager:
