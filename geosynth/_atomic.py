@@ -20,7 +20,8 @@ later move of the same commit that fails puts every replaced file back. Only a r
 or a symbolic link (the link itself) is ever replaced: a named pipe, a device or a socket at a
 target is refused when it is added and again at commit, with or without ``overwrite``.
 Private outputs (``private=True``) are ``chmod``-ed to 0600 while still inside the 0700
-staging folder, so they are never readable by others at any moment.
+staging folder, so they are never readable by others at any moment; published ones lose any
+write permission of group and others (0644 at most under umask 0).
 
 Killed while committing. The moves of several files are not one step: a process killed between
 two of them (``kill -9``, an out-of-memory kill) would leave some targets new and others old,
@@ -337,6 +338,8 @@ class AtomicOutputs:
                     check_replaceable_file(staged.target)
                 if staged.private:
                     os.chmod(staged.path, _PRIVATE_MODE)
+                else:
+                    _drop_write_by_others(staged.path)
                 _flush_file(staged)  # all of them before the first move
                 present.append(staged)
             backups = [_backup(staged) if self.overwrite else None for staged in present]
@@ -645,6 +648,17 @@ def _own_folder(entry: Path) -> bool:
     except OSError:
         return False
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+
+
+def _drop_write_by_others(path: Path) -> None:
+    """Make a published output writable by its owner only (0644 at most, as the folders made).
+
+    Under umask 0 GDAL created a GeoTIFF 0666, which anyone could then edit, beside a
+    GeoPackage 0644; a published file's readers are whom umask says, its writer is its owner.
+    """
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    if mode & 0o022:
+        os.chmod(path, mode & ~0o022)
 
 
 def _missing_folders(folder: Path) -> list[Path]:

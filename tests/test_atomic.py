@@ -834,3 +834,17 @@ def test_a_failed_write_removes_the_folders_made_for_it_and_nothing_else(tmp_pat
     with atomic_path(tmp_path / "made" / "r.txt") as staged:  # a success keeps its folders
         staged.write_text("done")
     assert (tmp_path / "made" / "r.txt").read_text() == "done"
+
+
+@pytest.mark.parametrize(("umask", "private", "mode"), [
+    (0o000, False, 0o644), (0o022, False, 0o644), (0o077, False, 0o600), (0o000, True, 0o600)])
+def test_outputs_are_never_writable_by_others(tmp_path, umask, private, mode):
+    # Under umask 0 GDAL created a published GeoTIFF 0666, which anyone could then edit.
+    old = os.umask(umask)
+    try:
+        with atomic_path(tmp_path / "out.tif", private=private) as staged:
+            descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT, 0o666)  # as GDAL does
+            os.close(descriptor)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "out.tif").st_mode) == mode
