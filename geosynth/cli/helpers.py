@@ -389,7 +389,6 @@ class RunOutputs:
         return found
 
 
-
 def _held_back(watch: InterruptWatch | None) -> contextlib.AbstractContextManager:
     """Hold Ctrl-C back during the block through ``watch`` (nothing held back without one)."""
     return watch.deferred() if watch is not None else contextlib.nullcontext()

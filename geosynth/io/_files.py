@@ -47,12 +47,12 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 # paragraph separators, and lone surrogates (the undecodable bytes of a file name, which a
 # UTF-8 file or terminal cannot take).
 _HIDDEN = frozenset({"Cf", "Zl", "Zp", "Cs"})
-# What an existing output path may be besides a regular file or a symbolic link (which an
-# output replaces) or a directory (refused apart): never replaced, even with overwrite.
 # URL schemes GDAL's Python bindings (pyogrio, rasterio) read a path's start as, ``s3:r.gpkg``
 # the object ``r.gpkg`` on S3 (pyogrio.util.SCHEMES, rasterio._path.SCHEMES).
 _GDAL_SCHEMES = frozenset({"file", "zip", "tar", "gzip", "http", "https", "ftp", "s3", "gs",
                            "az", "adls", "adl", "hdfs", "webhdfs", "oss", "swift"})
+# What an existing output path may be besides a regular file or a symbolic link (which an
+# output replaces) or a directory (refused apart): never replaced, even with overwrite.
 _SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
                   (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
@@ -88,7 +88,7 @@ def as_path(path: Any, name: str = "path") -> Path:
 
 
 def gdal_path(path: Path, name: str = "path") -> Path:
-    """Return ``path`` as GDAL's bindings read it as this file: refuse a ``!`` in it.
+    """Return a form of ``path`` that GDAL's bindings read as this very file; refuse a ``!``.
 
     pyogrio reads ``a!b.gpkg`` as the member ``b.gpkg`` of an archive ``a``, so a release
     written to ``r!cases.gpkg`` was added to an existing ``cases.gpkg`` (the confidential
