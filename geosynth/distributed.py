@@ -443,8 +443,10 @@ def _without_confidential_values(maker: ReleaseMaker) -> ReleaseMaker:
     what the prepared counts hold of them: each record's cell, the exact count of every
     (cell, combination) pair and the cell means of the continuous values (of one record where a
     cell holds one). A release reads the counts' grid, combinations, ``record_combo`` and each
-    covariate's mean and SD per combination only; the filled cell means it draws from are the
-    maker's (:func:`~geosynth.synth.paiva.synthetic_zbar`, computed in the client).
+    covariate's mean and SD per combination only; the filled cell means it draws from and the
+    roots of the noise correlation are the maker's (:func:`~geosynth.synth.paiva.
+    synthetic_zbar`, :func:`~geosynth.synth.paiva.synthesis_correlation`, computed in the
+    client).
     """
     import geopandas as gpd
 

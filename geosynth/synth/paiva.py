@@ -265,16 +265,18 @@ def synthesize(
     synthetic cell, not on its own mean, which is its records' values (a departure too; the
     thesis' 0 published them in every release): :func:`warn_pooled_combinations` names them.
     With several continuous covariates each column is drawn so, from its own ``Z̄``, mean and
-    SD, and a record's noise of the columns is drawn jointly (:func:`correlated_values`, a
-    departure from the thesis, which has one covariate): correlated as the records' departures
-    from their cell means are within the cells of its combination
-    (:func:`synthesis_correlation`), with each column's margin as above (a Gaussian copula
-    where a column has limits). Noise drawn apart kept of a within-record relation only what
-    the cell means share: an income linear in age (a correlation of 0.99 among the records,
-    8 × 8 cells, slope 60) came out at 0.5 (slope 30) in the releases, and at 0.996 (slope
-    60) with the joint draw. Two columns
-    that share only a spatial trend (unrelated within a cell) get unrelated noise, and the
-    releases show what the cell means share.
+    SD, and a record's noise of the columns is drawn jointly (:func:`correlated_values`; the
+    thesis has one covariate): ``Z* ~ Normal(Z̄_ib, R_b)``, ``R_b`` the (moderated)
+    correlation of the combination's standardised cell means between its cells
+    (:func:`synthesis_correlation`), each column's margin as above (a Gaussian copula where a
+    column has limits). A release then shows the relation of the columns' cell means, as eq.
+    2.27 shows their spread: an income linear in age (a correlation of 0.99 among the
+    records, 8 × 8 cells, slope 60) came out at 0.999 (slope 60) in the releases; drawn
+    apart, at 0.5 (slope 30). Columns related between cells but not within them show the
+    between-cell relation: two that share only a spatial trend (0.32 among the records, 0.93
+    between the cell means) came out at 0.91 (0.46 drawn apart). The noise is not fitted to
+    the records' own correlation, which one extreme record moves: the releases publish
+    nothing of a continuous column but the cell means they centre on and their spread.
 
     A cell mean of :data:`MIN_RECORDS_FOR_VALUES` or more records that one extreme value pulls
     far from the other cell means is withheld as well, and its cell takes the fallback above
@@ -428,7 +430,7 @@ class ReleaseMaker:
                    filled={name: synthetic_zbar(counts, name) for name in counts.covariates},
                    noise={name: synthesis_sd(counts, name) for name in counts.covariates},
                    limits=checked,
-                   noise_roots=correlation_roots(_noise_correlation(counts, rows)) if several
+                   noise_roots=correlation_roots(synthesis_correlation(counts)) if several
                    else None)
 
     def seeds(self, seed: SeedLike, m: int) -> list[np.random.SeedSequence]:
@@ -1147,9 +1149,8 @@ def correlated_values(
     standard normals of a record are correlated by its combination's
     :func:`synthesis_correlation` (``w = roots[b] @ z``, ``z`` independent standard normals),
     and a column with limits takes its value from its normal by the truncated distribution's
-    quantile of ``Φ(w)`` (a Gaussian copula, so each margin stays exact). The thesis draws one
-    covariate; drawing several independently kept of a within-record correlation only what
-    the cell means share (0.99 among the records came out at 0.5; see :func:`synthesize`).
+    quantile of ``Φ(w)`` (a Gaussian copula: each margin stays exact, and the correlation is
+    that of the normals, a little weaker between truncated values).
 
     Parameters
     ----------
@@ -1176,8 +1177,10 @@ def correlated_values(
     limits = {} if limits is None else limits
     names = list(counts.covariates)
     w = rng.standard_normal((combo.size, len(names)))
-    for b in np.unique(combo):
-        members = combo == b
+    order = np.argsort(combo, kind="stable")
+    bounds = np.searchsorted(combo[order], np.arange(roots.shape[0] + 1))
+    for b in np.flatnonzero(np.diff(bounds)):
+        members = order[bounds[b]:bounds[b + 1]]
         w[members] = w[members] @ roots[b].T
     values = {}
     for k, name in enumerate(names):
@@ -1426,37 +1429,38 @@ def synthesis_sd(counts: CellCounts, covariate: str | None = None) -> np.ndarray
     return np.sqrt((squares + prior_df * pooled) / (df + prior_df))
 
 
-def synthesis_correlation(counts: CellCounts, gdf: gpd.GeoDataFrame) -> np.ndarray:
+def synthesis_correlation(counts: CellCounts) -> np.ndarray:
     """Correlation of the covariates' synthetic noise in each combination, moderated.
 
-    With several continuous covariates, :func:`synthesize` draws a record's noise of each
-    column jointly (:func:`correlated_values`). The noise stands for a record's departure from
-    its cell's mean, so it is correlated as the records' departures from their cell means are,
-    within the cells of its combination: columns related within a record (an age and an
-    income) keep that relation in a release, where noise drawn apart kept only what the cell
-    means share (a correlation of 0.99 among the records came out at 0.5). Not in Nunes
-    (2018), which draws one covariate (eq. 2.27); the noise SDs stay :func:`synthesis_sd`'s.
+    Eq. 2.27 of Nunes (2018) draws a synthetic value around its cell's mean with the spread of
+    the standardised cell means, ``Z* ~ Normal(Z̄_ib, 1)``: its noise is the between-cell
+    variation of the combination's means. With several covariates (not in the thesis, which
+    has one) :func:`synthesize` draws a record's noise of all of them jointly,
+    ``Z* ~ Normal(Z̄_ib, R_b)`` (:func:`correlated_values`), ``R_b`` the correlation of the
+    combination's standardised cell means between its cells: the same between-cell variation,
+    with its covariance. Drawn apart, columns related within a record kept only half of their
+    relation (an income linear in age, a correlation of 0.99 among the records, came out at 0.5
+    and half the slope); jointly, a release shows the relation of the cell means, as eq. 2.27
+    shows their spread. It reads only the cell means the releases centre on.
 
-    As :func:`synthesis_sd` moderates a variance, the within-cell covariance matrix ``S_b`` of
-    combination ``b`` (records' values less their cell's mean, pooled over its cells) is
-    moderated towards the pooled one of all combinations (Smyth 2004, with the same prior
-    degrees of freedom :data:`SYNTHESIS_SD_PRIOR_DF`)::
+    As :func:`synthesis_sd` moderates a variance, ``R_b`` is moderated towards the pooled
+    correlation of all combinations (Smyth 2004, with the same prior degrees of freedom
+    ν₀ = :data:`SYNTHESIS_SD_PRIOR_DF`), on the standardised means, so that combinations of
+    different scales (incomes by occupation) are pooled alike::
 
-        S̃_b = (ν_b · S_b + ν₀ · S₀) / (ν_b + ν₀),    ν_b = records − cells,
+        S̃_b = (ν_b · S_b + ν₀ · R₀) / (ν_b + ν₀),    ν_b = max(n_b − 1, 0),
 
-    ``S₀ = Σ_b ν_b S_b / Σ_b ν_b``, and scaled to a correlation matrix: a combination of few
-    records gets nearly the pooled correlation, one of many its own. Only the records of the
-    cells whose mean the releases centre on for every covariate count (:func:`kept_pairs`:
-    three or more records, no outlying mean). Where no such cell's records vary, the columns'
-    noise is independent. One extreme record moves its combination's correlation as it moves
-    its cell's mean: top-code or transform a skewed column before :func:`geosynth.prepare`.
+    ``S_b`` the covariance of ``b``'s standardised means over its ``n_b`` cells kept for every
+    covariate (:func:`kept_pairs`: three or more records, no outlying mean), ``R₀`` the
+    correlation of their pooled covariance ``Σ_b ν_b S_b / Σ_b ν_b``, and ``R_b`` the
+    correlation of ``S̃_b``: a combination held by one such cell gets ``R₀``, one spanning many
+    nearly its own. A column whose kept means do not vary (or no combination spanning two
+    kept cells) gets noise independent of the others'.
 
     Parameters
     ----------
     counts : geosynth.data.CellCounts
         Prepared data with one or more continuous variables.
-    gdf : geopandas.GeoDataFrame
-        The records given to :func:`geosynth.prepare` (checked as by :func:`synthesize`).
 
     Returns
     -------
@@ -1467,41 +1471,36 @@ def synthesis_correlation(counts: CellCounts, gdf: gpd.GeoDataFrame) -> np.ndarr
     Raises
     ------
     geosynth.errors.InputError
-        ``counts`` is not a CellCounts or has no continuous variable, or ``gdf`` is not the
-        frame it was prepared from.
+        ``counts`` is not a CellCounts or has no continuous variable.
     """
     _check_counts(counts)
     if not counts.covariates or counts.zbar_mask is None:
         raise InputError("counts has no continuous variable; prepare(..., continuous=column) first")
-    return _noise_correlation(counts, aligned_rows(gdf, counts))
+    kept = kept_pairs(counts)
+    zbar = np.stack([np.asarray(counts.covariate(name)[0], dtype=np.float64)
+                     for name in counts.covariates])  # (K, G, B), standardised per combination
+    k, n_combinations = zbar.shape[0], zbar.shape[2]
+    n_kept = kept.sum(axis=0)
+    centre = np.divide(np.where(kept, zbar, 0.0).sum(axis=1), n_kept,
+                       out=np.zeros((k, n_combinations)), where=n_kept > 0)
+    deviations = np.where(kept, zbar - centre[:, None, :], 0.0)
+    scatter = np.einsum("kgb,lgb->bkl", deviations, deviations)
+    df = np.maximum(n_kept - 1.0, 0.0)
+    pooled = _as_correlation(scatter.sum(axis=0) / max(df.sum(), 1.0))
+    moderated = ((scatter + SYNTHESIS_SD_PRIOR_DF * pooled)
+                 / (df + SYNTHESIS_SD_PRIOR_DF)[:, None, None])
+    return np.stack([_as_correlation(matrix) for matrix in moderated])
 
 
-def _noise_correlation(counts: CellCounts, rows: pd.DataFrame) -> np.ndarray:
-    """:func:`synthesis_correlation` of the records ``rows``, in the order of ``counts``."""
-    k = len(counts.covariates)
-    n_combinations = np.asarray(counts.counts).shape[1]
-    cells = np.asarray(counts.record_cell, dtype=np.int64)
-    combo = np.asarray(counts.record_combo, dtype=np.int64)
-    used = kept_pairs(counts)[cells, combo]
-    values = rows[list(counts.covariates)].to_numpy(dtype=np.float64)[used]
-    combo = combo[used]
-    _, first, pair = np.unique(cells[used] * n_combinations + combo, return_index=True,
-                               return_inverse=True)
-    size = np.bincount(pair)
-    means = np.stack([np.bincount(pair, column) / size for column in values.T], axis=1)
-    departures = values - means[pair]
-    scatter = np.zeros((n_combinations, k, k))
-    np.add.at(scatter, combo, departures[:, :, None] * departures[:, None, :])
-    df = (np.bincount(combo, minlength=n_combinations)  # records less cells, per combination
-          - np.bincount(combo[first], minlength=n_combinations)).astype(np.float64)
-    pooled = scatter.sum(axis=0) / df.sum() if df.sum() > 0 else np.zeros((k, k))
-    if not (np.isfinite(pooled).all() and (np.diag(pooled) > 0).all()):
-        return np.broadcast_to(np.eye(k), (n_combinations, k, k)).copy()
-    prior_df = SYNTHESIS_SD_PRIOR_DF
-    moderated = (scatter + prior_df * pooled) / (df + prior_df)[:, None, None]
-    scale = np.sqrt(np.diagonal(moderated, axis1=1, axis2=2))
-    correlation = np.clip(moderated / (scale[:, :, None] * scale[:, None, :]), -1.0, 1.0)
-    correlation[:, np.arange(k), np.arange(k)] = 1.0
+def _as_correlation(covariance: np.ndarray) -> np.ndarray:
+    """Return the correlation matrix of ``covariance``; a column of no variance is uncorrelated."""
+    scale = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+    varies = scale > 0
+    correlation = np.eye(scale.size)
+    inner = np.ix_(varies, varies)
+    correlation[inner] = covariance[inner] / np.outer(scale[varies], scale[varies])
+    correlation = np.clip(correlation, -1.0, 1.0)
+    np.fill_diagonal(correlation, 1.0)
     return correlation
 
 
