@@ -176,6 +176,9 @@ __all__ = [
     "COUNT_COLUMN",
     "Z_SUM_COLUMN",
     "z_sum_columns",
+    "EXTREME_COLUMNS",
+    "extreme_columns",
+    "two_extremes",
     "is_identifying",
     "declared_attributes",
     "identifies_records",
@@ -216,7 +219,12 @@ IDENTIFYING_SINGLETON_SHARE = 0.05
 CELL_COLUMN = "__geosynth_cell"
 COUNT_COLUMN = "__geosynth_n"
 Z_SUM_COLUMN = "__geosynth_z"
-_INTERNAL_PREFIX = "__geosynth_"  # of the three above; refused as an attribute's name
+#: Columns of a count table with a continuous covariate holding, per row, the two largest and
+#: the two smallest of its records' values (``-inf``/``inf`` where a row holds one record):
+#: :func:`extreme_columns`.
+EXTREME_COLUMNS = ("__geosynth_high1", "__geosynth_high2", "__geosynth_low1",
+                   "__geosynth_low2")
+_INTERNAL_PREFIX = "__geosynth_"  # of the columns above; refused as an attribute's name
 
 
 def covariate_names(continuous: Sequence[str] | str | None) -> tuple[str, ...]:
@@ -280,6 +288,57 @@ def z_sum_columns(n_covariates: int) -> list[str]:
         ``max(K, 1)`` column names.
     """
     return [Z_SUM_COLUMN] + [f"{Z_SUM_COLUMN}_{k}" for k in range(1, n_covariates)]
+
+
+def extreme_columns(n_covariates: int) -> list[tuple[str, str, str, str]]:
+    """Columns of a count table holding each covariate's two largest and two smallest values.
+
+    :data:`EXTREME_COLUMNS` for the first covariate, with ``"_k"`` appended for covariate
+    ``k >= 1`` (as :func:`z_sum_columns`); none without a covariate.
+
+    Parameters
+    ----------
+    n_covariates : int
+        Number K of covariates (0 or more).
+
+    Returns
+    -------
+    list of (str, str, str, str)
+        ``(largest, second largest, smallest, second smallest)`` per covariate.
+    """
+    return [tuple(c if k == 0 else f"{c}_{k}" for c in EXTREME_COLUMNS)
+            for k in range(n_covariates)]
+
+
+def two_extremes(groups: np.ndarray, first: np.ndarray, second: np.ndarray, n_groups: int,
+                 largest: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Return the two largest (or smallest) values per group of ``first`` and ``second``.
+
+    Each row ``r`` of group ``groups[r]`` brings two values, ``first[r]`` and ``second[r]``
+    (a record brings its value and ``-inf``, or ``inf`` for the smallest), so every group of
+    rows holds two or more: those of a group are sorted, and the first two kept.
+
+    Parameters
+    ----------
+    groups : numpy.ndarray of int64, shape (n,)
+        Group of each row, in ``[0, n_groups)``; every group holds a row.
+    first, second : numpy.ndarray of float64, shape (n,)
+        Each row's two values.
+    n_groups : int
+        Number of groups.
+    largest : bool
+        The two largest (True) or the two smallest.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray) of float64, shape (n_groups,)
+        The largest and second largest (or smallest and second smallest) of each group.
+    """
+    values = np.concatenate([first, second])
+    ids = np.concatenate([groups, groups])
+    order = np.lexsort((-values if largest else values, ids))
+    start = np.searchsorted(ids[order], np.arange(n_groups))
+    return values[order][start], values[order][start + 1]
 
 
 class CountTable:
@@ -457,6 +516,13 @@ class CellCounts(CountTable):
         True when prepared on a declared public domain (``prepare(..., levels=...)``):
         ``levels`` is then that domain and ``combos`` every combination of it, empty ones
         included. The ε-DP entry points require it.
+    z_extremes : numpy.ndarray of float64, shape (2, G, B) or (K, 2, G, B), or None
+        Per (cell, combination) pair (and covariate), the sum of its records' two largest raw
+        values and the sum of their two smallest; NaN where a pair holds fewer than two
+        records. They tell a cell mean that one or two records pull out of the others' range
+        from one that many share (:func:`geosynth.synth.paiva.outlying_means`). Internal, as
+        the records are: None for counts built without them (then every such mean is
+        withheld).
     """
 
     counts: np.ndarray
@@ -473,6 +539,7 @@ class CellCounts(CountTable):
     zbar_sd: np.ndarray | None
     grid: Grid
     domain_declared: bool = False
+    z_extremes: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.record_cell)
@@ -489,8 +556,9 @@ class CellCounts(CountTable):
             "zbar_mask",
             "zbar_mean",
             "zbar_sd",
+            "z_extremes",
         ):
-            value = getattr(self, name)
+            value = getattr(self, name, None)
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
 
@@ -533,6 +601,25 @@ class CellCounts(CountTable):
             return self.zbar, self.zbar_mean, self.zbar_sd
         k = names.index(name)
         return self.zbar[k], self.zbar_mean[k], self.zbar_sd[k]
+
+    def extremes(self, name: str) -> np.ndarray | None:
+        """Return the sums of the two largest and two smallest values per pair of a covariate.
+
+        Parameters
+        ----------
+        name : str
+            One of :attr:`covariates`.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (2, G, B), or None
+            ``z_extremes`` of this covariate; None for counts built without them.
+        """
+        self.covariate(name)  # the same checks of the name
+        extremes = getattr(self, "z_extremes", None)  # counts pickled before the field
+        if extremes is None or isinstance(self.continuous, str):
+            return extremes
+        return extremes[self.covariates.index(name)]
 
     def summary(self) -> pd.DataFrame:
         """Describe each combination.
@@ -602,7 +689,8 @@ def prepare(
         :class:`~geosynth.errors.DataWarning`.
     max_bytes : int
         Upper bound on the bytes of the (G, B) arrays: ``counts`` (8 bytes per pair) and, with
-        ``continuous``, ``zbar_mask`` (1 more) and ``zbar`` (8 more per covariate).
+        ``continuous``, ``zbar_mask`` (1 more), ``zbar`` and ``z_extremes`` (24 more per
+        covariate).
     allow_identifying : bool, default False
         Keep an attribute whose levels (nearly) identify records (see "Record-identifying
         attributes" in the module docstring) instead of refusing it; a
@@ -1926,6 +2014,10 @@ def locate_records(
     records[COUNT_COLUMN] = np.ones(len(gdf), dtype=np.int64)
     for column, values in zip(z_sum_columns(len(covariates)), z, strict=True):
         records[column] = values
+    for (high1, high2, low1, low2), values in zip(extreme_columns(len(covariates)), z,
+                                                  strict=False):
+        records[high1], records[high2] = values, -np.inf
+        records[low1], records[low2] = values, np.inf
     return records
 
 
@@ -2034,7 +2126,16 @@ def count_table(table: pd.DataFrame, attributes: Sequence[str]) -> pd.DataFrame:
     keys = [CELL_COLUMN, *attributes]
     grouped = table.groupby(keys, sort=False, observed=True, dropna=False)
     sums = [COUNT_COLUMN] + [c for c in table.columns if str(c).startswith(Z_SUM_COLUMN)]
-    return grouped[sums].sum().reset_index()
+    out = grouped[sums].sum().reset_index()
+    groups, n_groups = grouped.ngroup().to_numpy(dtype=np.int64), len(out)
+    for high1, high2, low1, low2 in extreme_columns(len(sums) - 1):
+        if high1 not in table.columns:  # a table of counts only
+            break
+        for first, second, largest in ((high1, high2, True), (low1, low2, False)):
+            out[first], out[second] = two_extremes(
+                groups, table[first].to_numpy(dtype=np.float64),
+                table[second].to_numpy(dtype=np.float64), n_groups, largest)
+    return out
 
 
 def counts_from_table(
@@ -2141,7 +2242,7 @@ def counts_from_table(
     counts = counts.astype(np.int64).reshape(n_cells, n_combos)
     combos = _combos_frame(table, attrs, codes, combo_codes, n_per_combo)
     _check_labels(levels, lambda: combos)
-    zbar = mask = mean = sd = None
+    zbar = mask = mean = sd = extremes = None
     if covariates:
         parts = []
         for name, column in zip(covariates, z_sum_columns(len(covariates)), strict=True):
@@ -2154,6 +2255,9 @@ def counts_from_table(
             zbar, _, mean, sd = parts[0]
         else:  # one standardisation per covariate, stacked on a leading axis
             zbar, mean, sd = (np.stack([part[j] for part in parts]) for j in (0, 2, 3))
+        extremes = _pair_extremes(table, flat, counts, len(covariates))
+        if extremes is not None and isinstance(continuous, str):
+            extremes = extremes[0]
         continuous = continuous if isinstance(continuous, str) else covariates
     if records is None:
         record_cell, record_combo, record_index = row_cell.copy(), row_combo, table.index
@@ -2181,7 +2285,30 @@ def counts_from_table(
         zbar_mean=mean,
         zbar_sd=sd,
         grid=grid,
+        z_extremes=extremes,
     )
+
+
+def _pair_extremes(table: pd.DataFrame, flat: np.ndarray, counts: np.ndarray,
+                   n_covariates: int) -> np.ndarray | None:
+    """``z_extremes`` of :class:`CellCounts` from the rows of a count table, (K, 2, G, B).
+
+    None when the table has no :func:`extreme_columns` (one a caller built of sums only).
+    """
+    columns = extreme_columns(n_covariates)
+    if not all(c in table.columns for names in columns for c in names):
+        return None
+    pairs, groups = np.unique(flat, return_inverse=True)
+    out = np.full((n_covariates, 2, counts.size), np.nan)
+    several = counts.reshape(-1)[pairs] >= 2
+    for k, (high1, high2, low1, low2) in enumerate(columns):
+        for side, (first, second, largest) in enumerate(((high1, high2, True),
+                                                         (low1, low2, False))):
+            one, two = two_extremes(groups, table[first].to_numpy(dtype=np.float64),
+                                    table[second].to_numpy(dtype=np.float64), pairs.size,
+                                    largest)
+            out[k, side, pairs[several]] = (one + two)[several]
+    return out.reshape(n_covariates, 2, *counts.shape)
 
 
 def _unique_rows(codes: np.ndarray, sizes: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -2554,10 +2681,10 @@ def _check_memory(n_cells: int, n_combos: int, n_covariates: int, max_bytes: int
     its size is the product of the declared levels, not bounded by the records (a domain of
     2.7e8 combinations on one cell passed the counts' check and needed some 30 GB).
     """
-    per_pair = 8 + (1 + 8 * n_covariates if n_covariates else 0)
+    per_pair = 8 + (1 + 24 * n_covariates if n_covariates else 0)
     needed = n_cells * n_combos * per_pair + n_combos * n_attributes * _COMBO_BYTES
     if needed > max_bytes:
-        arrays = "counts, zbar and zbar_mask" if n_covariates else "counts"
+        arrays = "counts, zbar, z_extremes and zbar_mask" if n_covariates else "counts"
         arrays += " and combinations" if n_attributes else ""
         raise MemoryLimitError(
             f"the {arrays} arrays for {n_cells} cells x {n_combos} combinations need "

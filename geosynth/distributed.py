@@ -441,9 +441,10 @@ def _without_confidential_values(maker: ReleaseMaker) -> ReleaseMaker:
     index labels and attribute values, which it publishes anyway. The original coordinates and
     values need not reach the workers (their memory, and the files they spill to disk), nor
     what the prepared counts hold of them: each record's cell, the exact count of every
-    (cell, combination) pair and the cell means of the continuous values (of one record where a
-    cell holds one). A release reads the counts' grid, combinations, ``record_combo`` and each
-    covariate's mean and SD per combination only; the filled cell means it draws from and the
+    (cell, combination) pair, the cell means of the continuous values (of one record where a
+    cell holds one) and each pair's two largest and smallest values. A release reads the
+    counts' grid, combinations, ``record_combo`` and each covariate's mean and SD per
+    combination only; the filled cell means it draws from and the
     roots of the noise correlation are the maker's (:func:`~geosynth.synth.paiva.
     synthetic_zbar`, :func:`~geosynth.synth.paiva.synthesis_correlation`, computed in the
     client).
@@ -459,7 +460,7 @@ def _without_confidential_values(maker: ReleaseMaker) -> ReleaseMaker:
     blank = dataclasses.replace(
         counts, counts=np.zeros_like(counts.counts), record_cell=np.zeros_like(counts.record_cell),
         **{field: None if getattr(counts, field) is None else np.zeros_like(getattr(counts, field))
-           for field in ("zbar", "zbar_mask")})
+           for field in ("zbar", "zbar_mask", "z_extremes")})
     return dataclasses.replace(maker, rows=gpd.GeoDataFrame(frame, geometry=name),
                                fit=dataclasses.replace(maker.fit, counts=blank))
 

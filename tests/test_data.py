@@ -13,6 +13,7 @@ from geosynth import data as data_module
 from geosynth.data import (
     CELL_COLUMN,
     COUNT_COLUMN,
+    EXTREME_COLUMNS,
     Z_SUM_COLUMN,
     CellCounts,
     count_table,
@@ -472,8 +473,8 @@ def test_memory_limit(gdf, grid):
         MemoryLimitError, match=rf"need {need:,} bytes.*max_bytes={need - 1:,}.*coarser"
     ):
         prepare(gdf, grid, ["sex", "age"], max_bytes=need - 1)
-    # the zbar arrays add 9 bytes per pair
-    with pytest.raises(MemoryLimitError, match=rf"zbar.*need {16 * cc.n_combos * 17:,} bytes"):
+    # zbar_mask, zbar and z_extremes add 1 + 8 + 16 bytes per pair
+    with pytest.raises(MemoryLimitError, match=rf"zbar.*need {16 * cc.n_combos * 33:,} bytes"):
         prepare(gdf, grid, ["sex", "age"], continuous="z", max_bytes=need)
     with pytest.raises(MemoryError):
         prepare(gdf, grid, ["sex", "age"], max_bytes=1)
@@ -821,10 +822,15 @@ def test_identifying_check_on_dask_frames(grid):
 def test_locate_records_is_a_count_table_of_the_records(gdf, grid):
     records = locate_records(gdf, grid, ("sex", "age"), "z")
     pd.testing.assert_index_equal(records.index, gdf.index)
-    assert list(records.columns) == ["sex", "age", CELL_COLUMN, COUNT_COLUMN, Z_SUM_COLUMN]
+    assert list(records.columns) == ["sex", "age", CELL_COLUMN, COUNT_COLUMN, Z_SUM_COLUMN,
+                                     *EXTREME_COLUMNS]
     np.testing.assert_array_equal(records[CELL_COLUMN], grid.locate(gdf))
     assert (records[COUNT_COLUMN] == 1).all()
     np.testing.assert_array_equal(records[Z_SUM_COLUMN], gdf["z"])
+    high1, high2, low1, low2 = EXTREME_COLUMNS  # a record's value, and none other
+    np.testing.assert_array_equal(records[high1], gdf["z"])
+    np.testing.assert_array_equal(records[low1], gdf["z"])
+    assert (records[high2] == -np.inf).all() and (records[low2] == np.inf).all()
     bad = gdf.copy()
     bad.loc["r3", "sex"] = None
     with pytest.raises(InputError, match=r"attribute 'sex' has 1 missing \(NaN\) values"):
@@ -859,6 +865,7 @@ def test_counting_by_partition_through_the_public_steps_equals_prepare(grid):
     pd.testing.assert_frame_equal(got.combos, want.combos)
     np.testing.assert_allclose(got.zbar, want.zbar, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(got.zbar_mask, want.zbar_mask)
+    np.testing.assert_allclose(got.z_extremes, want.z_extremes, rtol=1e-12)  # NaN where equal
     # A grouped table cannot say where its records are.
     with pytest.raises(InputError, match="pass records="):
         counts_from_table(table, grid, attributes, "z")
@@ -1333,3 +1340,22 @@ def test_domain_levels_no_value_of_the_column_can_match_are_refused(grid, domain
         prepare(gdf, grid, ["sex", "age"], levels=domain)
     with pytest.warns(DataWarning, match="outside the declared levels"):  # some can match
         prepare(gdf, grid, ["sex", "age"], levels={"sex": ["f", "m"], "age": [1, "2", "3"]})
+
+
+def test_z_extremes_are_each_pairs_two_largest_and_two_smallest_values(grid):
+    # Derived by sorting each pair's values; NaN for a pair of one record (no second value).
+    df = make_gdf(n=60, seed=4)
+    df["w"] = -3.0 * df["z"]
+    counts = prepare(df, grid, ["sex"], continuous=["z", "w"])
+    frame = pd.DataFrame({"cell": counts.record_cell, "combo": counts.record_combo,
+                          "z": df.loc[counts.record_index, "z"].to_numpy()})
+    expected = np.full((2, *counts.counts.shape), np.nan)
+    for (cell, combo), values in frame.groupby(["cell", "combo"])["z"]:
+        ordered = np.sort(values.to_numpy())
+        if ordered.size >= 2:
+            expected[:, cell, combo] = ordered[-2:].sum(), ordered[:2].sum()
+    np.testing.assert_allclose(counts.extremes("z"), expected, rtol=1e-12)
+    np.testing.assert_allclose(counts.extremes("w"), -3.0 * expected[::-1], rtol=1e-12)
+    single = counts.counts == 1
+    assert single.any() and np.isnan(counts.extremes("z")[:, single]).all()
+    assert prepare(df, grid, ["sex"]).z_extremes is None

@@ -80,7 +80,7 @@ def assert_counts_equal(got, want):
     pd.testing.assert_index_equal(got.record_index, want.record_index)
     assert got.attributes == want.attributes and got.levels == want.levels
     assert got.continuous == want.continuous
-    for name in ("zbar", "zbar_mean", "zbar_sd"):
+    for name in ("zbar", "zbar_mean", "zbar_sd", "z_extremes"):
         if getattr(want, name) is None:
             assert getattr(got, name) is None
         else:
@@ -819,11 +819,12 @@ def test_synthesize_dask_sends_no_original_point_or_value_to_the_workers(
     assert rows.geometry.isna().all() and rows["z"].isna().all()
     assert not np.isin(points["z"].to_numpy(), rows.to_numpy(dtype=object)).any()
     pd.testing.assert_frame_equal(rows[["a", "c"]], pd.DataFrame(points[["a", "c"]]))
-    # nor the records' cells, the exact counts per cell or the cell means of z
+    # nor the records' cells, the exact counts per cell, the cell means of z or its extremes
     counts = shared.fit.counts
     assert fit.counts.counts.any() and fit.counts.zbar.any() and fit.counts.record_cell.any()
+    assert np.isfinite(fit.counts.z_extremes).any()
     assert not (counts.counts.any() or counts.record_cell.any() or counts.zbar.any()
-                or counts.zbar_mask.any())
+                or counts.zbar_mask.any() or counts.z_extremes.any())
     for release, expected in zip(got, geosynth.synthesize(fit, points, m=2, seed=3),
                                  strict=True):
         pd.testing.assert_frame_equal(release, expected)

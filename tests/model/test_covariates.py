@@ -252,10 +252,11 @@ def test_memory_bound_counts_each_covariate(opposite):
 
     data = opposite[0]
     pairs = GRID.n_cells * 6
-    prepare(data, GRID, ["a", "b"], continuous=["z1", "z2"], max_bytes=pairs * (8 + 1 + 16))
-    with pytest.raises(MemoryLimitError, match=rf"need {pairs * 25:,} bytes"):
+    # counts 8, zbar_mask 1, and per covariate zbar 8 and z_extremes 16 bytes a pair
+    prepare(data, GRID, ["a", "b"], continuous=["z1", "z2"], max_bytes=pairs * (8 + 1 + 48))
+    with pytest.raises(MemoryLimitError, match=rf"need {pairs * 57:,} bytes"):
         prepare(data, GRID, ["a", "b"], continuous=["z1", "z2"],
-                max_bytes=pairs * 25 - 1)
+                max_bytes=pairs * 57 - 1)
 
 
 @pytest.mark.parametrize(("continuous", "message"), [
