@@ -178,7 +178,7 @@ __all__ = [
     "z_sum_columns",
     "EXTREME_COLUMNS",
     "extreme_columns",
-    "two_extremes",
+    "group_extremes",
     "is_identifying",
     "declared_attributes",
     "identifies_records",
@@ -310,35 +310,47 @@ def extreme_columns(n_covariates: int) -> list[tuple[str, str, str, str]]:
             for k in range(n_covariates)]
 
 
-def two_extremes(groups: np.ndarray, first: np.ndarray, second: np.ndarray, n_groups: int,
-                 largest: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Return the two largest (or smallest) values per group of ``first`` and ``second``.
+def group_extremes(groups: np.ndarray, rows: pd.DataFrame, columns: tuple[str, str, str, str],
+                   n_groups: int) -> tuple[np.ndarray, ...]:
+    """Return the two largest and two smallest values of each group's records, from its rows.
 
-    Each row ``r`` of group ``groups[r]`` brings two values, ``first[r]`` and ``second[r]``
-    (a record brings its value and ``-inf``, or ``inf`` for the smallest), so every group of
-    rows holds two or more: those of a group are sorted, and the first two kept.
+    A row of a count table holds its records' two largest and two smallest values (a record:
+    its value, with ``-inf`` and ``inf``); of a row of ``c`` records, ``c`` of those four are
+    distinct records (the largest; the second largest from 2; the smallest from 3; all four
+    from 4). Those of a group's rows are sorted together, once.
 
     Parameters
     ----------
     groups : numpy.ndarray of int64, shape (n,)
         Group of each row, in ``[0, n_groups)``; every group holds a row.
-    first, second : numpy.ndarray of float64, shape (n,)
-        Each row's two values.
+    rows : pandas.DataFrame
+        The rows: :data:`COUNT_COLUMN` and ``columns``.
+    columns : (str, str, str, str)
+        The rows' largest, second largest, smallest and second smallest value
+        (:func:`extreme_columns`).
     n_groups : int
         Number of groups.
-    largest : bool
-        The two largest (True) or the two smallest.
 
     Returns
     -------
-    (numpy.ndarray, numpy.ndarray) of float64, shape (n_groups,)
-        The largest and second largest (or smallest and second smallest) of each group.
+    tuple of four numpy.ndarray of float64, shape (n_groups,)
+        Each group's largest, second largest, smallest and second smallest value (``-inf`` or
+        ``inf`` for the second of a group of one record).
     """
-    values = np.concatenate([first, second])
-    ids = np.concatenate([groups, groups])
-    order = np.lexsort((-values if largest else values, ids))
-    start = np.searchsorted(ids[order], np.arange(n_groups))
-    return values[order][start], values[order][start + 1]
+    count = rows[COUNT_COLUMN].to_numpy(dtype=np.int64)
+    parts = [rows[column].to_numpy(dtype=np.float64)[count >= fewest]
+             for column, fewest in zip(columns, (1, 2, 3, 4), strict=True)]
+    ids = np.concatenate([groups[count >= fewest] for fewest in (1, 2, 3, 4)])
+    values = np.concatenate(parts)
+    order = np.lexsort((values, ids))
+    values, ids = values[order], ids[order]
+    start = np.searchsorted(ids, np.arange(n_groups))
+    end = np.searchsorted(ids, np.arange(n_groups), side="right")
+    several = end - start >= 2
+    second = np.where(several, start + 1, start)
+    return (values[end - 1], np.where(several, values[np.where(several, end - 2, start)],
+                                      -np.inf),
+            values[start], np.where(several, values[second], np.inf))
 
 
 class CountTable:
@@ -2127,14 +2139,13 @@ def count_table(table: pd.DataFrame, attributes: Sequence[str]) -> pd.DataFrame:
     grouped = table.groupby(keys, sort=False, observed=True, dropna=False)
     sums = [COUNT_COLUMN] + [c for c in table.columns if str(c).startswith(Z_SUM_COLUMN)]
     out = grouped[sums].sum().reset_index()
-    groups, n_groups = grouped.ngroup().to_numpy(dtype=np.int64), len(out)
-    for high1, high2, low1, low2 in extreme_columns(len(sums) - 1):
-        if high1 not in table.columns:  # a table of counts only
+    groups = grouped.ngroup().to_numpy(dtype=np.int64)
+    for columns in extreme_columns(len(sums) - 1):
+        if columns[0] not in table.columns:  # a table of counts only
             break
-        for first, second, largest in ((high1, high2, True), (low1, low2, False)):
-            out[first], out[second] = two_extremes(
-                groups, table[first].to_numpy(dtype=np.float64),
-                table[second].to_numpy(dtype=np.float64), n_groups, largest)
+        for column, values in zip(columns, group_extremes(groups, table, columns, len(out)),
+                                  strict=True):
+            out[column] = values
     return out
 
 
@@ -2301,13 +2312,10 @@ def _pair_extremes(table: pd.DataFrame, flat: np.ndarray, counts: np.ndarray,
     pairs, groups = np.unique(flat, return_inverse=True)
     out = np.full((n_covariates, 2, counts.size), np.nan)
     several = counts.reshape(-1)[pairs] >= 2
-    for k, (high1, high2, low1, low2) in enumerate(columns):
-        for side, (first, second, largest) in enumerate(((high1, high2, True),
-                                                         (low1, low2, False))):
-            one, two = two_extremes(groups, table[first].to_numpy(dtype=np.float64),
-                                    table[second].to_numpy(dtype=np.float64), pairs.size,
-                                    largest)
-            out[k, side, pairs[several]] = (one + two)[several]
+    for k, names in enumerate(columns):
+        high1, high2, low1, low2 = group_extremes(groups, table, names, pairs.size)
+        out[k, 0, pairs[several]] = (high1 + high2)[several]
+        out[k, 1, pairs[several]] = (low1 + low2)[several]
     return out.reshape(n_covariates, 2, *counts.shape)
 
 

@@ -18,6 +18,7 @@ from geosynth.data import (
     CellCounts,
     count_table,
     counts_from_table,
+    group_extremes,
     locate_records,
     prepare,
 )
@@ -1359,3 +1360,22 @@ def test_z_extremes_are_each_pairs_two_largest_and_two_smallest_values(grid):
     single = counts.counts == 1
     assert single.any() and np.isnan(counts.extremes("z")[:, single]).all()
     assert prepare(df, grid, ["sex"]).z_extremes is None
+
+
+def test_group_extremes_merge_rows_of_any_number_of_records():
+    # Rows of 1 to 6 records each (their own two largest and smallest), grouped at random:
+    # each group's extremes are those of all its records, derived by sorting them.
+    rng = np.random.default_rng(11)
+    records = [rng.normal(0.0, 1.0, rng.integers(1, 7)) for _ in range(400)]
+    groups = rng.integers(0, 60, len(records))
+    rows = pd.DataFrame({COUNT_COLUMN: [v.size for v in records]})
+    high1, high2, low1, low2 = EXTREME_COLUMNS
+    rows[high1] = [np.sort(v)[-1] for v in records]
+    rows[high2] = [np.sort(v)[-2] if v.size > 1 else -np.inf for v in records]
+    rows[low1] = [np.sort(v)[0] for v in records]
+    rows[low2] = [np.sort(v)[1] if v.size > 1 else np.inf for v in records]
+    got = group_extremes(groups, rows, EXTREME_COLUMNS, 60)
+    for g in range(60):
+        values = np.sort(np.concatenate([v for v, k in zip(records, groups, strict=True)
+                                         if k == g]))
+        assert [got[j][g] for j in range(4)] == [values[-1], values[-2], values[0], values[1]]
