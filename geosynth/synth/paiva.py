@@ -706,11 +706,13 @@ def outlying_means(counts: CellCounts, covariate: str | None = None) -> np.ndarr
     A mean beyond the fences that many records share is kept: one whose pair holds
     :data:`MIN_RECORDS_FOR_VALUES` + 2 or more records and whose mean without the pair's two
     largest values (below the low fence: two smallest; ``counts.z_extremes``) lies beyond
-    the same fence, within one IQR of the mean. A home of 10,000 residents of age 85 among
-    cells near 40 was withheld as "an extreme value", and its synthetic ages centred on its
-    neighbours' (45.9): 96 % of the records moved by 40 years. One or two extreme values
-    among such a cell's shared level still move its mean by more than an IQR, and withhold
-    it. Counts without ``z_extremes`` (built by hand) withhold every mean beyond the fences.
+    the same fence, and which neither its two largest nor its two smallest values move by
+    more than one IQR. A home of 10,000 residents of age 85 among cells near 40 was withheld
+    as "an extreme value", and its synthetic ages centred on its neighbours' (45.9): 96 % of
+    the records moved by 40 years. One or two extreme values (on either side) among such a
+    cell's shared level move its mean by more than an IQR, and withhold it; a value that
+    moves it by less is no more visible than one inside the fences of any cell. Counts
+    without ``z_extremes`` (built by hand) withhold every mean beyond the fences.
 
     This is a dominance rule for means (with the (n, k) rule's n = 2 largest contributors;
     Hundepool et al. 2012, *Statistical Disclosure Control*, §5.2), judged on the cell means
@@ -763,14 +765,17 @@ def _outside_fences(means: np.ndarray, trimmed: np.ndarray) -> np.ndarray:
     """Whether each of ``means`` lies beyond the far-out fences of the others, pulled by few.
 
     A mean beyond the high fence whose mean without its two largest values (``trimmed[0]``)
-    lies beyond it too, within one spread (IQR) of it, is shared by the cell's records (a
-    home of 10,000 residents of age 85 among cells near 40); it is not withheld. So below.
+    lies beyond it too is shared by the cell's records (a home of 10,000 residents of age 85
+    among cells near 40), and is not withheld if neither its two largest nor its two smallest
+    values move it by more than one spread (IQR). So below.
     """
     low, high, spread = _fences_without_each(means)
     above, below = means > high, means < low
-    shared_above = above & (trimmed[0] > high) & (means - trimmed[0] <= spread)
-    shared_below = below & (trimmed[1] < low) & (trimmed[1] - means <= spread)
-    return (above & ~shared_above) | (below & ~shared_below)
+    # Neither the two largest nor the two smallest values may move the mean by an IQR: 50
+    # records of 85 and one of -40 (mean 82.5) would publish the -40.
+    steady = (means - trimmed[0] <= spread) & (trimmed[1] - means <= spread)
+    shared = steady & ((above & (trimmed[0] > high)) | (below & (trimmed[1] < low)))
+    return (above | below) & ~shared
 
 
 def _fences_without_each(means: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

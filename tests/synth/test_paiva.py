@@ -588,11 +588,12 @@ def test_a_far_mean_that_many_records_share_is_kept():
     assert outlying_means(dataclasses.replace(counts, z_extremes=None))[12, 0]
 
 
-@pytest.mark.parametrize("planted", [[98_765.0], [98_765.0, 97_000.0]])
+@pytest.mark.parametrize("planted", [[98_765.0], [98_765.0, 97_000.0], [-2_000.0]])
 def test_one_or_two_extremes_among_a_shared_far_mean_are_withheld(planted):
     # Kept for what its records share, the mean would publish a planted value with it: 213 x
-    # the cell mean - 212 x the shared level. Without its two largest values the mean moves
-    # by more than the spread of the means: withheld.
+    # the cell mean - 212 x the shared level. Without its two largest values (or, for a value
+    # on the other side, its two smallest: -2,000 left the mean beyond the high fence, and
+    # was published) the mean moves by more than the spread of the means: withheld.
     grid, rows = planted_line(12)
     rng = np.random.default_rng(1)
     shared = [(12, z) for z in rng.normal(500.0, 20.0, 200)]
