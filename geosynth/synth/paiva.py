@@ -267,7 +267,7 @@ def synthesize(
     With several continuous covariates each column is drawn so, from its own ``Z̄``, mean and
     SD, and a record's noise of the columns is drawn jointly (:func:`correlated_values`; the
     thesis has one covariate): ``Z* ~ Normal(Z̄_ib, R_b)``, ``R_b`` the (moderated)
-    correlation of the combination's standardised cell means between its cells
+    correlation of the combination's cell means between its cells
     (:func:`synthesis_correlation`), each column's margin as above (a Gaussian copula where a
     column has limits). A release then shows the relation of the columns' cell means, as eq.
     2.27 shows their spread: an income linear in age (a correlation of 0.99 among the
@@ -1478,25 +1478,24 @@ def synthesis_correlation(counts: CellCounts) -> np.ndarray:
     variation of the combination's means. With several covariates (not in the thesis, which
     has one) :func:`synthesize` draws a record's noise of all of them jointly,
     ``Z* ~ Normal(Z̄_ib, R_b)`` (:func:`correlated_values`), ``R_b`` the correlation of the
-    combination's standardised cell means between its cells: the same between-cell variation,
-    with its covariance. Drawn apart, columns related within a record kept only half of their
-    relation (an income linear in age, a correlation of 0.99 among the records, came out at 0.5
-    and half the slope); jointly, a release shows the relation of the cell means, as eq. 2.27
+    combination's cell means between its cells: the same between-cell variation, with its
+    covariance. Drawn apart, columns related within a record kept only half of their relation
+    (an income linear in age, a correlation of 0.99 among the records, came out at 0.5 and
+    half the slope); jointly, a release shows the relation of the cell means, as eq. 2.27
     shows their spread. It reads only the cell means the releases centre on.
 
-    As :func:`synthesis_sd` moderates a variance, ``R_b`` is moderated towards the pooled
-    correlation of all combinations (Smyth 2004, with the same prior degrees of freedom
-    ν₀ = :data:`SYNTHESIS_SD_PRIOR_DF`), on the standardised means, so that combinations of
-    different scales (incomes by occupation) are pooled alike::
+    As :func:`synthesis_sd` moderates a variance, the correlation is moderated towards the
+    pooled one of all combinations (Smyth 2004, with the same prior degrees of freedom
+    ν₀ = :data:`SYNTHESIS_SD_PRIOR_DF`)::
 
-        S̃_b = (ν_b · S_b + ν₀ · R₀) / (ν_b + ν₀),    ν_b = max(n_b − 1, 0),
+        R_b = (ν_b · C_b + ν₀ · R₀) / (ν_b + ν₀),    R₀ = Σ_b ν_b C_b / Σ_b ν_b,
 
-    ``S_b`` the covariance of ``b``'s standardised means over its ``n_b`` cells kept for every
-    covariate (:func:`kept_pairs`: three or more records, no outlying mean), ``R₀`` the
-    correlation of their pooled covariance ``Σ_b ν_b S_b / Σ_b ν_b``, and ``R_b`` the
-    correlation of ``S̃_b``: a combination held by one such cell gets ``R₀``, one spanning many
-    nearly its own. A column whose kept means do not vary (or no combination spanning two
-    kept cells) gets noise independent of the others'.
+    ``C_b`` the correlation of ``b``'s means over its ``n_b`` cells kept for every covariate
+    (:func:`kept_pairs`: three or more records, no outlying mean), ``ν_b = n_b − 1``: a
+    combination held by one such cell gets ``R₀``, one spanning many nearly its own. Being
+    correlations, combinations of different scales (incomes by occupation) pool alike. A
+    combination whose kept means of some column do not vary has no ``C_b`` (``ν_b`` taken as
+    0); where no combination has one, the noise of the columns is independent.
 
     Parameters
     ----------
@@ -1519,18 +1518,20 @@ def synthesis_correlation(counts: CellCounts) -> np.ndarray:
         raise InputError("counts has no continuous variable; prepare(..., continuous=column) first")
     kept = kept_pairs(counts)
     zbar = np.stack([np.asarray(counts.covariate(name)[0], dtype=np.float64)
-                     for name in counts.covariates])  # (K, G, B), standardised per combination
+                     for name in counts.covariates])  # (K, G, B)
     k, n_combinations = zbar.shape[0], zbar.shape[2]
     n_kept = kept.sum(axis=0)
     centre = np.divide(np.where(kept, zbar, 0.0).sum(axis=1), n_kept,
                        out=np.zeros((k, n_combinations)), where=n_kept > 0)
     deviations = np.where(kept, zbar - centre[:, None, :], 0.0)
     scatter = np.einsum("kgb,lgb->bkl", deviations, deviations)
-    df = np.maximum(n_kept - 1.0, 0.0)
-    pooled = _as_correlation(scatter.sum(axis=0) / max(df.sum(), 1.0))
-    moderated = ((scatter + SYNTHESIS_SD_PRIOR_DF * pooled)
-                 / (df + SYNTHESIS_SD_PRIOR_DF)[:, None, None])
-    return np.stack([_as_correlation(matrix) for matrix in moderated])
+    variances = np.diagonal(scatter, axis1=1, axis2=2)
+    weights = np.where((variances > 0).all(axis=1), np.maximum(n_kept - 1.0, 0.0), 0.0)
+    own = np.stack([_as_correlation(matrix) for matrix in scatter])
+    pooled = (np.einsum("b,bkl->kl", weights, own) / weights.sum() if weights.sum() > 0
+              else np.eye(k))
+    return ((weights[:, None, None] * own + SYNTHESIS_SD_PRIOR_DF * pooled)
+            / (weights + SYNTHESIS_SD_PRIOR_DF)[:, None, None])
 
 
 def _as_correlation(covariance: np.ndarray) -> np.ndarray:

@@ -88,10 +88,10 @@ def test_noise_correlation_is_the_cell_means_correlation(correlated):
         assert abs(correlation[b, 0, 1] - BETWEEN[level]) < 0.12
 
 
-def test_the_moderation_is_smyths_on_standardised_means():
-    """Derived apart from the records: each combination's covariance of its standardised cell
-    means over its kept cells, moderated towards the pooled correlation; a combination of four
-    cells on another scale is pooled alike."""
+def test_the_moderation_is_smyths_on_correlations():
+    """Derived apart from the records: each combination's correlation of its kept cell means,
+    weighted by its cells less one against ν₀ of the pooled (weighted mean) correlation; a
+    combination of four cells on another scale is pooled alike."""
     data = correlated_records(5, between={"p": 0.9})
     few = correlated_records(6, per_cell=3, between={"q": -0.9}, scale=(1.0, 2.0),
                              cells=[0, 7, 14, 21])
@@ -100,23 +100,33 @@ def test_the_moderation_is_smyths_on_standardised_means():
     counts = prepare(both, GRID, ["a"], continuous=["z1", "z2"])
     kept = kept_pairs(counts)
 
-    def scatter(b):  # of the standardised kept cell means of combination b, and its df
-        means = both[both["a"] == counts.levels["a"][b]].groupby(
-            GRID.locate(both[both["a"] == counts.levels["a"][b]].geometry))[["z1", "z2"]].mean()
+    def own(b):  # correlation of combination b's kept cell means, and their number less one
+        records = both[both["a"] == counts.levels["a"][b]]
+        means = records.groupby(GRID.locate(records.geometry))[["z1", "z2"]].mean()
         means = means.loc[kept[means.index, b]]
-        standard = (means - counts.zbar_mean[:, b]) / counts.zbar_sd[:, b]
-        d = (standard - standard.mean()).to_numpy()
-        return d.T @ d, len(d) - 1
+        return means.corr().iloc[0, 1], len(means) - 1
 
-    (s_p, df_p), (s_q, df_q) = scatter(0), scatter(1)
-    pooled = (s_p + s_q) / (df_p + df_q)
-    pooled = pooled / np.sqrt(np.outer(np.diag(pooled), np.diag(pooled)))
-    moderated = (s_q + SYNTHESIS_SD_PRIOR_DF * pooled) / (df_q + SYNTHESIS_SD_PRIOR_DF)
-    expected = moderated[0, 1] / np.sqrt(moderated[0, 0] * moderated[1, 1])
+    (r_p, df_p), (r_q, df_q) = own(0), own(1)
+    pooled = (df_p * r_p + df_q * r_q) / (df_p + df_q)
+    expected = (df_q * r_q + SYNTHESIS_SD_PRIOR_DF * pooled) / (df_q + SYNTHESIS_SD_PRIOR_DF)
     correlation = synthesis_correlation(counts)
     assert correlation[1, 0, 1] == pytest.approx(expected, rel=1e-9)
-    own = s_q[0, 1] / np.sqrt(s_q[0, 0] * s_q[1, 1])
-    assert own < expected < correlation[0, 0, 1]  # between its own and the pooled
+    assert r_q < expected < correlation[0, 0, 1]  # between its own and the pooled
+
+
+def test_cells_of_one_or_two_records_do_not_dilute_the_correlation():
+    # The means were standardised over every cell holding records, the covariance over the
+    # kept ones: 16 cells of one record with far values inflated the SD, and a correlation of
+    # 1.0 over 40 kept cells came out at 0.023 against the pooled prior's unit diagonal.
+    # Beside a combination q of -0.9, p's own correlation lost to the pooled one.
+    data = correlated_records(8, per_cell=4, between={"p": 0.999, "q": -0.9}, cells=range(40))
+    lone = correlated_records(9, per_cell=1, between={"p": 0.0}, scale=(50.0, 50.0),
+                              cells=range(40, 56))
+    both = gpd.GeoDataFrame(pd.concat([data, lone]), crs=CRS)
+    both.index = range(len(both))
+    counts = prepare(both, GRID, ["a"], continuous=["z1", "z2"])
+    # 39 of p's degrees of freedom at 0.999 against ν₀ = 4 of a pooled value near 0.05
+    assert synthesis_correlation(counts)[0, 0, 1] > 0.85
 
 
 def test_without_two_kept_cells_anywhere_the_noise_is_independent():
