@@ -956,13 +956,13 @@ def check_columns(
             "count table's own columns (cell, count, Z sums); rename them with "
             "gdf.rename(columns=...)"
         )
-    _check_publishable_names((*attrs, *covariates))
+    _check_publishable_names((*attrs, *covariates), available)
     for name in covariates:
         _check_numeric(gdf[name])
     return attrs
 
 
-def _check_publishable_names(names: tuple[str, ...]) -> None:
+def _check_publishable_names(names: tuple[str, ...], available: list) -> None:
     """Refuse columns a public release cannot carry under their names, before any work.
 
     :func:`geosynth.to_public` drops columns whose names start with ``"_"`` (bookkeeping such
@@ -980,9 +980,12 @@ def _check_publishable_names(names: tuple[str, ...]) -> None:
              "which to_public refuses"] if identifiers else [])
         example = (hidden + identifiers)[0]
         renamed = (example.lstrip(INTERNAL_PREFIX) or "column") if hidden else f"{example}_group"
+        while renamed in available:  # "_sex" beside a column "sex"
+            renamed += "_group"
         raise InputError(
             f"the columns {' and '.join(reasons)}: a public release cannot carry them; rename "
-            f"them, e.g. gdf = gdf.rename(columns={{{example!r}: {renamed!r}}})"
+            f"them in the data (in Python, gdf = gdf.rename(columns={{{example!r}: "
+            f"{renamed!r}}}))"
         )
 
 

@@ -273,7 +273,7 @@ def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str
 
         check_no_nul(os.fspath(source), name)
         try:
-            dataset = rasterio.open(source)
+            dataset = rasterio.open(_local_or_url(source, name))
         except rasterio.errors.RasterioIOError as err:
             raise InputError(
                 f"{name} {os.fspath(source)!r} cannot be opened as a raster ({err}); {open_hint}"
@@ -291,6 +291,23 @@ def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str
         raise InputError(f"{name} is a closed rasterio dataset; pass an open one or a path")
     return read(source)
 
+
+
+def _local_or_url(source: str | os.PathLike, name: str) -> str | os.PathLike:
+    """Return a path as rasterio should read it: a file here as a checked Path, a URL as is.
+
+    rasterio reads a str's start as a URL scheme, so ``file:w.tif`` read ``w.tif`` and
+    ``s3:w.tif`` went to S3; and a named pipe or a device was opened unchecked. A path with
+    ``://`` or a GDAL ``/vsi`` prefix is left to rasterio (a public raster online); any other
+    is checked as a file (:func:`geosynth.io.existing_file`) and given as a Path, which
+    rasterio does not parse.
+    """
+    text = os.fspath(source)
+    if "://" in text or text.startswith("/vsi"):
+        return source
+    from geosynth.io import existing_file  # GDAL's readers' check, in geosynth.io
+
+    return existing_file(source, name)
 
 
 def check_raster_band(dataset: Any, name: str) -> None:

@@ -538,7 +538,7 @@ def test_synthesize_dask_checks_the_weights_in_the_client(client, points, fitted
     with pytest.raises(InputError) as dask:
         gd.synthesize_dask(fit, points, m=2, seed=1, weights=missing, client=client)
     assert type(dask.value) is type(memory.value)
-    assert str(dask.value) == str(memory.value) and "cannot be opened" in str(dask.value)
+    assert str(dask.value) == str(memory.value) and "does not exist" in str(dask.value)
 
 
 def test_dask_prepared_counts_fit_and_synthesize(client, points, grid):

@@ -1,5 +1,6 @@
 """Public rasters read over a lattice, and the core that places points by their tables."""
 
+import os
 import warnings
 
 import numpy as np
@@ -174,3 +175,18 @@ def test_packed_values_are_read_unpacked(tmp_path, grid):
     np.testing.assert_array_equal(band.values, [[0.0, 5.0, 0.0, 5.0]])  # raw * 0.5 - 500
     xy = place_in_cells(grid, np.full(500, 2), seed=1, weights=rasters.read_weights(path, grid))
     assert (xy[:, 0] >= 25).all()  # cell 2's pixel of positive weight is its east half
+
+
+def test_a_raster_path_is_read_as_the_file_it_names(tmp_path, monkeypatch):
+    # rasterio read "file:w.tif" as w.tif and "s3:w.tif" from S3: a str's start is a scheme.
+    from geosynth.rasters import read_raster
+
+    monkeypatch.chdir(tmp_path)
+    write_raster(tmp_path / "w.tif", np.full((2, 2), 1.0), from_origin(0, 2, 1, 1))
+    write_raster(tmp_path / "file:w.tif", np.full((2, 2), 2.0), from_origin(0, 2, 1, 1))
+    first = lambda dataset: float(dataset.read(1)[0, 0])  # noqa: E731
+    assert read_raster("file:w.tif", "weights", first, "", "") == 2.0
+    assert read_raster("w.tif", "weights", first, "", "") == 1.0
+    os.mkfifo(tmp_path / "pipe.tif")
+    with pytest.raises(InputError, match=r"weights '.*pipe.tif' is not a regular file"):
+        read_raster("pipe.tif", "weights", first, "", "")

@@ -80,6 +80,7 @@ from geosynth.io._files import (
     check_target,
     existing_file,
     file_sha256,
+    gdal_path,
     geopackage_problem,
     not_a_geopackage,
     printable,
@@ -580,7 +581,8 @@ def _write_layer(frame: pd.DataFrame, path: Path, layer: str, target: Path) -> N
     elif _ARROW_WRITE and _RELEASE_LAYER_RE.match(layer) and _arrow_writable(frame):
         options["use_arrow"] = True  # the same file, written faster
     try:
-        pyogrio.write_dataframe(frame, path, layer=layer, driver="GPKG", **options)
+        # as the staged file, not a URL: a target in a folder "file:sub" went to "sub/..."
+        pyogrio.write_dataframe(frame, gdal_path(path), layer=layer, driver="GPKG", **options)
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
         raise OSError(
             f"cannot write {printable(str(target))}: GDAL failed on layer {layer} "

@@ -891,3 +891,14 @@ def test_date_times_finer_than_a_millisecond_are_refused_before_the_fit(inputs, 
                  "--out", tmp_path / "out.gpkg")
     assert_refused(result, "column 'when' has", "finer than a millisecond", "dt.round('ms')")
     assert "Fitting" not in result.output
+
+
+def test_a_column_a_release_cannot_carry_is_named_for_the_command_line(inputs, tmp_path):
+    # The Python advice was rewritten as "cases.csv = gdf.rename(...)".
+    table = pd.read_csv(inputs["csv"]).rename(columns={"x1": "_x1"})
+    path = tmp_path / "cases.csv"
+    table.to_csv(path, index=False)
+    result = run("release", path, "--x", "east", "--y", "north", "--crs", "EPSG:31983",
+                 "--attributes", "y,_x1", "--grid", "4x4", *FAST, "--out", tmp_path / "o.gpkg")
+    assert_refused(result, "['_x1'] start with '_'", "rename them in the data")
+    assert "rename(" not in result.output and "Fitting" not in result.output

@@ -324,7 +324,7 @@ def test_raster_prior_errors(tmp_path):
     negative = write_raster(tmp_path / "neg.tif", -np.ones((4, 4)), from_origin(0, 4, 1, 1))
     with pytest.raises(InputError, match="negative or infinite"):
         cell_prior(negative, grid)
-    with pytest.raises(InputError, match="cannot be opened"):
+    with pytest.raises(InputError, match="missing.tif' does not exist; check the file name"):
         cell_prior(tmp_path / "missing.tif", grid)
     # Band 1 of a stack was read silently, whatever the other bands held.
     stack = tmp_path / "stack.tif"

@@ -2586,3 +2586,14 @@ def test_date_times_finer_than_a_millisecond_are_refused(tmp_path, finer):
     whole = [start, start + pd.Timedelta("1ms"), start, start + pd.Timedelta("2ms")]
     read = read_release(write_release(tmp_path / "r.gpkg", [public_like(4, when=whole)]))
     assert read.releases[0]["when"].nunique() == 3
+
+
+def test_a_release_in_a_folder_named_like_a_url_is_written_there(tmp_path, monkeypatch):
+    # pyogrio read the staged path "file:sub/.r.gpkg.geosynth-staging-.../r.gpkg" as a URL,
+    # "sub/...", and the write failed after all the work.
+    monkeypatch.chdir(tmp_path)
+    for folder in ("file:sub", "s3:sub"):
+        write_release(f"{folder}/r.gpkg", [public_like(4)])
+        assert (tmp_path / folder / "r.gpkg").is_file()
+        assert len(read_release(f"{folder}/r.gpkg").releases[0]) == 4
+    assert not (tmp_path / "sub").exists()
