@@ -20,8 +20,8 @@ later move of the same commit that fails puts every replaced file back. Only a r
 or a symbolic link (the link itself) is ever replaced: a named pipe, a device or a socket at a
 target is refused when it is added and again at commit, with or without ``overwrite``.
 Private outputs (``private=True``) are ``chmod``-ed to 0600 while still inside the 0700
-staging folder, so they are never readable by others at any moment; published ones lose any
-write permission of group and others (0644 at most under umask 0).
+staging folder, so they are never readable by others at any moment; published ones are never
+writable by every user (0664 at most under umask 0).
 
 Killed while committing. The moves of several files are not one step: a process killed between
 two of them (``kill -9``, an out-of-memory kill) would leave some targets new and others old,
@@ -250,11 +250,10 @@ class AtomicOutputs:
         from geosynth.io._files import output_path_error
 
         try:
-            missing = _missing_folders(target.parent)
-            self._new_folders.extend(missing)
-            for folder in reversed(missing):  # 0755 at most: under umask 0 mkdir gave 0777
-                with contextlib.suppress(FileExistsError):
+            for folder in reversed(_missing_folders(target.parent)):  # 0755 at most: under
+                with contextlib.suppress(FileExistsError):  # umask 0 mkdir gave 0777
                     os.mkdir(folder, 0o755)
+                    self._new_folders.append(folder)  # ours: another process's is kept
             target.parent.mkdir(parents=True, exist_ok=True)  # the errors of a path's file
             refuse_shared_folder(target.parent)
             folder = Path(tempfile.mkdtemp(prefix=f"{_staging_prefix(target)}{os.getpid()}-",
@@ -651,14 +650,14 @@ def _own_folder(entry: Path) -> bool:
 
 
 def _drop_write_by_others(path: Path) -> None:
-    """Make a published output writable by its owner only (0644 at most, as the folders made).
+    """Make a published output not writable by every user (0664 at most).
 
-    Under umask 0 GDAL created a GeoTIFF 0666, which anyone could then edit, beside a
-    GeoPackage 0644; a published file's readers are whom umask says, its writer is its owner.
+    Under umask 0 GDAL created a GeoTIFF 0666, which anyone could then edit. A group's write
+    is left as the umask says (a team's umask 002 shares its files).
     """
     mode = stat.S_IMODE(os.stat(path).st_mode)
-    if mode & 0o022:
-        os.chmod(path, mode & ~0o022)
+    if mode & 0o002:
+        os.chmod(path, mode & ~0o002)
 
 
 def _missing_folders(folder: Path) -> list[Path]:

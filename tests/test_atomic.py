@@ -837,9 +837,11 @@ def test_a_failed_write_removes_the_folders_made_for_it_and_nothing_else(tmp_pat
 
 
 @pytest.mark.parametrize(("umask", "private", "mode"), [
-    (0o000, False, 0o644), (0o022, False, 0o644), (0o077, False, 0o600), (0o000, True, 0o600)])
-def test_outputs_are_never_writable_by_others(tmp_path, umask, private, mode):
-    # Under umask 0 GDAL created a published GeoTIFF 0666, which anyone could then edit.
+    (0o000, False, 0o664), (0o002, False, 0o664), (0o022, False, 0o644), (0o077, False, 0o600),
+    (0o000, True, 0o600)])
+def test_outputs_are_never_writable_by_every_user(tmp_path, umask, private, mode):
+    # Under umask 0 GDAL created a published GeoTIFF 0666, which anyone could then edit; a
+    # group's write is the umask's (a team's 002).
     old = os.umask(umask)
     try:
         with atomic_path(tmp_path / "out.tif", private=private) as staged:
