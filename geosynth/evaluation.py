@@ -376,17 +376,56 @@ def _lone_rows(name: str, table: pd.DataFrame) -> np.ndarray:
 
 def _shown(name: str, table: pd.DataFrame) -> pd.DataFrame:
     lone = _lone_rows(name, table)
-    if lone.size == 0:
+    coarse = _coarsened_columns(name, table)
+    if lone.size == 0 and not coarse:
         return table
     shown = table.copy()
-    columns = [shown.columns.get_loc(c) for c in SUPPRESSED_COLUMNS[name] if c in shown.columns]
-    for column in columns:
+    for label in (c for c in SUPPRESSED_COLUMNS[name] if c in shown.columns):
+        column = shown.columns.get_loc(label)
         values = shown.iloc[:, column].to_numpy(dtype=np.float64).copy()
         values[lone] = np.nan
+        if label in coarse:
+            values = _significant_digits(values, COARSE_DIGITS)
         if _has_mean_row(table):
             values[-1] = nanmean_rows(values[None, :-1])[0]
         shown.iloc[:, column] = values
     return shown
+
+
+#: Significant digits of a combination's ``min_distance`` in the text outputs.
+COARSE_DIGITS = 2
+
+
+def _coarsened_columns(name: str, table: pd.DataFrame) -> tuple[str, ...]:
+    """Return the columns :func:`shown_tables` rounds: a combination's least matched distance.
+
+    Matched greedily, the first pair is the closest: with one release the ``min_distance`` of
+    a combination of 125 records was the distance of the record nearest to any of its public
+    points, to the millimetre (with several, the mean of such). To :data:`COARSE_DIGITS`
+    significant digits it still says how close the nearest record came (the risk it
+    measures), not that record's distance to the millimetre.
+    """
+    return ("min_distance",) if name == "distance_risk" and "min_distance" in table else ()
+
+
+def _significant_digits(values: np.ndarray, digits: int) -> np.ndarray:
+    """Round each of ``values`` to ``digits`` significant digits (0, NaN and inf kept).
+
+    Parameters
+    ----------
+    values : numpy.ndarray of float64
+    digits : int
+
+    Returns
+    -------
+    numpy.ndarray of float64
+    """
+    values = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(values) & (values != 0)
+    out = values.copy()
+    scale = 10.0 ** (digits - 1 - np.floor(np.log10(np.abs(values[finite]))))
+    out[finite] = np.round(values[finite] * scale) / scale
+    return out
 
 
 def suppression_note(name: str, table: pd.DataFrame) -> str:
@@ -402,16 +441,21 @@ def suppression_note(name: str, table: pd.DataFrame) -> str:
     Returns
     -------
     str
-        One sentence naming how many combinations' values are not shown; "" if none.
+        A sentence naming how many combinations' values are not shown, and one saying that
+        ``min_distance`` is rounded; "" if neither.
     """
     lone = _lone_rows(name, table)
-    if lone.size == 0:
-        return ""
-    columns = " and ".join(SUPPRESSED_COLUMNS[name])
-    return (f"Not shown (NaN): {columns} of {lone.size} combination(s) of fewer than "
-            f"{MIN_SHOWN_RECORDS} original records or synthetic points, too few to show "
-            "without telling each person's distance; the mean row averages the other "
-            "combinations.")
+    notes = []
+    if lone.size:
+        columns = " and ".join(SUPPRESSED_COLUMNS[name])
+        notes.append(f"Not shown (NaN): {columns} of {lone.size} combination(s) of fewer than "
+                     f"{MIN_SHOWN_RECORDS} original records or synthetic points, too few to "
+                     "show without telling each person's distance; the mean row averages the "
+                     "other combinations.")
+    if _coarsened_columns(name, table):
+        notes.append(f"min_distance is shown to {COARSE_DIGITS} significant digits: it is the "
+                     "distance of one record, the nearest to a synthetic point.")
+    return " ".join(notes)
 
 
 def evaluate(
