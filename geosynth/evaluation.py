@@ -40,6 +40,7 @@ from geosynth._validation import check_bool, check_int
 from geosynth.errors import CRSError, DataWarning, InputError, PrivacyLeakWarning
 from geosynth.lattice import Grid
 from geosynth.metrics import (
+    continuous_utility,
     displacement,
     distance_risk,
     identification_risk,
@@ -133,7 +134,10 @@ class Evaluation:
         index (so records can be linked),
         ``identification_risk`` (Reiter & Mitra 2009) and ``linked_records`` (displacement,
         spatial k-anonymity); with an ``outcome``, ``coverage`` (mean interval overlap over
-        random rectangles, §3.3).
+        random rectangles, §3.3); with continuous columns in the releases (numeric, not
+        attributes) and two or more releases, ``continuous``
+        (:func:`geosynth.metrics.continuous_utility`: their means, SDs and correlations over
+        all records, original against the releases, with interval overlaps).
     measures : list of ReleaseMeasures
         :func:`measure_release` of each release, in release order: the tables of a subset of
         the releases (:func:`evaluation_tables`) need no release measured again.
@@ -584,15 +588,34 @@ def evaluate(
         coverage = quadrant_coverage(original, releases, outcome, n_quadrants=n_quadrants,
                                      seed=seed, rules=rules)
     measures = collect()
-    tables = evaluation_tables(measures, identification, coverage)
+    continuous = _continuous_columns(original, releases, attributes)
+    values = (continuous_utility(original, releases, continuous, rules=rules)
+              if continuous and len(releases) >= 2 else None)
+    tables = evaluation_tables(measures, identification, coverage, values)
     quadrants = None if coverage is None else coverage.quadrants
     return Evaluation(tables=tables, original=original, releases=releases,
                       attributes=attributes, quadrants=quadrants, measures=measures)
 
 
+def _continuous_columns(original: gpd.GeoDataFrame, releases: Sequence[gpd.GeoDataFrame],
+                        attributes: Sequence[str]) -> list[str]:
+    """Return the releases' numeric columns but attributes and geometry, in the original too.
+
+    The continuous columns a synthesizer drew (``prepare(..., continuous=...)``), in the
+    releases' order.
+    """
+    first = releases[0]
+    return [c for c in first.columns
+            if c != first.geometry.name and c not in attributes and c in original.columns
+            and pd.api.types.is_numeric_dtype(first[c].dtype)
+            and not pd.api.types.is_bool_dtype(first[c].dtype)
+            and all(c in release.columns for release in releases)]
+
+
 def evaluation_tables(measures: Sequence[ReleaseMeasures],
                       identification: IdentificationRisk | None = None,
-                      coverage: QuadrantCoverage | None = None) -> dict[str, pd.DataFrame]:
+                      coverage: QuadrantCoverage | None = None,
+                      continuous: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """Return the tables of :func:`evaluate` from the measures of its releases.
 
     The one place that assembles them: :func:`evaluate` calls it with every release, and
@@ -606,6 +629,8 @@ def evaluation_tables(measures: Sequence[ReleaseMeasures],
         :func:`geosynth.metrics.identification_risk` of the same releases (linked records).
     coverage : QuadrantCoverage, optional
         :func:`geosynth.metrics.quadrant_coverage` of the same releases.
+    continuous : pandas.DataFrame, optional
+        :func:`geosynth.metrics.continuous_utility` of the same releases.
 
     Returns
     -------
@@ -623,6 +648,8 @@ def evaluation_tables(measures: Sequence[ReleaseMeasures],
             "n_quadrants": [coverage.n_quadrants],
             "n_undefined": [coverage.n_undefined],
         })
+    if continuous is not None:
+        tables["continuous"] = continuous
     return tables
 
 

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ __all__ = [
     "combine_partially_synthetic",
     "combine_fully_synthetic",
     "interval_overlap",
+    "continuous_utility",
     "IntensityFidelity",
     "intensity_fidelity",
     "is_binary",
@@ -1516,3 +1518,100 @@ def _counts_per_cell(grid: Grid, xy: np.ndarray) -> np.ndarray:
     cells = grid.locate(xy)
     return np.bincount(np.where(cells >= 0, cells, grid.n_cells),
                        minlength=grid.n_cells + 1).astype(np.float64)
+
+
+def continuous_utility(original: Any, releases: Any, columns: Sequence[str],
+                       level: float = 0.95, rules: str = "partial") -> pd.DataFrame:
+    """Agreement of the continuous columns' means, SDs and correlations with the original's.
+
+    A release's continuous values follow the cell means of Nunes (2018, eq. 2.27), with their
+    between-cell spread and, for several columns, their between-cell correlation
+    (:func:`geosynth.synth.paiva.synthesis_correlation`): the records' own spread and
+    relations can differ, and an analysis of them should see by how much. Over all records
+    (never per combination: the values of a rare one are few people's):
+
+    * ``mean[<column>]``: the mean, with the original's t interval and the releases'
+      combined interval (``rules``; each release's variance of its mean ``s²/n``);
+    * ``sd[<column>]``: the SD (the releases' mean SD; no interval);
+    * ``corr[<a>,<b>]`` for each pair: Pearson's correlation, intervals on Fisher's
+      ``atanh`` scale (variance ``1/(n − 3)``) mapped back.
+
+    Parameters
+    ----------
+    original : GeoDataFrame or DataFrame
+        The confidential records, with ``columns``.
+    releases : sequence of DataFrame
+        Two or more releases with ``columns``.
+    columns : sequence of str
+        The continuous columns.
+    level : float, default 0.95
+        Confidence level of the intervals.
+    rules : {"partial", "full"}, default "partial"
+        :func:`combine_partially_synthetic` or :func:`combine_fully_synthetic`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per estimand, columns ``original``, ``synthetic``, ``lower_original``,
+        ``upper_original``, ``lower_synthetic``, ``upper_synthetic`` and ``overlap``
+        (:func:`interval_overlap`, geometric; NaN for the SDs).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Fewer than 2 releases, a column missing or not numeric, or fewer than 4 records in
+        ``original`` or a release.
+    """
+    rules = check_rules(rules)
+    releases = list(releases)
+    if len(releases) < 2:
+        raise InputError("continuous_utility needs 2 or more releases to combine, got "
+                         f"{len(releases)}")
+    frames = [original, *releases]
+    for frame, name in zip(frames, ["original"] + [f"releases[{k}]" for k in range(
+            len(releases))], strict=True):
+        if len(frame) < 4:
+            raise InputError(f"{name} has {len(frame)} records; the intervals need 4 or more")
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise InputError(f"{name} lacks the continuous column(s) {missing}")
+    values = [np.column_stack([np.asarray(frame[c], dtype=np.float64) for c in columns])
+              for frame in frames]
+    z = stats.norm.ppf((1 + level) / 2)
+    rows = {}
+    for k, column in enumerate(columns):
+        means = np.array([v[:, k].mean() for v in values])
+        var_means = np.array([v[:, k].var(ddof=1) / v.shape[0] for v in values])
+        t = stats.t.ppf((1 + level) / 2, values[0].shape[0] - 1)
+        original_ci = (means[0] - t * np.sqrt(var_means[0]), means[0] + t * np.sqrt(var_means[0]))
+        rows[f"mean[{column}]"] = _compared(means[0], original_ci, means[1:], var_means[1:],
+                                            level, rules, values)
+        sds = [v[:, k].std(ddof=1) for v in values]
+        rows[f"sd[{column}]"] = (sds[0], float(np.mean(sds[1:])), *[np.nan] * 5)
+    for a, b in itertools.combinations(range(len(columns)), 2):
+        with np.errstate(invalid="ignore", divide="ignore"):  # a constant column: no r
+            fisher = np.array([np.arctanh(np.clip(np.corrcoef(v[:, a], v[:, b])[0, 1],
+                                                  -1 + 1e-15, 1 - 1e-15)) for v in values])
+        if not np.isfinite(fisher).all():
+            rows[f"corr[{columns[a]},{columns[b]}]"] = (np.nan,) * 7
+            continue
+        variances = np.array([1.0 / (v.shape[0] - 3) for v in values])
+        original_ci = (fisher[0] - z * np.sqrt(variances[0]), fisher[0] + z * np.sqrt(variances[0]))
+        row = _compared(fisher[0], original_ci, fisher[1:], variances[1:], level, rules, values)
+        rows[f"corr[{columns[a]},{columns[b]}]"] = (*np.tanh(row[:6]), row[6])
+    return pd.DataFrame.from_dict(rows, orient="index", columns=[
+        "original", "synthetic", "lower_original", "upper_original", "lower_synthetic",
+        "upper_synthetic", "overlap"])
+
+
+def _compared(original: float, original_ci: tuple[float, float], q: np.ndarray, u: np.ndarray,
+              level: float, rules: str, values: list[np.ndarray]) -> tuple[float, ...]:
+    """One row of :func:`continuous_utility`: estimates, intervals and their overlap."""
+    if rules == "partial":
+        combined = combine_partially_synthetic(q, u, level)
+    else:
+        combined = combine_fully_synthetic(q, u, level, n_synthetic=values[1].shape[0],
+                                           n_original=values[0].shape[0])
+    synthetic_ci = (combined.lower, combined.upper)
+    return (original, combined.estimate, *original_ci, *synthetic_ci,
+            float(interval_overlap(original_ci, synthetic_ci)))

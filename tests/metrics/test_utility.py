@@ -897,3 +897,56 @@ def test_default_radii_of_a_derived_window_do_not_give_the_extent_back():
     assert sides[0] == sides[1]  # extents within a step give the same radii
     given = ripley_k(xy, (0.0, 0.0, 1000.0, 2000.0)).r  # a public window: as before
     assert given[-1] == 250.0
+
+
+# ---------------------------------------------------------------------- continuous columns
+def _frames(seed, rho, n=400, m=3, shift=0.0):
+    rng = np.random.default_rng(seed)
+    import pandas as pd
+
+    def one(r, loc):
+        z = rng.multivariate_normal([loc, 10.0], [[1.0, r], [r, 1.0]], n)
+        return pd.DataFrame({"z1": z[:, 0], "z2": z[:, 1]})
+    return one(rho[0], 0.0), [one(rho[1], shift) for _ in range(m)]
+
+
+def test_continuous_utility_follows_reiters_rules_and_fishers_z():
+    """Derived apart: each release's mean and s²/n combined by Reiter (2003), the original's
+    t interval, correlations on Fisher's scale with variance 1/(n - 3), mapped back."""
+    from geosynth.metrics import continuous_utility
+
+    original, releases = _frames(1, (0.6, 0.2))
+    table = continuous_utility(original, releases, ["z1", "z2"])
+    assert list(table.index) == ["mean[z1]", "sd[z1]", "mean[z2]", "sd[z2]", "corr[z1,z2]"]
+    n, m = len(original), len(releases)
+    q = np.array([r["z1"].mean() for r in releases])
+    u = np.array([r["z1"].var(ddof=1) / n for r in releases])
+    b, ubar = q.var(ddof=1), u.mean()
+    total, df = b / m + ubar, (m - 1) * (1 + m * ubar / b) ** 2
+    half = stats.t.ppf(0.975, df) * math.sqrt(total)
+    row = table.loc["mean[z1]"]
+    assert row["synthetic"] == pytest.approx(q.mean())
+    assert (row["lower_synthetic"], row["upper_synthetic"]) == pytest.approx(
+        (q.mean() - half, q.mean() + half))
+    se = original["z1"].std(ddof=1) / math.sqrt(n)
+    assert row["upper_original"] - row["original"] == pytest.approx(stats.t.ppf(0.975, n - 1) * se)
+    assert table.loc["sd[z2]", "synthetic"] == pytest.approx(np.mean([r["z2"].std(ddof=1)
+                                                                      for r in releases]))
+    fz = np.arctanh([r.corr().iloc[0, 1] for r in releases])
+    corr = table.loc["corr[z1,z2]"]
+    assert corr["synthetic"] == pytest.approx(np.tanh(fz.mean()))
+    assert corr["original"] == pytest.approx(original.corr().iloc[0, 1])
+    # 0.6 against 0.2 on 400 records: the intervals are apart; the means agree
+    assert corr["overlap"] == 0.0 and row["overlap"] > 0.0
+
+
+def test_continuous_utility_agrees_where_the_releases_are_the_original_law():
+    from geosynth.metrics import continuous_utility
+
+    original, releases = _frames(2, (0.5, 0.5))
+    table = continuous_utility(original, releases, ["z1", "z2"])
+    assert (table["overlap"].dropna() > 0.0).all()
+    with pytest.raises(InputError, match="2 or more releases"):
+        continuous_utility(original, releases[:1], ["z1"])
+    with pytest.raises(InputError, match=r"lacks the continuous column\(s\) \['w'\]"):
+        continuous_utility(original, releases, ["w"])
