@@ -287,27 +287,22 @@ def z_sum_columns(n_covariates: int) -> list[str]:
     list of str
         ``max(K, 1)`` column names.
     """
-    return [Z_SUM_COLUMN] + [f"{Z_SUM_COLUMN}_{k}" for k in range(1, n_covariates)]
+    return [_covariate_column(Z_SUM_COLUMN, k) for k in range(max(n_covariates, 1))]
+
+
+def _covariate_column(name: str, k: int) -> str:
+    """Name the count table's column ``name`` of covariate ``k``: ``name``, then ``name_k``."""
+    return name if k == 0 else f"{name}_{k}"
 
 
 def extreme_columns(n_covariates: int) -> list[tuple[str, str, str, str]]:
     """Columns of a count table holding each covariate's two largest and two smallest values.
 
     :data:`EXTREME_COLUMNS` for the first covariate, with ``"_k"`` appended for covariate
-    ``k >= 1`` (as :func:`z_sum_columns`); none without a covariate.
-
-    Parameters
-    ----------
-    n_covariates : int
-        Number K of covariates (0 or more).
-
-    Returns
-    -------
-    list of (str, str, str, str)
-        ``(largest, second largest, smallest, second smallest)`` per covariate.
+    ``k >= 1`` (as :func:`z_sum_columns`); none without a covariate. Returns, for each of
+    ``n_covariates`` covariates, ``(largest, second largest, smallest, second smallest)``.
     """
-    return [tuple(c if k == 0 else f"{c}_{k}" for c in EXTREME_COLUMNS)
-            for k in range(n_covariates)]
+    return [tuple(_covariate_column(c, k) for c in EXTREME_COLUMNS) for k in range(n_covariates)]
 
 
 def group_extremes(groups: np.ndarray, rows: pd.DataFrame, columns: tuple[str, str, str, str],
