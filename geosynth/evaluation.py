@@ -602,14 +602,20 @@ def _continuous_columns(original: gpd.GeoDataFrame, releases: Sequence[gpd.GeoDa
     """Return the releases' numeric columns but attributes and geometry, in the original too.
 
     The continuous columns a synthesizer drew (``prepare(..., continuous=...)``), in the
-    releases' order.
+    releases' order: numeric (not bool) and finite in the original and every release.
     """
+    frames = [original, *releases]
     first = releases[0]
+
+    def finite_numbers(frame: pd.DataFrame, column: str) -> bool:
+        values = frame[column]
+        return (pd.api.types.is_numeric_dtype(values.dtype)
+                and not pd.api.types.is_bool_dtype(values.dtype)
+                and bool(np.isfinite(values.to_numpy(dtype=np.float64, na_value=np.nan)).all()))
+
     return [c for c in first.columns
-            if c != first.geometry.name and c not in attributes and c in original.columns
-            and pd.api.types.is_numeric_dtype(first[c].dtype)
-            and not pd.api.types.is_bool_dtype(first[c].dtype)
-            and all(c in release.columns for release in releases)]
+            if c != first.geometry.name and c not in attributes
+            and all(c in frame.columns and finite_numbers(frame, c) for frame in frames)]
 
 
 def evaluation_tables(measures: Sequence[ReleaseMeasures],

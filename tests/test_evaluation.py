@@ -678,3 +678,15 @@ def test_evaluate_compares_the_continuous_columns(scenario):
     assert "### continuous" in result.to_markdown()
     one = evaluate(original, releases[:1], grid, ATTRIBUTES, linked=False)
     assert "continuous" not in one.tables  # two releases to combine
+
+
+def test_columns_not_finite_numbers_on_every_side_are_not_compared(scenario):
+    # A numeric release column with text (or a missing value) in the original raised a raw
+    # ValueError from the comparison, an auxiliary table.
+    data, grid = scenario
+    releases = [geosynth.to_public(r, seed=0)
+                for r in geosynth.naive_synthesize(data.data, grid, m=2, seed=2)]
+    for spoilt in (data.data.assign(z=data.data["z"].astype(str)),
+                   data.data.assign(z=data.data["z"].where(data.data.index != data.data.index[0]))):
+        result = evaluate(spoilt, releases, grid, ATTRIBUTES, linked=False)
+        assert "continuous" not in result.tables
