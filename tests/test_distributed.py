@@ -598,13 +598,13 @@ def test_evaluate_dask_equals_evaluate(thread_client, points, grid, fitted):
     tasks = [t["key"] for t in stream.data if str(t["key"]).startswith("geosynth-evaluate-")]
     assert len(tasks) == 3  # one task per release
     assert set(got.tables) == {"distance_risk", "pattern", "identification_risk",
-                               "linked_records", "coverage"}
+                               "linked_records", "coverage", "continuous"}
     assert_evaluations_equal(got, want)
     # Public (shuffled) releases: no linked-record tables, the same on both paths.
     public = [geosynth.to_public(r, seed=k) for k, r in enumerate(releases)]
     want = geosynth.evaluate(points, public, grid, "c", linked=False)
     got = gd.evaluate_dask(points, public, grid, "c", linked=False, client=thread_client)
-    assert set(got.tables) == {"distance_risk", "pattern"}
+    assert set(got.tables) == {"distance_risk", "pattern", "continuous"}
     assert_evaluations_equal(got, want)
 
 
