@@ -341,11 +341,9 @@ def group_extremes(groups: np.ndarray, rows: pd.DataFrame, columns: tuple[str, s
     values, ids = values[order], ids[order]
     start = np.searchsorted(ids, np.arange(n_groups))
     end = np.searchsorted(ids, np.arange(n_groups), side="right")
-    several = end - start >= 2
-    second = np.where(several, start + 1, start)
-    return (values[end - 1], np.where(several, values[np.where(several, end - 2, start)],
-                                      -np.inf),
-            values[start], np.where(several, values[second], np.inf))
+    several = end - start >= 2  # else the second largest and smallest are none
+    return (values[end - 1], np.where(several, values[np.maximum(end - 2, start)], -np.inf),
+            values[start], np.where(several, values[np.minimum(start + 1, end - 1)], np.inf))
 
 
 class CountTable:
@@ -610,17 +608,9 @@ class CellCounts(CountTable):
         return self.zbar[k], self.zbar_mean[k], self.zbar_sd[k]
 
     def extremes(self, name: str) -> np.ndarray | None:
-        """Return the sums of the two largest and two smallest values per pair of a covariate.
+        """Return ``z_extremes`` of covariate ``name``, (2, G, B), or None without them.
 
-        Parameters
-        ----------
-        name : str
-            One of :attr:`covariates`.
-
-        Returns
-        -------
-        numpy.ndarray of float64, shape (2, G, B), or None
-            ``z_extremes`` of this covariate; None for counts built without them.
+        ``name`` is one of :attr:`covariates`, checked as by :meth:`covariate`.
         """
         self.covariate(name)  # the same checks of the name
         extremes = getattr(self, "z_extremes", None)  # counts pickled before the field

@@ -213,7 +213,7 @@ def check_target(target: Path, overwrite: bool) -> None:
         lies under a file, has a name too long for the file system (:func:`output_path_error`),
         or exists while ``overwrite`` is False; the message names the path and the fix.
     """
-    gdal_path(target)
+    gdal_path(target)  # refuses a "!"; the staged path is made GDAL-safe when written
     try:
         if target.is_dir():
             raise InputError(f"path {str(target)!r} is a directory; pass a file name in it "

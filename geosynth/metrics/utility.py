@@ -1577,41 +1577,46 @@ def continuous_utility(original: Any, releases: Any, columns: Sequence[str],
             raise InputError(f"{name} lacks the continuous column(s) {missing}")
     values = [np.column_stack([np.asarray(frame[c], dtype=np.float64) for c in columns])
               for frame in frames]
-    z = stats.norm.ppf((1 + level) / 2)
+    sizes = np.array([v.shape[0] for v in values])
+    t = stats.t.ppf((1 + level) / 2, sizes[0] - 1)
     rows = {}
     for k, column in enumerate(columns):
         means = np.array([v[:, k].mean() for v in values])
-        var_means = np.array([v[:, k].var(ddof=1) / v.shape[0] for v in values])
-        t = stats.t.ppf((1 + level) / 2, values[0].shape[0] - 1)
-        original_ci = (means[0] - t * np.sqrt(var_means[0]), means[0] + t * np.sqrt(var_means[0]))
-        rows[f"mean[{column}]"] = _compared(means[0], original_ci, means[1:], var_means[1:],
-                                            level, rules, values)
+        var_means = np.array([v[:, k].var(ddof=1) for v in values]) / sizes
+        rows[f"mean[{column}]"] = _compared(means, var_means, t, level, rules, sizes)
         sds = [v[:, k].std(ddof=1) for v in values]
         rows[f"sd[{column}]"] = (sds[0], float(np.mean(sds[1:])), *[np.nan] * 5)
-    for a, b in itertools.combinations(range(len(columns)), 2):
+    if len(columns) > 1:
         with np.errstate(invalid="ignore", divide="ignore"):  # a constant column: no r
-            fisher = np.array([np.arctanh(np.clip(np.corrcoef(v[:, a], v[:, b])[0, 1],
-                                                  -1 + 1e-15, 1 - 1e-15)) for v in values])
+            correlations = [np.corrcoef(v, rowvar=False) for v in values]
+    z = stats.norm.ppf((1 + level) / 2)
+    for a, b in itertools.combinations(range(len(columns)), 2):
+        label = f"corr[{columns[a]},{columns[b]}]"
+        fisher = np.arctanh(np.clip([r[a, b] for r in correlations], -1 + 1e-15, 1 - 1e-15))
         if not np.isfinite(fisher).all():
-            rows[f"corr[{columns[a]},{columns[b]}]"] = (np.nan,) * 7
+            rows[label] = (np.nan,) * 7
             continue
-        variances = np.array([1.0 / (v.shape[0] - 3) for v in values])
-        original_ci = (fisher[0] - z * np.sqrt(variances[0]), fisher[0] + z * np.sqrt(variances[0]))
-        row = _compared(fisher[0], original_ci, fisher[1:], variances[1:], level, rules, values)
-        rows[f"corr[{columns[a]},{columns[b]}]"] = (*np.tanh(row[:6]), row[6])
+        row = _compared(fisher, 1.0 / (sizes - 3.0), z, level, rules, sizes)
+        rows[label] = (*np.tanh(row[:6]), row[6])
     return pd.DataFrame.from_dict(rows, orient="index", columns=[
         "original", "synthetic", "lower_original", "upper_original", "lower_synthetic",
         "upper_synthetic", "overlap"])
 
 
-def _compared(original: float, original_ci: tuple[float, float], q: np.ndarray, u: np.ndarray,
-              level: float, rules: str, values: list[np.ndarray]) -> tuple[float, ...]:
-    """One row of :func:`continuous_utility`: estimates, intervals and their overlap."""
+def _compared(estimates: np.ndarray, variances: np.ndarray, critical: float, level: float,
+              rules: str, sizes: np.ndarray) -> tuple[float, ...]:
+    """One row of :func:`continuous_utility`: estimates, intervals and their overlap.
+
+    ``estimates``, ``variances`` and ``sizes`` hold the original's first, then each
+    release's; the original's interval is ``± critical`` standard errors.
+    """
     if rules == "partial":
-        combined = combine_partially_synthetic(q, u, level)
+        combined = combine_partially_synthetic(estimates[1:], variances[1:], level)
     else:
-        combined = combine_fully_synthetic(q, u, level, n_synthetic=values[1].shape[0],
-                                           n_original=values[0].shape[0])
+        combined = combine_fully_synthetic(estimates[1:], variances[1:], level,
+                                           n_synthetic=int(sizes[1]), n_original=int(sizes[0]))
+    half = critical * math.sqrt(variances[0])
+    original_ci = (estimates[0] - half, estimates[0] + half)
     synthetic_ci = (combined.lower, combined.upper)
-    return (original, combined.estimate, *original_ci, *synthetic_ci,
+    return (estimates[0], combined.estimate, *original_ci, *synthetic_ci,
             float(interval_overlap(original_ci, synthetic_ci)))
