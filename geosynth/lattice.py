@@ -15,6 +15,7 @@ coordinates with a geometric test only for points in partially habitable cells.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 import numbers
@@ -97,6 +98,7 @@ _STEPS = {
     "rook": ((-1, 0), (0, -1), (0, 1), (1, 0)),
 }
 _POLYGON_TYPES = (3, 6)  # shapely type ids of Polygon and MultiPolygon
+_LINE_TYPES = (1, 2, 5)  # shapely type ids of LineString, LinearRing and MultiLineString
 _POINT_TYPE = 0
 _COLLECTION_TYPE = 7  # shapely type id of GeometryCollection
 #: Lattice kinds: square cells, regular hexagons, or areal units (one cell per polygon).
@@ -155,7 +157,8 @@ class Grid:
       ``0 .. n_cells - 1`` in row-major order of their lattice positions.
     * The adjacency of a clipped lattice is the regular lattice adjacency restricted to the kept
       cells: two kept cells are neighbours if their boxes are lattice neighbours, whatever the
-      region looks like between them.
+      region looks like between them. :meth:`without_links_across` cuts the links that cross
+      rivers, railways or motorways.
     * Point location (:meth:`locate`): a point in a partially habitable cell is kept if it
       *intersects* the habitable geometry, so boundaries count as habitable. Points on the region
       boundary are inside; points on the boundary of an excluded area are inside too (only points
@@ -752,6 +755,8 @@ class Grid:
                 fix = f"{fix}islands='nearest' (links each to its nearest area, as BYM users do)"
             else:
                 fix = f"{fix}a larger cell_size or a region that joins them"
+            if self.n_cut_links:
+                fix = f"{fix}, or fewer barriers (Grid.without_links_across, CLI: --barriers)"
             warnings.warn(
                 f"{isolated.size} cell(s) have no {self._contiguity} neighbour (cell ids "
                 f"{named}{more}); each forms its own connected component, whose level has a "
@@ -832,6 +837,17 @@ class Grid:
         three pairs for two islands, which were reported as "3 island(s) linked".
         """
         return int(np.unique(self.linked_islands[:, 0]).size)
+
+    @property
+    def cut_links(self) -> np.ndarray:
+        """``(i, j)`` cell pairs, ``i < j``, unlinked by :meth:`without_links_across`."""
+        cut = getattr(self, "_cut_links", None)  # grids pickled before barriers have none
+        return _readonly(cut if cut is not None else np.empty((0, 2), dtype=np.int64))
+
+    @property
+    def n_cut_links(self) -> int:
+        """Number of links :meth:`without_links_across` removed (0 for a lattice as built)."""
+        return int(self.cut_links.shape[0])
 
     @property
     def gap(self) -> float:
@@ -1221,6 +1237,83 @@ class Grid:
         weights = {i: [1.0] * len(nb) for i, nb in neighbours.items()}
         return W(neighbours, weights, id_order=list(range(self.n_cells)), silence_warnings=True)
 
+    def without_links_across(self, barriers: PolygonsLike) -> Grid:
+        """Return this lattice without the links that cross ``barriers`` (rivers, motorways, ...).
+
+        The ICAR prior pools each cell with its neighbours; across a river, a railway or a
+        motorway the intensity of one bank says little of the other's, and lattice contiguity
+        (which links cells "whatever the region looks like between them") still pools them.
+        The usual remedy in disease mapping is to edit the neighbour list (as with spdep's
+        ``edit.nb``): this does it by rule. A link between two neighbouring cells is cut when
+        the straight segment between their representative points meets a barrier line or
+        polygon; the representative point of a cell is a point inside its habitable part
+        (:func:`shapely.point_on_surface` of :attr:`habitable_geometry`).
+
+        A barrier that runs through a cell leaves that cell linked to both banks when the
+        segments to its neighbours miss it: the links of a cell follow from one point, and the
+        cell is not split. Use cells smaller than the stretches of bank to separate, or pass
+        the barrier's polygons also as ``exclude`` so that they leave the cells.
+
+        Parameters
+        ----------
+        barriers : GeoDataFrame, GeoSeries, shapely geometry or sequence of geometries
+            Lines (LineString, MultiLineString) or polygons (Polygon, MultiPolygon), public
+            data; a GeoDataFrame or GeoSeries in another CRS is reprojected to the grid's.
+
+        Returns
+        -------
+        Grid
+            A copy with the same cells, fewer links (:attr:`cut_links`), and the connected
+            components of the new adjacency. A cell left without a neighbour warns as any
+            island does (:class:`~geosynth.errors.IsolatedCellWarning`).
+
+        Raises
+        ------
+        geosynth.errors.GridError
+            ``barriers`` is not lines or polygons, or holds invalid or no non-empty ones.
+        geosynth.errors.CRSError
+            ``barriers`` cannot be reprojected to the grid CRS.
+
+        Warns
+        -----
+        geosynth.errors.DataWarning
+            The barriers cut no link (far from the lattice, usually coordinates in another CRS,
+            or only inside cells).
+
+        Examples
+        --------
+        A river along ``x = 2`` separates the two westernmost columns of a 4 x 4 lattice from
+        the rest: 4 rook links cross it.
+
+        >>> import shapely
+        >>> grid = Grid.regular((0, 0, 4, 4), shape=(4, 4), contiguity="rook")
+        >>> split = grid.without_links_across(shapely.LineString([(2, -1), (2, 5)]))
+        >>> split.n_cut_links, split.n_components
+        (4, 2)
+        """
+        parts = shapely.get_parts(check_polygons(barriers, "barriers", self._crs, lines=True))
+        cut = _links_crossing(self._adjacency,
+                              shapely.point_on_surface(self.habitable_geometry), parts)
+        if cut.shape[0] == 0:
+            warnings.warn(
+                "barriers cut no link of the lattice: they run only inside cells, or lie away "
+                "from the cells (in another CRS?); check that they cross the study region",
+                DataWarning,
+                stacklevel=2,
+            )
+        grid = copy.copy(self)
+        grid._cache = {key: value for key, value in self._cache.items() if key != "cells"}
+        grid._cut_links = np.concatenate([self.cut_links, cut])
+        removed = sparse.csr_matrix(
+            (np.ones(2 * cut.shape[0]), (np.r_[cut[:, 0], cut[:, 1]], np.r_[cut[:, 1], cut[:, 0]])),
+            shape=self._adjacency.shape,
+        )
+        adjacency = (self._adjacency - removed).tocsr()
+        adjacency.eliminate_zeros()
+        adjacency.sort_indices()
+        grid._set_adjacency(adjacency)
+        return grid
+
     def _boxes(self) -> np.ndarray:
         if "boxes" not in self._cache:
             r, c = self._cell_row, self._cell_col
@@ -1233,9 +1326,9 @@ class Grid:
 
         Two grids are equal when they have the same kind, CRS, contiguity, cells (lattice edges
         and positions, or polygons), habitable geometry and fraction, adjacency (with the
-        ``gap`` and :attr:`linked_islands` of an areal lattice), :attr:`area_ids`,
-        :attr:`public_ids` and :attr:`snap_unit`, compared exactly, so grids built alike
-        compare equal.
+        ``gap`` and :attr:`linked_islands` of an areal lattice, and the links cut across
+        barriers), :attr:`area_ids`, :attr:`public_ids` and :attr:`snap_unit`, compared
+        exactly, so grids built alike compare equal.
         """
         if not isinstance(other, Grid):
             return NotImplemented
@@ -1284,10 +1377,29 @@ def _grid_key(grid: Grid) -> tuple:
         grid.public_ids,
         grid.gap,
         grid.snap_unit,
+        grid.n_cut_links,
         grid.shape if rows else None,
         grid.cell_size if rows else None,
         getattr(grid, "_layout", None),
     )
+
+
+def _links_crossing(adjacency: sparse.csr_matrix, points: np.ndarray,
+                    barriers: np.ndarray) -> np.ndarray:
+    """``(i, j)`` pairs, ``i < j``, of linked cells whose points' segment meets a barrier.
+
+    ``points`` holds one point per cell, ``barriers`` single-part lines and polygons (an
+    STRtree of them answers all the segments at once).
+    """
+    upper = sparse.triu(adjacency, k=1).tocoo()
+    i, j = upper.row.astype(np.int64), upper.col.astype(np.int64)
+    xy = shapely.get_coordinates(points)
+    segments = shapely.linestrings(np.stack([xy[i], xy[j]], axis=1))
+    hit = shapely.STRtree(barriers).query(segments, predicate="intersects")[0]
+    crossed = np.zeros(i.size, dtype=bool)
+    crossed[hit] = True
+    order = np.lexsort((j[crossed], i[crossed]))
+    return np.column_stack([i[crossed][order], j[crossed][order]])
 
 
 def _same_crs_or_none(a: pyproj.CRS | None, b: pyproj.CRS | None) -> bool:
@@ -1778,7 +1890,8 @@ def polygon_union(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> shape
     return union
 
 
-def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.ndarray:
+def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None, *,
+                   lines: bool = False) -> np.ndarray:
     """Return the non-empty polygons of ``obj`` in the grid CRS, refusing invalid ones.
 
     The check of :func:`polygon_union` without the union, which is the costly part for a
@@ -1792,16 +1905,18 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
         How messages name ``obj``.
     crs : pyproj.CRS or None
         The grid CRS; a GeoDataFrame or GeoSeries in another CRS is reprojected.
+    lines : bool, default False
+        Accept lines too (the ``barriers`` of :meth:`Grid.without_links_across`).
 
     Returns
     -------
-    numpy.ndarray of shapely Polygon/MultiPolygon
+    numpy.ndarray of shapely Polygon/MultiPolygon (and lines, with ``lines``)
         In 2-D (a z coordinate is dropped: a lattice is planar).
 
     Raises
     ------
     geosynth.errors.GridError
-        ``obj`` is not polygons, or holds invalid or no non-empty polygons.
+        ``obj`` is not polygons (or lines), or holds invalid or no non-empty ones.
     geosynth.errors.CRSError
         ``obj`` has no CRS, or one that cannot be reprojected to ``crs``.
     """
@@ -1831,18 +1946,21 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
     present = ~shapely.is_missing(geoms)
     present[present] = ~shapely.is_empty(geoms[present])
     geoms = geoms[present]
-    wrong = np.flatnonzero(~np.isin(shapely.get_type_id(geoms), _POLYGON_TYPES))
+    allowed = _POLYGON_TYPES + _LINE_TYPES if lines else _POLYGON_TYPES
+    wrong = np.flatnonzero(~np.isin(shapely.get_type_id(geoms), allowed))
     if wrong.size:
         kinds = sorted({shapely.get_type_id(g) for g in geoms[wrong]})
         names = [shapely.GeometryType(k).name for k in kinds]
-        fix = "buffer lines or points first"
+        fix = "buffer points into polygons first" if lines else "buffer lines or points first"
         if _COLLECTION_TYPE in kinds:  # what make_valid returns for a polygon with a spike
             fix = (f"{fix}; keep the polygons of a collection (e.g. the output of make_valid) "
                    "with shapely.make_valid(geometry, method='structure') (shapely >= 2.1) or "
                    "GeoSeries.explode() and its Polygon rows")
+        what = ("LineString/MultiLineString/Polygon/MultiPolygon" if lines
+                else "Polygon/MultiPolygon")
         raise GridError(
-            f"{name} must contain only Polygon/MultiPolygon geometries, found {names} at "
-            f"non-empty positions {wrong[:_N_NAMED].tolist()}; {fix}"
+            f"{name} must contain only {what} geometries, found {names} at non-empty positions "
+            f"{wrong[:_N_NAMED].tolist()}; {fix}"
         )
     invalid = np.flatnonzero(~shapely.is_valid(geoms))
     if invalid.size and source is not None and shapely.is_valid(source[present][invalid]).all():
@@ -1860,6 +1978,9 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None) -> np.n
             "geometries or ogr2ogr -makevalid (in Python, shapely.make_valid or the GeoSeries' "
             "make_valid method)"
         )
+    if geoms.size == 0 and lines:
+        raise GridError(f"{name} has no non-empty line or polygon, so it crosses nothing; pass "
+                        "the lines or polygons of the barriers")
     if geoms.size == 0:
         # "pass None to skip it" was wrong for Grid.hexagonal's extent, which is required
         raise GridError(f"{name} has no non-empty polygon, so it covers no area; pass the "

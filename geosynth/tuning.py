@@ -251,9 +251,10 @@ class Candidate:
     hex_size : float, optional
         Side of regular hexagons (centre to corner), in CRS units (:meth:`geosynth.Grid.hexagonal`).
     grid : geosynth.Grid, optional
-        A lattice built beforehand, used as it is (``region`` and ``exclude`` of :func:`tune`
-        do not apply to it): typically areal units from :meth:`geosynth.Grid.from_polygons`
-        (census tracts, block groups, districts), to compare them with squares and hexagons.
+        A lattice built beforehand, used as it is (``region``, ``exclude`` and ``barriers``
+        of :func:`tune` do not apply to it): typically areal units from
+        :meth:`geosynth.Grid.from_polygons` (census tracts, block groups, districts), to
+        compare them with squares and hexagons.
         Candidates are told apart by a digest of its cells, adjacency and CRS.
     effects : {"attribute", "combination"}, default "attribute"
         :class:`geosynth.PaivaModel` ``effects``; an ε-DP candidate fits
@@ -858,6 +859,7 @@ class _Setup:
     continuous: list[str] | str | None
     region: Any
     exclude: Any
+    barriers: Any
     m: int
     outcome: str | None
     n_quadrants: int
@@ -874,6 +876,7 @@ def tune(
     *,
     region: Any = None,
     exclude: Any = None,
+    barriers: Any = None,
     continuous: Sequence[str] | str | None = None,
     m: int = 5,
     risk_limit: float | None = None,
@@ -908,6 +911,9 @@ def tune(
     region, exclude : GeoDataFrame, GeoSeries or shapely geometry, optional
         Study region (the lattice spans its bounds and is clipped to it; required by ε
         candidates) and no-go areas, as in :meth:`geosynth.Grid.from_points`.
+    barriers : GeoDataFrame, GeoSeries or shapely geometry, optional
+        Lines or polygons (rivers, motorways) whose crossings are cut from every candidate's
+        lattice (:meth:`geosynth.Grid.without_links_across`).
     continuous : sequence of str or str, optional
         Continuous columns, for candidates with a ``beta_prior``.
     m : int, default 5
@@ -1006,8 +1012,8 @@ def tune(
     """
     gdf = _records(gdf)
     wanted = _candidates(candidates)
-    setup = _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants,
-                   fit_options, outside)
+    setup = _setup(gdf, attributes, continuous, (region, exclude, barriers), m, outcome,
+                   n_quadrants, fit_options, outside)
     _check_fit_options(setup.fit_options, wanted)
     for candidate in wanted:
         _check_candidate(candidate, setup)
@@ -1077,9 +1083,12 @@ def _records(gdf: Any) -> gpd.GeoDataFrame:
     return gdf.reset_index(drop=True)
 
 
-def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants,
+def _setup(gdf, attributes, continuous, places, m, outcome, n_quadrants,
            fit_options, outside) -> _Setup:
-    """Check what every candidate shares, before any fit (candidates in :func:`tune`)."""
+    """Check what every candidate shares, before any fit (candidates in :func:`tune`).
+
+    ``places`` is ``(region, exclude, barriers)``.
+    """
     from geosynth.data import check_columns
 
     attributes = list(check_columns(gdf, attributes, continuous))
@@ -1087,7 +1096,7 @@ def _setup(gdf, attributes, continuous, region, exclude, m, outcome, n_quadrants
     if outside not in ("error", "drop"):
         raise InputError(f'outside must be "error" or "drop" (as in geosynth.prepare), got '
                          f"{outside!r}")
-    return _Setup(attributes, continuous, region, exclude, m,
+    return _Setup(attributes, continuous, *places, m,
                   tuned_outcome(gdf, attributes, outcome, m), _n_quadrants(n_quadrants),
                   _fit_options(fit_options), outside)
 
@@ -1326,7 +1335,8 @@ def _fingerprint(gdf: gpd.GeoDataFrame, xy: np.ndarray, setup: _Setup) -> dict[s
     return {"data": data, "attributes": digest(setup.attributes),
             "continuous": digest(setup.continuous),
             "region": digest(_wkb(setup.region, "region", gdf.crs)),
-            "exclude": digest(_wkb(setup.exclude, "exclude", gdf.crs)), "m": digest(setup.m),
+            "exclude": digest(_wkb(setup.exclude, "exclude", gdf.crs)),
+            "barriers": digest(_wkb(setup.barriers, "barriers", gdf.crs)), "m": digest(setup.m),
             "outcome": digest(setup.outcome), "n_quadrants": digest(setup.n_quadrants),
             "fit_options": digest(sorted(setup.fit_options.items())),
             "outside": digest(setup.outside),
@@ -1336,18 +1346,19 @@ def _fingerprint(gdf: gpd.GeoDataFrame, xy: np.ndarray, setup: _Setup) -> dict[s
 
 
 def _wkb(polygons: Any, name: str = "region", crs: Any = None) -> bytes:
-    """Return the bytes of a region or exclusion as the lattice reads it: union WKB and CRS.
+    """Return the bytes of a region, exclusion or barriers as the lattice reads them.
 
     Every input :meth:`geosynth.Grid.from_points` takes (a GeoDataFrame, a GeoSeries, a
     geometry, a list of polygons) is read by the lattice's own reader, in the CRS of the
     points (``crs``): inputs that cover different areas never get the same bytes (a list's
-    repr, which shapely cuts short, made two regions equal).
+    repr, which shapely cuts short, made two regions equal). The bytes are the WKB of the
+    union and the input's own CRS.
     """
-    from geosynth.lattice import polygon_union
+    from geosynth.lattice import check_polygons
 
-    union = polygon_union(polygons, name, crs)
-    if union is None:
+    if polygons is None:
         return b""
+    union = shapely.union_all(check_polygons(polygons, name, crs, lines=name == "barriers"))
     own = getattr(polygons, "crs", None)
     return (repr(own and own.to_wkt()).encode()
             + shapely.to_wkb(shapely.normalize(union), byte_order=1))
@@ -1399,10 +1410,11 @@ def _lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup) -> Grid
     if candidate.grid is not None:
         return candidate.grid
     hexagonal = candidate.hex_size is not None
-    return Grid.from_points(gdf, shape=candidate.shape,
+    grid = Grid.from_points(gdf, shape=candidate.shape,
                             cell_size=candidate.hex_size if hexagonal else candidate.cell_size,
                             region=setup.region, exclude=setup.exclude,
                             kind="hexagonal" if hexagonal else "square")
+    return grid if setup.barriers is None else grid.without_links_across(setup.barriers)
 
 
 def _lattices(gdf: gpd.GeoDataFrame, todo: list[Candidate], setup: _Setup) -> dict[tuple, Grid]:

@@ -547,8 +547,8 @@ def test_settings_are_refused_before_any_candidate_runs(scenario, region, monkey
 
 def test_one_release_has_no_default_coverage(scenario):
     def outcome(m, asked=None):
-        return tuning_module._setup(scenario.data, ATTRIBUTES, None, None, None, m, asked, 100,
-                                    QUICK, "error").outcome
+        return tuning_module._setup(scenario.data, ATTRIBUTES, None, (None, None, None), m,
+                                    asked, 100, QUICK, "error").outcome
 
     assert outcome(2) == "y"  # the first attribute is binary
     assert outcome(1) is None  # m=1: no coverage column instead of a refusal after the fits
@@ -1052,3 +1052,22 @@ def test_recommend_says_when_the_pick_is_within_monte_carlo_error():
             "standard errors of true_match_rate") in beyond
     with pytest.raises(InputError, match="errors must be a DataFrame"):
         recommend(table, 0.05, errors={"a": 0.1})
+
+
+def test_barriers_cut_every_candidates_lattice_and_are_part_of_its_key(scenario, region,
+                                                                        monkeypatch):
+    x0, y0, x1, y1 = scenario.bounds
+    river = shapely.LineString([((x0 + x1) / 2, y0 - 1), ((x0 + x1) / 2, y1 + 1)])
+    grids = []
+    build = tuning_module._lattice
+
+    def kept(gdf, candidate, setup):
+        grids.append(build(gdf, candidate, setup))
+        return grids[-1]
+
+    monkeypatch.setattr(tuning_module, "_lattice", kept)
+    first = _tune(scenario, region, [(4, 4)], barriers=river)
+    assert [g.n_cut_links for g in grids] == [10] and grids[0].n_components == 2
+    assert first.table.loc["4x4", "n_cells"] == 16
+    with pytest.raises(InputError, match="previous was made with other barriers"):
+        _tune(scenario, region, [(4, 4)], previous=first)

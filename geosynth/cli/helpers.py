@@ -876,6 +876,7 @@ def build_grid(
     lattice: LatticeChoice,
     region: gpd.GeoDataFrame | None = None,
     exclude: gpd.GeoDataFrame | None = None,
+    barriers: gpd.GeoDataFrame | None = None,
 ) -> Grid:
     """Build the lattice over the region (if given), the areas, or the bounds of the points.
 
@@ -890,11 +891,22 @@ def build_grid(
         points' CRS first if needed).
     exclude : geopandas.GeoDataFrame, optional
         Areas without habitable space (no-go areas), removed from the cells.
+    barriers : geopandas.GeoDataFrame, optional
+        Lines or polygons that cut the links they cross (:meth:`Grid.without_links_across`).
 
     Returns
     -------
     geosynth.lattice.Grid
     """
+    grid = _lattice(points, lattice, region, exclude)
+    if barriers is None:
+        return grid
+    return grid.without_links_across(_in_crs_of(barriers, points, "--barriers"))
+
+
+def _lattice(points: gpd.GeoDataFrame, lattice: LatticeChoice,
+             region: gpd.GeoDataFrame | None, exclude: gpd.GeoDataFrame | None) -> Grid:
+    """Build the lattice of :func:`build_grid`, before any barrier."""
     from geosynth.io import read_polygons
     from geosynth.lattice import Grid
 
@@ -1056,6 +1068,8 @@ def summary_block(summary: pd.DataFrame) -> str:
 def describe_lattice(grid: Grid) -> str:
     """One line: shape or kind, cell size, number of cells, contiguity, clipping."""
     clipped = ", clipped to the region/exclusions" if grid.is_clipped else ""
+    if grid.n_cut_links:
+        clipped = f"{clipped}, {grid.n_cut_links} link(s) cut by --barriers"
     tail = f"{grid.contiguity} contiguity, {grid.n_components} component(s){clipped})"
     if grid.kind == "areal":
         linked = grid.n_linked_islands

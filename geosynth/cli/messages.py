@@ -56,6 +56,7 @@ OPTION_OF_PARAMETER: dict[str, str] = {
     "gap": "--area-gap",
     "region": "--region",
     "exclude": "--exclude",
+    "barriers": "--barriers",
     "n_iter": "--iterations",
     "burn_in": "--burn-in",
     "thin": "--thin",

@@ -45,6 +45,7 @@ __all__ = [
     "continuous_option",
     "beta_prior_option",
     "region_option",
+    "barriers_option",
     "exclude_option",
     "layer_option",
     "m_option",
@@ -661,7 +662,8 @@ beta_prior_option = click.option(
     help="Prior of the per-cell effect of the --continuous column(s) on the intensity: normal or "
     "icar, or one per column, comma-separated (e.g. normal,icar) (default: no such effect).")
 
-def layer_option(option: str, multiple: bool = False, more_help: str = "") -> Callable:
+def layer_option(option: str, multiple: bool = False, more_help: str = "",
+                 kind: str = "polygon") -> Callable:
     """``--region-layer LAYER`` and its kind: the layer of a polygon file of several layers.
 
     Parameters
@@ -672,6 +674,8 @@ def layer_option(option: str, multiple: bool = False, more_help: str = "") -> Ca
         Whether the option repeats (as ``tune --areas``).
     more_help : str, optional
         A sentence the command adds to the option's help.
+    kind : str, default "polygon"
+        The geometry of the layer read without the option (``"line"`` for ``--barriers``).
 
     Returns
     -------
@@ -682,7 +686,7 @@ def layer_option(option: str, multiple: bool = False, more_help: str = "") -> Ca
         f"{option}-layer", f"{option.lstrip('-')}_layer", default=None, metavar="LAYER",
         multiple=multiple,
         help=f"With {option}: the layer to read of a file of several (a GeoPackage, a zipped "
-        "folder of shapefiles). Without it the file's only polygon layer is read; a file of "
+        f"folder of shapefiles). Without it the file's only {kind} layer is read; a file of "
         f"several is refused, naming them.{' ' + more_help if more_help else ''}")
 
 
@@ -694,6 +698,19 @@ def exclude_option(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="Polygon layer of no-go areas (lakes, parks) removed from the "
                      "cells."),
         layer_option("--exclude"),
+    ]
+    return _apply(options, f)
+
+
+def barriers_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--barriers FILE`` and ``--barriers-layer LAYER``: no links across rivers, motorways."""
+    options = [
+        click.option("--barriers", "barriers_path", type=EXISTING_FILE, default=None,
+                     metavar="FILE",
+                     help="Line or polygon layer of barriers (rivers, railways, motorways): "
+                     "neighbouring cells whose representative points a barrier separates are "
+                     "not linked, so the model does not pool their intensities."),
+        layer_option("--barriers", kind="line"),
     ]
     return _apply(options, f)
 

@@ -42,6 +42,7 @@ from geosynth.cli.options import (
     FiniteFloat,
     LimitSpec,
     attributes_option,
+    barriers_option,
     beta_prior_option,
     continuous_option,
     csv_reading,
@@ -67,6 +68,7 @@ __all__ = ["release"]
 @lattice_options
 @region_option("Required with --epsilon, unless --areas gives the lattice.")
 @exclude_option
+@barriers_option
 @click.option("--drop-outside", is_flag=True,
               help="Drop (with a warning) records outside the lattice/region or inside excluded "
               "areas instead of refusing the input.")
@@ -161,6 +163,8 @@ def release(
     region_layer: str | None,
     exclude_path: str | None,
     exclude_layer: str | None,
+    barriers_path: str | None,
+    barriers_layer: str | None,
     drop_outside: bool,
     weights_path: str | None,
     limit_specs: tuple[tuple[str, tuple[float | None, float | None]], ...],
@@ -200,7 +204,8 @@ def release(
     requires a public --region or public --areas, and --levels-file, the public levels of each
     attribute. Polygon files may be GeoPackages, zipped shapefiles (.zip), GeoJSON or any format
     GDAL reads; of a file of several layers, --region-layer, --exclude-layer and --areas-layer name
-    the one to read.
+    the one to read. --barriers (lines or polygons: rivers, railways, motorways) cuts the links
+    between neighbouring cells that they separate.
 
     Without --region the lattice bounds are derived from the points after snapping them
     outward to a coarse value, so they still reveal the extent of the points to within about a
@@ -232,7 +237,8 @@ def release(
     lattice = LatticeChoice(grid_shape, cell_size, hex_size, areas_path, area_id,
                             public_area_ids, link_islands, area_gap, areas_layer=areas_layer)
     check_layer_options({"--region": (region_path, region_layer),
-                         "--exclude": (exclude_path, exclude_layer)})
+                         "--exclude": (exclude_path, exclude_layer),
+                         "--barriers": (barriers_path, barriers_layer)})
     _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                    levels_file, public_total, m, iterations, burn_in, thin, chains, sampler,
                    seed)
@@ -259,7 +265,8 @@ def release(
     run = run_settings(ctx, iterations, burn_in, thin, chains, target_ess, max_rhat,
                         max_seconds)
     inputs = {"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
-              "--levels-file": levels_file, "--areas": areas_path, "--weights": weights_path}
+              "--barriers": barriers_path, "--levels-file": levels_file, "--areas": areas_path,
+              "--weights": weights_path}
     given = check_outputs(
         {"--out": out_path, "audit file of --out": io.audit_path(out_path), "--map": map_path,
          "--report": report_path, "--intensity-tif": intensity_path},
@@ -294,7 +301,10 @@ def release(
                   io.read_polygons(region_path, region_layer, option="--region"))
         exclude = (None if exclude_path is None else
                    io.read_polygons(exclude_path, exclude_layer, option="--exclude"))
-        grid = build_grid(points, lattice, region, exclude)
+        barriers = (None if barriers_path is None else
+                    io.read_polygons(barriers_path, barriers_layer, option="--barriers",
+                                     lines=True))
+        grid = build_grid(points, lattice, region, exclude, barriers)
         counts, dropped = _prepare(points, grid, attributes, continuous, drop_outside,
                                    allow_identifying, levels, report_path is not None)
         original = points.loc[counts.record_index]

@@ -35,6 +35,7 @@ from geosynth.cli.options import (
     GridSpec,
     Metres,
     attributes_option,
+    barriers_option,
     beta_prior_option,
     continuous_option,
     csv_reading,
@@ -130,6 +131,7 @@ class GridList(click.ParamType):
 @region_option("Every --cell-sizes, --grids and --hex-sizes candidate covers its bounds; "
                "--areas candidates ignore it.")
 @exclude_option
+@barriers_option
 @click.option("--drop-outside", is_flag=True,
               help="Drop (with a warning) records outside a candidate's lattice/region or inside "
               "excluded areas instead of refusing the input, as `geosynth release "
@@ -182,6 +184,8 @@ def tune(
     region_layer: str | None,
     exclude_path: str | None,
     exclude_layer: str | None,
+    barriers_path: str | None,
+    barriers_layer: str | None,
     drop_outside: bool,
     m: int,
     iterations: int | str,
@@ -233,7 +237,8 @@ def tune(
             raise click.UsageError(f"{option} applies to --areas only; add --areas FILE or "
                                    f"drop {option}")
     check_layer_options({"--region": (region_path, region_layer),
-                         "--exclude": (exclude_path, exclude_layer)})
+                         "--exclude": (exclude_path, exclude_layer),
+                         "--barriers": (barriers_path, barriers_layer)})
     areas_by_label = _areas_by_label(areas_paths, areas_layer)
     both = sorted(set(attributes) & set(continuous or []))
     if both:
@@ -255,7 +260,8 @@ def tune(
                    for size in hex_sizes or []])
     _check_area_labels(areas_by_label, lattices)
     figure_path = Path(report_path).with_suffix(".png")
-    inputs = {"INPUT": input_path, "--region": region_path, "--exclude": exclude_path}
+    inputs = {"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
+              "--barriers": barriers_path}
     inputs.update({f"--areas {label}": path for label, (path, _) in areas_by_label.items()})
     given = check_outputs({"--report": report_path, "R-U map of --report": figure_path},
                           overwrite, inputs=inputs)
@@ -276,10 +282,13 @@ def tune(
                   io.read_polygons(region_path, region_layer, option="--region"))
         exclude = (None if exclude_path is None else
                    io.read_polygons(exclude_path, exclude_layer, option="--exclude"))
+        barriers = (None if barriers_path is None else
+                    io.read_polygons(barriers_path, barriers_layer, option="--barriers",
+                                     lines=True))
         candidates = (lattices
                       + [geosynth.Candidate(grid=build_grid(points, LatticeChoice(
                           areas_path=path, areas_layer=layer, link_islands=link_islands,
-                          area_gap=area_gap), exclude=exclude),
+                          area_gap=area_gap), exclude=exclude, barriers=barriers),
                           beta_prior=prior, label=name)
                          for name, (path, layer) in areas_by_label.items()])
         if continuous and prior is None:  # what the table measures is not all of the release
@@ -290,7 +299,7 @@ def tune(
         click.echo(f"Tuning {len(candidates)} candidate lattice(s) of {len(points)} records: "
                    f"{describe_run(run)} each, {m} releases", err=True)
         result = _tune(ctx, points, attributes, candidates, region=region, exclude=exclude,
-                       continuous=continuous, m=m, seed=seed,
+                       barriers=barriers, continuous=continuous, m=m, seed=seed,
                        outcome=outcome, n_quadrants=n_quadrants, fit_options=run,
                        progress=show_progress(ctx),
                        outside="drop" if drop_outside else "error")
@@ -304,6 +313,7 @@ def tune(
                                       region=None if areas else region_path,
                                       region_layer=None if areas else region_layer,
                                       exclude=exclude_path, exclude_layer=exclude_layer,
+                                      barriers=barriers_path, barriers_layer=barriers_layer,
                                       m=m, areas=areas, areas_layer=chosen_layer,
                                       link_islands=link_islands, area_gap=area_gap,
                                       drop_outside=drop_outside, run=run)
@@ -339,6 +349,7 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                     region_layer: str | None = None, exclude_layer: str | None = None,
                     areas_layer: str | None = None, link_islands: bool = False,
                     area_gap: float | None = None,
+                    barriers: str | None = None, barriers_layer: str | None = None,
                     drop_outside: bool = False, levels_file: str | None = None,
                     run: dict[str, Any] | None = None) -> str:
     """Return the ``geosynth release`` command line of a candidate, shell-quoted.
@@ -376,6 +387,8 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         ``--link-islands`` of the areal candidate.
     area_gap : float, optional
         ``--area-gap`` of the areal candidate.
+    barriers, barriers_layer : str, optional
+        ``--barriers`` and ``--barriers-layer`` of the tuning run, repeated.
     drop_outside : bool, default False
         ``--drop-outside`` of the tuning run, repeated (not for an ε-DP candidate, whose
         release drops such records anyway).
@@ -417,7 +430,8 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
     if candidate.beta_prior is not None:
         words += ["--beta-prior", ",".join(candidate.beta_prior)]
     for option, value, chosen in (("--region", region, region_layer),
-                                  ("--exclude", exclude, exclude_layer)):
+                                  ("--exclude", exclude, exclude_layer),
+                                  ("--barriers", barriers, barriers_layer)):
         if value is not None:
             words += [option, value] + ([f"{option}-layer", chosen] if chosen is not None else [])
     if candidate.epsilon is not None:

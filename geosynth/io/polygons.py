@@ -15,7 +15,7 @@ import geopandas as gpd
 import numpy as np
 import pyogrio
 
-from geosynth._validation import check_optional_str
+from geosynth._validation import check_bool, check_optional_str
 from geosynth.errors import DataWarning, InputError
 from geosynth.io._files import existing_file, printable
 from geosynth.io._vector import (
@@ -40,6 +40,7 @@ def read_polygons(
     *,
     name: str | None = "polygons",
     option: str | None = None,
+    lines: bool = False,
 ) -> gpd.GeoDataFrame:
     """Read a polygon layer (study region, excluded areas, areal units), checked for the lattice.
 
@@ -69,12 +70,16 @@ def read_polygons(
         For the command line: the option that named the file, e.g. ``"--region"``. Messages
         then name it instead of ``name`` and ``path``, and its layer option
         (``option + "-layer"``, ``--region-layer``) instead of ``layer=``.
+    lines : bool, default False
+        Read lines too (LineString, MultiLineString): the barriers of
+        :meth:`geosynth.Grid.without_links_across` (CLI: ``--barriers``). Of a file of several
+        layers, its only line layer is then the one read without ``layer``.
 
     Returns
     -------
     geopandas.GeoDataFrame
-        The layer's records, Polygon and MultiPolygon geometries, in the file's CRS (None if it
-        has none), with a ``RangeIndex``.
+        The layer's records, Polygon and MultiPolygon geometries (and lines, with ``lines``),
+        in the file's CRS (None if it has none), with a ``RangeIndex``.
 
     Warns
     -----
@@ -101,7 +106,9 @@ def read_polygons(
     """
     for parameter, value in (("layer", layer), ("name", name), ("option", option)):
         check_optional_str(value, parameter)
+    lines = check_bool(lines, "lines")
     source = existing_file(path, option or "path")  # a pipe would block the reader
+    wanted = "line or polygon" if lines else "polygon"
     label = option or (printable(name) if name else "")
     shown = f"{label} {printable(source.name)}" if label else printable(source.name)
     dataset = vector_source(source, shown)
@@ -110,7 +117,8 @@ def read_polygons(
     except _UNREADABLE as err:
         raise InputError(f"cannot read {shown}: {printable(err)[:300]}") from err
     layer_option = LayerOption(f"{option}-layer") if option else _LAYER
-    chosen, note = choose_layer(layers, shown, "polygon", layer_option, layer)
+    chosen, note = choose_layer(layers, shown, "line" if lines else "polygon", layer_option,
+                                layer)
     if note is not None:  # as read_points says it (the command line shows it as a warning)
         warnings.warn(note, DataWarning, stacklevel=2)
     check_shapefile_complete(source, dataset, shown, chosen)
@@ -120,12 +128,13 @@ def read_polygons(
         raise InputError(f"cannot read {shown}: {printable(err)[:300]}") from err
     if not isinstance(frame, gpd.GeoDataFrame) or (frame.geometry.is_empty
                                                      | frame.geometry.isna()).all():
-        raise InputError(f"{shown} has no polygon; give a polygon layer")
-    kinds = sorted(set(frame.geom_type.dropna()) - {"Polygon", "MultiPolygon"})
+        raise InputError(f"{shown} has no {wanted}; give a {wanted} layer")
+    allowed = {"Polygon", "MultiPolygon"} | ({"LineString", "MultiLineString"} if lines else set())
+    kinds = sorted(set(frame.geom_type.dropna()) - allowed)
     if kinds:
-        raise InputError(f"{shown} holds {kinds} geometries; give a polygon layer "
-                         "(buffer points or lines first)")
+        raise InputError(f"{shown} holds {kinds} geometries; give a {wanted} layer "
+                         f"(buffer {'points' if lines else 'points or lines'} first)")
     # The lattice's own check of the polygons (validity above all), here so that a refusal
     # names the file (and the option), not only the parameter ("region has invalid polygons").
-    check_polygons(np.asarray(frame.geometry.array, dtype=object), shown, None)
+    check_polygons(np.asarray(frame.geometry.array, dtype=object), shown, None, lines=lines)
     return frame

@@ -397,7 +397,8 @@ def write_release(
     ``created_utc`` (ISO 8601), ``crs`` (authority string such as ``"EPSG:31983"``, else WKT),
     ``m``, ``layers``, ``n_records`` (per release), ``method``, ``lattice`` (kind: square,
     hexagonal or areal; shape and cell size, None for areal units; islands linked to their
-    nearest area; the digitising ``gap`` of an areal lattice's contiguity), bounds,
+    nearest area; the digitising ``gap`` of an areal lattice's contiguity; the links cut
+    across barriers, ``cut_links``), bounds,
     contiguity, number of cells and components, whether clipped, and ``bounds_snap_unit``:
     None for public bounds, else how precisely bounds derived from the points reveal their
     extremes), ``model`` and ``priors`` (with ``fit``), ``limits`` (when the releases
@@ -1210,6 +1211,7 @@ def _lattice_description(grid: Grid) -> dict[str, Any]:
         "shape": list(grid.shape) if square_like else None,
         "cell_size": list(grid.cell_size) if square_like else None,
         "linked_islands": grid.n_linked_islands,
+        "cut_links": grid.n_cut_links,
         "gap": grid.gap if not square_like else None,
         "bounds": list(grid.bounds),
         "contiguity": grid.contiguity,
@@ -1851,7 +1853,8 @@ _LATTICE_SCHEMA_BEFORE_GAP = {  # files written before areal lattices recorded t
     "linked_islands": "int",
     **_LATTICE_FIELDS,
 }
-_LATTICE_SCHEMA = {**_LATTICE_SCHEMA_BEFORE_GAP, "gap": ("optional", "number")}
+_LATTICE_SCHEMA_BEFORE_CUTS = {**_LATTICE_SCHEMA_BEFORE_GAP, "gap": ("optional", "number")}
+_LATTICE_SCHEMA = {**_LATTICE_SCHEMA_BEFORE_CUTS, "cut_links": "int"}  # links across barriers
 _MODEL_SCHEMA = {
     "name": "str",
     "beta_prior": ("optional", _NAMES),
@@ -1905,8 +1908,8 @@ _SCHEMA: dict[str, Any] = {
     "layers": ("list", "str", None),
     "n_records": ("list", "int", None),
     "method": ("optional", "str"),
-    "lattice": ("optional", ("either", _LATTICE_SCHEMA, _LATTICE_SCHEMA_BEFORE_GAP,
-                                     _SQUARE_LATTICE_SCHEMA)),
+    "lattice": ("optional", ("either", _LATTICE_SCHEMA, _LATTICE_SCHEMA_BEFORE_CUTS,
+                                     _LATTICE_SCHEMA_BEFORE_GAP, _SQUARE_LATTICE_SCHEMA)),
     "model": ("optional", _MODEL_SCHEMA),
     "priors": ("optional", ("mapping", "number")),
     # column -> [low, high] (null: an open end) of a release drawn with limits (version 4)

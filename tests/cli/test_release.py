@@ -902,3 +902,39 @@ def test_a_column_a_release_cannot_carry_is_named_for_the_command_line(inputs, t
                  "--attributes", "y,_x1", "--grid", "4x4", *FAST, "--out", tmp_path / "o.gpkg")
     assert_refused(result, "['_x1'] start with '_'", "rename them in the data")
     assert "rename(" not in result.output and "Fitting" not in result.output
+
+
+def test_barriers_cut_the_links_they_cross_and_the_release_says_how_many(inputs, tmp_path):
+    # A river along the middle of the 4 x 4 lattice, north to south, in another CRS (degrees):
+    # reprojected to the points' CRS, it separates the two western columns from the two
+    # eastern ones, so 4 rook and 6 diagonal queen links (of the inner column pairs) are cut.
+    points = gpd.read_file(inputs["gpkg"])
+    grid = geosynth.Grid.from_points(points, shape=(4, 4))
+    xmin, ymin, xmax, ymax = grid.bounds
+    middle = (xmin + xmax) / 2
+    line = shapely.LineString([(middle, ymin - 1), (middle, ymax + 1)])
+    river = gpd.GeoDataFrame(geometry=[line], crs=points.crs).to_crs(4326)
+    path = tmp_path / "river.gpkg"
+    river.to_file(path, engine="pyogrio")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--barriers", path, "--seed", 3, *FAST,
+                 "--out", tmp_path / "a.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "2 component(s), 10 link(s) cut by --barriers)" in result.output
+    lattice = io.read_release(tmp_path / "a.gpkg").metadata["lattice"]
+    assert lattice["cut_links"] == 10 and lattice["n_components"] == 2
+
+
+def test_a_barriers_layer_without_barriers_is_refused(inputs, tmp_path):
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--barriers-layer", "rivers", *FAST,
+                 "--out", tmp_path / "a.gpkg")
+    assert_refused(result, "--barriers-layer applies to --barriers only")
+
+
+def test_points_as_barriers_are_refused_naming_the_option(inputs, tmp_path):
+    points = gpd.read_file(inputs["gpkg"])
+    path = tmp_path / "wells.gpkg"
+    points.iloc[:3][["geometry"]].to_file(path, engine="pyogrio")
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--barriers", path, *FAST,
+                 "--out", tmp_path / "a.gpkg")
+    assert_refused(result, "--barriers", "Point", "buffer points")
+    assert not (tmp_path / "a.gpkg").exists()

@@ -499,3 +499,25 @@ def test_the_printed_table_is_marked_internal(inputs, tmp_path):
                                   f"of {inputs['gpkg'].name}; do not publish):")
     assert "All of it is internal, the printed table too" in " ".join(
         run("tune", "--help").output.split())
+
+
+def test_barriers_cut_every_candidate_and_the_release_command_repeats_them(inputs, tmp_path):
+    points = gpd.read_file(inputs["gpkg"])
+    x0, y0, x1, y1 = shapely.box(*points.total_bounds).buffer(100).bounds
+    river = shapely.LineString([((x0 + x1) / 2, y0), ((x0 + x1) / 2, y1)])
+    rivers = tmp_path / "rivers.gpkg"
+    gpd.GeoDataFrame(geometry=[river], crs=points.crs).to_file(rivers, layer="rivers",
+                                                                engine="pyogrio")
+    gpd.GeoDataFrame(geometry=[shapely.box(x0, y0, x0 + 10, y0 + 10)], crs=points.crs).to_file(
+        rivers, layer="parks", engine="pyogrio")
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "4x4", "--region", inputs["region"],
+                 "--barriers", rivers, "--seed", 3, *FAST, "--report", tmp_path / "t.md")
+    assert result.exit_code == 0, result.output
+    # Of the GeoPackage's two layers, its only line layer is read (and said so).
+    assert "read its only line layer 'rivers'" in result.output
+    command = result.output.split("Release it with:\n")[1].splitlines()[0].strip()
+    words = shlex.split(command)
+    assert words[words.index("--barriers") + 1] == str(rivers)
+    released = run(*words[1:-2], *FAST, "--seed", 3, "--out", tmp_path / "r.gpkg")
+    assert released.exit_code == 0, released.output
+    assert io.read_release(tmp_path / "r.gpkg").metadata["lattice"]["cut_links"] == 10

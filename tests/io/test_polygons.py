@@ -347,3 +347,18 @@ def test_a_zipped_region_whose_name_has_an_unpaired_brace_is_read(region, tmp_pa
     archive = zip_shapefiles(tmp_path, {"limit": region}, "city}.zip")
     frame = read_polygons(archive, option="--region")
     assert frame.geometry.geom_equals(region.geometry).all()
+
+
+# ---------------------------------------------------------------------- barriers: lines too
+def test_barriers_read_lines_or_polygons_and_choose_the_only_line_layer(city):
+    # The city's rivers are its only line layer: read without layer=, said in a warning.
+    with pytest.warns(DataWarning, match=r"read its only line layer 'rivers' \(of 5 layers"):
+        rivers = read_polygons(city, name="barriers", lines=True)
+    assert rivers.geom_type.tolist() == ["LineString"]
+    parks = read_polygons(city, layer="parks", name="barriers", lines=True)
+    assert parks.geom_type.tolist() == ["Polygon"]
+    with pytest.raises(InputError, match=r"^barriers city\.gpkg holds \['Point'\] geometries; "
+                       r"give a line or polygon layer \(buffer points first\)$"):
+        read_polygons(city, layer="schools", name="barriers", lines=True)
+    with pytest.raises(InputTypeError, match="lines must be True or False"):
+        read_polygons(city, layer="rivers", lines="yes")

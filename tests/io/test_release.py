@@ -1513,11 +1513,23 @@ def test_a_folder_of_the_path_that_is_a_file_is_named(tmp_path):
 def test_lattice_gap_is_recorded_and_files_written_before_it_still_read(release_of_three):
     lattice = metadata_value(release_of_three, "lattice")
     assert lattice["kind"] == "square" and lattice["gap"] is None  # only areal lattices have one
-    older = {key: value for key, value in lattice.items() if key != "gap"}
+    older = {key: value for key, value in lattice.items() if key not in ("gap", "cut_links")}
     set_metadata(release_of_three, "lattice", older)
     assert "gap" not in read_release(release_of_three).metadata["lattice"]
     set_metadata(release_of_three, "lattice", {**lattice, "gap": "2 m"})
     with pytest.raises(InputError, match=r"metadata 'lattice.gap' must be a number, got text"):
+        read_release(release_of_three)
+
+
+def test_links_cut_by_barriers_are_recorded_and_files_written_before_them_still_read(
+        release_of_three):
+    lattice = metadata_value(release_of_three, "lattice")
+    assert lattice["cut_links"] == 0  # a lattice as built
+    before = {key: value for key, value in lattice.items() if key != "cut_links"}
+    set_metadata(release_of_three, "lattice", before)
+    assert "cut_links" not in read_release(release_of_three).metadata["lattice"]
+    set_metadata(release_of_three, "lattice", {**lattice, "cut_links": 1.5})
+    with pytest.raises(InputError, match=r"metadata 'lattice.cut_links' must be an integer"):
         read_release(release_of_three)
 
 
