@@ -282,6 +282,8 @@ def release(
         for option, path in given.items():
             outputs.check_folder(option, path)
         levels = None if levels_file is None else _read_levels(levels_file, attributes)
+        if outcome is not None and levels is not None:  # public facts only, under --epsilon
+            _check_declared_outcome(levels, outcome, levels_file)
         progress = show_progress(ctx)
 
         # Under DP nothing that depends on the records' values is refused (prepare drops them).
@@ -328,9 +330,9 @@ def release(
                 synthesis_sd(counts, column)
         # Read once, here: the releases place points with this table.
         weights = None if weights_path is None else _weights_table(weights_path, grid)
-        if outcome is not None:  # checked now, on the records evaluated, not after the fit
+        if outcome is not None and epsilon is None:  # now, on the records, not after the fit
             check_binary(original, outcome, name)
-            check_coverage_size(original, name, show_counts=epsilon is None)
+            check_coverage_size(original, name)
         if epsilon is None:
             click.echo(f"Read {counts.n_records} records from {input_path} "
                        f"({points.crs.to_string()})")
@@ -371,12 +373,20 @@ def release(
                                      max_points=shown, offline=True)
             maps.save_map(review, map_path, outputs=outputs.outputs, private=True)
         if report_path is not None:
+            # Under --epsilon the records may not stop a release (that it was made would tell
+            # there are MIN_POINTS of them): too few, and the internal report has no coverage.
+            from geosynth.metrics.utility import MIN_POINTS
+
+            covered = outcome if epsilon is None or len(original) >= MIN_POINTS else None
             evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
-                                           outcome=outcome, seed=result["evaluate_seed"],
+                                           outcome=covered, seed=result["evaluate_seed"],
                                            linked=epsilon is None,
                                            rules=combining_rules(epsilon))
+            notes = [] if covered == outcome else [
+                f"no coverage of --outcome {outcome}: fewer than {MIN_POINTS} records were "
+                "counted, too few for its random rectangles"]
             report = _report(input_path, counts, grid, result, summary, r_hat, evaluation, run,
-                             m, epsilon, dropped)
+                             m, epsilon, dropped, notes)
             write_text(report_path, report, outputs=outputs, option="--report", private=True)
         if intensity_path is not None:
             io.write_intensity_geotiff(result["fit"], given["--intensity-tif"],
@@ -547,6 +557,26 @@ _LEVELS_EXAMPLE = '{"sex": ["f", "m"], "age_group": [1, 2, 3]}'
 _MAX_LEVELS_BYTES = 16 << 20  # a domain of ~10⁶ levels; more is no attribute
 
 
+def _check_declared_outcome(levels: dict[str, list], outcome: str, path: str) -> None:
+    """Refuse an --outcome whose declared levels are not 0/1 or booleans (under --epsilon).
+
+    The releases of a DP release take the declared levels: the coverage needs them binary.
+    Judged on the records, whether the release was made told whether one held another value.
+    """
+    import pandas as pd
+
+    from geosynth.io import printable
+    from geosynth.metrics.utility import is_binary
+
+    declared = levels.get(outcome, [])
+    if not is_binary(pd.Series(declared)):
+        raise InputError(
+            f"--outcome: the levels of {printable(outcome)!r} in --levels-file "
+            f"{printable(Path(path).name)} are {declared[:5]}, but the coverage needs a binary "
+            "outcome; declare them as [0, 1] (numbers) or [false, true], or drop --outcome"
+        )
+
+
 def _read_levels(path: str, attributes: list[str]) -> dict[str, list]:
     from geosynth.io import read_bounded
 
@@ -709,7 +739,7 @@ def _describe_fit(fit, run: dict[str, Any]) -> str:
 
 
 def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m,
-            epsilon, dropped=None) -> str:
+            epsilon, dropped=None, notes=()) -> str:
     fit = result["fit"]
     lines = [
         "# geosynth release report",
@@ -729,6 +759,7 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
         lines += [
             f"- Differential privacy: epsilon = {epsilon:g}, noise from fresh OS entropy",
             *(f"- Dropped before counting: {text}" for text in dropped or ()),
+            *(f"- Note: {text}" for text in notes),
             "",
             "## Privacy ledger",
             "",

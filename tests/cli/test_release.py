@@ -938,3 +938,28 @@ def test_points_as_barriers_are_refused_naming_the_option(inputs, tmp_path):
                  "--out", tmp_path / "a.gpkg")
     assert_refused(result, "--barriers", "Point", "buffer points")
     assert not (tmp_path / "a.gpkg").exists()
+
+
+def test_under_epsilon_the_outcome_is_judged_on_the_declared_levels_not_the_records(inputs,
+                                                                                  tmp_path):
+    # Judged on the records, whether a DP release was made told whether there were 20 of them,
+    # or whether one held a value outside 0/1: now only the declared levels can refuse it.
+    points = gpd.read_file(inputs["gpkg"])
+    small = tmp_path / "small.gpkg"
+    points.iloc[:15].to_file(small)
+    args = ["--attributes", "y,x1", "--grid", "3x3", "--region", inputs["region"],
+            "--epsilon", 1, *FAST, "--outcome", "y"]
+    report = tmp_path / "r.md"
+    result = run("release", small, *args, "--levels-file", inputs["levels"], "--report", report,
+                 "--out", tmp_path / "r.gpkg")
+    assert result.exit_code == 0, result.output
+    assert io.read_release(tmp_path / "r.gpkg").m == 2
+    assert "- Note: no coverage of --outcome y: fewer than 20 records" in report.read_text()
+
+    three = tmp_path / "three.json"
+    three.write_text(json.dumps({"y": [0, 1, 2], "x1": [1, 2]}))
+    result = run("release", inputs["gpkg"], *args, "--levels-file", three, "--report", report,
+                 "--out", tmp_path / "s.gpkg", "--overwrite")
+    assert_refused(result, "--outcome: the levels of 'y' in --levels-file three.json are "
+                           "[0, 1, 2]", "declare them as [0, 1]")
+    assert "Fitting" not in result.output and not (tmp_path / "s.gpkg").exists()
