@@ -945,6 +945,7 @@ def _check_small_epsilon(
     scale = sensitivity / epsilon
     problems = []
     largest_scale = [MAX_INTEGER_NOISE_SCALE]
+    memory_scale = math.inf  # the largest scale whose noisy total fits max_bytes, unsized
     if scale > MAX_INTEGER_NOISE_SCALE:
         problems.append(
             f"the noise would overflow int64 counts (scale above {MAX_INTEGER_NOISE_SCALE:.3g})"
@@ -968,8 +969,9 @@ def _check_small_epsilon(
         per_release = (f"up to {_format_count(records)} records each (5 sd of the noisy "
                        "total: without n_public a release's size is a DP estimate)")
         # sd <= sqrt(2)·scale, so this scale keeps 5·sd_total within max_bytes.
-        largest_scale.append(max_bytes / (m * RELEASE_BYTES_PER_RECORD * TOTAL_CAP_SDS
-                                          * math.sqrt(2.0 * n_counts)))
+        memory_scale = max_bytes / (m * RELEASE_BYTES_PER_RECORD * TOTAL_CAP_SDS
+                                    * math.sqrt(2.0 * n_counts))
+        largest_scale.append(memory_scale)
         need = m * records * RELEASE_BYTES_PER_RECORD
         if need > max_bytes:
             problems.append(
@@ -997,11 +999,17 @@ def _check_small_epsilon(
     options = ("pass n_public= if the number of records is already published (in Python, "
                "max_records= also caps each release); or "
                if n_public is None and max_records is None else "")
+    # The releases also hold the records, whose number is not public: at the ε that bounds the
+    # noise the noisy total may still exceed max_bytes, after the spend (12 runs of 20).
+    caveat = (" for the noise alone (each release also holds the records, whose number only "
+              "the noisy total tells: at that epsilon it may still exceed max_bytes after the "
+              "budget is spent, unless n_public= or max_records= bounds it)"
+              if memory_scale == min(largest_scale) else "")
     raise InputError(
         f"epsilon={epsilon!r} is too small for this table: with sensitivity {sensitivity} the "
         f"noise scale is {scale:.3g} on each of {n_counts:,} counts ({n_cells:,} cells x "
         f"{n_combos} combinations), so " + "; ".join(problems) + ". The smallest epsilon that "
-        f"works here is about {_round_up(smallest)}; otherwise {options}use fewer sweeps "
+        f"works here is about {_round_up(smallest)}{caveat}; otherwise {options}use fewer sweeps "
         f"(n_iter={n_iter}), chains (chains={chains}) or releases (m={m}), a coarser lattice or "
         "fewer attributes. Nothing was spent"
     )

@@ -88,6 +88,7 @@ __all__ = [
     "MAX_FLOAT_NOISE_SCALE",
     "MAX_VALUE_BYTES",
     "MAX_INTEGER_NOISE_SCALE",
+    "EXPONENTIAL_EPSILON",
     "NEARLY_EXACT_SHARE",
     "warn_if_nearly_exact",
     "laplace",
@@ -120,6 +121,11 @@ _MAX_INTEGER_SENSITIVITY = 2**63 - 1
 #: Largest noise scale (Laplace ``b``, Gaussian σ, exponential-mechanism Gumbel scale) of the
 #: float mechanisms: noise beyond 2**10 scales (float max / 4) has probability below e**-1024.
 MAX_FLOAT_NOISE_SCALE = sys.float_info.max / 2.0**12
+#: The ε :func:`exponential` takes: OpenDP certifies its loss as ρ = ε²/8 in zCDP, a float64
+#: that underflows to 0 below about 4e-154 and overflows above about 4e154 (a raw
+#: ZeroDivisionError or OverflowError). Far inside both: at ε = 1e-150 the choice is uniform to
+#: within 1e-149 of a score range, and at ε = 1e150 it is the best-scored candidate.
+EXPONENTIAL_EPSILON = (1e-150, 1e150)
 
 #: Largest |x| the float mechanisms accept, so that x + noise stays below float max.
 _MAX_FLOAT_VALUE = sys.float_info.max / 4.0
@@ -1081,6 +1087,14 @@ def exponential(
         )
     sensitivity = _check_sensitivity(sensitivity, "absolute")
     epsilon = check_epsilon(epsilon)
+    low, high = EXPONENTIAL_EPSILON
+    if not low <= epsilon <= high:  # ρ = ε²/8 underflowed to 0 (ZeroDivisionError) or overflowed
+        raise InputError(
+            f"exponential: epsilon={epsilon!r} is outside [{low:g}, {high:g}], where its privacy "
+            "loss in zCDP (rho = epsilon**2 / 8) is a float64 OpenDP can certify; a smaller "
+            "epsilon gives a uniform choice and a larger one the best-scored candidate, so "
+            "give an epsilon in that range"
+        )
     check_optional_str(label, "label")
     check_accountant(accountant)
     check_seed(seed)  # a bad seed is refused before the spend

@@ -1015,3 +1015,18 @@ def test_geometric_warns_of_an_epsilon_that_leaves_the_counts_exact_before_the_s
     with pytest.warns(PrivacyLeakWarning,
                       match=r"counts: epsilon=15.2.*sensitivity 2.*of the 1 counts"):
         geometric([3], sensitivity=2, epsilon=2 * threshold * 1.001, label="counts")
+
+
+@pytest.mark.parametrize("epsilon", [1e-300, 1e-160, 1e155, 1e300])
+def test_exponential_refuses_an_epsilon_whose_zcdp_loss_is_no_float(epsilon):
+    # rho = epsilon**2 / 8 underflowed to 0 (ZeroDivisionError) or overflowed (OverflowError).
+    accountant = Accountant(epsilon=1e301)
+    with pytest.raises(InputError, match=r"exponential: epsilon=.* is outside \[1e-150, 1e\+150\]"):
+        exponential(["a", "b"], [0.0, 1.0], sensitivity=1, epsilon=epsilon,
+                    accountant=accountant)
+    assert accountant.spent_epsilon == 0
+
+
+def test_exponential_takes_the_ends_of_its_epsilon_range():
+    assert exponential(["a", "b"], [0.0, 1.0], sensitivity=1, epsilon=1e150) == "b"
+    assert exponential(["a", "b"], [0.0, 1.0], sensitivity=1, epsilon=1e-150) in ("a", "b")
