@@ -147,9 +147,10 @@ def read_points(
         with no records is then read as an empty frame, non-Point geometries are passed
         through and missing, non-numeric or infinite CSV coordinates become points without
         finite coordinates; ``geosynth.prepare(..., levels=...)`` drops such records. A CSV
-        file's attribute columns are then all read as text, whatever they hold (the types
-        pandas infers follow the records' values), and ``prepare`` matches the declared
-        numbers and booleans to the text values that read as them.
+        or GeoJSON file's attribute columns are then all read as text, whatever they hold (the
+        types pandas or GDAL infer follow the records' values), and ``prepare`` matches the
+        declared numbers and booleans to the text values that read as them. Formats with a
+        schema (GeoPackage, shapefile, FlatGeobuf, GeoParquet) keep their declared types.
 
     Returns
     -------
@@ -897,7 +898,34 @@ def _read_ogr(source: Path, dataset: VectorSource, layer: str | None,
     if note is not None:
         warnings.warn(note, DataWarning, stacklevel=3)
     _warn_unquoted(caught, shown, check_values)
+    if not check_values and dataset.suffix in _TYPED_BY_VALUES:
+        return _values_as_text(frame)
     return frame
+
+
+#: Formats whose column types GDAL infers from the values (GeoJSON has no schema): under DP
+#: one record's value decided the type, and the type whether the release was made.
+_TYPED_BY_VALUES = (".geojson", ".json")
+
+
+def _values_as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return ``frame`` with every column but the geometry as text (missing values kept).
+
+    For a DP release (``check_values=False``), as a CSV file's columns are read: GDAL typed a
+    GeoJSON column of 1s and 2s as integers, refused against declared levels ``["1", "2"]``,
+    and the same column with one record's ``"x"`` as text, released. Numbers are written as
+    pandas writes them (an integer as ``"1"``, a whole float as ``"1.0"``), booleans as
+    ``"True"``/``"False"``; ``prepare`` reads such text as the declared numbers and booleans.
+    """
+    geometry = getattr(frame, "_geometry_column_name", None)
+    out = frame.copy()
+    for column in out.columns:
+        if column == geometry or pd.api.types.is_string_dtype(out[column].dtype):
+            continue
+        values = out[column]
+        text = values.map(lambda v: v if isinstance(v, str) else str(v), na_action="ignore")
+        out[column] = text.astype(object).where(values.notna(), None)
+    return out
 
 
 def _warn_unquoted(caught: list[warnings.WarningMessage], shown: str,

@@ -1285,3 +1285,31 @@ def test_a_csv_parser_error_under_dp_gives_no_line_number(tmp_path):
                        r"shown when values are not checked") as caught:
         read_points(path, x="east", y="north", crs="EPSG:4326", check_values=False)
     assert not any(char.isdigit() for char in str(caught.value))
+
+
+def test_under_dp_a_geojsons_columns_are_text_whatever_its_values(tmp_path):
+    # GDAL types a GeoJSON column by its values: 1s and 2s as integers (refused against the
+    # declared levels ["1", "2"]), the same with one record's "x" as text (released). Under DP
+    # the column is text either way, so one record no longer decides whether a release is made.
+    import geosynth
+
+    rng = np.random.default_rng(0)
+    xy = rng.uniform([XMIN, YMIN], [XMAX, YMAX], (40, 2))
+    grid = geosynth.Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS)
+    groups = rng.integers(1, 3, 40)
+    counted = []
+    for name, values in (("numbers", list(groups)), ("mixed", ["x", *groups[1:]])):
+        path = tmp_path / f"{name}.geojson"
+        gpd.GeoDataFrame({"grp": values, "share": rng.uniform(0, 1, 40), "flag": groups == 1},
+                         geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS).to_file(path)
+        points = read_points(path, check_values=False)
+        assert all(isinstance(v, str) for v in points["grp"]) and points["flag"][0] in (
+            "True", "False")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            counts = geosynth.prepare(points, grid, ["grp"], levels={"grp": ["1", "2"]})
+        counted.append(counts.counts)
+    numbers, mixed = counted
+    assert numbers.sum() == 40 and mixed.sum() == 39  # the "x" record is dropped, no refusal
+    # With values checked (no DP), the file's own types are kept.
+    assert read_points(tmp_path / "numbers.geojson")["grp"].dtype.kind == "i"
