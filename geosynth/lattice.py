@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import geopandas as gpd
 import numpy as np
+import pandas as pd
 import pyproj
 import shapely
 from scipy import sparse
@@ -534,7 +535,9 @@ class Grid:
             too: areas digitised separately often leave slivers of gap between them, which
             libpysal's exact contiguity reads as no contact (and the areas as islands). With
             rook contiguity the two must run along each other for more than about ``2·gap``
-            (:func:`geosynth._areas.gap_neighbours`). At most a tenth of the side of a typical
+            (:func:`geosynth._areas.gap_neighbours`). A point in no area but within ``gap``
+            of one (a record geocoded onto a boundary street) is located in the nearest
+            (:meth:`locate`). At most a tenth of the side of a typical
             area (the square root of the median area); an area narrower than ``gap`` (a road
             or river) no longer separates the areas on either side.
 
@@ -811,6 +814,12 @@ class Grid:
             return None
         u0, v0 = layout.origin
         return (v0, u0) if layout.flat else (u0, v0)
+
+    @property
+    def orientation(self) -> str | None:
+        """``"pointy"`` or ``"flat"`` (top) of a hexagonal lattice, else None."""
+        layout = getattr(self, "_layout", None)
+        return None if layout is None else ("flat" if layout.flat else "pointy")
 
     @property
     def area_ids(self) -> np.ndarray | None:
@@ -1111,7 +1120,9 @@ class Grid:
         numpy.ndarray of int64, shape (n,)
             Cell id, or -1 for points outside the lattice, in a dropped cell, outside the
             region or strictly inside an excluded area, and for missing, empty, non-point or
-            NaN-coordinate points. Square cells are half-open ``[x0, x1) x [y0, y1)`` except on
+            NaN-coordinate points (a point of an areal lattice built with ``gap`` that lies in
+            no area but within ``gap`` of one goes to the nearest of them, the smallest id on a
+            tie). Square cells are half-open ``[x0, x1) x [y0, y1)`` except on
             the outer max edges, which belong to the last column/row; a point on a boundary
             shared by hexagons or areas goes to the one with the smallest cell id (hexagons
             and areas are closed).
@@ -1136,7 +1147,10 @@ class Grid:
             with _GEOMETRY_LOCK:
                 if "index" not in self._cache:
                     self._cache["index"] = PolygonIndex(self._habitable)
-                return self._cache["index"].locate(x, y)
+                cell = self._cache["index"].locate(x, y)
+                if self.gap > 0:
+                    self._locate_in_gaps(cell, x, y)
+                return cell
         if self.kind == "hexagonal":
             cell = self._locate_hexagon(x, y)
             if self._is_clipped:
@@ -1152,6 +1166,30 @@ class Grid:
             self._refine(cell, x, y)
             self._claim_shared_edges(cell, outside, x, y, row, col)
         return cell
+
+    def _locate_in_gaps(self, cell: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+        """Give a point in no area but within :attr:`gap` of one to the nearest (smallest id).
+
+        ``from_polygons(gap=)`` links areas across slivers of digitising gap, and records
+        geocoded onto the boundary streets fall in them: they were in no cell ("build a grid
+        that covers them"), or dropped without a word. A point inside an area's excluded part
+        stays in none.
+        """
+        lost = np.flatnonzero((cell < 0) & np.isfinite(x) & np.isfinite(y))
+        if lost.size == 0:
+            return
+        if "area_tree" not in self._cache:
+            self._cache["area_tree"] = shapely.STRtree(self._boxes())
+        tree = self._cache["area_tree"]
+        points = shapely.points(x[lost], y[lost])
+        inside = tree.query(points, predicate="intersects")[0]
+        near, area = tree.query_nearest(points, max_distance=self.gap, all_matches=True)
+        free = ~np.isin(near, inside)
+        near, area = near[free], area[free]
+        order = np.lexsort((area, near))
+        near, area = near[order], area[order]
+        first = np.r_[True, near[1:] != near[:-1]] if near.size else np.zeros(0, dtype=bool)
+        cell[lost[near[first]]] = area[first]
 
     def _claim_shared_edges(self, cell: np.ndarray, outside: np.ndarray, x: np.ndarray,
                             y: np.ndarray, row: np.ndarray, col: np.ndarray) -> None:
@@ -2395,6 +2433,38 @@ def _area_polygons(areas: gpd.GeoDataFrame | gpd.GeoSeries) -> np.ndarray:
     return shapely.force_2d(geoms)
 
 
+def _id_problems(ids: pd.Series) -> list[tuple[int, str]]:
+    r"""Return ``(position, why)`` of the values of ``ids`` no file can hold as area ids.
+
+    An identifier is text without NUL (GDAL cut ``"a\x00b"`` and ``"a\x00c"`` to one id), an
+    integer of int64 (a uint64 above 2**63 crashed the GeoPackage writer) or another number;
+    containers, booleans, bytes and dates are not (dates were called "lists").
+    """
+    if pd.api.types.is_bool_dtype(ids.dtype):
+        return [(0, "booleans")]
+    if pd.api.types.is_unsigned_integer_dtype(ids.dtype):
+        beyond = np.flatnonzero(ids.to_numpy() > np.iinfo(np.int64).max)
+        return [(int(k), "an integer beyond 64-bit signed integers") for k in beyond]
+    if pd.api.types.is_numeric_dtype(ids.dtype):
+        return []
+    problems = []
+    for k, value in enumerate(ids.to_numpy(dtype=object)):
+        if isinstance(value, str):
+            why = "text holding a NUL character" if "\x00" in value else None
+        elif isinstance(value, bool | np.bool_):
+            why = "a boolean"
+        elif isinstance(value, numbers.Integral):
+            why = (None if -(2**63) <= int(value) < 2**63
+                   else "an integer beyond 64-bit signed integers")
+        elif isinstance(value, numbers.Real):
+            why = None
+        else:
+            why = f"a {type(value).__name__}"
+        if why is not None:
+            problems.append((k, why))
+    return problems
+
+
 def _area_ids(areas: gpd.GeoDataFrame | gpd.GeoSeries, id_column: str | None) -> np.ndarray | None:
     """Return the unique, present identifiers in ``areas[id_column]``, or None."""
     if id_column is None:
@@ -2415,11 +2485,13 @@ def _area_ids(areas: gpd.GeoDataFrame | gpd.GeoSeries, id_column: str | None) ->
     if missing.size:
         named = np.asarray(areas.index)[missing[:_N_NAMED]].tolist()
         raise GridError(f"id_column {id_column!r} is missing at rows {named}; fill or drop them")
-    not_scalar = np.flatnonzero([not np.isscalar(v) for v in ids.to_numpy(dtype=object)])
-    if not_scalar.size:  # lists were accepted as ids
-        named = np.asarray(areas.index)[not_scalar[:_N_NAMED]].tolist()
-        raise GridError(f"id_column {id_column!r} holds values that are no identifier (lists or "
-                        f"other containers) at rows {named}; give one text or integer per area")
+    problems = _id_problems(ids)
+    if problems:  # lists were accepted as ids; 2**64 - 1 and "a\x00b" failed or changed in GDAL
+        rows, why = zip(*problems[:_N_NAMED], strict=True)
+        named = np.asarray(areas.index)[list(rows)].tolist()
+        raise GridError(f"id_column {id_column!r} holds values that are no identifier at rows "
+                        f"{named} ({why[0]}); give one text or integer per area, e.g. "
+                        f"areas[{id_column!r}].astype(str)")
     duplicated = ids.duplicated(keep=False).to_numpy()
     if duplicated.any():
         values = sorted(set(ids[duplicated].astype(str)))[:_N_NAMED]

@@ -566,3 +566,46 @@ def test_exclude_with_a_crs_beside_areas_without_one_says_to_give_the_areas_thei
     with pytest.raises(CRSError, match=r"exclude has CRS EPSG:32723 but the grid has no CRS; "
                                        r".*of the areas of Grid.from_polygons"):
         Grid.from_polygons(areas, exclude=exclude)
+
+
+@pytest.mark.parametrize(("ids", "why"), [
+    # 2**64 - 1 crashed the GeoPackage writer (OverflowError in pyogrio) after the fit
+    (np.array([2**64 - 1, 5], dtype=np.uint64), "an integer beyond 64-bit signed integers"),
+    # GDAL cut both at the NUL: two public ids written as one
+    (["a\x00b", "a\x00c"], "text holding a NUL character"),
+    ([b"a", b"b"], "a bytes"),
+    ([pd.Timestamp("2020-01-01"), pd.Timestamp("2021-01-01")], "a Timestamp"),  # "lists" before
+    ([True, False], "booleans"),
+])
+def test_area_ids_a_file_cannot_hold_are_refused_saying_why(ids, why):
+    areas = gpd.GeoDataFrame({"code": ids},
+                             geometry=[shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1)])
+    with pytest.raises(GridError, match=rf"'code' holds values that are no identifier at rows "
+                                        rf"\[0(, 1)?\] \({why}\); give one text or integer per "
+                                        r"area, e.g. areas\['code'\].astype\(str\)"):
+        Grid.from_polygons(areas, id_column="code", public_ids=True)
+    fine = gpd.GeoDataFrame({"code": [2**63 - 1, -(2**63)]}, geometry=areas.geometry)
+    assert Grid.from_polygons(fine, id_column="code").area_ids.tolist() == [2**63 - 1, -(2**63)]
+
+
+def test_points_in_the_gap_between_areas_go_to_the_nearest_area_within_gap():
+    # gap= linked the two areas across their 0.5 m sliver, but a record geocoded onto it was in
+    # no cell: refused by prepare ("build a grid that covers them") or dropped without a word.
+    areas = gpd.GeoDataFrame(geometry=[shapely.box(0, 0, 1000, 1000),
+                                       shapely.box(1000.5, 0, 2000, 1000)], crs=32633)
+    grid = Grid.from_polygons(areas, gap=1.0)
+    points = [[1000.25, 500], [1000.4, 500], [1000.1, 500], [-0.5, 10], [-2.0, 10],
+              [np.nan, 1.0]]
+    # Equidistant: the smaller id; else the nearer; beyond gap or NaN: none.
+    assert grid.locate(points).tolist() == [0, 1, 0, 0, -1, -1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        assert Grid.from_polygons(areas).locate(points[:1]).tolist() == [-1]  # no gap, no cell
+    # A point strictly inside an area's excluded part stays in none, gap or not.
+    lake = shapely.box(900, 400, 1000, 600)
+    clipped = Grid.from_polygons(areas, gap=1.0, exclude=lake)
+    assert clipped.locate([[950, 500], [1000.4, 500]]).tolist() == [-1, 1]
+    frame = gpd.GeoDataFrame({"s": ["a", "b"] * 5},
+                             geometry=gpd.points_from_xy([1000.25] * 10, np.linspace(1, 999, 10)),
+                             crs=32633)
+    assert geosynth.prepare(frame, grid, ["s"]).counts.sum(axis=1).tolist() == [10, 0]

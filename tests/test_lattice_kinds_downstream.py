@@ -17,7 +17,7 @@ from scipy import stats
 
 import geosynth
 from geosynth import Grid, PaivaModel, io, prepare
-from geosynth.errors import GridError
+from geosynth.errors import GridError, InputError
 from geosynth.synth import place_in_cells
 
 ATTRIBUTES = ["y", "x"]
@@ -230,6 +230,14 @@ def test_public_area_ids_are_written_only_when_declared_public(tmp_path):
     path = io.write_release(tmp_path / "public.gpkg", releases, fit=fit)
     layer = gpd.read_file(path, layer="grid")
     assert layer["area_id"].astype(str).tolist() == areas["AreaKey"].astype(str).tolist()
+    # A lattice rebuilt to publish the ids after a private fit: its repr is the fit's, so the
+    # refusal says what differs.
+    private = PaivaModel().fit(prepare(data, Grid.from_polygons(areas, id_column="AreaKey"),
+                                       ATTRIBUTES), n_iter=200, burn_in=100, seed=1,
+                               progress=False)
+    with pytest.raises(InputError, match=r"its public_ids is True and the fit's False \(build "
+                                         r"the lattice with public_ids=True before the fit"):
+        io.write_release(tmp_path / "again.gpkg", releases, fit=private, grid=grid)
 
 
 def test_review_map_draws_the_intensity_of_each_area(case, fitted):

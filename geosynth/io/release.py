@@ -1144,8 +1144,13 @@ def _check_grid_and_fit(
     if grid is None:
         return fit.grid, fit
     if grid != fit.grid:  # Grid.__eq__: cells, habitable parts, adjacency, ids, CRS
+        # Two areal lattices that differ only there have the same repr: say which.
+        ids = ("" if grid.public_ids == fit.grid.public_ids else
+               f": its public_ids is {grid.public_ids} and the fit's {fit.grid.public_ids} (build "
+               "the lattice with public_ids=True before the fit to publish the area ids)")
         raise InputError(
-            f"grid {grid!r} is not the lattice of fit ({fit.grid!r}); omit grid to write fit.grid"
+            f"grid {grid!r} is not the lattice of fit ({fit.grid!r}){ids}; omit grid to write "
+            "fit.grid"
         )
     return grid, fit
 
@@ -1227,10 +1232,17 @@ def _lattice_description(grid: Grid) -> dict[str, Any]:
 
 def _row_order(grid: Grid) -> str:
     if grid.kind == "areal":
-        return "cell ids follow the rows of the areas"
+        return ("cell ids follow the rows of the areas, leaving out any area an exclusion "
+                "covered wholly")
+    if grid.orientation == "flat":
+        # "row 0 is the southernmost row" was written for flat-top hexagons too, whose row 0
+        # is the westernmost column.
+        return ("flat-top hexagons in odd-q offset columns: row 0 is the westernmost column "
+                "of hexagons, col 0 its southernmost hexagon, odd rows shifted half a hexagon "
+                "north; cell ids are row-major")
     if grid.kind == "hexagonal":
-        return ("hexagons in odd-r offset rows (odd rows shifted half a hexagon); row 0 is the "
-                "southernmost row; cell ids are row-major")
+        return ("pointy-top hexagons in odd-r offset rows (odd rows shifted half a hexagon "
+                "east); row 0 is the southernmost row; cell ids are row-major")
     return "row 0 is the southernmost row; cell ids are row-major"
 
 

@@ -2248,6 +2248,17 @@ def test_a_hexagonal_lattice_is_checked_against_its_grid_layer(tmp_path, orienta
     grid = Grid.hexagonal((XMIN, YMIN, XMAX, YMAX), cell_size=1500.0, orientation=orientation,
                           crs=CRS)
     write_release(path, [public_like(4)], grid=grid, metadata={"method": "paiva"})
+    # Flat-top hexagons' row 0 is the westernmost column ("the southernmost row" was written).
+    layer = gpd.read_file(path, layer="grid")
+    first = shapely.centroid(layer.geometry[layer["row"] == 0])
+    row_order = read_release(path).metadata["lattice"]["row_order"]
+    if orientation == "flat":
+        assert row_order.startswith("flat-top hexagons in odd-q offset columns: row 0 is the "
+                                    "westernmost column")
+        assert np.ptp(first.x) < 1e-6 < np.ptp(first.y)
+    else:
+        assert row_order.startswith("pointy-top hexagons in odd-r offset rows")
+        assert np.ptp(first.y) < 1e-6 < np.ptp(first.x)
     rows, cols = read_release(path).metadata["lattice"]["shape"]
     set_metadata(path, "lattice", {**metadata_value(path, "lattice"), "shape": [rows + 5, cols]})
     with pytest.raises(InputError, match=rf"has the shape {rows + 5} x {cols}, but its grid "
