@@ -118,6 +118,18 @@ class PaivaModel:
     Gibbs sampler. A model cannot be changed once made (its fits keep it as ``fit.model``, which
     the release metadata describes); make another for other settings.
 
+    A cell that a ``region`` or ``exclude`` cuts down has its habitable fraction ``a_i``
+    (:attr:`geosynth.Grid.habitable_fraction`) as exposure: ``log a_i`` is added to its
+    ``log λ_ib``, so a cell of which a tenth is habitable expects a tenth of the records of a
+    whole cell of the same intensity, and the fields smooth the intensity per unit of habitable
+    area. On a lattice of whole cells ``log a_i = 0`` and the model is exactly the thesis'.
+    Without it the ICAR prior pulled a clipped cell's count towards its whole neighbours', and
+    releases put about twice their share of points in cells less than half habitable (along
+    coasts, lake shores and region edges), an error of the thesis' model off its square study
+    area. An areal lattice's cells are whole areas (``a_i = 1``) but for what ``exclude``
+    removes: the counts of areas of different sizes are smoothed as counts, as in BYM models
+    without expected counts.
+
     The thesis' lattice is connected. On one of several components each ICAR field's mean over
     a component gets a N(0, ``priors.level_var``) prior, so a cell without neighbours (a
     component of one, :class:`~geosynth.errors.IsolatedCellWarning`) is fitted from its own
@@ -1005,6 +1017,7 @@ def build_model_data(counts: CellCounts,
         mode_constant_size=component_size[kept],
         coarse_ptr=coarse_ptr,
         coarse_cells=coarse_cells,
+        log_exposure=np.log(np.asarray(grid.habitable_fraction, dtype=np.float64)),
     )
     # Read-only arrays are their own numba type: every kernel is compiled for these, and one
     # that assigned to the fit's shared arrays would not compile.

@@ -3,7 +3,16 @@
 Model (Nunes 2018, §2.1, eqs. 2.1–2.9, and §2.2, eqs. 2.19–2.21)::
 
     c_ib ~ Poisson(λ_ib)
-    log λ_ib = η_ib = μ + Σ_k α_k[x_k(b)] + θ_i + Σ_k φ_ik[x_k(b)] + Σ_c β_ci·Z̄_cib + ε_ib
+    log λ_ib = η_ib = log a_i + μ + Σ_k α_k[x_k(b)] + θ_i + Σ_k φ_ik[x_k(b)] + Σ_c β_ci·Z̄_cib + ε_ib
+
+``a_i`` is the habitable fraction of cell i (:attr:`geosynth.Grid.habitable_fraction`), a fixed
+exposure (offset): 1, so ``log a_i = 0``, for every cell of a lattice neither clipped nor with
+no-go areas, where the model is exactly Nunes' (2018). A cell of which a region or a no-go area
+leaves a tenth expects a tenth of the records of a whole cell of the same intensity; without
+the offset the ICAR prior pulled its count towards its whole neighbours', and releases put
+about twice their share of points in cells less than half habitable (along coasts, lake
+shores and region edges). The fields then smooth the log intensity per unit of habitable area,
+as the Poisson log-linear models of disease mapping do with their expected counts.
 
 Attribute levels other than each attribute's baseline are numbered p = 0..P-1, so α is a vector
 of length P and φ a (G, P) array; ``combo_levels[b]`` lists the p's of combination b (-1 pads).
@@ -134,6 +143,7 @@ class ModelData(NamedTuple):
     mode_constant_size: np.ndarray  # float64 (C',) cells of those C' components
     coarse_ptr: np.ndarray  # int64 (n_aggregates + 1,) CSR of the nested cell aggregates
     coarse_cells: np.ndarray  # int64 their cells, finest level first (model.coarse)
+    log_exposure: np.ndarray  # float64 (G,) log a_i, the habitable fraction (0: a whole cell)
 
 
 def sorted_adjacency(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -246,13 +256,14 @@ def compute_eta(data, s):
         The fit's read-only arrays (G cells, B combinations, P non-baseline levels, C components).
     s : GibbsState
         The chain's state; ``s.eta`` and ``s.expeta`` (float64 (G, B)) are overwritten from
-        μ, α, θ, φ, β (with ``data.zbar``, covariate by covariate) and ε.
+        the exposure ``data.log_exposure``, μ, α, θ, φ, β (with ``data.zbar``, covariate by
+        covariate) and ε.
     """
     G, B = s.counts.shape
     K = data.combo_levels.shape[1]
     n_covariates = data.beta_priors.shape[0]
     for i in range(G):
-        base = s.mu[0] + s.theta[i]
+        base = data.log_exposure[i] + s.mu[0] + s.theta[i]
         for b in range(B):
             v = base + s.eps[i, b]
             for k in range(K):
