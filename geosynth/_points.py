@@ -202,7 +202,16 @@ def holds_geometries(values: pd.Series) -> bool:
         return True
     if values.dtype == object and shapely.is_geometry(values.to_numpy()).any():
         return True
-    return holds_encoded_geometries(values) or holds_coordinates(values)
+    weights = None
+    if values.dtype == object or isinstance(values.dtype, pd.StringDtype | pd.CategoricalDtype):
+        try:  # the rules read values and their counts: each distinct text is parsed once
+            counted = values.value_counts(dropna=True, sort=False)
+        except TypeError:  # unhashable values (lists, dicts): holds_coordinates says so
+            counted = None
+        if counted is not None:  # 2.6 s for a million rows of three levels, 1 ms so
+            values = pd.Series(counted.index.to_numpy(dtype=object), dtype=object)
+            weights = counted.to_numpy(dtype=np.int64)
+    return holds_encoded_geometries(values) or holds_coordinates(values, weights)
 
 
 def holds_coordinates(values: pd.Series, weights: np.ndarray | None = None) -> bool:

@@ -45,6 +45,7 @@ from geosynth.metrics import (
     distance_risk,
     identification_risk,
     k_anonymity_summary,
+    original_l_functions,
     quadrant_coverage,
     ripley_distance,
     spatial_k_anonymity,
@@ -760,11 +761,16 @@ class ReleasePlan:
         executor (and to its logs).
     linked : bool
         Measure the displacement and spatial k-anonymity of the linked records.
+    reference : dict or None
+        The original's L function of each combination in ``window``
+        (:func:`geosynth.metrics.original_l_functions`), computed once for all releases; None:
+        each release computes it. Left out of the printed form: it describes the records.
     """
 
     attributes: tuple[str, ...]
     window: tuple[float, float, float, float] = field(repr=False)
     linked: bool
+    reference: dict | None = field(default=None, repr=False)
 
 
 class ReleaseMeasures(NamedTuple):
@@ -855,7 +861,9 @@ def plan_evaluation(
                 )
     window = _pattern_window(xys[0], grid)
     _warn_of_points_outside(xys[1:], window, grid is None)
-    return releases, ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked))
+    reference = original_l_functions(original, cols, window)
+    return releases, ReleasePlan(attributes=tuple(cols), window=window, linked=bool(linked),
+                                 reference=reference)
 
 
 def _pattern_window(original: np.ndarray,
@@ -996,7 +1004,7 @@ def measure_release(
     return ReleaseMeasures(
         distance_risk=distance_risk(original, release, by=attributes, mean_row=False),
         pattern=ripley_distance(original, _in_window(release, plan.window), by=attributes,
-                                window=plan.window, mean_row=False),
+                                window=plan.window, mean_row=False, reference=plan.reference),
         linked_records=linked,
     )
 

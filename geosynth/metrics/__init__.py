@@ -17,8 +17,9 @@ Utility (:mod:`geosynth.metrics.utility`):
 * :func:`interval_overlap` -- geometric (Nunes 2018) or Karr et al. (2006) interval overlap;
 * :func:`quadrant_coverage` -- Nunes (2018) §3.3 random-rectangle coverage;
 * :func:`intensity_fidelity` -- original against synthetic counts per cell of a common lattice;
-* :func:`ripley_k`, :func:`ripley_distance` -- Ripley's K/L with isotropic or translation edge
-  correction (hand-written: PySAL's pointpats 2.5 has none; it is the tests' oracle);
+* :func:`ripley_k`, :func:`ripley_distance`, :func:`original_l_functions` -- Ripley's K/L with
+  isotropic or translation edge correction (hand-written: PySAL's pointpats 2.5 has none; it
+  is the tests' oracle);
 * :func:`gp_regression`, :func:`stacked_intervals` -- Bayesian spatial regression (eq. 3.2) on
   the original and the stacked releases (Zhou & Reiter 2010), with interval overlap.
 """
@@ -43,6 +44,7 @@ from geosynth.metrics.utility import (
     continuous_utility,
     intensity_fidelity,
     interval_overlap,
+    original_l_functions,
     quadrant_coverage,
     ripley_distance,
     ripley_k,
@@ -70,6 +72,7 @@ __all__ = [
     "k_anonymity_summary",
     "quadrant_coverage",
     "ripley_distance",
+    "original_l_functions",
     "ripley_k",
     "spatial_k_anonymity",
     "stacked_intervals",
