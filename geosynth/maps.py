@@ -107,6 +107,8 @@ __all__ = [
     "release_layer_name",
     "intensity_layer_name",
     "DEFAULT_MAX_POINTS",
+    "MAX_DRAWN",
+    "check_drawn",
     "ORIGINAL_LAYER",
     "DISPLACEMENT_LAYER",
     "GRID_LAYER",
@@ -119,6 +121,10 @@ __all__ = [
 #: points drawn per layer (each adds about 0.2 kB to the page, and so does each of its
 #: displacement lines: every point of a million records in 5 releases would make 2 GB).
 DEFAULT_MAX_POINTS = 10_000
+#: The most points and displacement lines a map draws in all: about 100 MB of page. Uncapped,
+#: 200,000 records and 5 releases (1.2 million points and a million lines) failed with a
+#: MemoryError while the page was built, after the whole fit of ``geosynth release``.
+MAX_DRAWN = 500_000
 #: Name of the layer of the confidential points (internal maps only).
 ORIGINAL_LAYER = "Original (internal)"
 #: Name of the layer of lines from original to synthetic points (internal, linked releases).
@@ -353,6 +359,8 @@ def review_map(
                                          stacklevel=3)
         releases = [_public_form(release) for release in releases]
         _check_public_columns(releases, original, fit)
+    check_drawn([len(r) for r in releases], None if public else len(original), max_points,
+                linked)
     shown = [_subsample(release, max_points) for release in releases]
     extents = [release.total_bounds for release in releases]
     if not public:
@@ -564,6 +572,45 @@ def _check_fit(fit: Any, grid: Any, combination: Any, crs: Any):
                          f"got {combination}")
     label = fit.counts.combination_labels(sep=", ")[int(combination)]
     return fit, grid, lam[:, int(combination)], label
+
+
+def check_drawn(releases: Sequence[int], original: int | None, max_points: int | None,
+                linked: bool) -> int:
+    """Return how many points and lines a review map draws; refuse more than :data:`MAX_DRAWN`.
+
+    Parameters
+    ----------
+    releases : sequence of int
+        The rows of each release.
+    original : int or None
+        The rows of the original (an internal map), or None (a public one).
+    max_points : int or None
+        The cap per layer (:func:`review_map`), or None for every point.
+    linked : bool
+        Whether each drawn release point has its displacement line.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        More than :data:`MAX_DRAWN`, naming ``max_points`` and the largest that fits.
+    """
+    def capped(n: int) -> int:
+        return n if max_points is None else min(n, max_points)
+
+    points = sum(capped(n) for n in releases)
+    drawn = points * (2 if linked else 1) + (0 if original is None else capped(original))
+    if drawn > MAX_DRAWN:
+        layers = len(releases) * (2 if linked else 1) + (original is not None)
+        raise InputError(
+            f"the map would draw {drawn:,} points and lines, more than the {MAX_DRAWN:,} a "
+            f"browser page holds (and its build, memory); pass max_points={MAX_DRAWN // layers:,} "
+            f"or fewer (it draws a fixed random subset per layer), got {max_points!r}"
+        )
+    return drawn
 
 
 def _check_max_points(max_points: Any) -> int | None:

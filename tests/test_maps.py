@@ -900,3 +900,12 @@ def test_public_map_refuses_an_identifier_unless_the_fit_releases_it(data):
     with pytest.warns(PrivacyLeakWarning, match="intensity"):
         drawn = review_map(None, [release], fit=fit, public=True)
     assert "region_id" in tooltip_fields(layers(drawn)[release_layer_name(1)])
+
+
+def test_a_map_beyond_what_a_page_holds_is_refused_naming_max_points():
+    # Uncapped, 200,000 records and 5 releases failed with a MemoryError building the page.
+    with pytest.raises(InputError, match=r"the map would draw 1,100,000 points and lines, more "
+                                         r"than the 500,000 .* pass max_points=45,454 or fewer"):
+        geosynth.maps.check_drawn([100_000] * 5, 100_000, None, linked=True)
+    assert geosynth.maps.check_drawn([100_000] * 5, 100_000, 10_000, linked=True) == 110_000
+    assert geosynth.maps.check_drawn([100_000] * 5, None, None, linked=False) == 500_000  # public

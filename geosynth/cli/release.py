@@ -333,6 +333,8 @@ def release(
         if outcome is not None and epsilon is None:  # now, on the records, not after the fit
             check_binary(original, outcome, name)
             check_coverage_size(original, name)
+        if map_path is not None:  # before the fit: a map too large failed after it
+            _check_map_size(counts.n_records, m, map_max_points, epsilon)
         if epsilon is None:
             click.echo(f"Read {counts.n_records} records from {input_path} "
                        f"({points.crs.to_string()})")
@@ -365,7 +367,7 @@ def release(
         if map_path is not None:
             from geosynth import maps
 
-            shown = maps.DEFAULT_MAX_POINTS if map_max_points is None else map_max_points or None
+            shown = _map_points(map_max_points)
             # The model's columns only: the input's others (ids, incomes, dates) went into the
             # map's tooltips, and a date column made the map fail after the fit.
             columns = [*counts.attributes, *counts.covariates, original.geometry.name]
@@ -555,6 +557,34 @@ def _require_keyword(function, keyword: str, option: str) -> None:
 
 _LEVELS_EXAMPLE = '{"sex": ["f", "m"], "age_group": [1, 2, 3]}'
 _MAX_LEVELS_BYTES = 16 << 20  # a domain of ~10⁶ levels; more is no attribute
+
+
+def _map_points(map_max_points: int | None) -> int | None:
+    """Return the points per layer of the --map: the default, or --map-max-points (0: all)."""
+    from geosynth import maps
+
+    return maps.DEFAULT_MAX_POINTS if map_max_points is None else map_max_points or None
+
+
+def _check_map_size(n_records: int, m: int, map_max_points: int | None,
+                    epsilon: float | None) -> None:
+    """Refuse, before the fit, a --map larger than a page holds (:func:`maps.check_drawn`).
+
+    Its releases hold about the records' number each, its internal layers the records and,
+    linked, one line per point. Under --epsilon only public numbers may decide: the cap
+    times the layers.
+    """
+    from geosynth import maps
+
+    shown = _map_points(map_max_points)
+    if epsilon is None:
+        maps.check_drawn([n_records] * m, n_records, shown, linked=True)
+    elif shown is None or shown * (m + 1) > maps.MAX_DRAWN:
+        raise InputError(
+            f"--map-max-points: under --epsilon the map's size may depend on public numbers "
+            f"only; give --map-max-points {maps.MAX_DRAWN // (m + 1):,} or fewer ({m} releases "
+            "and the records' layer)"
+        )
 
 
 def _check_declared_outcome(levels: dict[str, list], outcome: str, path: str) -> None:

@@ -963,3 +963,13 @@ def test_under_epsilon_the_outcome_is_judged_on_the_declared_levels_not_the_reco
     assert_refused(result, "--outcome: the levels of 'y' in --levels-file three.json are "
                            "[0, 1, 2]", "declare them as [0, 1]")
     assert "Fitting" not in result.output and not (tmp_path / "s.gpkg").exists()
+
+
+def test_a_map_too_large_for_a_page_is_refused_before_the_fit(inputs, tmp_path, monkeypatch):
+    # Uncapped (--map-max-points 0) a map of 200,000 records failed after the whole fit.
+    monkeypatch.setattr(geosynth.maps, "MAX_DRAWN", 500)  # 120 records: 5 layers, 600 drawn
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--map", tmp_path / "m.html",
+                 "--map-max-points", 0, "--out", tmp_path / "r.gpkg")
+    assert_refused(result, "the map would draw 600 points and lines", "--map-max-points 100 "
+                                                                      "or fewer")
+    assert "Fitting" not in result.output and not list(tmp_path.iterdir())
