@@ -371,8 +371,12 @@ def release(
             # The model's columns only: the input's others (ids, incomes, dates) went into the
             # map's tooltips, and a date column made the map fail after the fit.
             columns = [*counts.attributes, *counts.covariates, original.geometry.name]
-            review = maps.review_map(original[columns], result["internal"], fit=result["fit"],
-                                     max_points=shown, offline=True)
+            # Under --epsilon no record may have been counted: the map of the DP releases
+            # alone, as a public one (a map without the records was refused after the noise).
+            counted = len(original) > 0
+            review = maps.review_map(original[columns] if counted else None, result["internal"],
+                                     fit=result["fit"], max_points=shown, offline=True,
+                                     public=not counted)
             maps.save_map(review, map_path, outputs=outputs.outputs, private=True)
         if report_path is not None:
             # Under --epsilon the records may not stop a release (that it was made would tell
@@ -380,13 +384,18 @@ def release(
             from geosynth.metrics.utility import MIN_POINTS
 
             covered = outcome if epsilon is None or len(original) >= MIN_POINTS else None
-            evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
-                                           outcome=covered, seed=result["evaluate_seed"],
-                                           linked=epsilon is None,
-                                           rules=combining_rules(epsilon))
+            evaluation = None  # under --epsilon no record may have been counted
+            if len(original):
+                evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
+                                               outcome=covered, seed=result["evaluate_seed"],
+                                               linked=epsilon is None,
+                                               rules=combining_rules(epsilon))
             notes = [] if covered == outcome else [
                 f"no coverage of --outcome {outcome}: fewer than {MIN_POINTS} records were "
                 "counted, too few for its random rectangles"]
+            if evaluation is None:
+                notes.append("no risk or utility: no record was counted (none held the "
+                             "declared levels in a cell of the lattice)")
             report = _report(input_path, counts, grid, result, summary, r_hat, evaluation, run,
                              m, epsilon, dropped, notes)
             write_text(report_path, report, outputs=outputs, option="--report", private=True)
@@ -802,5 +811,5 @@ def _report(input_path, counts, grid, result, summary, r_hat, evaluation, run, m
     if epsilon is not None:
         lines += ["Differentially private records are not linked to the original records, so "
                   "only the unlinked measures apply.", ""]
-    lines.append(evaluation.to_markdown())
+    lines.append("None: see the notes above." if evaluation is None else evaluation.to_markdown())
     return "\n".join(lines)

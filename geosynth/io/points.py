@@ -10,6 +10,7 @@ mark, encoding and missing-value words as options.
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import re
 import shlex
@@ -885,7 +886,9 @@ def _read_ogr(source: Path, dataset: VectorSource, layer: str | None,
             _check_field_names(source, [str(name) for name in info["fields"]],
                                info["geometry_name"] if info["geometry_type"] is not None
                                else None)
-            frame = pyogrio.read_dataframe(dataset.path, layer=layer)
+            as_text = not check_values and dataset.suffix in _TYPED_BY_VALUES
+            frame = pyogrio.read_dataframe(dataset.path, layer=layer,
+                                           **(_text_schema(info) if as_text else {}))
     except UnicodeDecodeError as err:
         raise _not_text(source, dataset, err.encoding) from None
     except (pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as err:
@@ -897,9 +900,9 @@ def _read_ogr(source: Path, dataset: VectorSource, layer: str | None,
         ) from None
     if note is not None:
         warnings.warn(note, DataWarning, stacklevel=3)
+    if as_text:  # "Could not parse column 'v' as JSON": said of a column of mixed values
+        caught = [w for w in caught if not str(w.message).startswith("Could not parse column")]
     _warn_unquoted(caught, shown, check_values)
-    if not check_values and dataset.suffix in _TYPED_BY_VALUES:
-        return _values_as_text(frame)
     return frame
 
 
@@ -908,24 +911,20 @@ def _read_ogr(source: Path, dataset: VectorSource, layer: str | None,
 _TYPED_BY_VALUES = (".geojson", ".json")
 
 
-def _values_as_text(frame: pd.DataFrame) -> pd.DataFrame:
-    """Return ``frame`` with every column but the geometry as text (missing values kept).
+def _text_schema(info: dict) -> dict[str, str]:
+    """GDAL's ``OGR_SCHEMA`` open option that reads every field of the layer as text.
 
-    For a DP release (``check_values=False``), as a CSV file's columns are read: GDAL typed a
-    GeoJSON column of 1s and 2s as integers, refused against declared levels ``["1", "2"]``,
-    and the same column with one record's ``"x"`` as text, released. Numbers are written as
-    pandas writes them (an integer as ``"1"``, a whole float as ``"1.0"``), booleans as
-    ``"True"``/``"False"``; ``prepare`` reads such text as the declared numbers and booleans.
+    For a DP release (``check_values=False``), as a CSV file's columns are read. GDAL types a
+    GeoJSON column from all its values: 1s and 2s became integers, refused against declared
+    levels ``["1", "2"]``, the same with one record's ``"x"`` text, and released; one value
+    2.5 made a column of reals whose 1s read ``"1.0"`` and matched no level; dates became
+    timestamps. As text each value is its own JSON literal (``1``, ``1.0``, ``2.5``,
+    ``true``, ``2020-01-01``), whatever the others hold, and ``prepare`` reads it as the
+    declared numbers and booleans.
     """
-    geometry = getattr(frame, "_geometry_column_name", None)
-    out = frame.copy()
-    for column in out.columns:
-        if column == geometry or pd.api.types.is_string_dtype(out[column].dtype):
-            continue
-        values = out[column]
-        text = values.map(lambda v: v if isinstance(v, str) else str(v), na_action="ignore")
-        out[column] = text.astype(object).where(values.notna(), None)
-    return out
+    fields = [{"name": str(name), "type": "String"} for name in info["fields"]]
+    schema = {"layers": [{"name": info["layer_name"], "schemaType": "Patch", "fields": fields}]}
+    return {"OGR_SCHEMA": json.dumps(schema)}
 
 
 def _warn_unquoted(caught: list[warnings.WarningMessage], shown: str,

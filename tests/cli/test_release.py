@@ -973,3 +973,18 @@ def test_a_map_too_large_for_a_page_is_refused_before_the_fit(inputs, tmp_path, 
     assert_refused(result, "the map would draw 600 points and lines", "--map-max-points 100 "
                                                                       "or fewer")
     assert "Fitting" not in result.output and not list(tmp_path.iterdir())
+
+
+def test_under_epsilon_a_release_of_no_counted_record_is_still_made(inputs, tmp_path):
+    # Declared levels that no record holds: every record is dropped, and the release is noise.
+    # The report's evaluation then failed after the noise was drawn ("original has no
+    # records"), so whether a release was made depended on the records.
+    nothing = tmp_path / "nothing.json"
+    nothing.write_text(json.dumps({"y": [5, 6], "x1": [1, 2]}))
+    report = tmp_path / "r.md"
+    result = run("release", inputs["gpkg"], "--attributes", "y,x1", "--grid", "3x3",
+                 "--region", inputs["region"], "--epsilon", 1, "--levels-file", nothing, *FAST,
+                 "--report", report, "--map", tmp_path / "m.html", "--out", tmp_path / "r.gpkg")
+    assert result.exit_code == 0, result.output
+    assert "- Note: no risk or utility: no record was counted" in report.read_text()
+    assert io.read_release(tmp_path / "r.gpkg").m == 2

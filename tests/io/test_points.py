@@ -1,5 +1,6 @@
 """read_points: GeoPackage, GeoParquet, shapefile and CSV files, and what is refused."""
 
+import json
 import sys
 import warnings
 
@@ -1288,28 +1289,38 @@ def test_a_csv_parser_error_under_dp_gives_no_line_number(tmp_path):
 
 
 def test_under_dp_a_geojsons_columns_are_text_whatever_its_values(tmp_path):
-    # GDAL types a GeoJSON column by its values: 1s and 2s as integers (refused against the
-    # declared levels ["1", "2"]), the same with one record's "x" as text (released). Under DP
-    # the column is text either way, so one record no longer decides whether a release is made.
+    # GDAL types a GeoJSON column by all its values: 1s and 2s as integers (refused against the
+    # declared levels ["1", "2"]), the same with one record's "x" as text (released), with one
+    # 2.5 as reals whose 1s read "1.0" (all 60 others dropped); dates as timestamps. Under DP
+    # each value is read as its own text, so one record changes one count, never the others'.
     import geosynth
 
     rng = np.random.default_rng(0)
     xy = rng.uniform([XMIN, YMIN], [XMAX, YMAX], (40, 2))
     grid = geosynth.Grid.regular((XMIN, YMIN, XMAX, YMAX), shape=(2, 2), crs=CRS)
-    groups = rng.integers(1, 3, 40)
-    counted = []
-    for name, values in (("numbers", list(groups)), ("mixed", ["x", *groups[1:]])):
+    groups = [int(v) for v in rng.integers(1, 3, 40)]
+    days = [f"2020-01-0{v}" for v in groups]
+    levels = {"grp": ["1", "2"], "day": ["2020-01-01", "2020-01-02"]}
+    counted = {}
+    for name, first in (("numbers", groups[0]), ("text", "x"), ("real", 2.5)):
         path = tmp_path / f"{name}.geojson"
-        gpd.GeoDataFrame({"grp": values, "share": rng.uniform(0, 1, 40), "flag": groups == 1},
-                         geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS).to_file(path)
-        points = read_points(path, check_values=False)
-        assert all(isinstance(v, str) for v in points["grp"]) and points["flag"][0] in (
-            "True", "False")
+        features = [{"type": "Feature", "geometry": {"type": "Point", "coordinates": list(p)},
+                     "properties": {"grp": g, "day": d}}
+                    for p, g, d in zip(xy.tolist(), [first, *groups[1:]], days, strict=True)]
+        path.write_text(json.dumps({"type": "FeatureCollection", "features": features,
+                                    "crs": {"type": "name", "properties": {"name": CRS}}}))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # pyogrio's "Could not parse column" said it
+            points = read_points(path, check_values=False)
+        assert all(isinstance(v, str) for v in points["grp"]), points["grp"].tolist()[:3]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            counts = geosynth.prepare(points, grid, ["grp"], levels={"grp": ["1", "2"]})
-        counted.append(counts.counts)
-    numbers, mixed = counted
-    assert numbers.sum() == 40 and mixed.sum() == 39  # the "x" record is dropped, no refusal
+            for attribute in levels:
+                counted[name, attribute] = geosynth.prepare(
+                    points, grid, [attribute], levels={attribute: levels[attribute]}).counts
+    assert counted["numbers", "grp"].sum() == 40 and counted["numbers", "day"].sum() == 40
+    for other in ("text", "real"):  # the first record alone is dropped
+        assert counted[other, "grp"].sum() == 39
+        assert np.abs(counted["numbers", "grp"] - counted[other, "grp"]).sum() == 1
     # With values checked (no DP), the file's own types are kept.
     assert read_points(tmp_path / "numbers.geojson")["grp"].dtype.kind == "i"
