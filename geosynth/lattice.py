@@ -584,7 +584,9 @@ class Grid:
         grid._kind, grid._crs = "areal", crs
         grid._contiguity = _check_contiguity(contiguity)
         grid._public_ids = bool(public_ids)
-        kept = grid._set_cells(polygons, None, polygon_union(exclude, "exclude", crs))
+        excluded = polygon_union(exclude, "exclude", crs)
+        kept = grid._set_cells(polygons, None, excluded)
+        grid._exclude = excluded  # a point within gap of an area may lie in it (_locate_in_gaps)
         _warn_of_dropped_areas(np.asarray(areas.index), kept)
         grid._area_ids = None if ids is None else ids[kept]
         polygons = polygons[kept]
@@ -758,7 +760,9 @@ class Grid:
                 fix = f"{fix}islands='nearest' (links each to its nearest area, as BYM users do)"
             else:
                 fix = f"{fix}a larger cell_size or a region that joins them"
-            if self.n_cut_links:
+            if self.n_cut_links and self.n_linked_islands:  # islands="nearest" is in use
+                fix = "barriers that leave them a link (Grid.without_links_across, CLI: --barriers)"
+            elif self.n_cut_links:
                 fix = f"{fix}, or fewer barriers (Grid.without_links_across, CLI: --barriers)"
             warnings.warn(
                 f"{isolated.size} cell(s) have no {self._contiguity} neighbour (cell ids "
@@ -1172,18 +1176,23 @@ class Grid:
 
         ``from_polygons(gap=)`` links areas across slivers of digitising gap, and records
         geocoded onto the boundary streets fall in them: they were in no cell ("build a grid
-        that covers them"), or dropped without a word. A point inside an area's excluded part
+        that covers them"), or dropped without a word. The distance is to the areas' habitable
+        parts; a point inside an area (its excluded part) or strictly inside an excluded area
         stays in none.
         """
         lost = np.flatnonzero((cell < 0) & np.isfinite(x) & np.isfinite(y))
+        excluded = getattr(self, "_exclude", None)  # None: pickled before, or none given
+        if excluded is not None:
+            lost = lost[~shapely.contains_xy(excluded, x[lost], y[lost])]
         if lost.size == 0:
             return
-        if "area_tree" not in self._cache:
-            self._cache["area_tree"] = shapely.STRtree(self._boxes())
-        tree = self._cache["area_tree"]
+        if "area_trees" not in self._cache:
+            self._cache["area_trees"] = (shapely.STRtree(self._boxes()),
+                                         shapely.STRtree(self._habitable))
+        areas, habitable = self._cache["area_trees"]
         points = shapely.points(x[lost], y[lost])
-        inside = tree.query(points, predicate="intersects")[0]
-        near, area = tree.query_nearest(points, max_distance=self.gap, all_matches=True)
+        inside = areas.query(points, predicate="intersects")[0]
+        near, area = habitable.query_nearest(points, max_distance=self.gap, all_matches=True)
         free = ~np.isin(near, inside)
         near, area = near[free], area[free]
         order = np.lexsort((area, near))
@@ -1283,14 +1292,17 @@ class Grid:
         (which links cells "whatever the region looks like between them") still pools them.
         The usual remedy in disease mapping is to edit the neighbour list (as with spdep's
         ``edit.nb``): this does it by rule. A link between two neighbouring cells is cut when
-        the straight segment between their representative points meets a barrier line or
-        polygon; the representative point of a cell is a point inside its habitable part
-        (:func:`shapely.point_on_surface` of :attr:`habitable_geometry`).
+        the straight segment between their representative points crosses a barrier line or
+        polygon (:func:`shapely.crosses`: a segment that only touches a barrier at an end, or
+        runs along a line, is not cut). The representative point of a cell is a point inside
+        its habitable part outside the barrier polygons (:func:`shapely.point_on_surface`),
+        inside the polygons only for a cell they cover wholly.
 
-        A barrier that runs through a cell leaves that cell linked to both banks when the
-        segments to its neighbours miss it: the links of a cell follow from one point, and the
-        cell is not split. Use cells smaller than the stretches of bank to separate, or pass
-        the barrier's polygons also as ``exclude`` so that they leave the cells.
+        The links of a cell follow from its one point, and the cell is not split: a barrier
+        polygon through a cell links it to the bank its point lies on, and a barrier line
+        through a cell's point (a road along the cells' centres) cuts none of its links. Use
+        cells smaller than the stretches of bank to separate, or pass the barrier's polygons
+        also as ``exclude`` so that they leave the cells.
 
         Parameters
         ----------
@@ -1330,8 +1342,8 @@ class Grid:
         (4, 2)
         """
         parts = shapely.get_parts(check_polygons(barriers, "barriers", self._crs, lines=True))
-        cut = _links_crossing(self._adjacency,
-                              shapely.point_on_surface(self.habitable_geometry), parts)
+        cut = _links_crossing(self._adjacency, _points_beside(self.habitable_geometry, parts),
+                              parts)
         if cut.shape[0] == 0:
             warnings.warn(
                 "barriers cut no link of the lattice: they run only inside cells, or lie away "
@@ -1349,7 +1361,12 @@ class Grid:
         adjacency = (self._adjacency - removed).tocsr()
         adjacency.eliminate_zeros()
         adjacency.sort_indices()
-        grid._set_adjacency(adjacency)
+        grid._set_adjacency(adjacency)  # its warning reads the links of islands="nearest"
+        if self.n_linked_islands:  # an island's link to its nearest area may be cut too
+            gone = {tuple(pair) for pair in cut.tolist()}
+            grid._linked_islands = np.array(
+                [pair for pair in self.linked_islands.tolist()
+                 if (min(pair), max(pair)) not in gone], dtype=np.int64).reshape(-1, 2)
         return grid
 
     def _boxes(self) -> np.ndarray:
@@ -1422,18 +1439,38 @@ def _grid_key(grid: Grid) -> tuple:
     )
 
 
+def _points_beside(habitable: np.ndarray, barriers: np.ndarray) -> np.ndarray:
+    """Return a point of each cell's habitable part outside the barrier polygons, if any.
+
+    With the centre of a cell in a river polygon (not excluded), every segment from it began
+    in the barrier and crossed it: the cell lost all its links and became an island.
+    """
+    points = shapely.point_on_surface(habitable)
+    areas = barriers[np.isin(shapely.get_type_id(barriers), _POLYGON_TYPES)]
+    if areas.size == 0:
+        return points
+    touched = np.unique(shapely.STRtree(areas).query(habitable, predicate="intersects")[0])
+    beside = shapely.difference(habitable[touched], shapely.union_all(areas))
+    kept = ~shapely.is_empty(beside)
+    points[touched[kept]] = shapely.point_on_surface(beside[kept])
+    return points
+
+
 def _links_crossing(adjacency: sparse.csr_matrix, points: np.ndarray,
                     barriers: np.ndarray) -> np.ndarray:
-    """``(i, j)`` pairs, ``i < j``, of linked cells whose points' segment meets a barrier.
+    """``(i, j)`` pairs, ``i < j``, of linked cells whose points' segment crosses a barrier.
 
     ``points`` holds one point per cell, ``barriers`` single-part lines and polygons (an
-    STRtree of them answers all the segments at once).
+    STRtree of them answers all the segments at once). A segment that only touches a barrier
+    (at one of its ends: a line through a cell's point) or runs along a line does not cross
+    it (:func:`shapely.crosses`); one that "intersects" it cut every link of a cell whose
+    point a road passed through.
     """
     upper = sparse.triu(adjacency, k=1).tocoo()
     i, j = upper.row.astype(np.int64), upper.col.astype(np.int64)
     xy = shapely.get_coordinates(points)
     segments = shapely.linestrings(np.stack([xy[i], xy[j]], axis=1))
-    hit = shapely.STRtree(barriers).query(segments, predicate="intersects")[0]
+    hit = shapely.STRtree(barriers).query(segments, predicate="crosses")[0]
     crossed = np.zeros(i.size, dtype=bool)
     crossed[hit] = True
     order = np.lexsort((j[crossed], i[crossed]))

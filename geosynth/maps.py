@@ -608,7 +608,8 @@ def check_drawn(releases: Sequence[int], original: int | None, max_points: int |
         raise InputError(
             f"the map would draw {drawn:,} points and lines, more than the {MAX_DRAWN:,} a "
             f"browser page holds (and its build, memory); pass max_points={MAX_DRAWN // layers:,} "
-            f"or fewer (it draws a fixed random subset per layer), got {max_points!r}"
+            "or fewer (it draws a fixed random subset per layer)"
+            + ("" if max_points is None else f", got {max_points:,}")
         )
     return drawn
 

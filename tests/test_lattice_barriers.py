@@ -137,3 +137,39 @@ def test_the_model_no_longer_pools_intensity_across_the_barrier():
         intensity.append(fit.posterior_mean_lambda()[border].sum())
     pooled, cut = intensity
     assert cut < 0.1 * pooled  # 5.5 pooled, 0.02 cut (seed 4); 5.4 and 0.02, 5.7 and 0.01 (5, 6)
+
+
+def test_a_barrier_through_the_cells_points_isolates_none_of_them():
+    # A road along x = 1.5, through the centres of column 1: its segments "intersected" every
+    # link of those cells, which became 4 islands (11 links cut, 6 components).
+    grid = Grid.regular((0, 0, 4, 4), shape=(4, 4), contiguity="rook")
+    road = shapely.LineString([(1.5, -1), (1.5, 5)])
+    with pytest.warns(DataWarning, match="barriers cut no link"):
+        along = grid.without_links_across(road)
+    assert along.n_components == 1 and along.n_neighbours.min() >= 2
+    # As a polygon (not excluded), the cells it covers are linked to the bank of their point.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IsolatedCellWarning)
+        split = grid.without_links_across(road.buffer(0.1))
+    col = grid.cell_col
+    assert split.n_components == 2 and split.n_neighbours.min() >= 1
+    points = shapely.point_on_surface(grid.habitable_geometry)  # column 1's points: x = 1.5
+    assert np.allclose(shapely.get_x(points)[col == 1], 1.5)
+    assert all(len(set(split.component[col == c])) == 1 for c in range(4))
+    assert split.component[col == 0][0] != split.component[col == 2][0]
+
+
+def test_a_barrier_that_cuts_an_islands_link_says_so_and_the_link_is_gone():
+    # islands="nearest" linked the far island to its nearest area; a barrier across the strait
+    # cut that link, the metadata still counted it, and the warning advised islands="nearest".
+    areas = gpd.GeoDataFrame(geometry=[shapely.box(0, 0, 1, 1), shapely.box(1, 0, 2, 1),
+                                       shapely.box(5, 0, 6, 1)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        linked = Grid.from_polygons(areas, islands="nearest")
+    assert linked.n_linked_islands == 1 and linked.n_components == 1
+    strait = shapely.LineString([(3.5, -1), (3.5, 2)])
+    with pytest.warns(IsolatedCellWarning, match=r"barriers that leave them a link") as caught:
+        cut = linked.without_links_across(strait)
+    assert "islands='nearest'" not in str(caught[0].message)
+    assert cut.n_linked_islands == 0 and cut.n_components == 2 and cut.n_cut_links == 1

@@ -609,3 +609,16 @@ def test_points_in_the_gap_between_areas_go_to_the_nearest_area_within_gap():
                              geometry=gpd.points_from_xy([1000.25] * 10, np.linspace(1, 999, 10)),
                              crs=32633)
     assert geosynth.prepare(frame, grid, ["s"]).counts.sum(axis=1).tolist() == [10, 0]
+
+
+def test_a_point_in_an_excluded_area_across_the_gap_stays_in_no_area():
+    # A lake excluded across the sliver between two areas: a point in the lake but within gap
+    # of an area went to it, though locate promises -1 strictly inside an excluded area.
+    areas = gpd.GeoDataFrame(geometry=[shapely.box(0, 0, 100, 100),
+                                       shapely.box(100.5, 0, 200, 100)], crs=32633)
+    lake = shapely.box(90, 40, 110, 60)
+    grid = Grid.from_polygons(areas, gap=1.0, exclude=lake)
+    assert grid.locate([[100.25, 50], [95, 50], [100.25, 20]]).tolist() == [-1, -1, 0]
+    # The distance is to the habitable parts: beside the lake's shore, the nearer bank's area.
+    shore = Grid.from_polygons(areas, gap=1.0, exclude=shapely.box(99.0, 40, 100, 60))
+    assert shore.locate([[100.3, 50]]).tolist() == [1]  # 0.2 from area 1, 1.3 from area 0

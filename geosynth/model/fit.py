@@ -112,8 +112,8 @@ MAX_SWEEPS = 10**9
 class PaivaModel:
     """Bayesian Poisson/ICAR model of cell counts per attribute combination.
 
-    ``log λ_ib = μ + Σ_k α_k + θ_i + Σ_k φ_ik + Σ_c β_ci·Z̄_cib + ε_ib`` (Paiva et al. 2014;
-    Nunes 2018 eqs. 2.1–2.9 and, with ``beta_prior``, 2.19–2.21, over the K continuous
+    ``log λ_ib = log a_i + μ + Σ_k α_k + θ_i + Σ_k φ_ik + Σ_c β_ci·Z̄_cib + ε_ib`` (Paiva et
+    al. 2014; Nunes 2018 eqs. 2.1–2.9 and, with ``beta_prior``, 2.19–2.21, over the K continuous
     covariates c of ``prepare(..., continuous=...)`` as §5 generalises it), fitted by a numba
     Gibbs sampler. A model cannot be changed once made (its fits keep it as ``fit.model``, which
     the release metadata describes); make another for other settings.

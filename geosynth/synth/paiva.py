@@ -232,8 +232,9 @@ def synthesize(
 
     *Cell probabilities.* ``p_i ∝ λ_ib`` and nothing else. λ_ib is already the expected count
     of the habitable part of cell ``i``: the modelled counts are the records located in that
-    habitable geometry and the model has no area offset, so weighting ``p_i`` by the habitable
-    fraction would count the restriction twice. (The public R implementation of Paiva et al.
+    habitable geometry, and the model's exposure ``log a_i`` (the habitable fraction) is
+    already in it (:class:`geosynth.PaivaModel`), so weighting ``p_i`` by the habitable
+    fraction again would count the restriction twice. (The public R implementation of Paiva et al.
     applies restricted-area weights at this step in a way that cancels out of the normalised
     ``p_i``; we do not reproduce that code path.) The habitable geometry enters only where in
     the chosen cell the point is placed.
