@@ -88,7 +88,7 @@ from geosynth._points import at_locations, point_coordinates
 from geosynth._validation import check_bool, check_int, check_unique_columns, describe_value
 from geosynth._vendor import RawText
 from geosynth.data import CellCounts, CountTable, warn_if_bounds_touch_records
-from geosynth.errors import CRSError, InputError, InputTypeError, PrivacyLeakWarning
+from geosynth.errors import CRSError, DataWarning, InputError, InputTypeError, PrivacyLeakWarning
 from geosynth.synth.release import (
     INTERNAL_PREFIX,
     check_geodataframe,
@@ -362,11 +362,12 @@ def review_map(
     check_drawn([len(r) for r in releases], None if public else len(original), max_points,
                 linked)
     shown = [_subsample(release, max_points) for release in releases]
-    extents = [release.total_bounds for release in releases]
-    if not public:
+    extents = [release.total_bounds for release in releases if len(release)]
+    if not public and len(original):
         extents.append(original.total_bounds)
     if grid is not None:
         extents.append(np.asarray(grid.bounds, dtype=float))
+    _check_something_drawn(releases, extents)
 
     m = folium.Map(location=(0.0, 0.0), zoom_start=2, tiles=tiles, control_scale=True)
     setattr(m, _PUBLIC_MARK, public)
@@ -494,10 +495,24 @@ def _check_releases(releases: Any) -> list[gpd.GeoDataFrame]:
         raise InputError("releases is empty; pass the synthetic releases to draw")
     for number, release in enumerate(releases):
         _check_points(release, f"releases[{number}]")
-        if len(release) == 0:
-            raise InputError(f"releases[{number}] has no points (an empty release, e.g. filtered "
-                             "to no rows); pass releases with points, or leave it out")
     return releases
+
+
+def _check_something_drawn(releases: list[gpd.GeoDataFrame], extents: list) -> None:
+    """Refuse a map of nothing; warn of an empty release, whose layer is drawn empty.
+
+    A DP release may be empty (its size is a noisy count): refused, it failed the command
+    after the budget was spent, on the noise. A release filtered to no rows by mistake is
+    still told.
+    """
+    empty = [number for number, release in enumerate(releases) if len(release) == 0]
+    if not extents:
+        raise InputError("every release is empty and there is no lattice or original point to "
+                         "draw; pass releases with points (or fit= for the intensity)")
+    if empty:
+        warnings.warn(f"releases {empty} have no points (an empty release, e.g. filtered to no "
+                      "rows, or a DP release of a noisy size 0): their layers are empty",
+                      DataWarning, stacklevel=4)
 
 
 def _check_tiles(tiles: Any) -> None:
@@ -665,7 +680,7 @@ def _public_form(release: gpd.GeoDataFrame) -> gpd.GeoDataFrame:
     xy = point_coordinates(frame, "release")
     attributes = [c for c in keep if c != geometry]
     tie_break = (frame[attributes].astype(str).agg("\x1f".join, axis=1).to_numpy()
-                 if attributes else np.zeros(len(frame)))
+                 if attributes and len(frame) else np.zeros(len(frame)))
     order = np.lexsort((tie_break, xy[:, 1], xy[:, 0]))
     public = gpd.GeoDataFrame(frame.iloc[order].reset_index(drop=True), geometry=geometry,
                               crs=release.crs)
@@ -939,7 +954,8 @@ def _tooltip(frame: gpd.GeoDataFrame, aliases: list[str] | None = None):
 
 def _add_points(m: folium.Map, frame: gpd.GeoDataFrame, name: str, color: str) -> None:
     style = {"color": color, "fillColor": color, "weight": 1, "fillOpacity": 0.7}
-    _Layer(_geojson(frame), name, style, tooltip=_tooltip(frame),
+    # folium checks a tooltip's fields against the features: an empty layer has none
+    _Layer(_geojson(frame), name, style, tooltip=_tooltip(frame) if len(frame) else None,
            marker=folium.CircleMarker(radius=3, fill=True)).add_to(m)
 
 
