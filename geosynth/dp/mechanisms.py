@@ -1087,14 +1087,6 @@ def exponential(
         )
     sensitivity = _check_sensitivity(sensitivity, "absolute")
     epsilon = check_epsilon(epsilon)
-    low, high = EXPONENTIAL_EPSILON
-    if not low <= epsilon <= high:  # ρ = ε²/8 underflowed to 0 (ZeroDivisionError) or overflowed
-        raise InputError(
-            f"exponential: epsilon={epsilon!r} is outside [{low:g}, {high:g}], where its privacy "
-            "loss in zCDP (rho = epsilon**2 / 8) is a float64 OpenDP can certify; a smaller "
-            "epsilon gives a uniform choice and a larger one the best-scored candidate, so "
-            "give an epsilon in that range"
-        )
     check_optional_str(label, "label")
     check_accountant(accountant)
     check_seed(seed)  # a bad seed is refused before the spend
@@ -1104,6 +1096,14 @@ def exponential(
         epsilon=epsilon, what="Gumbel scale 2*sensitivity/epsilon",
         smallest=2.0 * sensitivity / MAX_FLOAT_NOISE_SCALE, reason="float64 scores can carry",
     )
+    low, high = EXPONENTIAL_EPSILON
+    if not low <= epsilon <= high:  # ρ = ε²/8 underflowed to 0 (ZeroDivisionError) or overflowed
+        raise InputError(
+            f"exponential: epsilon={epsilon!r} is outside [{low:g}, {high:g}], where its privacy "
+            "loss in zCDP (rho = epsilon**2 / 8) is a float64 OpenDP can certify; a smaller "
+            "epsilon gives a uniform choice and a larger one the best-scored candidate, so "
+            "give an epsilon in that range"
+        )
 
     if seed is None:
         dp = _opendp()
