@@ -1195,10 +1195,10 @@ class Grid:
         near, area = habitable.query_nearest(points, max_distance=self.gap, all_matches=True)
         free = ~np.isin(near, inside)
         near, area = near[free], area[free]
-        order = np.lexsort((area, near))
+        order = np.lexsort((area, near))  # each point's nearest areas, smallest id first
         near, area = near[order], area[order]
-        first = np.r_[True, near[1:] != near[:-1]] if near.size else np.zeros(0, dtype=bool)
-        cell[lost[near[first]]] = area[first]
+        points_hit, first = np.unique(near, return_index=True)
+        cell[lost[points_hit]] = area[first]
 
     def _claim_shared_edges(self, cell: np.ndarray, outside: np.ndarray, x: np.ndarray,
                             y: np.ndarray, row: np.ndarray, col: np.ndarray) -> None:
@@ -2053,13 +2053,13 @@ def check_polygons(obj: PolygonsLike, name: str, crs: pyproj.CRS | None, *,
             "geometries or ogr2ogr -makevalid (in Python, shapely.make_valid or the GeoSeries' "
             "make_valid method)"
         )
-    if geoms.size == 0 and lines:
-        raise GridError(f"{name} has no non-empty line or polygon, so it crosses nothing; pass "
-                        "the lines or polygons of the barriers")
     if geoms.size == 0:
         # "pass None to skip it" was wrong for Grid.hexagonal's extent, which is required
-        raise GridError(f"{name} has no non-empty polygon, so it covers no area; pass the "
-                        "polygons of an area")
+        raise GridError(
+            f"{name} has no non-empty line or polygon, so it crosses nothing; pass the lines or "
+            "polygons of the barriers" if lines else
+            f"{name} has no non-empty polygon, so it covers no area; pass the polygons of an area"
+        )
     return shapely.force_2d(geoms)  # see _area_polygons
 
 

@@ -1336,7 +1336,8 @@ def _fingerprint(gdf: gpd.GeoDataFrame, xy: np.ndarray, setup: _Setup) -> dict[s
             "continuous": digest(setup.continuous),
             "region": digest(_wkb(setup.region, "region", gdf.crs)),
             "exclude": digest(_wkb(setup.exclude, "exclude", gdf.crs)),
-            "barriers": digest(_wkb(setup.barriers, "barriers", gdf.crs)), "m": digest(setup.m),
+            "barriers": digest(_wkb(setup.barriers, "barriers", gdf.crs, lines=True)),
+            "m": digest(setup.m),
             "outcome": digest(setup.outcome), "n_quadrants": digest(setup.n_quadrants),
             "fit_options": digest(sorted(setup.fit_options.items())),
             "outside": digest(setup.outside),
@@ -1345,20 +1346,20 @@ def _fingerprint(gdf: gpd.GeoDataFrame, xy: np.ndarray, setup: _Setup) -> dict[s
             "coverage rectangles": digest("common random numbers", _COVERAGE_TAG)}
 
 
-def _wkb(polygons: Any, name: str = "region", crs: Any = None) -> bytes:
+def _wkb(polygons: Any, name: str = "region", crs: Any = None, lines: bool = False) -> bytes:
     """Return the bytes of a region, exclusion or barriers as the lattice reads them.
 
     Every input :meth:`geosynth.Grid.from_points` takes (a GeoDataFrame, a GeoSeries, a
     geometry, a list of polygons) is read by the lattice's own reader, in the CRS of the
     points (``crs``): inputs that cover different areas never get the same bytes (a list's
     repr, which shapely cuts short, made two regions equal). The bytes are the WKB of the
-    union and the input's own CRS.
+    union and the input's own CRS; ``lines`` reads lines too, as barriers are read.
     """
     from geosynth.lattice import check_polygons
 
     if polygons is None:
         return b""
-    union = shapely.union_all(check_polygons(polygons, name, crs, lines=name == "barriers"))
+    union = shapely.union_all(check_polygons(polygons, name, crs, lines=lines))
     own = getattr(polygons, "crs", None)
     return (repr(own and own.to_wkt()).encode()
             + shapely.to_wkb(shapely.normalize(union), byte_order=1))
