@@ -338,14 +338,18 @@ class Candidate:
 
 
 def _grid_digest(grid: Any) -> str:
-    """SHA-256 of a lattice's kind, CRS, habitable cells and adjacency (what a fit sees)."""
+    """SHA-256 of a lattice's kind, CRS, habitable cells and adjacency (what a fit sees).
+
+    And of its exposure, where it is not the habitable fraction that the cells already give.
+    """
     from geosynth.lattice import Grid
 
     if not isinstance(grid, Grid):
         raise InputError(f"grid must be a geosynth.Grid (e.g. Grid.from_polygons(areas)), got "
                          f"{type(grid).__name__}")
     h = hashlib.sha256(repr((grid.kind, grid.crs and grid.crs.to_wkt())).encode())
-    for part in (grid.indptr, grid.indices, *shapely.to_wkb(grid.habitable_geometry)):
+    exposure = [] if grid.exposure_source == "habitable fraction" else [grid.exposure]
+    for part in (grid.indptr, grid.indices, *exposure, *shapely.to_wkb(grid.habitable_geometry)):
         h.update(part if isinstance(part, bytes) else np.ascontiguousarray(part).tobytes())
     return h.hexdigest()
 

@@ -827,6 +827,8 @@ class LatticeChoice:
         ``--area-gap METRES``.
     areas_layer : str or None
         ``--areas-layer LAYER``.
+    area_exposure : str or None
+        ``--area-exposure area|COLUMN``.
     """
 
     grid_shape: tuple[int, int] | None = None
@@ -838,6 +840,7 @@ class LatticeChoice:
     link_islands: bool = False
     area_gap: float | None = None
     areas_layer: str | None = None
+    area_exposure: str | None = None
 
     def check(self, region_path: str | None) -> None:
         """Refuse contradictory lattice options, naming them (click.UsageError)."""
@@ -855,7 +858,8 @@ class LatticeChoice:
                                   ("--areas-layer", self.areas_layer),
                                   ("--public-area-ids", self.public_area_ids),
                                   ("--link-islands", self.link_islands),
-                                  ("--area-gap", self.area_gap)):
+                                  ("--area-gap", self.area_gap),
+                                  ("--area-exposure", self.area_exposure)):
                 if value is not None and value is not False:  # --areas-layer "" too
                     raise click.UsageError(f"{option} applies to --areas only; add --areas FILE "
                                            f"or drop {option}")
@@ -921,7 +925,7 @@ def _lattice(points: gpd.GeoDataFrame, lattice: LatticeChoice,
         return Grid.from_polygons(areas, id_column=lattice.area_id, exclude=exclude,
                                   islands="nearest" if lattice.link_islands else "keep",
                                   public_ids=lattice.public_area_ids,
-                                  gap=lattice.area_gap or 0.0)
+                                  gap=lattice.area_gap or 0.0, exposure=lattice.area_exposure)
     if lattice.hex_size is not None:
         return Grid.from_points(points, cell_size=lattice.hex_size, region=region,
                                 exclude=exclude, kind="hexagonal")
@@ -1074,7 +1078,9 @@ def describe_lattice(grid: Grid) -> str:
     if grid.kind == "areal":
         linked = grid.n_linked_islands
         links = f", {linked} island(s) linked to their nearest area" if linked else ""
-        return f"{grid.n_cells} areas ({tail[:-1]}{links})"
+        exposure = ("" if grid.exposure_source == "habitable fraction"
+                    else f", exposure: {grid.exposure_source}")
+        return f"{grid.n_cells} areas ({tail[:-1]}{links}{exposure})"
     if grid.kind == "hexagonal":
         return (f"{grid.n_cells} hexagons of side {grid.cell_size[0]:,.0f} m "
                 f"({grid.n_cells} habitable, six-neighbour contiguity, "

@@ -54,6 +54,7 @@ OPTION_OF_PARAMETER: dict[str, str] = {
     "islands": "--link-islands",
     "public_ids": "--public-area-ids",
     "gap": "--area-gap",
+    "exposure": "--area-exposure",
     "region": "--region",
     "exclude": "--exclude",
     "barriers": "--barriers",

@@ -615,6 +615,14 @@ cell_size_option = click.option(
 )
 
 
+area_exposure_option = click.option(
+    "--area-exposure", default=None, metavar="area|COLUMN",
+    help="With --areas: what an area's expected count is proportional to. 'area': its area, so "
+    "the density is smoothed as on a grid (areas of very different sizes); COLUMN: a numeric "
+    "column of the areas (a population), the rate per unit of it. Default: none, the areas' "
+    "counts are smoothed as counts (areas of similar populations, such as census tracts).")
+
+
 def lattice_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """--grid, --cell-size, --hex-size and --areas (exactly one), with --area-id and friends."""
     options = [
@@ -648,6 +656,7 @@ def lattice_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="With --areas: areas whose boundaries come within METRES of each other are "
             "neighbours too (areas digitised separately leave slivers of gap between them); "
             "at most a tenth of a typical area's side."),
+        area_exposure_option,
     ]
     return _apply(options, f)
 

@@ -159,6 +159,7 @@ def release(
     public_area_ids: bool,
     link_islands: bool,
     area_gap: float | None,
+    area_exposure: str | None,
     region_path: str | None,
     region_layer: str | None,
     exclude_path: str | None,
@@ -235,7 +236,8 @@ def release(
     # One name is the single-covariate form (str) of the Python API; several are a list.
     continuous, beta_prior = _one_or_list(continuous), _one_or_list(beta_prior)
     lattice = LatticeChoice(grid_shape, cell_size, hex_size, areas_path, area_id,
-                            public_area_ids, link_islands, area_gap, areas_layer=areas_layer)
+                            public_area_ids, link_islands, area_gap, areas_layer=areas_layer,
+                            area_exposure=area_exposure)
     check_layer_options({"--region": (region_path, region_layer),
                          "--exclude": (exclude_path, exclude_layer),
                          "--barriers": (barriers_path, barriers_layer)})

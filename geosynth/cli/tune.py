@@ -34,6 +34,7 @@ from geosynth.cli.options import (
     FiniteFloat,
     GridSpec,
     Metres,
+    area_exposure_option,
     attributes_option,
     barriers_option,
     beta_prior_option,
@@ -126,6 +127,7 @@ class GridList(click.ParamType):
 @click.option("--area-gap", type=Metres(), default=None, metavar="METRES",
               help="With --areas: areas whose boundaries come within METRES of each other are "
               "neighbours too (slivers of gap between areas digitised separately).")
+@area_exposure_option
 @continuous_option
 @beta_prior_option
 @region_option("Every --cell-sizes, --grids and --hex-sizes candidate covers its bounds; "
@@ -178,6 +180,7 @@ def tune(
     areas_layer: tuple[str, ...],
     link_islands: bool,
     area_gap: float | None,
+    area_exposure: str | None,
     continuous: list[str] | None,
     beta_prior: list[str] | None,
     region_path: str | None,
@@ -232,7 +235,8 @@ def tune(
                                "--grids 10x10,20x20, --hex-sizes 150,300 and/or --areas FILE")
     _check_candidate_count({"--cell-sizes": cell_sizes, "--grids": grid_shapes,
                             "--hex-sizes": hex_sizes, "--areas": areas_paths})
-    for option, value in (("--link-islands", link_islands), ("--area-gap", area_gap)):
+    for option, value in (("--link-islands", link_islands), ("--area-gap", area_gap),
+                          ("--area-exposure", area_exposure)):
         if value and not areas_paths:
             raise click.UsageError(f"{option} applies to --areas only; add --areas FILE or "
                                    f"drop {option}")
@@ -288,7 +292,8 @@ def tune(
         candidates = (lattices
                       + [geosynth.Candidate(grid=build_grid(points, LatticeChoice(
                           areas_path=path, areas_layer=layer, link_islands=link_islands,
-                          area_gap=area_gap), exclude=exclude, barriers=barriers),
+                          area_gap=area_gap, area_exposure=area_exposure), exclude=exclude,
+                          barriers=barriers),
                           beta_prior=prior, label=name)
                          for name, (path, layer) in areas_by_label.items()])
         if continuous and prior is None:  # what the table measures is not all of the release
@@ -316,6 +321,7 @@ def tune(
                                       barriers=barriers_path, barriers_layer=barriers_layer,
                                       m=m, areas=areas, areas_layer=chosen_layer,
                                       link_islands=link_islands, area_gap=area_gap,
+                                      area_exposure=area_exposure,
                                       drop_outside=drop_outside, run=run)
         report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
                          figure_path)
@@ -348,7 +354,7 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                     out: str = "release.gpkg", areas: str | None = None,
                     region_layer: str | None = None, exclude_layer: str | None = None,
                     areas_layer: str | None = None, link_islands: bool = False,
-                    area_gap: float | None = None,
+                    area_gap: float | None = None, area_exposure: str | None = None,
                     barriers: str | None = None, barriers_layer: str | None = None,
                     drop_outside: bool = False, levels_file: str | None = None,
                     run: dict[str, Any] | None = None) -> str:
@@ -387,6 +393,8 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         ``--link-islands`` of the areal candidate.
     area_gap : float, optional
         ``--area-gap`` of the areal candidate.
+    area_exposure : str, optional
+        ``--area-exposure`` of the areal candidate.
     barriers, barriers_layer : str, optional
         ``--barriers`` and ``--barriers-layer`` of the tuning run, repeated.
     drop_outside : bool, default False
@@ -423,6 +431,8 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         words += ["--link-islands"] if link_islands else []
         if area_gap is not None:
             words += ["--area-gap", exact_number(area_gap)]
+        if area_exposure is not None:
+            words += ["--area-exposure", area_exposure]
     else:
         words += ["--grid", f"{candidate.shape[0]}x{candidate.shape[1]}"]
     if continuous:

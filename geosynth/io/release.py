@@ -398,7 +398,8 @@ def write_release(
     ``m``, ``layers``, ``n_records`` (per release), ``method``, ``lattice`` (kind: square,
     hexagonal or areal; shape and cell size, None for areal units; islands linked to their
     nearest area; the digitising ``gap`` of an areal lattice's contiguity; the links cut
-    across barriers, ``cut_links``), bounds,
+    across barriers, ``cut_links``; what a cell's expected count is proportional to,
+    ``exposure``: :attr:`Grid.exposure_source`), bounds,
     contiguity, number of cells and components, whether clipped, and ``bounds_snap_unit``:
     None for public bounds, else how precisely bounds derived from the points reveal their
     extremes), ``model`` and ``priors`` (with ``fit``), ``limits`` (when the releases
@@ -1217,6 +1218,7 @@ def _lattice_description(grid: Grid) -> dict[str, Any]:
         "cell_size": list(grid.cell_size) if square_like else None,
         "linked_islands": grid.n_linked_islands,
         "cut_links": grid.n_cut_links,
+        "exposure": grid.exposure_source,
         "gap": grid.gap if not square_like else None,
         "bounds": list(grid.bounds),
         "contiguity": grid.contiguity,
@@ -1866,7 +1868,9 @@ _LATTICE_SCHEMA_BEFORE_GAP = {  # files written before areal lattices recorded t
     **_LATTICE_FIELDS,
 }
 _LATTICE_SCHEMA_BEFORE_CUTS = {**_LATTICE_SCHEMA_BEFORE_GAP, "gap": ("optional", "number")}
-_LATTICE_SCHEMA = {**_LATTICE_SCHEMA_BEFORE_CUTS, "cut_links": "int"}  # links across barriers
+_LATTICE_SCHEMA_BEFORE_EXPOSURE = {**_LATTICE_SCHEMA_BEFORE_CUTS,
+                                   "cut_links": "int"}  # links across barriers
+_LATTICE_SCHEMA = {**_LATTICE_SCHEMA_BEFORE_EXPOSURE, "exposure": "str"}  # Grid.exposure_source
 _MODEL_SCHEMA = {
     "name": "str",
     "beta_prior": ("optional", _NAMES),
@@ -1920,7 +1924,8 @@ _SCHEMA: dict[str, Any] = {
     "layers": ("list", "str", None),
     "n_records": ("list", "int", None),
     "method": ("optional", "str"),
-    "lattice": ("optional", ("either", _LATTICE_SCHEMA, _LATTICE_SCHEMA_BEFORE_CUTS,
+    "lattice": ("optional", ("either", _LATTICE_SCHEMA, _LATTICE_SCHEMA_BEFORE_EXPOSURE,
+                                     _LATTICE_SCHEMA_BEFORE_CUTS,
                                      _LATTICE_SCHEMA_BEFORE_GAP, _SQUARE_LATTICE_SCHEMA)),
     "model": ("optional", _MODEL_SCHEMA),
     "priors": ("optional", ("mapping", "number")),

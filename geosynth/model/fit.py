@@ -128,7 +128,9 @@ class PaivaModel:
     coasts, lake shores and region edges), an error of the thesis' model off its square study
     area. An areal lattice's cells are whole areas (``a_i = 1``) but for what ``exclude``
     removes: the counts of areas of different sizes are smoothed as counts, as in BYM models
-    without expected counts.
+    without expected counts, unless the lattice was built with an ``exposure``
+    (:meth:`geosynth.Grid.from_polygons`: the habitable area, or a population), which is then
+    ``a_i`` (:attr:`geosynth.Grid.exposure`), as the expected counts of a BYM model are.
 
     The thesis' lattice is connected. On one of several components each ICAR field's mean over
     a component gets a N(0, ``priors.level_var``) prior, so a cell without neighbours (a
@@ -1017,7 +1019,7 @@ def build_model_data(counts: CellCounts,
         mode_constant_size=component_size[kept],
         coarse_ptr=coarse_ptr,
         coarse_cells=coarse_cells,
-        log_exposure=np.log(np.asarray(grid.habitable_fraction, dtype=np.float64)),
+        log_exposure=np.log(np.asarray(grid.exposure, dtype=np.float64)),
     )
     # Read-only arrays are their own numba type: every kernel is compiled for these, and one
     # that assigned to the fit's shared arrays would not compile.

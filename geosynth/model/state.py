@@ -12,7 +12,9 @@ leaves a tenth expects a tenth of the records of a whole cell of the same intens
 the offset the ICAR prior pulled its count towards its whole neighbours', and releases put
 about twice their share of points in cells less than half habitable (along coasts, lake
 shores and region edges). The fields then smooth the log intensity per unit of habitable area,
-as the Poisson log-linear models of disease mapping do with their expected counts.
+as the Poisson log-linear models of disease mapping do with their expected counts. An areal
+lattice built with an ``exposure`` (the areas' habitable area or population) has that as
+``a_i`` instead (:attr:`geosynth.Grid.exposure`).
 
 Attribute levels other than each attribute's baseline are numbered p = 0..P-1, so α is a vector
 of length P and φ a (G, P) array; ``combo_levels[b]`` lists the p's of combination b (-1 pads).
@@ -143,7 +145,7 @@ class ModelData(NamedTuple):
     mode_constant_size: np.ndarray  # float64 (C',) cells of those C' components
     coarse_ptr: np.ndarray  # int64 (n_aggregates + 1,) CSR of the nested cell aggregates
     coarse_cells: np.ndarray  # int64 their cells, finest level first (model.coarse)
-    log_exposure: np.ndarray  # float64 (G,) log a_i, the habitable fraction (0: a whole cell)
+    log_exposure: np.ndarray  # float64 (G,) log a_i, Grid.exposure (0: a whole cell)
 
 
 def sorted_adjacency(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -59,6 +59,12 @@ def test_release_on_hexagons_and_dp_on_public_areas(inputs, areas, tmp_path):
     dp = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--epsilon", 2,
              "--levels-file", inputs["levels"], *FAST, "--out", tmp_path / "dp.gpkg")
     assert dp.exit_code == 0, dp.output
+    by_area = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--area-exposure",
+                  "area", "--epsilon", 2, "--levels-file", inputs["levels"], *FAST,
+                  "--out", tmp_path / "dp_area.gpkg")
+    assert by_area.exit_code == 0, by_area.output
+    lattice = io.read_release(tmp_path / "dp_area.gpkg").metadata["lattice"]
+    assert lattice["exposure"] == "habitable area"
 
 
 @pytest.mark.parametrize(
@@ -76,6 +82,8 @@ def test_release_on_hexagons_and_dp_on_public_areas(inputs, areas, tmp_path):
         (["--hex-size", "0.001"], ["--hex-size"]),  # named so, not --cell-size
         (["--cell-size", 500, "--area-gap", 1], ["--area-gap applies to --areas only"]),
         (["--areas", "AREAS", "--area-gap", 0], ["--area-gap"]),
+        (["--cell-size", 500, "--area-exposure", "area"],
+         ["--area-exposure applies to --areas only"]),
     ],
 )
 def test_lattice_options_are_checked_before_reading(inputs, areas, tmp_path, extra, fragments):
@@ -106,6 +114,28 @@ def test_area_gap_joins_districts_digitised_apart(inputs, areas, tmp_path):
                *FAST, "--out", tmp_path / "wide.gpkg")
     assert_refused(wide, "--area-gap 1e+09 is more than a tenth of a typical area's side")
     assert not (tmp_path / "wide.gpkg").exists()
+
+
+def test_area_exposure_is_the_areas_area_or_a_column_and_is_recorded(inputs, areas, tmp_path):
+    frame = gpd.read_file(areas)
+    frame["residents"] = [800, 1200, 950, 400, 3000, 700, 1100, 650, 500]
+    frame.loc[2, "empty"] = 0
+    frame.to_file(tmp_path / "people.gpkg", engine="pyogrio")
+    for exposure, source in (("area", "habitable area"), ("residents", "column residents")):
+        out = tmp_path / f"{exposure}.gpkg"
+        result = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", tmp_path / "people.gpkg",
+                     "--area-exposure", exposure, "--seed", 2, *FAST, "--out", out)
+        assert result.exit_code == 0, result.output
+        assert f"9 areas (queen contiguity, 1 component(s), exposure: {source})" in result.output
+        assert io.read_release(out).metadata["lattice"]["exposure"] == source
+    for column, fragment in (("people", "--area-exposure 'people' is not a column of areas"),
+                             ("empty", "exposure column 'empty' values at rows [0, 1, 3, 4, 5, "
+                                       "6, 7, 8] are missing")):
+        refused = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas",
+                      tmp_path / "people.gpkg", "--area-exposure", column, *FAST,
+                      "--out", tmp_path / "x.gpkg")
+        assert_refused(refused, fragment)
+        assert not (tmp_path / "x.gpkg").exists()
 
 
 def test_unknown_area_id_column_is_named(inputs, areas, tmp_path):
@@ -157,6 +187,8 @@ def test_tune_takes_areas_candidates_and_their_release_command_runs(inputs, area
     [
         (["--cell-sizes", 500, "--link-islands"], ["--link-islands applies to --areas only"]),
         (["--cell-sizes", 500, "--area-gap", 1], ["--area-gap applies to --areas only"]),
+        (["--cell-sizes", 500, "--area-exposure", "area"],
+         ["--area-exposure applies to --areas only"]),
         (["--areas", "AREAS", "--areas", "AREAS"], ["distinct names"]),
     ],
 )
@@ -180,9 +212,23 @@ def test_tune_joins_areas_across_a_gap_and_its_release_command_keeps_it(inputs, 
     assert result.exit_code == 0, result.output
     command = shlex.split(result.output.split("Release it with:\n")[1].splitlines()[0])
     assert command[command.index("--area-gap") + 1] == "3"
+    assert "--area-exposure" not in command
     release = run(*command[1:-2], "--out", tmp_path / "chosen.gpkg", *FAST)
     assert release.exit_code == 0, release.output
     assert "9 areas (queen contiguity, 1 component(s))" in release.output
+
+
+def test_tune_fits_areas_with_their_exposure_and_its_release_command_keeps_it(inputs, areas,
+                                                                              tmp_path):
+    result = run("tune", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--area-exposure", "area",
+                 "--iterations", 60, "--burn-in", 20, "--m", 2, "--quadrants", 20, "--seed", 1,
+                 "--report", tmp_path / "tune.md")
+    assert result.exit_code == 0, result.output
+    command = shlex.split(result.output.split("Release it with:\n")[1].splitlines()[0])
+    assert command[command.index("--area-exposure") + 1] == "area"
+    release = run(*command[1:-2], "--out", tmp_path / "chosen.gpkg", *FAST)
+    assert release.exit_code == 0, release.output
+    assert "exposure: habitable area" in release.output
 
 
 def test_tune_report_never_replaces_an_areas_file(inputs, areas, tmp_path):

@@ -1513,7 +1513,8 @@ def test_a_folder_of_the_path_that_is_a_file_is_named(tmp_path):
 def test_lattice_gap_is_recorded_and_files_written_before_it_still_read(release_of_three):
     lattice = metadata_value(release_of_three, "lattice")
     assert lattice["kind"] == "square" and lattice["gap"] is None  # only areal lattices have one
-    older = {key: value for key, value in lattice.items() if key not in ("gap", "cut_links")}
+    older = {key: value for key, value in lattice.items()
+             if key not in ("gap", "cut_links", "exposure")}
     set_metadata(release_of_three, "lattice", older)
     assert "gap" not in read_release(release_of_three).metadata["lattice"]
     set_metadata(release_of_three, "lattice", {**lattice, "gap": "2 m"})
@@ -1525,11 +1526,23 @@ def test_links_cut_by_barriers_are_recorded_and_files_written_before_them_still_
         release_of_three):
     lattice = metadata_value(release_of_three, "lattice")
     assert lattice["cut_links"] == 0  # a lattice as built
-    before = {key: value for key, value in lattice.items() if key != "cut_links"}
+    before = {key: value for key, value in lattice.items() if key not in ("cut_links",
+                                                                         "exposure")}
     set_metadata(release_of_three, "lattice", before)
     assert "cut_links" not in read_release(release_of_three).metadata["lattice"]
     set_metadata(release_of_three, "lattice", {**lattice, "cut_links": 1.5})
     with pytest.raises(InputError, match=r"metadata 'lattice.cut_links' must be an integer"):
+        read_release(release_of_three)
+
+
+def test_the_exposure_is_recorded_and_files_written_before_it_still_read(release_of_three):
+    lattice = metadata_value(release_of_three, "lattice")
+    assert lattice["exposure"] == "habitable fraction"
+    before = {key: value for key, value in lattice.items() if key != "exposure"}
+    set_metadata(release_of_three, "lattice", before)
+    assert "exposure" not in read_release(release_of_three).metadata["lattice"]
+    set_metadata(release_of_three, "lattice", {**lattice, "exposure": 1})
+    with pytest.raises(InputError, match=r"metadata 'lattice.exposure' must be"):
         read_release(release_of_three)
 
 

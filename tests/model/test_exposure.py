@@ -1,8 +1,9 @@
-"""The habitable fraction of a cell is its exposure: a clipped cell expects its share of records.
+"""The exposure of a cell: a clipped cell, or an area of its size, expects its share of records.
 
 Without the offset log a_i the ICAR prior pulled the count of a cell that a region or no-go
 area cut down towards those of its whole neighbours, and releases put about twice their share
-of points in cells less than half habitable: along coasts, lake shores and region edges.
+of points in cells less than half habitable: along coasts, lake shores and region edges. An
+areal lattice smooths its areas' counts as counts unless built with an exposure (their area).
 """
 
 import warnings
@@ -61,3 +62,67 @@ def test_cells_cut_down_by_the_region_expect_their_share_of_records(disc):
     releases = geosynth.synthesize(fit, points, m=5, seed=5)
     placed = [np.isin(grid.locate(r), np.flatnonzero(part)).sum() for r in releases]
     assert 0.75 * observed < np.mean(placed) < 1.33 * observed, placed
+
+
+@pytest.fixture(scope="module")
+def board():
+    """A 6 x 6 km checkerboard of 1 km districts and 1 km blocks cut into 16 squares of 250 m.
+
+    400 records uniform over it: half the area, and about half the records, are in the small
+    squares. (A pattern of areas drawn at two scales, as wards beside rural districts.)
+    """
+    boxes = []
+    for i in range(6):
+        for j in range(6):
+            if (i + j) % 2 == 0:
+                boxes.append(shapely.box(i * 1000, j * 1000, (i + 1) * 1000, (j + 1) * 1000))
+            else:
+                boxes += [shapely.box(i * 1000 + a * 250, j * 1000 + b * 250,
+                                      i * 1000 + (a + 1) * 250, j * 1000 + (b + 1) * 250)
+                          for a in range(4) for b in range(4)]
+    areas = gpd.GeoDataFrame({"hectares": shapely.area(boxes) / 1e4}, geometry=boxes, crs=3857)
+    rng = np.random.default_rng(1)
+    xy = rng.uniform(0, 6000, (400, 2))
+    points = gpd.GeoDataFrame({"a": rng.integers(0, 2, 400)},
+                              geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=3857)
+    return areas, points
+
+
+def _small_areas_share(areas, points, exposure):
+    """Records, posterior expected count and mean release count in the 250 m squares."""
+    grid = Grid.from_polygons(areas, exposure=exposure)
+    counts = geosynth.prepare(points, grid, attributes=["a"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = geosynth.PaivaModel().fit(counts, n_iter=1000, burn_in=400, seed=3,
+                                        progress=False)
+    small = np.flatnonzero(areas.area.to_numpy() < 1e6)
+    releases = geosynth.synthesize(fit, points, m=5, seed=5)
+    placed = np.mean([np.isin(grid.locate(r), small).sum() for r in releases])
+    return (counts.counts.sum(axis=1)[small].sum(),
+            fit.posterior_mean_lambda().sum(axis=1)[small].sum(), placed)
+
+
+def test_areas_of_two_sizes_get_their_share_with_their_area_as_exposure(board):
+    # Smoothed as counts (the default), each small square is pulled towards its big
+    # neighbours' counts, 16 times its own expectation: the small squares, with 217 of the
+    # 400 records, expected 270 (1.24 times) and got 272 points a release. With their area as
+    # exposure: 201 expected and 203 points, the uniform density's 200.
+    areas, points = board
+    observed, counted, counted_placed = _small_areas_share(areas, points, None)
+    _, expected, placed = _small_areas_share(areas, points, "area")
+    assert observed == 217
+    assert counted / observed > 1.15 and counted_placed / observed > 1.15  # the test's power
+    assert 0.85 < expected / observed < 1.1
+    assert 0.85 < placed / observed < 1.1
+
+
+def test_a_column_proportional_to_the_area_is_the_same_exposure_as_the_area(board):
+    areas, points = board
+    by_area = Grid.from_polygons(areas, exposure="area")
+    by_column = Grid.from_polygons(areas, exposure="hectares")
+    assert np.allclose(by_column.exposure, by_area.exposure, rtol=1e-12)
+    assert np.allclose(np.log(by_area.exposure).mean(), 0.0, atol=1e-12)
+    counts = geosynth.prepare(points, by_column, attributes=["a"])
+    data, _, _ = build_model_data(counts, geosynth.PaivaModel())
+    assert np.array_equal(data.log_exposure, np.log(by_column.exposure))
