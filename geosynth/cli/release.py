@@ -369,6 +369,7 @@ def release(
         if map_path is not None:
             from geosynth import maps
 
+            _step(progress, f"Drawing the review map {io.printable(map_path)}")
             shown = _map_points(map_max_points)
             # The model's columns only: the input's others (ids, incomes, dates) went into the
             # map's tooltips, and a date column made the map fail after the fit.
@@ -388,6 +389,7 @@ def release(
             covered = outcome if epsilon is None or len(original) >= MIN_POINTS else None
             evaluation = None  # under --epsilon no record may have been counted
             if len(original):
+                _step(progress, "Measuring disclosure risk and utility for --report")
                 evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
                                                outcome=covered, seed=result["evaluate_seed"],
                                                linked=epsilon is None,
@@ -402,9 +404,11 @@ def release(
                              m, epsilon, dropped, notes)
             write_text(report_path, report, outputs=outputs, option="--report", private=True)
         if intensity_path is not None:
+            _step(progress, f"Writing the intensity surface {io.printable(intensity_path)}")
             io.write_intensity_geotiff(result["fit"], given["--intensity-tif"],
                                        outputs=outputs.outputs)
         # Last: the release and its audit file are moved into place after the internal files.
+        _step(progress, f"Writing {m} releases to {io.printable(out_path)}")
         io.write_release(given["--out"], result["public"], fit=result["fit"],
                          include_intensity=include_intensity, metadata=result["metadata"],
                          seeds=result["seeds"], original_index=points.index,
@@ -426,6 +430,16 @@ def release(
 
 
 # ---------------------------------------------------------------------- steps
+def _step(progress: bool, text: str) -> None:
+    """Say on stderr which step a run is in, unless quiet (``geosynth -q``).
+
+    Past the fit's progress bar a run of a million records spent minutes drawing, measuring
+    and writing without a word.
+    """
+    if progress:
+        click.echo(f"{text} ...", err=True)
+
+
 def _one_or_list(names: list[str] | None) -> str | list[str] | None:
     """``["z"]`` -> ``"z"`` (the API's one-covariate form); several names stay a list."""
     return names[0] if names is not None and len(names) == 1 else names
@@ -676,6 +690,7 @@ def _paiva_release(counts, original, model, m, seed, run, progress, limits=None,
     seeds = _keyed_by_records(seeds, original, counts)
     click.echo(f"Fitting {model!r}: {describe_run(run)}", err=True)
     fit = model.fit(counts, seed=seeds["fit"], progress=progress, **run)
+    _step(progress, f"Synthesizing {m} releases")
     internal = geosynth.synthesize(fit, original, m=m, seed=seeds["synthesize"],
                                    weights=weights, limits=limits)
     shuffle = as_generator(seeds["public"])

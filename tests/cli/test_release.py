@@ -364,13 +364,21 @@ def test_help_explains_bounds_and_dp_region():
 
 
 def test_progress_bars_go_to_stderr_and_quiet_hides_them(inputs, tmp_path):
-    args = ["release", str(inputs["gpkg"]), *GPKG_ARGS, *map(str, FAST)]
+    args = ["release", str(inputs["gpkg"]), *GPKG_ARGS, *map(str, FAST),
+            "--report", str(tmp_path / "r.md"), "--map", str(tmp_path / "m.html")]
     loud = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "a.gpkg")])
     assert loud.exit_code == 0, loud.output
     assert "chain 0" in loud.stderr and "chain 0" not in loud.stdout
-    quiet = CliRunner().invoke(cli, ["-q", *args, "--out", str(tmp_path / "b.gpkg")])
+    # The steps after the fit, which take minutes at a million records, say what they do.
+    steps = ["Synthesizing 2 releases ...", "Drawing the review map", "Measuring disclosure "
+             "risk and utility for --report ...", "Writing 2 releases to"]
+    where = [loud.stderr.find(step) for step in steps]
+    assert -1 not in where and where == sorted(where), loud.stderr
+    quiet = CliRunner().invoke(cli, ["-q", *args, "--out", str(tmp_path / "b.gpkg"),
+                                     "--overwrite"])
     assert quiet.exit_code == 0, quiet.output
     assert "chain 0" not in quiet.stderr
+    assert not any(step in quiet.stderr for step in steps)
 
 
 def test_points_in_excluded_areas_are_refused_or_dropped(inputs, tmp_path):
