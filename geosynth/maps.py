@@ -112,6 +112,8 @@ __all__ = [
     "ORIGINAL_LAYER",
     "DISPLACEMENT_LAYER",
     "GRID_LAYER",
+    "CUT_LINKS_LAYER",
+    "ISLAND_LINKS_LAYER",
     "USED_DEFAULT_ASSETS",
     "INTERNAL_TITLE",
     "PUBLIC_TITLE",
@@ -131,6 +133,12 @@ ORIGINAL_LAYER = "Original (internal)"
 DISPLACEMENT_LAYER = "Displacement"
 #: Name of the layer of cell outlines (a grid without a fit).
 GRID_LAYER = "Grid"
+#: Name of the layer of the links between neighbouring cells cut across barriers
+#: (:meth:`geosynth.Grid.without_links_across`), drawn when the lattice has any.
+CUT_LINKS_LAYER = "Links cut by barriers"
+#: Name of the layer of the links that join islands to their nearest area
+#: (``Grid.from_polygons(..., islands="nearest")``), drawn when the lattice has any.
+ISLAND_LINKS_LAYER = "Island links"
 #: Names of folium's default scripts and stylesheets that review maps keep (Leaflet); they drop
 #: the others, which their layers do not use (see the module docstring).
 USED_DEFAULT_ASSETS = ("leaflet", "leaflet_css")
@@ -223,7 +231,9 @@ def review_map(
         names the combination's levels, e.g. ``"y=0, x1=1"``.
     grid : geosynth.Grid, optional
         Lattice of the choropleth (default ``fit.grid``; must have as many cells). Without a fit,
-        its cell outlines are drawn as the layer ``"Grid"``.
+        its cell outlines are drawn as the layer ``"Grid"``. Links of the lattice cut across
+        barriers, and links joining islands to their nearest area, are drawn as segments
+        between the cells (layers ``"Links cut by barriers"`` and ``"Island links"``).
     public : bool, default False
         Draw a map that may be published: no original points, no displacement, releases in
         their public form (no index, internal columns dropped, points in x and y only, rows
@@ -384,6 +394,8 @@ def review_map(
         cells = grid.cells[["cell_id", "geometry"]]
         _Layer(_geojson(cells), GRID_LAYER, {"color": "#555555", "weight": 1, "fill": False},
                tooltip=_tooltip(cells)).add_to(m)
+    if grid is not None:
+        _add_links(m, grid)
     if not public:
         _add_points(m, _subsample(original, max_points), ORIGINAL_LAYER, _ORIGINAL_COLOR)
     for number, release in enumerate(shown, start=1):
@@ -1014,6 +1026,27 @@ def _add_intensity(m: folium.Map, grid: Grid, lam: np.ndarray, label: str,
            colours=("fillColor", _colours(colormap, lam)),
            tooltip=_tooltip(cells, aliases)).add_to(m)
     colormap.add_to(m)
+
+
+def _add_links(m: folium.Map, grid: Grid) -> None:
+    """Draw the links cut across barriers and the links of islands, where the lattice has any.
+
+    A link is a segment between the two cells' representative points (inside their habitable
+    parts), so a reviewer sees which banks a river separates and where an island was joined.
+    """
+    points = shapely.point_on_surface(grid.habitable_geometry)
+    for pairs, name, style in (
+        (grid.cut_links, CUT_LINKS_LAYER, {"color": "#b00020", "weight": 2, "dashArray": "4 4"}),
+        (grid.linked_islands, ISLAND_LINKS_LAYER, {"color": "#1f77b4", "weight": 2}),
+    ):
+        if len(pairs) == 0:
+            continue
+        pairs = np.asarray(pairs, dtype=np.int64)
+        lines = gpd.GeoDataFrame(
+            {"cell": pairs[:, 0], "neighbour": pairs[:, 1]},
+            geometry=shapely.shortest_line(points[pairs[:, 0]], points[pairs[:, 1]]),
+            crs=grid.crs)
+        _Layer(_geojson(lines), name, style, tooltip=_tooltip(lines)).add_to(m)
 
 
 def _add_displacement(m: folium.Map, original: gpd.GeoDataFrame,

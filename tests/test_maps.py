@@ -31,10 +31,12 @@ from geosynth.errors import (
     PrivacyLeakWarning,
 )
 from geosynth.maps import (
+    CUT_LINKS_LAYER,
     DEFAULT_MAX_POINTS,
     DISPLACEMENT_LAYER,
     GRID_LAYER,
     INTERNAL_TITLE,
+    ISLAND_LINKS_LAYER,
     ORIGINAL_LAYER,
     PUBLIC_TITLE,
     USED_DEFAULT_ASSETS,
@@ -165,6 +167,36 @@ def test_grid_outlines_without_fit(data):
     m = review_map(original, releases, grid=grid)
     assert list(layers(m))[0] == GRID_LAYER
     assert len(layers(m)[GRID_LAYER].data["features"]) == grid.n_cells
+
+
+def test_links_cut_across_barriers_and_island_links_are_drawn(data):
+    original, releases, _, grid = data
+    x0, y0, x1, y1 = grid.bounds
+    middle = x0 + 3 * grid.cell_size[0]  # between columns 2 and 3 of six
+    split = grid.without_links_across(shapely.LineString([(middle, y0 - 1), (middle, y1 + 1)]))
+    assert split.n_cut_links == 5 + 2 * 4  # queen: 5 across, 8 diagonal
+    assert CUT_LINKS_LAYER not in layers(review_map(original, releases, grid=grid))
+    layer = layers(review_map(original, releases, grid=split))[CUT_LINKS_LAYER]
+    assert len(layer.data["features"]) == split.n_cut_links
+    assert tooltip_fields(layer) == ["cell", "neighbour"]
+    ends = gpd.GeoSeries([shapely.geometry.shape(f["geometry"]) for f in layer.data["features"]],
+                         crs=4326).to_crs(grid.crs).get_coordinates()
+    sides = np.sign(ends["x"].to_numpy() - middle).reshape(-1, 2)
+    assert (sides[:, 0] * sides[:, 1] == -1).all()  # every segment crosses the barrier
+    cut_pairs = {tuple(sorted(pair)) for pair in split.cut_links.tolist()}
+    drawn = {tuple(sorted((f["properties"]["cell"], f["properties"]["neighbour"])))
+             for f in layer.data["features"]}
+    assert drawn == cut_pairs
+    areas = gpd.GeoDataFrame(geometry=[shapely.box(x0, y0, middle, y1),
+                                       shapely.box(middle, y0, x1 - 1000, y1),
+                                       shapely.box(x1 + 4000, y0, x1 + 5000, y0 + 1000)],
+                             crs=grid.crs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        linked = geosynth.Grid.from_polygons(areas, islands="nearest")
+    island = layers(review_map(None, releases, grid=linked, public=True))[ISLAND_LINKS_LAYER]
+    assert [(f["properties"]["cell"], f["properties"]["neighbour"])
+            for f in island.data["features"]] == [tuple(p) for p in linked.linked_islands.tolist()]
 
 
 def test_points_are_in_epsg4326_with_attribute_tooltips(data):
