@@ -121,7 +121,8 @@ __all__ = ["release"]
               "readable by you only).")
 @click.option("--map-max-points", type=click.IntRange(min=0), default=None,
               help="Draw at most this many points per map layer (a fixed random subset; "
-              "default: geosynth.maps.DEFAULT_MAX_POINTS, 10,000); 0 draws all.")
+              "default: geosynth.maps.DEFAULT_MAX_POINTS, 10,000, or fewer so that many "
+              "releases stay within the 500,000 points and lines a page holds); 0 draws all.")
 @click.option("--report", "report_path", type=REPORT_FILE, default=None,
               help="Write a Markdown report: fit diagnostics and risk/utility tables "
               "(internal; readable by you only).")
@@ -370,7 +371,7 @@ def release(
             from geosynth import maps
 
             _step(progress, f"Drawing the review map {io.printable(map_path)}")
-            shown = _map_points(map_max_points)
+            shown = _map_points(map_max_points, m, epsilon)
             # The model's columns only: the input's others (ids, incomes, dates) went into the
             # map's tooltips, and a date column made the map fail after the fit.
             columns = [*counts.attributes, *counts.covariates, original.geometry.name]
@@ -584,11 +585,19 @@ _LEVELS_EXAMPLE = '{"sex": ["f", "m"], "age_group": [1, 2, 3]}'
 _MAX_LEVELS_BYTES = 16 << 20  # a domain of ~10⁶ levels; more is no attribute
 
 
-def _map_points(map_max_points: int | None) -> int | None:
-    """Return the points per layer of the --map: the default, or --map-max-points (0: all)."""
+def _map_points(map_max_points: int | None, m: int, epsilon: float | None) -> int | None:
+    """Return the points per layer of the --map: --map-max-points (0: all), or the default.
+
+    The default is :data:`maps.DEFAULT_MAX_POINTS`, lowered to what :data:`maps.MAX_DRAWN`
+    holds over the map's layers (the records', each release's and, linked, each release's
+    displacement lines): with it, 25 releases were refused until --map-max-points was given.
+    """
     from geosynth import maps
 
-    return maps.DEFAULT_MAX_POINTS if map_max_points is None else map_max_points or None
+    if map_max_points is not None:
+        return map_max_points or None
+    layers = m + 1 if epsilon is not None else 2 * m + 1
+    return min(maps.DEFAULT_MAX_POINTS, maps.MAX_DRAWN // layers)
 
 
 def _check_map_size(n_records: int, m: int, map_max_points: int | None,
@@ -601,7 +610,7 @@ def _check_map_size(n_records: int, m: int, map_max_points: int | None,
     """
     from geosynth import maps
 
-    shown = _map_points(map_max_points)
+    shown = _map_points(map_max_points, m, epsilon)
     if epsilon is None:
         maps.check_drawn([n_records] * m, n_records, shown, linked=True)
     elif shown is None or shown * (m + 1) > maps.MAX_DRAWN:

@@ -983,6 +983,23 @@ def test_a_map_too_large_for_a_page_is_refused_before_the_fit(inputs, tmp_path, 
     assert "Fitting" not in result.output and not list(tmp_path.iterdir())
 
 
+def test_the_default_map_cap_shrinks_to_fit_many_releases_in_a_page(inputs, tmp_path,
+                                                                   monkeypatch):
+    # The default of 10,000 points a layer refused a map of 25 releases (51 layers, 510,000
+    # points and lines) until --map-max-points was given; the default now fits the page.
+    monkeypatch.setattr(geosynth.maps, "MAX_DRAWN", 500)  # 120 records, 2 releases: 5 layers
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--map", tmp_path / "m.html",
+                 "--out", tmp_path / "r.gpkg")
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "m.html").read_text()
+    # 100 a layer (500 // 5): the records' and two releases' points; and 200 lines.
+    assert page.count('"type": "Point"') + page.count('"type":"Point"') == 3 * 100
+    explicit = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--map", tmp_path / "n.html",
+                   "--map-max-points", 120, "--out", tmp_path / "s.gpkg")
+    assert_refused(explicit, "the map would draw 600 points and lines",
+                   "--map-max-points 100 or fewer")  # a cap given is the analyst's: kept
+
+
 def test_under_epsilon_a_release_of_no_counted_record_is_still_made(inputs, tmp_path):
     # Declared levels that no record holds: every record is dropped, and the release is noise.
     # The report's evaluation then failed after the noise was drawn ("original has no
