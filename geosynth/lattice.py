@@ -92,6 +92,9 @@ _SLIVER_STEPS = 4
 _GEOMETRY_LOCK = threading.Lock()
 # How many cell ids an IsolatedCellWarning names.
 _N_NAMED = 10
+#: Largest ratio of two areas' exposures (:meth:`Grid.from_polygons`): beyond it, surely a unit
+#: error or a sliver (scaled to a geometric mean of 1, 1e308 and 1e-320 overflowed to inf).
+_EXPOSURE_SPREAD = 1e15
 # Neighbour steps (drow, dcol) in increasing lattice offset drow*ncols + dcol, so the neighbours of
 # each cell come out sorted by cell id (cell ids increase with lattice position).
 _STEPS = {
@@ -556,8 +559,11 @@ class Grid:
             (a board of 1 km and 250 m squares with uniform records gave the small ones
             0.57--0.61 of the points for 0.508 of the records). The name of a column of
             ``areas`` (a population), or one value per row of ``areas``: the fields smooth the
-            rate per unit of it. Positive and finite; scaled to a geometric mean of 1 over the
-            kept areas (the scale goes into μ).
+            rate per unit of it, taken as it is where ``exclude`` cuts an area (no one lives in
+            a lake). Positive finite numbers for the areas kept, at most 10¹⁵ times apart;
+            scaled to a geometric mean of 1 (the scale goes into μ). **Public data**, like the
+            areas: every release follows it, an ε-DP release too, so it must never be a
+            quantity of the confidential records (their counts per area).
 
         Returns
         -------
@@ -571,9 +577,9 @@ class Grid:
             an ``id_column`` that is no str or names several columns, duplicate, missing or
             non-scalar ids (lists) or ids written alike (``1`` and ``"1"``), more than
             :data:`MAX_CELLS` areas, an unknown option, a ``gap`` that is negative, not finite
-            or above a tenth of a typical area's side, an ``exposure`` that is not positive
-            and finite at every row (naming the rows) or names no single numeric column, or no
-            habitable area left.
+            or above a tenth of a typical area's side, an ``exposure`` that is not a positive
+            finite number for every area kept (naming them), names no single column, spans
+            more than 10¹⁵, or is neither a str nor 1-D, or no habitable area left.
         geosynth.errors.CRSError
             ``areas`` is in a geographic CRS.
         """
@@ -607,7 +613,7 @@ class Grid:
         excluded = polygon_union(exclude, "exclude", crs)
         kept = grid._set_cells(polygons, None, excluded)
         grid._exposure, grid._exposure_source = _area_exposure(
-            areas, exposure, kept, grid.habitable_geometry)
+            areas, exposure, kept, grid.habitable_geometry, None if ids is None else ids[kept])
         grid._exclude = excluded  # a point within gap of an area may lie in it (_locate_in_gaps)
         _warn_of_dropped_areas(np.asarray(areas.index), kept)
         grid._area_ids = None if ids is None else ids[kept]
@@ -1476,7 +1482,6 @@ def _grid_key(grid: Grid) -> tuple:
         grid.gap,
         grid.snap_unit,
         grid.n_cut_links,
-        grid.exposure_source,
         grid.shape if rows else None,
         grid.cell_size if rows else None,
         getattr(grid, "_layout", None),
@@ -2593,72 +2598,112 @@ def _area_ids(areas: gpd.GeoDataFrame | gpd.GeoSeries, id_column: str | None) ->
 
 
 def _area_exposure(areas: gpd.GeoDataFrame | gpd.GeoSeries, exposure: Any, kept: np.ndarray,
-                   habitable: np.ndarray) -> tuple[np.ndarray | None, str]:
+                   habitable: np.ndarray, ids: np.ndarray | None
+                   ) -> tuple[np.ndarray | None, str]:
     """Return the exposure of the kept areas (geometric mean 1) and its source, or (None, ...).
 
     ``exposure`` as :meth:`Grid.from_polygons` takes it; ``habitable`` is the habitable
-    geometry of the kept areas.
+    geometry of the kept areas (rows ``kept`` of ``areas``), ``ids`` their identifiers if any
+    (which name the areas in messages; else the index labels of ``areas``). Only the kept
+    areas' values are checked: an area that ``exclude`` removes needs none.
     """
     if exposure is None:
         return None, Grid._exposure_source
-    columns = list(areas.columns) if isinstance(areas, gpd.GeoDataFrame) else []
+    columns = ([c for c, dtype in zip(areas.columns, areas.dtypes, strict=True)
+                if not isinstance(dtype, gpd.array.GeometryDtype)]
+               if isinstance(areas, gpd.GeoDataFrame) else [])
     if isinstance(exposure, str) and exposure == "area" and "area" not in columns:
         values, source = shapely.area(habitable), "habitable area"
-    elif isinstance(exposure, str):
-        values, source = _exposure_column(areas, exposure, columns)[kept], f"column {exposure}"
     else:
-        values, source = _given_exposure(areas, exposure)[kept], "given values"
-    log_values = np.log(values)
-    return np.exp(log_values - log_values.mean()), source
+        if isinstance(exposure, str):
+            given, source = _exposure_column(areas, exposure, columns), f"column {exposure}"
+            name = f"exposure column {exposure!r}"
+        else:
+            given, source, name = _given_exposure(areas, exposure), "given values", "exposure"
+        labels = np.asarray(areas.index)[kept] if ids is None else ids
+        values = _positive_exposure(given.iloc[kept], labels, name,
+                                    "area_ids" if ids is not None else "rows")
+    return _scaled_exposure(values, np.asarray(areas.index)[kept] if ids is None else ids), source
 
 
 def _exposure_column(areas: gpd.GeoDataFrame | gpd.GeoSeries, name: str,
-                     columns: list[str]) -> np.ndarray:
-    """Return the column ``name`` of ``areas`` as positive finite float64, or refuse it."""
+                     columns: list[str]) -> pd.Series:
+    """Return the column ``name`` of ``areas`` (not a geometry), or refuse it, naming why."""
     if name == "area":
         raise GridError("exposure='area' is ambiguous: areas has a column named 'area' (the "
                         "polygons' area, or that column?); rename the column (in Python, or "
                         "pass exposure=areas['area'] for the column)")
     if columns.count(name) != 1:
-        why = "is not a column" if name not in columns else "names several columns"
-        raise GridError(f"exposure={name!r} {why} of areas (columns: "
-                        f"{[c for c in columns if c != areas.geometry.name]}); name one numeric "
-                        "column (a population), or pass 'area'")
-    return _positive_exposure(areas[name], np.asarray(areas.index), f"exposure column {name!r}")
+        geometry = isinstance(areas, gpd.GeoDataFrame) and name in areas.columns
+        why = ("is a geometry column" if geometry and name not in columns
+               else "is not a column" if name not in columns else "names several columns")
+        raise GridError(f"exposure={name!r} {why} of areas (columns: {columns}); name one "
+                        "numeric column (a population), or pass 'area'")
+    return areas[name]
 
 
-def _given_exposure(areas: gpd.GeoDataFrame | gpd.GeoSeries, exposure: Any) -> np.ndarray:
-    """Return one positive finite float64 per row of ``areas`` from an array-like, or refuse."""
-    labels = np.asarray(areas.index)
-    if isinstance(exposure, pd.Series) and not exposure.index.equals(areas.index):
-        raise GridError("exposure is a Series whose index is not that of areas; pass a column "
-                        "of areas (its name, or areas[column]), or exposure.to_numpy() in the "
-                        "order of its rows")
-    values = exposure if isinstance(exposure, pd.Series) else pd.Series(
-        np.asarray(exposure, dtype=object) if np.ndim(exposure) == 1 else [exposure])
-    if len(values) != len(areas):
-        raise GridError(f"exposure has {len(values)} values for {len(areas)} areas; give one "
+def _given_exposure(areas: gpd.GeoDataFrame | gpd.GeoSeries, exposure: Any) -> pd.Series:
+    """Return an array-like exposure as a Series in the rows' order, or refuse it."""
+    if isinstance(exposure, pd.Series):
+        if not exposure.index.equals(areas.index):
+            raise GridError("exposure is a Series whose index is not that of areas; pass a "
+                            "column of areas (its name, or areas[column]), or "
+                            "exposure.to_numpy() in the order of its rows")
+        return exposure
+    if not isinstance(exposure, np.ndarray | list | tuple | pd.api.extensions.ExtensionArray) \
+            or np.ndim(exposure) != 1:
+        raise GridError(f"exposure must be 'area', the name of a column of areas, or one "
+                        f"positive number per row of areas (a 1-D array, list or Series), got "
+                        f"{describe_value(exposure)}")
+    if len(exposure) != len(areas):
+        raise GridError(f"exposure has {len(exposure)} values for {len(areas)} areas; give one "
                         "per row of areas, in their order")
-    return _positive_exposure(values, labels, "exposure")
+    return pd.Series(exposure, index=areas.index)
 
 
-def _positive_exposure(values: pd.Series, labels: np.ndarray, name: str) -> np.ndarray:
-    """Return ``values`` as float64 after checking every one is a positive finite number."""
-    if pd.api.types.is_bool_dtype(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
-        raise GridError(f"{name} holds {values.dtype} values; give a positive number per area "
-                        "(a population, or an area)")
-    parsed = pd.to_numeric(values, errors="coerce")
-    text = values.notna().to_numpy() & parsed.isna().to_numpy()
-    flagged = [(np.flatnonzero(text), "are not numbers")]
-    floats = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+def _positive_exposure(values: pd.Series, labels: np.ndarray, name: str, rows: str) -> np.ndarray:
+    """Return ``values`` as float64 after checking each is a positive finite real number.
+
+    Numbers only: booleans, dates, durations, complex numbers and text (even ``"1e3"``) are no
+    quantity of people or area (``pd.to_numeric`` read dates as nanoseconds since 1970).
+    """
+    dtype = values.dtype
+    is_object = pd.api.types.is_object_dtype(dtype)
+    if not (pd.api.types.is_numeric_dtype(dtype) or is_object) \
+            or pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_complex_dtype(dtype):
+        raise GridError(f"{name} holds {dtype} values; give a positive number per area (a "
+                        "population, or an area)")
+    present = values.notna().to_numpy()
+    if is_object:
+        number = np.array([isinstance(v, numbers.Real | Decimal)
+                           and not isinstance(v, bool | np.bool_) for v in values], dtype=bool)
+        floats = np.full(len(values), np.nan)
+        floats[number & present] = [float(v) for v in values[number & present]]
+    else:
+        number = np.ones(len(values), dtype=bool)
+        floats = values.to_numpy(dtype=np.float64, na_value=np.nan)
     with np.errstate(invalid="ignore"):
-        flagged += [(np.flatnonzero(np.isnan(floats) & ~text), "are missing"),
-                    (np.flatnonzero(np.isinf(floats)), "are infinite"),
-                    (np.flatnonzero(floats <= 0), "are zero or negative")]
-    for rows, what in flagged:
-        if rows.size:
+        flagged = [(~number & present, "are not numbers"), (~present, "are missing"),
+                   (np.isinf(floats), "are infinite"), (floats <= 0, "are zero or negative")]
+    for where, what in flagged:
+        if where.any():
+            named = labels[np.flatnonzero(where)[:_N_NAMED]].tolist()
             raise GridError(
-                f"{name} values at rows {labels[rows[:_N_NAMED]].tolist()} {what}; an area's "
-                "exposure must be positive and finite (drop an area where no record can be, "
-                "or pass it in exclude)")
+                f"{name} values at {rows} {named} {what}; an area's exposure must be a positive "
+                "finite number: give an area of no population a small one if records may lie "
+                "in it (or use 'area'), and drop it, or add it to the no-go areas (exclude=, "
+                "CLI: --exclude), if none can")
     return floats
+
+
+def _scaled_exposure(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Return ``values`` over their geometric mean; refuse a ratio over :data:`_EXPOSURE_SPREAD`."""
+    log_values = np.log(values)
+    low, high = int(np.argmin(log_values)), int(np.argmax(log_values))
+    if log_values[high] - log_values[low] > math.log(_EXPOSURE_SPREAD):
+        name_low, name_high = labels[[low, high]].tolist()
+        raise GridError(
+            f"exposure ranges from {values[low]:.3g} (area {name_low!r}) to "
+            f"{values[high]:.3g} (area {name_high!r}), more than {_EXPOSURE_SPREAD:.0e} "
+            "times: a unit error or a sliver; check those areas")
+    return np.exp(log_values - log_values.mean())

@@ -315,6 +315,8 @@ class Candidate:
             parts = [f"hex {exact_number(self.hex_size)} m"]
         elif self.grid is not None:
             parts = [f"{self.grid.kind} lattice, {self.grid.n_cells} cells"]
+            if self.grid.exposure_source != "habitable fraction":
+                parts.append(f"exposure {self.grid.exposure_source}")
         else:
             parts = [f"{self.shape[0]}x{self.shape[1]}"]
         if self.effects != "attribute":

@@ -69,8 +69,13 @@ def test_areas_dropped_by_exclude_leave_their_exposure_out(areas):
         ({"pop": [10, -1, 30, 5, 5]}, r"rows \[1\] are zero or negative"),
         ({"pop": [10, np.nan, 30, None, 5]}, r"rows \[1, 3\] are missing"),
         ({"pop": [10, np.inf, 30, 5, 5]}, r"rows \[1\] are infinite"),
-        ({"pop": ["10", "many", 30, 5, 5]}, r"rows \[1\] are not numbers"),
+        ({"pop": ["10", "many", 30, 5, 5]}, r"rows \[0, 1\] are not numbers"),  # text
+        ({"pop": [10, True, 30, 5, 5]}, r"rows \[1\] are not numbers"),
         ({"pop": [True, False, True, True, True]}, r"holds bool values"),
+        ({"pop": pd.date_range("2020-01-01", periods=5)}, r"holds datetime64\[\w+\] values"),
+        ({"pop": pd.to_timedelta([1, 2, 3, 4, 5], unit="D")}, r"holds timedelta64\[\w+\] values"),
+        ({"pop": [1 + 1j, 2, 3, 4, 5]}, r"holds complex128 values"),
+        ({"pop": pd.array([10, None, 30, 5, 5], dtype="Int64")}, r"rows \[1\] are missing"),
     ],
 )
 def test_exposures_that_are_not_positive_numbers_are_refused_by_row(areas, change, message):
@@ -82,19 +87,44 @@ def test_exposures_that_are_not_positive_numbers_are_refused_by_row(areas, chang
 def test_an_exposure_of_the_wrong_length_or_index_or_column_is_refused(areas):
     with pytest.raises(GridError, match=r"exposure has 3 values for 5 areas"):
         Grid.from_polygons(areas, exposure=[1, 2, 3])
-    with pytest.raises(GridError, match=r"exposure has 1 values for 5 areas"):
-        Grid.from_polygons(areas, exposure=3.0)
+    for wrong in (3.0, 0, np.ones((5, 1)), {"a": 1}, (v for v in range(5))):
+        with pytest.raises(GridError, match=r"exposure must be 'area', the name of a column of "
+                                            r"areas, or one positive number per row"):
+            Grid.from_polygons(areas, exposure=wrong)
     with pytest.raises(GridError, match=r"index is not that of areas"):
         Grid.from_polygons(areas, exposure=areas["pop"].set_axis(range(10, 15)))
     with pytest.raises(GridError, match=r"exposure='people' is not a column of areas "
                                         r"\(columns: \['pop', 'name'\]\)"):
         Grid.from_polygons(areas, exposure="people")
-    with pytest.raises(GridError, match=r"exposure column 'name' values at rows \[0, 1, 2, 3, "
-                                        r"4\] are not numbers"):
+    with pytest.raises(GridError, match=r"exposure column 'name' holds (str|object) values"):
         Grid.from_polygons(areas, exposure="name")
+    with pytest.raises(GridError, match=r"exposure='geometry' is a geometry column of areas"):
+        Grid.from_polygons(areas, exposure="geometry")
     twice = pd.concat([areas[["pop"]], areas], axis=1)
     with pytest.raises(GridError, match=r"exposure='pop' names several columns"):
         Grid.from_polygons(gpd.GeoDataFrame(twice, geometry="geometry"), exposure="pop")
+
+
+def test_only_the_areas_kept_need_an_exposure_and_ids_name_the_areas(areas):
+    # A water area of no population, removed by exclude, was refused for its 0, and the advice
+    # was to exclude it.
+    water = areas.assign(pop=[10.0, 20.0, 0.0, 5.0, 5.0], code=["A", "B", "C", "D", "E"])
+    with pytest.warns(UserWarning):
+        grid = Grid.from_polygons(water, exposure="pop", exclude=shapely.box(2, 0, 3, 1))
+    assert grid.n_cells == 4
+    with pytest.raises(GridError, match=r"values at area_ids \['C'\] are zero or negative.*"
+                                        r"give an area of no population a small one"):
+        Grid.from_polygons(water, exposure="pop", id_column="code")
+
+
+def test_exposures_more_than_1e15_apart_are_refused_naming_the_two_areas(areas):
+    # Scaled to a geometric mean of 1, 1e308 overflowed to inf and the fit failed.
+    with pytest.raises(GridError, match=r"exposure ranges from 1e-320 \(area 1\) to 1e\+308 "
+                                        r"\(area 0\), more than 1e\+15 times"):
+        Grid.from_polygons(areas, exposure=[1e308, 1e-320, 1, 1, 1])
+    grid = Grid.from_polygons(areas, exposure=[1e14, 1, 1, 1, 1])
+    assert np.isfinite(grid.exposure).all() and grid.exposure[0] / grid.exposure[1] == \
+        pytest.approx(1e14)
 
 
 def test_area_is_ambiguous_where_areas_have_a_column_of_that_name(areas):
@@ -109,6 +139,9 @@ def test_grids_of_other_exposures_differ_and_copies_keep_theirs(areas):
     plain, by_area = Grid.from_polygons(areas), Grid.from_polygons(areas, exposure="area")
     by_pop = Grid.from_polygons(areas, exposure="pop")
     assert plain != by_area and by_area != by_pop and plain != by_pop
+    # The same values by name or as a Series: the same lattice (a fit's grid is compared).
+    assert by_pop == Grid.from_polygons(areas, exposure=areas["pop"])
+    assert hash(by_pop) == hash(Grid.from_polygons(areas, exposure=areas["pop"]))
     assert by_area == Grid.from_polygons(areas, exposure="area")
     assert hash(by_area) == hash(Grid.from_polygons(areas, exposure="area"))
     cut = by_pop.without_links_across(shapely.LineString([(3, -1), (3, 2)]))
@@ -116,5 +149,8 @@ def test_grids_of_other_exposures_differ_and_copies_keep_theirs(areas):
     assert cut.exposure_source == "column pop"
     assert pickle.loads(pickle.dumps(by_pop)) == by_pop
     # tune tells candidates apart by their lattice: the exposure is part of it.
-    digests = {Candidate(grid=grid)._grid_digest for grid in (plain, by_area, by_pop)}
-    assert len(digests) == 3
+    candidates = [Candidate(grid=grid) for grid in (plain, by_area, by_pop)]
+    assert len({candidate._grid_digest for candidate in candidates}) == 3
+    assert [candidate.label for candidate in candidates] == [
+        "areal lattice, 5 cells", "areal lattice, 5 cells, exposure habitable area",
+        "areal lattice, 5 cells, exposure column pop"]

@@ -619,8 +619,9 @@ area_exposure_option = click.option(
     "--area-exposure", default=None, metavar="area|COLUMN",
     help="With --areas: what an area's expected count is proportional to. 'area': its area, so "
     "the density is smoothed as on a grid (areas of very different sizes); COLUMN: a numeric "
-    "column of the areas (a population), the rate per unit of it. Default: none, the areas' "
-    "counts are smoothed as counts (areas of similar populations, such as census tracts).")
+    "column of the areas (a population), the rate per unit of it; public data, never counts "
+    "of the records. Default: none, the areas' counts are smoothed as counts (areas of similar "
+    "populations, such as census tracts).")
 
 
 def lattice_options(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -23,7 +23,9 @@ Under *replace-one* neighbours a record can leave one count and enter another: s
 :func:`dp_counts` with ``neighbours="replace"`` doubles the noise scale for the same ε.
 
 What must be public. The lattice (build it from the study region, not from the points, e.g. not
-:meth:`Grid.from_points`), the attribute domain and the model settings. The number of records is
+:meth:`Grid.from_points`; with its links, and the exposure of areal units, ``Grid.exposure``,
+which every release follows whatever ε: a population, never counts of the records), the
+attribute domain and the model settings. The number of records is
 public only if you say so (``n_public``, below). The counts must be prepared on the declared
 domain, ``geosynth.prepare(gdf, grid, attributes, levels={attribute: [public levels]})``, which
 refuses nothing on the records' values (it drops the records it cannot count): every entry point
