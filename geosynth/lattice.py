@@ -2609,6 +2609,7 @@ def _area_exposure(areas: gpd.GeoDataFrame | gpd.GeoSeries, exposure: Any, kept:
     """
     if exposure is None:
         return None, Grid._exposure_source
+    labels = np.asarray(areas.index)[kept] if ids is None else ids
     columns = ([c for c, dtype in zip(areas.columns, areas.dtypes, strict=True)
                 if not isinstance(dtype, gpd.array.GeometryDtype)]
                if isinstance(areas, gpd.GeoDataFrame) else [])
@@ -2620,10 +2621,9 @@ def _area_exposure(areas: gpd.GeoDataFrame | gpd.GeoSeries, exposure: Any, kept:
             name = f"exposure column {exposure!r}"
         else:
             given, source, name = _given_exposure(areas, exposure), "given values", "exposure"
-        labels = np.asarray(areas.index)[kept] if ids is None else ids
         values = _positive_exposure(given.iloc[kept], labels, name,
                                     "area_ids" if ids is not None else "rows")
-    return _scaled_exposure(values, np.asarray(areas.index)[kept] if ids is None else ids), source
+    return _scaled_exposure(values, labels), source
 
 
 def _exposure_column(areas: gpd.GeoDataFrame | gpd.GeoSeries, name: str,
