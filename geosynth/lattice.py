@@ -886,6 +886,18 @@ class Grid:
         return _readonly(cut if cut is not None else np.empty((0, 2), dtype=np.int64))
 
     @property
+    def cut_segments(self) -> np.ndarray:
+        """Segment of each link in :attr:`cut_links`, between the points that decided the cut.
+
+        Shapely LineStrings, in the order of :attr:`cut_links`: each crosses a barrier (review
+        maps draw them).
+        """
+        segments = getattr(self, "_cut_segments", None)  # grids pickled before them have none
+        if segments is None or len(segments) != self.n_cut_links:
+            return _readonly(np.empty(0, dtype=object))
+        return _readonly(segments)
+
+    @property
     def n_cut_links(self) -> int:
         """Number of links :meth:`without_links_across` removed (0 for a lattice as built)."""
         return int(self.cut_links.shape[0])
@@ -1347,6 +1359,10 @@ class Grid:
         its habitable part outside the barrier polygons (:func:`shapely.point_on_surface`),
         inside the polygons only for a cell they cover wholly.
 
+        An island that ``islands="nearest"`` linked to its nearest area (:meth:`from_polygons`)
+        and whose link is cut is linked instead to the nearest area it reaches without crossing
+        a barrier (:attr:`linked_islands`); with none, it is on its own, with a warning.
+
         The links of a cell follow from its one point, and the cell is not split: a barrier
         polygon through a cell links it to the bank its point lies on, and a barrier line
         through a cell's point (a road along the cells' centres) cuts none of its links. Use
@@ -1391,8 +1407,8 @@ class Grid:
         (4, 2)
         """
         parts = shapely.get_parts(check_polygons(barriers, "barriers", self._crs, lines=True))
-        cut = _links_crossing(self._adjacency, _points_beside(self.habitable_geometry, parts),
-                              parts)
+        points = _points_beside(self.habitable_geometry, parts)
+        cut, segments = _links_crossing(self._adjacency, points, parts)
         if cut.shape[0] == 0:
             warnings.warn(
                 "barriers cut no link of the lattice: they run only inside cells, or lie away "
@@ -1403,19 +1419,21 @@ class Grid:
         grid = copy.copy(self)
         grid._cache = {key: value for key, value in self._cache.items() if key != "cells"}
         grid._cut_links = np.concatenate([self.cut_links, cut])
-        removed = sparse.csr_matrix(
-            (np.ones(2 * cut.shape[0]), (np.r_[cut[:, 0], cut[:, 1]], np.r_[cut[:, 1], cut[:, 0]])),
-            shape=self._adjacency.shape,
-        )
-        adjacency = (self._adjacency - removed).tocsr()
+        grid._cut_segments = np.concatenate([self.cut_segments, segments])
+        adjacency = (self._adjacency - _symmetric_links(cut, self.n_cells)).tocsr()
         adjacency.eliminate_zeros()
-        adjacency.sort_indices()
-        grid._set_adjacency(adjacency)  # its warning reads the links of islands="nearest"
+        relinked = np.empty((0, 2), dtype=np.int64)
         if self.n_linked_islands:  # an island's link to its nearest area may be cut too
             gone = {tuple(pair) for pair in cut.tolist()}
-            grid._linked_islands = np.array(
-                [pair for pair in self.linked_islands.tolist()
-                 if (min(pair), max(pair)) not in gone], dtype=np.int64).reshape(-1, 2)
+            kept = np.array([(min(pair), max(pair)) not in gone
+                             for pair in self.linked_islands.tolist()], dtype=bool)
+            relinked = _relink_islands(adjacency, self.habitable_geometry, points, parts,
+                                       self.linked_islands[~kept])
+            adjacency = (adjacency + _symmetric_links(relinked, self.n_cells)).tocsr()
+        adjacency.sort_indices()
+        grid._set_adjacency(adjacency)  # its warning reads the links of islands="nearest"
+        if self.n_linked_islands:
+            grid._linked_islands = np.concatenate([self.linked_islands[kept], relinked])
         return grid
 
     def _boxes(self) -> np.ndarray:
@@ -1523,7 +1541,48 @@ def _links_crossing(adjacency: sparse.csr_matrix, points: np.ndarray,
     crossed = np.zeros(i.size, dtype=bool)
     crossed[hit] = True
     order = np.lexsort((j[crossed], i[crossed]))
-    return np.column_stack([i[crossed][order], j[crossed][order]])
+    return np.column_stack([i[crossed][order], j[crossed][order]]), segments[crossed][order]
+
+
+def _symmetric_links(pairs: np.ndarray, n: int) -> sparse.csr_matrix:
+    """Adjacency of ``n`` cells holding the ``(a, b)`` links of ``pairs`` in both directions."""
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    return sparse.csr_matrix(
+        (np.ones(2 * len(pairs)), (np.r_[pairs[:, 0], pairs[:, 1]], np.r_[pairs[:, 1],
+                                                                          pairs[:, 0]])),
+        shape=(n, n))
+
+
+def _relink_islands(adjacency: sparse.csr_matrix, habitable: np.ndarray, points: np.ndarray,
+                    barriers: np.ndarray, cut: np.ndarray) -> np.ndarray:
+    """Return ``(island, area)`` links for islands whose link a barrier cut, across none.
+
+    An island linked by ``islands="nearest"`` whose link a barrier cut is linked to the
+    nearest area it reaches without crossing one. Its nearest area by boundary distance can
+    lie across the river from it for the points that decide links (an area's point on the far
+    bank): the island was left on its own. The candidates are taken by the distance of their
+    habitable parts, and an area with no neighbour itself is skipped (no pooling gained). An
+    island left with no such area stays on its own, with the warning of any island. Only
+    islands left without any neighbour are relinked: a group of islands joined to each other
+    keeps its other links.
+    """
+    degree = np.diff(adjacency.indptr)
+    tree = shapely.STRtree(barriers)
+    xy = shapely.get_coordinates(points)
+    links = []
+    for island in sorted(set(cut[:, 0].tolist())):
+        if degree[island] > 0:
+            continue
+        distance = shapely.distance(habitable[island], habitable)
+        distance[island] = np.inf
+        for target in np.lexsort((np.arange(distance.size), distance)):
+            if not np.isfinite(distance[target]):
+                break
+            segment = shapely.linestrings(xy[[island, target]])
+            if degree[target] > 0 and not tree.query(segment, predicate="crosses").size:
+                links.append((island, int(target)))
+                break
+    return np.array(links, dtype=np.int64).reshape(-1, 2)
 
 
 def _same_crs_or_none(a: pyproj.CRS | None, b: pyproj.CRS | None) -> bool:
@@ -2672,7 +2731,7 @@ def _positive_exposure(values: pd.Series, labels: np.ndarray, name: str, rows: s
     if not (pd.api.types.is_numeric_dtype(dtype) or is_object) \
             or pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_complex_dtype(dtype):
         raise GridError(f"{name} holds {dtype} values; give a positive number per area (a "
-                        "population, or an area)")
+                        "population, or an area), stored as numbers, not text or dates")
     present = values.notna().to_numpy()
     if is_object:
         number = np.array([isinstance(v, numbers.Real | Decimal)
@@ -2692,7 +2751,7 @@ def _positive_exposure(values: pd.Series, labels: np.ndarray, name: str, rows: s
                 f"{name} values at {rows} {named} {what}; an area's exposure must be a positive "
                 "finite number: give an area of no population a small one if records may lie "
                 "in it (or use 'area'), and drop it, or add it to the no-go areas (exclude=, "
-                "CLI: --exclude), if none can")
+                "CLI: --exclude), if none can (records in it are then outside the lattice)")
     return floats
 
 

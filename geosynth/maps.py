@@ -1031,21 +1031,27 @@ def _add_intensity(m: folium.Map, grid: Grid, lam: np.ndarray, label: str,
 def _add_links(m: folium.Map, grid: Grid) -> None:
     """Draw the links cut across barriers and the links of islands, where the lattice has any.
 
-    A link is a segment between the two cells' representative points (inside their habitable
-    parts), so a reviewer sees which banks a river separates and where an island was joined.
+    A cut link is the segment that crossed a barrier (:attr:`Grid.cut_segments`, between the
+    points that decided it); an island's link joins the two cells' representative points
+    (inside their habitable parts). A reviewer sees which banks a river separates and where
+    an island was joined.
     """
     points = shapely.point_on_surface(grid.habitable_geometry)
-    for pairs, name, style in (
-        (grid.cut_links, CUT_LINKS_LAYER, {"color": "#b00020", "weight": 2, "dashArray": "4 4"}),
-        (grid.linked_islands, ISLAND_LINKS_LAYER, {"color": "#1f77b4", "weight": 2}),
+    islands = np.asarray(grid.linked_islands, dtype=np.int64)
+    cut_segments = grid.cut_segments
+    if len(cut_segments) != grid.n_cut_links:  # a grid pickled before the segments were kept
+        cut = np.asarray(grid.cut_links, dtype=np.int64)
+        cut_segments = shapely.shortest_line(points[cut[:, 0]], points[cut[:, 1]])
+    for pairs, segments, name, style in (
+        (grid.cut_links, cut_segments, CUT_LINKS_LAYER,
+         {"color": "#b00020", "weight": 2, "dashArray": "4 4"}),
+        (islands, shapely.shortest_line(points[islands[:, 0]], points[islands[:, 1]]),
+         ISLAND_LINKS_LAYER, {"color": "#1f77b4", "weight": 2}),
     ):
         if len(pairs) == 0:
             continue
-        pairs = np.asarray(pairs, dtype=np.int64)
-        lines = gpd.GeoDataFrame(
-            {"cell": pairs[:, 0], "neighbour": pairs[:, 1]},
-            geometry=shapely.shortest_line(points[pairs[:, 0]], points[pairs[:, 1]]),
-            crs=grid.crs)
+        lines = gpd.GeoDataFrame({"cell": pairs[:, 0], "neighbour": pairs[:, 1]},
+                                 geometry=np.asarray(segments), crs=grid.crs)
         _Layer(_geojson(lines), name, style, tooltip=_tooltip(lines)).add_to(m)
 
 

@@ -173,3 +173,27 @@ def test_a_barrier_that_cuts_an_islands_link_says_so_and_the_link_is_gone():
         cut = linked.without_links_across(strait)
     assert "islands='nearest'" not in str(caught[0].message)
     assert cut.n_linked_islands == 0 and cut.n_components == 2 and cut.n_cut_links == 1
+
+
+def test_an_island_whose_nearest_area_lies_across_a_barrier_is_linked_to_one_it_reaches():
+    # The island I is nearest to area B's northern arm, but B's point lies south of the river:
+    # the island's link to B crossed it, was cut, and the island was left on its own (its
+    # releases then follow its own counts) although area D, north of the river, is next.
+    a, c, d = shapely.box(0, 0, 10, 5), shapely.box(0, 5, 10, 10), shapely.box(0, 10, 10, 15)
+    b = shapely.union(shapely.box(10, -10, 30, 4), shapely.box(10, 4, 14, 10))
+    island = shapely.box(11.5, 11, 14, 13)
+    areas = gpd.GeoDataFrame(geometry=[a, c, d, b, island], crs=3857)
+    assert shapely.get_y(shapely.point_on_surface(b)) < 5  # B's point: south of the river
+    linked = Grid.from_polygons(areas, islands="nearest")
+    assert linked.linked_islands.tolist() == [[4, 3]]
+    river = shapely.LineString([(-1, 5), (31, 5)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IsolatedCellWarning)
+        split = linked.without_links_across(river)
+    assert [3, 4] in split.cut_links.tolist()
+    assert split.linked_islands.tolist() == [[4, 2]]  # D: the nearest across no barrier
+    assert split.n_neighbours[4] == 1 and split.component[4] == split.component[2]
+    assert split.n_components == 2  # south of the river (A, B) and north (C, D, I)
+    # Each cut link's segment, as recorded, crosses the river.
+    assert len(split.cut_segments) == split.n_cut_links
+    assert shapely.crosses(split.cut_segments, river).all()

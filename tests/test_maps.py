@@ -187,6 +187,20 @@ def test_links_cut_across_barriers_and_island_links_are_drawn(data):
     drawn = {tuple(sorted((f["properties"]["cell"], f["properties"]["neighbour"])))
              for f in layer.data["features"]}
     assert drawn == cut_pairs
+    # A river polygon: the segments drawn are those that were tested, from points beside it
+    # (drawn from the cells' own points, some began in the river and some crossed nothing).
+    # It covers the centres of the cells of column 2 (x = middle - 0.5 cell).
+    river = shapely.box(middle - 0.6 * grid.cell_size[0], y0 - 1, middle + 0.1 * grid.cell_size[0],
+                        y1 + 1)
+    wide = grid.without_links_across(river)
+    layer = layers(review_map(original, releases, grid=wide))[CUT_LINKS_LAYER]
+    segments = gpd.GeoSeries([shapely.geometry.shape(f["geometry"])
+                              for f in layer.data["features"]], crs=4326).to_crs(grid.crs)
+    assert len(segments) == wide.n_cut_links > 0
+    lines = np.asarray(segments.array)
+    assert shapely.crosses(lines, river).all()
+    ends = np.r_[shapely.get_point(lines, 0), shapely.get_point(lines, -1)]
+    assert not shapely.within(ends, river).any()
     areas = gpd.GeoDataFrame(geometry=[shapely.box(x0, y0, middle, y1),
                                        shapely.box(middle, y0, x1 - 1000, y1),
                                        shapely.box(x1 + 4000, y0, x1 + 5000, y0 + 1000)],
@@ -286,7 +300,7 @@ def test_max_points_defaults_to_the_command_lines_cap():
 
     (option,) = [p for p in release.params if p.name == "map_max_points"]
     assert option.default is None and DEFAULT_MAX_POINTS == 10_000  # None: the map's default
-    assert f"DEFAULT_MAX_POINTS, {DEFAULT_MAX_POINTS:,})" in option.help
+    assert f"DEFAULT_MAX_POINTS, {DEFAULT_MAX_POINTS:,}," in option.help
     xy = np.random.default_rng(0).uniform(0, 1000, (DEFAULT_MAX_POINTS + 50, 2))
     original = gpd.GeoDataFrame(geometry=gpd.points_from_xy(*xy.T), crs=3857)
     synthetic = original.set_geometry(original.translate(3.0, 4.0))

@@ -22,7 +22,7 @@ from geosynth._atomic import (
     create_new,
     refuse_held_by_another_user,
 )
-from geosynth.errors import InputError
+from geosynth.errors import GridError, InputError
 
 if TYPE_CHECKING:
     import geopandas as gpd
@@ -922,10 +922,14 @@ def _lattice(points: gpd.GeoDataFrame, lattice: LatticeChoice,
             raise InputError(f"--area-id {lattice.area_id!r} is not a column of --areas "
                              f"{Path(lattice.areas_path).name} (columns: "
                              f"{[c for c in areas.columns if c != areas.geometry.name]})")
-        return Grid.from_polygons(areas, id_column=lattice.area_id, exclude=exclude,
-                                  islands="nearest" if lattice.link_islands else "keep",
-                                  public_ids=lattice.public_area_ids,
-                                  gap=lattice.area_gap or 0.0, exposure=lattice.area_exposure)
+        try:
+            return Grid.from_polygons(areas, id_column=lattice.area_id, exclude=exclude,
+                                      islands="nearest" if lattice.link_islands else "keep",
+                                      public_ids=lattice.public_area_ids,
+                                      gap=lattice.area_gap or 0.0,
+                                      exposure=lattice.area_exposure)
+        except GridError as err:  # tune reads several --areas: say which one
+            raise GridError(f"--areas {Path(lattice.areas_path).name}: {err}") from None
     if lattice.hex_size is not None:
         return Grid.from_points(points, cell_size=lattice.hex_size, region=region,
                                 exclude=exclude, kind="hexagonal")

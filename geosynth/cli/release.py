@@ -337,7 +337,10 @@ def release(
             check_binary(original, outcome, name)
             check_coverage_size(original, name)
         if map_path is not None:  # before the fit: a map too large failed after it
+            from geosynth import maps
+
             _check_map_size(counts.n_records, m, map_max_points, epsilon)
+            shown = _map_points(map_max_points, m, epsilon)  # points a layer of the map
         if epsilon is None:
             click.echo(f"Read {counts.n_records} records from {input_path} "
                        f"({points.crs.to_string()})")
@@ -345,6 +348,13 @@ def release(
             click.echo(f"Read {input_path} ({points.crs.to_string()}); the number of records "
                        "is not shown under --epsilon (the internal --report has it)")
         click.echo(f"Lattice: {describe_lattice(grid)}")
+        if epsilon is not None and lattice.area_exposure not in (None, "area"):
+            click.echo(f"Note: --area-exposure {io.printable(lattice.area_exposure)} must be "
+                       "public data (a census population), never counts of the records: every "
+                       "release follows it, whatever --epsilon", err=True)
+        if map_path is not None and map_max_points is None and shown < maps.DEFAULT_MAX_POINTS:
+            click.echo(f"Map: at most {shown:,} points a layer, so that its {m} releases fit a "
+                       f"page ({maps.MAX_DRAWN:,} points and lines; --map-max-points sets it)")
         if region is None and not lattice.public_bounds:
             _echo_region_advice(grid)
 
@@ -368,10 +378,7 @@ def release(
         _echo_convergence(r_hat, result["fit"])
 
         if map_path is not None:
-            from geosynth import maps
-
             _step(progress, f"Drawing the review map {io.printable(map_path)}")
-            shown = _map_points(map_max_points, m, epsilon)
             # The model's columns only: the input's others (ids, incomes, dates) went into the
             # map's tooltips, and a date column made the map fail after the fit.
             columns = [*counts.attributes, *counts.covariates, original.geometry.name]
@@ -389,8 +396,9 @@ def release(
 
             covered = outcome if epsilon is None or len(original) >= MIN_POINTS else None
             evaluation = None  # under --epsilon no record may have been counted
+            # Said whatever was counted: under --epsilon its absence told that none was.
+            _step(progress, "Measuring disclosure risk and utility for --report")
             if len(original):
-                _step(progress, "Measuring disclosure risk and utility for --report")
                 evaluation = geosynth.evaluate(original, result["internal"], grid, attributes,
                                                outcome=covered, seed=result["evaluate_seed"],
                                                linked=epsilon is None,

@@ -31,10 +31,10 @@ from geosynth.cli.options import (
     EXISTING_FILE,
     MAX_EXTENT,
     REPORT_FILE,
+    CommaList,
     FiniteFloat,
     GridSpec,
     Metres,
-    area_exposure_option,
     attributes_option,
     barriers_option,
     beta_prior_option,
@@ -127,7 +127,11 @@ class GridList(click.ParamType):
 @click.option("--area-gap", type=Metres(), default=None, metavar="METRES",
               help="With --areas: areas whose boundaries come within METRES of each other are "
               "neighbours too (slivers of gap between areas digitised separately).")
-@area_exposure_option
+@click.option("--area-exposures", "area_exposures", type=CommaList(), default=None,
+              metavar="EXPOSURE[,EXPOSURE...]",
+              help="With --areas: the exposures to compare, each none, area or a numeric COLUMN "
+              "of the areas (as release --area-exposure), e.g. none,area,population: each "
+              "--areas file is a candidate with each exposure.")
 @continuous_option
 @beta_prior_option
 @region_option("Every --cell-sizes, --grids and --hex-sizes candidate covers its bounds; "
@@ -180,7 +184,7 @@ def tune(
     areas_layer: tuple[str, ...],
     link_islands: bool,
     area_gap: float | None,
-    area_exposure: str | None,
+    area_exposures: list[str] | None,
     continuous: list[str] | None,
     beta_prior: list[str] | None,
     region_path: str | None,
@@ -236,14 +240,14 @@ def tune(
     _check_candidate_count({"--cell-sizes": cell_sizes, "--grids": grid_shapes,
                             "--hex-sizes": hex_sizes, "--areas": areas_paths})
     for option, value in (("--link-islands", link_islands), ("--area-gap", area_gap),
-                          ("--area-exposure", area_exposure)):
+                          ("--area-exposures", area_exposures)):
         if value and not areas_paths:
             raise click.UsageError(f"{option} applies to --areas only; add --areas FILE or "
                                    f"drop {option}")
     check_layer_options({"--region": (region_path, region_layer),
                          "--exclude": (exclude_path, exclude_layer),
                          "--barriers": (barriers_path, barriers_layer)})
-    areas_by_label = _areas_by_label(areas_paths, areas_layer)
+    areas_by_label = _areas_by_label(areas_paths, areas_layer, area_exposures)
     both = sorted(set(attributes) & set(continuous or []))
     if both:
         raise click.UsageError(f"{', '.join(both)} listed in both --attributes and --continuous; "
@@ -266,13 +270,15 @@ def tune(
     figure_path = Path(report_path).with_suffix(".png")
     inputs = {"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
               "--barriers": barriers_path}
-    inputs.update({f"--areas {label}": path for label, (path, _) in areas_by_label.items()})
+    inputs.update({f"--areas {Path(path).name}": path
+                   for path, _, _ in areas_by_label.values()})
     given = check_outputs({"--report": report_path, "R-U map of --report": figure_path},
                           overwrite, inputs=inputs)
     io.existing_file(input_path, "INPUT")  # a pipe or device: named INPUT, not path
     # Messages name tune's options: --cell-sizes and --grids, not release's --cell-size, --grid.
     ctx.ensure_object(dict).setdefault("names", {}).update(
-        {"gdf": Path(input_path).name, "--cell-size": "--cell-sizes", "--grid": "--grids"})
+        {"gdf": Path(input_path).name, "--cell-size": "--cell-sizes", "--grid": "--grids",
+         "--area-exposure": "--area-exposures"})
     seed, _ = derive_seeds(seed, [])
     with RunOutputs(overwrite) as outputs:
         for option, path in given.items():
@@ -292,10 +298,10 @@ def tune(
         candidates = (lattices
                       + [geosynth.Candidate(grid=build_grid(points, LatticeChoice(
                           areas_path=path, areas_layer=layer, link_islands=link_islands,
-                          area_gap=area_gap, area_exposure=area_exposure), exclude=exclude,
+                          area_gap=area_gap, area_exposure=exposure), exclude=exclude,
                           barriers=barriers),
                           beta_prior=prior, label=name)
-                         for name, (path, layer) in areas_by_label.items()])
+                         for name, (path, layer, exposure) in areas_by_label.items()])
         if continuous and prior is None:  # what the table measures is not all of the release
             click.echo(f"Note: without --beta-prior the candidates are fitted and measured "
                        f"without --continuous {printable(','.join(continuous))} (it has no "
@@ -311,7 +317,7 @@ def tune(
         chosen = result.recommend(risk_limit=risk_limit, risk=risk, utility=utility)
         command = None
         if chosen.candidate is not None:
-            areas, chosen_layer = areas_by_label.get(chosen.label, (None, None))
+            areas, chosen_layer, exposure = areas_by_label.get(chosen.label, (None, None, None))
             command = release_command(input_path, attributes, chosen.candidate, layer=layer,
                                       x=x_column, y=y_column, crs=crs, reading=reading,
                                       continuous=continuous,
@@ -321,8 +327,7 @@ def tune(
                                       barriers=barriers_path, barriers_layer=barriers_layer,
                                       m=m, areas=areas, areas_layer=chosen_layer,
                                       link_islands=link_islands, area_gap=area_gap,
-                                      area_exposure=area_exposure,
-                                      drop_outside=drop_outside, run=run)
+                                      area_exposure=exposure, drop_outside=drop_outside, run=run)
         report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
                          figure_path)
         save_figure(result.plot(risk=risk, utility=utility, risk_limit=risk_limit),
@@ -591,12 +596,15 @@ def _check_candidate_count(given: dict[str, Any]) -> None:
             param_hint=options)
 
 
-def _areas_by_label(paths: tuple[str, ...],
-                    layers: tuple[str, ...]) -> dict[str, tuple[str, str | None]]:
-    """Return the --areas candidates, ``{label: (file, layer)}``, checked before any reading.
+def _areas_by_label(paths: tuple[str, ...], layers: tuple[str, ...],
+                    exposures: list[str] | None = None
+                    ) -> dict[str, tuple[str, str | None, str | None]]:
+    """Return the --areas candidates, ``{label: (file, layer, exposure)}``, checked before reading.
 
     A candidate is labelled by its file name, and by ``name:layer`` when --areas-layer gives
-    its layer (two layers of one GeoPackage are two candidates).
+    its layer (two layers of one GeoPackage are two candidates). With several
+    --area-exposures each file is a candidate with each, labelled ``name, exposure area``
+    (``none``: the release's default, None here).
     """
     if layers and len(layers) != len(paths):
         raise click.UsageError(
@@ -610,7 +618,10 @@ def _areas_by_label(paths: tuple[str, ...],
         raise click.UsageError(f"--areas files need distinct names, or distinct --areas-layer "
                                f"(they label the candidates): got "
                                f"{[Path(p).name for p in paths]}")
-    return found
+    exposures = exposures or ["none"]
+    return {(label if len(exposures) == 1 else f"{label}, exposure {exposure}"):
+            (path, layer, None if exposure == "none" else exposure)
+            for label, (path, layer) in found.items() for exposure in exposures}
 
 
 def _check_area_labels(areas_by_label: dict[str, str], lattices: list) -> None:

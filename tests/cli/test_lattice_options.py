@@ -65,6 +65,15 @@ def test_release_on_hexagons_and_dp_on_public_areas(inputs, areas, tmp_path):
     assert by_area.exit_code == 0, by_area.output
     lattice = io.read_release(tmp_path / "dp_area.gpkg").metadata["lattice"]
     assert lattice["exposure"] == "habitable area"
+    assert "must be public data" not in by_area.output  # the areas' area is public
+    frame = gpd.read_file(areas).assign(residents=np.arange(1, 10) * 100)
+    frame.to_file(tmp_path / "people.gpkg", engine="pyogrio")
+    by_column = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas", tmp_path / "people.gpkg",
+                    "--area-exposure", "residents", "--epsilon", 2, "--levels-file",
+                    inputs["levels"], *FAST, "--out", tmp_path / "dp_residents.gpkg")
+    assert by_column.exit_code == 0, by_column.output
+    assert ("Note: --area-exposure residents must be public data (a census population), never "
+            "counts of the records") in by_column.output
 
 
 @pytest.mark.parametrize(
@@ -128,7 +137,8 @@ def test_area_exposure_is_the_areas_area_or_a_column_and_is_recorded(inputs, are
         assert result.exit_code == 0, result.output
         assert f"9 areas (queen contiguity, 1 component(s), exposure: {source})" in result.output
         assert io.read_release(out).metadata["lattice"]["exposure"] == source
-    for column, fragment in (("people", "--area-exposure 'people' is not a column of areas"),
+    for column, fragment in (("people", "--areas people.gpkg: --area-exposure 'people' is not "
+                                        "a column of areas"),
                              ("empty", "exposure column 'empty' values at rows [0, 1, 3, 4, 5, "
                                        "6, 7, 8] are missing")):
         refused = run("release", inputs["gpkg"], *GPKG_ARGS, "--areas",
@@ -187,8 +197,8 @@ def test_tune_takes_areas_candidates_and_their_release_command_runs(inputs, area
     [
         (["--cell-sizes", 500, "--link-islands"], ["--link-islands applies to --areas only"]),
         (["--cell-sizes", 500, "--area-gap", 1], ["--area-gap applies to --areas only"]),
-        (["--cell-sizes", 500, "--area-exposure", "area"],
-         ["--area-exposure applies to --areas only"]),
+        (["--cell-sizes", 500, "--area-exposures", "area"],
+         ["--area-exposures applies to --areas only"]),
         (["--areas", "AREAS", "--areas", "AREAS"], ["distinct names"]),
     ],
 )
@@ -218,17 +228,33 @@ def test_tune_joins_areas_across_a_gap_and_its_release_command_keeps_it(inputs, 
     assert "9 areas (queen contiguity, 1 component(s))" in release.output
 
 
-def test_tune_fits_areas_with_their_exposure_and_its_release_command_keeps_it(inputs, areas,
+def test_tune_compares_exposures_and_its_release_command_keeps_the_chosen_one(inputs, areas,
                                                                               tmp_path):
-    result = run("tune", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--area-exposure", "area",
-                 "--iterations", 60, "--burn-in", 20, "--m", 2, "--quadrants", 20, "--seed", 1,
-                 "--report", tmp_path / "tune.md")
-    assert result.exit_code == 0, result.output
-    command = shlex.split(result.output.split("Release it with:\n")[1].splitlines()[0])
+    frame = gpd.read_file(areas).assign(residents=np.arange(1, 10) * 100)
+    frame.to_file(tmp_path / "people.gpkg", engine="pyogrio")
+    tuning = ["--iterations", 60, "--burn-in", 20, "--m", 2, "--quadrants", 20, "--seed", 1]
+    one = run("tune", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--area-exposures", "area",
+              *tuning, "--report", tmp_path / "one.md")
+    assert one.exit_code == 0, one.output
+    command = shlex.split(one.output.split("Release it with:\n")[1].splitlines()[0])
     assert command[command.index("--area-exposure") + 1] == "area"
     release = run(*command[1:-2], "--out", tmp_path / "chosen.gpkg", *FAST)
     assert release.exit_code == 0, release.output
     assert "exposure: habitable area" in release.output
+    three = run("tune", inputs["gpkg"], *GPKG_ARGS, "--areas", tmp_path / "people.gpkg",
+                "--area-exposures", "none,area,residents", *tuning,
+                "--report", tmp_path / "three.md")
+    assert three.exit_code == 0, three.output
+    labels = [f"people.gpkg, exposure {e}" for e in ("none", "area", "residents")]
+    assert all(label in (tmp_path / "three.md").read_text() for label in labels)
+    command = shlex.split(three.output.split("Release it with:\n")[1].splitlines()[0])
+    recommended = three.output.split("Recommendation:")[1].splitlines()[0]
+    (chosen,) = [e for e in ("none", "area", "residents") if f"exposure {e}" in recommended]
+    given = command[command.index("--area-exposure") + 1] if "--area-exposure" in command else None
+    assert given == (None if chosen == "none" else chosen)
+    missing = run("tune", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--area-exposures",
+                  "area,people", *tuning, "--report", tmp_path / "x.md")
+    assert_refused(missing, "--areas districts.gpkg: --area-exposures 'people' is not a column")
 
 
 def test_tune_report_never_replaces_an_areas_file(inputs, areas, tmp_path):

@@ -991,6 +991,7 @@ def test_the_default_map_cap_shrinks_to_fit_many_releases_in_a_page(inputs, tmp_
     result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--map", tmp_path / "m.html",
                  "--out", tmp_path / "r.gpkg")
     assert result.exit_code == 0, result.output
+    assert "Map: at most 100 points a layer, so that its 2 releases fit a page" in result.output
     page = (tmp_path / "m.html").read_text()
     # 100 a layer (500 // 5): the records' and two releases' points; and 200 lines.
     assert page.count('"type": "Point"') + page.count('"type":"Point"') == 3 * 100
@@ -1013,3 +1014,11 @@ def test_under_epsilon_a_release_of_no_counted_record_is_still_made(inputs, tmp_
     assert result.exit_code == 0, result.output
     assert "- Note: no risk or utility: no record was counted" in report.read_text()
     assert io.read_release(tmp_path / "r.gpkg").m == 2
+    # The steps said are the same whatever was counted: a missing "Measuring" told none was.
+    loud = CliRunner().invoke(cli, ["release", str(inputs["gpkg"]), "--attributes", "y,x1",
+                                    "--grid", "3x3", "--region", str(inputs["region"]),
+                                    "--epsilon", "1", "--levels-file", str(nothing),
+                                    *map(str, FAST), "--report", str(report), "--overwrite",
+                                    "--out", str(tmp_path / "r.gpkg")])
+    assert loud.exit_code == 0, loud.output
+    assert "Measuring disclosure risk and utility for --report" in loud.stderr
