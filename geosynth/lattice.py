@@ -92,6 +92,8 @@ _SLIVER_STEPS = 4
 _GEOMETRY_LOCK = threading.Lock()
 # How many cell ids an IsolatedCellWarning names.
 _N_NAMED = 10
+#: Candidate links of an island tested at once against the barriers (_nearest_reachable).
+_RELINK_BATCH = 256
 #: Largest ratio of two areas' exposures (:meth:`Grid.from_polygons`): beyond it, surely a unit
 #: error or a sliver (scaled to a geometric mean of 1, 1e308 and 1e-320 overflowed to inf).
 _EXPOSURE_SPREAD = 1e15
@@ -186,6 +188,8 @@ class Grid:
     #: Exposure of the cells when it is not their habitable fraction (:attr:`exposure`).
     _exposure: np.ndarray | None = None
     _exposure_source = "habitable fraction"
+    #: Single-part barriers of every :meth:`without_links_across` so far.
+    _barrier_parts = np.empty(0, dtype=object)
 
     def __init__(
         self,
@@ -886,6 +890,20 @@ class Grid:
         return _readonly(cut if cut is not None else np.empty((0, 2), dtype=np.int64))
 
     @property
+    def link_points(self) -> np.ndarray:
+        """Point of each cell that its links start from (shapely Points, cached).
+
+        A point of the cell's habitable part (:func:`shapely.point_on_surface`), outside the
+        polygons of the barriers of :meth:`without_links_across` where the cell reaches beyond
+        them: the segments between these points decide which links a barrier cuts, and which
+        area an island cut off is linked to instead.
+        """
+        if "link_points" not in self._cache:
+            self._cache["link_points"] = _points_beside(self.habitable_geometry,
+                                                        self._barrier_parts)
+        return _readonly(self._cache["link_points"])
+
+    @property
     def cut_segments(self) -> np.ndarray:
         """Segment of each link in :attr:`cut_links`, between the points that decided the cut.
 
@@ -1407,8 +1425,9 @@ class Grid:
         (4, 2)
         """
         parts = shapely.get_parts(check_polygons(barriers, "barriers", self._crs, lines=True))
-        points = _points_beside(self.habitable_geometry, parts)
-        cut, segments = _links_crossing(self._adjacency, points, parts)
+        every = np.concatenate([self._barrier_parts, parts])  # and those of earlier calls
+        points = _points_beside(self.habitable_geometry, every)
+        cut, segments = _links_crossing(self._adjacency, points, every)
         if cut.shape[0] == 0:
             warnings.warn(
                 "barriers cut no link of the lattice: they run only inside cells, or lie away "
@@ -1420,20 +1439,21 @@ class Grid:
         grid._cache = {key: value for key, value in self._cache.items() if key != "cells"}
         grid._cut_links = np.concatenate([self.cut_links, cut])
         grid._cut_segments = np.concatenate([self.cut_segments, segments])
+        grid._barrier_parts = every
+        grid._cache["link_points"] = points
         adjacency = (self._adjacency - _symmetric_links(cut, self.n_cells)).tocsr()
         adjacency.eliminate_zeros()
-        relinked = np.empty((0, 2), dtype=np.int64)
+        linked = self.linked_islands
         if self.n_linked_islands:  # an island's link to its nearest area may be cut too
             gone = {tuple(pair) for pair in cut.tolist()}
-            kept = np.array([(min(pair), max(pair)) not in gone
-                             for pair in self.linked_islands.tolist()], dtype=bool)
-            relinked = _relink_islands(adjacency, self.habitable_geometry, points, parts,
-                                       self.linked_islands[~kept])
+            kept = linked[[(min(pair), max(pair)) not in gone for pair in linked.tolist()]]
+            relinked = _reconnect_islands(adjacency, self.habitable_geometry, points, every,
+                                          np.unique(linked[:, 0]))
             adjacency = (adjacency + _symmetric_links(relinked, self.n_cells)).tocsr()
+            linked = np.concatenate([kept, relinked])
         adjacency.sort_indices()
         grid._set_adjacency(adjacency)  # its warning reads the links of islands="nearest"
-        if self.n_linked_islands:
-            grid._linked_islands = np.concatenate([self.linked_islands[kept], relinked])
+        grid._linked_islands = linked
         return grid
 
     def _boxes(self) -> np.ndarray:
@@ -1524,8 +1544,10 @@ def _points_beside(habitable: np.ndarray, barriers: np.ndarray) -> np.ndarray:
 
 
 def _links_crossing(adjacency: sparse.csr_matrix, points: np.ndarray,
-                    barriers: np.ndarray) -> np.ndarray:
+                    barriers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(i, j)`` pairs, ``i < j``, of linked cells whose points' segment crosses a barrier.
+
+    And those segments.
 
     ``points`` holds one point per cell, ``barriers`` single-part lines and polygons (an
     STRtree of them answers all the segments at once). A segment that only touches a barrier
@@ -1553,36 +1575,65 @@ def _symmetric_links(pairs: np.ndarray, n: int) -> sparse.csr_matrix:
         shape=(n, n))
 
 
-def _relink_islands(adjacency: sparse.csr_matrix, habitable: np.ndarray, points: np.ndarray,
-                    barriers: np.ndarray, cut: np.ndarray) -> np.ndarray:
-    """Return ``(island, area)`` links for islands whose link a barrier cut, across none.
+def _reconnect_islands(adjacency: sparse.csr_matrix, habitable: np.ndarray, points: np.ndarray,
+                       barriers: np.ndarray, islands: np.ndarray) -> np.ndarray:
+    """Return ``(island, area)`` links that join groups of islands cut off by barriers.
 
-    An island linked by ``islands="nearest"`` whose link a barrier cut is linked to the
-    nearest area it reaches without crossing one. Its nearest area by boundary distance can
-    lie across the river from it for the points that decide links (an area's point on the far
-    bank): the island was left on its own. The candidates are taken by the distance of their
-    habitable parts, and an area with no neighbour itself is skipped (no pooling gained). An
-    island left with no such area stays on its own, with the warning of any island. Only
-    islands left without any neighbour are relinked: a group of islands joined to each other
-    keeps its other links.
+    ``islands`` are the cells that ``islands="nearest"`` linked (:meth:`Grid.from_polygons`).
+    A connected component of ``adjacency`` made of islands alone (one whose link to the
+    mainland a barrier cut) is linked, by its pair of smallest distance (then area id, then
+    island id) whose segment between the cells' ``points`` crosses no barrier, to a cell
+    outside it; a component it reaches that is made of islands alone joins it, and it goes on
+    (Prim 1957, as :func:`geosynth._areas.link_islands` does without barriers). Its nearest
+    area by boundary distance can lie across the river for the points that decide links (an
+    area's point on the far bank): such an island was left on its own. A component that
+    reaches no cell across no barrier stays on its own, with the warning of any island.
     """
-    degree = np.diff(adjacency.indptr)
-    tree = shapely.STRtree(barriers)
-    xy = shapely.get_coordinates(points)
-    links = []
-    for island in sorted(set(cut[:, 0].tolist())):
-        if degree[island] > 0:
-            continue
-        distance = shapely.distance(habitable[island], habitable)
-        distance[island] = np.inf
-        for target in np.lexsort((np.arange(distance.size), distance)):
-            if not np.isfinite(distance[target]):
-                break
-            segment = shapely.linestrings(xy[[island, target]])
-            if degree[target] > 0 and not tree.query(segment, predicate="crosses").size:
-                links.append((island, int(target)))
-                break
-    return np.array(links, dtype=np.int64).reshape(-1, 2)
+    n = adjacency.shape[0]
+    island = np.zeros(n, dtype=bool)
+    island[islands] = True
+    if island.all():
+        return np.empty((0, 2), dtype=np.int64)
+    tree, xy = shapely.STRtree(barriers), shapely.get_coordinates(points)
+    links, stranded = [], np.zeros(n, dtype=bool)
+    while True:
+        joined = adjacency + _symmetric_links(links, n)
+        _, labels = connected_components(joined, directed=False)
+        mainland = np.zeros(labels.max() + 1, dtype=bool)
+        mainland[labels[~island]] = True
+        lonely = np.flatnonzero(~mainland[labels] & ~stranded)
+        if lonely.size == 0:
+            return np.array(links, dtype=np.int64).reshape(-1, 2)
+        members = np.flatnonzero(labels == labels[lonely[0]])
+        pair = _nearest_reachable(members, np.flatnonzero(labels != labels[lonely[0]]),
+                                  habitable, xy, tree)
+        if pair is None:
+            stranded[members] = True
+        else:
+            links.append(pair)
+
+
+def _nearest_reachable(members: np.ndarray, others: np.ndarray, habitable: np.ndarray,
+                       xy: np.ndarray, tree: shapely.STRtree) -> tuple[int, int] | None:
+    """Return the closest ``(member, other)`` pair whose points' segment crosses no barrier.
+
+    Pairs by the distance of their habitable parts, then the other's id, then the member's;
+    their segments are tested a batch at a time (an island that reaches nothing tested every
+    cell one query at a time).
+    """
+    member = np.repeat(members, others.size)
+    other = np.tile(others, members.size)
+    distance = shapely.distance(habitable[member], habitable[other])
+    order = np.lexsort((member, other, distance))
+    for start in range(0, order.size, _RELINK_BATCH):
+        batch = order[start:start + _RELINK_BATCH]
+        segments = shapely.linestrings(np.stack([xy[member[batch]], xy[other[batch]]], axis=1))
+        crossing = np.zeros(batch.size, dtype=bool)
+        crossing[tree.query(segments, predicate="crosses")[0]] = True
+        if not crossing.all():
+            first = batch[int(np.argmin(crossing))]
+            return int(member[first]), int(other[first])
+    return None
 
 
 def _same_crs_or_none(a: pyproj.CRS | None, b: pyproj.CRS | None) -> bool:

@@ -1032,11 +1032,11 @@ def _add_links(m: folium.Map, grid: Grid) -> None:
     """Draw the links cut across barriers and the links of islands, where the lattice has any.
 
     A cut link is the segment that crossed a barrier (:attr:`Grid.cut_segments`, between the
-    points that decided it); an island's link joins the two cells' representative points
-    (inside their habitable parts). A reviewer sees which banks a river separates and where
-    an island was joined.
+    points that decided it); an island's link joins the two cells' :attr:`Grid.link_points`
+    (those its test across barriers used). A reviewer sees which banks a river separates and
+    where an island was joined.
     """
-    points = shapely.point_on_surface(grid.habitable_geometry)
+    points = grid.link_points
     islands = np.asarray(grid.linked_islands, dtype=np.int64)
     cut_segments = grid.cut_segments
     if len(cut_segments) != grid.n_cut_links:  # a grid pickled before the segments were kept

@@ -197,3 +197,35 @@ def test_an_island_whose_nearest_area_lies_across_a_barrier_is_linked_to_one_it_
     # Each cut link's segment, as recorded, crosses the river.
     assert len(split.cut_segments) == split.n_cut_links
     assert shapely.crosses(split.cut_segments, river).all()
+
+
+def test_a_group_of_islands_cut_off_is_joined_again_and_a_cut_link_never_comes_back():
+    # Two islands nearest each other are linked together, and the group by one link to the
+    # mainland; a short barrier across that link left the pair a component of islands alone,
+    # without a warning (only cells without a neighbour warned).
+    main = [shapely.box(0, 0, 10, 10), shapely.box(10, 0, 20, 10), shapely.box(0, 10, 10, 20),
+            shapely.box(10, 10, 20, 20)]
+    pair = [shapely.box(30, 0, 32, 2), shapely.box(34, 0, 36, 2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        group = Grid.from_polygons(gpd.GeoDataFrame(geometry=main + pair, crs=3857),
+                                   islands="nearest")
+    assert group.linked_islands.tolist() == [[4, 5], [5, 4], [4, 1]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IsolatedCellWarning)
+        split = group.without_links_across(shapely.LineString([(25, 0), (25, 4)]))
+    assert split.cut_links.tolist() == [[1, 4]]
+    assert split.n_components == 1 and split.linked_islands.tolist()[-1] == [4, 3]
+    # Two calls: the second barrier cuts the link the first call made instead, and no call
+    # puts back a link an earlier barrier cut (it relinked across it).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IsolatedCellWarning)
+        alone = Grid.from_polygons(gpd.GeoDataFrame(geometry=main + pair[:1], crs=3857),
+                                   islands="nearest")
+        twice = alone.without_links_across(shapely.LineString([(25, 0), (25, 4)]))
+        twice = twice.without_links_across(shapely.LineString([(27, 3), (27, 6)]))
+    linked = {tuple(sorted(p)) for p in zip(*twice.adjacency.nonzero(), strict=True)}
+    assert not linked & {tuple(p) for p in twice.cut_links.tolist()}
+    assert twice.n_neighbours[4] == 0 and twice.n_linked_islands == 0
+    assert shapely.crosses(twice.cut_segments, shapely.MultiLineString(
+        [[(25, 0), (25, 4)], [(27, 3), (27, 6)]])).all()

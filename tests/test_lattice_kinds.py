@@ -291,7 +291,7 @@ def test_islands_nearer_each_other_than_the_mainland_are_linked_to_it_too():
     assert grid.n_linked_islands == 2
     from geosynth.cli.helpers import describe_lattice
 
-    assert ", 2 island(s) linked to their nearest area" in describe_lattice(grid)
+    assert ", 2 island(s) linked to the nearest area they reach" in describe_lattice(grid)
 
 
 def test_areas_that_are_all_islands_are_linked_into_one_component():

@@ -211,6 +211,17 @@ def test_links_cut_across_barriers_and_island_links_are_drawn(data):
     island = layers(review_map(None, releases, grid=linked, public=True))[ISLAND_LINKS_LAYER]
     assert [(f["properties"]["cell"], f["properties"]["neighbour"])
             for f in island.data["features"]] == [tuple(p) for p in linked.linked_islands.tolist()]
+    # A lake over the island's own point: its link is tested, and drawn, from a point beside
+    # the lake (drawn from the island's own point, the line crossed the lake it passed).
+    lake = shapely.box(x1 + 4400, y0 - 10, x1 + 6000, y0 + 1010)
+    with pytest.warns(DataWarning, match="barriers cut no link"):
+        lakeside = linked.without_links_across(lake)
+    assert lakeside.n_linked_islands == 1 and lakeside.n_cut_links == 0
+    island = layers(review_map(None, releases, grid=lakeside, public=True))[ISLAND_LINKS_LAYER]
+    (drawn,) = gpd.GeoSeries([shapely.geometry.shape(f["geometry"])
+                              for f in island.data["features"]], crs=4326).to_crs(grid.crs)
+    assert not drawn.intersects(lake)
+    assert shapely.point_on_surface(lakeside.habitable_geometry[2]).within(lake)  # its own
 
 
 def test_points_are_in_epsg4326_with_attribute_tooltips(data):

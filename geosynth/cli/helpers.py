@@ -929,7 +929,8 @@ def _lattice(points: gpd.GeoDataFrame, lattice: LatticeChoice,
                                       gap=lattice.area_gap or 0.0,
                                       exposure=lattice.area_exposure)
         except GridError as err:  # tune reads several --areas: say which one
-            raise GridError(f"--areas {Path(lattice.areas_path).name}: {err}") from None
+            layer = "" if lattice.areas_layer is None else f" (layer {lattice.areas_layer!r})"
+            raise GridError(f"--areas {Path(lattice.areas_path).name}{layer}: {err}") from None
     if lattice.hex_size is not None:
         return Grid.from_points(points, cell_size=lattice.hex_size, region=region,
                                 exclude=exclude, kind="hexagonal")
@@ -1081,7 +1082,7 @@ def describe_lattice(grid: Grid) -> str:
     tail = f"{grid.contiguity} contiguity, {grid.n_components} component(s){clipped})"
     if grid.kind == "areal":
         linked = grid.n_linked_islands
-        links = f", {linked} island(s) linked to their nearest area" if linked else ""
+        links = f", {linked} island(s) linked to the nearest area they reach" if linked else ""
         exposure = ("" if grid.exposure_source == "habitable fraction"
                     else f", exposure: {grid.exposure_source}")
         return f"{grid.n_cells} areas ({tail[:-1]}{links}{exposure})"

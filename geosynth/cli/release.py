@@ -353,8 +353,8 @@ def release(
                        "public data (a census population), never counts of the records: every "
                        "release follows it, whatever --epsilon", err=True)
         if map_path is not None and map_max_points is None and shown < maps.DEFAULT_MAX_POINTS:
-            click.echo(f"Map: at most {shown:,} points a layer, so that its {m} releases fit a "
-                       f"page ({maps.MAX_DRAWN:,} points and lines; --map-max-points sets it)")
+            click.echo(f"Map: at most {shown:,} points per layer, so that its {m} releases fit "
+                       f"a page ({maps.MAX_DRAWN:,} points and lines; --map-max-points sets it)")
         if region is None and not lattice.public_bounds:
             _echo_region_advice(grid)
 

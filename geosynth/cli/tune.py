@@ -129,9 +129,9 @@ class GridList(click.ParamType):
               "neighbours too (slivers of gap between areas digitised separately).")
 @click.option("--area-exposures", "area_exposures", type=CommaList(), default=None,
               metavar="EXPOSURE[,EXPOSURE...]",
-              help="With --areas: the exposures to compare, each none, area or a numeric COLUMN "
-              "of the areas (as release --area-exposure), e.g. none,area,population: each "
-              "--areas file is a candidate with each exposure.")
+              help="With --areas: the exposures to compare, each none (the default of release), "
+              "area or a numeric COLUMN of the areas (release --area-exposure), e.g. "
+              "none,area,population: each --areas file is a candidate with each exposure.")
 @continuous_option
 @beta_prior_option
 @region_option("Every --cell-sizes, --grids and --hex-sizes candidate covers its bounds; "
@@ -237,8 +237,9 @@ def tune(
     if not cell_sizes and not grid_shapes and not hex_sizes and not areas_paths:
         raise click.UsageError("give the candidate lattices: --cell-sizes 100,250,500, "
                                "--grids 10x10,20x20, --hex-sizes 150,300 and/or --areas FILE")
+    areas_by_label = _areas_by_label(areas_paths, areas_layer, area_exposures)
     _check_candidate_count({"--cell-sizes": cell_sizes, "--grids": grid_shapes,
-                            "--hex-sizes": hex_sizes, "--areas": areas_paths})
+                            "--hex-sizes": hex_sizes, "--areas": list(areas_by_label)})
     for option, value in (("--link-islands", link_islands), ("--area-gap", area_gap),
                           ("--area-exposures", area_exposures)):
         if value and not areas_paths:
@@ -247,7 +248,6 @@ def tune(
     check_layer_options({"--region": (region_path, region_layer),
                          "--exclude": (exclude_path, exclude_layer),
                          "--barriers": (barriers_path, barriers_layer)})
-    areas_by_label = _areas_by_label(areas_paths, areas_layer, area_exposures)
     both = sorted(set(attributes) & set(continuous or []))
     if both:
         raise click.UsageError(f"{', '.join(both)} listed in both --attributes and --continuous; "
@@ -270,8 +270,8 @@ def tune(
     figure_path = Path(report_path).with_suffix(".png")
     inputs = {"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
               "--barriers": barriers_path}
-    inputs.update({f"--areas {Path(path).name}": path
-                   for path, _, _ in areas_by_label.values()})
+    inputs.update({f"--areas {label}": path  # one per file and layer, not per exposure
+                   for label, (path, _, _) in _areas_by_label(areas_paths, areas_layer).items()})
     given = check_outputs({"--report": report_path, "R-U map of --report": figure_path},
                           overwrite, inputs=inputs)
     io.existing_file(input_path, "INPUT")  # a pipe or device: named INPUT, not path

@@ -257,6 +257,29 @@ def test_tune_compares_exposures_and_its_release_command_keeps_the_chosen_one(in
     assert_refused(missing, "--areas districts.gpkg: --area-exposures 'people' is not a column")
 
 
+def test_tune_counts_each_exposure_as_a_candidate_and_guards_every_areas_file(
+        inputs, areas, tmp_path, monkeypatch):
+    import geosynth.tuning
+
+    monkeypatch.setattr(geosynth.tuning, "MAX_CANDIDATES", 2)
+    many = run("tune", inputs["gpkg"], *GPKG_ARGS, "--areas", areas, "--area-exposures",
+               "none,area,residents", "--report", tmp_path / "x.md")
+    assert_refused(many, "--areas: 3 candidates, more than the limit of 2")
+    assert not (tmp_path / "x.md").exists()
+    monkeypatch.undo()
+    # Two files of one name in two folders, told apart by their layers: a --report on the
+    # first was accepted once the inputs were keyed by file name.
+    for folder in ("d1", "d2"):  # a GeoPackage named .md, as the test below
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "t.md").write_bytes(areas.read_bytes())
+    first = tmp_path / "d1" / "t.md"
+    clash = run("tune", inputs["gpkg"], *GPKG_ARGS, "--areas", first, "--areas-layer", "a",
+                "--areas", tmp_path / "d2" / "t.md", "--areas-layer", "b",
+                "--area-exposures", "none,area", "--report", first, "--overwrite")
+    assert_refused(clash, "name the same file")
+    assert first.read_bytes() == areas.read_bytes()
+
+
 def test_tune_report_never_replaces_an_areas_file(inputs, areas, tmp_path):
     copy = tmp_path / "districts.md"
     copy.write_bytes(areas.read_bytes())

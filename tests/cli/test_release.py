@@ -991,7 +991,7 @@ def test_the_default_map_cap_shrinks_to_fit_many_releases_in_a_page(inputs, tmp_
     result = run("release", inputs["gpkg"], *GPKG_ARGS, *FAST, "--map", tmp_path / "m.html",
                  "--out", tmp_path / "r.gpkg")
     assert result.exit_code == 0, result.output
-    assert "Map: at most 100 points a layer, so that its 2 releases fit a page" in result.output
+    assert "Map: at most 100 points per layer, so that its 2 releases fit a page" in result.output
     page = (tmp_path / "m.html").read_text()
     # 100 a layer (500 // 5): the records' and two releases' points; and 200 lines.
     assert page.count('"type": "Point"') + page.count('"type":"Point"') == 3 * 100
