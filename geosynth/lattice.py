@@ -1379,7 +1379,9 @@ class Grid:
 
         An island that ``islands="nearest"`` linked to its nearest area (:meth:`from_polygons`)
         and whose link is cut is linked instead to the nearest area it reaches without crossing
-        a barrier (:attr:`linked_islands`); with none, it is on its own, with a warning.
+        a barrier (:attr:`linked_islands`), a group of islands by its nearest such pair; with
+        none, it is on its own, with a warning. A later call tests the links against its
+        barriers and those of the earlier calls, so no link an earlier barrier cut comes back.
 
         The links of a cell follow from its one point, and the cell is not split: a barrier
         polygon through a cell links it to the bank its point lies on, and a barrier line
