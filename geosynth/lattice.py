@@ -1458,6 +1458,56 @@ class Grid:
         grid._linked_islands = linked
         return grid
 
+    def with_exposure(self, exposure: Any, source: str = "given values") -> Grid:
+        """Return this lattice with ``exposure`` as what each cell's expected count follows.
+
+        The offset ``log a_i`` of :class:`geosynth.PaivaModel` (:attr:`exposure`), in place of
+        the habitable fraction: with the population of each cell, the fields smooth the rate
+        per resident, as the expected counts of disease mapping do, instead of the density per
+        unit of habitable area. :func:`geosynth.rasters.cell_exposure` sums a population raster
+        over each cell; areas take theirs in :meth:`from_polygons` (``exposure=``).
+
+        Parameters
+        ----------
+        exposure : array-like of float, shape (n_cells,)
+            One positive finite number per cell, in the order of the cell ids, at most 10¹⁵
+            times apart; scaled to a geometric mean of 1 (the scale goes into μ). **Public
+            data**: every release follows it, an ε-DP release too; never a quantity of the
+            confidential records.
+        source : str, default "given values"
+            What it is, as the release metadata records it (``lattice.exposure``), e.g.
+            ``"population raster"``.
+
+        Returns
+        -------
+        Grid
+            A copy with the same cells and links.
+
+        Raises
+        ------
+        geosynth.errors.GridError
+            ``exposure`` is not one positive finite number per cell (naming the cells), spans
+            more than 10¹⁵, or ``source`` is not a non-empty str.
+
+        Examples
+        --------
+        >>> grid = Grid.regular((0, 0, 2, 1), shape=(1, 2))
+        >>> grid.with_exposure([10.0, 40.0], source="residents").exposure.round(12).tolist()
+        [0.5, 2.0]
+        """
+        if not isinstance(source, str) or not source.strip():
+            raise GridError(f"source must be a non-empty str naming the exposure, got "
+                            f"{describe_value(source)}")
+        cells = np.arange(self.n_cells)
+        given = _given_exposure(exposure, pd.RangeIndex(self.n_cells), "cells",
+                                "cell, in the order of the cell ids", "")
+        grid = copy.copy(self)
+        grid._cache = {key: value for key, value in self._cache.items() if key != "cells"}
+        grid._exposure = _scaled_exposure(_positive_exposure(given, cells, "exposure", "cells"),
+                                          cells)
+        grid._exposure_source = source
+        return grid
+
     def _boxes(self) -> np.ndarray:
         if "boxes" not in self._cache:
             r, c = self._cell_row, self._cell_col
@@ -2732,7 +2782,8 @@ def _area_exposure(areas: gpd.GeoDataFrame | gpd.GeoSeries, exposure: Any, kept:
             given, source = _exposure_column(areas, exposure, columns), f"column {exposure}"
             name = f"exposure column {exposure!r}"
         else:
-            given, source, name = _given_exposure(areas, exposure), "given values", "exposure"
+            given, source, name = (_given_exposure(exposure, areas.index), "given values",
+                                   "exposure")
         values = _positive_exposure(given.iloc[kept], labels, name,
                                     "area_ids" if ids is not None else "rows")
     return _scaled_exposure(values, labels), source
@@ -2754,23 +2805,26 @@ def _exposure_column(areas: gpd.GeoDataFrame | gpd.GeoSeries, name: str,
     return areas[name]
 
 
-def _given_exposure(areas: gpd.GeoDataFrame | gpd.GeoSeries, exposure: Any) -> pd.Series:
-    """Return an array-like exposure as a Series in the rows' order, or refuse it."""
+def _given_exposure(exposure: Any, index: pd.Index, of: str = "areas",
+                    each: str = "row of areas, in their order",
+                    kinds: str = "'area', the name of a column of areas, or ") -> pd.Series:
+    """Return an array-like exposure as a Series on ``index`` (areas' rows, or cells), or refuse.
+
+    ``of`` names the things counted, ``each`` one of them, ``kinds`` the other forms taken.
+    """
     if isinstance(exposure, pd.Series):
-        if not exposure.index.equals(areas.index):
-            raise GridError("exposure is a Series whose index is not that of areas; pass a "
-                            "column of areas (its name, or areas[column]), or "
-                            "exposure.to_numpy() in the order of its rows")
+        if not exposure.index.equals(index):
+            raise GridError(f"exposure is a Series whose index is not that of the {of}; pass "
+                            f"one value per {each} (exposure.to_numpy() in that order)")
         return exposure
     if not isinstance(exposure, np.ndarray | list | tuple | pd.api.extensions.ExtensionArray) \
             or np.ndim(exposure) != 1:
-        raise GridError(f"exposure must be 'area', the name of a column of areas, or one "
-                        f"positive number per row of areas (a 1-D array, list or Series), got "
-                        f"{describe_value(exposure)}")
-    if len(exposure) != len(areas):
-        raise GridError(f"exposure has {len(exposure)} values for {len(areas)} areas; give one "
-                        "per row of areas, in their order")
-    return pd.Series(exposure, index=areas.index)
+        raise GridError(f"exposure must be {kinds}one positive number per {each} (a 1-D "
+                        f"array, list or Series), got {describe_value(exposure)}")
+    if len(exposure) != len(index):
+        raise GridError(f"exposure has {len(exposure)} values for {len(index)} {of}; give one "
+                        f"per {each}")
+    return pd.Series(exposure, index=index)
 
 
 def _positive_exposure(values: pd.Series, labels: np.ndarray, name: str, rows: str) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Public rasters read over a lattice: placement weights and cell priors.
+"""Public rasters read over a lattice: placement weights, cell exposures and cell priors.
 
 A raster of public weights (e.g. population density) places synthetic points within their cells
 (:func:`read_weights` → :class:`geosynth.synth.PixelTable`) or weighs the cells of a
@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyproj
 
-from geosynth._validation import check_no_nul
+from geosynth._validation import check_no_nul, check_real
 from geosynth.errors import CRSError, InputError, MemoryLimitError
 from geosynth.lattice import Grid
 from geosynth.synth.placement import PixelTable, check_pixel_table
@@ -31,6 +31,7 @@ __all__ = [
     "MAX_WEIGHT_PIXELS",
     "Band",
     "WeightsLike",
+    "cell_exposure",
     "check_raster_band",
     "check_raster_crs",
     "pixel_table",
@@ -122,6 +123,64 @@ def read_weights(weights: WeightsLike, grid: Grid) -> PixelTable:
                   "dataset",
         expected="a raster path or an open rasterio dataset",
     )
+
+
+def cell_exposure(weights: WeightsLike, grid: Grid, minimum: float = 0.01) -> np.ndarray:
+    """Sum a public raster (a population) over the habitable part of each cell: its exposure.
+
+    For :meth:`geosynth.Grid.with_exposure`: with the population of each cell as its exposure,
+    the model smooths the rate per resident. The total of a cell is that of
+    :func:`read_weights` (each pixel's value times the share of its area in the cell's
+    habitable part), so a raster of people per pixel gives people per cell, and one of
+    density gives a multiple of it: the totals are relative (:func:`read_weights` scales the
+    raster by its largest value), and the scale goes into μ.
+
+    A cell where the raster counts nobody (a park, a river bank, an industrial estate) can
+    still hold records; with an exposure of 0 the model could place none there (and its
+    records would have no likelihood). Every cell gets at least ``minimum`` times the mean of
+    the positive totals.
+
+    Parameters
+    ----------
+    weights : str, os.PathLike, rasterio dataset or geosynth.synth.PixelTable
+        Single-band raster of non-negative public values in the grid CRS, north-up (as
+        :func:`read_weights` takes), or its table read for ``grid``.
+    grid : geosynth.lattice.Grid
+        The lattice.
+    minimum : float, default 0.01
+        The floor of a cell's exposure, as a share of the mean positive total, in (0, 1].
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n_cells,)
+        Positive; proportional to the raster's totals where they are above the floor.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        ``minimum`` is not in (0, 1], or what :func:`read_weights` raises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from affine import Affine
+    >>> from rasterio.io import MemoryFile
+    >>> from geosynth.lattice import Grid
+    >>> grid = Grid.regular((0, 0, 3, 1), shape=(1, 3), crs="EPSG:3857")
+    >>> profile = dict(driver="GTiff", width=3, height=1, count=1, dtype="float64",
+    ...                crs="EPSG:3857", transform=Affine(1, 0, 0, 0, -1, 1))
+    >>> with MemoryFile() as memory, memory.open(**profile) as raster:
+    ...     raster.write(np.array([[0.0, 100.0, 300.0]]), 1)
+    ...     exposure = cell_exposure(raster, grid)
+    >>> (300 * exposure / exposure.max()).round(9).tolist()  # relative: 1% of the mean, 2
+    [2.0, 100.0, 300.0]
+    """
+    share = check_real(minimum, "minimum")
+    if not 0 < share <= 1:
+        raise InputError(f"minimum must be in (0, 1] (a share of the mean positive cell "
+                         f"total), got {minimum!r}")
+    total = np.asarray(pixel_table(weights, grid).total, dtype=np.float64)
+    return np.maximum(total, share * total[total > 0].mean())
 
 
 def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:

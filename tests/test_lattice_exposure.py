@@ -91,7 +91,7 @@ def test_an_exposure_of_the_wrong_length_or_index_or_column_is_refused(areas):
         with pytest.raises(GridError, match=r"exposure must be 'area', the name of a column of "
                                             r"areas, or one positive number per row"):
             Grid.from_polygons(areas, exposure=wrong)
-    with pytest.raises(GridError, match=r"index is not that of areas"):
+    with pytest.raises(GridError, match=r"index is not that of the areas"):
         Grid.from_polygons(areas, exposure=areas["pop"].set_axis(range(10, 15)))
     with pytest.raises(GridError, match=r"exposure='people' is not a column of areas "
                                         r"\(columns: \['pop', 'name'\]\)"):
@@ -154,3 +154,23 @@ def test_grids_of_other_exposures_differ_and_copies_keep_theirs(areas):
     assert [candidate.label for candidate in candidates] == [
         "areal lattice, 5 cells", "areal lattice, 5 cells, exposure habitable area",
         "areal lattice, 5 cells, exposure column pop"]
+
+
+def test_any_lattice_takes_an_exposure_per_cell():
+    grid = Grid.regular((0, 0, 3, 2), shape=(2, 3), crs=3857,
+                        region=shapely.box(0, 0, 2.5, 2))
+    people = grid.with_exposure(np.arange(1.0, 7.0), source="residents")
+    assert people.exposure_source == "residents" and grid.exposure_source == "habitable fraction"
+    assert np.allclose(people.exposure, np.arange(1.0, 7.0) / _geometric_mean(np.arange(1, 7)))
+    assert np.array_equal(grid.habitable_fraction, people.habitable_fraction)  # unchanged
+    assert people != grid and people == grid.with_exposure(np.arange(1.0, 7.0), "residents")
+    assert (people.adjacency != grid.adjacency).nnz == 0
+    with pytest.raises(GridError, match=r"exposure values at cells \[2\] are zero or negative"):
+        grid.with_exposure([1, 2, 0, 4, 5, 6])
+    with pytest.raises(GridError, match=r"exposure has 5 values for 6 cells; give one per cell, "
+                                        r"in the order of the cell ids"):
+        grid.with_exposure([1, 2, 3, 4, 5])
+    with pytest.raises(GridError, match=r"exposure must be one positive number per cell"):
+        grid.with_exposure(2.0)
+    with pytest.raises(GridError, match=r"source must be a non-empty str"):
+        grid.with_exposure(np.ones(6), source="")

@@ -1079,13 +1079,13 @@ def describe_lattice(grid: Grid) -> str:
     clipped = ", clipped to the region/exclusions" if grid.is_clipped else ""
     if grid.n_cut_links:
         clipped = f"{clipped}, {grid.n_cut_links} link(s) cut by --barriers"
+    if grid.exposure_source != "habitable fraction":
+        clipped = f"{clipped}, exposure: {grid.exposure_source}"
     tail = f"{grid.contiguity} contiguity, {grid.n_components} component(s){clipped})"
     if grid.kind == "areal":
         linked = grid.n_linked_islands
         links = f", {linked} island(s) linked to the nearest area they reach" if linked else ""
-        exposure = ("" if grid.exposure_source == "habitable fraction"
-                    else f", exposure: {grid.exposure_source}")
-        return f"{grid.n_cells} areas ({tail[:-1]}{links}{exposure})"
+        return f"{grid.n_cells} areas ({tail[:-1]}{links})"
     if grid.kind == "hexagonal":
         return (f"{grid.n_cells} hexagons of side {grid.cell_size[0]:,.0f} m "
                 f"({grid.n_cells} habitable, six-neighbour contiguity, "

@@ -81,6 +81,10 @@ __all__ = ["release"]
               "uniformly over the cell's habitable part. Never a raster made from INPUT (one "
               "whose positive pixels cover a sliver of the cells yet hold the records is "
               "warned about).")
+@click.option("--weights-exposure", is_flag=True,
+              help="With --weights (a population raster): each cell's total of it is the cell's "
+              "exposure, so the model smooths the rate per resident instead of the density per "
+              "unit area. A cell it counts nobody in gets 1%% of the mean.")
 @click.option("--limit", "limit_specs", type=LimitSpec(), multiple=True,
               help="The range a --continuous column's values can take, e.g. age=0:120 or "
               "income=0: (an end left empty is open); repeat for several columns. Its synthetic "
@@ -169,6 +173,7 @@ def release(
     barriers_layer: str | None,
     drop_outside: bool,
     weights_path: str | None,
+    weights_exposure: bool,
     limit_specs: tuple[tuple[str, tuple[float | None, float | None]], ...],
     m: int,
     iterations: int | str,
@@ -256,6 +261,11 @@ def release(
     if map_max_points is not None and map_path is None:  # was accepted and did nothing
         raise click.UsageError("--map-max-points limits the points of the --map; add --map FILE "
                                "or drop --map-max-points")
+    if weights_exposure and weights_path is None:
+        raise click.UsageError("--weights-exposure takes each cell's total of the --weights "
+                               "raster; add --weights RASTER or drop --weights-exposure")
+    if weights_exposure and area_exposure is not None:
+        raise click.UsageError("give one exposure: --area-exposure or --weights-exposure")
     if outcome is not None and outcome not in attributes:  # found after the whole fit
         raise click.UsageError(
             f"--outcome {io.printable(outcome)!r} is not one of --attributes: the releases carry "
@@ -310,6 +320,10 @@ def release(
                     io.read_polygons(barriers_path, barriers_layer, option="--barriers",
                                      lines=True))
         grid = build_grid(points, lattice, region, exclude, barriers)
+        # Read once, here: the releases place points with this table (and it may weigh cells).
+        weights = None if weights_path is None else _weights_table(weights_path, grid)
+        if weights_exposure:
+            grid, weights = _weights_exposure(grid, weights)
         counts, dropped = _prepare(points, grid, attributes, continuous, drop_outside,
                                    allow_identifying, levels, report_path is not None)
         original = points.loc[counts.record_index]
@@ -331,8 +345,6 @@ def release(
 
             for column in counts.covariates:
                 synthesis_sd(counts, column)
-        # Read once, here: the releases place points with this table.
-        weights = None if weights_path is None else _weights_table(weights_path, grid)
         if outcome is not None and epsilon is None:  # now, on the records, not after the fit
             check_binary(original, outcome, name)
             check_coverage_size(original, name)
@@ -461,6 +473,16 @@ def _check_options(lattice, epsilon, region_path, continuous, beta_prior,
     check_run_options(iterations, burn_in, thin, chains, m)
     _check_dp_options(epsilon, region_path or lattice.areas_path, continuous, beta_prior,
                       levels_file, public_total, sampler, seed)
+
+
+def _weights_exposure(grid, weights):
+    """Return the lattice with the --weights raster's cell totals as exposure, and its table."""
+    import dataclasses
+
+    from geosynth.rasters import cell_exposure
+
+    grid = grid.with_exposure(cell_exposure(weights, grid), source="weights raster")
+    return grid, dataclasses.replace(weights, grid=grid)
 
 
 def _weights_table(path: str, grid):

@@ -130,7 +130,8 @@ class PaivaModel:
     removes: the counts of areas of different sizes are smoothed as counts, as in BYM models
     without expected counts, unless the lattice was built with an ``exposure``
     (:meth:`geosynth.Grid.from_polygons`: the habitable area, or a population), which is then
-    ``a_i`` (:attr:`geosynth.Grid.exposure`), as the expected counts of a BYM model are.
+    ``a_i`` (:attr:`geosynth.Grid.exposure`), as the expected counts of a BYM model are. Any
+    lattice takes its cells' population so (:meth:`geosynth.Grid.with_exposure`).
 
     The thesis' lattice is connected. On one of several components each ICAR field's mean over
     a component gets a N(0, ``priors.level_var``) prior, so a cell without neighbours (a

@@ -12,9 +12,10 @@ leaves a tenth expects a tenth of the records of a whole cell of the same intens
 the offset the ICAR prior pulled its count towards its whole neighbours', and releases put
 about twice their share of points in cells less than half habitable (along coasts, lake
 shores and region edges). The fields then smooth the log intensity per unit of habitable area,
-as the Poisson log-linear models of disease mapping do with their expected counts. An areal
-lattice built with an ``exposure`` (the areas' habitable area or population) has that as
-``a_i`` instead (:attr:`geosynth.Grid.exposure`).
+as the Poisson log-linear models of disease mapping do with their expected counts. A lattice
+given an exposure (an areal one its areas' habitable area or population, any one its cells'
+population: :meth:`geosynth.Grid.with_exposure`) has that as ``a_i`` instead
+(:attr:`geosynth.Grid.exposure`).
 
 Attribute levels other than each attribute's baseline are numbered p = 0..P-1, so α is a vector
 of length P and φ a (G, P) array; ``combo_levels[b]`` lists the p's of combination b (-1 pads).

@@ -272,6 +272,37 @@ def test_weights_place_every_point_in_the_weighted_pixels(inputs, tmp_path):
     assert (fx <= 0.5 + 1e-9).all() and (fy <= 0.5 + 1e-9).all()
 
 
+def test_weights_exposure_weighs_the_cells_by_the_raster_and_is_recorded(inputs, tmp_path):
+    rasterio = pytest.importorskip("rasterio")
+    x0, y0, x1, y1 = (b + d for b, d in zip(SCENARIO.bounds, (-100, -100, 100, 100),
+                                            strict=True))
+    path = tmp_path / "people.tif"
+    people = np.ones((8, 8), dtype="float32")
+    people[:, :4] = 9.0  # the west half of the area holds nine people a pixel, the east one
+    with rasterio.open(path, "w", driver="GTiff", width=8, height=8, count=1, dtype="float32",
+                       crs=SCENARIO.crs, transform=rasterio.transform.from_origin(
+                           x0, y1, (x1 - x0) / 8, (y1 - y0) / 8)) as dst:
+        dst.write(people, 1)
+    out = tmp_path / "release.gpkg"
+    result = run("release", inputs["gpkg"], "--attributes", "y", "--grid", "4x4", "--region",
+                 inputs["region"], "--weights", path, "--weights-exposure", "--seed", 3, *FAST,
+                 "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "exposure: weights raster" in result.output
+    assert io.read_release(out).metadata["lattice"]["exposure"] == "weights raster"
+    for extra, message in (
+            (["--weights-exposure"], "--weights-exposure takes each cell's total of the "
+                                     "--weights raster; add --weights RASTER"),
+            (["--weights", path, "--weights-exposure", "--areas", inputs["region"],
+              "--area-exposure", "area"], "give one exposure: --area-exposure or "
+                                          "--weights-exposure")):
+        lattice = [] if "--areas" in extra else ["--grid", "4x4"]
+        refused = run("release", inputs["gpkg"], "--attributes", "y", *lattice, *extra, *FAST,
+                      "--out", tmp_path / "x.gpkg")
+        assert_refused(refused, message)
+        assert not (tmp_path / "x.gpkg").exists()
+
+
 def test_weights_in_another_crs_are_refused_naming_the_option(inputs, tmp_path):
     rasterio = pytest.importorskip("rasterio")
     path = tmp_path / "degrees.tif"

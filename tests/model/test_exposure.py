@@ -126,3 +126,29 @@ def test_a_column_proportional_to_the_area_is_the_same_exposure_as_the_area(boar
     counts = geosynth.prepare(points, by_column, attributes=["a"])
     data, _, _ = build_model_data(counts, geosynth.PaivaModel())
     assert np.array_equal(data.log_exposure, np.log(by_column.exposure))
+
+
+def test_a_population_per_cell_as_exposure_recovers_the_expected_counts():
+    # Records at a uniform rate per resident of a lognormal population (sd 1 on the log
+    # scale): smoothed as a density, a populous cell's count was pulled towards its
+    # neighbours'; with the population as exposure the fields smooth the (flat) rate. RMSE of
+    # the posterior expected count against the truth: 1.04 -> 0.17 (seeds 2 and 3 of the same
+    # set-up: 1.00 -> 0.28, 1.28 -> 0.52).
+    rng = np.random.default_rng(1)
+    grid = Grid.regular((0, 0, 1200, 1200), shape=(12, 12), crs=3857)
+    population = np.exp(rng.normal(0.0, 1.0, grid.n_cells))
+    truth = 1.5 * population / population.mean()
+    cells = np.repeat(np.arange(grid.n_cells), rng.poisson(truth))
+    xy = geosynth.synth.place_in_cells(grid, cells, seed=1)
+    points = gpd.GeoDataFrame({"a": rng.integers(0, 2, cells.size)},
+                              geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=3857)
+    errors = []
+    for lattice in (grid, grid.with_exposure(population, source="population")):
+        counts = geosynth.prepare(points, lattice, attributes=["a"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = geosynth.PaivaModel().fit(counts, n_iter=1000, burn_in=400, seed=3,
+                                            progress=False)
+        expected = fit.posterior_mean_lambda().sum(axis=1)
+        errors.append(float(np.sqrt(np.mean((expected - truth) ** 2))))
+    assert errors[1] < 0.5 * errors[0], errors
