@@ -97,6 +97,13 @@ _RELINK_BATCH = 256
 #: Largest ratio of two areas' exposures (:meth:`Grid.from_polygons`): beyond it, surely a unit
 #: error or a sliver (scaled to a geometric mean of 1, 1e308 and 1e-320 overflowed to inf).
 _EXPOSURE_SPREAD = 1e15
+_AREA_ADVICE = ("an area's exposure must be a positive finite number: give an area of no "
+                "population a small one if records may lie in it (or use 'area'), and drop it, "
+                "or add it to the no-go areas (exclude=, CLI: --exclude), if none can (records "
+                "in it are then outside the lattice)")
+_CELL_ADVICE = ("a cell's exposure must be a positive finite number: give a cell of no "
+                "population a small one, as geosynth.rasters.cell_exposure does (records may "
+                "lie in it)")
 # Neighbour steps (drow, dcol) in increasing lattice offset drow*ncols + dcol, so the neighbours of
 # each cell come out sorted by cell id (cell ids increase with lattice position).
 _STEPS = {
@@ -1487,7 +1494,9 @@ class Grid:
         ------
         geosynth.errors.GridError
             ``exposure`` is not one positive finite number per cell (naming the cells), spans
-            more than 10¹⁵, or ``source`` is not a non-empty str.
+            more than 10¹⁵, or ``source`` is not a non-empty str without control characters, or
+            is a name :meth:`from_polygons` gives (``"habitable area"``, ``"column ..."``) or
+            the default's (``"habitable fraction"``).
 
         Examples
         --------
@@ -1495,16 +1504,14 @@ class Grid:
         >>> grid.with_exposure([10.0, 40.0], source="residents").exposure.round(12).tolist()
         [0.5, 2.0]
         """
-        if not isinstance(source, str) or not source.strip():
-            raise GridError(f"source must be a non-empty str naming the exposure, got "
-                            f"{describe_value(source)}")
+        _check_exposure_source(source)
         cells = np.arange(self.n_cells)
         given = _given_exposure(exposure, pd.RangeIndex(self.n_cells), "cells",
                                 "cell, in the order of the cell ids", "")
         grid = copy.copy(self)
         grid._cache = {key: value for key, value in self._cache.items() if key != "cells"}
-        grid._exposure = _scaled_exposure(_positive_exposure(given, cells, "exposure", "cells"),
-                                          cells)
+        grid._exposure = _scaled_exposure(
+            _positive_exposure(given, cells, "exposure", "cells", _CELL_ADVICE), cells, "cell")
         grid._exposure_source = source
         return grid
 
@@ -1529,11 +1536,19 @@ class Grid:
         if self is other:
             return True
         return (
-            _grid_key(self) == _grid_key(other)
-            and _same_crs_or_none(self._crs, other._crs)
-            and _same_cells(self, other)
+            self.same_cells(other)
+            and np.array_equal(self.exposure, other.exposure)
             and _same_adjacency(self.adjacency, other.adjacency)
         )
+
+    def same_cells(self, other: Grid) -> bool:
+        """Whether ``other`` has the same cells and habitable parts, whatever its exposure.
+
+        What placing points in cells depends on (:class:`geosynth.synth.PixelTable`): equal
+        grids have the same cells, and so do a grid and its :meth:`with_exposure`.
+        """
+        return (isinstance(other, Grid) and _grid_key(self) == _grid_key(other)
+                and _same_crs_or_none(self._crs, other._crs) and _same_cells(self, other))
 
     def __hash__(self) -> int:
         """Hash of the scalar description of the lattice, consistent with :meth:`__eq__`.
@@ -1694,8 +1709,7 @@ def _same_crs_or_none(a: pyproj.CRS | None, b: pyproj.CRS | None) -> bool:
 
 def _same_cells(a: Grid, b: Grid) -> bool:
     """Tell whether the cells, their fractions and habitable parts (and ids) are the same."""
-    if not (np.array_equal(a.habitable_fraction, b.habitable_fraction)
-            and np.array_equal(a.exposure, b.exposure)):
+    if not np.array_equal(a.habitable_fraction, b.habitable_fraction):
         return False
     if a.kind == "areal":
         ids_a, ids_b = a.area_ids, b.area_ids
@@ -2827,7 +2841,20 @@ def _given_exposure(exposure: Any, index: pd.Index, of: str = "areas",
     return pd.Series(exposure, index=index)
 
 
-def _positive_exposure(values: pd.Series, labels: np.ndarray, name: str, rows: str) -> np.ndarray:
+def _check_exposure_source(source: Any) -> None:
+    """Refuse a ``source`` of :meth:`Grid.with_exposure` that would read as another exposure."""
+    if not isinstance(source, str) or not source.strip() \
+            or any(ord(c) < 32 or ord(c) == 127 for c in source):
+        raise GridError(f"source must be a non-empty str naming the exposure, without control "
+                        f"characters, got {describe_value(source)}")
+    if source in ("habitable fraction", "habitable area") or source.startswith("column "):
+        raise GridError(f"source {source!r} names an exposure geosynth sets itself (the "
+                        "release metadata would misreport this one); name yours, e.g. "
+                        "'population raster'")
+
+
+def _positive_exposure(values: pd.Series, labels: np.ndarray, name: str, rows: str,
+                       advice: str = _AREA_ADVICE) -> np.ndarray:
     """Return ``values`` as float64 after checking each is a positive finite real number.
 
     Numbers only: booleans, dates, durations, complex numbers and text (even ``"1e3"``) are no
@@ -2854,22 +2881,18 @@ def _positive_exposure(values: pd.Series, labels: np.ndarray, name: str, rows: s
     for where, what in flagged:
         if where.any():
             named = labels[np.flatnonzero(where)[:_N_NAMED]].tolist()
-            raise GridError(
-                f"{name} values at {rows} {named} {what}; an area's exposure must be a positive "
-                "finite number: give an area of no population a small one if records may lie "
-                "in it (or use 'area'), and drop it, or add it to the no-go areas (exclude=, "
-                "CLI: --exclude), if none can (records in it are then outside the lattice)")
+            raise GridError(f"{name} values at {rows} {named} {what}; {advice}")
     return floats
 
 
-def _scaled_exposure(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def _scaled_exposure(values: np.ndarray, labels: np.ndarray, unit: str = "area") -> np.ndarray:
     """Return ``values`` over their geometric mean; refuse a ratio over :data:`_EXPOSURE_SPREAD`."""
     log_values = np.log(values)
     low, high = int(np.argmin(log_values)), int(np.argmax(log_values))
     if log_values[high] - log_values[low] > math.log(_EXPOSURE_SPREAD):
         name_low, name_high = labels[[low, high]].tolist()
         raise GridError(
-            f"exposure ranges from {values[low]:.3g} (area {name_low!r}) to "
-            f"{values[high]:.3g} (area {name_high!r}), more than {_EXPOSURE_SPREAD:.0e} "
-            "times: a unit error or a sliver; check those areas")
+            f"exposure ranges from {values[low]:.3g} ({unit} {name_low!r}) to "
+            f"{values[high]:.3g} ({unit} {name_high!r}), more than {_EXPOSURE_SPREAD:.0e} "
+            f"times: a unit error or a sliver; check those {unit}s")
     return np.exp(log_values - log_values.mean())

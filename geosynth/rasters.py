@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 import pyproj
 
 from geosynth._validation import check_no_nul, check_real
-from geosynth.errors import CRSError, InputError, MemoryLimitError
+from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError
 from geosynth.lattice import Grid
 from geosynth.synth.placement import PixelTable, check_pixel_table
 
@@ -51,6 +52,9 @@ MAX_WEIGHT_PIXELS = 2**23
 # sorting). The limit was 2**28 pixels "8 bytes each": a raster under it could take 60 GiB and
 # be killed; then pixels as large as the cells, each in four of them, took 630 bytes a pixel.
 _BYTES_PER_PIXEL = 256
+# Smallest floor of cell_exposure: below it the floored cells were refused by the lattice as
+# "more than 1e+15 times" apart from the others.
+_MIN_FLOOR = 1e-6
 
 
 class Band(NamedTuple):
@@ -148,7 +152,8 @@ def cell_exposure(weights: WeightsLike, grid: Grid, minimum: float = 0.01) -> np
     grid : geosynth.lattice.Grid
         The lattice.
     minimum : float, default 0.01
-        The floor of a cell's exposure, as a share of the mean positive total, in (0, 1].
+        The floor of a cell's exposure, as a share of the mean positive total, in
+        [1e-6, 1]: every cell below it (not only those it counts nobody in) is raised to it.
 
     Returns
     -------
@@ -158,10 +163,17 @@ def cell_exposure(weights: WeightsLike, grid: Grid, minimum: float = 0.01) -> np
     Raises
     ------
     geosynth.errors.InputError
-        ``minimum`` is not in (0, 1], or what :func:`read_weights` raises.
+        ``minimum`` is not in [1e-6, 1], or what :func:`read_weights` raises.
+
+    Warns
+    -----
+    geosynth.errors.DataWarning
+        Cells were raised to the floor, saying how many the raster covers with no positive
+        pixel: a raster that covers part of the lattice makes the rest read as nearly empty.
 
     Examples
     --------
+    >>> import warnings
     >>> import numpy as np
     >>> from affine import Affine
     >>> from rasterio.io import MemoryFile
@@ -171,16 +183,29 @@ def cell_exposure(weights: WeightsLike, grid: Grid, minimum: float = 0.01) -> np
     ...                crs="EPSG:3857", transform=Affine(1, 0, 0, 0, -1, 1))
     >>> with MemoryFile() as memory, memory.open(**profile) as raster:
     ...     raster.write(np.array([[0.0, 100.0, 300.0]]), 1)
-    ...     exposure = cell_exposure(raster, grid)
+    ...     with warnings.catch_warnings():  # the first cell is raised to the floor
+    ...         warnings.simplefilter("ignore")
+    ...         exposure = cell_exposure(raster, grid)
     >>> (300 * exposure / exposure.max()).round(9).tolist()  # relative: 1% of the mean, 2
     [2.0, 100.0, 300.0]
     """
     share = check_real(minimum, "minimum")
-    if not 0 < share <= 1:
-        raise InputError(f"minimum must be in (0, 1] (a share of the mean positive cell "
-                         f"total), got {minimum!r}")
+    if not _MIN_FLOOR <= share <= 1:
+        raise InputError(f"minimum must be in [{_MIN_FLOOR:g}, 1] (a share of the mean positive "
+                         f"cell total), got {minimum!r}")
     total = np.asarray(pixel_table(weights, grid).total, dtype=np.float64)
-    return np.maximum(total, share * total[total > 0].mean())
+    floor = share * total[total > 0].mean()
+    empty, low = int((total == 0).sum()), int(((total > 0) & (total < floor)).sum())
+    if empty or low:
+        warnings.warn(
+            f"cell_exposure raised {empty + low:,} of {grid.n_cells:,} cells to its floor "
+            f"({share:g} of the mean cell total): {empty:,} that the raster covers with no "
+            f"positive pixel (outside its extent, nodata or zero) and {low:,} below the floor. "
+            "Where the raster does not cover the lattice, the model reads those cells as "
+            "nearly empty of people (a fit worse than without the exposure): use a raster that "
+            "covers the whole lattice",
+            DataWarning, stacklevel=2)
+    return np.maximum(total, floor)
 
 
 def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:

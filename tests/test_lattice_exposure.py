@@ -172,5 +172,16 @@ def test_any_lattice_takes_an_exposure_per_cell():
         grid.with_exposure([1, 2, 3, 4, 5])
     with pytest.raises(GridError, match=r"exposure must be one positive number per cell"):
         grid.with_exposure(2.0)
-    with pytest.raises(GridError, match=r"source must be a non-empty str"):
-        grid.with_exposure(np.ones(6), source="")
+    for source in ("", "pop\x1b[31m", 7):
+        with pytest.raises(GridError, match=r"source must be a non-empty str"):
+            grid.with_exposure(np.ones(6), source=source)
+    # A name geosynth gives its own exposures hid this one from the metadata and from tune.
+    for source in ("habitable fraction", "habitable area", "column pop"):
+        with pytest.raises(GridError, match=r"names an exposure geosynth sets itself"):
+            grid.with_exposure(np.ones(6), source=source)
+    with pytest.raises(GridError, match=r"a cell's exposure must be a positive finite number"):
+        grid.with_exposure([1, 2, np.nan, 4, 5, 6])
+    with pytest.raises(GridError, match=r"from 1e-16 \(cell 0\) to 2 \(cell 1\)"):
+        grid.with_exposure([1e-16, 2, 1, 1, 1, 1])
+    assert people.same_cells(grid) and grid.same_cells(people)
+    assert not grid.same_cells(Grid.regular((0, 0, 3, 2), shape=(2, 3), crs=3857))

@@ -238,6 +238,11 @@ def test_public_area_ids_are_written_only_when_declared_public(tmp_path):
     with pytest.raises(InputError, match=r"its public_ids is True and the fit's False \(build "
                                          r"the lattice with public_ids=True before the fit"):
         io.write_release(tmp_path / "again.gpkg", releases, fit=private, grid=grid)
+    # A lattice given an exposure has the repr of the one without: said too.
+    by_area = Grid.from_polygons(areas, id_column="AreaKey", public_ids=True, exposure="area")
+    with pytest.raises(InputError, match=r"its exposure is the habitable area and the fit's the "
+                                         r"habitable fraction"):
+        io.write_release(tmp_path / "again.gpkg", releases, fit=fit, grid=by_area)
 
 
 def test_review_map_draws_the_intensity_of_each_area(case, fitted):

@@ -198,17 +198,26 @@ def test_cell_exposure_sums_the_raster_over_each_cell_with_a_floor(grid, tmp_pat
     values[2:, 2:] = 1.0  # the south-east cell: 4 pixels of 1
     values[0, 2] = 3.0  # the north-east cell: one pixel of 3
     path = write_raster(tmp_path / "people.tif", values, from_origin(0, 100, 25, 25))
-    exposure = rasters.cell_exposure(path, grid)
+    with pytest.warns(DataWarning, match=r"raised 1 of 4 cells to its floor \(0.01 of the mean "
+                                         r"cell total\): 1 that the raster covers with no "
+                                         r"positive pixel .* and 0 below the floor"):
+        exposure = rasters.cell_exposure(path, grid)
     # Cells count from the south-west: SW nobody, SE 4, NW 48, NE 3 (relative to 48 here).
     relative = exposure / exposure[2] * 48
     floor = 0.01 * np.mean([4, 48, 3])
     np.testing.assert_allclose(relative, [floor, 4, 48, 3], rtol=1e-12)
     table = rasters.read_weights(path, grid)
-    np.testing.assert_array_equal(rasters.cell_exposure(table, grid), exposure)
-    np.testing.assert_allclose(rasters.cell_exposure(path, grid, minimum=1.0) / exposure[2] * 48,
-                               [55 / 3, 55 / 3, 48, 55 / 3], rtol=1e-12)
-    for minimum in (0, -0.5, 1.5, float("nan")):
-        with pytest.raises(InputError, match=r"minimum must be in \(0, 1\]"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        np.testing.assert_array_equal(rasters.cell_exposure(table, grid), exposure)
+    with pytest.warns(DataWarning, match=r"raised 3 of 4 cells .* 1 that .* and 2 below"):
+        mean = rasters.cell_exposure(path, grid, minimum=1.0)
+    np.testing.assert_allclose(mean / exposure[2] * 48, [55 / 3, 55 / 3, 48, 55 / 3], rtol=1e-12)
+    for minimum in (0, 1e-7, -0.5, 1.5, float("nan")):
+        with pytest.raises(InputError, match=r"minimum must be in \[1e-06, 1\]"):
             rasters.cell_exposure(path, grid, minimum=minimum)
     weighted = grid.with_exposure(exposure, source="population raster")
     assert weighted.exposure[2] / weighted.exposure[3] == pytest.approx(16.0)
+    # The table read for the grid still places points on the grid with its exposure.
+    assert check_pixel_table(table, weighted) is table
+    assert rasters.pixel_table(table, weighted) is table

@@ -84,7 +84,8 @@ __all__ = ["release"]
 @click.option("--weights-exposure", is_flag=True,
               help="With --weights (a population raster): each cell's total of it is the cell's "
               "exposure, so the model smooths the rate per resident instead of the density per "
-              "unit area. A cell it counts nobody in gets 1%% of the mean.")
+              "unit area. A cell below 1% of the mean cell total (one it counts nobody in) is "
+              "raised to it.")
 @click.option("--limit", "limit_specs", type=LimitSpec(), multiple=True,
               help="The range a --continuous column's values can take, e.g. age=0:120 or "
               "income=0: (an end left empty is open); repeat for several columns. Its synthetic "

@@ -1149,6 +1149,9 @@ def _check_grid_and_fit(
         ids = ("" if grid.public_ids == fit.grid.public_ids else
                f": its public_ids is {grid.public_ids} and the fit's {fit.grid.public_ids} (build "
                "the lattice with public_ids=True before the fit to publish the area ids)")
+        if not ids and not np.array_equal(grid.exposure, fit.grid.exposure):
+            ids = (f": its exposure is the {grid.exposure_source} and the fit's the "
+                   f"{fit.grid.exposure_source}")
         raise InputError(
             f"grid {grid!r} is not the lattice of fit ({fit.grid!r}){ids}; omit grid to write "
             "fit.grid"

@@ -637,7 +637,7 @@ def check_pixel_table(weights: Any, grid: Grid) -> PixelTable | None:
         )
     # A table of the same number of cells read for another lattice put every point in that
     # lattice's pixels, outside this one (and its region), without a word.
-    if weights.grid is None or not (weights.grid is grid or weights.grid == grid):
+    if weights.grid is None or not (weights.grid is grid or weights.grid.same_cells(grid)):
         raise InputError(
             "weights is a PixelTable read for another lattice (or made without one): its "
             "pixels would place points in that lattice's cells; read it for this lattice with "
