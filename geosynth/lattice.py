@@ -1026,8 +1026,9 @@ class Grid:
         """What each cell's expected count is proportional to: float64 ``(n_cells,)``, positive.
 
         The offset ``log a_i`` of :class:`geosynth.PaivaModel`. The :attr:`habitable_fraction`
-        but for an areal lattice built with ``exposure`` (:meth:`from_polygons`), whose values
-        are scaled to a geometric mean of 1; :attr:`exposure_source` says which.
+        but for an areal lattice built with ``exposure`` (:meth:`from_polygons`) or a lattice
+        given one (:meth:`with_exposure`), whose values are scaled to a geometric mean of 1;
+        :attr:`exposure_source` says which.
         """
         if self._exposure is None:
             return self.habitable_fraction
@@ -1037,8 +1038,8 @@ class Grid:
     def exposure_source(self) -> str:
         """Where :attr:`exposure` comes from.
 
-        ``"habitable fraction"``, ``"habitable area"``, ``"column <name>"`` or
-        ``"given values"``.
+        ``"habitable fraction"``, ``"habitable area"``, ``"column <name>"``, ``"given
+        values"`` or the ``source`` of :meth:`with_exposure`.
         """
         return self._exposure_source
 
