@@ -917,9 +917,10 @@ class Grid:
         Shapely LineStrings, in the order of :attr:`cut_links`: each crosses a barrier (review
         maps draw them).
         """
-        segments = getattr(self, "_cut_segments", None)  # grids pickled before them have none
-        if segments is None or len(segments) != self.n_cut_links:
-            return _readonly(np.empty(0, dtype=object))
+        segments = getattr(self, "_cut_segments", None)
+        if segments is None or len(segments) != self.n_cut_links:  # pickled before they were kept
+            points, cut = self.link_points, self.cut_links
+            segments = shapely.shortest_line(points[cut[:, 0]], points[cut[:, 1]])
         return _readonly(segments)
 
     @property
@@ -1033,6 +1034,14 @@ class Grid:
         if self._exposure is None:
             return self.habitable_fraction
         return _readonly(self._exposure)
+
+    @property
+    def exposure_given(self) -> bool:
+        """Whether the exposure was given (:meth:`from_polygons`, :meth:`with_exposure`).
+
+        False when it is the :attr:`habitable_fraction`, which the cells themselves give.
+        """
+        return self._exposure is not None
 
     @property
     def exposure_source(self) -> str:
@@ -1445,8 +1454,7 @@ class Grid:
                 DataWarning,
                 stacklevel=2,
             )
-        grid = copy.copy(self)
-        grid._cache = {key: value for key, value in self._cache.items() if key != "cells"}
+        grid = self._copy()
         grid._cut_links = np.concatenate([self.cut_links, cut])
         grid._cut_segments = np.concatenate([self.cut_segments, segments])
         grid._barrier_parts = every
@@ -1509,11 +1517,16 @@ class Grid:
         cells = np.arange(self.n_cells)
         given = _given_exposure(exposure, pd.RangeIndex(self.n_cells), "cells",
                                 "cell, in the order of the cell ids", "")
-        grid = copy.copy(self)
-        grid._cache = {key: value for key, value in self._cache.items() if key != "cells"}
+        grid = self._copy()
         grid._exposure = _scaled_exposure(
             _positive_exposure(given, cells, "exposure", "cells", _CELL_ADVICE), cells, "cell")
         grid._exposure_source = source
+        return grid
+
+    def _copy(self) -> Grid:
+        """Return a shallow copy to derive a lattice from, without the cached cells table."""
+        grid = copy.copy(self)
+        grid._cache = {key: value for key, value in self._cache.items() if key != "cells"}
         return grid
 
     def _boxes(self) -> np.ndarray:
@@ -2848,7 +2861,7 @@ def _check_exposure_source(source: Any) -> None:
             or any(ord(c) < 32 or ord(c) == 127 for c in source):
         raise GridError(f"source must be a non-empty str naming the exposure, without control "
                         f"characters, got {describe_value(source)}")
-    if source in ("habitable fraction", "habitable area") or source.startswith("column "):
+    if source in (Grid._exposure_source, "habitable area") or source.startswith("column "):
         raise GridError(f"source {source!r} names an exposure geosynth sets itself (the "
                         "release metadata would misreport this one); name yours, e.g. "
                         "'population raster'")

@@ -1038,12 +1038,8 @@ def _add_links(m: folium.Map, grid: Grid) -> None:
     """
     points = grid.link_points
     islands = np.asarray(grid.linked_islands, dtype=np.int64)
-    cut_segments = grid.cut_segments
-    if len(cut_segments) != grid.n_cut_links:  # a grid pickled before the segments were kept
-        cut = np.asarray(grid.cut_links, dtype=np.int64)
-        cut_segments = shapely.shortest_line(points[cut[:, 0]], points[cut[:, 1]])
     for pairs, segments, name, style in (
-        (grid.cut_links, cut_segments, CUT_LINKS_LAYER,
+        (grid.cut_links, grid.cut_segments, CUT_LINKS_LAYER,
          {"color": "#b00020", "weight": 2, "dashArray": "4 4"}),
         (islands, shapely.shortest_line(points[islands[:, 0]], points[islands[:, 1]]),
          ISLAND_LINKS_LAYER, {"color": "#1f77b4", "weight": 2}),

@@ -315,7 +315,7 @@ class Candidate:
             parts = [f"hex {exact_number(self.hex_size)} m"]
         elif self.grid is not None:
             parts = [f"{self.grid.kind} lattice, {self.grid.n_cells} cells"]
-            if self.grid.exposure_source != "habitable fraction":
+            if self.grid.exposure_given:
                 parts.append(f"exposure {self.grid.exposure_source}")
         else:
             parts = [f"{self.shape[0]}x{self.shape[1]}"]
@@ -350,7 +350,7 @@ def _grid_digest(grid: Any) -> str:
         raise InputError(f"grid must be a geosynth.Grid (e.g. Grid.from_polygons(areas)), got "
                          f"{type(grid).__name__}")
     h = hashlib.sha256(repr((grid.kind, grid.crs and grid.crs.to_wkt())).encode())
-    exposure = [] if grid.exposure_source == "habitable fraction" else [grid.exposure]
+    exposure = [grid.exposure] if grid.exposure_given else []
     for part in (grid.indptr, grid.indices, *exposure, *shapely.to_wkb(grid.habitable_geometry)):
         h.update(part if isinstance(part, bytes) else np.ascontiguousarray(part).tobytes())
     return h.hexdigest()

@@ -1079,7 +1079,7 @@ def describe_lattice(grid: Grid) -> str:
     clipped = ", clipped to the region/exclusions" if grid.is_clipped else ""
     if grid.n_cut_links:
         clipped = f"{clipped}, {grid.n_cut_links} link(s) cut by --barriers"
-    if grid.exposure_source != "habitable fraction":
+    if grid.exposure_given:
         clipped = f"{clipped}, exposure: {grid.exposure_source}"
     tail = f"{grid.contiguity} contiguity, {grid.n_components} component(s){clipped})"
     if grid.kind == "areal":

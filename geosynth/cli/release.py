@@ -352,8 +352,7 @@ def release(
         if map_path is not None:  # before the fit: a map too large failed after it
             from geosynth import maps
 
-            _check_map_size(counts.n_records, m, map_max_points, epsilon)
-            shown = _map_points(map_max_points, m, epsilon)  # points a layer of the map
+            shown = _check_map_size(counts.n_records, m, map_max_points, epsilon)
         if epsilon is None:
             click.echo(f"Read {counts.n_records} records from {input_path} "
                        f"({points.crs.to_string()})")
@@ -478,12 +477,10 @@ def _check_options(lattice, epsilon, region_path, continuous, beta_prior,
 
 def _weights_exposure(grid, weights):
     """Return the lattice with the --weights raster's cell totals as exposure, and its table."""
-    import dataclasses
-
     from geosynth.rasters import cell_exposure
 
-    grid = grid.with_exposure(cell_exposure(weights, grid), source="weights raster")
-    return grid, dataclasses.replace(weights, grid=grid)
+    # The table serves the new lattice as it is: placement needs the same cells only.
+    return grid.with_exposure(cell_exposure(weights, grid), source="weights raster"), weights
 
 
 def _weights_table(path: str, grid):
@@ -632,12 +629,12 @@ def _map_points(map_max_points: int | None, m: int, epsilon: float | None) -> in
 
 
 def _check_map_size(n_records: int, m: int, map_max_points: int | None,
-                    epsilon: float | None) -> None:
-    """Refuse, before the fit, a --map larger than a page holds (:func:`maps.check_drawn`).
+                    epsilon: float | None) -> int | None:
+    """Return the map's points per layer; refuse, before the fit, a --map too large for a page.
 
-    Its releases hold about the records' number each, its internal layers the records and,
-    linked, one line per point. Under --epsilon only public numbers may decide: the cap
-    times the layers.
+    The refusal is :func:`maps.check_drawn`'s: its releases hold about the records' number
+    each, its internal layers the records and, linked, one line per point. Under --epsilon
+    only public numbers may decide: the cap times the layers.
     """
     from geosynth import maps
 
@@ -650,6 +647,7 @@ def _check_map_size(n_records: int, m: int, map_max_points: int | None,
             f"only; give --map-max-points {maps.MAX_DRAWN // (m + 1):,} or fewer ({m} releases "
             "and the records' layer)"
         )
+    return shown
 
 
 def _check_declared_outcome(levels: dict[str, list], outcome: str, path: str) -> None:
