@@ -36,6 +36,7 @@ __all__ = [
     "check_raster_band",
     "check_raster_crs",
     "pixel_table",
+    "raster_digest",
     "raster_window",
     "read_band",
     "read_raster",
@@ -55,6 +56,9 @@ _BYTES_PER_PIXEL = 256
 # Smallest floor of cell_exposure: below it the floored cells were refused by the lattice as
 # "more than 1e+15 times" apart from the others.
 _MIN_FLOOR = 1e-6
+# What read_raster's errors advise for a weights raster, and what it may be.
+_OPEN_HINT = "pass the path of a GeoTIFF (or another GDAL raster) or an open rasterio dataset"
+_EXPECTED = "a raster path or an open rasterio dataset"
 
 
 class Band(NamedTuple):
@@ -123,9 +127,7 @@ def read_weights(weights: WeightsLike, grid: Grid) -> PixelTable:
     return read_raster(
         weights, "weights", lambda dataset: PixelTable.from_band(
             *read_band(dataset, grid, "weights", pieces=True), grid),
-        open_hint="pass the path of a GeoTIFF (or another GDAL raster) or an open rasterio "
-                  "dataset",
-        expected="a raster path or an open rasterio dataset",
+        open_hint=_OPEN_HINT, expected=_EXPECTED,
     )
 
 
@@ -230,6 +232,45 @@ def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
     if weights is None or isinstance(weights, PixelTable):
         return check_pixel_table(weights, grid)
     return read_weights(weights, grid)
+
+
+def raster_digest(source: Any, name: str = "weights") -> str:
+    """Return the SHA-256 of a raster's contents, to tell whether two runs read the same one.
+
+    A raster file (a path, or an open dataset of one) is digested byte for byte; any other
+    (a URL, an in-memory dataset) by its band 1, geotransform and CRS as read.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or rasterio dataset
+        The raster.
+    name : str, default "weights"
+        The parameter ``source`` was given as, for errors.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        What :func:`read_raster` raises.
+    """
+    import hashlib
+
+    path = source if isinstance(source, str | os.PathLike) else getattr(source, "name", None)
+    if isinstance(path, str | os.PathLike) and "://" not in os.fspath(path) and (
+            not os.fspath(path).startswith("/vsi")):
+        with open(_local_or_url(path, name), "rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest()
+
+    def band_digest(dataset: Any) -> str:
+        h = hashlib.sha256(repr((tuple(dataset.transform), str(dataset.crs))).encode())
+        h.update(np.ascontiguousarray(dataset.read(1)).tobytes())
+        return h.hexdigest()
+
+    return read_raster(source, name, band_digest, open_hint=_OPEN_HINT, expected=_EXPECTED)
 
 
 def read_band(dataset: Any, grid: Grid, name: str, pieces: bool = False) -> Band:

@@ -112,6 +112,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from geosynth.lattice import Grid
+    from geosynth.synth.placement import PixelTable
 
 __all__ = [
     "Candidate",
@@ -268,7 +269,13 @@ class Candidate:
         keep records linkable, so the Reiter–Mitra and k-anonymity columns are NaN.
     label : str, optional
         Name in tables and plots; default built from the settings (e.g. ``"250 m"``,
-        ``"10x10, icar"``, ``"500 m, ε=1"``, ``"areal lattice, 159 cells"``).
+        ``"10x10, icar"``, ``"500 m, ε=1"``, ``"areal lattice, 159 cells"``,
+        ``"250 m, weights exposure"``).
+    weights_exposure : bool, default False
+        Each cell's total of the ``weights`` raster of :func:`tune` (a population) is its
+        exposure (:func:`geosynth.rasters.cell_exposure`, :meth:`geosynth.Grid.with_exposure`):
+        the model smooths the rate per resident instead of the density per unit area. Needs
+        ``weights`` in :func:`tune`; refused for a ``grid`` that already has an exposure.
     """
 
     cell_size: float | None = None
@@ -278,6 +285,7 @@ class Candidate:
     epsilon: float | None = None
     label: str | None = None
     hex_size: float | None = None
+    weights_exposure: bool = False
     # Two candidates on equal lattices are equal: compared by the digest, not the object.
     grid: Grid | None = field(default=None, repr=False, compare=False)
     _grid_digest: str | None = field(default=None, init=False, repr=False)
@@ -289,6 +297,11 @@ class Candidate:
                              "(rows, cols), hex_size (CRS units) and grid (a geosynth.Grid)")
         if self.grid is not None:
             object.__setattr__(self, "_grid_digest", _grid_digest(self.grid))
+        object.__setattr__(self, "weights_exposure",
+                           check_bool(self.weights_exposure, "weights_exposure"))
+        if self.weights_exposure and self.grid is not None and self.grid.exposure_given:
+            raise InputError(f"grid has an exposure already ({self.grid.exposure_source}); give "
+                             "one exposure: drop weights_exposure, or build the grid without it")
         for name in ("cell_size", "hex_size"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, check_positive(getattr(self, name), name))
@@ -319,6 +332,8 @@ class Candidate:
                 parts.append(f"exposure {self.grid.exposure_source}")
         else:
             parts = [f"{self.shape[0]}x{self.shape[1]}"]
+        if self.weights_exposure:
+            parts.append("weights exposure")
         if self.effects != "attribute":
             parts.append(f"{self.effects} effects")
         if self.beta_prior is not None:
@@ -331,12 +346,13 @@ class Candidate:
     def settings(self) -> tuple:
         """The settings that decide the result (everything but the label)."""
         square = (self.cell_size, self.shape, self.effects, self.beta_prior, self.epsilon)
-        # Square candidates keep the settings (and seed streams) they had before hexagons.
-        if self.hex_size is not None:
-            return (*square, ("hex_size", self.hex_size))
-        if self.grid is not None:
-            return (*square, ("grid", self._grid_digest))
-        return square
+        # Candidates keep the settings (and seed streams) they had before hexagons and before
+        # the weights' exposure: each addition is a tail of its own.
+        tail = ((("hex_size", self.hex_size),) if self.hex_size is not None else
+                (("grid", self._grid_digest),) if self.grid is not None else ())
+        if self.weights_exposure:
+            tail += (("weights_exposure", True),)
+        return (*square, *tail)
 
 
 def _grid_digest(grid: Any) -> str:
@@ -871,6 +887,8 @@ class _Setup:
     n_quadrants: int
     fit_options: dict
     outside: str = "error"
+    #: The placement raster (path or open dataset), read over each candidate's lattice.
+    weights: Any = None
     #: The seed of the coverage rectangles, the same for every candidate (set by tune).
     coverage_seed: np.random.SeedSequence | None = None
 
@@ -894,6 +912,7 @@ def tune(
     previous: Tuning | None = None,
     progress: bool = True,
     outside: str = "error",
+    weights: Any = None,
 ) -> Tuning:
     """Fit, release and measure each candidate lattice; the risk–utility table of all of them.
 
@@ -969,6 +988,14 @@ def tune(
         Points in no cell of a candidate's lattice (outside the region, or in an excluded
         area), as in :func:`geosynth.prepare`: refuse them, or drop them (with a warning) and
         measure the candidate on the records kept. The CLI's ``--drop-outside``.
+    weights : str, os.PathLike or rasterio dataset, optional
+        Raster of public non-negative weights (e.g. population density, in the records' CRS)
+        that places every candidate's synthetic points within their cells, as in
+        :func:`geosynth.synthesize` (and :func:`geosynth.dp.dp_release`); and the cells'
+        exposure of the candidates with ``weights_exposure``. Read over each candidate's
+        lattice before any fit (:func:`geosynth.rasters.read_weights`); default: uniformly
+        within the cells. Never a raster made from the records (warned about, as by
+        :func:`geosynth.synthesize`).
 
     Returns
     -------
@@ -983,7 +1010,10 @@ def tune(
         mapping, has keys the fit does not take or run settings it refuses (e.g. ``burn_in``
         beyond ``n_iter``), two candidates with the same settings, a ``risk_limit`` below 0 or
         above 1, a candidate whose lattice cannot be built (e.g. too many cells), a bad
-        ``outside``, ``region`` or ``exclude``; an ε candidate without ``region`` or with a
+        ``outside``, ``region`` or ``exclude``; a raster of ``weights`` that
+        :func:`geosynth.rasters.read_weights` refuses over a candidate's lattice, or a
+        candidate with ``weights_exposure`` without ``weights``; an ε candidate without
+        ``region`` or with a
         ``beta_prior`` (``continuous`` is for candidates with one; the others, ε or not, do not
         read it); a ``beta_prior`` without ``continuous``; ``previous`` made from other
         data, settings or seed; and what :func:`geosynth.prepare`, the fit, the releases and
@@ -993,7 +1023,12 @@ def tune(
     -----
     geosynth.errors.PrivacyLeakWarning
         With ε candidates: they spend their ε on the same data and are ranked with exact-data
-        measures, which the chosen ε does not cover (keep the tuning internal).
+        measures, which the chosen ε does not cover (keep the tuning internal). And when the
+        ``weights``' positive pixels hold nearly all the records in a sliver of their cells (a
+        raster made from them).
+    geosynth.errors.DataWarning
+        A candidate with ``weights_exposure`` has cells that the raster counts (nearly) nobody
+        in, raised to a floor (:func:`geosynth.rasters.cell_exposure`).
 
     Notes
     -----
@@ -1019,7 +1054,7 @@ def tune(
     gdf = _records(gdf)
     wanted = _candidates(candidates)
     setup = _setup(gdf, attributes, continuous, (region, exclude, barriers), m, outcome,
-                   n_quadrants, fit_options, outside)
+                   n_quadrants, fit_options, outside, weights)
     _check_fit_options(setup.fit_options, wanted)
     for candidate in wanted:
         _check_candidate(candidate, setup)
@@ -1036,8 +1071,8 @@ def tune(
     if previous is not None:
         runs.update({settings: run for settings, run in previous._runs.items()})
     todo = [c for c in wanted if c.settings not in runs]
-    grids = _lattices(gdf, todo, setup)
-    runs.update(_run_all(gdf, todo, setup, root, executor, progress, grids))
+    lattices = _lattices(gdf, xy, todo, setup)
+    runs.update(_run_all(gdf, todo, setup, root, executor, progress, lattices))
     return _tuning(xy, wanted, runs, risk_limit, key, root)
 
 
@@ -1090,7 +1125,7 @@ def _records(gdf: Any) -> gpd.GeoDataFrame:
 
 
 def _setup(gdf, attributes, continuous, places, m, outcome, n_quadrants,
-           fit_options, outside) -> _Setup:
+           fit_options, outside, weights=None) -> _Setup:
     """Check what every candidate shares, before any fit (candidates in :func:`tune`).
 
     ``places`` is ``(region, exclude, barriers)``.
@@ -1104,7 +1139,7 @@ def _setup(gdf, attributes, continuous, places, m, outcome, n_quadrants,
                          f"{outside!r}")
     return _Setup(attributes, continuous, *places, m,
                   tuned_outcome(gdf, attributes, outcome, m), _n_quadrants(n_quadrants),
-                  _fit_options(fit_options), outside)
+                  _fit_options(fit_options), outside, weights)
 
 
 def tuned_outcome(gdf: gpd.GeoDataFrame, attributes: list[str], outcome: str | None,
@@ -1186,7 +1221,8 @@ def _n_quadrants(n_quadrants: Any) -> int:
 
 #: Arguments of the fits that tune sets itself, per candidate.
 _SET_BY_TUNE = frozenset({"self", "counts", "seed", "progress", "executor", "stop", "epsilon",
-                          "m", "model", "noise"})  # noise: an ε-DP candidate's counts carry it
+                          "m", "model", "noise", "weights"})
+# noise: an ε-DP candidate's counts carry it; weights: tune's own, read for each lattice.
 
 
 def _fit_options(fit_options: Any) -> dict:
@@ -1303,6 +1339,10 @@ def _warn_of_bounds_on_records(xy: np.ndarray, candidates: list[Candidate]) -> N
 
 def _check_candidate(candidate: Candidate, setup: _Setup) -> None:
     name = f"candidate {candidate.label!r}"
+    if candidate.weights_exposure and setup.weights is None:
+        raise InputError(f"{name} has weights_exposure=True but tune() got no weights= raster "
+                         "(its cells' totals are the exposure); pass weights= or drop "
+                         "weights_exposure")
     if candidate.beta_prior is not None and setup.continuous is None:
         raise InputError(f"{name} has beta_prior={candidate.beta_prior} but tune() got no "
                          "continuous= column")
@@ -1347,9 +1387,19 @@ def _fingerprint(gdf: gpd.GeoDataFrame, xy: np.ndarray, setup: _Setup) -> dict[s
             "outcome": digest(setup.outcome), "n_quadrants": digest(setup.n_quadrants),
             "fit_options": digest(sorted(setup.fit_options.items())),
             "outside": digest(setup.outside),
+            "weights": digest(_weights_digest(setup.weights)),
             # The rectangles also follow from the root seed (checked apart), the data, the
             # outcome and n_quadrants: this names how they are drawn (common to all candidates).
             "coverage rectangles": digest("common random numbers", _COVERAGE_TAG)}
+
+
+def _weights_digest(weights: Any) -> str | None:
+    """SHA-256 of the placement raster's contents (None without one), for ``previous``."""
+    if weights is None:
+        return None
+    from geosynth.rasters import raster_digest
+
+    return raster_digest(weights, "weights")
 
 
 def _wkb(polygons: Any, name: str = "region", crs: Any = None, lines: bool = False) -> bytes:
@@ -1424,25 +1474,54 @@ def _lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup) -> Grid
     return grid if setup.barriers is None else grid.without_links_across(setup.barriers)
 
 
-def _lattices(gdf: gpd.GeoDataFrame, todo: list[Candidate], setup: _Setup) -> dict[tuple, Grid]:
-    """Build every candidate's lattice before any fit, here (the tasks get them built).
+class _Lattice(NamedTuple):
+    """A candidate's lattice, as its fit sees it, and the placement table read for it."""
+
+    grid: Grid
+    weights: PixelTable | None = None
+
+
+def _weighted_lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
+                      xy: np.ndarray | None = None) -> _Lattice:
+    """Return the candidate's lattice and ``setup.weights`` read over it (and its exposure).
+
+    With ``xy`` (the records), warn when the raster's positive pixels follow them.
+    """
+    grid = _lattice(gdf, candidate, setup)
+    if setup.weights is None:
+        return _Lattice(grid)
+    from geosynth.rasters import cell_exposure, read_weights
+    from geosynth.synth.placement import warn_if_weights_follow_records
+
+    table = read_weights(setup.weights, grid)
+    if xy is not None:
+        warn_if_weights_follow_records(table, grid, xy, stacklevel=5)
+    if candidate.weights_exposure:
+        # The table serves the new lattice as it is: placement needs the same cells only.
+        grid = grid.with_exposure(cell_exposure(table, grid), source="weights raster")
+    return _Lattice(grid, table)
+
+
+def _lattices(gdf: gpd.GeoDataFrame, xy: np.ndarray, todo: list[Candidate],
+              setup: _Setup) -> dict[tuple, _Lattice]:
+    """Build every candidate's lattice, and read the weights over it, before any fit, here.
 
     A lattice refused (too many cells, cells too small for the coordinates, no habitable cell)
-    was found by its candidate's task only, while the other candidates' fits ran and ε-DP
-    candidates spent their ε.
+    or a raster refused over it was found by its candidate's task only, while the other
+    candidates' fits ran and ε-DP candidates spent their ε.
     """
-    grids = {}
+    lattices = {}
     for candidate in todo:
         try:
-            grids[candidate.settings] = _lattice(gdf, candidate, setup)
+            lattices[candidate.settings] = _weighted_lattice(gdf, candidate, setup, xy)
         except Exception as err:
             err.add_note(f"(in geosynth.tune, candidate {candidate.label!r})")
             raise
-    return grids
+    return lattices
 
 
 def _run_all(gdf, todo, setup, root, executor, progress,
-             grids=None) -> dict[tuple, _CandidateRun]:
+             lattices=None) -> dict[tuple, _CandidateRun]:
     if not todo:
         return {}
     from concurrent.futures import as_completed
@@ -1459,9 +1538,9 @@ def _run_all(gdf, todo, setup, root, executor, progress,
     # of a caller's executor may run elsewhere, where an Event cannot go).
     stop = threading.Event() if own else None
     try:
-        grids = grids or {}
+        lattices = lattices or {}
         futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c), stop,
-                                   grid=grids.get(c.settings)): c
+                                   lattice=lattices.get(c.settings)): c
                    for c in todo}
         done = {}
         with tqdm(total=len(todo), desc="candidates", disable=not progress) as bar:
@@ -1487,13 +1566,13 @@ def _run_all(gdf, todo, setup, root, executor, progress,
 
 def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
                   seed: np.random.SeedSequence, stop: threading.Event | None = None,
-                  grid: Grid | None = None) -> _CandidateRun:
+                  lattice: _Lattice | None = None) -> _CandidateRun:
     """Lattice, fit, releases and measures of one candidate (one task of :func:`tune`).
 
     ``stop`` (tune's own threads): set on Ctrl-C or when another candidate failed, it stops the
     fit at its next chunk, and the candidate then raises ``KeyboardInterrupt`` instead of
-    measuring a cut-short fit. ``grid``: the candidate's lattice, built beforehand by
-    :func:`tune` (default: built here).
+    measuring a cut-short fit. ``lattice``: the candidate's lattice and placement table, built
+    beforehand by :func:`tune` (default: built here).
     """
     from geosynth.data import prepare
     from geosynth.evaluation import evaluate
@@ -1503,8 +1582,7 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     # The third stream drew each candidate's own rectangles; they are now common to all
     # (setup.coverage_seed), and the first two keep their values.
     fit_seed, release_seed, _ = seed.spawn(3)
-    if grid is None:
-        grid = _lattice(gdf, candidate, setup)
+    grid, weights = lattice or _weighted_lattice(gdf, candidate, setup)
     with_beta = candidate.beta_prior is not None
     counts = prepare(gdf, grid, setup.attributes,
                      continuous=setup.continuous if with_beta else None, outside=setup.outside)
@@ -1518,7 +1596,7 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
         fit = model.fit(counts, seed=fit_seed, progress=False, stop=stop, **setup.fit_options)
         if stop is not None and stop.is_set():
             raise KeyboardInterrupt
-        releases = synthesize(fit, gdf, m=setup.m, seed=release_seed)
+        releases = synthesize(fit, gdf, m=setup.m, seed=release_seed, weights=weights)
     else:  # DP noise from fresh OS entropy: no seed; no covariates (dp_counts refuses them)
         from geosynth.dp import dp_model, dp_release
 
@@ -1527,7 +1605,7 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
         counts = prepare(gdf, grid, setup.attributes, levels=counts.levels)
         release = dp_release(counts, candidate.epsilon, setup.m,
                              model=dp_model(effects=candidate.effects), progress=False,
-                             stop=stop, **setup.fit_options)
+                             stop=stop, weights=weights, **setup.fit_options)
         fit, releases = release.fit, release.releases
     linked = candidate.epsilon is None
     # No warnings.catch_warnings here: in a worker thread it switched warnings off for the

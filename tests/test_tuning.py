@@ -910,7 +910,8 @@ def test_the_intensity_columns_credit_the_detail_a_lattice_keeps(monkeypatch):
     data, region = _checkerboard(2000, np.random.default_rng(3))
     rng = np.random.default_rng(4)
 
-    def run(gdf, candidate, setup, seed, stop=None, grid=None):
+    def run(gdf, candidate, setup, seed, stop=None, lattice=None):
+        grid = lattice.grid
         xy = np.column_stack([gdf.geometry.x, gdf.geometry.y])
         row = {**tuning_module._settings_row(candidate, grid, len(gdf)),
                **{name: np.nan for name in MEASURES}, "true_match_rate": 0.0}
@@ -944,7 +945,8 @@ def test_a_private_field_is_no_candidate_setting():
 
     with pytest.raises(InputError, match=r"unknown candidate setting\(s\) \['_grid_digest'\]; "
                                          r"use \['beta_prior', 'cell_size', 'effects', "
-                                         r"'epsilon', 'grid', 'hex_size', 'label', 'shape'\]"):
+                                         r"'epsilon', 'grid', 'hex_size', 'label', 'shape', "
+                                         r"'weights_exposure'\]"):
         as_candidate({"shape": (3, 3), "_grid_digest": "x"})
 
 

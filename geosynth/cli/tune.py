@@ -132,6 +132,15 @@ class GridList(click.ParamType):
               help="With --areas: the exposures to compare, each none (the default of release), "
               "area or a numeric COLUMN of the areas (release --area-exposure), e.g. "
               "none,area,population: each --areas file is a candidate with each exposure.")
+@click.option("--weights", "weights_path", type=EXISTING_FILE, default=None, metavar="RASTER",
+              help="Raster of public non-negative weights (e.g. population density, in the "
+              "lattice CRS) that places every candidate's synthetic points within their cells, "
+              "as release --weights does; default: uniformly over the cells' habitable part.")
+@click.option("--weights-exposure", is_flag=True,
+              help="With --weights (a population raster): compare each candidate also with "
+              "its cells' totals of the raster as their exposure (release --weights-exposure), "
+              "labelled 'weights exposure'; --areas candidates with an --area-exposures "
+              "exposure are not doubled.")
 @continuous_option
 @beta_prior_option
 @region_option("Every --cell-sizes, --grids and --hex-sizes candidate covers its bounds; "
@@ -185,6 +194,8 @@ def tune(
     link_islands: bool,
     area_gap: float | None,
     area_exposures: list[str] | None,
+    weights_path: str | None,
+    weights_exposure: bool,
     continuous: list[str] | None,
     beta_prior: list[str] | None,
     region_path: str | None,
@@ -239,7 +250,9 @@ def tune(
                                "--grids 10x10,20x20, --hex-sizes 150,300 and/or --areas FILE")
     areas_by_label = _areas_by_label(areas_paths, areas_layer, area_exposures)
     _check_candidate_count({"--cell-sizes": cell_sizes, "--grids": grid_shapes,
-                            "--hex-sizes": hex_sizes, "--areas": list(areas_by_label)})
+                            "--hex-sizes": hex_sizes, "--areas": list(areas_by_label)},
+                           twins=_twin_count(weights_exposure, areas_by_label, cell_sizes,
+                                             grid_shapes, hex_sizes))
     for option, value in (("--link-islands", link_islands), ("--area-gap", area_gap),
                           ("--area-exposures", area_exposures)):
         if value and not areas_paths:
@@ -253,6 +266,9 @@ def tune(
         raise click.UsageError(f"{', '.join(both)} listed in both --attributes and --continuous; "
                                "give each column one role")
     check_beta_prior(continuous, beta_prior)
+    if weights_exposure and weights_path is None:
+        raise click.UsageError("--weights-exposure takes each cell's total of the --weights "
+                               "raster; add --weights RASTER or drop --weights-exposure")
     check_file_name(report_path, "--report")  # before its R-U map's name is derived from it
     check_run_options(iterations, burn_in, thin, chains, m)
     if risk_limit is not None:
@@ -269,7 +285,7 @@ def tune(
     _check_area_labels(areas_by_label, lattices)
     figure_path = Path(report_path).with_suffix(".png")
     inputs = {"INPUT": input_path, "--region": region_path, "--exclude": exclude_path,
-              "--barriers": barriers_path}
+              "--barriers": barriers_path, "--weights": weights_path}
     inputs.update({f"--areas {label}": path  # one per file and layer, not per exposure
                    for label, (path, _, _) in _areas_by_label(areas_paths, areas_layer).items()})
     given = check_outputs({"--report": report_path, "R-U map of --report": figure_path},
@@ -302,6 +318,11 @@ def tune(
                           barriers=barriers),
                           beta_prior=prior, label=name)
                          for name, (path, layer, exposure) in areas_by_label.items()])
+        if weights_exposure:
+            twins = _weights_exposure_twins(candidates)
+            areas_by_label.update({twin.label: areas_by_label[candidate.label]
+                                   for candidate, twin in twins if candidate.grid is not None})
+            candidates += [twin for _, twin in twins]
         if continuous and prior is None:  # what the table measures is not all of the release
             click.echo(f"Note: without --beta-prior the candidates are fitted and measured "
                        f"without --continuous {printable(','.join(continuous))} (it has no "
@@ -312,7 +333,7 @@ def tune(
         result = _tune(ctx, points, attributes, candidates, region=region, exclude=exclude,
                        barriers=barriers, continuous=continuous, m=m, seed=seed,
                        outcome=outcome, n_quadrants=n_quadrants, fit_options=run,
-                       progress=show_progress(ctx),
+                       progress=show_progress(ctx), weights=weights_path,
                        outside="drop" if drop_outside else "error")
         chosen = result.recommend(risk_limit=risk_limit, risk=risk, utility=utility)
         command = None
@@ -327,7 +348,8 @@ def tune(
                                       barriers=barriers_path, barriers_layer=barriers_layer,
                                       m=m, areas=areas, areas_layer=chosen_layer,
                                       link_islands=link_islands, area_gap=area_gap,
-                                      area_exposure=exposure, drop_outside=drop_outside, run=run)
+                                      area_exposure=exposure, drop_outside=drop_outside, run=run,
+                                      weights=weights_path)
         report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
                          figure_path)
         save_figure(result.plot(risk=risk, utility=utility, risk_limit=risk_limit),
@@ -362,7 +384,7 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                     area_gap: float | None = None, area_exposure: str | None = None,
                     barriers: str | None = None, barriers_layer: str | None = None,
                     drop_outside: bool = False, levels_file: str | None = None,
-                    run: dict[str, Any] | None = None) -> str:
+                    run: dict[str, Any] | None = None, weights: str | None = None) -> str:
     """Return the ``geosynth release`` command line of a candidate, shell-quoted.
 
     The command repeats the MCMC run of ``run`` with the run options whose value is not the
@@ -413,6 +435,9 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
         (:func:`geosynth.cli.fitting.run_settings`: ``n_iter``, ``burn_in``, ``thin``,
         ``chains``, ``target_ess``, ``max_rhat``, ``max_seconds``); default: release's own
         run options.
+    weights : str, optional
+        ``--weights`` of the tuning run, repeated (and ``--weights-exposure`` when the
+        candidate has ``weights_exposure``).
 
     Returns
     -------
@@ -449,6 +474,11 @@ def release_command(input_path: str, attributes: list[str], candidate: Any, *,
                                   ("--barriers", barriers, barriers_layer)):
         if value is not None:
             words += [option, value] + ([f"{option}-layer", chosen] if chosen is not None else [])
+    if weights is not None:
+        words += ["--weights", weights] + (["--weights-exposure"]
+                                           if candidate.weights_exposure else [])
+    elif candidate.weights_exposure:
+        raise ValueError("a candidate with weights_exposure needs the weights raster")
     if candidate.epsilon is not None:
         words += ["--epsilon", exact_number(candidate.epsilon), "--levels-file",
                   levels_file or LEVELS_PLACEHOLDER]
@@ -576,15 +606,17 @@ def _check_continuous(points, name: str, attributes: list[str],
             raise InputError(f"--continuous: {err} (in {name})") from None
 
 
-def _check_candidate_count(given: dict[str, Any]) -> None:
+def _check_candidate_count(given: dict[str, Any], twins: int = 0) -> None:
     """Refuse more candidates than :data:`geosynth.tuning.MAX_CANDIDATES`, before any reading.
 
     5,000 --cell-sizes printed "Tuning 5000 candidate lattice(s)" and ran for minutes building
-    lattices, before a fit of each.
+    lattices, before a fit of each. ``twins``: the candidates --weights-exposure adds.
     """
     from geosynth.tuning import MAX_CANDIDATES
 
     counts = {option: len(values) for option, values in given.items() if values}
+    if twins:
+        counts["--weights-exposure"] = twins
     total = sum(counts.values())
     if total > MAX_CANDIDATES:
         options = (", ".join(f"{option} ({count:,})" for option, count in counts.items())
@@ -622,6 +654,29 @@ def _areas_by_label(paths: tuple[str, ...], layers: tuple[str, ...],
     return {(label if len(exposures) == 1 else f"{label}, exposure {exposure}"):
             (path, layer, None if exposure == "none" else exposure)
             for label, (path, layer) in found.items() for exposure in exposures}
+
+
+def _twin_count(weights_exposure: bool, areas_by_label: dict, *lattices: list | None) -> int:
+    """Return how many candidates --weights-exposure adds (see :func:`_weights_exposure_twins`)."""
+    if not weights_exposure:
+        return 0
+    unexposed = sum(exposure is None for _, _, exposure in areas_by_label.values())
+    return unexposed + sum(len(given or []) for given in lattices)
+
+
+def _weights_exposure_twins(candidates: list) -> list[tuple[Any, Any]]:
+    """Return ``(candidate, twin)`` pairs, the twin with the --weights-exposure exposure.
+
+    The twin's exposure is its cells' totals of the weights raster; its label is the
+    candidate's with ``, weights exposure``. An --areas candidate with an --area-exposures
+    exposure has one already, and no twin.
+    """
+    import dataclasses
+
+    return [(candidate, dataclasses.replace(candidate, weights_exposure=True,
+                                            label=f"{candidate.label}, weights exposure"))
+            for candidate in candidates
+            if candidate.grid is None or not candidate.grid.exposure_given]
 
 
 def _check_area_labels(areas_by_label: dict[str, str], lattices: list) -> None:

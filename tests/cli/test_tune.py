@@ -521,3 +521,62 @@ def test_barriers_cut_every_candidate_and_the_release_command_repeats_them(input
     released = run(*words[1:-2], *FAST, "--seed", 3, "--out", tmp_path / "r.gpkg")
     assert released.exit_code == 0, released.output
     assert io.read_release(tmp_path / "r.gpkg").metadata["lattice"]["cut_links"] == 10
+
+
+@pytest.fixture(scope="module")
+def population(inputs, tmp_path_factory):
+    """A public raster of positive weights over the region, 20 x 20 pixels."""
+    import numpy as np
+
+    from tests.synth.helpers import from_origin, write_raster
+
+    region = gpd.read_file(inputs["region"])
+    west, south, east, north = region.total_bounds
+    size = (east - west) / 20
+    values = np.random.default_rng(4).uniform(1.0, 50.0, size=(20, 20))
+    path = tmp_path_factory.mktemp("population") / "population.tif"
+    return write_raster(path, values, from_origin(west, north, size, size), crs=region.crs)
+
+
+def test_weights_place_every_candidate_and_weights_exposure_compares_each_with_it(
+        inputs, population, tmp_path):
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3", "--cell-sizes", "2500",
+                 "--region", inputs["region"], "--weights", population, "--weights-exposure",
+                 "--seed", 3, *FAST, "--report", tmp_path / "t.md")
+    assert result.exit_code == 0, result.output
+    assert "Tuning 4 candidate lattice(s)" in result.output
+    header = next(line for line in (tmp_path / "t.md").read_text().splitlines()
+                  if line.startswith("candidate"))  # the table has a column per candidate
+    assert "3x3, weights exposure" in header and "2500 m, weights exposure" in header
+    assert header.count("3x3") == 2 and header.count("2500 m") == 2
+    command = result.output.split("Release it with:\n")[1].splitlines()[0].strip()
+    words = shlex.split(command)
+    assert words[words.index("--weights") + 1] == str(population)
+    chosen = re.search(r"Recommendation: '([^']+)'", result.output).group(1)
+    assert ("--weights-exposure" in words) == chosen.endswith("weights exposure")
+    released = run(*words[1:-2], *FAST, "--seed", 3, "--out", tmp_path / "r.gpkg")
+    assert released.exit_code == 0, released.output
+
+
+def test_the_release_command_of_a_weights_exposure_candidate_names_the_raster():
+    twin = Candidate(cell_size=250.0, weights_exposure=True)
+    words = shlex.split(release_command("p.gpkg", ["y"], twin, weights="people.tif"))
+    assert words[words.index("--weights"):words.index("--weights") + 3] == [
+        "--weights", "people.tif", "--weights-exposure"]
+    plain = shlex.split(release_command("p.gpkg", ["y"], Candidate(cell_size=250.0),
+                                        weights="people.tif"))
+    assert "--weights-exposure" not in plain and "people.tif" in plain
+    with pytest.raises(ValueError, match="needs the weights raster"):
+        release_command("p.gpkg", ["y"], twin)
+
+
+def test_weights_exposure_needs_weights_and_counts_its_candidates(inputs, tmp_path):
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3", "--weights-exposure",
+                 "--report", tmp_path / "x.md")
+    assert_refused(result, "--weights-exposure takes each cell's total of the --weights",
+                   "add --weights RASTER")
+    sizes = ",".join(str(1000 + i) for i in range(51))
+    result = run("tune", inputs["gpkg"], *ARGS, "--cell-sizes", sizes, "--weights-exposure",
+                 "--weights", inputs["region"], "--report", tmp_path / "x.md")
+    assert_refused(result, "--cell-sizes (51), --weights-exposure (51):",
+                   "102 candidates, more than the limit of 100")

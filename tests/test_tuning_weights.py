@@ -1,0 +1,185 @@
+"""geosynth.tune with a public weights raster: placement, the cells' exposure and reuse."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import shapely
+
+import geosynth
+import geosynth.synth
+from geosynth import tuning as tuning_module
+from geosynth.datasets import paiva_scenario
+from geosynth.errors import InputError, PrivacyLeakWarning
+from geosynth.tuning import Candidate
+from tests.synth.helpers import from_origin, write_raster
+
+ATTRIBUTES = ["y", "x1", "x2"]
+QUICK = {"n_iter": 300, "burn_in": 100, "thin": 2}
+CELL = 2_500.0  # a 4x4 lattice over the scenario's 10 km square
+PIXEL = CELL / 2
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    return paiva_scenario(n=300, seed=5)
+
+
+@pytest.fixture(scope="module")
+def region(scenario):
+    return shapely.box(*scenario.bounds)
+
+
+@pytest.fixture(scope="module")
+def pixels():
+    """8 x 8 pixels over the 4 x 4 cells: weight in the western pixels of each cell only."""
+    values = np.random.default_rng(3).uniform(1.0, 9.0, size=(8, 8))
+    values[:, 1::2] = 0.0
+    return values
+
+
+@pytest.fixture(scope="module")
+def raster(tmp_path_factory, scenario, pixels):
+    west, _, _, north = scenario.bounds
+    path = tmp_path_factory.mktemp("weights") / "people.tif"
+    return write_raster(path, pixels, from_origin(west, north, PIXEL, PIXEL),
+                        crs=scenario.data.crs)
+
+
+def _tune(scenario, region, candidates, **kwargs):
+    options = {"region": region, "fit_options": QUICK, "m": 2, "n_quadrants": 100,
+               "seed": 11, "progress": False, **kwargs}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return geosynth.tune(scenario.data, ATTRIBUTES, candidates, **options)
+
+
+@pytest.fixture(scope="module")
+def recorded(scenario, region, raster):
+    """A tuning with the raster, and what each candidate's synthesize got and returned."""
+    calls = {}
+    synthesize = geosynth.synth.synthesize
+
+    def recording(fit, gdf, **kwargs):
+        releases = synthesize(fit, gdf, **kwargs)
+        calls[fit.counts.grid.exposure_source] = (fit.counts.grid, kwargs["weights"], releases)
+        return releases
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(geosynth.synth, "synthesize", recording)
+        tuning = _tune(scenario, region, [Candidate(shape=(4, 4)),
+                                          Candidate(shape=(4, 4), weights_exposure=True)],
+                       weights=raster)
+    return tuning, calls
+
+
+def test_the_raster_places_every_candidates_points_in_its_positive_pixels(scenario, recorded):
+    tuning, calls = recorded
+    assert list(tuning.table.index) == ["4x4", "4x4, weights exposure"]
+    assert len(calls) == 2
+    west = scenario.bounds[0]
+    for _, _, releases in calls.values():
+        for release in releases:
+            x = shapely.get_coordinates(release.geometry)[:, 0]
+            assert len(x) == len(scenario.data)
+            # Every point in the western half of its cell, where the raster's weight is.
+            assert np.all((x - west) % CELL < PIXEL)
+    # The records themselves are not: the placement is the raster's, not the data's.
+    x = shapely.get_coordinates(scenario.data.geometry)[:, 0]
+    assert np.mean((x - west) % CELL < PIXEL) < 0.7
+
+
+def test_weights_exposure_makes_the_cells_totals_the_exposure(scenario, recorded, pixels):
+    _, calls = recorded
+    plain, _, _ = calls["habitable fraction"]
+    grid, table, _ = calls["weights raster"]
+    assert not plain.exposure_given
+    assert grid.exposure_given and grid.same_cells(plain)
+    assert table.grid.same_cells(grid)
+    # Each pixel lies in one cell: a cell's total is the sum of the pixels whose centre it holds.
+    west, _, _, north = scenario.bounds
+    rows, cols = np.indices(pixels.shape)
+    centres = np.column_stack([west + (cols.ravel() + 0.5) * PIXEL,
+                               north - (rows.ravel() + 0.5) * PIXEL])
+    totals = np.bincount(grid.locate(centres), weights=pixels.ravel(), minlength=grid.n_cells)
+    assert np.all(totals > 0)
+    np.testing.assert_allclose(grid.exposure / grid.exposure[0], totals / totals[0], rtol=1e-9)
+
+
+def test_the_same_raster_is_reused_and_another_refused(scenario, region, raster, pixels,
+                                                       tmp_path, monkeypatch):
+    first = _tune(scenario, region, [(4, 4)], weights=raster)
+    ran = []
+    run = tuning_module.run_candidate
+    monkeypatch.setattr(tuning_module, "run_candidate",
+                        lambda *a, **k: ran.append(a[1].label) or run(*a, **k))
+    again = _tune(scenario, region, [(4, 4), (8, 8)], weights=str(raster), previous=first)
+    assert ran == ["8x8"]
+    assert again.table.loc["4x4", "true_match_rate"] == first.table.loc["4x4",
+                                                                          "true_match_rate"]
+    other = write_raster(tmp_path / "other.tif", pixels[::-1],
+                         from_origin(*scenario.bounds[::3], PIXEL, PIXEL), crs=scenario.data.crs)
+    with pytest.raises(InputError, match="previous was made with other weights"):
+        _tune(scenario, region, [(4, 4)], weights=other, previous=first)
+    with pytest.raises(InputError, match="previous was made with other weights"):
+        _tune(scenario, region, [(4, 4)], previous=first)
+
+
+def _no_candidate_may_run(monkeypatch):
+    def run(*args, **kwargs):
+        raise AssertionError("a candidate ran before the settings were refused")
+
+    monkeypatch.setattr(tuning_module, "run_candidate", run)
+
+
+def test_weights_are_checked_before_any_candidate_runs(scenario, region, raster, tmp_path,
+                                                       monkeypatch):
+    _no_candidate_may_run(monkeypatch)
+    exposed = Candidate(shape=(4, 4), weights_exposure=True)
+    with pytest.raises(InputError, match=r"'4x4, weights exposure' has weights_exposure=True "
+                                         r"but tune\(\) got no weights= raster"):
+        _tune(scenario, region, [(8, 8), exposed])
+    with pytest.raises(InputError, match=r"fit_options may not set \['weights'\]"):
+        _tune(scenario, region, [{"shape": (4, 4), "epsilon": 1.0}],
+              fit_options={**QUICK, "weights": raster})
+    elsewhere = write_raster(tmp_path / "elsewhere.tif", np.ones((2, 2)),
+                             from_origin(0.0, 100.0, 10.0, 10.0), crs=scenario.data.crs)
+    with pytest.raises(InputError, match="does not overlap") as caught:
+        _tune(scenario, region, [(4, 4)], weights=elsewhere)
+    assert "candidate '4x4'" in "\n".join(caught.value.__notes__)
+    with pytest.raises(InputError, match="weights"):
+        _tune(scenario, region, [(4, 4)], weights=tmp_path / "missing.tif")
+
+
+def test_a_candidate_gets_one_exposure(region):
+    with pytest.raises(TypeError, match="weights_exposure must be"):
+        Candidate(shape=(4, 4), weights_exposure="yes")
+    areas = geosynth.Grid.regular(region.bounds, shape=(2, 2), crs="EPSG:31983")
+    counted = geosynth.Grid.from_polygons(areas.cells, exposure="area")
+    with pytest.raises(InputError, match=r"has an exposure already \(habitable area\); give"):
+        Candidate(grid=counted, weights_exposure=True)
+    # The settings of a candidate without the exposure are those it had before it existed.
+    assert Candidate(shape=(4, 4)).settings == (None, (4, 4), "attribute", None, None)
+    assert Candidate(shape=(4, 4), weights_exposure=True).settings[-1] == ("weights_exposure",
+                                                                            True)
+
+
+def test_a_raster_made_from_the_records_is_warned_about(scenario, region, tmp_path,
+                                                        monkeypatch):
+    monkeypatch.setattr(tuning_module, "run_candidate",
+                        lambda *a, **k: pytest.fail("the warning comes before any fit"))
+    west, south, east, north = scenario.bounds
+    size = 50.0
+    values = np.zeros((int((north - south) / size), int((east - west) / size)))
+    xy = shapely.get_coordinates(scenario.data.geometry)
+    rows = ((north - xy[:, 1]) // size).astype(int)
+    cols = ((xy[:, 0] - west) // size).astype(int)
+    values[rows, cols] = 1.0
+    made = write_raster(tmp_path / "records.tif", values, from_origin(west, north, size, size),
+                        crs=scenario.data.crs)
+    with pytest.warns(PrivacyLeakWarning, match="weights raster's pixels of positive weight"):
+        with pytest.raises(pytest.fail.Exception, match="before any fit"):
+            geosynth.tune(scenario.data, ATTRIBUTES, [(4, 4)], region=region,
+                          fit_options=QUICK, m=2, seed=1, progress=False, weights=made)
