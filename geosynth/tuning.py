@@ -1495,7 +1495,7 @@ def _weighted_lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup
 
     table = read_weights(setup.weights, grid)
     if xy is not None:
-        warn_if_weights_follow_records(table, grid, xy, stacklevel=5)
+        warn_if_weights_follow_records(table, grid, xy)
     if candidate.weights_exposure:
         # The table serves the new lattice as it is: placement needs the same cells only.
         grid = grid.with_exposure(cell_exposure(table, grid), source="weights raster")
@@ -1512,11 +1512,18 @@ def _lattices(gdf: gpd.GeoDataFrame, xy: np.ndarray, todo: list[Candidate],
     """
     lattices = {}
     for candidate in todo:
-        try:
-            lattices[candidate.settings] = _weighted_lattice(gdf, candidate, setup, xy)
-        except Exception as err:
-            err.add_note(f"(in geosynth.tune, candidate {candidate.label!r})")
-            raise
+        # No fit runs yet, so recording the warnings here is safe: each is re-issued naming
+        # its candidate (the raster's floor or its likeness to the records differ by lattice).
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                lattices[candidate.settings] = _weighted_lattice(gdf, candidate, setup, xy)
+            except Exception as err:
+                err.add_note(f"(in geosynth.tune, candidate {candidate.label!r})")
+                raise
+        for warning in caught:
+            warnings.warn(f"candidate {candidate.label!r}: {warning.message}", warning.category,
+                          stacklevel=3)
     return lattices
 
 

@@ -179,7 +179,31 @@ def test_a_raster_made_from_the_records_is_warned_about(scenario, region, tmp_pa
     values[rows, cols] = 1.0
     made = write_raster(tmp_path / "records.tif", values, from_origin(west, north, size, size),
                         crs=scenario.data.crs)
-    with pytest.warns(PrivacyLeakWarning, match="weights raster's pixels of positive weight"):
+    with pytest.warns(PrivacyLeakWarning, match="^candidate '4x4': the weights raster's pixels "
+                                                "of positive weight"):
         with pytest.raises(pytest.fail.Exception, match="before any fit"):
             geosynth.tune(scenario.data, ATTRIBUTES, [(4, 4)], region=region,
                           fit_options=QUICK, m=2, seed=1, progress=False, weights=made)
+
+
+def test_cells_the_raster_counts_nobody_in_are_named_with_their_candidate(
+        scenario, region, pixels, tmp_path, monkeypatch):
+    monkeypatch.setattr(tuning_module, "run_candidate",
+                        lambda *a, **k: pytest.fail("the warning comes before any fit"))
+    empty_west = pixels.copy()
+    empty_west[:, :2] = 0.0  # the raster counts nobody in the 4 western cells
+    path = write_raster(tmp_path / "people.tif", empty_west,
+                        from_origin(*scenario.bounds[::3], PIXEL, PIXEL), crs=scenario.data.crs)
+    with pytest.warns(geosynth.errors.DataWarning) as caught:
+        with pytest.raises(pytest.fail.Exception, match="before any fit"):
+            geosynth.tune(scenario.data, ATTRIBUTES,
+                          [(4, 4), Candidate(shape=(4, 4), weights_exposure=True)],
+                          region=region, fit_options=QUICK, m=2, seed=1, progress=False,
+                          weights=path)
+    floors = [str(w.message) for w in caught if "floor" in str(w.message)]
+    assert floors == ["candidate '4x4, weights exposure': cell_exposure raised 4 of 16 cells to "
+                      "its floor (0.01 of the mean cell total): 4 that the raster covers with "
+                      "no positive pixel (outside its extent, nodata or zero) and 0 below the "
+                      "floor. Where the raster does not cover the lattice, the model reads "
+                      "those cells as nearly empty of people (a fit worse than without the "
+                      "exposure): use a raster that covers the whole lattice"]
