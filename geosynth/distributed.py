@@ -72,7 +72,7 @@ from geosynth.data import (
     warn_dropped,
     warn_if_bounds_touch_records,
 )
-from geosynth.errors import CRSError, DataWarning, InputError
+from geosynth.errors import CRSError, InputError
 from geosynth.evaluation import (
     Evaluation,
     evaluate,
@@ -494,9 +494,9 @@ def synthesize_dask(
     depend on one another, any subset can be recomputed, and they equal the releases of
     :func:`geosynth.synthesize` for the same seed. Its warnings are given here, in the client,
     as in memory: the :class:`~geosynth.errors.PrivacyLeakWarning` on combinations too rare for
-    synthetic continuous values (before any task runs), and each task's
-    :class:`~geosynth.errors.DataWarning` on cells without weight in the raster, in release
-    order; the workers warn nothing.
+    synthetic continuous values (before any task runs), and one
+    :class:`~geosynth.errors.DataWarning` on cells without weight in the raster
+    (:func:`geosynth.synth.placement.warn_of_unweighted`); the workers warn nothing.
 
     Parameters
     ----------
@@ -547,9 +547,11 @@ def synthesize_dask(
         A combination with no cell of three or more records gets synthetic continuous values
         from the means of all combinations, and a cell mean beyond the fences of all cell
         means is not published (:func:`geosynth.synth.paiva.warn_withheld_means`);
-        with ``weights``: a release placed points in cells without a pixel of positive weight.
+        with ``weights``: releases placed points in cells without a pixel of positive weight
+        (one warning for all of them).
     """
     from geosynth.synth.paiva import ReleaseMaker, release_draws, warn_withheld_means
+    from geosynth.synth.placement import warn_of_unweighted
 
     check_fit(fit)
     if fit.noise_scale is not None:
@@ -578,12 +580,9 @@ def synthesize_dask(
         futures.append(client.submit(
             _release_task, shared_f, _one_draw_fit(fit, draw), s, release, draw, pure=False,
             key=f"geosynth-release-{release}-{os.urandom(4).hex()}"))
-    releases = []
-    for out, note in client.gather(futures):
-        if note is not None:
-            warnings.warn(note, DataWarning, stacklevel=2)
-        releases.append(out)
-    return releases
+    gathered = client.gather(futures)
+    warn_of_unweighted([note for _, note in gathered])
+    return [out for out, _ in gathered]
 
 
 def linked_records_dask(

@@ -33,14 +33,15 @@ __all__ = [
     "Band",
     "WeightsLike",
     "cell_exposure",
+    "check_weights_raster",
     "check_raster_band",
     "check_raster_crs",
     "pixel_table",
-    "raster_digest",
     "raster_window",
     "read_band",
     "read_raster",
     "read_weights",
+    "with_cell_exposure",
 ]
 
 WeightsLike = Any  # str | os.PathLike | rasterio dataset opened for reading | PixelTable
@@ -131,6 +132,35 @@ def read_weights(weights: WeightsLike, grid: Grid) -> PixelTable:
     )
 
 
+def check_weights_raster(weights: WeightsLike, crs: pyproj.CRS | None) -> None:
+    """Check, before any lattice is read from it, that a weights raster can serve ``crs``.
+
+    Opens it (a path) and checks its bands and CRS as :func:`read_weights` does, so that a
+    caller reading it over several lattices (:func:`geosynth.tune`) refuses an unreadable
+    file, a stack of bands or another CRS once, up front. What depends on a lattice (the
+    overlap, the size, the values) is checked by :func:`read_weights`.
+
+    Parameters
+    ----------
+    weights : str, os.PathLike or rasterio dataset
+        The raster.
+    crs : pyproj.CRS or None
+        The CRS of the lattices it will be read over.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        The raster cannot be opened, or has several data bands or complex values.
+    geosynth.errors.CRSError
+        Its CRS is not ``crs``.
+    """
+    def check(dataset: Any) -> None:
+        check_raster_band(dataset, "weights")
+        check_raster_crs(dataset.crs, crs, "weights")
+
+    read_raster(weights, "weights", check, open_hint=_OPEN_HINT, expected=_EXPECTED)
+
+
 def cell_exposure(weights: WeightsLike, grid: Grid, minimum: float = 0.01) -> np.ndarray:
     """Sum a public raster (a population) over the habitable part of each cell: its exposure.
 
@@ -210,6 +240,40 @@ def cell_exposure(weights: WeightsLike, grid: Grid, minimum: float = 0.01) -> np
     return np.maximum(total, floor)
 
 
+def with_cell_exposure(weights: WeightsLike, grid: Grid, minimum: float = 0.01) -> Grid:
+    """Return ``grid`` with its cells' totals of a public raster (a population) as exposure.
+
+    :func:`cell_exposure` given to :meth:`geosynth.Grid.with_exposure` with the source
+    ``"weights raster"``: what the CLI's ``--weights-exposure`` and the candidates of
+    :func:`geosynth.tune` with ``weights_exposure`` fit. A placement table of ``weights`` read
+    for ``grid`` serves the returned lattice too (the cells are the same).
+
+    Parameters
+    ----------
+    weights : str, os.PathLike, rasterio dataset or geosynth.synth.PixelTable
+        As :func:`cell_exposure` takes.
+    grid : geosynth.lattice.Grid
+        The lattice, without an exposure of its own (:attr:`geosynth.Grid.exposure_given`).
+    minimum : float, default 0.01
+        The floor of :func:`cell_exposure`.
+
+    Returns
+    -------
+    geosynth.lattice.Grid
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        What :func:`cell_exposure` and :meth:`geosynth.Grid.with_exposure` raise.
+
+    Warns
+    -----
+    geosynth.errors.DataWarning
+        As :func:`cell_exposure`.
+    """
+    return grid.with_exposure(cell_exposure(weights, grid, minimum), source="weights raster")
+
+
 def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
     """Return the placement table of ``weights``: None, a raster (read here) or a table read.
 
@@ -232,45 +296,6 @@ def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
     if weights is None or isinstance(weights, PixelTable):
         return check_pixel_table(weights, grid)
     return read_weights(weights, grid)
-
-
-def raster_digest(source: Any, name: str = "weights") -> str:
-    """Return the SHA-256 of a raster's contents, to tell whether two runs read the same one.
-
-    A raster file (a path, or an open dataset of one) is digested byte for byte; any other
-    (a URL, an in-memory dataset) by its band 1, geotransform and CRS as read.
-
-    Parameters
-    ----------
-    source : str, os.PathLike or rasterio dataset
-        The raster.
-    name : str, default "weights"
-        The parameter ``source`` was given as, for errors.
-
-    Returns
-    -------
-    str
-        64 hexadecimal digits.
-
-    Raises
-    ------
-    geosynth.errors.InputError
-        What :func:`read_raster` raises.
-    """
-    import hashlib
-
-    path = source if isinstance(source, str | os.PathLike) else getattr(source, "name", None)
-    if isinstance(path, str | os.PathLike) and "://" not in os.fspath(path) and (
-            not os.fspath(path).startswith("/vsi")):
-        with open(_local_or_url(path, name), "rb") as file:
-            return hashlib.file_digest(file, "sha256").hexdigest()
-
-    def band_digest(dataset: Any) -> str:
-        h = hashlib.sha256(repr((tuple(dataset.transform), str(dataset.crs))).encode())
-        h.update(np.ascontiguousarray(dataset.read(1)).tobytes())
-        return h.hexdigest()
-
-    return read_raster(source, name, band_digest, open_hint=_OPEN_HINT, expected=_EXPECTED)
 
 
 def read_band(dataset: Any, grid: Grid, name: str, pieces: bool = False) -> Band:

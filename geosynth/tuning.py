@@ -871,6 +871,8 @@ class _CandidateRun:
     synthetic_xy: list[np.ndarray]
     #: The row's release measures with each release left out in turn (the jackknife).
     replicates: list[dict] = field(default_factory=list)
+    #: What the candidate read of the weights raster (:func:`_table_digest`).
+    weights: str | None = None
 
 
 @dataclass(frozen=True)
@@ -1056,6 +1058,10 @@ def tune(
     setup = _setup(gdf, attributes, continuous, (region, exclude, barriers), m, outcome,
                    n_quadrants, fit_options, outside, weights)
     _check_fit_options(setup.fit_options, wanted)
+    if weights is not None:  # what a lattice does not change is refused once, here
+        from geosynth.rasters import check_weights_raster
+
+        check_weights_raster(weights, gdf.crs)
     for candidate in wanted:
         _check_candidate(candidate, setup)
     if risk_limit is not None:
@@ -1071,7 +1077,10 @@ def tune(
     if previous is not None:
         runs.update({settings: run for settings, run in previous._runs.items()})
     todo = [c for c in wanted if c.settings not in runs]
-    lattices = _lattices(gdf, xy, todo, setup)
+    # With weights, a reused candidate's lattice is built again, to check what it reads.
+    reused = [c for c in wanted if c.settings in runs] if setup.weights is not None else []
+    lattices = _lattices(gdf, xy, todo + reused, setup)
+    _check_reused_weights(reused, runs, lattices)
     runs.update(_run_all(gdf, todo, setup, root, executor, progress, lattices))
     return _tuning(xy, wanted, runs, risk_limit, key, root)
 
@@ -1387,19 +1396,11 @@ def _fingerprint(gdf: gpd.GeoDataFrame, xy: np.ndarray, setup: _Setup) -> dict[s
             "outcome": digest(setup.outcome), "n_quadrants": digest(setup.n_quadrants),
             "fit_options": digest(sorted(setup.fit_options.items())),
             "outside": digest(setup.outside),
-            "weights": digest(_weights_digest(setup.weights)),
+            # Whether there is a raster; which one, by what each candidate read of it.
+            "weights": digest(setup.weights is not None),
             # The rectangles also follow from the root seed (checked apart), the data, the
             # outcome and n_quadrants: this names how they are drawn (common to all candidates).
             "coverage rectangles": digest("common random numbers", _COVERAGE_TAG)}
-
-
-def _weights_digest(weights: Any) -> str | None:
-    """SHA-256 of the placement raster's contents (None without one), for ``previous``."""
-    if weights is None:
-        return None
-    from geosynth.rasters import raster_digest
-
-    return raster_digest(weights, "weights")
 
 
 def _wkb(polygons: Any, name: str = "region", crs: Any = None, lines: bool = False) -> bytes:
@@ -1474,6 +1475,32 @@ def _lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup) -> Grid
     return grid if setup.barriers is None else grid.without_links_across(setup.barriers)
 
 
+def _table_digest(table: PixelTable | None) -> str | None:
+    """SHA-256 of a placement table: the weights as read over the lattice (None without)."""
+    if table is None:
+        return None
+    h = hashlib.sha256()
+    for part in (table.boxes, table.within, table.start, table.total, table.acceptance):
+        h.update(b"-" if part is None else np.ascontiguousarray(part).tobytes())
+    return h.hexdigest()
+
+
+def _check_reused_weights(reused: list[Candidate], runs: dict[tuple, _CandidateRun],
+                          lattices: dict[tuple, _Lattice]) -> None:
+    """Refuse to reuse a candidate of ``previous`` that read other weights than this call's.
+
+    What matters is what the candidate read over its lattice: a file's bytes missed a change
+    in a VRT's source or a sidecar's nodata, and a raster read over the web or from memory
+    was read whole to digest it.
+    """
+    for candidate in reused:
+        if runs[candidate.settings].weights != _table_digest(
+                lattices[candidate.settings].weights):
+            raise InputError(f"previous was made with other weights (candidate "
+                             f"{candidate.label!r} read another raster over its lattice); its "
+                             "candidates cannot be reused (run tune without previous=)")
+
+
 class _Lattice(NamedTuple):
     """A candidate's lattice, as its fit sees it, and the placement table read for it."""
 
@@ -1490,15 +1517,14 @@ def _weighted_lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup
     grid = _lattice(gdf, candidate, setup)
     if setup.weights is None:
         return _Lattice(grid)
-    from geosynth.rasters import cell_exposure, read_weights
+    from geosynth.rasters import read_weights, with_cell_exposure
     from geosynth.synth.placement import warn_if_weights_follow_records
 
     table = read_weights(setup.weights, grid)
-    if xy is not None:
-        warn_if_weights_follow_records(table, grid, xy)
+    if xy is not None:  # an ε candidate's shares are numbers of the records: not quoted
+        warn_if_weights_follow_records(table, grid, xy, show_shares=candidate.epsilon is None)
     if candidate.weights_exposure:
-        # The table serves the new lattice as it is: placement needs the same cells only.
-        grid = grid.with_exposure(cell_exposure(table, grid), source="weights raster")
+        grid = with_cell_exposure(table, grid)  # the table serves it: the cells are the same
     return _Lattice(grid, table)
 
 
@@ -1527,6 +1553,36 @@ def _lattices(gdf: gpd.GeoDataFrame, xy: np.ndarray, todo: list[Candidate],
     return lattices
 
 
+#: The candidate each thread running a task of :func:`tune` runs: ``{thread id: label}``.
+_RUNNING: dict[int, str] = {}
+
+
+@contextlib.contextmanager
+def _labelled_warnings() -> Iterator[None]:
+    """Prefix each warning given in a candidate's task with ``candidate 'LABEL': ``.
+
+    A fit's warning (stopped by ``max_seconds`` before converging, a sparse combination) named
+    no candidate, and with several the analyst could not tell whose it was. Recording warnings
+    within the tasks is not thread-safe (``catch_warnings`` there lost other candidates'
+    warnings); the calling thread holds one ``catch_warnings`` around the whole pool instead,
+    whose ``showwarning`` prefixes a warning given in a thread that runs a candidate
+    (:data:`_RUNNING`, set by :func:`run_candidate`). Under Python's default filter a warning
+    worded alike for several candidates, from the same line, is shown for the first only;
+    tasks run in other processes (a Dask cluster) warn there, unlabelled.
+    """
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def labelled(message, category, filename, lineno, file=None, line=None):
+            label = _RUNNING.get(threading.get_ident())
+            if label is not None:
+                message = category(f"candidate {label!r}: {message}")
+            shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = labelled
+        yield
+
+
 def _run_all(gdf, todo, setup, root, executor, progress,
              lattices=None) -> dict[tuple, _CandidateRun]:
     if not todo:
@@ -1544,31 +1600,33 @@ def _run_all(gdf, todo, setup, root, executor, progress,
     # Ctrl-C reaches only this thread: the event stops the fits of tune's own threads (tasks
     # of a caller's executor may run elsewhere, where an Event cannot go).
     stop = threading.Event() if own else None
-    try:
-        lattices = lattices or {}
-        futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c), stop,
-                                   lattice=lattices.get(c.settings)): c
-                   for c in todo}
-        done = {}
-        with tqdm(total=len(todo), desc="candidates", disable=not progress) as bar:
-            for future in as_completed(futures):
-                candidate = futures[future]
-                try:
-                    done[candidate.settings] = future.result()
-                except Exception as err:
-                    for other in futures:
-                        other.cancel()
-                    err.add_note(f"(in geosynth.tune, candidate {candidate.label!r})")
-                    raise
-                bar.update(1)
-        return done
-    except BaseException:  # Ctrl-C, or a candidate failed: the other fits are of no use now
-        if stop is not None:
-            stop.set()  # the running fits stop at their next chunk, so the shutdown is quick
-        raise
-    finally:
-        if own:
-            executor.shutdown(wait=True, cancel_futures=True)
+    lattices = lattices or {}
+    # Labelled from the first task to the last one's end (the shutdown waits for them).
+    with _labelled_warnings():
+        try:
+            futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c),
+                                       stop, lattice=lattices.get(c.settings)): c
+                       for c in todo}
+            done = {}
+            with tqdm(total=len(todo), desc="candidates", disable=not progress) as bar:
+                for future in as_completed(futures):
+                    candidate = futures[future]
+                    try:
+                        done[candidate.settings] = future.result()
+                    except Exception as err:
+                        for other in futures:
+                            other.cancel()
+                        err.add_note(f"(in geosynth.tune, candidate {candidate.label!r})")
+                        raise
+                    bar.update(1)
+            return done
+        except BaseException:  # Ctrl-C, or a candidate failed: the other fits are of no use
+            if stop is not None:
+                stop.set()  # the running fits stop at their next chunk: a quick shutdown
+            raise
+        finally:
+            if own:
+                executor.shutdown(wait=True, cancel_futures=True)
 
 
 def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
@@ -1581,6 +1639,15 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     measuring a cut-short fit. ``lattice``: the candidate's lattice and placement table, built
     beforehand by :func:`tune` (default: built here).
     """
+    thread = threading.get_ident()
+    _RUNNING[thread] = candidate.label  # its warnings are labelled (_labelled_warnings)
+    try:
+        return _run_candidate(gdf, candidate, setup, seed, stop, lattice)
+    finally:
+        _RUNNING.pop(thread, None)
+
+
+def _run_candidate(gdf, candidate, setup, seed, stop, lattice) -> _CandidateRun:
     from geosynth.data import prepare
     from geosynth.evaluation import evaluate
     from geosynth.model import PaivaModel
@@ -1624,7 +1691,7 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     row = {**_settings_row(candidate, grid, len(gdf)), **_measures(evaluation.tables, linked),
            **_diagnostics(fit), "seconds": time.perf_counter() - start}
     return _CandidateRun(row, grid, [point_coordinates(r, "release") for r in releases],
-                         replicates)
+                         replicates, _table_digest(weights))
 
 
 def _model_beta_prior(priors: tuple[str, ...] | None) -> str | list[str] | None:

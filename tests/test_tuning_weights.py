@@ -125,6 +125,25 @@ def test_the_same_raster_is_reused_and_another_refused(scenario, region, raster,
         _tune(scenario, region, [(4, 4)], weights=other, previous=first)
     with pytest.raises(InputError, match="previous was made with other weights"):
         _tune(scenario, region, [(4, 4)], previous=first)
+    import rasterio
+
+    with rasterio.open(raster) as dataset:  # what is read counts, not how it was given
+        _tune(scenario, region, [(4, 4)], weights=dataset, previous=first)
+    assert ran == ["8x8"]
+
+
+def test_previous_sees_a_change_in_the_file_a_vrt_reads(scenario, region, pixels, tmp_path):
+    import rasterio.shutil
+
+    transform = from_origin(*scenario.bounds[::3], PIXEL, PIXEL)
+    source = write_raster(tmp_path / "source.tif", pixels, transform, crs=scenario.data.crs)
+    vrt = tmp_path / "people.vrt"
+    rasterio.shutil.copy(source, vrt, driver="VRT")
+    first = _tune(scenario, region, [(4, 4)], weights=vrt)
+    write_raster(source, pixels[::-1], transform, crs=scenario.data.crs)  # the VRT is unchanged
+    with pytest.raises(InputError, match=r"previous was made with other weights \(candidate "
+                                         r"'4x4' read another raster over its lattice\)"):
+        _tune(scenario, region, [(4, 4)], weights=vrt, previous=first)
 
 
 def _no_candidate_may_run(monkeypatch):
@@ -207,3 +226,20 @@ def test_cells_the_raster_counts_nobody_in_are_named_with_their_candidate(
                       "floor. Where the raster does not cover the lattice, the model reads "
                       "those cells as nearly empty of people (a fit worse than without the "
                       "exposure): use a raster that covers the whole lattice"]
+
+
+def test_a_candidates_fit_warnings_name_the_candidate(scenario, region):
+    # A fit stopped by max_seconds warned "n_iter='auto' stopped ..." with no candidate named.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        geosynth.tune(scenario.data, ATTRIBUTES, [(4, 4), (8, 8)], region=region, m=2,
+                      n_quadrants=50, seed=1, progress=False,
+                      fit_options={"n_iter": "auto", "max_seconds": 0.01})
+    stopped = sorted(str(w.message).split(": n_iter='auto'")[0] for w in caught
+                     if "n_iter='auto'" in str(w.message))
+    assert stopped == ["candidate '4x4'", "candidate '8x8'"]
+    # Outside tune, nothing is labelled: the prefix is the candidate's task's only.
+    with warnings.catch_warnings(record=True) as after:
+        warnings.simplefilter("always")
+        warnings.warn("plain", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in after] == ["plain"]

@@ -551,6 +551,18 @@ def release_provenance(ctx: click.Context, inputs: Mapping[str, Any]) -> dict[st
     return {"command": ctx.command_path, "options": options, "inputs": files}
 
 
+@contextlib.contextmanager
+def naming_weights(path: str) -> Iterator[None]:
+    """Prefix the refusal of a --weights raster with the option and the file's name."""
+    from geosynth.errors import CRSError
+    from geosynth.io import printable
+
+    try:
+        yield
+    except (CRSError, InputError) as err:
+        raise type(err)(f"--weights {printable(Path(path).name)}: {err}") from None
+
+
 def check_columns(frame: gpd.GeoDataFrame, name: str,
                   columns: Mapping[str, Sequence[str] | str | None]) -> None:
     """Refuse a file ``name`` that lacks a column named by an option.

@@ -161,6 +161,8 @@ def _ogr2ogr(source: str | None) -> str:
     return command
 
 
+# "or an open rasterio dataset": a raster is a path on the command line.
+_OPEN_DATASET = re.compile(r"\s+or an open rasterio dataset\b")
 _SQLITE = re.compile(r"sqlite3_\w+\((?:[^()]|\([^()]*\))*\) failed: ([^;]+)(?:;\s*\1)?")
 
 
@@ -208,6 +210,7 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
         " (give a GeoPackage, GeoParquet, shapefile, GeoJSON, FlatGeobuf, zip or CSV file)", text
     )
     text = _SQLITE.sub(r"the file is damaged or truncated (\1)", text)
+    text = _OPEN_DATASET.sub("", text)
     text = _MEMORY_LIMIT.sub("the memory limit of ", text)  # no option sets max_bytes
     text = _RAISE_CONSTANT.sub("", text)  # no option sets geosynth's limits
     for api_name, cli_name in (names or {}).items():

@@ -26,6 +26,7 @@ from geosynth.cli.helpers import (
     describe_lattice,
     describe_rhat,
     fit_diagnostics,
+    naming_weights,
     release_provenance,
     show_progress,
     stop_if_interrupted,
@@ -323,8 +324,10 @@ def release(
         grid = build_grid(points, lattice, region, exclude, barriers)
         # Read once, here: the releases place points with this table (and it may weigh cells).
         weights = None if weights_path is None else _weights_table(weights_path, grid)
-        if weights_exposure:
-            grid, weights = _weights_exposure(grid, weights)
+        if weights_exposure:  # the table serves the new lattice: the cells are the same
+            from geosynth.rasters import with_cell_exposure
+
+            grid = with_cell_exposure(weights, grid)
         counts, dropped = _prepare(points, grid, attributes, continuous, drop_outside,
                                    allow_identifying, levels, report_path is not None)
         original = points.loc[counts.record_index]
@@ -475,24 +478,12 @@ def _check_options(lattice, epsilon, region_path, continuous, beta_prior,
                       levels_file, public_total, sampler, seed)
 
 
-def _weights_exposure(grid, weights):
-    """Return the lattice with the --weights raster's cell totals as exposure, and its table."""
-    from geosynth.rasters import cell_exposure
-
-    # The table serves the new lattice as it is: placement needs the same cells only.
-    return grid.with_exposure(cell_exposure(weights, grid), source="weights raster"), weights
-
-
 def _weights_table(path: str, grid):
     """Read the --weights raster for the lattice now, naming the option in a refusal."""
-    from geosynth.errors import CRSError
-    from geosynth.io import printable
     from geosynth.rasters import read_weights
 
-    try:
+    with naming_weights(path):
         return read_weights(path, grid)
-    except (CRSError, InputError) as err:
-        raise type(err)(f"--weights {printable(Path(path).name)}: {err}") from None
 
 
 def _limits(specs, continuous) -> dict[str, tuple[float | None, float | None]] | None:

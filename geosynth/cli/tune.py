@@ -22,6 +22,7 @@ from geosynth.cli.helpers import (
     check_outputs,
     check_projected,
     derive_seeds,
+    naming_weights,
     save_figure,
     show_progress,
     write_text,
@@ -303,6 +304,11 @@ def tune(
         points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer,
                                 **reading)
         _check_points(points, Path(input_path).name, attributes, continuous, outcome)
+        if weights_path is not None:  # refused once, before "Tuning", naming --weights
+            from geosynth.rasters import check_weights_raster
+
+            with naming_weights(weights_path):
+                check_weights_raster(weights_path, points.crs)
         utility = _utility_with_outcome(ctx, utility, points, attributes, outcome, m)
         region = (None if region_path is None else
                   io.read_polygons(region_path, region_layer, option="--region"))
@@ -351,7 +357,7 @@ def tune(
                                       area_exposure=exposure, drop_outside=drop_outside, run=run,
                                       weights=weights_path)
         report = _report(input_path, result, chosen, command, risk, utility, run, m, seed,
-                         figure_path)
+                         figure_path, weights_path)
         save_figure(result.plot(risk=risk, utility=utility, risk_limit=risk_limit),
                     figure_path, outputs=outputs,
                     option="R-U map of --report", private=True)
@@ -515,7 +521,7 @@ def _run_words(run: dict[str, Any]) -> list[str]:
 
 
 def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
-            figure) -> str:
+            figure, weights_path=None) -> str:
     from geosynth.tuning import MEASURES
 
     lines = [
@@ -525,7 +531,9 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
         "reveal how many there are); do not publish it or the R-U map beside it.",
         "",
         f"Input: `{Path(input_path).name}`; {m} releases per candidate; fits: "
-        f"{describe_run(run)}; seed {seed} (internal: rerun with --seed {seed}).",
+        f"{describe_run(run)}; seed {seed} (internal: rerun with --seed {seed})."
+        + ("" if weights_path is None else f" Points placed within their cells by the weights "
+           f"raster `{Path(weights_path).name}` (--weights)."),
         f"Intensity fidelity is measured on the lattice of {result.reference!r} (the "
         "finest), so that every candidate is compared on the same cells and credited for the "
         "detail it keeps.",

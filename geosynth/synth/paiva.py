@@ -58,6 +58,7 @@ from geosynth.synth.placement import (
     place,
     unweighted_note,
     warn_if_weights_follow_records,
+    warn_of_unweighted,
 )
 from geosynth.synth.release import (
     LIMITS_PARAMETER,
@@ -326,13 +327,13 @@ def synthesize(
     draws = release_draws(fit, m)
     if fit.counts.covariates:
         warn_withheld_means(fit.counts)
-    releases = []
+    releases, notes = [], []
     streams = maker.seeds(seed, m)
     for release, (draw, stream) in enumerate(zip(draws.tolist(), streams, strict=True)):
         out, note = maker.release(release, draw, np.random.default_rng(stream))
-        if note is not None:
-            warnings.warn(note, DataWarning, stacklevel=2)
         releases.append(out)
+        notes.append(note)
+    warn_of_unweighted(notes)
     return releases
 
 

@@ -39,6 +39,7 @@ the cell it was placed in.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,7 @@ __all__ = [
     "check_grid",
     "place",
     "unweighted_note",
+    "warn_of_unweighted",
     "warn_if_weights_follow_records",
 ]
 
@@ -225,6 +227,30 @@ def unweighted_note(table: PixelTable | None, cells: np.ndarray) -> str | None:
             f"raster (cell ids {empty[:_SHOW].tolist()}{' ...' if empty.size > _SHOW else ''}); "
             f"their {int(uniform.sum())} point(s) are placed uniformly over the cell's habitable "
             "geometry")
+
+
+def warn_of_unweighted(notes: Sequence[str | None], stacklevel: int = 3) -> None:
+    """Give one DataWarning for the :func:`unweighted_note` of each of a call's releases.
+
+    One warning a release repeated the same cells, each time with other counts of points (a
+    release draws its own), and with ``m = 20`` twenty warnings said one thing: that the
+    raster has no weight in some cells the records' combinations occupy.
+
+    Parameters
+    ----------
+    notes : sequence of str or None
+        Each release's note, in release order (None: all its points weighted).
+    stacklevel : int, default 3
+        Of :func:`warnings.warn`.
+    """
+    given = [(release, note) for release, note in enumerate(notes) if note is not None]
+    if not given:
+        return
+    first, note = given[0]
+    if len(notes) > 1:
+        note += (f" (in release {first + 1} of {len(notes)}, the first of the {len(given)} "
+                 "releases that place points so)")
+    warnings.warn(note, DataWarning, stacklevel=stacklevel)
 
 
 # ---------------------------------------------------------------------- uniform placement

@@ -307,7 +307,7 @@ def test_points_outside_the_region_are_dropped_with_drop_outside(inputs, tmp_pat
     assert_refused(refused, "fall in no grid cell", "pass --drop-outside to drop them")
     result = run(*args, "--drop-outside", "--report", tmp_path / "b.md")
     assert result.exit_code == 0, result.output
-    assert "Warning: dropped" in result.output
+    assert "Warning: candidate '3x3': dropped" in result.output  # whose records, said
     command = shlex.split(result.output.split("Release it with:\n")[1].splitlines()[0])
     assert "--drop-outside" in command
     release = run(*command[1:-2], "--out", tmp_path / "r.gpkg", *FAST)
@@ -580,3 +580,27 @@ def test_weights_exposure_needs_weights_and_counts_its_candidates(inputs, tmp_pa
                  "--weights", inputs["region"], "--report", tmp_path / "x.md")
     assert_refused(result, "--cell-sizes (51), --weights-exposure (51):",
                    "102 candidates, more than the limit of 100")
+
+
+def test_a_weights_raster_tune_cannot_read_is_refused_once_before_tuning(inputs, population,
+                                                                       tmp_path):
+    text = tmp_path / "notraster.tif"
+    text.write_text("not a raster")
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3,4x4", "--weights", text,
+                 "--report", tmp_path / "x.md")
+    assert_refused(result, "--weights notraster.tif: weights ", "cannot be opened as a raster",
+                   "pass the path of a GeoTIFF (or another GDAL raster)")
+    assert "rasterio dataset" not in result.output and "Candidate" not in result.output
+    assert "Tuning" not in result.output
+    import rasterio
+
+    with rasterio.open(population) as raster:
+        values, profile = raster.read(1), raster.profile
+    profile.update(crs="EPSG:4326")
+    other = tmp_path / "degrees.tif"
+    with rasterio.open(other, "w", **profile) as out:
+        out.write(values, 1)
+    result = run("tune", inputs["gpkg"], *ARGS, "--grids", "3x3", "--weights", other,
+                 "--report", tmp_path / "x.md")
+    assert_refused(result, "--weights degrees.tif: weights raster CRS EPSG:4326 differs from")
+    assert "Tuning" not in result.output

@@ -240,6 +240,39 @@ def test_weights_move_points_within_cells_not_between(tmp_path, regular_data):
     assert ((xy % 30 >= 10) & (xy % 30 < 20)).all()
 
 
+def test_cells_without_weight_are_warned_about_once_for_all_the_releases(tmp_path,
+                                                                          regular_data):
+    # One warning a release said the same cells m times, each with another count of points.
+    gdf, grid, counts = regular_data
+    values = np.ones((9, 12))
+    values[:, :3] = 0.0  # the western column of 30 m cells has no weight
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 90, 10, 10))
+    lam = np.ones((1, 4, grid.n_cells, counts.n_combos))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        synthesize(stub_fit(counts, lam), gdf, m=4, seed=3, weights=read_weights(path, grid))
+    notes = [str(w.message) for w in caught if "no pixel of positive weight" in str(w.message)]
+    assert len(notes) == 1
+    assert notes[0].startswith(f"{grid.shape[0]} cell(s) are covered by no pixel of positive "
+                               "weight")
+    assert notes[0].endswith("(in release 1 of 4, the first of the 4 releases that place "
+                             "points so)")
+    assert caught[0].filename == __file__
+
+
+def test_one_release_gets_its_note_as_it_is():
+    from geosynth.synth.placement import warn_of_unweighted
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_of_unweighted(["3 cells"])
+        warn_of_unweighted([None, None])
+        warn_of_unweighted([None, "2 cells", "5 cells"])
+    assert [str(w.message) for w in caught] == [
+        "3 cells", "2 cells (in release 2 of 3, the first of the 2 releases that place points "
+        "so)"]
+
+
 # ---------------------------------------------------------------------- continuous Z (§2.2.2)
 def test_continuous_back_transform_uses_the_sd(regular_data):
     gdf, grid, counts = regular_data
