@@ -46,7 +46,9 @@ $(PYMC_STAMP): Makefile
 	@test -n "$(PYMC_PYTHON)" || { echo "make bench: the PyMC peer (.venv-pymc) needs Python \
 	>= 3.12 and none was found (tried python3.13 and python3.12 on PATH, then \
 	$(HOME)/.pyenv/versions/3.1x). Install one (e.g. apt-get install python3.12-venv, \
-	pyenv install 3.13) or name it: make bench PYMC_PYTHON=/path/to/python3.12" >&2; exit 1; }
+	pyenv install 3.13, or CPython built from source with ./configure --enable-shared: \
+	pytensor links a shared libpython) or name it: \
+	make bench PYMC_PYTHON=/path/to/python3.12" >&2; exit 1; }
 	@echo "PyMC peer venv from $(PYMC_PYTHON) ($$($(PYMC_PYTHON) --version 2>&1))"
 	$(PYMC_VENV)/bin/python -c '$(PYMC_MIN_PYTHON)' 2>/dev/null || \
 		{ rm -rf $(PYMC_VENV) && $(PYMC_PYTHON) -m venv $(PYMC_VENV); }
