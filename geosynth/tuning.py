@@ -1079,9 +1079,10 @@ def tune(
     todo = [c for c in wanted if c.settings not in runs]
     # With weights, a reused candidate's lattice is built again, to check what it reads.
     reused = [c for c in wanted if c.settings in runs] if setup.weights is not None else []
-    lattices = _lattices(gdf, xy, todo + reused, setup)
-    _check_reused_weights(reused, runs, lattices)
-    runs.update(_run_all(gdf, todo, setup, root, executor, progress, lattices))
+    with _labelled_warnings():
+        lattices = _lattices(gdf, xy, todo + reused, setup)
+        _check_reused_weights(reused, runs, lattices)
+        runs.update(_run_all(gdf, todo, setup, root, executor, progress, lattices))
     return _tuning(xy, wanted, runs, risk_limit, key, root)
 
 
@@ -1538,49 +1539,78 @@ def _lattices(gdf: gpd.GeoDataFrame, xy: np.ndarray, todo: list[Candidate],
     """
     lattices = {}
     for candidate in todo:
-        # No fit runs yet, so recording the warnings here is safe: each is re-issued naming
-        # its candidate (the raster's floor or its likeness to the records differ by lattice).
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        # Its warnings name it (the raster's floor or its likeness to the records differ by
+        # lattice), shown as the caller's filters decide (_labelled_warnings).
+        with _running(candidate.label):
             try:
                 lattices[candidate.settings] = _weighted_lattice(gdf, candidate, setup, xy)
             except Exception as err:
                 err.add_note(f"(in geosynth.tune, candidate {candidate.label!r})")
                 raise
-        for warning in caught:
-            warnings.warn(f"candidate {candidate.label!r}: {warning.message}", warning.category,
-                          stacklevel=3)
     return lattices
 
 
-#: The candidate each thread running a task of :func:`tune` runs: ``{thread id: label}``.
+#: The candidate each thread works for, ``{thread id: label}`` (:func:`_running`).
 _RUNNING: dict[int, str] = {}
+#: Guards the install of :func:`_labelled_showwarning` by concurrent calls of :func:`tune`.
+_LABELLING = threading.Lock()
+#: How many calls of :func:`tune` are labelling warnings, and the ``showwarning`` they wrap.
+_labelling: dict[str, Any] = {"calls": 0, "shown": None}
+
+
+@contextlib.contextmanager
+def _running(label: str) -> Iterator[None]:
+    """Mark the current thread as working for the candidate ``label`` (its warnings name it)."""
+    thread = threading.get_ident()
+    _RUNNING[thread] = label
+    try:
+        yield
+    finally:
+        _RUNNING.pop(thread, None)
+
+
+def _labelled_showwarning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Show a warning as ``showwarning`` did, prefixed ``candidate 'LABEL': `` in a task."""
+    label = _RUNNING.get(threading.get_ident())
+    if label is not None:
+        text = f"candidate {label!r}: {message}"
+        try:  # the same class, for whoever records warnings; its text if it needs more
+            message = category(text)
+        except Exception:
+            message = text
+    _labelling["shown"](message, category, filename, lineno, file, line)
 
 
 @contextlib.contextmanager
 def _labelled_warnings() -> Iterator[None]:
-    """Prefix each warning given in a candidate's task with ``candidate 'LABEL': ``.
+    """Prefix each warning given for a candidate with ``candidate 'LABEL': ``.
 
-    A fit's warning (stopped by ``max_seconds`` before converging, a sparse combination) named
-    no candidate, and with several the analyst could not tell whose it was. Recording warnings
+    A fit's warning (stopped by ``max_seconds`` before converging, records dropped) named no
+    candidate, and with several the analyst could not tell whose it was. Recording warnings
     within the tasks is not thread-safe (``catch_warnings`` there lost other candidates'
-    warnings); the calling thread holds one ``catch_warnings`` around the whole pool instead,
-    whose ``showwarning`` prefixes a warning given in a thread that runs a candidate
-    (:data:`_RUNNING`, set by :func:`run_candidate`). Under Python's default filter a warning
-    worded alike for several candidates, from the same line, is shown for the first only;
-    tasks run in other processes (a Dask cluster) warn there, unlabelled.
+    warnings), nor is ``catch_warnings`` around concurrent calls of :func:`tune` (each
+    restores what the other installed). So the first call to label installs
+    :func:`_labelled_showwarning` over the current ``showwarning``, and the last to finish
+    puts it back (unless something else replaced it meanwhile); a warning is labelled when
+    given in a thread marked by :func:`_running` (a task, or the building of a lattice). The
+    filters are the caller's, applied to the warning's own text; under the default one, a
+    warning worded alike for several candidates from the same line is shown for the first
+    only. Tasks run in other processes (a Dask cluster) warn there, unlabelled.
     """
-    with warnings.catch_warnings():
-        shown = warnings.showwarning
-
-        def labelled(message, category, filename, lineno, file=None, line=None):
-            label = _RUNNING.get(threading.get_ident())
-            if label is not None:
-                message = category(f"candidate {label!r}: {message}")
-            shown(message, category, filename, lineno, file, line)
-
-        warnings.showwarning = labelled
+    with _LABELLING:
+        if _labelling["calls"] == 0:
+            _labelling["shown"] = warnings.showwarning
+            warnings.showwarning = _labelled_showwarning
+        _labelling["calls"] += 1
+    try:
         yield
+    finally:
+        with _LABELLING:
+            _labelling["calls"] -= 1
+            if _labelling["calls"] == 0:
+                if warnings.showwarning is _labelled_showwarning:
+                    warnings.showwarning = _labelling["shown"]
+                _labelling["shown"] = None
 
 
 def _run_all(gdf, todo, setup, root, executor, progress,
@@ -1601,32 +1631,30 @@ def _run_all(gdf, todo, setup, root, executor, progress,
     # of a caller's executor may run elsewhere, where an Event cannot go).
     stop = threading.Event() if own else None
     lattices = lattices or {}
-    # Labelled from the first task to the last one's end (the shutdown waits for them).
-    with _labelled_warnings():
-        try:
-            futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c),
-                                       stop, lattice=lattices.get(c.settings)): c
-                       for c in todo}
-            done = {}
-            with tqdm(total=len(todo), desc="candidates", disable=not progress) as bar:
-                for future in as_completed(futures):
-                    candidate = futures[future]
-                    try:
-                        done[candidate.settings] = future.result()
-                    except Exception as err:
-                        for other in futures:
-                            other.cancel()
-                        err.add_note(f"(in geosynth.tune, candidate {candidate.label!r})")
-                        raise
-                    bar.update(1)
-            return done
-        except BaseException:  # Ctrl-C, or a candidate failed: the other fits are of no use
-            if stop is not None:
-                stop.set()  # the running fits stop at their next chunk: a quick shutdown
-            raise
-        finally:
-            if own:
-                executor.shutdown(wait=True, cancel_futures=True)
+    try:
+        futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c), stop,
+                                   lattice=lattices.get(c.settings)): c
+                   for c in todo}
+        done = {}
+        with tqdm(total=len(todo), desc="candidates", disable=not progress) as bar:
+            for future in as_completed(futures):
+                candidate = futures[future]
+                try:
+                    done[candidate.settings] = future.result()
+                except Exception as err:
+                    for other in futures:
+                        other.cancel()
+                    err.add_note(f"(in geosynth.tune, candidate {candidate.label!r})")
+                    raise
+                bar.update(1)
+        return done
+    except BaseException:  # Ctrl-C, or a candidate failed: the other fits are of no use now
+        if stop is not None:
+            stop.set()  # the running fits stop at their next chunk, so the shutdown is quick
+        raise
+    finally:
+        if own:  # waits for the tasks: their warnings are still labelled (tune's caller)
+            executor.shutdown(wait=True, cancel_futures=True)
 
 
 def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
@@ -1639,12 +1667,8 @@ def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
     measuring a cut-short fit. ``lattice``: the candidate's lattice and placement table, built
     beforehand by :func:`tune` (default: built here).
     """
-    thread = threading.get_ident()
-    _RUNNING[thread] = candidate.label  # its warnings are labelled (_labelled_warnings)
-    try:
+    with _running(candidate.label):  # its warnings name it (_labelled_warnings)
         return _run_candidate(gdf, candidate, setup, seed, stop, lattice)
-    finally:
-        _RUNNING.pop(thread, None)
 
 
 def _run_candidate(gdf, candidate, setup, seed, stop, lattice) -> _CandidateRun:

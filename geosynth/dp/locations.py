@@ -121,7 +121,7 @@ from geosynth.lattice import Grid, parse_crs, require_projected_crs
 from geosynth.model.stopping import DEFAULT_MAX_RHAT, DEFAULT_TARGET_ESS
 from geosynth.rasters import WeightsLike, pixel_table
 from geosynth.synth.paiva import PosteriorDraws, release_draws
-from geosynth.synth.placement import place
+from geosynth.synth.placement import place, unweighted_note, warn_of_unweighted
 from geosynth.synth.release import NOISE_EXTERNAL, ReleaseInfo, make_release
 
 if TYPE_CHECKING:
@@ -682,10 +682,10 @@ def dp_synthesize(
     rng = private_generator(seed, where="dp_synthesize")
     draws = release_draws(fit, m)
     table = pixel_table(weights, noisy.grid)
-    return [
-        _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry)
-        for release, draw in enumerate(draws.tolist())
-    ]
+    made = [_one_release(fit, noisy, draw, release, size, rng, table, crs, geometry)
+            for release, draw in enumerate(draws.tolist())]
+    warn_of_unweighted([note for _, note in made])  # one warning, not one a release
+    return [release for release, _ in made]
 
 
 def _release_crs(crs: Any, grid: Grid) -> Any:
@@ -709,17 +709,21 @@ def _release_crs(crs: Any, grid: Grid) -> Any:
     return grid.crs
 
 
-def _one_release(fit, noisy, draw, release, size, rng, table, crs, geometry) -> gpd.GeoDataFrame:
-    """Release number ``release`` from stored draw ``draw`` (λ and the same draw's totals)."""
+def _one_release(fit, noisy, draw, release, size, rng, table, crs,
+                 geometry) -> tuple[gpd.GeoDataFrame, str | None]:
+    """Release number ``release`` from stored draw ``draw`` (λ and the same draw's totals).
+
+    And its :func:`~geosynth.synth.placement.unweighted_note` (None: every point weighted).
+    """
     lam = fit.lambda_draw(draw)
     totals = fit.latent_totals[fit.draw_position(draw)]
     n_b = _combination_sizes(lam, totals, size, rng)
     cells, combo = _draw_records(lam, n_b, rng)
-    xy = place(noisy.grid, cells, rng, table)
+    xy = place(noisy.grid, cells, rng, table, warn=False)
     # Combination b is row b of combos (by position: a hand-built table's index may differ).
     data = noisy.combos[list(noisy.attributes)].iloc[combo].reset_index(drop=True)
     info = noisy.release_info().replace(release=release, size=dict(size))
-    return make_release(data, xy, geometry, crs, info)
+    return make_release(data, xy, geometry, crs, info), unweighted_note(table, cells)
 
 
 def _combination_sizes(lam: np.ndarray, totals: np.ndarray, size: dict,

@@ -248,8 +248,9 @@ def warn_of_unweighted(notes: Sequence[str | None], stacklevel: int = 3) -> None
         return
     first, note = given[0]
     if len(notes) > 1:
-        note += (f" (in release {first + 1} of {len(notes)}, the first of the {len(given)} "
-                 "releases that place points so)")
+        note += (f" (in releases[{first}], the first of the {len(given)} of the {len(notes)} "
+                 "releases that place points in cells without weight; the others' cells and "
+                 "counts may differ)")
     warnings.warn(note, DataWarning, stacklevel=stacklevel)
 
 

@@ -767,3 +767,24 @@ def test_an_internal_map_of_a_dp_fit_labels_its_counts_noisy(scenario_counts,
     assert "noisy counts (DP, not the records)" in titles and "observed counts" not in titles
     suptitle = counts_figure(fit.counts)._suptitle.get_text()
     assert suptitle == "Noisy counts (DP, not the records) per cell and combination"
+
+
+def test_dp_synthesize_warns_once_of_cells_without_weight(low_epsilon_release, tmp_path):
+    """One warning a release said the same raster's gap m times, with noisy counts each."""
+    from geosynth.rasters import read_weights
+    from tests.synth.helpers import from_origin, write_raster
+
+    grid = low_epsilon_release.fit.counts.grid
+    west, south, east, north = grid.bounds
+    rows, cols = grid.shape
+    values = np.ones((rows, cols))
+    values[:, : cols // 2] = 0.0  # no weight in the western half of the cells
+    path = write_raster(tmp_path / "w.tif", values,
+                        from_origin(west, north, (east - west) / cols, (north - south) / rows),
+                        crs=grid.crs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        releases = dp_synthesize(low_epsilon_release.fit, 3, weights=read_weights(path, grid))
+    notes = [str(w.message) for w in caught if "no pixel of positive weight" in str(w.message)]
+    assert len(releases) == 3 and len(notes) == 1
+    assert "(in releases[0], the first of the 3 of the 3 releases" in notes[0]

@@ -255,8 +255,9 @@ def test_cells_without_weight_are_warned_about_once_for_all_the_releases(tmp_pat
     assert len(notes) == 1
     assert notes[0].startswith(f"{grid.shape[0]} cell(s) are covered by no pixel of positive "
                                "weight")
-    assert notes[0].endswith("(in release 1 of 4, the first of the 4 releases that place "
-                             "points so)")
+    assert notes[0].endswith("(in releases[0], the first of the 4 of the 4 releases that place "
+                             "points in cells without weight; the others' cells and counts may "
+                             "differ)")
     assert caught[0].filename == __file__
 
 
@@ -269,8 +270,8 @@ def test_one_release_gets_its_note_as_it_is():
         warn_of_unweighted([None, None])
         warn_of_unweighted([None, "2 cells", "5 cells"])
     assert [str(w.message) for w in caught] == [
-        "3 cells", "2 cells (in release 2 of 3, the first of the 2 releases that place points "
-        "so)"]
+        "3 cells", "2 cells (in releases[1], the first of the 2 of the 3 releases that place "
+        "points in cells without weight; the others' cells and counts may differ)"]
 
 
 # ---------------------------------------------------------------------- continuous Z (§2.2.2)
