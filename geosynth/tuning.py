@@ -1552,9 +1552,9 @@ def _lattices(gdf: gpd.GeoDataFrame, xy: np.ndarray, todo: list[Candidate],
 
 #: The candidate each thread works for, ``{thread id: label}`` (:func:`_running`).
 _RUNNING: dict[int, str] = {}
-#: Guards the install of :func:`_labelled_showwarning` by concurrent calls of :func:`tune`.
+#: Guards the install of :func:`_labelled_showwarnmsg` by concurrent calls of :func:`tune`.
 _LABELLING = threading.Lock()
-#: How many calls of :func:`tune` are labelling warnings, and the ``showwarning`` they wrap.
+#: How many calls of :func:`tune` are labelling warnings, and the hook they wrap.
 _labelling: dict[str, Any] = {"calls": 0, "shown": None}
 
 
@@ -1569,16 +1569,18 @@ def _running(label: str) -> Iterator[None]:
         _RUNNING.pop(thread, None)
 
 
-def _labelled_showwarning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Show a warning as ``showwarning`` did, prefixed ``candidate 'LABEL': `` in a task."""
+def _labelled_showwarnmsg(msg: warnings.WarningMessage) -> None:
+    """Show a warning as before, prefixed ``candidate 'LABEL': `` when given for a candidate."""
     label = _RUNNING.get(threading.get_ident())
     if label is not None:
-        text = f"candidate {label!r}: {message}"
+        text = f"candidate {label!r}: {msg.message}"
         try:  # the same class, for whoever records warnings; its text if it needs more
-            message = category(text)
+            message = msg.category(text)
         except Exception:
             message = text
-    _labelling["shown"](message, category, filename, lineno, file, line)
+        msg = warnings.WarningMessage(message, msg.category, msg.filename, msg.lineno,
+                                      msg.file, msg.line, msg.source)
+    _labelling["shown"](msg)
 
 
 @contextlib.contextmanager
@@ -1588,19 +1590,22 @@ def _labelled_warnings() -> Iterator[None]:
     A fit's warning (stopped by ``max_seconds`` before converging, records dropped) named no
     candidate, and with several the analyst could not tell whose it was. Recording warnings
     within the tasks is not thread-safe (``catch_warnings`` there lost other candidates'
-    warnings), nor is ``catch_warnings`` around concurrent calls of :func:`tune` (each
-    restores what the other installed). So the first call to label installs
-    :func:`_labelled_showwarning` over the current ``showwarning``, and the last to finish
-    puts it back (unless something else replaced it meanwhile); a warning is labelled when
-    given in a thread marked by :func:`_running` (a task, or the building of a lattice). The
-    filters are the caller's, applied to the warning's own text; under the default one, a
-    warning worded alike for several candidates from the same line is shown for the first
-    only. Tasks run in other processes (a Dask cluster) warn there, unlabelled.
+    warnings), and neither is replacing ``warnings.showwarning``: every ``catch_warnings``
+    (pandas enters one in most dtype checks) saves and restores it, so one in another thread
+    undid the labelling of a concurrent :func:`tune`. The hook wrapped here is the warnings
+    module's ``_showwarnmsg``, which the interpreter calls to show every warning and which no
+    ``catch_warnings`` saves (it then calls ``showwarning`` as before: the command line's
+    printer, a test's recorder). The first call installs it and the last to finish puts the
+    previous one back; a warning is labelled when given in a thread marked by
+    :func:`_running` (a task, or the building of a lattice). The filters are the caller's,
+    applied to the warning's own text; under the default one, a warning worded alike for
+    several candidates from the same line is shown for the first only. Tasks run in other
+    processes (a Dask cluster) warn there, unlabelled.
     """
     with _LABELLING:
         if _labelling["calls"] == 0:
-            _labelling["shown"] = warnings.showwarning
-            warnings.showwarning = _labelled_showwarning
+            _labelling["shown"] = warnings._showwarnmsg
+            warnings._showwarnmsg = _labelled_showwarnmsg
         _labelling["calls"] += 1
     try:
         yield
@@ -1608,8 +1613,8 @@ def _labelled_warnings() -> Iterator[None]:
         with _LABELLING:
             _labelling["calls"] -= 1
             if _labelling["calls"] == 0:
-                if warnings.showwarning is _labelled_showwarning:
-                    warnings.showwarning = _labelling["shown"]
+                if warnings._showwarnmsg is _labelled_showwarnmsg:
+                    warnings._showwarnmsg = _labelling["shown"]
                 _labelling["shown"] = None
 
 

@@ -15,16 +15,15 @@ from geosynth.datasets import paiva_scenario
 from geosynth.errors import InputError, PrivacyLeakWarning
 from geosynth.tuning import Candidate
 from tests.synth.helpers import from_origin, write_raster
+from tests.test_tuning import ATTRIBUTES, QUICK, _no_candidate_may_run, _tune
 
-ATTRIBUTES = ["y", "x1", "x2"]
-QUICK = {"n_iter": 300, "burn_in": 100, "thin": 2}
 CELL = 2_500.0  # a 4x4 lattice over the scenario's 10 km square
 PIXEL = CELL / 2
 
 
 @pytest.fixture(scope="module")
 def scenario():
-    return paiva_scenario(n=300, seed=5)
+    return paiva_scenario(n=300, seed=5)  # test_tuning.py's records: its _tune's settings fit
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +45,6 @@ def raster(tmp_path_factory, scenario, pixels):
     path = tmp_path_factory.mktemp("weights") / "people.tif"
     return write_raster(path, pixels, from_origin(west, north, PIXEL, PIXEL),
                         crs=scenario.data.crs)
-
-
-def _tune(scenario, region, candidates, **kwargs):
-    options = {"region": region, "fit_options": QUICK, "m": 2, "n_quadrants": 100,
-               "seed": 11, "progress": False, **kwargs}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return geosynth.tune(scenario.data, ATTRIBUTES, candidates, **options)
 
 
 @pytest.fixture(scope="module")
@@ -144,13 +135,6 @@ def test_previous_sees_a_change_in_the_file_a_vrt_reads(scenario, region, pixels
     with pytest.raises(InputError, match=r"previous was made with other weights \(candidate "
                                          r"'4x4' read another raster over its lattice\)"):
         _tune(scenario, region, [(4, 4)], weights=vrt, previous=first)
-
-
-def _no_candidate_may_run(monkeypatch):
-    def run(*args, **kwargs):
-        raise AssertionError("a candidate ran before the settings were refused")
-
-    monkeypatch.setattr(tuning_module, "run_candidate", run)
 
 
 def test_weights_are_checked_before_any_candidate_runs(scenario, region, raster, tmp_path,
@@ -260,29 +244,44 @@ def _warning_task(message_of):
     return task
 
 
-def test_concurrent_tunes_label_each_warning_once_and_restore_showwarning(
-        scenario, region, monkeypatch):
+def test_overlapping_tunes_install_the_labelling_once_and_restore_it(monkeypatch):
     # Each call's catch_warnings restored what the other had installed: a label twice, one
-    # missing, and the labelling showwarning left in place after both returned.
+    # missing, and the labelling showwarning left in place after both returned; then pandas'
+    # catch_warnings in one call's thread undid the showwarning the other had installed. Here
+    # the second call ends first, inside the first, as threads of two tunes may.
     import threading
 
-    monkeypatch.setattr(tuning_module, "_run_candidate",
-                        _warning_task(lambda label: UserWarning(f"fit of {label}")))
-    before = warnings.showwarning
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        calls = [threading.Thread(target=geosynth.tune, args=(scenario.data, ATTRIBUTES, [shape]),
-                                  kwargs={"region": region, "progress": False, "seed": 1})
-                 for shape in [(4, 4), (5, 5)]]
-        for call in calls:
-            call.start()
-        for call in calls:
-            call.join()
-        inside = warnings.showwarning
-    assert sorted(str(w.message) for w in caught if "fit of" in str(w.message)) == [
-        "candidate '4x4': fit of 4x4", "candidate '5x5': fit of 5x5"]
-    assert warnings.showwarning is before and inside is not tuning_module._labelled_showwarning
-    assert tuning_module._RUNNING == {}
+    shown = []
+    record = shown.append
+    monkeypatch.setattr(warnings, "_showwarnmsg", record)
+
+    def show(text):
+        warnings._showwarnmsg(warnings.WarningMessage(UserWarning(text), UserWarning, "f.py", 1))
+
+    first_in, second_out = threading.Event(), threading.Event()
+
+    def second():
+        with tuning_module._labelled_warnings():
+            first_in.wait()
+            with tuning_module._running("b"):
+                show("from b")
+        second_out.set()
+
+    thread = threading.Thread(target=second)
+    with tuning_module._labelled_warnings():
+        thread.start()
+        first_in.set()
+        second_out.wait()
+        with tuning_module._running("a"):
+            show("from a")
+        show("unmarked")
+    thread.join()
+    show("after")
+    assert [str(m.message) for m in shown] == [
+        "candidate 'b': from b", "candidate 'a': from a", "unmarked", "after"]
+    assert [m.category for m in shown] == [UserWarning] * 4
+    assert warnings._showwarnmsg is record and tuning_module._RUNNING == {}
+    assert tuning_module._labelling == {"calls": 0, "shown": None}
 
 
 def test_a_warning_class_with_more_arguments_is_labelled_not_fatal(scenario, region,
