@@ -1612,10 +1612,10 @@ def _labelled_warnings() -> Iterator[None]:
     finally:
         with _LABELLING:
             _labelling["calls"] -= 1
-            if _labelling["calls"] == 0:
-                if warnings._showwarnmsg is _labelled_showwarnmsg:
-                    warnings._showwarnmsg = _labelling["shown"]
-                _labelling["shown"] = None
+            # "shown" is kept: a thread that read the hook just before it was put back still
+            # calls it, and gets the warning shown as before (None raised TypeError there).
+            if _labelling["calls"] == 0 and warnings._showwarnmsg is _labelled_showwarnmsg:
+                warnings._showwarnmsg = _labelling["shown"]
 
 
 def _run_all(gdf, todo, setup, root, executor, progress,

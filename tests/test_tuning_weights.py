@@ -281,7 +281,10 @@ def test_overlapping_tunes_install_the_labelling_once_and_restore_it(monkeypatch
         "candidate 'b': from b", "candidate 'a': from a", "unmarked", "after"]
     assert [m.category for m in shown] == [UserWarning] * 4
     assert warnings._showwarnmsg is record and tuning_module._RUNNING == {}
-    assert tuning_module._labelling == {"calls": 0, "shown": None}
+    assert tuning_module._labelling["calls"] == 0
+    tuning_module._labelled_showwarnmsg(  # a thread that read the hook as it was put back
+        warnings.WarningMessage(UserWarning("late"), UserWarning, "f.py", 1))
+    assert str(shown[-1].message) == "late"
 
 
 def test_a_warning_class_with_more_arguments_is_labelled_not_fatal(scenario, region,
