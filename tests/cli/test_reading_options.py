@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import shapely
 
-from geosynth import io
+from geosynth import Candidate, io
 from geosynth.cli.options import NaWords, csv_reading
 from geosynth.cli.tune import release_command
 from geosynth.datasets import paiva_scenario
@@ -103,12 +103,9 @@ def test_csv_options_for_a_geopackage_are_refused_naming_the_option(inputs, tmp_
 
 
 def test_tune_repeats_the_csv_options_in_the_release_command():
-    class Candidate:
-        cell_size, hex_size, grid, shape, beta_prior, epsilon = None, None, None, (4, 4), None, None
-
     reading = csv_reading("\t", ",", "cp1252")
-    command = release_command("casos.csv", ["y"], Candidate(), x="e", y="n", crs="EPSG:31983",
-                              reading=reading)
+    command = release_command("casos.csv", ["y"], Candidate(shape=(4, 4)), x="e", y="n",
+                              crs="EPSG:31983", reading=reading)
     assert "--sep tab --decimal , --encoding cp1252" in command
     assert csv_reading(None, None, None) == {}
 
@@ -131,12 +128,9 @@ def test_na_values_are_split_at_commas_and_empty_is_none():
     ([], "--na-values '' --attributes"),
 ])
 def test_tune_repeats_na_values_in_the_release_command(na_values, repeated):
-    class Candidate:
-        cell_size, hex_size, grid, shape, beta_prior, epsilon = None, None, None, (4, 4), None, None
-
     reading = csv_reading(";", None, None, na_values)
-    command = release_command("casos.csv", ["y"], Candidate(), x="e", y="n", crs="EPSG:31983",
-                              reading=reading)
+    command = release_command("casos.csv", ["y"], Candidate(shape=(4, 4)), x="e", y="n",
+                              crs="EPSG:31983", reading=reading)
     assert f"--sep ';' {repeated}" in command
 
 
