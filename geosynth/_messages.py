@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -9,7 +11,8 @@ if TYPE_CHECKING:  # not at run time: the command line imports this module befor
     import numpy as np
     import pandas as pd
 
-__all__ = ["describe_rows", "CONTROL_CHARACTERS", "exact_number", "format_bytes", "NOISY_COUNTS"]
+__all__ = ["caller_stacklevel", "describe_rows", "CONTROL_CHARACTERS", "exact_number",
+           "format_bytes", "NOISY_COUNTS"]
 
 #: What maps and figures call the counts of a differentially private fit: its noise (negative
 #: counts too) was labelled "records (original)", "Records per cell" and "observed counts", and
@@ -22,6 +25,29 @@ SHOW_LABEL_CHARS = 60  # longest row label shown
 #: C0 controls (newline, tab, ESC), DEL and C1 controls: no file name or label holds them on
 #: purpose, and a terminal may act on any of them.
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+#: Where the package's own files live: frames here are not the caller a warning points at.
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def caller_stacklevel() -> int:
+    """Return the ``stacklevel`` of the first frame outside geosynth, seen from the warner.
+
+    For :func:`warnings.warn` in the function that calls this: a fixed level pointed into the
+    package when a public function was reached through another (``geosynth.synthesize`` calls
+    :func:`geosynth.synth.paiva.synthesize`; a lattice's constructors call each other), or past
+    the user's line when it was not. Frames of other libraries on the way in (a thread pool's
+    worker) end the walk as the user's would. pandas points its warnings the same way
+    (``pandas.util._exceptions.find_stack_level``).
+    """
+    frame = inspect.currentframe()
+    frame = frame.f_back if frame is not None else None  # the function that warns: level 1
+    level = 1
+    while (frame is not None and frame.f_back is not None
+           and frame.f_code.co_filename.startswith(_PACKAGE)):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def describe_rows(index: pd.Index, bad: np.ndarray, limit: int = SHOW_ROWS) -> str:

@@ -16,7 +16,6 @@ coordinates with a geometric test only for points in partially habitable cells.
 from __future__ import annotations
 
 import copy
-import inspect
 import math
 import numbers
 import threading
@@ -42,6 +41,7 @@ from geosynth._hexagons import (
     hex_neighbours,
     hex_positions_meeting,
 )
+from geosynth._messages import caller_stacklevel
 from geosynth._points import point_coordinates
 from geosynth._validation import (
     as_float,
@@ -811,7 +811,7 @@ class Grid:
                 "combination. To connect them use "
                 f"{fix}",
                 IsolatedCellWarning,
-                stacklevel=_caller_stacklevel(),
+                stacklevel=caller_stacklevel(),
             )
 
     # ------------------------------------------------------------------ attributes
@@ -2337,7 +2337,7 @@ def _warn_of_dropped_areas(labels: np.ndarray, kept: np.ndarray) -> None:
             "numbered over the areas kept, so cell k is not areas.iloc[k]; join results by "
             "grid.area_ids (id_column=), not by position",
             DataWarning,
-            stacklevel=_caller_stacklevel(),
+            stacklevel=caller_stacklevel(),
         )
 
 
@@ -2357,7 +2357,7 @@ def _warn_if_region_beyond(region: shapely.Geometry, lattice: shapely.Geometry) 
             "the lattice (points there are in no cell); build the grid over the region's "
             "bounds (Grid.regular(region.total_bounds, ..., region=region))",
             DataWarning,
-            stacklevel=_caller_stacklevel(),
+            stacklevel=caller_stacklevel(),
         )
 
 
@@ -2557,23 +2557,8 @@ def _warn_of_distortion(crs: pyproj.CRS | None, bounds: Bounds) -> None:
         "disclosure risk's among them) are off by as much; reproject the points to a CRS made "
         "for the area, e.g. gdf.to_crs(gdf.estimate_utm_crs())",
         DataWarning,
-        stacklevel=_caller_stacklevel(),
+        stacklevel=caller_stacklevel(),
     )
-
-
-def _caller_stacklevel() -> int:
-    """``stacklevel`` of the first frame outside this module, seen from the function warning.
-
-    The constructors reach :meth:`Grid._set_adjacency` through one to three frames here
-    (``Grid(...)``, :meth:`Grid.regular`, :meth:`Grid.from_points` with hexagons), so a fixed
-    level pointed into this module or past the user's call.
-    """
-    frame = inspect.currentframe()
-    frame = frame.f_back if frame is not None else None  # the function that warns: level 1
-    level = 1
-    while frame is not None and frame.f_back is not None and frame.f_code.co_filename == __file__:
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _relabel_by_first(labels: np.ndarray, n_components: int) -> np.ndarray:

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from geosynth._messages import caller_stacklevel
 from geosynth._random import SeedLike, as_generator, check_seed
 from geosynth.errors import PrivacyLeakWarning
 from geosynth.synth.release import NOISE_OS_ENTROPY, NOISE_SEEDED
@@ -38,22 +39,23 @@ def noise_source(seed: SeedLike) -> str:
     return NOISE_OS_ENTROPY if seed is None else NOISE_SEEDED
 
 
-def warn_seeded(where: str, stacklevel: int = 3) -> None:
+def warn_seeded(where: str) -> None:
     """Issue the :class:`PrivacyLeakWarning` for a seeded DP computation in ``where``.
+
+    The warning points at the first line outside geosynth (the public function that was given
+    the seed may be reached through others, e.g. ``geosynth.synthesize(counts, epsilon=...)``).
 
     Parameters
     ----------
     where : str
         Name of the calling function, first in the message.
-    stacklevel : int, default 3
-        Passed to :func:`warnings.warn`: 3 points at the caller of the function that seeds.
     """
     warnings.warn(
         f"{where}: a seed was given, so the privacy noise is reproducible and the output is NOT "
         "differentially private (anyone who knows the seed can replay and remove the noise). "
         "Use seeds only in tests; omit seed for a release.",
         PrivacyLeakWarning,
-        stacklevel=stacklevel,
+        stacklevel=caller_stacklevel(),
     )
 
 

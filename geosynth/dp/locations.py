@@ -96,7 +96,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
-from geosynth._messages import format_bytes
+from geosynth._messages import caller_stacklevel, format_bytes
 from geosynth._random import SeedLike
 from geosynth._validation import (
     check_choice,
@@ -439,7 +439,7 @@ def _warn_if_mostly_noise(noisy: NoisyCounts) -> None:
         f"surely holds on average (a 97.7% lower bound from the noisy total {total} over "
         f"{noisy.n_cells} cells): the counts, and every release drawn from them, will be mostly "
         f"noise. Use {larger}, a coarser lattice or fewer attributes",
-        DataWarning, stacklevel=3,
+        DataWarning, stacklevel=caller_stacklevel(),
     )
 
 

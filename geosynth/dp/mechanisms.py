@@ -63,6 +63,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from geosynth._messages import caller_stacklevel
 from geosynth._random import SeedLike, check_seed
 from geosynth._validation import (
     as_rectangular_array,
@@ -511,7 +512,6 @@ def warn_if_nearly_exact(
     name: str = "epsilon",
     what: str = "count",
     fix: str = "Use a smaller epsilon",
-    stacklevel: int = 3,
 ) -> None:
     """Warn when the geometric mechanism would publish nearly every count exactly.
 
@@ -537,8 +537,6 @@ def warn_if_nearly_exact(
         What a count is, in the message (``"combination total"``).
     fix : str, default "Use a smaller epsilon"
         The fix, in the message; the ε below which most counts get noise follows it.
-    stacklevel : int, default 3
-        Passed to :func:`warnings.warn`.
 
     Warns
     -----
@@ -555,7 +553,7 @@ def warn_if_nearly_exact(
         f"with probability {exact:.6g}{noised}, so the release publishes them exactly in all "
         f"but name. {fix}: below {2.0 * sensitivity * math.atanh(0.5):.3g} most {what}s get "
         "noise",
-        PrivacyLeakWarning, stacklevel=stacklevel,
+        PrivacyLeakWarning, stacklevel=caller_stacklevel(),
     )
 
 

@@ -55,6 +55,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
+from geosynth._messages import caller_stacklevel
 from geosynth._random import SeedLike, check_seed
 from geosynth._validation import (
     check_epsilon,
@@ -298,7 +299,7 @@ def _warn_if_copied_cells(epsilon_cells_per_release: float, prior_weights: np.nd
         "their combination: the releases publish which cells hold records in all but name. "
         f"Use a smaller epsilon or a larger m (below {math.log1p(total * 999.0):.3g} per "
         "release, at least one record in a thousand moves)",
-        PrivacyLeakWarning, stacklevel=3,
+        PrivacyLeakWarning, stacklevel=caller_stacklevel(),
     )
 
 
@@ -417,7 +418,7 @@ class OnTheMapSynthesizer:
         # OnTheMapSynthesizer(100) published the exact number of records of every combination,
         # labelled ε-DP, without a word: a total is exact with probability tanh(ε_totals / 2).
         warn_if_nearly_exact(self.epsilon_totals, 1, None, "OnTheMapSynthesizer",
-                             name="epsilon_totals", what="combination total", stacklevel=3,
+                             name="epsilon_totals", what="combination total",
                              fix="Use a smaller epsilon_totals (or totals_share)")
         check_accountant(accountant)
         self.max_bytes = check_max_bytes(max_bytes)

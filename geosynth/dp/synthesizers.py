@@ -87,6 +87,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geosynth._messages import caller_stacklevel
 from geosynth._random import SeedLike, check_seed
 from geosynth._validation import (
     as_rectangular_array,
@@ -500,7 +501,7 @@ def counts_on_categories(
             "(value_counts() lists the categories that have records) is disclosed. Pass "
             "categories=[...] with the public categories",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=caller_stacklevel(),
         )
         if isinstance(counts.index, pd.MultiIndex):
             if counts.index.has_duplicates:
@@ -536,7 +537,7 @@ def counts_on_categories(
             "they are not synthesized. Under differential privacy a dropped record costs no "
             "privacy, and this warning, for you only, is not part of any release",
             DataWarning,
-            stacklevel=3,
+            stacklevel=caller_stacklevel(),
         )
     return on_categories, labels
 
@@ -779,7 +780,7 @@ class DirichletMultinomialSynthesizer:
                 "neighbours (bounded DP: n public). Pass a public n_synth (or one released with "
                 "its own noise) unless n is already published",
                 PrivacyLeakWarning,
-                stacklevel=3,
+                stacklevel=caller_stacklevel(),
             )
         n_synth = n if self._n_synth_given is None else self._n_synth_given
         alpha, eps_release = self._prior(k, n_synth)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pyproj
 
-from geosynth._messages import describe_rows
+from geosynth._messages import caller_stacklevel, describe_rows
 from geosynth._points import at_locations, point_coordinates, refuse_z
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_m, check_real, check_unique_columns, is_sequence
@@ -115,7 +115,7 @@ def naive_synthesize(
     geometry = gdf.geometry.name
     note = unweighted_note(table, cells)
     if note is not None:  # once, not once per release (or per redraw)
-        warnings.warn(note, DataWarning, stacklevel=2)
+        warnings.warn(note, DataWarning, stacklevel=caller_stacklevel())
 
     def draw(rows: np.ndarray) -> np.ndarray:
         return place(grid, cells[rows], rng, table, warn=False)

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, special, stats
 
+from geosynth._messages import caller_stacklevel
 from geosynth._points import point_coordinates
 from geosynth._random import SeedLike, root_seed_sequence
 from geosynth._validation import (
@@ -425,8 +426,7 @@ class ReleaseMaker:
         rows = aligned_rows(gdf, counts)
         checked = check_limits(rows, limits, counts.covariates)
         table = check_pixel_table(weights, counts.grid)
-        warn_if_weights_follow_records(table, counts.grid, point_coordinates(rows, "gdf"),
-                                       stacklevel=4)
+        warn_if_weights_follow_records(table, counts.grid, point_coordinates(rows, "gdf"))
         several = len(counts.covariates) > 1
         return cls(fit=fit, rows=rows, table=table,
                    filled={name: synthetic_zbar(counts, name) for name in counts.covariates},
@@ -847,7 +847,7 @@ def warn_withheld_means(counts: CellCounts) -> None:
         among values near 40,000, on a 3 × 3 lattice, came back within 5 % from five
         releases' means).
     """
-    warn_pooled_combinations(counts, stacklevel=4)
+    warn_pooled_combinations(counts)
     n_judged = int(_enough_records(counts).sum())
     if 0 < n_judged <= MIN_FENCE_MEANS:
         warnings.warn(
@@ -858,7 +858,7 @@ def warn_withheld_means(counts: CellCounts) -> None:
             "cell's mean times its records, less the others): top-code or transform the "
             "columns before prepare() (e.g. at a public threshold), or use a finer lattice",
             PrivacyLeakWarning,
-            stacklevel=3,
+            stacklevel=caller_stacklevel(),
         )
     for name in counts.covariates:
         n_out = int(outlying_means(counts, name).sum())
@@ -870,11 +870,11 @@ def warn_withheld_means(counts: CellCounts) -> None:
                 "values follow the neighbouring cells' means instead; top-code or transform "
                 f"{name!r} before prepare() if its extremes are real values to keep",
                 DataWarning,
-                stacklevel=3,
+                stacklevel=caller_stacklevel(),
             )
 
 
-def warn_pooled_combinations(counts: CellCounts, stacklevel: int = 3) -> None:
+def warn_pooled_combinations(counts: CellCounts) -> None:
     """Say which combinations get synthetic values from the pooled means of all combinations.
 
     A combination with no cell holding :data:`MIN_RECORDS_FOR_VALUES` of its records (every
@@ -890,8 +890,6 @@ def warn_pooled_combinations(counts: CellCounts, stacklevel: int = 3) -> None:
     ----------
     counts : geosynth.data.CellCounts
         Prepared data with continuous covariates.
-    stacklevel : int, default 3
-        As for :func:`warnings.warn` (3: the caller of the function that calls this one).
 
     Warns
     -----
@@ -916,7 +914,7 @@ def warn_pooled_combinations(counts: CellCounts, stacklevel: int = 3) -> None:
             "coarsen the lattice or the attributes that make them rare if that association "
             "matters",
             DataWarning,
-            stacklevel=stacklevel,
+            stacklevel=caller_stacklevel(),
         )
     for name in counts.covariates:  # withheld as outlying: that covariate alone
         withheld = present & ~few & ~kept_pairs(counts, name).any(axis=0)
@@ -930,7 +928,7 @@ def warn_pooled_combinations(counts: CellCounts, stacklevel: int = 3) -> None:
                 f"with those attributes; top-code or transform {name!r} before prepare() if "
                 "its extremes are real values to keep",
                 DataWarning,
-                stacklevel=stacklevel,
+                stacklevel=caller_stacklevel(),
             )
 
 
@@ -1364,7 +1362,7 @@ def _warn_of_limits_at_extremes(name: str, values: np.ndarray, low: float, high:
                 "a confidential extreme unless the bound is public by definition (such as 0 "
                 "for an age); give bounds the variable can take, not those of the data",
                 PrivacyLeakWarning,
-                stacklevel=3,
+                stacklevel=caller_stacklevel(),
             )
 
 

@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from geosynth._messages import caller_stacklevel
 from geosynth._random import SeedLike, as_generator
 from geosynth.errors import DataWarning, InputError, PrivacyLeakWarning, SamplerError
 from geosynth.lattice import Grid
@@ -192,7 +193,7 @@ def place(
         uniform = ~weighted
         note = unweighted_note(table, cells) if warn else None
         if note is not None:
-            warnings.warn(note, DataWarning, stacklevel=3)
+            warnings.warn(note, DataWarning, stacklevel=caller_stacklevel())
         idx = np.flatnonzero(weighted)
         xy[idx] = _weighted_points(grid, cells[idx], rng, table)
     idx = np.flatnonzero(uniform)
@@ -229,19 +230,19 @@ def unweighted_note(table: PixelTable | None, cells: np.ndarray) -> str | None:
             "geometry")
 
 
-def warn_of_unweighted(notes: Sequence[str | None], stacklevel: int = 3) -> None:
+def warn_of_unweighted(notes: Sequence[str | None]) -> None:
     """Give one DataWarning for the :func:`unweighted_note` of each of a call's releases.
 
     One warning a release repeated the same cells, each time with other counts of points (a
     release draws its own), and with ``m = 20`` twenty warnings said one thing: that the
-    raster has no weight in some cells the records' combinations occupy.
+    raster has no weight in some cells the records' combinations occupy. The warning points
+    at the first line outside geosynth: a fixed level pointed at ``geosynth.synthesize``'s own
+    call of :func:`geosynth.synth.paiva.synthesize`.
 
     Parameters
     ----------
     notes : sequence of str or None
         Each release's note, in release order (None: all its points weighted).
-    stacklevel : int, default 3
-        Of :func:`warnings.warn`.
     """
     given = [(release, note) for release, note in enumerate(notes) if note is not None]
     if not given:
@@ -251,7 +252,7 @@ def warn_of_unweighted(notes: Sequence[str | None], stacklevel: int = 3) -> None
         note += (f" (in releases[{first}], the first of the {len(given)} of the {len(notes)} "
                  "releases that place points in cells without weight; the others' cells and "
                  "counts may differ)")
-    warnings.warn(note, DataWarning, stacklevel=stacklevel)
+    warnings.warn(note, DataWarning, stacklevel=caller_stacklevel())
 
 
 # ---------------------------------------------------------------------- uniform placement
@@ -673,8 +674,8 @@ def check_pixel_table(weights: Any, grid: Grid) -> PixelTable | None:
     return weights
 
 
-def warn_if_weights_follow_records(table: PixelTable | None, grid: Grid, xy: np.ndarray,
-                                   stacklevel: int = 3, *, show_shares: bool = True) -> None:
+def warn_if_weights_follow_records(table: PixelTable | None, grid: Grid, xy: np.ndarray, *,
+                                   show_shares: bool = True) -> None:
     """PrivacyLeakWarning when the weights' positive pixels are little more than the records.
 
     A raster made from the records (their density at a fine bandwidth, one pixel of weight per
@@ -693,8 +694,6 @@ def warn_if_weights_follow_records(table: PixelTable | None, grid: Grid, xy: np.
         Its lattice.
     xy : numpy.ndarray of float64, shape (n, 2)
         The records' coordinates.
-    stacklevel : int, default 3
-        Of :func:`warnings.warn`.
     show_shares : bool, default True
         Quote the shares of records and area. False for a DP release, whose terminal output
         may be pasted: the shares are numbers of the records.
@@ -730,7 +729,7 @@ def warn_if_weights_follow_records(table: PixelTable | None, grid: Grid, xy: np.
             "the synthetic points on them; use a public raster (population, buildings), and "
             "if it is one, check that it is not the records' own density",
             PrivacyLeakWarning,
-            stacklevel=stacklevel,
+            stacklevel=caller_stacklevel(),
         )
 
 

@@ -256,6 +256,21 @@ def test_dp_synthesize_refuses_exact_fits(scenario_counts):
         dp_synthesize(fit, 1)
 
 
+def test_a_seeded_release_through_the_shortcut_warns_at_the_callers_line(make_scenario_counts):
+    # geosynth.synthesize(counts, epsilon=...) reaches the seeded generator through the
+    # shortcut, dp_release and dp_counts: a fixed stacklevel pointed inside geosynth.
+    import geosynth
+
+    *_, counts = make_scenario_counts(n=60, seed=0, shape=(3, 3), attributes=["y"],
+                                      levels={"y": [0, 1]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        geosynth.synthesize(counts, m=1, epsilon=1.0, levels={"y": [0, 1]}, seed=3,
+                            n_iter=40, burn_in=20)
+    seeded = [w for w in caught if "NOT differentially private" in str(w.message)]
+    assert seeded and all(w.filename == __file__ for w in seeded)
+
+
 def test_unseeded_release_does_not_warn(scenario_counts):
     _, counts = scenario_counts
     with warnings.catch_warnings():

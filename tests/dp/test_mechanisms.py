@@ -465,8 +465,9 @@ def seeded_calls():
 
 @pytest.mark.parametrize("call", seeded_calls(), ids=["laplace", "geometric", "gaussian", "exp"])
 def test_seeded_calls_are_reproducible_and_warn(call):
-    with pytest.warns(PrivacyLeakWarning, match="NOT differentially private"):
+    with pytest.warns(PrivacyLeakWarning, match="NOT differentially private") as said:
         first = call(42)
+    assert said[0].filename == __file__  # the caller's line, not the mechanism's
     with pytest.warns(PrivacyLeakWarning):
         again = call(42)
     with pytest.warns(PrivacyLeakWarning):

@@ -216,8 +216,9 @@ def test_sample_before_fit():
 # ---------------------------------------------------------------------- sampling
 def test_sample_shape_seed_warning_and_reproducibility():
     synth = DirichletMultinomialSynthesizer(2.0, m=5).fit(SUSEP)
-    with pytest.warns(PrivacyLeakWarning, match="NOT differentially private"):
+    with pytest.warns(PrivacyLeakWarning, match="NOT differentially private") as said:
         a = synth.sample(seed=3)
+    assert said[0].filename == __file__
     with pytest.warns(PrivacyLeakWarning):
         b = synth.sample(seed=3)
     assert a.shape == (5, 8) and a.dtype == np.int64

@@ -261,6 +261,24 @@ def test_cells_without_weight_are_warned_about_once_for_all_the_releases(tmp_pat
     assert caught[0].filename == __file__
 
 
+def test_the_unweighted_cells_warning_points_at_the_caller_of_the_shortcut(tmp_path,
+                                                                             regular_data):
+    # geosynth.synthesize reaches the release code through geosynth._shortcuts: a fixed
+    # stacklevel pointed at the shortcut's own line, not at the analyst's.
+    import geosynth
+
+    gdf, grid, counts = regular_data
+    values = np.ones((9, 12))
+    values[:, :3] = 0.0
+    path = write_raster(tmp_path / "w.tif", values, from_origin(0, 90, 10, 10))
+    lam = np.ones((1, 2, grid.n_cells, counts.n_combos))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        geosynth.synthesize(stub_fit(counts, lam), gdf, m=2, seed=3, weights=path)
+    said = [w for w in caught if "no pixel of positive weight" in str(w.message)]
+    assert len(said) == 1 and said[0].filename == __file__
+
+
 def test_one_release_gets_its_note_as_it_is():
     from geosynth.synth.placement import warn_of_unweighted
 
