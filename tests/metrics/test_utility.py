@@ -940,6 +940,43 @@ def test_continuous_utility_follows_reiters_rules_and_fishers_z():
     assert corr["overlap"] == 0.0 and row["overlap"] > 0.0
 
 
+def test_a_correlations_overlap_is_that_of_the_intervals_it_shows():
+    # The intervals are built on Fisher's scale and shown as r; the overlap was taken on
+    # Fisher's scale, and did not belong to the row's intervals (0.421 against 0.409).
+    from geosynth.metrics import continuous_utility, interval_overlap
+
+    original, releases = _frames(3, (0.9, 0.75), n=60, m=5)
+    row = continuous_utility(original, releases, ["z1", "z2"]).loc["corr[z1,z2]"]
+    shown = interval_overlap((row["lower_original"], row["upper_original"]),
+                             (row["lower_synthetic"], row["upper_synthetic"]))
+    on_fisher = interval_overlap(
+        np.arctanh([row["lower_original"], row["upper_original"]]),
+        np.arctanh([row["lower_synthetic"], row["upper_synthetic"]]))
+    assert 0.0 < row["overlap"] < 1.0
+    assert row["overlap"] == pytest.approx(shown, rel=1e-12)
+    assert abs(on_fisher - shown) > 1e-3  # the scales disagree here: the test can fail
+
+
+def test_fully_synthetic_rules_with_no_degrees_of_freedom_give_an_unbounded_interval():
+    # T_f = (1 + 1/m) b_m - u_m near 0+ drives nu_f to 0 and the interval to (-inf, inf);
+    # continuous_utility passed it to interval_overlap, which refuses infinite bounds.
+    import pandas as pd
+
+    from geosynth.metrics import combine_fully_synthetic, continuous_utility
+
+    original = pd.DataFrame({"z": [0.0, 1.0, 2.0, 3.0]})
+    first = pd.DataFrame({"z": [0.0, 0.0, 2.0, 2.0]})
+    releases = [first, first + 0.6667]
+    q = np.array([r["z"].mean() for r in releases])
+    u = np.array([r["z"].var(ddof=1) / 4 for r in releases])
+    assert 0.0 < 1.5 * q.var(ddof=1) - u.mean() < 1e-3  # T_f just above 0
+    combined = combine_fully_synthetic(q, u, n_synthetic=4, n_original=4)
+    assert math.isinf(combined.lower) and math.isinf(combined.upper)
+    row = continuous_utility(original, releases, ["z"], rules="full").loc["mean[z]"]
+    assert row["lower_synthetic"] == -math.inf and row["upper_synthetic"] == math.inf
+    assert row["overlap"] == 0.0  # it covers the original's, none of it is covered
+
+
 def test_continuous_utility_agrees_where_the_releases_are_the_original_law():
     from geosynth.metrics import continuous_utility
 
