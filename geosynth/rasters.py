@@ -299,7 +299,7 @@ def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:
 
 
 def read_band(dataset: Any, grid: Grid, name: str, pieces: bool = False) -> Band:
-    """Band 1 of an open raster over ``grid``'s bounds, checked as a raster of public weights.
+    """Read the data band of an open raster over ``grid``'s bounds, checked as public weights.
 
     Parameters
     ----------
@@ -334,8 +334,8 @@ def read_band(dataset: Any, grid: Grid, name: str, pieces: bool = False) -> Band
     """
     from rasterio.windows import Window
 
+    index = check_raster_band(dataset, name)  # first: a container of rasters has no CRS
     check_raster_crs(dataset.crs, grid.crs, name)
-    check_raster_band(dataset, name)
     t = dataset.transform
     if t.b != 0 or t.d != 0:
         raise InputError(
@@ -363,12 +363,13 @@ def read_band(dataset: Any, grid: Grid, name: str, pieces: bool = False) -> Band
             "cell); resample it to coarser pixels (e.g. `gdalwarp -tr`, with `-r average` for "
             "a prior), or raise MAX_WEIGHT_PIXELS deliberately"
         )
-    band = dataset.read(1, window=Window(col0, row0, col1 - col0, row1 - row0), masked=True)
+    band = dataset.read(index, window=Window(col0, row0, col1 - col0, row1 - row0),
+                        masked=True)
     values = np.ma.filled(band.astype(np.float64), np.nan)
     # The stored values are packed: GDAL's value = raw * scale + offset. A uint16 raster of
     # raw 1000 and 1010 with offset -1000 (weights 0 and 10) put half the points in the pixel
     # of weight 0.
-    scale, offset = dataset.scales[0], dataset.offsets[0]
+    scale, offset = dataset.scales[index - 1], dataset.offsets[index - 1]
     if scale != 1.0 or offset != 0.0:
         values = values * scale + offset
     return Band(values, t, row0, col0)
@@ -460,12 +461,15 @@ def _local_or_url(source: str | os.PathLike, name: str) -> str | os.PathLike:
     return existing_file(source, name)
 
 
-def check_raster_band(dataset: Any, name: str) -> None:
-    """Refuse a raster of weights with several data bands or complex values.
+def check_raster_band(dataset: Any, name: str) -> int:
+    """Return the one data band of a raster of weights; refuse none, several, or complex values.
 
     Band 1 was read whatever the others held (the red of an RGB image, the first of a stack),
     and complex values lost their imaginary part with a NumPy ComplexWarning. An alpha band
-    beside one data band is a mask, which the read applies.
+    beside one data band is a mask, which the read applies; it may come first (band 1 was
+    read, the alpha's 255 as weights, and the data band ignored). A container of several
+    rasters (a GeoPackage with two raster tables, a netCDF of several variables) opens with
+    no band, only subdatasets: it raised IndexError.
 
     Parameters
     ----------
@@ -474,26 +478,50 @@ def check_raster_band(dataset: Any, name: str) -> None:
     name : str
         Its parameter, for the message (``"weights"``, ``"prior"``).
 
+    Returns
+    -------
+    int
+        The data band's index (1-based, as rasterio's ``read`` takes it).
+
     Raises
     ------
     geosynth.errors.InputError
-        Several data bands, or complex values.
+        No data band (naming the subdatasets to choose from, if any), several data bands, or
+        complex values.
     """
     from rasterio.enums import ColorInterp
 
     count = getattr(dataset, "count", 1)
-    alpha = sum(c == ColorInterp.alpha for c in getattr(dataset, "colorinterp", ()))
-    if count - alpha > 1:
+    kinds = list(getattr(dataset, "colorinterp", ()))
+    data = [index for index in range(1, count + 1)
+            if index > len(kinds) or kinds[index - 1] != ColorInterp.alpha]
+    if not data:
+        raise InputError(f"{name} raster has no data band{_subdatasets(dataset)}")
+    if len(data) > 1:
         raise InputError(
-            f"{name} raster has {count - alpha} data bands; weights are one band: pass a "
+            f"{name} raster has {len(data)} data bands; weights are one band: pass a "
             "single-band raster (e.g. `gdal_translate -b 2 in.tif weights.tif` keeps band 2)"
         )
-    dtype = str(getattr(dataset, "dtypes", ("float64",))[0])
+    (band,) = data
+    dtypes = getattr(dataset, "dtypes", ())
+    dtype = str(dtypes[band - 1]) if len(dtypes) >= band else "float64"
     if dtype.startswith("complex"):
         raise InputError(
             f"{name} raster holds complex values ({dtype}); weights must be real numbers "
             ">= 0: pass a real band (e.g. the magnitude, `gdal_calc.py --calc='abs(A)'`)"
         )
+    return band
+
+
+def _subdatasets(dataset: Any) -> str:
+    """Return the end of the no-data-band message: the subdatasets to pass instead, if any."""
+    names = list(getattr(dataset, "subdatasets", None) or ())
+    if not names:
+        return "; pass a raster with one band of weights"
+    shown = ", ".join(repr(n) for n in names[:3]) + (", ..." if len(names) > 3 else "")
+    return (f", only {len(names)} subdatasets (several rasters in one file: {shown}); copy "
+            f"the one of weights to a file of its own and pass that (e.g. `gdal_translate "
+            f"{names[0]} weights.tif`)")
 
 
 

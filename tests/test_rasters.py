@@ -221,3 +221,43 @@ def test_cell_exposure_sums_the_raster_over_each_cell_with_a_floor(grid, tmp_pat
     # The table read for the grid still places points on the grid with its exposure.
     assert check_pixel_table(table, weighted) is table
     assert rasters.pixel_table(table, weighted) is table
+
+
+def test_an_alpha_band_before_the_data_band_is_a_mask_not_the_weights(grid, raster, tmp_path):
+    # Band 1 was read whatever it was: an alpha band first gave its 255s as the weights, and
+    # the data band went unread.
+    import rasterio
+    from rasterio.enums import ColorInterp
+
+    with rasterio.open(raster) as single:
+        data = single.read(1)
+    path = tmp_path / "alpha_first.tif"
+    with rasterio.open(path, "w", driver="GTiff", height=4, width=4, count=2, dtype="float64",
+                       crs=CRS, transform=from_origin(0, 100, 25, 25)) as dst:
+        dst.write(np.full((4, 4), 255.0), 1)
+        dst.write(data, 2)
+        dst.colorinterp = [ColorInterp.alpha, ColorInterp.gray]
+    with rasterio.open(path) as check:
+        assert check.colorinterp[0] == ColorInterp.alpha  # the file is what the test says
+    np.testing.assert_allclose(rasters.read_weights(path, grid).total,
+                               rasters.read_weights(raster, grid).total)
+
+
+def test_a_file_of_several_rasters_is_refused_with_the_names_to_pass(grid, tmp_path):
+    # A GeoPackage with two raster tables opens with no band, only subdatasets: IndexError.
+    import rasterio
+
+    path = tmp_path / "two.gpkg"
+    profile = {"driver": "GPKG", "width": 4, "height": 4, "count": 1, "dtype": "uint8",
+               "crs": CRS, "transform": from_origin(0, 100, 25, 25)}
+    for table, more in (("a", {}), ("b", {"APPEND_SUBDATASET": "YES"})):
+        with rasterio.open(path, "w", RASTER_TABLE=table, **profile, **more) as dst:
+            dst.write(np.ones((4, 4), dtype=np.uint8), 1)
+    said = (r"^weights raster has no data band, only 2 subdatasets .*'GPKG:.*two\.gpkg:a'.*"
+            r"`gdal_translate GPKG:.*two\.gpkg:a weights\.tif`")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # rasterio: a container has no geotransform
+        with pytest.raises(InputError, match=said):
+            rasters.read_weights(path, grid)
+        with pytest.raises(InputError, match=said):
+            rasters.check_weights_raster(path, grid.crs)
