@@ -1636,8 +1636,12 @@ def _run_all(gdf, todo, setup, root, executor, progress,
     # of a caller's executor may run elsewhere, where an Event cannot go).
     stop = threading.Event() if own else None
     lattices = lattices or {}
+    # The tasks get each lattice with its table read: an open rasterio dataset as weights
+    # cannot be pickled, and a process pool's or a Dask cluster's tasks raised TypeError.
+    built = all(c.settings in lattices for c in todo)
+    sent = dataclasses.replace(setup, weights=None) if built else setup
     try:
-        futures = {executor.submit(run_candidate, gdf, c, setup, _candidate_seed(root, c), stop,
+        futures = {executor.submit(run_candidate, gdf, c, sent, _candidate_seed(root, c), stop,
                                    lattice=lattices.get(c.settings)): c
                    for c in todo}
         done = {}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -321,3 +323,30 @@ def test_the_callers_filters_judge_a_candidates_warnings_by_their_own_text(
                                                                 weights_exposure=True)],
                           region=region, progress=False, seed=1, weights=path)
     assert not [w for w in caught if "cell_exposure" in str(w.message)]
+
+
+class _PicklingExecutor(ThreadPoolExecutor):
+    """Run each task from a pickled copy of its call, as a process pool or a Dask cluster does."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        return super().submit(_unpickled_call, pickle.dumps((fn, args, kwargs)))
+
+
+def _unpickled_call(payload: bytes):
+    fn, args, kwargs = pickle.loads(payload)
+    return fn(*args, **kwargs)
+
+
+def test_an_open_dataset_reaches_an_executor_that_pickles_its_tasks(scenario, region, raster):
+    # The tasks got the setup with the open rasterio dataset, which cannot be pickled: a
+    # process pool or a Dask cluster raised TypeError. They need only their lattice's table.
+    import pandas as pd
+    import rasterio
+
+    from geosynth.tuning import MEASURES
+
+    by_path = _tune(scenario, region, [(4, 4)], weights=raster)
+    with rasterio.open(raster) as dataset, _PicklingExecutor(1) as pool:
+        by_dataset = _tune(scenario, region, [(4, 4)], weights=dataset, executor=pool)
+    measures = [c for c in MEASURES if c != "seconds"]
+    pd.testing.assert_frame_equal(by_path.table[measures], by_dataset.table[measures])
