@@ -517,10 +517,10 @@ def _subdatasets(dataset: Any) -> str:
     """Return the end of the no-data-band message: the subdatasets to pass instead, if any."""
     names = list(getattr(dataset, "subdatasets", None) or ())
     if not names:
-        return "; pass a raster with one band of weights"
+        return "; pass a raster with one data band"
     shown = ", ".join(repr(n) for n in names[:3]) + (", ..." if len(names) > 3 else "")
     return (f", only {len(names)} subdatasets (several rasters in one file: {shown}); copy "
-            f"the one of weights to a file of its own and pass that (e.g. `gdal_translate "
+            f"the one to use to a file of its own and pass that (e.g. `gdal_translate "
             f"{names[0]} weights.tif`)")
 
 
