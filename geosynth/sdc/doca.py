@@ -94,7 +94,9 @@ Read this before relying on DOCA:
   record by up to ``2·Δf`` (1, 1, 1, 0 and 1, 1, 1, 2 at ``Δf = 1``), so the noise of scale
   ``Δf/(|C|·ε)`` is ``2ε``-DP (conditionally on the clustering), and whether a chunk is
   refused depends on the records. Without ``bounds`` the accountant is therefore charged
-  ``2ε``, with a :class:`~geosynth.errors.PrivacyLeakWarning`. The paper's choice
+  ``2ε``, with a :class:`~geosynth.errors.PrivacyLeakWarning`, and a stream of a single record
+  is not published (it has no range: any value passed, 123,456 came out as 123,455.97 at
+  ``Δf = 1``). The paper's choice
   ``Δf = 1.5·(max − min)`` of the data itself is data-dependent and leaks the range; fix the
   domain from public knowledge instead.
 * Noise is drawn in floating point (difference of two exponentials from xoshiro256** uniforms):
@@ -119,10 +121,13 @@ Read this before relying on DOCA:
   a proven guarantee (nor one for add/remove-one neighbours, which change a cluster's size).
   Records fed after :meth:`Doca.flush` continue the stream (new records, new clusters) and cost
   nothing more. Each :meth:`Doca.fit_transform` starts a new stream and is charged again
-  (sequential composition: it may hold the same people). A copy (:func:`copy.copy`,
-  :func:`copy.deepcopy`) shares the accountant and is charged again when it next draws noise: it
-  releases the pending records and the rest of the stream a second time. A pickled copy carries a
-  copy of the accountant, with a ledger of its own.
+  (sequential composition: it may hold the same people). The guarantee is per record (event
+  level, as the paper's): a person behind ``k`` records of a stream — the same records fed
+  again after a flush among them — is protected at ``kε`` only (2,000 feeds of one array
+  averaged its releases to within 0.06 of the records at ``ε = 1``); feed each record once.
+  A copy (:func:`copy.copy`, :func:`copy.deepcopy`) shares the accountant and is charged again
+  when it next draws noise: it releases the pending records and the rest of the stream a second
+  time. A pickled copy carries a copy of the accountant, with a ledger of its own.
 * Noise comes from fresh OS entropy by default. A ``seed`` makes the noise reproducible (hence
   predictable) and is accepted only for tests; it issues
   :class:`~geosynth.errors.PrivacyLeakWarning`. The diagnostics of
@@ -1033,6 +1038,8 @@ class Doca:
         (scale, counters, fstate, g_min, g_max, inv_g, c_min, c_max, c_sum, c_size, c_head,
          c_tail, c_order, r_index, r_cluster, r_next, il_hist) = self._state
         if counters[_N_PENDING]:
+            if self.bounds is None:
+                _refuse_lone_record(int(counters[_T]), "this stream (flush)")
             self._charge()  # a copy that never paid for the records it would publish
         out = _out_buffers(int(counters[_N_PENDING]), self._d)
         n_out, n_cl = _doca_flush(scale, counters, fstate, inv_g, c_min, c_max, c_sum, c_size,
@@ -1231,6 +1238,8 @@ class Doca:
         self._state = None
         self._open_stream(records)
         self._in_domain(records, self._state[3], self._state[4])  # refuse before processing any
+        if self.bounds is None:
+            _refuse_lone_record(n, "data")  # before the stream is charged
         self._scalar_records = len(shape) == 1
         released = np.empty((n, d))
         pub_time = np.empty(n, dtype=np.int64)
@@ -1380,6 +1389,23 @@ def _check_bins(bins: object) -> int | np.ndarray:
     return edges
 
 
+def _refuse_lone_record(n_records: int, what: str) -> None:
+    """Refuse to publish, without ``bounds``, a stream that holds a single record.
+
+    Without bounds, ``Δf`` bounds the range of the records (module docs), so a neighbouring
+    stream's changed record lies within ``2·Δf`` of the others. A stream of one record has no
+    other: any value passes, and noise of scale ``Δf/ε`` released it almost exactly (123,456
+    came out as 123,455.97 at ``Δf = 1``).
+    """
+    if n_records == 1:
+        raise InputError(
+            f"{what} holds a single record and no bounds: the sensitivity bounds the range of "
+            "the records, and one record has none, so its value, however far out, would be "
+            "released with noise of scale sensitivity/epsilon; pass bounds=(lo, hi), the public "
+            "domain (records are clamped into it), or publish it with other records"
+        )
+
+
 def naive_laplace(
     data: np.ndarray,
     epsilon: float,
@@ -1455,6 +1481,7 @@ def naive_laplace(
         outside = None
     else:
         _warn_without_bounds("naive_laplace")
+        _refuse_lone_record(records.shape[0], "data")
         outside = _first_outside_domain(records, np.full(d, np.inf), np.full(d, -np.inf), width)
     if outside is not None:
         row, j = outside

@@ -169,3 +169,24 @@ def test_naive_laplace_charges_epsilon_once_before_its_noise():
     # bounds clamp the records into the domain instead of refusing them
     far = naive_laplace(np.array([0.5, 1e6]), 1e3, bounds=(0.0, 1.0))
     assert abs(far[1] - 1.0) < 0.1
+
+
+def test_without_bounds_a_stream_of_one_record_is_not_published():
+    # The sensitivity bounds the records' range; one record has none, so any value passed and
+    # came out within noise of scale Δf/ε (123,456 as 123,455.97 at Δf = 1).
+    accountant = Accountant(10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # no bounds: charged 2ε, warned
+        doca = Doca(1.0, sensitivity=1.0, delay=5, accountant=accountant)
+        with pytest.raises(InputError, match="single record and no bounds.*bounds=\\(lo, hi\\)"):
+            doca.fit_transform([123456.0])
+        assert accountant.spent_epsilon == 0.0  # refused before the stream was charged
+        assert list(doca.process([987654.0])) == []
+        with pytest.raises(InputError, match="^this stream \\(flush\\) holds a single record"):
+            doca.flush()
+        assert doca.n_pending == 1  # nothing published
+        with pytest.raises(InputError, match="^data holds a single record and no bounds"):
+            naive_laplace([123456.0], 1.0, sensitivity=1.0)
+        # Two records bound each other; with bounds, one record is clamped into the domain.
+        assert Doca(1.0, sensitivity=1.0, delay=5).fit_transform([0.2, 0.9]).shape == (2,)
+    assert Doca(1.0, bounds=(0.0, 1.0), delay=5).fit_transform([123456.0]).shape == (1,)
