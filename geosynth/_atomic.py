@@ -70,6 +70,7 @@ __all__ = [
     "refuse_held_by_another_user",
     "refuse_shared_folder",
     "remove_stale_staging",
+    "sqlite_journals",
     "STAGING_MARK",
 ]
 
@@ -981,6 +982,22 @@ def _put_back(aside: list[tuple[Path, Path]]) -> None:
             os.replace(kept, sidecar)
 
 
+def sqlite_journals(path: Path) -> list[str]:
+    """Return the names of SQLite's journal files beside ``path`` (-wal, -shm, -journal).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        An SQLite file (a GeoPackage).
+
+    Returns
+    -------
+    list of str
+        ``["r.gpkg-wal", "r.gpkg-shm"]``, or ``[]``.
+    """
+    return [f"{path.name}{s}" for s in _SQLITE_JOURNALS if os.path.lexists(f"{path}{s}")]
+
+
 def _check_no_sqlite_journal(target: Path) -> None:
     """Refuse a target with SQLite's journal files beside it (GeoPackages are SQLite).
 
@@ -989,7 +1006,7 @@ def _check_no_sqlite_journal(target: Path) -> None:
     file then has the target's name: a new release moved in beside it was damaged for good on
     its first read, and its audit file's SHA-256 no longer matched it.
     """
-    present = [f"{target.name}{s}" for s in _SQLITE_JOURNALS if os.path.lexists(f"{target}{s}")]
+    present = sqlite_journals(target)
     if present:
         raise InputError(
             f"{target} has SQLite's {' and '.join(present)} beside it: a program (such as QGIS) "

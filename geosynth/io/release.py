@@ -65,6 +65,7 @@ from geosynth._atomic import (
     drop_staged,
     interrupted_commit,
     remove_stale_staging,
+    sqlite_journals,
     stage_output,
     transaction_overwrite,
 )
@@ -2003,8 +2004,11 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
         ``gpkg_extensions`` or ``sqlite_stat*`` other than GDAL's for the layers; rows of
         ``gpkg_spatial_ref_sys`` other than GDAL's defaults and the layers' CRS as the metadata
         records it; GeoPackage ids or reserved bytes in the SQLite header other than SQLite's
-        and GDAL's, free pages, or bytes past the last page); the message names the table,
-        never its content; or the audit file
+        and GDAL's, free pages, pages SQLite's integrity check finds no table reading, or
+        bytes past the last page); the message names the table, never its content; SQLite's
+        ``-wal``, ``-shm`` or ``-journal`` files beside it (checked before anything opens it,
+        as opening would merge them into it); a model fitted to noisy counts under a method
+        made without noise; or the audit file
         beside it does not belong to it (:func:`verify_audit`).
 
     Warns
@@ -2024,6 +2028,7 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
     problem = geopackage_problem(source)
     if problem is not None:
         raise not_a_geopackage(source, problem)
+    _refuse_journals(source, name)  # before GDAL opens it: it would replay them into the file
     try:
         listed = pyogrio.list_layers(source)
     except GDAL_ERRORS as err:
@@ -2439,6 +2444,24 @@ def _decode_metadata(table: pd.DataFrame, name: str) -> dict[str, Any]:
     return metadata
 
 
+def _refuse_journals(source: Path, name: str) -> None:
+    """Refuse a release with SQLite's journal files beside it, before anything opens it.
+
+    GDAL and SQLite replay a ``-wal`` (or a hot ``-journal``) into the file on opening it: the
+    checks read pages the file itself does not hold (a ``-wal`` of a clean release beside a
+    file whose last page held 256 original coordinate pairs passed, when the file could not be
+    written), and reading changed the file it checked (its SHA-256 moved).
+    """
+    present = sqlite_journals(source)
+    if present:
+        raise InputError(
+            f"{name} has SQLite's {' and '.join(printable(p) for p in present)} beside it: a "
+            "program (such as QGIS) has it open, or was killed while it had, and opening it "
+            "would merge pages the file does not hold; close that program and read it again, "
+            "or write the release again with geosynth if nothing has it open"
+        )
+
+
 def _check_schema(metadata: dict[str, Any], name: str) -> None:
     """Check format, version, the ``complete`` entry and the type of every field."""
     if metadata.get("format") != _FORMAT:
@@ -2496,6 +2519,14 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
             f"{name}: its metadata says method {printable(metadata['method'])!r}, made without "
             "differential privacy, yet states an epsilon, a noise or a privacy ledger; the file "
             "was edited to claim a privacy it does not have"
+        )
+    model = metadata.get("model")
+    noisy = isinstance(model, dict) and model.get("noise_scale") is not None
+    if noisy and metadata["method"] in _EXACT_METHODS:
+        raise InputError(
+            f"{name}: its model was fitted to noisy counts (noise_scale), a differentially "
+            f"private release, yet its metadata says method {printable(metadata['method'])!r}, "
+            "made without noise; the file was edited to hide how it was made"
         )
     complete = metadata[COMPLETE_KEY]
     if complete["n_layers"] != len(complete["layers"]):

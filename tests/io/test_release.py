@@ -1062,10 +1062,15 @@ def test_a_killed_write_leaves_nothing_usable_and_the_next_write_cleans_up(tmp_p
     # the partial file, even under the old-style temporary name, is refused
     old_style = tmp_path / ".release-k3x_9q2a.gpkg"
     old_style.write_bytes(partial.read_bytes())
-    (tmp_path / ".release-k3x_9q2a.gpkg-journal").write_bytes(b"")
+    journal = tmp_path / ".release-k3x_9q2a.gpkg-journal"
+    journal.write_bytes(b"")
+    with pytest.raises(InputError, match=r"has SQLite's \.release-k3x_9q2a.gpkg-journal beside"):
+        read_release(old_style)  # before anything opens it (it would replay the journal)
+    journal.rename(tmp_path / "aside")
     with pytest.raises(InputError, match=r"\.release-k3x_9q2a.gpkg is incomplete or not a "
                                          r"geosynth release: it has no metadata table"):
         read_release(old_style)
+    (tmp_path / "aside").rename(journal)
     unrelated = tmp_path / ".other-k3x_9q2a.gpkg"
     unrelated.write_bytes(b"keep")
 
@@ -1393,6 +1398,9 @@ def _third_without(column):
         (lambda path: set_metadata(path, "m", 10**10), r"its metadata says m = 10000000000"),
         (lambda path: set_metadata(path, "epsilon", 0.5),
          r"method 'paiva', made without differential privacy, yet states an epsilon"),
+        (lambda path: set_metadata(path, "model", _model(noise_scale=1.0)),
+         r"its model was fitted to noisy counts \(noise_scale\), a differentially private "
+         r"release, yet its metadata says method 'paiva'"),
         (lambda path: set_metadata(path, "crs", "EPSG:4326"),
          r"its layer 'synthetic_1' is in EPSG:31983, but its metadata records EPSG:4326"),
         (_no_grid_rows, r"its grid layer has 0 cells but its metadata records 25"),
@@ -1987,6 +1995,15 @@ def _deleted_table(path):
         "DROP TABLE t")
 
 
+def _orphaned_pages(path):
+    """A dropped table's pages taken off the free list (its count in the header zeroed): they
+    stay in the file, counted by no free list, and the free-page check passed."""
+    _deleted_table(path)
+    with open(path, "r+b") as file:
+        file.seek(32)  # the first free-list trunk page and the number of free pages
+        file.write(bytes(8))
+
+
 def _analyze(path):
     sql(path, "ANALYZE", ("INSERT INTO sqlite_stat1 VALUES ('grid', NULL, ?)", (SECRET,)))
 
@@ -2041,6 +2058,7 @@ _ROOM = [
      r"its SQLite header gives other GeoPackage ids than GDAL's"),
     (_header_bytes, r"its SQLite header reserves bytes that SQLite leaves empty"),
     (_deleted_table, r"its SQLite file holds \d+ free pages \(the data of deleted rows"),
+    (_orphaned_pages, r"its SQLite file fails SQLite's integrity check: pages that no table"),
     (_append_bytes, r"its SQLite file holds bytes past its last page"),
 ]
 
@@ -2049,6 +2067,21 @@ _ROOM = [
 def test_data_where_no_reader_of_the_layers_looks_is_refused(release_of_three, tamper, message):
     tamper(release_of_three)
     assert _unseen_and_unquoted(_refusal(release_of_three, message))
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-journal"])
+def test_a_release_with_sqlite_journals_beside_it_is_refused_unopened(release_of_three, suffix):
+    # GDAL replays a -wal into the file on opening it: the checks read pages the file does not
+    # hold, and the read changed the file it checked.
+    before = release_of_three.read_bytes()
+    journal = release_of_three.with_name(release_of_three.name + suffix)
+    journal.write_bytes(b"")
+    with pytest.raises(InputError, match=rf"release.gpkg has SQLite's release.gpkg{suffix} "
+                                         r"beside it: a program \(such as QGIS\) has it open"):
+        read_release(release_of_three)
+    assert release_of_three.read_bytes() == before
+    journal.unlink()
+    assert read_release(release_of_three).m == 3
 
 
 def test_a_release_in_a_crs_without_authority_reads(tmp_path):
