@@ -2520,14 +2520,7 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
             "differential privacy, yet states an epsilon, a noise or a privacy ledger; the file "
             "was edited to claim a privacy it does not have"
         )
-    model = metadata.get("model")
-    noisy = isinstance(model, dict) and model.get("noise_scale") is not None
-    if noisy and metadata["method"] in _EXACT_METHODS:
-        raise InputError(
-            f"{name}: its model was fitted to noisy counts (noise_scale), a differentially "
-            f"private release, yet its metadata says method {printable(metadata['method'])!r}, "
-            "made without noise; the file was edited to hide how it was made"
-        )
+    _check_noise_scale(metadata, name)
     complete = metadata[COMPLETE_KEY]
     if complete["n_layers"] != len(complete["layers"]):
         raise _incomplete(name, f"its {COMPLETE_KEY!r} entry counts {complete['n_layers']} "
@@ -2536,6 +2529,34 @@ def _check_schema(metadata: dict[str, Any], name: str) -> None:
     if complete["layers"] != [*expected, *grid, METADATA_LAYER]:
         raise _incomplete(name, f"its {COMPLETE_KEY!r} entry lists the layers "
                                 f"{_shown(complete['layers'])}, not those of its metadata")
+
+
+def _check_noise_scale(metadata: dict[str, Any], name: str) -> None:
+    """Refuse a model fitted to noisy counts whose method or ε says otherwise.
+
+    The noise scale of geosynth's DP counts is ``b = Δ/ε`` (a whole sensitivity Δ): a DP
+    release relabelled ``"paiva"`` (its ε, noise and ledger nulled) read as exact, and one
+    whose ε was edited from 1 to 0.1 claimed ten times the privacy it has.
+    """
+    model = metadata.get("model")
+    scale = model.get("noise_scale") if isinstance(model, dict) else None
+    if scale is None:
+        return
+    if metadata["method"] in _EXACT_METHODS:
+        raise InputError(
+            f"{name}: its model was fitted to noisy counts (noise_scale), a differentially "
+            f"private release, yet its metadata says method {printable(metadata['method'])!r}, "
+            "made without noise; the file was edited to hide how it was made"
+        )
+    epsilon = metadata.get("epsilon")
+    sensitivity = None if epsilon is None else float(epsilon) * float(scale)
+    if sensitivity is not None and (sensitivity < 0.5 or not math.isclose(
+            sensitivity, round(sensitivity), rel_tol=1e-9)):
+        raise InputError(
+            f"{name}: its metadata states epsilon {epsilon:g}, but its model's noise scale "
+            f"{scale:g} is sensitivity/epsilon for a whole sensitivity, and {epsilon:g} × "
+            f"{scale:g} is not one; the file was edited to claim a privacy it does not have"
+        )
 
 
 def _check_limits_entry(metadata: dict[str, Any], version: int, name: str) -> None:

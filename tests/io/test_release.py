@@ -618,6 +618,13 @@ def test_a_noise_aware_fit_gives_its_epsilon_and_ledger(tmp_path):
     assert info.method == "paiva-dp" and info.epsilon == 1.0 and info.noise == "seeded"
     assert info.ledger == accountant.to_dict()
     assert info.model["noise_scale"] == 1.0
+    # ε × noise scale is the sensitivity, a whole number: an ε edited down is found out
+    set_metadata(path, "epsilon", 0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(InputError, match=r"dp.gpkg: its metadata states epsilon 0.1, but its "
+                                             r"model's noise scale 1 is sensitivity/epsilon"):
+            read_release(path)
 
 
 def test_a_seeded_release_cannot_be_written_as_private(tmp_path):
