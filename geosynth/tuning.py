@@ -1510,10 +1510,10 @@ class _Lattice(NamedTuple):
 
 
 def _weighted_lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
-                      xy: np.ndarray | None = None) -> _Lattice:
+                      xy: np.ndarray) -> _Lattice:
     """Return the candidate's lattice and ``setup.weights`` read over it (and its exposure).
 
-    With ``xy`` (the records), warn when the raster's positive pixels follow them.
+    Warn when the raster's positive pixels follow the records ``xy``.
     """
     grid = _lattice(gdf, candidate, setup)
     if setup.weights is None:
@@ -1522,8 +1522,8 @@ def _weighted_lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup
     from geosynth.synth.placement import warn_if_weights_follow_records
 
     table = read_weights(setup.weights, grid)
-    if xy is not None:  # an ε candidate's shares are numbers of the records: not quoted
-        warn_if_weights_follow_records(table, grid, xy, show_shares=candidate.epsilon is None)
+    # An ε candidate's shares are numbers of the records: not quoted.
+    warn_if_weights_follow_records(table, grid, xy, show_shares=candidate.epsilon is None)
     if candidate.weights_exposure:
         grid = with_cell_exposure(table, grid)  # the table serves it: the cells are the same
     return _Lattice(grid, table)
@@ -1619,7 +1619,7 @@ def _labelled_warnings() -> Iterator[None]:
 
 
 def _run_all(gdf, todo, setup, root, executor, progress,
-             lattices=None) -> dict[tuple, _CandidateRun]:
+             lattices: dict[tuple, _Lattice]) -> dict[tuple, _CandidateRun]:
     if not todo:
         return {}
     from concurrent.futures import as_completed
@@ -1635,14 +1635,12 @@ def _run_all(gdf, todo, setup, root, executor, progress,
     # Ctrl-C reaches only this thread: the event stops the fits of tune's own threads (tasks
     # of a caller's executor may run elsewhere, where an Event cannot go).
     stop = threading.Event() if own else None
-    lattices = lattices or {}
     # The tasks get each lattice with its table read: an open rasterio dataset as weights
     # cannot be pickled, and a process pool's or a Dask cluster's tasks raised TypeError.
-    built = all(c.settings in lattices for c in todo)
-    sent = dataclasses.replace(setup, weights=None) if built else setup
+    sent = dataclasses.replace(setup, weights=None)
     try:
         futures = {executor.submit(run_candidate, gdf, c, sent, _candidate_seed(root, c), stop,
-                                   lattice=lattices.get(c.settings)): c
+                                   lattice=lattices[c.settings]): c
                    for c in todo}
         done = {}
         with tqdm(total=len(todo), desc="candidates", disable=not progress) as bar:
@@ -1667,14 +1665,14 @@ def _run_all(gdf, todo, setup, root, executor, progress,
 
 
 def run_candidate(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup,
-                  seed: np.random.SeedSequence, stop: threading.Event | None = None,
-                  lattice: _Lattice | None = None) -> _CandidateRun:
+                  seed: np.random.SeedSequence, stop: threading.Event | None = None, *,
+                  lattice: _Lattice) -> _CandidateRun:
     """Lattice, fit, releases and measures of one candidate (one task of :func:`tune`).
 
     ``stop`` (tune's own threads): set on Ctrl-C or when another candidate failed, it stops the
     fit at its next chunk, and the candidate then raises ``KeyboardInterrupt`` instead of
     measuring a cut-short fit. ``lattice``: the candidate's lattice and placement table, built
-    beforehand by :func:`tune` (default: built here).
+    beforehand by :func:`tune` (:func:`_lattices`).
     """
     with _running(candidate.label):  # its warnings name it (_labelled_warnings)
         return _run_candidate(gdf, candidate, setup, seed, stop, lattice)
@@ -1689,7 +1687,7 @@ def _run_candidate(gdf, candidate, setup, seed, stop, lattice) -> _CandidateRun:
     # The third stream drew each candidate's own rectangles; they are now common to all
     # (setup.coverage_seed), and the first two keep their values.
     fit_seed, release_seed, _ = seed.spawn(3)
-    grid, weights = lattice or _weighted_lattice(gdf, candidate, setup)
+    grid, weights = lattice
     with_beta = candidate.beta_prior is not None
     counts = prepare(gdf, grid, setup.attributes,
                      continuous=setup.continuous if with_beta else None, outside=setup.outside)
