@@ -36,6 +36,7 @@ __all__ = [
     "check_weights_raster",
     "check_raster_band",
     "check_raster_crs",
+    "check_raster_transform",
     "pixel_table",
     "raster_window",
     "read_band",
@@ -156,6 +157,7 @@ def check_weights_raster(weights: WeightsLike, crs: pyproj.CRS | None) -> None:
     """
     def check(dataset: Any) -> None:
         check_raster_band(dataset, "weights")
+        check_raster_transform(dataset.transform, "weights raster")
         check_raster_crs(dataset.crs, crs, "weights")
 
     read_raster(weights, "weights", check, open_hint=_OPEN_HINT, expected=_EXPECTED)
@@ -335,8 +337,9 @@ def read_band(dataset: Any, grid: Grid, name: str, pieces: bool = False) -> Band
     from rasterio.windows import Window
 
     index = check_raster_band(dataset, name)  # first: a container of rasters has no CRS
-    check_raster_crs(dataset.crs, grid.crs, name)
     t = dataset.transform
+    check_raster_transform(t, f"{name} raster")  # before the CRS, which a bare image lacks too
+    check_raster_crs(dataset.crs, grid.crs, name)
     if t.b != 0 or t.d != 0:
         raise InputError(
             f"{name} raster has a rotated or sheared geotransform; warp it to a north-up grid "
@@ -424,7 +427,9 @@ def read_raster(source: Any, name: str, read: Any, open_hint: str, expected: str
 
         check_no_nul(os.fspath(source), name)
         try:
-            dataset = rasterio.open(_local_or_url(source, name))
+            with warnings.catch_warnings():  # the geotransform's own check says it, with a fix
+                warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
+                dataset = rasterio.open(_local_or_url(source, name))
         except rasterio.errors.RasterioIOError as err:
             raise InputError(
                 f"{name} {os.fspath(source)!r} cannot be opened as a raster ({err}); {open_hint}"
@@ -573,6 +578,42 @@ def _crs_label(crs: pyproj.CRS) -> str:
 
 
 
+
+def check_raster_transform(transform: Any, name: str = "raster") -> None:
+    """Refuse a geotransform that places no pixel: missing, degenerate or not finite.
+
+    Parameters
+    ----------
+    transform : affine.Affine
+        The raster's geotransform.
+    name : str, default "raster"
+        What the message calls the raster (``"weights raster"``).
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        A pixel size of 0 or a non-finite pixel size or origin (it raised ZeroDivisionError or
+        "cannot convert float NaN to integer"), or the identity geotransform, which rasterio
+        gives a raster with no geotransform (one not georeferenced, or georeferenced only by
+        GCPs or RPCs): its pixels were taken as 1-unit squares from ``(0, 0)`` with rows
+        running *north*, so an image's top rows weighted the south of a grid near the origin.
+    """
+    terms = (transform.a, transform.e, transform.c, transform.f)
+    if not (all(math.isfinite(v) for v in terms) and transform.a != 0 and transform.e != 0):
+        raise InputError(
+            f"{name} has no usable geotransform (pixel size {transform.a!r} x {transform.e!r}, "
+            f"origin {transform.c!r}, {transform.f!r}); georeference it in the grid CRS first "
+            "(e.g. `gdal_translate -a_ullr` or `rio edit-info --transform`)"
+        )
+    if tuple(transform)[:6] == (1.0, 0.0, 0.0, 0.0, 1.0, 0.0):
+        raise InputError(
+            f"{name} has no geotransform (rasterio gives the identity for a raster that is not "
+            "georeferenced, or is georeferenced only by GCPs or RPCs); georeference it in the "
+            "grid CRS first (e.g. `gdalwarp` with its GCPs, `gdal_translate -a_ullr` or "
+            "`rio edit-info --transform`)"
+        )
+
+
 def raster_window(
     transform: Any, width: int, height: int, bounds: tuple[float, ...], name: str = "raster"
 ) -> tuple[int, int, int, int]:
@@ -599,28 +640,10 @@ def raster_window(
     Raises
     ------
     geosynth.errors.InputError
-        A pixel size of 0 or a non-finite pixel size or origin (it raised ZeroDivisionError or
-        "cannot convert float NaN to integer"), or the identity geotransform, which rasterio
-        gives a raster with no geotransform (one not georeferenced, or georeferenced only by
-        GCPs or RPCs): its pixels were taken as 1-unit squares from ``(0, 0)`` with rows
-        running *north*, so an image's top rows weighted the south of a grid near the origin.
-        A pixel size so small that the grid spans more pixels than a float counts (1e-320:
-        OverflowError).
+        No usable geotransform (:func:`check_raster_transform`), or a pixel size so small
+        that the grid spans more pixels than a float counts (1e-320: OverflowError).
     """
-    terms = (transform.a, transform.e, transform.c, transform.f)
-    if not (all(math.isfinite(v) for v in terms) and transform.a != 0 and transform.e != 0):
-        raise InputError(
-            f"{name} has no usable geotransform (pixel size {transform.a!r} x {transform.e!r}, "
-            f"origin {transform.c!r}, {transform.f!r}); georeference it in the grid CRS first "
-            "(e.g. `gdal_translate -a_ullr` or `rio edit-info --transform`)"
-        )
-    if tuple(transform)[:6] == (1.0, 0.0, 0.0, 0.0, 1.0, 0.0):
-        raise InputError(
-            f"{name} has no geotransform (rasterio gives the identity for a raster that is not "
-            "georeferenced, or is georeferenced only by GCPs or RPCs); georeference it in the "
-            "grid CRS first (e.g. `gdalwarp` with its GCPs, `gdal_translate -a_ullr` or "
-            "`rio edit-info --transform`)"
-        )
+    check_raster_transform(transform, name)
     xmin, ymin, xmax, ymax = bounds
     cols = [(x - transform.c) / transform.a for x in (xmin, xmax)]
     rows = [(y - transform.f) / transform.e for y in (ymin, ymax)]

@@ -261,3 +261,24 @@ def test_a_file_of_several_rasters_is_refused_with_the_names_to_pass(grid, tmp_p
             rasters.read_weights(path, grid)
         with pytest.raises(InputError, match=said):
             rasters.check_weights_raster(path, grid.crs)
+
+
+def test_a_bare_image_is_refused_for_its_geotransform_without_rasterio_warning(grid, tmp_path):
+    # A plain TIFF (no geotransform, no CRS) over a grid with a CRS: rasterio's
+    # NotGeoreferencedWarning was printed raw (its file and line, in the command line too),
+    # then the error asked only for a CRS; set, the next run failed on the geotransform.
+    import rasterio
+    from rasterio.errors import NotGeoreferencedWarning
+
+    path = tmp_path / "plain.tif"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotGeoreferencedWarning)
+        with rasterio.open(path, "w", driver="GTiff", width=4, height=4, count=1,
+                           dtype="float32") as dst:
+            dst.write(np.ones((4, 4), dtype="float32"), 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for read in (lambda: rasters.read_weights(path, grid),
+                     lambda: rasters.check_weights_raster(path, grid.crs)):
+            with pytest.raises(InputError, match=r"^weights raster has no geotransform"):
+                read()
