@@ -1664,13 +1664,15 @@ def _compared(estimates: np.ndarray, variances: np.ndarray, critical: float, lev
     ``estimates``, ``variances`` and ``sizes`` hold the original's first, then each
     release's; the original's interval is ``± critical`` standard errors. Returns the
     original's estimate, the combined one, the original's interval and the combined interval
-    (unbounded when the fully synthetic rules' ν_f is near 0).
+    (unbounded when the fully synthetic rules' ν_f is near 0). Reiter's (2002) adjustment took
+    the first release's size for every release's: with DP releases of different sizes, the
+    interval's width followed whichever release came first.
     """
     if rules == "partial":
         combined = combine_partially_synthetic(estimates[1:], variances[1:], level)
-    else:
-        combined = combine_fully_synthetic(estimates[1:], variances[1:], level,
-                                           n_synthetic=int(sizes[1]), n_original=int(sizes[0]))
+    else:  # the adjustment's n_syn / n with the releases' mean size, as for the rectangles
+        ratio = sizes[1:].mean() / sizes[0]
+        combined = _finish(*_full(estimates[1:], variances[1:], ratio), level, scalar=True)
     half = critical * math.sqrt(variances[0])
     original_ci = (estimates[0] - half, estimates[0] + half)
     return np.array([estimates[0], combined.estimate, *original_ci, combined.lower,

@@ -977,6 +977,26 @@ def test_fully_synthetic_rules_with_no_degrees_of_freedom_give_an_unbounded_inte
     assert row["overlap"] == 0.0  # it covers the original's, none of it is covered
 
 
+def test_the_fully_synthetic_adjustment_takes_the_releases_mean_size():
+    # DP releases differ in size. With b_m = 0 (equal means) T_f < 0, so Reiter's (2002)
+    # adjustment (n_syn / n) u_m sets the variance; n_syn was the first release's size, so the
+    # interval's width followed the order of the releases.
+    import pandas as pd
+
+    from geosynth.metrics import continuous_utility
+
+    original = pd.DataFrame({"z": np.arange(100.0)})
+    small = pd.DataFrame({"z": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]})
+    large = pd.DataFrame({"z": np.repeat(small["z"].to_numpy(), 4) + 0.0})
+    assert small["z"].mean() == large["z"].mean()  # b_m = 0
+    u = np.array([small["z"].var(ddof=1) / 10, large["z"].var(ddof=1) / 40])
+    half = stats.norm.ppf(0.975) * math.sqrt((10 + 40) / 2 / 100 * u.mean())  # df = inf
+    for releases in ([small, large], [large, small]):
+        row = continuous_utility(original, releases, ["z"], rules="full").loc["mean[z]"]
+        assert (row["lower_synthetic"], row["upper_synthetic"]) == pytest.approx(
+            (4.5 - half, 4.5 + half), rel=1e-12)
+
+
 def test_continuous_utility_agrees_where_the_releases_are_the_original_law():
     from geosynth.metrics import continuous_utility
 
