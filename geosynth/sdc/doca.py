@@ -163,6 +163,7 @@ from itertools import islice
 import numpy as np
 from numba import njit
 
+from geosynth._identifiers import is_identifier_name
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import (
     MAX_CONTINUOUS,
@@ -578,8 +579,7 @@ def _as_records(data: object, what: str, first_index: int, bounded: bool = False
     with repeated column names and records of no attribute are refused.
     """
     refuse_masked(data, what)
-    if hasattr(data, "columns"):  # a DataFrame
-        check_unique_columns(data, what)
+    _check_labels(data, what)
     array = _numbers(data, what)
     if array is None:
         raise InputError(
@@ -616,6 +616,30 @@ def _as_records(data: object, what: str, first_index: int, bounded: bool = False
             "overflow; rescale the attribute (nothing of this chunk was processed)"
         )
     return np.ascontiguousarray(array)
+
+
+def _check_labels(data: object, what: str) -> None:
+    """Refuse a data frame with repeated column names, or a frame or series named as an ID.
+
+    An identifier fed to DOCA was published as a noisy copy of every record's ID, took its
+    share of ε and steered the clustering (a record's neighbours in the stream were those with
+    the next IDs). The names are judged by :func:`geosynth._identifiers.is_identifier_name`,
+    the rule of the writers and of :func:`geosynth.prepare`.
+    """
+    harm = ("DOCA would publish a noisy copy of each record's ID, spend part of epsilon on it "
+            "and cluster the records by it")
+    if hasattr(data, "columns"):  # a DataFrame
+        check_unique_columns(data, what)
+        named = [label for label in data.columns if is_identifier_name(label)]
+        if named:
+            raise InputError(
+                f"{what} has {'a column' if len(named) == 1 else 'columns'} named as an "
+                f"identifier ({', '.join(map(repr, named))}): {harm}; drop "
+                f"{'it' if len(named) == 1 else 'them'} ({what}.drop(columns={named!r}))"
+            )
+    elif hasattr(data, "index") and is_identifier_name(getattr(data, "name", None) or ""):
+        raise InputError(f"{what} is a series named as an identifier ({data.name!r}): {harm}; "
+                         "pass an attribute's values, not the ID's")
 
 
 def _first_outside_domain(
@@ -1125,7 +1149,7 @@ class Doca:
             )
         yield from self._deliver()
         if hasattr(stream, "columns"):  # a DataFrame: iterating it yields its column labels
-            check_unique_columns(stream, "stream")
+            _check_labels(stream, "stream")
             stream = np.asarray(stream)
         if isinstance(stream, np.ndarray):
             refuse_masked(stream, "stream")

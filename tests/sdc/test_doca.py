@@ -750,6 +750,26 @@ def test_process_reads_a_data_frame_by_rows_and_refuses_repeated_columns():
         Doca(1.0, 10.0).fit_transform(twice)
 
 
+def test_columns_named_as_identifiers_are_refused_everywhere():
+    # A patient_id column was noised and published with the rest, took its share of epsilon
+    # and clustered records by their IDs. The rule is geosynth's for identifiers' names.
+    import pandas as pd
+
+    rng = np.random.default_rng(43)
+    frame = pd.DataFrame({"age": rng.normal(40.0, 5.0, 30), "patient_id": np.arange(30.0)})
+    said = r"^{} has a column named as an identifier \('patient_id'\).*drop it"
+    with pytest.raises(InputError, match=said.format("stream")):
+        list(Doca(1.0, bounds=([0.0, 0.0], [100.0, 100.0])).process(frame, flush=True))
+    with pytest.raises(InputError, match=said.format("data")):
+        Doca(1.0, bounds=([0.0, 0.0], [100.0, 100.0])).fit_transform(frame)
+    with pytest.raises(InputError, match=said.format("data")):
+        naive_laplace(frame, 1.0, bounds=([0.0, 0.0], [100.0, 100.0]))
+    with pytest.raises(InputError, match=r"^data is a series named as an identifier"):
+        Doca(1.0, bounds=(0.0, 100.0)).fit_transform(frame["patient_id"])
+    released = Doca(1.0, bounds=(0.0, 100.0)).fit_transform(frame["age"])  # an attribute
+    assert released.shape == (30,)
+
+
 def test_naive_laplace_refuses_records_outside_the_sensitivity():
     x = np.append(np.random.default_rng(41).uniform(0.0, 1.0, 9), 123_456.0)
     with pytest.raises(InputError, match="record index 9 widens the range") as caught:
