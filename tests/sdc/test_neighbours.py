@@ -368,6 +368,22 @@ def test_integer_variables_that_repeat_are_accepted():
     resample(df.assign(age=df["age"] + jitter), 1.5, seed=1)
 
 
+def test_integer_ages_of_a_small_table_are_not_taken_for_an_identifier():
+    # 50 people's ages in years: some 35 levels, more than half the records, so the level rules
+    # for categories refused the column as an ID. A repeated value is a measurement's; an
+    # integer column is an ID when all its values are distinct or its name is an ID's.
+    df = mixed_frame(n=50, seed=6)
+    df["age"] = df["age"].round().astype(np.int64)
+    assert df["age"].duplicated().any() and df["age"].nunique() > 25
+    out, _ = resample(df, 1.5, seed=1)
+    assert out["age"].dtype == np.int64
+    with pytest.raises(InputError, match=r"integer column 'age' has 50 levels among 50"):
+        neighbour_resample(df.assign(age=np.arange(50) * 3 + 18), 1.5, seed=1)
+    visits = df.assign(patient_no=np.repeat(np.arange(25), 2))  # two records an ID, by name
+    with pytest.raises(InputError, match=r"integer column 'patient_no' .* named like a record"):
+        neighbour_resample(visits, 1.5, seed=1)
+
+
 def test_numeric_column_listed_as_categorical_enters_as_dummies():
     # codes 1, 2, 30: as numbers 30 is far away; as categories every level is equally far
     df = pd.DataFrame({"code": [1, 1, 2, 2, 30, 30] * 5, "v": np.arange(30) % 2})
