@@ -506,6 +506,7 @@ def check_raster_band(dataset: Any, name: str) -> int:
         raise InputError(
             f"{name} raster has {len(data)} data bands; weights are one band: pass a "
             "single-band raster (e.g. `gdal_translate -b 2 in.tif weights.tif` keeps band 2)"
+            f"{_byte_tiles(dataset, kinds)}"
         )
     (band,) = data
     dtypes = getattr(dataset, "dtypes", ())
@@ -516,6 +517,24 @@ def check_raster_band(dataset: Any, name: str) -> int:
             ">= 0: pass a real band (e.g. the magnitude, `gdal_calc.py --calc='abs(A)'`)"
         )
     return band
+
+
+def _byte_tiles(dataset: Any, kinds: list) -> str:
+    """Return the end of the several-bands message for a GeoPackage of byte tiles, else "".
+
+    GDAL opens every byte GeoPackage raster as red, green, blue and alpha (its ``BAND_COUNT``
+    open option, 4 by default), a single grey band too, and nothing in the file tells them
+    apart: a population raster saved as a GeoPackage was refused as "3 data bands".
+    """
+    from rasterio.enums import ColorInterp
+
+    rgba = [ColorInterp.red, ColorInterp.green, ColorInterp.blue, ColorInterp.alpha]
+    if getattr(dataset, "driver", None) != "GPKG" or kinds != rgba:
+        return ""
+    return ("; a GeoPackage of byte tiles opens as red, green, blue and alpha even when it holds "
+            "one grey band: if so, open it as grey and alpha (rasterio.open(path, "
+            "BAND_COUNT=2), and pass the dataset) or convert it (`gdal_translate -oo "
+            "BAND_COUNT=2 in.gpkg weights.tif`)")
 
 
 def _subdatasets(dataset: Any) -> str:

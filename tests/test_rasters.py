@@ -282,3 +282,30 @@ def test_a_bare_image_is_refused_for_its_geotransform_without_rasterio_warning(g
                      lambda: rasters.check_weights_raster(path, grid.crs)):
             with pytest.raises(InputError, match=r"^weights raster has no geotransform"):
                 read()
+
+
+def test_a_grey_geopackage_raster_is_explained_and_reads_as_grey_and_alpha(grid, tmp_path):
+    # GDAL opens a byte GeoPackage raster as RGBA whatever its tiles hold: a one-band
+    # population raster was refused as "3 data bands" with advice for a TIFF.
+    import rasterio
+
+    path = tmp_path / "people.gpkg"
+    values = np.arange(1, 17, dtype=np.uint8).reshape(4, 4)
+    with rasterio.open(path, "w", driver="GPKG", width=4, height=4, count=1, dtype="uint8",
+                       crs=CRS, transform=from_origin(0, 100, 25, 25)) as dst:
+        dst.write(values, 1)
+    with pytest.raises(InputError, match=r"3 data bands.*GeoPackage of byte tiles.*"
+                                         r"BAND_COUNT=2"):
+        rasters.read_weights(path, grid)
+    with rasterio.open(path, BAND_COUNT=2) as grey:  # the fix the message names
+        table = rasters.read_weights(grey, grid)
+    # cells from the south-west; each sums its 2 x 2 pixels, scaled to a largest pixel of 1
+    sums = [values[2:, :2].sum(), values[2:, 2:].sum(), values[:2, :2].sum(), values[:2, 2:].sum()]
+    np.testing.assert_allclose(table.total, np.array(sums) / 16.0)
+    rgb = tmp_path / "rgb.tif"
+    with rasterio.open(rgb, "w", driver="GTiff", width=4, height=4, count=3, dtype="uint8",
+                       crs=CRS, transform=from_origin(0, 100, 25, 25)) as dst:
+        dst.write(np.stack([values] * 3))
+    with pytest.raises(InputError) as plain:  # a TIFF of three bands gets no GeoPackage advice
+        rasters.read_weights(rgb, grid)
+    assert "3 data bands" in str(plain.value) and "GeoPackage" not in str(plain.value)
