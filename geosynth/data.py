@@ -1899,6 +1899,8 @@ def _levels_and_codes(
         levels = categories[observed].tolist()
         _refuse_locations(series, levels, weights)
         return levels, (np.cumsum(observed) - 1)[raw]
+    if series.dtype == np.float16:  # pandas has no float16 index (NotImplementedError)
+        series = series.astype(np.float64)  # exact: every half is a double
     unique = series.drop_duplicates().tolist()
     try:
         levels = sorted(unique)

@@ -1155,6 +1155,17 @@ def test_counts_do_not_depend_on_the_dtype_of_the_attributes(gdf, grid, convert)
     ]
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_a_narrow_float_attribute_counts_as_its_float64_values(gdf, grid, dtype):
+    # float16 raised pandas' NotImplementedError ("float16 indexes are not supported").
+    halves = gdf.assign(score=gdf["age"] * 0.5)
+    expected = prepare(halves, grid, ["sex", "score"])
+    cc = prepare(halves.astype({"score": dtype}), grid, ["sex", "score"])
+    assert cc.levels == expected.levels and len(expected.levels["score"]) > 1
+    np.testing.assert_array_equal(cc.counts, expected.counts)
+    assert cc.combination_labels() == expected.combination_labels()
+
+
 def test_repeated_index_labels_are_kept_as_given(gdf, grid):
     expected = prepare(gdf, grid, ["sex", "age"])
     gdf.index = ["same"] * len(gdf)
