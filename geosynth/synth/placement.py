@@ -94,9 +94,10 @@ def place_in_cells(
     weights : PixelTable, optional
         A single-band raster of non-negative weights (e.g. population density) in the CRS of
         ``grid``, read for ``grid`` by :func:`geosynth.rasters.read_weights`. Within its cell a
-        point falls in a pixel with probability proportional to the pixel's weight among the
-        pixels whose centre lies in the cell's habitable geometry, then uniformly in
-        ``pixel ∩ habitable geometry``. Nodata and NaN pixels weigh 0. Without it,
+        point falls in a piece ``pixel ∩ habitable geometry`` with probability proportional to
+        the pixel's weight times the piece's area (a pixel over several cells is split among
+        them, :class:`PixelTable`), then uniformly in the piece: the density of the points
+        follows the raster, area for area. Nodata and NaN pixels weigh 0. Without it,
         points are uniform over the habitable geometry. The raster must be public data, not
         derived from the confidential records: points fall only in its pixels of positive
         weight, so a fine raster of the records' own density would put them where records are.
