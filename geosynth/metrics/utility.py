@@ -1523,8 +1523,9 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     Raises
     ------
     geosynth.errors.InputError
-        ``grid`` is not a lattice, ``original`` has no points, ``releases`` is empty or not a
-        list of data sets (an InputTypeError), or points are invalid (:func:`as_xy`).
+        ``grid`` is not a lattice, ``original`` has no points or none in a cell of ``grid``,
+        ``releases`` is empty or not a list of data sets (an InputTypeError), or points are
+        invalid (:func:`as_xy`).
     geosynth.errors.CRSError
         A frame's CRS is not the grid's (its points would fall outside every cell, silently),
         or, on a grid without a CRS, the frames' CRSs differ.
@@ -1553,6 +1554,12 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
         raise InputError("original has no points; pass the confidential points the releases "
                          "were made from")
     binned = _counts_per_cell(grid, original_xy)  # the last bin: outside the lattice
+    if binned[:-1].sum() == 0:  # both sides all outside: l1 was 0.0, a perfect score
+        raise InputError(
+            f"none of the {len(original_xy):,} original points lies in a cell of grid "
+            f"(bounds {tuple(round(float(b), 3) for b in grid.bounds)}); pass the lattice "
+            "that covers them, in their CRS"
+        )
     synthetic_binned = np.mean([_counts_per_cell(grid, as_xy(r, f"releases[{k}]"))
                                 for k, r in enumerate(sets)], axis=0)
     counts, synthetic = binned[:-1], synthetic_binned[:-1]

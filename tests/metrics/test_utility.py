@@ -664,6 +664,21 @@ def test_intensity_fidelity_repr_shows_no_original_count():
     assert "7." not in repr(fidelity) and "<3 counts>" in repr(fidelity)
 
 
+def test_intensity_fidelity_on_a_lattice_away_from_the_points_is_refused():
+    # Every point, original and synthetic, fell outside: the one outside bin matched and l1
+    # was 0.0, a perfect score.
+    from geosynth import Grid
+    from geosynth.metrics import intensity_fidelity
+
+    points = frame([[10.5, 10.5]] * 4 + [[11.5, 10.5]] * 3)
+    away = Grid.regular((0, 0, 3, 1), shape=(1, 3), crs=CRS)
+    with pytest.raises(InputError, match=r"none of the 7 original points lies in a cell of grid"):
+        intensity_fidelity(points, [points, points], away)
+    west = Grid.regular((10, 10, 11, 12), shape=(2, 1), crs=CRS)  # 4 of 7 inside: measured
+    fidelity = intensity_fidelity(points, [points, points], west)
+    assert fidelity.l1 == 0.0 and fidelity.original.tolist() == [4.0, 0.0]
+
+
 def test_a_categorical_zero_one_outcome_is_refused_with_a_true_reason():
     original, _, _ = scenario(50, 0)
     categorical = original.astype({"y": "category"})
