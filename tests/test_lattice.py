@@ -312,6 +312,19 @@ def test_region_geodataframe_is_reprojected_to_grid_crs():
     assert direct.habitable_fraction.min() < 1
 
 
+def test_a_region_in_degrees_keeps_its_edges_along_the_parallels():
+    # to_crs moved the corners only: the south edge (the 45th parallel, 14-16 E) became the
+    # chord between them, 486 m north of the parallel at 15 E in UTM zone 33, and a record
+    # 55 m inside the region there fell in no cell.
+    degrees = gpd.GeoSeries([box(14, 45, 16, 46)], crs=4326)
+    x0, y0, x1, y1 = degrees.to_crs(32633).total_bounds
+    grid = Grid.regular((x0, y0 - 2000, x1, y1), cell_size=1000, crs=32633, region=degrees)
+    near = gpd.GeoSeries([Point(15, 45.0005), Point(15, 44.9995), Point(14.0005, 45.5)],
+                         crs=4326).to_crs(32633)
+    inside, outside, west = grid.locate(near)
+    assert inside >= 0 and outside == -1 and west >= 0
+
+
 def test_cells_geodataframe():
     grid = Grid.regular((0, 0, 4, 4), shape=(4, 4), crs=3857, exclude=box(1, 1, 3, 2.5))
     cells = grid.cells
