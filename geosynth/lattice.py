@@ -2431,7 +2431,32 @@ def _clip_boxes(
         if not (removes or (shapely.area(habitable[partial]) < before).any()):
             warnings.warn(_exclude_misses_cells(exclude, candidates.window), DataWarning,
                           stacklevel=4)
+    clipped = alive & ~fully
+    habitable[clipped] = _polygonal(habitable[clipped])
     return habitable, fully, alive
+
+
+def _polygonal(geoms: np.ndarray) -> np.ndarray:
+    """Return the polygons of each geometry, dropping the lines and points of a collection.
+
+    A box that only touches the region along an edge intersects it in a line, kept in a
+    collection with the box's polygons: a record on that edge went to the cell of the line
+    (its habitable area an island 671 m away) rather than to the cell it borders, and a naive
+    point was placed on the island.
+    """
+    mixed = np.flatnonzero(~np.isin(shapely.get_type_id(geoms), _POLYGONAL_TYPES))
+    if mixed.size == 0:
+        return geoms
+    out = geoms.copy()
+    for k in mixed:
+        parts = shapely.get_parts(geoms[k])
+        polygons = parts[np.isin(shapely.get_type_id(parts), _POLYGONAL_TYPES)]
+        out[k] = shapely.union_all(polygons) if polygons.size else shapely.Polygon()
+    return out
+
+
+#: shapely's type ids of Polygon and MultiPolygon.
+_POLYGONAL_TYPES = (3, 6)
 
 
 def _exclude_misses_cells(exclude: shapely.Geometry, window: tuple[float, ...]) -> str:

@@ -325,6 +325,18 @@ def test_a_region_in_degrees_keeps_its_edges_along_the_parallels():
     assert inside >= 0 and outside == -1 and west >= 0
 
 
+def test_a_cell_touching_the_region_along_an_edge_keeps_only_its_area():
+    # The east cell's part of the region: an island and the line where the cell touches the
+    # west square. A record on that line went to the east cell (habitable area 600 m away)
+    # instead of the west cell it lies on the edge of.
+    region = shapely.union_all([box(0, 0, 1000, 1000), box(1600, 400, 1800, 600)])
+    grid = Grid.regular((0, 0, 2000, 1000), shape=(1, 2), crs=32633, region=region)
+    east = np.asarray(grid.habitable_geometry)[1]
+    assert east.geom_type == "Polygon" and east.equals(box(1600, 400, 1800, 600))
+    np.testing.assert_array_equal(grid.locate(np.array([[1000.0, 300.0], [1700.0, 500.0]])),
+                                  [0, 1])
+
+
 def test_cells_geodataframe():
     grid = Grid.regular((0, 0, 4, 4), shape=(4, 4), crs=3857, exclude=box(1, 1, 3, 2.5))
     cells = grid.cells
