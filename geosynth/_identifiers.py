@@ -18,9 +18,11 @@ __all__ = [
     "IDENTIFIER_WORDS",
     "IDENTIFIER_ENDINGS",
     "PANDAS_UNNAMED",
+    "LAYER_NAMES",
     "is_identifier_name",
     "in_id_columns",
     "name_words",
+    "case_clash",
 ]
 
 #: Columns whose name starts with this prefix are bookkeeping (e.g. pandas' ``_merge``): dropped
@@ -56,6 +58,9 @@ IDENTIFIER_WORDS = frozenset({
 #: ``number`` alone too. Not first (``num_rooms``, ``nr_children``, ``no_show`` count or
 #: describe) and not ``num`` (``age_num`` is a numeric age).
 IDENTIFIER_ENDINGS = frozenset({"no", "nr", "number", "key"})
+#: Column names (in any case) a release's layer keeps for itself: its geometry (``geom`` in a
+#: GeoPackage, ``geometry`` in GeoPandas) and its feature id.
+LAYER_NAMES = frozenset({"geom", "fid", "geometry"})
 # The name pandas gives a CSV column without a header: the index to_csv wrote.
 PANDAS_UNNAMED = re.compile(r"Unnamed: \d+")
 
@@ -120,3 +125,17 @@ def in_id_columns(column: Any) -> bool:
     Compared in lower case, without surrounding spaces, with ``_`` for spaces and hyphens.
     """
     return re.sub(r"[\s\-]+", "_", str(column).strip().lower()) in ID_COLUMNS
+
+
+def case_clash(names: Any) -> tuple[str, str] | None:
+    """Return the first two names that differ only in case (``Sex``, ``sex``), else None.
+
+    A GeoPackage (SQLite) and a shapefile name columns without case: the two are one column.
+    """
+    seen: dict[str, str] = {}
+    for name in names:
+        key = str(name).lower()
+        if key in seen:
+            return seen[key], str(name)
+        seen[key] = str(name)
+    return None

@@ -111,6 +111,8 @@ import shapely
 from geosynth._identifiers import (
     ID_COLUMNS,
     INTERNAL_PREFIX,
+    LAYER_NAMES,
+    case_clash,
     in_id_columns,
     is_identifier_name,
 )
@@ -971,6 +973,31 @@ def _check_publishable_names(names: tuple[str, ...], available: list) -> None:
             f"the columns {' and '.join(reasons)}: a public release cannot carry them; rename "
             f"them in the data (in Python, gdf = gdf.rename(columns={{{example!r}: "
             f"{renamed!r}}}))"
+        )
+    _check_layer_names(names)
+
+
+def _check_layer_names(names: tuple[str, ...]) -> None:
+    """Refuse names a release layer cannot carry as columns, before the fit rather than after.
+
+    ``Sex`` beside ``sex`` (one column in a GeoPackage or a shapefile, whose names ignore case)
+    and ``geometry`` or ``geom`` (the layer's own; an attribute ``geometry`` of records whose
+    geometry column is ``geom``) passed prepare, the fit and synthesize, and were refused when
+    the release was written.
+    """
+    layer = [n for n in names if n.lower() in LAYER_NAMES]
+    if layer:
+        raise InputError(
+            f"the column {layer[0]!r} has a name a release layer keeps for its geometry or "
+            f"feature id ({sorted(LAYER_NAMES)}, in any case); rename it in the data (in "
+            f"Python, gdf = gdf.rename(columns={{{layer[0]!r}: {layer[0] + '_value'!r}}}))"
+        )
+    clash = case_clash(names)
+    if clash:
+        raise InputError(
+            f"the columns {clash[0]!r} and {clash[1]!r} differ only in case, and a release "
+            "GeoPackage or shapefile takes them for one column; rename one in the data (in "
+            f"Python, gdf = gdf.rename(columns={{{clash[1]!r}: {clash[1] + '_2'!r}}}))"
         )
 
 

@@ -167,6 +167,10 @@ def test_attributes_not_named_by_text_are_refused(gdf, grid, levels):
     ({"z": "_income"}, ["sex"], "_income", r"\['_income'\] start with '_'"),
     ({"sex": "index"}, ["index"], None, r"\['index'\] are names of record or cell identifiers"),
     ({"sex": "Cell"}, ["Cell"], None, r"\['Cell'\] are names of record or cell identifiers"),
+    # one GeoPackage column, or the layer's own name: refused by the writer after the fit
+    ({"z": "SEX"}, ["sex", "SEX"], None, r"'sex' and 'SEX' differ only in case.*\{'SEX': "),
+    ({"z": "Sex"}, ["sex"], "Sex", r"'sex' and 'Sex' differ only in case"),
+    ({"sex": "Geom"}, ["Geom"], None, r"'Geom' has a name a release layer keeps"),
 ])
 def test_columns_a_public_release_cannot_carry_are_refused_before_any_work(
         gdf, grid, renamed, attributes, continuous, refusal):

@@ -69,6 +69,7 @@ from geosynth._atomic import (
     stage_output,
     transaction_overwrite,
 )
+from geosynth._identifiers import LAYER_NAMES, case_clash
 from geosynth._messages import describe_rows
 from geosynth._validation import check_bool, describe_value, is_integer
 from geosynth.data import IDENTIFYING_MIN_RECORDS, identifying_levels, labels_of
@@ -801,13 +802,10 @@ def _schema_difference(frames: Sequence[gpd.GeoDataFrame], labels: Sequence[str]
     return None
 
 
-# Column names a GeoPackage layer written by GDAL uses itself: its geometry and feature id (an
-# "fid" column is refused before, as an identifier).
-# "geometry" is the name GDAL gives the geometry when read: a column of that name beside the
-# layer's geometry was written, then replaced by the points when read (its values unseen).
-_GEOPACKAGE_RESERVED = frozenset({"geom", "fid", "geometry"})
-
-
+# Column names a GeoPackage layer written by GDAL uses itself (LAYER_NAMES): its geometry and
+# feature id (an "fid" column is refused before, as an identifier). "geometry" is the name GDAL
+# gives the geometry when read: a column of that name beside the layer's geometry was written,
+# then replaced by the points when read (its values unseen).
 # A model's column renamed in a release is refused (write_release(fit=) lets through only the
 # model's columns): it is renamed in the records, before prepare and the fit.
 _BEFORE_PREPARE = " (a model's attribute or continuous column: in the records given to prepare)"
@@ -819,23 +817,23 @@ def _check_geopackage_columns(release: gpd.GeoDataFrame, geometry: str, name: st
     SQLite's names are case-insensitive (``y`` and ``Y`` are one column), ``geom`` and ``fid``
     are the layer's own, and it has no complex numbers nor integers beyond int64.
     """
-    seen: dict[str, str] = {}
-    for column in release.columns:
-        if column == geometry:
-            continue
+    columns = [column for column in release.columns if column != geometry]
+    for column in columns:
         label = str(column)
         if not isinstance(column, str):  # pyogrio failed on it with an AttributeError
             raise InputError(f"{name} has a column labelled {column!r} ({type(column).__name__}),"
                              " but a GeoPackage names its columns by text; rename it "
                              "(release.rename(columns=str))")
-        if label.lower() in _GEOPACKAGE_RESERVED:
+        if label.lower() in LAYER_NAMES:
             raise InputError(f"{name} has a column {label!r}, a name the GeoPackage layer uses "
                              f"for itself (geometry, feature id); rename it{_BEFORE_PREPARE}")
-        if label.lower() in seen:
-            raise InputError(f"{name} has columns {seen[label.lower()]!r} and {label!r}, which "
-                             "a GeoPackage (SQLite) takes for one (names ignore case); rename "
-                             f"one{_BEFORE_PREPARE}")
-        seen[label.lower()] = label
+    clash = case_clash(columns)
+    if clash:
+        raise InputError(f"{name} has columns {clash[0]!r} and {clash[1]!r}, which a "
+                         "GeoPackage (SQLite) takes for one (names ignore case); rename "
+                         f"one{_BEFORE_PREPARE}")
+    for column in columns:
+        label = str(column)
         values = release[column]
         if values.dtype.kind == "c":
             raise InputError(f"{name}: column {label!r} holds complex numbers, which a "
