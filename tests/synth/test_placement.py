@@ -114,6 +114,33 @@ def test_thin_diagonal_sliver_is_sampled_inside():
     assert stats.kstest(xy[:, 0], stats.uniform(0, 10).cdf).pvalue > ALPHA
 
 
+def test_slivers_far_thinner_than_their_box_are_sampled_uniformly_from_their_triangles():
+    # A diagonal strip 1e-4 m wide across a 1 km cell and a horizontal one 3e-4 m wide fill
+    # 4e-7 of its box: drawing from the box took 78 s for 20 points in such a strip, and one
+    # 1e-6 m wide failed after 408 s.
+    x0, y0, side = 500_000.0, 5_000_000.0, 1000.0
+    diagonal = Polygon([(x0, y0), (x0 + 1e-4, y0), (x0 + side, y0 + side - 1e-4),
+                        (x0 + side, y0 + side)])
+    across = box(x0, y0 + 500.0, x0 + side, y0 + 500.0 + 3e-4)
+    habitable = shapely.union_all([diagonal, across])
+    grid = quiet_grid((x0, y0, x0 + side, y0 + side), shape=(1, 1), crs=CRS, region=habitable)
+    assert grid.habitable_fraction[0] < 1e-6
+    cells = np.zeros(6000, dtype=np.int64)
+    xy = place_in_cells(grid, cells, seed=5)
+    assert_in_cells(grid, cells, xy)
+    on_diagonal = shapely.contains_xy(diagonal, xy[:, 0], xy[:, 1])
+    share = diagonal.area / habitable.area  # ~ 1 : 3, as the areas
+    assert stats.binomtest(int(on_diagonal.sum()), xy.shape[0], share).pvalue > ALPHA
+    # uniform along each strip: x is uniform over the cell's width on both
+    for points in (xy[on_diagonal], xy[~on_diagonal]):
+        assert stats.kstest(points[:, 0] - x0, stats.uniform(0, side).cdf).pvalue > ALPHA
+    finer = Polygon([(x0, y0), (x0 + 1e-6, y0), (x0 + side, y0 + side - 1e-6),
+                     (x0 + side, y0 + side)])
+    sliver = quiet_grid((x0, y0, x0 + side, y0 + side), shape=(1, 1), crs=CRS, region=finer)
+    xy = place_in_cells(sliver, np.zeros(50, dtype=np.int64), seed=6)
+    assert shapely.contains_xy(finer, xy[:, 0], xy[:, 1]).all()
+
+
 def test_placement_never_prepares_the_grids_own_geometries(tmp_path):
     # shapely.prepare changes the objects it is given, and GEOS's prepared geometries are not
     # thread-safe: releases placed in threads on one grid (synthesize_dask) prepared and tested
