@@ -16,7 +16,9 @@ rounds):
   :func:`shapely.contains_xy` holds. Each round draws, for every point still pending, a batch of
   candidates sized from the acceptance rate ``area / bbox area`` (doubling every round the point
   stays pending) and keeps the *first* accepted candidate of each batch, which is exactly uniform
-  over the habitable geometry.
+  over the habitable geometry. A sliver filling under ``_TRIANGULATE_BELOW`` of its box is
+  drawn from its constrained Delaunay triangles instead (a triangle by area, a uniform point in
+  it, again until ``contains_xy`` holds): as exact, and not stuck on a strip 1e-6 m wide.
 * With a weights raster (e.g. population density): each pixel of positive weight is split
   into its pieces ``pixel ∩ cell``, each weighing the pixel's weight times the share of the
   pixel's area that is the cell's habitable part; a piece is chosen within the cell with
@@ -663,7 +665,16 @@ def _weighted_points(
         acceptance = (np.full(part.size, 0.5) if table.acceptance is None
                       else np.clip(table.acceptance[piece[part]], 1e-300, 1.0))
         batch = np.clip(np.ceil(1.5 / acceptance), 1, _MAX_BATCH).astype(np.int64)
-        xy[part] = _rejection(rng, boxes[part], geoms, batch, cells[part])
+        boxed = np.flatnonzero(acceptance >= _TRIANGULATE_BELOW)
+        xy[part[boxed]] = _rejection(rng, boxes[part[boxed]], geoms[boxed], batch[boxed],
+                                     cells[part[boxed]])
+        sliver = part[acceptance < _TRIANGULATE_BELOW]
+        for one in np.unique(piece[sliver]):
+            points = sliver[piece[sliver] == one]
+            cell = int(cells[points[0]])
+            inside = shapely.intersection(shapely.box(*table.boxes[one]),
+                                          grid.habitable_geometry[cell])
+            xy[points] = _in_triangles(rng, inside, points.size, cell)
     return xy
 
 

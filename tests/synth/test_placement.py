@@ -141,6 +141,24 @@ def test_slivers_far_thinner_than_their_box_are_sampled_uniformly_from_their_tri
     assert shapely.contains_xy(finer, xy[:, 0], xy[:, 1]).all()
 
 
+def test_a_sliver_under_a_weights_raster_is_sampled_from_its_triangles(tmp_path):
+    # The same strip 1e-4 m wide under 250 m pixels: its pieces (pixel ∩ strip) fill 1e-7 of
+    # their boxes, and drawing from the boxes was as slow.
+    x0, y0, side = 500_000.0, 5_000_000.0, 1000.0
+    diagonal = Polygon([(x0, y0), (x0 + 1e-4, y0), (x0 + side, y0 + side - 1e-4),
+                        (x0 + side, y0 + side)])
+    grid = quiet_grid((x0, y0, x0 + side, y0 + side), shape=(1, 1), crs=CRS, region=diagonal)
+    values = np.ones((4, 4))
+    values[0, 3] = 5.0  # the north-east pixel, one of the four the strip crosses
+    raster = write_raster(tmp_path / "w.tif", values, from_origin(x0, y0 + side, 250, 250))
+    cells = np.zeros(4000, dtype=np.int64)
+    xy = place_weighted(grid, cells, seed=7, raster=raster)
+    assert_in_cells(grid, cells, xy)
+    assert shapely.contains_xy(diagonal, xy[:, 0], xy[:, 1]).all()
+    north_east = int(((xy[:, 0] > x0 + 750) & (xy[:, 1] > y0 + 750)).sum())
+    assert stats.binomtest(north_east, cells.size, 5 / 8).pvalue > ALPHA  # equal lengths
+
+
 def test_placement_never_prepares_the_grids_own_geometries(tmp_path):
     # shapely.prepare changes the objects it is given, and GEOS's prepared geometries are not
     # thread-safe: releases placed in threads on one grid (synthesize_dask) prepared and tested
