@@ -938,6 +938,9 @@ def test_require_projected_crs_refuses_what_pyproj_cannot_read_with_our_crs_erro
         (lambda: Grid.regular((0, 0, 4, 4), cell_size=(1, 10**400)), r"cell_size \(an int past"),
         (lambda: Grid.from_points(_POINTS, cell_size=10**400), r"cell_size \(an int past"),
         (lambda: Grid.hexagonal((0, 0, 4, 4), cell_size=10**400), r"cell_size \(an int past"),
+        # an infinite float is shown as itself, not as an int past the float range
+        (lambda: Grid.regular((0, 0, 4, 4), cell_size=float("inf")), r"^cell_size inf is beyond"),
+        (lambda: Grid.regular((0, 0, 4, 4), cell_size=(1.0, np.inf)), r"^cell_size \(1.0, inf\)"),
         (lambda: Grid.from_points(_POINTS, shape=(2, 2), pad=10**400),
          r"pad must be a finite number >= 0, got int <401 digits"),
         (lambda: Grid.regular((0, 0, 10**400, 4), shape=(2, 2)), "bounds must be four finite"),
