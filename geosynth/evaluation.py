@@ -571,6 +571,7 @@ def evaluate(
     if grid is not None and not isinstance(grid, Grid):
         raise InputError(f"grid must be a geosynth.Grid (the releases' lattice) or None, got "
                          f"{type(grid).__name__}; pass a lattice's box as lattice_bounds=")
+    _check_lattice_arguments(grid, lattice_bounds, linked)
     releases, plan = plan_evaluation(original, releases, attributes, linked,
                                      grid if grid is not None else lattice_bounds)
     check_n_quadrants(n_quadrants)  # also unused (outcome=None): a typo is no setting
@@ -791,6 +792,24 @@ class ReleaseMeasures(NamedTuple):
     distance_risk: pd.DataFrame
     pattern: pd.DataFrame
     linked_records: dict | None
+
+
+def _check_lattice_arguments(grid: Grid | None, lattice_bounds: object, linked: object) -> None:
+    """Refuse both a grid and a box, or record-level measures without the grid they need.
+
+    A ``lattice_bounds`` given with a grid was ignored without a word; one given instead of
+    the grid with the default ``linked=True`` failed in the identification risk, after the
+    releases' measures had started, as "grid must be a Grid, got NoneType".
+    """
+    if grid is not None and lattice_bounds is not None:
+        raise InputError("give grid or lattice_bounds, not both: the grid's box is "
+                         "grid.bounds; drop lattice_bounds")
+    if grid is None and check_bool(linked, "linked"):
+        raise InputError(
+            "linked=True measures the identification risk per cell of the releases' lattice, "
+            "so it needs grid (a geosynth.Grid); with only the lattice's box (lattice_bounds, "
+            "as from a release file), pass linked=False"
+        )
 
 
 def plan_evaluation(

@@ -179,6 +179,13 @@ def test_the_pattern_window_can_be_the_box_of_a_release_file_s_lattice(scenario)
     with pytest.raises(InputError, match=r"grid must be a geosynth.Grid .*got str; pass a "
                                          r"lattice's box as lattice_bounds="):
         evaluate(data.data, releases, "grid", ATTRIBUTES, linked=False)
+    # a box with the default linked=True failed in the identification risk ("grid must be a
+    # Grid, got NoneType"), and a box beside a grid was ignored
+    with pytest.raises(InputError, match=r"linked=True .* needs grid .* pass linked=False"):
+        evaluate(data.data, releases, None, ATTRIBUTES, lattice_bounds=grid.bounds)
+    with pytest.raises(InputError, match=r"give grid or lattice_bounds, not both"):
+        evaluate(data.data, releases, grid, ATTRIBUTES, linked=False,
+                 lattice_bounds=(0.0, 0.0, 1.0, 1.0))
 
 
 def test_errors_name_the_release_and_the_executor(scenario):
