@@ -433,6 +433,7 @@ class PaivaModel:
             missed ``target_ess`` or ``max_rhat``, with their ESS and R-hat).
         """
         started = time.monotonic()
+        _check_counts_type(counts)
         progress = check_bool(progress, "progress")
         max_bytes, parallel = check_fit_settings(n_jobs=n_jobs, eta_draws=eta_draws,
                                                  max_bytes=max_bytes, parallel=parallel)
@@ -787,6 +788,23 @@ _REBUILD = ("build the counts with geosynth.prepare (or geosynth.dp.dp_counts) a
             "replace their parts")
 
 
+def _check_counts_type(counts: Any) -> None:
+    """Refuse counts that are neither a CellCounts nor noisy counts, naming what they are.
+
+    :meth:`PaivaModel.fit` checks it first: ``fit("counts", n_iter=1000)`` blamed its burn-in
+    ("n_iter (1000) - burn_in (2000) leaves no draw") before saying what ``counts`` was.
+    Noisy counts (geosynth.dp.NoisyCounts) are recognised by their noise scale, so the model
+    does not import the DP layer built on top of it.
+    """
+    from geosynth.data import CellCounts
+
+    if not isinstance(counts, CellCounts) and getattr(counts, "noise_scale", None) is None:
+        raise InputError(
+            f"counts must be the CellCounts returned by geosynth.prepare (or the NoisyCounts of "
+            f"geosynth.dp.dp_counts), got {type(counts).__name__}"
+        )
+
+
 def _check_counts_parts(counts) -> None:
     """Refuse counts that lack a part the fit reads, or whose combinations disagree with levels.
 
@@ -929,15 +947,7 @@ def build_model_data(counts: CellCounts,
         covariate means of another shape or not finite); or two parameters would be named
         alike (an ``=`` in an attribute's name and in another's level).
     """
-    from geosynth.data import CellCounts
-
-    # Noisy counts (geosynth.dp.NoisyCounts) are recognised by their noise scale, so the model
-    # does not import the DP layer built on top of it.
-    if not isinstance(counts, CellCounts) and getattr(counts, "noise_scale", None) is None:
-        raise InputError(
-            f"counts must be the CellCounts returned by geosynth.prepare (or the NoisyCounts of "
-            f"geosynth.dp.dp_counts), got {type(counts).__name__}"
-        )
+    _check_counts_type(counts)
     _check_counts_parts(counts)
     if counts.n_records == 0:
         warnings.warn(

@@ -380,6 +380,14 @@ def test_counts_the_kernels_cannot_take_are_refused(scenario_counts):
             PaivaModel().fit(bad, n_iter=10, burn_in=5, thin=1, progress=False)
 
 
+@pytest.mark.parametrize("counts", ["counts", None, np.zeros((3, 2))])
+def test_counts_of_another_type_are_named_before_the_run_settings(counts):
+    # fit("counts", n_iter=1000) blamed the default burn-in of 2000 sweeps first.
+    with pytest.raises(InputError, match=r"^counts must be the CellCounts .*got "
+                                         f"{type(counts).__name__}$"):
+        PaivaModel().fit(counts, n_iter=1000, progress=False)
+
+
 def _with_codes(counts, column, values):
     combos = counts.combos.copy()
     combos[column] = values
