@@ -564,8 +564,12 @@ def naming_weights(path: str) -> Iterator[None]:
 
 
 def check_columns(frame: gpd.GeoDataFrame, name: str,
-                  columns: Mapping[str, Sequence[str] | str | None]) -> None:
+                  columns: Mapping[str, Sequence[str] | str | None],
+                  coordinates: Sequence[str | None] = ()) -> None:
     """Refuse a file ``name`` that lacks a column named by an option.
+
+    A column read as the points' coordinates (a CSV's ``--x``, ``--y``) is no column of the
+    points any more: it is named as such ("has no column 'x'" was all it said).
 
     Parameters
     ----------
@@ -575,6 +579,8 @@ def check_columns(frame: gpd.GeoDataFrame, name: str,
         How to call the file in the message.
     columns : mapping of str to column names
         Option (e.g. ``"--attributes"``) to the column(s) it names; None entries are skipped.
+    coordinates : sequence of str or None, optional
+        The columns of the coordinates (``--x``, ``--y``), if the file had them.
 
     Raises
     ------
@@ -585,6 +591,11 @@ def check_columns(frame: gpd.GeoDataFrame, name: str,
     for option, wanted in columns.items():
         wanted = [] if wanted is None else [wanted] if isinstance(wanted, str) else list(wanted)
         missing = [c for c in wanted if c not in available]
+        taken = [c for c in missing if c in coordinates]
+        if taken:
+            raise InputError(f"{option}: {taken[0]!r} is a column of {name}'s coordinates "
+                             "(--x, --y), which become the points; a column cannot be both: "
+                             "copy it under another name to use it as well")
         if missing:
             raise InputError(f"{option}: {name} has no column {', '.join(map(repr, missing))}; "
                              f"its columns are {available}")

@@ -309,7 +309,7 @@ def release(
             raise InputError(f"{name} has no records (only a header or an empty layer); there "
                              "is nothing to release")
         check_columns(points, name, {"--attributes": attributes, "--continuous": continuous,
-                                     "--outcome": outcome})
+                                     "--outcome": outcome}, coordinates=(x_column, y_column))
         if epsilon is None:  # prepare's messages give pandas advice ("gdf.dropna(...)")
             check_complete(points, name, {"--attributes": attributes,
                                           "--continuous": continuous})

@@ -303,7 +303,8 @@ def tune(
         reading = csv_reading(sep, decimal, encoding, na_values)
         points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer,
                                 **reading)
-        _check_points(points, Path(input_path).name, attributes, continuous, outcome)
+        _check_points(points, Path(input_path).name, attributes, continuous, outcome,
+                      coordinates=(x_column, y_column))
         if weights_path is not None:  # refused once, before "Tuning", naming --weights
             from geosynth.rasters import check_weights_raster
 
@@ -557,14 +558,14 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
 
 
 def _check_points(points, name: str, attributes: list[str], continuous: list[str] | None,
-                  outcome: str | None) -> None:
+                  outcome: str | None, coordinates: tuple[str | None, ...] = ()) -> None:
     """Check, before any fit, the columns and the CRS of INPUT, in the command's terms."""
     from geosynth.data import identifying_levels
     from geosynth.errors import InputError
     from geosynth.io import printable
 
     columns = {"--attributes": attributes, "--continuous": continuous, "--outcome": outcome}
-    check_columns(points, name, columns)
+    check_columns(points, name, columns, coordinates)
     check_complete(points, name, columns)
     _check_continuous(points, name, attributes, continuous)
     if outcome is not None:

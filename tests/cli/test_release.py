@@ -1031,3 +1031,14 @@ def test_under_epsilon_a_release_of_no_counted_record_is_still_made(inputs, tmp_
                                     "--out", str(tmp_path / "r.gpkg")])
     assert loud.exit_code == 0, loud.output
     assert "Measuring disclosure risk and utility for --report" in loud.stderr
+
+
+@pytest.mark.parametrize("command", ["release", "tune"])
+def test_a_coordinate_column_named_as_an_attribute_is_said_to_be_one(inputs, tmp_path, command):
+    # --x east --attributes east: "points.csv has no column 'east'", which it has.
+    lattice = ["--grid", "4x4", *FAST, "--out", tmp_path / "out.gpkg"] if command == "release" \
+        else ["--grids", "4x4", "--report", tmp_path / "report.md"]
+    result = run(command, inputs["csv"], "--x", "east", "--y", "north", "--crs", "EPSG:31983",
+                 "--attributes", "y,east", *lattice)
+    assert_refused(result, "--attributes: 'east' is a column of points.csv's coordinates "
+                           "(--x, --y), which become the points")
