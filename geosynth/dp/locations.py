@@ -1008,8 +1008,9 @@ def _check_small_epsilon(
     # The releases also hold the records, whose number is not public: at the ε that bounds the
     # noise the noisy total may still exceed max_bytes, after the spend (12 runs of 20).
     caveat = (" for the noise alone (each release also holds the records, whose number only "
-              "the noisy total tells: at that epsilon it may still exceed max_bytes after the "
-              "budget is spent, unless n_public= or max_records= bounds it)"
+              "the noisy total tells: at that epsilon they may still exceed the memory limit "
+              "after the budget is spent, unless n_public= bounds them (in Python, "
+              "max_records= too))"
               if memory_scale == min(largest_scale) else "")
     raise InputError(
         f"epsilon={epsilon!r} is too small for this table: with sensitivity {sensitivity} the "

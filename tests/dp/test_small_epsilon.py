@@ -277,7 +277,10 @@ def test_where_memory_binds_the_smallest_epsilon_says_the_records_count_too(smal
         dp_release(small_counts, 1e-4, levels=LEVELS, max_bytes=2**20)
     message = str(info.value)
     assert "for the noise alone (each release also holds the records" in message
-    assert "unless n_public= or max_records= bounds it" in message
+    assert "unless n_public= bounds them (in Python, max_records= too)" in message
+    from geosynth.cli.messages import cli_message  # the CLI has no max_records nor max_bytes
+
+    assert "max_records" not in cli_message(message) and "max_bytes" not in cli_message(message)
     with pytest.raises(InputError) as info:  # the time binds: no such caveat
         dp_release(small_counts, 1e-9, levels=LEVELS, n_public=300)
     assert "for the noise alone" not in str(info.value)
