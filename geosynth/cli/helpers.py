@@ -596,6 +596,12 @@ def check_columns(frame: gpd.GeoDataFrame, name: str,
             raise InputError(f"{option}: {taken[0]!r} is a column of {name}'s coordinates "
                              "(--x, --y), which become the points; a column cannot be both: "
                              "copy it under another name to use it as well")
+        split = [c for c in available if "," in str(c)
+                 and set(map(str.strip, str(c).split(","))) <= set(missing)]
+        if split:
+            raise InputError(f"{option}: {name} has a column {split[0]!r}, whose comma splits "
+                             "it in this comma-separated option; rename the column in the file "
+                             "(without a comma)")
         if missing:
             raise InputError(f"{option}: {name} has no column {', '.join(map(repr, missing))}; "
                              f"its columns are {available}")

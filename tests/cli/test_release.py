@@ -1042,3 +1042,13 @@ def test_a_coordinate_column_named_as_an_attribute_is_said_to_be_one(inputs, tmp
                  "--attributes", "y,east", *lattice)
     assert_refused(result, "--attributes: 'east' is a column of points.csv's coordinates "
                            "(--x, --y), which become the points")
+
+
+def test_a_column_whose_name_holds_a_comma_is_named_as_such(inputs, tmp_path):
+    # --attributes "y,x1,x2" split a column named "x1,x2" in two: "no column 'x1', 'x2'".
+    table = pd.read_csv(inputs["csv"]).rename(columns={"x1": "x1,x2", "x2": "other"})
+    path = tmp_path / "comma.csv"
+    table.to_csv(path, index=False)
+    result = run("release", path, "--x", "east", "--y", "north", "--crs", "EPSG:31983",
+                 "--attributes", "y,x1,x2", "--grid", "4x4", *FAST, "--out", tmp_path / "o.gpkg")
+    assert_refused(result, "--attributes: comma.csv has a column 'x1,x2', whose comma splits it")
