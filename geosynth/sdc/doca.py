@@ -618,6 +618,15 @@ def _as_records(data: object, what: str, first_index: int, bounded: bool = False
     return np.ascontiguousarray(array)
 
 
+def _listed(data: object) -> object:
+    """Return an iterator's records as a list (``fit_transform(iter(x))``), else ``data``.
+
+    NumPy makes an iterator a 0-d array of one object, refused as "not numbers", which its
+    records were.
+    """
+    return list(data) if isinstance(data, Iterator) else data
+
+
 def _check_labels(data: object, what: str) -> None:
     """Refuse a data frame with repeated column names, or a frame or series named as an ID.
 
@@ -1248,6 +1257,7 @@ class Doca:
                 "published or not delivered yet; call flush() before fit_transform(), which "
                 "starts a new stream"
             )
+        data = _listed(data)
         records = _as_records(data, "data", 0, self.bounds is not None)
         shape = np.shape(data)
         if return_diagnostics:
@@ -1491,6 +1501,7 @@ def naive_laplace(
         check_accountant(accountant)
     domain = None if bounds is None else _check_bounds(bounds)
     sens = _domain_sensitivity(sensitivity, domain)
+    data = _listed(data)
     records = _as_records(data, "data", 0, bounded=domain is not None)
     d = records.shape[1]
     if sens.ndim == 1 and sens.size != d:

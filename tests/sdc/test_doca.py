@@ -770,6 +770,15 @@ def test_columns_named_as_identifiers_are_refused_everywhere():
     assert released.shape == (30,)
 
 
+def test_an_iterator_of_records_is_read_as_its_list():
+    # fit_transform(iter(x)) was refused as "data must hold numbers ... not text, booleans".
+    x = np.random.default_rng(44).uniform(0.0, 100.0, 40)
+    np.testing.assert_array_equal(_seeded(sensitivity=100.0).fit_transform(iter(x)),
+                                  _seeded(sensitivity=100.0).fit_transform(x))
+    with pytest.warns(PrivacyLeakWarning, match="predictable"):  # the seed, for the test
+        assert naive_laplace((v for v in x), 1.0, bounds=(0.0, 100.0), seed=1).shape == (40,)
+
+
 def test_naive_laplace_refuses_records_outside_the_sensitivity():
     x = np.append(np.random.default_rng(41).uniform(0.0, 1.0, 9), 123_456.0)
     with pytest.raises(InputError, match="record index 9 widens the range") as caught:
