@@ -1008,7 +1008,16 @@ def _check_dropped(extra: gpd.GeoDataFrame, counts: CellCounts) -> None:
 
 
 def _check_same_records(rows: gpd.GeoDataFrame, counts: CellCounts) -> None:
-    """Attributes and cells of ``rows`` must be those the fit counted."""
+    """Attributes and cells of ``rows`` must be those the fit counted.
+
+    With repeated index labels, rows are matched by position: the same records in another
+    order were said to have other attributes, and the advice to reset the index came only
+    when the labels themselves differed.
+    """
+    fix = ("pass the GeoDataFrame given to prepare(), unchanged" if rows.index.is_unique else
+           "gdf has duplicate index labels, so its records are matched by position: pass the "
+           "GeoDataFrame given to prepare(), in the same order (or reset_index(drop=True) "
+           "before prepare and synthesize)")
     combo = np.asarray(counts.record_combo)
     for a in counts.attributes:
         expected = counts.combos[a].to_numpy()[combo]
@@ -1017,16 +1026,14 @@ def _check_same_records(rows: gpd.GeoDataFrame, counts: CellCounts) -> None:
             raise InputError(
                 f"attribute {a!r} of gdf differs from the data the fit was prepared from for "
                 f"{int(differs.sum())} records (index labels "
-                f"{rows.index[differs][:_SHOW].tolist()}); pass the GeoDataFrame given to "
-                "prepare(), unchanged"
+                f"{rows.index[differs][:_SHOW].tolist()}); {fix}"
             )
     cells = counts.grid.locate(rows.geometry)
     moved = cells != np.asarray(counts.record_cell)
     if moved.any():
         raise InputError(
             f"{int(moved.sum())} records of gdf lie in other cells than when the fit was "
-            f"prepared (index labels {rows.index[moved][:_SHOW].tolist()}); pass the "
-            "GeoDataFrame given to prepare(), unchanged"
+            f"prepared (index labels {rows.index[moved][:_SHOW].tolist()}); {fix}"
         )
 
 

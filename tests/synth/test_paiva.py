@@ -799,6 +799,20 @@ def test_the_core_refuses_dp_and_points_to_geosynth_dp(regular_data, options):
             synthesize(first, frame, m=1, **options)
 
 
+def test_records_under_repeated_labels_in_another_order_are_said_to_be_matched_by_position(
+        regular_data):
+    # Every label 0: the same records reversed were "attribute 'a' of gdf differs", with no
+    # word of the labels, which is what made the order matter.
+    gdf, grid, _ = regular_data
+    same = gdf.set_axis([0] * len(gdf))
+    counts = prepare(same, grid, attributes=["a", "c"], continuous="z")
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    assert len(synthesize(fit, same, m=1, seed=1)[0]) == len(gdf)  # in order: matched
+    with pytest.raises(InputError, match=r"differs .*; gdf has duplicate index labels, so its "
+                                         r"records are matched by position.*reset_index"):
+        synthesize(fit, same.iloc[::-1], m=1)
+
+
 def test_the_core_refuses_a_noise_aware_fit(regular_data):
     gdf, _, counts = regular_data
     fit = dataclasses.replace(stub_fit(counts, random_lambda(counts, chains=1, draws=2)),
