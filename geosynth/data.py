@@ -783,7 +783,7 @@ def prepare(
         if outside == "drop" and none_left is None:
             check_kept_labels(gdf.index, n_out)
         check_outside(n_out, len(gdf), _rows(gdf.index, out), outside, none_left=none_left,
-                      stacklevel=2)
+                      stacklevel=2, beyond=_beyond_extent(gdf[out], grid))
         records = records[~out]
     return counts_from_table(records, grid, attrs, continuous, max_bytes=max_bytes,
                              allow_identifying=allow_identifying)
@@ -1274,6 +1274,16 @@ _COLLISION_EXPONENT = 14.0
 _WARN_COLLISION_EXPONENT = 6.0
 
 
+def _beyond_extent(out: gpd.GeoDataFrame, grid: Grid) -> int:
+    """How many of the points in no cell lie beyond the lattice's bounds (or have no place)."""
+    xy = shapely.get_coordinates(np.asarray(out.geometry.array, dtype=object))
+    if len(xy) != len(out):  # empty or multi-part geometries: no split to tell
+        return len(out)
+    x0, y0, x1, y1 = grid.bounds
+    within = (xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1)
+    return int((~within).sum())
+
+
 def check_outside(
     n_out: int,
     n_total: int,
@@ -1282,6 +1292,7 @@ def check_outside(
     *,
     none_left: str | None = None,
     stacklevel: int = 2,
+    beyond: int | None = None,
 ) -> None:
     """Refuse, or warn about, the points that fall in no grid cell.
 
@@ -1300,6 +1311,9 @@ def check_outside(
         The message when no point is in a cell (default: a generic one).
     stacklevel : int, default 2
         Of the warning, as for :func:`warnings.warn`.
+    beyond : int, optional
+        How many of the ``n_out`` lie beyond the lattice's bounds, the others being within
+        them but outside the region or inside an excluded area (None: not told apart).
 
     Raises
     ------
@@ -1313,10 +1327,11 @@ def check_outside(
     """
     if n_out == n_total:
         raise InputError(none_left or no_overlap_message(n_total, None, None, None))
-    where = (
-        f"{n_out} of {n_total} points fall in no grid cell (outside the lattice or region, or "
-        f"inside an excluded area): {rows}"
-    )
+    reason = "outside the lattice or region, or inside an excluded area"
+    if beyond is not None:  # which fix applies: a wider lattice, or the region and exclusions
+        reason = (f"{beyond} beyond the lattice's bounds, {n_out - beyond} within them but "
+                  "outside the region or inside an excluded area")
+    where = f"{n_out} of {n_total} points fall in no grid cell ({reason}): {rows}"
     if outside == "error":
         raise InputError(
             f'{where}; pass outside="drop" to drop them, or build a grid that covers them'
