@@ -165,6 +165,7 @@ __all__ = [
     "locate_on_domain",
     "warn_dropped",
     "DROP_REASONS",
+    "beyond_bounds",
     "check_outside",
     "check_kept_labels",
     "check_prepare_options",
@@ -783,7 +784,7 @@ def prepare(
         if outside == "drop" and none_left is None:
             check_kept_labels(gdf.index, n_out)
         check_outside(n_out, len(gdf), _rows(gdf.index, out), outside, none_left=none_left,
-                      stacklevel=2, beyond=_beyond_extent(gdf[out], grid))
+                      stacklevel=2, beyond=beyond_bounds(gdf[out], grid))
         records = records[~out]
     return counts_from_table(records, grid, attrs, continuous, max_bytes=max_bytes,
                              allow_identifying=allow_identifying)
@@ -1274,8 +1275,12 @@ _COLLISION_EXPONENT = 14.0
 _WARN_COLLISION_EXPONENT = 6.0
 
 
-def _beyond_extent(out: gpd.GeoDataFrame, grid: Grid) -> int:
-    """How many of the points in no cell lie beyond the lattice's bounds (or have no place)."""
+def beyond_bounds(out: gpd.GeoDataFrame, grid: Grid) -> int:
+    """How many of the points in no cell lie beyond the lattice's bounds (or have no place).
+
+    For :func:`check_outside`'s ``beyond``, from :func:`prepare` and, partition by partition,
+    :func:`geosynth.distributed.prepare_dask`.
+    """
     xy = shapely.get_coordinates(np.asarray(out.geometry.array, dtype=object))
     if len(xy) != len(out):  # empty or multi-part geometries: no split to tell
         return len(out)

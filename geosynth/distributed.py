@@ -55,6 +55,7 @@ from geosynth.data import (
     COUNT_COLUMN,
     DROP_REASONS,
     CellCounts,
+    beyond_bounds,
     check_columns,
     check_crs,
     check_domain_options,
@@ -850,6 +851,12 @@ def _partition_outside(part, grid, attrs) -> pd.Series:
     return pd.Series(labels.to_numpy(dtype=object), dtype=object)
 
 
+def _partition_beyond(part, grid, attrs) -> pd.Series:
+    """How many points of one partition fall in no cell beyond the lattice's bounds."""
+    cell = locate_records(part, grid, attrs, check_bounds=False)[CELL_COLUMN].to_numpy()
+    return pd.Series([beyond_bounds(part[cell < 0], grid)], dtype=np.int64)
+
+
 def _partition_on_domain(part, grid, domain) -> pd.DataFrame:
     """Cell, domain combination and drop reasons of every record of one partition."""
     _check_partition_crs(part, grid)
@@ -1001,7 +1008,12 @@ def prepare_dask(
             none_left = no_overlap_message(n_total, corners.dropna().to_numpy(), grid, ddf.crs)
         if outside == "drop" and none_left is None:  # partitions often number rows from 0
             check_kept_labels(ddf.index.compute(), n_out)
-        check_outside(n_out, n_total, rows, outside, none_left=none_left, stacklevel=2)
+        beyond = None
+        if none_left is None:  # as prepare: beyond the lattice, or within it but not habitable
+            beyond = int(ddf.map_partitions(_partition_beyond, grid, attrs,
+                                            meta=pd.Series([], dtype=np.int64)).sum().compute())
+        check_outside(n_out, n_total, rows, outside, none_left=none_left, stacklevel=2,
+                      beyond=beyond)
         table = table.loc[~out].reset_index(drop=True)
     for a in attrs:  # the partitions' dtypes: a categorical keeps its category order
         table[a] = table[a].astype(meta[a].dtype)
