@@ -669,11 +669,11 @@ def _weighted_points(
         xy[part[boxed]] = _rejection(rng, boxes[part[boxed]], geoms[boxed], batch[boxed],
                                      cells[part[boxed]])
         sliver = part[acceptance < _TRIANGULATE_BELOW]
+        habitable = np.asarray(grid.habitable_geometry)
         for one in np.unique(piece[sliver]):
             points = sliver[piece[sliver] == one]
             cell = int(cells[points[0]])
-            inside = shapely.intersection(shapely.box(*table.boxes[one]),
-                                          grid.habitable_geometry[cell])
+            inside = shapely.intersection(shapely.box(*table.boxes[one]), habitable[cell])
             xy[points] = _in_triangles(rng, inside, points.size, cell)
     return xy
 
