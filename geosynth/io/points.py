@@ -777,6 +777,11 @@ def _describe_header(columns: pd.Index, options: _CsvOptions) -> str:
         return ("its first line starts with '#', a comment line, which is read as the header "
                 "(not quoted here); remove the comment lines so that the first line names the "
                 "columns")
+    if _misread_header(names, options):
+        return (f"its first line does not read as column names with encoding "
+                f"{options.encoding!r} ({len(names)} name(s), one of them holding line breaks "
+                "of the file or too long for a name; not quoted here: it may hold records); "
+                "pass the file's encoding and separator (CLI: --encoding, --sep)")
     if _looks_like_a_record(names):
         count = int(_number_like(names).sum())
         return (f"its first line holds {count} number(s) where column names belong (not "
@@ -784,6 +789,26 @@ def _describe_header(columns: pd.Index, options: _CsvOptions) -> str:
                 "line, add one naming every column")
     return (f"its columns are {[printable(name) for name in names]}"
             f"{_separator_hint(columns, options)}{_bom_hint(names, options)}")
+
+
+#: A header name longer than this is not quoted in messages (:func:`_misread_header`).
+_MAX_NAME_CHARS = 100
+
+
+def _misread_header(names: list[str], options: _CsvOptions) -> bool:
+    """Whether the header was not read as names: a name spans lines of the file, or is huge.
+
+    A UTF-8 file read as UTF-16 decodes to one line of CJK characters: the whole file became
+    one column name, and the message quoted it (17 KB); its UTF-16 bytes are the file's,
+    every record included. Encoded back, such a name holds the file's line breaks.
+    """
+    for name in names:
+        if len(name) > _MAX_NAME_CHARS:
+            return True
+        raw = name.encode(options.encoding, errors="replace")
+        if b"\n" in raw or b"\r" in raw:
+            return True
+    return False
 
 
 def _looks_like_a_record(names: list) -> bool:

@@ -1027,6 +1027,25 @@ def test_a_csv_not_in_the_given_encoding_names_it_without_quoting_bytes(tmp_path
     assert read_points(path, x="east", y="north", crs="EPSG:4326")["y"].tolist() == ["café"]
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_csv_read_as_utf16_does_not_quote_the_whole_file_as_a_column_name(tmp_path,
+                                                                          encoding):
+    # A UTF-8 file of an even length read as UTF-16 decodes to one line of CJK characters:
+    # one column name holding the whole file, which the message listed (17 KB). Encoded back
+    # to UTF-16 it is every record, coordinates included.
+    path = tmp_path / "points.csv"
+    rows = "".join(f"{500_000 + 7.25 * k:.2f},{7_800_000 + 3.5 * k:.2f},{k % 3}\n"
+                   for k in range(40))
+    text = "east,north,y\n" + rows
+    path.write_bytes((text + "\n" * (len(text) % 2)).encode())
+    with pytest.raises(InputError, match=r"no column 'east'; its first line does not read as "
+                       r"column names with encoding .*not quoted here.*--encoding") as caught:
+        read_points(path, x="east", y="north", crs=CRS, encoding=encoding)
+    assert len(str(caught.value)) < 400
+    assert "500007.25" not in str(caught.value).encode(encoding, "replace").decode("ascii",
+                                                                                  "replace")
+
+
 def test_a_utf8_byte_order_mark_is_skipped_or_named(tmp_path):
     # Excel's "CSV UTF-8" starts with a byte-order mark: read as UTF-8 it is skipped (as
     # before); read as CP1252 the first column was named 'ï»¿east' and "not found".
