@@ -93,8 +93,8 @@ def root_seed_sequence(seed: SeedLike, name: str = "seed") -> np.random.SeedSequ
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
         ``None`` uses fresh OS entropy; a SeedSequence is copied (spawning from the copy
         leaves the caller's untouched, so the same SeedSequence gives the same streams every
-        time, as an int does); a Generator is advanced to draw 128 bits of entropy (two int64
-        draws).
+        time, as an int does); a Generator is advanced to draw 126 bits of entropy (two draws
+        below 2**63; the same draws as ever, so the same Generator gives the same streams).
     name : str, default "seed"
         Name of the parameter in error messages.
 

@@ -57,7 +57,7 @@ def make_streams(seed, n_streams: int) -> np.ndarray:
     Parameters
     ----------
     seed : None, int, numpy.random.SeedSequence or numpy.random.Generator
-        Public seed. ``None`` uses fresh OS entropy. A Generator contributes 128 bits drawn from it.
+        Public seed. ``None`` uses fresh OS entropy. A Generator contributes 126 bits drawn from it.
         An int must be >= 0.
     n_streams : int
         Number of streams (one per chain, or per parallel work item), from 1 to
