@@ -177,8 +177,10 @@ class PaivaFit:
         """Posterior mean intensity E[λ_ib | data], shape (G, B), float64.
 
         The mean over every retained draw of every chain, also when η was stored for fewer
-        draws (``lambda_chain_means``, summed during the fit; see there for ``n_iter="auto"``).
-        Computed once; each call returns a copy, so changing it changes no later result.
+        draws (``lambda_chain_means``, summed during the fit; see there for ``n_iter="auto"``:
+        there it also counts the draws made before ``thin`` last doubled, so it differs from
+        the mean of ``exp(fit.eta)`` by about a Monte Carlo error). Computed once; each call
+        returns a copy, so changing it changes no later result.
         """
         if self._mean_lambda is None:
             if self.lambda_chain_means is not None:
