@@ -490,7 +490,7 @@ class LayerOption(NamedTuple):
 
 
 def choose_layer(layers: Any, shown: str, wanted: str, option: LayerOption,
-                 layer: str | None = None) -> tuple[str | None, str | None]:
+                 layer: str | None = None) -> tuple[str, str | None]:
     """Return the layer to read of a file and a note saying why, or refuse, naming every layer.
 
     The layer given is read if the file has it. Without one, the only layer is read, and of a
@@ -514,8 +514,8 @@ def choose_layer(layers: Any, shown: str, wanted: str, option: LayerOption,
 
     Returns
     -------
-    layer : str or None
-        The layer to read; None for a file without layers (the reader's own message).
+    layer : str
+        The layer to read.
     note : str or None
         Why that layer, when the file has several and none was given; the caller says it
         (a warning, or a note on stderr).
@@ -523,8 +523,8 @@ def choose_layer(layers: Any, shown: str, wanted: str, option: LayerOption,
     Raises
     ------
     geosynth.errors.InputError
-        The file has no layer named ``layer``, or several layers and none is the only one of
-        the geometry wanted (none of unknown type).
+        The file has no layer (a truncated FlatGeobuf), no layer named ``layer``, or several
+        layers and none is the only one of the geometry wanted (none of unknown type).
     """
     rows = [(str(name), "no geometry" if kind is None else str(kind)) for name, kind in layers]
     names, kinds = [name for name, _ in rows], [kind for _, kind in rows]
@@ -533,8 +533,11 @@ def choose_layer(layers: Any, shown: str, wanted: str, option: LayerOption,
             raise InputError(f"{option.given(layer)}: {describe_layers(shown, names, kinds)}, "
                              "none of them named so; give one of those names")
         return layer, None
-    if len(names) <= 1:
-        return (names[0] if names else None), None
+    if not names:  # GDAL opened it and found no layer: pyogrio raised a bare IndexError
+        raise InputError(f"{shown} holds no layer GDAL can read: it may be damaged or "
+                         "truncated (a partial copy); copy or export it again")
+    if len(names) == 1:
+        return names[0], None
     matching = [name for name, kind in rows if wanted in kind.lower()]
     unknown = [name for name, kind in rows
                if "unknown" in kind.lower() or "collection" in kind.lower()]

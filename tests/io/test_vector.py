@@ -147,6 +147,22 @@ def test_choose_layer_names_the_option_as_asked():
         choose_layer(layers, "--areas f.gpkg", "polygon", LayerOption("--areas-layer"), "x")
 
 
+def test_a_truncated_flatgeobuf_is_said_to_hold_no_layer(tmp_path):
+    # GDAL opens a partial copy of a FlatGeobuf and lists no layer: pyogrio's read_info raised
+    # a bare IndexError ("index 0 is out of bounds"), a traceback in the command line.
+    from geosynth.io import read_points, read_polygons
+
+    whole = tmp_path / "a.fgb"
+    gpd.GeoDataFrame({"y": [1, 2]}, geometry=gpd.points_from_xy([0.0, 1.0], [0.0, 1.0]),
+                     crs="EPSG:31983").to_file(whole, driver="FlatGeobuf", engine="pyogrio")
+    partial = tmp_path / "partial.fgb"
+    partial.write_bytes(whole.read_bytes()[:300])
+    for read, shown in ((read_points, "partial.fgb"), (read_polygons, "polygons partial.fgb")):
+        with pytest.raises(InputError, match=rf"^{shown} holds no layer GDAL can read: it may "
+                                             r"be damaged or truncated"):
+            read(partial)
+
+
 def test_a_layer_parameter_without_a_command_line_option_is_named_alone():
     # read_polygons serves Python callers; the command line passes its own option to it, so
     # its Python messages have no "(CLI: ...)" note to name (there are three layer options).
