@@ -405,13 +405,14 @@ def _staging_error(option: str, path: Path, err: OSError | InputError) -> InputE
 
 def _output_error(option: str, path: Path, err: OSError) -> InputError:
     """Build the message of an output that cannot be staged: option, folder and fix."""
+    from geosynth.io import printable
     from geosynth.io._files import output_path_error
 
     if isinstance(err, FileExistsError) and err.filename == str(path):
-        return InputError(f"{option} {path} already exists; pass --overwrite to replace it, or "
-                          "choose another file name (nothing was written)")
+        return InputError(f"{option} {printable(str(path))} already exists; pass --overwrite to "
+                          "replace it, or choose another file name (nothing was written)")
     if isinstance(err, IsADirectoryError) and err.filename == str(path):
-        return InputError(f"{option} {path} is a directory; give a file name")
+        return InputError(f"{option} {printable(str(path))} is a directory; give a file name")
     return output_path_error(path, err, option)
 
 
@@ -462,7 +463,10 @@ def check_outputs(
         keys[name] = key
     for name, path in given.items():  # first: --overwrite would not replace them either
         _refuse_special_file(name, path)
-    existing = [f"{path} ({name})" for name, path in given.items() if os.path.lexists(path)]
+    from geosynth.io import printable  # a name's escape sequences and line breaks, shown
+
+    existing = [f"{printable(str(path))} ({name})" for name, path in given.items()
+                if os.path.lexists(path)]
     if existing and not overwrite:
         raise InputError(
             f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; pass "
@@ -470,7 +474,7 @@ def check_outputs(
         )
     for name, path in given.items():
         if os.path.lexists(path):
-            refuse_held_by_another_user(path, f"{path} ({name})")
+            refuse_held_by_another_user(path, f"{printable(str(path))} ({name})")
     return given
 
 
@@ -488,9 +492,11 @@ def _output_key(option: str, path: Path) -> Path:
     except OSError as err:
         raise _output_error(option, path, err) from err
     except RuntimeError as err:  # "Symlink loop from ..." (Python < 3.13)
-        raise InputError(f"{option} {path}: a symbolic link in that path points back to "
-                         "itself; fix the link or choose another path (nothing was written)"
-                         ) from err
+        from geosynth.io import printable
+
+        raise InputError(f"{option} {printable(str(path))}: a symbolic link in that path points "
+                         "back to itself; fix the link or choose another path (nothing was "
+                         "written)") from err
 
 
 def _refuse_special_file(option: str, path: Path) -> None:
@@ -1074,8 +1080,19 @@ def text_block(table: pd.DataFrame | pd.Series, float_format: str = "{:,.3f}") -
     str
         The table as a fenced Markdown code block, ending with a newline.
     """
-    text = table.to_string(float_format=float_format.format)
+    text = _printable_labels(table).to_string(float_format=float_format.format)
     return f"```\n{text}\n```\n"
+
+
+def _printable_labels(table: pd.DataFrame | pd.Series) -> pd.DataFrame | pd.Series:
+    """Return ``table`` with its row labels made printable (:func:`geosynth.io.printable`).
+
+    A level holding a line break and an escape sequence (ESC ``[2J``) was written raw into
+    the report's fit summary: ``cat report.md`` cleared the screen.
+    """
+    from geosynth.io import printable
+
+    return table.rename(index=lambda label: printable(str(label)))
 
 
 def summary_block(summary: pd.DataFrame) -> str:
@@ -1099,7 +1116,8 @@ def summary_block(summary: pd.DataFrame) -> str:
 
     formatters = {column: count for column in summary.columns
                   if str(column).startswith("ess")}
-    text = summary.to_string(formatters=formatters, float_format="{:,.3f}".format)
+    text = _printable_labels(summary).to_string(formatters=formatters,
+                                                float_format="{:,.3f}".format)
     return f"```\n{text}\n```\n"
 
 

@@ -90,3 +90,17 @@ def test_an_output_with_control_characters_is_refused_naming_the_option(inputs, 
                  "--report", tmp_path / "tune\nreport.md")
     assert_refused(result, "--report: the output path", "contains control characters")
     assert "Tuning" not in result.output and list(tmp_path.iterdir()) == []
+
+
+def test_report_tables_show_labels_without_control_characters():
+    # A level holding a line break and an escape sequence (ESC [2J clears a terminal) was
+    # written raw into the report's fit summary.
+    import pandas as pd
+
+    from geosynth.cli.helpers import summary_block, text_block
+
+    table = pd.DataFrame({"mean": [1.0], "ess_bulk": [100.0]},
+                         index=["alpha[x2=multi\nline\x1b[2J]"])
+    for block in (summary_block(table), text_block(table)):
+        assert "alpha[x2=multi?line?[2J]" in block and "\x1b" not in block
+        assert block.count("\n") == 4  # fence, header, one row, fence

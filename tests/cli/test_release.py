@@ -513,6 +513,16 @@ def test_an_input_pipe_is_refused_naming_input(tmp_path):
     assert list(tmp_path.iterdir()) == [pipe]
 
 
+def test_an_existing_output_is_named_without_its_escape_sequences(inputs, tmp_path):
+    # The name was printed raw: an escape sequence reached the terminal and a line break split
+    # the message in two lines, the second one looking like geosynth's.
+    out = tmp_path / "esc\x1b[31mRED\nFAKE.gpkg"
+    out.touch()
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--out", out)
+    assert_refused(result, "esc?[31mRED?FAKE.gpkg (--out) already exists")
+    assert "\x1b" not in result.output and result.output.count("\n") == 1
+
+
 def test_a_dangling_link_as_output_is_refused_before_the_fit(inputs, tmp_path):
     (tmp_path / "r.gpkg").symlink_to(tmp_path / "gone.gpkg")
     result = run("release", inputs["gpkg"], *GPKG_ARGS, "--out", tmp_path / "r.gpkg")
