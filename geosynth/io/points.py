@@ -344,9 +344,11 @@ def _check_csv_character(name: str, value: str) -> None:
         raise InputError(f"{name} must be one character, got {printable(value)!r} "
                          f"({len(value)} characters){tab}; e.g. {name}="
                          f"{_CSV_EXAMPLES[name]} (CLI: --{name})")
-    if value.isdigit() or value in "\"\r\n" or (name == "decimal" and value.isspace()):
-        what = ("a digit, the quote '\"', a line break or a space" if name == "decimal" else
-                "a digit, the quote '\"' or a line break")
+    number_mark = name == "decimal" and (value.isspace() or value in "+-eE")
+    if value.isdigit() or value in "\"\r\n" or number_mark:
+        # a sign or an exponent's e as the decimal mark made "-46.5" or "1e3" other numbers
+        what = ("a digit, a sign, the exponent's e, the quote '\"', a line break or a space"
+                if name == "decimal" else "a digit, the quote '\"' or a line break")
         raise InputError(f"{name}={value!r} cannot be {what}; e.g. "
                          f"{name}={_CSV_EXAMPLES[name]} (CLI: --{name})")
 

@@ -984,6 +984,9 @@ def test_decimal_commas_under_dp_keep_the_other_coordinates(tmp_path):
     ({"decimal": ",."}, InputError, r"^decimal must be one character.*\(CLI: --decimal\)$"),
     ({"sep": '"'}, InputError, r"^sep='\"' cannot be a digit, the quote"),
     ({"decimal": "1"}, InputError, r"^decimal='1' cannot be a digit"),
+    # a sign or an exponent's e as the decimal mark read "-46.5" and "1e3" as other numbers
+    ({"decimal": "-", "sep": ";"}, InputError, r"^decimal='-' cannot be .*a sign"),
+    ({"decimal": "e", "sep": ";"}, InputError, r"^decimal='e' cannot be .*the exponent's e"),
     ({"sep": ";", "decimal": ";"}, InputError, r"^sep and decimal must differ, got ';' for both"),
     ({"decimal": ","}, InputError, r"^sep and decimal must differ, got ',' for both; .*"
                                    r"pass sep=';' and decimal=','"),
