@@ -1275,12 +1275,16 @@ _COLLISION_EXPONENT = 14.0
 _WARN_COLLISION_EXPONENT = 6.0
 
 
-def beyond_bounds(out: gpd.GeoDataFrame, grid: Grid) -> int:
+def beyond_bounds(out: gpd.GeoDataFrame, grid: Grid) -> int | None:
     """How many of the points in no cell lie beyond the lattice's bounds (or have no place).
 
     For :func:`check_outside`'s ``beyond``, from :func:`prepare` and, partition by partition,
-    :func:`geosynth.distributed.prepare_dask`.
+    :func:`geosynth.distributed.prepare_dask`. None on a lattice with no region or exclusion:
+    there a point within the bounds in no cell lies between hexagons, and telling it apart
+    said "outside the region" of a lattice without one.
     """
+    if not grid.is_clipped:
+        return None
     xy = shapely.get_coordinates(np.asarray(out.geometry.array, dtype=object))
     if len(xy) != len(out):  # empty or multi-part geometries: no split to tell
         return len(out)

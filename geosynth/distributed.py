@@ -1009,7 +1009,7 @@ def prepare_dask(
         if outside == "drop" and none_left is None:  # partitions often number rows from 0
             check_kept_labels(ddf.index.compute(), n_out)
         beyond = None
-        if none_left is None:  # as prepare: beyond the lattice, or within it but not habitable
+        if none_left is None and grid.is_clipped:  # as prepare (data.beyond_bounds)
             beyond = int(ddf.map_partitions(_partition_beyond, grid, attrs,
                                             meta=pd.Series([], dtype=np.int64)).sum().compute())
         check_outside(n_out, n_total, rows, outside, none_left=none_left, stacklevel=2,

@@ -1992,9 +1992,8 @@ def _check_cell_size(cell_size: object) -> tuple[float, float]:
             f"got {_describe_sequence(cell_size)}"
         )
     if max(dx, dy) > MAX_EXTENT:  # a hexagon of side 1e300 overflowed placement's batches
-        infinite = any(isinstance(v, float | np.floating) and math.isinf(v) for v in sizes)
-        shown = (repr(cell_size) if math.isfinite(max(dx, dy)) or infinite
-                 else "(an int past the float range)")
+        huge = any(is_integer(v) and not math.isfinite(as_float(v)) for v in sizes)
+        shown = "(an int past the float range)" if huge else repr(cell_size)  # inf as inf
         raise GridError(
             f"cell_size {shown} is beyond {MAX_EXTENT:g} CRS units, wider than any "
             "projected CRS in metres (the Earth is 4e7 m round); give the size in metres"

@@ -524,6 +524,20 @@ def test_outside_error_names_count_and_rows():
         prepare(outside_gdf(), clipped_grid(), ["g"])
 
 
+def test_points_between_the_hexagons_of_an_unclipped_lattice_are_not_said_outside_a_region():
+    # No region nor exclusion: a point within the bounds in no cell lies in a notch between
+    # hexagons, and "within them but outside the region or inside an excluded area" misled.
+    grid = Grid.hexagonal((0, 0, 10, 10), cell_size=2.0)
+    x0, y0, _, _ = grid.bounds
+    xy = np.array([[5.0, 5.0], [4.0, 6.0], [x0 + 0.01, y0 + 0.01], [6.0, 4.0]])
+    assert (grid.locate(xy) < 0).sum() == 1  # the corner of the bounds, in a notch
+    gdf = gpd.GeoDataFrame({"g": ["a", "b", "a", "b"]}, geometry=gpd.points_from_xy(*xy.T))
+    with pytest.raises(InputError) as caught:
+        prepare(gdf, grid, ["g"])
+    assert "1 of 4 points fall in no grid cell (outside the lattice" in str(caught.value)
+    assert "beyond the lattice's bounds" not in str(caught.value)
+
+
 def test_outside_drop_drops_exactly_unlocated_points():
     grid, df = clipped_grid(), outside_gdf()
     located = grid.locate(df)

@@ -941,6 +941,8 @@ def test_require_projected_crs_refuses_what_pyproj_cannot_read_with_our_crs_erro
         # an infinite float is shown as itself, not as an int past the float range
         (lambda: Grid.regular((0, 0, 4, 4), cell_size=float("inf")), r"^cell_size inf is beyond"),
         (lambda: Grid.regular((0, 0, 4, 4), cell_size=(1.0, np.inf)), r"^cell_size \(1.0, inf\)"),
+        (lambda: Grid.regular((0, 0, 4, 4), cell_size=(np.inf, 10**5000)),
+         r"cell_size \(an int past"),  # repr of the int raised ValueError (4,300 digits)
         (lambda: Grid.from_points(_POINTS, shape=(2, 2), pad=10**400),
          r"pad must be a finite number >= 0, got int <401 digits"),
         (lambda: Grid.regular((0, 0, 10**400, 4), shape=(2, 2)), "bounds must be four finite"),

@@ -1556,7 +1556,7 @@ def intensity_fidelity(original: Any, releases: Any, grid: Grid) -> IntensityFid
     binned = _counts_per_cell(grid, original_xy)  # the last bin: outside the lattice
     if binned[:-1].sum() == 0:  # both sides all outside: l1 was 0.0, a perfect score
         raise InputError(
-            f"none of the {len(original_xy):,} original points lies in a cell of grid "
+            f"none of the original points lies in a cell of grid "
             f"(bounds {tuple(round(float(b), 3) for b in grid.bounds)}); pass the lattice "
             "that covers them, in their CRS"
         )
@@ -1678,8 +1678,8 @@ def _compared(estimates: np.ndarray, variances: np.ndarray, critical: float, lev
     if rules == "partial":
         combined = combine_partially_synthetic(estimates[1:], variances[1:], level)
     else:  # the adjustment's n_syn / n with the releases' mean size, as for the rectangles
-        ratio = sizes[1:].mean() / sizes[0]
-        combined = _finish(*_full(estimates[1:], variances[1:], ratio), level, scalar=True)
+        qa, ua, level = _check_qu(estimates[1:], variances[1:], level)  # as the public rules
+        combined = _finish(*_full(qa, ua, sizes[1:].mean() / sizes[0]), level, scalar=True)
     half = critical * math.sqrt(variances[0])
     original_ci = (estimates[0] - half, estimates[0] + half)
     return np.array([estimates[0], combined.estimate, *original_ci, combined.lower,

@@ -1157,8 +1157,8 @@ class Doca:
                 f"{type(stream).__name__}; wrap a single record in a list: process([record])"
             )
         yield from self._deliver()
+        _check_labels(stream, "stream")  # a frame's columns or a series' name
         if hasattr(stream, "columns"):  # a DataFrame: iterating it yields its column labels
-            _check_labels(stream, "stream")
             stream = np.asarray(stream)
         if isinstance(stream, np.ndarray):
             refuse_masked(stream, "stream")

@@ -47,11 +47,12 @@ Where we differ from the R code
 * A categorical column that identifies records (the rules of :func:`geosynth.prepare`: nearly
   one level per record, many records alone in their level, or every record alone) is refused:
   its records have no neighbour, so every one of them would be released unchanged, ID included.
-  So is an integer column whose values are all distinct, or that is named like an ID by the
-  same rules (``patient_id``): resampled as a number it would release real IDs, each a
-  neighbour's. Integers that repeat (age in years, counts) pass, however many levels they
-  have. A float column of whole numbers that are all distinct is refused too (an ID stored as
-  floats, e.g. read from a CSV with a blank cell); other float columns are not checked.
+  So is an integer column whose values are nearly all distinct (over 90 %), or that is named
+  like an ID by the same rules (``patient_id``): resampled as a number it would release real
+  IDs, each a neighbour's. Integers that repeat (age in years, counts) pass, however many
+  levels they have. A float column of whole numbers that are all distinct is refused too (an
+  ID stored as floats, e.g. read from a CSV with a blank cell); other float columns are not
+  checked.
 * ``weights`` maps column names to factors (R: ``wts = c(columns, factors)``).
 * Neighbours are found with :class:`scipy.spatial.cKDTree`, not an ``n x n`` distance matrix.
   Records with identical values (after scaling) are collapsed to one point carrying their
@@ -380,19 +381,26 @@ def _whole_number_floats(values: pd.Series) -> bool:
             and bool(np.all(finite == np.round(finite))))
 
 
+#: An integer column with more distinct values than this share of its records is judged as an
+#: identifier by the level rules (:func:`_describe_identifier`); fewer, it is a measurement.
+_NEARLY_UNIQUE_SHARE = 0.9
+
+
 def _describe_identifier(values: pd.Series, name: Hashable) -> tuple[str, str] | None:
     """``(kind, description)`` of a numeric column that identifies records, else None.
 
-    An integer column by the rules of :func:`geosynth.data.identifying_levels` when every
-    record holds its own value or its name is an identifier's. The level rules alone, meant for
-    categories, took a measurement for an ID in a small table: 50 people's ages in years span
-    more levels than half the records. A float column of whole numbers only (an integer ID
+    An integer column by the rules of :func:`geosynth.data.identifying_levels` when nearly
+    every record holds its own value (:data:`_NEARLY_UNIQUE_SHARE`: an ID with one value typed
+    twice too) or its name is an identifier's. The level rules alone, meant for categories,
+    took a measurement for an ID in a small table: 50 people's ages in years span more levels
+    than half the records. A float column of whole numbers only (an integer ID
     stored as floats: read from a CSV with a blank cell, or after a join) when every record
     holds its own value: a continuous measurement rounded to whole units (income in dollars)
     repeats, an ID never does.
     """
     if pd.api.types.is_integer_dtype(values.dtype):
-        if values.nunique(dropna=False) < len(values) and not is_identifier_name(name):
+        nearly_unique = values.nunique(dropna=False) > _NEARLY_UNIQUE_SHARE * len(values)
+        if not (nearly_unique or is_identifier_name(name)):
             return None  # a measurement or a count repeats: ages, rooms
         described = identifying_levels(values, name)
         return None if described is None else ("integer", described)

@@ -672,7 +672,7 @@ def test_intensity_fidelity_on_a_lattice_away_from_the_points_is_refused():
 
     points = frame([[10.5, 10.5]] * 4 + [[11.5, 10.5]] * 3)
     away = Grid.regular((0, 0, 3, 1), shape=(1, 3), crs=CRS)
-    with pytest.raises(InputError, match=r"none of the 7 original points lies in a cell of grid"):
+    with pytest.raises(InputError, match=r"none of the original points lies in a cell of grid"):
         intensity_fidelity(points, [points, points], away)
     west = Grid.regular((10, 10, 11, 12), shape=(2, 1), crs=CRS)  # 4 of 7 inside: measured
     fidelity = intensity_fidelity(points, [points, points], west)
@@ -1010,6 +1010,9 @@ def test_the_fully_synthetic_adjustment_takes_the_releases_mean_size():
         row = continuous_utility(original, releases, ["z"], rules="full").loc["mean[z]"]
         assert (row["lower_synthetic"], row["upper_synthetic"]) == pytest.approx(
             (4.5 - half, 4.5 + half), rel=1e-12)
+    for rules in ("partial", "full"):  # a NaN in a release: refused by both rules
+        with pytest.raises(InputError, match="q and u must be finite"):
+            continuous_utility(original, [small, large.assign(z=np.nan)], ["z"], rules=rules)
 
 
 def test_continuous_utility_agrees_where_the_releases_are_the_original_law():

@@ -766,6 +766,8 @@ def test_columns_named_as_identifiers_are_refused_everywhere():
         naive_laplace(frame, 1.0, bounds=([0.0, 0.0], [100.0, 100.0]))
     with pytest.raises(InputError, match=r"^data is a series named as an identifier"):
         Doca(1.0, bounds=(0.0, 100.0)).fit_transform(frame["patient_id"])
+    with pytest.raises(InputError, match=r"^stream is a series named as an identifier"):
+        list(Doca(1.0, bounds=(0.0, 100.0)).process(frame["patient_id"], flush=True))
     released = Doca(1.0, bounds=(0.0, 100.0)).fit_transform(frame["age"])  # an attribute
     assert released.shape == (30,)
 

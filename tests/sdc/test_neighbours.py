@@ -379,6 +379,10 @@ def test_integer_ages_of_a_small_table_are_not_taken_for_an_identifier():
     assert out["age"].dtype == np.int64
     with pytest.raises(InputError, match=r"integer column 'age' has 50 levels among 50"):
         neighbour_resample(df.assign(age=np.arange(50) * 3 + 18), 1.5, seed=1)
+    typed_twice = np.arange(1000, 1050)
+    typed_twice[7] = typed_twice[6]  # an ID with one value typed twice is still an ID
+    with pytest.raises(InputError, match=r"integer column 'ref' has 49 levels among 50"):
+        neighbour_resample(df.assign(ref=typed_twice), 1.5, seed=1)
     visits = df.assign(patient_no=np.repeat(np.arange(25), 2))  # two records an ID, by name
     with pytest.raises(InputError, match=r"integer column 'patient_no' .* named like a record"):
         neighbour_resample(visits, 1.5, seed=1)
