@@ -1080,8 +1080,10 @@ def text_block(table: pd.DataFrame | pd.Series, float_format: str = "{:,.3f}") -
     str
         The table as a fenced Markdown code block, ending with a newline.
     """
+    from geosynth.evaluation import markdown_code  # a fence no label's backticks close
+
     text = _printable_labels(table).to_string(float_format=float_format.format)
-    return f"```\n{text}\n```\n"
+    return markdown_code(text, block=True) + "\n"
 
 
 def _printable_labels(table: pd.DataFrame | pd.Series) -> pd.DataFrame | pd.Series:
@@ -1116,9 +1118,11 @@ def summary_block(summary: pd.DataFrame) -> str:
 
     formatters = {column: count for column in summary.columns
                   if str(column).startswith("ess")}
+    from geosynth.evaluation import markdown_code  # a fence no label's backticks close
+
     text = _printable_labels(summary).to_string(formatters=formatters,
                                                 float_format="{:,.3f}".format)
-    return f"```\n{text}\n```\n"
+    return markdown_code(text, block=True) + "\n"
 
 
 def describe_lattice(grid: Grid) -> str:

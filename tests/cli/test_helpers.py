@@ -104,3 +104,6 @@ def test_report_tables_show_labels_without_control_characters():
     for block in (summary_block(table), text_block(table)):
         assert "alpha[x2=multi?line?[2J]" in block and "\x1b" not in block
         assert block.count("\n") == 4  # fence, header, one row, fence
+    fenced = table.rename(index={table.index[0]: "alpha[x2=```]"})  # closed the fence
+    for block in (summary_block(fenced), text_block(fenced)):
+        assert block.startswith("````\n") and block.endswith("\n````\n")
