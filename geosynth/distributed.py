@@ -844,17 +844,23 @@ def _partition_records(part, grid, attrs, levels, combo_keys, radix) -> pd.DataF
                         index=part.index[keep])
 
 
-def _partition_outside(part, grid, attrs) -> pd.Series:
-    """Labels of (at most _SHOW + 1) points of one partition that fall in no cell."""
-    cell = locate_records(part, grid, attrs, check_bounds=False)[CELL_COLUMN].to_numpy()
-    labels = part.index[cell < 0][: _SHOW + 1]
-    return pd.Series(labels.to_numpy(dtype=object), dtype=object)
+_OUTSIDE_META = pd.DataFrame({"label": pd.Series([], dtype=object),
+                              "beyond": pd.Series([], dtype=np.int64)})
 
 
-def _partition_beyond(part, grid, attrs) -> pd.Series:
-    """How many points of one partition fall in no cell beyond the lattice's bounds."""
-    cell = locate_records(part, grid, attrs, check_bounds=False)[CELL_COLUMN].to_numpy()
-    return pd.Series([beyond_bounds(part[cell < 0], grid)], dtype=np.int64)
+def _partition_outside(part, grid, attrs) -> pd.DataFrame:
+    """Labels of (at most _SHOW + 1) points of one partition that fall in no cell.
+
+    Column ``beyond`` holds, on the first row, how many of all its points in no cell lie
+    beyond the lattice's bounds (:func:`geosynth.data.beyond_bounds`; 0 when not told apart),
+    so one pass over the partitions gives both.
+    """
+    out = locate_records(part, grid, attrs, check_bounds=False)[CELL_COLUMN].to_numpy() < 0
+    labels = part.index[out][: _SHOW + 1].to_numpy(dtype=object)
+    beyond = np.zeros(labels.size, dtype=np.int64)
+    if labels.size:
+        beyond[0] = beyond_bounds(part[out], grid) or 0
+    return pd.DataFrame({"label": pd.Series(labels, dtype=object), "beyond": beyond})
 
 
 def _partition_on_domain(part, grid, domain) -> pd.DataFrame:
@@ -995,9 +1001,9 @@ def prepare_dask(
     out = table[CELL_COLUMN].to_numpy() < 0
     n_out = int(table.loc[out, COUNT_COLUMN].sum())
     if n_out:
-        labels = ddf.map_partitions(_partition_outside, grid, attrs,
-                                    meta=pd.Series([], dtype=object)).compute()
-        shown = pd.Index(labels.to_numpy(dtype=object)[:_SHOW])
+        found = ddf.map_partitions(_partition_outside, grid, attrs,
+                                   meta=_OUTSIDE_META).compute()
+        shown = pd.Index(found["label"].to_numpy(dtype=object)[:_SHOW])
         rows = describe_rows(shown, np.ones(len(shown), dtype=bool))
         more = n_out - len(shown)
         if more > 0:
@@ -1008,10 +1014,7 @@ def prepare_dask(
             none_left = no_overlap_message(n_total, corners.dropna().to_numpy(), grid, ddf.crs)
         if outside == "drop" and none_left is None:  # partitions often number rows from 0
             check_kept_labels(ddf.index.compute(), n_out)
-        beyond = None
-        if none_left is None and grid.is_clipped:  # as prepare (data.beyond_bounds)
-            beyond = int(ddf.map_partitions(_partition_beyond, grid, attrs,
-                                            meta=pd.Series([], dtype=np.int64)).sum().compute())
+        beyond = int(found["beyond"].sum()) if grid.is_clipped else None  # as prepare's
         check_outside(n_out, n_total, rows, outside, none_left=none_left, stacklevel=2,
                       beyond=beyond)
         table = table.loc[~out].reset_index(drop=True)

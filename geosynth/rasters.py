@@ -155,12 +155,20 @@ def check_weights_raster(weights: WeightsLike, crs: pyproj.CRS | None) -> None:
     geosynth.errors.CRSError
         Its CRS is not ``crs``.
     """
-    def check(dataset: Any) -> None:
-        check_raster_band(dataset, "weights")
-        check_raster_transform(dataset.transform, "weights raster")
-        check_raster_crs(dataset.crs, crs, "weights")
+    read_raster(weights, "weights", lambda dataset: _check_dataset(dataset, crs, "weights"),
+                open_hint=_OPEN_HINT, expected=_EXPECTED)
 
-    read_raster(weights, "weights", check, open_hint=_OPEN_HINT, expected=_EXPECTED)
+
+def _check_dataset(dataset: Any, crs: pyproj.CRS | None, name: str) -> int:
+    """Check an open raster's band, geotransform and CRS, in that order; return the band.
+
+    The band first: a container of rasters has no CRS. The geotransform before the CRS,
+    which a bare image lacks too (its fix comes first).
+    """
+    index = check_raster_band(dataset, name)
+    check_raster_transform(dataset.transform, f"{name} raster")
+    check_raster_crs(dataset.crs, crs, name)
+    return index
 
 
 def cell_exposure(weights: WeightsLike, grid: Grid, minimum: float = 0.01) -> np.ndarray:
@@ -336,10 +344,8 @@ def read_band(dataset: Any, grid: Grid, name: str, pieces: bool = False) -> Band
     """
     from rasterio.windows import Window
 
-    index = check_raster_band(dataset, name)  # first: a container of rasters has no CRS
+    index = _check_dataset(dataset, grid.crs, name)
     t = dataset.transform
-    check_raster_transform(t, f"{name} raster")  # before the CRS, which a bare image lacks too
-    check_raster_crs(dataset.crs, grid.crs, name)
     if t.b != 0 or t.d != 0:
         raise InputError(
             f"{name} raster has a rotated or sheared geotransform; warp it to a north-up grid "

@@ -1677,9 +1677,11 @@ def _compared(estimates: np.ndarray, variances: np.ndarray, critical: float, lev
     """
     if rules == "partial":
         combined = combine_partially_synthetic(estimates[1:], variances[1:], level)
-    else:  # the adjustment's n_syn / n with the releases' mean size, as for the rectangles
-        qa, ua, level = _check_qu(estimates[1:], variances[1:], level)  # as the public rules
-        combined = _finish(*_full(qa, ua, sizes[1:].mean() / sizes[0]), level, scalar=True)
+    else:  # n_syn / n with the releases' mean size (their total over m originals' sizes)
+        m = len(sizes) - 1
+        combined = combine_fully_synthetic(estimates[1:], variances[1:], level,
+                                           n_synthetic=int(sizes[1:].sum()),
+                                           n_original=int(sizes[0]) * m)
     half = critical * math.sqrt(variances[0])
     original_ci = (estimates[0] - half, estimates[0] + half)
     return np.array([estimates[0], combined.estimate, *original_ci, combined.lower,
