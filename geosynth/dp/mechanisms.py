@@ -29,6 +29,10 @@ saturate, silently (``geometric(3, sensitivity=1, epsilon=1e-300)`` used to retu
 9223372036854775807); it also refuses counts beyond ±2**62, which leave no room for the noise.
 The float mechanisms refuse a scale (or σ) above :data:`MAX_FLOAT_NOISE_SCALE` (float max / 2**12)
 and values beyond float max / 4, so ``x + noise`` stays finite, and refuse a non-finite output.
+They also refuse integers of magnitude 2**53 or more (float64 rounds them, so neighbouring
+counts could lie further apart than the sensitivity) and values where float64's spacing
+exceeds the sensitivity (the noise would be rounded away: ``laplace(2**60 + 129, ...)``
+returned ``2**60 + 256`` exactly, every time).
 Every refusal happens before the accountant is charged and names ``epsilon``, ``sensitivity``,
 the scale and the smallest ε that works. Noise of such scale leaves nothing of the statistic
 anyway.
@@ -91,6 +95,7 @@ __all__ = [
     "MAX_INTEGER_NOISE_SCALE",
     "EXPONENTIAL_EPSILON",
     "NEARLY_EXACT_SHARE",
+    "LARGE_DELTA",
     "warn_if_nearly_exact",
     "laplace",
     "geometric",
@@ -112,6 +117,11 @@ MAX_INTEGER_NOISE_SCALE = 2.0**52 / (40.0 * math.log(2.0))
 #: :func:`geometric` warns when a count is published exactly (noise 0) with at least this
 #: probability, ``tanh(ε / 2Δ)``: from ε/Δ ≈ 7.6 on.
 NEARLY_EXACT_SHARE = 0.999
+
+#: :func:`gaussian` warns when ``delta`` exceeds this: δ bounds the probability that the
+#: (ε, δ) guarantee fails outright, and a mechanism that publishes a random share δ of the
+#: records exactly is (0, δ)-DP. The usual advice is δ far below 1/n (Dwork & Roth 2014, §2.3).
+LARGE_DELTA = 1e-3
 
 #: Largest |count| :func:`geometric` accepts: room for 2**62 of noise above it in int64.
 _MAX_INTEGER_VALUE = 2**62
@@ -251,8 +261,8 @@ def _check_copy_bytes(x: Any, name: str) -> None:
         )
 
 
-def _as_real_array(x: Any, name: str) -> tuple[NDArray[np.float64], bool]:
-    """Return ``x`` as a float64 array and whether it was a scalar."""
+def _as_real_array(x: Any, name: str) -> tuple[NDArray[np.float64], bool, bool]:
+    """Return ``x`` as a float64 array, whether it was a scalar and whether it held integers."""
     _check_copy_bytes(x, name)
     array = check_real_array(x, name, "a real number or an array of real numbers")
     bad = ~np.isfinite(array)
@@ -261,7 +271,50 @@ def _as_real_array(x: Any, name: str) -> tuple[NDArray[np.float64], bool]:
             f"{name} has {int(bad.sum())} non-finite values (NaN or ±inf) at "
             f"{_describe_positions(bad.ravel())}; drop or impute them before adding noise"
         )
-    return array, array.ndim == 0
+    return array, array.ndim == 0, _holds_integers(x)
+
+
+def _holds_integers(x: Any) -> bool:
+    """Whether ``x`` is an integer, or an array or sequence of integers (not floats)."""
+    if is_integer(x):
+        return True
+    kind = np.asarray(x).dtype.kind
+    return kind in "iu" or (kind == "O" and all(is_integer(v) for v in np.asarray(x).flat))
+
+
+def _check_representable(
+    values: NDArray[np.float64], integers: bool, sensitivity: float, name: str, where: str
+) -> None:
+    """Refuse values that float64 holds too coarsely for ``sensitivity`` (nothing is spent).
+
+    The noise is drawn on a grid far finer than any double and ``x + noise`` is rounded to the
+    nearest double, so the guarantee holds for the float64 inputs as given. Two failures lie
+    before that step, and both publish the statistic exactly (Mironov 2012's point, at the
+    input): an integer beyond 2**53 is rounded when converted (``2**60 + 129`` becomes
+    ``2**60 + 256``), so two neighbouring counts lie further apart than ``sensitivity``; and
+    where the doubles around ``x`` are spaced wider than ``sensitivity`` (a sum near 1e17 with
+    sensitivity 1), no float64 statistic can change by at most ``sensitivity`` and the noise is
+    rounded away.
+    """
+    if integers:
+        inexact = np.abs(values) >= 2.0**53
+        if inexact.any():
+            raise InputError(
+                f"{where}: {name} has {int(inexact.sum())} integers of magnitude 2**53 or more "
+                f"at {_describe_positions(inexact.ravel())}, which float64 cannot hold exactly "
+                "(neighbouring counts would lie further apart than the sensitivity); use "
+                "geosynth.dp.mechanisms.geometric for integer statistics, or subtract a public "
+                "offset first"
+            )
+    coarse = np.spacing(np.abs(values)) > sensitivity
+    if coarse.any():
+        raise InputError(
+            f"{where}: {name} has {int(coarse.sum())} values at "
+            f"{_describe_positions(coarse.ravel())} where float64's spacing exceeds "
+            f"sensitivity={sensitivity:g}, so the noise would be rounded away and the value "
+            "published exactly; subtract a public offset (e.g. a published reference total) "
+            "before adding noise, or use a larger sensitivity"
+        )
 
 
 def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
@@ -434,8 +487,9 @@ def laplace(
     TypeError
         If ``x`` is not real-valued or a parameter has the wrong type.
     geosynth.errors.InputError
-        If ``x`` has NaN/inf or values beyond float max / 4, ``epsilon`` / ``sensitivity`` is
-        not finite and > 0, or the scale ``sensitivity / epsilon`` exceeds
+        If ``x`` has NaN/inf, values beyond float max / 4, integers of magnitude 2**53 or
+        more, or values where float64's spacing exceeds ``sensitivity``; ``epsilon`` or
+        ``sensitivity`` is not finite and > 0, or the scale ``sensitivity / epsilon`` exceeds
         :data:`MAX_FLOAT_NOISE_SCALE` (the message gives the smallest ε that works). Nothing is
         charged then.
     geosynth.errors.MemoryLimitError
@@ -465,7 +519,7 @@ def laplace(
     >>> from geosynth.dp.mechanisms import laplace
     >>> noisy_count = laplace(42.0, sensitivity=1.0, epsilon=0.5)
     """
-    values, scalar = _as_real_array(x, "x")
+    values, scalar, integers = _as_real_array(x, "x")
     sensitivity = _check_sensitivity(sensitivity, "L1")
     epsilon = check_epsilon(epsilon)
     check_optional_str(label, "label")
@@ -477,6 +531,7 @@ def laplace(
         scale, MAX_FLOAT_NOISE_SCALE, where="laplace", sensitivity=sensitivity, epsilon=epsilon,
         smallest=sensitivity / MAX_FLOAT_NOISE_SCALE, reason="float64 noise can carry",
     )
+    _check_representable(values, integers, sensitivity, "x", "laplace")
 
     if seed is None:
         dp = _opendp()
@@ -722,6 +777,18 @@ def _gaussian_delta(ratio: float, epsilon: float) -> float:
     return math.exp(log_upper) * -math.expm1(min(exponent, 0.0)) * (1.0 + _ROUNDING)
 
 
+def _warn_if_large_delta(delta: float) -> None:
+    if delta > LARGE_DELTA:
+        warnings.warn(
+            f"gaussian: delta={delta!r} is above {LARGE_DELTA:g}: delta is the probability "
+            "that the guarantee fails outright (an (epsilon, delta)-DP release may publish a "
+            "share delta of the records exactly); choose delta far below 1/(number of "
+            "individuals), e.g. delta=1e-6",
+            PrivacyLeakWarning,
+            stacklevel=caller_stacklevel(),
+        )
+
+
 def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     r"""Return the smallest σ making Gaussian noise (ε, δ)-DP: the analytic Gaussian mechanism.
 
@@ -895,12 +962,18 @@ def gaussian(
     TypeError
         If ``x`` is not real-valued or a parameter has the wrong type.
     geosynth.errors.InputError
-        If ``x`` has NaN/inf or values beyond float max / 4, a parameter is out of range, or
-        σ exceeds :data:`MAX_FLOAT_NOISE_SCALE`. Nothing is charged then.
+        If ``x`` has NaN/inf or values beyond float max / 4, integers of magnitude 2**53 or
+        more, or values where float64's spacing exceeds ``sensitivity``; a parameter is out of
+        range, or σ exceeds :data:`MAX_FLOAT_NOISE_SCALE`. Nothing is charged then.
     geosynth.errors.MemoryLimitError
         The 8-byte copy of the values would exceed :data:`MAX_VALUE_BYTES`; nothing is charged.
     geosynth.errors.BudgetExceededError
         From ``accountant``, before any noise is drawn.
+
+    Warns
+    -----
+    geosynth.errors.PrivacyLeakWarning
+        When ``delta`` exceeds :data:`LARGE_DELTA` (1e-3), or ``seed`` is given.
 
     Notes
     -----
@@ -925,7 +998,7 @@ def gaussian(
     >>> from geosynth.dp.mechanisms import gaussian
     >>> noisy = gaussian([10.0, 20.0], sensitivity=1.0, epsilon=1.0, delta=1e-6)
     """
-    values, scalar = _as_real_array(x, "x")
+    values, scalar, integers = _as_real_array(x, "x")
     sensitivity = _check_sensitivity(sensitivity, "L2")
     epsilon = check_epsilon(epsilon)
     delta = _check_delta(delta)
@@ -939,6 +1012,8 @@ def gaussian(
         what=f"noise standard deviation sigma (delta={delta!r})",
         reason="float64 noise can carry",
     )
+    _check_representable(values, integers, sensitivity, "x", "gaussian")
+    _warn_if_large_delta(delta)
 
     if seed is None:
         dp = _opendp()

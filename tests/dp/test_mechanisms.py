@@ -1031,3 +1031,58 @@ def test_exponential_refuses_an_epsilon_whose_zcdp_loss_is_no_float(epsilon):
 def test_exponential_takes_the_ends_of_its_epsilon_range():
     assert exponential(["a", "b"], [0.0, 1.0], sensitivity=1, epsilon=1e150) == "b"
     assert exponential(["a", "b"], [0.0, 1.0], sensitivity=1, epsilon=1e-150) in ("a", "b")
+
+
+# ----------------------------------------------------------- values float64 holds too coarsely
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+@pytest.mark.parametrize("x", [2**60 + 129, np.array([3, 2**53 + 1], dtype=np.int64),
+                               [2**70]])
+def test_float_mechanisms_refuse_integers_float64_rounds(mechanism, x, path):
+    """2**60 + 129 became 2**60 + 256 and its neighbour 2**60 + 128 became 2**60 exactly.
+
+    The noise (scale 1) was then rounded away: every output was 2**60 or 2**60 + 256, telling
+    the two neighbours apart with certainty against a stated epsilon of 1.
+    """
+    accountant = Accountant(10.0, delta=1e-3)
+    kwargs = {"seed": 1} if path == "seeded" else {}
+    call = laplace if mechanism == "laplace" else gaussian
+    extra = {"delta": 1e-6} if mechanism == "gaussian" else {}
+    with pytest.raises(InputError, match=rf"{mechanism}: x has 1 integers of magnitude 2\*\*53 "
+                       r"or more at positions \[\d\].*use geosynth.dp.mechanisms.geometric"):
+        call(x, sensitivity=1, epsilon=1.0, accountant=accountant, **extra, **kwargs)
+    assert accountant.ledger.empty
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_float_mechanisms_refuse_values_whose_spacing_exceeds_the_sensitivity(mechanism):
+    """Near 1e17 doubles are 16 apart: noise of scale 1 was rounded away, x published exactly."""
+    accountant = Accountant(10.0, delta=1e-3)
+    call = laplace if mechanism == "laplace" else gaussian
+    extra = {"delta": 1e-6} if mechanism == "gaussian" else {}
+    assert np.spacing(1e17) == 16.0
+    with pytest.raises(InputError, match=rf"{mechanism}: x has 1 values at positions \[1\] "
+                       r"where float64's spacing exceeds sensitivity=1, so the noise would be "
+                       r"rounded away.*subtract a public offset"):
+        call([5.0, 1e17], sensitivity=1, epsilon=1.0, accountant=accountant, **extra)
+    assert accountant.ledger.empty
+    # The same magnitude with a sensitivity above the spacing is noised (and not exactly).
+    noisy = call([5.0, 1e17], sensitivity=64, epsilon=1.0, accountant=accountant, **extra)
+    assert noisy[1] != 1e17
+
+
+def test_float_mechanisms_take_integers_up_to_2_to_the_53():
+    noisy = laplace(np.array([2**53 - 1, 7]), sensitivity=2, epsilon=1.0)
+    assert noisy.shape == (2,) and np.all(np.isfinite(noisy))
+
+
+@pytest.mark.parametrize("delta", [2e-3, 0.5])
+def test_gaussian_warns_of_a_large_delta(delta):
+    accountant = Accountant(10.0, delta=0.9)
+    with pytest.warns(PrivacyLeakWarning, match=rf"gaussian: delta={delta!r} is above 0.001: "
+                      r"delta is the probability that the guarantee fails outright"):
+        gaussian(1.0, sensitivity=1, epsilon=1.0, delta=delta, accountant=accountant)
+    assert accountant.spent_delta == pytest.approx(delta)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        gaussian(1.0, sensitivity=1, epsilon=1.0, delta=1e-3)
