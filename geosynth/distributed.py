@@ -645,7 +645,7 @@ def evaluate_dask(
     linked: bool = True,
     *,
     client: distributed.Client | None = None,
-    rules: str = "partial",
+    rules: str | None = None,
 ) -> Evaluation:
     """Run :func:`geosynth.evaluate` with one Dask task per release.
 
@@ -677,8 +677,8 @@ def evaluate_dask(
         As for :func:`geosynth.evaluate`.
     client : distributed.Client, optional
         Default: the current client.
-    rules : {"partial", "full"}, default "partial"
-        As for :func:`geosynth.evaluate`.
+    rules : {"partial", "full"}, optional
+        As for :func:`geosynth.evaluate` (None: taken from the releases' records).
 
     Returns
     -------

@@ -85,6 +85,34 @@ def test_coverage_takes_the_combining_rules_of_the_releases(scenario):
         evaluate(data.data, releases, grid, ATTRIBUTES, rules="fully", **kw)
 
 
+def test_releases_made_with_epsilon_take_the_fully_synthetic_rules(scenario):
+    """evaluate's default was the partial rules: DP releases got intervals far too narrow."""
+    from geosynth.synth.release import ReleaseInfo, set_release_info
+
+    data, grid = scenario
+    releases = [geosynth.to_public(r, seed=k) for k, r in
+                enumerate(geosynth.naive_synthesize(data.data, grid, m=3, seed=2))]
+    for release in releases:
+        set_release_info(release, ReleaseInfo(method="paiva-dp", epsilon=1.0))
+    kw = dict(outcome="y", n_quadrants=80, seed=3, linked=False)
+    found = evaluate(data.data, releases, None, ATTRIBUTES, **kw).tables["coverage"]
+    full = geosynth.metrics.quadrant_coverage(data.data, releases, "y", n_quadrants=80, seed=3,
+                                              rules="full")
+    partial = geosynth.metrics.quadrant_coverage(data.data, releases, "y", n_quadrants=80,
+                                                 seed=3, rules="partial")
+    assert found["mean_overlap"].iloc[0] == full.mean_overlap != partial.mean_overlap
+    assert evaluate(data.data, releases, None, ATTRIBUTES, rules="full",
+                    **kw).tables["coverage"]["mean_overlap"].iloc[0] == full.mean_overlap
+    with pytest.raises(InputError, match=r'rules="partial" for releases made with epsilon.*'
+                                         r'pass rules="full", or leave rules=None'):
+        evaluate(data.data, releases, None, ATTRIBUTES, rules="partial", **kw)
+    plain = geosynth.to_public(geosynth.naive_synthesize(data.data, grid, m=1, seed=5)[0],
+                               seed=9)
+    with pytest.raises(InputError, match=r"releases 0, 2 were made with epsilon .* and "
+                                         r"releases 1 without: .*evaluate each set"):
+        evaluate(data.data, [releases[0], plain, releases[2]], None, ATTRIBUTES, **kw)
+
+
 def test_public_releases_skip_linked_records(scenario):
     data, grid = scenario
     releases = [geosynth.to_public(r, seed=0)
