@@ -50,7 +50,14 @@ from geosynth.metrics import (
     ripley_distance,
     spatial_k_anonymity,
 )
-from geosynth.metrics.matching import as_columns, as_releases, check_columns, check_frames, frame_xy
+from geosynth.metrics.matching import (
+    as_columns,
+    as_releases,
+    check_columns,
+    check_frames,
+    check_level_types,
+    frame_xy,
+)
 from geosynth.metrics.risk import (
     MEAN_LABEL,
     IdentificationRisk,
@@ -922,7 +929,7 @@ def plan_evaluation(
         check_columns(frame, cols, name, "attribute column")
         xys.append(frame_xy(frame, name))
     check_mean_label(original, cols, "attribute column")
-    _check_level_types(frames, names, cols)
+    check_level_types(frames, names, cols)
     _check_overlap(xys[0], xys[1:])
     if check_bool(linked, "linked"):
         for number, release in enumerate(releases):
@@ -972,44 +979,6 @@ def _pattern_window(original: np.ndarray,
         )
     return as_bounds((float(low[0]), float(low[1]), float(high[0]), float(high[1])),
                      original, "window")
-
-
-#: What :func:`pandas.api.types.infer_dtype` calls levels that are numbers (True == 1 too).
-_NUMBER_LEVELS = frozenset({"integer", "floating", "mixed-integer-float", "decimal", "boolean"})
-
-
-def _level_kind(column: pd.Series) -> str | None:
-    """Return ``"numbers"`` or ``"text"`` for the levels of ``column``, None if mixed or empty."""
-    if not column.notna().any():
-        return None
-    values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column
-    inferred = pd.api.types.infer_dtype(values, skipna=True)
-    if inferred in _NUMBER_LEVELS:
-        return "numbers"
-    return "text" if inferred == "string" else None
-
-
-def _check_level_types(frames: list[gpd.GeoDataFrame], names: list[str], cols: list[str]) -> None:
-    """Refuse a release whose levels are text where the original's are numbers, or back.
-
-    Combinations compare by value and type: the text ``"1"`` is not the number ``1``. A release
-    read back from a file with other column types shared no combination with the original, and
-    every table said "no synthetic record" (NaN distances, no risk) without a word. Only the
-    kinds of the columns are compared (no level is named), so a release whose levels happen to
-    miss the original's, as a noisy ε-DP release of few records may, is measured as it is.
-    """
-    for column in cols:
-        kinds = [_level_kind(frame[column]) for frame in frames]
-        for kind, name in zip(kinds[1:], names[1:], strict=True):
-            if kinds[0] is not None and kind is not None and kind != kinds[0]:
-                raise InputError(
-                    f"attribute column {column!r} holds {kinds[0]} in original but {kind} in "
-                    f"{name}; levels compare by value and type (the text '1' is not the number "
-                    f"1), so no record of {name} would be compared with an original record and "
-                    "the tables would show no risk: give the column the same type in every "
-                    f"frame, e.g. {name}[{column!r}].astype(original[{column!r}].dtype) (is "
-                    "original the data the releases were made from?)"
-                )
 
 
 #: Share of points that must lie near the other side's points (:func:`evaluate`, Notes).

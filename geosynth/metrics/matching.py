@@ -743,6 +743,49 @@ def as_columns(columns: str | Sequence[str], name: str) -> list[str]:
     return cols
 
 
+#: What :func:`pandas.api.types.infer_dtype` calls levels that are numbers (True == 1 too).
+_NUMBER_LEVELS = frozenset({"integer", "floating", "mixed-integer-float", "decimal", "boolean"})
+
+
+def _level_kind(column: pd.Series) -> str | None:
+    """Return ``"numbers"`` or ``"text"`` for the levels of ``column``, None if mixed or empty."""
+    if not column.notna().any():
+        return None
+    values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column
+    inferred = pd.api.types.infer_dtype(values, skipna=True)
+    if inferred in _NUMBER_LEVELS:
+        return "numbers"
+    return "text" if inferred == "string" else None
+
+
+def check_level_types(
+    frames: list[pd.DataFrame], names: list[str], cols: list[str], role: str = "attribute column"
+) -> None:
+    """Refuse a release whose levels are text where the original's are numbers, or back.
+
+    ``frames[0]`` is the original; ``names`` name the frames in the messages.
+
+    Combinations compare by value and type: the text ``"1"`` is not the number ``1``. A release
+    read back from a file with other column types shared no combination with the original, and
+    every table said "no synthetic record" (NaN distances, no risk) without a word. Only the
+    kinds of the columns are compared (no level is named), so a release whose levels happen to
+    miss the original's, as a noisy ε-DP release of few records may, is measured as it is.
+    """
+    for column in cols:
+        kinds = [_level_kind(frame[column]) for frame in frames]
+        for kind, name in zip(kinds[1:], names[1:], strict=True):
+            if kinds[0] is not None and kind is not None and kind != kinds[0]:
+                raise InputError(
+                    f"{role} {column!r} holds {kinds[0]} in original but {kind} in "
+                    f"{name}; levels compare by value and type (the text '1' is not the number "
+                    f"1), so no record of {name} would be compared with an original record and "
+                    "the tables would show no risk: give the column the same type in every "
+                    f"frame, e.g. {name}[{column!r}].astype(original[{column!r}].dtype) (is "
+                    "original the data the releases were made from?)"
+                )
+
+
+
 def check_columns(frame: pd.DataFrame, columns: list[str], frame_name: str, role: str) -> None:
     """Check that ``columns`` exist in ``frame`` (not the geometry) and hold no missing values.
 

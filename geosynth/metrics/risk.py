@@ -39,6 +39,7 @@ from geosynth.metrics.matching import (
     as_releases,
     check_columns,
     check_frames,
+    check_level_types,
     frame_xy,
     greedy_match_distances,
     pair_distance,
@@ -132,8 +133,10 @@ def distance_risk(
         ``mean_row`` is not a bool.
     geosynth.errors.InputError
         Inputs are not GeoDataFrames of valid points, ``original`` has no rows, ``by`` is not a
-        column name or a list of them, a ``by`` column is missing or has missing values, or
-        (with ``mean_row``) the first ``by`` column has a level ``"mean"``.
+        column name or a list of them, a ``by`` column is missing or has missing values, holds
+        text in a release where it holds numbers in ``original`` (or back: no combination could
+        match, and every distance came out NaN), or (with ``mean_row``) the first ``by``
+        column has a level ``"mean"``.
     geosynth.errors.CRSError
         CRSs differ, or the CRS is geographic.
 
@@ -152,6 +155,7 @@ def distance_risk(
     names = ["original"] + [f"releases[{k}]" for k in range(len(releases))]
     for frame, name in zip(frames, names, strict=True):
         check_columns(frame, cols, name, "by column")
+    check_level_types(frames, names, cols, "by column")
     if mean_row:
         check_mean_label(original, cols, "by column", "or pass mean_row=False")
     check_has_rows(original, "distance_risk")

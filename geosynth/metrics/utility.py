@@ -51,6 +51,7 @@ from geosynth.metrics.matching import (
     as_xy,
     check_columns,
     check_frames,
+    check_level_types,
     frame_xy,
 )
 from geosynth.metrics.risk import (
@@ -1366,8 +1367,9 @@ def ripley_distance(
         ``mean_row`` is not a bool.
     geosynth.errors.InputError
         Invalid frames, columns, window, radii or correction, an ``original`` without rows,
-        points outside the window, or (with ``mean_row``) a level ``"mean"`` in the first
-        ``by`` column.
+        points outside the window, a ``by`` column holding text in a release where it holds
+        numbers in ``original`` (or back), or (with ``mean_row``) a level ``"mean"`` in the
+        first ``by`` column.
     geosynth.errors.CRSError
         CRSs differ or are geographic.
     """
@@ -1392,6 +1394,7 @@ def ripley_distance(
         cols = as_columns(by, "by")
         for f, name in zip(frames, names, strict=True):
             check_columns(f, cols, name, "by column")
+        check_level_types(frames, names, cols, "by column")
         if mean_row:
             check_mean_label(original, cols, "by column", "or pass mean_row=False")
         codes, keys = combination_codes(frames, cols)

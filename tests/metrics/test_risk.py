@@ -56,6 +56,17 @@ def test_distance_risk_by_hand():
     assert bare["n_original"].dtype == np.int64
 
 
+def test_distance_risk_refuses_text_levels_against_numbers():
+    """A release read back with its levels as text matched nothing: every distance was NaN."""
+    original = frame([[0, 0], [1, 0], [2, 0], [3, 0]], a=[1, 1, 2, 2])
+    release = frame([[0, 1], [3, 1]], a=["1", "2"])
+    with pytest.raises(InputError, match=r"by column 'a' holds numbers in original but "
+                                         r"text in releases\[0\]"):
+        distance_risk(original, [release], by="a")
+    table = distance_risk(original, [release.assign(a=[1, 2])], by="a")
+    assert table["min_distance"].notna().all()
+
+
 def test_distance_risk_several_by_columns_and_single_release():
     original = frame([[0, 0], [1, 0], [2, 0]], sex=["F", "F", "M"], age=[1, 2, 1])
     release = frame([[0, 2], [1, 1], [2, 4]], sex=["F", "F", "M"], age=[1, 2, 1])

@@ -488,6 +488,14 @@ def test_ripley_distance_names_a_bad_by():
         ripley_distance(original, original, by=3)
 
 
+def test_ripley_distance_refuses_text_levels_against_numbers():
+    original, _, _ = scenario(30, 0)
+    text = original.assign(y=original["y"].astype(str))
+    with pytest.raises(InputError, match=r"by column 'y' holds numbers in original but "
+                                         r"text in releases\[0\]"):
+        ripley_distance(original, text, by="y")
+
+
 def test_ripley_distance_mean_row_must_be_a_bool_and_unambiguous():
     original, _, _ = scenario(30, 0)
     with pytest.raises(TypeError, match="mean_row must be True or False, got str 'no'"):
