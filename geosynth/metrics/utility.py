@@ -31,6 +31,7 @@ import pandas as pd
 from scipy import stats
 from scipy.spatial import cKDTree
 
+from geosynth._messages import describe_rows
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import (
     MAX_CONTINUOUS,
@@ -39,6 +40,7 @@ from geosynth._validation import (
     check_probability,
     check_real,
     check_real_array,
+    check_unique_columns,
     describe_value,
     is_sequence,
 )
@@ -1583,7 +1585,7 @@ def _counts_per_cell(grid: Grid, xy: np.ndarray) -> np.ndarray:
                        minlength=grid.n_cells + 1).astype(np.float64)
 
 
-def continuous_utility(original: Any, releases: Any, columns: Sequence[str],
+def continuous_utility(original: Any, releases: Any, columns: str | Sequence[str],
                        level: float = 0.95, rules: str = "partial") -> pd.DataFrame:
     """Agreement of the continuous columns' means, SDs and correlations with the original's.
 
@@ -1622,24 +1624,25 @@ def continuous_utility(original: Any, releases: Any, columns: Sequence[str],
     Raises
     ------
     geosynth.errors.InputError
-        Fewer than 2 releases, a column missing or not numeric, or fewer than 4 records in
-        ``original`` or a release.
+        Fewer than 2 releases, ``columns`` empty or listing a column twice, a column missing
+        or holding missing or infinite values, or fewer than 4 records in ``original`` or a
+        release.
+    TypeError
+        A column holds text, booleans or other objects than numbers.
     """
     rules = check_rules(rules)
+    columns = as_columns(columns, "columns")
     releases = list(releases)
     if len(releases) < 2:
         raise InputError("continuous_utility needs 2 or more releases to combine, got "
                          f"{len(releases)}")
     frames = [original, *releases]
+    values = []
     for frame, name in zip(frames, ["original"] + [f"releases[{k}]" for k in range(
             len(releases))], strict=True):
         if len(frame) < 4:
             raise InputError(f"{name} has {len(frame)} records; the intervals need 4 or more")
-        missing = [c for c in columns if c not in frame.columns]
-        if missing:
-            raise InputError(f"{name} lacks the continuous column(s) {missing}")
-    values = [np.column_stack([np.asarray(frame[c], dtype=np.float64) for c in columns])
-              for frame in frames]
+        values.append(_continuous_values(frame, columns, name))
     sizes = np.array([v.shape[0] for v in values])
     t = stats.t.ppf((1 + level) / 2, sizes[0] - 1)
     rows = {}
@@ -1665,6 +1668,31 @@ def continuous_utility(original: Any, releases: Any, columns: Sequence[str],
     return pd.DataFrame.from_dict(rows, orient="index", columns=[
         "original", "synthetic", "lower_original", "upper_original", "lower_synthetic",
         "upper_synthetic", "overlap"])
+
+
+def _continuous_values(frame: pd.DataFrame, columns: list[str], name: str) -> np.ndarray:
+    """Return ``columns`` of ``frame`` as a float64 matrix, refusing text and non-finite values.
+
+    A NaN in the original made its mean NaN and the overlap NaN without a word (a release's
+    was refused by the combining rules); text raised NumPy's bare ValueError.
+    """
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"{name} lacks the continuous column(s) {missing}")
+    check_unique_columns(frame, name, columns)
+    matrix = []
+    for column in columns:
+        values = check_real_array(frame[column], f"continuous column {column!r} of {name}",
+                                  "a column of numbers")
+        bad = ~np.isfinite(values)
+        if bad.any():
+            raise InputError(
+                f"continuous column {column!r} of {name} has {int(bad.sum())} missing or "
+                f"infinite values ({describe_rows(frame.index, bad)}); drop those rows or "
+                "impute the values first"
+            )
+        matrix.append(values)
+    return np.column_stack(matrix)
 
 
 def _compared(estimates: np.ndarray, variances: np.ndarray, critical: float, level: float,

@@ -1033,3 +1033,28 @@ def test_continuous_utility_agrees_where_the_releases_are_the_original_law():
         continuous_utility(original, releases[:1], ["z1"])
     with pytest.raises(InputError, match=r"lacks the continuous column\(s\) \['w'\]"):
         continuous_utility(original, releases, ["w"])
+
+
+def test_continuous_utility_refuses_text_missing_values_and_no_columns():
+    """A NaN in the original gave a NaN mean and overlap without a word; text a bare ValueError."""
+    from geosynth.metrics import continuous_utility
+
+    original, releases = _frames(2, (0.5, 0.5))
+    holed = original.copy()
+    holed.loc[holed.index[3], "z1"] = np.nan
+    with pytest.raises(InputError, match=r"continuous column 'z1' of original has 1 missing or "
+                                         r"infinite values \(rows \[.*\]\); drop those rows"):
+        continuous_utility(holed, releases, ["z1"])
+    infinite = releases[1].copy()
+    infinite.loc[infinite.index[0], "z2"] = np.inf
+    with pytest.raises(InputError, match=r"'z2' of releases\[1\] has 1 missing or infinite"):
+        continuous_utility(original, [releases[0], infinite], ["z1", "z2"])
+    text = original.assign(z1=original["z1"].astype(str))
+    with pytest.raises(TypeError, match=r"continuous column 'z1' of original must be a column "
+                                         r"of numbers"):
+        continuous_utility(text, releases, ["z1"])
+    with pytest.raises(InputError, match="columns is empty"):
+        continuous_utility(original, releases, [])
+    with pytest.raises(InputError, match=r"columns lists \['z1'\] more than once"):
+        continuous_utility(original, releases, ["z1", "z1"])
+    assert continuous_utility(original, releases, "z1").index.tolist() == ["mean[z1]", "sd[z1]"]
