@@ -30,9 +30,11 @@ more than one file writes a journal into every staging folder (the targets, the 
 staged file, the file each one replaces), and removes the first folder's journal once every file
 is in place: that removal is the commit point. The next write of any of those targets finds the
 dead writer's folders (see :func:`remove_stale_staging`) and, if the first journal is still
-there, takes the commit back -- each target that is still the file moved in gets back the file
-it replaced (or is removed if it replaced nothing) -- so a killed commit, like a failed one,
-leaves every target as it was.
+there and some target is not yet the file moved there, takes the commit back -- each target
+that is still the file moved in gets back the file it replaced (or is removed if it replaced
+nothing) -- so a commit killed between two moves, like a failed one, leaves every target as it
+was. A writer killed after its last move (while flushing the folders) left every target new:
+that commit stands, and only its staging folders are removed.
 
 Durability. Before the first move every staged file is flushed to disk (:func:`os.fsync`), and
 after the last one the folders whose entries changed are: without it a power cut soon after a
@@ -580,22 +582,38 @@ def _read_journal(folder: Path) -> tuple[Path, list[_JournalEntry]] | None:
 
 
 def _half_done(journal: tuple[Path, list[_JournalEntry]]) -> bool:
-    """Whether a journalled commit's dead writer stopped between its first move and its end.
+    """Whether a journalled commit's dead writer stopped between its first move and its last.
 
-    Its first folder still holds the journal: the writer removes it there last, at the commit
-    point.
+    Its first folder still holds the journal (the writer removes it there last, at the commit
+    point), and some target is not yet the file the commit moves there. A writer killed after
+    its last move (while flushing the folders, before removing the journal; or a power cut
+    that lost the removal) left every target new and consistent: that commit is finished, not
+    taken back. Taking it back deleted the new audit file, the seeds of a release that may
+    already be published, at the next write of any one of its files.
     """
     first, entries = journal
-    return _abandoned(first, entries[0].target) and _read_journal(first) is not None
+    if not (_abandoned(first, entries[0].target) and _read_journal(first) is not None):
+        return False
+    return not all(_moved_in(entry) for entry in entries)
+
+
+def _moved_in(entry: _JournalEntry) -> bool:
+    """Whether ``entry.target`` is the file its commit moved there."""
+    try:
+        info = os.lstat(entry.target)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) == (entry.device, entry.inode)
 
 
 def _finish_dead_commit(folder: Path) -> list[Path]:
     """Take back the commit a dead writer left half done, if ``folder`` journals one.
 
-    While the first folder of the commit still holds its journal, the writer died between its
-    first move and the commit point: each target that is still the file moved in gets back the
-    file it replaced (or is removed if it replaced none), with GDAL sidecars set aside for it.
-    Otherwise the commit either finished or moved nothing. Either way the commit's other
+    While the first folder of the commit still holds its journal and some target is not yet
+    the file moved there, the writer died between two moves: each target that is still the
+    file moved in gets back the file it replaced (or is removed if it replaced none), with GDAL
+    sidecars set aside for it. Otherwise the commit either finished (every file in place, the
+    journal's removal lost) or moved nothing. Either way the commit's other
     staging folders are removed, the first one last.
 
     Returns
@@ -624,8 +642,7 @@ def _finish_dead_commit(folder: Path) -> list[Path]:
 def _undo_move(entry: _JournalEntry) -> None:
     """Restore what ``entry.target`` was before a dead writer's commit moved a file there."""
     with contextlib.suppress(OSError):
-        info = os.lstat(entry.target)
-        if (info.st_dev, info.st_ino) == (entry.device, entry.inode):
+        if _moved_in(entry):
             if entry.backup is not None and os.path.lexists(entry.backup):
                 os.replace(entry.backup, entry.target)
             else:

@@ -7,7 +7,13 @@ import sys
 import pytest
 
 import geosynth._atomic as atomic
-from geosynth._atomic import STAGING_MARK, AtomicOutputs, atomic_path, remove_stale_staging
+from geosynth._atomic import (
+    STAGING_MARK,
+    AtomicOutputs,
+    atomic_path,
+    interrupted_commit,
+    remove_stale_staging,
+)
 from geosynth.errors import InputError, InputTypeError
 
 
@@ -706,6 +712,12 @@ def move_then_maybe_die(*args):
     if point == "after two moves" and len(moves) == 2:
         os._exit(9)
 atomic._move = move_then_maybe_die
+flush = atomic._flush_folders
+def flush_unless_moved_all(folders):
+    if point == "after the last move" and len(moves) == 3:
+        os._exit(9)  # while flushing the folders: the journal is not removed yet
+    flush(folders)
+atomic._flush_folders = flush_unless_moved_all
 if point == "after the commit point":
     atomic.AtomicOutputs._cleanup = lambda self: os._exit(9)
 outputs = atomic.AtomicOutputs(overwrite=overwrite)
@@ -757,6 +769,25 @@ def test_a_commit_killed_after_its_commit_point_is_kept(tmp_path):
     assert len([p for p in tmp_path.iterdir() if STAGING_MARK in p.name]) == 3
     removed = remove_stale_staging(tmp_path / "c.html")
     assert len(removed) == 3  # the folders of all three targets, through the journal
+    for name in ("a.tif", "b.json", "c.html"):
+        assert (tmp_path / name).read_text() == f"new {name}"
+    assert _names(tmp_path) == ["a.tif", "b.json", "c.html"]
+
+
+@pytest.mark.parametrize("next_write", ["a.tif", "b.json", "c.html"])
+def test_a_commit_killed_after_its_last_move_is_kept(tmp_path, next_write):
+    """Every file was in place, the journal left: the next write took the whole commit back.
+
+    Its new audit file (the seeds of a release that may be published) was deleted by the
+    write of any one of the commit's files; ``inspect`` had said the release was consistent.
+    """
+    for name in ("a.tif", "b.json"):
+        (tmp_path / name).write_text(f"old {name}")
+    _kill_while_committing(tmp_path, "after the last move", overwrite=True)
+    assert len([p for p in tmp_path.iterdir() if STAGING_MARK in p.name]) == 3
+    assert not any(interrupted_commit(tmp_path / name) for name in ("a.tif", "b.json", "c.html"))
+    with AtomicOutputs(overwrite=True) as outputs:
+        outputs.add(tmp_path / next_write)  # never written: only the clean-up happens
     for name in ("a.tif", "b.json", "c.html"):
         assert (tmp_path / name).read_text() == f"new {name}"
     assert _names(tmp_path) == ["a.tif", "b.json", "c.html"]
