@@ -212,7 +212,8 @@ class RunOutputs:
         if not self._committed:  # failed, interrupted, or never committed: nothing is written
             self.discard()
         if (isinstance(value, OSError) and not isinstance(value, BrokenPipeError)
-                and self._culprits(value)):  # e.g. a full disk while a writer filled its file
+                and (self._culprits(value) or _disk_full(value))):
+            # e.g. a full disk while a writer filled its file (a stream's error names none)
             raise self._commit_error(value) from value
 
     def name(self, option: str, path: str | os.PathLike) -> None:
@@ -387,6 +388,15 @@ class RunOutputs:
             if found:
                 break
         return found
+
+
+def _disk_full(err: OSError) -> bool:
+    """Whether ``err`` is a full disk (or quota) that names no file, as a stream's write raises.
+
+    Writing the review map, the report or a figure to a full disk printed the bare
+    "[Errno 28] No space left on device", naming no output and not saying nothing was written.
+    """
+    return err.errno in (errno.ENOSPC, errno.EDQUOT) and not err.filename
 
 
 def _held_back(watch: InterruptWatch | None) -> contextlib.AbstractContextManager:

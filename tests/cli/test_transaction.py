@@ -422,6 +422,22 @@ def test_a_full_disk_while_the_release_is_written_names_the_option(inputs, tmp_p
     assert files(tmp_path) == [] and no_staging(tmp_path)
 
 
+def test_a_full_disk_while_the_map_is_written_names_the_outputs(inputs, tmp_path, monkeypatch):
+    # A stream's write names no file: "Error: [Errno 28] No space left on device", no option.
+    import geosynth.maps
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(geosynth.maps, "save_map", full)
+    result = run("release", inputs["gpkg"], *ARGS, "--seed", 5,
+                 "--out", tmp_path / "release.gpkg", "--map", tmp_path / "map.html")
+    assert_refused(result, "the outputs --out", "--map", str(tmp_path / "map.html"),
+                   "the disk is full", "nothing was written")
+    assert "Errno" not in result.output
+    assert files(tmp_path) == [] and no_staging(tmp_path)
+
+
 def test_a_move_refused_by_the_folder_names_the_option(inputs, tmp_path, monkeypatch):
     # "[Errno 13] Permission denied: '<staging folder>/report.md' -> '.../report.md'".
     real_link = os.link
