@@ -2325,6 +2325,8 @@ def verify_audit(path: str | os.PathLike) -> dict[str, Any] | None:
         raise InputError(f"{damaged} ({printable(err)})") from None
     if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
         raise InputError(f"{damaged} (it records no sha256)")
+    if not isinstance(record.get("seeds", {}), dict | None):  # as _audit_record writes them
+        raise InputError(f"{damaged} (its seeds are not a mapping of name to seed)")
     if record["sha256"] != file_sha256(source):
         if interrupted_commit(source) or interrupted_commit(audit):
             raise InputError(

@@ -1180,6 +1180,19 @@ def test_kill_before_a_new_release_leaves_its_audit_file_alone(tmp_path):
         write_release(path, [public_like(7)], seeds={"synthesize": 2})
 
 
+@pytest.mark.parametrize("seeds", ["abc", [1, 2], 7])
+def test_an_audit_file_whose_seeds_are_no_mapping_is_damaged(tmp_path, seeds):
+    # Edited by hand, its SHA-256 still the release's: inspect said it held the seeds.
+    path = tmp_path / "release.gpkg"
+    write_release(path, [public_like(4)], seeds={"synthesize": 3})
+    record = json.loads(audit_path(path).read_text())
+    assert verify_audit(path)["seeds"] == {"synthesize": 3}
+    audit_path(path).write_text(json.dumps({**record, "seeds": seeds}))
+    with pytest.raises(InputError, match=r"release.gpkg.audit.json is damaged or not a geosynth "
+                                         r"audit file.*\(its seeds are not a mapping"):
+        verify_audit(path)
+
+
 @pytest.mark.parametrize("kind", ["device", "pipe"])
 def test_an_audit_file_that_is_no_regular_file_is_refused_at_once(tmp_path, kind):
     # Its size is 0 to stat(): an unbounded read would fill the memory (/dev/zero) or wait
