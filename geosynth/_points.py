@@ -20,6 +20,7 @@ from geosynth.errors import InputError
 __all__ = [
     "at_locations",
     "holds_coordinates",
+    "holds_coordinates_within",
     "holds_encoded_geometries",
     "holds_geometries",
     "levels_hold_locations",
@@ -262,6 +263,65 @@ def holds_coordinates(values: pd.Series, weights: np.ndarray | None = None) -> b
             and 2 * texts[numeric].nunique() > n_numeric)
 
 
+def holds_coordinates_within(
+    values: pd.Series,
+    bounds: tuple[float, float, float, float],
+    weights: np.ndarray | None = None,
+    fewer_than: int = 3,
+) -> bool:
+    """Whether a rare text value of ``values`` reads as a location inside ``bounds``.
+
+    :func:`holds_coordinates` asks most rows to be such text; a column holding a record's own
+    ``"603184.8, 7794484.0"`` in a few rows (and ``"north"`` in the others) passed, and the
+    release published those records' locations to 0.1 m as levels of the attribute. Here one
+    distinct text of two to four numbers (as :func:`holds_coordinates` reads them) is enough
+    when its first two, in either order, lie inside ``bounds`` (the lattice's box: every
+    counted record's location is in it) and fewer than ``fewer_than`` records hold it, as one
+    person's location is. Labels such as ``"1,5"`` (a decimal comma) lie inside only a lattice
+    whose box holds ``(1, 5)``, one of a local CRS near its origin, and a level is one when
+    many records share it.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        An attribute column (any dtype: only text is read).
+    bounds : (xmin, ymin, xmax, ymax)
+        The box the records' locations lie in.
+    weights : numpy.ndarray of int, optional
+        The records each row stands for (a table of counts); by default one each.
+    fewer_than : int, default 3
+        A text held by this many records or more is a level, not a location.
+
+    Returns
+    -------
+    bool
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(object)
+    elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
+        return False
+    distinct = values.value_counts(dropna=True, sort=False).index.to_numpy(dtype=object)
+    texts = pd.Series([v for v in distinct if isinstance(v, str)], dtype=object)
+    read = texts.str.replace(_NUMPY_SCALAR, r"\1", regex=True)
+    numeric = read.str.fullmatch(_COORDINATE_TEXT).to_numpy(dtype=bool)
+    if not numeric.any():
+        return False
+    pairs = np.array([[float(n) for n in _NUMBER_RE.findall(text)[:2]]
+                      for text in read[numeric]])
+    x0, y0, x1, y1 = bounds
+    inside = np.zeros(len(pairs), dtype=bool)
+    for x, y in ((pairs[:, 0], pairs[:, 1]), (pairs[:, 1], pairs[:, 0])):
+        inside |= (x0 <= x) & (x <= x1) & (y0 <= y) & (y <= y1)
+    if not inside.any():
+        return False
+    candidates = texts[numeric][inside]
+    rows = values.isin(candidates).to_numpy(dtype=bool)
+    counts = np.ones(rows.sum(), dtype=np.int64) if weights is None else \
+        np.asarray(weights)[rows]
+    held = pd.Series(counts).groupby(values[rows].to_numpy(dtype=object)).sum()
+    return bool((held < fewer_than).any())
+
+
 def holds_encoded_geometries(values: pd.Series) -> bool:
     """Whether ``values`` holds a non-empty geometry written as WKT, WKB or GeoJSON.
 
@@ -311,6 +371,7 @@ _HEX_WKB = re.compile(r"\s*0[01](?:[0-9A-Fa-f]{2}){20,}\s*")
 _GEOJSON_START = re.compile(r"\s*\{.*\"coordinates\"", re.DOTALL)
 # Two to four numbers separated by commas, semicolons or spaces, in brackets or not.
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER_RE = re.compile(_NUMBER)
 _NUMPY_SCALAR = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)")
 _COORDINATE_TEXT = re.compile(
     rf"\s*[\[(]?\s*{_NUMBER}(?:\s*[,;]\s*|\s+){_NUMBER}(?:(?:\s*[,;]\s*|\s+){_NUMBER}){{0,2}}"

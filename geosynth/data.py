@@ -119,6 +119,7 @@ from geosynth._identifiers import (
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import (
     holds_coordinates,
+    holds_coordinates_within,
     levels_hold_locations,
     point_coordinates,
     usable_points,
@@ -1935,12 +1936,12 @@ def warn_dropped(counts: np.ndarray, n_records: int, stacklevel: int = 2) -> Non
 
 
 def _levels_and_codes(
-    series: pd.Series, weights: np.ndarray | None = None
+    series: pd.Series, weights: np.ndarray, bounds: tuple[float, float, float, float]
 ) -> tuple[list, np.ndarray]:
     """Levels present in ``series`` in code order (category order, else ``sorted``) and codes.
 
     Levels that hold locations are refused (:func:`_refuse_locations`; ``weights``, the records
-    each row counts, as there).
+    each row counts, and ``bounds``, the lattice's box, as there).
     """
     if isinstance(series.dtype, pd.CategoricalDtype):
         categories = series.cat.categories
@@ -1948,7 +1949,7 @@ def _levels_and_codes(
         observed = np.zeros(len(categories), dtype=bool)
         observed[raw] = True
         levels = categories[observed].tolist()
-        _refuse_locations(series, levels, weights)
+        _refuse_locations(series, levels, weights, bounds)
         return levels, (np.cumsum(observed) - 1)[raw]
     if series.dtype == np.float16:  # pandas has no float16 index (NotImplementedError)
         series = series.astype(np.float64)  # exact: every half is a double
@@ -1958,18 +1959,21 @@ def _levels_and_codes(
         codes = pd.Categorical(series, categories=levels).codes
     except TypeError as err:  # unorderable (1 and "a", complex) or unhashable (lists) values
         if any(isinstance(v, shapely.Geometry) for v in unique):
-            _refuse_locations(series, unique, weights)
+            _refuse_locations(series, unique, weights, bounds)
         kinds = sorted({type(v).__name__ for v in unique})
         raise InputError(
             f"attribute {series.name!r} mixes values of types {kinds} that cannot be sorted into "
             "levels (or holds values such as lists, which are no level); make them one type of "
             f"text or number, e.g. gdf[{series.name!r}].astype(str)"
         ) from err
-    _refuse_locations(series, levels, weights)
+    _refuse_locations(series, levels, weights, bounds)
     return levels, codes
 
 
-def _refuse_locations(series: pd.Series, levels: list, weights: np.ndarray | None) -> None:
+def _refuse_locations(
+    series: pd.Series, levels: list, weights: np.ndarray,
+    bounds: tuple[float, float, float, float],
+) -> None:
     """Refuse an attribute whose levels are locations.
 
     Judged on the levels (:func:`levels_hold_locations`: geometries, their encodings, tuples
@@ -1980,6 +1984,8 @@ def _refuse_locations(series: pd.Series, levels: list, weights: np.ndarray | Non
     (:func:`geosynth.synth.to_public` drops columns holding locations) while its metadata
     listed it: a modelled attribute gone without a word. With ``allow_identifying``, each
     record's ``"x, y"`` text went into the metadata's combination labels, in the public file.
+    A few records' own ``"x, y"`` beside common labels are refused too
+    (:func:`holds_coordinates_within`: rare text of numbers inside the lattice's ``bounds``).
     """
     name = series.name
     located = levels_hold_locations(levels)  # parses WKT, WKB and GeoJSON: once
@@ -1996,6 +2002,14 @@ def _refuse_locations(series: pd.Series, levels: list, weights: np.ndarray | Non
             "levels verbatim, and drops columns of locations: drop it from attributes (the "
             "records' locations are the geometry column, which geosynth replaces), or replace "
             "it by a label of each area (e.g. a district name)"
+        )
+    if holds_coordinates_within(series, bounds, weights, RARE_LEVEL_RECORDS):
+        raise InputError(
+            f"attribute {name!r} has a level that reads as coordinates inside the lattice, "
+            f"held by fewer than {RARE_LEVEL_RECORDS} records (text of two to four numbers, "
+            "such as a home's easting and northing); a release publishes attribute levels "
+            "verbatim: drop those values or the column, or merge them into a level many "
+            "records share"
         )
 
 
@@ -2263,7 +2277,7 @@ def counts_from_table(
     levels: dict[str, list] = {}
     codes = np.empty((len(table), len(attrs)), dtype=np.int64)
     for k, name in enumerate(attrs):
-        levels[name], codes[:, k] = _levels_and_codes(table[name], weights)
+        levels[name], codes[:, k] = _levels_and_codes(table[name], weights, grid.bounds)
         if len(levels[name]) == 1:
             warnings.warn(
                 f"attribute {name!r} has a single level among the {n_kept} kept records, "

@@ -408,6 +408,24 @@ def test_an_attribute_of_locations_is_refused(grid, kind):
         prepare(gdf, grid, ["sex", "block"], allow_identifying=True)
 
 
+@pytest.mark.parametrize("order", ["xy", "yx"])
+def test_a_few_records_coordinates_as_text_are_refused(grid, order):
+    """Three records' own "x, y" beside "north" and "south": published as levels, to 0.1 m."""
+    gdf = make_gdf(n=60, seed=4)
+    exact = shapely.get_coordinates(gdf.geometry.array)
+    labels = np.resize(np.array(["north", "south"], dtype=object), 60)
+    for row in (3, 17, 40):
+        x, y = exact[row] if order == "xy" else exact[row][::-1]
+        labels[row] = f"{x:.1f}, {y:.1f}"
+    gdf["addr"] = labels
+    with pytest.raises(InputError, match=r"attribute 'addr' has a level that reads as "
+                                         r"coordinates inside the lattice"):
+        prepare(gdf, grid, ["addr"])
+    gdf["addr"] = pd.Categorical(labels)
+    with pytest.raises(InputError, match=r"reads as coordinates inside the lattice"):
+        prepare(gdf, grid, ["addr"])
+
+
 @pytest.mark.parametrize("levels", [["1,0", "1,5", "2,0"], ["0 17", "18 64", "65 99"],
                                     ["1;2", "3;4", "5;6"]])
 def test_text_levels_of_numbers_are_levels_not_locations(grid, levels):
