@@ -761,8 +761,27 @@ def check_coverage_size(frame: gpd.GeoDataFrame, name: str, *, show_counts: bool
         )
 
 
+def _utm_of(points: gpd.GeoDataFrame) -> str:
+    """Return the UTM zone of ``points`` as ``"EPSG:<code>"`` (a placeholder if none)."""
+    try:
+        return points.estimate_utm_crs().to_string()
+    except (RuntimeError, ValueError):  # no valid coordinates to estimate from
+        return "EPSG:<UTM zone>"
+
+
+def _quoted(name: str) -> str:
+    """Return ``name`` quoted for the shell, always in quotes.
+
+    A file name with spaces or metacharacters ("cases (2).gpkg") made the pasted command fail
+    or run something else. The quotes also keep the command line's rewording of messages off
+    it ("x=1.gpkg" is no --x).
+    """
+    word = shlex.quote(name)
+    return word if word.startswith("'") else f"'{name}'"
+
+
 def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
-    """Refuse points without a CRS or in a geographic CRS (degrees).
+    """Refuse points without a CRS, in a geographic CRS (degrees) or in one not in metres.
 
     Parameters
     ----------
@@ -783,20 +802,22 @@ def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
     if points.crs is None:
         raise CRSError(f"{name} has no CRS; pass --crs with the CRS of its coordinates")
     if points.crs.is_geographic:
-        try:
-            utm = points.estimate_utm_crs().to_string()
-        except (RuntimeError, ValueError):  # no valid coordinates to estimate from
-            utm = "EPSG:<UTM zone>"
-        # Quoted for the shell: a file name with spaces or metacharacters ("cases (2).gpkg")
-        # made the pasted command fail or run something else. Always in quotes, which also
-        # keeps the command line's rewording of messages off it ("x=1.gpkg" is no --x).
-        word = shlex.quote(name)
-        if not word.startswith("'"):  # only characters that need no quotes: quote it anyway
-            word = f"'{name}'"
+        utm, word = _utm_of(points), _quoted(name)
         raise CRSError(
             f"{name} is in the geographic CRS {points.crs.to_string()} (degrees); the lattice "
             f"needs a projected CRS in metres: reproject the file first, e.g. to {utm} "
             f"(ogr2ogr -t_srs {shlex.quote(utm)} projected.gpkg {word})"
+        )
+    axis = points.crs.axis_info[0] if points.crs.axis_info else None
+    if axis is not None and axis.unit_conversion_factor != 1.0:
+        # --cell-size, the messages' "m" and the distance tables are metres: a CRS in US survey
+        # feet made 500 x 500 "m" cells 152 m wide, closer to the records than asked for.
+        utm = _utm_of(points)
+        raise CRSError(
+            f"{name} is in {points.crs.to_string()}, whose unit is the {axis.unit_name} "
+            f"({axis.unit_conversion_factor:g} m); --cell-size and every distance geosynth "
+            f"reports are metres: reproject the file to a CRS in metres first, e.g. {utm} "
+            f"(ogr2ogr -t_srs {shlex.quote(utm)} projected.gpkg {_quoted(name)})"
         )
 
 

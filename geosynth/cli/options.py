@@ -610,8 +610,8 @@ cell_size_option = click.option(
     type=Metres(),
     default=None,
     metavar="METRES",
-    help="Lattice of square cells of this side (CRS units, metres); the lattice extends the "
-    "study bounds up and right to whole cells.",
+    help="Lattice of square cells of this side, in metres (INPUT must be in a projected CRS "
+    "in metres); the lattice extends the study bounds up and right to whole cells.",
 )
 
 

@@ -84,6 +84,26 @@ def test_the_ogr2ogr_advice_names_the_file_through_the_command(inputs, tmp_path,
     assert shlex.split(command)[-2:] == ["projected.gpkg", name]
 
 
+@pytest.mark.parametrize("command", ["tune", "release"])
+def test_points_in_a_crs_in_feet_are_refused_with_the_reprojection(inputs, tmp_path, command):
+    # EPSG:2227 is in US survey feet: "--cell-size 500" made cells of 500 ft (152 m), which
+    # the output called "500 x 500 m", closer to the records than the analyst asked for.
+    import geopandas as gpd
+
+    feet = tmp_path / "feet.gpkg"
+    points = gpd.read_file(inputs["gpkg"])
+    x0, y0 = points.total_bounds[:2]  # moved to the San Francisco Bay, in feet
+    moved = points.geometry.translate(6_000_000 - x0, 2_100_000 - y0)
+    points.set_geometry(moved).set_crs(2227, allow_override=True).to_file(feet)
+    args = (["--grids", "3x3", "--report", tmp_path / "t.md"] if command == "tune" else
+            ["--cell-size", "500", "--out", tmp_path / "r.gpkg"])
+    result = run(command, feet, "--attributes", "y,x1", *args)
+    assert_refused(result, "feet.gpkg is in EPSG:2227, whose unit is the US survey foot "
+                   "(0.3048", "and every distance geosynth reports are metres",
+                   "ogr2ogr -t_srs EPSG:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["feet.gpkg"]
+
+
 def test_an_output_with_control_characters_is_refused_naming_the_option(inputs, tmp_path):
     # "the output path '...' contains control characters" named no option.
     result = run("tune", inputs["gpkg"], "--attributes", "y,x1", "--grids", "3x3",
