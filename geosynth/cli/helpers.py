@@ -936,6 +936,15 @@ class LatticeChoice:
             raise click.UsageError("--public-area-ids needs --area-id COLUMN")
 
     @property
+    def option(self) -> tuple[str, str]:
+        """The cell option given and its value (e.g. ``("--cell-size", "500")``), not --areas."""
+        if self.grid_shape is not None:
+            return "--grid", "x".join(map(str, self.grid_shape))
+        if self.cell_size is not None:
+            return "--cell-size", f"{self.cell_size:g}"
+        return "--hex-size", f"{self.hex_size:g}"
+
+    @property
     def public_bounds(self) -> bool:
         """True when the lattice bounds do not come from the points (areas given)."""
         return self.areas_path is not None
@@ -969,6 +978,15 @@ def build_grid(
     geosynth.lattice.Grid
     """
     grid = _lattice(points, lattice, region, exclude)
+    if grid.n_cells < 2 and lattice.areas_path is None:  # one area is the user's region
+        # --cell-size 1e9 gave one cell reaching 1e9 m past the records, and synthetic points
+        # spread over it, far outside the area where the CRS is used.
+        option, value = lattice.option
+        raise InputError(
+            f"{option} {value} gives a lattice of {grid.n_cells} habitable cell: the model "
+            "smooths over neighbouring cells and would place the points anywhere in that one "
+            f"cell; choose a finer {option} (most analyses use hundreds of cells)"
+        )
     if barriers is None:
         return grid
     return grid.without_links_across(_in_crs_of(barriers, points, "--barriers"))

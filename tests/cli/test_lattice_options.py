@@ -342,3 +342,14 @@ def test_a_vanishing_cell_size_over_a_region_is_refused_not_a_traceback(inputs, 
     result = run("release", inputs["gpkg"], *GPKG_ARGS, option, "1e-160", "--region",
                  inputs["region"], "--out", tmp_path / "r.gpkg")
     assert_refused(result, "more than the limit of 4,000,000", f"use a larger {option}")
+
+
+@pytest.mark.parametrize(("args", "shown"), [(["--cell-size", "1e9"], "--cell-size 1e+09"),
+                                             (["--grid", "1x1"], "--grid 1x1")])
+def test_a_lattice_of_a_single_cell_is_refused(inputs, tmp_path, args, shown):
+    # --cell-size 1e9 was accepted: one cell reaching 1e9 m past the records, and synthetic
+    # points up to y = 9.99e8 m, far outside the area where the CRS is used.
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, *args, *FAST,
+                 "--out", tmp_path / "r.gpkg")
+    assert_refused(result, f"{shown} gives a lattice of 1 habitable cell", "choose a finer")
+    assert list(tmp_path.iterdir()) == []

@@ -867,13 +867,15 @@ def test_a_fixed_length_run_is_not_converged_above_the_librarys_r_hat(r_hat, war
 
 def test_a_continuous_column_without_two_cell_means_is_refused_before_the_fit(inputs,
                                                                              tmp_path):
-    # synthesize refused it after the whole fit: on a 1 x 1 lattice with one combination,
-    # one cell mean is all there is.
+    # synthesize refused it after the whole fit: with every record in one cell of the lattice
+    # and one combination, one cell mean is all there is.
     points = gpd.read_file(inputs["gpkg"])
     path = tmp_path / "coarse.gpkg"
-    points.assign(y=0).to_file(path, engine="pyogrio")
-    result = run("release", path, "--attributes", "y", "--continuous", "z", "--grid", "1x1",
-                 *FAST, "--out", tmp_path / "out.gpkg")
+    x0, y0 = points.total_bounds[:2]
+    clustered = points.geometry.scale(0.1, 0.1, origin=(x0, y0))  # in the region's corner
+    points.assign(y=0).set_geometry(clustered).to_file(path, engine="pyogrio")
+    result = run("release", path, "--attributes", "y", "--continuous", "z", "--grid", "2x2",
+                 "--region", inputs["region"], *FAST, "--out", tmp_path / "out.gpkg")
     assert_refused(result, "the continuous column 'z' has one cell mean for every record")
     assert "Fitting" not in result.output
 
