@@ -686,17 +686,35 @@ def check_complete(frame: gpd.GeoDataFrame, name: str,
         raise InputError(f"{printable(name)}: {some(located)} records have no "
                          "location (a missing or empty geometry); drop or fix them in the file")
     for option, wanted in columns.items():
+        # A number has no level: an empty --continuous value is dropped or imputed.
+        fix = ("drop them or impute the values in the file" if option == "--continuous" else
+               "drop them or give them an explicit level in the file")
         for column in [] if wanted is None else [wanted] if isinstance(wanted, str) else wanted:
             count = int(frame[column].isna().sum())
             if count:
                 csv = Path(str(name)).suffix.lower() == ".csv"  # the readers' only CSV suffix
                 raise InputError(
                     f"{option} {printable(column)!r}: {printable(name)} has {some(count)} "
-                    "records without a value in that column; drop them or give "
-                    "them an explicit level in the file"
+                    f"records without a value in that column; {fix}"
                     + (" (from a CSV file, text such as NA, None or null is read as missing "
                        "unless --na-values '' is given)" if csv else "")
                 )
+            infinite = _infinite_count(frame[column]) if option == "--continuous" else 0
+            if infinite:
+                raise InputError(
+                    f"{option} {printable(column)!r}: {printable(name)} has "
+                    f"{some(infinite)} records with an infinite value in that column; {fix}"
+                )
+
+
+def _infinite_count(values: pd.Series) -> int:
+    """Return how many of ``values`` are ±inf (0 for a column that is not numeric)."""
+    import numpy as np
+    import pandas as pd
+
+    if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return 0
+    return int(np.isinf(values.to_numpy(dtype=np.float64, na_value=np.nan)).sum())
 
 
 def check_binary(frame: gpd.GeoDataFrame, column: str, name: str) -> None:

@@ -135,6 +135,8 @@ _GDAL_DRIVER_ADVICE = re.compile(
 )
 # "over max_bytes = 2 GiB": the memory limit, which the command line keeps at its default.
 _MEMORY_LIMIT = re.compile(r"\bmax_bytes\s?=\s?(?=\d)")
+# "raise max_bytes, lower target_ess, ...": advice no option can follow.
+_RAISE_MEMORY_LIMIT = re.compile(r"\braise max_bytes,\s*")
 # "(or raise geosynth.lattice.MAX_CELLS)", ", or raise MAX_WEIGHT_PIXELS deliberately": the
 # module constants no option sets.
 _RAISE_CONSTANT = re.compile(
@@ -212,6 +214,7 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     text = _SQLITE.sub(r"the file is damaged or truncated (\1)", text)
     text = _OPEN_DATASET.sub("", text)
     text = _MEMORY_LIMIT.sub("the memory limit of ", text)  # no option sets max_bytes
+    text = _RAISE_MEMORY_LIMIT.sub("", text)
     text = _RAISE_CONSTANT.sub("", text)  # no option sets geosynth's limits
     for api_name, cli_name in (names or {}).items():
         # A function, not a template: a backslash in a file name (data\cases.csv, copied

@@ -33,6 +33,7 @@ from geosynth.cli.helpers import (
     summary_block,
     write_text,
 )
+from geosynth.cli.messages import cli_message
 from geosynth.cli.options import (
     DEFAULT_MAX_RHAT,
     EXISTING_FILE,
@@ -790,7 +791,7 @@ def _dp_release(counts, epsilon, public_total, m, run, progress, model,
 def _echo_convergence(r_hat: float, fit) -> None:
     stopping = fit.stopping
     if stopping is not None:
-        click.echo(f"Sampler {stopping.describe()}")
+        click.echo(f"Sampler {cli_message(stopping.describe())}")
         return  # a fit stopped at --max-seconds has warned, naming what has not converged
     described = describe_rhat(r_hat, fit)
     if fit.n_chains > 1 and described.startswith("not computable"):  # too few draws: a problem

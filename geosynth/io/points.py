@@ -341,7 +341,7 @@ def _check_csv_character(name: str, value: str) -> None:
     """Refuse a ``sep`` or ``decimal`` that is not one character a CSV number can sit beside."""
     if len(value) != 1:
         tab = " (a tab is the one character '\\t')" if value in ("\\t", "tab", "TAB") else ""
-        raise InputError(f"{name} must be one character, got {printable(value)!r} "
+        raise InputError(f"{name}={printable(value)!r} must be one character "
                          f"({len(value)} characters){tab}; e.g. {name}="
                          f"{_CSV_EXAMPLES[name]} (CLI: --{name})")
     number_mark = name == "decimal" and (value.isspace() or value in "+-eE")

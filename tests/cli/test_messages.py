@@ -92,11 +92,19 @@ def assert_cli_wording(text):
          "(in Python, or raise max_bytes). Nothing was spent",
          "5 release(s) could need 3 GiB, over the memory limit of 2 GiB; make fewer releases "
          "(--m 5). Nothing was spent"),
+        # "raise max_bytes" named a parameter no option sets
+        ("n_iter='auto' with target_ess=1e+06 over 2 chains keeps up to 5 draws per chain, but "
+         "max_bytes = 2 GiB holds 3; raise max_bytes, lower target_ess, or use a coarser grid",
+         "--iterations 'auto' with --target-ess 1e+06 over 2 chains keeps up to 5 draws per "
+         "chain, but the memory limit of 2 GiB holds 3; lower --target-ess, or use a coarser "
+         "grid"),
+        ("sep=';;' must be one character (2 characters); e.g. sep=',' or ';' (CLI: --sep)",
+         "--sep ';;' must be one character (2 characters); e.g. --sep ',' or ';'"),
     ],
     ids=["iterations", "layer", "bare-layer", "csv-columns", "overwrite", "inner-note",
          "drop-outside", "allow-identifying", "no-records", "single-record-pad", "pad-only",
          "shape-cell-size", "m", "epsilon", "gdal-advice", "sqlite", "untouched", "labels",
-         "none", "memory-limit"],
+         "none", "memory-limit", "raise-memory-limit", "sep"],
 )
 def test_cli_message_names_options_not_parameters(message, expected):
     assert cli_message(message, {"gdf": "cases.csv"}) == expected

@@ -566,6 +566,28 @@ def test_max_seconds_warns_and_still_writes(inputs, tmp_path):
         in text
     assert "Not converged: " in text and "fit.stopping" not in text
     assert "raise --max-seconds, lower --target-ess or raise --max-rhat" in text
+    # the summary line after the warning named the parameter, max_seconds=0.01
+    assert "Sampler stopped at --max-seconds 0.01 before converging" in text
+    assert "max_seconds=" not in text
+
+
+@pytest.mark.parametrize(("value", "what"), [("inf", "with an infinite value"),
+                                           ("", "without a value")])
+def test_a_continuous_value_missing_or_infinite_names_the_option(inputs, tmp_path, value,
+                                                                   what):
+    # An infinite value was refused as "continuous column 'z' has 1 infinite values (rows
+    # [5])", naming no option; a missing one advised "an explicit level", which no number has.
+    table = pd.read_csv(inputs["csv"])
+    table["z"] = table["z"].astype(object)
+    table.loc[5, "z"] = value
+    path = tmp_path / "cases.csv"
+    table.to_csv(path, index=False)
+    result = run("release", path, "--x", "east", "--y", "north", "--crs", "EPSG:31983",
+                 "--attributes", "y", "--continuous", "z", "--grid", "3x3", *FAST,
+                 "--out", tmp_path / "o.gpkg")
+    assert_refused(result, f"--continuous 'z': cases.csv has 1 of {len(table)} records {what} "
+                   "in that column; drop them or impute the values in the file")
+    assert "explicit level" not in result.output
 
 
 def test_too_few_draws_for_r_hat_is_a_warning_and_arviz_stays_quiet(inputs, tmp_path):

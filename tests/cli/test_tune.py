@@ -442,8 +442,8 @@ def test_continuous_values_that_release_refuses_are_refused_before_any_fit(input
     frame.to_file(tmp_path / "inf.gpkg", engine="pyogrio")
     result = run("tune", tmp_path / "inf.gpkg", *ARGS, "--continuous", "z", "--grids", "3x3",
                  *FAST, "--report", tmp_path / "t.md")
-    assert_refused(result, "--continuous: continuous column 'z' has 1 infinite values",
-                   "(in inf.gpkg)")
+    assert_refused(result, "--continuous 'z': inf.gpkg has 1 of", "records with an infinite "
+                   "value in that column; drop them or impute the values in the file")
     assert "Tuning" not in result.output and not (tmp_path / "t.md").exists()
     released = run("release", tmp_path / "inf.gpkg", "--attributes", "y,x1,x2", "--continuous",
                    "z", "--grid", "3x3", *FAST, "--out", tmp_path / "r.gpkg")
