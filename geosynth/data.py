@@ -2282,7 +2282,7 @@ def counts_from_table(
             warnings.warn(
                 f"attribute {name!r} has a single level among the {n_kept} kept records, "
                 "so its effect cannot be estimated; "
-                "consider removing it from attributes",
+                "consider removing it from attributes (CLI: --attributes)",
                 DataWarning,
                 stacklevel=3,
             )
@@ -2623,7 +2623,8 @@ def _check_identifying(
         f"{IDENTIFYING_SINGLETON_SHARE:.0%} of the records alone in their level, or every "
         "record alone in its level), and a release "
         f"would publish them verbatim. Drop the column {names}, or coarsen it into groups "
-        "(e.g. pd.cut for numbers, a prefix for codes); pass allow_identifying=True "
+        "(e.g. bands of numbers (in Python, pd.cut), a prefix for codes); pass "
+        "allow_identifying=True "
         "(CLI: --allow-identifying) only if its levels are public and not linkable"
     )
 

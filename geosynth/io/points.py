@@ -683,8 +683,8 @@ def _check_csv_layout(source: Path, names: list, frame: pd.DataFrame,
         raise InputError(
             f"the CSV file {printable(source.name)} has more fields in its records than names in "
             "its header line (pandas would take the first column, e.g. record IDs, as row "
-            "labels); give every column a name in the header line, e.g. write the file with "
-            f"DataFrame.to_csv(index=False){_separator_hint(frame.columns, options)}"
+            "labels); give every column a name in the header line (in Python, write the file "
+            f"with DataFrame.to_csv(index=False)){_separator_hint(frame.columns, options)}"
         )
     repeated = sorted({name for name in names if names.count(name) > 1})
     # A first record read as the header repeats its text values too ('F', 'F'): the whole line

@@ -856,7 +856,8 @@ def warn_withheld_means(counts: CellCounts) -> None:
             f"records, and the check needs more than {MIN_FENCE_MEANS}; synthetic values centre "
             "on their cell's mean, so one extreme value can show through the releases (its "
             "cell's mean times its records, less the others): top-code or transform the "
-            "columns before prepare() (e.g. at a public threshold), or use a finer lattice",
+            "columns in the data (e.g. at a public threshold; in Python, before prepare()), or "
+            "use a finer lattice",
             PrivacyLeakWarning,
             stacklevel=caller_stacklevel(),
         )
@@ -868,7 +869,8 @@ def warn_withheld_means(counts: CellCounts) -> None:
                 f"means (Q1 - {OUTLYING_FENCE:g} IQR, Q3 + {OUTLYING_FENCE:g} IQR): an extreme "
                 "value among their records would show in the releases, so their synthetic "
                 "values follow the neighbouring cells' means instead; top-code or transform "
-                f"{name!r} before prepare() if its extremes are real values to keep",
+                f"{name!r} in the data (in Python, before prepare()) if its extremes are real "
+                "values to keep",
                 DataWarning,
                 stacklevel=caller_stacklevel(),
             )
@@ -925,8 +927,8 @@ def warn_pooled_combinations(counts: CellCounts) -> None:
                 "combinations around their synthetic cells: every cell mean of "
                 f"{MIN_RECORDS_FOR_VALUES} or more of their records lies beyond the far-out "
                 "fences (an extreme value among them), so that column keeps no association "
-                f"with those attributes; top-code or transform {name!r} before prepare() if "
-                "its extremes are real values to keep",
+                f"with those attributes; top-code or transform {name!r} in the data (in "
+                "Python, before prepare()) if its extremes are real values to keep",
                 DataWarning,
                 stacklevel=caller_stacklevel(),
             )

@@ -744,8 +744,20 @@ def test_a_csv_with_ids_in_an_unnamed_first_column_is_refused_without_naming_the
     table.to_csv(path, index_label=False)
     result = run("release", path, "--x", "east", "--y", "north", "--crs", "EPSG:31983",
                  "--attributes", "y,x1", "--grid", "4x4", *FAST, "--out", tmp_path / "a.gpkg")
-    assert_refused(result, "more fields in its records than names in its header line")
+    assert_refused(result, "more fields in its records than names in its header line",
+                   "give every column a name in the header line")
     assert "PAT" not in result.output and not (tmp_path / "a.gpkg").exists()
+    assert "to_csv" not in result.output  # Python advice
+
+
+def test_an_identifying_attribute_is_refused_with_advice_the_command_line_can_follow(inputs,
+                                                                                   tmp_path):
+    # The advice coarsened it "(e.g. pd.cut for numbers, ...)", a pandas function.
+    result = run("release", inputs["gpkg"], "--attributes", "y,z", "--grid", "3x3", *FAST,
+                 "--out", tmp_path / "r.gpkg")
+    assert_refused(result, "coarsen it into groups (e.g. bands of numbers, a prefix for codes)",
+                   "--allow-identifying")
+    assert "pd.cut" not in result.output and "in Python" not in result.output
 
 
 def test_a_text_continuous_column_gets_advice_the_command_line_can_follow(two_covariates,
