@@ -1017,8 +1017,8 @@ def _check_small_epsilon(
         f"noise scale is {scale:.3g} on each of {n_counts:,} counts ({n_cells:,} cells x "
         f"{n_combos} combinations), so " + "; ".join(problems) + ". The smallest epsilon that "
         f"works here is about {_round_up(smallest)}{caveat}; otherwise {options}use fewer sweeps "
-        f"(n_iter={n_iter}), chains (chains={chains}) or releases (m={m}), a coarser lattice or "
-        "fewer attributes. Nothing was spent"
+        f"(now n_iter={n_iter}), chains (now chains={chains}) or releases (now m={m}), a "
+        "coarser lattice or fewer attributes. Nothing was spent"
     )
 
 

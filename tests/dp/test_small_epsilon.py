@@ -74,7 +74,9 @@ def test_absurd_epsilon_is_refused_at_once_and_spends_nothing(small_counts, epsi
     # 3,000 sweeps x 2 chains x (6 + 2 attributes) x 100 counts x 5e-8 s x (e^12.5 - 1): 17.89 h.
     assert "up to about 17.9 h of extra sampling" in message
     assert "pass n_public= if the number of records is already published" in message
-    assert "fewer sweeps (n_iter=3000), chains (chains=2) or releases (m=5)" in message
+    # the values in force, not values to set ("--iterations 8000" read as advice)
+    assert "fewer sweeps (now n_iter=3000), chains (now chains=2) or releases (now m=5)" \
+        in message
     assert "Nothing was spent" in message
     assert smallest_epsilon(message) == pytest.approx(2.2e-05)
     assert accountant.spent_epsilon == 0.0 and accountant.ledger.empty
