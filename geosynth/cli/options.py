@@ -253,6 +253,9 @@ class LimitSpec(click.ParamType):
             self.fail(f"expected COLUMN=LOW:HIGH such as age=0:120 (an end left empty is open: "
                       f"income=0:), got {value!r}", param, ctx)
         ends = (self._end(low, value, param, ctx), self._end(high, value, param, ctx))
+        if ends == (None, None):  # age=: no limit at all, which is no --limit
+            self.fail(f"{value!r} sets neither end; give at least one, e.g. age=0:120 or "
+                      "income=0:, or drop this --limit", param, ctx)
         from geosynth._validation import check_range
         from geosynth.errors import InputError
 

@@ -222,7 +222,8 @@ def release(
     cell: pass --region when that extent is confidential.
 
     Every output is checked before any work starts: files that exist are refused unless
-    --overwrite is given, and every output folder must be writable. All files are written
+    --overwrite is given, and every output folder must be writable (a folder that does not
+    exist is created, and removed again if the run fails). All files are written
     together at the end: a run that fails or is interrupted (Ctrl-C, exit status 130) writes
     nothing and replaces nothing, and a file that another run created meanwhile is never
     replaced without --overwrite. Without --seed a seed is drawn and written, with the derived
@@ -300,6 +301,8 @@ def release(
         levels = None if levels_file is None else _read_levels(levels_file, attributes)
         if outcome is not None and levels is not None:  # public facts only, under --epsilon
             _check_declared_outcome(levels, outcome, levels_file)
+        if levels is not None:
+            _warn_of_unused_levels(levels, [*attributes, outcome], levels_file)
         progress = show_progress(ctx)
 
         # Under DP nothing that depends on the records' values is refused (prepare drops them).
@@ -660,6 +663,23 @@ def _check_declared_outcome(levels: dict[str, list], outcome: str, path: str) ->
             f"{printable(Path(path).name)} are {declared[:5]}, but the coverage needs a binary "
             "outcome; declare them as [0, 1] (numbers) or [false, true], or drop --outcome"
         )
+
+
+def _warn_of_unused_levels(levels: dict[str, list], used: list[str | None], path: str) -> None:
+    """Warn of columns --levels-file declares that no option uses (a public codebook's others).
+
+    A name mistyped in --attributes, or a column left out of it, went unnoticed: the file's
+    levels of it were read and dropped without a word.
+    """
+    from geosynth.io import printable
+
+    unused = [name for name in levels if name not in used]
+    if unused:
+        shown = ", ".join(repr(printable(name)) for name in unused[:5])
+        more = f" and {len(unused) - 5} more" if len(unused) > 5 else ""
+        click.echo(f"Warning: --levels-file {printable(Path(path).name)} declares the levels of "
+                   f"{shown}{more}, which neither --attributes nor --outcome names; they are "
+                   "not used (add a column to --attributes to model it)", err=True)
 
 
 def _read_levels(path: str, attributes: list[str]) -> dict[str, list]:

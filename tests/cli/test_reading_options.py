@@ -216,6 +216,7 @@ def test_limit_keeps_the_synthetic_values_in_the_range(skewed, tmp_path):
     (["--limit", "z=nan:3"], ["not a finite number"]),
     (["--limit", "z=5:1"], ["'z=5:1' is an empty range", "e.g. age=0:120"]),
     (["--limit", "z=2:2"], ["'z=2:2' is an empty range"]),
+    (["--limit", "z=:"], ["'z=:' sets neither end", "drop this --limit"]),  # was a no-op
     (["--limit", "w=0:1"], ["'w' is not a --continuous column", "the --continuous columns are z"]),
     (["--limit", "z=0:1", "--limit", "z=0:2"], ["'z' twice"]),
 ])

@@ -149,6 +149,23 @@ def test_dp_release_without_levels_file_is_refused(inputs, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_levels_declared_for_no_column_of_the_run_are_named(inputs, tmp_path):
+    # A column declared in --levels-file and left out of --attributes (or mistyped there) was
+    # read and dropped without a word.
+    levels = tmp_path / "levels.json"
+    levels.write_text(json.dumps({"y": [0, 1], "x1": [1, 2], "zip": ["a", "b"]}))
+    result = run("release", inputs["gpkg"], "--attributes", "y,x1", "--grid", "3x3",
+                 "--region", inputs["region"], "--epsilon", 1, "--levels-file", levels, *FAST,
+                 "--out", tmp_path / "dp.gpkg")
+    assert result.exit_code == 0, result.output
+    assert ("Warning: --levels-file levels.json declares the levels of 'zip', which neither "
+            "--attributes nor --outcome names; they are not used") in result.output
+    used = run("release", inputs["gpkg"], "--attributes", "y,x1,x2", "--grid", "3x3",
+               "--region", inputs["region"], "--epsilon", 1, "--levels-file", inputs["levels"],
+               *FAST, "--out", tmp_path / "dp2.gpkg")
+    assert used.exit_code == 0 and "declares the levels of" not in used.output
+
+
 def test_dp_release_drops_records_outside_the_declared_levels(inputs, tmp_path):
     # Refusing them would tell whether such a record is in the data: epsilon = infinity.
     levels = tmp_path / "levels.json"
