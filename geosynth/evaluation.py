@@ -70,9 +70,10 @@ from geosynth.metrics.utility import (
     QuadrantCoverage,
     as_bounds,
     check_n_quadrants,
-    check_rules,
+    check_release_rules,
+    combining_rules,
 )
-from geosynth.synth.release import is_public, release_info
+from geosynth.synth.release import is_public
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -262,81 +263,6 @@ class Evaluation:
         ax.legend(fontsize=8)
         fig.tight_layout()
         return fig
-
-
-def combining_rules(epsilon: float | None) -> str:
-    """Return the combining rules of the coverage table for a release made with ``epsilon``.
-
-    A Paiva release (``epsilon`` None) keeps the original attributes and makes the locations
-    synthetic: the partially synthetic rules (Reiter 2003). Every value of an ε-DP release is
-    synthetic: the fully synthetic rules (Raghunathan, Reiter & Rubin 2003).
-
-    Parameters
-    ----------
-    epsilon : float or None
-        The release's ε (None: not differentially private).
-
-    Returns
-    -------
-    str
-        ``"partial"`` or ``"full"``, the ``rules`` of :func:`evaluate`.
-    """
-    return "partial" if epsilon is None else "full"
-
-
-def check_release_rules(releases: Sequence[gpd.GeoDataFrame], rules: object) -> str:
-    """Return the combining rules for ``releases``: ``rules`` checked against their records.
-
-    Each release's record (:func:`geosynth.synth.release.release_info`) says whether it was
-    made with ε; :func:`combining_rules` maps that to the rules. ``rules=None`` takes them
-    from the records (``"partial"`` for releases without one). The partially synthetic rules
-    are refused for ε-DP releases: they take the attributes as kept, so their intervals leave
-    out the between-release variance of fully synthetic data and look better than they are
-    (a mean CI overlap of 0.89 against 0.53 under the right rules, in a test). The fully
-    synthetic rules are allowed for any release: they are the conservative choice.
-
-    Parameters
-    ----------
-    releases : sequence of GeoDataFrame
-        The releases.
-    rules : {"partial", "full"} or None
-        The rules asked for.
-
-    Returns
-    -------
-    str
-        ``"partial"`` or ``"full"``.
-
-    Raises
-    ------
-    geosynth.errors.InputError
-        ``rules`` is not one of them; some releases are ε-DP and others are not; or
-        ``rules="partial"`` for ε-DP releases.
-    """
-    if rules is not None:
-        rules = check_rules(rules)
-    recorded = [combining_rules(None if info is None else info.epsilon)
-                for info in map(release_info, releases)]
-    full = [i for i, kind in enumerate(recorded) if kind == "full"]
-    if full and len(full) < len(recorded):
-        others = [i for i in range(len(recorded)) if i not in full]
-        raise InputError(
-            f"releases {_positions(full)} were made with epsilon (differentially private) and "
-            f"releases {_positions(others)} without: their combining rules differ; evaluate "
-            "each set of releases apart"
-        )
-    if rules == "partial" and full:
-        raise InputError(
-            'rules="partial" for releases made with epsilon: every value of an ε-DP release '
-            "is synthetic, and the partially synthetic rules would understate the intervals' "
-            'width; pass rules="full", or leave rules=None to take them from the releases'
-        )
-    return rules if rules is not None else ("full" if full else "partial")
-
-
-def _positions(indices: list[int], limit: int = 5) -> str:
-    shown = ", ".join(map(str, indices[:limit]))
-    return shown + (f" and {len(indices) - limit} more" if len(indices) > limit else "")
 
 
 #: Fewest original records (and synthetic points) of a combination whose distances the text

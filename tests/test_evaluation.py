@@ -96,10 +96,11 @@ def test_releases_made_with_epsilon_take_the_fully_synthetic_rules(scenario):
         set_release_info(release, ReleaseInfo(method="paiva-dp", epsilon=1.0))
     kw = dict(outcome="y", n_quadrants=80, seed=3, linked=False)
     found = evaluate(data.data, releases, None, ATTRIBUTES, **kw).tables["coverage"]
-    full = geosynth.metrics.quadrant_coverage(data.data, releases, "y", n_quadrants=80, seed=3,
-                                              rules="full")
-    partial = geosynth.metrics.quadrant_coverage(data.data, releases, "y", n_quadrants=80,
-                                                 seed=3, rules="partial")
+    full = geosynth.metrics.quadrant_coverage(data.data, releases, "y", n_quadrants=80, seed=3)
+    bare = [release.copy() for release in releases]
+    for release in bare:  # no record: the partial rules are the default, not refused
+        release.attrs = {}
+    partial = geosynth.metrics.quadrant_coverage(data.data, bare, "y", n_quadrants=80, seed=3)
     assert found["mean_overlap"].iloc[0] == full.mean_overlap != partial.mean_overlap
     assert evaluate(data.data, releases, None, ATTRIBUTES, rules="full",
                     **kw).tables["coverage"]["mean_overlap"].iloc[0] == full.mean_overlap

@@ -118,6 +118,7 @@ from geosynth.synth.release import (
     is_public,
     refuse_baseline,
     release_info,
+    set_release_info,
 )
 
 if TYPE_CHECKING:
@@ -2097,6 +2098,11 @@ def read_release(path: str | os.PathLike, *, check_audit: bool = True) -> Releas
     check_spatial_indexes(source, name, [*metadata["layers"], *([GRID_LAYER] if grid is not None
                                                                    else [])], bounds)
     check_unread_room(source, name, layers, kinds, metadata.get("crs"))  # last: says least
+    # Each release carries the file's record: how it was made (its epsilon) decides, e.g., the
+    # combining rules geosynth.evaluate takes for it.
+    record = info_from_metadata(metadata)
+    for frame in releases:
+        set_release_info(frame, record)
     audit = None
     if check_audit:
         try:

@@ -430,9 +430,15 @@ def test_evaluate_of_a_dp_release_combines_by_the_fully_synthetic_rules(tmp_path
     assert result.exit_code == 0, result.output
     row = result.output.split("coverage:")[1].splitlines()[2].split()
     points, layers = io.read_points(original), io.read_release(release).releases
-    overlap = {rules: geosynth.metrics.quadrant_coverage(points, layers, "y", seed=1,
+    bare = [layer.copy() for layer in layers]
+    for layer in bare:  # without the file's record: the partial rules are not refused
+        layer.attrs = {}
+    overlap = {rules: geosynth.metrics.quadrant_coverage(points, bare, "y", seed=1,
                                                          rules=rules).mean_overlap
                for rules in ("full", "partial")}
+    # Read from the file, the releases carry its record: the full rules by default.
+    assert geosynth.metrics.quadrant_coverage(points, layers, "y", seed=1).mean_overlap == \
+        overlap["full"]
     assert f"{overlap['full']:,.3f}" != f"{overlap['partial']:,.3f}"
     assert row[1] == f"{overlap['full']:,.3f}"
 
