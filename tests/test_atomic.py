@@ -793,6 +793,26 @@ def test_a_commit_killed_after_its_last_move_is_kept(tmp_path, next_write):
     assert _names(tmp_path) == ["a.tif", "b.json", "c.html"]
 
 
+@pytest.mark.parametrize("change", ["deleted", "saved again"])
+def test_a_finished_commit_stands_when_its_user_changed_a_file_since(tmp_path, change):
+    # A target deleted, or saved again by an editor (a new inode), made the finished commit
+    # look half done: the next write put back the old a.tif and b.json beside the new c.html.
+    for name in ("a.tif", "b.json"):
+        (tmp_path / name).write_text(f"old {name}")
+    _kill_while_committing(tmp_path, "after the last move", overwrite=True)
+    if change == "deleted":
+        (tmp_path / "c.html").unlink()
+    else:  # as editors save: a new file renamed over the old one
+        (tmp_path / "b.json.swp").write_text("new b.json edited")
+        os.replace(tmp_path / "b.json.swp", tmp_path / "b.json")
+    with AtomicOutputs(overwrite=True) as outputs:
+        outputs.add(tmp_path / "a.tif")  # never written: only the clean-up happens
+    assert (tmp_path / "a.tif").read_text() == "new a.tif"
+    expected = {"deleted": "new b.json", "saved again": "new b.json edited"}[change]
+    assert (tmp_path / "b.json").read_text() == expected
+    assert not [p for p in tmp_path.iterdir() if STAGING_MARK in p.name]
+
+
 def test_a_damaged_journal_only_removes_its_folder(tmp_path):
     (tmp_path / "a.tif").write_text("old a.tif")
     _kill_while_committing(tmp_path, "after two moves", overwrite=True)
