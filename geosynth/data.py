@@ -173,6 +173,7 @@ __all__ = [
     "count_table",
     "covariate_names",
     "counts_from_table",
+    "widen_halves",
     "locate_records",
     "warn_if_bounds_touch_records",
     "no_overlap_message",
@@ -1951,8 +1952,7 @@ def _levels_and_codes(
         levels = categories[observed].tolist()
         _refuse_locations(series, levels, weights, bounds)
         return levels, (np.cumsum(observed) - 1)[raw]
-    if series.dtype == np.float16:  # pandas has no float16 index (NotImplementedError)
-        series = series.astype(np.float64)  # exact: every half is a double
+    series = widen_halves(series)
     unique = series.drop_duplicates().tolist()
     try:
         levels = sorted(unique)
@@ -1960,14 +1960,37 @@ def _levels_and_codes(
     except TypeError as err:  # unorderable (1 and "a", complex) or unhashable (lists) values
         if any(isinstance(v, shapely.Geometry) for v in unique):
             _refuse_locations(series, unique, weights, bounds)
-        kinds = sorted({type(v).__name__ for v in unique})
-        raise InputError(
-            f"attribute {series.name!r} mixes values of types {kinds} that cannot be sorted into "
-            "levels (or holds values such as lists, which are no level); make them one type of "
-            f"text or number, e.g. gdf[{series.name!r}].astype(str)"
-        ) from err
+        raise _no_levels(series, unique) from err
     _refuse_locations(series, levels, weights, bounds)
     return levels, codes
+
+
+def widen_halves(values: pd.Series) -> pd.Series:
+    """Return ``values`` with float16 widened to float64 (exact: every half is a double).
+
+    pandas has no float16 index: grouping, sorting into levels or matching categories of a
+    float16 attribute raised its NotImplementedError.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        An attribute column.
+
+    Returns
+    -------
+    pandas.Series
+    """
+    return values.astype(np.float64) if values.dtype == np.float16 else values
+
+
+def _no_levels(series: pd.Series, values: list) -> InputError:
+    """Return the refusal of an attribute whose values cannot be sorted or grouped into levels."""
+    kinds = sorted({type(v).__name__ for v in values})
+    return InputError(
+        f"attribute {series.name!r} mixes values of types {kinds} that cannot be sorted into "
+        "levels (or holds values such as lists, which are no level); make them one type of "
+        f"text or number, e.g. gdf[{series.name!r}].astype(str)"
+    )
 
 
 def _refuse_locations(
@@ -2190,10 +2213,19 @@ def count_table(table: pd.DataFrame, attributes: Sequence[str]) -> pd.DataFrame:
     """
     for attribute in attributes:  # the partitions' booleans and numbers meet here
         _check_not_bool_and_number(table[attribute])
+    halves = {a: table[a].dtype for a in attributes if table[a].dtype == np.float16}
+    table = table.assign(**{a: widen_halves(table[a]) for a in halves})
     keys = [CELL_COLUMN, *attributes]
     grouped = table.groupby(keys, sort=False, observed=True, dropna=False)
     sums = [COUNT_COLUMN] + [c for c in table.columns if str(c).startswith(Z_SUM_COLUMN)]
-    out = grouped[sums].sum().reset_index()
+    try:
+        out = grouped[sums].sum().reset_index().astype(halves)
+    except TypeError as err:  # unhashable values (lists, dicts): no levels, as in prepare
+        unhashable = [a for a in attributes
+                      if table[a].map(lambda v: not isinstance(v, Hashable)).any()]
+        if not unhashable:
+            raise
+        raise _no_levels(table[unhashable[0]], list(table[unhashable[0]])) from err
     groups = grouped.ngroup().to_numpy(dtype=np.int64)
     for columns in extreme_columns(len(sums) - 1):
         if columns[0] not in table.columns:  # a table of counts only

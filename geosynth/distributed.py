@@ -72,6 +72,7 @@ from geosynth.data import (
     no_overlap_message,
     warn_dropped,
     warn_if_bounds_touch_records,
+    widen_halves,
 )
 from geosynth.errors import CRSError, InputError
 from geosynth.evaluation import (
@@ -816,7 +817,10 @@ def _compute_with_extremes(mapped, ddf, grid) -> tuple[pd.DataFrame, pd.DataFram
     """
     import dask
 
-    if grid.kind == "areal" or grid.snap_unit is not None:  # the check's own exemptions
+    # The check's own exemptions: areal and snapped lattices' bounds are not checked, but the
+    # habitable extent of a clipped one is (an exclude= of the records' box made it theirs).
+    exempt = grid.kind == "areal" or grid.snap_unit is not None
+    if exempt and grid.fully_habitable.all():
         return mapped.compute(), None
     extremes = ddf.map_partitions(_partition_extremes, grid, meta=_CORNERS_META)
     return dask.compute(mapped, extremes)
@@ -838,7 +842,8 @@ def _partition_records(part, grid, attrs, levels, combo_keys, radix) -> pd.DataF
     keep = cell >= 0
     key = np.zeros(int(keep.sum()), dtype=np.int64)
     for a, r in zip(attrs, radix, strict=True):
-        codes = pd.Categorical(part[a].to_numpy()[keep], categories=levels[a]).codes
+        codes = pd.Categorical(widen_halves(part[a]).to_numpy()[keep],
+                               categories=levels[a]).codes
         key = key * r + codes.astype(np.int64)
     return pd.DataFrame({"cell": cell[keep], "combo": np.searchsorted(combo_keys, key)},
                         index=part.index[keep])

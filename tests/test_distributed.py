@@ -381,6 +381,48 @@ def test_prepare_dask_warns_once_of_bounds_on_the_records_extremes(client, point
     assert_counts_equal(got, want)
 
 
+def test_prepare_dask_warns_of_a_snapped_lattice_whose_habitable_extent_is_the_records(
+        client, points):
+    # The Dask path exempted snapped lattices from the whole check, while prepare exempts
+    # only their bounds: an exclude of "where nobody lives" published the records' extremes
+    # through the habitable fractions without a warning.
+    import shapely
+
+    snapped = Grid.from_points(points, shape=(4, 5))
+    nobody = shapely.difference(shapely.box(*snapped.bounds).buffer(10.0),
+                                shapely.box(*points.total_bounds))
+    lattice = Grid.from_points(points, shape=(4, 5), exclude=nobody)
+    with pytest.warns(PrivacyLeakWarning, match="habitable extent") as caught:
+        want = prepare(points, lattice, attributes=["a"])
+    with pytest.warns(PrivacyLeakWarning, match="habitable extent") as got_warnings:
+        got = gd.prepare_dask(to_dask(points, 3), lattice, attributes=["a"])
+    assert [str(w.message) for w in got_warnings if w.category is PrivacyLeakWarning] == \
+        [str(w.message) for w in caught]
+    assert_counts_equal(got, want)
+
+
+def test_prepare_dask_counts_a_float16_attribute_as_prepare_does(client, points, grid):
+    # prepare casts float16 levels to float64 (exact); the partitions' groupby raised pandas'
+    # NotImplementedError ("float16 indexes are not supported").
+    data = points.assign(a=points["a"].astype(np.float16))
+    want = prepare(data, grid, attributes=["a"])
+    got = gd.prepare_dask(to_dask(data, 3), grid, attributes=["a"])
+    assert_counts_equal(got, want)
+
+
+def test_prepare_dask_refuses_lists_as_levels_as_prepare_does(client, points, grid):
+    # The partitions' groupby raised a bare "TypeError: unhashable type: 'list'".
+    values = pd.Series([[1, 2] if k % 2 else "a" for k in range(len(points))],
+                       index=points.index, dtype=object)
+    data = points.assign(v=values)
+    match = r"attribute 'v' mixes values of types \['list', 'str'\].*astype\(str\)"
+    with pytest.raises(InputError, match=match):
+        prepare(data, grid, attributes=["v"])
+    with dask.config.set({"dataframe.convert-string": False}):
+        with pytest.raises(InputError, match=match):
+            gd.prepare_dask(to_dask(data, 3), grid, attributes=["v"])
+
+
 def test_prepare_dask_passes_several_covariates(client, points, grid):
     data = points.assign(w=(np.arange(len(points)) % 7) * 1.5)
     want = prepare(data, grid, attributes=["a"], continuous=["z", "w"])
