@@ -268,18 +268,26 @@ def holds_coordinates_within(
     bounds: tuple[float, float, float, float],
     weights: np.ndarray | None = None,
     fewer_than: int = 3,
+    degrees: tuple[float, float, float, float] | None = None,
 ) -> bool:
-    """Whether a rare text value of ``values`` reads as a location inside ``bounds``.
+    """Whether a text value of ``values`` reads as a location inside the records' box.
 
     :func:`holds_coordinates` asks most rows to be such text; a column holding a record's own
     ``"603184.8, 7794484.0"`` in a few rows (and ``"north"`` in the others) passed, and the
     release published those records' locations to 0.1 m as levels of the attribute. Here one
-    distinct text of two to four numbers (as :func:`holds_coordinates` reads them) is enough
-    when its first two, in either order, lie inside ``bounds`` (the lattice's box: every
-    counted record's location is in it) and fewer than ``fewer_than`` records hold it, as one
-    person's location is. Labels such as ``"1,5"`` (a decimal comma) lie inside only a lattice
-    whose box holds ``(1, 5)``, one of a local CRS near its origin, and a level is one when
-    many records share it.
+    distinct text is enough when two numbers in a row of it, in either order (read with a
+    decimal point and thousands commas, and with a decimal comma: ``"600016,5; 7790580,3"``;
+    ``"x=600016.5, y=7790580.3"``, ``"600016.5E 7790580.3N"`` and the text of a dict of NumPy
+    floats too), lie inside
+
+    * ``bounds`` (the lattice's box: every counted record's location is in it), and either
+      both have decimals (a household of three at one GPS fix) or fewer than ``fewer_than``
+      records hold the text, as one person's location is; or
+    * ``degrees`` (the same box in longitude and latitude), both with 3 decimals or more
+      (about 100 m): a home's latitude and longitude beside data in metres.
+
+    Labels such as ``"18 64"`` (whole numbers) lie inside only a lattice whose box holds
+    ``(18, 64)``, one of a local CRS near its origin, and are then refused only when rare.
 
     Parameters
     ----------
@@ -290,7 +298,9 @@ def holds_coordinates_within(
     weights : numpy.ndarray of int, optional
         The records each row stands for (a table of counts); by default one each.
     fewer_than : int, default 3
-        A text held by this many records or more is a level, not a location.
+        Whole numbers held by this many records or more are a level, not a location.
+    degrees : (west, south, east, north), optional
+        ``bounds`` in longitude and latitude.
 
     Returns
     -------
@@ -301,25 +311,52 @@ def holds_coordinates_within(
     elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
         return False
     distinct = values.value_counts(dropna=True, sort=False).index.to_numpy(dtype=object)
-    texts = pd.Series([v for v in distinct if isinstance(v, str)], dtype=object)
-    read = texts.str.replace(_NUMPY_SCALAR, r"\1", regex=True)
-    numeric = read.str.fullmatch(_COORDINATE_TEXT).to_numpy(dtype=bool)
-    if not numeric.any():
+    texts = [v for v in distinct if isinstance(v, str) and _DIGIT_PAIR.search(v)]
+    found = {text: _located(text, bounds, degrees) for text in texts}
+    if any(verdict == "located" for verdict in found.values()):
+        return True
+    rare = [text for text, verdict in found.items() if verdict == "if rare"]
+    if not rare:
         return False
-    pairs = np.array([[float(n) for n in _NUMBER_RE.findall(text)[:2]]
-                      for text in read[numeric]])
-    x0, y0, x1, y1 = bounds
-    inside = np.zeros(len(pairs), dtype=bool)
-    for x, y in ((pairs[:, 0], pairs[:, 1]), (pairs[:, 1], pairs[:, 0])):
-        inside |= (x0 <= x) & (x <= x1) & (y0 <= y) & (y <= y1)
-    if not inside.any():
-        return False
-    candidates = texts[numeric][inside]
-    rows = values.isin(candidates).to_numpy(dtype=bool)
+    rows = values.isin(rare).to_numpy(dtype=bool)
     counts = np.ones(rows.sum(), dtype=np.int64) if weights is None else \
         np.asarray(weights)[rows]
     held = pd.Series(counts).groupby(values[rows].to_numpy(dtype=object)).sum()
     return bool((held < fewer_than).any())
+
+
+def _located(text: str, bounds: tuple[float, float, float, float],
+             degrees: tuple[float, float, float, float] | None) -> str | None:
+    """``"located"``, ``"if rare"`` or None: whether ``text`` reads as a location in a box.
+
+    :func:`holds_coordinates_within` gives the rules.
+    """
+    verdict = None
+    for numbers in _number_readings(text):
+        for (a, da), (b, db) in zip(numbers, numbers[1:], strict=False):
+            for x, y in ((a, b), (b, a)):
+                if _inside(x, y, bounds):
+                    if da and db:
+                        return "located"
+                    verdict = "if rare"
+                if degrees is not None and da >= 3 and db >= 3 and _inside(x, y, degrees):
+                    return "located"
+    return verdict
+
+
+def _inside(x: float, y: float, box: tuple[float, float, float, float]) -> bool:
+    return box[0] <= x <= box[2] and box[1] <= y <= box[3]
+
+
+def _number_readings(text: str) -> list[list[tuple[float, int]]]:
+    """Return the numbers of ``text`` with their decimals, read with a decimal point and comma."""
+    text = _NUMPY_SCALAR.sub(r"\1", text)
+    point = _THOUSANDS_COMMA.sub("", text)
+    readings = [point]
+    if _DECIMAL_COMMA.search(text):
+        readings.append(_DECIMAL_COMMA.sub(".", _THOUSANDS_POINT.sub("", text)))
+    return [[(float(whole + fraction), len(fraction) - 1 if fraction else 0)
+             for whole, fraction in _NUMBER_PARTS.findall(reading)] for reading in readings]
 
 
 def holds_encoded_geometries(values: pd.Series) -> bool:
@@ -372,6 +409,12 @@ _GEOJSON_START = re.compile(r"\s*\{.*\"coordinates\"", re.DOTALL)
 # Two to four numbers separated by commas, semicolons or spaces, in brackets or not.
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _NUMBER_RE = re.compile(_NUMBER)
+# The readings of holds_coordinates_within: a number's whole part and its fraction.
+_NUMBER_PARTS = re.compile(r"([-+]?\d+)(\.\d+)?")
+_DIGIT_PAIR = re.compile(r"\d\D+\d")
+_THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_THOUSANDS_POINT = re.compile(r"(?<=\d)\.(?=\d{3}(?!\d))")
+_DECIMAL_COMMA = re.compile(r"(?<=\d),(?=\d)")
 _NUMPY_SCALAR = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)")
 _COORDINATE_TEXT = re.compile(
     rf"\s*[\[(]?\s*{_NUMBER}(?:\s*[,;]\s*|\s+){_NUMBER}(?:(?:\s*[,;]\s*|\s+){_NUMBER}){{0,2}}"

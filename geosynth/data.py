@@ -101,7 +101,7 @@ import numbers
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import geopandas as gpd
 import numpy as np
@@ -1936,13 +1936,37 @@ def warn_dropped(counts: np.ndarray, n_records: int, stacklevel: int = 2) -> Non
 # --------------------------------------------------------------------------- encoding and counting
 
 
+class _RecordBoxes(NamedTuple):
+    """The box every counted record lies in: in the lattice's CRS, and in degrees (or None)."""
+
+    bounds: tuple[float, float, float, float]
+    degrees: tuple[float, float, float, float] | None
+
+
+def _record_boxes(grid: Grid) -> _RecordBoxes:
+    """Return the lattice's box, and the same box in longitude and latitude when it has a CRS."""
+    degrees = None
+    if grid.crs is not None:
+        from pyproj import Transformer
+        from pyproj.exceptions import CRSError as ProjCRSError
+        from pyproj.exceptions import ProjError
+
+        try:
+            to_degrees = Transformer.from_crs(grid.crs, "EPSG:4326", always_xy=True)
+            box = to_degrees.transform_bounds(*grid.bounds)
+            degrees = tuple(map(float, box)) if np.all(np.isfinite(box)) else None
+        except (ProjError, ProjCRSError):  # a local CRS without a path to degrees
+            degrees = None
+    return _RecordBoxes(tuple(map(float, grid.bounds)), degrees)
+
+
 def _levels_and_codes(
-    series: pd.Series, weights: np.ndarray, bounds: tuple[float, float, float, float]
+    series: pd.Series, weights: np.ndarray, boxes: _RecordBoxes
 ) -> tuple[list, np.ndarray]:
     """Levels present in ``series`` in code order (category order, else ``sorted``) and codes.
 
     Levels that hold locations are refused (:func:`_refuse_locations`; ``weights``, the records
-    each row counts, and ``bounds``, the lattice's box, as there).
+    each row counts, and ``boxes``, the lattice's box, as there).
     """
     if isinstance(series.dtype, pd.CategoricalDtype):
         categories = series.cat.categories
@@ -1950,7 +1974,7 @@ def _levels_and_codes(
         observed = np.zeros(len(categories), dtype=bool)
         observed[raw] = True
         levels = categories[observed].tolist()
-        _refuse_locations(series, levels, weights, bounds)
+        _refuse_locations(series, levels, weights, boxes)
         return levels, (np.cumsum(observed) - 1)[raw]
     series = widen_halves(series)
     unique = series.drop_duplicates().tolist()
@@ -1959,9 +1983,9 @@ def _levels_and_codes(
         codes = pd.Categorical(series, categories=levels).codes
     except TypeError as err:  # unorderable (1 and "a", complex) or unhashable (lists) values
         if any(isinstance(v, shapely.Geometry) for v in unique):
-            _refuse_locations(series, unique, weights, bounds)
+            _refuse_locations(series, unique, weights, boxes)
         raise _no_levels(series, unique) from err
-    _refuse_locations(series, levels, weights, bounds)
+    _refuse_locations(series, levels, weights, boxes)
     return levels, codes
 
 
@@ -1994,8 +2018,7 @@ def _no_levels(series: pd.Series, values: list) -> InputError:
 
 
 def _refuse_locations(
-    series: pd.Series, levels: list, weights: np.ndarray,
-    bounds: tuple[float, float, float, float],
+    series: pd.Series, levels: list, weights: np.ndarray, boxes: _RecordBoxes
 ) -> None:
     """Refuse an attribute whose levels are locations.
 
@@ -2008,7 +2031,7 @@ def _refuse_locations(
     listed it: a modelled attribute gone without a word. With ``allow_identifying``, each
     record's ``"x, y"`` text went into the metadata's combination labels, in the public file.
     A few records' own ``"x, y"`` beside common labels are refused too
-    (:func:`holds_coordinates_within`: rare text of numbers inside the lattice's ``bounds``).
+    (:func:`holds_coordinates_within`: text of numbers inside the lattice's ``boxes``).
     """
     name = series.name
     located = levels_hold_locations(levels)  # parses WKT, WKB and GeoJSON: once
@@ -2026,13 +2049,15 @@ def _refuse_locations(
             "records' locations are the geometry column, which geosynth replaces), or replace "
             "it by a label of each area (e.g. a district name)"
         )
-    if holds_coordinates_within(series, bounds, weights, RARE_LEVEL_RECORDS):
+    if holds_coordinates_within(series, boxes.bounds, weights, RARE_LEVEL_RECORDS,
+                                boxes.degrees):
         raise InputError(
-            f"attribute {name!r} has a level that reads as coordinates inside the lattice, "
-            f"held by fewer than {RARE_LEVEL_RECORDS} records (text of two to four numbers, "
-            "such as a home's easting and northing); a release publishes attribute levels "
-            "verbatim: drop those values or the column, or merge them into a level many "
-            "records share"
+            f"attribute {name!r} has a level that reads as coordinates inside the lattice "
+            "(text holding two numbers that fall in its box, in metres or in degrees, such as "
+            "a home's easting and northing); a release publishes attribute levels verbatim: "
+            "drop those values or the column. If they are labels, not places (e.g. an age "
+            "band '18 64' on a lattice near its CRS's origin), write them otherwise ('18-64') "
+            "or merge the rare ones into a level many records share"
         )
 
 
@@ -2308,8 +2333,9 @@ def counts_from_table(
         )
     levels: dict[str, list] = {}
     codes = np.empty((len(table), len(attrs)), dtype=np.int64)
+    boxes = _record_boxes(grid)
     for k, name in enumerate(attrs):
-        levels[name], codes[:, k] = _levels_and_codes(table[name], weights, grid.bounds)
+        levels[name], codes[:, k] = _levels_and_codes(table[name], weights, boxes)
         if len(levels[name]) == 1:
             warnings.warn(
                 f"attribute {name!r} has a single level among the {n_kept} kept records, "

@@ -426,6 +426,36 @@ def test_a_few_records_coordinates_as_text_are_refused(grid, order):
         prepare(gdf, grid, ["addr"])
 
 
+@pytest.mark.parametrize("written", ["decimal comma", "thousands", "axis letters", "named",
+                                     "dict of numpy floats", "degrees", "household"])
+def test_records_coordinates_written_otherwise_are_refused(written):
+    """Formats the first rule missed: each published the records' own locations as levels."""
+    scenario = paiva_scenario(n=120, seed=2)
+    data = scenario.data.copy()
+    grid = Grid.regular(scenario.bounds, shape=(4, 4), crs=scenario.crs)
+    xy = shapely.get_coordinates(data.geometry.array)
+    lonlat = shapely.get_coordinates(data.geometry.to_crs(4326).array)
+    labels = np.resize(np.array(["north", "south"], dtype=object), len(data))
+    rows = (3, 17, 40) if written != "household" else (3, 3, 3)
+    for position, row in zip((5, 50, 90), rows, strict=True):
+        x, y = xy[row]
+        labels[position] = {
+            "decimal comma": f"{x:.1f}; {y:.1f}".replace(".", ","),
+            "thousands": f"{x:,.1f} {y:,.1f}",
+            "axis letters": f"{x:.1f}E {y:.1f}N",
+            "named": f"x={x:.1f}, y={y:.1f}",
+            "dict of numpy floats": str({"x": np.float64(x), "y": np.float64(y)}),
+            "degrees": f"{lonlat[row][1]:.6f}, {lonlat[row][0]:.6f}",
+            "household": f"{x:.1f}, {y:.1f}",  # three records at one fix: not rare
+        }[written]
+    data["addr"] = labels
+    with pytest.raises(InputError, match=r"attribute 'addr' has a level that reads as "
+                                         r"coordinates inside the lattice"):
+        prepare(data, grid, ["addr"])
+    data["addr"] = np.resize(np.array(["18 64", "1,5", "2019-05-03"], dtype=object), len(data))
+    assert prepare(data, grid, ["addr"]).levels["addr"] == ["1,5", "18 64", "2019-05-03"]
+
+
 @pytest.mark.parametrize("levels", [["1,0", "1,5", "2,0"], ["0 17", "18 64", "65 99"],
                                     ["1;2", "3;4", "5;6"]])
 def test_text_levels_of_numbers_are_levels_not_locations(grid, levels):
