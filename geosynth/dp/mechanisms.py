@@ -29,8 +29,8 @@ saturate, silently (``geometric(3, sensitivity=1, epsilon=1e-300)`` used to retu
 9223372036854775807); it also refuses counts beyond ±2**62, which leave no room for the noise.
 The float mechanisms refuse a scale (or σ) above :data:`MAX_FLOAT_NOISE_SCALE` (float max / 2**12)
 and values beyond float max / 4, so ``x + noise`` stays finite, and refuse a non-finite output.
-They also refuse integers of magnitude 2**53 or more (float64 rounds them, so neighbouring
-counts could lie further apart than the sensitivity) and values where float64's spacing
+They also refuse integers beyond 2**53 that float64 does not hold (it rounds them, so
+neighbouring counts could lie further apart than the sensitivity) and values where float64's spacing
 exceeds the sensitivity (the noise would be rounded away: ``laplace(2**60 + 129, ...)``
 returned ``2**60 + 256`` exactly, every time).
 Every refusal happens before the accountant is charged and names ``epsilon``, ``sensitivity``,
@@ -261,8 +261,10 @@ def _check_copy_bytes(x: Any, name: str) -> None:
         )
 
 
-def _as_real_array(x: Any, name: str) -> tuple[NDArray[np.float64], bool, bool]:
-    """Return ``x`` as a float64 array, whether it was a scalar and whether it held integers."""
+def _as_real_array(
+    x: Any, name: str
+) -> tuple[NDArray[np.float64], bool, NDArray[np.bool_]]:
+    """Return ``x`` as a float64 array, whether it was a scalar, and its inexact integers."""
     _check_copy_bytes(x, name)
     array = check_real_array(x, name, "a real number or an array of real numbers")
     bad = ~np.isfinite(array)
@@ -271,49 +273,66 @@ def _as_real_array(x: Any, name: str) -> tuple[NDArray[np.float64], bool, bool]:
             f"{name} has {int(bad.sum())} non-finite values (NaN or ±inf) at "
             f"{_describe_positions(bad.ravel())}; drop or impute them before adding noise"
         )
-    return array, array.ndim == 0, _holds_integers(x)
+    return array, array.ndim == 0, _inexact_integers(x)
 
 
-def _holds_integers(x: Any) -> bool:
-    """Whether ``x`` is an integer, or an array or sequence of integers (not floats)."""
+def _inexact_integers(x: Any) -> NDArray[np.bool_]:
+    """Mask of the integers of ``x`` that float64 does not hold exactly (beyond 2**53).
+
+    Judged on the values as given, element by element: ``[2**53 + 1, 0.5]`` is converted to
+    floats by NumPy, and its integer was rounded before any check saw it.
+    """
     if is_integer(x):
-        return True
-    kind = np.asarray(x).dtype.kind
-    return kind in "iu" or (kind == "O" and all(is_integer(v) for v in np.asarray(x).flat))
+        return np.array(int(float(x)) != int(x))
+    given = np.asarray(x, dtype=object) if isinstance(x, list | tuple) else np.asarray(x)
+    if given.dtype.kind not in "iuO":
+        return np.zeros(given.shape, dtype=bool)
+    inexact = np.zeros(given.shape, dtype=bool)
+    if given.dtype.kind in "iu":  # only those beyond 2**53 can be inexact: look at them alone
+        beyond = np.abs(given.astype(np.float64)) >= 2.0**53
+        candidates = [tuple(index) for index in np.argwhere(beyond)]
+    else:
+        candidates = np.ndindex(given.shape)
+    for index in candidates:
+        value = given[index]
+        if is_integer(value) and abs(int(value)) > 2**53:
+            inexact[index] = int(float(value)) != int(value)
+    return inexact
 
 
 def _check_representable(
-    values: NDArray[np.float64], integers: bool, sensitivity: float, name: str, where: str
+    values: NDArray[np.float64], inexact: NDArray[np.bool_], sensitivity: float, name: str,
+    where: str,
 ) -> None:
     """Refuse values that float64 holds too coarsely for ``sensitivity`` (nothing is spent).
 
     The noise is drawn on a grid far finer than any double and ``x + noise`` is rounded to the
     nearest double, so the guarantee holds for the float64 inputs as given. Two failures lie
     before that step, and both publish the statistic exactly (Mironov 2012's point, at the
-    input): an integer beyond 2**53 is rounded when converted (``2**60 + 129`` becomes
-    ``2**60 + 256``), so two neighbouring counts lie further apart than ``sensitivity``; and
+    input): an integer beyond 2**53 that float64 does not hold is rounded when converted
+    (``2**60 + 129`` becomes ``2**60 + 256``), so two neighbouring counts lie further apart
+    than ``sensitivity``; and
     where the doubles around ``x`` are spaced wider than ``sensitivity`` (a sum near 1e17 with
     sensitivity 1), no float64 statistic can change by at most ``sensitivity`` and the noise is
     rounded away.
     """
-    if integers:
-        inexact = np.abs(values) >= 2.0**53
-        if inexact.any():
-            raise InputError(
-                f"{where}: {name} has {int(inexact.sum())} integers of magnitude 2**53 or more "
-                f"at {_describe_positions(inexact.ravel())}, which float64 cannot hold exactly "
-                "(neighbouring counts would lie further apart than the sensitivity); use "
-                "geosynth.dp.mechanisms.geometric for integer statistics, or subtract a public "
-                "offset first"
-            )
+    if inexact.any():
+        raise InputError(
+            f"{where}: {name} has {int(inexact.sum())} integers beyond 2**53 at "
+            f"{_describe_positions(inexact.ravel())} that float64 cannot hold exactly "
+            "(neighbouring counts would lie further apart than the sensitivity); use "
+            "geosynth.dp.mechanisms.geometric for integer statistics, or subtract a public "
+            "offset first"
+        )
     coarse = np.spacing(np.abs(values)) > sensitivity
     if coarse.any():
         raise InputError(
             f"{where}: {name} has {int(coarse.sum())} values at "
             f"{_describe_positions(coarse.ravel())} where float64's spacing exceeds "
-            f"sensitivity={sensitivity:g}, so the noise would be rounded away and the value "
-            "published exactly; subtract a public offset (e.g. a published reference total) "
-            "before adding noise, or use a larger sensitivity"
+            f"sensitivity={sensitivity:g}: no float64 statistic there can change by at most "
+            "the sensitivity, so the stated guarantee cannot hold (and noise below the spacing "
+            "is rounded away, publishing the value exactly); subtract a public offset (e.g. a "
+            "published reference total) before adding noise, or use a larger sensitivity"
         )
 
 
@@ -487,9 +506,10 @@ def laplace(
     TypeError
         If ``x`` is not real-valued or a parameter has the wrong type.
     geosynth.errors.InputError
-        If ``x`` has NaN/inf, values beyond float max / 4, integers of magnitude 2**53 or
-        more, or values where float64's spacing exceeds ``sensitivity``; ``epsilon`` or
-        ``sensitivity`` is not finite and > 0, or the scale ``sensitivity / epsilon`` exceeds
+        If ``x`` has NaN/inf, values beyond float max / 4, integers beyond 2**53 that
+        float64 does not hold, or values where float64's spacing exceeds ``sensitivity``;
+        ``epsilon`` or ``sensitivity`` is not finite and > 0, or the scale
+        ``sensitivity / epsilon`` exceeds
         :data:`MAX_FLOAT_NOISE_SCALE` (the message gives the smallest ε that works). Nothing is
         charged then.
     geosynth.errors.MemoryLimitError
@@ -519,7 +539,7 @@ def laplace(
     >>> from geosynth.dp.mechanisms import laplace
     >>> noisy_count = laplace(42.0, sensitivity=1.0, epsilon=0.5)
     """
-    values, scalar, integers = _as_real_array(x, "x")
+    values, scalar, inexact = _as_real_array(x, "x")
     sensitivity = _check_sensitivity(sensitivity, "L1")
     epsilon = check_epsilon(epsilon)
     check_optional_str(label, "label")
@@ -531,7 +551,7 @@ def laplace(
         scale, MAX_FLOAT_NOISE_SCALE, where="laplace", sensitivity=sensitivity, epsilon=epsilon,
         smallest=sensitivity / MAX_FLOAT_NOISE_SCALE, reason="float64 noise can carry",
     )
-    _check_representable(values, integers, sensitivity, "x", "laplace")
+    _check_representable(values, inexact, sensitivity, "x", "laplace")
 
     if seed is None:
         dp = _opendp()
@@ -962,8 +982,9 @@ def gaussian(
     TypeError
         If ``x`` is not real-valued or a parameter has the wrong type.
     geosynth.errors.InputError
-        If ``x`` has NaN/inf or values beyond float max / 4, integers of magnitude 2**53 or
-        more, or values where float64's spacing exceeds ``sensitivity``; a parameter is out of
+        If ``x`` has NaN/inf or values beyond float max / 4, integers beyond 2**53 that
+        float64 does not hold, or values where float64's spacing exceeds ``sensitivity``; a
+        parameter is out of
         range, or σ exceeds :data:`MAX_FLOAT_NOISE_SCALE`. Nothing is charged then.
     geosynth.errors.MemoryLimitError
         The 8-byte copy of the values would exceed :data:`MAX_VALUE_BYTES`; nothing is charged.
@@ -998,7 +1019,7 @@ def gaussian(
     >>> from geosynth.dp.mechanisms import gaussian
     >>> noisy = gaussian([10.0, 20.0], sensitivity=1.0, epsilon=1.0, delta=1e-6)
     """
-    values, scalar, integers = _as_real_array(x, "x")
+    values, scalar, inexact = _as_real_array(x, "x")
     sensitivity = _check_sensitivity(sensitivity, "L2")
     epsilon = check_epsilon(epsilon)
     delta = _check_delta(delta)
@@ -1012,7 +1033,7 @@ def gaussian(
         what=f"noise standard deviation sigma (delta={delta!r})",
         reason="float64 noise can carry",
     )
-    _check_representable(values, integers, sensitivity, "x", "gaussian")
+    _check_representable(values, inexact, sensitivity, "x", "gaussian")
     _warn_if_large_delta(delta)
 
     if seed is None:

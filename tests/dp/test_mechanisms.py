@@ -1037,7 +1037,7 @@ def test_exponential_takes_the_ends_of_its_epsilon_range():
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
 @pytest.mark.parametrize("x", [2**60 + 129, np.array([3, 2**53 + 1], dtype=np.int64),
-                               [2**70]])
+                               [2**70 + 1]])
 def test_float_mechanisms_refuse_integers_float64_rounds(mechanism, x, path):
     """2**60 + 129 became 2**60 + 256 and its neighbour 2**60 + 128 became 2**60 exactly.
 
@@ -1048,10 +1048,26 @@ def test_float_mechanisms_refuse_integers_float64_rounds(mechanism, x, path):
     kwargs = {"seed": 1} if path == "seeded" else {}
     call = laplace if mechanism == "laplace" else gaussian
     extra = {"delta": 1e-6} if mechanism == "gaussian" else {}
-    with pytest.raises(InputError, match=rf"{mechanism}: x has 1 integers of magnitude 2\*\*53 "
-                       r"or more at positions \[\d\].*use geosynth.dp.mechanisms.geometric"):
-        call(x, sensitivity=1, epsilon=1.0, accountant=accountant, **extra, **kwargs)
+    for sensitivity in (1, 4096):  # beyond the spacing too: the integer rule alone refuses
+        with pytest.raises(InputError, match=rf"{mechanism}: x has 1 integers beyond 2\*\*53 "
+                           r"at positions \[\d\] that float64 cannot hold exactly.*use "
+                           r"geosynth.dp.mechanisms.geometric"):
+            call(x, sensitivity=sensitivity, epsilon=1.0, accountant=accountant, **extra,
+                 **kwargs)
     assert accountant.ledger.empty
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_float_mechanisms_judge_integers_element_by_element(mechanism):
+    """10**16 is exact in float64: refused as an integer, accepted as a float; and a list's
+    integer beyond 2**53 beside a float was rounded by NumPy before the check saw it."""
+    call = laplace if mechanism == "laplace" else gaussian
+    extra = {"delta": 1e-6} if mechanism == "gaussian" else {}
+    assert float(10**16) == 10**16
+    noisy = call(10**16, sensitivity=1e9, epsilon=1.0, **extra)
+    assert noisy != 1e16
+    with pytest.raises(InputError, match=r"x has 1 integers beyond 2\*\*53 at positions \[0\]"):
+        call([2**53 + 1, 0.5], sensitivity=2, epsilon=1.0, **extra)
 
 
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
@@ -1062,8 +1078,8 @@ def test_float_mechanisms_refuse_values_whose_spacing_exceeds_the_sensitivity(me
     extra = {"delta": 1e-6} if mechanism == "gaussian" else {}
     assert np.spacing(1e17) == 16.0
     with pytest.raises(InputError, match=rf"{mechanism}: x has 1 values at positions \[1\] "
-                       r"where float64's spacing exceeds sensitivity=1, so the noise would be "
-                       r"rounded away.*subtract a public offset"):
+                       r"where float64's spacing exceeds sensitivity=1: no float64 statistic "
+                       r"there can change by at most the sensitivity.*subtract a public offset"):
         call([5.0, 1e17], sensitivity=1, epsilon=1.0, accountant=accountant, **extra)
     assert accountant.ledger.empty
     # The same magnitude with a sensitivity above the spacing is noised (and not exactly).
