@@ -996,18 +996,37 @@ def build_grid(
     geosynth.lattice.Grid
     """
     grid = _lattice(points, lattice, region, exclude)
-    if grid.n_cells < 2 and lattice.areas_path is None:  # one area is the user's region
-        # --cell-size 1e9 gave one cell reaching 1e9 m past the records, and synthetic points
-        # spread over it, far outside the area where the CRS is used.
-        option, value = lattice.option
-        raise InputError(
-            f"{option} {value} gives a lattice of {grid.n_cells} habitable cell: the model "
-            "smooths over neighbouring cells and would place the points anywhere in that one "
-            f"cell; choose a finer {option} (most analyses use hundreds of cells)"
-        )
+    if lattice.areas_path is None:  # one area is the user's region
+        _refuse_cells_beyond_the_study_area(grid, lattice, points, region)
     if barriers is None:
         return grid
     return grid.without_links_across(_in_crs_of(barriers, points, "--barriers"))
+
+
+def _refuse_cells_beyond_the_study_area(grid: Grid, lattice: LatticeChoice,
+                                        points: gpd.GeoDataFrame,
+                                        region: gpd.GeoDataFrame | None) -> None:
+    """Refuse a lattice of one cell, or cells wider than the study area itself.
+
+    ``--cell-size 1e9`` gave one cell reaching 1e9 m past the records, and ``--hex-size 1e9``
+    three: synthetic points spread over them, far outside the area where the CRS is used. The
+    study area is the region's box, or the records' (no extent is shown: it is theirs).
+    """
+    import numpy as np
+
+    option, value = lattice.option
+    side = lattice.cell_size if lattice.cell_size is not None else lattice.hex_size
+    box = np.asarray((region if region is not None else points).total_bounds, dtype=float)
+    span = float(max(box[2] - box[0], box[3] - box[1]))
+    if grid.n_cells >= 2 and (side is None or not side > span > 0):
+        return
+    area = "--region's" if region is not None else "the records'"
+    raise InputError(
+        f"{option} {value} gives a lattice of {grid.n_cells} habitable cell(s) reaching past "
+        f"{area} extent: the model smooths over neighbouring cells and would place the points "
+        f"anywhere in those cells; choose a finer {option} (most analyses use hundreds of "
+        "cells)"
+    )
 
 
 def _lattice(points: gpd.GeoDataFrame, lattice: LatticeChoice,

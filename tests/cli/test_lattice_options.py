@@ -345,11 +345,15 @@ def test_a_vanishing_cell_size_over_a_region_is_refused_not_a_traceback(inputs, 
 
 
 @pytest.mark.parametrize(("args", "shown"), [(["--cell-size", "1e9"], "--cell-size 1e+09"),
-                                             (["--grid", "1x1"], "--grid 1x1")])
-def test_a_lattice_of_a_single_cell_is_refused(inputs, tmp_path, args, shown):
+                                             (["--grid", "1x1"], "--grid 1x1"),
+                                             (["--hex-size", "1e9"], "--hex-size 1e+09")])
+def test_a_lattice_of_cells_wider_than_the_study_area_is_refused(inputs, tmp_path, args,
+                                                                 shown):
     # --cell-size 1e9 was accepted: one cell reaching 1e9 m past the records, and synthetic
-    # points up to y = 9.99e8 m, far outside the area where the CRS is used.
+    # points up to y = 9.99e8 m, far outside the area where the CRS is used; --hex-size 1e9
+    # gave three such cells.
     result = run("release", inputs["gpkg"], *GPKG_ARGS, *args, *FAST,
                  "--out", tmp_path / "r.gpkg")
-    assert_refused(result, f"{shown} gives a lattice of 1 habitable cell", "choose a finer")
+    assert_refused(result, f"{shown} gives a lattice of", "habitable cell(s) reaching past "
+                   "the records' extent", "choose a finer")
     assert list(tmp_path.iterdir()) == []
