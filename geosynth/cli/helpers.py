@@ -831,8 +831,10 @@ def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
         # --cell-size, the messages' "m" and the distance tables are metres: a CRS in US survey
         # feet made 500 x 500 "m" cells 152 m wide, closer to the records than asked for.
         utm = _utm_of(points)
+        label = (points.crs.to_string() if points.crs.to_authority() is not None
+                 else repr(printable(points.crs.name)))  # not a whole WKT or PROJ string
         raise CRSError(
-            f"{name} is in {points.crs.to_string()}, whose unit is the {axis.unit_name} "
+            f"{name} is in {label}, whose unit is the {axis.unit_name} "
             f"({axis.unit_conversion_factor:g} m); --cell-size and every distance geosynth "
             f"reports are metres: reproject the file to a CRS in metres first, e.g. {utm} "
             f"(ogr2ogr -t_srs {shlex.quote(utm)} projected.gpkg {_quoted(name)})"
