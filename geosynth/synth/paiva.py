@@ -689,7 +689,7 @@ def outlying_means(counts: CellCounts, covariate: str | None = None) -> np.ndarr
     A pair of :data:`MIN_RECORDS_FOR_VALUES` or more records whose raw cell mean lies beyond Tukey's
     (1977, *Exploratory Data Analysis*, §2H) far-out fences ``[Q1 − 3·IQR, Q3 + 3·IQR]`` of the raw
     means of all the *other* such pairs (every combination), so that the mean judged does not move
-    its own fences (the mean absolute deviation that stands in for a zero IQR grows with it), and
+    its own fences (the mean absolute deviation that stands in for a zero IQR grows with it), or
     beyond the fences of the other means of its own combination. Judged only against
     :data:`MIN_FENCE_MEANS` or more other means (of all combinations; of its own, for the second
     fences). The fences of all combinations alone missed an extreme value wherever the column's
