@@ -37,24 +37,30 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Tuning": ("geosynth.tuning", "Tuning"),
     "tune": ("geosynth.tuning", "tune"),
     **{name: (f"geosynth.{name}", None) for name in (
-        "datasets", "distributed", "dp", "errors", "io", "maps", "metrics", "rasters",
-        "samplers", "sdc", "synth",
+        "data", "datasets", "distributed", "dp", "errors", "evaluation", "io", "lattice",
+        "maps", "metrics", "model", "plots", "rasters", "samplers", "sdc", "synth", "tuning",
     )},
 }
 
 if TYPE_CHECKING:  # what static tools and IDEs see
     from geosynth import (
+        data,
         datasets,
         distributed,
         dp,
         errors,
+        evaluation,
         io,
+        lattice,
         maps,
         metrics,
+        model,
+        plots,
         rasters,
         samplers,
         sdc,
         synth,
+        tuning,
     )
     from geosynth._shortcuts import naive_synthesize, synthesize
     from geosynth.data import CellCounts, prepare
@@ -91,16 +97,21 @@ __all__ = [
     "Priors",
     "ReleaseInfo",
     "Tuning",
+    "data",
     "datasets",
     "distributed",
     "donut_mask",
     "dp",
     "errors",
     "evaluate",
+    "evaluation",
     "io",
+    "lattice",
     "maps",
     "metrics",
+    "model",
     "naive_synthesize",
+    "plots",
     "prepare",
     "rasters",
     "samplers",
@@ -109,5 +120,6 @@ __all__ = [
     "synthesize",
     "to_public",
     "tune",
+    "tuning",
     "__version__",
 ]

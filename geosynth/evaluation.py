@@ -148,6 +148,14 @@ class Evaluation:
         attributes) and two or more releases, ``continuous``
         (:func:`geosynth.metrics.continuous_utility`: their means, SDs and correlations over
         all records, original against the releases, with interval overlaps).
+    original : geopandas.GeoDataFrame
+        The confidential points evaluated (for :meth:`plots`; not in the repr).
+    releases : list of geopandas.GeoDataFrame
+        The releases evaluated, in order.
+    attributes : list of str
+        The attribute columns that define the combinations.
+    quadrants : pandas.DataFrame or None
+        The random rectangles of the coverage table and their overlaps, with an ``outcome``.
     measures : list of ReleaseMeasures
         :func:`measure_release` of each release, in release order: the tables of a subset of
         the releases (:func:`evaluation_tables`) need no release measured again.

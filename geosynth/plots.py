@@ -304,10 +304,8 @@ def ru_map(
     risk_limit : float, optional
         Drawn as a vertical dashed line; a finite number within ±1e100.
     x_label, y_label : str, optional
-        Axis labels (default the column names).
-
-    All text (labels, candidate names) is drawn as plain text: a ``$`` does not start
-    matplotlib's mathtext.
+        Axis labels (default the column names). All text (labels, candidate names) is drawn as
+        plain text: a ``$`` does not start matplotlib's mathtext.
 
     Returns
     -------

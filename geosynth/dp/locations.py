@@ -201,6 +201,7 @@ class NoisyCounts(CountTable):
     sensitivity : int
         1 for add/remove-one neighbours, 2 for replace-one.
     neighbours : str
+        ``"add-remove"`` or ``"replace"``, the relation ``epsilon`` refers to.
     ledger : dict or None
         ``Accountant.to_dict()`` after the spend, when an accountant was given.
     noise : str
@@ -208,6 +209,9 @@ class NoisyCounts(CountTable):
         only: the counts are then not ε-DP, and every release drawn from them records so), or
         ``"external"`` for counts built by the caller (not a parameter: only :func:`dp_counts`
         states that geosynth drew the noise).
+    continuous, zbar : None
+        Always None: a table of noisy counts carries no continuous column (the fit and
+        :func:`geosynth.synthesize` read these fields of any counts).
     """
 
     counts: np.ndarray
