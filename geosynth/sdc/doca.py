@@ -252,7 +252,10 @@ def _best_selection(x, i, n_active, beta, tau, c_min, c_max, c_size, c_order, in
             new_hi = v if v > hi else hi
             w = inv_g[j]
             il_test += (new_hi - new_lo) * w
-            enlargement += ((new_hi - new_lo) - (hi - lo)) * w
+            # What the range grows by, each side apart: a difference of ranges rounded equal
+            # growths apart (0.1000...03 against 0.0999...98 for two clusters sharing their
+            # upper bound), and ties went to the widest cluster, not the smallest.
+            enlargement += ((lo - new_lo) + (new_hi - hi)) * w
         ok = il_test < tau
         if enlargement < e_min:
             e_min = enlargement

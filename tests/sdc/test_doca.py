@@ -1026,3 +1026,22 @@ def test_without_bounds_a_stream_costs_twice_epsilon_and_warns():
         Doca(1.0, bounds=(0.0, 2.0), delay=1, max_clusters=1, accountant=budget).fit_transform(
             np.array([1.0, 1.0, 1.0, 2.0]))
     assert budget.spent_epsilon == pytest.approx(1.0)
+
+
+def test_equal_enlargements_go_to_the_smallest_cluster():
+    """Algorithm 2's tie-break: clusters sharing their upper bound grow alike for a larger value.
+
+    As a difference of ranges the growths of [-0.5,-0.4], [-0.9,-0.4] and [-1.2,-0.4] by -0.3
+    came out 0.1000...03, 0.1000...09 and 0.0999...98: the widest cluster won the tie.
+    """
+    from geosynth.sdc.doca import _best_selection
+
+    x = np.array([[-0.3]])
+    c_min = np.array([[-0.5], [-0.9], [-1.2]])
+    c_max = np.array([[-0.4], [-0.4], [-0.4]])
+    c_size = np.array([1, 2, 3], dtype=np.int64)
+    c_order = np.array([0, 1, 2], dtype=np.int64)
+    inv_g = np.array([1.0])
+    # tau = 0: no cluster passes the information-loss test, so C_min decides (its smallest)
+    chosen = _best_selection(x, 0, 3, 3, 0.0, c_min, c_max, c_size, c_order, inv_g)
+    assert chosen == 0
