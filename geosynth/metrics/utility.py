@@ -750,7 +750,7 @@ def combining_rules(epsilon: float | None) -> str:
     Returns
     -------
     str
-        ``"partial"`` or ``"full"``, the ``rules`` of :func:`evaluate`.
+        ``"partial"`` or ``"full"``, the ``rules`` of :func:`geosynth.evaluate`.
     """
     return "partial" if epsilon is None else "full"
 
