@@ -494,7 +494,9 @@ class PixelTable:
                 "apart at the grid's coordinates; resample it to coarser pixels (e.g. "
                 "`gdalwarp -tr`)"
             )
+        window = _window_box(t, row0, col0, *values.shape)
         del values, rows, cols, xa, xb, ya, yb  # the pieces are made in chunks of pixels
+        _warn_of_cells_beyond(grid, window)
         cell, boxes, weight, acceptance = _pieces(grid, pixels, w)
         order = np.argsort(cell, kind="stable")
         cell, boxes = cell[order], boxes[order]
@@ -531,6 +533,47 @@ class PixelTable:
             left = np.where(active & ~beyond, mid + 1, left)
             right = np.where(active & beyond, mid, right)
         return left
+
+
+def _window_box(t: Any, row0: int, col0: int, rows: int, cols: int) -> tuple[float, ...]:
+    """Return the box ``(xmin, ymin, xmax, ymax)`` the raster window's pixels cover."""
+    xs = (t.c + col0 * t.a, t.c + (col0 + cols) * t.a)
+    ys = (t.f + row0 * t.e, t.f + (row0 + rows) * t.e)
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+#: Share of a cell's habitable area beyond the weights raster from which the cell is named.
+_UNCOVERED_SHARE = 0.01
+
+
+def _warn_of_cells_beyond(grid: Grid, window: tuple[float, ...]) -> None:
+    """Warn of cells partly beyond the raster: their points all go to the part it covers.
+
+    Area beyond the raster weighs 0. A cell the raster misses entirely falls back to uniform
+    placement (:func:`unweighted_note`), but one it reaches by a sliver put every point in
+    that sliver, silently: a population raster clipped at a county line piled the points of
+    the border cells onto the line.
+    """
+    bounds = grid.cell_bounds(np.arange(grid.n_cells))
+    beyond = np.flatnonzero((bounds[:, 0] < window[0]) | (bounds[:, 1] < window[1])
+                            | (bounds[:, 2] > window[2]) | (bounds[:, 3] > window[3]))
+    if beyond.size == 0:
+        return
+    geoms = np.asarray(grid.habitable_geometry)[beyond]
+    area = shapely.area(geoms)
+    outside = shapely.area(shapely.difference(geoms, shapely.box(*window)))
+    share = np.divide(outside, area, out=np.zeros_like(area), where=area > 0)
+    partly = beyond[(share > _UNCOVERED_SHARE) & (share < 1.0 - 1e-9)]
+    if partly.size:
+        shown = ", ".join(map(str, partly[:5].tolist()))
+        more = f" and {partly.size - 5} more" if partly.size > 5 else ""
+        warnings.warn(
+            f"{partly.size} cell(s) reach beyond the weights raster (cell ids [{shown}]{more}): "
+            "the raster weighs the area beyond it 0, so their points are placed only in the "
+            "part it covers; use a raster that covers the whole lattice (e.g. extend it with "
+            "its mean or a neighbouring value), or clip the lattice to the raster",
+            DataWarning, stacklevel=caller_stacklevel(),
+        )
 
 
 def _pieces(grid: Grid, pixels: np.ndarray,

@@ -785,3 +785,19 @@ def test_a_weights_raster_made_from_the_records_is_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_if_weights_follow_records(public, grid, xy)
+
+
+def test_cells_partly_beyond_the_raster_are_named():
+    """A raster reaching a cell by a part put every point of the cell in that part, silently."""
+    grid = Grid.regular((0, 0, 2, 2), shape=(2, 2), crs=CRS)
+    # pixels of 0.25 covering x < 0.5 only: cells 0 and 2 half, cells 1 and 3 not at all
+    with pytest.warns(DataWarning, match=r"^2 cell\(s\) reach beyond the weights raster "
+                                         r"\(cell ids \[0, 2\]\): the raster weighs the area "
+                                         r"beyond it 0"):
+        table = PixelTable.from_band(np.ones((8, 2)), from_origin(0, 2, 0.25, 0.25), 0, 0, grid)
+    points = place_in_cells(grid, np.zeros(200, dtype=np.int64), np.random.default_rng(1),
+                            table)
+    assert points[:, 0].max() < 0.5  # as the warning says: only the covered part
+    with warnings.catch_warnings():  # a raster covering the lattice: no word
+        warnings.simplefilter("error", DataWarning)
+        PixelTable.from_band(np.ones((8, 8)), from_origin(0, 2, 0.25, 0.25), 0, 0, grid)
