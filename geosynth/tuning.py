@@ -1516,6 +1516,7 @@ def _weighted_lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup
     Warn when the raster's positive pixels follow the records ``xy``.
     """
     grid = _lattice(gdf, candidate, setup)
+    _check_lattice_takes_records(gdf, grid, xy, setup.outside)
     if setup.weights is None:
         return _Lattice(grid)
     from geosynth.rasters import read_weights, with_cell_exposure
@@ -1527,6 +1528,25 @@ def _weighted_lattice(gdf: gpd.GeoDataFrame, candidate: Candidate, setup: _Setup
     if candidate.weights_exposure:
         grid = with_cell_exposure(table, grid)  # the table serves it: the cells are the same
     return _Lattice(grid, table)
+
+
+def _check_lattice_takes_records(gdf: gpd.GeoDataFrame, grid: Grid, xy: np.ndarray,
+                                 outside: str) -> None:
+    """Refuse, as :func:`geosynth.prepare` will, a lattice in another CRS or missing records.
+
+    A ``Candidate(grid=...)`` in another CRS, or not covering every record (with
+    ``outside="error"``), was refused by its own task only, after the candidates before it had
+    been fitted (up to ``max_seconds`` each) and ε candidates had spent their ε.
+    """
+    from geosynth._messages import describe_rows
+    from geosynth.data import beyond_bounds, check_crs, check_outside
+
+    check_crs(gdf, grid, "gdf")
+    if outside == "error":
+        out = np.asarray(grid.locate(xy), dtype=np.int64) < 0
+        if out.any():
+            check_outside(int(out.sum()), len(gdf), describe_rows(gdf.index, out), outside,
+                          beyond=beyond_bounds(gdf[out], grid))
 
 
 def _lattices(gdf: gpd.GeoDataFrame, xy: np.ndarray, todo: list[Candidate],

@@ -381,6 +381,29 @@ def test_dp_candidates_warn_that_the_tuning_is_not_covered_by_their_epsilon(scen
             geosynth.tune(scenario.data, ATTRIBUTES, [(4, 4)], region=region, progress=False)
 
 
+@pytest.mark.parametrize("problem", ["other CRS", "not covering"])
+def test_a_grid_candidate_is_refused_before_any_fit(scenario, monkeypatch, problem):
+    # Refused by its own task only, after the candidates before it had been fitted.
+    from geosynth.errors import CRSError
+
+    def stop(*args, **kwargs):
+        raise RuntimeError("reached the fits")
+
+    monkeypatch.setattr(tuning_module, "_run_all", stop)
+    x0, y0, x1, y1 = scenario.bounds
+    if problem == "other CRS":
+        grid = geosynth.Grid.regular(scenario.bounds, shape=(4, 4), crs="EPSG:3857")
+        error, match = CRSError, r"differs from the grid CRS EPSG:3857"
+    else:
+        grid = geosynth.Grid.regular((x0, y0, (x0 + x1) / 2, y1), shape=(4, 2),
+                                     crs=scenario.crs)
+        error, match = InputError, r"points fall in no grid cell"
+    with pytest.raises(error, match=match) as caught:
+        geosynth.tune(scenario.data, ATTRIBUTES, [(4, 4), Candidate(grid=grid, label="given")],
+                      progress=False)
+    assert "(in geosynth.tune, candidate 'given')" in caught.value.__notes__
+
+
 def test_plot_draws_the_ru_map(two):
     fig = two.plot(risk_limit=0.05)
     ax = fig.axes[0]
