@@ -1333,6 +1333,13 @@ def _check_drawn_from_a_fit(releases: Sequence[gpd.GeoDataFrame]) -> None:
     (:func:`geosynth.synth.release.release_info`), and :func:`geosynth.to_public` keeps it.
     """
     for k, release in enumerate(releases, start=1):
+        if getattr(release, "attrs", {}).get(PUBLISHED_ATTR):
+            # It carries its file's record, which names no fit: which one drew it is unknown.
+            raise InputError(
+                f"release {k} ({RELEASE_LAYER.format(k)}) was read from a release file, which "
+                "does not say which fit drew it; write it without fit= (its record, read from "
+                "the file, is kept)"
+            )
         if release_info(release) is None:
             raise InputError(
                 f"release {k} ({RELEASE_LAYER.format(k)}) carries no record of the synthesizer "

@@ -398,10 +398,15 @@ class ReleaseInfo:
         ------
         geosynth.errors.InputError
             Releases with a record disagree on a parameter of :data:`PUBLIC_PARAMETERS` (one
-            set records limits another does not have): the file's one record would misstate
-            how some of its releases were drawn.
+            set records limits another does not have), or on their ``method`` or ``epsilon``
+            (releases of two files, one ε-DP: the file's one record labelled them all ε-DP),
+            or some record an ``epsilon`` and others record none: the file's one record would
+            misstate how some of its releases were made.
         """
-        infos = [info for info in map(release_info, releases) if info is not None]
+        releases = list(releases)
+        records = list(map(release_info, releases))
+        infos = [info for info in records if info is not None]
+        _check_made_alike(records)
         values = {}
         for name in PUBLIC_RECORD_FIELDS:
             recorded = [getattr(info, name) for info in infos if getattr(info, name) is not None]
@@ -411,6 +416,27 @@ class ReleaseInfo:
                 values["noise"] = weakest
                 break
         return cls(**values, parameters=_shared_parameters(infos))
+
+
+def _check_made_alike(records: list[ReleaseInfo | None]) -> None:
+    """Refuse releases made in different ways (method, ε) for one file's one record."""
+    ways = [(None, None) if info is None else (info.method, info.epsilon) for info in records]
+    dp = {k for k, (_, epsilon) in enumerate(ways) if epsilon is not None}
+    methods = {method for method, _ in ways if method is not None}
+    epsilons = {epsilon for _, epsilon in ways if epsilon is not None}
+    if len(methods) > 1 or len(epsilons) > 1 or 0 < len(dp) < len(ways):
+        groups: dict[tuple, list[int]] = {}
+        for k, way in enumerate(ways):
+            groups.setdefault(way, []).append(k)
+        described = "; ".join(
+            f"releases {', '.join(map(str, positions[:5]))}"
+            f"{' and more' if len(positions) > 5 else ''}: method {method!r}, epsilon {epsilon!r}"
+            for (method, epsilon), positions in groups.items())
+        raise InputError(
+            f"the releases were made in different ways ({described}); a file records one way "
+            "for all its releases, so it would misstate how some were made (a file of ε-DP "
+            "releases and others would claim ε for all): write each set to its own file"
+        )
 
 
 @runtime_checkable

@@ -45,7 +45,7 @@ from geosynth.io import (
     verify_audit,
     write_release,
 )
-from geosynth.synth.release import LINKED_ATTR, PUBLIC_ATTR, set_release_info
+from geosynth.synth.release import LINKED_ATTR, PUBLIC_ATTR, release_info, set_release_info
 from tests.io.helpers import (
     CRS,
     FIT_SEED,
@@ -476,6 +476,36 @@ def test_a_dp_release_is_not_refused_by_the_number_of_records(tmp_path):
     exact = public_like(n=2, zone=[0, 5])  # not DP: its rows may be records, and are checked
     with pytest.raises(InputError, match="distinct labels of the original index"):
         write_release(tmp_path / "exact.gpkg", [exact], original_index=pd.RangeIndex(6))
+
+
+def test_releases_read_from_a_file_are_not_written_with_a_fit(tmp_path, fitted):
+    # Their file's record passed the check that a synthesizer drew them, yet names no fit.
+    fit, _, public = fitted
+    read = read_release(write_release(tmp_path / "release.gpkg", public, fit=fit)).releases
+    with pytest.raises(InputError, match=r"release 1 \(synthetic_1\) was read from a release "
+                                         r"file, which does not say which fit drew it"):
+        write_release(tmp_path / "again.gpkg", read, fit=fit)
+    write_release(tmp_path / "again.gpkg", read)
+
+
+def test_releases_read_from_a_dp_file_and_another_cannot_share_a_file(tmp_path):
+    # Read releases carry their file's record: written together, the last record won and the
+    # plain releases were labelled epsilon-DP (or, the other way round, refused as edited).
+    ledger = {"budget": {"epsilon": 2.0, "delta": 0.0}, "spent": {"epsilon": 1.5, "delta": 0.0}}
+    dp_release = public_like()
+    dp_release.attrs = {"geosynth": {"method": "paiva-dp", "epsilon": 1.5, "ledger": ledger}}
+    write_release(tmp_path / "dp.gpkg", [dp_release])
+    plain = public_like()
+    plain.attrs = {**plain.attrs, "geosynth": {"method": "paiva"}}
+    write_release(tmp_path / "plain.gpkg", [plain])
+    dp, other = (read_release(tmp_path / name).releases for name in ("dp.gpkg", "plain.gpkg"))
+    assert release_info(dp[0]).epsilon == 1.5 and release_info(other[0]).epsilon is None
+    for mixed in (other + dp, dp + other):
+        with pytest.raises(InputError, match=r"the releases were made in different ways"):
+            write_release(tmp_path / "mixed.gpkg", mixed)
+    assert not (tmp_path / "mixed.gpkg").exists()
+    write_release(tmp_path / "again.gpkg", dp)  # one way: the record as read
+    assert read_release(tmp_path / "again.gpkg").metadata["epsilon"] == 1.5
 
 
 def test_metadata_records_epsilon_and_ledger(tmp_path):

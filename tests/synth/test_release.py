@@ -236,17 +236,37 @@ def test_release_info_is_a_plain_dict_in_attrs_and_reads_back():
     assert release_info(pd.DataFrame()) is None and release_info(object()) is None
 
 
-def test_of_set_takes_the_last_recorded_value():
+def _framed(infos):
     frames = []
-    for k, info in enumerate([ReleaseInfo(method="paiva", epsilon=1.0, size={"rule": "a"}),
-                              ReleaseInfo(method="naive"), None]):
+    for k, info in enumerate(infos):
         frame = gpd.GeoDataFrame({"a": [k]}, geometry=gpd.points_from_xy([0.0], [0.0]))
         if info is not None:
             set_release_info(frame, info)
         frames.append(frame)
-    assert ReleaseInfo.of_set(frames) == ReleaseInfo(method="naive", epsilon=1.0,
-                                                     size={"rule": "a"})
+    return frames
+
+
+def test_of_set_takes_the_last_recorded_value():
+    frames = _framed([ReleaseInfo(method="paiva-dp", epsilon=1.0, size={"rule": "a"}),
+                      ReleaseInfo(method="paiva-dp", epsilon=1.0, size={"rule": "b"})])
+    assert ReleaseInfo.of_set(frames) == ReleaseInfo(method="paiva-dp", epsilon=1.0,
+                                                     size={"rule": "b"})
+    assert ReleaseInfo.of_set(_framed([ReleaseInfo(method="paiva"), None])) == \
+        ReleaseInfo(method="paiva")
     assert ReleaseInfo.of_set([]) == ReleaseInfo()
+
+
+@pytest.mark.parametrize("infos", [
+    [ReleaseInfo(method="paiva", epsilon=1.0), ReleaseInfo(method="naive"), None],
+    [ReleaseInfo(method="paiva-dp", epsilon=1.0), ReleaseInfo(method="paiva")],
+    [ReleaseInfo(method="paiva-dp", epsilon=1.0), ReleaseInfo(method="paiva-dp", epsilon=2.0)],
+    [ReleaseInfo(method="paiva-dp", epsilon=1.0), None],
+])
+def test_of_set_refuses_releases_made_in_different_ways(infos):
+    """Releases of two files, one ε-DP, were all recorded as ε-DP (the last record won)."""
+    with pytest.raises(InputError, match=r"^the releases were made in different ways \(releases "
+                                         r"0: method .*write each set to its own file$"):
+        ReleaseInfo.of_set(_framed(infos))
 
 
 @pytest.mark.parametrize(("sources", "weakest"), [
