@@ -594,18 +594,20 @@ def _half_done(journal: tuple[Path, list[_JournalEntry]]) -> bool:
     first, entries = journal
     if not (_abandoned(first, entries[0].target) and _read_journal(first) is not None):
         return False
-    return not all(_was_moved(entry) for entry in entries)
+    return not _was_moved(entries[-1])  # the moves are made in the journal's order
 
 
 def _was_moved(entry: _JournalEntry) -> bool:
-    """Whether the dead writer moved ``entry``'s file: its staged name is gone, or is the target.
+    """Whether the dead writer moved ``entry``'s file: the target is it, or it left its folder.
 
     Not whether the target still is that file: a target deleted or saved again by its user
     after a finished commit made the commit look half done, and the next write put the
-    previous release back beside the new audit file.
+    previous release back beside the new audit file. A staged name gone with its whole
+    staging folder (removed by hand) tells nothing.
     """
     staged = entry.folder / entry.target.name
-    return not os.path.lexists(staged) or _moved_in(entry)
+    left = os.path.isdir(entry.folder) and not os.path.lexists(staged)
+    return left or _moved_in(entry)
 
 
 def _moved_in(entry: _JournalEntry) -> bool:

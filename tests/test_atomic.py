@@ -813,6 +813,24 @@ def test_a_finished_commit_stands_when_its_user_changed_a_file_since(tmp_path, c
     assert not [p for p in tmp_path.iterdir() if STAGING_MARK in p.name]
 
 
+def test_a_commit_killed_between_moves_is_taken_back_though_a_staging_folder_is_gone(tmp_path):
+    # A staged name gone with its whole folder (removed by hand) counted as moved: the commit
+    # killed after two of three moves looked finished, and new a.tif and b.json stayed beside
+    # the old c.html.
+    import shutil
+
+    for name in ("a.tif", "b.json", "c.html"):
+        (tmp_path / name).write_text(f"old {name}")
+    _kill_while_committing(tmp_path, "after two moves", overwrite=True)
+    [folder] = [p for p in tmp_path.iterdir() if p.name.startswith(f".c.html.{STAGING_MARK}")]
+    shutil.rmtree(folder)
+    assert interrupted_commit(tmp_path / "a.tif")
+    with AtomicOutputs(overwrite=True) as outputs:
+        outputs.add(tmp_path / "a.tif")  # never written: only the clean-up happens
+    for name in ("a.tif", "b.json", "c.html"):
+        assert (tmp_path / name).read_text() == f"old {name}"
+
+
 def test_a_damaged_journal_only_removes_its_folder(tmp_path):
     (tmp_path / "a.tif").write_text("old a.tif")
     _kill_while_committing(tmp_path, "after two moves", overwrite=True)

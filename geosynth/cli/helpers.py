@@ -1011,24 +1011,56 @@ def _refuse_cells_beyond_the_study_area(grid: Grid, lattice: LatticeChoice,
     """Refuse a lattice of one cell, or cells wider than the study area itself.
 
     ``--cell-size 1e9`` gave one cell reaching 1e9 m past the records, and ``--hex-size 1e9``
-    three: synthetic points spread over them, far outside the area where the CRS is used. The
-    study area is the region's box, or the records' (no extent is shown: it is theirs).
+    three: synthetic points spread over them, far outside the area where the CRS is used.
+    """
+    option, value = lattice.option
+    if grid.n_cells < 2:
+        raise InputError(
+            f"{option} {value} gives a lattice of {grid.n_cells} habitable cell: the model "
+            "smooths over neighbouring cells and would place the points anywhere in that cell; "
+            f"choose a finer {option} (most analyses use hundreds of cells)"
+        )
+    if lattice.cell_size is not None or lattice.hex_size is not None:
+        check_cell_side(option, lattice.cell_size or lattice.hex_size,
+                        lattice.hex_size is not None, points, region)
+
+
+def check_cell_side(option: str, side: float, hexagonal: bool, points: gpd.GeoDataFrame,
+                    region: gpd.GeoDataFrame | None) -> None:
+    """Refuse cells (or hexagons, ``2 * side`` across) wider than the study area.
+
+    The study area is the region's box, or the records' (no extent is shown: it is theirs).
+    Such cells reach far past it, and synthetic points spread over them.
+
+    Parameters
+    ----------
+    option : str
+        The option that set ``side`` (``--cell-size``, ``--hex-sizes``...).
+    side : float
+        A square cell's side, or a hexagon's (centre to corner).
+    hexagonal : bool
+        Whether the cells are hexagons.
+    points : geopandas.GeoDataFrame
+        The records.
+    region : geopandas.GeoDataFrame, optional
+        The study region, in the records' CRS.
+
+    Raises
+    ------
+    geosynth.errors.InputError
+        Cells wider than the study area.
     """
     import numpy as np
 
-    option, value = lattice.option
-    side = lattice.cell_size if lattice.cell_size is not None else lattice.hex_size
     box = np.asarray((region if region is not None else points).total_bounds, dtype=float)
     span = float(max(box[2] - box[0], box[3] - box[1]))
-    if grid.n_cells >= 2 and (side is None or not side > span > 0):
-        return
-    area = "--region's" if region is not None else "the records'"
-    raise InputError(
-        f"{option} {value} gives a lattice of {grid.n_cells} habitable cell(s) reaching past "
-        f"{area} extent: the model smooths over neighbouring cells and would place the points "
-        f"anywhere in those cells; choose a finer {option} (most analyses use hundreds of "
-        "cells)"
-    )
+    if span > 0 and (2.0 * side if hexagonal else side) > span:
+        area = "--region's" if region is not None else "the records'"
+        raise InputError(
+            f"{option} {side:g} makes {'hexagons' if hexagonal else 'cells'} wider than "
+            f"{area} extent: they reach far past it, and the model would place the points "
+            f"anywhere in them; choose a smaller {option} (most analyses use hundreds of cells)"
+        )
 
 
 def _lattice(points: gpd.GeoDataFrame, lattice: LatticeChoice,

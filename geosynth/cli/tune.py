@@ -15,6 +15,7 @@ from geosynth.cli.helpers import (
     RunOutputs,
     build_grid,
     check_binary,
+    check_cell_side,
     check_columns,
     check_complete,
     check_file_name,
@@ -313,6 +314,12 @@ def tune(
         utility = _utility_with_outcome(ctx, utility, points, attributes, outcome, m)
         region = (None if region_path is None else
                   io.read_polygons(region_path, region_layer, option="--region"))
+        study = (region if region is None or region.crs is None
+                 else region.to_crs(points.crs))  # one without a CRS is refused by tune
+        for option, sizes, hexagonal in (("--cell-sizes", cell_sizes, False),
+                                         ("--hex-sizes", hex_sizes, True)):
+            for size in sizes or []:
+                check_cell_side(option, size, hexagonal, points, study)
         exclude = (None if exclude_path is None else
                    io.read_polygons(exclude_path, exclude_layer, option="--exclude"))
         barriers = (None if barriers_path is None else
