@@ -277,17 +277,17 @@ def holds_coordinates_within(
     release published those records' locations to 0.1 m as levels of the attribute. Here one
     distinct text is enough when two numbers in a row of it, in either order (read with a
     decimal point and thousands commas, and with a decimal comma: ``"600016,5; 7790580,3"``;
-    ``"x=600016.5, y=7790580.3"``, ``"600016.5E 7790580.3N"`` and the text of a dict of NumPy
-    floats too), lie inside
+    ``"x=600016.5, y=7790580.3"``, ``"600016.5E 7790580.3N"``, ``"6.000165e+05 ..."``, a
+    hyphen between them, and the text of a dict of NumPy floats too), lie inside
 
-    * ``bounds`` (the lattice's box: every counted record's location is in it), and either
-      both have decimals (a household of three at one GPS fix) or fewer than ``fewer_than``
-      records hold the text, as one person's location is; or
+    * ``bounds`` (the lattice's box: every counted record's location is in it), or
     * ``degrees`` (the same box in longitude and latitude), both with 3 decimals or more
-      (about 100 m): a home's latitude and longitude beside data in metres.
+      (about 100 m): a home's latitude and longitude beside data in metres,
 
-    Labels such as ``"18 64"`` (whole numbers) lie inside only a lattice whose box holds
-    ``(18, 64)``, one of a local CRS near its origin, and are then refused only when rare.
+    and few records hold the text, as one person's location is (or a household's): fewer
+    than ``fewer_than`` for whole numbers, fewer than :data:`DECIMAL_FEWER_THAN` when both
+    have decimals. Labels many records share pass: ``"18 64"``, ``"3.5 to 4.0 m"``, an income
+    band ``"5,000 - 10,000"`` (a comma before three digits reads as a thousands separator).
 
     Parameters
     ----------
@@ -312,36 +312,40 @@ def holds_coordinates_within(
         return False
     distinct = values.value_counts(dropna=True, sort=False).index.to_numpy(dtype=object)
     texts = [v for v in distinct if isinstance(v, str) and _DIGIT_PAIR.search(v)]
-    found = {text: _located(text, bounds, degrees) for text in texts}
-    if any(verdict == "located" for verdict in found.values()):
-        return True
-    rare = [text for text, verdict in found.items() if verdict == "if rare"]
-    if not rare:
+    limits = {text: _located(text, bounds, degrees) for text in texts}
+    limits = {text: limit for text, limit in limits.items() if limit is not None}
+    if not limits:
         return False
-    rows = values.isin(rare).to_numpy(dtype=bool)
+    limit = {"whole": fewer_than, "decimal": DECIMAL_FEWER_THAN}
+    rows = values.isin(list(limits)).to_numpy(dtype=bool)
     counts = np.ones(rows.sum(), dtype=np.int64) if weights is None else \
         np.asarray(weights)[rows]
     held = pd.Series(counts).groupby(values[rows].to_numpy(dtype=object)).sum()
-    return bool((held < fewer_than).any())
+    return any(n < limit[limits[text]] for text, n in held.items())
+
+
+#: :func:`holds_coordinates_within` reads a text of two numbers with decimals inside the box as
+#: a location when fewer records than this hold it (a household at one GPS fix).
+DECIMAL_FEWER_THAN = 10
 
 
 def _located(text: str, bounds: tuple[float, float, float, float],
              degrees: tuple[float, float, float, float] | None) -> str | None:
-    """``"located"``, ``"if rare"`` or None: whether ``text`` reads as a location in a box.
+    """``"decimal"``, ``"whole"`` or None: how ``text`` reads as a location in a box.
 
     :func:`holds_coordinates_within` gives the rules.
     """
-    verdict = None
+    found = None
     for numbers in _number_readings(text):
         for (a, da), (b, db) in zip(numbers, numbers[1:], strict=False):
             for x, y in ((a, b), (b, a)):
                 if _inside(x, y, bounds):
                     if da and db:
-                        return "located"
-                    verdict = "if rare"
+                        return "decimal"
+                    found = "whole"
                 if degrees is not None and da >= 3 and db >= 3 and _inside(x, y, degrees):
-                    return "located"
-    return verdict
+                    return "decimal"
+    return found
 
 
 def _inside(x: float, y: float, box: tuple[float, float, float, float]) -> bool:
@@ -349,14 +353,24 @@ def _inside(x: float, y: float, box: tuple[float, float, float, float]) -> bool:
 
 
 def _number_readings(text: str) -> list[list[tuple[float, int]]]:
-    """Return the numbers of ``text`` with their decimals, read with a decimal point and comma."""
-    text = _NUMPY_SCALAR.sub(r"\1", text)
+    """Return the numbers of ``text`` with their decimals, read with a decimal point and comma.
+
+    A comma before exactly three digits is a thousands separator in both readings.
+    """
+    text = _HYPHEN_BETWEEN.sub(" ", _NUMPY_SCALAR.sub(r"\1", text))
     point = _THOUSANDS_COMMA.sub("", text)
     readings = [point]
-    if _DECIMAL_COMMA.search(text):
-        readings.append(_DECIMAL_COMMA.sub(".", _THOUSANDS_POINT.sub("", text)))
-    return [[(float(whole + fraction), len(fraction) - 1 if fraction else 0)
-             for whole, fraction in _NUMBER_PARTS.findall(reading)] for reading in readings]
+    if _DECIMAL_COMMA.search(point):
+        readings.append(_DECIMAL_COMMA.sub(".", _THOUSANDS_POINT.sub("", point)))
+    return [[_number(*parts) for parts in _NUMBER_PARTS.findall(reading)]
+            for reading in readings]
+
+
+def _number(whole: str, fraction: str, exponent: str) -> tuple[float, int]:
+    """Return the value of a number's parts and its decimals (after the exponent)."""
+    value = float(f"{whole}{fraction}e{exponent or 0}")
+    decimals = max(len(fraction) - 1 if fraction else 0, 0) - int(exponent or 0)
+    return value, max(decimals, 0)
 
 
 def holds_encoded_geometries(values: pd.Series) -> bool:
@@ -410,7 +424,8 @@ _GEOJSON_START = re.compile(r"\s*\{.*\"coordinates\"", re.DOTALL)
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _NUMBER_RE = re.compile(_NUMBER)
 # The readings of holds_coordinates_within: a number's whole part and its fraction.
-_NUMBER_PARTS = re.compile(r"([-+]?\d+)(\.\d+)?")
+_NUMBER_PARTS = re.compile(r"([-+]?\d+)(\.\d+)?(?:[eE]([-+]?\d+))?")
+_HYPHEN_BETWEEN = re.compile(r"(?<=\d)-(?=\d)")
 _DIGIT_PAIR = re.compile(r"\d\D+\d")
 _THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _THOUSANDS_POINT = re.compile(r"(?<=\d)\.(?=\d{3}(?!\d))")

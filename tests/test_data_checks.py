@@ -427,7 +427,8 @@ def test_a_few_records_coordinates_as_text_are_refused(grid, order):
 
 
 @pytest.mark.parametrize("written", ["decimal comma", "thousands", "axis letters", "named",
-                                     "dict of numpy floats", "degrees", "household"])
+                                     "dict of numpy floats", "degrees", "household",
+                                     "exponent", "hyphen"])
 def test_records_coordinates_written_otherwise_are_refused(written):
     """Formats the first rule missed: each published the records' own locations as levels."""
     scenario = paiva_scenario(n=120, seed=2)
@@ -447,6 +448,8 @@ def test_records_coordinates_written_otherwise_are_refused(written):
             "dict of numpy floats": str({"x": np.float64(x), "y": np.float64(y)}),
             "degrees": f"{lonlat[row][1]:.6f}, {lonlat[row][0]:.6f}",
             "household": f"{x:.1f}, {y:.1f}",  # three records at one fix: not rare
+            "exponent": f"{x:.7e} {y:.8e}",
+            "hyphen": f"{x:.1f}-{y:.1f}",
         }[written]
     data["addr"] = labels
     with pytest.raises(InputError, match=r"attribute 'addr' has a level that reads as "
@@ -454,6 +457,22 @@ def test_records_coordinates_written_otherwise_are_refused(written):
         prepare(data, grid, ["addr"])
     data["addr"] = np.resize(np.array(["18 64", "1,5", "2019-05-03"], dtype=object), len(data))
     assert prepare(data, grid, ["addr"]).levels["addr"] == ["1,5", "18 64", "2019-05-03"]
+
+
+@pytest.mark.parametrize("labels", [["Income 5,000 - 10,000", "Income 10,000 - 20,000"],
+                                    ["3.5 to 4.0 m", "4.0 to 4.5 m"], ["7.5, 8.0", "8.0, 8.5"]])
+def test_number_labels_many_records_share_are_levels(labels):
+    """Shared labels read inside the box (a site grid near its origin, a lattice whose box in
+    degrees holds 5.000 and 10.000) were refused as locations, however many records held them."""
+    rng = np.random.default_rng(3)
+    xy = rng.uniform(0, 5000, (120, 2))
+    data = gpd.GeoDataFrame({"band": np.resize(np.array(labels, dtype=object), 120)},
+                            geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS)
+    grid = Grid.regular((0, 0, 5000, 5000), shape=(4, 4), crs=CRS)
+    assert prepare(data, grid, ["band"]).levels["band"] == sorted(labels)
+    data.loc[data.index[:2], "band"] = "9.5, 10.0"  # two records' own text: rare, refused
+    with pytest.raises(InputError, match=r"reads as coordinates inside the lattice"):
+        prepare(data, grid, ["band"])
 
 
 @pytest.mark.parametrize("levels", [["1,0", "1,5", "2,0"], ["0 17", "18 64", "65 99"],
