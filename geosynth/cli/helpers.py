@@ -997,6 +997,7 @@ def build_grid(
     -------
     geosynth.lattice.Grid
     """
+    region = _in_crs_of(region, points, "--region")  # its extent, in the points' units
     grid = _lattice(points, lattice, region, exclude)
     if lattice.areas_path is None:  # one area is the user's region
         _refuse_cells_beyond_the_study_area(grid, lattice, points, region)

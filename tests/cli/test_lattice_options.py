@@ -379,3 +379,14 @@ def test_cells_wider_than_the_records_extent_are_refused(inputs, tmp_path, comma
     result = run(command, small, *GPKG_ARGS, *args, *FAST, *out)
     assert_refused(result, shown, "the records' extent")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.gpkg"]
+
+
+def test_a_region_in_degrees_is_measured_in_the_points_units(inputs, tmp_path):
+    # The study-area check read a --region in EPSG:4326 in degrees: every cell was "wider".
+    import geopandas as gpd
+
+    degrees = tmp_path / "region_4326.gpkg"
+    gpd.read_file(inputs["region"]).to_crs(4326).to_file(degrees)
+    result = run("release", inputs["gpkg"], *GPKG_ARGS, "--region", degrees, "--cell-size",
+                 "400", *FAST, "--out", tmp_path / "r.gpkg")
+    assert result.exit_code == 0, result.output
