@@ -11,8 +11,8 @@ if TYPE_CHECKING:  # not at run time: the command line imports this module befor
     import numpy as np
     import pandas as pd
 
-__all__ = ["caller_stacklevel", "describe_rows", "CONTROL_CHARACTERS", "exact_number",
-           "format_bytes", "NOISY_COUNTS"]
+__all__ = ["caller_stacklevel", "describe_rows", "list_positions", "CONTROL_CHARACTERS",
+           "exact_number", "format_bytes", "NOISY_COUNTS"]
 
 #: What maps and figures call the counts of a differentially private fit: its noise (negative
 #: counts too) was labelled "records (original)", "Records per cell" and "observed counts", and
@@ -74,6 +74,25 @@ def describe_rows(index: pd.Index, bad: np.ndarray, limit: int = SHOW_ROWS) -> s
     shown = ", ".join(_label(label) for label in labels[:limit].tolist())
     more = len(labels) - limit
     return f"rows [{shown}]" + (f" and {more} more" if more > 0 else "")
+
+
+def list_positions(positions: list[int], limit: int = SHOW_ROWS) -> str:
+    """Return the first ``limit`` positions, e.g. ``"0, 2, 5 and 3 more"`` (of releases).
+
+    Parameters
+    ----------
+    positions : list of int
+        Positions, in the order shown.
+    limit : int, default 5
+        Number of positions shown.
+
+    Returns
+    -------
+    str
+    """
+    shown = ", ".join(map(str, positions[:limit]))
+    more = len(positions) - limit
+    return shown + (f" and {more} more" if more > 0 else "")
 
 
 def _label(label: object) -> str:

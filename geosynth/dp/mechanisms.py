@@ -287,14 +287,11 @@ def _inexact_integers(x: Any) -> NDArray[np.bool_]:
     given = np.asarray(x, dtype=object) if isinstance(x, list | tuple) else np.asarray(x)
     if given.dtype.kind not in "iuO":
         return np.zeros(given.shape, dtype=bool)
+    if given.dtype.kind in "iu":  # a round trip through float64; one rounded up to 2**63
+        with np.errstate(invalid="ignore"):  # (2**64 unsigned) overflows back: inexact too
+            return given.astype(np.float64).astype(given.dtype) != given
     inexact = np.zeros(given.shape, dtype=bool)
-    if given.dtype.kind in "iu":  # only those beyond 2**53 can be inexact: look at them alone
-        beyond = np.abs(given.astype(np.float64)) >= 2.0**53
-        candidates = [tuple(index) for index in np.argwhere(beyond)]
-    else:
-        candidates = np.ndindex(given.shape)
-    for index in candidates:
-        value = given[index]
+    for index, value in np.ndenumerate(given):  # Python objects: one at a time anyway
         if is_integer(value) and abs(int(value)) > 2**53:
             inexact[index] = int(float(value)) != int(value)
     return inexact

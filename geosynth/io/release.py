@@ -116,6 +116,7 @@ from geosynth.synth.release import (
     holds_geometries,
     is_linked,
     is_public,
+    is_published,
     refuse_baseline,
     release_info,
     set_release_info,
@@ -1333,7 +1334,7 @@ def _check_drawn_from_a_fit(releases: Sequence[gpd.GeoDataFrame]) -> None:
     (:func:`geosynth.synth.release.release_info`), and :func:`geosynth.to_public` keeps it.
     """
     for k, release in enumerate(releases, start=1):
-        if getattr(release, "attrs", {}).get(PUBLISHED_ATTR):
+        if is_published(release):
             # It carries its file's record, which names no fit: which one drew it is unknown.
             raise InputError(
                 f"release {k} ({RELEASE_LAYER.format(k)}) was read from a release file, which "

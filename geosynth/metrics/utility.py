@@ -31,7 +31,7 @@ import pandas as pd
 from scipy import stats
 from scipy.spatial import cKDTree
 
-from geosynth._messages import describe_rows
+from geosynth._messages import describe_rows, list_positions
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import (
     MAX_CONTINUOUS,
@@ -792,8 +792,8 @@ def check_release_rules(releases: Sequence[gpd.GeoDataFrame], rules: object) -> 
     if full and len(full) < len(recorded):
         others = [i for i in range(len(recorded)) if i not in full]
         raise InputError(
-            f"releases {_positions(full)} were made with epsilon (differentially private) and "
-            f"releases {_positions(others)} without: their combining rules differ; evaluate "
+            f"releases {list_positions(full)} were made with epsilon (differentially private) and "
+            f"releases {list_positions(others)} without: their combining rules differ; evaluate "
             "each set of releases apart"
         )
     if rules == "partial" and full:
@@ -803,11 +803,6 @@ def check_release_rules(releases: Sequence[gpd.GeoDataFrame], rules: object) -> 
             'width; pass rules="full", or leave rules=None to take them from the releases'
         )
     return rules if rules is not None else ("full" if full else "partial")
-
-
-def _positions(indices: list[int], limit: int = 5) -> str:
-    shown = ", ".join(map(str, indices[:limit]))
-    return shown + (f" and {len(indices) - limit} more" if len(indices) > limit else "")
 
 
 def _check_min_points(

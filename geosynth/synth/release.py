@@ -46,6 +46,7 @@ from geosynth._identifiers import (
     in_id_columns,
     is_identifier_name,
 )
+from geosynth._messages import list_positions
 from geosynth._points import holds_coordinates, holds_encoded_geometries, holds_geometries
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import (
@@ -429,8 +430,7 @@ def _check_made_alike(records: list[ReleaseInfo | None]) -> None:
         for k, way in enumerate(ways):
             groups.setdefault(way, []).append(k)
         described = "; ".join(
-            f"releases {', '.join(map(str, positions[:5]))}"
-            f"{' and more' if len(positions) > 5 else ''}: method {method!r}, epsilon {epsilon!r}"
+            f"releases {list_positions(positions)}: method {method!r}, epsilon {epsilon!r}"
             for (method, epsilon), positions in groups.items())
         raise InputError(
             f"the releases were made in different ways ({described}); a file records one way "
