@@ -287,7 +287,8 @@ def holds_coordinates_within(
     and few records hold the text, as one person's location is (or a household's): fewer
     than ``fewer_than`` for whole numbers, fewer than :data:`DECIMAL_FEWER_THAN` when both
     have decimals. Labels many records share pass: ``"18 64"``, ``"3.5 to 4.0 m"``, an income
-    band ``"5,000 - 10,000"`` (a comma before three digits reads as a thousands separator).
+    band ``"5,000 - 10,000"`` (a comma before ``000`` reads as a thousands separator; before
+    other three digits, as either: ``"52,520; 13,405"`` is a latitude and longitude).
 
     Parameters
     ----------
@@ -355,13 +356,18 @@ def _inside(x: float, y: float, box: tuple[float, float, float, float]) -> bool:
 def _number_readings(text: str) -> list[list[tuple[float, int]]]:
     """Return the numbers of ``text`` with their decimals, read with a decimal point and comma.
 
-    A comma before exactly three digits is a thousands separator in both readings.
+    A comma before exactly three digits is a thousands separator in both readings. A number
+    with one such comma and no other separator (``"52,520"``) is read a third way too, as a
+    decimal comma, unless its three digits are ``000`` (``"5,000"`` is a label's round figure;
+    ``"52,520; 13,405"`` is a home's latitude and longitude to about 100 m).
     """
     text = _HYPHEN_BETWEEN.sub(" ", _NUMPY_SCALAR.sub(r"\1", text))
     point = _THOUSANDS_COMMA.sub("", text)
     readings = [point]
     if _DECIMAL_COMMA.search(point):
         readings.append(_DECIMAL_COMMA.sub(".", _THOUSANDS_POINT.sub("", point)))
+    if _AMBIGUOUS_COMMA.search(text):
+        readings.append(_THOUSANDS_COMMA.sub("", _AMBIGUOUS_COMMA.sub(r"\1.\2", text)))
     return [[_number(*parts) for parts in _NUMBER_PARTS.findall(reading)]
             for reading in readings]
 
@@ -430,6 +436,7 @@ _DIGIT_PAIR = re.compile(r"\d\D+\d")
 _THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _THOUSANDS_POINT = re.compile(r"(?<=\d)\.(?=\d{3}(?!\d))")
 _DECIMAL_COMMA = re.compile(r"(?<=\d),(?=\d)")
+_AMBIGUOUS_COMMA = re.compile(r"(?<![\d.,])([-+]?\d+),(?!000)(\d{3})(?!\d|[.,]\d)")
 _NUMPY_SCALAR = re.compile(r"(?:np|numpy)\.\w+\(([^()]*)\)")
 _COORDINATE_TEXT = re.compile(
     rf"\s*[\[(]?\s*{_NUMBER}(?:\s*[,;]\s*|\s+){_NUMBER}(?:(?:\s*[,;]\s*|\s+){_NUMBER}){{0,2}}"

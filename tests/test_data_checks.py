@@ -428,7 +428,8 @@ def test_a_few_records_coordinates_as_text_are_refused(grid, order):
 
 @pytest.mark.parametrize("written", ["decimal comma", "thousands", "axis letters", "named",
                                      "dict of numpy floats", "degrees", "household",
-                                     "exponent", "hyphen"])
+                                     "exponent", "hyphen", "three decimals after a comma",
+                                     "degrees after a comma"])
 def test_records_coordinates_written_otherwise_are_refused(written):
     """Formats the first rule missed: each published the records' own locations as levels."""
     scenario = paiva_scenario(n=120, seed=2)
@@ -450,6 +451,10 @@ def test_records_coordinates_written_otherwise_are_refused(written):
             "household": f"{x:.1f}, {y:.1f}",  # three records at one fix: not rare
             "exponent": f"{x:.7e} {y:.8e}",
             "hyphen": f"{x:.1f}-{y:.1f}",
+            # a comma before three digits was read as a thousands separator only
+            "three decimals after a comma": f"{x:.3f}; {y:.3f}".replace(".", ","),
+            "degrees after a comma": f"{lonlat[row][1]:.3f} {lonlat[row][0]:.3f}".replace(
+                ".", ","),
         }[written]
     data["addr"] = labels
     with pytest.raises(InputError, match=r"attribute 'addr' has a level that reads as "
