@@ -2177,6 +2177,86 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray, stacklevel: int = 4
             PrivacyLeakWarning,
             stacklevel=stacklevel,
         )
+        return
+    centres = _records_at_arc_centres(grid, xy)
+    if centres:
+        warnings.warn(
+            f"the boundary of the lattice's habitable extent (its region= less exclude=) "
+            f"runs in arcs around {centres} record location(s): the release's habitable "
+            "fractions let them be read back (a region drawn around the records, such as a "
+            "buffer of them?); clip the lattice to a public study region instead",
+            PrivacyLeakWarning,
+            stacklevel=stacklevel,
+        )
+
+
+#: A run of this many consecutive boundary vertices at one distance from a record (to the
+#: relative tolerance :data:`_ARC_RTOL`) is an arc around it (:func:`_records_at_arc_centres`).
+_ARC_VERTICES = 5
+_ARC_RTOL = 1e-7
+#: The vertices nearest a record among which :func:`_records_at_arc_centres` looks for an arc
+#: (a union of buffers adds vertices inside the arcs, where two chords cross).
+_ARC_NEAREST = 8
+_ARC_CHUNK = 65_536
+
+
+def _records_at_arc_centres(grid: Grid, xy: np.ndarray) -> int:
+    """Count the distinct locations of ``xy`` at the centre of an arc of the region's boundary.
+
+    A region drawn around the records passed the bounding-box check of
+    :func:`warn_if_bounds_touch_records`: the union of 60 m buffers of the records shifts every
+    edge by 60 m, yet the habitable fractions of the six cells around a lone record gave its
+    coordinates back to the centimetre (a circle fitted to the cut cells). A buffer's boundary
+    is made of arcs: runs of :data:`_ARC_VERTICES` or more consecutive vertices at one distance
+    from a record (every 5.6 degrees for shapely's and geopandas' default 16 segments a
+    quarter, 18 for QGIS's 5). A public boundary holds no such run around a record except by
+    chance (to :data:`_ARC_RTOL`): a staircase of raster cells holds at most four, the corners
+    of one pixel, around a record at its centre. The boundary is that of the cut cells'
+    habitable parts, merged; a record whose :data:`_ARC_NEAREST` nearest vertices hold no three
+    at one distance is not looked at further.
+    """
+    cut = ~grid.fully_habitable & (grid.habitable_fraction < 1.0 - 1e-9)
+    if not cut.any() or len(xy) == 0:
+        return 0
+    boundary = shapely.boundary(shapely.coverage_union_all(grid.habitable_geometry[cut]))
+    rings = shapely.get_parts(boundary)
+    rings = rings[shapely.get_num_coordinates(rings) > _ARC_VERTICES]  # closed: 1 repeated
+    if rings.size == 0:
+        return 0
+    vertices, ring = shapely.get_coordinates(rings, return_index=True)
+    last = np.r_[ring[1:] != ring[:-1], True]  # each ring's closing repeat of its first
+    vertices, ring = vertices[~last], ring[~last]
+    start = np.searchsorted(ring, ring)
+    length = np.bincount(ring)[ring]
+    from scipy.spatial import cKDTree
+
+    tree = cKDTree(vertices)
+    found = [_at_arc_centres(tree, vertices, start, length, xy[first:first + _ARC_CHUNK])
+             for first in range(0, len(xy), _ARC_CHUNK)]
+    return len(np.unique(np.concatenate(found), axis=0))
+
+
+def _at_arc_centres(tree, vertices: np.ndarray, start: np.ndarray, length: np.ndarray,
+                    xy: np.ndarray) -> np.ndarray:
+    """Return the rows of ``xy`` with a run of :data:`_ARC_VERTICES` vertices at one distance.
+
+    ``start`` and ``length`` give each vertex's ring (its first vertex and its number of
+    vertices, the closing repeat dropped): runs wrap around the ring.
+    """
+    distance, nearest = tree.query(xy, k=min(_ARC_NEAREST, len(vertices)))
+    three = (distance[:, 2:] - distance[:, :-2] <= _ARC_RTOL * distance[:, :-2]).any(axis=1)
+    xy, distance, nearest = xy[three], distance[three], nearest[three]
+    offsets = np.arange(-(_ARC_VERTICES - 1), _ARC_VERTICES)
+    first, size = start[nearest][:, :, None], length[nearest][:, :, None]
+    window = first + (nearest[:, :, None] - first + offsets) % size
+    along = np.hypot(*(vertices[window] - xy[:, None, None, :]).transpose(3, 0, 1, 2))
+    same = np.abs(along - distance[:, :, None]) <= _ARC_RTOL * distance[:, :, None]
+    run = np.zeros(same.shape[:2], dtype=np.int64)
+    longest = np.zeros(same.shape[:2], dtype=np.int64)
+    for column in range(same.shape[2]):
+        run = np.where(same[:, :, column], run + 1, 0)
+        longest = np.maximum(longest, run)
+    return xy[(longest >= _ARC_VERTICES).any(axis=1)]
 
 
 def _warn_if_lattice_bounds_touch(grid: Grid, xy: np.ndarray, stacklevel: int) -> bool:

@@ -1,5 +1,6 @@
 """Checks of geosynth.data: warnings' lines, declared domains, names and identifying data."""
 
+import re
 import warnings
 
 import geopandas as gpd
@@ -303,10 +304,66 @@ def test_a_region_built_from_the_records_is_a_privacy_leak_warning(gdf, shape):
     message = str(caught[0].message)
     assert "habitable extent" in message and "xmin, ymin, xmax, ymax" in message
     assert caught[0].filename == __file__
-    # A public region a little wider than the records is not flagged.
+    # A region a little wider than the records is not flagged; rounded corners would be:
+    # a hull's are arcs around records (test_a_region_drawn_around_the_records_...).
     wider = Grid.regular((-5.0, -5.0, 15.0, 15.0), shape=(4, 4), crs=CRS,
-                         region=shapely.buffer(region, 0.5))
+                         region=shapely.buffer(region, 0.5, join_style="mitre"))
     assert recorded(lambda: prepare(gdf, wider, ["sex"])) == []
+
+
+def _cluster_and_one_alone(n=61, seed=0):
+    """Records around (400, 400) and one alone at (812.34, 157.89)."""
+    rng = np.random.default_rng(seed)
+    xy = np.vstack([rng.normal(400, 80, (n - 1, 2)), [[812.34, 157.89]]])
+    return gpd.GeoDataFrame({"sex": rng.choice(["f", "m"], n)},
+                            geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS)
+
+
+@pytest.mark.parametrize("drawn", ["buffers", "buffers of 5 segments", "exclude", "hexagons"])
+def test_a_region_drawn_around_the_records_is_a_privacy_leak_warning(drawn):
+    """region = 60 m around the records: every edge lies 60 m beyond the records, so the box
+    check passed, and a circle fitted to the habitable fractions of the six cells around the
+    lone record gave its coordinates back to the centimetre."""
+    gdf = _cluster_and_one_alone()
+    around = gdf.buffer(60, quad_segs=5 if "5" in drawn else 16).union_all()
+    outer = (-100.0, -100.0, 1100.0, 1100.0)
+    lattice = {
+        "buffers": lambda: Grid.regular(outer, cell_size=100, crs=CRS, region=around),
+        "buffers of 5 segments": lambda: Grid.regular(outer, cell_size=100, crs=CRS,
+                                                      region=around),
+        "exclude": lambda: Grid.regular(outer, cell_size=100, crs=CRS,
+                                        exclude=shapely.box(*outer).difference(around)),
+        "hexagons": lambda: Grid.hexagonal(gpd.GeoSeries([around], crs=CRS), 60, crs=CRS),
+    }[drawn]()
+    caught = recorded(lambda: prepare(gdf, lattice, ["sex"]))
+    assert [w.category for w in caught] == [PrivacyLeakWarning]
+    assert re.search(r"runs in arcs around \d+ record location", str(caught[0].message))
+    assert caught[0].filename == __file__
+
+
+@pytest.mark.parametrize("region", ["staircase", "circle", "irregular"])
+def test_public_regions_do_not_trace_the_records(region):
+    """A region of raster cells with records in whole metres or at the cells' centres (ties of
+    distance at every turn), a circle around a public site, an irregular outline: no warning."""
+    rng = np.random.default_rng(1)
+    if region == "staircase":
+        pixels = np.argwhere(rng.random((60, 60)) < 0.8) * 10.0
+        outline = shapely.union_all(shapely.box(pixels[:, 1], pixels[:, 0], pixels[:, 1] + 10,
+                                                pixels[:, 0] + 10))
+        xy = np.vstack([np.round(rng.uniform(0, 600, (4000, 2))),
+                        np.floor(rng.uniform(0, 600, (4000, 2)) / 10) * 10 + 5])
+    else:
+        angle = np.sort(rng.uniform(0, 2 * np.pi, 300))
+        radius = 250.0 if region == "circle" else 200 + 90 * rng.random(300)
+        outline = (shapely.Point(300, 300).buffer(250) if region == "circle" else
+                   shapely.Polygon(np.c_[300 + radius * np.cos(angle),
+                                         300 + radius * np.sin(angle)]))
+        xy = np.round(rng.uniform(0, 600, (8000, 2)), 1)
+    xy = xy[shapely.contains_xy(outline, xy[:, 0], xy[:, 1])]
+    gdf = gpd.GeoDataFrame({"sex": rng.choice(["f", "m"], len(xy))},
+                           geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS)
+    lattice = Grid.regular((-50.0, -50.0, 650.0, 650.0), cell_size=50, crs=CRS, region=outline)
+    assert recorded(lambda: prepare(gdf, lattice, ["sex"])) == []
 
 
 @pytest.mark.parametrize("kind", ["square", "hexagonal"])
