@@ -32,6 +32,7 @@ from geosynth.synth import (
     to_public,
 )
 from geosynth.synth.paiva import (
+    DOMINANCE_RATIO,
     MIN_FENCE_MEANS,
     MIN_RECORDS_FOR_VALUES,
     OUTLYING_FENCE,
@@ -526,7 +527,7 @@ def test_values_of_a_combination_of_two_records_do_not_centre_on_their_mean():
     # Three kept cell means are too few to judge for an extreme value: said once, and nothing
     # else is a privacy warning.
     privacy = [str(w.message) for w in caught if w.category is PrivacyLeakWarning]
-    assert len(privacy) == 1 and "were not checked for extreme values: 3 cell" in privacy[0]
+    assert len(privacy) == 1 and "only by the dominance" in privacy[0] and ": 3 cell" in privacy[0]
     # The centre of each cell, derived: the mean of the kept raw means of cell i and its
     # neighbours (a 1 x 5 line), whatever the combination.
     centres = {0: (10 + 20) / 2, 1: (10 + 20) / 2, 2: 20.0, 3: 60.0, 4: 60.0}
@@ -543,7 +544,7 @@ def test_values_of_a_combination_of_two_records_do_not_centre_on_their_mean():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         # Four cell means are too few to judge for an extreme value (said, and not the point).
-        warnings.filterwarnings("ignore", "the cell means of .* were not checked",
+        warnings.filterwarnings("ignore", "the cell means of .* only by the dominance",
                                 PrivacyLeakWarning)
         synthesize(stub_fit(counts, random_lambda(counts, chains=1, draws=4)), plenty, m=2,
                    seed=2)
@@ -740,9 +741,51 @@ def test_no_mean_is_withheld_from_a_bulk_without_extremes_or_too_few_means():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         synthesize(fit, gdf, m=2, seed=1)
-    grid, rows = planted_line(12, n_cells=MIN_FENCE_MEANS)  # too few others to judge by
-    _, counts = line_frame(grid, rows + [(3, 98_765.0)])
+    grid, rows = planted_line(12, n_cells=MIN_FENCE_MEANS)  # too few others for fences
+    _, counts = line_frame(grid, rows)
     assert not outlying_means(counts).any()
+
+
+@pytest.mark.parametrize("planted", [98_765.0, -5_000.0, 2_000.0])
+def test_too_few_means_for_fences_withhold_a_mean_its_extreme_dominates(planted):
+    """20 cells of a combination: no fences of its own, and, alone, none at all; a planted
+    98,765 among 12 values in U(20, 89) went out through its cell's mean (said only by a
+    warning). Its two largest values lie 10 times further beyond the others than usual."""
+    grid, rows = planted_line(12, n_cells=MIN_FENCE_MEANS)
+    _, counts = line_frame(grid, rows + [(3, planted)])
+    assert np.flatnonzero(outlying_means(counts)[:, 0]).tolist() == [3]
+    # derived: the excess of cell 3's two largest (smallest) values over twice the others'
+    # mean, against the median excess of the 19 other cells
+    by_cell = pd.DataFrame(rows + [(3, planted)], columns=["cell", "z"]).groupby("cell")["z"]
+    excess = by_cell.apply(lambda z: np.sort(z.to_numpy())[-2:].sum()
+                           - 2 * np.sort(z.to_numpy())[:-2].mean())
+    if planted < 0:
+        excess = by_cell.apply(lambda z: 2 * np.sort(z.to_numpy())[2:].mean()
+                               - np.sort(z.to_numpy())[:2].sum())
+    assert excess[3] > DOMINANCE_RATIO * excess.drop(3).median()
+    assert (excess.drop(3) < DOMINANCE_RATIO * excess.drop(3).median()).all()
+
+
+def test_a_small_combination_is_judged_by_dominance_beside_a_large_one():
+    """Income near 3,000 in 10 cells ('lo') and 30,000 in 64 ('hi'): the fences of all 74
+    means spanned the gap, 'lo' had too few means for its own, and a planted 300,000 among a
+    cell's 12 'lo' incomes came back within 3 % from five releases."""
+    rng = np.random.default_rng(0)
+    grid = Grid.regular((0, 0, 640, 10), shape=(1, 64), crs=CRS)
+    hi = pd.DataFrame({"cell": np.repeat(np.arange(64), 20), "grp": "hi"})
+    hi["z"] = rng.normal(30_000, 2_000, len(hi))
+    lo = pd.DataFrame({"cell": np.repeat(np.arange(10), 12), "grp": "lo"})
+    lo["z"] = rng.normal(3_000, 300, len(lo))
+    lo.loc[5, "z"] = 300_000.0  # cell 0
+    frame = pd.concat([hi, lo], ignore_index=True)
+    gdf = gpd.GeoDataFrame(frame[["grp", "z"]], crs=CRS, geometry=gpd.points_from_xy(
+        10 * frame.cell + 5, np.full(len(frame), 5.0)))
+    counts = prepare(gdf, grid, attributes=["grp"], continuous="z")
+    b = counts.combos["grp"].tolist().index("lo")
+    raw = counts.zbar * counts.zbar_sd + counts.zbar_mean
+    q1, q3 = np.quantile(np.delete(raw[counts.counts >= 3], 0), [0.25, 0.75])
+    assert raw[0, b] < q3 + OUTLYING_FENCE * (q3 - q1)  # inside the fences of all means
+    assert np.argwhere(outlying_means(counts)).tolist() == [[0, b]]
 
 
 def test_synthesis_sd_refuses_a_column_with_one_cell_mean():
@@ -1024,7 +1067,7 @@ def test_too_few_cell_means_to_judge_an_extreme_value_are_said():
             warnings.simplefilter("always")
             synthesize(fit, gdf, m=1, seed=1)
         return [str(w.message) for w in caught if w.category is PrivacyLeakWarning
-                and "were not checked for extreme values" in str(w.message)]
+                and "only by the dominance" in str(w.message)]
 
     coarse = said((3, 3))
     assert len(coarse) == 1 and "18 cell and combination pair(s)" in coarse[0]
