@@ -1030,7 +1030,13 @@ def test_exponential_refuses_an_epsilon_whose_zcdp_loss_is_no_float(epsilon):
 
 def test_exponential_takes_the_ends_of_its_epsilon_range():
     assert exponential(["a", "b"], [0.0, 1.0], sensitivity=1, epsilon=1e150) == "b"
-    assert exponential(["a", "b"], [0.0, 1.0], sensitivity=1, epsilon=1e-150) in ("a", "b")
+    # ε = 1e-150: each with probability 1/2 (up to 1e-150), not "a" or "b" always
+    rng = np.random.default_rng(11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # a seed, for the test
+        picks = [exponential(["a", "b"], [0.0, 1.0], sensitivity=1, epsilon=1e-150, seed=rng)
+                 for _ in range(2_000)]
+    assert stats.binomtest(picks.count("b"), len(picks), 0.5).pvalue > 1e-3
 
 
 # ----------------------------------------------------------- values float64 holds too coarsely

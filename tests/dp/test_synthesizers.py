@@ -542,7 +542,11 @@ def test_empirical_privacy_add_remove_with_fixed_n_synth():
         return synth.fit(counts).sample(seed=seed)
 
     worst, tol = empirical_max_log_ratio(draw([0, 1, 0], 3), draw([1, 1, 0], 4))
-    assert 0.3 < worst <= epsilon + tol
+    # derived: the largest |log P(x_s | x) / P(x_s | x')| over the 6 outcomes of 2 records
+    exact = max(abs(dm_logpmf(o, alpha, [0, 1, 0]) - dm_logpmf(o, alpha, [1, 1, 0]))
+                for o in compositions(n_synth, 3))
+    assert exact <= epsilon
+    assert abs(worst - exact) <= tol  # 0.632: half the alpha (0.943) would be refused
 
 
 @pytest.mark.parametrize("name", ["m", "epsilon", "alpha", "n_synth", "epsilon_per_release", "n"])
