@@ -26,6 +26,7 @@ __all__ = [
     "IsolatedCellWarning",
     "DataWarning",
     "PrivacyLeakWarning",
+    "ConvergenceWarning",
 ]
 
 
@@ -75,3 +76,7 @@ class DataWarning(GeosynthWarning):
 
 class PrivacyLeakWarning(GeosynthWarning):
     """A privacy guarantee is weakened (seeded DP noise, levels from the data, exact extremes)."""
+
+
+class ConvergenceWarning(GeosynthWarning):
+    """The chains of a fit have not converged (bulk ESS or R-hat short of the rule)."""

@@ -22,6 +22,7 @@ def test_errors_are_also_builtins(error, builtin):
 
 
 def test_warnings_share_a_base():
-    for warning in (errors.IsolatedCellWarning, errors.DataWarning, errors.PrivacyLeakWarning):
+    for warning in (errors.IsolatedCellWarning, errors.DataWarning, errors.PrivacyLeakWarning,
+                    errors.ConvergenceWarning):
         assert issubclass(warning, errors.GeosynthWarning)
         assert issubclass(warning, UserWarning)

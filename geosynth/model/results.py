@@ -120,10 +120,50 @@ class PaivaFit:
             raise InputError(f"scalar_names must be a list or tuple of str (the names of the "
                              f"columns of scalars), got {type(names).__name__}")
         self._read_only_draws()
+        self._check_shapes()
 
     def __setstate__(self, state: dict) -> None:  # pickle and copy restore the dict directly
         self.__dict__.update(state)
         self._read_only_draws()
+        self._check_shapes()
+
+    def _check_shapes(self) -> None:
+        """Refuse draws whose shapes disagree with each other or with the counts.
+
+        The draws of a 5 x 5 fit beside the counts of a 6 x 6 lattice were accepted: the
+        posterior mean had 25 cells for a lattice of 36, and the GeoTIFF, ``summary()`` and
+        ``to_arviz()`` failed with NumPy's broadcasting and index errors.
+        """
+        if self.eta is None or self.scalars is None:  # a template without its draws
+            return
+        G, B = np.shape(self.counts.counts)
+        C, D = np.shape(self.scalars)[:2]
+        k = np.shape(self.eta)[1] if np.ndim(self.eta) == 4 else 0
+        K = len(getattr(self.counts, "covariates", ()) or ())
+        expected = {
+            "scalars": [(C, D, len(self.scalar_names))],
+            "theta": [(C, D, G)],
+            "eta": [(C, k, G, B)],
+            "beta": [None] if self.beta is None else [(C, D, G), (C, D, K, G)],
+            "latent_totals": [None, (C, D, B)],
+            "eta_draw_index": [(k,)],
+            "lambda_chain_means": [None, (C, G, B)],
+        }
+        for name, shapes in expected.items():
+            value = getattr(self, name)
+            shape = None if value is None else np.shape(value)
+            if shape not in shapes:
+                want = " or ".join(str(s) for s in shapes if s is not None)
+                raise InputError(
+                    f"PaivaFit: {name} has shape {shape}, not {want} (chains, draws, "
+                    f"{G} cells, {B} combinations of the counts, {len(self.scalar_names)} "
+                    "scalar names): the draws and counts are of different fits; fit the "
+                    "model again (geosynth.PaivaModel().fit(counts))")
+        index = np.asarray(self.eta_draw_index)
+        if index.size and (index[0] < 0 or index[-1] >= D or np.any(np.diff(index) <= 0)):
+            raise InputError(
+                f"PaivaFit: eta_draw_index must increase within [0, {D}) (the retained draws "
+                "whose eta is stored); fit the model again (geosynth.PaivaModel().fit(counts))")
 
     def _read_only_draws(self) -> None:
         """Keep each array of draws as a read-only view, and the scalars' names as a tuple.

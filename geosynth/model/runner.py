@@ -52,6 +52,7 @@ from geosynth.model.stopping import (
     assess_convergence,
     complete_check_seconds_per_row,
     diagnostics_pace,
+    field_groups,
 )
 from geosynth.model.storage import StoragePlan, chunk_sweeps, evenly_spaced_draws
 from geosynth.model.sweep import run_chunk
@@ -811,18 +812,9 @@ class AutoRunner(ChainRunner):
             return "lambda[{},{}]".format(*divmod(int(k), B))
 
         scalars = out["scalars"][:, :n][..., scalar_columns(self.data)]
-        groups = [
-            ParameterGroup("scalars", scalars, names.__getitem__),
-            ParameterGroup("theta", out["theta"][:, :n], lambda i: f"theta[{i}]"),
-        ]
-        if out["beta"].shape[1]:
-            beta = out["beta"][:, :n]
-            labels = self.beta_labels or ["beta"] * beta.shape[2]
-
-            def beta_name(k: int) -> str:
-                return f"{labels[k // G]}[{k % G}]"
-
-            groups.append(ParameterGroup("beta", beta.reshape(*beta.shape[:2], -1), beta_name))
+        groups = field_groups(scalars, names, out["theta"][:, :n],
+                              out["beta"][:, :n] if out["beta"].shape[1] else None,
+                              self.beta_labels)
         if screen.size < G * B:
             groups.append(ParameterGroup("lambda (screen)", eta[:, :, screen],
                                          lambda k: cell_combination(screen[k]), screen=True,

@@ -325,6 +325,58 @@ class ParameterGroup(NamedTuple):
     log: bool = False
 
 
+def field_groups(scalars: np.ndarray, names: Sequence[str], theta: np.ndarray,
+                 beta: np.ndarray | None, beta_labels: Sequence[str]) -> list[ParameterGroup]:
+    """Group the scalars, θ and β in the order of the check.
+
+    Parameters
+    ----------
+    scalars : numpy.ndarray, shape (chains, draws, S)
+        Named by ``names``.
+    theta : numpy.ndarray, shape (chains, draws, G)
+    beta : numpy.ndarray, shape (chains, draws, G) or (chains, draws, K, G), or None
+        β of each covariate, named by ``beta_labels`` (one per covariate).
+
+    Returns
+    -------
+    list of ParameterGroup
+    """
+    n_cells = theta.shape[2]
+    groups = [ParameterGroup("scalars", scalars, list(names).__getitem__),
+              ParameterGroup("theta", theta, lambda i: f"theta[{i}]")]
+    if beta is not None and beta.size:
+        labels = list(beta_labels) or ["beta"] * (beta[0, 0].size // n_cells)
+
+        def beta_name(k: int) -> str:
+            return f"{labels[k // n_cells]}[{k % n_cells}]"
+
+        groups.append(ParameterGroup("beta", beta.reshape(*beta.shape[:2], -1), beta_name))
+    return groups
+
+
+def failing_text(not_converged: Sequence[tuple[str, float, float]], n_not_converged: int
+                 ) -> str:
+    """List the parameters that missed a rule, for a warning (empty when none did).
+
+    Parameters
+    ----------
+    not_converged : sequence of (name, bulk ESS, R-hat)
+        The worst, as :class:`ConvergenceCheck` lists them.
+    n_not_converged : int
+        How many missed it in all.
+
+    Returns
+    -------
+    str
+    """
+    if not n_not_converged:
+        return ""
+    listed = ", ".join(f"{name} (ESS {ess:.0f}, R-hat {r_hat:.3f})"
+                       for name, ess, r_hat in not_converged)
+    more = n_not_converged - len(not_converged)
+    return listed + (f" and {more:,} more" if more > 0 else "")
+
+
 class ConvergenceCheck(NamedTuple):
     """Outcome of one :func:`assess_convergence`.
 
@@ -635,9 +687,4 @@ class StoppingInfo:
         -------
         str
         """
-        if not self.n_not_converged:
-            return ""
-        listed = ", ".join(f"{name} (ESS {ess:.0f}, R-hat {r_hat:.3f})"
-                           for name, ess, r_hat in self.not_converged)
-        more = self.n_not_converged - len(self.not_converged)
-        return listed + (f" and {more:,} more" if more > 0 else "")
+        return failing_text(self.not_converged, self.n_not_converged)

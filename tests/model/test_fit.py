@@ -14,7 +14,13 @@ import pytest
 from scipy import stats
 
 from geosynth import Grid, PaivaModel, Priors, prepare
-from geosynth.errors import DataWarning, InputError, InputTypeError, MemoryLimitError
+from geosynth.errors import (
+    ConvergenceWarning,
+    DataWarning,
+    InputError,
+    InputTypeError,
+    MemoryLimitError,
+)
 from geosynth.plots import intensity_figure
 
 matplotlib.use("Agg")
@@ -526,6 +532,29 @@ def test_draws_of_a_fit_are_read_only(scenario_counts):
     assert given.flags.writeable  # the caller's own array is left as it was
 
 
+@pytest.mark.parametrize(("name", "value", "match"), [
+    ("eta", np.zeros((2, 3, 4, 2), np.float32), r"eta has shape \(2, 3, 4, 2\), not \(2, 3, 9, "),
+    ("scalars", np.zeros((2, 3, 2)), r"scalars has shape \(2, 3, 2\), not \(2, 3, 1\)"),
+    ("theta", np.zeros((1, 3, 9), np.float32), r"theta has shape \(1, 3, 9\), not \(2, 3, 9\)"),
+    ("lambda_chain_means", np.ones((2, 4, 2)), r"lambda_chain_means has shape \(2, 4, 2\)"),
+    ("eta_draw_index", np.array([2, 1, 0]), r"eta_draw_index must increase within \[0, 3\)"),
+])
+def test_draws_of_another_fit_are_refused(scenario_counts, name, value, match):
+    """The draws of a 2 x 2 fit beside the counts of a 3 x 3 lattice were accepted (the
+    posterior mean had 4 cells for 9), and summary(), to_arviz() and the GeoTIFF failed with
+    NumPy's index and broadcasting errors; so did a pickle whose state was edited."""
+    import pickle
+
+    _, _, counts = scenario_counts(100, shape=(3, 3))
+    fit = _stub_fit(counts)
+    with pytest.raises(InputError, match=match):
+        dataclasses.replace(fit, **{name: value})
+    state = pickle.loads(pickle.dumps(fit)).__dict__.copy()
+    state[name] = value
+    with pytest.raises(InputError, match=match):
+        object.__new__(type(fit)).__setstate__(state)
+
+
 def test_a_model_cannot_be_changed_after_it_is_made(scenario_counts):
     """A changed model described another model than the one its fits were made by (release
     metadata), and an assigned setting skipped the checks (sampler="bogus" ran Gibbs)."""
@@ -737,3 +766,38 @@ def test_a_failed_update_names_the_priors_that_differ_from_the_defaults(make_sce
                                            r"1e\+06\).*try the defaults"):
         PaivaModel(priors=priors).fit(counts, n_iter=300, burn_in=100, thin=1, seed=1,
                                       progress=False)
+
+
+def test_a_fixed_run_that_has_not_converged_says_which_parameters():
+    """n_iter=40 gave R-hat 1.33 and a bulk ESS of 6 for a precision without a word: only
+    n_iter="auto" checked. PyMC's rule (bulk ESS of 100 per chain, R-hat below 1.01) over the
+    scalars, θ and β; the count derived from arviz's diagnostics of the same draws."""
+    az = pytest.importorskip("arviz")
+    _, _, counts = make_counts_for_convergence()
+    with pytest.warns(ConvergenceWarning, match=r"n_iter=60: (\d+) parameter\(s\) have a bulk "
+                      r"ESS below 100 per chain or an R-hat of 1.01 or more: .*\(ESS \d+, "
+                      r"R-hat 1\.\d{3}\).*n_iter='auto'") as caught:
+        fit = PaivaModel().fit(counts, n_iter=60, burn_in=20, thin=1, chains=2, seed=3,
+                               progress=False)
+    said = int(re.search(r"n_iter=60: (\d+) parameter", str(caught[0].message)).group(1))
+    assert caught[0].filename == __file__
+    draws = {"scalars": fit.scalars, "theta": fit.theta}
+    failing = 0
+    for values in draws.values():
+        flat = np.asarray(values, dtype=np.float64).reshape(2, fit.n_draws, -1)
+        ess = np.array([az.ess(flat[:, :, k], method="bulk") for k in range(flat.shape[2])])
+        r_hat = np.array([az.rhat(flat[:, :, k], method="rank") for k in range(flat.shape[2])])
+        failing += int(np.sum(~((ess >= 200) & (r_hat < 1.01))))
+    assert said == failing > 0
+    with warnings.catch_warnings():  # one chain: no R-hat, no check
+        warnings.simplefilter("error", ConvergenceWarning)
+        PaivaModel().fit(counts, n_iter=60, burn_in=20, thin=1, chains=1, seed=3,
+                         progress=False)
+
+
+def make_counts_for_convergence():
+    from geosynth.datasets import paiva_scenario
+
+    scenario = paiva_scenario(n=150, seed=4)
+    grid = Grid.regular(scenario.bounds, shape=(4, 4), crs=scenario.crs)
+    return scenario, grid, prepare(scenario.data, grid, attributes=["y"])

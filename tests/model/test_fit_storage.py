@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from geosynth import PaivaModel
-from geosynth.errors import GeosynthWarning, InputError, MemoryLimitError
+from geosynth.errors import ConvergenceWarning, GeosynthWarning, InputError, MemoryLimitError
 from geosynth.model import runner
 from geosynth.model.storage import DEFAULT_MAX_BYTES, evenly_spaced_draws, plan_storage
 
@@ -93,6 +93,7 @@ def test_k_above_the_retained_draws_keeps_them_all(counts, all_fit):
 def test_auto_keeps_every_draw_when_they_fit(counts, all_fit):
     with warnings.catch_warnings():
         warnings.simplefilter("error", GeosynthWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 300 sweeps: not the point
         fit = PaivaModel(beta_prior="normal").fit(counts, max_bytes=budget(counts, N_KEEP),
                                                   **RUN)
     np.testing.assert_array_equal(fit.eta, all_fit.eta)
