@@ -428,18 +428,20 @@ def int_hint(value: Any, name: str, minimum: int, fallback: int) -> str:
     minimum : int
         Smallest int allowed: a whole ``value`` at least this large is suggested as it is.
     fallback : int
-        Suggested otherwise (a fraction, a number beyond 2**53 or below ``minimum``).
+        Suggested otherwise (NaN, inf, a number beyond 2**53 or rounding below ``minimum``).
 
     Returns
     -------
     str
-        E.g. ``"; pass an int, e.g. n=3"`` for ``3.0``.
+        E.g. ``"; pass an int, e.g. n=3"`` for ``3.0``, ``n=300`` for ``300.5`` (the fallback,
+        1, was suggested for any fraction).
     """
     if not is_real(value):
         return ""
     number = as_float(value)  # a Fraction beyond the float range is ±inf
-    whole = abs(number) <= 2**53 and number.is_integer() and number >= minimum
-    return f"; pass an int, e.g. {name}={int(number) if whole else fallback}"
+    rounded = round(number) if math.isfinite(number) and abs(number) <= 2**53 else None
+    usable = rounded is not None and rounded >= minimum
+    return f"; pass an int, e.g. {name}={rounded if usable else fallback}"
 
 
 def is_real(value: Any) -> bool:

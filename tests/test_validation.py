@@ -115,7 +115,8 @@ def test_check_probability(zero, one, inside, outside, interval):
 
 @pytest.mark.parametrize(("value", "fix"), [
     (True, ""), (np.bool_(False), ""), (None, ""), ("4.5", ""),
-    (2.0, "; pass an int, e.g. n=2"), (2.5, "; pass an int, e.g. n=1"),
+    (2.0, "; pass an int, e.g. n=2"), (2.5, "; pass an int, e.g. n=2"),
+    (300.7, "; pass an int, e.g. n=301"),  # not the fallback, 1: the nearest int
     ("4", "; pass the number itself, n=4"), (math.nan, "; pass an int, e.g. n=1"),
 ])
 def test_check_int_refuses_types(value, fix):
