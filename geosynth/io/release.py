@@ -444,6 +444,7 @@ def write_release(
     lattice, fit = _check_grid_and_fit(grid, fit, include_intensity)
     frames = _check_releases(releases, original_index,
                              None if fit is None else released_columns(_model_description(fit)))
+    _check_release_sizes(frames, fit)
     crs = _common_crs(frames, lattice)
     audit = audit_path(target)
     check_target(target, replace)
@@ -640,6 +641,26 @@ def _as_original_index(original_index: Any) -> pd.Index:
             f"{type(original_index).__name__}"
         )
     return pd.Index(original_index)
+
+
+def _check_release_sizes(frames: list[gpd.GeoDataFrame], fit: PaivaFit | None) -> None:
+    """Refuse releases of an exact-count fit that do not hold one point per record.
+
+    :func:`geosynth.synthesize` draws every release of such a fit with the fit's number of
+    records; a release filtered to nothing by mistake was published without a word. A fit to
+    noisy counts draws its own sizes, so only the exact ones are checked.
+    """
+    if fit is None or fit.noise_scale is not None:
+        return
+    n = int(fit.counts.n_records)
+    wrong = [k for k, frame in enumerate(frames, start=1) if len(frame) != n]
+    if wrong:
+        k = wrong[0]
+        raise InputError(
+            f"release {k} ({RELEASE_LAYER.format(k)}) has {len(frames[k - 1]):,} points, not "
+            f"the {n:,} records of fit's counts (every release of geosynth.synthesize holds one "
+            "point per record); pass the releases of geosynth.synthesize(fit, ...) unfiltered, "
+            "through geosynth.to_public")
 
 
 def _check_releases(releases: Any, original_index: Any,

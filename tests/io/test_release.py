@@ -290,6 +290,18 @@ def test_writer_refuses_the_internal_output_of_synthesize(tmp_path, confidential
     assert names(tmp_path) == []
 
 
+@pytest.mark.parametrize("rows", [slice(0, 0), slice(0, 150)])
+def test_writer_refuses_a_release_short_of_the_fits_records(tmp_path, fitted, rows):
+    """A release filtered to nothing (or to half) by mistake was published without a word:
+    every release of an exact-count fit holds one point per record."""
+    fit, _, public = fitted
+    cut = [public[0], public[1].iloc[rows]]
+    with pytest.raises(InputError, match=rf"release 2 \(synthetic_2\) has {rows.stop:,} "
+                                         r"points, not the 300 records of fit's counts"):
+        write_release(tmp_path / "short.gpkg", cut, fit=fit)
+    assert names(tmp_path) == []
+
+
 def test_writer_drops_a_non_default_index_with_a_warning(tmp_path):
     release = public_like()
     release.index = ["rec-a", "rec-b", "rec-c", "rec-d"]
