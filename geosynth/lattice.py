@@ -50,6 +50,7 @@ from geosynth._validation import (
     describe_value,
     is_integer,
     is_real,
+    refuse_masked,
 )
 from geosynth.errors import (
     CRSError,
@@ -2676,7 +2677,15 @@ def _coordinates(points: Any, crs: pyproj.CRS | None) -> tuple[np.ndarray, np.nd
         return _point_xy(np.asarray(points.geometry.array, dtype=object))
     if isinstance(points, shapely.Geometry):
         return _point_xy(np.array([points], dtype=object))
-    arr = np.asarray(points)
+    refuse_masked(points, "points")  # np.asarray would locate the hidden coordinates
+    if isinstance(points, pd.DataFrame):  # nullable Float64/Int64 columns: NaN for missing
+        points = points.to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        arr = np.asarray(points)
+    except ValueError as err:  # ragged lists
+        raise InputError(
+            f"points must be point geometries or an (n, 2) array of x, y coordinates; NumPy "
+            f"could not make an array of them ({err})") from err
     if arr.size == 0:
         return np.empty(0), np.empty(0)
     if arr.dtype == object:

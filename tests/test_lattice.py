@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import geopandas as gpd
 import numpy as np
+import pandas as pd
 import pytest
 import shapely
 from hypothesis import HealthCheck, assume, given, settings
@@ -465,6 +466,19 @@ def test_locate_bad_input():
         grid.locate(np.array([Point(0, 0), "a"], dtype=object))
     with pytest.raises(InputError, match=r"dtype complex128"):  # the imaginary part was dropped
         grid.locate(np.array([[1 + 1j, 1.0]]))
+    # a ragged list raised NumPy's ValueError; a masked x was located at its hidden value
+    with pytest.raises(InputError, match=r"\(n, 2\) array of x, y coordinates; NumPy could not"):
+        grid.locate([[1.0, 2.0], [3.0]])
+    with pytest.raises(InputError, match=r"points is a masked array with masked entries"):
+        grid.locate(np.ma.masked_array([[1.5, 0.5]], mask=[[True, False]]))
+
+
+def test_locate_takes_a_frame_of_nullable_coordinates():
+    # Float64/Int64 columns were refused as "not shapely geometries" (positions of cells)
+    grid = Grid.regular((0, 0, 2, 2), shape=(2, 2))
+    frame = pd.DataFrame({"x": pd.array([0.5, 1.5, None], dtype="Float64"),
+                          "y": pd.array([0, 1, 1], dtype="Int64")})
+    assert grid.locate(frame).tolist() == [0, 3, -1]  # a missing x: not located
 
 
 def test_cell_bounds_rejects_bad_ids():
