@@ -23,6 +23,7 @@ __all__ = [
     "holds_coordinates_within",
     "holds_encoded_geometries",
     "holds_geometries",
+    "location_code_within",
     "levels_hold_locations",
     "point_coordinates",
     "refuse_z",
@@ -377,6 +378,91 @@ def _number(whole: str, fraction: str, exponent: str) -> tuple[float, int]:
     value = float(f"{whole}{fraction}e{exponent or 0}")
     decimals = max(len(fraction) - 1 if fraction else 0, 0) - int(exponent or 0)
     return value, max(decimals, 0)
+
+
+def location_code_within(values: pd.Series, degrees: tuple[float, float, float, float],
+                         weights: np.ndarray | None = None) -> str | None:
+    """Name the location code a rare text of ``values`` is, inside ``degrees``; else None.
+
+    Geohashes of 7 characters or more (153 m or finer) and Open Location Codes ("plus codes",
+    ``"588MC9X8+QH"``: 14 m) whose cell's centre lies inside ``degrees`` (the records' box in
+    longitude and latitude), and H3 cell ids (``"8928308280fffff"``) of resolution 9 or finer
+    (about 170 m; not located: decoding one needs the H3 library), each held by fewer than
+    :data:`DECIMAL_FEWER_THAN` records: a home's location, published verbatim as a level. A
+    shared code of a coarse cell is an area's label, as a postcode is.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        An attribute column (only text is read).
+    degrees : (west, south, east, north)
+        The records' box in degrees.
+    weights : numpy.ndarray of int, optional
+        The records each row stands for; by default one each.
+
+    Returns
+    -------
+    str or None
+        ``"a geohash"``, ``"a plus code"`` or ``"an H3 cell id"``.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(object)
+    elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
+        return None
+    distinct = values.value_counts(dropna=True, sort=False).index.to_numpy(dtype=object)
+    kinds = {text: _code_kind(text.strip().lower(), degrees) for text in distinct
+             if isinstance(text, str) and 7 <= len(text.strip()) <= 20}
+    kinds = {text: kind for text, kind in kinds.items() if kind is not None}
+    if not kinds:
+        return None
+    rows = values.isin(list(kinds)).to_numpy(dtype=bool)
+    counts = np.ones(rows.sum(), dtype=np.int64) if weights is None else \
+        np.asarray(weights)[rows]
+    held = pd.Series(counts).groupby(values[rows].to_numpy(dtype=object)).sum()
+    rare = [kinds[text] for text, n in held.items() if n < DECIMAL_FEWER_THAN]
+    return rare[0] if rare else None
+
+
+def _code_kind(code: str, degrees: tuple[float, float, float, float]) -> str | None:
+    """Which location code ``code`` (lower case) is, when it is one inside ``degrees``."""
+    if _GEOHASH_CODE.fullmatch(code):
+        return "a geohash" if _inside(*_geohash_centre(code), degrees) else None
+    if _PLUS_CODE.fullmatch(code):
+        return "a plus code" if _inside(*_plus_code_centre(code), degrees) else None
+    if _H3_CELL.fullmatch(code) and int(code[1], 16) >= 9:
+        return "an H3 cell id"
+    return None
+
+
+def _geohash_centre(code: str) -> tuple[float, float]:
+    """Longitude and latitude of the centre of a geohash's cell (bits alternate, x first)."""
+    box = [[-180.0, 180.0], [-90.0, 90.0]]
+    axis = 0
+    for character in code:
+        value = _GEOHASH_DIGITS.index(character)
+        for bit in (16, 8, 4, 2, 1):
+            middle = sum(box[axis]) / 2
+            box[axis][0 if value & bit else 1] = middle
+            axis = 1 - axis
+    return sum(box[0]) / 2, sum(box[1]) / 2
+
+
+def _plus_code_centre(code: str) -> tuple[float, float]:
+    """Longitude and latitude of the centre of a full plus code's cell (its first 10 digits)."""
+    digits = code.replace("+", "").upper()[:10]
+    lon, lat, size = -180.0, -90.0, 20.0
+    for k in range(0, len(digits) - 1, 2):
+        lat += _PLUS_CODE_DIGITS.index(digits[k]) * size
+        lon += _PLUS_CODE_DIGITS.index(digits[k + 1]) * size
+        size /= 20.0
+    return lon + 10.0 * size, lat + 10.0 * size
+
+
+_GEOHASH_DIGITS = "0123456789bcdefghjkmnpqrstuvwxyz"
+_GEOHASH_CODE = re.compile(r"[0-9b-hjkmnp-z]{7,12}")
+_PLUS_CODE_DIGITS = "23456789CFGHJMPQRVWX"
+_PLUS_CODE = re.compile(r"[2-9cfghjmpqrvwx]{8}\+[2-9cfghjmpqrvwx]{2,7}")
+_H3_CELL = re.compile(r"8[0-9a-f]{14}")
 
 
 def holds_encoded_geometries(values: pd.Series) -> bool:

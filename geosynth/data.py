@@ -121,6 +121,7 @@ from geosynth._points import (
     holds_coordinates,
     holds_coordinates_within,
     levels_hold_locations,
+    location_code_within,
     point_coordinates,
     usable_points,
 )
@@ -2058,6 +2059,15 @@ def _refuse_locations(
             "drop those values or the column. If they are labels, not places (e.g. an age "
             "band '18 64' on a lattice near its CRS's origin), write them otherwise ('18-64') "
             "or merge the rare ones into a level many records share"
+        )
+    code = None if boxes.degrees is None else location_code_within(series, boxes.degrees,
+                                                                    weights)
+    if code is not None:
+        raise InputError(
+            f"attribute {name!r} has a level that reads as {code} inside the lattice, held by "
+            "fewer than 10 records (a home's location, to 150 m or finer); a release publishes "
+            "attribute levels verbatim: drop the column, or replace the codes by a coarser "
+            "area's label many records share (e.g. a geohash cut to 5 characters)"
         )
 
 

@@ -521,6 +521,56 @@ def test_records_coordinates_written_otherwise_are_refused(written):
     assert prepare(data, grid, ["addr"]).levels["addr"] == ["1,5", "18 64", "2019-05-03"]
 
 
+def _geohash(lon, lat, length):
+    """Encode a geohash (written here from its definition: bits alternate, longitude first)."""
+    digits, box, code, bits, value, axis = "0123456789bcdefghjkmnpqrstuvwxyz", [
+        [-180.0, 180.0], [-90.0, 90.0]], "", 0, 0, 0
+    while len(code) < length:
+        middle = sum(box[axis]) / 2
+        high = (lon, lat)[axis] >= middle
+        box[axis][0 if high else 1] = middle
+        value, bits, axis = value * 2 + high, bits + 1, 1 - axis
+        if bits == 5:
+            code, bits, value = code + digits[value], 0, 0
+    return code
+
+
+def _plus_code(lon, lat):
+    """Encode the 10 digits of a plus code (pairs of base-20 digits of latitude, longitude)."""
+    digits, code, size = "23456789CFGHJMPQRVWX", "", 20.0
+    lat, lon = lat + 90.0, lon + 180.0
+    for _ in range(5):
+        code += digits[int(lat // size)] + digits[int(lon // size)]
+        lat, lon, size = lat % size, lon % size, size / 20.0
+    return code[:8] + "+" + code[8:]
+
+
+@pytest.mark.parametrize("written", ["geohash", "plus code", "h3"])
+def test_records_location_codes_are_refused_even_when_identifying_is_allowed(written):
+    """Three records' own 9-character geohashes (5 m), plus codes (14 m) or H3 cells beside
+    "north" and "south" were published verbatim as levels with allow_identifying=True."""
+    scenario = paiva_scenario(n=120, seed=2)
+    data = scenario.data.copy()
+    grid = Grid.regular(scenario.bounds, shape=(4, 4), crs=scenario.crs)
+    lonlat = shapely.get_coordinates(data.geometry.to_crs(4326).array)
+    labels = np.resize(np.array(["north", "south"], dtype=object), len(data))
+    for position, row in zip((5, 50, 90), (3, 17, 40), strict=True):
+        lon, lat = lonlat[row]
+        labels[position] = {"geohash": _geohash(lon, lat, 9), "plus code": _plus_code(lon, lat),
+                            "h3": f"89{row:03x}2828{row:04x}ff"}[written]
+    data["where"] = labels
+    kind = {"geohash": "a geohash", "plus code": "a plus code", "h3": "an H3 cell id"}[written]
+    with pytest.raises(InputError, match=rf"attribute 'where' has a level that reads as {kind} "
+                                         r"inside the lattice"):
+        prepare(data, grid, ["where"], allow_identifying=True)
+    # an area's code many records share (a 5-character geohash, 4.9 km) is a label
+    data["where"] = np.resize(np.array([_geohash(*lonlat[0], 5), "elsewhere"], dtype=object),
+                              len(data))
+    assert len(prepare(data, grid, ["where"]).levels["where"]) == 2
+    data["where"] = [_geohash(*lonlat[0], 7)] * len(data)  # shared by every record
+    assert len(prepare(data, grid, ["where"]).levels["where"]) == 1
+
+
 @pytest.mark.parametrize("labels", [["Income 5,000 - 10,000", "Income 10,000 - 20,000"],
                                     ["3.5 to 4.0 m", "4.0 to 4.5 m"], ["7.5, 8.0", "8.0, 8.5"]])
 def test_number_labels_many_records_share_are_levels(labels):
