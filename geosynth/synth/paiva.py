@@ -1420,18 +1420,28 @@ def _warn_of_limits_at_extremes(name: str, values: np.ndarray, low: float, high:
     A release publishes its limits (the metadata's ``limits``), so ``limits={"z": (z.min(),
     z.max())}`` published both confidential extremes to every digit, with no warning; so did
     them rounded (22.867 for 22.86721): an end within :data:`_NEAR_EXTREME` of the values'
-    range of an extreme is warned about too. A bound the variable takes by definition (0 for an
-    age) may equal an extreme: the message says so.
+    range of an extreme is warned about too, and so is one nearer an isolated extreme than the
+    next value is (a gap :data:`_ISOLATED_GAP` times the median gap between distinct values or
+    wider): ``ceil(income.max())`` published a top income of 9,870,000.4 to the unit, the next
+    being 212,000. A bound the variable takes by definition (0 for an age) may equal an
+    extreme: the message says so.
     """
-    if values.size:  # no record: no extreme
-        near = _NEAR_EXTREME * float(values.max() - values.min())
-        ends = [word for word, end, extreme in (("smallest", low, values.min()),
-                                                ("largest", high, values.max()))
-                if abs(end - extreme) <= near]
+    distinct = np.unique(values)
+    if distinct.size:  # no record: no extreme
+        near = _NEAR_EXTREME * float(distinct[-1] - distinct[0])
+        steps = np.diff(distinct)
+        gaps = steps[[0, -1]] if steps.size > 1 else np.zeros(2)
+        gaps = np.where(gaps >= _ISOLATED_GAP * np.median(steps) if steps.size > 1 else False,
+                        gaps, 0.0)
+        ends = [word for word, end, extreme, gap in (("smallest", low, distinct[0], gaps[0]),
+                                                     ("largest", high, distinct[-1], gaps[1]))
+                if abs(end - extreme) <= max(near, gap)]
         if ends:
             warnings.warn(
-                f"limits[{name!r}] (CLI: --limit {name}=...) has an end at (or within "
-                f"{_NEAR_EXTREME:.1%} of the values' range of) the {' and the '.join(ends)} "
+                f"limits[{name!r}] (CLI: --limit {name}=...) has an end at (or nearer than the "
+                f"next value to an isolated one, or within {_NEAR_EXTREME:.1%} of the values' "
+                "range of) the "
+                f"{' and the '.join(ends)} "
                 f"{name!r} among the records: a release publishes its limits, so this publishes "
                 "a confidential extreme unless the bound is public by definition (such as 0 "
                 "for an age); give bounds the variable can take, not those of the data",
@@ -1443,6 +1453,9 @@ def _warn_of_limits_at_extremes(name: str, values: np.ndarray, low: float, high:
 #: An end of the limits this close to an extreme of the values, as a share of their range, is
 #: taken for the extreme (rounded).
 _NEAR_EXTREME = 1e-3
+#: An extreme whose gap to the next distinct value is this many median gaps or more is isolated:
+#: an end of the limits within that gap of it is taken for the extreme (rounded).
+_ISOLATED_GAP = 10.0
 
 
 def _check_within_limits(name: str, values: np.ndarray, low: float, high: float) -> None:
