@@ -1130,11 +1130,29 @@ def _check_numeric(series: pd.Series) -> None:
         or pd.api.types.is_bool_dtype(dtype)
         or pd.api.types.is_complex_dtype(dtype)
     ):
+        comma = ""
+        if _decimal_comma_text(series):
+            comma = ("; its values read as numbers with a decimal comma ('12,5'): read the file "
+                     "with decimal=',' (CLI: --decimal ,), or ")
         raise InputError(
-            f"continuous column {series.name!r} has non-numeric dtype {dtype}; convert it to "
-            f"numbers (in Python, pd.to_numeric(gdf[{series.name!r}])) or move it to "
-            "attributes= if it is categorical"
+            f"continuous column {series.name!r} has non-numeric dtype {dtype}{comma or '; '}"
+            f"convert it to numbers (in Python, pd.to_numeric(gdf[{series.name!r}])) or move "
+            "it to attributes= if it is categorical"
         )
+
+
+_DECIMAL_COMMA_NUMBER = r"\s*[-+]?\d{1,3}(?:\.\d{3})*,\d+\s*|\s*[-+]?\d+,\d+\s*"
+
+
+def _decimal_comma_text(series: pd.Series) -> bool:
+    """Whether most values of ``series`` are text of numbers with a decimal comma."""
+    if not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
+        return False
+    text = series.dropna()
+    text = text[[isinstance(v, str) for v in text]]
+    if text.empty:
+        return False
+    return bool(text.astype(str).str.fullmatch(_DECIMAL_COMMA_NUMBER).mean() > 0.5)
 
 
 def continuous_values(

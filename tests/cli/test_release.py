@@ -788,7 +788,22 @@ def test_a_text_continuous_column_gets_advice_the_command_line_can_follow(two_co
                  "--out", tmp_path / "out.gpkg")
     assert_refused(result, "continuous column 'label' has non-numeric dtype",
                    "convert it to numbers or move it to --attributes if it is categorical")
-    assert "to_numeric" not in result.output
+    assert "to_numeric" not in result.output and "decimal comma" not in result.output
+
+
+def test_a_continuous_column_of_decimal_commas_is_told_the_decimal_option(tmp_path):
+    # A ';' CSV of "12,5" read without --decimal: told only to convert the column to numbers.
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"x": rng.uniform(600_000, 601_000, 60).round(1),
+                          "y": rng.uniform(7_790_000, 7_791_000, 60).round(1),
+                          "sex": rng.choice(["f", "m"], 60),
+                          "age": [f"{v:.1f}".replace(".", ",") for v in rng.uniform(1, 90, 60)]})
+    frame.to_csv(tmp_path / "cases.csv", sep=";", index=False)
+    result = run("release", tmp_path / "cases.csv", "--x", "x", "--y", "y", "--crs",
+                 "EPSG:31983", "--sep", ";", "--attributes", "sex", "--continuous", "age",
+                 "--grid", "3x3", *FAST, "--out", tmp_path / "out.gpkg")
+    assert_refused(result, "continuous column 'age' has non-numeric dtype",
+                   "with a decimal comma ('12,5'): read the file with --decimal ','")
 
 
 def test_a_guessed_seed_does_not_undo_the_row_shuffle(written_release):
