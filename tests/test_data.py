@@ -328,6 +328,19 @@ def test_continuous_values_that_overflow_the_sd_are_refused(gdf, grid):
     assert np.isfinite(prepare(gdf, grid, ["sex"], continuous="z").zbar_sd).all()
 
 
+@pytest.mark.parametrize("dtype", ["uint64", "Int64"])
+def test_integers_float64_does_not_hold_are_refused_as_such(gdf, grid, dtype):
+    # 2**64 - 1 and 2**64 - 2 became one float: refused as "the same value in every record"
+    big = 2**64 - 1 if dtype == "uint64" else 2**62 + 1
+    steps = (np.arange(len(gdf)) % 3).astype(np.uint64)
+    gdf["z"] = pd.array(np.uint64(big) - steps, dtype=dtype)
+    with pytest.raises(InputError, match=r"'z' has integers beyond 2\*\*53 that float64 does "
+                                         r"not hold exactly \(rows \['r0', "):
+        prepare(gdf, grid, ["sex"], continuous="z")
+    gdf["z"] = pd.array(np.uint64(2**54) * (steps + np.uint64(1)), dtype=dtype)  # exact: used
+    assert prepare(gdf, grid, ["sex"], continuous="z").zbar is not None
+
+
 @pytest.mark.parametrize("name", ["id", "person_id", "patientId", "Unnamed: 0"])
 def test_a_continuous_column_named_like_an_identifier_is_refused(gdf, grid, name):
     # --continuous id was released with synthetic values following the records' order (r =
