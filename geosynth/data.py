@@ -1247,9 +1247,10 @@ def check_not_row_numbers(values: np.ndarray, column: str) -> None:
         return
     if _is_row_numbering(gaps):
         raise InputError(
-            f"continuous column {column!r} holds {values.size:,} distinct whole numbers in a "
-            "nearly regular run (one step between most of them) or too densely for a "
-            "measurement (whose values would collide), as row numbers or record ids do, gaps "
+            f"continuous column {column!r} holds {values.size:,} distinct whole numbers (or "
+            "multiples of one step) in a nearly regular run (one step between most of them) "
+            "or too densely for a measurement (whose values would collide), as row numbers or "
+            "record ids do, gaps "
             "or not: its synthetic values would follow the records' order; drop it from "
             "continuous="
         )
@@ -1267,12 +1268,25 @@ def _whole_number_gaps(values: np.ndarray) -> np.ndarray | None:
     """Return the gaps of the sorted ``values`` if they are distinct whole numbers, else None.
 
     At least :data:`IDENTIFYING_MIN_RECORDS` of them; sorted once for both of
-    :func:`check_not_row_numbers`'s rules.
+    :func:`check_not_row_numbers`'s rules. Distinct values on a grid of their smallest gap
+    count in units of it: ids shifted or scaled (``arange(n) + 0.5``, ``0.1 * id``) passed.
     """
-    if values.size < IDENTIFYING_MIN_RECORDS or not np.all(values == np.round(values)):
+    if values.size < IDENTIFYING_MIN_RECORDS:
         return None
-    gaps = np.diff(np.sort(values))
-    return gaps if (gaps > 0).all() else None
+    ordered = np.sort(values)
+    gaps = np.diff(ordered)
+    if not (gaps > 0).all():
+        return None
+    if np.all(values == np.round(values)):
+        return gaps
+    units = (ordered - ordered[0]) / gaps.min()
+    if np.all(np.abs(units - np.round(units)) <= _GRID_TOLERANCE * np.maximum(units, 1.0)):
+        return np.diff(np.round(units))
+    return None
+
+
+#: Relative tolerance of :func:`_whole_number_gaps` for values on a grid of their smallest gap.
+_GRID_TOLERANCE = 1e-9
 
 
 def _dense(gaps: np.ndarray, exponent: float) -> bool:

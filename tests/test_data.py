@@ -359,14 +359,18 @@ def test_a_continuous_column_of_row_numbers_is_refused(gdf, grid):
     one_gap = np.delete(np.arange(1001, 1002 + n), n // 2)
     for run in (np.arange(n), np.arange(1017, 1017 + n)[::-1] * 1.0, np.arange(n) * 2,
                 one_gap):
-        with pytest.raises(InputError, match=f"'seq' holds {n:,} distinct whole numbers in a "
-                                             "nearly regular run"):
+        with pytest.raises(InputError, match=rf"'seq' holds {n:,} distinct whole numbers \(or "
+                                             r"multiples of one step\) in a nearly regular run"):
+            prepare(gdf.assign(seq=run), grid, ["sex"], continuous="seq")
+    # shifted or scaled ids (arange(n) + 0.5, 0.1 * id) passed as measurements
+    for run in (np.arange(n) + 0.5, 0.1 * np.arange(1017, 1017 + n), np.arange(n) * 0.37 - 4):
+        with pytest.raises(InputError, match=r"multiples of one step\) in a nearly regular"):
             prepare(gdf.assign(seq=run), grid, ["sex"], continuous="seq")
     # Visit numbers drawn from 1-600 for 300 records: distinct and dense, steps of 1 to 4. A
     # measurement's 300 values in 600 would collide (probability of none: about e^-75).
     many = make_gdf(n=300, seed=8)
     visits = np.random.default_rng(8).choice(np.arange(1, 601), 300, replace=False)
-    with pytest.raises(InputError, match="distinct whole numbers in a nearly regular run"):
+    with pytest.raises(InputError, match="in a nearly regular run"):
         prepare(many.assign(seq=visits), grid, ["sex"], continuous="seq")
     # 300 distinct values among 10,000 are not dense: a measurement may take them.
     spread = np.random.default_rng(9).choice(np.arange(10_000), 300, replace=False)
@@ -401,7 +405,7 @@ def test_a_continuous_column_that_does_not_vary_is_refused_by_prepare(gdf, grid)
     with pytest.raises(InputError, match=r"'z' has the same value in every record .*drop it "
                                          r"from continuous="):
         prepare(gdf.assign(z=5.0), grid, ["sex"], continuous="z")
-    spread = np.linspace(1.0, 2.0, len(gdf))
+    spread = np.random.default_rng(5).uniform(1.0, 2.0, len(gdf))  # not an evenly spaced run
     with pytest.raises(InputError, match=r"'z' varies by less than 1e-154 .*rescale it"):
         prepare(gdf.assign(z=spread * 1e-310), grid, ["sex"], continuous="z")
     counts = prepare(gdf.assign(z=spread * 1e-150), grid, ["sex"], continuous="z")
