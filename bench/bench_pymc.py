@@ -95,6 +95,10 @@ geosynth sampler against the first), with their verdict (``pass`` / ``FAIL``):
   estimated from a few hundred draws): |Δμ| > 3 se then happens with probability ≈ 0.3–0.5 %
   per comparison. With μ's ESS of a few hundred, se ≈ 0.07 posterior sd, so the check flags a
   disagreement in μ of ~0.2 posterior sd or more.
+* max |Δ mean| / MC se < 3.5 over the scalars (μ, each α, each τ), each as the μ check: the
+  precisions set both tools' minimum ESS, and a prior's Gamma rate read as a scale, or τ_φ's
+  rate 10 times too large, left corr(mean λ) above 0.9996. With about ten scalars, 3.5 keeps
+  the chance of a false failure near 0.5 % per comparison, as 3 does for μ alone.
 
 **Large lattices, geosynth alone** (``--auto-sizes``, default G = 25,600 and 102,400; skipped
 by ``--quick``): ``fit(n_iter="auto", target_ess=400, max_rhat=1.01, max_seconds=...)`` with
@@ -158,6 +162,7 @@ TUNE, DRAWS = 1000, 3000
 PEER_TIMEOUT = 2400
 CORR_MIN = 0.99  # agreement: corr(mean λ) must exceed this
 DMU_MAX = 3.0  # agreement: |Δμ| / MC se must stay below this (justified in the docstring)
+SCALARS_MAX = 3.5  # agreement: max over μ, α, τ of |Δ mean| / MC se (justified in the docstring)
 GIBBS = {"n_iter": 8000, "burn_in": 2000}  # the fit() defaults' run length
 # Bytes the stored η draws (float32) of a fixed-length geosynth run may take: every sweep is
 # kept while they fit (see "Run lengths" in the module docstring).
@@ -619,6 +624,7 @@ def _run_peer(python: str, peer: str, inputs: tuple, model, seed: int = SEED,
     return {"status": "ok", "seconds": float(res["seconds"]), "wall": wall,
             "setup": wall - float(res["seconds"]), "diag": diag, "mu_mean": float(res["mu"].mean()),
             "mu_mcse": mcse_mean(res["mu"]), "mean_lambda": res["mean_lambda"],
+            **scalar_summary(res),
             "divergences": int(res["divergences"]), "n_steps": float(res["n_steps"]),
             "run": run_text}
 
@@ -677,7 +683,7 @@ def _run_geosynth(counts, model, seed: int = SEED) -> dict:
     return {"status": "ok", "seconds": seconds, "diag": ess_table(draws, names),
             "thinned": thinned, "fit_thin": fit_thin,
             "mu_mean": float(mu.mean()), "mu_mcse": mcse_mean(mu),
-            "mean_lambda": fit.posterior_mean_lambda(),
+            "mean_lambda": fit.posterior_mean_lambda(), **scalar_summary(draws),
             "run": f"{GIBBS['n_iter']:,} sweeps (thin {thin})"}
 
 
@@ -689,8 +695,27 @@ def _run_auto(counts, model, max_seconds: float) -> dict:
     return {"stopping": fit.stopping}
 
 
-def agreement(corr: float, dmu: float) -> str:
-    """Verdict of the two agreement checks: ``pass`` or ``FAIL`` naming the failed checks.
+def scalar_summary(draws: dict) -> dict:
+    """Posterior means and MC se (:func:`mcse_mean`) of μ, each α and each τ, in that order.
+
+    Parameters
+    ----------
+    draws : dict
+        ``mu`` (chains, draws), ``alpha`` and ``tau`` (chains, draws, k).
+
+    Returns
+    -------
+    dict
+        ``scalar_means`` and ``scalar_mcse``, arrays of one value per scalar.
+    """
+    columns = [np.asarray(draws[k], np.float64) for k in ("mu", "alpha", "tau")]
+    values = np.concatenate([c.reshape(*c.shape[:2], -1) for c in columns], axis=-1)
+    return {"scalar_means": values.mean(axis=(0, 1)),
+            "scalar_mcse": np.array([mcse_mean(values[..., k]) for k in range(values.shape[2])])}
+
+
+def agreement(corr: float, dmu: float, dscalars: float = 0.0) -> str:
+    """Verdict of the agreement checks: ``pass`` or ``FAIL`` naming the failed checks.
 
     Parameters
     ----------
@@ -698,6 +723,8 @@ def agreement(corr: float, dmu: float) -> str:
         corr(mean λ) of the two tools over the G·B cells.
     dmu : float
         |Δμ| / sqrt(mcse_1² + mcse_2²).
+    dscalars : float, default 0
+        The largest |Δ mean| / sqrt(mcse_1² + mcse_2²) over μ, the α's and the τ's.
 
     Returns
     -------
@@ -708,25 +735,31 @@ def agreement(corr: float, dmu: float) -> str:
         failed.append(f"corr ≤ {CORR_MIN}")
     if not dmu < DMU_MAX:
         failed.append(f"\\|Δμ\\| ≥ {DMU_MAX:g} se")
+    if not dscalars < SCALARS_MAX:
+        failed.append(f"a scalar's \\|Δ\\| ≥ {SCALARS_MAX:g} se")
     return "pass" if not failed else "**FAIL**: " + ", ".join(failed)
 
 
-def compare(a: dict, b: dict) -> tuple[float, float, str]:
-    """corr(mean λ), |Δμ|/se and the verdict of two tools' results.
+def compare(a: dict, b: dict) -> tuple[float, float, float, str]:
+    """corr(mean λ), |Δμ|/se, the largest scalar's |Δ|/se and the verdict of two tools' results.
 
     Parameters
     ----------
     a, b : dict
-        Results with ``mean_lambda``, ``mu_mean`` and ``mu_mcse``.
+        Results with ``mean_lambda``, ``mu_mean``, ``mu_mcse``, ``scalar_means`` and
+        ``scalar_mcse`` (:func:`scalar_summary`).
 
     Returns
     -------
-    tuple of (float, float, str)
+    tuple of (float, float, float, str)
     """
     corr = float(np.corrcoef(np.ravel(a["mean_lambda"]), np.ravel(b["mean_lambda"]))[0, 1])
     se = math.hypot(a["mu_mcse"], b["mu_mcse"])
     dmu = abs(a["mu_mean"] - b["mu_mean"]) / se
-    return corr, dmu, agreement(corr, dmu)
+    gaps = np.abs(a["scalar_means"] - b["scalar_means"]) / np.hypot(a["scalar_mcse"],
+                                                                    b["scalar_mcse"])
+    dscalars = float(np.max(gaps, initial=0.0)) if not np.isnan(gaps).any() else math.nan
+    return corr, dmu, dscalars, agreement(corr, dmu, dscalars)
 
 
 def rate(result: dict) -> float:
@@ -737,7 +770,7 @@ def rate(result: dict) -> float:
 HEADER = [
     "| G | tool | run (per chain) | sampling s | min ESS/s | worst: ESS | group minima μ / α / "
     "τ / θ / λ | max R-hat (where) | geosynth ÷ this (min ESS/s) | agreement with geosynth: "
-    "corr(mean λ), \\|Δμ\\|/se | notes |",
+    "corr(mean λ), \\|Δμ\\|/se, max scalar \\|Δ\\|/se | notes |",
     "| ---: | --- | --- | ---: | ---: | --- | --- | --- | --- | --- | --- |",
 ]
 
@@ -803,10 +836,10 @@ def _compare_once(G: int, counts, inputs, samplers, python, options: Options, se
                  f"{res['fit_thin']}th sweep: min ESS {thinned['worst_ess']:.0f} "
                  f"(`{thinned['worst']}`)")
         if sampler != samplers[0]:
-            corr, dmu, verdict = compare(results[samplers[0]], res)
+            corr, dmu, dscalars, verdict = compare(results[samplers[0]], res)
             key = (G, sampler, samplers[0])
             verdicts[key] = verdict_over_seeds(verdicts.get(key), verdict)
-            agree = f"{samplers[0]}: {corr:.4f}, {dmu:.2f} — {verdict}"
+            agree = f"{samplers[0]}: {corr:.4f}, {dmu:.2f}, {dscalars:.2f} — {verdict}"
             ratio = f"{samplers[0]}: {rate(results[samplers[0]]) / rate(res):.2f}×"
         else:
             ratio = "–"
@@ -822,10 +855,10 @@ def _compare_once(G: int, counts, inputs, samplers, python, options: Options, se
             parts, agrees = [], []
             for sampler in samplers:
                 parts.append(f"{sampler}: {rate(results[sampler]) / rate(res):.1f}×")
-                corr, dmu, verdict = compare(results[sampler], res)
+                corr, dmu, dscalars, verdict = compare(results[sampler], res)
                 key = (G, sampler, peer)
                 verdicts[key] = verdict_over_seeds(verdicts.get(key), verdict)
-                agrees.append(f"{sampler}: {corr:.4f}, {dmu:.2f} — {verdict}")
+                agrees.append(f"{sampler}: {corr:.4f}, {dmu:.2f}, {dscalars:.2f} — {verdict}")
             ratio, agree = "; ".join(parts), "; ".join(agrees)
             notes = (f"compile + set-up {res['setup']:.0f} s; {res['divergences']} "
                      f"divergences; {res['n_steps']:.0f} leapfrog steps per draw")
@@ -943,8 +976,9 @@ def _summary(verdicts: dict, ratios: dict, options: Options, samplers, python, p
                                                      for G, p in unchecked)
                          + " (the peer did not finish)")
         if not parts:
-            parts.append(f"pass for every pair at every G (corr(mean λ) > {CORR_MIN} and "
-                         f"\\|Δμ\\| < {DMU_MAX:g} MC se)")
+            parts.append(f"pass for every pair at every G (corr(mean λ) > {CORR_MIN}, "
+                         f"\\|Δμ\\| < {DMU_MAX:g} MC se and every scalar's \\|Δ\\| < "
+                         f"{SCALARS_MAX:g} MC se)")
         head = "**Agreement checks:** " + "; ".join(parts) + "."
     best = []
     for G in options.sizes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -136,10 +137,28 @@ def test_agreement_verdicts():
     assert "Δμ" in bench_pymc.agreement(0.9998, 3.5)
     assert bench_pymc.agreement(float("nan"), float("nan")).count("≥") + \
         bench_pymc.agreement(float("nan"), 0.1).count("≤") >= 2  # NaN fails both ways
-    same = {"mean_lambda": np.arange(1.0, 7.0), "mu_mean": -1.0, "mu_mcse": 0.01}
+    same = {"mean_lambda": np.arange(1.0, 7.0), "mu_mean": -1.0, "mu_mcse": 0.01,
+            "scalar_means": np.array([-1.0, 0.3, 4.0]), "scalar_mcse": np.full(3, 0.01)}
     shifted = {**same, "mu_mean": -1.05}  # 0.05 / sqrt(2)·0.01 = 3.5 se
-    assert bench_pymc.compare(same, same)[2] == "pass"
-    assert bench_pymc.compare(same, shifted)[2].startswith("**FAIL")
+    assert bench_pymc.compare(same, same)[3] == "pass"
+    assert bench_pymc.compare(same, shifted)[3].startswith("**FAIL")
+    # a precision off by 0.06 (4.2 se) with λ's means and μ alike: the τ check alone fails
+    tau_off = {**same, "scalar_means": np.array([-1.0, 0.3, 4.06])}
+    corr, dmu, dscalars, verdict = bench_pymc.compare(same, tau_off)
+    assert corr > 0.999 and dmu == 0 and dscalars == pytest.approx(0.06 / math.hypot(0.01, 0.01))
+    assert verdict == "**FAIL**: a scalar's \\|Δ\\| ≥ 3.5 se"
+    assert bench_pymc.agreement(0.9998, 0.5, float("nan")).startswith("**FAIL")
+
+
+def test_scalar_summary_orders_mu_alpha_tau_and_gives_arviz_mcse():
+    rng = np.random.default_rng(1)
+    draws = {"mu": rng.normal(size=(2, 400)), "alpha": rng.normal(5.0, 1.0, (2, 400, 2)),
+             "tau": rng.gamma(4.0, 1.0, (2, 400, 1))}
+    summary = bench_pymc.scalar_summary(draws)
+    np.testing.assert_allclose(summary["scalar_means"],
+                               [draws["mu"].mean(), *draws["alpha"].mean(axis=(0, 1)),
+                                draws["tau"].mean()])
+    assert summary["scalar_mcse"][2] == pytest.approx(bench_pymc.mcse_mean(draws["alpha"][..., 1]))
 
 
 def test_no_peer_is_reported_with_the_reason(monkeypatch, tmp_path):
