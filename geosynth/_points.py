@@ -384,7 +384,9 @@ def location_code_within(values: pd.Series, degrees: tuple[float, float, float, 
                          weights: np.ndarray | None = None) -> str | None:
     """Name the location code a rare text of ``values`` is, inside ``degrees``; else None.
 
-    Geohashes of 7 characters or more (153 m or finer) and Open Location Codes ("plus codes",
+    Geohashes of 7 characters or more (153 m or finer) holding a digit (words spelt with the
+    geohash letters alone, "western", decoded inside a country's box) and Open Location Codes
+    ("plus codes",
     ``"588MC9X8+QH"``: 14 m) whose cell's centre lies inside ``degrees`` (the records' box in
     longitude and latitude), and H3 cell ids (``"8928308280fffff"``) of resolution 9 or finer
     (about 170 m; not located: decoding one needs the H3 library), each held by fewer than
@@ -425,7 +427,7 @@ def location_code_within(values: pd.Series, degrees: tuple[float, float, float, 
 
 def _code_kind(code: str, degrees: tuple[float, float, float, float]) -> str | None:
     """Which location code ``code`` (lower case) is, when it is one inside ``degrees``."""
-    if _GEOHASH_CODE.fullmatch(code):
+    if _GEOHASH_CODE.fullmatch(code) and any(c.isdigit() for c in code):  # not "western"
         return "a geohash" if _inside(*_geohash_centre(code), degrees) else None
     if _PLUS_CODE.fullmatch(code):
         return "a plus code" if _inside(*_plus_code_centre(code), degrees) else None

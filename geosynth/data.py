@@ -1131,9 +1131,14 @@ def _check_numeric(series: pd.Series) -> None:
         or pd.api.types.is_complex_dtype(dtype)
     ):
         comma = ""
-        if _decimal_comma_text(series):
+        reading = _comma_number_text(series)
+        if reading == "decimal":
             comma = ("; its values read as numbers with a decimal comma ('12,5'): read the file "
                      "with decimal=',' (CLI: --decimal ,), or ")
+        elif reading == "either":
+            comma = ("; its values read as numbers with a comma before three digits, a "
+                     "thousands separator ('12,500': read the file with thousands=',') or a "
+                     "decimal comma ('12,500' for 12.5: decimal=',', CLI: --decimal ,); or ")
         raise InputError(
             f"continuous column {series.name!r} has non-numeric dtype {dtype}{comma or '; '}"
             f"convert it to numbers (in Python, pd.to_numeric(gdf[{series.name!r}])) or move "
@@ -1144,15 +1149,20 @@ def _check_numeric(series: pd.Series) -> None:
 _DECIMAL_COMMA_NUMBER = r"\s*[-+]?\d{1,3}(?:\.\d{3})*,\d+\s*|\s*[-+]?\d+,\d+\s*"
 
 
-def _decimal_comma_text(series: pd.Series) -> bool:
-    """Whether most values of ``series`` are text of numbers with a decimal comma."""
+def _comma_number_text(series: pd.Series) -> str | None:
+    """How most values of ``series`` read as numbers with a comma: ``"decimal"``, ``"either"``.
+
+    ``"either"`` when every one has three digits after its comma ("12,500": a thousands
+    separator as much as a decimal comma; advising decimal=',' alone read them 1,000 times too
+    small); None when most are not such numbers.
+    """
     if not (series.dtype == object or isinstance(series.dtype, pd.StringDtype)):
-        return False
+        return None
     text = series.dropna()
-    text = text[[isinstance(v, str) for v in text]]
-    if text.empty:
-        return False
-    return bool(text.astype(str).str.fullmatch(_DECIMAL_COMMA_NUMBER).mean() > 0.5)
+    text = text[[isinstance(v, str) for v in text]].astype(str).str.strip()
+    if text.empty or not text.str.fullmatch(_DECIMAL_COMMA_NUMBER).mean() > 0.5:
+        return None
+    return "either" if text.str.fullmatch(r"[-+]?\d{1,3}(?:,\d{3})+").all() else "decimal"
 
 
 def continuous_values(

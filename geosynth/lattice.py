@@ -2678,7 +2678,9 @@ def _coordinates(points: Any, crs: pyproj.CRS | None) -> tuple[np.ndarray, np.nd
     if isinstance(points, shapely.Geometry):
         return _point_xy(np.array([points], dtype=object))
     refuse_masked(points, "points")  # np.asarray would locate the hidden coordinates
-    if isinstance(points, pd.DataFrame):  # nullable Float64/Int64 columns: NaN for missing
+    if isinstance(points, pd.DataFrame) and all(  # nullable Float64/Int64: NaN for missing
+            pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t)
+            for t in points.dtypes):
         points = points.to_numpy(dtype=np.float64, na_value=np.nan)
     try:
         arr = np.asarray(points)

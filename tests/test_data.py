@@ -328,6 +328,18 @@ def test_continuous_values_that_overflow_the_sd_are_refused(gdf, grid):
     assert np.isfinite(prepare(gdf, grid, ["sex"], continuous="z").zbar_sd).all()
 
 
+@pytest.mark.parametrize(("values", "advice"), [
+    (["12,5", "8,25", "3,75"], r"decimal comma \('12,5'\): read the file with decimal=','"),
+    (["12,500", "8,250", "3,750"], r"a thousands separator \('12,500': read the file with "
+                                   r"thousands=','\) or a decimal comma"),
+])
+def test_a_continuous_column_of_comma_numbers_is_told_how_to_read_it(gdf, grid, values, advice):
+    # "12,500" read as English thousands was advised decimal=',' alone: 1,000 times too small
+    gdf["z"] = np.resize(np.array(values, dtype=object), len(gdf))
+    with pytest.raises(InputError, match=advice):
+        prepare(gdf, grid, ["sex"], continuous="z")
+
+
 @pytest.mark.parametrize("dtype", ["uint64", "Int64"])
 def test_integers_float64_does_not_hold_are_refused_as_such(gdf, grid, dtype):
     # 2**64 - 1 and 2**64 - 2 became one float: refused as "the same value in every record"

@@ -571,6 +571,18 @@ def test_records_location_codes_are_refused_even_when_identifying_is_allowed(wri
     assert len(prepare(data, grid, ["where"]).levels["where"]) == 1
 
 
+def test_a_word_spelt_with_geohash_letters_is_a_level():
+    """"Western", held by 3 records of a lattice whose box holds where it decodes (119.0 E,
+    20.7 N), was refused as a geohash: a geohash this fine holds a digit, nearly always."""
+    rng = np.random.default_rng(6)
+    lonlat = np.column_stack([rng.uniform(118.9, 119.1, 120), rng.uniform(20.6, 20.8, 120)])
+    data = gpd.GeoDataFrame({"region": ["Western"] * 3 + ["Eastern", "Central"] * 58 + ["x"]},
+                            geometry=gpd.points_from_xy(*lonlat.T), crs=4326).to_crs(32650)
+    grid = Grid.regular(data.total_bounds + [-500, -500, 500, 500], shape=(4, 4),
+                        crs=data.crs)
+    assert "Western" in prepare(data, grid, ["region"]).levels["region"]
+
+
 @pytest.mark.parametrize("labels", [["Income 5,000 - 10,000", "Income 10,000 - 20,000"],
                                     ["3.5 to 4.0 m", "4.0 to 4.5 m"], ["7.5, 8.0", "8.0, 8.5"]])
 def test_number_labels_many_records_share_are_levels(labels):

@@ -758,8 +758,8 @@ def outlying_means(counts: CellCounts, covariate: str | None = None) -> np.ndarr
         own = enough[:, b]
         if own.sum() > MIN_FENCE_MEANS:
             out[own, b] |= _outside_fences(raw[own, b], trimmed[:, own, b])
-        elif own.any():  # too few for fences: by the dominance of its extreme values alone
-            out[own, b] |= _dominated(excess[:, own, b], excess[:, enough])
+        elif own.sum() > 1:  # too few for fences: by the dominance of its extreme values alone
+            out[own, b] |= _dominated(excess[:, own, b])
     return out
 
 
@@ -779,13 +779,15 @@ def _excess_of_extremes(counts: CellCounts, name: str, raw: np.ndarray) -> np.nd
     return np.stack([extremes[0] - 2.0 * others[0], 2.0 * others[1] - extremes[1]])
 
 
-def _dominated(own: np.ndarray, every: np.ndarray) -> np.ndarray:
+def _dominated(own: np.ndarray) -> np.ndarray:
     """Whether each pair of a combination is dominated by its extreme values: (m,) bool.
 
     ``own`` (2, m) holds the excesses (:func:`_excess_of_extremes`) of a combination's pairs,
-    ``every`` (2, M) those of every judged pair. A pair is dominated when its excess on either
-    side exceeds :data:`DOMINANCE_RATIO` times the median excess of the combination's other
-    pairs (of all other pairs when it has fewer than 3 others). A dominance rule with n = 2
+    m >= 2. A pair is dominated when its excess on either side exceeds :data:`DOMINANCE_RATIO`
+    times the median excess of the combination's other pairs: those of other combinations are
+    on other scales (judged against students' incomes, surgeons' ordinary cell means were
+    withheld in 174 data sets of 200), and a combination's one pair is not judged. A dominance
+    rule with n = 2
     contributors (Hundepool et al. 2012, §5.2), measured against what the two largest values
     of a cell typically add: income near 3,000 in a group of 10 cells and 30,000 in another
     of 64, a planted 300,000 among a cell's 12 low incomes came back within 3 % from five
@@ -796,17 +798,11 @@ def _dominated(own: np.ndarray, every: np.ndarray) -> np.ndarray:
     out = np.zeros(m, dtype=bool)
     for side in range(2):
         for i in range(m):
-            others = np.delete(own[side], i) if m > 3 else _without_one(every[side], own[side, i])
+            others = np.delete(own[side], i)
             others = others[~np.isnan(others)]
             if others.size and own[side, i] > DOMINANCE_RATIO * np.median(others):
                 out[i] = True
     return out
-
-
-def _without_one(values: np.ndarray, value: float) -> np.ndarray:
-    """``values`` less one element equal to ``value`` (the pair judged)."""
-    at = np.flatnonzero(values == value)
-    return np.delete(values, at[:1])
 
 
 def _trimmed_means(counts: CellCounts, name: str, raw: np.ndarray) -> np.ndarray:
@@ -1420,11 +1416,12 @@ def _warn_of_limits_at_extremes(name: str, values: np.ndarray, low: float, high:
     A release publishes its limits (the metadata's ``limits``), so ``limits={"z": (z.min(),
     z.max())}`` published both confidential extremes to every digit, with no warning; so did
     them rounded (22.867 for 22.86721): an end within :data:`_NEAR_EXTREME` of the values'
-    range of an extreme is warned about too, and so is one nearer an isolated extreme than the
-    next value is (a gap :data:`_ISOLATED_GAP` times the median gap between distinct values or
-    wider): ``ceil(income.max())`` published a top income of 9,870,000.4 to the unit, the next
-    being 212,000. A bound the variable takes by definition (0 for an age) may equal an
-    extreme: the message says so.
+    range of an extreme is warned about too, and so is one that rounds an isolated extreme
+    (a gap to the next value of :data:`_ISOLATED_GAP` median gaps or more): within that gap
+    and within :data:`_ROUNDING_SHARE` of the extreme's magnitude. ``ceil(income.max())``
+    published a top income of 9,870,000.4 to the unit, the next being 212,000; a share's
+    public 100 beside an isolated 97.0 is no rounding of it. A bound the variable takes by
+    definition (0 for an age) may equal an extreme: the message says so.
     """
     distinct = np.unique(values)
     if distinct.size:  # no record: no extreme
@@ -1435,12 +1432,11 @@ def _warn_of_limits_at_extremes(name: str, values: np.ndarray, low: float, high:
                         gaps, 0.0)
         ends = [word for word, end, extreme, gap in (("smallest", low, distinct[0], gaps[0]),
                                                      ("largest", high, distinct[-1], gaps[1]))
-                if abs(end - extreme) <= max(near, gap)]
+                if abs(end - extreme) <= max(near, min(gap, _ROUNDING_SHARE * abs(extreme)))]
         if ends:
             warnings.warn(
-                f"limits[{name!r}] (CLI: --limit {name}=...) has an end at (or nearer than the "
-                f"next value to an isolated one, or within {_NEAR_EXTREME:.1%} of the values' "
-                "range of) the "
+                f"limits[{name!r}] (CLI: --limit {name}=...) has an end at (or rounding an "
+                f"isolated one, or within {_NEAR_EXTREME:.1%} of the values' range of) the "
                 f"{' and the '.join(ends)} "
                 f"{name!r} among the records: a release publishes its limits, so this publishes "
                 "a confidential extreme unless the bound is public by definition (such as 0 "
@@ -1456,6 +1452,8 @@ _NEAR_EXTREME = 1e-3
 #: An extreme whose gap to the next distinct value is this many median gaps or more is isolated:
 #: an end of the limits within that gap of it is taken for the extreme (rounded).
 _ISOLATED_GAP = 10.0
+#: An end within this share of an isolated extreme's magnitude (and within its gap) rounds it.
+_ROUNDING_SHARE = 0.01
 
 
 def _check_within_limits(name: str, values: np.ndarray, low: float, high: float) -> None:

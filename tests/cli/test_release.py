@@ -717,7 +717,8 @@ def test_an_id_column_as_continuous_exits_2_naming_the_option(inputs, tmp_path):
     points.assign(id=np.arange(len(points)), seq=np.arange(len(points)) + 1.0).to_file(
         path, engine="pyogrio")
     for column, fragment in (("id", "is named like a record identifier"),
-                             ("seq", "distinct whole numbers (or multiples of one step) in a nearly regular run")):
+                             ("seq", "distinct whole numbers (or multiples of one step) in "
+                                     "a nearly regular run")):
         result = run("release", path, *GPKG_ARGS, "--continuous", column, *FAST,
                      "--out", tmp_path / "out.gpkg")
         assert_refused(result, fragment, "drop it from --continuous")

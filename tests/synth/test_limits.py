@@ -277,13 +277,15 @@ def test_limits_at_the_records_extremes_are_warned_of(ranged_data):
         warnings.simplefilter("error", PrivacyLeakWarning)  # bounds the data do not reach
         synthesize(fit, gdf, m=1, seed=8, limits={"w": (0, math.ceil(extremes[1]))})
         synthesize(fit, gdf, m=1, seed=8, limits={"w": (extremes[0] - 1e-2 * spread, None)})
-    # An isolated extreme (the gap to the next value at least 10 median gaps) rounded within
-    # that gap, as ceil(income.max()) gives a top income to the unit, was not warned of.
+    # An isolated extreme (the gap to the next value at least 10 median gaps) rounded, as
+    # ceil(income.max()) gives a top income to the unit, was not warned of.
     distinct = np.unique(gdf["w"])
     steps = np.diff(distinct)
-    assert steps[0] >= 10 * np.median(steps)  # the smallest w is isolated: derived
-    within = distinct[0] - 0.9 * steps[0]  # nearer it than the next value, beyond 0.1 %
-    assert distinct[0] - within > 1e-3 * spread
-    with pytest.warns(PrivacyLeakWarning, match=r"nearer than the next value to an isolated "
-                                                r"one.* the smallest 'w'"):
-        synthesize(fit, gdf, m=1, seed=8, limits={"w": (within, None)})
+    assert steps[-1] >= 10 * np.median(steps)  # the largest w is isolated: derived
+    rounded_up = math.ceil(distinct[-1] * 10) / 10  # to 0.1: within the gap and 1 % of it
+    assert 1e-3 * spread < rounded_up - distinct[-1] <= min(steps[-1], 0.01 * distinct[-1])
+    with pytest.warns(PrivacyLeakWarning, match=r"rounding an isolated one.* the largest 'w'"):
+        synthesize(fit, gdf, m=1, seed=8, limits={"w": (None, rounded_up)})
+    with warnings.catch_warnings():  # 2 % above it is no rounding of it (a public bound)
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        synthesize(fit, gdf, m=1, seed=8, limits={"w": (None, 1.02 * distinct[-1])})
