@@ -2265,11 +2265,12 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray, stacklevel: int = 4
 #: A run of this many consecutive boundary vertices at one distance from a record (to the
 #: relative tolerance :data:`_ARC_RTOL`) is an arc around it (:func:`_records_at_arc_centres`).
 _ARC_VERTICES = 5
-_ARC_RTOL = 1e-7
-#: The vertices nearest a record among which :func:`_records_at_arc_centres` looks for an arc
-#: (a union of buffers adds vertices inside the arcs, where two chords cross).
-_ARC_NEAREST = 8
-_ARC_CHUNK = 65_536
+#: Relative tolerance of the distances of an arc's vertices: a buffer's vertices snapped to
+#: 1 cm lie within 7 mm of its circle, 1.2e-4 of a 60 m radius.
+_ARC_RTOL = 5e-4
+#: Consecutive vertex triples whose circumcentres lie within this share of their radius of
+#: each other may be on one arc: candidates, verified by :data:`_ARC_RTOL`.
+_ARC_CENTRE_SHARE = 0.05
 
 
 def _records_at_arc_centres(grid: Grid, xy: np.ndarray) -> int:
@@ -2282,53 +2283,69 @@ def _records_at_arc_centres(grid: Grid, xy: np.ndarray) -> int:
     is made of arcs: runs of :data:`_ARC_VERTICES` or more consecutive vertices at one distance
     from a record (every 5.6 degrees for shapely's and geopandas' default 16 segments a
     quarter, 18 for QGIS's 5). A public boundary holds no such run around a record except by
-    chance (to :data:`_ARC_RTOL`): a staircase of raster cells holds at most four, the corners
-    of one pixel, around a record at its centre. The boundary is that of the cut cells'
-    habitable parts, merged; a record whose :data:`_ARC_NEAREST` nearest vertices hold no three
-    at one distance is not looked at further.
+    chance: a staircase of raster cells holds at most four, the corners of one pixel, around a
+    record at its centre. The boundary is that of the cut cells' habitable parts, merged, less
+    the vertices the cells' edges add on its straight stretches (they broke every arc into runs
+    too short on 10 m cells). Candidate centres come from the boundary (circumcentres of
+    consecutive vertex triples that agree, :func:`_arc_candidates`); the records near one are
+    then checked against the run's vertices, so 10**6 records cost one KD-tree.
     """
     cut = ~grid.fully_habitable & (grid.habitable_fraction < 1.0 - 1e-9)
     if not cut.any() or len(xy) == 0:
         return 0
     boundary = shapely.boundary(shapely.coverage_union_all(grid.habitable_geometry[cut]))
-    rings = shapely.get_parts(boundary)
-    rings = rings[shapely.get_num_coordinates(rings) > _ARC_VERTICES]  # closed: 1 repeated
-    if rings.size == 0:
+    runs = [run for ring in shapely.get_parts(boundary)
+            for run in _arc_candidates(shapely.get_coordinates(ring)[:-1])]
+    if not runs:
         return 0
-    vertices, ring = shapely.get_coordinates(rings, return_index=True)
-    last = np.r_[ring[1:] != ring[:-1], True]  # each ring's closing repeat of its first
-    vertices, ring = vertices[~last], ring[~last]
-    start = np.searchsorted(ring, ring)
-    length = np.bincount(ring)[ring]
     from scipy.spatial import cKDTree
 
-    tree = cKDTree(vertices)
-    found = [_at_arc_centres(tree, vertices, start, length, xy[first:first + _ARC_CHUNK])
-             for first in range(0, len(xy), _ARC_CHUNK)]
-    return len(np.unique(np.concatenate(found), axis=0))
+    centres = np.array([centre for centre, _, _ in runs])
+    radii = np.array([radius for _, radius, _ in runs])
+    near = cKDTree(xy).query_ball_point(centres, _ARC_CENTRE_SHARE * radii)
+    found = set()
+    for (_, _, vertices), records in zip(runs, near, strict=True):
+        for k in records:
+            distance = np.hypot(*(vertices - xy[k]).T)
+            if np.ptp(distance) <= _ARC_RTOL * distance.mean():
+                found.add(tuple(xy[k]))
+    return len(found)
 
 
-def _at_arc_centres(tree, vertices: np.ndarray, start: np.ndarray, length: np.ndarray,
-                    xy: np.ndarray) -> np.ndarray:
-    """Return the rows of ``xy`` with a run of :data:`_ARC_VERTICES` vertices at one distance.
+def _arc_candidates(ring: np.ndarray) -> list[tuple[np.ndarray, float, np.ndarray]]:
+    """Return ``(centre, radius, vertices)`` of each run of a ring's vertices on one circle.
 
-    ``start`` and ``length`` give each vertex's ring (its first vertex and its number of
-    vertices, the closing repeat dropped): runs wrap around the ring.
+    ``ring`` (n, 2) without its closing repeat. Vertices on a straight line between their
+    neighbours are dropped first; then each vertex's triple (it and its two neighbours) has a
+    circumcentre, and :data:`_ARC_VERTICES` - 2 consecutive triples whose centres and radii
+    agree (:data:`_ARC_CENTRE_SHARE`) make a run of :data:`_ARC_VERTICES` vertices.
     """
-    distance, nearest = tree.query(xy, k=min(_ARC_NEAREST, len(vertices)))
-    three = (distance[:, 2:] - distance[:, :-2] <= _ARC_RTOL * distance[:, :-2]).any(axis=1)
-    xy, distance, nearest = xy[three], distance[three], nearest[three]
-    offsets = np.arange(-(_ARC_VERTICES - 1), _ARC_VERTICES)
-    first, size = start[nearest][:, :, None], length[nearest][:, :, None]
-    window = first + (nearest[:, :, None] - first + offsets) % size
-    along = np.hypot(*(vertices[window] - xy[:, None, None, :]).transpose(3, 0, 1, 2))
-    same = np.abs(along - distance[:, :, None]) <= _ARC_RTOL * distance[:, :, None]
-    run = np.zeros(same.shape[:2], dtype=np.int64)
-    longest = np.zeros(same.shape[:2], dtype=np.int64)
-    for column in range(same.shape[2]):
-        run = np.where(same[:, :, column], run + 1, 0)
-        longest = np.maximum(longest, run)
-    return xy[(longest >= _ARC_VERTICES).any(axis=1)]
+    for _ in range(2):  # twice: a vertex between two dropped ones is judged again
+        if len(ring) < _ARC_VERTICES:
+            return []
+        before, after = np.roll(ring, 1, axis=0) - ring, np.roll(ring, -1, axis=0) - ring
+        cross = before[:, 0] * after[:, 1] - before[:, 1] * after[:, 0]
+        scale = np.hypot(*before.T) * np.hypot(*after.T)
+        ring = ring[np.abs(cross) > 1e-9 * scale]
+    if len(ring) < _ARC_VERTICES:
+        return []
+    a, b, c = np.roll(ring, 1, axis=0), ring, np.roll(ring, -1, axis=0)
+    d = 2.0 * (a[:, 0] * (b[:, 1] - c[:, 1]) + b[:, 0] * (c[:, 1] - a[:, 1])
+               + c[:, 0] * (a[:, 1] - b[:, 1]))
+    sa, sb, sc = (np.sum(v * v, axis=1) for v in (a, b, c))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centre = np.column_stack([
+            (sa * (b[:, 1] - c[:, 1]) + sb * (c[:, 1] - a[:, 1]) + sc * (a[:, 1] - b[:, 1])) / d,
+            (sa * (c[:, 0] - b[:, 0]) + sb * (a[:, 0] - c[:, 0]) + sc * (b[:, 0] - a[:, 0])) / d])
+    radius = np.hypot(*(centre - b).T)
+    following = np.roll(np.arange(len(ring)), -1)
+    same = (np.hypot(*(centre - centre[following]).T) <= _ARC_CENTRE_SHARE * radius) & (
+        np.abs(radius - radius[following]) <= _ARC_CENTRE_SHARE * radius)
+    starts = same & same[following]  # triples i, i+1, i+2 agree: vertices i-1..i+3
+    start = np.flatnonzero(starts & ~np.roll(starts, 1))  # the first of each run of them
+    n = len(ring)
+    return [(centre[i], float(radius[i]), ring[np.arange(i - 1, i + _ARC_VERTICES - 1) % n])
+            for i in start if np.isfinite(radius[i])]
 
 
 def _warn_if_lattice_bounds_touch(grid: Grid, xy: np.ndarray, stacklevel: int) -> bool:

@@ -319,13 +319,16 @@ def _cluster_and_one_alone(n=61, seed=0):
                             geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=CRS)
 
 
-@pytest.mark.parametrize("drawn", ["buffers", "buffers of 5 segments", "exclude", "hexagons"])
+@pytest.mark.parametrize("drawn", ["buffers", "buffers of 5 segments", "exclude", "hexagons",
+                                   "10 m cells", "snapped to 1 cm"])
 def test_a_region_drawn_around_the_records_is_a_privacy_leak_warning(drawn):
     """region = 60 m around the records: every edge lies 60 m beyond the records, so the box
     check passed, and a circle fitted to the habitable fractions of the six cells around the
     lone record gave its coordinates back to the centimetre."""
     gdf = _cluster_and_one_alone()
-    around = gdf.buffer(60, quad_segs=5 if "5" in drawn else 16).union_all()
+    around = gdf.buffer(60, quad_segs=5 if "5 seg" in drawn else 16).union_all()
+    if drawn == "snapped to 1 cm":  # each vertex moved by up to 7 mm
+        around = shapely.set_precision(around, 0.01)
     outer = (-100.0, -100.0, 1100.0, 1100.0)
     lattice = {
         "buffers": lambda: Grid.regular(outer, cell_size=100, crs=CRS, region=around),
@@ -334,6 +337,9 @@ def test_a_region_drawn_around_the_records_is_a_privacy_leak_warning(drawn):
         "exclude": lambda: Grid.regular(outer, cell_size=100, crs=CRS,
                                         exclude=shapely.box(*outer).difference(around)),
         "hexagons": lambda: Grid.hexagonal(gpd.GeoSeries([around], crs=CRS), 60, crs=CRS),
+        # the cells' edges cut every chord: their vertices broke each arc into short runs
+        "10 m cells": lambda: Grid.regular(outer, cell_size=10, crs=CRS, region=around),
+        "snapped to 1 cm": lambda: Grid.regular(outer, cell_size=100, crs=CRS, region=around),
     }[drawn]()
     caught = recorded(lambda: prepare(gdf, lattice, ["sex"]))
     assert [w.category for w in caught] == [PrivacyLeakWarning]
