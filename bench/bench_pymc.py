@@ -642,7 +642,12 @@ def _fit_draws(fit) -> tuple[dict, dict]:
 
 def _warm_up(model) -> None:
     """Compile (or load) the sampler's kernels on a small lattice, outside every timing."""
-    model.fit(scenario_counts(100), n_iter=20, burn_in=10, thin=1, chains=2, seed=0, progress=False)
+    from geosynth.errors import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 20 sweeps: it is not the point
+        model.fit(scenario_counts(100), n_iter=20, burn_in=10, thin=1, chains=2, seed=0,
+                  progress=False)
 
 
 def gibbs_thin(cells: int, combinations: int, fit_thin: int, chains: int = 2) -> int:

@@ -386,10 +386,10 @@ def location_code_within(values: pd.Series, degrees: tuple[float, float, float, 
 
     Geohashes of 7 characters or more (153 m or finer) holding a digit (words spelt with the
     geohash letters alone, "western", decoded inside a country's box) and Open Location Codes
-    ("plus codes",
-    ``"588MC9X8+QH"``: 14 m) whose cell's centre lies inside ``degrees`` (the records' box in
-    longitude and latitude), and H3 cell ids (``"8928308280fffff"``) of resolution 9 or finer
-    (about 170 m; not located: decoding one needs the H3 library), each held by fewer than
+    ("plus codes", ``"588MC9X8+QH"``: 14 m) whose cell's centre lies inside ``degrees`` (the
+    records' box in longitude and latitude), and H3 cell ids (``"8928308280fffff"``) of
+    resolution 9 or finer (about 170 m; not located: decoding one needs the H3 library), each
+    held by fewer than
     :data:`DECIMAL_FEWER_THAN` records: a home's location, published verbatim as a level. A
     shared code of a coarse cell is an area's label, as a postcode is.
 

@@ -2256,7 +2256,9 @@ def warn_if_bounds_touch_records(grid: Grid, xy: np.ndarray, stacklevel: int = 4
             f"the boundary of the lattice's habitable extent (its region= less exclude=) "
             f"runs in arcs around {centres} record location(s): the release's habitable "
             "fractions let them be read back (a region drawn around the records, such as a "
-            "buffer of them?); clip the lattice to a public study region instead",
+            "buffer of them?); clip the lattice to a public study region instead (a circle "
+            "around a public site, with records geocoded to the site itself, warns too: "
+            "then nothing confidential is at its centre)",
             PrivacyLeakWarning,
             stacklevel=stacklevel,
         )
@@ -2317,8 +2319,10 @@ def _arc_candidates(ring: np.ndarray) -> list[tuple[np.ndarray, float, np.ndarra
 
     ``ring`` (n, 2) without its closing repeat. Vertices on a straight line between their
     neighbours are dropped first; then each vertex's triple (it and its two neighbours) has a
-    circumcentre, and :data:`_ARC_VERTICES` - 2 consecutive triples whose centres and radii
-    agree (:data:`_ARC_CENTRE_SHARE`) make a run of :data:`_ARC_VERTICES` vertices.
+    circumcentre, and :data:`_ARC_VERTICES` - 2 or more consecutive triples whose centres and
+    radii agree (:data:`_ARC_CENTRE_SHARE`) make a run of all their vertices: the records are
+    checked against the whole arc (against 5 of a public circle's vertices, a record 3.3 m
+    from its centre passed).
     """
     for _ in range(2):  # twice: a vertex between two dropped ones is judged again
         if len(ring) < _ARC_VERTICES:
@@ -2329,23 +2333,28 @@ def _arc_candidates(ring: np.ndarray) -> list[tuple[np.ndarray, float, np.ndarra
         ring = ring[np.abs(cross) > 1e-9 * scale]
     if len(ring) < _ARC_VERTICES:
         return []
-    a, b, c = np.roll(ring, 1, axis=0), ring, np.roll(ring, -1, axis=0)
-    d = 2.0 * (a[:, 0] * (b[:, 1] - c[:, 1]) + b[:, 0] * (c[:, 1] - a[:, 1])
-               + c[:, 0] * (a[:, 1] - b[:, 1]))
-    sa, sb, sc = (np.sum(v * v, axis=1) for v in (a, b, c))
+    # each triple's circumcentre, relative to its middle vertex (UTM's 10**13 squares cancel)
+    a, c = np.roll(ring, 1, axis=0) - ring, np.roll(ring, -1, axis=0) - ring
+    d = 2.0 * (a[:, 0] * c[:, 1] - a[:, 1] * c[:, 0])
+    sa, sc = np.sum(a * a, axis=1), np.sum(c * c, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        centre = np.column_stack([
-            (sa * (b[:, 1] - c[:, 1]) + sb * (c[:, 1] - a[:, 1]) + sc * (a[:, 1] - b[:, 1])) / d,
-            (sa * (c[:, 0] - b[:, 0]) + sb * (a[:, 0] - c[:, 0]) + sc * (b[:, 0] - a[:, 0])) / d])
-    radius = np.hypot(*(centre - b).T)
+        offset = np.column_stack([(c[:, 1] * sa - a[:, 1] * sc) / d,
+                                  (a[:, 0] * sc - c[:, 0] * sa) / d])
+    centre, radius = ring + offset, np.hypot(*offset.T)
     following = np.roll(np.arange(len(ring)), -1)
     same = (np.hypot(*(centre - centre[following]).T) <= _ARC_CENTRE_SHARE * radius) & (
         np.abs(radius - radius[following]) <= _ARC_CENTRE_SHARE * radius)
     starts = same & same[following]  # triples i, i+1, i+2 agree: vertices i-1..i+3
-    start = np.flatnonzero(starts & ~np.roll(starts, 1))  # the first of each run of them
     n = len(ring)
-    return [(centre[i], float(radius[i]), ring[np.arange(i - 1, i + _ARC_VERTICES - 1) % n])
-            for i in start if np.isfinite(radius[i])]
+    if starts.all():  # a whole ring on one circle: a lone buffer
+        return [(centre[0], float(radius[0]), ring)] if np.isfinite(radius[0]) else []
+    runs = []
+    for i in np.flatnonzero(starts & ~np.roll(starts, 1)):  # the first of each run of them
+        length = int(np.argmin(np.roll(starts, -i)))  # triples i .. i + length + 1 agree
+        if np.isfinite(radius[i]):
+            runs.append((centre[i], float(radius[i]),
+                         ring[np.arange(i - 1, i + length + 3) % n]))
+    return runs
 
 
 def _warn_if_lattice_bounds_touch(grid: Grid, xy: np.ndarray, stacklevel: int) -> bool:
