@@ -770,12 +770,10 @@ def _excess_of_extremes(counts: CellCounts, name: str, raw: np.ndarray) -> np.nd
     others less the sum of the two smallest; NaN for pairs of fewer than
     :data:`MIN_RECORDS_FOR_VALUES` records or counts without ``z_extremes``.
     """
-    n = np.asarray(counts.counts, dtype=np.float64)
     extremes = counts.extremes(name)
+    others = _trimmed_means(counts, name, raw, fewest=MIN_RECORDS_FOR_VALUES)
     if extremes is None:
-        return np.full((2, *n.shape), np.nan)
-    others = np.divide(n * raw - extremes, n - 2.0, out=np.full(extremes.shape, np.nan),
-                       where=n >= MIN_RECORDS_FOR_VALUES)
+        return others  # NaN
     return np.stack([extremes[0] - 2.0 * others[0], 2.0 * others[1] - extremes[1]])
 
 
@@ -787,12 +785,11 @@ def _dominated(own: np.ndarray) -> np.ndarray:
     times the median excess of the combination's other pairs: those of other combinations are
     on other scales (judged against students' incomes, surgeons' ordinary cell means were
     withheld in 174 data sets of 200), and a combination's one pair is not judged. A dominance
-    rule with n = 2
-    contributors (Hundepool et al. 2012, §5.2), measured against what the two largest values
-    of a cell typically add: income near 3,000 in a group of 10 cells and 30,000 in another
-    of 64, a planted 300,000 among a cell's 12 low incomes came back within 3 % from five
-    releases, with no warning (the group's 10 means were too few for its own fences, and the
-    fences of all 74 spanned the gap).
+    rule with n = 2 contributors (Hundepool et al. 2012, §5.2), measured against what the two
+    largest values of a cell typically add: income near 3,000 in a group of 10 cells and
+    30,000 in another of 64, a planted 300,000 among a cell's 12 low incomes came back within
+    3 % from five releases, with no warning (the group's 10 means were too few for its own
+    fences, and the fences of all 74 spanned the gap).
     """
     m = own.shape[1]
     out = np.zeros(m, dtype=bool)
@@ -805,19 +802,20 @@ def _dominated(own: np.ndarray) -> np.ndarray:
     return out
 
 
-def _trimmed_means(counts: CellCounts, name: str, raw: np.ndarray) -> np.ndarray:
+def _trimmed_means(counts: CellCounts, name: str, raw: np.ndarray,
+                   fewest: int = MIN_RECORDS_FOR_VALUES + 2) -> np.ndarray:
     """Each pair's mean without its two largest values, and without its two smallest: (2, G, B).
 
-    NaN where the pair holds fewer than :data:`MIN_RECORDS_FOR_VALUES` + 2 records (what is
-    left would be the values of one or two), or ``counts`` has no ``z_extremes``.
+    NaN where the pair holds fewer than ``fewest`` records (by default what is left would be
+    the values of one or two: such a mean is never published), or ``counts`` has no
+    ``z_extremes``.
     """
     n = np.asarray(counts.counts, dtype=np.float64)
     extremes = counts.extremes(name)
     if extremes is None:
         return np.full((2, *n.shape), np.nan)
-    enough = n >= MIN_RECORDS_FOR_VALUES + 2
     return np.divide(n * raw - extremes, n - 2.0, out=np.full(extremes.shape, np.nan),
-                     where=enough)
+                     where=n >= fewest)
 
 
 def _outside_fences(means: np.ndarray, trimmed: np.ndarray) -> np.ndarray:
