@@ -98,7 +98,7 @@ def test_gamma_and_log_keeps_the_log_of_a_tiny_shape():
 BAD_TYPES = [
     (True, r"got bool True"),
     (np.bool_(False), r"got bool"),
-    (1.5, r"got float 1\.5; pass an int, e\.g\. seed=42"),
+    (1.5, r"got float 1\.5; pass an int, e\.g\. seed=2"),  # the nearest int, not 42
     (7.0, r"got float 7\.0; pass an int, e\.g\. seed=7"),
     ("42", r"got str '42'; pass the number itself, seed=42"),
     ("abc", r"got str 'abc'"),
