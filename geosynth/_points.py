@@ -8,6 +8,7 @@ refuses as attributes and the release writers refuse as columns.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import geopandas as gpd
 import numpy as np
@@ -308,22 +309,34 @@ def holds_coordinates_within(
     -------
     bool
     """
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        values = values.astype(object)
-    elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
-        return False
-    distinct = values.value_counts(dropna=True, sort=False).index.to_numpy(dtype=object)
-    texts = [v for v in distinct if isinstance(v, str) and _DIGIT_PAIR.search(v)]
-    limits = {text: _located(text, bounds, degrees) for text in texts}
+    values, texts = _distinct_texts(values)
+    limits = {text: _located(text, bounds, degrees) for text in texts
+              if _DIGIT_PAIR.search(text)}
     limits = {text: limit for text, limit in limits.items() if limit is not None}
     if not limits:
         return False
     limit = {"whole": fewer_than, "decimal": DECIMAL_FEWER_THAN}
-    rows = values.isin(list(limits)).to_numpy(dtype=bool)
+    held = _records_holding(values, limits, weights)
+    return any(n < limit[limits[text]] for text, n in held.items())
+
+
+def _distinct_texts(values: pd.Series) -> tuple[pd.Series, list[str]]:
+    """``values`` as objects (categories too) and its distinct texts; none for other dtypes."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype(object)
+    elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
+        return values, []
+    distinct = values.value_counts(dropna=True, sort=False).index.to_numpy(dtype=object)
+    return values, [v for v in distinct if isinstance(v, str)]
+
+
+def _records_holding(values: pd.Series, texts: Iterable[str],
+                     weights: np.ndarray | None) -> pd.Series:
+    """Count the records (``weights`` each row, by default one) holding each of ``texts``."""
+    rows = values.isin(list(texts)).to_numpy(dtype=bool)
     counts = np.ones(rows.sum(), dtype=np.int64) if weights is None else \
         np.asarray(weights)[rows]
-    held = pd.Series(counts).groupby(values[rows].to_numpy(dtype=object)).sum()
-    return any(n < limit[limits[text]] for text, n in held.items())
+    return pd.Series(counts).groupby(values[rows].to_numpy(dtype=object)).sum()
 
 
 #: :func:`holds_coordinates_within` reads a text of two numbers with decimals inside the box as
@@ -407,20 +420,13 @@ def location_code_within(values: pd.Series, degrees: tuple[float, float, float, 
     str or None
         ``"a geohash"``, ``"a plus code"`` or ``"an H3 cell id"``.
     """
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        values = values.astype(object)
-    elif not (values.dtype == object or isinstance(values.dtype, pd.StringDtype)):
-        return None
-    distinct = values.value_counts(dropna=True, sort=False).index.to_numpy(dtype=object)
-    kinds = {text: _code_kind(text.strip().lower(), degrees) for text in distinct
-             if isinstance(text, str) and 7 <= len(text.strip()) <= 20}
+    values, texts = _distinct_texts(values)
+    kinds = {text: _code_kind(text.strip().lower(), degrees) for text in texts
+             if 7 <= len(text.strip()) <= 20}
     kinds = {text: kind for text, kind in kinds.items() if kind is not None}
     if not kinds:
         return None
-    rows = values.isin(list(kinds)).to_numpy(dtype=bool)
-    counts = np.ones(rows.sum(), dtype=np.int64) if weights is None else \
-        np.asarray(weights)[rows]
-    held = pd.Series(counts).groupby(values[rows].to_numpy(dtype=object)).sum()
+    held = _records_holding(values, kinds, weights)
     rare = [kinds[text] for text, n in held.items() if n < DECIMAL_FEWER_THAN]
     return rare[0] if rare else None
 

@@ -42,6 +42,7 @@ __all__ = [
     "check_epsilon",
     "check_probability",
     "check_int",
+    "inexact_integers",
     "check_m",
     "check_max_bytes",
     "check_optional_str",
@@ -442,6 +443,38 @@ def int_hint(value: Any, name: str, minimum: int, fallback: int) -> str:
     rounded = round(number) if math.isfinite(number) and abs(number) <= 2**53 else None
     usable = rounded is not None and rounded >= minimum
     return f"; pass an int, e.g. {name}={rounded if usable else fallback}"
+
+
+def inexact_integers(x: Any) -> np.ndarray:
+    """Mask of the integers of ``x`` that float64 does not hold exactly (beyond 2**53).
+
+    Judged on the values as given, element by element: ``[2**53 + 1, 0.5]`` is converted to
+    floats by NumPy, and its integer was rounded before any check saw it.
+
+    Parameters
+    ----------
+    x : object
+        A number, a list or tuple, or an array (an integer array is checked by one round trip
+        through float64).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        Of ``x``'s shape.
+    """
+    if is_integer(x):
+        return np.array(int(float(x)) != int(x))
+    given = np.asarray(x, dtype=object) if isinstance(x, list | tuple) else np.asarray(x)
+    if given.dtype.kind not in "iuO":
+        return np.zeros(given.shape, dtype=bool)
+    if given.dtype.kind in "iu":  # a round trip through float64; one rounded up to 2**63
+        with np.errstate(invalid="ignore"):  # (2**64 unsigned) overflows back: inexact too
+            return given.astype(np.float64).astype(given.dtype) != given
+    inexact = np.zeros(given.shape, dtype=bool)
+    for index, value in np.ndenumerate(given):  # Python objects: one at a time anyway
+        if is_integer(value) and abs(int(value)) > 2**53:
+            inexact[index] = int(float(value)) != int(value)
+    return inexact
 
 
 def is_real(value: Any) -> bool:

@@ -132,6 +132,7 @@ from geosynth._validation import (
     check_max_bytes,
     check_unique_columns,
     describe_value,
+    inexact_integers,
     is_sequence,
 )
 from geosynth.errors import (
@@ -1192,7 +1193,7 @@ def continuous_values(
     """
     _check_no_nan(gdf, column, "continuous column")
     values = gdf[column].to_numpy(dtype=np.float64)
-    _check_held_exactly(gdf[column], values, column)
+    _check_held_exactly(gdf[column], column)
     bad = ~np.isfinite(values)
     if bad.any():
         raise InputError(
@@ -1210,18 +1211,16 @@ def continuous_values(
     return values
 
 
-def _check_held_exactly(series: pd.Series, values: np.ndarray, column: str) -> None:
+def _check_held_exactly(series: pd.Series, column: str) -> None:
     """Refuse integers beyond 2**53 that float64 rounds: distinct ones became one value.
 
     2**64 - 1 and 2**64 - 2 were refused as "the same value in every record".
     """
     dtype = np.dtype(getattr(series.dtype, "numpy_dtype", series.dtype))  # Int64: int64
-    if dtype.kind not in "iu" or not values.size:
+    if dtype.kind not in "iu":
         return
-    big = np.abs(values) > 2.0**53
-    with np.errstate(invalid="ignore"):  # 2**64 back to uint64: no value, and inexact
-        back = values[big].astype(dtype)
-    if big.any() and np.any(back != series.to_numpy(dtype=dtype)[big]):
+    big = inexact_integers(series.to_numpy(dtype=dtype))
+    if big.any():
         raise InputError(
             f"continuous column {column!r} has integers beyond 2**53 that float64 does not "
             f"hold exactly ({_rows(series.index, big)}), so distinct values would merge; "

@@ -76,6 +76,7 @@ from geosynth._validation import (
     check_positive,
     check_probability,
     check_real_array,
+    inexact_integers,
     is_integer,
     refuse_masked,
 )
@@ -273,28 +274,7 @@ def _as_real_array(
             f"{name} has {int(bad.sum())} non-finite values (NaN or ±inf) at "
             f"{_describe_positions(bad.ravel())}; drop or impute them before adding noise"
         )
-    return array, array.ndim == 0, _inexact_integers(x)
-
-
-def _inexact_integers(x: Any) -> NDArray[np.bool_]:
-    """Mask of the integers of ``x`` that float64 does not hold exactly (beyond 2**53).
-
-    Judged on the values as given, element by element: ``[2**53 + 1, 0.5]`` is converted to
-    floats by NumPy, and its integer was rounded before any check saw it.
-    """
-    if is_integer(x):
-        return np.array(int(float(x)) != int(x))
-    given = np.asarray(x, dtype=object) if isinstance(x, list | tuple) else np.asarray(x)
-    if given.dtype.kind not in "iuO":
-        return np.zeros(given.shape, dtype=bool)
-    if given.dtype.kind in "iu":  # a round trip through float64; one rounded up to 2**63
-        with np.errstate(invalid="ignore"):  # (2**64 unsigned) overflows back: inexact too
-            return given.astype(np.float64).astype(given.dtype) != given
-    inexact = np.zeros(given.shape, dtype=bool)
-    for index, value in np.ndenumerate(given):  # Python objects: one at a time anyway
-        if is_integer(value) and abs(int(value)) > 2**53:
-            inexact[index] = int(float(value)) != int(value)
-    return inexact
+    return array, array.ndim == 0, inexact_integers(x)
 
 
 def _check_representable(
