@@ -511,12 +511,18 @@ def _pymc_worker(in_path: str, out_path: str) -> None:
     chains, n = mu_star.shape
     eta = np.empty((chains, n, *counts.shape), dtype=np.float32)
     mean_lambda = np.zeros(counts.shape)
-    for c in range(chains):  # chain by chain: the float64 η of all draws would be 2x larger
-        e = (mu_star[c][:, None, None] + (alpha[c] @ membership.T)[:, None, :]
-             + theta[c][..., None] + phi[c] @ membership.T
-             + z[c] / np.sqrt(tau_eps[c])[:, None, None])
-        mean_lambda += np.exp(e).sum(axis=0)
-        eta[c] = e
+    # η in blocks of draws: at 6,400 cells x 12 combinations, 2 x 6,000 draws of float64 η and
+    # its temporaries (about 4 x 3.7 GB per chain) beside arviz's 7.4 GB of z_eps exhausted a
+    # 23 GB VM; a block's temporaries stay near 0.3 GB and η is kept in float32.
+    block = max(1, 2**25 // counts.size)
+    for c in range(chains):
+        for d in range(0, n, block):
+            s = slice(d, d + block)
+            e = (mu_star[c, s][:, None, None] + (alpha[c, s] @ membership.T)[:, None, :]
+                 + theta[c, s][..., None] + phi[c, s] @ membership.T
+                 + z[c, s] / np.sqrt(tau_eps[c, s])[:, None, None])
+            mean_lambda += np.exp(e).sum(axis=0)
+            eta[c, s] = e
     stats = idata.sample_stats
     np.savez(
         out_path,
