@@ -479,7 +479,22 @@ def _pymc_model(counts, W, membership, priors):
         eta = (model["mu_star"] + pt.dot(membership, alpha)[None, :] + theta[:, None]
                + pt.dot(phi, membership.T) + z / pt.sqrt(tau_eps))
         pm.Poisson("c", mu=pt.exp(eta), observed=counts)
+        # What the worker keeps of each draw (TRACED): the trace holds every variable of
+        # every draw, tuning included, as float64, and z_eps alone was 9.8 GB at 6,400 cells
+        # x 8,000 iterations x 2 chains; NUTS's 2 x 8,000 iterations there died gathering them
+        # on a 23 GB VM. Computed by the sampling process after each draw, outside the
+        # leapfrog steps.
+        theta_mean = theta.mean()
+        pm.Deterministic("theta_mean", theta_mean)
+        pm.Deterministic("theta_centred", (theta - theta_mean).astype("float32"))
+        pm.Deterministic("phi_mean", phi.mean(axis=0))
+        pm.Deterministic("eta", eta.astype("float32"))
     return model
+
+
+#: The variables of :func:`_pymc_model` the worker keeps (its float32 η and centred θ).
+TRACED = ("mu_star", "alpha_star", "tau_theta", "tau_phi", "tau_eps", "theta_mean",
+          "theta_centred", "phi_mean", "eta")
 
 
 def _pymc_worker(in_path: str, out_path: str) -> None:
@@ -494,43 +509,26 @@ def _pymc_worker(in_path: str, out_path: str) -> None:
     model = _pymc_model(counts, W, membership, priors)
     with model:
         idata = pm.sample(draws=draws, tune=tune, chains=2, cores=2, random_seed=seed,
-                          nuts_sampler=sampler, progressbar=False,
+                          nuts_sampler=sampler, progressbar=False, var_names=list(TRACED),
                           compute_convergence_checks=False)
     total = time.perf_counter() - start
     post = idata.posterior
-    P = membership.shape[1]
-    tau_theta = post["tau_theta"].values
-    theta = post["theta_raw"].values / np.sqrt(tau_theta)[..., None]
-    theta_mean = theta.mean(axis=-1)
-    tau_phi = post["tau_phi"].values
-    phi = np.stack([post[f"phi_raw_{p}"].values / np.sqrt(tau_phi[..., p])[..., None]
-                    for p in range(P)], axis=-1)  # (c, d, G, P)
-    alpha = post["alpha_star"].values
-    mu_star, tau_eps = post["mu_star"].values, post["tau_eps"].values
-    z = post["z_eps"].values
-    chains, n = mu_star.shape
-    eta = np.empty((chains, n, *counts.shape), dtype=np.float32)
+    values = {name: post[name].values for name in TRACED}
+    tau = np.concatenate([values["tau_theta"][..., None], values["tau_phi"],
+                          values["tau_eps"][..., None]], axis=-1)
+    eta = values["eta"]
     mean_lambda = np.zeros(counts.shape)
-    # η in blocks of draws: at 6,400 cells x 12 combinations, 2 x 6,000 draws of float64 η and
-    # its temporaries (about 4 x 3.7 GB per chain) beside arviz's 7.4 GB of z_eps exhausted a
-    # 23 GB VM; a block's temporaries stay near 0.3 GB and η is kept in float32.
-    block = max(1, 2**25 // counts.size)
-    for c in range(chains):
-        for d in range(0, n, block):
-            s = slice(d, d + block)
-            e = (mu_star[c, s][:, None, None] + (alpha[c, s] @ membership.T)[:, None, :]
-                 + theta[c, s][..., None] + phi[c, s] @ membership.T
-                 + z[c, s] / np.sqrt(tau_eps[c, s])[:, None, None])
-            mean_lambda += np.exp(e).sum(axis=0)
-            eta[c, s] = e
+    block = max(1, 2**25 // counts.size)  # exp in float64 a block of draws at a time
+    for c in range(eta.shape[0]):
+        for d in range(0, eta.shape[1], block):
+            mean_lambda += np.exp(eta[c, d:d + block].astype(np.float64)).sum(axis=0)
     stats = idata.sample_stats
     np.savez(
         out_path,
         seconds=float(post.attrs["sampling_time"]), total_seconds=total,
-        mu=mu_star + theta_mean, alpha=alpha + phi.mean(axis=2),
-        tau=np.concatenate([tau_theta[..., None], tau_phi, tau_eps[..., None]], axis=-1),
-        theta=(theta - theta_mean[..., None]).astype(np.float32), eta=eta,
-        mean_lambda=mean_lambda / (chains * n),
+        mu=values["mu_star"] + values["theta_mean"],
+        alpha=values["alpha_star"] + values["phi_mean"], tau=tau,
+        theta=values["theta_centred"], eta=eta, mean_lambda=mean_lambda / np.prod(eta.shape[:2]),
         divergences=int(stats["diverging"].values.sum()),
         n_steps=float(stats["n_steps"].values.mean()),
     )
