@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -302,11 +303,17 @@ class PaivaFit:
                             coords={"cell": np.arange(self.theta.shape[2])})
 
     def summary(self) -> pd.DataFrame:
-        """Arviz summary (mean, sd, HDI, ``r_hat``, ``ess_bulk``, ``ess_tail``) of the scalars."""
+        """Arviz summary (mean, sd, HDI, ``r_hat``, ``ess_bulk``, ``ess_tail``) of the scalars.
+
+        A statistic that too few draws cannot give (an sd of one draw, an R-hat of one chain)
+        is NaN, without NumPy's warnings of degrees of freedom and empty slices.
+        """
         az = import_arviz()
         idata = self.to_arviz()
         names = [n for n in self.scalar_names if n in idata.posterior]
-        with quiet_arviz_shape_check():  # one chain: r_hat is NaN, and arviz logs why
+        with quiet_arviz_shape_check(), warnings.catch_warnings():
+            if self.scalars.shape[1] < 2:  # one draw per chain: no sd, ESS or MCSE
+                warnings.simplefilter("ignore", RuntimeWarning)
             return az.summary(idata, var_names=names, filter_vars=None)
 
     def trace_plot(self) -> Figure:

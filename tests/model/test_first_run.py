@@ -102,6 +102,18 @@ def test_summary_emits_no_future_warning(counts):
         assert not [w for w in caught if issubclass(w.category, FutureWarning)], chains
 
 
+def test_summary_of_one_draw_is_nan_without_numpy_warnings(counts):
+    """One chain of one draw has no sd, ESS or R-hat: NaN, not NumPy's dof warnings."""
+    fit = PaivaModel().fit(counts, progress=False, chains=1, n_iter=21, burn_in=20, thin=1,
+                           seed=3)
+    assert fit.scalars.shape[:2] == (1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = fit.summary()
+    assert table["mean"].notna().all()
+    assert table["sd"].isna().all() and table["r_hat"].isna().all()
+
+
 def test_no_arviz_banner_on_a_fresh_user_cache(tmp_path):
     """arviz prints a FutureWarning on import once a day per user cache: not on our runs."""
     script = textwrap.dedent("""
