@@ -8,6 +8,7 @@ be seeded, so its tests use moderate samples and a per-test false-alarm rate of 
 import math
 import re
 import warnings
+from decimal import Decimal
 
 import numpy as np
 import pytest
@@ -166,10 +167,51 @@ def test_exponential_selects_with_softmax_of_epsilon_q_over_two_delta(path, n):
 @pytest.mark.parametrize("path", ["seeded", "opendp"])
 def test_exponential_ties_of_huge_scores_are_even(path):
     # Scores near the float maximum: q / scale overflowed to inf on the seeded path, and the
-    # tie of two infs always went to the first candidate (400 of 400).
-    chosen = draw_choices(path, 400, ["a", "b"], [1.7e308, 1.7e308], sensitivity=1.0,
+    # tie of two infs always went to the first candidate (400 of 400). (Doubles there are
+    # 2e292 apart, so a sensitivity below that is refused: the test below.)
+    chosen = draw_choices(path, 400, ["a", "b"], [1.7e308, 1.7e308], sensitivity=1e293,
                           epsilon=1.0)
     assert stats.binomtest(int(np.sum(chosen == "a")), 400).pvalue > P_MIN
+
+
+@pytest.mark.parametrize("path", ["seeded", "opendp"])
+def test_exponential_refuses_scores_whose_spacing_exceeds_the_sensitivity(path):
+    """Near 2**60 doubles are 256 apart: a score one record moves by 1 moved by 0 or 256.
+
+    The choice between two candidates then went from a coin flip (scores 2**60 + 128 each) to
+    certain (one at 2**60 + 129, stored as 2**60 + 256): a privacy loss without bound.
+    """
+    accountant = Accountant(10.0)
+    seed = {"seed": 1} if path == "seeded" else {}
+    with pytest.raises(InputError, match=r"exponential: scores has 2 values at positions "
+                       r"\[0, 1\] where float64's spacing exceeds sensitivity=1"):
+        exponential(["a", "b"], [float(2**60 + 256), float(2**60)], sensitivity=1,
+                    epsilon=1.0, accountant=accountant, **seed)
+    with pytest.raises(InputError, match=r"exponential: scores has 1 integers beyond 2\*\*53"):
+        exponential(["a", "b"], [2**60 + 129, 0], sensitivity=1000, epsilon=1.0,
+                    accountant=accountant, **seed)
+    assert accountant.ledger.empty
+
+
+@pytest.mark.parametrize(("x", "sensitivity", "spacing"), [
+    (2.0**50, 0.3, 0.25),  # a double: neighbours 0.3 apart round up to 0.5 apart
+    (Decimal(2**53 + 1), 2, 2.0),  # an exact input float64 rounds: 2 apart become 4
+])
+def test_float_noise_covers_the_rounding_of_neighbours(x, sensitivity, spacing):
+    """Noise is calibrated to Δ + the spacing where rounding to doubles widens neighbours.
+
+    Calibrated to Δ alone, the release's likelihood ratio reached 4.8 at ε = 1 (e allows
+    2.7). The mean |noise| of Laplace(b) is b: here (Δ + spacing) / ε, not Δ / ε.
+    """
+    n = 4000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        noise = np.array([laplace(x, sensitivity=sensitivity, epsilon=1.0, seed=seed)
+                          for seed in range(n)]) - float(x)
+    expected = sensitivity + spacing
+    # Mean |noise| has sd b / sqrt(n) (1.6 % of b); the output's own rounding to the
+    # doubles' grid adds at most spacing / 4 to it.
+    assert abs(np.abs(noise).mean() - expected) < 5 * expected / np.sqrt(n) + spacing / 4
 
 
 def test_exponential_returns_the_candidate_object():
