@@ -590,7 +590,8 @@ class Accountant:
     def _block(self, composition: Composition, label: str | None) -> Iterator[Accountant]:
         label = check_optional_str(label, "label")
         with self._lock:
-            stack = self._open.setdefault(_flow(), [])
+            opened_by = _flow()
+            stack = self._open.setdefault(opened_by, [])
             parent = stack[-1].id if stack else None
             block = _Block(self._next_id, label, composition, parent)
             self._next_id += 1
@@ -601,20 +602,26 @@ class Accountant:
             yield self
         finally:
             with self._lock:
-                self._close(stack, block)
+                self._close(stack, block, opened_by)
 
-    def _close(self, stack: list[_Block], block: _Block) -> None:
-        """Charge a closing block to its parent (the total does not change)."""
+    def _close(self, stack: list[_Block], block: _Block, opened_by: Any) -> None:
+        """Charge a closing block to its parent (the total does not change).
+
+        The block is found by the thread or task that opened it (``opened_by``), not the one
+        closing it: a generator holding ``with accountant.parallel():``, started in one thread
+        and finished in another, closed its block with a bare ``KeyError`` before charging it,
+        and the block's ε left the budget, to be spent again.
+        """
         if stack[-1] is not block:  # pragma: no cover - contextmanager keeps order
             raise RuntimeError("composition blocks must be closed in reverse order")
         stack.pop()
-        if not stack:
-            del self._open[_flow()]
         outer = stack[-1] if stack else self._root
         outer.epsilon, outer.delta = _combine(
             outer.composition, (outer.epsilon, outer.delta), (block.epsilon, block.delta)
         )
         self._blocks[block.id].update(epsilon=float(block.epsilon), delta=float(block.delta))
+        if not stack and self._open.get(opened_by) is stack:
+            del self._open[opened_by]
 
     def _block_records(self) -> dict[int, dict[str, Any]]:
         """Return copies of the block records, open ones with their cost so far (lock held)."""

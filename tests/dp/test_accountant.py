@@ -132,6 +132,40 @@ def test_another_threads_spend_is_not_a_partition_of_an_open_parallel_block():
     assert accountant.blocks.loc[0, "epsilon"] == 0.5
 
 
+def test_a_block_closed_by_another_thread_is_still_charged():
+    """A generator holding a parallel block, started here and finished in a worker thread.
+
+    The worker's close looked the block up by its own thread, raised a bare KeyError before
+    charging it, and the block's 0.9 left the budget: 0.9 more was accepted beyond 2.0.
+    """
+    accountant = Accountant(2.0)
+
+    def per_region(values):
+        with accountant.parallel(label="regions"):
+            for value in values:
+                yield accountant.spend(0.9, label=f"region {value}")
+
+    regions = per_region([1, 2])
+    next(regions)  # region 1, in the block
+    failures = []
+
+    def finish():
+        try:
+            list(regions)  # region 2: the worker's own spend (sequential), then the close
+        except Exception as error:  # noqa: BLE001 - the test reports whatever it was
+            failures.append(error)
+
+    worker = threading.Thread(target=finish)
+    worker.start()
+    worker.join()
+    assert not failures
+    assert accountant.spent_epsilon == pytest.approx(1.8)
+    assert accountant.blocks.loc[0, "epsilon"] == pytest.approx(0.9)
+    with pytest.raises(BudgetExceededError):
+        accountant.spend(0.9, label="again")
+    assert not accountant._open  # no stack left behind for the opening thread
+
+
 # ----------------------------------------------------------------------------------------------
 # Parallel composition
 # ----------------------------------------------------------------------------------------------
