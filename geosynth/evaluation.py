@@ -63,6 +63,7 @@ from geosynth.metrics.risk import (
     IdentificationRisk,
     check_mean_label,
     nanmean_rows,
+    nanmin_rows,
     with_mean_row,
 )
 from geosynth.metrics.utility import (
@@ -282,7 +283,8 @@ class Evaluation:
 MIN_SHOWN_RECORDS = 3
 #: The columns of each table that :func:`shown_tables` leaves out for too few records.
 SUPPRESSED_COLUMNS = {
-    "distance_risk": ("min_distance", "mean_distance"),
+    "distance_risk": ("min_distance", "mean_distance", "worst_min_distance",
+                      "worst_mean_distance"),
     "pattern": ("sup_l_difference",),
 }
 
@@ -407,7 +409,9 @@ def _coarsened_columns(name: str, table: pd.DataFrame) -> tuple[str, ...]:
     significant digits it still says how close the nearest record came (the risk it
     measures), not that record's distance to the millimetre.
     """
-    return ("min_distance",) if name == "distance_risk" and "min_distance" in table else ()
+    if name != "distance_risk":
+        return ()
+    return tuple(c for c in ("min_distance", "worst_min_distance") if c in table)
 
 
 def _significant_digits(values: np.ndarray, digits: int) -> np.ndarray:
@@ -449,15 +453,22 @@ def suppression_note(name: str, table: pd.DataFrame) -> str:
     lone = _lone_rows(name, table)
     notes = []
     if lone.size:
-        columns = " and ".join(SUPPRESSED_COLUMNS[name])
+        columns = _listed(SUPPRESSED_COLUMNS[name])
         notes.append(f"Not shown (NaN): {columns} of {lone.size} combination(s) of fewer than "
                      f"{MIN_SHOWN_RECORDS} original records or synthetic points, too few to "
                      "show without telling each person's distance; the mean row averages the "
                      "other combinations.")
-    if _coarsened_columns(name, table):
-        notes.append(f"min_distance is shown to {COARSE_DIGITS} significant digits: it is the "
-                     "distance of one record, the nearest to a synthetic point.")
+    coarse = _coarsened_columns(name, table)
+    if coarse:
+        notes.append(f"{_listed(coarse)} {'is' if len(coarse) == 1 else 'are'} shown to "
+                     f"{COARSE_DIGITS} significant digits: the distance of one record, the "
+                     "nearest to a synthetic point.")
     return " ".join(notes)
+
+
+def _listed(names: Sequence[str]) -> str:
+    """Join names as text: ``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
 def evaluate(
@@ -1130,8 +1141,9 @@ def _start(function, calls: list[tuple], executor: Executor | None):
 def _average_over_releases(tables: list[pd.DataFrame]) -> pd.DataFrame:
     """Average single-release metric tables (same rows) over releases and add the mean row.
 
-    ``n_original`` is the same in every table; ``n_synthetic`` is a plain mean, the other
-    columns a mean over the releases where they are defined (NaN if none), as the metrics do.
+    ``n_original`` is the same in every table; ``n_synthetic`` is a plain mean, a ``worst_``
+    column the smallest over the releases, the other columns a mean over the releases where
+    they are defined (NaN if none), as the metrics do.
     """
     first = tables[0]
     columns = {}
@@ -1140,7 +1152,10 @@ def _average_over_releases(tables: list[pd.DataFrame]) -> pd.DataFrame:
             columns[name] = first[name].to_numpy()
             continue
         values = np.column_stack([table[name].to_numpy(dtype=np.float64) for table in tables])
-        columns[name] = values.mean(axis=1) if name == "n_synthetic" else nanmean_rows(values)
+        if name == "n_synthetic":
+            columns[name] = values.mean(axis=1)
+        else:
+            columns[name] = (nanmin_rows if name.startswith("worst_") else nanmean_rows)(values)
     return with_mean_row(pd.DataFrame(columns, index=first.index))
 
 

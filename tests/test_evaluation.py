@@ -493,13 +493,13 @@ def test_the_text_shows_no_distance_of_a_combination_of_one_record(scenario):
     text = result.to_markdown()
     for value in (secret, table["mean_distance"].iloc[-1]):  # as printed: 3 decimals
         assert f"{value:,.3f}" not in text and f"{value:.6f}" not in text
-    assert "Not shown (NaN): min_distance and mean_distance of 1 combination(s) of fewer " \
-           "than 3 original records" in text
+    assert ("Not shown (NaN): min_distance, mean_distance, worst_min_distance and "
+            "worst_mean_distance of 1 combination(s) of fewer than 3 original records") in text
     shown = geosynth.evaluation.shown_tables(result.tables)["distance_risk"]
     assert np.isnan(shown.loc[key, ["min_distance", "mean_distance"]]).all()
     others = table.drop(index=[key, table.index[-1]])
     assert shown["mean_distance"].iloc[-1] == pytest.approx(others["mean_distance"].mean())
-    rounded = ["min_distance"]  # to two significant digits (below)
+    rounded = ["min_distance", "worst_min_distance"]  # to two significant digits (below)
     pd.testing.assert_frame_equal(shown.drop(index=[key, table.index[-1]], columns=rounded),
                                   others.drop(columns=rounded))
 
@@ -512,14 +512,15 @@ def test_the_text_shows_a_least_distance_to_two_significant_digits(scenario):
     release = geosynth.to_public(geosynth.naive_synthesize(data.data, grid, m=1, seed=2)[0],
                                  seed=0)
     result = evaluate(data.data, [release], grid, ATTRIBUTES, linked=False)
-    exact = result.tables["distance_risk"]["min_distance"].iloc[:-1]
-    shown = geosynth.evaluation.shown_tables(result.tables)["distance_risk"]["min_distance"]
-    digits = 1 - np.floor(np.log10(exact.to_numpy()))  # derived apart: 2 significant digits
-    np.testing.assert_allclose(shown.iloc[:-1], np.round(exact * 10**digits) / 10**digits)
-    assert shown.iloc[-1] == pytest.approx(shown.iloc[:-1].mean())  # of the rounded values
     text = result.to_markdown()
-    assert not any(f"{value:,.3f}" in text for value in exact)
-    assert "min_distance is shown to 2 significant digits" in text
+    for column in ("min_distance", "worst_min_distance"):
+        exact = result.tables["distance_risk"][column].iloc[:-1]
+        shown = geosynth.evaluation.shown_tables(result.tables)["distance_risk"][column]
+        digits = 1 - np.floor(np.log10(exact.to_numpy()))  # derived apart: 2 significant digits
+        np.testing.assert_allclose(shown.iloc[:-1], np.round(exact * 10**digits) / 10**digits)
+        assert shown.iloc[-1] == pytest.approx(shown.iloc[:-1].mean())  # of the rounded values
+        assert not any(f"{value:,.3f}" in text for value in exact)
+    assert "min_distance and worst_min_distance are shown to 2 significant digits" in text
 
 
 def test_the_text_shows_no_distance_of_a_combination_of_two_records(scenario):
@@ -656,9 +657,10 @@ def test_the_text_of_a_table_without_mean_row_hides_its_last_combination_too(sce
     assert table.index[-1] == key and table.loc[key, "n_original"] == 1
     shown = geosynth.evaluation.shown_tables({"distance_risk": table})["distance_risk"]
     assert np.isnan(shown.loc[key, ["min_distance", "mean_distance"]]).all()
-    # the others as measured (min_distance to two significant digits)
-    pd.testing.assert_frame_equal(shown.iloc[:-1].drop(columns="min_distance"),
-                                  table.iloc[:-1].drop(columns="min_distance"))
+    # the others as measured (the least distances to two significant digits)
+    rounded = ["min_distance", "worst_min_distance"]
+    pd.testing.assert_frame_equal(shown.iloc[:-1].drop(columns=rounded),
+                                  table.iloc[:-1].drop(columns=rounded))
     note = geosynth.evaluation.suppression_note("distance_risk", table)
     assert "of 1 combination(s)" in note
 

@@ -60,6 +60,7 @@ __all__ = [
     "combination_codes",
     "split_by_code",
     "nanmean_rows",
+    "nanmin_rows",
     "with_mean_row",
     "distance_risk",
     "displacement",
@@ -122,7 +123,11 @@ def distance_risk(
         * ``n_original`` -- original points of the combination;
         * ``n_synthetic`` -- synthetic points, averaged over releases;
         * ``min_distance``, ``mean_distance`` -- minimum and mean matched distance, averaged over
-          the releases in which the combination has at least one synthetic point (NaN if none).
+          the releases in which the combination has at least one synthetic point (NaN if none);
+        * ``worst_min_distance``, ``worst_mean_distance`` -- the smallest of those minima and of
+          those means over the releases: an intruder holds every release, and one release of
+          the records' own locations among four moved 500 m showed a ``min_distance`` of
+          9.6 m and a ``mean_distance`` of 434 m, where these give 0 and 0.
 
         Combinations present only in releases are ignored. With ``mean_row`` every column is
         float (the mean row averages the counts too).
@@ -182,6 +187,8 @@ def distance_risk(
             "n_synthetic": n_syn.mean(axis=1),
             "min_distance": nanmean_rows(minima),
             "mean_distance": nanmean_rows(means),
+            "worst_min_distance": nanmin_rows(minima),
+            "worst_mean_distance": nanmin_rows(means),
         },
         index=keys[present],
     )
@@ -829,6 +836,22 @@ def nanmean_rows(values: np.ndarray) -> np.ndarray:
     count = ok.sum(axis=1)
     total = np.where(ok, values, 0.0).sum(axis=1)
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def nanmin_rows(values: np.ndarray) -> np.ndarray:
+    """Minimum of each row over its non-NaN entries; NaN (without a warning) for all-NaN rows.
+
+    Parameters
+    ----------
+    values : numpy.ndarray, shape (k, m)
+
+    Returns
+    -------
+    numpy.ndarray, shape (k,)
+    """
+    ok = ~np.isnan(values)
+    least = np.where(ok, values, np.inf).min(axis=1, initial=np.inf)
+    return np.where(ok.any(axis=1), least, np.nan)
 
 
 def split_by_code(codes: np.ndarray, n_groups: int) -> list[np.ndarray]:

@@ -65,7 +65,8 @@ def test_demo_report_shows_no_distance_of_one_record_and_says_it_is_internal(tmp
     report = (tmp_path / "report.md").read_text()
     assert "Internal document: it describes the confidential data" in report
     distance = report.split("### distance risk")[1].split("###")[0]
-    assert "Not shown (NaN): min_distance and mean_distance of" in distance
+    assert ("Not shown (NaN): min_distance, mean_distance, worst_min_distance and "
+            "worst_mean_distance of") in distance
     # n_original, n_synthetic and the two distances of each method end every row
     rows = [line.split() for line in distance.splitlines() if line.strip()[:1].isdigit()]
     lone = [row for row in rows if float(row[-6].replace(",", "")) < 3]

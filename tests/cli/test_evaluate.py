@@ -374,7 +374,8 @@ def test_evaluate_shows_no_distance_of_a_combination_of_one_record(tmp_path):
     for value in (lone["min_distance"], lone["mean_distance"]):
         assert f"{value:,.3f}" not in result.output and f"{value:.4f}" not in text
     for shown in (result.output, text):
-        assert "Not shown (NaN): min_distance and mean_distance of 1 combination(s)" in shown
+        assert ("Not shown (NaN): min_distance, mean_distance, worst_min_distance and "
+                "worst_mean_distance of 1 combination(s)") in shown
 
 
 def test_evaluate_of_a_dp_release_prints_no_exact_count_of_the_original(tmp_path):
