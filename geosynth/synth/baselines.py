@@ -307,20 +307,67 @@ def _refuse_coordinate_columns(gdf: gpd.GeoDataFrame, keep: list, xy: np.ndarray
         references += _degrees(gdf.crs, xy)
     for column, v in numeric:
         present = ~np.isnan(v)
-        for label, coordinate, atol in references:
-            if np.allclose(v[present], coordinate[present], rtol=_COORDINATE_RTOL, atol=atol):
-                raise InputError(
-                    f"column {column!r} of gdf holds the {label} coordinate of the original "
-                    "points: the release would publish every record's true location next to "
-                    f"its synthetic one; drop it, or leave it out of columns="
-                )
+        copies = [label for label, coordinate, atol in references
+                  if np.allclose(v[present], coordinate[present], rtol=_COORDINATE_RTOL,
+                                 atol=atol)]
+        lines = [label for label, coordinate, _ in references[:2]
+                 if _mostly_affine(v[present], coordinate[present])]
+        if copies or lines:
+            raise InputError(
+                f"column {column!r} of gdf holds the {(copies or lines)[0]} coordinate of the "
+                "original points (or a linear function of it, in other units or offset, for "
+                "most records): the release would publish every record's true location next "
+                "to its synthetic one; drop it, or leave it out of columns="
+            )
+
+
+def _mostly_affine(values: np.ndarray, coordinate: np.ndarray) -> bool:
+    """Whether most ``values`` are ``a·coordinate + b`` to within a few metres of it.
+
+    A copy of the easting in kilometres (``x / 1000`` to 3 decimals), the northing in feet
+    with an offset, or the easting with one record changed, passed the copy check (every
+    value equal to the coordinate) and came out beside the synthetic points. ``a`` is the
+    median slope between records half the sorted coordinates apart and ``b`` the median
+    offset, so a few changed records do not move them; the column is refused when at least
+    :data:`_AFFINE_SHARE` of the records lie within :data:`_COORDINATE_METRES` (or
+    :data:`_EXTENT_SHARE` of the coordinates' extent, if less) of the line, in coordinate
+    units. A column that merely follows the coordinate with scatter of tens of metres or more
+    is kept; so is any of fewer than three records (a line fits any two).
+    """
+    if values.size < 3:
+        return False
+    order = np.argsort(coordinate, kind="stable")
+    half = values.size // 2
+    run = coordinate[order[half:]] - coordinate[order[:values.size - half]]
+    rise = values[order[half:]] - values[order[:values.size - half]]
+    apart = run > 0
+    if not apart.any():
+        return False
+    slope = float(np.median(rise[apart] / run[apart]))
+    if not np.isfinite(slope) or slope == 0.0:
+        return False
+    offset = float(np.median(values - slope * coordinate))
+    extent = float(coordinate.max() - coordinate.min())
+    tolerance = min(_COORDINATE_METRES, _EXTENT_SHARE * extent)
+    with np.errstate(over="ignore", invalid="ignore"):
+        off_line = np.abs(values - slope * coordinate - offset) / abs(slope)
+    return bool(np.mean(off_line <= tolerance) >= _AFFINE_SHARE)
 
 
 def _numeric_columns(gdf: gpd.GeoDataFrame, keep: list) -> list[tuple[Any, np.ndarray]]:
-    """``(column, float64 values)`` of the kept real-valued columns with a present value."""
+    """``(column, float64 values)`` of the kept real-valued columns with a present value.
+
+    A text column is read as numbers where its values are (the others NaN) when most of its
+    present values are: the easting as text ("300261.61") came out beside the synthetic point.
+    """
     numeric = []
     for column in keep:
         dtype = gdf[column].dtype
+        if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+            v = _text_numbers(gdf[column])
+            if v is not None:
+                numeric.append((column, v))
+            continue
         if not pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(
             dtype
         ) or pd.api.types.is_complex_dtype(dtype):
@@ -329,6 +376,20 @@ def _numeric_columns(gdf: gpd.GeoDataFrame, keep: list) -> list[tuple[Any, np.nd
         if not np.isnan(v).all():
             numeric.append((column, v))
     return numeric
+
+
+def _text_numbers(series: pd.Series) -> np.ndarray | None:
+    """Read the numbers a text column holds (NaN elsewhere); None if most of it is not numbers."""
+    objects = series.to_numpy(dtype=object)
+    is_text = np.array([isinstance(value, str) for value in objects], dtype=bool)
+    if not is_text.any():
+        return None
+    values = np.full(objects.size, np.nan)
+    parsed = pd.to_numeric(pd.Series(objects[is_text]).str.strip(), errors="coerce")
+    values[is_text] = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
+    if np.isfinite(values).sum() < 0.5 * series.notna().sum():
+        return None
+    return values
 
 
 def _degrees(crs: Any, xy: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
@@ -454,6 +515,12 @@ MAX_DONUT_METRES = 2.0e7
 _MAX_REDRAWS = 100
 #: Relative agreement with a coordinate that makes a kept column a copy of it.
 _COORDINATE_RTOL = 1e-6
+#: A kept column on a line ``a·x + b`` (or y) to within this many coordinate units (metres in
+#: a projected CRS) for :data:`_AFFINE_SHARE` of the records gives their location away
+#: (:func:`_mostly_affine`); never more than :data:`_EXTENT_SHARE` of the points' extent.
+_COORDINATE_METRES = 10.0
+_EXTENT_SHARE = 1e-2
+_AFFINE_SHARE = 0.5
 #: Absolute agreement (degrees, about 1.1 m) with a longitude or latitude that does too: near
 #: the equator or the prime meridian 1e-6 of the value missed a lat/lon rounded to 5 decimals.
 _DEGREE_ATOL = 1e-5

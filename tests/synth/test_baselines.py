@@ -350,9 +350,35 @@ def test_baselines_refuse_columns_that_repeat_the_coordinates(method):
         # the fix the message names works
         (release,) = run(gdf.assign(**{name: values}), columns=["a", "z"])
         assert list(release.columns) == ["a", "z", "geometry"]
-    # a column that merely tracks x (z = ... + 0.05 x + noise) is kept
-    (release,) = run(gdf.assign(near=x + np.random.default_rng(0).normal(0.0, 1.0, 80)))
+    # a column that merely tracks x (0.05 x with scatter of 50 m of x) is kept
+    scatter = np.random.default_rng(0).normal(0.0, 50.0, 80)
+    (release,) = run(gdf.assign(near=0.05 * (x + scatter)))
     assert "near" in release.columns
+
+
+@pytest.mark.parametrize("method", ["naive", "donut"])
+def test_baselines_refuse_coordinates_in_other_units_offset_text_or_partly_changed(method):
+    """Each of these came out beside the synthetic point, every record's location in it."""
+    run = BASELINES[method]
+    gdf = make_points(80, seed=2)
+    x, y = gdf.geometry.x.to_numpy(), gdf.geometry.y.to_numpy()
+    one_changed = x.copy()
+    one_changed[3] = 0.0
+    copies = {
+        "x_km": ("x", np.round(x / 1000.0, 3)),  # kilometres to the metre
+        "y_feet": ("y", y * 3.28084 + 1000.0),  # feet, offset
+        "x_one_changed": ("x", one_changed),
+        "x_text": ("x", np.array([f"{value:.2f}" for value in x], dtype=object)),
+        "y_noisy": ("y", y + np.random.default_rng(1).normal(0.0, 1.0, 80)),  # to a metre
+    }
+    for name, (label, values) in copies.items():
+        with pytest.raises(InputError, match=rf"column '{name}' of gdf holds the {label} "
+                                             r"coordinate of the original points \(or a linear"):
+            run(gdf.assign(**{name: values}))
+    # a text column that is not numbers, and a code column, are kept
+    codes = np.random.default_rng(2).integers(1, 4, 80)
+    (release,) = run(gdf.assign(label=[f"site {k}" for k in range(80)], code=codes))
+    assert {"label", "code"} <= set(release.columns)
 
 
 def lon_lat_points(n, lon0, lat0, utm, seed):
@@ -384,8 +410,10 @@ def test_baselines_refuse_the_longitude_and_latitude_of_the_points(method, lon0,
         assert f"{gdf[name].iloc[0]:.3f}" not in str(err.value)
     (release,) = run(gdf, columns=["age"])
     assert list(release.columns) == ["age", "geometry"]
-    # a column of degrees that are not the points' (lat/lon of another place) is kept
-    elsewhere = gdf.assign(lon=gdf["lon"] + 0.01, lat=gdf["lat"] - 0.01)
+    # a column of degrees that are not the points' (each record's workplace, say) is kept
+    rng = np.random.default_rng(4)
+    elsewhere = gdf.assign(lon=np.round(lon0 + rng.uniform(0, 0.01, len(gdf)), 5),
+                           lat=np.round(lat0 + rng.uniform(0, 0.01, len(gdf)), 5))
     (release,) = run(elsewhere)
     assert {"lon", "lat"} <= set(release.columns)
 
