@@ -195,6 +195,7 @@ __all__ = [
     "MAX_CONTINUOUS",
     "continuous_values",
     "check_not_row_numbers",
+    "on_a_grid",
     "IDENTIFYING_MIN_RECORDS",
     "IDENTIFYING_MIN_SINGLETONS",
     "IDENTIFYING_SINGLETON_SHARE",
@@ -1271,6 +1272,24 @@ def check_not_row_numbers(values: np.ndarray, column: str) -> None:
             PrivacyLeakWarning,
             stacklevel=5,
         )
+
+
+def on_a_grid(values: np.ndarray) -> bool:
+    """Tell whether ``values`` could be judged record numbers by :func:`check_not_row_numbers`.
+
+    Parameters
+    ----------
+    values : numpy.ndarray of float64
+        Values of a continuous column (a partitioned preparation passes its smallest ones:
+        a subset of values on a grid lies on it too).
+
+    Returns
+    -------
+    bool
+        At least :data:`IDENTIFYING_MIN_RECORDS` distinct values, whole numbers or on a grid
+        of their smallest gap; False for a measurement's values.
+    """
+    return _whole_number_gaps(np.asarray(values, dtype=np.float64)) is not None
 
 
 def _whole_number_gaps(values: np.ndarray) -> np.ndarray | None:

@@ -70,6 +70,7 @@ from geosynth.data import (
     locate_on_domain,
     locate_records,
     no_overlap_message,
+    on_a_grid,
     warn_dropped,
     warn_if_bounds_touch_records,
     widen_halves,
@@ -1051,20 +1052,29 @@ def _check_covariates_of_all_partitions(ddf: dask_geopandas.GeoDataFrame,
     Each partition was checked alone (:func:`geosynth.data.locate_records`): record ids split
     into partitions of fewer than 20 rows, or too few for the density rule, passed what
     :func:`geosynth.prepare` refuses (and a partition's refusal gave its own count). A column
-    can only be record numbers when its values are distinct whole numbers: a measurement with
-    one value that is not whole (almost always) is let through by one reduction, and only a
-    column of whole numbers has its distinct values gathered, checked when they are as many as
-    its values; before the partitions' checks.
+    can only be record numbers when its values are distinct and on a grid of their smallest
+    gap (whole numbers, or ids scaled or shifted: ``0.1 * id``, ``id + 0.5``, which an earlier
+    shortcut, letting through any column with a fraction, passed here while
+    :func:`geosynth.prepare` refused them). Only such a column has its distinct values
+    gathered, checked when they are as many as its values; a measurement is let through on
+    its :data:`_GRID_SAMPLE` smallest values (a reduction that gathers only those): a repeat
+    among them, or values off the grid of their smallest gap. Before the partitions' checks.
     """
     import dask
 
     for column in columns:
         values = ddf[column]
-        if bool(((values % 1) != 0).any().compute()):  # NaN too: refused later, by name
+        smallest = values.dropna().nsmallest(_GRID_SAMPLE).compute().to_numpy(np.float64)
+        if np.unique(smallest).size < smallest.size or not on_a_grid(smallest):
             continue
         distinct, count = dask.compute(values.drop_duplicates(), values.count())
         if len(distinct) == int(count):
             check_not_row_numbers(distinct.to_numpy(dtype=np.float64), column)
+
+
+#: The smallest values of a continuous column that tell a measurement from record numbers
+#: (:func:`_check_covariates_of_all_partitions`).
+_GRID_SAMPLE = 2_000
 
 
 def _check_passes_agree(counts: CellCounts) -> None:

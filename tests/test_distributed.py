@@ -327,6 +327,21 @@ def test_prepare_dask_refuses_record_numbers_split_among_partitions(client, poin
         gd.prepare_dask(to_dask(numbered, npartitions), grid, attributes="a", continuous="score")
 
 
+@pytest.mark.parametrize("ids", ["0.1 * id", "id + 0.5", "3 * id + 0.25"])
+def test_prepare_dask_refuses_record_numbers_scaled_or_shifted(client, points, grid, ids):
+    # Any column with a fraction skipped the whole-column check: ids scaled or shifted onto a
+    # grid passed the Dask path while prepare refused them.
+    number = np.random.default_rng(3).permutation(len(points)).astype(float)
+    score = {"0.1 * id": 0.1 * number, "id + 0.5": number + 0.5,
+             "3 * id + 0.25": 3 * number + 0.25}[ids]
+    numbered = points.assign(score=score)
+    message = r"continuous column 'score' holds 600 distinct whole numbers \(or multiples"
+    with pytest.raises(InputError, match=message):
+        prepare(numbered, grid, attributes="a", continuous="score")
+    with pytest.raises(InputError, match=message):
+        gd.prepare_dask(to_dask(numbered, 4), grid, attributes="a", continuous="score")
+
+
 def test_prepare_dask_judges_record_numbers_on_the_whole_column_only(client, points, grid):
     # A partition holding a run 0..149 (the data sorted by the column) was refused on its own,
     # though the whole column, with a repeated value, is no record numbers: prepare accepts it.
