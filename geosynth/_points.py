@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import geopandas as gpd
 import numpy as np
@@ -25,11 +26,24 @@ __all__ = [
     "holds_encoded_geometries",
     "holds_geometries",
     "location_code_within",
+    "metric_coordinates",
+    "near_copies",
     "levels_hold_locations",
     "point_coordinates",
     "refuse_z",
     "usable_points",
 ]
+
+
+#: The test of near copies of the records (:func:`near_copies`, for public maps and
+#: :func:`geosynth.evaluate`): radius of a near point and of the context that estimates the
+#: chance of one (metres), the bound of the placement density near a record over its average
+#: in the context, and the chance of judging a synthetic release a copy.
+NEAR_M = 0.1
+CONTEXT_M = 10.0
+BORDER_FACTOR = 4.0
+NEAR_ALPHA = 1e-9
+EARTH_RADIUS_M = 6_371_008.8  # mean radius (IUGG)
 
 
 def point_coordinates(frame: gpd.GeoDataFrame | gpd.GeoSeries, name: str = "gdf") -> np.ndarray:
@@ -561,3 +575,51 @@ def levels_hold_locations(levels: list) -> bool:
     return any(isinstance(v, list | tuple | np.ndarray) and 2 <= len(v) <= 4
                and all(isinstance(c, int | float | np.number) and not isinstance(c, bool)
                        for c in v) for v in levels)
+
+
+def metric_coordinates(xy: np.ndarray, crs: Any) -> np.ndarray:
+    """Coordinates in metres: projected ones scaled by their unit; lon/lat on a sphere, 3-D.
+
+    Longitude and latitude become points on a sphere of the Earth's mean radius, whose chord
+    lengths are the distances (to 0.5 % of the ellipsoid's, at any scale below a kilometre).
+    Without a CRS the coordinates are taken as metres.
+    """
+    if crs is None:
+        return xy
+    if crs.is_geographic:
+        lon, lat = np.radians(xy[:, 0]), np.radians(xy[:, 1])
+        return EARTH_RADIUS_M * np.column_stack(
+            [np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])
+    unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
+    return xy * unit
+
+
+def near_copies(points: np.ndarray, records: np.ndarray) -> tuple[int, float]:
+    """Count the ``points`` within :data:`NEAR_M` of ``records`` if too many for chance.
+
+    ``k`` points lie within ``r = NEAR_M`` of one of the distinct record locations
+    ``records`` (both in metres). Under independent placement, uniform within cells or pixels
+    at least ``R = CONTEXT_M`` wide, ``k`` is a sum of independent Bernoulli variables whose
+    mean is at most ``μ = c (r/R)² P_R`` in expectation (``c = BORDER_FACTOR``, ``P_R`` the
+    number of (point, record) pairs closer than ``R``; see :func:`geosynth.maps.review_map`,
+    Notes). The points are judged a copy when the Chernoff bound
+    ``P(k' >= k) <= exp(-μ) (eμ/k)^k`` is below ``NEAR_ALPHA``.
+
+    Returns
+    -------
+    (int, float)
+        ``(k, μ)`` when the points are judged a copy, else ``(0, μ)``.
+    """
+    from scipy.spatial import cKDTree
+
+    if len(points) == 0 or len(records) == 0:
+        return 0, 0.0
+    tree = cKDTree(records)
+    distance, _ = tree.query(points, distance_upper_bound=NEAR_M)
+    near = int(np.isfinite(distance).sum())
+    pairs = float(cKDTree(points).count_neighbors(tree, CONTEXT_M))
+    expected = BORDER_FACTOR * (NEAR_M / CONTEXT_M) ** 2 * pairs
+    if near <= expected:
+        return 0, expected
+    log_bound = -expected + near + near * np.log(expected / near) if expected > 0 else -np.inf
+    return (near, expected) if log_bound < np.log(NEAR_ALPHA) else (0, expected)

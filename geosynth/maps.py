@@ -84,7 +84,14 @@ from geosynth._atomic import (
     transaction_overwrite,
 )
 from geosynth._messages import NOISY_COUNTS
-from geosynth._points import at_locations, point_coordinates
+from geosynth._points import (
+    NEAR_ALPHA,
+    NEAR_M,
+    at_locations,
+    metric_coordinates,
+    near_copies,
+    point_coordinates,
+)
 from geosynth._validation import check_bool, check_int, check_unique_columns, describe_value
 from geosynth._vendor import RawText
 from geosynth.data import CellCounts, CountTable, warn_if_bounds_touch_records
@@ -163,14 +170,6 @@ _RELEASE_COLORS = (
     "#8c564b", "#e377c2", "#bcbd22", "#17becf",
 )
 _SUBSAMPLE_SEED = 0  # max_points keeps the same rows on every call
-# A public map's test of near copies of the records (_near_copies): radius of a near point and
-# of the context that estimates the chance of one (metres), the bound of the placement density
-# near a record over its average in the context, and the chance of a refused synthetic release.
-_NEAR_M = 0.1
-_CONTEXT_M = 10.0
-_BORDER_FACTOR = 4.0
-_NEAR_ALPHA = 1e-9
-_EARTH_RADIUS_M = 6_371_008.8  # mean radius (IUGG)
 _ORIGINAL_FIX = ("map the synthetic releases of geosynth.synthesize, or draw an internal map "
                  "with public=False")
 
@@ -709,7 +708,8 @@ def _refuse_original_locations(releases: list[gpd.GeoDataFrame], original: Any) 
     to the millimetre, shifted by 1 mm, or reprojected there and back), which escaped a test of
     exact equality. A release is refused when one of its points is at a record's exact location
     (a continuous placement never lands there) or when more of its points lie within
-    :data:`_NEAR_M` of a record than chance placement explains (:func:`_near_copies`).
+    ``NEAR_M`` (0.1 m) of a record than chance placement explains
+    (:func:`geosynth._points.near_copies`).
     A release that carries neither the record of the synthesizer that drew it (which
     :func:`geosynth.to_public` keeps) nor the mark of :func:`geosynth.io.read_release` is
     warned about, with ``original`` or without: ``to_public(original)`` is marked public like
@@ -722,7 +722,7 @@ def _refuse_original_locations(releases: list[gpd.GeoDataFrame], original: Any) 
         _refuse_records_in(releases, original)
     check = ("pass original= to have its points checked against the records" if original is None
              else "its points are not near the records', but a copy moved or rounded by more "
-             f"than {_NEAR_M:g} m would not be either")
+             f"than {NEAR_M:g} m would not be either")
     for number, release in enumerate(releases):
         if release_info(release) is None and not is_published(release):
             warnings.warn(
@@ -754,17 +754,17 @@ def _refuse_records_in(releases: list[gpd.GeoDataFrame], original: gpd.GeoDataFr
                 "exact location of a record of original (is it the confidential frame?): a "
                 f"public map would publish them; {_ORIGINAL_FIX}"
             )
-    metric = _metric_coordinates(np.unique(locations, axis=0), original.crs)
+    metric = metric_coordinates(np.unique(locations, axis=0), original.crs)
     for number, release in enumerate(releases):
-        near, expected = _near_copies(
-            _metric_coordinates(point_coordinates(release, f"releases[{number}]"), original.crs),
+        near, expected = near_copies(
+            metric_coordinates(point_coordinates(release, f"releases[{number}]"), original.crs),
             metric)
         if near:
             raise InputError(
                 f"releases[{number}] has {near} of its {len(release)} points within "
-                f"{_NEAR_M:g} m of a record of original, where points placed independently of "
+                f"{NEAR_M:g} m of a record of original, where points placed independently of "
                 f"the records would put about {expected:.2g} (a chance of less than "
-                f"{_NEAR_ALPHA:g} of so many): it is a rounded, shifted or reprojected copy of "
+                f"{NEAR_ALPHA:g} of so many): it is a rounded, shifted or reprojected copy of "
                 f"the confidential points, and a public map would publish them; {_ORIGINAL_FIX}"
             )
 
@@ -785,51 +785,6 @@ def _coordinate_columns(release: gpd.GeoDataFrame, locations: np.ndarray) -> lis
         if np.isin(values.to_numpy(), coordinates).sum() >= 2:
             found.append(str(column))
     return found
-
-
-def _metric_coordinates(xy: np.ndarray, crs: Any) -> np.ndarray:
-    """Coordinates in metres: projected ones scaled by their unit; lon/lat on a sphere, 3-D.
-
-    Longitude and latitude become points on a sphere of the Earth's mean radius, whose chord
-    lengths are the distances (to 0.5 % of the ellipsoid's, at any scale below a kilometre).
-    """
-    if crs.is_geographic:
-        lon, lat = np.radians(xy[:, 0]), np.radians(xy[:, 1])
-        return _EARTH_RADIUS_M * np.column_stack(
-            [np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])
-    unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
-    return xy * unit
-
-
-def _near_copies(points: np.ndarray, records: np.ndarray) -> tuple[int, float]:
-    """Count the ``points`` within :data:`_NEAR_M` of ``records`` if too many for chance.
-
-    ``k`` points lie within ``r = _NEAR_M`` of one of the distinct record locations
-    ``records`` (both in metres). Under independent placement, uniform within cells or pixels
-    at least ``R = _CONTEXT_M`` wide, ``k`` is a sum of independent Bernoulli variables whose
-    mean is at most ``μ = c (r/R)² P_R`` in expectation (``c = _BORDER_FACTOR``, ``P_R`` the
-    number of (point, record) pairs closer than ``R``; see :func:`review_map`, Notes). The
-    release is refused when the Chernoff bound ``P(k' >= k) <= exp(-μ) (eμ/k)^k`` is below
-    ``_NEAR_ALPHA``.
-
-    Returns
-    -------
-    (int, float)
-        ``(k, μ)`` when the release is refused, else ``(0, μ)``.
-    """
-    from scipy.spatial import cKDTree
-
-    if len(points) == 0 or len(records) == 0:
-        return 0, 0.0
-    tree = cKDTree(records)
-    distance, _ = tree.query(points, distance_upper_bound=_NEAR_M)
-    near = int(np.isfinite(distance).sum())
-    pairs = float(cKDTree(points).count_neighbors(tree, _CONTEXT_M))
-    expected = _BORDER_FACTOR * (_NEAR_M / _CONTEXT_M) ** 2 * pairs
-    if near <= expected:
-        return 0, expected
-    log_bound = -expected + near + near * np.log(expected / near) if expected > 0 else -np.inf
-    return (near, expected) if log_bound < np.log(_NEAR_ALPHA) else (0, expected)
 
 
 def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any, fit: Any) -> None:

@@ -57,6 +57,22 @@ def test_a_release_holding_one_original_location_is_named(scenario):
         evaluate(data.data, [releases[0], edited, releases[2]], grid, ATTRIBUTES)
 
 
+def test_a_release_holding_near_copies_of_original_locations_is_named(scenario):
+    # Five points moved 1 mm from records' homes (an edit, or a pipeline that jitters) passed
+    # the exact test without a word.
+    data, grid = scenario
+    releases = geosynth.naive_synthesize(data.data, grid, m=3, seed=2)
+    edited = releases[2].copy()
+    homes = data.data.geometry.iloc[[3, 50, 99, 150, 201]].translate(0.001, -0.001)
+    column = edited.columns.get_loc(edited.geometry.name)
+    for row, home in zip([1, 2, 3, 4, 5], homes, strict=True):
+        edited.iloc[row, column] = home
+    with pytest.warns(PrivacyLeakWarning, match=r"^release 3 \(of 3, counted from 1\) put "
+                                                r"points within 0.1 m of the locations of "
+                                                r"original records: .*do not publish them$"):
+        evaluate(data.data, [releases[0], releases[1], edited], grid, ATTRIBUTES)
+
+
 def test_naive_releases_are_evaluated_with_figures(scenario):
     data, grid = scenario
     releases = geosynth.naive_synthesize(data.data, grid, m=3, seed=2)
