@@ -97,6 +97,12 @@ def evaluate(
                   inputs={"ORIGINAL": original_path, "RELEASE": release_path})
     for label, path in (("ORIGINAL", original_path), ("RELEASE", release_path)):
         io.existing_file(path, label)  # a pipe or device: named by its argument, not path
+    if io.looks_like_release(original_path):  # was read as points: "pass --layer"
+        raise click.UsageError(
+            f"ORIGINAL {io.printable(original_path)} is a geosynth release, not the points a "
+            "release was made from: the order is 'geosynth evaluate ORIGINAL RELEASE', the "
+            "confidential points first"
+        )
     with RunOutputs(overwrite) as outputs:
         if report_path is not None:
             outputs.check_folder("--report", report_path)

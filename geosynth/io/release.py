@@ -131,6 +131,7 @@ __all__ = [
     "read_release",
     "verify_audit",
     "audit_path",
+    "looks_like_release",
     "info_from_metadata",
     "metadata_from_info",
     "RELEASE_LAYER",
@@ -268,6 +269,30 @@ class ReleaseFile:
     def info(self) -> ReleaseInfo:
         """The metadata as the record that was written (:func:`info_from_metadata`)."""
         return info_from_metadata(self.metadata)
+
+
+def looks_like_release(path: str | os.PathLike) -> bool:
+    """Tell whether the file at ``path`` has the layers of a geosynth release.
+
+    Its metadata table and a first release layer; not validated (:func:`read_release` does
+    that). For messages: a release given where the confidential points belong (the arguments
+    of ``geosynth evaluate`` swapped) was read as points, and the advice was to pick a layer.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        An existing file.
+
+    Returns
+    -------
+    bool
+        False for a file GDAL cannot list (a CSV, say) or without those layers.
+    """
+    try:
+        names = {str(name) for name in pyogrio.list_layers(path)[:, 0]}
+    except (pyogrio.errors.DataSourceError, OSError, ValueError):
+        return False
+    return METADATA_LAYER in names and RELEASE_LAYER.format(1) in names
 
 
 def audit_path(path: str | os.PathLike) -> Path:

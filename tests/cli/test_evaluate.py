@@ -159,6 +159,15 @@ def test_evaluate_prints_no_control_characters(small_pair):
     assert "a?[2J" in result.output and not set("\x1b\x9b") & set(result.output)
 
 
+def test_evaluate_with_its_arguments_swapped_is_told_the_order(small_pair):
+    # The release was read as the points, and the advice was to pass --layer.
+    original, release = small_pair
+    result = run("evaluate", release, original, "--attributes", "kind")
+    assert_refused(result, "ORIGINAL", "is a geosynth release",
+                   "the order is 'geosynth evaluate ORIGINAL RELEASE'")
+    assert "--layer" not in result.output
+
+
 def test_evaluate_refuses_an_incomplete_release(small_pair):
     original, release = small_pair
     sql(release, "DELETE FROM metadata WHERE key = 'complete'")
