@@ -92,6 +92,7 @@ from geosynth.errors import (
 
 __all__ = [
     "MAX_FLOAT_NOISE_SCALE",
+    "ROUNDING_MARGIN",
     "MAX_VALUE_BYTES",
     "MAX_INTEGER_NOISE_SCALE",
     "EXPONENTIAL_EPSILON",
@@ -133,6 +134,11 @@ _MAX_INTEGER_SENSITIVITY = 2**63 - 1
 #: Largest noise scale (Laplace ``b``, Gaussian σ, exponential-mechanism Gumbel scale) of the
 #: float mechanisms: noise beyond 2**10 scales (float max / 4) has probability below e**-1024.
 MAX_FLOAT_NOISE_SCALE = sys.float_info.max / 2.0**12
+#: The float mechanisms calibrate the noise of exact numbers they convert (``Decimal``,
+#: ``Fraction``, ``longdouble``) to ``sensitivity * (1 + ROUNDING_MARGIN)``: the margin covers
+#: their rounding to doubles, and values whose rounding could exceed it are refused
+#: (:func:`_check_representable`). Their noise is 0.0015 % larger.
+ROUNDING_MARGIN = 2.0**-16
 #: The ε :func:`exponential` takes: OpenDP certifies its loss as ρ = ε²/8 in zCDP, a float64
 #: that underflows to 0 below about 4e-154 and overflows above about 4e154 (a raw
 #: ZeroDivisionError or OverflowError). Far inside both: at ε = 1e-150 the choice is uniform to
@@ -279,20 +285,37 @@ def _as_real_array(
 
 def _check_representable(
     values: NDArray[np.float64], inexact: NDArray[np.bool_], sensitivity: float, name: str,
-    where: str,
-) -> None:
-    """Refuse values that float64 holds too coarsely for ``sensitivity`` (nothing is spent).
+    where: str, *, converted: bool = False, norm: str = "l1",
+) -> float:
+    """Refuse values that float64 holds too coarsely; return the sensitivity to calibrate to.
 
     The noise is drawn on a grid far finer than any double and ``x + noise`` is rounded to the
-    nearest double, and the noise is calibrated to the sensitivity plus the widening that
-    rounding the inputs to doubles can add (:func:`_rounding_allowance`). Two failures lie
-    before that step, and both publish the statistic exactly (Mironov 2012's point, at the
-    input): an integer beyond 2**53 that float64 does not hold is rounded when converted
-    (``2**60 + 129`` becomes ``2**60 + 256``), so two neighbouring counts lie further apart
-    than ``sensitivity``; and
-    where the doubles around ``x`` are spaced wider than ``sensitivity`` (a sum near 1e17 with
-    sensitivity 1), no float64 statistic can change by at most ``sensitivity`` and the noise is
-    rounded away.
+    nearest double, so the guarantee holds for the doubles given: ``sensitivity`` bounds how
+    far the doubles of two neighbouring datasets lie apart, as OpenDP's ``d_in`` does. Where
+    they are the analyst's float64 arithmetic on a statistic, its rounding is part of that
+    bound (near ``2**50`` two statistics 0.3 apart can round to doubles 0.5 apart). Three
+    failures lie before the noise, and each would publish the statistic with less noise than
+    it needs, or none (Mironov 2012's point, at the input):
+
+    * an integer beyond 2**53 that float64 does not hold is rounded when converted
+      (``2**60 + 129`` becomes ``2**60 + 256``): refused;
+    * where the doubles around ``x`` are spaced wider than ``sensitivity`` (a sum near 1e17
+      with sensitivity 1), no float64 statistic can change by at most ``sensitivity`` and the
+      noise is rounded away: refused;
+    * exact numbers converted here (``converted``: a ``Decimal``, a ``Fraction``, a
+      ``longdouble``; decided by their type, never their values) move by up to half the
+      spacing there, so neighbours ``Δ`` apart may lie ``spacing(|x| + Δ)`` further apart,
+      each value (a ``Decimal`` of ``2**53 + 1`` with sensitivity 2 had its likelihood ratio
+      doubled). Their noise is calibrated to ``Δ (1 + ROUNDING_MARGIN)``, whatever the values
+      (a margin read off the values' own spacing made the scale differ between neighbours on
+      either side of a power of two, a leak of its own), and values whose rounding could
+      exceed it are refused: ``spacing(|x| + Δ)`` above ``ROUNDING_MARGIN Δ / k``, ``k`` the
+      number of values for an L1 sensitivity, its square root for L2, 1 for a maximum.
+
+    Returns
+    -------
+    float
+        The sensitivity the noise is calibrated to.
     """
     if inexact.any():
         raise InputError(
@@ -312,46 +335,39 @@ def _check_representable(
             "is rounded away, publishing the value exactly); subtract a public offset (e.g. a "
             "published reference total) before adding noise, or use a larger sensitivity"
         )
+    if not converted:
+        return sensitivity
+    share = {"l1": float(values.size), "l2": math.sqrt(values.size), "linf": 1.0}[norm]
+    reach = np.minimum(np.abs(values) + sensitivity, sys.float_info.max)
+    rounded = np.spacing(reach) > ROUNDING_MARGIN * sensitivity / max(share, 1.0)
+    if rounded.any():
+        raise InputError(
+            f"{where}: {name} holds exact numbers (Decimal, Fraction or longdouble) that "
+            f"float64 rounds, and {int(rounded.sum())} of them at "
+            f"{_describe_positions(rounded.ravel())} by more than the noise covers for "
+            f"sensitivity={sensitivity:g} (2**-16 of it, shared among the values): rounding "
+            "could move neighbouring statistics further apart than the sensitivity; subtract "
+            "a public offset first, or pass float64 values and a sensitivity that bounds "
+            "their change"
+        )
+    return sensitivity * (1.0 + ROUNDING_MARGIN)
 
 
-def _rounding_allowance(values: NDArray[np.float64], sensitivity: float, norm: str) -> float:
-    """How much further apart two neighbours' float64 values can lie than ``sensitivity``.
+def _rounds_on_conversion(x: Any) -> bool:
+    """Whether ``x`` holds numbers that float64 may round: by their type, never their values.
 
-    The textbook calibrations (Laplace's ``Δ/ε``, the Gaussian's σ, the exponential
-    mechanism's ``2Δ/ε``) take ``x`` to be the statistic itself; here it is a double, the
-    statistic rounded (by the analyst's float64 arithmetic, or by the conversion of an exact
-    input: a ``Decimal``, a ``Fraction``, a ``longdouble``). Rounding moves each value by at
-    most half the spacing of the doubles around it, so two neighbours ``Δ`` apart may lie up to
-    ``spacing(|x| + Δ)`` further apart as doubles, each coordinate (Mironov 2012 makes the
-    point for the noise; it holds for the inputs too). Near ``2**50`` with ``Δ = 0.3`` the
-    doubles of two neighbours lay 0.5 apart and a release calibrated to 0.3 had a likelihood
-    ratio of 4.8 where ε = 1 allows e. The mechanisms calibrate their noise to ``Δ`` plus this
-    allowance (:func:`_check_representable` refuses values where the spacing alone exceeds
-    ``Δ``); for ordinary magnitudes it is below ``1e-10`` of ``Δ``.
-
-    Parameters
-    ----------
-    values : numpy.ndarray of float64
-        The (finite) values to be noised.
-    sensitivity : float
-        Their sensitivity Δ in ``norm``.
-    norm : {"l1", "l2", "linf"}
-        The norm of the sensitivity: the widening adds up over the coordinates in it.
-
-    Returns
-    -------
-    float
-        The allowance, in the units of ``values``.
+    A ``longdouble`` array, or objects other than Python and NumPy ints and floats (a
+    ``Decimal``, a ``Fraction``, a ``longdouble`` scalar). Ints beyond 2**53 are judged apart
+    (:func:`geosynth._validation.inexact_integers`).
     """
-    spacing = np.spacing(np.abs(values) + sensitivity)
-    if spacing.size == 0:
-        return 0.0
-    if norm == "l1":
-        return float(spacing.sum())
-    if norm == "l2":
-        top = float(spacing.max())
-        return top * float(np.sqrt(np.sum((spacing / top) ** 2)))
-    return float(spacing.max())
+    given = np.asarray(x, dtype=object) if isinstance(x, list | tuple) else np.asarray(x)
+    if given.dtype.kind in "fc":
+        return given.dtype.itemsize > 8
+    if given.dtype.kind != "O":
+        return False
+    exact = (int, float, np.integer, np.float64, np.float32, np.float16)
+    return any(not isinstance(value, exact) or isinstance(value, np.longdouble)
+               for value in given.flat)
 
 
 def _as_int_array(x: Any, name: str) -> tuple[NDArray[np.int64], bool]:
@@ -541,10 +557,10 @@ def laplace(
     Laplace on the grid :math:`2^{-1074}\mathbb{Z}` exactly and rounds ``x + noise`` to the
     nearest double. The grid is the spacing of subnormal doubles, so inputs are not rounded and
     OpenDP's privacy map is exactly :math:`\Delta_1/b`; the final rounding is post-processing.
-    The inputs are doubles, rounded statistics: :math:`\Delta_1` is widened by how much
-    further apart rounding can put two neighbours (:func:`_rounding_allowance`, below
-    :math:`10^{-10}\Delta_1` at ordinary magnitudes), a correction the textbook calibration
-    does not make.
+    ``sensitivity`` bounds the change of the doubles given (their rounding included, as
+    OpenDP's ``d_in``); exact numbers converted here (``Decimal``, ``Fraction``,
+    ``longdouble``) get :data:`ROUNDING_MARGIN` more, for their rounding
+    (:func:`_check_representable`), a correction the textbook calibration does not make.
     The distribution differs from the continuous Laplace only below double precision. The
     scale is nudged up by at most a few ulps so that OpenDP's own (upward-rounded) privacy map
     certifies ``<= epsilon``. OpenDP's exact sampler costs tens of microseconds per value.
@@ -573,8 +589,8 @@ def laplace(
         epsilon=epsilon, smallest=sensitivity / MAX_FLOAT_NOISE_SCALE,
         reason="float64 noise can carry",
     )
-    _check_representable(values, inexact, sensitivity, "x", "laplace")
-    sensitivity += _rounding_allowance(values, sensitivity, "l1")
+    sensitivity = _check_representable(values, inexact, sensitivity, "x", "laplace",
+                                       converted=_rounds_on_conversion(x), norm="l1")
     scale = sensitivity / epsilon
 
     if seed is None:
@@ -1057,11 +1073,9 @@ def gaussian(
         what=f"noise standard deviation sigma (delta={delta!r})",
         reason="float64 noise can carry",
     )
-    _check_representable(values, inexact, sensitivity, "x", "gaussian")
-    allowance = _rounding_allowance(values, sensitivity, "l2")
-    if allowance > 0.0:
-        sensitivity += allowance
-        sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
+    sensitivity = _check_representable(values, inexact, sensitivity, "x", "gaussian",
+                                       converted=_rounds_on_conversion(x), norm="l2")
+    sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
     _warn_if_large_delta(delta)
 
     if seed is None:
@@ -1221,9 +1235,9 @@ def exponential(
     )
     # Scores near 2**60 are 256 apart as doubles: a score that one record moves by 1 moved by
     # 0 or 256, and the choice went from a coin flip to certain (ε = ∞); laplace refused them.
-    _check_representable(score_array, inexact_integers(scores), sensitivity, "scores",
-                         "exponential")
-    sensitivity += _rounding_allowance(score_array, sensitivity, "linf")
+    sensitivity = _check_representable(score_array, inexact_integers(scores), sensitivity,
+                                       "scores", "exponential",
+                                       converted=_rounds_on_conversion(scores), norm="linf")
     scale = 2.0 * sensitivity / epsilon
     low, high = EXPONENTIAL_EPSILON
     if not low <= epsilon <= high:  # ρ = ε²/8 underflowed to 0 (ZeroDivisionError) or overflowed

@@ -9,6 +9,7 @@ import math
 import re
 import warnings
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from geosynth.dp.accountant import Accountant
 from geosynth.dp.mechanisms import (
     MAX_FLOAT_NOISE_SCALE,
     MAX_INTEGER_NOISE_SCALE,
+    ROUNDING_MARGIN,
     analytic_gaussian_sigma,
     classic_gaussian_sigma,
     exponential,
@@ -193,25 +195,39 @@ def test_exponential_refuses_scores_whose_spacing_exceeds_the_sensitivity(path):
     assert accountant.ledger.empty
 
 
-@pytest.mark.parametrize(("x", "sensitivity", "spacing"), [
-    (2.0**50, 0.3, 0.25),  # a double: neighbours 0.3 apart round up to 0.5 apart
-    (Decimal(2**53 + 1), 2, 2.0),  # an exact input float64 rounds: 2 apart become 4
-])
-def test_float_noise_covers_the_rounding_of_neighbours(x, sensitivity, spacing):
-    """Noise is calibrated to Δ + the spacing where rounding to doubles widens neighbours.
+def test_exact_numbers_that_float64_rounds_too_far_are_refused():
+    """A Decimal of 2**53 + 1 rounds to 2**53: neighbours 2 apart became 4 apart as doubles.
 
-    Calibrated to Δ alone, the release's likelihood ratio reached 4.8 at ε = 1 (e allows
-    2.7). The mean |noise| of Laplace(b) is b: here (Δ + spacing) / ε, not Δ / ε.
+    The release's likelihood ratio was about e² where ε = 1 allows e; now refused, nothing
+    spent. (Python ints there were refused already.)
     """
-    n = 4000
+    accountant = Accountant(10.0)
+    for x in (Decimal(2**53 + 1), [Fraction(2**53 + 1, 1), 5.0], np.longdouble(2.0**53)):
+        with pytest.raises(InputError, match=r"laplace: x holds exact numbers \(Decimal, "
+                                             r"Fraction or longdouble\) that float64 rounds"):
+            laplace(x, sensitivity=2, epsilon=1.0, accountant=accountant)
+    assert accountant.ledger.empty
+
+
+def test_the_margin_for_converted_numbers_does_not_depend_on_their_values():
+    """The noise scale of converted exact numbers is the same whatever the values.
+
+    A margin read off each value's own spacing made neighbours on either side of a power of
+    two get different scales (a likelihood ratio of 4.5 at ε = 1). Same seed, same noise.
+    """
+    def noise(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            return laplace([x], sensitivity=1.0, epsilon=1.0, seed=7)[0] - float(x)
+
+    below, above = noise(Decimal(2**20) - Decimal("0.1")), noise(Decimal(2**20) + Decimal("0.1"))
+    assert below == pytest.approx(above, abs=1e-9)
+    # ... and is the float noise times 1 + 2**-16
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        noise = np.array([laplace(x, sensitivity=sensitivity, epsilon=1.0, seed=seed)
-                          for seed in range(n)]) - float(x)
-    expected = sensitivity + spacing
-    # Mean |noise| has sd b / sqrt(n) (1.6 % of b); the output's own rounding to the
-    # doubles' grid adds at most spacing / 4 to it.
-    assert abs(np.abs(noise).mean() - expected) < 5 * expected / np.sqrt(n) + spacing / 4
+        plain = laplace([0.0], sensitivity=1.0, epsilon=1.0, seed=7)[0]
+    assert below == pytest.approx(plain * (1 + ROUNDING_MARGIN), rel=1e-8)  # x's rounding
+    assert below != pytest.approx(plain, rel=1e-7)
 
 
 def test_exponential_returns_the_candidate_object():
