@@ -411,7 +411,10 @@ def _coarsened_columns(name: str, table: pd.DataFrame) -> tuple[str, ...]:
     """
     if name != "distance_risk":
         return ()
-    return tuple(c for c in ("min_distance", "worst_min_distance") if c in table)
+    # A release's mean over a combination of one public point is that point's distance to
+    # the nearest record: the worst (smallest) such mean printed it to the millimetre.
+    return tuple(c for c in ("min_distance", "worst_min_distance", "worst_mean_distance")
+                 if c in table)
 
 
 def _significant_digits(values: np.ndarray, digits: int) -> np.ndarray:
@@ -461,8 +464,8 @@ def suppression_note(name: str, table: pd.DataFrame) -> str:
     coarse = _coarsened_columns(name, table)
     if coarse:
         notes.append(f"{_listed(coarse)} {'is' if len(coarse) == 1 else 'are'} shown to "
-                     f"{COARSE_DIGITS} significant digits: the distance of one record, the "
-                     "nearest to a synthetic point.")
+                     f"{COARSE_DIGITS} significant digits: each can be the distance of one "
+                     "record, the nearest to a synthetic point.")
     return " ".join(notes)
 
 

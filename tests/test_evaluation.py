@@ -515,7 +515,7 @@ def test_the_text_shows_no_distance_of_a_combination_of_one_record(scenario):
     assert np.isnan(shown.loc[key, ["min_distance", "mean_distance"]]).all()
     others = table.drop(index=[key, table.index[-1]])
     assert shown["mean_distance"].iloc[-1] == pytest.approx(others["mean_distance"].mean())
-    rounded = ["min_distance", "worst_min_distance"]  # to two significant digits (below)
+    rounded = ["min_distance", "worst_min_distance", "worst_mean_distance"]  # 2 digits (below)
     pd.testing.assert_frame_equal(shown.drop(index=[key, table.index[-1]], columns=rounded),
                                   others.drop(columns=rounded))
 
@@ -529,14 +529,16 @@ def test_the_text_shows_a_least_distance_to_two_significant_digits(scenario):
                                  seed=0)
     result = evaluate(data.data, [release], grid, ATTRIBUTES, linked=False)
     text = result.to_markdown()
-    for column in ("min_distance", "worst_min_distance"):
+    for column in ("min_distance", "worst_min_distance", "worst_mean_distance"):
         exact = result.tables["distance_risk"][column].iloc[:-1]
         shown = geosynth.evaluation.shown_tables(result.tables)["distance_risk"][column]
         digits = 1 - np.floor(np.log10(exact.to_numpy()))  # derived apart: 2 significant digits
         np.testing.assert_allclose(shown.iloc[:-1], np.round(exact * 10**digits) / 10**digits)
         assert shown.iloc[-1] == pytest.approx(shown.iloc[:-1].mean())  # of the rounded values
-        assert not any(f"{value:,.3f}" in text for value in exact)
-    assert "min_distance and worst_min_distance are shown to 2 significant digits" in text
+        if column != "worst_mean_distance":  # with m = 1 it is mean_distance, shown whole
+            assert not any(f"{value:,.3f}" in text for value in exact)
+    assert ("min_distance, worst_min_distance and worst_mean_distance are shown to 2 "
+            "significant digits") in text
 
 
 def test_the_text_shows_no_distance_of_a_combination_of_two_records(scenario):
@@ -674,7 +676,7 @@ def test_the_text_of_a_table_without_mean_row_hides_its_last_combination_too(sce
     shown = geosynth.evaluation.shown_tables({"distance_risk": table})["distance_risk"]
     assert np.isnan(shown.loc[key, ["min_distance", "mean_distance"]]).all()
     # the others as measured (the least distances to two significant digits)
-    rounded = ["min_distance", "worst_min_distance"]
+    rounded = ["min_distance", "worst_min_distance", "worst_mean_distance"]
     pd.testing.assert_frame_equal(shown.iloc[:-1].drop(columns=rounded),
                                   table.iloc[:-1].drop(columns=rounded))
     note = geosynth.evaluation.suppression_note("distance_risk", table)
