@@ -567,7 +567,8 @@ def evaluate(
     -----
     geosynth.errors.PrivacyLeakWarning
         A release puts a point exactly at an original record's location (the message names
-        the releases): a synthetic point does so with probability 0.
+        the releases): a synthetic point does so with probability 0; or, in a CRS, puts more
+        points within 0.1 m of the records than chance placement explains.
 
     Notes
     -----
@@ -682,21 +683,24 @@ def _warn_of_original_locations(original: gpd.GeoDataFrame,
     A synthetic point placed at random in its cell meets a record's location with probability
     0, so any such point is a leak (a release edited back, a baseline that keeps locations,
     the original itself). Averaged over releases, the matched distances hid it: a layer of the
-    originals beside a synthetic one reported a mean distance of 37.5 m. So are more points
-    within ``NEAR_M`` (0.1 m) of the records than chance placement explains
+    originals beside a synthetic one reported a mean distance of 37.5 m. So are, in a CRS, more
+    points within ``NEAR_M`` (0.1 m) of the records than chance placement explains
     (:func:`geosynth._points.near_copies`, the test of public review maps): a release edited
     to put five points 1 mm from records' homes passed without a word. The message names the
     releases, not how many points: for an ε-DP release that count would describe the records
     outside the guarantee.
     """
     locations = frame_xy(original, "original")
-    metric = metric_coordinates(np.unique(locations, axis=0), original.crs)
+    # Without a CRS the units are unknown (degrees read as metres made 0.1 "m" 0.1°, and
+    # honest releases were warned of): the exact test only.
+    crs = original.crs
+    metric = None if crs is None else metric_coordinates(np.unique(locations, axis=0), crs)
     exact, near = [], []
     for k, release in enumerate(releases, start=1):
         xy = frame_xy(release, f"releases[{k - 1}]")
         if at_locations(xy, locations).any():
             exact.append(k)
-        elif near_copies(metric_coordinates(xy, original.crs), metric)[0]:
+        elif metric is not None and near_copies(metric_coordinates(xy, crs), metric)[0]:
             near.append(k)
     for leaking, where in ((exact, "exactly at"), (near, f"within {NEAR_M:g} m of")):
         if not leaking:

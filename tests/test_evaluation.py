@@ -73,6 +73,20 @@ def test_a_release_holding_near_copies_of_original_locations_is_named(scenario):
         evaluate(data.data, [releases[0], releases[1], edited], grid, ATTRIBUTES)
 
 
+def test_without_a_crs_only_exact_locations_are_warned_of(scenario):
+    # Degrees without a CRS were read as metres: 0.1 "m" became 0.1 degrees, and a release
+    # moved about 1 km from every record was warned of as a near copy.
+    data, grid = scenario
+    scale = 1e-5  # the scenario's metres as if degrees: 1 m is about 1e-5 degrees
+    original = data.data.set_geometry(data.data.geometry.scale(scale, scale, origin=(0, 0)))
+    original = original.set_crs(None, allow_override=True)
+    moved = original.set_geometry(original.geometry.translate(0.01, 0.0))  # ~1 km
+    bare = geosynth.Grid.regular(tuple(np.asarray(grid.bounds) * scale), shape=grid.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        evaluate(original, [moved], bare, ATTRIBUTES, linked=False)
+
+
 def test_naive_releases_are_evaluated_with_figures(scenario):
     data, grid = scenario
     releases = geosynth.naive_synthesize(data.data, grid, m=3, seed=2)
