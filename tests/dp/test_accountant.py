@@ -166,6 +166,40 @@ def test_a_block_closed_by_another_thread_is_still_charged():
     assert not accountant._open  # no stack left behind for the opening thread
 
 
+def test_a_block_closed_out_of_order_is_charged_and_closed():
+    """A generator's parallel block finished in a worker while the caller's block was open.
+
+    The close raised "closed in reverse order" and left the block open and uncharged: every
+    later spend became a partition of it, 6.3 spent on a budget of 2.0.
+    """
+    accountant = Accountant(2.0)
+
+    def per_region(values):
+        with accountant.parallel(label="regions"):
+            for value in values:
+                yield accountant.spend(0.9, label=f"region {value}")
+
+    regions = per_region([1, 2])
+    next(regions)  # region 1, in the generator's block
+    failures = []
+
+    def finish():
+        try:
+            list(regions)
+        except Exception as error:  # noqa: BLE001 - the test reports whatever it was
+            failures.append(error)
+
+    with accountant.sequential(label="caller"):
+        worker = threading.Thread(target=finish)
+        worker.start()
+        worker.join()
+    assert not failures
+    assert accountant.spent_epsilon == pytest.approx(1.8)  # block 0.9 + the worker's 0.9
+    assert not accountant._open
+    with pytest.raises(BudgetExceededError):
+        accountant.spend(0.9, label="again")
+
+
 # ----------------------------------------------------------------------------------------------
 # Parallel composition
 # ----------------------------------------------------------------------------------------------
