@@ -2711,9 +2711,10 @@ def identifies_records(sizes: np.ndarray, n_records: int, name: Hashable | None 
     """Tell whether an attribute identifies records: the one rule of prepare and the SDC tools.
 
     By its levels (:func:`is_identifying`), or by its name (:func:`is_identifier_name`) with
-    most records in levels of fewer than :data:`SMALL_LEVEL_RECORDS` (``patient_id`` over
-    three visits each passes the level rules). An area's code (``ID_MUNICIP``, 150 records a
-    level) is not a record's.
+    most records in levels of fewer than :data:`IDENTIFYING_MIN_RECORDS` (``patient_id`` over
+    three visits each passes the level rules; over five or ten visits, a dialysis patient's,
+    it passed a bound of :data:`SMALL_LEVEL_RECORDS` too, and every MRN was published
+    verbatim). An area's code (``ID_MUNICIP``, 150 records a level) is not a record's.
 
     Parameters
     ----------
@@ -2730,7 +2731,7 @@ def identifies_records(sizes: np.ndarray, n_records: int, name: Hashable | None 
     """
     return is_identifying(sizes, n_records) or (
         name is not None and is_identifier_name(name)
-        and bool(_in_small_levels(sizes, n_records)))
+        and bool(_in_small_levels(sizes, n_records, IDENTIFYING_MIN_RECORDS)))
 
 
 def _warn_of_rare_levels(sizes: dict[str, np.ndarray], skipped: list[str]) -> None:
@@ -2757,12 +2758,13 @@ def _warn_of_rare_levels(sizes: dict[str, np.ndarray], skipped: list[str]) -> No
         )
 
 
-def _in_small_levels(per_level: np.ndarray, n_records: int) -> int:
-    """Count the records in levels of fewer than :data:`SMALL_LEVEL_RECORDS`, if most are; else 0.
+def _in_small_levels(per_level: np.ndarray, n_records: int,
+                     below: int = SMALL_LEVEL_RECORDS) -> int:
+    """Count the records in levels of fewer than ``below`` records, if most are; else 0.
 
     From :data:`IDENTIFYING_MIN_RECORDS` records (fewer: 0). Most: more than half.
     """
-    in_small = int(per_level[(per_level > 0) & (per_level < SMALL_LEVEL_RECORDS)].sum())
+    in_small = int(per_level[(per_level > 0) & (per_level < below)].sum())
     return in_small if n_records >= IDENTIFYING_MIN_RECORDS and in_small > n_records / 2 else 0
 
 

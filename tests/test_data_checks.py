@@ -412,6 +412,22 @@ def test_an_attribute_named_like_an_identifier_is_refused_whatever_its_levels(gr
     assert recorded(lambda: prepare(gdf, grid, ["ID_MUNICIP"])) == []
 
 
+@pytest.mark.parametrize("visits", [5, 10, 18])
+def test_an_identifier_of_frequent_visitors_is_refused(grid, visits):
+    # A dialysis unit's export: five or ten visits per patient passed the name rule (groups
+    # of fewer than five records), and every MRN was published verbatim, without a word.
+    n = 198 // visits * visits
+    gdf = make_gdf(n=n, seed=1)
+    gdf["mrn"] = np.random.default_rng(2).permutation(np.repeat(np.arange(n // visits),
+                                                                visits))
+    with pytest.raises(InputError, match=r"'mrn' has .* and is named like a record "
+                                         r"identifier.*allow_identifying"):
+        prepare(gdf, grid, ["mrn"])
+    # ... while groups of 20 or more records pass under the name
+    gdf["region_id"] = np.repeat(np.arange(n // 22 + 1), 22)[:n]
+    prepare(gdf, grid, ["region_id"])
+
+
 def test_an_attribute_of_small_groups_is_warned_about(grid):
     gdf = make_gdf(n=198, seed=1)
     gdf["visitor"] = np.random.default_rng(2).permutation(np.repeat(np.arange(66), 3))
