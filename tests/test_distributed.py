@@ -327,13 +327,16 @@ def test_prepare_dask_refuses_record_numbers_split_among_partitions(client, poin
         gd.prepare_dask(to_dask(numbered, npartitions), grid, attributes="a", continuous="score")
 
 
-@pytest.mark.parametrize("ids", ["0.1 * id", "id + 0.5", "3 * id + 0.25"])
+@pytest.mark.parametrize("ids", ["0.1 * id", "id + 0.5", "3 * id + 0.25", "steps of 2 and 3"])
 def test_prepare_dask_refuses_record_numbers_scaled_or_shifted(client, points, grid, ids):
     # Any column with a fraction skipped the whole-column check: ids scaled or shifted onto a
-    # grid passed the Dask path while prepare refused them.
-    number = np.random.default_rng(3).permutation(len(points)).astype(float)
+    # grid passed the Dask path while prepare refused them; and then ids issued in steps of 2
+    # and 3 (x 0.1), whose smallest values' smallest gap is not the grid's step.
+    rng = np.random.default_rng(3)
+    number = rng.permutation(len(points)).astype(float)
+    issued = rng.permutation(np.cumsum(rng.choice([2, 3], len(points)))).astype(float)
     score = {"0.1 * id": 0.1 * number, "id + 0.5": number + 0.5,
-             "3 * id + 0.25": 3 * number + 0.25}[ids]
+             "3 * id + 0.25": 3 * number + 0.25, "steps of 2 and 3": 0.1 * issued}[ids]
     numbered = points.assign(score=score)
     message = r"continuous column 'score' holds 600 distinct whole numbers \(or multiples"
     with pytest.raises(InputError, match=message):
