@@ -839,15 +839,9 @@ def nanmean_rows(values: np.ndarray) -> np.ndarray:
 
 
 def nanmin_rows(values: np.ndarray) -> np.ndarray:
-    """Minimum of each row over its non-NaN entries; NaN (without a warning) for all-NaN rows.
+    """Minimum of each row of a (k, m) array over its non-NaN entries, as :func:`nanmean_rows`.
 
-    Parameters
-    ----------
-    values : numpy.ndarray, shape (k, m)
-
-    Returns
-    -------
-    numpy.ndarray, shape (k,)
+    NaN (without a warning) for all-NaN rows.
     """
     ok = ~np.isnan(values)
     least = np.where(ok, values, np.inf).min(axis=1, initial=np.inf)

@@ -1,3 +1,4 @@
+import contextlib
 import json
 import math
 import threading
@@ -132,48 +133,12 @@ def test_another_threads_spend_is_not_a_partition_of_an_open_parallel_block():
     assert accountant.blocks.loc[0, "epsilon"] == 0.5
 
 
-def test_a_block_closed_by_another_thread_is_still_charged():
-    """A generator holding a parallel block, started here and finished in a worker thread.
+def regions_finished_in_a_worker(accountant, caller_block=None):
+    """Open a generator's parallel block here, spend region 1, and finish it in a thread.
 
-    The worker's close looked the block up by its own thread, raised a bare KeyError before
-    charging it, and the block's 0.9 left the budget: 0.9 more was accepted beyond 2.0.
+    The worker spends region 2 (its own, sequential spend) and closes the block; with
+    ``caller_block``, while that block of the caller's is open. Returns the worker's errors.
     """
-    accountant = Accountant(2.0)
-
-    def per_region(values):
-        with accountant.parallel(label="regions"):
-            for value in values:
-                yield accountant.spend(0.9, label=f"region {value}")
-
-    regions = per_region([1, 2])
-    next(regions)  # region 1, in the block
-    failures = []
-
-    def finish():
-        try:
-            list(regions)  # region 2: the worker's own spend (sequential), then the close
-        except Exception as error:  # noqa: BLE001 - the test reports whatever it was
-            failures.append(error)
-
-    worker = threading.Thread(target=finish)
-    worker.start()
-    worker.join()
-    assert not failures
-    assert accountant.spent_epsilon == pytest.approx(1.8)
-    assert accountant.blocks.loc[0, "epsilon"] == pytest.approx(0.9)
-    with pytest.raises(BudgetExceededError):
-        accountant.spend(0.9, label="again")
-    assert not accountant._open  # no stack left behind for the opening thread
-
-
-def test_a_block_closed_out_of_order_is_charged_and_closed():
-    """A generator's parallel block finished in a worker while the caller's block was open.
-
-    The close raised "closed in reverse order" and left the block open and uncharged: every
-    later spend became a partition of it, 6.3 spent on a budget of 2.0.
-    """
-    accountant = Accountant(2.0)
-
     def per_region(values):
         with accountant.parallel(label="regions"):
             for value in values:
@@ -189,11 +154,36 @@ def test_a_block_closed_out_of_order_is_charged_and_closed():
         except Exception as error:  # noqa: BLE001 - the test reports whatever it was
             failures.append(error)
 
-    with accountant.sequential(label="caller"):
+    with caller_block if caller_block is not None else contextlib.nullcontext():
         worker = threading.Thread(target=finish)
         worker.start()
         worker.join()
-    assert not failures
+    return failures
+
+
+def test_a_block_closed_by_another_thread_is_still_charged():
+    """A generator holding a parallel block, started here and finished in a worker thread.
+
+    The worker's close looked the block up by its own thread, raised a bare KeyError before
+    charging it, and the block's 0.9 left the budget: 0.9 more was accepted beyond 2.0.
+    """
+    accountant = Accountant(2.0)
+    assert not regions_finished_in_a_worker(accountant)
+    assert accountant.spent_epsilon == pytest.approx(1.8)
+    assert accountant.blocks.loc[0, "epsilon"] == pytest.approx(0.9)
+    with pytest.raises(BudgetExceededError):
+        accountant.spend(0.9, label="again")
+    assert not accountant._open  # no stack left behind for the opening thread
+
+
+def test_a_block_closed_out_of_order_is_charged_and_closed():
+    """A generator's parallel block finished in a worker while the caller's block was open.
+
+    The close raised "closed in reverse order" and left the block open and uncharged: every
+    later spend became a partition of it, 6.3 spent on a budget of 2.0.
+    """
+    accountant = Accountant(2.0)
+    assert not regions_finished_in_a_worker(accountant, accountant.sequential(label="caller"))
     assert accountant.spent_epsilon == pytest.approx(1.8)  # block 0.9 + the worker's 0.9
     assert not accountant._open
     with pytest.raises(BudgetExceededError):
