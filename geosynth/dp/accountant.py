@@ -52,6 +52,7 @@ References
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import math
 import numbers
@@ -59,7 +60,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -94,6 +95,8 @@ BLOCK_COLUMNS = ["id", "label", "composition", "parent", "epsilon", "delta"]
 
 _FORMAT = "geosynth.dp.Accountant"
 _FORMAT_VERSION = 1
+#: The files whose frames open a block on someone's behalf (:func:`_opening_frame`).
+_OWN_FILES = frozenset({__file__, contextlib.__file__})
 
 
 #: The largest float: a total above it cannot be shown (an uncapped budget allows it).
@@ -113,6 +116,28 @@ class _Block:
     parent: int | None
     epsilon: Fraction = Fraction(0)
     delta: Fraction = Fraction(0)
+    opener: Any = field(default=None, repr=False, compare=False)  # frame of its ``with``
+
+
+def _opening_frame() -> Any:
+    """Return the frame whose ``with`` opens a block: the first outside this module and contextlib.
+
+    Skips :meth:`Accountant._block` and the context manager machinery that calls it.
+    """
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename in _OWN_FILES:
+        frame = frame.f_back
+    return frame
+
+
+def _running(frame: Any) -> bool:
+    """Whether ``frame`` is on the current call stack (a suspended generator's is not)."""
+    current = sys._getframe(1)
+    while current is not None:
+        if current is frame:
+            return True
+        current = current.f_back
+    return False
 
 
 def _flow() -> tuple[int, asyncio.Task | None]:
@@ -470,6 +495,20 @@ class Accountant:
         """Return the caller's (:func:`_flow`) open blocks (a new, unstored list if none)."""
         return self._open.get(_flow(), [])
 
+    def _active(self, stack: list[_Block]) -> int:
+        """Position in ``stack`` of the innermost block the caller is inside of (-1: none).
+
+        A block holds the spends made while the code that opened it runs. A generator that
+        holds ``with accountant.parallel():`` and is suspended at a ``yield`` has the block
+        open in this thread, and the caller's own spends meanwhile became partitions of it,
+        charged by the maximum: five spends of 1.0 cost 1.0. They go to the block the caller
+        is inside of, or the top level.
+        """
+        for position in range(len(stack) - 1, -1, -1):
+            if _running(stack[position].opener):
+                return position
+        return -1
+
     def _total(self, leaf: Cost | None = None) -> Cost:
         """Return the exact top-level total, with ``leaf`` added to the caller's innermost block.
 
@@ -480,18 +519,25 @@ class Accountant:
         me = _flow()
         total = (self._root.epsilon, self._root.delta)
         for ident, stack in [*self._open.items(), *([] if me in self._open else [(me, [])])]:
-            child = leaf if ident == me else None
-            for block in reversed(stack):
+            at = self._active(stack) if ident == me and leaf is not None else -2
+            if at == -1:  # the caller is inside none of its open blocks: the top level
+                total = _combine("sequential", total, leaf)
+            child = None
+            for position in range(len(stack) - 1, -1, -1):
+                block = stack[position]
                 own = (block.epsilon, block.delta)
+                if position == at:
+                    own = _combine(block.composition, own, leaf)
                 child = own if child is None else _combine(block.composition, own, child)
             total = total if child is None else _combine("sequential", total, child)
         return total
 
     def _where(self) -> str:
         stack = self._stack()
-        if not stack:
+        at = self._active(stack)
+        if at < 0:
             return ""
-        block = stack[-1]
+        block = stack[at]
         name = f" {block.label!r}" if block.label is not None else ""
         return f" inside {block.composition} block{name} (id {block.id})"
 
@@ -565,7 +611,9 @@ class Accountant:
         label = check_optional_str(label, "label")
         with self._lock:  # check and record as one step: two threads cannot both fit
             total = self._refuse_if_over(epsilon, delta, label)
-            block = (self._stack() or [self._root])[-1]
+            stack = self._stack()
+            at = self._active(stack)
+            block = stack[at] if at >= 0 else self._root
             block.epsilon, block.delta = _combine(
                 block.composition, (block.epsilon, block.delta), _exact(epsilon, delta)
             )
@@ -592,8 +640,9 @@ class Accountant:
         with self._lock:
             opened_by = _flow()
             stack = self._open.setdefault(opened_by, [])
-            parent = stack[-1].id if stack else None
-            block = _Block(self._next_id, label, composition, parent)
+            at = self._active(stack)
+            parent = stack[at].id if at >= 0 else None
+            block = _Block(self._next_id, label, composition, parent, opener=_opening_frame())
             self._next_id += 1
             self._blocks[block.id] = {"id": block.id, "label": label, "composition": composition,
                                       "parent": parent, "epsilon": 0.0, "delta": 0.0}
@@ -615,18 +664,24 @@ class Accountant:
         # Out of order too: a generator holding a parallel block, finished in a worker while
         # its caller had a sequential block open, raised "closed in reverse order" and left
         # the block open, uncharged, every later spend a partition of it (6.3 spent on 2.0).
-        # Such a block is charged at the top level, which is sequential: never less than its
-        # share inside its parent, with the blocks opened after it still open there.
+        # A block is charged to the open block the closing code is inside of (:meth:`_active`),
+        # else to the top level, which is sequential: never less than its share inside its
+        # parent. (A caller's block closed above a suspended generator's parallel block was
+        # charged to that block, by the maximum.)
         position = next(k for k, open_block in enumerate(stack) if open_block is block)
-        in_order = position == len(stack) - 1
         del stack[position]
-        outer = stack[-1] if in_order and stack else self._root
+        at = self._active(stack)
+        outer = stack[at] if at >= 0 else self._root
         outer.epsilon, outer.delta = _combine(
             outer.composition, (outer.epsilon, outer.delta), (block.epsilon, block.delta)
         )
         self._blocks[block.id].update(epsilon=float(block.epsilon), delta=float(block.delta))
+        block.opener = None
         if not stack and self._open.get(opened_by) is stack:
             del self._open[opened_by]
+        # In order the total is unchanged; out of order the top level charges more, and the
+        # spent total (what spent_epsilon, copies and to_dict report) must say so.
+        self._spent = self._total()
 
     def _block_records(self) -> dict[int, dict[str, Any]]:
         """Return copies of the block records, open ones with their cost so far (lock held)."""
@@ -646,7 +701,10 @@ class Accountant:
 
         The caller is responsible for the partitions being disjoint and chosen without looking
         at the confidential data (e.g. grid cells, or levels of a public attribute); otherwise
-        sequential composition applies.
+        sequential composition applies. A block holds the spends made while the code that
+        opened it runs: spends of another thread or task, or of the caller of a generator
+        suspended inside the block, are charged where that code is (the top level if in no
+        block).
 
         Parameters
         ----------

@@ -1,4 +1,5 @@
 import contextlib
+import copy
 import json
 import math
 import threading
@@ -188,6 +189,59 @@ def test_a_block_closed_out_of_order_is_charged_and_closed():
     assert not accountant._open
     with pytest.raises(BudgetExceededError):
         accountant.spend(0.9, label="again")
+
+
+def test_spends_beside_a_suspended_generators_block_are_not_its_partitions():
+    """A generator holding a parallel block, paused at a yield; the caller spends meanwhile.
+
+    The caller's five spends of 1.0 became partitions of the generator's block (charged by
+    the maximum: 1.0 in all, on a budget of 2.0); a block the caller opened and closed there
+    was charged to it by the maximum too.
+    """
+    accountant = Accountant(2.0)
+
+    def per_region():
+        with accountant.parallel(label="regions"):
+            accountant.spend(1.0, label="region 1")
+            yield
+
+    regions = per_region()
+    next(regions)
+    accountant.spend(0.5, label="caller")  # the top level: 1.5
+    with pytest.raises(BudgetExceededError):
+        accountant.spend(1.0, label="caller again")  # 2.5 > 2.0
+    with accountant.sequential(label="caller's block"):
+        accountant.spend(0.25)
+        accountant.spend(0.25)
+    assert accountant.spent_epsilon == pytest.approx(2.0)
+    next(regions, None)  # the generator closes its block
+    assert accountant.spent_epsilon == pytest.approx(2.0)
+    ledger = accountant.ledger.set_index("label")
+    assert pd.isna(ledger.loc["caller", "group"])
+
+
+def test_an_out_of_order_close_shows_in_the_spent_total_and_in_copies():
+    """The top level charged the block, but spent_epsilon (and a copy) did not say so."""
+    accountant = Accountant(4.0)
+
+    def per_region():
+        with accountant.parallel(label="regions"):
+            accountant.spend(1.0, label="region 1")
+            yield
+
+    regions = per_region()
+    next(regions)
+    with accountant.sequential(label="caller"):
+        accountant.spend(1.0)
+        accountant.spend(1.0)
+        worker = threading.Thread(target=list, args=(regions,))
+        worker.start()
+        worker.join()
+    assert accountant.spent_epsilon == pytest.approx(3.0)
+    copied = copy.deepcopy(accountant)
+    assert copied.spent_epsilon == pytest.approx(3.0)
+    with pytest.raises(BudgetExceededError):
+        copied.spend(2.0)
 
 
 # ----------------------------------------------------------------------------------------------
