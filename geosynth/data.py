@@ -1310,21 +1310,33 @@ def _whole_number_gaps(values: np.ndarray) -> np.ndarray | None:
         return None
     if np.all(values == np.round(values)):
         return gaps
-    extent = float(ordered[-1] - ordered[0])
     # A few hundred units in the last place of the largest value: the rounding of ids scaled
     # in float64, far below any measurement's resolution.
     tolerance = _GRID_ULPS * float(np.spacing(np.abs(ordered).max()))
+    for step in (float(gaps.min()), _common_step_of(gaps, ordered, tolerance)):
+        with np.errstate(over="ignore", invalid="ignore"):  # a vast range, a NaN step: off
+            units = (ordered - ordered[0]) / step
+            rounded = np.round(units)
+            on_grid = np.abs(units - rounded) * step <= 4 * tolerance * np.maximum(units, 1.0)
+        if on_grid.all() and (np.diff(rounded) > 0).all():  # distinct values, distinct steps
+            return np.diff(rounded)
+    return None
+
+
+def _common_step_of(gaps: np.ndarray, ordered: np.ndarray, tolerance: float) -> float:
+    """Return the common step of ``gaps`` (:func:`_common_step`); NaN where it vanishes.
+
+    It vanishes below 1e-6 of the values' range without their outermost 1 % at each end (one
+    outlier, an id of 1e4 among 0.01 * id, stretched the whole range past the step).
+    """
+    low, high = ordered[int(0.01 * ordered.size)], ordered[int(0.99 * (ordered.size - 1))]
+    extent = float(high - low)
     step = float(gaps.max())
     for gap in np.unique(gaps):
         step = _common_step(step, float(gap), tolerance)
         if step < 1e-6 * extent:
-            return None
-    units = (ordered - ordered[0]) / step
-    rounded = np.round(units)
-    on_grid = np.abs(units - rounded) * step <= 4 * tolerance * np.maximum(units, 1.0)
-    if on_grid.all() and (np.diff(rounded) > 0).all():  # distinct values, distinct steps
-        return np.diff(rounded)
-    return None
+            return math.nan
+    return step
 
 
 def _common_step(a: float, b: float, tolerance: float) -> float:

@@ -378,6 +378,14 @@ def test_a_continuous_column_of_row_numbers_is_refused(gdf, grid):
     for run in (np.arange(n) + 0.5, 0.1 * np.arange(1017, 1017 + n), np.arange(n) * 0.37 - 4):
         with pytest.raises(InputError, match=r"multiples of one step\) in a nearly regular"):
             prepare(gdf.assign(seq=run), grid, ["sex"], continuous="seq")
+    # Scaled ids issued in steps of 2 and 3 (their smallest gap is not the grid's step), and
+    # scaled or shifted ids with one outlier (it stretched the range past the step).
+    rng = np.random.default_rng(4)
+    issued = 0.1 * rng.permutation(np.cumsum(rng.choice([2, 3], 300)))
+    outlier = np.r_[0.01 * rng.permutation(299), 1e4]
+    for run in (issued, outlier, np.r_[np.arange(299) + 0.5, 1e7 + 0.5]):
+        with pytest.raises(InputError, match=r"multiples of one step\)"):
+            prepare(make_gdf(n=300, seed=8).assign(seq=run), grid, ["sex"], continuous="seq")
     # Visit numbers drawn from 1-600 for 300 records: distinct and dense, steps of 1 to 4. A
     # measurement's 300 values in 600 would collide (probability of none: about e^-75).
     many = make_gdf(n=300, seed=8)
