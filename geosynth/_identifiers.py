@@ -20,6 +20,8 @@ __all__ = [
     "PANDAS_UNNAMED",
     "LAYER_NAMES",
     "is_identifier_name",
+    "names_a_record",
+    "RECORD_WORDS",
     "in_id_columns",
     "name_words",
     "case_clash",
@@ -52,6 +54,15 @@ ID_COLUMNS = frozenset(
 IDENTIFIER_WORDS = frozenset({
     "id", "ids", "idx", "uid", "uuid", "guid", "gid", "pid", "oid", "eid", "fid", "objectid",
     "globalid", "rowid", "ssn", "cpf", "prontuario", "mrn",  # a medical record number
+})
+#: Words of a name that make an identifier a person's or a record's own, not a facility's or an
+#: area's (``clinic_id``, ``ward_no``, ``ID_MUNICIP``): :func:`names_a_record`.
+RECORD_WORDS = frozenset({
+    "patient", "paciente", "person", "pessoa", "people", "subject", "participant", "member",
+    "client", "customer", "user", "respondent", "individual", "resident", "visitor", "case",
+    "caso", "record", "registro", "visit", "admission", "encounter", "episode", "claim",
+    "household", "family", "row", "obs", "observation", "mrn", "ssn", "cpf", "prontuario",
+    "eid", "pid", "uid", "uuid", "guid", "rowid", "objectid", "globalid", "idx", "index",
 })
 #: Words that make a column name an identifier as its last word after another one: a record's
 #: number or key (``patient_no``, ``case_number``, ``Fall_Nr``, ``AreaKey``); ``key`` and
@@ -108,6 +119,30 @@ def is_identifier_name(column: Any) -> bool:
     if not words or words[-1] not in IDENTIFIER_ENDINGS:
         return False
     return len(words) > 1 or words[-1] in {"key", "number"}
+
+
+def names_a_record(column: Any) -> bool:
+    """Whether an identifier's name says whose: a person's or a record's own.
+
+    ``patient_id``, ``mrn``, ``case_no``, ``visit_number``, a bare ``id`` or ``uuid``, pandas'
+    ``Unnamed: 0``: yes. ``clinic_id``, ``ward_no``, ``ID_MUNICIP``, ``region_id``: a
+    facility's or an area's, no. For :func:`geosynth.data.identifies_records`, which refuses the
+    first kind over larger groups (a patient's ten visits).
+
+    Parameters
+    ----------
+    column : Any
+        A column label that :func:`is_identifier_name` takes for an identifier's.
+
+    Returns
+    -------
+    bool
+    """
+    if in_id_columns(column) or PANDAS_UNNAMED.fullmatch(str(column).strip()):
+        return True
+    words = name_words(column)
+    other = [w for w in words if w not in IDENTIFIER_WORDS and w not in IDENTIFIER_ENDINGS]
+    return not other or bool(RECORD_WORDS.intersection(words))
 
 
 def name_words(column: Any) -> list[str]:

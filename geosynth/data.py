@@ -81,8 +81,9 @@ rare category in large data (a few singletons among thousands) passes, with a
 ``allow_identifying=True`` only for a column whose levels are public and cannot be linked to a
 person; otherwise drop the column or coarsen it into groups. An attribute *named* like an
 identifier (:func:`~geosynth._identifiers.is_identifier_name`: ``patient_id``) with most
-records in levels of fewer than ``SMALL_LEVEL_RECORDS`` (5) is refused too (three visits per
-patient pass the rules above); under any name such small groups get a
+records in levels of fewer than ``IDENTIFYING_MIN_RECORDS`` (20) for a person's or record's
+(``patient_id``, ``mrn``; ten visits per patient pass the rules above), ``SMALL_LEVEL_RECORDS``
+(5) for a facility's (``clinic_id``), is refused too; under any name such small groups get a
 :class:`~geosynth.errors.PrivacyLeakWarning`, and an area's code of large groups
 (``ID_MUNICIP``) passes. Combinations of several attributes
 are not refused (each attribute alone is; the model needs fewer possible combinations than
@@ -115,6 +116,7 @@ from geosynth._identifiers import (
     case_clash,
     in_id_columns,
     is_identifier_name,
+    names_a_record,
 )
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import (
@@ -200,6 +202,7 @@ __all__ = [
     "IDENTIFYING_MIN_SINGLETONS",
     "IDENTIFYING_SINGLETON_SHARE",
     "SMALL_LEVEL_RECORDS",
+    "name_bound",
 ]
 
 _SD_RTOL = 1e-12  # an SD below this fraction of the largest |cell mean| is rounding noise
@@ -726,7 +729,7 @@ def prepare(
         a bad ``outside`` or
         ``max_bytes``; more possible combinations (product of the numbers of levels) than kept
         records; an attribute whose levels identify records, or named like an identifier with most
-        records in levels of fewer than :data:`SMALL_LEVEL_RECORDS` (unless ``allow_identifying``);
+        records in levels of fewer than :func:`name_bound` (unless ``allow_identifying``);
         an attribute holding locations (geometries, WKT, WKB, GeoJSON, tuples of numbers, coordinate
         text) or tuples; a ``continuous`` column of row numbers (distinct whole numbers nearly all
         one step apart, or n of them within n²/28 values) or varying by less than 1e-8 of its
@@ -2754,9 +2757,9 @@ def identifies_records(sizes: np.ndarray, n_records: int, name: Hashable | None 
     """Tell whether an attribute identifies records: the one rule of prepare and the SDC tools.
 
     By its levels (:func:`is_identifying`), or by its name (:func:`is_identifier_name`) with
-    most records in levels of fewer than :data:`IDENTIFYING_MIN_RECORDS` (``patient_id`` over
-    three visits each passes the level rules; over five or ten visits, a dialysis patient's,
-    it passed a bound of :data:`SMALL_LEVEL_RECORDS` too, and every MRN was published
+    most records in levels of fewer than :func:`name_bound` records (``patient_id`` over three
+    visits each passes the level rules; over five or ten visits, a dialysis patient's, it
+    passed a bound of :data:`SMALL_LEVEL_RECORDS` too, and every MRN was published
     verbatim). An area's code (``ID_MUNICIP``, 150 records a level) is not a record's.
 
     Parameters
@@ -2774,7 +2777,18 @@ def identifies_records(sizes: np.ndarray, n_records: int, name: Hashable | None 
     """
     return is_identifying(sizes, n_records) or (
         name is not None and is_identifier_name(name)
-        and bool(_in_small_levels(sizes, n_records, IDENTIFYING_MIN_RECORDS)))
+        and bool(_in_small_levels(sizes, n_records, name_bound(name))))
+
+
+def name_bound(name: Hashable) -> int:
+    """Return the records a level needs for an attribute named like an identifier to pass.
+
+    :data:`IDENTIFYING_MIN_RECORDS` for a person's or a record's identifier
+    (:func:`~geosynth._identifiers.names_a_record`: ``patient_id``, ``mrn``), whose levels
+    name a few records (a dialysis patient's ten visits); :data:`SMALL_LEVEL_RECORDS` for a
+    facility's or an area's (``clinic_id``, ``ward_no``: eight patients a clinic is a group).
+    """
+    return IDENTIFYING_MIN_RECORDS if names_a_record(name) else SMALL_LEVEL_RECORDS
 
 
 def _warn_of_rare_levels(sizes: dict[str, np.ndarray], skipped: list[str]) -> None:
@@ -2917,7 +2931,8 @@ def _check_identifying(
         return flagged
     raise InputError(
         f"{described}; such levels (nearly) identify records (a name like an identifier's "
-        f"with most records in levels of fewer than {SMALL_LEVEL_RECORDS}, "
+        f"with most records in levels of fewer than {SMALL_LEVEL_RECORDS}, or "
+        f"{IDENTIFYING_MIN_RECORDS} for a person's or record's (patient_id, mrn), "
         f"more levels than {IDENTIFYING_LEVEL_SHARE:.0%} of the records, or over "
         f"{IDENTIFYING_SINGLETON_SHARE:.0%} of the records alone in their level, or every "
         "record alone in its level), and a release "

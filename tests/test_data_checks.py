@@ -426,6 +426,9 @@ def test_an_identifier_of_frequent_visitors_is_refused(grid, visits):
     # ... while groups of 20 or more records pass under the name
     gdf["region_id"] = np.repeat(np.arange(n // 22 + 1), 22)[:n]
     prepare(gdf, grid, ["region_id"])
+    # ... and a facility's identifier over groups of five or more: eight patients a clinic
+    gdf["clinic_id"] = np.repeat(np.arange(n // 8 + 1), 8)[:n]
+    assert recorded(lambda: prepare(gdf, grid, ["clinic_id"])) == []
 
 
 def test_an_attribute_of_small_groups_is_warned_about(grid):
