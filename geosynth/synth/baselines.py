@@ -387,29 +387,79 @@ def _numeric_columns(gdf: gpd.GeoDataFrame, keep: list) -> list[tuple[Any, np.nd
 
 #: A number at the start of a text: digits with thousands separators or a decimal mark.
 _LEADING_NUMBER = re.compile(r"\s*([-+]?\d[\d.,' \u00a0\u202f]*)")
+#: Every number in a text ("POINT (x y)", "(x, y)", "E300261.61", "x=300261.61").
+_NUMBERS = re.compile(r"[-+]?\d[\d.,'\u00a0\u202f]*")
+#: The numbers of one value tried as a coordinate, by position ("POINT (x y)": x, y).
+_POSITIONS = 3
 
 
 def _readings(objects: np.ndarray) -> list[np.ndarray]:
-    """Read objects as numbers two ways: a comma as thousands separator, and as decimal mark.
+    """Read objects as numbers, every way a coordinate may hide in them.
 
-    Numbers (``Decimal``, ``Fraction``, NumPy scalars) are taken as they are; a text by the
-    number it starts with (a unit after it dropped), spaces and apostrophes as thousands
-    separators; anything else is NaN.
+    Numbers (``Decimal``, ``Fraction``, NumPy scalars) as they are; a text by the number it
+    starts with (spaces and apostrophes as thousands separators, a unit after it dropped), and
+    by each of its first :data:`_POSITIONS` numbers ("POINT (x y)", "(x, y)", "x=…"); bytes
+    as text; a tuple, list, array or point by its first numbers. Each text number is read
+    with a comma as thousands separator and as decimal mark. Anything else is NaN.
     """
-    point = np.full(objects.size, np.nan)
-    comma = np.full(objects.size, np.nan)
+    n = objects.size
+    readings = {key: np.full(n, np.nan) for key in
+                [("lead", mark) for mark in ".,"] +
+                [(position, mark) for position in range(_POSITIONS) for mark in ".,"]}
     for k, value in enumerate(objects):
-        if isinstance(value, numbers.Number) and not isinstance(value, bool | np.bool_):
-            with contextlib.suppress(TypeError, ValueError, OverflowError):  # complex: NaN
-                point[k] = comma[k] = float(value)  # a Decimal is a Number, not a Real
-            continue
-        match = _LEADING_NUMBER.match(value) if isinstance(value, str) else None
-        if match is None:
-            continue
-        digits = re.sub(r"[' \u00a0\u202f]", "", match.group(1))
-        point[k] = _as_float(digits.replace(",", ""))
-        comma[k] = _as_float(digits.replace(".", "").replace(",", "."))
-    return [point] if np.array_equal(point, comma, equal_nan=True) else [point, comma]
+        for key, number in _value_numbers(value):
+            readings[key][k] = number
+    kept = []
+    for values in readings.values():
+        if not np.isnan(values).all() and not any(
+                np.array_equal(values, other, equal_nan=True) for other in kept):
+            kept.append(values)
+    return kept
+
+
+def _value_numbers(value: Any) -> list[tuple[tuple[Any, str], float]]:
+    """Return the ``((reading, mark), number)`` pairs of one object, for :func:`_readings`."""
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("latin-1")
+    if isinstance(value, numbers.Number) and not isinstance(value, bool | np.bool_):
+        with contextlib.suppress(TypeError, ValueError, OverflowError):  # complex: none
+            number = float(value)  # a Decimal is a Number, not a Real
+            return [(("lead", mark), number) for mark in ".,"] + [
+                ((0, mark), number) for mark in ".,"]
+        return []
+    if isinstance(value, str):
+        pairs = []
+        match = _LEADING_NUMBER.match(value)
+        if match is not None:
+            digits = re.sub(r"[' \u00a0\u202f]", "", match.group(1))
+            pairs += [(("lead", mark), _text_float(digits, mark)) for mark in ".,"]
+        for position, token in enumerate(_NUMBERS.findall(value)[:_POSITIONS]):
+            digits = re.sub(r"['\u00a0\u202f]", "", token).rstrip(".,")
+            pairs += [((position, mark), _text_float(digits, mark)) for mark in ".,"]
+        return pairs
+    pairs = []
+    for position, part in enumerate(_sequence_parts(value)[:_POSITIONS]):
+        pairs += [((position, key[1]), number) for key, number in _value_numbers(part)
+                  if key[0] == "lead"]
+    return pairs
+
+
+def _sequence_parts(value: Any) -> list[Any]:
+    """Return the elements of a tuple, list or array, or a point's coordinates; else none."""
+    if isinstance(value, tuple | list | np.ndarray):
+        return list(np.ravel(np.asarray(value, dtype=object)))
+    coords = getattr(value, "coords", None)
+    if coords is not None:
+        with contextlib.suppress(Exception):  # an empty or odd geometry: none
+            return list(coords[0])
+    return []
+
+
+def _text_float(digits: str, mark: str) -> float:
+    """Read ``digits`` with ``mark`` as the decimal mark (the other as thousands separator)."""
+    if mark == ".":
+        return _as_float(digits.replace(",", ""))
+    return _as_float(digits.replace(".", "").replace(",", "."))
 
 
 def _as_float(text: str) -> float:

@@ -376,6 +376,13 @@ def test_baselines_refuse_coordinates_in_other_units_offset_text_or_partly_chang
         "x_with_unit": ("x", np.array([f"{value:.2f} m" for value in x], dtype=object)),
         "x_categorical": ("x", pd.Categorical(np.round(x, 2))),
         "x_decimal": ("x", np.array([Decimal(f"{value:.3f}") for value in x], dtype=object)),
+        "x_in_wkt": ("x", np.array([f"POINT ({a:.2f} {b:.2f})" for a, b in zip(x, y,
+                                                                             strict=True)],
+                                   dtype=object)),
+        "x_in_pairs": ("x", np.array([(a, b) for a, b in zip(x, y, strict=True)] + [None],
+                                     dtype=object)[:-1]),
+        "x_labelled": ("x", np.array([f"E{value:.2f}" for value in x], dtype=object)),
+        "x_bytes": ("x", np.array([f"x={value:.2f}".encode() for value in x], dtype=object)),
         "y_noisy": ("y", y + np.random.default_rng(1).normal(0.0, 1.0, 80)),  # to a metre
     }
     for name, (label, values) in copies.items():
