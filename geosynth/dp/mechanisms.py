@@ -309,8 +309,9 @@ def _check_representable(
       doubled). Their noise is calibrated to ``Δ (1 + ROUNDING_MARGIN)``, whatever the values
       (a margin read off the values' own spacing made the scale differ between neighbours on
       either side of a power of two, a leak of its own), and values whose rounding could
-      exceed it are refused: ``spacing(|x| + Δ)`` above ``ROUNDING_MARGIN Δ / k``, ``k`` the
-      number of values for an L1 sensitivity, its square root for L2, 1 for a maximum.
+      exceed it are refused: the sum of ``spacing(|x| + Δ)`` over the values (for an L1
+      sensitivity; their root sum of squares for L2, their maximum for a maximum) above
+      ``ROUNDING_MARGIN Δ``.
 
     Returns
     -------
@@ -337,18 +338,17 @@ def _check_representable(
         )
     if not converted:
         return sensitivity
-    share = {"l1": float(values.size), "l2": math.sqrt(values.size), "linf": 1.0}[norm]
-    reach = np.minimum(np.abs(values) + sensitivity, sys.float_info.max)
-    rounded = np.spacing(reach) > ROUNDING_MARGIN * sensitivity / max(share, 1.0)
-    if rounded.any():
+    spacing = np.spacing(np.minimum(np.abs(values) + sensitivity, sys.float_info.max))
+    top = float(spacing.max()) if spacing.size else 0.0
+    widening = {"l1": float(spacing.sum()), "linf": top,
+                "l2": top * math.sqrt(float(np.sum((spacing / top) ** 2))) if top else 0.0}[norm]
+    if widening > ROUNDING_MARGIN * sensitivity:
         raise InputError(
             f"{where}: {name} holds exact numbers (Decimal, Fraction or longdouble) that "
-            f"float64 rounds, and {int(rounded.sum())} of them at "
-            f"{_describe_positions(rounded.ravel())} by more than the noise covers for "
-            f"sensitivity={sensitivity:g} (2**-16 of it, shared among the values): rounding "
-            "could move neighbouring statistics further apart than the sensitivity; subtract "
-            "a public offset first, or pass float64 values and a sensitivity that bounds "
-            "their change"
+            "float64 rounds by more, in all, than the noise covers for "
+            f"sensitivity={sensitivity:g} (2**-16 of it): rounding could move neighbouring "
+            "statistics further apart than the sensitivity; subtract a public offset first, "
+            "or pass float64 values and a sensitivity that bounds their change"
         )
     return sensitivity * (1.0 + ROUNDING_MARGIN)
 
