@@ -54,6 +54,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import inspect
 import math
 import numbers
 import sys
@@ -97,6 +98,7 @@ _FORMAT = "geosynth.dp.Accountant"
 _FORMAT_VERSION = 1
 #: The files whose frames open a block on someone's behalf (:func:`_opening_frame`).
 _OWN_FILES = frozenset({__file__, contextlib.__file__})
+_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
 #: The largest float: a total above it cannot be shown (an uncapped budget allows it).
@@ -120,24 +122,22 @@ class _Block:
 
 
 def _opening_frame() -> Any:
-    """Return the frame whose ``with`` opens a block: the first outside this module and contextlib.
+    """Return the frame whose code a block belongs to: the one whose ``with`` opened it.
 
-    Skips :meth:`Accountant._block` and the context manager machinery that calls it.
+    Skips :meth:`Accountant._block` and contextlib's machinery, and the wrappers of the user's
+    own: a ``__enter__`` method, and a ``@contextmanager`` generator entered by contextlib
+    (its body runs in the frame of the ``with`` that uses it, while the generator is
+    suspended at its ``yield``: five spends of 1.0 there went to the top level, 5.0).
     """
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename in _OWN_FILES:
+    while frame is not None and (
+        frame.f_code.co_filename in _OWN_FILES
+        or frame.f_code.co_name in ("__enter__", "__aenter__")
+        or (frame.f_code.co_flags & _GENERATOR_FLAGS and frame.f_back is not None
+            and frame.f_back.f_code.co_filename in _OWN_FILES)
+    ):
         frame = frame.f_back
     return frame
-
-
-def _running(frame: Any) -> bool:
-    """Whether ``frame`` is on the current call stack (a suspended generator's is not)."""
-    current = sys._getframe(1)
-    while current is not None:
-        if current is frame:
-            return True
-        current = current.f_back
-    return False
 
 
 def _flow() -> tuple[int, asyncio.Task | None]:
@@ -496,25 +496,36 @@ class Accountant:
         return self._open.get(_flow(), [])
 
     def _active(self, stack: list[_Block]) -> int:
-        """Position in ``stack`` of the innermost block the caller is inside of (-1: none).
+        """Position in ``stack`` of the block the caller is inside of (-1: none).
 
-        A block holds the spends made while the code that opened it runs. A generator that
-        holds ``with accountant.parallel():`` and is suspended at a ``yield`` has the block
-        open in this thread, and the caller's own spends meanwhile became partitions of it,
-        charged by the maximum: five spends of 1.0 cost 1.0. They go to the block the caller
-        is inside of, or the top level.
+        A block holds the spends made while the code that opened it runs: the innermost frame
+        of the call stack that opened an open block names it. A generator that holds ``with
+        accountant.parallel():`` and is suspended at a ``yield`` has the block open in this
+        thread, and the caller's own spends meanwhile became partitions of it, charged by the
+        maximum: five spends of 1.0 cost 1.0. They go to the block the caller is inside of, or
+        the top level; and the generator's, resumed inside a block of the caller's, go to its
+        own block, not the caller's.
         """
-        for position in range(len(stack) - 1, -1, -1):
-            if _running(stack[position].opener):
+        if not stack:
+            return -1
+        opened = {id(block.opener): position for position, block in enumerate(stack)}
+        frame = sys._getframe(1)
+        while frame is not None:
+            position = opened.get(id(frame))
+            if position is not None and stack[position].opener is frame:
                 return position
+            frame = frame.f_back
         return -1
 
     def _total(self, leaf: Cost | None = None) -> Cost:
-        """Return the exact top-level total, with ``leaf`` added to the caller's innermost block.
+        """Return the exact top-level total, with ``leaf`` added to the caller's active block.
 
         The top level is sequential: its own cost plus what the open blocks of every thread and
         asyncio task (:func:`_flow`) cost so far (they release on the same data, so their costs
-        add; a spend in one is never a partition of another's parallel block).
+        add; a spend in one is never a partition of another's parallel block). Each flow's
+        blocks are folded into their parents (the block active when they opened), not into
+        the block below them in the stack: a caller's block opened above a suspended
+        generator's parallel block was folded into it by the maximum.
         """
         me = _flow()
         total = (self._root.epsilon, self._root.delta)
@@ -522,14 +533,18 @@ class Accountant:
             at = self._active(stack) if ident == me and leaf is not None else -2
             if at == -1:  # the caller is inside none of its open blocks: the top level
                 total = _combine("sequential", total, leaf)
-            child = None
-            for position in range(len(stack) - 1, -1, -1):
-                block = stack[position]
-                own = (block.epsilon, block.delta)
-                if position == at:
-                    own = _combine(block.composition, own, leaf)
-                child = own if child is None else _combine(block.composition, own, child)
-            total = total if child is None else _combine("sequential", total, child)
+            cost = {block.id: (block.epsilon, block.delta) for block in stack}
+            if at >= 0:
+                active = stack[at]
+                cost[active.id] = _combine(active.composition, cost[active.id], leaf)
+            by_id = {block.id: block for block in stack}
+            for block in reversed(stack):  # a child opens after its parent: innermost first
+                parent = by_id.get(block.parent)
+                if parent is not None:
+                    cost[parent.id] = _combine(parent.composition, cost[parent.id],
+                                               cost[block.id])
+                else:
+                    total = _combine("sequential", total, cost[block.id])
         return total
 
     def _where(self) -> str:
@@ -664,14 +679,13 @@ class Accountant:
         # Out of order too: a generator holding a parallel block, finished in a worker while
         # its caller had a sequential block open, raised "closed in reverse order" and left
         # the block open, uncharged, every later spend a partition of it (6.3 spent on 2.0).
-        # A block is charged to the open block the closing code is inside of (:meth:`_active`),
-        # else to the top level, which is sequential: never less than its share inside its
-        # parent. (A caller's block closed above a suspended generator's parallel block was
-        # charged to that block, by the maximum.)
+        # A block is charged to its parent (the block active when it opened) if still open,
+        # else to the top level, which is sequential. (Charged to the block below it in the
+        # stack, a caller's block closed above a suspended generator's parallel block went
+        # into it by the maximum.)
         position = next(k for k, open_block in enumerate(stack) if open_block is block)
         del stack[position]
-        at = self._active(stack)
-        outer = stack[at] if at >= 0 else self._root
+        outer = next((b for b in stack if b.id == block.parent), self._root)
         outer.epsilon, outer.delta = _combine(
             outer.composition, (outer.epsilon, outer.delta), (block.epsilon, block.delta)
         )
@@ -679,8 +693,8 @@ class Accountant:
         block.opener = None
         if not stack and self._open.get(opened_by) is stack:
             del self._open[opened_by]
-        # In order the total is unchanged; out of order the top level charges more, and the
-        # spent total (what spent_epsilon, copies and to_dict report) must say so.
+        # The fold by parents leaves the total unchanged; the spent total (what spent_epsilon,
+        # copies and to_dict report) is refreshed all the same.
         self._spent = self._total()
 
     def _block_records(self) -> dict[int, dict[str, Any]]:

@@ -244,6 +244,69 @@ def test_an_out_of_order_close_shows_in_the_spent_total_and_in_copies():
         copied.spend(2.0)
 
 
+def region_blocks(accountant, spends=(1.0,)):
+    """A generator holding a parallel block at the top level, spending at each step."""
+    def regions():
+        with accountant.parallel(label="regions"):
+            for epsilon in spends:
+                accountant.spend(epsilon, label="region")
+                yield
+    return regions()
+
+
+def test_a_suspended_generators_block_and_the_callers_are_not_folded_together():
+    """Blocks are folded into the block active when they opened, not the one below them.
+
+    The generator's block (1.0), resumed or closed inside the caller's parallel block, was
+    folded into it by the maximum: a total of 1.0 where 2.0 was spent.
+    """
+    accountant = Accountant(1.5)
+    regions = region_blocks(accountant)
+    next(regions)  # the generator's block: 1.0 at the top level
+    with pytest.raises(BudgetExceededError):
+        with accountant.parallel(label="caller"):
+            accountant.spend(1.0, label="caller's")  # 2.0 > 1.5
+    accountant = Accountant(3.0)
+    regions = region_blocks(accountant, spends=(1.0, 1.0))
+    next(regions)
+    with accountant.parallel(label="caller"):
+        accountant.spend(1.0, label="caller's")
+        next(regions)  # the generator's second spend: its own block, a partition of it
+        next(regions, None)  # and its block closes here
+    assert accountant.spent_epsilon == pytest.approx(2.0)
+    generators = accountant.blocks.set_index("label").loc["regions", "id"]
+    assert list(accountant.ledger["group"].iloc[[0, 2]]) == [generators] * 2  # both its own
+
+
+def test_a_block_opened_through_a_wrapper_holds_the_spends_of_its_body():
+    """A @contextmanager or __enter__ wrapper around parallel(): the body's spends are in it.
+
+    The block's opener was the wrapper's suspended frame, and five spends of 1.0 in the body
+    cost 5.0 at the top level.
+    """
+    @contextlib.contextmanager
+    def regions(accountant):
+        with accountant.parallel(label="regions"):
+            yield
+
+    class Regions:
+        def __init__(self, accountant):
+            self.block = accountant.parallel(label="regions")
+
+        def __enter__(self):
+            return self.block.__enter__()
+
+        def __exit__(self, *exc):
+            return self.block.__exit__(*exc)
+
+    for wrapper in (regions, Regions):
+        accountant = Accountant(10.0)
+        with wrapper(accountant):
+            for _ in range(5):
+                accountant.spend(1.0)
+        assert accountant.spent_epsilon == pytest.approx(1.0), wrapper
+
+
 # ----------------------------------------------------------------------------------------------
 # Parallel composition
 # ----------------------------------------------------------------------------------------------
