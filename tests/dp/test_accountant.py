@@ -191,6 +191,16 @@ def test_a_block_closed_out_of_order_is_charged_and_closed():
         accountant.spend(0.9, label="again")
 
 
+def region_blocks(accountant, spends=(1.0,)):
+    """A generator holding a parallel block at the top level, spending at each step."""
+    def regions():
+        with accountant.parallel(label="regions"):
+            for epsilon in spends:
+                accountant.spend(epsilon, label="region")
+                yield
+    return regions()
+
+
 def test_spends_beside_a_suspended_generators_block_are_not_its_partitions():
     """A generator holding a parallel block, paused at a yield; the caller spends meanwhile.
 
@@ -199,13 +209,7 @@ def test_spends_beside_a_suspended_generators_block_are_not_its_partitions():
     was charged to it by the maximum too.
     """
     accountant = Accountant(2.0)
-
-    def per_region():
-        with accountant.parallel(label="regions"):
-            accountant.spend(1.0, label="region 1")
-            yield
-
-    regions = per_region()
+    regions = region_blocks(accountant)
     next(regions)
     accountant.spend(0.5, label="caller")  # the top level: 1.5
     with pytest.raises(BudgetExceededError):
@@ -223,13 +227,7 @@ def test_spends_beside_a_suspended_generators_block_are_not_its_partitions():
 def test_an_out_of_order_close_shows_in_the_spent_total_and_in_copies():
     """The top level charged the block, but spent_epsilon (and a copy) did not say so."""
     accountant = Accountant(4.0)
-
-    def per_region():
-        with accountant.parallel(label="regions"):
-            accountant.spend(1.0, label="region 1")
-            yield
-
-    regions = per_region()
+    regions = region_blocks(accountant)
     next(regions)
     with accountant.sequential(label="caller"):
         accountant.spend(1.0)
@@ -242,16 +240,6 @@ def test_an_out_of_order_close_shows_in_the_spent_total_and_in_copies():
     assert copied.spent_epsilon == pytest.approx(3.0)
     with pytest.raises(BudgetExceededError):
         copied.spend(2.0)
-
-
-def region_blocks(accountant, spends=(1.0,)):
-    """A generator holding a parallel block at the top level, spending at each step."""
-    def regions():
-        with accountant.parallel(label="regions"):
-            for epsilon in spends:
-                accountant.spend(epsilon, label="region")
-                yield
-    return regions()
 
 
 def test_a_suspended_generators_block_and_the_callers_are_not_folded_together():
