@@ -31,6 +31,7 @@ __all__ = [
     "levels_hold_locations",
     "point_coordinates",
     "refuse_z",
+    "text_numbers",
     "usable_points",
 ]
 
@@ -379,6 +380,25 @@ def _located(text: str, bounds: tuple[float, float, float, float],
 
 def _inside(x: float, y: float, box: tuple[float, float, float, float]) -> bool:
     return box[0] <= x <= box[2] and box[1] <= y <= box[3]
+
+
+def text_numbers(text: str) -> list[list[float]]:
+    """Return the numbers of ``text`` in each of its readings (decimal point, decimal comma).
+
+    The reader of :func:`holds_coordinates_within` (``"x=600016.5, y=7790580.3"``,
+    ``"POINT (x y)"``, ``"300,261.61"``, ``"600016,5; 7790580,3"``), for other checks of
+    coordinates hidden in text.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    list of list of float
+        One list of numbers, in order, per reading.
+    """
+    return [[value for value, _ in reading] for reading in _number_readings(text)]
 
 
 def _number_readings(text: str) -> list[list[tuple[float, int]]]:

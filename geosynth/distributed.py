@@ -1052,13 +1052,13 @@ def _check_covariates_of_all_partitions(ddf: dask_geopandas.GeoDataFrame,
     Each partition was checked alone (:func:`geosynth.data.locate_records`): record ids split
     into partitions of fewer than 20 rows, or too few for the density rule, passed what
     :func:`geosynth.prepare` refuses (and a partition's refusal gave its own count). A column
-    can only be record numbers when its values are distinct and on a grid of their smallest
-    gap (whole numbers, or ids scaled or shifted: ``0.1 * id``, ``id + 0.5``, which an earlier
-    shortcut, letting through any column with a fraction, passed here while
-    :func:`geosynth.prepare` refused them). Only such a column has its distinct values
-    gathered, checked when they are as many as its values; a measurement is let through on
-    its :data:`_GRID_SAMPLE` smallest values (a reduction that gathers only those): a repeat
-    among them, or values off the grid of their smallest gap. Before the partitions' checks.
+    can only be record numbers when its values are distinct and on a grid
+    (:func:`geosynth.data.on_a_grid`: whole numbers, or ids scaled or shifted, ``0.1 * id``,
+    ``id + 0.5``, which an earlier shortcut, letting through any column with a fraction,
+    passed here while :func:`geosynth.prepare` refused them). Only such a column has its
+    distinct values gathered, checked when they are as many as its values; a measurement is
+    let through on its :data:`_GRID_SAMPLE` smallest values (a reduction that gathers only
+    those): a repeat among them, or values on no grid. Before the partitions' checks.
     """
     import dask
 

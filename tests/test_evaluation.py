@@ -84,7 +84,13 @@ def test_without_a_crs_only_exact_locations_are_warned_of(scenario):
     bare = geosynth.Grid.regular(tuple(np.asarray(grid.bounds) * scale), shape=grid.shape)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        evaluate(original, [moved], bare, ATTRIBUTES, linked=False)
+        result = evaluate(original, [moved], bare, ATTRIBUTES, linked=False)
+    assert (result.tables["distance_risk"]["worst_min_distance"] > 0).all()  # no copy
+    # ... while the exact test still runs without a CRS: one record's own location is named
+    edited = moved.copy()
+    edited.iloc[0, edited.columns.get_loc(edited.geometry.name)] = original.geometry.iloc[0]
+    with pytest.warns(PrivacyLeakWarning, match=r"put points exactly at the locations"):
+        evaluate(original, [edited], bare, ATTRIBUTES, linked=False)
 
 
 def test_naive_releases_are_evaluated_with_figures(scenario):

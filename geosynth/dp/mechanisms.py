@@ -1073,9 +1073,10 @@ def gaussian(
         what=f"noise standard deviation sigma (delta={delta!r})",
         reason="float64 noise can carry",
     )
-    sensitivity = _check_representable(values, inexact, sensitivity, "x", "gaussian",
-                                       converted=_rounds_on_conversion(x), norm="l2")
-    sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
+    calibrated = _check_representable(values, inexact, sensitivity, "x", "gaussian",
+                                      converted=_rounds_on_conversion(x), norm="l2")
+    sigma *= calibrated / sensitivity  # the analytic σ is proportional to Δ
+    sensitivity = calibrated
     _warn_if_large_delta(delta)
 
     if seed is None:

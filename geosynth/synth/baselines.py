@@ -32,7 +32,7 @@ import pandas as pd
 import pyproj
 
 from geosynth._messages import caller_stacklevel, describe_rows
-from geosynth._points import at_locations, point_coordinates, refuse_z
+from geosynth._points import at_locations, point_coordinates, refuse_z, text_numbers
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_m, check_real, check_unique_columns, is_sequence
 from geosynth.data import check_crs
@@ -385,10 +385,9 @@ def _numeric_columns(gdf: gpd.GeoDataFrame, keep: list) -> list[tuple[Any, np.nd
     return numeric
 
 
-#: A number at the start of a text: digits with thousands separators or a decimal mark.
-_LEADING_NUMBER = re.compile(r"\s*([-+]?\d[\d.,' \u00a0\u202f]*)")
-#: Every number in a text ("POINT (x y)", "(x, y)", "E300261.61", "x=300261.61").
-_NUMBERS = re.compile(r"[-+]?\d[\d.,'\u00a0\u202f]*")
+#: A space or apostrophe between digit groups ("300 261,61", "300'261.61"): removed for a
+#: second reading of a text, as :func:`~geosynth._points.text_numbers` splits numbers at spaces.
+_GROUP_SEPARATOR = re.compile(r"(?<=\d)[' \u00a0\u202f](?=\d{3}(?!\d))")
 #: The numbers of one value tried as a coordinate, by position ("POINT (x y)": x, y).
 _POSITIONS = 3
 
@@ -396,51 +395,41 @@ _POSITIONS = 3
 def _readings(objects: np.ndarray) -> list[np.ndarray]:
     """Read objects as numbers, every way a coordinate may hide in them.
 
-    Numbers (``Decimal``, ``Fraction``, NumPy scalars) as they are; a text by the number it
-    starts with (spaces and apostrophes as thousands separators, a unit after it dropped), and
-    by each of its first :data:`_POSITIONS` numbers ("POINT (x y)", "(x, y)", "x=…"); bytes
-    as text; a tuple, list, array or point by its first numbers. Each text number is read
-    with a comma as thousands separator and as decimal mark. Anything else is NaN.
+    Numbers (``Decimal``, ``Fraction``, NumPy scalars) as they are; a text by each of its
+    first :data:`_POSITIONS` numbers in each reading of
+    :func:`~geosynth._points.text_numbers` ("POINT (x y)", "x=…", "300,261.61", a decimal
+    comma, a unit after it), with spaces between digit groups as thousands separators too;
+    bytes as text; a tuple, list, array or point by its first numbers. Anything else is NaN.
+    One array per (position, reading), without repeats.
     """
-    n = objects.size
-    readings = {key: np.full(n, np.nan) for key in
-                [("lead", mark) for mark in ".,"] +
-                [(position, mark) for position in range(_POSITIONS) for mark in ".,"]}
+    readings: dict[tuple[int, int], np.ndarray] = {}
     for k, value in enumerate(objects):
         for key, number in _value_numbers(value):
-            readings[key][k] = number
-    kept = []
+            readings.setdefault(key, np.full(objects.size, np.nan))[k] = number
+    kept: list[np.ndarray] = []
     for values in readings.values():
-        if not np.isnan(values).all() and not any(
-                np.array_equal(values, other, equal_nan=True) for other in kept):
+        if not any(np.array_equal(values, other, equal_nan=True) for other in kept):
             kept.append(values)
     return kept
 
 
-def _value_numbers(value: Any) -> list[tuple[tuple[Any, str], float]]:
-    """Return the ``((reading, mark), number)`` pairs of one object, for :func:`_readings`."""
+def _value_numbers(value: Any) -> list[tuple[tuple[int, int], float]]:
+    """Return the ``((position, reading), number)`` pairs of one object (:func:`_readings`)."""
     if isinstance(value, bytes | bytearray):
         value = bytes(value).decode("latin-1")
     if isinstance(value, numbers.Number) and not isinstance(value, bool | np.bool_):
         with contextlib.suppress(TypeError, ValueError, OverflowError):  # complex: none
-            number = float(value)  # a Decimal is a Number, not a Real
-            return [(("lead", mark), number) for mark in ".,"] + [
-                ((0, mark), number) for mark in ".,"]
+            return [((0, 0), float(value))]  # a Decimal is a Number, not a Real
         return []
     if isinstance(value, str):
-        pairs = []
-        match = _LEADING_NUMBER.match(value)
-        if match is not None:
-            digits = re.sub(r"[' \u00a0\u202f]", "", match.group(1))
-            pairs += [(("lead", mark), _text_float(digits, mark)) for mark in ".,"]
-        for position, token in enumerate(_NUMBERS.findall(value)[:_POSITIONS]):
-            digits = re.sub(r"['\u00a0\u202f]", "", token).rstrip(".,")
-            pairs += [((position, mark), _text_float(digits, mark)) for mark in ".,"]
-        return pairs
+        texts = dict.fromkeys([value, _GROUP_SEPARATOR.sub("", value)])
+        found = [found for text in texts for found in text_numbers(text)]
+        return [((position, reading), number) for reading, numbers_read in enumerate(found)
+                for position, number in enumerate(numbers_read[:_POSITIONS])]
     pairs = []
     for position, part in enumerate(_sequence_parts(value)[:_POSITIONS]):
         pairs += [((position, key[1]), number) for key, number in _value_numbers(part)
-                  if key[0] == "lead"]
+                  if key[0] == 0]
     return pairs
 
 
@@ -453,21 +442,6 @@ def _sequence_parts(value: Any) -> list[Any]:
         with contextlib.suppress(Exception):  # an empty or odd geometry: none
             return list(coords[0])
     return []
-
-
-def _text_float(digits: str, mark: str) -> float:
-    """Read ``digits`` with ``mark`` as the decimal mark (the other as thousands separator)."""
-    if mark == ".":
-        return _as_float(digits.replace(",", ""))
-    return _as_float(digits.replace(".", "").replace(",", "."))
-
-
-def _as_float(text: str) -> float:
-    """``float(text)``, or NaN where it is no number."""
-    try:
-        return float(text)
-    except ValueError:
-        return math.nan
 
 
 def _degrees(crs: Any, xy: np.ndarray) -> list[tuple[str, np.ndarray, float]]:
