@@ -1145,10 +1145,27 @@ def _check_numeric(series: pd.Series) -> None:
                      "thousands separator ('12,500': read the file with thousands=',') or a "
                      "decimal comma ('12,500' for 12.5: decimal=',', CLI: --decimal ,); or ")
         raise InputError(
-            f"continuous column {series.name!r} has non-numeric dtype {dtype}{comma or '; '}"
+            f"continuous column {series.name!r} has non-numeric dtype {dtype}"
+            f"{comma or _text_among_numbers(series) or '; '}"
             f"convert it to numbers (in Python, pd.to_numeric(gdf[{series.name!r}])) or move "
             "it to attributes= if it is categorical"
         )
+
+
+def _text_among_numbers(series: pd.Series) -> str:
+    """Name the rows that keep a mostly numeric text column from reading as numbers.
+
+    A CSV column of ages with one "unknown" (or "n/a" not in ``na_values``) is read as text,
+    and the message named no row to fix. Empty when fewer than half the present values read as
+    numbers: a column of words. Rows only, never the values (as every message here).
+    """
+    present = series.notna().to_numpy()
+    numbers = pd.to_numeric(series.where(present), errors="coerce").notna().to_numpy()
+    text = present & ~numbers
+    if not text.any() or numbers.sum() * 2 < present.sum():
+        return ""
+    return (f"; {int(text.sum())} of its values do not read as numbers "
+            f"({_rows(series.index, text)}): fix or drop those rows, then ")
 
 
 _DECIMAL_COMMA_NUMBER = r"\s*[-+]?\d{1,3}(?:\.\d{3})*,\d+\s*|\s*[-+]?\d+,\d+\s*"

@@ -792,6 +792,24 @@ def test_a_text_continuous_column_gets_advice_the_command_line_can_follow(two_co
     assert "to_numeric" not in result.output and "decimal comma" not in result.output
 
 
+def test_a_continuous_column_with_a_few_words_names_their_rows(tmp_path):
+    # Ages with "unknown" in two rows are read as text: the message named no row to fix.
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"x": rng.uniform(600_000, 601_000, 60).round(1),
+                          "y": rng.uniform(7_790_000, 7_791_000, 60).round(1),
+                          "sex": rng.choice(["f", "m"], 60),
+                          "age": rng.integers(1, 90, 60).astype(str)})
+    frame.loc[[7, 41], "age"] = "unknown"
+    frame.to_csv(tmp_path / "cases.csv", index=False)
+    result = run("release", tmp_path / "cases.csv", "--x", "x", "--y", "y", "--crs",
+                 "EPSG:31983", "--attributes", "sex", "--continuous", "age",
+                 "--grid", "3x3", *FAST, "--out", tmp_path / "out.gpkg")
+    assert_refused(result, "continuous column 'age' has non-numeric dtype",
+                   "2 of its values do not read as numbers (rows [7, 41]): fix or drop those "
+                   "rows")
+    assert "unknown" not in result.output  # rows, never values
+
+
 def test_a_continuous_column_of_decimal_commas_is_told_the_decimal_option(tmp_path):
     # A ';' CSV of "12,5" read without --decimal: told only to convert the column to numbers.
     rng = np.random.default_rng(4)
