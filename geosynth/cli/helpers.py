@@ -798,7 +798,9 @@ def _quoted(name: str) -> str:
     return word if word.startswith("'") else f"'{name}'"
 
 
-def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
+def check_projected(points: gpd.GeoDataFrame, name: str,
+                    coordinates: tuple[str | None, str | None] = (None, None),
+                    decimal: str | None = None) -> None:
     """Refuse points without a CRS, in a geographic CRS (degrees) or in one not in metres.
 
     Parameters
@@ -807,6 +809,10 @@ def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
         The points read from the input file.
     name : str
         The input file's name, for the messages.
+    coordinates : tuple of str or None, optional
+        ``--x`` and ``--y`` when the input is a CSV file: the reprojection command names them.
+    decimal : str, optional
+        ``--decimal`` of a CSV file.
 
     Raises
     ------
@@ -820,11 +826,11 @@ def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
     if points.crs is None:
         raise CRSError(f"{name} has no CRS; pass --crs with the CRS of its coordinates")
     if points.crs.is_geographic:
-        utm, word = _utm_of(points), _quoted(name)
+        utm = _utm_of(points)
         raise CRSError(
             f"{name} is in the geographic CRS {points.crs.to_string()} (degrees); the lattice "
             f"needs a projected CRS in metres: reproject the file first, e.g. to {utm} "
-            f"(ogr2ogr -t_srs {shlex.quote(utm)} projected.gpkg {word})"
+            f"{_reprojection(points, name, utm, coordinates, decimal)}"
         )
     axis = points.crs.axis_info[0] if points.crs.axis_info else None
     if axis is not None and axis.unit_conversion_factor != 1.0:
@@ -837,8 +843,29 @@ def check_projected(points: gpd.GeoDataFrame, name: str) -> None:
             f"{name} is in {label}, whose unit is the {axis.unit_name} "
             f"({axis.unit_conversion_factor:g} m); --cell-size and every distance geosynth "
             f"reports are metres: reproject the file to a CRS in metres first, e.g. {utm} "
-            f"(ogr2ogr -t_srs {shlex.quote(utm)} projected.gpkg {_quoted(name)})"
+            f"{_reprojection(points, name, utm, coordinates, decimal)}"
         )
+
+
+def _reprojection(points: gpd.GeoDataFrame, name: str, utm: str,
+                  coordinates: tuple[str | None, str | None], decimal: str | None) -> str:
+    """Return the parenthesised ogr2ogr command that reprojects INPUT to ``utm``.
+
+    GDAL reads no geometry from a CSV file unless told its coordinate columns, and no CRS
+    (``-s_srs``): "ogr2ogr -t_srs ... projected.gpkg cases.csv" wrote a table without points.
+    ``KEEP_GEOM_COLUMNS=NO`` leaves the degrees out of the new file's columns.
+    """
+    files = f"projected.gpkg {_quoted(name)}"
+    x, y = coordinates
+    if x is None or y is None:
+        return f"(ogr2ogr -t_srs {shlex.quote(utm)} {files})"
+    command = (f"ogr2ogr -s_srs {shlex.quote(points.crs.to_string())} -t_srs "
+               f"{shlex.quote(utm)} -oo X_POSSIBLE_NAMES={_quoted(x)} -oo "
+               f"Y_POSSIBLE_NAMES={_quoted(y)} -oo KEEP_GEOM_COLUMNS=NO {files}")
+    after = "then give projected.gpkg without --x, --y and --crs"
+    if decimal not in (None, "."):
+        after = f"after saving {name} with decimal points, which GDAL needs; {after}"
+    return f"({command}; {after})"
 
 
 def show_progress(ctx: click.Context) -> bool:

@@ -317,7 +317,7 @@ def release(
         if epsilon is None:  # prepare's messages give pandas advice ("gdf.dropna(...)")
             check_complete(points, name, {"--attributes": attributes,
                                           "--continuous": continuous})
-        check_projected(points, name)
+        check_projected(points, name, (x_column, y_column), decimal)
         region = (None if region_path is None else
                   io.read_polygons(region_path, region_layer, option="--region"))
         exclude = (None if exclude_path is None else

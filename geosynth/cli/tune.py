@@ -305,7 +305,7 @@ def tune(
         points = io.read_points(input_path, x=x_column, y=y_column, crs=crs, layer=layer,
                                 **reading)
         _check_points(points, Path(input_path).name, attributes, continuous, outcome,
-                      coordinates=(x_column, y_column))
+                      coordinates=(x_column, y_column), decimal=decimal)
         if weights_path is not None:  # refused once, before "Tuning", naming --weights
             from geosynth.rasters import check_weights_raster
 
@@ -565,7 +565,8 @@ def _report(input_path, result, chosen, command, risk, utility, run, m, seed,
 
 
 def _check_points(points, name: str, attributes: list[str], continuous: list[str] | None,
-                  outcome: str | None, coordinates: tuple[str | None, ...] = ()) -> None:
+                  outcome: str | None, coordinates: tuple[str | None, ...] = (None, None),
+                  decimal: str | None = None) -> None:
     """Check, before any fit, the columns and the CRS of INPUT, in the command's terms."""
     from geosynth.data import identifying_levels
     from geosynth.errors import InputError
@@ -577,7 +578,7 @@ def _check_points(points, name: str, attributes: list[str], continuous: list[str
     _check_continuous(points, name, attributes, continuous)
     if outcome is not None:
         check_binary(points, outcome, name)
-    check_projected(points, name)
+    check_projected(points, name, coordinates, decimal)
     for column in attributes:
         described = identifying_levels(points[column], column)
         if described is not None:  # prepare's advice names --allow-identifying, not in tune

@@ -85,6 +85,42 @@ def test_the_ogr2ogr_advice_names_the_file_through_the_command(inputs, tmp_path,
 
 
 @pytest.mark.parametrize("command", ["tune", "release"])
+def test_the_ogr2ogr_advice_for_a_csv_of_degrees_reads_its_points(tmp_path, command):
+    # "ogr2ogr -t_srs EPSG:32723 projected.gpkg cases.csv": GDAL reads no geometry from a CSV
+    # without its columns and CRS named, so the advice wrote a table without points. Run the
+    # advised command through GDAL (pyogrio) and read its output as the advice says.
+    import shlex
+
+    import numpy as np
+    import pandas as pd
+    import pyogrio
+
+    from geosynth.io import read_points
+
+    rng = np.random.default_rng(3)
+    pd.DataFrame({"lon": -46.6 + rng.uniform(0, 0.05, 40), "lat": -23.5 + rng.uniform(0, 0.05, 40),
+                  "sex": rng.choice(["f", "m"], 40)}).to_csv(tmp_path / "cases.csv", sep=";",
+                                                            index=False)
+    sizes = ["--cell-sizes", "1000", "--report", tmp_path / "t.md"] if command == "tune" else [
+        "--cell-size", "1000", "--out", tmp_path / "r.gpkg"]
+    result = run(command, tmp_path / "cases.csv", "--x", "lon", "--y", "lat", "--crs",
+                 "EPSG:4326", "--sep", ";", "--attributes", "sex", *sizes)
+    assert_refused(result, "geographic CRS EPSG:4326",
+                   "then give projected.gpkg without --x, --y and --crs")
+    words = shlex.split(" ".join(result.output.split("(ogr2ogr ")[1].split(";")[0].split()))
+    *options, target, source = words
+    pairs = dict(zip(options[::2], options[1::2], strict=True))
+    open_options = dict(value.split("=", 1) for flag, value in zip(
+        options[::2], options[1::2], strict=True) if flag == "-oo")  # several -oo: not pairs
+    read = pyogrio.read_dataframe(tmp_path / source, **open_options)
+    read.set_crs(pairs["-s_srs"]).to_crs(pairs["-t_srs"]).to_file(tmp_path / target)
+    projected = read_points(tmp_path / target)
+    assert projected.crs.to_string() == "EPSG:32723" and len(projected) == 40
+    assert list(projected.columns) == ["sex", "geometry"]  # no degrees left as columns
+    assert projected.geometry.x.between(3e5, 4e5).all()
+
+
+@pytest.mark.parametrize("command", ["tune", "release"])
 def test_points_in_a_crs_in_feet_are_refused_with_the_reprojection(inputs, tmp_path, command):
     # EPSG:2227 is in US survey feet: "--cell-size 500" made cells of 500 ft (152 m), which
     # the output called "500 x 500 m", closer to the records than the analyst asked for.
