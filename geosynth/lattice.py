@@ -491,7 +491,7 @@ class Grid:
                 f"cells, more than the limit of {MAX_CELLS:,}; use a larger cell_size (or raise "
                 "geosynth.lattice.MAX_CELLS)"
             )
-        _check_resolution(size, bounds)
+        _check_resolution(size, bounds, _HEXAGON_FIX)
         position, polygons = hex_positions_meeting(layout, bounds)
         row, col = np.divmod(position, layout.ncols)
         grid = cls.__new__(cls)
@@ -660,7 +660,8 @@ class Grid:
         xy = point_coordinates(gdf, "gdf")
         _check_extent(xy, pad)
         lower, upper = xy.min(axis=0) - pad, xy.max(axis=0) + pad
-        (x0, x1), (y0, y1) = (_snap_outward(lower[k], upper[k], size, None) for k in (0, 1))
+        (x0, x1), (y0, y1) = (_snap_outward(lower[k], upper[k], size, None, _HEXAGON_FIX)
+                              for k in (0, 1))
         grid = cls.hexagonal((x0, y0, x1, y1), cell_size, orientation, crs, exclude)
         grid._snap_unit = (size, size)
         return grid
@@ -2011,7 +2012,12 @@ def _describe_sequence(value: object) -> str:
     return describe_value(value)
 
 
-def _check_resolution(size: float, bounds: Bounds) -> None:
+#: Advice of the messages that find cells too small: a square lattice's, a hexagonal one's.
+_SQUARE_FIX = "a larger cell_size or a smaller shape"
+_HEXAGON_FIX = "a larger cell_size, the hexagons' side"
+
+
+def _check_resolution(size: float, bounds: Bounds, fix: str = _SQUARE_FIX) -> None:
     """Refuse cells too small for float64 to place points within them at these coordinates.
 
     float64 resolves about 2.2e-16 of a coordinate: at 2**50 (1e15) a 1 m cell holds four
@@ -2026,9 +2032,8 @@ def _check_resolution(size: float, bounds: Bounds) -> None:
         raise GridError(
             f"cells of {size:.3g} CRS units are below {_MIN_RELATIVE_CELL:g} of the coordinates "
             f"(of the order of 1e{math.floor(math.log10(magnitude))}), where float64 holds too "
-            "few distinct values to place points within a cell; use larger cells (a larger "
-            "cell_size or a smaller shape), or coordinates nearer their origin (a projected CRS "
-            "in metres)"
+            f"few distinct values to place points within a cell; use larger cells ({fix}), or "
+            "coordinates nearer their origin (a projected CRS in metres)"
         )
 
 
@@ -2133,12 +2138,13 @@ def _nice_floor(value: float) -> float:
 
 
 def _snap_outward(
-    vmin: float, vmax: float, unit: float, step: float | None
+    vmin: float, vmax: float, unit: float, step: float | None, fix: str = _SQUARE_FIX
 ) -> tuple[float, float]:
     """Multiples of ``unit`` strictly below ``vmin`` and strictly above ``vmax``.
 
     With ``step`` (the cell size), the upper multiple is checked as :func:`_edges` will compute
     the last edge, ``lower + n * step``, so rounding cannot put it on or below ``vmax``.
+    ``fix``: the message's advice (:data:`_HEXAGON_FIX` for hexagons, which have no shape).
     """
     vmin, vmax = float(vmin), float(vmax)
     magnitude = max(abs(vmin), abs(vmax))
@@ -2147,7 +2153,7 @@ def _snap_outward(
         order = f" (of the order of 1e{math.floor(math.log10(magnitude))})" if magnitude else ""
         raise GridError(
             f"cells of size {unit:.3g} are too small to be told apart at the coordinates of the "
-            f"points{order}; use a larger cell_size or a smaller shape"
+            f"points{order}; use {fix}"
         )
     i0 = math.ceil(vmin / unit) - 1
     i1 = math.floor(vmax / unit) + 1

@@ -733,6 +733,17 @@ def test_cells_too_small_for_float64_at_their_coordinates_are_refused(build):
         build()
 
 
+def test_hexagons_too_small_are_told_a_larger_side_not_a_smaller_shape():
+    # A hexagonal lattice has no shape: "use a larger cell_size or a smaller shape".
+    points = gpd.GeoDataFrame(geometry=gpd.points_from_xy([2.0**50, 2.0**50 + 30],
+                                                          [2.0**50, 2.0**50 + 30]))
+    for build in (lambda: Grid.hexagonal((2.0**50, 2.0**50, 2.0**50 + 20, 2.0**50 + 20), 1.0),
+                  lambda: Grid.from_points(points, cell_size=1e-9, kind="hexagonal")):
+        with pytest.raises(GridError, match="cell_size, the hexagons' side") as caught:
+            build()
+        assert "shape" not in str(caught.value)
+
+
 def test_cells_of_a_millimetre_in_utm_coordinates_are_kept():
     # 1e-10 of a UTM northing (5e6 m) is half a millimetre: ordinary fine lattices pass
     grid = Grid.regular((500_000, 5_000_000, 500_001, 5_000_001), cell_size=0.001)
