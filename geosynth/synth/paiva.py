@@ -1096,6 +1096,36 @@ def _check_same_records(rows: gpd.GeoDataFrame, counts: CellCounts) -> None:
             f"{int(moved.sum())} records of gdf lie in other cells than when the fit was "
             f"prepared (index labels {rows.index[moved][:_SHOW].tolist()}); {fix}"
         )
+    for name in counts.covariates:
+        changed = _changed_covariate_records(rows[name], counts, name)
+        if changed.any():
+            raise InputError(
+                f"continuous column {name!r} of gdf differs from the data the fit was prepared "
+                f"from: the cell means of {int(changed.sum())} records (index labels "
+                f"{rows.index[changed][:_SHOW].tolist()}) are not those the fit holds, so the "
+                f"synthetic values would follow the old ones; {fix} (edits such as top-coding "
+                "belong before prepare())"
+            )
+
+
+def _changed_covariate_records(values: pd.Series, counts: CellCounts, name: str) -> np.ndarray:
+    """Flag the records whose (cell, combination) mean of ``name`` differs from the fit's.
+
+    The synthetic values follow the prepared cell means, while ``limits`` and the release
+    read ``gdf``: a column rescaled or top-coded after prepare() was published around the old
+    values without a word. Equal up to rounding (1e-8 of the means' scale: a partitioned
+    preparation sums in another order).
+    """
+    pair = np.asarray(counts.record_cell) * counts.n_combos + np.asarray(counts.record_combo)
+    size = counts.n_cells * counts.n_combos
+    z = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)  # text: NaN, differs
+    n = np.bincount(pair, minlength=size)
+    means = np.bincount(pair, weights=z, minlength=size)[pair] / n[pair]
+    zbar, zbar_mean, zbar_sd = counts.covariate(name)
+    combo = np.asarray(counts.record_combo)
+    held = zbar.reshape(-1)[pair] * zbar_sd[combo] + zbar_mean[combo]
+    scale = float(np.max(np.abs(held), initial=0.0)) + float(np.max(zbar_sd, initial=0.0))
+    return ~(np.abs(means - held) <= 1e-8 * scale)
 
 
 def checked_lambda(lam: Any, counts: CellCounts, draw: int) -> np.ndarray:

@@ -214,6 +214,28 @@ def test_reordered_frame_with_unique_index_is_accepted(regular_data):
     assert a.geometry.geom_equals_exact(b.geometry, 0).all()
 
 
+@pytest.mark.parametrize("edit", [
+    lambda z: z + 100.0,  # rescaled after prepare
+    lambda z: z.where(z < z.quantile(0.99), z.quantile(0.99)),  # top-coded after prepare
+    lambda z: z.astype(str).where(z.index != 17, "unknown"),  # text in one record
+])
+def test_a_continuous_column_changed_after_prepare_is_refused(regular_data, edit):
+    # The synthetic values follow the prepared cell means, while limits and the release read
+    # gdf: a column top-coded after prepare() was published around its old extremes.
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    with pytest.raises(InputError, match=r"continuous column 'z' of gdf differs from the data "
+                       r"the fit was prepared from: the cell means of \d+ records"):
+        synthesize(fit, gdf.assign(z=edit(gdf["z"])), m=1, seed=0)
+
+
+def test_a_partitioned_order_of_the_sums_is_not_a_change(regular_data):
+    gdf, _, counts = regular_data
+    fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
+    rounding = gdf["z"] * (1 + 4e-16)  # a sum in another order differs by a few ulps
+    synthesize(fit, gdf.assign(z=rounding), m=1, seed=0)
+
+
 def test_seeds_reproduce_and_differ(regular_data):
     gdf, _, counts = regular_data
     fit = stub_fit(counts, random_lambda(counts, chains=2, draws=3))
