@@ -1642,11 +1642,53 @@ def _links_crossing(adjacency: sparse.csr_matrix, points: np.ndarray,
     i, j = upper.row.astype(np.int64), upper.col.astype(np.int64)
     xy = shapely.get_coordinates(points)
     segments = shapely.linestrings(np.stack([xy[i], xy[j]], axis=1))
-    hit = shapely.STRtree(barriers).query(segments, predicate="crosses")[0]
-    crossed = np.zeros(i.size, dtype=bool)
-    crossed[hit] = True
+    crossed = _BarrierTest(barriers).crossed(segments)
     order = np.lexsort((j[crossed], i[crossed]))
     return np.column_stack([i[crossed][order], j[crossed][order]]), segments[crossed][order]
+
+
+class _BarrierTest:
+    """Which segments cross the barriers: their single-part lines and polygons.
+
+    :func:`shapely.crosses` part by part, and the junctions of lines: a river given in pieces
+    (OSM ways, a MultiLineString) ends each piece where the next begins, so a segment through
+    that point only touched each piece, and the links through the joints of a river snapped
+    to the lattice's corners stayed across it. A segment whose interior passes through a point
+    where two or more line pieces end crosses there when the pieces run off to both sides of
+    it (the sign of the cross product of the segment and each piece's first step away).
+    """
+
+    def __init__(self, barriers: np.ndarray) -> None:
+        self._tree = shapely.STRtree(barriers)
+        lines = barriers[(shapely.get_type_id(barriers) == 1) & ~shapely.is_closed(barriers)]
+        xy, line = shapely.get_coordinates(lines, return_index=True)
+        first = np.flatnonzero(np.diff(line, prepend=-1))  # each piece's first vertex
+        last = np.append(first[1:], line.size).astype(np.int64)[:first.size] - 1
+        # The end points and the direction each piece leaves them in (two vertices at least).
+        ends = np.concatenate([xy[first], xy[last]]).reshape(-1, 2)
+        steps = np.concatenate([xy[first + 1] - xy[first], xy[last - 1] - xy[last]])
+        nodes, which, shared = np.unique(ends, axis=0, return_inverse=True, return_counts=True)
+        joints = np.flatnonzero(shared >= 2)  # where one piece ends alone, nothing is crossed
+        self._joints = shapely.points(nodes[joints])
+        self._joint_tree = shapely.STRtree(self._joints)
+        self._arms = [steps[which.reshape(-1) == k] for k in joints]
+
+    def crossed(self, segments: np.ndarray) -> np.ndarray:
+        """Return a bool per segment: True where it crosses a barrier."""
+        crossed = np.zeros(len(segments), dtype=bool)
+        crossed[self._tree.query(segments, predicate="crosses")[0]] = True
+        if self._joints.size == 0:
+            return crossed
+        # "contains": the joint lies in the segment's interior, not at a cell's point.
+        seg, joint = self._joint_tree.query(segments, predicate="contains")
+        for a, k in zip(seg.tolist(), joint.tolist(), strict=True):
+            if crossed[a]:
+                continue
+            xy = shapely.get_coordinates(segments[a])
+            dx, dy = xy[1] - xy[0]
+            side = np.sign(dx * self._arms[k][:, 1] - dy * self._arms[k][:, 0])
+            crossed[a] = bool((side > 0).any() and (side < 0).any())
+        return crossed
 
 
 def _symmetric_links(pairs: np.ndarray, n: int) -> sparse.csr_matrix:
@@ -1677,7 +1719,7 @@ def _reconnect_islands(adjacency: sparse.csr_matrix, habitable: np.ndarray, poin
     island[islands] = True
     if island.all():
         return np.empty((0, 2), dtype=np.int64)
-    tree, xy = shapely.STRtree(barriers), shapely.get_coordinates(points)
+    tree, xy = _BarrierTest(barriers), shapely.get_coordinates(points)
     links, stranded = [], np.zeros(n, dtype=bool)
     while True:
         joined = adjacency + _symmetric_links(links, n)
@@ -1697,7 +1739,7 @@ def _reconnect_islands(adjacency: sparse.csr_matrix, habitable: np.ndarray, poin
 
 
 def _nearest_reachable(members: np.ndarray, others: np.ndarray, habitable: np.ndarray,
-                       xy: np.ndarray, tree: shapely.STRtree) -> tuple[int, int] | None:
+                       xy: np.ndarray, tree: _BarrierTest) -> tuple[int, int] | None:
     """Return the closest ``(member, other)`` pair whose points' segment crosses no barrier.
 
     Pairs by the distance of their habitable parts, then the other's id, then the member's;
@@ -1711,8 +1753,7 @@ def _nearest_reachable(members: np.ndarray, others: np.ndarray, habitable: np.nd
     for start in range(0, order.size, _RELINK_BATCH):
         batch = order[start:start + _RELINK_BATCH]
         segments = shapely.linestrings(np.stack([xy[member[batch]], xy[other[batch]]], axis=1))
-        crossing = np.zeros(batch.size, dtype=bool)
-        crossing[tree.query(segments, predicate="crosses")[0]] = True
+        crossing = tree.crossed(segments)
         if not crossing.all():
             first = batch[int(np.argmin(crossing))]
             return int(member[first]), int(other[first])

@@ -21,6 +21,47 @@ def _pairs(grid):
     return {(int(i), int(j)) for i, j in zip(coo.row, coo.col, strict=True) if i < j}
 
 
+@pytest.mark.parametrize("pieces", [
+    gpd.GeoSeries([shapely.LineString([(2, -1), (2, 2)]), shapely.LineString([(2, 2), (2, 5)])]),
+    shapely.MultiLineString([[(2, -1), (2, 2)], [(2, 5), (2, 2)]]),  # the second one reversed
+    gpd.GeoSeries([shapely.LineString([(2, y), (2, y + 1)]) for y in range(-1, 5)]),
+])
+def test_a_river_in_pieces_cuts_the_links_through_its_joints(pieces):
+    # Each piece ends where the next begins: a diagonal link through a joint at a lattice
+    # corner only touched each piece, and stayed across the river (8 cut of 10, 1 component).
+    grid = Grid.regular((0, 0, 4, 4), shape=(4, 4))
+    whole = grid.without_links_across(RIVER)
+    split = grid.without_links_across(pieces)
+    assert _pairs(split) == _pairs(whole) and split.n_components == 2
+
+
+def test_a_confluence_cuts_its_three_banks_apart():
+    # Three pieces ending at the corner (2, 2): the links through it join cells of different
+    # banks, the north-west and south-west ones across the river that runs north-south.
+    grid = Grid.regular((0, 0, 4, 4), shape=(4, 4))
+    split = grid.without_links_across(shapely.MultiLineString(
+        [[(2, -1), (2, 2)], [(2, 2), (2, 5)], [(2, 2), (5, 2)]]))
+    centre = shapely.get_coordinates(shapely.centroid(np.asarray(grid.cells.geometry)))
+    west, north = centre[:, 0] < 2, centre[:, 1] > 2
+    banks = [split.component[mask] for mask in (west, ~west & north, ~west & ~north)]
+    assert split.n_components == 3
+    assert [len(set(bank.tolist())) for bank in banks] == [1, 1, 1]
+    assert len({int(bank[0]) for bank in banks}) == 3
+
+
+def test_a_link_beside_a_bend_or_an_end_of_the_pieces_is_kept():
+    # Pieces meeting in an L at the corner (2, 2) leave the diagonal link from the south-west
+    # cell to the north-east one outside the bend: it crosses neither arm. One piece ending
+    # there alone (the river's source) is no crossing either.
+    grid = Grid.regular((0, 0, 4, 4), shape=(4, 4))
+    corner = grid.locate(gpd.points_from_xy([1.5, 2.5], [1.5, 2.5])).tolist()
+    bend = grid.without_links_across(
+        shapely.MultiLineString([[(2, -1), (2, 2)], [(2, 2), (5, 2)]]))
+    source = grid.without_links_across(shapely.LineString([(2, -1), (2, 2)]))
+    for split in (bend, source):
+        assert tuple(sorted(corner)) in _pairs(split)
+
+
 @pytest.mark.parametrize(("contiguity", "n_cut"), [("rook", 4), ("queen", 10)])
 def test_a_river_cuts_exactly_the_links_that_cross_it(contiguity, n_cut):
     grid = Grid.regular((0, 0, 4, 4), shape=(4, 4), contiguity=contiguity)
