@@ -1585,10 +1585,11 @@ def no_overlap_message(n: int, xy: np.ndarray | None, grid: Any, crs: Any) -> st
         f"the points (bounds about {_describe_bounds(points)}, {crs_name}) and the {target} "
         f"(cells within bounds {_describe_bounds(extent)})"
     )
-    if _overlap(points, extent):
+    if _overlap(points, extent):  # no CRS mix-up: the records' bounds would help nothing
         return (
-            f"{head}: {described} overlap, but every point lies outside the region or inside an "
-            "excluded area: check the region and exclude polygons (and their CRS)"
+            f"{head}: the points ({crs_name}) and the {target} (cells within bounds "
+            f"{_describe_bounds(extent)}) overlap, but every point lies outside the region or "
+            "inside an excluded area: check the region and exclude polygons (and their CRS)"
         )
     hints = []
     if (np.abs(xy[:, 0]) <= 180).all() and (np.abs(xy[:, 1]) <= 90).all():
