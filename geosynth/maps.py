@@ -111,6 +111,7 @@ if TYPE_CHECKING:
 __all__ = [
     "review_map",
     "save_map",
+    "ReviewMap",
     "release_layer_name",
     "intensity_layer_name",
     "DEFAULT_MAX_POINTS",
@@ -265,11 +266,13 @@ def review_map(
 
     Returns
     -------
-    folium.Map
-        With a (expanded) layer control; every layer is a :class:`folium.GeoJson` whose
-        ``layer_name`` is one of the names above. Its page loads only Leaflet and, with a
-        legend, d3 (inline when ``offline``). The page is titled :data:`INTERNAL_TITLE` (with a
-        banner saying not to publish it) or, with ``public=True``, :data:`PUBLIC_TITLE`.
+    ReviewMap
+        A :class:`folium.Map` whose ``save`` writes as :func:`save_map` does (atomically; an
+        internal map with mode 0600), with a (expanded) layer control; every layer is a
+        :class:`folium.GeoJson` whose ``layer_name`` is one of the names above. Its page loads
+        only Leaflet and, with a legend, d3 (inline when ``offline``). The page is titled
+        :data:`INTERNAL_TITLE` (with a banner saying not to publish it) or, with
+        ``public=True``, :data:`PUBLIC_TITLE`.
 
     Raises
     ------
@@ -378,7 +381,7 @@ def review_map(
         extents.append(np.asarray(grid.bounds, dtype=float))
     _check_something_drawn(releases, extents)
 
-    m = folium.Map(location=(0.0, 0.0), zoom_start=2, tiles=tiles, control_scale=True)
+    m = ReviewMap(location=(0.0, 0.0), zoom_start=2, tiles=tiles, control_scale=True)
     setattr(m, _PUBLIC_MARK, public)
     m.get_root().title = PUBLIC_TITLE if public else INTERNAL_TITLE
     if not public:
@@ -412,6 +415,61 @@ def review_map(
         # A child of the Figure renders after the map and its legends (which add d3).
         m.get_root().add_child(InlineAssets(), name="geosynth_inline_assets")
     return m
+
+
+class ReviewMap(folium.Map):
+    """The :class:`folium.Map` of :func:`review_map`: its ``save`` is :func:`save_map`'s.
+
+    folium's own ``m.save("review.html")`` wrote an internal map, with the confidential points
+    and the records per cell, readable by everyone (0644) and in place, so a crash left half a
+    page; it also replaced an existing file. Given a path, ``save`` writes as :func:`save_map`
+    does: atomically, an internal map with mode 0600 (a public one 0666 less the umask), never
+    over an existing file without ``overwrite=True``. An internal map is written to an open
+    file only if its owner alone may read it (as :func:`save_map`'s own file); a public one to
+    any stream, as folium does.
+    """
+
+    def save(self, outfile: Any, close_file: bool = True, overwrite: bool = False,
+             **kwargs: Any) -> None:
+        """Write the map's page to ``outfile``: a path, or a binary stream.
+
+        Parameters
+        ----------
+        outfile : str, os.PathLike or binary file object
+            Destination; a path is written by :func:`save_map`.
+        close_file : bool, default True
+            Close a stream after writing (folium's parameter).
+        overwrite : bool, default False
+            Replace an existing file at a path.
+        **kwargs
+            Passed to the page's rendering (folium's parameter).
+
+        Raises
+        ------
+        geosynth.errors.InputError
+            An internal map given a stream that others may read (or no file: a buffer), or
+            :func:`save_map`'s reasons.
+        """
+        public = getattr(self, _PUBLIC_MARK, None) is True
+        if isinstance(outfile, (str, bytes, os.PathLike)):  # bytes: refused by save_map
+            save_map(self, outfile, overwrite, private=not public)
+            return
+        if not public and not _owner_only(outfile):
+            raise InputError(
+                "an internal review map shows the confidential records and is written only to "
+                "a file its owner alone may read (mode 0600): pass a file name, "
+                "m.save('review.html') or geosynth.maps.save_map(m, 'review.html'), or draw "
+                "the map with public=True"
+            )
+        super().save(outfile, close_file=close_file, **kwargs)
+
+
+def _owner_only(stream: Any) -> bool:
+    """Tell whether ``stream`` is a file that only its owner may read or write (mode 0600)."""
+    try:
+        return os.fstat(stream.fileno()).st_mode & 0o077 == 0
+    except (AttributeError, OSError, ValueError):  # a buffer, or closed: no file mode
+        return False
 
 
 def save_map(

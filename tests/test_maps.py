@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -898,6 +899,34 @@ def test_save_map_creates_internal_maps_0600_from_the_first_byte(data, tmp_path,
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert ORIGINAL_LAYER in path.read_text(encoding="utf-8")
     assert stat.S_IMODE(public.stat().st_mode) == 0o644
+
+
+def test_folium_s_own_save_of_an_internal_map_writes_it_0600_and_atomically(data, tmp_path,
+                                                                            monkeypatch):
+    # m.save("review.html"), folium's usual call, wrote the confidential points 0644, in place
+    # (a crash left half a page) and over an existing file.
+    original, releases, _, _ = data
+    m = review_map(original, releases)
+    old_umask = os.umask(0o022)
+    try:
+        m.save(tmp_path / "review.html")
+        review_map(None, releases, public=True).save(str(tmp_path / "public.html"))
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE((tmp_path / "review.html").stat().st_mode) == 0o600
+    assert ORIGINAL_LAYER in (tmp_path / "review.html").read_text(encoding="utf-8")
+    assert stat.S_IMODE((tmp_path / "public.html").stat().st_mode) == 0o644
+    with pytest.raises(InputError, match="overwrite=True"):
+        m.save(tmp_path / "review.html")
+    m.save(tmp_path / "review.html", overwrite=True)
+    # An open file others may read, or a buffer, gets no internal map; a public map is written.
+    for stream in (open(tmp_path / "shared.html", "wb"), io.BytesIO()):  # noqa: SIM115
+        with stream, pytest.raises(InputError, match="written only to a file its owner alone"):
+            m.save(stream)
+    assert (tmp_path / "shared.html").read_bytes() == b""
+    buffer = io.BytesIO()
+    review_map(None, releases, public=True).save(buffer, close_file=False)
+    assert buffer.getvalue().lstrip().startswith(b"<!DOCTYPE html>")
 
 
 def test_save_map_refuses_to_share_an_internal_map(data, tmp_path):
