@@ -26,7 +26,7 @@ import pyproj
 from geosynth._validation import check_no_nul, check_real
 from geosynth.errors import CRSError, DataWarning, InputError, MemoryLimitError
 from geosynth.lattice import Grid
-from geosynth.synth.placement import PixelTable, check_pixel_table
+from geosynth.synth.placement import PixelTable, check_grid, check_pixel_table
 
 __all__ = [
     "MAX_WEIGHT_PIXELS",
@@ -126,6 +126,7 @@ def read_weights(weights: WeightsLike, grid: Grid) -> PixelTable:
     >>> table.total.tolist()
     [0.0, 1.0]
     """
+    check_grid(grid)  # "'str' object has no attribute 'crs'"
     return read_raster(
         weights, "weights", lambda dataset: PixelTable.from_band(
             *read_band(dataset, grid, "weights", pieces=True), grid),
@@ -231,6 +232,10 @@ def cell_exposure(weights: WeightsLike, grid: Grid, minimum: float = 0.01) -> np
     >>> (300 * exposure / exposure.max()).round(9).tolist()  # relative: 1% of the mean, 2
     [2.0, 100.0, 300.0]
     """
+    check_grid(grid)
+    if weights is None:  # pixel_table's None: "'NoneType' object has no attribute 'total'"
+        raise InputError("weights is None: an exposure is read from a raster of public weights "
+                         "(a path, a rasterio dataset or a PixelTable of read_weights)")
     share = check_real(minimum, "minimum")
     if not _MIN_FLOOR <= share <= 1:
         raise InputError(f"minimum must be in [{_MIN_FLOOR:g}, 1] (a share of the mean positive "
@@ -281,7 +286,8 @@ def with_cell_exposure(weights: WeightsLike, grid: Grid, minimum: float = 0.01) 
     geosynth.errors.DataWarning
         As :func:`cell_exposure`.
     """
-    return grid.with_exposure(cell_exposure(weights, grid, minimum), source="weights raster")
+    exposure = cell_exposure(weights, grid, minimum)  # checks grid before grid.with_exposure
+    return grid.with_exposure(exposure, source="weights raster")
 
 
 def pixel_table(weights: WeightsLike, grid: Grid) -> PixelTable | None:

@@ -223,6 +223,18 @@ def test_cell_exposure_sums_the_raster_over_each_cell_with_a_floor(grid, tmp_pat
     assert rasters.pixel_table(table, weighted) is table
 
 
+def test_no_weights_or_no_grid_is_refused_by_name(grid, raster):
+    # "'NoneType' object has no attribute 'total'", "'str' object has no attribute 'crs'".
+    for call in (rasters.cell_exposure, rasters.with_cell_exposure):
+        with pytest.raises(InputError, match="weights is None: an exposure is read from a "
+                                             "raster of public weights"):
+            call(None, grid)
+    for bad in ("grid", None):
+        for call in (rasters.read_weights, rasters.cell_exposure, rasters.with_cell_exposure):
+            with pytest.raises(InputError, match="grid must be a geosynth.lattice.Grid"):
+                call(raster, bad)
+
+
 def test_an_alpha_band_before_the_data_band_is_a_mask_not_the_weights(grid, raster, tmp_path):
     # Band 1 was read whatever it was: an alpha band first gave its 255s as the weights, and
     # the data band went unread.
