@@ -64,7 +64,8 @@ def write_intensity_geotiff(
     Raises
     ------
     geosynth.errors.InputError
-        ``path`` is not a file path, ``overwrite`` is not a bool, ``fit`` is not a PaivaFit,
+        ``path`` is not a file path or does not end in .tif or .tiff, ``overwrite`` is not a
+        bool, ``fit`` is not a PaivaFit,
         its lattice is not a :class:`~geosynth.Grid` or its cells are not equally spaced, an
         attribute name contains ``=`` (it cannot name a band tag), an attribute name or level
         is empty, begins with whitespace or holds a control character (GDAL would store it
@@ -174,6 +175,12 @@ def _check_path(path: Any) -> None:
             "the name of the GeoTIFF to write, such as 'intensity.tif'"
         )
     check_no_nul(os.fspath(path), "path")
+    name = Path(path)
+    # "c.gpkg" was written as a GeoTIFF (a folder: check_target says to name a file in it)
+    if name.suffix.lower() not in (".tif", ".tiff") and not name.is_dir():
+        raise InputError(f"path {printable(str(name))!r} must end in .tif or .tiff: the "
+                         "intensity surface is a GeoTIFF; name it "
+                         f"{printable(name.with_suffix('.tif').name)}")
 
 
 def _check_float32(lam: np.ndarray) -> None:

@@ -121,6 +121,17 @@ def test_geotiff_refuses_non_regular_lattices(tmp_path, fitted):
     assert not path.exists()
 
 
+@pytest.mark.parametrize("name", ["c.gpkg", "c.png", "intensity"])
+def test_geotiff_refuses_a_name_of_another_format(tmp_path, fitted, name):
+    # "c.gpkg" and "c.png" were written as GeoTIFFs under those names.
+    fit, _, _ = fitted
+    with pytest.raises(InputError, match=r"must end in \.tif or \.tiff: the intensity surface "
+                                         r"is a GeoTIFF; name it .*\.tif"):
+        write_intensity_geotiff(fit, tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+    assert write_intensity_geotiff(fit, tmp_path / "c.TIFF").exists()
+
+
 def test_geotiff_refuses_to_overwrite_and_is_atomic(tmp_path, fitted, monkeypatch):
     fit, _, _ = fitted
     path = tmp_path / "intensity.tif"
