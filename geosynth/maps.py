@@ -83,7 +83,7 @@ from geosynth._atomic import (
     stage_output,
     transaction_overwrite,
 )
-from geosynth._messages import NOISY_COUNTS
+from geosynth._messages import NOISY_COUNTS, describe_rows
 from geosynth._points import (
     NEAR_ALPHA,
     NEAR_M,
@@ -351,6 +351,9 @@ def review_map(
             raise InputError("original has no records; pass the confidential points, or "
                              "original=None with public=True for a map without them")
     crs = _common_crs(original, releases)
+    for name, frame in [("original", original)] * (original is not None) + [
+            (f"releases[{number}]", release) for number, release in enumerate(releases)]:
+        _check_on_the_globe(frame, name)
     fit, grid, lam, label = _check_fit(fit, grid, combination, crs)
     if public and lam is not None:  # the intensity a public map shows, as the writers warn
         from geosynth.io._files import warn_exact_intensity
@@ -551,6 +554,22 @@ def _check_points(frame: Any, name: str) -> None:
     # frame[c] of a repeated name is a frame (a bare error); 0 and "0" were one tooltip field
     check_unique_columns(frame, name, as_text=True)
     point_coordinates(frame, name)
+
+
+def _check_on_the_globe(frame: gpd.GeoDataFrame, name: str) -> None:
+    """Refuse points that have no longitude and latitude (outside their CRS's area).
+
+    They became Infinity in the page's GeoJSON, which Leaflet refuses: the saved map opened
+    blank, without a word.
+    """
+    lonlat = shapely.get_coordinates(frame.geometry.to_crs(4326).to_numpy())
+    lost = ~np.isfinite(lonlat).all(axis=1)
+    if lost.any():
+        raise InputError(
+            f"{name} has {int(lost.sum())} points that its CRS ({frame.crs.to_string()}) cannot "
+            f"place on the globe ({describe_rows(frame.index, lost)}), so a web map cannot "
+            "show them: check the CRS of the points (and that the coordinates are in it)"
+        )
 
 
 def _check_releases(releases: Any) -> list[gpd.GeoDataFrame]:

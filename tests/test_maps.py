@@ -844,6 +844,17 @@ def test_linked_true_needs_original_labels(data):
         review_map(original, shuffled, linked=True)
 
 
+def test_points_their_crs_cannot_place_on_the_globe_are_refused_by_row(data):
+    # They became Infinity in the page's GeoJSON: the saved map opened blank.
+    original, releases, _, _ = data
+    far = releases[0].copy()
+    far.geometry = far.geometry.set_crs(far.crs, allow_override=True)
+    far.loc[far.index[[2, 5]], far.geometry.name] = gpd.points_from_xy([1e9, 1e9], [1e9, 1e9])
+    with pytest.raises(InputError, match=r"releases\[1\] has 2 points that its CRS .* cannot "
+                                         r"place on the globe \(rows \['r2', 'r5'\]\)"):
+        review_map(original, [releases[0], far])
+
+
 # ---------------------------------------------------------------------- save_map
 def test_save_map_writes_standalone_html_and_refuses_overwrite(data, tmp_path):
     _, releases, _, _ = data
