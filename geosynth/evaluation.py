@@ -684,8 +684,9 @@ def _warn_of_original_locations(original: gpd.GeoDataFrame,
     0, so any such point is a leak (a release edited back, a baseline that keeps locations,
     the original itself). Averaged over releases, the matched distances hid it: a layer of the
     originals beside a synthetic one reported a mean distance of 37.5 m. So are, in a CRS, more
-    points within ``NEAR_M`` (0.1 m) of the records than chance placement explains
-    (:func:`geosynth._points.near_copies`, the test of public review maps): a release edited
+    points within 0.1 m (or 0.03, 0.01, 0.003 or 0.001 m) of the records than chance
+    placement explains (:func:`geosynth._points.near_copies`, the test of public review
+    maps): a release edited
     to put five points 1 mm from records' homes passed without a word. The message names the
     releases, not how many points: for an ε-DP release that count would describe the records
     outside the guarantee.
@@ -695,14 +696,18 @@ def _warn_of_original_locations(original: gpd.GeoDataFrame,
     # honest releases were warned of): the exact test only.
     crs = original.crs
     metric = None if crs is None else metric_coordinates(np.unique(locations, axis=0), crs)
-    exact, near = [], []
+    exact, near, radii = [], [], []
     for k, release in enumerate(releases, start=1):
         xy = frame_xy(release, f"releases[{k - 1}]")
         if at_locations(xy, locations).any():
             exact.append(k)
-        elif metric is not None and near_copies(metric_coordinates(xy, crs), metric)[0]:
-            near.append(k)
-    for leaking, where in ((exact, "exactly at"), (near, f"within {NEAR_M:g} m of")):
+        elif metric is not None:
+            found, _, radius = near_copies(metric_coordinates(xy, crs), metric)
+            if found:
+                near.append(k)
+                radii.append(radius)
+    widest = max(radii, default=NEAR_M)  # the radius that judged each release: the widest
+    for leaking, where in ((exact, "exactly at"), (near, f"within {widest:g} m of")):
         if not leaking:
             continue
         which = ", ".join(map(str, leaking))
