@@ -28,6 +28,7 @@ __all__ = [
     "location_code_within",
     "metric_coordinates",
     "near_copies",
+    "log_chance_of_as_many",
     "levels_hold_locations",
     "point_coordinates",
     "refuse_z",
@@ -615,6 +616,16 @@ def metric_coordinates(xy: np.ndarray, crs: Any) -> np.ndarray:
     return xy * unit
 
 
+def log_chance_of_as_many(k: int, mean: float) -> float:
+    """Return the log of the Chernoff bound on ``P(K >= k)`` for a sum ``K`` of Bernoullis.
+
+    ``exp(-μ) (eμ/k)^k`` for a mean ``μ`` below ``k`` (0 otherwise: no evidence).
+    """
+    if k <= mean:
+        return 0.0
+    return -mean + k + k * np.log(mean / k) if mean > 0 else -np.inf
+
+
 def near_copies(points: np.ndarray, records: np.ndarray) -> tuple[int, float, float]:
     """Count the ``points`` near ``records`` if too many for chance, at :data:`NEAR_RADII`.
 
@@ -645,9 +656,6 @@ def near_copies(points: np.ndarray, records: np.ndarray) -> tuple[int, float, fl
     for radius in NEAR_RADII:
         near = int((distance <= radius).sum())
         expected = BORDER_FACTOR * (radius / CONTEXT_M) ** 2 * pairs
-        if near <= expected:
-            continue
-        log_bound = -expected + near + near * np.log(expected / near) if expected > 0 else -np.inf
-        if log_bound < alpha:
+        if log_chance_of_as_many(near, expected) < alpha:
             return near, expected, radius
     return 0, BORDER_FACTOR * (NEAR_M / CONTEXT_M) ** 2 * pairs, NEAR_M

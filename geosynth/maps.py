@@ -88,6 +88,7 @@ from geosynth._points import (
     NEAR_ALPHA,
     NEAR_M,
     at_locations,
+    log_chance_of_as_many,
     metric_coordinates,
     near_copies,
     point_coordinates,
@@ -849,21 +850,71 @@ def _refuse_records_in(releases: list[gpd.GeoDataFrame], original: gpd.GeoDataFr
 
 
 def _coordinate_columns(release: gpd.GeoDataFrame, locations: np.ndarray) -> list[str]:
-    """Float columns of ``release`` with two or more values equal to a record's x or y.
+    """Float columns of ``release`` holding records' x or y, exactly or rounded.
 
     The records' eastings and northings added as columns passed the checks of the points:
     a synthetic continuous value lands on a coordinate with probability 0, and one may by
-    rounding, so two are asked for.
+    rounding, so two equal values are asked for; and, rounded to the metre, the decimetre or
+    the centimetre (or shifted that little), they passed as values
+    (:func:`_near_coordinates`).
     """
-    coordinates = np.unique(locations)
+    axes = [np.unique(locations[:, k]) for k in (0, 1)]
     found = []
     for column in release.columns:
         values = release[column]
         if column == release.geometry.name or values.dtype.kind != "f":
             continue
-        if np.isin(values.to_numpy(), coordinates).sum() >= 2:
+        values = values.to_numpy()
+        values = values[np.isfinite(values)]
+        if any(np.isin(values, axis).sum() >= 2 or _near_coordinates(values, axis)
+               for axis in axes):
             found.append(str(column))
     return found
+
+
+#: Half the rounding steps of coordinates that :func:`_near_coordinates` looks for (CRS units),
+#: and the shifts, in steps, of the values that measure chance hits.
+_ROUNDINGS = (0.5, 0.05, 0.005)
+_CHANCE_SHIFTS = np.array([-11.0, -7.0, -5.0, -3.0, 3.0, 5.0, 7.0, 11.0])
+
+
+def _near_coordinates(values: np.ndarray, coordinates: np.ndarray) -> bool:
+    """Tell whether more ``values`` lie within d of a coordinate than chance explains.
+
+    For each d of :data:`_ROUNDINGS`: the hits of the values against the sorted distinct
+    ``coordinates``, against the mean hits of the values shifted by 3 to 11 steps (rounded
+    coordinates lose their matches; a measurement independent of the records' locations keeps
+    as many, whatever its distribution), at least 1. A step is the rounding step 2d or the
+    values' own decimal grid if coarser (:func:`_decimal_step`): whole dollars shifted by
+    hundredths never met eastings to the metre, and were judged a copy of them. Judged by the
+    Chernoff bound at :data:`geosynth._points.NEAR_ALPHA` over the three scales.
+    """
+    if values.size < 3 or coordinates.size == 0:
+        return False
+    alpha = np.log(NEAR_ALPHA / len(_ROUNDINGS))
+    grid = _decimal_step(values)
+
+    def hits(shifted: np.ndarray, d: float) -> int:
+        at = np.clip(np.searchsorted(coordinates, shifted), 1, coordinates.size - 1)
+        gap = np.minimum(np.abs(shifted - coordinates[at - 1]), np.abs(shifted - coordinates[at]))
+        return int((gap <= d).sum())
+
+    for d in _ROUNDINGS:
+        found = hits(values, d)
+        step = max(2 * d, grid)
+        chance = float(np.mean([hits(values + step * s, d) for s in _CHANCE_SHIFTS]))
+        if log_chance_of_as_many(found, max(chance, 1.0)) < alpha:
+            return True
+    return False
+
+
+def _decimal_step(values: np.ndarray) -> float:
+    """Return the coarsest power of ten (1e-4 to 1e6) every value is a multiple of, else 0."""
+    for exponent in range(6, -5, -1):
+        scaled = values / 10.0**exponent
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-12 * np.maximum(1.0, np.abs(scaled))):
+            return 10.0**exponent
+    return 0.0
 
 
 def _check_public_columns(releases: list[gpd.GeoDataFrame], original: Any, fit: Any) -> None:

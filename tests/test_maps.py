@@ -469,6 +469,35 @@ def test_public_map_refuses_records_coordinates_as_columns(data):
     review_map(original, [leaked], public=False)  # an internal map may show them
 
 
+@pytest.mark.parametrize("edit", [
+    lambda v: np.sort(v).round(1), lambda v: v.round(0), lambda v: v.round(2) + 0.003])
+def test_public_map_refuses_records_coordinates_rounded_as_columns(data, edit):
+    # Only exact values were refused: the records' eastings rounded to the decimetre (and
+    # sorted, out of the release's row order) were published in the page.
+    original, releases, _, _ = data
+    leaked = geosynth.to_public(releases[0], seed=1)
+    leaked["ox"] = edit(original.geometry.x.to_numpy())
+    with pytest.raises(InputError, match=r"releases\[0\] has float columns \['ox'\] holding "
+                                         r"coordinates of records of original"):
+        review_map(original, [leaked], public=True)
+
+
+def test_public_map_keeps_measurements_in_the_range_of_the_coordinates(data):
+    # Whole numbers beside eastings to the metre, values near the coordinates' own range,
+    # the synthetic points' own coordinates: chance meets the records there as often shifted.
+    original, releases, _, _ = data
+    xy = shapely.get_coordinates(original.geometry)
+    rng = np.random.default_rng(4)
+    kept = geosynth.to_public(releases[0], seed=1)
+    n = len(kept)
+    kept["income"] = rng.integers(int(xy[:, 0].min()), int(xy[:, 0].max()), n).astype(float)
+    kept["value"] = rng.uniform(xy[:, 1].min(), xy[:, 1].max(), n)
+    kept["sx"] = kept.geometry.x.round(1)
+    rounded = original.set_geometry(gpd.points_from_xy(*xy.round(0).T, crs=original.crs))
+    review_map(rounded, [kept], public=True)
+    review_map(original, [kept], public=True)
+
+
 def test_a_release_read_from_a_file_is_public_already(data, tmp_path):
     original, releases, fit, _ = data
     path = tmp_path / "release.gpkg"
