@@ -1671,7 +1671,10 @@ class _BarrierTest:
         joints = np.flatnonzero(shared >= 2)  # where one piece ends alone, nothing is crossed
         self._joints = shapely.points(nodes[joints])
         self._joint_tree = shapely.STRtree(self._joints)
-        self._arms = [steps[which.reshape(-1) == k] for k in joints]
+        # The steps grouped by node: node k's are _steps[_start[k]:_start[k] + shared[k]].
+        self._steps = steps[np.argsort(which.reshape(-1), kind="stable")]
+        self._start = (np.cumsum(shared) - shared)[joints]
+        self._count = shared[joints]
 
     def crossed(self, segments: np.ndarray) -> np.ndarray:
         """Return a bool per segment: True where it crosses a barrier."""
@@ -1686,7 +1689,8 @@ class _BarrierTest:
                 continue
             xy = shapely.get_coordinates(segments[a])
             dx, dy = xy[1] - xy[0]
-            side = np.sign(dx * self._arms[k][:, 1] - dy * self._arms[k][:, 0])
+            arms = self._steps[self._start[k]:self._start[k] + self._count[k]]
+            side = np.sign(dx * arms[:, 1] - dy * arms[:, 0])
             crossed[a] = bool((side > 0).any() and (side < 0).any())
         return crossed
 
