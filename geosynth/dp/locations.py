@@ -883,6 +883,9 @@ def _fit_settings(model: Any, n_iter: Any, burn_in: Any, thin: Any, chains: Any,
     if getattr(model, "sampler", None) == "block":
         raise InputError("model: sampler='block' has no noise-aware fit yet; use "
                          "dp_model() (sampler='gibbs')")
+    if getattr(model, "beta_prior", None) is not None:  # refused by the fit, after the spend
+        raise InputError(f"model: beta_prior={model.beta_prior!r} needs a continuous "
+                         "covariate, and ε-DP counts carry none; use dp_model() (no beta_prior)")
     run: dict[str, Any] = {"thin": thin, "chains": chains, "stop": stop,
                            "progress": check_bool(progress, "progress")}
     auto = isinstance(n_iter, str) and n_iter == "auto"

@@ -472,6 +472,9 @@ RUN = {"m": 1, "n_iter": 30, "burn_in": 10, "thin": 1, "chains": 1, "progress": 
     ({"stop": 5}, InputError, "stop"),
     ({"model": object()}, InputError, "model must be a geosynth.PaivaModel"),
     ({"model": dp_model(sampler="block")}, InputError, "sampler='block'"),
+    # refused by the fit, after the spend: the ε was lost
+    ({"model": geosynth.PaivaModel(beta_prior="normal")}, InputError,
+     "beta_prior='normal' needs a continuous covariate, and ε-DP counts carry none"),
     ({"geometry": "y"}, InputError, "geometry must be a column name .* other than the attr"),
     ({"weights": "/nonexistent/weights.tif"}, InputError, "weights"),
 ])
