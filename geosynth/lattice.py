@@ -176,7 +176,9 @@ class Grid:
     * Point location (:meth:`locate`): a point in a partially habitable cell is kept if it
       *intersects* the habitable geometry, so boundaries count as habitable. Points on the region
       boundary are inside; points on the boundary of an excluded area are inside too (only points
-      strictly inside an excluded area are refused).
+      strictly inside an excluded area are refused). "On" is up to float64 rounding: a point
+      computed to lie on a slanted edge can fall a few 1e-10 m either side of the clipped
+      geometry (GEOS rounds the intersection), and is located accordingly.
     * Connected components are numbered in order of their smallest cell id.
     * ``region`` and ``exclude`` given as a GeoDataFrame or GeoSeries with a CRS are reprojected
       to the grid CRS; geometries without a CRS are taken to be in the grid CRS. An ``exclude``
