@@ -106,6 +106,7 @@ def write_intensity_geotiff(
     _check_float32(lam)
     target = Path(path)
     check_target(target, replace)
+    _check_suffix(target)
     warn_exact_intensity(fit, lam, printable(target.name), stacklevel=2)
     warn_without_crs(grid.crs, printable(target.name), stacklevel=2)
     labels = fit.counts.combination_labels()
@@ -175,12 +176,17 @@ def _check_path(path: Any) -> None:
             "the name of the GeoTIFF to write, such as 'intensity.tif'"
         )
     check_no_nul(os.fspath(path), "path")
-    name = Path(path)
-    # "c.gpkg" was written as a GeoTIFF (a folder: check_target says to name a file in it)
-    if name.suffix.lower() not in (".tif", ".tiff") and not name.is_dir():
-        raise InputError(f"path {printable(str(name))!r} must end in .tif or .tiff: the "
+
+
+def _check_suffix(target: Path) -> None:
+    """Refuse a name of another format: "c.gpkg" was written as a GeoTIFF under that name.
+
+    After :func:`check_target`, which explains a folder, a pipe or a name too long first.
+    """
+    if target.suffix.lower() not in (".tif", ".tiff"):
+        raise InputError(f"path {printable(str(target))!r} must end in .tif or .tiff: the "
                          "intensity surface is a GeoTIFF; name it "
-                         f"{printable(name.with_suffix('.tif').name)}")
+                         f"{printable(target.with_suffix('.tif').name)}")
 
 
 def _check_float32(lam: np.ndarray) -> None:

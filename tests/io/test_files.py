@@ -50,6 +50,7 @@ def _writers(fitted):
 
 
 WRITERS = ["write_release", "write_intensity_geotiff"]
+SUFFIX = {"write_release": ".gpkg", "write_intensity_geotiff": ".tif"}  # each refuses others
 
 
 @pytest.mark.parametrize("writer", WRITERS)
@@ -57,13 +58,13 @@ WRITERS = ["write_release", "write_intensity_geotiff"]
 def test_writers_never_replace_a_named_pipe(fitted, tmp_path, writer, overwrite):
     # With overwrite=True the pipe became a regular file (as root, /dev/null did); without,
     # the message advised overwrite=True.
-    fifo = tmp_path / "out.gpkg"
+    fifo = tmp_path / f"out{SUFFIX[writer]}"
     os.mkfifo(fifo)
-    with pytest.raises(InputError, match=r"^path '.*out.gpkg' is a named pipe \(FIFO\), not a "
-                       r"regular file: an output replaces only a regular file"):
+    with pytest.raises(InputError, match=r"^path '.*out\.(gpkg|tif)' is a named pipe \(FIFO\), "
+                       r"not a regular file: an output replaces only a regular file"):
         _writers(fitted)[writer](fifo, overwrite)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.gpkg"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [fifo.name]
 
 
 @pytest.mark.parametrize("writer", WRITERS)
@@ -72,19 +73,20 @@ def test_writers_never_replace_a_link_to_a_pipe_or_device(fitted, tmp_path, writ
     # whole system when run as root.
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
+    out = tmp_path / f"out{SUFFIX[writer]}"
     for target in (fifo, "/dev/null"):
-        link = tmp_path / "out.gpkg"
+        link = out
         link.symlink_to(target)
         with pytest.raises(InputError, match=r"is a symbolic link to a (named pipe|character "
                            r"device).*only a regular file \(or a symbolic link to one\)"):
             _writers(fitted)[writer](link, True)
         assert os.readlink(link) == str(target)
         link.unlink()
-    regular = tmp_path / "old.gpkg"
+    regular = tmp_path / f"old{SUFFIX[writer]}"
     regular.write_bytes(b"old")
-    (tmp_path / "out.gpkg").symlink_to(regular)
-    _writers(fitted)[writer](tmp_path / "out.gpkg", True)  # the link itself is replaced
-    assert regular.read_bytes() == b"old" and not (tmp_path / "out.gpkg").is_symlink()
+    out.symlink_to(regular)
+    _writers(fitted)[writer](out, True)  # the link itself is replaced
+    assert regular.read_bytes() == b"old" and not out.is_symlink()
 
 
 @pytest.mark.parametrize("writer", WRITERS)
@@ -92,15 +94,16 @@ def test_writers_name_a_path_too_long_for_the_file_system(fitted, tmp_path, writ
     # "[Errno 36] File name too long", a raw OSError.
     with pytest.raises(InputError, match=r"^path '.*': a file or folder name in that path is "
                        "longer than the file system allows; choose a shorter name"):
-        _writers(fitted)[writer](tmp_path / ("a" * 300 + ".gpkg"), False)
+        _writers(fitted)[writer](tmp_path / ("a" * 300 + SUFFIX[writer]), False)
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("writer", WRITERS)
 def test_writers_name_a_path_with_a_nul_character(fitted, tmp_path, writer):
     # write_intensity_geotiff raised a bare ValueError ("embedded null byte").
-    with pytest.raises(InputError, match=r"^path '.*out\\x00.gpkg' contains a NUL character"):
-        _writers(fitted)[writer](str(tmp_path / "out\x00.gpkg"), False)
+    with pytest.raises(InputError, match=r"^path '.*out\\x00\.(gpkg|tif)' contains a NUL "
+                       r"character"):
+        _writers(fitted)[writer](str(tmp_path / f"out\x00{SUFFIX[writer]}"), False)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -117,9 +120,9 @@ def test_a_weights_raster_path_with_a_nul_character_is_refused(fitted, confident
 @pytest.mark.parametrize("writer", WRITERS)
 def test_writers_name_a_folder_no_file_can_be_made_in(fitted, writer):
     # A raw FileNotFoundError naming the staging folder '/proc/.b.gpkg.geosynth-staging-...'.
-    with pytest.raises(InputError, match=r"^path '/proc/b.gpkg(.audit.json)?': cannot write in "
-                       r"the folder '/proc' .*choose a folder you can write to") as caught:
-        _writers(fitted)[writer]("/proc/b.gpkg", False)
+    with pytest.raises(InputError, match=r"^path '/proc/b\.(gpkg|tif)(.audit.json)?': cannot "
+                       r"write in the folder '/proc' .*choose a folder you can write to") as caught:
+        _writers(fitted)[writer](f"/proc/b{SUFFIX[writer]}", False)
     assert STAGING_MARK not in str(caught.value)
 
 
