@@ -141,7 +141,7 @@ def onthemap_alpha(n_synth: Any, epsilon: float, prior_weights: Any) -> np.ndarr
     if w.ndim != 1 or w.size == 0 or not np.isfinite(w).all() or (w <= 0).any():
         raise InputError("prior_weights must be a non-empty 1-D array of positive finite weights")
     alpha = np.outer(_scaled_weights(w, "prior_weights"), n / prior_scale(epsilon))
-    finite_alpha(float(alpha.max()), epsilon, int(n.max()))
+    finite_alpha(float(alpha.max()), epsilon, int(n.max()), scale=float(w.max() / w.min()))
     return alpha
 
 
@@ -496,6 +496,9 @@ class OnTheMapSynthesizer:
         else:
             if levels is not None:
                 raise InputError("levels only applies to the CellCounts of geosynth.prepare")
+            shape = np.shape(counts)  # public: before the copies of the checks (74.5 GiB
+            if len(shape) == 2:  # of 10^6 x 10^4 raised a bare MemoryError)
+                self._check_table_memory(*shape)
             # a masked array gave (and quoted) the confidential values hidden under its mask
             check_real_array(counts, "counts", "an array of counts")
             table = check_counts(counts, "counts", ndim=2)

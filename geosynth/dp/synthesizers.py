@@ -235,7 +235,8 @@ def _alpha_bound(n_synth: int, epsilon: float, name: str = "epsilon") -> float:
     return finite_alpha(n_synth / prior_scale(epsilon, name), epsilon, n_synth, name)
 
 
-def finite_alpha(alpha: float, epsilon: float, n_synth: int, name: str = "epsilon") -> float:
+def finite_alpha(alpha: float, epsilon: float, n_synth: int, name: str = "epsilon",
+                 scale: float = 1.0) -> float:
     """Return ``alpha`` if it is a finite float, else refuse ``epsilon`` as too small.
 
     Parameters
@@ -248,6 +249,11 @@ def finite_alpha(alpha: float, epsilon: float, n_synth: int, name: str = "epsilo
         ``ñ`` (for the message).
     name : str, default "epsilon"
         How the caller's parameter is called.
+    scale : float, default 1.0
+        ``alpha`` over ``ñ / (e^ε − 1)``: the largest-to-smallest ratio of the prior weights
+        (:func:`geosynth.dp.onthemap.onthemap_alpha`), so that the smallest ε the message
+        advises keeps ``alpha`` itself finite (advised from ``ñ`` alone, it was 1e100 times too
+        small under weights 1 and 1e100, and refused again).
 
     Returns
     -------
@@ -261,7 +267,7 @@ def finite_alpha(alpha: float, epsilon: float, n_synth: int, name: str = "epsilo
     """
     if math.isfinite(alpha):
         return alpha
-    smallest = math.log1p(n_synth / (np.finfo(np.float64).max / 2.0**10))
+    smallest = math.log1p(n_synth * scale / (np.finfo(np.float64).max / 2.0**10))
     raise InputError(
         f"{name}={epsilon:g} is so small that the Dirichlet prior ñ/(e^ε − 1) with "
         f"n_synth={n_synth} overflows to infinity (the table would be pure prior); use "

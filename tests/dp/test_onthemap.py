@@ -534,6 +534,22 @@ def test_audit_tiny_epsilon_and_huge_m_refused_with_input_error():
         OnTheMapSynthesizer(1.0, m=10**400)
 
 
+def test_the_smallest_epsilon_advised_keeps_uneven_weights_finite():
+    # Advised from ñ alone, it was 1e100 times too small under weights 1 and 1e100: followed,
+    # the call was refused again with the same advice.
+    import re
+    import warnings
+
+    with pytest.raises(InputError, match="overflows to infinity") as caught:
+        onthemap_alpha([3], 1e-250, [1.0, 1e100])
+    advised = float(re.search(r"use epsilon >= ([\d.e+-]+)", str(caught.value)).group(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert np.isfinite(onthemap_alpha([3], advised * 1.01, [1.0, 1e100])).all()
+        with pytest.raises(InputError, match="overflows to infinity"):
+            onthemap_alpha([3], advised / 4096, [1.0, 1e100])  # past its 2**10 margin
+
+
 # ---------------------------------------------------------------------- audit: the boundary
 @pytest.mark.parametrize(
     "weights, error, match",
@@ -615,6 +631,11 @@ def test_tables_beyond_max_bytes_are_refused_at_fit():
     with pytest.raises(MemoryLimitError, match=r"m=10000 synthetic tables .* over max_bytes"):
         OnTheMapSynthesizer(1.0, m=10_000).fit(counts)
     OnTheMapSynthesizer(1.0, m=2).fit(counts)  # 160 MB: fine
+    # A broadcast table takes no memory until the checks copy it (74.5 GiB as float64): a
+    # bare MemoryError before the refusal by name.
+    huge = np.broadcast_to(np.int64(0), (10**6, 10**4))
+    with pytest.raises(MemoryLimitError, match=r"m=1 synthetic tables of 1,000,000 cells"):
+        OnTheMapSynthesizer(1.0, m=1).fit(huge)
     with pytest.raises(InputError, match="max_bytes must be a positive int"):
         OnTheMapSynthesizer(1.0, max_bytes=0)
 
