@@ -458,7 +458,7 @@ class ReviewMap(folium.Map):
         if isinstance(outfile, (str, bytes, os.PathLike)):  # bytes: refused by save_map
             save_map(self, outfile, overwrite, private=not public)
             return
-        if not public and not _owner_only(outfile):
+        if not public and id(outfile) not in _SAVING and not _owner_only(outfile):
             raise InputError(
                 "an internal review map shows the confidential records and is written only to "
                 "a file its owner alone may read (mode 0600): pass a file name, "
@@ -466,6 +466,12 @@ class ReviewMap(folium.Map):
                 "the map with public=True"
             )
         super().save(outfile, close_file=close_file, **kwargs)
+
+
+#: ids of the files :func:`save_map` is writing: created 0600 there, they are written even where
+#: the file system reports no such mode (SMB, vfat and WSL's /mnt/c show 0777 for every file,
+#: and save_map refused its own file).
+_SAVING: set[int] = set()
 
 
 def _owner_only(stream: Any) -> bool:
@@ -540,7 +546,11 @@ def save_map(
         staged.append(stage_output(transaction, target, private=private,
                                    example="review.html"))
         with create_new(staged[0], private=private, binary=True) as stream:
-            m.save(stream, close_file=False)
+            _SAVING.add(id(stream))
+            try:
+                m.save(stream, close_file=False)
+            finally:
+                _SAVING.discard(id(stream))
         if outputs is None:
             transaction.commit()
     except BaseException:

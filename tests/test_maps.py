@@ -989,6 +989,27 @@ def test_folium_s_own_save_of_an_internal_map_writes_it_0600_and_atomically(data
     assert buffer.getvalue().lstrip().startswith(b"<!DOCTYPE html>")
 
 
+def test_save_map_writes_an_internal_map_where_files_report_no_mode(data, tmp_path,
+                                                                    monkeypatch):
+    # SMB, vfat and WSL's /mnt/c report 0777 for every file: save_map refused the file it had
+    # just created 0600, advising the call that had been made.
+    original, releases, _, _ = data
+    m = review_map(original, releases)
+    real_fstat = os.fstat
+
+    def fstat(fd):
+        result = real_fstat(fd)
+        return os.stat_result((result.st_mode | 0o777, *tuple(result)[1:]))
+
+    monkeypatch.setattr(os, "fstat", fstat)
+    save_map(m, tmp_path / "review.html")
+    m.save(tmp_path / "again.html")
+    assert ORIGINAL_LAYER in (tmp_path / "again.html").read_text(encoding="utf-8")
+    with open(tmp_path / "mine.html", "wb") as stream, pytest.raises(InputError,
+                                                                     match="owner alone"):
+        m.save(stream)  # a file opened by hand still reads as shared there: refused
+
+
 def test_save_map_refuses_to_share_an_internal_map(data, tmp_path):
     # private=False wrote the internal map, with every original point, readable by all users.
     original, releases, _, _ = data
