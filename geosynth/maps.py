@@ -289,7 +289,7 @@ def review_map(
         it, or, given ``original``, holding its index labels) or,
         given ``original``, with a point at the exact location of one of its records or with
         more points within 0.1 m of its records than chance placement explains (a rounded,
-        shifted or reprojected copy of them; see below), or with float columns holding
+        shifted or reprojected copy of them; see below), or with numeric columns holding
         records' coordinates.
     geosynth.errors.CRSError
         A frame or the grid has no CRS, or the CRSs differ.
@@ -828,12 +828,13 @@ def _refuse_records_in(releases: list[gpd.GeoDataFrame], original: gpd.GeoDataFr
     """Refuse releases holding records' coordinates (columns, exact or near points)."""
     locations = point_coordinates(original, "original")
     for number, release in enumerate(releases):
-        columns = _coordinate_columns(release, locations)
+        columns = _coordinate_columns(release, locations, original.crs)
         if columns:
             raise InputError(
-                f"releases[{number}] has float columns {columns} holding coordinates of records "
-                "of original (a synthetic value equals one with probability 0): a public map "
-                f"would publish them; drop them (release.drop(columns=...)), or {_ORIGINAL_FIX}"
+                f"releases[{number}] has numeric columns {columns} holding coordinates of "
+                "records of original, exactly or rounded (more values meet them than chance "
+                "explains): a public map would publish them; drop them "
+                f"(release.drop(columns=...)), or {_ORIGINAL_FIX}"
             )
     for number, release in enumerate(releases):
         copies = at_locations(point_coordinates(release, f"releases[{number}]"), locations)
@@ -859,49 +860,70 @@ def _refuse_records_in(releases: list[gpd.GeoDataFrame], original: gpd.GeoDataFr
             )
 
 
-def _coordinate_columns(release: gpd.GeoDataFrame, locations: np.ndarray) -> list[str]:
-    """Float columns of ``release`` holding records' x or y, exactly or rounded.
+def _coordinate_columns(release: gpd.GeoDataFrame, locations: np.ndarray, crs: Any) -> list[str]:
+    """Numeric columns of ``release`` holding records' x or y, exactly or rounded.
 
     The records' eastings and northings added as columns passed the checks of the points:
     a synthetic continuous value lands on a coordinate with probability 0, and one may by
-    rounding, so two equal values are asked for; and, rounded to the metre, the decimetre or
-    the centimetre (or shifted that little), they passed as values
-    (:func:`_near_coordinates`).
+    rounding, so two equal values are asked for (of a column whose values lie on no decimal
+    grid: whole numbers meet whole eastings by chance); and, rounded to the metre, the
+    decimetre or the centimetre (or shifted that little), as floats or as integers, they
+    passed as values (:func:`_near_coordinates`, in the CRS's units: ``crs``).
     """
     axes = [np.unique(locations[:, k]) for k in (0, 1)]
+    per_metre = _units_per_metre(crs)
     found = []
     for column in release.columns:
         values = release[column]
-        if column == release.geometry.name or values.dtype.kind != "f":
+        if column == release.geometry.name or values.dtype.kind not in "iuf":
             continue
-        values = values.to_numpy()
-        values = values[np.isfinite(values)]
-        if any(np.isin(values, axis).sum() >= 2 or _near_coordinates(values, axis)
-               for axis in axes):
+        values = values.to_numpy(dtype=np.float64)
+        values = np.unique(values[np.isfinite(values)])  # tied rows hit or miss together
+        exact = _decimal_step(values) == 0.0
+        if any((exact and np.isin(values, axis).sum() >= 2)
+               or _near_coordinates(values, axis, per_metre) for axis in axes):
             found.append(str(column))
     return found
 
 
-#: Half the rounding steps of coordinates that :func:`_near_coordinates` looks for (CRS units),
-#: and the shifts, in steps, of the values that measure chance hits.
-_ROUNDINGS = (0.5, 0.05, 0.005)
+def _units_per_metre(crs: Any) -> float:
+    """CRS units in a metre: 1 for metres, about 1/111,320 for degrees (a degree of latitude)."""
+    if crs is None:
+        return 1.0
+    if crs.is_geographic:
+        return 1.0 / 111_320.0
+    axis = crs.axis_info[0] if crs.axis_info else None
+    return 1.0 if axis is None or not axis.unit_conversion_factor else (
+        1.0 / axis.unit_conversion_factor)
+
+
+#: Half the rounding steps of coordinates that :func:`_near_coordinates` looks for (metres),
+#: the shifts, in steps, of the values that measure chance hits, and the most distinct values
+#: it tests (a fixed random subset beyond: 10^6 values took 4 s a column).
+_ROUNDINGS_M = (0.5, 0.05, 0.005)
 _CHANCE_SHIFTS = np.array([-11.0, -7.0, -5.0, -3.0, 3.0, 5.0, 7.0, 11.0])
+_MAX_TESTED = 200_000
 
 
-def _near_coordinates(values: np.ndarray, coordinates: np.ndarray) -> bool:
-    """Tell whether more ``values`` lie within d of a coordinate than chance explains.
+def _near_coordinates(values: np.ndarray, coordinates: np.ndarray, per_metre: float) -> bool:
+    """Tell whether more distinct ``values`` lie within d of a coordinate than chance explains.
 
-    For each d of :data:`_ROUNDINGS`: the hits of the values against the sorted distinct
+    For each d of :data:`_ROUNDINGS_M` (in CRS units, ``per_metre`` of them a metre: in degrees
+    the rounding steps were half a degree, and every column near the records' longitudes was
+    refused): the hits of the sorted distinct values against the sorted distinct
     ``coordinates``, against the mean hits of the values shifted by 3 to 11 steps (rounded
     coordinates lose their matches; a measurement independent of the records' locations keeps
     as many, whatever its distribution), at least 1. A step is the rounding step 2d or the
     values' own decimal grid if coarser (:func:`_decimal_step`): whole dollars shifted by
-    hundredths never met eastings to the metre, and were judged a copy of them. Judged by the
-    Chernoff bound at :data:`geosynth._points.NEAR_ALPHA` over the three scales.
+    hundredths never met eastings to the metre, and were judged a copy of them. Distinct
+    values, as rows sharing one hit or miss together. Judged by the Chernoff bound at
+    :data:`geosynth._points.NEAR_ALPHA` over the three scales.
     """
-    if values.size < 3 or coordinates.size == 0:
+    if values.size < 3 or coordinates.size < 2:
         return False
-    alpha = np.log(NEAR_ALPHA / len(_ROUNDINGS))
+    if values.size > _MAX_TESTED:
+        values = np.sort(np.random.default_rng(0).choice(values, _MAX_TESTED, replace=False))
+    alpha = np.log(NEAR_ALPHA / len(_ROUNDINGS_M))
     grid = _decimal_step(values)
 
     def hits(shifted: np.ndarray, d: float) -> int:
@@ -909,7 +931,7 @@ def _near_coordinates(values: np.ndarray, coordinates: np.ndarray) -> bool:
         gap = np.minimum(np.abs(shifted - coordinates[at - 1]), np.abs(shifted - coordinates[at]))
         return int((gap <= d).sum())
 
-    for d in _ROUNDINGS:
+    for d in (metres * per_metre for metres in _ROUNDINGS_M):
         found = hits(values, d)
         step = max(2 * d, grid)
         chance = float(np.mean([hits(values + step * s, d) for s in _CHANCE_SHIFTS]))
@@ -919,11 +941,15 @@ def _near_coordinates(values: np.ndarray, coordinates: np.ndarray) -> bool:
 
 
 def _decimal_step(values: np.ndarray) -> float:
-    """Return the coarsest power of ten (1e-4 to 1e6) every value is a multiple of, else 0."""
-    for exponent in range(6, -5, -1):
-        scaled = values / 10.0**exponent
-        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-12 * np.maximum(1.0, np.abs(scaled))):
-            return 10.0**exponent
+    """Return the coarsest power of ten (1e-9 to 1e6) every value is a multiple of, else 0.
+
+    A multiple up to float64 rounding (four spacings of the value): 600123.45 is one of 0.01.
+    """
+    slack = 4 * np.spacing(np.abs(values))
+    for exponent in range(6, -10, -1):
+        step = 10.0**exponent
+        if np.all(np.abs(values - np.round(values / step) * step) <= slack):
+            return step
     return 0.0
 
 

@@ -462,7 +462,7 @@ def test_public_map_refuses_records_coordinates_as_columns(data):
     leaked = releases[0].copy()
     leaked["ox"] = original.loc[leaked.index].geometry.x.to_numpy()
     leaked["oy"] = original.loc[leaked.index].geometry.y.to_numpy() + 0.0
-    with pytest.raises(InputError, match=r"releases\[0\] has float columns \['ox', 'oy'\] "
+    with pytest.raises(InputError, match=r"releases\[0\] has numeric columns \['ox', 'oy'\] "
                                          r"holding coordinates of records of original"):
         review_map(original, [leaked], public=True)
     review_map(original, releases, public=True)  # synthetic z: no coordinate
@@ -470,14 +470,15 @@ def test_public_map_refuses_records_coordinates_as_columns(data):
 
 
 @pytest.mark.parametrize("edit", [
-    lambda v: np.sort(v).round(1), lambda v: v.round(0), lambda v: v.round(2) + 0.003])
+    lambda v: np.sort(v).round(1), lambda v: v.round(0), lambda v: v.round(2) + 0.003,
+    lambda v: v.round(0).astype(np.int64)])  # eastings to the metre are whole numbers
 def test_public_map_refuses_records_coordinates_rounded_as_columns(data, edit):
     # Only exact values were refused: the records' eastings rounded to the decimetre (and
     # sorted, out of the release's row order) were published in the page.
     original, releases, _, _ = data
     leaked = geosynth.to_public(releases[0], seed=1)
     leaked["ox"] = edit(original.geometry.x.to_numpy())
-    with pytest.raises(InputError, match=r"releases\[0\] has float columns \['ox'\] holding "
+    with pytest.raises(InputError, match=r"releases\[0\] has numeric columns \['ox'\] holding "
                                          r"coordinates of records of original"):
         review_map(original, [leaked], public=True)
 
@@ -493,9 +494,21 @@ def test_public_map_keeps_measurements_in_the_range_of_the_coordinates(data):
     kept["income"] = rng.integers(int(xy[:, 0].min()), int(xy[:, 0].max()), n).astype(float)
     kept["value"] = rng.uniform(xy[:, 1].min(), xy[:, 1].max(), n)
     kept["sx"] = kept.geometry.x.round(1)
+    # a few levels near the eastings (prices top-coded at one value): tied rows, one trial
+    kept["cap"] = rng.choice(np.round(xy[:3, 0]), n)
     rounded = original.set_geometry(gpd.points_from_xy(*xy.round(0).T, crs=original.crs))
     review_map(rounded, [kept], public=True)
     review_map(original, [kept], public=True)
+    # In degrees: the synthetic points' own longitudes and latitudes, and a measurement
+    # spread around the records' longitudes (half a degree was read as half a metre).
+    lonlat = original.to_crs(4326)
+    kept = geosynth.to_public(releases[0].to_crs(4326), seed=1)
+    kept["lon"], kept["lat"] = kept.geometry.x, kept.geometry.y
+    kept["score"] = rng.normal(lonlat.geometry.x.mean(), 2.0, n)
+    review_map(lonlat, [kept], public=True)
+    kept["olon"] = lonlat.geometry.x.round(5).to_numpy()[:n]  # the records' own, to ~1 m
+    with pytest.raises(InputError, match=r"numeric columns \['olon'\] holding coordinates"):
+        review_map(lonlat, [kept], public=True)
 
 
 def test_a_release_read_from_a_file_is_public_already(data, tmp_path):
