@@ -42,7 +42,7 @@ __all__ = [
 #: chance of one (metres), the bound of the placement density near a record over its average
 #: in the context, and the chance of judging a synthetic release a copy.
 NEAR_M = 0.1
-NEAR_RADII = (NEAR_M, 0.03, 0.01, 0.003, 0.001)  # each tested (near_copies)
+NEAR_RADII = (NEAR_M, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001, 1e-4, 1e-5, 1e-6)  # near_copies
 CONTEXT_M = 10.0
 BORDER_FACTOR = 4.0
 NEAR_ALPHA = 1e-9
@@ -636,8 +636,10 @@ def near_copies(points: np.ndarray, records: np.ndarray) -> tuple[int, float, fl
     (point, record) pairs closer than ``R``; see :func:`geosynth.maps.review_map`, Notes).
     The points are judged a copy when the Chernoff bound ``P(k' >= k) <= exp(-μ) (eμ/k)^k``
     is below ``NEAR_ALPHA / len(NEAR_RADII)`` at one of the radii ``r`` (a union bound over
-    them). The finer radii catch a few records moved by a centimetre among synthetic points:
-    3 of 200 were within 0.1 m where chance put 0.05, which passed at 0.1 m alone.
+    them). The finer radii catch a few records moved by a centimetre among synthetic points
+    (3 of 200 were within 0.1 m where chance put 0.05, which passed at 0.1 m alone), and one
+    record moved by a micrometre where fewer than about 1,000 (point, record) pairs are
+    within 10 m (at 1 mm, a single point never passed).
 
     Returns
     -------

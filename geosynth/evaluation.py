@@ -684,7 +684,7 @@ def _warn_of_original_locations(original: gpd.GeoDataFrame,
     0, so any such point is a leak (a release edited back, a baseline that keeps locations,
     the original itself). Averaged over releases, the matched distances hid it: a layer of the
     originals beside a synthetic one reported a mean distance of 37.5 m. So are, in a CRS, more
-    points within 0.1 m (or 0.03, 0.01, 0.003 or 0.001 m) of the records than chance
+    points within 0.1 m (or a finer radius, down to 1 µm) of the records than chance
     placement explains (:func:`geosynth._points.near_copies`, the test of public review
     maps): a release edited
     to put five points 1 mm from records' homes passed without a word. The message names the

@@ -796,7 +796,7 @@ def _refuse_original_locations(releases: list[gpd.GeoDataFrame], original: Any) 
     to the millimetre, shifted by 1 mm, or reprojected there and back), which escaped a test of
     exact equality. A release is refused when one of its points is at a record's exact location
     (a continuous placement never lands there) or when more of its points lie within
-    0.1 m (or 0.03, 0.01, 0.003 or 0.001 m) of a record than chance placement explains
+    0.1 m (or a finer radius, down to 1 µm) of a record than chance placement explains
     (:func:`geosynth._points.near_copies`; three records moved by 1 cm among 200 synthetic
     points passed a test at 0.1 m alone).
     A release that carries neither the record of the synthesizer that drew it (which

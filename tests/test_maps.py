@@ -568,9 +568,13 @@ def test_public_map_refuses_near_copies_of_the_original(data):
     review_map(original, [shifted], public=False)  # an internal map may show them
 
 
-def test_public_map_refuses_a_few_records_moved_by_a_centimetre_among_synthetic_points():
+@pytest.mark.parametrize(("moved", "shift", "radius"), [
+    (3, 0.01, "0.05"), (3, 0.045, "0.05"), (1, 1e-6, "1e-05")])
+def test_public_map_refuses_a_few_records_moved_a_little_among_synthetic_points(moved, shift,
+                                                                                radius):
     # 3 of a release's points moved to records' homes + 1 cm passed: within 0.1 m chance puts
-    # a few tenths of a point, so 3 was no surprise there; within 1 cm it is.
+    # a few tenths of a point, so 3 was no surprise there; within 5 cm it is. At 4.5 cm they
+    # fell between the radii, and one record moved by a micrometre passed every radius.
     scenario = geosynth.datasets.paiva_scenario(n=200, seed=7)
     original = scenario.data
     rng = np.random.default_rng(2)
@@ -579,11 +583,11 @@ def test_public_map_refuses_a_few_records_moved_by_a_centimetre_among_synthetic_
         xy.min(axis=0), xy.max(axis=0), xy.shape).T, crs=original.crs))
     synthetic.attrs = geosynth.to_public(synthetic, seed=0).attrs
     edited = synthetic.copy()
-    edited.geometry.array[:3] = original.geometry.iloc[:3].translate(0.01, 0.0).array
+    edited.geometry.array[:moved] = original.geometry.iloc[:moved].translate(shift, 0.0).array
     with pytest.warns(PrivacyLeakWarning):  # no synthesizer's record: warned as well
         review_map(original, [synthetic], public=True)
-        with pytest.raises(InputError, match=r"has 3 of its 200 points within 0.03 m of a "
-                                             r"record of original, where points placed "
+        with pytest.raises(InputError, match=rf"has {moved} of its 200 points within {radius} "
+                                             r"m of a record of original, where points placed "
                                              r"independently of the records would put about"):
             review_map(original, [edited], public=True)
 
