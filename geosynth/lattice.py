@@ -1663,6 +1663,9 @@ class _BarrierTest:
     def __init__(self, barriers: np.ndarray) -> None:
         self._tree = shapely.STRtree(barriers)
         lines = barriers[(shapely.get_type_id(barriers) == 1) & ~shapely.is_closed(barriers)]
+        # A repeated vertex made a piece's first step (0, 0), of no side (rivers snapped to a
+        # grid have them; a piece of zero length keeps its two points and counts nowhere).
+        lines = shapely.remove_repeated_points(lines)
         xy, line = shapely.get_coordinates(lines, return_index=True)
         first = np.flatnonzero(np.diff(line, prepend=-1))  # each piece's first vertex
         last = np.append(first[1:], line.size).astype(np.int64)[:first.size] - 1

@@ -25,6 +25,8 @@ def _pairs(grid):
     gpd.GeoSeries([shapely.LineString([(2, -1), (2, 2)]), shapely.LineString([(2, 2), (2, 5)])]),
     shapely.MultiLineString([[(2, -1), (2, 2)], [(2, 5), (2, 2)]]),  # the second one reversed
     gpd.GeoSeries([shapely.LineString([(2, y), (2, y + 1)]) for y in range(-1, 5)]),
+    # a repeated vertex at the joint (snapped to a grid): its first step was (0, 0)
+    shapely.MultiLineString([[(2, -1), (2, 2), (2, 2)], [(2, 2), (2, 2), (2, 5)]]),
 ])
 def test_a_river_in_pieces_cuts_the_links_through_its_joints(pieces):
     # Each piece ends where the next begins: a diagonal link through a joint at a lattice
