@@ -467,6 +467,23 @@ class ReviewMap(folium.Map):
             )
         super().save(outfile, close_file=close_file, **kwargs)
 
+    def _repr_html_(self, **kwargs: Any) -> str:
+        """Return the page for a notebook's output, warning if the map is internal.
+
+        A notebook stores the page of a displayed map in its output, in the .ipynb file that
+        is saved (0644) and shared: an internal map put every original point there.
+        """
+        if getattr(self, _PUBLIC_MARK, None) is not True:
+            warnings.warn(
+                "an internal review map shown in a notebook is stored in the notebook's output, "
+                "with every original point and the records per cell: clear that output before "
+                "saving or sharing the notebook, or show review_map(..., public=True) and "
+                "write the internal map with save_map",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
+        return super()._repr_html_(**kwargs)
+
 
 #: ids of the files :func:`save_map` is writing: created 0600 there, they are written even where
 #: the file system reports no such mode (SMB, vfat and WSL's /mnt/c show 0777 for every file,

@@ -1027,6 +1027,17 @@ def test_save_map_writes_an_internal_map_where_files_report_no_mode(data, tmp_pa
         m.save(stream)  # a file opened by hand still reads as shared there: refused
 
 
+def test_an_internal_map_shown_in_a_notebook_warns_that_its_output_holds_the_records(data):
+    # Jupyter stores the displayed page in the .ipynb: every original point, saved 0644.
+    original, releases, _, _ = data
+    with pytest.warns(PrivacyLeakWarning, match="stored in the notebook's output"):
+        page = review_map(original, releases)._repr_html_()
+    assert "iframe" in page
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        review_map(original, releases, public=True)._repr_html_()
+
+
 def test_save_map_refuses_to_share_an_internal_map(data, tmp_path):
     # private=False wrote the internal map, with every original point, readable by all users.
     original, releases, _, _ = data
