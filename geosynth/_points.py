@@ -29,6 +29,7 @@ __all__ = [
     "metric_coordinates",
     "near_copies",
     "log_chance_of_as_many",
+    "metres_per_unit",
     "levels_hold_locations",
     "point_coordinates",
     "refuse_z",
@@ -612,8 +613,17 @@ def metric_coordinates(xy: np.ndarray, crs: Any) -> np.ndarray:
         lon, lat = np.radians(xy[:, 0]), np.radians(xy[:, 1])
         return EARTH_RADIUS_M * np.column_stack(
             [np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])
-    unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
-    return xy * unit
+    return xy * metres_per_unit(crs)
+
+
+def metres_per_unit(crs: Any) -> float:
+    """Metres in one unit of ``crs``: its axis unit, a degree of latitude, 1 without a CRS."""
+    if crs is None:
+        return 1.0
+    if crs.is_geographic:
+        return EARTH_RADIUS_M * np.pi / 180.0
+    factor = crs.axis_info[0].unit_conversion_factor if crs.axis_info else None
+    return float(factor) if factor else 1.0
 
 
 def log_chance_of_as_many(k: int, mean: float) -> float:

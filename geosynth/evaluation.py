@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from geosynth._messages import CONTROL_CHARACTERS
-from geosynth._points import NEAR_ALPHA, NEAR_M, at_locations, metric_coordinates, near_copies
+from geosynth._points import NEAR_ALPHA, at_locations, metric_coordinates, near_copies
 from geosynth._random import SeedLike, check_seed
 from geosynth._validation import check_bool, check_int
 from geosynth.errors import CRSError, DataWarning, InputError, PrivacyLeakWarning
@@ -696,7 +696,7 @@ def _warn_of_original_locations(original: gpd.GeoDataFrame,
     # honest releases were warned of): the exact test only.
     crs = original.crs
     metric = None if crs is None else metric_coordinates(np.unique(locations, axis=0), crs)
-    exact, near, radii = [], [], []
+    exact, near, widest = [], [], 0.0  # the widest radius that judged a release a copy
     for k, release in enumerate(releases, start=1):
         xy = frame_xy(release, f"releases[{k - 1}]")
         if at_locations(xy, locations).any():
@@ -705,8 +705,7 @@ def _warn_of_original_locations(original: gpd.GeoDataFrame,
             found, _, radius = near_copies(metric_coordinates(xy, crs), metric)
             if found:
                 near.append(k)
-                radii.append(radius)
-    widest = max(radii, default=NEAR_M)  # the radius that judged each release: the widest
+                widest = max(widest, radius)
     for leaking, where in ((exact, "exactly at"), (near, f"within {widest:g} m of")):
         if not leaking:
             continue

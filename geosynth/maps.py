@@ -89,6 +89,7 @@ from geosynth._points import (
     NEAR_M,
     at_locations,
     log_chance_of_as_many,
+    metres_per_unit,
     metric_coordinates,
     near_copies,
     point_coordinates,
@@ -888,7 +889,7 @@ def _coordinate_columns(release: gpd.GeoDataFrame, locations: np.ndarray, crs: A
     passed as values (:func:`_near_coordinates`, in the CRS's units: ``crs``).
     """
     axes = [np.unique(locations[:, k]) for k in (0, 1)]
-    per_metre = _units_per_metre(crs)
+    per_metre = 1.0 / metres_per_unit(crs)
     found = []
     for column in release.columns:
         values = release[column]
@@ -896,22 +897,13 @@ def _coordinate_columns(release: gpd.GeoDataFrame, locations: np.ndarray, crs: A
             continue
         values = values.to_numpy(dtype=np.float64)
         values = np.unique(values[np.isfinite(values)])  # tied rows hit or miss together
-        exact = _decimal_step(values) == 0.0
-        if any((exact and np.isin(values, axis).sum() >= 2)
-               or _near_coordinates(values, axis, per_metre) for axis in axes):
+        tested = values if values.size <= _MAX_TESTED else np.sort(
+            np.random.default_rng(0).choice(values, _MAX_TESTED, replace=False))
+        grid = _decimal_step(tested)
+        if any((grid == 0.0 and np.isin(values, axis).sum() >= 2)
+               or _near_coordinates(tested, axis, per_metre, grid) for axis in axes):
             found.append(str(column))
     return found
-
-
-def _units_per_metre(crs: Any) -> float:
-    """CRS units in a metre: 1 for metres, about 1/111,320 for degrees (a degree of latitude)."""
-    if crs is None:
-        return 1.0
-    if crs.is_geographic:
-        return 1.0 / 111_320.0
-    axis = crs.axis_info[0] if crs.axis_info else None
-    return 1.0 if axis is None or not axis.unit_conversion_factor else (
-        1.0 / axis.unit_conversion_factor)
 
 
 #: Half the rounding steps of coordinates that :func:`_near_coordinates` looks for (metres),
@@ -922,7 +914,8 @@ _CHANCE_SHIFTS = np.array([-11.0, -7.0, -5.0, -3.0, 3.0, 5.0, 7.0, 11.0])
 _MAX_TESTED = 200_000
 
 
-def _near_coordinates(values: np.ndarray, coordinates: np.ndarray, per_metre: float) -> bool:
+def _near_coordinates(values: np.ndarray, coordinates: np.ndarray, per_metre: float,
+                      grid: float) -> bool:
     """Tell whether more distinct ``values`` lie within d of a coordinate than chance explains.
 
     For each d of :data:`_ROUNDINGS_M` (in CRS units, ``per_metre`` of them a metre: in degrees
@@ -931,17 +924,14 @@ def _near_coordinates(values: np.ndarray, coordinates: np.ndarray, per_metre: fl
     ``coordinates``, against the mean hits of the values shifted by 3 to 11 steps (rounded
     coordinates lose their matches; a measurement independent of the records' locations keeps
     as many, whatever its distribution), at least 1. A step is the rounding step 2d or the
-    values' own decimal grid if coarser (:func:`_decimal_step`): whole dollars shifted by
+    values' own decimal grid ``grid`` if coarser (:func:`_decimal_step`): whole dollars shifted by
     hundredths never met eastings to the metre, and were judged a copy of them. Distinct
     values, as rows sharing one hit or miss together. Judged by the Chernoff bound at
     :data:`geosynth._points.NEAR_ALPHA` over the three scales.
     """
     if values.size < 3 or coordinates.size < 2:
         return False
-    if values.size > _MAX_TESTED:
-        values = np.sort(np.random.default_rng(0).choice(values, _MAX_TESTED, replace=False))
     alpha = np.log(NEAR_ALPHA / len(_ROUNDINGS_M))
-    grid = _decimal_step(values)
 
     def hits(shifted: np.ndarray, d: float) -> int:
         at = np.clip(np.searchsorted(coordinates, shifted), 1, coordinates.size - 1)

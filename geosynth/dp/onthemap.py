@@ -505,7 +505,6 @@ class OnTheMapSynthesizer:
             self.grid, self.attributes, self.combos, self.levels = None, (), None, None
         self.prior_weights, self.prior_kind = _prior_weights(self.prior, table.shape[0], self.grid)
         _warn_if_copied_cells(self.epsilon_cells_per_release, self.prior_weights)
-        self._check_table_memory(*table.shape)
         self._counts = np.asarray(table, dtype=np.int64)
         return self
 

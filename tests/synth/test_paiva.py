@@ -233,7 +233,11 @@ def test_a_partitioned_order_of_the_sums_is_not_a_change(regular_data):
     gdf, _, counts = regular_data
     fit = stub_fit(counts, random_lambda(counts, chains=1, draws=2))
     rounding = gdf["z"] * (1 + 4e-16)  # a sum in another order differs by a few ulps
-    synthesize(fit, gdf.assign(z=rounding), m=1, seed=0)
+    assert not rounding.equals(gdf["z"])
+    (same,) = synthesize(fit, gdf, m=1, seed=0)
+    (rounded,) = synthesize(fit, gdf.assign(z=rounding), m=1, seed=0)  # not refused
+    assert rounded.index.equals(same.index) and list(rounded.columns) == list(same.columns)
+    assert np.isfinite(rounded["z"]).all() and not np.isin(rounded["z"], rounding).any()
 
 
 def test_seeds_reproduce_and_differ(regular_data):
