@@ -6,7 +6,6 @@ import contextlib
 import errno
 import os
 import secrets
-import shlex
 import signal
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -22,6 +21,7 @@ from geosynth._atomic import (
     create_new,
     refuse_held_by_another_user,
 )
+from geosynth.cli.messages import ogr2ogr_command
 from geosynth.errors import GridError, InputError
 
 if TYPE_CHECKING:
@@ -787,17 +787,6 @@ def _utm_of(points: gpd.GeoDataFrame) -> str:
         return "EPSG:<UTM zone>"
 
 
-def _quoted(name: str) -> str:
-    """Return ``name`` quoted for the shell, always in quotes.
-
-    A file name with spaces or metacharacters ("cases (2).gpkg") made the pasted command fail
-    or run something else. The quotes also keep the command line's rewording of messages off
-    it ("x=1.gpkg" is no --x).
-    """
-    word = shlex.quote(name)
-    return word if word.startswith("'") else f"'{name}'"
-
-
 def check_projected(points: gpd.GeoDataFrame, name: str,
                     coordinates: tuple[str | None, str | None] = (None, None),
                     decimal: str | None = None) -> None:
@@ -849,19 +838,11 @@ def check_projected(points: gpd.GeoDataFrame, name: str,
 
 def _reprojection(points: gpd.GeoDataFrame, name: str, utm: str,
                   coordinates: tuple[str | None, str | None], decimal: str | None) -> str:
-    """Return the parenthesised ogr2ogr command that reprojects INPUT to ``utm``.
-
-    GDAL reads no geometry from a CSV file unless told its coordinate columns, and no CRS
-    (``-s_srs``): "ogr2ogr -t_srs ... projected.gpkg cases.csv" wrote a table without points.
-    ``KEEP_GEOM_COLUMNS=NO`` leaves the degrees out of the new file's columns.
-    """
-    files = f"projected.gpkg {_quoted(name)}"
+    """Return the parenthesised ogr2ogr command that reprojects INPUT to ``utm``."""
     x, y = coordinates
+    command = ogr2ogr_command(name, utm, crs=points.crs.to_string(), x=x, y=y)
     if x is None or y is None:
-        return f"(ogr2ogr -t_srs {shlex.quote(utm)} {files})"
-    command = (f"ogr2ogr -s_srs {shlex.quote(points.crs.to_string())} -t_srs "
-               f"{shlex.quote(utm)} -oo X_POSSIBLE_NAMES={_quoted(x)} -oo "
-               f"Y_POSSIBLE_NAMES={_quoted(y)} -oo KEEP_GEOM_COLUMNS=NO {files}")
+        return f"({command})"
     after = "then give projected.gpkg without --x, --y and --crs"
     if decimal not in (None, "."):
         after = f"after saving {name} with decimal points, which GDAL needs; {after}"

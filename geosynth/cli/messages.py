@@ -30,6 +30,7 @@ Adding an option to a command? Add its parameter here, so that messages name it.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 
 __all__ = ["OPTION_OF_PARAMETER", "FLAG_OF_SETTING", "cli_message"]
@@ -144,20 +145,49 @@ _RAISE_CONSTANT = re.compile(
     r"|,?\s+or raise (?:geosynth\.[\w.]+\.)?[A-Z][A-Z_]+(?: deliberately)?")
 # Python's reprojection to the area's UTM zone: an ogr2ogr command on the command line.
 _TO_UTM = re.compile(r"\b(\w+)\.to_crs\(\1\.estimate_utm_crs\(\)\)")
-_OGR2OGR = ("ogr2ogr -t_srs EPSG:326NN projected.gpkg {input} (NN: the area's UTM zone; 327NN "
-            "south of the equator)")
 
 
-def _ogr2ogr(source: str | None) -> str:
-    """Return the ogr2ogr command that reprojects ``source`` (the input's name; None: INPUT).
+def shell_word(name: str) -> str:
+    """Return ``name`` quoted for the shell, always in quotes.
 
-    The name is quoted for the shell ("my cases.csv" was two words); a CSV file also needs its
-    coordinate columns and CRS named (GDAL reads no geometry from it otherwise).
+    A file name with spaces or metacharacters ("cases (2).gpkg") made a pasted command fail or
+    run something else. The quotes also keep the command line's rewording of messages off it
+    ("x=1.gpkg" is no --x).
     """
-    import shlex
+    word = shlex.quote(name)
+    return word if word.startswith("'") else f"'{name}'"
 
-    command = _OGR2OGR.format(input="INPUT" if source is None else shlex.quote(source))
-    if source is not None and source.lower().endswith(".csv"):
+
+def ogr2ogr_command(source: str | None, target: str | None = None, *, crs: str | None = None,
+                    x: str | None = None, y: str | None = None) -> str:
+    """Return the ogr2ogr command that reprojects ``source`` to ``target`` as projected.gpkg.
+
+    Parameters
+    ----------
+    source : str or None
+        The input file's name (None: INPUT), quoted for the shell.
+    target : str, optional
+        The CRS to reproject to; None gives EPSG:326NN and says what NN is.
+    crs, x, y : str, optional
+        A CSV file's CRS and coordinate columns. GDAL reads no geometry from a CSV file unless
+        told its columns, and no CRS (``-s_srs``): "ogr2ogr -t_srs ... projected.gpkg
+        cases.csv" wrote a table without points. With all three the command names them (and
+        ``KEEP_GEOM_COLUMNS=NO`` leaves the degrees out of the new file's columns); without
+        them a CSV file's command says what to add.
+
+    Returns
+    -------
+    str
+    """
+    word = "INPUT" if source is None else shell_word(source)
+    options = f"-t_srs {'EPSG:326NN' if target is None else shlex.quote(target)}"
+    if crs is not None and x is not None and y is not None:
+        options = (f"-s_srs {shlex.quote(crs)} {options} -oo X_POSSIBLE_NAMES={shell_word(x)} "
+                   f"-oo Y_POSSIBLE_NAMES={shell_word(y)} -oo KEEP_GEOM_COLUMNS=NO")
+    command = f"ogr2ogr {options} projected.gpkg {word}"
+    if target is None:
+        command += " (NN: the area's UTM zone; 327NN south of the equator)"
+    if x is None and source is not None and source.lower().endswith(".csv"):
         command += (", adding -s_srs <its CRS> -oo X_POSSIBLE_NAMES=<x column> "
                     "-oo Y_POSSIBLE_NAMES=<y column> for a CSV file")
     return command
@@ -192,12 +222,13 @@ def cli_message(message: str, names: Mapping[str, str] | None = None) -> str:
     >>> cli_message("layer='roads' (CLI: --layer): cases.gpkg has no such layer")
     "--layer 'roads': cases.gpkg has no such layer"
     """
-    text = _TO_UTM.sub(lambda match: _ogr2ogr((names or {}).get(match.group(1))), str(message))
+    names = names or {}
+    text = _TO_UTM.sub(lambda match: ogr2ogr_command(names.get(match.group(1))), str(message))
     quoted = _quoted_spans(text)
     text = _ADVICE.sub(lambda match: _unless_quoted(match, quoted, lambda advice: _ADVISED.sub(
         lambda name: OPTION_OF_PARAMETER[name.group(1)], advice.group(0))), text)
     text = _inner_notes(text)
-    text = _NOTE.sub(lambda match: _note(match, names or {}), text)
+    text = _NOTE.sub(lambda match: _note(match, names), text)
     text = _IN_PYTHON.sub("", text)
     text = _drop_pad_advice(text)
     text = _PYTHON_ALTERNATIVE.sub("", text)

@@ -132,7 +132,7 @@ def test_cli_message_gives_the_ogr2ogr_command_for_python_s_reprojection():
                "gdf.to_crs(gdf.estimate_utm_crs())")
     assert cli_message(message, {"gdf": "merc.gpkg"}) == (
         "reproject the points to a CRS made for the area, e.g. ogr2ogr -t_srs EPSG:326NN "
-        "projected.gpkg merc.gpkg (NN: the area's UTM zone; 327NN south of the equator)")
+        "projected.gpkg 'merc.gpkg' (NN: the area's UTM zone; 327NN south of the equator)")
     # a name with a space is quoted for the shell; a CSV file needs its columns and CRS named
     shown = cli_message(message, {"gdf": "my cases.csv"})
     assert "projected.gpkg 'my cases.csv'" in shown and "-oo X_POSSIBLE_NAMES=" in shown
