@@ -42,7 +42,7 @@ from geosynth._hexagons import (
     hex_positions_meeting,
 )
 from geosynth._messages import caller_stacklevel
-from geosynth._points import point_coordinates
+from geosynth._points import metres_per_unit, point_coordinates
 from geosynth._validation import (
     as_float,
     check_choice,
@@ -2652,7 +2652,7 @@ def _warn_of_distortion(crs: pyproj.CRS | None, bounds: Bounds) -> None:
         factors = pyproj.Proj(crs).get_factors(lon, lat)
     except (pyproj.exceptions.ProjError, pyproj.exceptions.CRSError, TypeError):
         return
-    unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
+    unit = metres_per_unit(crs)
     # The smallest and largest scale over all directions (Tissot's indicatrix): an equal-area
     # CRS (Mollweide, EPSG:6933) keeps areas (areal scale 1) while stretching one direction and
     # shrinking another.

@@ -32,7 +32,13 @@ import pandas as pd
 import pyproj
 
 from geosynth._messages import caller_stacklevel, describe_rows
-from geosynth._points import at_locations, point_coordinates, refuse_z, text_numbers
+from geosynth._points import (
+    at_locations,
+    metres_per_unit,
+    point_coordinates,
+    refuse_z,
+    text_numbers,
+)
 from geosynth._random import SeedLike, as_generator
 from geosynth._validation import check_m, check_real, check_unique_columns, is_sequence
 from geosynth.data import check_crs
@@ -528,10 +534,7 @@ def _check_radius_span(r_max: float, crs: Any) -> None:
     ``r_max=2**63`` put masked points at ±8.5e18 m, silently. Without a CRS the coordinate
     unit is taken as the metre.
     """
-    per_unit = 1.0  # metres per CRS unit
-    if crs is not None and crs.axis_info and crs.axis_info[0].unit_conversion_factor:
-        per_unit = float(crs.axis_info[0].unit_conversion_factor)
-    limit = MAX_DONUT_METRES / per_unit
+    limit = MAX_DONUT_METRES / metres_per_unit(crs)
     if r_max > limit:
         unit = "CRS units" if crs is None else f"CRS units ({crs.axis_info[0].unit_name})"
         raise InputError(
