@@ -1695,7 +1695,10 @@ def continuous_utility(original: Any, releases: Any, columns: str | Sequence[str
     pandas.DataFrame
         One row per estimand, columns ``original``, ``synthetic``, ``lower_original``,
         ``upper_original``, ``lower_synthetic``, ``upper_synthetic`` and ``overlap``
-        (:func:`interval_overlap`, geometric; NaN for the SDs).
+        (:func:`interval_overlap`, geometric; NaN for the SDs). A correlation that a
+        release cannot have (a constant column in it) leaves the combined estimate, its
+        interval and the overlap NaN, and the original's (NaN too when its own column is
+        constant).
 
     Raises
     ------
@@ -1737,13 +1740,26 @@ def continuous_utility(original: Any, releases: Any, columns: str | Sequence[str
         label = f"corr[{columns[a]},{columns[b]}]"
         fisher = np.arctanh(np.clip([r[a, b] for r in correlations], -1 + 1e-15, 1 - 1e-15))
         if not np.isfinite(fisher).all():
-            rows[label] = (np.nan,) * 7
+            rows[label] = _original_correlation(fisher[0], sizes[0], z)
             continue
         rows[label] = _with_overlap(np.tanh(_compared(fisher, 1.0 / (sizes - 3.0), z, level,
                                                       rules, sizes)))
     return pd.DataFrame.from_dict(rows, orient="index", columns=[
         "original", "synthetic", "lower_original", "upper_original", "lower_synthetic",
         "upper_synthetic", "overlap"])
+
+
+def _original_correlation(fisher: float, size: int, critical: float) -> tuple[float, ...]:
+    """Return a correlation's row when a release's is undefined (a constant column in it).
+
+    The original's r and interval stand; the combined ones and the overlap are NaN. One
+    release with a constant column blanked the original's r and interval too.
+    """
+    if not np.isfinite(fisher):
+        return (np.nan,) * 7
+    half = critical / math.sqrt(size - 3.0)
+    return (float(np.tanh(fisher)), np.nan, float(np.tanh(fisher - half)),
+            float(np.tanh(fisher + half)), np.nan, np.nan, np.nan)
 
 
 def _continuous_values(frame: pd.DataFrame, columns: list[str], name: str) -> np.ndarray:

@@ -1058,3 +1058,22 @@ def test_continuous_utility_refuses_text_missing_values_and_no_columns():
     with pytest.raises(InputError, match=r"columns lists \['z1'\] more than once"):
         continuous_utility(original, releases, ["z1", "z1"])
     assert continuous_utility(original, releases, "z1").index.tolist() == ["mean[z1]", "sd[z1]"]
+
+
+def test_a_release_with_a_constant_column_keeps_the_originals_correlation():
+    # One release whose column was constant made the correlation undefined there, and the
+    # whole row NaN: the original's r and its interval, which are defined, went with it.
+    from geosynth.metrics import continuous_utility
+
+    original, releases = _frames(4, (0.6, 0.6), n=80, m=3)
+    releases[1] = releases[1].assign(z2=1.0)
+    row = continuous_utility(original, releases, ["z1", "z2"]).loc["corr[z1,z2]"]
+    r, n = original.corr().iloc[0, 1], len(original)
+    half = stats.norm.ppf(0.975) / math.sqrt(n - 3)
+    assert row["original"] == pytest.approx(r)
+    assert (row["lower_original"], row["upper_original"]) == pytest.approx(
+        (np.tanh(np.arctanh(r) - half), np.tanh(np.arctanh(r) + half)))
+    assert np.isnan(row[["synthetic", "lower_synthetic", "upper_synthetic", "overlap"]]).all()
+    # a constant column in the original: nothing defined
+    flat = continuous_utility(original.assign(z2=2.0), releases, ["z1", "z2"])
+    assert flat.loc["corr[z1,z2]"].isna().all()
