@@ -245,6 +245,18 @@ def _check_finite_output(noisy: NDArray[np.float64], where: str) -> None:
         )
 
 
+def _spacing(magnitudes: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Return ``np.spacing`` of non-negative ``magnitudes``, float64's largest value included.
+
+    NumPy's spacing of the largest double overflows to ∞ (with an overflow warning, an
+    exception under a strict filter) where the doubles below it are 2**971 apart: a score of
+    ``sys.float_info.max`` was refused as "spacing exceeds sensitivity=1e300".
+    """
+    with np.errstate(over="ignore"):
+        spacing = np.spacing(magnitudes)
+    return np.where(magnitudes == sys.float_info.max, 2.0**971, spacing)
+
+
 def _describe_positions(bad: NDArray[np.bool_], limit: int = 5) -> str:
     positions = np.flatnonzero(bad)
     shown = ", ".join(str(int(i)) for i in positions[:limit])
@@ -326,7 +338,7 @@ def _check_representable(
             "geosynth.dp.mechanisms.geometric for integer statistics, or subtract a public "
             "offset first"
         )
-    coarse = np.spacing(np.abs(values)) > sensitivity
+    coarse = _spacing(np.abs(values)) > sensitivity
     if coarse.any():
         raise InputError(
             f"{where}: {name} has {int(coarse.sum())} values at "
@@ -338,7 +350,7 @@ def _check_representable(
         )
     if not converted:
         return sensitivity
-    spacing = np.spacing(np.minimum(np.abs(values) + sensitivity, sys.float_info.max))
+    spacing = _spacing(np.minimum(np.abs(values) + sensitivity, sys.float_info.max))
     top = float(spacing.max()) if spacing.size else 0.0
     widening = {"l1": float(spacing.sum()), "linf": top,
                 "l2": top * math.sqrt(float(np.sum((spacing / top) ** 2))) if top else 0.0}[norm]

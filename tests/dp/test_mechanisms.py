@@ -7,6 +7,7 @@ be seeded, so its tests use moderate samples and a per-test false-alarm rate of 
 
 import math
 import re
+import sys
 import warnings
 from decimal import Decimal
 from fractions import Fraction
@@ -193,6 +194,21 @@ def test_exponential_refuses_scores_whose_spacing_exceeds_the_sensitivity(path):
         exponential(["a", "b"], [2**60 + 129, 0], sensitivity=1000, epsilon=1.0,
                     accountant=accountant, **seed)
     assert accountant.ledger.empty
+
+
+@pytest.mark.parametrize("path", ["seeded", "opendp"])
+def test_exponential_takes_the_largest_double_as_a_score(path):
+    # np.spacing(float max) overflows to inf: under a strict warnings filter the caller got
+    # NumPy's RuntimeWarning, otherwise a refusal saying the spacing exceeded 1e300 (it is 2e292).
+    top = sys.float_info.max
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        chosen = draw_choices(path, 200, ["a", "b"], [top, top], sensitivity=1e293, epsilon=1.0)
+    assert stats.binomtest(int(np.sum(chosen == "a")), 200).pvalue > P_MIN
+    with warnings.catch_warnings(), pytest.raises(InputError, match=r"spacing exceeds "
+                                                                     r"sensitivity=1e\+292"):
+        warnings.simplefilter("error", RuntimeWarning)
+        draw_choices(path, 1, ["a", "b"], [top, 0.0], sensitivity=1e292, epsilon=1.0)
 
 
 def test_exact_numbers_that_float64_rounds_too_far_are_refused():
