@@ -5,6 +5,12 @@ file holds (tables, views, rows of the GeoPackage's own tables, the text of its 
 boxes of its spatial indexes) travels with the file unseen by what reads the layers. A release
 is meant to be published whole, so :func:`geosynth.io.read_release` refuses any of it that
 geosynth never writes, naming the table, never the content.
+
+Not read: the unused bytes inside a page (between its cell pointers and its cells, and its
+freeblocks), where SQLite itself leaves a few bytes of genuine files non-zero. Text written
+there passes, as would data in the low-order digits of the synthetic coordinates, which no
+check can tell from their values: these checks find what a reader of the layers would miss,
+not what a publisher set on hiding data puts in.
 """
 
 from __future__ import annotations

@@ -669,8 +669,15 @@ def kept_pairs(counts: CellCounts, covariate: str | None = None) -> np.ndarray:
     """(cell, combination) pairs whose raw mean the releases may centre on: (G, B) bool.
 
     Those holding at least :data:`MIN_RECORDS_FOR_VALUES` records (their mean is an aggregate
-    of that many; a mean of one or two records is their values) whose mean is not outlying
-    (:func:`outlying_means`: one extreme value among them moves it far from the others').
+    of that many; a mean of one or two records is their values) in a combination with another
+    such pair, whose mean is not outlying (:func:`outlying_means`: one extreme value among them
+    moves it far from the others'). A combination's only such pair has no mean of its own
+    combination to be judged against, and the fences of all combinations miss an extreme value
+    wherever the column's level depends on the attributes: a planted 60,000 among two incomes
+    near 3,000, the one cell of three records of a rare combination among cells near 3,000 and
+    30,000, came back as 59,950 from the mean of five releases (3 × their mean less the other
+    two), with no warning. Its combination's values are pooled instead
+    (:func:`synthetic_zbar`; :func:`warn_pooled_combinations` names it).
 
     Parameters
     ----------
@@ -681,12 +688,18 @@ def kept_pairs(counts: CellCounts, covariate: str | None = None) -> np.ndarray:
     """
     if covariate is None:
         return np.logical_and.reduce([kept_pairs(counts, name) for name in counts.covariates])
-    return _enough_records(counts) & ~outlying_means(counts, covariate)
+    return _judgeable(counts) & ~outlying_means(counts, covariate)
 
 
 def _enough_records(counts: CellCounts) -> np.ndarray:
     return (np.asarray(counts.zbar_mask, dtype=bool)
             & (np.asarray(counts.counts) >= MIN_RECORDS_FOR_VALUES))
+
+
+def _judgeable(counts: CellCounts) -> np.ndarray:
+    """Pairs of enough records whose combination has another such pair (:func:`kept_pairs`)."""
+    enough = _enough_records(counts)
+    return enough & (enough.sum(axis=0) >= 2)
 
 
 def outlying_means(counts: CellCounts, covariate: str | None = None) -> np.ndarray:
@@ -784,7 +797,8 @@ def _dominated(own: np.ndarray) -> np.ndarray:
     m >= 2. A pair is dominated when its excess on either side exceeds :data:`DOMINANCE_RATIO`
     times the median excess of the combination's other pairs: those of other combinations are
     on other scales (judged against students' incomes, surgeons' ordinary cell means were
-    withheld in 174 data sets of 200), and a combination's one pair is not judged. A dominance
+    withheld in 174 data sets of 200), and a combination's one pair is never kept
+    (:func:`kept_pairs`). A dominance
     rule with n = 2 contributors (Hundepool et al. 2012, §5.2), measured against what the two
     largest values of a cell typically add: income near 3,000 in a group of 10 cells and
     30,000 in another of 64, a planted 300,000 among a cell's 12 low incomes came back within
@@ -938,8 +952,10 @@ def warn_withheld_means(counts: CellCounts) -> None:
 def warn_pooled_combinations(counts: CellCounts) -> None:
     """Say which combinations get synthetic values from the pooled means of all combinations.
 
-    A combination with no cell holding :data:`MIN_RECORDS_FOR_VALUES` of its records (every
-    combination of one or two records, and those spread thinly) centres its synthetic values
+    A combination with fewer than two cells holding :data:`MIN_RECORDS_FOR_VALUES` of its
+    records (every combination of one or two records, those spread thinly, and those whose one
+    such cell has no other of its combination to be judged against: :func:`kept_pairs`)
+    centres its synthetic values
     on the means of the other combinations around each synthetic cell (:func:`synthetic_zbar`):
     their association with its attributes is not kept, so an analysis of the continuous
     column by those attributes would be biased towards no difference. So does a combination
@@ -958,7 +974,7 @@ def warn_pooled_combinations(counts: CellCounts) -> None:
         Naming up to five such combinations (and the covariate, for withheld means).
     """
     present = counts.combos["n_records"].to_numpy() > 0
-    few = present & ~_enough_records(counts).any(axis=0)
+    few = present & ~_judgeable(counts).any(axis=0)
     labels = counts.combination_labels()
 
     def named(combos: np.ndarray) -> str:
@@ -967,7 +983,7 @@ def warn_pooled_combinations(counts: CellCounts) -> None:
 
     if few.any():
         warnings.warn(
-            f"{int(few.sum())} attribute combination(s) have no cell holding "
+            f"{int(few.sum())} attribute combination(s) have fewer than two cells holding "
             f"{MIN_RECORDS_FOR_VALUES} or more of their records ({named(np.flatnonzero(few))}): "
             f"their synthetic {', '.join(map(repr, counts.covariates))} follow the cell means "
             "of all combinations around their synthetic cells, not their own records' values "

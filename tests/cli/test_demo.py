@@ -158,17 +158,24 @@ def test_demo_advice_names_its_own_options_and_a_nan_r_hat_says_why(tmp_path):
     # --grid 1x1 warned "use a larger --cell-size or a region", --n 100 "coarsen the lattice
     # or the attributes" (the demo has none of these), and 3 draws per chain
     # printed "R-hat max: nan".
+    # A 1x1 lattice: each combination's one cell mean would be published (none to judge it
+    # against), so the synthetic z is refused, with the demo's options.
+    refused = run("demo", "--out", tmp_path / "one", "--n", 100, "--grid", "1x1",
+                  "--iterations", 15)
+    assert refused.exit_code == 2 and refused.output.rstrip().endswith(
+        "use a --grid of more than one cell, or raise --n"), refused.output
     out = tmp_path / "out"
-    result = run("demo", "--out", out, "--n", 100, "--grid", "1x1", "--iterations", 15)
+    result = run("demo", "--out", out, "--n", 100, "--grid", "2x1", "--iterations", 15)
     assert result.exit_code == 0, result.output
     # a warning may follow the residue of a closed progress bar ("\r ... \x1b[A") on its line
-    warnings = [line[line.index("Warning:"):] for line in result.output.splitlines()
-                if "Warning:" in line]
+    warnings = [line[line.index("Warning:"):] for line in refused.output.splitlines()
+                + result.output.splitlines() if "Warning:" in line]
     assert any("a --grid of more than one cell" in line for line in warnings), warnings
-    assert any("have no cell holding 3 or more of their records" in line and "raise --n" in line
-               for line in warnings), warnings
-    for advice in ("--cell-size", "a region", "coarsen the lattice", "the attributes that make"):
-        assert advice not in result.output, advice
+    assert any("have fewer than two cells holding 3 or more of their records" in line
+               and "raise --n" in line for line in warnings), warnings
+    for advice in ("--cell-size", "a region", "coarsen the lattice", "the attributes that make",
+                   "drop the column"):
+        assert advice not in result.output + refused.output, advice
     assert "R-hat max: nan" not in result.output
     assert ("R-hat max: not computable: 3 draws per chain, and R-hat needs 4 or more; raise "
             "--iterations") in result.output

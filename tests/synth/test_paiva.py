@@ -523,8 +523,11 @@ def test_synthesis_sd_moderates_each_combination_towards_the_pooled_sd():
 
 
 def test_a_combination_in_one_cell_does_not_publish_its_value():
-    # The leak this closes: the thesis' SD is undefined for a combination held by one cell, and
-    # a stand-in of 1 raw unit published its records' mean (here 1e6, the column's maximum) ± 1.
+    # The leaks this closes: the thesis' SD is undefined for a combination held by one cell,
+    # and a stand-in of 1 raw unit published its records' mean (here 1e6, the column's
+    # maximum) ± 1; then, with the pooled SD, the releases still centred on that mean (its
+    # only cell mean, with none of its combination to judge it against). Now on the kept
+    # means of every combination around the synthetic cell: cell 1's 20 (a=0), derived.
     _, counts = combination_counts({0: {0: 10.0, 1: 20.0, 4: 60.0}, 1: {2: 1e6}})
     pooled_sd = np.sqrt(700.0)  # a=0 alone spans several cells
     assert synthesis_sd(counts)[1] == pytest.approx(pooled_sd)
@@ -532,8 +535,8 @@ def test_a_combination_in_one_cell_does_not_publish_its_value():
     cells, combo = np.full(n, 2), np.ones(n, dtype=np.int64)
     z = continuous_values(counts, synthetic_zbar(counts), cells, combo,
                           np.random.default_rng(5))
-    assert stats.kstest(z, stats.norm(1e6, pooled_sd).cdf).pvalue > ALPHA
-    assert np.mean(np.abs(z - 1e6) < 1.0) < 0.05  # N(0, 26.5²) puts 3 % within ±1
+    assert stats.kstest(z, stats.norm(20.0, pooled_sd).cdf).pvalue > ALPHA
+    assert z.max() < 1e3  # 1e6 is 37,000 SDs away
 
 
 def test_values_of_a_combination_of_two_records_do_not_centre_on_their_mean():
@@ -548,7 +551,7 @@ def test_values_of_a_combination_of_two_records_do_not_centre_on_their_mean():
         warnings.simplefilter("always")
         releases = synthesize(fit, gdf, m=40, seed=2)
     pooled = [str(w.message) for w in caught if w.category is DataWarning
-              and "no cell holding 3 or more" in str(w.message)]
+              and "fewer than two cells holding 3 or more" in str(w.message)]
     assert len(pooled) == 1 and "1 attribute combination(s)" in pooled[0] and "'a=1'" in pooled[0]
     # Three kept cell means are too few to judge for an extreme value: said once, and nothing
     # else is a privacy warning.
@@ -723,30 +726,58 @@ def test_a_small_combination_is_judged_on_its_own_scale():
 
 
 def test_a_combination_pooled_for_one_covariate_is_named_for_that_one():
-    # Four "rare" records in one cell, one with an extreme z2: its z2 mean was withheld, and
-    # the warning said the combination had no cell of 3 or more records and that both z1
-    # and z2 lost their association with the attributes (z1 kept its own mean).
+    # Four "rare" records in each of two cells, one in each with an extreme z2: its z2 means
+    # were withheld, and the warning said the combination had no cell of 3 or more records
+    # and that both z1 and z2 lost their association with the attributes (z1 kept its means).
     rng = np.random.default_rng(10)
     n_cells = 30
     grid = Grid.regular((0, 0, 10 * n_cells, 10), shape=(1, n_cells), crs=CRS)
     cells = np.repeat(np.arange(n_cells), 6)
-    frame = pd.DataFrame({"cell": np.r_[cells, [5] * 4],
-                          "grp": ["common"] * cells.size + ["rare"] * 4,
-                          "z1": rng.normal(12, 1, cells.size + 4),
-                          "z2": rng.normal(1e5, 1e4, cells.size + 4)})
-    frame.loc[frame.index[-1], "z2"] = 2e7
+    frame = pd.DataFrame({"cell": np.r_[cells, [5] * 4, [12] * 4],
+                          "grp": ["common"] * cells.size + ["rare"] * 8,
+                          "z1": rng.normal(12, 1, cells.size + 8),
+                          "z2": rng.normal(1e5, 1e4, cells.size + 8)})
+    frame.loc[frame.index[[-5, -1]], "z2"] = 2e7
     gdf = gpd.GeoDataFrame(frame[["grp", "z1", "z2"]], crs=CRS, geometry=gpd.points_from_xy(
         10 * frame.cell + 5, np.full(len(frame), 5.0)))
     counts = prepare(gdf, grid, attributes=["grp"], continuous=["z1", "z2"])
     rare = counts.combos["grp"].tolist().index("rare")
-    assert kept_pairs(counts, "z1")[5, rare] and not kept_pairs(counts, "z2")[5, rare]
+    assert kept_pairs(counts, "z1")[[5, 12], rare].all()
+    assert not kept_pairs(counts, "z2")[[5, 12], rare].any()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         warn_pooled_combinations(counts)
     said = [str(w.message) for w in caught]
     assert len(said) == 1 and said[0].startswith(
         "the synthetic 'z2' of 1 attribute combination(s) ('grp=rare') follow the cell means")
-    assert "'z1'" not in said[0] and "no cell holding" not in said[0]
+    assert "'z1'" not in said[0] and "fewer than two cells holding" not in said[0]
+
+
+def test_a_combinations_only_cell_mean_is_not_published():
+    """A rare combination's three records in one cell, one of them 9,870,000 among incomes
+    near 40,000: no other mean of its combination to judge it by, nor enough means for
+    fences, so it went unjudged; five releases' rare values averaged 3,317,615, and 3 × that
+    less twice a typical income gave 9,871,845 back, with a warning that said it was judged."""
+    rng = np.random.default_rng(0)
+    grid = Grid.regular((0, 0, 90, 10), shape=(1, 9), crs=CRS)
+    frame = pd.DataFrame({"cell": np.r_[np.repeat(np.arange(9), 8), [4, 4, 4]],
+                          "grp": ["common"] * 72 + ["rare"] * 3})
+    frame["z"] = np.r_[rng.normal(40_000, 4_000, 72), [40_000.0, 41_000.0, 9_870_000.0]]
+    gdf = gpd.GeoDataFrame(frame[["grp", "z"]], crs=CRS, geometry=gpd.points_from_xy(
+        10 * frame.cell + 5, np.full(len(frame), 5.0)))
+    counts = prepare(gdf, grid, attributes=["grp"], continuous="z")
+    rare = counts.combos["grp"].tolist().index("rare")
+    assert counts.counts[4, rare] == 3 and not outlying_means(counts)[4, rare]  # unjudged
+    assert not kept_pairs(counts)[:, rare].any() and kept_pairs(counts)[:, 1 - rare].all()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        releases = synthesize(stub_fit(counts, random_lambda(counts, 1, 20, 1)), gdf, m=5,
+                              seed=7)
+    assert any("1 attribute combination(s) have fewer than two cells holding 3 or more of "
+               "their records ('grp=rare')" in str(w.message) for w in caught)
+    values = np.concatenate([r.loc[r.grp == "rare", "z"].to_numpy() for r in releases])
+    # centred on the pooled means of the common incomes around, not the rare cell's 3,317,000
+    assert values.size and abs(values.mean() - 40_000) < 5 * 4_000
 
 
 def test_outlying_means_are_those_beyond_the_fences_of_the_other_means():
