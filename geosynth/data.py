@@ -1536,8 +1536,15 @@ def _coarse(value: float) -> str:
     return format(float(f"{value:.3g}"), ",.15g")
 
 
-def _describe_bounds(bounds: Sequence[float]) -> str:
-    return "(" + ", ".join(_coarse(v) for v in bounds) + ")"
+def _describe_bounds(bounds: Sequence[float], step: float | None = None) -> str:
+    """``bounds`` to 3 significant digits, or (``step``) to the nearest multiple of it."""
+    shown = [_coarse(v) if step is None else _rounded(v, step) for v in bounds]
+    return "(" + ", ".join(shown) + ")"
+
+
+def _rounded(value: float, step: float) -> str:
+    """``value`` to the nearest multiple of ``step``, e.g. ``7,800,000``."""
+    return format(float(f"{round(value / step) * step:.12g}") + 0.0, ",.15g")  # no "-0"
 
 
 def _overlap(a: Sequence[float], b: Sequence[float]) -> bool:
@@ -1581,9 +1588,16 @@ def no_overlap_message(n: int, xy: np.ndarray | None, grid: Any, crs: Any) -> st
         name = grid_crs.axis_info[0].unit_name
         unit = f"{name}s" if name in ("metre", "meter") else f"CRS units ({name})"
     target = "region" if getattr(grid, "is_clipped", False) else "grid"
+    gap = math.hypot(max(0.0, extent[0] - points[2], points[0] - extent[2]),
+                     max(0.0, extent[1] - points[3], points[1] - extent[3]))
+    # The records' bounds and the gap to the nearest 10^k of the larger of the gap and the
+    # lattice's span: a CRS mix-up shows at that scale, and a near miss gave a record's
+    # extreme coordinate (the gap "about 11.1 metres" from a public edge).
+    step = 10.0 ** math.floor(math.log10(max(gap, extent[2] - extent[0], extent[3] - extent[1],
+                                             1e-300)))
     described = (
-        f"the points (bounds about {_describe_bounds(points)}, {crs_name}) and the {target} "
-        f"(cells within bounds {_describe_bounds(extent)})"
+        f"the points (bounds about {_describe_bounds(points, step)}, {crs_name}) and the "
+        f"{target} (cells within bounds {_describe_bounds(extent)})"
     )
     if _overlap(points, extent):  # no CRS mix-up: the records' bounds would help nothing
         return (
@@ -1605,12 +1619,14 @@ def no_overlap_message(n: int, xy: np.ndarray | None, grid: Any, crs: Any) -> st
             "with x and y swapped the points would overlap it: check which column is the "
             "easting (x) and which the northing (y) (CLI: --x, --y), or the axis order of the CRS"
         )
+    if not hints and gap < max(extent[2] - extent[0], extent[3] - extent[1]):
+        return (f"{head}: the points ({crs_name}) lie outside the {target} (cells within bounds "
+                f"{_describe_bounds(extent)}), closer to it than it is wide: check its bounds "
+                "(and the region and exclude polygons)")
     if not hints:
-        gap_x = max(0.0, extent[0] - points[2], points[0] - extent[2])
-        gap_y = max(0.0, extent[1] - points[3], points[1] - extent[3])
         hints.append(
-            f"they are about {_coarse(math.hypot(gap_x, gap_y))} {unit} apart: check that the "
-            f"points and the {target} use the same CRS and that the points' CRS label is right"
+            f"they are about {_rounded(gap, step)} {unit} apart: check that the points and "
+            f"the {target} use the same CRS and that the points' CRS label is right"
         )
     return f"{head}: {described} do not overlap; " + "; ".join(hints)
 

@@ -1,4 +1,5 @@
 import dataclasses
+import re
 import warnings
 
 import geopandas as gpd
@@ -956,8 +957,27 @@ def test_points_that_miss_the_region_say_so_and_suspect_the_crs():
                                                   rng.uniform(7.8e6, 7.81e6, 30)), crs=CRS)
     with pytest.raises(InputError, match=r"points \(bounds about \(3\d\d,000, 7,8\d0,000, "
                                          r"3\d\d,000, 7,8\d0,000\), CRS EPSG:31983\).*about "
-                                         r"29\d,000 metres apart.*same CRS"):
+                                         r"300,000 metres apart.*same CRS"):
         prepare(far, grid, ["sex"])
+
+
+def test_points_just_outside_the_region_do_not_give_their_extremes():
+    # A region 11.1 m east of the records: "they are about 11.1 metres apart" gave the
+    # records' largest x to 10 cm (the region's edge, public, less 11.1), and their bounds
+    # were printed to 3 significant digits (to 10 m near a local CRS's origin).
+    grid = Grid.regular((335_007, 7_390_000, 340_007, 7_395_000), shape=(5, 5), crs=CRS)
+    rng = np.random.default_rng(5)
+    x = np.r_[rng.uniform(330_000, 334_990, 29), 334_995.8806]
+    near = gpd.GeoDataFrame({"sex": rng.choice(["m", "f"], 30)}, crs=CRS,
+                            geometry=gpd.points_from_xy(x, rng.uniform(7.39e6, 7.395e6, 30)))
+    with pytest.raises(InputError, match=r"none of the 30 points falls in a grid cell.*lie "
+                                         r"outside the grid .*closer to it than it is") as info:
+        prepare(near, grid, ["sex"])
+    message = str(info.value)
+    assert "apart" not in message and "bounds about (" not in message
+    # the numbers shown are the lattice's bounds (3 significant digits), none the records'
+    assert re.findall(r"[\d,.]+\d", message) == ["30", "31983", "335,000", "7,390,000", "340,000",
+                                                 "7,400,000"]
 
 
 def test_points_inside_the_lattice_but_all_excluded_name_the_region():
