@@ -274,8 +274,8 @@ def covariate_names(continuous: Sequence[str] | str | None) -> tuple[str, ...]:
                          "pass continuous=None for no covariate")
     wrong = [n for n in names if not isinstance(n, str)]
     if wrong:
-        raise InputError(f"continuous must list column names (str), got {wrong!r}; e.g. "
-                         "continuous=['z1', 'z2']")
+        raise InputError("continuous must list column names (str), got "
+                         f"{', '.join(map(describe_value, wrong))}; e.g. continuous=['z1', 'z2']")
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise InputError(f"continuous lists {duplicated} more than once; name each column once")
@@ -914,11 +914,11 @@ def check_columns(
         raise InputError(
             f"attributes is empty; name at least one categorical column of gdf: {available}"
         )
+    _check_names_are_text(attrs)  # before counting them: a Series in the list has no ==
     duplicated = sorted({a for a in attrs if attrs.count(a) > 1}, key=str)
     if duplicated:
         raise InputError(f"attributes lists {duplicated} more than once; name each column once")
     covariates = covariate_names(continuous)
-    _check_names_are_text((*attrs, *covariates))
     for name, role in [(a, "attribute") for a in attrs] + [(z, "continuous column")
                                                            for z in covariates]:
         if name == geometry_name or name not in available:
@@ -1018,6 +1018,12 @@ def _check_names_are_text(names: tuple[Hashable, ...]) -> None:
     column, and ``5`` and ``"5"`` made one ``"5_code"`` column in ``combos``.
     """
     other = [n for n in names if not isinstance(n, str)]
+    if any(isinstance(n, pd.Series | pd.DataFrame) or is_sequence(n) and not isinstance(n, tuple)
+           for n in other):  # gdf.age, not "age"
+        raise InputError(
+            f"attributes must list column names (str), got "
+            f"{', '.join(map(describe_value, other))}; e.g. attributes=['sex', 'age_group']"
+        )
     if other:
         raise InputError(
             f"the columns {other!r} are named by {type(other[0]).__name__}, not text: a "
@@ -1696,7 +1702,7 @@ def check_declared(given: Any, name: str) -> list:
     """
     if isinstance(given, str | bytes | dict) or not isinstance(given, Sequence | np.ndarray
                                                                 | pd.Index):
-        raise InputError(f"{name} must be a list of levels, got {given!r}")
+        raise InputError(f"{name} must be a list of levels, got {describe_value(given)}")
     declared = list(given)
     if not declared:
         raise InputError(f"{name} is empty; give at least one public level")

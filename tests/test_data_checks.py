@@ -651,3 +651,22 @@ def test_levels_holding_a_nul_character_are_refused():
     grid = Grid.regular(scenario.bounds, shape=(3, 3), crs=scenario.crs)
     with pytest.raises(InputError, match=r"attribute 'grp' has levels holding a NUL character"):
         prepare(data, grid, ["grp"])
+
+
+@pytest.mark.parametrize("given", [
+    lambda g: {"attributes": [g["age"]]},
+    lambda g: {"attributes": ["sex", g["age"]]},
+    lambda g: {"attributes": ["sex", g["age"].to_numpy()]},
+    lambda g: {"attributes": ["sex"], "continuous": [g["age"]]},
+    lambda g: {"attributes": ["sex"], "levels": {"sex": g["sex"]}},
+])
+def test_a_column_given_for_its_name_is_refused_without_its_values(given):
+    # [gdf.age] for ["age"]: the messages printed every value with its row label (or, with a
+    # name before it, raised pandas' "truth value of a Series is ambiguous").
+    gdf = make_gdf()
+    gdf["age"] = np.arange(1_000_001, 1_000_001 + len(gdf))
+    grid = Grid.regular((0, 0, 100, 100), shape=(2, 2), crs=CRS)
+    with pytest.raises(InputError, match=r"must (list column names \(str\)|be a list of "
+                                         r"levels), got (Series|ndarray) of shape \(40,\)") as info:
+        prepare(gdf, grid, **given(gdf))
+    assert "100000" not in str(info.value) and "\n" not in str(info.value)
