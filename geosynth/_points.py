@@ -304,9 +304,13 @@ def holds_coordinates_within(
     * ``degrees`` (the same box in longitude and latitude), both with 3 decimals or more
       (about 100 m): a home's latitude and longitude beside data in metres,
 
-    and few records hold the text, as one person's location is (or a household's): fewer
-    than ``fewer_than`` for whole numbers, fewer than :data:`DECIMAL_FEWER_THAN` when both
-    have decimals. Labels many records share pass: ``"18 64"``, ``"3.5 to 4.0 m"``, an income
+    however many records hold the text where no label's numbers fall in the box (its x or y
+    range :data:`LABELS_BELOW` or farther from 0, as UTM eastings are; and the degrees box): a
+    household's ``"332519 7390639"``, five records each, went into the release. Near the
+    origin of a local CRS, where labels' numbers fall in the box, only when few records hold
+    the text, as one person's location is (or a small household's): fewer than
+    ``fewer_than`` for whole numbers, fewer than :data:`DECIMAL_FEWER_THAN` when both have
+    decimals. Labels many records share pass there: ``"18 64"``, ``"3.5 to 4.0 m"``, an income
     band ``"5,000 - 10,000"`` (a comma before ``000`` reads as a thousands separator; before
     other three digits, as either: ``"52,520; 13,405"`` is a latitude and longitude).
 
@@ -333,7 +337,7 @@ def holds_coordinates_within(
     limits = {text: limit for text, limit in limits.items() if limit is not None}
     if not limits:
         return False
-    limit = {"whole": fewer_than, "decimal": DECIMAL_FEWER_THAN}
+    limit = {"whole": fewer_than, "decimal": DECIMAL_FEWER_THAN, "far": np.inf}
     held = _records_holding(values, limits, weights)
     return any(n < limit[limits[text]] for text, n in held.items())
 
@@ -372,13 +376,27 @@ def _located(text: str, bounds: tuple[float, float, float, float],
     for numbers in _number_readings(text):
         for (a, da), (b, db) in zip(numbers, numbers[1:], strict=False):
             for x, y in ((a, b), (b, a)):
+                if _inside(x, y, bounds) and _far_from_origin(bounds):
+                    return "far"
                 if _inside(x, y, bounds):
                     if da and db:
                         return "decimal"
                     found = "whole"
                 if degrees is not None and da >= 3 and db >= 3 and _inside(x, y, degrees):
-                    return "decimal"
+                    return "far"
     return found
+
+
+#: A box whose x or y range lies this far from 0 (or farther) holds no label's numbers: every
+#: UTM easting (166,000 to 834,000) does, and a label of two numbers of six digits or more
+#: that fall in it (an age band, a year range, a postcode) is no label.
+LABELS_BELOW = 100_000.0
+
+
+def _far_from_origin(box: tuple[float, float, float, float]) -> bool:
+    """Whether two numbers inside ``box`` cannot be a label's (:data:`LABELS_BELOW`)."""
+    return (min(abs(box[0]), abs(box[2])) >= LABELS_BELOW and box[0] * box[2] > 0
+            or min(abs(box[1]), abs(box[3])) >= LABELS_BELOW and box[1] * box[3] > 0)
 
 
 def _inside(x: float, y: float, box: tuple[float, float, float, float]) -> bool:

@@ -546,6 +546,23 @@ def test_records_coordinates_written_otherwise_are_refused(written):
     assert prepare(data, grid, ["addr"]).levels["addr"] == ["1,5", "18 64", "2019-05-03"]
 
 
+@pytest.mark.parametrize("size", [3, 5, 12])
+def test_households_coordinates_shared_by_their_members_are_refused(size):
+    """Each household's "x y" (whole metres) held by its 3, 5 or 12 members: a level many
+    records hold passed as a label, and the release gave every home to the metre."""
+    scenario = paiva_scenario(n=120, seed=2)
+    data = scenario.data.copy()
+    grid = Grid.regular(scenario.bounds, shape=(4, 4), crs=scenario.crs)
+    xy = shapely.get_coordinates(data.geometry.array)
+    home = np.arange(len(data)) // size * size  # each household at its first member's place
+    data["home"] = [f"{xy[h, 0]:.0f} {xy[h, 1]:.0f}" for h in home]
+    data = data.set_geometry(gpd.points_from_xy(xy[home, 0], xy[home, 1]), crs=scenario.crs)
+    assert min(scenario.bounds[:2]) > 100_000  # a UTM box: no label's numbers fall in it
+    with pytest.raises(InputError, match=r"attribute 'home' has a level that reads as "
+                                         r"coordinates inside the lattice"):
+        prepare(data, grid, ["home"], allow_identifying=True)
+
+
 def _geohash(lon, lat, length):
     """Encode a geohash (written here from its definition: bits alternate, longitude first)."""
     digits, box, code, bits, value, axis = "0123456789bcdefghjkmnpqrstuvwxyz", [
