@@ -54,6 +54,8 @@ ID_COLUMNS = frozenset(
 IDENTIFIER_WORDS = frozenset({
     "id", "ids", "idx", "uid", "uuid", "guid", "gid", "pid", "oid", "eid", "fid", "objectid",
     "globalid", "rowid", "ssn", "cpf", "prontuario", "mrn",  # a medical record number
+    "cns",  # Brazil's national health card (Cartão Nacional de Saúde)
+    "identifier", "pseudonym",
 })
 #: Words of a name that make an identifier a person's or a record's own, not a facility's or an
 #: area's (``clinic_id``, ``ward_no``, ``ID_MUNICIP``): :func:`names_a_record`.
@@ -63,7 +65,12 @@ RECORD_WORDS = frozenset({
     "caso", "record", "registro", "visit", "admission", "encounter", "episode", "claim",
     "household", "family", "row", "obs", "observation", "mrn", "ssn", "cpf", "prontuario",
     "eid", "pid", "uid", "uuid", "guid", "rowid", "objectid", "globalid", "idx", "index",
+    "cns", "nhs", "chi",  # the UK's NHS number and Scotland's Community Health Index
+    "pseudo", "pseudonym", "identifier",
 })
+#: Words that make a column name an identifier beside a word of :data:`RECORD_WORDS`
+#: (``cod_paciente``, ``patient_code``, ``case_ref``), not alone (``zip_code``, ``icd_code``).
+RECORD_KEY_WORDS = frozenset({"code", "cod", "codigo", "ref", "reference"})
 #: Words that make a column name an identifier as its last word after another one: a record's
 #: number or key (``patient_no``, ``case_number``, ``Fall_Nr``, ``AreaKey``); ``key`` and
 #: ``number`` alone too. Not first (``num_rooms``, ``nr_children``, ``no_show`` count or
@@ -95,7 +102,8 @@ def is_identifier_name(column: Any) -> bool:
         True for a name of :data:`ID_COLUMNS` (without case, surrounding spaces, or the spaces
         and hyphens of ``"Cell ID"``), for pandas' ``"Unnamed: 0"`` (the index that
         ``to_csv`` wrote, read back as a column), a name one of whose words is in
-        :data:`IDENTIFIER_WORDS`, or whose last word, after another word, is in
+        :data:`IDENTIFIER_WORDS`, one with words of both :data:`RECORD_KEY_WORDS` and
+        :data:`RECORD_WORDS` (``cod_paciente``), or whose last word, after another word, is in
         :data:`IDENTIFIER_ENDINGS` (``key`` and ``number`` alone too). Words are split at
         ``_``, spaces, hyphens and other punctuation, between digits and letters, and at the
         capitals of camelCase (``patientId`` is ``patient``, ``id``); accents are ignored.
@@ -108,13 +116,18 @@ def is_identifier_name(column: Any) -> bool:
     >>> [is_identifier_name(c) for c in ("patient_id", "patientId", "id_paciente", "Case No",
     ...                                  "uuid", "AreaKey")]
     [True, True, True, True, True, True]
-    >>> [is_identifier_name(c) for c in ("valid", "idade", "width", "x1", "num_rooms")]
-    [False, False, False, False, False]
+    >>> [is_identifier_name(c) for c in ("NHSNumber", "cod_paciente", "pseudo_id", "cns")]
+    [True, True, True, True]
+    >>> [is_identifier_name(c) for c in ("valid", "idade", "width", "x1", "num_rooms",
+    ...                                  "zip_code", "chi_square")]
+    [False, False, False, False, False, False, False]
     """
     if in_id_columns(column) or PANDAS_UNNAMED.fullmatch(str(column).strip()):
         return True
     words = name_words(column)
     if IDENTIFIER_WORDS.intersection(words):
+        return True
+    if RECORD_KEY_WORDS.intersection(words) and RECORD_WORDS.intersection(words):
         return True
     if not words or words[-1] not in IDENTIFIER_ENDINGS:
         return False

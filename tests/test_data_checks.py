@@ -431,6 +431,24 @@ def test_an_identifier_of_frequent_visitors_is_refused(grid, visits):
     assert recorded(lambda: prepare(gdf, grid, ["clinic_id"])) == []
 
 
+@pytest.mark.parametrize("name", ["nhs_number", "NHSNumber", "chi_number", "cns",
+                                  "cod_paciente", "patient_code", "patient_identifier",
+                                  "pseudo_id", "pseudonym"])
+def test_health_service_numbers_and_record_codes_are_a_persons_identifiers(grid, name):
+    # Ten visits each: NHS numbers, pseudonyms and a patient's code were taken for a
+    # facility's identifiers (groups of 5 or more pass) or for no identifier at all, and
+    # every one was published verbatim, without a word.
+    gdf = make_gdf(n=200, seed=1)
+    gdf[name] = np.random.default_rng(2).permutation(np.repeat(np.arange(20), 10))
+    with pytest.raises(InputError, match=rf"'{name}' has 20 distinct levels .*named like a "
+                                         r"record identifier"):
+        prepare(gdf, grid, [name])
+    # codes that are no record's pass as labels many records share
+    for label in ("zip_code", "icd_code", "chi_square"):
+        gdf[label] = np.resize(["a", "b", "c"], 200)
+        assert recorded(lambda label=label: prepare(gdf, grid, [label])) == []
+
+
 def test_an_attribute_of_small_groups_is_warned_about(grid):
     gdf = make_gdf(n=198, seed=1)
     gdf["visitor"] = np.random.default_rng(2).permutation(np.repeat(np.arange(66), 3))
