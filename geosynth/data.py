@@ -118,6 +118,7 @@ from geosynth._identifiers import (
     is_identifier_name,
     names_a_record,
 )
+from geosynth._messages import caller_stacklevel
 from geosynth._messages import describe_rows as _rows
 from geosynth._points import (
     holds_coordinates,
@@ -176,6 +177,7 @@ __all__ = [
     "check_prepare_options",
     "count_table",
     "covariate_names",
+    "warn_of_coordinate_columns",
     "counts_from_table",
     "widen_halves",
     "locate_records",
@@ -222,6 +224,9 @@ SMALL_LEVEL_RECORDS = 5
 IDENTIFYING_MIN_SINGLETONS = 5
 #: ... holding more than this share of the records has too many sample uniques.
 IDENTIFYING_SINGLETON_SHARE = 0.05
+#: A continuous column whose correlation with the records' x or y reaches this (in absolute
+#: value, over 10 or more records) is taken for a coordinate: :func:`prepare` warns.
+COORDINATE_CORRELATION = 0.99
 
 #: Columns of a count table (:func:`locate_records`, :func:`count_table`) besides the
 #: attributes: the cell id (-1: in no cell), the number of records and the sum of the
@@ -794,8 +799,51 @@ def prepare(
         check_outside(n_out, len(gdf), _rows(gdf.index, out), outside, none_left=none_left,
                       stacklevel=2, beyond=beyond_bounds(gdf[out], grid))
         records = records[~out]
+    warn_of_coordinate_columns(gdf[~out], covariate_names(continuous))
     return counts_from_table(records, grid, attrs, continuous, max_bytes=max_bytes,
                              allow_identifying=allow_identifying)
+
+
+def warn_of_coordinate_columns(gdf: gpd.GeoDataFrame, columns: Sequence[str]) -> None:
+    """Warn of continuous ``columns`` that follow the records' x or y: coordinates.
+
+    A copy of the easting, a longitude or a latitude beside points in metres, or a distance
+    along an axis was modelled as any measurement, and the releases' values of it centred on
+    each cell's mean: where the cell's records lie on average, which the synthetic points,
+    uniform in the cell, do not tell.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The records counted (those in the lattice).
+    columns : sequence of str
+        Its continuous columns.
+
+    Warns
+    -----
+    geosynth.errors.PrivacyLeakWarning
+        Naming the column and the axis, when the absolute correlation reaches
+        :data:`COORDINATE_CORRELATION` over 10 or more records.
+    """
+    if not columns or len(gdf) < 10:
+        return
+    xy = point_coordinates(gdf, "gdf")
+    for name in columns:
+        values = gdf[name].to_numpy(dtype=np.float64)
+        for axis, label in enumerate("xy"):
+            with np.errstate(invalid="ignore", divide="ignore"):  # a constant column: no r
+                r = np.corrcoef(values, xy[:, axis])[0, 1]
+            if abs(r) >= COORDINATE_CORRELATION:
+                warnings.warn(
+                    f"the continuous column {name!r} follows the records' {label} (correlation "
+                    f"{r:.3f}): it reads as a coordinate, and a release's values of it centre "
+                    "on each cell's mean, where the cell's records lie on average; drop it "
+                    "from continuous unless it is a measurement that only happens to follow "
+                    f"{label}",
+                    PrivacyLeakWarning,
+                    stacklevel=caller_stacklevel(),
+                )
+                break
 
 
 # --------------------------------------------------------------------------- validation helpers

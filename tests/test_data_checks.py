@@ -705,3 +705,21 @@ def test_a_column_given_for_its_name_is_refused_without_its_values(given):
                                          r"levels), got (Series|ndarray) of shape \(40,\)") as info:
         prepare(gdf, grid, **given(gdf))
     assert "100000" not in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("column", ["easting", "latitude", "northing_km"])
+def test_a_continuous_column_that_is_a_coordinate_is_warned_about(column):
+    # An easting copied into a column, or a latitude beside points in metres, was modelled as
+    # a measurement: the releases' values centred on each cell's mean of it, where the cell's
+    # records lie on average.
+    scenario = paiva_scenario(n=300, seed=1)
+    data = scenario.data.copy()
+    xy = shapely.get_coordinates(data.geometry.array)
+    data[column] = {"easting": xy[:, 0], "latitude": data.geometry.to_crs(4326).y,
+                    "northing_km": np.round(xy[:, 1] / 1000, 1)}[column]
+    grid = Grid.regular(scenario.bounds, shape=(5, 5), crs=scenario.crs)
+    caught = recorded(lambda: prepare(data, grid, ["y"], continuous=["z", column]))
+    said = [str(w.message) for w in caught if w.category is PrivacyLeakWarning]
+    assert len(said) == 1 and said[0].startswith(f"the continuous column {column!r} follows "
+                                                 "the records' ")
+    assert recorded(lambda: prepare(data, grid, ["y"], continuous="z")) == []
